@@ -1,0 +1,101 @@
+/* core/config.h — chip configs: YAML read once into a typed, validated struct.
+ *
+ * Each family declares a schema: one row per key (dotted path, type, unit kind, range, default,
+ * description with its source, offsetof into the family's config struct). Loading parses the YAML
+ * (libyaml), follows `base:` files, applies `--set key.path=value` overrides, rejects unknown keys
+ * (with a did-you-mean), wrong types, out-of-range values and missing required keys, all as
+ * `file:line:col: what is wrong`, and fills the struct. After loading nothing looks keys up by
+ * string again.
+ *
+ * Keys every config has, handled here and not in family schemas:
+ *   arch: <family name>          required
+ *   name: <text>                 optional, defaults to the file's stem
+ *   description: <text>          optional
+ *   base: <path>                 optional, a config whose keys this one overrides (path relative
+ *                                to this file, or a built-in config name)
+ */
+#ifndef TS_CORE_CONFIG_H
+#define TS_CORE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/units.h"
+
+typedef enum ts_cfg_type {
+    TS_CFG_INT,     /* int64_t; with a unit kind it must be a whole number of base units */
+    TS_CFG_UINT,    /* uint64_t, likewise */
+    TS_CFG_FLOAT,   /* double, in base units of its unit kind */
+    TS_CFG_BOOL,    /* bool: true/false */
+    TS_CFG_STRING,  /* char *, owned by the ts_config */
+    TS_CFG_ENUM,    /* int: index into choices */
+    TS_CFG_STRLIST, /* ts_strlist, owned by the ts_config */
+    TS_CFG_INTLIST, /* ts_intlist, owned by the ts_config; items may carry the key's unit */
+} ts_cfg_type;
+
+typedef struct ts_strlist { char **v; size_t n; } ts_strlist;
+typedef struct ts_intlist { int64_t *v; size_t n; } ts_intlist;
+
+/* One row of a schema. */
+typedef struct ts_cfg_key {
+    const char *path;            /* dotted path, e.g. "tile.sram" */
+    ts_cfg_type type;
+    ts_unit_kind unit;           /* quantities accepted for numeric types */
+    double min, max;             /* inclusive range for numbers; ignored when min > max */
+    const char *def;             /* default as YAML scalar text; NULL means required */
+    const char *desc;            /* one line: meaning and source, "(assumed: why)" if not public */
+    size_t offset;               /* offsetof(family config struct, field) */
+    const char *const *choices;  /* TS_CFG_ENUM: NULL-terminated names */
+} ts_cfg_key;
+
+/* A family's schema. */
+typedef struct ts_schema {
+    const char *arch;            /* family name, the value of `arch:` */
+    const char *title;           /* one line, e.g. "Graphcore-style IPU with BSP and exchange" */
+    const ts_cfg_key *keys;
+    size_t nkeys;
+    size_t size;                 /* sizeof the family's config struct */
+    /* Cross-key checks and derived fields after all keys are set; may be NULL. */
+    ts_status (*check)(void *cfg, ts_err *err);
+} ts_schema;
+
+typedef const ts_schema *(*ts_schema_lookup_fn)(const char *arch);
+
+/* Built-in files (configs, energy tables) by name, e.g. "ipu_mk1"; 0 if found. */
+typedef int (*ts_builtin_fn)(const char *name, const char **text, size_t *len);
+
+typedef struct ts_config_opts {
+    ts_schema_lookup_fn schema;  /* arch name -> schema; required */
+    ts_builtin_fn builtin;       /* resolves `base:` and paths that are not files; may be NULL */
+    const char *const *sets;     /* "key.path=value" overrides, applied after the file and bases */
+    size_t nsets;
+} ts_config_opts;
+
+typedef struct ts_config ts_config; /* opaque */
+
+/* Load a config from a file path, or from a built-in name when no such file exists. */
+ts_status ts_config_load(ts_config **out, const char *path, const ts_config_opts *opts, ts_err *err);
+/* Load from text in memory; `name` is used as the file name in messages and as default name. */
+ts_status ts_config_load_string(ts_config **out, const char *name, const char *text, size_t len,
+                                const ts_config_opts *opts, ts_err *err);
+void ts_config_destroy(ts_config *cfg);
+
+const void *ts_config_data(const ts_config *cfg);  /* the family's typed struct */
+const ts_schema *ts_config_schema(const ts_config *cfg);
+const char *ts_config_arch(const ts_config *cfg);
+const char *ts_config_name(const ts_config *cfg);
+const char *ts_config_path(const ts_config *cfg);  /* file it came from, or the built-in name */
+/* Fingerprint of the resolved values (not the text): equal configs give equal fingerprints. */
+uint64_t ts_config_fingerprint(const ts_config *cfg);
+/* The resolved config as YAML, every key with its value (for reports and `tessera config`). */
+void ts_config_dump(const ts_config *cfg, ts_buf *out);
+
+/* The documented schema, one key per entry: path, type, unit, range, default, description. */
+void ts_schema_print(const ts_schema *schema, ts_buf *out);
+
+/* Parse one scalar for a key (used by --set and by sweeps). */
+ts_status ts_config_parse_value(const ts_cfg_key *key, const char *text, void *dst, char *why, size_t n);
+
+#endif

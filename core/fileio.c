@@ -1,0 +1,113 @@
+/* core/fileio.c — whole-file reads and atomic writes. */
+#include "core/fileio.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+
+ts_status ts_read_file(const char *path, char **data, size_t *len, ts_err *err)
+{
+    *data = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ts_err_at(err, TS_EIO, path, 0, 0, "cannot open: %s", strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = ts_malloc(cap);
+    if (!buf) {
+        fclose(f);
+        return ts_err_set(err, TS_ENOMEM, "out of memory reading %s", path);
+    }
+    for (;;) {
+        if (n + 1 >= cap) {
+            char *nb = ts_realloc(buf, cap * 2);
+            if (!nb) {
+                ts_free(buf);
+                fclose(f);
+                return ts_err_set(err, TS_ENOMEM, "out of memory reading %s", path);
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        ts_free(buf);
+        return ts_err_at(err, TS_EIO, path, 0, 0, "read error");
+    }
+    buf[n] = 0;
+    *data = buf;
+    *len = n;
+    return TS_OK;
+}
+
+ts_status ts_write_file_atomic(const char *path, const void *data, size_t len, ts_err *err)
+{
+    if (!path || !strcmp(path, "-")) {
+        if (fwrite(data, 1, len, stdout) != len || fflush(stdout))
+            return ts_err_set(err, TS_EIO, "cannot write to standard output");
+        return TS_OK;
+    }
+    size_t plen = strlen(path) + 32;
+    char *tmp = ts_malloc(plen);
+    if (!tmp)
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    snprintf(tmp, plen, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        ts_status st = ts_err_at(err, TS_EIO, path, 0, 0, "cannot write: %s", strerror(errno));
+        ts_free(tmp);
+        return st;
+    }
+    int bad = fwrite(data, 1, len, f) != len;
+    bad |= fflush(f) != 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        ts_status st = ts_err_at(err, TS_EIO, path, 0, 0, "cannot write: %s", strerror(errno));
+        remove(tmp);
+        ts_free(tmp);
+        return st;
+    }
+    ts_free(tmp);
+    return TS_OK;
+}
+
+uint64_t ts_fnv1a(uint64_t seed, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    uint64_t h = seed;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+uint32_t ts_crc32(uint32_t crc, const void *data, size_t len)
+{
+    static uint32_t table[256];
+    static int ready;
+    if (!ready) { /* benign race: every thread writes the same values */
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; k++)
+                c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+            table[i] = c;
+        }
+        ready = 1;
+    }
+    const unsigned char *p = data;
+    crc = ~crc;
+    for (size_t i = 0; i < len; i++)
+        crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}

@@ -1,0 +1,3 @@
+/* core/program.c — to be written */
+#include "core/err.h"
+typedef int ts_placeholder_program_;

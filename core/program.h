@@ -1,0 +1,100 @@
+/* core/program.h — the instruction-stream container shared by all families.
+ *
+ * A program is a set of streams (one per tile, instruction queue or PE), each an array of
+ * fixed-size instructions; initial data segments; symbols (code labels and constants); and marks
+ * (superstep boundaries). It is tagged with its family and the fingerprint of the config it was
+ * compiled for. The binary layout is documented in docs/program-format.md and in program.c.
+ *
+ * The struct is a plain data container: families read it when they load (predecode) a program.
+ */
+#ifndef TS_CORE_PROGRAM_H
+#define TS_CORE_PROGRAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/isa.h"
+
+#define TS_PROGRAM_VERSION 1
+
+/* One instruction: 32 bytes in memory and in the file. */
+typedef struct ts_insn {
+    uint16_t op;                /* index into the family's ts_isa.ops */
+    uint16_t line;              /* source line mod 65536 for messages; 0 if unknown; not semantic */
+    int32_t a[TS_MAX_OPNDS];    /* operands: register numbers, immediates, f32 bits, pcs */
+} ts_insn;
+
+typedef struct ts_stream {
+    uint32_t kind;              /* index into ts_isa.stream_kinds */
+    uint32_t index;             /* tile / queue / PE number */
+    uint32_t n, cap;
+    ts_insn *insn;              /* owned */
+} ts_stream;
+
+typedef struct ts_segment {
+    uint32_t kind, index;       /* target, as for streams */
+    uint64_t addr;              /* byte address in the target's memory */
+    uint32_t len;
+    uint8_t *bytes;             /* owned */
+} ts_segment;
+
+enum { TS_SYM_LABEL = 0, TS_SYM_CONST = 1 };
+
+typedef struct ts_symbol {
+    char *name;                 /* owned */
+    uint32_t kind;              /* TS_SYM_LABEL: value is a pc in stream; TS_SYM_CONST: a .equ */
+    uint32_t stream;            /* index into streams (labels only) */
+    int64_t value;
+} ts_symbol;
+
+typedef struct ts_mark {        /* ".superstep id" before instruction pc of a stream */
+    uint32_t stream, pc, id;
+} ts_mark;
+
+typedef struct ts_program {
+    char arch[16];              /* family name */
+    uint64_t config_fp;         /* fingerprint of the config compiled for; 0 = any config */
+    char *workload;             /* owned, optional: what it computes, for reports */
+    ts_stream *streams; size_t nstreams, cap_streams;
+    ts_segment *segs; size_t nsegs, cap_segs;
+    ts_symbol *syms; size_t nsyms, cap_syms;
+    ts_mark *marks; size_t nmarks, cap_marks;
+} ts_program;
+
+ts_program *ts_program_create(const char *arch);
+void ts_program_destroy(ts_program *p);
+
+/* Builders (used by the assembler and by the compiler's lowerings). Return NULL/-1 on OOM. */
+ts_stream *ts_program_stream(ts_program *p, uint32_t kind, uint32_t index); /* find or add */
+ts_insn *ts_stream_emit(ts_stream *s, uint16_t op);                         /* zeroed operands */
+ts_status ts_program_add_segment(ts_program *p, uint32_t kind, uint32_t index, uint64_t addr,
+                                 const void *bytes, uint32_t len, ts_err *err);
+ts_status ts_program_add_symbol(ts_program *p, const char *name, uint32_t kind, uint32_t stream,
+                                int64_t value, ts_err *err);
+ts_status ts_program_add_mark(ts_program *p, uint32_t stream, uint32_t pc, uint32_t id, ts_err *err);
+/* Sort streams by (kind, index), segments by (kind, index, addr), symbols by (stream, value,
+ * name), marks by (stream, pc): the canonical order written to files. */
+void ts_program_canonicalize(ts_program *p);
+
+/* Binary form. The reader checks magic, version, sizes, CRC and every index, operand count and
+ * register number against the family's ISA, and reports "file: offset N: what is wrong". */
+ts_status ts_program_encode(const ts_program *p, ts_buf *out, ts_err *err);
+ts_status ts_program_decode(ts_program **out, const char *name, const void *data, size_t len,
+                            const ts_isa *isa, ts_err *err);
+ts_status ts_program_write(const ts_program *p, const char *path, ts_err *err);
+ts_status ts_program_read(ts_program **out, const char *path, const ts_isa *isa, ts_err *err);
+/* Read arch name from a binary without decoding the rest; 0 if data is a program binary. */
+int ts_program_peek_arch(const void *data, size_t len, char arch[16]);
+
+/* Refuse a program compiled for another config: names both fingerprints and the config. */
+ts_status ts_program_check_config(const ts_program *p, uint64_t config_fp, const char *config_name,
+                                  ts_err *err);
+
+/* Text assembly, generic over the family's ISA table (syntax: docs/assembly.md). */
+ts_status ts_asm(ts_program **out, const char *file, const char *text, size_t len, const ts_isa *isa,
+                 ts_err *err);
+/* Canonical text: ts_asm(ts_disasm(p)) encodes to the same bytes as p. */
+ts_status ts_disasm(const ts_program *p, const ts_isa *isa, ts_buf *out, ts_err *err);
+
+#endif

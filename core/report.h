@@ -1,0 +1,30 @@
+/* core/report.h — results written for people (text), tools (JSON) and sweeps (CSV).
+ *
+ * The JSON schema is versioned and documented in docs/report-schema.md; the CSV has one header
+ * line and one row per run with stable columns (ts_report_csv_header). Files are written to a
+ * temporary name and renamed.
+ */
+#ifndef TS_CORE_REPORT_H
+#define TS_CORE_REPORT_H
+
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/results.h"
+
+#define TS_REPORT_SCHEMA_VERSION 1
+
+typedef enum ts_format { TS_FMT_TEXT, TS_FMT_JSON, TS_FMT_CSV } ts_format;
+
+/* Parse "text", "json" or "csv"; -1 if none. */
+int ts_format_parse(const char *s);
+
+void ts_report_text(const ts_results *r, ts_buf *out);
+void ts_report_json(const ts_results *r, ts_buf *out);
+/* CSV header line (with newline) and one row (with newline). */
+void ts_report_csv_header(ts_buf *out);
+void ts_report_csv_row(const ts_results *r, ts_buf *out);
+
+/* Render in fmt and write atomically to path ("-" or NULL = stdout; CSV includes the header). */
+ts_status ts_report_write(const ts_results *r, ts_format fmt, const char *path, ts_err *err);
+
+#endif

@@ -1,0 +1,3 @@
+/* core/results.c — to be written */
+#include "core/err.h"
+typedef int ts_placeholder_results_;

@@ -1,0 +1,77 @@
+/* core/results.h — what a run produces, family-neutral, before it is written as a report.
+ *
+ * A family's collect() fills the standard fields and adds its own statistics to `stats`; the
+ * kernel then prices `events` with the energy table. Report writers read only this.
+ */
+#ifndef TS_CORE_RESULTS_H
+#define TS_CORE_RESULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "core/energy.h"
+#include "core/err.h"
+#include "core/stats.h"
+
+/* Where bytes move. */
+typedef enum ts_level {
+    TS_LEVEL_SRAM,    /* on-chip memory reads + writes (tile memory, MEM slices, PE SRAM) */
+    TS_LEVEL_NET,     /* on-chip network: IPU exchange, TSP streams, WSE fabric */
+    TS_LEVEL_OFFCHIP, /* host / DRAM / chip-to-chip */
+    TS_LEVEL_COUNT
+} ts_level;
+
+#define TS_MAX_UTIL 16
+#define TS_MAX_EVENTS 64
+#define TS_MAX_COMPONENTS 16
+
+typedef struct ts_util {
+    char name[32];    /* unit kind, e.g. "tile", "amp", "mxm", "pe", "link" */
+    uint64_t units;   /* how many of them */
+    uint64_t busy;    /* busy unit-cycles */
+} ts_util;
+
+typedef struct ts_event_count {
+    char name[40];    /* energy table event */
+    double count;     /* events (may be fractional for bit x mm counts) */
+} ts_event_count;
+
+typedef struct ts_component_energy {
+    char name[24];
+    double joules;
+} ts_component_energy;
+
+typedef struct ts_results {
+    char arch[16];
+    char config[128];
+    char workload[128];
+    uint64_t cycles;
+    double clock_hz;
+    char net_name[24];                 /* "exchange", "streams", "fabric" */
+    uint64_t bytes[TS_LEVEL_COUNT];
+    uint64_t macs;                     /* multiply-accumulates executed */
+    double flops;                      /* floating-point operations (a MAC is 2) */
+    ts_util util[TS_MAX_UTIL];
+    size_t nutil;
+    ts_event_count events[TS_MAX_EVENTS];
+    size_t nevents;
+    double static_w;                   /* static power, W */
+    /* Filled by ts_results_price(): */
+    char energy_table[64];
+    double energy_j;
+    ts_component_energy by_component[TS_MAX_COMPONENTS];
+    size_t ncomponents;
+    ts_stats *stats;                   /* owned: family-specific statistics */
+} ts_results;
+
+void ts_results_init(ts_results *r);
+void ts_results_free(ts_results *r);   /* frees stats */
+/* Add to a counted event (creates it). */
+ts_status ts_results_event(ts_results *r, const char *name, double count, ts_err *err);
+/* Add a unit kind's utilization. */
+ts_status ts_results_util(ts_results *r, const char *name, uint64_t units, uint64_t busy, ts_err *err);
+/* Price events: every event must be in the table (else TS_EINPUT naming it). Adds static energy
+ * as component "static". */
+ts_status ts_results_price(ts_results *r, const ts_energy_table *t, ts_err *err);
+double ts_results_time_s(const ts_results *r);
+
+#endif

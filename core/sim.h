@@ -1,0 +1,82 @@
+/* core/sim.h — the family vtable and the run loop.
+ *
+ * A family is a ts_family: a schema, an ISA table, and operations to create a model from a
+ * config, load a program, advance it, and collect results. The kernel (ts_sim_run) owns the loop,
+ * the cycle limit and the hang detector; it knows no chip. Families may jump over cycles in which
+ * nothing changes, but every figure must equal what stepping every cycle gives (opts.lockstep).
+ */
+#ifndef TS_CORE_SIM_H
+#define TS_CORE_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "core/buf.h"
+#include "core/config.h"
+#include "core/err.h"
+#include "core/isa.h"
+#include "core/program.h"
+#include "core/results.h"
+
+typedef struct ts_trace ts_trace;       /* core/trace.h */
+typedef struct ts_activity ts_activity; /* core/activity.h */
+typedef struct ts_model ts_model;       /* defined by each family */
+
+typedef struct ts_run_opts {
+    uint64_t max_cycles;   /* stop with TS_ESIM past this many cycles; 0 = no limit */
+    uint64_t hang_cycles;  /* no progress for this many cycles is a hang; 0 = default (1,000,000) */
+    int threads;           /* host threads; results must not depend on it; 0 or 1 = one */
+    bool lockstep;         /* step every cycle of every unit (the reference mode) */
+    bool warn;             /* record hazards and go on instead of stopping (where a family has them) */
+    ts_trace *trace;       /* borrowed, may be NULL */
+    ts_activity *activity; /* borrowed, may be NULL */
+    /* Called now and then with the current cycle; may be NULL. */
+    void (*progress)(void *ud, uint64_t cycle);
+    void *progress_ud;
+} ts_run_opts;
+
+/* What one call to step() reports. */
+typedef struct ts_step {
+    uint64_t now;      /* the model's cycle after the call */
+    uint64_t work;     /* monotonic count of work done (instructions, wavelets...): the hang detector watches it */
+    bool done;         /* the program has finished */
+} ts_step;
+
+/* The chip summary printed by `tessera info`. */
+#define TS_INFO_MAX 12
+typedef struct ts_info {
+    double clock_hz;
+    uint64_t sram_bytes;                                      /* total on chip */
+    struct { const char *name; uint64_t n; } units[TS_INFO_MAX];          /* "tiles": 1216 */
+    size_t nunits;
+    struct { const char *dtype; double macs; } peak[TS_INFO_MAX];         /* per cycle per chip */
+    size_t npeak;
+    struct { const char *name; double bytes_per_cycle; } bw[TS_INFO_MAX]; /* headline bandwidths */
+    size_t nbw;
+} ts_info;
+
+typedef struct ts_family {
+    const char *name;          /* the config's arch: value */
+    const ts_schema *schema;
+    const ts_isa *isa;
+    /* Derived summary of a config. */
+    ts_status (*info)(const void *cfg, ts_info *out, ts_err *err);
+    ts_status (*create)(ts_model **out, const ts_config *cfg, const ts_run_opts *opts, ts_err *err);
+    /* Validate and predecode a program. */
+    ts_status (*load)(ts_model *m, const ts_program *prog, ts_err *err);
+    /* Advance to at most cycle `limit` (stop earlier when done). */
+    ts_status (*step)(ts_model *m, uint64_t limit, ts_step *st, ts_err *err);
+    /* Fill standard results and family statistics (r->stats is already created). */
+    ts_status (*collect)(ts_model *m, ts_results *r, ts_err *err);
+    /* Describe, one line per unit, what each blocked unit waits on (for hang errors). */
+    void (*blocked)(ts_model *m, ts_buf *out);
+    void (*destroy)(ts_model *m);
+} ts_family;
+
+/* Create, load, run to completion, collect and price. On a simulation error the partial results
+ * are discarded and err says which unit and cycle. The energy table comes from the caller. */
+ts_status ts_sim_run(const ts_family *fam, const ts_config *cfg, const ts_program *prog,
+                     const ts_run_opts *opts, const ts_energy_table *energy, ts_results *res,
+                     ts_err *err);
+
+#endif

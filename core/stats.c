@@ -1,0 +1,3 @@
+/* core/stats.c — to be written */
+#include "core/err.h"
+typedef int ts_placeholder_stats_;

@@ -1,0 +1,30 @@
+/* core/trace.h — a streaming writer of Chrome / Perfetto trace-event JSON.
+ *
+ * Process = chip, thread = tile or unit. Slices are complete ("X") events, counters are "C"
+ * events. Timestamps are given in cycles and written in microseconds using the clock. When the
+ * file would pass max_bytes, further events are dropped and counted; the trace stays valid JSON
+ * and records how many were dropped. Written to a temporary file, renamed on close.
+ */
+#ifndef TS_CORE_TRACE_H
+#define TS_CORE_TRACE_H
+
+#include <stdint.h>
+#include "core/err.h"
+
+typedef struct ts_trace ts_trace; /* opaque */
+
+/* max_bytes 0 = 200 MB default. */
+ts_status ts_trace_open(ts_trace **out, const char *path, double clock_hz, uint64_t max_bytes, ts_err *err);
+void ts_trace_process(ts_trace *t, int pid, const char *name);
+void ts_trace_thread(ts_trace *t, int pid, int tid, const char *name);
+/* A slice [start, start+dur) cycles; args_json is NULL or a JSON object text like {"superstep":3}. */
+void ts_trace_slice(ts_trace *t, int pid, int tid, const char *name, const char *cat,
+                    uint64_t start, uint64_t dur, const char *args_json);
+void ts_trace_counter(ts_trace *t, int pid, const char *name, uint64_t at, double value);
+uint64_t ts_trace_dropped(const ts_trace *t);
+/* Finish the JSON and rename into place. Frees t. */
+ts_status ts_trace_close(ts_trace *t, ts_err *err);
+/* Discard: remove the temporary file. Frees t. */
+void ts_trace_abort(ts_trace *t);
+
+#endif
