@@ -13,6 +13,8 @@
  *   description: <text>          optional
  *   base: <path>                 optional, a config whose keys this one overrides (path relative
  *                                to this file, or a built-in config name)
+ *   energy.table: <name>         optional, energy table file or built-in name, default horowitz45
+ *   energy.static_power: <power> optional, static power of the chip, default 0 W
  */
 #ifndef TS_CORE_CONFIG_H
 #define TS_CORE_CONFIG_H
@@ -89,6 +91,10 @@ const char *ts_config_name(const ts_config *cfg);
 const char *ts_config_path(const ts_config *cfg);  /* file it came from, or the built-in name */
 /* Fingerprint of the resolved values (not the text): equal configs give equal fingerprints. */
 uint64_t ts_config_fingerprint(const ts_config *cfg);
+/* Name of the energy table (`energy.table`, default "horowitz45"); a file path or built-in name. */
+const char *ts_config_energy_table(const ts_config *cfg);
+/* Static power in watts (`energy.static_power`, default 0 W: use the family's own figure). */
+double ts_config_static_power(const ts_config *cfg);
 /* The resolved config as YAML, every key with its value (for reports and `tessera config`). */
 void ts_config_dump(const ts_config *cfg, ts_buf *out);
 
