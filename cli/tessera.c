@@ -1,2 +1,63 @@
+/* cli/tessera.c — the `tessera` program: subcommand dispatch, --help and --version. */
 #include <stdio.h>
-int main(void) { puts("tessera: not built yet"); return 0; }
+#include <string.h>
+
+#include "cli/common.h"
+#include "ts_build.h"
+
+static const char usage[] =
+    "usage: tessera <command> [options]\n"
+    "\n"
+    "A cycle-accurate simulator for spatial AI chips: Graphcore-style IPU, Groq-style TSP and\n"
+    "Cerebras-style wafer mesh.\n"
+    "\n"
+    "commands:\n"
+    "  run       simulate a program or model on a chip config and write a report\n"
+    "  compile   turn a program or model into a binary program for one config\n"
+    "  asm       assemble a text program into a binary program\n"
+    "  disasm    print a binary program as text\n"
+    "  info      summarise a chip config (units, SRAM, peak MACs, bandwidths)\n"
+    "  config    print the documented schema of a family, or a config resolved\n"
+    "  sweep     run a design-space sweep (not built yet)\n"
+    "  view      open the live view of a run (not built yet)\n"
+    "\n"
+    "With no command, `tessera` runs the built-in default workload on the default config.\n"
+    "`tessera <command> --help` describes each command. Exit status: 0 success, 1 simulation\n"
+    "error (hang, hazard, out-of-range access), 2 bad input or usage.\n";
+
+static int not_built(const char *what, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: tessera %s ...\n\n`tessera %s` is not built yet.\n", what, what);
+            return 0;
+        }
+    return cli_usage_error("'%s' is not built yet", what);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return cmd_run(argc, argv);
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+        printf("tessera %s\n", TS_VERSION);
+        return 0;
+    }
+    static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
+        {"run", cmd_run},       {"compile", cmd_compile}, {"asm", cmd_asm},
+        {"disasm", cmd_disasm}, {"info", cmd_info},       {"config", cmd_config},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (!strcmp(cmd, cmds[i].name))
+            return cmds[i].fn(argc - 1, argv + 1);
+    if (!strcmp(cmd, "sweep") || !strcmp(cmd, "view"))
+        return not_built(cmd, argc - 1, argv + 1);
+    if (cmd[0] == '-')
+        return cmd_run(argc, argv);
+    return cli_usage_error("unknown command '%s' (see 'tessera --help')", cmd);
+}

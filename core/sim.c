@@ -1,3 +1,114 @@
-/* core/sim.c — to be written */
-#include "core/err.h"
-typedef int ts_placeholder_sim_;
+/* core/sim.c — the run loop: create, load, step in windows, watch for hangs, collect, price.
+ *
+ * The kernel knows no chip. It advances the model in windows of at most `window` cycles so that
+ * it can report progress and notice a hang: if the model's work counter does not move for
+ * opts->hang_cycles cycles, the run stops with TS_ESIM and the family's description of what every
+ * blocked unit waits on.
+ */
+#include "core/sim.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+
+#define TS_DEFAULT_HANG_CYCLES 1000000ull
+#define TS_WINDOW_CYCLES 65536ull
+
+static ts_status hang_error(const ts_family *fam, ts_model *m, uint64_t now, uint64_t since, ts_err *err)
+{
+    ts_err_sim(err, -1, (int64_t)now,
+               "no progress for %" PRIu64 " cycles (since cycle %" PRIu64 "): the program is hung",
+               now - since, since);
+    if (fam->blocked) {
+        ts_buf b = TS_BUF_INIT;
+        fam->blocked(m, &b);
+        ts_err_append_detail(err, ts_buf_str(&b));
+        ts_buf_free(&b);
+    }
+    return TS_ESIM;
+}
+
+static ts_status run_loop(const ts_family *fam, ts_model *m, const ts_run_opts *o, ts_err *err)
+{
+    uint64_t hang = o->hang_cycles ? o->hang_cycles : TS_DEFAULT_HANG_CYCLES;
+    uint64_t window = hang < TS_WINDOW_CYCLES ? hang : TS_WINDOW_CYCLES;
+    ts_step st = {0};
+    uint64_t last_work = 0, last_work_cycle = 0;
+    bool first = true;
+    for (;;) {
+        uint64_t limit = st.now + window;
+        if (o->max_cycles && limit > o->max_cycles)
+            limit = o->max_cycles;
+        ts_status rc = fam->step(m, limit, &st, err);
+        if (rc != TS_OK)
+            return rc;
+        if (st.done)
+            return TS_OK;
+        if (first || st.work != last_work) {
+            last_work = st.work;
+            last_work_cycle = st.now;
+            first = false;
+        } else if (st.now - last_work_cycle >= hang) {
+            return hang_error(fam, m, st.now, last_work_cycle, err);
+        }
+        if (o->max_cycles && st.now >= o->max_cycles)
+            return ts_err_sim(err, -1, (int64_t)st.now,
+                              "cycle limit of %" PRIu64 " reached before the program finished",
+                              o->max_cycles);
+        if (st.now < limit && !st.done)
+            return ts_err_set(err, TS_EINTERNAL,
+                              "family '%s' stopped at cycle %" PRIu64 " before limit %" PRIu64
+                              " without finishing", fam->name, st.now, limit);
+        if (o->progress)
+            o->progress(o->progress_ud, st.now);
+    }
+}
+
+ts_status ts_sim_run(const ts_family *fam, const ts_config *cfg, const ts_program *prog,
+                     const ts_run_opts *opts, const ts_energy_table *energy, ts_results *res,
+                     ts_err *err)
+{
+    ts_run_opts defaults = {0};
+    const ts_run_opts *o = opts ? opts : &defaults;
+    if (strcmp(fam->name, ts_config_arch(cfg)))
+        return ts_err_set(err, TS_EINPUT, "config '%s' is for arch '%s', not '%s'",
+                          ts_config_name(cfg), ts_config_arch(cfg), fam->name);
+    if (strcmp(prog->arch, fam->name))
+        return ts_err_set(err, TS_EINPUT, "program is for arch '%s', but config '%s' is for '%s'",
+                          prog->arch, ts_config_name(cfg), fam->name);
+    ts_status rc = ts_program_check_config(prog, ts_config_fingerprint(cfg), ts_config_name(cfg), err);
+    if (rc != TS_OK)
+        return rc;
+
+    ts_model *m = NULL;
+    rc = fam->create(&m, cfg, o, err);
+    if (rc != TS_OK)
+        return rc;
+    rc = fam->load(m, prog, err);
+    if (rc == TS_OK)
+        rc = run_loop(fam, m, o, err);
+    if (rc == TS_OK) {
+        ts_results_init(res);
+        res->stats = ts_stats_create();
+        if (!res->stats)
+            rc = ts_err_set(err, TS_ENOMEM, "out of memory collecting results");
+        else
+            rc = fam->collect(m, res, err);
+        if (rc == TS_OK) {
+            snprintf(res->arch, sizeof res->arch, "%s", fam->name);
+            snprintf(res->config, sizeof res->config, "%s", ts_config_name(cfg));
+            if (!res->workload[0] && prog->workload)
+                snprintf(res->workload, sizeof res->workload, "%s", prog->workload);
+            if (ts_config_static_power(cfg) > 0) /* the config overrides the family's figure */
+                res->static_w = ts_config_static_power(cfg);
+            if (energy)
+                rc = ts_results_price(res, energy, err);
+        }
+        if (rc != TS_OK)
+            ts_results_free(res);
+    }
+    fam->destroy(m);
+    return rc;
+}

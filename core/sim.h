@@ -71,6 +71,8 @@ typedef struct ts_family {
     /* Describe, one line per unit, what each blocked unit waits on (for hang errors). */
     void (*blocked)(ts_model *m, ts_buf *out);
     void (*destroy)(ts_model *m);
+    const char *default_config;   /* built-in config used when none is given, e.g. "ipu_mk1" */
+    const char *default_workload; /* built-in program run when none is given, e.g. "ipu_default" */
 } ts_family;
 
 /* Create, load, run to completion, collect and price. On a simulation error the partial results

@@ -1,0 +1,200 @@
+/* cli/cmd_info.c — `tessera info` (chip summary) and `tessera config` (schema, resolved config). */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/common.h"
+#include "configs/builtin.h"
+#include "core/buf.h"
+#include "core/units.h"
+
+static const char info_usage[] =
+    "usage: tessera info CONFIG [--format text|json] [--set KEY=VALUE]...\n"
+    "\n"
+    "Summarise a chip config: clock, on-chip SRAM, unit counts, peak MACs per cycle per dtype\n"
+    "and headline bandwidths in bytes per cycle.\n";
+
+static const char config_usage[] =
+    "usage: tessera config --schema ARCH\n"
+    "       tessera config --list\n"
+    "       tessera config CONFIG [--set KEY=VALUE]...\n"
+    "\n"
+    "--schema prints every key a family's config accepts, with type, unit, range, default and\n"
+    "source. --list prints the families and built-in configs. Given a CONFIG, prints it\n"
+    "resolved: bases followed, overrides applied, defaults filled in.\n";
+
+static void info_json(const ts_config *cfg, const ts_info *in, ts_buf *b)
+{
+    ts_buf_puts(b, "{\n  \"arch\": ");
+    ts_buf_json_str(b, ts_config_arch(cfg));
+    ts_buf_puts(b, ",\n  \"config\": ");
+    ts_buf_json_str(b, ts_config_name(cfg));
+    ts_buf_puts(b, ",\n  \"clock_hz\": ");
+    ts_buf_json_num(b, in->clock_hz);
+    ts_buf_puts(b, ",\n  \"sram_bytes\": ");
+    ts_buf_json_num(b, (double)in->sram_bytes);
+    ts_buf_puts(b, ",\n  \"units\": {");
+    for (size_t i = 0; i < in->nunits; i++) {
+        ts_buf_puts(b, i ? ", " : "");
+        ts_buf_json_str(b, in->units[i].name);
+        ts_buf_puts(b, ": ");
+        ts_buf_json_num(b, (double)in->units[i].n);
+    }
+    ts_buf_puts(b, "},\n  \"peak_macs_per_cycle\": {");
+    for (size_t i = 0; i < in->npeak; i++) {
+        ts_buf_puts(b, i ? ", " : "");
+        ts_buf_json_str(b, in->peak[i].dtype);
+        ts_buf_puts(b, ": ");
+        ts_buf_json_num(b, in->peak[i].macs);
+    }
+    ts_buf_puts(b, "},\n  \"bandwidth_bytes_per_cycle\": {");
+    for (size_t i = 0; i < in->nbw; i++) {
+        ts_buf_puts(b, i ? ", " : "");
+        ts_buf_json_str(b, in->bw[i].name);
+        ts_buf_puts(b, ": ");
+        ts_buf_json_num(b, in->bw[i].bytes_per_cycle);
+    }
+    ts_buf_puts(b, "}\n}\n");
+}
+
+static void info_text(const ts_config *cfg, const ts_info *in, ts_buf *b)
+{
+    char q[64];
+    ts_buf_printf(b, "%s (arch %s)\n", ts_config_name(cfg), ts_config_arch(cfg));
+    ts_unit_format(in->clock_hz, TS_UNIT_FREQ, q, sizeof q);
+    ts_buf_printf(b, "  %-28s %s\n", "clock", q);
+    ts_unit_format((double)in->sram_bytes, TS_UNIT_BYTES, q, sizeof q);
+    ts_buf_printf(b, "  %-28s %s\n", "on-chip SRAM", q);
+    for (size_t i = 0; i < in->nunits; i++)
+        ts_buf_printf(b, "  %-28s %llu\n", in->units[i].name, (unsigned long long)in->units[i].n);
+    for (size_t i = 0; i < in->npeak; i++) {
+        char label[64];
+        snprintf(label, sizeof label, "peak %s MACs/cycle", in->peak[i].dtype);
+        ts_buf_printf(b, "  %-28s %.0f  (%.4g TFLOPS)\n", label, in->peak[i].macs,
+                      2.0 * in->peak[i].macs * in->clock_hz / 1e12);
+    }
+    for (size_t i = 0; i < in->nbw; i++) {
+        char label[64];
+        snprintf(label, sizeof label, "%s", in->bw[i].name);
+        ts_unit_format(in->bw[i].bytes_per_cycle * in->clock_hz, TS_UNIT_BANDWIDTH, q, sizeof q);
+        ts_buf_printf(b, "  %-28s %.6g B/cycle  (%s)\n", label, in->bw[i].bytes_per_cycle, q);
+    }
+}
+
+int cmd_info(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"format", required_argument, 0, 'f'}, {"set", required_argument, 0, 's'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
+    };
+    bool json = false;
+    cli_sets sets = {0};
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":f:s:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            if (strcmp(optarg, "json") && strcmp(optarg, "text")) {
+                cli_sets_free(&sets);
+                return cli_usage_error("unknown format '%s' (text or json)", optarg);
+            }
+            json = !strcmp(optarg, "json");
+            break;
+        case 's': cli_sets_push(&sets, optarg); break;
+        case 'h': fputs(info_usage, stdout); cli_sets_free(&sets); return 0;
+        case ':': cli_sets_free(&sets); return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
+        default: cli_sets_free(&sets); return cli_usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1) {
+        cli_sets_free(&sets);
+        fputs(info_usage, stderr);
+        return TS_EXIT_INPUT;
+    }
+    ts_err err;
+    ts_err_init(&err);
+    ts_config *cfg = NULL;
+    int rc = TS_EXIT_OK;
+    ts_info in = {0};
+    ts_buf b = TS_BUF_INIT;
+    if (cli_load_config(&cfg, argv[optind], sets.v, sets.n, &err) != TS_OK ||
+        ts_family_find(ts_config_arch(cfg))->info(ts_config_data(cfg), &in, &err) != TS_OK) {
+        rc = cli_fail(&err);
+    } else {
+        (json ? info_json : info_text)(cfg, &in, &b);
+        fputs(ts_buf_str(&b), stdout);
+    }
+    ts_buf_free(&b);
+    ts_config_destroy(cfg);
+    ts_err_free(&err);
+    cli_sets_free(&sets);
+    return rc;
+}
+
+int cmd_config(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"schema", required_argument, 0, 'S'}, {"list", no_argument, 0, 'l'},
+        {"set", required_argument, 0, 's'},    {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    const char *schema = NULL;
+    bool list = false;
+    cli_sets sets = {0};
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":s:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'S': schema = optarg; break;
+        case 'l': list = true; break;
+        case 's': cli_sets_push(&sets, optarg); break;
+        case 'h': fputs(config_usage, stdout); cli_sets_free(&sets); return 0;
+        case ':': cli_sets_free(&sets); return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
+        default: cli_sets_free(&sets); return cli_usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    ts_buf b = TS_BUF_INIT;
+    int rc = TS_EXIT_OK;
+    if (schema) {
+        const ts_family *f = ts_family_find(schema);
+        if (!f || optind != argc) {
+            ts_buf_free(&b);
+            cli_sets_free(&sets);
+            if (f)
+                return cli_usage_error("--schema takes no CONFIG");
+            ts_buf names = TS_BUF_INIT;
+            for (size_t i = 0; i < ts_family_count(); i++)
+                ts_buf_printf(&names, "%s%s", i ? ", " : "", ts_family_at(i)->name);
+            rc = cli_usage_error("unknown arch '%s' (known: %s)", schema, ts_buf_str(&names));
+            ts_buf_free(&names);
+            return rc;
+        }
+        ts_schema_print(f->schema, &b);
+    } else if (list) {
+        ts_buf_puts(&b, "families:\n");
+        for (size_t i = 0; i < ts_family_count(); i++)
+            ts_buf_printf(&b, "  %-6s %s\n", ts_family_at(i)->name, ts_family_at(i)->schema->title);
+        ts_buf_puts(&b, "built-in files:\n");
+        for (size_t i = 0; i < ts_builtin_count(); i++)
+            ts_buf_printf(&b, "  %-14s %s\n", ts_builtin_name(i), ts_builtin_path(i));
+    } else if (optind == argc - 1) {
+        ts_err err;
+        ts_err_init(&err);
+        ts_config *cfg = NULL;
+        if (cli_load_config(&cfg, argv[optind], sets.v, sets.n, &err) != TS_OK)
+            rc = cli_fail(&err);
+        else
+            ts_config_dump(cfg, &b);
+        ts_config_destroy(cfg);
+        ts_err_free(&err);
+    } else {
+        fputs(config_usage, stderr);
+        rc = TS_EXIT_INPUT;
+    }
+    fputs(ts_buf_str(&b), stdout);
+    ts_buf_free(&b);
+    cli_sets_free(&sets);
+    return rc;
+}

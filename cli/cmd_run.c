@@ -1,0 +1,249 @@
+/* cli/cmd_run.c — `tessera run`: load config and workload, simulate, write the report. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/common.h"
+#include "core/report.h"
+#include "core/sim.h"
+#include "core/trace.h"
+
+static const char run_usage[] =
+    "usage: tessera run [-c CONFIG] [WORKLOAD] [options]\n"
+    "\n"
+    "Simulate WORKLOAD on the chip described by CONFIG and write a report.\n"
+    "CONFIG is a YAML file or a built-in config name (ipu_mk1, ...). WORKLOAD is a binary\n"
+    "program, an assembly file (.s) or a built-in program name. With neither, the built-in\n"
+    "default workload runs on the default config of the first family.\n"
+    "\n"
+    "options:\n"
+    "  -c, --config CONFIG     chip config (file or built-in name)\n"
+    "  -o, --output FILE       write the report to FILE (default: standard output)\n"
+    "  -f, --format FMT        text (default), json or csv\n"
+    "      --trace FILE        write a Perfetto / Chrome trace of the run\n"
+    "  -s, --set KEY=VALUE     override a config key (repeatable)\n"
+    "      --energy TABLE      energy table (file or built-in name) instead of the config's\n"
+    "  -j, --threads N         host threads (results do not depend on it)\n"
+    "      --lockstep          step every cycle of every unit (reference mode)\n"
+    "      --warn              record hazards and go on, where the family has them\n"
+    "      --max-cycles N      stop with an error after N simulated cycles\n"
+    "      --hang-cycles N     cycles without progress that count as a hang (default 1000000)\n"
+    "  -q, --quiet             no progress bar\n"
+    "  -h, --help              this text\n";
+
+typedef struct progress {
+    bool enabled;
+    struct timespec start;
+    bool shown;
+    uint64_t max;
+} progress;
+
+static double since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
+}
+
+static void on_progress(void *ud, uint64_t cycle)
+{
+    progress *p = ud;
+    if (!p->enabled)
+        return;
+    double s = since(&p->start);
+    if (s < 1.0)
+        return;
+    p->shown = true;
+    if (p->max) {
+        int w = 30, k = (int)((double)w * (double)cycle / (double)p->max);
+        if (k > w)
+            k = w;
+        fprintf(stderr, "\r[%.*s%*s] cycle %" PRIu64 " (%.1f s)", k, "==============================",
+                w - k, "", cycle, s);
+    } else {
+        fprintf(stderr, "\rsimulating: cycle %" PRIu64 " (%.1f s, %.3g cycles/s)", cycle, s,
+                (double)cycle / s);
+    }
+    fflush(stderr);
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    if (!s[0] || s[0] == '-')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (*end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"config", required_argument, 0, 'c'},   {"output", required_argument, 0, 'o'},
+        {"format", required_argument, 0, 'f'},   {"trace", required_argument, 0, 'T'},
+        {"set", required_argument, 0, 's'},      {"energy", required_argument, 0, 'E'},
+        {"threads", required_argument, 0, 'j'},  {"lockstep", no_argument, 0, 'L'},
+        {"warn", no_argument, 0, 'W'},           {"max-cycles", required_argument, 0, 'M'},
+        {"hang-cycles", required_argument, 0, 'H'}, {"quiet", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
+    };
+    const char *config = NULL, *output = NULL, *trace_path = NULL, *energy_name = NULL;
+    int format = TS_FMT_TEXT;
+    bool quiet = false;
+    cli_sets sets = {0};
+    ts_run_opts ro = {0};
+    int c, rc = TS_EXIT_OK;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":c:o:f:s:j:qh", longopts, NULL)) != -1) {
+        uint64_t v;
+        switch (c) {
+        case 'c': config = optarg; break;
+        case 'o': output = optarg; break;
+        case 'f':
+            format = ts_format_parse(optarg);
+            if (format < 0) {
+                cli_sets_free(&sets);
+                return cli_usage_error("unknown report format '%s' (text, json or csv)", optarg);
+            }
+            break;
+        case 'T': trace_path = optarg; break;
+        case 's':
+            if (!strchr(optarg, '=')) {
+                cli_sets_free(&sets);
+                return cli_usage_error("--set takes KEY=VALUE, got '%s'", optarg);
+            }
+            cli_sets_push(&sets, optarg);
+            break;
+        case 'E': energy_name = optarg; break;
+        case 'j':
+            if (parse_u64(optarg, &v) || v < 1 || v > 1024) {
+                cli_sets_free(&sets);
+                return cli_usage_error("--threads takes a number from 1 to 1024, got '%s'", optarg);
+            }
+            ro.threads = (int)v;
+            break;
+        case 'L': ro.lockstep = true; break;
+        case 'W': ro.warn = true; break;
+        case 'M':
+        case 'H':
+            if (parse_u64(optarg, &v) || v == 0) {
+                cli_sets_free(&sets);
+                return cli_usage_error("--%s takes a positive number, got '%s'",
+                                       c == 'M' ? "max-cycles" : "hang-cycles", optarg);
+            }
+            *(c == 'M' ? &ro.max_cycles : &ro.hang_cycles) = v;
+            break;
+        case 'q': quiet = true; break;
+        case 'h': fputs(run_usage, stdout); cli_sets_free(&sets); return 0;
+        case ':': cli_sets_free(&sets); return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
+        default: cli_sets_free(&sets); return cli_usage_error("unknown option '%s' (see 'tessera run --help')", argv[optind - 1]);
+        }
+    }
+    const char *workload = NULL;
+    if (optind < argc)
+        workload = argv[optind++];
+    if (optind < argc) {
+        cli_sets_free(&sets);
+        return cli_usage_error("unexpected argument '%s'", argv[optind]);
+    }
+
+    ts_err err;
+    ts_err_init(&err);
+    ts_config *cfg = NULL;
+    ts_program *prog = NULL;
+    ts_energy_table *energy = NULL;
+    ts_trace *trace = NULL;
+    ts_results res;
+    bool have_res = false;
+    const ts_family *fam = NULL;
+
+    /* Pick the family: from the config, else from the workload, else the first registered. */
+    if (!config) {
+        if (workload) {
+            fam = cli_program_family(workload, &err);
+            if (!fam) {
+                rc = cli_fail(&err);
+                goto out;
+            }
+        } else {
+            fam = ts_family_at(0);
+            if (!fam) {
+                rc = cli_usage_error("this build has no chip family");
+                goto out;
+            }
+        }
+        config = fam->default_config;
+        if (!config) {
+            rc = cli_usage_error("family '%s' has no default config: give -c CONFIG", fam->name);
+            goto out;
+        }
+    }
+    if (cli_load_config(&cfg, config, sets.v, sets.n, &err) != TS_OK) {
+        rc = cli_fail(&err);
+        goto out;
+    }
+    fam = ts_family_find(ts_config_arch(cfg));
+    if (!workload)
+        workload = fam->default_workload;
+    if (!workload) {
+        rc = cli_usage_error("family '%s' has no default workload: give one", fam->name);
+        goto out;
+    }
+    if (cli_load_program(&prog, workload, fam, &err) != TS_OK ||
+        cli_load_energy(&energy, cfg, energy_name, &err) != TS_OK) {
+        rc = cli_fail(&err);
+        goto out;
+    }
+    if (trace_path) {
+        ts_info info = {0};
+        if (fam->info(ts_config_data(cfg), &info, &err) != TS_OK ||
+            ts_trace_open(&trace, trace_path, info.clock_hz, 0, &err) != TS_OK) {
+            rc = cli_fail(&err);
+            goto out;
+        }
+        ro.trace = trace;
+    }
+    progress pr = {.enabled = !quiet && isatty(2), .max = ro.max_cycles};
+    clock_gettime(CLOCK_MONOTONIC, &pr.start);
+    ro.progress = on_progress;
+    ro.progress_ud = &pr;
+    ts_status st = ts_sim_run(fam, cfg, prog, &ro, energy, &res, &err);
+    if (pr.shown)
+        fputs("\r\033[K", stderr);
+    if (st != TS_OK) {
+        rc = cli_fail(&err);
+        goto out;
+    }
+    have_res = true;
+    if (ts_report_write(&res, (ts_format)format, output, &err) != TS_OK) {
+        rc = cli_fail(&err);
+        goto out;
+    }
+    if (trace) {
+        ts_trace *t = trace;
+        trace = NULL;
+        if (ts_trace_close(t, &err) != TS_OK) {
+            rc = cli_fail(&err);
+            goto out;
+        }
+    }
+out:
+    if (trace)
+        ts_trace_abort(trace);
+    if (have_res)
+        ts_results_free(&res);
+    ts_energy_destroy(energy);
+    ts_program_destroy(prog);
+    ts_config_destroy(cfg);
+    ts_err_free(&err);
+    cli_sets_free(&sets);
+    return rc;
+}

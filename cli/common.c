@@ -1,0 +1,165 @@
+/* cli/common.c — shared loading and error printing for the subcommands. */
+#include "cli/common.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "configs/builtin.h"
+#include "core/alloc.h"
+#include "core/fileio.h"
+
+int cli_fail(const ts_err *err)
+{
+    char line[2048];
+    ts_err_format(err, line, sizeof line);
+    fprintf(stderr, "tessera: %s\n", line);
+    if (err->detail && err->detail[0])
+        fprintf(stderr, "%s%s", err->detail, err->detail[strlen(err->detail) - 1] == '\n' ? "" : "\n");
+    return err->status == TS_ESIM ? TS_EXIT_SIM : TS_EXIT_INPUT;
+}
+
+int cli_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tessera: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return TS_EXIT_INPUT;
+}
+
+ts_config_opts cli_config_opts(const char *const *sets, size_t nsets)
+{
+    ts_config_opts o = {.schema = ts_registry_schema, .builtin = ts_builtin_find, .sets = sets, .nsets = nsets};
+    return o;
+}
+
+ts_status cli_load_config(ts_config **out, const char *path, const char *const *sets, size_t nsets,
+                          ts_err *err)
+{
+    ts_config_opts o = cli_config_opts(sets, nsets);
+    return ts_config_load(out, path, &o, err);
+}
+
+ts_status cli_load_energy(ts_energy_table **out, const ts_config *cfg, const char *override, ts_err *err)
+{
+    const char *name = override ? override : ts_config_energy_table(cfg);
+    return ts_energy_load(out, name, ts_builtin_find, err);
+}
+
+static bool is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Find ".arch NAME" in assembly text; copies NAME into arch. */
+static int text_arch(const char *text, size_t len, char arch[16])
+{
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        if (end - p > 6 && !strncmp(p, ".arch", 5) && (p[5] == ' ' || p[5] == '\t')) {
+            p += 5;
+            while (p < end && (*p == ' ' || *p == '\t'))
+                p++;
+            size_t n = 0;
+            while (p + n < end && n < 15 && p[n] != '\n' && p[n] != ' ' && p[n] != '\t' && p[n] != '#' &&
+                   p[n] != ';' && p[n] != '\r')
+                n++;
+            memcpy(arch, p, n);
+            arch[n] = 0;
+            return n ? 0 : -1;
+        }
+        while (p < end && *p != '\n')
+            p++;
+        p++;
+    }
+    return -1;
+}
+
+/* Text and length of a workload given by path or built-in name; *owned set when to be freed. */
+static ts_status workload_bytes(const char *path, const char **text, size_t *len, char **owned, ts_err *err)
+{
+    *owned = NULL;
+    if (is_file(path)) {
+        ts_status rc = ts_read_file(path, owned, len, err);
+        *text = *owned;
+        return rc;
+    }
+    if (ts_builtin_find(path, text, len) == 0)
+        return TS_OK;
+    const char *dot = strrchr(path, '.');
+    if (dot && (!strcmp(dot, ".onnx") || !strcmp(dot, ".yaml") || !strcmp(dot, ".yml")))
+        return ts_err_at(err, TS_EINPUT, path, 0, 0, "no such file");
+    return ts_err_set(err, TS_EINPUT, "workload '%s' is neither a file nor a built-in program", path);
+}
+
+const ts_family *cli_program_family(const char *path, ts_err *err)
+{
+    const char *text;
+    size_t len;
+    char *owned;
+    if (workload_bytes(path, &text, &len, &owned, err) != TS_OK)
+        return NULL;
+    char arch[16] = "";
+    int found = ts_program_peek_arch(text, len, arch) == 0 || text_arch(text, len, arch) == 0;
+    ts_free(owned);
+    if (!found) {
+        ts_err_at(err, TS_EINPUT, path, 0, 0, "cannot tell which arch this program is for: add '.arch NAME'");
+        return NULL;
+    }
+    const ts_family *f = ts_family_find(arch);
+    if (!f)
+        ts_err_at(err, TS_EINPUT, path, 0, 0, "unknown arch '%s'", arch);
+    return f;
+}
+
+ts_status cli_load_program(ts_program **out, const char *path, const ts_family *fam, ts_err *err)
+{
+    *out = NULL;
+    const char *text;
+    size_t len;
+    char *owned;
+    ts_status rc = workload_bytes(path, &text, &len, &owned, err);
+    if (rc != TS_OK)
+        return rc;
+    char arch[16] = "";
+    if (ts_program_peek_arch(text, len, arch) == 0) {
+        const ts_family *pf = ts_family_find(arch);
+        if (!pf)
+            rc = ts_err_at(err, TS_EINPUT, path, 0, 0, "program is for unknown arch '%s'", arch);
+        else if (fam && pf != fam)
+            rc = ts_err_at(err, TS_EINPUT, path, 0, 0, "program is for arch '%s', not '%s'", arch, fam->name);
+        else
+            rc = ts_program_decode(out, path, text, len, pf->isa, err);
+    } else {
+        if (!fam && text_arch(text, len, arch) == 0)
+            fam = ts_family_find(arch);
+        if (!fam)
+            rc = ts_err_at(err, TS_EINPUT, path, 0, 0,
+                           "cannot tell which arch this program is for: add '.arch NAME' or give -c CONFIG");
+        else
+            rc = ts_asm(out, path, text, len, fam->isa, err);
+    }
+    ts_free(owned);
+    return rc;
+}
+
+int cli_sets_push(cli_sets *s, const char *kv)
+{
+    if (ts_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v))
+        return -1;
+    s->v[s->n++] = kv;
+    return 0;
+}
+
+void cli_sets_free(cli_sets *s)
+{
+    ts_free(s->v);
+    memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,161 @@
+/* tests/test_base.c — errors, the allocation hook, text buffers, file I/O, hashes. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/fileio.h"
+
+START_TEST(err_formats_position_unit_and_plain)
+{
+    ts_err e;
+    char line[512];
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_err_at(&e, TS_EINPUT, "chip.yaml", 3, 7, "unknown key '%s'", "clok"), TS_EINPUT);
+    ts_err_format(&e, line, sizeof line);
+    ck_assert_str_eq(line, "chip.yaml:3:7: unknown key 'clok'");
+    ts_err_free(&e);
+
+    ck_assert_int_eq(ts_err_sim(&e, 12, 3456, "load from 0x%x is out of range", 0x40000), TS_ESIM);
+    ts_err_format(&e, line, sizeof line);
+    ck_assert_str_eq(line, "tile 12, cycle 3456: load from 0x40000 is out of range");
+    ts_err_append_detail(&e, "a\n");
+    ts_err_append_detail(&e, "b\n");
+    ck_assert_str_eq(e.detail, "a\nb\n");
+    ts_err_free(&e);
+    ck_assert_ptr_null(e.detail);
+
+    ts_err_set(&e, TS_EIO, "cannot write");
+    ts_err_format(&e, line, sizeof line);
+    ck_assert_str_eq(line, "cannot write");
+    ts_err_set(&e, TS_ENOMEM, "%s", "");
+    ts_err_format(&e, line, sizeof line);
+    ck_assert_str_eq(line, "out of memory");
+    ts_err_free(&e);
+}
+END_TEST
+
+START_TEST(alloc_hook_fails_nth_allocation)
+{
+    ts_alloc_fail_after(3);
+    void *a = ts_malloc(8), *b = ts_malloc(8), *c = ts_malloc(8), *d = ts_malloc(8);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_null(c);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_int_eq(ts_alloc_failures(), 1);
+    ts_alloc_fail_after(0);
+    ts_free(a);
+    ts_free(b);
+    ts_free(d);
+}
+END_TEST
+
+START_TEST(grow_doubles_capacity)
+{
+    int *v = NULL;
+    size_t cap = 0;
+    ck_assert_int_eq(ts_grow((void **)&v, &cap, 9, sizeof *v), 0);
+    ck_assert_uint_eq(cap, 16);
+    ck_assert_int_eq(ts_grow((void **)&v, &cap, 16, sizeof *v), 0);
+    ck_assert_uint_eq(cap, 16);
+    ts_alloc_fail_after(1);
+    ck_assert_int_eq(ts_grow((void **)&v, &cap, 17, sizeof *v), -1);
+    ck_assert_uint_eq(cap, 16);
+    ts_alloc_fail_after(0);
+    ts_free(v);
+}
+END_TEST
+
+START_TEST(buf_appends_and_escapes)
+{
+    ts_buf b = TS_BUF_INIT;
+    ck_assert_str_eq(ts_buf_str(&b), "");
+    ts_buf_puts(&b, "x=");
+    ts_buf_printf(&b, "%d;", 42);
+    for (int i = 0; i < 100; i++)
+        ts_buf_printf(&b, "%s", "0123456789");
+    ck_assert_uint_eq(b.len, 5 + 1000);
+    ts_buf_reset(&b);
+    ts_buf_json_str(&b, "a\"b\\c\n\x01");
+    ck_assert_str_eq(ts_buf_str(&b), "\"a\\\"b\\\\c\\n\\u0001\"");
+    ts_buf_reset(&b);
+    ts_buf_json_num(&b, 3.0);
+    ts_buf_putc(&b, ' ');
+    ts_buf_json_num(&b, 0.1);
+    ts_buf_putc(&b, ' ');
+    ts_buf_json_num(&b, 1.0 / 0.0);
+    ck_assert_str_eq(ts_buf_str(&b), "3 0.1 null");
+    ts_buf_free(&b);
+
+    ts_alloc_fail_after(1);
+    ts_buf_puts(&b, "lost");
+    ts_alloc_fail_after(0);
+    ck_assert(b.oom);
+    ts_buf_puts(&b, "also lost");
+    ck_assert_uint_eq(b.len, 0);
+    ts_buf_free(&b);
+}
+END_TEST
+
+START_TEST(atomic_write_leaves_no_partial_file)
+{
+    char dir[] = "/tmp/ts_test_base_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256], bad[256];
+    snprintf(path, sizeof path, "%s/out.txt", dir);
+    snprintf(bad, sizeof bad, "%s/missing/out.txt", dir);
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_write_file_atomic(path, "hello", 5, &e), TS_OK);
+    char *data;
+    size_t len;
+    ck_assert_int_eq(ts_read_file(path, &data, &len, &e), TS_OK);
+    ck_assert_uint_eq(len, 5);
+    ck_assert_str_eq(data, "hello");
+    ts_free(data);
+    ck_assert_int_eq(ts_write_file_atomic(bad, "x", 1, &e), TS_EIO);
+    ck_assert_str_eq(e.file, bad);
+    ck_assert_int_eq(ts_read_file(bad, &data, &len, &e), TS_EIO);
+    ck_assert_ptr_null(data);
+    ts_err_free(&e);
+    unlink(path);
+    ck_assert_int_eq(rmdir(dir), 0); /* empty: no temporary file left behind */
+}
+END_TEST
+
+START_TEST(hashes_match_reference_values)
+{
+    /* Reference values: CRC-32 of "123456789" is 0xcbf43926; FNV-1a 64 of "a" is 0xaf63dc4c8601ec8c. */
+    ck_assert_uint_eq(ts_crc32(0, "123456789", 9), 0xcbf43926u);
+    ck_assert_uint_eq(ts_crc32(ts_crc32(0, "1234", 4), "56789", 5), 0xcbf43926u);
+    ck_assert_uint_eq(ts_fnv1a(TS_FNV_SEED, "a", 1), 0xaf63dc4c8601ec8cULL);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("base");
+    TCase *t = tcase_create("core");
+    tcase_add_test(t, err_formats_position_unit_and_plain);
+    tcase_add_test(t, alloc_hook_fails_nth_allocation);
+    tcase_add_test(t, grow_doubles_capacity);
+    tcase_add_test(t, buf_appends_and_escapes);
+    tcase_add_test(t, atomic_write_leaves_no_partial_file);
+    tcase_add_test(t, hashes_match_reference_values);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *r = srunner_create(suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
