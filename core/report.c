@@ -1,3 +1,802 @@
-/* core/report.c — to be written */
-#include "core/err.h"
-typedef int ts_placeholder_report_;
+/* core/report.c — results as text for people, JSON for tools (docs/report-schema.md) and CSV
+ * for sweeps.
+ *
+ * All three read only the ts_results. Every list is written in a fixed order (insertion order
+ * for utilization and statistics, name order for energy components and events), so the same
+ * results always give the same bytes. Rendering never fails half-way: an allocation failure
+ * sets the output buffer's oom flag, which ts_report_write turns into TS_ENOMEM.
+ */
+#include "core/report.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/fileio.h"
+
+int ts_format_parse(const char *s)
+{
+    if (!s)
+        return -1;
+    if (!strcmp(s, "text"))
+        return TS_FMT_TEXT;
+    if (!strcmp(s, "json"))
+        return TS_FMT_JSON;
+    if (!strcmp(s, "csv"))
+        return TS_FMT_CSV;
+    return -1;
+}
+
+static const char *const level_key[TS_LEVEL_COUNT] = {"sram", "network", "offchip"};
+
+/* a / b, or NaN when b is 0 (written as null in JSON, empty in CSV, "-" in text). */
+static double ratio(double a, double b)
+{
+    return b != 0 ? a / b : NAN;
+}
+
+static double avg_power(const ts_results *r)
+{
+    return r->energy_table[0] ? ratio(r->energy_j, ts_results_time_s(r)) : NAN;
+}
+
+static double util_fraction(const ts_results *r, const ts_util *u)
+{
+    return ratio((double)u->busy, (double)u->units * (double)r->cycles);
+}
+
+/* Order of r->events by name, written to idx[0..r->nevents). */
+static void events_by_name(const ts_results *r, size_t *idx)
+{
+    for (size_t i = 0; i < r->nevents; i++)
+        idx[i] = i;
+    /* Insertion sort: at most TS_MAX_EVENTS entries, and no shared state as qsort would need. */
+    for (size_t i = 1; i < r->nevents; i++) {
+        size_t v = idx[i], j = i;
+        while (j > 0 && strcmp(r->events[idx[j - 1]].name, r->events[v].name) > 0) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = v;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Text
+ * ------------------------------------------------------------------------------------------- */
+
+/* An aligned table of text cells, filled row by row. */
+typedef struct tbl {
+    size_t ncols, n, cap; /* n cells so far */
+    char **cells;         /* owned */
+    bool oom;
+} tbl;
+
+static void tbl_init(tbl *t, size_t ncols)
+{
+    memset(t, 0, sizeof *t);
+    t->ncols = ncols;
+}
+
+static void tbl_free(tbl *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        ts_free(t->cells[i]);
+    ts_free(t->cells);
+    memset(t, 0, sizeof *t);
+}
+
+static void tbl_cell(tbl *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tbl_cell(tbl *t, const char *fmt, ...)
+{
+    if (t->oom)
+        return;
+    if (ts_grow((void **)&t->cells, &t->cap, t->n + 1, sizeof *t->cells)) {
+        t->oom = true;
+        return;
+    }
+    ts_buf b = TS_BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    ts_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    char *s = b.oom ? NULL : ts_strdup(ts_buf_str(&b));
+    ts_buf_free(&b);
+    if (!s) {
+        t->oom = true;
+        return;
+    }
+    t->cells[t->n++] = s;
+}
+
+/* Width on screen: UTF-8 continuation bytes take no column. */
+static size_t cols_of(const char *s)
+{
+    size_t w = 0;
+    for (; *s; s++)
+        w += ((unsigned char)*s & 0xC0) != 0x80;
+    return w;
+}
+
+static void spaces(ts_buf *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        ts_buf_putc(out, ' ');
+}
+
+/* Write the table with `indent` spaces before each row and two between columns. align has one
+ * letter per column: 'l' or 'r'. Trailing spaces are never written. */
+static void tbl_emit(tbl *t, ts_buf *out, size_t indent, const char *align)
+{
+    if (t->oom) {
+        out->oom = true;
+        return;
+    }
+    size_t w[16] = {0};
+    size_t nc = t->ncols < 16 ? t->ncols : 16;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t c = i % t->ncols, cw = cols_of(t->cells[i]);
+        if (c < nc && cw > w[c])
+            w[c] = cw;
+    }
+    size_t nrows = (t->n + t->ncols - 1) / t->ncols;
+    for (size_t r = 0; r < nrows; r++) {
+        /* The last non-empty cell of the row ends it, so nothing trails. */
+        size_t last = 0;
+        for (size_t c = 0; c < nc && r * t->ncols + c < t->n; c++)
+            if (t->cells[r * t->ncols + c][0])
+                last = c;
+        spaces(out, indent);
+        for (size_t c = 0; c <= last; c++) {
+            const char *s = t->cells[r * t->ncols + c];
+            size_t pad = w[c] - cols_of(s);
+            bool right = align[c] == 'r';
+            if (c)
+                spaces(out, 2);
+            if (right)
+                spaces(out, pad);
+            ts_buf_puts(out, s);
+            if (!right && c < last)
+                spaces(out, pad);
+        }
+        ts_buf_putc(out, '\n');
+    }
+}
+
+/* 1234567 -> "1,234,567". */
+static void grouped(char *buf, size_t n, uint64_t v)
+{
+    char digits[32];
+    int len = snprintf(digits, sizeof digits, "%" PRIu64, v);
+    size_t o = 0;
+    for (int i = 0; i < len && o + 2 < n; i++) {
+        if (i && (len - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = 0;
+}
+
+/* A number for people: whole numbers grouped, others with 6 significant digits. */
+static void num_text(char *buf, size_t n, double v)
+{
+    if (!isfinite(v))
+        snprintf(buf, n, "-");
+    else if (v == floor(v) && fabs(v) < 1e15)
+        v < 0 ? (void)(buf[0] = '-', grouped(buf + 1, n - 1, (uint64_t)-v)) : grouped(buf, n, (uint64_t)v);
+    else
+        snprintf(buf, n, "%.6g", v);
+}
+
+/* v with an SI prefix and 4 significant digits: "1.6 GHz", "771.6 µs", "0 J". */
+static void si_text(char *buf, size_t n, double v, const char *unit)
+{
+    static const char *const pre[] = {"a", "f", "p", "n", "µ", "m", "", "k", "M", "G", "T", "P", "E"};
+    if (!isfinite(v)) {
+        snprintf(buf, n, "-");
+        return;
+    }
+    if (v == 0) {
+        snprintf(buf, n, "0 %s", unit);
+        return;
+    }
+    int e = (int)floor(log10(fabs(v)) / 3);
+    if (e < -6)
+        e = -6;
+    if (e > 6)
+        e = 6;
+    double m = v / pow(10, 3 * e);
+    char tmp[32];
+    snprintf(tmp, sizeof tmp, "%.4g", m);
+    if (fabs(strtod(tmp, NULL)) >= 1000 && e < 6) { /* 999.96 rounds up into the next prefix */
+        e++;
+        snprintf(tmp, sizeof tmp, "%.4g", v / pow(10, 3 * e));
+    }
+    snprintf(buf, n, "%s %s%s", tmp, pre[e + 6], unit);
+}
+
+static void pct_text(char *buf, size_t n, double f)
+{
+    if (isfinite(f))
+        snprintf(buf, n, "%.1f %%", 100 * f);
+    else
+        snprintf(buf, n, "-");
+}
+
+static void section(ts_buf *out, const char *title)
+{
+    ts_buf_printf(out, "\n%s\n", title);
+}
+
+static void text_stat_hist(const ts_stat *s, ts_buf *out)
+{
+    if (s->unit[0])
+        ts_buf_printf(out, "  %s (%s)\n", s->name, s->unit);
+    else
+        ts_buf_printf(out, "  %s\n", s->name);
+    if (s->desc[0])
+        ts_buf_printf(out, "    %s\n", s->desc);
+    double max = 0;
+    for (size_t i = 0; i < s->n; i++)
+        max = s->v[i] > max ? s->v[i] : max;
+    tbl t;
+    tbl_init(&t, 3);
+    for (size_t i = 0; i < s->n; i++) {
+        char c[48];
+        num_text(c, sizeof c, s->v[i]);
+        tbl_cell(&t, "[%g, %g)", s->lo + (double)i * s->width, s->lo + (double)(i + 1) * s->width);
+        tbl_cell(&t, "%s", c);
+        /* A bar of up to 40 marks, proportional to the largest bin. */
+        size_t bar = max > 0 ? (size_t)lround(40.0 * s->v[i] / max) : 0;
+        char marks[41];
+        memset(marks, '#', bar);
+        marks[bar] = 0;
+        tbl_cell(&t, "%s", marks);
+    }
+    tbl_emit(&t, out, 4, "lrl");
+    tbl_free(&t);
+}
+
+#define TS_TEXT_MAX_ROWS 40 /* longer tables are cut in text; JSON has every row */
+
+static void text_stat_table(const ts_stat *s, ts_buf *out)
+{
+    ts_buf_printf(out, "  %s\n", s->name);
+    if (s->desc[0])
+        ts_buf_printf(out, "    %s\n", s->desc);
+    tbl t;
+    tbl_init(&t, s->ncols);
+    char align[17];
+    for (size_t c = 0; c < s->ncols && c < 16; c++) {
+        align[c] = 'r';
+        if (s->col_units[c][0])
+            tbl_cell(&t, "%s (%s)", s->cols[c], s->col_units[c]);
+        else
+            tbl_cell(&t, "%s", s->cols[c]);
+    }
+    align[s->ncols < 16 ? s->ncols : 16] = 0;
+    size_t shown = s->nrows < TS_TEXT_MAX_ROWS ? s->nrows : TS_TEXT_MAX_ROWS;
+    for (size_t r = 0; r < shown; r++) {
+        for (size_t c = 0; c < s->ncols && c < 16; c++) {
+            char v[48];
+            num_text(v, sizeof v, s->rows[r * s->ncols + c]);
+            tbl_cell(&t, "%s", v);
+        }
+    }
+    tbl_emit(&t, out, 4, align);
+    tbl_free(&t);
+    if (s->nrows > shown)
+        ts_buf_printf(out, "    … %zu more rows\n", s->nrows - shown);
+}
+
+static void text_stats(const ts_stats *st, ts_buf *out)
+{
+    size_t n = ts_stats_count(st), nscalar = 0, narray = 0;
+    for (size_t i = 0; i < n; i++) {
+        ts_stat_kind k = ts_stats_at(st, i)->kind;
+        nscalar += k == TS_STAT_U64 || k == TS_STAT_F64;
+        narray += k == TS_STAT_ARRAY;
+    }
+    if (!n)
+        return;
+    section(out, "statistics");
+    if (nscalar) {
+        tbl t;
+        tbl_init(&t, 4);
+        for (size_t i = 0; i < n; i++) {
+            const ts_stat *s = ts_stats_at(st, i);
+            char v[48];
+            if (s->kind == TS_STAT_U64)
+                grouped(v, sizeof v, s->u);
+            else if (s->kind == TS_STAT_F64)
+                num_text(v, sizeof v, s->f);
+            else
+                continue;
+            tbl_cell(&t, "%s", s->name);
+            tbl_cell(&t, "%s", v);
+            tbl_cell(&t, "%s", s->unit);
+            tbl_cell(&t, "%s", s->desc);
+        }
+        tbl_emit(&t, out, 2, "lrll");
+        tbl_free(&t);
+    }
+    if (narray) {
+        ts_buf_puts(out, "\n");
+        tbl t;
+        tbl_init(&t, 8);
+        static const char *const head[] = {"per-unit", "n", "min", "mean", "max", "at", "unit", ""};
+        for (size_t c = 0; c < 8; c++)
+            tbl_cell(&t, "%s", head[c]);
+        for (size_t i = 0; i < n; i++) {
+            const ts_stat *s = ts_stats_at(st, i);
+            if (s->kind != TS_STAT_ARRAY)
+                continue;
+            double mn = INFINITY, mx = -INFINITY, sum = 0;
+            size_t arg = 0;
+            for (size_t j = 0; j < s->n; j++) {
+                mn = s->v[j] < mn ? s->v[j] : mn;
+                if (s->v[j] > mx) {
+                    mx = s->v[j];
+                    arg = j;
+                }
+                sum += s->v[j];
+            }
+            char a[48], b[48], c[48];
+            num_text(a, sizeof a, s->n ? mn : NAN);
+            num_text(b, sizeof b, s->n ? sum / (double)s->n : NAN);
+            num_text(c, sizeof c, s->n ? mx : NAN);
+            tbl_cell(&t, "%s", s->name);
+            tbl_cell(&t, "%zu", s->n);
+            tbl_cell(&t, "%s", a);
+            tbl_cell(&t, "%s", b);
+            tbl_cell(&t, "%s", c);
+            if (s->n)
+                tbl_cell(&t, "%zu", arg);
+            else
+                tbl_cell(&t, "-");
+            tbl_cell(&t, "%s", s->unit);
+            tbl_cell(&t, "%s", s->desc);
+        }
+        tbl_emit(&t, out, 2, "lrrrrrll");
+        tbl_free(&t);
+    }
+    for (size_t i = 0; i < n; i++) {
+        const ts_stat *s = ts_stats_at(st, i);
+        if (s->kind == TS_STAT_HIST || s->kind == TS_STAT_TABLE) {
+            ts_buf_puts(out, "\n");
+            if (s->kind == TS_STAT_HIST)
+                text_stat_hist(s, out);
+            else
+                text_stat_table(s, out);
+        }
+    }
+}
+
+void ts_report_text(const ts_results *r, ts_buf *out)
+{
+    char a[64], b[64], c[64];
+    double t_s = ts_results_time_s(r);
+    ts_buf_printf(out, "tessera report: %s on %s\n", r->workload[0] ? r->workload : "(no workload)",
+                  r->config[0] ? r->config : "(no config)");
+
+    section(out, "run");
+    tbl t;
+    tbl_init(&t, 2);
+    grouped(a, sizeof a, r->cycles);
+    si_text(b, sizeof b, t_s, "s");
+    si_text(c, sizeof c, r->clock_hz, "Hz");
+    tbl_cell(&t, "arch");     tbl_cell(&t, "%s", r->arch);
+    tbl_cell(&t, "config");   tbl_cell(&t, "%s", r->config);
+    tbl_cell(&t, "workload"); tbl_cell(&t, "%s", r->workload);
+    tbl_cell(&t, "cycles");   tbl_cell(&t, "%s", a);
+    tbl_cell(&t, "time");     tbl_cell(&t, "%s", b);
+    tbl_cell(&t, "clock");    tbl_cell(&t, "%s", c);
+    tbl_emit(&t, out, 2, "ll");
+    tbl_free(&t);
+
+    section(out, "data movement");
+    tbl_init(&t, 4);
+    tbl_cell(&t, "level");
+    tbl_cell(&t, "bytes");
+    tbl_cell(&t, "B/cycle");
+    tbl_cell(&t, "bandwidth");
+    for (int l = 0; l < TS_LEVEL_COUNT; l++) {
+        if (l == TS_LEVEL_NET && r->net_name[0])
+            tbl_cell(&t, "network (%s)", r->net_name);
+        else
+            tbl_cell(&t, "%s", level_key[l]);
+        grouped(a, sizeof a, r->bytes[l]);
+        double bpc = ratio((double)r->bytes[l], (double)r->cycles);
+        if (isfinite(bpc))
+            snprintf(b, sizeof b, "%.2f", bpc);
+        else
+            snprintf(b, sizeof b, "-");
+        si_text(c, sizeof c, ratio((double)r->bytes[l], t_s), "B/s");
+        tbl_cell(&t, "%s", a);
+        tbl_cell(&t, "%s", b);
+        tbl_cell(&t, "%s", c);
+    }
+    tbl_emit(&t, out, 2, "lrrr");
+    tbl_free(&t);
+
+    if (r->nutil) {
+        section(out, "utilization");
+        tbl_init(&t, 4);
+        tbl_cell(&t, "unit");
+        tbl_cell(&t, "units");
+        tbl_cell(&t, "busy unit-cycles");
+        tbl_cell(&t, "busy");
+        for (size_t i = 0; i < r->nutil; i++) {
+            const ts_util *u = &r->util[i];
+            tbl_cell(&t, "%s", u->name);
+            grouped(a, sizeof a, u->units);
+            tbl_cell(&t, "%s", a);
+            grouped(a, sizeof a, u->busy);
+            tbl_cell(&t, "%s", a);
+            pct_text(a, sizeof a, util_fraction(r, u));
+            tbl_cell(&t, "%s", a);
+        }
+        tbl_emit(&t, out, 2, "lrrr");
+        tbl_free(&t);
+    }
+
+    section(out, "compute");
+    tbl_init(&t, 2);
+    grouped(a, sizeof a, r->macs);
+    tbl_cell(&t, "MACs");
+    tbl_cell(&t, "%s", a);
+    num_text(a, sizeof a, r->flops);
+    tbl_cell(&t, "FLOPs");
+    tbl_cell(&t, "%s", a);
+    si_text(a, sizeof a, ratio(r->flops, t_s), "FLOP/s");
+    tbl_cell(&t, "achieved");
+    tbl_cell(&t, "%s", a);
+    tbl_emit(&t, out, 2, "lr");
+    tbl_free(&t);
+
+    if (r->energy_table[0]) {
+        ts_buf_printf(out, "\nenergy (table %s)\n", r->energy_table);
+        tbl_init(&t, 3);
+        si_text(a, sizeof a, r->energy_j, "J");
+        tbl_cell(&t, "total");
+        tbl_cell(&t, "%s", a);
+        tbl_cell(&t, "%s", "");
+        si_text(a, sizeof a, avg_power(r), "W");
+        tbl_cell(&t, "average power");
+        tbl_cell(&t, "%s", a);
+        tbl_cell(&t, "%s", "");
+        for (size_t i = 0; i < r->ncomponents; i++) {
+            si_text(a, sizeof a, r->by_component[i].joules, "J");
+            pct_text(b, sizeof b, ratio(r->by_component[i].joules, r->energy_j));
+            tbl_cell(&t, "  %s", r->by_component[i].name);
+            tbl_cell(&t, "%s", a);
+            tbl_cell(&t, "%s", b);
+        }
+        tbl_emit(&t, out, 2, "lrr");
+        tbl_free(&t);
+    } else {
+        section(out, "energy");
+        ts_buf_puts(out, "  not priced: no energy table\n");
+    }
+    if (r->nevents) {
+        size_t idx[TS_MAX_EVENTS];
+        events_by_name(r, idx);
+        ts_buf_puts(out, "\n");
+        tbl_init(&t, 2);
+        tbl_cell(&t, "event");
+        tbl_cell(&t, "count");
+        for (size_t i = 0; i < r->nevents; i++) {
+            num_text(a, sizeof a, r->events[idx[i]].count);
+            tbl_cell(&t, "%s", r->events[idx[i]].name);
+            tbl_cell(&t, "%s", a);
+        }
+        tbl_emit(&t, out, 2, "lr");
+        tbl_free(&t);
+    }
+    text_stats(r->stats, out);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * JSON
+ * ------------------------------------------------------------------------------------------- */
+
+/* A pretty-printing writer: two spaces per level, one member per line, number arrays inline. */
+typedef struct jw {
+    ts_buf *b;
+    int depth;
+    bool empty[16]; /* no member written yet at this depth */
+} jw;
+
+static void jw_sep(jw *w)
+{
+    if (!w->empty[w->depth])
+        ts_buf_putc(w->b, ',');
+    w->empty[w->depth] = false;
+    ts_buf_putc(w->b, '\n');
+    spaces(w->b, 2 * (size_t)w->depth);
+}
+
+static void jw_key(jw *w, const char *k)
+{
+    jw_sep(w);
+    ts_buf_json_str(w->b, k);
+    ts_buf_puts(w->b, ": ");
+}
+
+static void jw_open(jw *w, char c)
+{
+    ts_buf_putc(w->b, c);
+    w->depth++;
+    w->empty[w->depth] = true;
+}
+
+static void jw_close(jw *w, char c)
+{
+    bool was_empty = w->empty[w->depth];
+    w->depth--;
+    if (!was_empty) {
+        ts_buf_putc(w->b, '\n');
+        spaces(w->b, 2 * (size_t)w->depth);
+    }
+    ts_buf_putc(w->b, c);
+}
+
+static void jw_u64(jw *w, const char *k, uint64_t v)
+{
+    jw_key(w, k);
+    ts_buf_printf(w->b, "%" PRIu64, v);
+}
+
+static void jw_num(jw *w, const char *k, double v)
+{
+    jw_key(w, k);
+    ts_buf_json_num(w->b, v);
+}
+
+static void jw_str(jw *w, const char *k, const char *v)
+{
+    jw_key(w, k);
+    ts_buf_json_str(w->b, v);
+}
+
+static void json_nums(ts_buf *b, const double *v, size_t n)
+{
+    ts_buf_putc(b, '[');
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            ts_buf_puts(b, ", ");
+        ts_buf_json_num(b, v[i]);
+    }
+    ts_buf_putc(b, ']');
+}
+
+static const char *kind_name(ts_stat_kind k)
+{
+    switch (k) {
+    case TS_STAT_U64: return "u64";
+    case TS_STAT_F64: return "f64";
+    case TS_STAT_ARRAY: return "array";
+    case TS_STAT_HIST: return "hist";
+    case TS_STAT_TABLE: return "table";
+    }
+    return "unknown";
+}
+
+static void json_stat(jw *w, const ts_stat *s)
+{
+    jw_key(w, s->name);
+    jw_open(w, '{');
+    jw_str(w, "kind", kind_name(s->kind));
+    jw_str(w, "unit", s->unit);
+    jw_str(w, "desc", s->desc);
+    switch (s->kind) {
+    case TS_STAT_U64:
+        jw_u64(w, "value", s->u);
+        break;
+    case TS_STAT_F64:
+        jw_num(w, "value", s->f);
+        break;
+    case TS_STAT_ARRAY:
+        jw_key(w, "values");
+        json_nums(w->b, s->v, s->n);
+        break;
+    case TS_STAT_HIST:
+        jw_key(w, "hist");
+        jw_open(w, '{');
+        jw_num(w, "lo", s->lo);
+        jw_num(w, "width", s->width);
+        jw_key(w, "counts");
+        json_nums(w->b, s->v, s->n);
+        jw_close(w, '}');
+        break;
+    case TS_STAT_TABLE:
+        jw_key(w, "table");
+        jw_open(w, '{');
+        jw_key(w, "columns");
+        jw_open(w, '[');
+        for (size_t c = 0; c < s->ncols; c++) {
+            jw_sep(w);
+            ts_buf_puts(w->b, "{\"name\": ");
+            ts_buf_json_str(w->b, s->cols[c]);
+            ts_buf_puts(w->b, ", \"unit\": ");
+            ts_buf_json_str(w->b, s->col_units[c]);
+            ts_buf_putc(w->b, '}');
+        }
+        jw_close(w, ']');
+        jw_key(w, "rows");
+        jw_open(w, '[');
+        for (size_t r = 0; r < s->nrows; r++) {
+            jw_sep(w);
+            json_nums(w->b, s->rows + r * s->ncols, s->ncols);
+        }
+        jw_close(w, ']');
+        jw_close(w, '}');
+        break;
+    }
+    jw_close(w, '}');
+}
+
+void ts_report_json(const ts_results *r, ts_buf *out)
+{
+    jw w = {.b = out};
+    double t_s = ts_results_time_s(r);
+    jw_open(&w, '{');
+    jw_u64(&w, "schema_version", TS_REPORT_SCHEMA_VERSION);
+    jw_str(&w, "arch", r->arch);
+    jw_str(&w, "config", r->config);
+    jw_str(&w, "workload", r->workload);
+    jw_u64(&w, "cycles", r->cycles);
+    jw_num(&w, "time_s", t_s);
+    jw_num(&w, "clock_hz", r->clock_hz);
+    jw_str(&w, "network_name", r->net_name);
+
+    jw_key(&w, "bytes");
+    jw_open(&w, '{');
+    for (int l = 0; l < TS_LEVEL_COUNT; l++)
+        jw_u64(&w, level_key[l], r->bytes[l]);
+    jw_close(&w, '}');
+    jw_key(&w, "bytes_per_cycle");
+    jw_open(&w, '{');
+    for (int l = 0; l < TS_LEVEL_COUNT; l++)
+        jw_num(&w, level_key[l], ratio((double)r->bytes[l], (double)r->cycles));
+    jw_close(&w, '}');
+    jw_key(&w, "bandwidth_bytes_per_s");
+    jw_open(&w, '{');
+    for (int l = 0; l < TS_LEVEL_COUNT; l++)
+        jw_num(&w, level_key[l], ratio((double)r->bytes[l], t_s));
+    jw_close(&w, '}');
+
+    jw_key(&w, "utilization");
+    jw_open(&w, '{');
+    for (size_t i = 0; i < r->nutil; i++) {
+        jw_key(&w, r->util[i].name);
+        jw_open(&w, '{');
+        jw_u64(&w, "units", r->util[i].units);
+        jw_u64(&w, "busy_unit_cycles", r->util[i].busy);
+        jw_num(&w, "fraction", util_fraction(r, &r->util[i]));
+        jw_close(&w, '}');
+    }
+    jw_close(&w, '}');
+
+    jw_u64(&w, "macs", r->macs);
+    jw_num(&w, "flops", r->flops);
+    jw_num(&w, "flops_per_s", ratio(r->flops, t_s));
+
+    bool priced = r->energy_table[0] != 0;
+    jw_key(&w, "energy");
+    jw_open(&w, '{');
+    jw_key(&w, "table");
+    if (priced)
+        ts_buf_json_str(out, r->energy_table);
+    else
+        ts_buf_puts(out, "null");
+    jw_num(&w, "total_j", priced ? r->energy_j : NAN);
+    jw_num(&w, "avg_power_w", avg_power(r));
+    jw_num(&w, "static_w", r->static_w);
+    jw_key(&w, "by_component");
+    jw_open(&w, '{');
+    for (size_t i = 0; priced && i < r->ncomponents; i++)
+        jw_num(&w, r->by_component[i].name, r->by_component[i].joules);
+    jw_close(&w, '}');
+    jw_key(&w, "events");
+    jw_open(&w, '{');
+    size_t idx[TS_MAX_EVENTS];
+    events_by_name(r, idx);
+    for (size_t i = 0; i < r->nevents; i++)
+        jw_num(&w, r->events[idx[i]].name, r->events[idx[i]].count);
+    jw_close(&w, '}');
+    jw_close(&w, '}');
+
+    jw_key(&w, "stats");
+    jw_open(&w, '{');
+    for (size_t i = 0; i < ts_stats_count(r->stats); i++)
+        json_stat(&w, ts_stats_at(r->stats, i));
+    jw_close(&w, '}');
+    jw_close(&w, '}');
+    ts_buf_putc(out, '\n');
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * CSV (RFC 4180)
+ * ------------------------------------------------------------------------------------------- */
+
+void ts_report_csv_header(ts_buf *out)
+{
+    ts_buf_puts(out, "arch,config,workload,cycles,time_s,clock_hz,sram_bytes,network_bytes,offchip_bytes,"
+                     "sram_bw,network_bw,offchip_bw,macs,flops,energy_j,avg_power_w\n");
+}
+
+static void csv_str(ts_buf *out, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        ts_buf_puts(out, s);
+        return;
+    }
+    ts_buf_putc(out, '"');
+    for (; *s; s++) {
+        if (*s == '"')
+            ts_buf_putc(out, '"');
+        ts_buf_putc(out, *s);
+    }
+    ts_buf_putc(out, '"');
+}
+
+/* An undefined figure (NaN) is an empty field. */
+static void csv_num(ts_buf *out, double v)
+{
+    ts_buf_putc(out, ',');
+    if (isfinite(v))
+        ts_buf_json_num(out, v);
+}
+
+void ts_report_csv_row(const ts_results *r, ts_buf *out)
+{
+    double t_s = ts_results_time_s(r);
+    csv_str(out, r->arch);
+    ts_buf_putc(out, ',');
+    csv_str(out, r->config);
+    ts_buf_putc(out, ',');
+    csv_str(out, r->workload);
+    ts_buf_printf(out, ",%" PRIu64, r->cycles);
+    csv_num(out, t_s);
+    csv_num(out, r->clock_hz);
+    for (int l = 0; l < TS_LEVEL_COUNT; l++)
+        ts_buf_printf(out, ",%" PRIu64, r->bytes[l]);
+    for (int l = 0; l < TS_LEVEL_COUNT; l++)
+        csv_num(out, ratio((double)r->bytes[l], t_s));
+    ts_buf_printf(out, ",%" PRIu64, r->macs);
+    csv_num(out, r->flops);
+    csv_num(out, r->energy_table[0] ? r->energy_j : NAN);
+    csv_num(out, avg_power(r));
+    ts_buf_puts(out, "\n");
+}
+
+ts_status ts_report_write(const ts_results *r, ts_format fmt, const char *path, ts_err *err)
+{
+    ts_buf b = TS_BUF_INIT;
+    switch (fmt) {
+    case TS_FMT_TEXT:
+        ts_report_text(r, &b);
+        break;
+    case TS_FMT_JSON:
+        ts_report_json(r, &b);
+        break;
+    case TS_FMT_CSV:
+        ts_report_csv_header(&b);
+        ts_report_csv_row(r, &b);
+        break;
+    default:
+        return ts_err_set(err, TS_EINTERNAL, "unknown report format %d", (int)fmt);
+    }
+    if (b.oom) {
+        ts_buf_free(&b);
+        return ts_err_set(err, TS_ENOMEM, "out of memory rendering the report");
+    }
+    ts_status st = ts_write_file_atomic(path, ts_buf_str(&b), b.len, err);
+    ts_buf_free(&b);
+    return st;
+}

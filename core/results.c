@@ -1,3 +1,126 @@
-/* core/results.c — to be written */
-#include "core/err.h"
-typedef int ts_placeholder_results_;
+/* core/results.c — family-neutral run results and their pricing in joules. */
+#include "core/results.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ts_results_init(ts_results *r)
+{
+    memset(r, 0, sizeof *r);
+    /* If this allocation fails stats stays NULL: every ts_stats_* call then returns TS_ENOMEM
+     * and report writers see an empty registry. */
+    r->stats = ts_stats_create();
+}
+
+void ts_results_free(ts_results *r)
+{
+    if (!r)
+        return;
+    ts_stats_destroy(r->stats);
+    r->stats = NULL;
+}
+
+ts_status ts_results_event(ts_results *r, const char *name, double count, ts_err *err)
+{
+    if (!name || !*name || strlen(name) >= sizeof r->events[0].name)
+        return ts_err_set(err, TS_EINTERNAL, "event name '%s' is empty or longer than %zu characters",
+                          name ? name : "", sizeof r->events[0].name - 1);
+    if (!isfinite(count) || count < 0)
+        return ts_err_set(err, TS_EINTERNAL, "count %g of event '%s' is negative or not finite", count, name);
+    for (size_t i = 0; i < r->nevents; i++) {
+        if (!strcmp(r->events[i].name, name)) {
+            r->events[i].count += count;
+            return TS_OK;
+        }
+    }
+    if (r->nevents == TS_MAX_EVENTS)
+        return ts_err_set(err, TS_EINTERNAL, "too many kinds of event: '%s' would be number %d", name,
+                          TS_MAX_EVENTS + 1);
+    ts_event_count *e = &r->events[r->nevents++];
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->count = count;
+    return TS_OK;
+}
+
+/* A kind added again is merged: units and busy unit-cycles both add up, so a family may report
+ * groups of the same kind separately. */
+ts_status ts_results_util(ts_results *r, const char *name, uint64_t units, uint64_t busy, ts_err *err)
+{
+    if (!name || !*name || strlen(name) >= sizeof r->util[0].name)
+        return ts_err_set(err, TS_EINTERNAL, "unit kind '%s' is empty or longer than %zu characters",
+                          name ? name : "", sizeof r->util[0].name - 1);
+    for (size_t i = 0; i < r->nutil; i++) {
+        if (!strcmp(r->util[i].name, name)) {
+            r->util[i].units += units;
+            r->util[i].busy += busy;
+            return TS_OK;
+        }
+    }
+    if (r->nutil == TS_MAX_UTIL)
+        return ts_err_set(err, TS_EINTERNAL, "too many unit kinds: '%s' would be number %d", name,
+                          TS_MAX_UTIL + 1);
+    ts_util *u = &r->util[r->nutil++];
+    snprintf(u->name, sizeof u->name, "%s", name);
+    u->units = units;
+    u->busy = busy;
+    return TS_OK;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const ts_component_energy *)a)->name, ((const ts_component_energy *)b)->name);
+}
+
+/* Add joules to a component of out[0..*n), creating it. 0 on success, -1 if full. */
+static int charge(ts_component_energy *out, size_t *n, const char *name, double j)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (!strcmp(out[i].name, name)) {
+            out[i].joules += j;
+            return 0;
+        }
+    }
+    if (*n == TS_MAX_COMPONENTS)
+        return -1;
+    snprintf(out[*n].name, sizeof out[*n].name, "%s", name);
+    out[*n].joules = j;
+    (*n)++;
+    return 0;
+}
+
+ts_status ts_results_price(ts_results *r, const ts_energy_table *t, ts_err *err)
+{
+    ts_component_energy comp[TS_MAX_COMPONENTS];
+    size_t ncomp = 0;
+    memset(comp, 0, sizeof comp);
+    double total = 0;
+    /* Events are summed in insertion order, which a deterministic family fixes. */
+    for (size_t i = 0; i < r->nevents; i++) {
+        const ts_energy_entry *e = ts_energy_find(t, r->events[i].name);
+        if (!e)
+            return ts_err_set(err, TS_EINPUT, "energy table '%s' has no entry for event '%s'",
+                              ts_energy_name(t), r->events[i].name);
+        double j = r->events[i].count * e->joules;
+        if (charge(comp, &ncomp, e->component, j))
+            return ts_err_set(err, TS_EINTERNAL, "too many energy components (max %d)", TS_MAX_COMPONENTS);
+        total += j;
+    }
+    double stat_j = r->static_w * ts_results_time_s(r);
+    if (charge(comp, &ncomp, "static", stat_j))
+        return ts_err_set(err, TS_EINTERNAL, "too many energy components (max %d)", TS_MAX_COMPONENTS);
+    total += stat_j;
+    qsort(comp, ncomp, sizeof comp[0], by_name);
+    /* Only now that nothing can fail are the results touched. */
+    memcpy(r->by_component, comp, sizeof comp);
+    r->ncomponents = ncomp;
+    r->energy_j = total;
+    snprintf(r->energy_table, sizeof r->energy_table, "%s", ts_energy_name(t));
+    return TS_OK;
+}
+
+double ts_results_time_s(const ts_results *r)
+{
+    return r->clock_hz > 0 ? (double)r->cycles / r->clock_hz : 0.0;
+}

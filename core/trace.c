@@ -1,3 +1,287 @@
-/* core/trace.c — to be written */
-#include "core/err.h"
-typedef int ts_placeholder_trace_;
+/* core/trace.c — streaming Chrome / Perfetto trace-event JSON.
+ *
+ * Layout of the file:
+ *
+ *   {"traceEvents":[
+ *   {"name":"process_name","ph":"M","pid":0,"args":{"name":"ipu0"}},
+ *   {"name":"compute","cat":"phase","ph":"X","ts":0.000625,"dur":1.25,"pid":0,"tid":3},
+ *   ...
+ *   ],
+ *   "displayTimeUnit":"ns",
+ *   "otherData":{"generator":"tessera","clock_hz":1600000000,"dropped_events":0}}
+ *
+ * Each event is rendered into a small buffer first so its size is known before it is written:
+ * once the bytes written plus the event plus TRAILER_RESERVE would pass max_bytes, slices and
+ * counters are dropped and counted, while metadata (names of processes and threads) is still
+ * written so the events that did make it stay labelled. The trailer is always written, so the
+ * file is valid JSON whatever was dropped.
+ *
+ * Times: ts and dur are microseconds, written exactly to the picosecond (6 decimals at most).
+ * A cycle count is turned into whole picoseconds with integer arithmetic when the clock is a
+ * whole number of hertz (every shipped config), rounding half up; dur is end minus start in
+ * picoseconds, so slices that abut in cycles abut in the trace.
+ */
+#include "core/trace.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/buf.h"
+
+#define TRACE_DEFAULT_MAX ((uint64_t)200 * 1000 * 1000) /* 200 MB, the size Perfetto's UI loads well */
+#define TRACE_BUFSIZE ((size_t)1 << 20)                 /* stdio buffer: 1 MiB */
+#define TRAILER_RESERVE 256                             /* the trailer is under 160 bytes */
+
+struct ts_trace {
+    FILE *f;
+    char *path;      /* owned: final name */
+    char *tmp;       /* owned: "<path>.tmp.<pid>" */
+    char *iobuf;     /* owned: stdio buffer of f */
+    double clock_hz;
+    uint64_t clock_int; /* clock in whole Hz, 0 when it is not a whole number */
+    uint64_t max_bytes;
+    uint64_t written;
+    uint64_t dropped;
+    uint64_t nevents;   /* events written, for the separating commas */
+    int io_errno;       /* first write error, 0 if none */
+    ts_buf ev;          /* scratch: the event being rendered */
+};
+
+/* Picoseconds from cycle 0 to cycle c. */
+static uint64_t cycles_to_ps(const ts_trace *t, uint64_t c)
+{
+    if (t->clock_int) {
+        /* c = q * f + r. q whole seconds, then r / f in two steps of 10^6 so that no product
+         * passes 2^64 for clocks below 1.8e13 Hz. */
+        uint64_t f = t->clock_int, q = c / f, r = c % f;
+        uint64_t us = r * 1000000u / f, r2 = r * 1000000u % f;
+        uint64_t ps = r2 * 1000000u / f, r3 = r2 * 1000000u % f;
+        if (r3 * 2 >= f)
+            ps++;
+        return q * 1000000000000u + us * 1000000u + ps;
+    }
+    long double v = (long double)c * 1e12L / (long double)t->clock_hz;
+    return (uint64_t)llroundl(v);
+}
+
+/* Picoseconds as microseconds with no trailing zeros: 1250000 -> "1.25", 3000000 -> "3". */
+static void put_us(ts_buf *b, uint64_t ps)
+{
+    uint64_t whole = ps / 1000000u, frac = ps % 1000000u;
+    if (!frac) {
+        ts_buf_printf(b, "%" PRIu64, whole);
+        return;
+    }
+    char d[8];
+    snprintf(d, sizeof d, "%06" PRIu64, frac);
+    size_t n = 6;
+    while (d[n - 1] == '0')
+        n--;
+    d[n] = 0;
+    ts_buf_printf(b, "%" PRIu64 ".%s", whole, d);
+}
+
+ts_status ts_trace_open(ts_trace **out, const char *path, double clock_hz, uint64_t max_bytes, ts_err *err)
+{
+    *out = NULL;
+    if (!path || !*path)
+        return ts_err_set(err, TS_EINPUT, "trace path is empty");
+    if (!(clock_hz > 0) || !isfinite(clock_hz))
+        return ts_err_set(err, TS_EINPUT, "trace clock %g Hz is not a positive frequency", clock_hz);
+    ts_trace *t = ts_calloc(1, sizeof *t);
+    if (!t)
+        return ts_err_set(err, TS_ENOMEM, "out of memory opening trace");
+    size_t plen = strlen(path) + 32;
+    t->path = ts_strdup(path);
+    t->tmp = ts_malloc(plen);
+    t->iobuf = ts_malloc(TRACE_BUFSIZE);
+    if (!t->path || !t->tmp || !t->iobuf) {
+        ts_trace_abort(t);
+        return ts_err_set(err, TS_ENOMEM, "out of memory opening trace");
+    }
+    snprintf(t->tmp, plen, "%s.tmp.%ld", path, (long)getpid());
+    t->f = fopen(t->tmp, "wb");
+    if (!t->f) {
+        ts_status st = ts_err_at(err, TS_EIO, path, 0, 0, "cannot write trace: %s", strerror(errno));
+        ts_trace_abort(t);
+        return st;
+    }
+    setvbuf(t->f, t->iobuf, _IOFBF, TRACE_BUFSIZE);
+    t->clock_hz = clock_hz;
+    if (clock_hz == floor(clock_hz) && clock_hz < 1.8e13)
+        t->clock_int = (uint64_t)clock_hz;
+    t->max_bytes = max_bytes ? max_bytes : TRACE_DEFAULT_MAX;
+    static const char head[] = "{\"traceEvents\":[";
+    if (fwrite(head, 1, sizeof head - 1, t->f) != sizeof head - 1)
+        t->io_errno = errno ? errno : EIO;
+    t->written = sizeof head - 1;
+    *out = t;
+    return TS_OK;
+}
+
+/* Write the event in t->ev; metadata is never dropped. */
+static void emit(ts_trace *t, bool metadata)
+{
+    if (t->ev.oom) {
+        /* The event could not be rendered: count it as dropped and start afresh. */
+        ts_buf_free(&t->ev);
+        t->dropped++;
+        return;
+    }
+    size_t n = t->ev.len + 2; /* ",\n" before it */
+    if (!metadata && t->written + n + TRAILER_RESERVE > t->max_bytes) {
+        t->dropped++;
+        return;
+    }
+    if (t->io_errno)
+        return;
+    const char *sep = t->nevents ? ",\n" : "\n";
+    size_t sl = strlen(sep);
+    if (fwrite(sep, 1, sl, t->f) != sl || fwrite(t->ev.data, 1, t->ev.len, t->f) != t->ev.len)
+        t->io_errno = errno ? errno : EIO;
+    t->written += sl + t->ev.len;
+    t->nevents++;
+}
+
+static void begin(ts_trace *t)
+{
+    ts_buf_reset(&t->ev);
+}
+
+void ts_trace_process(ts_trace *t, int pid, const char *name)
+{
+    if (!t)
+        return;
+    begin(t);
+    ts_buf_printf(&t->ev, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":", pid);
+    ts_buf_json_str(&t->ev, name ? name : "");
+    ts_buf_puts(&t->ev, "}}");
+    emit(t, true);
+}
+
+void ts_trace_thread(ts_trace *t, int pid, int tid, const char *name)
+{
+    if (!t)
+        return;
+    begin(t);
+    ts_buf_printf(&t->ev, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
+                  pid, tid);
+    ts_buf_json_str(&t->ev, name ? name : "");
+    ts_buf_puts(&t->ev, "}}");
+    emit(t, true);
+}
+
+/* Is s, trimmed, plausibly a JSON object? Anything else is left out rather than break the file. */
+static bool looks_like_object(const char *s)
+{
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+        s++;
+    if (*s != '{')
+        return false;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+        n--;
+    return n >= 2 && s[n - 1] == '}';
+}
+
+void ts_trace_slice(ts_trace *t, int pid, int tid, const char *name, const char *cat,
+                    uint64_t start, uint64_t dur, const char *args_json)
+{
+    if (!t)
+        return;
+    begin(t);
+    uint64_t ps0 = cycles_to_ps(t, start), ps1 = cycles_to_ps(t, start + dur);
+    ts_buf_puts(&t->ev, "{\"name\":");
+    ts_buf_json_str(&t->ev, name ? name : "");
+    if (cat) {
+        ts_buf_puts(&t->ev, ",\"cat\":");
+        ts_buf_json_str(&t->ev, cat);
+    }
+    ts_buf_puts(&t->ev, ",\"ph\":\"X\",\"ts\":");
+    put_us(&t->ev, ps0);
+    ts_buf_puts(&t->ev, ",\"dur\":");
+    put_us(&t->ev, ps1 - ps0);
+    ts_buf_printf(&t->ev, ",\"pid\":%d,\"tid\":%d", pid, tid);
+    if (args_json && looks_like_object(args_json)) {
+        ts_buf_puts(&t->ev, ",\"args\":");
+        ts_buf_puts(&t->ev, args_json);
+    }
+    ts_buf_putc(&t->ev, '}');
+    emit(t, false);
+}
+
+void ts_trace_counter(ts_trace *t, int pid, const char *name, uint64_t at, double value)
+{
+    if (!t)
+        return;
+    begin(t);
+    ts_buf_puts(&t->ev, "{\"name\":");
+    ts_buf_json_str(&t->ev, name ? name : "");
+    ts_buf_puts(&t->ev, ",\"ph\":\"C\",\"ts\":");
+    put_us(&t->ev, cycles_to_ps(t, at));
+    ts_buf_printf(&t->ev, ",\"pid\":%d,\"args\":{\"value\":", pid);
+    ts_buf_json_num(&t->ev, value);
+    ts_buf_puts(&t->ev, "}}");
+    emit(t, false);
+}
+
+uint64_t ts_trace_dropped(const ts_trace *t)
+{
+    return t ? t->dropped : 0;
+}
+
+static void trace_free(ts_trace *t)
+{
+    ts_buf_free(&t->ev);
+    ts_free(t->path);
+    ts_free(t->tmp);
+    ts_free(t->iobuf);
+    ts_free(t);
+}
+
+ts_status ts_trace_close(ts_trace *t, ts_err *err)
+{
+    if (!t)
+        return TS_OK;
+    ts_buf tail = TS_BUF_INIT;
+    ts_buf_puts(&tail, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"generator\":\"tessera\",\"clock_hz\":");
+    ts_buf_json_num(&tail, t->clock_hz);
+    ts_buf_printf(&tail, ",\"dropped_events\":%" PRIu64 "}}\n", t->dropped);
+    int e = t->io_errno;
+    if (tail.oom)
+        e = ENOMEM;
+    else if (!e && fwrite(tail.data, 1, tail.len, t->f) != tail.len)
+        e = errno ? errno : EIO;
+    ts_buf_free(&tail);
+    if (fflush(t->f) != 0 && !e)
+        e = errno ? errno : EIO;
+    if (fclose(t->f) != 0 && !e)
+        e = errno ? errno : EIO;
+    t->f = NULL;
+    if (!e && rename(t->tmp, t->path) != 0)
+        e = errno ? errno : EIO;
+    ts_status st = TS_OK;
+    if (e) {
+        remove(t->tmp);
+        st = e == ENOMEM ? ts_err_set(err, TS_ENOMEM, "out of memory finishing trace")
+                         : ts_err_at(err, TS_EIO, t->path, 0, 0, "cannot write trace: %s", strerror(e));
+    }
+    trace_free(t);
+    return st;
+}
+
+void ts_trace_abort(ts_trace *t)
+{
+    if (!t)
+        return;
+    if (t->f) {
+        fclose(t->f);
+        remove(t->tmp);
+    }
+    trace_free(t);
+}
