@@ -181,15 +181,40 @@ static void grouped(char *buf, size_t n, uint64_t v)
     buf[o] = 0;
 }
 
-/* A number for people: whole numbers grouped, others with 6 significant digits. */
+/* A number for people: whole numbers grouped ("20,037"), others with at least 6 significant
+ * digits and the whole part grouped ("5,096.5", "0.8125"). */
 static void num_text(char *buf, size_t n, double v)
 {
-    if (!isfinite(v))
+    if (!isfinite(v)) {
         snprintf(buf, n, "-");
-    else if (v == floor(v) && fabs(v) < 1e15)
-        v < 0 ? (void)(buf[0] = '-', grouped(buf + 1, n - 1, (uint64_t)-v)) : grouped(buf, n, (uint64_t)v);
-    else
+        return;
+    }
+    double a = fabs(v);
+    if (a >= 1e15 || (a < 1000 && v != floor(v))) {
         snprintf(buf, n, "%.6g", v);
+        return;
+    }
+    char whole[40], frac[16] = "";
+    if (v != floor(v)) {
+        /* 1000 <= a < 1e15: enough decimals for 6 significant digits, trailing zeros dropped. */
+        int digits = (int)floor(log10(a)) + 1;
+        int dec = digits < 6 ? 6 - digits : 0;
+        char tmp[48];
+        snprintf(tmp, sizeof tmp, "%.*f", dec, a);
+        char *dot = strchr(tmp, '.');
+        if (dot) {
+            size_t k = strlen(dot);
+            while (k > 1 && dot[k - 1] == '0')
+                dot[--k] = 0;
+            if (k > 1)
+                snprintf(frac, sizeof frac, "%s", dot);
+            *dot = 0;
+        }
+        grouped(whole, sizeof whole, (uint64_t)strtoull(tmp, NULL, 10));
+    } else {
+        grouped(whole, sizeof whole, (uint64_t)a);
+    }
+    snprintf(buf, n, "%s%s%s", v < 0 ? "-" : "", whole, frac);
 }
 
 /* v with an SI prefix and 4 significant digits: "1.6 GHz", "771.6 µs", "0 J". */
@@ -328,7 +353,7 @@ static void text_stats(const ts_stats *st, ts_buf *out)
         ts_buf_puts(out, "\n");
         tbl t;
         tbl_init(&t, 8);
-        static const char *const head[] = {"per-unit", "n", "min", "mean", "max", "at", "unit", ""};
+        static const char *const head[] = {"per-unit", "n", "min", "mean", "max", "argmax", "unit", ""};
         for (size_t c = 0; c < 8; c++)
             tbl_cell(&t, "%s", head[c]);
         for (size_t i = 0; i < n; i++) {
@@ -412,7 +437,7 @@ void ts_report_text(const ts_results *r, ts_buf *out)
         grouped(a, sizeof a, r->bytes[l]);
         double bpc = ratio((double)r->bytes[l], (double)r->cycles);
         if (isfinite(bpc))
-            snprintf(b, sizeof b, "%.2f", bpc);
+            snprintf(b, sizeof b, "%.4g", bpc);
         else
             snprintf(b, sizeof b, "-");
         si_text(c, sizeof c, ratio((double)r->bytes[l], t_s), "B/s");
@@ -460,19 +485,27 @@ void ts_report_text(const ts_results *r, ts_buf *out)
 
     if (r->energy_table[0]) {
         ts_buf_printf(out, "\nenergy (table %s)\n", r->energy_table);
-        tbl_init(&t, 3);
+        tbl_init(&t, 2);
         si_text(a, sizeof a, r->energy_j, "J");
         tbl_cell(&t, "total");
         tbl_cell(&t, "%s", a);
-        tbl_cell(&t, "%s", "");
         si_text(a, sizeof a, avg_power(r), "W");
         tbl_cell(&t, "average power");
         tbl_cell(&t, "%s", a);
-        tbl_cell(&t, "%s", "");
+        si_text(a, sizeof a, r->static_w, "W");
+        tbl_cell(&t, "static power");
+        tbl_cell(&t, "%s", a);
+        tbl_emit(&t, out, 2, "ll");
+        tbl_free(&t);
+        ts_buf_puts(out, "\n");
+        tbl_init(&t, 3);
+        tbl_cell(&t, "component");
+        tbl_cell(&t, "energy");
+        tbl_cell(&t, "share");
         for (size_t i = 0; i < r->ncomponents; i++) {
             si_text(a, sizeof a, r->by_component[i].joules, "J");
             pct_text(b, sizeof b, ratio(r->by_component[i].joules, r->energy_j));
-            tbl_cell(&t, "  %s", r->by_component[i].name);
+            tbl_cell(&t, "%s", r->by_component[i].name);
             tbl_cell(&t, "%s", a);
             tbl_cell(&t, "%s", b);
         }
