@@ -1,3 +1,1702 @@
-/* core/config.c — to be written */
-#include "core/err.h"
-typedef int ts_placeholder_config_;
+/* core/config.c — chip configs: YAML read once into a typed, validated struct (see config.h).
+ *
+ * Loading runs in four steps:
+ *   1. parse: libyaml events become a small tree of maps, sequences and scalars, each node with
+ *      its file, line and column (1-based; libyaml counts from 0);
+ *   2. layers: the top file and its chain of `base:` files, found through the top-level `arch`
+ *      and `base` keys before anything else is read;
+ *   3. flatten: every layer, base first, is walked against the known dotted paths (the common
+ *      keys below plus the family schema), so `tile: {sram: ..}` and `tile.sram: ..` both land
+ *      in the slot of `tile.sram`; a later layer overrides an earlier one, then `--set` overrides
+ *      all of them;
+ *   4. convert: each slot, or the schema default, is converted into the family's struct, and the
+ *      family's check runs on the result.
+ * Only the first error is reported, as `file:line:col: what is wrong`.
+ */
+#include "core/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <yaml.h>
+
+#include "core/alloc.h"
+#include "core/fileio.h"
+
+/* Limits that keep hostile input cheap: nesting of YAML collections and of `base:` files. */
+#define MAX_DEPTH 64
+#define MAX_LAYERS 16
+#define SET_FILE "--set"
+
+/* ---------------------------------------------------------------------------------------------
+ * The common keys, handled here for every family. They use the same conversion code as schema
+ * keys, into this struct. */
+typedef struct core_vals {
+    char *arch;          /* owned */
+    char *name;          /* owned */
+    char *description;   /* owned */
+    char *base;          /* owned; the top file's base as written */
+    char *energy_table;  /* owned */
+    double static_power; /* W */
+} core_vals;
+
+enum { CK_ARCH, CK_NAME, CK_DESC, CK_BASE, CK_ETABLE, CK_SPOWER, NCORE };
+
+static const ts_cfg_key core_keys[NCORE] = {
+    [CK_ARCH] = {"arch", TS_CFG_STRING, TS_UNIT_NONE, 0, -1, NULL,
+                 "chip family this config describes (required, here or in a base)",
+                 offsetof(core_vals, arch), NULL},
+    [CK_NAME] = {"name", TS_CFG_STRING, TS_UNIT_NONE, 0, -1, NULL,
+                 "name shown in reports (default: the file's stem)", offsetof(core_vals, name), NULL},
+    [CK_DESC] = {"description", TS_CFG_STRING, TS_UNIT_NONE, 0, -1, "\"\"",
+                 "free text for people", offsetof(core_vals, description), NULL},
+    [CK_BASE] = {"base", TS_CFG_STRING, TS_UNIT_NONE, 0, -1, "\"\"",
+                 "config whose keys this one overrides: a path relative to this file or a built-in name",
+                 offsetof(core_vals, base), NULL},
+    [CK_ETABLE] = {"energy.table", TS_CFG_STRING, TS_UNIT_NONE, 0, -1, "horowitz45",
+                   "energy table: a file or a built-in name", offsetof(core_vals, energy_table), NULL},
+    [CK_SPOWER] = {"energy.static_power", TS_CFG_FLOAT, TS_UNIT_POWER, 0, 1e6, "0 W",
+                   "static (leakage) power of the chip; 0 uses the family's own figure",
+                   offsetof(core_vals, static_power), NULL},
+};
+
+struct ts_config {
+    const ts_schema *schema; /* borrowed: schemas are static */
+    void *data;              /* owned: schema->size bytes */
+    core_vals core;
+    char *path;              /* owned: the file or built-in name it came from */
+    uint64_t fingerprint;
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * The YAML tree. */
+typedef enum node_kind { N_SCALAR, N_MAP, N_SEQ } node_kind;
+
+typedef struct node {
+    node_kind kind;
+    const char *file;   /* borrowed from the layer (or the "--set" literal) */
+    int line, col;      /* 1-based */
+    char *text;         /* owned; scalars only */
+    bool plain;         /* unquoted scalar: may be YAML null */
+    struct node **kids; /* owned; sequence items, or map keys and values alternating */
+    size_t n, cap;
+} node;
+
+static void node_free(node *nd)
+{
+    if (!nd)
+        return;
+    for (size_t i = 0; i < nd->n; i++)
+        node_free(nd->kids[i]);
+    ts_free(nd->kids);
+    ts_free(nd->text);
+    ts_free(nd);
+}
+
+static node *node_new(node_kind kind, const char *file, int line, int col)
+{
+    node *nd = ts_calloc(1, sizeof *nd);
+    if (!nd)
+        return NULL;
+    nd->kind = kind;
+    nd->file = file;
+    nd->line = line;
+    nd->col = col;
+    return nd;
+}
+
+static int node_add(node *parent, node *kid)
+{
+    if (ts_grow((void **)&parent->kids, &parent->cap, parent->n + 1, sizeof *parent->kids))
+        return -1;
+    parent->kids[parent->n++] = kid;
+    return 0;
+}
+
+/* A plain scalar that YAML reads as null: nothing, "~" or "null". */
+static bool node_is_null(const node *nd)
+{
+    return nd->kind == N_SCALAR && nd->plain &&
+           (!nd->text[0] || !strcmp(nd->text, "~") || !strcmp(nd->text, "null") ||
+            !strcmp(nd->text, "Null") || !strcmp(nd->text, "NULL"));
+}
+
+static const char *node_kind_name(const node *nd)
+{
+    return nd->kind == N_MAP ? "a map" : nd->kind == N_SEQ ? "a list" : "a value";
+}
+
+/* Error at a node's position. */
+static ts_status node_err(ts_err *err, const node *nd, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static ts_status node_err(ts_err *err, const node *nd, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return ts_err_at(err, TS_EINPUT, nd->file, nd->line, nd->col, "%s", msg);
+}
+
+/* Line and column (1-based) of a byte offset, for reader errors that carry no mark. */
+static void offset_pos(const char *text, size_t len, size_t off, int *line, int *col)
+{
+    int l = 1, c = 1;
+    for (size_t i = 0; i < off && i < len; i++) {
+        if (text[i] == '\n')
+            l++, c = 1;
+        else if (((unsigned char)text[i] & 0xC0) != 0x80)
+            c++;
+    }
+    *line = l;
+    *col = c;
+}
+
+static ts_status yaml_failure(yaml_parser_t *p, const char *file, const char *text, size_t len, ts_err *err)
+{
+    if (p->error == YAML_MEMORY_ERROR)
+        return ts_err_set(err, TS_ENOMEM, "out of memory parsing %s", file);
+    int line, col;
+    if (p->error == YAML_READER_ERROR) {
+        offset_pos(text, len, p->problem_offset, &line, &col);
+    } else {
+        line = (int)p->problem_mark.line + 1;
+        col = (int)p->problem_mark.column + 1;
+    }
+    const char *problem = p->problem ? p->problem : "unreadable yaml";
+    if (p->context)
+        return ts_err_at(err, TS_EINPUT, file, line, col, "bad yaml: %s (%s at line %d, col %d)", problem,
+                         p->context, (int)p->context_mark.line + 1, (int)p->context_mark.column + 1);
+    return ts_err_at(err, TS_EINPUT, file, line, col, "bad yaml: %s", problem);
+}
+
+/* Parse YAML text into a tree; *root is NULL for an empty document. */
+static ts_status parse_yaml(const char *file, const char *text, size_t len, node **root, ts_err *err)
+{
+    *root = NULL;
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p))
+        return ts_err_set(err, TS_ENOMEM, "out of memory parsing %s", file);
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+
+    node *stack[MAX_DEPTH];
+    size_t depth = 0;
+    int docs = 0;
+    ts_status st = TS_OK;
+    for (bool done = false; !done;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev)) {
+            st = yaml_failure(&p, file, text, len, err);
+            break;
+        }
+        int line = (int)ev.start_mark.line + 1, col = (int)ev.start_mark.column + 1;
+        node *nd = NULL;
+        switch (ev.type) {
+        case YAML_STREAM_END_EVENT:
+            done = true;
+            break;
+        case YAML_DOCUMENT_START_EVENT:
+            if (++docs > 1)
+                st = ts_err_at(err, TS_EINPUT, file, line, col,
+                               "more than one yaml document (a config is one document)");
+            break;
+        case YAML_ALIAS_EVENT:
+            st = ts_err_at(err, TS_EINPUT, file, line, col, "yaml aliases (*%s) are not supported",
+                           (const char *)ev.data.alias.anchor);
+            break;
+        case YAML_SCALAR_EVENT:
+            nd = node_new(N_SCALAR, file, line, col);
+            if (nd) {
+                nd->text = ts_strndup((const char *)ev.data.scalar.value, ev.data.scalar.length);
+                nd->plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+                if (!nd->text) {
+                    node_free(nd);
+                    nd = NULL;
+                }
+            }
+            if (!nd)
+                st = ts_err_set(err, TS_ENOMEM, "out of memory parsing %s", file);
+            break;
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+            if (depth == MAX_DEPTH) {
+                st = ts_err_at(err, TS_EINPUT, file, line, col, "yaml nested deeper than %d levels", MAX_DEPTH);
+                break;
+            }
+            nd = node_new(ev.type == YAML_MAPPING_START_EVENT ? N_MAP : N_SEQ, file, line, col);
+            if (!nd)
+                st = ts_err_set(err, TS_ENOMEM, "out of memory parsing %s", file);
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT:
+            if (depth)
+                depth--;
+            break;
+        default:
+            break;
+        }
+        if (nd) {
+            /* Attach to the open collection, or make it the root. */
+            if (depth == 0) {
+                if (*root)
+                    node_free(*root);
+                *root = nd;
+            } else {
+                node *parent = stack[depth - 1];
+                if (parent->kind == N_MAP && parent->n % 2 == 0 && nd->kind != N_SCALAR) {
+                    st = node_err(err, nd, "a map key must be plain text, not %s", node_kind_name(nd));
+                    node_free(nd);
+                    nd = NULL;
+                } else if (node_add(parent, nd)) {
+                    st = ts_err_set(err, TS_ENOMEM, "out of memory parsing %s", file);
+                    node_free(nd);
+                    nd = NULL;
+                }
+            }
+            if (nd && nd->kind != N_SCALAR)
+                stack[depth++] = nd;
+        }
+        yaml_event_delete(&ev);
+        if (st != TS_OK)
+            break;
+    }
+    yaml_parser_delete(&p);
+    if (st != TS_OK) {
+        node_free(*root);
+        *root = NULL;
+    }
+    return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Small string helpers. */
+
+/* Optimal string alignment distance (Damerau-Levenshtein with adjacent swaps), capped: strings
+ * longer than 63 bytes count as far apart. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63)
+        return 99;
+    size_t d[64][64];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cost = a[i - 1] != b[j - 1];
+            size_t best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < best)
+                best = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+static const char *last_segment(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    return dot ? dot + 1 : path;
+}
+
+static void trim_span(const char **s, size_t *len)
+{
+    while (*len && isspace((unsigned char)**s))
+        (*s)++, (*len)--;
+    while (*len && isspace((unsigned char)(*s)[*len - 1]))
+        (*len)--;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The set of known keys: the common ones, then the family's. Index i < NCORE is core_keys[i]. */
+typedef struct keyset {
+    const ts_schema *schema;
+    size_t n;
+} keyset;
+
+static const ts_cfg_key *ks_key(const keyset *ks, size_t i)
+{
+    return i < NCORE ? &core_keys[i] : &ks->schema->keys[i - NCORE];
+}
+
+static long ks_find(const keyset *ks, const char *path, size_t len)
+{
+    for (size_t i = 0; i < ks->n; i++) {
+        const char *p = ks_key(ks, i)->path;
+        if (strlen(p) == len && !memcmp(p, path, len))
+            return (long)i;
+    }
+    return -1;
+}
+
+/* Whether some key lies under group (e.g. "tile" for "tile.sram"). */
+static bool ks_is_group(const keyset *ks, const char *group, size_t len)
+{
+    for (size_t i = 0; i < ks->n; i++) {
+        const char *p = ks_key(ks, i)->path;
+        if (strlen(p) > len && !memcmp(p, group, len) && p[len] == '.')
+            return true;
+    }
+    return false;
+}
+
+/* First key under group, for messages. */
+static const char *ks_first_in_group(const keyset *ks, const char *group, size_t len)
+{
+    for (size_t i = 0; i < ks->n; i++) {
+        const char *p = ks_key(ks, i)->path;
+        if (strlen(p) > len && !memcmp(p, group, len) && p[len] == '.')
+            return p;
+    }
+    return "";
+}
+
+/* The closest known key or group to an unknown one: edit distance <= 2 (and less than its
+ * length, so "x" is not taken for "y"), else a key ending with the same last segment. Writes
+ * into out, or "" when nothing is close. */
+static void ks_suggest(const keyset *ks, const char *unknown, bool is_map, char *out, size_t n)
+{
+    out[0] = 0;
+    /* Score: twice the distance, plus one when a key is offered for a map or a group for a value. */
+    size_t best = 6, ulen = strlen(unknown);
+    for (size_t i = 0; i < ks->n; i++) {
+        const char *p = ks_key(ks, i)->path;
+        /* The key itself and each of its groups ("a", "a.b" for "a.b.c"). */
+        for (const char *end = p;; end++) {
+            if (*end == '.' || !*end) {
+                char cand[256];
+                size_t cl = (size_t)(end - p);
+                if (cl < sizeof cand) {
+                    memcpy(cand, p, cl);
+                    cand[cl] = 0;
+                    size_t d = edit_distance(unknown, cand);
+                    size_t score = 2 * d + (is_map != (*end == '.'));
+                    if (d <= 2 && d < ulen && score < best) {
+                        best = score;
+                        snprintf(out, n, "%s", cand);
+                    }
+                }
+            }
+            if (!*end)
+                break;
+        }
+    }
+    if (out[0])
+        return;
+    const char *useg = last_segment(unknown);
+    for (size_t i = 0; i < ks->n; i++) {
+        const char *p = ks_key(ks, i)->path;
+        if (strcmp(p, unknown) && !strcmp(last_segment(p), useg)) {
+            snprintf(out, n, "%s", p);
+            return;
+        }
+    }
+}
+
+static ts_status unknown_key(const keyset *ks, ts_err *err, const char *file, int line, int col,
+                             const char *path, bool is_map)
+{
+    char sug[256];
+    ks_suggest(ks, path, is_map, sug, sizeof sug);
+    if (sug[0])
+        return ts_err_at(err, TS_EINPUT, file, line, col, "unknown key '%s' (did you mean '%s'?)", path, sug);
+    return ts_err_at(err, TS_EINPUT, file, line, col, "unknown key '%s'", path);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Converting text to typed values. */
+
+/* "a frequency like '1.6 GHz'": what a key expects, for messages. */
+static void expect_text(const ts_cfg_key *key, char *buf, size_t n)
+{
+    switch (key->type) {
+    case TS_CFG_INT:
+    case TS_CFG_UINT:
+    case TS_CFG_FLOAT:
+    case TS_CFG_INTLIST:
+        if (key->unit == TS_UNIT_NONE && key->type != TS_CFG_FLOAT) {
+            snprintf(buf, n, "a whole number like '4'");
+        } else {
+            /* The units module words it: "expected a frequency like '1.6 GHz', got ''". */
+            char why[256] = "";
+            double v;
+            ts_unit_parse("", key->unit, &v, why, sizeof why);
+            const char *s = strncmp(why, "expected ", 9) ? why : why + 9;
+            const char *g = strstr(s, ", got");
+            snprintf(buf, n, "%.*s", g ? (int)(g - s) : (int)strlen(s), s);
+        }
+        if (key->type == TS_CFG_INTLIST) {
+            char item[200];
+            snprintf(item, sizeof item, "%s", buf);
+            snprintf(buf, n, "a list of %s", item);
+        }
+        return;
+    case TS_CFG_BOOL: snprintf(buf, n, "true or false"); return;
+    case TS_CFG_STRING: snprintf(buf, n, "a string"); return;
+    case TS_CFG_ENUM: {
+        size_t k = (size_t)snprintf(buf, n, "one of ");
+        for (size_t i = 0; key->choices && key->choices[i] && k < n; i++)
+            k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? ", " : "", key->choices[i]);
+        return;
+    }
+    case TS_CFG_STRLIST: snprintf(buf, n, "a list of strings like [a, b]"); return;
+    }
+    snprintf(buf, n, "a value");
+}
+
+/* A bound or value of a key, for messages: with its unit when it has one. */
+static void format_num(const ts_cfg_key *key, double v, char *buf, size_t n)
+{
+    if (key->unit == TS_UNIT_NONE || key->unit == TS_UNIT_CYCLES) {
+        if (fabs(v) < 1e18 && v == floor(v))
+            snprintf(buf, n, "%.0f", v);
+        else
+            snprintf(buf, n, "%.6g", v);
+        return;
+    }
+    ts_unit_format(v, key->unit, buf, n);
+}
+
+static int range_fail(const ts_cfg_key *key, const char *text, char *why, size_t n)
+{
+    char lo[64], hi[64];
+    format_num(key, key->min, lo, sizeof lo);
+    format_num(key, key->max, hi, sizeof hi);
+    snprintf(why, n, "%s is out of range [%s, %s]", text, lo, hi);
+    return -1;
+}
+
+/* A whole number in text (trimmed): exact for plain integers, through the units otherwise.
+ * Checks the key's range. 0 on success, -1 with why. */
+static int parse_whole(const ts_cfg_key *key, const char *text, bool is_unsigned, int64_t *iv, uint64_t *uv,
+                       char *why, size_t n)
+{
+    char expect[256];
+    expect_text(key, expect, sizeof expect);
+    const char *s = text;
+    size_t i = 0;
+    if (s[i] == '-' || s[i] == '+')
+        i++;
+    size_t d0 = i;
+    while (isdigit((unsigned char)s[i]))
+        i++;
+    bool neg = s[0] == '-';
+    if (i > d0 && !s[i]) {
+        /* Exact: a plain integer never goes through a double. */
+        if (is_unsigned && neg && strspn(s + 1, "0") != strlen(s + 1))
+            goto below;
+        errno = 0;
+        if (is_unsigned) {
+            unsigned long long v = strtoull(s + (s[0] == '+'), NULL, 10);
+            if (errno == ERANGE)
+                goto too_large;
+            *uv = (uint64_t)v;
+        } else {
+            long long v = strtoll(s, NULL, 10);
+            if (errno == ERANGE)
+                goto too_large;
+            *iv = (int64_t)v;
+        }
+    } else {
+        double v;
+        if (key->unit == TS_UNIT_NONE) {
+            char tmp[256];
+            if (ts_unit_parse(s, TS_UNIT_NONE, &v, tmp, sizeof tmp)) {
+                snprintf(why, n, "expected %s, got '%s'", expect, s);
+                return -1;
+            }
+        } else if (ts_unit_parse(s, key->unit, &v, why, n)) {
+            return -1;
+        }
+        double r = nearbyint(v);
+        if (fabs(v - r) > 1e-9 * fabs(v) + 1e-9) {
+            if (key->unit == TS_UNIT_NONE || key->unit == TS_UNIT_CYCLES)
+                snprintf(why, n, "expected a whole number, got '%s'", s);
+            else
+                snprintf(why, n, "expected a whole number of %s (%s), got '%s'", ts_unit_symbol(key->unit),
+                         ts_unit_noun(key->unit), s);
+            return -1;
+        }
+        if (is_unsigned) {
+            if (r < 0)
+                goto below;
+            if (r >= 18446744073709551616.0)
+                goto too_large;
+            *uv = (uint64_t)r;
+        } else {
+            if (r < -9223372036854775808.0 || r >= 9223372036854775808.0)
+                goto too_large;
+            *iv = (int64_t)r;
+        }
+    }
+    if (key->min <= key->max) {
+        double v = is_unsigned ? (double)*uv : (double)*iv;
+        if (v < key->min || v > key->max)
+            return range_fail(key, s, why, n);
+    }
+    return 0;
+below:
+    if (key->min <= key->max)
+        return range_fail(key, s, why, n);
+    snprintf(why, n, "expected a whole number >= 0, got '%s'", s);
+    return -1;
+too_large:
+    if (key->min <= key->max)
+        return range_fail(key, s, why, n);
+    snprintf(why, n, "'%s' is too large for a 64-bit whole number", s);
+    return -1;
+}
+
+static int parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = {"true", "yes", "on", NULL}, *const no[] = {"false", "no", "off", NULL};
+    for (size_t i = 0; yes[i]; i++)
+        if (!strcasecmp(s, yes[i])) {
+            *out = true;
+            return 0;
+        }
+    for (size_t i = 0; no[i]; i++)
+        if (!strcasecmp(s, no[i])) {
+            *out = false;
+            return 0;
+        }
+    return -1;
+}
+
+/* Convert one scalar text for a key into dst (the field). Strings are copied (owned by the
+ * caller). Lists are not handled here. TS_EINPUT with why, or TS_ENOMEM. */
+static ts_status parse_scalar(const ts_cfg_key *key, const char *text, void *dst, char *why, size_t n)
+{
+    /* Trimmed copy: quantities and words are short; longer text only matters for strings. */
+    const char *s = text;
+    size_t len = strlen(text);
+    if (key->type != TS_CFG_STRING)
+        trim_span(&s, &len);
+    char small[256];
+    if (key->type != TS_CFG_STRING) {
+        if (len >= sizeof small) {
+            char expect[256];
+            expect_text(key, expect, sizeof expect);
+            snprintf(why, n, "expected %s, got '%.32s...'", expect, s);
+            return TS_EINPUT;
+        }
+        memcpy(small, s, len);
+        small[len] = 0;
+    }
+    switch (key->type) {
+    case TS_CFG_INT:
+        return parse_whole(key, small, false, dst, NULL, why, n) ? TS_EINPUT : TS_OK;
+    case TS_CFG_UINT:
+        return parse_whole(key, small, true, NULL, dst, why, n) ? TS_EINPUT : TS_OK;
+    case TS_CFG_FLOAT: {
+        double v;
+        if (key->unit == TS_UNIT_NONE) {
+            char tmp[256];
+            if (ts_unit_parse(small, TS_UNIT_NONE, &v, tmp, sizeof tmp)) {
+                snprintf(why, n, "expected a number like '0.5', got '%s'", small);
+                return TS_EINPUT;
+            }
+        } else if (ts_unit_parse(small, key->unit, &v, why, n)) {
+            return TS_EINPUT;
+        }
+        if (key->min <= key->max && (v < key->min || v > key->max))
+            return range_fail(key, small, why, n) ? TS_EINPUT : TS_OK;
+        memcpy(dst, &v, sizeof v);
+        return TS_OK;
+    }
+    case TS_CFG_BOOL: {
+        bool b;
+        if (parse_bool(small, &b)) {
+            snprintf(why, n, "expected true or false, got '%s'", small);
+            return TS_EINPUT;
+        }
+        memcpy(dst, &b, sizeof b);
+        return TS_OK;
+    }
+    case TS_CFG_STRING: {
+        char *c = ts_strdup(text);
+        if (!c) {
+            snprintf(why, n, "out of memory");
+            return TS_ENOMEM;
+        }
+        memcpy(dst, &c, sizeof c);
+        return TS_OK;
+    }
+    case TS_CFG_ENUM: {
+        int found = -1;
+        for (int i = 0; key->choices && key->choices[i] && found < 0; i++)
+            if (!strcmp(key->choices[i], small))
+                found = i;
+        for (int i = 0; key->choices && key->choices[i] && found < 0; i++)
+            if (!strcasecmp(key->choices[i], small))
+                found = i;
+        if (found < 0) {
+            char expect[512];
+            expect_text(key, expect, sizeof expect);
+            snprintf(why, n, "unknown choice '%s' (expected %s)", small, expect);
+            return TS_EINPUT;
+        }
+        memcpy(dst, &found, sizeof found);
+        return TS_OK;
+    }
+    case TS_CFG_STRLIST:
+    case TS_CFG_INTLIST:
+        break;
+    }
+    snprintf(why, n, "key type %d takes a list, not a single value", (int)key->type);
+    return TS_EINTERNAL;
+}
+
+/* Free what a field owns and clear it. */
+static void field_free(const ts_cfg_key *key, void *base)
+{
+    char *f = (char *)base + key->offset;
+    switch (key->type) {
+    case TS_CFG_STRING: {
+        char *s;
+        memcpy(&s, f, sizeof s);
+        ts_free(s);
+        s = NULL;
+        memcpy(f, &s, sizeof s);
+        break;
+    }
+    case TS_CFG_STRLIST: {
+        ts_strlist l;
+        memcpy(&l, f, sizeof l);
+        for (size_t i = 0; i < l.n; i++)
+            ts_free(l.v[i]);
+        ts_free(l.v);
+        memset(f, 0, sizeof l);
+        break;
+    }
+    case TS_CFG_INTLIST: {
+        ts_intlist l;
+        memcpy(&l, f, sizeof l);
+        ts_free(l.v);
+        memset(f, 0, sizeof l);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* A list item, from a node or from --set text. */
+typedef struct item {
+    const char *text;
+    const node *at; /* position for messages */
+} item;
+
+/* Convert list items into a fresh list at dst. On failure nothing is left allocated; *bad is
+ * the index of the item at fault (or -1) and why says what is wrong. */
+static ts_status parse_list(const ts_cfg_key *key, const item *items, size_t n, void *dst, long *bad,
+                            char *why, size_t wn)
+{
+    *bad = -1;
+    if (key->type == TS_CFG_STRLIST) {
+        ts_strlist l = {ts_calloc(n ? n : 1, sizeof(char *)), 0};
+        if (!l.v)
+            goto oom;
+        for (; l.n < n; l.n++) {
+            l.v[l.n] = ts_strdup(items[l.n].text);
+            if (!l.v[l.n]) {
+                for (size_t i = 0; i < l.n; i++)
+                    ts_free(l.v[i]);
+                ts_free(l.v);
+                goto oom;
+            }
+        }
+        memcpy(dst, &l, sizeof l);
+        return TS_OK;
+    }
+    ts_intlist l = {ts_calloc(n ? n : 1, sizeof(int64_t)), n};
+    if (!l.v)
+        goto oom;
+    ts_cfg_key one = *key;
+    one.type = TS_CFG_INT;
+    for (size_t i = 0; i < n; i++) {
+        ts_status st = parse_scalar(&one, items[i].text, &l.v[i], why, wn);
+        if (st != TS_OK) {
+            ts_free(l.v);
+            *bad = (long)i;
+            return st;
+        }
+    }
+    memcpy(dst, &l, sizeof l);
+    return TS_OK;
+oom:
+    snprintf(why, wn, "out of memory");
+    return TS_ENOMEM;
+}
+
+/* Split "[a, b, c]" or "a, b, c" into trimmed items (pointers into a copy the caller frees).
+ * Item offsets into text are written to off. Returns the count, or -1 without memory. */
+static long split_list(const char *text, char **copy, item **items, size_t **off)
+{
+    *copy = ts_strdup(text);
+    *items = NULL;
+    *off = NULL;
+    if (!*copy)
+        return -1;
+    char *s = *copy;
+    size_t len = strlen(s);
+    size_t start = 0;
+    while (start < len && isspace((unsigned char)s[start]))
+        start++;
+    while (len > start && isspace((unsigned char)s[len - 1]))
+        len--;
+    if (start < len && s[start] == '[' && s[len - 1] == ']') {
+        start++;
+        len--;
+    }
+    s[len] = 0;
+    size_t cnt = 1;
+    for (size_t i = start; i < len; i++)
+        cnt += s[i] == ',';
+    *items = ts_calloc(cnt, sizeof **items);
+    *off = ts_calloc(cnt, sizeof **off);
+    if (!*items || !*off) {
+        ts_free(*items);
+        ts_free(*off);
+        ts_free(*copy);
+        *items = NULL;
+        *off = NULL;
+        *copy = NULL;
+        return -1;
+    }
+    long k = 0;
+    size_t i = start;
+    for (;;) {
+        size_t j = i;
+        while (j < len && s[j] != ',')
+            j++;
+        size_t a = i, b = j;
+        while (a < b && isspace((unsigned char)s[a]))
+            a++;
+        while (b > a && isspace((unsigned char)s[b - 1]))
+            b--;
+        bool last = j >= len;
+        s[b] = 0;
+        /* "[]" and "" are the empty list; an empty item elsewhere is kept so it is reported. */
+        if (!(a == b && last && k == 0)) {
+            (*items)[k].text = s + a;
+            (*off)[k] = a;
+            k++;
+        }
+        if (last)
+            break;
+        i = j + 1;
+    }
+    return k;
+}
+
+ts_status ts_config_parse_value(const ts_cfg_key *key, const char *text, void *dst, char *why, size_t n)
+{
+    char dummy[8];
+    if (!why || !n) {
+        why = dummy;
+        n = sizeof dummy;
+    }
+    if (!key || !text || !dst) {
+        snprintf(why, n, "no key, text or destination given");
+        return TS_EINTERNAL;
+    }
+    if (key->type != TS_CFG_STRLIST && key->type != TS_CFG_INTLIST)
+        return parse_scalar(key, text, dst, why, n);
+    char *copy;
+    item *items;
+    size_t *off;
+    long cnt = split_list(text, &copy, &items, &off);
+    if (cnt < 0) {
+        snprintf(why, n, "out of memory");
+        return TS_ENOMEM;
+    }
+    long bad;
+    char tmp[512];
+    ts_status st = parse_list(key, items, (size_t)cnt, dst, &bad, tmp, sizeof tmp);
+    if (st != TS_OK && bad >= 0)
+        snprintf(why, n, "item %ld: %s", bad + 1, tmp);
+    else if (st != TS_OK)
+        snprintf(why, n, "%s", tmp);
+    ts_free(copy);
+    ts_free(items);
+    ts_free(off);
+    return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Layers: the top file and its bases. */
+typedef struct layer {
+    char *file;  /* owned: name in messages */
+    char *dir;   /* owned: directory for the base's path; NULL for built-ins */
+    char *ident; /* owned: identity for cycle detection */
+    char *text;  /* owned copy when read from a file; else NULL */
+    node *root;  /* owned; NULL for an empty document */
+    node *arch;  /* borrowed from root: value of top-level arch, or NULL */
+    node *base;  /* borrowed from root: value of top-level base, or NULL */
+} layer;
+
+typedef struct slot {
+    const node *val; /* borrowed: the winning value */
+    const node *key; /* borrowed: its key, for duplicate messages */
+    int layer;       /* which layer set it; -1 for --set */
+} slot;
+
+typedef struct loader {
+    const ts_config_opts *opts;
+    ts_err *err;
+    layer layers[MAX_LAYERS];
+    size_t nlayers;
+    node **extra; /* owned: nodes made for --set values */
+    size_t nextra, capextra;
+    keyset ks;
+    slot *slots; /* owned: one per known key */
+} loader;
+
+static void loader_free(loader *L)
+{
+    for (size_t i = 0; i < L->nlayers; i++) {
+        layer *y = &L->layers[i];
+        node_free(y->root);
+        ts_free(y->file);
+        ts_free(y->dir);
+        ts_free(y->ident);
+        ts_free(y->text);
+    }
+    for (size_t i = 0; i < L->nextra; i++)
+        node_free(L->extra[i]);
+    ts_free(L->extra);
+    ts_free(L->slots);
+}
+
+static bool is_regular_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Directory part of a path, "" when it has none. */
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? ts_strndup(path, (size_t)(slash - path + (slash == path))) : ts_strdup("");
+}
+
+/* Stem of a path: "configs/ipu_mk1.yaml" -> "ipu_mk1". */
+static char *stem_of(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    const char *dot = strrchr(b, '.');
+    size_t n = dot && dot != b ? (size_t)(dot - b) : strlen(b);
+    return ts_strndup(b, n);
+}
+
+/* Find a built-in by name, or by the stem of name ("ipu_mk1.yaml" -> "ipu_mk1"). Returns 0 and
+ * the stem found in *which (owned), -1 if none, -2 without memory. */
+static int find_builtin(const ts_config_opts *opts, const char *name, const char **text, size_t *len,
+                        char **which)
+{
+    *which = NULL;
+    if (!opts->builtin)
+        return -1;
+    if (!opts->builtin(name, text, len)) {
+        *which = ts_strdup(name);
+        return *which ? 0 : -2;
+    }
+    char *stem = stem_of(name);
+    if (!stem)
+        return -2;
+    if (strcmp(stem, name) && !opts->builtin(stem, text, len)) {
+        *which = stem;
+        return 0;
+    }
+    ts_free(stem);
+    return -1;
+}
+
+/* Top-level scalar value of key in root, or NULL. */
+static node *top_value(node *root, const char *key)
+{
+    if (!root || root->kind != N_MAP)
+        return NULL;
+    for (size_t i = 0; i + 1 < root->n; i += 2)
+        if (!strcmp(root->kids[i]->text, key))
+            return root->kids[i + 1];
+    return NULL;
+}
+
+/* Every map's keys are unique (YAML requires it); check the whole tree, naming full paths. */
+static ts_status check_dups(const node *nd, char *path, size_t plen, size_t cap, ts_err *err)
+{
+    if (nd->kind == N_SEQ) {
+        for (size_t i = 0; i < nd->n; i++) {
+            ts_status st = check_dups(nd->kids[i], path, plen, cap, err);
+            if (st != TS_OK)
+                return st;
+        }
+        return TS_OK;
+    }
+    if (nd->kind != N_MAP)
+        return TS_OK;
+    for (size_t i = 0; i + 1 < nd->n; i += 2) {
+        const node *k = nd->kids[i];
+        size_t kl = strlen(k->text);
+        size_t nl = plen + (plen ? 1 : 0) + kl;
+        bool fits = nl < cap;
+        if (fits) {
+            if (plen)
+                path[plen] = '.';
+            memcpy(path + plen + (plen ? 1 : 0), k->text, kl + 1);
+        }
+        for (size_t j = 0; j < i; j += 2)
+            if (!strcmp(nd->kids[j]->text, k->text))
+                return node_err(err, k, "duplicate key '%s' (first at line %d, col %d)",
+                                fits ? path : k->text, nd->kids[j]->line, nd->kids[j]->col);
+        ts_status st = check_dups(nd->kids[i + 1], path, fits ? nl : plen, cap, err);
+        path[plen] = 0;
+        if (st != TS_OK)
+            return st;
+    }
+    return TS_OK;
+}
+
+/* Add a layer from text; follow its base. from is the `base:` value that named it (NULL for the
+ * top). Takes ownership of file, dir, ident and owned_text whatever happens. */
+static ts_status add_layer(loader *L, char *file, char *dir, char *ident, char *owned_text, const char *text,
+                           size_t len, const node *from)
+{
+    ts_err *err = L->err;
+    if (!file || !ident) {
+        ts_free(file), ts_free(dir), ts_free(ident), ts_free(owned_text);
+        return ts_err_set(err, TS_ENOMEM, "out of memory loading a config");
+    }
+    /* A base that is already in the chain is a cycle. */
+    for (size_t i = 0; i < L->nlayers; i++)
+        if (!strcmp(L->layers[i].ident, ident)) {
+            char chain[768] = "";
+            size_t k = 0;
+            for (size_t j = i; j < L->nlayers && k < sizeof chain; j++)
+                k += (size_t)snprintf(chain + k, sizeof chain - k, "%s -> ", L->layers[j].file);
+            if (k < sizeof chain)
+                snprintf(chain + k, sizeof chain - k, "%s", file);
+            ts_free(file), ts_free(dir), ts_free(ident), ts_free(owned_text);
+            return node_err(err, from, "base cycle: %s", chain);
+        }
+    if (L->nlayers == MAX_LAYERS) {
+        ts_free(file), ts_free(dir), ts_free(ident), ts_free(owned_text);
+        return node_err(err, from, "bases nested deeper than %d levels", MAX_LAYERS);
+    }
+    layer *y = &L->layers[L->nlayers++];
+    *y = (layer){.file = file, .dir = dir, .ident = ident, .text = owned_text};
+
+    ts_status st = parse_yaml(y->file, text, len, &y->root, err);
+    if (st != TS_OK)
+        return st;
+    node *root = y->root;
+    if (root && node_is_null(root)) {
+        node_free(root);
+        root = y->root = NULL;
+    }
+    if (root && root->kind != N_MAP)
+        return node_err(err, root, "expected a map of keys at the top level, got %s",
+                        root->kind == N_SEQ ? "a list" : "a single value");
+    if (root) {
+        char path[512] = "";
+        if ((st = check_dups(root, path, 0, sizeof path, err)) != TS_OK)
+            return st;
+    }
+    y->arch = top_value(root, "arch");
+    y->base = top_value(root, "base");
+    if (y->arch && (y->arch->kind != N_SCALAR || node_is_null(y->arch)))
+        return node_err(err, y->arch, "arch: expected a family name, got %s",
+                        y->arch->kind == N_SCALAR ? "nothing" : node_kind_name(y->arch));
+    if (!y->base)
+        return TS_OK;
+    if (y->base->kind != N_SCALAR || node_is_null(y->base))
+        return node_err(err, y->base, "base: expected a config file or built-in name, got %s",
+                        y->base->kind == N_SCALAR ? "nothing" : node_kind_name(y->base));
+
+    /* The base: a file relative to this one, else a built-in of that name. */
+    const node *b = y->base;
+    const char *name = b->text;
+    char looked[512] = "";
+    if (y->dir) {
+        size_t dl = strlen(y->dir);
+        size_t pl = dl + strlen(name) + 2;
+        char *path = ts_malloc(pl);
+        if (!path)
+            return ts_err_set(err, TS_ENOMEM, "out of memory loading %s", name);
+        if (name[0] == '/' || !dl)
+            snprintf(path, pl, "%s", name);
+        else
+            snprintf(path, pl, "%s%s%s", y->dir, y->dir[dl - 1] == '/' ? "" : "/", name);
+        if (is_regular_file(path)) {
+            char *data;
+            size_t dlen;
+            ts_err rerr;
+            ts_err_init(&rerr);
+            st = ts_read_file(path, &data, &dlen, &rerr);
+            if (st != TS_OK) {
+                st = st == TS_ENOMEM ? ts_err_set(err, TS_ENOMEM, "%s", rerr.msg)
+                                     : node_err(err, b, "cannot read base '%s': %s", path, rerr.msg);
+                ts_err_free(&rerr);
+                ts_free(path);
+                return st;
+            }
+            char real[PATH_MAX];
+            char *id = ts_strdup(realpath(path, real) ? real : path);
+            char *d = dir_of(path);
+            if (!d) {
+                ts_free(path), ts_free(id), ts_free(data);
+                return ts_err_set(err, TS_ENOMEM, "out of memory loading %s", name);
+            }
+            return add_layer(L, path, d, id, data, data, dlen, b);
+        }
+        snprintf(looked, sizeof looked, "%s", path);
+        ts_free(path);
+    }
+    const char *btext;
+    size_t blen;
+    char *which;
+    int r = find_builtin(L->opts, name, &btext, &blen, &which);
+    if (r == -2)
+        return ts_err_set(err, TS_ENOMEM, "out of memory loading %s", name);
+    if (r == -1) {
+        if (y->dir)
+            return node_err(err, b, "base '%s' not found (no file '%s'%s)", name, looked,
+                            L->opts->builtin ? " and no built-in config of that name" : "");
+        return node_err(err, b, "base '%s' not found (no built-in config of that name)", name);
+    }
+    size_t il = strlen(which) + 10;
+    char *id = ts_malloc(il);
+    if (id)
+        snprintf(id, il, "builtin:%s", which);
+    return add_layer(L, which, NULL, id, NULL, btext, blen, b);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Flattening layers into slots. */
+static ts_status flatten(loader *L, const node *map, int li, char *prefix, size_t plen, size_t cap)
+{
+    for (size_t i = 0; i + 1 < map->n; i += 2) {
+        const node *k = map->kids[i], *v = map->kids[i + 1];
+        size_t kl = strlen(k->text);
+        size_t nl = plen + (plen ? 1 : 0) + kl;
+        if (nl >= cap)
+            return unknown_key(&L->ks, L->err, k->file, k->line, k->col, k->text, v->kind == N_MAP);
+        if (plen)
+            prefix[plen] = '.';
+        memcpy(prefix + plen + (plen ? 1 : 0), k->text, kl + 1);
+        long idx = ks_find(&L->ks, prefix, nl);
+        ts_status st = TS_OK;
+        if (idx >= 0) {
+            slot *s = &L->slots[idx];
+            if (s->val && s->layer == li)
+                st = node_err(L->err, k, "duplicate key '%s' (first at line %d, col %d)", prefix, s->key->line,
+                              s->key->col);
+            else
+                *s = (slot){v, k, li};
+        } else if (ks_is_group(&L->ks, prefix, nl)) {
+            if (v->kind == N_MAP)
+                st = flatten(L, v, li, prefix, nl, cap);
+            else if (!node_is_null(v))
+                st = node_err(L->err, v, "%s: expected a map of keys like '%s', got %s", prefix,
+                              ks_first_in_group(&L->ks, prefix, nl),
+                              v->kind == N_SEQ ? "a list" : "a single value");
+            /* An empty group ("tile:") sets nothing. */
+        } else {
+            st = unknown_key(&L->ks, L->err, k->file, k->line, k->col, prefix, v->kind == N_MAP);
+        }
+        prefix[plen] = 0;
+        if (st != TS_OK)
+            return st;
+    }
+    return TS_OK;
+}
+
+static node *extra_node(loader *L, node_kind kind, int line, int col)
+{
+    if (ts_grow((void **)&L->extra, &L->capextra, L->nextra + 1, sizeof *L->extra))
+        return NULL;
+    node *nd = node_new(kind, SET_FILE, line, col);
+    if (nd)
+        L->extra[L->nextra++] = nd;
+    return nd;
+}
+
+/* Apply one "key.path=value" (index j, 0-based) to the slots. */
+static ts_status apply_set(loader *L, size_t j, const char *s)
+{
+    ts_err *err = L->err;
+    int line = (int)j + 1;
+    const char *eq = strchr(s, '=');
+    const char *k = s;
+    size_t kl = eq ? (size_t)(eq - s) : strlen(s);
+    trim_span(&k, &kl);
+    if (!eq || !kl)
+        return ts_err_at(err, TS_EINPUT, SET_FILE, line, 1, "expected key.path=value, got '%s'", s);
+    int kcol = (int)(k - s) + 1;
+    char path[256];
+    if (kl >= sizeof path)
+        kl = sizeof path - 1;
+    memcpy(path, k, kl);
+    path[kl] = 0;
+    long idx = ks_find(&L->ks, path, kl);
+    if (idx < 0)
+        return unknown_key(&L->ks, err, SET_FILE, line, kcol, path, false);
+    if (idx == CK_ARCH || idx == CK_BASE)
+        return ts_err_at(err, TS_EINPUT, SET_FILE, line, kcol, "%s cannot be changed with --set", path);
+    const ts_cfg_key *key = ks_key(&L->ks, (size_t)idx);
+
+    const char *v = eq + 1;
+    while (*v == ' ' || *v == '\t')
+        v++;
+    int vcol = (int)(v - s) + 1;
+    size_t vl = strlen(v);
+    while (vl && isspace((unsigned char)v[vl - 1]))
+        vl--;
+    node *nd;
+    if (key->type == TS_CFG_STRLIST || key->type == TS_CFG_INTLIST) {
+        nd = extra_node(L, N_SEQ, line, vcol);
+        char *copy;
+        item *items;
+        size_t *off;
+        long cnt = nd ? split_list(v, &copy, &items, &off) : -1;
+        if (cnt < 0)
+            return ts_err_set(err, TS_ENOMEM, "out of memory applying --set");
+        for (long i = 0; i < cnt && nd; i++) {
+            node *it = node_new(N_SCALAR, SET_FILE, line, vcol + (int)off[i]);
+            if (it && !(it->text = ts_strdup(items[i].text))) {
+                node_free(it);
+                it = NULL;
+            }
+            if (!it || node_add(nd, it)) {
+                node_free(it);
+                nd = NULL;
+            }
+        }
+        ts_free(copy);
+        ts_free(items);
+        ts_free(off);
+    } else {
+        nd = extra_node(L, N_SCALAR, line, vcol);
+        if (nd) {
+            nd->text = ts_strndup(v, vl);
+            nd->plain = vl == 0;
+            if (!nd->text)
+                nd = NULL;
+        }
+    }
+    if (!nd)
+        return ts_err_set(err, TS_ENOMEM, "out of memory applying --set");
+    L->slots[idx] = (slot){nd, nd, -1};
+    return TS_OK;
+}
+
+/* Convert a slot's value node into the field of key at base. */
+static ts_status convert(loader *L, const ts_cfg_key *key, const node *v, void *base)
+{
+    ts_err *err = L->err;
+    char expect[512], why[768];
+    void *dst = (char *)base + key->offset;
+    bool list = key->type == TS_CFG_STRLIST || key->type == TS_CFG_INTLIST;
+    if (list) {
+        if (v->kind != N_SEQ) {
+            expect_text(key, expect, sizeof expect);
+            const char *got = v->kind == N_MAP ? "a map" : node_is_null(v) ? "nothing" : NULL;
+            if (got)
+                return node_err(err, v, "%s: expected %s, got %s", key->path, expect, got);
+            return node_err(err, v, "%s: expected %s, got '%s'", key->path, expect, v->text);
+        }
+        item *items = ts_calloc(v->n ? v->n : 1, sizeof *items);
+        if (!items)
+            return ts_err_set(err, TS_ENOMEM, "out of memory reading %s", key->path);
+        for (size_t i = 0; i < v->n; i++) {
+            const node *it = v->kids[i];
+            if (it->kind != N_SCALAR || node_is_null(it)) {
+                ts_free(items);
+                expect_text(key, expect, sizeof expect);
+                return node_err(err, it, "%s[%zu]: expected %s, got %s", key->path, i, expect,
+                                it->kind == N_SCALAR ? "nothing" : node_kind_name(it));
+            }
+            items[i] = (item){it->text, it};
+        }
+        long bad;
+        ts_status st = parse_list(key, items, v->n, dst, &bad, why, sizeof why);
+        if (st == TS_EINPUT && bad >= 0)
+            st = node_err(err, items[bad].at, "%s[%ld]: %s", key->path, bad, why);
+        else if (st != TS_OK)
+            st = ts_err_set(err, st, "%s: %s", key->path, why);
+        ts_free(items);
+        return st;
+    }
+    if (v->kind != N_SCALAR || node_is_null(v)) {
+        expect_text(key, expect, sizeof expect);
+        return node_err(err, v, "%s: expected %s, got %s", key->path, expect,
+                        v->kind == N_SCALAR ? "nothing" : node_kind_name(v));
+    }
+    ts_status st = parse_scalar(key, v->text, dst, why, sizeof why);
+    if (st == TS_EINPUT)
+        return node_err(err, v, "%s: %s", key->path, why);
+    if (st != TS_OK)
+        return ts_err_set(err, st, "%s: %s", key->path, why);
+    return TS_OK;
+}
+
+/* The schema default of key into base: parsed like user text; a bad default is a bug. */
+static ts_status apply_default(const ts_schema *schema, const ts_cfg_key *key, void *base, ts_err *err)
+{
+    char why[768];
+    const char *def = key->def;
+    /* A quoted default ("\"\"") is the text inside the quotes. */
+    char unq[256];
+    size_t dl = strlen(def);
+    if (dl >= 2 && def[0] == '"' && def[dl - 1] == '"' && dl - 2 < sizeof unq) {
+        memcpy(unq, def + 1, dl - 2);
+        unq[dl - 2] = 0;
+        def = unq;
+    }
+    ts_status st = ts_config_parse_value(key, def, (char *)base + key->offset, why, sizeof why);
+    if (st == TS_ENOMEM)
+        return ts_err_set(err, TS_ENOMEM, "out of memory setting the default of %s", key->path);
+    if (st != TS_OK)
+        return ts_err_set(err, TS_EINTERNAL, "schema '%s': bad default '%s' for %s: %s",
+                          schema ? schema->arch : "common", key->def, key->path, why);
+    return TS_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Fingerprint and loading. */
+
+/* Canonical text of a field, for the fingerprint and the dump's values. */
+static void canon_value(const ts_cfg_key *key, const void *base, ts_buf *out)
+{
+    const char *f = (const char *)base + key->offset;
+    switch (key->type) {
+    case TS_CFG_INT: {
+        int64_t v;
+        memcpy(&v, f, sizeof v);
+        ts_buf_printf(out, "%" PRId64, v);
+        return;
+    }
+    case TS_CFG_UINT: {
+        uint64_t v;
+        memcpy(&v, f, sizeof v);
+        ts_buf_printf(out, "%" PRIu64, v);
+        return;
+    }
+    case TS_CFG_FLOAT: {
+        double v;
+        memcpy(&v, f, sizeof v);
+        if (v == 0)
+            v = 0; /* -0 and 0 are the same setting */
+        ts_buf_json_num(out, v);
+        return;
+    }
+    case TS_CFG_BOOL: {
+        bool v;
+        memcpy(&v, f, sizeof v);
+        ts_buf_puts(out, v ? "true" : "false");
+        return;
+    }
+    case TS_CFG_STRING: {
+        char *s;
+        memcpy(&s, f, sizeof s);
+        ts_buf_json_str(out, s ? s : "");
+        return;
+    }
+    case TS_CFG_ENUM: {
+        int v;
+        memcpy(&v, f, sizeof v);
+        ts_buf_puts(out, key->choices && v >= 0 ? key->choices[v] : "?");
+        return;
+    }
+    case TS_CFG_STRLIST: {
+        ts_strlist l;
+        memcpy(&l, f, sizeof l);
+        ts_buf_putc(out, '[');
+        for (size_t i = 0; i < l.n; i++) {
+            if (i)
+                ts_buf_puts(out, ", ");
+            ts_buf_json_str(out, l.v[i]);
+        }
+        ts_buf_putc(out, ']');
+        return;
+    }
+    case TS_CFG_INTLIST: {
+        ts_intlist l;
+        memcpy(&l, f, sizeof l);
+        ts_buf_putc(out, '[');
+        for (size_t i = 0; i < l.n; i++)
+            ts_buf_printf(out, "%s%" PRId64, i ? ", " : "", l.v[i]);
+        ts_buf_putc(out, ']');
+        return;
+    }
+    }
+}
+
+static ts_status fingerprint(ts_config *cfg, ts_err *err)
+{
+    uint64_t h = ts_fnv1a(TS_FNV_SEED, cfg->core.arch, strlen(cfg->core.arch) + 1);
+    ts_buf b = TS_BUF_INIT;
+    for (size_t i = 0; i < cfg->schema->nkeys; i++) {
+        const ts_cfg_key *key = &cfg->schema->keys[i];
+        ts_buf_reset(&b);
+        ts_buf_puts(&b, key->path);
+        ts_buf_putc(&b, '=');
+        canon_value(key, cfg->data, &b);
+        if (b.oom) {
+            ts_buf_free(&b);
+            return ts_err_set(err, TS_ENOMEM, "out of memory computing the config fingerprint");
+        }
+        h = ts_fnv1a(h, b.data, b.len + 1);
+    }
+    ts_buf_free(&b);
+    cfg->fingerprint = h;
+    return TS_OK;
+}
+
+void ts_config_destroy(ts_config *cfg)
+{
+    if (!cfg)
+        return;
+    for (size_t i = 0; i < NCORE; i++)
+        field_free(&core_keys[i], &cfg->core);
+    if (cfg->data && cfg->schema)
+        for (size_t i = 0; i < cfg->schema->nkeys; i++)
+            field_free(&cfg->schema->keys[i], cfg->data);
+    ts_free(cfg->data);
+    ts_free(cfg->path);
+    ts_free(cfg);
+}
+
+/* Everything after the top layer is in: bases, schema, flattening, --set, conversion. */
+static ts_status resolve(loader *L, ts_config **out)
+{
+    ts_err *err = L->err;
+    const ts_config_opts *opts = L->opts;
+    layer *top = &L->layers[0];
+
+    /* arch: the nearest layer that gives it; all that give it agree. */
+    const node *arch = NULL;
+    for (size_t i = 0; i < L->nlayers; i++) {
+        const node *a = L->layers[i].arch;
+        if (!a)
+            continue;
+        if (!arch)
+            arch = a;
+        else if (strcmp(arch->text, a->text))
+            return node_err(err, arch, "arch '%s' differs from arch '%s' of its base %s", arch->text, a->text,
+                            L->layers[i].file);
+    }
+    if (!arch)
+        return ts_err_at(err, TS_EINPUT, top->file, 1, 1, "missing required key 'arch'%s",
+                         L->nlayers > 1 ? " (in this file or its bases)" : "");
+    const ts_schema *schema = opts->schema ? opts->schema(arch->text) : NULL;
+    if (!schema)
+        return node_err(err, arch, "unknown arch '%s'", arch->text);
+
+    L->ks = (keyset){schema, NCORE + schema->nkeys};
+    L->slots = ts_calloc(L->ks.n, sizeof *L->slots);
+    ts_config *cfg = ts_calloc(1, sizeof *cfg);
+    if (cfg) {
+        cfg->schema = schema;
+        cfg->data = ts_calloc(1, schema->size);
+        cfg->path = ts_strdup(top->file);
+    }
+    if (!L->slots || !cfg || !cfg->data || !cfg->path) {
+        ts_config_destroy(cfg);
+        return ts_err_set(err, TS_ENOMEM, "out of memory loading %s", top->file);
+    }
+
+    /* Base first, so each file overrides what it builds on. */
+    ts_status st = TS_OK;
+    char prefix[512];
+    for (size_t i = L->nlayers; i-- > 0 && st == TS_OK;) {
+        prefix[0] = 0;
+        if (L->layers[i].root)
+            st = flatten(L, L->layers[i].root, (int)i, prefix, 0, sizeof prefix);
+    }
+    for (size_t j = 0; j < opts->nsets && st == TS_OK; j++)
+        st = apply_set(L, j, opts->sets[j] ? opts->sets[j] : "");
+
+    /* Convert every key: its value, else its default, else it is missing. */
+    for (size_t i = 0; i < L->ks.n && st == TS_OK; i++) {
+        const ts_cfg_key *key = ks_key(&L->ks, i);
+        void *base = i < NCORE ? (void *)&cfg->core : cfg->data;
+        /* name and description describe one file: a base's are not inherited. */
+        bool own = !((i == CK_NAME || i == CK_DESC) && L->slots[i].layer > 0);
+        if (L->slots[i].val && own) {
+            st = convert(L, key, L->slots[i].val, base);
+        } else if (i == CK_NAME) {
+            cfg->core.name = top->dir ? stem_of(top->file) : ts_strdup(top->file);
+            if (!cfg->core.name)
+                st = ts_err_set(err, TS_ENOMEM, "out of memory loading %s", top->file);
+        } else if (key->def) {
+            st = apply_default(i < NCORE ? NULL : schema, key, base, err);
+        } else {
+            st = ts_err_at(err, TS_EINPUT, top->file, 1, 1, "missing required key '%s'%s", key->path,
+                           L->nlayers > 1 ? " (in this file or its bases)" : "");
+        }
+    }
+    if (st == TS_OK && schema->check) {
+        st = schema->check(cfg->data, err);
+        if (st != TS_OK && err) {
+            if (!err->msg[0])
+                ts_err_set(err, st, "the %s config is not consistent", schema->arch);
+            if (!err->file[0])
+                snprintf(err->file, sizeof err->file, "%s", top->file);
+        }
+    }
+    if (st == TS_OK)
+        st = fingerprint(cfg, err);
+    if (st != TS_OK) {
+        ts_config_destroy(cfg);
+        return st;
+    }
+    *out = cfg;
+    return TS_OK;
+}
+
+static ts_status load_common(ts_config **out, char *file, char *dir, char *ident, char *owned, const char *text,
+                             size_t len, const ts_config_opts *opts, ts_err *err)
+{
+    loader L;
+    memset(&L, 0, sizeof L);
+    L.opts = opts;
+    L.err = err;
+    ts_status st = add_layer(&L, file, dir, ident, owned, text, len, NULL);
+    if (st == TS_OK)
+        st = resolve(&L, out);
+    loader_free(&L);
+    return st;
+}
+
+ts_status ts_config_load_string(ts_config **out, const char *name, const char *text, size_t len,
+                                const ts_config_opts *opts, ts_err *err)
+{
+    if (!out)
+        return ts_err_set(err, TS_EINTERNAL, "no place to store the config");
+    *out = NULL;
+    if (!opts || !opts->schema)
+        return ts_err_set(err, TS_EINTERNAL, "no schema look-up given to load a config");
+    if (!name)
+        name = "<string>";
+    if (!text)
+        text = "", len = 0;
+    char *file = ts_strdup(name), *dir = dir_of(name), *ident = ts_strdup(name);
+    if (!file || !dir || !ident) {
+        ts_free(file), ts_free(dir), ts_free(ident);
+        return ts_err_set(err, TS_ENOMEM, "out of memory loading %s", name);
+    }
+    return load_common(out, file, dir, ident, NULL, text, len, opts, err);
+}
+
+ts_status ts_config_load(ts_config **out, const char *path, const ts_config_opts *opts, ts_err *err)
+{
+    if (!out)
+        return ts_err_set(err, TS_EINTERNAL, "no place to store the config");
+    *out = NULL;
+    if (!opts || !opts->schema)
+        return ts_err_set(err, TS_EINTERNAL, "no schema look-up given to load a config");
+    if (!path || !path[0])
+        return ts_err_set(err, TS_EINPUT, "no config path given");
+    if (is_regular_file(path)) {
+        char *data;
+        size_t len;
+        ts_status st = ts_read_file(path, &data, &len, err);
+        if (st != TS_OK)
+            return st;
+        char real[PATH_MAX];
+        char *file = ts_strdup(path), *dir = dir_of(path), *ident = ts_strdup(realpath(path, real) ? real : path);
+        if (!file || !dir || !ident) {
+            ts_free(file), ts_free(dir), ts_free(ident), ts_free(data);
+            return ts_err_set(err, TS_ENOMEM, "out of memory loading %s", path);
+        }
+        return load_common(out, file, dir, ident, data, data, len, opts, err);
+    }
+    const char *text;
+    size_t len;
+    char *which;
+    int r = find_builtin(opts, path, &text, &len, &which);
+    if (r == -2)
+        return ts_err_set(err, TS_ENOMEM, "out of memory loading %s", path);
+    if (r == -1)
+        return ts_err_at(err, TS_EIO, path, 0, 0, "no such config file%s",
+                         opts->builtin ? " or built-in config" : "");
+    size_t il = strlen(which) + 10;
+    char *ident = ts_malloc(il);
+    if (ident)
+        snprintf(ident, il, "builtin:%s", which);
+    return load_common(out, which, NULL, ident, NULL, text, len, opts, err);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Accessors. */
+const void *ts_config_data(const ts_config *cfg) { return cfg ? cfg->data : NULL; }
+const ts_schema *ts_config_schema(const ts_config *cfg) { return cfg ? cfg->schema : NULL; }
+const char *ts_config_arch(const ts_config *cfg) { return cfg ? cfg->core.arch : ""; }
+const char *ts_config_name(const ts_config *cfg) { return cfg ? cfg->core.name : ""; }
+const char *ts_config_path(const ts_config *cfg) { return cfg ? cfg->path : ""; }
+uint64_t ts_config_fingerprint(const ts_config *cfg) { return cfg ? cfg->fingerprint : 0; }
+const char *ts_config_energy_table(const ts_config *cfg) { return cfg ? cfg->core.energy_table : "horowitz45"; }
+double ts_config_static_power(const ts_config *cfg) { return cfg ? cfg->core.static_power : 0; }
+
+/* ---------------------------------------------------------------------------------------------
+ * Dump and schema print. */
+
+/* A YAML value and, for quantities, a comment in human units. */
+static void dump_value(const ts_cfg_key *key, const void *base, ts_buf *out)
+{
+    canon_value(key, base, out);
+    const char *f = (const char *)base + key->offset;
+    if (key->unit == TS_UNIT_NONE || key->unit == TS_UNIT_CYCLES)
+        return;
+    double v;
+    if (key->type == TS_CFG_INT) {
+        int64_t i;
+        memcpy(&i, f, sizeof i);
+        v = (double)i;
+    } else if (key->type == TS_CFG_UINT) {
+        uint64_t u;
+        memcpy(&u, f, sizeof u);
+        v = (double)u;
+    } else if (key->type == TS_CFG_FLOAT) {
+        memcpy(&v, f, sizeof v);
+    } else {
+        return;
+    }
+    char human[64];
+    ts_unit_format(v, key->unit, human, sizeof human);
+    ts_buf_printf(out, "  # %s", human);
+}
+
+/* Emit every key under group prefix (length plen) at indent, nesting by dots, in the order keys
+ * first appear. Keys come from two tables (common, then family). */
+static void dump_group(const ts_config *cfg, const char *prefix, size_t plen, int indent, ts_buf *out)
+{
+    keyset ks = {cfg->schema, NCORE + cfg->schema->nkeys};
+    for (size_t i = 0; i < ks.n; i++) {
+        const ts_cfg_key *key = ks_key(&ks, i);
+        const char *p = key->path;
+        if (i == CK_BASE || strncmp(p, prefix, plen) || (plen && p[plen - 1] != '.'))
+            continue;
+        const char *seg = p + plen;
+        const char *dot = strchr(seg, '.');
+        size_t sl = dot ? (size_t)(dot - seg) : strlen(seg);
+        /* Skip a group already written by an earlier key. */
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen && dot; j++) {
+            const char *q = ks_key(&ks, j)->path;
+            seen = j != CK_BASE && !strncmp(q, prefix, plen) && !strncmp(q + plen, seg, sl) && q[plen + sl] == '.';
+        }
+        if (seen)
+            continue;
+        ts_buf_printf(out, "%*s%.*s:", indent, "", (int)sl, seg);
+        if (dot) {
+            ts_buf_putc(out, '\n');
+            char sub[512];
+            size_t nl = plen + sl + 1;
+            if (nl < sizeof sub) {
+                memcpy(sub, p, nl);
+                sub[nl] = 0;
+                dump_group(cfg, sub, nl, indent + 2, out);
+            }
+        } else {
+            ts_buf_putc(out, ' ');
+            dump_value(key, i < NCORE ? (const void *)&cfg->core : cfg->data, out);
+            ts_buf_putc(out, '\n');
+        }
+    }
+}
+
+void ts_config_dump(const ts_config *cfg, ts_buf *out)
+{
+    if (!cfg || !out)
+        return;
+    ts_buf_printf(out, "# resolved config from %s, fingerprint %016" PRIx64 "\n", cfg->path, cfg->fingerprint);
+    ts_buf_puts(out, "# quantities are in base units (Hz, B, B/s, J, s, W, m); comments give the human form\n");
+    dump_group(cfg, "", 0, 0, out);
+}
+
+static const char *type_name(const ts_cfg_key *key)
+{
+    switch (key->type) {
+    case TS_CFG_INT: return "integer";
+    case TS_CFG_UINT: return "unsigned integer";
+    case TS_CFG_FLOAT: return "number";
+    case TS_CFG_BOOL: return "bool (true or false)";
+    case TS_CFG_STRING: return "string";
+    case TS_CFG_ENUM: return "choice";
+    case TS_CFG_STRLIST: return "list of strings";
+    case TS_CFG_INTLIST: return "list of integers";
+    }
+    return "value";
+}
+
+static void print_key(const ts_cfg_key *key, const char *def, ts_buf *out)
+{
+    ts_buf_printf(out, "%s\n", key->path);
+    ts_buf_printf(out, "    type:     %s", type_name(key));
+    bool numeric = key->type == TS_CFG_INT || key->type == TS_CFG_UINT || key->type == TS_CFG_FLOAT ||
+                   key->type == TS_CFG_INTLIST;
+    if (numeric && key->unit != TS_UNIT_NONE) {
+        ts_buf_printf(out, ", %s (base unit %s)", ts_unit_noun(key->unit), ts_unit_symbol(key->unit));
+    }
+    ts_buf_putc(out, '\n');
+    if (key->type == TS_CFG_ENUM) {
+        ts_buf_puts(out, "    choices:  ");
+        for (size_t i = 0; key->choices && key->choices[i]; i++)
+            ts_buf_printf(out, "%s%s", i ? ", " : "", key->choices[i]);
+        ts_buf_putc(out, '\n');
+    }
+    if (numeric && key->min <= key->max) {
+        char lo[64], hi[64];
+        format_num(key, key->min, lo, sizeof lo);
+        format_num(key, key->max, hi, sizeof hi);
+        ts_buf_printf(out, "    range:    %s .. %s\n", lo, hi);
+    }
+    if (!def)
+        def = key->def ? key->def : "required";
+    ts_buf_printf(out, "    default:  %s\n", def[0] ? def : "\"\"");
+    if (key->desc && key->desc[0])
+        ts_buf_printf(out, "    %s\n", key->desc);
+}
+
+void ts_schema_print(const ts_schema *schema, ts_buf *out)
+{
+    if (!schema || !out)
+        return;
+    ts_buf_printf(out, "arch: %s — %s\n", schema->arch, schema->title ? schema->title : "");
+    ts_buf_printf(out, "%zu keys. Nested maps and dotted keys are the same: 'tile: {sram: 1 MiB}' is "
+                       "'tile.sram: 1 MiB'.\n",
+                  schema->nkeys);
+    ts_buf_puts(out, "Quantities take units, e.g. '1.6 GHz', '256 KiB', '6.3 GB/s', '0.9 pJ', '165 ns'.\n\n");
+    ts_buf_puts(out, "# keys of every config\n\n");
+    for (size_t i = 0; i < NCORE; i++) {
+        /* The name has no fixed default: it falls back to the file's stem. */
+        print_key(&core_keys[i], i == CK_NAME ? "the file's stem" : NULL, out);
+        ts_buf_putc(out, '\n');
+    }
+    ts_buf_printf(out, "# keys of %s\n\n", schema->arch);
+    for (size_t i = 0; i < schema->nkeys; i++) {
+        print_key(&schema->keys[i], NULL, out);
+        if (i + 1 < schema->nkeys)
+            ts_buf_putc(out, '\n');
+    }
+}
