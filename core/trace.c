@@ -11,8 +11,8 @@
  *   "otherData":{"generator":"tessera","clock_hz":1600000000,"dropped_events":0}}
  *
  * Each event is rendered into a small buffer first so its size is known before it is written:
- * once the bytes written plus the event plus TRAILER_RESERVE would pass max_bytes, slices and
- * counters are dropped and counted, while metadata (names of processes and threads) is still
+ * once the bytes written plus the event plus TRAILER_RESERVE would pass max_bytes, that slice or
+ * counter and every later one are dropped and counted, while metadata (names of processes and threads) is still
  * written so the events that did make it stay labelled. The trailer is always written, so the
  * file is valid JSON whatever was dropped.
  *
@@ -24,6 +24,7 @@
 #include "core/trace.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -47,6 +48,7 @@ struct ts_trace {
     uint64_t max_bytes;
     uint64_t written;
     uint64_t dropped;
+    bool full;          /* the size bound was reached: drop every later slice and counter */
     uint64_t nevents;   /* events written, for the separating commas */
     int io_errno;       /* first write error, 0 if none */
     ts_buf ev;          /* scratch: the event being rendered */
@@ -134,7 +136,10 @@ static void emit(ts_trace *t, bool metadata)
         return;
     }
     size_t n = t->ev.len + 2; /* ",\n" before it */
-    if (!metadata && t->written + n + TRAILER_RESERVE > t->max_bytes) {
+    if (!metadata && (t->full || t->written + n + TRAILER_RESERVE > t->max_bytes)) {
+        /* Once full, stay full: the trace is a clean prefix of the run, not one with holes
+         * where later small events happened to fit. */
+        t->full = true;
         t->dropped++;
         return;
     }
