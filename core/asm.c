@@ -490,8 +490,11 @@ static ts_status close_data(as *a)
     a->sec = SEC_NONE;
     ts_status st = ts_program_add_segment(a->p, a->dkind, a->dindex, a->daddr, a->dbytes,
                                           (uint32_t)a->dlen, a->err);
-    if (st == TS_EINPUT)
-        return ts_err_at(a->err, TS_EINPUT, a->file, a->dline, a->dcol, "%s", a->err->msg);
+    if (st == TS_EINPUT) {
+        char msg[sizeof a->err->msg];
+        memcpy(msg, a->err->msg, sizeof msg);
+        return ts_err_at(a->err, TS_EINPUT, a->file, a->dline, a->dcol, "%s", msg);
+    }
     if (st)
         return st;
     void *arr = a->segs;
@@ -645,7 +648,7 @@ static ts_status data_items(as *a, const tok *d, const tok *t, size_t n, int siz
         if (isfloat) {
             double dv;
             char what[32];
-            snprintf(what, sizeof what, "." TOKF " item", TOKA(d));
+            snprintf(what, sizeof what, TOKF " item", TOKA(d));
             if ((st = parse_float(a, &t[i], what, size == 2, &v, &dv)))
                 return st;
             if (size == 2) {
@@ -698,7 +701,7 @@ static ts_status directive(as *a, const tok *d, const tok *t, size_t n)
         if (arg[0]->kind != T_STRING)
             return fail(a, arg[0]->col, "expected a string in double quotes, got '" TOKF "'",
                         TOKA(arg[0]));
-        char *w;
+        char *w = NULL;
         if ((st = decode_string(a, arg[0], &w)))
             return st;
         ts_free(a->p->workload);
@@ -710,8 +713,8 @@ static ts_status directive(as *a, const tok *d, const tok *t, size_t n)
         if ((st = fixed_args(a, d, t, n, arg, data ? 3 : 2, data ? "KIND INDEX ADDR" :
                              "KIND INDEX")))
             return st;
-        uint32_t kind;
-        int64_t index;
+        uint32_t kind = 0;
+        int64_t index = 0;
         if ((st = parse_kind(a, arg[0], &kind)) ||
             (st = parse_int(a, arg[1], 0, UINT32_MAX, "index", &index)) || (st = close_data(a)))
             return st;
