@@ -1,0 +1,1570 @@
+/* arch/ipu/ipu_sim.c — the IPU cycle model: barrel-scheduled tiles, AMP, BSP sync, a compiled
+ * (statically timed) exchange and host transfers at the sync.
+ *
+ * Time model (research/graphcore_ipu.md §8.1):
+ *  - A tile has one supervisor and W worker contexts (W = tile.worker_contexts, 6). Slot s = cycle
+ *    mod W belongs to worker s while it runs and to the supervisor otherwise, so a worker issues at
+ *    most once every W cycles and the supervisor fills every free slot (§2.1, GC-asm, GC-blog).
+ *  - A load's result is ready tile.load_latency cycles after its issue; the context cannot issue
+ *    again before that (with 6 contexts and 6 cycles the barrel hides it exactly, §2.1).
+ *  - The exchange is statically timed (§2.4): `send` puts exchange.bytes_per_cycle on the fabric
+ *    each cycle; a word sent at t by tile s reaches tile d at t + L(s, d), L from the tiles'
+ *    positions (§8.1 item 3). The receiver's mux and pointer are set by `recv` at the cycle the
+ *    program issues it; words arriving while the mux selects their sender land at the pointer.
+ *  - `sync 1` is the chip-wide barrier: released sync.internal_cycles after the last tile
+ *    arrives (§2.5), plus the host transfers of the superstep (§2.6).
+ *
+ * Engine: conservative windows. Every round advances each running tile on its own to H =
+ * now + window, window = min(exchange latency, sync latency), so nothing a tile does inside a
+ * round can be seen by another tile in the same round: tiles can be split over threads and the
+ * result does not depend on their order or number. Words sent in a round are appended to a
+ * per-tile pending log and committed between rounds. The fast mode skips cycles in which no
+ * context can issue and nothing arrives; --lockstep uses one-cycle rounds and visits every cycle
+ * of every tile. Both execute the same per-cycle rule, so their reports are equal.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch/ipu/ipu.h"
+#include "arch/ipu/ipu_int.h"
+#include "core/alloc.h"
+#include "core/sim.h"
+
+#define PAGE_SHIFT 12
+#define PAGE_SIZE (1u << PAGE_SHIFT)
+#define MAX_CTX 9
+#define ACC_MAX 64
+
+/* One predecoded instruction. */
+typedef struct ipu_insn {
+    uint8_t op, r0, r1, r2;
+    int32_t imm, imm2;
+    uint32_t tgt;
+} ipu_insn;
+
+typedef struct ipu_ctx {
+    uint32_t r[IPU_NREGS];
+    uint32_t pc;
+    uint32_t rpt_start, rpt_end, rpt_left;
+    uint64_t ready;         /* earliest cycle this context may issue again */
+    float acc[ACC_MAX];     /* worker AMP accumulators */
+} ipu_ctx;
+
+/* A word on the fabric. */
+typedef struct ipu_word {
+    uint64_t t;             /* cycle it left the sender */
+    uint32_t val;
+    int32_t dst;            /* receiving tile, -1 = any tile listening */
+    uint8_t claimed;        /* set by the receiver of a unicast word */
+} ipu_word;
+
+typedef struct ipu_wlog {
+    ipu_word *v;
+    size_t n, cap;
+} ipu_wlog;
+
+typedef struct ipu_hostop {
+    uint32_t addr;
+    uint64_t haddr;
+    uint32_t bytes;
+    uint8_t to_host;
+} ipu_hostop;
+
+enum { SUP_RUN, SUP_SYNC, SUP_DONE };
+
+typedef struct ipu_tile {
+    const ipu_insn *code;   /* borrowed from the model's decoded program */
+    uint32_t n;
+    uint8_t **page;         /* owned pages, allocated on first write */
+    ipu_ctx cx[MAX_CTX];    /* 0 = supervisor, 1..W = workers */
+    uint32_t running;       /* bit w: worker w runs */
+    uint8_t sup;            /* SUP_* */
+    /* AMP coefficient state, shared by the workers (research §2.2) */
+    uint8_t coef[256];
+    float w16[128], w32[64];
+    /* receive side */
+    int32_t rx_src;         /* -1 = input mux off */
+    uint32_t rx_addr, rx_left, rx_n, rx_lat;
+    uint64_t rx_armed;
+    size_t rx_cursor;
+    /* send side */
+    uint64_t tx_t0, tx_end;
+    uint32_t tx_addr, tx_n;
+    ipu_wlog pend, log;     /* this round's words; committed words of this superstep */
+    uint64_t xch_end;       /* last cycle of exchange activity this superstep, + 1 */
+    uint64_t arrival;       /* cycle of the last sync 1 */
+    uint64_t finish;        /* cycle after halt */
+    ipu_hostop *host; size_t nhost, cap_host;
+    /* counters */
+    uint64_t opcount[IPU_OP_COUNT];
+    uint64_t xsent, xrecv, xport; /* bytes sent, bytes received, send-port cycles */
+    double wire_bit_mm;
+    uint64_t mem_hi;
+    uint64_t ss_xbytes;     /* bytes sent this superstep */
+} ipu_tile;
+
+typedef struct ipu_ss {
+    uint64_t start, compute, exchange, sync, critical, xbytes, hbytes;
+} ipu_ss;
+
+typedef struct ipu_terr {
+    ts_err err;
+    bool failed;
+} ipu_terr;
+
+struct ts_model {
+    ts_ipu_cfg c;
+    bool lockstep;
+    int nthreads;
+    uint32_t W;
+    uint64_t now, work, window;
+    bool done, loaded;
+    uint32_t ntiles;
+    ipu_tile *t;
+    uint64_t *tnow;          /* per-tile cycle (SoA hot state) */
+    ipu_insn *code;          /* owned, all streams back to back */
+    uint8_t *zero_page;
+    uint8_t *hostmem;
+    uint64_t end;
+    uint64_t ss_start;
+    ipu_ss *ss; size_t nss, cap_ss;
+    uint64_t host_bytes_total, host_cycles_total;
+    /* threads */
+    pthread_t *th;
+    pthread_barrier_t bar;
+    bool bar_init, quit;
+    uint64_t round_h;
+    ipu_terr *terr;
+};
+
+static inline float rf(uint32_t v) { float f; memcpy(&f, &v, 4); return f; }
+static inline uint32_t fr(float f) { uint32_t v; memcpy(&v, &f, 4); return v; }
+
+/* ---- positions and latency ---- */
+
+static void tile_pos(const ts_ipu_cfg *c, uint32_t t, int64_t *col, int64_t *row)
+{
+    *col = (int64_t)(t / c->tiles_per_column);
+    *row = (int64_t)(t % c->tiles_per_column);
+}
+
+uint64_t ts_ipu_latency(const void *cfgp, uint32_t s, uint32_t d)
+{
+    const ts_ipu_cfg *c = cfgp;
+    int64_t cs, rs, cd, rd;
+    tile_pos(c, s, &cs, &rs);
+    tile_pos(c, d, &cd, &rd);
+    int64_t dg = cs / (int64_t)c->columns_per_group - cd / (int64_t)c->columns_per_group;
+    int64_t dr = rs - rd;
+    return c->lat_base + c->lat_per_group * (uint64_t)llabs(dg) + c->lat_per_row * (uint64_t)llabs(dr);
+}
+
+static double wire_mm(const ts_ipu_cfg *c, uint32_t s, uint32_t d)
+{
+    int64_t cs, rs, cd, rd;
+    tile_pos(c, s, &cs, &rs);
+    tile_pos(c, d, &cd, &rd);
+    return (double)(llabs(cs - cd) + llabs(rs - rd)) * c->tile_pitch_m * 1e3;
+}
+
+/* ---- tile memory, paged ---- */
+
+static inline const uint8_t *rd_ptr(ts_model *m, ipu_tile *t, uint64_t a)
+{
+    uint8_t *p = t->page[a >> PAGE_SHIFT];
+    return (p ? p : m->zero_page) + (a & (PAGE_SIZE - 1));
+}
+
+static inline uint8_t *wr_ptr(ipu_tile *t, uint64_t a, uint32_t len)
+{
+    uint8_t **pp = &t->page[a >> PAGE_SHIFT];
+    if (!*pp) {
+        *pp = ts_calloc(1, PAGE_SIZE);
+        if (!*pp)
+            return NULL;
+    }
+    if (a + len > t->mem_hi)
+        t->mem_hi = a + len;
+    return *pp + (a & (PAGE_SIZE - 1));
+}
+
+static ts_status mem_write_bytes(ts_model *m, ipu_tile *t, uint64_t a, const uint8_t *src, uint64_t len, ts_err *err)
+{
+    while (len) {
+        uint64_t chunk = PAGE_SIZE - (a & (PAGE_SIZE - 1));
+        if (chunk > len)
+            chunk = len;
+        uint8_t *p = wr_ptr(t, a, (uint32_t)chunk);
+        if (!p)
+            return ts_err_set(err, TS_ENOMEM, "out of memory for tile memory");
+        memcpy(p, src, chunk);
+        a += chunk;
+        src += chunk;
+        len -= chunk;
+    }
+    (void)m;
+    return TS_OK;
+}
+
+static void mem_read_bytes(ts_model *m, ipu_tile *t, uint64_t a, uint8_t *dst, uint64_t len)
+{
+    while (len) {
+        uint64_t chunk = PAGE_SIZE - (a & (PAGE_SIZE - 1));
+        if (chunk > len)
+            chunk = len;
+        memcpy(dst, rd_ptr(m, t, a), chunk);
+        a += chunk;
+        dst += chunk;
+        len -= chunk;
+    }
+}
+
+/* ---- create / destroy ---- */
+
+static void ipu_destroy(ts_model *m)
+{
+    if (!m)
+        return;
+    if (m->th) {
+        m->quit = true;
+        pthread_barrier_wait(&m->bar);
+        for (int i = 1; i < m->nthreads; i++)
+            pthread_join(m->th[i], NULL);
+        ts_free(m->th);
+    }
+    if (m->bar_init)
+        pthread_barrier_destroy(&m->bar);
+    if (m->t) {
+        uint64_t npages = (m->c.sram_bytes + PAGE_SIZE - 1) >> PAGE_SHIFT;
+        for (uint32_t i = 0; i < m->ntiles; i++) {
+            ipu_tile *t = &m->t[i];
+            if (t->page)
+                for (uint64_t p = 0; p < npages; p++)
+                    ts_free(t->page[p]);
+            ts_free(t->page);
+            ts_free(t->pend.v);
+            ts_free(t->log.v);
+            ts_free(t->host);
+        }
+    }
+    if (m->terr)
+        for (int i = 0; i < m->nthreads; i++)
+            ts_err_free(&m->terr[i].err);
+    ts_free(m->terr);
+    ts_free(m->t);
+    ts_free(m->tnow);
+    ts_free(m->code);
+    ts_free(m->zero_page);
+    ts_free(m->hostmem);
+    ts_free(m->ss);
+    ts_free(m);
+}
+
+static void *worker_main(void *arg);
+
+typedef struct ipu_thread_arg {
+    ts_model *m;
+    int id;
+} ipu_thread_arg;
+
+
+ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts *opts, ts_err *err)
+{
+    const ts_ipu_cfg *c = cfgp;
+    ts_model *m = ts_calloc(1, sizeof *m);
+    if (!m)
+        return ts_err_set(err, TS_ENOMEM, "out of memory creating the ipu model");
+    m->c = *c;
+    m->c.variant = NULL; /* not owned */
+    m->lockstep = opts && opts->lockstep;
+    m->W = (uint32_t)c->worker_contexts;
+    m->ntiles = (uint32_t)c->tiles;
+    m->window = c->lat_base < c->sync_cycles ? c->lat_base : c->sync_cycles;
+    if (m->window < 1)
+        m->window = 1;
+    m->nthreads = opts && opts->threads > 1 ? opts->threads : 1;
+    if (m->nthreads > 64)
+        m->nthreads = 64;
+    if ((uint32_t)m->nthreads > m->ntiles)
+        m->nthreads = (int)m->ntiles;
+    uint64_t npages = (c->sram_bytes + PAGE_SIZE - 1) >> PAGE_SHIFT;
+    m->t = ts_calloc(m->ntiles, sizeof *m->t);
+    m->tnow = ts_calloc(m->ntiles, sizeof *m->tnow);
+    m->zero_page = ts_calloc(1, PAGE_SIZE);
+    m->terr = ts_calloc((size_t)m->nthreads, sizeof *m->terr);
+    if (!m->t || !m->tnow || !m->zero_page || !m->terr) {
+        ipu_destroy(m);
+        return ts_err_set(err, TS_ENOMEM, "out of memory creating the ipu model");
+    }
+    for (int i = 0; i < m->nthreads; i++)
+        ts_err_init(&m->terr[i].err);
+    for (uint32_t i = 0; i < m->ntiles; i++) {
+        ipu_tile *t = &m->t[i];
+        t->page = ts_calloc(npages, sizeof *t->page);
+        if (!t->page) {
+            ipu_destroy(m);
+            return ts_err_set(err, TS_ENOMEM, "out of memory creating the ipu model");
+        }
+        t->sup = SUP_DONE; /* tiles without a stream do nothing */
+        t->rx_src = -1;
+    }
+    if (m->nthreads > 1) {
+        if (pthread_barrier_init(&m->bar, NULL, (unsigned)m->nthreads)) {
+            ipu_destroy(m);
+            return ts_err_set(err, TS_ENOMEM, "cannot create a thread barrier");
+        }
+        m->bar_init = true;
+        m->th = ts_calloc((size_t)m->nthreads, sizeof *m->th);
+        if (!m->th) {
+            ipu_destroy(m);
+            return ts_err_set(err, TS_ENOMEM, "out of memory creating threads");
+        }
+        for (int i = 1; i < m->nthreads; i++) {
+            ipu_thread_arg *a = ts_malloc(sizeof *a);
+            if (!a || pthread_create(&m->th[i], NULL, worker_main, a)) {
+                ts_free(a);
+                /* run with the threads that exist: shrink is not possible with a fixed barrier */
+                m->quit = true;
+                for (int j = 1; j < i; j++)
+                    pthread_barrier_wait(&m->bar);
+                ipu_destroy(m);
+                return ts_err_set(err, TS_ENOMEM, "cannot start thread %d", i);
+            }
+            a->m = m;
+            a->id = i;
+        }
+    }
+    *out = m;
+    return TS_OK;
+}
+
+static ts_status ipu_create(ts_model **out, const ts_config *cfg, const ts_run_opts *opts, ts_err *err)
+{
+    return ts_ipu_create_cfg(out, ts_config_data(cfg), opts, err);
+}
+
+/* ---- load: validate and predecode ---- */
+
+static bool is_body_op(uint8_t unit, uint8_t op)
+{
+    return (unit == IPU_U_ALU || unit == IPU_U_MEM || unit == IPU_U_FPU || unit == IPU_U_AMP ||
+            op == IPU_OP_NOP);
+}
+
+static ts_status decode_one(const ts_insn *in, uint32_t pc, uint32_t n, uint32_t tile, ipu_insn *out, ts_err *err)
+{
+    if (in->op >= IPU_OP_COUNT)
+        return ts_err_sim(err, tile, -1, "pc %u: opcode %u is not an ipu instruction", pc, in->op);
+    const ts_opinfo *oi = &ts_ipu_isa.ops[in->op];
+    const char *cls = ts_ipu_opfacts[in->op].classes;
+    memset(out, 0, sizeof *out);
+    out->op = (uint8_t)in->op;
+    int nreg = 0, nimm = 0;
+    for (int k = 0; cls[k]; k++) {
+        int32_t v = in->a[k];
+        char ch = cls[k];
+        if (ch == 'i' || ch == 'f') {
+            if (nimm++ == 0)
+                out->imm = v;
+            else
+                out->imm2 = v;
+            continue;
+        }
+        if (ch == 'l') {
+            if (v < 0 || (uint32_t)v > n)
+                return ts_err_sim(err, tile, -1, "pc %u: %s target %d is outside the stream", pc, oi->mnemonic, v);
+            out->tgt = (uint32_t)v;
+            continue;
+        }
+        bool ok = v >= 0 && v < IPU_NREGS;
+        if (ok && ch == 'm')
+            ok = v < IPU_AREG0;
+        if (ok && (ch == 'a' || ch == 'p' || ch == 'q'))
+            ok = v >= IPU_AREG0;
+        if (ok && ch == 'p')
+            ok = (v - IPU_AREG0) % 2 == 0;
+        if (ok && ch == 'q')
+            ok = (v - IPU_AREG0) % 4 == 0;
+        if (!ok) {
+            const char *want = ch == 'm' ? "an $m register" : ch == 'a' ? "an $a register" :
+                               ch == 'p' ? "an even $a register (a pair)" :
+                               ch == 'q' ? "an $a register that is a multiple of 4 (a quad)" : "a register";
+            return ts_err_sim(err, tile, -1, "pc %u: %s operand %d must be %s", pc, oi->mnemonic, k + 1, want);
+        }
+        uint8_t r = (uint8_t)v;
+        if (nreg == 0)
+            out->r0 = r;
+        else if (nreg == 1)
+            out->r1 = r;
+        else
+            out->r2 = r;
+        nreg++;
+    }
+    return TS_OK;
+}
+
+static ts_status ipu_load(ts_model *m, const ts_program *p, ts_err *err)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < p->nstreams; i++) {
+        const ts_stream *s = &p->streams[i];
+        if (s->kind != 0)
+            return ts_err_set(err, TS_EINPUT, "program stream kind %u is not 'tile'", s->kind);
+        if (s->index >= m->ntiles)
+            return ts_err_set(err, TS_EINPUT, "program has a stream for tile %u, but the config has %u tiles",
+                              s->index, m->ntiles);
+        total += s->n;
+    }
+    m->code = ts_calloc(total ? total : 1, sizeof *m->code);
+    if (!m->code)
+        return ts_err_set(err, TS_ENOMEM, "out of memory decoding the program");
+    size_t off = 0;
+    for (size_t i = 0; i < p->nstreams; i++) {
+        const ts_stream *s = &p->streams[i];
+        ipu_tile *t = &m->t[s->index];
+        if (t->code)
+            return ts_err_set(err, TS_EINPUT, "program has two streams for tile %u", s->index);
+        ipu_insn *code = m->code + off;
+        for (uint32_t pc = 0; pc < s->n; pc++) {
+            ts_status rc = decode_one(&s->insn[pc], pc, s->n, s->index, &code[pc], err);
+            if (rc != TS_OK)
+                return rc;
+        }
+        for (uint32_t pc = 0; pc < s->n; pc++) { /* repeat bodies: straight-line work only */
+            if (code[pc].op != IPU_OP_RPT && code[pc].op != IPU_OP_RPTI)
+                continue;
+            int32_t len = code[pc].op == IPU_OP_RPT ? code[pc].imm : code[pc].imm2;
+            if (len < 1 || pc + 1 + (uint32_t)len > s->n)
+                return ts_err_sim(err, s->index, -1, "pc %u: repeat body of %d instructions does not fit the stream",
+                                  pc, len);
+            for (uint32_t k = pc + 1; k <= pc + (uint32_t)len; k++)
+                if (!is_body_op(ts_ipu_opfacts[code[k].op].unit, code[k].op))
+                    return ts_err_sim(err, s->index, -1, "pc %u: %s inside the repeat body at pc %u is not allowed",
+                                      k, ts_ipu_isa.ops[code[k].op].mnemonic, pc);
+        }
+        if ((uint64_t)s->n * m->c.insn_bytes > m->c.sram_bytes)
+            return ts_err_set(err, TS_EINPUT, "tile %u: code of %u instructions does not fit its memory", s->index, s->n);
+        t->code = code;
+        t->n = s->n;
+        t->sup = s->n ? SUP_RUN : SUP_DONE;
+        off += s->n;
+    }
+    for (size_t i = 0; i < p->nsegs; i++) {
+        const ts_segment *g = &p->segs[i];
+        if (g->kind != 0 || g->index >= m->ntiles || g->addr + g->len > m->c.sram_bytes)
+            return ts_err_set(err, TS_EINPUT, "data segment for tile %u at 0x%" PRIx64 " (%u bytes) does not fit its memory",
+                              g->index, g->addr, g->len);
+        ts_status rc = mem_write_bytes(m, &m->t[g->index], g->addr, g->bytes, g->len, err);
+        if (rc != TS_OK)
+            return rc;
+    }
+    m->loaded = true;
+    return TS_OK;
+}
+
+/* ---- the executor ---- */
+
+static ts_status fail(ipu_tile *t, uint32_t ti, int ctx, uint32_t pc, uint64_t c, ts_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+
+static ts_status fail(ipu_tile *t, uint32_t ti, int ctx, uint32_t pc, uint64_t c, ts_err *err, const char *fmt, ...)
+{
+    char what[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    char who[32];
+    if (ctx == 0)
+        snprintf(who, sizeof who, "supervisor");
+    else
+        snprintf(who, sizeof who, "worker %d", ctx - 1);
+    (void)t;
+    return ts_err_sim(err, ti, (int64_t)c, "%s: %s at pc %u", what, who, pc);
+}
+
+/* Check a data access: in range and aligned to its width. */
+#define CHECK_ADDR(addr, width, name)                                                               \
+    do {                                                                                            \
+        if ((addr) < 0 || (uint64_t)(addr) + (width) > m->c.sram_bytes)                             \
+            return fail(t, ti, ctx, pc, c, err, "%s address %" PRId64 " is out of range (tile memory is %" PRIu64 " bytes)", \
+                        name, (int64_t)(addr), m->c.sram_bytes);                                    \
+        if ((addr) % (width))                                                                       \
+            return fail(t, ti, ctx, pc, c, err, "%s address %" PRId64 " is not %u-byte aligned", name, \
+                        (int64_t)(addr), (unsigned)(width));                                        \
+    } while (0)
+
+static void coef_update(ipu_tile *t, uint32_t slot)
+{
+    for (uint32_t k = slot * 8; k < slot * 8 + 8; k++) {
+        uint16_t h;
+        memcpy(&h, t->coef + 2 * k, 2);
+        t->w16[k] = ipu_h2f(h);
+    }
+    for (uint32_t k = slot * 4; k < slot * 4 + 4; k++) {
+        float f;
+        memcpy(&f, t->coef + 4 * k, 4);
+        t->w32[k] = f;
+    }
+}
+
+static inline uint32_t h2op(uint32_t a, uint32_t b, int op)
+{
+    uint32_t out = 0;
+    for (int l = 0; l < 2; l++) {
+        float x = ipu_h2f((uint16_t)(a >> (16 * l))), y = ipu_h2f((uint16_t)(b >> (16 * l)));
+        float z = op == 0 ? x + y : op == 1 ? x - y : x * y;
+        out |= (uint32_t)ipu_f2h(z) << (16 * l);
+    }
+    return out;
+}
+
+static bool sup_can_issue(const ts_model *m, const ipu_tile *t)
+{
+    const ipu_ctx *s = &t->cx[0];
+    if (s->pc >= t->n)
+        return t->running == 0;
+    switch (t->code[s->pc].op) {
+    case IPU_OP_RUN: return t->running != (1u << m->W) - 1;
+    case IPU_OP_RUNALL:
+    case IPU_OP_SYNC:
+    case IPU_OP_HALT: return t->running == 0;
+    case IPU_OP_RXWAIT: return t->rx_left == 0;
+    default: return true;
+    }
+}
+
+/* Execute the instruction at ctx's pc at cycle c. */
+static ts_status exec(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c, ts_err *err)
+{
+    ipu_ctx *x = &t->cx[ctx];
+    uint32_t pc = x->pc;
+    uint32_t *r = x->r;
+    if (pc >= t->n) {
+        if (ctx)
+            return fail(t, ti, ctx, pc, c, err, "worker ran past the end of the code");
+        t->sup = SUP_DONE; /* falling off the end is a halt */
+        t->finish = c;
+        return TS_OK;
+    }
+    const ipu_insn *in = &t->code[pc];
+    const ipu_opfacts *f = &ts_ipu_opfacts[in->op];
+    if (ctx == 0 ? f->ctx == 'W' : f->ctx == 'S')
+        return fail(t, ti, ctx, pc, c, err, "%s may only run in %s", ts_ipu_isa.ops[in->op].mnemonic,
+                    ctx == 0 ? "a worker" : "the supervisor");
+    uint32_t next = pc + 1;
+    x->ready = c + 1;
+    t->opcount[in->op]++;
+    m->work++; /* racy across threads but only watched for change; see ipu_step */
+    uint32_t a0 = r[in->r0], a1 = r[in->r1], a2 = r[in->r2];
+    int64_t addr;
+    switch ((enum ipu_op)in->op) {
+    case IPU_OP_SETZI: r[in->r0] = (uint32_t)in->imm; break;
+    case IPU_OP_LDCONST: r[in->r0] = (uint32_t)in->imm; break;
+    case IPU_OP_MOV: r[in->r0] = a1; break;
+    case IPU_OP_ADD: r[in->r0] = a1 + a2; break;
+    case IPU_OP_ADDI: r[in->r0] = a1 + (uint32_t)in->imm; break;
+    case IPU_OP_SUB: r[in->r0] = a1 - a2; break;
+    case IPU_OP_MUL: r[in->r0] = a1 * a2; break;
+    case IPU_OP_MULI: r[in->r0] = a1 * (uint32_t)in->imm; break;
+    case IPU_OP_AND: r[in->r0] = a1 & a2; break;
+    case IPU_OP_ANDI: r[in->r0] = a1 & (uint32_t)in->imm; break;
+    case IPU_OP_OR: r[in->r0] = a1 | a2; break;
+    case IPU_OP_XOR: r[in->r0] = a1 ^ a2; break;
+    case IPU_OP_SHL: r[in->r0] = a1 << (a2 & 31); break;
+    case IPU_OP_SHLI: r[in->r0] = a1 << (in->imm & 31); break;
+    case IPU_OP_SHR: r[in->r0] = a1 >> (a2 & 31); break;
+    case IPU_OP_SHRI: r[in->r0] = a1 >> (in->imm & 31); break;
+    case IPU_OP_CMPEQ: r[in->r0] = a1 == a2; break;
+    case IPU_OP_CMPULT: r[in->r0] = a1 < a2; break;
+    case IPU_OP_CMPSLT: r[in->r0] = (int32_t)a1 < (int32_t)a2; break;
+    case IPU_OP_GET:
+        switch (in->imm) {
+        case IPU_CSR_TILE: r[in->r0] = ti; break;
+        case IPU_CSR_NTILES: r[in->r0] = m->ntiles; break;
+        case IPU_CSR_WORKER: r[in->r0] = ctx ? (uint32_t)(ctx - 1) : UINT32_MAX; break;
+        case IPU_CSR_NWORKERS: r[in->r0] = m->W; break;
+        default: return fail(t, ti, ctx, pc, c, err, "get: no control register %d", in->imm);
+        }
+        break;
+    case IPU_OP_NOP: break;
+    case IPU_OP_BR: next = in->tgt; break;
+    case IPU_OP_BRZ: if (a0 == 0) next = in->tgt; break;
+    case IPU_OP_BRNZ: if (a0 != 0) next = in->tgt; break;
+    case IPU_OP_BRNEG: if ((int32_t)a0 < 0) next = in->tgt; break;
+    case IPU_OP_BRNZDEC:
+        if (a0 != 0) {
+            r[in->r0] = a0 - 1;
+            next = in->tgt;
+        }
+        break;
+    case IPU_OP_RPT:
+    case IPU_OP_RPTI: {
+        uint32_t count = in->op == IPU_OP_RPT ? a0 : (uint32_t)in->imm;
+        uint32_t len = (uint32_t)(in->op == IPU_OP_RPT ? in->imm : in->imm2);
+        if (x->rpt_left)
+            return fail(t, ti, ctx, pc, c, err, "rpt inside a repeat body");
+        if (count == 0) {
+            next = pc + 1 + len;
+        } else {
+            x->rpt_start = pc + 1;
+            x->rpt_end = pc + 1 + len;
+            x->rpt_left = count;
+        }
+        break;
+    }
+    case IPU_OP_LD32:
+    case IPU_OP_LD32STEP:
+        addr = in->op == IPU_OP_LD32 ? (int64_t)(int32_t)a1 + in->imm : (int64_t)(int32_t)a1;
+        CHECK_ADDR(addr, 4, "ld32");
+        memcpy(&r[in->r0], rd_ptr(m, t, (uint64_t)addr), 4);
+        if (in->op == IPU_OP_LD32STEP)
+            r[in->r1] = a1 + (uint32_t)in->imm;
+        x->ready = c + m->c.load_latency;
+        break;
+    case IPU_OP_LD64:
+    case IPU_OP_LD64STEP:
+        if (m->c.load_bpc < 8)
+            return fail(t, ti, ctx, pc, c, err, "ld64 needs tile.load_bytes_per_cycle >= 8");
+        addr = in->op == IPU_OP_LD64 ? (int64_t)(int32_t)a1 + in->imm : (int64_t)(int32_t)a1;
+        CHECK_ADDR(addr, 8, "ld64");
+        memcpy(&r[in->r0], rd_ptr(m, t, (uint64_t)addr), 8);
+        if (in->op == IPU_OP_LD64STEP)
+            r[in->r1] = a1 + (uint32_t)in->imm;
+        x->ready = c + m->c.load_latency;
+        break;
+    case IPU_OP_LD128:
+    case IPU_OP_LD128STEP:
+        if (m->c.load_bpc < 16)
+            return fail(t, ti, ctx, pc, c, err, "ld128 needs tile.load_bytes_per_cycle >= 16");
+        addr = in->op == IPU_OP_LD128 ? (int64_t)(int32_t)a1 + in->imm : (int64_t)(int32_t)a1;
+        CHECK_ADDR(addr, 16, "ld128");
+        if ((uint64_t)addr < m->c.interleaved_base)
+            return fail(t, ti, ctx, pc, c, err, "ld128 address %" PRId64 " is below the interleaved memory at %" PRIu64,
+                        addr, m->c.interleaved_base);
+        memcpy(&r[in->r0], rd_ptr(m, t, (uint64_t)addr), 16);
+        if (in->op == IPU_OP_LD128STEP)
+            r[in->r1] = a1 + (uint32_t)in->imm;
+        x->ready = c + m->c.load_latency;
+        break;
+    case IPU_OP_LDZ16:
+    case IPU_OP_LDB16: {
+        addr = (int64_t)(int32_t)a1 + in->imm;
+        CHECK_ADDR(addr, 2, in->op == IPU_OP_LDZ16 ? "ldz16" : "ldb16");
+        uint16_t h;
+        memcpy(&h, rd_ptr(m, t, (uint64_t)addr), 2);
+        r[in->r0] = in->op == IPU_OP_LDZ16 ? h : ((uint32_t)h << 16 | h);
+        x->ready = c + m->c.load_latency;
+        break;
+    }
+    case IPU_OP_LDZ8:
+        addr = (int64_t)(int32_t)a1 + in->imm;
+        CHECK_ADDR(addr, 1, "ldz8");
+        r[in->r0] = *rd_ptr(m, t, (uint64_t)addr);
+        x->ready = c + m->c.load_latency;
+        break;
+    case IPU_OP_ST32:
+    case IPU_OP_ST32STEP: {
+        addr = in->op == IPU_OP_ST32 ? (int64_t)(int32_t)a1 + in->imm : (int64_t)(int32_t)a1;
+        CHECK_ADDR(addr, 4, "st32");
+        uint8_t *p = wr_ptr(t, (uint64_t)addr, 4);
+        if (!p)
+            return ts_err_set(err, TS_ENOMEM, "out of memory for tile memory");
+        memcpy(p, &a0, 4);
+        if (in->op == IPU_OP_ST32STEP)
+            r[in->r1] = a1 + (uint32_t)in->imm;
+        break;
+    }
+    case IPU_OP_ST64:
+    case IPU_OP_ST64STEP: {
+        if (m->c.store_bpc < 8)
+            return fail(t, ti, ctx, pc, c, err, "st64 needs tile.store_bytes_per_cycle >= 8");
+        addr = in->op == IPU_OP_ST64 ? (int64_t)(int32_t)a1 + in->imm : (int64_t)(int32_t)a1;
+        CHECK_ADDR(addr, 8, "st64");
+        uint8_t *p = wr_ptr(t, (uint64_t)addr, 8);
+        if (!p)
+            return ts_err_set(err, TS_ENOMEM, "out of memory for tile memory");
+        memcpy(p, &r[in->r0], 8);
+        if (in->op == IPU_OP_ST64STEP)
+            r[in->r1] = a1 + (uint32_t)in->imm;
+        break;
+    }
+    case IPU_OP_F32ADD: r[in->r0] = fr(rf(a1) + rf(a2)); break;
+    case IPU_OP_F32SUB: r[in->r0] = fr(rf(a1) - rf(a2)); break;
+    case IPU_OP_F32MUL: r[in->r0] = fr(rf(a1) * rf(a2)); break;
+    case IPU_OP_F32MAX: r[in->r0] = fr(fmaxf(rf(a1), rf(a2))); break;
+    case IPU_OP_F32MIN: r[in->r0] = fr(fminf(rf(a1), rf(a2))); break;
+    case IPU_OP_F32MAC: { float p = rf(a1) * rf(a2); r[in->r0] = fr(rf(a0) + p); break; }
+    case IPU_OP_F32V2ADD:
+    case IPU_OP_F32V2SUB:
+    case IPU_OP_F32V2MUL:
+    case IPU_OP_F32V2MAC:
+        for (int l = 0; l < 2; l++) {
+            float y = rf(r[in->r1 + l]), z = rf(r[in->r2 + l]), o;
+            switch (in->op) {
+            case IPU_OP_F32V2ADD: o = y + z; break;
+            case IPU_OP_F32V2SUB: o = y - z; break;
+            case IPU_OP_F32V2MUL: o = y * z; break;
+            default: { float p = y * z; o = rf(r[in->r0 + l]) + p; break; }
+            }
+            r[in->r0 + l] = fr(o);
+        }
+        break;
+    case IPU_OP_F16V2ADD: r[in->r0] = h2op(a1, a2, 0); break;
+    case IPU_OP_F16V2MUL: r[in->r0] = h2op(a1, a2, 2); break;
+    case IPU_OP_F16V4ADD:
+    case IPU_OP_F16V4SUB:
+    case IPU_OP_F16V4MUL: {
+        int o = in->op == IPU_OP_F16V4ADD ? 0 : in->op == IPU_OP_F16V4SUB ? 1 : 2;
+        uint32_t lo = h2op(r[in->r1], r[in->r2], o), hi = h2op(r[in->r1 + 1], r[in->r2 + 1], o);
+        r[in->r0] = lo;
+        r[in->r0 + 1] = hi;
+        break;
+    }
+    case IPU_OP_F16V2TOF32: {
+        uint32_t v = a1;
+        r[in->r0] = fr(ipu_h2f((uint16_t)v));
+        r[in->r0 + 1] = fr(ipu_h2f((uint16_t)(v >> 16)));
+        break;
+    }
+    case IPU_OP_F32V2TOF16:
+        r[in->r0] = (uint32_t)ipu_f2h(rf(r[in->r1])) | (uint32_t)ipu_f2h(rf(r[in->r1 + 1])) << 16;
+        break;
+    case IPU_OP_F32TOI32: {
+        float v = rf(a1);
+        int32_t o = v != v ? 0 : v >= 2147483647.0f ? INT32_MAX : v <= -2147483648.0f ? INT32_MIN : (int32_t)v;
+        r[in->r0] = (uint32_t)o;
+        break;
+    }
+    case IPU_OP_F32FROMI32: r[in->r0] = fr((float)(int32_t)a1); break;
+    case IPU_OP_LD128PUTCS:
+        addr = (int64_t)(int32_t)a0;
+        if (in->imm < 0 || in->imm >= 16)
+            return fail(t, ti, ctx, pc, c, err, "ld128putcs: coefficient slot %d is not in 0..15", in->imm);
+        CHECK_ADDR(addr, 16, "ld128putcs");
+        memcpy(t->coef + 16 * in->imm, rd_ptr(m, t, (uint64_t)addr), 16);
+        coef_update(t, (uint32_t)in->imm);
+        x->ready = c + m->c.load_latency;
+        break;
+    case IPU_OP_F32V2AMP: {
+        float i0 = rf(r[in->r0]), i1 = rf(r[in->r0 + 1]);
+        const float *w = t->w32;
+        for (uint32_t u = 0; u < m->c.amp_units_f32; u++) {
+            float s = w[2 * u] * i0 + w[2 * u + 1] * i1;
+            x->acc[u] += s;
+        }
+        break;
+    }
+    case IPU_OP_F16V4AMP: {
+        float in4[4];
+        in4[0] = ipu_h2f((uint16_t)r[in->r0]);
+        in4[1] = ipu_h2f((uint16_t)(r[in->r0] >> 16));
+        in4[2] = ipu_h2f((uint16_t)r[in->r0 + 1]);
+        in4[3] = ipu_h2f((uint16_t)(r[in->r0 + 1] >> 16));
+        const float *w = t->w16;
+        for (uint32_t u = 0; u < m->c.amp_units_f16; u++) {
+            float s = w[4 * u] * in4[0] + w[4 * u + 1] * in4[1];
+            s += w[4 * u + 2] * in4[2];
+            s += w[4 * u + 3] * in4[3];
+            x->acc[u] += s;
+        }
+        break;
+    }
+    case IPU_OP_AMPZERO: memset(x->acc, 0, sizeof x->acc); break;
+    case IPU_OP_AMPGET:
+        if (in->imm < 0 || in->imm >= ACC_MAX / 2)
+            return fail(t, ti, ctx, pc, c, err, "ampget: accumulator pair %d is not in 0..%d", in->imm, ACC_MAX / 2 - 1);
+        r[in->r0] = fr(x->acc[2 * in->imm]);
+        r[in->r0 + 1] = fr(x->acc[2 * in->imm + 1]);
+        break;
+    case IPU_OP_RUN:
+    case IPU_OP_RUNALL: {
+        uint32_t all = (1u << m->W) - 1;
+        uint32_t start = in->op == IPU_OP_RUNALL ? all : 0;
+        if (!start)
+            for (uint32_t w = 0; w < m->W; w++)
+                if (!(t->running >> w & 1)) {
+                    start = 1u << w;
+                    break;
+                }
+        for (uint32_t w = 0; w < m->W; w++)
+            if (start >> w & 1) {
+                ipu_ctx *wx = &t->cx[1 + w];
+                memset(wx->r, 0, sizeof wx->r);
+                wx->r[0] = a1;
+                wx->pc = in->tgt;
+                wx->rpt_left = 0;
+                wx->ready = c + 1;
+            }
+        t->running |= start;
+        break;
+    }
+    case IPU_OP_EXIT:
+        t->running &= ~(1u << (ctx - 1));
+        next = pc; /* stays put; the context is idle */
+        break;
+    case IPU_OP_SYNC:
+        if (in->imm == 1) {
+            if (t->rx_left)
+                return fail(t, ti, ctx, pc, c, err,
+                            "receive with nothing sent: %u of %u words from tile %d (armed at cycle %" PRIu64 ") never came before sync",
+                            t->rx_left, t->rx_n, t->rx_src, t->rx_armed);
+            t->sup = SUP_SYNC;
+            t->arrival = c;
+        } else if (in->imm != 0) {
+            return fail(t, ti, ctx, pc, c, err, "sync: zone %d is neither 0 (tile) nor 1 (chip)", in->imm);
+        }
+        break;
+    case IPU_OP_HALT:
+        if (t->rx_left)
+            return fail(t, ti, ctx, pc, c, err, "receive with nothing sent: %u of %u words from tile %d never came before halt",
+                        t->rx_left, t->rx_n, t->rx_src);
+        if (t->nhost)
+            return fail(t, ti, ctx, pc, c, err, "halt with host transfers pending: they complete at a chip-wide sync");
+        t->sup = SUP_DONE;
+        t->finish = c + 1;
+        next = pc;
+        break;
+    case IPU_OP_SEND: {
+        int32_t dst = (int32_t)a1;
+        uint32_t nw = (uint32_t)in->imm;
+        addr = (int64_t)(int32_t)a0;
+        if (in->imm < 1)
+            return fail(t, ti, ctx, pc, c, err, "send of %d words", in->imm);
+        if (dst < -1 || dst >= (int32_t)m->ntiles)
+            return fail(t, ti, ctx, pc, c, err, "send to tile %d, which does not exist", dst);
+        CHECK_ADDR(addr, 4, "send");
+        if ((uint64_t)addr + 4ull * nw > m->c.sram_bytes)
+            return fail(t, ti, ctx, pc, c, err, "send of %u words from %" PRId64 " runs past the tile memory", nw, addr);
+        if (t->pend.n + nw > t->pend.cap) {
+            void *v = t->pend.v;
+            if (ts_grow(&v, &t->pend.cap, t->pend.n + nw, sizeof(ipu_word)))
+                return ts_err_set(err, TS_ENOMEM, "out of memory for exchange words");
+            t->pend.v = v;
+        }
+        uint32_t wpc = m->c.words_per_cycle;
+        for (uint32_t i = 0; i < nw; i++) {
+            ipu_word *w = &t->pend.v[t->pend.n++];
+            w->t = c + i / wpc;
+            memcpy(&w->val, rd_ptr(m, t, (uint64_t)addr + 4ull * i), 4);
+            w->dst = dst;
+            w->claimed = 0;
+        }
+        uint64_t cyc = (nw + wpc - 1) / wpc;
+        t->tx_t0 = c;
+        t->tx_end = c + cyc;
+        t->tx_addr = (uint32_t)addr;
+        t->tx_n = nw;
+        x->ready = c + cyc; /* the supervisor holds the send port */
+        t->xsent += 4ull * nw;
+        t->ss_xbytes += 4ull * nw;
+        t->xport += cyc;
+        if (t->tx_end > t->xch_end)
+            t->xch_end = t->tx_end;
+        if (dst >= 0) {
+            t->wire_bit_mm += 32.0 * nw * wire_mm(&m->c, ti, (uint32_t)dst);
+        } else { /* a broadcast is charged to the far corner of the chip */
+            t->wire_bit_mm += 32.0 * nw * wire_mm(&m->c, 0, m->ntiles - 1);
+        }
+        break;
+    }
+    case IPU_OP_RECV: {
+        int32_t src = (int32_t)a1;
+        addr = (int64_t)(int32_t)a0;
+        if (t->rx_left)
+            return fail(t, ti, ctx, pc, c, err, "recv switches the input from tile %d while %u of its %u words are still due",
+                        t->rx_src, t->rx_left, t->rx_n);
+        if (src < 0 || src >= (int32_t)m->ntiles)
+            return fail(t, ti, ctx, pc, c, err, "recv from tile %d, which does not exist", src);
+        if (in->imm < 1)
+            return fail(t, ti, ctx, pc, c, err, "recv of %d words", in->imm);
+        CHECK_ADDR(addr, 4, "recv");
+        if ((uint64_t)addr + 4ull * (uint32_t)in->imm > m->c.sram_bytes)
+            return fail(t, ti, ctx, pc, c, err, "recv of %d words at %" PRId64 " runs past the tile memory", in->imm, addr);
+        t->rx_src = src;
+        t->rx_addr = (uint32_t)addr;
+        t->rx_left = t->rx_n = (uint32_t)in->imm;
+        t->rx_armed = c;
+        t->rx_lat = (uint32_t)ts_ipu_latency(&m->c, (uint32_t)src, ti);
+        /* words that left before now - latency arrived before the mux was set: not ours */
+        const ipu_wlog *lg = &m->t[src].log;
+        size_t lo = 0, hi = lg->n;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (lg->v[mid].t + t->rx_lat < c)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        t->rx_cursor = lo;
+        if (c + 1 > t->xch_end)
+            t->xch_end = c + 1;
+        break;
+    }
+    case IPU_OP_RXWAIT:
+    case IPU_OP_DELAY:
+        if (in->op == IPU_OP_DELAY) {
+            if (in->imm < 0)
+                return fail(t, ti, ctx, pc, c, err, "delay of %d cycles", in->imm);
+            x->ready = c + (uint64_t)in->imm + 1;
+        }
+        if (c + 1 > t->xch_end)
+            t->xch_end = c + 1;
+        break;
+    case IPU_OP_HOSTRD:
+    case IPU_OP_HOSTWR: {
+        addr = (int64_t)(int32_t)a0;
+        uint64_t h = a1, nb = (uint64_t)(uint32_t)in->imm;
+        if (in->imm < 1 || addr < 0 || (uint64_t)addr + nb > m->c.sram_bytes)
+            return fail(t, ti, ctx, pc, c, err, "host transfer of %d bytes at tile address %" PRId64 " is out of range",
+                        in->imm, addr);
+        if (h + nb > m->c.host_bytes)
+            return fail(t, ti, ctx, pc, c, err, "host transfer of %" PRIu64 " bytes at host address %" PRIu64
+                        " is beyond host.buffer (%" PRIu64 " bytes)", nb, h, m->c.host_bytes);
+        if (t->nhost == t->cap_host) {
+            void *v = t->host;
+            if (ts_grow(&v, &t->cap_host, t->nhost + 1, sizeof *t->host))
+                return ts_err_set(err, TS_ENOMEM, "out of memory for host transfers");
+            t->host = v;
+        }
+        t->host[t->nhost++] = (ipu_hostop){(uint32_t)addr, h, (uint32_t)nb, in->op == IPU_OP_HOSTWR};
+        break;
+    }
+    case IPU_OP_COUNT:
+    default:
+        return ts_err_set(err, TS_EINTERNAL, "ipu: opcode %u has no executor", in->op);
+    }
+    if (x->rpt_left && next == x->rpt_end) {
+        if (--x->rpt_left > 0)
+            next = x->rpt_start;
+    }
+    x->pc = next;
+    return TS_OK;
+}
+
+/* Words that reach tile ti at cycle c while its input selects their sender. */
+static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, ts_err *err)
+{
+    ipu_tile *s = &m->t[t->rx_src];
+    ipu_wlog *lg = &s->log;
+    while (t->rx_left && t->rx_cursor < lg->n) {
+        ipu_word *w = &lg->v[t->rx_cursor];
+        uint64_t a = w->t + t->rx_lat;
+        if (a > c)
+            break;
+        t->rx_cursor++;
+        if (a < c || (w->dst != -1 && w->dst != (int32_t)ti))
+            continue;
+        /* a send of this tile reading the element this word writes, in the same cycle */
+        if (c >= t->tx_t0 && c < t->tx_end) {
+            uint64_t i = (c - t->tx_t0) * m->c.words_per_cycle;
+            uint64_t raddr = t->tx_addr + 4 * i;
+            if (raddr / m->c.element_bytes == t->rx_addr / m->c.element_bytes)
+                return ts_err_sim(err, ti, (int64_t)c,
+                                  "memory element conflict: the word from tile %d is written at %u while this tile's send reads %" PRIu64
+                                  " in the same element", t->rx_src, t->rx_addr, raddr);
+        }
+        uint8_t *p = wr_ptr(t, t->rx_addr, 4);
+        if (!p)
+            return ts_err_set(err, TS_ENOMEM, "out of memory for tile memory");
+        memcpy(p, &w->val, 4);
+        if (w->dst == (int32_t)ti)
+            w->claimed = 1;
+        t->rx_addr += 4;
+        t->rx_left--;
+        t->xrecv += 4;
+        m->work++;
+        if (c + 1 > t->xch_end)
+            t->xch_end = c + 1;
+    }
+    return TS_OK;
+}
+
+/* The next cycle >= c at which something can happen on tile t (fast mode), at most h. */
+static uint64_t next_event(const ts_model *m, const ipu_tile *t, uint64_t c, uint64_t h)
+{
+    uint64_t best = h;
+    uint32_t W = m->W;
+    for (uint32_t w = 0; w < W; w++) {
+        if (!(t->running >> w & 1))
+            continue;
+        uint64_t r = t->cx[1 + w].ready > c ? t->cx[1 + w].ready : c;
+        uint64_t k = r + (w + W - r % W) % W;
+        if (k < best)
+            best = k;
+    }
+    if (t->sup == SUP_RUN && sup_can_issue(m, t)) {
+        uint64_t r = t->cx[0].ready > c ? t->cx[0].ready : c;
+        for (uint64_t k = r; k < r + W && k < best; k++)
+            if (!(t->running >> (k % W) & 1)) {
+                best = k;
+                break;
+            }
+    }
+    if (t->rx_left) {
+        const ipu_wlog *lg = &m->t[t->rx_src].log;
+        if (t->rx_cursor < lg->n) {
+            uint64_t a = lg->v[t->rx_cursor].t + t->rx_lat;
+            if (a < best)
+                best = a < c ? c : a;
+        }
+    }
+    return best;
+}
+
+/* Advance tile ti to cycle h (or until it blocks at a sync or halts). */
+static ts_status tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
+{
+    ipu_tile *t = &m->t[ti];
+    uint64_t c = m->tnow[ti];
+    const uint32_t W = m->W;
+    const bool lock = m->lockstep;
+    while (c < h && t->sup != SUP_SYNC && t->sup != SUP_DONE) {
+        if (t->rx_left) {
+            ts_status rc = rx_arrivals(m, ti, t, c, err);
+            if (rc != TS_OK)
+                return rc;
+        }
+        uint32_t slot = (uint32_t)(c % W);
+        bool issued = false;
+        if (t->running >> slot & 1) {
+            if (t->cx[1 + slot].ready <= c) {
+                ts_status rc = exec(m, ti, t, 1 + (int)slot, c, err);
+                if (rc != TS_OK)
+                    return rc;
+                issued = true;
+            }
+        } else if (t->cx[0].ready <= c && sup_can_issue(m, t)) {
+            ts_status rc = exec(m, ti, t, 0, c, err);
+            if (rc != TS_OK)
+                return rc;
+            issued = true;
+        }
+        c++;
+        if (!issued && !lock)
+            c = next_event(m, t, c, h);
+    }
+    if (t->sup == SUP_SYNC || t->sup == SUP_DONE) {
+        m->tnow[ti] = c; /* blocked; the barrier moves it on */
+    } else {
+        m->tnow[ti] = c > h ? c : h;
+    }
+    return TS_OK;
+}
+
+/* Run tiles [lo, hi) to round_h; record the first error of each thread (lowest cycle, then tile). */
+static void run_range(ts_model *m, int id)
+{
+    uint32_t n = m->ntiles, k = (uint32_t)m->nthreads;
+    uint32_t lo = (uint32_t)((uint64_t)n * (uint32_t)id / k), hi = (uint32_t)((uint64_t)n * ((uint32_t)id + 1) / k);
+    ipu_terr *te = &m->terr[id];
+    for (uint32_t i = lo; i < hi; i++) {
+        ts_err e;
+        ts_err_init(&e);
+        if (tile_run(m, i, m->round_h, &e) != TS_OK) {
+            if (!te->failed || e.cycle < te->err.cycle) {
+                ts_err_free(&te->err);
+                te->err = e;
+                te->failed = true;
+            } else {
+                ts_err_free(&e);
+            }
+        } else {
+            ts_err_free(&e);
+        }
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    ipu_thread_arg *a = arg;
+    ts_model *m = a->m;
+    int id = a->id;
+    ts_free(a);
+    for (;;) {
+        pthread_barrier_wait(&m->bar);
+        if (m->quit)
+            break;
+        run_range(m, id);
+        pthread_barrier_wait(&m->bar);
+    }
+    return NULL;
+}
+
+static int cmp_u64x3(const void *pa, const void *pb)
+{
+    const uint64_t *a = pa, *b = pb;
+    for (int i = 0; i < 3; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i] ? -1 : 1;
+    return 0;
+}
+
+/* Check the superstep's unicast words: no two senders into one receiver in one cycle, and every
+ * word received. */
+static ts_status check_exchange(ts_model *m, ts_err *err)
+{
+    size_t n = 0;
+    for (uint32_t s = 0; s < m->ntiles; s++)
+        for (size_t i = 0; i < m->t[s].log.n; i++)
+            n += m->t[s].log.v[i].dst >= 0;
+    if (!n)
+        return TS_OK;
+    uint64_t (*v)[4] = ts_malloc(n * sizeof *v);
+    if (!v)
+        return ts_err_set(err, TS_ENOMEM, "out of memory checking the exchange");
+    size_t k = 0;
+    for (uint32_t s = 0; s < m->ntiles; s++)
+        for (size_t i = 0; i < m->t[s].log.n; i++) {
+            const ipu_word *w = &m->t[s].log.v[i];
+            if (w->dst < 0)
+                continue;
+            v[k][0] = (uint64_t)w->dst;
+            v[k][1] = w->t + ts_ipu_latency(&m->c, s, (uint32_t)w->dst);
+            v[k][2] = s;
+            v[k][3] = w->claimed;
+            k++;
+        }
+    qsort(v, n, sizeof *v, cmp_u64x3);
+    ts_status rc = TS_OK;
+    for (size_t i = 0; i + 1 < n && rc == TS_OK; i++)
+        if (v[i][0] == v[i + 1][0] && v[i][1] == v[i + 1][1] && v[i][2] != v[i + 1][2])
+            rc = ts_err_sim(err, (int64_t)v[i][0], (int64_t)v[i][1],
+                            "two senders into one receiver: words from tiles %" PRIu64 " and %" PRIu64
+                            " reach tile %" PRIu64 " in the same cycle", v[i][2], v[i + 1][2], v[i][0]);
+    for (size_t i = 0; i < n && rc == TS_OK; i++)
+        if (!v[i][3])
+            rc = ts_err_sim(err, (int64_t)v[i][0], (int64_t)v[i][1],
+                            "word from tile %" PRIu64 " to tile %" PRIu64 " was not received: the tile's input did not select "
+                            "tile %" PRIu64 " when it arrived", v[i][2], v[i][0], v[i][2]);
+    ts_free(v);
+    return rc;
+}
+
+/* All live tiles are at the barrier: move the host data, release them, record the superstep. */
+static ts_status barrier(ts_model *m, ts_err *err)
+{
+    ts_status rc = check_exchange(m, err);
+    if (rc != TS_OK)
+        return rc;
+    uint64_t last = 0, crit = 0, xend = 0, hbytes = 0, xbytes = 0;
+    for (uint32_t i = 0; i < m->ntiles; i++) {
+        ipu_tile *t = &m->t[i];
+        if (t->sup != SUP_SYNC)
+            continue;
+        if (t->arrival >= last) {
+            if (t->arrival > last || crit == 0)
+                crit = i;
+            last = t->arrival;
+        }
+        if (t->xch_end > xend)
+            xend = t->xch_end;
+        for (size_t k = 0; k < t->nhost; k++)
+            hbytes += t->host[k].bytes;
+        xbytes += t->ss_xbytes;
+    }
+    /* critical tile: the first (lowest id) of those that arrived last */
+    for (uint32_t i = 0; i < m->ntiles; i++)
+        if (m->t[i].sup == SUP_SYNC && m->t[i].arrival == last) {
+            crit = i;
+            break;
+        }
+    uint64_t host_cycles = 0;
+    if (hbytes) {
+        if (!m->hostmem) {
+            m->hostmem = ts_calloc(1, m->c.host_bytes ? m->c.host_bytes : 1);
+            if (!m->hostmem)
+                return ts_err_set(err, TS_ENOMEM, "out of memory for the host buffer");
+        }
+        host_cycles = m->c.host_latency_cycles + (uint64_t)ceil((double)hbytes / m->c.host_bpc);
+        for (int pass = 1; pass >= 0; pass--) /* tile -> host first, then host -> tile */
+            for (uint32_t i = 0; i < m->ntiles; i++) {
+                ipu_tile *t = &m->t[i];
+                for (size_t k = 0; k < t->nhost; k++) {
+                    ipu_hostop *h = &t->host[k];
+                    if (h->to_host != pass)
+                        continue;
+                    if (pass)
+                        mem_read_bytes(m, t, h->addr, m->hostmem + h->haddr, h->bytes);
+                    else if ((rc = mem_write_bytes(m, t, h->addr, m->hostmem + h->haddr, h->bytes, err)) != TS_OK)
+                        return rc;
+                }
+            }
+    }
+    uint64_t release = last + 1 + m->c.sync_cycles + host_cycles;
+    if (m->nss == m->cap_ss) {
+        void *v = m->ss;
+        if (ts_grow(&v, &m->cap_ss, m->nss + 1, sizeof *m->ss))
+            return ts_err_set(err, TS_ENOMEM, "out of memory for superstep records");
+        m->ss = v;
+    }
+    ipu_ss *r = &m->ss[m->nss++];
+    r->start = m->ss_start;
+    r->exchange = xend > m->ss_start ? xend - m->ss_start : 0;
+    uint64_t busy = last + 1 - m->ss_start;
+    if (r->exchange > busy)
+        r->exchange = busy;
+    r->compute = busy - r->exchange;
+    r->sync = release - (last + 1);
+    r->critical = crit;
+    r->xbytes = xbytes;
+    r->hbytes = hbytes;
+    m->host_bytes_total += hbytes;
+    m->host_cycles_total += host_cycles;
+    m->ss_start = release;
+    uint64_t span = m->ntiles > 1 ? m->ntiles - 1 : 1;
+    for (uint32_t i = 0; i < m->ntiles; i++) {
+        ipu_tile *t = &m->t[i];
+        t->log.n = 0;
+        t->nhost = 0;
+        t->ss_xbytes = 0;
+        t->xch_end = 0;
+        t->rx_src = -1;
+        if (t->sup != SUP_SYNC)
+            continue;
+        t->sup = SUP_RUN;
+        t->cx[0].pc++;
+        t->cx[0].ready = release + m->c.sync_skew * i / span;
+        m->tnow[i] = release;
+    }
+    m->work++;
+    return TS_OK;
+}
+
+static bool tile_stuck(const ts_model *m, const ipu_tile *t)
+{
+    if (t->sup != SUP_RUN || t->running || !t->rx_left || t->cx[0].pc >= t->n ||
+        t->code[t->cx[0].pc].op != IPU_OP_RXWAIT)
+        return false;
+    const ipu_tile *s = &m->t[t->rx_src];
+    return (s->sup == SUP_SYNC || s->sup == SUP_DONE) && t->rx_cursor >= s->log.n;
+}
+
+static ts_status ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
+{
+    if (!m->loaded)
+        return ts_err_set(err, TS_EINTERNAL, "ipu: step before load");
+    while (m->now < limit && !m->done) {
+        uint64_t h = m->now + (m->lockstep ? 1 : m->window);
+        if (h > limit)
+            h = limit;
+        m->round_h = h;
+        if (m->nthreads > 1) {
+            pthread_barrier_wait(&m->bar);
+            run_range(m, 0);
+            pthread_barrier_wait(&m->bar);
+        } else {
+            run_range(m, 0);
+        }
+        int bad = -1;
+        for (int i = 0; i < m->nthreads; i++)
+            if (m->terr[i].failed && (bad < 0 || m->terr[i].err.cycle < m->terr[bad].err.cycle))
+                bad = i;
+        if (bad >= 0) {
+            ts_err *e = &m->terr[bad].err;
+            *err = *e; /* hand the detail over */
+            e->detail = NULL;
+            return err->status;
+        }
+        /* commit this round's words */
+        for (uint32_t i = 0; i < m->ntiles; i++) {
+            ipu_tile *t = &m->t[i];
+            if (!t->pend.n)
+                continue;
+            if (t->log.n + t->pend.n > t->log.cap) {
+                void *v = t->log.v;
+                if (ts_grow(&v, &t->log.cap, t->log.n + t->pend.n, sizeof(ipu_word)))
+                    return ts_err_set(err, TS_ENOMEM, "out of memory for exchange words");
+                t->log.v = v;
+            }
+            memcpy(t->log.v + t->log.n, t->pend.v, t->pend.n * sizeof(ipu_word));
+            t->log.n += t->pend.n;
+            t->pend.n = 0;
+        }
+        m->now = h;
+        uint32_t live = 0, at_sync = 0, stuck = 0, first_stuck = 0;
+        for (uint32_t i = 0; i < m->ntiles; i++) {
+            const ipu_tile *t = &m->t[i];
+            if (t->sup == SUP_DONE)
+                continue;
+            live++;
+            at_sync += t->sup == SUP_SYNC;
+            if (tile_stuck(m, t) && !stuck++)
+                first_stuck = i;
+        }
+        if (!live) {
+            m->done = true;
+            for (uint32_t i = 0; i < m->ntiles; i++)
+                if (m->t[i].finish > m->end)
+                    m->end = m->t[i].finish;
+            ts_status rc = check_exchange(m, err);
+            if (rc != TS_OK)
+                return rc;
+            break;
+        }
+        if (stuck && stuck + at_sync == live) {
+            const ipu_tile *t = &m->t[first_stuck];
+            return ts_err_sim(err, first_stuck, (int64_t)t->rx_armed,
+                              "receive with nothing sent: tile %u waits for %u of %u words from tile %d, which sends "
+                              "nothing more", first_stuck, t->rx_left, t->rx_n, t->rx_src);
+        }
+        if (at_sync == live) {
+            ts_status rc = barrier(m, err);
+            if (rc != TS_OK)
+                return rc;
+            if (!m->lockstep) { /* nothing happens before the release */
+                uint64_t next = UINT64_MAX;
+                for (uint32_t i = 0; i < m->ntiles; i++)
+                    if (m->t[i].sup == SUP_RUN && m->t[i].cx[0].ready < next)
+                        next = m->t[i].cx[0].ready;
+                if (next != UINT64_MAX && next > m->now)
+                    m->now = next < limit ? next : limit;
+            }
+            for (uint32_t i = 0; i < m->ntiles; i++)
+                if (m->tnow[i] < m->now)
+                    m->tnow[i] = m->now;
+        }
+    }
+    st->now = m->now;
+    st->work = m->work;
+    st->done = m->done;
+    return TS_OK;
+}
+
+/* ---- results ---- */
+
+enum { EV_FP32_MAC, EV_FP16_MAC, EV_FP32_ADD, EV_FP32_MUL, EV_FP16_ADD, EV_FP16_MUL, EV_INT32_ADD,
+       EV_SRAM_RD, EV_SRAM_WR, EV_REGFILE, EV_WIRE, EV_PCIE, EV_ISSUE, EV_COUNT };
+static const char *const ev_names[EV_COUNT] = {
+    "fp32_mac", "fp16_mac", "fp32_add", "fp32_mul", "fp16_add", "fp16_mul", "int32_add",
+    "sram_read_64b", "sram_write_64b", "regfile_32b", "wire_bit_mm", "pcie_bit", "insn_issue",
+};
+
+/* Bytes an op reads from / writes to tile memory. */
+static void op_mem_bytes(int op, uint32_t *rd, uint32_t *wr)
+{
+    *rd = *wr = 0;
+    switch (op) {
+    case IPU_OP_LD32: case IPU_OP_LD32STEP: *rd = 4; break;
+    case IPU_OP_LD64: case IPU_OP_LD64STEP: *rd = 8; break;
+    case IPU_OP_LD128: case IPU_OP_LD128STEP: case IPU_OP_LD128PUTCS: *rd = 16; break;
+    case IPU_OP_LDZ16: case IPU_OP_LDB16: *rd = 2; break;
+    case IPU_OP_LDZ8: *rd = 1; break;
+    case IPU_OP_ST32: case IPU_OP_ST32STEP: *wr = 4; break;
+    case IPU_OP_ST64: case IPU_OP_ST64STEP: *wr = 8; break;
+    default: break;
+    }
+}
+
+/* 32-bit register words an op reads and writes. */
+static uint32_t op_reg_words(int op)
+{
+    const char *cls = ts_ipu_opfacts[op].classes;
+    uint32_t n = 0;
+    for (int k = 0; cls[k]; k++)
+        n += cls[k] == 'p' ? 2 : cls[k] == 'q' ? 4 : (cls[k] == 'm' || cls[k] == 'a' || cls[k] == 'x') ? 1 : 0;
+    return n;
+}
+
+static int ev_index(const char *name)
+{
+    for (int i = 0; i < EV_COUNT; i++)
+        if (name && !strcmp(name, ev_names[i]))
+            return i;
+    return -1;
+}
+
+static ts_status ipu_collect(ts_model *m, ts_results *r, ts_err *err)
+{
+    const ts_ipu_cfg *c = &m->c;
+    uint32_t n = m->ntiles;
+    double ev[EV_COUNT] = {0};
+    uint64_t issue = 0, amp = 0, macs16 = 0, macs32 = 0, rd = 0, wr = 0, xs = 0, xr = 0, xport = 0, fl = 0;
+    double *busy = ts_calloc(n, sizeof *busy), *memu = ts_calloc(n, sizeof *memu), *xb = ts_calloc(n, sizeof *xb);
+    if (!busy || !memu || !xb) {
+        ts_free(busy);
+        ts_free(memu);
+        ts_free(xb);
+        return ts_err_set(err, TS_ENOMEM, "out of memory collecting ipu results");
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const ipu_tile *t = &m->t[i];
+        uint64_t tb = 0;
+        for (int op = 0; op < IPU_OP_COUNT; op++) {
+            uint64_t k = t->opcount[op];
+            if (!k)
+                continue;
+            tb += k;
+            uint32_t br, bw;
+            op_mem_bytes(op, &br, &bw);
+            rd += k * br;
+            wr += k * bw;
+            ev[EV_REGFILE] += (double)k * op_reg_words(op);
+            int e = ev_index(ts_ipu_opfacts[op].energy);
+            if (e >= 0)
+                ev[e] += (double)k * ts_ipu_opfacts[op].ecount;
+            if (ts_ipu_opfacts[op].unit == IPU_U_FPU && op != IPU_OP_F16V2TOF32 && op != IPU_OP_F32V2TOF16 &&
+                op != IPU_OP_F32TOI32 && op != IPU_OP_F32FROMI32)
+                fl += k * (uint64_t)ts_ipu_opfacts[op].ecount * (op == IPU_OP_F32MAC || op == IPU_OP_F32V2MAC ? 2 : 1);
+        }
+        amp += t->opcount[IPU_OP_F16V4AMP] + t->opcount[IPU_OP_F32V2AMP];
+        macs16 += t->opcount[IPU_OP_F16V4AMP] * c->amp_macs_f16;
+        macs32 += t->opcount[IPU_OP_F32V2AMP] * c->amp_macs_f32;
+        rd += t->xsent;
+        wr += t->xrecv;
+        xs += t->xsent;
+        xr += t->xrecv;
+        xport += t->xport;
+        ev[EV_WIRE] += t->wire_bit_mm;
+        issue += tb;
+        busy[i] = (double)tb;
+        memu[i] = (double)(t->mem_hi + (uint64_t)t->n * c->insn_bytes);
+        xb[i] = (double)t->xsent;
+    }
+    uint64_t fmac32 = 0;
+    for (uint32_t i = 0; i < n; i++)
+        fmac32 += m->t[i].opcount[IPU_OP_F32MAC] + 2 * m->t[i].opcount[IPU_OP_F32V2MAC];
+    ev[EV_FP16_MAC] += (double)macs16;
+    ev[EV_FP32_MAC] += (double)macs32;
+    ev[EV_SRAM_RD] += (double)rd / 8.0;
+    ev[EV_SRAM_WR] += (double)wr / 8.0;
+    ev[EV_PCIE] += 8.0 * (double)m->host_bytes_total;
+    ev[EV_ISSUE] += (double)issue;
+
+    r->cycles = m->end;
+    r->clock_hz = c->clock_hz;
+    snprintf(r->net_name, sizeof r->net_name, "exchange");
+    r->bytes[TS_LEVEL_SRAM] = rd + wr;
+    r->bytes[TS_LEVEL_NET] = xs;
+    r->bytes[TS_LEVEL_OFFCHIP] = m->host_bytes_total;
+    r->macs = macs16 + macs32 + fmac32;
+    r->flops = 2.0 * (double)(macs16 + macs32) + (double)fl;
+    ts_status rc = ts_results_util(r, "tile", n, issue, err);
+    if (rc == TS_OK)
+        rc = ts_results_util(r, "amp", n, amp, err);
+    for (int e = 0; e < EV_COUNT && rc == TS_OK; e++)
+        rc = ts_results_event(r, ev_names[e], ev[e], err);
+
+    ts_stats *s = r->stats;
+    static const char *const cols[] = {"id", "start", "compute", "exchange", "sync", "critical_tile",
+                                       "exchange_bytes", "host_bytes"};
+    static const char *const units[] = {"", "cycles", "cycles", "cycles", "cycles", "", "B", "B"};
+    uint64_t xcyc = 0, ccyc = 0, scyc = 0;
+    if (rc == TS_OK) {
+        int tab = ts_stats_table(s, "supersteps", "one row per BSP superstep: compute, exchange and sync cycles, "
+                                 "the last tile to reach the sync", 8, cols, units);
+        if (tab < 0)
+            rc = ts_err_set(err, TS_ENOMEM, "out of memory for the supersteps table");
+        for (size_t k = 0; k < m->nss && rc == TS_OK; k++) {
+            const ipu_ss *q = &m->ss[k];
+            double row[8] = {(double)k, (double)q->start, (double)q->compute, (double)q->exchange, (double)q->sync,
+                             (double)q->critical, (double)q->xbytes, (double)q->hbytes};
+            xcyc += q->exchange;
+            ccyc += q->compute;
+            scyc += q->sync;
+            rc = ts_stats_row(s, tab, row);
+        }
+    }
+    if (rc == TS_OK)
+        rc = ts_stats_u64(s, "supersteps.count", "", "chip-wide syncs passed", m->nss);
+    if (rc == TS_OK)
+        rc = ts_stats_u64(s, "supersteps.compute_cycles", "cycles", "sum of compute phases", ccyc);
+    if (rc == TS_OK)
+        rc = ts_stats_u64(s, "supersteps.exchange_cycles", "cycles", "sum of exchange phases", xcyc);
+    if (rc == TS_OK)
+        rc = ts_stats_u64(s, "supersteps.sync_cycles", "cycles", "sum of sync waits (incl. host transfers)", scyc);
+    if (rc == TS_OK)
+        rc = ts_stats_u64(s, "exchange.bytes", "B", "bytes sent over the exchange", xs);
+    if (rc == TS_OK)
+        rc = ts_stats_u64(s, "exchange.bytes_received", "B", "bytes written by receivers", xr);
+    if (rc == TS_OK)
+        rc = ts_stats_f64(s, "exchange.bytes_per_port_cycle", "B/cycle",
+                          "achieved per-tile send bandwidth while sending", xport ? (double)xs / (double)xport : 0);
+    if (rc == TS_OK)
+        rc = ts_stats_f64(s, "exchange.bandwidth", "B/cycle", "achieved chip exchange bandwidth over exchange phases",
+                          xcyc ? (double)xs / (double)xcyc : 0);
+    if (rc == TS_OK)
+        rc = ts_stats_f64(s, "amp.utilization", "", "AMP busy cycles / (tiles x cycles)",
+                          m->end ? (double)amp / ((double)n * (double)m->end) : 0);
+    if (rc == TS_OK)
+        rc = ts_stats_u64(s, "host.bytes", "B", "bytes moved over the host link", m->host_bytes_total);
+    if (rc == TS_OK)
+        rc = ts_stats_u64(s, "host.cycles", "cycles", "cycles the syncs waited for the host link", m->host_cycles_total);
+    if (rc == TS_OK)
+        rc = ts_stats_array(s, "tile.busy_cycles", "cycles", "issue cycles per tile", busy, n);
+    if (rc == TS_OK)
+        rc = ts_stats_array(s, "tile.memory_used", "B", "code plus highest data byte written, per tile", memu, n);
+    if (rc == TS_OK)
+        rc = ts_stats_array(s, "tile.exchange_bytes", "B", "bytes sent per tile", xb, n);
+    ts_free(busy);
+    ts_free(memu);
+    ts_free(xb);
+    return rc;
+}
+
+static void ipu_blocked(ts_model *m, ts_buf *out)
+{
+    for (uint32_t i = 0; i < m->ntiles; i++) {
+        const ipu_tile *t = &m->t[i];
+        if (t->sup == SUP_DONE)
+            continue;
+        if (t->sup == SUP_SYNC) {
+            ts_buf_printf(out, "  tile %u: waiting at sync since cycle %" PRIu64 "\n", i, t->arrival);
+            continue;
+        }
+        uint32_t pc = t->cx[0].pc;
+        const char *op = pc < t->n ? ts_ipu_isa.ops[t->code[pc].op].mnemonic : "end";
+        ts_buf_printf(out, "  tile %u: supervisor at pc %u (%s), workers 0x%x", i, pc, op, t->running);
+        if (t->rx_left)
+            ts_buf_printf(out, ", waiting for %u words from tile %d", t->rx_left, t->rx_src);
+        ts_buf_putc(out, '\n');
+    }
+}
+
+static ts_status ipu_info(const void *cfgp, ts_info *o, ts_err *err)
+{
+    const ts_ipu_cfg *c = cfgp;
+    (void)err;
+    memset(o, 0, sizeof *o);
+    o->clock_hz = c->clock_hz;
+    o->sram_bytes = c->tiles * c->sram_bytes;
+    o->units[0].name = "tiles";
+    o->units[0].n = c->tiles;
+    o->units[1].name = "worker contexts";
+    o->units[1].n = c->tiles * c->worker_contexts;
+    o->nunits = 2;
+    o->peak[0].dtype = "fp16->fp32";
+    o->peak[0].macs = (double)c->tiles * (double)c->amp_macs_f16;
+    o->peak[1].dtype = "fp32";
+    o->peak[1].macs = (double)c->tiles * (double)c->amp_macs_f32;
+    o->npeak = 2;
+    o->bw[0].name = "tile memory read";
+    o->bw[0].bytes_per_cycle = (double)c->tiles * c->load_bpc;
+    o->bw[1].name = "tile memory write";
+    o->bw[1].bytes_per_cycle = (double)c->tiles * c->store_bpc;
+    o->bw[2].name = "exchange";
+    o->bw[2].bytes_per_cycle = (double)c->tiles * c->xch_bpc;
+    o->bw[3].name = "host";
+    o->bw[3].bytes_per_cycle = c->host_bw / c->clock_hz;
+    o->nbw = 4;
+    return TS_OK;
+}
+
+const ts_family ts_ipu_family = {
+    .name = "ipu",
+    .schema = &ts_ipu_schema,
+    .isa = &ts_ipu_isa,
+    .info = ipu_info,
+    .create = ipu_create,
+    .load = ipu_load,
+    .step = ipu_step,
+    .collect = ipu_collect,
+    .blocked = ipu_blocked,
+    .destroy = ipu_destroy,
+    .default_config = "ipu_mk1",
+    .default_workload = "ipu_default",
+};
