@@ -17,7 +17,7 @@
  *       56     4  u32 string table size in bytes
  *       60     4  u32 workload name: string offset, 0xffffffff when there is none
  *       64     8  u64 payload size (bytes after the header)
- *       72     4  u32 CRC-32 (IEEE) of the payload
+ *       72     4  u32 CRC-32 (IEEE) of the whole file except these 4 bytes
  *       76     4  reserved, zero
  *
  *   payload, in this order
@@ -381,6 +381,14 @@ static uint64_t get_u64(const unsigned char *d)
     return (uint64_t)get_u32(d) | (uint64_t)get_u32(d + 4) << 32;
 }
 
+/* The checksum covers the whole file except its own field (bytes 72..75): the header's counts,
+ * sizes and fingerprint matter as much as the payload. */
+static uint32_t file_crc(const unsigned char *d, size_t len)
+{
+    uint32_t crc = ts_crc32(0, d, 72);
+    return ts_crc32(crc, d + 76, len - 76);
+}
+
 /* A shallow copy (tables copied, pointed-to data shared) that can be canonicalized without
  * touching the caller's program. Free with free_shallow. */
 static ts_status shallow_copy(const ts_program *p, ts_program *c, ts_err *err)
@@ -545,7 +553,7 @@ static ts_status encode_canonical(const ts_program *p, ts_buf *out, ts_err *err)
     unsigned char *h = (unsigned char *)out->data + start;
     for (int i = 0; i < 8; i++)
         h[64 + i] = (unsigned char)(psize >> (8 * i));
-    uint32_t crc = ts_crc32(0, out->data + payload, (size_t)psize);
+    uint32_t crc = file_crc(h, HDR_SIZE + (size_t)psize);
     for (int i = 0; i < 4; i++)
         h[72 + i] = (unsigned char)(crc >> (8 * i));
     return TS_OK;
@@ -904,7 +912,7 @@ ts_status ts_program_decode(ts_program **out, const char *name, const void *data
     if (psize != len - HDR_SIZE)
         return bad(&r, 64, "payload size is %" PRIu64 " bytes, but %zu follow the header%s", psize,
                    len - HDR_SIZE, psize > len - HDR_SIZE ? " (truncated file)" : "");
-    uint32_t crc = ts_crc32(0, h + HDR_SIZE, len - HDR_SIZE), stored = get_u32(h + 72);
+    uint32_t crc = file_crc(h, len), stored = get_u32(h + 72);
     if (crc != stored)
         return bad(&r, 72, "checksum mismatch (stored 0x%08" PRIx32 ", computed 0x%08" PRIx32
                    "): the file is corrupt", stored, crc);
