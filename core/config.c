@@ -1607,7 +1607,9 @@ static void dump_group(const ts_config *cfg, const char *prefix, size_t plen, in
         }
         if (seen)
             continue;
-        ts_buf_printf(out, "%*s%.*s:", indent, "", (int)sl, seg);
+        ts_buf_printf(out, "%*s", indent, "");
+        ts_buf_put(out, seg, sl);
+        ts_buf_putc(out, ':');
         if (dot) {
             ts_buf_putc(out, '\n');
             char sub[512];

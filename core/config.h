@@ -9,8 +9,8 @@
  *
  * Keys every config has, handled here and not in family schemas:
  *   arch: <family name>          required
- *   name: <text>                 optional, defaults to the file's stem
- *   description: <text>          optional
+ *   name: <text>                 optional, defaults to the file's stem (not inherited from a base)
+ *   description: <text>          optional (not inherited from a base)
  *   base: <path>                 optional, a config whose keys this one overrides (path relative
  *                                to this file, or a built-in config name)
  *   energy.table: <name>         optional, energy table file or built-in name, default horowitz45
