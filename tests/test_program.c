@@ -600,6 +600,7 @@ START_TEST(test_peek_and_files)
     encode(q, &b);
     ck_assert_uint_eq(a.len, b.len);
     ck_assert_mem_eq(a.data, b.data, a.len);
+    ts_program_destroy(q);
     /* messages from a file name the file */
     FILE *f = fopen(path, "wb");
     fwrite("nope", 1, 4, f);
