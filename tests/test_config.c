@@ -638,6 +638,7 @@ END_TEST
 static void oom_loop(const char *name, const char *text, const ts_config_opts *o, bool from_file)
 {
     bool succeeded = false;
+    long nomem = 0;
     for (long n = 1; n < 5000 && !succeeded; n++) {
         ts_config *c = NULL;
         ts_err err;
@@ -653,12 +654,15 @@ static void oom_loop(const char *name, const char *text, const ts_config_opts *o
             succeeded = true;
         } else {
             ck_assert_msg(st == TS_ENOMEM, "allocation %ld: status %d (%s)", n, st, err.msg);
+            ck_assert_int_eq(failed, 1);
             ck_assert_ptr_null(c);
+            nomem++;
         }
         ts_config_destroy(c);
         ts_err_free(&err);
     }
     ck_assert(succeeded);
+    ck_assert_int_gt(nomem, 20); /* the loop really went through the allocations */
 }
 
 START_TEST(out_of_memory)

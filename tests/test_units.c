@@ -67,6 +67,8 @@ START_TEST(frequency)
     ok("100 KHz", TS_UNIT_FREQ, 1e5);
     ok("50 Hz", TS_UNIT_FREQ, 50);
     ok("1 THz", TS_UNIT_FREQ, 1e12);
+    ok("1 khz", TS_UNIT_FREQ, 1e3);
+    ok("2 mhz", TS_UNIT_FREQ, 2e6); /* nobody means millihertz */
     ok("1.25 ghz", TS_UNIT_FREQ, 1.25e9);
 }
 END_TEST
@@ -88,6 +90,13 @@ START_TEST(bytes)
     ok("64 b", TS_UNIT_BYTES, 8);
     ok("8 Kibit", TS_UNIT_BYTES, 1024);
     ok("8 Mbit", TS_UNIT_BYTES, 1e6);
+    ok("8 Gbit", TS_UNIT_BYTES, 1e9);
+    ok("8 Tbit", TS_UNIT_BYTES, 1e12);
+    ok("8 kbit", TS_UNIT_BYTES, 1e3);
+    ok("8 Mibit", TS_UNIT_BYTES, 1048576);
+    ok("8 Gibit", TS_UNIT_BYTES, 1073741824.0);
+    ok("1 PB", TS_UNIT_BYTES, 1e15);
+    ok("1 PiB", TS_UNIT_BYTES, 1125899906842624.0);
 }
 END_TEST
 
@@ -129,6 +138,8 @@ START_TEST(energy_time_power_cycles_length)
     ok("2 \xCE\xBCJ", TS_UNIT_ENERGY, 2e-6);  /* μ, GREEK SMALL LETTER MU */
     ok("5 mJ", TS_UNIT_ENERGY, 5e-3);
     ok("1 J", TS_UNIT_ENERGY, 1);
+    ok("2 kJ", TS_UNIT_ENERGY, 2e3);
+    ok("7 aJ", TS_UNIT_ENERGY, 7e-18);
 
     ok("165 ns", TS_UNIT_TIME, 165e-9);
     ok("165ns", TS_UNIT_TIME, 165e-9);
@@ -137,12 +148,15 @@ START_TEST(energy_time_power_cycles_length)
     ok("3 \xC2\xB5s", TS_UNIT_TIME, 3e-6);
     ok("4 ms", TS_UNIT_TIME, 4e-3);
     ok("1.5 s", TS_UNIT_TIME, 1.5);
+    ok("20 fs", TS_UNIT_TIME, 20e-15);
 
     ok("10 uW", TS_UNIT_POWER, 1e-5);
     ok("10 \xC2\xB5W", TS_UNIT_POWER, 1e-5);
     ok("250 mW", TS_UNIT_POWER, 0.25);
     ok("120 W", TS_UNIT_POWER, 120);
     ok("15 kW", TS_UNIT_POWER, 15e3);
+    ok("5 nW", TS_UNIT_POWER, 5e-9);
+    ok("2 MW", TS_UNIT_POWER, 2e6);
 
     ok("12 cycles", TS_UNIT_CYCLES, 12);
     ok("1 cycle", TS_UNIT_CYCLES, 1);
@@ -153,6 +167,8 @@ START_TEST(energy_time_power_cycles_length)
     ok("25 mm", TS_UNIT_LENGTH, 25e-3);
     ok("21.5 cm", TS_UNIT_LENGTH, 0.215);
     ok("1 m", TS_UNIT_LENGTH, 1);
+    ok("7 nm", TS_UNIT_LENGTH, 7e-9);
+    ok("3 km", TS_UNIT_LENGTH, 3e3);
 }
 END_TEST
 
