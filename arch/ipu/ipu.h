@@ -17,4 +17,11 @@ uint64_t ts_ipu_latency(const void *cfg, uint32_t s, uint32_t d);
 /* Create a model from a typed config without a ts_config (tests); same as the family's create. */
 ts_status ts_ipu_create_cfg(ts_model **out, const void *cfg, const ts_run_opts *opts, ts_err *err);
 
+/* Copy len bytes of tile memory at addr into dst (tests and tools, after or between steps). */
+ts_status ts_ipu_read(ts_model *m, uint32_t tile, uint64_t addr, void *dst, size_t len, ts_err *err);
+
+/* A hash of every tile's memory contents (FNV-1a over the bytes each tile wrote): equal runs
+ * give equal hashes. */
+uint64_t ts_ipu_memhash(ts_model *m);
+
 #endif

@@ -95,7 +95,8 @@ typedef struct ipu_tile {
     uint64_t tx_t0, tx_end;
     uint32_t tx_addr, tx_n;
     ipu_wlog pend, log;     /* this round's words; committed words of this superstep */
-    uint64_t xch_end;       /* last cycle of exchange activity this superstep, + 1 */
+    uint64_t xch_until;     /* exchange activity is counted up to this cycle */
+    uint64_t xch_cycles;    /* cycles with exchange activity this superstep */
     uint64_t arrival;       /* cycle of the last sync 1 */
     uint64_t finish;        /* cycle after halt */
     ipu_hostop *host; size_t nhost, cap_host;
@@ -223,6 +224,10 @@ static void mem_read_bytes(ts_model *m, ipu_tile *t, uint64_t a, uint8_t *dst, u
     }
 }
 
+/* Count [a, b) as cycles of exchange activity (send port busy, a receive armed, a delay),
+ * without counting a cycle twice when intervals overlap. */
+static void xch_busy(struct ipu_tile *t, uint64_t a, uint64_t b);
+
 /* ---- create / destroy ---- */
 
 static void ipu_destroy(ts_model *m)
@@ -325,6 +330,10 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
         }
         for (int i = 1; i < m->nthreads; i++) {
             ipu_thread_arg *a = ts_malloc(sizeof *a);
+            if (a) {
+                a->m = m;
+                a->id = i;
+            }
             if (!a || pthread_create(&m->th[i], NULL, worker_main, a)) {
                 ts_free(a);
                 /* run with the threads that exist: shrink is not possible with a fixed barrier */
@@ -334,8 +343,6 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
                 ipu_destroy(m);
                 return ts_err_set(err, TS_ENOMEM, "cannot start thread %d", i);
             }
-            a->m = m;
-            a->id = i;
         }
     }
     *out = m;
@@ -467,6 +474,16 @@ static ts_status ipu_load(ts_model *m, const ts_program *p, ts_err *err)
 }
 
 /* ---- the executor ---- */
+
+static void xch_busy(ipu_tile *t, uint64_t a, uint64_t b)
+{
+    if (a < t->xch_until)
+        a = t->xch_until;
+    if (b > a) {
+        t->xch_cycles += b - a;
+        t->xch_until = b;
+    }
+}
 
 static ts_status fail(ipu_tile *t, uint32_t ti, int ctx, uint32_t pc, uint64_t c, ts_err *err, const char *fmt, ...)
     __attribute__((format(printf, 7, 8)));
@@ -863,8 +880,7 @@ static ts_status exec(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c
         t->xsent += 4ull * nw;
         t->ss_xbytes += 4ull * nw;
         t->xport += cyc;
-        if (t->tx_end > t->xch_end)
-            t->xch_end = t->tx_end;
+        xch_busy(t, c, t->tx_end);
         if (dst >= 0) {
             t->wire_bit_mm += 32.0 * nw * wire_mm(&m->c, ti, (uint32_t)dst);
         } else { /* a broadcast is charged to the far corner of the chip */
@@ -901,8 +917,6 @@ static ts_status exec(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c
                 hi = mid;
         }
         t->rx_cursor = lo;
-        if (c + 1 > t->xch_end)
-            t->xch_end = c + 1;
         break;
     }
     case IPU_OP_RXWAIT:
@@ -911,9 +925,8 @@ static ts_status exec(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c
             if (in->imm < 0)
                 return fail(t, ti, ctx, pc, c, err, "delay of %d cycles", in->imm);
             x->ready = c + (uint64_t)in->imm + 1;
+            xch_busy(t, c, x->ready);
         }
-        if (c + 1 > t->xch_end)
-            t->xch_end = c + 1;
         break;
     case IPU_OP_HOSTRD:
     case IPU_OP_HOSTWR: {
@@ -978,8 +991,8 @@ static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, 
         t->rx_left--;
         t->xrecv += 4;
         m->work++;
-        if (c + 1 > t->xch_end)
-            t->xch_end = c + 1;
+        if (!t->rx_left)
+            xch_busy(t, t->rx_armed, c + 1);
     }
     return TS_OK;
 }
@@ -1151,7 +1164,7 @@ static ts_status barrier(ts_model *m, ts_err *err)
     ts_status rc = check_exchange(m, err);
     if (rc != TS_OK)
         return rc;
-    uint64_t last = 0, crit = 0, xend = 0, hbytes = 0, xbytes = 0;
+    uint64_t last = 0, crit = 0, hbytes = 0, xbytes = 0;
     for (uint32_t i = 0; i < m->ntiles; i++) {
         ipu_tile *t = &m->t[i];
         if (t->sup != SUP_SYNC)
@@ -1161,8 +1174,6 @@ static ts_status barrier(ts_model *m, ts_err *err)
                 crit = i;
             last = t->arrival;
         }
-        if (t->xch_end > xend)
-            xend = t->xch_end;
         for (size_t k = 0; k < t->nhost; k++)
             hbytes += t->host[k].bytes;
         xbytes += t->ss_xbytes;
@@ -1204,7 +1215,7 @@ static ts_status barrier(ts_model *m, ts_err *err)
     }
     ipu_ss *r = &m->ss[m->nss++];
     r->start = m->ss_start;
-    r->exchange = xend > m->ss_start ? xend - m->ss_start : 0;
+    r->exchange = m->t[crit].xch_cycles;
     uint64_t busy = last + 1 - m->ss_start;
     if (r->exchange > busy)
         r->exchange = busy;
@@ -1222,12 +1233,12 @@ static ts_status barrier(ts_model *m, ts_err *err)
         t->log.n = 0;
         t->nhost = 0;
         t->ss_xbytes = 0;
-        t->xch_end = 0;
+        t->xch_cycles = 0;
+        t->xch_until = 0;
         t->rx_src = -1;
         if (t->sup != SUP_SYNC)
             continue;
         t->sup = SUP_RUN;
-        t->cx[0].pc++;
         t->cx[0].ready = release + m->c.sync_skew * i / span;
         m->tnow[i] = release;
     }
@@ -1504,6 +1515,29 @@ static ts_status ipu_collect(ts_model *m, ts_results *r, ts_err *err)
     ts_free(memu);
     ts_free(xb);
     return rc;
+}
+
+ts_status ts_ipu_read(ts_model *m, uint32_t tile, uint64_t addr, void *dst, size_t len, ts_err *err)
+{
+    if (tile >= m->ntiles || addr + len > m->c.sram_bytes)
+        return ts_err_set(err, TS_EINPUT, "no %zu bytes at %" PRIu64 " on tile %u", len, addr, tile);
+    mem_read_bytes(m, &m->t[tile], addr, dst, len);
+    return TS_OK;
+}
+
+uint64_t ts_ipu_memhash(ts_model *m)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (uint32_t i = 0; i < m->ntiles; i++) {
+        ipu_tile *t = &m->t[i];
+        for (uint64_t a = 0; a < t->mem_hi; a++) {
+            h ^= *rd_ptr(m, t, a);
+            h *= 1099511628211ull;
+        }
+        h ^= t->mem_hi;
+        h *= 1099511628211ull;
+    }
+    return h;
 }
 
 static void ipu_blocked(ts_model *m, ts_buf *out)

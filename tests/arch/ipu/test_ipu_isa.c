@@ -1,0 +1,378 @@
+/* tests/arch/ipu/test_ipu_isa.c — the IPU instruction groups, each with values checked: integer
+ * ALU and branches, repeat loops, loads and stores with their alignment and range rules, f32 and
+ * f16 scalar and vector arithmetic, the AMP, context rules and barrel timing. Every program runs
+ * in the fast mode, in lockstep and on three threads, which must agree (ipu_test_run3). */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch/ipu/ipu_int.h"
+#include "tests/arch/ipu/ipu_test.h"
+
+/* Run `worker` on worker 0 of tile 0 (the supervisor starts it and waits), then halt. */
+static char *one_worker(const char *worker, const char *data)
+{
+    ts_buf b = TS_BUF_INIT;
+    ts_buf_printf(&b, ".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  run w, $m1\n  sync 0\n  halt\nw:\n%s\n  exit\n%s\n",
+                  worker, data ? data : "");
+    return b.data;
+}
+
+START_TEST(alu_and_branches)
+{
+    char *p = one_worker("  setzi $m1, 7\n  setzi $m2, -3\n  add $m3, $m1, $m2\n  sub $m4, $m1, $m2\n"
+                         "  mul $m5, $m1, $m2\n  shli $m6, $m1, 4\n  shri $m7, $m2, 28\n  cmpslt $m8, $m2, $m1\n"
+                         "  cmpult $m9, $m2, $m1\n  xor $m10, $m1, $m2\n  andi $m11, $m2, 0xff\n"
+                         "  setzi $m12, 4\n  setzi $m13, 0\n"
+                         "loop:\n  addi $m13, $m13, 3\n  brnzdec $m12, loop\n"
+                         "  get $m14, 2\n  setzi $m15, 0x100\n"
+                         "  st32 $m3, $m15, 0\n  st32 $m4, $m15, 4\n  st32 $m5, $m15, 8\n  st32 $m6, $m15, 12\n"
+                         "  st32 $m7, $m15, 16\n  st32 $m8, $m15, 20\n  st32 $m9, $m15, 24\n  st32 $m10, $m15, 28\n"
+                         "  st32 $m11, $m15, 32\n  st32 $m13, $m15, 36\n  st32 $m14, $m15, 40\n"
+                         "  setzi $m1, 0\n  brz $m1, skip\n  st32 $m1, $m15, 36\nskip:\n"
+                         "  setzi $m2, -1\n  brneg $m2, neg\n  st32 $m1, $m15, 36\nneg:\n",
+                         NULL);
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, p, &r);
+    ck_assert_int_eq((int32_t)ipu_peek32(&r, 0, 0x100), 4);
+    ck_assert_int_eq((int32_t)ipu_peek32(&r, 0, 0x104), 10);
+    ck_assert_int_eq((int32_t)ipu_peek32(&r, 0, 0x108), -21);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x10c), 112);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x110), 15);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x114), 1);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x118), 0);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x11c), 7u ^ (uint32_t)-3);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x120), 0xfd);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x124), 15); /* brnzdec: 5 passes; brz and brneg skipped the stores */
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x128), 0);  /* worker id */
+    ipu_run_free(&r);
+    free(p);
+}
+END_TEST
+
+START_TEST(repeat_loops)
+{
+    char *p = one_worker("  setzi $m1, 0\n  setzi $m2, 0\n  rpti 5, 2\n  addi $m1, $m1, 1\n  addi $m2, $m2, 2\n"
+                         "  setzi $m3, 0\n  rpt $m3, 1\n  addi $m1, $m1, 100\n"
+                         "  setzi $m3, 3\n  rpt $m3, 1\n  addi $m2, $m2, 1\n"
+                         "  setzi $m15, 0x100\n  st32 $m1, $m15, 0\n  st32 $m2, $m15, 4\n", NULL);
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, p, &r);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x100), 5);  /* rpt 0 skipped its body */
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x104), 13);
+    /* issues: 2 setzi + rpti + 10 body + setzi + rpt (skip) + setzi + rpt + 3 body + setzi + 2 st + exit = 24 */
+    ck_assert_uint_eq(r.r.util[0].busy, 24 + 4);     /* plus the supervisor's setzi, run, sync, halt */
+    ipu_run_free(&r);
+    free(p);
+}
+END_TEST
+
+START_TEST(repeat_body_rules)
+{
+    const char *p = ".arch ipu\n.stream tile 0\n  rpti 2, 2\n  nop\n  br x\nx:\n  halt\n";
+    ipu_run r;
+    ipu_test_run("ipu_tiny4", NULL, p, false, 1, &r);
+    ck_assert_int_eq(r.rc, TS_ESIM);
+    ck_assert_ptr_nonnull(strstr(r.err.msg, "inside the repeat body"));
+    ipu_run_free(&r);
+}
+END_TEST
+
+static const char mem_data[] =
+    ".data tile 0 0x200\n"
+    "  .word 0x11111111, 0x22222222, 0x33333333, 0x44444444, 0x55555555, 0x66666666\n"
+    "  .half 0x3c00, 0xbeef\n"
+    "  .byte 0x7f, 0x80, 0, 0\n";
+
+START_TEST(loads_and_stores)
+{
+    char *p = one_worker("  setzi $m1, 0x200\n  ld32 $m2, $m1, 4\n  ld64 $a0, $m1, 8\n  ld128 $a4, $m1, 0\n"
+                         "  ld32step $m3, $m1, 8\n  ld32 $m4, $m1, 0\n"
+                         "  setzi $m1, 0x218\n  ldz16 $m5, $m1, 2\n  ldb16 $a8, $m1, 0\n  ldz8 $m6, $m1, 5\n"
+                         "  setzi $m15, 0x300\n  st32 $m2, $m15, 0\n  st64 $a0, $m15, 8\n  st64 $a4, $m15, 16\n"
+                         "  st64 $a6, $m15, 24\n  st32 $m3, $m15, 32\n  st32 $m4, $m15, 36\n  st32 $m5, $m15, 40\n"
+                         "  st32 $a8, $m15, 44\n  st32 $m6, $m15, 48\n"
+                         "  setzi $m7, 0x340\n  st32step $m5, $m7, 4\n  st32step $m6, $m7, 4\n  st32 $m7, $m15, 52\n",
+                         mem_data);
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, p, &r);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x300), 0x22222222);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x308), 0x33333333);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x30c), 0x44444444);
+    for (unsigned i = 0; i < 4; i++)
+        ck_assert_uint_eq(ipu_peek32(&r, 0, 0x310 + 4 * i), 0x11111111u * (i + 1));
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x320), 0x11111111); /* ld32step loads, then steps */
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x324), 0x33333333); /* base moved by 8 */
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x328), 0xbeef);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x32c), 0x3c003c00);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x330), 0x80);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x340), 0xbeef);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x344), 0x80);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x334), 0x348);
+    /* 7 loads of 4+8+16+4+4+2+2+1 ... bytes; memory traffic is counted by width */
+    ck_assert_uint_eq(r.r.bytes[TS_LEVEL_SRAM], (4 + 8 + 16 + 4 + 4 + 2 + 2 + 1) + (4 + 8 * 3 + 4 * 6 + 4 * 2));
+    ipu_run_free(&r);
+    free(p);
+}
+END_TEST
+
+static void expect_error(const char *prog, const char *cfg, const char *const *sets, const char *needle,
+                         int64_t tile)
+{
+    ipu_run r;
+    ipu_test_run(cfg, sets, prog, false, 1, &r);
+    ck_assert_int_eq(r.rc, TS_ESIM);
+    ck_assert_msg(strstr(r.err.msg, needle) != NULL, "message '%s' lacks '%s'", r.err.msg, needle);
+    ck_assert_int_eq(r.err.tile, tile);
+    ck_assert_int_ge(r.err.cycle, 0);
+    /* lockstep stops at the same place with the same words */
+    ipu_run l;
+    ipu_test_run(cfg, sets, prog, true, 1, &l);
+    ck_assert_int_eq(l.rc, TS_ESIM);
+    ck_assert_str_eq(l.err.msg, r.err.msg);
+    ck_assert_int_eq(l.err.cycle, r.err.cycle);
+    ck_assert_int_eq(l.err.tile, r.err.tile);
+    ipu_run_free(&l);
+    ipu_run_free(&r);
+}
+
+START_TEST(access_rules)
+{
+    char *p = one_worker("  setzi $m1, 0x204\n  ld64 $a0, $m1, 0\n", NULL);
+    expect_error(p, "ipu_tiny4", NULL, "ld64 address 516 is not 8-byte aligned: worker 0 at pc 5", 0);
+    free(p);
+    /* cycle: run at 1 gives worker 0 its first slot at 6; setzi at 6, ld64 at 12 */
+    ipu_run r;
+    p = one_worker("  setzi $m1, 0x204\n  ld64 $a0, $m1, 0\n", NULL);
+    ipu_test_run("ipu_tiny4", NULL, p, false, 1, &r);
+    ck_assert_int_eq(r.err.cycle, 12);
+    ipu_run_free(&r);
+    free(p);
+    p = one_worker("  setzi $m1, 0x10000\n  st32 $m1, $m1, 0\n", NULL);
+    expect_error(p, "ipu_tiny4", NULL, "st32 address 65536 is out of range", 0);
+    free(p);
+    p = one_worker("  setzi $m1, -4\n  ld32 $m2, $m1, 0\n", NULL);
+    expect_error(p, "ipu_tiny4", NULL, "out of range", 0);
+    free(p);
+    p = one_worker("  setzi $m1, 0x100\n  ld128 $a0, $m1, 0\n", NULL);
+    const char *sets[] = {"tile.interleaved_base=32768", NULL};
+    expect_error(p, "ipu_tiny4", sets, "below the interleaved memory", 0);
+    const char *sets8[] = {"tile.load_bytes_per_cycle=8", NULL};
+    expect_error(p, "ipu_tiny4", sets8, "ld128 needs tile.load_bytes_per_cycle >= 16", 0);
+    free(p);
+}
+END_TEST
+
+START_TEST(context_rules)
+{
+    expect_error(".arch ipu\n.stream tile 1\n  nop\n  f32add $a0, $a1, $a2\n  halt\n", "ipu_tiny4", NULL,
+                 "f32add may only run in a worker: supervisor at pc 1", 1);
+    char *p = one_worker("  setzi $m1, 0\n  send $m1, $m1, 1\n", NULL);
+    expect_error(p, "ipu_tiny4", NULL, "send may only run in the supervisor: worker 0 at pc 5", 0);
+    free(p);
+    expect_error(".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  run w, $m1\n  sync 0\n  halt\nw:\n  nop\n",
+                 "ipu_tiny4", NULL, "worker ran past the end of the code", 0);
+}
+END_TEST
+
+static const char fp_data[] =
+    ".data tile 0 0x200\n"
+    "  .f32 1.5, -2.25, 0.5, 4.0\n"
+    "  .half 0x3e00, 0x4000, 0xc000, 0x3800\n" /* f16: 1.5, 2.0, -2.0, 0.5 */
+    "  .half 0x4000, 0x3e00, 0x3c00, 0x4400\n" /* f16: 2.0, 1.5, 1.0, 4.0 */
+    "  .f32 0.1, 3.7\n";
+
+START_TEST(float_arithmetic)
+{
+    char *p = one_worker("  setzi $m1, 0x200\n  ld64 $a0, $m1, 0\n  ld64 $a2, $m1, 8\n"
+                         "  f32add $a4, $a0, $a1\n  f32sub $a5, $a0, $a1\n  f32mul $a6, $a0, $a1\n"
+                         "  f32max $a7, $a0, $a1\n  f32min $a8, $a0, $a1\n  mov $a9, $a4\n  f32mac $a9, $a2, $a3\n"
+                         "  setzi $m15, 0x300\n  st32 $a4, $m15, 0\n  st32 $a5, $m15, 4\n  st32 $a6, $m15, 8\n"
+                         "  st32 $a7, $m15, 12\n  st32 $a8, $m15, 16\n  st32 $a9, $m15, 20\n"
+                         "  f32v2add $a4, $a0, $a2\n  f32v2mul $a6, $a0, $a2\n  mov $a8, $a0\n  mov $a9, $a1\n"
+                         "  f32v2mac $a8, $a2, $a2\n  f32v2sub $a10, $a0, $a2\n"
+                         "  st64 $a4, $m15, 24\n  st64 $a6, $m15, 32\n  st64 $a8, $m15, 40\n  st64 $a10, $m15, 48\n"
+                         "  ld64 $a0, $m1, 16\n  ld64 $a2, $m1, 24\n  f16v4add $a4, $a0, $a2\n  f16v4mul $a6, $a0, $a2\n"
+                         "  f16v4sub $a8, $a0, $a2\n  f16v2add $a10, $a0, $a2\n  f16v2mul $a11, $a0, $a2\n"
+                         "  st64 $a4, $m15, 56\n  st64 $a6, $m15, 64\n  st64 $a8, $m15, 72\n  st64 $a10, $m15, 80\n"
+                         "  f16v2tof32 $a4, $a0\n  st64 $a4, $m15, 88\n"
+                         "  ld64 $a0, $m1, 32\n  f32v2tof16 $a4, $a0\n  st32 $a4, $m15, 96\n"
+                         "  f32toi32 $a5, $a1\n  st32 $a5, $m15, 100\n  setzi $a6, -7\n  f32fromi32 $a6, $a6\n"
+                         "  st32 $a6, $m15, 104\n  ldconst $a7, 2.5\n  st32 $a7, $m15, 108\n",
+                         fp_data);
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, p, &r);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x300), -0.75f);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x304), 3.75f);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x308), -3.375f);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x30c), 1.5f);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x310), -2.25f);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x314), -0.75f + 0.5f * 4.0f);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x318), 2.0f);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x31c), 1.75f);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x320), 0.75f);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x324), -9.0f);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x328), 1.5f + 0.25f);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x32c), -2.25f + 16.0f);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x330), 1.0f);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x334), -6.25f);
+    /* f16v4: (1.5, 2, -2, 0.5) op (2, 1.5, 1, 4) */
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x338), 0x4300u | 0x4300u << 16);           /* 3.5, 3.5 */
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x33c), 0xbc00u | 0x4480u << 16);           /* -1, 4.5 */
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x340), 0x4200u | 0x4200u << 16);           /* 3, 3 */
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x344), 0xc000u | 0x4000u << 16);           /* -2, 2 */
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x348), 0xb800u | 0x3800u << 16);           /* -0.5, 0.5 */
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x34c), 0xc200u | 0xc300u << 16);           /* -3, -3.5 */
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x350), 0x4300u | 0x4300u << 16);           /* f16v2add */
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x354), 0x4200u | 0x4200u << 16);           /* f16v2mul: 3, 3 */
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x358), 1.5f);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x35c), 2.0f);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x360), 0x2e66u | 0x4366u << 16);           /* 0.1, 3.7 in f16 */
+    ck_assert_int_eq((int32_t)ipu_peek32(&r, 0, 0x364), 3);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x368), -7.0f);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x36c), 2.5f);
+    ck_assert_double_eq(ipu_event(&r, "fp16_add"), 4 + 4 + 2 + 2 + 2);
+    ck_assert_double_eq(ipu_event(&r, "fp32_mac"), 1 + 2);
+    ipu_run_free(&r);
+    free(p);
+}
+END_TEST
+
+START_TEST(half_conversion)
+{
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
+            continue; /* NaNs */
+        ck_assert_uint_eq(ipu_f2h(ipu_h2f((uint16_t)h)), h);
+    }
+    ck_assert_uint_eq(ipu_f2h(65520.0f), 0x7c00); /* rounds to infinity */
+    ck_assert_uint_eq(ipu_f2h(1.0f + 1.0f / 2048), 0x3c00); /* tie to even */
+    ck_assert_uint_eq(ipu_f2h(1.0f + 3.0f / 2048), 0x3c02);
+}
+END_TEST
+
+/* AMP: f32 with 4 conv units (8 MACs/cycle on MK1) and f16 -> f32 with 8 units (32 MACs). */
+START_TEST(amp_values)
+{
+    ts_buf b = TS_BUF_INIT;
+    ts_buf_puts(&b, ".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  run w, $m1\n  sync 0\n  halt\nw:\n"
+                    "  setzi $m1, 0x400\n  ld128putcs $m1, 0\n  addi $m1, $m1, 16\n  ld128putcs $m1, 1\n"
+                    "  ampzero\n  setzi $m3, 0x500\n  ld64 $a0, $m3, 0\n  f32v2amp $a0\n  ld64 $a0, $m3, 8\n"
+                    "  f32v2amp $a0\n  ampget $a2, 0\n  ampget $a4, 1\n  setzi $m4, 0x600\n"
+                    "  st64 $a2, $m4, 0\n  st64 $a4, $m4, 8\n"
+                    /* f16: 8 units x 4 halves = 64 bytes of coefficients */
+                    "  setzi $m1, 0x800\n  ld128putcs $m1, 0\n  addi $m1, $m1, 16\n  ld128putcs $m1, 1\n"
+                    "  addi $m1, $m1, 16\n  ld128putcs $m1, 2\n  addi $m1, $m1, 16\n  ld128putcs $m1, 3\n"
+                    "  ampzero\n  setzi $m3, 0x900\n  ld64 $a0, $m3, 0\n  f16v4amp $a0\n  ld64 $a0, $m3, 8\n"
+                    "  f16v4amp $a0\n  setzi $m4, 0x700\n  ampget $a2, 0\n  st64 $a2, $m4, 0\n"
+                    "  ampget $a2, 1\n  st64 $a2, $m4, 8\n  ampget $a2, 2\n  st64 $a2, $m4, 16\n"
+                    "  ampget $a2, 3\n  st64 $a2, $m4, 24\n  exit\n");
+    float w32[8] = {1, 2, 3, -1, 0.5f, 0.25f, -2, 4};
+    float x32[4] = {1.5f, -2, 3, 0.75f};
+    ts_buf_puts(&b, ".data tile 0 0x400\n  .f32");
+    for (int i = 0; i < 8; i++)
+        ts_buf_printf(&b, "%s %g", i ? "," : "", (double)w32[i]);
+    ts_buf_puts(&b, "\n.data tile 0 0x500\n  .f32");
+    for (int i = 0; i < 4; i++)
+        ts_buf_printf(&b, "%s %g", i ? "," : "", (double)x32[i]);
+    float w16[32], x16[8];
+    ts_buf_puts(&b, "\n.data tile 0 0x800\n  .half");
+    for (int i = 0; i < 32; i++) {
+        w16[i] = (float)((i * 7) % 11 - 5) * 0.5f;
+        ts_buf_printf(&b, "%s 0x%04x", i ? "," : "", ipu_f2h(w16[i]));
+    }
+    ts_buf_puts(&b, "\n.data tile 0 0x900\n  .half");
+    for (int i = 0; i < 8; i++) {
+        x16[i] = (float)(i - 3) * 0.25f;
+        ts_buf_printf(&b, "%s 0x%04x", i ? "," : "", ipu_f2h(x16[i]));
+    }
+    ts_buf_puts(&b, "\n");
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, ts_buf_str(&b), &r);
+    for (int u = 0; u < 4; u++) {
+        float acc = 0;
+        for (int k = 0; k < 2; k++)
+            acc += w32[2 * u] * x32[2 * k] + w32[2 * u + 1] * x32[2 * k + 1];
+        ck_assert_float_eq(ipu_peekf(&r, 0, 0x600 + 4 * (unsigned)u), acc);
+    }
+    for (int u = 0; u < 8; u++) {
+        float acc = 0;
+        for (int k = 0; k < 2; k++) {
+            float s = w16[4 * u] * x16[4 * k] + w16[4 * u + 1] * x16[4 * k + 1];
+            s += w16[4 * u + 2] * x16[4 * k + 2];
+            s += w16[4 * u + 3] * x16[4 * k + 3];
+            acc += s;
+        }
+        ck_assert_float_eq(ipu_peekf(&r, 0, 0x700 + 4 * (unsigned)u), acc);
+    }
+    ck_assert_uint_eq(r.r.macs, 2 * 8 + 2 * 32);
+    ck_assert_double_eq(r.r.flops, 2.0 * (2 * 8 + 2 * 32));
+    ck_assert_double_eq(ipu_event(&r, "fp16_mac"), 64);
+    ck_assert_double_eq(ipu_event(&r, "fp32_mac"), 16);
+    ck_assert_uint_eq(r.r.util[1].busy, 4);
+    ipu_run_free(&r);
+    ts_buf_free(&b);
+}
+END_TEST
+
+/* Barrel: a worker issues once every 6 cycles, six workers fill every cycle, the supervisor fills
+ * what the workers leave, and a dependent load chain costs the load latency per load. */
+START_TEST(barrel_timing)
+{
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, ".arch ipu\n.stream tile 0\n  rpti 10, 1\n  nop\n  halt\n", &r);
+    ck_assert_uint_eq(r.r.cycles, 12); /* rpti at 0, nops at 1..10, halt at 11 */
+    ipu_run_free(&r);
+    const char *one = ".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  run w, $m1\n  sync 0\n  halt\n"
+                      "w:\n  rpti 10, 1\n  nop\n  exit\n";
+    ipu_test_run3("ipu_tiny4", NULL, one, &r);
+    /* run at 1; worker 0 (slot 0) issues at 6, 12, ..., rpti + 10 nops + exit = 12 issues: 6..72;
+     * supervisor sync 0 at 73, halt at 74 */
+    ck_assert_uint_eq(r.r.cycles, 75);
+    ipu_run_free(&r);
+    const char *six = ".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  runall w, $m1\n  sync 0\n  halt\n"
+                      "w:\n  rpti 10, 1\n  nop\n  exit\n";
+    ipu_test_run3("ipu_tiny4", NULL, six, &r);
+    /* runall at 1: workers 2..5 first issue at 2..5, worker 0 at 6, worker 1 at 7 (its slot at 1
+     * has passed), so worker 1 exits last at 73; sync 0 at 74, halt at 75: six times the work
+     * in one cycle more */
+    ck_assert_uint_eq(r.r.cycles, 76);
+    ck_assert_uint_eq(r.r.util[0].busy, 6 * 12 + 4);
+    ipu_run_free(&r);
+    const char *chase = ".arch ipu\n.stream tile 0\n  setzi $m1, 0x100\n  rpti 10, 1\n  ld32 $m1, $m1, 0\n  halt\n"
+                        ".data tile 0 0x100\n  .word 0x100\n";
+    ipu_test_run3("ipu_tiny4", NULL, chase, &r);
+    /* setzi 0, rpti 1, loads at 2, 8, ..., 56, halt at 62 */
+    ck_assert_uint_eq(r.r.cycles, 63);
+    ipu_run_free(&r);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("ipu_isa");
+    TCase *t = tcase_create("isa");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, alu_and_branches);
+    tcase_add_test(t, repeat_loops);
+    tcase_add_test(t, repeat_body_rules);
+    tcase_add_test(t, loads_and_stores);
+    tcase_add_test(t, access_rules);
+    tcase_add_test(t, context_rules);
+    tcase_add_test(t, float_arithmetic);
+    tcase_add_test(t, half_conversion);
+    tcase_add_test(t, amp_values);
+    tcase_add_test(t, barrel_timing);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *r = srunner_create(suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
