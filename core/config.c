@@ -63,6 +63,7 @@ static const ts_cfg_key core_keys[NCORE] = {
                  offsetof(core_vals, base), NULL},
     [CK_ETABLE] = {"energy.table", TS_CFG_STRING, TS_UNIT_NONE, 0, -1, "horowitz45",
                    "energy table: a file or a built-in name", offsetof(core_vals, energy_table), NULL},
+    /* The 1 MW bound only catches slips of the prefix: no single chip comes near it. */
     [CK_SPOWER] = {"energy.static_power", TS_CFG_FLOAT, TS_UNIT_POWER, 0, 1e6, "0 W",
                    "static (leakage) power of the chip; 0 uses the family's own figure",
                    offsetof(core_vals, static_power), NULL},
@@ -607,7 +608,9 @@ static ts_status parse_scalar(const ts_cfg_key *key, const char *text, void *dst
         if (key->unit == TS_UNIT_NONE) {
             char tmp[256];
             if (ts_unit_parse(small, TS_UNIT_NONE, &v, tmp, sizeof tmp)) {
-                snprintf(why, n, "expected a number like '0.5', got '%s'", small);
+                char expect[256];
+                expect_text(key, expect, sizeof expect);
+                snprintf(why, n, "expected %s, got '%s'", expect, small);
                 return TS_EINPUT;
             }
         } else if (ts_unit_parse(small, key->unit, &v, why, n)) {

@@ -101,7 +101,10 @@ void ts_config_dump(const ts_config *cfg, ts_buf *out);
 /* The documented schema, one key per entry: path, type, unit, range, default, description. */
 void ts_schema_print(const ts_schema *schema, ts_buf *out);
 
-/* Parse one scalar for a key (used by --set and by sweeps). */
+/* Parse one scalar for a key (used by --set and by sweeps). dst points at a field of the key's
+ * type; the key's unit and range apply. Strings and lists (written "[a, b]" or "a, b") are newly
+ * allocated and owned by the caller (ts_free each item, then the array). On failure returns
+ * TS_EINPUT (or TS_ENOMEM) with the reason, without the key's path, in why. */
 ts_status ts_config_parse_value(const ts_cfg_key *key, const char *text, void *dst, char *why, size_t n);
 
 #endif
