@@ -429,6 +429,14 @@ START_TEST(bases)
     ck_assert_str_eq(ts_config_name(c), "derived");     /* a base's name is not inherited */
     ts_config_destroy(c);
 
+    /* A base chain and one file with the same values have the same fingerprint. */
+    ck_assert_msg(load_fixture("derived.yaml", &opts, &c, line, sizeof line) == TS_OK, "%s", line);
+    ts_config *flat = load_ok("arch: testchip\ntiles: 32\ntile.sram: 512 KiB\ntile.clock: 1.5 GHz\n"
+                              "exchange: {mode: fast, lanes: [2, 4]}\n");
+    ck_assert_uint_eq(ts_config_fingerprint(c), ts_config_fingerprint(flat));
+    ts_config_destroy(flat);
+    ts_config_destroy(c);
+
     ck_assert_msg(load_fixture("derived2.yaml", &opts, &c, line, sizeof line) == TS_OK, "%s", line);
     d = data(c);
     ck_assert_int_eq(d->tiles, 32);
