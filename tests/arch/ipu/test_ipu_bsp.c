@@ -1,0 +1,262 @@
+/* tests/arch/ipu/test_ipu_bsp.c — BSP on the IPU: the exchange (values, latency by distance,
+ * broadcast, the errors a compiled schedule can make), the chip-wide sync and its cost, release
+ * skew, host transfers. Cycle counts are worked out by hand in the comments (tiny4 layout: tile t
+ * sits in column t / 2, row t % 2; L = 30 + 6 x column distance + 2 x row distance). */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch/ipu/ipu_int.h"
+#include "configs/builtin.h"
+#include "core/energy.h"
+#include "tests/arch/ipu/ipu_test.h"
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt(const char *f, ...)
+{
+    ts_buf b = TS_BUF_INIT;
+    va_list ap;
+    va_start(ap, f);
+    ts_buf_vprintf(&b, f, ap);
+    va_end(ap);
+    return b.data;
+}
+
+static void expect_error(const char *prog, const char *const *sets, const char *needle, int64_t tile, int64_t cycle)
+{
+    for (int lock = 0; lock < 2; lock++) {
+        ipu_run r;
+        ipu_test_run("ipu_tiny4", sets, prog, lock, 1, &r);
+        ck_assert_int_eq(r.rc, TS_ESIM);
+        ck_assert_msg(strstr(r.err.msg, needle) != NULL, "message '%s' lacks '%s'", r.err.msg, needle);
+        ck_assert_int_eq(r.err.tile, tile);
+        ck_assert_int_eq(r.err.cycle, cycle);
+        ipu_run_free(&r);
+    }
+}
+
+START_TEST(latency_table)
+{
+    void *c = ipu_test_config("ipu_tiny4", NULL);
+    const void *cfg = ts_config_data(c);
+    ck_assert_uint_eq(ts_ipu_latency(cfg, 0, 0), 30);
+    ck_assert_uint_eq(ts_ipu_latency(cfg, 0, 1), 32);
+    ck_assert_uint_eq(ts_ipu_latency(cfg, 0, 2), 36);
+    ck_assert_uint_eq(ts_ipu_latency(cfg, 0, 3), 38);
+    ck_assert_uint_eq(ts_ipu_latency(cfg, 3, 0), 38);
+    ts_config_destroy(c);
+    c = ipu_test_config("ipu_mk1", NULL);
+    cfg = ts_config_data(c);
+    /* tile 1215 sits in column 63 (group 15), row 18 */
+    ck_assert_uint_eq(ts_ipu_latency(cfg, 0, 1215), 30 + 6 * 15 + 2 * 18);
+    ts_config_destroy(c);
+}
+END_TEST
+
+/* Tile 0 sends 4 words to tile `dst` at cycle 2 (words leave at 2..5, arrive at 2 + L .. 5 + L);
+ * the receiver arms at 2, its rxwait issues when the last word lands, then sync 1, then halt. */
+static char *p2p(unsigned dst)
+{
+    return fmt(".arch ipu\n"
+               ".stream tile 0\n  setzi $m1, 0x100\n  setzi $m2, %u\n  send $m1, $m2, 4\n  sync 1\n  halt\n"
+               ".data tile 0 0x100\n  .word 11, 22, 33, 44\n"
+               ".stream tile %u\n  setzi $m1, 0x200\n  setzi $m2, 0\n  recv $m1, $m2, 4\n  rxwait\n  sync 1\n  halt\n",
+               dst, dst);
+}
+
+START_TEST(exchange_point_to_point)
+{
+    static const unsigned lat[4] = {0, 32, 36, 38};
+    for (unsigned d = 1; d < 4; d++) {
+        char *p = p2p(d);
+        ipu_run r;
+        ipu_test_run3("ipu_tiny4", NULL, p, &r);
+        for (unsigned i = 0; i < 4; i++)
+            ck_assert_uint_eq(ipu_peek32(&r, d, 0x200 + 4 * i), 11 * (i + 1));
+        /* last word arrives at 5 + L; rxwait then, sync at 6 + L; release 6 + L + 1 + 90; halt */
+        uint64_t sync_at = 6 + lat[d];
+        ck_assert_uint_eq(r.r.cycles, sync_at + 1 + 90 + 1);
+        ck_assert_uint_eq(r.r.bytes[TS_LEVEL_NET], 16);
+        ck_assert_double_eq(ipu_cell(&r, "supersteps", 0, "critical_tile"), d);
+        ck_assert_double_eq(ipu_cell(&r, "supersteps", 0, "sync"), 90);
+        ck_assert_double_eq(ipu_cell(&r, "supersteps", 0, "exchange"), sync_at - 2); /* armed at 2 */
+        ck_assert_double_eq(ipu_cell(&r, "supersteps", 0, "compute") + ipu_cell(&r, "supersteps", 0, "exchange"),
+                            sync_at + 1);
+        ck_assert_double_eq(ipu_stat(&r, "exchange.bytes_per_port_cycle"), 4.0);
+        ipu_run_free(&r);
+        free(p);
+    }
+}
+END_TEST
+
+START_TEST(exchange_broadcast)
+{
+    ts_buf b = TS_BUF_INIT;
+    ts_buf_puts(&b, ".arch ipu\n.stream tile 0\n  setzi $m1, 0x100\n  setzi $m2, -1\n  send $m1, $m2, 2\n"
+                    "  sync 1\n  halt\n.data tile 0 0x100\n  .word 7, 9\n");
+    for (unsigned d = 1; d < 4; d++)
+        ts_buf_printf(&b, ".stream tile %u\n  setzi $m1, 0x40\n  setzi $m2, 0\n  recv $m1, $m2, 2\n  rxwait\n"
+                          "  sync 1\n  halt\n", d);
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, ts_buf_str(&b), &r);
+    for (unsigned d = 1; d < 4; d++) {
+        ck_assert_uint_eq(ipu_peek32(&r, d, 0x40), 7);
+        ck_assert_uint_eq(ipu_peek32(&r, d, 0x44), 9);
+    }
+    ck_assert_uint_eq(r.r.cycles, 3 + 38 + 1 + 1 + 90 + 1); /* the farthest, tile 3, decides */
+    ipu_run_free(&r);
+    ts_buf_free(&b);
+}
+END_TEST
+
+START_TEST(exchange_errors)
+{
+    /* tile 0's word (sent at 2, L 38) and tile 1's (sent at 4, L 36) both reach tile 3 at 40 */
+    expect_error(".arch ipu\n"
+                 ".stream tile 0\n  setzi $m1, 0x100\n  setzi $m2, 3\n  send $m1, $m2, 1\n  sync 1\n  halt\n"
+                 ".stream tile 1\n  setzi $m1, 0x100\n  setzi $m2, 3\n  nop\n  nop\n  send $m1, $m2, 1\n  sync 1\n  halt\n"
+                 ".stream tile 3\n  setzi $m1, 0x200\n  setzi $m2, 0\n  recv $m1, $m2, 1\n  rxwait\n  sync 1\n  halt\n",
+                 NULL, "two senders into one receiver: words from tiles 0 and 1 reach tile 3 in the same cycle", 3, 40);
+    /* nothing sent: tile 3 waits for tile 0, which goes to the sync */
+    expect_error(".arch ipu\n.stream tile 0\n  sync 1\n  halt\n"
+                 ".stream tile 3\n  setzi $m1, 0x200\n  setzi $m2, 0\n  recv $m1, $m2, 1\n  rxwait\n  sync 1\n  halt\n",
+                 NULL, "receive with nothing sent: tile 3 waits for 1 of 1 words from tile 0", 3, 2);
+    expect_error(".arch ipu\n.stream tile 0\n  sync 1\n  halt\n"
+                 ".stream tile 3\n  setzi $m1, 0x200\n  setzi $m2, 0\n  recv $m1, $m2, 1\n  sync 1\n  halt\n",
+                 NULL, "receive with nothing sent: 1 of 1 words from tile 0", 3, 3);
+    /* a word nobody selected */
+    expect_error(".arch ipu\n.stream tile 0\n  setzi $m1, 0x100\n  setzi $m2, 3\n  send $m1, $m2, 1\n  sync 1\n  halt\n"
+                 ".stream tile 3\n  delay 50\n  sync 1\n  halt\n",
+                 NULL, "word from tile 0 to tile 3 was not received", 3, 40);
+    /* the mux switched away while words were due */
+    expect_error(".arch ipu\n.stream tile 0\n  setzi $m1, 0x100\n  setzi $m2, 3\n  send $m1, $m2, 4\n  sync 1\n  halt\n"
+                 ".stream tile 3\n  setzi $m1, 0x200\n  setzi $m2, 0\n  recv $m1, $m2, 4\n  setzi $m2, 1\n"
+                 "  recv $m1, $m2, 1\n  sync 1\n  halt\n",
+                 NULL, "recv switches the input from tile 0 while 4 of its 4 words are still due", 3, 4);
+    /* tile 1's word lands on tile 0 at 2 + 32 = 34 while tile 0's send (3..42) reads the same element */
+    const char *conflict =
+        ".arch ipu\n"
+        ".stream tile 0\n  setzi $m1, 0x%x\n  setzi $m2, 1\n  recv $m1, $m2, 1\n  setzi $m3, 0x100\n  setzi $m4, 2\n"
+        "  send $m3, $m4, 40\n  rxwait\n  sync 1\n  halt\n"
+        ".stream tile 1\n  setzi $m1, 0x100\n  setzi $m2, 0\n  send $m1, $m2, 1\n  sync 1\n  halt\n"
+        ".stream tile 2\n  setzi $m1, 0x100\n  setzi $m2, 0\n  recv $m1, $m2, 40\n  rxwait\n  sync 1\n  halt\n";
+    char *p = fmt(conflict, 0x180);
+    expect_error(p, NULL, "memory element conflict", 0, 34);
+    free(p);
+    p = fmt(conflict, 0x8000);
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, p, &r); /* another element: fine */
+    ipu_run_free(&r);
+    free(p);
+}
+END_TEST
+
+START_TEST(sync_cost)
+{
+    char *p = ipu_test_spmd(NULL, "  setzi $m1, 9\nl:\n  sync 1\n  brnzdec $m1, l\n  halt\n", 4);
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, p, &r);
+    ck_assert_double_eq(ipu_stat(&r, "supersteps.count"), 10);
+    for (size_t k = 0; k < 10; k++)
+        ck_assert_double_eq(ipu_cell(&r, "supersteps", k, "sync"), 90);
+    /* setzi 0, sync 1; each superstep: sync at c, brnzdec at c + 91, next sync at c + 92 */
+    ck_assert_uint_eq(r.r.cycles, 1 + 10 * 92 + 1);
+    ipu_run_free(&r);
+    const char *sets[] = {"sync.internal_cycles=118", NULL};
+    ipu_test_run3("ipu_tiny4", sets, p, &r);
+    ck_assert_uint_eq(r.r.cycles, 1 + 10 * 120 + 1);
+    ipu_run_free(&r);
+    free(p);
+}
+END_TEST
+
+START_TEST(release_skew)
+{
+    char *p = ipu_test_spmd(NULL, "  sync 1\n  halt\n", 4);
+    const char *sets[] = {"sync.max_release_skew=3", NULL};
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", sets, p, &r);
+    /* sync at 0, release at 91; tile 3 leaves 3 cycles after tile 0 and halts at 94 */
+    ck_assert_uint_eq(r.r.cycles, 95);
+    ipu_run_free(&r);
+    free(p);
+}
+END_TEST
+
+START_TEST(host_transfers)
+{
+    const char *p = ".arch ipu\n.stream tile 2\n  setzi $m1, 0x100\n  setzi $m2, 64\n  hostwr $m1, $m2, 64\n  sync 1\n"
+                    "  setzi $m1, 0x300\n  hostrd $m1, $m2, 64\n  sync 1\n  halt\n"
+                    ".data tile 2 0x100\n  .word 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16\n";
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, p, &r);
+    for (unsigned i = 0; i < 16; i++)
+        ck_assert_uint_eq(ipu_peek32(&r, 2, 0x300 + 4 * i), i + 1);
+    /* 1 us at 1.6 GHz = 1600 cycles, 64 B at 16 GB/s = 10 B/cycle -> 7 cycles */
+    ck_assert_double_eq(ipu_cell(&r, "supersteps", 0, "sync"), 90 + 1607);
+    ck_assert_double_eq(ipu_cell(&r, "supersteps", 1, "sync"), 90 + 1607);
+    ck_assert_uint_eq(r.r.bytes[TS_LEVEL_OFFCHIP], 128);
+    ck_assert_double_eq(ipu_event(&r, "pcie_bit"), 1024);
+    ipu_run_free(&r);
+    ipu_test_run("ipu_tiny4", NULL, ".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  hostrd $m1, $m1, 64\n  halt\n",
+                 false, 1, &r);
+    ck_assert_int_eq(r.rc, TS_ESIM);
+    ck_assert_ptr_nonnull(strstr(r.err.msg, "host transfers pending"));
+    ipu_run_free(&r);
+}
+END_TEST
+
+START_TEST(energy_events_priced)
+{
+    char *p = p2p(3);
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, p, &r);
+    static const char *const names[] = {"fp32_mac", "fp16_mac", "fp32_add", "fp32_mul", "fp16_add", "fp16_mul",
+                                        "int32_add", "sram_read_64b", "sram_write_64b", "regfile_32b",
+                                        "wire_bit_mm", "pcie_bit", "insn_issue"};
+    ck_assert_uint_eq(r.r.nevents, 13);
+    for (size_t i = 0; i < 13; i++)
+        ck_assert_str_eq(r.r.events[i].name, names[i]);
+    /* 4 words x 32 bits x (1 column + 1 row) x 0.8 mm */
+    ck_assert_double_eq_tol(ipu_event(&r, "wire_bit_mm"), 4 * 32 * 2 * 0.8, 1e-9);
+    static const char *const tables[] = {"horowitz45", "jouppi7"};
+    for (int k = 0; k < 2; k++) { /* every event is priced by the shipped tables */
+        ts_energy_table *t = NULL;
+        ts_err e;
+        ts_err_init(&e);
+        ck_assert_int_eq(ts_energy_load(&t, tables[k], ts_builtin_find, &e), TS_OK);
+        ck_assert_int_eq(ts_results_price(&r.r, t, &e), TS_OK);
+        ck_assert_double_gt(r.r.energy_j, 0);
+        ts_energy_destroy(t);
+        ts_err_free(&e);
+    }
+    ipu_run_free(&r);
+    free(p);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("ipu_bsp");
+    TCase *t = tcase_create("bsp");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, latency_table);
+    tcase_add_test(t, exchange_point_to_point);
+    tcase_add_test(t, exchange_broadcast);
+    tcase_add_test(t, exchange_errors);
+    tcase_add_test(t, sync_cost);
+    tcase_add_test(t, release_skew);
+    tcase_add_test(t, host_transfers);
+    tcase_add_test(t, energy_events_priced);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *r = srunner_create(suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
