@@ -2,6 +2,7 @@
  * fast mode, hangs with a dump of blocked units, cycle limits, simulation errors with tile and
  * cycle, refusal of programs for another arch or config, energy pricing. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
