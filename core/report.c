@@ -293,20 +293,22 @@ static void text_stat_table(const ts_stat *s, ts_buf *out)
     ts_buf_printf(out, "  %s\n", s->name);
     if (s->desc[0])
         ts_buf_printf(out, "    %s\n", s->desc);
+    /* Text shows the first 16 columns; JSON has them all. */
+    size_t nc = s->ncols < 16 ? s->ncols : 16;
     tbl t;
-    tbl_init(&t, s->ncols);
+    tbl_init(&t, nc);
     char align[17];
-    for (size_t c = 0; c < s->ncols && c < 16; c++) {
+    for (size_t c = 0; c < nc; c++) {
         align[c] = 'r';
         if (s->col_units[c][0])
             tbl_cell(&t, "%s (%s)", s->cols[c], s->col_units[c]);
         else
             tbl_cell(&t, "%s", s->cols[c]);
     }
-    align[s->ncols < 16 ? s->ncols : 16] = 0;
+    align[nc] = 0;
     size_t shown = s->nrows < TS_TEXT_MAX_ROWS ? s->nrows : TS_TEXT_MAX_ROWS;
     for (size_t r = 0; r < shown; r++) {
-        for (size_t c = 0; c < s->ncols && c < 16; c++) {
+        for (size_t c = 0; c < nc; c++) {
             char v[48];
             num_text(v, sizeof v, s->rows[r * s->ncols + c]);
             tbl_cell(&t, "%s", v);
@@ -316,6 +318,8 @@ static void text_stat_table(const ts_stat *s, ts_buf *out)
     tbl_free(&t);
     if (s->nrows > shown)
         ts_buf_printf(out, "    … %zu more rows\n", s->nrows - shown);
+    if (s->ncols > nc)
+        ts_buf_printf(out, "    … %zu more columns\n", s->ncols - nc);
 }
 
 static void text_stats(const ts_stats *st, ts_buf *out)

@@ -489,6 +489,77 @@ START_TEST(test_write_atomic)
 }
 END_TEST
 
+/* Edge cases of the text layout: wide tables, empty arrays and histograms, negative and huge
+ * numbers. */
+START_TEST(test_text_edges)
+{
+    ts_results r;
+    ts_results_init(&r);
+    const char *cols[20];
+    char names[20][8];
+    for (int i = 0; i < 20; i++) {
+        snprintf(names[i], sizeof names[i], "c%d", i);
+        cols[i] = names[i];
+    }
+    int t = ts_stats_table(r.stats, "wide", "", 20, cols, NULL);
+    double row[20];
+    for (int i = 0; i < 20; i++)
+        row[i] = -1234.5 * i;
+    ck_assert_int_eq(ts_stats_row(r.stats, t, row), TS_OK);
+    ck_assert_int_eq(ts_stats_array(r.stats, "none", "", "", NULL, 0), TS_OK);
+    ck_assert_int_eq(ts_stats_hist(r.stats, "h0", "", "", NULL, 0, 0, 1), TS_OK);
+    ck_assert_int_eq(ts_stats_f64(r.stats, "huge", "", "", 1e300), TS_OK);
+    ck_assert_int_eq(ts_stats_f64(r.stats, "nan", "", "", NAN), TS_OK);
+    ts_buf b = TS_BUF_INIT;
+    ts_report_text(&r, &b);
+    const char *s = ts_buf_str(&b);
+    ck_assert_ptr_nonnull(strstr(s, "    … 4 more columns\n"));
+    ck_assert_ptr_nonnull(strstr(s, "-18,517.5"));     /* c15 */
+    ck_assert_ptr_null(strstr(s, "-19,752"));          /* c16 is cut */
+    ck_assert_msg(strstr(s, "  none      0    -     -    -       -\n") != NULL, "got:\n%s", s);
+    ck_assert_ptr_nonnull(strstr(s, "1e+300"));
+    ck_assert_ptr_null(strstr(s, " \n"));
+    ts_buf_reset(&b);
+    ts_report_json(&r, &b);
+    json_error_t je;
+    json_t *root = json_loads(ts_buf_str(&b), 0, &je);
+    ck_assert_msg(root != NULL, "invalid json: %s", je.text);
+    json_t *st = json_object_get(root, "stats");
+    ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(json_object_get(st, "wide"), "table"),
+                                                      "columns")), 20);
+    get(get(st, "nan", JSON_OBJECT), "value", JSON_NULL);
+    json_decref(root);
+    ts_buf_free(&b);
+    ts_results_free(&r);
+}
+END_TEST
+
+/* Out of memory at any point of rendering: no crash, no leak, the buffer says so. */
+START_TEST(test_render_oom)
+{
+    ts_results r;
+    build(&r);
+    int completed = 0;
+    for (long n = 1; n < 400; n++) {
+        for (int fmt = 0; fmt < 2; fmt++) {
+            ts_buf b = TS_BUF_INIT;
+            ts_alloc_fail_after(n);
+            if (fmt == 0)
+                ts_report_text(&r, &b);
+            else
+                ts_report_json(&r, &b);
+            long failed = ts_alloc_failures();
+            ts_alloc_fail_after(0);
+            ck_assert_int_eq(b.oom, failed > 0);
+            completed += !failed;
+            ts_buf_free(&b);
+        }
+    }
+    ck_assert_int_gt(completed, 0);
+    ts_results_free(&r);
+}
+END_TEST
+
 /* The same results give the same bytes. */
 START_TEST(test_deterministic)
 {
@@ -517,6 +588,8 @@ int main(void)
     tcase_add_test(tc, test_csv);
     tcase_add_test(tc, test_write_atomic);
     tcase_add_test(tc, test_deterministic);
+    tcase_add_test(tc, test_text_edges);
+    tcase_add_test(tc, test_render_oom);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
