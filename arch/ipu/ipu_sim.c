@@ -812,7 +812,7 @@ static ts_status exec(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c
             if (start >> w & 1) {
                 ipu_ctx *wx = &t->cx[1 + w];
                 memset(wx->r, 0, sizeof wx->r);
-                wx->r[0] = a1;
+                wx->r[0] = a0; /* the "lm" classes put the register in r0 */
                 wx->pc = in->tgt;
                 wx->rpt_left = 0;
                 wx->ready = c + 1;
