@@ -169,6 +169,18 @@ START_TEST(test_load_file_then_builtin)
     ck_assert(!ts_energy_find(t, "x")->confirmed);          /* unconfirmed unless stated */
     ck_assert_int_eq(ts_energy_find(t, "x")->bits, 0);
     ts_energy_destroy(t);
+
+    /* Errors in a file name the file. */
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("entries:\n  x: {value: 2 fJ, component: compute}\n", f);
+    fclose(f);
+    ck_assert_int_eq(ts_energy_load(&t, path, ts_builtin_find, &e), TS_EINPUT);
+    ck_assert_ptr_null(t);
+    ck_assert_str_eq(e.file, path);
+    ck_assert_int_eq(e.line, 2);
+    ck_assert_int_eq(e.col, 6);
+    ck_assert_str_eq(e.msg, "energy entry 'x' has no source");
     remove(path);
     rmdir(dir);
 

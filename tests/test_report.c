@@ -207,6 +207,7 @@ START_TEST(test_json)
     num_eq(bw, "offchip", 4096 / t_s);
     json_t *bpc = get(root, "bytes_per_cycle", JSON_OBJECT);
     num_eq(bpc, "sram", 987654321.0 / (double)CYCLES);
+    num_eq(bpc, "network", 123456789.0 / (double)CYCLES);
     num_eq(bpc, "offchip", 4096.0 / (double)CYCLES);
     json_t *util = get(root, "utilization", JSON_OBJECT);
     ck_assert_uint_eq(json_object_size(util), 2);
