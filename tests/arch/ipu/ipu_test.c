@@ -62,7 +62,8 @@ void ipu_test_run(const char *name, const char *const *sets, const char *text, b
         ck_assert_msg(st.now < 400000000ull, "runaway program");
     }
     ts_results_init(&out->r);
-    out->r.stats = ts_stats_create();
+    if (!out->r.stats)
+        out->r.stats = ts_stats_create();
     out->rc = ts_ipu_family.collect(out->m, &out->r, &out->err);
     ck_assert_int_eq(out->rc, TS_OK);
     ts_report_json(&out->r, &out->json);
