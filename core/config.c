@@ -1286,6 +1286,27 @@ static ts_status apply_default(const ts_schema *schema, const ts_cfg_key *key, v
 /* ---------------------------------------------------------------------------------------------
  * Fingerprint and loading. */
 
+/* Shortest text that reads back as the same double; whole numbers without a fraction or an
+ * exponent. Values beyond 64-bit integers never go through an integer conversion. */
+static void put_double(ts_buf *out, double v)
+{
+    if (v == 0) {
+        ts_buf_putc(out, '0'); /* -0 and 0 are the same setting */
+        return;
+    }
+    if (fabs(v) < 9e15 && v == floor(v)) {
+        ts_buf_printf(out, "%.0f", v);
+        return;
+    }
+    char tmp[40];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*g", prec, v);
+        if (strtod(tmp, NULL) == v)
+            break;
+    }
+    ts_buf_puts(out, tmp);
+}
+
 /* Canonical text of a field, for the fingerprint and the dump's values. */
 static void canon_value(const ts_cfg_key *key, const void *base, ts_buf *out)
 {
@@ -1306,9 +1327,7 @@ static void canon_value(const ts_cfg_key *key, const void *base, ts_buf *out)
     case TS_CFG_FLOAT: {
         double v;
         memcpy(&v, f, sizeof v);
-        if (v == 0)
-            v = 0; /* -0 and 0 are the same setting */
-        ts_buf_json_num(out, v);
+        put_double(out, v);
         return;
     }
     case TS_CFG_BOOL: {
