@@ -259,7 +259,8 @@ ts_status ts_disasm(const ts_program *p, const ts_isa *isa, ts_buf *out, ts_err 
             ys++;
         while (ms < c.nmarks && c.marks[ms].stream == i)
             ms++;
-        st = stream_text(&d, isa, &c.streams[i], c.syms + y0, ys - y0, c.marks + m0, ms - m0);
+        st = stream_text(&d, isa, &c.streams[i], c.syms ? c.syms + y0 : NULL, ys - y0,
+                         c.marks ? c.marks + m0 : NULL, ms - m0);
     }
     for (size_t i = 0; i < c.nsegs && !st; i++) {
         const ts_segment *g = &c.segs[i];
