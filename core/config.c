@@ -1476,6 +1476,28 @@ static ts_status resolve(loader *L, ts_config **out)
                            L->nlayers > 1 ? " (in this file or its bases)" : "");
         }
     }
+    /* An energy table named by a relative path is found beside the file that names it, like a
+     * base; a built-in name (no such file there) is kept as written. */
+    const slot *et = &L->slots[CK_ETABLE];
+    if (st == TS_OK && et->val && et->layer >= 0) {
+        const layer *y = &L->layers[et->layer];
+        const char *t = cfg->core.energy_table;
+        if (y->dir && y->dir[0] && t[0] && t[0] != '/') {
+            size_t dl = strlen(y->dir), pl = dl + strlen(t) + 2;
+            char *joined = ts_malloc(pl);
+            if (!joined) {
+                st = ts_err_set(err, TS_ENOMEM, "out of memory loading %s", top->file);
+            } else {
+                snprintf(joined, pl, "%s%s%s", y->dir, y->dir[dl - 1] == '/' ? "" : "/", t);
+                if (is_regular_file(joined)) {
+                    ts_free(cfg->core.energy_table);
+                    cfg->core.energy_table = joined;
+                } else {
+                    ts_free(joined);
+                }
+            }
+        }
+    }
     if (st == TS_OK && schema->check) {
         st = schema->check(cfg->data, err);
         if (st != TS_OK && err) {

@@ -91,7 +91,9 @@ const char *ts_config_name(const ts_config *cfg);
 const char *ts_config_path(const ts_config *cfg);  /* file it came from, or the built-in name */
 /* Fingerprint of the resolved values (not the text): equal configs give equal fingerprints. */
 uint64_t ts_config_fingerprint(const ts_config *cfg);
-/* Name of the energy table (`energy.table`, default "horowitz45"); a file path or built-in name. */
+/* Name of the energy table (`energy.table`, default "horowitz45"): a built-in name, or a file path
+ * (a relative path that names a file beside the config that gives it comes back joined to that
+ * config's directory). */
 const char *ts_config_energy_table(const ts_config *cfg);
 /* Static power in watts (`energy.static_power`, default 0 W: use the family's own figure). */
 double ts_config_static_power(const ts_config *cfg);

@@ -452,6 +452,14 @@ START_TEST(bases)
     ck_assert_str_eq(d->label, "from-builtin");
     ts_config_destroy(c);
 
+    /* An energy table file beside the config is found there; a built-in name stays as written. */
+    ck_assert_msg(load_fixture("with_energy.yaml", &opts, &c, line, sizeof line) == TS_OK, "%s", line);
+    ck_assert_str_eq(ts_config_energy_table(c), fixture("my_energy.yaml"));
+    ts_config_destroy(c);
+    ck_assert_msg(load_fixture("derived.yaml", &opts, &c, line, sizeof line) == TS_OK, "%s", line);
+    ck_assert_str_eq(ts_config_energy_table(c), "horowitz45");
+    ts_config_destroy(c);
+
     ck_assert_int_eq(load_fixture("cycle_a.yaml", &opts, &c, line, sizeof line), TS_EINPUT);
     ck_assert_ptr_null(c);
     ck_assert_str_eq(line, "cycle_b.yaml:1:7: base cycle: cycle_a.yaml -> cycle_b.yaml -> cycle_a.yaml");
