@@ -510,6 +510,8 @@ static ts_status data_put(as *a, const tok *t, const void *bytes, size_t n)
 {
     if (a->dlen + n > MAX_SEGMENT)
         return fail(a, t->col, "data segment exceeds %u bytes", MAX_SEGMENT);
+    if (n == 0)
+        return TS_OK;
     if (a->dlen + n > a->dcap) {
         void *arr = a->dbytes;
         if (ts_grow(&arr, &a->dcap, a->dlen + n, 1))

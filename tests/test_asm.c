@@ -211,7 +211,8 @@ START_TEST(test_data)
                            "  .f32 1.5, -0.0, inf\n"
                            "  .f16 0.1, 65504, -2, 5.960464477539063e-08, 1e-10, nan\n"
                            "  .zero 3\n"
-                           ".data tile 3 0x2000\n");
+                           ".data tile 3 0x2000\n"
+                           "  .zero 0\n");
     ck_assert_uint_eq(p->nsegs, 2);
     const ts_segment *g = &p->segs[0];
     ck_assert_uint_eq(g->kind, 0);
