@@ -34,6 +34,39 @@ void *ipu_test_config(const char *name, const char *const *sets)
     return c;
 }
 
+char *ipu_test_expand(const char *text)
+{
+    ts_buf out = TS_BUF_INIT;
+    const char *p = text;
+    while (*p) {
+        const char *eol = strchr(p, '\n');
+        size_t n = eol ? (size_t)(eol - p) + 1 : strlen(p);
+        unsigned a, b;
+        int used = 0;
+        if (sscanf(p, " .stream tile %u-%u%n", &a, &b, &used) == 2 && used > 0 && b >= a) {
+            const char *body = p + n, *end = body;
+            while (*end) { /* the body runs to the next .stream or .data line */
+                const char *q = end;
+                while (*q == ' ' || *q == '\t')
+                    q++;
+                if (!strncmp(q, ".stream", 7) || !strncmp(q, ".data", 5))
+                    break;
+                const char *e2 = strchr(end, '\n');
+                end = e2 ? e2 + 1 : end + strlen(end);
+            }
+            for (unsigned i = a; i <= b; i++) {
+                ts_buf_printf(&out, ".stream tile %u\n", i);
+                ts_buf_put(&out, body, (size_t)(end - body));
+            }
+            p = end;
+            continue;
+        }
+        ts_buf_put(&out, p, n);
+        p += n;
+    }
+    return out.data ? out.data : ts_strdup("");
+}
+
 void ipu_test_run(const char *name, const char *const *sets, const char *text, bool lockstep, int threads,
                   ipu_run *out)
 {
@@ -42,7 +75,10 @@ void ipu_test_run(const char *name, const char *const *sets, const char *text, b
     out->config = ipu_test_config(name, sets);
     out->cfg = ts_config_data(out->config);
     ts_program *p = NULL;
-    if (ts_asm(&p, "test.s", text, strlen(text), &ts_ipu_isa, &out->err) != TS_OK) {
+    char *full = ipu_test_expand(text);
+    ts_status arc = ts_asm(&p, "test.s", full, strlen(full), &ts_ipu_isa, &out->err);
+    ts_free(full);
+    if (arc != TS_OK) {
         char line[1400];
         ts_err_format(&out->err, line, sizeof line);
         ck_abort_msg("asm: %s", line);

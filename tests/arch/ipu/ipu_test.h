@@ -32,6 +32,9 @@ void ipu_test_run3(const char *name, const char *const *sets, const char *text, 
 void ipu_run_free(ipu_run *r);
 /* A program with the same body on tiles [0, n): ".stream tile i" + body for each i. */
 char *ipu_test_spmd(const char *head, const char *body, unsigned n);
+/* Expand ".stream tile A-B" into one stream per tile with the same body (what the assembler's
+ * range form means), so the tests do not depend on the assembler having it. */
+char *ipu_test_expand(const char *text);
 /* Read a 32-bit word / float from tile memory after a run. */
 uint32_t ipu_peek32(ipu_run *r, unsigned tile, uint64_t addr);
 float ipu_peekf(ipu_run *r, unsigned tile, uint64_t addr);

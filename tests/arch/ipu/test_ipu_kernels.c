@@ -7,6 +7,7 @@
  *    both neighbours in two supersteps, then computed by four workers per tile with f32mac.
  * Both run in the fast mode, lockstep and on three threads with equal reports (ipu_test_run3). */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -272,6 +273,56 @@ START_TEST(conv3x3_16_tiles)
 }
 END_TEST
 
+/* The CLI's default workload (arch/ipu/programs/ipu_default.s) on the MK1 config: its numbers
+ * against a C reference for a few tiles, and equal in lockstep and on three threads. */
+START_TEST(default_workload)
+{
+    const char *root = getenv("TS_SOURCE_ROOT");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/arch/ipu/programs/ipu_default.s", root ? root : ".");
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    ipu_run r;
+    ipu_test_run3("ipu_mk1", NULL, text, &r);
+    enum { T = 1216 };
+    static float x[T][96], y[T][24];
+    float w[8];
+    for (int i = 0; i < 8; i++)
+        w[i] = (float)(i - 3) * 0.25f;
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < 96; i++)
+            x[t][i] = (float)(8 * t + i) * 0.015625f;
+    for (int step = 0; step < 3; step++) {
+        for (int t = 0; t < T; t++)
+            for (int wk = 0; wk < 6; wk++)
+                for (int u = 0; u < 4; u++) {
+                    float acc = 0;
+                    for (int p = 0; p < 8; p++) {
+                        float s = w[2 * u] * x[t][16 * wk + 2 * p] + w[2 * u + 1] * x[t][16 * wk + 2 * p + 1];
+                        acc += s;
+                    }
+                    y[t][4 * wk + u] = acc;
+                }
+        for (int t = 0; t < T; t++)
+            memcpy(x[t], y[(t + T - 1) % T], sizeof y[0]);
+    }
+    static const unsigned probe[] = {0, 1, 607, 1215};
+    for (size_t k = 0; k < 4; k++)
+        for (unsigned i = 0; i < 24; i++) {
+            ck_assert_uint_eq(ipu_peek32(&r, probe[k], 0x3000 + 4 * i), bits(y[probe[k]][i]));
+            ck_assert_uint_eq(ipu_peek32(&r, probe[k], 0x8000 + 4 * i), bits(x[probe[k]][i]));
+        }
+    ck_assert_double_eq(ipu_stat(&r, "supersteps.count"), 4);
+    ck_assert_uint_eq(r.r.bytes[TS_LEVEL_NET], 3ull * T * 24 * 4);
+    ck_assert_uint_eq(r.r.macs, 3ull * T * 6 * 8 * 8);
+    ipu_run_free(&r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ipu_kernels");
@@ -279,6 +330,7 @@ static Suite *suite(void)
     tcase_set_timeout(t, 300);
     tcase_add_test(t, matmul_16_tiles);
     tcase_add_test(t, conv3x3_16_tiles);
+    tcase_add_test(t, default_workload);
     suite_add_tcase(s, t);
     return s;
 }
