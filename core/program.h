@@ -65,7 +65,10 @@ typedef struct ts_program {
 ts_program *ts_program_create(const char *arch);
 void ts_program_destroy(ts_program *p);
 
-/* Builders (used by the assembler and by the compiler's lowerings). Return NULL/-1 on OOM. */
+/* Builders (used by the assembler and by the compiler's lowerings). Return NULL/-1 on OOM.
+ * ts_program_stream keeps p->streams sorted by (kind, index) and finds by binary search: adding
+ * a stream may move others (label and mark stream indexes are renumbered), so keep a stream's
+ * (kind, index) rather than a pointer or position across calls that may add one. */
 ts_stream *ts_program_stream(ts_program *p, uint32_t kind, uint32_t index); /* find or add */
 ts_insn *ts_stream_emit(ts_stream *s, uint16_t op);                         /* zeroed operands */
 ts_status ts_program_add_segment(ts_program *p, uint32_t kind, uint32_t index, uint64_t addr,
@@ -78,7 +81,8 @@ ts_status ts_program_add_mark(ts_program *p, uint32_t stream, uint32_t pc, uint3
 void ts_program_canonicalize(ts_program *p);
 
 /* Binary form. The reader checks magic, version, sizes, CRC and every index, operand count and
- * register number against the family's ISA, and reports "file: offset N: what is wrong". */
+ * register number against the family's ISA, and reports "file: offset N: what is wrong".
+ * ts_program_encode appends to out, tables in canonical order, without changing p. */
 ts_status ts_program_encode(const ts_program *p, ts_buf *out, ts_err *err);
 ts_status ts_program_decode(ts_program **out, const char *name, const void *data, size_t len,
                             const ts_isa *isa, ts_err *err);
