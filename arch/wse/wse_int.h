@@ -1,0 +1,177 @@
+/* arch/wse/wse_int.h — the wafer-mesh model's private state (see docs/wse.md for the model).
+ *
+ * Dense integer ids: PE id = y * width + x. Only PEs that a program touches (code, data, routes,
+ * or a neighbour's route into them) get a tile; the rest of the mesh costs one NULL pointer each.
+ * SRAM of a tile is allocated on its first write. Everything a tile owns is written only by the
+ * thread that owns its mesh band, except the `pushed` counters, slots and control bits of its
+ * input queues, which only the single upstream producer writes, in phase B.
+ */
+#ifndef TS_ARCH_WSE_INT_H
+#define TS_ARCH_WSE_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arch/wse/wse.h"
+#include "arch/wse/wse_isa.h"
+
+#define WSE_MAX_COLOURS 32
+#define WSE_MAX_POS 4
+#define WSE_NTASKS 64
+#define WSE_NLINES 6   /* 0..3 router to neighbour N S E W, 4 router to core, 5 core to router */
+#define WSE_LINE_DOWN 4
+#define WSE_LINE_UP 5
+#define WSE_NOQ 0xff
+
+/* A wavelet on a link: payload, colour, control bit, and the cycle it lands in the next queue. */
+typedef struct wse_ent {
+    uint64_t land;
+    uint32_t data;
+    uint8_t colour, ctrl;
+} wse_ent;
+
+/* A delay line (one per output): at most one wavelet enters per cycle, so latency entries. */
+typedef struct wse_line {
+    uint8_t head, n, cap;
+    wse_ent *e; /* owned by the tile's block */
+} wse_line;
+
+/* A live queue: router input (port, colour) or core input (colour). SPSC ring. */
+typedef struct wse_lq {
+    uint32_t pushed;  /* producer, phase B */
+    uint32_t popped;  /* consumer, committed in phase B */
+    uint64_t ctrl;    /* producer: bit i = slot i holds a control wavelet */
+    uint32_t *slot;   /* cap payloads */
+    uint16_t cap;
+    uint8_t port;     /* 0..4 router input port, 5 = core input queue */
+    uint8_t colour;
+    uint8_t taken;    /* consumer: popped this cycle (not yet committed) */
+} wse_lq;
+
+typedef struct wse_route {
+    uint8_t npos, pos, ring;
+    uint8_t rx[WSE_MAX_POS], tx[WSE_MAX_POS];
+    uint8_t any_rx, any_tx; /* union over positions */
+} wse_route;
+
+enum { DSD_NONE = 0, DSD_MEM, DSD_IN, DSD_OUT };
+typedef struct wse_dsd {
+    uint8_t kind, colour, ctrl;
+    int32_t base;    /* bytes (memory) */
+    uint32_t len;
+    int32_t stride;  /* elements (memory) */
+} wse_dsd;
+
+typedef struct wse_vop {
+    bool busy;
+    uint16_t op;
+    int8_t done_task;
+    uint8_t width;   /* elements per cycle after SIMD, bank and stride rules */
+    uint32_t i, n;
+    uint32_t scalar;
+    wse_dsd d, s0, s1;
+    uint32_t pc;     /* for messages */
+} wse_vop;
+
+enum { CE_IDLE = 0, CE_RUN, CE_START, CE_WAIT, CE_WAITVEC };
+
+typedef struct wse_code {
+    const ts_insn *insn; /* owned by the model (shared between identical streams) */
+    uint32_t n, entry;
+} wse_code;
+
+typedef struct wse_ce {
+    const wse_code *code;
+    uint32_t pc;
+    int32_t task;           /* -1 main, 0..63 a task, -2 none */
+    uint8_t state;
+    uint64_t until;
+    int32_t r[WSE_NREGS];
+    wse_dsd dsd[WSE_NDSD];
+    uint64_t active, blocked, bound, data_task;
+    uint32_t task_pc[WSE_NTASKS];
+    wse_vop *th;            /* 1 + microthreads; th[0] is the main thread's */
+    bool main_done;
+} wse_ce;
+
+/* Per-tile counters (summed in PE order at collect, so any thread count gives the same sums). */
+typedef struct wse_tstats {
+    uint64_t busy, stall, stall_in, stall_out, stall_mem, stall_thread;
+    uint64_t insns, tasks;
+    uint64_t sram_rd, sram_wr;            /* bytes */
+    uint64_t regs;                        /* 32-bit register file accesses */
+    uint64_t int_ops, f32_add, f32_mul, f32_mac, f16_add, f16_mul, f16_mac;
+    uint64_t injected, delivered;         /* wavelets core to fabric, fabric to core */
+    uint64_t link[WSE_NPORTS];            /* wavelets sent per output port (R = to core) */
+    uint64_t router_busy;                 /* cycles the router forwarded anything */
+} wse_tstats;
+
+typedef struct wse_tile {
+    uint32_t id, x, y;
+    struct wse_tile *nb[4];   /* neighbours N S E W, NULL if none allocated / off mesh */
+    wse_route *route;         /* owned: colours entries */
+    uint8_t *qmap;            /* owned: 6 * colours entries: (port, colour) -> live queue or WSE_NOQ */
+    wse_lq *lq;               /* owned: nlq live queues, router queues first sorted by (colour, port) */
+    uint8_t nlq, nrq;         /* live queues, of which router inputs */
+    uint8_t rr;               /* round-robin start among router queues */
+    wse_line line[WSE_NLINES];
+    uint16_t npop;
+    uint8_t *pops;            /* owned: live queue indices popped this cycle */
+    uint8_t *mem;             /* owned, NULL until first write */
+    wse_ce *ce;               /* owned, NULL if no code */
+    uint64_t stamp;           /* cycle for which it is on an active list (band owner only) */
+    uint64_t *log;            /* owned, NULL until first arrival: WSE_ARRIVAL_LOG per colour */
+    uint64_t *narr;           /* owned with log: arrivals per colour */
+    wse_tstats s;
+    uint64_t pcolour[WSE_MAX_COLOURS]; /* wavelets forwarded per colour */
+    void *block;              /* owned: one allocation for the variable-size arrays */
+} wse_tile;
+
+/* A thread's band of rows and its lists. */
+typedef struct wse_band {
+    uint32_t row0, row1;      /* rows [row0, row1) */
+    uint32_t *act; size_t nact, cap_act;     /* active tiles this cycle */
+    uint32_t *next; size_t nnext, cap_next;  /* tiles staying active */
+    uint32_t *wake; size_t nwake, cap_wake;  /* tiles pushed to (any band) */
+    uint64_t progress;        /* events this cycle */
+    bool oom;
+    ts_status err_st;         /* first error this cycle (lowest PE id) */
+    int64_t err_tile;
+    ts_err err;
+} wse_band;
+
+struct ts_model {
+    ts_wse_cfg c;
+    bool lockstep;
+    int nthreads;
+    uint32_t w, h, C;
+    uint64_t npes;
+    wse_tile **t;             /* owned: npes pointers, NULL for untouched PEs */
+    uint32_t *alloc_ids;      /* owned: ids of allocated tiles, ascending */
+    size_t nalloc;
+    wse_code *codes; size_t ncodes; /* owned */
+    uint64_t now, work;
+    bool done, loaded;
+    uint64_t offchip;         /* bytes loaded from the host */
+    wse_band *band;           /* owned: nthreads */
+    /* thread run state */
+    uint64_t limit;
+    pthread_barrier_t bar;
+    bool stop;
+    ts_status run_st;
+    ts_err *run_err;
+};
+
+/* wse_sim.c */
+void ts_wse_destroy(ts_model *m);
+ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err);
+ts_status ts_wse_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err);
+/* wse_report.c */
+ts_status ts_wse_deadlock(ts_model *m, ts_err *err);
+void ts_wse_blocked(ts_model *m, ts_buf *out);
+ts_status ts_wse_collect(ts_model *m, ts_results *r, ts_err *err);
+/* wse_cfg.c */
+ts_status ts_wse_info(const void *cfg, ts_info *out, ts_err *err);
+
+#endif

@@ -1,0 +1,350 @@
+/* arch/wse/wse_report.c — deadlock detection, blocked-unit descriptions, results collection and
+ * the accessors tests read. */
+#include "arch/wse/wse_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+
+static const char *const port_name[WSE_NPORTS] = {"N", "S", "E", "W", "R"};
+static const char *const port_word[WSE_NPORTS] = {"north", "south", "east", "west", "ramp"};
+static const uint8_t opposite[4] = {WSE_S, WSE_N, WSE_W, WSE_E};
+
+static size_t alloc_index(const ts_model *m, uint32_t id)
+{
+    size_t lo = 0, hi = m->nalloc;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->alloc_ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The k-th blocking edge of router queue j of tile t, or -1: a full queue its head waits on. */
+static int64_t edge(const ts_model *m, const wse_tile *t, uint32_t j, int k, const size_t *base)
+{
+    const wse_lq *q = &t->lq[j];
+    if (q->pushed == q->popped)
+        return -1;
+    const wse_route *r = &t->route[q->colour];
+    if (!(r->rx[r->pos] >> q->port & 1))
+        return -1;
+    uint8_t tx = r->tx[r->pos];
+    int seen = 0;
+    for (int p = 0; p < 4; p++) {
+        if (!(tx >> p & 1))
+            continue;
+        const wse_tile *n = t->nb[p];
+        uint8_t jj = n->qmap[opposite[p] * m->C + q->colour];
+        const wse_lq *nq = &n->lq[jj];
+        if (nq->pushed - nq->popped < nq->cap)
+            continue;
+        if (seen++ == k)
+            return (int64_t)(base[alloc_index(m, n->id)] + jj);
+    }
+    return -1;
+}
+
+ts_status ts_wse_deadlock(ts_model *m, ts_err *err)
+{
+    size_t *base = ts_malloc((m->nalloc + 1) * sizeof *base);
+    if (!base)
+        return TS_OK;
+    size_t n = 0;
+    for (size_t i = 0; i < m->nalloc; i++) {
+        base[i] = n;
+        n += m->t[m->alloc_ids[i]]->nrq;
+    }
+    base[m->nalloc] = n;
+    uint8_t *col = ts_calloc(n ? n : 1, 1);
+    size_t *stk = ts_malloc((n ? n : 1) * sizeof *stk);
+    int *ek = ts_malloc((n ? n : 1) * sizeof *ek);
+    ts_status rc = TS_OK;
+    if (!col || !stk || !ek)
+        goto out;
+    /* node -> (tile, queue) */
+    for (size_t s = 0; s < n && !rc; s++) {
+        if (col[s])
+            continue;
+        size_t sp = 0;
+        stk[sp] = s;
+        ek[sp++] = 0;
+        col[s] = 1;
+        while (sp && !rc) {
+            size_t v = stk[sp - 1];
+            size_t ai = 0, lo = 0, hi = m->nalloc;
+            while (lo < hi) { /* last ai with base[ai] <= v */
+                size_t mid = (lo + hi) / 2;
+                if (base[mid + 1] <= v)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            ai = lo;
+            const wse_tile *t = m->t[m->alloc_ids[ai]];
+            int64_t to = edge(m, t, (uint32_t)(v - base[ai]), ek[sp - 1]++, base);
+            if (to < 0) {
+                col[v] = 2;
+                sp--;
+                continue;
+            }
+            if (col[to] == 0) {
+                col[to] = 1;
+                stk[sp] = (size_t)to;
+                ek[sp++] = 0;
+            } else if (col[to] == 1) {
+                /* a cycle: from `to` up the stack */
+                size_t from = 0;
+                while (stk[from] != (size_t)to)
+                    from++;
+                ts_buf b = TS_BUF_INIT;
+                char first[160] = "";
+                uint32_t first_id = 0;
+                for (size_t i = from; i < sp; i++) {
+                    size_t u = stk[i], a = 0;
+                    lo = 0;
+                    hi = m->nalloc;
+                    while (lo < hi) {
+                        size_t mid = (lo + hi) / 2;
+                        if (base[mid + 1] <= u)
+                            lo = mid + 1;
+                        else
+                            hi = mid;
+                    }
+                    a = lo;
+                    const wse_tile *tt = m->t[m->alloc_ids[a]];
+                    const wse_lq *q = &tt->lq[u - base[a]];
+                    char line[160];
+                    snprintf(line, sizeof line, "PE (%u, %u) colour %u input %s (%u of %u wavelets)", tt->x, tt->y,
+                             q->colour, port_word[q->port], q->pushed - q->popped, q->cap);
+                    if (i == from) {
+                        snprintf(first, sizeof first, "%s", line);
+                        first_id = tt->id;
+                    }
+                    ts_buf_printf(&b, "  %s waits on\n", line);
+                }
+                ts_buf_printf(&b, "  %s\n", first);
+                rc = ts_err_sim(err, first_id, (int64_t)m->now,
+                                "deadlock: a cycle of %zu full router queues, starting at %s", sp - from, first);
+                ts_err_append_detail(err, ts_buf_str(&b));
+                ts_buf_free(&b);
+            }
+        }
+    }
+out:
+    ts_free(base);
+    ts_free(col);
+    ts_free(stk);
+    ts_free(ek);
+    return rc;
+}
+
+static void wse_blocked(ts_model *m, ts_buf *out)
+{
+    static const char *const st[] = {"idle", "running", "starting a task", "waiting", "waiting for a vector op"};
+    size_t lines = 0;
+    for (size_t i = 0; i < m->nalloc && lines < 64; i++) {
+        const wse_tile *t = m->t[m->alloc_ids[i]];
+        for (uint32_t j = 0; j < t->nlq; j++) {
+            const wse_lq *q = &t->lq[j];
+            if (q->pushed == q->popped)
+                continue;
+            if (q->port == 5)
+                ts_buf_printf(out, "  PE (%u, %u) core: %u wavelets of colour %u queued with no consumer\n", t->x, t->y,
+                              q->pushed - q->popped, q->colour);
+            else
+                ts_buf_printf(out, "  PE (%u, %u) router: %u wavelets of colour %u from the %s wait (switch position %u)\n",
+                              t->x, t->y, q->pushed - q->popped, q->colour, port_word[q->port],
+                              t->route[q->colour].pos);
+            lines++;
+        }
+        if (t->ce && t->ce->state != CE_IDLE) {
+            ts_buf_printf(out, "  PE (%u, %u) core: task %d at pc %u is %s\n", t->x, t->y, t->ce->task, t->ce->pc,
+                          st[t->ce->state]);
+            lines++;
+        }
+        if (t->ce)
+            for (uint32_t k = 0; k <= m->c.microthreads; k++)
+                if (t->ce->th[k].busy) {
+                    const wse_vop *v = &t->ce->th[k];
+                    ts_buf_printf(out, "  PE (%u, %u) %s: %s from pc %u has done %u of %u elements\n", t->x, t->y,
+                                  k ? "microthread" : "main thread", ts_wse_isa.ops[v->op].mnemonic, v->pc, v->i, v->n);
+                    lines++;
+                }
+    }
+    (void)port_name;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static ts_status add_array(ts_model *m, ts_results *r, const char *name, const char *unit, const char *desc,
+                           size_t off, size_t port, ts_err *err)
+{
+    double *v = ts_calloc(m->npes, sizeof *v);
+    if (!v)
+        return ts_err_set(err, TS_ENOMEM, "out of memory collecting results");
+    for (size_t i = 0; i < m->nalloc; i++) {
+        const wse_tile *t = m->t[m->alloc_ids[i]];
+        const uint64_t *base = (const uint64_t *)(const void *)((const char *)&t->s + off);
+        v[t->id] = (double)base[port];
+    }
+    ts_status rc = ts_stats_array(r->stats, name, unit, desc, v, m->npes);
+    ts_free(v);
+    return rc ? ts_err_set(err, rc, "cannot add statistic %s", name) : TS_OK;
+}
+
+static ts_status wse_collect(ts_model *m, ts_results *r, ts_err *err)
+{
+    wse_tstats s = {0};
+    uint64_t colour[WSE_MAX_COLOURS] = {0};
+    uint64_t hops_ew = 0, hops_ns = 0;
+    uint64_t ces = 0;
+    for (size_t i = 0; i < m->nalloc; i++) {
+        const wse_tile *t = m->t[m->alloc_ids[i]];
+        const uint64_t *a = (const uint64_t *)(const void *)&t->s;
+        uint64_t *d = (uint64_t *)(void *)&s;
+        for (size_t k = 0; k < sizeof s / sizeof(uint64_t); k++)
+            d[k] += a[k];
+        for (uint32_t c = 0; c < m->C; c++)
+            colour[c] += t->pcolour[c];
+        hops_ns += t->s.link[WSE_N] + t->s.link[WSE_S];
+        hops_ew += t->s.link[WSE_E] + t->s.link[WSE_W];
+        ces += t->ce != NULL;
+    }
+    uint64_t hops = hops_ns + hops_ew;
+    uint64_t bytes_w = m->c.link_bits / 8;
+    r->cycles = m->now;
+    r->clock_hz = m->c.clock_hz;
+    snprintf(r->net_name, sizeof r->net_name, "fabric");
+    r->bytes[TS_LEVEL_SRAM] = s.sram_rd + s.sram_wr;
+    r->bytes[TS_LEVEL_NET] = hops * bytes_w;
+    r->bytes[TS_LEVEL_OFFCHIP] = m->offchip;
+    r->macs = s.f32_mac + s.f16_mac;
+    r->flops = (double)(s.f32_add + s.f32_mul + s.f16_add + s.f16_mul) + 2.0 * (double)(s.f32_mac + s.f16_mac);
+    uint64_t links = 2 * ((m->c.width - 1) * m->c.height + m->c.width * (m->c.height - 1));
+    ts_status rc = TS_OK;
+#define CHK(x) do { if ((rc = (x)) != TS_OK) return rc; } while (0)
+    CHK(ts_results_util(r, "pe", m->npes, s.busy, err));
+    CHK(ts_results_util(r, "router", m->npes, s.router_busy, err));
+    CHK(ts_results_util(r, "link", links, hops, err));
+    /* energy events, names from the shipped tables */
+    CHK(ts_results_event(r, "insn_issue", (double)s.insns, err));
+    CHK(ts_results_event(r, "int32_add", (double)s.int_ops, err));
+    CHK(ts_results_event(r, "regfile_32b", (double)s.regs, err));
+    CHK(ts_results_event(r, "fp32_add", (double)s.f32_add, err));
+    CHK(ts_results_event(r, "fp32_mul", (double)s.f32_mul, err));
+    CHK(ts_results_event(r, "fp32_mac", (double)s.f32_mac, err));
+    CHK(ts_results_event(r, "fp16_add", (double)s.f16_add, err));
+    CHK(ts_results_event(r, "fp16_mul", (double)s.f16_mul, err));
+    CHK(ts_results_event(r, "fp16_mac", (double)s.f16_mac, err));
+    CHK(ts_results_event(r, "sram_read_64b", (double)s.sram_rd / 8.0, err));
+    CHK(ts_results_event(r, "sram_write_64b", (double)s.sram_wr / 8.0, err));
+    /* a router traversal per wavelet per output port, ramp deliveries and injections included */
+    uint64_t traversals = hops + s.delivered + s.injected;
+    CHK(ts_results_event(r, "router_hop_32b", (double)traversals, err));
+    double mm_ew = m->c.pitch_x * 1e3, mm_ns = m->c.pitch_y * 1e3;
+    CHK(ts_results_event(r, "wire_bit_mm", (double)m->c.link_bits * ((double)hops_ew * mm_ew + (double)hops_ns * mm_ns),
+                         err));
+    /* family statistics */
+    ts_stats *st = r->stats;
+#define U(name, unit, desc, v) CHK(ts_stats_u64(st, name, unit, desc, v) ? ts_err_set(err, TS_ENOMEM, "cannot add %s", name) : TS_OK)
+    U("mesh.pes", "", "PEs in the mesh", m->npes);
+    U("mesh.pes_touched", "", "PEs with code, data or routes", (uint64_t)m->nalloc);
+    U("mesh.pes_with_code", "", "PEs running a program", ces);
+    U("pe.busy", "cycles", "PE-cycles issuing an instruction or advancing a vector op", s.busy);
+    U("pe.stall", "cycles", "PE-cycles that wanted to progress and could not", s.stall);
+    U("pe.stall.fabric_in", "cycles", "stalled on an empty input queue", s.stall_in);
+    U("pe.stall.fabric_out", "cycles", "stalled on a full ramp or output queue", s.stall_out);
+    U("pe.stall.memory", "cycles", "stalled on SRAM ports", s.stall_mem);
+    U("pe.stall.thread", "cycles", "stalled on a busy microthread", s.stall_thread);
+    U("pe.idle", "cycles", "PE-cycles of PEs with code neither busy nor stalled", ces * m->now - s.busy - s.stall);
+    U("pe.instructions", "", "instructions issued", s.insns);
+    U("pe.tasks", "", "tasks started by the picker", s.tasks);
+    U("sram.read", "B", "SRAM bytes read", s.sram_rd);
+    U("sram.written", "B", "SRAM bytes written", s.sram_wr);
+    U("fabric.wavelets_injected", "", "wavelets sent by cores", s.injected);
+    U("fabric.wavelets_delivered", "", "wavelets handed to cores", s.delivered);
+    U("fabric.hops", "", "router-to-router link traversals", hops);
+    U("fabric.bytes", "B", "wavelet bytes times hops", hops * bytes_w);
+    U("fabric.router_busy", "cycles", "router-cycles forwarding at least one wavelet", s.router_busy);
+    {
+        double pc[WSE_MAX_COLOURS];
+        for (uint32_t c = 0; c < m->C; c++)
+            pc[c] = (double)colour[c];
+        CHK(ts_stats_array(st, "fabric.wavelets_per_colour", "", "router forwards per colour", pc, m->C)
+                ? ts_err_set(err, TS_ENOMEM, "out of memory") : TS_OK);
+        for (uint32_t c = 0; c < m->C; c++)
+            pc[c] = (double)colour[c] * (double)bytes_w;
+        CHK(ts_stats_array(st, "fabric.bytes_per_colour", "B", "router forward bytes per colour", pc, m->C)
+                ? ts_err_set(err, TS_ENOMEM, "out of memory") : TS_OK);
+    }
+    if (m->npes <= m->c.pe_array_limit) {
+        CHK(add_array(m, r, "pe.busy_per_pe", "cycles", "busy cycles of each PE (index y * width + x)",
+                      offsetof(wse_tstats, busy), 0, err));
+        CHK(add_array(m, r, "pe.stall_per_pe", "cycles", "stall cycles of each PE", offsetof(wse_tstats, stall), 0, err));
+        static const char *const ln[4] = {"fabric.link_north", "fabric.link_south", "fabric.link_east", "fabric.link_west"};
+        for (int p = 0; p < 4; p++)
+            CHK(add_array(m, r, ln[p], "", "wavelets each PE's router sent over this link (heat map)",
+                          offsetof(wse_tstats, link), (size_t)p, err));
+    }
+#undef U
+#undef CHK
+    return TS_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+void ts_wse_counts_get(const ts_model *m, ts_wse_counts *out)
+{
+    memset(out, 0, sizeof *out);
+    out->cycles = m->now;
+    for (size_t i = 0; i < m->nalloc; i++) {
+        const wse_tile *t = m->t[m->alloc_ids[i]];
+        out->wavelets_injected += t->s.injected;
+        out->wavelets_delivered += t->s.delivered;
+        out->hops += t->s.link[0] + t->s.link[1] + t->s.link[2] + t->s.link[3];
+        out->insns += t->s.insns;
+        out->sram_read += t->s.sram_rd;
+        out->sram_written += t->s.sram_wr;
+    }
+}
+
+int ts_wse_read_sram(const ts_model *m, uint32_t x, uint32_t y, uint64_t addr, void *dst, size_t n)
+{
+    if (x >= m->w || y >= m->h || addr + n > m->c.sram_bytes)
+        return -1;
+    const wse_tile *t = m->t[(uint64_t)y * m->w + x];
+    if (!t || !t->mem)
+        memset(dst, 0, n);
+    else
+        memcpy(dst, t->mem + addr, n);
+    return 0;
+}
+
+uint64_t ts_wse_arrival(const ts_model *m, uint32_t x, uint32_t y, uint32_t c, uint32_t k)
+{
+    if (x >= m->w || y >= m->h || c >= m->C || k >= WSE_ARRIVAL_LOG)
+        return UINT64_MAX;
+    const wse_tile *t = m->t[(uint64_t)y * m->w + x];
+    if (!t || !t->log || t->narr[c] <= k)
+        return UINT64_MAX;
+    return t->log[c * WSE_ARRIVAL_LOG + k];
+}
+
+uint64_t ts_wse_arrivals(const ts_model *m, uint32_t x, uint32_t y, uint32_t c)
+{
+    if (x >= m->w || y >= m->h || c >= m->C)
+        return 0;
+    const wse_tile *t = m->t[(uint64_t)y * m->w + x];
+    return t && t->narr ? t->narr[c] : 0;
+}
+
+/* for the family table */
+void ts_wse_blocked(ts_model *m, ts_buf *out) { wse_blocked(m, out); }
+ts_status ts_wse_collect(ts_model *m, ts_results *r, ts_err *err) { return wse_collect(m, r, err); }

@@ -1,0 +1,1584 @@
+/* arch/wse/wse_sim.c — the wafer-mesh cycle model: routers, cores, tasks, vector ops.
+ *
+ * Every cycle runs in two phases over the active tiles (research/cerebras_wse.md §8.2 item 1):
+ *   A  read committed state, decide: routers forward queue heads into their output delay lines,
+ *      cores issue one instruction and advance their vector ops; pops are only recorded;
+ *   B  commit: pops are applied, wavelets whose delay is over are pushed into the next queue (only
+ *      the single upstream producer writes a queue's tail), tiles pushed to are woken.
+ * A producer sees a consumer's pops of cycle t at t + 1 (credit return takes one cycle). Nothing in
+ * phase A reads what another tile writes in phase A, and nothing in phase B reads what another tile
+ * writes in phase B, so the order of tiles and the number of threads cannot change any result.
+ * Threads own bands of mesh rows and meet at a barrier after each phase: the window is one cycle,
+ * which is bounded by the minimum link latency (fabric.hop_latency >= 1, fabric.ramp_latency >= 1).
+ */
+#include "arch/wse/wse_int.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+
+static const char *const port_name[WSE_NPORTS] = {"N", "S", "E", "W", "R"};
+static const uint8_t opposite[4] = {WSE_S, WSE_N, WSE_W, WSE_E};
+
+/* ------------------------------------------------------------------------------------------ */
+/* binary16 <-> binary32, round to nearest even */
+
+static float f32_of(uint32_t b)
+{
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+static uint32_t bits_of(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return b;
+}
+
+static float h2f(uint16_t h)
+{
+    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    if (e == 0x1f)
+        return f32_of(s | 0x7f800000u | (m << 13));
+    if (e == 0) {
+        float v = ldexpf((float)m, -24);
+        return s ? -v : v;
+    }
+    return f32_of(s | ((e + 112) << 23) | (m << 13));
+}
+
+static uint16_t f2h(float f)
+{
+    uint32_t x = bits_of(f);
+    uint16_t s = (uint16_t)((x >> 16) & 0x8000);
+    uint32_t e = (x >> 23) & 0xff, m = x & 0x7fffff;
+    if (e == 0xff)
+        return (uint16_t)(s | 0x7c00 | (m ? 0x200 : 0));
+    int32_t he = (int32_t)e - 112;
+    if (he >= 0x1f)
+        return (uint16_t)(s | 0x7c00);
+    if (he <= 0) {
+        if (he < -10)
+            return s;
+        m |= 0x800000;
+        uint32_t shift = (uint32_t)(14 - he);
+        uint32_t hm = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (hm & 1)))
+            hm++;
+        return (uint16_t)(s | hm);
+    }
+    uint32_t hm = m >> 13, rem = m & 0x1fff;
+    uint32_t v = ((uint32_t)he << 10) | hm;
+    if (rem > 0x1000 || (rem == 0x1000 && (hm & 1)))
+        v++;
+    return (uint16_t)(s | v);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* tiles */
+
+static wse_tile *tile_at(const ts_model *m, int64_t x, int64_t y)
+{
+    if (x < 0 || y < 0 || x >= m->w || y >= m->h)
+        return NULL;
+    return m->t[(uint64_t)y * m->w + (uint64_t)x];
+}
+
+static ts_status tile_touch(ts_model *m, uint32_t id, wse_tile **out, ts_err *err)
+{
+    if (m->t[id]) {
+        *out = m->t[id];
+        return TS_OK;
+    }
+    wse_tile *t = ts_calloc(1, sizeof *t);
+    if (!t || !(t->route = ts_calloc(m->C, sizeof *t->route))) {
+        ts_free(t);
+        return ts_err_set(err, TS_ENOMEM, "out of memory allocating PE %u", id);
+    }
+    t->id = id;
+    t->x = id % m->w;
+    t->y = id / m->w;
+    t->stamp = UINT64_MAX;
+    for (uint32_t c = 0; c < m->C; c++)
+        t->route[c].npos = 1;
+    m->t[id] = t;
+    *out = t;
+    return TS_OK;
+}
+
+static void tile_free(wse_tile *t)
+{
+    if (!t)
+        return;
+    if (t->ce)
+        ts_free(t->ce->th);
+    ts_free(t->ce);
+    ts_free(t->route);
+    ts_free(t->qmap);
+    ts_free(t->block);
+    ts_free(t->mem);
+    ts_free(t->log);
+    ts_free(t->narr);
+    ts_free(t);
+}
+
+static uint8_t *mem_touch(const ts_model *m, wse_tile *t)
+{
+    if (!t->mem)
+        t->mem = ts_calloc(1, m->c.sram_bytes);
+    return t->mem;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* create / destroy */
+
+void ts_wse_destroy(ts_model *m)
+{
+    if (!m)
+        return;
+    if (m->t)
+        for (uint64_t i = 0; i < m->npes; i++)
+            tile_free(m->t[i]);
+    ts_free(m->t);
+    ts_free(m->alloc_ids);
+    for (size_t i = 0; i < m->ncodes; i++)
+        ts_free((void *)m->codes[i].insn);
+    ts_free(m->codes);
+    if (m->band)
+        for (int i = 0; i < m->nthreads; i++) {
+            ts_free(m->band[i].act);
+            ts_free(m->band[i].next);
+            ts_free(m->band[i].wake);
+            ts_err_free(&m->band[i].err);
+        }
+    ts_free(m->band);
+    ts_free(m);
+}
+
+ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *opts, ts_err *err)
+{
+    *out = NULL;
+    ts_model *m = ts_calloc(1, sizeof *m);
+    if (!m)
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    m->c = *c;
+    m->w = (uint32_t)c->width;
+    m->h = (uint32_t)c->height;
+    m->C = (uint32_t)c->colours;
+    m->npes = c->width * c->height;
+    m->lockstep = opts && opts->lockstep;
+    m->nthreads = opts && opts->threads > 1 ? opts->threads : 1;
+    if ((uint32_t)m->nthreads > m->h)
+        m->nthreads = (int)m->h;
+    m->t = ts_calloc(m->npes, sizeof *m->t);
+    m->band = ts_calloc((size_t)m->nthreads, sizeof *m->band);
+    if (!m->t || !m->band) {
+        ts_wse_destroy(m);
+        return ts_err_set(err, TS_ENOMEM, "out of memory for a %" PRIu64 "-PE mesh", m->npes);
+    }
+    for (int i = 0; i < m->nthreads; i++) {
+        m->band[i].row0 = (uint32_t)((uint64_t)m->h * (uint64_t)i / (uint64_t)m->nthreads);
+        m->band[i].row1 = (uint32_t)((uint64_t)m->h * (uint64_t)(i + 1) / (uint64_t)m->nthreads);
+        ts_err_init(&m->band[i].err);
+    }
+    *out = m;
+    return TS_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* load: apply configuration instructions, predecode, build live queues, place data */
+
+static ts_status load_err(const ts_stream *s, uint32_t pc, ts_err *err, const char *what, ts_model *m)
+{
+    return ts_err_sim(err, s->index, -1, "PE (%u, %u) pc %u: %s", s->index % m->w, s->index / m->w, pc, what);
+}
+
+static ts_status check_colour(ts_model *m, const ts_stream *s, uint32_t pc, int32_t c, ts_err *err)
+{
+    if (c < 0 || (uint32_t)c >= m->C) {
+        char b[96];
+        snprintf(b, sizeof b, "colour %d is outside 0..%u", c, m->C - 1);
+        return load_err(s, pc, err, b, m);
+    }
+    return TS_OK;
+}
+
+static ts_status apply_cfg(ts_model *m, wse_tile *t, const ts_stream *s, uint32_t pc, ts_err *err)
+{
+    const ts_insn *in = &s->insn[pc];
+    const int32_t *a = in->a;
+    ts_status rc = in->op == WSE_OP_BIND ? TS_OK : check_colour(m, s, pc, a[0], err);
+    if (rc)
+        return rc;
+    char b[128];
+    switch (in->op) {
+    case WSE_OP_ROUTE:
+    case WSE_OP_SWPOS: {
+        int32_t pos = in->op == WSE_OP_ROUTE ? 0 : a[1];
+        int32_t rx = in->op == WSE_OP_ROUTE ? a[1] : a[2], tx = in->op == WSE_OP_ROUTE ? a[2] : a[3];
+        if (pos < 0 || pos >= WSE_MAX_POS || (in->op == WSE_OP_SWPOS && pos == 0)) {
+            snprintf(b, sizeof b, "switch position %d is outside 1..%d", pos, WSE_MAX_POS - 1);
+            return load_err(s, pc, err, b, m);
+        }
+        if (rx < 0 || rx > WSE_PORT_MASK_ALL || tx < 0 || tx > WSE_PORT_MASK_ALL) {
+            snprintf(b, sizeof b, "port mask %d is outside 0..31 (N=1 S=2 E=4 W=8 R=16)", rx < 0 || rx > 31 ? rx : tx);
+            return load_err(s, pc, err, b, m);
+        }
+        wse_route *r = &t->route[a[0]];
+        r->rx[pos] = (uint8_t)rx;
+        r->tx[pos] = (uint8_t)tx;
+        if ((uint8_t)(pos + 1) > r->npos)
+            r->npos = (uint8_t)(pos + 1);
+        r->any_rx |= (uint8_t)rx;
+        r->any_tx |= (uint8_t)tx;
+        for (int p = 0; p < 4; p++)
+            if ((tx >> p & 1) && !tile_at(m, (int64_t)t->x + (p == WSE_E) - (p == WSE_W),
+                                          (int64_t)t->y + (p == WSE_S) - (p == WSE_N))) {
+                int64_t nx = (int64_t)t->x + (p == WSE_E) - (p == WSE_W), ny = (int64_t)t->y + (p == WSE_S) - (p == WSE_N);
+                if (nx < 0 || ny < 0 || nx >= m->w || ny >= m->h) {
+                    snprintf(b, sizeof b, "colour %d is routed %s, off the mesh", a[0], port_name[p]);
+                    return load_err(s, pc, err, b, m);
+                }
+            }
+        return TS_OK;
+    }
+    case WSE_OP_SWMODE:
+        t->route[a[0]].ring = a[1] != 0;
+        return TS_OK;
+    case WSE_OP_BIND:
+        if (a[0] < 0 || a[0] >= WSE_NTASKS) {
+            snprintf(b, sizeof b, "task %d is outside 0..63", a[0]);
+            return load_err(s, pc, err, b, m);
+        }
+        if (a[2] == 1 && (uint32_t)a[0] >= m->C) {
+            snprintf(b, sizeof b, "data task %d has no colour %d (fabric.colours is %u)", a[0], a[0], m->C);
+            return load_err(s, pc, err, b, m);
+        }
+        t->ce->task_pc[a[0]] = (uint32_t)a[1];
+        t->ce->bound |= 1ull << a[0];
+        if (a[2] == 1)
+            t->ce->data_task |= 1ull << a[0];
+        else
+            t->ce->data_task &= ~(1ull << a[0]);
+        return TS_OK;
+    default:
+        return ts_err_set(err, TS_EINTERNAL, "wse: op %u is not a configuration op", in->op);
+    }
+}
+
+/* Operand checks done once so the executor never checks them. */
+static ts_status check_insn(ts_model *m, const ts_stream *s, uint32_t pc, ts_err *err)
+{
+    const ts_insn *in = &s->insn[pc];
+    const int32_t *a = in->a;
+    const wse_opfacts *f = &ts_wse_opfacts[in->op];
+    char b[160];
+    if (ts_wse_isa.ops[in->op].flags & WSE_F_CFG) {
+        snprintf(b, sizeof b, "'%s' configures the PE at load and must come before the first executable instruction",
+                 ts_wse_isa.ops[in->op].mnemonic);
+        return load_err(s, pc, err, b, m);
+    }
+    for (int j = 0; j < TS_MAX_OPNDS; j++)
+        if ((ts_wse_isa.ops[in->op].opnd[j] & TS_OK_KIND_MASK) == TS_OK_LABEL && (a[j] < 0 || (uint32_t)a[j] >= s->n)) {
+            snprintf(b, sizeof b, "label operand %d is pc %d, outside the stream", j + 1, a[j]);
+            return load_err(s, pc, err, b, m);
+        }
+    switch (in->op) {
+    case WSE_OP_SEND:
+    case WSE_OP_SENDC:
+    case WSE_OP_RECV: {
+        int32_t c = in->op == WSE_OP_RECV ? a[1] : a[0];
+        ts_status rc = check_colour(m, s, pc, c, err);
+        if (rc)
+            return rc;
+        wse_tile *t = m->t[s->index];
+        if (in->op != WSE_OP_RECV && !(t->route[c].any_rx & (1u << WSE_R))) {
+            snprintf(b, sizeof b, "sends on colour %d, but no route of that colour takes wavelets from the ramp", c);
+            return load_err(s, pc, err, b, m);
+        }
+        if (in->op == WSE_OP_RECV && !(t->route[c].any_tx & (1u << WSE_R))) {
+            snprintf(b, sizeof b, "receives on colour %d, but no route of that colour sends to the ramp", c);
+            return load_err(s, pc, err, b, m);
+        }
+        return TS_OK;
+    }
+    case WSE_OP_GET:
+        if (a[1] < 0 || a[1] > 4)
+            return load_err(s, pc, err, "get selector is outside 0..4", m);
+        return TS_OK;
+    case WSE_OP_WAIT:
+        if (a[0] < 1)
+            return load_err(s, pc, err, "wait needs at least 1 cycle", m);
+        return TS_OK;
+    case WSE_OP_ACTIVATE:
+    case WSE_OP_BLOCK:
+    case WSE_OP_UNBLOCK:
+        if (a[0] < 0 || a[0] >= WSE_NTASKS)
+            return load_err(s, pc, err, "task id is outside 0..63", m);
+        return TS_OK;
+    case WSE_OP_DSDM:
+    case WSE_OP_DSDIN:
+    case WSE_OP_DSDOUT:
+    case WSE_OP_DSDBASE:
+    case WSE_OP_DSDLEN:
+        if (a[0] < 0 || a[0] >= WSE_NDSD)
+            return load_err(s, pc, err, "dsd register is outside 0..15", m);
+        if (in->op == WSE_OP_DSDIN || in->op == WSE_OP_DSDOUT) {
+            ts_status rc = check_colour(m, s, pc, a[1], err);
+            if (rc)
+                return rc;
+            uint8_t need = in->op == WSE_OP_DSDIN ? m->t[s->index]->route[a[1]].any_tx : m->t[s->index]->route[a[1]].any_rx;
+            if (!(need & (1u << WSE_R))) {
+                snprintf(b, sizeof b, "fabric dsd on colour %d, but no route of that colour %s the ramp", a[1],
+                         in->op == WSE_OP_DSDIN ? "sends to" : "takes wavelets from");
+                return load_err(s, pc, err, b, m);
+            }
+        }
+        if ((in->op == WSE_OP_DSDM || in->op == WSE_OP_DSDIN || in->op == WSE_OP_DSDOUT) && (a[2] < 0 || a[2] > 65535))
+            return load_err(s, pc, err, "dsd length is outside 0..65535", m);
+        return TS_OK;
+    default:
+        break;
+    }
+    if (f->unit == WSE_U_VEC) {
+        int nd = ts_isa_nopnds(&ts_wse_isa.ops[in->op]);
+        int th = a[nd - 2], done = a[nd - 1];
+        int nsrc = f->vop == WSE_V_MOV ? 1 : 2;
+        for (int j = 0; j <= nsrc; j++)
+            if (a[j] < 0 || a[j] >= WSE_NDSD)
+                return load_err(s, pc, err, "dsd register is outside 0..15", m);
+        if (th < -1 || th >= (int)m->c.microthreads) {
+            snprintf(b, sizeof b, "thread %d is neither -1 (main) nor a microthread 0..%d", th, (int)m->c.microthreads - 1);
+            return load_err(s, pc, err, b, m);
+        }
+        if (done < -1 || done >= WSE_NTASKS)
+            return load_err(s, pc, err, "completion task is neither -1 nor 0..63", m);
+    }
+    return TS_OK;
+}
+
+/* Build a tile's live queues and delay lines once all routes are known. */
+static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
+{
+    uint32_t C = m->C;
+    t->qmap = ts_malloc(6 * (size_t)C);
+    if (!t->qmap)
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    memset(t->qmap, WSE_NOQ, 6 * (size_t)C);
+    size_t nlq = 0, nslots = 0;
+    for (uint32_t c = 0; c < C; c++) {
+        for (int p = 0; p < WSE_NPORTS; p++)
+            if (t->route[c].any_rx >> p & 1) {
+                nlq++;
+                nslots += p == WSE_R ? m->c.oq_depth : m->c.queue_depth;
+            }
+        if (t->route[c].any_tx >> WSE_R & 1) {
+            nlq++;
+            nslots += m->c.iq_depth;
+        }
+    }
+    if (nlq > 255)
+        return ts_err_set(err, TS_EINTERNAL, "wse: %zu live queues at PE %u", nlq, t->id);
+    size_t nent = 4 * m->c.hop_latency + 2 * m->c.ramp_latency;
+    size_t sz = nlq * sizeof(wse_lq) + nent * sizeof(wse_ent) + nslots * sizeof(uint32_t) + nlq;
+    t->block = ts_calloc(1, sz ? sz : 1);
+    if (!t->block)
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    char *p0 = t->block;
+    t->lq = (wse_lq *)(void *)p0;
+    wse_ent *ent = (wse_ent *)(void *)(p0 + nlq * sizeof(wse_lq));
+    uint32_t *slots = (uint32_t *)(void *)(p0 + nlq * sizeof(wse_lq) + nent * sizeof(wse_ent));
+    t->pops = (uint8_t *)(slots + nslots);
+    /* router queues first, ordered by (colour, port), then core queues */
+    size_t j = 0;
+    for (uint32_t c = 0; c < C; c++)
+        for (int p = 0; p < WSE_NPORTS; p++)
+            if (t->route[c].any_rx >> p & 1) {
+                wse_lq *q = &t->lq[j];
+                q->cap = (uint16_t)(p == WSE_R ? m->c.oq_depth : m->c.queue_depth);
+                q->port = (uint8_t)p;
+                q->colour = (uint8_t)c;
+                q->slot = slots;
+                slots += q->cap;
+                t->qmap[p * C + c] = (uint8_t)j++;
+            }
+    t->nrq = (uint8_t)j;
+    for (uint32_t c = 0; c < C; c++)
+        if (t->route[c].any_tx >> WSE_R & 1) {
+            wse_lq *q = &t->lq[j];
+            q->cap = (uint16_t)m->c.iq_depth;
+            q->port = 5;
+            q->colour = (uint8_t)c;
+            q->slot = slots;
+            slots += q->cap;
+            t->qmap[5 * C + c] = (uint8_t)j++;
+        }
+    t->nlq = (uint8_t)j;
+    for (int l = 0; l < WSE_NLINES; l++) {
+        t->line[l].cap = (uint8_t)(l < 4 ? m->c.hop_latency : m->c.ramp_latency);
+        t->line[l].e = ent;
+        ent += t->line[l].cap;
+    }
+    for (int p = 0; p < 4; p++)
+        t->nb[p] = tile_at(m, (int64_t)t->x + (p == WSE_E) - (p == WSE_W), (int64_t)t->y + (p == WSE_S) - (p == WSE_N));
+    return TS_OK;
+}
+
+/* Every colour a tile sends to a neighbour must be taken by that neighbour from this side. */
+static ts_status check_links(ts_model *m, wse_tile *t, ts_err *err)
+{
+    for (uint32_t c = 0; c < m->C; c++)
+        for (int p = 0; p < 4; p++) {
+            if (!(t->route[c].any_tx >> p & 1))
+                continue;
+            wse_tile *n = t->nb[p];
+            if (!n || n->qmap[opposite[p] * m->C + c] == WSE_NOQ)
+                return ts_err_sim(err, t->id, -1,
+                                  "PE (%u, %u) routes colour %u %s, but PE (%u, %u) takes no colour %u from the %s",
+                                  t->x, t->y, c, port_name[p], t->x + (p == WSE_E) - (p == WSE_W),
+                                  t->y + (p == WSE_S) - (p == WSE_N), c, port_name[opposite[p]]);
+        }
+    return TS_OK;
+}
+
+ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
+{
+    if (m->loaded)
+        return ts_err_set(err, TS_EINPUT, "a program is already loaded");
+    ts_status rc = TS_OK;
+    /* pass 1: tiles, configuration prefixes, code */
+    for (size_t i = 0; i < p->nstreams && !rc; i++) {
+        const ts_stream *s = &p->streams[i];
+        if (s->kind != WSE_KIND_PE)
+            return ts_err_set(err, TS_EINPUT, "stream kind %u is not 'pe'", s->kind);
+        if (s->index >= m->npes)
+            return ts_err_set(err, TS_EINPUT, "program has code for PE %u, but the %ux%u mesh has %" PRIu64 " PEs",
+                              s->index, m->w, m->h, m->npes);
+        for (uint32_t k = 0; k < s->n; k++)
+            if (s->insn[k].op >= WSE_OP_COUNT)
+                return ts_err_set(err, TS_EINPUT, "PE %u pc %u: op %u is not a wse op", s->index, k, s->insn[k].op);
+        wse_tile *t;
+        if ((rc = tile_touch(m, s->index, &t, err)))
+            return rc;
+        if (t->ce)
+            return ts_err_set(err, TS_EINPUT, "PE %u has two streams", s->index);
+        t->ce = ts_calloc(1, sizeof *t->ce);
+        if (!t->ce || !(t->ce->th = ts_calloc(1 + m->c.microthreads, sizeof *t->ce->th)))
+            return ts_err_set(err, TS_ENOMEM, "out of memory");
+        uint32_t k = 0;
+        for (; k < s->n && (ts_wse_isa.ops[s->insn[k].op].flags & WSE_F_CFG); k++)
+            if ((rc = apply_cfg(m, t, s, k, err)))
+                return rc;
+        /* predecode: share the copy with the previous stream when identical */
+        wse_code *code = NULL;
+        if (m->ncodes && m->codes[m->ncodes - 1].n == s->n && m->codes[m->ncodes - 1].entry == k &&
+            !memcmp(m->codes[m->ncodes - 1].insn, s->insn, (size_t)s->n * sizeof *s->insn))
+            code = &m->codes[m->ncodes - 1];
+        if (!code) {
+            size_t cap = m->ncodes;
+            if (ts_grow((void **)&m->codes, &cap, m->ncodes + 1, sizeof *m->codes))
+                return ts_err_set(err, TS_ENOMEM, "out of memory");
+            ts_insn *copy = ts_malloc((s->n ? s->n : 1) * sizeof *copy);
+            if (!copy)
+                return ts_err_set(err, TS_ENOMEM, "out of memory");
+            memcpy(copy, s->insn, (size_t)s->n * sizeof *copy);
+            code = &m->codes[m->ncodes++];
+            code->insn = copy;
+            code->n = s->n;
+            code->entry = k;
+        }
+        (void)code;
+    }
+    /* codes may have moved while growing: attach after the loop */
+    {
+        size_t ci = 0;
+        for (size_t i = 0; i < p->nstreams; i++) {
+            const ts_stream *s = &p->streams[i];
+            while (ci + 1 < m->ncodes && !(m->codes[ci].n == s->n &&
+                                            !memcmp(m->codes[ci].insn, s->insn, (size_t)s->n * sizeof *s->insn)))
+                ci++;
+            wse_ce *ce = m->t[s->index]->ce;
+            ce->code = &m->codes[ci];
+            ce->pc = m->codes[ci].entry;
+            ce->task = -1;
+            ce->state = ce->pc < s->n ? CE_RUN : CE_IDLE;
+            ce->main_done = ce->state == CE_IDLE;
+            if (ce->state == CE_IDLE)
+                ce->task = -2;
+        }
+    }
+    /* data segments */
+    for (size_t i = 0; i < p->nsegs; i++) {
+        const ts_segment *g = &p->segs[i];
+        if (g->kind != WSE_KIND_PE || g->index >= m->npes || g->addr + g->len > m->c.sram_bytes)
+            return ts_err_set(err, TS_EINPUT, "data segment for PE %u at 0x%" PRIx64 " (%u bytes) does not fit its %" PRIu64
+                              "-byte SRAM", g->index, g->addr, g->len, m->c.sram_bytes);
+        wse_tile *t;
+        if ((rc = tile_touch(m, g->index, &t, err)))
+            return rc;
+        m->offchip += g->len;
+        if (!m->c.timing_only && g->len) {
+            if (!mem_touch(m, t))
+                return ts_err_set(err, TS_ENOMEM, "out of memory for PE %u SRAM", g->index);
+            memcpy(t->mem + g->addr, g->bytes, g->len);
+        }
+    }
+    /* live queues, links, then operand checks that need routes */
+    size_t n = 0;
+    for (uint64_t i = 0; i < m->npes; i++)
+        n += m->t[i] != NULL;
+    m->alloc_ids = ts_malloc((n ? n : 1) * sizeof *m->alloc_ids);
+    if (!m->alloc_ids)
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    m->nalloc = 0;
+    for (uint64_t i = 0; i < m->npes; i++)
+        if (m->t[i])
+            m->alloc_ids[m->nalloc++] = (uint32_t)i;
+    for (size_t i = 0; i < m->nalloc; i++)
+        if ((rc = finalize_tile(m, m->t[m->alloc_ids[i]], err)))
+            return rc;
+    for (size_t i = 0; i < m->nalloc; i++)
+        if ((rc = check_links(m, m->t[m->alloc_ids[i]], err)))
+            return rc;
+    for (size_t i = 0; i < p->nstreams; i++) {
+        const ts_stream *s = &p->streams[i];
+        for (uint32_t k = m->t[s->index]->ce->code->entry; k < s->n; k++)
+            if ((rc = check_insn(m, s, k, err)))
+                return rc;
+    }
+    /* the first active set: every PE with code */
+    for (size_t i = 0; i < m->nalloc; i++) {
+        wse_tile *t = m->t[m->alloc_ids[i]];
+        if (!t->ce)
+            continue;
+        wse_band *b = &m->band[0];
+        for (int k = 0; k < m->nthreads; k++)
+            if (t->y >= m->band[k].row0 && t->y < m->band[k].row1)
+                b = &m->band[k];
+        if (ts_grow((void **)&b->act, &b->cap_act, b->nact + 1, sizeof *b->act))
+            return ts_err_set(err, TS_ENOMEM, "out of memory");
+        b->act[b->nact++] = t->id;
+        t->stamp = 0;
+    }
+    m->loaded = true;
+    return TS_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* queues and lines */
+
+static inline uint32_t q_occ(const wse_lq *q) { return q->pushed - q->popped; }
+
+/* Wavelets of colour c in flight on line l. */
+static inline uint32_t line_count(const wse_line *l, uint32_t c)
+{
+    uint32_t k = 0;
+    for (uint8_t i = 0; i < l->n; i++)
+        k += l->e[(l->head + i) % l->cap].colour == c;
+    return k;
+}
+
+/* The queue that output line l of tile t feeds for colour c. */
+static inline wse_lq *line_target(const ts_model *m, const wse_tile *t, int l, uint32_t c, const wse_tile **owner)
+{
+    const wse_tile *o = l < 4 ? t->nb[l] : t;
+    int port = l < 4 ? opposite[l] : l == WSE_LINE_DOWN ? 5 : WSE_R;
+    *owner = o;
+    return &o->lq[o->qmap[(size_t)port * m->C + c]];
+}
+
+/* Room for one more wavelet of colour c through line l (phase A: committed counters only). */
+static inline bool line_room(const ts_model *m, const wse_tile *t, int l, uint32_t c)
+{
+    const wse_tile *o;
+    const wse_lq *q = line_target(m, t, l, c, &o);
+    if (t->line[l].n == t->line[l].cap)
+        return false;
+    return q_occ(q) + line_count(&t->line[l], c) < q->cap;
+}
+
+static inline void line_put(ts_model *m, wse_tile *t, int l, uint32_t data, uint32_t c, bool ctrl, uint64_t now)
+{
+    wse_line *ln = &t->line[l];
+    uint64_t lat = l < 4 ? m->c.hop_latency : m->c.ramp_latency;
+    wse_ent *e = &ln->e[(ln->head + ln->n++) % ln->cap];
+    e->land = now + lat;
+    e->data = data;
+    e->colour = (uint8_t)c;
+    e->ctrl = ctrl;
+}
+
+static inline void q_pop(wse_tile *t, uint8_t j)
+{
+    t->lq[j].taken = 1;
+    t->pops[t->npop++] = j;
+}
+
+static inline uint32_t q_head(const wse_lq *q, bool *ctrl)
+{
+    uint32_t i = q->popped % q->cap;
+    *ctrl = q->ctrl >> i & 1;
+    return q->slot[i];
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* phase A: router */
+
+static void router_eval(ts_model *m, wse_tile *t, wse_band *b)
+{
+    uint32_t nrq = t->nrq;
+    if (!nrq)
+        return;
+    uint8_t claimed = 0;
+    int last = -1;
+    uint32_t start = m->c.arbitration == WSE_ARB_FIXED ? 0 : t->rr % nrq;
+    for (uint32_t k = 0; k < nrq; k++) {
+        uint32_t j = (start + k) % nrq;
+        wse_lq *q = &t->lq[j];
+        if (!q_occ(q) || q->taken)
+            continue;
+        wse_route *r = &t->route[q->colour];
+        if (!(r->rx[r->pos] >> q->port & 1))
+            continue;
+        uint8_t tx = r->tx[r->pos];
+        if (!tx || (tx & claimed))
+            continue;
+        bool ok = true;
+        for (int p = 0; p < WSE_NPORTS && ok; p++)
+            if (tx >> p & 1)
+                ok = line_room(m, t, p, q->colour);
+        if (!ok)
+            continue;
+        bool ctrl;
+        uint32_t data = q_head(q, &ctrl);
+        for (int p = 0; p < WSE_NPORTS; p++)
+            if (tx >> p & 1) {
+                line_put(m, t, p, data, q->colour, ctrl, m->now);
+                t->s.link[p]++;
+            }
+        claimed |= tx;
+        q_pop(t, (uint8_t)j);
+        t->pcolour[q->colour]++;
+        if (ctrl && r->npos > 1) {
+            if (r->pos + 1 < r->npos)
+                r->pos++;
+            else if (r->ring)
+                r->pos = 0;
+        }
+        b->progress++;
+        last = (int)j;
+    }
+    if (last >= 0) {
+        t->s.router_busy++;
+        t->rr = (uint8_t)((uint32_t)(last + 1) % nrq);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* phase A: core */
+
+static void set_err(wse_band *b, wse_tile *t, uint64_t now, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void set_err(wse_band *b, wse_tile *t, uint64_t now, const char *fmt, ...)
+{
+    if (b->err_st && b->err_tile <= (int64_t)t->id)
+        return;
+    char msg[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    b->err_st = TS_ESIM;
+    b->err_tile = t->id;
+    ts_err_sim(&b->err, t->id, (int64_t)now, "PE (%u, %u): %s", t->x, t->y, msg);
+}
+
+static inline uint32_t ld32(const wse_tile *t, uint64_t a)
+{
+    uint32_t v = 0;
+    if (t->mem)
+        memcpy(&v, t->mem + a, 4);
+    return v;
+}
+
+static inline uint16_t ld16(const wse_tile *t, uint64_t a)
+{
+    uint16_t v = 0;
+    if (t->mem)
+        memcpy(&v, t->mem + a, 2);
+    return v;
+}
+
+/* Elements per cycle a 16-bit-unit stride allows (research §1.3, SDK-APX stride rules). */
+static uint32_t stride_cap(int32_t stride, uint32_t esize)
+{
+    int64_t s16 = (int64_t)stride * (int64_t)esize / 2;
+    if (s16 == 0 || s16 == 1)
+        return UINT32_MAX;
+    int64_t md = ((s16 % 8) + 8) % 8;
+    if (md == 2 || md == 3 || md == 5 || md == 6)
+        return UINT32_MAX;
+    if (md == 1 || md == 7 || md == 4)
+        return 2; /* md 4: "limited" in SDK-APX; 2 assumed */
+    return 1;
+}
+
+static uint64_t simd_width(const ts_model *m, const char *key)
+{
+    if (!strcmp(key, "pe.simd.fp16"))
+        return m->c.simd_fp16;
+    if (!strcmp(key, "pe.simd.fp32_add"))
+        return m->c.simd_fp32_add;
+    if (!strcmp(key, "pe.simd.fp32_mul"))
+        return m->c.simd_fp32_mul;
+    if (!strcmp(key, "pe.simd.fp32_mac"))
+        return m->c.simd_fp32_mac;
+    return m->c.simd_fp32_mov;
+}
+
+/* Check a memory DSD covers only SRAM; returns false with a reason. */
+static bool dsd_fits(const ts_model *m, const wse_dsd *d, uint32_t n, uint32_t esize, char *why, size_t nwhy)
+{
+    if (d->kind != DSD_MEM)
+        return true;
+    if (d->base < 0 || d->base % (int32_t)esize) {
+        snprintf(why, nwhy, "memory dsd base %d is negative or not %u-byte aligned", d->base, esize);
+        return false;
+    }
+    if (!n)
+        return true;
+    int64_t last = (int64_t)d->base + (int64_t)(n - 1) * d->stride * (int64_t)esize;
+    int64_t lo = last < d->base ? last : d->base, hi = (last > d->base ? last : d->base) + esize;
+    if (lo < 0 || (uint64_t)hi > m->c.sram_bytes) {
+        snprintf(why, nwhy, "memory dsd [%" PRId64 ", %" PRId64 ") is outside the %" PRIu64 "-byte SRAM", lo, hi,
+                 m->c.sram_bytes);
+        return false;
+    }
+    return true;
+}
+
+/* Issue a vector op onto thread th; false (with an error set) if its operands are bad. */
+static bool vec_issue(ts_model *m, wse_tile *t, wse_band *b, const ts_insn *in, uint32_t pc)
+{
+    wse_ce *ce = t->ce;
+    const wse_opfacts *f = &ts_wse_opfacts[in->op];
+    const int32_t *a = in->a;
+    int nd = ts_isa_nopnds(&ts_wse_isa.ops[in->op]);
+    int th = a[nd - 2];
+    wse_vop *v = &ce->th[th + 1];
+    memset(v, 0, sizeof *v);
+    v->op = in->op;
+    v->pc = pc;
+    v->done_task = (int8_t)a[nd - 1];
+    v->d = ce->dsd[a[0]];
+    v->s0 = ce->dsd[a[1]];
+    if (f->vop != WSE_V_MOV)
+        v->s1 = ce->dsd[a[2]];
+    if (f->vop == WSE_V_MAC)
+        v->scalar = (uint32_t)ce->r[a[3]];
+    uint32_t esize = f->dtype / 8;
+    v->n = v->d.len;
+    char why[200];
+    if (v->d.kind == DSD_NONE || v->d.kind == DSD_IN || v->s0.kind == DSD_NONE || v->s0.kind == DSD_OUT ||
+        (f->vop != WSE_V_MOV && (v->s1.kind == DSD_NONE || v->s1.kind == DSD_OUT))) {
+        set_err(b, t, m->now, "%s at pc %u: destination must be a memory or fabric-output dsd and sources memory or "
+                "fabric-input dsds", ts_wse_isa.ops[in->op].mnemonic, pc);
+        return false;
+    }
+    if (v->s0.len != v->n || (f->vop != WSE_V_MOV && v->s1.len != v->n)) {
+        set_err(b, t, m->now, "%s at pc %u: operand lengths differ (%u, %u, %u)", ts_wse_isa.ops[in->op].mnemonic, pc,
+                v->n, v->s0.len, f->vop != WSE_V_MOV ? v->s1.len : v->n);
+        return false;
+    }
+    if (!dsd_fits(m, &v->d, v->n, esize, why, sizeof why) || !dsd_fits(m, &v->s0, v->n, esize, why, sizeof why) ||
+        (f->vop != WSE_V_MOV && !dsd_fits(m, &v->s1, v->n, esize, why, sizeof why))) {
+        set_err(b, t, m->now, "%s at pc %u: %s", ts_wse_isa.ops[in->op].mnemonic, pc, why);
+        return false;
+    }
+    uint64_t w = simd_width(m, f->width);
+    if (v->s0.kind == DSD_MEM && f->vop != WSE_V_MOV && v->s1.kind == DSD_MEM) {
+        /* two reads in one cycle need banks in different halves (§1.3, SDK-APX); else half width (assumed) */
+        uint64_t half = m->c.sram_banks / 2 ? m->c.sram_banks / 2 : 1;
+        uint64_t b0 = ((uint64_t)v->s0.base / m->c.bank_interleave) % m->c.sram_banks;
+        uint64_t b1 = ((uint64_t)v->s1.base / m->c.bank_interleave) % m->c.sram_banks;
+        if (b0 % half == b1 % half && w > 1)
+            w /= 2;
+    }
+    const wse_dsd *ops[3] = {&v->d, &v->s0, f->vop != WSE_V_MOV ? &v->s1 : NULL};
+    for (int i = 0; i < 3; i++)
+        if (ops[i] && ops[i]->kind == DSD_MEM) {
+            uint32_t cap = stride_cap(ops[i]->stride, esize);
+            if (cap < w)
+                w = cap;
+        }
+    v->width = (uint8_t)(w > 255 ? 255 : w);
+    v->busy = v->n > 0;
+    if (!v->busy && v->done_task >= 0)
+        ce->active |= 1ull << v->done_task;
+    return true;
+}
+
+/* Advance one vector op by what this cycle's ports allow; returns elements done. */
+static uint32_t vec_step(ts_model *m, wse_tile *t, wse_vop *v, uint32_t *rd, uint32_t *wr, bool *ramp_up,
+                         uint8_t *why)
+{
+    const wse_opfacts *f = &ts_wse_opfacts[v->op];
+    uint32_t esize = f->dtype / 8;
+    uint32_t k = v->n - v->i;
+    if (k > v->width)
+        k = v->width;
+    bool two = f->vop != WSE_V_MOV;
+    const wse_dsd *src[2] = {&v->s0, two ? &v->s1 : NULL};
+    uint8_t qin[2] = {WSE_NOQ, WSE_NOQ};
+    uint32_t br = 0, bw = v->d.kind == DSD_MEM ? esize : 0;
+    for (int s = 0; s < 2; s++) {
+        if (!src[s])
+            continue;
+        if (src[s]->kind == DSD_MEM) {
+            br += esize;
+        } else {
+            k = k > 1 ? 1 : k;
+            uint8_t j = t->qmap[5 * m->C + src[s]->colour];
+            wse_lq *q = &t->lq[j];
+            bool ctrl = false;
+            if (!q_occ(q) || q->taken || (q_head(q, &ctrl), ctrl) || (s == 1 && qin[0] == j)) {
+                *why = 1;
+                return 0;
+            }
+            qin[s] = j;
+        }
+    }
+    if (v->d.kind == DSD_OUT) {
+        k = k > 1 ? 1 : k;
+        if (*ramp_up || !line_room(m, t, WSE_LINE_UP, v->d.colour)) {
+            *why = 2;
+            return 0;
+        }
+    }
+    if (br && *rd / br < k)
+        k = *rd / br;
+    if (bw && *wr / bw < k)
+        k = *wr / bw;
+    if (!k) {
+        *why = 3;
+        return 0;
+    }
+    *rd -= k * br;
+    *wr -= k * bw;
+    bool timing = m->c.timing_only;
+    for (uint32_t e = 0; e < k; e++, v->i++) {
+        uint32_t x[2] = {0, 0};
+        for (int s = 0; s < 2; s++) {
+            if (!src[s])
+                continue;
+            if (src[s]->kind == DSD_MEM) {
+                if (!timing) {
+                    uint64_t a = (uint64_t)((int64_t)src[s]->base + (int64_t)v->i * src[s]->stride * (int64_t)esize);
+                    x[s] = esize == 4 ? ld32(t, a) : ld16(t, a);
+                }
+            } else {
+                bool ctrl;
+                x[s] = q_head(&t->lq[qin[s]], &ctrl);
+                q_pop(t, qin[s]);
+            }
+        }
+        uint32_t y = 0;
+        if (!timing) {
+            if (esize == 4) {
+                float a0 = f32_of(x[0]), a1 = f32_of(x[1]), r;
+                switch (f->vop) {
+                case WSE_V_ADD: r = a0 + a1; break;
+                case WSE_V_SUB: r = a0 - a1; break;
+                case WSE_V_MUL: r = a0 * a1; break;
+                case WSE_V_MAC: {
+                    float p = a1 * f32_of(v->scalar);
+                    r = a0 + p;
+                    break;
+                }
+                default: r = a0; break;
+                }
+                y = f->vop == WSE_V_MOV ? x[0] : bits_of(r);
+            } else {
+                float a0 = h2f((uint16_t)x[0]), a1 = h2f((uint16_t)x[1]), r;
+                switch (f->vop) {
+                case WSE_V_ADD: r = a0 + a1; break;
+                case WSE_V_SUB: r = a0 - a1; break;
+                case WSE_V_MUL: r = a0 * a1; break;
+                case WSE_V_MAC: {
+                    float p = a1 * h2f(f2h(f32_of(v->scalar)));
+                    p = h2f(f2h(p));
+                    r = a0 + p;
+                    break;
+                }
+                default: r = a0; break;
+                }
+                y = f->vop == WSE_V_MOV ? (x[0] & 0xffff) : f2h(r);
+            }
+        }
+        if (v->d.kind == DSD_MEM) {
+            if (!timing) {
+                uint64_t a = (uint64_t)((int64_t)v->d.base + (int64_t)v->i * v->d.stride * (int64_t)esize);
+                uint8_t *mem = mem_touch(m, t);
+                if (mem)
+                    memcpy(mem + a, &y, esize);
+            }
+        } else {
+            line_put(m, t, WSE_LINE_UP, y, v->d.colour, v->d.ctrl, m->now);
+            *ramp_up = true;
+            t->s.injected++;
+            t->s.link[WSE_R] += 0; /* the ramp up is counted as injected */
+        }
+    }
+    t->s.sram_rd += (uint64_t)k * br;
+    t->s.sram_wr += (uint64_t)k * bw;
+    switch (f->vop) {
+    case WSE_V_ADD:
+    case WSE_V_SUB:
+        if (esize == 4)
+            t->s.f32_add += k;
+        else
+            t->s.f16_add += k;
+        break;
+    case WSE_V_MUL:
+        if (esize == 4)
+            t->s.f32_mul += k;
+        else
+            t->s.f16_mul += k;
+        break;
+    case WSE_V_MAC:
+        if (esize == 4)
+            t->s.f32_mac += k;
+        else
+            t->s.f16_mac += k;
+        break;
+    default: break;
+    }
+    return k;
+}
+
+/* Pick the next task: lowest id among runnable ones (assumed: the priority order is not public). */
+static int pick_task(const ts_model *m, wse_tile *t)
+{
+    wse_ce *ce = t->ce;
+    uint64_t ready = ce->active & ~ce->blocked & ce->bound;
+    uint64_t data = ce->data_task & ~ce->blocked;
+    while (data) {
+        int c = __builtin_ctzll(data);
+        data &= data - 1;
+        uint8_t j = t->qmap[5 * m->C + (uint32_t)c];
+        if (j == WSE_NOQ)
+            continue;
+        wse_lq *q = &t->lq[j];
+        bool ctrl = false;
+        if (q_occ(q) && !q->taken && (q_head(q, &ctrl), !ctrl))
+            ready |= 1ull << c;
+    }
+    return ready ? __builtin_ctzll(ready) : -1;
+}
+
+static void start_task(ts_model *m, wse_tile *t, int id)
+{
+    wse_ce *ce = t->ce;
+    ce->task = id;
+    ce->pc = ce->task_pc[id];
+    if (ce->data_task >> id & 1) {
+        uint8_t j = t->qmap[5 * m->C + (uint32_t)id];
+        bool ctrl;
+        ce->r[0] = (int32_t)q_head(&t->lq[j], &ctrl);
+        q_pop(t, j);
+    } else {
+        ce->active &= ~(1ull << id);
+    }
+    t->s.tasks++;
+    if (m->c.task_start_latency) {
+        ce->state = CE_START;
+        ce->until = m->now + m->c.task_start_latency;
+    } else {
+        ce->state = CE_RUN;
+    }
+}
+
+/* Execute the instruction at pc. Returns 1 if issued, 0 if stalled (reason in *why). */
+static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32_t *wr, bool *ramp_up, uint8_t *why)
+{
+    wse_ce *ce = t->ce;
+    uint32_t pc = ce->pc;
+    if (pc >= ce->code->n) { /* falling off the end ends the task */
+        ce->state = CE_IDLE;
+        if (ce->task == -1)
+            ce->main_done = true;
+        ce->task = -2;
+        return 1;
+    }
+    const ts_insn *in = &ce->code->insn[pc];
+    const int32_t *a = in->a;
+    int32_t *r = ce->r;
+    uint32_t next = pc + 1;
+    const wse_opfacts *f = &ts_wse_opfacts[in->op];
+    switch (in->op) {
+    case WSE_OP_NOP: break;
+    case WSE_OP_LI:
+    case WSE_OP_FLI: r[a[0]] = a[1]; break;
+    case WSE_OP_MOV: r[a[0]] = r[a[1]]; break;
+    case WSE_OP_ADD: r[a[0]] = (int32_t)((uint32_t)r[a[1]] + (uint32_t)r[a[2]]); break;
+    case WSE_OP_ADDI: r[a[0]] = (int32_t)((uint32_t)r[a[1]] + (uint32_t)a[2]); break;
+    case WSE_OP_SUB: r[a[0]] = (int32_t)((uint32_t)r[a[1]] - (uint32_t)r[a[2]]); break;
+    case WSE_OP_MUL: r[a[0]] = (int32_t)((uint32_t)r[a[1]] * (uint32_t)r[a[2]]); break;
+    case WSE_OP_GET: {
+        uint32_t v[5] = {t->x, t->y, m->w, m->h, (uint32_t)m->now};
+        r[a[0]] = (int32_t)v[a[1]];
+        break;
+    }
+    case WSE_OP_FADD: r[a[0]] = (int32_t)bits_of(f32_of((uint32_t)r[a[1]]) + f32_of((uint32_t)r[a[2]])); break;
+    case WSE_OP_FSUB: r[a[0]] = (int32_t)bits_of(f32_of((uint32_t)r[a[1]]) - f32_of((uint32_t)r[a[2]])); break;
+    case WSE_OP_FMUL: r[a[0]] = (int32_t)bits_of(f32_of((uint32_t)r[a[1]]) * f32_of((uint32_t)r[a[2]])); break;
+    case WSE_OP_LD:
+    case WSE_OP_ST: {
+        int64_t addr = (int64_t)r[a[1]] + a[2];
+        if (addr < 0 || (uint64_t)addr + 4 > m->c.sram_bytes || addr % 4) {
+            set_err(b, t, m->now, "%s at pc %u: address %" PRId64 " is %s", in->op == WSE_OP_LD ? "ld" : "st", pc, addr,
+                    addr % 4 ? "not 4-byte aligned" : "outside the SRAM");
+            return 1;
+        }
+        if (in->op == WSE_OP_LD) {
+            if (*rd < 4) {
+                *why = 3;
+                return 0;
+            }
+            *rd -= 4;
+            t->s.sram_rd += 4;
+            r[a[0]] = m->c.timing_only ? 0 : (int32_t)ld32(t, (uint64_t)addr);
+        } else {
+            if (*wr < 4) {
+                *why = 3;
+                return 0;
+            }
+            *wr -= 4;
+            t->s.sram_wr += 4;
+            if (!m->c.timing_only) {
+                uint8_t *mem = mem_touch(m, t);
+                if (!mem) {
+                    b->oom = true;
+                    return 1;
+                }
+                memcpy(mem + addr, &r[a[0]], 4);
+            }
+        }
+        break;
+    }
+    case WSE_OP_BR: next = (uint32_t)a[0]; break;
+    case WSE_OP_BZ: if (!r[a[0]]) next = (uint32_t)a[1]; break;
+    case WSE_OP_BNZ: if (r[a[0]]) next = (uint32_t)a[1]; break;
+    case WSE_OP_BLT: if (r[a[0]] < r[a[1]]) next = (uint32_t)a[2]; break;
+    case WSE_OP_WAIT:
+        if (a[0] > 1) {
+            ce->state = CE_WAIT;
+            ce->until = m->now + (uint64_t)a[0];
+        }
+        break;
+    case WSE_OP_ACTIVATE: ce->active |= 1ull << a[0]; break;
+    case WSE_OP_BLOCK: ce->blocked |= 1ull << a[0]; break;
+    case WSE_OP_UNBLOCK: ce->blocked &= ~(1ull << a[0]); break;
+    case WSE_OP_EXIT:
+        if (ce->task == -1)
+            ce->main_done = true;
+        ce->task = -2;
+        ce->state = CE_IDLE;
+        break;
+    case WSE_OP_SEND:
+    case WSE_OP_SENDC:
+        if (*ramp_up || !line_room(m, t, WSE_LINE_UP, (uint32_t)a[0])) {
+            *why = 2;
+            return 0;
+        }
+        line_put(m, t, WSE_LINE_UP, (uint32_t)r[a[1]], (uint32_t)a[0], in->op == WSE_OP_SENDC, m->now);
+        *ramp_up = true;
+        t->s.injected++;
+        break;
+    case WSE_OP_RECV: {
+        uint8_t j = t->qmap[5 * m->C + (uint32_t)a[1]];
+        wse_lq *q = &t->lq[j];
+        bool ctrl = false;
+        if (!q_occ(q) || q->taken || (q_head(q, &ctrl), ctrl)) {
+            *why = 1;
+            return 0;
+        }
+        r[a[0]] = (int32_t)q_head(q, &ctrl);
+        q_pop(t, j);
+        break;
+    }
+    case WSE_OP_DSDM:
+        ce->dsd[a[0]] = (wse_dsd){.kind = DSD_MEM, .base = a[1], .len = (uint32_t)a[2], .stride = a[3]};
+        break;
+    case WSE_OP_DSDIN:
+        ce->dsd[a[0]] = (wse_dsd){.kind = DSD_IN, .colour = (uint8_t)a[1], .len = (uint32_t)a[2]};
+        break;
+    case WSE_OP_DSDOUT:
+        ce->dsd[a[0]] = (wse_dsd){.kind = DSD_OUT, .colour = (uint8_t)a[1], .len = (uint32_t)a[2], .ctrl = a[3] != 0};
+        break;
+    case WSE_OP_DSDBASE: ce->dsd[a[0]].base = (int32_t)((uint32_t)r[a[1]] + (uint32_t)a[2]); break;
+    case WSE_OP_DSDLEN:
+        if (r[a[1]] < 0 || r[a[1]] > 65535) {
+            set_err(b, t, m->now, "dsdlen at pc %u: length %d is outside 0..65535", pc, r[a[1]]);
+            return 1;
+        }
+        ce->dsd[a[0]].len = (uint32_t)r[a[1]];
+        break;
+    default:
+        if (f->unit == WSE_U_VEC) {
+            int nd = ts_isa_nopnds(&ts_wse_isa.ops[in->op]);
+            int th = a[nd - 2];
+            if (ce->th[th + 1].busy) {
+                *why = 4;
+                return 0;
+            }
+            if (!vec_issue(m, t, b, in, pc))
+                return 1;
+            if (th == -1 && ce->th[0].busy)
+                ce->state = CE_WAITVEC;
+            break;
+        }
+        set_err(b, t, m->now, "op %u has no executor", in->op);
+        return 1;
+    }
+    if (f->unit == WSE_U_ALU && f->energy)
+        t->s.int_ops++;
+    if (f->unit == WSE_U_FPU) {
+        if (in->op == WSE_OP_FMUL)
+            t->s.f32_mul++;
+        else
+            t->s.f32_add++;
+    }
+    for (int j = 0; j < TS_MAX_OPNDS && ts_wse_isa.ops[in->op].opnd[j]; j++)
+        if ((ts_wse_isa.ops[in->op].opnd[j] & TS_OK_KIND_MASK) == TS_OK_REG)
+            t->s.regs++;
+    if (ce->state != CE_IDLE || in->op == WSE_OP_EXIT)
+        ce->pc = next;
+    return 1;
+}
+
+static void ce_eval(ts_model *m, wse_tile *t, wse_band *b)
+{
+    wse_ce *ce = t->ce;
+    uint32_t rd = (uint32_t)m->c.read_bytes, wr = (uint32_t)m->c.write_bytes;
+    bool ramp_up = false, busy = false, stalled = false;
+    uint8_t why = 0;
+    /* control wavelets at the head of core queues activate their task (§1.6 control tasks) */
+    for (uint32_t j = t->nrq; j < t->nlq; j++) {
+        wse_lq *q = &t->lq[j];
+        bool ctrl = false;
+        if (q_occ(q) && !q->taken && (q_head(q, &ctrl), ctrl)) {
+            ce->active |= 1ull << (q_head(q, &ctrl) & 63);
+            q_pop(t, (uint8_t)j);
+            b->progress++;
+        }
+    }
+    /* main thread: pick, start, wait, issue */
+    if (ce->state == CE_WAIT && m->now >= ce->until)
+        ce->state = CE_RUN;
+    if (ce->state == CE_START && m->now >= ce->until)
+        ce->state = CE_RUN;
+    if (ce->state == CE_WAITVEC && !ce->th[0].busy)
+        ce->state = CE_RUN;
+    if (ce->state == CE_IDLE) {
+        int id = pick_task(m, t);
+        if (id >= 0) {
+            start_task(m, t, id);
+            b->progress++;
+        }
+    }
+    if (ce->state == CE_RUN) {
+        if (exec_insn(m, t, b, &rd, &wr, &ramp_up, &why)) {
+            busy = true;
+            t->s.insns++;
+            b->progress++;
+        } else {
+            stalled = true;
+        }
+    } else if (ce->state == CE_WAIT || ce->state == CE_START) {
+        b->progress++; /* time passes towards a known cycle */
+    }
+    /* vector ops: main thread's first, then microthreads in id order */
+    for (uint32_t i = 0; i <= m->c.microthreads; i++) {
+        wse_vop *v = &ce->th[i];
+        if (!v->busy)
+            continue;
+        uint8_t vwhy = 0;
+        uint32_t k = vec_step(m, t, v, &rd, &wr, &ramp_up, &vwhy);
+        if (k) {
+            busy = true;
+            b->progress += k;
+            if (v->i == v->n) {
+                v->busy = false;
+                if (v->done_task >= 0)
+                    ce->active |= 1ull << v->done_task;
+            }
+        } else {
+            stalled = true;
+            if (!why)
+                why = vwhy;
+        }
+    }
+    if (busy) {
+        t->s.busy++;
+    } else if (stalled) {
+        t->s.stall++;
+        if (why == 1)
+            t->s.stall_in++;
+        else if (why == 2)
+            t->s.stall_out++;
+        else if (why == 3)
+            t->s.stall_mem++;
+        else
+            t->s.stall_thread++;
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* phase B */
+
+static void log_arrival(ts_model *m, wse_tile *t, uint32_t c, uint64_t when, wse_band *b)
+{
+    if (!t->log) {
+        t->log = ts_calloc((size_t)m->C * WSE_ARRIVAL_LOG, sizeof *t->log);
+        t->narr = ts_calloc(m->C, sizeof *t->narr);
+        if (!t->log || !t->narr) {
+            ts_free(t->log);
+            ts_free(t->narr);
+            t->log = t->narr = NULL;
+            b->oom = true;
+            return;
+        }
+    }
+    if (t->narr[c] < WSE_ARRIVAL_LOG)
+        t->log[c * WSE_ARRIVAL_LOG + t->narr[c]] = when;
+    t->narr[c]++;
+}
+
+static bool wake(wse_band *b, uint32_t id)
+{
+    if (ts_grow((void **)&b->wake, &b->cap_wake, b->nwake + 1, sizeof *b->wake)) {
+        b->oom = true;
+        return false;
+    }
+    b->wake[b->nwake++] = id;
+    return true;
+}
+
+static bool tile_quiet(const ts_model *m, const wse_tile *t)
+{
+    for (int l = 0; l < WSE_NLINES; l++)
+        if (t->line[l].n)
+            return false;
+    for (uint32_t j = 0; j < t->nlq; j++)
+        if (q_occ(&t->lq[j]))
+            return false;
+    if (!t->ce)
+        return true;
+    const wse_ce *ce = t->ce;
+    if (ce->state != CE_IDLE)
+        return false;
+    for (uint32_t i = 0; i <= m->c.microthreads; i++)
+        if (ce->th[i].busy)
+            return false;
+    return !(ce->active & ~ce->blocked & ce->bound);
+}
+
+static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
+{
+    for (uint16_t i = 0; i < t->npop; i++) {
+        wse_lq *q = &t->lq[t->pops[i]];
+        q->popped++;
+        q->taken = 0;
+    }
+    t->npop = 0;
+    for (int l = 0; l < WSE_NLINES; l++) {
+        wse_line *ln = &t->line[l];
+        while (ln->n && ln->e[ln->head].land <= m->now + 1) {
+            wse_ent *e = &ln->e[ln->head];
+            const wse_tile *o;
+            wse_lq *q = line_target(m, t, l, e->colour, &o);
+            uint32_t slot = q->pushed % q->cap;
+            q->slot[slot] = e->data;
+            if (e->ctrl)
+                q->ctrl |= 1ull << slot;
+            else
+                q->ctrl &= ~(1ull << slot);
+            q->pushed++;
+            if (l == WSE_LINE_DOWN) {
+                t->s.delivered++;
+                if (!e->ctrl)
+                    log_arrival(m, t, e->colour, e->land, b);
+            }
+            if (o != t)
+                wake(b, o->id);
+            ln->head = (uint8_t)((ln->head + 1) % ln->cap);
+            ln->n--;
+            b->progress++;
+        }
+        if (ln->n)
+            b->progress++; /* a wavelet in flight lands at a known cycle */
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the cycle loop */
+
+static uint32_t band_of(const ts_model *m, uint32_t id)
+{
+    uint32_t y = id / m->w;
+    for (int k = 0; k < m->nthreads; k++)
+        if (y < m->band[k].row1)
+            return (uint32_t)k;
+    return (uint32_t)m->nthreads - 1;
+}
+
+static void phase_a(ts_model *m, wse_band *b)
+{
+    for (size_t i = 0; i < b->nact; i++) {
+        wse_tile *t = m->t[b->act[i]];
+        router_eval(m, t, b);
+        if (t->ce)
+            ce_eval(m, t, b);
+    }
+}
+
+static void phase_b(ts_model *m, wse_band *b)
+{
+    b->nnext = 0;
+    for (size_t i = 0; i < b->nact; i++) {
+        wse_tile *t = m->t[b->act[i]];
+        tile_commit(m, t, b);
+        if (!m->lockstep && !tile_quiet(m, t)) {
+            if (ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next))
+                b->oom = true;
+            else
+                b->next[b->nnext++] = t->id;
+        }
+    }
+}
+
+static int cmp_u32(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, c = *(const uint32_t *)y;
+    return a < c ? -1 : a > c;
+}
+
+/* Build band k's next active list from its survivors and every band's wakes. */
+static void merge(ts_model *m, int k)
+{
+    wse_band *b = &m->band[k];
+    if (m->lockstep)
+        return; /* lockstep: every allocated tile of the band, every cycle */
+    uint64_t stamp = m->now + 1;
+    size_t n = 0;
+    for (size_t i = 0; i < b->nnext; i++) {
+        wse_tile *t = m->t[b->next[i]];
+        if (t->stamp != stamp) {
+            t->stamp = stamp;
+            b->next[n++] = t->id;
+        }
+    }
+    b->nnext = n;
+    for (int o = 0; o < m->nthreads; o++) {
+        wse_band *ob = &m->band[o];
+        for (size_t i = 0; i < ob->nwake; i++) {
+            uint32_t id = ob->wake[i];
+            if (band_of(m, id) != (uint32_t)k)
+                continue;
+            wse_tile *t = m->t[id];
+            if (t->stamp == stamp)
+                continue;
+            t->stamp = stamp;
+            if (ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next)) {
+                b->oom = true;
+                return;
+            }
+            b->next[b->nnext++] = id;
+        }
+    }
+    qsort(b->next, b->nnext, sizeof *b->next, cmp_u32);
+    uint32_t *tmp = b->act;
+    size_t cap = b->cap_act;
+    b->act = b->next;
+    b->cap_act = b->cap_next;
+    b->nact = b->nnext;
+    b->next = tmp;
+    b->cap_next = cap;
+    b->nnext = 0;
+}
+
+static ts_status lockstep_lists(ts_model *m, ts_err *err)
+{
+    for (int k = 0; k < m->nthreads; k++) {
+        wse_band *b = &m->band[k];
+        b->nact = 0;
+        for (size_t i = 0; i < m->nalloc; i++) {
+            uint32_t id = m->alloc_ids[i];
+            if (band_of(m, id) != (uint32_t)k)
+                continue;
+            if (ts_grow((void **)&b->act, &b->cap_act, b->nact + 1, sizeof *b->act))
+                return ts_err_set(err, TS_ENOMEM, "out of memory");
+            b->act[b->nact++] = id;
+        }
+    }
+    return TS_OK;
+}
+
+static bool all_quiet(const ts_model *m)
+{
+    if (!m->lockstep) {
+        for (int k = 0; k < m->nthreads; k++)
+            if (m->band[k].nact)
+                return false;
+        return true;
+    }
+    for (size_t i = 0; i < m->nalloc; i++)
+        if (!tile_quiet(m, m->t[m->alloc_ids[i]]))
+            return false;
+    return true;
+}
+
+
+/* After a cycle: gather errors and progress, decide whether to go on. Run by one thread. */
+static void end_cycle(ts_model *m)
+{
+    uint64_t progress = 0;
+    int64_t etile = -1;
+    int eb = -1;
+    bool oom = false;
+    for (int k = 0; k < m->nthreads; k++) {
+        wse_band *b = &m->band[k];
+        progress += b->progress;
+        b->progress = 0;
+        b->nwake = 0;
+        oom |= b->oom;
+        if (b->err_st && (etile < 0 || b->err_tile < etile)) {
+            etile = b->err_tile;
+            eb = k;
+        }
+    }
+    m->now++;
+    m->work += progress;
+    if (oom) {
+        m->run_st = ts_err_set(m->run_err, TS_ENOMEM, "out of memory at cycle %" PRIu64, m->now);
+        m->stop = true;
+        return;
+    }
+    if (eb >= 0) {
+        wse_band *b = &m->band[eb];
+        ts_err_free(m->run_err);
+        *m->run_err = b->err;
+        ts_err_init(&b->err);
+        m->run_st = TS_ESIM;
+        m->stop = true;
+        return;
+    }
+    if (all_quiet(m)) {
+        m->done = true;
+        m->stop = true;
+        return;
+    }
+    if (!progress) {
+        /* nothing changed: nothing ever will. A cycle of full queues is a deadlock; anything
+         * else is left to the kernel's hang detector (blocked() says who waits on what). */
+        ts_status rc = ts_wse_deadlock(m, m->run_err);
+        if (rc) {
+            m->run_st = rc;
+        } else {
+            m->now = m->limit;
+        }
+        m->stop = true;
+        return;
+    }
+    if (m->now >= m->limit)
+        m->stop = true;
+}
+
+typedef struct thr_arg {
+    ts_model *m;
+    int k;
+} thr_arg;
+
+static void *thread_main(void *p)
+{
+    thr_arg *a = p;
+    ts_model *m = a->m;
+    int k = a->k;
+    for (;;) {
+        phase_a(m, &m->band[k]);
+        pthread_barrier_wait(&m->bar);
+        phase_b(m, &m->band[k]);
+        pthread_barrier_wait(&m->bar);
+        merge(m, k);
+        if (pthread_barrier_wait(&m->bar) == PTHREAD_BARRIER_SERIAL_THREAD)
+            end_cycle(m);
+        pthread_barrier_wait(&m->bar);
+        if (m->stop)
+            break;
+    }
+    return NULL;
+}
+
+ts_status ts_wse_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
+{
+    if (!m->loaded)
+        return ts_err_set(err, TS_EINPUT, "no program loaded");
+    m->limit = limit;
+    m->stop = m->done || m->now >= limit;
+    m->run_st = TS_OK;
+    m->run_err = err;
+    if (m->lockstep && !m->stop) {
+        ts_status rc = lockstep_lists(m, err);
+        if (rc)
+            return rc;
+    }
+    if (!m->stop && m->nthreads == 1) {
+        while (!m->stop) {
+            phase_a(m, &m->band[0]);
+            phase_b(m, &m->band[0]);
+            merge(m, 0);
+            end_cycle(m);
+        }
+    } else if (!m->stop) {
+        pthread_t *tid = ts_calloc((size_t)m->nthreads, sizeof *tid);
+        thr_arg *args = ts_calloc((size_t)m->nthreads, sizeof *args);
+        if (!tid || !args || pthread_barrier_init(&m->bar, NULL, (unsigned)m->nthreads)) {
+            ts_free(tid);
+            ts_free(args);
+            return ts_err_set(err, TS_ENOMEM, "cannot start %d threads", m->nthreads);
+        }
+        int started = 1;
+        for (int k = 0; k < m->nthreads; k++)
+            args[k] = (thr_arg){m, k};
+        for (int k = 1; k < m->nthreads; k++) {
+            if (pthread_create(&tid[k], NULL, thread_main, &args[k]))
+                break;
+            started++;
+        }
+        if (started != m->nthreads) {
+            /* cannot happen after the barrier was sized; run nothing and report */
+            pthread_barrier_destroy(&m->bar);
+            ts_free(tid);
+            ts_free(args);
+            return ts_err_set(err, TS_ENOMEM, "cannot start %d threads", m->nthreads);
+        }
+        thread_main(&args[0]);
+        for (int k = 1; k < m->nthreads; k++)
+            pthread_join(tid[k], NULL);
+        pthread_barrier_destroy(&m->bar);
+        ts_free(tid);
+        ts_free(args);
+    }
+    if (m->run_st)
+        return m->run_st;
+    st->now = m->now;
+    st->work = m->work;
+    st->done = m->done;
+    return TS_OK;
+}
