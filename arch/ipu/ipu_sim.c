@@ -44,6 +44,7 @@ typedef struct ipu_insn {
     uint8_t op, r0, r1, r2;
     int32_t imm, imm2;
     uint32_t tgt;
+    uint8_t ctx_ok;         /* bit 0: the supervisor may issue it, bit 1: a worker may */
 } ipu_insn;
 
 typedef struct ipu_ctx {
@@ -106,6 +107,8 @@ typedef struct ipu_tile {
     double wire_bit_mm;
     uint64_t mem_hi;
     uint64_t ss_xbytes;     /* bytes sent this superstep */
+    uint64_t work;          /* instructions issued + words received (the hang detector's counter) */
+    bool failed;            /* stopped by an error that is not reported yet */
 } ipu_tile;
 
 typedef struct ipu_ss {
@@ -113,7 +116,8 @@ typedef struct ipu_ss {
 } ipu_ss;
 
 typedef struct ipu_terr {
-    ts_err err;
+    ts_err err;       /* the thread's earliest error (lowest cycle, then tile) */
+    ts_err scratch;   /* where a tile writes its error */
     bool failed;
 } ipu_terr;
 
@@ -257,8 +261,10 @@ static void ipu_destroy(ts_model *m)
         }
     }
     if (m->terr)
-        for (int i = 0; i < m->nthreads; i++)
+        for (int i = 0; i < m->nthreads; i++) {
             ts_err_free(&m->terr[i].err);
+            ts_err_free(&m->terr[i].scratch);
+        }
     ts_free(m->terr);
     ts_free(m->t);
     ts_free(m->tnow);
@@ -305,8 +311,10 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
         ipu_destroy(m);
         return ts_err_set(err, TS_ENOMEM, "out of memory creating the ipu model");
     }
-    for (int i = 0; i < m->nthreads; i++)
+    for (int i = 0; i < m->nthreads; i++) {
         ts_err_init(&m->terr[i].err);
+        ts_err_init(&m->terr[i].scratch);
+    }
     for (uint32_t i = 0; i < m->ntiles; i++) {
         ipu_tile *t = &m->t[i];
         t->page = ts_calloc(npages, sizeof *t->page);
@@ -370,6 +378,8 @@ static ts_status decode_one(const ts_insn *in, uint32_t pc, uint32_t n, uint32_t
     const char *cls = ts_ipu_opfacts[in->op].classes;
     memset(out, 0, sizeof *out);
     out->op = (uint8_t)in->op;
+    char cx = ts_ipu_opfacts[in->op].ctx;
+    out->ctx_ok = (uint8_t)((cx != 'W' ? 1 : 0) | (cx != 'S' ? 2 : 0));
     int nreg = 0, nimm = 0;
     for (int k = 0; cls[k]; k++) {
         int32_t v = in->a[k];
@@ -485,8 +495,10 @@ static void xch_busy(ipu_tile *t, uint64_t a, uint64_t b)
     }
 }
 
+/* Cold path, kept out of line so the executor's hot loop stays small (inlined, it tripled the
+ * executor's stack frame and cost about a fifth of bench_ipu_bsp's time). */
 static ts_status fail(ipu_tile *t, uint32_t ti, int ctx, uint32_t pc, uint64_t c, ts_err *err, const char *fmt, ...)
-    __attribute__((format(printf, 7, 8)));
+    __attribute__((format(printf, 7, 8), noinline, cold));
 
 static ts_status fail(ipu_tile *t, uint32_t ti, int ctx, uint32_t pc, uint64_t c, ts_err *err, const char *fmt, ...)
 {
@@ -569,14 +581,13 @@ static ts_status exec(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c
         return TS_OK;
     }
     const ipu_insn *in = &t->code[pc];
-    const ipu_opfacts *f = &ts_ipu_opfacts[in->op];
-    if (ctx == 0 ? f->ctx == 'W' : f->ctx == 'S')
+    if (!(in->ctx_ok & (ctx ? 2 : 1)))
         return fail(t, ti, ctx, pc, c, err, "%s may only run in %s", ts_ipu_isa.ops[in->op].mnemonic,
                     ctx == 0 ? "a worker" : "the supervisor");
     uint32_t next = pc + 1;
     x->ready = c + 1;
     t->opcount[in->op]++;
-    m->work++; /* racy across threads but only watched for change; see ipu_step */
+    t->work++;
     uint32_t a0 = r[in->r0], a1 = r[in->r1], a2 = r[in->r2];
     int64_t addr;
     switch ((enum ipu_op)in->op) {
@@ -990,7 +1001,7 @@ static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, 
         t->rx_addr += 4;
         t->rx_left--;
         t->xrecv += 4;
-        m->work++;
+        t->work++;
         if (!t->rx_left)
             xch_busy(t, t->rx_armed, c + 1);
     }
@@ -1029,20 +1040,41 @@ static uint64_t next_event(const ts_model *m, const ipu_tile *t, uint64_t c, uin
     return best;
 }
 
-/* Advance tile ti to cycle h (or until it blocks at a sync or halts). */
+/* How far a tile may run past the round's horizon when it does not read another tile's words:
+ * bounded so that the kernel still sees progress (or a hang) this often. */
+#define IPU_RUN_AHEAD 65536u
+
+/* A tile must stay within the round's horizon while it reads other tiles' words: with a receive
+ * armed, or when its supervisor is about to arm one. Everything else it does (compute, sends,
+ * reaching a sync) depends on nothing another tile does in the same round, so it may run ahead:
+ * its sends are committed at the round's end, and no receiver reads a word before the cycle it
+ * arrives, at least a window after it left. */
+static bool reads_others(const ipu_tile *t)
+{
+    if (t->rx_left)
+        return true;
+    uint32_t pc = t->cx[0].pc;
+    return pc < t->n && t->code[pc].op == IPU_OP_RECV;
+}
+
+/* Advance tile ti to cycle h, or beyond while it reads nothing from other tiles, until it
+ * blocks at a sync or halts. */
 static ts_status tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
 {
     ipu_tile *t = &m->t[ti];
     uint64_t c = m->tnow[ti];
     const uint32_t W = m->W;
     const bool lock = m->lockstep;
-    while (c < h && t->sup != SUP_SYNC && t->sup != SUP_DONE) {
+    const uint64_t cap = lock ? h : h + IPU_RUN_AHEAD;
+    uint32_t slot = (uint32_t)(c % W);
+    while (t->sup == SUP_RUN) {
+        if (c >= cap || (c >= h && reads_others(t)))
+            break;
         if (t->rx_left) {
             ts_status rc = rx_arrivals(m, ti, t, c, err);
             if (rc != TS_OK)
                 return rc;
         }
-        uint32_t slot = (uint32_t)(c % W);
         bool issued = false;
         if (t->running >> slot & 1) {
             if (t->cx[1 + slot].ready <= c) {
@@ -1058,14 +1090,18 @@ static ts_status tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
             issued = true;
         }
         c++;
-        if (!issued && !lock)
-            c = next_event(m, t, c, h);
+        if (++slot == W)
+            slot = 0;
+        if (!issued && !lock && t->sup == SUP_RUN) {
+            uint64_t bound = reads_others(t) ? (c > h ? c : h) : cap;
+            uint64_t n = next_event(m, t, c, bound);
+            if (n != c) {
+                c = n;
+                slot = (uint32_t)(c % W);
+            }
+        }
     }
-    if (t->sup == SUP_SYNC || t->sup == SUP_DONE) {
-        m->tnow[ti] = c; /* blocked; the barrier moves it on */
-    } else {
-        m->tnow[ti] = c > h ? c : h;
-    }
+    m->tnow[ti] = t->sup == SUP_RUN && c < h ? h : c;
     return TS_OK;
 }
 
@@ -1076,18 +1112,19 @@ static void run_range(ts_model *m, int id)
     uint32_t lo = (uint32_t)((uint64_t)n * (uint32_t)id / k), hi = (uint32_t)((uint64_t)n * ((uint32_t)id + 1) / k);
     ipu_terr *te = &m->terr[id];
     for (uint32_t i = lo; i < hi; i++) {
-        ts_err e;
-        ts_err_init(&e);
-        if (tile_run(m, i, m->round_h, &e) != TS_OK) {
-            if (!te->failed || e.cycle < te->err.cycle) {
+        if (m->t[i].failed || m->t[i].sup != SUP_RUN)
+            continue;
+        ts_err *e = &te->scratch;
+        if (tile_run(m, i, m->round_h, e) != TS_OK) {
+            m->t[i].failed = true;
+            if (!te->failed || e->cycle < te->err.cycle) {
                 ts_err_free(&te->err);
-                te->err = e;
+                te->err = *e;
                 te->failed = true;
             } else {
-                ts_err_free(&e);
+                ts_err_free(e);
             }
-        } else {
-            ts_err_free(&e);
+            ts_err_init(e);
         }
     }
 }
@@ -1121,11 +1158,15 @@ static int cmp_u64x3(const void *pa, const void *pb)
  * word received. */
 static ts_status check_exchange(ts_model *m, ts_err *err)
 {
-    size_t n = 0;
+    size_t n = 0, unclaimed = 0;
     for (uint32_t s = 0; s < m->ntiles; s++)
-        for (size_t i = 0; i < m->t[s].log.n; i++)
+        for (size_t i = 0; i < m->t[s].log.n; i++) {
             n += m->t[s].log.v[i].dst >= 0;
-    if (!n)
+            unclaimed += m->t[s].log.v[i].dst >= 0 && !m->t[s].log.v[i].claimed;
+        }
+    /* Two senders into one receiver in one cycle leave at least one word unclaimed (the input
+     * selects one sender), so when every word was received there is nothing to sort. */
+    if (!unclaimed)
         return TS_OK;
     uint64_t (*v)[4] = ts_malloc(n * sizeof *v);
     if (!v)
@@ -1242,7 +1283,6 @@ static ts_status barrier(ts_model *m, ts_err *err)
         t->cx[0].ready = release + m->c.sync_skew * i / span;
         m->tnow[i] = release;
     }
-    m->work++;
     return TS_OK;
 }
 
@@ -1276,10 +1316,22 @@ static ts_status ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
             if (m->terr[i].failed && (bad < 0 || m->terr[i].err.cycle < m->terr[bad].err.cycle))
                 bad = i;
         if (bad >= 0) {
+            /* An error stops the run once no other tile can still fail earlier: every other
+             * running tile has passed its cycle (tiles run ahead of each other inside a round). */
             ts_err *e = &m->terr[bad].err;
-            *err = *e; /* hand the detail over */
-            e->detail = NULL;
-            return err->status;
+            bool final = e->status != TS_ESIM || e->cycle < 0;
+            if (!final) {
+                final = true;
+                for (uint32_t i = 0; i < m->ntiles && final; i++)
+                    if (!m->t[i].failed && m->t[i].sup == SUP_RUN && m->tnow[i] < (uint64_t)e->cycle)
+                        final = false;
+            }
+            if (final) {
+                ts_err_free(err);
+                *err = *e; /* hand the detail over */
+                e->detail = NULL;
+                return err->status;
+            }
         }
         /* commit this round's words */
         for (uint32_t i = 0; i < m->ntiles; i++) {
@@ -1297,16 +1349,24 @@ static ts_status ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
             t->pend.n = 0;
         }
         m->now = h;
+        uint64_t work = 0;
+        for (uint32_t i = 0; i < m->ntiles; i++)
+            work += m->t[i].work;
+        m->work = work + m->nss;
         uint32_t live = 0, at_sync = 0, stuck = 0, first_stuck = 0;
+        bool pending = false;
         for (uint32_t i = 0; i < m->ntiles; i++) {
             const ipu_tile *t = &m->t[i];
             if (t->sup == SUP_DONE)
                 continue;
+            pending |= t->failed;
             live++;
             at_sync += t->sup == SUP_SYNC;
             if (tile_stuck(m, t) && !stuck++)
                 first_stuck = i;
         }
+        if (pending)
+            continue; /* no barrier and no verdict on receives while an error waits */
         if (!live) {
             m->done = true;
             for (uint32_t i = 0; i < m->ntiles; i++)
