@@ -1034,20 +1034,24 @@ static ts_status add_layer(loader *L, char *file, char *dir, char *ident, char *
         return node_err(err, y->base, "base: expected a config file or built-in name, got %s",
                         y->base->kind == N_SCALAR ? "nothing" : node_kind_name(y->base));
 
-    /* The base: a file relative to this one, else a built-in of that name. */
+    /* The base: a file relative to this one (as written, then with ".yaml" when it has no
+     * extension, so `base: wse2` finds wse2.yaml beside it), else a built-in of that name. */
     const node *b = y->base;
     const char *name = b->text;
     char looked[512] = "";
-    if (y->dir) {
+    const char *bslash = strrchr(name, '/');
+    bool has_ext = strchr(bslash ? bslash + 1 : name, '.') != NULL;
+    for (int tries = 0; y->dir && tries < (has_ext ? 1 : 2); tries++) {
         size_t dl = strlen(y->dir);
-        size_t pl = dl + strlen(name) + 2;
+        size_t pl = dl + strlen(name) + 8;
         char *path = ts_malloc(pl);
         if (!path)
             return ts_err_set(err, TS_ENOMEM, "out of memory loading %s", name);
+        const char *ext = tries ? ".yaml" : "";
         if (name[0] == '/' || !dl)
-            snprintf(path, pl, "%s", name);
+            snprintf(path, pl, "%s%s", name, ext);
         else
-            snprintf(path, pl, "%s%s%s", y->dir, y->dir[dl - 1] == '/' ? "" : "/", name);
+            snprintf(path, pl, "%s%s%s%s", y->dir, y->dir[dl - 1] == '/' ? "" : "/", name, ext);
         if (is_regular_file(path)) {
             char *data;
             size_t dlen;
@@ -1070,7 +1074,8 @@ static ts_status add_layer(loader *L, char *file, char *dir, char *ident, char *
             }
             return add_layer(L, path, d, id, data, data, dlen, b);
         }
-        snprintf(looked, sizeof looked, "%s", path);
+        if (!tries)
+            snprintf(looked, sizeof looked, "%s", path);
         ts_free(path);
     }
     const char *btext;

@@ -452,6 +452,11 @@ START_TEST(bases)
     ck_assert_str_eq(d->label, "from-builtin");
     ts_config_destroy(c);
 
+    ck_assert_msg(load_fixture("no_ext.yaml", &opts, &c, line, sizeof line) == TS_OK, "%s", line);
+    ck_assert_int_eq(data(c)->tiles, 8);
+    ck_assert_uint_eq(data(c)->sram, 512 * 1024); /* from base.yaml */
+    ts_config_destroy(c);
+
     /* An energy table file beside the config is found there; a built-in name stays as written. */
     ck_assert_msg(load_fixture("with_energy.yaml", &opts, &c, line, sizeof line) == TS_OK, "%s", line);
     ck_assert_str_eq(ts_config_energy_table(c), fixture("my_energy.yaml"));
