@@ -1,0 +1,183 @@
+#!/usr/bin/python3
+"""Make the ONNX test models in tests/data/models/ (run once; the outputs are committed).
+
+Uses Debian's python3-torch, python3-torchvision and python3-onnx:
+    apt-get install -y python3-torch python3-torchvision python3-onnx
+    /usr/bin/python3 scripts/make_test_models.py [OUTDIR]
+
+Real networks are exported with torch.onnx.export and then stripped of their weights: every
+initializer becomes a graph input that carries only its type and shape, so a 100 MB ResNet-50
+shrinks to some tens of kilobytes. Integer and one-element initializers (shape vectors, the
+exponent of a Pow, an epsilon) keep their values and become Constant nodes, because the importer
+needs them to keep shapes static. Weights are random: only shapes matter to tessera.
+
+Outputs:
+  resnet50.onnx      torchvision ResNet-50, batch 1, 3x224x224, opset 13, exported in training
+                     mode preservation so BatchNormalization stays a separate node (the importer
+                     folds it into the convolution before it)
+  bert_layer.onnx    one BERT-base encoder layer (hidden 768, 12 heads, FFN 3072, sequence 128),
+                     opset 13, so LayerNorm appears as ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/
+                     Mul/Add and GELU as Div/Erf/Add/Mul/Mul
+  vit_b16.onnx       torchvision ViT-B/16, batch 1, 3x224x224, opset 17 (LayerNormalization op)
+  conv.onnx          one 3x3 convolution with bias, 1x3x32x32 -> 1x16x32x32
+  matmul.onnx        one MatMul of two data inputs, A[64,128] x B[128,32]
+  softmax.onnx       Softmax over the last axis of a 2x10 input
+  conv_bn.onnx       Conv (no bias) + BatchNormalization + Relu, weights kept (not stripped)
+  unsupported.onnx   a graph with two unsupported operators, to test the error text
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+import torchvision
+from onnx import helper, numpy_helper, TensorProto
+
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "tests", "data", "models")
+KEEP_ELEMS = 1  # initializers this small (scalars), or of integer type, keep their values
+
+
+def strip(model):
+    """Turn initializers into shape-only graph inputs; small/integer ones into Constant nodes."""
+    g = model.graph
+    inputs = [i.name for i in g.input]
+    consts = []
+    for init in list(g.initializer):
+        n = int(np.prod(init.dims)) if len(init.dims) else 1
+        is_int = init.data_type in (TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL)
+        if is_int or n <= KEEP_ELEMS:
+            consts.append(helper.make_node("Constant", [], [init.name], name="const_" + init.name,
+                                           value=init))
+            if init.name in inputs:
+                g.input.remove(next(i for i in g.input if i.name == init.name))
+        elif init.name not in inputs:
+            g.input.append(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
+    del g.initializer[:]
+    nodes = consts + list(g.node)
+    del g.node[:]
+    g.node.extend(nodes)
+    del g.value_info[:]
+    return model
+
+
+def randomise(module):
+    """Give every parameter and buffer distinct random values: the exporter merges initializers
+    with equal contents (fresh biases are all zero) into one, behind Identity nodes."""
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn_like(p))
+        for name, b in module.named_buffers():
+            if b.is_floating_point():
+                b.copy_(torch.rand_like(b) + 0.5)
+
+
+def export(module, args, name, opset, strip_weights=True, **kw):
+    path = os.path.join(OUT, name)
+    randomise(module)
+    module.eval()
+    torch.onnx.export(module, args, path, opset_version=opset, do_constant_folding=True, **kw)
+    model = onnx.load(path)
+    if strip_weights:
+        model = strip(model)
+    onnx.save(model, path)
+    print("%-20s %8d bytes" % (name, os.path.getsize(path)))
+
+
+class BertLayer(nn.Module):
+    """One BERT-base encoder layer as in the original BERT (post-LayerNorm, GELU with erf)."""
+
+    def __init__(self, hidden=768, heads=12, ffn=3072):
+        super().__init__()
+        self.h, self.nh, self.dh = hidden, heads, hidden // heads
+        self.q = nn.Linear(hidden, hidden)
+        self.k = nn.Linear(hidden, hidden)
+        self.v = nn.Linear(hidden, hidden)
+        self.o = nn.Linear(hidden, hidden)
+        self.ln1 = nn.LayerNorm(hidden, eps=1e-12)
+        self.fc1 = nn.Linear(hidden, ffn)
+        self.fc2 = nn.Linear(ffn, hidden)
+        self.ln2 = nn.LayerNorm(hidden, eps=1e-12)
+
+    def heads(self, x):
+        b, s, _ = x.shape
+        return x.view(b, s, self.nh, self.dh).permute(0, 2, 1, 3)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q, k, v = self.heads(self.q(x)), self.heads(self.k(x)), self.heads(self.v(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / (self.dh ** 0.5)
+        ctx = torch.matmul(torch.softmax(scores, dim=-1), v)
+        ctx = ctx.permute(0, 2, 1, 3).reshape(b, s, self.h)
+        x = self.ln1(x + self.o(ctx))
+        return self.ln2(x + self.fc2(nn.functional.gelu(self.fc1(x))))
+
+
+class ConvBn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x)))
+
+
+def small_graphs():
+    conv = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv0", kernel_shape=[3, 3],
+                          pads=[1, 1, 1, 1], strides=[1, 1])],
+        "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 32, 32])],
+        [numpy_helper.from_array(np.ones((16, 3, 3, 3), np.float32), "w"),
+         numpy_helper.from_array(np.zeros(16, np.float32), "b")])
+    save(strip(helper.make_model(conv, opset_imports=[helper.make_opsetid("", 13)])), "conv.onnx")
+
+    mm = helper.make_graph(
+        [helper.make_node("MatMul", ["A", "B"], ["C"], name="mm0")], "matmul",
+        [helper.make_tensor_value_info("A", TensorProto.FLOAT, [64, 128]),
+         helper.make_tensor_value_info("B", TensorProto.FLOAT, [128, 32])],
+        [helper.make_tensor_value_info("C", TensorProto.FLOAT, [64, 32])])
+    save(helper.make_model(mm, opset_imports=[helper.make_opsetid("", 13)]), "matmul.onnx")
+
+    sm = helper.make_graph(
+        [helper.make_node("Softmax", ["x"], ["y"], name="softmax0", axis=-1)], "softmax",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 10])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 10])])
+    save(helper.make_model(sm, opset_imports=[helper.make_opsetid("", 13)]), "softmax.onnx")
+
+    un = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["a"], name="relu0"),
+         helper.make_node("LRN", ["a"], ["b"], name="lrn0", size=3),
+         helper.make_node("Relu", ["b"], ["c"], name="relu1"),
+         helper.make_node("LRN", ["c"], ["d"], name="lrn1", size=3),
+         helper.make_node("NonMaxSuppression", ["d"], ["e"], name="nms0")], "unsupported",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
+    save(helper.make_model(un, opset_imports=[helper.make_opsetid("", 13)]), "unsupported.onnx")
+
+
+def save(model, name):
+    path = os.path.join(OUT, name)
+    onnx.save(model, path)
+    print("%-20s %8d bytes" % (name, os.path.getsize(path)))
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    torch.manual_seed(0)
+    img = torch.randn(1, 3, 224, 224)
+    export(torchvision.models.resnet50(), img, "resnet50.onnx", 13,
+           training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"], output_names=["logits"])
+    export(BertLayer(), torch.randn(1, 128, 768), "bert_layer.onnx", 13,
+           input_names=["hidden"], output_names=["out"])
+    export(torchvision.models.vit_b_16(), img, "vit_b16.onnx", 17,
+           input_names=["input"], output_names=["logits"])
+    export(ConvBn(), torch.randn(1, 3, 16, 16), "conv_bn.onnx", 13, strip_weights=False,
+           training=torch.onnx.TrainingMode.PRESERVE, input_names=["x"], output_names=["y"])
+    small_graphs()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,305 @@
+/* tests/workloads/test_onnx.c — ONNX import: real networks against closed-form MAC counts,
+ * weights stripped or kept, folding, the data-input rule and error messages. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/err.h"
+#include "ts_build.h"
+#include "workloads/graph.h"
+#include "workloads/info.h"
+#include "workloads/onnx.h"
+
+static const char *model(const char *name)
+{
+    static char path[1024];
+    const char *root = getenv("TS_SOURCE_ROOT");
+    snprintf(path, sizeof path, "%s/tests/data/models/%s", root ? root : ".", name);
+    return path;
+}
+
+static ts_graph *load(const char *name, const ts_onnx_opts *opts)
+{
+    ts_err err;
+    ts_err_init(&err);
+    ts_graph *g = NULL;
+    ts_status st = ts_onnx_load(model(name), opts, &g, &err);
+    char msg[2048];
+    ts_err_format(&err, msg, sizeof msg);
+    ck_assert_msg(st == TS_OK, "%s: %s", name, msg);
+    ts_err_free(&err);
+    return g;
+}
+
+/* Load expecting failure; returns the formatted message in a static buffer. */
+static const char *load_fail(const char *path, const ts_onnx_opts *opts)
+{
+    static char msg[2048];
+    ts_err err;
+    ts_err_init(&err);
+    ts_graph *g = NULL;
+    ts_status st = ts_onnx_load(path, opts, &g, &err);
+    ck_assert_msg(st != TS_OK, "%s should fail", path);
+    ck_assert_ptr_null(g);
+    ts_err_format(&err, msg, sizeof msg);
+    ts_err_free(&err);
+    return msg;
+}
+
+static int count_op(const ts_graph *g, ts_graph_op op)
+{
+    int c = 0;
+    for (size_t i = 0; i < ts_graph_node_count(g); i++)
+        c += ts_graph_get_node(g, (int)i)->op == op;
+    return c;
+}
+
+START_TEST(resnet50_totals)
+{
+    ts_graph *g = load("resnet50.onnx", NULL);
+    ts_graph_totals t;
+    ts_graph_get_totals(g, &t);
+    /* torchvision ResNet-50, batch 1, 224x224: the published 4.09 GMACs and 25.56 M parameters.
+     * Folding BatchNormalization drops its scale and shift (2 x 26,560 channels) and gives each
+     * of the 53 convolutions a bias (26,560 elements): 25,557,032 - 26,560 = 25,530,472. */
+    ck_assert_uint_eq(t.macs, 4089184256ull);
+    ck_assert_uint_eq(t.params, 25530472ull);
+    ck_assert_int_eq(count_op(g, TS_OP_BATCHNORM), 0);
+    ck_assert_int_eq(count_op(g, TS_OP_CONV), 53);
+    ck_assert_int_eq(count_op(g, TS_OP_GEMM), 1);
+    ck_assert_int_eq(count_op(g, TS_OP_ADD), 16);
+    ck_assert_uint_eq(t.nodes, 53 + 49 + 1 + 16 + 1 + 1 + 1);
+    /* the data input is the image; the output is [1,1000] */
+    int in = ts_graph_find(g, "input");
+    ck_assert_int_ge(in, 0);
+    ck_assert_int_eq(ts_graph_get_tensor(g, in)->kind, TS_TENSOR_INPUT);
+    ck_assert_uint_eq(t.input_bytes, 3 * 224 * 224 * 4);
+    ck_assert_uint_eq(t.output_bytes, 1000 * 4);
+    /* nodes are in topological order */
+    for (size_t i = 0; i < ts_graph_node_count(g); i++) {
+        const ts_graph_node *n = ts_graph_get_node(g, (int)i);
+        for (size_t j = 0; j < n->nin; j++)
+            ck_assert_int_lt(ts_graph_get_tensor(g, n->in[j])->producer, (int)i);
+    }
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(bert_layer_macs)
+{
+    ts_graph *g = load("bert_layer.onnx", NULL);
+    ts_graph_totals t;
+    ts_graph_get_totals(g, &t);
+    /* One BERT-base encoder layer, batch 1, S = 128 tokens, H = 768, 12 heads of 64, F = 3072:
+     *   Q, K and V projections   3 * S * H * H
+     *   scores Q K^T per head    12 * S * S * 64 = S * S * H
+     *   context softmax(.) V     S * S * H
+     *   output projection        S * H * H
+     *   FFN up and down          2 * S * H * F
+     * = 4*128*768^2 + 2*128^2*768 + 2*128*768*3072 = 931,135,488 */
+    const uint64_t S = 128, H = 768, F = 3072;
+    ck_assert_uint_eq(t.macs, 4 * S * H * H + 2 * S * S * H + 2 * S * H * F);
+    ck_assert_uint_eq(t.macs, 931135488ull);
+    /* weights: 4 (H*H + H) attention, H*F + F + F*H + H FFN, 2 * 2H LayerNorm */
+    ck_assert_uint_eq(t.params, 4 * (H * H + H) + H * F + F + F * H + H + 4 * H);
+    /* the exporter's decomposed LayerNorm (opset 13) is recognised as one op, twice */
+    ck_assert_int_eq(count_op(g, TS_OP_LAYERNORM), 2);
+    ck_assert_int_eq(count_op(g, TS_OP_REDUCEMEAN), 0);
+    ck_assert_int_eq(count_op(g, TS_OP_POW), 0);
+    ck_assert_int_eq(count_op(g, TS_OP_SQRT), 0);
+    ck_assert_int_eq(count_op(g, TS_OP_MATMUL), 8);
+    ck_assert_int_eq(count_op(g, TS_OP_SOFTMAX), 1);
+    ck_assert_int_eq(count_op(g, TS_OP_ERF), 1);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(vit_b16_macs)
+{
+    ts_graph *g = load("vit_b16.onnx", NULL);
+    ts_graph_totals t;
+    ts_graph_get_totals(g, &t);
+    /* torchvision ViT-B/16, batch 1, 224x224: P = 196 patches of 16x16, N = 197 tokens (class
+     * token first), D = 768, 12 heads of 64, MLP 3072, L = 12 layers, 1000 classes:
+     *   patch embedding (conv 16x16 stride 16)   P * D * (3*16*16) = P * D * D
+     *   per layer: QKV in one matmul            N * D * 3D
+     *              scores and context            2 * N * N * D
+     *              output projection             N * D * D
+     *              MLP                           2 * N * D * 3072
+     *   head on the class token                  D * 1000
+     * = 115,605,504 + 12 * 1,453,954,560 + 768,000 = 17,563,828,224 */
+    const uint64_t P = 196, N = 197, D = 768, M = 3072, L = 12;
+    uint64_t layer = N * D * 3 * D + 2 * N * N * D + N * D * D + 2 * N * D * M;
+    ck_assert_uint_eq(t.macs, P * D * D + L * layer + D * 1000);
+    ck_assert_uint_eq(t.macs, 17563828224ull);
+    /* the standard ViT-B/16 parameter count */
+    ck_assert_uint_eq(t.params, 86567656ull);
+    ck_assert_int_eq(count_op(g, TS_OP_LAYERNORM), 25);
+    ck_assert_int_eq(count_op(g, TS_OP_SOFTMAX), 12);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(small_models)
+{
+    ts_graph *g = load("conv.onnx", NULL);
+    ts_graph_totals t;
+    ts_graph_get_totals(g, &t);
+    ck_assert_uint_eq(t.macs, 16ull * 32 * 32 * 3 * 3 * 3);
+    ck_assert_uint_eq(t.params, 16 * 3 * 3 * 3 + 16);
+    const ts_graph_tensor *y = ts_graph_get_tensor(g, ts_graph_find(g, "y"));
+    ck_assert_int_eq(y->rank, 4);
+    ck_assert_int_eq(y->dims[1], 16);
+    ck_assert_int_eq(y->dims[2], 32);
+    ts_graph_destroy(g);
+
+    /* matmul.onnx has two graph inputs and no initializers: by default only A is data */
+    g = load("matmul.onnx", NULL);
+    ts_graph_get_totals(g, &t);
+    ck_assert_uint_eq(t.macs, 64 * 128 * 32);
+    ck_assert_uint_eq(t.params, 128 * 32);
+    ts_graph_destroy(g);
+    /* naming both makes both data */
+    const char *both[] = {"A", "B"};
+    ts_onnx_opts o = {both, 2};
+    g = load("matmul.onnx", &o);
+    ts_graph_get_totals(g, &t);
+    ck_assert_uint_eq(t.params, 0);
+    ck_assert_uint_eq(t.input_bytes, (64 * 128 + 128 * 32) * 4);
+    ts_graph_destroy(g);
+
+    g = load("softmax.onnx", NULL);
+    ck_assert_int_eq(ts_graph_node_count(g), 1);
+    ck_assert_int_eq(ts_graph_get_node(g, 0)->op, TS_OP_SOFTMAX);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(conv_bn_with_weights)
+{
+    /* Weights kept as initializers: the graph inputs that are initializers are weights. */
+    ts_graph *g = load("conv_bn.onnx", NULL);
+    ck_assert_int_eq(count_op(g, TS_OP_BATCHNORM), 0);
+    ck_assert_int_eq(count_op(g, TS_OP_CONV), 1);
+    ck_assert_int_eq(count_op(g, TS_OP_RELU), 1);
+    const ts_graph_node *c = ts_graph_get_node(g, 0);
+    ck_assert_int_eq(c->op, TS_OP_CONV);
+    ck_assert_int_eq(c->nin, 3); /* the folded bias */
+    ts_graph_totals t;
+    ts_graph_get_totals(g, &t);
+    ck_assert_uint_eq(t.params, 8 * 3 * 3 * 3 + 8);
+    ck_assert_uint_eq(t.macs, 8ull * 16 * 16 * 27);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(unsupported_ops)
+{
+    const char *m = load_fail(model("unsupported.onnx"), NULL);
+    const char *want = "unsupported operators: LRN (first at node 'lrn0'), NonMaxSuppression (first at "
+                       "node 'nms0')";
+    ck_assert_msg(strstr(m, want), "got: %s", m);
+    ck_assert_msg(strstr(m, "unsupported.onnx: "), "the file is named: %s", m);
+}
+END_TEST
+
+START_TEST(malformed)
+{
+    char path[] = "/tmp/ts_test_onnx_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "wb");
+    fputs("\x0a\xff\xff\xff\xff\x0f garbage", f);
+    fclose(f);
+    const char *m = load_fail(path, NULL);
+    char want[512];
+    snprintf(want, sizeof want, "%s: not a valid onnx model (malformed protobuf)", path);
+    ck_assert_str_eq(m, want);
+    remove(path);
+    m = load_fail("/nonexistent/model.onnx", NULL);
+    ck_assert_msg(strstr(m, "/nonexistent/model.onnx"), "got: %s", m);
+}
+END_TEST
+
+START_TEST(bad_input_name)
+{
+    const char *names[] = {"nope"};
+    ts_onnx_opts o = {names, 1};
+    const char *m = load_fail(model("matmul.onnx"), &o);
+    ck_assert_msg(strstr(m, "no graph input named 'nope'"), "got: %s", m);
+}
+END_TEST
+
+START_TEST(info_render)
+{
+    ts_graph *g = load("resnet50.onnx", NULL);
+    ts_buf b = TS_BUF_INIT;
+    ts_wl_info_render(g, true, &b);
+    const char *s = ts_buf_str(&b);
+    ck_assert_msg(strstr(s, "\"nodes\": 122"), "%s", s);
+    ck_assert_msg(strstr(s, "\"macs\": 4089184256"), "%s", s);
+    ck_assert_msg(strstr(s, "\"params\": 25530472"), "%s", s);
+    ck_assert_msg(strstr(s, "\"Conv\": 53"), "%s", s);
+    ck_assert_msg(strstr(s, "\"activation_bytes\": "), "%s", s);
+    ts_buf_reset(&b);
+    ts_wl_info_render(g, false, &b);
+    ck_assert_msg(strstr(ts_buf_str(&b), "4089184256"), "%s", ts_buf_str(&b));
+    ts_buf_free(&b);
+    ts_graph_destroy(g);
+
+    ts_err err;
+    ts_err_init(&err);
+    ts_buf c = TS_BUF_INIT;
+    ck_assert_int_eq(ts_wl_info(model("matmul.onnx"), "A,B", true, &c, &err), TS_OK);
+    ck_assert_msg(strstr(ts_buf_str(&c), "\"params\": 0"), "%s", ts_buf_str(&c));
+    ts_buf_free(&c);
+    ts_err_free(&err);
+}
+END_TEST
+
+/* Every allocation failure is reported as TS_ENOMEM and leaks nothing (checked under ASan). */
+START_TEST(alloc_failures)
+{
+    for (long n = 1; n < 400; n += 7) {
+        ts_err err;
+        ts_err_init(&err);
+        ts_graph *g = NULL;
+        ts_alloc_fail_after(n);
+        ts_status st = ts_onnx_load(model("bert_layer.onnx"), NULL, &g, &err);
+        long fails = ts_alloc_failures();
+        ts_alloc_fail_after(0);
+        if (fails)
+            ck_assert_msg(st == TS_ENOMEM, "allocation %ld: status %d", n, (int)st);
+        ts_graph_destroy(g);
+        ts_err_free(&err);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("onnx");
+    TCase *tc = tcase_create("onnx");
+    tcase_set_timeout(tc, 120);
+    if (TS_HAVE_ONNX) {
+        tcase_add_test(tc, resnet50_totals);
+        tcase_add_test(tc, bert_layer_macs);
+        tcase_add_test(tc, vit_b16_macs);
+        tcase_add_test(tc, small_models);
+        tcase_add_test(tc, conv_bn_with_weights);
+        tcase_add_test(tc, unsupported_ops);
+        tcase_add_test(tc, malformed);
+        tcase_add_test(tc, bad_input_name);
+        tcase_add_test(tc, info_render);
+        tcase_add_test(tc, alloc_failures);
+    }
+    suite_add_tcase(s, tc);
+    SRunner *r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

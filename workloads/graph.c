@@ -1,0 +1,1304 @@
+/* workloads/graph.c — graph IR storage, shape inference, rewrites and totals. */
+#include "workloads/graph.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/fileio.h"
+#include "workloads/graph_int.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Dtypes and ops. */
+
+static const struct { const char *name; size_t size; } dtypes[TS_DT_COUNT] = {
+    [TS_DT_UNDEF] = {"undef", 0}, [TS_DT_F32] = {"f32", 4}, [TS_DT_F16] = {"f16", 2},
+    [TS_DT_BF16] = {"bf16", 2},   [TS_DT_F64] = {"f64", 8}, [TS_DT_I8] = {"i8", 1},
+    [TS_DT_U8] = {"u8", 1},       [TS_DT_I16] = {"i16", 2}, [TS_DT_I32] = {"i32", 4},
+    [TS_DT_I64] = {"i64", 8},     [TS_DT_BOOL] = {"bool", 1},
+};
+
+size_t ts_dtype_size(ts_dtype dt)
+{
+    return (unsigned)dt < TS_DT_COUNT ? dtypes[dt].size : 0;
+}
+
+const char *ts_dtype_name(ts_dtype dt)
+{
+    return (unsigned)dt < TS_DT_COUNT ? dtypes[dt].name : "?";
+}
+
+int ts_dtype_parse(const char *s, ts_dtype *out)
+{
+    static const struct { const char *alias; ts_dtype dt; } aliases[] = {
+        {"fp32", TS_DT_F32},   {"float32", TS_DT_F32}, {"float", TS_DT_F32},  {"fp16", TS_DT_F16},
+        {"float16", TS_DT_F16}, {"half", TS_DT_F16},   {"bfloat16", TS_DT_BF16}, {"fp64", TS_DT_F64},
+        {"float64", TS_DT_F64}, {"int8", TS_DT_I8},    {"uint8", TS_DT_U8},   {"int16", TS_DT_I16},
+        {"int32", TS_DT_I32},  {"int64", TS_DT_I64},
+    };
+    for (int i = 1; i < TS_DT_COUNT; i++)
+        if (!strcmp(s, dtypes[i].name)) {
+            *out = (ts_dtype)i;
+            return 0;
+        }
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (!strcmp(s, aliases[i].alias)) {
+            *out = aliases[i].dt;
+            return 0;
+        }
+    return -1;
+}
+
+bool ts_dtype_is_float(ts_dtype dt)
+{
+    return dt == TS_DT_F32 || dt == TS_DT_F16 || dt == TS_DT_BF16 || dt == TS_DT_F64;
+}
+
+static const char *const op_names[TS_OP_COUNT] = {
+#define TS_GRAPH_OP_NAME(e, n) n,
+    TS_GRAPH_OPS(TS_GRAPH_OP_NAME)
+#undef TS_GRAPH_OP_NAME
+};
+
+const char *ts_graph_op_name(ts_graph_op op)
+{
+    return (unsigned)op < TS_OP_COUNT ? op_names[op] : "?";
+}
+
+int ts_graph_op_parse(const char *name, ts_graph_op *out)
+{
+    for (int i = 0; i < TS_OP_COUNT; i++)
+        if (!strcmp(name, op_names[i])) {
+            *out = (ts_graph_op)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *ts_tensor_kind_name(ts_tensor_kind k)
+{
+    switch (k) {
+    case TS_TENSOR_ACTIVATION: return "activation";
+    case TS_TENSOR_INPUT: return "input";
+    case TS_TENSOR_WEIGHT: return "weight";
+    case TS_TENSOR_CONST: return "const";
+    }
+    return "?";
+}
+
+void ts_graph_attrs_init(ts_graph_attrs *a)
+{
+    memset(a, 0, sizeof *a);
+    a->strides[0] = a->strides[1] = 1;
+    a->dilations[0] = a->dilations[1] = 1;
+    a->group = 1;
+    a->alpha = a->beta = 1.0;
+    a->keepdims = true;
+    a->epsilon = 1e-5;
+    a->min = -INFINITY;
+    a->max = INFINITY;
+    a->to = TS_DT_UNDEF;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Storage. */
+
+struct ts_graph {
+    char *name;
+    ts_graph_tensor *t; /* names and data owned (cast away const to free) */
+    size_t nt, capt;
+    ts_graph_node *n;   /* names, in and out owned */
+    size_t nn, capn;
+    bool *dead;         /* per node, during rewrites */
+    size_t capdead;
+    int *hash;          /* open addressing: tensor id or -1; size hcap (power of two) */
+    size_t hcap;
+    int uniq;           /* counter for generated names */
+};
+
+static uint64_t hash_str(const char *s)
+{
+    return ts_fnv1a(TS_FNV_SEED, s, strlen(s));
+}
+
+static int rehash(ts_graph *g, size_t cap)
+{
+    int *h = ts_malloc(cap * sizeof *h);
+    if (!h)
+        return -1;
+    for (size_t i = 0; i < cap; i++)
+        h[i] = -1;
+    for (size_t id = 0; id < g->nt; id++) {
+        size_t j = (size_t)hash_str(g->t[id].name) & (cap - 1);
+        while (h[j] >= 0)
+            j = (j + 1) & (cap - 1);
+        h[j] = (int)id;
+    }
+    ts_free(g->hash);
+    g->hash = h;
+    g->hcap = cap;
+    return 0;
+}
+
+ts_graph *ts_graph_create(const char *name)
+{
+    ts_graph *g = ts_calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    g->name = ts_strdup(name ? name : "graph");
+    if (!g->name || rehash(g, 64)) {
+        ts_graph_destroy(g);
+        return NULL;
+    }
+    return g;
+}
+
+static void free_node(ts_graph_node *n)
+{
+    ts_free((void *)(uintptr_t)n->name);
+    ts_free((void *)(uintptr_t)n->in);
+    ts_free((void *)(uintptr_t)n->out);
+}
+
+void ts_graph_destroy(ts_graph *g)
+{
+    if (!g)
+        return;
+    for (size_t i = 0; i < g->nt; i++) {
+        ts_free((void *)(uintptr_t)g->t[i].name);
+        ts_free((void *)(uintptr_t)g->t[i].data);
+    }
+    for (size_t i = 0; i < g->nn; i++)
+        free_node(&g->n[i]);
+    ts_free(g->t);
+    ts_free(g->n);
+    ts_free(g->dead);
+    ts_free(g->hash);
+    ts_free(g->name);
+    ts_free(g);
+}
+
+const char *ts_graph_name(const ts_graph *g)
+{
+    return g->name;
+}
+
+size_t ts_graph_tensor_count(const ts_graph *g)
+{
+    return g->nt;
+}
+
+size_t ts_graph_node_count(const ts_graph *g)
+{
+    return g->nn;
+}
+
+const ts_graph_tensor *ts_graph_get_tensor(const ts_graph *g, int id)
+{
+    return id >= 0 && (size_t)id < g->nt ? &g->t[id] : NULL;
+}
+
+const ts_graph_node *ts_graph_get_node(const ts_graph *g, int id)
+{
+    return id >= 0 && (size_t)id < g->nn ? &g->n[id] : NULL;
+}
+
+int ts_graph_find(const ts_graph *g, const char *name)
+{
+    size_t j = (size_t)hash_str(name) & (g->hcap - 1);
+    while (g->hash[j] >= 0) {
+        if (!strcmp(g->t[g->hash[j]].name, name))
+            return g->hash[j];
+        j = (j + 1) & (g->hcap - 1);
+    }
+    return -1;
+}
+
+int64_t ts_graph_tensor_elems(const ts_graph_tensor *t)
+{
+    if (t->rank < 0)
+        return 0;
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= t->dims[i];
+    return n;
+}
+
+ts_status ts_graph_add_tensor(ts_graph *g, const char *name, ts_tensor_kind kind, ts_dtype dtype,
+                              int rank, const int64_t *dims, int *id, ts_err *err)
+{
+    if (!name || !*name)
+        return ts_err_set(err, TS_EINPUT, "tensor without a name");
+    if (rank > TS_GRAPH_MAX_RANK)
+        return ts_err_set(err, TS_EINPUT, "tensor '%s' has rank %d, more than the %d supported", name,
+                          rank, TS_GRAPH_MAX_RANK);
+    for (int i = 0; i < rank; i++)
+        if (dims[i] < 0)
+            return ts_err_set(err, TS_EINPUT, "tensor '%s' has a negative dimension %lld", name,
+                              (long long)dims[i]);
+    if (ts_graph_find(g, name) >= 0)
+        return ts_err_set(err, TS_EINPUT, "tensor '%s' is defined twice", name);
+    if (g->nt >= INT32_MAX / 2)
+        return ts_err_set(err, TS_EINPUT, "too many tensors");
+    if (ts_grow((void **)&g->t, &g->capt, g->nt + 1, sizeof *g->t))
+        return ts_err_set(err, TS_ENOMEM, "out of memory adding tensor '%s'", name);
+    if ((g->nt + 1) * 2 > g->hcap && rehash(g, g->hcap * 2))
+        return ts_err_set(err, TS_ENOMEM, "out of memory adding tensor '%s'", name);
+    char *nm = ts_strdup(name);
+    if (!nm)
+        return ts_err_set(err, TS_ENOMEM, "out of memory adding tensor '%s'", name);
+    ts_graph_tensor *t = &g->t[g->nt];
+    memset(t, 0, sizeof *t);
+    t->name = nm;
+    t->kind = kind;
+    t->dtype = dtype;
+    t->rank = rank < 0 ? -1 : rank;
+    for (int i = 0; i < rank; i++)
+        t->dims[i] = dims[i];
+    t->producer = -1;
+    size_t j = (size_t)hash_str(name) & (g->hcap - 1);
+    while (g->hash[j] >= 0)
+        j = (j + 1) & (g->hcap - 1);
+    g->hash[j] = (int)g->nt;
+    if (id)
+        *id = (int)g->nt;
+    g->nt++;
+    return TS_OK;
+}
+
+ts_status ts_graph_set_data(ts_graph *g, int id, const void *data, size_t nbytes, ts_err *err)
+{
+    ts_graph_tensor *t = &g->t[id];
+    int64_t n = ts_graph_tensor_elems(t);
+    if (t->rank < 0 || (uint64_t)n * ts_dtype_size(t->dtype) != nbytes)
+        return ts_err_set(err, TS_EINPUT, "tensor '%s' has %zu bytes of values, its shape needs %llu",
+                          t->name, nbytes, (unsigned long long)((uint64_t)n * ts_dtype_size(t->dtype)));
+    void *p = ts_malloc(nbytes ? nbytes : 1);
+    if (!p)
+        return ts_err_set(err, TS_ENOMEM, "out of memory for the values of '%s'", t->name);
+    if (nbytes)
+        memcpy(p, data, nbytes);
+    ts_free((void *)(uintptr_t)t->data);
+    t->data = p;
+    return TS_OK;
+}
+
+void ts_graph_set_kind(ts_graph *g, int id, ts_tensor_kind kind)
+{
+    g->t[id].kind = kind;
+}
+
+void ts_graph_mark_output(ts_graph *g, int id)
+{
+    g->t[id].is_output = true;
+}
+
+ts_status ts_graph_add_node(ts_graph *g, ts_graph_op op, const char *name, const int *in, size_t nin,
+                            const int *out, size_t nout, const ts_graph_attrs *attrs, int *id,
+                            ts_err *err)
+{
+    char gen[64];
+    if (!name || !*name) {
+        snprintf(gen, sizeof gen, "%s_%zu", ts_graph_op_name(op), g->nn);
+        name = gen;
+    }
+    if ((unsigned)op >= TS_OP_COUNT)
+        return ts_err_set(err, TS_EINTERNAL, "node '%s' has an unknown op %d", name, (int)op);
+    for (size_t i = 0; i < nin; i++)
+        if (in[i] < 0 || (size_t)in[i] >= g->nt)
+            return ts_err_set(err, TS_EINTERNAL, "node '%s' reads tensor id %d, which does not exist",
+                              name, in[i]);
+    for (size_t i = 0; i < nout; i++) {
+        if (out[i] < 0 || (size_t)out[i] >= g->nt)
+            return ts_err_set(err, TS_EINTERNAL, "node '%s' writes tensor id %d, which does not exist",
+                              name, out[i]);
+        if (g->t[out[i]].producer >= 0 || g->t[out[i]].kind != TS_TENSOR_ACTIVATION)
+            return ts_err_set(err, TS_EINPUT, "node '%s' writes '%s', which already has a value", name,
+                              g->t[out[i]].name);
+    }
+    if (ts_grow((void **)&g->n, &g->capn, g->nn + 1, sizeof *g->n))
+        return ts_err_set(err, TS_ENOMEM, "out of memory adding node '%s'", name);
+    ts_graph_node *n = &g->n[g->nn];
+    memset(n, 0, sizeof *n);
+    char *nm = ts_strdup(name);
+    int *ins = ts_malloc((nin ? nin : 1) * sizeof *ins);
+    int *outs = ts_malloc((nout ? nout : 1) * sizeof *outs);
+    if (!nm || !ins || !outs) {
+        ts_free(nm);
+        ts_free(ins);
+        ts_free(outs);
+        return ts_err_set(err, TS_ENOMEM, "out of memory adding node '%s'", name);
+    }
+    if (nin)
+        memcpy(ins, in, nin * sizeof *ins);
+    if (nout)
+        memcpy(outs, out, nout * sizeof *outs);
+    n->op = op;
+    n->name = nm;
+    n->in = ins;
+    n->nin = nin;
+    n->out = outs;
+    n->nout = nout;
+    if (attrs)
+        n->attrs = *attrs;
+    else
+        ts_graph_attrs_init(&n->attrs);
+    for (size_t i = 0; i < nout; i++)
+        g->t[out[i]].producer = (int)g->nn;
+    if (id)
+        *id = (int)g->nn;
+    g->nn++;
+    return TS_OK;
+}
+
+int ts_graph_unique_name(ts_graph *g, const char *base, char *buf, size_t n)
+{
+    for (;;) {
+        snprintf(buf, n, "%s_%d", base, g->uniq++);
+        if (ts_graph_find(g, buf) < 0)
+            return 0;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Shape inference. */
+
+#define NODE_ERR(g, nd, ...) node_err(err, nd, __VA_ARGS__)
+
+static ts_status node_err(ts_err *err, const ts_graph_node *nd, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static ts_status node_err(ts_err *err, const ts_graph_node *nd, const char *fmt, ...)
+{
+    char what[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return ts_err_set(err, TS_EINPUT, "node '%s' (%s): %s", nd->name, ts_graph_op_name(nd->op), what);
+}
+
+/* "[1,3,224,224]" */
+void ts_graph_shape_str(const ts_graph_tensor *t, char *buf, size_t n)
+{
+    size_t k = 0;
+    k += (size_t)snprintf(buf + k, n - k, "[");
+    for (int i = 0; i < t->rank && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? "," : "", (long long)t->dims[i]);
+    if (k < n)
+        snprintf(buf + k, n - k, "]");
+}
+
+static void set_shape(ts_graph_tensor *t, ts_dtype dt, int rank, const int64_t *dims)
+{
+    t->dtype = dt;
+    t->rank = rank;
+    for (int i = 0; i < rank; i++)
+        t->dims[i] = dims[i];
+}
+
+/* Numpy broadcasting of a and b into out; -1 if incompatible. */
+int ts_graph_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *ro, int64_t *out)
+{
+    int r = ra > rb ? ra : rb;
+    for (int i = 0; i < r; i++) {
+        int64_t da = i < r - ra ? 1 : a[i - (r - ra)];
+        int64_t db = i < r - rb ? 1 : b[i - (r - rb)];
+        if (da != db && da != 1 && db != 1)
+            return -1;
+        out[i] = da == 1 ? db : da;
+    }
+    *ro = r;
+    return 0;
+}
+
+static int64_t norm_axis(int64_t axis, int rank)
+{
+    return axis < 0 ? axis + rank : axis;
+}
+
+/* Output size of a sliding window along one axis. */
+static int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, int64_t d, bool ceil_mode)
+{
+    int64_t span = in + p0 + p1 - d * (k - 1) - 1;
+    if (span < 0 || s <= 0)
+        return -1;
+    int64_t o = ceil_mode ? (span + s - 1) / s + 1 : span / s + 1;
+    /* ONNX: with ceil_mode the last window must start inside the input or left padding */
+    if (ceil_mode && (o - 1) * s >= in + p0)
+        o--;
+    return o;
+}
+
+static ts_status infer_window(ts_graph *g, ts_graph_node *nd, const ts_graph_tensor *x, int64_t kh, int64_t kw,
+                              int64_t cout, ts_err *err)
+{
+    const ts_graph_attrs *a = &nd->attrs;
+    int64_t o[4] = {x->dims[0], cout, 0, 0};
+    int64_t k[2] = {kh, kw};
+    for (int i = 0; i < 2; i++) {
+        o[2 + i] = window_out(x->dims[2 + i], k[i], a->strides[i], a->pads[i], a->pads[2 + i],
+                              a->dilations[i], a->ceil_mode);
+        if (o[2 + i] <= 0)
+            return NODE_ERR(g, nd, "window %lldx%lld with stride %lld does not fit input %s %lldx%lld",
+                            (long long)kh, (long long)kw, (long long)a->strides[i],
+                            x->name, (long long)x->dims[2], (long long)x->dims[3]);
+    }
+    set_shape(&g->t[nd->out[0]], x->dtype, 4, o);
+    return TS_OK;
+}
+
+ts_status ts_graph_infer_node(ts_graph *g, int id, ts_err *err)
+{
+    ts_graph_node *nd = &g->n[id];
+    ts_graph_attrs *a = &nd->attrs;
+    const ts_graph_tensor *in[8] = {0};
+    char s0[160], s1[160];
+    if (nd->nout < 1)
+        return NODE_ERR(g, nd, "no output");
+    for (size_t i = 0; i < nd->nin && i < 8; i++) {
+        in[i] = &g->t[nd->in[i]];
+        if (in[i]->rank < 0)
+            return NODE_ERR(g, nd, "input '%s' has no known shape", in[i]->name);
+    }
+    size_t need = 1;
+    switch (nd->op) {
+    case TS_OP_CONV: case TS_OP_GEMM: case TS_OP_MATMUL: case TS_OP_ADD: case TS_OP_SUB:
+    case TS_OP_MUL: case TS_OP_DIV: case TS_OP_POW: case TS_OP_GATHER:
+        need = 2;
+        break;
+    case TS_OP_BATCHNORM:
+        need = 5;
+        break;
+    default:
+        break;
+    }
+    if (nd->nin < need)
+        return NODE_ERR(g, nd, "needs %zu inputs, has %zu", need, nd->nin);
+    ts_graph_tensor *y = &g->t[nd->out[0]];
+    const ts_graph_tensor *x = in[0];
+    int64_t d[TS_GRAPH_MAX_RANK];
+    int r;
+    switch (nd->op) {
+    case TS_OP_CONV: {
+        const ts_graph_tensor *w = in[1];
+        if (x->rank != 4)
+            return NODE_ERR(g, nd, "only 2-d convolutions are supported, input '%s' has rank %d", x->name,
+                            x->rank);
+        if (w->rank != 4)
+            return NODE_ERR(g, nd, "weight '%s' has rank %d, want 4", w->name, w->rank);
+        if (a->group < 1 || x->dims[1] % a->group || w->dims[0] % a->group)
+            return NODE_ERR(g, nd, "group %lld does not divide %lld input and %lld output channels",
+                            (long long)a->group, (long long)x->dims[1], (long long)w->dims[0]);
+        if (w->dims[1] * a->group != x->dims[1])
+            return NODE_ERR(g, nd, "weight '%s' expects %lld input channels per group, input has %lld in %lld groups",
+                            w->name, (long long)w->dims[1], (long long)x->dims[1], (long long)a->group);
+        if ((a->kernel[0] && a->kernel[0] != w->dims[2]) || (a->kernel[1] && a->kernel[1] != w->dims[3]))
+            return NODE_ERR(g, nd, "kernel_shape %lldx%lld does not match weight '%s'",
+                            (long long)a->kernel[0], (long long)a->kernel[1], w->name);
+        a->kernel[0] = w->dims[2];
+        a->kernel[1] = w->dims[3];
+        if (nd->nin > 2 && (in[2]->rank != 1 || in[2]->dims[0] != w->dims[0]))
+            return NODE_ERR(g, nd, "bias '%s' must have shape [%lld]", in[2]->name, (long long)w->dims[0]);
+        return infer_window(g, nd, x, w->dims[2], w->dims[3], w->dims[0], err);
+    }
+    case TS_OP_MAXPOOL:
+    case TS_OP_AVGPOOL:
+        if (x->rank != 4)
+            return NODE_ERR(g, nd, "only 2-d pooling is supported, input '%s' has rank %d", x->name, x->rank);
+        if (a->kernel[0] < 1 || a->kernel[1] < 1)
+            return NODE_ERR(g, nd, "kernel_shape is missing");
+        return infer_window(g, nd, x, a->kernel[0], a->kernel[1], x->dims[1], err);
+    case TS_OP_GLOBALAVGPOOL:
+        if (x->rank < 3)
+            return NODE_ERR(g, nd, "input '%s' has rank %d, want at least 3", x->name, x->rank);
+        for (int i = 0; i < x->rank; i++)
+            d[i] = i < 2 ? x->dims[i] : 1;
+        set_shape(y, x->dtype, x->rank, d);
+        return TS_OK;
+    case TS_OP_GEMM: {
+        const ts_graph_tensor *b = in[1];
+        if (x->rank != 2 || b->rank != 2)
+            return NODE_ERR(g, nd, "inputs must be matrices, got rank %d and %d", x->rank, b->rank);
+        int64_t m = a->trans_a ? x->dims[1] : x->dims[0], k = a->trans_a ? x->dims[0] : x->dims[1];
+        int64_t k2 = a->trans_b ? b->dims[1] : b->dims[0], n = a->trans_b ? b->dims[0] : b->dims[1];
+        if (k != k2) {
+            ts_graph_shape_str(x, s0, sizeof s0);
+            ts_graph_shape_str(b, s1, sizeof s1);
+            return NODE_ERR(g, nd, "inner dimensions differ: %s x %s (transA %d, transB %d)", s0, s1,
+                            a->trans_a, a->trans_b);
+        }
+        d[0] = m;
+        d[1] = n;
+        if (nd->nin > 2) {
+            int rr;
+            int64_t dd[TS_GRAPH_MAX_RANK];
+            if (ts_graph_broadcast(in[2]->rank, in[2]->dims, 2, d, &rr, dd) || rr != 2 || dd[0] != m || dd[1] != n) {
+                ts_graph_shape_str(in[2], s0, sizeof s0);
+                return NODE_ERR(g, nd, "bias '%s' %s does not broadcast to [%lld,%lld]", in[2]->name, s0,
+                                (long long)m, (long long)n);
+            }
+        }
+        set_shape(y, x->dtype, 2, d);
+        return TS_OK;
+    }
+    case TS_OP_MATMUL: {
+        const ts_graph_tensor *b = in[1];
+        if (x->rank < 1 || b->rank < 1)
+            return NODE_ERR(g, nd, "matmul of a scalar");
+        int64_t ad[TS_GRAPH_MAX_RANK], bd[TS_GRAPH_MAX_RANK];
+        int ra = x->rank, rb = b->rank;
+        memcpy(ad, x->dims, sizeof ad);
+        memcpy(bd, b->dims, sizeof bd);
+        if (ra == 1) { ad[1] = ad[0]; ad[0] = 1; ra = 2; }
+        if (rb == 1) { bd[1] = 1; rb = 2; }
+        if (ad[ra - 1] != bd[rb - 2]) {
+            ts_graph_shape_str(x, s0, sizeof s0);
+            ts_graph_shape_str(b, s1, sizeof s1);
+            return NODE_ERR(g, nd, "inner dimensions differ: %s x %s", s0, s1);
+        }
+        int rbatch;
+        if (ts_graph_broadcast(ra - 2, ad, rb - 2, bd, &rbatch, d)) {
+            ts_graph_shape_str(x, s0, sizeof s0);
+            ts_graph_shape_str(b, s1, sizeof s1);
+            return NODE_ERR(g, nd, "batch dimensions do not broadcast: %s x %s", s0, s1);
+        }
+        r = rbatch;
+        if (x->rank > 1)
+            d[r++] = ad[ra - 2];
+        if (b->rank > 1)
+            d[r++] = bd[rb - 1];
+        set_shape(y, x->dtype, r, d);
+        return TS_OK;
+    }
+    case TS_OP_ADD: case TS_OP_SUB: case TS_OP_MUL: case TS_OP_DIV: case TS_OP_POW:
+        if (ts_graph_broadcast(x->rank, x->dims, in[1]->rank, in[1]->dims, &r, d)) {
+            ts_graph_shape_str(x, s0, sizeof s0);
+            ts_graph_shape_str(in[1], s1, sizeof s1);
+            return NODE_ERR(g, nd, "shapes %s and %s do not broadcast", s0, s1);
+        }
+        set_shape(y, x->dtype, r, d);
+        return TS_OK;
+    case TS_OP_SQRT: case TS_OP_RELU: case TS_OP_CLIP: case TS_OP_SIGMOID: case TS_OP_TANH:
+    case TS_OP_ERF: case TS_OP_GELU:
+        set_shape(y, x->dtype, x->rank, x->dims);
+        return TS_OK;
+    case TS_OP_CAST:
+        set_shape(y, a->to ? a->to : x->dtype, x->rank, x->dims);
+        return TS_OK;
+    case TS_OP_SOFTMAX: {
+        int64_t ax = norm_axis(a->axis, x->rank);
+        if (ax < 0 || ax >= x->rank)
+            return NODE_ERR(g, nd, "axis %lld is out of range for rank %d", (long long)a->axis, x->rank);
+        set_shape(y, x->dtype, x->rank, x->dims);
+        return TS_OK;
+    }
+    case TS_OP_BATCHNORM:
+        if (x->rank < 2)
+            return NODE_ERR(g, nd, "input '%s' has rank %d, want at least 2", x->name, x->rank);
+        for (int i = 1; i < 5; i++)
+            if (in[i]->rank != 1 || in[i]->dims[0] != x->dims[1])
+                return NODE_ERR(g, nd, "'%s' must have shape [%lld]", in[i]->name, (long long)x->dims[1]);
+        set_shape(y, x->dtype, x->rank, x->dims);
+        return TS_OK;
+    case TS_OP_LAYERNORM: {
+        int64_t ax = norm_axis(a->axis, x->rank);
+        if (ax < 0 || ax >= x->rank)
+            return NODE_ERR(g, nd, "axis %lld is out of range for rank %d", (long long)a->axis, x->rank);
+        for (size_t i = 1; i < nd->nin; i++) {
+            int rr;
+            int64_t dd[TS_GRAPH_MAX_RANK];
+            if (ts_graph_broadcast(x->rank - (int)ax, x->dims + ax, in[i]->rank, in[i]->dims, &rr, dd) ||
+                rr != x->rank - ax || memcmp(dd, x->dims + ax, (size_t)rr * sizeof *dd)) {
+                ts_graph_shape_str(in[i], s0, sizeof s0);
+                return NODE_ERR(g, nd, "'%s' %s does not match the normalised axes", in[i]->name, s0);
+            }
+        }
+        set_shape(y, x->dtype, x->rank, x->dims);
+        for (size_t i = 1; i < nd->nout; i++) { /* Mean and InvStdDev outputs, if asked for */
+            int64_t dd[TS_GRAPH_MAX_RANK];
+            for (int j = 0; j < x->rank; j++)
+                dd[j] = j < ax ? x->dims[j] : 1;
+            set_shape(&g->t[nd->out[i]], TS_DT_F32, x->rank, dd);
+        }
+        return TS_OK;
+    }
+    case TS_OP_REDUCEMEAN: {
+        bool red[TS_GRAPH_MAX_RANK] = {0};
+        if (a->naxes == 0)
+            for (int i = 0; i < x->rank; i++)
+                red[i] = true;
+        for (int i = 0; i < a->naxes; i++) {
+            int64_t ax = norm_axis(a->axes[i], x->rank);
+            if (ax < 0 || ax >= x->rank)
+                return NODE_ERR(g, nd, "axis %lld is out of range for rank %d", (long long)a->axes[i], x->rank);
+            red[ax] = true;
+        }
+        r = 0;
+        for (int i = 0; i < x->rank; i++) {
+            if (!red[i])
+                d[r++] = x->dims[i];
+            else if (a->keepdims)
+                d[r++] = 1;
+        }
+        set_shape(y, x->dtype, r, d);
+        return TS_OK;
+    }
+    case TS_OP_RESHAPE: {
+        int64_t n = 1;
+        for (int i = 0; i < a->nshape; i++)
+            n *= a->shape[i];
+        if (n != ts_graph_tensor_elems(x)) {
+            ts_graph_shape_str(x, s0, sizeof s0);
+            return NODE_ERR(g, nd, "cannot reshape %s (%lld elements) to %lld elements", s0,
+                            (long long)ts_graph_tensor_elems(x), (long long)n);
+        }
+        set_shape(y, x->dtype, a->nshape, a->shape);
+        return TS_OK;
+    }
+    case TS_OP_EXPAND:
+        if (ts_graph_broadcast(x->rank, x->dims, a->nshape, a->shape, &r, d)) {
+            ts_graph_shape_str(x, s0, sizeof s0);
+            return NODE_ERR(g, nd, "cannot expand %s to the given shape", s0);
+        }
+        set_shape(y, x->dtype, r, d);
+        return TS_OK;
+    case TS_OP_TRANSPOSE: {
+        if (a->nperm == 0) {
+            a->nperm = x->rank;
+            for (int i = 0; i < x->rank; i++)
+                a->perm[i] = x->rank - 1 - i;
+        }
+        if (a->nperm != x->rank)
+            return NODE_ERR(g, nd, "perm has %d entries, input has rank %d", a->nperm, x->rank);
+        bool seen[TS_GRAPH_MAX_RANK] = {0};
+        for (int i = 0; i < x->rank; i++) {
+            int64_t p = a->perm[i];
+            if (p < 0 || p >= x->rank || seen[p])
+                return NODE_ERR(g, nd, "perm is not a permutation of 0..%d", x->rank - 1);
+            seen[p] = true;
+            d[i] = x->dims[p];
+        }
+        set_shape(y, x->dtype, x->rank, d);
+        return TS_OK;
+    }
+    case TS_OP_FLATTEN: {
+        int64_t ax = norm_axis(a->axis, x->rank);
+        if (ax < 0 || ax > x->rank)
+            return NODE_ERR(g, nd, "axis %lld is out of range for rank %d", (long long)a->axis, x->rank);
+        d[0] = d[1] = 1;
+        for (int i = 0; i < x->rank; i++)
+            d[i < ax ? 0 : 1] *= x->dims[i];
+        set_shape(y, x->dtype, 2, d);
+        return TS_OK;
+    }
+    case TS_OP_CONCAT: {
+        int64_t ax = norm_axis(a->axis, x->rank);
+        if (ax < 0 || ax >= x->rank)
+            return NODE_ERR(g, nd, "axis %lld is out of range for rank %d", (long long)a->axis, x->rank);
+        memcpy(d, x->dims, sizeof d);
+        for (size_t i = 1; i < nd->nin; i++) {
+            const ts_graph_tensor *t = &g->t[nd->in[i]];
+            if (t->rank < 0)
+                return NODE_ERR(g, nd, "input '%s' has no known shape", t->name);
+            bool ok = t->rank == x->rank;
+            for (int j = 0; ok && j < x->rank; j++)
+                ok = j == ax || t->dims[j] == x->dims[j];
+            if (!ok) {
+                ts_graph_shape_str(x, s0, sizeof s0);
+                ts_graph_shape_str(t, s1, sizeof s1);
+                return NODE_ERR(g, nd, "cannot concatenate %s and %s on axis %lld", s0, s1, (long long)ax);
+            }
+            d[ax] += t->dims[ax];
+        }
+        set_shape(y, x->dtype, x->rank, d);
+        return TS_OK;
+    }
+    case TS_OP_SLICE: {
+        if (a->nslice == 0) {
+            a->nslice = x->rank;
+            for (int i = 0; i < x->rank; i++) {
+                a->starts[i] = 0;
+                a->ends[i] = x->dims[i];
+                a->steps[i] = 1;
+            }
+        }
+        if (a->nslice != x->rank)
+            return NODE_ERR(g, nd, "slice covers %d axes, input has rank %d", a->nslice, x->rank);
+        for (int i = 0; i < x->rank; i++) {
+            int64_t st = a->steps[i];
+            if (st == 0)
+                return NODE_ERR(g, nd, "step 0 on axis %d", i);
+            int64_t n = st > 0 ? (a->ends[i] - a->starts[i] + st - 1) / st : (a->starts[i] - a->ends[i] - st - 1) / -st;
+            d[i] = n > 0 ? n : 0;
+        }
+        set_shape(y, x->dtype, x->rank, d);
+        return TS_OK;
+    }
+    case TS_OP_GATHER: {
+        const ts_graph_tensor *ix = in[1];
+        int64_t ax = norm_axis(a->axis, x->rank);
+        if (ax < 0 || ax >= x->rank)
+            return NODE_ERR(g, nd, "axis %lld is out of range for rank %d", (long long)a->axis, x->rank);
+        if (x->rank - 1 + ix->rank > TS_GRAPH_MAX_RANK)
+            return NODE_ERR(g, nd, "output rank exceeds %d", TS_GRAPH_MAX_RANK);
+        r = 0;
+        for (int i = 0; i < ax; i++)
+            d[r++] = x->dims[i];
+        for (int i = 0; i < ix->rank; i++)
+            d[r++] = ix->dims[i];
+        for (int i = (int)ax + 1; i < x->rank; i++)
+            d[r++] = x->dims[i];
+        set_shape(y, x->dtype, r, d);
+        return TS_OK;
+    }
+    case TS_OP_COUNT:
+        break;
+    }
+    return NODE_ERR(g, nd, "no shape rule");
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * MACs and totals. */
+
+uint64_t ts_graph_node_macs(const ts_graph *g, int id)
+{
+    const ts_graph_node *nd = &g->n[id];
+    const ts_graph_tensor *y = &g->t[nd->out[0]];
+    if (y->rank < 0)
+        return 0;
+    switch (nd->op) {
+    case TS_OP_CONV: {
+        const ts_graph_tensor *w = &g->t[nd->in[1]];
+        /* every output element takes (C/group)*kh*kw products */
+        return (uint64_t)ts_graph_tensor_elems(y) * (uint64_t)(w->dims[1] * w->dims[2] * w->dims[3]);
+    }
+    case TS_OP_GEMM: {
+        const ts_graph_tensor *a = &g->t[nd->in[0]];
+        int64_t k = nd->attrs.trans_a ? a->dims[0] : a->dims[1];
+        return (uint64_t)ts_graph_tensor_elems(y) * (uint64_t)k;
+    }
+    case TS_OP_MATMUL: {
+        const ts_graph_tensor *a = &g->t[nd->in[0]];
+        return (uint64_t)ts_graph_tensor_elems(y) * (uint64_t)a->dims[a->rank - 1];
+    }
+    default:
+        return 0;
+    }
+}
+
+void ts_graph_get_totals(const ts_graph *g, ts_graph_totals *o)
+{
+    memset(o, 0, sizeof *o);
+    bool *used = ts_calloc(g->nt ? g->nt : 1, sizeof *used);
+    o->nodes = g->nn;
+    for (size_t i = 0; i < g->nn; i++) {
+        const ts_graph_node *nd = &g->n[i];
+        o->nodes_by_op[nd->op]++;
+        o->macs += ts_graph_node_macs(g, (int)i);
+        if (used) {
+            for (size_t j = 0; j < nd->nin; j++)
+                used[nd->in[j]] = true;
+            for (size_t j = 0; j < nd->nout; j++)
+                used[nd->out[j]] = true;
+        }
+    }
+    for (size_t i = 0; i < g->nt; i++) {
+        const ts_graph_tensor *t = &g->t[i];
+        if (used && !used[i] && !t->is_output)
+            continue;
+        uint64_t bytes = (uint64_t)ts_graph_tensor_elems(t) * ts_dtype_size(t->dtype);
+        switch (t->kind) {
+        case TS_TENSOR_WEIGHT:
+            o->params += (uint64_t)ts_graph_tensor_elems(t);
+            o->param_bytes += bytes;
+            break;
+        case TS_TENSOR_INPUT:
+            o->input_bytes += bytes;
+            o->activation_bytes += bytes;
+            break;
+        case TS_TENSOR_ACTIVATION:
+            o->activation_bytes += bytes;
+            break;
+        case TS_TENSOR_CONST:
+            break;
+        }
+        if (t->is_output)
+            o->output_bytes += bytes;
+    }
+    ts_free(used);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Rewrites. */
+
+/* Number of nodes (alive) reading tensor t; *first receives one of them. */
+static int consumers(const ts_graph *g, int t, int *first)
+{
+    int c = 0;
+    *first = -1;
+    for (size_t i = 0; i < g->nn; i++) {
+        if (g->dead[i])
+            continue;
+        for (size_t j = 0; j < g->n[i].nin; j++)
+            if (g->n[i].in[j] == t) {
+                if (*first < 0)
+                    *first = (int)i;
+                c++;
+                break;
+            }
+    }
+    return c;
+}
+
+static bool only_use(const ts_graph *g, int t, int node)
+{
+    int first;
+    return !g->t[t].is_output && consumers(g, t, &first) == 1 && first == node;
+}
+
+static ts_status fold_batchnorm(ts_graph *g, ts_err *err)
+{
+    for (size_t i = 0; i < g->nn; i++) {
+        ts_graph_node *bn = &g->n[i];
+        if (g->dead[i] || bn->op != TS_OP_BATCHNORM)
+            continue;
+        int x = bn->in[0], c = g->t[x].producer;
+        if (c < 0 || g->n[c].op != TS_OP_CONV || g->dead[c] || !only_use(g, x, (int)i))
+            continue;
+        ts_graph_node *conv = &g->n[c];
+        if (conv->nin < 3) {
+            /* The folded convolution gets a bias of one value per output channel. */
+            const ts_graph_tensor *w = &g->t[conv->in[1]];
+            char base[480], name[512];
+            snprintf(base, sizeof base, "%s.bias", conv->name);
+            snprintf(name, sizeof name, "%s", base);
+            if (ts_graph_find(g, name) >= 0)
+                ts_graph_unique_name(g, base, name, sizeof name);
+            int64_t m = w->dims[0];
+            int b;
+            ts_dtype dt = w->dtype;
+            ts_status st = ts_graph_add_tensor(g, name, TS_TENSOR_WEIGHT, dt, 1, &m, &b, err);
+            if (st)
+                return st;
+            conv = &g->n[c];
+            int *ins = ts_realloc((void *)(uintptr_t)conv->in, 3 * sizeof *ins);
+            if (!ins)
+                return ts_err_set(err, TS_ENOMEM, "out of memory folding '%s'", g->n[i].name);
+            ins[2] = b;
+            conv->in = ins;
+            conv->nin = 3;
+        }
+        bn = &g->n[i];
+        int y = bn->out[0];
+        ((int *)(uintptr_t)conv->out)[0] = y;
+        g->t[y].producer = c;
+        g->t[x].producer = -1;
+        g->dead[i] = true;
+    }
+    return TS_OK;
+}
+
+/* Value of a one-element float or integer constant; false if t is not one. */
+static bool scalar_value(const ts_graph_tensor *t, double *v)
+{
+    if (!t->data || ts_graph_tensor_elems(t) != 1)
+        return false;
+    switch (t->dtype) {
+    case TS_DT_F32: *v = *(const float *)t->data; return true;
+    case TS_DT_F64: *v = *(const double *)t->data; return true;
+    case TS_DT_I32: *v = *(const int32_t *)t->data; return true;
+    case TS_DT_I64: *v = (double)*(const int64_t *)t->data; return true;
+    default: return false;
+    }
+}
+
+/* Producer of t if it is an alive node of op op; else -1. */
+static int producer_op(const ts_graph *g, int t, ts_graph_op op)
+{
+    int p = g->t[t].producer;
+    return p >= 0 && !g->dead[p] && g->n[p].op == op ? p : -1;
+}
+
+/* A reduce over the last axis only, keeping dims. */
+static bool reduces_last(const ts_graph *g, int node)
+{
+    const ts_graph_node *nd = &g->n[node];
+    const ts_graph_tensor *x = &g->t[nd->in[0]];
+    return nd->attrs.naxes == 1 && nd->attrs.keepdims && x->rank > 0 &&
+           norm_axis(nd->attrs.axes[0], x->rank) == x->rank - 1;
+}
+
+/* The other operand of a binary node, given one. */
+static int other_in(const ts_graph_node *nd, int t)
+{
+    return nd->in[0] == t ? nd->in[1] : nd->in[0];
+}
+
+/* A weight or constant of shape [C] (or broadcasting to it) for the normalised axis. */
+static bool is_param_vec(const ts_graph *g, int t, int64_t c)
+{
+    const ts_graph_tensor *p = &g->t[t];
+    if (p->kind != TS_TENSOR_WEIGHT && p->kind != TS_TENSOR_CONST)
+        return false;
+    return p->rank == 1 && p->dims[0] == c;
+}
+
+/* Div(d, Sqrt(Add(ReduceMean(Pow(d, 2)), eps))) with d = Sub(x, ReduceMean(x)), then optional
+ * Mul(scale) and Add(bias). Returns true and rewrites if node div starts one. */
+static ts_status try_layernorm(ts_graph *g, int div, bool *done, ts_err *err)
+{
+    *done = false;
+    ts_graph_node *nd = &g->n[div];
+    int d = nd->in[0];
+    int sq = producer_op(g, nd->in[1], TS_OP_SQRT);
+    int sub = producer_op(g, d, TS_OP_SUB);
+    if (sq < 0 || sub < 0 || !only_use(g, nd->in[1], div))
+        return TS_OK;
+    int add = producer_op(g, g->n[sq].in[0], TS_OP_ADD);
+    if (add < 0 || !only_use(g, g->n[sq].in[0], sq))
+        return TS_OK;
+    int var_t = -1, eps_t = -1, rm2 = -1;
+    for (int k = 0; k < 2 && rm2 < 0; k++) {
+        int cand = g->n[add].in[k];
+        rm2 = producer_op(g, cand, TS_OP_REDUCEMEAN);
+        if (rm2 >= 0) {
+            var_t = cand;
+            eps_t = g->n[add].in[1 - k];
+        }
+    }
+    double eps, two;
+    if (rm2 < 0 || !scalar_value(&g->t[eps_t], &eps) || !only_use(g, var_t, add) || !reduces_last(g, rm2))
+        return TS_OK;
+    int pw = producer_op(g, g->n[rm2].in[0], TS_OP_POW);
+    if (pw < 0 || !only_use(g, g->n[rm2].in[0], rm2) || g->n[pw].in[0] != d ||
+        !scalar_value(&g->t[g->n[pw].in[1]], &two) || two != 2.0)
+        return TS_OK;
+    int x = g->n[sub].in[0];
+    int rm1 = producer_op(g, g->n[sub].in[1], TS_OP_REDUCEMEAN);
+    if (rm1 < 0 || g->n[rm1].in[0] != x || !reduces_last(g, rm1) || !only_use(g, g->n[sub].in[1], sub))
+        return TS_OK;
+    int first;
+    if (g->t[d].is_output || consumers(g, d, &first) != 2)
+        return TS_OK;
+    const ts_graph_tensor *xt = &g->t[x];
+    int64_t c = xt->dims[xt->rank - 1];
+    /* Optional affine part. */
+    int y = nd->out[0], scale = -1, bias = -1, mul = -1, badd = -1, n1;
+    if (!g->t[y].is_output && consumers(g, y, &n1) == 1 && g->n[n1].op == TS_OP_MUL &&
+        is_param_vec(g, other_in(&g->n[n1], y), c)) {
+        mul = n1;
+        scale = other_in(&g->n[n1], y);
+        y = g->n[n1].out[0];
+        if (!g->t[y].is_output && consumers(g, y, &n1) == 1 && g->n[n1].op == TS_OP_ADD &&
+            is_param_vec(g, other_in(&g->n[n1], y), c)) {
+            badd = n1;
+            bias = other_in(&g->n[n1], y);
+            y = g->n[n1].out[0];
+        }
+    }
+    int dead[] = {rm1, sub, pw, rm2, add, sq, div, mul, badd};
+    char name[512];
+    snprintf(name, sizeof name, "%s", g->n[div].name);
+    for (size_t k = 0; k < sizeof dead / sizeof dead[0]; k++) {
+        if (dead[k] < 0)
+            continue;
+        g->dead[dead[k]] = true;
+        for (size_t j = 0; j < g->n[dead[k]].nout; j++)
+            g->t[g->n[dead[k]].out[j]].producer = -1;
+    }
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.axis = xt->rank - 1;
+    at.epsilon = eps;
+    int ins[3] = {x, scale, bias};
+    size_t nin = scale < 0 ? 1 : bias < 0 ? 2 : 3;
+    char lname[600];
+    snprintf(lname, sizeof lname, "%s.layernorm", name);
+    if (ts_grow((void **)&g->dead, &g->capdead, g->nn + 1, sizeof *g->dead))
+        return ts_err_set(err, TS_ENOMEM, "out of memory recognising a layer norm");
+    int nid;
+    ts_status st = ts_graph_add_node(g, TS_OP_LAYERNORM, lname, ins, nin, &y, 1, &at, &nid, err);
+    if (st)
+        return st;
+    g->dead[nid] = false;
+    *done = true;
+    return TS_OK;
+}
+
+static ts_status recognise_layernorm(ts_graph *g, ts_err *err)
+{
+    size_t n = g->nn;
+    for (size_t i = 0; i < n; i++) {
+        if (g->dead[i] || g->n[i].op != TS_OP_DIV)
+            continue;
+        bool done;
+        ts_status st = try_layernorm(g, (int)i, &done, err);
+        if (st)
+            return st;
+    }
+    return TS_OK;
+}
+
+/* Mark the nodes no output depends on as dead. */
+static ts_status remove_dead(ts_graph *g, ts_err *err)
+{
+    bool any_out = false;
+    for (size_t i = 0; i < g->nt; i++)
+        any_out |= g->t[i].is_output;
+    if (!any_out) {
+        /* The outputs are the produced tensors that no alive node reads. */
+        bool *read = ts_calloc(g->nt ? g->nt : 1, sizeof *read);
+        if (!read)
+            return ts_err_set(err, TS_ENOMEM, "out of memory removing dead nodes");
+        for (size_t i = 0; i < g->nn; i++)
+            if (!g->dead[i])
+                for (size_t j = 0; j < g->n[i].nin; j++)
+                    read[g->n[i].in[j]] = true;
+        for (size_t i = 0; i < g->nn; i++)
+            if (!g->dead[i])
+                for (size_t j = 0; j < g->n[i].nout; j++)
+                    if (!read[g->n[i].out[j]])
+                        g->t[g->n[i].out[j]].is_output = true;
+        ts_free(read);
+    }
+    bool *live = ts_calloc(g->nn ? g->nn : 1, sizeof *live);
+    int *stack = ts_malloc((g->nn ? g->nn : 1) * sizeof *stack);
+    if (!live || !stack) {
+        ts_free(live);
+        ts_free(stack);
+        return ts_err_set(err, TS_ENOMEM, "out of memory removing dead nodes");
+    }
+    size_t sp = 0;
+    for (size_t i = 0; i < g->nt; i++) {
+        int p = g->t[i].producer;
+        if (g->t[i].is_output && p >= 0 && !g->dead[p] && !live[p]) {
+            live[p] = true;
+            stack[sp++] = p;
+        }
+    }
+    while (sp) {
+        const ts_graph_node *nd = &g->n[stack[--sp]];
+        for (size_t j = 0; j < nd->nin; j++) {
+            int p = g->t[nd->in[j]].producer;
+            if (p >= 0 && !g->dead[p] && !live[p]) {
+                live[p] = true;
+                stack[sp++] = p;
+            }
+        }
+    }
+    for (size_t i = 0; i < g->nn; i++)
+        if (!live[i])
+            g->dead[i] = true;
+    ts_free(live);
+    ts_free(stack);
+    return TS_OK;
+}
+
+/* Min-heap of node ids, for a stable topological order. */
+static void heap_push(int *h, size_t *n, int v)
+{
+    size_t i = (*n)++;
+    while (i && h[(i - 1) / 2] > v) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = v;
+}
+
+static int heap_pop(int *h, size_t *n)
+{
+    int top = h[0], v = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && h[c + 1] < h[c])
+            c++;
+        if (h[c] >= v)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n)
+        h[i] = v;
+    return top;
+}
+
+/* Drop dead nodes and unused tensors, renumber everything with nodes in topological order. */
+static ts_status compact(ts_graph *g, ts_err *err)
+{
+    size_t nn = g->nn, nt = g->nt;
+    int *indeg = ts_calloc(nn + 1, sizeof *indeg);
+    int *heap = ts_malloc((nn + 1) * sizeof *heap);
+    int *order = ts_malloc((nn + 1) * sizeof *order);
+    int *tmap = ts_malloc((nt + 1) * sizeof *tmap);
+    int *nmap = ts_malloc((nn + 1) * sizeof *nmap);
+    /* consumers as CSR: for each tensor, the alive nodes reading it */
+    int *cstart = ts_calloc(nt + 1, sizeof *cstart);
+    size_t nedges = 0;
+    for (size_t i = 0; i < nn; i++)
+        if (!g->dead[i])
+            nedges += g->n[i].nin;
+    int *cnodes = ts_malloc((nedges + 1) * sizeof *cnodes);
+    int *cfill = ts_calloc(nt + 1, sizeof *cfill);
+    ts_graph_tensor *nt_arr = ts_malloc((nt + 1) * sizeof *nt_arr);
+    ts_graph_node *nn_arr = ts_malloc((nn + 1) * sizeof *nn_arr);
+    ts_status st = TS_OK;
+    if (!indeg || !heap || !order || !tmap || !nmap || !cstart || !cnodes || !cfill || !nt_arr || !nn_arr) {
+        st = ts_err_set(err, TS_ENOMEM, "out of memory ordering the graph");
+        goto out;
+    }
+    for (size_t i = 0; i < nn; i++) {
+        if (g->dead[i])
+            continue;
+        for (size_t j = 0; j < g->n[i].nin; j++) {
+            int p = g->t[g->n[i].in[j]].producer;
+            if (p >= 0 && !g->dead[p])
+                indeg[i]++;
+            cstart[g->n[i].in[j] + 1]++;
+        }
+    }
+    for (size_t i = 0; i < nt; i++)
+        cstart[i + 1] += cstart[i];
+    for (size_t i = 0; i < nn; i++) {
+        if (g->dead[i])
+            continue;
+        for (size_t j = 0; j < g->n[i].nin; j++) {
+            int t = g->n[i].in[j];
+            cnodes[cstart[t] + cfill[t]++] = (int)i;
+        }
+    }
+    size_t hn = 0, no = 0, alive = 0;
+    for (size_t i = 0; i < nn; i++)
+        if (!g->dead[i]) {
+            alive++;
+            if (!indeg[i])
+                heap_push(heap, &hn, (int)i);
+        }
+    while (hn) {
+        int v = heap_pop(heap, &hn);
+        order[no++] = v;
+        for (size_t j = 0; j < g->n[v].nout; j++) {
+            int t = g->n[v].out[j];
+            for (int k = cstart[t]; k < cstart[t + 1]; k++)
+                if (--indeg[cnodes[k]] == 0)
+                    heap_push(heap, &hn, cnodes[k]);
+        }
+    }
+    if (no != alive) {
+        for (size_t i = 0; i < nn; i++)
+            if (!g->dead[i] && indeg[i]) {
+                st = ts_err_set(err, TS_EINPUT, "the graph has a cycle through node '%s'", g->n[i].name);
+                goto out;
+            }
+    }
+    /* Tensors kept: those alive nodes touch, and outputs. */
+    for (size_t i = 0; i < nt; i++)
+        tmap[i] = -1;
+    for (size_t k = 0; k < no; k++) {
+        const ts_graph_node *nd = &g->n[order[k]];
+        for (size_t j = 0; j < nd->nin; j++)
+            tmap[nd->in[j]] = 0;
+        for (size_t j = 0; j < nd->nout; j++)
+            tmap[nd->out[j]] = 0;
+    }
+    for (size_t i = 0; i < nt; i++)
+        if (g->t[i].is_output && g->t[i].kind != TS_TENSOR_ACTIVATION)
+            tmap[i] = 0;
+    size_t ntk = 0;
+    for (size_t i = 0; i < nt; i++) {
+        if (tmap[i] < 0) {
+            ts_free((void *)(uintptr_t)g->t[i].name);
+            ts_free((void *)(uintptr_t)g->t[i].data);
+            continue;
+        }
+        tmap[i] = (int)ntk;
+        nt_arr[ntk++] = g->t[i];
+    }
+    for (size_t i = 0; i < nn; i++)
+        nmap[i] = -1;
+    for (size_t k = 0; k < no; k++)
+        nmap[order[k]] = (int)k;
+    for (size_t i = 0; i < nn; i++)
+        if (nmap[i] < 0)
+            free_node(&g->n[i]);
+    for (size_t k = 0; k < no; k++) {
+        ts_graph_node nd = g->n[order[k]];
+        int *ins = (int *)(uintptr_t)nd.in, *outs = (int *)(uintptr_t)nd.out;
+        for (size_t j = 0; j < nd.nin; j++)
+            ins[j] = tmap[ins[j]];
+        for (size_t j = 0; j < nd.nout; j++)
+            outs[j] = tmap[outs[j]];
+        nn_arr[k] = nd;
+    }
+    for (size_t i = 0; i < ntk; i++) {
+        int p = nt_arr[i].producer;
+        nt_arr[i].producer = p >= 0 ? nmap[p] : -1;
+    }
+    memcpy(g->t, nt_arr, ntk * sizeof *nt_arr);
+    memcpy(g->n, nn_arr, no * sizeof *nn_arr);
+    g->nt = ntk;
+    g->nn = no;
+    for (size_t i = 0; i < no; i++)
+        g->dead[i] = false;
+    if (rehash(g, g->hcap))
+        st = ts_err_set(err, TS_ENOMEM, "out of memory ordering the graph");
+out:
+    ts_free(indeg);
+    ts_free(heap);
+    ts_free(order);
+    ts_free(tmap);
+    ts_free(nmap);
+    ts_free(cstart);
+    ts_free(cnodes);
+    ts_free(cfill);
+    ts_free(nt_arr);
+    ts_free(nn_arr);
+    return st;
+}
+
+static ts_status infer_all(ts_graph *g, ts_err *err)
+{
+    for (size_t i = 0; i < g->nt; i++) {
+        const ts_graph_tensor *t = &g->t[i];
+        if (t->producer < 0 && t->rank < 0)
+            return ts_err_set(err, TS_EINPUT, "tensor '%s' has no shape and no node produces it", t->name);
+    }
+    for (size_t i = 0; i < g->nn; i++) {
+        ts_status st = ts_graph_infer_node(g, (int)i, err);
+        if (st)
+            return st;
+    }
+    return TS_OK;
+}
+
+ts_status ts_graph_finalize(ts_graph *g, ts_err *err)
+{
+    ts_free(g->dead);
+    g->capdead = g->nn ? g->nn : 1;
+    g->dead = ts_calloc(g->capdead, sizeof *g->dead);
+    if (!g->dead)
+        return ts_err_set(err, TS_ENOMEM, "out of memory finalizing the graph");
+    ts_status st = compact(g, err);
+    if (!st)
+        st = infer_all(g, err);
+    if (!st)
+        st = fold_batchnorm(g, err);
+    if (!st)
+        st = recognise_layernorm(g, err);
+    if (!st)
+        st = remove_dead(g, err);
+    if (!st)
+        st = compact(g, err);
+    if (!st)
+        st = infer_all(g, err);
+    ts_free(g->dead);
+    g->dead = NULL;
+    g->capdead = 0;
+    return st;
+}

@@ -1,0 +1,27 @@
+/* workloads/info.h — the model summary behind `tessera info MODEL`.
+ *
+ * Renders what a graph is made of: nodes in total and per op, MACs, parameters (weight elements
+ * and bytes), activation bytes (data inputs and node outputs), input and output bytes, and the
+ * data inputs and outputs with their shapes. Text for people, JSON for scripts; the JSON keys are
+ * "model", "nodes", "nodes_by_op" (object, op name -> count, ops in IR order), "macs", "params",
+ * "param_bytes", "activation_bytes", "input_bytes", "output_bytes", "inputs" and "outputs"
+ * (arrays of {"name", "dtype", "shape"}).
+ */
+#ifndef TS_WORKLOADS_INFO_H
+#define TS_WORKLOADS_INFO_H
+
+#include <stdbool.h>
+#include "core/buf.h"
+#include "core/err.h"
+#include "workloads/graph.h"
+
+/* Append the summary of a finalized graph to out, as JSON when json is true, else as text. */
+void ts_wl_info_render(const ts_graph *g, bool json, ts_buf *out);
+
+/* Load a model for `tessera info`: a path ending in ".onnx" is imported (inputs, comma-separated
+ * data input names, may be NULL); a path ending in ".yaml"/".yml" is a workload file; anything
+ * else is a built-in workload spec such as "matmul:m=64,k=64,n=64". Then render it into out.
+ * Errors as values; nothing is printed. */
+ts_status ts_wl_info(const char *model, const char *inputs, bool json, ts_buf *out, ts_err *err);
+
+#endif
