@@ -1,4 +1,4 @@
-# arch/ipu/programs/ipu_default.s — the IPU's default workload, for configs/ipu_mk1.yaml.
+# arch/ipu/programs/ipu_default.s - the IPU's default workload, for configs/ipu_mk1.yaml.
 #
 # A ring of matrix-vector blocks on every tile (SPMD over tiles 0-1215), three BSP supersteps:
 #   compute: each of the 6 workers streams 8 input pairs (16 floats) through the AMP
