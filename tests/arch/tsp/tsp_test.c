@@ -1,0 +1,155 @@
+/* tests/arch/tsp/tsp_test.c — see tsp_test.h. */
+#include "tests/arch/tsp/tsp_test.h"
+
+#include <check.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/report.h"
+#include "core/stats.h"
+
+void *tsp_test_config(const char *name, const char *const *sets)
+{
+    const char *root = getenv("TS_SOURCE_ROOT");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/configs/%s.yaml", root ? root : ".", name);
+    size_t n = 0;
+    while (sets && sets[n])
+        n++;
+    ts_config_opts o = {.schema = ts_tsp_schema_lookup, .builtin = NULL, .sets = sets, .nsets = n};
+    ts_err e;
+    ts_err_init(&e);
+    ts_config *c = NULL;
+    if (ts_config_load(&c, path, &o, &e) != TS_OK) {
+        char line[1400];
+        ts_err_format(&e, line, sizeof line);
+        ck_abort_msg("config %s: %s", path, line);
+    }
+    ts_err_free(&e);
+    return c;
+}
+
+ts_program *tsp_test_asm(const char *text)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_program *p = NULL;
+    if (ts_asm(&p, "test.s", text, strlen(text), ts_tsp_family.isa, &e) != TS_OK) {
+        char line[1400];
+        ts_err_format(&e, line, sizeof line);
+        ck_abort_msg("asm: %s", line);
+    }
+    ts_err_free(&e);
+    return p;
+}
+
+void tsp_test_run(const char *name, const char *const *sets, const ts_program *p, bool lockstep, bool warn,
+                  tsp_run *out)
+{
+    memset(out, 0, sizeof *out);
+    ts_err_init(&out->err);
+    out->json = (ts_buf)TS_BUF_INIT;
+    out->config = tsp_test_config(name, sets);
+    out->cfg = ts_config_data(out->config);
+    ts_run_opts o = {.lockstep = lockstep, .warn = warn};
+    out->rc = ts_tsp_family.create(&out->m, out->config, &o, &out->err);
+    ck_assert_msg(out->rc == TS_OK, "create: %s", out->err.msg);
+    out->rc = ts_tsp_family.load(out->m, p, &out->err);
+    if (out->rc != TS_OK)
+        return;
+    ts_step st = {0};
+    uint64_t guard = 0;
+    while (!st.done) {
+        out->rc = ts_tsp_family.step(out->m, st.now + 4096, &st, &out->err);
+        if (out->rc != TS_OK)
+            return;
+        ck_assert_msg(++guard < 100000, "run does not finish");
+    }
+    ts_results_init(&out->r);
+    out->rc = ts_tsp_family.collect(out->m, &out->r, &out->err);
+    ck_assert_msg(out->rc == TS_OK, "collect: %s", out->err.msg);
+    snprintf(out->r.arch, sizeof out->r.arch, "tsp");
+    ts_report_json(&out->r, &out->json);
+}
+
+void tsp_run_free(tsp_run *r)
+{
+    ts_tsp_family.destroy(r->m);
+    ts_results_free(&r->r);
+    ts_err_free(&r->err);
+    ts_buf_free(&r->json);
+    ts_config_destroy(r->config);
+    memset(r, 0, sizeof *r);
+}
+
+void tsp_test_run2(const char *name, const char *const *sets, const ts_program *p, tsp_run *out)
+{
+    tsp_run lock;
+    tsp_test_run(name, sets, p, false, false, out);
+    ck_assert_msg(out->rc == TS_OK, "fast run: %s", tsp_errmsg(out));
+    tsp_test_run(name, sets, p, true, false, &lock);
+    ck_assert_msg(lock.rc == TS_OK, "lockstep run: %s", tsp_errmsg(&lock));
+    ck_assert_str_eq(ts_buf_str(&out->json), ts_buf_str(&lock.json));
+    ck_assert_uint_eq(ts_tsp_mem_hash(out->m), ts_tsp_mem_hash(lock.m));
+    tsp_run_free(&lock);
+}
+
+void tsp_emit(ts_program *p, int q, const char *mn, int n, ...)
+{
+    int op = ts_tsp_op(mn);
+    ck_assert_msg(op >= 0, "no mnemonic %s", mn);
+    ts_stream *s = ts_program_stream(p, 0, (uint32_t)q);
+    ck_assert_ptr_nonnull(s);
+    ts_insn *in = ts_stream_emit(s, (uint16_t)op);
+    ck_assert_ptr_nonnull(in);
+    va_list ap;
+    va_start(ap, n);
+    for (int i = 0; i < n; i++)
+        in->a[i] = va_arg(ap, int);
+    va_end(ap);
+}
+
+void tsp_data(ts_program *p, int mem, uint64_t addr, const void *bytes, uint32_t len)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_program_add_segment(p, 1, (uint32_t)mem, addr, bytes, len, &e), TS_OK);
+    ts_err_free(&e);
+}
+
+uint8_t tsp_peek(const tsp_run *r, int mem, uint64_t addr)
+{
+    const uint8_t *m = ts_tsp_mem(r->m, mem);
+    return m ? m[addr] : 0;
+}
+
+double tsp_stat(const tsp_run *r, const char *name)
+{
+    const ts_stat *s = ts_stats_find(r->r.stats, name);
+    ck_assert_msg(s != NULL, "no statistic %s", name);
+    return s->kind == TS_STAT_U64 ? (double)s->u : s->f;
+}
+
+double tsp_stat_at(const tsp_run *r, const char *name, size_t i)
+{
+    const ts_stat *s = ts_stats_find(r->r.stats, name);
+    ck_assert_msg(s != NULL && s->kind == TS_STAT_ARRAY && i < s->n, "no array statistic %s[%zu]", name, i);
+    return s->v[i];
+}
+
+double tsp_event(const tsp_run *r, const char *name)
+{
+    for (size_t i = 0; i < r->r.nevents; i++)
+        if (!strcmp(r->r.events[i].name, name))
+            return r->r.events[i].count;
+    return 0;
+}
+
+const char *tsp_errmsg(const tsp_run *r)
+{
+    static char line[1400];
+    ts_err_format(&r->err, line, sizeof line);
+    return line;
+}
