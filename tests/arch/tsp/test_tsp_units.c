@@ -82,6 +82,231 @@ START_TEST(mem_read_stream_write)
 }
 END_TEST
 
+
+/* ---- VXM: one binary or unary op over typed vectors ------------------------------------------
+ * a arrives from MEM W0..W3 (byte planes, flowing east), b from MEM E0..E3 (flowing west), both at
+ * the VXM (position 6) at cycle T = 6; the result flows east and MEM Ej stores byte plane j at
+ * word 1 when it passes. */
+enum { T_VXM = 6 };
+
+static uint32_t get_elem(const uint8_t *planes, int w, int lane)
+{
+    uint32_t v = 0;
+    for (int b = 0; b < w; b++)
+        v |= (uint32_t)planes[b * VL + lane] << (8 * b);
+    return v;
+}
+
+/* Run `op type, dst, a[, b]` (or cvt to, from) and return the result elements in out. */
+static void run_vxm(const char *op, int to, int from, const uint32_t *a, const uint32_t *b, uint32_t *out, uint64_t *cycles)
+{
+    static const int width[] = {1, 2, 4, 2, 4};
+    int wa = width[from], wo = width[to];
+    ts_program *p = ts_program_create("tsp");
+    uint8_t pa[4][VL] = {{0}}, pb[4][VL] = {{0}};
+    for (int l = 0; l < VL; l++)
+        for (int j = 0; j < 4; j++) {
+            pa[j][l] = (uint8_t)(a[l] >> (8 * j));
+            pb[j][l] = (uint8_t)(b[l] >> (8 * j));
+        }
+    int opc = ts_tsp_op(op);
+    bool cvt = !strcmp(op, "cvt"), mask = !strcmp(op, "mask");
+    bool binary = !cvt && !mask && ts_tsp_family.isa->ops[opc].opnd[5] != 0;
+    for (int j = 0; j < wa; j++) {
+        tsp_data(p, j, 0, pa[j], VL);
+        if (T_VXM - 2 - j > 0)
+            tsp_emit(p, j, "nop", 1, T_VXM - 2 - j);
+        tsp_emit(p, j, "read", 3, 0, E(j), 1);
+        if (binary) {
+            tsp_data(p, 4 + j, 0, pb[j], VL);
+            if (T_VXM - 2 - j > 0)
+                tsp_emit(p, 4 + j, "nop", 1, T_VXM - 2 - j);
+            tsp_emit(p, 4 + j, "read", 3, 0, W(j), 1);
+        }
+    }
+    tsp_emit(p, 8, "nop", 1, T_VXM);
+    int d = 1;
+    if (cvt) {
+        tsp_emit(p, 8, "cvt", 6, T_I8 + to, T_I8 + from, E(8), E(0), 1, 2);
+    } else if (mask) {
+        tsp_emit(p, 8, "mask", 6, T_I8 + to, E(8), E(0), (int)b[0], 1, 2);
+    } else if (binary) {
+        tsp_emit(p, 8, op, 6, T_I8 + to, E(8), E(0), W(0), 1, 2);
+    } else {
+        tsp_emit(p, 8, op, 5, T_I8 + to, E(8), E(0), 1, 2);
+    }
+    if (!strcmp(op, "mul") || !strcmp(op, "muls"))
+        d = 2;
+    if (!strcmp(op, "tanh") || !strcmp(op, "exp") || !strcmp(op, "rsqrt"))
+        d = 4;
+    for (int j = 0; j < wo; j++) {
+        int at = T_VXM + d + 1 + j; /* the result reaches MEM Ej (position 7 + j) */
+        int last = binary && j < wa ? T_VXM - 2 - j + 1 : 0;
+        if (at - last > 0)
+            tsp_emit(p, 4 + j, "nop", 1, at - last);
+        tsp_emit(p, 4 + j, "write", 3, 1, E(8 + j), 2);
+    }
+    tsp_run r;
+    tsp_test_run2(SMALL, NULL, p, &r);
+    uint8_t po[4][VL] = {{0}};
+    for (int j = 0; j < wo; j++)
+        for (int l = 0; l < VL; l++)
+            po[j][l] = tsp_peek(&r, 4 + j, VL + (uint64_t)l);
+    for (int l = 0; l < VL; l++)
+        out[l] = get_elem(&po[0][0], wo, l);
+    if (cycles)
+        *cycles = r.r.cycles;
+    ck_assert_double_eq(tsp_stat(&r, "hazards.no_value"), 0);
+    tsp_run_free(&r);
+    ts_program_destroy(p);
+}
+
+static uint32_t fbits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float bitsf(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+START_TEST(vxm_integer_ops)
+{
+    uint32_t a[VL], b[VL], out[VL];
+    for (int l = 0; l < VL; l++) {
+        a[l] = (uint32_t)(int32_t)((l * 37) % 251 - 125);
+        b[l] = (uint32_t)(int32_t)((l * 91) % 241 - 120);
+    }
+    uint64_t cyc;
+    run_vxm("add", 0, 0, a, b, out, &cyc);
+    for (int l = 0; l < VL; l++)
+        ck_assert_uint_eq(out[l], (uint8_t)(int8_t)((int8_t)a[l] + (int8_t)b[l]));
+    /* the last result byte plane is stored by MEM E0: issued at 6 + 1 + 1, banks at 9 and 10 */
+    ck_assert_uint_eq(cyc, 11);
+    run_vxm("adds", 0, 0, a, b, out, NULL);
+    for (int l = 0; l < VL; l++) {
+        int v = (int8_t)a[l] + (int8_t)b[l];
+        v = v > 127 ? 127 : v < -128 ? -128 : v;
+        ck_assert_uint_eq(out[l], (uint8_t)v);
+    }
+    for (int l = 0; l < VL; l++) {
+        a[l] = (uint32_t)(l * 4099 - 60000) & 0xffff;
+        b[l] = (uint32_t)(30000 - l * 2011) & 0xffff;
+    }
+    run_vxm("subs", 1, 1, a, b, out, NULL);
+    for (int l = 0; l < VL; l++) {
+        int v = (int16_t)a[l] - (int16_t)b[l];
+        v = v > 32767 ? 32767 : v < -32768 ? -32768 : v;
+        ck_assert_uint_eq(out[l], (uint16_t)v);
+    }
+    for (int l = 0; l < VL; l++) {
+        a[l] = (uint32_t)(l * 123457 - 1000000);
+        b[l] = (uint32_t)(l * 7919 + 3);
+    }
+    run_vxm("mul", 2, 2, a, b, out, NULL);
+    for (int l = 0; l < VL; l++)
+        ck_assert_uint_eq(out[l], a[l] * b[l]);
+    run_vxm("muls", 2, 2, a, b, out, NULL);
+    for (int l = 0; l < VL; l++) {
+        int64_t v = (int64_t)(int32_t)a[l] * (int32_t)b[l];
+        v = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : v;
+        ck_assert_uint_eq(out[l], (uint32_t)(int32_t)v);
+    }
+    run_vxm("neg", 2, 2, a, b, out, NULL);
+    for (int l = 0; l < VL; l++)
+        ck_assert_uint_eq(out[l], (uint32_t)-(int64_t)(int32_t)a[l]);
+    run_vxm("relu", 2, 2, a, b, out, NULL);
+    for (int l = 0; l < VL; l++)
+        ck_assert_uint_eq(out[l], (int32_t)a[l] > 0 ? a[l] : 0);
+    b[0] = 0x0ff0f00f;
+    run_vxm("mask", 2, 2, a, b, out, NULL);
+    for (int l = 0; l < VL; l++)
+        ck_assert_uint_eq(out[l], a[l] & 0x0ff0f00fu);
+}
+END_TEST
+
+START_TEST(vxm_float_ops_and_conversions)
+{
+    uint32_t a[VL], b[VL], out[VL];
+    for (int l = 0; l < VL; l++) {
+        a[l] = fbits((float)l * 0.375f - 5.25f);
+        b[l] = fbits(1.5f + (float)l * 0.0625f);
+    }
+    run_vxm("add", 4, 4, a, b, out, NULL);
+    for (int l = 0; l < VL; l++)
+        ck_assert_uint_eq(out[l], fbits(bitsf(a[l]) + bitsf(b[l])));
+    run_vxm("mul", 4, 4, a, b, out, NULL);
+    for (int l = 0; l < VL; l++)
+        ck_assert_uint_eq(out[l], fbits(bitsf(a[l]) * bitsf(b[l])));
+    run_vxm("tanh", 4, 4, a, b, out, NULL);
+    for (int l = 0; l < VL; l++)
+        ck_assert_uint_eq(out[l], fbits(tanhf(bitsf(a[l]))));
+    run_vxm("exp", 4, 4, a, b, out, NULL);
+    for (int l = 0; l < VL; l++)
+        ck_assert_uint_eq(out[l], fbits(expf(bitsf(a[l]))));
+    run_vxm("rsqrt", 4, 4, b, a, out, NULL);
+    for (int l = 0; l < VL; l++)
+        ck_assert_uint_eq(out[l], fbits(1.0f / sqrtf(bitsf(b[l]))));
+    run_vxm("relu", 4, 4, a, b, out, NULL);
+    for (int l = 0; l < VL; l++)
+        ck_assert_uint_eq(out[l], fbits(bitsf(a[l]) > 0 ? bitsf(a[l]) : 0.0f));
+    /* f16: operands widened, the result rounded to f16 (0x3c00 = 1.0, 0x4000 = 2.0) */
+    for (int l = 0; l < VL; l++) {
+        a[l] = 0x3c00u + (uint32_t)l;
+        b[l] = 0x4000u;
+    }
+    run_vxm("mul", 3, 3, a, b, out, NULL);
+    for (int l = 0; l < VL; l++)
+        ck_assert_uint_eq(out[l], 0x4000u + (uint32_t)l);
+    /* i32 -> f32 and f32 -> i8 (round to nearest even, saturate) */
+    for (int l = 0; l < VL; l++)
+        a[l] = (uint32_t)(l * 1000003 - 7);
+    run_vxm("cvt", 4, 2, a, b, out, NULL);
+    for (int l = 0; l < VL; l++)
+        ck_assert_uint_eq(out[l], fbits((float)(int32_t)a[l]));
+    for (int l = 0; l < VL; l++)
+        a[l] = fbits((float)l * 9.5f - 140.0f);
+    run_vxm("cvt", 0, 4, a, b, out, NULL);
+    for (int l = 0; l < VL; l++) {
+        double r = nearbyint((double)bitsf(a[l]));
+        r = r > 127 ? 127 : r < -128 ? -128 : r;
+        ck_assert_uint_eq(out[l], (uint8_t)(int8_t)r);
+    }
+}
+END_TEST
+
+/* ALU chaining (research §1.6): ALU 0 adds into its latch only (dst nul); ALU 1 negates the latch
+ * one cycle later and puts the result on the streams. */
+START_TEST(vxm_chaining_through_the_latch)
+{
+    static const char text[] =
+        ".arch tsp\n"
+        ".data mem 0 0\n"
+        ".byte 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32\n"
+        ".data mem 4 0\n"
+        ".byte 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 120\n"
+        ".stream queue 0\n  read 0, s0e, 1\n"
+        ".stream queue 4\n  read 0, s0w, 1\n  nop 4\n  write 2, s1e, 0\n"
+        ".stream queue 8\n  nop 2\n  add i8, nul, s0e, s0w, 1, 5\n"
+        ".stream queue 9\n  nop 3\n  neg i8, s1e, alu0, 5, 6\n";
+    ts_program *p = tsp_test_asm(text);
+    tsp_run r;
+    tsp_test_run2(SMALL, NULL, p, &r);
+    for (int l = 0; l < VL; l++) {
+        int8_t a = (int8_t)(l + 1), b = l < 16 ? 100 : l == 31 ? 120 : 0;
+        ck_assert_uint_eq(tsp_peek(&r, 4, 2 * VL + (uint64_t)l), (uint8_t)(int8_t)-(int8_t)(a + b));
+    }
+    ck_assert_double_eq(tsp_event(&r, "int8_add"), 2 * VL);
+    tsp_run_free(&r);
+    ts_program_destroy(p);
+}
+END_TEST
+
 Suite *tsp_units_suite(void);
 Suite *tsp_units_suite(void)
 {
@@ -90,6 +315,9 @@ Suite *tsp_units_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, layout_of_small_and_v1);
     tcase_add_test(tc, mem_read_stream_write);
+    tcase_add_test(tc, vxm_integer_ops);
+    tcase_add_test(tc, vxm_float_ops_and_conversions);
+    tcase_add_test(tc, vxm_chaining_through_the_latch);
     suite_add_tcase(s, tc);
     return s;
 }
