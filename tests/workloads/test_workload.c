@@ -1,0 +1,293 @@
+/* tests/workloads/test_workload.c — built-in YAML workloads: graphs, totals, parameters, and the
+ * errors for bad parameters and bad workload files. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/buf.h"
+#include "core/err.h"
+#include "workloads/graph.h"
+#include "workloads/info.h"
+#include "workloads/workload.h"
+
+static ts_graph *builtin(const char *spec, ts_graph_totals *t)
+{
+    ts_err err;
+    ts_err_init(&err);
+    ts_graph *g = NULL;
+    ts_status st = ts_wl_builtin(spec, &g, &err);
+    char msg[2048];
+    ts_err_format(&err, msg, sizeof msg);
+    ck_assert_msg(st == TS_OK, "%s: %s", spec, msg);
+    ts_err_free(&err);
+    ts_graph_get_totals(g, t);
+    return g;
+}
+
+static const char *builtin_fail(const char *spec)
+{
+    static char msg[2048];
+    ts_err err;
+    ts_err_init(&err);
+    ts_graph *g = NULL;
+    ck_assert_msg(ts_wl_builtin(spec, &g, &err) == TS_EINPUT, "%s should fail", spec);
+    ck_assert_ptr_null(g);
+    ts_err_format(&err, msg, sizeof msg);
+    ts_err_free(&err);
+    return msg;
+}
+
+static const char *text_fail(const char *text)
+{
+    static char msg[2048];
+    ts_err err;
+    ts_err_init(&err);
+    ts_graph *g = NULL;
+    ck_assert_msg(ts_wl_load_text(text, strlen(text), "w.yaml", NULL, &g, &err) != TS_OK, "should fail: %s", text);
+    ck_assert_ptr_null(g);
+    ts_err_format(&err, msg, sizeof msg);
+    ts_err_free(&err);
+    return msg;
+}
+
+START_TEST(matmul)
+{
+    ts_graph_totals t;
+    ts_graph *g = builtin("matmul", &t);
+    ck_assert_uint_eq(t.macs, 1024ull * 1024 * 1024);
+    ck_assert_uint_eq(t.params, 1024 * 1024);
+    ck_assert_uint_eq(t.nodes, 1);
+    ts_graph_destroy(g);
+    g = builtin("matmul:m=64,k=256,n=32,dtype=f16", &t);
+    ck_assert_uint_eq(t.macs, 64 * 256 * 32);
+    ck_assert_uint_eq(t.param_bytes, 256 * 32 * 2);
+    ck_assert_uint_eq(t.input_bytes, 64 * 256 * 2);
+    const ts_graph_tensor *c = ts_graph_get_tensor(g, ts_graph_find(g, "C"));
+    ck_assert_int_eq(c->dtype, TS_DT_F16);
+    ck_assert_int_eq(c->rank, 2);
+    ck_assert_int_eq(c->dims[0], 64);
+    ck_assert_int_eq(c->dims[1], 32);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(conv2d_and_mlp)
+{
+    ts_graph_totals t;
+    ts_graph *g = builtin("conv2d", &t);
+    ck_assert_uint_eq(t.macs, 64ull * 56 * 56 * 64 * 3 * 3);
+    ck_assert_uint_eq(t.params, 64 * 64 * 9 + 64);
+    ts_graph_destroy(g);
+    /* depthwise, strided */
+    g = builtin("conv2d:c=32,k=32,group=32,stride=2,h=32,w=32", &t);
+    ck_assert_uint_eq(t.macs, 32ull * 16 * 16 * 9);
+    ck_assert_uint_eq(t.params, 32 * 9 + 32);
+    ts_graph_destroy(g);
+    g = builtin("mlp", &t);
+    ck_assert_uint_eq(t.macs, 32ull * (784 * 1024 + 1024 * 1024 + 1024 * 10));
+    ck_assert_uint_eq(t.params, 784 * 1024 + 1024 + 1024 * 1024 + 1024 + 1024 * 10 + 10);
+    ck_assert_uint_eq(t.nodes, 5);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(resnet50)
+{
+    /* The same totals as the torchvision export imported from ONNX (test_onnx). */
+    ts_graph_totals t;
+    ts_graph *g = builtin("resnet50", &t);
+    ck_assert_uint_eq(t.macs, 4089184256ull);
+    ck_assert_uint_eq(t.params, 25530472ull);
+    ck_assert_uint_eq(t.nodes_by_op[TS_OP_CONV], 53);
+    ck_assert_uint_eq(t.nodes_by_op[TS_OP_ADD], 16);
+    ts_graph_destroy(g);
+    /* MACs scale with the batch */
+    g = builtin("resnet50:batch=2", &t);
+    ck_assert_uint_eq(t.macs, 2 * 4089184256ull);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(bert_layer)
+{
+    ts_graph_totals t;
+    ts_graph *g = builtin("bert-base-layer", &t);
+    const uint64_t S = 128, H = 768, F = 3072;
+    ck_assert_uint_eq(t.macs, 4 * S * H * H + 2 * S * S * H + 2 * S * H * F);
+    ck_assert_uint_eq(t.params, 4 * (H * H + H) + H * F + F + F * H + H + 4 * H);
+    ck_assert_uint_eq(t.nodes_by_op[TS_OP_LAYERNORM], 2);
+    ts_graph_destroy(g);
+    g = builtin("bert-base-layer:seq=384", &t);
+    ck_assert_uint_eq(t.macs, 4 * 384 * H * H + 2 * 384 * 384 * H + 2 * 384 * H * F);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(builtin_list)
+{
+    ck_assert_uint_eq(ts_wl_builtin_count(), 5);
+    const char *want[] = {"matmul", "conv2d", "mlp", "resnet50", "bert-base-layer"};
+    for (size_t i = 0; i < 5; i++) {
+        ck_assert_str_eq(ts_wl_builtin_name(i), want[i]);
+        size_t len = 0;
+        ck_assert_ptr_nonnull(ts_wl_builtin_text(i, &len));
+        ck_assert_uint_gt(len, 0);
+    }
+    ck_assert_ptr_null(ts_wl_builtin_name(5));
+}
+END_TEST
+
+START_TEST(parameter_errors)
+{
+    ck_assert_str_eq(builtin_fail("matmul:q=1"), "matmul: unknown parameter 'q' (parameters: m, k, n, dtype)");
+    ck_assert_str_eq(builtin_fail("matmul:m=abc"), "matmul: parameter 'm' must be a non-negative integer, got 'abc'");
+    ck_assert_str_eq(builtin_fail("matmul:m=-4"), "matmul: parameter 'm' must be a non-negative integer, got '-4'");
+    ck_assert_str_eq(builtin_fail("matmul:m"), "matmul: expected key=value, got 'm'");
+    ck_assert_str_eq(builtin_fail("matmul:dtype=f33"),
+                     "matmul: unknown dtype 'f33' for parameter 'dtype' (f32, f16, bf16, f64, i8, u8, i16, i32, i64)");
+    ck_assert_str_eq(builtin_fail("nosuch"),
+                     "no built-in workload 'nosuch' (built-ins: matmul, conv2d, mlp, resnet50, bert-base-layer)");
+    /* a zero dimension is caught where the shape is written */
+    ck_assert_str_eq(builtin_fail("matmul:m=0"),
+                     "workloads/builtin/matmul.yaml:10:23: dimension 'm' is 0; dimensions must be positive");
+    /* a shape that does not fit: a 3x3 window on a 2x2 image without padding */
+    const char *m = builtin_fail("conv2d:h=2,w=2,pad=0");
+    ck_assert_str_eq(m, "workloads/builtin/conv2d.yaml:19:5: node 'conv' (Conv): window 3x3 with stride 1 does not "
+                        "fit input x 2x2");
+    /* heads that do not divide hidden */
+    m = builtin_fail("bert-base-layer:heads=7");
+    ck_assert_msg(strstr(m, "cannot reshape"), "%s", m);
+}
+END_TEST
+
+START_TEST(file_errors)
+{
+    ck_assert_str_eq(text_fail("params: {m: 4\nnodes: ["),
+                     "w.yaml:2:6: bad yaml: did not find expected ',' or '}'");
+    ck_assert_str_eq(text_fail("nodez: []\n"),
+                     "w.yaml:1:1: unknown key 'nodez' (keys: name, description, params, blocks, inputs, weights, "
+                     "nodes, outputs)");
+    ck_assert_str_eq(text_fail("inputs:\n  - {name: x, shape: [2, 3]}\nnodes:\n  - {op: Frobnicate, in: x, out: y}\n"),
+                     "w.yaml:4:10: unknown op 'Frobnicate'");
+    ck_assert_str_eq(text_fail("nodes:\n  - {op: Relu, name: r, in: nope, out: y}\n"),
+                     "w.yaml:2:29: node 'r' reads 'nope', which is not defined before it");
+    ck_assert_str_eq(text_fail("params: {n: 4}\ninputs:\n  - {name: x, shape: [n, n + ]}\n"),
+                     "w.yaml:3:26: bad expression 'n +': unexpected end");
+    ck_assert_str_eq(text_fail("inputs:\n  - {name: x, shape: [2, q]}\n"),
+                     "w.yaml:2:26: bad expression 'q': unknown parameter 'q'");
+    ck_assert_str_eq(text_fail("inputs:\n  - {name: a, shape: [4, 5]}\n  - {name: b, shape: [6, 7]}\n"
+                               "nodes:\n  - {op: MatMul, name: mm, in: [a, b], out: c}\n"),
+                     "w.yaml:5:5: node 'mm' (MatMul): inner dimensions differ: [4,5] x [6,7]");
+    ck_assert_str_eq(text_fail("inputs:\n  - {name: x, shape: [2]}\nnodes:\n  - {op: Relu, in: x, out: y, colour: red}\n"),
+                     "w.yaml:4:31: unknown node key 'colour'");
+    ck_assert_str_eq(text_fail("nodes:\n  - {block: nope, in: x, out: y}\n"), "w.yaml:2:13: no block named 'nope'");
+    ck_assert_str_eq(text_fail("params: {n: 4}\ninputs:\n  - {name: x, shape: [n / 0]}\n"),
+                     "w.yaml:3:23: bad expression 'n / 0': division by zero");
+}
+END_TEST
+
+START_TEST(file_with_blocks)
+{
+    const char *text = "name: twice\n"
+                       "params: {n: 8, dtype: bf16}\n"
+                       "blocks:\n"
+                       "  dense:\n"
+                       "    params: [width]\n"
+                       "    in: [x]\n"
+                       "    out: y\n"
+                       "    nodes:\n"
+                       "      - {op: MatMul, name: mm, in: [x, {weight: [n, width]}], out: h}\n"
+                       "      - {op: Relu, name: act, in: h, out: y}\n"
+                       "inputs:\n"
+                       "  - {name: x, shape: [4, n]}\n"
+                       "nodes:\n"
+                       "  - {block: dense, name: l1, in: x, out: a, args: {width: n}}\n"
+                       "  - {block: dense, name: l2, in: a, out: b, args: {width: n}}\n"
+                       "outputs: [b]\n";
+    ts_err err;
+    ts_err_init(&err);
+    ts_graph *g = NULL;
+    ck_assert_int_eq(ts_wl_load_text(text, strlen(text), "w.yaml", "n=16", &g, &err), TS_OK);
+    ts_graph_totals t;
+    ts_graph_get_totals(g, &t);
+    ck_assert_uint_eq(t.macs, 2 * 4 * 16 * 16);
+    ck_assert_uint_eq(t.params, 2 * 16 * 16);
+    ck_assert_uint_eq(t.param_bytes, 2 * 16 * 16 * 2);
+    ck_assert_int_ge(ts_graph_find(g, "l1.mm.w1"), 0);
+    ck_assert_int_ge(ts_graph_find(g, "l2.h"), 0);
+    ck_assert_str_eq(ts_graph_name(g), "twice");
+    ts_graph_destroy(g);
+    ts_err_free(&err);
+}
+END_TEST
+
+START_TEST(info_for_builtin)
+{
+    ts_err err;
+    ts_err_init(&err);
+    ts_buf b = TS_BUF_INIT;
+    ck_assert_int_eq(ts_wl_info("matmul:m=2,k=3,n=4", NULL, true, &b, &err), TS_OK);
+    ck_assert_str_eq(ts_buf_str(&b), "{\n"
+                                     "  \"model\": \"matmul\",\n"
+                                     "  \"nodes\": 1,\n"
+                                     "  \"nodes_by_op\": {\"MatMul\": 1},\n"
+                                     "  \"macs\": 24,\n"
+                                     "  \"params\": 12,\n"
+                                     "  \"param_bytes\": 48,\n"
+                                     "  \"activation_bytes\": 56,\n"
+                                     "  \"input_bytes\": 24,\n"
+                                     "  \"output_bytes\": 32,\n"
+                                     "  \"inputs\": [{\"name\": \"A\", \"dtype\": \"f32\", \"shape\": [2, 3]}],\n"
+                                     "  \"outputs\": [{\"name\": \"C\", \"dtype\": \"f32\", \"shape\": [2, 4]}]\n"
+                                     "}\n");
+    ts_buf_reset(&b);
+    ck_assert_int_eq(ts_wl_info("matmul:m=2,k=3,n=4", NULL, false, &b, &err), TS_OK);
+    ck_assert_msg(strstr(ts_buf_str(&b), "MACs                 24"), "%s", ts_buf_str(&b));
+    ts_buf_free(&b);
+    ck_assert_int_eq(ts_wl_info("/nonexistent.yaml", NULL, false, &b, &err), TS_EIO);
+    ts_err_free(&err);
+}
+END_TEST
+
+START_TEST(alloc_failures)
+{
+    for (long n = 1; n < 3000; n += 13) {
+        ts_err err;
+        ts_err_init(&err);
+        ts_graph *g = NULL;
+        ts_alloc_fail_after(n);
+        ts_status st = ts_wl_builtin("bert-base-layer", &g, &err);
+        long fails = ts_alloc_failures();
+        ts_alloc_fail_after(0);
+        if (fails)
+            ck_assert_msg(st == TS_ENOMEM, "allocation %ld: status %d: %s", n, (int)st, err.msg);
+        ts_graph_destroy(g);
+        ts_err_free(&err);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("workload");
+    TCase *tc = tcase_create("workload");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, matmul);
+    tcase_add_test(tc, conv2d_and_mlp);
+    tcase_add_test(tc, resnet50);
+    tcase_add_test(tc, bert_layer);
+    tcase_add_test(tc, builtin_list);
+    tcase_add_test(tc, parameter_errors);
+    tcase_add_test(tc, file_errors);
+    tcase_add_test(tc, file_with_blocks);
+    tcase_add_test(tc, info_for_builtin);
+    tcase_add_test(tc, alloc_failures);
+    suite_add_tcase(s, tc);
+    SRunner *r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
