@@ -140,8 +140,12 @@ struct ts_model {
     uint64_t host_bytes_total, host_cycles_total;
     /* threads */
     pthread_t *th;
-    pthread_barrier_t bar;
-    bool bar_init, quit;
+    int nstarted;            /* helper threads running (1 .. nthreads - 1 once all started) */
+    pthread_barrier_t bar;   /* the main thread and the helpers meet here twice per round */
+    pthread_mutex_t gate_mu; /* helpers wait at the gate until every one of them has started */
+    pthread_cond_t gate_cv;
+    int gate;                /* 0 wait, 1 go, 2 quit */
+    bool bar_init, gate_init, quit;
     uint64_t round_h;
     ipu_terr *terr;
 };
@@ -238,15 +242,19 @@ static void ipu_destroy(ts_model *m)
 {
     if (!m)
         return;
-    if (m->th) {
+    if (m->nstarted) {
         m->quit = true;
         pthread_barrier_wait(&m->bar);
-        for (int i = 1; i < m->nthreads; i++)
+        for (int i = 1; i <= m->nstarted; i++)
             pthread_join(m->th[i], NULL);
-        ts_free(m->th);
     }
+    ts_free(m->th);
     if (m->bar_init)
         pthread_barrier_destroy(&m->bar);
+    if (m->gate_init) {
+        pthread_mutex_destroy(&m->gate_mu);
+        pthread_cond_destroy(&m->gate_cv);
+    }
     if (m->t) {
         uint64_t npages = (m->c.sram_bytes + PAGE_SIZE - 1) >> PAGE_SHIFT;
         for (uint32_t i = 0; i < m->ntiles; i++) {
@@ -281,7 +289,6 @@ typedef struct ipu_thread_arg {
     ts_model *m;
     int id;
 } ipu_thread_arg;
-
 
 ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts *opts, ts_err *err)
 {
@@ -331,12 +338,19 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
             return ts_err_set(err, TS_ENOMEM, "cannot create a thread barrier");
         }
         m->bar_init = true;
-        m->th = ts_calloc((size_t)m->nthreads, sizeof *m->th);
-        if (!m->th) {
+        if (pthread_mutex_init(&m->gate_mu, NULL)) {
             ipu_destroy(m);
-            return ts_err_set(err, TS_ENOMEM, "out of memory creating threads");
+            return ts_err_set(err, TS_ENOMEM, "cannot create a mutex");
         }
-        for (int i = 1; i < m->nthreads; i++) {
+        if (pthread_cond_init(&m->gate_cv, NULL)) {
+            pthread_mutex_destroy(&m->gate_mu);
+            ipu_destroy(m);
+            return ts_err_set(err, TS_ENOMEM, "cannot create a condition variable");
+        }
+        m->gate_init = true;
+        m->th = ts_calloc((size_t)m->nthreads, sizeof *m->th);
+        int failed_at = m->th ? 0 : 1;
+        for (int i = 1; i < m->nthreads && !failed_at; i++) {
             ipu_thread_arg *a = ts_malloc(sizeof *a);
             if (a) {
                 a->m = m;
@@ -344,13 +358,23 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
             }
             if (!a || pthread_create(&m->th[i], NULL, worker_main, a)) {
                 ts_free(a);
-                /* run with the threads that exist: shrink is not possible with a fixed barrier */
-                m->quit = true;
-                for (int j = 1; j < i; j++)
-                    pthread_barrier_wait(&m->bar);
-                ipu_destroy(m);
-                return ts_err_set(err, TS_ENOMEM, "cannot start thread %d", i);
+                failed_at = i;
+                break;
             }
+            m->nstarted = i;
+        }
+        /* open the gate: to work, or, when a thread could not start, to leave before the
+         * barrier (which counts every thread) is ever used */
+        pthread_mutex_lock(&m->gate_mu);
+        m->gate = failed_at ? 2 : 1;
+        pthread_cond_broadcast(&m->gate_cv);
+        pthread_mutex_unlock(&m->gate_mu);
+        if (failed_at) {
+            for (int i = 1; i <= m->nstarted; i++)
+                pthread_join(m->th[i], NULL);
+            m->nstarted = 0;
+            ipu_destroy(m);
+            return ts_err_set(err, TS_ENOMEM, "cannot start host thread %d", failed_at);
         }
     }
     *out = m;
@@ -1135,6 +1159,13 @@ static void *worker_main(void *arg)
     ts_model *m = a->m;
     int id = a->id;
     ts_free(a);
+    pthread_mutex_lock(&m->gate_mu);
+    while (m->gate == 0)
+        pthread_cond_wait(&m->gate_cv, &m->gate_mu);
+    int gate = m->gate;
+    pthread_mutex_unlock(&m->gate_mu);
+    if (gate == 2)
+        return NULL;
     for (;;) {
         pthread_barrier_wait(&m->bar);
         if (m->quit)

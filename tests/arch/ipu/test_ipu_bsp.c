@@ -8,7 +8,9 @@
 
 #include "arch/ipu/ipu_int.h"
 #include "configs/builtin.h"
+#include "core/alloc.h"
 #include "core/energy.h"
+#include "core/program.h"
 #include "tests/arch/ipu/ipu_test.h"
 
 static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
@@ -235,6 +237,57 @@ START_TEST(energy_events_priced)
 }
 END_TEST
 
+/* Every allocation of create, load, run and collect may fail: each failure is TS_ENOMEM, and
+ * nothing leaks (the sanitizer build checks), with one thread and with three. */
+START_TEST(allocation_failures)
+{
+    char *text = p2p(3);
+    for (int threads = 1; threads <= 3; threads += 2) {
+        void *cfg = ipu_test_config("ipu_tiny4", NULL);
+        ts_program *p = NULL;
+        ts_err e;
+        ts_err_init(&e);
+        ck_assert_int_eq(ts_asm(&p, "t.s", text, strlen(text), &ts_ipu_isa, &e), TS_OK);
+        bool done = false;
+        for (long n = 1; !done && n < 10000; n++) {
+            ts_err_free(&e);
+            ts_err_init(&e);
+            ts_run_opts o = {.threads = threads};
+            ts_model *m = NULL;
+            ts_results r;
+            memset(&r, 0, sizeof r);
+            ts_alloc_fail_after(n);
+            ts_status rc = ts_ipu_family.create(&m, cfg, &o, &e);
+            if (rc == TS_OK)
+                rc = ts_ipu_family.load(m, p, &e);
+            ts_step st = {0};
+            while (rc == TS_OK && !st.done)
+                rc = ts_ipu_family.step(m, st.now + 65536, &st, &e);
+            if (rc == TS_OK) {
+                ts_results_init(&r);
+                rc = ts_ipu_family.collect(m, &r, &e);
+            }
+            long failures = ts_alloc_failures();
+            ts_alloc_fail_after(0);
+            ts_results_free(&r);
+            ts_ipu_family.destroy(m);
+            if (failures == 0) {
+                ck_assert_int_eq(rc, TS_OK);
+                done = true;
+            } else {
+                ck_assert_msg(rc == TS_ENOMEM, "allocation %ld failed but the run says %s: %s", n,
+                              ts_status_name(rc), e.msg);
+            }
+        }
+        ck_assert(done);
+        ts_err_free(&e);
+        ts_program_destroy(p);
+        ts_config_destroy(cfg);
+    }
+    free(text);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ipu_bsp");
@@ -248,6 +301,7 @@ static Suite *suite(void)
     tcase_add_test(t, release_skew);
     tcase_add_test(t, host_transfers);
     tcase_add_test(t, energy_events_priced);
+    tcase_add_test(t, allocation_failures);
     suite_add_tcase(s, t);
     return s;
 }
