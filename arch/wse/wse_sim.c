@@ -1402,7 +1402,8 @@ static void merge(ts_model *m, int k)
             b->next[b->nnext++] = id;
         }
     }
-    qsort(b->next, b->nnext, sizeof *b->next, cmp_u32);
+    if (b->nnext > 1)
+        qsort(b->next, b->nnext, sizeof *b->next, cmp_u32);
     uint32_t *tmp = b->act;
     size_t cap = b->cap_act;
     b->act = b->next;

@@ -25,4 +25,12 @@ void wt_route_xy(ts_buf *pe, uint32_t w, uint32_t colour, uint32_t sx, uint32_t 
 /* Join per-PE text (route lines first, then code) into one program. */
 void wt_join(ts_buf *out, ts_buf *routes, ts_buf *code, uint32_t npes);
 
+/* GEMV y = A x of (WT_GEMV_P * WT_GEMV_B)^2 on WT_GEMV_P^2 PEs (test_wse_pe.c explains the
+ * mapping); the result y[4py..] is at address 96 of PE (P-1, py). Caller frees. */
+#define WT_GEMV_P 32
+#define WT_GEMV_B 4
+float wt_gemv_a(int i, int j);
+float wt_gemv_x(int j);
+char *wt_gemv_program(void);
+
 #endif

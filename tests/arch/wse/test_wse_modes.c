@@ -1,0 +1,232 @@
+/* tests/arch/wse/test_wse_modes.c — the run modes give the same answers: --lockstep (every tile
+ * every cycle) equals the default active-set mode, reports are byte-identical for 1, 2 and 3
+ * threads, and the timing-only mode gives the same cycles. Checked on every test program shape:
+ * the built-in default, the 32 x 32 GEMV, multicast, back-pressure, tasks, switches, random
+ * traffic and a deadlock (whose message must not depend on the mode either). */
+#include <check.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fileio.h"
+#include "tests/arch/wse/wse_test.h"
+
+static char *read_default(void)
+{
+    const char *root = getenv("TS_SOURCE_ROOT");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/arch/wse/programs/wse_default.s", root ? root : ".");
+    char *data = NULL;
+    size_t len = 0;
+    ts_err err;
+    ts_err_init(&err);
+    ts_status st = ts_read_file(path, &data, &len, &err);
+    ck_assert_msg(st == TS_OK, "%s", err.msg);
+    ts_err_free(&err);
+    return data;
+}
+
+static char *multicast_program(void)
+{
+    ts_buf b = {0};
+    ts_buf_puts(&b, ".arch wse\n");
+    for (uint32_t y = 0; y < 4; y++)
+        for (uint32_t x = 0; x < 4; x++) {
+            uint32_t rx = y == 0 ? (x == 0 ? WT_R : WT_W) : WT_N;
+            uint32_t tx = (x || y ? WT_R : 0) | (y == 0 && x < 3 ? WT_E : 0) | (y < 3 ? WT_S : 0);
+            ts_buf_printf(&b, ".stream pe %u\n    route 5, %u, %u\n", y * 4 + x, rx, tx);
+            if (!x && !y)
+                ts_buf_puts(&b, "    li r2, 9\nl:  send 5, r2\n    addi r2, r2, -1\n    bnz r2, l\n");
+            else
+                ts_buf_puts(&b, "    li r2, 9\nl:  recv r3, 5\n    wait 3\n    addi r2, r2, -1\n    bnz r2, l\n");
+        }
+    return b.data;
+}
+
+/* Random single-wavelet traffic on 4 x 4: every PE but the 4 sinks sends 20 wavelets on pseudo-random colours, each
+ * colour c routed X-then-Y to sink PE c; sinks count arrivals in a data task. */
+static char *traffic_program(void)
+{
+    uint32_t w = 4, n = w * w;
+    ts_buf *routes = calloc(n, sizeof *routes), *code = calloc(n, sizeof *code);
+    /* one in-tree per colour: every PE's route leads X-then-Y to the sink */
+    for (uint32_t c = 0; c < 4; c++) {
+        uint32_t sx = (c * 5 + 1) % w, sy = (c * 3 + 2) % w;
+        for (uint32_t y = 0; y < w; y++)
+            for (uint32_t x = 0; x < w; x++) {
+                /* X first: off the sink's column go east or west, then north or south */
+                uint32_t tx = x < sx ? WT_E : x > sx ? WT_W : y < sy ? WT_S : y > sy ? WT_N : WT_R;
+                uint32_t rx = WT_R;
+                if (x > 0 && x <= sx)
+                    rx |= WT_W;
+                if (x + 1 < w && x >= sx)
+                    rx |= WT_E;
+                if (x == sx && y > 0 && y <= sy)
+                    rx |= WT_N;
+                if (x == sx && y + 1 < w && y >= sy)
+                    rx |= WT_S;
+                ts_buf_printf(&routes[y * w + x], "    route %u, %u, %u\n", c, rx, tx);
+                if (x == sx && y == sy)
+                    ts_buf_printf(&routes[y * w + x], "    bind %u, sink%u, 1\n", c, c);
+            }
+    }
+    uint32_t seed = 12345;
+    for (uint32_t i = 0; i < n; i++) {
+        /* sinks only sink: a sink busy sending could not run its data tasks (tasks run to
+         * completion), and senders waiting on it would wait for ever */
+        bool sink = strstr(ts_buf_str(&routes[i]), "sink") != NULL;
+        for (int k = 0; k < 20 && !sink; k++) {
+            seed = seed * 1103515245u + 12345u;
+            ts_buf_printf(&code[i], "    send %u, r0\n", (seed >> 16) % 4);
+            if ((seed >> 8) % 3 == 0)
+                ts_buf_puts(&code[i], "    wait 2\n");
+        }
+        ts_buf_puts(&code[i], "    exit\n");
+        for (uint32_t c = 0; c < 4; c++)
+            if (strstr(ts_buf_str(&routes[i]), "sink")) {
+                char lbl[32];
+                snprintf(lbl, sizeof lbl, "bind %u, sink%u", c, c);
+                if (strstr(ts_buf_str(&routes[i]), lbl))
+                    ts_buf_printf(&code[i], "sink%u: ld r1, r15, %u\n    addi r1, r1, 1\n    st r1, r15, %u\n    exit\n",
+                                  c, 4 * c, 4 * c);
+            }
+    }
+    ts_buf b = {0};
+    wt_join(&b, routes, code, n);
+    for (uint32_t i = 0; i < n; i++) {
+        ts_buf_free(&routes[i]);
+        ts_buf_free(&code[i]);
+    }
+    free(routes);
+    free(code);
+    return b.data;
+}
+
+static const char *const ring_deadlock =
+    ".arch wse\n"
+    ".stream pe 0\n    route 0, 18, 4\n    li r2, 20\nl: send 0, r2\n    addi r2, r2, -1\n    bnz r2, l\n"
+    ".stream pe 1\n    route 0, 24, 2\n    li r2, 20\nl: send 0, r2\n    addi r2, r2, -1\n    bnz r2, l\n"
+    ".stream pe 3\n    route 0, 17, 8\n    li r2, 20\nl: send 0, r2\n    addi r2, r2, -1\n    bnz r2, l\n"
+    ".stream pe 2\n    route 0, 20, 1\n    li r2, 20\nl: send 0, r2\n    addi r2, r2, -1\n    bnz r2, l\n";
+
+static const char *const tasks_program =
+    ".arch wse\n"
+    ".stream pe 0\n    route 0, 16, 4\n    li r1, 5\n    send 0, r1\n    li r1, 7\n    send 0, r1\n    sendc 0, r1\n"
+    ".stream pe 1\n    route 0, 8, 16\n    bind 0, t, 1\n    bind 7, u, 0\nt:  ld r1, r15, 0\n    add r1, r1, r0\n"
+    "    st r1, r15, 0\n    exit\nu:  li r2, 3\n    st r2, r15, 8\n    exit\n";
+
+static void compare_modes(const char *yaml, const char *src)
+{
+    ts_buf ref = {0}, lock = {0}, t2 = {0}, t3 = {0};
+    ts_status s1 = wt_report(yaml, src, false, 1, &ref);
+    ts_status s2 = wt_report(yaml, src, true, 1, &lock);
+    ts_status s3 = wt_report(yaml, src, false, 2, &t2);
+    ts_status s4 = wt_report(yaml, src, true, 3, &t3);
+    ck_assert_int_eq(s1, s2);
+    ck_assert_int_eq(s1, s3);
+    ck_assert_int_eq(s1, s4);
+    ck_assert_msg(!strcmp(ts_buf_str(&ref), ts_buf_str(&lock)), "lockstep differs:\n%s\n----\n%s", ts_buf_str(&ref),
+                  ts_buf_str(&lock));
+    ck_assert_msg(!strcmp(ts_buf_str(&ref), ts_buf_str(&t2)), "2 threads differ");
+    ck_assert_msg(!strcmp(ts_buf_str(&ref), ts_buf_str(&t3)), "3 threads + lockstep differ");
+    ts_buf_free(&ref);
+    ts_buf_free(&lock);
+    ts_buf_free(&t2);
+    ts_buf_free(&t3);
+}
+
+static const char *const y32 = "arch: wse\nname: t32\nmesh: {width: 32, height: 32}\n";
+static const char *const y4 = "arch: wse\nname: t4\nmesh: {width: 4, height: 4}\n";
+static const char *const y2 = "arch: wse\nname: t2\nmesh: {width: 2, height: 2}\n";
+
+START_TEST(modes_default_program)
+{
+    char *src = read_default();
+    compare_modes(y32, src);
+    ts_buf out = {0};
+    ck_assert_int_eq(wt_report(y32, src, false, 1, &out), TS_OK);
+    ck_assert_msg(strstr(ts_buf_str(&out), "fp32_add"), "%s", ts_buf_str(&out));
+    ts_buf_free(&out);
+    free(src);
+}
+END_TEST
+
+START_TEST(modes_gemv)
+{
+    char *src = wt_gemv_program();
+    compare_modes(y32, src);
+    free(src);
+}
+END_TEST
+
+START_TEST(modes_small_programs)
+{
+    char *mc = multicast_program(), *tr = traffic_program();
+    compare_modes(y4, mc);
+    compare_modes(y4, tr);
+    compare_modes(y2, tasks_program);
+    compare_modes(y2, ring_deadlock);
+    ts_buf out = {0};
+    ck_assert_int_eq(wt_report(y2, ring_deadlock, false, 2, &out), TS_ESIM);
+    ck_assert_msg(strstr(ts_buf_str(&out), "deadlock"), "%s", ts_buf_str(&out));
+    ts_buf_free(&out);
+    ts_status st = wt_report(y4, tr, false, 1, &out);
+    ck_assert_msg(st == TS_OK, "%s", ts_buf_str(&out));
+    ts_buf_free(&out);
+    free(mc);
+    free(tr);
+}
+END_TEST
+
+/* Timing-only skips SRAM and arithmetic but gives the same cycles and traffic. */
+START_TEST(timing_only_same_cycles)
+{
+    char *srcs[3] = {wt_gemv_program(), read_default(), traffic_program()};
+    uint32_t dims[3] = {32, 32, 4};
+    for (int i = 0; i < 3; i++) {
+        ts_wse_cfg c = wt_cfg(dims[i], dims[i]);
+        ts_err err;
+        ts_err_init(&err);
+        ts_status st;
+        ts_model *a = wt_run(&c, srcs[i], false, 1, 1000000, &st, &err);
+        ck_assert_msg(a, "%s", err.msg);
+        c.timing_only = true;
+        ts_model *b = wt_run(&c, srcs[i], false, 2, 1000000, &st, &err);
+        ck_assert_msg(b, "%s", err.msg);
+        ts_wse_counts ka, kb;
+        ts_wse_counts_get(a, &ka);
+        ts_wse_counts_get(b, &kb);
+        ck_assert_uint_eq(ka.cycles, kb.cycles);
+        ck_assert_uint_eq(ka.hops, kb.hops);
+        ck_assert_uint_eq(ka.insns, kb.insns);
+        ck_assert_uint_eq(ka.sram_read, kb.sram_read);
+        wt_free(a);
+        wt_free(b);
+        ts_err_free(&err);
+        free(srcs[i]);
+    }
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("wse_modes");
+    TCase *tc = tcase_create("modes");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, modes_default_program);
+    tcase_add_test(tc, modes_gemv);
+    tcase_add_test(tc, modes_small_programs);
+    tcase_add_test(tc, timing_only_same_cycles);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *r = srunner_create(suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? 1 : 0;
+}
