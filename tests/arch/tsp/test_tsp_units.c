@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch/tsp/tsp_int.h"
 #include "tests/arch/tsp/tsp_test.h"
 
 #define SMALL "tsp_small"
@@ -307,6 +308,204 @@ START_TEST(vxm_chaining_through_the_latch)
 }
 END_TEST
 
+
+/* ---- MXM: y = W x + bias through MEM -> MXM -> VXM -> MEM -------------------------------------
+ * Generic over the config. West plane 0 (nearest the VXM) takes its weights from MEM W0..W(n-1),
+ * one row byte plane per slice per cycle on s0w..s(n-1)w, all timed to reach the plane together
+ * so that one iw installs n streams per cycle; x comes from MEM E0 (E1 for the high byte of f16)
+ * on westward streams from NS/2; abc multiplies, acc puts int32/f32 results on s0e..s3e toward the
+ * VXM, where ALU 0 adds the bias (from MEM W0..W3 on s4e..s7e) and MEM E0..E3 store the four byte
+ * planes of y at word OUT_WORD. */
+enum { OUT_WORD = 110, X_WORD = 100, B_WORD = 100 };
+
+typedef struct sched {
+    ts_program *p;
+    uint64_t cur[1024];
+} sched;
+
+/* Emit op on queue q at cycle t exactly (a nop fills the gap). */
+static void at(sched *s, int q, uint64_t t)
+{
+    ck_assert_msg(t >= s->cur[q], "queue %d: cycle %llu already past (%llu)", q, (unsigned long long)t,
+                  (unsigned long long)s->cur[q]);
+    if (t > s->cur[q])
+        tsp_emit(s->p, q, "nop", 1, (int)(t - s->cur[q]));
+    s->cur[q] = t + 1;
+}
+
+typedef struct mv_info {
+    int D, nsl, w;
+    uint64_t t_iw, t_abc, t_vxm;
+} mv_info;
+
+/* Build the program; W is row-major D x D (int8 or f16 bits), x D elements, bias D (int32 or f32
+ * bits). */
+static ts_program *build_matvec(const char *cfgname, bool f16, const void *Wv, const void *xv, const uint32_t *bias,
+                                mv_info *mi)
+{
+    void *config = tsp_test_config(cfgname, NULL);
+    const ts_tsp_cfg *c = ts_config_data(config);
+    int D = (int)c->mxm_dim, NS = (int)c->streams, w = f16 ? 2 : 1;
+    int nsl = ts_tsp_mem_index(c, 0, 15) >= 0 ? 16 : 4;
+    int rows_per_iw = nsl / w, n_iw = D / rows_per_iw;
+    int mxq = ts_tsp_queue_mxm(c, 0, 0, 0), px = ts_tsp_queue_position(c, mxq);
+    int vq = ts_tsp_queue_vxm(c, 0), pv = ts_tsp_queue_position(c, vq);
+    const uint8_t *W8 = Wv;
+    const uint16_t *W16 = Wv;
+    sched *s = calloc(1, sizeof *s);
+    s->p = ts_program_create("tsp");
+    uint8_t *plane = calloc((size_t)D, 1);
+    /* weights: slice j holds, at word i, byte plane j % w of row i * rows_per_iw + j / w */
+    uint64_t T0 = (uint64_t)(pv - px + 1);
+    for (int j = 0; j < nsl; j++) {
+        int q = ts_tsp_queue_mem(c, 0, j), pj = ts_tsp_queue_position(c, q);
+        for (int i = 0; i < n_iw; i++) {
+            int row = i * rows_per_iw + j / w;
+            for (int l = 0; l < D; l++)
+                plane[l] = f16 ? (uint8_t)(W16[(size_t)row * D + l] >> (8 * (j % w))) : W8[(size_t)row * D + l];
+            tsp_data(s->p, ts_tsp_mem_index(c, 0, j), (uint64_t)i * (uint64_t)D, plane, (uint32_t)D);
+            at(s, q, T0 + (uint64_t)i - 1 - (uint64_t)(pj - px));
+            tsp_emit(s->p, q, "read", 3, i, W(j), 1);
+        }
+    }
+    for (int i = 0; i < n_iw; i++) {
+        at(s, mxq, T0 + (uint64_t)i);
+        tsp_emit(s->p, mxq, "iw", 4, f16 ? T_F16 : T_I8, W(0), nsl, 1);
+    }
+    /* activations */
+    uint64_t Ta = T0 + (uint64_t)n_iw;
+    for (int j = 0; j < w; j++) {
+        int q = ts_tsp_queue_mem(c, 1, j), pj = ts_tsp_queue_position(c, q);
+        for (int l = 0; l < D; l++)
+            plane[l] = f16 ? (uint8_t)(((const uint16_t *)xv)[l] >> (8 * j)) : ((const uint8_t *)xv)[l];
+        tsp_data(s->p, ts_tsp_mem_index(c, 1, j), (uint64_t)X_WORD * (uint64_t)D, plane, (uint32_t)D);
+        at(s, q, Ta - 1 - (uint64_t)(pj - px));
+        tsp_emit(s->p, q, "read", 3, X_WORD, W(NS / 2 + j), 2);
+    }
+    at(s, mxq + 1, Ta);
+    tsp_emit(s->p, mxq + 1, "abc", 5, f16 ? T_F16 : T_I8, W(NS / 2), 0, 2, 9);
+    uint64_t Tacc = Ta + c->d_func[TSP_OP_ABC];
+    at(s, mxq + 2, Tacc);
+    tsp_emit(s->p, mxq + 2, "acc", 3, E(0), 9, 3);
+    /* bias and the VXM */
+    uint64_t Tv = Tacc + c->d_func[TSP_OP_ACC] + (uint64_t)(pv - px);
+    for (int j = 0; j < 4; j++) {
+        int q = ts_tsp_queue_mem(c, 0, j), pj = ts_tsp_queue_position(c, q);
+        for (int l = 0; l < D; l++)
+            plane[l] = (uint8_t)(bias[l] >> (8 * j));
+        tsp_data(s->p, ts_tsp_mem_index(c, 0, j), (uint64_t)B_WORD * (uint64_t)D, plane, (uint32_t)D);
+        at(s, q, Tv - c->d_func[TSP_OP_READ] - (uint64_t)(pv - pj));
+        tsp_emit(s->p, q, "read", 3, B_WORD, E(4 + j), 3);
+    }
+    at(s, vq, Tv);
+    tsp_emit(s->p, vq, "add", 6, f16 ? T_F32 : T_I32, E(8), E(0), E(4), 3, 4);
+    for (int j = 0; j < 4; j++) {
+        int q = ts_tsp_queue_mem(c, 1, j), pj = ts_tsp_queue_position(c, q);
+        at(s, q, Tv + c->d_func[TSP_OP_ADD] + (uint64_t)(pj - pv));
+        tsp_emit(s->p, q, "write", 3, OUT_WORD, E(8 + j), 4);
+    }
+    mi->D = D;
+    mi->nsl = nsl;
+    mi->w = w;
+    mi->t_iw = T0;
+    mi->t_abc = Ta;
+    mi->t_vxm = Tv;
+    ts_program *p = s->p;
+    free(plane);
+    free(s);
+    ts_config_destroy(config);
+    return p;
+}
+
+static uint32_t out_elem(const tsp_run *r, int l, int D)
+{
+    uint32_t v = 0;
+    for (int j = 0; j < 4; j++)
+        v |= (uint32_t)tsp_peek(r, ts_tsp_mem_index(r->cfg, 1, j), (uint64_t)OUT_WORD * (uint64_t)D + (uint64_t)l)
+             << (8 * j);
+    return v;
+}
+
+static void matvec_int8(const char *cfgname, int D)
+{
+    int8_t *Wm = malloc((size_t)D * D), *x = malloc((size_t)D);
+    uint32_t *bias = malloc((size_t)D * 4);
+    uint32_t seed = 12345;
+    for (int i = 0; i < D * D; i++) {
+        seed = seed * 1103515245u + 12345u;
+        Wm[i] = (int8_t)(seed >> 16);
+    }
+    for (int l = 0; l < D; l++) {
+        x[l] = (int8_t)(l * 29 - 100);
+        bias[l] = (uint32_t)(l * 1000 - 7777);
+    }
+    mv_info mi;
+    ts_program *p = build_matvec(cfgname, false, Wm, x, bias, &mi);
+    tsp_run r;
+    tsp_test_run2(cfgname, NULL, p, &r);
+    for (int j = 0; j < D; j++) {
+        int32_t ref = 0; /* the plain C reference */
+        for (int l = 0; l < D; l++)
+            ref += Wm[(size_t)j * D + l] * x[l];
+        ref = (int32_t)((uint32_t)ref + bias[j]);
+        ck_assert_msg(out_elem(&r, j, D) == (uint32_t)ref, "y[%d] = %d, expected %d", j, (int32_t)out_elem(&r, j, D), ref);
+    }
+    ck_assert_double_eq(tsp_stat(&r, "mxm.macs_int8"), (double)D * D);
+    ck_assert_double_eq(tsp_event(&r, "int8_mac"), (double)D * D);
+    ck_assert_double_eq(tsp_event(&r, "int32_add"), (double)D);
+    ck_assert_double_eq(tsp_stat(&r, "hazards.no_value"), 0);
+    tsp_run_free(&r);
+    ts_program_destroy(p);
+    free(Wm);
+    free(x);
+    free(bias);
+}
+
+static void matvec_fp16(const char *cfgname, int D)
+{
+    uint16_t *Wm = malloc((size_t)D * D * 2), *x = malloc((size_t)D * 2);
+    uint32_t *bias = malloc((size_t)D * 4);
+    uint32_t seed = 777;
+    for (int i = 0; i < D * D; i++) {
+        seed = seed * 1103515245u + 12345u;
+        Wm[i] = ts_tsp_f2h(((float)((seed >> 16) % 2001) - 1000.0f) / 256.0f);
+    }
+    for (int l = 0; l < D; l++) {
+        x[l] = ts_tsp_f2h((float)l * 0.03125f - 3.0f);
+        bias[l] = fbits(0.5f * (float)l - 7.0f);
+    }
+    mv_info mi;
+    ts_program *p = build_matvec(cfgname, true, Wm, x, bias, &mi);
+    tsp_run r;
+    tsp_test_run2(cfgname, NULL, p, &r);
+    for (int j = 0; j < D; j++) {
+        double acc = 0; /* the plain C reference: exact products, one rounding to f32, then + bias */
+        for (int l = 0; l < D; l++)
+            acc += (double)ts_tsp_h2f(Wm[(size_t)j * D + l]) * (double)ts_tsp_h2f(x[l]);
+        float ref = (float)acc + bitsf(bias[j]);
+        ck_assert_msg(out_elem(&r, j, D) == fbits(ref), "y[%d] = %g, expected %g", j, (double)bitsf(out_elem(&r, j, D)),
+                      (double)ref);
+    }
+    ck_assert_double_eq(tsp_stat(&r, "mxm.macs_fp16"), (double)D * D);
+    ck_assert_double_eq(tsp_event(&r, "fp16_mac"), (double)D * D);
+    ck_assert_double_eq(tsp_event(&r, "fp32_add"), (double)D);
+    tsp_run_free(&r);
+    ts_program_destroy(p);
+    free(Wm);
+    free(x);
+    free(bias);
+}
+
+START_TEST(mxm_matvec_int8_small) { matvec_int8(SMALL, VL); }
+END_TEST
+START_TEST(mxm_matvec_fp16_small) { matvec_fp16(SMALL, VL); }
+END_TEST
+/* The bar: 320 x 320 on the first-generation config. */
+START_TEST(mxm_matvec_int8_320) { matvec_int8("tsp_v1", 320); }
+END_TEST
+START_TEST(mxm_matvec_fp16_320) { matvec_fp16("tsp_v1", 320); }
+END_TEST
+
 Suite *tsp_units_suite(void);
 Suite *tsp_units_suite(void)
 {
@@ -318,6 +517,10 @@ Suite *tsp_units_suite(void)
     tcase_add_test(tc, vxm_integer_ops);
     tcase_add_test(tc, vxm_float_ops_and_conversions);
     tcase_add_test(tc, vxm_chaining_through_the_latch);
+    tcase_add_test(tc, mxm_matvec_int8_small);
+    tcase_add_test(tc, mxm_matvec_fp16_small);
+    tcase_add_test(tc, mxm_matvec_int8_320);
+    tcase_add_test(tc, mxm_matvec_fp16_320);
     suite_add_tcase(s, tc);
     return s;
 }
