@@ -83,6 +83,11 @@ typedef struct as {
     size_t nfix, capfix;
     tok *toks;
     size_t ntoks, captoks;
+    /* ".stream KIND A-B" / ".data KIND A-B ADDR": the body is assembled once into A and copied
+     * to A+1..B when the file ends (streams) or when the segment closes (data). */
+    struct range { uint32_t kind, first, last; int line, col; } *ranges;
+    size_t nranges, capranges;
+    uint32_t dlast; /* last index of the open .data segment's range (== dindex when none) */
 } as;
 
 static ts_status fail(as *a, int col, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -483,25 +488,47 @@ static size_t cur_stream_index(as *a)
     return (size_t)(s - a->p->streams);
 }
 
+/* INDEX or FIRST-LAST (inclusive, FIRST <= LAST). */
+static ts_status parse_index_range(as *a, const tok *t, int64_t *first, int64_t *last)
+{
+    const char *dash = t->n > 1 ? memchr(t->s + 1, '-', t->n - 1) : NULL;
+    if (!dash) {
+        ts_status st = parse_int(a, t, 0, UINT32_MAX, "index", first);
+        *last = *first;
+        return st;
+    }
+    tok lo = {T_WORD, t->s, (size_t)(dash - t->s), t->col};
+    tok hi = {T_WORD, dash + 1, t->n - lo.n - 1, t->col + (int)lo.n + 1};
+    ts_status st;
+    if ((st = parse_int(a, &lo, 0, UINT32_MAX, "index", first)) ||
+        (st = parse_int(a, &hi, 0, UINT32_MAX, "index", last)))
+        return st;
+    if (*last < *first)
+        return fail(a, t->col, "range '" TOKF "' ends before it starts", TOKA(t));
+    return TS_OK;
+}
+
 static ts_status close_data(as *a)
 {
     if (a->sec != SEC_DATA)
         return TS_OK;
     a->sec = SEC_NONE;
-    ts_status st = ts_program_add_segment(a->p, a->dkind, a->dindex, a->daddr, a->dbytes,
-                                          (uint32_t)a->dlen, a->err);
-    if (st == TS_EINPUT) {
-        char msg[sizeof a->err->msg];
-        memcpy(msg, a->err->msg, sizeof msg);
-        return ts_err_at(a->err, TS_EINPUT, a->file, a->dline, a->dcol, "%s", msg);
+    for (uint64_t idx = a->dindex; idx <= a->dlast; idx++) {
+        ts_status st = ts_program_add_segment(a->p, a->dkind, (uint32_t)idx, a->daddr, a->dbytes,
+                                              (uint32_t)a->dlen, a->err);
+        if (st == TS_EINPUT) {
+            char msg[sizeof a->err->msg];
+            memcpy(msg, a->err->msg, sizeof msg);
+            return ts_err_at(a->err, TS_EINPUT, a->file, a->dline, a->dcol, "%s", msg);
+        }
+        if (st)
+            return st;
+        void *arr = a->segs;
+        if (ts_grow(&arr, &a->capsegs, a->nsegs + 1, sizeof *a->segs))
+            return oom(a);
+        a->segs = arr;
+        a->segs[a->nsegs++] = (seginfo){a->dkind, (uint32_t)idx, a->daddr, a->dlen, a->dline, a->dcol};
     }
-    if (st)
-        return st;
-    void *arr = a->segs;
-    if (ts_grow(&arr, &a->capsegs, a->nsegs + 1, sizeof *a->segs))
-        return oom(a);
-    a->segs = arr;
-    a->segs[a->nsegs++] = (seginfo){a->dkind, a->dindex, a->daddr, a->dlen, a->dline, a->dcol};
     a->dlen = 0;
     return TS_OK;
 }
@@ -716,9 +743,9 @@ static ts_status directive(as *a, const tok *d, const tok *t, size_t n)
                              "KIND INDEX")))
             return st;
         uint32_t kind = 0;
-        int64_t index = 0;
-        if ((st = parse_kind(a, arg[0], &kind)) ||
-            (st = parse_int(a, arg[1], 0, UINT32_MAX, "index", &index)) || (st = close_data(a)))
+        int64_t index = 0, last = 0;
+        if ((st = parse_kind(a, arg[0], &kind)) || (st = parse_index_range(a, arg[1], &index, &last)) ||
+            (st = close_data(a)))
             return st;
         if (data) {
             uint64_t addr;
@@ -727,6 +754,7 @@ static ts_status directive(as *a, const tok *d, const tok *t, size_t n)
             a->sec = SEC_DATA;
             a->dkind = kind;
             a->dindex = (uint32_t)index;
+            a->dlast = (uint32_t)last;
             a->daddr = addr;
             a->dlen = 0;
             a->dline = a->line;
@@ -735,6 +763,18 @@ static ts_status directive(as *a, const tok *d, const tok *t, size_t n)
         }
         if (!ts_program_stream(a->p, kind, (uint32_t)index))
             return oom(a);
+        if (last > index) {
+            for (size_t r = 0; r < a->nranges; r++)
+                if (a->ranges[r].kind == kind && a->ranges[r].first == (uint32_t)index)
+                    return fail(a, arg[1]->col, "a range starting at %" PRId64 " was already given at "
+                                "line %d", index, a->ranges[r].line);
+            void *arr = a->ranges;
+            if (ts_grow(&arr, &a->capranges, a->nranges + 1, sizeof *a->ranges))
+                return oom(a);
+            a->ranges = arr;
+            a->ranges[a->nranges++] = (struct range){kind, (uint32_t)index, (uint32_t)last, a->line,
+                                                     arg[1]->col};
+        }
         a->sec = SEC_STREAM;
         a->skind = kind;
         a->sindex = (uint32_t)index;
@@ -1009,6 +1049,51 @@ static ts_status resolve(as *a)
     return TS_OK;
 }
 
+/* Copy each range's first stream, with its labels and marks, to the rest of the range. */
+static ts_status replicate(as *a)
+{
+    ts_program *p = a->p;
+    for (size_t r = 0; r < a->nranges; r++) {
+        const struct range *g = &a->ranges[r];
+        for (uint64_t idx = (uint64_t)g->first + 1; idx <= g->last; idx++) {
+            ts_stream *d = ts_program_stream(p, g->kind, (uint32_t)idx);
+            if (!d)
+                return oom(a);
+            a->line = g->line;
+            if (d->n)
+                return fail(a, g->col, "stream %s %" PRIu64 " has its own code and is also in the "
+                            "range %u-%u", a->isa->stream_kinds[g->kind], idx, g->first, g->last);
+            size_t di = (size_t)(d - p->streams);
+            /* Found again: adding d may have moved it. */
+            size_t si = (size_t)(ts_program_stream(p, g->kind, g->first) - p->streams);
+            const ts_stream *s = &p->streams[si];
+            if (s->n) {
+                d->insn = ts_malloc((size_t)s->n * sizeof *d->insn);
+                if (!d->insn)
+                    return oom(a);
+                memcpy(d->insn, s->insn, (size_t)s->n * sizeof *d->insn);
+                d->n = d->cap = s->n;
+            }
+            size_t nsyms = p->nsyms, nmarks = p->nmarks;
+            for (size_t k = 0; k < nsyms; k++)
+                if (p->syms[k].kind == TS_SYM_LABEL && p->syms[k].stream == si) {
+                    ts_status st = ts_program_add_symbol(p, p->syms[k].name, TS_SYM_LABEL, (uint32_t)di,
+                                                         p->syms[k].value, a->err);
+                    if (st)
+                        return st;
+                }
+            for (size_t k = 0; k < nmarks; k++)
+                if (p->marks[k].stream == si) {
+                    ts_status st = ts_program_add_mark(p, (uint32_t)di, p->marks[k].pc, p->marks[k].id,
+                                                       a->err);
+                    if (st)
+                        return st;
+                }
+        }
+    }
+    return TS_OK;
+}
+
 static int seginfo_cmp(const void *x, const void *y)
 {
     const seginfo *a = x, *b = y;
@@ -1070,12 +1155,15 @@ ts_status ts_asm(ts_program **out, const char *file, const char *text, size_t le
     if (!st)
         st = resolve(&a);
     if (!st)
+        st = replicate(&a);
+    if (!st)
         st = check_overlaps(&a);
     ts_free(a.dbytes);
     ts_free(a.segs);
     ts_free(a.tab);
     ts_free(a.fix);
     ts_free(a.toks);
+    ts_free(a.ranges);
     if (st) {
         ts_program_destroy(a.p);
         return st;

@@ -106,7 +106,7 @@ void ts_buf_json_num(ts_buf *b, double v)
         ts_buf_puts(b, "null");
         return;
     }
-    if (v == (double)(long long)v && fabs(v) < 9.0e15) {
+    if (fabs(v) < 9.0e15 && v == (double)(long long)v) {
         ts_buf_printf(b, "%lld", (long long)v);
         return;
     }

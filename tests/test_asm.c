@@ -492,6 +492,46 @@ START_TEST(test_disasm_text)
 }
 END_TEST
 
+START_TEST(test_ranges)
+{
+    /* One body for tiles 2..4, with a label and a mark; tile 0 alone; data to tiles 0..3. */
+    ts_program *p = asm_ok(".stream tile 2-4\n"
+                           ".superstep 1\n"
+                           "top: li r1, 5\n"
+                           "  bnz r1, top\n"
+                           ".stream tile 0\n"
+                           "  halt\n"
+                           ".data tile 0-3 0x10\n"
+                           "  .word 7\n");
+    ck_assert_uint_eq(p->nstreams, 4);
+    for (size_t i = 1; i < 4; i++) {
+        ck_assert_uint_eq(p->streams[i].index, i + 1);
+        ck_assert_uint_eq(p->streams[i].n, 2);
+        ck_assert_int_eq(p->streams[i].insn[0].a[1], 5);
+        ck_assert_int_eq(p->streams[i].insn[1].a[1], 0);
+    }
+    ck_assert_uint_eq(p->nsyms, 3);
+    for (size_t i = 0; i < p->nsyms; i++) {
+        ck_assert_str_eq(p->syms[i].name, "top");
+        ck_assert_uint_eq(p->streams[p->syms[i].stream].index, i + 2);
+    }
+    ck_assert_uint_eq(p->nmarks, 3);
+    ck_assert_uint_eq(p->nsegs, 4);
+    for (size_t i = 0; i < 4; i++)
+        ck_assert(p->segs[i].index == i && p->segs[i].addr == 0x10 && p->segs[i].len == 4);
+    /* The disassembly spells every stream out, and reassembles to the same bytes. */
+    char *text = check_roundtrip(p);
+    ck_assert_ptr_nonnull(strstr(text, ".stream tile 4\n"));
+    ts_free(text);
+    ts_program_destroy(p);
+
+    asm_err(".stream tile 4-2\n nop\n", "t.s:1:14: range '4-2' ends before it starts");
+    asm_err(".stream tile 0-3\n nop\n.stream tile 2\n halt\n",
+            "t.s:1:14: stream tile 2 has its own code and is also in the range 0-3");
+    asm_err(".stream tile 0-x\n nop\n", "t.s:1:16: bad number 'x'");
+}
+END_TEST
+
 START_TEST(test_asm_oom)
 {
     const char *src = ".workload \"w\"\n.equ A, 1\n.stream tile 1\nx: li r1, A\n br x\n"
@@ -547,6 +587,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_roundtrip_programs);
     tcase_add_test(tc, test_roundtrip_built);
     tcase_add_test(tc, test_disasm_text);
+    tcase_add_test(tc, test_ranges);
     tcase_add_test(tc, test_asm_oom);
     suite_add_tcase(s, tc);
     return s;
