@@ -36,6 +36,7 @@ typedef struct ts_wse_cfg {
     uint64_t simd_fp32_mac;      /* pe.simd.fp32_mac */
     uint64_t simd_fp32_mov;      /* pe.simd.fp32_mov */
     uint64_t microthreads;       /* pe.microthreads */
+    uint64_t pipeline_latency;   /* pe.pipeline_latency: cycles from operand read to the ramp */
     uint64_t task_start_latency; /* pe.task_start_latency: cycles from pick to first issue */
     double pitch_x, pitch_y;     /* pe.pitch_x, pe.pitch_y: metres (link length E-W, N-S) */
     bool timing_only;            /* sim.timing_only: no SRAM data, no arithmetic */

@@ -385,7 +385,7 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
     }
     if (nlq > 255)
         return ts_err_set(err, TS_EINTERNAL, "wse: %zu live queues at PE %u", nlq, t->id);
-    size_t nent = 4 * m->c.hop_latency + 2 * m->c.ramp_latency;
+    size_t nent = 4 * m->c.hop_latency + 2 * m->c.ramp_latency + m->c.pipeline_latency;
     size_t sz = nlq * sizeof(wse_lq) + nent * sizeof(wse_ent) + nslots * sizeof(uint32_t) + nlq;
     t->block = ts_calloc(1, sz ? sz : 1);
     if (!t->block)
@@ -421,7 +421,7 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
         }
     t->nlq = (uint8_t)j;
     for (int l = 0; l < WSE_NLINES; l++) {
-        t->line[l].cap = (uint8_t)(l < 4 ? m->c.hop_latency : m->c.ramp_latency);
+        t->line[l].cap = (uint8_t)(l < 4 ? m->c.hop_latency : m->c.ramp_latency + (l == WSE_LINE_UP ? m->c.pipeline_latency : 0));
         t->line[l].e = ent;
         ent += t->line[l].cap;
     }
@@ -606,7 +606,7 @@ static inline bool line_room(const ts_model *m, const wse_tile *t, int l, uint32
 static inline void line_put(ts_model *m, wse_tile *t, int l, uint32_t data, uint32_t c, bool ctrl, uint64_t now)
 {
     wse_line *ln = &t->line[l];
-    uint64_t lat = l < 4 ? m->c.hop_latency : m->c.ramp_latency;
+    uint64_t lat = l < 4 ? m->c.hop_latency : m->c.ramp_latency + (l == WSE_LINE_UP ? m->c.pipeline_latency : 0);
     wse_ent *e = &ln->e[(ln->head + ln->n++) % ln->cap];
     e->land = now + lat;
     e->data = data;

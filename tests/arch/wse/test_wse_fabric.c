@@ -9,7 +9,7 @@
 #include "tests/arch/wse/wse_test.h"
 
 /* A single wavelet from (0,0) to (x,y) over X-then-Y routes lands in the destination's core queue
- * at exactly 2 * ramp_latency + hops * hop_latency (docs/wse.md, "Timing"). */
+ * at exactly 2 * ramp_latency + pipeline_latency + hops * hop_latency (docs/wse.md, "Timing"). */
 static void check_latency(uint32_t w, uint32_t h, uint64_t hop, uint64_t ramp)
 {
     ts_wse_cfg c = wt_cfg(w, h);
@@ -33,7 +33,7 @@ static void check_latency(uint32_t w, uint32_t h, uint64_t hop, uint64_t ramp)
         ts_model *m = wt_run(&c, prog.data, false, 1, 100000, &st, &err);
         ck_assert_msg(m, "run failed: %s", err.msg);
         uint64_t hops = dx + dy;
-        ck_assert_uint_eq(ts_wse_arrival(m, dx, dy, 3, 0), 2 * ramp + hops * hop);
+        ck_assert_uint_eq(ts_wse_arrival(m, dx, dy, 3, 0), 2 * ramp + c.pipeline_latency + hops * hop);
         ck_assert_uint_eq(ts_wse_arrivals(m, dx, dy, 3), 1);
         ts_wse_counts k;
         ts_wse_counts_get(m, &k);
@@ -110,8 +110,8 @@ START_TEST(multicast_once)
             ts_wse_read_sram(m, x, y, 0, v, sizeof v);
             for (int k = 0; k < 5; k++)
                 ck_assert_int_eq(v[k], 100 + k);
-            /* the first wavelet, sent in cycle 2: 2 ramps + the distance */
-            ck_assert_uint_eq(ts_wse_arrival(m, x, y, 5, 0), 2 + 4 + x + y);
+            /* the first wavelet, sent in cycle 2: 2 ramps + the core pipeline + the distance */
+            ck_assert_uint_eq(ts_wse_arrival(m, x, y, 5, 0), 2 + 4 + 1 + x + y);
         }
     ts_wse_counts k;
     ts_wse_counts_get(m, &k);
@@ -182,7 +182,7 @@ START_TEST(link_one_per_cycle)
     ck_assert_msg(m, "run failed: %s", err.msg);
     uint64_t first = ts_wse_arrival(m, 7, 0, 0, 0);
     /* dsd set-up in cycles 0 and 1; fmovs issues in cycle 2 and moves its first element then */
-    ck_assert_uint_eq(first, 2 + 2 * 2 + 7);
+    ck_assert_uint_eq(first, 2 + 2 * 2 + 1 + 7);
     for (uint32_t k = 1; k < WSE_ARRIVAL_LOG; k++)
         ck_assert_uint_eq(ts_wse_arrival(m, 7, 0, 0, k), first + k);
     ts_wse_counts k;

@@ -130,12 +130,13 @@ START_TEST(tasks)
     int32_t v;
     ts_wse_read_sram(m, 1, 0, 0, &v, 4);
     ck_assert_int_eq(v, 42);
-    /* the wavelets are sent in cycles 1, 3 and 5 and land at PE 1's core 2 + 1 + 2 cycles later.
-     * Tasks run to completion one after another: picked in cycle 6, first instruction in 7 (task
-     * start latency 1), exit in 10; the next is picked in 11 (12..15), the last in 16 (17..20) */
-    ck_assert_uint_eq(ts_wse_arrival(m, 1, 0, 0, 0), 6);
-    ck_assert_uint_eq(ts_wse_arrival(m, 1, 0, 0, 2), 10);
-    ck_assert_uint_eq(cycles_of(m), 21);
+    /* the wavelets are sent in cycles 1, 3 and 5 and land at PE 1's core 2 + 1 + 1 + 2 cycles later
+     * (ramp, pipeline, hop, ramp). Tasks run to completion one after another: picked in cycle 7,
+     * first instruction in 8 (task start latency 1), exit in 11; the next is picked in 12
+     * (13..16), the last in 17 (18..21) */
+    ck_assert_uint_eq(ts_wse_arrival(m, 1, 0, 0, 0), 7);
+    ck_assert_uint_eq(ts_wse_arrival(m, 1, 0, 0, 2), 11);
+    ck_assert_uint_eq(cycles_of(m), 22);
     wt_free(m);
 
     c = wt_cfg(1, 1);
