@@ -506,6 +506,198 @@ END_TEST
 START_TEST(mxm_matvec_fp16_320) { matvec_fp16("tsp_v1", 320); }
 END_TEST
 
+
+/* ---- SXM: inputs from MEM E0..E(n-1) reach SXM E together; outputs flow back west and MEM Ej
+ * stores output stream j at word 3. 16 MEM slices per hemisphere so a transpose can be fed. */
+static const char *const wide[] = {"floorplan=[mxm, sxm, mem*16, vxm, mem*16, sxm, mxm]", NULL};
+
+static void run_sxm(const char *op, int nops, const int *opnds, int nin, uint8_t in[][VL], int nout,
+                    uint8_t out[][VL], uint64_t *cycles)
+{
+    void *config = tsp_test_config(SMALL, wide);
+    const ts_tsp_cfg *c = ts_config_data(config);
+    int sq = ts_tsp_queue_sxm(c, 1, 0), ps = ts_tsp_queue_position(c, sq);
+    sched *s = calloc(1, sizeof *s);
+    s->p = ts_program_create("tsp");
+    uint64_t T = 1 + (uint64_t)(ps - ts_tsp_queue_position(c, ts_tsp_queue_mem(c, 1, 0)));
+    for (int j = 0; j < nin; j++) {
+        int q = ts_tsp_queue_mem(c, 1, j), pj = ts_tsp_queue_position(c, q);
+        tsp_data(s->p, ts_tsp_mem_index(c, 1, j), 0, in[j], VL);
+        at(s, q, T - 1 - (uint64_t)(ps - pj));
+        tsp_emit(s->p, q, "read", 3, 0, E(j), 1);
+    }
+    at(s, sq, T);
+    ts_insn *in0 = ts_stream_emit(ts_program_stream(s->p, 0, (uint32_t)sq), (uint16_t)ts_tsp_op(op));
+    for (int k = 0; k < nops; k++)
+        in0->a[k] = opnds[k];
+    uint64_t d = c->d_func[ts_tsp_op(op)];
+    for (int j = 0; j < nout; j++) {
+        int q = ts_tsp_queue_mem(c, 1, j), pj = ts_tsp_queue_position(c, q);
+        at(s, q, T + d + (uint64_t)(ps - pj));
+        tsp_emit(s->p, q, "write", 3, 3, W(j), 2);
+    }
+    tsp_run r;
+    tsp_test_run2(SMALL, wide, s->p, &r);
+    for (int j = 0; j < nout; j++)
+        for (int l = 0; l < VL; l++)
+            out[j][l] = tsp_peek(&r, ts_tsp_mem_index(c, 1, j), 3 * VL + (uint64_t)l);
+    if (cycles)
+        *cycles = r.r.cycles;
+    tsp_run_free(&r);
+    ts_program_destroy(s->p);
+    free(s);
+    ts_config_destroy(config);
+}
+
+START_TEST(sxm_transpose)
+{
+    uint8_t in[16][VL], out[16][VL];
+    for (int i = 0; i < 16; i++)
+        for (int l = 0; l < VL; l++)
+            in[i][l] = (uint8_t)(i * 16 + (l % 16) + (l / 16) * 100);
+    run_sxm("transpose", 4, (int[]){E(0), W(0), 1, 2}, 16, in, 16, out, NULL);
+    /* per superlane k: out stream j, lane 16k + i = in stream i, lane 16k + j */
+    for (int j = 0; j < 16; j++)
+        for (int l = 0; l < VL; l++)
+            ck_assert_uint_eq(out[j][l], in[l % 16][(l / 16) * 16 + j]);
+}
+END_TEST
+
+START_TEST(sxm_permute)
+{
+    /* src on s0e (MEM E0), map as 16-bit lane numbers on the pair s2e (MEM E2, low bytes) and
+     * s3e (MEM E3, high bytes: zero) */
+    uint8_t in[4][VL], out[1][VL];
+    uint16_t map[VL];
+    for (int l = 0; l < VL; l++) {
+        map[l] = (uint16_t)((l * 7 + 3) % VL); /* 7 is prime to 32: a bijection */
+        in[0][l] = (uint8_t)(200 - l);
+        in[1][l] = 0;
+        in[2][l] = (uint8_t)map[l];
+        in[3][l] = 0;
+    }
+    uint64_t cyc;
+    run_sxm("permute", 5, (int[]){E(0), W(0), E(2), 1, 2}, 4, in, 1, out, &cyc);
+    for (int l = 0; l < VL; l++)
+        ck_assert_uint_eq(out[0][l], in[0][map[l]]);
+}
+END_TEST
+
+START_TEST(sxm_shift_rotate_distribute)
+{
+    uint8_t in[2][VL], out[1][VL];
+    for (int l = 0; l < VL; l++) {
+        in[0][l] = (uint8_t)(l + 1);
+        in[1][l] = l % 3 == 0 ? 0xff : (uint8_t)(15 - l % 16);
+    }
+    run_sxm("shift", 5, (int[]){E(0), W(0), 5, 1, 2}, 1, in, 1, out, NULL);
+    for (int l = 0; l < VL; l++)
+        ck_assert_uint_eq(out[0][l], l >= 5 ? in[0][l - 5] : 0);
+    run_sxm("shift", 5, (int[]){E(0), W(0), -18, 1, 2}, 1, in, 1, out, NULL);
+    for (int l = 0; l < VL; l++)
+        ck_assert_uint_eq(out[0][l], l + 18 < VL ? in[0][l + 18] : 0);
+    run_sxm("rotate", 5, (int[]){E(0), W(0), 3, 1, 2}, 1, in, 1, out, NULL);
+    for (int l = 0; l < VL; l++)
+        ck_assert_uint_eq(out[0][l], in[0][(l + VL - 3) % VL]);
+    run_sxm("distribute", 5, (int[]){E(0), W(0), E(1), 1, 2}, 2, in, 1, out, NULL);
+    for (int l = 0; l < VL; l++)
+        ck_assert_uint_eq(out[0][l], in[1][l] == 0xff ? 0 : in[0][(l / 16) * 16 + in[1][l]]);
+}
+END_TEST
+
+/* ---- ICU ----------------------------------------------------------------------------------- */
+
+/* repeat n, d: copies of the previous instruction d cycles apart; nop n idles n cycles. */
+START_TEST(icu_repeat_and_nop)
+{
+    static const char text[] =
+        ".arch tsp\n"
+        ".stream queue 0\n"
+        "  nop 4\n"
+        "  read 7, s0e, 0\n"
+        "  repeat 3, 5\n"
+        "  nop 2\n";
+    ts_program *p = tsp_test_asm(text);
+    tsp_run r;
+    tsp_test_run2(SMALL, NULL, p, &r);
+    /* reads at 4, 9, 14, 19; the nop at 20 occupies 20..21 */
+    ck_assert_uint_eq(r.r.cycles, 22);
+    ck_assert_double_eq(tsp_stat_at(&r, "queue.instructions", 0), 6);
+    ck_assert_double_eq(tsp_stat_at(&r, "mem.bytes_read", 0), 4 * VL);
+    ck_assert_double_eq(tsp_stat(&r, "icu.sweep_cycles"), 2);
+    tsp_run_free(&r);
+    ts_program_destroy(p);
+}
+END_TEST
+
+/* sync parks queues; a notify releases them icu.sync_cycles (35) later. */
+START_TEST(icu_sync_notify)
+{
+    static const char text[] =
+        ".arch tsp\n"
+        ".stream queue 0\n  sync\n  nop 1\n"
+        ".stream queue 8\n  nop 10\n  sync\n  nop 1\n"
+        ".stream queue 30\n  nop 3\n  notify\n";
+    ts_program *p = tsp_test_asm(text);
+    tsp_run r;
+    tsp_test_run2(SMALL, NULL, p, &r);
+    ck_assert_double_eq(tsp_stat(&r, "icu.barriers"), 1);
+    ck_assert_double_eq(tsp_stat(&r, "icu.last_release"), 3 + 35);
+    ck_assert_uint_eq(r.r.cycles, 3 + 35 + 1);
+    tsp_run_free(&r);
+    ts_program_destroy(p);
+}
+END_TEST
+
+/* A queue longer than its capacity (32 in tsp_small) needs ifetch; 640 B bring 20 instructions. */
+START_TEST(icu_ifetch_refills_the_queue)
+{
+    /* queue 0 (MEM W0, position 5): 25 nops, an ifetch at 25, then 20 nops: 46 instructions, 32
+     * preloaded. MEM W2 (position 3) and W1 (4) put the text on s1e / s0e to reach W0 at 25. */
+    ts_program *p = ts_program_create("tsp");
+    tsp_emit(p, 2, "nop", 1, 22);
+    tsp_emit(p, 2, "read", 3, 0, E(1), 0);
+    tsp_emit(p, 1, "nop", 1, 23);
+    tsp_emit(p, 1, "read", 3, 0, E(0), 0);
+    for (int i = 0; i < 25; i++)
+        tsp_emit(p, 0, "nop", 1, 1);
+    tsp_emit(p, 0, "ifetch", 2, E(0), 0);
+    for (int i = 0; i < 20; i++)
+        tsp_emit(p, 0, "nop", 1, 1);
+    tsp_run r;
+    tsp_test_run2(SMALL, NULL, p, &r);
+    /* the fetch lands after its sweep (cycle 26), before pc 32 issues at 32; the last nop at 45 */
+    ck_assert_uint_eq(r.r.cycles, 46);
+    ck_assert_double_eq(tsp_stat(&r, "queue.ifetches"), 1);
+    ck_assert_double_eq(tsp_stat(&r, "hazards.queue_underrun"), 0);
+    tsp_run_free(&r);
+    ts_program_destroy(p);
+}
+END_TEST
+
+/* C2C: send on link 3 loops back; receive puts the vector on a stream c2c.latency later. */
+START_TEST(c2c_send_receive_loopback)
+{
+    static const char text[] =
+        ".arch tsp\n"
+        ".data mem 7 0\n"
+        ".byte 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22\n"
+        ".stream queue 7\n  read 0, s0e, 1\n  nop 104\n  write 4, s1w, 2\n"
+        ".stream queue 44\n  nop 2\n  send 3, s0e, 1\n  nop 100\n  receive 3, s1w, 2\n";
+    ts_program *p = tsp_test_asm(text);
+    tsp_run r;
+    tsp_test_run2(SMALL, NULL, p, &r);
+    /* read at 0 by MEM E3 (position 10), at the SXM (11) at 2; send at 2 arrives at 102; receive at
+     * 103 puts it on s1w at 104, back at MEM E3 at 105, where a write takes it */
+    for (int l = 0; l < 10; l++)
+        ck_assert_uint_eq(tsp_peek(&r, 7, 4 * VL + (uint64_t)l), (uint8_t)(9 - l));
+    ck_assert_uint_eq(r.r.bytes[TS_LEVEL_OFFCHIP], VL);
+    ck_assert_double_eq(tsp_event(&r, "pcie_bit"), 8 * VL);
+    tsp_run_free(&r);
+    ts_program_destroy(p);
+}
+END_TEST
+
 Suite *tsp_units_suite(void);
 Suite *tsp_units_suite(void)
 {
@@ -521,6 +713,13 @@ Suite *tsp_units_suite(void)
     tcase_add_test(tc, mxm_matvec_fp16_small);
     tcase_add_test(tc, mxm_matvec_int8_320);
     tcase_add_test(tc, mxm_matvec_fp16_320);
+    tcase_add_test(tc, sxm_transpose);
+    tcase_add_test(tc, sxm_permute);
+    tcase_add_test(tc, sxm_shift_rotate_distribute);
+    tcase_add_test(tc, icu_repeat_and_nop);
+    tcase_add_test(tc, icu_sync_notify);
+    tcase_add_test(tc, icu_ifetch_refills_the_queue);
+    tcase_add_test(tc, c2c_send_receive_loopback);
     suite_add_tcase(s, tc);
     return s;
 }
