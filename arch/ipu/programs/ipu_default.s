@@ -12,7 +12,7 @@
 .workload "ipu default: ring of AMP matrix-vector blocks, 1216 tiles, 3 supersteps"
 .stream tile 0-1215
     get $m10, 0                 # this tile
-    get $m11, 1                 # tiles on the chip
+    setzi $m11, 1216            # tiles in the ring (all of MK1; MK2 leaves the rest idle)
     addi $m12, $m10, 1          # next tile in the ring
     cmpult $m13, $m12, $m11
     brnz $m13, have_next
