@@ -1,0 +1,210 @@
+/* tests/arch/tsp/test_tsp_hazards.c — no interlocks, so schedule violations are errors (research
+ * §2.5): each kind is produced by a small program on tsp_small and must stop the run with a
+ * message naming cycle, superlane, slice, stream and the two instructions, identically fast and
+ * in lockstep; with --warn (opts.warn) they are recorded and the run goes on.
+ *
+ * tsp_small positions: MEM W0 5, VXM 6, MEM E0 7. Queues: MEM W0 0, MEM E0 4, VXM ALUs 8... */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/arch/tsp/tsp_test.h"
+
+#define SMALL "tsp_small"
+
+/* Run text fast and in lockstep; both must fail with the same message, which is returned. */
+static const char *fails(const char *text)
+{
+    static char msg[1400];
+    ts_program *p = tsp_test_asm(text);
+    tsp_run a, b;
+    tsp_test_run(SMALL, NULL, p, false, false, &a);
+    tsp_test_run(SMALL, NULL, p, true, false, &b);
+    ck_assert_int_eq(a.rc, TS_ESIM);
+    ck_assert_int_eq(b.rc, TS_ESIM);
+    snprintf(msg, sizeof msg, "%s", tsp_errmsg(&a));
+    ck_assert_str_eq(msg, tsp_errmsg(&b));
+    tsp_run_free(&a);
+    tsp_run_free(&b);
+    ts_program_destroy(p);
+    return msg;
+}
+
+/* Run text with warn in both modes: success, identical reports; returns the fast run. */
+static void warns(const char *text, tsp_run *out)
+{
+    ts_program *p = tsp_test_asm(text);
+    tsp_run b;
+    tsp_test_run(SMALL, NULL, p, false, true, out);
+    tsp_test_run(SMALL, NULL, p, true, true, &b);
+    ck_assert_msg(out->rc == TS_OK, "warn run: %s", tsp_errmsg(out));
+    ck_assert_int_eq(b.rc, TS_OK);
+    ck_assert_str_eq(ts_buf_str(&out->json), ts_buf_str(&b.json));
+    tsp_run_free(&b);
+    ts_program_destroy(p);
+}
+
+#define HAS(msg, s) ck_assert_msg(strstr(msg, s) != NULL, "'%s' not in: %s", s, msg)
+
+/* Two VXM ALUs put results on s3e at the VXM in the same cycle (3). */
+static const char collision[] =
+    ".arch tsp\n"
+    ".stream queue 0\n  read 0, s0e, 0\n"
+    ".stream queue 8\n  nop 2\n  neg i8, s3e, s0e, 0, 0\n"
+    ".stream queue 9\n  nop 2\n  relu i8, s3e, s0e, 0, 0\n";
+
+START_TEST(stream_collision)
+{
+    const char *m = fails(collision);
+    HAS(m, "stream collision");
+    HAS(m, "cycle 3, superlane 0, VXM, stream s3e");
+    HAS(m, "queue 8 pc 1 'neg' (line 6) and queue 9 pc 1 'relu' (line 9)");
+    tsp_run r;
+    warns(collision, &r);
+    ck_assert_double_eq(tsp_stat(&r, "hazards.stream_collision"), 2); /* one per superlane */
+    ck_assert_uint_eq(r.r.cycles, 5);
+    tsp_run_free(&r);
+}
+END_TEST
+
+START_TEST(no_value_empty_register)
+{
+    const char *m = fails(".arch tsp\n.stream queue 4\n  nop 2\n  write 0, s5e, 0\n");
+    HAS(m, "no value");
+    HAS(m, "nothing was ever written there");
+    HAS(m, "cycle 2, superlane 0, MEM E0, stream s5e: none and queue 4 pc 1 'write'");
+}
+END_TEST
+
+/* The value passes the VXM at cycle 2; an add one cycle late finds it gone. */
+START_TEST(no_value_one_cycle_late)
+{
+    const char *m = fails(".arch tsp\n.stream queue 0\n  read 0, s0e, 0\n"
+                          ".stream queue 8\n  nop 3\n  neg i8, s1e, s0e, 0, 0\n");
+    HAS(m, "no value");
+    HAS(m, "cycle 3, superlane 0, VXM, stream s0e");
+    HAS(m, "queue 8 pc 1 'neg'");
+}
+END_TEST
+
+/* The value is there but carries another producer's tag (3, the reader expects 4). */
+START_TEST(no_value_wrong_tag)
+{
+    const char *m = fails(".arch tsp\n.stream queue 0\n  read 0, s0e, 3\n"
+                          ".stream queue 8\n  nop 2\n  neg i8, s1e, s0e, 4, 0\n");
+    HAS(m, "tagged 3, the reader expects tag 4");
+    HAS(m, "cycle 2, superlane 0, VXM, stream s0e: queue 0 pc 0 'read' (line 3) and queue 8 pc 1 'neg' (line 6)");
+}
+END_TEST
+
+/* Chaining too early: ALU 1 reads ALU 0's latch in the cycle ALU 0 issues. */
+START_TEST(no_value_latch_not_ready)
+{
+    const char *m = fails(".arch tsp\n.stream queue 0\n  read 0, s0e, 0\n"
+                          ".stream queue 8\n  nop 2\n  neg i8, nul, s0e, 0, 0\n"
+                          ".stream queue 9\n  nop 2\n  neg i8, s1e, alu0, 0, 0\n");
+    HAS(m, "the latch holds no value yet");
+    HAS(m, "cycle 2, superlane 0, VXM, stream alu0: none and queue 9 pc 1 'neg'");
+}
+END_TEST
+
+/* MEM W0: read at 0; at 1 a read paired with a write (bank write at 2); a read at 2 on the same
+ * bank meets the write. Words 0..1023 are bank 0 in tsp_small. */
+static const char bank[] =
+    ".arch tsp\n"
+    ".stream queue 0\n"
+    "  read 0, s0e, 0\n"
+    "  read 5, s1e, 0\n"
+    "  write 10, s0e, 0\n"
+    "  read 20, s2e, 0\n";
+
+START_TEST(bank_conflict)
+{
+    const char *m = fails(bank);
+    HAS(m, "bank conflict: a read and a write on bank 0");
+    HAS(m, "cycle 2, superlane 0, MEM W0, stream -: queue 0 pc 2 'write' (line 5) and queue 0 pc 3 'read' (line 6)");
+    tsp_run r;
+    warns(bank, &r);
+    ck_assert_double_eq(tsp_stat(&r, "hazards.bank_conflict"), 2);
+    tsp_run_free(&r);
+    /* on the other bank the same schedule is legal: one read and one write per cycle */
+    ts_program *p = tsp_test_asm(".arch tsp\n.stream queue 0\n  read 0, s0e, 0\n  read 5, s1e, 0\n"
+                                 "  write 1500, s0e, 0\n  read 20, s2e, 0\n");
+    tsp_test_run2(SMALL, NULL, p, &r);
+    ck_assert_double_eq(tsp_stat(&r, "hazards.bank_conflict"), 0);
+    /* in cycle 2 superlane 0 reads word 20 and writes word 1500 while superlane 1 reads word 5 */
+    ck_assert_double_eq(tsp_stat(&r, "mem.peak_bytes_per_cycle"), 3 * 16);
+    tsp_run_free(&r);
+    ts_program_destroy(p);
+}
+END_TEST
+
+/* 40 instructions, a capacity of 32, no ifetch: the queue runs dry at pc 32 (cycle 32). */
+START_TEST(queue_underrun)
+{
+    ts_buf b = TS_BUF_INIT;
+    ts_buf_printf(&b, ".arch tsp\n.stream queue 0\n");
+    for (int i = 0; i < 40; i++)
+        ts_buf_printf(&b, "  nop 1\n");
+    const char *m = fails(ts_buf_str(&b));
+    HAS(m, "queue underrun");
+    HAS(m, "cycle 32, superlane 0, MEM W0, stream -: none and queue 0 pc 32 'nop'");
+    tsp_run r;
+    warns(ts_buf_str(&b), &r);
+    ck_assert_double_eq(tsp_stat(&r, "hazards.queue_underrun"), 1);
+    ck_assert_uint_eq(r.r.cycles, 40);
+    tsp_run_free(&r);
+    ts_buf_free(&b);
+}
+END_TEST
+
+/* Refusals at load time: the wrong unit, a register past the config's streams, a bad type. */
+START_TEST(load_refusals)
+{
+    static const struct { const char *text, *msg; } cases[] = {
+        {".arch tsp\n.stream queue 8\n  read 0, s0e, 0\n", "queue 8 pc 0 (line 3): 'read': a mem instruction cannot issue from a vxm queue"},
+        {".arch tsp\n.stream queue 0\n  read 0, s20e, 0\n", "operand 2 must be a stream register s0e..s15e or s0w..s15w"},
+        {".arch tsp\n.stream queue 8\n  tanh i32, s0e, s4e, 0, 0\n", "it takes floating-point types only"},
+        {".arch tsp\n.stream queue 8\n  add i32, s1e, s4e, s8e, 0, 0\n", "aligned group of streams"},
+        {".arch tsp\n.stream queue 0\n  read 5000, s0e, 0\n", "address 5000 is past the slice's 2048 words"},
+        {".arch tsp\n.stream queue 58\n  nop 1\n", "program has a stream for queue 58, but the config has 58 queues"},
+        {".arch tsp\n.stream queue 0\n  repeat 2, 1\n", "repeat must follow an instruction"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ts_program *p = tsp_test_asm(cases[i].text);
+        tsp_run r;
+        tsp_test_run(SMALL, NULL, p, false, false, &r);
+        ck_assert_int_eq(r.rc, TS_EINPUT);
+        HAS(tsp_errmsg(&r), cases[i].msg);
+        tsp_run_free(&r);
+        ts_program_destroy(p);
+    }
+}
+END_TEST
+
+static Suite *hazards_suite(void)
+{
+    Suite *s = suite_create("tsp_hazards");
+    TCase *tc = tcase_create("hazards");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, stream_collision);
+    tcase_add_test(tc, no_value_empty_register);
+    tcase_add_test(tc, no_value_one_cycle_late);
+    tcase_add_test(tc, no_value_wrong_tag);
+    tcase_add_test(tc, no_value_latch_not_ready);
+    tcase_add_test(tc, bank_conflict);
+    tcase_add_test(tc, queue_underrun);
+    tcase_add_test(tc, load_refusals);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(hazards_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
