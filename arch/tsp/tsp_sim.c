@@ -1254,6 +1254,9 @@ static ts_status cycle(ts_model *m, ts_err *err)
         tsp_fl *f = &m->fl[i];
         if (f->t0 + f->skew + f->k == m->now) {
             if ((rc = step_one(m, f, err)) != TS_OK) {
+                for (size_t j = i; j < m->nfl; j++) /* keep the rest, so destroy frees each buffer once */
+                    m->fl[keep++] = m->fl[j];
+                m->nfl = keep;
                 return rc;
             }
             m->work++;
@@ -1262,6 +1265,7 @@ static ts_status cycle(ts_model *m, ts_err *err)
                 if (sweep > m->sweep_max)
                     m->sweep_max = sweep;
                 ts_free(f->buf);
+                f->buf = NULL;
                 continue;
             }
         }

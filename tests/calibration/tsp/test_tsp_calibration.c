@@ -1,0 +1,290 @@
+/* tests/calibration/tsp/test_tsp_calibration.c — the first-generation config (configs/tsp_v1.yaml)
+ * against the published figures in research/groq_tsp.md (§1.1, §2.4, §7.2). Each test names the
+ * figure, its source and the tolerance. Every program also runs in lockstep with an identical
+ * report (tsp_test_run2).
+ *
+ * tsp_v1 positions west to east: MXM W1 0, MXM W0 1, SXM W 2, MEM W43..W0 3..46, VXM 47,
+ * MEM E0..E43 48..91, SXM E 92, MXM E0 93, MXM E1 94. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch/tsp/tsp_int.h"
+#include "tests/arch/tsp/tsp_test.h"
+
+#define V1 "tsp_v1"
+
+typedef struct sched {
+    ts_program *p;
+    uint64_t cur[1024];
+} sched;
+
+static void at(sched *s, int q, uint64_t t)
+{
+    ck_assert_msg(t >= s->cur[q], "queue %d: cycle %llu already past", q, (unsigned long long)t);
+    if (t > s->cur[q])
+        tsp_emit(s->p, q, "nop", 1, (int)(t - s->cur[q]));
+    s->cur[q] = t + 1;
+}
+
+static sched *sched_new(void)
+{
+    sched *s = calloc(1, sizeof *s);
+    s->p = ts_program_create("tsp");
+    return s;
+}
+
+static void sched_free(sched *s)
+{
+    ts_program_destroy(s->p);
+    free(s);
+}
+
+/* Peak MACs per cycle: 409,600 INT8 (4 planes x 320 x 320; ISCA20 §III-D, MPR20; research §1.1,
+ * §7.2.1). Tolerance: exact. Every plane installs one row (to hold INT8 weights) and then takes an
+ * activation every cycle for 200 cycles; the activations come from one MEM slice per hemisphere
+ * reading every cycle (repeat), one hop apart, so the outer plane issues a cycle later. */
+START_TEST(peak_int8_macs_per_cycle)
+{
+    void *config = tsp_test_config(V1, NULL);
+    const void *c = ts_config_data(config);
+    sched *s = sched_new();
+    enum { N = 200 };
+    for (int h = 0; h < 2; h++) {
+        int mq = ts_tsp_queue_mem(c, h, 0), pm = ts_tsp_queue_position(c, mq);
+        int dir_w = h == 0; /* west planes take westward streams */
+        int sw = dir_w ? W(0) : E(0), sx = dir_w ? W(1) : E(1);
+        /* one weight row, then N activations */
+        at(s, mq, 0);
+        tsp_emit(s->p, mq, "read", 3, 0, sw, 0);
+        tsp_emit(s->p, mq, "read", 3, 1, sx, 0);
+        tsp_emit(s->p, mq, "repeat", 2, N - 1, 1);
+        for (int pl = 0; pl < 2; pl++) {
+            int q = ts_tsp_queue_mxm(c, h, pl, 0), px = ts_tsp_queue_position(c, q);
+            uint64_t d = (uint64_t)(px > pm ? px - pm : pm - px);
+            at(s, q, 1 + d);
+            tsp_emit(s->p, q, "iw", 4, T_I8, sw, 1, 0);
+            at(s, q + 1, 2 + d);
+            tsp_emit(s->p, q + 1, "abc", 5, T_I8, sx, 0, 0, 0);
+            tsp_emit(s->p, q + 1, "repeat", 2, N - 1, 1);
+        }
+    }
+    tsp_run r;
+    tsp_test_run2(V1, NULL, s->p, &r);
+    ck_assert_double_eq(tsp_stat(&r, "mxm.peak_macs_per_cycle"), 409600);
+    ck_assert_double_eq(tsp_stat(&r, "mxm.macs_int8"), 4.0 * N * 320 * 320);
+    ts_info info;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_tsp_family.info(c, &info, &e), TS_OK);
+    ck_assert_double_eq(info.peak[0].macs, 409600);
+    /* FP16: about a quarter (BRIEF 188 TFLOPS at 900 MHz; research §1.1) */
+    ck_assert_double_eq(info.peak[1].macs, 102400);
+    tsp_run_free(&r);
+    sched_free(s);
+    ts_config_destroy(config);
+}
+END_TEST
+
+/* SRAM bandwidth: 56,320 B per cycle = 88 slices x 2 banks x 320 B (ISCA20 §II-B Eq. 1-2;
+ * research §1.1, §7.2.2). Tolerance: exact. Every MEM slice reads bank 0 and, paired in the same
+ * cycle, writes back to bank 1 the vector it read the cycle before. */
+START_TEST(sram_bandwidth_per_cycle)
+{
+    void *config = tsp_test_config(V1, NULL);
+    const void *c = ts_config_data(config);
+    sched *s = sched_new();
+    enum { N = 60 };
+    for (int h = 0; h < 2; h++)
+        for (int n = 0; n < 44; n++) {
+            int q = ts_tsp_queue_mem(c, h, n), st = h ? W(n % 32) : E(n % 32);
+            tsp_emit(s->p, q, "read", 3, 0, st, 0);
+            for (int i = 0; i < N; i++) {
+                tsp_emit(s->p, q, "read", 3, i + 1, st, 0);
+                tsp_emit(s->p, q, "write", 3, 5000 + i, st, 0);
+            }
+            tsp_emit(s->p, q, "write", 3, 5000 + N, st, 0);
+        }
+    tsp_run r;
+    tsp_test_run2(V1, NULL, s->p, &r);
+    ck_assert_double_eq(tsp_stat(&r, "mem.peak_bytes_per_cycle"), 56320);
+    ck_assert_double_eq(tsp_stat(&r, "hazards.bank_conflict"), 0);
+    ck_assert_uint_eq(r.r.bytes[TS_LEVEL_SRAM], 88ull * 2 * (N + 1) * 320);
+    tsp_run_free(&r);
+    sched_free(s);
+    ts_config_destroy(config);
+}
+END_TEST
+
+/* Full weight install in under 40 cycles (ISCA20 §V, MPR via summary; research §1.5, §2.4):
+ * 16 streams per plane, 256 weights per supercell per cycle, all four planes at once. Tolerance:
+ * the figure is a bound; the model gives 20 cycles of iw plus 19 of stagger = 39. The SRAM reads
+ * and stream transit that feed it run before, pipelined, and are reported apart. */
+START_TEST(full_weight_install)
+{
+    void *config = tsp_test_config(V1, NULL);
+    const void *c = ts_config_data(config);
+    sched *s = sched_new();
+    uint64_t first_read = UINT64_MAX, t_last_iw = 0;
+    for (int h = 0; h < 2; h++)
+        for (int pl = 0; pl < 2; pl++) {
+            int q = ts_tsp_queue_mxm(c, h, pl, 0), px = ts_tsp_queue_position(c, q);
+            uint64_t T0 = 40; /* after the farthest feeding slice's transit */
+            for (int j = 0; j < 16; j++) {
+                /* plane 0 (next to the SXM) from MEM 43..28, plane 1 (at the edge) from MEM 27..12 */
+                int mq = ts_tsp_queue_mem(c, h, 43 - pl * 16 - j), pm = ts_tsp_queue_position(c, mq);
+                uint64_t d = (uint64_t)(px > pm ? px - pm : pm - px);
+                int st = h == 0 ? W(pl * 16 + j) : E(pl * 16 + j);
+                for (int i = 0; i < 20; i++) {
+                    uint64_t t = T0 + (uint64_t)i - 1 - d;
+                    if (t < first_read)
+                        first_read = t;
+                    at(s, mq, t);
+                    tsp_emit(s->p, mq, "read", 3, i, st, 1);
+                }
+            }
+            for (int i = 0; i < 20; i++) {
+                at(s, q, T0 + (uint64_t)i);
+                tsp_emit(s->p, q, "iw", 4, T_I8, h == 0 ? W(pl * 16) : E(pl * 16), 16, 1);
+                t_last_iw = T0 + (uint64_t)i;
+            }
+        }
+    tsp_run r;
+    tsp_test_run2(V1, NULL, s->p, &r);
+    ck_assert_double_eq(tsp_stat(&r, "mxm.install_cycles"), 39);
+    ck_assert(tsp_stat(&r, "mxm.install_cycles") < 40);
+    /* with the SRAM read and transit of the farthest feeding slice (MEM W12, 34 hops) in front */
+    uint64_t with_feed = t_last_iw + 20 - first_read;
+    ck_assert_uint_eq(with_feed, 39 + 1 + 34);
+    ck_assert_double_eq(tsp_stat(&r, "hazards.no_value"), 0);
+    tsp_run_free(&r);
+    sched_free(s);
+    ts_config_destroy(config);
+}
+END_TEST
+
+/* A chip-wide Sync/Notify barrier takes 35 cycles (ISCA20 §III-A2; research §1.8, §2.4).
+ * Tolerance: exact. All 144 queues but one sync at cycle 0; queue 0 notifies at 0; every queue's
+ * next instruction issues at 35. */
+START_TEST(chip_wide_sync_notify)
+{
+    sched *s = sched_new();
+    tsp_emit(s->p, 0, "notify", 0);
+    for (int q = 1; q < 144; q++) {
+        tsp_emit(s->p, q, "sync", 0);
+        tsp_emit(s->p, q, "nop", 1, 1);
+    }
+    tsp_run r;
+    tsp_test_run2(V1, NULL, s->p, &r);
+    ck_assert_double_eq(tsp_stat(&r, "icu.last_release"), 35);
+    ck_assert_uint_eq(r.r.cycles, 36);
+    ck_assert_double_eq(tsp_stat_at(&r, "queue.instructions", 0), 1);
+    ck_assert_double_eq(tsp_stat_at(&r, "queue.instructions", 143), 2);
+    tsp_run_free(&r);
+    sched_free(s);
+}
+END_TEST
+
+/* A 320-element dot product completes in 20 cycles (MPR via summary; research §1.5, §2.4).
+ * Tolerance: exact. Plane W0 installs row 0 = w, takes x, and acc reads the result 20 cycles
+ * after abc (and finds nothing at 19). MEM W43..W40 store the four bytes of y[0] = w . x. */
+static ts_program *dot_program(const void *c, int8_t *w, int8_t *x, uint64_t acc_delay)
+{
+    sched *s = sched_new();
+    int mq0 = ts_tsp_queue_mem(c, 0, 0), mq1 = ts_tsp_queue_mem(c, 0, 1);
+    int q = ts_tsp_queue_mxm(c, 0, 0, 0), px = ts_tsp_queue_position(c, q);
+    int p0 = ts_tsp_queue_position(c, mq0), p1 = ts_tsp_queue_position(c, mq1);
+    tsp_data(s->p, ts_tsp_mem_index(c, 0, 0), 0, w, 320);
+    tsp_data(s->p, ts_tsp_mem_index(c, 0, 1), 0, x, 320);
+    uint64_t Tiw = 1 + (uint64_t)(p0 - px), Ta = Tiw + 1;
+    at(s, mq0, 0);
+    tsp_emit(s->p, mq0, "read", 3, 0, W(0), 1);
+    at(s, mq1, Ta - 1 - (uint64_t)(p1 - px));
+    tsp_emit(s->p, mq1, "read", 3, 0, W(1), 2);
+    at(s, q, Tiw);
+    tsp_emit(s->p, q, "iw", 4, T_I8, W(0), 1, 1);
+    at(s, q + 1, Ta);
+    tsp_emit(s->p, q + 1, "abc", 5, T_I8, W(1), 0, 2, 7);
+    uint64_t Tacc = Ta + acc_delay;
+    at(s, q + 2, Tacc);
+    tsp_emit(s->p, q + 2, "acc", 3, E(0), 7, 8);
+    for (int j = 0; j < 4; j++) {
+        int sq = ts_tsp_queue_mem(c, 0, 43 - j), ps = ts_tsp_queue_position(c, sq);
+        at(s, sq, Tacc + 1 + (uint64_t)(ps - px));
+        tsp_emit(s->p, sq, "write", 3, 9, E(j), 8);
+    }
+    ts_program *p = s->p;
+    s->p = NULL;
+    free(s);
+    return p;
+}
+
+START_TEST(dot_product_in_20_cycles)
+{
+    void *config = tsp_test_config(V1, NULL);
+    const void *c = ts_config_data(config);
+    int8_t w[320], x[320];
+    int32_t ref = 0;
+    for (int l = 0; l < 320; l++) {
+        w[l] = (int8_t)(l * 13 - 90);
+        x[l] = (int8_t)(77 - l * 5);
+        ref += w[l] * x[l];
+    }
+    ts_program *p = dot_program(c, w, x, 20);
+    tsp_run r;
+    tsp_test_run2(V1, NULL, p, &r);
+    uint32_t y = 0;
+    for (int j = 0; j < 4; j++)
+        y |= (uint32_t)tsp_peek(&r, ts_tsp_mem_index(c, 0, 43 - j), 9 * 320) << (8 * j);
+    ck_assert_int_eq((int32_t)y, ref);
+    tsp_run_free(&r);
+    ts_program_destroy(p);
+    p = dot_program(c, w, x, 19);
+    tsp_test_run(V1, NULL, p, false, false, &r);
+    ck_assert_int_eq(r.rc, TS_ESIM);
+    ck_assert_msg(strstr(tsp_errmsg(&r), "the latch holds no value yet"), "%s", tsp_errmsg(&r));
+    tsp_run_free(&r);
+    ts_program_destroy(p);
+    ts_config_destroy(config);
+}
+END_TEST
+
+/* An instruction sweeps all 20 superlanes in 20 cycles (MPR20; ISCA20 §II-C; research §2.2).
+ * Tolerance: exact. One read at cycle 0: superlane k reads at k, its result lands at k + 1. */
+START_TEST(instruction_sweep)
+{
+    sched *s = sched_new();
+    tsp_emit(s->p, 0, "read", 3, 0, E(0), 0);
+    tsp_run r;
+    tsp_test_run2(V1, NULL, s->p, &r);
+    ck_assert_double_eq(tsp_stat(&r, "icu.sweep_cycles"), 20);
+    ck_assert_uint_eq(r.r.cycles, 1 + 20);
+    tsp_run_free(&r);
+    sched_free(s);
+}
+END_TEST
+
+static Suite *calibration_suite(void)
+{
+    Suite *s = suite_create("tsp_calibration");
+    TCase *tc = tcase_create("published");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, peak_int8_macs_per_cycle);
+    tcase_add_test(tc, sram_bandwidth_per_cycle);
+    tcase_add_test(tc, full_weight_install);
+    tcase_add_test(tc, chip_wide_sync_notify);
+    tcase_add_test(tc, dot_product_in_20_cycles);
+    tcase_add_test(tc, instruction_sweep);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(calibration_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
