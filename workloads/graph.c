@@ -227,6 +227,21 @@ int64_t ts_graph_tensor_elems(const ts_graph_tensor *t)
     return n;
 }
 
+/* Shapes are bounded so element counts and byte sizes never overflow 64 bits. */
+#define MAX_ELEMS (INT64_C(1) << 50)
+
+static bool shape_ok(int rank, const int64_t *dims)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] < 0 || dims[i] > MAX_ELEMS)
+            return false;
+        if (__builtin_mul_overflow(n, dims[i], &n) || n > MAX_ELEMS)
+            return false;
+    }
+    return true;
+}
+
 ts_status ts_graph_add_tensor(ts_graph *g, const char *name, ts_tensor_kind kind, ts_dtype dtype,
                               int rank, const int64_t *dims, int *id, ts_err *err)
 {
@@ -239,6 +254,8 @@ ts_status ts_graph_add_tensor(ts_graph *g, const char *name, ts_tensor_kind kind
         if (dims[i] < 0)
             return ts_err_set(err, TS_EINPUT, "tensor '%s' has a negative dimension %lld", name,
                               (long long)dims[i]);
+    if (!shape_ok(rank, dims))
+        return ts_err_set(err, TS_EINPUT, "tensor '%s' has more than 2^50 elements", name);
     if (ts_graph_find(g, name) >= 0)
         return ts_err_set(err, TS_EINPUT, "tensor '%s' is defined twice", name);
     if (g->nt >= INT32_MAX / 2)
@@ -439,6 +456,11 @@ static ts_status infer_window(ts_graph *g, ts_graph_node *nd, const ts_graph_ten
     const ts_graph_attrs *a = &nd->attrs;
     int64_t o[4] = {x->dims[0], cout, 0, 0};
     int64_t k[2] = {kh, kw};
+    const int64_t lim = INT64_C(1) << 31;
+    for (int i = 0; i < 2; i++)
+        if (k[i] > lim || a->strides[i] > lim || a->dilations[i] > lim || a->pads[i] > lim || a->pads[2 + i] > lim ||
+            a->strides[i] < 1 || a->dilations[i] < 1 || a->pads[i] < 0 || a->pads[2 + i] < 0)
+            return NODE_ERR(g, nd, "window attributes out of range");
     for (int i = 0; i < 2; i++) {
         o[2 + i] = window_out(x->dims[2 + i], k[i], a->strides[i], a->pads[i], a->pads[2 + i],
                               a->dilations[i], a->ceil_mode);
@@ -451,7 +473,23 @@ static ts_status infer_window(ts_graph *g, ts_graph_node *nd, const ts_graph_ten
     return TS_OK;
 }
 
+static ts_status infer_node(ts_graph *g, int id, ts_err *err);
+
 ts_status ts_graph_infer_node(ts_graph *g, int id, ts_err *err)
+{
+    ts_status st = infer_node(g, id, err);
+    if (st)
+        return st;
+    const ts_graph_node *nd = &g->n[id];
+    for (size_t i = 0; i < nd->nout; i++) {
+        const ts_graph_tensor *t = &g->t[nd->out[i]];
+        if (t->rank >= 0 && !shape_ok(t->rank, t->dims))
+            return NODE_ERR(g, nd, "output '%s' has more than 2^50 elements", t->name);
+    }
+    return TS_OK;
+}
+
+static ts_status infer_node(ts_graph *g, int id, ts_err *err)
 {
     ts_graph_node *nd = &g->n[id];
     ts_graph_attrs *a = &nd->attrs;
@@ -493,7 +531,8 @@ ts_status ts_graph_infer_node(ts_graph *g, int id, ts_err *err)
         if (a->group < 1 || x->dims[1] % a->group || w->dims[0] % a->group)
             return NODE_ERR(g, nd, "group %lld does not divide %lld input and %lld output channels",
                             (long long)a->group, (long long)x->dims[1], (long long)w->dims[0]);
-        if (w->dims[1] * a->group != x->dims[1])
+        int64_t cin;
+        if (__builtin_mul_overflow(w->dims[1], a->group, &cin) || cin != x->dims[1])
             return NODE_ERR(g, nd, "weight '%s' expects %lld input channels per group, input has %lld in %lld groups",
                             w->name, (long long)w->dims[1], (long long)x->dims[1], (long long)a->group);
         if ((a->kernel[0] && a->kernel[0] != w->dims[2]) || (a->kernel[1] && a->kernel[1] != w->dims[3]))
@@ -649,6 +688,8 @@ ts_status ts_graph_infer_node(ts_graph *g, int id, ts_err *err)
     }
     case TS_OP_RESHAPE: {
         int64_t n = 1;
+        if (!shape_ok(a->nshape, a->shape))
+            return NODE_ERR(g, nd, "target shape out of range");
         for (int i = 0; i < a->nshape; i++)
             n *= a->shape[i];
         if (n != ts_graph_tensor_elems(x)) {
@@ -732,6 +773,9 @@ ts_status ts_graph_infer_node(ts_graph *g, int id, ts_err *err)
             int64_t st = a->steps[i];
             if (st == 0)
                 return NODE_ERR(g, nd, "step 0 on axis %d", i);
+            if (a->starts[i] < -1 || a->starts[i] > x->dims[i] || a->ends[i] < -1 || a->ends[i] > x->dims[i] ||
+                st < -MAX_ELEMS || st > MAX_ELEMS)
+                return NODE_ERR(g, nd, "slice bounds out of range on axis %d", i);
             int64_t n = st > 0 ? (a->ends[i] - a->starts[i] + st - 1) / st : (a->starts[i] - a->ends[i] - st - 1) / -st;
             d[i] = n > 0 ? n : 0;
         }
@@ -1240,8 +1284,10 @@ static ts_status compact(ts_graph *g, ts_err *err)
         int p = nt_arr[i].producer;
         nt_arr[i].producer = p >= 0 ? nmap[p] : -1;
     }
-    memcpy(g->t, nt_arr, ntk * sizeof *nt_arr);
-    memcpy(g->n, nn_arr, no * sizeof *nn_arr);
+    if (ntk)
+        memcpy(g->t, nt_arr, ntk * sizeof *nt_arr);
+    if (no)
+        memcpy(g->n, nn_arr, no * sizeof *nn_arr);
     g->nt = ntk;
     g->nn = no;
     for (size_t i = 0; i < no; i++)

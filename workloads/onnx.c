@@ -142,10 +142,9 @@ static int val_alloc(imp *im, val *v, ts_dtype dt, int rank, const int64_t *dims
     v->n = 1;
     for (int k = 0; k < rank; k++) {
         v->dims[k] = dims[k];
-        v->n *= dims[k];
+        if (dims[k] < 0 || __builtin_mul_overflow(v->n, dims[k], &v->n) || v->n > FOLD_MAX_ELEMS)
+            return -1;
     }
-    if (v->n > FOLD_MAX_ELEMS)
-        return -1;
     if (dt_int(dt))
         v->i = ts_calloc((size_t)(v->n ? v->n : 1), sizeof *v->i);
     else
@@ -210,12 +209,15 @@ static double vget(const val *v, int64_t k)
     return v->i ? (double)v->i[k] : v->f[k];
 }
 
+/* A double as an int64, saturating; NaN is 0. */
+static int64_t d2i(double x)
+{
+    return x != x ? 0 : x >= 9.2e18 ? INT64_MAX : x <= -9.2e18 ? INT64_MIN : (int64_t)x;
+}
+
 static int64_t vgeti(const val *v, int64_t k)
 {
-    if (v->i)
-        return v->i[k];
-    double x = v->f[k];
-    return x >= 9.2e18 ? INT64_MAX : x <= -9.2e18 ? INT64_MIN : (int64_t)x;
+    return v->i ? v->i[k] : d2i(v->f[k]);
 }
 
 /* Encode v in its dtype and store it as a graph tensor's data. */
@@ -602,8 +604,10 @@ static int fold(imp *im, const Onnx__NodeProto *n, const char *op, const int *in
             int64_t s = v[0].i[0], lim = vgeti(&v[1], 0), d = vgeti(&v[2], 0);
             if (d == 0)
                 goto done;
-            int64_t m = d > 0 ? (lim - s + d - 1) / d : (s - lim - d - 1) / -d;
-            m = m < 0 ? 0 : m;
+            double mm = ceil(((double)lim - (double)s) / (double)d);
+            if (mm > FOLD_MAX_ELEMS)
+                goto done;
+            int64_t m = mm > 0 ? (int64_t)mm : 0;
             if (val_alloc(im, out, v[0].dt, 1, &m))
                 goto done;
             for (int64_t j = 0; j < m; j++)
@@ -613,6 +617,8 @@ static int fold(imp *im, const Onnx__NodeProto *n, const char *op, const int *in
             if (d == 0)
                 goto done;
             double mm = ceil((lim - s) / d);
+            if (!(mm <= FOLD_MAX_ELEMS))
+                goto done;
             int64_t m = mm > 0 ? (int64_t)mm : 0;
             if (val_alloc(im, out, v[0].dt, 1, &m))
                 goto done;
@@ -648,7 +654,7 @@ static int fold(imp *im, const Onnx__NodeProto *n, const char *op, const int *in
             goto done;
         for (int64_t k = 0; k < out->n; k++) {
             if (out->i)
-                out->i[k] = (int64_t)fill;
+                out->i[k] = d2i(fill);
             else
                 out->f[k] = fill;
         }
@@ -695,7 +701,10 @@ static int fold(imp *im, const Onnx__NodeProto *n, const char *op, const int *in
             double y = op[0] == 'S' ? sqrt(x) : op[0] == 'N' ? -x : op[0] == 'F' ? floor(x) : op[0] == 'C' ? ceil(x)
                                                                                             : (x > 0 ? x : 0);
             if (out->i)
-                out->i[k] = op[0] == 'N' ? -v[0].i[k] : op[0] == 'R' ? (v[0].i[k] > 0 ? v[0].i[k] : 0) : v[0].i[k];
+                out->i[k] = op[0] == 'N'   ? (int64_t)(0 - (uint64_t)v[0].i[k])
+                            : op[0] == 'R' ? (v[0].i[k] > 0 ? v[0].i[k] : 0)
+                            : op[0] == 'S' ? d2i(y)
+                                           : v[0].i[k];
             else
                 out->f[k] = y;
         }
@@ -727,7 +736,7 @@ static int fold(imp *im, const Onnx__NodeProto *n, const char *op, const int *in
                 case 'E': y = a == b; break;
                 case 'i': y = a < b ? a : b; break;
                 case 'a': y = a > b ? a : b; break;
-                default: y = (int64_t)pow((double)a, (double)b); break;
+                default: y = d2i(pow((double)a, (double)b)); break;
                 }
                 out->i[k] = y;
             } else {
@@ -743,7 +752,7 @@ static int fold(imp *im, const Onnx__NodeProto *n, const char *op, const int *in
                 default: y = pow(a, b); break;
                 }
                 if (out->i)
-                    out->i[k] = (int64_t)y;
+                    out->i[k] = d2i(y);
                 else
                     out->f[k] = y;
             }
@@ -823,12 +832,14 @@ static ts_status window_attrs(imp *im, const Onnx__NodeProto *n, ts_graph_attrs 
         memcpy(a->pads, tmp, sizeof a->pads);
     else if (c != -1)
         return node_err(im, n, "pads must have 4 entries");
+    const int64_t lim = INT64_C(1) << 31;
     for (int i = 0; i < 2; i++)
-        if (a->strides[i] < 1 || a->dilations[i] < 1)
-            return node_err(im, n, "strides and dilations must be at least 1");
+        if (a->strides[i] < 1 || a->dilations[i] < 1 || a->strides[i] > lim || a->dilations[i] > lim ||
+            a->kernel[i] < 0 || a->kernel[i] > lim)
+            return node_err(im, n, "strides and dilations must be from 1 to 2^31, kernels at most 2^31");
     for (int i = 0; i < 4; i++)
-        if (a->pads[i] < 0)
-            return node_err(im, n, "pads must not be negative");
+        if (a->pads[i] < 0 || a->pads[i] > lim)
+            return node_err(im, n, "pads must be from 0 to 2^31");
     a->group = attr_i(n, "group", 1);
     a->ceil_mode = attr_i(n, "ceil_mode", 0) != 0;
     a->count_include_pad = attr_i(n, "count_include_pad", 0) != 0;
@@ -890,8 +901,8 @@ static ts_status reshape_target(imp *im, const Onnx__NodeProto *n, const char *o
                 neg = k;
             } else if (tmp[k] < 0) {
                 return node_err(im, n, "negative dimension %lld in the target shape", (long long)tmp[k]);
-            } else {
-                known *= tmp[k];
+            } else if (__builtin_mul_overflow(known, tmp[k], &known)) {
+                return node_err(im, n, "the target shape is too large");
             }
         }
         if (neg >= 0) {

@@ -279,6 +279,19 @@ START_TEST(alloc_failures)
 }
 END_TEST
 
+/* A tessera built without protobuf-c says so, naming the file. */
+START_TEST(availability)
+{
+    ck_assert_int_eq(ts_onnx_available(), TS_HAVE_ONNX);
+    if (TS_HAVE_ONNX)
+        return;
+    const char *m = load_fail(model("conv.onnx"), NULL);
+    char want[1200];
+    snprintf(want, sizeof want, "%s: this tessera was built without ONNX support", model("conv.onnx"));
+    ck_assert_str_eq(m, want);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("onnx");
@@ -296,6 +309,7 @@ int main(void)
         tcase_add_test(tc, info_render);
         tcase_add_test(tc, alloc_failures);
     }
+    tcase_add_test(tc, availability);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
