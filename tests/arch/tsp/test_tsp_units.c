@@ -7,6 +7,7 @@
  * MXM W0 24..26, MXM E0 27..29, SXM W 30..43, SXM E 44..57. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -698,6 +699,37 @@ START_TEST(c2c_send_receive_loopback)
 }
 END_TEST
 
+
+/* The built-in workload (arch/tsp/programs/tsp_default.s) on tsp_v1: y = i8(relu(W x)) with row r
+ * of W held by MEM W(r mod 16) and x by MEM E0, both read back from the model for the reference. */
+START_TEST(default_program)
+{
+    const char *root = getenv("TS_SOURCE_ROOT");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/arch/tsp/programs/tsp_default.s", root ? root : ".");
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char text[1 << 17];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    ts_program *p = tsp_test_asm(text);
+    tsp_run r;
+    tsp_test_run2("tsp_v1", NULL, p, &r);
+    for (int j = 0; j < 320; j++) {
+        int32_t acc = 0;
+        for (int l = 0; l < 320; l++)
+            acc += (int8_t)tsp_peek(&r, j % 16, (uint64_t)l) * (int8_t)tsp_peek(&r, 44, (uint64_t)l);
+        int32_t y = acc > 0 ? acc : 0;
+        y = y > 127 ? 127 : y;
+        ck_assert_int_eq((int8_t)tsp_peek(&r, 44, 10 * 320 + (uint64_t)j), y);
+    }
+    ck_assert_double_eq(tsp_stat(&r, "mxm.install_cycles"), 39);
+    tsp_run_free(&r);
+    ts_program_destroy(p);
+}
+END_TEST
+
 Suite *tsp_units_suite(void);
 Suite *tsp_units_suite(void)
 {
@@ -720,6 +752,7 @@ Suite *tsp_units_suite(void)
     tcase_add_test(tc, icu_sync_notify);
     tcase_add_test(tc, icu_ifetch_refills_the_queue);
     tcase_add_test(tc, c2c_send_receive_loopback);
+    tcase_add_test(tc, default_program);
     suite_add_tcase(s, tc);
     return s;
 }
