@@ -24,6 +24,11 @@ Outputs:
   softmax.onnx       Softmax over the last axis of a 2x10 input
   conv_bn.onnx       Conv (no bias) + BatchNormalization + Relu, weights kept (not stripped)
   unsupported.onnx   a graph with two unsupported operators, to test the error text
+  ops.onnx           many operators in one graph: auto_pad, Clip with input bounds, shape
+                     arithmetic (Shape, Gather, Unsqueeze, Concat, Range) feeding Reshape and
+                     Gather, Squeeze/Unsqueeze of activations, Slice, ReduceMean, Softmax
+
+With --small only the graphs built with onnx.helper are rewritten.
 """
 import os
 import sys
@@ -35,7 +40,9 @@ import torch.nn as nn
 import torchvision
 from onnx import helper, numpy_helper, TensorProto
 
-OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "tests", "data", "models")
+ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
+SMALL_ONLY = "--small" in sys.argv[1:]
+OUT = ARGS[0] if ARGS else os.path.join(os.path.dirname(__file__), "..", "tests", "data", "models")
 KEEP_ELEMS = 1  # initializers this small (scalars), or of integer type, keep their values
 
 
@@ -157,6 +164,44 @@ def small_graphs():
         [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
     save(helper.make_model(un, opset_imports=[helper.make_opsetid("", 13)]), "unsupported.onnx")
 
+    def const(name, values, dtype=np.int64):
+        arr = np.array(values, dtype=dtype)
+        return helper.make_node("Constant", [], [name], name="const_" + name,
+                                value=numpy_helper.from_array(arr, name))
+
+    f = np.float32
+    nodes = [
+        const("w", np.ones((8, 3, 3, 3)), f), const("lo", 0.0, f), const("hi", 6.0, f),
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3], strides=[2, 2],
+                         auto_pad="SAME_UPPER"),
+        helper.make_node("Clip", ["c", "lo", "hi"], ["r"], name="clip"),
+        helper.make_node("AveragePool", ["r"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Shape", ["p"], ["shp"], name="shape"),
+        const("zero", 0), const("ax0", [0]), const("minus1", [-1]),
+        helper.make_node("Gather", ["shp", "zero"], ["batch"], name="batch", axis=0),
+        helper.make_node("Unsqueeze", ["batch", "ax0"], ["batch1"], name="batch1"),
+        helper.make_node("Concat", ["batch1", "minus1"], ["newshape"], name="newshape", axis=0),
+        helper.make_node("Reshape", ["p", "newshape"], ["flat"], name="flat"),
+        const("ax1", [1]),
+        helper.make_node("Unsqueeze", ["flat", "ax1"], ["u"], name="unsqueeze"),
+        helper.make_node("Squeeze", ["u", "ax1"], ["sq"], name="squeeze"),
+        const("s0", [0]), const("s1", [64]),
+        helper.make_node("Slice", ["sq", "s0", "s1", "ax1"], ["sl"], name="slice"),
+        helper.make_node("Sigmoid", ["sl"], ["sg"], name="sigmoid"),
+        helper.make_node("Tanh", ["sg"], ["th"], name="tanh"),
+        const("r0", 0), const("r4", 4), const("r1", 1),
+        helper.make_node("Range", ["r0", "r4", "r1"], ["idx"], name="range"),
+        helper.make_node("Gather", ["th", "idx"], ["gth"], name="gather", axis=1),
+        const("wm", np.ones((4, 10)), f),
+        helper.make_node("MatMul", ["gth", "wm"], ["mm"], name="matmul"),
+        helper.make_node("Softmax", ["mm"], ["y"], name="softmax", axis=-1),
+        helper.make_node("ReduceMean", ["th"], ["mean"], name="mean", axes=[1], keepdims=0),
+    ]
+    ops = helper.make_graph(nodes, "ops", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+                            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                             helper.make_tensor_value_info("mean", TensorProto.FLOAT, None)])
+    save(helper.make_model(ops, opset_imports=[helper.make_opsetid("", 13)]), "ops.onnx")
+
 
 def save(model, name):
     path = os.path.join(OUT, name)
@@ -166,6 +211,9 @@ def save(model, name):
 
 def main():
     os.makedirs(OUT, exist_ok=True)
+    if SMALL_ONLY:
+        small_graphs()
+        return
     torch.manual_seed(0)
     img = torch.randn(1, 3, 224, 224)
     export(torchvision.models.resnet50(), img, "resnet50.onnx", 13,

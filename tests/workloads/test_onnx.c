@@ -178,6 +178,51 @@ START_TEST(small_models)
 }
 END_TEST
 
+static const char *shape(const ts_graph *g, const char *name)
+{
+    static char buf[128];
+    int id = ts_graph_find(g, name);
+    ck_assert_msg(id >= 0, "no tensor '%s'", name);
+    const ts_graph_tensor *t = ts_graph_get_tensor(g, id);
+    size_t k = (size_t)snprintf(buf, sizeof buf, "[");
+    for (int i = 0; i < t->rank; i++)
+        k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%lld", i ? "," : "", (long long)t->dims[i]);
+    snprintf(buf + k, sizeof buf - k, "]");
+    return buf;
+}
+
+START_TEST(many_ops)
+{
+    /* ops.onnx: auto_pad, Clip bounds as inputs, shape arithmetic folded into Reshape, activation
+     * Squeeze/Unsqueeze as Reshape, Slice, Range as Gather indices, ReduceMean, Softmax. */
+    ts_graph *g = load("ops.onnx", NULL);
+    ck_assert_str_eq(shape(g, "c"), "[1,8,8,8]");   /* SAME_UPPER, stride 2 */
+    ck_assert_str_eq(shape(g, "p"), "[1,8,4,4]");
+    ck_assert_str_eq(shape(g, "flat"), "[1,128]");  /* Reshape to [Shape(p)[0], -1] */
+    ck_assert_str_eq(shape(g, "u"), "[1,1,128]");
+    ck_assert_str_eq(shape(g, "sl"), "[1,64]");
+    ck_assert_str_eq(shape(g, "gth"), "[1,4]");     /* indices Range(0, 4, 1) */
+    ck_assert_str_eq(shape(g, "y"), "[1,10]");
+    ck_assert_str_eq(shape(g, "mean"), "[1]");
+    const ts_graph_node *conv = ts_graph_get_node(g, 0);
+    ck_assert_int_eq(conv->op, TS_OP_CONV);
+    ck_assert_int_eq(conv->attrs.pads[0], 0);       /* total padding 1: SAME_UPPER puts it at the end */
+    ck_assert_int_eq(conv->attrs.pads[2], 1);
+    const ts_graph_node *clip = ts_graph_get_node(g, 1);
+    ck_assert_int_eq(clip->op, TS_OP_CLIP);
+    ck_assert_uint_eq(clip->nin, 1);
+    ck_assert(clip->attrs.min == 0.0 && clip->attrs.max == 6.0);
+    ck_assert_int_eq(count_op(g, TS_OP_RESHAPE), 3);
+    ck_assert_int_eq(count_op(g, TS_OP_GATHER), 1);
+    ck_assert_int_eq(count_op(g, TS_OP_SLICE), 1);
+    ck_assert_int_eq(count_op(g, TS_OP_REDUCEMEAN), 1);
+    ts_graph_totals t;
+    ts_graph_get_totals(g, &t);
+    ck_assert_uint_eq(t.macs, 8ull * 8 * 8 * 27 + 4 * 10);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(conv_bn_with_weights)
 {
     /* Weights kept as initializers: the graph inputs that are initializers are weights. */
@@ -303,6 +348,7 @@ int main(void)
         tcase_add_test(tc, vit_b16_macs);
         tcase_add_test(tc, small_models);
         tcase_add_test(tc, conv_bn_with_weights);
+        tcase_add_test(tc, many_ops);
         tcase_add_test(tc, unsupported_ops);
         tcase_add_test(tc, malformed);
         tcase_add_test(tc, bad_input_name);
