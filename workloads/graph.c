@@ -991,6 +991,27 @@ static bool is_param_vec(const ts_graph *g, int t, int64_t c)
     return p->rank == 1 && p->dims[0] == c;
 }
 
+/* Replace the dead-marked pattern's output producer by one new node of op over inputs ins. */
+static ts_status replace_with(ts_graph *g, const int *dead, size_t ndead, ts_graph_op op, const char *name,
+                              const int *ins, size_t nin, int y, const ts_graph_attrs *at, ts_err *err)
+{
+    for (size_t k = 0; k < ndead; k++) {
+        if (dead[k] < 0)
+            continue;
+        g->dead[dead[k]] = true;
+        for (size_t j = 0; j < g->n[dead[k]].nout; j++)
+            g->t[g->n[dead[k]].out[j]].producer = -1;
+    }
+    if (ts_grow((void **)&g->dead, &g->capdead, g->nn + 1, sizeof *g->dead))
+        return ts_err_set(err, TS_ENOMEM, "out of memory rewriting '%s'", name);
+    int nid;
+    ts_status st = ts_graph_add_node(g, op, name, ins, nin, &y, 1, at, &nid, err);
+    if (st)
+        return st;
+    g->dead[nid] = false;
+    return TS_OK;
+}
+
 /* Div(d, Sqrt(Add(ReduceMean(Pow(d, 2)), eps))) with d = Sub(x, ReduceMean(x)), then optional
  * Mul(scale) and Add(bias). Returns true and rewrites if node div starts one. */
 static ts_status try_layernorm(ts_graph *g, int div, bool *done, ts_err *err)
@@ -1045,15 +1066,6 @@ static ts_status try_layernorm(ts_graph *g, int div, bool *done, ts_err *err)
         }
     }
     int dead[] = {rm1, sub, pw, rm2, add, sq, div, mul, badd};
-    char name[512];
-    snprintf(name, sizeof name, "%s", g->n[div].name);
-    for (size_t k = 0; k < sizeof dead / sizeof dead[0]; k++) {
-        if (dead[k] < 0)
-            continue;
-        g->dead[dead[k]] = true;
-        for (size_t j = 0; j < g->n[dead[k]].nout; j++)
-            g->t[g->n[dead[k]].out[j]].producer = -1;
-    }
     ts_graph_attrs at;
     ts_graph_attrs_init(&at);
     at.axis = xt->rank - 1;
@@ -1061,14 +1073,10 @@ static ts_status try_layernorm(ts_graph *g, int div, bool *done, ts_err *err)
     int ins[3] = {x, scale, bias};
     size_t nin = scale < 0 ? 1 : bias < 0 ? 2 : 3;
     char lname[600];
-    snprintf(lname, sizeof lname, "%s.layernorm", name);
-    if (ts_grow((void **)&g->dead, &g->capdead, g->nn + 1, sizeof *g->dead))
-        return ts_err_set(err, TS_ENOMEM, "out of memory recognising a layer norm");
-    int nid;
-    ts_status st = ts_graph_add_node(g, TS_OP_LAYERNORM, lname, ins, nin, &y, 1, &at, &nid, err);
+    snprintf(lname, sizeof lname, "%s.layernorm", g->n[div].name);
+    ts_status st = replace_with(g, dead, sizeof dead / sizeof dead[0], TS_OP_LAYERNORM, lname, ins, nin, y, &at, err);
     if (st)
         return st;
-    g->dead[nid] = false;
     *done = true;
     return TS_OK;
 }
@@ -1081,6 +1089,62 @@ static ts_status recognise_layernorm(ts_graph *g, ts_err *err)
             continue;
         bool done;
         ts_status st = try_layernorm(g, (int)i, &done, err);
+        if (st)
+            return st;
+    }
+    return TS_OK;
+}
+
+/* GELU written out with erf, as exporters emit it: Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5)
+ * (or the Div as a Mul by 1/sqrt 2, and either operand order). */
+static ts_status try_gelu(ts_graph *g, int erf, ts_err *err)
+{
+    const ts_graph_node *e = &g->n[erf];
+    int d = e->in[0], dv = producer_op(g, d, TS_OP_DIV), ml = producer_op(g, d, TS_OP_MUL), first;
+    double k;
+    int x = -1, scale_node = dv >= 0 ? dv : ml;
+    if (scale_node < 0 || !only_use(g, d, erf))
+        return TS_OK;
+    const ts_graph_node *sn = &g->n[scale_node];
+    if (dv >= 0 && scalar_value(&g->t[sn->in[1]], &k) && fabs(k - 1.4142135623730951) < 1e-3)
+        x = sn->in[0];
+    else if (ml >= 0 && scalar_value(&g->t[sn->in[1]], &k) && fabs(k - 0.7071067811865476) < 1e-3)
+        x = sn->in[0];
+    else if (ml >= 0 && scalar_value(&g->t[sn->in[0]], &k) && fabs(k - 0.7071067811865476) < 1e-3)
+        x = sn->in[1];
+    int eo = e->out[0];
+    if (x < 0 || g->t[eo].is_output || consumers(g, eo, &first) != 1 || g->n[first].op != TS_OP_ADD)
+        return TS_OK;
+    int add = first;
+    if (!scalar_value(&g->t[other_in(&g->n[add], eo)], &k) || k != 1.0)
+        return TS_OK;
+    int ao = g->n[add].out[0];
+    if (g->t[ao].is_output || consumers(g, ao, &first) != 1 || g->n[first].op != TS_OP_MUL ||
+        other_in(&g->n[first], ao) != x)
+        return TS_OK;
+    int m1 = first, m1o = g->n[m1].out[0];
+    if (g->t[m1o].is_output || consumers(g, m1o, &first) != 1 || g->n[first].op != TS_OP_MUL ||
+        !scalar_value(&g->t[other_in(&g->n[first], m1o)], &k) || k != 0.5)
+        return TS_OK;
+    int m2 = first, y = g->n[m2].out[0];
+    /* the result has x's shape only if the scalars did not broadcast it */
+    if (g->t[y].rank != g->t[x].rank || memcmp(g->t[y].dims, g->t[x].dims, (size_t)g->t[x].rank * sizeof(int64_t)))
+        return TS_OK;
+    int dead[] = {scale_node, erf, add, m1, m2};
+    char name[600];
+    snprintf(name, sizeof name, "%s.gelu", g->n[erf].name);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    return replace_with(g, dead, sizeof dead / sizeof dead[0], TS_OP_GELU, name, &x, 1, y, &at, err);
+}
+
+static ts_status recognise_gelu(ts_graph *g, ts_err *err)
+{
+    size_t n = g->nn;
+    for (size_t i = 0; i < n; i++) {
+        if (g->dead[i] || g->n[i].op != TS_OP_ERF)
+            continue;
+        ts_status st = try_gelu(g, (int)i, err);
         if (st)
             return st;
     }
@@ -1337,6 +1401,8 @@ ts_status ts_graph_finalize(ts_graph *g, ts_err *err)
         st = fold_batchnorm(g, err);
     if (!st)
         st = recognise_layernorm(g, err);
+    if (!st)
+        st = recognise_gelu(g, err);
     if (!st)
         st = remove_dead(g, err);
     if (!st)

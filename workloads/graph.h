@@ -219,7 +219,8 @@ ts_status ts_graph_infer_node(ts_graph *g, int node, ts_err *err);
  * comes from a Conv used only by it into that Conv (the Conv gains a bias; values are not carried,
  * only shapes), replace each decomposed LayerNorm (ReduceMean, Sub, Pow 2, ReduceMean, Add eps,
  * Sqrt, Div, optional Mul scale and Add bias, over the last axis) by one LayerNormalization node,
- * remove nodes that no graph output depends on (and tensors nothing uses), order the nodes
+ * replace each GELU written with erf (Div by sqrt 2 or Mul by 1/sqrt 2, Erf, Add 1, Mul by the
+ * input, Mul 0.5) by one Gelu node, remove nodes that no graph output depends on (and tensors nothing uses), order the nodes
  * topologically (stable: ties keep insertion order), and infer every shape. A graph without marked
  * outputs treats the tensors no node consumes as its outputs. Fails on a cycle, a tensor without
  * a shape that no node produces, or a shape that does not fit its op. */

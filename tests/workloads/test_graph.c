@@ -448,6 +448,46 @@ START_TEST(layernorm_pattern_not_matched)
 }
 END_TEST
 
+START_TEST(gelu_pattern)
+{
+    int x = in("x", 2, 4, 64);
+    int rt2 = scalar("sqrt2", 1.4142135f), one = scalar("one", 1), half = scalar("half", 0.5f);
+    int d, e, a, m, y;
+    ck_assert_int_eq(node(TS_OP_DIV, NULL, "d", 2, (int[]){x, rt2}, &d), TS_OK);
+    ck_assert_int_eq(node(TS_OP_ERF, NULL, "e", 1, &d, &e), TS_OK);
+    ck_assert_int_eq(node(TS_OP_ADD, NULL, "a", 2, (int[]){e, one}, &a), TS_OK);
+    ck_assert_int_eq(node(TS_OP_MUL, NULL, "m", 2, (int[]){x, a}, &m), TS_OK);
+    ck_assert_int_eq(node(TS_OP_MUL, NULL, "y", 2, (int[]){m, half}, &y), TS_OK);
+    int z;
+    ck_assert_int_eq(node(TS_OP_RELU, NULL, "z", 1, &y, &z), TS_OK);
+    ck_assert_int_eq(ts_graph_finalize(g, &err), TS_OK);
+    ck_assert_uint_eq(ts_graph_node_count(g), 2);
+    const ts_graph_node *n = ts_graph_get_node(g, 0);
+    ck_assert_int_eq(n->op, TS_OP_GELU);
+    ck_assert_str_eq(ts_graph_get_tensor(g, n->in[0])->name, "x");
+    ck_assert_str_eq(ts_graph_get_tensor(g, n->out[0])->name, "y");
+    ck_assert(!n->attrs.approximate_tanh);
+    ck_assert_int_eq(ts_graph_get_node(g, 1)->op, TS_OP_RELU);
+}
+END_TEST
+
+START_TEST(gelu_pattern_not_matched)
+{
+    /* the intermediate 'a' is also read elsewhere: the pattern must stay */
+    int x = in("x", 2, 4, 64);
+    int rt2 = scalar("sqrt2", 1.4142135f), one = scalar("one", 1), half = scalar("half", 0.5f);
+    int d, e, a, m, y, w;
+    ck_assert_int_eq(node(TS_OP_DIV, NULL, "d", 2, (int[]){x, rt2}, &d), TS_OK);
+    ck_assert_int_eq(node(TS_OP_ERF, NULL, "e", 1, &d, &e), TS_OK);
+    ck_assert_int_eq(node(TS_OP_ADD, NULL, "a", 2, (int[]){e, one}, &a), TS_OK);
+    ck_assert_int_eq(node(TS_OP_MUL, NULL, "m", 2, (int[]){x, a}, &m), TS_OK);
+    ck_assert_int_eq(node(TS_OP_MUL, NULL, "y", 2, (int[]){m, half}, &y), TS_OK);
+    ck_assert_int_eq(node(TS_OP_ADD, NULL, "w", 2, (int[]){y, a}, &w), TS_OK);
+    ck_assert_int_eq(ts_graph_finalize(g, &err), TS_OK);
+    ck_assert_uint_eq(ts_graph_node_count(g), 6);
+}
+END_TEST
+
 START_TEST(names_and_dtypes)
 {
     ts_graph_op op;
@@ -482,6 +522,8 @@ int main(void)
     tcase_add_test(tc, batchnorm_folding);
     tcase_add_test(tc, layernorm_pattern);
     tcase_add_test(tc, layernorm_pattern_not_matched);
+    tcase_add_test(tc, gelu_pattern);
+    tcase_add_test(tc, gelu_pattern_not_matched);
     tcase_add_test(tc, names_and_dtypes);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
