@@ -33,6 +33,7 @@
 #include "arch/ipu/ipu_int.h"
 #include "core/alloc.h"
 #include "core/sim.h"
+#include "core/trace.h"
 
 #define PAGE_SHIFT 12
 #define PAGE_SIZE (1u << PAGE_SHIFT)
@@ -126,6 +127,8 @@ typedef struct ipu_terr {
 
 struct ts_model {
     ts_ipu_cfg c;
+    ts_trace *trace;         /* borrowed, may be NULL */
+    bool trace_named;
     bool lockstep;
     int nthreads;
     uint32_t W;
@@ -302,6 +305,7 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
     m->c = *c;
     m->c.variant = NULL; /* not owned */
     m->lockstep = opts && opts->lockstep;
+    m->trace = opts ? opts->trace : NULL;
     m->W = (uint32_t)c->worker_contexts;
     m->ntiles = (uint32_t)c->tiles;
     m->window = c->lat_base < c->sync_cycles ? c->lat_base : c->sync_cycles;
@@ -1233,6 +1237,37 @@ static ts_status check_exchange(ts_model *m, ts_err *err)
     return rc;
 }
 
+/* Trace slices of one superstep: the chip's row (the superstep, and its sync) and each tile's
+ * (busy until its sync, then waiting). Written between rounds, in tile order. */
+static void trace_superstep(ts_model *m, const ipu_ss *r, uint64_t last, uint64_t release)
+{
+    char args[160];
+    if (!m->trace_named) {
+        ts_trace_process(m->trace, 0, "ipu");
+        ts_trace_thread(m->trace, 0, 0, "supersteps");
+        for (uint32_t i = 0; i < m->ntiles; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "tile %u", i);
+            ts_trace_thread(m->trace, 0, (int)i + 1, name);
+        }
+        m->trace_named = true;
+    }
+    size_t id = m->nss - 1;
+    snprintf(args, sizeof args, "{\"superstep\":%zu,\"compute\":%" PRIu64 ",\"exchange\":%" PRIu64
+             ",\"sync\":%" PRIu64 ",\"critical_tile\":%" PRIu64 ",\"exchange_bytes\":%" PRIu64 "}",
+             id, r->compute, r->exchange, r->sync, r->critical, r->xbytes);
+    ts_trace_slice(m->trace, 0, 0, "superstep", "bsp", r->start, release - r->start, args);
+    ts_trace_slice(m->trace, 0, 0, "sync", "bsp", last + 1, release - (last + 1), NULL);
+    for (uint32_t i = 0; i < m->ntiles; i++) {
+        const ipu_tile *t = &m->t[i];
+        if (t->sup != SUP_SYNC)
+            continue;
+        snprintf(args, sizeof args, "{\"superstep\":%zu,\"exchange_cycles\":%" PRIu64 "}", id, t->xch_cycles);
+        ts_trace_slice(m->trace, 0, (int)i + 1, "busy", "tile", r->start, t->arrival + 1 - r->start, args);
+        ts_trace_slice(m->trace, 0, (int)i + 1, "sync wait", "tile", t->arrival + 1, release - (t->arrival + 1), NULL);
+    }
+}
+
 /* All live tiles are at the barrier: move the host data, release them, record the superstep. */
 static ts_status barrier(ts_model *m, ts_err *err)
 {
@@ -1301,6 +1336,8 @@ static ts_status barrier(ts_model *m, ts_err *err)
     r->hbytes = hbytes;
     m->host_bytes_total += hbytes;
     m->host_cycles_total += host_cycles;
+    if (m->trace)
+        trace_superstep(m, r, last, release);
     m->ss_start = release;
     uint64_t span = m->ntiles > 1 ? m->ntiles - 1 : 1;
     for (uint32_t i = 0; i < m->ntiles; i++) {
@@ -1650,7 +1687,8 @@ static void ipu_blocked(ts_model *m, ts_buf *out)
         const char *op = pc < t->n ? ts_ipu_isa.ops[t->code[pc].op].mnemonic : "end";
         ts_buf_printf(out, "  tile %u: supervisor at pc %u (%s), workers 0x%x", i, pc, op, t->running);
         if (t->rx_left)
-            ts_buf_printf(out, ", waiting for %u words from tile %d", t->rx_left, t->rx_src);
+            ts_buf_printf(out, ", waiting for %u word%s from tile %d", t->rx_left, t->rx_left == 1 ? "" : "s",
+                          t->rx_src);
         ts_buf_putc(out, '\n');
     }
 }

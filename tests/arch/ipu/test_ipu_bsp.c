@@ -3,6 +3,8 @@
  * skew, host transfers. Cycle counts are worked out by hand in the comments (tiny4 layout: tile t
  * sits in column t / 2, row t % 2; L = 30 + 6 x column distance + 2 x row distance). */
 #include <check.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +13,7 @@
 #include "core/alloc.h"
 #include "core/energy.h"
 #include "core/program.h"
+#include "core/trace.h"
 #include "tests/arch/ipu/ipu_test.h"
 
 static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
@@ -288,6 +291,47 @@ START_TEST(allocation_failures)
 }
 END_TEST
 
+/* With a trace, every superstep is a slice on the chip's row and on each tile's row. */
+START_TEST(trace_slices)
+{
+    char path[] = "/tmp/ts_ipu_traceXXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    void *cfg = ipu_test_config("ipu_tiny4", NULL);
+    char *text = p2p(3);
+    ts_program *p = NULL;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_asm(&p, "t.s", text, strlen(text), &ts_ipu_isa, &e), TS_OK);
+    ts_trace *tr = NULL;
+    ck_assert_int_eq(ts_trace_open(&tr, path, 1.6e9, 0, &e), TS_OK);
+    ts_run_opts o = {.trace = tr};
+    ts_model *m = NULL;
+    ck_assert_int_eq(ts_ipu_family.create(&m, cfg, &o, &e), TS_OK);
+    ck_assert_int_eq(ts_ipu_family.load(m, p, &e), TS_OK);
+    ts_step st = {0};
+    while (!st.done)
+        ck_assert_int_eq(ts_ipu_family.step(m, st.now + 65536, &st, &e), TS_OK);
+    ts_ipu_family.destroy(m);
+    ck_assert_int_eq(ts_trace_close(tr, &e), TS_OK);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    remove(path);
+    ck_assert_ptr_nonnull(strstr(buf, "\"critical_tile\":3"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"tile 3\""));
+    ck_assert_ptr_nonnull(strstr(buf, "\"sync wait\""));
+    ts_program_destroy(p);
+    ts_err_free(&e);
+    free(text);
+    ts_config_destroy(cfg);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ipu_bsp");
@@ -302,6 +346,7 @@ static Suite *suite(void)
     tcase_add_test(t, host_transfers);
     tcase_add_test(t, energy_events_priced);
     tcase_add_test(t, allocation_failures);
+    tcase_add_test(t, trace_slices);
     suite_add_tcase(s, t);
     return s;
 }
