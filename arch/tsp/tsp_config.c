@@ -239,7 +239,7 @@ static ts_status tsp_check(void *cfgp, ts_err *err)
         const tsp_opfacts *f = &ts_tsp_opfacts[op];
         if (!c->d_func[op])
             continue;
-        uint64_t skew = c->d_skew[f->unit == TSP_U_C2C ? TSP_U_C2C : f->unit];
+        uint64_t skew = c->d_skew[f->unit];
         uint64_t need = skew + ((f->flags & TSP_F_XSL) ? c->superlanes : 1);
         if (c->d_func[op] < need)
             return ts_err_set(err, TS_EINPUT, "d_func.%s is %" PRIu64 " cycles but must be at least %" PRIu64

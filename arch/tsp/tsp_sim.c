@@ -1193,6 +1193,20 @@ static ts_status issue_queue(ts_model *m, uint32_t qi, ts_err *err)
             uint32_t add = (uint32_t)(m->cfg.icu_ifetch_bytes / m->cfg.icu_insn_bytes);
             q->fetched = q->pc + add > q->n ? q->n : q->pc + add;
         }
+        if (q->code[q->pc].op == TSP_OP_REPEAT) { /* reached on its own (fetched late): the copies
+                                                   * follow the previous issue d cycles apart */
+            const ts_insn *r = &q->code[q->pc];
+            q->rep_pc = q->pc - 1;
+            q->pc++;
+            if (r->a[0] > 0) {
+                uint64_t t = q->last_issue + (uint64_t)r->a[1];
+                q->rep_left = (uint32_t)r->a[0];
+                q->rep_d = (uint32_t)r->a[1];
+                q->next = t > m->now ? t : m->now;
+                return q->next == m->now ? issue_queue(m, qi, err) : TS_OK;
+            }
+            continue;
+        }
         uint32_t pc = q->pc++;
         bool again;
         if ((rc = issue_one(m, qi, pc, &again, err)) != TS_OK)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "tests/arch/tsp/tsp_test.h"
 
 #define SMALL "tsp_small"
@@ -183,6 +184,63 @@ START_TEST(load_refusals)
 }
 END_TEST
 
+/* An f16 abc occupies its plane for mxm.fp16_interval (4) cycles: a second one a cycle later is a
+ * resource violation. Plane W0 (position 0) installs one f16 row from s0w/s1w (MEM W0, W1) at 6;
+ * x pairs on s2w/s3w (MEM W2, W3) reach it at 7 and 8. */
+START_TEST(resource_fp16_abc_too_soon)
+{
+    const char *m = fails(".arch tsp\n"
+                          ".stream queue 0\n  read 0, s0w, 0\n"
+                          ".stream queue 1\n  nop 1\n  read 0, s1w, 0\n"
+                          ".stream queue 2\n  nop 3\n  read 0, s2w, 0\n  read 0, s2w, 0\n"
+                          ".stream queue 3\n  nop 4\n  read 0, s3w, 0\n  read 0, s3w, 0\n"
+                          ".stream queue 24\n  nop 6\n  iw f16, s0w, 2, 0\n"
+                          ".stream queue 25\n  nop 7\n  abc f16, s2w, 0, 0, 0\n  abc f16, s2w, 0, 0, 0\n");
+    HAS(m, "mxm plane busy");
+    HAS(m, "cycle 8, superlane 0, MXM W0, stream s2w: none and queue 25 pc 2 'abc'");
+}
+END_TEST
+
+/* Three transposes issued together on one SXM: at most two in flight (research §1.7). */
+START_TEST(resource_too_many_transposes)
+{
+    const char *m = fails(".arch tsp\n"
+                          ".stream queue 44\n  transpose s0e, s0w, 0, 0\n"
+                          ".stream queue 45\n  transpose s0e, s0w, 0, 0\n"
+                          ".stream queue 46\n  transpose s0e, s0w, 0, 0\n");
+    HAS(m, "sxm busy: more than 2 transposes in flight");
+    HAS(m, "cycle 0, superlane 0, SXM E0, stream s0e: none and queue 46 pc 0 'transpose'");
+}
+END_TEST
+
+/* Config checks: what is wrong first, with the numbers. */
+static const char *config_fails(const char *set)
+{
+    static char msg[1400];
+    const char *root = getenv("TS_SOURCE_ROOT");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/configs/tsp_small.yaml", root ? root : ".");
+    const char *sets[] = {set};
+    ts_config_opts o = {.schema = ts_tsp_schema_lookup, .sets = sets, .nsets = 1};
+    ts_err e;
+    ts_err_init(&e);
+    ts_config *c = NULL;
+    ck_assert_int_eq(ts_config_load(&c, path, &o, &e), TS_EINPUT);
+    ts_err_format(&e, msg, sizeof msg);
+    ts_err_free(&e);
+    return msg;
+}
+
+START_TEST(config_refusals)
+{
+    HAS(config_fails("mxm.dim=100"), "mxm.dim is 100 but the vector length (superlanes x lanes) is 32");
+    HAS(config_fails("floorplan=[mxm, mem*4, sxm]"), "floorplan has 0 vxm slices, needs exactly one");
+    HAS(config_fails("floorplan=[mxm, tpu, vxm]"), "floorplan item 'tpu' is not mem, vxm, mxm or sxm");
+    HAS(config_fails("d_func.shift=1"), "d_func.shift is 1 cycles but must be at least 2");
+    HAS(config_fails("streams.sr_map=[0, 1, 2]"), "streams.sr_map has 3 entries, the floorplan 13 slices");
+}
+END_TEST
+
 static Suite *hazards_suite(void)
 {
     Suite *s = suite_create("tsp_hazards");
@@ -196,6 +254,9 @@ static Suite *hazards_suite(void)
     tcase_add_test(tc, bank_conflict);
     tcase_add_test(tc, queue_underrun);
     tcase_add_test(tc, load_refusals);
+    tcase_add_test(tc, resource_fp16_abc_too_soon);
+    tcase_add_test(tc, resource_too_many_transposes);
+    tcase_add_test(tc, config_refusals);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -700,6 +700,137 @@ START_TEST(c2c_send_receive_loopback)
 END_TEST
 
 
+/* Gather: MEM W0 takes per-superlane word addresses from a map vector on s0e (from MEM W1) and
+ * puts the words on s1e; MEM E0 stores them. Scatter: MEM E0 writes the vector from MEM E2 (s1w)
+ * to the per-superlane addresses from MEM E1 (s0w). */
+START_TEST(mem_gather_scatter)
+{
+    uint8_t v[VL], map[VL] = {0};
+    ts_program *p = ts_program_create("tsp");
+    for (int w = 100; w < 104; w++) {
+        for (int l = 0; l < VL; l++)
+            v[l] = (uint8_t)(w + 3 * l);
+        tsp_data(p, 0, (uint64_t)w * VL, v, VL);
+    }
+    map[0] = 101;  /* superlane 0: word 101 */
+    map[16] = 103; /* superlane 1: word 103 */
+    tsp_data(p, 1, 0, map, VL);
+    tsp_emit(p, 1, "read", 3, 0, E(0), 1);
+    tsp_emit(p, 0, "nop", 1, 2);
+    tsp_emit(p, 0, "gather", 4, E(0), E(1), 1, 2);
+    /* scatter: map (words 7 and 9) from MEM E1 read at 1, data from MEM E2 read at 0: both at
+     * MEM E0 (position 7) at 3 */
+    uint8_t smap[VL] = {0}, sv[VL];
+    smap[0] = 7;
+    smap[16] = 9;
+    for (int l = 0; l < VL; l++)
+        sv[l] = (uint8_t)(250 - l);
+    tsp_data(p, 5, 0, smap, VL);
+    tsp_data(p, 6, 0, sv, VL);
+    tsp_emit(p, 5, "nop", 1, 1);
+    tsp_emit(p, 5, "read", 3, 0, W(0), 3);
+    tsp_emit(p, 6, "read", 3, 0, W(1), 3);
+    tsp_emit(p, 4, "nop", 1, 3);
+    tsp_emit(p, 4, "scatter", 3, W(0), W(1), 3);
+    tsp_emit(p, 4, "nop", 1, 2);
+    tsp_emit(p, 4, "write", 3, 20, E(1), 2); /* the gathered vector: on s1e at 4 + k at position 5 */
+    tsp_run r;
+    tsp_test_run2(SMALL, NULL, p, &r);
+    for (int l = 0; l < VL; l++) {
+        int k = l / 16, w = k ? 103 : 101;
+        ck_assert_uint_eq(tsp_peek(&r, 4, 20 * VL + (uint64_t)l), (uint8_t)(w + 3 * l));
+        int sw = k ? 9 : 7;
+        ck_assert_uint_eq(tsp_peek(&r, 4, (uint64_t)sw * VL + (uint64_t)l), sv[l]);
+        ck_assert_uint_eq(tsp_peek(&r, 4, (uint64_t)(k ? 7 : 9) * VL + (uint64_t)l), 0);
+    }
+    tsp_run_free(&r);
+    ts_program_destroy(p);
+}
+END_TEST
+
+/* lw fills the weight buffer (8 x 4 rows from MEM W0..W3 on s0w..s3w), iw nul installs it, then
+ * abc x1 (mode 0) and abc x2 (mode 1) one cycle apart, and acc 20 cycles after the second gives
+ * W (x1 + x2); MEM W3..W0 store its four byte planes. */
+START_TEST(mxm_lw_buffer_and_accumulate)
+{
+    enum { D = VL };
+    int8_t Wm[D][D], x1[D], x2[D];
+    for (int j = 0; j < D; j++)
+        for (int l = 0; l < D; l++)
+            Wm[j][l] = (int8_t)((j * 5 + l * 3) % 17 - 8);
+    for (int l = 0; l < D; l++) {
+        x1[l] = (int8_t)(l - 16);
+        x2[l] = (int8_t)(3 * l % 11 - 5);
+    }
+    sched *s = calloc(1, sizeof *s);
+    s->p = ts_program_create("tsp");
+    /* MEM Wj at position 5 - j, the plane at 0: the i-th lw at 8 + i reads what Wj read at
+     * 8 + i - 1 - (5 - j) */
+    for (int j = 0; j < 4; j++)
+        for (int i = 0; i < 8; i++) {
+            tsp_data(s->p, j, (uint64_t)i * VL, Wm[i * 4 + j], VL);
+            at(s, j, 8 + (uint64_t)i - 1 - (uint64_t)(5 - j));
+            tsp_emit(s->p, j, "read", 3, i, W(j), 1);
+        }
+    for (int i = 0; i < 8; i++) {
+        at(s, 24, 8 + (uint64_t)i);
+        tsp_emit(s->p, 24, "lw", 4, T_I8, W(0), 4, 1);
+    }
+    at(s, 24, 16);
+    tsp_emit(s->p, 24, "iw", 4, T_I8, NUL, 0, 0);
+    /* x1, x2 from MEM E0 (position 7) on s8w: abc at 17 and 18 */
+    tsp_data(s->p, 4, 200 * VL, x1, VL);
+    tsp_data(s->p, 4, 201 * VL, x2, VL);
+    at(s, 4, 17 - 1 - 7);
+    tsp_emit(s->p, 4, "read", 3, 200, W(8), 2);
+    tsp_emit(s->p, 4, "read", 3, 201, W(8), 2);
+    at(s, 25, 17);
+    tsp_emit(s->p, 25, "abc", 5, T_I8, W(8), 0, 2, 5);
+    tsp_emit(s->p, 25, "abc", 5, T_I8, W(8), 1, 2, 6);
+    at(s, 26, 18 + 20);
+    tsp_emit(s->p, 26, "acc", 3, E(0), 6, 7);
+    for (int j = 0; j < 4; j++) {
+        int q = 3 - j, pos = 2 + j; /* MEM W3..W0 at positions 2..5 store byte planes 0..3 */
+        at(s, q, 38 + 1 + (uint64_t)pos);
+        tsp_emit(s->p, q, "write", 3, 300, E(j), 7);
+    }
+    tsp_run r;
+    tsp_test_run2(SMALL, NULL, s->p, &r);
+    for (int j = 0; j < D; j++) {
+        int32_t ref = 0;
+        for (int l = 0; l < D; l++)
+            ref += Wm[j][l] * (x1[l] + x2[l]);
+        uint32_t y = 0;
+        for (int b = 0; b < 4; b++)
+            y |= (uint32_t)tsp_peek(&r, 3 - b, 300 * VL + (uint64_t)j) << (8 * b);
+        ck_assert_int_eq((int32_t)y, ref);
+    }
+    ck_assert_double_eq(tsp_stat(&r, "events.mxm.accumulate"), D);
+    ck_assert_double_eq(tsp_stat(&r, "mxm.install_cycles"), 2); /* iw nul: one instruction, 2 superlanes */
+    tsp_run_free(&r);
+    ts_program_destroy(s->p);
+    free(s);
+}
+END_TEST
+
+/* deskew waits for the next multiple of c2c.hac_period (256); config is counted only. */
+START_TEST(icu_deskew_and_config)
+{
+    ts_program *p = tsp_test_asm(".arch tsp\n.stream queue 30\n  nop 10\n  deskew\n  config 1\n  nop 100\n"
+                                 ".stream queue 0\n  nop 3\n  read 0, s0e, 0\n  repeat 1, 1\n  nop 300\n  repeat 1, 1\n");
+    tsp_run r;
+    tsp_test_run2(SMALL, NULL, p, &r);
+    /* queue 30: deskew at 10, config at 256, nop 257..356. queue 0: reads at 3 and 4, a nop at 5
+     * and its repeat one cycle later (copies follow d cycles apart, whatever the nop's length),
+     * which occupies 6..305 */
+    ck_assert_uint_eq(r.r.cycles, 357);
+    ck_assert_double_eq(tsp_stat_at(&r, "queue.instructions", 30), 4);
+    ck_assert_double_eq(tsp_stat_at(&r, "queue.instructions", 0), 5);
+    tsp_run_free(&r);
+    ts_program_destroy(p);
+}
+END_TEST
+
 /* The built-in workload (arch/tsp/programs/tsp_default.s) on tsp_v1: y = i8(relu(W x)) with row r
  * of W held by MEM W(r mod 16) and x by MEM E0, both read back from the model for the reference. */
 START_TEST(default_program)
@@ -753,6 +884,9 @@ Suite *tsp_units_suite(void)
     tcase_add_test(tc, icu_ifetch_refills_the_queue);
     tcase_add_test(tc, c2c_send_receive_loopback);
     tcase_add_test(tc, default_program);
+    tcase_add_test(tc, mem_gather_scatter);
+    tcase_add_test(tc, mxm_lw_buffer_and_accumulate);
+    tcase_add_test(tc, icu_deskew_and_config);
     suite_add_tcase(s, tc);
     return s;
 }
