@@ -117,7 +117,63 @@ struct ts_graph {
     int *hash;          /* open addressing: tensor id or -1; size hcap (power of two) */
     size_t hcap;
     int uniq;           /* counter for generated names */
+    int *cstart;        /* after finalize: consumers of tensor t are cnodes[cstart[t]..cstart[t+1]) */
+    int *cnodes;
 };
+
+static void drop_consumers(ts_graph *g)
+{
+    ts_free(g->cstart);
+    ts_free(g->cnodes);
+    g->cstart = g->cnodes = NULL;
+}
+
+/* Consumer lists as CSR, nodes in ascending order; 0 on success. */
+static int build_consumers(ts_graph *g)
+{
+    drop_consumers(g);
+    size_t ne = 0;
+    for (size_t i = 0; i < g->nn; i++)
+        ne += g->n[i].nin;
+    g->cstart = ts_calloc(g->nt + 1, sizeof *g->cstart);
+    g->cnodes = ts_malloc((ne ? ne : 1) * sizeof *g->cnodes);
+    int *fill = ts_calloc(g->nt + 1, sizeof *fill);
+    if (!g->cstart || !g->cnodes || !fill) {
+        ts_free(fill);
+        drop_consumers(g);
+        return -1;
+    }
+    for (size_t i = 0; i < g->nn; i++)
+        for (size_t j = 0; j < g->n[i].nin; j++) {
+            bool dup = false; /* a node reading a tensor twice counts once */
+            for (size_t k = 0; k < j && !dup; k++)
+                dup = g->n[i].in[k] == g->n[i].in[j];
+            if (!dup)
+                g->cstart[g->n[i].in[j] + 1]++;
+        }
+    for (size_t t = 0; t < g->nt; t++)
+        g->cstart[t + 1] += g->cstart[t];
+    for (size_t i = 0; i < g->nn; i++)
+        for (size_t j = 0; j < g->n[i].nin; j++) {
+            bool dup = false;
+            for (size_t k = 0; k < j && !dup; k++)
+                dup = g->n[i].in[k] == g->n[i].in[j];
+            int t = g->n[i].in[j];
+            if (!dup)
+                g->cnodes[g->cstart[t] + fill[t]++] = (int)i;
+        }
+    ts_free(fill);
+    return 0;
+}
+
+const int *ts_graph_consumers(const ts_graph *g, int tensor, size_t *n)
+{
+    *n = 0;
+    if (!g->cstart || tensor < 0 || (size_t)tensor >= g->nt)
+        return NULL;
+    *n = (size_t)(g->cstart[tensor + 1] - g->cstart[tensor]);
+    return g->cnodes + g->cstart[tensor];
+}
 
 static uint64_t hash_str(const char *s)
 {
@@ -178,6 +234,7 @@ void ts_graph_destroy(ts_graph *g)
     ts_free(g->dead);
     ts_free(g->hash);
     ts_free(g->name);
+    drop_consumers(g);
     ts_free(g);
 }
 
@@ -267,6 +324,7 @@ ts_status ts_graph_add_tensor(ts_graph *g, const char *name, ts_tensor_kind kind
     char *nm = ts_strdup(name);
     if (!nm)
         return ts_err_set(err, TS_ENOMEM, "out of memory adding tensor '%s'", name);
+    drop_consumers(g);
     ts_graph_tensor *t = &g->t[g->nt];
     memset(t, 0, sizeof *t);
     t->name = nm;
@@ -353,6 +411,7 @@ ts_status ts_graph_add_node(ts_graph *g, ts_graph_op op, const char *name, const
         memcpy(ins, in, nin * sizeof *ins);
     if (nout)
         memcpy(outs, out, nout * sizeof *outs);
+    drop_consumers(g);
     n->op = op;
     n->name = nm;
     n->in = ins;
@@ -1412,5 +1471,7 @@ ts_status ts_graph_finalize(ts_graph *g, ts_err *err)
     ts_free(g->dead);
     g->dead = NULL;
     g->capdead = 0;
+    if (!st && build_consumers(g))
+        st = ts_err_set(err, TS_ENOMEM, "out of memory finalizing the graph");
     return st;
 }

@@ -234,6 +234,9 @@ const ts_graph_tensor *ts_graph_get_tensor(const ts_graph *g, int id);
 const ts_graph_node *ts_graph_get_node(const ts_graph *g, int id);
 /* Tensor id by name, -1 if none. O(1) average (hash table). */
 int ts_graph_find(const ts_graph *g, const char *name);
+/* The nodes that read a tensor, in ascending (topological) order, each once; *n gets the count.
+ * Available after ts_graph_finalize (NULL and 0 before, or after the graph is changed again). */
+const int *ts_graph_consumers(const ts_graph *g, int tensor, size_t *n);
 /* Elements of a tensor (product of dims; 1 for rank 0; 0 when the shape is unknown). */
 int64_t ts_graph_tensor_elems(const ts_graph_tensor *t);
 

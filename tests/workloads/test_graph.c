@@ -325,6 +325,17 @@ START_TEST(totals_and_dead_nodes)
     ck_assert_uint_eq(t.activation_bytes, (4 * 8 + 4 * 16 + 4 * 16) * 4);
     ck_assert_uint_eq(t.nodes_by_op[TS_OP_MATMUL], 1);
     ck_assert_uint_eq(t.nodes_by_op[TS_OP_RELU], 1);
+    /* consumer lists for the lowerings */
+    size_t n;
+    const int *c = ts_graph_consumers(g, ts_graph_find(g, "h"), &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(ts_graph_get_node(g, c[0])->name, "n_y");
+    c = ts_graph_consumers(g, ts_graph_find(g, "x"), &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(c[0], 0);
+    ts_graph_consumers(g, ts_graph_find(g, "y"), &n);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_ptr_null(ts_graph_consumers(g, 99, &n));
 }
 END_TEST
 
