@@ -12,6 +12,9 @@
 #include "workloads/graph.h"
 #include "workloads/info.h"
 #include "workloads/onnx.h"
+#if TS_HAVE_ONNX
+#include "workloads/onnx.pb-c.h"
+#endif
 
 static const char *model(const char *name)
 {
@@ -328,6 +331,206 @@ START_TEST(alloc_failures)
 }
 END_TEST
 
+#if TS_HAVE_ONNX
+/* ---------------------------------------------------------------------------------------------
+ * Models built here with the generated protobuf-c structs, for error paths no exporter writes. */
+
+typedef struct mb {
+    Onnx__ModelProto model;
+    Onnx__GraphProto graph;
+    Onnx__OperatorSetIdProto opset, *opsets[1];
+    Onnx__NodeProto nodes[8], *pnodes[8];
+    Onnx__ValueInfoProto vi[8], *pin[8], *pout[8];
+    Onnx__TypeProto ty[8];
+    Onnx__TypeProto__Tensor tt[8];
+    Onnx__TensorShapeProto sh[8];
+    Onnx__TensorShapeProto__Dimension dims[8][4], *pdims[8][4];
+    Onnx__TensorProto init[4], *pinit[4];
+    size_t nvi;
+} mb;
+
+static void mb_init(mb *m)
+{
+    memset(m, 0, sizeof *m);
+    onnx__model_proto__init(&m->model);
+    onnx__graph_proto__init(&m->graph);
+    onnx__operator_set_id_proto__init(&m->opset);
+    m->opset.has_version = 1;
+    m->opset.version = 13;
+    m->opsets[0] = &m->opset;
+    m->model.n_opset_import = 1;
+    m->model.opset_import = m->opsets;
+    m->model.graph = &m->graph;
+    m->graph.name = "built";
+    m->graph.node = m->pnodes;
+    m->graph.input = m->pin;
+    m->graph.output = m->pout;
+    m->graph.initializer = m->pinit;
+}
+
+/* A float tensor value info; a dim of -1 is symbolic ("batch"). */
+static Onnx__ValueInfoProto *mb_vi(mb *m, const char *name, int rank, const int64_t *d)
+{
+    size_t k = m->nvi++;
+    onnx__value_info_proto__init(&m->vi[k]);
+    onnx__type_proto__init(&m->ty[k]);
+    onnx__type_proto__tensor__init(&m->tt[k]);
+    onnx__tensor_shape_proto__init(&m->sh[k]);
+    for (int i = 0; i < rank; i++) {
+        onnx__tensor_shape_proto__dimension__init(&m->dims[k][i]);
+        if (d[i] < 0) {
+            m->dims[k][i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            m->dims[k][i].dim_param = "batch";
+        } else {
+            m->dims[k][i].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            m->dims[k][i].dim_value = d[i];
+        }
+        m->pdims[k][i] = &m->dims[k][i];
+    }
+    m->sh[k].n_dim = (size_t)rank;
+    m->sh[k].dim = m->pdims[k];
+    m->tt[k].has_elem_type = 1;
+    m->tt[k].elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    m->tt[k].shape = &m->sh[k];
+    m->ty[k].value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    m->ty[k].tensor_type = &m->tt[k];
+    m->vi[k].name = (char *)(uintptr_t)name;
+    m->vi[k].type = &m->ty[k];
+    return &m->vi[k];
+}
+
+static void mb_input(mb *m, const char *name, int rank, const int64_t *d)
+{
+    m->pin[m->graph.n_input++] = mb_vi(m, name, rank, d);
+}
+
+static void mb_output(mb *m, const char *name)
+{
+    m->pout[m->graph.n_output++] = mb_vi(m, name, 0, NULL);
+}
+
+static void mb_node(mb *m, const char *op, const char *name, char **ins, size_t nin, char **outs, size_t nout)
+{
+    Onnx__NodeProto *n = &m->nodes[m->graph.n_node];
+    onnx__node_proto__init(n);
+    n->op_type = (char *)(uintptr_t)op;
+    n->name = (char *)(uintptr_t)name;
+    n->input = ins;
+    n->n_input = nin;
+    n->output = outs;
+    n->n_output = nout;
+    m->pnodes[m->graph.n_node++] = n;
+}
+
+/* Serialise and import; returns the formatted error ("" on success, graph destroyed). */
+static const char *mb_import(mb *m, const ts_onnx_opts *opts, ts_graph **keep)
+{
+    static char msg[2048];
+    size_t len = onnx__model_proto__get_packed_size(&m->model);
+    uint8_t *buf = malloc(len + 1);
+    onnx__model_proto__pack(&m->model, buf);
+    ts_err err;
+    ts_err_init(&err);
+    ts_graph *g = NULL;
+    msg[0] = 0;
+    if (ts_onnx_load_mem(buf, len, "built.onnx", opts, &g, &err))
+        ts_err_format(&err, msg, sizeof msg);
+    if (keep)
+        *keep = g;
+    else
+        ts_graph_destroy(g);
+    ts_err_free(&err);
+    free(buf);
+    return msg;
+}
+
+START_TEST(built_errors)
+{
+    static char *x[] = {"x"}, *y[] = {"y"}, *nope[] = {"nope"}, *xs[] = {"x", "s"};
+    int64_t sym[2] = {-1, 4}, d2[2] = {2, 4}, d1[1] = {2};
+    mb *m = malloc(sizeof *m);
+
+    mb_init(m);
+    mb_input(m, "x", 2, sym);
+    mb_node(m, "Relu", "r", x, 1, y, 1);
+    mb_output(m, "y");
+    ck_assert_str_eq(mb_import(m, NULL, NULL),
+                     "built.onnx: graph input 'x' has symbolic dimension 'batch' (tessera needs static shapes)");
+
+    mb_init(m);
+    mb_input(m, "x", 2, d2);
+    mb_node(m, "Relu", "r", nope, 1, y, 1);
+    mb_output(m, "y");
+    ck_assert_str_eq(mb_import(m, NULL, NULL),
+                     "built.onnx: node 'r' (Relu): input 'nope' is not defined before it (nodes must be in "
+                     "topological order)");
+
+    /* a Reshape whose shape is a data input cannot be made static */
+    mb_init(m);
+    mb_input(m, "x", 2, d2);
+    mb_input(m, "s", 1, d1);
+    mb_node(m, "Reshape", "rs", xs, 2, y, 1);
+    mb_output(m, "y");
+    const char *names[] = {"x", "s"};
+    ts_onnx_opts o = {names, 2};
+    ck_assert_str_eq(mb_import(m, &o, NULL),
+                     "built.onnx: node 'rs' (Reshape): the target shape is not known at import (it must be a "
+                     "constant)");
+
+    mb_init(m);
+    mb_input(m, "x", 2, d2);
+    mb_node(m, "Relu", "r", x, 1, y, 1);
+    mb_output(m, "zz");
+    ck_assert_str_eq(mb_import(m, NULL, NULL), "built.onnx: graph output 'zz' is not produced by any node");
+
+    /* an op of another domain */
+    mb_init(m);
+    mb_input(m, "x", 2, d2);
+    mb_node(m, "FusedMatMul", "f", x, 1, y, 1);
+    m->nodes[0].domain = "com.microsoft";
+    mb_output(m, "y");
+    ck_assert_str_eq(mb_import(m, NULL, NULL),
+                     "built.onnx: unsupported operator: com.microsoft.FusedMatMul (first at node 'f')");
+
+    /* an initializer whose raw bytes do not fit its shape */
+    mb_init(m);
+    mb_input(m, "x", 2, d2);
+    Onnx__TensorProto *w = &m->init[0];
+    onnx__tensor_proto__init(w);
+    static int64_t wd[2] = {4, 2};
+    w->n_dims = 2;
+    w->dims = wd;
+    w->has_data_type = 1;
+    w->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    w->name = "w";
+    w->has_raw_data = 1;
+    static uint8_t raw[32];
+    w->raw_data.data = raw;
+    w->raw_data.len = 3;
+    m->pinit[m->graph.n_initializer++] = w;
+    static char *xw[] = {"x", "w"};
+    mb_node(m, "MatMul", "mm", xw, 2, y, 1);
+    mb_output(m, "y");
+    ck_assert_str_eq(mb_import(m, NULL, NULL), "built.onnx: tensor 'w' has 3 bytes of raw data, its shape needs 32");
+
+    /* fixed: the initializer is a weight with values, x (not an initializer) is data */
+    w->raw_data.len = 32;
+    ts_graph *g = NULL;
+    ck_assert_str_eq(mb_import(m, NULL, &g), "");
+    ts_graph_totals t;
+    ts_graph_get_totals(g, &t);
+    ck_assert_uint_eq(t.params, 8);
+    ck_assert_uint_eq(t.macs, 2 * 4 * 2);
+    const ts_graph_tensor *wt = ts_graph_get_tensor(g, ts_graph_find(g, "w"));
+    ck_assert_int_eq(wt->kind, TS_TENSOR_WEIGHT);
+    ck_assert_ptr_nonnull(wt->data);
+    ck_assert_int_eq(ts_graph_get_tensor(g, ts_graph_find(g, "x"))->kind, TS_TENSOR_INPUT);
+    ts_graph_destroy(g);
+    free(m);
+}
+END_TEST
+#endif
+
 /* A tessera built without protobuf-c says so, naming the file. */
 START_TEST(availability)
 {
@@ -359,6 +562,9 @@ int main(void)
         tcase_add_test(tc, info_render);
         tcase_add_test(tc, alloc_failures);
     }
+#if TS_HAVE_ONNX
+    tcase_add_test(tc, built_errors);
+#endif
     tcase_add_test(tc, availability);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
