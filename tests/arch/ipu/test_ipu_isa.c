@@ -398,6 +398,48 @@ START_TEST(disasm_round_trip)
 }
 END_TEST
 
+static const ts_schema *lookup(const char *arch) { return strcmp(arch, "ipu") ? NULL : &ts_ipu_schema; }
+
+/* Cross-key checks of the schema name what is wrong; the summary of MK1 gives the headline
+ * figures of research §1.1. */
+START_TEST(config_checks_and_info)
+{
+    static const struct { const char *text, *needle; } bad[] = {
+        {"arch: ipu\namp: {macs_per_cycle_f16: 30}\n", "amp.macs_per_cycle_f16 must be a multiple of 4"},
+        {"arch: ipu\namp: {macs_per_cycle_f32: 7}\n", "amp.macs_per_cycle_f32 must be a multiple of 2"},
+        {"arch: ipu\nexchange: {bytes_per_cycle: 6 B/cycle}\n", "whole number of 32-bit words"},
+        {"arch: ipu\ntile: {worker_contexts: 9}\n", "worker_contexts above 8"},
+        {"arch: ipu\ntile: {sram: 64 KiB, interleaved_base: 128 KiB}\n", "beyond tile.sram"},
+    };
+    ts_config_opts o = {.schema = lookup};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ts_config *c = NULL;
+        ts_err e;
+        ts_err_init(&e);
+        ck_assert_int_eq(ts_config_load_string(&c, "bad.yaml", bad[i].text, strlen(bad[i].text), &o, &e), TS_EINPUT);
+        ck_assert_msg(strstr(e.msg, bad[i].needle) != NULL, "'%s' lacks '%s'", e.msg, bad[i].needle);
+        ts_err_free(&e);
+    }
+    void *c = ipu_test_config("ipu_mk1", NULL);
+    ts_info info;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_ipu_family.info(ts_config_data(c), &info, &e), TS_OK);
+    ck_assert_double_eq(info.clock_hz, 1.6e9);
+    ck_assert_uint_eq(info.sram_bytes, 1216ull * 256 * 1024);
+    ck_assert_double_eq(info.peak[0].macs, 1216.0 * 32);
+    ck_assert_double_eq(info.peak[1].macs, 1216.0 * 8);
+    ck_assert_double_eq(info.bw[0].bytes_per_cycle, 1216.0 * 16);
+    ck_assert_double_eq(info.bw[2].bytes_per_cycle, 1216.0 * 4);
+    ts_config_destroy(c);
+    c = ipu_test_config("ipu_mk2", NULL);
+    ck_assert_int_eq(ts_ipu_family.info(ts_config_data(c), &info, &e), TS_OK);
+    ck_assert_uint_eq(info.units[0].n, 1472);
+    ck_assert_double_eq(info.peak[0].macs, 1472.0 * 64);
+    ts_config_destroy(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ipu_isa");
@@ -414,6 +456,7 @@ static Suite *suite(void)
     tcase_add_test(t, amp_values);
     tcase_add_test(t, barrel_timing);
     tcase_add_test(t, disasm_round_trip);
+    tcase_add_test(t, config_checks_and_info);
     suite_add_tcase(s, t);
     return s;
 }
