@@ -1,6 +1,7 @@
 /* workloads/info.c — the model summary behind `tessera info MODEL`. */
 #include "workloads/info.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -103,6 +104,29 @@ void ts_wl_info_render(const ts_graph *g, bool json, ts_buf *b)
             shape_text(tt, b);
             ts_buf_putc(b, '\n');
         }
+}
+
+void ts_wl_graph_dump(const ts_graph *g, ts_buf *b)
+{
+    for (size_t i = 0; i < ts_graph_node_count(g); i++) {
+        const ts_graph_node *n = ts_graph_get_node(g, (int)i);
+        ts_buf_printf(b, "%4zu %s %s:", i, ts_graph_op_name(n->op), n->name);
+        for (size_t j = 0; j < n->nin + n->nout; j++) {
+            bool is_in = j < n->nin;
+            const ts_graph_tensor *t = ts_graph_get_tensor(g, is_in ? n->in[j] : n->out[j - n->nin]);
+            ts_buf_puts(b, j == n->nin ? " -> " : " ");
+            ts_buf_puts(b, t->name);
+            shape_text(t, b);
+            if (t->kind == TS_TENSOR_WEIGHT)
+                ts_buf_putc(b, 'w');
+            else if (t->kind == TS_TENSOR_CONST)
+                ts_buf_putc(b, 'c');
+        }
+        uint64_t macs = ts_graph_node_macs(g, (int)i);
+        if (macs)
+            ts_buf_printf(b, "  %llu MACs", (unsigned long long)macs);
+        ts_buf_putc(b, '\n');
+    }
 }
 
 ts_status ts_wl_info(const char *model, const char *inputs, bool json, ts_buf *out, ts_err *err)

@@ -18,6 +18,11 @@
 /* Append the summary of a finalized graph to out, as JSON when json is true, else as text. */
 void ts_wl_info_render(const ts_graph *g, bool json, ts_buf *out);
 
+/* Append one line per node, in topological order: index, op, name, the inputs and outputs with
+ * their shapes (weights and constants marked "w" and "c"), and the node's MACs when not 0:
+ *   "   0 MatMul matmul: A[2x3] B[3x4]w -> C[2x4]  24 MACs" */
+void ts_wl_graph_dump(const ts_graph *g, ts_buf *out);
+
 /* Load a model for `tessera info`: a path ending in ".onnx" is imported (inputs, comma-separated
  * data input names, may be NULL); a path ending in ".yaml"/".yml" is a workload file; anything
  * else is a built-in workload spec such as "matmul:m=64,k=64,n=64". Then render it into out.

@@ -395,7 +395,10 @@ static bool fold_only(const char *op)
 static ts_status check_supported(imp *im, const Onnx__GraphProto *gp)
 {
     ts_buf b = TS_BUF_INIT;
+    enum { MAX_LISTED = 32 };
+    const Onnx__NodeProto *listed[MAX_LISTED]; /* first node of each op type listed */
     size_t bad = 0;
+    bool more = false;
     for (size_t k = 0; k < gp->n_node; k++) {
         const Onnx__NodeProto *n = gp->node[k];
         const char *op = n->op_type ? n->op_type : "";
@@ -404,17 +407,23 @@ static ts_status check_supported(imp *im, const Onnx__GraphProto *gp)
         if (std_domain && (is_ir_op(op, &iop) || fold_only(op)))
             continue;
         bool seen = false;
-        for (size_t j = 0; j < k && !seen; j++) {
-            const Onnx__NodeProto *m = gp->node[j];
-            seen = m->op_type && !strcmp(m->op_type, op) &&
+        for (size_t j = 0; j < bad && !seen; j++) {
+            const Onnx__NodeProto *m = listed[j];
+            seen = !strcmp(m->op_type ? m->op_type : "", op) &&
                    !strcmp(m->domain ? m->domain : "", n->domain ? n->domain : "");
         }
         if (seen)
             continue;
+        if (bad == MAX_LISTED) {
+            more = true;
+            continue;
+        }
         ts_buf_printf(&b, "%s%s%s%s (first at node '%s')", bad ? ", " : "", std_domain ? "" : n->domain,
                       std_domain ? "" : ".", op, n->name && *n->name ? n->name : "?");
-        bad++;
+        listed[bad++] = n;
     }
+    if (more)
+        ts_buf_puts(&b, " and more");
     ts_status st = TS_OK;
     if (b.oom)
         st = ts_err_set(im->err, TS_ENOMEM, "out of memory");
@@ -455,9 +464,9 @@ static int64_t idiv_floor(int64_t a, int64_t b)
 static int fold(imp *im, const Onnx__NodeProto *n, const char *op, const int *ins, size_t nin, val *out)
 {
     ts_graph *g = im->g;
-    val v[4] = {0};
+    val v[16] = {0};
     int rc = 0;
-    size_t nv = nin < 4 ? nin : 4;
+    size_t nv = nin < 16 ? nin : 16;
     if (!strcmp(op, "Shape")) {
         const ts_graph_tensor *t = ts_graph_get_tensor(g, ins[0]);
         int64_t r = t->rank;
@@ -482,9 +491,12 @@ static int fold(imp *im, const Onnx__NodeProto *n, const char *op, const int *in
         out->i[0] = ts_graph_tensor_elems(ts_graph_get_tensor(g, ins[0]));
         return 1;
     }
-    for (size_t k = 0; k < nv; k++)
+    for (size_t k = 0; k < nv; k++) {
+        if (ins[k] < 0 && (strcmp(op, "Slice") || k < 3))
+            goto done; /* only Slice folds with optional inputs left out */
         if (ins[k] >= 0 && val_of(im, ins[k], &v[k]))
             goto done;
+    }
     if (!strcmp(op, "Identity") || !strcmp(op, "Dropout")) {
         *out = v[0];
         v[0].i = NULL;
@@ -546,8 +558,6 @@ static int fold(imp *im, const Onnx__NodeProto *n, const char *op, const int *in
             }
         rc = 1;
     } else if (!strcmp(op, "Concat")) {
-        if (nin > 4)
-            goto done;
         int64_t ax = attr_i(n, "axis", 0);
         int r = v[0].rank;
         ax = ax < 0 ? ax + r : ax;

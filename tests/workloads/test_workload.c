@@ -247,6 +247,18 @@ START_TEST(info_for_builtin)
     ck_assert_msg(strstr(ts_buf_str(&b), "MACs                 24"), "%s", ts_buf_str(&b));
     ts_buf_free(&b);
     ck_assert_int_eq(ts_wl_info("/nonexistent.yaml", NULL, false, &b, &err), TS_EIO);
+    /* the per-node listing */
+    ts_graph *g = NULL;
+    ck_assert_int_eq(ts_wl_builtin("mlp:batch=2,in=3,hidden=4,out=5", &g, &err), TS_OK);
+    ts_buf_reset(&b);
+    ts_wl_graph_dump(g, &b);
+    ck_assert_str_eq(ts_buf_str(&b), "   0 Gemm fc1: x[2x3] fc1.w1[4x3]w fc1.w2[4]w -> h1[2x4]  24 MACs\n"
+                                     "   1 Relu relu1: h1[2x4] -> a1[2x4]\n"
+                                     "   2 Gemm fc2: a1[2x4] fc2.w1[4x4]w fc2.w2[4]w -> h2[2x4]  32 MACs\n"
+                                     "   3 Relu relu2: h2[2x4] -> a2[2x4]\n"
+                                     "   4 Gemm fc3: a2[2x4] fc3.w1[5x4]w fc3.w2[5]w -> y[2x5]  40 MACs\n");
+    ts_graph_destroy(g);
+    ts_buf_free(&b);
     ts_err_free(&err);
 }
 END_TEST
