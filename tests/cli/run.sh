@@ -81,7 +81,7 @@ if has_family ipu; then
   grep -q "recompile" "$tmp/stderr" || bad "wrong-config message does not say to recompile"
 
   # No half-written report: a failing run leaves no output file; an unwritable path fails cleanly.
-  expect_exit hang 1 "$T" run -q -c ipu_tiny4 --hang-cycles 10000 hang.s -o "$tmp/hang.json"
+  expect_exit cycle-limit 1 "$T" run -q -c ipu_tiny4 --max-cycles 5000 spin.s -o "$tmp/hang.json"
   [ ! -e "$tmp/hang.json" ] && ok || bad "a failed run left a report behind"
   expect_exit unwritable 2 "$T" run -q -o "$tmp/no/such/dir/r.json"
   ls "$tmp" | grep -q '\.tmp\.' && bad "temporary file left behind" || ok
