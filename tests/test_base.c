@@ -89,7 +89,11 @@ START_TEST(buf_appends_and_escapes)
     ts_buf_json_num(&b, 0.1);
     ts_buf_putc(&b, ' ');
     ts_buf_json_num(&b, 1.0 / 0.0);
-    ck_assert_str_eq(ts_buf_str(&b), "3 0.1 null");
+    ts_buf_putc(&b, ' ');
+    ts_buf_json_num(&b, 1e19); /* above 2^63: must not be converted to long long (fuzzer find) */
+    ts_buf_putc(&b, ' ');
+    ts_buf_json_num(&b, -9.5e15);
+    ck_assert_str_eq(ts_buf_str(&b), "3 0.1 null 1e+19 -9.5e+15");
     ts_buf_free(&b);
 
     ts_alloc_fail_after(1);
