@@ -27,6 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ts_buf b = TS_BUF_INIT;
         ts_wl_info_render(g, false, &b);
         ts_wl_info_render(g, true, &b);
+        ts_wl_graph_dump(g, &b);
         ts_buf_free(&b);
         ts_graph_destroy(g);
     }

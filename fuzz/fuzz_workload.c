@@ -37,6 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ts_wl_load_text((const char *)data, ylen, "fuzz.yaml", params, &g, &err) == TS_OK) {
         ts_buf b = TS_BUF_INIT;
         ts_wl_info_render(g, true, &b);
+        ts_wl_graph_dump(g, &b);
         ts_buf_free(&b);
         ts_graph_destroy(g);
     }
