@@ -5,16 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/alloc.h"
 #include "core/units.h"
-#include "workloads/onnx.h"
 #include "workloads/workload.h"
-
-static bool ends_with(const char *s, const char *suf)
-{
-    size_t n = strlen(s), m = strlen(suf);
-    return n >= m && !strcmp(s + n - m, suf);
-}
 
 static void shape_json(const ts_graph_tensor *t, ts_buf *b)
 {
@@ -132,29 +124,7 @@ void ts_wl_graph_dump(const ts_graph *g, ts_buf *b)
 ts_status ts_wl_info(const char *model, const char *inputs, bool json, ts_buf *out, ts_err *err)
 {
     ts_graph *g = NULL;
-    ts_status st;
-    if (ends_with(model, ".onnx")) {
-        /* split "a,b,c" into names */
-        char *copy = inputs ? ts_strdup(inputs) : NULL;
-        const char *names[64];
-        size_t n = 0;
-        if (inputs && !copy)
-            return ts_err_set(err, TS_ENOMEM, "out of memory");
-        for (char *p = copy, *save = NULL, *tok; copy && (tok = strtok_r(p, ",", &save)); p = NULL) {
-            if (n == 64) {
-                ts_free(copy);
-                return ts_err_set(err, TS_EINPUT, "more than 64 names in --inputs");
-            }
-            names[n++] = tok;
-        }
-        ts_onnx_opts o = {names, n};
-        st = ts_onnx_load(model, n ? &o : NULL, &g, err);
-        ts_free(copy);
-    } else if (ends_with(model, ".yaml") || ends_with(model, ".yml")) {
-        st = ts_wl_load_file(model, NULL, &g, err);
-    } else {
-        st = ts_wl_builtin(model, &g, err);
-    }
+    ts_status st = ts_wl_load_model(model, inputs, &g, err);
     if (st)
         return st;
     ts_wl_info_render(g, json, out);

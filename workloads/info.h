@@ -23,10 +23,9 @@ void ts_wl_info_render(const ts_graph *g, bool json, ts_buf *out);
  *   "   0 MatMul matmul: A[2x3] B[3x4]w -> C[2x4]  24 MACs" */
 void ts_wl_graph_dump(const ts_graph *g, ts_buf *out);
 
-/* Load a model for `tessera info`: a path ending in ".onnx" is imported (inputs, comma-separated
- * data input names, may be NULL); a path ending in ".yaml"/".yml" is a workload file; anything
- * else is a built-in workload spec such as "matmul:m=64,k=64,n=64". Then render it into out.
- * Errors as values; nothing is printed. */
+/* `tessera info MODEL [--format json] [--inputs NAME,...]`: load the model with ts_wl_load_model
+ * (an ONNX file, a workload file, or a built-in spec; inputs may be NULL) and render its summary
+ * into out. Errors as values; nothing is printed. */
 ts_status ts_wl_info(const char *model, const char *inputs, bool json, ts_buf *out, ts_err *err);
 
 #endif

@@ -34,6 +34,14 @@ ts_status ts_wl_load_file(const char *path, const char *params, ts_graph **out, 
 ts_status ts_wl_load_text(const char *text, size_t len, const char *file, const char *params, ts_graph **out,
                           ts_err *err);
 
+/* Load any model the CLI accepts, as a finalized graph:
+ *   "model.onnx"                 ONNX import; inputs is a comma-separated list of data input names
+ *                                or NULL (see workloads/onnx.h for the rule)
+ *   "file.yaml" or "file.yml"    a workload file, optionally with parameters: "file.yaml:n=8,m=2"
+ *   anything else                a built-in spec, "matmul:m=1024,k=1024,n=1024"
+ * inputs must be NULL unless the model is ONNX. */
+ts_status ts_wl_load_model(const char *model, const char *inputs, ts_graph **out, ts_err *err);
+
 /* Number of built-in workloads, and the name and YAML text of the i-th. */
 size_t ts_wl_builtin_count(void);
 const char *ts_wl_builtin_name(size_t i);

@@ -263,6 +263,35 @@ START_TEST(info_for_builtin)
 }
 END_TEST
 
+START_TEST(load_model)
+{
+    char path[] = "/tmp/ts_test_wl_XXXXXX.yaml";
+    int fd = mkstemps(path, 5);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("params: {n: 2}\ninputs:\n  - {name: x, shape: [n, 3]}\nnodes:\n  - {op: Relu, in: x, out: y}\n", f);
+    fclose(f);
+    ts_err err;
+    ts_err_init(&err);
+    ts_graph *g = NULL;
+    ck_assert_int_eq(ts_wl_load_model(path, NULL, &g, &err), TS_OK);
+    ck_assert_int_eq(ts_graph_get_tensor(g, ts_graph_find(g, "y"))->dims[0], 2);
+    ts_graph_destroy(g);
+    char spec[64];
+    snprintf(spec, sizeof spec, "%s:n=7", path);
+    ck_assert_int_eq(ts_wl_load_model(spec, NULL, &g, &err), TS_OK);
+    ck_assert_int_eq(ts_graph_get_tensor(g, ts_graph_find(g, "y"))->dims[0], 7);
+    ts_graph_destroy(g);
+    ck_assert_int_eq(ts_wl_load_model("matmul:m=4,k=4,n=4", NULL, &g, &err), TS_OK);
+    ts_graph_destroy(g);
+    ck_assert_int_eq(ts_wl_load_model("matmul", "A", &g, &err), TS_EINPUT);
+    ck_assert_str_eq(err.msg, "data input names apply to ONNX models only, not 'matmul'");
+    ck_assert_ptr_null(g);
+    remove(path);
+    ts_err_free(&err);
+}
+END_TEST
+
 START_TEST(alloc_failures)
 {
     for (long n = 1; n < 3000; n += 13) {
@@ -295,6 +324,7 @@ int main(void)
     tcase_add_test(tc, file_errors);
     tcase_add_test(tc, file_with_blocks);
     tcase_add_test(tc, info_for_builtin);
+    tcase_add_test(tc, load_model);
     tcase_add_test(tc, alloc_failures);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
