@@ -50,7 +50,7 @@ enum { UK_MEM, UK_VXM, UK_MXM, UK_SXM, UK_ICU, UK_STREAMS, UK_C2C, UK_COUNT };
 
 #define NOPROD UINT64_MAX
 #define PROD(q, pc) (((uint64_t)(q) << 32) | (uint32_t)(pc))
-#define MAX_HZ_ROWS 256
+#define MAX_HZ_ROWS 256 /* violations listed in the report's table under --warn; all are counted */
 
 typedef struct tsp_queue {
     const ts_insn *code; /* borrowed from the program */
@@ -666,9 +666,8 @@ static ts_status step_mem(ts_model *m, tsp_fl *f, ts_err *err)
         memcpy(buf, mem + (size_t)addr * m->VL + (size_t)k * m->L, m->L);
         m->mem_rd[ms] += m->L;
         m->cyc_bytes += m->L;
-        int dst = f->in->op == TSP_OP_READ ? o[1] : o[1];
         uint32_t tag = (uint32_t)(f->in->op == TSP_OP_READ ? o[2] : o[3]);
-        return sr_schedule(m, f->t0 + f->dfunc + k, dst, q_pos(m, f->q), k, tag, prod, buf, err);
+        return sr_schedule(m, f->t0 + f->dfunc + k, o[1], q_pos(m, f->q), k, tag, prod, buf, err);
     }
     case TSP_OP_WRITE:
     case TSP_OP_SCATTER: {
@@ -959,7 +958,8 @@ static ts_status step_c2c(ts_model *m, tsp_fl *f, ts_err *err)
             if (!d || !pr)
                 return ts_err_set(err, TS_ENOMEM, "out of memory");
             size_t e = lk->head + lk->n++;
-            lk->ready[e] = f->t0 + m->cfg.c2c_latency;
+            /* it has arrived c2c.latency after its last superlane was sent */
+            lk->ready[e] = f->t0 + f->skew + m->S - 1 + m->cfg.c2c_latency;
             lk->prod[e] = PROD(f->q, f->pc);
             m->offchip += m->VL;
         }
