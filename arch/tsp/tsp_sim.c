@@ -37,6 +37,7 @@
 
 #include "arch/tsp/tsp_int.h"
 #include "core/alloc.h"
+#include "core/trace.h"
 
 /* ---- state ------------------------------------------------------------------------------- */
 
@@ -174,6 +175,7 @@ struct ts_model {
     tsp_hz_row *hzrow;
     size_t nhz, caphz;
     int powered;
+    ts_trace *trace;         /* borrowed, may be NULL: one thread per queue with a program */
 };
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -194,6 +196,13 @@ static void insn_name(const ts_model *m, uint64_t prod, char *buf, size_t n)
         snprintf(buf, n, "queue %u pc %u '%s' (line %u)", q, pc, ts_tsp_isa.ops[in->op].mnemonic, in->line);
     else
         snprintf(buf, n, "queue %u pc %u '%s'", q, pc, ts_tsp_isa.ops[in->op].mnemonic);
+}
+
+/* A trace slice on queue q's row (thread q + 1; process 0 is the chip). */
+static void trace_insn(ts_model *m, uint32_t q, const char *name, const char *cat, uint64_t start, uint64_t dur)
+{
+    if (m->trace && dur)
+        ts_trace_slice(m->trace, 0, (int)q + 1, name, cat, start, dur, NULL);
 }
 
 /* Report a hazard: an error naming cycle, superlane, slice, stream and both instructions, or in
@@ -1124,7 +1133,10 @@ static ts_status issue_one(ts_model *m, uint32_t qi, uint32_t pc, bool *again, t
     }
     q->next = m->now + 1;
     switch (in->op) {
-    case TSP_OP_NOP: q->next = m->now + (uint64_t)in->a[0]; break;
+    case TSP_OP_NOP:
+        q->next = m->now + (uint64_t)in->a[0];
+        trace_insn(m, qi, "nop", "icu", m->now, (uint64_t)in->a[0]);
+        break;
     case TSP_OP_SYNC:
         q->state = Q_PARKED;
         q->park = m->now;
@@ -1242,6 +1254,7 @@ static void release_syncs(ts_model *m)
             if (q->state == Q_PARKED && q->park < m->now) {
                 q->state = Q_RUN;
                 q->next = m->now;
+                trace_insn(m, qi, "sync wait", "icu", q->park, m->now - q->park);
             }
         }
         m->barriers++;
@@ -1290,6 +1303,12 @@ static ts_status cycle(ts_model *m, ts_err *err)
             m->work++;
             if (++f->k == m->S) {
                 uint64_t sweep = m->now - (f->t0 + f->skew) + 1; /* first to last superlane step */
+                if (m->trace) { /* from dispatch to the last superlane's result */
+                    static const char *const cats[TSP_U_COUNT] = {"icu", "mem", "vxm", "mxm", "sxm", "c2c"};
+                    uint64_t end = f->dfunc ? f->t0 + f->dfunc + m->S : m->now + 1;
+                    trace_insn(m, f->q, ts_tsp_isa.ops[f->in->op].mnemonic, cats[ts_tsp_opfacts[f->in->op].unit],
+                               f->t0, end - f->t0);
+                }
                 if (sweep > m->sweep_max)
                     m->sweep_max = sweep;
                 ts_free(f->buf);
@@ -1458,6 +1477,7 @@ static ts_status tsp_create(ts_model **out, const ts_config *config, const ts_ru
     m->cfg.sr_map = (ts_intlist){NULL, 0};
     m->lockstep = opts && opts->lockstep;
     m->warn = opts && opts->warn;
+    m->trace = opts ? opts->trace : NULL;
     m->lay = ts_malloc(sizeof *m->lay);
     ts_status rc;
     if (!m->lay) {
@@ -1713,6 +1733,16 @@ static ts_status tsp_load(ts_model *m, const ts_program *p, ts_err *err)
         q->pc = 0;
         q->fetched = s->n < m->cfg.icu_capacity ? s->n : (uint32_t)m->cfg.icu_capacity;
         q->state = s->n ? Q_RUN : Q_DONE;
+    }
+    if (m->trace) {
+        ts_trace_process(m->trace, 0, "tsp");
+        for (uint32_t qi = 0; qi < m->nq; qi++)
+            if (m->q[qi].n) {
+                char name[64], sl[32];
+                ts_tsp_slice_name(m->lay, m->q[qi].slice, sl, sizeof sl);
+                snprintf(name, sizeof name, "queue %u (%s)", qi, sl);
+                ts_trace_thread(m->trace, 0, (int)qi + 1, name);
+            }
     }
     for (size_t i = 0; i < p->nsegs; i++) {
         const ts_segment *g = &p->segs[i];

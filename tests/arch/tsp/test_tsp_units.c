@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "arch/tsp/tsp_int.h"
+#include "core/trace.h"
 #include "tests/arch/tsp/tsp_test.h"
 
 #define SMALL "tsp_small"
@@ -831,6 +833,44 @@ START_TEST(icu_deskew_and_config)
 }
 END_TEST
 
+/* --trace: one row per queue with a program, a slice per instruction from dispatch to its last
+ * result, nops and sync waits. */
+START_TEST(trace_rows_and_slices)
+{
+    ts_program *p = tsp_test_asm(".arch tsp\n.stream queue 0\n  nop 2\n  read 0, s0e, 0\n  sync\n"
+                                 ".stream queue 30\n  notify\n");
+    void *config = tsp_test_config(SMALL, NULL);
+    char path[] = "/tmp/tsp_trace_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ts_err e;
+    ts_err_init(&e);
+    ts_trace *t = NULL;
+    ck_assert_int_eq(ts_trace_open(&t, path, 900e6, 0, &e), TS_OK);
+    ts_run_opts o = {.trace = t};
+    ts_results r;
+    ck_assert_int_eq(ts_sim_run(&ts_tsp_family, config, p, &o, NULL, &r, &e), TS_OK);
+    ck_assert_int_eq(ts_trace_close(t, &e), TS_OK);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    ck_assert_ptr_nonnull(strstr(text, "\"queue 0 (MEM W0)\""));
+    ck_assert_ptr_nonnull(strstr(text, "\"queue 30 (SXM W0)\""));
+    ck_assert_ptr_nonnull(strstr(text, "\"name\":\"read\""));
+    ck_assert_ptr_nonnull(strstr(text, "\"name\":\"nop\""));
+    ck_assert_ptr_nonnull(strstr(text, "\"name\":\"sync wait\""));
+    remove(path);
+    ts_results_free(&r);
+    ts_err_free(&e);
+    ts_config_destroy(config);
+    ts_program_destroy(p);
+}
+END_TEST
+
 /* The built-in workload (arch/tsp/programs/tsp_default.s) on tsp_v1: y = i8(relu(W x)) with row r
  * of W held by MEM W(r mod 16) and x by MEM E0, both read back from the model for the reference. */
 START_TEST(default_program)
@@ -887,6 +927,7 @@ Suite *tsp_units_suite(void)
     tcase_add_test(tc, mem_gather_scatter);
     tcase_add_test(tc, mxm_lw_buffer_and_accumulate);
     tcase_add_test(tc, icu_deskew_and_config);
+    tcase_add_test(tc, trace_rows_and_slices);
     suite_add_tcase(s, tc);
     return s;
 }
