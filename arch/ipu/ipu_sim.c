@@ -599,7 +599,10 @@ static bool sup_can_issue(const ts_model *m, const ipu_tile *t)
 }
 
 /* Execute the instruction at ctx's pc at cycle c. */
-static ts_status exec(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c, ts_err *err)
+/* Inlined into its one caller, tile_run, so the tile's hot state stays in registers across
+ * issues (callgrind: about a fifth fewer host instructions per simulated issue). */
+static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c,
+                                                          ts_err *err)
 {
     ipu_ctx *x = &t->cx[ctx];
     uint32_t pc = x->pc;
@@ -619,7 +622,10 @@ static ts_status exec(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c
     x->ready = c + 1;
     in->hits++;
     t->work++;
-    uint32_t a0 = r[in->r0], a1 = r[in->r1], a2 = r[in->r2];
+/* operand registers, read where a case needs them */
+#define a0 (r[in->r0])
+#define a1 (r[in->r1])
+#define a2 (r[in->r2])
     int64_t addr;
     switch ((enum ipu_op)in->op) {
     case IPU_OP_SETZI: r[in->r0] = (uint32_t)in->imm; break;
@@ -681,8 +687,8 @@ static ts_status exec(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c
         addr = in->op == IPU_OP_LD32 ? (int64_t)(int32_t)a1 + in->imm : (int64_t)(int32_t)a1;
         CHECK_ADDR(addr, 4, "ld32");
         memcpy(&r[in->r0], rd_ptr(m, t, (uint64_t)addr), 4);
-        if (in->op == IPU_OP_LD32STEP)
-            r[in->r1] = a1 + (uint32_t)in->imm;
+        if (in->op == IPU_OP_LD32STEP) /* the base as read: the load may have written the same register */
+            r[in->r1] = (uint32_t)addr + (uint32_t)in->imm;
         x->ready = c + m->c.load_latency;
         break;
     case IPU_OP_LD64:
@@ -692,8 +698,8 @@ static ts_status exec(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c
         addr = in->op == IPU_OP_LD64 ? (int64_t)(int32_t)a1 + in->imm : (int64_t)(int32_t)a1;
         CHECK_ADDR(addr, 8, "ld64");
         memcpy(&r[in->r0], rd_ptr(m, t, (uint64_t)addr), 8);
-        if (in->op == IPU_OP_LD64STEP)
-            r[in->r1] = a1 + (uint32_t)in->imm;
+        if (in->op == IPU_OP_LD64STEP) /* the base as read: the load may have written the same register */
+            r[in->r1] = (uint32_t)addr + (uint32_t)in->imm;
         x->ready = c + m->c.load_latency;
         break;
     case IPU_OP_LD128:
@@ -706,8 +712,8 @@ static ts_status exec(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c
             return fail(t, ti, ctx, pc, c, err, "ld128 address %" PRId64 " is below the interleaved memory at %" PRIu64,
                         addr, m->c.interleaved_base);
         memcpy(&r[in->r0], rd_ptr(m, t, (uint64_t)addr), 16);
-        if (in->op == IPU_OP_LD128STEP)
-            r[in->r1] = a1 + (uint32_t)in->imm;
+        if (in->op == IPU_OP_LD128STEP) /* the base as read: the load may have written the same register */
+            r[in->r1] = (uint32_t)addr + (uint32_t)in->imm;
         x->ready = c + m->c.load_latency;
         break;
     case IPU_OP_LDZ16:
@@ -998,6 +1004,9 @@ static ts_status exec(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c
     }
     x->pc = next;
     return TS_OK;
+#undef a0
+#undef a1
+#undef a2
 }
 
 /* Words that reach tile ti at cycle c while its input selects their sender. */
@@ -1097,33 +1106,36 @@ static ts_status tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
     const bool lock = m->lockstep;
     const uint64_t cap = lock ? h : h + IPU_RUN_AHEAD;
     uint32_t slot = (uint32_t)(c % W);
+    bool ro = reads_others(t); /* changes only when the supervisor issues or a receive completes */
     while (t->sup == SUP_RUN) {
-        if (c >= cap || (c >= h && reads_others(t)))
+        if (c >= h && (c >= cap || ro))
             break;
         if (t->rx_left) {
             ts_status rc = rx_arrivals(m, ti, t, c, err);
             if (rc != TS_OK)
                 return rc;
+            ro = reads_others(t);
         }
-        bool issued = false;
+        int ctx = -1;
         if (t->running >> slot & 1) {
-            if (t->cx[1 + slot].ready <= c) {
-                ts_status rc = exec(m, ti, t, 1 + (int)slot, c, err);
-                if (rc != TS_OK)
-                    return rc;
-                issued = true;
-            }
+            if (t->cx[1 + slot].ready <= c)
+                ctx = 1 + (int)slot;
         } else if (t->cx[0].ready <= c && sup_can_issue(m, t)) {
-            ts_status rc = exec(m, ti, t, 0, c, err);
+            ctx = 0;
+        }
+        bool issued = ctx >= 0;
+        if (issued) {
+            ts_status rc = exec(m, ti, t, ctx, c, err);
             if (rc != TS_OK)
                 return rc;
-            issued = true;
+            if (ctx == 0)
+                ro = reads_others(t);
         }
         c++;
         if (++slot == W)
             slot = 0;
         if (!issued && !lock && t->sup == SUP_RUN) {
-            uint64_t bound = reads_others(t) ? (c > h ? c : h) : cap;
+            uint64_t bound = ro ? (c > h ? c : h) : cap;
             uint64_t n = next_event(m, t, c, bound);
             if (n != c) {
                 c = n;
