@@ -963,6 +963,54 @@ static bool only_use(const ts_graph *g, int t, int node)
     return !g->t[t].is_output && consumers(g, t, &first) == 1 && first == node;
 }
 
+/* Number of alive nodes reading t. */
+static int uses(const ts_graph *g, int t)
+{
+    int first;
+    return consumers(g, t, &first);
+}
+
+static const float *f32_data(const ts_graph *g, int t)
+{
+    return g->t[t].dtype == TS_DT_F32 ? g->t[t].data : NULL;
+}
+
+/* Fold BatchNormalization values into the Conv's weight and bias when all of them are carried as
+ * f32 and the weight and bias are this Conv's alone: with s = scale / sqrt(var + eps),
+ * W'[m] = W[m] * s[m] and b'[m] = (b[m] - mean[m]) * s[m] + shift[m]. Otherwise the Conv's values
+ * (if any) are dropped rather than left stale. */
+static ts_status fold_bn_values(ts_graph *g, int c, int bn, bool had_bias, ts_err *err)
+{
+    const ts_graph_node *conv = &g->n[c], *b = &g->n[bn];
+    int w = conv->in[1], bias = conv->in[2];
+    const float *sc = f32_data(g, b->in[1]), *sh = f32_data(g, b->in[2]), *mean = f32_data(g, b->in[3]),
+                *var = f32_data(g, b->in[4]), *wv = f32_data(g, w), *bv = had_bias ? f32_data(g, bias) : NULL;
+    bool own = uses(g, w) == 1 && (!had_bias || uses(g, bias) == 1);
+    if (!own)
+        return TS_OK; /* shared: values stay as they are for the other readers */
+    if (!sc || !sh || !mean || !var || !wv || (had_bias && !bv)) {
+        ts_free((void *)(uintptr_t)g->t[w].data);
+        g->t[w].data = NULL;
+        ts_free((void *)(uintptr_t)g->t[bias].data);
+        g->t[bias].data = NULL;
+        return TS_OK;
+    }
+    int64_t m = g->t[w].dims[0], per = ts_graph_tensor_elems(&g->t[w]) / (m ? m : 1);
+    float *nb = ts_malloc((size_t)(m ? m : 1) * sizeof *nb);
+    if (!nb)
+        return ts_err_set(err, TS_ENOMEM, "out of memory folding '%s'", b->name);
+    float *nw = (float *)(uintptr_t)wv;
+    for (int64_t k = 0; k < m; k++) {
+        double s = sc[k] / sqrt((double)var[k] + b->attrs.epsilon);
+        for (int64_t j = 0; j < per; j++)
+            nw[k * per + j] = (float)(nw[k * per + j] * s);
+        nb[k] = (float)(((bv ? bv[k] : 0.0) - mean[k]) * s + sh[k]);
+    }
+    ts_status st = ts_graph_set_data(g, bias, nb, (size_t)m * sizeof *nb, err);
+    ts_free(nb);
+    return st;
+}
+
 static ts_status fold_batchnorm(ts_graph *g, ts_err *err)
 {
     for (size_t i = 0; i < g->nn; i++) {
@@ -973,6 +1021,7 @@ static ts_status fold_batchnorm(ts_graph *g, ts_err *err)
         if (c < 0 || g->n[c].op != TS_OP_CONV || g->dead[c] || !only_use(g, x, (int)i))
             continue;
         ts_graph_node *conv = &g->n[c];
+        bool had_bias = conv->nin >= 3;
         if (conv->nin < 3) {
             /* The folded convolution gets a bias of one value per output channel. */
             const ts_graph_tensor *w = &g->t[conv->in[1]];
@@ -995,6 +1044,10 @@ static ts_status fold_batchnorm(ts_graph *g, ts_err *err)
             conv->in = ins;
             conv->nin = 3;
         }
+        ts_status st = fold_bn_values(g, c, (int)i, had_bias, err);
+        if (st)
+            return st;
+        conv = &g->n[c];
         bn = &g->n[i];
         int y = bn->out[0];
         ((int *)(uintptr_t)conv->out)[0] = y;

@@ -215,15 +215,19 @@ ts_status ts_graph_add_node(ts_graph *g, ts_graph_op op, const char *name, const
  * shapes. Errors name the node: "node 'conv1' (Conv): ...". */
 ts_status ts_graph_infer_node(ts_graph *g, int node, ts_err *err);
 
-/* Make the graph ready for the lowerings, in this order: fold each BatchNormalization whose input
- * comes from a Conv used only by it into that Conv (the Conv gains a bias; values are not carried,
- * only shapes), replace each decomposed LayerNorm (ReduceMean, Sub, Pow 2, ReduceMean, Add eps,
- * Sqrt, Div, optional Mul scale and Add bias, over the last axis) by one LayerNormalization node,
- * replace each GELU written with erf (Div by sqrt 2 or Mul by 1/sqrt 2, Erf, Add 1, Mul by the
- * input, Mul 0.5) by one Gelu node, remove nodes that no graph output depends on (and tensors nothing uses), order the nodes
- * topologically (stable: ties keep insertion order), and infer every shape. A graph without marked
- * outputs treats the tensors no node consumes as its outputs. Fails on a cycle, a tensor without
- * a shape that no node produces, or a shape that does not fit its op. */
+/* Make the graph ready for the lowerings, in this order:
+ *   - fold each BatchNormalization whose input comes from a Conv used only by it into that Conv:
+ *     the Conv gains a bias; when every value is carried (f32) and the weight and bias are that
+ *     Conv's alone, the values are folded too (s = scale/sqrt(var+eps), W' = W*s,
+ *     b' = (b-mean)*s + shift), otherwise the Conv's values are dropped;
+ *   - replace each decomposed LayerNorm (ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div,
+ *     optional Mul scale and Add bias, over the last axis) by one LayerNormalization node;
+ *   - replace each GELU written with erf (Div by sqrt 2 or Mul by 1/sqrt 2, Erf, Add 1, Mul by the
+ *     input, Mul 0.5) by one Gelu node;
+ *   - remove the nodes no graph output depends on, and the tensors nothing uses;
+ *   - order the nodes topologically (stable: ties keep insertion order) and infer every shape.
+ * A graph without marked outputs takes the tensors no node reads as its outputs. Fails on a cycle,
+ * a tensor without a shape that no node produces, or a shape that does not fit its op. */
 ts_status ts_graph_finalize(ts_graph *g, ts_err *err);
 
 /* Read access. Ids are dense: tensors 0..ts_graph_tensor_count-1, nodes likewise; after

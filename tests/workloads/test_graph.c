@@ -367,6 +367,48 @@ START_TEST(topological_order_and_cycles)
 }
 END_TEST
 
+/* A scalar constant of value v. */
+static int scalar(const char *name, float v)
+{
+    int id;
+    ck_assert_int_eq(ts_graph_add_tensor(g, name, TS_TENSOR_CONST, TS_DT_F32, 0, NULL, &id, &err), TS_OK);
+    ck_assert_int_eq(ts_graph_set_data(g, id, &v, sizeof v, &err), TS_OK);
+    return id;
+}
+
+/* A weight of shape [n] (or [n,1,1,1] when conv) with values v. */
+static int valued(const char *name, int n, bool conv, const float *v)
+{
+    int id = conv ? tensor(name, TS_TENSOR_WEIGHT, 4, n, 1, 1, 1) : tensor(name, TS_TENSOR_WEIGHT, 1, n);
+    ck_assert_int_eq(ts_graph_set_data(g, id, v, (size_t)n * sizeof *v, &err), TS_OK);
+    return id;
+}
+
+START_TEST(batchnorm_folding_values)
+{
+    /* s = scale / sqrt(var + eps) = [4, 1] / sqrt(3 + 1) = [2, 0.5]
+     * W' = W * s = [2, 0.5]; b' = (0 - mean) * s + shift = [-1*2 + 10, -2*0.5 + 20] = [8, 19] */
+    int x = in("x", 4, 1, 1, 4, 4);
+    int w = valued("w", 2, true, (float[]){1, 1});
+    int sc = valued("scale", 2, false, (float[]){4, 1}), sh = valued("shift", 2, false, (float[]){10, 20});
+    int mean = valued("mean", 2, false, (float[]){1, 2}), var = valued("var", 2, false, (float[]){3, 3});
+    int c, y;
+    ck_assert_int_eq(node(TS_OP_CONV, NULL, "c", 2, (int[]){x, w}, &c), TS_OK);
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.epsilon = 1;
+    ck_assert_int_eq(node(TS_OP_BATCHNORM, &a, "y", 5, (int[]){c, sc, sh, mean, var}, &y), TS_OK);
+    ck_assert_int_eq(ts_graph_finalize(g, &err), TS_OK);
+    const ts_graph_node *n = ts_graph_get_node(g, 0);
+    ck_assert_uint_eq(n->nin, 3);
+    const float *wv = ts_graph_get_tensor(g, n->in[1])->data, *bv = ts_graph_get_tensor(g, n->in[2])->data;
+    ck_assert_ptr_nonnull(wv);
+    ck_assert_ptr_nonnull(bv);
+    ck_assert(fabs(wv[0] - 2) < 1e-6 && fabs(wv[1] - 0.5) < 1e-6);
+    ck_assert(fabs(bv[0] - 8) < 1e-5 && fabs(bv[1] - 19) < 1e-5);
+}
+END_TEST
+
 START_TEST(batchnorm_folding)
 {
     int x = in("x", 4, 1, 3, 8, 8), w = tensor("w", TS_TENSOR_WEIGHT, 4, 16, 3, 3, 3);
@@ -395,14 +437,6 @@ START_TEST(batchnorm_folding)
 }
 END_TEST
 
-/* A scalar constant of value v. */
-static int scalar(const char *name, float v)
-{
-    int id;
-    ck_assert_int_eq(ts_graph_add_tensor(g, name, TS_TENSOR_CONST, TS_DT_F32, 0, NULL, &id, &err), TS_OK);
-    ck_assert_int_eq(ts_graph_set_data(g, id, &v, sizeof v, &err), TS_OK);
-    return id;
-}
 
 START_TEST(layernorm_pattern)
 {
@@ -531,6 +565,7 @@ int main(void)
     tcase_add_test(tc, totals_and_dead_nodes);
     tcase_add_test(tc, topological_order_and_cycles);
     tcase_add_test(tc, batchnorm_folding);
+    tcase_add_test(tc, batchnorm_folding_values);
     tcase_add_test(tc, layernorm_pattern);
     tcase_add_test(tc, layernorm_pattern_not_matched);
     tcase_add_test(tc, gelu_pattern);

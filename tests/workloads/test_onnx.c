@@ -239,7 +239,9 @@ START_TEST(conv_bn_with_weights)
     ck_assert_int_eq(count_op(g, TS_OP_RELU), 1);
     const ts_graph_node *c = ts_graph_get_node(g, 0);
     ck_assert_int_eq(c->op, TS_OP_CONV);
-    ck_assert_int_eq(c->nin, 3); /* the folded bias */
+    ck_assert_int_eq(c->nin, 3); /* the folded bias, with values: every input carried them */
+    ck_assert_ptr_nonnull(ts_graph_get_tensor(g, c->in[2])->data);
+    ck_assert_ptr_nonnull(ts_graph_get_tensor(g, c->in[1])->data);
     ts_graph_totals t;
     ts_graph_get_totals(g, &t);
     ck_assert_uint_eq(t.params, 8 * 3 * 3 * 3 + 8);
