@@ -1873,6 +1873,8 @@ static ts_status tsp_collect(ts_model *m, ts_results *r, ts_err *err)
     CK(ts_stats_u64(st, "icu.last_release", "cycles", "cycle of the last barrier release", m->last_release));
     CK(ts_stats_u64(st, "icu.sweep_cycles", "cycles", "longest sweep of an instruction over the superlanes",
                     m->sweep_max));
+    CK(ts_stats_u64(st, "icu.configs", "", "config instructions issued (low-power modes: counted only)", m->configs));
+    CK(ts_stats_u64(st, "icu.powered_superlanes", "", "superlanes powered after the last config", (uint64_t)m->powered));
     CK(ts_stats_u64(st, "streams.live_slot_cycles", "", "stream-register slots holding a live value, summed over cycles",
                     occ));
     double slots = (double)m->nslots;

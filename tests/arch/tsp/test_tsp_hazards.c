@@ -241,6 +241,28 @@ START_TEST(config_refusals)
 }
 END_TEST
 
+/* A sync with no notify never ends: the kernel's hang detector stops the run and the family
+ * says which queue waits on what. */
+START_TEST(hang_names_the_parked_queue)
+{
+    ts_program *p = tsp_test_asm(".arch tsp\n.stream queue 3\n  nop 5\n  sync\n  nop 1\n");
+    void *config = tsp_test_config(SMALL, NULL);
+    for (int lock = 0; lock < 2; lock++) {
+        ts_err e;
+        ts_err_init(&e);
+        ts_results r;
+        ts_run_opts o = {.hang_cycles = 1000, .lockstep = lock};
+        ck_assert_int_eq(ts_sim_run(&ts_tsp_family, config, p, &o, NULL, &r, &e), TS_ESIM);
+        HAS(e.msg, "the program is hung");
+        ck_assert_ptr_nonnull(e.detail);
+        HAS(e.detail, "queue 3: pc 2: parked at sync since cycle 5, no notify pending");
+        ts_err_free(&e);
+    }
+    ts_config_destroy(config);
+    ts_program_destroy(p);
+}
+END_TEST
+
 static Suite *hazards_suite(void)
 {
     Suite *s = suite_create("tsp_hazards");
@@ -257,6 +279,7 @@ static Suite *hazards_suite(void)
     tcase_add_test(tc, resource_fp16_abc_too_soon);
     tcase_add_test(tc, resource_too_many_transposes);
     tcase_add_test(tc, config_refusals);
+    tcase_add_test(tc, hang_names_the_parked_queue);
     suite_add_tcase(s, tc);
     return s;
 }
