@@ -138,6 +138,18 @@ START_TEST(exchange_errors)
                  ".stream tile 3\n  setzi $m1, 0x200\n  setzi $m2, 0\n  recv $m1, $m2, 4\n  setzi $m2, 1\n"
                  "  recv $m1, $m2, 1\n  sync 1\n  halt\n",
                  NULL, "recv switches the input from tile 0 while 4 of its 4 words are still due", 3, 4);
+    /* operands out of range */
+    expect_error(".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  setzi $m2, 4\n  send $m1, $m2, 1\n  halt\n", NULL,
+                 "send to tile 4, which does not exist: supervisor at pc 2", 0, 2);
+    expect_error(".arch ipu\n.stream tile 0\n  setzi $m1, 0xfff8\n  setzi $m2, 1\n  send $m1, $m2, 4\n  halt\n", NULL,
+                 "send of 4 words from 65528 runs past the tile memory", 0, 2);
+    expect_error(".arch ipu\n.stream tile 0\n  setzi $m1, 0xfff8\n  setzi $m2, 1\n  recv $m1, $m2, 4\n  halt\n", NULL,
+                 "recv of 4 words at 65528 runs past the tile memory", 0, 2);
+    expect_error(".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  setzi $m2, 9\n  recv $m1, $m2, 1\n  halt\n", NULL,
+                 "recv from tile 9, which does not exist", 0, 2);
+    expect_error(".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  setzi $m2, 0xfffff0\n  hostrd $m1, $m2, 64\n  halt\n", NULL,
+                 "is beyond host.buffer", 0, 2);
+    expect_error(".arch ipu\n.stream tile 0\n  sync 2\n  halt\n", NULL, "sync: zone 2 is neither 0 (tile) nor 1 (chip)", 0, 0);
     /* tile 1's word lands on tile 0 at 2 + 32 = 34 while tile 0's send (3..42) reads the same element */
     const char *conflict =
         ".arch ipu\n"
