@@ -57,6 +57,8 @@ static const ts_cfg_key tsp_keys[] = {
       "instructions a queue holds; the first ones are loaded before the run (assumed: not public)", icu_capacity),
     U("icu.ifetch_bytes", TS_UNIT_BYTES, 32, 1 << 16, "640",
       "instruction text brought by one ifetch (ISCA20 §III-A3; research §1.8)", icu_ifetch_bytes),
+    U("icu.fetch_bytes_per_cycle", TS_UNIT_BYTES, 1, 1 << 16, "16",
+      "instruction-fetch bandwidth per queue: 144 x 16 B/cycle (ISCA20 §II-B; research §1.1)", icu_fetch_bpc),
     U("icu.insn_bytes", TS_UNIT_BYTES, 1, 1024, "32",
       "bytes of one instruction in a queue (assumed: the program format's 32-byte instruction)", icu_insn_bytes),
     U("icu.sync_cycles", TS_UNIT_CYCLES, 1, 100000, "35",

@@ -76,7 +76,7 @@ typedef struct ts_tsp_cfg {
     uint64_t mxm_dim, mxm_queues, mxm_fp16_interval;
     uint64_t vxm_alus;
     uint64_t sxm_queues, sxm_max_transposes;
-    uint64_t icu_capacity, icu_ifetch_bytes, icu_sync_cycles, icu_insn_bytes;
+    uint64_t icu_capacity, icu_ifetch_bytes, icu_sync_cycles, icu_insn_bytes, icu_fetch_bpc;
     uint64_t c2c_links, c2c_latency, c2c_hac_period;
     uint64_t d_skew[TSP_U_COUNT];
     uint64_t d_func[TSP_OP_COUNT];

@@ -50,6 +50,7 @@ enum { EV_ADD, EV_MUL };
 enum { UK_MEM, UK_VXM, UK_MXM, UK_SXM, UK_ICU, UK_STREAMS, UK_C2C, UK_COUNT };
 
 #define NOPROD UINT64_MAX
+#define TSP_MAX_FETCHES 4 /* ifetches in flight per queue (assumed: not public) */
 #define PROD(q, pc) (((uint64_t)(q) << 32) | (uint32_t)(pc))
 #define MAX_HZ_ROWS 256 /* violations listed in the report's table under --warn; all are counted */
 
@@ -62,6 +63,10 @@ typedef struct tsp_queue {
     uint64_t park;       /* cycle it parked at sync */
     uint32_t rep_left, rep_d, rep_pc;
     uint32_t last_ifetch; /* pc of its last ifetch + 1, 0 = none */
+    uint64_t fetch_free;  /* the queue's fetch port is busy until then (icu.fetch_bytes_per_cycle) */
+    uint64_t land[TSP_MAX_FETCHES]; /* fetches in flight: cycle their text is in the queue, oldest first */
+    uint64_t land_prod[TSP_MAX_FETCHES];
+    uint32_t nland;
     uint32_t slice;
     uint64_t issued, busy, last_busy;
 } tsp_queue;
@@ -170,6 +175,7 @@ struct ts_model {
     uint64_t peak_bytes, cyc_bytes;
     uint64_t install_max, sweep_max, barriers, last_release, ifetches, configs, offchip;
     uint64_t reg_reads;      /* bytes read from stream registers and latches */
+    uint32_t nlanding;       /* ifetches in flight, all queues */
     double ev[UK_COUNT][TSP_NTYPES][2];
     uint64_t hz[HZ_COUNT];
     tsp_hz_row *hzrow;
@@ -998,6 +1004,9 @@ static ts_status step_c2c(ts_model *m, tsp_fl *f, ts_err *err)
     return TS_OK;
 }
 
+/* ifetch reads the text from a stream pair like any instruction; the queue's fetch port takes
+ * icu.ifetch_bytes at icu.fetch_bytes_per_cycle (one fetch at a time), and the instructions can
+ * issue from the cycle after the last byte is in (research §1.1, §1.8). */
 static ts_status step_ifetch(ts_model *m, tsp_fl *f, ts_err *err)
 {
     uint8_t tmp[64];
@@ -1008,16 +1017,47 @@ static ts_status step_ifetch(ts_model *m, tsp_fl *f, ts_err *err)
     if (f->k < m->S - 1)
         return TS_OK;
     tsp_queue *q = &m->q[f->q];
-    uint32_t add = (uint32_t)(m->cfg.icu_ifetch_bytes / m->cfg.icu_insn_bytes);
-    uint32_t nf = q->fetched + add > q->n ? q->n : q->fetched + add;
-    if (nf - q->pc > m->cfg.icu_capacity) {
-        rc = hazard(m, err, HZ_RESOURCE, f->k, q->slice, -1, PROD(f->q, f->pc), PROD(f->q, q->pc),
-                    "queue overflow: an ifetch brings the queue to %u instructions, more than its %" PRIu64,
-                    nf - q->pc, m->cfg.icu_capacity);
+    uint64_t start = f->t0 + f->skew > q->fetch_free ? f->t0 + f->skew : q->fetch_free;
+    uint64_t len = (m->cfg.icu_ifetch_bytes + m->cfg.icu_fetch_bpc - 1) / m->cfg.icu_fetch_bpc;
+    uint64_t land = start + len - 1 > m->now ? start + len - 1 : m->now;
+    q->fetch_free = start + len;
+    if (q->nland == TSP_MAX_FETCHES) {
+        rc = hazard(m, err, HZ_RESOURCE, f->k, q->slice, f->in->a[0], q->land_prod[0], PROD(f->q, f->pc),
+                    "queue overflow: more than %d ifetches in flight", TSP_MAX_FETCHES);
         if (rc != TS_OK)
             return rc;
+        land = q->land[q->nland - 1]; /* --warn: merged with the latest */
+        q->nland--;
     }
-    q->fetched = nf;
+    q->land[q->nland] = land;
+    q->land_prod[q->nland++] = PROD(f->q, f->pc);
+    m->nlanding++;
+    return TS_OK;
+}
+
+/* Fetched text that is in by the end of the previous cycle joins its queue. */
+static ts_status land_fetches(ts_model *m, ts_err *err)
+{
+    uint32_t add = (uint32_t)(m->cfg.icu_ifetch_bytes / m->cfg.icu_insn_bytes);
+    for (uint32_t qi = 0; qi < m->nq && m->nlanding; qi++) {
+        tsp_queue *q = &m->q[qi];
+        while (q->nland && q->land[0] < m->now) {
+            uint32_t nf = q->fetched + add > q->n ? q->n : q->fetched + add;
+            if (nf - q->pc > m->cfg.icu_capacity) {
+                ts_status rc = hazard(m, err, HZ_RESOURCE, 0, q->slice, -1, q->land_prod[0], PROD(qi, q->pc),
+                                      "queue overflow: an ifetch brings the queue to %u instructions, more than its %" PRIu64,
+                                      nf - q->pc, m->cfg.icu_capacity);
+                if (rc != TS_OK)
+                    return rc;
+            }
+            q->fetched = nf;
+            memmove(q->land, q->land + 1, (q->nland - 1) * sizeof *q->land);
+            memmove(q->land_prod, q->land_prod + 1, (q->nland - 1) * sizeof *q->land_prod);
+            q->nland--;
+            m->nlanding--;
+            m->work++;
+        }
+    }
     return TS_OK;
 }
 
@@ -1285,6 +1325,8 @@ static ts_status cycle(ts_model *m, ts_err *err)
     release_syncs(m);
     if ((rc = commit(m, err)) != TS_OK)
         return rc;
+    if (m->nlanding && (rc = land_fetches(m, err)) != TS_OK)
+        return rc;
     if (m->lockstep)
         scan_occupancy(m);
     for (uint32_t qi = 0; qi < m->nq; qi++)
@@ -1360,6 +1402,9 @@ static uint64_t next_event(const ts_model *m)
     for (size_t i = 0; i < m->nrel; i++)
         if (m->releases[i] < t)
             t = m->releases[i];
+    for (uint32_t i = 0; i < m->nq && m->nlanding; i++)
+        if (m->q[i].nland && m->q[i].land[0] + 1 < t)
+            t = m->q[i].land[0] + 1;
     return t < m->now ? m->now : t;
 }
 

@@ -653,26 +653,44 @@ START_TEST(icu_sync_notify)
 END_TEST
 
 /* A queue longer than its capacity (32 in tsp_small) needs ifetch; 640 B bring 20 instructions. */
-START_TEST(icu_ifetch_refills_the_queue)
+/* ifetch: 640 B through the queue's 16 B/cycle fetch port take 40 cycles. */
+static ts_program *ifetch_program(int nop_len)
 {
-    /* queue 0 (MEM W0, position 5): 25 nops, an ifetch at 25, then 20 nops: 46 instructions, 32
-     * preloaded. MEM W2 (position 3) and W1 (4) put the text on s1e / s0e to reach W0 at 25. */
+    /* queue 0 (MEM W0, position 5): 10 nops, an ifetch at 10, then 35 nops of nop_len: 46
+     * instructions, 32 preloaded. MEM W2 (position 3) and W1 (4) put the text on s1e / s0e to
+     * reach W0 at 10. */
     ts_program *p = ts_program_create("tsp");
-    tsp_emit(p, 2, "nop", 1, 22);
+    tsp_emit(p, 2, "nop", 1, 7);
     tsp_emit(p, 2, "read", 3, 0, E(1), 0);
-    tsp_emit(p, 1, "nop", 1, 23);
+    tsp_emit(p, 1, "nop", 1, 8);
     tsp_emit(p, 1, "read", 3, 0, E(0), 0);
-    for (int i = 0; i < 25; i++)
+    for (int i = 0; i < 10; i++)
         tsp_emit(p, 0, "nop", 1, 1);
     tsp_emit(p, 0, "ifetch", 2, E(0), 0);
-    for (int i = 0; i < 20; i++)
-        tsp_emit(p, 0, "nop", 1, 1);
+    for (int i = 0; i < 35; i++)
+        tsp_emit(p, 0, "nop", 1, nop_len);
+    return p;
+}
+
+START_TEST(icu_ifetch_refills_the_queue)
+{
+    ts_program *p = ifetch_program(2);
     tsp_run r;
     tsp_test_run2(SMALL, NULL, p, &r);
-    /* the fetch lands after its sweep (cycle 26), before pc 32 issues at 32; the last nop at 45 */
-    ck_assert_uint_eq(r.r.cycles, 46);
+    /* the text is in at 10 + 40 - 1 = 49; pc 32 issues at 11 + 2 x 21 = 53; the last nop at 79 */
+    ck_assert_uint_eq(r.r.cycles, 81);
     ck_assert_double_eq(tsp_stat(&r, "queue.ifetches"), 1);
     ck_assert_double_eq(tsp_stat(&r, "hazards.queue_underrun"), 0);
+    tsp_run_free(&r);
+    ts_program_destroy(p);
+    /* one-cycle nops reach pc 32 at cycle 32, before the fetch is in: the queue runs dry */
+    p = ifetch_program(1);
+    tsp_test_run(SMALL, NULL, p, false, false, &r);
+    ck_assert_int_eq(r.rc, TS_ESIM);
+    ck_assert_msg(strstr(tsp_errmsg(&r), "queue underrun") &&
+                      strstr(tsp_errmsg(&r), "cycle 32, superlane 0, MEM W0, stream -: queue 0 pc 10 'ifetch' and "
+                                             "queue 0 pc 32 'nop'"),
+                  "%s", tsp_errmsg(&r));
     tsp_run_free(&r);
     ts_program_destroy(p);
 }
