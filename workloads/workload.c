@@ -1005,3 +1005,40 @@ ts_status ts_wl_load_model(const char *model, const char *inputs, ts_graph **out
     }
     return ts_wl_builtin(model, out, err);
 }
+
+bool ts_wl_is_model(const char *arg)
+{
+    size_t n = strlen(arg);
+    if (ends_with(arg, n, ".onnx"))
+        return true;
+    const char *colon = strchr(arg, ':');
+    size_t stem = colon ? (size_t)(colon - arg) : n;
+    for (size_t i = 0; i < ts_wl_builtin_nfiles; i++)
+        if (strlen(ts_wl_builtin_files[i].name) == stem && !memcmp(ts_wl_builtin_files[i].name, arg, stem))
+            return true;
+    /* a YAML file, perhaps with parameters after the extension */
+    const char *end = arg + n;
+    for (const char *p = strchr(arg, ':'); p; p = strchr(p + 1, ':'))
+        if (ends_with(arg, (size_t)(p - arg), ".yaml") || ends_with(arg, (size_t)(p - arg), ".yml"))
+            end = p;
+    if (!ends_with(arg, (size_t)(end - arg), ".yaml") && !ends_with(arg, (size_t)(end - arg), ".yml"))
+        return false;
+    char *path = ts_strndup(arg, (size_t)(end - arg)), *text = NULL;
+    size_t len = 0;
+    ts_err err;
+    ts_err_init(&err);
+    bool model = false;
+    if (path && ts_read_file(path, &text, &len, &err) == TS_OK) {
+        ctx c = {0};
+        c.file = path;
+        c.err = &err;
+        ynode *root = NULL;
+        if (parse_yaml(&c, text, len, &root) == TS_OK)
+            model = get(root, "nodes") && !get(root, "arch");
+        ynode_free(root);
+    }
+    ts_free(text);
+    ts_free(path);
+    ts_err_free(&err);
+    return model;
+}

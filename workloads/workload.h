@@ -42,6 +42,12 @@ ts_status ts_wl_load_text(const char *text, size_t len, const char *file, const 
  * inputs must be NULL unless the model is ONNX. */
 ts_status ts_wl_load_model(const char *model, const char *inputs, ts_graph **out, ts_err *err);
 
+/* Whether a command-line argument names a model rather than a chip config, so `tessera info X`
+ * can tell them apart: true for "*.onnx", for a built-in workload spec ("resnet50",
+ * "matmul:m=64"), and for a YAML file (optionally "file.yaml:k=v") whose top level has `nodes:`
+ * and no `arch:`. Reads the file for the last case; false if it cannot be read. */
+bool ts_wl_is_model(const char *arg);
+
 /* Number of built-in workloads, and the name and YAML text of the i-th. */
 size_t ts_wl_builtin_count(void);
 const char *ts_wl_builtin_name(size_t i);

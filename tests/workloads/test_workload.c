@@ -284,6 +284,22 @@ START_TEST(load_model)
     ts_graph_destroy(g);
     ck_assert_int_eq(ts_wl_load_model("matmul:m=4,k=4,n=4", NULL, &g, &err), TS_OK);
     ts_graph_destroy(g);
+    /* models versus chip configs */
+    ck_assert(ts_wl_is_model(path));
+    ck_assert(ts_wl_is_model(spec));
+    ck_assert(ts_wl_is_model("resnet50"));
+    ck_assert(ts_wl_is_model("matmul:m=4"));
+    ck_assert(ts_wl_is_model("whatever.onnx"));
+    ck_assert(!ts_wl_is_model("ipu_mk1"));
+    ck_assert(!ts_wl_is_model("/nonexistent.yaml"));
+    char cfg[] = "/tmp/ts_test_cfg_XXXXXX.yaml";
+    int cfd = mkstemps(cfg, 5);
+    ck_assert_int_ge(cfd, 0);
+    FILE *cf = fdopen(cfd, "w");
+    fputs("arch: ipu\nnodes: 4\n", cf);
+    fclose(cf);
+    ck_assert(!ts_wl_is_model(cfg));
+    remove(cfg);
     ck_assert_int_eq(ts_wl_load_model("matmul", "A", &g, &err), TS_EINPUT);
     ck_assert_str_eq(err.msg, "data input names apply to ONNX models only, not 'matmul'");
     ck_assert_ptr_null(g);
