@@ -919,6 +919,41 @@ START_TEST(default_program)
 }
 END_TEST
 
+/* The ISA table drives the generic assembler and disassembler: the default program survives
+ * asm -> disasm -> asm byte for byte. */
+START_TEST(disasm_round_trip)
+{
+    const char *root = getenv("TS_SOURCE_ROOT");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/arch/tsp/programs/tsp_default.s", root ? root : ".");
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char text[1 << 17];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    ts_program *p = tsp_test_asm(text);
+    ts_err e;
+    ts_err_init(&e);
+    ts_buf dis = TS_BUF_INIT, a = TS_BUF_INIT, b = TS_BUF_INIT;
+    ck_assert_int_eq(ts_disasm(p, ts_tsp_family.isa, &dis, &e), TS_OK);
+    ck_assert_ptr_nonnull(strstr(ts_buf_str(&dis), "abc i8, s16w, 0, 2, 3"));
+    ck_assert_ptr_nonnull(strstr(ts_buf_str(&dis), "cvt i8, i32, s8e, alu0, 6, 5"));
+    ts_program *q = tsp_test_asm(ts_buf_str(&dis));
+    ts_program_canonicalize(p);
+    ck_assert_int_eq(ts_program_encode(p, &a, &e), TS_OK);
+    ck_assert_int_eq(ts_program_encode(q, &b, &e), TS_OK);
+    ck_assert_uint_eq(a.len, b.len);
+    ck_assert(memcmp(a.data, b.data, a.len) == 0);
+    ts_buf_free(&dis);
+    ts_buf_free(&a);
+    ts_buf_free(&b);
+    ts_err_free(&e);
+    ts_program_destroy(p);
+    ts_program_destroy(q);
+}
+END_TEST
+
 Suite *tsp_units_suite(void);
 Suite *tsp_units_suite(void)
 {
@@ -946,6 +981,7 @@ Suite *tsp_units_suite(void)
     tcase_add_test(tc, mxm_lw_buffer_and_accumulate);
     tcase_add_test(tc, icu_deskew_and_config);
     tcase_add_test(tc, trace_rows_and_slices);
+    tcase_add_test(tc, disasm_round_trip);
     suite_add_tcase(s, tc);
     return s;
 }
