@@ -266,6 +266,28 @@ static bool sr_live(const ts_model *m, size_t i, int dir, uint32_t pos, uint64_t
 /* Cycles a value written at pos stays on chip. */
 static uint64_t sr_life(const ts_model *m, int dir, uint32_t pos) { return dir == 0 ? m->P - pos : pos + 1u; }
 
+/* Lockstep only (house style: invariants checked every cycle in the reference mode): a register
+ * the executor reads or writes for queue q's instruction pc must lie in the stream group of an
+ * operand the .def gives that role. */
+static ts_status role_check(const ts_model *m, uint64_t prod, int reg, int role, ts_err *err)
+{
+    uint32_t q = (uint32_t)(prod >> 32), pc = (uint32_t)prod;
+    const ts_insn *in = &m->q[q].code[pc];
+    const ts_opinfo *oi = &ts_tsp_isa.ops[in->op];
+    int32_t span = in->op == TSP_OP_LW || in->op == TSP_OP_IW ? in->a[2] : in->op == TSP_OP_TRANSPOSE ? 16 : 4;
+    for (int j = 0; j < TS_MAX_OPNDS && oi->opnd[j]; j++) {
+        int32_t a = in->a[j];
+        if (!(oi->opnd[j] & role) || (oi->opnd[j] & TS_OK_KIND_MASK) != TS_OK_REG)
+            continue;
+        if (reg == a || (a < TSP_REG_ALU && reg >= a && reg < a + span && reg / TSP_MAX_STREAMS == a / TSP_MAX_STREAMS))
+            return TS_OK;
+    }
+    char rn[16];
+    ts_tsp_reg_name(reg, rn, sizeof rn);
+    return ts_err_set(err, TS_EINTERNAL, "lockstep check: queue %u pc %u '%s' %s %s, which no operand of its .def row "
+                      "marks so", q, pc, oi->mnemonic, role == TS_OR_READ ? "reads" : "writes", rn);
+}
+
 /* ---- pending results ---------------------------------------------------------------------- */
 
 static ts_status pw_add(ts_model *m, uint64_t cycle, const tsp_pw *w, const void *data, ts_err *err)
@@ -289,6 +311,8 @@ static ts_status pw_add(ts_model *m, uint64_t cycle, const tsp_pw *w, const void
 static ts_status sr_schedule(ts_model *m, uint64_t cycle, int reg, uint32_t pos, uint32_t k, uint32_t tag,
                              uint64_t prod, const uint8_t *data, ts_err *err)
 {
+    if (m->lockstep && role_check(m, prod, reg, TS_OR_WRITE, err) != TS_OK)
+        return TS_EINTERNAL;
     tsp_pw w = {.kind = PW_SR, .dir = (uint8_t)(reg >= TSP_REG_WEST), .k = (uint16_t)k,
                 .a = (uint32_t)reg % TSP_MAX_STREAMS, .b = pos, .tag = tag, .prod = prod, .len = m->L};
     return pw_add(m, cycle, &w, data, err);
@@ -426,6 +450,8 @@ static ts_status commit(ts_model *m, ts_err *err)
  * checking that a value is there and, when itag != 0, that it carries tag itag. */
 static ts_status sr_read(ts_model *m, const tsp_fl *f, int reg, uint32_t k, uint32_t itag, uint8_t *out, ts_err *err)
 {
+    if (m->lockstep && role_check(m, PROD(f->q, f->pc), reg, TS_OR_READ, err) != TS_OK)
+        return TS_EINTERNAL;
     int dir = reg >= TSP_REG_WEST;
     uint32_t s = (uint32_t)reg % TSP_MAX_STREAMS, pos = q_pos(m, f->q);
     size_t j = sr_index(m, dir, s, pos, m->now, k);
@@ -450,6 +476,8 @@ static ts_status sr_read(ts_model *m, const tsp_fl *f, int reg, uint32_t k, uint
 static ts_status latch_read(ts_model *m, const tsp_fl *f, tsp_latch *l, size_t j, int reg, uint32_t k,
                             uint32_t itag, uint8_t *out, ts_err *err)
 {
+    if (m->lockstep && reg >= 0 && role_check(m, PROD(f->q, f->pc), reg, TS_OR_READ, err) != TS_OK)
+        return TS_EINTERNAL;
     m->reg_reads += 4 * m->L;
     if (l->birth[j] < 0 || (itag && l->tag[j] != itag)) {
         memset(out, 0, 4 * m->L);
