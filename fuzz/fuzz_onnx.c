@@ -1,7 +1,8 @@
 /* fuzz/fuzz_onnx.c — libFuzzer target for the ONNX importer (workloads/onnx.c).
  *
  * The input is imported as an ONNX model from memory. Inputs whose first byte is odd also name
- * the data inputs ("input", "x"), to reach the other branch of the data-input rule. A model that
+ * the data inputs ("input", "x"), to reach the other branch of the data-input rule, and bind the
+ * symbolic dimensions "batch" and "seq". A model that
  * imports is rendered as a text and a JSON summary, which walks every tensor and node. Nothing
  * may crash or leak.
  */
@@ -19,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char *const names[] = {"input", "x"};
-    ts_onnx_opts opts = {names, 2};
+    ts_onnx_opts opts = {names, 2, "batch=1,seq=8"};
     ts_err err;
     ts_err_init(&err);
     ts_graph *g = NULL;

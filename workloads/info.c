@@ -121,10 +121,10 @@ void ts_wl_graph_dump(const ts_graph *g, ts_buf *b)
     }
 }
 
-ts_status ts_wl_info(const char *model, const char *inputs, bool json, ts_buf *out, ts_err *err)
+ts_status ts_wl_info(const char *model, const char *inputs, const char *dims, bool json, ts_buf *out, ts_err *err)
 {
     ts_graph *g = NULL;
-    ts_status st = ts_wl_load_model(model, inputs, &g, err);
+    ts_status st = ts_wl_load_model(model, inputs, dims, &g, err);
     if (st)
         return st;
     ts_wl_info_render(g, json, out);

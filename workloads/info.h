@@ -23,9 +23,9 @@ void ts_wl_info_render(const ts_graph *g, bool json, ts_buf *out);
  *   "   0 MatMul matmul: A[2x3] B[3x4]w -> C[2x4]  24 MACs" */
 void ts_wl_graph_dump(const ts_graph *g, ts_buf *out);
 
-/* `tessera info MODEL [--format json] [--inputs NAME,...]`: load the model with ts_wl_load_model
- * (an ONNX file, a workload file, or a built-in spec; inputs may be NULL) and render its summary
- * into out. Errors as values; nothing is printed. */
-ts_status ts_wl_info(const char *model, const char *inputs, bool json, ts_buf *out, ts_err *err);
+/* `tessera info MODEL [--format json] [--inputs NAME,...] [--dims SYM=N,...]`: load the model with
+ * ts_wl_load_model (an ONNX file, a workload file, or a built-in spec; inputs and dims may be NULL)
+ * and render its summary into out. Errors as values; nothing is printed. */
+ts_status ts_wl_info(const char *model, const char *inputs, const char *dims, bool json, ts_buf *out, ts_err *err);
 
 #endif

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -50,6 +51,7 @@ typedef struct imp {
     alias *al;
     size_t nal, capal;
     bool oom; /* an allocation for folding failed: report TS_ENOMEM whatever else went wrong */
+    const char *dims; /* values of symbolic dimensions, borrowed from the options */
     ts_err *err;
 } imp;
 
@@ -1272,6 +1274,30 @@ static bool is_initializer(const Onnx__GraphProto *gp, const char *name)
     return false;
 }
 
+/* The value given for symbolic dimension sym in "a=1,b=2"; -1 if none, -2 if malformed. */
+static int64_t sym_value(const char *dims, const char *sym)
+{
+    size_t n = strlen(sym);
+    for (const char *p = dims; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        if (eq && (size_t)(eq - p) == n && !memcmp(p, sym, n)) {
+            char num[32];
+            size_t nl = len - n - 1;
+            if (nl == 0 || nl >= sizeof num)
+                return -2;
+            memcpy(num, eq + 1, nl);
+            num[nl] = 0;
+            char *e;
+            long long v = strtoll(num, &e, 10);
+            return *e || v < 0 ? -2 : v;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return -1;
+}
+
 static ts_status add_input(imp *im, const Onnx__ValueInfoProto *vi, ts_tensor_kind kind)
 {
     const char *name = vi->name;
@@ -1291,10 +1317,19 @@ static ts_status add_input(imp *im, const Onnx__ValueInfoProto *vi, ts_tensor_ki
     int64_t dims[TS_GRAPH_MAX_RANK];
     for (size_t k = 0; k < tt->shape->n_dim; k++) {
         const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[k];
-        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
-            return ts_err_set(im->err, TS_EINPUT,
-                              "graph input '%s' has symbolic dimension '%s' (tessera needs static shapes)", name,
-                              d->dim_param);
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
+            const char *sym = d->dim_param ? d->dim_param : "";
+            int64_t v = sym_value(im->dims, sym);
+            if (v == -2)
+                return ts_err_set(im->err, TS_EINPUT, "the value given for dimension '%s' is not a whole number", sym);
+            if (v < 0)
+                return ts_err_set(im->err, TS_EINPUT,
+                                  "graph input '%s' has symbolic dimension '%s' (tessera needs static shapes: "
+                                  "give %s=N)",
+                                  name, sym, sym);
+            dims[k] = v;
+            continue;
+        }
         if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE || d->dim_value < 0)
             return ts_err_set(im->err, TS_EINPUT, "graph input '%s' has an unknown dimension %zu", name, k);
         dims[k] = d->dim_value;
@@ -1386,6 +1421,7 @@ ts_status ts_onnx_load_mem(const void *data, size_t len, const char *name, const
     im.file = file;
     im.err = err;
     im.opset = 13;
+    im.dims = opts ? opts->dims : NULL;
     for (size_t k = 0; k < m->n_opset_import; k++) {
         const Onnx__OperatorSetIdProto *o = m->opset_import[k];
         if ((!o->domain || !*o->domain || !strcmp(o->domain, "ai.onnx")) && o->has_version)

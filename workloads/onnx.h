@@ -13,6 +13,8 @@
  *     folded into it and the decomposed LayerNorm pattern becomes one node (ts_graph_finalize);
  *   - floating-point initializers with more than one element are weights (parameters); integer
  *     and one-element initializers, and Constant nodes, are constants;
+ *   - a symbolic dimension of a graph input ("batch") takes its value from opts->dims; without one
+ *     the import fails, since every shape must be static;
  *   - values are kept only for tensors of at most TS_ONNX_KEEP_ELEMS elements: tessera needs
  *     shapes, and small values (shape vectors, scalars) to keep shapes static.
  * Unsupported operators fail with one error listing each op type and the first node of each.
@@ -32,6 +34,7 @@
 typedef struct ts_onnx_opts {
     const char *const *inputs; /* names of the data inputs; NULL for the default rule */
     size_t ninputs;
+    const char *dims;          /* values for symbolic dimensions, "batch=1,seq=128"; may be NULL */
 } ts_onnx_opts;
 
 /* True when this tessera was built with ONNX support (protobuf-c). */

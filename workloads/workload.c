@@ -963,7 +963,7 @@ static bool ends_with(const char *s, size_t n, const char *suf)
     return n >= m && !memcmp(s + n - m, suf, m);
 }
 
-ts_status ts_wl_load_model(const char *model, const char *inputs, ts_graph **out, ts_err *err)
+ts_status ts_wl_load_model(const char *model, const char *inputs, const char *dims, ts_graph **out, ts_err *err)
 {
     *out = NULL;
     size_t n = strlen(model);
@@ -981,13 +981,14 @@ ts_status ts_wl_load_model(const char *model, const char *inputs, ts_graph **out
             }
             names[k++] = tok;
         }
-        ts_onnx_opts o = {names, k};
-        ts_status st = ts_onnx_load(model, k ? &o : NULL, out, err);
+        ts_onnx_opts o = {names, k, dims};
+        ts_status st = ts_onnx_load(model, &o, out, err);
         ts_free(copy);
         return st;
     }
-    if (inputs)
-        return ts_err_set(err, TS_EINPUT, "data input names apply to ONNX models only, not '%s'", model);
+    if (inputs || dims)
+        return ts_err_set(err, TS_EINPUT, "data input names and dimension values apply to ONNX models only, not '%s'",
+                          model);
     /* "file.yaml" or "file.yaml:k=v,..." */
     const char *colon = NULL;
     for (const char *p = strchr(model, ':'); p; p = strchr(p + 1, ':'))

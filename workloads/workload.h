@@ -36,11 +36,12 @@ ts_status ts_wl_load_text(const char *text, size_t len, const char *file, const 
 
 /* Load any model the CLI accepts, as a finalized graph:
  *   "model.onnx"                 ONNX import; inputs is a comma-separated list of data input names
- *                                or NULL (see workloads/onnx.h for the rule)
+ *                                or NULL (see workloads/onnx.h for the rule), dims the values of
+ *                                symbolic dimensions ("batch=1,seq=128") or NULL
  *   "file.yaml" or "file.yml"    a workload file, optionally with parameters: "file.yaml:n=8,m=2"
  *   anything else                a built-in spec, "matmul:m=1024,k=1024,n=1024"
- * inputs must be NULL unless the model is ONNX. */
-ts_status ts_wl_load_model(const char *model, const char *inputs, ts_graph **out, ts_err *err);
+ * inputs and dims must be NULL unless the model is ONNX. */
+ts_status ts_wl_load_model(const char *model, const char *inputs, const char *dims, ts_graph **out, ts_err *err);
 
 /* Whether a command-line argument names a model rather than a chip config, so `tessera info X`
  * can tell them apart: true for "*.onnx", for a built-in workload spec ("resnet50",

@@ -171,7 +171,7 @@ START_TEST(small_models)
     ts_graph_destroy(g);
     /* naming both makes both data */
     const char *both[] = {"A", "B"};
-    ts_onnx_opts o = {both, 2};
+    ts_onnx_opts o = {both, 2, NULL};
     g = load("matmul.onnx", &o);
     ts_graph_get_totals(g, &t);
     ck_assert_uint_eq(t.params, 0);
@@ -281,7 +281,7 @@ END_TEST
 START_TEST(bad_input_name)
 {
     const char *names[] = {"nope"};
-    ts_onnx_opts o = {names, 1};
+    ts_onnx_opts o = {names, 1, NULL};
     const char *m = load_fail(model("matmul.onnx"), &o);
     ck_assert_msg(strstr(m, "no graph input named 'nope'"), "got: %s", m);
 }
@@ -307,7 +307,7 @@ START_TEST(info_render)
     ts_err err;
     ts_err_init(&err);
     ts_buf c = TS_BUF_INIT;
-    ck_assert_int_eq(ts_wl_info(model("matmul.onnx"), "A,B", true, &c, &err), TS_OK);
+    ck_assert_int_eq(ts_wl_info(model("matmul.onnx"), "A,B", NULL, true, &c, &err), TS_OK);
     ck_assert_msg(strstr(ts_buf_str(&c), "\"params\": 0"), "%s", ts_buf_str(&c));
     ts_buf_free(&c);
     ts_err_free(&err);
@@ -457,7 +457,16 @@ START_TEST(built_errors)
     mb_node(m, "Relu", "r", x, 1, y, 1);
     mb_output(m, "y");
     ck_assert_str_eq(mb_import(m, NULL, NULL),
-                     "built.onnx: graph input 'x' has symbolic dimension 'batch' (tessera needs static shapes)");
+                     "built.onnx: graph input 'x' has symbolic dimension 'batch' (tessera needs static shapes: "
+                     "give batch=N)");
+    /* bound by the caller */
+    ts_onnx_opts bind = {NULL, 0, "seq=3,batch=5"};
+    ts_graph *gb = NULL;
+    ck_assert_str_eq(mb_import(m, &bind, &gb), "");
+    ck_assert_int_eq(ts_graph_get_tensor(gb, ts_graph_find(gb, "y"))->dims[0], 5);
+    ts_graph_destroy(gb);
+    bind.dims = "batch=x";
+    ck_assert_str_eq(mb_import(m, &bind, NULL), "built.onnx: the value given for dimension 'batch' is not a whole number");
 
     mb_init(m);
     mb_input(m, "x", 2, d2);
@@ -474,7 +483,7 @@ START_TEST(built_errors)
     mb_node(m, "Reshape", "rs", xs, 2, y, 1);
     mb_output(m, "y");
     const char *names[] = {"x", "s"};
-    ts_onnx_opts o = {names, 2};
+    ts_onnx_opts o = {names, 2, NULL};
     ck_assert_str_eq(mb_import(m, &o, NULL),
                      "built.onnx: node 'rs' (Reshape): the target shape is not known at import (it must be a "
                      "constant)");

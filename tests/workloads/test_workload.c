@@ -228,7 +228,7 @@ START_TEST(info_for_builtin)
     ts_err err;
     ts_err_init(&err);
     ts_buf b = TS_BUF_INIT;
-    ck_assert_int_eq(ts_wl_info("matmul:m=2,k=3,n=4", NULL, true, &b, &err), TS_OK);
+    ck_assert_int_eq(ts_wl_info("matmul:m=2,k=3,n=4", NULL, NULL, true, &b, &err), TS_OK);
     ck_assert_str_eq(ts_buf_str(&b), "{\n"
                                      "  \"model\": \"matmul\",\n"
                                      "  \"nodes\": 1,\n"
@@ -243,10 +243,10 @@ START_TEST(info_for_builtin)
                                      "  \"outputs\": [{\"name\": \"C\", \"dtype\": \"f32\", \"shape\": [2, 4]}]\n"
                                      "}\n");
     ts_buf_reset(&b);
-    ck_assert_int_eq(ts_wl_info("matmul:m=2,k=3,n=4", NULL, false, &b, &err), TS_OK);
+    ck_assert_int_eq(ts_wl_info("matmul:m=2,k=3,n=4", NULL, NULL, false, &b, &err), TS_OK);
     ck_assert_msg(strstr(ts_buf_str(&b), "MACs                 24"), "%s", ts_buf_str(&b));
     ts_buf_free(&b);
-    ck_assert_int_eq(ts_wl_info("/nonexistent.yaml", NULL, false, &b, &err), TS_EIO);
+    ck_assert_int_eq(ts_wl_info("/nonexistent.yaml", NULL, NULL, false, &b, &err), TS_EIO);
     /* the per-node listing */
     ts_graph *g = NULL;
     ck_assert_int_eq(ts_wl_builtin("mlp:batch=2,in=3,hidden=4,out=5", &g, &err), TS_OK);
@@ -274,15 +274,15 @@ START_TEST(load_model)
     ts_err err;
     ts_err_init(&err);
     ts_graph *g = NULL;
-    ck_assert_int_eq(ts_wl_load_model(path, NULL, &g, &err), TS_OK);
+    ck_assert_int_eq(ts_wl_load_model(path, NULL, NULL, &g, &err), TS_OK);
     ck_assert_int_eq(ts_graph_get_tensor(g, ts_graph_find(g, "y"))->dims[0], 2);
     ts_graph_destroy(g);
     char spec[64];
     snprintf(spec, sizeof spec, "%s:n=7", path);
-    ck_assert_int_eq(ts_wl_load_model(spec, NULL, &g, &err), TS_OK);
+    ck_assert_int_eq(ts_wl_load_model(spec, NULL, NULL, &g, &err), TS_OK);
     ck_assert_int_eq(ts_graph_get_tensor(g, ts_graph_find(g, "y"))->dims[0], 7);
     ts_graph_destroy(g);
-    ck_assert_int_eq(ts_wl_load_model("matmul:m=4,k=4,n=4", NULL, &g, &err), TS_OK);
+    ck_assert_int_eq(ts_wl_load_model("matmul:m=4,k=4,n=4", NULL, NULL, &g, &err), TS_OK);
     ts_graph_destroy(g);
     /* models versus chip configs */
     ck_assert(ts_wl_is_model(path));
@@ -300,8 +300,8 @@ START_TEST(load_model)
     fclose(cf);
     ck_assert(!ts_wl_is_model(cfg));
     remove(cfg);
-    ck_assert_int_eq(ts_wl_load_model("matmul", "A", &g, &err), TS_EINPUT);
-    ck_assert_str_eq(err.msg, "data input names apply to ONNX models only, not 'matmul'");
+    ck_assert_int_eq(ts_wl_load_model("matmul", "A", NULL, &g, &err), TS_EINPUT);
+    ck_assert_str_eq(err.msg, "data input names and dimension values apply to ONNX models only, not 'matmul'");
     ck_assert_ptr_null(g);
     remove(path);
     ts_err_free(&err);
