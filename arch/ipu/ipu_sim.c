@@ -936,19 +936,29 @@ static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_
         }
         break;
     }
-    case IPU_OP_RECV: {
-        int32_t src = (int32_t)a1;
+    case IPU_OP_RXPTR:
         addr = (int64_t)(int32_t)a0;
+        CHECK_ADDR(addr, 4, "rxptr");
+        if ((uint64_t)addr + 4ull * t->rx_left > m->c.sram_bytes)
+            return fail(t, ti, ctx, pc, c, err, "rxptr %" PRId64 ": the %u words still due run past the tile memory",
+                        addr, t->rx_left);
+        t->rx_addr = (uint32_t)addr;
+        break;
+    case IPU_OP_RECV:
+    case IPU_OP_RXSEL: {
+        int32_t src = (int32_t)(in->op == IPU_OP_RECV ? a1 : a0);
+        addr = in->op == IPU_OP_RECV ? (int64_t)(int32_t)a0 : (int64_t)t->rx_addr;
         if (t->rx_left)
-            return fail(t, ti, ctx, pc, c, err, "recv switches the input from tile %d while %u of its %u words are still due",
-                        t->rx_src, t->rx_left, t->rx_n);
+            return fail(t, ti, ctx, pc, c, err, "%s switches the input from tile %d while %u of its %u words are still due",
+                        ts_ipu_isa.ops[in->op].mnemonic, t->rx_src, t->rx_left, t->rx_n);
         if (src < 0 || src >= (int32_t)m->ntiles)
             return fail(t, ti, ctx, pc, c, err, "recv from tile %d, which does not exist", src);
         if (in->imm < 1)
-            return fail(t, ti, ctx, pc, c, err, "recv of %d words", in->imm);
-        CHECK_ADDR(addr, 4, "recv");
+            return fail(t, ti, ctx, pc, c, err, "%s of %d words", ts_ipu_isa.ops[in->op].mnemonic, in->imm);
+        CHECK_ADDR(addr, 4, ts_ipu_isa.ops[in->op].mnemonic);
         if ((uint64_t)addr + 4ull * (uint32_t)in->imm > m->c.sram_bytes)
-            return fail(t, ti, ctx, pc, c, err, "recv of %d words at %" PRId64 " runs past the tile memory", in->imm, addr);
+            return fail(t, ti, ctx, pc, c, err, "%s of %d words at %" PRId64 " runs past the tile memory",
+                        ts_ipu_isa.ops[in->op].mnemonic, in->imm, addr);
         t->rx_src = src;
         t->rx_addr = (uint32_t)addr;
         t->rx_left = t->rx_n = (uint32_t)in->imm;
@@ -1093,7 +1103,7 @@ static bool reads_others(const ipu_tile *t)
     if (t->rx_left)
         return true;
     uint32_t pc = t->cx[0].pc;
-    return pc < t->n && t->code[pc].op == IPU_OP_RECV;
+    return pc < t->n && (t->code[pc].op == IPU_OP_RECV || t->code[pc].op == IPU_OP_RXSEL);
 }
 
 /* Advance tile ti to cycle h, or beyond while it reads nothing from other tiles, until it

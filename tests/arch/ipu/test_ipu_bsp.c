@@ -114,6 +114,30 @@ START_TEST(exchange_broadcast)
 }
 END_TEST
 
+/* Input selection and pointer switched separately: tile 3 takes 2 words from tile 0 (sent at 2,
+ * arriving at 40, 41), switches its input to tile 1 at 42 keeping the pointer (tile 1 sends at
+ * 20: arrivals 56, 57), then moves the pointer before tile 2's words (sent at 60: 60 + 30 + 2). */
+START_TEST(exchange_mux_and_pointer)
+{
+    const char *p =
+        ".arch ipu\n"
+        ".stream tile 0\n  setzi $m1, 0x100\n  setzi $m2, 3\n  send $m1, $m2, 2\n  sync 1\n  halt\n"
+        ".stream tile 1\n  setzi $m1, 0x100\n  setzi $m2, 3\n  delay 17\n  send $m1, $m2, 2\n  sync 1\n  halt\n"
+        ".stream tile 2\n  setzi $m1, 0x100\n  setzi $m2, 3\n  delay 57\n  send $m1, $m2, 1\n  sync 1\n  halt\n"
+        ".data tile 0 0x100\n  .word 1, 2\n.data tile 1 0x100\n  .word 3, 4\n.data tile 2 0x100\n  .word 5\n"
+        ".stream tile 3\n  setzi $m1, 0x200\n  setzi $m2, 0\n  recv $m1, $m2, 2\n  rxwait\n  setzi $m2, 1\n"
+        "  rxsel $m2, 2\n  rxwait\n  setzi $m2, 2\n  rxsel $m2, 1\n  setzi $m1, 0x300\n  rxptr $m1\n  rxwait\n"
+        "  sync 1\n  halt\n";
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, p, &r);
+    for (unsigned i = 0; i < 4; i++)
+        ck_assert_uint_eq(ipu_peek32(&r, 3, 0x200 + 4 * i), i + 1);
+    ck_assert_uint_eq(ipu_peek32(&r, 3, 0x210), 0);
+    ck_assert_uint_eq(ipu_peek32(&r, 3, 0x300), 5);
+    ipu_run_free(&r);
+}
+END_TEST
+
 START_TEST(exchange_errors)
 {
     /* tile 0's word (sent at 2, L 38) and tile 1's (sent at 4, L 36) both reach tile 3 at 40 */
@@ -352,6 +376,7 @@ static Suite *suite(void)
     tcase_add_test(t, latency_table);
     tcase_add_test(t, exchange_point_to_point);
     tcase_add_test(t, exchange_broadcast);
+    tcase_add_test(t, exchange_mux_and_pointer);
     tcase_add_test(t, exchange_errors);
     tcase_add_test(t, sync_cost);
     tcase_add_test(t, release_skew);
