@@ -867,8 +867,13 @@ START_TEST(trace_rows_and_slices)
     ts_trace *t = NULL;
     ck_assert_int_eq(ts_trace_open(&t, path, 900e6, 0, &e), TS_OK);
     ts_run_opts o = {.trace = t};
-    ts_results r;
-    ck_assert_int_eq(ts_sim_run(&ts_tsp_family, config, p, &o, NULL, &r, &e), TS_OK);
+    ts_model *m = NULL;
+    ck_assert_int_eq(ts_tsp_family.create(&m, config, &o, &e), TS_OK);
+    ck_assert_int_eq(ts_tsp_family.load(m, p, &e), TS_OK);
+    ts_step st = {0};
+    while (!st.done)
+        ck_assert_int_eq(ts_tsp_family.step(m, st.now + 1000, &st, &e), TS_OK);
+    ts_tsp_family.destroy(m);
     ck_assert_int_eq(ts_trace_close(t, &e), TS_OK);
     FILE *f = fopen(path, "rb");
     ck_assert_ptr_nonnull(f);
@@ -882,7 +887,6 @@ START_TEST(trace_rows_and_slices)
     ck_assert_ptr_nonnull(strstr(text, "\"name\":\"nop\""));
     ck_assert_ptr_nonnull(strstr(text, "\"name\":\"sync wait\""));
     remove(path);
-    ts_results_free(&r);
     ts_err_free(&e);
     ts_config_destroy(config);
     ts_program_destroy(p);
