@@ -18,6 +18,9 @@ Outputs:
   bert_layer.onnx    one BERT-base encoder layer (hidden 768, 12 heads, FFN 3072, sequence 128),
                      opset 13, so LayerNorm appears as ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/
                      Mul/Add and GELU as Div/Erf/Add/Mul/Mul
+  bert_layer_dyn.onnx  the same layer exported with dynamic batch and sequence axes, so the graph
+                     computes its reshapes from Shape at run time (the importer folds them once
+                     the symbolic dimensions are given)
   vit_b16.onnx       torchvision ViT-B/16, batch 1, 3x224x224, opset 17 (LayerNormalization op)
   conv.onnx          one 3x3 convolution with bias, 1x3x32x32 -> 1x16x32x32
   matmul.onnx        one MatMul of two data inputs, A[64,128] x B[128,32]
@@ -220,6 +223,8 @@ def main():
            training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"], output_names=["logits"])
     export(BertLayer(), torch.randn(1, 128, 768), "bert_layer.onnx", 13,
            input_names=["hidden"], output_names=["out"])
+    export(BertLayer(), torch.randn(1, 128, 768), "bert_layer_dyn.onnx", 13,
+           input_names=["hidden"], output_names=["out"], dynamic_axes={"hidden": {0: "batch", 1: "seq"}})
     export(torchvision.models.vit_b_16(), img, "vit_b16.onnx", 17,
            input_names=["input"], output_names=["logits"])
     export(ConvBn(), torch.randn(1, 3, 16, 16), "conv_bn.onnx", 13, strip_weights=False,

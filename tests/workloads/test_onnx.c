@@ -122,6 +122,32 @@ START_TEST(bert_layer_macs)
 }
 END_TEST
 
+START_TEST(bert_layer_dynamic_axes)
+{
+    /* Exported with symbolic batch and sequence: the reshapes are computed from Shape, Gather,
+     * Unsqueeze and Concat, which fold once the dimensions have values. */
+    ck_assert_msg(strstr(load_fail(model("bert_layer_dyn.onnx"), NULL),
+                         "graph input 'hidden' has symbolic dimension 'batch' (tessera needs static shapes: "
+                         "give batch=N)"),
+                  "symbolic dimensions need values");
+    const uint64_t H = 768, F = 3072;
+    uint64_t s[] = {128, 384};
+    for (int i = 0; i < 2; i++) {
+        char dims[64];
+        snprintf(dims, sizeof dims, "batch=2,seq=%llu", (unsigned long long)s[i]);
+        ts_onnx_opts o = {NULL, 0, dims};
+        ts_graph *g = load("bert_layer_dyn.onnx", &o);
+        ts_graph_totals t;
+        ts_graph_get_totals(g, &t);
+        uint64_t S = s[i];
+        ck_assert_uint_eq(t.macs, 2 * (4 * S * H * H + 2 * S * S * H + 2 * S * H * F));
+        ck_assert_int_eq(count_op(g, TS_OP_LAYERNORM), 2);
+        ck_assert_int_eq(count_op(g, TS_OP_RESHAPE), 4);
+        ts_graph_destroy(g);
+    }
+}
+END_TEST
+
 START_TEST(vit_b16_macs)
 {
     ts_graph *g = load("vit_b16.onnx", NULL);
@@ -563,6 +589,7 @@ int main(void)
     if (TS_HAVE_ONNX) {
         tcase_add_test(tc, resnet50_totals);
         tcase_add_test(tc, bert_layer_macs);
+        tcase_add_test(tc, bert_layer_dynamic_axes);
         tcase_add_test(tc, vit_b16_macs);
         tcase_add_test(tc, small_models);
         tcase_add_test(tc, conv_bn_with_weights);
