@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "core/stats.h"
 #include "tests/arch/tsp/tsp_test.h"
 
 #define SMALL "tsp_small"
@@ -65,6 +66,14 @@ START_TEST(stream_collision)
     warns(collision, &r);
     ck_assert_double_eq(tsp_stat(&r, "hazards.stream_collision"), 2); /* one per superlane */
     ck_assert_uint_eq(r.r.cycles, 5);
+    /* the first recorded row: cycle, kind, superlane, slice, stream, queue/pc of both */
+    const ts_stat *t = ts_stats_find(r.r.stats, "hazards");
+    ck_assert_ptr_nonnull(t);
+    ck_assert_uint_eq(t->nrows, 2);
+    const double want[9] = {3, 0, 0, 6, 3, 8, 1, 9, 1};
+    for (int i = 0; i < 9; i++)
+        ck_assert_double_eq(t->rows[i], want[i]);
+    ck_assert_double_eq(t->rows[9 + 2], 1); /* the second row: superlane 1 */
     tsp_run_free(&r);
 }
 END_TEST
