@@ -3,7 +3,7 @@
 # and no half-written outputs. Golden files: tests/golden/cli/<case>.out hold "exit: N" and then
 # stdout and stderr. Regenerate with TS_UPDATE_GOLDEN=1 (then review the diff).
 set -u
-T=$1
+T=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 root=${TS_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 golden=$root/tests/golden/cli
 data=$root/tests/data/cli
