@@ -87,6 +87,48 @@ START_TEST(peak_int8_macs_per_cycle)
 }
 END_TEST
 
+/* Peak FP16 MACs per cycle: 102,400, about a quarter of INT8 (BRIEF 188 TFLOPS at 900 MHz, MPR
+ * via summary; research §1.1). Tolerance: exact. Each plane installs an f16 row (a stream pair
+ * from MEM 0 and 1) and takes an f16 activation pair (MEM 2 and 3) every mxm.fp16_interval = 4
+ * cycles: five abc in flight per plane, each adding 320 x 16 products per cycle. */
+START_TEST(peak_fp16_macs_per_cycle)
+{
+    void *config = tsp_test_config(V1, NULL);
+    const void *c = ts_config_data(config);
+    sched *s = sched_new();
+    enum { N = 50 };
+    for (int h = 0; h < 2; h++) {
+        int px0 = ts_tsp_queue_position(c, ts_tsp_queue_mxm(c, h, 0, 0));
+        uint64_t Tiw = 60, Ta = 64;
+        for (int j = 0; j < 4; j++) {
+            int mq = ts_tsp_queue_mem(c, h, j), pm = ts_tsp_queue_position(c, mq);
+            uint64_t d = (uint64_t)(px0 > pm ? px0 - pm : pm - px0);
+            int st = h == 0 ? W(j) : E(j);
+            at(s, mq, (j < 2 ? Tiw : Ta) - 1 - d);
+            tsp_emit(s->p, mq, "read", 3, 0, st, 0);
+            if (j >= 2)
+                tsp_emit(s->p, mq, "repeat", 2, N - 1, 4);
+        }
+        for (int pl = 0; pl < 2; pl++) { /* the outer plane sees everything one cycle later */
+            int q = ts_tsp_queue_mxm(c, h, pl, 0);
+            at(s, q, Tiw + (uint64_t)pl);
+            tsp_emit(s->p, q, "iw", 4, T_F16, h == 0 ? W(0) : E(0), 2, 0);
+            at(s, q + 1, Ta + (uint64_t)pl);
+            tsp_emit(s->p, q + 1, "abc", 5, T_F16, h == 0 ? W(2) : E(2), 0, 0, 0);
+            tsp_emit(s->p, q + 1, "repeat", 2, N - 1, 4);
+        }
+    }
+    tsp_run r;
+    tsp_test_run2(V1, NULL, s->p, &r);
+    ck_assert_double_eq(tsp_stat(&r, "mxm.peak_macs_per_cycle"), 102400);
+    ck_assert_double_eq(tsp_stat(&r, "mxm.macs_fp16"), 4.0 * N * 320 * 320);
+    ck_assert_double_eq(tsp_stat(&r, "hazards.resource"), 0);
+    tsp_run_free(&r);
+    sched_free(s);
+    ts_config_destroy(config);
+}
+END_TEST
+
 /* SRAM bandwidth: 56,320 B per cycle = 88 slices x 2 banks x 320 B (ISCA20 §II-B Eq. 1-2;
  * research §1.1, §7.2.2). Tolerance: exact. Every MEM slice reads bank 0 and, paired in the same
  * cycle, writes back to bank 1 the vector it read the cycle before. */
@@ -271,6 +313,7 @@ static Suite *calibration_suite(void)
     TCase *tc = tcase_create("published");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, peak_int8_macs_per_cycle);
+    tcase_add_test(tc, peak_fp16_macs_per_cycle);
     tcase_add_test(tc, sram_bandwidth_per_cycle);
     tcase_add_test(tc, full_weight_install);
     tcase_add_test(tc, chip_wide_sync_notify);
