@@ -328,7 +328,9 @@ void ts_unit_format(double v, ts_unit_kind kind, char *buf, size_t n)
     case TS_UNIT_FREQ: format_ladder(v, fmt_freq, "", buf, n); return;
     case TS_UNIT_BYTES: format_ladder(v, is_binary(a) ? fmt_bin_bytes : fmt_dec_bytes, "", buf, n); return;
     case TS_UNIT_BANDWIDTH:
-        format_ladder(v, is_binary(a) ? fmt_bin_bytes : fmt_dec_bytes, "/s", buf, n);
+        /* Always decimal, as bandwidths are published (31.1 TB/s): a measured rate that happens
+         * to be a multiple of 1024 must not switch to TiB/s. */
+        format_ladder(v, fmt_dec_bytes, "/s", buf, n);
         return;
     case TS_UNIT_BPC:
         format_ladder(v, is_binary(a) ? fmt_bin_bytes : fmt_dec_bytes, "/cycle", buf, n);

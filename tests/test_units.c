@@ -246,7 +246,8 @@ START_TEST(format)
     fmt(1000, TS_UNIT_BYTES, "1 KB");
     fmt(12, TS_UNIT_BYTES, "12 B");
     fmt(6.3e9, TS_UNIT_BANDWIDTH, "6.3 GB/s");
-    fmt(1073741824.0, TS_UNIT_BANDWIDTH, "1 GiB/s");
+    fmt(1073741824.0, TS_UNIT_BANDWIDTH, "1.074 GB/s");
+    fmt(16.0 * 1216 * 1.6e9, TS_UNIT_BANDWIDTH, "31.13 TB/s"); /* IPU MK1 local read bandwidth */
     fmt(16, TS_UNIT_BPC, "16 B/cycle");
     fmt(0.9e-12, TS_UNIT_ENERGY, "900 fJ");
     fmt(1.25e-12, TS_UNIT_ENERGY, "1.25 pJ");
