@@ -54,8 +54,19 @@ enum { UK_MEM, UK_VXM, UK_MXM, UK_SXM, UK_ICU, UK_STREAMS, UK_C2C, UK_COUNT };
 #define PROD(q, pc) (((uint64_t)(q) << 32) | (uint32_t)(pc))
 #define MAX_HZ_ROWS 256 /* violations listed in the report's table under --warn; all are counted */
 
+/* One predecoded instruction: what the cycle loop needs, looked up once at load (the operands
+ * stay in the program's ts_insn, already resolved to register numbers and immediates). */
+typedef struct tsp_dec {
+    uint8_t unit;        /* tsp_unit */
+    uint8_t ev;          /* VXM event class: 0 none, 1 add, 2 mul */
+    uint8_t binary;      /* VXM: two sources */
+    uint32_t flags;      /* TSP_F_* */
+    uint32_t dfunc, skew;
+} tsp_dec;
+
 typedef struct tsp_queue {
     const ts_insn *code; /* borrowed from the program */
+    tsp_dec *dec;        /* owned, one per instruction */
     uint32_t n, pc, fetched;
     int state;
     uint64_t next;       /* earliest cycle of the next issue */
@@ -93,6 +104,7 @@ typedef struct tsp_bucket {
 typedef struct tsp_fl {
     uint32_t q, pc;
     const ts_insn *in;
+    const tsp_dec *d;
     uint64_t t0;
     uint32_t k, skew, dfunc;
     uint32_t row0;      /* MXM row pointer at issue */
@@ -652,7 +664,7 @@ static ts_status step_vxm(ts_model *m, tsp_fl *f, ts_err *err)
     } else {
         type = o[0] - TSP_REG_TYPE;
         dst = o[1];
-        bool binary = ts_tsp_opfacts[op].classes[3] == 'a';
+        bool binary = f->d->binary;
         int32_t imm = op == TSP_OP_MASK ? o[3] : 0;
         itag = (uint32_t)(binary || op == TSP_OP_MASK ? o[4] : o[3]);
         otag = (uint32_t)(binary || op == TSP_OP_MASK ? o[5] : o[4]);
@@ -663,9 +675,8 @@ static ts_status step_vxm(ts_model *m, tsp_fl *f, ts_err *err)
         for (uint32_t x = 0; x < m->L; x++)
             r[x] = vxm_elem(op, type, a[x], binary ? b[x] : 0, imm);
     }
-    const char *cls = ts_tsp_opfacts[op].energy;
-    if (cls)
-        count_ev(m, UK_VXM, type, strcmp(cls, "mul") ? EV_ADD : EV_MUL, m->L);
+    if (f->d->ev)
+        count_ev(m, UK_VXM, type, f->d->ev == 2 ? EV_MUL : EV_ADD, m->L);
     /* the ALU latch (chaining within a lane, research §1.6) */
     uint8_t lb[4 * 64];
     for (uint32_t x = 0; x < m->L; x++)
@@ -1096,7 +1107,7 @@ static ts_status step_one(ts_model *m, tsp_fl *f, ts_err *err)
         m->slice_last[s] = m->now + 1;
         m->slice_busy[s]++;
     }
-    switch (ts_tsp_opfacts[f->in->op].unit) {
+    switch (f->d->unit) {
     case TSP_U_MEM: return step_mem(m, f, err);
     case TSP_U_VXM: return step_vxm(m, f, err);
     case TSP_U_MXM: return step_mxm(m, f, err);
@@ -1126,7 +1137,7 @@ static ts_status launch(ts_model *m, uint32_t qi, uint32_t pc, ts_err *err)
     tsp_queue *q = &m->q[qi];
     const ts_insn *in = &q->code[pc];
     int op = in->op;
-    const tsp_opfacts *fa = &ts_tsp_opfacts[op];
+    const tsp_dec *d = &q->dec[pc];
     if (ts_grow((void **)&m->fl, &m->capfl, m->nfl + 1, sizeof *m->fl))
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     tsp_fl *f = &m->fl[m->nfl];
@@ -1135,12 +1146,13 @@ static ts_status launch(ts_model *m, uint32_t qi, uint32_t pc, ts_err *err)
     f->pc = pc;
     f->in = in;
     f->t0 = m->now;
-    f->skew = (uint32_t)m->cfg.d_skew[fa->unit];
-    f->dfunc = (uint32_t)m->cfg.d_func[op];
+    f->d = d;
+    f->skew = d->skew;
+    f->dfunc = d->dfunc;
     size_t sc = fl_scratch(m, op);
     if (sc && !(f->buf = ts_calloc(1, sc)))
         return ts_err_set(err, TS_ENOMEM, "out of memory");
-    if (fa->unit == TSP_U_MXM && (op == TSP_OP_LW || op == TSP_OP_IW)) {
+    if (d->unit == TSP_U_MXM && (op == TSP_OP_LW || op == TSP_OP_IW)) {
         tsp_plane *p = &m->plane[m->lay->num[q->slice]];
         int type = in->a[0] - TSP_REG_TYPE;
         uint32_t rows = (uint32_t)in->a[2] / tsp_type_width(type);
@@ -1230,10 +1242,10 @@ static ts_status issue_one(ts_model *m, uint32_t qi, uint32_t pc, bool *again, t
         break;
     default: {
         rc = launch(m, qi, pc, err);
-        uint32_t fl = ts_tsp_opfacts[in->op].flags;
+        uint32_t fl = q->dec[pc].flags;
         if (rc == TS_OK && (fl & (TSP_F_MEMR | TSP_F_MEMW)) && pc + 1 < q->n && pc + 1 < q->fetched &&
             q->rep_left == 0) {
-            uint32_t nf = ts_tsp_opfacts[q->code[pc + 1].op].flags;
+            uint32_t nf = q->dec[pc + 1].flags;
             bool pair = ((fl & TSP_F_MEMR) && (nf & TSP_F_MEMW)) || ((fl & TSP_F_MEMW) && (nf & TSP_F_MEMR));
             *again = pair;
         }
@@ -1376,7 +1388,7 @@ static ts_status cycle(ts_model *m, ts_err *err)
                 if (m->trace) { /* from dispatch to the last superlane's result */
                     static const char *const cats[TSP_U_COUNT] = {"icu", "mem", "vxm", "mxm", "sxm", "c2c"};
                     uint64_t end = f->dfunc ? f->t0 + f->dfunc + m->S : m->now + 1;
-                    trace_insn(m, f->q, ts_tsp_isa.ops[f->in->op].mnemonic, cats[ts_tsp_opfacts[f->in->op].unit],
+                    trace_insn(m, f->q, ts_tsp_isa.ops[f->in->op].mnemonic, cats[f->d->unit],
                                f->t0, end - f->t0);
                 }
                 if (sweep > m->sweep_max)
@@ -1505,6 +1517,9 @@ static void tsp_destroy(ts_model *m)
     for (size_t i = 0; i < m->nfl; i++)
         ts_free(m->fl[i].buf);
     ts_free(m->fl);
+    if (m->q)
+        for (uint32_t i = 0; i < m->nq; i++)
+            ts_free(m->q[i].dec);
     ts_free(m->q);
     ts_free(m->slice_busy);
     ts_free(m->slice_last);
@@ -1801,6 +1816,19 @@ static ts_status tsp_load(ts_model *m, const ts_program *p, ts_err *err)
                 return rc;
         }
         tsp_queue *q = &m->q[s->index];
+        ts_free(q->dec);
+        if (!(q->dec = ts_calloc(s->n ? s->n : 1, sizeof *q->dec)))
+            return ts_err_set(err, TS_ENOMEM, "out of memory");
+        for (uint32_t pc = 0; pc < s->n; pc++) {
+            const tsp_opfacts *fa = &ts_tsp_opfacts[s->insn[pc].op];
+            tsp_dec *d = &q->dec[pc];
+            d->unit = fa->unit;
+            d->flags = fa->flags;
+            d->ev = !fa->energy ? 0 : strcmp(fa->energy, "mul") ? 1 : 2;
+            d->binary = fa->unit == TSP_U_VXM && fa->classes[3] == 'a';
+            d->dfunc = (uint32_t)m->cfg.d_func[s->insn[pc].op];
+            d->skew = (uint32_t)m->cfg.d_skew[fa->unit];
+        }
         q->code = s->insn;
         q->n = s->n;
         q->pc = 0;
