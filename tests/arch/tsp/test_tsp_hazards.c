@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/config.h"
 #include "core/stats.h"
 #include "tests/arch/tsp/tsp_test.h"
@@ -272,6 +273,54 @@ START_TEST(hang_names_the_parked_queue)
 }
 END_TEST
 
+/* Every allocation of create, load, run and collect may fail: each failure is reported as
+ * TS_ENOMEM and leaks nothing (the sanitizer build checks the leaks). */
+START_TEST(allocation_failures)
+{
+    ts_program *p = tsp_test_asm(collision);
+    ts_program *q = tsp_test_asm(".arch tsp\n.data mem 0 0\n.byte 1, 2, 3\n"
+                                 ".stream queue 0\n  read 0, s0e, 1\n"
+                                 ".stream queue 4\n  nop 3\n  write 5, s0e, 1\n");
+    void *config = tsp_test_config(SMALL, NULL);
+    const ts_program *progs[] = {p, q};
+    for (int k = 0; k < 2; k++) {
+        int failed = 0;
+        for (long n = 1; n < 10000; n++) {
+            ts_err e;
+            ts_err_init(&e);
+            ts_model *m = NULL;
+            ts_results r;
+            ts_results_init(&r);
+            ts_run_opts o = {.warn = true};
+            ts_alloc_fail_after(n);
+            ts_status rc = ts_tsp_family.create(&m, config, &o, &e);
+            if (rc == TS_OK)
+                rc = ts_tsp_family.load(m, progs[k], &e);
+            ts_step st = {0};
+            while (rc == TS_OK && !st.done)
+                rc = ts_tsp_family.step(m, st.now + 100, &st, &e);
+            if (rc == TS_OK)
+                rc = ts_tsp_family.collect(m, &r, &e);
+            long hit = ts_alloc_failures();
+            ts_alloc_fail_after(0);
+            ts_tsp_family.destroy(m);
+            ts_results_free(&r);
+            ts_err_free(&e);
+            if (!hit) {
+                ck_assert_int_eq(rc, TS_OK);
+                break;
+            }
+            ck_assert_msg(rc == TS_ENOMEM || rc == TS_OK, "allocation %ld: status %d", n, rc);
+            failed += rc == TS_ENOMEM;
+        }
+        ck_assert_int_gt(failed, 5);
+    }
+    ts_config_destroy(config);
+    ts_program_destroy(p);
+    ts_program_destroy(q);
+}
+END_TEST
+
 static Suite *hazards_suite(void)
 {
     Suite *s = suite_create("tsp_hazards");
@@ -289,6 +338,7 @@ static Suite *hazards_suite(void)
     tcase_add_test(tc, resource_too_many_transposes);
     tcase_add_test(tc, config_refusals);
     tcase_add_test(tc, hang_names_the_parked_queue);
+    tcase_add_test(tc, allocation_failures);
     suite_add_tcase(s, tc);
     return s;
 }
