@@ -10,7 +10,8 @@
  * or were overwritten are never seen again, and skipping idle cycles costs nothing.
  *
  * Each cycle is read -> evaluate -> write: (1) pending results due this cycle are committed
- * (stream registers, VXM latches, MXM accumulators, bank writes); (2) queues issue; (3) every
+ * (stream registers, VXM latches, MXM accumulators, bank writes) and fetched instruction text
+ * joins its queue; (2) queues issue; (3) every
  * in-flight instruction processes the superlane it has reached, reading only committed state
  * and scheduling its results for later cycles (every d_func >= 1). So results do not depend on
  * the order in which slices are evaluated. Two results committed to one stream register in one
@@ -23,9 +24,14 @@
  * d_func >= d_skew + superlanes for them).
  *
  * The fast mode jumps from one event to the next (an issue, an in-flight step, a pending
- * result, a barrier release); lockstep visits every cycle and also counts live stream registers
- * by scanning the whole file, which must equal the fast mode's count derived from value
- * lifetimes.
+ * result, a fetch landing, a barrier release); lockstep visits every cycle, counts live stream
+ * registers by scanning the whole file (which must equal the fast mode's count derived from
+ * value lifetimes), and checks every register an executor touches against the .def's operand
+ * roles. Programs are validated and predecoded once at load (tsp_load).
+ *
+ * Cost: a cycle costs O(queues + instructions in flight); an abc superlane step costs
+ * mxm.dim x lanes multiply-adds of real data, which dominates MXM-bound programs
+ * (bench/bench_tsp_mxm).
  */
 #include "arch/tsp/tsp.h"
 
