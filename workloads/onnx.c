@@ -1427,7 +1427,14 @@ ts_status ts_onnx_load_mem(const void *data, size_t len, const char *name, const
         if ((!o->domain || !*o->domain || !strcmp(o->domain, "ai.onnx")) && o->has_version)
             im.opset = o->version;
     }
-    const char *gname = m->graph && m->graph->name && *m->graph->name ? m->graph->name : file;
+    /* The graph is named after the file ("resnet50" for "models/resnet50.onnx"); exporters give
+     * graphs generic names such as "torch_jit". */
+    char gname[256];
+    const char *base = strrchr(file, '/');
+    snprintf(gname, sizeof gname, "%s", base ? base + 1 : file);
+    char *dot = strrchr(gname, '.');
+    if (dot && dot != gname)
+        *dot = 0;
     ts_status st;
     im.g = ts_graph_create(gname);
     if (!im.g)

@@ -44,7 +44,8 @@ bool ts_onnx_available(void);
  * the caller (ts_graph_destroy). Errors carry the file name. */
 ts_status ts_onnx_load(const char *path, const ts_onnx_opts *opts, ts_graph **out, ts_err *err);
 
-/* Same from bytes in memory; name is used in messages and as the graph's default name. */
+/* Same from bytes in memory; name is used in messages. The graph is named after the file's stem
+ * ("resnet50" for "models/resnet50.onnx"). */
 ts_status ts_onnx_load_mem(const void *data, size_t len, const char *name, const ts_onnx_opts *opts,
                            ts_graph **out, ts_err *err);
 

@@ -63,6 +63,7 @@ static int count_op(const ts_graph *g, ts_graph_op op)
 START_TEST(resnet50_totals)
 {
     ts_graph *g = load("resnet50.onnx", NULL);
+    ck_assert_str_eq(ts_graph_name(g), "resnet50");
     ts_graph_totals t;
     ts_graph_get_totals(g, &t);
     /* torchvision ResNet-50, batch 1, 224x224: the published 4.09 GMACs and 25.56 M parameters.
