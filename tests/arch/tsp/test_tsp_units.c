@@ -893,6 +893,28 @@ START_TEST(trace_rows_and_slices)
 }
 END_TEST
 
+/* streams.sr_map: slices may share a stream-register position (research §1.2: the real map is
+ * not public). With MEM W3..E1 all on position 1, MEM E0 takes MEM W0's value with no transit. */
+START_TEST(shared_register_positions)
+{
+    static const char *const sets[] = {"streams.sr_map=[0, 0, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 3]", NULL};
+    void *config = tsp_test_config(SMALL, sets);
+    ck_assert_int_eq(ts_tsp_queue_position(ts_config_data(config), 0), 1);
+    ck_assert_int_eq(ts_tsp_queue_position(ts_config_data(config), 4), 1);
+    ts_config_destroy(config);
+    ts_program *p = tsp_test_asm(".arch tsp\n.data mem 0 0\n.byte 42, 43\n"
+                                 ".stream queue 0\n  read 0, s0e, 1\n"
+                                 ".stream queue 4\n  nop 1\n  write 3, s0e, 1\n");
+    tsp_run r;
+    tsp_test_run2(SMALL, sets, p, &r);
+    ck_assert_uint_eq(tsp_peek(&r, 4, 3 * VL), 42);
+    ck_assert_uint_eq(tsp_peek(&r, 4, 3 * VL + 1), 43);
+    ck_assert_uint_eq(r.r.cycles, 4);
+    tsp_run_free(&r);
+    ts_program_destroy(p);
+}
+END_TEST
+
 /* The built-in workload (arch/tsp/programs/tsp_default.s) on tsp_v1: y = i8(relu(W x)) with row r
  * of W held by MEM W(r mod 16) and x by MEM E0, both read back from the model for the reference. */
 START_TEST(default_program)
@@ -986,6 +1008,7 @@ Suite *tsp_units_suite(void)
     tcase_add_test(tc, icu_deskew_and_config);
     tcase_add_test(tc, trace_rows_and_slices);
     tcase_add_test(tc, disasm_round_trip);
+    tcase_add_test(tc, shared_register_positions);
     suite_add_tcase(s, tc);
     return s;
 }
