@@ -46,6 +46,8 @@ typedef struct ipu_insn {
     int32_t imm, imm2;
     uint32_t tgt;
     uint8_t ctx_ok;         /* bit 0: the supervisor may issue it, bit 1: a worker may */
+    uint8_t pure;           /* rpt/rpti: the body writes nothing another context reads (no store,
+                             * no coefficient load), so turns of it can run in closed form */
     uint64_t hits;          /* times issued: counted here, on the line the fetch has just read,
                              * rather than in a per-op table elsewhere (about 5 % of the
                              * executor's time in bench_ipu_bsp) */
@@ -132,6 +134,8 @@ struct ts_model {
     bool lockstep;
     int nthreads;
     uint32_t W;
+    uint32_t all_workers;    /* (1 << W) - 1 */
+    bool closed_form;        /* fast mode and tile.load_latency <= W: see closed_form_turns */
     uint64_t now, work, window;
     bool done, loaded;
     uint32_t ntiles;
@@ -307,6 +311,8 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
     m->lockstep = opts && opts->lockstep;
     m->trace = opts ? opts->trace : NULL;
     m->W = (uint32_t)c->worker_contexts;
+    m->all_workers = (1u << m->W) - 1;
+    m->closed_form = !m->lockstep && c->load_latency <= c->worker_contexts;
     m->ntiles = (uint32_t)c->tiles;
     m->window = c->lat_base < c->sync_cycles ? c->lat_base : c->sync_cycles;
     if (m->window < 1)
@@ -489,10 +495,16 @@ static ts_status ipu_load(ts_model *m, const ts_program *p, ts_err *err)
             if (len < 1 || pc + 1 + (uint32_t)len > s->n)
                 return ts_err_sim(err, s->index, -1, "pc %u: repeat body of %d instructions does not fit the stream",
                                   pc, len);
-            for (uint32_t k = pc + 1; k <= pc + (uint32_t)len; k++)
-                if (!is_body_op(ts_ipu_opfacts[code[k].op].unit, code[k].op))
+            code[pc].pure = 1;
+            for (uint32_t k = pc + 1; k <= pc + (uint32_t)len; k++) {
+                uint8_t op = code[k].op;
+                if (!is_body_op(ts_ipu_opfacts[op].unit, op))
                     return ts_err_sim(err, s->index, -1, "pc %u: %s inside the repeat body at pc %u is not allowed",
-                                      k, ts_ipu_isa.ops[code[k].op].mnemonic, pc);
+                                      k, ts_ipu_isa.ops[op].mnemonic, pc);
+                if (op == IPU_OP_ST32 || op == IPU_OP_ST32STEP || op == IPU_OP_ST64 || op == IPU_OP_ST64STEP ||
+                    op == IPU_OP_LD128PUTCS)
+                    code[pc].pure = 0;
+            }
         }
         if ((uint64_t)s->n * m->c.insn_bytes > m->c.sram_bytes)
             return ts_err_set(err, TS_EINPUT, "tile %u: code of %u instructions does not fit its memory", s->index, s->n);
@@ -1106,6 +1118,65 @@ static bool reads_others(const ipu_tile *t)
     return pc < t->n && (t->code[pc].op == IPU_OP_RECV || t->code[pc].op == IPU_OP_RXSEL);
 }
 
+/* Closed form for repeat loops. When every slot belongs to a running worker (so the supervisor
+ * cannot issue), no receive is armed (so tile memory changes only by the workers' own stores) and
+ * every worker is inside a repeat body that stores nothing and loads no coefficients, the workers
+ * cannot see each other for as long as they all stay in their bodies: worker w issues at cycle
+ * c + ((w - c) mod W) + j W for j = 0, 1, ... (loads are ready by its next turn because
+ * tile.load_latency <= W). So the next k turns can be run worker by worker, each with its exact
+ * issue cycles, and give what cycle-by-cycle issue gives. Returns k (0 when the form does not
+ * apply), at most what keeps the tile below `limit`. */
+static uint64_t closed_form_turns(const ts_model *m, const ipu_tile *t, uint64_t c, uint64_t limit)
+{
+    const uint32_t W = m->W;
+    uint64_t k = limit > c ? (limit - c) / W : 0;
+    uint32_t slot = (uint32_t)(c % W);
+    for (uint32_t w = 0; w < W && k >= 2; w++) {
+        const ipu_ctx *x = &t->cx[1 + w];
+        if (!x->rpt_left || !t->code[x->rpt_start - 1].pure || x->pc < x->rpt_start || x->pc >= x->rpt_end)
+            return 0;
+        if (x->ready > c + (w + W - slot) % W)
+            return 0;
+        uint64_t rem = (uint64_t)(x->rpt_end - x->pc) + (uint64_t)(x->rpt_left - 1) * (x->rpt_end - x->rpt_start);
+        if (rem < k)
+            k = rem;
+    }
+    return k >= 2 ? k : 0;
+}
+
+/* Run k turns in closed form (see closed_form_turns). An error stops its worker; the earliest
+ * one over all workers is reported, as cycle-by-cycle issue would. */
+static ts_status closed_form_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, uint64_t k, ts_err *err)
+{
+    const uint32_t W = m->W;
+    uint32_t slot = (uint32_t)(c % W);
+    ts_status first = TS_OK;
+    for (uint32_t w = 0; w < W; w++) {
+        uint64_t at = c + (w + W - slot) % W;
+        for (uint64_t j = 0; j < k; j++, at += W) {
+            ts_err later;
+            ts_err *dst = err;
+            if (first != TS_OK) {
+                ts_err_init(&later);
+                dst = &later;
+            }
+            ts_status rc = exec(m, ti, t, 1 + (int)w, at, dst);
+            if (rc == TS_OK)
+                continue;
+            if (first == TS_OK) {
+                first = rc;
+            } else if (later.cycle < err->cycle) {
+                ts_err_free(err);
+                *err = later;
+            } else {
+                ts_err_free(&later);
+            }
+            break;
+        }
+    }
+    return first;
+}
+
 /* Advance tile ti to cycle h, or beyond while it reads nothing from other tiles, until it
  * blocks at a sync or halts. */
 static ts_status tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
@@ -1125,6 +1196,16 @@ static ts_status tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
             if (rc != TS_OK)
                 return rc;
             ro = reads_others(t);
+        }
+        if (m->closed_form && t->running == m->all_workers && !t->rx_left) {
+            uint64_t k = closed_form_turns(m, t, c, ro ? h : cap);
+            if (k) {
+                ts_status rc = closed_form_run(m, ti, t, c, k, err);
+                if (rc != TS_OK)
+                    return rc;
+                c += k * W;
+                continue;
+            }
         }
         int ctx = -1;
         if (t->running >> slot & 1) {

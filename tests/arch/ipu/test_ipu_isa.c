@@ -165,6 +165,17 @@ START_TEST(access_rules)
 }
 END_TEST
 
+/* Six workers in repeat loops run in closed form in the fast mode; the one whose load leaves
+ * the memory first in cycles (worker 5, after 5 loads) is the one reported, as in lockstep. */
+START_TEST(closed_form_error_order)
+{
+    const char *p = ".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  runall w, $m1\n  sync 0\n  halt\n"
+                    "w:\n  get $m1, 2\n  muli $m2, $m1, 3\n  setzi $m3, 20\n  sub $m3, $m3, $m2\n  shli $m3, $m3, 2\n"
+                    "  setzi $m4, 65536\n  sub $m4, $m4, $m3\n  rpti 100, 1\n  ld32step $a0, $m4, 4\n  exit\n";
+    expect_error(p, "ipu_tiny4", NULL, "ld32 address 65536 is out of range (tile memory is 65536 bytes): worker 5 at pc 12", 0);
+}
+END_TEST
+
 START_TEST(context_rules)
 {
     expect_error(".arch ipu\n.stream tile 1\n  nop\n  f32add $a0, $a1, $a2\n  halt\n", "ipu_tiny4", NULL,
@@ -451,6 +462,7 @@ static Suite *suite(void)
     tcase_add_test(t, loads_and_stores);
     tcase_add_test(t, access_rules);
     tcase_add_test(t, context_rules);
+    tcase_add_test(t, closed_form_error_order);
     tcase_add_test(t, float_arithmetic);
     tcase_add_test(t, half_conversion);
     tcase_add_test(t, amp_values);
