@@ -517,8 +517,9 @@ static ts_status infer_window(ts_graph *g, ts_graph_node *nd, const ts_graph_ten
     int64_t k[2] = {kh, kw};
     const int64_t lim = INT64_C(1) << 31;
     for (int i = 0; i < 2; i++)
-        if (k[i] > lim || a->strides[i] > lim || a->dilations[i] > lim || a->pads[i] > lim || a->pads[2 + i] > lim ||
-            a->strides[i] < 1 || a->dilations[i] < 1 || a->pads[i] < 0 || a->pads[2 + i] < 0)
+        if (k[i] > lim || a->strides[i] > lim || a->dilations[i] > lim || a->pads[i] > lim ||
+            a->pads[2 + i] > lim || a->strides[i] < 1 || a->dilations[i] < 1 || a->pads[i] < 0 ||
+            a->pads[2 + i] < 0)
             return NODE_ERR(g, nd, "window attributes out of range");
     for (int i = 0; i < 2; i++) {
         o[2 + i] = window_out(x->dims[2 + i], k[i], a->strides[i], a->pads[i], a->pads[2 + i],
@@ -592,7 +593,8 @@ static ts_status infer_node(ts_graph *g, int id, ts_err *err)
                             (long long)a->group, (long long)x->dims[1], (long long)w->dims[0]);
         int64_t cin;
         if (__builtin_mul_overflow(w->dims[1], a->group, &cin) || cin != x->dims[1])
-            return NODE_ERR(g, nd, "weight '%s' expects %lld input channels per group, input has %lld in %lld groups",
+            return NODE_ERR(g, nd,
+                            "weight '%s' expects %lld input channels per group, input has %lld in %lld groups",
                             w->name, (long long)w->dims[1], (long long)x->dims[1], (long long)a->group);
         if ((a->kernel[0] && a->kernel[0] != w->dims[2]) || (a->kernel[1] && a->kernel[1] != w->dims[3]))
             return NODE_ERR(g, nd, "kernel_shape %lldx%lld does not match weight '%s'",
@@ -634,7 +636,8 @@ static ts_status infer_node(ts_graph *g, int id, ts_err *err)
         if (nd->nin > 2) {
             int rr;
             int64_t dd[TS_GRAPH_MAX_RANK];
-            if (ts_graph_broadcast(in[2]->rank, in[2]->dims, 2, d, &rr, dd) || rr != 2 || dd[0] != m || dd[1] != n) {
+            if (ts_graph_broadcast(in[2]->rank, in[2]->dims, 2, d, &rr, dd) || rr != 2 || dd[0] != m ||
+                dd[1] != n) {
                 ts_graph_shape_str(in[2], s0, sizeof s0);
                 return NODE_ERR(g, nd, "bias '%s' %s does not broadcast to [%lld,%lld]", in[2]->name, s0,
                                 (long long)m, (long long)n);
@@ -835,7 +838,8 @@ static ts_status infer_node(ts_graph *g, int id, ts_err *err)
             if (a->starts[i] < -1 || a->starts[i] > x->dims[i] || a->ends[i] < -1 || a->ends[i] > x->dims[i] ||
                 st < -MAX_ELEMS || st > MAX_ELEMS)
                 return NODE_ERR(g, nd, "slice bounds out of range on axis %d", i);
-            int64_t n = st > 0 ? (a->ends[i] - a->starts[i] + st - 1) / st : (a->starts[i] - a->ends[i] - st - 1) / -st;
+            int64_t n = st > 0 ? (a->ends[i] - a->starts[i] + st - 1) / st
+                               : (a->starts[i] - a->ends[i] - st - 1) / -st;
             d[i] = n > 0 ? n : 0;
         }
         set_shape(y, x->dtype, x->rank, d);
@@ -1186,7 +1190,8 @@ static ts_status try_layernorm(ts_graph *g, int div, bool *done, ts_err *err)
     size_t nin = scale < 0 ? 1 : bias < 0 ? 2 : 3;
     char lname[600];
     snprintf(lname, sizeof lname, "%s.layernorm", g->n[div].name);
-    ts_status st = replace_with(g, dead, sizeof dead / sizeof dead[0], TS_OP_LAYERNORM, lname, ins, nin, y, &at, err);
+    ts_status st =
+        replace_with(g, dead, sizeof dead / sizeof dead[0], TS_OP_LAYERNORM, lname, ins, nin, y, &at, err);
     if (st)
         return st;
     *done = true;

@@ -506,7 +506,8 @@ static int fold(imp *im, const Onnx__NodeProto *n, const char *op, const int *in
         rc = 1;
     } else if (!strcmp(op, "Cast")) {
         ts_dtype to = onnx_dtype((int32_t)attr_i(n, "to", 0));
-        if (to == TS_DT_UNDEF || to == TS_DT_F16 || to == TS_DT_BF16 || val_alloc(im, out, to, v[0].rank, v[0].dims))
+        if (to == TS_DT_UNDEF || to == TS_DT_F16 || to == TS_DT_BF16 ||
+            val_alloc(im, out, to, v[0].rank, v[0].dims))
             goto done;
         for (int64_t k = 0; k < out->n; k++) {
             if (out->i)
@@ -678,7 +679,8 @@ static int fold(imp *im, const Onnx__NodeProto *n, const char *op, const int *in
             goto done;
         for (int64_t k = 0; k < v[1].n; k++)
             sh[k] = vgeti(&v[1], k);
-        if (ts_graph_broadcast(v[0].rank, v[0].dims, (int)v[1].n, sh, &ro, od) || val_alloc(im, out, v[0].dt, ro, od))
+        if (ts_graph_broadcast(v[0].rank, v[0].dims, (int)v[1].n, sh, &ro, od) ||
+            val_alloc(im, out, v[0].dt, ro, od))
             goto done;
         for (int64_t k = 0; k < out->n; k++) {
             int64_t s = bidx(&v[0], ro, od, k);
@@ -888,7 +890,8 @@ static ts_status reshape_target(imp *im, const Onnx__NodeProto *n, const char *o
         int64_t ax = attr_i(n, "axis", 1);
         ax = ax < 0 ? ax + x->rank : ax;
         if (ax < 0 || ax > x->rank)
-            return node_err(im, n, "axis %lld is out of range for rank %d", (long long)attr_i(n, "axis", 1), x->rank);
+            return node_err(im, n, "axis %lld is out of range for rank %d", (long long)attr_i(n, "axis", 1),
+                            x->rank);
         shape[0] = shape[1] = 1;
         for (int k = 0; k < x->rank; k++)
             shape[k < ax ? 0 : 1] *= x->dims[k];
@@ -1321,7 +1324,8 @@ static ts_status add_input(imp *im, const Onnx__ValueInfoProto *vi, ts_tensor_ki
             const char *sym = d->dim_param ? d->dim_param : "";
             int64_t v = sym_value(im->dims, sym);
             if (v == -2)
-                return ts_err_set(im->err, TS_EINPUT, "the value given for dimension '%s' is not a whole number", sym);
+                return ts_err_set(im->err, TS_EINPUT, "the value given for dimension '%s' is not a whole number",
+                                  sym);
             if (v < 0)
                 return ts_err_set(im->err, TS_EINPUT,
                                   "graph input '%s' has symbolic dimension '%s' (tessera needs static shapes: "

@@ -72,7 +72,8 @@ typedef struct ctx {
     int depth;       /* block nesting */
 } ctx;
 
-static ts_status at(ctx *c, const ynode *y, ts_status st, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static ts_status at(ctx *c, const ynode *y, ts_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 static ts_status at(ctx *c, const ynode *y, ts_status st, const char *fmt, ...)
 {
@@ -119,12 +120,15 @@ static ts_status parse_yaml(ctx *c, const char *text, size_t len, ynode **root)
         case YAML_SEQUENCE_START_EVENT:
         case YAML_MAPPING_START_EVENT:
             if (ev.type != YAML_SCALAR_EVENT && depth == MAX_DEPTH) {
-                st = ts_err_at(c->err, TS_EINPUT, c->file, line, col, "yaml nested deeper than %d levels", MAX_DEPTH);
+                st = ts_err_at(c->err, TS_EINPUT, c->file, line, col, "yaml nested deeper than %d levels",
+                               MAX_DEPTH);
                 break;
             }
             nd = ts_calloc(1, sizeof *nd);
             if (nd) {
-                nd->kind = ev.type == YAML_SCALAR_EVENT ? N_SCALAR : ev.type == YAML_MAPPING_START_EVENT ? N_MAP : N_SEQ;
+                nd->kind = ev.type == YAML_SCALAR_EVENT          ? N_SCALAR
+                           : ev.type == YAML_MAPPING_START_EVENT ? N_MAP
+                                                                 : N_SEQ;
                 nd->line = line;
                 nd->col = col;
                 if (nd->kind == N_SCALAR) {
@@ -768,7 +772,8 @@ static ts_status build_nodes(ctx *c, scope *sc, const ynode *nodes)
             tensor_name(sc, o->text, tn, sizeof tn);
             if (ts_graph_find(c->g, tn) >= 0)
                 return at(c, o, TS_EINPUT, "tensor '%s' is defined twice", tn);
-            ts_status st = ts_graph_add_tensor(c->g, tn, TS_TENSOR_ACTIVATION, c->dtype, -1, NULL, &outs[k], c->err);
+            ts_status st =
+                ts_graph_add_tensor(c->g, tn, TS_TENSOR_ACTIVATION, c->dtype, -1, NULL, &outs[k], c->err);
             if (st)
                 return st;
         }
@@ -952,7 +957,8 @@ ts_status ts_wl_builtin(const char *spec, ts_graph **out, ts_err *err)
     ts_buf names = TS_BUF_INIT;
     for (size_t i = 0; i < ts_wl_builtin_nfiles; i++)
         ts_buf_printf(&names, "%s%s", i ? ", " : "", ts_wl_builtin_files[i].name);
-    ts_status st = ts_err_set(err, TS_EINPUT, "no built-in workload '%s' (built-ins: %s)", name, ts_buf_str(&names));
+    ts_status st =
+        ts_err_set(err, TS_EINPUT, "no built-in workload '%s' (built-ins: %s)", name, ts_buf_str(&names));
     ts_buf_free(&names);
     return st;
 }
@@ -987,8 +993,8 @@ ts_status ts_wl_load_model(const char *model, const char *inputs, const char *di
         return st;
     }
     if (inputs || dims)
-        return ts_err_set(err, TS_EINPUT, "data input names and dimension values apply to ONNX models only, not '%s'",
-                          model);
+        return ts_err_set(err, TS_EINPUT,
+                          "data input names and dimension values apply to ONNX models only, not '%s'", model);
     /* "file.yaml" or "file.yaml:k=v,..." */
     const char *colon = NULL;
     for (const char *p = strchr(model, ':'); p; p = strchr(p + 1, ':'))
