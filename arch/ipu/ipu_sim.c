@@ -18,9 +18,11 @@
  * now + window, window = min(exchange latency, sync latency), so nothing a tile does inside a
  * round can be seen by another tile in the same round: tiles can be split over threads and the
  * result does not depend on their order or number. Words sent in a round are appended to a
- * per-tile pending log and committed between rounds. The fast mode skips cycles in which no
- * context can issue and nothing arrives; --lockstep uses one-cycle rounds and visits every cycle
- * of every tile. Both execute the same per-cycle rule, so their reports are equal.
+ * per-tile pending log and committed between rounds. The fast mode also lets a tile run past
+ * the round while it reads no other tile's words (see reads_others), skips cycles in which no
+ * context can issue and nothing arrives, and runs store-free repeat loops in closed form (see
+ * closed_form_turns); --lockstep uses one-cycle rounds and visits every cycle of every tile. Both
+ * follow the same per-cycle rule, so their reports are equal (every test program checks it).
  */
 #include <inttypes.h>
 #include <math.h>
