@@ -123,6 +123,17 @@ START_TEST(local_memory)
     tol10("local write bandwidth per chip", "ipu_mk1 (x1216)", wr * 1216 * 1.6e9 / 1e12, 15.5, "TB/s", "§3.1 #9 CIT/apd");
     ipu_run_free(&r);
     free(p);
+    /* read and write together: a copy loop of 128-bit loads and 64-bit stores. The model issues
+     * one instruction per cycle, so a tile cannot read 16 B and write 8 B in the same cycle */
+    p = all_workers(1, "  get $m1, 2\n  muli $m2, $m1, 4096\n  addi $m3, $m2, 32768\n  rpti 250, 2\n"
+                       "  ld128step $a0, $m2, 16\n  st64step $a0, $m3, 8\n");
+    ipu_test_run3("ipu_tiny4", NULL, p, &r);
+    double rw = (double)r.r.bytes[TS_LEVEL_SRAM] / (double)r.r.cycles;
+    record("SRAM read + write per chip", "ipu_mk2 (x1472)", rw * 1472 * 1.325e9 / 1e12, 47, 47 * 0.9, 47 * 1.1, "TB/s",
+           "§1.2 HC33 (47 TB/s data-side SRAM access)",
+           "not modelled: no load and store in one cycle (ld2xst64pace, dual issue)");
+    ipu_run_free(&r);
+    free(p);
 }
 END_TEST
 
@@ -138,6 +149,13 @@ START_TEST(exchange)
     tol10("exchange bandwidth per tile", "ipu_tiny4", ipu_stat(&r, "exchange.bytes_per_port_cycle") * clock_of(&r) / 1e9,
           6.3, "GB/s", "§3.2 survey quoting CIT; §1.1 PL-hist 4 B/cycle");
     ipu_run_free(&r);
+    ipu_test_run3("ipu_mk2", NULL,
+                  ".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  setzi $m2, 1\n  send $m1, $m2, 1000\n  sync 1\n  halt\n"
+                  ".stream tile 1\n  setzi $m1, 0x8000\n  setzi $m2, 0\n  recv $m1, $m2, 1000\n  rxwait\n  sync 1\n  halt\n",
+                  &r);
+    tol10("exchange bandwidth per tile", "ipu_mk2", ipu_stat(&r, "exchange.bytes_per_port_cycle") * clock_of(&r) / 1e9,
+          5.5, "GB/s", "§1.2 ELK §2.1 (5.5 GB/s per core, citing CIT)");
+    ipu_run_free(&r);
     /* every tile sends 2048 words to the next tile of a ring and receives from the previous */
     char *p = ipu_test_spmd(NULL,
                             "  get $m10, 0\n  get $m11, 1\n  addi $m12, $m10, 1\n  cmpult $m13, $m12, $m11\n"
@@ -148,7 +166,19 @@ START_TEST(exchange)
     ipu_test_run3("ipu_mk1", NULL, p, &r);
     double x = ipu_cell(&r, "supersteps", 1, "exchange_bytes") / ipu_cell(&r, "supersteps", 1, "exchange");
     tol10("aggregate exchange bandwidth", "ipu_mk1", x * clock_of(&r) / 1e12, 7.8, "TB/s",
-          "§1.1 4 B/cycle x 1216 x 1.6 GHz (inferred); §1.2 CB 8 TB/s (MK2)");
+          "§1.1 4 B/cycle x 1216 x 1.6 GHz (inferred)");
+    ipu_run_free(&r);
+    free(p);
+    p = ipu_test_spmd(NULL,
+                      "  get $m10, 0\n  get $m11, 1\n  addi $m12, $m10, 1\n  cmpult $m13, $m12, $m11\n"
+                      "  brnz $m13, hn\n  setzi $m12, 0\nhn:\n  addi $m14, $m10, -1\n  brneg $m14, wp\n  br hp\n"
+                      "wp:\n  addi $m14, $m11, -1\nhp:\n  sync 1\n  setzi $m1, 0x10000\n  recv $m1, $m14, 2048\n"
+                      "  setzi $m2, 0x1000\n  send $m2, $m12, 2048\n  rxwait\n  sync 1\n  halt\n",
+                      1472);
+    ipu_test_run3("ipu_mk2", NULL, p, &r);
+    x = ipu_cell(&r, "supersteps", 1, "exchange_bytes") / ipu_cell(&r, "supersteps", 1, "exchange");
+    tol10("aggregate exchange bandwidth", "ipu_mk2", x * clock_of(&r) / 1e12, 8.0, "TB/s",
+          "§1.2 CB (\"IPU-Exchange 8 TB/s\"), ELK §2.1");
     ipu_run_free(&r);
     free(p);
     /* one word from tile 0 to the nearest and to the farthest tile */
