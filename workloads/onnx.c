@@ -776,6 +776,8 @@ static int fold(imp *im, const Onnx__NodeProto *n, const char *op, const int *in
 done:
     for (size_t k = 0; k < nv; k++)
         val_free(&v[k]);
+    if (rc == 1 && (out->dt == TS_DT_F16 || out->dt == TS_DT_BF16))
+        rc = 0; /* store() writes no half-precision values: leave the node to the IR */
     if (rc != 1)
         val_free(out);
     return rc;
