@@ -296,18 +296,23 @@ static ts_status tensor_from_proto(imp *im, const Onnx__TensorProto *tp, const c
         for (size_t k = 0; k < have && (int64_t)k < n; k++)
             v.i[k] = tp->int64_data[k];
         break;
-    case TS_DT_F16: case TS_DT_BF16:
-        have = tp->n_int32_data;
-        for (size_t k = 0; k < have && (int64_t)k < n; k++) {
-            uint16_t h = (uint16_t)tp->int32_data[k];
-            uint8_t b[2];
-            memcpy(b, &h, 2);
-            val one = v;
-            one.n = 1;
-            one.f = v.f + k;
-            decode(&one, b);
-        }
-        break;
+    case TS_DT_F16: case TS_DT_BF16: {
+        /* half-precision values travel as the low 16 bits of int32_data: kept as they are */
+        val_free(&v);
+        if (tp->n_int32_data == 0)
+            return TS_OK;
+        if ((int64_t)tp->n_int32_data != n)
+            return ts_err_set(im->err, TS_EINPUT, "tensor '%s' has %zu values, its shape needs %lld", name,
+                              tp->n_int32_data, (long long)n);
+        uint16_t *h = ts_malloc((size_t)n * 2 + 1);
+        if (!h)
+            return ts_err_set(im->err, TS_ENOMEM, "out of memory");
+        for (int64_t k = 0; k < n; k++)
+            h[k] = (uint16_t)tp->int32_data[k];
+        st = ts_graph_set_data(im->g, *id, h, (size_t)n * 2, im->err);
+        ts_free(h);
+        return st;
+    }
     default:
         have = tp->n_int32_data;
         for (size_t k = 0; k < have && (int64_t)k < n; k++)

@@ -564,6 +564,21 @@ START_TEST(built_errors)
     ck_assert_ptr_nonnull(wt->data);
     ck_assert_int_eq(ts_graph_get_tensor(g, ts_graph_find(g, "x"))->kind, TS_TENSOR_INPUT);
     ts_graph_destroy(g);
+
+    /* half-precision values in int32_data keep their bits */
+    w->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16;
+    w->has_raw_data = 0;
+    static int32_t halves[8] = {0x3c00, 0x4000, 0x4200, 0x4400, 0x4500, 0x4600, 0x4700, 0x4800};
+    w->int32_data = halves;
+    w->n_int32_data = 8;
+    ck_assert_str_eq(mb_import(m, NULL, &g), "");
+    wt = ts_graph_get_tensor(g, ts_graph_find(g, "w"));
+    ck_assert_int_eq(wt->dtype, TS_DT_F16);
+    const uint16_t *hv = wt->data;
+    ck_assert_ptr_nonnull(hv);
+    ck_assert_uint_eq(hv[0], 0x3c00);
+    ck_assert_uint_eq(hv[7], 0x4800);
+    ts_graph_destroy(g);
     free(m);
 }
 END_TEST
