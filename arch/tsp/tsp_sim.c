@@ -51,7 +51,8 @@ enum { Q_RUN, Q_PARKED, Q_DONE };
 enum { HZ_COLLISION, HZ_NOVALUE, HZ_BANK, HZ_UNDERRUN, HZ_RESOURCE, HZ_COUNT };
 static const char *const hz_names[HZ_COUNT] = {"stream_collision", "no_value", "bank_conflict",
                                                "queue_underrun", "resource"};
-enum { PW_SR, PW_LATCH, PW_ACC, PW_BANK };
+enum { PW_SR, PW_LATCH, PW_ACC, PW_BANK, PW_WEIGHTS };
+enum { PWW_BUFFER, PWW_ARRAY, PWW_COPY }; /* PW_WEIGHTS modes: lw rows, iw rows, iw from the buffer */
 enum { EV_ADD, EV_MUL };
 enum { UK_MEM, UK_VXM, UK_MXM, UK_SXM, UK_ICU, UK_STREAMS, UK_C2C, UK_COUNT };
 
@@ -92,8 +93,9 @@ typedef struct tsp_queue {
 typedef struct tsp_pw {
     uint8_t kind, dir, mode, type;
     uint16_t k;
-    uint32_t a, b;  /* SR: stream, position; LATCH: alu; ACC: plane; BANK: mem slice, word */
-    uint32_t tag;
+    uint32_t a, b;  /* SR: stream, position; LATCH: alu; ACC: plane; BANK: mem slice, word;
+                     * WEIGHTS: plane, first row */
+    uint32_t tag;   /* WEIGHTS: number of rows */
     uint64_t prod;
     uint32_t off, len; /* data in the bucket's byte arena */
 } tsp_pw;
@@ -194,6 +196,7 @@ struct ts_model {
     uint64_t install_max, sweep_max, barriers, last_release, ifetches, configs, offchip;
     uint64_t reg_reads;      /* bytes read from stream registers and latches */
     uint32_t nlanding;       /* ifetches in flight, all queues */
+    uint8_t *scratch;        /* owned: one superlane's weight rows (streams x lanes x 4 B) */
     double ev[UK_COUNT][TSP_NTYPES][2];
     uint64_t hz[HZ_COUNT];
     tsp_hz_row *hzrow;
@@ -320,7 +323,8 @@ static ts_status pw_add(ts_model *m, uint64_t cycle, const tsp_pw *w, const void
     tsp_pw *p = &b->w[b->n++];
     *p = *w;
     p->off = (uint32_t)b->nb;
-    memcpy(b->bytes + b->nb, data, w->len);
+    if (w->len)
+        memcpy(b->bytes + b->nb, data, w->len);
     b->nb += w->len;
     m->npending++;
     return TS_OK;
@@ -451,6 +455,33 @@ static ts_status commit(ts_model *m, ts_err *err)
             memcpy(mem + (size_t)w->b * m->VL + (size_t)w->k * m->L, d, m->L);
             m->mem_wr[w->a] += m->L;
             m->cyc_bytes += m->L;
+            break;
+        }
+        case PW_WEIGHTS: {
+            tsp_plane *p = &m->plane[w->a];
+            uint32_t D = m->D, L = m->L, k = w->k;
+            if (w->mode == PWW_COPY) {
+                for (uint32_t j = 0; j < D; j++) {
+                    if (w->type == TSP_I8)
+                        memcpy(p->w8 + (size_t)j * D + k * L, p->b8 + (size_t)j * D + k * L, L);
+                    else
+                        memcpy(p->wf + (size_t)j * D + k * L, p->bf + (size_t)j * D + k * L, L * sizeof(float));
+                }
+                p->type = w->type;
+                break;
+            }
+            bool buf = w->mode == PWW_BUFFER;
+            for (uint32_t r = 0; r < w->tag; r++) {
+                size_t at = (size_t)((w->b + r) % D) * D + k * L;
+                if (w->type == TSP_I8)
+                    memcpy((buf ? p->b8 : p->w8) + at, d + (size_t)r * L, L);
+                else
+                    memcpy((buf ? p->bf : p->wf) + at, d + (size_t)r * L * 4, L * sizeof(float));
+            }
+            if (buf)
+                p->buf_type = w->type;
+            else
+                p->type = w->type;
             break;
         }
         default: break;
@@ -793,43 +824,45 @@ static ts_status step_mxm(ts_model *m, tsp_fl *f, ts_err *err)
         bool lw = f->in->op == TSP_OP_LW;
         if ((rc = ensure_plane(m, p, type, err)) != TS_OK)
             return rc;
+        /* the weights latch d_func after the stream is read, like any result (a pending write) */
+        tsp_pw w = {.kind = PW_WEIGHTS, .k = (uint16_t)k, .a = pl, .b = f->row0, .type = (uint8_t)type,
+                    .prod = PROD(f->q, f->pc)};
         if (!lw && o[1] == TSP_REG_NUL) { /* install the LW buffer */
             if (p->buf_type != type)
                 return ts_err_sim(err, m->q[f->q].slice, (int64_t)m->now,
                                   "iw from the LW buffer as %s, but the buffer holds %s weights",
                                   type == TSP_I8 ? "i8" : "f16", p->buf_type == TSP_F16 ? "f16" : "i8 or nothing");
-            for (uint32_t j = 0; j < D; j++) {
-                if (type == TSP_I8)
-                    memcpy(p->w8 + (size_t)j * D + k * L, p->b8 + (size_t)j * D + k * L, L);
-                else
-                    memcpy(p->wf + (size_t)j * D + k * L, p->bf + (size_t)j * D + k * L, L * sizeof(float));
-            }
-            p->type = type;
+            w.mode = PWW_COPY;
+            if ((rc = pw_add(m, f->t0 + f->dfunc + k, &w, NULL, err)) != TS_OK)
+                return rc;
         } else {
-            uint32_t w = tsp_type_width(type), rows = (uint32_t)o[2] / w;
+            uint32_t wd = tsp_type_width(type), rows = (uint32_t)o[2] / wd, esz = type == TSP_I8 ? 1 : 4;
+            uint8_t *buf = m->scratch;
             for (uint32_t r = 0; r < rows; r++) {
-                if ((rc = read_elems(m, f, o[1] + (int)(r * w), type, k, (uint32_t)o[3], el, err)) != TS_OK)
+                if ((rc = read_elems(m, f, o[1] + (int)(r * wd), type, k, (uint32_t)o[3], el, err)) != TS_OK)
                     return rc;
-                uint32_t j = (f->row0 + r) % D;
                 for (uint32_t x = 0; x < L; x++) {
-                    size_t at = (size_t)j * D + k * L + x;
-                    if (type == TSP_I8)
-                        (lw ? p->b8 : p->w8)[at] = (int8_t)(uint8_t)el[x];
-                    else
-                        (lw ? p->bf : p->wf)[at] = ts_tsp_h2f((uint16_t)el[x]);
+                    uint8_t *at = buf + ((size_t)r * L + x) * esz;
+                    if (type == TSP_I8) {
+                        *at = (uint8_t)el[x];
+                    } else {
+                        float v = ts_tsp_h2f((uint16_t)el[x]);
+                        memcpy(at, &v, 4);
+                    }
                 }
             }
-            if (lw)
-                p->buf_type = type;
-            else
-                p->type = type;
+            w.mode = lw ? PWW_BUFFER : PWW_ARRAY;
+            w.tag = rows;
+            w.len = rows * L * esz;
+            if ((rc = pw_add(m, f->t0 + f->dfunc + k, &w, buf, err)) != TS_OK)
+                return rc;
         }
         /* the length of a full install (research §1.5: < 40 cycles) */
         if (!lw) {
             if (k == 0 && (f->row0 == 0 || o[1] == TSP_REG_NUL))
                 p->inst_start = (int64_t)m->now;
-            uint32_t rows = o[1] == TSP_REG_NUL ? D : (uint32_t)o[2] / tsp_type_width(type);
-            if (k == m->S - 1 && p->inst_start >= 0 && f->row0 + rows >= D) {
+            uint32_t nrows = o[1] == TSP_REG_NUL ? D : (uint32_t)o[2] / tsp_type_width(type);
+            if (k == m->S - 1 && p->inst_start >= 0 && f->row0 + nrows >= D) {
                 uint64_t len = m->now - (uint64_t)p->inst_start + 1;
                 if (len > m->install_max)
                     m->install_max = len;
@@ -1556,6 +1589,7 @@ static void tsp_destroy(ts_model *m)
     ts_free(m->mem_rd);
     ts_free(m->mem_wr);
     ts_free(m->hzrow);
+    ts_free(m->scratch);
     ts_free(m->lay);
     ts_free(m);
 }
@@ -1617,9 +1651,10 @@ static ts_status tsp_create(ts_model **out, const ts_config *config, const ts_ru
     m->transposes = ts_calloc(l->nsxm ? l->nsxm : 1, sizeof *m->transposes);
     m->mem_rd = ts_calloc(l->nmem ? l->nmem : 1, sizeof *m->mem_rd);
     m->mem_wr = ts_calloc(l->nmem ? l->nmem : 1, sizeof *m->mem_wr);
+    m->scratch = ts_malloc((size_t)m->NS * m->L * 4);
     bool ok = m->sr_data && m->sr_tag && m->sr_birth && m->sr_bpos && m->sr_prod && m->wheel && m->q &&
               m->slice_busy && m->slice_last && m->mem && m->bank && m->plane && m->link && m->transposes &&
-              m->mem_rd && m->mem_wr && !latch_init(&m->alu, (size_t)m->cfg.vxm_alus * m->S, m->L);
+              m->mem_rd && m->mem_wr && m->scratch && !latch_init(&m->alu, (size_t)m->cfg.vxm_alus * m->S, m->L);
     for (uint32_t i = 0; ok && i < l->nmxm; i++) {
         m->plane[i].type = m->plane[i].buf_type = -1;
         m->plane[i].inst_start = -1;

@@ -915,6 +915,60 @@ START_TEST(shared_register_positions)
 }
 END_TEST
 
+/* Weights latch d_func (1) after iw reads them, through the same commit phase as every result:
+ * an abc in the iw's own cycle multiplies the old (zero) row 1, one a cycle later the new one. */
+static int32_t abc_after_iw(uint64_t gap)
+{
+    int8_t row[VL], x[VL];
+    for (int l = 0; l < VL; l++) {
+        row[l] = (int8_t)(l + 1);
+        x[l] = (int8_t)(2 - l % 5);
+    }
+    sched *s = calloc(1, sizeof *s);
+    s->p = ts_program_create("tsp");
+    tsp_data(s->p, 0, 0, row, VL);
+    tsp_data(s->p, 1, 0, x, VL);
+    uint64_t Tiw = 6, Ta = Tiw + gap; /* MEM W0 (position 5) to the plane (0): 1 + 5 cycles */
+    at(s, 0, 0);
+    tsp_emit(s->p, 0, "read", 3, 0, W(0), 1);
+    at(s, 1, Ta - 1 - 4);
+    tsp_emit(s->p, 1, "read", 3, 0, W(1), 2);
+    /* row 0: zeros from MEM W2 (position 3, word 5) at 4; row 1: the real row at Tiw */
+    at(s, 2, 0);
+    tsp_emit(s->p, 2, "read", 3, 5, W(2), 0);
+    at(s, 24, 4);
+    tsp_emit(s->p, 24, "iw", 4, T_I8, W(2), 1, 0);
+    at(s, 24, Tiw);
+    tsp_emit(s->p, 24, "iw", 4, T_I8, W(0), 1, 1);
+    at(s, 25, Ta);
+    tsp_emit(s->p, 25, "abc", 5, T_I8, W(1), 0, 2, 7);
+    at(s, 26, Ta + 20);
+    tsp_emit(s->p, 26, "acc", 3, E(0), 7, 8);
+    for (int b = 0; b < 4; b++) { /* MEM W3..W0 at positions 2..5 store bytes 0..3 */
+        at(s, 3 - b, Ta + 21 + 2 + (uint64_t)b);
+        tsp_emit(s->p, 3 - b, "write", 3, 9, E(b), 8);
+    }
+    tsp_run r;
+    tsp_test_run2(SMALL, NULL, s->p, &r);
+    uint32_t y = 0;
+    for (int b = 0; b < 4; b++)
+        y |= (uint32_t)tsp_peek(&r, 3 - b, 9 * VL + 1) << (8 * b); /* y[1]: row 1 */
+    tsp_run_free(&r);
+    ts_program_destroy(s->p);
+    free(s);
+    return (int32_t)y;
+}
+
+START_TEST(mxm_weights_latch_after_d_func)
+{
+    int32_t ref = 0;
+    for (int l = 0; l < VL; l++)
+        ref += (l + 1) * (2 - l % 5);
+    ck_assert_int_eq(abc_after_iw(0), 0);
+    ck_assert_int_eq(abc_after_iw(1), ref);
+}
+END_TEST
+
 /* The built-in workload (arch/tsp/programs/tsp_default.s) on tsp_v1: y = i8(relu(W x)) with row r
  * of W held by MEM W(r mod 16) and x by MEM E0, both read back from the model for the reference. */
 START_TEST(default_program)
@@ -1009,6 +1063,7 @@ Suite *tsp_units_suite(void)
     tcase_add_test(tc, trace_rows_and_slices);
     tcase_add_test(tc, disasm_round_trip);
     tcase_add_test(tc, shared_register_positions);
+    tcase_add_test(tc, mxm_weights_latch_after_d_func);
     suite_add_tcase(s, tc);
     return s;
 }
