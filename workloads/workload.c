@@ -228,6 +228,7 @@ static param *find_param(scope *s, const char *name)
 
 typedef struct lexer {
     const char *s;
+    int depth; /* parentheses and unary minus nesting, bounded so a file cannot exhaust the stack */
     scope *sc;
     const char *bad; /* set on error: what is wrong */
     char badbuf[160];
@@ -246,9 +247,15 @@ static int64_t expr_atom(lexer *lx)
     skip_ws(lx);
     if (lx->bad)
         return 0;
+    if ((*lx->s == '(' || *lx->s == '-') && lx->depth >= 64) {
+        lx->bad = "expression nested more than 64 levels";
+        return 0;
+    }
     if (*lx->s == '(') {
         lx->s++;
+        lx->depth++;
         int64_t v = expr_add(lx);
+        lx->depth--;
         skip_ws(lx);
         if (*lx->s != ')') {
             lx->bad = "missing ')'";
@@ -259,7 +266,14 @@ static int64_t expr_atom(lexer *lx)
     }
     if (*lx->s == '-') {
         lx->s++;
-        return -expr_atom(lx);
+        lx->depth++;
+        int64_t v = expr_atom(lx);
+        lx->depth--;
+        if (v == INT64_MIN) {
+            lx->bad = "value out of range";
+            return 0;
+        }
+        return -v;
     }
     if (isdigit((unsigned char)*lx->s)) {
         errno = 0;
@@ -350,7 +364,7 @@ static ts_status eval(ctx *c, scope *sc, const ynode *y, int64_t *out)
 {
     if (y->kind != N_SCALAR)
         return at(c, y, TS_EINPUT, "expected a number or an expression, got %s", kind_name(y));
-    lexer lx = {y->text, sc, NULL, ""};
+    lexer lx = {y->text, 0, sc, NULL, ""};
     int64_t v = expr_add(&lx);
     skip_ws(&lx);
     if (!lx.bad && *lx.s)

@@ -185,6 +185,12 @@ START_TEST(file_errors)
     ck_assert_str_eq(text_fail("nodes:\n  - {block: nope, in: x, out: y}\n"), "w.yaml:2:13: no block named 'nope'");
     ck_assert_str_eq(text_fail("params: {n: 4}\ninputs:\n  - {name: x, shape: [n / 0]}\n"),
                      "w.yaml:3:23: bad expression 'n / 0': division by zero");
+    char deep[400];
+    snprintf(deep, sizeof deep, "inputs:\n  - {name: x, shape: [%s]}\n",
+             "----------------------------------------------------------------------1");
+    ck_assert_str_eq(text_fail(deep), "w.yaml:2:23: bad expression "
+                                      "'----------------------------------------------------------------------1': "
+                                      "expression nested more than 64 levels");
 }
 END_TEST
 
