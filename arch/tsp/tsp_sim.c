@@ -2011,6 +2011,10 @@ static ts_status tsp_collect(ts_model *m, ts_results *r, ts_err *err)
         v[i] = (double)m->q[i].issued;
     CK(ts_stats_array(st, "queue.instructions", "", "instructions issued per queue (repeats included)", v, m->nq));
     CK(ts_stats_u64(st, "queue.ifetches", "", "ifetch instructions issued", m->ifetches));
+    uint64_t fetch_bytes = m->ifetches * m->cfg.icu_ifetch_bytes;
+    CK(ts_stats_u64(st, "queue.ifetch_bytes", "B", "instruction text fetched", fetch_bytes));
+    CK(ts_stats_f64(st, "queue.ifetch_share", "", "instruction text fetched / SRAM bytes (research §5: MPR puts it "
+                    "below 10%)", rd + wr ? (double)fetch_bytes / (double)(rd + wr) : 0));
     CK(ts_stats_u64(st, "icu.barriers", "", "sync barriers released", m->barriers));
     CK(ts_stats_u64(st, "icu.last_release", "cycles", "cycle of the last barrier release", m->last_release));
     CK(ts_stats_u64(st, "icu.sweep_cycles", "cycles", "longest sweep of an instruction over the superlanes",
