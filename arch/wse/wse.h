@@ -57,6 +57,7 @@ ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *
 /* Counters tests read after a run. */
 typedef struct ts_wse_counts {
     uint64_t cycles;
+    uint64_t tile_cycles;        /* PE-cycles evaluated: active-set sizes summed over cycles */
     uint64_t wavelets_injected;  /* sent by cores into the fabric */
     uint64_t wavelets_delivered; /* handed by routers to cores */
     uint64_t hops;               /* router-to-router link traversals */

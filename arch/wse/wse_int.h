@@ -114,13 +114,20 @@ typedef struct wse_tile {
     uint8_t *qmap;            /* owned: 6 * colours entries: (port, colour) -> live queue or WSE_NOQ */
     wse_lq *lq;               /* owned: nlq live queues, router queues first sorted by (colour, port) */
     uint8_t nlq, nrq;         /* live queues, of which router inputs */
-    uint8_t rr;               /* round-robin start among router queues */
+    uint8_t rr;               /* round robin: the input port to look at first */
+    uint8_t rrc[WSE_NPORTS];  /* round robin: per input port, the queue (in pidx order) to look at first */
+    uint8_t *pidx;            /* owned by block: live queue indices ordered by (port, colour) */
+    uint8_t poff[7];          /* pidx[poff[p] .. poff[p + 1]) are port p's queues; port 5 = core inputs */
+    uint32_t ppush[6];        /* wavelets pushed into port p's queues: written by p's one producer, phase B */
+    uint32_t ppop[6];         /* wavelets popped from port p's queues: consumer, phase B */
+    uint32_t qleft;           /* consumer: wavelets left in its queues after this cycle's pops (phase A) */
     wse_line line[WSE_NLINES];
     uint16_t npop;
     uint8_t *pops;            /* owned: live queue indices popped this cycle */
     uint8_t *mem;             /* owned, NULL until first write */
     wse_ce *ce;               /* owned, NULL if no code */
     uint64_t stamp;           /* cycle for which it is on an active list (band owner only) */
+    uint64_t sleep_at;        /* cycle of its pending timer, 0 if none (band owner only) */
     uint64_t *log;            /* owned, NULL until first arrival: WSE_ARRIVAL_LOG per colour */
     uint64_t *narr;           /* owned with log: arrivals per colour */
     wse_tstats s;
@@ -128,13 +135,21 @@ typedef struct wse_tile {
     void *block;              /* owned: one allocation for the variable-size arrays */
 } wse_tile;
 
+/* A tile asleep until a known cycle (a core in `wait` or starting a task, nothing else to do). */
+typedef struct wse_timer {
+    uint64_t at;
+    uint32_t id;
+} wse_timer;
+
 /* A thread's band of rows and its lists. */
 typedef struct wse_band {
     uint32_t row0, row1;      /* rows [row0, row1) */
     uint32_t *act; size_t nact, cap_act;     /* active tiles this cycle */
     uint32_t *next; size_t nnext, cap_next;  /* tiles staying active */
     uint32_t *wake; size_t nwake, cap_wake;  /* tiles pushed to (any band) */
+    wse_timer *tm; size_t ntm, cap_tm;       /* min-heap of sleeping tiles by (at, id) */
     uint64_t progress;        /* events this cycle */
+    size_t nact_done;         /* tiles evaluated this cycle */
     bool oom;
     ts_status err_st;         /* first error this cycle (lowest PE id) */
     int64_t err_tile;
@@ -150,8 +165,9 @@ struct ts_model {
     wse_tile **t;             /* owned: npes pointers, NULL for untouched PEs */
     uint32_t *alloc_ids;      /* owned: ids of allocated tiles, ascending */
     size_t nalloc;
-    wse_code *codes; size_t ncodes; /* owned */
+    wse_code *codes; size_t ncodes, cap_codes; /* owned */
     uint64_t now, work;
+    uint64_t tile_cycles;     /* tile-cycles evaluated (the active set's size summed over cycles) */
     bool done, loaded;
     uint64_t offchip;         /* bytes loaded from the host */
     wse_band *band;           /* owned: nthreads */

@@ -32,12 +32,14 @@ static int bits(float f)
     return b;
 }
 
-ts_status ts_wse_stencil_program(ts_program **out, uint32_t w, uint32_t h, uint32_t nz, uint32_t steps,
-                                 bool with_data, ts_err *err)
+ts_status ts_wse_stencil_program(ts_program **out, uint32_t w, uint32_t h, uint32_t nz, uint32_t radius,
+                                 uint32_t steps, bool with_data, ts_err *err)
 {
     *out = NULL;
-    if (!nz || nz > 600 || !steps)
-        return ts_err_set(err, TS_EINPUT, "stencil: nz %u must be 1..600 and steps %u at least 1", nz, steps);
+    if (!nz || nz > 600 || !steps || radius < 1 || radius > 4)
+        return ts_err_set(err, TS_EINPUT, "stencil: nz %u must be 1..600, radius %u 1..4 and steps %u at least 1", nz,
+                          radius, steps);
+    const int R = (int)radius;
     ts_program *p = ts_program_create("wse");
     if (!p)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
@@ -73,7 +75,7 @@ ts_status ts_wse_stencil_program(ts_program **out, uint32_t w, uint32_t h, uint3
             E(s, WSE_OP_FLI, 2, 5, bits(1.0f));
             E(s, WSE_OP_LI, 2, 10, (int)steps);
             int loop = (int)s->n;
-            for (int r = 1; r <= 4; r++) {
+            for (int r = 1; r <= R; r++) {
                 /* sends: thread = direction (0 E, 1 W, 2 S, 3 N), each async */
                 struct { bool on; int colour; int src; } snd[4] = {
                     {hase && (int)x - (r - 1) >= 0, (int)(x % 2), r == 1 ? U + 16 : RB(0, r - 1)},
@@ -106,7 +108,7 @@ ts_status ts_wse_stencil_program(ts_program **out, uint32_t w, uint32_t h, uint3
             E(s, WSE_OP_DSDM, 4, 5, U + 16, (int)nz, 1);
             E(s, WSE_OP_DSDM, 4, 6, COEF, (int)nz, 0);
             E(s, WSE_OP_FMULS, 5, 4, 5, 6, -1, -1);
-            for (int r = 1; r <= 4; r++)
+            for (int r = 1; r <= R; r++)
                 for (int sg = -1; sg <= 1; sg += 2) {
                     E(s, WSE_OP_DSDM, 4, 7, U + 16 + sg * 4 * r, (int)nz, 1);
                     E(s, WSE_OP_FMACS, 6, 4, 4, 7, r, -1, -1);
@@ -114,7 +116,7 @@ ts_status ts_wse_stencil_program(ts_program **out, uint32_t w, uint32_t h, uint3
             /* acc += c_r * received column (FMUL then FADD, as JAC does with fabric operands) */
             E(s, WSE_OP_DSDM, 4, 10, TMP, (int)nz, 1);
             for (int d = 0; d < 4; d++)
-                for (int r = 1; r <= 4; r++) {
+                for (int r = 1; r <= R; r++) {
                     bool on = d == 0 ? (int)x - r >= 0 : d == 1 ? x + (uint32_t)r <= w - 1
                             : d == 2 ? (int)y - r >= 0 : y + (uint32_t)r <= h - 1;
                     if (!on)

@@ -9,14 +9,15 @@
 #include "core/err.h"
 #include "core/program.h"
 
-/* 25-point star stencil (radius 4, FP32) on a w x h mesh with nz cells per PE, `steps` time
- * steps. Halos move by nearest-neighbour shifts (4 rounds per direction, 2 colours per
- * direction); per cell per step the op mix is 17 FMUL, 17 FADD, 9 FMA, 1 FSUB (JAC Table IV has
- * 17/17/8/1). With data, every PE's column starts as u(x, y, z) = ((x + 2y + 3z) mod 7) / 8 and the
+/* Star stencil of the given radius (4 = the 25-point stencil of JAC, FP32) on a w x h mesh with
+ * nz cells per PE, `steps` time steps. Halos move by nearest-neighbour shifts (radius rounds per
+ * direction, 2 colours per direction); at radius 4 the op mix per cell per step is 17 FMUL,
+ * 17 FADD, 9 FMA, 1 FSUB (JAC Table IV has 17/17/8/1). Coefficients c0..c4 are fixed (the
+ * 8th-order Laplacian scaled by 0.1); a smaller radius uses c0..c_radius. With data, every PE's column starts as u(x, y, z) = ((x + 2y + 3z) mod 7) / 8 and the
  * previous step as 0; without, no data segment is emitted (for sim.timing_only runs). Memory
  * needs 80 nz + 64 bytes per PE. */
-ts_status ts_wse_stencil_program(ts_program **out, uint32_t w, uint32_t h, uint32_t nz, uint32_t steps,
-                                 bool with_data, ts_err *err);
+ts_status ts_wse_stencil_program(ts_program **out, uint32_t w, uint32_t h, uint32_t nz, uint32_t radius,
+                                 uint32_t steps, bool with_data, ts_err *err);
 /* Byte address of the interior of u (cell z is at this + 4 z) in the stencil program. */
 #define TS_WSE_STENCIL_U 16u
 

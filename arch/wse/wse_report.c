@@ -304,6 +304,7 @@ void ts_wse_counts_get(const ts_model *m, ts_wse_counts *out)
 {
     memset(out, 0, sizeof *out);
     out->cycles = m->now;
+    out->tile_cycles = m->tile_cycles;
     for (size_t i = 0; i < m->nalloc; i++) {
         const wse_tile *t = m->t[m->alloc_ids[i]];
         out->wavelets_injected += t->s.injected;

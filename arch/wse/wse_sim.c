@@ -155,6 +155,7 @@ void ts_wse_destroy(ts_model *m)
             ts_free(m->band[i].act);
             ts_free(m->band[i].next);
             ts_free(m->band[i].wake);
+            ts_free(m->band[i].tm);
             ts_err_free(&m->band[i].err);
         }
     ts_free(m->band);
@@ -386,7 +387,7 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
     if (nlq > 255)
         return ts_err_set(err, TS_EINTERNAL, "wse: %zu live queues at PE %u", nlq, t->id);
     size_t nent = 4 * m->c.hop_latency + 2 * m->c.ramp_latency + m->c.pipeline_latency;
-    size_t sz = nlq * sizeof(wse_lq) + nent * sizeof(wse_ent) + nslots * sizeof(uint32_t) + nlq;
+    size_t sz = nlq * sizeof(wse_lq) + nent * sizeof(wse_ent) + nslots * sizeof(uint32_t) + 2 * nlq;
     t->block = ts_calloc(1, sz ? sz : 1);
     if (!t->block)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
@@ -420,6 +421,17 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
             t->qmap[5 * C + c] = (uint8_t)j++;
         }
     t->nlq = (uint8_t)j;
+    t->pidx = t->pops + nlq;
+    {
+        size_t n = 0;
+        for (int p = 0; p <= 5; p++) {
+            t->poff[p] = (uint8_t)n;
+            for (uint32_t q = 0; q < t->nlq; q++)
+                if (t->lq[q].port == p)
+                    t->pidx[n++] = (uint8_t)q;
+        }
+        t->poff[6] = (uint8_t)n;
+    }
     for (int l = 0; l < WSE_NLINES; l++) {
         t->line[l].cap = (uint8_t)(l < 4 ? m->c.hop_latency : m->c.ramp_latency + (l == WSE_LINE_UP ? m->c.pipeline_latency : 0));
         t->line[l].e = ent;
@@ -452,67 +464,101 @@ ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
     if (m->loaded)
         return ts_err_set(err, TS_EINPUT, "a program is already loaded");
     ts_status rc = TS_OK;
+    /* distinct streams: an open-addressing table of code indices + 1, at most half full */
+    size_t hcap = 1024;
+    while (hcap < 4 * p->nstreams && hcap < ((size_t)1 << 26))
+        hcap *= 2;
+    uint32_t *htab = ts_calloc(hcap, sizeof *htab);
+    uint32_t *sidx = ts_malloc((p->nstreams ? p->nstreams : 1) * sizeof *sidx);
+    if (!htab || !sidx) {
+        ts_free(htab);
+        ts_free(sidx);
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    }
     /* pass 1: tiles, configuration prefixes, code */
     for (size_t i = 0; i < p->nstreams && !rc; i++) {
         const ts_stream *s = &p->streams[i];
-        if (s->kind != WSE_KIND_PE)
-            return ts_err_set(err, TS_EINPUT, "stream kind %u is not 'pe'", s->kind);
-        if (s->index >= m->npes)
-            return ts_err_set(err, TS_EINPUT, "program has code for PE %u, but the %ux%u mesh has %" PRIu64 " PEs",
-                              s->index, m->w, m->h, m->npes);
-        for (uint32_t k = 0; k < s->n; k++)
+        if (s->kind != WSE_KIND_PE) {
+            rc = ts_err_set(err, TS_EINPUT, "stream kind %u is not 'pe'", s->kind);
+            break;
+        }
+        if (s->index >= m->npes) {
+            rc = ts_err_set(err, TS_EINPUT, "program has code for PE %u, but the %ux%u mesh has %" PRIu64 " PEs",
+                            s->index, m->w, m->h, m->npes);
+            break;
+        }
+        for (uint32_t k = 0; k < s->n && !rc; k++)
             if (s->insn[k].op >= WSE_OP_COUNT)
-                return ts_err_set(err, TS_EINPUT, "PE %u pc %u: op %u is not a wse op", s->index, k, s->insn[k].op);
-        wse_tile *t;
-        if ((rc = tile_touch(m, s->index, &t, err)))
-            return rc;
-        if (t->ce)
-            return ts_err_set(err, TS_EINPUT, "PE %u has two streams", s->index);
+                rc = ts_err_set(err, TS_EINPUT, "PE %u pc %u: op %u is not a wse op", s->index, k, s->insn[k].op);
+        wse_tile *t = NULL;
+        if (rc || (rc = tile_touch(m, s->index, &t, err)))
+            break;
+        if (t->ce) {
+            rc = ts_err_set(err, TS_EINPUT, "PE %u has two streams", s->index);
+            break;
+        }
         t->ce = ts_calloc(1, sizeof *t->ce);
-        if (!t->ce || !(t->ce->th = ts_calloc(1 + m->c.microthreads, sizeof *t->ce->th)))
-            return ts_err_set(err, TS_ENOMEM, "out of memory");
+        if (!t->ce || !(t->ce->th = ts_calloc(1 + m->c.microthreads, sizeof *t->ce->th))) {
+            rc = ts_err_set(err, TS_ENOMEM, "out of memory");
+            break;
+        }
         uint32_t k = 0;
-        for (; k < s->n && (ts_wse_isa.ops[s->insn[k].op].flags & WSE_F_CFG); k++)
-            if ((rc = apply_cfg(m, t, s, k, err)))
-                return rc;
-        /* predecode: share the copy with the previous stream when identical */
-        wse_code *code = NULL;
-        if (m->ncodes && m->codes[m->ncodes - 1].n == s->n && m->codes[m->ncodes - 1].entry == k &&
-            !memcmp(m->codes[m->ncodes - 1].insn, s->insn, (size_t)s->n * sizeof *s->insn))
-            code = &m->codes[m->ncodes - 1];
-        if (!code) {
-            size_t cap = m->ncodes;
-            if (ts_grow((void **)&m->codes, &cap, m->ncodes + 1, sizeof *m->codes))
-                return ts_err_set(err, TS_ENOMEM, "out of memory");
+        for (; k < s->n && (ts_wse_isa.ops[s->insn[k].op].flags & WSE_F_CFG) && !rc; k++)
+            rc = apply_cfg(m, t, s, k, err);
+        if (rc)
+            break;
+        /* predecode: one copy per distinct stream (a wafer of identical PEs keeps a few) */
+        uint64_t hsh = 1469598103934665603ull;
+        const unsigned char *bytes = (const unsigned char *)s->insn;
+        for (size_t q = 0; q < (size_t)s->n * sizeof *s->insn; q++)
+            hsh = (hsh ^ bytes[q]) * 1099511628211ull;
+        size_t slot = (size_t)(hsh & (hcap - 1));
+        for (; htab[slot]; slot = (slot + 1) & (hcap - 1)) {
+            const wse_code *o = &m->codes[htab[slot] - 1];
+            if (o->n == s->n && o->entry == k && !memcmp(o->insn, s->insn, (size_t)s->n * sizeof *s->insn))
+                break;
+        }
+        if (!htab[slot]) {
+            if (m->ncodes == hcap / 2) {
+                rc = ts_err_set(err, TS_EINPUT, "program has more than %zu distinct PE streams", hcap / 2);
+                break;
+            }
+            if (ts_grow((void **)&m->codes, &m->cap_codes, m->ncodes + 1, sizeof *m->codes)) {
+                rc = ts_err_set(err, TS_ENOMEM, "out of memory");
+                break;
+            }
             ts_insn *copy = ts_malloc((s->n ? s->n : 1) * sizeof *copy);
-            if (!copy)
-                return ts_err_set(err, TS_ENOMEM, "out of memory");
+            if (!copy) {
+                rc = ts_err_set(err, TS_ENOMEM, "out of memory");
+                break;
+            }
             memcpy(copy, s->insn, (size_t)s->n * sizeof *copy);
-            code = &m->codes[m->ncodes++];
+            wse_code *code = &m->codes[m->ncodes++];
             code->insn = copy;
             code->n = s->n;
             code->entry = k;
+            htab[slot] = (uint32_t)m->ncodes;
         }
-        (void)code;
+        sidx[i] = htab[slot] - 1;
     }
-    /* codes may have moved while growing: attach after the loop */
-    {
-        size_t ci = 0;
-        for (size_t i = 0; i < p->nstreams; i++) {
-            const ts_stream *s = &p->streams[i];
-            while (ci + 1 < m->ncodes && !(m->codes[ci].n == s->n &&
-                                            !memcmp(m->codes[ci].insn, s->insn, (size_t)s->n * sizeof *s->insn)))
-                ci++;
-            wse_ce *ce = m->t[s->index]->ce;
-            ce->code = &m->codes[ci];
-            ce->pc = m->codes[ci].entry;
-            ce->task = -1;
-            ce->state = ce->pc < s->n ? CE_RUN : CE_IDLE;
-            ce->main_done = ce->state == CE_IDLE;
-            if (ce->state == CE_IDLE)
-                ce->task = -2;
-        }
+    ts_free(htab);
+    if (rc) {
+        ts_free(sidx);
+        return rc;
     }
+    /* attach codes once the array stops moving */
+    for (size_t i = 0; i < p->nstreams; i++) {
+        const ts_stream *s = &p->streams[i];
+        wse_ce *ce = m->t[s->index]->ce;
+        ce->code = &m->codes[sidx[i]];
+        ce->pc = ce->code->entry;
+        ce->task = -1;
+        ce->state = ce->pc < s->n ? CE_RUN : CE_IDLE;
+        ce->main_done = ce->state == CE_IDLE;
+        if (ce->state == CE_IDLE)
+            ce->task = -2;
+    }
+    ts_free(sidx);
     /* data segments */
     for (size_t i = 0; i < p->nsegs; i++) {
         const ts_segment *g = &p->segs[i];
@@ -585,9 +631,9 @@ static inline uint32_t line_count(const wse_line *l, uint32_t c)
 }
 
 /* The queue that output line l of tile t feeds for colour c. */
-static inline wse_lq *line_target(const ts_model *m, const wse_tile *t, int l, uint32_t c, const wse_tile **owner)
+static inline wse_lq *line_target(const ts_model *m, const wse_tile *t, int l, uint32_t c, wse_tile **owner)
 {
-    const wse_tile *o = l < 4 ? t->nb[l] : t;
+    wse_tile *o = l < 4 ? t->nb[l] : m->t[t->id];
     int port = l < 4 ? opposite[l] : l == WSE_LINE_DOWN ? 5 : WSE_R;
     *owner = o;
     return &o->lq[o->qmap[(size_t)port * m->C + c]];
@@ -596,7 +642,7 @@ static inline wse_lq *line_target(const ts_model *m, const wse_tile *t, int l, u
 /* Room for one more wavelet of colour c through line l (phase A: committed counters only). */
 static inline bool line_room(const ts_model *m, const wse_tile *t, int l, uint32_t c)
 {
-    const wse_tile *o;
+    wse_tile *o;
     const wse_lq *q = line_target(m, t, l, c, &o);
     if (t->line[l].n == t->line[l].cap)
         return false;
@@ -630,53 +676,65 @@ static inline uint32_t q_head(const wse_lq *q, bool *ctrl)
 /* ------------------------------------------------------------------------------------------ */
 /* phase A: router */
 
-static void router_eval(ts_model *m, wse_tile *t, wse_band *b)
+/* Forward queue heads: input ports in round-robin order, and in each port its colours in
+ * round-robin order; a multicast goes only when every output it needs is free this cycle and has
+ * room downstream. pend[p] is the number of wavelets queued at input port p. */
+static void router_eval(ts_model *m, wse_tile *t, wse_band *b, const uint32_t *pend)
 {
-    uint32_t nrq = t->nrq;
-    if (!nrq)
-        return;
     uint8_t claimed = 0;
-    int last = -1;
-    uint32_t start = m->c.arbitration == WSE_ARB_FIXED ? 0 : t->rr % nrq;
-    for (uint32_t k = 0; k < nrq; k++) {
-        uint32_t j = (start + k) % nrq;
-        wse_lq *q = &t->lq[j];
-        if (!q_occ(q) || q->taken)
+    bool fixed = m->c.arbitration == WSE_ARB_FIXED;
+    int lastp = -1;
+    for (int pk = 0; pk < WSE_NPORTS; pk++) {
+        int p = fixed ? pk : (t->rr + pk) % WSE_NPORTS;
+        if (!pend[p])
             continue;
-        wse_route *r = &t->route[q->colour];
-        if (!(r->rx[r->pos] >> q->port & 1))
-            continue;
-        uint8_t tx = r->tx[r->pos];
-        if (!tx || (tx & claimed))
-            continue;
-        bool ok = true;
-        for (int p = 0; p < WSE_NPORTS && ok; p++)
-            if (tx >> p & 1)
-                ok = line_room(m, t, p, q->colour);
-        if (!ok)
-            continue;
-        bool ctrl;
-        uint32_t data = q_head(q, &ctrl);
-        for (int p = 0; p < WSE_NPORTS; p++)
-            if (tx >> p & 1) {
-                line_put(m, t, p, data, q->colour, ctrl, m->now);
-                t->s.link[p]++;
+        uint32_t n = (uint32_t)(t->poff[p + 1] - t->poff[p]), seen = 0, start = fixed ? 0 : t->rrc[p] % (n ? n : 1);
+        for (uint32_t k = 0; k < n && seen < pend[p]; k++) {
+            uint32_t ci = (start + k) % n;
+            uint8_t j = t->pidx[t->poff[p] + ci];
+            wse_lq *q = &t->lq[j];
+            uint32_t occ = q_occ(q);
+            if (!occ)
+                continue;
+            seen += occ;
+            if (q->taken)
+                continue;
+            wse_route *r = &t->route[q->colour];
+            if (!(r->rx[r->pos] >> q->port & 1))
+                continue;
+            uint8_t tx = r->tx[r->pos];
+            if (!tx || (tx & claimed))
+                continue;
+            bool ok = true;
+            for (int o = 0; o < WSE_NPORTS && ok; o++)
+                if (tx >> o & 1)
+                    ok = line_room(m, t, o, q->colour);
+            if (!ok)
+                continue;
+            bool ctrl;
+            uint32_t data = q_head(q, &ctrl);
+            for (int o = 0; o < WSE_NPORTS; o++)
+                if (tx >> o & 1) {
+                    line_put(m, t, o, data, q->colour, ctrl, m->now);
+                    t->s.link[o]++;
+                }
+            claimed |= tx;
+            q_pop(t, j);
+            t->pcolour[q->colour]++;
+            if (ctrl && r->npos > 1) {
+                if (r->pos + 1 < r->npos)
+                    r->pos++;
+                else if (r->ring)
+                    r->pos = 0;
             }
-        claimed |= tx;
-        q_pop(t, (uint8_t)j);
-        t->pcolour[q->colour]++;
-        if (ctrl && r->npos > 1) {
-            if (r->pos + 1 < r->npos)
-                r->pos++;
-            else if (r->ring)
-                r->pos = 0;
+            b->progress++;
+            lastp = p;
+            t->rrc[p] = (uint8_t)((ci + 1) % n);
         }
-        b->progress++;
-        last = (int)j;
     }
-    if (last >= 0) {
+    if (lastp >= 0) {
         t->s.router_busy++;
-        t->rr = (uint8_t)((uint32_t)(last + 1) % nrq);
+        t->rr = (uint8_t)((lastp + 1) % WSE_NPORTS);
     }
 }
 
@@ -962,11 +1020,11 @@ static uint32_t vec_step(ts_model *m, wse_tile *t, wse_vop *v, uint32_t *rd, uin
 }
 
 /* Pick the next task: lowest id among runnable ones (assumed: the priority order is not public). */
-static int pick_task(const ts_model *m, wse_tile *t)
+static int pick_task(const ts_model *m, wse_tile *t, uint32_t pend5)
 {
     wse_ce *ce = t->ce;
     uint64_t ready = ce->active & ~ce->blocked & ce->bound;
-    uint64_t data = ce->data_task & ~ce->blocked;
+    uint64_t data = pend5 ? ce->data_task & ~ce->blocked : 0;
     while (data) {
         int c = __builtin_ctzll(data);
         data &= data - 1;
@@ -1162,14 +1220,14 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
     return 1;
 }
 
-static void ce_eval(ts_model *m, wse_tile *t, wse_band *b)
+static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
 {
     wse_ce *ce = t->ce;
     uint32_t rd = (uint32_t)m->c.read_bytes, wr = (uint32_t)m->c.write_bytes;
     bool ramp_up = false, busy = false, stalled = false;
     uint8_t why = 0;
     /* control wavelets at the head of core queues activate their task (§1.6 control tasks) */
-    for (uint32_t j = t->nrq; j < t->nlq; j++) {
+    for (uint32_t j = t->nrq; j < t->nlq && pend5; j++) {
         wse_lq *q = &t->lq[j];
         bool ctrl = false;
         if (q_occ(q) && !q->taken && (q_head(q, &ctrl), ctrl)) {
@@ -1186,7 +1244,7 @@ static void ce_eval(ts_model *m, wse_tile *t, wse_band *b)
     if (ce->state == CE_WAITVEC && !ce->th[0].busy)
         ce->state = CE_RUN;
     if (ce->state == CE_IDLE) {
-        int id = pick_task(m, t);
+        int id = pick_task(m, t, pend5);
         if (id >= 0) {
             start_task(m, t, id);
             b->progress++;
@@ -1270,12 +1328,17 @@ static bool wake(wse_band *b, uint32_t id)
     return true;
 }
 
-static bool tile_quiet(const ts_model *m, const wse_tile *t)
+/* Nothing left to do unless woken. In phase B only the tile's own view of its queues (qleft, from
+ * phase A) is read: producers push concurrently, and every push wakes the tile anyway. With exact,
+ * for single-threaded callers, the queues themselves are read. */
+static bool tile_quiet(const ts_model *m, const wse_tile *t, bool exact)
 {
     for (int l = 0; l < WSE_NLINES; l++)
         if (t->line[l].n)
             return false;
-    for (uint32_t j = 0; j < t->nlq; j++)
+    if (!exact && t->qleft)
+        return false;
+    for (uint32_t j = 0; exact && j < t->nlq; j++)
         if (q_occ(&t->lq[j]))
             return false;
     if (!t->ce)
@@ -1294,6 +1357,7 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
     for (uint16_t i = 0; i < t->npop; i++) {
         wse_lq *q = &t->lq[t->pops[i]];
         q->popped++;
+        t->ppop[q->port]++;
         q->taken = 0;
     }
     t->npop = 0;
@@ -1301,7 +1365,7 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
         wse_line *ln = &t->line[l];
         while (ln->n && ln->e[ln->head].land <= m->now + 1) {
             wse_ent *e = &ln->e[ln->head];
-            const wse_tile *o;
+            wse_tile *o;
             wse_lq *q = line_target(m, t, l, e->colour, &o);
             uint32_t slot = q->pushed % q->cap;
             q->slot[slot] = e->data;
@@ -1310,13 +1374,13 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
             else
                 q->ctrl &= ~(1ull << slot);
             q->pushed++;
+            o->ppush[q->port]++;
             if (l == WSE_LINE_DOWN) {
                 t->s.delivered++;
                 if (!e->ctrl)
                     log_arrival(m, t, e->colour, e->land, b);
             }
-            if (o != t)
-                wake(b, o->id);
+            wake(b, o->id); /* also when o is t: its phase-A view (qleft) did not count this push */
             ln->head = (uint8_t)((ln->head + 1) % ln->cap);
             ln->n--;
             b->progress++;
@@ -1338,13 +1402,94 @@ static uint32_t band_of(const ts_model *m, uint32_t id)
     return (uint32_t)m->nthreads - 1;
 }
 
+static bool tm_less(const wse_timer *a, const wse_timer *b) { return a->at < b->at || (a->at == b->at && a->id < b->id); }
+
+static void tm_push(wse_band *b, uint64_t at, uint32_t id)
+{
+    if (ts_grow((void **)&b->tm, &b->cap_tm, b->ntm + 1, sizeof *b->tm)) {
+        b->oom = true;
+        return;
+    }
+    size_t i = b->ntm++;
+    b->tm[i] = (wse_timer){at, id};
+    while (i && tm_less(&b->tm[i], &b->tm[(i - 1) / 2])) {
+        wse_timer x = b->tm[i];
+        b->tm[i] = b->tm[(i - 1) / 2];
+        b->tm[(i - 1) / 2] = x;
+        i = (i - 1) / 2;
+    }
+}
+
+static wse_timer tm_pop(wse_band *b)
+{
+    wse_timer top = b->tm[0];
+    b->tm[0] = b->tm[--b->ntm];
+    for (size_t i = 0;;) {
+        size_t l = 2 * i + 1, r = l + 1, k = i;
+        if (l < b->ntm && tm_less(&b->tm[l], &b->tm[k]))
+            k = l;
+        if (r < b->ntm && tm_less(&b->tm[r], &b->tm[k]))
+            k = r;
+        if (k == i)
+            break;
+        wse_timer x = b->tm[i];
+        b->tm[i] = b->tm[k];
+        b->tm[k] = x;
+        i = k;
+    }
+    return top;
+}
+
+/* A tile whose only business is a core counting down to a known cycle can sleep until then: the
+ * cycles between change nothing (a push into its queues wakes it earlier). */
+static bool tile_sleeps(const ts_model *m, const wse_tile *t, uint64_t *at)
+{
+    const wse_ce *ce = t->ce;
+    if (!ce || (ce->state != CE_WAIT && ce->state != CE_START) || ce->until <= m->now + 1 || t->qleft)
+        return false;
+    for (int l = 0; l < WSE_NLINES; l++)
+        if (t->line[l].n)
+            return false;
+    for (uint32_t i = 0; i <= m->c.microthreads; i++)
+        if (ce->th[i].busy)
+            return false;
+    *at = ce->until;
+    return true;
+}
+
+/* Add band b's timers due by cycle `upto` to its active list (stamped for that cycle). */
+static void timers_due(ts_model *m, wse_band *b, uint64_t upto, uint32_t **list, size_t *n, size_t *cap)
+{
+    while (b->ntm && b->tm[0].at <= upto) {
+        wse_timer x = tm_pop(b);
+        wse_tile *t = m->t[x.id];
+        b->progress++; /* a sleeper wakes: the cycle is not frozen */
+        if (t->sleep_at == x.at)
+            t->sleep_at = 0;
+        if (t->stamp == upto)
+            continue;
+        t->stamp = upto;
+        if (ts_grow((void **)list, cap, *n + 1, sizeof **list)) {
+            b->oom = true;
+            return;
+        }
+        (*list)[(*n)++] = x.id;
+    }
+}
+
 static void phase_a(ts_model *m, wse_band *b)
 {
+    b->nact_done = b->nact;
     for (size_t i = 0; i < b->nact; i++) {
         wse_tile *t = m->t[b->act[i]];
-        router_eval(m, t, b);
+        uint32_t pend[6], total = 0;
+        for (int p = 0; p < 6; p++)
+            total += pend[p] = t->ppush[p] - t->ppop[p];
+        if (total)
+            router_eval(m, t, b, pend);
         if (t->ce)
-            ce_eval(m, t, b);
+            ce_eval(m, t, b, pend[5]);
+        t->qleft = total - t->npop;
     }
 }
 
@@ -1354,19 +1499,20 @@ static void phase_b(ts_model *m, wse_band *b)
     for (size_t i = 0; i < b->nact; i++) {
         wse_tile *t = m->t[b->act[i]];
         tile_commit(m, t, b);
-        if (!m->lockstep && !tile_quiet(m, t)) {
+        uint64_t at;
+        if (!m->lockstep && tile_sleeps(m, t, &at)) {
+            if (t->sleep_at != at) { /* woken by a push and asleep again: the timer is already set */
+                tm_push(b, at, t->id);
+                t->sleep_at = at;
+            }
+            b->progress += at - m->now; /* the cycles it sleeps through count as progress */
+        } else if (!m->lockstep && !tile_quiet(m, t, false)) {
             if (ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next))
                 b->oom = true;
             else
                 b->next[b->nnext++] = t->id;
         }
     }
-}
-
-static int cmp_u32(const void *x, const void *y)
-{
-    uint32_t a = *(const uint32_t *)x, c = *(const uint32_t *)y;
-    return a < c ? -1 : a > c;
 }
 
 /* Build band k's next active list from its survivors and every band's wakes. */
@@ -1402,8 +1548,7 @@ static void merge(ts_model *m, int k)
             b->next[b->nnext++] = id;
         }
     }
-    if (b->nnext > 1)
-        qsort(b->next, b->nnext, sizeof *b->next, cmp_u32);
+    timers_due(m, b, stamp, &b->next, &b->nnext, &b->cap_next);
     uint32_t *tmp = b->act;
     size_t cap = b->cap_act;
     b->act = b->next;
@@ -1435,12 +1580,12 @@ static bool all_quiet(const ts_model *m)
 {
     if (!m->lockstep) {
         for (int k = 0; k < m->nthreads; k++)
-            if (m->band[k].nact)
+            if (m->band[k].nact || m->band[k].ntm)
                 return false;
         return true;
     }
     for (size_t i = 0; i < m->nalloc; i++)
-        if (!tile_quiet(m, m->t[m->alloc_ids[i]]))
+        if (!tile_quiet(m, m->t[m->alloc_ids[i]], true))
             return false;
     return true;
 }
@@ -1455,6 +1600,7 @@ static void end_cycle(ts_model *m)
     bool oom = false;
     for (int k = 0; k < m->nthreads; k++) {
         wse_band *b = &m->band[k];
+        m->tile_cycles += b->nact_done;
         progress += b->progress;
         b->progress = 0;
         b->nwake = 0;
@@ -1485,8 +1631,32 @@ static void end_cycle(ts_model *m)
         m->stop = true;
         return;
     }
-    if (!progress) {
-        /* nothing changed: nothing ever will. A cycle of full queues is a deadlock; anything
+    /* fast mode with only sleepers: jump to the first wake-up */
+    bool idle = !m->lockstep, timers = false;
+    uint64_t first = UINT64_MAX;
+    for (int k = 0; k < m->nthreads; k++) {
+        idle = idle && !m->band[k].nact;
+        if (m->band[k].ntm) {
+            timers = true;
+            if (m->band[k].tm[0].at < first)
+                first = m->band[k].tm[0].at;
+        }
+    }
+    if (idle && timers) {
+        if (first > m->limit)
+            first = m->limit;
+        if (first > m->now)
+            m->now = first;
+        for (int k = 0; k < m->nthreads; k++) {
+            wse_band *b = &m->band[k];
+            timers_due(m, b, m->now, &b->act, &b->nact, &b->cap_act);
+        }
+        if (m->now >= m->limit)
+            m->stop = true;
+        return;
+    }
+    if (!progress && !timers) {
+        /* nothing changed, and no sleeper will wake: nothing ever will. A cycle of full queues is a deadlock; anything
          * else is left to the kernel's hang detector (blocked() says who waits on what). */
         ts_status rc = ts_wse_deadlock(m, m->run_err);
         if (rc) {

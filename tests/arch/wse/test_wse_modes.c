@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch/wse/wse_kernels.h"
+#include "arch/wse/wse_isa.h"
 #include "core/fileio.h"
+#include "core/program.h"
 #include "tests/arch/wse/wse_test.h"
 
 static char *read_default(void)
@@ -209,6 +212,24 @@ START_TEST(timing_only_same_cycles)
 }
 END_TEST
 
+
+/* The generated uniform-traffic program: cores sleeping in `wait` leave the active set and are
+ * woken by a timer; cycles, deliveries and per-PE work equal the lockstep run. */
+START_TEST(modes_uniform_traffic)
+{
+    ts_err err;
+    ts_err_init(&err);
+    ts_program *p = NULL;
+    ck_assert_int_eq(ts_wse_uniform_program(&p, 8, 8, 12, 40, 0.05, 7, &err), TS_OK);
+    ts_buf text = {0};
+    ck_assert_int_eq(ts_disasm(p, &ts_wse_isa, &text, &err), TS_OK);
+    ts_program_destroy(p);
+    compare_modes("arch: wse\nname: t8\nmesh: {width: 8, height: 8}\n", ts_buf_str(&text));
+    ts_buf_free(&text);
+    ts_err_free(&err);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("wse_modes");
@@ -218,6 +239,7 @@ static Suite *suite(void)
     tcase_add_test(tc, modes_gemv);
     tcase_add_test(tc, modes_small_programs);
     tcase_add_test(tc, timing_only_same_cycles);
+    tcase_add_test(tc, modes_uniform_traffic);
     suite_add_tcase(s, tc);
     return s;
 }
