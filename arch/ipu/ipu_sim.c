@@ -1373,31 +1373,43 @@ static void trace_superstep(ts_model *m, const ipu_ss *r, uint64_t last, uint64_
 }
 
 /* All live tiles are at the barrier: move the host data, release them, record the superstep. */
+/* When tile t took part in the sync that is pending: the cycle of its `sync 1`, or, for a tile
+ * that halted during this superstep, its halt (a halted tile counts as arrived from then on).
+ * False for tiles that finished in an earlier superstep. */
+static bool arrived_at(const ts_model *m, const ipu_tile *t, uint64_t *at)
+{
+    if (t->sup == SUP_SYNC) {
+        *at = t->arrival;
+        return true;
+    }
+    if (t->sup == SUP_DONE && t->finish > m->ss_start) {
+        *at = t->finish - 1;
+        return true;
+    }
+    return false;
+}
+
 static ts_status barrier(ts_model *m, ts_err *err)
 {
     ts_status rc = check_exchange(m, err);
     if (rc != TS_OK)
         return rc;
     uint64_t last = 0, crit = 0, hbytes = 0, xbytes = 0;
+    bool any = false;
     for (uint32_t i = 0; i < m->ntiles; i++) {
         ipu_tile *t = &m->t[i];
-        if (t->sup != SUP_SYNC)
+        uint64_t at;
+        if (!arrived_at(m, t, &at))
             continue;
-        if (t->arrival >= last) {
-            if (t->arrival > last || crit == 0)
-                crit = i;
-            last = t->arrival;
+        if (!any || at > last) { /* critical tile: the first (lowest id) of those that came last */
+            last = at;
+            crit = i;
+            any = true;
         }
         for (size_t k = 0; k < t->nhost; k++)
             hbytes += t->host[k].bytes;
         xbytes += t->ss_xbytes;
     }
-    /* critical tile: the first (lowest id) of those that arrived last */
-    for (uint32_t i = 0; i < m->ntiles; i++)
-        if (m->t[i].sup == SUP_SYNC && m->t[i].arrival == last) {
-            crit = i;
-            break;
-        }
     uint64_t host_cycles = 0;
     if (hbytes) {
         if (!m->hostmem) {
@@ -1494,8 +1506,10 @@ static ts_status ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
             /* An error stops the run once no other tile can still fail earlier: every other
              * running tile has passed its cycle (tiles run ahead of each other inside a round). */
             ts_err *e = &m->terr[bad].err;
+            /* ... and only once the run has been asked to go that far: tiles may have run ahead
+             * of `limit`, but what they did there is not reported before the kernel gets there */
             bool final = e->status != TS_ESIM || e->cycle < 0;
-            if (!final) {
+            if (!final && (uint64_t)e->cycle < limit) {
                 final = true;
                 for (uint32_t i = 0; i < m->ntiles && final; i++)
                     if (!m->t[i].failed && m->t[i].sup == SUP_RUN && m->tnow[i] < (uint64_t)e->cycle)
@@ -1529,6 +1543,7 @@ static ts_status ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
             work += m->t[i].work;
         m->work = work + m->nss;
         uint32_t live = 0, at_sync = 0, stuck = 0, first_stuck = 0;
+        uint64_t last_arrival = 0;
         bool pending = false;
         for (uint32_t i = 0; i < m->ntiles; i++) {
             const ipu_tile *t = &m->t[i];
@@ -1537,20 +1552,42 @@ static ts_status ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
             pending |= t->failed;
             live++;
             at_sync += t->sup == SUP_SYNC;
+            if (t->sup == SUP_SYNC && t->arrival > last_arrival)
+                last_arrival = t->arrival;
             if (tile_stuck(m, t) && !stuck++)
                 first_stuck = i;
+        }
+        for (uint32_t i = 0; i < m->ntiles; i++) { /* tiles that halted during this superstep */
+            uint64_t at;
+            if (m->t[i].sup == SUP_DONE && arrived_at(m, &m->t[i], &at) && at > last_arrival)
+                last_arrival = at;
         }
         if (pending)
             continue; /* no barrier and no verdict on receives while an error waits */
         if (!live) {
-            m->done = true;
+            uint64_t end = 0;
             for (uint32_t i = 0; i < m->ntiles; i++)
-                if (m->t[i].finish > m->end)
-                    m->end = m->t[i].finish;
+                if (m->t[i].finish > end)
+                    end = m->t[i].finish;
+            if (end > limit) { /* finished ahead of the kernel: done when it gets there */
+                m->now = limit;
+                break;
+            }
+            m->end = end;
+            m->now = end; /* the cycle after the last halt, in every mode (never below a cycle
+                           * reported before: an earlier round would have seen every tile done) */
+            m->done = true;
             ts_status rc = check_exchange(m, err);
             if (rc != TS_OK)
                 return rc;
             break;
+        }
+        if (at_sync && last_arrival >= limit) {
+            /* tiles ran ahead to a sync past `limit`: the barrier, and any verdict on receives,
+             * waits until the kernel gets there */
+            if (at_sync == live)
+                m->now = limit;
+            continue;
         }
         if (stuck && stuck + at_sync == live) {
             const ipu_tile *t = &m->t[first_stuck];
