@@ -4,10 +4,10 @@
  * activation every cycle for N cycles (default 2000), each from a MEM slice reading every cycle,
  * and emits its accumulators every cycle: 409,600 MACs per simulated cycle with real data. Prints
  * simulated cycles per second, slice-cycles per second (cycles x floorplan slices) and MACs per
- * second, for the fast mode and (with a second argument of 1) lockstep, and checks that both
- * reports are identical.
+ * second, for the fast mode on 1 and on THREADS host threads (default 4) and, with a third
+ * argument of 1, lockstep; checks that all reports are identical.
  *
- * usage: bench_tsp_mxm [N] [LOCKSTEP]
+ * usage: bench_tsp_mxm [N] [THREADS] [LOCKSTEP]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,13 +80,13 @@ static ts_program *build(const void *c, int n)
     return p;
 }
 
-static int run(const ts_family *fam, const ts_config *cfg, const ts_program *p, bool lockstep, ts_buf *json,
-               double *secs, uint64_t *cycles, uint64_t *macs)
+static int run(const ts_family *fam, const ts_config *cfg, const ts_program *p, bool lockstep, int threads,
+               ts_buf *json, double *secs, uint64_t *cycles, uint64_t *macs)
 {
     ts_err e;
     ts_err_init(&e);
     ts_results r;
-    ts_run_opts o = {.lockstep = lockstep};
+    ts_run_opts o = {.lockstep = lockstep, .threads = threads};
     double t0 = now_s();
     if (ts_sim_run(fam, cfg, p, &o, NULL, &r, &e) != TS_OK)
         return fail(&e);
@@ -98,12 +98,21 @@ static int run(const ts_family *fam, const ts_config *cfg, const ts_program *p, 
     return 0;
 }
 
+static void show(const char *what, uint64_t cycles, uint64_t macs, double s)
+{
+    const double slices = 95; /* tsp_v1 floorplan: 4 MXM + 2 SXM + 88 MEM + 1 VXM */
+    printf("%-12s %llu cycles, %.3g MACs in %.3f s: %.3g cycles/s, %.3g slice-cycles/s, %.3g MACs/s\n", what,
+           (unsigned long long)cycles, (double)macs, s, (double)cycles / s, slices * (double)cycles / s,
+           (double)macs / s);
+}
+
 int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 2000;
-    bool lock = argc > 2 && atoi(argv[2]) == 1;
-    if (n < 1)
-        return fprintf(stderr, "usage: bench_tsp_mxm [N] [LOCKSTEP]\n"), 2;
+    int threads = argc > 2 ? atoi(argv[2]) : 4;
+    bool lock = argc > 3 && atoi(argv[3]) == 1;
+    if (n < 1 || threads < 1)
+        return fprintf(stderr, "usage: bench_tsp_mxm [N] [THREADS] [LOCKSTEP]\n"), 2;
     const ts_family *fam = ts_family_find("tsp");
     if (!fam)
         return fprintf(stderr, "bench_tsp_mxm: the tsp family is not built\n"), 2;
@@ -117,21 +126,29 @@ int main(int argc, char **argv)
     ts_buf a = TS_BUF_INIT, b = TS_BUF_INIT;
     double s;
     uint64_t cycles, macs;
-    const double slices = 95; /* tsp_v1 floorplan: 4 MXM + 2 SXM + 88 MEM + 1 VXM */
-    int rc = run(fam, cfg, p, false, &a, &s, &cycles, &macs);
+    char label[32];
+    int rc = run(fam, cfg, p, false, 1, &a, &s, &cycles, &macs);
     if (!rc)
-        printf("fast:     %llu cycles, %.3g MACs in %.3f s: %.3g cycles/s, %.3g slice-cycles/s, %.3g MACs/s\n",
-               (unsigned long long)cycles, (double)macs, s, (double)cycles / s, slices * (double)cycles / s,
-               (double)macs / s);
-    if (!rc && lock) {
-        rc = run(fam, cfg, p, true, &b, &s, &cycles, &macs);
+        show("fast:", cycles, macs, s);
+    if (!rc && threads > 1) {
+        rc = run(fam, cfg, p, false, threads, &b, &s, &cycles, &macs);
+        snprintf(label, sizeof label, "%d threads:", threads);
         if (!rc)
-            printf("lockstep: %llu cycles in %.3f s: %.3g cycles/s, %.3g slice-cycles/s; reports %s\n",
-                   (unsigned long long)cycles, s, (double)cycles / s, slices * (double)cycles / s,
-                   strcmp(ts_buf_str(&a), ts_buf_str(&b)) ? "DIFFER" : "identical");
+            show(label, cycles, macs, s);
         if (!rc && strcmp(ts_buf_str(&a), ts_buf_str(&b)))
-            rc = 1;
+            rc = fprintf(stderr, "bench_tsp_mxm: the %d-thread report differs\n", threads) > 0;
+        ts_buf_free(&b);
+        b = (ts_buf)TS_BUF_INIT;
     }
+    if (!rc && lock) {
+        rc = run(fam, cfg, p, true, 1, &b, &s, &cycles, &macs);
+        if (!rc)
+            show("lockstep:", cycles, macs, s);
+        if (!rc && strcmp(ts_buf_str(&a), ts_buf_str(&b)))
+            rc = fprintf(stderr, "bench_tsp_mxm: the lockstep report differs\n") > 0;
+    }
+    if (!rc)
+        printf("reports identical\n");
     ts_buf_free(&a);
     ts_buf_free(&b);
     ts_program_destroy(p);

@@ -37,6 +37,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -197,6 +198,10 @@ struct ts_model {
     uint64_t reg_reads;      /* bytes read from stream registers and latches */
     uint32_t nlanding;       /* ifetches in flight, all queues */
     uint8_t *scratch;        /* owned: one superlane's weight rows (streams x lanes x 4 B) */
+    size_t *jobs;            /* this cycle's abc steps (indices into fl) */
+    size_t njobs, capjobs;
+    struct tsp_pool *pool;   /* owned, NULL with one host thread */
+    struct tsp_worker *workers;
     double ev[UK_COUNT][TSP_NTYPES][2];
     uint64_t hz[HZ_COUNT];
     tsp_hz_row *hzrow;
@@ -878,60 +883,26 @@ static ts_status step_mxm(ts_model *m, tsp_fl *f, ts_err *err)
                               type == TSP_I8 ? "i8" : "f16", p->type < 0 ? "no" : p->type == TSP_I8 ? "i8" : "f16");
         if ((rc = read_elems(m, f, o[1], type, k, (uint32_t)o[3], el, err)) != TS_OK)
             return rc;
-        if (type == TSP_I8) {
-            int32_t *ps = (int32_t *)(void *)f->buf;
-            int16_t x[64];
-            for (uint32_t l = 0; l < L; l++)
-                x[l] = (int8_t)(uint8_t)el[l];
-            if (L == 16) { /* the research's 16 lanes: a fixed-length loop the compiler vectorises
-                            * (this loop is over 80% of bench_tsp_mxm's time) */
-                for (uint32_t j = 0; j < D; j++)
-                    ps[j] = (int32_t)((uint32_t)ps[j] + (uint32_t)dot16(p->w8 + (size_t)j * D + k * 16, x));
+        /* the activations, for the multiply-adds that run after every slice has stepped (they
+         * touch only this instruction's partial sums, so host threads may share them out) */
+        uint8_t *xs = f->buf + (size_t)D * sizeof(double);
+        for (uint32_t l = 0; l < L; l++) {
+            if (type == TSP_I8) {
+                int16_t v = (int8_t)(uint8_t)el[l];
+                memcpy(xs + 2 * l, &v, 2);
             } else {
-                for (uint32_t j = 0; j < D; j++) {
-                    const int8_t *wr = p->w8 + (size_t)j * D + k * L;
-                    int32_t s = 0;
-                    for (uint32_t l = 0; l < L; l++)
-                        s += wr[l] * x[l];
-                    ps[j] = (int32_t)((uint32_t)ps[j] + (uint32_t)s);
-                }
+                float v = ts_tsp_h2f((uint16_t)el[l]);
+                memcpy(xs + 4 * l, &v, 4);
             }
+        }
+        if (type == TSP_I8)
             m->macs8 += (uint64_t)D * L;
-        } else {
-            double *ps = (double *)(void *)f->buf;
-            float x[64];
-            for (uint32_t l = 0; l < L; l++)
-                x[l] = ts_tsp_h2f((uint16_t)el[l]);
-            for (uint32_t j = 0; j < D; j++) {
-                const float *wr = p->wf + (size_t)j * D + k * L;
-                double s = ps[j];
-                for (uint32_t l = 0; l < L; l++)
-                    s += (double)wr[l] * (double)x[l];
-                ps[j] = s;
-            }
+        else
             m->macs16 += (uint64_t)D * L;
-        }
         m->cyc_macs += (uint64_t)D * L;
-        if (k == m->S - 1) { /* all partial sums in: the results leave superlane kk at t + d_func + kk */
-            uint8_t lb[4 * 64];
-            for (uint32_t kk = 0; kk < m->S; kk++) {
-                for (uint32_t l = 0; l < L; l++) {
-                    uint32_t j = kk * L + l, v;
-                    if (type == TSP_I8) {
-                        int32_t s = ((int32_t *)(void *)f->buf)[j];
-                        memcpy(&v, &s, 4);
-                    } else {
-                        float s = (float)((double *)(void *)f->buf)[j]; /* rounded once (research §1.5) */
-                        memcpy(&v, &s, 4);
-                    }
-                    memcpy(lb + 4 * l, &v, 4);
-                }
-                tsp_pw w = {.kind = PW_ACC, .k = (uint16_t)kk, .a = pl, .mode = (uint8_t)o[2], .tag = (uint32_t)o[4],
-                            .prod = PROD(f->q, f->pc), .len = 4 * L, .type = type == TSP_I8 ? TSP_I32 : TSP_F32};
-                if ((rc = pw_add(m, f->t0 + f->dfunc + kk, &w, lb, err)) != TS_OK)
-                    return rc;
-            }
-        }
+        if (ts_grow((void **)&m->jobs, &m->capjobs, m->njobs + 1, sizeof *m->jobs))
+            return ts_err_set(err, TS_ENOMEM, "out of memory");
+        m->jobs[m->njobs++] = (size_t)(f - m->fl);
         return TS_OK;
     }
     case TSP_OP_ACC: {
@@ -944,6 +915,188 @@ static ts_status step_mxm(ts_model *m, tsp_fl *f, ts_err *err)
     }
     default: return TS_OK;
     }
+}
+
+/* The multiply-adds of one abc superlane step: y[j] += sum over the superlane's lanes of
+ * W[j][l] x[l], into the instruction's own partial sums. Reads only committed weights. */
+static void abc_compute(const ts_model *m, tsp_fl *f)
+{
+    const tsp_plane *p = &m->plane[m->lay->num[m->q[f->q].slice]];
+    uint32_t k = f->k, L = m->L, D = m->D;
+    const uint8_t *xs = f->buf + (size_t)D * sizeof(double);
+    if (f->in->a[0] - TSP_REG_TYPE == TSP_I8) {
+        int32_t *ps = (int32_t *)(void *)f->buf;
+        int16_t x[64];
+        memcpy(x, xs, 2 * (size_t)L);
+        if (L == 16) { /* the research's 16 lanes: a fixed-length loop the compiler vectorises
+                        * (this loop is over 80% of bench_tsp_mxm's time) */
+            for (uint32_t j = 0; j < D; j++)
+                ps[j] = (int32_t)((uint32_t)ps[j] + (uint32_t)dot16(p->w8 + (size_t)j * D + k * 16, x));
+        } else {
+            for (uint32_t j = 0; j < D; j++) {
+                const int8_t *wr = p->w8 + (size_t)j * D + k * L;
+                int32_t s = 0;
+                for (uint32_t l = 0; l < L; l++)
+                    s += wr[l] * x[l];
+                ps[j] = (int32_t)((uint32_t)ps[j] + (uint32_t)s);
+            }
+        }
+    } else {
+        double *ps = (double *)(void *)f->buf;
+        float x[64];
+        memcpy(x, xs, 4 * (size_t)L);
+        for (uint32_t j = 0; j < D; j++) {
+            const float *wr = p->wf + (size_t)j * D + k * L;
+            double s = ps[j];
+            for (uint32_t l = 0; l < L; l++)
+                s += (double)wr[l] * (double)x[l];
+            ps[j] = s;
+        }
+    }
+}
+
+/* After the last superlane: the results leave superlane kk at t + d_func + kk. */
+static ts_status abc_finalize(ts_model *m, tsp_fl *f, ts_err *err)
+{
+    const int32_t *o = f->in->a;
+    uint32_t pl = m->lay->num[m->q[f->q].slice], L = m->L;
+    int type = o[0] - TSP_REG_TYPE;
+    uint8_t lb[4 * 64];
+    for (uint32_t kk = 0; kk < m->S; kk++) {
+        for (uint32_t l = 0; l < L; l++) {
+            uint32_t j = kk * L + l, v;
+            if (type == TSP_I8) {
+                int32_t s = ((int32_t *)(void *)f->buf)[j];
+                memcpy(&v, &s, 4);
+            } else {
+                float s = (float)((double *)(void *)f->buf)[j]; /* rounded once (research §1.5) */
+                memcpy(&v, &s, 4);
+            }
+            memcpy(lb + 4 * l, &v, 4);
+        }
+        tsp_pw w = {.kind = PW_ACC, .k = (uint16_t)kk, .a = pl, .mode = (uint8_t)o[2], .tag = (uint32_t)o[4],
+                    .prod = PROD(f->q, f->pc), .len = 4 * L, .type = type == TSP_I8 ? TSP_I32 : TSP_F32};
+        ts_status rc = pw_add(m, f->t0 + f->dfunc + kk, &w, lb, err);
+        if (rc != TS_OK)
+            return rc;
+    }
+    return TS_OK;
+}
+
+/* Host threads: a pool that shares out the cycle's abc multiply-adds by job index (job j on
+ * thread j mod n), so each partial sum is computed by exactly one thread in the same order
+ * whatever the thread count. */
+struct tsp_pool {
+    ts_model *m;
+    int n;                   /* worker threads (the caller is thread 0) */
+    pthread_t *th;
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    uint64_t gen;
+    int pending;
+    bool quit;
+};
+
+typedef struct tsp_worker {
+    struct tsp_pool *pool;
+    int id;
+} tsp_worker;
+
+static void run_share(ts_model *m, int id, int nt)
+{
+    for (size_t j = (size_t)id; j < m->njobs; j += (size_t)nt)
+        abc_compute(m, &m->fl[m->jobs[j]]);
+}
+
+static void *worker_main(void *arg)
+{
+    tsp_worker *w = arg;
+    struct tsp_pool *pl = w->pool;
+    uint64_t seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&pl->mu);
+        while (pl->gen == seen && !pl->quit)
+            pthread_cond_wait(&pl->go, &pl->mu);
+        bool quit = pl->quit;
+        seen = pl->gen;
+        pthread_mutex_unlock(&pl->mu);
+        if (quit)
+            return NULL;
+        run_share(pl->m, w->id, pl->n + 1);
+        pthread_mutex_lock(&pl->mu);
+        if (--pl->pending == 0)
+            pthread_cond_signal(&pl->done);
+        pthread_mutex_unlock(&pl->mu);
+    }
+}
+
+static void run_jobs(ts_model *m)
+{
+    struct tsp_pool *pl = m->pool;
+    if (!pl || m->njobs < 2) { /* one job is not worth waking the pool */
+        run_share(m, 0, 1);
+        return;
+    }
+    pthread_mutex_lock(&pl->mu);
+    pl->pending = pl->n;
+    pl->gen++;
+    pthread_cond_broadcast(&pl->go);
+    pthread_mutex_unlock(&pl->mu);
+    run_share(m, 0, pl->n + 1);
+    pthread_mutex_lock(&pl->mu);
+    while (pl->pending)
+        pthread_cond_wait(&pl->done, &pl->mu);
+    pthread_mutex_unlock(&pl->mu);
+}
+
+static void pool_stop(ts_model *m)
+{
+    struct tsp_pool *pl = m->pool;
+    if (!pl)
+        return;
+    pthread_mutex_lock(&pl->mu);
+    pl->quit = true;
+    pthread_cond_broadcast(&pl->go);
+    pthread_mutex_unlock(&pl->mu);
+    for (int i = 0; i < pl->n; i++)
+        pthread_join(pl->th[i], NULL);
+    pthread_mutex_destroy(&pl->mu);
+    pthread_cond_destroy(&pl->go);
+    pthread_cond_destroy(&pl->done);
+    ts_free(pl->th);
+    ts_free(m->workers);
+    ts_free(pl);
+    m->pool = NULL;
+}
+
+static ts_status pool_start(ts_model *m, int threads, ts_err *err)
+{
+    struct tsp_pool *pl = ts_calloc(1, sizeof *pl);
+    if (!pl)
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    pl->m = m;
+    pl->th = ts_calloc((size_t)threads - 1, sizeof *pl->th);
+    m->workers = ts_calloc((size_t)threads - 1, sizeof *m->workers);
+    if (!pl->th || !m->workers) {
+        ts_free(pl->th);
+        ts_free(m->workers);
+        m->workers = NULL;
+        ts_free(pl);
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    }
+    pthread_mutex_init(&pl->mu, NULL);
+    pthread_cond_init(&pl->go, NULL);
+    pthread_cond_init(&pl->done, NULL);
+    m->pool = pl;
+    for (int i = 0; i < threads - 1; i++) {
+        m->workers[i] = (tsp_worker){pl, i + 1};
+        if (pthread_create(&pl->th[i], NULL, worker_main, &m->workers[i])) {
+            pool_stop(m);
+            return ts_err_set(err, TS_ENOMEM, "cannot start host thread %d of %d", i + 2, threads);
+        }
+        pl->n++;
+    }
+    return TS_OK;
 }
 
 static ts_status step_sxm(ts_model *m, tsp_fl *f, ts_err *err)
@@ -1162,7 +1315,7 @@ static ts_status step_one(ts_model *m, tsp_fl *f, ts_err *err)
 static size_t fl_scratch(const ts_model *m, int op)
 {
     switch (op) {
-    case TSP_OP_ABC: return (size_t)m->D * sizeof(double);
+    case TSP_OP_ABC: return (size_t)m->D * sizeof(double) + 4 * (size_t)m->L; /* partial sums, activations */
     case TSP_OP_SHIFT:
     case TSP_OP_ROTATE:
     case TSP_OP_PERMUTE: return 5 * (size_t)m->VL;
@@ -1411,16 +1564,24 @@ static ts_status cycle(ts_model *m, ts_err *err)
     for (uint32_t qi = 0; qi < m->nq; qi++)
         if ((rc = issue_queue(m, qi, err)) != TS_OK)
             return rc;
+    /* evaluate: every instruction due steps its superlane; then the abc multiply-adds (possibly
+     * on host threads); then the abc results that are complete */
+    m->njobs = 0;
+    for (size_t i = 0; i < m->nfl; i++) {
+        tsp_fl *f = &m->fl[i];
+        if (f->t0 + f->skew + f->k == m->now && (rc = step_one(m, f, err)) != TS_OK)
+            return rc;
+    }
+    run_jobs(m);
+    for (size_t j = 0; j < m->njobs; j++) {
+        tsp_fl *f = &m->fl[m->jobs[j]];
+        if (f->k == m->S - 1 && (rc = abc_finalize(m, f, err)) != TS_OK)
+            return rc;
+    }
     size_t keep = 0;
     for (size_t i = 0; i < m->nfl; i++) {
         tsp_fl *f = &m->fl[i];
         if (f->t0 + f->skew + f->k == m->now) {
-            if ((rc = step_one(m, f, err)) != TS_OK) {
-                for (size_t j = i; j < m->nfl; j++) /* keep the rest, so destroy frees each buffer once */
-                    m->fl[keep++] = m->fl[j];
-                m->nfl = keep;
-                return rc;
-            }
             m->work++;
             if (++f->k == m->S) {
                 uint64_t sweep = m->now - (f->t0 + f->skew) + 1; /* first to last superlane step */
@@ -1542,6 +1703,8 @@ static void tsp_destroy(ts_model *m)
 {
     if (!m)
         return;
+    pool_stop(m);
+    ts_free(m->jobs);
     ts_free(m->sr_data);
     ts_free(m->sr_tag);
     ts_free(m->sr_birth);
@@ -1671,6 +1834,10 @@ static ts_status tsp_create(ts_model **out, const ts_config *config, const ts_ru
     for (uint32_t i = 0; i < m->nq; i++) {
         m->q[i].slice = l->qslice[i];
         m->q[i].state = Q_DONE;
+    }
+    if (opts && opts->threads > 1 && (rc = pool_start(m, opts->threads, err)) != TS_OK) {
+        tsp_destroy(m);
+        return rc;
     }
     *out = m;
     return TS_OK;

@@ -48,12 +48,18 @@ ts_program *tsp_test_asm(const char *text)
 void tsp_test_run(const char *name, const char *const *sets, const ts_program *p, bool lockstep, bool warn,
                   tsp_run *out)
 {
+    tsp_test_run_threads(name, sets, p, lockstep, warn, 1, out);
+}
+
+void tsp_test_run_threads(const char *name, const char *const *sets, const ts_program *p, bool lockstep, bool warn,
+                          int threads, tsp_run *out)
+{
     memset(out, 0, sizeof *out);
     ts_err_init(&out->err);
     out->json = (ts_buf)TS_BUF_INIT;
     out->config = tsp_test_config(name, sets);
     out->cfg = ts_config_data(out->config);
-    ts_run_opts o = {.lockstep = lockstep, .warn = warn};
+    ts_run_opts o = {.lockstep = lockstep, .warn = warn, .threads = threads};
     out->rc = ts_tsp_family.create(&out->m, out->config, &o, &out->err);
     ck_assert_msg(out->rc == TS_OK, "create: %s", out->err.msg);
     out->rc = ts_tsp_family.load(out->m, p, &out->err);
@@ -91,6 +97,11 @@ void tsp_test_run2(const char *name, const char *const *sets, const ts_program *
     ck_assert_msg(out->rc == TS_OK, "fast run: %s", tsp_errmsg(out));
     tsp_test_run(name, sets, p, true, false, &lock);
     ck_assert_msg(lock.rc == TS_OK, "lockstep run: %s", tsp_errmsg(&lock));
+    ck_assert_str_eq(ts_buf_str(&out->json), ts_buf_str(&lock.json));
+    ck_assert_uint_eq(ts_tsp_mem_hash(out->m), ts_tsp_mem_hash(lock.m));
+    tsp_run_free(&lock);
+    tsp_test_run_threads(name, sets, p, false, false, 3, &lock);
+    ck_assert_msg(lock.rc == TS_OK, "3-thread run: %s", tsp_errmsg(&lock));
     ck_assert_str_eq(ts_buf_str(&out->json), ts_buf_str(&lock.json));
     ck_assert_uint_eq(ts_tsp_mem_hash(out->m), ts_tsp_mem_hash(lock.m));
     tsp_run_free(&lock);

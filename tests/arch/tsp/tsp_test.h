@@ -1,5 +1,6 @@
 /* tests/arch/tsp/tsp_test.h — helpers for the TSP tests: load a config, assemble or build a
- * program, run it in the fast mode and in lockstep, and check that both give the same report. */
+ * program, run it in the fast mode, in lockstep and on several host threads, and check that all
+ * give the same report. */
 #ifndef TS_TESTS_TSP_TEST_H
 #define TS_TESTS_TSP_TEST_H
 
@@ -27,8 +28,11 @@ ts_program *tsp_test_asm(const char *text);
 /* Run p on config `name`; never aborts on a simulation error (see out->rc / out->err). */
 void tsp_test_run(const char *name, const char *const *sets, const ts_program *p, bool lockstep, bool warn,
                   tsp_run *out);
-/* Run fast and in lockstep, assert both succeed with byte-identical JSON reports and MEM; returns
- * the fast run. */
+/* The same on `threads` host threads. */
+void tsp_test_run_threads(const char *name, const char *const *sets, const ts_program *p, bool lockstep, bool warn,
+                          int threads, tsp_run *out);
+/* Run fast, in lockstep and fast on 3 host threads; assert all succeed with byte-identical JSON
+ * reports and MEM; returns the fast run. */
 void tsp_test_run2(const char *name, const char *const *sets, const ts_program *p, tsp_run *out);
 void tsp_run_free(tsp_run *r);
 
