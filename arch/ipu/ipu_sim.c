@@ -1590,6 +1590,11 @@ static ts_status ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
             continue;
         }
         if (stuck && stuck + at_sync == live) {
+            /* nothing can move any more: a word that reached a tile before its input selected
+             * the sender is lost, and is the better explanation of the wait */
+            ts_status rc = check_exchange(m, err);
+            if (rc != TS_OK)
+                return rc;
             const ipu_tile *t = &m->t[first_stuck];
             return ts_err_sim(err, first_stuck, (int64_t)t->rx_armed,
                               "receive with nothing sent: tile %u waits for %u of %u words from tile %d, which sends "

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "arch/ipu/ipu_int.h"
+#include "core/alloc.h"
 #include "core/program.h"
 #include "core/report.h"
 #include "tests/arch/ipu/ipu_test.h"
@@ -66,6 +67,39 @@ static ts_program *safe_program(unsigned tiles, unsigned len, bool spin)
             ts_stream_emit(s, IPU_OP_HALT);
     }
     return p;
+}
+
+/* Supersteps of ring exchanges with worker compute (store-free AMP loops, so the closed form
+ * applies) before or after the receive is armed, random delays and word counts. */
+static char *exchange_program(unsigned tiles)
+{
+    unsigned steps = 1 + rnd(4), words[8];
+    for (unsigned k = 0; k < steps; k++)
+        words[k] = 1 + rnd(24);
+    ts_buf b = TS_BUF_INIT;
+    ts_buf_puts(&b, ".arch ipu\n");
+    for (unsigned t = 0; t < tiles; t++) {
+        ts_buf_printf(&b, ".stream tile %u\n", t);
+        for (unsigned k = 1; k <= steps; k++) {
+            unsigned src = (t + tiles - k % tiles) % tiles, dst = (t + k) % tiles;
+            bool early = rnd(5) != 0;
+            char recv[96];
+            snprintf(recv, sizeof recv, "  setzi $m4, 0x%x\n  setzi $m5, %u\n  recv $m4, $m5, %u\n", 0x8000 + 0x100 * k,
+                     src, words[k - 1]);
+            if (early)
+                ts_buf_puts(&b, recv);
+            if (rnd(2))
+                ts_buf_printf(&b, "  setzi $m6, %u\n  runall w, $m6\n  sync 0\n", 1 + rnd(40));
+            if (!early)
+                ts_buf_puts(&b, recv);
+            ts_buf_printf(&b, "  delay %u\n  setzi $m4, 0x100\n  setzi $m5, %u\n  send $m4, $m5, %u\n  rxwait\n  sync 1\n",
+                          rnd(30), dst, words[k - 1]);
+        }
+        ts_buf_puts(&b, "  halt\nw:\n  get $m1, 2\n  shli $m2, $m1, 8\n  addi $m2, $m2, 0x4000\n  ampzero\n"
+                        "  rpt $m0, 2\n  ld64step $a0, $m2, 8\n  f32v2amp $a0\n  ampget $a0, 0\n  shli $m3, $m1, 3\n"
+                        "  addi $m3, $m3, 0x5000\n  st64 $a0, $m3, 0\n  exit\n");
+    }
+    return b.data;
 }
 
 static ts_program *random_program(unsigned tiles, unsigned len)
@@ -151,7 +185,16 @@ START_TEST(random_streams_agree)
     void *cfg = ipu_test_config("ipu_tiny4", NULL);
     unsigned finished = 0, failed = 0, limited = 0;
     for (int n = 0; n < 1000; n++) {
-        ts_program *p = n % 2 ? safe_program(4, 12 + rnd(40), n % 10 == 5) : random_program(4, 12 + rnd(30));
+        ts_program *p = NULL;
+        if (n % 3 == 2) {
+            char *text = exchange_program(4);
+            ts_err ae;
+            ts_err_init(&ae);
+            ck_assert_int_eq(ts_asm(&p, "x.s", text, strlen(text), &ts_ipu_isa, &ae), TS_OK);
+            ts_free(text);
+        } else {
+            p = n % 2 ? safe_program(4, 12 + rnd(40), n % 10 == 5) : random_program(4, 12 + rnd(30));
+        }
         outcome a, b, c;
         run_one(cfg, p, false, 1, &a);
         run_one(cfg, p, true, 1, &b);
@@ -187,6 +230,8 @@ START_TEST(random_streams_agree)
                 ck_assert_uint_eq(a.hash, o[k]->hash);
             }
         }
+        if (getenv("IPU_RANDOM_VERBOSE") && n % 3 == 2)
+            fprintf(stderr, "%d: %s %s\n", n, a.done ? "done" : ts_status_name(a.rc), a.err.msg);
         finished += a.rc == TS_OK && a.done;
         failed += a.rc != TS_OK;
         limited += a.rc == TS_OK && !a.done;
