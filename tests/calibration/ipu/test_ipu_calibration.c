@@ -156,12 +156,12 @@ START_TEST(exchange)
     tol10("exchange bandwidth per tile", "ipu_mk2", ipu_stat(&r, "exchange.bytes_per_port_cycle") * clock_of(&r) / 1e9,
           5.5, "GB/s", "§1.2 ELK §2.1 (5.5 GB/s per core, citing CIT)");
     ipu_run_free(&r);
-    /* every tile sends 2048 words to the next tile of a ring and receives from the previous */
+    /* every tile sends 4096 words to the next tile of a ring and receives from the previous */
     char *p = ipu_test_spmd(NULL,
                             "  get $m10, 0\n  get $m11, 1\n  addi $m12, $m10, 1\n  cmpult $m13, $m12, $m11\n"
                             "  brnz $m13, hn\n  setzi $m12, 0\nhn:\n  addi $m14, $m10, -1\n  brneg $m14, wp\n  br hp\n"
-                            "wp:\n  addi $m14, $m11, -1\nhp:\n  sync 1\n  setzi $m1, 0x10000\n  recv $m1, $m14, 2048\n"
-                            "  setzi $m2, 0x1000\n  send $m2, $m12, 2048\n  rxwait\n  sync 1\n  halt\n",
+                            "wp:\n  addi $m14, $m11, -1\nhp:\n  sync 1\n  setzi $m1, 0x10000\n  recv $m1, $m14, 4096\n"
+                            "  setzi $m2, 0x1000\n  send $m2, $m12, 4096\n  rxwait\n  sync 1\n  halt\n",
                             1216);
     ipu_test_run3("ipu_mk1", NULL, p, &r);
     double x = ipu_cell(&r, "supersteps", 1, "exchange_bytes") / ipu_cell(&r, "supersteps", 1, "exchange");
@@ -172,8 +172,8 @@ START_TEST(exchange)
     p = ipu_test_spmd(NULL,
                       "  get $m10, 0\n  get $m11, 1\n  addi $m12, $m10, 1\n  cmpult $m13, $m12, $m11\n"
                       "  brnz $m13, hn\n  setzi $m12, 0\nhn:\n  addi $m14, $m10, -1\n  brneg $m14, wp\n  br hp\n"
-                      "wp:\n  addi $m14, $m11, -1\nhp:\n  sync 1\n  setzi $m1, 0x10000\n  recv $m1, $m14, 2048\n"
-                      "  setzi $m2, 0x1000\n  send $m2, $m12, 2048\n  rxwait\n  sync 1\n  halt\n",
+                      "wp:\n  addi $m14, $m11, -1\nhp:\n  sync 1\n  setzi $m1, 0x10000\n  recv $m1, $m14, 4096\n"
+                      "  setzi $m2, 0x1000\n  send $m2, $m12, 4096\n  rxwait\n  sync 1\n  halt\n",
                       1472);
     ipu_test_run3("ipu_mk2", NULL, p, &r);
     x = ipu_cell(&r, "supersteps", 1, "exchange_bytes") / ipu_cell(&r, "supersteps", 1, "exchange");
