@@ -10,7 +10,7 @@
  * or were overwritten are never seen again, and skipping idle cycles costs nothing.
  *
  * Each cycle is read -> evaluate -> write: (1) pending results due this cycle are committed
- * (stream registers, VXM latches, MXM accumulators, bank writes) and fetched instruction text
+ * (stream registers, VXM latches, MXM weights and accumulators, bank writes) and fetched text
  * joins its queue; (2) queues issue; (3) every
  * in-flight instruction processes the superlane it has reached, reading only committed state
  * and scheduling its results for later cycles (every d_func >= 1). So results do not depend on
