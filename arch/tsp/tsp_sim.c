@@ -11,11 +11,11 @@
  *
  * Each cycle is read -> evaluate -> write: (1) pending results due this cycle are committed
  * (stream registers, VXM latches, MXM weights and accumulators, bank writes) and fetched text
- * joins its queue; (2) queues issue; (3) every
- * in-flight instruction processes the superlane it has reached, reading only committed state
- * and scheduling its results for later cycles (every d_func >= 1). So results do not depend on
- * the order in which slices are evaluated. Two results committed to one stream register in one
- * cycle are a collision.
+ * joins its queue; (2) queues issue; (3) every in-flight instruction processes the superlane it
+ * has reached, reading only committed state and scheduling its results for later cycles (every
+ * d_func >= 1), then the cycle's abc multiply-adds run (on host threads if asked). So results
+ * do not depend on the order in which slices are evaluated, nor on the thread count. Two results
+ * committed to one stream register in one cycle are a collision.
  *
  * An instruction issued at cycle t (dispatch) reads its operands in superlane k at
  * t + d_skew + k and its result appears in superlane k at t + d_func + k (research §2.2, §2.4).
