@@ -90,8 +90,7 @@ ts_status ts_sim_run(const ts_family *fam, const ts_config *cfg, const ts_progra
     if (rc == TS_OK)
         rc = run_loop(fam, m, o, err);
     if (rc == TS_OK) {
-        ts_results_init(res);
-        res->stats = ts_stats_create();
+        ts_results_init(res); /* creates res->stats */
         if (!res->stats)
             rc = ts_err_set(err, TS_ENOMEM, "out of memory collecting results");
         else

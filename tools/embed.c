@@ -52,7 +52,7 @@ int main(int argc, char **argv)
             remove(argv[1]);
             return 2;
         }
-        fprintf(o, "static const char f%d[] = {", i);
+        fprintf(o, "static const unsigned char f%d[] = {", i);
         int c;
         size_t n = 0;
         while ((c = fgetc(f)) != EOF)
@@ -66,7 +66,7 @@ int main(int argc, char **argv)
     for (int i = 2; i < argc; i++) {
         char s[256];
         stem(argv[i], s, sizeof s);
-        fprintf(o, "  {\"%s\", \"%s\", f%d, sizeof f%d - 1},\n", s, tail(argv[i]), i, i);
+        fprintf(o, "  {\"%s\", \"%s\", (const char *)f%d, sizeof f%d - 1},\n", s, tail(argv[i]), i, i);
     }
     fprintf(o, "  {0, 0, 0, 0}\n};\nconst size_t ts_builtin_nfiles = %d;\n", argc - 2);
     return fclose(o) ? 2 : 0;
