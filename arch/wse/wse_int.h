@@ -115,12 +115,16 @@ typedef struct wse_tile {
     wse_lq *lq;               /* owned: nlq live queues, router queues first sorted by (colour, port) */
     uint8_t nlq, nrq;         /* live queues, of which router inputs */
     uint8_t rr;               /* round robin: the input port to look at first */
-    uint8_t rrc[WSE_NPORTS];  /* round robin: per input port, the queue (in pidx order) to look at first */
+    uint8_t rrc[WSE_NPORTS];  /* round robin: per input port, the colour to look at first */
     uint8_t *pidx;            /* owned by block: live queue indices ordered by (port, colour) */
     uint8_t poff[7];          /* pidx[poff[p] .. poff[p + 1]) are port p's queues; port 5 = core inputs */
     uint32_t ppush[6];        /* wavelets pushed into port p's queues: written by p's one producer, phase B */
     uint32_t ppop[6];         /* wavelets popped from port p's queues: consumer, phase B */
     uint32_t qleft;           /* consumer: wavelets left in its queues after this cycle's pops (phase A) */
+    uint32_t pbits[6];        /* producer of port p toggles bit c on each push of colour c (phase B) */
+    uint32_t pseen[6];        /* consumer: pbits as last seen; at most one push per port lands between two
+                               * evaluations, so pbits ^ pseen names the colour that arrived */
+    uint32_t cbits[6];        /* consumer: colours whose queue at port p may hold wavelets */
     wse_line line[WSE_NLINES];
     uint16_t npop;
     uint8_t *pops;            /* owned: live queue indices popped this cycle */

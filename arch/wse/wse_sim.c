@@ -688,49 +688,55 @@ static void router_eval(ts_model *m, wse_tile *t, wse_band *b, const uint32_t *p
         int p = fixed ? pk : (t->rr + pk) % WSE_NPORTS;
         if (!pend[p])
             continue;
-        uint32_t n = (uint32_t)(t->poff[p + 1] - t->poff[p]), seen = 0, start = fixed ? 0 : t->rrc[p] % (n ? n : 1);
-        for (uint32_t k = 0; k < n && seen < pend[p]; k++) {
-            uint32_t ci = (start + k) % n;
-            uint8_t j = t->pidx[t->poff[p] + ci];
-            wse_lq *q = &t->lq[j];
-            uint32_t occ = q_occ(q);
-            if (!occ)
-                continue;
-            seen += occ;
-            if (q->taken)
-                continue;
-            wse_route *r = &t->route[q->colour];
-            if (!(r->rx[r->pos] >> q->port & 1))
-                continue;
-            uint8_t tx = r->tx[r->pos];
-            if (!tx || (tx & claimed))
-                continue;
-            bool ok = true;
-            for (int o = 0; o < WSE_NPORTS && ok; o++)
-                if (tx >> o & 1)
-                    ok = line_room(m, t, o, q->colour);
-            if (!ok)
-                continue;
-            bool ctrl;
-            uint32_t data = q_head(q, &ctrl);
-            for (int o = 0; o < WSE_NPORTS; o++)
-                if (tx >> o & 1) {
-                    line_put(m, t, o, data, q->colour, ctrl, m->now);
-                    t->s.link[o]++;
+        uint32_t start = fixed ? 0 : t->rrc[p];
+        /* colours from start up, then below start */
+        uint32_t bits[2] = {t->cbits[p] & (uint32_t)(~0ull << start), t->cbits[p] & (uint32_t)((1ull << start) - 1)};
+        for (int half = 0; half < 2; half++)
+            for (uint32_t cb = bits[half]; cb; cb &= cb - 1) {
+                uint32_t c = (uint32_t)__builtin_ctz(cb);
+                uint8_t j = t->qmap[(uint32_t)p * m->C + c];
+                wse_lq *q = &t->lq[j];
+                uint32_t occ = q_occ(q);
+                if (!occ) {
+                    t->cbits[p] &= ~(1u << c);
+                    continue;
                 }
-            claimed |= tx;
-            q_pop(t, j);
-            t->pcolour[q->colour]++;
-            if (ctrl && r->npos > 1) {
-                if (r->pos + 1 < r->npos)
-                    r->pos++;
-                else if (r->ring)
-                    r->pos = 0;
+                if (q->taken)
+                    continue;
+                wse_route *r = &t->route[c];
+                if (!(r->rx[r->pos] >> p & 1))
+                    continue;
+                uint8_t tx = r->tx[r->pos];
+                if (!tx || (tx & claimed))
+                    continue;
+                bool ok = true;
+                for (int o = 0; o < WSE_NPORTS && ok; o++)
+                    if (tx >> o & 1)
+                        ok = line_room(m, t, o, c);
+                if (!ok)
+                    continue;
+                bool ctrl;
+                uint32_t data = q_head(q, &ctrl);
+                for (int o = 0; o < WSE_NPORTS; o++)
+                    if (tx >> o & 1) {
+                        line_put(m, t, o, data, c, ctrl, m->now);
+                        t->s.link[o]++;
+                    }
+                claimed |= tx;
+                q_pop(t, j);
+                if (occ == 1)
+                    t->cbits[p] &= ~(1u << c); /* a push this cycle sets it again next cycle */
+                t->pcolour[c]++;
+                if (ctrl && r->npos > 1) {
+                    if (r->pos + 1 < r->npos)
+                        r->pos++;
+                    else if (r->ring)
+                        r->pos = 0;
+                }
+                b->progress++;
+                lastp = p;
+                t->rrc[p] = (uint8_t)((c + 1) % m->C);
             }
-            b->progress++;
-            lastp = p;
-            t->rrc[p] = (uint8_t)((ci + 1) % n);
-        }
     }
     if (lastp >= 0) {
         t->s.router_busy++;
@@ -1375,6 +1381,7 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
                 q->ctrl &= ~(1ull << slot);
             q->pushed++;
             o->ppush[q->port]++;
+            o->pbits[q->port] ^= 1u << e->colour;
             if (l == WSE_LINE_DOWN) {
                 t->s.delivered++;
                 if (!e->ctrl)
@@ -1483,8 +1490,12 @@ static void phase_a(ts_model *m, wse_band *b)
     for (size_t i = 0; i < b->nact; i++) {
         wse_tile *t = m->t[b->act[i]];
         uint32_t pend[6], total = 0;
-        for (int p = 0; p < 6; p++)
+        for (int p = 0; p < 6; p++) {
             total += pend[p] = t->ppush[p] - t->ppop[p];
+            uint32_t arrived = t->pbits[p] ^ t->pseen[p];
+            t->pseen[p] = t->pbits[p];
+            t->cbits[p] = pend[p] ? t->cbits[p] | arrived : 0;
+        }
         if (total)
             router_eval(m, t, b, pend);
         if (t->ce)
