@@ -7,12 +7,26 @@
 #include "configs/builtin.h"
 #include "core/buf.h"
 #include "core/units.h"
+#include "workloads/info.h"
+#include "workloads/workload.h"
 
 static const char info_usage[] =
     "usage: tessera info CONFIG [--format text|json] [--set KEY=VALUE]...\n"
+    "       tessera info MODEL [--format text|json] [--inputs NAME,...] [--dims NAME=N,...]\n"
     "\n"
     "Summarise a chip config: clock, on-chip SRAM, unit counts, peak MACs per cycle per dtype\n"
-    "and headline bandwidths in bytes per cycle.\n";
+    "and headline bandwidths in bytes per cycle.\n"
+    "\n"
+    "Or summarise a model (an ONNX file, a workload YAML file or a built-in workload such as\n"
+    "'resnet50' or 'matmul:m=1024,k=1024,n=1024'): nodes by op type, MACs, parameters and\n"
+    "activation bytes.\n"
+    "\n"
+    "options:\n"
+    "  -f, --format FMT        text (default) or json\n"
+    "  -s, --set KEY=VALUE     override a config key (repeatable)\n"
+    "      --inputs NAME,...   the data inputs of a model stripped of weights (default: the first\n"
+    "                          graph input; every other graph input is then a weight)\n"
+    "      --dims NAME=N,...   values for symbolic dimensions, e.g. batch=1,seq=128\n";
 
 static const char config_usage[] =
     "usage: tessera config --schema ARCH\n"
@@ -85,9 +99,11 @@ int cmd_info(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"format", required_argument, 0, 'f'}, {"set", required_argument, 0, 's'},
+        {"inputs", required_argument, 0, 'I'}, {"dims", required_argument, 0, 'D'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
     };
     bool json = false;
+    const char *inputs = NULL, *dims = NULL;
     cli_sets sets = {0};
     int c;
     optind = 1;
@@ -102,6 +118,8 @@ int cmd_info(int argc, char **argv)
             json = !strcmp(optarg, "json");
             break;
         case 's': cli_sets_push(&sets, optarg); break;
+        case 'I': inputs = optarg; break;
+        case 'D': dims = optarg; break;
         case 'h': fputs(info_usage, stdout); cli_sets_free(&sets); return 0;
         case ':': cli_sets_free(&sets); return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
         default: cli_sets_free(&sets); return cli_usage_error("unknown option '%s'", argv[optind - 1]);
@@ -118,7 +136,16 @@ int cmd_info(int argc, char **argv)
     int rc = TS_EXIT_OK;
     ts_info in = {0};
     ts_buf b = TS_BUF_INIT;
-    if (cli_load_config(&cfg, argv[optind], sets.v, sets.n, &err) != TS_OK ||
+    if (ts_wl_is_model(argv[optind])) {
+        if (sets.n)
+            rc = cli_usage_error("--set applies to chip configs, not to models");
+        else if (ts_wl_info(argv[optind], inputs, dims, json, &b, &err) != TS_OK)
+            rc = cli_fail(&err);
+        else
+            fputs(ts_buf_str(&b), stdout);
+    } else if (inputs || dims) {
+        rc = cli_usage_error("--inputs and --dims apply to models, not to chip configs");
+    } else if (cli_load_config(&cfg, argv[optind], sets.v, sets.n, &err) != TS_OK ||
         ts_family_find(ts_config_arch(cfg))->info(ts_config_data(cfg), &in, &err) != TS_OK) {
         rc = cli_fail(&err);
     } else {

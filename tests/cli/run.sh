@@ -56,6 +56,13 @@ golden bad-threads "$T" run --threads 0
 golden bad-format "$T" run --format xml
 expect_exit version 0 "$T" --version
 
+# Models: ONNX files (weights stripped) and built-in workloads.
+models=../models  # relative to tests/data/cli, where the cases run, so messages hold no host path
+golden info-resnet50-onnx-json "$T" info "$models/resnet50.onnx" --format json
+golden info-builtin-matmul "$T" info matmul:m=64,k=32,n=16
+golden info-unsupported "$T" info "$models/unsupported.onnx"
+golden info-model-with-set "$T" info "$models/resnet50.onnx" --set tiles=4
+
 if has_family ipu; then
   golden schema-ipu "$T" config --schema ipu
   golden yaml-bad-indent "$T" run -c bad_indent.yaml
