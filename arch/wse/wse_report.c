@@ -288,6 +288,21 @@ static ts_status wse_collect(ts_model *m, ts_results *r, ts_err *err)
         CHK(add_array(m, r, "pe.busy_per_pe", "cycles", "busy cycles of each PE (index y * width + x)",
                       offsetof(wse_tstats, busy), 0, err));
         CHK(add_array(m, r, "pe.stall_per_pe", "cycles", "stall cycles of each PE", offsetof(wse_tstats, stall), 0, err));
+        {
+            double *v = ts_calloc(m->npes, sizeof *v);
+            if (!v)
+                return ts_err_set(err, TS_ENOMEM, "out of memory collecting results");
+            for (size_t i = 0; i < m->nalloc; i++) {
+                const wse_tile *t = m->t[m->alloc_ids[i]];
+                if (t->ce)
+                    v[t->id] = (double)(m->now - t->s.busy - t->s.stall);
+            }
+            rc = ts_stats_array(r->stats, "pe.idle_per_pe", "cycles",
+                                "cycles each PE with code was neither busy nor stalled", v, m->npes);
+            ts_free(v);
+            if (rc)
+                return ts_err_set(err, rc, "cannot add statistic pe.idle_per_pe");
+        }
         static const char *const ln[4] = {"fabric.link_north", "fabric.link_south", "fabric.link_east", "fabric.link_west"};
         for (int p = 0; p < 4; p++)
             CHK(add_array(m, r, ln[p], "", "wavelets each PE's router sent over this link (heat map)",
