@@ -9,6 +9,7 @@
 #include "core/buf.h"
 #include "core/err.h"
 #include "core/fileio.h"
+#include "core/half.h"
 
 START_TEST(err_formats_position_unit_and_plain)
 {
@@ -141,6 +142,29 @@ START_TEST(hashes_match_reference_values)
 }
 END_TEST
 
+START_TEST(half_conversions_round_to_nearest_even)
+{
+    ck_assert_uint_eq(ts_f32_to_f16(1.0f), 0x3c00);
+    ck_assert_uint_eq(ts_f32_to_f16(-2.0f), 0xc000);
+    ck_assert_uint_eq(ts_f32_to_f16(65504.0f), 0x7bff);         /* largest finite */
+    ck_assert_uint_eq(ts_f32_to_f16(65520.0f), 0x7c00);         /* halfway above it: to infinity */
+    ck_assert_uint_eq(ts_f32_to_f16(2049.0f), 0x6800);          /* tie between 2048 and 2050: even */
+    ck_assert_uint_eq(ts_f32_to_f16(2051.0f), 0x6802);          /* tie between 2050 and 2052: even */
+    ck_assert_uint_eq(ts_f32_to_f16(0x1p-24f), 0x0001);         /* smallest subnormal */
+    ck_assert_uint_eq(ts_f32_to_f16(0x1p-25f), 0x0000);         /* half of it: tie to even zero */
+    ck_assert_uint_eq(ts_f32_to_f16(0x1.8p-24f), 0x0002);       /* 1.5 subnormals: to even 2 */
+    ck_assert_uint_eq(ts_f32_to_f16(-0.0f), 0x8000);
+    ck_assert_uint_eq(ts_f32_to_f16(1.0f / 0.0f), 0x7c00);
+    ck_assert_uint_eq(ts_f32_to_f16(0.0f / 0.0f) & 0x7e00, 0x7e00); /* NaN stays a quiet NaN */
+    /* every finite f16 converts to f32 and back to itself */
+    for (uint32_t h = 0; h < 0x10000; h++)
+        if ((h & 0x7c00) != 0x7c00)
+            ck_assert_uint_eq(ts_f32_to_f16(ts_f16_to_f32((uint16_t)h)), h);
+    ck_assert(ts_f16_to_f32(0x0001) == 0x1p-24f);
+    ck_assert(ts_f16_to_f32(0xfc00) == -1.0f / 0.0f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("base");
@@ -151,6 +175,7 @@ static Suite *suite(void)
     tcase_add_test(t, buf_appends_and_escapes);
     tcase_add_test(t, atomic_write_leaves_no_partial_file);
     tcase_add_test(t, hashes_match_reference_values);
+    tcase_add_test(t, half_conversions_round_to_nearest_even);
     suite_add_tcase(s, t);
     return s;
 }

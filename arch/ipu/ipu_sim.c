@@ -577,7 +577,7 @@ static void coef_update(ipu_tile *t, uint32_t slot)
     for (uint32_t k = slot * 8; k < slot * 8 + 8; k++) {
         uint16_t h;
         memcpy(&h, t->coef + 2 * k, 2);
-        t->w16[k] = ipu_h2f(h);
+        t->w16[k] = ts_f16_to_f32(h);
     }
     for (uint32_t k = slot * 4; k < slot * 4 + 4; k++) {
         float f;
@@ -590,9 +590,9 @@ static inline uint32_t h2op(uint32_t a, uint32_t b, int op)
 {
     uint32_t out = 0;
     for (int l = 0; l < 2; l++) {
-        float x = ipu_h2f((uint16_t)(a >> (16 * l))), y = ipu_h2f((uint16_t)(b >> (16 * l)));
+        float x = ts_f16_to_f32((uint16_t)(a >> (16 * l))), y = ts_f16_to_f32((uint16_t)(b >> (16 * l)));
         float z = op == 0 ? x + y : op == 1 ? x - y : x * y;
-        out |= (uint32_t)ipu_f2h(z) << (16 * l);
+        out |= (uint32_t)ts_f32_to_f16(z) << (16 * l);
     }
     return out;
 }
@@ -806,12 +806,12 @@ static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_
     }
     case IPU_OP_F16V2TOF32: {
         uint32_t v = a1;
-        r[in->r0] = fr(ipu_h2f((uint16_t)v));
-        r[in->r0 + 1] = fr(ipu_h2f((uint16_t)(v >> 16)));
+        r[in->r0] = fr(ts_f16_to_f32((uint16_t)v));
+        r[in->r0 + 1] = fr(ts_f16_to_f32((uint16_t)(v >> 16)));
         break;
     }
     case IPU_OP_F32V2TOF16:
-        r[in->r0] = (uint32_t)ipu_f2h(rf(r[in->r1])) | (uint32_t)ipu_f2h(rf(r[in->r1 + 1])) << 16;
+        r[in->r0] = (uint32_t)ts_f32_to_f16(rf(r[in->r1])) | (uint32_t)ts_f32_to_f16(rf(r[in->r1 + 1])) << 16;
         break;
     case IPU_OP_F32TOI32: {
         float v = rf(a1);
@@ -840,10 +840,10 @@ static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_
     }
     case IPU_OP_F16V4AMP: {
         float in4[4];
-        in4[0] = ipu_h2f((uint16_t)r[in->r0]);
-        in4[1] = ipu_h2f((uint16_t)(r[in->r0] >> 16));
-        in4[2] = ipu_h2f((uint16_t)r[in->r0 + 1]);
-        in4[3] = ipu_h2f((uint16_t)(r[in->r0 + 1] >> 16));
+        in4[0] = ts_f16_to_f32((uint16_t)r[in->r0]);
+        in4[1] = ts_f16_to_f32((uint16_t)(r[in->r0] >> 16));
+        in4[2] = ts_f16_to_f32((uint16_t)r[in->r0 + 1]);
+        in4[3] = ts_f16_to_f32((uint16_t)(r[in->r0 + 1] >> 16));
         const float *w = t->w16;
         for (uint32_t u = 0; u < m->c.amp_units_f16; u++) {
             float s = w[4 * u] * in4[0] + w[4 * u + 1] * in4[1];

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "core/half.h"
 #include "core/config.h"
 #include "core/isa.h"
 #include "core/sim.h"
@@ -115,8 +116,5 @@ static inline uint32_t tsp_type_width(int t)
     return w[t];
 }
 
-/* f16 <-> f32, round to nearest even. */
-float ts_tsp_h2f(uint16_t h);
-uint16_t ts_tsp_f2h(float x);
 
 #endif

@@ -610,7 +610,7 @@ static uint32_t int_out(int64_t v, int type, bool sat)
 static float fl_in(uint32_t v, int type)
 {
     if (type == TSP_F16)
-        return ts_tsp_h2f((uint16_t)v);
+        return ts_f16_to_f32((uint16_t)v);
     float f;
     memcpy(&f, &v, 4);
     return f;
@@ -619,7 +619,7 @@ static float fl_in(uint32_t v, int type)
 static uint32_t fl_out(float f, int type)
 {
     if (type == TSP_F16)
-        return ts_tsp_f2h(f);
+        return ts_f32_to_f16(f);
     uint32_t v;
     memcpy(&v, &f, 4);
     return v;
@@ -851,7 +851,7 @@ static ts_status step_mxm(ts_model *m, tsp_fl *f, ts_err *err)
                     if (type == TSP_I8) {
                         *at = (uint8_t)el[x];
                     } else {
-                        float v = ts_tsp_h2f((uint16_t)el[x]);
+                        float v = ts_f16_to_f32((uint16_t)el[x]);
                         memcpy(at, &v, 4);
                     }
                 }
@@ -891,7 +891,7 @@ static ts_status step_mxm(ts_model *m, tsp_fl *f, ts_err *err)
                 int16_t v = (int8_t)(uint8_t)el[l];
                 memcpy(xs + 2 * l, &v, 2);
             } else {
-                float v = ts_tsp_h2f((uint16_t)el[l]);
+                float v = ts_f16_to_f32((uint16_t)el[l]);
                 memcpy(xs + 4 * l, &v, 4);
             }
         }

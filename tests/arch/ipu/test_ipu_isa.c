@@ -256,11 +256,11 @@ START_TEST(half_conversion)
     for (uint32_t h = 0; h < 0x10000; h++) {
         if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
             continue; /* NaNs */
-        ck_assert_uint_eq(ipu_f2h(ipu_h2f((uint16_t)h)), h);
+        ck_assert_uint_eq(ts_f32_to_f16(ts_f16_to_f32((uint16_t)h)), h);
     }
-    ck_assert_uint_eq(ipu_f2h(65520.0f), 0x7c00); /* rounds to infinity */
-    ck_assert_uint_eq(ipu_f2h(1.0f + 1.0f / 2048), 0x3c00); /* tie to even */
-    ck_assert_uint_eq(ipu_f2h(1.0f + 3.0f / 2048), 0x3c02);
+    ck_assert_uint_eq(ts_f32_to_f16(65520.0f), 0x7c00); /* rounds to infinity */
+    ck_assert_uint_eq(ts_f32_to_f16(1.0f + 1.0f / 2048), 0x3c00); /* tie to even */
+    ck_assert_uint_eq(ts_f32_to_f16(1.0f + 3.0f / 2048), 0x3c02);
 }
 END_TEST
 
@@ -292,12 +292,12 @@ START_TEST(amp_values)
     ts_buf_puts(&b, "\n.data tile 0 0x800\n  .half");
     for (int i = 0; i < 32; i++) {
         w16[i] = (float)((i * 7) % 11 - 5) * 0.5f;
-        ts_buf_printf(&b, "%s 0x%04x", i ? "," : "", ipu_f2h(w16[i]));
+        ts_buf_printf(&b, "%s 0x%04x", i ? "," : "", ts_f32_to_f16(w16[i]));
     }
     ts_buf_puts(&b, "\n.data tile 0 0x900\n  .half");
     for (int i = 0; i < 8; i++) {
         x16[i] = (float)(i - 3) * 0.25f;
-        ts_buf_printf(&b, "%s 0x%04x", i ? "," : "", ipu_f2h(x16[i]));
+        ts_buf_printf(&b, "%s 0x%04x", i ? "," : "", ts_f32_to_f16(x16[i]));
     }
     ts_buf_puts(&b, "\n");
     ipu_run r;

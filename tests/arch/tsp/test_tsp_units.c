@@ -471,10 +471,10 @@ static void matvec_fp16(const char *cfgname, int D)
     uint32_t seed = 777;
     for (int i = 0; i < D * D; i++) {
         seed = seed * 1103515245u + 12345u;
-        Wm[i] = ts_tsp_f2h(((float)((seed >> 16) % 2001) - 1000.0f) / 256.0f);
+        Wm[i] = ts_f32_to_f16(((float)((seed >> 16) % 2001) - 1000.0f) / 256.0f);
     }
     for (int l = 0; l < D; l++) {
-        x[l] = ts_tsp_f2h((float)l * 0.03125f - 3.0f);
+        x[l] = ts_f32_to_f16((float)l * 0.03125f - 3.0f);
         bias[l] = fbits(0.5f * (float)l - 7.0f);
     }
     mv_info mi;
@@ -484,7 +484,7 @@ static void matvec_fp16(const char *cfgname, int D)
     for (int j = 0; j < D; j++) {
         double acc = 0; /* the plain C reference: exact products, one rounding to f32, then + bias */
         for (int l = 0; l < D; l++)
-            acc += (double)ts_tsp_h2f(Wm[(size_t)j * D + l]) * (double)ts_tsp_h2f(x[l]);
+            acc += (double)ts_f16_to_f32(Wm[(size_t)j * D + l]) * (double)ts_f16_to_f32(x[l]);
         float ref = (float)acc + bitsf(bias[j]);
         ck_assert_msg(out_elem(&r, j, D) == fbits(ref), "y[%d] = %g, expected %g", j, (double)bitsf(out_elem(&r, j, D)),
                       (double)ref);
