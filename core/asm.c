@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/suggest.h"
 
 /* Largest .data segment the assembler builds, 64 MiB: far above any tile memory modelled
  * (IPU tiles hold 624 KiB, a WSE PE 48 KiB) and small enough that bad input cannot ask the host
@@ -110,27 +111,6 @@ static ts_status oom(as *a) { return ts_err_set(a->err, TS_ENOMEM, "out of memor
 
 /* ---- did you mean ------------------------------------------------------------------------ */
 
-/* Edit distance between short strings, case-insensitive; lengths capped at 32. */
-static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb)
-{
-    if (na > 32 || nb > 32)
-        return 99;
-    size_t row[33];
-    for (size_t j = 0; j <= nb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= na; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= nb; j++) {
-            size_t up = row[j];
-            size_t sub = diag + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
-            size_t best = sub < up + 1 ? sub : up + 1;
-            row[j] = best < row[j - 1] + 1 ? best : row[j - 1] + 1;
-            diag = up;
-        }
-    }
-    return row[nb];
-}
 
 /* The closest of names[0..n) to (s, len), or NULL when none is within 2 edits and closer than the
  * length of s (so "x" does not suggest everything). */
@@ -143,7 +123,7 @@ static const char *closest(const char *s, size_t len, const char *const *names, 
         const char *c = *(const char *const *)((const char *)names + i * stride);
         if (!c)
             continue;
-        size_t d = edit_distance(s, len, c, strlen(c));
+        size_t d = ts_edit_distance(s, len, c, strlen(c), true);
         if (d < bd && d < len) {
             bd = d;
             best = c;

@@ -29,6 +29,7 @@
 #include <yaml.h>
 
 #include "core/alloc.h"
+#include "core/suggest.h"
 #include "core/fileio.h"
 
 /* Limits that keep hostile input cheap: nesting of YAML collections and of `base:` files. */
@@ -281,32 +282,6 @@ static ts_status parse_yaml(const char *file, const char *text, size_t len, node
 /* ---------------------------------------------------------------------------------------------
  * Small string helpers. */
 
-/* Optimal string alignment distance (Damerau-Levenshtein with adjacent swaps), capped: strings
- * longer than 63 bytes count as far apart. */
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63)
-        return 99;
-    size_t d[64][64];
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            size_t cost = a[i - 1] != b[j - 1];
-            size_t best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best)
-                best = d[i][j - 1] + 1;
-            if (d[i - 1][j - 1] + cost < best)
-                best = d[i - 1][j - 1] + cost;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
-                best = d[i - 2][j - 2] + 1;
-            d[i][j] = best;
-        }
-    return d[la][lb];
-}
 
 static const char *last_segment(const char *path)
 {
@@ -384,7 +359,7 @@ static void ks_suggest(const keyset *ks, const char *unknown, bool is_map, char 
                 if (cl < sizeof cand) {
                     memcpy(cand, p, cl);
                     cand[cl] = 0;
-                    size_t d = edit_distance(unknown, cand);
+                    size_t d = ts_edit_distance(unknown, strlen(unknown), cand, cl, false);
                     size_t score = 2 * d + (is_map != (*end == '.'));
                     if (d <= 2 && d < ulen && score < best) {
                         best = score;

@@ -10,6 +10,7 @@
 #include "core/err.h"
 #include "core/fileio.h"
 #include "core/half.h"
+#include "core/suggest.h"
 
 START_TEST(err_formats_position_unit_and_plain)
 {
@@ -165,6 +166,19 @@ START_TEST(half_conversions_round_to_nearest_even)
 }
 END_TEST
 
+START_TEST(edit_distance_counts_swaps_once)
+{
+    ck_assert_uint_eq(ts_edit_distance("tile.sarm", 9, "tile.sram", 9, false), 1);
+    ck_assert_uint_eq(ts_edit_distance("clok", 4, "clock", 5, false), 1);
+    ck_assert_uint_eq(ts_edit_distance("ADD", 3, "add", 3, false), 3);
+    ck_assert_uint_eq(ts_edit_distance("ADD", 3, "add", 3, true), 0);
+    ck_assert_uint_eq(ts_edit_distance("", 0, "abc", 3, false), 3);
+    char longer[70];
+    memset(longer, 'a', sizeof longer);
+    ck_assert_uint_eq(ts_edit_distance(longer, sizeof longer, "a", 1, false), 99);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("base");
@@ -176,6 +190,7 @@ static Suite *suite(void)
     tcase_add_test(t, atomic_write_leaves_no_partial_file);
     tcase_add_test(t, hashes_match_reference_values);
     tcase_add_test(t, half_conversions_round_to_nearest_even);
+    tcase_add_test(t, edit_distance_counts_swaps_once);
     suite_add_tcase(s, t);
     return s;
 }
