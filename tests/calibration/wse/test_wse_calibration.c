@@ -137,7 +137,7 @@ static ts_model *run_stencil(uint32_t w, uint32_t h, uint32_t nz, uint32_t steps
     ts_err err;
     ts_err_init(&err);
     ts_program *p = NULL;
-    ck_assert_int_eq(ts_wse_stencil_program(&p, w, h, nz, steps, data, &err), TS_OK);
+    ck_assert_int_eq(ts_wse_stencil_program(&p, w, h, nz, 4, steps, data, &err), TS_OK);
     ts_wse_cfg c = wt_cfg(w, h);
     c.timing_only = !data;
     ts_run_opts o = {.threads = threads};
