@@ -180,8 +180,9 @@ ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *
     m->t = ts_calloc(m->npes, sizeof *m->t);
     m->band = ts_calloc((size_t)m->nthreads, sizeof *m->band);
     if (!m->t || !m->band) {
+        uint64_t n = m->npes;
         ts_wse_destroy(m);
-        return ts_err_set(err, TS_ENOMEM, "out of memory for a %" PRIu64 "-PE mesh", m->npes);
+        return ts_err_set(err, TS_ENOMEM, "out of memory for a %" PRIu64 "-PE mesh", n);
     }
     for (int i = 0; i < m->nthreads; i++) {
         m->band[i].row0 = (uint32_t)((uint64_t)m->h * (uint64_t)i / (uint64_t)m->nthreads);
@@ -888,7 +889,7 @@ static bool vec_issue(ts_model *m, wse_tile *t, wse_band *b, const ts_insn *in, 
 }
 
 /* Advance one vector op by what this cycle's ports allow; returns elements done. */
-static uint32_t vec_step(ts_model *m, wse_tile *t, wse_vop *v, uint32_t *rd, uint32_t *wr, bool *ramp_up,
+static uint32_t vec_step(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint32_t *rd, uint32_t *wr, bool *ramp_up,
                          uint8_t *why)
 {
     const wse_opfacts *f = &ts_wse_opfacts[v->op];
@@ -990,6 +991,8 @@ static uint32_t vec_step(ts_model *m, wse_tile *t, wse_vop *v, uint32_t *rd, uin
                 uint8_t *mem = mem_touch(m, t);
                 if (mem)
                     memcpy(mem + a, &y, esize);
+                else
+                    b->oom = true;
             }
         } else {
             line_put(m, t, WSE_LINE_UP, y, v->d.colour, v->d.ctrl, m->now);
@@ -1273,7 +1276,7 @@ static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
         if (!v->busy)
             continue;
         uint8_t vwhy = 0;
-        uint32_t k = vec_step(m, t, v, &rd, &wr, &ramp_up, &vwhy);
+        uint32_t k = vec_step(m, t, b, v, &rd, &wr, &ramp_up, &vwhy);
         if (k) {
             busy = true;
             b->progress += k;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "tests/arch/wse/wse_test.h"
 
 static ts_model *run_ok(const ts_wse_cfg *c, const char *src)
@@ -222,6 +223,49 @@ START_TEST(gemv_matches_c_reference)
 }
 END_TEST
 
+
+/* Every allocation the model makes can fail: each failure is reported as TS_ENOMEM (or the run
+ * still succeeds if the failed allocation was the assembler's and it reported it), and the
+ * sanitizer builds check nothing leaks. */
+START_TEST(allocation_failures)
+{
+    const char *src = ".arch wse\n"
+                      ".stream pe 0\n    route 0, 16, 4\n    bind 3, d, 0\n    dsdm 0, 0, 8, 1\n    dsdout 1, 0, 8, 0\n"
+                      "    fmovs 1, 0, 0, 3\n    exit\nd:  li r1, 1\n    st r1, r0, 64\n    exit\n"
+                      ".stream pe 1\n    route 0, 8, 16\n    dsdin 0, 0, 8\n    dsdm 1, 0, 8, 1\n    fmovs 1, 0, -1, -1\n"
+                      ".data pe 0 0\n    .f32 1, 2, 3, 4, 5, 6, 7, 8\n";
+    ts_wse_cfg c = wt_cfg(2, 1);
+    int ok = 0, nomem = 0;
+    for (long n = 1; n < 400; n++) {
+        ts_err err;
+        ts_err_init(&err);
+        ts_status st;
+        ts_alloc_fail_after(n);
+        ts_model *m = wt_run(&c, src, false, 1, 10000, &st, &err);
+        long failed = ts_alloc_failures();
+        ts_alloc_fail_after(0);
+        if (m) {
+            ok++;
+            if (!failed) {
+                float v[8];
+                ts_wse_read_sram(m, 1, 0, 0, v, sizeof v);
+                ck_assert_float_eq(v[7], 8.0f);
+                wt_free(m);
+                ts_err_free(&err);
+                break;
+            }
+            wt_free(m);
+        } else {
+            ck_assert_msg(st == TS_ENOMEM, "allocation %ld: status %d: %s", n, st, err.msg);
+            nomem++;
+        }
+        ts_err_free(&err);
+    }
+    ck_assert_int_gt(nomem, 10);
+    ck_assert_int_ge(ok, 1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("wse_pe");
@@ -232,6 +276,7 @@ static Suite *suite(void)
     tcase_add_test(tc, mac_fp32_fp16);
     tcase_add_test(tc, tasks);
     tcase_add_test(tc, pe_errors);
+    tcase_add_test(tc, allocation_failures);
     tcase_add_test(tc, gemv_matches_c_reference);
     suite_add_tcase(s, tc);
     return s;
