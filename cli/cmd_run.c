@@ -1,9 +1,11 @@
 /* cli/cmd_run.c — `tessera run`: load config and workload, simulate, write the report. */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -11,6 +13,8 @@
 #include "core/report.h"
 #include "core/sim.h"
 #include "core/trace.h"
+#include "core/activity.h"
+#include "viz/render.h"
 
 static const char run_usage[] =
     "usage: tessera run [-c CONFIG] [WORKLOAD] [options]\n"
@@ -25,6 +29,10 @@ static const char run_usage[] =
     "  -o, --output FILE       write the report to FILE (default: standard output)\n"
     "  -f, --format FMT        text (default), json or csv\n"
     "      --trace FILE        write a Perfetto / Chrome trace of the run\n"
+    "      --frames DIR        write a PNG picture of the chip's activity every window\n"
+    "                          (DIR/frame_000000.png, ...; DIR is created)\n"
+    "      --frame-every N     cycles per frame window (default 1000)\n"
+    "      --summary-png FILE  write one PNG of the run: per-unit utilization and supersteps\n"
     "  -s, --set KEY=VALUE     override a config key (repeatable)\n"
     "      --energy TABLE      energy table (file or built-in name) instead of the config's\n"
     "  -j, --threads N         host threads (results do not depend on it)\n"
@@ -71,6 +79,25 @@ static void on_progress(void *ud, uint64_t cycle)
     fflush(stderr);
 }
 
+/* Frames: one PNG per activity window, drawn by viz. */
+typedef struct frames {
+    const char *dir;
+    ts_viz_image img;
+} frames;
+
+static ts_status on_frame(void *ud, const ts_activity *a, const ts_act_frame *f, ts_err *err)
+{
+    frames *fr = ud;
+    if (!fr->dir)
+        return TS_OK;
+    ts_status rc = ts_viz_render_frame(&fr->img, a, f, err);
+    if (rc != TS_OK)
+        return rc;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/frame_%06" PRIu64 ".png", fr->dir, f->index);
+    return ts_viz_png_write(&fr->img, path, err);
+}
+
 static int parse_u64(const char *s, uint64_t *out)
 {
     char *end;
@@ -92,9 +119,13 @@ int cmd_run(int argc, char **argv)
         {"threads", required_argument, 0, 'j'},  {"lockstep", no_argument, 0, 'L'},
         {"warn", no_argument, 0, 'W'},           {"max-cycles", required_argument, 0, 'M'},
         {"hang-cycles", required_argument, 0, 'H'}, {"quiet", no_argument, 0, 'q'},
+        {"frames", required_argument, 0, 'F'},   {"frame-every", required_argument, 0, 'N'},
+        {"summary-png", required_argument, 0, 'P'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     const char *config = NULL, *output = NULL, *trace_path = NULL, *energy_name = NULL;
+    const char *frames_dir = NULL, *summary_png = NULL;
+    uint64_t frame_every = 0;
     int format = TS_FMT_TEXT;
     bool quiet = false;
     cli_sets sets = {0};
@@ -115,6 +146,15 @@ int cmd_run(int argc, char **argv)
             }
             break;
         case 'T': trace_path = optarg; break;
+        case 'F': frames_dir = optarg; break;
+        case 'P': summary_png = optarg; break;
+        case 'N':
+            if (parse_u64(optarg, &v) || v == 0) {
+                cli_sets_free(&sets);
+                return cli_usage_error("--frame-every takes a positive number of cycles, got '%s'", optarg);
+            }
+            frame_every = v;
+            break;
         case 's':
             if (!strchr(optarg, '=')) {
                 cli_sets_free(&sets);
@@ -147,6 +187,10 @@ int cmd_run(int argc, char **argv)
         default: cli_sets_free(&sets); return cli_usage_error("unknown option '%s' (see 'tessera run --help')", argv[optind - 1]);
         }
     }
+    if (frame_every && !frames_dir) {
+        cli_sets_free(&sets);
+        return cli_usage_error("--frame-every needs --frames DIR");
+    }
     const char *workload = NULL;
     if (optind < argc)
         workload = argv[optind++];
@@ -161,6 +205,8 @@ int cmd_run(int argc, char **argv)
     ts_program *prog = NULL;
     ts_energy_table *energy = NULL;
     ts_trace *trace = NULL;
+    ts_activity *act = NULL;
+    frames fr = {.dir = frames_dir};
     ts_results res;
     bool have_res = false;
     const ts_family *fam = NULL;
@@ -211,6 +257,20 @@ int cmd_run(int argc, char **argv)
         }
         ro.trace = trace;
     }
+    if (frames_dir || summary_png) {
+        if (frames_dir && mkdir(frames_dir, 0777) && errno != EEXIST) {
+            ts_err_set(&err, TS_EIO, "cannot create %s: %s", frames_dir, strerror(errno));
+            rc = cli_fail(&err);
+            goto out;
+        }
+        /* without frames, one window per 65536 cycles keeps the sampler's cost low */
+        uint64_t window = frames_dir ? (frame_every ? frame_every : 1000) : 65536;
+        if (ts_activity_create(&act, window, on_frame, &fr, &err) != TS_OK) {
+            rc = cli_fail(&err);
+            goto out;
+        }
+        ro.activity = act;
+    }
     progress pr = {.enabled = !quiet && isatty(2), .max = ro.max_cycles};
     clock_gettime(CLOCK_MONOTONIC, &pr.start);
     ro.progress = on_progress;
@@ -223,6 +283,22 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     have_res = true;
+    if (act && !ts_activity_nunits(act)) {
+        ts_err_set(&err, TS_EINPUT, "family '%s' does not report activity yet (--frames, --summary-png)", fam->name);
+        rc = cli_fail(&err);
+        goto out;
+    }
+    if (summary_png) {
+        ts_viz_image img = {0};
+        ts_status vs = ts_viz_render_summary(&img, act, &err);
+        if (vs == TS_OK)
+            vs = ts_viz_png_write(&img, summary_png, &err);
+        ts_viz_image_free(&img);
+        if (vs != TS_OK) {
+            rc = cli_fail(&err);
+            goto out;
+        }
+    }
     if (ts_report_write(&res, (ts_format)format, output, &err) != TS_OK) {
         rc = cli_fail(&err);
         goto out;
@@ -240,6 +316,8 @@ out:
         ts_trace_abort(trace);
     if (have_res)
         ts_results_free(&res);
+    ts_activity_destroy(act);
+    ts_viz_image_free(&fr.img);
     ts_energy_destroy(energy);
     ts_program_destroy(prog);
     ts_config_destroy(cfg);

@@ -33,6 +33,7 @@
 
 #include "arch/ipu/ipu.h"
 #include "arch/ipu/ipu_int.h"
+#include "core/activity.h"
 #include "core/alloc.h"
 #include "core/sim.h"
 #include "core/trace.h"
@@ -76,6 +77,11 @@ typedef struct ipu_wlog {
     size_t n, cap;
 } ipu_wlog;
 
+/* A span of exchange activity kept for the activity sampler: [a, b), with the bytes sent in it. */
+typedef struct ipu_xspan {
+    uint64_t a, b, bytes;
+} ipu_xspan;
+
 typedef struct ipu_hostop {
     uint32_t addr;
     uint64_t haddr;
@@ -108,6 +114,9 @@ typedef struct ipu_tile {
     ipu_wlog pend, log;     /* this round's words; committed words of this superstep */
     uint64_t xch_until;     /* exchange activity is counted up to this cycle */
     uint64_t xch_cycles;    /* cycles with exchange activity this superstep */
+    ipu_xspan *xs; size_t nxs, cap_xs; /* those cycles as spans, kept only with opts.activity */
+    bool rec;               /* keep xs (opts.activity is set) */
+    bool rec_nomem;         /* growing xs failed */
     uint64_t arrival;       /* cycle of the last sync 1 */
     uint64_t finish;        /* cycle after halt */
     ipu_hostop *host; size_t nhost, cap_host;
@@ -132,6 +141,7 @@ typedef struct ipu_terr {
 struct ts_model {
     ts_ipu_cfg c;
     ts_trace *trace;         /* borrowed, may be NULL */
+    ts_activity *act;        /* borrowed, may be NULL: tile states are recorded between rounds */
     bool trace_named;
     bool lockstep;
     int nthreads;
@@ -246,7 +256,7 @@ static void mem_read_bytes(ts_model *m, ipu_tile *t, uint64_t a, uint8_t *dst, u
 
 /* Count [a, b) as cycles of exchange activity (send port busy, a receive armed, a delay),
  * without counting a cycle twice when intervals overlap. */
-static void xch_busy(struct ipu_tile *t, uint64_t a, uint64_t b);
+static void xch_busy(struct ipu_tile *t, uint64_t a, uint64_t b, uint64_t bytes);
 
 /* ---- create / destroy ---- */
 
@@ -278,6 +288,7 @@ static void ipu_destroy(ts_model *m)
             ts_free(t->pend.v);
             ts_free(t->log.v);
             ts_free(t->host);
+            ts_free(t->xs);
         }
     }
     if (m->terr)
@@ -297,6 +308,65 @@ static void ipu_destroy(ts_model *m)
 
 static void *worker_main(void *arg);
 
+/* The tile layout for the activity view: tile t in column t / tiles_per_column, row
+ * t mod tiles_per_column (as the exchange latency counts them); the columns are drawn in their
+ * groups ("islands" of layout.columns_per_group columns) with one empty column between groups. */
+static ts_status act_layout(ts_model *m, ts_err *err)
+{
+    const ts_ipu_cfg *c = &m->c;
+    uint32_t *x = ts_malloc(m->ntiles * sizeof *x), *y = ts_malloc(m->ntiles * sizeof *y);
+    if (!x || !y) {
+        ts_free(x);
+        ts_free(y);
+        return ts_err_set(err, TS_ENOMEM, "out of memory for the tile layout");
+    }
+    uint32_t cpg = c->columns_per_group > 1 ? (uint32_t)c->columns_per_group : 0;
+    uint32_t w = 1, h = 1;
+    for (uint32_t i = 0; i < m->ntiles; i++) {
+        int64_t col, row;
+        tile_pos(c, i, &col, &row);
+        x[i] = (uint32_t)col + (cpg ? (uint32_t)col / cpg : 0);
+        y[i] = (uint32_t)row;
+        if (x[i] + 1 > w)
+            w = x[i] + 1;
+        if (y[i] + 1 > h)
+            h = y[i] + 1;
+    }
+    ts_status rc = ts_activity_layout(m->act, "ipu columns", m->ntiles, w, h, x, y, err);
+    ts_free(x);
+    ts_free(y);
+    return rc;
+}
+
+/* Record tile i over [from, to): compute, with its exchange spans as network, up to busy_end;
+ * then `after` (sync wait or idle) up to `to`. Clears the tile's exchange spans. */
+static void act_tile(ts_model *m, uint32_t i, uint64_t from, uint64_t busy_end, ts_act_state after, uint64_t to)
+{
+    ipu_tile *t = &m->t[i];
+    uint64_t c = from;
+    for (size_t k = 0; k < t->nxs; k++) {
+        const ipu_xspan *x = &t->xs[k];
+        uint64_t a = x->a < from ? from : x->a, b = x->b > busy_end ? busy_end : x->b;
+        ts_activity_bytes(m->act, a, x->bytes);
+        if (b <= a)
+            continue;
+        ts_activity_span(m->act, i, TS_ACT_COMPUTE, c, a);
+        ts_activity_span(m->act, i, TS_ACT_NETWORK, a, b);
+        c = b;
+    }
+    ts_activity_span(m->act, i, TS_ACT_COMPUTE, c, busy_end);
+    ts_activity_span(m->act, i, after, busy_end > from ? busy_end : from, to);
+    t->nxs = 0;
+}
+
+static ts_status act_nomem(ts_model *m, ts_err *err)
+{
+    for (uint32_t i = 0; i < m->ntiles; i++)
+        if (m->t[i].rec_nomem)
+            return ts_err_set(err, TS_ENOMEM, "out of memory recording tile activity");
+    return TS_OK;
+}
+
 typedef struct ipu_thread_arg {
     ts_model *m;
     int id;
@@ -312,6 +382,7 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
     m->c.variant = NULL; /* not owned */
     m->lockstep = opts && opts->lockstep;
     m->trace = opts ? opts->trace : NULL;
+    m->act = opts ? opts->activity : NULL;
     m->W = (uint32_t)c->worker_contexts;
     m->all_workers = (1u << m->W) - 1;
     m->closed_form = !m->lockstep && c->load_latency <= c->worker_contexts;
@@ -346,6 +417,14 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
         }
         t->sup = SUP_DONE; /* tiles without a stream do nothing */
         t->rx_src = -1;
+        t->rec = m->act != NULL;
+    }
+    if (m->act) {
+        ts_status rc = act_layout(m, err);
+        if (rc != TS_OK) {
+            ipu_destroy(m);
+            return rc;
+        }
     }
     if (m->nthreads > 1) {
         if (pthread_barrier_init(&m->bar, NULL, (unsigned)m->nthreads)) {
@@ -530,7 +609,31 @@ static ts_status ipu_load(ts_model *m, const ts_program *p, ts_err *err)
 
 /* ---- the executor ---- */
 
-static void xch_busy(ipu_tile *t, uint64_t a, uint64_t b)
+/* Append [a, b) to the tile's exchange spans, merging with the last one when they touch. A span
+ * already counted (b <= a) only adds its bytes. Cold: taken only with the activity sampler. */
+static void xspan_add(ipu_tile *t, uint64_t a, uint64_t b, uint64_t bytes) __attribute__((noinline, cold));
+
+static void xspan_add(ipu_tile *t, uint64_t a, uint64_t b, uint64_t bytes)
+{
+    if (t->nxs && (b <= a || t->xs[t->nxs - 1].b == a)) {
+        ipu_xspan *l = &t->xs[t->nxs - 1];
+        if (b > l->b)
+            l->b = b;
+        l->bytes += bytes;
+        return;
+    }
+    if (t->nxs == t->cap_xs) {
+        void *v = t->xs;
+        if (ts_grow(&v, &t->cap_xs, t->nxs + 1, sizeof *t->xs)) {
+            t->rec_nomem = true;
+            return;
+        }
+        t->xs = v;
+    }
+    t->xs[t->nxs++] = (ipu_xspan){a, b > a ? b : a, bytes};
+}
+
+static void xch_busy(ipu_tile *t, uint64_t a, uint64_t b, uint64_t bytes)
 {
     if (a < t->xch_until)
         a = t->xch_until;
@@ -538,6 +641,8 @@ static void xch_busy(ipu_tile *t, uint64_t a, uint64_t b)
         t->xch_cycles += b - a;
         t->xch_until = b;
     }
+    if (t->rec) /* the activity sampler is on: keep the span (one test when off) */
+        xspan_add(t, a, b, bytes);
 }
 
 /* Cold path, kept out of line so the executor's hot loop stays small (inlined, it tripled the
@@ -942,7 +1047,7 @@ static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_
         t->xsent += 4ull * nw;
         t->ss_xbytes += 4ull * nw;
         t->xport += cyc;
-        xch_busy(t, c, t->tx_end);
+        xch_busy(t, c, t->tx_end, 4ull * nw);
         if (dst >= 0) {
             t->wire_bit_mm += 32.0 * nw * wire_mm(&m->c, ti, (uint32_t)dst);
         } else { /* a broadcast is charged to the far corner of the chip */
@@ -997,7 +1102,7 @@ static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_
             if (in->imm < 0)
                 return fail(t, ti, ctx, pc, c, err, "delay of %d cycles", in->imm);
             x->ready = c + (uint64_t)in->imm + 1;
-            xch_busy(t, c, x->ready);
+            xch_busy(t, c, x->ready, 0);
         }
         break;
     case IPU_OP_HOSTRD:
@@ -1066,7 +1171,7 @@ static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, 
         t->xrecv += 4;
         t->work++;
         if (!t->rx_left)
-            xch_busy(t, t->rx_armed, c + 1);
+            xch_busy(t, t->rx_armed, c + 1, 0);
     }
     return TS_OK;
 }
@@ -1389,6 +1494,42 @@ static bool arrived_at(const ts_model *m, const ipu_tile *t, uint64_t *at)
     return false;
 }
 
+/* Record every tile's states over the superstep that ends at `release`, then flush the windows
+ * it completes. */
+static ts_status act_superstep(ts_model *m, const ipu_ss *r, uint64_t release, ts_err *err)
+{
+    ts_status rc = act_nomem(m, err);
+    if (rc != TS_OK)
+        return rc;
+    for (uint32_t i = 0; i < m->ntiles; i++) {
+        const ipu_tile *t = &m->t[i];
+        uint64_t at;
+        if (!arrived_at(m, t, &at))
+            act_tile(m, i, m->ss_start, m->ss_start, TS_ACT_IDLE, release);
+        else
+            act_tile(m, i, m->ss_start, at + 1, t->sup == SUP_SYNC ? TS_ACT_SYNC : TS_ACT_IDLE, release);
+    }
+    ts_act_superstep s = {r->start, r->compute, r->exchange, r->sync};
+    rc = ts_activity_superstep(m->act, &s, err);
+    if (rc == TS_OK)
+        rc = ts_activity_advance(m->act, release, err);
+    return rc;
+}
+
+/* The run is done at m->end: record the last stretch after the final sync and flush it all. */
+static ts_status act_end(ts_model *m, ts_err *err)
+{
+    ts_status rc = act_nomem(m, err);
+    if (rc != TS_OK)
+        return rc;
+    for (uint32_t i = 0; i < m->ntiles; i++) {
+        const ipu_tile *t = &m->t[i];
+        uint64_t busy_end = t->finish > m->ss_start ? t->finish : m->ss_start;
+        act_tile(m, i, m->ss_start, busy_end, TS_ACT_IDLE, m->end);
+    }
+    return ts_activity_finish(m->act, m->end, err);
+}
+
 static ts_status barrier(ts_model *m, ts_err *err)
 {
     ts_status rc = check_exchange(m, err);
@@ -1454,6 +1595,8 @@ static ts_status barrier(ts_model *m, ts_err *err)
     m->host_cycles_total += host_cycles;
     if (m->trace)
         trace_superstep(m, r, last, release);
+    if (m->act && (rc = act_superstep(m, r, release, err)) != TS_OK)
+        return rc;
     m->ss_start = release;
     uint64_t span = m->ntiles > 1 ? m->ntiles - 1 : 1;
     for (uint32_t i = 0; i < m->ntiles; i++) {
@@ -1578,6 +1721,8 @@ static ts_status ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
                            * reported before: an earlier round would have seen every tile done) */
             m->done = true;
             ts_status rc = check_exchange(m, err);
+            if (rc == TS_OK && m->act)
+                rc = act_end(m, err);
             if (rc != TS_OK)
                 return rc;
             break;

@@ -1,0 +1,282 @@
+/* core/activity.c — activity sampling: a ring of open windows, flushed in order (see activity.h).
+ *
+ * Window k covers cycles [kN, (k+1)N). The ring holds windows w0 .. w0 + cap - 1, w0 being the
+ * first not yet flushed; each holds TS_ACT_NSTATES x nunits uint32 counters (state-major, so a
+ * frame hands out one array per state) and a byte count. A span inside one window costs one add.
+ */
+#include "core/activity.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "core/alloc.h"
+
+typedef struct act_win {
+    uint32_t *cnt; /* owned: cnt[s * nunits + u] */
+    uint64_t bytes;
+} act_win;
+
+struct ts_activity {
+    uint64_t window;
+    ts_act_frame_fn fn;
+    void *ud;
+    char *name;          /* owned layout name */
+    uint32_t nunits, gw, gh;
+    uint32_t *x, *y;     /* owned, per unit */
+    act_win *ring;       /* owned */
+    size_t cap;
+    uint64_t w0;         /* absolute index of the first window not flushed */
+    uint64_t *total;     /* owned: total[s * nunits + u] */
+    uint64_t total_bytes, frames, cycles;
+    ts_act_superstep *ss; size_t nss, cap_ss;
+    size_t ss_seen;      /* supersteps ending at or before the last flushed window's end */
+    bool nomem, finished, stopped;
+};
+
+const char *ts_act_state_name(ts_act_state s)
+{
+    static const char *const names[TS_ACT_NSTATES] = {"compute", "network", "sync", "memory", "idle"};
+    return (unsigned)s < TS_ACT_NSTATES ? names[s] : "?";
+}
+
+ts_status ts_activity_create(ts_activity **out, uint64_t window, ts_act_frame_fn fn, void *ud, ts_err *err)
+{
+    *out = NULL;
+    if (window < 1)
+        return ts_err_set(err, TS_EINPUT, "activity window must be at least 1 cycle");
+    ts_activity *a = ts_calloc(1, sizeof *a);
+    if (!a)
+        return ts_err_set(err, TS_ENOMEM, "out of memory creating the activity sampler");
+    a->window = window;
+    a->fn = fn;
+    a->ud = ud;
+    *out = a;
+    return TS_OK;
+}
+
+static void free_ring(ts_activity *a)
+{
+    for (size_t i = 0; i < a->cap; i++)
+        ts_free(a->ring[i].cnt);
+    ts_free(a->ring);
+    a->ring = NULL;
+    a->cap = 0;
+}
+
+void ts_activity_destroy(ts_activity *a)
+{
+    if (!a)
+        return;
+    free_ring(a);
+    ts_free(a->name);
+    ts_free(a->x);
+    ts_free(a->y);
+    ts_free(a->total);
+    ts_free(a->ss);
+    ts_free(a);
+}
+
+ts_status ts_activity_layout(ts_activity *a, const char *name, uint32_t nunits, uint32_t grid_w,
+                             uint32_t grid_h, const uint32_t *x, const uint32_t *y, ts_err *err)
+{
+    if (a->name)
+        return ts_err_set(err, TS_EINTERNAL, "activity layout declared twice");
+    for (uint32_t u = 0; u < nunits; u++)
+        if (x[u] >= grid_w || y[u] >= grid_h)
+            return ts_err_set(err, TS_EINTERNAL, "unit %u at (%u, %u) is outside the %ux%u layout grid", u, x[u],
+                              y[u], grid_w, grid_h);
+    a->name = ts_strdup(name ? name : "");
+    a->x = ts_malloc((nunits ? nunits : 1) * sizeof *a->x);
+    a->y = ts_malloc((nunits ? nunits : 1) * sizeof *a->y);
+    a->total = ts_calloc((size_t)TS_ACT_NSTATES * (nunits ? nunits : 1), sizeof *a->total);
+    if (!a->name || !a->x || !a->y || !a->total) {
+        ts_free(a->name);
+        ts_free(a->x);
+        ts_free(a->y);
+        ts_free(a->total);
+        a->name = NULL;
+        a->x = a->y = NULL;
+        a->total = NULL;
+        return ts_err_set(err, TS_ENOMEM, "out of memory for the activity layout");
+    }
+    memcpy(a->x, x, nunits * sizeof *x);
+    memcpy(a->y, y, nunits * sizeof *y);
+    a->nunits = nunits;
+    a->gw = grid_w;
+    a->gh = grid_h;
+    return TS_OK;
+}
+
+/* Make the ring hold window k (absolute). Returns the slot, or NULL when out of memory. */
+static act_win *win_at(ts_activity *a, uint64_t k)
+{
+    if (k - a->w0 < a->cap)
+        return &a->ring[k % a->cap];
+    if (a->nomem || !a->total)
+        return NULL;
+    size_t need = (size_t)(k - a->w0) + 1, cap = a->cap ? a->cap : 2;
+    while (cap < need)
+        cap *= 2;
+    act_win *ring = ts_calloc(cap, sizeof *ring);
+    if (!ring) {
+        a->nomem = true;
+        return NULL;
+    }
+    size_t per = (size_t)TS_ACT_NSTATES * (a->nunits ? a->nunits : 1);
+    for (size_t i = 0; i < a->cap; i++) /* move the open windows to their new slots */
+        ring[(a->w0 + i) % cap] = a->ring[(a->w0 + i) % a->cap];
+    for (size_t i = a->cap; i < cap; i++) {
+        act_win *w = &ring[(a->w0 + i) % cap];
+        w->cnt = ts_calloc(per, sizeof *w->cnt);
+        if (!w->cnt) {
+            for (size_t j = a->cap; j < i; j++)
+                ts_free(ring[(a->w0 + j) % cap].cnt);
+            ts_free(ring);
+            a->nomem = true;
+            return NULL;
+        }
+    }
+    ts_free(a->ring);
+    a->ring = ring;
+    a->cap = cap;
+    return &a->ring[k % cap];
+}
+
+void ts_activity_span(ts_activity *a, uint32_t u, ts_act_state s, uint64_t start, uint64_t end)
+{
+    uint64_t lo = a->w0 * a->window;
+    if (start < lo)
+        start = lo;
+    if (end <= start || u >= a->nunits || a->finished)
+        return;
+    uint64_t k = start / a->window, k1 = (end - 1) / a->window;
+    size_t off = (size_t)s * a->nunits + u;
+    if (k == k1 && k - a->w0 < a->cap) { /* the common case: one add */
+        a->ring[k % a->cap].cnt[off] += (uint32_t)(end - start);
+        return;
+    }
+    for (; k <= k1; k++) {
+        act_win *w = win_at(a, k);
+        if (!w)
+            return;
+        uint64_t ws = k * a->window, we = ws + a->window;
+        uint64_t b = start > ws ? start : ws, e = end < we ? end : we;
+        w->cnt[off] += (uint32_t)(e - b);
+    }
+}
+
+void ts_activity_bytes(ts_activity *a, uint64_t at, uint64_t bytes)
+{
+    if (a->finished || at < a->w0 * a->window)
+        return;
+    act_win *w = win_at(a, at / a->window);
+    if (w)
+        w->bytes += bytes;
+}
+
+ts_status ts_activity_superstep(ts_activity *a, const ts_act_superstep *s, ts_err *err)
+{
+    if (a->nss == a->cap_ss) {
+        void *v = a->ss;
+        if (ts_grow(&v, &a->cap_ss, a->nss + 1, sizeof *a->ss))
+            return ts_err_set(err, TS_ENOMEM, "out of memory for the activity timeline");
+        a->ss = v;
+    }
+    a->ss[a->nss++] = *s;
+    return TS_OK;
+}
+
+/* Hand window w0 (of `cycles` cycles) to the callback, add it to the totals, and clear it. */
+static ts_status flush_one(ts_activity *a, uint64_t cycles, ts_err *err)
+{
+    act_win *w = win_at(a, a->w0);
+    if (!w)
+        return ts_err_set(err, TS_ENOMEM, "out of memory for activity windows");
+    uint64_t start = a->w0 * a->window, end = start + cycles;
+    while (a->ss_seen < a->nss) {
+        const ts_act_superstep *s = &a->ss[a->ss_seen];
+        if (s->start + s->compute + s->exchange + s->sync > end)
+            break;
+        a->ss_seen++;
+    }
+    size_t per = (size_t)TS_ACT_NSTATES * a->nunits;
+    for (size_t i = 0; i < per; i++)
+        a->total[i] += w->cnt[i];
+    a->total_bytes += w->bytes;
+    a->cycles += cycles;
+    ts_status rc = TS_OK;
+    if (a->fn && !a->stopped) {
+        ts_act_frame f = {.index = a->frames, .start = start, .cycles = cycles, .nunits = a->nunits,
+                          .supersteps = a->ss_seen, .bytes = w->bytes};
+        for (int s = 0; s < TS_ACT_NSTATES; s++)
+            f.state[s] = w->cnt + (size_t)s * a->nunits;
+        rc = a->fn(a->ud, a, &f, err);
+        if (rc != TS_OK)
+            a->stopped = true;
+    }
+    a->frames++;
+    memset(w->cnt, 0, per * sizeof *w->cnt);
+    w->bytes = 0;
+    a->w0++;
+    return rc;
+}
+
+ts_status ts_activity_advance(ts_activity *a, uint64_t upto, ts_err *err)
+{
+    if (a->finished || a->stopped)
+        return TS_OK;
+    if (a->nomem)
+        return ts_err_set(err, TS_ENOMEM, "out of memory for activity windows");
+    while ((a->w0 + 1) * a->window <= upto) {
+        ts_status rc = flush_one(a, a->window, err);
+        if (rc != TS_OK)
+            return rc;
+    }
+    return TS_OK;
+}
+
+ts_status ts_activity_finish(ts_activity *a, uint64_t end, ts_err *err)
+{
+    if (a->finished || a->stopped)
+        return TS_OK;
+    ts_status rc = ts_activity_advance(a, end, err);
+    if (rc == TS_OK && end > a->w0 * a->window)
+        rc = flush_one(a, end - a->w0 * a->window, err);
+    a->finished = true;
+    a->ss_seen = a->nss;
+    return rc;
+}
+
+uint64_t ts_activity_window(const ts_activity *a) { return a->window; }
+uint32_t ts_activity_nunits(const ts_activity *a) { return a->nunits; }
+const char *ts_activity_layout_name(const ts_activity *a) { return a->name ? a->name : ""; }
+
+void ts_activity_grid(const ts_activity *a, uint32_t *w, uint32_t *h)
+{
+    *w = a->gw;
+    *h = a->gh;
+}
+
+void ts_activity_pos(const ts_activity *a, uint32_t u, uint32_t *x, uint32_t *y)
+{
+    *x = u < a->nunits ? a->x[u] : 0;
+    *y = u < a->nunits ? a->y[u] : 0;
+}
+
+const ts_act_superstep *ts_activity_supersteps(const ts_activity *a, size_t *n)
+{
+    *n = a->nss;
+    return a->ss;
+}
+
+uint64_t ts_activity_total(const ts_activity *a, uint32_t u, ts_act_state s)
+{
+    if (u >= a->nunits || (unsigned)s >= TS_ACT_NSTATES)
+        return 0;
+    return a->total[(size_t)s * a->nunits + u];
+}
+
+uint64_t ts_activity_cycles(const ts_activity *a) { return a->cycles; }
+uint64_t ts_activity_frames(const ts_activity *a) { return a->frames; }
+uint64_t ts_activity_total_bytes(const ts_activity *a) { return a->total_bytes; }

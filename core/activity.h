@@ -1,0 +1,104 @@
+/* core/activity.h — what every unit of a chip was doing, sampled in windows of N cycles.
+ *
+ * A family reports, per unit (tile, PE, slice), spans of cycles in one of five states: compute,
+ * network (exchange, stream, fabric), sync wait, memory stall and idle. The activity object adds
+ * each span to the window(s) it overlaps: one add when the span lies inside one window, which is
+ * the common case, so recording costs about one add per state change; models that skip cycles
+ * record spans, never cycles. Counters are struct-of-arrays: per window, one array of per-unit
+ * cycle counts for each state.
+ *
+ * When the family has recorded every unit up to cycle C it calls ts_activity_advance(C); each
+ * window that ends at or before C is then complete and handed to the frame callback, in order.
+ * ts_activity_finish flushes the last, partial window at the end of the run. The family also
+ * reports chip counters (supersteps with their compute / exchange / sync split, bytes moved).
+ *
+ * The unit geometry (where each unit sits on the die: x, y in a grid of w x h cells, and a
+ * layout name) is declared once by the family at create, with ts_activity_layout.
+ *
+ * Not thread-safe: a family records from one thread at a time (the IPU records between rounds).
+ * A family whose run ends with an error stops recording; what was flushed stays valid.
+ */
+#ifndef TS_CORE_ACTIVITY_H
+#define TS_CORE_ACTIVITY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "core/err.h"
+
+typedef struct ts_activity ts_activity; /* opaque (also declared in core/sim.h) */
+
+typedef enum ts_act_state {
+    TS_ACT_COMPUTE = 0, /* issuing or able to issue work of its own */
+    TS_ACT_NETWORK,     /* exchange, stream or fabric activity */
+    TS_ACT_SYNC,        /* waiting at a barrier */
+    TS_ACT_MEMORY,      /* stalled on memory */
+    TS_ACT_IDLE,        /* nothing to do (no program, halted) */
+    TS_ACT_NSTATES
+} ts_act_state;
+
+/* Short lowercase name of a state ("compute", "network", "sync", "memory", "idle"). */
+const char *ts_act_state_name(ts_act_state s);
+
+/* One BSP superstep, for the timeline (cycles). */
+typedef struct ts_act_superstep {
+    uint64_t start, compute, exchange, sync;
+} ts_act_superstep;
+
+/* One complete window, handed to the frame callback. Pointers are borrowed for the call. */
+typedef struct ts_act_frame {
+    uint64_t index;       /* 0, 1, 2... */
+    uint64_t start;       /* first cycle of the window */
+    uint64_t cycles;      /* its length: N, or less for the last window */
+    uint32_t nunits;
+    const uint32_t *state[TS_ACT_NSTATES]; /* state[s][u]: cycles unit u spent in state s */
+    uint64_t supersteps;  /* supersteps that ended at or before the window's end */
+    uint64_t bytes;       /* bytes moved on the network during the window */
+} ts_act_frame;
+
+/* Called once per complete window, in order. A status other than TS_OK stops recording and is
+ * returned by the ts_activity_* call that flushed the window (the family then stops its run). */
+typedef ts_status (*ts_act_frame_fn)(void *ud, const ts_activity *a, const ts_act_frame *f, ts_err *err);
+
+/* Create a sampler with windows of `window` cycles (>= 1). fn may be NULL (totals only). */
+ts_status ts_activity_create(ts_activity **out, uint64_t window, ts_act_frame_fn fn, void *ud, ts_err *err);
+/* Frees a; NULL is a no-op. */
+void ts_activity_destroy(ts_activity *a);
+
+/* ---- family side ---- */
+
+/* Declare the units: nunits units, unit u at cell (x[u], y[u]) of a grid_w x grid_h grid (the
+ * physical arrangement, gaps allowed), and a layout name (copied). Called once, at create. */
+ts_status ts_activity_layout(ts_activity *a, const char *name, uint32_t nunits, uint32_t grid_w,
+                             uint32_t grid_h, const uint32_t *x, const uint32_t *y, ts_err *err);
+/* Unit u spent cycles [start, end) in state s. start must not be before the last cycle passed to
+ * ts_activity_advance; spans of one unit must not overlap (not checked). A span past what the
+ * window ring holds grows it. A failed allocation is remembered and returned by advance. */
+void ts_activity_span(ts_activity *a, uint32_t u, ts_act_state s, uint64_t start, uint64_t end);
+/* bytes moved on the network at cycle `at` (not before the last advance). */
+void ts_activity_bytes(ts_activity *a, uint64_t at, uint64_t bytes);
+/* A superstep ended (at start + compute + exchange + sync): appended to the timeline. */
+ts_status ts_activity_superstep(ts_activity *a, const ts_act_superstep *s, ts_err *err);
+/* Every unit has been recorded up to cycle `upto`: flush each window that ends at or before it. */
+ts_status ts_activity_advance(ts_activity *a, uint64_t upto, ts_err *err);
+/* The run ended at cycle `end` (every unit recorded up to it): flush everything, including the
+ * last partial window. Later calls are ignored. */
+ts_status ts_activity_finish(ts_activity *a, uint64_t end, ts_err *err);
+
+/* ---- reader side (renderers, tests) ---- */
+
+uint64_t ts_activity_window(const ts_activity *a);
+uint32_t ts_activity_nunits(const ts_activity *a);
+const char *ts_activity_layout_name(const ts_activity *a); /* "" before the layout is declared */
+void ts_activity_grid(const ts_activity *a, uint32_t *w, uint32_t *h);
+/* Cell of unit u. */
+void ts_activity_pos(const ts_activity *a, uint32_t u, uint32_t *x, uint32_t *y);
+/* The supersteps recorded so far (borrowed, valid until the next ts_activity_superstep). */
+const ts_act_superstep *ts_activity_supersteps(const ts_activity *a, size_t *n);
+/* Cycles unit u spent in state s over every flushed window. */
+uint64_t ts_activity_total(const ts_activity *a, uint32_t u, ts_act_state s);
+/* Cycles covered by flushed windows, windows flushed, and network bytes in them. */
+uint64_t ts_activity_cycles(const ts_activity *a);
+uint64_t ts_activity_frames(const ts_activity *a);
+uint64_t ts_activity_total_bytes(const ts_activity *a);
+
+#endif

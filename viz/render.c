@@ -1,0 +1,309 @@
+/* viz/render.c — the headless renderer (see render.h). */
+#include "viz/render.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+
+const uint8_t ts_viz_bg[3] = {16, 16, 24};
+const uint8_t ts_viz_state_rgb[TS_ACT_NSTATES][3] = {
+    [TS_ACT_COMPUTE] = {60, 200, 80},
+    [TS_ACT_NETWORK] = {60, 140, 255},
+    [TS_ACT_SYNC] = {255, 170, 40},
+    [TS_ACT_MEMORY] = {230, 60, 60},
+    [TS_ACT_IDLE] = {70, 70, 80},
+};
+static const uint8_t text_rgb[3] = {230, 230, 230};
+
+#define MARGIN 4u
+#define TEXT_SCALE 2u
+#define TEXT_H (7u * TEXT_SCALE + 2u * MARGIN)
+#define TL_H 40u
+#define MIN_W 320u
+#define MAP_W 640u
+
+/* ---- the font: 5x7, one byte per row, bit 4 = leftmost column ---- */
+
+typedef struct glyph {
+    char ch;
+    uint8_t rows[7];
+} glyph;
+
+static const glyph font[] = {
+    {'0', {0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E}}, {'1', {0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E}},
+    {'2', {0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F}}, {'3', {0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E}},
+    {'4', {0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02}}, {'5', {0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E}},
+    {'6', {0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E}}, {'7', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08}},
+    {'8', {0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E}}, {'9', {0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C}},
+    {'A', {0x0E, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}}, {'B', {0x1E, 0x11, 0x11, 0x1E, 0x11, 0x11, 0x1E}},
+    {'C', {0x0E, 0x11, 0x10, 0x10, 0x10, 0x11, 0x0E}}, {'D', {0x1C, 0x12, 0x11, 0x11, 0x11, 0x12, 0x1C}},
+    {'E', {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x1F}}, {'F', {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x10}},
+    {'G', {0x0E, 0x11, 0x10, 0x17, 0x11, 0x11, 0x0F}}, {'H', {0x11, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}},
+    {'I', {0x0E, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E}}, {'J', {0x07, 0x02, 0x02, 0x02, 0x02, 0x12, 0x0C}},
+    {'K', {0x11, 0x12, 0x14, 0x18, 0x14, 0x12, 0x11}}, {'L', {0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x1F}},
+    {'M', {0x11, 0x1B, 0x15, 0x15, 0x11, 0x11, 0x11}}, {'N', {0x11, 0x11, 0x19, 0x15, 0x13, 0x11, 0x11}},
+    {'O', {0x0E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}}, {'P', {0x1E, 0x11, 0x11, 0x1E, 0x10, 0x10, 0x10}},
+    {'Q', {0x0E, 0x11, 0x11, 0x11, 0x15, 0x12, 0x0D}}, {'R', {0x1E, 0x11, 0x11, 0x1E, 0x14, 0x12, 0x11}},
+    {'S', {0x0F, 0x10, 0x10, 0x0E, 0x01, 0x01, 0x1E}}, {'T', {0x1F, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04}},
+    {'U', {0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}}, {'V', {0x11, 0x11, 0x11, 0x11, 0x11, 0x0A, 0x04}},
+    {'W', {0x11, 0x11, 0x11, 0x15, 0x15, 0x15, 0x0A}}, {'X', {0x11, 0x11, 0x0A, 0x04, 0x0A, 0x11, 0x11}},
+    {'Y', {0x11, 0x11, 0x11, 0x0A, 0x04, 0x04, 0x04}}, {'Z', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x10, 0x1F}},
+    {' ', {0, 0, 0, 0, 0, 0, 0}},                     {':', {0x00, 0x0C, 0x0C, 0x00, 0x0C, 0x0C, 0x00}},
+    {'.', {0, 0, 0, 0, 0, 0x0C, 0x0C}},               {'%', {0x18, 0x19, 0x02, 0x04, 0x08, 0x13, 0x03}},
+    {'-', {0, 0, 0, 0x1F, 0, 0, 0}},                  {'/', {0x00, 0x01, 0x02, 0x04, 0x08, 0x10, 0x00}},
+    {'=', {0, 0, 0x1F, 0, 0x1F, 0, 0}},               {'_', {0, 0, 0, 0, 0, 0, 0x1F}},
+};
+static const uint8_t box[7] = {0x1F, 0x11, 0x11, 0x11, 0x11, 0x11, 0x1F};
+
+const uint8_t *ts_viz_glyph(char ch)
+{
+    if (ch >= 'a' && ch <= 'z')
+        ch = (char)(ch - 'a' + 'A');
+    for (size_t i = 0; i < sizeof font / sizeof font[0]; i++)
+        if (font[i].ch == ch)
+            return font[i].rows;
+    return NULL;
+}
+
+/* ---- pixels ---- */
+
+void ts_viz_image_free(ts_viz_image *img)
+{
+    if (!img)
+        return;
+    ts_free(img->px);
+    img->px = NULL;
+    img->w = img->h = 0;
+}
+
+static void put(ts_viz_image *img, uint32_t x, uint32_t y, const uint8_t rgb[3])
+{
+    if (x >= img->w || y >= img->h)
+        return;
+    uint8_t *p = img->px + 4 * ((size_t)y * img->w + x);
+    p[0] = rgb[0];
+    p[1] = rgb[1];
+    p[2] = rgb[2];
+    p[3] = 255;
+}
+
+static void rect(ts_viz_image *img, uint32_t x, uint32_t y, uint32_t w, uint32_t h, const uint8_t rgb[3])
+{
+    for (uint32_t j = 0; j < h; j++)
+        for (uint32_t i = 0; i < w; i++)
+            put(img, x + i, y + j, rgb);
+}
+
+uint32_t ts_viz_text(ts_viz_image *img, uint32_t x, uint32_t y, uint32_t scale, const uint8_t rgb[3],
+                     const char *s)
+{
+    for (; *s; s++) {
+        const uint8_t *g = ts_viz_glyph(*s);
+        if (!g)
+            g = box;
+        for (uint32_t r = 0; r < 7; r++)
+            for (uint32_t c = 0; c < 5; c++)
+                if (g[r] >> (4 - c) & 1)
+                    rect(img, x + c * scale, y + r * scale, scale, scale, rgb);
+        x += 6 * scale;
+    }
+    return x;
+}
+
+void ts_viz_geometry(const ts_activity *a, ts_viz_geom *g)
+{
+    uint32_t gw, gh;
+    ts_activity_grid(a, &gw, &gh);
+    if (!gw)
+        gw = 1;
+    if (!gh)
+        gh = 1;
+    uint32_t cell = MAP_W / gw;
+    if (cell > 24)
+        cell = 24;
+    if (cell < 3)
+        cell = 3;
+    memset(g, 0, sizeof *g);
+    g->cell = cell;
+    g->w = gw * cell + 2 * MARGIN;
+    if (g->w < MIN_W)
+        g->w = MIN_W;
+    g->text_scale = TEXT_SCALE;
+    g->text_x = MARGIN;
+    g->text_y = MARGIN;
+    g->map_x = (g->w - gw * cell) / 2;
+    g->map_y = TEXT_H;
+    g->tl_x = MARGIN;
+    g->tl_w = g->w - 2 * MARGIN;
+    g->tl_y = g->map_y + gh * cell + 2 * MARGIN;
+    g->tl_h = TL_H;
+    g->h = g->tl_y + g->tl_h + MARGIN;
+}
+
+void ts_viz_unit_rgb(const uint64_t cnt[TS_ACT_NSTATES], uint8_t rgb[3])
+{
+    uint64_t total = 0;
+    int dom = TS_ACT_IDLE;
+    for (int s = 0; s < TS_ACT_NSTATES; s++) {
+        total += cnt[s];
+        if (cnt[s] > cnt[dom])
+            dom = s;
+    }
+    if (!total || dom == TS_ACT_IDLE) {
+        memcpy(rgb, ts_viz_state_rgb[TS_ACT_IDLE], 3);
+        return;
+    }
+    double heat = (double)(cnt[TS_ACT_COMPUTE] + cnt[TS_ACT_NETWORK] + cnt[TS_ACT_MEMORY]) / (double)total;
+    double k = 0.3 + 0.7 * heat; /* a dim floor so a waiting unit still shows its hue */
+    for (int i = 0; i < 3; i++)
+        rgb[i] = (uint8_t)((double)ts_viz_state_rgb[dom][i] * k + 0.5);
+}
+
+static ts_status alloc_image(ts_viz_image *img, const ts_viz_geom *g, ts_err *err)
+{
+    if (img->w != g->w || img->h != g->h || !img->px) {
+        uint8_t *px = ts_malloc((size_t)g->w * g->h * 4);
+        if (!px)
+            return ts_err_set(err, TS_ENOMEM, "out of memory for a %ux%u image", g->w, g->h);
+        ts_free(img->px);
+        img->px = px;
+        img->w = g->w;
+        img->h = g->h;
+    }
+    for (size_t i = 0; i < (size_t)img->w * img->h; i++) {
+        memcpy(img->px + 4 * i, ts_viz_bg, 3);
+        img->px[4 * i + 3] = 255;
+    }
+    return TS_OK;
+}
+
+/* The timeline: supersteps [0, n). */
+static void timeline(ts_viz_image *img, const ts_viz_geom *g, const ts_act_superstep *ss, size_t n)
+{
+    if (!n)
+        return;
+    uint64_t total = 0;
+    for (size_t k = 0; k < n; k++)
+        total += ss[k].compute + ss[k].exchange + ss[k].sync;
+    /* proportional widths when every bar gets a slot of at least 2 pixels */
+    bool prop = total > 0;
+    uint64_t cum = 0;
+    for (size_t k = 0; k < n && prop; k++) {
+        uint64_t len = ss[k].compute + ss[k].exchange + ss[k].sync;
+        uint64_t x0 = g->tl_w * cum / total, x1 = g->tl_w * (cum + len) / total;
+        if (x1 < x0 + 2)
+            prop = false;
+        cum += len;
+    }
+    size_t first = 0;
+    uint32_t slot = 0;
+    if (!prop) {
+        size_t fit = g->tl_w / 2;
+        if (n > fit)
+            first = n - fit;
+        slot = g->tl_w / (uint32_t)(n - first);
+    }
+    cum = 0;
+    for (size_t k = first; k < n; k++) {
+        uint64_t len = ss[k].compute + ss[k].exchange + ss[k].sync;
+        uint32_t x0, x1;
+        if (prop) {
+            x0 = (uint32_t)(g->tl_w * cum / total);
+            x1 = (uint32_t)(g->tl_w * (cum + len) / total);
+            cum += len;
+        } else {
+            x0 = (uint32_t)(k - first) * slot;
+            x1 = x0 + slot;
+        }
+        uint32_t bw = x1 - x0 - 1; /* 1-pixel gap after each bar */
+        /* stacked bottom to top: compute, exchange, sync; rounded so the parts fill the bar */
+        uint64_t parts[3] = {ss[k].compute, ss[k].exchange, ss[k].sync};
+        static const int st[3] = {TS_ACT_COMPUTE, TS_ACT_NETWORK, TS_ACT_SYNC};
+        uint32_t y = g->tl_y + g->tl_h;
+        uint64_t acc = 0;
+        for (int p = 0; p < 3; p++) {
+            uint32_t top = len ? (uint32_t)((g->tl_h * (acc + parts[p]) + len / 2) / len) : (p == 0 ? g->tl_h : 0);
+            uint32_t bot = len ? (uint32_t)((g->tl_h * acc + len / 2) / len) : 0;
+            acc += parts[p];
+            if (top > bot)
+                rect(img, g->tl_x + x0, y - top, bw, top - bot, ts_viz_state_rgb[st[p]]);
+        }
+    }
+}
+
+/* Units, coloured from per-state counts (cnt(u, s) via the callback's data). */
+typedef void (*counts_fn)(const void *src, uint32_t u, uint64_t cnt[TS_ACT_NSTATES]);
+
+static double draw_units(ts_viz_image *img, const ts_viz_geom *g, const ts_activity *a, counts_fn fn,
+                         const void *src)
+{
+    uint32_t n = ts_activity_nunits(a);
+    double util = 0;
+    for (uint32_t u = 0; u < n; u++) {
+        uint64_t cnt[TS_ACT_NSTATES];
+        fn(src, u, cnt);
+        uint8_t rgb[3];
+        ts_viz_unit_rgb(cnt, rgb);
+        uint32_t x, y;
+        ts_activity_pos(a, u, &x, &y);
+        rect(img, g->map_x + x * g->cell, g->map_y + y * g->cell, g->cell - 1, g->cell - 1, rgb);
+        uint64_t tot = 0;
+        for (int s = 0; s < TS_ACT_NSTATES; s++)
+            tot += cnt[s];
+        if (tot)
+            util += (double)(cnt[TS_ACT_COMPUTE] + cnt[TS_ACT_NETWORK] + cnt[TS_ACT_MEMORY]) / (double)tot;
+    }
+    return n ? util / n : 0;
+}
+
+static void frame_counts(const void *src, uint32_t u, uint64_t cnt[TS_ACT_NSTATES])
+{
+    const ts_act_frame *f = src;
+    for (int s = 0; s < TS_ACT_NSTATES; s++)
+        cnt[s] = f->state[s][u];
+}
+
+static void total_counts(const void *src, uint32_t u, uint64_t cnt[TS_ACT_NSTATES])
+{
+    for (int s = 0; s < TS_ACT_NSTATES; s++)
+        cnt[s] = ts_activity_total(src, u, (ts_act_state)s);
+}
+
+ts_status ts_viz_render_frame(ts_viz_image *img, const ts_activity *a, const ts_act_frame *f, ts_err *err)
+{
+    ts_viz_geom g;
+    ts_viz_geometry(a, &g);
+    ts_status rc = alloc_image(img, &g, err);
+    if (rc != TS_OK)
+        return rc;
+    double util = draw_units(img, &g, a, frame_counts, f);
+    size_t nss;
+    const ts_act_superstep *ss = ts_activity_supersteps(a, &nss);
+    timeline(img, &g, ss, f->supersteps < nss ? (size_t)f->supersteps : nss);
+    char text[128];
+    snprintf(text, sizeof text, "CYCLE %" PRIu64 "  STEP %" PRIu64 "  UTIL %.0f%%", f->start + f->cycles,
+             f->supersteps, 100.0 * util);
+    ts_viz_text(img, g.text_x, g.text_y, g.text_scale, text_rgb, text);
+    return TS_OK;
+}
+
+ts_status ts_viz_render_summary(ts_viz_image *img, const ts_activity *a, ts_err *err)
+{
+    ts_viz_geom g;
+    ts_viz_geometry(a, &g);
+    ts_status rc = alloc_image(img, &g, err);
+    if (rc != TS_OK)
+        return rc;
+    double util = draw_units(img, &g, a, total_counts, a);
+    size_t nss;
+    const ts_act_superstep *ss = ts_activity_supersteps(a, &nss);
+    timeline(img, &g, ss, nss);
+    char text[128];
+    snprintf(text, sizeof text, "CYCLES %" PRIu64 "  STEPS %zu  UTIL %.0f%%", ts_activity_cycles(a), nss,
+             100.0 * util);
+    ts_viz_text(img, g.text_x, g.text_y, g.text_scale, text_rgb, text);
+    return TS_OK;
+}

@@ -1,0 +1,64 @@
+/* viz/render.h — draw activity into RGBA pixels, and write them as PNG.
+ *
+ * A picture has three parts, top to bottom:
+ *   - a text line (a built-in 5x7 bitmap font, drawn twice its size): cycle, superstep and
+ *     utilization;
+ *   - the units in their physical arrangement (the family's layout grid), one square each. Its hue
+ *     is the unit's dominant state (compute green, network blue, sync orange, memory red, idle
+ *     grey); its brightness is the heat: the share of the cycles the unit was working (compute,
+ *     network or memory);
+ *   - the superstep timeline: one bar per superstep, as wide as its share of the time shown
+ *     (at least 1 pixel, with a 1-pixel gap between bars; when that does not fit, the latest
+ *     supersteps that fit in equal slots), stacked bottom to top as compute, exchange and sync.
+ * A frame shows one window; the summary shows the whole run (per-unit totals).
+ * viz knows no chip: everything comes from core/activity.h.
+ */
+#ifndef TS_VIZ_RENDER_H
+#define TS_VIZ_RENDER_H
+
+#include <stdint.h>
+#include "core/activity.h"
+#include "core/err.h"
+
+typedef struct ts_viz_image {
+    uint32_t w, h;
+    uint8_t *px; /* owned, w x h RGBA, row-major; ts_viz_image_free */
+} ts_viz_image;
+
+void ts_viz_image_free(ts_viz_image *img);
+
+/* Where things are drawn for a given layout (in pixels). */
+typedef struct ts_viz_geom {
+    uint32_t w, h;                  /* image size */
+    uint32_t cell;                  /* pixels per layout cell (the square is cell - 1 wide) */
+    uint32_t map_x, map_y;          /* top left of layout cell (0, 0) */
+    uint32_t tl_x, tl_y, tl_w, tl_h; /* the timeline strip */
+    uint32_t text_x, text_y, text_scale;
+} ts_viz_geom;
+
+void ts_viz_geometry(const ts_activity *a, ts_viz_geom *g);
+
+/* Background, and the hue of each state at full heat. */
+extern const uint8_t ts_viz_bg[3];
+extern const uint8_t ts_viz_state_rgb[TS_ACT_NSTATES][3];
+
+/* The colour of a unit that spent cnt[s] cycles in state s. */
+void ts_viz_unit_rgb(const uint64_t cnt[TS_ACT_NSTATES], uint8_t rgb[3]);
+
+/* Draw one window. img is (re)allocated to the geometry's size. */
+ts_status ts_viz_render_frame(ts_viz_image *img, const ts_activity *a, const ts_act_frame *f, ts_err *err);
+/* Draw the whole run: per-unit totals of every flushed window and every superstep. */
+ts_status ts_viz_render_summary(ts_viz_image *img, const ts_activity *a, ts_err *err);
+
+/* Text in the built-in font: 5x7 glyphs on a 6-pixel pitch, times `scale`. Digits, letters
+ * (lowercase drawn as capitals), space and : . % - / = _ ; anything else is drawn as a box.
+ * Clipped to the image. Returns the x after the text. */
+uint32_t ts_viz_text(ts_viz_image *img, uint32_t x, uint32_t y, uint32_t scale, const uint8_t rgb[3],
+                     const char *s);
+/* The rows of a glyph (bit 4 = leftmost column); NULL when the font has none. */
+const uint8_t *ts_viz_glyph(char ch);
+
+/* Write img as an 8-bit RGBA PNG, atomically. TS_EINPUT when built without libpng. */
+ts_status ts_viz_png_write(const ts_viz_image *img, const char *path, ts_err *err);
+
+#endif
