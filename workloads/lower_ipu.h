@@ -1,0 +1,84 @@
+/* workloads/lower_ipu.h — the IPU lowering: a finalized graph to IPU instruction streams.
+ *
+ * Planner (a), load-compute-store (docs/lowering-ipu.md). Every tensor lives in tile memory as a
+ * flat array of elements cut into equal contiguous chunks over tiles 0..ntiles-1, at the same
+ * address on every tile. Each operator is planned on its own: it partitions its output over
+ * tiles, gathers the input slices each tile needs from where they lie (exchange supersteps, one
+ * sender per receiver per superstep), computes on one worker per tile (the AMP for MatMul, Gemm
+ * and Conv; the vector unit for the elementwise ops and Softmax), and ends with a chip-wide sync;
+ * its output stays where it was computed. Graph inputs and weights are placed by the lowering as
+ * initial data: their values when the graph carries them, otherwise deterministic pseudo-random
+ * values in [-1, 1) (ts_lower_ipu_fill).
+ *
+ * The lowering only knows the IPU's opcode table (arch/ipu/ipu_isa.def); the machine figures it
+ * needs come in a ts_lower_ipu_params filled by the caller from the chip config.
+ */
+#ifndef TS_WORKLOADS_LOWER_IPU_H
+#define TS_WORKLOADS_LOWER_IPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "core/config.h"
+#include "core/err.h"
+#include "core/program.h"
+#include "workloads/graph.h"
+
+/* What the lowering needs to know about the chip. */
+typedef struct ts_lower_ipu_params {
+    uint32_t tiles;            /* tiles on the chip (config `tiles`) */
+    uint32_t max_tiles;        /* use at most this many tiles; 0 = all */
+    uint64_t sram_bytes;       /* memory per tile (`tile.sram`) */
+    uint64_t element_bytes;    /* SRAM element (`tile.element_bytes`): sends and receives of one
+                                * superstep are kept in different elements */
+    uint64_t interleaved_base; /* 128-bit loads (AMP coefficients) only at or above (`tile.interleaved_base`) */
+    uint32_t amp_macs_f32;     /* AMP f32 MACs per cycle (`amp.macs_per_cycle_f32`), 2 per unit */
+} ts_lower_ipu_params;
+
+/* Fill params from a chip config whose arch is "ipu" (reads its keys through the schema). */
+ts_status ts_lower_ipu_params_from_config(const ts_config *cfg, ts_lower_ipu_params *out, ts_err *err);
+
+/* Where one tensor lives after the program ran: element e is on tile e / chunk at byte address
+ * addr + (e % chunk) * element size. */
+typedef struct ts_lower_place {
+    int tensor;        /* graph tensor id */
+    uint32_t ntiles;   /* tiles 0..ntiles-1 hold it */
+    uint64_t chunk;    /* elements per tile (the last tile may hold fewer) */
+    uint64_t addr;     /* byte address on every tile */
+} ts_lower_place;
+
+/* One operator as planned. */
+typedef struct ts_lower_layer {
+    int node;                /* graph node id */
+    uint32_t tiles;          /* tiles that compute it */
+    uint32_t first_step;     /* its first superstep (counted from 0 by chip-wide syncs) */
+    uint32_t steps;          /* supersteps: exchange rounds + 1 compute */
+    uint64_t mem_bytes;      /* tile memory in use (highest address) once it is placed */
+} ts_lower_layer;
+
+/* What the lowering did. Owned arrays; free with ts_lower_report_free. */
+typedef struct ts_lower_report {
+    ts_lower_place *places; size_t nplaces;
+    ts_lower_layer *layers; size_t nlayers;
+    uint32_t tiles_used;     /* streams emitted */
+    uint32_t supersteps;     /* chip-wide syncs */
+    uint64_t mem_bytes;      /* highest data byte used on any tile */
+} ts_lower_report;
+
+void ts_lower_report_free(ts_lower_report *rep);
+
+/* Lower a finalized graph. ipu_params is a const ts_lower_ipu_params *. On success *out is a new
+ * program for arch "ipu" and rep (may be NULL) is filled. Unsupported operators and operators that
+ * do not fit tile memory fail with an error naming the operator:
+ *   "MatMul 'mm' needs 912 KiB per tile, the tile has 256 KiB". */
+ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **out, ts_lower_report *rep,
+                       ts_err *err);
+
+/* Tile and byte address of element elem of tensor `tensor` after the run; -1 if not placed. */
+int ts_lower_ipu_locate(const ts_lower_report *rep, const ts_graph *g, int tensor, uint64_t elem, uint32_t *tile,
+                        uint64_t *addr);
+
+/* The value the lowering gives element i of a tensor that carries no values (inputs and weights
+ * without data): deterministic, in [-1, 1). */
+float ts_lower_ipu_fill(int tensor, uint64_t i);
+
+#endif
