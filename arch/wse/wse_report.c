@@ -165,8 +165,17 @@ static void wse_blocked(ts_model *m, ts_buf *out)
             lines++;
         }
         if (t->ce && t->ce->state != CE_IDLE) {
-            ts_buf_printf(out, "  PE (%u, %u) core: task %d at pc %u is %s\n", t->x, t->y, t->ce->task, t->ce->pc,
-                          st[t->ce->state]);
+            const wse_ce *ce = t->ce;
+            char who[24];
+            if (ce->task == -1)
+                snprintf(who, sizeof who, "main task");
+            else
+                snprintf(who, sizeof who, "task %d", ce->task);
+            const char *mn = ce->pc < ce->code->n ? ts_wse_isa.ops[ce->code->insn[ce->pc].op].mnemonic : "end";
+            if (ce->state == CE_RUN)
+                ts_buf_printf(out, "  PE (%u, %u) core: %s waits at pc %u ('%s')\n", t->x, t->y, who, ce->pc, mn);
+            else
+                ts_buf_printf(out, "  PE (%u, %u) core: %s at pc %u is %s\n", t->x, t->y, who, ce->pc, st[ce->state]);
             lines++;
         }
         if (t->ce)

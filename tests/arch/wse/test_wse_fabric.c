@@ -340,6 +340,36 @@ START_TEST(route_errors)
 }
 END_TEST
 
+
+/* A core waiting for a wavelet that never comes is not a deadlock of queues: the model stops
+ * stepping (nothing can change) and leaves it to the hang detector, whose dump says who waits. */
+START_TEST(hang_dump)
+{
+    ts_wse_cfg c = wt_cfg(2, 1);
+    ts_err err;
+    ts_err_init(&err);
+    ts_status st;
+    ts_model *m = wt_run(&c, ".arch wse\n.stream pe 0\n    route 2, 4, 16\n    recv r1, 2\n"
+                             ".stream pe 1\n    route 2, 16, 8\n    li r1, 5\n    send 2, r1\n    send 2, r1\n"
+                             "    recv r1, 3\n    route 3, 16, 16\n", false, 1, 5000, &st, &err);
+    ck_assert_ptr_null(m); /* the route after code is refused */
+    ts_err_free(&err);
+    ts_err_init(&err);
+    m = wt_run(&c, ".arch wse\n.stream pe 0\n    route 2, 4, 16\n    recv r1, 2\n    recv r1, 2\n    recv r1, 2\n"
+                   ".stream pe 1\n    route 2, 16, 8\n    li r1, 5\n    send 2, r1\n", false, 1, 5000, &st, &err);
+    ck_assert_msg(m, "%s", err.msg);
+    ts_wse_counts k;
+    ts_wse_counts_get(m, &k);
+    ck_assert_uint_eq(k.cycles, 5000); /* ran to the limit without finishing */
+    ts_buf b = {0};
+    ts_wse_family.blocked(m, &b);
+    ck_assert_str_eq(ts_buf_str(&b), "  PE (0, 0) core: main task waits at pc 2 ('recv')\n");
+    ts_buf_free(&b);
+    wt_free(m);
+    ts_err_free(&err);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("wse_fabric");
@@ -354,6 +384,7 @@ static Suite *suite(void)
     tcase_add_test(tc, colours_independent);
     tcase_add_test(tc, switch_by_control_wavelet);
     tcase_add_test(tc, route_errors);
+    tcase_add_test(tc, hang_dump);
     suite_add_tcase(s, tc);
     return s;
 }
