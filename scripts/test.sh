@@ -8,11 +8,18 @@ jobs=$(nproc)
 
 [ -d build-test ] || meson setup build-test --buildtype=debugoptimized -Dwerror=true >/dev/null
 ninja -C build-test
-meson test -C build-test --print-errorlogs --num-processes "$jobs"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+meson test -C build-test --print-errorlogs --num-processes "$jobs" | tee "$log"
 
 [ -d build-asan ] || meson setup build-asan --buildtype=debug -Db_sanitize=address,undefined \
   -Db_lundef=false -Dwerror=true >/dev/null
 ninja -C build-asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  CK_FORK=yes meson test -C build-asan --print-errorlogs --num-processes "$jobs" --timeout-multiplier 3
+  CK_FORK=yes meson test -C build-asan --print-errorlogs --num-processes "$jobs" --timeout-multiplier 3 |
+  tee -a "$log"
+# meson stops the script above on any failure (pipefail); here every suite of both builds passed.
+passed=$(awk '/^Ok:/ {n += $2} END {print n + 0}' "$log")
+failed=$(awk '/^Fail:/ {n += $2} /^Timeout:/ {n += $2} END {print n + 0}' "$log")
 echo "all test suites passed (normal and sanitizer builds)"
+echo "$passed passed, $failed failed"
