@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/common.h"
+#include "cli/lowering.h"
 #include "core/buf.h"
 #include "core/fileio.h"
 
@@ -24,8 +25,9 @@ static const char compile_usage[] =
     "usage: tessera compile -c CONFIG INPUT -o OUTPUT\n"
     "\n"
     "Compile INPUT for CONFIG into a binary program stamped with the config's fingerprint.\n"
-    "INPUT is an assembly file or built-in program today; ONNX models and workload YAML files\n"
-    "are accepted once the compiler lands.\n"
+    "INPUT is an assembly file or built-in program, or a model (an ONNX file, a workload YAML\n"
+    "file or a built-in workload such as matmul:m=256,k=256,n=256), which is lowered for the\n"
+    "config's family (the IPU today).\n"
     "\n"
     "options:\n"
     "  -c, --config CONFIG   chip config (file or built-in name, required)\n"
@@ -85,7 +87,7 @@ static int assemble(int argc, char **argv, const char *usage, bool need_config)
         }
         fam = ts_family_find(ts_config_arch(cfg));
     }
-    if (cli_load_program(&prog, input, fam, &err) != TS_OK) {
+    if (cli_load_workload(&prog, input, cfg, fam, &err) != TS_OK) {
         rc = cli_fail(&err);
         goto out;
     }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/common.h"
+#include "cli/lowering.h"
 #include "core/report.h"
 #include "core/sim.h"
 #include "core/trace.h"
@@ -243,7 +244,7 @@ int cmd_run(int argc, char **argv)
         rc = cli_usage_error("family '%s' has no default workload: give one", fam->name);
         goto out;
     }
-    if (cli_load_program(&prog, workload, fam, &err) != TS_OK ||
+    if (cli_load_workload(&prog, workload, cfg, fam, &err) != TS_OK ||
         cli_load_energy(&energy, cfg, energy_name, &err) != TS_OK) {
         rc = cli_fail(&err);
         goto out;

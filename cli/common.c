@@ -1,5 +1,6 @@
 /* cli/common.c — shared loading and error printing for the subcommands. */
 #include "cli/common.h"
+#include "cli/lowering.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +10,8 @@
 #include "configs/builtin.h"
 #include "core/alloc.h"
 #include "core/fileio.h"
+#include "workloads/lower_ipu.h"
+#include "workloads/workload.h"
 
 int cli_fail(const ts_err *err)
 {
@@ -101,6 +104,8 @@ static ts_status workload_bytes(const char *path, const char **text, size_t *len
 
 const ts_family *cli_program_family(const char *path, ts_err *err)
 {
+    if (ts_wl_is_model(path)) /* a model runs on the family that has a lowering */
+        return ts_family_find("ipu");
     const char *text;
     size_t len;
     char *owned;
@@ -162,4 +167,27 @@ void cli_sets_free(cli_sets *s)
 {
     ts_free(s->v);
     memset(s, 0, sizeof *s);
+}
+
+ts_status cli_load_workload(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
+                            ts_err *err)
+{
+    if (!ts_wl_is_model(path))
+        return cli_load_program(out, path, fam, err);
+    *out = NULL;
+    if (!cfg)
+        return ts_err_set(err, TS_EINPUT, "compiling the model '%s' needs a chip config: give -c CONFIG", path);
+    const char *arch = ts_config_arch(cfg);
+    if (strcmp(arch, "ipu"))
+        return ts_err_set(err, TS_EINPUT, "no lowering for arch '%s' yet", arch);
+    ts_lower_ipu_params p;
+    ts_status rc = ts_lower_ipu_params_from_config(cfg, &p, err);
+    if (rc != TS_OK)
+        return rc;
+    ts_graph *g = NULL;
+    if ((rc = ts_wl_load_model(path, NULL, NULL, &g, err)) != TS_OK)
+        return rc;
+    rc = ts_lower_ipu(g, &p, out, NULL, err);
+    ts_graph_destroy(g);
+    return rc;
 }
