@@ -45,6 +45,7 @@ typedef struct lw {
     uint32_t T;           /* tiles the plan may use */
     uint32_t used;        /* tiles that got work: streams are emitted for 0..used-1 */
     uint32_t units;       /* AMP f32 units: outputs per AMP pass */
+    uint32_t workers;     /* worker contexts per tile */
     lw_tile *tiles;       /* T, owned */
     lw_place *pl;         /* per tensor, owned; ntiles 0 = not placed */
     uint64_t top;         /* bump allocator, same address on every tile */
@@ -308,22 +309,29 @@ static void run_worker(lw *L, uint32_t t, size_t entry)
  * out + r*out_row + q*out_q + u*out_u; bias (0 = none) U floats per q. */
 typedef struct mm_args {
     uint32_t rows, nq, kp;
+    uint64_t nq_real;          /* outputs to store: nq*U, less in a partial last group */
     uint64_t a, a_stride, w, bias, out;
     int64_t out_row, out_q, out_u;
 } mm_args;
 
-static void emit_mm(lw *L, uint32_t t, const mm_args *m)
+/* $m1 := this worker's first row of `rows` split in blocks of rw = ceil(rows / workers): min(w rw,
+ * rows - rw), computed without branches so every worker runs the same instructions (the last
+ * blocks overlap and recompute the same rows; they write the same values). */
+static void emit_start_row(lw *L, uint32_t t, uint32_t rows, uint32_t rw)
+{
+    W(t, GET, RM(1), 2, 0);
+    W(t, MULI, RM(1), RM(1), (int32_t)rw);
+    W(t, SETZI, RM(2), (int32_t)(rows - rw), 0);
+    W(t, CMPSLT, RM(3), RM(1), RM(2));
+    W(t, SUB, RM(4), RM(1), RM(2));
+    W(t, MUL, RM(4), RM(4), RM(3));
+    W(t, ADD, RM(1), RM(2), RM(4));
+}
+
+static void emit_quad(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
 {
     uint32_t U = L->units;
-    W(t, SETZI, RM(1), (int32_t)m->rows - 1, 0);
-    W(t, SETZI, RM(2), (int32_t)m->a, 0);
-    W(t, SETZI, RM(3), (int32_t)m->out, 0);
-    W(t, SETZI, RM(11), (int32_t)m->kp, 0);
-    size_t row = W(t, SETZI, RM(5), (int32_t)m->w, 0);
-    W(t, SETZI, RM(8), (int32_t)m->bias, 0);
-    W(t, MOV, RM(6), RM(3), 0);
-    W(t, SETZI, RM(7), (int32_t)m->nq - 1, 0);
-    size_t q = W(t, AMPZERO, 0, 0, 0);
+    W(t, AMPZERO, 0, 0, 0);
     W(t, MOV, RM(4), RM(2), 0);
     W(t, RPT, RM(11), (int32_t)U + 2, 0);
     for (uint32_t s = 0; s < U / 2; s++) {
@@ -341,13 +349,52 @@ static void emit_mm(lw *L, uint32_t t, const mm_args *m)
         }
         W(t, ADDI, RM(8), RM(8), (int32_t)(4 * U));
     }
-    for (uint32_t u = 0; u < U; u++)
+    for (uint32_t u = 0; u < nstore; u++)
         W(t, ST32, RA(u), RM(6), (int32_t)(m->out_u * u));
     W(t, ADDI, RM(6), RM(6), (int32_t)m->out_q);
-    W(t, BRNZDEC, RM(7), (int32_t)q, 0);
+}
+
+/* Every worker of the tile runs this routine (runall) on its block of rows. The AMP coefficients
+ * are tile state shared by the workers: all of them load the same block before using it, and they
+ * run the same instructions in the same order one barrel slot apart, so each f32v2amp of every
+ * worker sees the block of its own iteration (the coefficient loads of the next iteration issue
+ * after the last worker's f32v2amp of this one). */
+static void emit_mm(lw *L, uint32_t t, const mm_args *m)
+{
+    uint32_t U = L->units;
+    uint32_t rw = (uint32_t)((m->rows + L->workers - 1) / L->workers);
+    uint32_t full = (uint32_t)(m->nq_real / U), tail = (uint32_t)(m->nq_real % U);
+    emit_start_row(L, t, m->rows, rw);
+    W(t, MULI, RM(2), RM(1), (int32_t)m->a_stride);
+    W(t, SETZI, RM(3), (int32_t)m->a, 0);
+    W(t, ADD, RM(2), RM(2), RM(3));
+    W(t, MULI, RM(3), RM(1), (int32_t)m->out_row);
+    W(t, SETZI, RM(4), (int32_t)m->out, 0);
+    W(t, ADD, RM(3), RM(3), RM(4));
+    W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
+    W(t, SETZI, RM(11), (int32_t)m->kp, 0);
+    size_t row = W(t, SETZI, RM(5), (int32_t)m->w, 0);
+    W(t, SETZI, RM(8), (int32_t)m->bias, 0);
+    W(t, MOV, RM(6), RM(3), 0);
+    if (full) {
+        W(t, SETZI, RM(7), (int32_t)full - 1, 0);
+        size_t q = L->tiles[t].wrk.n;
+        emit_quad(L, t, m, U);
+        W(t, BRNZDEC, RM(7), (int32_t)q, 0);
+    }
+    if (tail)
+        emit_quad(L, t, m, tail);
     W(t, ADDI, RM(2), RM(2), (int32_t)m->a_stride);
     W(t, ADDI, RM(3), RM(3), (int32_t)m->out_row);
     W(t, BRNZDEC, RM(1), (int32_t)row, 0);
+}
+
+/* Run the routine at wrk pc `entry` on every worker of tile t, wait for them. */
+static void run_all(lw *L, uint32_t t, size_t entry)
+{
+    S(t, SETZI, RM(1), 0, 0);
+    S(t, RUNALL, (int32_t)entry, RM(1), 0);
+    S(t, SYNC, 0, 0, 0);
 }
 
 /* ---- operators ---- */
@@ -446,13 +493,13 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
     if (rc != TS_OK)
         return rc;
     for (uint32_t t = 0; t < tn; t++) {
-        mm_args m = {.rows = (uint32_t)((sc->hi[t] - sc->lo[t]) / K), .nq = (uint32_t)nq, .kp = (uint32_t)kp,
+        mm_args m = {.rows = (uint32_t)((sc->hi[t] - sc->lo[t]) / K), .nq = (uint32_t)nq, .kp = (uint32_t)kp, .nq_real = N,
                      .a = sc->where[t], .a_stride = K * 4, .w = waddr, .bias = baddr, .out = out,
                      .out_row = (int64_t)N * 4, .out_q = (int64_t)U * 4, .out_u = 4};
         size_t entry = L->tiles[t].wrk.n;
         emit_mm(L, t, &m);
         W(t, EXIT, 0, 0, 0);
-        run_worker(L, t, entry);
+        run_all(L, t, entry);
     }
     use_tiles(L, tn);
     L->pl[n->out[0]] = (lw_place){tn, rp * N, out};
@@ -544,20 +591,30 @@ static ts_status lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
             rc = seg(L, t, L->zero, zeros, 16);
         if (rc != TS_OK)
             break;
+        /* im2col, each worker the rows it multiplies */
+        uint32_t rw = (uint32_t)((P + L->workers - 1) / L->workers);
         size_t entry = L->tiles[t].wrk.n;
+        emit_start_row(L, t, (uint32_t)P, rw);
+        W(t, MULI, RM(1), RM(1), (int32_t)(Kpad * 4));
         W(t, SETZI, RM(2), (int32_t)tab, 0);
+        W(t, ADD, RM(2), RM(2), RM(1));
         W(t, SETZI, RM(3), (int32_t)col, 0);
-        W(t, SETZI, RM(4), (int32_t)(P * Kpad), 0);
+        W(t, ADD, RM(3), RM(3), RM(1));
+        W(t, SETZI, RM(4), (int32_t)(rw * Kpad), 0);
         W(t, RPT, RM(4), 3, 0);
         W(t, LD32STEP, RM(1), RM(2), 4);
         W(t, LD32, RA(0), RM(1), 0);
         W(t, ST32STEP, RA(0), RM(3), 4);
+        W(t, EXIT, 0, 0, 0);
+        run_all(L, t, entry);
         mm_args m = {.rows = (uint32_t)P, .nq = (uint32_t)(q1 - q0), .kp = (uint32_t)kp, .a = col,
+                     .nq_real = (q1 * U < M ? q1 * U : M) - q0 * U,
                      .a_stride = Kpad * 4, .w = waddr, .bias = baddr, .out = out, .out_row = 4,
                      .out_q = (int64_t)(U * P * 4), .out_u = (int64_t)(P * 4)};
+        entry = L->tiles[t].wrk.n;
         emit_mm(L, t, &m);
         W(t, EXIT, 0, 0, 0);
-        run_worker(L, t, entry);
+        run_all(L, t, entry);
     }
     ts_free(tv);
     ts_free(w);
@@ -829,6 +886,7 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     L->p = p;
     L->err = err;
     L->units = U;
+    L->workers = p->workers ? p->workers : 6;
     L->T = p->max_tiles && p->max_tiles < p->tiles ? p->max_tiles : p->tiles;
     size_t nt = ts_graph_tensor_count(g);
     L->tiles = ts_calloc(L->T, sizeof *L->tiles);
@@ -989,13 +1047,14 @@ ts_status ts_lower_ipu_params_from_config(const ts_config *cfg, ts_lower_ipu_par
     if (strcmp(ts_config_arch(cfg), "ipu"))
         return ts_err_set(err, TS_EINPUT, "config '%s' is for arch '%s', not 'ipu'", ts_config_name(cfg),
                           ts_config_arch(cfg));
-    uint64_t tiles = 0, macs = 0;
+    uint64_t tiles = 0, macs = 0, workers = 0;
     if (cfg_u64(cfg, "tiles", &tiles) || cfg_u64(cfg, "tile.sram", &out->sram_bytes) ||
         cfg_u64(cfg, "tile.element_bytes", &out->element_bytes) ||
         cfg_u64(cfg, "tile.interleaved_base", &out->interleaved_base) ||
-        cfg_u64(cfg, "amp.macs_per_cycle_f32", &macs))
+        cfg_u64(cfg, "amp.macs_per_cycle_f32", &macs) || cfg_u64(cfg, "tile.worker_contexts", &workers))
         return ts_err_set(err, TS_EINPUT, "config '%s' lacks a key the IPU lowering reads", ts_config_name(cfg));
     out->tiles = (uint32_t)tiles;
     out->amp_macs_f32 = (uint32_t)macs;
+    out->workers = (uint32_t)workers;
     return TS_OK;
 }

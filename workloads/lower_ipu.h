@@ -32,6 +32,7 @@ typedef struct ts_lower_ipu_params {
                                 * superstep are kept in different elements */
     uint64_t interleaved_base; /* 128-bit loads (AMP coefficients) only at or above (`tile.interleaved_base`) */
     uint32_t amp_macs_f32;     /* AMP f32 MACs per cycle (`amp.macs_per_cycle_f32`), 2 per unit */
+    uint32_t workers;          /* worker contexts per tile (`tile.worker_contexts`); 0 = 6 */
 } ts_lower_ipu_params;
 
 /* Fill params from a chip config whose arch is "ipu" (reads its keys through the schema). */

@@ -139,9 +139,10 @@ static void near(float got, double want, double scale, const char *what, uint64_
 
 START_TEST(test_matmul)
 {
-    /* C[6,10] = A[6,8] x B[8,10] on 4 tiles: rows 2 per tile, 10 columns in 3 AMP groups */
+    /* C[38,10] = A[38,8] x B[8,10] on 4 tiles: 10 rows per tile (8 on the last), 2 per worker with
+     * overlapping blocks, 10 columns in 3 AMP groups (the last one partial) */
     ts_graph *g = ts_graph_create("mm");
-    int a = tensor(g, "a", TS_TENSOR_INPUT, 2, (int64_t[]){6, 8});
+    int a = tensor(g, "a", TS_TENSOR_INPUT, 2, (int64_t[]){38, 8});
     int b = tensor(g, "b", TS_TENSOR_WEIGHT, 2, (int64_t[]){8, 10});
     int c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL);
     fill(g, a);
@@ -151,8 +152,8 @@ START_TEST(test_matmul)
     finalize(g);
     lowered L = {0};
     lower_and_run(g, "ipu_tiny4", &L);
-    ck_assert_uint_eq(L.rep.tiles_used, 3);
-    for (int i = 0; i < 6; i++)
+    ck_assert_uint_eq(L.rep.tiles_used, 4);
+    for (int i = 0; i < 38; i++)
         for (int j = 0; j < 10; j++) {
             double s = 0, m = 0;
             for (int k = 0; k < 8; k++) {
