@@ -904,7 +904,7 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     L->zero = alloc(L, 16);
     for (uint32_t t = 0; t < L->T; t++)
         mark(L, t);
-    /* graph inputs: whole, on tile 0, as initial data */
+    /* graph inputs: as initial data, in equal chunks of whole rows over the tiles */
     for (size_t i = 0; i < nt; i++) {
         const ts_graph_tensor *t = ts_graph_get_tensor(g, (int)i);
         size_t nc = 0;
@@ -924,15 +924,20 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
         }
         for (uint64_t k = 0; k < ne; k++)
             v[k] = value(t, (int)i, k);
-        uint64_t a = alloc(L, ne * 4);
-        rc = seg(L, 0, a, v, ne * 4);
+        /* whole rows of the last axis, as the row-partitioned operators (MatMul, Softmax) want */
+        uint64_t ld = t->rank > 0 && t->dims[t->rank - 1] > 0 ? (uint64_t)t->dims[t->rank - 1] : 1;
+        uint64_t chunk = ne ? (ne / ld + L->T - 1) / L->T * ld : 1;
+        uint32_t tn = (uint32_t)((ne + chunk - 1) / chunk);
+        uint64_t a = alloc(L, chunk * 4);
+        for (uint32_t k = 0; k < tn && rc == TS_OK; k++)
+            rc = seg(L, k, a, v + k * chunk, ((k + 1) * chunk < ne ? chunk : ne - k * chunk) * 4);
         ts_free(v);
         if (rc != TS_OK)
             goto done;
-        L->pl[i] = (lw_place){1, ne ? ne : 1, a};
-        use_tiles(L, 1);
+        L->pl[i] = (lw_place){tn ? tn : 1, chunk, a};
+        use_tiles(L, tn ? tn : 1);
         if (L->top > p->sram_bytes) {
-            rc = ts_err_set(err, TS_EINPUT, "input '%s' needs %llu KiB on tile 0, the tile has %llu KiB", t->name,
+            rc = ts_err_set(err, TS_EINPUT, "input '%s' needs %llu KiB per tile, the tile has %llu KiB", t->name,
                             (unsigned long long)((L->top + 1023) / 1024), (unsigned long long)(p->sram_bytes / 1024));
             goto done;
         }

@@ -6,8 +6,8 @@
  * tiles, gathers the input slices each tile needs from where they lie (exchange supersteps, one
  * sender per receiver per superstep), computes on one worker per tile (the AMP for MatMul, Gemm
  * and Conv; the vector unit for the elementwise ops and Softmax), and ends with a chip-wide sync;
- * its output stays where it was computed. Graph inputs and weights are placed by the lowering as
- * initial data: their values when the graph carries them, otherwise deterministic pseudo-random
+ * its output stays where it was computed. Graph inputs (in equal chunks over the tiles) and weights
+ * are placed by the lowering as initial data: their values when the graph carries them, otherwise deterministic pseudo-random
  * values in [-1, 1) (ts_lower_ipu_fill).
  *
  * The lowering only knows the IPU's opcode table (arch/ipu/ipu_isa.def); the machine figures it
