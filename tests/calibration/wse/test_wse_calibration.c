@@ -213,8 +213,17 @@ START_TEST(stencil_values)
                               (double)want);
             }
         }
+    ts_wse_counts with_data, timing;
+    ts_wse_counts_get(m, &with_data);
     wt_free(m);
     free(ref);
+    /* the timing-only mode gives the same cycles and traffic */
+    m = run_stencil(w, h, nz, steps, false, 1);
+    ts_wse_counts_get(m, &timing);
+    ck_assert_uint_eq(timing.cycles, with_data.cycles);
+    ck_assert_uint_eq(timing.hops, with_data.hops);
+    ck_assert_uint_eq(timing.sram_read, with_data.sram_read);
+    wt_free(m);
 }
 END_TEST
 
