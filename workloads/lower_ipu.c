@@ -790,6 +790,119 @@ static ts_status lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc)
     return TS_OK;
 }
 
+/* MaxPool and GlobalAveragePool over (n, c) planes, which are contiguous in NCHW: planes
+ * partitioned over tiles and, within a tile, over its workers. MaxPool reads each window through
+ * a table of byte offsets within the plane; a padded position repeats the window's first valid
+ * element, which leaves the maximum unchanged. */
+static ts_status lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
+{
+    const ts_graph_tensor *X = ts_graph_get_tensor(L->g, n->in[0]);
+    const ts_graph_tensor *Y = ts_graph_get_tensor(L->g, n->out[0]);
+    const ts_graph_attrs *at = &n->attrs;
+    if (X->rank != 4)
+        return unsupported(L, n, "an input that is not NCHW");
+    bool gap = n->op == TS_OP_GLOBALAVGPOOL;
+    if (!gap && (at->dilations[0] != 1 || at->dilations[1] != 1))
+        return unsupported(L, n, "dilations");
+    ts_status rc = need_placed(L, n, n->in[0]);
+    if (rc != TS_OK)
+        return rc;
+    uint64_t H = (uint64_t)X->dims[2], Wd = (uint64_t)X->dims[3], HW = H * Wd;
+    uint64_t Ho = (uint64_t)Y->dims[2], Wo = (uint64_t)Y->dims[3], P = Ho * Wo;
+    uint64_t R = (uint64_t)(X->dims[0] * X->dims[1]);
+    uint64_t kh = gap ? H : (uint64_t)at->kernel[0], kw = gap ? Wd : (uint64_t)at->kernel[1], kk = kh * kw;
+    uint64_t rp = cdiv(R, L->T);
+    uint32_t tn = (uint32_t)cdiv(R, rp);
+    for (uint32_t t = 0; t < tn; t++) {
+        sc->lo[t] = t * rp * HW;
+        sc->hi[t] = ((t + 1) * rp < R ? (t + 1) * rp : R) * HW;
+    }
+    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, false, sc->where)) != TS_OK)
+        return rc;
+    uint64_t tab = 0;
+    uint32_t *tv = NULL;
+    if (!gap) {
+        tab = alloc(L, P * kk * 4);
+        tv = ts_calloc(P * kk, 4);
+        if (!tv)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
+        for (uint64_t oy = 0; oy < Ho; oy++)
+            for (uint64_t ox = 0; ox < Wo; ox++) {
+                int64_t first = -1;
+                for (uint64_t k = 0; k < kk; k++) {
+                    int64_t iy = (int64_t)(oy * (uint64_t)at->strides[0] + k / kw) - at->pads[0];
+                    int64_t ix = (int64_t)(ox * (uint64_t)at->strides[1] + k % kw) - at->pads[1];
+                    if (iy >= 0 && ix >= 0 && iy < (int64_t)H && ix < (int64_t)Wd) {
+                        first = (iy * (int64_t)Wd + ix) * 4;
+                        break;
+                    }
+                }
+                if (first < 0) {
+                    ts_free(tv);
+                    return unsupported(L, n, "a window that covers only padding");
+                }
+                for (uint64_t k = 0; k < kk; k++) {
+                    int64_t iy = (int64_t)(oy * (uint64_t)at->strides[0] + k / kw) - at->pads[0];
+                    int64_t ix = (int64_t)(ox * (uint64_t)at->strides[1] + k % kw) - at->pads[1];
+                    bool in = iy >= 0 && ix >= 0 && iy < (int64_t)H && ix < (int64_t)Wd;
+                    tv[(oy * Wo + ox) * kk + k] = (uint32_t)(in ? (iy * (int64_t)Wd + ix) * 4 : first);
+                }
+            }
+    }
+    uint64_t out = alloc(L, rp * P * 4);
+    for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
+        if (tv)
+            rc = seg(L, t, tab, tv, P * kk * 4);
+        uint32_t planes = (uint32_t)((sc->hi[t] - sc->lo[t]) / HW);
+        uint32_t rw = (planes + L->workers - 1) / L->workers;
+        size_t entry = L->tiles[t].wrk.n;
+        emit_start_row(L, t, planes, rw);
+        W(t, MULI, RM(2), RM(1), (int32_t)(HW * 4));
+        W(t, SETZI, RM(3), (int32_t)sc->where[t], 0);
+        W(t, ADD, RM(2), RM(2), RM(3));
+        W(t, MULI, RM(4), RM(1), (int32_t)(P * 4));
+        W(t, SETZI, RM(3), (int32_t)out, 0);
+        W(t, ADD, RM(4), RM(4), RM(3));
+        W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
+        if (gap) {
+            W(t, SETZI, RM(9), (int32_t)HW, 0);
+            W(t, LDCONST, RA(2), fbits((float)(1.0 / (double)HW)), 0);
+            size_t plane = W(t, SETZI, RA(0), 0, 0);
+            W(t, RPT, RM(9), 2, 0);
+            W(t, LD32STEP, RA(1), RM(2), 4);
+            W(t, F32ADD, RA(0), RA(0), RA(1));
+            W(t, F32MUL, RA(0), RA(0), RA(2));
+            W(t, ST32STEP, RA(0), RM(4), 4);
+            W(t, BRNZDEC, RM(1), (int32_t)plane, 0);
+        } else {
+            W(t, SETZI, RM(8), (int32_t)kk - 1, 0);
+            size_t plane = W(t, SETZI, RM(5), (int32_t)tab, 0);
+            W(t, SETZI, RM(6), (int32_t)P - 1, 0);
+            size_t pix = W(t, LD32STEP, RM(7), RM(5), 4);
+            W(t, ADD, RM(7), RM(7), RM(2));
+            W(t, LD32, RA(0), RM(7), 0);
+            W(t, RPT, RM(8), 4, 0);
+            W(t, LD32STEP, RM(7), RM(5), 4);
+            W(t, ADD, RM(7), RM(7), RM(2));
+            W(t, LD32, RA(1), RM(7), 0);
+            W(t, F32MAX, RA(0), RA(0), RA(1));
+            W(t, ST32STEP, RA(0), RM(4), 4);
+            W(t, BRNZDEC, RM(6), (int32_t)pix, 0);
+            W(t, ADDI, RM(2), RM(2), (int32_t)(HW * 4));
+            W(t, BRNZDEC, RM(1), (int32_t)plane, 0);
+        }
+        W(t, EXIT, 0, 0, 0);
+        run_all(L, t, entry);
+    }
+    ts_free(tv);
+    if (rc != TS_OK)
+        return rc;
+    use_tiles(L, tn);
+    L->pl[n->out[0]] = (lw_place){tn, rp * P, out};
+    sync_all(L);
+    return TS_OK;
+}
+
 static ts_status lower_node(lw *L, int id, lw_scr *sc)
 {
     const ts_graph_node *n = ts_graph_get_node(L->g, id);
@@ -805,6 +918,8 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
     case TS_OP_SUB:
     case TS_OP_MUL: return lower_eltwise(L, n, sc);
     case TS_OP_SOFTMAX: return lower_softmax(L, n, sc);
+    case TS_OP_MAXPOOL:
+    case TS_OP_GLOBALAVGPOOL: return lower_pool(L, n, sc);
     case TS_OP_RESHAPE:
     case TS_OP_FLATTEN:
         if ((rc = need_placed(L, n, n->in[0])) != TS_OK)

@@ -315,6 +315,52 @@ START_TEST(test_conv)
 }
 END_TEST
 
+START_TEST(test_pool)
+{
+    /* MaxPool 3x3 stride 2 pad 1 (ResNet's) and GlobalAveragePool of the same input, batch 2 */
+    ts_graph *g = ts_graph_create("pool");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){2, 5, 9, 9});
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    int z = tensor(g, "z", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.kernel[0] = at.kernel[1] = 3;
+    at.strides[0] = at.strides[1] = 2;
+    at.pads[0] = at.pads[1] = at.pads[2] = at.pads[3] = 1;
+    node(g, TS_OP_MAXPOOL, "mp", (int[]){x}, 1, y, &at);
+    node(g, TS_OP_GLOBALAVGPOOL, "gap", (int[]){x}, 1, z, NULL);
+    ts_graph_mark_output(g, y);
+    ts_graph_mark_output(g, z);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, "ipu_tiny4", &L);
+    for (int p = 0; p < 10; p++) {
+        double sum = 0, mag = 0;
+        for (int k = 0; k < 81; k++) {
+            sum += val(x, p * 81 + k);
+            mag += fabs(val(x, p * 81 + k));
+        }
+        near(out_at(&L, g, z, (uint64_t)p), sum / 81, mag / 81, "z", (uint64_t)p);
+        for (int oy = 0; oy < 5; oy++)
+            for (int ox = 0; ox < 5; ox++) {
+                float m = -INFINITY;
+                for (int ky = 0; ky < 3; ky++)
+                    for (int kx = 0; kx < 3; kx++) {
+                        int iy = oy * 2 + ky - 1, ix = ox * 2 + kx - 1;
+                        if (iy >= 0 && ix >= 0 && iy < 9 && ix < 9)
+                            m = fmaxf(m, val(x, p * 81 + iy * 9 + ix));
+                    }
+                uint64_t e = (uint64_t)(p * 25 + oy * 5 + ox);
+                ck_assert_msg(out_at(&L, g, y, e) == m, "y[%llu]: got %g, want %g", (unsigned long long)e,
+                              (double)out_at(&L, g, y, e), (double)m);
+            }
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_errors)
 {
     ts_err e;
@@ -380,6 +426,7 @@ int main(void)
     tcase_add_test(tc, test_softmax);
     tcase_add_test(tc, test_mlp_softmax);
     tcase_add_test(tc, test_conv);
+    tcase_add_test(tc, test_pool);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_builtin_matmul);
     suite_add_tcase(s, tc);
