@@ -43,5 +43,6 @@ int cmd_disasm(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
 
 #endif

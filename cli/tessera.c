@@ -18,7 +18,7 @@ static const char usage[] =
     "  disasm    print a binary program as text\n"
     "  info      summarise a chip config (units, SRAM, peak MACs, bandwidths)\n"
     "  config    print the documented schema of a family, or a config resolved\n"
-    "  sweep     run a design-space sweep (not built yet)\n"
+    "  sweep     run a design-space sweep: many configs and workloads, one CSV row each\n"
     "  view      open the live view of a run (not built yet)\n"
     "\n"
     "With no command, `tessera` runs the built-in default workload on the default config.\n"
@@ -51,11 +51,12 @@ int main(int argc, char **argv)
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
         {"run", cmd_run},       {"compile", cmd_compile}, {"asm", cmd_asm},
         {"disasm", cmd_disasm}, {"info", cmd_info},       {"config", cmd_config},
+        {"sweep", cmd_sweep},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(cmd, cmds[i].name))
             return cmds[i].fn(argc - 1, argv + 1);
-    if (!strcmp(cmd, "sweep") || !strcmp(cmd, "view"))
+    if (!strcmp(cmd, "view"))
         return not_built(cmd, argc - 1, argv + 1);
     if (cmd[0] == '-')
         return cmd_run(argc, argv);

@@ -50,7 +50,8 @@ golden compile-help "$T" compile --help
 golden info-help "$T" info --help
 golden config-help "$T" config --help
 golden unknown-command "$T" frobnicate
-golden sweep-not-built "$T" sweep spec.yaml
+golden sweep-help "$T" sweep --help
+golden sweep-no-output "$T" sweep spec.yaml
 golden view-not-built "$T" view
 golden bad-threads "$T" run --threads 0
 golden bad-format "$T" run --format xml

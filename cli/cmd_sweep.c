@@ -1,0 +1,682 @@
+/* cli/cmd_sweep.c — `tessera sweep`: run every point of a sweep spec in worker processes and
+ * collect one CSV row (and one JSON-lines report) per point.
+ *
+ * The parent forks at most N workers at once; a worker runs one point (config with the point's
+ * overrides, workload, ts_sim_run), renders its row and report and sends both back through a
+ * pipe, then exits. Only the parent writes the outputs: each report line and each row is one
+ * write() on an O_APPEND descriptor, report first, so a sweep killed at any moment leaves whole
+ * rows behind (a torn last line is dropped on the next run). A re-run skips points whose rows
+ * exist; at the end both files are sorted by point id and rewritten atomically, so an interrupted
+ * and resumed sweep ends with the same bytes as one that ran straight through.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/common.h"
+#include "core/alloc.h"
+#include "core/fileio.h"
+#include "core/report.h"
+#include "core/sim.h"
+#include "core/sweep.h"
+
+static const char sweep_usage[] =
+    "usage: tessera sweep SPEC -o RESULTS.csv [options]\n"
+    "\n"
+    "Run every point of the sweep spec SPEC (YAML: base config, workloads, axes, filters,\n"
+    "metrics; see docs/sweep.md) in parallel worker processes. Writes one CSV row per point\n"
+    "(point id, workload, axis values, metrics, error) and every full JSON report, one per line.\n"
+    "A sweep run again with the same spec and output skips the points already done.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE       the CSV to write (required)\n"
+    "      --jsonl FILE        the JSON-lines reports (default: FILE.jsonl beside the CSV)\n"
+    "  -j, --jobs N            worker processes at once (default: the number of cores)\n"
+    "      --list              print the points (as CSV, without metrics) and run nothing\n"
+    "  -q, --quiet             no progress line\n"
+    "  -h, --help              this text\n"
+    "\n"
+    "Exit status: 0 every point ran, 1 a point failed (its row says why) or the sweep was\n"
+    "interrupted, 2 a bad spec or usage.\n";
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+    g_stop = sig;
+}
+
+/* Write all of buf with one write() where the kernel allows it (a regular file does). */
+static int write_all(int fd, const char *buf, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, buf, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        buf += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * One point, in a worker. */
+
+/* Run point i; the row goes to row, the report (one JSON line, or nothing on error) to jline. */
+static void run_point(const ts_sweep *s, size_t i, ts_buf *row, ts_buf *jline)
+{
+    ts_err err;
+    ts_err_init(&err);
+    size_t na = ts_sweep_naxes(s);
+    ts_buf setbuf = TS_BUF_INIT;
+    size_t *off = ts_calloc(na + 1, sizeof *off);
+    const char **sets = ts_calloc(na + 1, sizeof *sets);
+    ts_config *cfg = NULL;
+    ts_program *prog = NULL;
+    ts_energy_table *energy = NULL;
+    ts_results res;
+    bool have_res = false;
+    ts_buf json = TS_BUF_INIT;
+    ts_status st = TS_OK;
+    if (!off || !sets) {
+        st = ts_err_set(&err, TS_ENOMEM, "out of memory");
+        goto done;
+    }
+    ts_sweep_point_sets(s, i, &setbuf, off);
+    for (size_t a = 0; a < na; a++)
+        sets[a] = setbuf.data + off[a];
+    if ((st = cli_load_config(&cfg, ts_sweep_config(s), sets, na, &err)) != TS_OK)
+        goto done;
+    const ts_family *fam = ts_family_find(ts_config_arch(cfg));
+    if ((st = cli_load_program(&prog, ts_sweep_workload_path(s, ts_sweep_point_workload(s, i)), fam, &err)) !=
+            TS_OK ||
+        (st = cli_load_energy(&energy, cfg, NULL, &err)) != TS_OK)
+        goto done;
+    ts_run_opts ro = {.max_cycles = ts_sweep_max_cycles(s)};
+    if ((st = ts_sim_run(fam, cfg, prog, &ro, energy, &res, &err)) != TS_OK)
+        goto done;
+    have_res = true;
+    ts_report_json(&res, &json);
+done:;
+    char msg[2048] = "";
+    if (st != TS_OK)
+        ts_err_format(&err, msg, sizeof msg);
+    ts_sweep_csv_row(s, i, st == TS_OK ? ts_buf_str(&json) : NULL, st == TS_OK ? NULL : msg, row);
+    ts_buf_printf(jline, "{\"point\":%llu,\"report\":", (unsigned long long)ts_sweep_point_id(s, i));
+    if (st == TS_OK) {
+        ts_json_compact(json.data, json.len, jline);
+    } else {
+        ts_buf_puts(jline, "null,\"error\":");
+        ts_buf_json_str(jline, msg);
+    }
+    ts_buf_puts(jline, "}\n");
+    if (have_res)
+        ts_results_free(&res);
+    ts_buf_free(&json);
+    ts_energy_destroy(energy);
+    ts_program_destroy(prog);
+    ts_config_destroy(cfg);
+    ts_buf_free(&setbuf);
+    ts_free(off);
+    ts_free(sets);
+    ts_err_free(&err);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Reading what an earlier run left. */
+
+typedef struct line_set {
+    char **v;      /* owned lines without their newline */
+    uint64_t *id;
+    size_t n, cap;
+} line_set;
+
+static void lines_free(line_set *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        ts_free(l->v[i]);
+    ts_free(l->v);
+    ts_free(l->id);
+    memset(l, 0, sizeof *l);
+}
+
+static int lines_push(line_set *l, const char *p, size_t n, uint64_t id)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        char **v = ts_realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        l->v = v;
+        uint64_t *ids = ts_realloc(l->id, cap * sizeof *ids);
+        if (!ids)
+            return -1;
+        l->id = ids;
+        l->cap = cap;
+    }
+    char *c = ts_malloc(n + 1);
+    if (!c)
+        return -1;
+    memcpy(c, p, n);
+    c[n] = 0;
+    l->v[l->n] = c;
+    l->id[l->n++] = id;
+    return 0;
+}
+
+/* Leading unsigned number of a line, after skip chars; -1 when there is none. */
+static int lead_id(const char *p, size_t n, size_t skip, uint64_t *id)
+{
+    if (n <= skip || p[skip] < '0' || p[skip] > '9')
+        return -1;
+    uint64_t v = 0;
+    for (size_t i = skip; i < n && p[i] >= '0' && p[i] <= '9'; i++)
+        v = v * 10 + (uint64_t)(p[i] - '0');
+    *id = v;
+    return 0;
+}
+
+/* Read the CSV an earlier run left: check its header, keep each whole row that belongs to a
+ * point of this spec (later rows of one point win). done[i] is set for point i. */
+static int read_rows(const ts_sweep *s, const char *path, const char *header, line_set *rows, bool *done)
+{
+    char *text = NULL;
+    size_t len = 0;
+    ts_err err;
+    ts_err_init(&err);
+    struct stat stt;
+    if (stat(path, &stt) != 0)
+        return 0;
+    if (ts_read_file(path, &text, &len, &err) != TS_OK) {
+        int rc = cli_fail(&err);
+        ts_err_free(&err);
+        return rc;
+    }
+    ts_err_free(&err);
+    int rc = 0;
+    size_t hl = strlen(header);
+    if (len && (len < hl || memcmp(text, header, hl))) {
+        ts_free(text);
+        return cli_usage_error("%s: the header differs from this spec's columns (written by another spec?): "
+                               "remove it or write elsewhere", path);
+    }
+    ts_buf prefix = TS_BUF_INIT;
+    for (size_t p = hl; p < len && !rc;) {
+        const char *nl = memchr(text + p, '\n', len - p);
+        if (!nl)
+            break; /* a torn last line: the point runs again */
+        size_t n = (size_t)(nl - (text + p));
+        uint64_t id;
+        long k = lead_id(text + p, n, 0, &id) == 0 ? ts_sweep_find(s, id) : -1;
+        if (k < 0) {
+            rc = cli_usage_error("%s: a row that is not a point of this spec: remove the file or write elsewhere",
+                                 path);
+            break;
+        }
+        ts_buf_reset(&prefix);
+        ts_sweep_csv_prefix(s, (size_t)k, &prefix);
+        if (n < prefix.len || memcmp(text + p, prefix.data, prefix.len)) {
+            rc = cli_usage_error("%s: point %llu has other axis values than this spec gives it: remove the file "
+                                 "or write elsewhere", path, (unsigned long long)id);
+            break;
+        }
+        if (lines_push(rows, text + p, n, id)) {
+            rc = cli_usage_error("out of memory");
+            break;
+        }
+        done[k] = true;
+        p += n + 1;
+    }
+    ts_buf_free(&prefix);
+    ts_free(text);
+    return rc;
+}
+
+/* Whole lines of the JSON-lines file ({"point":N,...}) for points marked done; a done point
+ * without its report is marked not done, so it runs again (its newer row wins at the end). */
+static void read_reports(const ts_sweep *s, const char *path, bool *done, line_set *out)
+{
+    size_t np = ts_sweep_npoints(s);
+    bool *have = ts_calloc(np + 1, sizeof *have);
+    char *text = NULL;
+    size_t len = 0;
+    ts_err err;
+    ts_err_init(&err);
+    struct stat stt;
+    if (stat(path, &stt) == 0 && ts_read_file(path, &text, &len, &err) == TS_OK) {
+        for (size_t p = 0; p < len;) {
+            const char *nl = memchr(text + p, '\n', len - p);
+            if (!nl)
+                break;
+            size_t n = (size_t)(nl - (text + p));
+            uint64_t id;
+            long k;
+            if (n > 9 && !memcmp(text + p, "{\"point\":", 9) && lead_id(text + p, n, 9, &id) == 0 &&
+                (k = ts_sweep_find(s, id)) >= 0 && done[k] && !lines_push(out, text + p, n, id) && have)
+                have[k] = true;
+            p += n + 1;
+        }
+    }
+    for (size_t i = 0; i < np; i++)
+        done[i] = done[i] && have && have[i];
+    ts_free(have);
+    ts_free(text);
+    ts_err_free(&err);
+}
+
+/* Sort by id, keep the last line of each id (stable merge by index), join with newlines. */
+typedef struct keyed { uint64_t id; size_t at; } keyed;
+
+static int cmp_keyed(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+static void lines_sorted(const line_set *l, const char *header, ts_buf *out)
+{
+    ts_buf_puts(out, header);
+    keyed *k = ts_malloc((l->n + 1) * sizeof *k);
+    if (!k) {
+        out->oom = true;
+        return;
+    }
+    for (size_t i = 0; i < l->n; i++)
+        k[i] = (keyed){l->id[i], i};
+    qsort(k, l->n, sizeof *k, cmp_keyed);
+    for (size_t i = 0; i < l->n; i++) {
+        if (i + 1 < l->n && k[i + 1].id == k[i].id)
+            continue;
+        ts_buf_puts(out, l->v[k[i].at]);
+        ts_buf_putc(out, '\n');
+    }
+    ts_free(k);
+}
+
+static int write_sorted(const line_set *l, const char *header, const char *path)
+{
+    ts_buf b = TS_BUF_INIT;
+    lines_sorted(l, header, &b);
+    ts_err err;
+    ts_err_init(&err);
+    int rc = 0;
+    if (b.oom)
+        rc = cli_usage_error("out of memory");
+    else if (ts_write_file_atomic(path, ts_buf_str(&b), b.len, &err) != TS_OK)
+        rc = cli_fail(&err);
+    ts_err_free(&err);
+    ts_buf_free(&b);
+    return rc;
+}
+
+/* Read back a file the run appended to: whole lines with their ids (CSV: after the header). */
+static int reread(const char *path, size_t skip_header, bool json, line_set *out)
+{
+    char *text = NULL;
+    size_t len = 0;
+    ts_err err;
+    ts_err_init(&err);
+    if (ts_read_file(path, &text, &len, &err) != TS_OK) {
+        int rc = cli_fail(&err);
+        ts_err_free(&err);
+        return rc;
+    }
+    ts_err_free(&err);
+    for (size_t p = skip_header; p < len;) {
+        const char *nl = memchr(text + p, '\n', len - p);
+        if (!nl)
+            break;
+        size_t n = (size_t)(nl - (text + p));
+        uint64_t id;
+        if (lead_id(text + p, n, json ? 9 : 0, &id) == 0 && lines_push(out, text + p, n, id)) {
+            ts_free(text);
+            return cli_usage_error("out of memory");
+        }
+        p += n + 1;
+    }
+    ts_free(text);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The workers. */
+
+typedef struct worker {
+    pid_t pid;
+    int fd;        /* read end of its pipe */
+    size_t point;
+    ts_buf in;     /* what it sent: the report line, a NUL, the row */
+} worker;
+
+static int start_worker(const ts_sweep *s, size_t i, worker *w, int keep_fds[2])
+{
+    int p[2];
+    if (pipe(p))
+        return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        close(p[0]);
+        close(keep_fds[0]);
+        close(keep_fds[1]);
+        ts_buf row = TS_BUF_INIT, jline = TS_BUF_INIT;
+        run_point(s, i, &row, &jline);
+        ts_buf_putc(&jline, 0);
+        int bad = row.oom || jline.oom || write_all(p[1], jline.data, jline.len) ||
+                  write_all(p[1], ts_buf_str(&row), row.len);
+        _exit(bad ? 3 : 0);
+    }
+    close(p[1]);
+    w->pid = pid;
+    w->fd = p[0];
+    w->point = i;
+    ts_buf_reset(&w->in);
+    return 0;
+}
+
+/* A worker has finished sending: reap it and append its report and row. Returns 1 when the
+ * point failed, 0 when it ran, -1 when the outputs could not be written. */
+static int finish_worker(const ts_sweep *s, worker *w, int csv_fd, int jsonl_fd)
+{
+    close(w->fd);
+    int status = 0;
+    while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    w->pid = 0;
+    const char *data = ts_buf_str(&w->in);
+    size_t jl = strnlen(data, w->in.len);
+    ts_buf row = TS_BUF_INIT;
+    bool ok_msg = WIFEXITED(status) && WEXITSTATUS(status) == 0 && jl < w->in.len && w->in.len > jl + 1 &&
+                  data[w->in.len - 1] == '\n';
+    int rc;
+    if (ok_msg) {
+        ts_buf_put(&row, data + jl + 1, w->in.len - jl - 1);
+        if (write_all(jsonl_fd, data, jl))
+            return -1;
+    } else {
+        char why[128];
+        if (WIFSIGNALED(status))
+            snprintf(why, sizeof why, "worker killed by signal %d", WTERMSIG(status));
+        else
+            snprintf(why, sizeof why, "worker exited with status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        ts_sweep_csv_row(s, w->point, NULL, why, &row);
+    }
+    /* A failed point's row ends with a non-empty error field, i.e. not with ",\n". */
+    rc = !(row.len >= 2 && row.data[row.len - 2] == ',');
+    if (row.oom || write_all(csv_fd, row.data, row.len))
+        rc = -1;
+    ts_buf_free(&row);
+    return rc;
+}
+
+static long default_jobs(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? n : 1;
+}
+
+static int run_all(const ts_sweep *s, const bool *done, long jobs, const char *csv, const char *jsonl, bool quiet,
+                   size_t *nfailed)
+{
+    int csv_fd = open(csv, O_WRONLY | O_APPEND | O_CLOEXEC);
+    int jsonl_fd = open(jsonl, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (csv_fd < 0 || jsonl_fd < 0) {
+        if (csv_fd >= 0)
+            close(csv_fd);
+        if (jsonl_fd >= 0)
+            close(jsonl_fd);
+        return cli_usage_error("%s: cannot open for appending: %s", csv_fd < 0 ? csv : jsonl, strerror(errno));
+    }
+    size_t np = ts_sweep_npoints(s), todo = 0, ran = 0;
+    for (size_t i = 0; i < np; i++)
+        todo += !done[i];
+    worker *ws = ts_calloc((size_t)jobs, sizeof *ws);
+    struct pollfd *pf = ts_calloc((size_t)jobs, sizeof *pf);
+    int keep[2] = {csv_fd, jsonl_fd};
+    int rc = 0;
+    size_t next = 0, running = 0;
+    bool progress = !quiet && isatty(2);
+    if (!ws || !pf) {
+        rc = cli_usage_error("out of memory");
+        goto out;
+    }
+    for (;;) {
+        while (!g_stop && !rc && running < (size_t)jobs) {
+            while (next < np && done[next])
+                next++;
+            if (next >= np)
+                break;
+            size_t slot = 0;
+            while (ws[slot].pid)
+                slot++;
+            if (start_worker(s, next, &ws[slot], keep)) {
+                rc = cli_usage_error("cannot start a worker process: %s", strerror(errno));
+                break;
+            }
+            next++;
+            running++;
+        }
+        if (!running)
+            break;
+        size_t nfd = 0;
+        for (long k = 0; k < jobs; k++)
+            if (ws[k].pid)
+                pf[nfd++] = (struct pollfd){.fd = ws[k].fd, .events = POLLIN};
+        if (poll(pf, nfd, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = cli_usage_error("poll: %s", strerror(errno));
+            break;
+        }
+        for (size_t f = 0; f < nfd; f++) {
+            if (!pf[f].revents)
+                continue;
+            worker *w = NULL;
+            for (long k = 0; k < jobs && !w; k++)
+                if (ws[k].pid && ws[k].fd == pf[f].fd)
+                    w = &ws[k];
+            char buf[65536];
+            ssize_t got = read(w->fd, buf, sizeof buf);
+            if (got > 0) {
+                ts_buf_put(&w->in, buf, (size_t)got);
+                continue;
+            }
+            if (got < 0 && errno == EINTR)
+                continue;
+            int r = finish_worker(s, w, csv_fd, jsonl_fd);
+            running--;
+            ran++;
+            if (r < 0)
+                rc = cli_usage_error("%s: cannot append a row: %s", csv, strerror(errno));
+            else
+                *nfailed += (size_t)r;
+            if (progress)
+                fprintf(stderr, "\rsweep: %zu of %zu points", ran, todo);
+        }
+        if (g_stop || rc) {
+            /* Stop the workers this sweep started; their points run again next time. */
+            for (long k = 0; k < jobs; k++)
+                if (ws[k].pid) {
+                    kill(ws[k].pid, SIGTERM);
+                    close(ws[k].fd);
+                    while (waitpid(ws[k].pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                    ws[k].pid = 0;
+                }
+            running = 0;
+            break;
+        }
+    }
+    if (progress && ran)
+        fputs("\r\033[K", stderr);
+out:
+    if (ws)
+        for (long k = 0; k < jobs; k++)
+            ts_buf_free(&ws[k].in);
+    ts_free(ws);
+    ts_free(pf);
+    close(csv_fd);
+    close(jsonl_fd);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The command. */
+
+int cmd_sweep(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, 0, 'o'}, {"jsonl", required_argument, 0, 'J'},
+        {"jobs", required_argument, 0, 'j'},   {"list", no_argument, 0, 'l'},
+        {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    const char *output = NULL, *jsonl_opt = NULL;
+    long jobs = 0;
+    bool list = false, quiet = false;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:j:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': output = optarg; break;
+        case 'J': jsonl_opt = optarg; break;
+        case 'j': {
+            char *end;
+            jobs = strtol(optarg, &end, 10);
+            if (*end || !optarg[0] || jobs < 1 || jobs > 4096)
+                return cli_usage_error("--jobs takes a number from 1 to 4096, got '%s'", optarg);
+            break;
+        }
+        case 'l': list = true; break;
+        case 'q': quiet = true; break;
+        case 'h': fputs(sweep_usage, stdout); return 0;
+        case ':': return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error("unknown option '%s' (see 'tessera sweep --help')", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage_error("sweep needs a spec file (see 'tessera sweep --help')");
+    const char *spec = argv[optind++];
+    if (optind < argc)
+        return cli_usage_error("unexpected argument '%s'", argv[optind]);
+    if (!output && !list)
+        return cli_usage_error("sweep needs -o RESULTS.csv");
+    if (!jobs)
+        jobs = default_jobs();
+
+    ts_err err;
+    ts_err_init(&err);
+    ts_config_opts copts = cli_config_opts(NULL, 0);
+    ts_sweep *s = NULL;
+    if (ts_sweep_load(&s, spec, &copts, &err) != TS_OK) {
+        int rc = cli_fail(&err);
+        ts_err_free(&err);
+        return rc;
+    }
+    ts_err_free(&err);
+
+    size_t np = ts_sweep_npoints(s);
+    ts_buf header = TS_BUF_INIT;
+    ts_sweep_csv_header(s, &header);
+    int rc = 0;
+    char *jsonl = NULL;
+    bool *done = NULL;
+    line_set rows = {0}, reports = {0};
+    if (list) {
+        ts_buf b = TS_BUF_INIT;
+        ts_buf_puts(&b, "point,workload");
+        for (size_t a = 0; a < ts_sweep_naxes(s); a++) {
+            ts_buf_putc(&b, ',');
+            ts_csv_field(&b, ts_sweep_axis_key(s, a));
+        }
+        ts_buf_putc(&b, '\n');
+        for (size_t i = 0; i < np; i++) {
+            ts_sweep_csv_prefix(s, i, &b);
+            if (!b.oom)
+                b.data[b.len - 1] = '\n'; /* the prefix ends with a comma */
+        }
+        fputs(ts_buf_str(&b), stdout);
+        ts_buf_free(&b);
+        goto out;
+    }
+    if (jsonl_opt) {
+        jsonl = ts_strdup(jsonl_opt);
+    } else if ((jsonl = ts_malloc(strlen(output) + 7))) {
+        sprintf(jsonl, "%s.jsonl", output);
+    }
+    done = ts_calloc(np + 1, sizeof *done);
+    if (!jsonl || !done) {
+        rc = cli_usage_error("out of memory");
+        goto out;
+    }
+    /* What an earlier run left: whole rows of this spec, and their reports. Both files are
+     * rewritten with only those, so appending starts after a whole line. */
+    if ((rc = read_rows(s, output, ts_buf_str(&header), &rows, done)) != 0)
+        goto out;
+    read_reports(s, jsonl, done, &reports);
+    if ((rc = write_sorted(&rows, ts_buf_str(&header), output)) != 0 || (rc = write_sorted(&reports, "", jsonl)) != 0)
+        goto out;
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    size_t nfailed = 0;
+    rc = run_all(s, done, jobs, output, jsonl, quiet, &nfailed);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    if (rc)
+        goto out;
+    if (g_stop) {
+        rc = TS_EXIT_SIM;
+        fprintf(stderr, "tessera: sweep interrupted: run it again to finish the remaining points\n");
+        goto out;
+    }
+    /* Normalise: rows and reports sorted by point id, written atomically. */
+    lines_free(&rows);
+    lines_free(&reports);
+    if ((rc = reread(output, header.len, false, &rows)) != 0 || (rc = reread(jsonl, 0, true, &reports)) != 0 ||
+        (rc = write_sorted(&rows, ts_buf_str(&header), output)) != 0 || (rc = write_sorted(&reports, "", jsonl)) != 0)
+        goto out;
+    nfailed = 0;
+    for (size_t i = 0; i < rows.n; i++) {
+        size_t n = strlen(rows.v[i]);
+        nfailed += !(n && rows.v[i][n - 1] == ',');
+    }
+    if (nfailed) {
+        fprintf(stderr, "tessera: %zu of %zu points failed (see the error column of %s)\n", nfailed, rows.n, output);
+        rc = TS_EXIT_SIM;
+    }
+out:
+    lines_free(&rows);
+    lines_free(&reports);
+    ts_free(done);
+    ts_free(jsonl);
+    ts_buf_free(&header);
+    ts_sweep_destroy(s);
+    return rc;
+}

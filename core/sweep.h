@@ -1,0 +1,88 @@
+/* core/sweep.h — design-space sweeps: the spec, its points, and the rows they give.
+ *
+ * A sweep spec (YAML, see docs/sweep.md) names a base chip config, one or more workloads, axes
+ * (config keys with a list of values, a range {from, to, step} or a geometric series
+ * {from, to, factor}), how axes combine (cartesian or zip), filters over axis values and the
+ * report fields to collect. Loading checks every key and every axis value against the family's
+ * schema (found through the base config) and reports mistakes as `file:line:col: what is wrong`.
+ *
+ * Points are numbered before filtering (workloads outermost, then the axes in the order written,
+ * the last axis fastest), so a point keeps its id when a filter changes. This module knows no
+ * chip and runs nothing: the caller applies a point's overrides (ts_sweep_point_sets) as
+ * `--set` values, runs it, and hands the JSON report back to ts_sweep_csv_row.
+ */
+#ifndef TS_CORE_SWEEP_H
+#define TS_CORE_SWEEP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "core/buf.h"
+#include "core/config.h"
+#include "core/err.h"
+
+/* Most points a spec may expand to, before filtering. */
+#define TS_SWEEP_MAX_POINTS 1000000
+
+typedef struct ts_sweep ts_sweep; /* opaque */
+
+/* Load a spec from a file. copts resolves the base config (its schema checks the axes); its
+ * `sets` are ignored. A relative config or workload path is taken beside the spec when such a
+ * file exists there. */
+ts_status ts_sweep_load(ts_sweep **out, const char *path, const ts_config_opts *copts, ts_err *err);
+/* Load from text; `name` is the file name in messages and `dir` the directory relative paths are
+ * taken from ("" or NULL: the current one). */
+ts_status ts_sweep_load_string(ts_sweep **out, const char *name, const char *dir, const char *text,
+                               size_t len, const ts_config_opts *copts, ts_err *err);
+void ts_sweep_destroy(ts_sweep *s);
+
+/* The base config as the config loader should be given it (a path or a built-in name). */
+const char *ts_sweep_config(const ts_sweep *s);
+size_t ts_sweep_nworkloads(const ts_sweep *s);
+/* Workload i as written in the spec (for rows) and as the loader should be given it (path). */
+const char *ts_sweep_workload_name(const ts_sweep *s, size_t i);
+const char *ts_sweep_workload_path(const ts_sweep *s, size_t i);
+size_t ts_sweep_naxes(const ts_sweep *s);
+const char *ts_sweep_axis_key(const ts_sweep *s, size_t i);
+size_t ts_sweep_nmetrics(const ts_sweep *s);
+const char *ts_sweep_metric(const ts_sweep *s, size_t i);
+/* `max_cycles` of the spec, 0 for no limit. */
+uint64_t ts_sweep_max_cycles(const ts_sweep *s);
+
+/* Points that pass the filters, in increasing id order. */
+size_t ts_sweep_npoints(const ts_sweep *s);
+/* Number of points before filtering (ids run from 0 to this minus one). */
+size_t ts_sweep_ntotal(const ts_sweep *s);
+uint64_t ts_sweep_point_id(const ts_sweep *s, size_t i);
+size_t ts_sweep_point_workload(const ts_sweep *s, size_t i);
+/* Value of axis a at point i: canonical text (numbers in the key's base unit). Borrowed. */
+const char *ts_sweep_point_value(const ts_sweep *s, size_t i, size_t a);
+/* Index of the point with this id, or -1 when the spec has no such point (or it is filtered). */
+long ts_sweep_find(const ts_sweep *s, uint64_t id);
+/* The point's overrides, one "key=value" per axis, each NUL-terminated, one after the other in
+ * out (cleared first); offsets[a] is where axis a's string starts. offsets has naxes entries. */
+void ts_sweep_point_sets(const ts_sweep *s, size_t i, ts_buf *out, size_t *offsets);
+
+/* CSV: header "point,workload,<axes>,<metrics>,error\n". */
+void ts_sweep_csv_header(const ts_sweep *s, ts_buf *out);
+/* The leading fields of point i's row: "id,workload,<axis values>," (what a row must begin with). */
+void ts_sweep_csv_prefix(const ts_sweep *s, size_t i, ts_buf *out);
+/* One row with its newline. With error NULL, metrics are looked up in report_json; a metric
+ * missing from the report makes the row an error row naming it. With an error, metrics are empty. */
+void ts_sweep_csv_row(const ts_sweep *s, size_t i, const char *report_json, const char *error,
+                      ts_buf *out);
+/* Append a CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180). */
+void ts_csv_field(ts_buf *out, const char *s);
+/* Split one CSV line (without its newline) into fields, unquoted; each field is NUL-terminated in
+ * out, one after the other. Returns the number of fields, or -1 for a malformed line. */
+long ts_csv_split(const char *line, size_t len, ts_buf *out);
+
+/* Look up a dotted path in JSON text. Object keys may themselves hold dots ("stats.a.b" finds
+ * member "a.b" of "stats"); an object with a "value" member stands for that value. The scalar
+ * found is appended to out: numbers as written, strings unescaped, null as nothing. Returns 0,
+ * or -1 when the path is absent, names an array or object, or the JSON is malformed. */
+int ts_json_lookup(const char *json, size_t len, const char *path, ts_buf *out);
+/* Append JSON text with the whitespace between tokens removed (one line). */
+void ts_json_compact(const char *json, size_t len, ts_buf *out);
+
+#endif
