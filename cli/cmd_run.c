@@ -16,6 +16,7 @@
 #include "core/trace.h"
 #include "core/activity.h"
 #include "viz/render.h"
+#include "viz/view.h"
 
 static const char run_usage[] =
     "usage: tessera run [-c CONFIG] [WORKLOAD] [options]\n"
@@ -32,6 +33,8 @@ static const char run_usage[] =
     "      --trace FILE        write a Perfetto / Chrome trace of the run\n"
     "      --frames DIR        write a PNG picture of the chip's activity every window\n"
     "                          (DIR/frame_000000.png, ...; DIR is created)\n"
+    "      --view              show the frames live in a window (SDL2): space pauses,\n"
+    "                          n steps, + and - change the speed, q closes\n"
     "      --frame-every N     cycles per frame window (default 1000)\n"
     "      --summary-png FILE  write one PNG of the run: per-unit utilization and supersteps\n"
     "  -s, --set KEY=VALUE     override a config key (repeatable)\n"
@@ -82,17 +85,20 @@ static void on_progress(void *ud, uint64_t cycle)
 
 /* Frames: one PNG per activity window, drawn by viz. */
 typedef struct frames {
-    const char *dir;
+    const char *dir;    /* write PNG frames here, or NULL */
+    ts_view *view;      /* show them live, or NULL */
     ts_viz_image img;
 } frames;
 
 static ts_status on_frame(void *ud, const ts_activity *a, const ts_act_frame *f, ts_err *err)
 {
     frames *fr = ud;
-    if (!fr->dir)
+    if (!fr->dir && (!fr->view || ts_view_closed(fr->view)))
         return TS_OK;
     ts_status rc = ts_viz_render_frame(&fr->img, a, f, err);
-    if (rc != TS_OK)
+    if (rc == TS_OK && fr->view)
+        rc = ts_view_frame(fr->view, &fr->img, err);
+    if (rc != TS_OK || !fr->dir)
         return rc;
     char path[4096];
     snprintf(path, sizeof path, "%s/frame_%06" PRIu64 ".png", fr->dir, f->index);
@@ -121,12 +127,13 @@ int cmd_run(int argc, char **argv)
         {"warn", no_argument, 0, 'W'},           {"max-cycles", required_argument, 0, 'M'},
         {"hang-cycles", required_argument, 0, 'H'}, {"quiet", no_argument, 0, 'q'},
         {"frames", required_argument, 0, 'F'},   {"frame-every", required_argument, 0, 'N'},
-        {"summary-png", required_argument, 0, 'P'},
+        {"summary-png", required_argument, 0, 'P'}, {"view", no_argument, 0, 'V'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     const char *config = NULL, *output = NULL, *trace_path = NULL, *energy_name = NULL;
     const char *frames_dir = NULL, *summary_png = NULL;
     uint64_t frame_every = 0;
+    bool view = false;
     int format = TS_FMT_TEXT;
     bool quiet = false;
     cli_sets sets = {0};
@@ -149,6 +156,7 @@ int cmd_run(int argc, char **argv)
         case 'T': trace_path = optarg; break;
         case 'F': frames_dir = optarg; break;
         case 'P': summary_png = optarg; break;
+        case 'V': view = true; break;
         case 'N':
             if (parse_u64(optarg, &v) || v == 0) {
                 cli_sets_free(&sets);
@@ -188,9 +196,9 @@ int cmd_run(int argc, char **argv)
         default: cli_sets_free(&sets); return cli_usage_error("unknown option '%s' (see 'tessera run --help')", argv[optind - 1]);
         }
     }
-    if (frame_every && !frames_dir) {
+    if (frame_every && !frames_dir && !view) {
         cli_sets_free(&sets);
-        return cli_usage_error("--frame-every needs --frames DIR");
+        return cli_usage_error("--frame-every needs --frames DIR or --view");
     }
     const char *workload = NULL;
     if (optind < argc)
@@ -258,14 +266,18 @@ int cmd_run(int argc, char **argv)
         }
         ro.trace = trace;
     }
-    if (frames_dir || summary_png) {
+    if (view && ts_view_open(&fr.view, "tessera", &err) != TS_OK) {
+        rc = cli_fail(&err);
+        goto out;
+    }
+    if (frames_dir || summary_png || view) {
         if (frames_dir && mkdir(frames_dir, 0777) && errno != EEXIST) {
             ts_err_set(&err, TS_EIO, "cannot create %s: %s", frames_dir, strerror(errno));
             rc = cli_fail(&err);
             goto out;
         }
         /* without frames, one window per 65536 cycles keeps the sampler's cost low */
-        uint64_t window = frames_dir ? (frame_every ? frame_every : 1000) : 65536;
+        uint64_t window = frames_dir || view ? (frame_every ? frame_every : 1000) : 65536;
         if (ts_activity_create(&act, window, on_frame, &fr, &err) != TS_OK) {
             rc = cli_fail(&err);
             goto out;
@@ -285,7 +297,7 @@ int cmd_run(int argc, char **argv)
     }
     have_res = true;
     if (act && !ts_activity_nunits(act)) {
-        ts_err_set(&err, TS_EINPUT, "family '%s' does not report activity yet (--frames, --summary-png)", fam->name);
+        ts_err_set(&err, TS_EINPUT, "family '%s' does not report activity yet (--frames, --summary-png, --view)", fam->name);
         rc = cli_fail(&err);
         goto out;
     }
@@ -319,6 +331,7 @@ out:
         ts_results_free(&res);
     ts_activity_destroy(act);
     ts_viz_image_free(&fr.img);
+    ts_view_close(fr.view);
     ts_energy_destroy(energy);
     ts_program_destroy(prog);
     ts_config_destroy(cfg);

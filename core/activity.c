@@ -43,8 +43,9 @@ const char *ts_act_state_name(ts_act_state s)
 ts_status ts_activity_create(ts_activity **out, uint64_t window, ts_act_frame_fn fn, void *ud, ts_err *err)
 {
     *out = NULL;
-    if (window < 1)
-        return ts_err_set(err, TS_EINPUT, "activity window must be at least 1 cycle");
+    if (window < 1 || window > UINT32_MAX) /* counts per window are 32-bit */
+        return ts_err_set(err, TS_EINPUT, "activity window of %" PRIu64 " cycles is not in 1 .. %" PRIu32,
+                          window, UINT32_MAX);
     ts_activity *a = ts_calloc(1, sizeof *a);
     if (!a)
         return ts_err_set(err, TS_ENOMEM, "out of memory creating the activity sampler");

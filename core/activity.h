@@ -59,7 +59,7 @@ typedef struct ts_act_frame {
  * returned by the ts_activity_* call that flushed the window (the family then stops its run). */
 typedef ts_status (*ts_act_frame_fn)(void *ud, const ts_activity *a, const ts_act_frame *f, ts_err *err);
 
-/* Create a sampler with windows of `window` cycles (>= 1). fn may be NULL (totals only). */
+/* Create a sampler with windows of `window` cycles (1 .. 2^32 - 1). fn may be NULL (totals only). */
 ts_status ts_activity_create(ts_activity **out, uint64_t window, ts_act_frame_fn fn, void *ud, ts_err *err);
 /* Frees a; NULL is a no-op. */
 void ts_activity_destroy(ts_activity *a);

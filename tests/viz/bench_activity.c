@@ -1,0 +1,137 @@
+/* tests/viz/bench_activity.c — what activity sampling costs on the IPU.
+ *
+ * Runs the BSP program of bench/bench_ipu_bsp (1216 tiles of ipu_mk1: supersteps of AMP work by
+ * six workers, the chip-wide sync, a ring exchange of 24 words) without sampling, with sampling
+ * into 65,536-cycle windows (what --summary-png alone uses), into 1,000-cycle windows with an
+ * empty frame callback, and with every frame rendered to pixels (--frames without the PNG
+ * encoding). Prints the best CPU time of REPEATS runs of each, and its ratio to the run without.
+ *
+ * usage: bench_activity [SUPERSTEPS] [REPEATS]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "arch/registry.h"
+#include "configs/builtin.h"
+#include "core/activity.h"
+#include "core/buf.h"
+#include "core/program.h"
+#include "core/sim.h"
+#include "viz/render.h"
+
+static const char body[] =
+    "    get $m10, 0\n    get $m11, 1\n    addi $m12, $m10, 1\n    cmpult $m13, $m12, $m11\n"
+    "    brnz $m13, hn\n    setzi $m12, 0\nhn:\n    addi $m14, $m10, -1\n    brneg $m14, wp\n    br hp\n"
+    "wp:\n    addi $m14, $m11, -1\nhp:\n    mov $m1, $m10\n    run coef, $m1\n    sync 0\n"
+    "    setzi $m15, %d\nstep:\n    setzi $m1, 0x8000\n    runall mv, $m1\n    sync 0\n    sync 1\n"
+    "    setzi $m2, 0x8000\n    recv $m2, $m14, 24\n    setzi $m3, 0x3000\n    send $m3, $m12, 24\n    rxwait\n"
+    "    brnzdec $m15, step\n    sync 1\n    halt\n"
+    "coef:\n    setzi $m2, 0x1000\n    ld128putcs $m2, 0\n    addi $m2, $m2, 16\n    ld128putcs $m2, 1\n    exit\n"
+    "mv:\n    get $m1, 2\n    shli $m2, $m1, 9\n    add $m2, $m2, $m0\n    ampzero\n    rpti 32, 2\n"
+    "    ld64step $a0, $m2, 8\n    f32v2amp $a0\n    ampget $a0, 0\n    ampget $a2, 1\n    shli $m3, $m1, 4\n"
+    "    setzi $m4, 0x3000\n    add $m3, $m3, $m4\n    st64 $a0, $m3, 0\n    st64 $a2, $m3, 8\n    exit\n";
+
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int fail(const ts_err *e)
+{
+    char line[1400];
+    ts_err_format(e, line, sizeof line);
+    fprintf(stderr, "bench_activity: %s\n", line);
+    return 1;
+}
+
+static ts_status empty(void *ud, const ts_activity *a, const ts_act_frame *f, ts_err *err)
+{
+    (void)a;
+    (void)err;
+    (*(uint64_t *)ud) += f->cycles;
+    return TS_OK;
+}
+
+static ts_viz_image img;
+
+static ts_status render(void *ud, const ts_activity *a, const ts_act_frame *f, ts_err *err)
+{
+    (*(uint64_t *)ud) += f->cycles;
+    return ts_viz_render_frame(&img, a, f, err);
+}
+
+int main(int argc, char **argv)
+{
+    int steps = argc > 1 ? atoi(argv[1]) : 30;
+    int repeats = argc > 2 ? atoi(argv[2]) : 5;
+    if (steps < 1 || repeats < 1)
+        return fprintf(stderr, "usage: bench_activity [SUPERSTEPS] [REPEATS]\n"), 2;
+    const ts_family *fam = ts_family_find("ipu");
+    if (!fam)
+        return fprintf(stderr, "bench_activity: the ipu family is not built\n"), 2;
+    ts_err e;
+    ts_err_init(&e);
+    ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find};
+    ts_config *cfg = NULL;
+    if (ts_config_load(&cfg, "ipu_mk1", &co, &e) != TS_OK)
+        return fail(&e);
+    ts_buf src = TS_BUF_INIT, one = TS_BUF_INIT;
+    ts_buf_printf(&one, body, steps - 1);
+    ts_buf_puts(&src, ".arch ipu\n");
+    for (int t = 0; t < 1216; t++) {
+        ts_buf_printf(&src, ".stream tile %d\n", t);
+        ts_buf_puts(&src, ts_buf_str(&one));
+    }
+    ts_program *p = NULL;
+    if (ts_asm(&p, "bench_activity.s", ts_buf_str(&src), src.len, fam->isa, &e) != TS_OK)
+        return fail(&e);
+    static const struct {
+        const char *name;
+        uint64_t window;
+        ts_act_frame_fn fn;
+    } modes[] = {
+        {"no sampling", 0, NULL},
+        {"sampling, 65536-cycle windows", 65536, NULL},
+        {"sampling, 1000-cycle windows", 1000, empty},
+        {"sampling, 1000-cycle frames rendered", 1000, render},
+    };
+    double base = 0;
+    uint64_t cycles = 0;
+    for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++) {
+        double best = 1e30;
+        for (int rep = 0; rep < repeats; rep++) {
+            uint64_t seen = 0;
+            ts_activity *a = NULL;
+            if (modes[k].window && ts_activity_create(&a, modes[k].window, modes[k].fn, &seen, &e) != TS_OK)
+                return fail(&e);
+            ts_run_opts o = {.activity = a};
+            ts_results r;
+            double c0 = cpu_s();
+            if (ts_sim_run(fam, cfg, p, &o, NULL, &r, &e) != TS_OK)
+                return fail(&e);
+            double dt = cpu_s() - c0;
+            if (dt < best)
+                best = dt;
+            cycles = r.cycles;
+            if (a && ts_activity_cycles(a) != r.cycles)
+                return fprintf(stderr, "bench_activity: sampled %llu of %llu cycles\n",
+                               (unsigned long long)ts_activity_cycles(a), (unsigned long long)r.cycles), 1;
+            ts_results_free(&r);
+            ts_activity_destroy(a);
+        }
+        if (k == 0)
+            base = best;
+        printf("%-40s %.3f s cpu (best of %d), %.3f x\n", modes[k].name, best, repeats, best / base);
+    }
+    printf("%llu cycles, 1216 tiles, %d supersteps\n", (unsigned long long)cycles, steps + 1);
+    ts_viz_image_free(&img);
+    ts_buf_free(&src);
+    ts_buf_free(&one);
+    ts_program_destroy(p);
+    ts_config_destroy(cfg);
+    return 0;
+}
