@@ -235,8 +235,10 @@ void ts_sweep_destroy(ts_sweep *s)
     if (!s)
         return;
     for (size_t i = 0; i < s->nwl; i++) {
-        ts_free(s->wl_name[i]);
-        ts_free(s->wl_path[i]);
+        if (s->wl_name)
+            ts_free(s->wl_name[i]);
+        if (s->wl_path)
+            ts_free(s->wl_path[i]);
     }
     ts_free(s->wl_name);
     ts_free(s->wl_path);
