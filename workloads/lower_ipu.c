@@ -9,7 +9,8 @@
  *      sender (so no two senders ever meet at a receiver) and a sender serves its receivers one
  *      after another; slices a tile holds itself are copied by its supervisor;
  *   3. compute on one worker per tile, then sync; the output stays where it was computed.
- * Every tensor is f32 (other dtypes are refused). Memory is a bump allocator with the same
+ * Tensors are f32, or f16 throughout a MatMul/Gemm (f16 x f16 -> f32 on the AMP, the output
+ * rounded to f16); other dtypes are refused. Memory is a bump allocator with the same
  * addresses on every tile and no reuse, so "needs N KiB per tile" counts every earlier tensor.
  */
 #include "workloads/lower_ipu.h"
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/half.h"
 
 /* Opcode numbers: the IPU's one table. */
 enum lw_op {
@@ -35,7 +37,7 @@ enum lw_op {
 typedef struct lw_code { ts_insn *v; size_t n, cap; } lw_code;
 typedef struct lw_tile { lw_code sup, wrk; } lw_tile;
 typedef struct lw_mark { uint32_t tile, pc, id; } lw_mark;
-typedef struct lw_place { uint32_t ntiles; uint64_t chunk, addr; } lw_place;
+typedef struct lw_place { uint32_t ntiles; uint64_t chunk, addr; uint32_t es; } lw_place; /* es: bytes per element */
 
 typedef struct lw {
     const ts_graph *g;
@@ -45,6 +47,7 @@ typedef struct lw {
     uint32_t T;           /* tiles the plan may use */
     uint32_t used;        /* tiles that got work: streams are emitted for 0..used-1 */
     uint32_t units;       /* AMP f32 units: outputs per AMP pass */
+    uint32_t units16;     /* AMP f16 units (4 inputs each) */
     uint32_t workers;     /* worker contexts per tile */
     lw_tile *tiles;       /* T, owned */
     lw_place *pl;         /* per tensor, owned; ntiles 0 = not placed */
@@ -135,6 +138,13 @@ float ts_lower_ipu_fill(int tensor, uint64_t i)
 
 static float value(const ts_graph_tensor *t, int id, uint64_t i)
 {
+    if (t->dtype == TS_DT_F16) {
+        uint16_t h;
+        if (!t->data)
+            return ts_f16_to_f32(ts_f32_to_f16(ts_lower_ipu_fill(id, i)));
+        memcpy(&h, (const char *)t->data + 2 * i, 2);
+        return ts_f16_to_f32(h);
+    }
     if (t->data) {
         float f;
         memcpy(&f, (const char *)t->data + 4 * i, 4);
@@ -155,11 +165,15 @@ static ts_status unsupported(lw *L, const ts_graph_node *n, const char *why)
 
 static ts_status check_f32(lw *L, const ts_graph_node *n)
 {
+    /* f16 operands: MatMul and Gemm (f16 x f16 -> f32 on the AMP, output f16), Reshape, Flatten */
+    bool f16ok = n->op == TS_OP_MATMUL || n->op == TS_OP_GEMM || n->op == TS_OP_RESHAPE || n->op == TS_OP_FLATTEN;
+    ts_dtype dt0 = n->nin ? ts_graph_get_tensor(L->g, n->in[0])->dtype : TS_DT_F32;
     for (size_t i = 0; i < n->nin; i++) {
         const ts_graph_tensor *t = ts_graph_get_tensor(L->g, n->in[i]);
-        if (t->dtype != TS_DT_F32) {
+        if (t->dtype != TS_DT_F32 && !(f16ok && t->dtype == TS_DT_F16 && dt0 == TS_DT_F16)) {
             char why[128];
-            snprintf(why, sizeof why, "input '%s' is %s; only f32 is lowered", t->name, ts_dtype_name(t->dtype));
+            snprintf(why, sizeof why, "input '%s' is %s; this operator is lowered for f32%s", t->name,
+                     ts_dtype_name(t->dtype), f16ok ? " (or f16 throughout)" : "");
             return unsupported(L, n, why);
         }
     }
@@ -189,20 +203,20 @@ static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uin
                         uint64_t *where)
 {
     const lw_place *P = &L->pl[x];
-    uint64_t need = 0;
+    uint64_t es = P->es, need = 0;
     for (uint32_t t = 0; t < tn; t++) {
         bool local = !force && t < P->ntiles && lo[t] >= t * P->chunk && hi[t] <= (t + 1) * P->chunk;
-        where[t] = local ? P->addr + (lo[t] - t * P->chunk) * 4 : 0;
+        where[t] = local ? P->addr + (lo[t] - t * P->chunk) * es : 0;
         if (local || hi[t] <= lo[t])
             continue;
-        if ((hi[t] - lo[t]) * 4 > need)
-            need = (hi[t] - lo[t]) * 4;
+        if ((hi[t] - lo[t]) * es > need)
+            need = (hi[t] - lo[t]) * es;
     }
     if (!need)
         return TS_OK;
     /* the buffer receives while the tile sends from x's chunk: keep them in different elements */
     uint64_t eb = L->p->element_bytes ? L->p->element_bytes : 1;
-    uint64_t xend = P->addr + P->chunk * 4;
+    uint64_t xend = P->addr + P->chunk * es;
     uint64_t g = (L->top + 15) & ~(uint64_t)15;
     if (g / eb == (xend - 1) / eb)
         L->top = (xend / eb + 1) * eb;
@@ -226,7 +240,14 @@ static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uin
                 ts_free(count);
                 return ts_err_set(L->err, TS_ENOMEM, "out of memory gathering");
             }
-            pc[npc++] = (lw_piece){(uint32_t)s, t, P->addr + (a - s * P->chunk) * 4, g + (a - lo[t]) * 4, b - a};
+            if ((a * es) % 4 || (b * es) % 4 || (P->chunk * es) % 4) { /* whole 32-bit words only */
+                ts_free(pc);
+                ts_free(count);
+                return ts_err_set(L->err, TS_EINPUT, "'%s': f16 slices must start and end on 32-bit words",
+                                  ts_graph_get_tensor(L->g, x)->name);
+            }
+            pc[npc++] = (lw_piece){(uint32_t)s, t, P->addr + (a - s * P->chunk) * es, g + (a - lo[t]) * es,
+                                   (b - a) * es / 4};
             if (s != t && ++count[t] > rounds)
                 rounds = count[t];
         }
@@ -310,6 +331,8 @@ static void run_worker(lw *L, uint32_t t, size_t entry)
 typedef struct mm_args {
     uint32_t rows, nq, kp;
     uint64_t nq_real;          /* outputs to store: nq*U, less in a partial last group */
+    uint32_t units;            /* AMP units: outputs per group */
+    bool half;                 /* f16 inputs, coefficients and outputs (f16v4amp, 4 inputs per unit) */
     uint64_t a, a_stride, w, bias, out;
     int64_t out_row, out_q, out_u;
 } mm_args;
@@ -330,7 +353,7 @@ static void emit_start_row(lw *L, uint32_t t, uint32_t rows, uint32_t rw)
 
 static void emit_quad(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
 {
-    uint32_t U = L->units;
+    uint32_t U = m->units;
     W(t, AMPZERO, 0, 0, 0);
     W(t, MOV, RM(4), RM(2), 0);
     W(t, RPT, RM(11), (int32_t)U + 2, 0);
@@ -339,7 +362,10 @@ static void emit_quad(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
         W(t, ADDI, RM(5), RM(5), 16);
     }
     W(t, LD64STEP, RA(0), RM(4), 8);
-    W(t, F32V2AMP, RA(0), 0, 0);
+    if (m->half)
+        W(t, F16V4AMP, RA(0), 0, 0);
+    else
+        W(t, F32V2AMP, RA(0), 0, 0);
     for (uint32_t s = 0; s < U / 2; s++)
         W(t, AMPGET, RA(2 * s), (int32_t)s, 0);
     if (m->bias) {
@@ -349,8 +375,14 @@ static void emit_quad(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
         }
         W(t, ADDI, RM(8), RM(8), (int32_t)(4 * U));
     }
-    for (uint32_t u = 0; u < nstore; u++)
-        W(t, ST32, RA(u), RM(6), (int32_t)(m->out_u * u));
+    if (m->half) /* pairs rounded to f16 (nearest even), one 32-bit store per pair */
+        for (uint32_t s = 0; 2 * s < nstore; s++) {
+            W(t, F32V2TOF16, RA(s), RA(2 * s), 0);
+            W(t, ST32, RA(s), RM(6), (int32_t)(m->out_u * 2 * s));
+        }
+    else
+        for (uint32_t u = 0; u < nstore; u++)
+            W(t, ST32, RA(u), RM(6), (int32_t)(m->out_u * u));
     W(t, ADDI, RM(6), RM(6), (int32_t)m->out_q);
 }
 
@@ -361,7 +393,7 @@ static void emit_quad(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
  * after the last worker's f32v2amp of this one). */
 static void emit_mm(lw *L, uint32_t t, const mm_args *m)
 {
-    uint32_t U = L->units;
+    uint32_t U = m->units;
     uint32_t rw = (uint32_t)((m->rows + L->workers - 1) / L->workers);
     uint32_t full = (uint32_t)(m->nq_real / U), tail = (uint32_t)(m->nq_real % U);
     emit_start_row(L, t, m->rows, rw);
@@ -453,10 +485,18 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
     uint64_t M = (uint64_t)ts_graph_tensor_elems(A) / K;
     if (C && ts_graph_tensor_elems(C) != (int64_t)N)
         return unsupported(L, n, "a bias that is not one value per output column");
-    if (K % 2)
-        return unsupported(L, n, "an odd inner dimension (the AMP takes input pairs)");
-    uint32_t U = L->units;
-    uint64_t nq = cdiv(N, U), kp = K / 2;
+    bool half = A->dtype == TS_DT_F16;
+    uint32_t per = half ? 4 : 2; /* inputs per AMP unit and instruction */
+    if (K % per)
+        return unsupported(L, n, half ? "an f16 inner dimension that is not a multiple of 4 (f16v4amp)"
+                                      : "an odd inner dimension (the AMP takes input pairs)");
+    if (half && N % 2)
+        return unsupported(L, n, "an odd number of f16 output columns (outputs are stored in pairs)");
+    uint32_t U = half ? L->units16 : L->units;
+    if (half && (U < 2 || U > 8 || U % 2))
+        return unsupported(L, n, "f16 on an AMP of other than 2, 4 or 8 f16 units");
+    uint64_t es = half ? 2 : 4;
+    uint64_t nq = cdiv(N, U), kp = K / per;
     uint64_t rp = cdiv(M, L->T);
     uint32_t tn = (uint32_t)cdiv(M, rp);
     for (uint32_t t = 0; t < tn; t++) {
@@ -465,25 +505,30 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
     }
     if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, false, sc->where)) != TS_OK)
         return rc;
-    /* weights: coefficient blocks, the same on every tile */
+    /* weights: coefficient blocks [group][input step][unit][per], the same on every tile (f16
+     * blocks hold halves); the bias stays f32, added to the f32 accumulators */
     uint64_t wbytes = nq * kp * U * 8;
     float *w = ts_calloc(wbytes / 4 + nq * U, 4);
     if (!w)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory for the weights of '%s'", n->name);
+    uint16_t *w16 = (uint16_t *)w;
     for (uint64_t q = 0; q < nq; q++)
         for (uint64_t k2 = 0; k2 < kp; k2++)
             for (uint32_t u = 0; u < U; u++)
-                for (uint32_t j = 0; j < 2; j++) {
-                    uint64_t o = q * U + u, k = 2 * k2 + j;
-                    if (o < N)
-                        w[((q * kp + k2) * U + u) * 2 + j] = value(B, n->in[1], tb ? o * K + k : k * N + o);
+                for (uint32_t j = 0; j < per; j++) {
+                    uint64_t o = q * U + u, k = per * k2 + j, at = ((q * kp + k2) * U + u) * per + j;
+                    float v = o < N ? value(B, n->in[1], tb ? o * K + k : k * N + o) : 0.0f;
+                    if (half)
+                        w16[at] = ts_f32_to_f16(v);
+                    else
+                        w[at] = v;
                 }
     float *bias = w + wbytes / 4;
     for (uint64_t o = 0; C && o < N; o++)
         bias[o] = value(C, n->in[2], o);
     uint64_t waddr = alloc(L, wbytes);
     uint64_t baddr = C ? alloc(L, nq * U * 4) : 0;
-    uint64_t out = alloc(L, rp * N * 4 + U * 4);
+    uint64_t out = alloc(L, rp * N * es);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
         rc = seg(L, t, waddr, w, wbytes);
         if (rc == TS_OK && C)
@@ -493,16 +538,17 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
     if (rc != TS_OK)
         return rc;
     for (uint32_t t = 0; t < tn; t++) {
-        mm_args m = {.rows = (uint32_t)((sc->hi[t] - sc->lo[t]) / K), .nq = (uint32_t)nq, .kp = (uint32_t)kp, .nq_real = N,
-                     .a = sc->where[t], .a_stride = K * 4, .w = waddr, .bias = baddr, .out = out,
-                     .out_row = (int64_t)N * 4, .out_q = (int64_t)U * 4, .out_u = 4};
+        mm_args m = {.rows = (uint32_t)((sc->hi[t] - sc->lo[t]) / K), .nq = (uint32_t)nq, .kp = (uint32_t)kp,
+                     .nq_real = N, .units = U, .half = half, .a = sc->where[t], .a_stride = K * es,
+                     .w = waddr, .bias = baddr, .out = out, .out_row = (int64_t)(N * es),
+                     .out_q = (int64_t)(U * es), .out_u = (int64_t)es};
         size_t entry = L->tiles[t].wrk.n;
         emit_mm(L, t, &m);
         W(t, EXIT, 0, 0, 0);
         run_all(L, t, entry);
     }
     use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){tn, rp * N, out};
+    L->pl[n->out[0]] = (lw_place){tn, rp * N, out, (uint32_t)es};
     (void)Y;
     sync_all(L);
     return TS_OK;
@@ -608,7 +654,7 @@ static ts_status lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
         W(t, EXIT, 0, 0, 0);
         run_all(L, t, entry);
         mm_args m = {.rows = (uint32_t)P, .nq = (uint32_t)(q1 - q0), .kp = (uint32_t)kp, .a = col,
-                     .nq_real = (q1 * U < M ? q1 * U : M) - q0 * U,
+                     .nq_real = (q1 * U < M ? q1 * U : M) - q0 * U, .units = U,
                      .a_stride = Kpad * 4, .w = waddr, .bias = baddr, .out = out, .out_row = 4,
                      .out_q = (int64_t)(U * P * 4), .out_u = (int64_t)(P * 4)};
         entry = L->tiles[t].wrk.n;
@@ -621,7 +667,7 @@ static ts_status lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
     if (rc != TS_OK)
         return rc;
     use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){tn, qpt * U * P, out};
+    L->pl[n->out[0]] = (lw_place){tn, qpt * U * P, out, 4};
     sync_all(L);
     return TS_OK;
 }
@@ -682,7 +728,7 @@ static ts_status lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
         run_worker(L, t, entry);
     }
     use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){tn, P.chunk, out};
+    L->pl[n->out[0]] = (lw_place){tn, P.chunk, out, 4};
     sync_all(L);
     return TS_OK;
 }
@@ -785,7 +831,7 @@ static ts_status lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc)
         run_worker(L, t, entry);
     }
     use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){tn, rp * Lw, out};
+    L->pl[n->out[0]] = (lw_place){tn, rp * Lw, out, 4};
     sync_all(L);
     return TS_OK;
 }
@@ -898,7 +944,7 @@ static ts_status lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
     if (rc != TS_OK)
         return rc;
     use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){tn, rp * P, out};
+    L->pl[n->out[0]] = (lw_place){tn, rp * P, out, 4};
     sync_all(L);
     return TS_OK;
 }
@@ -1001,6 +1047,7 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     L->p = p;
     L->err = err;
     L->units = U;
+    L->units16 = p->amp_macs_f16 / 4;
     L->workers = p->workers ? p->workers : 6;
     L->T = p->max_tiles && p->max_tiles < p->tiles ? p->max_tiles : p->tiles;
     size_t nt = ts_graph_tensor_count(g);
@@ -1026,8 +1073,9 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
         ts_graph_consumers(g, (int)i, &nc);
         if (t->kind != TS_TENSOR_INPUT || (!nc && !t->is_output))
             continue;
-        if (t->dtype != TS_DT_F32) {
-            rc = ts_err_set(err, TS_EINPUT, "input '%s' is %s; the IPU lowering handles f32 only", t->name,
+        uint32_t es = t->dtype == TS_DT_F16 ? 2 : 4;
+        if (t->dtype != TS_DT_F32 && t->dtype != TS_DT_F16) {
+            rc = ts_err_set(err, TS_EINPUT, "input '%s' is %s; the IPU lowering handles f32 and f16 only", t->name,
                             ts_dtype_name(t->dtype));
             goto done;
         }
@@ -1037,19 +1085,31 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
             rc = ts_err_set(err, TS_ENOMEM, "out of memory placing '%s'", t->name);
             goto done;
         }
-        for (uint64_t k = 0; k < ne; k++)
-            v[k] = value(t, (int)i, k);
+        for (uint64_t k = 0; k < ne; k++) {
+            float f = value(t, (int)i, k);
+            if (es == 2) {
+                uint16_t h = ts_f32_to_f16(f);
+                memcpy((char *)v + 2 * k, &h, 2);
+            } else
+                v[k] = f;
+        }
         /* whole rows of the last axis, as the row-partitioned operators (MatMul, Softmax) want */
         uint64_t ld = t->rank > 0 && t->dims[t->rank - 1] > 0 ? (uint64_t)t->dims[t->rank - 1] : 1;
         uint64_t chunk = ne ? (ne / ld + L->T - 1) / L->T * ld : 1;
+        if (es == 2 && chunk % 2) {
+            rc = ts_err_set(err, TS_EINPUT, "f16 input '%s' needs an even last dimension (it is placed in 32-bit words)",
+                            t->name);
+            ts_free(v);
+            goto done;
+        }
         uint32_t tn = (uint32_t)((ne + chunk - 1) / chunk);
-        uint64_t a = alloc(L, chunk * 4);
+        uint64_t a = alloc(L, chunk * es);
         for (uint32_t k = 0; k < tn && rc == TS_OK; k++)
-            rc = seg(L, k, a, v + k * chunk, ((k + 1) * chunk < ne ? chunk : ne - k * chunk) * 4);
+            rc = seg(L, k, a, (char *)v + k * chunk * es, ((k + 1) * chunk < ne ? chunk : ne - k * chunk) * es);
         ts_free(v);
         if (rc != TS_OK)
             goto done;
-        L->pl[i] = (lw_place){tn ? tn : 1, chunk, a};
+        L->pl[i] = (lw_place){tn ? tn : 1, chunk, a, es};
         use_tiles(L, tn ? tn : 1);
         if (L->top > p->sram_bytes) {
             rc = ts_err_set(err, TS_EINPUT, "input '%s' needs %llu KiB per tile, the tile has %llu KiB", t->name,
@@ -1128,7 +1188,7 @@ int ts_lower_ipu_locate(const ts_lower_report *rep, const ts_graph *g, int tenso
         if (!t || elem >= (uint64_t)ts_graph_tensor_elems(t))
             return -1;
         *tile = (uint32_t)(elem / p->chunk);
-        *addr = p->addr + (elem % p->chunk) * 4;
+        *addr = p->addr + (elem % p->chunk) * ts_dtype_size(t->dtype);
         return 0;
     }
     return -1;
@@ -1167,14 +1227,15 @@ ts_status ts_lower_ipu_params_from_config(const ts_config *cfg, ts_lower_ipu_par
     if (strcmp(ts_config_arch(cfg), "ipu"))
         return ts_err_set(err, TS_EINPUT, "config '%s' is for arch '%s', not 'ipu'", ts_config_name(cfg),
                           ts_config_arch(cfg));
-    uint64_t tiles = 0, macs = 0, workers = 0;
+    uint64_t tiles = 0, macs = 0, macs16 = 0, workers = 0;
     if (cfg_u64(cfg, "tiles", &tiles) || cfg_u64(cfg, "tile.sram", &out->sram_bytes) ||
         cfg_u64(cfg, "tile.element_bytes", &out->element_bytes) ||
         cfg_u64(cfg, "tile.interleaved_base", &out->interleaved_base) ||
-        cfg_u64(cfg, "amp.macs_per_cycle_f32", &macs) || cfg_u64(cfg, "tile.worker_contexts", &workers))
+        cfg_u64(cfg, "amp.macs_per_cycle_f32", &macs) || cfg_u64(cfg, "amp.macs_per_cycle_f16", &macs16) || cfg_u64(cfg, "tile.worker_contexts", &workers))
         return ts_err_set(err, TS_EINPUT, "config '%s' lacks a key the IPU lowering reads", ts_config_name(cfg));
     out->tiles = (uint32_t)tiles;
     out->amp_macs_f32 = (uint32_t)macs;
+    out->amp_macs_f16 = (uint32_t)macs16;
     out->workers = (uint32_t)workers;
     return TS_OK;
 }

@@ -32,6 +32,7 @@ typedef struct ts_lower_ipu_params {
                                 * superstep are kept in different elements */
     uint64_t interleaved_base; /* 128-bit loads (AMP coefficients) only at or above (`tile.interleaved_base`) */
     uint32_t amp_macs_f32;     /* AMP f32 MACs per cycle (`amp.macs_per_cycle_f32`), 2 per unit */
+    uint32_t amp_macs_f16;     /* AMP f16 MACs per cycle (`amp.macs_per_cycle_f16`), 4 per unit; 0 = no f16 */
     uint32_t workers;          /* worker contexts per tile (`tile.worker_contexts`); 0 = 6 */
 } ts_lower_ipu_params;
 
@@ -39,7 +40,7 @@ typedef struct ts_lower_ipu_params {
 ts_status ts_lower_ipu_params_from_config(const ts_config *cfg, ts_lower_ipu_params *out, ts_err *err);
 
 /* Where one tensor lives after the program ran: element e is on tile e / chunk at byte address
- * addr + (e % chunk) * element size. */
+ * addr + (e % chunk) * element size (4 for f32, 2 for f16). */
 typedef struct ts_lower_place {
     int tensor;        /* graph tensor id */
     uint32_t ntiles;   /* tiles 0..ntiles-1 hold it */

@@ -9,6 +9,7 @@
 
 #include "arch/ipu/ipu.h"
 #include "core/alloc.h"
+#include "core/half.h"
 #include "core/program.h"
 #include "tests/arch/ipu/ipu_test.h"
 #include "workloads/graph.h"
@@ -232,6 +233,86 @@ START_TEST(test_mlp_softmax)
 }
 END_TEST
 
+static float out_f16(lowered *L, const ts_graph *g, int tensor, uint64_t k)
+{
+    uint32_t tile;
+    uint64_t addr;
+    ck_assert_int_eq(ts_lower_ipu_locate(&L->rep, g, tensor, k, &tile, &addr), 0);
+    uint32_t w = ipu_peek32(&L->run, tile, addr & ~(uint64_t)3);
+    return ts_f16_to_f32((uint16_t)(addr & 2 ? w >> 16 : w & 0xffff));
+}
+
+/* f16 results: the AMP accumulates f16 products in f32 and the output is rounded to f16, so
+ * |got - want| <= 2^-10 |want| + 1e-5 x sum of |products| */
+static void near16(float got, double want, double mag, const char *what, uint64_t k)
+{
+    double tol = fabs(want) / 1024 + 1e-5 * mag + 1e-7;
+    ck_assert_msg(fabs((double)got - want) <= tol, "%s[%llu]: got %.9g, want %.9g", what, (unsigned long long)k,
+                  (double)got, want);
+}
+
+START_TEST(test_matmul_f16)
+{
+    /* Gemm f16: Y[12,10] = A[12,8] x B[10,8]^T + bias, on 4 tiles; 8 f16 AMP units on MK1 tiles,
+     * so 10 outputs are one full group and a pair */
+    ts_graph *g = ts_graph_create("mm16");
+    ts_err e;
+    ts_err_init(&e);
+    int id[3];
+    const char *names[3] = {"a", "b", "c"};
+    const int64_t dims[3][2] = {{12, 8}, {10, 8}, {10, 0}};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(ts_graph_add_tensor(g, names[i], i ? TS_TENSOR_WEIGHT : TS_TENSOR_INPUT, TS_DT_F16,
+                                             i == 2 ? 1 : 2, dims[i], &id[i], &e), TS_OK);
+        int64_t n = dims[i][0] * (i == 2 ? 1 : dims[i][1]);
+        uint16_t h[128];
+        for (int64_t k = 0; k < n; k++)
+            h[k] = ts_f32_to_f16(val(id[i], k));
+        ck_assert_int_eq(ts_graph_set_data(g, id[i], h, (size_t)n * 2, &e), TS_OK);
+    }
+    int y = -1;
+    ck_assert_int_eq(ts_graph_add_tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_F16, -1, NULL, &y, &e), TS_OK);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.trans_b = true;
+    node(g, TS_OP_GEMM, "fc", id, 3, y, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, "ipu_tiny4", &L);
+#define H(t, k) ((double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))))
+    for (int i = 0; i < 12; i++)
+        for (int j = 0; j < 10; j++) {
+            double s = H(id[2], j), m = fabs(s);
+            for (int k = 0; k < 8; k++) {
+                s += H(id[0], i * 8 + k) * H(id[1], j * 8 + k);
+                m += fabs(H(id[0], i * 8 + k) * H(id[1], j * 8 + k));
+            }
+            near16(out_f16(&L, g, y, (uint64_t)(i * 10 + j)), s, m, "y", (uint64_t)(i * 10 + j));
+        }
+#undef H
+    lowered_free(&L);
+    ts_graph_destroy(g);
+    /* the built-in matmul in f16 over 16 tiles, values from the lowering's fill rounded to f16 */
+    ck_assert_int_eq(ts_wl_builtin("matmul:m=32,k=16,n=24,dtype=f16", &g, &e), TS_OK);
+    lower_and_run(g, "ipu_small16", &L);
+    int a = ts_graph_get_node(g, 0)->in[0], b = ts_graph_get_node(g, 0)->in[1], c = ts_graph_get_node(g, 0)->out[0];
+#define F(t, k) ((double)ts_f16_to_f32(ts_f32_to_f16(ts_lower_ipu_fill(t, (uint64_t)(k)))))
+    for (int i = 0; i < 32; i++)
+        for (int j = 0; j < 24; j++) {
+            double s = 0, m = 0;
+            for (int k = 0; k < 16; k++) {
+                s += F(a, i * 16 + k) * F(b, k * 24 + j);
+                m += fabs(F(a, i * 16 + k) * F(b, k * 24 + j));
+            }
+            near16(out_f16(&L, g, c, (uint64_t)(i * 24 + j)), s, m, "c", (uint64_t)(i * 24 + j));
+        }
+#undef F
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_softmax)
 {
     /* softmax over rows of 33 with a wide range (exp's range reduction and underflow clamp) */
@@ -430,6 +511,7 @@ int main(void)
     TCase *tc = tcase_create("lower_ipu");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_matmul, 0, 2);
+    tcase_add_test(tc, test_matmul_f16);
     tcase_add_test(tc, test_softmax);
     tcase_add_test(tc, test_mlp_softmax);
     tcase_add_test(tc, test_conv);
