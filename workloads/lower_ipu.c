@@ -315,14 +315,6 @@ static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uin
     return TS_OK;
 }
 
-/* Run the worker routine that starts at wrk pc `entry` on tile t, wait for it. */
-static void run_worker(lw *L, uint32_t t, size_t entry)
-{
-    S(t, SETZI, RM(1), 0, 0);
-    S(t, RUN, (int32_t)entry, RM(1), 0);
-    S(t, SYNC, 0, 0, 0);
-}
-
 /* ---- the AMP matrix-product kernel ---- */
 
 /* out[row r, output o] = sum_k a[r][k] w[k][o] (+ bias[o]), rows of 2*kp f32 at a + r*a_stride;
@@ -702,12 +694,19 @@ static ts_status lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
         uint64_t cnt = sc->hi[t] - sc->lo[t];
         if (!cnt)
             continue;
+        /* every worker a block of ceil(cnt / workers) elements (the last blocks overlap) */
+        uint32_t rw = (uint32_t)((cnt + L->workers - 1) / L->workers);
         size_t entry = L->tiles[t].wrk.n;
+        emit_start_row(L, t, (uint32_t)cnt, rw);
+        W(t, SHLI, RM(1), RM(1), 2);
         W(t, SETZI, RM(2), (int32_t)P.addr, 0);
+        W(t, ADD, RM(2), RM(2), RM(1));
         W(t, SETZI, RM(3), (int32_t)out, 0);
-        W(t, SETZI, RM(4), (int32_t)cnt, 0);
+        W(t, ADD, RM(3), RM(3), RM(1));
+        W(t, SETZI, RM(4), (int32_t)rw, 0);
         if (two) {
             W(t, SETZI, RM(5), (int32_t)sc->where[t], 0);
+            W(t, ADD, RM(5), RM(5), RM(1));
             W(t, RPT, RM(4), 4, 0);
             W(t, LD32STEP, RA(0), RM(2), 4);
             W(t, LD32STEP, RA(1), RM(5), 4);
@@ -725,7 +724,7 @@ static ts_status lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
         }
         W(t, ST32STEP, RA(0), RM(3), 4);
         W(t, EXIT, 0, 0, 0);
-        run_worker(L, t, entry);
+        run_all(L, t, entry);
     }
     use_tiles(L, tn);
     L->pl[n->out[0]] = (lw_place){tn, P.chunk, out, 4};
@@ -788,10 +787,15 @@ static ts_status lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc)
     uint64_t out = alloc(L, rp * Lw * 4);
     for (uint32_t t = 0; t < tn; t++) {
         uint64_t rows = (sc->hi[t] - sc->lo[t]) / Lw;
+        uint32_t rw = (uint32_t)((rows + L->workers - 1) / L->workers);
         size_t entry = L->tiles[t].wrk.n;
-        W(t, SETZI, RM(1), (int32_t)rows - 1, 0);
+        emit_start_row(L, t, (uint32_t)rows, rw);
+        W(t, MULI, RM(1), RM(1), (int32_t)(Lw * 4));
         W(t, SETZI, RM(2), (int32_t)sc->where[t], 0);
+        W(t, ADD, RM(2), RM(2), RM(1));
         W(t, SETZI, RM(3), (int32_t)out, 0);
+        W(t, ADD, RM(3), RM(3), RM(1));
+        W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
         W(t, SETZI, RM(10), (int32_t)Lw - 1, 0);
         W(t, SETZI, RM(11), (int32_t)Lw, 0);
         size_t row = W(t, MOV, RM(4), RM(2), 0);
@@ -828,7 +832,7 @@ static ts_status lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc)
         W(t, ADDI, RM(3), RM(3), (int32_t)(Lw * 4));
         W(t, BRNZDEC, RM(1), (int32_t)row, 0);
         W(t, EXIT, 0, 0, 0);
-        run_worker(L, t, entry);
+        run_all(L, t, entry);
     }
     use_tiles(L, tn);
     L->pl[n->out[0]] = (lw_place){tn, rp * Lw, out, 4};
