@@ -52,7 +52,6 @@ typedef struct lw {
     lw_tile *tiles;       /* T, owned */
     lw_place *pl;         /* per tensor, owned; ntiles 0 = not placed */
     uint64_t top;         /* bump allocator, same address on every tile */
-    uint64_t zero;        /* address of 16 zero bytes */
     uint32_t step;        /* supersteps so far */
     lw_mark *marks; size_t nmarks, capmarks;
     ts_lower_layer *layers; size_t nlayers, caplayers;
@@ -547,8 +546,11 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
 }
 
 /* Conv (batch 1, group 1, no dilation) as an im2col'd matrix product on the AMP: output channels
- * in groups of U partitioned over tiles; each tile gathers the whole input, builds its im2col
- * matrix through an address table, and multiplies. */
+ * in groups of U partitioned over tiles. Each tile gathers the whole input and copies it into a
+ * zero-padded image (fresh tile memory reads as zero and is never reused); then every worker, for
+ * each output pixel of its block, builds that pixel's im2col row in its own small buffer (a table
+ * of byte offsets within the padded image, from the pixel's base address) and multiplies it on
+ * the AMP. Positions past K (made even) read the pixel's first element against zero weights. */
 static ts_status lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
 {
     const ts_graph *g = L->g;
@@ -569,6 +571,7 @@ static ts_status lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
     uint64_t C = (uint64_t)X->dims[1], H = (uint64_t)X->dims[2], Wd = (uint64_t)X->dims[3];
     uint64_t M = (uint64_t)Wt->dims[0], kh = (uint64_t)Wt->dims[2], kw = (uint64_t)Wt->dims[3];
     uint64_t Ho = (uint64_t)Y->dims[2], Wo = (uint64_t)Y->dims[3], P = Ho * Wo;
+    uint64_t Hp = H + (uint64_t)at->pads[0] + (uint64_t)at->pads[2], Wp = Wd + (uint64_t)at->pads[1] + (uint64_t)at->pads[3];
     uint64_t K = C * kh * kw, kp = cdiv(K, 2), Kpad = 2 * kp;
     uint32_t U = L->units;
     uint64_t nq = cdiv(M, U), qpt = cdiv(nq, L->T);
@@ -577,35 +580,28 @@ static ts_status lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
         sc->lo[t] = 0;
         sc->hi[t] = C * H * Wd;
     }
-    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, true, sc->where)) != TS_OK)
+    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, false, sc->where)) != TS_OK)
         return rc;
-    uint64_t xg = sc->where[0];
-    /* im2col address table: col[p][k] = x[c][y][x] or the zero word */
-    uint64_t tab = alloc(L, P * Kpad * 4), col = alloc(L, P * Kpad * 4);
+    uint64_t xp = alloc(L, C * Hp * Wp * 4);
+    uint64_t bt = alloc(L, P * 4), off = alloc(L, Kpad * 4), colbuf = alloc(L, L->workers * Kpad * 4);
     uint64_t wbytes = qpt * kp * U * 8, bbytes = qpt * U * 4;
     uint64_t waddr = alloc(L, wbytes), baddr = Bt ? alloc(L, bbytes) : 0;
     uint64_t out = alloc(L, qpt * U * P * 4);
-    uint32_t *tv = ts_calloc(P * Kpad, 4);
+    uint32_t *bv = ts_calloc(P + Kpad, 4);
     float *w = ts_calloc(wbytes / 4 + bbytes / 4, 4);
-    if (!tv || !w) {
-        ts_free(tv);
+    if (!bv || !w) {
+        ts_free(bv);
         ts_free(w);
         return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
     }
+    uint32_t *ov = bv + P;
     for (uint64_t oy = 0; oy < Ho; oy++)
         for (uint64_t ox = 0; ox < Wo; ox++)
-            for (uint64_t k = 0; k < Kpad; k++) {
-                uint64_t e = L->zero;
-                if (k < K) {
-                    uint64_t c = k / (kh * kw), ky = k / kw % kh, kx = k % kw;
-                    int64_t iy = (int64_t)(oy * (uint64_t)at->strides[0] + ky) - at->pads[0];
-                    int64_t ix = (int64_t)(ox * (uint64_t)at->strides[1] + kx) - at->pads[1];
-                    if (iy >= 0 && ix >= 0 && iy < (int64_t)H && ix < (int64_t)Wd)
-                        e = xg + ((c * H + (uint64_t)iy) * Wd + (uint64_t)ix) * 4;
-                }
-                tv[(oy * Wo + ox) * Kpad + k] = (uint32_t)e;
-            }
-    static const uint8_t zeros[16];
+            bv[oy * Wo + ox] = (uint32_t)(xp + (oy * (uint64_t)at->strides[0] * Wp + ox * (uint64_t)at->strides[1]) * 4);
+    for (uint64_t k = 0; k < K; k++)
+        ov[k] = (uint32_t)(((k / (kh * kw) * Hp + k / kw % kh) * Wp + k % kw) * 4);
+    uint32_t rwc = (uint32_t)((C + L->workers - 1) / L->workers);
+    uint32_t rw = (uint32_t)((P + L->workers - 1) / L->workers);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
         uint64_t q0 = t * qpt, q1 = (t + 1) * qpt < nq ? (t + 1) * qpt : nq;
         memset(w, 0, wbytes + bbytes);
@@ -624,37 +620,78 @@ static ts_status lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
         if (rc == TS_OK && Bt)
             rc = seg(L, t, baddr, bias, bbytes);
         if (rc == TS_OK)
-            rc = seg(L, t, tab, tv, P * Kpad * 4);
+            rc = seg(L, t, bt, bv, P * 4);
         if (rc == TS_OK)
-            rc = seg(L, t, L->zero, zeros, 16);
+            rc = seg(L, t, off, ov, Kpad * 4);
         if (rc != TS_OK)
             break;
-        /* im2col, each worker the rows it multiplies */
-        uint32_t rw = (uint32_t)((P + L->workers - 1) / L->workers);
+        /* the padded image, channels over the workers */
         size_t entry = L->tiles[t].wrk.n;
-        emit_start_row(L, t, (uint32_t)P, rw);
-        W(t, MULI, RM(1), RM(1), (int32_t)(Kpad * 4));
-        W(t, SETZI, RM(2), (int32_t)tab, 0);
-        W(t, ADD, RM(2), RM(2), RM(1));
-        W(t, SETZI, RM(3), (int32_t)col, 0);
-        W(t, ADD, RM(3), RM(3), RM(1));
-        W(t, SETZI, RM(4), (int32_t)(rw * Kpad), 0);
-        W(t, RPT, RM(4), 3, 0);
-        W(t, LD32STEP, RM(1), RM(2), 4);
-        W(t, LD32, RA(0), RM(1), 0);
+        emit_start_row(L, t, (uint32_t)C, rwc);
+        W(t, MULI, RM(2), RM(1), (int32_t)(H * Wd * 4));
+        W(t, SETZI, RM(3), (int32_t)sc->where[t], 0);
+        W(t, ADD, RM(2), RM(2), RM(3));
+        W(t, MULI, RM(3), RM(1), (int32_t)(Hp * Wp * 4));
+        W(t, SETZI, RM(4), (int32_t)(xp + ((uint64_t)at->pads[0] * Wp + (uint64_t)at->pads[1]) * 4), 0);
+        W(t, ADD, RM(3), RM(3), RM(4));
+        W(t, SETZI, RM(5), (int32_t)rwc - 1, 0);
+        W(t, SETZI, RM(8), (int32_t)Wd, 0);
+        size_t ch = W(t, SETZI, RM(6), (int32_t)H - 1, 0);
+        size_t row = W(t, RPT, RM(8), 2, 0);
+        W(t, LD32STEP, RA(0), RM(2), 4);
         W(t, ST32STEP, RA(0), RM(3), 4);
+        W(t, ADDI, RM(3), RM(3), (int32_t)((Wp - Wd) * 4));
+        W(t, BRNZDEC, RM(6), (int32_t)row, 0);
+        W(t, ADDI, RM(3), RM(3), (int32_t)((Hp - H) * Wp * 4));
+        W(t, BRNZDEC, RM(5), (int32_t)ch, 0);
         W(t, EXIT, 0, 0, 0);
         run_all(L, t, entry);
-        mm_args m = {.rows = (uint32_t)P, .nq = (uint32_t)(q1 - q0), .kp = (uint32_t)kp, .a = col,
-                     .nq_real = (q1 * U < M ? q1 * U : M) - q0 * U, .units = U,
-                     .a_stride = Kpad * 4, .w = waddr, .bias = baddr, .out = out, .out_row = 4,
-                     .out_q = (int64_t)(U * P * 4), .out_u = (int64_t)(P * 4)};
+        /* pixels over the workers: im2col row, then the AMP groups of this tile */
+        mm_args m = {.rows = (uint32_t)P, .nq = (uint32_t)(q1 - q0), .kp = (uint32_t)kp,
+                     .nq_real = (q1 * U < M ? q1 * U : M) - q0 * U, .units = U, .a_stride = 0, .w = waddr,
+                     .bias = baddr, .out = out, .out_row = 4, .out_q = (int64_t)(U * P * 4),
+                     .out_u = (int64_t)(P * 4)};
+        uint32_t full = (uint32_t)(m.nq_real / U), tail = (uint32_t)(m.nq_real % U);
         entry = L->tiles[t].wrk.n;
-        emit_mm(L, t, &m);
+        emit_start_row(L, t, (uint32_t)P, rw);
+        W(t, GET, RM(2), 2, 0);
+        W(t, MULI, RM(2), RM(2), (int32_t)(Kpad * 4));
+        W(t, SETZI, RM(3), (int32_t)colbuf, 0);
+        W(t, ADD, RM(2), RM(2), RM(3));
+        W(t, SHLI, RM(10), RM(1), 2);
+        W(t, SETZI, RM(3), (int32_t)bt, 0);
+        W(t, ADD, RM(10), RM(10), RM(3));
+        W(t, SHLI, RM(3), RM(1), 2);
+        W(t, SETZI, RM(4), (int32_t)out, 0);
+        W(t, ADD, RM(3), RM(3), RM(4));
+        W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
+        W(t, SETZI, RM(11), (int32_t)kp, 0);
+        W(t, SETZI, RM(13), (int32_t)Kpad, 0);
+        size_t pix = W(t, LD32STEP, RM(9), RM(10), 4);
+        W(t, SETZI, RM(12), (int32_t)off, 0);
+        W(t, MOV, RM(14), RM(2), 0);
+        W(t, RPT, RM(13), 4, 0);
+        W(t, LD32STEP, RM(15), RM(12), 4);
+        W(t, ADD, RM(15), RM(15), RM(9));
+        W(t, LD32, RA(0), RM(15), 0);
+        W(t, ST32STEP, RA(0), RM(14), 4);
+        W(t, SETZI, RM(5), (int32_t)waddr, 0);
+        W(t, SETZI, RM(8), (int32_t)baddr, 0);
+        W(t, MOV, RM(6), RM(3), 0);
+        if (full) {
+            W(t, SETZI, RM(7), (int32_t)full - 1, 0);
+            size_t q = L->tiles[t].wrk.n;
+            emit_quad(L, t, &m, U);
+            W(t, BRNZDEC, RM(7), (int32_t)q, 0);
+        }
+        if (tail)
+            emit_quad(L, t, &m, tail);
+        W(t, ADDI, RM(3), RM(3), 4);
+        W(t, BRNZDEC, RM(1), (int32_t)pix, 0);
         W(t, EXIT, 0, 0, 0);
         run_all(L, t, entry);
     }
-    ts_free(tv);
+    ts_free(bv);
     ts_free(w);
     if (rc != TS_OK)
         return rc;
@@ -1067,10 +1104,10 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     if ((rc = scratch(L, &sc)) != TS_OK)
         goto done;
     L->top = (p->interleaved_base + 15) & ~(uint64_t)15;
-    L->zero = alloc(L, 16);
     for (uint32_t t = 0; t < L->T; t++)
         mark(L, t);
-    /* graph inputs: as initial data, in equal chunks of whole rows over the tiles */
+    /* graph inputs: as initial data, in equal chunks of whole rows over the tiles, at least 4 KiB
+     * (or the whole input) per tile */
     for (size_t i = 0; i < nt; i++) {
         const ts_graph_tensor *t = ts_graph_get_tensor(g, (int)i);
         size_t nc = 0;
@@ -1100,6 +1137,10 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
         /* whole rows of the last axis, as the row-partitioned operators (MatMul, Softmax) want */
         uint64_t ld = t->rank > 0 && t->dims[t->rank - 1] > 0 ? (uint64_t)t->dims[t->rank - 1] : 1;
         uint64_t chunk = ne ? (ne / ld + L->T - 1) / L->T * ld : 1;
+        if (chunk < 1024) /* at least 4 KiB a tile (whole rows): fewer pieces to gather */
+            chunk = ne < 1024 ? ne : (1024 + ld - 1) / ld * ld;
+        if (!chunk)
+            chunk = 1;
         if (es == 2 && chunk % 2) {
             rc = ts_err_set(err, TS_EINPUT, "f16 input '%s' needs an even last dimension (it is placed in 32-bit words)",
                             t->name);
