@@ -22,7 +22,7 @@ static const uint8_t text_rgb[3] = {230, 230, 230};
 #define TEXT_SCALE 2u
 #define TEXT_H (7u * TEXT_SCALE + 2u * MARGIN)
 #define TL_H 40u
-#define MIN_W 320u
+#define MIN_W 480u /* room for the text line at twice the font size */
 #define MAP_W 640u
 
 /* ---- the font: 5x7, one byte per row, bit 4 = leftmost column ---- */
@@ -140,7 +140,8 @@ void ts_viz_geometry(const ts_activity *a, ts_viz_geom *g)
     g->tl_w = g->w - 2 * MARGIN;
     g->tl_y = g->map_y + gh * cell + 2 * MARGIN;
     g->tl_h = TL_H;
-    g->h = g->tl_y + g->tl_h + MARGIN;
+    g->legend_y = g->tl_y + g->tl_h + 2 * MARGIN;
+    g->h = g->legend_y + 7 + MARGIN;
 }
 
 void ts_viz_unit_rgb(const uint64_t cnt[TS_ACT_NSTATES], uint8_t rgb[3])
@@ -259,6 +260,16 @@ static double draw_units(ts_viz_image *img, const ts_viz_geom *g, const ts_activ
     return n ? util / n : 0;
 }
 
+/* One square of each state's colour, with its name. */
+static void legend(ts_viz_image *img, const ts_viz_geom *g)
+{
+    uint32_t x = MARGIN;
+    for (int s = 0; s < TS_ACT_NSTATES; s++) {
+        rect(img, x, g->legend_y, 7, 7, ts_viz_state_rgb[s]);
+        x = ts_viz_text(img, x + 10, g->legend_y, 1, text_rgb, ts_act_state_name((ts_act_state)s)) + 12;
+    }
+}
+
 static void frame_counts(const void *src, uint32_t u, uint64_t cnt[TS_ACT_NSTATES])
 {
     const ts_act_frame *f = src;
@@ -283,6 +294,7 @@ ts_status ts_viz_render_frame(ts_viz_image *img, const ts_activity *a, const ts_
     size_t nss;
     const ts_act_superstep *ss = ts_activity_supersteps(a, &nss);
     timeline(img, &g, ss, f->supersteps < nss ? (size_t)f->supersteps : nss);
+    legend(img, &g);
     char text[128];
     snprintf(text, sizeof text, "CYCLE %" PRIu64 "  STEP %" PRIu64 "  UTIL %.0f%%", f->start + f->cycles,
              f->supersteps, 100.0 * util);
@@ -301,6 +313,7 @@ ts_status ts_viz_render_summary(ts_viz_image *img, const ts_activity *a, ts_err 
     size_t nss;
     const ts_act_superstep *ss = ts_activity_supersteps(a, &nss);
     timeline(img, &g, ss, nss);
+    legend(img, &g);
     char text[128];
     snprintf(text, sizeof text, "CYCLES %" PRIu64 "  STEPS %zu  UTIL %.0f%%", ts_activity_cycles(a), nss,
              100.0 * util);

@@ -9,7 +9,8 @@
  *     network or memory);
  *   - the superstep timeline: one bar per superstep, as wide as its share of the time shown
  *     (at least 1 pixel, with a 1-pixel gap between bars; when that does not fit, the latest
- *     supersteps that fit in equal slots), stacked bottom to top as compute, exchange and sync.
+ *     supersteps that fit in equal slots), stacked bottom to top as compute, exchange and sync;
+ *   - a legend: each state's colour and name.
  * A frame shows one window; the summary shows the whole run (per-unit totals).
  * viz knows no chip: everything comes from core/activity.h.
  */
@@ -34,6 +35,7 @@ typedef struct ts_viz_geom {
     uint32_t map_x, map_y;          /* top left of layout cell (0, 0) */
     uint32_t tl_x, tl_y, tl_w, tl_h; /* the timeline strip */
     uint32_t text_x, text_y, text_scale;
+    uint32_t legend_y;               /* the legend line: each state's colour and name */
 } ts_viz_geom;
 
 void ts_viz_geometry(const ts_activity *a, ts_viz_geom *g);

@@ -252,6 +252,9 @@ START_TEST(frame_colours_and_bars)
     ts_viz_geometry(a, &g);
     ck_assert(is_rgb(pix(&img, g.tl_x + 2, g.tl_y + g.tl_h - 1), ts_viz_state_rgb[TS_ACT_COMPUTE]));
     ck_assert(is_rgb(pix(&img, g.tl_x + 2, g.tl_y), ts_viz_state_rgb[TS_ACT_SYNC]));
+    /* the legend starts with the compute colour */
+    ck_assert(is_rgb(pix(&img, 4 + 3, g.legend_y + 3), ts_viz_state_rgb[TS_ACT_COMPUTE]));
+    ck_assert_uint_eq(g.legend_y + 7 + 4, img.h);
     ts_viz_image_free(&img);
     ts_activity_destroy(a);
     ts_buf_free(&r.bytes);
