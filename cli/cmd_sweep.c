@@ -28,6 +28,10 @@
 #include "core/report.h"
 #include "core/sim.h"
 #include "core/sweep.h"
+#include "ts_build.h"
+#if TS_HAVE_MPI
+#include <mpi.h>
+#endif
 
 static const char sweep_usage[] =
     "usage: tessera sweep SPEC -o RESULTS.csv [options]\n"
@@ -542,9 +546,135 @@ out:
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * Across hosts: under `mpirun`, rank 0 hands out points one at a time and appends what the other
+ * ranks send back (the same outputs as a local sweep); every other rank runs the points it is
+ * given, one at a time, in its own process. */
+
+#if TS_HAVE_MPI
+enum { TAG_WORK = 1, TAG_STOP = 2, TAG_RESULT = 3 };
+
+/* Launched by mpirun with more than one rank (Open MPI or a PMI launcher)? */
+static bool mpi_launched(void)
+{
+    const char *v = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!v)
+        v = getenv("PMI_SIZE");
+    return v && atoi(v) > 1;
+}
+
+static void mpi_worker(const ts_sweep *s)
+{
+    ts_buf row = TS_BUF_INIT, jline = TS_BUF_INIT;
+    for (;;) {
+        unsigned long long idx = 0;
+        MPI_Status st;
+        MPI_Recv(&idx, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+        if (st.MPI_TAG != TAG_WORK || idx >= ts_sweep_npoints(s))
+            break;
+        ts_buf_reset(&row);
+        ts_buf_reset(&jline);
+        run_point(s, (size_t)idx, &row, &jline);
+        ts_buf_putc(&jline, 0);
+        ts_buf_put(&jline, ts_buf_str(&row), row.len);
+        MPI_Send(ts_buf_str(&jline), (int)jline.len, MPI_CHAR, 0, TAG_RESULT, MPI_COMM_WORLD);
+    }
+    ts_buf_free(&row);
+    ts_buf_free(&jline);
+}
+
+static void mpi_stop(int rank)
+{
+    unsigned long long none = 0;
+    MPI_Send(&none, 1, MPI_UNSIGNED_LONG_LONG, rank, TAG_STOP, MPI_COMM_WORLD);
+}
+
+/* Rank 0: hand out the points not done, append the results. Stops every other rank. */
+static int mpi_run_all(const ts_sweep *s, const bool *done, int nranks, const char *csv, const char *jsonl,
+                       size_t *nfailed)
+{
+    int csv_fd = open(csv, O_WRONLY | O_APPEND | O_CLOEXEC);
+    int jsonl_fd = open(jsonl, O_WRONLY | O_APPEND | O_CLOEXEC);
+    size_t np = ts_sweep_npoints(s), next = 0;
+    size_t *busy = ts_calloc((size_t)nranks, sizeof *busy);
+    int rc = 0, active = 0;
+    if (csv_fd < 0 || jsonl_fd < 0 || !busy)
+        rc = cli_usage_error("%s: cannot open for appending", csv_fd < 0 ? csv : jsonl);
+    for (int r = 1; r < nranks; r++) {
+        while (next < np && done[next])
+            next++;
+        if (rc || next >= np || g_stop) {
+            mpi_stop(r);
+            continue;
+        }
+        unsigned long long idx = next;
+        busy[r] = next++;
+        MPI_Send(&idx, 1, MPI_UNSIGNED_LONG_LONG, r, TAG_WORK, MPI_COMM_WORLD);
+        active++;
+    }
+    while (active) {
+        MPI_Status st;
+        int n = 0;
+        MPI_Probe(MPI_ANY_SOURCE, TAG_RESULT, MPI_COMM_WORLD, &st);
+        MPI_Get_count(&st, MPI_CHAR, &n);
+        char *msg = ts_malloc((size_t)n + 1);
+        if (!msg) {
+            char c;
+            MPI_Recv(&c, 0, MPI_CHAR, st.MPI_SOURCE, TAG_RESULT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            rc = cli_usage_error("out of memory");
+        } else {
+            MPI_Recv(msg, n, MPI_CHAR, st.MPI_SOURCE, TAG_RESULT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            msg[n] = 0;
+            size_t jl = strnlen(msg, (size_t)n);
+            const char *row = msg + jl + 1;
+            size_t rl = jl < (size_t)n ? (size_t)n - jl - 1 : 0;
+            if (!rc && (jl >= (size_t)n || !rl || write_all(jsonl_fd, msg, jl) || write_all(csv_fd, row, rl)))
+                rc = cli_usage_error("%s: cannot append the row of point %zu", csv, busy[st.MPI_SOURCE]);
+            else if (!rc)
+                *nfailed += !(rl >= 2 && row[rl - 2] == ',');
+            ts_free(msg);
+        }
+        while (next < np && done[next])
+            next++;
+        if (rc || next >= np || g_stop) {
+            mpi_stop(st.MPI_SOURCE);
+            active--;
+        } else {
+            unsigned long long idx = next;
+            busy[st.MPI_SOURCE] = next++;
+            MPI_Send(&idx, 1, MPI_UNSIGNED_LONG_LONG, st.MPI_SOURCE, TAG_WORK, MPI_COMM_WORLD);
+        }
+    }
+    ts_free(busy);
+    if (csv_fd >= 0)
+        close(csv_fd);
+    if (jsonl_fd >= 0)
+        close(jsonl_fd);
+    return rc;
+}
+#endif
+
+/* ---------------------------------------------------------------------------------------------
  * The command. */
 
+static int sweep_main(int argc, char **argv, int rank, int nranks);
+
 int cmd_sweep(int argc, char **argv)
+{
+#if TS_HAVE_MPI
+    if (mpi_launched()) {
+        int rank = 0, nranks = 1;
+        MPI_Init(NULL, NULL);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+        int rc = sweep_main(argc, argv, rank, nranks);
+        MPI_Finalize();
+        return rank ? 0 : rc;
+    }
+#endif
+    return sweep_main(argc, argv, 0, 1);
+}
+
+static int sweep_main(int argc, char **argv, int rank, int nranks)
 {
     static const struct option longopts[] = {
         {"output", required_argument, 0, 'o'}, {"jsonl", required_argument, 0, 'J'},
@@ -591,7 +721,7 @@ int cmd_sweep(int argc, char **argv)
     ts_config_opts copts = cli_config_opts(NULL, 0);
     ts_sweep *s = NULL;
     if (ts_sweep_load(&s, spec, &copts, &err) != TS_OK) {
-        int rc = cli_fail(&err);
+        int rc = rank ? TS_EXIT_INPUT : cli_fail(&err);
         ts_err_free(&err);
         return rc;
     }
@@ -604,6 +734,9 @@ int cmd_sweep(int argc, char **argv)
     char *jsonl = NULL;
     bool *done = NULL;
     line_set rows = {0}, reports = {0};
+    bool stopped = nranks < 2 || list;
+    if (list && rank)
+        goto out;
     if (list) {
         ts_buf b = TS_BUF_INIT;
         ts_buf_puts(&b, "point,workload");
@@ -621,6 +754,12 @@ int cmd_sweep(int argc, char **argv)
         ts_buf_free(&b);
         goto out;
     }
+#if TS_HAVE_MPI
+    if (rank) {
+        mpi_worker(s);
+        goto out;
+    }
+#endif
     if (jsonl_opt) {
         jsonl = ts_strdup(jsonl_opt);
     } else if ((jsonl = ts_malloc(strlen(output) + 7))) {
@@ -646,7 +785,13 @@ int cmd_sweep(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     size_t nfailed = 0;
-    rc = run_all(s, done, jobs, output, jsonl, quiet, &nfailed);
+#if TS_HAVE_MPI
+    if (nranks > 1) {
+        stopped = true;
+        rc = mpi_run_all(s, done, nranks, output, jsonl, &nfailed);
+    } else
+#endif
+        rc = run_all(s, done, jobs, output, jsonl, quiet, &nfailed);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     if (rc)
@@ -672,6 +817,12 @@ int cmd_sweep(int argc, char **argv)
         rc = TS_EXIT_SIM;
     }
 out:
+#if TS_HAVE_MPI
+    if (!rank && !stopped)
+        for (int r = 1; r < nranks; r++)
+            mpi_stop(r); /* rank 0 gave up before handing out points */
+#endif
+    (void)stopped;
     lines_free(&rows);
     lines_free(&reports);
     ts_free(done);

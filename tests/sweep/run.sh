@@ -116,6 +116,27 @@ spec_error bad_metric.yaml "3:35: metrics: unknown report field 'cycels' (did yo
 spec_error bad_range.yaml "4:40: tile.sram: unknown key 'facter' (did you mean 'factor'?)"
 spec_error bad_yaml.yaml "3:5: bad yaml: did not find expected ',' or ']'"
 
+# MPI: rank 0 hands out points, the others run them; same files as a local sweep, also resumed.
+if ! ldd "$T" 2>/dev/null | grep -q libmpi; then
+  echo "this build has no MPI: mpirun sweep tests skipped"
+elif ! command -v mpirun >/dev/null || ! mpirun -np 2 --oversubscribe --allow-run-as-root true >/dev/null 2>&1; then
+  echo "mpirun cannot start 2 ranks here: mpirun sweep tests skipped"
+else
+  mpi() { ASAN_OPTIONS=detect_leaks=0 mpirun -np 3 --oversubscribe --allow-run-as-root "$T" sweep "$@"; }
+  mpi "$data/small.yaml" -o "$tmp/mpi.csv" -q 2>/dev/null
+  check "mpirun sweep with a failing point exits 1" '[ $? = 1 ]'
+  check "mpirun CSV equals the local one" 'cmp -s "$tmp/mpi.csv" "$tmp/small.csv"'
+  check "mpirun reports equal the local ones" 'cmp -s "$tmp/mpi.csv.jsonl" "$tmp/small.csv.jsonl"'
+  { head -3 "$tmp/small.csv"; sed -n 6p "$tmp/small.csv"; } >"$tmp/mpi2.csv"
+  head -2 "$tmp/small.csv.jsonl" >"$tmp/mpi2.csv.jsonl"
+  mpi "$data/small.yaml" -o "$tmp/mpi2.csv" -q 2>/dev/null
+  check "mpirun resume: CSV equals the local one" 'cmp -s "$tmp/mpi2.csv" "$tmp/small.csv"'
+  check "mpirun resume: reports equal the local ones" 'cmp -s "$tmp/mpi2.csv.jsonl" "$tmp/small.csv.jsonl"'
+  mpi "$data/bad/unknown_key.yaml" -o "$tmp/never.csv" >/dev/null 2>"$tmp/err"
+  check "mpirun with a bad spec exits 2" '[ $? = 2 ]'
+  check "mpirun with a bad spec says so once" '[ "$(grep -c "unknown key" "$tmp/err")" = 1 ]'
+fi
+
 # Usage.
 "$T" sweep "$spec" >/dev/null 2>&1
 check "no -o is a usage error" '[ $? = 2 ]'
