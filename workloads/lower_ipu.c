@@ -1106,8 +1106,8 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     L->top = (p->interleaved_base + 15) & ~(uint64_t)15;
     for (uint32_t t = 0; t < L->T; t++)
         mark(L, t);
-    /* graph inputs: as initial data, in equal chunks of whole rows over the tiles, at least 4 KiB
-     * (or the whole input) per tile */
+    /* graph inputs: as initial data, in equal chunks of whole rows over the tiles, at least 1024
+     * elements (or the whole input) per tile */
     for (size_t i = 0; i < nt; i++) {
         const ts_graph_tensor *t = ts_graph_get_tensor(g, (int)i);
         size_t nc = 0;
@@ -1137,7 +1137,7 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
         /* whole rows of the last axis, as the row-partitioned operators (MatMul, Softmax) want */
         uint64_t ld = t->rank > 0 && t->dims[t->rank - 1] > 0 ? (uint64_t)t->dims[t->rank - 1] : 1;
         uint64_t chunk = ne ? (ne / ld + L->T - 1) / L->T * ld : 1;
-        if (chunk < 1024) /* at least 4 KiB a tile (whole rows): fewer pieces to gather */
+        if (chunk < 1024) /* at least 1024 elements a tile (whole rows): fewer pieces to gather */
             chunk = ne < 1024 ? ne : (1024 + ld - 1) / ld * ld;
         if (!chunk)
             chunk = 1;
