@@ -90,11 +90,20 @@ static void put(ts_viz_image *img, uint32_t x, uint32_t y, const uint8_t rgb[3])
     p[3] = 255;
 }
 
+/* Fill a rectangle, clipped to the image: the first row pixel by pixel, the others copied. */
 static void rect(ts_viz_image *img, uint32_t x, uint32_t y, uint32_t w, uint32_t h, const uint8_t rgb[3])
 {
-    for (uint32_t j = 0; j < h; j++)
-        for (uint32_t i = 0; i < w; i++)
-            put(img, x + i, y + j, rgb);
+    if (x >= img->w || y >= img->h || !w || !h)
+        return;
+    if (w > img->w - x)
+        w = img->w - x;
+    if (h > img->h - y)
+        h = img->h - y;
+    uint8_t *row = img->px + 4 * ((size_t)y * img->w + x);
+    for (uint32_t i = 0; i < w; i++)
+        put(img, x + i, y, rgb);
+    for (uint32_t j = 1; j < h; j++)
+        memcpy(row + 4 * (size_t)j * img->w, row, 4 * (size_t)w);
 }
 
 uint32_t ts_viz_text(ts_viz_image *img, uint32_t x, uint32_t y, uint32_t scale, const uint8_t rgb[3],
@@ -174,10 +183,7 @@ static ts_status alloc_image(ts_viz_image *img, const ts_viz_geom *g, ts_err *er
         img->w = g->w;
         img->h = g->h;
     }
-    for (size_t i = 0; i < (size_t)img->w * img->h; i++) {
-        memcpy(img->px + 4 * i, ts_viz_bg, 3);
-        img->px[4 * i + 3] = 255;
-    }
+    rect(img, 0, 0, img->w, img->h, ts_viz_bg);
     return TS_OK;
 }
 
