@@ -1,5 +1,6 @@
 /* cli/tessera.c — the `tessera` program: subcommand dispatch, --help and --version. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/common.h"
@@ -19,20 +20,25 @@ static const char usage[] =
     "  info      summarise a chip config (units, SRAM, peak MACs, bandwidths)\n"
     "  config    print the documented schema of a family, or a config resolved\n"
     "  sweep     run a design-space sweep: many configs and workloads, one CSV row each\n"
-    "  view      open the live view of a run (not built yet)\n"
+    "  view      run a simulation in the live window (the same as 'run --view')\n"
     "\n"
     "With no command, `tessera` runs the built-in default workload on the default config.\n"
     "`tessera <command> --help` describes each command. Exit status: 0 success, 1 simulation\n"
     "error (hang, hazard, out-of-range access), 2 bad input or usage.\n";
 
-static int not_built(const char *what, int argc, char **argv)
+/* `tessera view ARGS` is `tessera run --view ARGS`. */
+static int cmd_view(int argc, char **argv)
 {
+    char **v = calloc((size_t)argc + 2, sizeof *v);
+    if (!v)
+        return cli_usage_error("out of memory");
+    v[0] = argv[0];
+    v[1] = "--view";
     for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: tessera %s ...\n\n`tessera %s` is not built yet.\n", what, what);
-            return 0;
-        }
-    return cli_usage_error("'%s' is not built yet", what);
+        v[i + 1] = argv[i];
+    int rc = cmd_run(argc + 1, v);
+    free(v);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -57,7 +63,7 @@ int main(int argc, char **argv)
         if (!strcmp(cmd, cmds[i].name))
             return cmds[i].fn(argc - 1, argv + 1);
     if (!strcmp(cmd, "view"))
-        return not_built(cmd, argc - 1, argv + 1);
+        return cmd_view(argc - 1, argv + 1);
     if (cmd[0] == '-')
         return cmd_run(argc, argv);
     return cli_usage_error("unknown command '%s' (see 'tessera --help')", cmd);

@@ -52,7 +52,7 @@ golden config-help "$T" config --help
 golden unknown-command "$T" frobnicate
 golden sweep-help "$T" sweep --help
 golden sweep-no-output "$T" sweep spec.yaml
-golden view-not-built "$T" view
+golden view-help "$T" view --help
 golden bad-threads "$T" run --threads 0
 golden bad-format "$T" run --format xml
 expect_exit version 0 "$T" --version
