@@ -15,23 +15,12 @@
 #include <time.h>
 
 #include "arch/registry.h"
+#include "bench/ipu_bsp_program.h"
 #include "configs/builtin.h"
 #include "core/buf.h"
 #include "core/program.h"
 #include "core/report.h"
 #include "core/sim.h"
-
-static const char body[] =
-    "    get $m10, 0\n    get $m11, 1\n    addi $m12, $m10, 1\n    cmpult $m13, $m12, $m11\n"
-    "    brnz $m13, hn\n    setzi $m12, 0\nhn:\n    addi $m14, $m10, -1\n    brneg $m14, wp\n    br hp\n"
-    "wp:\n    addi $m14, $m11, -1\nhp:\n    mov $m1, $m10\n    run coef, $m1\n    sync 0\n"
-    "    setzi $m15, %d\nstep:\n    setzi $m1, 0x8000\n    runall mv, $m1\n    sync 0\n    sync 1\n"
-    "    setzi $m2, 0x8000\n    recv $m2, $m14, 24\n    setzi $m3, 0x3000\n    send $m3, $m12, 24\n    rxwait\n"
-    "    brnzdec $m15, step\n    sync 1\n    halt\n"
-    "coef:\n    setzi $m2, 0x1000\n    ld128putcs $m2, 0\n    addi $m2, $m2, 16\n    ld128putcs $m2, 1\n    exit\n"
-    "mv:\n    get $m1, 2\n    shli $m2, $m1, 9\n    add $m2, $m2, $m0\n    ampzero\n    rpti 32, 2\n"
-    "    ld64step $a0, $m2, 8\n    f32v2amp $a0\n    ampget $a0, 0\n    ampget $a2, 1\n    shli $m3, $m1, 4\n"
-    "    setzi $m4, 0x3000\n    add $m3, $m3, $m4\n    st64 $a0, $m3, 0\n    st64 $a2, $m3, 8\n    exit\n";
 
 static double clock_s(clockid_t id)
 {
@@ -63,15 +52,8 @@ int main(int argc, char **argv)
     ts_config *cfg = NULL;
     if (ts_config_load(&cfg, "ipu_mk1", &co, &e) != TS_OK)
         return fail(&e);
-    ts_buf src = TS_BUF_INIT, one = TS_BUF_INIT;
-    ts_buf_printf(&one, body, steps - 1);
-    ts_buf_puts(&src, ".arch ipu\n");
-    for (int t = 0; t < 1216; t++) {
-        ts_buf_printf(&src, ".stream tile %d\n", t);
-        ts_buf_puts(&src, ts_buf_str(&one));
-    }
     ts_program *p = NULL;
-    if (ts_asm(&p, "bench_ipu_bsp.s", ts_buf_str(&src), src.len, fam->isa, &e) != TS_OK)
+    if (ts_bench_ipu_bsp_program(steps, fam->isa, "bench_ipu_bsp.s", &p, &e) != TS_OK)
         return fail(&e);
     ts_buf ref = TS_BUF_INIT;
     int runs[2] = {1, threads};
@@ -100,8 +82,6 @@ int main(int argc, char **argv)
     }
     printf("reports identical for 1 and %d threads\n", threads);
     ts_buf_free(&ref);
-    ts_buf_free(&src);
-    ts_buf_free(&one);
     ts_program_destroy(p);
     ts_config_destroy(cfg);
     return 0;
