@@ -43,7 +43,9 @@ typedef struct wse_lq {
     uint32_t popped;  /* consumer, committed in phase B */
     uint64_t ctrl;    /* producer: bit i = slot i holds a control wavelet */
     uint32_t *slot;   /* cap payloads */
-    uint16_t cap;
+    uint8_t cap;      /* at most 64 (the schema's range), so ctrl has a bit per slot */
+    uint8_t rd, wr;   /* slot of the head (popped % cap, consumer) and of the next push (pushed % cap,
+                       * producer), kept as wrapping indices so no cycle divides */
     uint8_t port;     /* 0..4 router input port, 5 = core input queue */
     uint8_t colour;
     uint8_t taken;    /* consumer: popped this cycle (not yet committed) */
@@ -92,6 +94,7 @@ typedef struct wse_ce {
     uint64_t active, blocked, bound, data_task;
     uint32_t task_pc[WSE_NTASKS];
     wse_vop *th;            /* 1 + microthreads; th[0] is the main thread's */
+    uint32_t vbusy;         /* bit i set while th[i].busy: the cycle loop visits only busy threads */
     bool main_done;
 } wse_ce;
 
@@ -126,6 +129,7 @@ typedef struct wse_tile {
                                * evaluations, so pbits ^ pseen names the colour that arrived */
     uint32_t cbits[6];        /* consumer: colours whose queue at port p may hold wavelets */
     wse_line line[WSE_NLINES];
+    uint8_t lmask;            /* bit l set while line[l] holds a wavelet */
     uint16_t npop;
     uint8_t *pops;            /* owned: live queue indices popped this cycle */
     uint8_t *mem;             /* owned, NULL until first write */
@@ -175,6 +179,7 @@ struct ts_model {
     bool done, loaded;
     uint64_t offchip;         /* bytes loaded from the host */
     wse_band *band;           /* owned: nthreads */
+    uint16_t *row_band;       /* owned: h entries, the band of each mesh row */
     /* thread run state */
     uint64_t limit;
     pthread_barrier_t bar;

@@ -159,6 +159,7 @@ void ts_wse_destroy(ts_model *m)
             ts_err_free(&m->band[i].err);
         }
     ts_free(m->band);
+    ts_free(m->row_band);
     ts_free(m);
 }
 
@@ -179,7 +180,8 @@ ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *
         m->nthreads = (int)m->h;
     m->t = ts_calloc(m->npes, sizeof *m->t);
     m->band = ts_calloc((size_t)m->nthreads, sizeof *m->band);
-    if (!m->t || !m->band) {
+    m->row_band = ts_calloc(m->h ? m->h : 1, sizeof *m->row_band);
+    if (!m->t || !m->band || !m->row_band) {
         uint64_t n = m->npes;
         ts_wse_destroy(m);
         return ts_err_set(err, TS_ENOMEM, "out of memory for a %" PRIu64 "-PE mesh", n);
@@ -187,6 +189,8 @@ ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *
     for (int i = 0; i < m->nthreads; i++) {
         m->band[i].row0 = (uint32_t)((uint64_t)m->h * (uint64_t)i / (uint64_t)m->nthreads);
         m->band[i].row1 = (uint32_t)((uint64_t)m->h * (uint64_t)(i + 1) / (uint64_t)m->nthreads);
+        for (uint32_t y = m->band[i].row0; y < m->band[i].row1; y++)
+            m->row_band[y] = (uint16_t)i;
         ts_err_init(&m->band[i].err);
     }
     *out = m;
@@ -403,7 +407,7 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
         for (int p = 0; p < WSE_NPORTS; p++)
             if (t->route[c].any_rx >> p & 1) {
                 wse_lq *q = &t->lq[j];
-                q->cap = (uint16_t)(p == WSE_R ? m->c.oq_depth : m->c.queue_depth);
+                q->cap = (uint8_t)(p == WSE_R ? m->c.oq_depth : m->c.queue_depth);
                 q->port = (uint8_t)p;
                 q->colour = (uint8_t)c;
                 q->slot = slots;
@@ -414,7 +418,7 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
     for (uint32_t c = 0; c < C; c++)
         if (t->route[c].any_tx >> WSE_R & 1) {
             wse_lq *q = &t->lq[j];
-            q->cap = (uint16_t)m->c.iq_depth;
+            q->cap = (uint8_t)m->c.iq_depth;
             q->port = 5;
             q->colour = (uint8_t)c;
             q->slot = slots;
@@ -626,8 +630,8 @@ static inline uint32_t q_occ(const wse_lq *q) { return q->pushed - q->popped; }
 static inline uint32_t line_count(const wse_line *l, uint32_t c)
 {
     uint32_t k = 0;
-    for (uint8_t i = 0; i < l->n; i++)
-        k += l->e[(l->head + i) % l->cap].colour == c;
+    for (uint32_t i = 0, j = l->head; i < l->n; i++, j = j + 1 == l->cap ? 0 : j + 1)
+        k += l->e[j].colour == c;
     return k;
 }
 
@@ -654,7 +658,9 @@ static inline void line_put(ts_model *m, wse_tile *t, int l, uint32_t data, uint
 {
     wse_line *ln = &t->line[l];
     uint64_t lat = l < 4 ? m->c.hop_latency : m->c.ramp_latency + (l == WSE_LINE_UP ? m->c.pipeline_latency : 0);
-    wse_ent *e = &ln->e[(ln->head + ln->n++) % ln->cap];
+    uint32_t j = (uint32_t)ln->head + ln->n++;
+    wse_ent *e = &ln->e[j >= ln->cap ? j - ln->cap : j];
+    t->lmask |= (uint8_t)(1u << l);
     e->land = now + lat;
     e->data = data;
     e->colour = (uint8_t)c;
@@ -669,9 +675,8 @@ static inline void q_pop(wse_tile *t, uint8_t j)
 
 static inline uint32_t q_head(const wse_lq *q, bool *ctrl)
 {
-    uint32_t i = q->popped % q->cap;
-    *ctrl = q->ctrl >> i & 1;
-    return q->slot[i];
+    *ctrl = q->ctrl >> q->rd & 1;
+    return q->slot[q->rd];
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -679,16 +684,19 @@ static inline uint32_t q_head(const wse_lq *q, bool *ctrl)
 
 /* Forward queue heads: input ports in round-robin order, and in each port its colours in
  * round-robin order; a multicast goes only when every output it needs is free this cycle and has
- * room downstream. pend[p] is the number of wavelets queued at input port p. */
-static void router_eval(ts_model *m, wse_tile *t, wse_band *b, const uint32_t *pend)
+ * room downstream. pm has bit p set when input port p holds wavelets. */
+static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
 {
     uint8_t claimed = 0;
     bool fixed = m->c.arbitration == WSE_ARB_FIXED;
     int lastp = -1;
-    for (int pk = 0; pk < WSE_NPORTS; pk++) {
-        int p = fixed ? pk : (t->rr + pk) % WSE_NPORTS;
-        if (!pend[p])
-            continue;
+    /* ports with wavelets from rr up, then below rr: the mask rotated right by rr, so bit k is port
+     * rr + k (mod 5); bit loops, no division, no idle port visited */
+    uint32_t rr = fixed ? 0 : t->rr;
+    uint32_t rot = ((pm >> rr) | (pm << (WSE_NPORTS - rr))) & WSE_PORT_MASK_ALL;
+    for (; rot; rot &= rot - 1) {
+        int p = __builtin_ctz(rot) + (int)rr;
+        p -= p >= WSE_NPORTS ? WSE_NPORTS : 0;
         uint32_t start = fixed ? 0 : t->rrc[p];
         /* colours from start up, then below start */
         uint32_t bits[2] = {t->cbits[p] & (uint32_t)(~0ull << start), t->cbits[p] & (uint32_t)((1ull << start) - 1)};
@@ -711,18 +719,17 @@ static void router_eval(ts_model *m, wse_tile *t, wse_band *b, const uint32_t *p
                 if (!tx || (tx & claimed))
                     continue;
                 bool ok = true;
-                for (int o = 0; o < WSE_NPORTS && ok; o++)
-                    if (tx >> o & 1)
-                        ok = line_room(m, t, o, c);
+                for (uint32_t ob = tx; ob && ok; ob &= ob - 1)
+                    ok = line_room(m, t, __builtin_ctz(ob), c);
                 if (!ok)
                     continue;
                 bool ctrl;
                 uint32_t data = q_head(q, &ctrl);
-                for (int o = 0; o < WSE_NPORTS; o++)
-                    if (tx >> o & 1) {
-                        line_put(m, t, o, data, c, ctrl, m->now);
-                        t->s.link[o]++;
-                    }
+                for (uint32_t ob = tx; ob; ob &= ob - 1) {
+                    int o = __builtin_ctz(ob);
+                    line_put(m, t, o, data, c, ctrl, m->now);
+                    t->s.link[o]++;
+                }
                 claimed |= tx;
                 q_pop(t, j);
                 if (occ == 1)
@@ -736,12 +743,12 @@ static void router_eval(ts_model *m, wse_tile *t, wse_band *b, const uint32_t *p
                 }
                 b->progress++;
                 lastp = p;
-                t->rrc[p] = (uint8_t)((c + 1) % m->C);
+                t->rrc[p] = (uint8_t)(c + 1 == m->C ? 0 : c + 1);
             }
     }
     if (lastp >= 0) {
         t->s.router_busy++;
-        t->rr = (uint8_t)((lastp + 1) % WSE_NPORTS);
+        t->rr = (uint8_t)(lastp + 1 == WSE_NPORTS ? 0 : lastp + 1);
     }
 }
 
@@ -883,6 +890,8 @@ static bool vec_issue(ts_model *m, wse_tile *t, wse_band *b, const ts_insn *in, 
         }
     v->width = (uint8_t)(w > 255 ? 255 : w);
     v->busy = v->n > 0;
+    if (v->busy)
+        ce->vbusy |= 1u << (th + 1);
     if (!v->busy && v->done_task >= 0)
         ce->active |= 1ull << v->done_task;
     return true;
@@ -1271,10 +1280,9 @@ static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
         b->progress++; /* time passes towards a known cycle */
     }
     /* vector ops: main thread's first, then microthreads in id order */
-    for (uint32_t i = 0; i <= m->c.microthreads; i++) {
+    for (uint32_t vb = ce->vbusy; vb; vb &= vb - 1) {
+        uint32_t i = (uint32_t)__builtin_ctz(vb);
         wse_vop *v = &ce->th[i];
-        if (!v->busy)
-            continue;
         uint8_t vwhy = 0;
         uint32_t k = vec_step(m, t, b, v, &rd, &wr, &ramp_up, &vwhy);
         if (k) {
@@ -1282,6 +1290,7 @@ static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
             b->progress += k;
             if (v->i == v->n) {
                 v->busy = false;
+                ce->vbusy &= ~(1u << i);
                 if (v->done_task >= 0)
                     ce->active |= 1ull << v->done_task;
             }
@@ -1327,9 +1336,9 @@ static void log_arrival(ts_model *m, wse_tile *t, uint32_t c, uint64_t when, wse
     t->narr[c]++;
 }
 
-static bool wake(wse_band *b, uint32_t id)
+static inline bool wake(wse_band *b, uint32_t id)
 {
-    if (ts_grow((void **)&b->wake, &b->cap_wake, b->nwake + 1, sizeof *b->wake)) {
+    if (b->nwake == b->cap_wake && ts_grow((void **)&b->wake, &b->cap_wake, b->nwake + 1, sizeof *b->wake)) {
         b->oom = true;
         return false;
     }
@@ -1342,9 +1351,8 @@ static bool wake(wse_band *b, uint32_t id)
  * for single-threaded callers, the queues themselves are read. */
 static bool tile_quiet(const ts_model *m, const wse_tile *t, bool exact)
 {
-    for (int l = 0; l < WSE_NLINES; l++)
-        if (t->line[l].n)
-            return false;
+    if (t->lmask)
+        return false;
     if (!exact && t->qleft)
         return false;
     for (uint32_t j = 0; exact && j < t->nlq; j++)
@@ -1353,30 +1361,30 @@ static bool tile_quiet(const ts_model *m, const wse_tile *t, bool exact)
     if (!t->ce)
         return true;
     const wse_ce *ce = t->ce;
-    if (ce->state != CE_IDLE)
+    if (ce->state != CE_IDLE || ce->vbusy)
         return false;
-    for (uint32_t i = 0; i <= m->c.microthreads; i++)
-        if (ce->th[i].busy)
-            return false;
     return !(ce->active & ~ce->blocked & ce->bound);
 }
 
 static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
 {
-    for (uint16_t i = 0; i < t->npop; i++) {
+    for (uint32_t i = 0; i < t->npop; i++) {
         wse_lq *q = &t->lq[t->pops[i]];
         q->popped++;
+        q->rd = (uint8_t)(q->rd + 1 == q->cap ? 0 : q->rd + 1);
         t->ppop[q->port]++;
         q->taken = 0;
     }
     t->npop = 0;
-    for (int l = 0; l < WSE_NLINES; l++) {
+    for (uint32_t lm = t->lmask; lm; lm &= lm - 1) {
+        int l = __builtin_ctz(lm);
         wse_line *ln = &t->line[l];
         while (ln->n && ln->e[ln->head].land <= m->now + 1) {
             wse_ent *e = &ln->e[ln->head];
             wse_tile *o;
             wse_lq *q = line_target(m, t, l, e->colour, &o);
-            uint32_t slot = q->pushed % q->cap;
+            uint32_t slot = q->wr;
+            q->wr = (uint8_t)(q->wr + 1 == q->cap ? 0 : q->wr + 1);
             q->slot[slot] = e->data;
             if (e->ctrl)
                 q->ctrl |= 1ull << slot;
@@ -1391,25 +1399,23 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
                     log_arrival(m, t, e->colour, e->land, b);
             }
             wake(b, o->id); /* also when o is t: its phase-A view (qleft) did not count this push */
-            ln->head = (uint8_t)((ln->head + 1) % ln->cap);
+            ln->head = (uint8_t)(ln->head + 1 == ln->cap ? 0 : ln->head + 1);
             ln->n--;
             b->progress++;
         }
         if (ln->n)
             b->progress++; /* a wavelet in flight lands at a known cycle */
+        else
+            t->lmask &= (uint8_t)~(1u << l);
     }
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* the cycle loop */
 
-static uint32_t band_of(const ts_model *m, uint32_t id)
+static inline uint32_t band_of(const ts_model *m, uint32_t id)
 {
-    uint32_t y = id / m->w;
-    for (int k = 0; k < m->nthreads; k++)
-        if (y < m->band[k].row1)
-            return (uint32_t)k;
-    return (uint32_t)m->nthreads - 1;
+    return m->nthreads == 1 ? 0 : m->row_band[id / m->w];
 }
 
 static bool tm_less(const wse_timer *a, const wse_timer *b) { return a->at < b->at || (a->at == b->at && a->id < b->id); }
@@ -1455,14 +1461,9 @@ static wse_timer tm_pop(wse_band *b)
 static bool tile_sleeps(const ts_model *m, const wse_tile *t, uint64_t *at)
 {
     const wse_ce *ce = t->ce;
-    if (!ce || (ce->state != CE_WAIT && ce->state != CE_START) || ce->until <= m->now + 1 || t->qleft)
+    if (!ce || (ce->state != CE_WAIT && ce->state != CE_START) || ce->until <= m->now + 1 || t->qleft || t->lmask ||
+        ce->vbusy)
         return false;
-    for (int l = 0; l < WSE_NLINES; l++)
-        if (t->line[l].n)
-            return false;
-    for (uint32_t i = 0; i <= m->c.microthreads; i++)
-        if (ce->th[i].busy)
-            return false;
     *at = ce->until;
     return true;
 }
@@ -1492,17 +1493,18 @@ static void phase_a(ts_model *m, wse_band *b)
     b->nact_done = b->nact;
     for (size_t i = 0; i < b->nact; i++) {
         wse_tile *t = m->t[b->act[i]];
-        uint32_t pend[6], total = 0;
+        uint32_t pend, total = 0, pm = 0;
         for (int p = 0; p < 6; p++) {
-            total += pend[p] = t->ppush[p] - t->ppop[p];
+            total += pend = t->ppush[p] - t->ppop[p];
+            pm |= (uint32_t)(pend != 0) << p;
             uint32_t arrived = t->pbits[p] ^ t->pseen[p];
             t->pseen[p] = t->pbits[p];
-            t->cbits[p] = pend[p] ? t->cbits[p] | arrived : 0;
+            t->cbits[p] = pend ? t->cbits[p] | arrived : 0;
         }
-        if (total)
-            router_eval(m, t, b, pend);
+        if (pm & 31)
+            router_eval(m, t, b, pm & 31);
         if (t->ce)
-            ce_eval(m, t, b, pend[5]);
+            ce_eval(m, t, b, pend);
         t->qleft = total - t->npop;
     }
 }
@@ -1521,7 +1523,7 @@ static void phase_b(ts_model *m, wse_band *b)
             }
             b->progress += at - m->now; /* the cycles it sleeps through count as progress */
         } else if (!m->lockstep && !tile_quiet(m, t, false)) {
-            if (ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next))
+            if (b->nnext == b->cap_next && ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next))
                 b->oom = true;
             else
                 b->next[b->nnext++] = t->id;
@@ -1555,7 +1557,7 @@ static void merge(ts_model *m, int k)
             if (t->stamp == stamp)
                 continue;
             t->stamp = stamp;
-            if (ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next)) {
+            if (b->nnext == b->cap_next && ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next)) {
                 b->oom = true;
                 return;
             }
