@@ -10,6 +10,7 @@
 #define TS_ARCH_WSE_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -152,6 +153,7 @@ typedef struct wse_timer {
 /* A thread's band of rows and its lists. */
 typedef struct wse_band {
     uint32_t row0, row1;      /* rows [row0, row1) */
+    uint64_t now;             /* the cycle being simulated, the band's own copy (read in every phase) */
     uint32_t *act; size_t nact, cap_act;     /* active tiles this cycle */
     uint32_t *next; size_t nnext, cap_next;  /* tiles staying active */
     uint32_t *wake; size_t nwake, cap_wake;  /* tiles pushed to (any band) */
@@ -162,6 +164,11 @@ typedef struct wse_band {
     ts_status err_st;         /* first error this cycle (lowest PE id) */
     int64_t err_tile;
     ts_err err;
+    struct {                  /* left after phase B for the end-of-cycle decision (wse_sim.c) */
+        uint64_t next, wake, ntm, tm_first, progress, nact;
+        int64_t err_tile;
+        bool oom, quiet;
+    } sum;
 } wse_band;
 
 struct ts_model {
@@ -182,8 +189,8 @@ struct ts_model {
     uint16_t *row_band;       /* owned: h entries, the band of each mesh row */
     /* thread run state */
     uint64_t limit;
-    pthread_barrier_t bar;
-    bool stop;
+    _Atomic uint32_t bar_count, bar_sense; /* the spinning barrier (wse_sim.c) */
+    bool stop, deadlock;
     ts_status run_st;
     ts_err *run_err;
 };

@@ -14,6 +14,8 @@
 #include "arch/wse/wse_int.h"
 
 #include <inttypes.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -727,7 +729,7 @@ static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
                 uint32_t data = q_head(q, &ctrl);
                 for (uint32_t ob = tx; ob; ob &= ob - 1) {
                     int o = __builtin_ctz(ob);
-                    line_put(m, t, o, data, c, ctrl, m->now);
+                    line_put(m, t, o, data, c, ctrl, b->now);
                     t->s.link[o]++;
                 }
                 claimed |= tx;
@@ -858,18 +860,18 @@ static bool vec_issue(ts_model *m, wse_tile *t, wse_band *b, const ts_insn *in, 
     char why[200];
     if (v->d.kind == DSD_NONE || v->d.kind == DSD_IN || v->s0.kind == DSD_NONE || v->s0.kind == DSD_OUT ||
         (f->vop != WSE_V_MOV && (v->s1.kind == DSD_NONE || v->s1.kind == DSD_OUT))) {
-        set_err(b, t, m->now, "%s at pc %u: destination must be a memory or fabric-output dsd and sources memory or "
+        set_err(b, t, b->now, "%s at pc %u: destination must be a memory or fabric-output dsd and sources memory or "
                 "fabric-input dsds", ts_wse_isa.ops[in->op].mnemonic, pc);
         return false;
     }
     if (v->s0.len != v->n || (f->vop != WSE_V_MOV && v->s1.len != v->n)) {
-        set_err(b, t, m->now, "%s at pc %u: operand lengths differ (%u, %u, %u)", ts_wse_isa.ops[in->op].mnemonic, pc,
+        set_err(b, t, b->now, "%s at pc %u: operand lengths differ (%u, %u, %u)", ts_wse_isa.ops[in->op].mnemonic, pc,
                 v->n, v->s0.len, f->vop != WSE_V_MOV ? v->s1.len : v->n);
         return false;
     }
     if (!dsd_fits(m, &v->d, v->n, esize, why, sizeof why) || !dsd_fits(m, &v->s0, v->n, esize, why, sizeof why) ||
         (f->vop != WSE_V_MOV && !dsd_fits(m, &v->s1, v->n, esize, why, sizeof why))) {
-        set_err(b, t, m->now, "%s at pc %u: %s", ts_wse_isa.ops[in->op].mnemonic, pc, why);
+        set_err(b, t, b->now, "%s at pc %u: %s", ts_wse_isa.ops[in->op].mnemonic, pc, why);
         return false;
     }
     uint64_t w = simd_width(m, f->width);
@@ -1004,7 +1006,7 @@ static uint32_t vec_step(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint
                     b->oom = true;
             }
         } else {
-            line_put(m, t, WSE_LINE_UP, y, v->d.colour, v->d.ctrl, m->now);
+            line_put(m, t, WSE_LINE_UP, y, v->d.colour, v->d.ctrl, b->now);
             *ramp_up = true;
             t->s.injected++;
             t->s.link[WSE_R] += 0; /* the ramp up is counted as injected */
@@ -1057,7 +1059,7 @@ static int pick_task(const ts_model *m, wse_tile *t, uint32_t pend5)
     return ready ? __builtin_ctzll(ready) : -1;
 }
 
-static void start_task(ts_model *m, wse_tile *t, int id)
+static void start_task(ts_model *m, wse_tile *t, wse_band *b, int id)
 {
     wse_ce *ce = t->ce;
     ce->task = id;
@@ -1073,7 +1075,7 @@ static void start_task(ts_model *m, wse_tile *t, int id)
     t->s.tasks++;
     if (m->c.task_start_latency) {
         ce->state = CE_START;
-        ce->until = m->now + m->c.task_start_latency;
+        ce->until = b->now + m->c.task_start_latency;
     } else {
         ce->state = CE_RUN;
     }
@@ -1106,7 +1108,7 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
     case WSE_OP_SUB: r[a[0]] = (int32_t)((uint32_t)r[a[1]] - (uint32_t)r[a[2]]); break;
     case WSE_OP_MUL: r[a[0]] = (int32_t)((uint32_t)r[a[1]] * (uint32_t)r[a[2]]); break;
     case WSE_OP_GET: {
-        uint32_t v[5] = {t->x, t->y, m->w, m->h, (uint32_t)m->now};
+        uint32_t v[5] = {t->x, t->y, m->w, m->h, (uint32_t)b->now};
         r[a[0]] = (int32_t)v[a[1]];
         break;
     }
@@ -1117,7 +1119,7 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
     case WSE_OP_ST: {
         int64_t addr = (int64_t)r[a[1]] + a[2];
         if (addr < 0 || (uint64_t)addr + 4 > m->c.sram_bytes || addr % 4) {
-            set_err(b, t, m->now, "%s at pc %u: address %" PRId64 " is %s", in->op == WSE_OP_LD ? "ld" : "st", pc, addr,
+            set_err(b, t, b->now, "%s at pc %u: address %" PRId64 " is %s", in->op == WSE_OP_LD ? "ld" : "st", pc, addr,
                     addr % 4 ? "not 4-byte aligned" : "outside the SRAM");
             return 1;
         }
@@ -1154,7 +1156,7 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
     case WSE_OP_WAIT:
         if (a[0] > 1) {
             ce->state = CE_WAIT;
-            ce->until = m->now + (uint64_t)a[0];
+            ce->until = b->now + (uint64_t)a[0];
         }
         break;
     case WSE_OP_ACTIVATE: ce->active |= 1ull << a[0]; break;
@@ -1172,7 +1174,7 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
             *why = 2;
             return 0;
         }
-        line_put(m, t, WSE_LINE_UP, (uint32_t)r[a[1]], (uint32_t)a[0], in->op == WSE_OP_SENDC, m->now);
+        line_put(m, t, WSE_LINE_UP, (uint32_t)r[a[1]], (uint32_t)a[0], in->op == WSE_OP_SENDC, b->now);
         *ramp_up = true;
         t->s.injected++;
         break;
@@ -1200,7 +1202,7 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
     case WSE_OP_DSDBASE: ce->dsd[a[0]].base = (int32_t)((uint32_t)r[a[1]] + (uint32_t)a[2]); break;
     case WSE_OP_DSDLEN:
         if (r[a[1]] < 0 || r[a[1]] > 65535) {
-            set_err(b, t, m->now, "dsdlen at pc %u: length %d is outside 0..65535", pc, r[a[1]]);
+            set_err(b, t, b->now, "dsdlen at pc %u: length %d is outside 0..65535", pc, r[a[1]]);
             return 1;
         }
         ce->dsd[a[0]].len = (uint32_t)r[a[1]];
@@ -1219,7 +1221,7 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
                 ce->state = CE_WAITVEC;
             break;
         }
-        set_err(b, t, m->now, "op %u has no executor", in->op);
+        set_err(b, t, b->now, "op %u has no executor", in->op);
         return 1;
     }
     if (f->unit == WSE_U_ALU && f->energy)
@@ -1255,16 +1257,16 @@ static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
         }
     }
     /* main thread: pick, start, wait, issue */
-    if (ce->state == CE_WAIT && m->now >= ce->until)
+    if (ce->state == CE_WAIT && b->now >= ce->until)
         ce->state = CE_RUN;
-    if (ce->state == CE_START && m->now >= ce->until)
+    if (ce->state == CE_START && b->now >= ce->until)
         ce->state = CE_RUN;
     if (ce->state == CE_WAITVEC && !ce->th[0].busy)
         ce->state = CE_RUN;
     if (ce->state == CE_IDLE) {
         int id = pick_task(m, t, pend5);
         if (id >= 0) {
-            start_task(m, t, id);
+            start_task(m, t, b, id);
             b->progress++;
         }
     }
@@ -1379,7 +1381,7 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
     for (uint32_t lm = t->lmask; lm; lm &= lm - 1) {
         int l = __builtin_ctz(lm);
         wse_line *ln = &t->line[l];
-        while (ln->n && ln->e[ln->head].land <= m->now + 1) {
+        while (ln->n && ln->e[ln->head].land <= b->now + 1) {
             wse_ent *e = &ln->e[ln->head];
             wse_tile *o;
             wse_lq *q = line_target(m, t, l, e->colour, &o);
@@ -1458,10 +1460,10 @@ static wse_timer tm_pop(wse_band *b)
 
 /* A tile whose only business is a core counting down to a known cycle can sleep until then: the
  * cycles between change nothing (a push into its queues wakes it earlier). */
-static bool tile_sleeps(const ts_model *m, const wse_tile *t, uint64_t *at)
+static bool tile_sleeps(const ts_model *m, const wse_band *b, const wse_tile *t, uint64_t *at)
 {
     const wse_ce *ce = t->ce;
-    if (!ce || (ce->state != CE_WAIT && ce->state != CE_START) || ce->until <= m->now + 1 || t->qleft || t->lmask ||
+    if (!ce || (ce->state != CE_WAIT && ce->state != CE_START) || ce->until <= b->now + 1 || t->qleft || t->lmask ||
         ce->vbusy)
         return false;
     *at = ce->until;
@@ -1512,16 +1514,17 @@ static void phase_a(ts_model *m, wse_band *b)
 static void phase_b(ts_model *m, wse_band *b)
 {
     b->nnext = 0;
+    b->nwake = 0; /* every band read it in the previous cycle's merge, before this cycle's barrier */
     for (size_t i = 0; i < b->nact; i++) {
         wse_tile *t = m->t[b->act[i]];
         tile_commit(m, t, b);
         uint64_t at;
-        if (!m->lockstep && tile_sleeps(m, t, &at)) {
+        if (!m->lockstep && tile_sleeps(m, b, t, &at)) {
             if (t->sleep_at != at) { /* woken by a push and asleep again: the timer is already set */
                 tm_push(b, at, t->id);
                 t->sleep_at = at;
             }
-            b->progress += at - m->now; /* the cycles it sleeps through count as progress */
+            b->progress += at - b->now; /* the cycles it sleeps through count as progress */
         } else if (!m->lockstep && !tile_quiet(m, t, false)) {
             if (b->nnext == b->cap_next && ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next))
                 b->oom = true;
@@ -1537,7 +1540,7 @@ static void merge(ts_model *m, int k)
     wse_band *b = &m->band[k];
     if (m->lockstep)
         return; /* lockstep: every allocated tile of the band, every cycle */
-    uint64_t stamp = m->now + 1;
+    uint64_t stamp = b->now + 1;
     size_t n = 0;
     for (size_t i = 0; i < b->nnext; i++) {
         wse_tile *t = m->t[b->next[i]];
@@ -1592,99 +1595,154 @@ static ts_status lockstep_lists(ts_model *m, ts_err *err)
     return TS_OK;
 }
 
-static bool all_quiet(const ts_model *m)
+/* Band k's exact quiet test over its own tiles (lockstep: the lists do not say who is idle). Read
+ * after phase B of every band, when no queue changes. */
+static bool band_quiet_exact(const ts_model *m, int k)
 {
-    if (!m->lockstep) {
-        for (int k = 0; k < m->nthreads; k++)
-            if (m->band[k].nact || m->band[k].ntm)
-                return false;
-        return true;
-    }
-    for (size_t i = 0; i < m->nalloc; i++)
-        if (!tile_quiet(m, m->t[m->alloc_ids[i]], true))
+    for (size_t i = 0; i < m->nalloc; i++) {
+        uint32_t id = m->alloc_ids[i];
+        if (band_of(m, id) == (uint32_t)k && !tile_quiet(m, m->t[id], true))
             return false;
+    }
     return true;
 }
 
-
-/* After a cycle: gather errors and progress, decide whether to go on. Run by one thread. */
-static void end_cycle(ts_model *m)
+/* What a band leaves for the end-of-cycle decision, written by its thread after phase B and read by
+ * every thread after the barrier; merge() changes the lists, never these. */
+static void band_summary(const ts_model *m, wse_band *b)
 {
-    uint64_t progress = 0;
+    b->sum.next = b->nnext;
+    b->sum.wake = b->nwake;
+    b->sum.ntm = b->ntm;
+    b->sum.tm_first = b->ntm ? b->tm[0].at : UINT64_MAX;
+    b->sum.progress = b->progress;
+    b->sum.nact = b->nact_done;
+    b->sum.oom = b->oom;
+    b->sum.err_tile = b->err_st ? b->err_tile : -1;
+    b->sum.quiet = m->lockstep && m->nthreads == 1 ? band_quiet_exact(m, 0) : b->sum.quiet;
+    b->progress = 0;
+}
+
+/* The end-of-cycle decision, a pure function of the bands' summaries, so every thread computes the
+ * same one without another barrier. */
+typedef struct wse_decision {
+    uint64_t next;        /* the cycle the bands simulate next */
+    uint64_t progress, nact;
+    bool stop, done, oom, jump, deadlock_check;
+    int eband;            /* band holding the error of the lowest PE, -1 if none */
+} wse_decision;
+
+static void decide(const ts_model *m, uint64_t now, wse_decision *d)
+{
+    *d = (wse_decision){.next = now + 1, .eband = -1};
     int64_t etile = -1;
-    int eb = -1;
-    bool oom = false;
+    uint64_t next = 0, wake = 0, ntm = 0, first = UINT64_MAX;
+    bool quiet = true;
     for (int k = 0; k < m->nthreads; k++) {
-        wse_band *b = &m->band[k];
-        m->tile_cycles += b->nact_done;
-        progress += b->progress;
-        b->progress = 0;
-        b->nwake = 0;
-        oom |= b->oom;
-        if (b->err_st && (etile < 0 || b->err_tile < etile)) {
-            etile = b->err_tile;
-            eb = k;
+        const wse_band *b = &m->band[k];
+        d->progress += b->sum.progress;
+        d->nact += b->sum.nact;
+        d->oom |= b->sum.oom;
+        if (b->sum.err_tile >= 0 && (etile < 0 || b->sum.err_tile < etile)) {
+            etile = b->sum.err_tile;
+            d->eband = k;
         }
+        next += b->sum.next;
+        wake += b->sum.wake;
+        ntm += b->sum.ntm;
+        if (b->sum.tm_first < first)
+            first = b->sum.tm_first;
+        quiet = quiet && b->sum.quiet;
     }
-    m->now++;
-    m->work += progress;
-    if (oom) {
-        m->run_st = ts_err_set(m->run_err, TS_ENOMEM, "out of memory at cycle %" PRIu64, m->now);
-        m->stop = true;
+    if (d->oom || d->eband >= 0) {
+        d->stop = true;
         return;
     }
-    if (eb >= 0) {
-        wse_band *b = &m->band[eb];
+    /* quiet: the merged lists would be empty and no sleeper is left */
+    if (m->lockstep ? quiet : !next && !wake && !ntm) {
+        d->done = d->stop = true;
+        return;
+    }
+    /* fast mode with only sleepers, none due next cycle: jump to the first wake-up */
+    if (!m->lockstep && !next && !wake && ntm && first > now + 1) {
+        d->jump = true;
+        d->next = first > m->limit ? m->limit : first;
+        if (d->next < now + 1)
+            d->next = now + 1;
+        d->stop = d->next >= m->limit;
+        return;
+    }
+    if (!d->progress && !ntm) {
+        /* nothing changed, and no sleeper will wake: nothing ever will (see end_cycle) */
+        d->deadlock_check = d->stop = true;
+        return;
+    }
+    d->stop = d->next >= m->limit;
+}
+
+/* After the decision: the band's next list and cycle (every thread for its band). */
+static void band_advance(ts_model *m, int k, const wse_decision *d)
+{
+    wse_band *b = &m->band[k];
+    if (!d->oom && d->eband < 0 && !d->done) {
+        merge(m, k);
+        if (d->jump)
+            timers_due(m, b, d->next, &b->act, &b->nact, &b->cap_act);
+    }
+    b->now = d->next;
+}
+
+/* The model-wide effects of a decision (one thread, the others only read their band). A cycle of
+ * full queues with no progress and no sleeper is a deadlock; anything else quiet-but-unfinished is
+ * left to the kernel's hang detector (blocked() says who waits on what). */
+static void end_cycle(ts_model *m, const wse_decision *d)
+{
+    m->tile_cycles += d->nact;
+    m->work += d->progress;
+    m->now = d->next;
+    m->stop = d->stop;
+    if (d->oom) {
+        m->run_st = ts_err_set(m->run_err, TS_ENOMEM, "out of memory at cycle %" PRIu64, m->now);
+        return;
+    }
+    if (d->eband >= 0) {
+        wse_band *b = &m->band[d->eband];
         ts_err_free(m->run_err);
         *m->run_err = b->err;
         ts_err_init(&b->err);
         m->run_st = TS_ESIM;
-        m->stop = true;
         return;
     }
-    if (all_quiet(m)) {
-        m->done = true;
-        m->stop = true;
+    m->done = d->done;
+}
+
+/* Called after the run when decide() found no progress: by then every thread has stopped. */
+static void deadlock_check(ts_model *m)
+{
+    ts_status rc = ts_wse_deadlock(m, m->run_err);
+    if (rc)
+        m->run_st = rc;
+    else
+        m->now = m->limit;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* threads: a sense-reversing barrier that spins on C11 atomics and yields when spinning long */
+
+#define WSE_SPINS 4000 /* spins before yielding; a cycle of a 16 x 16 band takes a few microseconds */
+
+static void spin_barrier(ts_model *m, uint32_t *sense)
+{
+    uint32_t s = *sense ^ 1u;
+    *sense = s;
+    if (atomic_fetch_add_explicit(&m->bar_count, 1, memory_order_acq_rel) + 1 == (uint32_t)m->nthreads) {
+        atomic_store_explicit(&m->bar_count, 0, memory_order_relaxed);
+        atomic_store_explicit(&m->bar_sense, s, memory_order_release);
         return;
     }
-    /* fast mode with only sleepers: jump to the first wake-up */
-    bool idle = !m->lockstep, timers = false;
-    uint64_t first = UINT64_MAX;
-    for (int k = 0; k < m->nthreads; k++) {
-        idle = idle && !m->band[k].nact;
-        if (m->band[k].ntm) {
-            timers = true;
-            if (m->band[k].tm[0].at < first)
-                first = m->band[k].tm[0].at;
-        }
-    }
-    if (idle && timers) {
-        if (first > m->limit)
-            first = m->limit;
-        if (first > m->now)
-            m->now = first;
-        for (int k = 0; k < m->nthreads; k++) {
-            wse_band *b = &m->band[k];
-            timers_due(m, b, m->now, &b->act, &b->nact, &b->cap_act);
-        }
-        if (m->now >= m->limit)
-            m->stop = true;
-        return;
-    }
-    if (!progress && !timers) {
-        /* nothing changed, and no sleeper will wake: nothing ever will. A cycle of full queues is a deadlock; anything
-         * else is left to the kernel's hang detector (blocked() says who waits on what). */
-        ts_status rc = ts_wse_deadlock(m, m->run_err);
-        if (rc) {
-            m->run_st = rc;
-        } else {
-            m->now = m->limit;
-        }
-        m->stop = true;
-        return;
-    }
-    if (m->now >= m->limit)
-        m->stop = true;
+    for (unsigned i = 0; atomic_load_explicit(&m->bar_sense, memory_order_acquire) != s; i++)
+        if (i >= WSE_SPINS)
+            sched_yield();
 }
 
 typedef struct thr_arg {
@@ -1692,22 +1750,39 @@ typedef struct thr_arg {
     int k;
 } thr_arg;
 
+/* One thread's cycle loop: A, barrier, B, barrier, then merge and decide without a third barrier
+ * (lockstep adds one for its exact quiet test). Phase A reads what other bands wrote in the
+ * previous phase B; phase B writes other bands' queue tails and reads nothing they write in B; the
+ * decision reads only summaries. */
 static void *thread_main(void *p)
 {
     thr_arg *a = p;
     ts_model *m = a->m;
     int k = a->k;
+    wse_band *b = &m->band[k];
+    uint32_t sense = 0;
     for (;;) {
-        phase_a(m, &m->band[k]);
-        pthread_barrier_wait(&m->bar);
-        phase_b(m, &m->band[k]);
-        pthread_barrier_wait(&m->bar);
-        merge(m, k);
-        if (pthread_barrier_wait(&m->bar) == PTHREAD_BARRIER_SERIAL_THREAD)
-            end_cycle(m);
-        pthread_barrier_wait(&m->bar);
-        if (m->stop)
+        phase_a(m, b);
+        if (m->nthreads > 1)
+            spin_barrier(m, &sense);
+        phase_b(m, b);
+        band_summary(m, b);
+        if (m->nthreads > 1)
+            spin_barrier(m, &sense);
+        if (m->lockstep && m->nthreads > 1) {
+            b->sum.quiet = band_quiet_exact(m, k);
+            spin_barrier(m, &sense);
+        }
+        wse_decision d;
+        decide(m, b->now, &d);
+        band_advance(m, k, &d);
+        if (k == 0)
+            end_cycle(m, &d);
+        if (d.stop) {
+            if (k == 0 && d.deadlock_check)
+                m->deadlock = true;
             break;
+        }
     }
     return NULL;
 }
@@ -1720,26 +1795,27 @@ ts_status ts_wse_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
     m->stop = m->done || m->now >= limit;
     m->run_st = TS_OK;
     m->run_err = err;
+    m->deadlock = false;
+    for (int k = 0; k < m->nthreads; k++)
+        m->band[k].now = m->now;
     if (m->lockstep && !m->stop) {
         ts_status rc = lockstep_lists(m, err);
         if (rc)
             return rc;
     }
     if (!m->stop && m->nthreads == 1) {
-        while (!m->stop) {
-            phase_a(m, &m->band[0]);
-            phase_b(m, &m->band[0]);
-            merge(m, 0);
-            end_cycle(m);
-        }
+        thr_arg a = {m, 0};
+        thread_main(&a);
     } else if (!m->stop) {
         pthread_t *tid = ts_calloc((size_t)m->nthreads, sizeof *tid);
         thr_arg *args = ts_calloc((size_t)m->nthreads, sizeof *args);
-        if (!tid || !args || pthread_barrier_init(&m->bar, NULL, (unsigned)m->nthreads)) {
+        if (!tid || !args) {
             ts_free(tid);
             ts_free(args);
             return ts_err_set(err, TS_ENOMEM, "cannot start %d threads", m->nthreads);
         }
+        atomic_store(&m->bar_count, 0);
+        atomic_store(&m->bar_sense, 0);
         int started = 1;
         for (int k = 0; k < m->nthreads; k++)
             args[k] = (thr_arg){m, k};
@@ -1749,8 +1825,12 @@ ts_status ts_wse_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
             started++;
         }
         if (started != m->nthreads) {
-            /* cannot happen after the barrier was sized; run nothing and report */
-            pthread_barrier_destroy(&m->bar);
+            /* the started threads would wait at the first barrier for ever: run them alone is not
+             * possible, so this is fatal for the run */
+            for (int k = 1; k < started; k++)
+                pthread_cancel(tid[k]);
+            for (int k = 1; k < started; k++)
+                pthread_join(tid[k], NULL);
             ts_free(tid);
             ts_free(args);
             return ts_err_set(err, TS_ENOMEM, "cannot start %d threads", m->nthreads);
@@ -1758,10 +1838,11 @@ ts_status ts_wse_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
         thread_main(&args[0]);
         for (int k = 1; k < m->nthreads; k++)
             pthread_join(tid[k], NULL);
-        pthread_barrier_destroy(&m->bar);
         ts_free(tid);
         ts_free(args);
     }
+    if (m->deadlock)
+        deadlock_check(m);
     if (m->run_st)
         return m->run_st;
     st->now = m->now;
