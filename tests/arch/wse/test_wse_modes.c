@@ -121,22 +121,19 @@ static const char *const tasks_program =
 
 static void compare_modes(const char *yaml, const char *src)
 {
-    ts_buf ref = {0}, lock = {0}, t2 = {0}, t3 = {0};
+    /* the reference, then lockstep, 2 and 3 threads, and lockstep with 2 and 3 threads */
+    static const struct { bool lockstep; int threads; } mode[] = {{true, 1}, {false, 2}, {false, 3}, {true, 2}, {true, 3}};
+    ts_buf ref = {0};
     ts_status s1 = wt_report(yaml, src, false, 1, &ref);
-    ts_status s2 = wt_report(yaml, src, true, 1, &lock);
-    ts_status s3 = wt_report(yaml, src, false, 2, &t2);
-    ts_status s4 = wt_report(yaml, src, true, 3, &t3);
-    ck_assert_int_eq(s1, s2);
-    ck_assert_int_eq(s1, s3);
-    ck_assert_int_eq(s1, s4);
-    ck_assert_msg(!strcmp(ts_buf_str(&ref), ts_buf_str(&lock)), "lockstep differs:\n%s\n----\n%s", ts_buf_str(&ref),
-                  ts_buf_str(&lock));
-    ck_assert_msg(!strcmp(ts_buf_str(&ref), ts_buf_str(&t2)), "2 threads differ");
-    ck_assert_msg(!strcmp(ts_buf_str(&ref), ts_buf_str(&t3)), "3 threads + lockstep differ");
+    for (size_t i = 0; i < sizeof mode / sizeof mode[0]; i++) {
+        ts_buf out = {0};
+        ts_status s2 = wt_report(yaml, src, mode[i].lockstep, mode[i].threads, &out);
+        ck_assert_int_eq(s1, s2);
+        ck_assert_msg(!strcmp(ts_buf_str(&ref), ts_buf_str(&out)), "%s with %d thread(s) differs:\n%s\n----\n%s",
+                      mode[i].lockstep ? "lockstep" : "default", mode[i].threads, ts_buf_str(&ref), ts_buf_str(&out));
+        ts_buf_free(&out);
+    }
     ts_buf_free(&ref);
-    ts_buf_free(&lock);
-    ts_buf_free(&t2);
-    ts_buf_free(&t3);
 }
 
 static const char *const y32 = "arch: wse\nname: t32\nmesh: {width: 32, height: 32}\n";
@@ -230,6 +227,23 @@ START_TEST(modes_uniform_traffic)
 }
 END_TEST
 
+/* The 25-point stencil: every PE talks to four neighbours every round, so wavelets and credits cross
+ * the band edges of 2 and 3 threads every cycle. */
+START_TEST(modes_stencil25)
+{
+    ts_err err;
+    ts_err_init(&err);
+    ts_program *p = NULL;
+    ck_assert_int_eq(ts_wse_stencil_program(&p, 9, 7, 6, 4, 2, true, &err), TS_OK);
+    ts_buf text = {0};
+    ck_assert_int_eq(ts_disasm(p, &ts_wse_isa, &text, &err), TS_OK);
+    ts_program_destroy(p);
+    compare_modes("arch: wse\nname: t97\nmesh: {width: 9, height: 7}\n", ts_buf_str(&text));
+    ts_buf_free(&text);
+    ts_err_free(&err);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("wse_modes");
@@ -240,6 +254,7 @@ static Suite *suite(void)
     tcase_add_test(tc, modes_small_programs);
     tcase_add_test(tc, timing_only_same_cycles);
     tcase_add_test(tc, modes_uniform_traffic);
+    tcase_add_test(tc, modes_stencil25);
     suite_add_tcase(s, tc);
     return s;
 }
