@@ -44,5 +44,6 @@ int cmd_compile(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 
 #endif

@@ -20,6 +20,7 @@ static const char usage[] =
     "  info      summarise a chip config (units, SRAM, peak MACs, bandwidths)\n"
     "  config    print the documented schema of a family, or a config resolved\n"
     "  sweep     run a design-space sweep: many configs and workloads, one CSV row each\n"
+    "  plot      draw sweep results as a line, scatter or Pareto plot (PNG)\n"
     "  view      run a simulation in the live window (the same as 'run --view')\n"
     "\n"
     "With no command, `tessera` runs the built-in default workload on the default config.\n"
@@ -58,6 +59,7 @@ int main(int argc, char **argv)
         {"run", cmd_run},       {"compile", cmd_compile}, {"asm", cmd_asm},
         {"disasm", cmd_disasm}, {"info", cmd_info},       {"config", cmd_config},
         {"sweep", cmd_sweep},
+        {"plot", cmd_plot},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(cmd, cmds[i].name))

@@ -1,0 +1,40 @@
+/* viz/plot_int.h — the prepared plot, shared by viz/plot.c (layout) and viz/plot_draw.c (cairo). */
+#ifndef TS_VIZ_PLOT_INT_H
+#define TS_VIZ_PLOT_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "viz/plot.h"
+
+typedef struct ts_plot_pt {
+    double x, y;   /* the plotted values */
+    double pa, pb; /* the Pareto columns' values (with --pareto) */
+    size_t row;    /* row in the table */
+    size_t group;  /* index into groups */
+    bool on_front;
+} ts_plot_pt;
+
+typedef struct ts_plot_group {
+    const char *name; /* borrowed from the table: the group column's value ("" without --group) */
+    double num;       /* the value as a number, when every group's is one */
+    size_t first;     /* first row with this value */
+    size_t old;       /* index before sorting */
+    size_t start, n;  /* its points: pts[start .. start + n), sorted by x */
+} ts_plot_group;
+
+struct ts_plot {
+    uint32_t width, height;
+    bool scatter, has_pareto, has_legend, front_line, x_repeats;
+    ts_plot_pt *pts; /* owned: by group, then x, then row */
+    size_t npts, nfailed, nempty;
+    ts_plot_group *groups; /* owned */
+    size_t ngroups;
+    size_t *front; /* owned: indices into pts of the front, by the first Pareto column */
+    size_t nfront;
+    ts_plot_axis xa, ya;
+    char *xlabel, *ylabel, *title, *pareto_label; /* owned */
+    const char *group_title;                      /* borrowed: the group column's name or "" */
+};
+
+#endif
