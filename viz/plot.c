@@ -313,7 +313,7 @@ double ts_plot_nice(double x, bool round)
     if (round)
         nf = f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10;
     else
-        nf = f < 2 - 1e-9 ? 1 : f < 5 - 1e-9 ? 2 : f < 10 - 1e-9 ? 5 : 10;
+        nf = f <= 1 + 1e-9 ? 1 : f <= 2 + 1e-9 ? 2 : f <= 5 + 1e-9 ? 5 : 10;
     return nf * pow(10, e);
 }
 
@@ -351,8 +351,14 @@ void ts_plot_axis_linear(ts_plot_axis *a, double min, double max, int target)
     double span = max - min;
     a->lo = min - 0.04 * span;
     a->hi = max + 0.04 * span;
-    double step = ts_plot_nice(ts_plot_nice(a->hi - a->lo, false) / (target - 1), true);
+    double step = ts_plot_nice(ts_plot_nice(span, false) / (target - 1), true);
     linear_ticks(a, step);
+    /* at least three ticks: the next smaller nice step (5 -> 2 -> 1 -> 0.5) until they fit */
+    while (a->nticks < 3) {
+        double e = pow(10, floor(log10(step) + 1e-9)), m = step / e;
+        step = m > 4 ? 2 * e : m > 1.5 ? e : 0.5 * e;
+        linear_ticks(a, step);
+    }
 }
 
 void ts_plot_axis_log(ts_plot_axis *a, double min, double max)

@@ -60,11 +60,12 @@ typedef struct ts_plot_axis {
     double ticks[TS_PLOT_MAX_TICKS]; /* increasing, inside [lo, hi] */
 } ts_plot_axis;
 
-/* The largest "nice" number (1, 2 or 5 times a power of ten) not above x > 0; with round set,
- * the nice number nearest x (Heckbert's nice numbers). */
+/* The smallest "nice" number (1, 2 or 5 times a power of ten) not below x > 0; with round set,
+ * the nice number nearest x (Heckbert's nice numbers, Graphics Gems, 1990). */
 double ts_plot_nice(double x, bool round);
 /* Linear axis for data in [min, max]: ticks every 1, 2 or 5 x 10^k, about `target` of them
- * (3..12), the range padded by 4% of the span on each side (or around a single value). */
+ * (3..12) and never fewer than three, the range padded by 4% of the span on each side (or
+ * around a single value). */
 void ts_plot_axis_linear(ts_plot_axis *a, double min, double max, int target);
 /* Log axis for positive data in [min, max]: ticks at 1, 2 and 5 times powers of ten when the
  * range spans under two decades, at powers of ten (every k-th when many) otherwise; the range
