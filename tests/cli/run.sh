@@ -52,6 +52,12 @@ golden config-help "$T" config --help
 golden unknown-command "$T" frobnicate
 golden sweep-help "$T" sweep --help
 golden sweep-no-output "$T" sweep spec.yaml
+golden plot-help "$T" plot --help
+golden plot-no-output "$T" plot plot_results.csv --x clock --y cycles
+golden plot-unknown-column "$T" plot plot_results.csv --x clok --y cycles -o never.png
+golden plot-not-a-number "$T" plot plot_bad_number.csv --x clock --y cycles -o never.png
+golden plot-no-rows "$T" plot plot_failed.csv --x clock --y cycles -o never.png
+[ ! -e "$data/never.png" ] && ok || bad "a failed plot left a PNG behind"
 golden view-help "$T" view --help
 golden bad-threads "$T" run --threads 0
 golden bad-format "$T" run --format xml
