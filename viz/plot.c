@@ -506,6 +506,11 @@ size_t ts_plot_nfailed(const ts_plot *p) { return p->nfailed; }
 size_t ts_plot_nempty(const ts_plot *p) { return p->nempty; }
 size_t ts_plot_ngroups(const ts_plot *p) { return p->ngroups; }
 const char *ts_plot_group_name(const ts_plot *p, size_t g) { return p->groups[g].name; }
+
+const char *ts_plot_group_label(const ts_plot *p, size_t g)
+{
+    return p->groups[g].label[0] ? p->groups[g].label : p->groups[g].name;
+}
 size_t ts_plot_npareto(const ts_plot *p) { return p->nfront; }
 size_t ts_plot_pareto_row(const ts_plot *p, size_t i) { return p->pts[p->front[i]].row; }
 bool ts_plot_x_repeats(const ts_plot *p) { return p->x_repeats && !p->scatter; }
@@ -691,6 +696,17 @@ ts_status ts_plot_prepare(ts_plot **out, const ts_table *t, const ts_plot_opts *
             remap[p->groups[g].old] = g;
         for (size_t i = 0; i < p->npts; i++)
             p->pts[i].group = remap[p->pts[i].group];
+        /* legend labels of large values with SI prefixes (1.25G for 1250000000; 0.25 stays),
+         * unless two would read the same */
+        bool distinct = true;
+        for (size_t g = 0; g < p->ngroups; g++) {
+            if (fabs(p->groups[g].num) >= 1000)
+                ts_plot_si(p->groups[g].num, 0, p->groups[g].label, sizeof p->groups[g].label);
+            for (size_t h = 0; h < g && distinct; h++)
+                distinct = strcmp(ts_plot_group_label(p, g), ts_plot_group_label(p, h)) != 0;
+        }
+        for (size_t g = 0; g < p->ngroups && !distinct; g++)
+            p->groups[g].label[0] = 0;
     }
     qsort(p->pts, p->npts, sizeof *p->pts, pt_cmp);
     for (size_t i = 0; i < p->npts; i++) {

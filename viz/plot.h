@@ -109,6 +109,9 @@ size_t ts_plot_nfailed(const ts_plot *p);   /* rows skipped because their `error
 size_t ts_plot_nempty(const ts_plot *p);    /* rows skipped because a value used is empty */
 size_t ts_plot_ngroups(const ts_plot *p);
 const char *ts_plot_group_name(const ts_plot *p, size_t g); /* the group column's value */
+/* The group's legend entry: a numeric value of 1000 or more with an SI prefix (1.25G), when that
+ * tells every group apart, else the value as written. */
+const char *ts_plot_group_label(const ts_plot *p, size_t g);
 /* The group's colour as 0xRRGGBB (the Pareto marks are TS_PLOT_PARETO_RGB, in no group). */
 uint32_t ts_plot_group_rgb(size_t g);
 #define TS_PLOT_PARETO_RGB 0xd62728u

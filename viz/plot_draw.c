@@ -103,7 +103,7 @@ static void draw(const ts_plot *p, cairo_t *cr)
         font(cr, LEGEND_PX, false);
         if (p->ngroups > 1 || p->group_title[0])
             for (size_t g = 0; g < p->ngroups; g++)
-                legend_w = fmax(legend_w, 34 + text_w(cr, p->groups[g].name));
+                legend_w = fmax(legend_w, 34 + text_w(cr, ts_plot_group_label(p, g)));
         if (p->has_pareto)
             legend_w = fmax(legend_w, 34 + text_w(cr, p->pareto_label));
         legend_w += 2 * GAP;
@@ -261,7 +261,7 @@ static void draw(const ts_plot *p, cairo_t *cr)
         }
         marker(cr, g, lx + GAP + 11, cy, 4.5);
         rgb(cr, ink);
-        text_at(cr, p->groups[g].name, lx + GAP + 30, cy + LEGEND_PX / 2.0 - 2, 0);
+        text_at(cr, ts_plot_group_label(p, g), lx + GAP + 30, cy + LEGEND_PX / 2.0 - 2, 0);
         y += row_h;
     }
     if (p->has_pareto) {

@@ -18,6 +18,7 @@ typedef struct ts_plot_pt {
 typedef struct ts_plot_group {
     const char *name; /* borrowed from the table: the group column's value ("" without --group) */
     double num;       /* the value as a number, when every group's is one */
+    char label[32];   /* the legend's text: num with an SI prefix, or "" for the name itself */
     size_t first;     /* first row with this value */
     size_t old;       /* index before sorting */
     size_t start, n;  /* its points: pts[start .. start + n), sorted by x */

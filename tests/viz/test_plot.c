@@ -338,6 +338,7 @@ START_TEST(plot_layout)
     ck_assert_uint_eq(ts_plot_ngroups(p), 2);
     ck_assert_str_eq(ts_plot_group_name(p, 0), "4"); /* numeric order, not order of appearance */
     ck_assert_str_eq(ts_plot_group_name(p, 1), "8");
+    ck_assert_str_eq(ts_plot_group_label(p, 1), "8");
     ck_assert_uint_eq(ts_plot_npareto(p), 0);
     ck_assert(!ts_plot_x_repeats(p));
     const ts_plot_axis *y = ts_plot_yaxis(p);
@@ -352,6 +353,18 @@ START_TEST(plot_layout)
     ck_assert_int_eq(prepare(&p, t, (ts_plot_opts){.x = "clock", .y = "cycles", .scatter = true}, &e), TS_OK);
     ck_assert(!ts_plot_x_repeats(p));
     ts_plot_destroy(p);
+
+    /* numeric groups read with SI prefixes in the legend, unless two would read the same */
+    ck_assert_int_eq(prepare(&p, t, (ts_plot_opts){.x = "tiles", .y = "cycles", .group = "clock"}, &e), TS_OK);
+    ck_assert_str_eq(ts_plot_group_name(p, 1), "1500000000");
+    ck_assert_str_eq(ts_plot_group_label(p, 1), "1.5G");
+    ts_plot_destroy(p);
+    ts_table *t2 = table("g,x,y\n1000,1,1\n1001,2,2\n");
+    ck_assert_int_eq(prepare(&p, t2, (ts_plot_opts){.x = "x", .y = "y", .group = "g"}, &e), TS_OK);
+    ck_assert_str_eq(ts_plot_group_label(p, 0), "1000");
+    ck_assert_str_eq(ts_plot_group_label(p, 1), "1001");
+    ts_plot_destroy(p);
+    ts_table_destroy(t2);
 
     /* groups that are not all numbers keep their order of appearance */
     ck_assert_int_eq(prepare(&p, t, (ts_plot_opts){.x = "clock", .y = "cycles", .group = "workload"}, &e), TS_OK);
