@@ -4,6 +4,7 @@
 #include "viz/plot.h"
 
 #include <ctype.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,18 +344,26 @@ void ts_plot_axis_linear(ts_plot_axis *a, double min, double max, int target)
         min = max;
         max = s;
     }
-    if (max == min) {
-        double pad = min == 0 ? 1 : fabs(min) * 0.1;
+    if (!(max - min > 1e-300)) { /* one value (or two a denormal apart) */
+        double pad = fabs(min) < 1e-300 ? 1 : fabs(min) * 0.1;
         min -= pad;
         max += pad;
     }
     double span = max - min;
-    a->lo = min - 0.04 * span;
-    a->hi = max + 0.04 * span;
-    double step = ts_plot_nice(ts_plot_nice(span, false) / (target - 1), true);
+    if (!isfinite(span)) { /* beyond the largest double: the two ends only */
+        a->lo = min;
+        a->hi = max;
+        a->nticks = 2;
+        a->ticks[0] = min;
+        a->ticks[1] = max;
+        return;
+    }
+    a->lo = fmax(min - 0.04 * span, -DBL_MAX);
+    a->hi = fmin(max + 0.04 * span, DBL_MAX);
+    double step = ts_plot_nice(span / (target - 1), true);
     linear_ticks(a, step);
     /* at least three ticks: the next smaller nice step (5 -> 2 -> 1 -> 0.5) until they fit */
-    while (a->nticks < 3) {
+    for (int tries = 0; a->nticks < 3 && tries < 8; tries++) {
         double e = pow(10, floor(log10(step) + 1e-9)), m = step / e;
         step = m > 4 ? 2 * e : m > 1.5 ? e : 0.5 * e;
         linear_ticks(a, step);
@@ -378,8 +387,8 @@ void ts_plot_axis_log(ts_plot_axis *a, double min, double max)
     double pad = 0.04 * (l1 - l0);
     l0 -= pad;
     l1 += pad;
-    a->lo = pow(10, l0);
-    a->hi = pow(10, l1);
+    a->lo = fmax(pow(10, l0), DBL_TRUE_MIN);
+    a->hi = fmin(pow(10, l1), DBL_MAX);
     double decades = l1 - l0;
     if (decades < 2) {
         /* 1, 2 and 5 times powers of ten */
@@ -409,6 +418,8 @@ size_t ts_plot_si(double v, double step, char *out, size_t n)
     if (!n)
         return 0;
     double av = fabs(v);
+    if (!isfinite(v))
+        return (size_t)snprintf(out, n, "%g", v);
     if (av == 0 || (step > 0 && av < step * 1e-6))
         return (size_t)snprintf(out, n, "0");
     int e3 = (int)floor(log10(av) / 3 + 1e-9) * 3;

@@ -184,6 +184,17 @@ START_TEST(linear_ticks)
     ck_assert(a.lo < 120099 && a.hi > 120099 && a.nticks >= 3);
     ts_plot_axis_linear(&a, 0, 0, 6);
     ck_assert(a.lo < 0 && a.hi > 0 && a.nticks >= 3);
+    /* the ends of the doubles: no endless search for ticks */
+    ts_plot_axis_linear(&a, 0, 5e-324, 6);
+    ck_assert(a.lo < 0 && a.hi > 0 && a.nticks >= 3);
+    ts_plot_axis_linear(&a, -1.78e308, -1e307, 6); /* the margin would pass -DBL_MAX */
+    ck_assert(isfinite(a.lo) && isfinite(a.hi) && a.nticks >= 3);
+    for (size_t k = 0; k < a.nticks; k++)
+        ck_assert(isfinite(a.ticks[k]) && a.ticks[k] >= a.lo && a.ticks[k] <= a.hi);
+    ts_plot_axis_log(&a, 1e-300, 1.7e308);
+    ck_assert(isfinite(a.lo) && isfinite(a.hi) && a.lo > 0 && a.nticks >= 3);
+    ts_plot_axis_linear(&a, -1.5e308, 1.5e308, 6);
+    ck_assert(a.nticks == 2 && a.ticks[0] == -1.5e308 && a.ticks[1] == 1.5e308);
     /* invariants over many ranges */
     srand(7);
     for (int i = 0; i < 2000; i++) {
@@ -256,6 +267,7 @@ START_TEST(si_labels)
     ck_assert_str_eq(si(1048576, 0), "1.05M");
     ck_assert_str_eq(si(3e18, 0), "3e+18");
     ck_assert_str_eq(si(7e15, 1e15), "7P");
+    ck_assert_str_eq(si(-INFINITY, 0), "-inf");
 }
 END_TEST
 
