@@ -8,6 +8,7 @@
 
 #include "cli/common.h"
 #include "core/buf.h"
+#include "core/sweep.h"
 #include "viz/plot.h"
 
 static const char plot_usage[] =
@@ -18,7 +19,7 @@ static const char plot_usage[] =
     "Rows whose 'error' column is not empty are skipped and counted. Needs cairo in the build.\n"
     "\n"
     "options:\n"
-    "  -o, --output FILE       the PNG to write (required)\n"
+    "  -o, --output FILE       the PNG to write (required; '-' for standard output)\n"
     "  -x, --x COLUMN          the column on the x axis\n"
     "  -y, --y COLUMN          the column on the y axis\n"
     "  -g, --group COLUMN      one series (colour, marker, legend entry) per value of COLUMN\n"
@@ -31,7 +32,8 @@ static const char plot_usage[] =
     "      --ylabel TEXT       the y axis label (default: the column name)\n"
     "      --title TEXT        the title ('' for none; default: Y against X)\n"
     "      --size WxH          the image in pixels (default 800x500)\n"
-    "  -q, --quiet             no summary on standard output\n"
+    "  -q, --quiet             nothing on standard output (by default: the points plotted and\n"
+    "                          the rows on the Pareto front, as CSV)\n"
     "  -h, --help              this text\n"
     "\n"
     "Exit status: 0 the plot was written, 2 a bad CSV, column or option, or no cairo.\n";
@@ -50,6 +52,34 @@ static int parse_size(const char *s, uint32_t *w, uint32_t *h)
     *w = (uint32_t)a;
     *h = (uint32_t)b;
     return 0;
+}
+
+/* The rows on the Pareto front, as CSV (their columns but `error`), by increasing first column. */
+static void print_front(const ts_table *t, const ts_plot *p, const char *pareto)
+{
+    size_t nf = ts_plot_npareto(p), nc = ts_table_ncols(t), ec = nc;
+    ts_err e;
+    ts_err_init(&e);
+    if (ts_table_column(t, "error", "error", &ec, &e) != TS_OK)
+        ec = nc;
+    ts_err_free(&e);
+    ts_buf b = TS_BUF_INIT;
+    ts_buf_printf(&b, "Pareto front of %s: %zu of %zu row%s\n", pareto, nf, ts_plot_npoints(p),
+                  ts_plot_npoints(p) == 1 ? "" : "s");
+    for (size_t i = 0; i <= nf; i++) {
+        bool first = true;
+        for (size_t c = 0; c < nc; c++) {
+            if (c == ec)
+                continue;
+            if (!first)
+                ts_buf_putc(&b, ',');
+            first = false;
+            ts_csv_field(&b, i ? ts_table_cell(t, ts_plot_pareto_row(p, i - 1), c) : ts_table_header(t, c));
+        }
+        ts_buf_putc(&b, '\n');
+    }
+    fputs(ts_buf_str(&b), stdout);
+    ts_buf_free(&b);
 }
 
 int cmd_plot(int argc, char **argv)
@@ -101,6 +131,8 @@ int cmd_plot(int argc, char **argv)
         return cli_usage_error("unexpected argument '%s'", argv[optind]);
     if (!output)
         return cli_usage_error("plot needs -o PLOT.png");
+    if (!strcmp(output, "-")) /* the PNG goes to standard output */
+        quiet = true;
     if ((!o.x || !o.y) && !o.pareto)
         return cli_usage_error("plot needs --x COLUMN and --y COLUMN (or --pareto A,B)");
 
@@ -129,27 +161,8 @@ int cmd_plot(int argc, char **argv)
         if (o.group)
             printf(" in %zu group%s", ng, ng == 1 ? "" : "s");
         printf("\n");
-        if (o.pareto) {
-            /* name the front's rows by their point id when the CSV has one, else by line */
-            size_t pc;
-            ts_err e2;
-            ts_err_init(&e2);
-            bool ids = ts_table_column(t, "point", "point", &pc, &e2) == TS_OK;
-            ts_err_free(&e2);
-            ts_buf b = TS_BUF_INIT;
-            for (size_t i = 0; i < ts_plot_npareto(p); i++) {
-                size_t r = ts_plot_pareto_row(p, i);
-                int line, col;
-                ts_table_pos(t, r, 0, &line, &col);
-                if (ids)
-                    ts_buf_printf(&b, "%s%s", i ? ", " : "", ts_table_cell(t, r, pc));
-                else
-                    ts_buf_printf(&b, "%s%d", i ? ", " : "", line);
-            }
-            printf("Pareto front of %s: %s %s\n", o.pareto,
-                   ids ? (ts_plot_npareto(p) == 1 ? "point" : "points") : "lines", ts_buf_str(&b));
-            ts_buf_free(&b);
-        }
+        if (o.pareto)
+            print_front(t, p, o.pareto);
     }
 out:
     ts_plot_destroy(p);
