@@ -202,6 +202,14 @@ static ts_status flush_one(ts_activity *a, uint64_t cycles, ts_err *err)
         a->ss_seen++;
     }
     size_t per = (size_t)TS_ACT_NSTATES * a->nunits;
+    uint32_t *idle = w->cnt + (size_t)TS_ACT_IDLE * a->nunits;
+    for (uint32_t u = 0; u < a->nunits; u++) { /* cycles recorded in no state are idle */
+        uint64_t sum = 0;
+        for (int s = 0; s < TS_ACT_NSTATES; s++)
+            sum += w->cnt[(size_t)s * a->nunits + u];
+        if (sum < cycles)
+            idle[u] += (uint32_t)(cycles - sum);
+    }
     for (size_t i = 0; i < per; i++)
         a->total[i] += w->cnt[i];
     a->total_bytes += w->bytes;

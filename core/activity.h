@@ -72,7 +72,9 @@ ts_status ts_activity_layout(ts_activity *a, const char *name, uint32_t nunits, 
                              uint32_t grid_h, const uint32_t *x, const uint32_t *y, ts_err *err);
 /* Unit u spent cycles [start, end) in state s. start must not be before the last cycle passed to
  * ts_activity_advance; spans of one unit must not overlap (not checked). A span past what the
- * window ring holds grows it. A failed allocation is remembered and returned by advance. */
+ * window ring holds grows it. A failed allocation is remembered and returned by advance. Cycles
+ * of a window that a unit spent in no span are idle (added when the window is flushed), so a
+ * family may leave idle time out. */
 void ts_activity_span(ts_activity *a, uint32_t u, ts_act_state s, uint64_t start, uint64_t end);
 /* bytes moved on the network at cycle `at` (not before the last advance). */
 void ts_activity_bytes(ts_activity *a, uint64_t at, uint64_t bytes);

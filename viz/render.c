@@ -155,14 +155,16 @@ void ts_viz_geometry(const ts_activity *a, ts_viz_geom *g)
 
 void ts_viz_unit_rgb(const uint64_t cnt[TS_ACT_NSTATES], uint8_t rgb[3])
 {
-    uint64_t total = 0;
-    int dom = TS_ACT_IDLE;
+    uint64_t total = cnt[TS_ACT_IDLE];
+    int dom = -1; /* the state other than idle with the most cycles */
     for (int s = 0; s < TS_ACT_NSTATES; s++) {
+        if (s == TS_ACT_IDLE)
+            continue;
         total += cnt[s];
-        if (cnt[s] > cnt[dom])
+        if (cnt[s] && (dom < 0 || cnt[s] > cnt[dom]))
             dom = s;
     }
-    if (!total || dom == TS_ACT_IDLE) {
+    if (dom < 0) {
         memcpy(rgb, ts_viz_state_rgb[TS_ACT_IDLE], 3);
         return;
     }
