@@ -34,7 +34,8 @@ static const char run_usage[] =
     "      --frames DIR        write a PNG picture of the chip's activity every window\n"
     "                          (DIR/frame_000000.png, ...; DIR is created)\n"
     "      --view              show the frames live in a window (SDL2): space pauses,\n"
-    "                          n steps, + and - change the speed, q closes\n"
+    "                          n steps N cycles, s a superstep, + and - change the speed,\n"
+    "                          z and x zoom, arrows pan, q closes; the mouse shows a unit\n"
     "      --frame-every N     cycles per frame window (default 1000)\n"
     "      --summary-png FILE  write one PNG of the run: per-unit utilization and supersteps\n"
     "  -s, --set KEY=VALUE     override a config key (repeatable)\n"
@@ -95,9 +96,9 @@ static ts_status on_frame(void *ud, const ts_activity *a, const ts_act_frame *f,
     frames *fr = ud;
     if (!fr->dir && (!fr->view || ts_view_closed(fr->view)))
         return TS_OK;
-    ts_status rc = ts_viz_render_frame(&fr->img, a, f, err);
-    if (rc == TS_OK && fr->view)
-        rc = ts_view_frame(fr->view, &fr->img, err);
+    ts_status rc = fr->view ? ts_view_frame(fr->view, a, f, err) : TS_OK;
+    if (rc == TS_OK && fr->dir)
+        rc = ts_viz_render_frame(&fr->img, a, f, NULL, err);
     if (rc != TS_OK || !fr->dir)
         return rc;
     char path[4096];
@@ -303,7 +304,7 @@ int cmd_run(int argc, char **argv)
     }
     if (summary_png) {
         ts_viz_image img = {0};
-        ts_status vs = ts_viz_render_summary(&img, act, &err);
+        ts_status vs = ts_viz_render_summary(&img, act, NULL, &err);
         if (vs == TS_OK)
             vs = ts_viz_png_write(&img, summary_png, &err);
         ts_viz_image_free(&img);

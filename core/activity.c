@@ -24,6 +24,9 @@ struct ts_activity {
     char *name;          /* owned layout name */
     uint32_t nunits, gw, gh;
     uint32_t *x, *y;     /* owned, per unit */
+    uint32_t *at;        /* owned: at[y * gw + x] = the unit there, UINT32_MAX for none */
+    ts_act_describe_fn describe;
+    void *describe_ud;
     act_win *ring;       /* owned */
     size_t cap;
     uint64_t w0;         /* absolute index of the first window not flushed */
@@ -73,6 +76,7 @@ void ts_activity_destroy(ts_activity *a)
     ts_free(a->name);
     ts_free(a->x);
     ts_free(a->y);
+    ts_free(a->at);
     ts_free(a->total);
     ts_free(a->ss);
     ts_free(a);
@@ -91,18 +95,25 @@ ts_status ts_activity_layout(ts_activity *a, const char *name, uint32_t nunits, 
     a->x = ts_malloc((nunits ? nunits : 1) * sizeof *a->x);
     a->y = ts_malloc((nunits ? nunits : 1) * sizeof *a->y);
     a->total = ts_calloc((size_t)TS_ACT_NSTATES * (nunits ? nunits : 1), sizeof *a->total);
-    if (!a->name || !a->x || !a->y || !a->total) {
+    size_t cells = (size_t)grid_w * grid_h;
+    a->at = ts_malloc((cells ? cells : 1) * sizeof *a->at);
+    if (!a->name || !a->x || !a->y || !a->total || !a->at) {
         ts_free(a->name);
         ts_free(a->x);
         ts_free(a->y);
         ts_free(a->total);
+        ts_free(a->at);
         a->name = NULL;
-        a->x = a->y = NULL;
+        a->x = a->y = a->at = NULL;
         a->total = NULL;
         return ts_err_set(err, TS_ENOMEM, "out of memory for the activity layout");
     }
     memcpy(a->x, x, nunits * sizeof *x);
     memcpy(a->y, y, nunits * sizeof *y);
+    for (size_t i = 0; i < (size_t)grid_w * grid_h; i++)
+        a->at[i] = UINT32_MAX;
+    for (uint32_t u = nunits; u-- > 0;) /* the lowest unit wins a shared cell */
+        a->at[(size_t)y[u] * grid_w + x[u]] = u;
     a->nunits = nunits;
     a->gw = grid_w;
     a->gh = grid_h;
@@ -289,3 +300,26 @@ uint64_t ts_activity_total(const ts_activity *a, uint32_t u, ts_act_state s)
 uint64_t ts_activity_cycles(const ts_activity *a) { return a->cycles; }
 uint64_t ts_activity_frames(const ts_activity *a) { return a->frames; }
 uint64_t ts_activity_total_bytes(const ts_activity *a) { return a->total_bytes; }
+
+void ts_activity_describer(ts_activity *a, ts_act_describe_fn fn, void *ud)
+{
+    a->describe = fn;
+    a->describe_ud = ud;
+}
+
+bool ts_activity_describe(const ts_activity *a, uint32_t u, char *buf, size_t n)
+{
+    if (n)
+        buf[0] = 0;
+    if (!a->describe || u >= a->nunits || !n)
+        return false;
+    a->describe(a->describe_ud, u, buf, n);
+    return true;
+}
+
+uint32_t ts_activity_unit_at(const ts_activity *a, uint32_t x, uint32_t y)
+{
+    if (!a->at || x >= a->gw || y >= a->gh)
+        return UINT32_MAX;
+    return a->at[(size_t)y * a->gw + x];
+}

@@ -21,6 +21,7 @@
 #ifndef TS_CORE_ACTIVITY_H
 #define TS_CORE_ACTIVITY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "core/err.h"
@@ -86,7 +87,19 @@ ts_status ts_activity_advance(ts_activity *a, uint64_t upto, ts_err *err);
  * last partial window. Later calls are ignored. */
 ts_status ts_activity_finish(ts_activity *a, uint64_t end, ts_err *err);
 
+/* One unit's state in words (pc, thread states, queue depths, memory used...), for the live
+ * view: at most n bytes with the terminating NUL, the family's own text. */
+typedef void (*ts_act_describe_fn)(void *ud, uint32_t unit, char *buf, size_t n);
+/* The family's describer (NULL: none). The family's model is behind ud, so readers may call
+ * ts_activity_describe only from the frame callback, while the run is in progress. */
+void ts_activity_describer(ts_activity *a, ts_act_describe_fn fn, void *ud);
+
 /* ---- reader side (renderers, tests) ---- */
+
+/* Unit u's state through the family's describer; false (and buf "") when there is none. */
+bool ts_activity_describe(const ts_activity *a, uint32_t u, char *buf, size_t n);
+/* The unit at cell (x, y) of the layout grid; UINT32_MAX for none. */
+uint32_t ts_activity_unit_at(const ts_activity *a, uint32_t x, uint32_t y);
 
 uint64_t ts_activity_window(const ts_activity *a);
 uint32_t ts_activity_nunits(const ts_activity *a);

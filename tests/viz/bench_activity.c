@@ -52,7 +52,7 @@ static ts_viz_image img;
 static ts_status render(void *ud, const ts_activity *a, const ts_act_frame *f, ts_err *err)
 {
     (*(uint64_t *)ud) += f->cycles;
-    return ts_viz_render_frame(&img, a, f, err);
+    return ts_viz_render_frame(&img, a, f, NULL, err);
 }
 
 int main(int argc, char **argv)

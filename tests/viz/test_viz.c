@@ -237,7 +237,7 @@ START_TEST(frame_colours_and_bars)
     }
     ck_assert_int_eq(ts_activity_finish(a, 100, &e), TS_OK);
     ts_viz_image img = {0};
-    ck_assert_int_eq(ts_viz_render_summary(&img, a, &e), TS_OK);
+    ck_assert_int_eq(ts_viz_render_summary(&img, a, NULL, &e), TS_OK);
     for (uint32_t u = 0; u < 3; u++)
         ck_assert(is_rgb(unit_pix(&img, a, u), ts_viz_state_rgb[TS_ACT_COMPUTE]));
     for (uint32_t u = 3; u < 5; u++)
@@ -254,7 +254,7 @@ START_TEST(frame_colours_and_bars)
     ck_assert(is_rgb(pix(&img, g.tl_x + 2, g.tl_y), ts_viz_state_rgb[TS_ACT_SYNC]));
     /* the legend starts with the compute colour */
     ck_assert(is_rgb(pix(&img, 4 + 3, g.legend_y + 3), ts_viz_state_rgb[TS_ACT_COMPUTE]));
-    ck_assert_uint_eq(g.legend_y + 7 + 4, img.h);
+    ck_assert_uint_eq(g.info_y + 7 + 4, img.h);
     ts_viz_image_free(&img);
     ts_activity_destroy(a);
     ts_buf_free(&r.bytes);
@@ -272,7 +272,7 @@ START_TEST(many_supersteps_fit)
         ck_assert_int_eq(ts_activity_superstep(a, &s, &e), TS_OK);
     }
     ts_viz_image img = {0};
-    ck_assert_int_eq(ts_viz_render_summary(&img, a, &e), TS_OK);
+    ck_assert_int_eq(ts_viz_render_summary(&img, a, NULL, &e), TS_OK);
     ts_viz_geom g;
     ts_viz_geometry(a, &g);
     ck_assert_uint_eq(count_bars(&img, a), g.tl_w / 2); /* the latest that fit, in 2-pixel slots */
@@ -284,7 +284,7 @@ END_TEST
 
 START_TEST(font)
 {
-    const char *all = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ :.%-/=_";
+    const char *all = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ :.%-/=_,()+<>[]";
     for (const char *c = all; *c; c++)
         ck_assert_msg(ts_viz_glyph(*c) != NULL, "no glyph for '%c'", *c);
     ck_assert_ptr_eq(ts_viz_glyph('q'), ts_viz_glyph('Q'));
@@ -436,7 +436,7 @@ typedef struct shots {
 static ts_status shoot(void *ud, const ts_activity *a, const ts_act_frame *f, ts_err *err)
 {
     shots *s = ud;
-    ts_status rc = ts_viz_render_frame(&s->img, a, f, err);
+    ts_status rc = ts_viz_render_frame(&s->img, a, f, NULL, err);
     if (rc != TS_OK)
         return rc;
     s->frames++;
@@ -483,7 +483,7 @@ START_TEST(ipu_frames_by_pixels)
     ck_assert_uint_eq(s.bars_ok, s.frames);
     /* the summary: tiles 0-3 mostly computing (green hue), the rest idle, one bar per superstep */
     ts_viz_image img = {0};
-    ck_assert_int_eq(ts_viz_render_summary(&img, a, &e), TS_OK);
+    ck_assert_int_eq(ts_viz_render_summary(&img, a, NULL, &e), TS_OK);
     for (uint32_t u = 0; u < 16; u++) {
         const uint8_t *q = unit_pix(&img, a, u);
         if (u < 4)
