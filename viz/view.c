@@ -244,13 +244,17 @@ ts_status ts_view_frame(ts_view *v, const ts_activity *a, const ts_act_frame *f,
     if (rc != TS_OK)
         return rc;
     v->shown++;
+    SDL_Event e;
     if (v->to_step) { /* running to the end of a superstep: no waiting until it is reached */
-        if (f->supersteps < v->step_target)
-            return TS_OK;
+        if (f->supersteps < v->step_target) {
+            bool redraw = false;
+            while (!v->closed && SDL_PollEvent(&e)) /* keys pressed meanwhile (q closes) */
+                redraw |= handle(v, &e) == EV_REDRAW;
+            return redraw && !v->closed ? draw(v, err) : TS_OK;
+        }
         v->to_step = false;
         v->paused = true;
     }
-    SDL_Event e;
     uint32_t t0 = SDL_GetTicks();
     for (;;) {
         if (v->closed)
@@ -320,6 +324,7 @@ bool ts_view_paused(const ts_view *v) { return v->paused; }
 bool ts_view_closed(const ts_view *v) { return v->closed; }
 uint32_t ts_view_delay_ms(const ts_view *v) { return v->delay; }
 uint64_t ts_view_shown(const ts_view *v) { return v->shown; }
+bool ts_view_stepping(const ts_view *v) { return v->to_step; }
 ts_viz_port ts_view_port(const ts_view *v) { return v->port; }
 uint32_t ts_view_unit(const ts_view *v) { return v->pin != UINT32_MAX ? v->pin : v->hover; }
 const char *ts_view_info(const ts_view *v) { return v->info; }
@@ -358,6 +363,7 @@ bool ts_view_paused(const ts_view *v) { (void)v; return false; }
 bool ts_view_closed(const ts_view *v) { (void)v; return true; }
 uint32_t ts_view_delay_ms(const ts_view *v) { (void)v; return 0; }
 uint64_t ts_view_shown(const ts_view *v) { (void)v; return 0; }
+bool ts_view_stepping(const ts_view *v) { (void)v; return false; }
 ts_viz_port ts_view_port(const ts_view *v) { (void)v; return (ts_viz_port){1, 0, 0}; }
 uint32_t ts_view_unit(const ts_view *v) { (void)v; return UINT32_MAX; }
 const char *ts_view_info(const ts_view *v) { (void)v; return ""; }

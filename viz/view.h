@@ -36,6 +36,7 @@ bool ts_view_paused(const ts_view *v);
 bool ts_view_closed(const ts_view *v);
 uint32_t ts_view_delay_ms(const ts_view *v);
 uint64_t ts_view_shown(const ts_view *v);
+bool ts_view_stepping(const ts_view *v); /* running to the end of a superstep (key s) */
 ts_viz_port ts_view_port(const ts_view *v);
 /* The unit whose state the view shows (hovered or clicked), UINT32_MAX for none, and that text. */
 uint32_t ts_view_unit(const ts_view *v);

@@ -308,6 +308,24 @@ static void ipu_destroy(ts_model *m)
 
 static void *worker_main(void *arg);
 
+/* Tile u's state in words, for the live view (core/activity.h describer): the supervisor's state
+ * and pc, the workers running, what the exchange has left to receive and send, memory used. */
+static void act_describe(void *ud, uint32_t u, char *buf, size_t n)
+{
+    static const char *const sup[] = {"RUN", "SYNC", "DONE"};
+    const ts_model *m = ud;
+    const ipu_tile *t = &m->t[u];
+    if (!t->n) {
+        snprintf(buf, n, "NO PROGRAM");
+        return;
+    }
+    unsigned workers = 0;
+    for (uint32_t r = t->running; r; r &= r - 1)
+        workers++;
+    snprintf(buf, n, "SUP %s PC %u WORKERS %u RX LEFT %u TX %u MEM %" PRIu64 " B", sup[t->sup], t->cx[0].pc, workers,
+             t->rx_left, t->tx_n, t->mem_hi);
+}
+
 /* The tile layout for the activity view: tile t in column t / tiles_per_column, row
  * t mod tiles_per_column (as the exchange latency counts them); the columns are drawn in their
  * groups ("islands" of layout.columns_per_group columns) with one empty column between groups. */
@@ -335,6 +353,7 @@ static ts_status act_layout(ts_model *m, ts_err *err)
     ts_status rc = ts_activity_layout(m->act, "ipu columns", m->ntiles, w, h, x, y, err);
     ts_free(x);
     ts_free(y);
+    ts_activity_describer(m->act, act_describe, m);
     return rc;
 }
 

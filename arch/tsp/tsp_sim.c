@@ -1487,6 +1487,27 @@ static ts_status act_flush(ts_model *m, uint64_t upto, bool last, ts_err *err)
     return ts_activity_advance(m->act, upto, err);
 }
 
+/* Unit u (a slice at one superlane) in words, for the live view: the slice, its queues' pc and
+ * state, and the instructions of the slice still sweeping the superlanes. */
+static void act_describe(void *ud, uint32_t u, char *buf, size_t n)
+{
+    static const char *const st[] = {"RUN", "SYNC", "DONE"};
+    const ts_model *m = ud;
+    uint32_t sl = u / m->S;
+    char name[32];
+    ts_tsp_slice_name(m->lay, sl, name, sizeof name);
+    size_t k = (size_t)snprintf(buf, n, "%s SUPERLANE %u", name, u % m->S);
+    uint32_t shown = 0, fl = 0;
+    for (uint32_t qi = 0; qi < m->nq && k < n; qi++)
+        if (m->q[qi].slice == sl && shown++ < 4)
+            k += (size_t)snprintf(buf + k, n - k, " Q%u PC %u/%u %s", qi, m->q[qi].pc, m->q[qi].n,
+                                  st[m->q[qi].state]);
+    for (size_t i = 0; i < m->nfl; i++)
+        fl += m->q[m->fl[i].q].slice == sl;
+    if (k < n)
+        snprintf(buf + k, n - k, " IN FLIGHT %u", fl);
+}
+
 /* The slice tiles for the view: x = the slice's rank west to east (by stream position), y = the
  * superlane (0 at the top). */
 static ts_status act_layout(ts_model *m, ts_err *err)
@@ -1514,6 +1535,7 @@ static ts_status act_layout(ts_model *m, ts_err *err)
     ts_status rc = ts_activity_layout(m->act, "tsp superlanes", n, l->nslices, m->S, x, y, err);
     ts_free(x);
     ts_free(y);
+    ts_activity_describer(m->act, act_describe, m);
     m->act_next = ts_activity_window(m->act);
     return rc;
 }
