@@ -55,8 +55,8 @@ static int encode(const ts_viz_image *img, png_mem *out)
     png_set_IHDR(png, info, img->w, img->h, 8, PNG_COLOR_TYPE_RGB_ALPHA, PNG_INTERLACE_NONE,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     /* frames are many: speed over size. The pictures are flat colour, rows repeating: the Up
-     * filter alone compresses them nearly as well as libpng's adaptive choice of filters (5 % larger), at
-     * a quarter of the cost (measured on wse_32x32 frames: 55 M instructions a frame, not 198 M) */
+     * filter alone compresses them nearly as well as libpng's adaptive choice of filters (5 %
+     * larger) at a quarter of the cost (wse_32x32 frames: 55 M instructions each, not 198 M) */
     png_set_compression_level(png, 3);
     png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_UP);
     png_write_info(png, info);
