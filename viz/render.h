@@ -1,16 +1,18 @@
 /* viz/render.h — draw activity into RGBA pixels, and write them as PNG.
  *
- * A picture has three parts, top to bottom:
- *   - a text line (a built-in 5x7 bitmap font, drawn twice its size): cycle, superstep and
- *     utilization;
- *   - the units in their physical arrangement (the family's layout grid), one square each. Its hue
- *     is the unit's dominant state (compute green, network blue, sync orange, memory red, idle
- *     grey); its brightness is the heat: the share of the cycles the unit was working (compute,
- *     network or memory);
+ * A picture has five parts, top to bottom:
+ *   - a text line (a built-in 5x7 bitmap font, drawn twice its size): cycle, superstep,
+ *     utilization and network bytes per cycle;
+ *   - the units in their physical arrangement (the family's layout grid), one square each (or one
+ *     pixel per block of cells on a large layout, see ts_viz_geom). Its hue is the unit's busiest
+ *     state other than idle (compute green, network blue, sync orange, memory red), grey when it
+ *     did nothing; its brightness is the heat: the share of the cycles the unit was working
+ *     (compute, network or memory);
  *   - the superstep timeline: one bar per superstep, as wide as its share of the time shown
  *     (at least 1 pixel, with a 1-pixel gap between bars; when that does not fit, the latest
  *     supersteps that fit in equal slots), stacked bottom to top as compute, exchange and sync;
- *   - a legend: each state's colour and name.
+ *   - a legend: each state's colour and name;
+ *   - an info line, left empty (the live view writes there).
  * A frame shows one window; the summary shows the whole run (per-unit totals).
  * viz knows no chip: everything comes from core/activity.h.
  */
