@@ -693,6 +693,47 @@ START_TEST(tsp_frames_by_pixels)
 }
 END_TEST
 
+/* Queues parked at a sync put their slices' superlanes in sync until the release; the release is a
+ * step of the timeline (queue 0 parks at 0, queue 8 at 10, queue 30 notifies at 3: release at 38). */
+START_TEST(tsp_sync_is_sync)
+{
+    static const char text[] = ".arch tsp\n"
+                               ".stream queue 0\n  sync\n  nop 1\n"
+                               ".stream queue 8\n  nop 10\n  sync\n  nop 1\n"
+                               ".stream queue 30\n  nop 3\n  notify\n";
+    ts_err e;
+    ts_err_init(&e);
+    ts_program *p = NULL;
+    ck_assert_int_eq(ts_asm(&p, "sync.s", text, strlen(text), ts_family_find("tsp")->isa, &e), TS_OK);
+    fam_run f, l;
+    run_family("tsp", "tsp_small", NULL, 0, p, false, 1, 16, &f);
+    run_family("tsp", "tsp_small", NULL, 0, p, true, 1, 16, &l);
+    same_frames(&f, &l);
+    ck_assert_uint_eq(f.s.r.bad_sums, 0);
+    ck_assert_uint_eq(f.s.bad, 0);
+    uint32_t gw, gh, n38 = 0, n28 = 0;
+    ts_activity_grid(f.a, &gw, &gh);
+    for (uint32_t u = 0; u < ts_activity_nunits(f.a); u++) {
+        uint64_t sy = ts_activity_total(f.a, u, TS_ACT_SYNC);
+        n38 += sy == 38;
+        n28 += sy == 28;
+        ck_assert(sy == 0 || sy == 38 || sy == 28);
+    }
+    ck_assert_uint_eq(n38, gh); /* every superlane of queue 0's slice */
+    ck_assert_uint_eq(n28, gh); /* and of queue 8's */
+    size_t nss;
+    const ts_act_superstep *ss = ts_activity_supersteps(f.a, &nss);
+    ck_assert_uint_eq(nss, 1);
+    ck_assert_uint_eq(ss[0].start, 0);
+    ck_assert_uint_eq(ss[0].compute, 0);
+    ck_assert_uint_eq(ss[0].sync, 38);
+    fam_run_free(&f);
+    fam_run_free(&l);
+    ts_program_destroy(p);
+    ts_err_free(&e);
+}
+END_TEST
+
 /* A radius-1 stencil on the top 16 x 6 PEs of a 16 x 16 mesh: frames the same with 1, 2 and 3
  * threads and in lockstep; the program's PEs drawn working, the 10 rows below idle. */
 START_TEST(wse_frames_by_pixels)
@@ -842,6 +883,7 @@ static Suite *suite(void)
     suite_add_tcase(s, c);
     c = tcase_create("families");
     tcase_add_test(c, tsp_frames_by_pixels);
+    tcase_add_test(c, tsp_sync_is_sync);
     tcase_add_test(c, wse_frames_by_pixels);
     tcase_add_test(c, big_layout_aggregates);
     tcase_set_timeout(c, 120);
