@@ -15,6 +15,8 @@
 typedef struct act_win {
     uint32_t *cnt; /* owned: cnt[s * nunits + u] */
     uint64_t bytes;
+    double joules; /* dynamic energy spread into the window so far */
+    uint64_t flow[TS_ACT_NDIRS];
 } act_win;
 
 struct ts_activity {
@@ -34,6 +36,13 @@ struct ts_activity {
     uint64_t total_bytes, frames, cycles;
     ts_act_superstep *ss; size_t nss, cap_ss;
     size_t ss_seen;      /* supersteps ending at or before the last flushed window's end */
+    ts_act_energy_fn efn; /* NULL: windows are not priced */
+    void *eud;
+    ts_act_energy e;     /* the last answer of efn */
+    uint64_t e_upto;     /* cycle of the last answer */
+    double total_joules, seconds; /* over flushed windows, when priced */
+    double flow_peak;    /* 0: no flows reported */
+    uint64_t total_flow[TS_ACT_NDIRS];
     bool nomem, finished, stopped;
 };
 
@@ -187,6 +196,27 @@ void ts_activity_bytes(ts_activity *a, uint64_t at, uint64_t bytes)
         w->bytes += bytes;
 }
 
+void ts_activity_flows(ts_activity *a, double peak_bytes_per_cycle)
+{
+    a->flow_peak = peak_bytes_per_cycle > 0 ? peak_bytes_per_cycle : 1;
+}
+
+void ts_activity_flow(ts_activity *a, uint64_t at, ts_act_dir d, uint64_t bytes)
+{
+    if (a->finished || at < a->w0 * a->window || (unsigned)d >= TS_ACT_NDIRS)
+        return;
+    act_win *w = win_at(a, at / a->window);
+    if (w)
+        w->flow[d] += bytes;
+}
+
+double ts_activity_flow_peak(const ts_activity *a) { return a->flow_peak; }
+
+uint64_t ts_activity_total_flow(const ts_activity *a, ts_act_dir d)
+{
+    return (unsigned)d < TS_ACT_NDIRS ? a->total_flow[d] : 0;
+}
+
 ts_status ts_activity_superstep(ts_activity *a, const ts_act_superstep *s, ts_err *err)
 {
     if (a->nss == a->cap_ss) {
@@ -225,12 +255,24 @@ static ts_status flush_one(ts_activity *a, uint64_t cycles, ts_err *err)
         a->total[i] += w->cnt[i];
     a->total_bytes += w->bytes;
     a->cycles += cycles;
+    double joules = 0, watts = 0;
+    if (a->efn && a->e.clock_hz > 0) {
+        double secs = (double)cycles / a->e.clock_hz;
+        joules = w->joules + a->e.static_w * secs;
+        watts = joules / secs;
+        a->seconds += secs;
+    }
+    a->total_joules += joules;
+    for (int d = 0; d < TS_ACT_NDIRS; d++)
+        a->total_flow[d] += w->flow[d];
     ts_status rc = TS_OK;
     if (a->fn && !a->stopped) {
         ts_act_frame f = {.index = a->frames, .start = start, .cycles = cycles, .nunits = a->nunits,
-                          .supersteps = a->ss_seen, .bytes = w->bytes};
+                          .supersteps = a->ss_seen, .bytes = w->bytes, .priced = a->efn != NULL,
+                          .joules = joules, .watts = watts};
         for (int s = 0; s < TS_ACT_NSTATES; s++)
             f.state[s] = w->cnt + (size_t)s * a->nunits;
+        memcpy(f.flow, w->flow, sizeof f.flow);
         rc = a->fn(a->ud, a, &f, err);
         if (rc != TS_OK)
             a->stopped = true;
@@ -238,8 +280,52 @@ static ts_status flush_one(ts_activity *a, uint64_t cycles, ts_err *err)
     a->frames++;
     memset(w->cnt, 0, per * sizeof *w->cnt);
     w->bytes = 0;
+    w->joules = 0;
+    memset(w->flow, 0, sizeof w->flow);
     a->w0++;
     return rc;
+}
+
+void ts_activity_energy(ts_activity *a, ts_act_energy_fn fn, void *ud)
+{
+    a->efn = fn;
+    a->eud = ud;
+}
+
+double ts_activity_total_joules(const ts_activity *a) { return a->total_joules; }
+double ts_activity_seconds(const ts_activity *a) { return a->seconds; }
+
+static ts_status flush_upto(ts_activity *a, uint64_t upto, ts_err *err);
+
+/* Ask for the energy so far and spread what was spent since the last ask over the cycles
+ * [e_upto, upto), window by window, in proportion to the cycles of each. */
+static ts_status price(ts_activity *a, uint64_t upto, ts_err *err)
+{
+    ts_act_energy now = a->e;
+    ts_status rc = a->efn(a->eud, &now, err);
+    if (rc != TS_OK)
+        return rc;
+    double spent = now.joules - a->e.joules;
+    uint64_t lo = a->w0 * a->window, from = a->e_upto > lo ? a->e_upto : lo;
+    a->e = now;
+    if (upto <= from) { /* nothing between: the window holding `from` gets it */
+        act_win *w = win_at(a, from / a->window);
+        if (!w)
+            return ts_err_set(err, TS_ENOMEM, "out of memory for activity windows");
+        w->joules += spent;
+        return TS_OK;
+    }
+    a->e_upto = upto;
+    double span = (double)(upto - from);
+    for (uint64_t k = from / a->window; k <= (upto - 1) / a->window; k++) {
+        act_win *w = win_at(a, k);
+        if (!w)
+            return ts_err_set(err, TS_ENOMEM, "out of memory for activity windows");
+        uint64_t ws = k * a->window, we = ws + a->window;
+        uint64_t b = from > ws ? from : ws, e = upto < we ? upto : we;
+        w->joules += spent * ((double)(e - b) / span);
+    }
+    return TS_OK;
 }
 
 ts_status ts_activity_advance(ts_activity *a, uint64_t upto, ts_err *err)
@@ -248,6 +334,19 @@ ts_status ts_activity_advance(ts_activity *a, uint64_t upto, ts_err *err)
         return TS_OK;
     if (a->nomem)
         return ts_err_set(err, TS_ENOMEM, "out of memory for activity windows");
+    if (a->efn && (a->w0 + 1) * a->window <= upto) { /* a window ends: price up to here first */
+        ts_status rc = price(a, upto, err);
+        if (rc != TS_OK) {
+            a->stopped = true;
+            return rc;
+        }
+    }
+    return flush_upto(a, upto, err);
+}
+
+/* Flush each window that ends at or before upto (already priced). */
+static ts_status flush_upto(ts_activity *a, uint64_t upto, ts_err *err)
+{
     while ((a->w0 + 1) * a->window <= upto) {
         ts_status rc = flush_one(a, a->window, err);
         if (rc != TS_OK)
@@ -260,7 +359,16 @@ ts_status ts_activity_finish(ts_activity *a, uint64_t end, ts_err *err)
 {
     if (a->finished || a->stopped)
         return TS_OK;
-    ts_status rc = ts_activity_advance(a, end, err);
+    if (a->efn) {
+        ts_status rc = price(a, end, err);
+        if (rc != TS_OK) {
+            a->stopped = true;
+            return rc;
+        }
+    }
+    if (a->nomem)
+        return ts_err_set(err, TS_ENOMEM, "out of memory for activity windows");
+    ts_status rc = flush_upto(a, end, err);
     if (rc == TS_OK && end > a->w0 * a->window)
         rc = flush_one(a, end - a->w0 * a->window, err);
     a->finished = true;

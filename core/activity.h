@@ -40,6 +40,9 @@ typedef enum ts_act_state {
 /* Short lowercase name of a state ("compute", "network", "sync", "memory", "idle"). */
 const char *ts_act_state_name(ts_act_state s);
 
+/* Directions of flow on the die (x grows east, y grows south). */
+typedef enum ts_act_dir { TS_ACT_EAST = 0, TS_ACT_WEST, TS_ACT_NORTH, TS_ACT_SOUTH, TS_ACT_NDIRS } ts_act_dir;
+
 /* One BSP superstep, for the timeline (cycles). */
 typedef struct ts_act_superstep {
     uint64_t start, compute, exchange, sync;
@@ -54,6 +57,10 @@ typedef struct ts_act_frame {
     const uint32_t *state[TS_ACT_NSTATES]; /* state[s][u]: cycles unit u spent in state s */
     uint64_t supersteps;  /* supersteps that ended at or before the window's end */
     uint64_t bytes;       /* bytes moved on the network during the window */
+    uint64_t flow[TS_ACT_NDIRS]; /* bytes sent each way (ts_activity_flow), when the family reports it */
+    bool priced;          /* an energy source is set (ts_activity_energy): joules and watts hold */
+    double joules;        /* energy of the window: its events priced, plus static power x its time */
+    double watts;         /* joules / the window's time at the chip's clock */
 } ts_act_frame;
 
 /* Called once per complete window, in order. A status other than TS_OK stops recording and is
@@ -64,6 +71,25 @@ typedef ts_status (*ts_act_frame_fn)(void *ud, const ts_activity *a, const ts_ac
 ts_status ts_activity_create(ts_activity **out, uint64_t window, ts_act_frame_fn fn, void *ud, ts_err *err);
 /* Frees a; NULL is a no-op. */
 void ts_activity_destroy(ts_activity *a);
+
+/* What the run has spent so far: the dynamic energy of every event up to now (J, static power
+ * left out), the clock (Hz) and the static power (W). */
+typedef struct ts_act_energy {
+    double joules, clock_hz, static_w;
+} ts_act_energy;
+typedef ts_status (*ts_act_energy_fn)(void *ud, ts_act_energy *out, ts_err *err);
+
+/* Price the windows: before a flush, ts_activity_advance(upto) asks fn for the energy so far and
+ * spreads what was spent since the last ask over the cycles in between (so a family that flushes
+ * at every window's end gets each window's own events; one that flushes at a barrier gets the
+ * superstep's energy spread evenly over it); each frame then carries its joules and watts. The
+ * energy of all windows adds up to fn's last answer plus static power x the run's time. The
+ * kernel sets this when it is given an energy table (fn prices the family's results so far) and
+ * clears it (fn NULL) before the model goes. */
+void ts_activity_energy(ts_activity *a, ts_act_energy_fn fn, void *ud);
+/* Joules of every flushed window, added up, and their time in seconds (0 when not priced). */
+double ts_activity_total_joules(const ts_activity *a);
+double ts_activity_seconds(const ts_activity *a);
 
 /* ---- family side ---- */
 
@@ -79,6 +105,11 @@ ts_status ts_activity_layout(ts_activity *a, const char *name, uint32_t nunits, 
 void ts_activity_span(ts_activity *a, uint32_t u, ts_act_state s, uint64_t start, uint64_t end);
 /* bytes moved on the network at cycle `at` (not before the last advance). */
 void ts_activity_bytes(ts_activity *a, uint64_t at, uint64_t bytes);
+/* The family reports bytes by direction (ts_activity_flow) along x (east, west): declared once,
+ * at create, with the most bytes per cycle one way it can move (the pictures' full scale). */
+void ts_activity_flows(ts_activity *a, double peak_bytes_per_cycle);
+/* Bytes sent toward d at cycle `at` (not before the last advance). */
+void ts_activity_flow(ts_activity *a, uint64_t at, ts_act_dir d, uint64_t bytes);
 /* A superstep ended (at start + compute + exchange + sync): appended to the timeline. */
 ts_status ts_activity_superstep(ts_activity *a, const ts_act_superstep *s, ts_err *err);
 /* Every unit has been recorded up to cycle `upto`: flush each window that ends at or before it. */
@@ -115,5 +146,9 @@ uint64_t ts_activity_total(const ts_activity *a, uint32_t u, ts_act_state s);
 uint64_t ts_activity_cycles(const ts_activity *a);
 uint64_t ts_activity_frames(const ts_activity *a);
 uint64_t ts_activity_total_bytes(const ts_activity *a);
+/* The peak declared with ts_activity_flows, 0 when the family reports no flows; and the bytes
+ * sent toward d in flushed windows. */
+double ts_activity_flow_peak(const ts_activity *a);
+uint64_t ts_activity_total_flow(const ts_activity *a, ts_act_dir d);
 
 #endif

@@ -17,6 +17,7 @@ const uint8_t ts_viz_state_rgb[TS_ACT_NSTATES][3] = {
     [TS_ACT_IDLE] = {70, 70, 80},
 };
 static const uint8_t text_rgb[3] = {230, 230, 230};
+static const uint8_t track_rgb[3] = {64, 64, 72}; /* the line a flow bar runs along */
 
 #define MARGIN 4u
 #define TEXT_SCALE 2u
@@ -24,6 +25,8 @@ static const uint8_t text_rgb[3] = {230, 230, 230};
 #define TL_H 40u
 #define MIN_W 600u /* room for the text line at twice the font size */
 #define MAP_W 640u
+#define FLOW_LABEL_W 18u /* "E>" / "<W" and a gap */
+#define FLOW_TEXT_W 96u  /* room for "12345.6 B/CYC" */
 
 /* ---- the font: 5x7, one byte per row, bit 4 = leftmost column ---- */
 
@@ -162,6 +165,12 @@ void ts_viz_geometry(const ts_activity *a, ts_viz_geom *g)
     g->tl_x = MARGIN;
     g->tl_w = g->w - 2 * MARGIN;
     g->tl_y = g->map_y + g->map_h + 2 * MARGIN;
+    if (ts_activity_flow_peak(a) > 0) { /* the flow strips go between the map and the timeline */
+        g->flow_y = g->tl_y;
+        g->flow_x = MARGIN + FLOW_LABEL_W;
+        g->flow_w = g->w - 2 * MARGIN - FLOW_LABEL_W - FLOW_TEXT_W;
+        g->tl_y += TS_VIZ_FLOW_ROW + 7 + 2 * MARGIN;
+    }
     g->tl_h = TL_H;
     g->legend_y = g->tl_y + g->tl_h + 2 * MARGIN;
     g->info_y = g->legend_y + 7 + 2 * MARGIN;
@@ -383,6 +392,48 @@ static ts_status draw_units(ts_viz_image *img, const ts_viz_geom *g, const ts_vi
     return TS_OK;
 }
 
+uint32_t ts_viz_flow_len(const ts_viz_geom *g, const ts_activity *a, uint64_t bytes, uint64_t cycles)
+{
+    double peak = ts_activity_flow_peak(a);
+    if (!g->flow_w || !(peak > 0) || !cycles)
+        return 0;
+    double share = (double)bytes / (double)cycles / peak;
+    if (share > 1)
+        share = 1;
+    return (uint32_t)(share * (double)g->flow_w + 0.5);
+}
+
+/* The flow strips: east as a bar from the west end with its head to the east, west from the east
+ * end with its head to the west; a head (a 4-pixel triangle inside the bar's length) once any
+ * byte moved. */
+static void flows(ts_viz_image *img, const ts_viz_geom *g, const ts_activity *a, const uint64_t flow[TS_ACT_NDIRS],
+                  uint64_t cycles)
+{
+    if (!g->flow_w)
+        return;
+    const uint8_t *rgb = ts_viz_state_rgb[TS_ACT_NETWORK];
+    for (int d = 0; d < 2; d++) {
+        uint32_t y = g->flow_y + (uint32_t)d * TS_VIZ_FLOW_ROW;
+        ts_viz_text(img, MARGIN, y, 1, text_rgb, d == 0 ? "E>" : "<W");
+        rect(img, g->flow_x, y + 3, g->flow_w, 1, track_rgb); /* the track */
+        uint32_t len = ts_viz_flow_len(g, a, flow[d], cycles);
+        if (flow[d] && len < 4)
+            len = 4; /* a head shows that something moved */
+        for (uint32_t i = 0; i < len; i++) {
+            uint32_t from_tip = len - 1 - i; /* 0 at the head's point */
+            uint32_t half = from_tip < 3 ? from_tip : 3;
+            uint32_t x = d == 0 ? g->flow_x + i : g->flow_x + g->flow_w - 1 - i;
+            if (from_tip >= 3)
+                rect(img, x, y + 1, 1, 5, rgb); /* the body, 5 high */
+            else
+                rect(img, x, y + 3 - half, 1, 2 * half + 1, rgb); /* the head narrows to its point */
+        }
+        char t[32];
+        snprintf(t, sizeof t, "%.1f B/CYC", cycles ? (double)flow[d] / (double)cycles : 0.0);
+        ts_viz_text(img, g->flow_x + g->flow_w + 6, y, 1, text_rgb, t);
+    }
+}
+
 /* One square of each state's colour, with its name. */
 static void legend(ts_viz_image *img, const ts_viz_geom *g)
 {
@@ -419,10 +470,15 @@ ts_status ts_viz_render_frame(ts_viz_image *img, const ts_activity *a, const ts_
     const ts_act_superstep *ss = ts_activity_supersteps(a, &nss);
     timeline(img, &g, ss, f->supersteps < nss ? (size_t)f->supersteps : nss);
     legend(img, &g);
+    flows(img, &g, a, f->flow, f->cycles);
     char text[160];
     double bpc = f->cycles ? (double)f->bytes / (double)f->cycles : 0;
-    snprintf(text, sizeof text, "CYCLE %" PRIu64 "  STEP %" PRIu64 "  UTIL %.0f%%  %.1f B/CYC", f->start + f->cycles,
-             f->supersteps, 100.0 * util, bpc);
+    if (f->priced) /* single spaces: the power must fit too */
+        snprintf(text, sizeof text, "CYCLE %" PRIu64 " STEP %" PRIu64 " UTIL %.0f%% %.1f B/CYC %.1f W",
+                 f->start + f->cycles, f->supersteps, 100.0 * util, bpc, f->watts);
+    else
+        snprintf(text, sizeof text, "CYCLE %" PRIu64 "  STEP %" PRIu64 "  UTIL %.0f%%  %.1f B/CYC",
+                 f->start + f->cycles, f->supersteps, 100.0 * util, bpc);
     ts_viz_text(img, g.text_x, g.text_y, g.text_scale, text_rgb, text);
     return TS_OK;
 }
@@ -439,10 +495,19 @@ ts_status ts_viz_render_summary(ts_viz_image *img, const ts_activity *a, const t
     const ts_act_superstep *ss = ts_activity_supersteps(a, &nss);
     timeline(img, &g, ss, nss);
     legend(img, &g);
+    uint64_t cyc = ts_activity_cycles(a), fl[TS_ACT_NDIRS];
+    for (int d = 0; d < TS_ACT_NDIRS; d++)
+        fl[d] = ts_activity_total_flow(a, (ts_act_dir)d);
+    flows(img, &g, a, fl, cyc);
     char text[160];
-    uint64_t cyc = ts_activity_cycles(a);
     double bpc = cyc ? (double)ts_activity_total_bytes(a) / (double)cyc : 0;
-    snprintf(text, sizeof text, "CYCLES %" PRIu64 "  STEPS %zu  UTIL %.0f%%  %.1f B/CYC", cyc, nss, 100.0 * util, bpc);
+    double joules = ts_activity_total_joules(a), secs = ts_activity_seconds(a);
+    if (secs > 0) /* the windows were priced: mean power */
+        snprintf(text, sizeof text, "CYCLES %" PRIu64 " STEPS %zu UTIL %.0f%% %.1f B/CYC %.1f W", cyc, nss,
+                 100.0 * util, bpc, joules / secs);
+    else
+        snprintf(text, sizeof text, "CYCLES %" PRIu64 "  STEPS %zu  UTIL %.0f%%  %.1f B/CYC", cyc, nss, 100.0 * util,
+                 bpc);
     ts_viz_text(img, g.text_x, g.text_y, g.text_scale, text_rgb, text);
     return TS_OK;
 }

@@ -2,12 +2,15 @@
  *
  * A picture has five parts, top to bottom:
  *   - a text line (a built-in 5x7 bitmap font, drawn twice its size): cycle, superstep,
- *     utilization and network bytes per cycle;
+ *     utilization, network bytes per cycle and, when the windows are priced, power in watts;
  *   - the units in their physical arrangement (the family's layout grid), one square each (or one
  *     pixel per block of cells on a large layout, see ts_viz_geom). Its hue is the unit's busiest
  *     state other than idle (compute green, network blue, sync orange, memory red), grey when it
  *     did nothing; its brightness is the heat: the share of the cycles the unit was working
  *     (compute, network or memory);
+ *   - when the family reports flows (the TSP's streams): two strips, bytes sent east (an arrow
+ *     growing from the west edge toward the east) and west (from the east edge toward the west),
+ *     as long as their bytes per cycle over the family's peak, with the figure beside them;
  *   - the superstep timeline: one bar per superstep, as wide as its share of the time shown
  *     (at least 1 pixel, with a 1-pixel gap between bars; when that does not fit, the latest
  *     supersteps that fit in equal slots), stacked bottom to top as compute, exchange and sync;
@@ -35,6 +38,8 @@ void ts_viz_image_free(ts_viz_image *img);
  * and down gets cells of 3 to 24 pixels; a larger one (a wafer mesh) is drawn at one pixel per
  * block of `agg` x `agg` cells (agg a power of two), each block coloured from the summed counts
  * of its units. */
+#define TS_VIZ_FLOW_ROW 10u /* pixels from the east strip's top to the west strip's */
+
 typedef struct ts_viz_geom {
     uint32_t w, h;                  /* image size */
     uint32_t cell;                  /* pixels per layout cell or block (the square is cell - 1 wide
@@ -42,6 +47,9 @@ typedef struct ts_viz_geom {
     uint32_t agg;                   /* layout cells per block side: 1, or a power of two */
     uint32_t map_x, map_y;          /* top left of layout cell (0, 0) */
     uint32_t map_w, map_h;          /* the map's size */
+    uint32_t flow_x, flow_y, flow_w; /* the flow strips (flow_w 0: the family reports no flows):
+                                      * east at row flow_y, west at flow_y + FLOW_ROW, each a bar
+                                      * of up to flow_w pixels from flow_x, 7 high */
     uint32_t tl_x, tl_y, tl_w, tl_h; /* the timeline strip */
     uint32_t text_x, text_y, text_scale;
     uint32_t legend_y;               /* the legend line: each state's colour and name */
@@ -49,6 +57,9 @@ typedef struct ts_viz_geom {
 } ts_viz_geom;
 
 void ts_viz_geometry(const ts_activity *a, ts_viz_geom *g);
+
+/* The length in pixels of a flow bar of `bytes` over `cycles` at the geometry's scale. */
+uint32_t ts_viz_flow_len(const ts_viz_geom *g, const ts_activity *a, uint64_t bytes, uint64_t cycles);
 
 /* The part of the layout drawn in the map: zoom 1 (or 0) shows all of it; zoom z (a power of
  * two) shows 1/z of it across and down, from layout cell (x0, y0) at the map's top left. */

@@ -220,6 +220,8 @@ struct ts_model {
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
+static void act_stream(ts_model *m, int dir);
+
 static void insn_name(const ts_model *m, uint64_t prod, char *buf, size_t n)
 {
     if (prod == NOPROD) {
@@ -423,6 +425,8 @@ static ts_status commit(ts_model *m, ts_err *err)
             m->sr_prod[j] = w->prod;
             m->occ += sr_life(m, w->dir, w->b);
             m->sr_writes++;
+            if (m->act)
+                act_stream(m, w->dir);
             break;
         }
         case PW_LATCH:
@@ -1470,6 +1474,12 @@ static void act_on_release(ts_model *m)
     ts_err_free(&e);
 }
 
+/* A vector of one superlane (L bytes) was put on a stream flowing east (dir 0) or west. */
+static void act_stream(ts_model *m, int dir)
+{
+    ts_activity_flow(m->act, m->now, dir == 0 ? TS_ACT_EAST : TS_ACT_WEST, m->L);
+}
+
 /* Every unit is recorded up to `upto`: flush the windows that end by then (the last one too when
  * the run is over). */
 static ts_status act_flush(ts_model *m, uint64_t upto, bool last, ts_err *err)
@@ -1536,6 +1546,9 @@ static ts_status act_layout(ts_model *m, ts_err *err)
     ts_free(x);
     ts_free(y);
     ts_activity_describer(m->act, act_describe, m);
+    /* full scale of the flow strips: every stream of one direction taking a new vector at every
+     * superlane in one cycle */
+    ts_activity_flows(m->act, (double)m->NS * m->S * m->L);
     m->act_next = ts_activity_window(m->act);
     return rc;
 }
