@@ -42,6 +42,8 @@ struct ts_activity {
     uint64_t e_upto;     /* cycle of the last answer */
     double total_joules, seconds; /* over flushed windows, when priced */
     double flow_peak;    /* 0: no flows reported */
+    uint32_t grp_w, grp_h; /* ts_activity_group, 0 for 1 */
+    const char *grp_label; /* static, NULL for "unit" */
     uint64_t total_flow[TS_ACT_NDIRS];
     bool nomem, finished, stopped;
 };
@@ -194,6 +196,20 @@ void ts_activity_bytes(ts_activity *a, uint64_t at, uint64_t bytes)
     act_win *w = win_at(a, at / a->window);
     if (w)
         w->bytes += bytes;
+}
+
+void ts_activity_group(ts_activity *a, uint32_t gw, uint32_t gh, const char *label)
+{
+    a->grp_w = gw;
+    a->grp_h = gh;
+    a->grp_label = label;
+}
+
+void ts_activity_group_of(const ts_activity *a, uint32_t *gw, uint32_t *gh, const char **label)
+{
+    *gw = a->grp_w ? a->grp_w : 1;
+    *gh = a->grp_h ? a->grp_h : 1;
+    *label = a->grp_label ? a->grp_label : "unit";
 }
 
 void ts_activity_flows(ts_activity *a, double peak_bytes_per_cycle)

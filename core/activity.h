@@ -105,6 +105,12 @@ ts_status ts_activity_layout(ts_activity *a, const char *name, uint32_t nunits, 
 void ts_activity_span(ts_activity *a, uint32_t u, ts_act_state s, uint64_t start, uint64_t end);
 /* bytes moved on the network at cycle `at` (not before the last advance). */
 void ts_activity_bytes(ts_activity *a, uint64_t at, uint64_t bytes);
+/* The smallest block of layout cells a trace track stands for (default 1 x 1, "unit"): the TSP
+ * groups a slice's superlanes, one column (1 x superlanes, "slice"). The label (static text)
+ * names the tracks. Called at create, after the layout. */
+void ts_activity_group(ts_activity *a, uint32_t gw, uint32_t gh, const char *label);
+void ts_activity_group_of(const ts_activity *a, uint32_t *gw, uint32_t *gh, const char **label);
+
 /* The family reports bytes by direction (ts_activity_flow) along x (east, west): declared once,
  * at create, with the most bytes per cycle one way it can move (the pictures' full scale). */
 void ts_activity_flows(ts_activity *a, double peak_bytes_per_cycle);

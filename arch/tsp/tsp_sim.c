@@ -1549,6 +1549,7 @@ static ts_status act_layout(ts_model *m, ts_err *err)
     /* full scale of the flow strips: every stream of one direction taking a new vector at every
      * superlane in one cycle */
     ts_activity_flows(m->act, (double)m->NS * m->S * m->L);
+    ts_activity_group(m->act, 1, m->S, "slice"); /* trace tracks: one per slice */
     m->act_next = ts_activity_window(m->act);
     return rc;
 }
