@@ -8,10 +8,10 @@
  * wse_32x32, N time steps.
  * Each runs without sampling, with sampling into 65,536-cycle windows (what --summary-png alone
  * uses), into 1,000-cycle windows with an empty frame callback, and with every frame rendered to
- * pixels (--frames without the PNG encoding). Prints the best CPU time of REPEATS runs of each (the
+ * pixels (--frames without the PNG encoding), and (modes 4, 5) with the windows priced. Prints the best CPU time of REPEATS runs of each (the
  * modes take turns), and its ratio to the run without.
  *
- * usage: bench_activity [N] [REPEATS] [MODE] [FAMILY]   (MODE 0..3: run that one only, e.g.
+ * usage: bench_activity [N] [REPEATS] [MODE] [FAMILY]   (MODE 0..5: run that one only, e.g.
  * under callgrind to count instructions; -1 all)
  */
 #include <stdio.h>
@@ -27,6 +27,7 @@
 #include "configs/builtin.h"
 #include "core/activity.h"
 #include "core/buf.h"
+#include "core/energy.h"
 #include "core/program.h"
 #include "core/sim.h"
 #include "viz/render.h"
@@ -129,15 +130,21 @@ int main(int argc, char **argv)
         p = tsp_program(ts_config_data(cfg), steps);
     if (wse && ts_wse_stencil_program(&p, 32, 32, 16, 4, (uint32_t)steps, true, &e) != TS_OK)
         return fail(&e);
+    ts_energy_table *energy = NULL;
+    if (ts_energy_load(&energy, ts_config_energy_table(cfg), ts_builtin_find, &e) != TS_OK)
+        return fail(&e);
     static const struct {
         const char *name;
         uint64_t window;
         ts_act_frame_fn fn;
+        bool priced; /* windows priced with the config's energy table */
     } modes[] = {
-        {"no sampling", 0, NULL},
-        {"sampling, 65536-cycle windows", 65536, NULL},
-        {"sampling, 1000-cycle windows", 1000, empty},
-        {"sampling, 1000-cycle frames rendered", 1000, render},
+        {"no sampling", 0, NULL, false},
+        {"sampling, 65536-cycle windows", 65536, NULL, false},
+        {"sampling, 1000-cycle windows", 1000, empty, false},
+        {"sampling, 1000-cycle frames rendered", 1000, render, false},
+        {"sampling, 1000-cycle windows, priced", 1000, empty, true},
+        {"sampling, 65536-cycle windows, priced", 65536, NULL, true},
     };
     enum { NMODES = sizeof modes / sizeof modes[0] };
     double best[NMODES];
@@ -156,7 +163,7 @@ int main(int argc, char **argv)
             ts_run_opts o = {.activity = a};
             ts_results r;
             double c0 = cpu_s();
-            if (ts_sim_run(fam, cfg, p, &o, NULL, &r, &e) != TS_OK)
+            if (ts_sim_run(fam, cfg, p, &o, modes[k].priced ? energy : NULL, &r, &e) != TS_OK)
                 return fail(&e);
             double dt = cpu_s() - c0;
             if (dt < best[k])
@@ -175,6 +182,7 @@ int main(int argc, char **argv)
     printf("%s: %llu cycles (N = %d)\n", family, (unsigned long long)cycles, steps);
     ts_viz_image_free(&img);
     ts_program_destroy(p);
+    ts_energy_destroy(energy);
     ts_config_destroy(cfg);
     return 0;
 }
