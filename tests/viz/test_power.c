@@ -183,6 +183,8 @@ typedef struct parsed {
     json_t *root;
     size_t tracks, slices, counters, bad_overlap;
     long max_tid;
+    double min_last_end, max_last_end; /* over tracks with slices: where their last slice ends */
+    long long dropped;
 } parsed;
 
 /* Parse a trace; count process 1's tracks, slices and counters, and slices of one track that
@@ -217,6 +219,15 @@ static void parse(const char *path, parsed *o)
             o->counters++;
         }
     }
+    o->min_last_end = 1e300;
+    for (long t = 1; t <= o->max_tid && t < (1 << 20); t++)
+        if (last_end[t] > 0) {
+            if (last_end[t] < o->min_last_end)
+                o->min_last_end = last_end[t];
+            if (last_end[t] > o->max_last_end)
+                o->max_last_end = last_end[t];
+        }
+    o->dropped = json_integer_value(json_object_get(json_object_get(o->root, "otherData"), "dropped_events"));
     free(last_end);
 }
 
@@ -251,7 +262,7 @@ static void trace_run(const char *family, const char *path, uint64_t window, see
     s->clock_hz = info.clock_hz;
     ts_trace *tr = NULL;
     ck_assert_int_eq(ts_trace_open(&tr, path, info.clock_hz, 0, &e), TS_OK);
-    ck_assert_int_eq(ts_act_trace_create(&s->at, tr, 0, &e), TS_OK);
+    ck_assert_int_eq(ts_act_trace_create(&s->at, tr, &e), TS_OK);
     ts_activity *a = NULL;
     ck_assert_int_eq(ts_activity_create(&a, window, on_frame, s, &e), TS_OK);
     ts_run_opts ro = {.activity = a, .trace = tr};
@@ -320,7 +331,7 @@ START_TEST(trace_big_layout_aggregates)
     ts_trace *tr = NULL;
     ck_assert_int_eq(ts_trace_open(&tr, path, 1e9, limit, &e), TS_OK);
     seen s = {.clock_hz = 1e9};
-    ck_assert_int_eq(ts_act_trace_create(&s.at, tr, limit, &e), TS_OK);
+    ck_assert_int_eq(ts_act_trace_create(&s.at, tr, &e), TS_OK);
     ts_activity *a = NULL;
     ck_assert_int_eq(ts_activity_create(&a, 100, on_frame, &s, &e), TS_OK);
     uint32_t *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
@@ -361,6 +372,66 @@ START_TEST(trace_big_layout_aggregates)
 }
 END_TEST
 
+/* A long run: 12 x 12 units in blocks of 8 x 8 (a 300 kB limit holds 4 tracks), 50,000 windows of
+ * 10 cycles whose busiest state is drawn at random, so slices change all the time: one slice per
+ * window would take some 15 MB. The trace coarsens instead: it stays under the limit, drops
+ * nothing, and every track's last slice ends at the run's end. */
+START_TEST(trace_long_run_coarsens)
+{
+    const uint32_t W = 12, n = W * W;
+    const uint64_t limit = 300000, windows = 50000;
+    char path[] = "/tmp/ts_trace_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ts_err e;
+    ts_err_init(&e);
+    ts_trace *tr = NULL;
+    ck_assert_int_eq(ts_trace_open(&tr, path, 1e9, limit, &e), TS_OK);
+    seen s = {.clock_hz = 1e9};
+    ck_assert_int_eq(ts_act_trace_create(&s.at, tr, &e), TS_OK);
+    ts_activity *a = NULL;
+    ck_assert_int_eq(ts_activity_create(&a, 10, on_frame, &s, &e), TS_OK);
+    uint32_t x[144], y[144];
+    for (uint32_t u = 0; u < n; u++) {
+        x[u] = u % W;
+        y[u] = u / W;
+    }
+    ck_assert_int_eq(ts_activity_layout(a, "mesh", n, W, W, x, y, &e), TS_OK);
+    static const ts_act_state st[3] = {TS_ACT_COMPUTE, TS_ACT_NETWORK, TS_ACT_MEMORY};
+    uint64_t rng = 12345;
+    for (uint64_t k = 0; k < windows; k++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        ts_act_state s0 = st[(rng >> 33) % 3];
+        for (uint32_t u = 0; u < n; u++)
+            ts_activity_span(a, u, s0, k * 10, k * 10 + 10);
+        ck_assert_int_eq(ts_activity_advance(a, (k + 1) * 10, &e), TS_OK);
+    }
+    ck_assert_int_eq(ts_activity_finish(a, windows * 10, &e), TS_OK);
+    ts_act_trace_finish(s.at);
+    ck_assert_int_eq(ts_trace_close(tr, &e), TS_OK);
+    ck_assert_uint_eq(ts_act_trace_tracks(s.at), 4);
+    ck_assert_uint_ge(ts_act_trace_merge(s.at), 64);
+    struct stat sb;
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_uint_le((uint64_t)sb.st_size, limit);
+    parsed o;
+    parse(path, &o);
+    ck_assert_int_eq(o.dropped, 0);
+    ck_assert_uint_eq(o.tracks, 4);
+    ck_assert_uint_eq(o.bad_overlap, 0);
+    ck_assert_uint_gt(o.slices, 500);
+    double end_us = (double)(windows * 10) / 1e3; /* 1 GHz: a cycle is 1 ns */
+    ck_assert_double_eq_tol(o.min_last_end, end_us, 1e-6);
+    ck_assert_double_eq_tol(o.max_last_end, end_us, 1e-6);
+    json_decref(o.root);
+    ts_act_trace_destroy(s.at);
+    ts_activity_destroy(a);
+    ts_err_free(&e);
+    unlink(path);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("power");
@@ -375,6 +446,7 @@ static Suite *suite(void)
     tcase_set_timeout(c, 240);
     tcase_add_test(c, trace_per_pe_and_per_slice);
     tcase_add_test(c, trace_big_layout_aggregates);
+    tcase_add_test(c, trace_long_run_coarsens);
     suite_add_tcase(s, c);
     return s;
 }
