@@ -1834,6 +1834,8 @@ static ts_status tsp_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
                     if (m->q[i].state == Q_RUN && m->q[i].pc >= m->q[i].n && !m->q[i].rep_left &&
                         m->q[i].next > m->now && m->q[i].next < stop)
                         stop = m->q[i].next;
+                if (m->act && stop > m->act_next)
+                    stop = m->act_next; /* a window ends there: priced at its end, as in lockstep */
                 m->now = stop < limit ? stop : limit;
                 if (m->act && m->now >= m->act_next) {
                     ts_status rc = act_flush(m, m->now, false, err);

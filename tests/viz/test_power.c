@@ -38,6 +38,7 @@ static ts_program *builtin_program(const ts_family *fam, const char *name)
 typedef struct seen {
     double joules, min_watts, clock_hz;
     uint64_t frames, unpriced, bad_watts, flow[TS_ACT_NDIRS];
+    uint64_t hash;                 /* FNV-1a of every frame's joules and flows, to compare runs */
     uint64_t bad_strip, strips;    /* flow strips not drawn at their length / drawn */
     ts_viz_image img;
     bool draw;
@@ -67,6 +68,11 @@ static ts_status on_frame(void *ud, const ts_activity *a, const ts_act_frame *f,
         s->min_watts = f->watts;
     for (int d = 0; d < TS_ACT_NDIRS; d++)
         s->flow[d] += f->flow[d];
+    unsigned char b[sizeof f->joules + sizeof f->flow];
+    memcpy(b, &f->joules, sizeof f->joules);
+    memcpy(b + sizeof f->joules, f->flow, sizeof f->flow);
+    for (size_t i = 0; i < sizeof b; i++)
+        s->hash = (s->hash ^ b[i]) * 1099511628211ull;
     if (s->at) {
         ts_status rc = ts_act_trace_frame(s->at, a, f, err);
         if (rc != TS_OK)
@@ -95,8 +101,8 @@ static ts_status on_frame(void *ud, const ts_activity *a, const ts_act_frame *f,
 }
 
 /* Run a family's default workload with priced windows of `window` cycles. */
-static void run(const char *family, const char *const *sets, size_t nsets, uint64_t window, seen *s,
-                ts_results *res)
+static void run_with(const char *family, const char *const *sets, size_t nsets, uint64_t window, bool lockstep,
+                     int threads, seen *s, ts_results *res)
 {
     const ts_family *fam = ts_family_find(family);
     ck_assert_ptr_nonnull(fam);
@@ -113,7 +119,7 @@ static void run(const char *family, const char *const *sets, size_t nsets, uint6
     s->clock_hz = info.clock_hz;
     ts_activity *a = NULL;
     ck_assert_int_eq(ts_activity_create(&a, window, on_frame, s, &e), TS_OK);
-    ts_run_opts ro = {.activity = a};
+    ts_run_opts ro = {.activity = a, .lockstep = lockstep, .threads = threads};
     ck_assert_msg(ts_sim_run(fam, cfg, p, &ro, t, res, &e) == TS_OK, "%s", e.msg);
     ck_assert_double_eq_tol(ts_activity_total_joules(a), s->joules, 1e-12 * s->joules);
     ts_activity_destroy(a);
@@ -121,6 +127,12 @@ static void run(const char *family, const char *const *sets, size_t nsets, uint6
     ts_energy_destroy(t);
     ts_config_destroy(cfg);
     ts_err_free(&e);
+}
+
+static void run(const char *family, const char *const *sets, size_t nsets, uint64_t window, seen *s,
+                ts_results *res)
+{
+    run_with(family, sets, nsets, window, false, 1, s, res);
 }
 
 /* Every window is priced, its watts are its joules over its time, and the windows add up to the
@@ -144,8 +156,18 @@ static void power_adds_up(const char *family, uint64_t window)
     double secs = (double)rs.cycles / st.clock_hz;
     ck_assert_double_eq_tol(rs.energy_j - r.energy_j, 2.0 * secs, 1e-9 * rs.energy_j);
     ck_assert(st.min_watts >= 2.0 - 1e-9);
+    /* the same windows, to the bit, in lockstep and with three host threads */
+    seen sl = {0}, s3 = {0};
+    ts_results rl, r3;
+    run_with(family, NULL, 0, window, true, 1, &sl, &rl);
+    run_with(family, NULL, 0, window, false, 3, &s3, &r3);
+    ck_assert_uint_eq(sl.frames, s.frames);
+    ck_assert_uint_eq(sl.hash, s.hash);
+    ck_assert_uint_eq(s3.hash, s.hash);
     ts_results_free(&r);
     ts_results_free(&rs);
+    ts_results_free(&rl);
+    ts_results_free(&r3);
 }
 
 START_TEST(power_ipu) { power_adds_up("ipu", 97); }
