@@ -10,7 +10,9 @@
  * When the family has recorded every unit up to cycle C it calls ts_activity_advance(C); each
  * window that ends at or before C is then complete and handed to the frame callback, in order.
  * ts_activity_finish flushes the last, partial window at the end of the run. The family also
- * reports chip counters (supersteps with their compute / exchange / sync split, bytes moved).
+ * reports chip counters (supersteps with their compute / exchange / sync split, bytes moved, and
+ * bytes by direction where it has streams); the kernel prices each window (energy and power)
+ * through ts_activity_energy when the run has an energy table.
  *
  * The unit geometry (where each unit sits on the die: x, y in a grid of w x h cells, and a
  * layout name) is declared once by the family at create, with ts_activity_layout.
