@@ -313,8 +313,26 @@ double ts_activity_seconds(const ts_activity *a) { return a->seconds; }
 
 static ts_status flush_upto(ts_activity *a, uint64_t upto, ts_err *err);
 
+/* Window k's share of [from, upto) for spreading energy: its cycles inside the range, times (when
+ * by_work) the unit-cycles its units worked (compute, network, memory) per cycle recorded in it
+ * (up to upto), so that energy goes where the units worked (a superstep's sync wait gets little). */
+static double weight(const ts_activity *a, uint64_t k, uint64_t from, uint64_t upto, bool by_work)
+{
+    uint64_t ws = k * a->window, we = ws + a->window;
+    uint64_t b = from > ws ? from : ws, e = upto < we ? upto : we;
+    double inside = (double)(e - b);
+    if (!by_work)
+        return inside;
+    const uint32_t *c = a->ring[k % a->cap].cnt;
+    uint64_t work = 0;
+    for (uint32_t u = 0; u < a->nunits; u++)
+        work += (uint64_t)c[(size_t)TS_ACT_COMPUTE * a->nunits + u] + c[(size_t)TS_ACT_NETWORK * a->nunits + u] +
+                c[(size_t)TS_ACT_MEMORY * a->nunits + u];
+    return inside * (double)work / (double)(e - ws); /* the counts cover the window up to e */
+}
+
 /* Ask for the energy so far and spread what was spent since the last ask over the cycles
- * [e_upto, upto), window by window, in proportion to the cycles of each. */
+ * [e_upto, upto), window by window, in proportion to the work done in each (weight). */
 static ts_status price(ts_activity *a, uint64_t upto, ts_err *err)
 {
     ts_act_energy now = a->e;
@@ -332,15 +350,17 @@ static ts_status price(ts_activity *a, uint64_t upto, ts_err *err)
         return TS_OK;
     }
     a->e_upto = upto;
-    double span = (double)(upto - from);
-    for (uint64_t k = from / a->window; k <= (upto - 1) / a->window; k++) {
-        act_win *w = win_at(a, k);
-        if (!w)
-            return ts_err_set(err, TS_ENOMEM, "out of memory for activity windows");
-        uint64_t ws = k * a->window, we = ws + a->window;
-        uint64_t b = from > ws ? from : ws, e = upto < we ? upto : we;
-        w->joules += spent * ((double)(e - b) / span);
-    }
+    uint64_t k0 = from / a->window, k1 = (upto - 1) / a->window;
+    if (!win_at(a, k1)) /* every window in between is then in the ring */
+        return ts_err_set(err, TS_ENOMEM, "out of memory for activity windows");
+    double total = 0;
+    for (uint64_t k = k0; k <= k1; k++)
+        total += weight(a, k, from, upto, true);
+    bool by_work = total > 0; /* else nobody worked: by cycles */
+    if (!by_work)
+        total = (double)(upto - from);
+    for (uint64_t k = k0; k <= k1; k++)
+        a->ring[k % a->cap].joules += spent * (weight(a, k, from, upto, by_work) / total);
     return TS_OK;
 }
 

@@ -82,9 +82,10 @@ typedef struct ts_act_energy {
 typedef ts_status (*ts_act_energy_fn)(void *ud, ts_act_energy *out, ts_err *err);
 
 /* Price the windows: before a flush, ts_activity_advance(upto) asks fn for the energy so far and
- * spreads what was spent since the last ask over the cycles in between (so a family that flushes
+ * spreads what was spent since the last ask over the windows in between, by the unit-cycles
+ * worked in each (compute, network, memory; by cycles when nobody worked): a family that flushes
  * at every window's end gets each window's own events; one that flushes at a barrier gets the
- * superstep's energy spread evenly over it); each frame then carries its joules and watts. The
+ * superstep's energy where its units worked. Each frame then carries its joules and watts. The
  * energy of all windows adds up to fn's last answer plus static power x the run's time. The
  * kernel sets this when it is given an energy table (fn prices the family's results so far) and
  * clears it (fn NULL) before the model goes. */

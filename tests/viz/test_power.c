@@ -170,6 +170,72 @@ static void power_adds_up(const char *family, uint64_t window)
     ts_results_free(&r3);
 }
 
+/* The spreading rule on synthetic activity: a family that flushes at a barrier (cycle 40) after
+ * unit 0 computed for cycles 0-15 and both units waited until 40, with 30 J spent: the windows of
+ * 10 cycles get 20, 10, 0 and 0 J (by the unit-cycles worked in each), plus 1 W of static power;
+ * then 8 J spent over cycles 40-60 where nobody worked are spread by cycles, 4 J each. */
+typedef struct fake_energy {
+    double joules;
+} fake_energy;
+
+static ts_status fake_so_far(void *ud, ts_act_energy *out, ts_err *err)
+{
+    (void)err;
+    out->joules = ((fake_energy *)ud)->joules;
+    out->clock_hz = 10;
+    out->static_w = 1;
+    return TS_OK;
+}
+
+typedef struct joule_log {
+    double j[16];
+    int n;
+} joule_log;
+
+static ts_status log_joules(void *ud, const ts_activity *a, const ts_act_frame *f, ts_err *err)
+{
+    (void)a;
+    (void)err;
+    joule_log *l = ud;
+    ck_assert(f->priced);
+    ck_assert_double_eq_tol(f->watts, f->joules / ((double)f->cycles / 10), 1e-12);
+    if (l->n < 16)
+        l->j[l->n++] = f->joules;
+    return TS_OK;
+}
+
+START_TEST(energy_goes_where_units_worked)
+{
+    ts_err e;
+    ts_err_init(&e);
+    joule_log l = {0};
+    fake_energy fe = {0};
+    ts_activity *a = NULL;
+    ck_assert_int_eq(ts_activity_create(&a, 10, log_joules, &l, &e), TS_OK);
+    uint32_t x[2] = {0, 1}, y[2] = {0, 0};
+    ck_assert_int_eq(ts_activity_layout(a, "two", 2, 2, 1, x, y, &e), TS_OK);
+    ts_activity_energy(a, fake_so_far, &fe);
+    ts_activity_span(a, 0, TS_ACT_COMPUTE, 0, 15);
+    ts_activity_span(a, 0, TS_ACT_SYNC, 15, 40);
+    ts_activity_span(a, 1, TS_ACT_SYNC, 0, 40);
+    fe.joules = 30;
+    ck_assert_int_eq(ts_activity_advance(a, 40, &e), TS_OK);
+    ck_assert_int_eq(l.n, 4);
+    const double want[4] = {20, 10, 0, 0};
+    for (int i = 0; i < 4; i++) /* 10 cycles at 10 Hz: 1 s of 1 W static */
+        ck_assert_double_eq_tol(l.j[i], want[i] + 1, 1e-12);
+    fe.joules = 38;
+    ck_assert_int_eq(ts_activity_finish(a, 60, &e), TS_OK);
+    ck_assert_int_eq(l.n, 6);
+    ck_assert_double_eq_tol(l.j[4], 4 + 1, 1e-12);
+    ck_assert_double_eq_tol(l.j[5], 4 + 1, 1e-12);
+    ck_assert_double_eq_tol(ts_activity_total_joules(a), 38 + 6, 1e-12);
+    ck_assert_double_eq_tol(ts_activity_seconds(a), 6, 1e-12);
+    ts_activity_destroy(a);
+    ts_err_free(&e);
+}
+END_TEST
+
 START_TEST(power_ipu) { power_adds_up("ipu", 97); }
 END_TEST
 START_TEST(power_tsp) { power_adds_up("tsp", 13); }
@@ -459,6 +525,7 @@ static Suite *suite(void)
     Suite *s = suite_create("power");
     TCase *c = tcase_create("power");
     tcase_set_timeout(c, 240);
+    tcase_add_test(c, energy_goes_where_units_worked);
     tcase_add_test(c, power_ipu);
     tcase_add_test(c, power_tsp);
     tcase_add_test(c, power_wse);
