@@ -215,6 +215,7 @@ struct ts_model {
     ts_activity *act;
     uint64_t *act_upto, *act_park;
     uint64_t act_next, act_ss_start; /* and the start of the timeline's current step */
+    uint64_t act_flow[2];            /* bytes put on eastward / westward streams this cycle */
     bool act_nomem;
 };
 
@@ -1474,10 +1475,20 @@ static void act_on_release(ts_model *m)
     ts_err_free(&e);
 }
 
-/* A vector of one superlane (L bytes) was put on a stream flowing east (dir 0) or west. */
+/* A vector of one superlane (L bytes) was put on a stream flowing east (dir 0) or west: counted
+ * for the cycle, reported once at its end (act_cycle_flows). */
 static void act_stream(ts_model *m, int dir)
 {
-    ts_activity_flow(m->act, m->now, dir == 0 ? TS_ACT_EAST : TS_ACT_WEST, m->L);
+    m->act_flow[dir != 0] += m->L;
+}
+
+static void act_cycle_flows(ts_model *m)
+{
+    for (int d = 0; d < 2; d++)
+        if (m->act_flow[d]) {
+            ts_activity_flow(m->act, m->now, d == 0 ? TS_ACT_EAST : TS_ACT_WEST, m->act_flow[d]);
+            m->act_flow[d] = 0;
+        }
 }
 
 /* Every unit is recorded up to `upto`: flush the windows that end by then (the last one too when
@@ -1775,6 +1786,8 @@ static ts_status cycle(ts_model *m, ts_err *err)
     m->nfl = keep;
     if (m->act && m->cyc_bytes)
         ts_activity_bytes(m->act, m->now, m->cyc_bytes);
+    if (m->act)
+        act_cycle_flows(m);
     if (m->cyc_bytes > m->peak_bytes)
         m->peak_bytes = m->cyc_bytes;
     if (m->cyc_macs > m->peak_macs)
