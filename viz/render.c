@@ -444,6 +444,17 @@ static void legend(ts_viz_image *img, const ts_viz_geom *g)
     }
 }
 
+/* The text line at the geometry's scale, or at half of it when it would not fit the width (long
+ * runs with the power); the smaller text is centred in the line's height. */
+static void text_line(ts_viz_image *img, const ts_viz_geom *g, const char *text)
+{
+    uint32_t scale = g->text_scale;
+    if (scale > 1 && g->text_x + 6 * scale * (uint32_t)strlen(text) > g->w - MARGIN)
+        scale = 1;
+    uint32_t y = g->text_y + 7 * (g->text_scale - scale) / 2;
+    ts_viz_text(img, g->text_x, y, scale, text_rgb, text);
+}
+
 static void frame_counts(const void *src, uint32_t u, uint64_t cnt[TS_ACT_NSTATES])
 {
     const ts_act_frame *f = src;
@@ -479,7 +490,7 @@ ts_status ts_viz_render_frame(ts_viz_image *img, const ts_activity *a, const ts_
     else
         snprintf(text, sizeof text, "CYCLE %" PRIu64 "  STEP %" PRIu64 "  UTIL %.0f%%  %.1f B/CYC",
                  f->start + f->cycles, f->supersteps, 100.0 * util, bpc);
-    ts_viz_text(img, g.text_x, g.text_y, g.text_scale, text_rgb, text);
+    text_line(img, &g, text);
     return TS_OK;
 }
 
@@ -508,6 +519,6 @@ ts_status ts_viz_render_summary(ts_viz_image *img, const ts_activity *a, const t
     else
         snprintf(text, sizeof text, "CYCLES %" PRIu64 "  STEPS %zu  UTIL %.0f%%  %.1f B/CYC", cyc, nss, 100.0 * util,
                  bpc);
-    ts_viz_text(img, g.text_x, g.text_y, g.text_scale, text_rgb, text);
+    text_line(img, &g, text);
     return TS_OK;
 }
