@@ -15,6 +15,7 @@
 #include "core/sim.h"
 #include "core/trace.h"
 #include "core/activity.h"
+#include "core/act_trace.h"
 #include "viz/render.h"
 #include "viz/view.h"
 
@@ -30,12 +31,15 @@ static const char run_usage[] =
     "  -c, --config CONFIG     chip config (file or built-in name)\n"
     "  -o, --output FILE       write the report to FILE (default: standard output)\n"
     "  -f, --format FMT        text (default), json or csv\n"
-    "      --trace FILE        write a Perfetto / Chrome trace of the run\n"
+    "      --trace FILE        write a Perfetto / Chrome trace of the run: unit tracks (blocks\n"
+    "                          of units on big layouts), bandwidth and power per window\n"
+    "      --trace-limit MB    the trace's size limit (default 200)\n"
     "      --frames DIR        write a PNG picture of the chip's activity every window\n"
     "                          (DIR/frame_000000.png, ...; DIR is created)\n"
     "      --view              show the frames live in a window (SDL2): space pauses,\n"
-    "                          n steps, + and - change the speed, q closes\n"
-    "      --frame-every N     cycles per frame window (default 1000)\n"
+    "                          n steps N cycles, s a superstep, + and - change the speed,\n"
+    "                          z and x zoom, arrows pan, q closes; the mouse shows a unit\n"
+    "      --frame-every N     cycles per frame or trace window (default 1000)\n"
     "      --summary-png FILE  write one PNG of the run: per-unit utilization and supersteps\n"
     "  -s, --set KEY=VALUE     override a config key (repeatable)\n"
     "      --energy TABLE      energy table (file or built-in name) instead of the config's\n"
@@ -87,17 +91,23 @@ static void on_progress(void *ud, uint64_t cycle)
 typedef struct frames {
     const char *dir;    /* write PNG frames here, or NULL */
     ts_view *view;      /* show them live, or NULL */
+    ts_act_trace *at;   /* write them into the trace, or NULL */
     ts_viz_image img;
 } frames;
 
 static ts_status on_frame(void *ud, const ts_activity *a, const ts_act_frame *f, ts_err *err)
 {
     frames *fr = ud;
+    if (fr->at) {
+        ts_status rc = ts_act_trace_frame(fr->at, a, f, err);
+        if (rc != TS_OK)
+            return rc;
+    }
     if (!fr->dir && (!fr->view || ts_view_closed(fr->view)))
         return TS_OK;
-    ts_status rc = ts_viz_render_frame(&fr->img, a, f, err);
-    if (rc == TS_OK && fr->view)
-        rc = ts_view_frame(fr->view, &fr->img, err);
+    ts_status rc = fr->view ? ts_view_frame(fr->view, a, f, err) : TS_OK;
+    if (rc == TS_OK && fr->dir)
+        rc = ts_viz_render_frame(&fr->img, a, f, NULL, err);
     if (rc != TS_OK || !fr->dir)
         return rc;
     char path[4096];
@@ -128,11 +138,12 @@ int cmd_run(int argc, char **argv)
         {"hang-cycles", required_argument, 0, 'H'}, {"quiet", no_argument, 0, 'q'},
         {"frames", required_argument, 0, 'F'},   {"frame-every", required_argument, 0, 'N'},
         {"summary-png", required_argument, 0, 'P'}, {"view", no_argument, 0, 'V'},
+        {"trace-limit", required_argument, 0, 'Z'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     const char *config = NULL, *output = NULL, *trace_path = NULL, *energy_name = NULL;
     const char *frames_dir = NULL, *summary_png = NULL;
-    uint64_t frame_every = 0;
+    uint64_t frame_every = 0, trace_mb = 0;
     bool view = false;
     int format = TS_FMT_TEXT;
     bool quiet = false;
@@ -157,6 +168,13 @@ int cmd_run(int argc, char **argv)
         case 'F': frames_dir = optarg; break;
         case 'P': summary_png = optarg; break;
         case 'V': view = true; break;
+        case 'Z':
+            if (parse_u64(optarg, &v) || v == 0 || v > 1000000) {
+                cli_sets_free(&sets);
+                return cli_usage_error("--trace-limit takes a size in MB from 1 to 1000000, got '%s'", optarg);
+            }
+            trace_mb = v;
+            break;
         case 'N':
             if (parse_u64(optarg, &v) || v == 0) {
                 cli_sets_free(&sets);
@@ -196,9 +214,13 @@ int cmd_run(int argc, char **argv)
         default: cli_sets_free(&sets); return cli_usage_error("unknown option '%s' (see 'tessera run --help')", argv[optind - 1]);
         }
     }
-    if (frame_every && !frames_dir && !view) {
+    if (frame_every && !frames_dir && !view && !trace_path) {
         cli_sets_free(&sets);
-        return cli_usage_error("--frame-every needs --frames DIR or --view");
+        return cli_usage_error("--frame-every needs --frames DIR, --view or --trace FILE");
+    }
+    if (trace_mb && !trace_path) {
+        cli_sets_free(&sets);
+        return cli_usage_error("--trace-limit needs --trace FILE");
     }
     const char *workload = NULL;
     if (optind < argc)
@@ -260,7 +282,8 @@ int cmd_run(int argc, char **argv)
     if (trace_path) {
         ts_info info = {0};
         if (fam->info(ts_config_data(cfg), &info, &err) != TS_OK ||
-            ts_trace_open(&trace, trace_path, info.clock_hz, 0, &err) != TS_OK) {
+            ts_trace_open(&trace, trace_path, info.clock_hz, trace_mb * 1000000, &err) != TS_OK ||
+            ts_act_trace_create(&fr.at, trace, &err) != TS_OK) {
             rc = cli_fail(&err);
             goto out;
         }
@@ -270,14 +293,14 @@ int cmd_run(int argc, char **argv)
         rc = cli_fail(&err);
         goto out;
     }
-    if (frames_dir || summary_png || view) {
+    if (frames_dir || summary_png || view || trace) {
         if (frames_dir && mkdir(frames_dir, 0777) && errno != EEXIST) {
             ts_err_set(&err, TS_EIO, "cannot create %s: %s", frames_dir, strerror(errno));
             rc = cli_fail(&err);
             goto out;
         }
         /* without frames, one window per 65536 cycles keeps the sampler's cost low */
-        uint64_t window = frames_dir || view ? (frame_every ? frame_every : 1000) : 65536;
+        uint64_t window = frames_dir || view || trace ? (frame_every ? frame_every : 1000) : 65536;
         if (ts_activity_create(&act, window, on_frame, &fr, &err) != TS_OK) {
             rc = cli_fail(&err);
             goto out;
@@ -297,13 +320,13 @@ int cmd_run(int argc, char **argv)
     }
     have_res = true;
     if (act && !ts_activity_nunits(act)) {
-        ts_err_set(&err, TS_EINPUT, "family '%s' does not report activity yet (--frames, --summary-png, --view)", fam->name);
+        ts_err_set(&err, TS_EINPUT, "family '%s' does not report activity yet (--frames, --summary-png, --view, --trace)", fam->name);
         rc = cli_fail(&err);
         goto out;
     }
     if (summary_png) {
         ts_viz_image img = {0};
-        ts_status vs = ts_viz_render_summary(&img, act, &err);
+        ts_status vs = ts_viz_render_summary(&img, act, NULL, &err);
         if (vs == TS_OK)
             vs = ts_viz_png_write(&img, summary_png, &err);
         ts_viz_image_free(&img);
@@ -319,6 +342,7 @@ int cmd_run(int argc, char **argv)
     if (trace) {
         ts_trace *t = trace;
         trace = NULL;
+        ts_act_trace_finish(fr.at);
         if (ts_trace_close(t, &err) != TS_OK) {
             rc = cli_fail(&err);
             goto out;
@@ -330,6 +354,7 @@ out:
     if (have_res)
         ts_results_free(&res);
     ts_activity_destroy(act);
+    ts_act_trace_destroy(fr.at);
     ts_viz_image_free(&fr.img);
     ts_view_close(fr.view);
     ts_energy_destroy(energy);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/activity.h"
 #include "core/alloc.h"
 
 #define TS_DEFAULT_HANG_CYCLES 1000000ull
@@ -66,6 +67,38 @@ static ts_status run_loop(const ts_family *fam, ts_model *m, const ts_run_opts *
     }
 }
 
+/* What the activity sampler needs to price its windows: the family's results so far. */
+typedef struct sim_pricer {
+    const ts_family *fam;
+    ts_model *m;
+    const ts_config *cfg;
+    const ts_energy_table *table;
+} sim_pricer;
+
+/* The energy of every event so far: the family's collect() on the model as it stands, priced with
+ * the run's table, static power left out (the sampler adds it per window). The same figures the
+ * report is made of, so the windows add up to the report's energy. */
+static ts_status energy_so_far(void *ud, ts_act_energy *out, ts_err *err)
+{
+    const sim_pricer *p = ud;
+    ts_results r;
+    ts_results_init(&r);
+    if (!r.stats)
+        return ts_err_set(err, TS_ENOMEM, "out of memory pricing an activity window");
+    ts_status rc = p->fam->collect(p->m, &r, err);
+    double static_w = ts_config_static_power(p->cfg) > 0 ? ts_config_static_power(p->cfg) : r.static_w;
+    r.static_w = 0;
+    if (rc == TS_OK)
+        rc = ts_results_price(&r, p->table, err);
+    if (rc == TS_OK) {
+        out->joules = r.energy_j;
+        out->clock_hz = r.clock_hz;
+        out->static_w = static_w;
+    }
+    ts_results_free(&r);
+    return rc;
+}
+
 ts_status ts_sim_run(const ts_family *fam, const ts_config *cfg, const ts_program *prog,
                      const ts_run_opts *opts, const ts_energy_table *energy, ts_results *res,
                      ts_err *err)
@@ -86,9 +119,14 @@ ts_status ts_sim_run(const ts_family *fam, const ts_config *cfg, const ts_progra
     rc = fam->create(&m, cfg, o, err);
     if (rc != TS_OK)
         return rc;
+    sim_pricer pricer = {fam, m, cfg, energy};
+    if (o->activity && energy)
+        ts_activity_energy(o->activity, energy_so_far, &pricer);
     rc = fam->load(m, prog, err);
     if (rc == TS_OK)
         rc = run_loop(fam, m, o, err);
+    if (o->activity)
+        ts_activity_energy(o->activity, NULL, NULL);
     if (rc == TS_OK) {
         ts_results_init(res); /* creates res->stats */
         if (!res->stats)

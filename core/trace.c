@@ -240,6 +240,9 @@ uint64_t ts_trace_dropped(const ts_trace *t)
     return t ? t->dropped : 0;
 }
 
+uint64_t ts_trace_bytes(const ts_trace *t) { return t ? t->written : 0; }
+uint64_t ts_trace_limit(const ts_trace *t) { return t ? t->max_bytes : 0; }
+
 static void trace_free(ts_trace *t)
 {
     ts_buf_free(&t->ev);

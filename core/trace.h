@@ -22,6 +22,9 @@ void ts_trace_slice(ts_trace *t, int pid, int tid, const char *name, const char 
                     uint64_t start, uint64_t dur, const char *args_json);
 void ts_trace_counter(ts_trace *t, int pid, const char *name, uint64_t at, double value);
 uint64_t ts_trace_dropped(const ts_trace *t);
+/* Bytes written so far, and the size limit. */
+uint64_t ts_trace_bytes(const ts_trace *t);
+uint64_t ts_trace_limit(const ts_trace *t);
 /* Finish the JSON and rename into place. Frees t. */
 ts_status ts_trace_close(ts_trace *t, ts_err *err);
 /* Discard: remove the temporary file. Frees t. */

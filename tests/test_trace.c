@@ -1,5 +1,7 @@
 /* tests/test_trace.c — the Chrome trace writer: events, order, exact microseconds, the size
- * bound with drop counting, temporary files. Every trace is parsed back with jansson. */
+ * bound with drop counting, temporary files; and the trace of a BSP run on the IPU (one track per
+ * tile, ordered compute / exchange / sync slices that add up to each superstep of the report).
+ * Every trace is parsed back with jansson. */
 #include <check.h>
 #include <dirent.h>
 #include <jansson.h>
@@ -9,8 +11,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arch/registry.h"
+#include "configs/builtin.h"
 #include "core/alloc.h"
+#include "core/config.h"
 #include "core/fileio.h"
+#include "core/program.h"
+#include "core/sim.h"
+#include "core/stats.h"
 #include "core/trace.h"
 
 static char dir[64];
@@ -286,6 +294,111 @@ START_TEST(test_empty)
 }
 END_TEST
 
+/* The default workload on ipu_mk1 (1216 tiles, 4 supersteps with exchanges), traced. */
+START_TEST(test_bsp_run)
+{
+    ts_err e;
+    ts_err_init(&e);
+    const ts_family *fam = ts_family_find("ipu");
+    ck_assert_ptr_nonnull(fam);
+    ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find};
+    ts_config *cfg = NULL;
+    ck_assert_int_eq(ts_config_load(&cfg, "ipu_mk1", &co, &e), TS_OK);
+    ts_info info;
+    ck_assert_int_eq(fam->info(ts_config_data(cfg), &info, &e), TS_OK);
+    const char *text;
+    size_t len;
+    ck_assert_int_eq(ts_builtin_find("ipu_default", &text, &len), 0);
+    ts_program *p = NULL;
+    ck_assert_int_eq(ts_asm(&p, "ipu_default", text, len, fam->isa, &e), TS_OK);
+    ts_trace *t;
+    ck_assert_int_eq(ts_trace_open(&t, path, info.clock_hz, 0, &e), TS_OK);
+    ts_run_opts ro = {.trace = t};
+    ts_results res;
+    ck_assert_msg(ts_sim_run(fam, cfg, p, &ro, NULL, &res, &e) == TS_OK, "%s", e.msg);
+    ck_assert_int_eq(ts_trace_close(t, &e), TS_OK);
+    uint64_t nss = ts_stats_find(res.stats, "supersteps.count")->u;
+    uint64_t ss_cycles = ts_stats_find(res.stats, "supersteps.compute_cycles")->u +
+                         ts_stats_find(res.stats, "supersteps.exchange_cycles")->u +
+                         ts_stats_find(res.stats, "supersteps.sync_cycles")->u;
+    ck_assert_uint_ge(nss, 2);
+
+    json_t *root = load();
+    json_t *ev = json_object_get(root, "traceEvents");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(root, "otherData"), "dropped_events")), 0);
+    const double cyc_us = 1e6 / info.clock_hz;
+    enum { NT = 1216, MAXSS = 16 };
+    static uint64_t tile_sum[NT + 1][MAXSS], last_end[NT + 1];
+    static bool named[NT + 1];
+    uint64_t ss_dur[MAXSS] = {0}, ss_seen = 0, total = 0, counters = 0, exchanges = 0;
+    memset(tile_sum, 0, sizeof tile_sum);
+    memset(last_end, 0, sizeof last_end);
+    memset(named, 0, sizeof named);
+    for (size_t i = 0; i < json_array_size(ev); i++) {
+        json_t *x = json_array_get(ev, i);
+        const char *ph = sget(x, "ph"), *name = sget(x, "name");
+        long long tid = json_integer_value(json_object_get(x, "tid"));
+        if (!strcmp(ph, "M")) {
+            if (!strcmp(name, "thread_name") && tid >= 1 && tid <= NT) {
+                char want[32];
+                snprintf(want, sizeof want, "tile %lld", tid - 1);
+                ck_assert_str_eq(sget(json_object_get(x, "args"), "name"), want);
+                named[tid] = true;
+            }
+            continue;
+        }
+        if (!strcmp(ph, "C")) {
+            counters++;
+            continue;
+        }
+        ck_assert_str_eq(ph, "X");
+        uint64_t ts = (uint64_t)(nget(x, "ts") / cyc_us + 0.5), dur = (uint64_t)(nget(x, "dur") / cyc_us + 0.5);
+        long long id = json_integer_value(json_object_get(json_object_get(x, "args"), "superstep"));
+        if (tid == 0) { /* the chip's row */
+            if (!strcmp(name, "superstep")) {
+                json_t *a = json_object_get(x, "args");
+                ck_assert_int_eq(id, (long long)ss_seen);
+                ck_assert_uint_eq(nget(a, "compute") + nget(a, "exchange") + nget(a, "sync"), dur);
+                ck_assert_int_lt(id, MAXSS);
+                ss_dur[id] = dur;
+                ss_seen++;
+                total += dur;
+            }
+            continue;
+        }
+        /* a tile's row: compute, exchange and sync wait slices, in order, never overlapping */
+        ck_assert_msg(!strcmp(name, "compute") || !strcmp(name, "exchange") || !strcmp(name, "sync wait"), "%s", name);
+        ck_assert_int_ge(tid, 1);
+        ck_assert_int_le(tid, NT);
+        ck_assert_int_ge(id, 0);
+        ck_assert_int_lt(id, MAXSS);
+        ck_assert_uint_gt(dur, 0);
+        ck_assert_msg(ts >= last_end[tid], "tile %lld: a slice at %llu starts before the last ends (%llu)", tid - 1,
+                      (unsigned long long)ts, (unsigned long long)last_end[tid]);
+        last_end[tid] = ts + dur;
+        tile_sum[tid][id] += dur;
+        exchanges += !strcmp(name, "exchange");
+    }
+    /* one track per tile; every superstep of the report, each tile's slices filling it exactly */
+    for (int i = 1; i <= NT; i++)
+        ck_assert_msg(named[i], "no track for tile %d", i - 1);
+    ck_assert_uint_eq(ss_seen, nss);
+    ck_assert_uint_eq(total, ss_cycles);
+    ck_assert_uint_le(total, res.cycles);
+    for (int i = 1; i <= NT; i++)
+        for (uint64_t k = 0; k < nss; k++)
+            ck_assert_msg(tile_sum[i][k] == ss_dur[k], "tile %d superstep %llu: slices add to %llu, not %llu", i - 1,
+                          (unsigned long long)k, (unsigned long long)tile_sum[i][k], (unsigned long long)ss_dur[k]);
+    ck_assert_uint_gt(exchanges, NT);      /* tiles exchange in the later supersteps */
+    ck_assert_uint_eq(counters, nss);      /* the bandwidth counter, once per superstep */
+    json_decref(root);
+    ts_results_free(&res);
+    ts_program_destroy(p);
+    ts_config_destroy(cfg);
+    ts_err_free(&e);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("trace");
@@ -296,6 +409,7 @@ int main(void)
     tcase_add_test(tc, test_size_bound);
     tcase_add_test(tc, test_errors_and_abort);
     tcase_add_test(tc, test_empty);
+    tcase_add_test(tc, test_bsp_run);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -17,13 +17,16 @@ const uint8_t ts_viz_state_rgb[TS_ACT_NSTATES][3] = {
     [TS_ACT_IDLE] = {70, 70, 80},
 };
 static const uint8_t text_rgb[3] = {230, 230, 230};
+static const uint8_t track_rgb[3] = {64, 64, 72}; /* the line a flow bar runs along */
 
 #define MARGIN 4u
 #define TEXT_SCALE 2u
 #define TEXT_H (7u * TEXT_SCALE + 2u * MARGIN)
 #define TL_H 40u
-#define MIN_W 480u /* room for the text line at twice the font size */
+#define MIN_W 600u /* room for the text line at twice the font size */
 #define MAP_W 640u
+#define FLOW_LABEL_W 18u /* "E>" / "<W" and a gap */
+#define FLOW_TEXT_W 96u  /* room for "12345.6 B/CYC" */
 
 /* ---- the font: 5x7, one byte per row, bit 4 = leftmost column ---- */
 
@@ -55,6 +58,10 @@ static const glyph font[] = {
     {'.', {0, 0, 0, 0, 0, 0x0C, 0x0C}},               {'%', {0x18, 0x19, 0x02, 0x04, 0x08, 0x13, 0x03}},
     {'-', {0, 0, 0, 0x1F, 0, 0, 0}},                  {'/', {0x00, 0x01, 0x02, 0x04, 0x08, 0x10, 0x00}},
     {'=', {0, 0, 0x1F, 0, 0x1F, 0, 0}},               {'_', {0, 0, 0, 0, 0, 0, 0x1F}},
+    {',', {0, 0, 0, 0, 0x0C, 0x04, 0x08}},            {'(', {0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02}},
+    {')', {0x08, 0x04, 0x02, 0x02, 0x02, 0x04, 0x08}}, {'+', {0, 0x04, 0x04, 0x1F, 0x04, 0x04, 0}},
+    {'<', {0x02, 0x04, 0x08, 0x10, 0x08, 0x04, 0x02}}, {'>', {0x08, 0x04, 0x02, 0x01, 0x02, 0x04, 0x08}},
+    {'[', {0x0E, 0x08, 0x08, 0x08, 0x08, 0x08, 0x0E}}, {']', {0x0E, 0x02, 0x02, 0x02, 0x02, 0x02, 0x0E}},
 };
 static const uint8_t box[7] = {0x1F, 0x11, 0x11, 0x11, 0x11, 0x11, 0x1F};
 
@@ -130,39 +137,121 @@ void ts_viz_geometry(const ts_activity *a, ts_viz_geom *g)
         gw = 1;
     if (!gh)
         gh = 1;
-    uint32_t cell = MAP_W / gw;
-    if (cell > 24)
-        cell = 24;
-    if (cell < 3)
-        cell = 3;
     memset(g, 0, sizeof *g);
+    uint32_t big = gw > gh ? gw : gh, cell, agg = 1;
+    if (big > MAP_W / 3) { /* one pixel per block of agg x agg cells */
+        while ((big + agg - 1) / agg > MAP_W)
+            agg *= 2;
+        cell = 1;
+    } else {
+        cell = MAP_W / gw;
+        if (cell > 24)
+            cell = 24;
+        if (cell < 3)
+            cell = 3;
+    }
     g->cell = cell;
-    g->w = gw * cell + 2 * MARGIN;
+    g->agg = agg;
+    g->map_w = (gw + agg - 1) / agg * cell;
+    g->map_h = (gh + agg - 1) / agg * cell;
+    g->w = g->map_w + 2 * MARGIN;
     if (g->w < MIN_W)
         g->w = MIN_W;
     g->text_scale = TEXT_SCALE;
     g->text_x = MARGIN;
     g->text_y = MARGIN;
-    g->map_x = (g->w - gw * cell) / 2;
+    g->map_x = (g->w - g->map_w) / 2;
     g->map_y = TEXT_H;
     g->tl_x = MARGIN;
     g->tl_w = g->w - 2 * MARGIN;
-    g->tl_y = g->map_y + gh * cell + 2 * MARGIN;
+    g->tl_y = g->map_y + g->map_h + 2 * MARGIN;
+    if (ts_activity_flow_peak(a) > 0) { /* the flow strips go between the map and the timeline */
+        g->flow_y = g->tl_y;
+        g->flow_x = MARGIN + FLOW_LABEL_W;
+        g->flow_w = g->w - 2 * MARGIN - FLOW_LABEL_W - FLOW_TEXT_W;
+        g->tl_y += TS_VIZ_FLOW_ROW + 7 + 2 * MARGIN;
+    }
     g->tl_h = TL_H;
     g->legend_y = g->tl_y + g->tl_h + 2 * MARGIN;
-    g->h = g->legend_y + 7 + MARGIN;
+    g->info_y = g->legend_y + 7 + 2 * MARGIN;
+    g->h = g->info_y + 7 + MARGIN;
+}
+
+void ts_viz_port_clamp(const ts_activity *a, ts_viz_port *p)
+{
+    ts_viz_geom g;
+    ts_viz_geometry(a, &g);
+    uint32_t gw, gh;
+    ts_activity_grid(a, &gw, &gh);
+    uint32_t z = 1, max = 64 * g.agg;
+    while (z * 2 <= p->zoom && z < max)
+        z *= 2;
+    p->zoom = z;
+    /* the cells the map shows across and down */
+    uint32_t px, cells;
+    ts_viz_port_scale(&g, p, &px, &cells);
+    uint32_t vw = g.map_w / px * cells, vh = g.map_h / px * cells;
+    p->x0 = vw >= gw ? 0 : p->x0 > gw - vw ? gw - vw : p->x0;
+    p->y0 = vh >= gh ? 0 : p->y0 > gh - vh ? gh - vh : p->y0;
+    p->x0 -= p->x0 % cells; /* blocks start on multiples of their size */
+    p->y0 -= p->y0 % cells;
+}
+
+void ts_viz_port_scale(const ts_viz_geom *g, const ts_viz_port *p, uint32_t *px, uint32_t *cells)
+{
+    uint32_t z = p && p->zoom ? p->zoom : 1;
+    if (g->agg == 1) {
+        *px = g->cell * z;
+        *cells = 1;
+    } else if (z < g->agg) {
+        *px = 1;
+        *cells = g->agg / z;
+    } else {
+        *px = z / g->agg;
+        *cells = 1;
+    }
+}
+
+bool ts_viz_cell_pixel(const ts_viz_geom *g, const ts_viz_port *p, uint32_t x, uint32_t y, uint32_t *px,
+                       uint32_t *py)
+{
+    uint32_t x0 = p ? p->x0 : 0, y0 = p ? p->y0 : 0, pix, cells;
+    ts_viz_port_scale(g, p, &pix, &cells);
+    if (x < x0 || y < y0)
+        return false;
+    uint64_t bx = (x - x0) / cells, by = (y - y0) / cells;
+    if ((bx + 1) * pix > g->map_w || (by + 1) * pix > g->map_h)
+        return false;
+    *px = g->map_x + (uint32_t)bx * pix + (pix >= 3 ? (pix - 1) / 2 : 0);
+    *py = g->map_y + (uint32_t)by * pix + (pix >= 3 ? (pix - 1) / 2 : 0);
+    return true;
+}
+
+bool ts_viz_pixel_cell(const ts_viz_geom *g, const ts_viz_port *p, uint32_t px, uint32_t py, uint32_t *x,
+                       uint32_t *y)
+{
+    uint32_t x0 = p ? p->x0 : 0, y0 = p ? p->y0 : 0, pix, cells;
+    ts_viz_port_scale(g, p, &pix, &cells);
+    if (px < g->map_x || py < g->map_y || px >= g->map_x + g->map_w / pix * pix ||
+        py >= g->map_y + g->map_h / pix * pix)
+        return false;
+    *x = x0 + (px - g->map_x) / pix * cells;
+    *y = y0 + (py - g->map_y) / pix * cells;
+    return true;
 }
 
 void ts_viz_unit_rgb(const uint64_t cnt[TS_ACT_NSTATES], uint8_t rgb[3])
 {
-    uint64_t total = 0;
-    int dom = TS_ACT_IDLE;
+    uint64_t total = cnt[TS_ACT_IDLE];
+    int dom = -1; /* the state other than idle with the most cycles */
     for (int s = 0; s < TS_ACT_NSTATES; s++) {
+        if (s == TS_ACT_IDLE)
+            continue;
         total += cnt[s];
-        if (cnt[s] > cnt[dom])
+        if (cnt[s] && (dom < 0 || cnt[s] > cnt[dom]))
             dom = s;
     }
-    if (!total || dom == TS_ACT_IDLE) {
+    if (dom < 0) {
         memcpy(rgb, ts_viz_state_rgb[TS_ACT_IDLE], 3);
         return;
     }
@@ -244,26 +333,105 @@ static void timeline(ts_viz_image *img, const ts_viz_geom *g, const ts_act_super
 /* Units, coloured from per-state counts (cnt(u, s) via the callback's data). */
 typedef void (*counts_fn)(const void *src, uint32_t u, uint64_t cnt[TS_ACT_NSTATES]);
 
-static double draw_units(ts_viz_image *img, const ts_viz_geom *g, const ts_activity *a, counts_fn fn,
-                         const void *src)
+static ts_status draw_units(ts_viz_image *img, const ts_viz_geom *g, const ts_viz_port *port, const ts_activity *a,
+                            counts_fn fn, const void *src, double *util_out, ts_err *err)
 {
-    uint32_t n = ts_activity_nunits(a);
+    uint32_t n = ts_activity_nunits(a), pix, cells;
+    ts_viz_port_scale(g, port, &pix, &cells);
+    uint32_t x0 = port ? port->x0 : 0, y0 = port ? port->y0 : 0;
+    uint32_t bw = g->map_w / pix, bh = g->map_h / pix; /* blocks the map shows */
+    uint32_t sq = pix >= 3 ? pix - 1 : pix;             /* a gap between squares when they are large */
+    /* blocks of several cells: sum their units' counts first */
+    uint64_t *sum = NULL;
+    if (cells > 1) {
+        sum = ts_calloc((size_t)bw * bh * TS_ACT_NSTATES, sizeof *sum);
+        if (!sum)
+            return ts_err_set(err, TS_ENOMEM, "out of memory drawing %ux%u blocks", bw, bh);
+    }
     double util = 0;
     for (uint32_t u = 0; u < n; u++) {
-        uint64_t cnt[TS_ACT_NSTATES];
+        uint64_t cnt[TS_ACT_NSTATES], tot = 0;
         fn(src, u, cnt);
-        uint8_t rgb[3];
-        ts_viz_unit_rgb(cnt, rgb);
-        uint32_t x, y;
-        ts_activity_pos(a, u, &x, &y);
-        rect(img, g->map_x + x * g->cell, g->map_y + y * g->cell, g->cell - 1, g->cell - 1, rgb);
-        uint64_t tot = 0;
         for (int s = 0; s < TS_ACT_NSTATES; s++)
             tot += cnt[s];
         if (tot)
             util += (double)(cnt[TS_ACT_COMPUTE] + cnt[TS_ACT_NETWORK] + cnt[TS_ACT_MEMORY]) / (double)tot;
+        uint32_t x, y;
+        ts_activity_pos(a, u, &x, &y);
+        if (x < x0 || y < y0)
+            continue;
+        uint32_t bx = (x - x0) / cells, by = (y - y0) / cells;
+        if (bx >= bw || by >= bh)
+            continue;
+        if (sum) {
+            uint64_t *c = sum + ((size_t)by * bw + bx) * TS_ACT_NSTATES;
+            for (int s = 0; s < TS_ACT_NSTATES; s++)
+                c[s] += cnt[s];
+            continue;
+        }
+        uint8_t rgb[3];
+        ts_viz_unit_rgb(cnt, rgb);
+        rect(img, g->map_x + bx * pix, g->map_y + by * pix, sq, sq, rgb);
     }
-    return n ? util / n : 0;
+    if (sum) {
+        for (uint32_t by = 0; by < bh; by++)
+            for (uint32_t bx = 0; bx < bw; bx++) {
+                const uint64_t *c = sum + ((size_t)by * bw + bx) * TS_ACT_NSTATES;
+                uint64_t tot = 0;
+                for (int s = 0; s < TS_ACT_NSTATES; s++)
+                    tot += c[s];
+                if (!tot)
+                    continue; /* no unit there */
+                uint8_t rgb[3];
+                ts_viz_unit_rgb(c, rgb);
+                rect(img, g->map_x + bx * pix, g->map_y + by * pix, sq, sq, rgb);
+            }
+        ts_free(sum);
+    }
+    *util_out = n ? util / n : 0;
+    return TS_OK;
+}
+
+uint32_t ts_viz_flow_len(const ts_viz_geom *g, const ts_activity *a, uint64_t bytes, uint64_t cycles)
+{
+    double peak = ts_activity_flow_peak(a);
+    if (!g->flow_w || !(peak > 0) || !cycles)
+        return 0;
+    double share = (double)bytes / (double)cycles / peak;
+    if (share > 1)
+        share = 1;
+    return (uint32_t)(share * (double)g->flow_w + 0.5);
+}
+
+/* The flow strips: east as a bar from the west end with its head to the east, west from the east
+ * end with its head to the west; a head (a 4-pixel triangle inside the bar's length) once any
+ * byte moved. */
+static void flows(ts_viz_image *img, const ts_viz_geom *g, const ts_activity *a, const uint64_t flow[TS_ACT_NDIRS],
+                  uint64_t cycles)
+{
+    if (!g->flow_w)
+        return;
+    const uint8_t *rgb = ts_viz_state_rgb[TS_ACT_NETWORK];
+    for (int d = 0; d < 2; d++) {
+        uint32_t y = g->flow_y + (uint32_t)d * TS_VIZ_FLOW_ROW;
+        ts_viz_text(img, MARGIN, y, 1, text_rgb, d == 0 ? "E>" : "<W");
+        rect(img, g->flow_x, y + 3, g->flow_w, 1, track_rgb); /* the track */
+        uint32_t len = ts_viz_flow_len(g, a, flow[d], cycles);
+        if (flow[d] && len < 4)
+            len = 4; /* a head shows that something moved */
+        for (uint32_t i = 0; i < len; i++) {
+            uint32_t from_tip = len - 1 - i; /* 0 at the head's point */
+            uint32_t half = from_tip < 3 ? from_tip : 3;
+            uint32_t x = d == 0 ? g->flow_x + i : g->flow_x + g->flow_w - 1 - i;
+            if (from_tip >= 3)
+                rect(img, x, y + 1, 1, 5, rgb); /* the body, 5 high */
+            else
+                rect(img, x, y + 3 - half, 1, 2 * half + 1, rgb); /* the head narrows to its point */
+        }
+        char t[32];
+        snprintf(t, sizeof t, "%.1f B/CYC", cycles ? (double)flow[d] / (double)cycles : 0.0);
+        ts_viz_text(img, g->flow_x + g->flow_w + 6, y, 1, text_rgb, t);
+    }
 }
 
 /* One square of each state's colour, with its name. */
@@ -274,6 +442,17 @@ static void legend(ts_viz_image *img, const ts_viz_geom *g)
         rect(img, x, g->legend_y, 7, 7, ts_viz_state_rgb[s]);
         x = ts_viz_text(img, x + 10, g->legend_y, 1, text_rgb, ts_act_state_name((ts_act_state)s)) + 12;
     }
+}
+
+/* The text line at the geometry's scale, or at half of it when it would not fit the width (long
+ * runs with the power); the smaller text is centred in the line's height. */
+static void text_line(ts_viz_image *img, const ts_viz_geom *g, const char *text)
+{
+    uint32_t scale = g->text_scale;
+    if (scale > 1 && g->text_x + 6 * scale * (uint32_t)strlen(text) > g->w - MARGIN)
+        scale = 1;
+    uint32_t y = g->text_y + 7 * (g->text_scale - scale) / 2;
+    ts_viz_text(img, g->text_x, y, scale, text_rgb, text);
 }
 
 static void frame_counts(const void *src, uint32_t u, uint64_t cnt[TS_ACT_NSTATES])
@@ -289,40 +468,57 @@ static void total_counts(const void *src, uint32_t u, uint64_t cnt[TS_ACT_NSTATE
         cnt[s] = ts_activity_total(src, u, (ts_act_state)s);
 }
 
-ts_status ts_viz_render_frame(ts_viz_image *img, const ts_activity *a, const ts_act_frame *f, ts_err *err)
+ts_status ts_viz_render_frame(ts_viz_image *img, const ts_activity *a, const ts_act_frame *f,
+                              const ts_viz_port *port, ts_err *err)
 {
     ts_viz_geom g;
     ts_viz_geometry(a, &g);
     ts_status rc = alloc_image(img, &g, err);
-    if (rc != TS_OK)
+    double util;
+    if (rc != TS_OK || (rc = draw_units(img, &g, port, a, frame_counts, f, &util, err)) != TS_OK)
         return rc;
-    double util = draw_units(img, &g, a, frame_counts, f);
     size_t nss;
     const ts_act_superstep *ss = ts_activity_supersteps(a, &nss);
     timeline(img, &g, ss, f->supersteps < nss ? (size_t)f->supersteps : nss);
     legend(img, &g);
-    char text[128];
-    snprintf(text, sizeof text, "CYCLE %" PRIu64 "  STEP %" PRIu64 "  UTIL %.0f%%", f->start + f->cycles,
-             f->supersteps, 100.0 * util);
-    ts_viz_text(img, g.text_x, g.text_y, g.text_scale, text_rgb, text);
+    flows(img, &g, a, f->flow, f->cycles);
+    char text[160];
+    double bpc = f->cycles ? (double)f->bytes / (double)f->cycles : 0;
+    if (f->priced) /* single spaces: the power must fit too */
+        snprintf(text, sizeof text, "CYCLE %" PRIu64 " STEP %" PRIu64 " UTIL %.0f%% %.1f B/CYC %.1f W",
+                 f->start + f->cycles, f->supersteps, 100.0 * util, bpc, f->watts);
+    else
+        snprintf(text, sizeof text, "CYCLE %" PRIu64 "  STEP %" PRIu64 "  UTIL %.0f%%  %.1f B/CYC",
+                 f->start + f->cycles, f->supersteps, 100.0 * util, bpc);
+    text_line(img, &g, text);
     return TS_OK;
 }
 
-ts_status ts_viz_render_summary(ts_viz_image *img, const ts_activity *a, ts_err *err)
+ts_status ts_viz_render_summary(ts_viz_image *img, const ts_activity *a, const ts_viz_port *port, ts_err *err)
 {
     ts_viz_geom g;
     ts_viz_geometry(a, &g);
     ts_status rc = alloc_image(img, &g, err);
-    if (rc != TS_OK)
+    double util;
+    if (rc != TS_OK || (rc = draw_units(img, &g, port, a, total_counts, a, &util, err)) != TS_OK)
         return rc;
-    double util = draw_units(img, &g, a, total_counts, a);
     size_t nss;
     const ts_act_superstep *ss = ts_activity_supersteps(a, &nss);
     timeline(img, &g, ss, nss);
     legend(img, &g);
-    char text[128];
-    snprintf(text, sizeof text, "CYCLES %" PRIu64 "  STEPS %zu  UTIL %.0f%%", ts_activity_cycles(a), nss,
-             100.0 * util);
-    ts_viz_text(img, g.text_x, g.text_y, g.text_scale, text_rgb, text);
+    uint64_t cyc = ts_activity_cycles(a), fl[TS_ACT_NDIRS];
+    for (int d = 0; d < TS_ACT_NDIRS; d++)
+        fl[d] = ts_activity_total_flow(a, (ts_act_dir)d);
+    flows(img, &g, a, fl, cyc);
+    char text[160];
+    double bpc = cyc ? (double)ts_activity_total_bytes(a) / (double)cyc : 0;
+    double joules = ts_activity_total_joules(a), secs = ts_activity_seconds(a);
+    if (secs > 0) /* the windows were priced: mean power */
+        snprintf(text, sizeof text, "CYCLES %" PRIu64 " STEPS %zu UTIL %.0f%% %.1f B/CYC %.1f W", cyc, nss,
+                 100.0 * util, bpc, joules / secs);
+    else
+        snprintf(text, sizeof text, "CYCLES %" PRIu64 "  STEPS %zu  UTIL %.0f%%  %.1f B/CYC", cyc, nss, 100.0 * util,
+                 bpc);
+    text_line(img, &g, text);
     return TS_OK;
 }

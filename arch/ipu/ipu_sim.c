@@ -115,7 +115,7 @@ typedef struct ipu_tile {
     uint64_t xch_until;     /* exchange activity is counted up to this cycle */
     uint64_t xch_cycles;    /* cycles with exchange activity this superstep */
     ipu_xspan *xs; size_t nxs, cap_xs; /* those cycles as spans, kept only with opts.activity */
-    bool rec;               /* keep xs (opts.activity is set) */
+    bool rec;               /* keep xs (opts.activity or opts.trace is set) */
     bool rec_nomem;         /* growing xs failed */
     uint64_t arrival;       /* cycle of the last sync 1 */
     uint64_t finish;        /* cycle after halt */
@@ -308,6 +308,24 @@ static void ipu_destroy(ts_model *m)
 
 static void *worker_main(void *arg);
 
+/* Tile u's state in words, for the live view (core/activity.h describer): the supervisor's state
+ * and pc, the workers running, what the exchange has left to receive and send, memory used. */
+static void act_describe(void *ud, uint32_t u, char *buf, size_t n)
+{
+    static const char *const sup[] = {"RUN", "SYNC", "DONE"};
+    const ts_model *m = ud;
+    const ipu_tile *t = &m->t[u];
+    if (!t->n) {
+        snprintf(buf, n, "NO PROGRAM");
+        return;
+    }
+    unsigned workers = 0;
+    for (uint32_t r = t->running; r; r &= r - 1)
+        workers++;
+    snprintf(buf, n, "SUP %s PC %u WORKERS %u RX LEFT %u TX %u MEM %" PRIu64 " B", sup[t->sup], t->cx[0].pc, workers,
+             t->rx_left, t->tx_n, t->mem_hi);
+}
+
 /* The tile layout for the activity view: tile t in column t / tiles_per_column, row
  * t mod tiles_per_column (as the exchange latency counts them); the columns are drawn in their
  * groups ("islands" of layout.columns_per_group columns) with one empty column between groups. */
@@ -335,6 +353,7 @@ static ts_status act_layout(ts_model *m, ts_err *err)
     ts_status rc = ts_activity_layout(m->act, "ipu columns", m->ntiles, w, h, x, y, err);
     ts_free(x);
     ts_free(y);
+    ts_activity_describer(m->act, act_describe, m);
     return rc;
 }
 
@@ -417,7 +436,7 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
         }
         t->sup = SUP_DONE; /* tiles without a stream do nothing */
         t->rx_src = -1;
-        t->rec = m->act != NULL;
+        t->rec = m->act != NULL || m->trace != NULL; /* the exchange spans feed both */
     }
     if (m->act) {
         ts_status rc = act_layout(m, err);
@@ -1448,6 +1467,33 @@ static ts_status check_exchange(ts_model *m, ts_err *err)
 
 /* Trace slices of one superstep: the chip's row (the superstep, and its sync) and each tile's
  * (busy until its sync, then waiting). Written between rounds, in tile order. */
+/* Tile i's row over superstep `id` [start, release): compute and exchange slices up to its
+ * `sync 1` (its exchange spans, as the activity sampler counts them), then its sync wait. Tiles
+ * not at the sync have nothing on the row. Clears the spans when the sampler is off. */
+static void trace_tile(ts_model *m, uint32_t i, size_t id, uint64_t start, uint64_t release)
+{
+    ipu_tile *t = &m->t[i];
+    if (t->sup == SUP_SYNC) {
+        char args[48];
+        snprintf(args, sizeof args, "{\"superstep\":%zu}", id);
+        uint64_t c = start, end = t->arrival + 1;
+        for (size_t k = 0; k < t->nxs; k++) {
+            uint64_t a = t->xs[k].a < c ? c : t->xs[k].a, b = t->xs[k].b > end ? end : t->xs[k].b;
+            if (b <= a)
+                continue;
+            if (a > c)
+                ts_trace_slice(m->trace, 0, (int)i + 1, "compute", "tile", c, a - c, args);
+            ts_trace_slice(m->trace, 0, (int)i + 1, "exchange", "tile", a, b - a, args);
+            c = b;
+        }
+        if (end > c)
+            ts_trace_slice(m->trace, 0, (int)i + 1, "compute", "tile", c, end - c, args);
+        ts_trace_slice(m->trace, 0, (int)i + 1, "sync wait", "tile", end, release - end, args);
+    }
+    if (!m->act)
+        t->nxs = 0;
+}
+
 static void trace_superstep(ts_model *m, const ipu_ss *r, uint64_t last, uint64_t release)
 {
     char args[160];
@@ -1467,14 +1513,10 @@ static void trace_superstep(ts_model *m, const ipu_ss *r, uint64_t last, uint64_
              id, r->compute, r->exchange, r->sync, r->critical, r->xbytes);
     ts_trace_slice(m->trace, 0, 0, "superstep", "bsp", r->start, release - r->start, args);
     ts_trace_slice(m->trace, 0, 0, "sync", "bsp", last + 1, release - (last + 1), NULL);
-    for (uint32_t i = 0; i < m->ntiles; i++) {
-        const ipu_tile *t = &m->t[i];
-        if (t->sup != SUP_SYNC)
-            continue;
-        snprintf(args, sizeof args, "{\"superstep\":%zu,\"exchange_cycles\":%" PRIu64 "}", id, t->xch_cycles);
-        ts_trace_slice(m->trace, 0, (int)i + 1, "busy", "tile", r->start, t->arrival + 1 - r->start, args);
-        ts_trace_slice(m->trace, 0, (int)i + 1, "sync wait", "tile", t->arrival + 1, release - (t->arrival + 1), NULL);
-    }
+    ts_trace_counter(m->trace, 0, "exchange bytes per cycle", r->start,
+                     (double)r->xbytes / (double)(release - r->start));
+    for (uint32_t i = 0; i < m->ntiles; i++)
+        trace_tile(m, i, id, r->start, release);
 }
 
 /* All live tiles are at the barrier: move the host data, release them, record the superstep. */

@@ -45,6 +45,7 @@
 #include "arch/tsp/tsp_int.h"
 #include "core/alloc.h"
 #include "core/trace.h"
+#include "core/activity.h"
 
 /* ---- state ------------------------------------------------------------------------------- */
 
@@ -208,9 +209,19 @@ struct ts_model {
     size_t nhz, caphz;
     int powered;
     ts_trace *trace;         /* borrowed, may be NULL: one thread per queue with a program */
+    /* activity sampler (borrowed, may be NULL): unit slice * S + k is superlane k of a slice;
+     * act_upto[u] is the cycle up to which unit u is recorded, act_next the next window end,
+     * act_park[slice] the cycle since which a queue of the slice waits at a sync (NOPARK: none) */
+    ts_activity *act;
+    uint64_t *act_upto, *act_park;
+    uint64_t act_next, act_ss_start; /* and the start of the timeline's current step */
+    uint64_t act_flow[2];            /* bytes put on eastward / westward streams this cycle */
+    bool act_nomem;
 };
 
 /* ---- small helpers ------------------------------------------------------------------------ */
+
+static void act_stream(ts_model *m, int dir);
 
 static void insn_name(const ts_model *m, uint64_t prod, char *buf, size_t n)
 {
@@ -415,6 +426,8 @@ static ts_status commit(ts_model *m, ts_err *err)
             m->sr_prod[j] = w->prod;
             m->occ += sr_life(m, w->dir, w->b);
             m->sr_writes++;
+            if (m->act)
+                act_stream(m, w->dir);
             break;
         }
         case PW_LATCH:
@@ -1388,6 +1401,170 @@ static ts_status launch(ts_model *m, uint32_t qi, uint32_t pc, ts_err *err)
     return TS_OK;
 }
 
+/* ---- activity sampler ---------------------------------------------------------------------- */
+
+/* Every slice-superlane is a unit of the activity sampler. A superlane step of an in-flight
+ * instruction is one cycle of work for the slice at that superlane: compute on VXM, MXM and SXM
+ * slices, network (stream traffic) on MEM slices; the superlanes of a slice with a queue waiting
+ * at a sync are in sync; every other cycle is idle (left out: the sampler counts it). */
+#define NOPARK UINT64_MAX
+
+/* Record unit u's cycles since it was last recorded, up to `upto`: sync while its slice waits. */
+static void act_gap(ts_model *m, uint32_t u, uint64_t upto)
+{
+    uint64_t from = m->act_upto[u], park = m->act_park[u / m->S];
+    if (from >= upto)
+        return;
+    if (park != NOPARK)
+        ts_activity_span(m->act, u, TS_ACT_SYNC, from > park ? from : park, upto);
+    m->act_upto[u] = upto;
+}
+
+/* The in-flight instruction f steps its superlane at cycle m->now. */
+static void act_step(ts_model *m, const tsp_fl *f)
+{
+    uint32_t u = m->q[f->q].slice * m->S + f->k;
+    if (m->act_upto[u] > m->now)
+        return; /* another queue of the slice already stepped this superlane this cycle */
+    act_gap(m, u, m->now);
+    ts_activity_span(m->act, u, f->d->unit == TSP_U_MEM || f->d->unit == TSP_U_C2C ? TS_ACT_NETWORK : TS_ACT_COMPUTE,
+                     m->now, m->now + 1);
+    m->act_upto[u] = m->now + 1;
+}
+
+/* Queue qi parks at a sync at cycle m->now. */
+static void act_on_park(ts_model *m, uint32_t qi)
+{
+    uint32_t sl = m->q[qi].slice;
+    if (m->act_park[sl] != NOPARK)
+        return;
+    for (uint32_t k = 0; k < m->S; k++)
+        act_gap(m, sl * m->S + k, m->now);
+    m->act_park[sl] = m->now;
+}
+
+/* A barrier releases at cycle m->now (before its queues run again): the slices of the queues it
+ * releases leave sync, and the timeline gets a step from the previous release: compute until the
+ * first of them parked, then sync. */
+static void act_on_release(ts_model *m)
+{
+    uint64_t first = UINT64_MAX;
+    for (uint32_t qi = 0; qi < m->nq; qi++) {
+        const tsp_queue *q = &m->q[qi];
+        if (q->state != Q_PARKED || q->park >= m->now)
+            continue;
+        if (q->park < first)
+            first = q->park;
+        uint32_t sl = q->slice;
+        if (m->act_park[sl] == NOPARK)
+            continue;
+        for (uint32_t k = 0; k < m->S; k++)
+            act_gap(m, sl * m->S + k, m->now);
+        m->act_park[sl] = NOPARK;
+    }
+    if (first == UINT64_MAX)
+        return; /* nobody waited */
+    if (first < m->act_ss_start)
+        first = m->act_ss_start;
+    ts_act_superstep ss = {m->act_ss_start, first - m->act_ss_start, 0, m->now - first};
+    m->act_ss_start = m->now;
+    ts_err e;
+    ts_err_init(&e);
+    if (ts_activity_superstep(m->act, &ss, &e) != TS_OK)
+        m->act_nomem = true; /* reported by the next flush */
+    ts_err_free(&e);
+}
+
+/* A vector of one superlane (L bytes) was put on a stream flowing east (dir 0) or west: counted
+ * for the cycle, reported once at its end (act_cycle_flows). */
+static void act_stream(ts_model *m, int dir)
+{
+    m->act_flow[dir != 0] += m->L;
+}
+
+static void act_cycle_flows(ts_model *m)
+{
+    for (int d = 0; d < 2; d++)
+        if (m->act_flow[d]) {
+            ts_activity_flow(m->act, m->now, d == 0 ? TS_ACT_EAST : TS_ACT_WEST, m->act_flow[d]);
+            m->act_flow[d] = 0;
+        }
+}
+
+/* Every unit is recorded up to `upto`: flush the windows that end by then (the last one too when
+ * the run is over). */
+static ts_status act_flush(ts_model *m, uint64_t upto, bool last, ts_err *err)
+{
+    if (m->act_nomem)
+        return ts_err_set(err, TS_ENOMEM, "out of memory for the activity timeline");
+    for (uint32_t sl = 0; sl < m->lay->nslices; sl++)
+        if (m->act_park[sl] != NOPARK)
+            for (uint32_t k = 0; k < m->S; k++)
+                act_gap(m, sl * m->S + k, upto);
+    if (last)
+        return ts_activity_finish(m->act, upto, err);
+    uint64_t w = ts_activity_window(m->act);
+    m->act_next = (upto / w + 1) * w;
+    return ts_activity_advance(m->act, upto, err);
+}
+
+/* Unit u (a slice at one superlane) in words, for the live view: the slice, its queues' pc and
+ * state, and the instructions of the slice still sweeping the superlanes. */
+static void act_describe(void *ud, uint32_t u, char *buf, size_t n)
+{
+    static const char *const st[] = {"RUN", "SYNC", "DONE"};
+    const ts_model *m = ud;
+    uint32_t sl = u / m->S;
+    char name[32];
+    ts_tsp_slice_name(m->lay, sl, name, sizeof name);
+    size_t k = (size_t)snprintf(buf, n, "%s SUPERLANE %u", name, u % m->S);
+    uint32_t shown = 0, fl = 0;
+    for (uint32_t qi = 0; qi < m->nq && k < n; qi++)
+        if (m->q[qi].slice == sl && shown++ < 4)
+            k += (size_t)snprintf(buf + k, n - k, " Q%u PC %u/%u %s", qi, m->q[qi].pc, m->q[qi].n,
+                                  st[m->q[qi].state]);
+    for (size_t i = 0; i < m->nfl; i++)
+        fl += m->q[m->fl[i].q].slice == sl;
+    if (k < n)
+        snprintf(buf + k, n - k, " IN FLIGHT %u", fl);
+}
+
+/* The slice tiles for the view: x = the slice's rank west to east (by stream position), y = the
+ * superlane (0 at the top). */
+static ts_status act_layout(ts_model *m, ts_err *err)
+{
+    const tsp_layout *l = m->lay;
+    uint32_t n = l->nslices * m->S;
+    uint32_t *x = ts_malloc((size_t)n * sizeof *x), *y = ts_malloc((size_t)n * sizeof *y);
+    m->act_upto = ts_calloc(n, sizeof *m->act_upto);
+    m->act_park = ts_malloc(l->nslices * sizeof *m->act_park);
+    if (!x || !y || !m->act_upto || !m->act_park) {
+        ts_free(x);
+        ts_free(y);
+        return ts_err_set(err, TS_ENOMEM, "out of memory declaring the slice layout");
+    }
+    for (uint32_t s = 0; s < l->nslices; s++) {
+        m->act_park[s] = NOPARK;
+        uint32_t rank = 0; /* slices west of s, ties broken by slice number */
+        for (uint32_t t = 0; t < l->nslices; t++)
+            rank += l->pos[t] < l->pos[s] || (l->pos[t] == l->pos[s] && t < s);
+        for (uint32_t k = 0; k < m->S; k++) {
+            x[s * m->S + k] = rank;
+            y[s * m->S + k] = k;
+        }
+    }
+    ts_status rc = ts_activity_layout(m->act, "tsp superlanes", n, l->nslices, m->S, x, y, err);
+    ts_free(x);
+    ts_free(y);
+    ts_activity_describer(m->act, act_describe, m);
+    /* full scale of the flow strips: every stream of one direction taking a new vector at every
+     * superlane in one cycle */
+    ts_activity_flows(m->act, (double)m->NS * m->S * m->L);
+    ts_activity_group(m->act, 1, m->S, "slice"); /* trace tracks: one per slice */
+    m->act_next = ts_activity_window(m->act);
+    return rc;
+}
+
 /* Issue one instruction of queue qi at this cycle; *again is set when the next instruction
  * may issue in the same cycle (a MEM read paired with a write, research §1.4). */
 static ts_status issue_one(ts_model *m, uint32_t qi, uint32_t pc, bool *again, ts_err *err)
@@ -1412,6 +1589,8 @@ static ts_status issue_one(ts_model *m, uint32_t qi, uint32_t pc, bool *again, t
     case TSP_OP_SYNC:
         q->state = Q_PARKED;
         q->park = m->now;
+        if (m->act)
+            act_on_park(m, qi);
         break;
     case TSP_OP_NOTIFY:
         if (ts_grow((void **)&m->releases, &m->caprel, m->nrel + 1, sizeof *m->releases))
@@ -1521,6 +1700,8 @@ static void release_syncs(ts_model *m)
             i++;
             continue;
         }
+        if (m->act)
+            act_on_release(m);
         for (uint32_t qi = 0; qi < m->nq; qi++) {
             tsp_queue *q = &m->q[qi];
             if (q->state == Q_PARKED && q->park < m->now) {
@@ -1583,6 +1764,8 @@ static ts_status cycle(ts_model *m, ts_err *err)
         tsp_fl *f = &m->fl[i];
         if (f->t0 + f->skew + f->k == m->now) {
             m->work++;
+            if (m->act)
+                act_step(m, f);
             if (++f->k == m->S) {
                 uint64_t sweep = m->now - (f->t0 + f->skew) + 1; /* first to last superlane step */
                 if (m->trace) { /* from dispatch to the last superlane's result */
@@ -1601,6 +1784,10 @@ static ts_status cycle(ts_model *m, ts_err *err)
         m->fl[keep++] = *f;
     }
     m->nfl = keep;
+    if (m->act && m->cyc_bytes)
+        ts_activity_bytes(m->act, m->now, m->cyc_bytes);
+    if (m->act)
+        act_cycle_flows(m);
     if (m->cyc_bytes > m->peak_bytes)
         m->peak_bytes = m->cyc_bytes;
     if (m->cyc_macs > m->peak_macs)
@@ -1660,17 +1847,32 @@ static ts_status tsp_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
                     if (m->q[i].state == Q_RUN && m->q[i].pc >= m->q[i].n && !m->q[i].rep_left &&
                         m->q[i].next > m->now && m->q[i].next < stop)
                         stop = m->q[i].next;
+                if (m->act && stop > m->act_next)
+                    stop = m->act_next; /* a window ends there: priced at its end, as in lockstep */
                 m->now = stop < limit ? stop : limit;
+                if (m->act && m->now >= m->act_next) {
+                    ts_status rc = act_flush(m, m->now, false, err);
+                    if (rc != TS_OK)
+                        return rc;
+                }
                 continue;
             }
         }
         ts_status rc = cycle(m, err);
+        if (rc == TS_OK && m->act && m->now >= m->act_next)
+            rc = act_flush(m, m->now, false, err);
         if (rc != TS_OK)
             return rc;
     }
     st->now = m->now;
     st->work = m->work;
     st->done = finished(m);
+    if (st->done && m->act) {
+        ts_status rc = act_flush(m, m->now, true, err);
+        m->act = NULL; /* recorded to the end */
+        if (rc != TS_OK)
+            return rc;
+    }
     return TS_OK;
 }
 
@@ -1704,6 +1906,8 @@ static void tsp_destroy(ts_model *m)
     if (!m)
         return;
     pool_stop(m);
+    ts_free(m->act_upto);
+    ts_free(m->act_park);
     ts_free(m->jobs);
     ts_free(m->sr_data);
     ts_free(m->sr_tag);
@@ -1836,6 +2040,11 @@ static ts_status tsp_create(ts_model **out, const ts_config *config, const ts_ru
         m->q[i].state = Q_DONE;
     }
     if (opts && opts->threads > 1 && (rc = pool_start(m, opts->threads, err)) != TS_OK) {
+        tsp_destroy(m);
+        return rc;
+    }
+    m->act = opts ? opts->activity : NULL;
+    if (m->act && (rc = act_layout(m, err)) != TS_OK) {
         tsp_destroy(m);
         return rc;
     }

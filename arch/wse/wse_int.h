@@ -195,6 +195,11 @@ struct ts_model {
     uint16_t *row_band;       /* owned: h entries, the band of each mesh row */
     uint64_t limit;
     ts_err *run_err;
+    /* activity (wse_activity.c): the sampler (borrowed, may be NULL), its window, and each
+     * allocated tile's counters at the last window's end (owned); thread 0 only */
+    ts_activity *act;
+    uint64_t act_window, *act_prev;
+    bool act_nomem, act_stop;
     char pad0[WSE_PAD];
     /* written by thread 0 at the end of each cycle */
     uint64_t now, work;
@@ -216,6 +221,12 @@ ts_status ts_wse_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err);
 ts_status ts_wse_deadlock(ts_model *m, ts_err *err);
 void ts_wse_blocked(ts_model *m, ts_buf *out);
 ts_status ts_wse_collect(ts_model *m, ts_results *r, ts_err *err);
+/* wse_activity.c: declare the mesh (at create); whether a window ends in (was, next]; sample
+ * and flush at a window's end (thread 0, every thread at a barrier); the last window */
+ts_status ts_wse_act_layout(ts_model *m, ts_err *err);
+bool ts_wse_act_due(const ts_model *m, uint64_t was, uint64_t next);
+void ts_wse_act_window(ts_model *m, uint64_t was, uint64_t next);
+ts_status ts_wse_act_finish(ts_model *m, ts_err *err);
 /* wse_cfg.c */
 ts_status ts_wse_info(const void *cfg, ts_info *out, ts_err *err);
 

@@ -162,6 +162,7 @@ void ts_wse_destroy(ts_model *m)
         }
     ts_free(m->band);
     ts_free(m->row_band);
+    ts_free(m->act_prev);
     ts_free(m);
 }
 
@@ -194,6 +195,14 @@ ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *
         for (uint32_t y = m->band[i].row0; y < m->band[i].row1; y++)
             m->row_band[y] = (uint16_t)i;
         ts_err_init(&m->band[i].err);
+    }
+    m->act = opts ? opts->activity : NULL;
+    if (m->act) {
+        ts_status rc = ts_wse_act_layout(m, err);
+        if (rc) {
+            ts_wse_destroy(m);
+            return rc;
+        }
     }
     *out = m;
     return TS_OK;
@@ -1774,10 +1783,19 @@ static void *thread_main(void *p)
             spin_barrier(m, &sense);
         }
         wse_decision d;
+        uint64_t was = b->now;
         decide(m, b->now, &d);
         band_advance(m, k, &d);
         if (k == 0)
             end_cycle(m, &d);
+        if (m->act && ts_wse_act_due(m, was, d.next)) { /* a window ends: sampled with every thread here */
+            if (k == 0)
+                ts_wse_act_window(m, was, d.next);
+            if (m->nthreads > 1)
+                spin_barrier(m, &sense);
+            if (m->act_stop && m->run_st)
+                break;
+        }
         if (d.stop) {
             if (k == 0 && d.deadlock_check)
                 m->deadlock = true;
@@ -1845,6 +1863,11 @@ ts_status ts_wse_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
         deadlock_check(m);
     if (m->run_st)
         return m->run_st;
+    if (m->done && m->act) {
+        ts_status rc = ts_wse_act_finish(m, err);
+        if (rc)
+            return rc;
+    }
     st->now = m->now;
     st->work = m->work;
     st->done = m->done;

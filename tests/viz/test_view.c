@@ -1,12 +1,24 @@
-/* tests/viz/test_view.c — the SDL2 live view under SDL's dummy video driver, driven by synthetic
- * key events queued before each frame. */
+/* tests/viz/test_view.c — the SDL2 live view under SDL's dummy video driver, on a real run (the
+ * IPU's default workload on ipu_mk1, 100-cycle windows): the frame callback queues synthetic key
+ * and mouse events before each frame, checks what they did, and takes a screenshot, which must
+ * show what the renderer draws. With TS_VIEW_SHOT=FILE the screenshot is also written there
+ * (docs/img/view.png is made so). */
 #include <check.h>
+#include <png.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <SDL.h>
 
+#include "arch/registry.h"
+#include "configs/builtin.h"
 #include "core/alloc.h"
+#include "core/config.h"
+#include "core/program.h"
+#include "core/sim.h"
+#include "viz/render.h"
 #include "viz/view.h"
 
 static void key(SDL_Keycode k)
@@ -18,55 +30,182 @@ static void key(SDL_Keycode k)
     ck_assert_int_eq(SDL_PushEvent(&e), 1);
 }
 
-START_TEST(keys)
+/* A mouse move (click false) or click over layout cell of unit u, as the view draws it now. */
+static void mouse(const ts_view *v, const ts_activity *a, uint32_t u, bool click)
+{
+    ts_viz_geom g;
+    ts_viz_geometry(a, &g);
+    ts_viz_port port = ts_view_port(v);
+    uint32_t x, y, px, py;
+    ts_activity_pos(a, u, &x, &y);
+    ck_assert(ts_viz_cell_pixel(&g, &port, x, y, &px, &py));
+    SDL_Event e;
+    memset(&e, 0, sizeof e);
+    if (click) {
+        e.type = SDL_MOUSEBUTTONDOWN;
+        e.button.x = (int)px;
+        e.button.y = (int)py;
+    } else {
+        e.type = SDL_MOUSEMOTION;
+        e.motion.x = (int)px;
+        e.motion.y = (int)py;
+    }
+    ck_assert_int_eq(SDL_PushEvent(&e), 1);
+}
+
+typedef struct script {
+    ts_view *v;
+    ts_viz_image ref;
+    uint64_t frames, step_from, stepped_to, shown_at_close;
+    bool checked_shot;
+    char shot[64];
+} script;
+
+static void check_shot(script *s, const ts_activity *a, const ts_act_frame *f)
 {
     ts_err e;
     ts_err_init(&e);
-    ts_view *v = NULL;
-    ck_assert_msg(ts_view_open(&v, "test", &e) == TS_OK, "%s", e.msg);
-    ts_viz_image img = {64, 32, ts_calloc(64 * 32, 4)};
-    ck_assert_int_eq(ts_view_frame(v, &img, &e), TS_OK); /* opens the window */
-    ck_assert_uint_eq(ts_view_shown(v), 1);
-    ck_assert_uint_eq(ts_view_delay_ms(v), 50);
-    key(SDLK_PLUS);
-    key(SDLK_PLUS);
-    ck_assert_int_eq(ts_view_frame(v, &img, &e), TS_OK);
-    ck_assert_uint_eq(ts_view_delay_ms(v), 12); /* faster: 50 -> 25 -> 12 ms */
-    key(SDLK_MINUS);
-    ck_assert_int_eq(ts_view_frame(v, &img, &e), TS_OK);
-    ck_assert_uint_eq(ts_view_delay_ms(v), 24);
-    /* pause, then step one frame: the frame returns, still paused */
-    key(SDLK_SPACE);
-    key(SDLK_n);
-    ck_assert_int_eq(ts_view_frame(v, &img, &e), TS_OK);
-    ck_assert(ts_view_paused(v));
-    key(SDLK_RIGHT);
-    ck_assert_int_eq(ts_view_frame(v, &img, &e), TS_OK);
-    ck_assert(ts_view_paused(v));
-    /* resume */
-    key(SDLK_SPACE);
-    ck_assert_int_eq(ts_view_frame(v, &img, &e), TS_OK);
-    ck_assert(!ts_view_paused(v));
-    ck_assert_uint_eq(ts_view_shown(v), 6);
-    /* close: later frames are not shown */
-    key(SDLK_q);
-    ck_assert_int_eq(ts_view_frame(v, &img, &e), TS_OK);
-    ck_assert(ts_view_closed(v));
-    ck_assert_int_eq(ts_view_frame(v, &img, &e), TS_OK);
-    ck_assert_uint_eq(ts_view_shown(v), 7);
-    ts_view_close(v);
+    ck_assert_int_eq(ts_view_screenshot(s->v, s->shot, &e), TS_OK);
+    const char *keep = getenv("TS_VIEW_SHOT");
+    if (keep)
+        ck_assert_int_eq(ts_view_screenshot(s->v, keep, &e), TS_OK);
+    png_image pi;
+    memset(&pi, 0, sizeof pi);
+    pi.version = PNG_IMAGE_VERSION;
+    ck_assert(png_image_begin_read_from_file(&pi, s->shot));
+    pi.format = PNG_FORMAT_RGBA;
+    uint8_t *px = malloc(PNG_IMAGE_SIZE(pi));
+    ck_assert(png_image_finish_read(&pi, NULL, px, 0, NULL));
+    /* the same map, timeline and legend as the renderer draws; the info line has text */
+    ck_assert_int_eq(ts_viz_render_frame(&s->ref, a, f, NULL, &e), TS_OK);
+    ck_assert_uint_eq(pi.width, s->ref.w);
+    ck_assert_uint_eq(pi.height, s->ref.h);
+    ts_viz_geom g;
+    ts_viz_geometry(a, &g);
+    size_t row = (size_t)s->ref.w * 4;
+    ck_assert(!memcmp(px, s->ref.px, (size_t)g.info_y * row));
+    unsigned lit = 0;
+    for (size_t i = (size_t)g.info_y * row; i < (size_t)s->ref.h * row; i += 4)
+        lit += px[i] != ts_viz_bg[0] || px[i + 1] != ts_viz_bg[1];
+    ck_assert_uint_gt(lit, 200);
+    free(px);
+    unlink(s->shot);
+    s->checked_shot = true;
+    ts_err_free(&e);
+}
+
+static ts_status on_frame(void *ud, const ts_activity *a, const ts_act_frame *f, ts_err *err)
+{
+    script *s = ud;
+    ts_view *v = s->v;
+    uint64_t k = s->frames++;
+    bool stepping = ts_view_stepping(v);
+    switch (k) {
+    case 0: key(SDLK_PLUS); key(SDLK_PLUS); break;         /* faster: 50 -> 25 -> 12 ms */
+    case 1: key(SDLK_MINUS); break;                        /* 24 ms */
+    case 2: key(SDLK_SPACE); key(SDLK_n); break;           /* pause, then one frame on */
+    case 3: key(SDLK_z); key(SDLK_RIGHT); key(SDLK_n); break; /* zoom in, pan east */
+    case 4: key(SDLK_x); key(SDLK_n); break;              /* zoom out */
+    case 5: mouse(v, a, 100, false); key(SDLK_n); break;   /* hover tile 100 */
+    case 6: mouse(v, a, 1000, true); mouse(v, a, 5, false); key(SDLK_n); break; /* pin tile 1000 */
+    case 7: s->step_from = f->supersteps; key(SDLK_s); break; /* to the end of the next superstep */
+    default:
+        if (stepping && f->supersteps > s->step_from)
+            key(SDLK_n); /* the frame the view stops at: let it go on after */
+        if (!stepping && s->stepped_to && !s->shown_at_close && ts_view_paused(v))
+            key(SDLK_SPACE); /* resume */
+        if (!s->shown_at_close && s->stepped_to && !ts_view_paused(v) && k > 14)
+            key(SDLK_q);
+        break;
+    }
+    ts_status rc = ts_view_frame(v, a, f, err);
+    if (rc != TS_OK)
+        return rc;
+    switch (k) {
+    case 0: ck_assert_uint_eq(ts_view_delay_ms(v), 12); break;
+    case 1: ck_assert_uint_eq(ts_view_delay_ms(v), 24); break;
+    case 2: ck_assert(ts_view_paused(v)); break;
+    case 3:
+        ck_assert(ts_view_paused(v));
+        ck_assert_uint_eq(ts_view_port(v).zoom, 2);
+        ck_assert_uint_gt(ts_view_port(v).x0, 0);
+        break;
+    case 4:
+        ck_assert_uint_eq(ts_view_port(v).zoom, 1);
+        ck_assert_uint_eq(ts_view_port(v).x0, 0);
+        break;
+    case 5:
+        ck_assert_uint_eq(ts_view_unit(v), 100);
+        ck_assert_msg(strstr(ts_view_info(v), "UNIT 100 (") && strstr(ts_view_info(v), "SUP "), "%s", ts_view_info(v));
+        break;
+    case 6:
+        ck_assert_uint_eq(ts_view_unit(v), 1000); /* the click holds it while the mouse moves on */
+        ck_assert_msg(strstr(ts_view_info(v), "[UNIT 1000 ("), "%s", ts_view_info(v));
+        check_shot(s, a, f);
+        break;
+    case 7: ck_assert(ts_view_stepping(v)); break;
+    default:
+        if (stepping && !ts_view_stepping(v)) { /* stopped at the end of the next superstep */
+            ck_assert_uint_gt(f->supersteps, s->step_from);
+            ck_assert(ts_view_paused(v));
+            s->stepped_to = f->supersteps;
+        }
+        if (ts_view_closed(v) && !s->shown_at_close)
+            s->shown_at_close = ts_view_shown(v);
+        break;
+    }
+    return TS_OK;
+}
+
+START_TEST(drive_a_run)
+{
+    ts_err e;
+    ts_err_init(&e);
+    script s = {0};
+    snprintf(s.shot, sizeof s.shot, "/tmp/ts_view_XXXXXX");
+    int fd = mkstemp(s.shot);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_msg(ts_view_open(&s.v, "test", &e) == TS_OK, "%s", e.msg);
+    const ts_family *fam = ts_family_find("ipu");
+    ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find};
+    ts_config *cfg = NULL;
+    ck_assert_int_eq(ts_config_load(&cfg, "ipu_mk1", &co, &e), TS_OK);
+    const char *text;
+    size_t len;
+    ck_assert_int_eq(ts_builtin_find("ipu_default", &text, &len), 0);
+    ts_program *p = NULL;
+    ck_assert_int_eq(ts_asm(&p, "ipu_default", text, len, fam->isa, &e), TS_OK);
+    ts_activity *a = NULL;
+    ck_assert_int_eq(ts_activity_create(&a, 100, on_frame, &s, &e), TS_OK);
+    ts_run_opts ro = {.activity = a};
+    ts_results res;
+    ck_assert_msg(ts_sim_run(fam, cfg, p, &ro, NULL, &res, &e) == TS_OK, "%s", e.msg);
+    ck_assert_uint_eq(s.frames, (res.cycles + 99) / 100);
+    ck_assert(s.checked_shot);
+    ck_assert_uint_gt(s.stepped_to, 0);
+    ck_assert_uint_gt(s.shown_at_close, 0);
+    ck_assert(ts_view_closed(s.v));
+    ck_assert_uint_eq(ts_view_shown(s.v), s.shown_at_close); /* nothing shown after q */
+    ck_assert_uint_lt(s.shown_at_close, s.frames);
+    ts_results_free(&res);
+    ts_activity_destroy(a);
+    ts_program_destroy(p);
+    ts_config_destroy(cfg);
+    ts_view_close(s.v);
     ts_view_close(NULL);
-    ts_viz_image_free(&img);
+    ts_viz_image_free(&s.ref);
     ts_err_free(&e);
 }
 END_TEST
 
 int main(void)
 {
-    setenv("SDL_VIDEODRIVER", "dummy", 1);
+    setenv("SDL_VIDEODRIVER", "dummy", 0);
     Suite *s = suite_create("view");
     TCase *c = tcase_create("sdl");
-    tcase_add_test(c, keys);
+    tcase_add_test(c, drive_a_run);
+    tcase_set_timeout(c, 60);
     suite_add_tcase(s, c);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "arch/registry.h"
+#include "arch/wse/wse_kernels.h"
 #include "configs/builtin.h"
 #include "core/activity.h"
 #include "core/alloc.h"
@@ -195,14 +196,15 @@ static bool is_rgb(const uint8_t *p, const uint8_t rgb[3])
     return p[0] == rgb[0] && p[1] == rgb[1] && p[2] == rgb[2] && p[3] == 255;
 }
 
-/* The colour at the middle of unit u's square. */
+/* The colour at the middle of unit u's square (the whole layout shown). */
 static const uint8_t *unit_pix(const ts_viz_image *img, const ts_activity *a, uint32_t u)
 {
     ts_viz_geom g;
     ts_viz_geometry(a, &g);
-    uint32_t x, y;
+    uint32_t x, y, px, py;
     ts_activity_pos(a, u, &x, &y);
-    return pix(img, g.map_x + x * g.cell + g.cell / 2, g.map_y + y * g.cell + g.cell / 2);
+    ck_assert(ts_viz_cell_pixel(&g, NULL, x, y, &px, &py));
+    return pix(img, px, py);
 }
 
 /* Bars on the timeline: runs of non-background pixels on a row near its bottom. */
@@ -237,7 +239,7 @@ START_TEST(frame_colours_and_bars)
     }
     ck_assert_int_eq(ts_activity_finish(a, 100, &e), TS_OK);
     ts_viz_image img = {0};
-    ck_assert_int_eq(ts_viz_render_summary(&img, a, &e), TS_OK);
+    ck_assert_int_eq(ts_viz_render_summary(&img, a, NULL, &e), TS_OK);
     for (uint32_t u = 0; u < 3; u++)
         ck_assert(is_rgb(unit_pix(&img, a, u), ts_viz_state_rgb[TS_ACT_COMPUTE]));
     for (uint32_t u = 3; u < 5; u++)
@@ -254,7 +256,7 @@ START_TEST(frame_colours_and_bars)
     ck_assert(is_rgb(pix(&img, g.tl_x + 2, g.tl_y), ts_viz_state_rgb[TS_ACT_SYNC]));
     /* the legend starts with the compute colour */
     ck_assert(is_rgb(pix(&img, 4 + 3, g.legend_y + 3), ts_viz_state_rgb[TS_ACT_COMPUTE]));
-    ck_assert_uint_eq(g.legend_y + 7 + 4, img.h);
+    ck_assert_uint_eq(g.info_y + 7 + 4, img.h);
     ts_viz_image_free(&img);
     ts_activity_destroy(a);
     ts_buf_free(&r.bytes);
@@ -272,7 +274,7 @@ START_TEST(many_supersteps_fit)
         ck_assert_int_eq(ts_activity_superstep(a, &s, &e), TS_OK);
     }
     ts_viz_image img = {0};
-    ck_assert_int_eq(ts_viz_render_summary(&img, a, &e), TS_OK);
+    ck_assert_int_eq(ts_viz_render_summary(&img, a, NULL, &e), TS_OK);
     ts_viz_geom g;
     ts_viz_geometry(a, &g);
     ck_assert_uint_eq(count_bars(&img, a), g.tl_w / 2); /* the latest that fit, in 2-pixel slots */
@@ -284,7 +286,7 @@ END_TEST
 
 START_TEST(font)
 {
-    const char *all = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ :.%-/=_";
+    const char *all = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ :.%-/=_,()+<>[]";
     for (const char *c = all; *c; c++)
         ck_assert_msg(ts_viz_glyph(*c) != NULL, "no glyph for '%c'", *c);
     ck_assert_ptr_eq(ts_viz_glyph('q'), ts_viz_glyph('Q'));
@@ -436,7 +438,7 @@ typedef struct shots {
 static ts_status shoot(void *ud, const ts_activity *a, const ts_act_frame *f, ts_err *err)
 {
     shots *s = ud;
-    ts_status rc = ts_viz_render_frame(&s->img, a, f, err);
+    ts_status rc = ts_viz_render_frame(&s->img, a, f, NULL, err);
     if (rc != TS_OK)
         return rc;
     s->frames++;
@@ -483,7 +485,7 @@ START_TEST(ipu_frames_by_pixels)
     ck_assert_uint_eq(s.bars_ok, s.frames);
     /* the summary: tiles 0-3 mostly computing (green hue), the rest idle, one bar per superstep */
     ts_viz_image img = {0};
-    ck_assert_int_eq(ts_viz_render_summary(&img, a, &e), TS_OK);
+    ck_assert_int_eq(ts_viz_render_summary(&img, a, NULL, &e), TS_OK);
     for (uint32_t u = 0; u < 16; u++) {
         const uint8_t *q = unit_pix(&img, a, u);
         if (u < 4)
@@ -553,6 +555,311 @@ START_TEST(ipu_frame_error_stops_run)
 }
 END_TEST
 
+/* ---- every family: frames by pixel statistics, identical in every mode ---- */
+
+/* Checks on every frame: each unit drawn in the colour of its counts; a unit that did nothing is
+ * the idle colour, one that worked is not; a unit computing the whole window is pure green. */
+typedef struct family_shots {
+    rec r;
+    ts_viz_image img;
+    unsigned frames, bad;
+    uint64_t active, idle; /* unit-frames seen working / doing nothing */
+} family_shots;
+
+static ts_status family_shoot(void *ud, const ts_activity *a, const ts_act_frame *f, ts_err *err)
+{
+    family_shots *s = ud;
+    ts_status rc = on_frame(&s->r, a, f, err);
+    if (rc == TS_OK)
+        rc = ts_viz_render_frame(&s->img, a, f, NULL, err);
+    if (rc != TS_OK)
+        return rc;
+    s->frames++;
+    for (uint32_t u = 0; u < f->nunits; u++) {
+        uint64_t cnt[TS_ACT_NSTATES], work = 0;
+        for (int k = 0; k < TS_ACT_NSTATES; k++)
+            cnt[k] = f->state[k][u];
+        work = cnt[TS_ACT_COMPUTE] + cnt[TS_ACT_NETWORK] + cnt[TS_ACT_MEMORY];
+        const uint8_t *p = unit_pix(&s->img, a, u);
+        uint8_t want[3];
+        ts_viz_unit_rgb(cnt, want);
+        bool idle_rgb = is_rgb(p, ts_viz_state_rgb[TS_ACT_IDLE]);
+        s->bad += !is_rgb(p, want);
+        if (work) {
+            s->active++;
+            s->bad += idle_rgb;
+        } else if (cnt[TS_ACT_IDLE] == f->cycles) {
+            s->idle++;
+            s->bad += !idle_rgb;
+        }
+        if (cnt[TS_ACT_COMPUTE] == f->cycles)
+            s->bad += !is_rgb(p, ts_viz_state_rgb[TS_ACT_COMPUTE]);
+    }
+    return TS_OK;
+}
+
+typedef struct fam_run {
+    family_shots s;
+    ts_activity *a;
+    uint64_t cycles;
+} fam_run;
+
+static void run_family(const char *family, const char *config, const char *const *sets, size_t nsets,
+                       const ts_program *p, bool lockstep, int threads, uint64_t window, fam_run *o)
+{
+    memset(o, 0, sizeof *o);
+    o->s.r.bytes = (ts_buf)TS_BUF_INIT;
+    o->s.r.fail_at = -1;
+    ts_err e;
+    ts_err_init(&e);
+    const ts_family *fam = ts_family_find(family);
+    ck_assert_ptr_nonnull(fam);
+    ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find, .sets = sets, .nsets = nsets};
+    ts_config *cfg = NULL;
+    ck_assert_msg(ts_config_load(&cfg, config, &co, &e) == TS_OK, "%s", e.msg);
+    ck_assert_int_eq(ts_activity_create(&o->a, window, family_shoot, &o->s, &e), TS_OK);
+    ts_run_opts ro = {.lockstep = lockstep, .threads = threads, .activity = o->a};
+    ts_results res;
+    ck_assert_msg(ts_sim_run(fam, cfg, p, &ro, NULL, &res, &e) == TS_OK, "%s", e.msg);
+    o->cycles = res.cycles;
+    ts_results_free(&res);
+    ts_config_destroy(cfg);
+    ts_err_free(&e);
+}
+
+static void fam_run_free(fam_run *o)
+{
+    ts_activity_destroy(o->a);
+    ts_buf_free(&o->s.r.bytes);
+    ts_viz_image_free(&o->s.img);
+}
+
+static void same_frames(const fam_run *x, const fam_run *y)
+{
+    ck_assert_uint_eq(x->s.r.bytes.len, y->s.r.bytes.len);
+    ck_assert(!memcmp(x->s.r.bytes.data, y->s.r.bytes.data, x->s.r.bytes.len));
+}
+
+static ts_program *builtin_program(const char *family, const char *name)
+{
+    const char *text;
+    size_t len;
+    ck_assert_int_eq(ts_builtin_find(name, &text, &len), 0);
+    ts_err e;
+    ts_err_init(&e);
+    ts_program *p = NULL;
+    ck_assert_msg(ts_asm(&p, name, text, len, ts_family_find(family)->isa, &e) == TS_OK, "%s", e.msg);
+    ts_err_free(&e);
+    return p;
+}
+
+/* The TSP's default workload (MEM -> MXM -> VXM -> MEM): the slices it uses are drawn working,
+ * the others idle; MEM slices show stream traffic, the MXM and VXM compute. */
+START_TEST(tsp_frames_by_pixels)
+{
+    ts_program *p = builtin_program("tsp", "tsp_default");
+    fam_run f, l, t;
+    run_family("tsp", "tsp_v1", NULL, 0, p, false, 1, 20, &f);
+    run_family("tsp", "tsp_v1", NULL, 0, p, true, 1, 20, &l);
+    run_family("tsp", "tsp_v1", NULL, 0, p, false, 3, 20, &t);
+    ck_assert_uint_eq(f.s.r.bad_sums, 0);
+    ck_assert_uint_eq(f.s.frames, (f.cycles + 19) / 20);
+    ck_assert_uint_eq(f.s.bad, 0);
+    ck_assert_uint_gt(f.s.active, 100);
+    ck_assert_uint_gt(f.s.idle, f.s.active);
+    same_frames(&f, &l);
+    same_frames(&f, &t);
+    ck_assert_str_eq(ts_activity_layout_name(f.a), "tsp superlanes");
+    uint32_t gw, gh, nmem = 0, nwork = 0;
+    ts_activity_grid(f.a, &gw, &gh);
+    ck_assert_uint_eq(gh, 20); /* superlanes */
+    for (uint32_t u = 0; u < ts_activity_nunits(f.a); u++) {
+        nmem += ts_activity_total(f.a, u, TS_ACT_NETWORK) > 0;
+        nwork += ts_activity_total(f.a, u, TS_ACT_COMPUTE) > 0;
+    }
+    ck_assert_uint_gt(nmem, 0);
+    ck_assert_uint_gt(nwork, 0);
+    ck_assert_uint_gt(ts_activity_total_bytes(f.a), 0);
+    /* every superlane of a working slice works: the instruction sweeps them all */
+    for (uint32_t u = 0; u < ts_activity_nunits(f.a); u++) {
+        uint32_t first = u - u % 20;
+        ck_assert_uint_eq(ts_activity_total(f.a, u, TS_ACT_IDLE) == f.cycles,
+                          ts_activity_total(f.a, first, TS_ACT_IDLE) == f.cycles);
+    }
+    fam_run_free(&f);
+    fam_run_free(&l);
+    fam_run_free(&t);
+    ts_program_destroy(p);
+}
+END_TEST
+
+/* Queues parked at a sync put their slices' superlanes in sync until the release; the release is a
+ * step of the timeline (queue 0 parks at 0, queue 8 at 10, queue 30 notifies at 3: release at 38). */
+START_TEST(tsp_sync_is_sync)
+{
+    static const char text[] = ".arch tsp\n"
+                               ".stream queue 0\n  sync\n  nop 1\n"
+                               ".stream queue 8\n  nop 10\n  sync\n  nop 1\n"
+                               ".stream queue 30\n  nop 3\n  notify\n";
+    ts_err e;
+    ts_err_init(&e);
+    ts_program *p = NULL;
+    ck_assert_int_eq(ts_asm(&p, "sync.s", text, strlen(text), ts_family_find("tsp")->isa, &e), TS_OK);
+    fam_run f, l;
+    run_family("tsp", "tsp_small", NULL, 0, p, false, 1, 16, &f);
+    run_family("tsp", "tsp_small", NULL, 0, p, true, 1, 16, &l);
+    same_frames(&f, &l);
+    ck_assert_uint_eq(f.s.r.bad_sums, 0);
+    ck_assert_uint_eq(f.s.bad, 0);
+    uint32_t gw, gh, n38 = 0, n28 = 0;
+    ts_activity_grid(f.a, &gw, &gh);
+    for (uint32_t u = 0; u < ts_activity_nunits(f.a); u++) {
+        uint64_t sy = ts_activity_total(f.a, u, TS_ACT_SYNC);
+        n38 += sy == 38;
+        n28 += sy == 28;
+        ck_assert(sy == 0 || sy == 38 || sy == 28);
+    }
+    ck_assert_uint_eq(n38, gh); /* every superlane of queue 0's slice */
+    ck_assert_uint_eq(n28, gh); /* and of queue 8's */
+    size_t nss;
+    const ts_act_superstep *ss = ts_activity_supersteps(f.a, &nss);
+    ck_assert_uint_eq(nss, 1);
+    ck_assert_uint_eq(ss[0].start, 0);
+    ck_assert_uint_eq(ss[0].compute, 0);
+    ck_assert_uint_eq(ss[0].sync, 38);
+    fam_run_free(&f);
+    fam_run_free(&l);
+    ts_program_destroy(p);
+    ts_err_free(&e);
+}
+END_TEST
+
+/* A radius-1 stencil on the top 16 x 6 PEs of a 16 x 16 mesh: frames the same with 1, 2 and 3
+ * threads and in lockstep; the program's PEs drawn working, the 10 rows below idle. */
+START_TEST(wse_frames_by_pixels)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_program *p = NULL;
+    ck_assert_int_eq(ts_wse_stencil_program(&p, 16, 6, 8, 1, 3, true, &e), TS_OK);
+    static const char *const sets[] = {"mesh.width=16", "mesh.height=16"};
+    fam_run f, t2, t3, l;
+    run_family("wse", "wse_32x32", sets, 2, p, false, 1, 50, &f);
+    run_family("wse", "wse_32x32", sets, 2, p, false, 2, 50, &t2);
+    run_family("wse", "wse_32x32", sets, 2, p, false, 3, 50, &t3);
+    run_family("wse", "wse_32x32", sets, 2, p, true, 1, 50, &l);
+    ck_assert_uint_eq(f.s.r.bad_sums, 0);
+    ck_assert_uint_gt(f.s.frames, 3);
+    ck_assert_uint_eq(f.s.frames, (f.cycles + 49) / 50);
+    ck_assert_uint_eq(f.s.bad, 0);
+    same_frames(&f, &t2);
+    same_frames(&f, &t3);
+    same_frames(&f, &l);
+    ck_assert_str_eq(ts_activity_layout_name(f.a), "wse mesh");
+    for (uint32_t u = 0; u < 256; u++) {
+        uint64_t work = ts_activity_total(f.a, u, TS_ACT_COMPUTE) + ts_activity_total(f.a, u, TS_ACT_NETWORK);
+        if (u < 16 * 6)
+            ck_assert_msg(work > 0, "PE %u did nothing", u);
+        else
+            ck_assert_uint_eq(ts_activity_total(f.a, u, TS_ACT_IDLE), f.cycles);
+    }
+    ck_assert_uint_gt(ts_activity_total_bytes(f.a), 0);
+    /* the summary: the program's rows have the hue of work, the rest is idle grey */
+    ts_viz_image img = {0};
+    ck_assert_int_eq(ts_viz_render_summary(&img, f.a, NULL, &e), TS_OK);
+    for (uint32_t u = 0; u < 256; u++)
+        ck_assert(is_rgb(unit_pix(&img, f.a, u), ts_viz_state_rgb[TS_ACT_IDLE]) == (u >= 16 * 6));
+    ts_viz_image_free(&img);
+    fam_run_free(&f);
+    fam_run_free(&t2);
+    fam_run_free(&t3);
+    fam_run_free(&l);
+    ts_program_destroy(p);
+    ts_err_free(&e);
+}
+END_TEST
+
+/* A wafer-sized layout (750 x 994 cells) is drawn one pixel per 2 x 2 block; zooming in shows
+ * one cell per pixel and more. */
+START_TEST(big_layout_aggregates)
+{
+    const uint32_t W = 750, H = 994, n = W * H;
+    ts_err e;
+    ts_err_init(&e);
+    ts_activity *a = NULL;
+    ck_assert_int_eq(ts_activity_create(&a, 10, NULL, NULL, &e), TS_OK);
+    uint32_t *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    for (uint32_t u = 0; u < n; u++) {
+        x[u] = u % W;
+        y[u] = u / W;
+    }
+    ck_assert_int_eq(ts_activity_layout(a, "mesh", n, W, H, x, y, &e), TS_OK);
+    free(x);
+    free(y);
+    /* one working PE at (101, 201) and a working 8 x 8 square at (400..407, 600..607) */
+    ts_activity_span(a, 201 * W + 101, TS_ACT_COMPUTE, 0, 10);
+    for (uint32_t j = 600; j < 608; j++)
+        for (uint32_t i = 400; i < 408; i++)
+            ts_activity_span(a, j * W + i, TS_ACT_NETWORK, 0, 10);
+    ck_assert_int_eq(ts_activity_finish(a, 10, &e), TS_OK);
+    ts_viz_geom g;
+    ts_viz_geometry(a, &g);
+    ck_assert_uint_eq(g.agg, 2);
+    ck_assert_uint_eq(g.cell, 1);
+    ck_assert_uint_eq(g.map_w, 375);
+    ck_assert_uint_eq(g.map_h, 497);
+    ts_viz_image img = {0};
+    ck_assert_int_eq(ts_viz_render_summary(&img, a, NULL, &e), TS_OK);
+    /* the square's blocks are pure network blue; the lone PE's block is a quarter working: green,
+     * dimmed; its neighbours idle */
+    uint32_t px, py;
+    ck_assert(ts_viz_cell_pixel(&g, NULL, 402, 602, &px, &py));
+    ck_assert(is_rgb(pix(&img, px, py), ts_viz_state_rgb[TS_ACT_NETWORK]));
+    ck_assert(ts_viz_cell_pixel(&g, NULL, 101, 201, &px, &py));
+    const uint8_t *q = pix(&img, px, py);
+    ck_assert(q[1] > q[0] && q[1] > q[2] && q[1] < ts_viz_state_rgb[TS_ACT_COMPUTE][1]);
+    ck_assert(is_rgb(pix(&img, px + 1, py), ts_viz_state_rgb[TS_ACT_IDLE]));
+    unsigned blue = 0, green = 0;
+    for (uint32_t j = 0; j < g.map_h; j++)
+        for (uint32_t i = 0; i < g.map_w; i++) {
+            const uint8_t *r = pix(&img, g.map_x + i, g.map_y + j);
+            blue += is_rgb(r, ts_viz_state_rgb[TS_ACT_NETWORK]);
+            green += !is_rgb(r, ts_viz_state_rgb[TS_ACT_IDLE]) && r[1] > r[2];
+        }
+    ck_assert_uint_eq(blue, 16); /* 8 x 8 cells in 2 x 2 blocks */
+    ck_assert_uint_eq(green, 1);
+    /* zoom 8 around the square: 4 pixels per cell, a gap between squares */
+    ts_viz_port port = {8, 390, 590};
+    ts_viz_port_clamp(a, &port);
+    ck_assert_uint_eq(port.zoom, 8);
+    uint32_t ppx, cells;
+    ts_viz_port_scale(&g, &port, &ppx, &cells);
+    ck_assert_uint_eq(ppx, 4);
+    ck_assert_uint_eq(cells, 1);
+    ck_assert_int_eq(ts_viz_render_summary(&img, a, &port, &e), TS_OK);
+    blue = 0;
+    for (uint32_t j = 0; j < g.map_h; j++)
+        for (uint32_t i = 0; i < g.map_w; i++)
+            blue += is_rgb(pix(&img, g.map_x + i, g.map_y + j), ts_viz_state_rgb[TS_ACT_NETWORK]);
+    ck_assert_uint_eq(blue, 64 * 9); /* 3 x 3 pixels a cell */
+    ck_assert(ts_viz_cell_pixel(&g, &port, 400, 600, &px, &py));
+    uint32_t cx, cy;
+    ck_assert(ts_viz_pixel_cell(&g, &port, px, py, &cx, &cy));
+    ck_assert_uint_eq(cx, 400);
+    ck_assert_uint_eq(cy, 600);
+    ck_assert_uint_eq(ts_activity_unit_at(a, cx, cy), 600 * W + 400);
+    ck_assert(!ts_viz_cell_pixel(&g, &port, 10, 10, &px, &py)); /* outside the port */
+    /* a port far off the edge is pulled back inside */
+    port = (ts_viz_port){3, 100000, 100000};
+    ts_viz_port_clamp(a, &port);
+    ck_assert_uint_eq(port.zoom, 2);
+    ck_assert_uint_eq(port.x0 + g.map_w, W);
+    ts_viz_image_free(&img);
+    ts_activity_destroy(a);
+    ts_err_free(&e);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("viz");
@@ -573,6 +880,13 @@ static Suite *suite(void)
     tcase_add_test(c, ipu_default_fast_equals_lockstep);
     tcase_add_test(c, ipu_frames_by_pixels);
     tcase_add_test(c, ipu_frame_error_stops_run);
+    suite_add_tcase(s, c);
+    c = tcase_create("families");
+    tcase_add_test(c, tsp_frames_by_pixels);
+    tcase_add_test(c, tsp_sync_is_sync);
+    tcase_add_test(c, wse_frames_by_pixels);
+    tcase_add_test(c, big_layout_aggregates);
+    tcase_set_timeout(c, 120);
     suite_add_tcase(s, c);
     return s;
 }
