@@ -474,7 +474,7 @@ ts_status ts_viz_render_frame(ts_viz_image *img, const ts_activity *a, const ts_
     ts_viz_geom g;
     ts_viz_geometry(a, &g);
     ts_status rc = alloc_image(img, &g, err);
-    double util;
+    double util = 0;
     if (rc != TS_OK || (rc = draw_units(img, &g, port, a, frame_counts, f, &util, err)) != TS_OK)
         return rc;
     size_t nss;
@@ -499,7 +499,7 @@ ts_status ts_viz_render_summary(ts_viz_image *img, const ts_activity *a, const t
     ts_viz_geom g;
     ts_viz_geometry(a, &g);
     ts_status rc = alloc_image(img, &g, err);
-    double util;
+    double util = 0;
     if (rc != TS_OK || (rc = draw_units(img, &g, port, a, total_counts, a, &util, err)) != TS_OK)
         return rc;
     size_t nss;
