@@ -50,18 +50,20 @@ enum lt_op {
 
 enum { EAST = 0, WEST = 1 };
 
-/* Stream pools (32 streams per direction): first stream and count. */
+/* Stream pools (32 streams per direction): first stream and count. Groups of 4 (int32, f32) start
+ * at multiples of 4. */
 enum { P_WGT, P_ACT, P_E2V_W, P_FROMV_W, P_W2V_E, P_FROMV_E, P_COUNT };
 static const struct { int dir; int first, n; } pools[P_COUNT] = {
-    [P_WGT] = {WEST, 0, 16},    /* W MEM -> MXM: weight rows, one iw of 16 streams */
-    [P_ACT] = {WEST, 16, 4},    /* W MEM -> MXM: activations */
-    [P_E2V_W] = {WEST, 20, 8},  /* E MEM -> VXM: partial sums, bias, scales */
-    [P_FROMV_W] = {WEST, 28, 4},/* VXM -> W MEM: int8 results */
-    [P_W2V_E] = {EAST, 0, 24},  /* W MEM and W MXM -> VXM: activations, products */
-    [P_FROMV_E] = {EAST, 24, 8},/* VXM -> E MEM: partial sums */
+    [P_WGT] = {WEST, 0, 16},     /* W MEM -> MXM: weight rows, one iw of 16 streams */
+    [P_E2V_W] = {WEST, 16, 12},  /* E MEM -> VXM: partial sums, bias, scales */
+    [P_ACT] = {WEST, 28, 2},     /* W MEM -> MXM: activations */
+    [P_FROMV_W] = {WEST, 30, 2}, /* VXM -> W MEM: int8 results */
+    [P_W2V_E] = {EAST, 0, 24},   /* W MEM and W MXM -> VXM: activations, products */
+    [P_FROMV_E] = {EAST, 24, 8}, /* VXM -> E MEM: partial sums */
 };
 
 #define IW_STREAMS 16
+#define DUAL_PASSES 128  /* a block streaming this many vectors is installed on both west planes */
 #define GIVE_UP 1000000u /* cycles searched for one group before the lowering gives up */
 #define DIAG_OFF 65536u
 
@@ -375,6 +377,31 @@ static bool vin_w(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag,
         return false;
     *v = (val){.alu = -1, .dir = EAST, .s = s, .t = ta};
     return true;
+}
+
+/* The same, but a value from the slice of `other` (which arrives at ta too) comes earlier and
+ * waits in an ALU latch (mask with all ones: a copy), since one slice reads one vector a cycle. */
+static bool vin_w2(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag, uint64_t lb, const val *other,
+                   uint32_t other_mem, val *v)
+{
+    if (mem != other_mem || other->alu >= 0)
+        return vin_w(L, mem, word, ta, tag, lb, v);
+    uint32_t d = L->p->f_mask;
+    val raw;
+    if (ta < d || !vin_w(L, mem, word, ta - d, tag, lb, &raw))
+        return false;
+    for (uint32_t i = 0; i < L->nalu; i++) {
+        uint32_t alu = (L->rot + i) % L->nalu;
+        size_t mark = L->nu, pm = L->npd;
+        if (take(L, &L->q[L->p->q_vxm + alu].issue, ta - d) && take(L, &L->lat[alu], ta)) {
+            E1(L, L->p->q_vxm + alu, ta - d, LT_MASK, T_I8, R_NUL, vreg(&raw), 0xff, (int32_t)tag, (int32_t)tag);
+            *v = (val){.alu = (int)alu, .t = ta, .held = ta};
+            L->rot++;
+            return true;
+        }
+        undo_to(L, mark, pm);
+    }
+    return false;
 }
 
 /* ---- MEM regions ---- */
@@ -875,30 +902,42 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
                 any = act_vec(p, m, kt) >= 0;
             if (!any)
                 continue;
-            /* install on the plane that is free first */
-            int pl = L->next_plane;
-            L->next_plane ^= 1;
-            uint32_t wt = new_tag(L);
-            uint64_t I = L->plane_busy[pl];
-            for (uint64_t I0 = I;; I++) {
-                size_t mark = L->nu, pm = L->npd;
-                if (I - I0 > GIVE_UP)
-                    goto stuck;
-                if (try_install(L, pl, rmem, rword, nv, I, wt))
-                    break;
-                undo_to(L, mark, pm);
-                if (L->oom)
+            /* a block with many passes goes on both planes, which take every other pass; else the
+             * blocks alternate between the planes, one installing while the other streams */
+            int planes[2], np = p->M >= DUAL_PASSES ? 2 : 1;
+            planes[0] = np == 2 ? 0 : L->next_plane;
+            planes[1] = 1;
+            if (np == 1)
+                L->next_plane ^= 1;
+            uint64_t lbs[2] = {0, 0}, last_abcs[2] = {0, 0};
+            for (int j = 0; j < np; j++) {
+                int pl = planes[j];
+                uint32_t wt = new_tag(L);
+                uint64_t I = L->plane_busy[pl];
+                for (uint64_t I0 = I;; I++) {
+                    size_t mark = L->nu, pm = L->npd;
+                    if (I - I0 > GIVE_UP)
+                        goto stuck;
+                    if (try_install(L, pl, rmem, rword, nv, I, wt))
+                        break;
+                    undo_to(L, mark, pm);
+                    if (L->oom)
+                        goto oom;
+                }
+                if (keep(L))
                     goto oom;
+                span(ly, I, I + VL / IW_STREAMS);
+                ly->blocks++;
+                lbs[j] = I + VL / IW_STREAMS - 1 + P->f_iw;
+                last_abcs[j] = I;
             }
-            if (keep(L))
-                goto oom;
-            span(ly, I, I + VL / IW_STREAMS);
-            ly->blocks++;
-            uint64_t lb = I + VL / IW_STREAMS - 1 + P->f_iw, last_abc = I;
+            uint32_t turn = 0;
             for (uint32_t m = 0; m < p->M; m++) {
                 int64_t xv = act_vec(p, m, kt);
                 if (xv < 0)
                     continue;
+                int j = (int)(turn++ % (uint32_t)np), pl = planes[j];
+                uint64_t lb = lbs[j], last_abc = last_abcs[j];
                 pass ps = {.pl = pl, .xv = xv, .first = kt == firstk[m], .final = kt == lastk[m]};
                 uint64_t pi = (uint64_t)m * p->NT + nt;
                 for (int b = 0; b < 4; b++) {
@@ -947,10 +986,11 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
                 }
                 if (keep(L))
                     goto oom;
-                last_abc = T;
+                last_abcs[j] = T;
                 ly->passes++;
             }
-            L->plane_busy[pl] = last_abc;
+            for (int j = 0; j < np; j++)
+                L->plane_busy[planes[j]] = last_abcs[j];
         }
     if (rd_last > p->x->last_read)
         p->x->last_read = rd_last;
@@ -996,8 +1036,9 @@ static bool try_elem(lt *L, int op, tens *a, tens *b, tens *y, bool relu, uint64
             return false;
         tb = r1.t;
     } else {
+        uint32_t amem = mem;
         slot(L, b, v, &mem, &word);
-        if (!vin_w(L, mem, word, A, tag, b->ready[v], &vb))
+        if (!vin_w2(L, mem, word, A, tag, b->ready[v], &va, amem, &vb))
             return false;
         if (relu) {
             if (!vop(L, LT_ADDS, T_I8, 0, A, &va, &vb, -1, 0, tag, &r1, NULL) ||
@@ -1034,7 +1075,7 @@ static ts_status sched_elem(lt *L, int op, tens *a, tens *b, tens *y, bool relu,
         for (uint64_t A0 = A;; A++) {
             size_t mark = L->nu, pm = L->npd;
             if (A - A0 > GIVE_UP)
-                return ts_err_set(L->err, TS_EINTERNAL, "no cycle found for a group of instructions");
+                return ts_err_set(L->err, TS_EINTERNAL, "%s: no cycle found for a group of instructions", ts_graph_op_name((ts_graph_op)op));
             L->rdmax = 0;
             if (try_elem(L, op, a, b, y, relu, v, A, &w))
                 break;
@@ -1078,7 +1119,7 @@ static bool try_pool(lt *L, tens *x, tens *y, const uint64_t *win, uint32_t nwin
             if (!vin_w(L, mi, wi, t, tag, x->ready[win[i]], &xi))
                 return false;
             if (i == 1) {
-                if (!vin_w(L, mem, word, t, tag, x->ready[win[0]], &x0) ||
+                if (!vin_w2(L, mem, word, t, tag, x->ready[win[0]], &xi, mi, &x0) ||
                     !vop(L, LT_SUBS, T_I8, 0, t, &xi, &x0, -1, 0, tag, &d, NULL))
                     return false;
             } else if (!vop(L, LT_SUBS, T_I8, 0, t, &xi, &m, -1, 0, tag, &d, NULL)) {
@@ -1173,7 +1214,7 @@ static ts_status sched_pool(lt *L, const ts_graph_node *nd, tens *x, tens *y, ui
                 for (uint64_t A0 = A;; A++) {
                     size_t mark = L->nu, pm = L->npd;
                     if (A - A0 > GIVE_UP)
-                        return ts_err_set(L->err, TS_EINTERNAL, "no cycle found for a group of instructions");
+                        return ts_err_set(L->err, TS_EINTERNAL, "%s: no cycle found for a group of instructions", ts_graph_op_name(nd->op));
                     L->rdmax = 0;
                     if (try_pool(L, x, y, win, nwin, v, A, &w))
                         break;
@@ -1222,7 +1263,7 @@ static ts_status sched_gap(lt *L, const ts_graph_node *nd, tens *x, tens *y, ts_
         for (uint64_t A0 = A;; A++) {
             size_t mark = L->nu, pm = L->npd;
             if (A - A0 > GIVE_UP)
-                return ts_err_set(L->err, TS_EINTERNAL, "no cycle found for a group of instructions");
+                return ts_err_set(L->err, TS_EINTERNAL, "%s: no cycle found for a group of instructions", ts_graph_op_name(nd->op));
             L->rdmax = 0;
             if (try_gap(L, x, y, c, cbase, A, &w))
                 break;
@@ -1810,7 +1851,7 @@ ts_status ts_lower_tsp_params_from_config(const ts_config *cfg, ts_lower_tsp_par
         cfg_u32(cfg, "d_func.iw", &out->f_iw) || cfg_u32(cfg, "d_func.abc", &out->f_abc) ||
         cfg_u32(cfg, "d_func.acc", &out->f_acc) || cfg_u32(cfg, "d_func.add", &out->f_add) ||
         cfg_u32(cfg, "d_func.mul", &out->f_mul) || cfg_u32(cfg, "d_func.relu", &out->f_relu) ||
-        cfg_u32(cfg, "d_func.cvt", &out->f_cvt))
+        cfg_u32(cfg, "d_func.cvt", &out->f_cvt) || cfg_u32(cfg, "d_func.mask", &out->f_mask))
         return ts_err_set(err, TS_EINPUT, "config '%s' lacks a key the TSP lowering reads", ts_config_name(cfg));
     const ts_cfg_key *ck = cfg_key(cfg, "clock");
     if (ck && ck->type == TS_CFG_FLOAT)

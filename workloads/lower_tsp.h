@@ -48,7 +48,7 @@ typedef struct ts_lower_tsp_params {
     double clock_hz;
     /* d_skew per unit and d_func per instruction (cycles) */
     uint32_t skew_mem, skew_vxm, skew_mxm;
-    uint32_t f_read, f_write, f_iw, f_abc, f_acc, f_add, f_mul, f_relu, f_cvt;
+    uint32_t f_read, f_write, f_iw, f_abc, f_acc, f_add, f_mul, f_relu, f_cvt, f_mask;
     /* derived from the floorplan (one stream-register position per slice) */
     uint32_t npos, pos_vxm;
     uint16_t pos_mem_w[TS_LOWER_TSP_MAX_MEM], pos_mem_e[TS_LOWER_TSP_MAX_MEM]; /* by MEM number */
