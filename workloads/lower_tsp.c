@@ -205,6 +205,16 @@ static int keep(lt *L)
         q->v[q->n++] = (rec){p->t, p->in};
         if (p->t > L->last)
             L->last = p->t;
+        if (L->nlayers) {
+            ts_lower_tsp_layer *y = &L->layers[L->nlayers - 1];
+            y->instructions++;
+            if (p->in.op == LT_READ || p->in.op == LT_WRITE)
+                y->mem_bytes += L->VL;
+            else if (p->in.op == LT_ABC)
+                y->mxm_macs += (uint64_t)L->VL * L->VL;
+            else if (p->q >= L->p->q_vxm && p->q < L->p->q_mxm)
+                y->vxm_ops++;
+        }
     }
     L->npd = 0;
     L->nu = 0;

@@ -81,6 +81,10 @@ typedef struct ts_lower_tsp_layer {
     uint64_t passes;          /* vectors streamed through a plane or the VXM */
     uint64_t macs;            /* useful MACs (ts_graph_node_macs) */
     float scale;              /* requantisation scale (products, GlobalAveragePool) */
+    uint64_t mxm_macs;        /* MACs the planes execute (abc x dim x dim, padding included) */
+    uint64_t mem_bytes;       /* MEM bytes read and written (weights, activations, partial sums) */
+    uint64_t vxm_ops;         /* VXM instructions */
+    uint64_t instructions;    /* instructions (without nop) */
 } ts_lower_tsp_layer;
 
 /* What the lowering did. Owned arrays; free with ts_lower_tsp_report_free. */
