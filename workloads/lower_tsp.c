@@ -45,6 +45,7 @@ enum lt_op {
 #define R_NUL 144
 #define T_I8 145
 #define T_I32 147
+#define T_F16 148
 #define T_F32 149
 #define REG(dir, s) ((dir) ? R_WEST(s) : R_EAST(s))
 
@@ -241,6 +242,10 @@ static bool take_group(lt *L, int pool, int w, uint64_t t, uint32_t pos, int *s)
     for (int i = 0; i + w <= pools[pool].n; i += w) {
         size_t mark = L->nu, pm = L->npd;
         int f = pools[pool].first + i, k;
+        for (k = 0; k < w && !bget(&L->diag[dir][f + k], diag_key(dir, t, pos)); k++)
+            ;
+        if (k < w)
+            continue;
         for (k = 0; k < w && take_stream(L, dir, f + k, t, pos); k++)
             ;
         if (k == w) {
@@ -277,7 +282,10 @@ static bool rd(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t pc, int
      * write share a cycle or keep a cycle apart */
     if (bget(&L->q[mem].wr, (uint64_t)r + 1) || (r > 0 && bget(&L->q[mem].wr, (uint64_t)r - 1)))
         return false;
-    if (!take(L, &L->q[mem].issue, (uint64_t)r) || !take(L, &L->bank[mem][bank_of(L, word)], (uint64_t)r))
+    bits *bk = &L->bank[mem][bank_of(L, word)];
+    if (bget(&L->q[mem].issue, (uint64_t)r) || bget(bk, (uint64_t)r))
+        return false;
+    if (!take(L, &L->q[mem].issue, (uint64_t)r) || !take(L, bk, (uint64_t)r))
         return false;
     E1(L, mem, (uint64_t)r, LT_READ, (int32_t)word, REG(dir, s), (int32_t)tag);
     if ((uint64_t)r > L->rdmax)
@@ -313,7 +321,10 @@ static bool wr(lt *L, uint32_t mem, uint32_t word, uint64_t tb, uint32_t pp, int
     uint64_t w = tb + (uint64_t)dist;
     if (w <= lb || bget(&L->q[mem].issue, w + 1) || bget(&L->q[mem].issue, w - 1))
         return false;
-    if (!take(L, &L->q[mem].wr, w) || !take(L, &L->bank[mem][bank_of(L, word)], w + L->p->f_write))
+    bits *bk = &L->bank[mem][bank_of(L, word)];
+    if (bget(&L->q[mem].wr, w) || bget(bk, w + L->p->f_write))
+        return false;
+    if (!take(L, &L->q[mem].wr, w) || !take(L, bk, w + L->p->f_write))
         return false;
     E1(L, mem, w, LT_WRITE, (int32_t)word, REG(dir, s), (int32_t)tag);
     if (when)
@@ -350,7 +361,8 @@ static int32_t vreg(const val *v)
 static bool vop(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val *a, val *b, int pool, int w,
                 uint32_t tag, val *out, int *ds)
 {
-    uint32_t d = op == LT_MUL ? L->p->f_mul : op == LT_RELU ? L->p->f_relu : op == LT_CVT ? L->p->f_cvt : L->p->f_add;
+    uint32_t d = op == LT_MUL ? L->p->f_mul : op == LT_RELU ? L->p->f_relu : op == LT_CVT ? L->p->f_cvt
+               : op == LT_EXP ? L->p->f_exp : op == LT_RSQRT ? L->p->f_rsqrt : L->p->f_add;
     if (!hold(L, a, t) || (b && !hold(L, b, t)))
         return false;
     int s = -1;
@@ -359,6 +371,8 @@ static bool vop(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val 
     for (uint32_t i = 0; i < L->nalu; i++) {
         uint32_t alu = (L->rot + i) % L->nalu;
         size_t mark = L->nu, pm = L->npd;
+        if (bget(&L->q[L->p->q_vxm + alu].issue, t) || bget(&L->lat[alu], t + d))
+            continue;
         if (take(L, &L->q[L->p->q_vxm + alu].issue, t) && take(L, &L->lat[alu], t + d)) {
             int32_t dst = s >= 0 ? REG(pools[pool].dir, s) : R_NUL;
             if (op == LT_CVT)
@@ -403,6 +417,8 @@ static bool vin_w2(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag
     for (uint32_t i = 0; i < L->nalu; i++) {
         uint32_t alu = (L->rot + i) % L->nalu;
         size_t mark = L->nu, pm = L->npd;
+        if (bget(&L->q[L->p->q_vxm + alu].issue, ta - d) || bget(&L->lat[alu], ta))
+            continue;
         if (take(L, &L->q[L->p->q_vxm + alu].issue, ta - d) && take(L, &L->lat[alu], ta)) {
             E1(L, L->p->q_vxm + alu, ta - d, LT_MASK, T_I8, R_NUL, vreg(&raw), 0xff, (int32_t)tag, (int32_t)tag);
             *v = (val){.alu = (int)alu, .t = ta, .held = ta};
@@ -1292,6 +1308,173 @@ static ts_status sched_gap(lt *L, const ts_graph_node *nd, tens *x, tens *y, ts_
     return TS_OK;
 }
 
+/* Softmax of one row (one vector, N <= VL lanes) of int8 values read as q / 16:
+ *   e = exp(f32(q) x 1/16) on the VXM, to f16, through plane W1 holding an all-ones f16 block
+ *   (columns < N), whose f32 accumulators give the row sum in every lane; then 1/sum = rsqrt(sum)^2,
+ *   e recomputed, p = e x 1/sum, to f16, to MEM (two byte planes). No max is subtracted: |q/16| <= 8
+ *   keeps exp below 3e3 (f16 holds it, the f32 sum cannot overflow). */
+static bool try_smax(lt *L, tens *x, tens *y, uint32_t m, uint64_t T, uint32_t sword, uint64_t *wdone)
+{
+    const ts_lower_tsp_params *P = L->p;
+    uint32_t pp = P->pos_mxm_w[1], q = P->q_mxm + P->mxm_queues, pv = P->pos_vxm, tag = L->tag % 65535 + 1;
+    uint32_t mem, word;
+    slot(L, x, m, &mem, &word);
+    for (uint32_t i = 0; i < P->fp16_interval; i++)
+        if (!take(L, &L->q[q + 1].issue, T + i))
+            return false;
+    if (!take(L, &L->q[q + 2].issue, T + P->f_abc))
+        return false;
+    /* phase 1: e in f16 reaches the plane at T */
+    uint64_t tb = T - (pv - pp), lead = P->f_cvt + P->f_mul + P->f_exp + P->f_cvt;
+    if (T < (pv - pp) || tb < lead + 8)
+        return false;
+    uint64_t a0 = tb - lead;
+    val xv, v0, v1, v2, v3, scl;
+    int sc, sx;
+    if (!vin_w(L, mem, word, a0, tag, x->ready[m], &xv) ||
+        !vop(L, LT_CVT, T_F32, T_I8, a0, &xv, NULL, -1, 0, tag, &v0, NULL) ||
+        !take_group(L, P_E2V_W, 4, v0.t, pv, &sc))
+        return false;
+    for (int b = 0; b < 4; b++)
+        if (!rd_any(L, 1, sword + (uint32_t)b, v0.t, pv, WEST, sc + b, tag))
+            return false;
+    scl = (val){.alu = -1, .dir = WEST, .s = sc, .t = v0.t};
+    if (!vop(L, LT_MUL, T_F32, 0, v0.t, &v0, &scl, -1, 0, tag, &v1, NULL) ||
+        !vop(L, LT_EXP, T_F32, 0, v1.t, &v1, NULL, -1, 0, tag, &v2, NULL) ||
+        !vop(L, LT_CVT, T_F16, T_F32, v2.t, &v2, NULL, P_ACT, 2, tag, &v3, &sx))
+        return false;
+    E1(L, q + 1, T, LT_ABC, T_F16, R_WEST(sx), 0, (int32_t)tag, (int32_t)tag);
+    /* the sums, eastward to the VXM */
+    uint64_t ta = T + P->f_abc + P->f_acc, B = ta + (pv - pp);
+    int sa;
+    if (!take_group(L, P_W2V_E, 4, ta, pp, &sa))
+        return false;
+    E1(L, q + 2, T + P->f_abc, LT_ACC, R_EAST(sa), (int32_t)tag, (int32_t)tag);
+    val sum = {.alu = -1, .dir = EAST, .s = sa, .t = B}, r, inv;
+    if (!vop(L, LT_RSQRT, T_F32, 0, B, &sum, NULL, -1, 0, tag, &r, NULL) ||
+        !vop(L, LT_MUL, T_F32, 0, r.t, &r, &r, -1, 0, tag, &inv, NULL))
+        return false;
+    /* phase 2: e again, times 1/sum */
+    uint64_t C = inv.t, c0 = C - P->f_exp - P->f_mul - P->f_cvt;
+    val w0, w1, e, pr, o;
+    if (!vin_w(L, mem, word, c0, tag, x->ready[m], &xv) ||
+        !vop(L, LT_CVT, T_F32, T_I8, c0, &xv, NULL, -1, 0, tag, &w0, NULL) ||
+        !take_group(L, P_E2V_W, 4, w0.t, pv, &sc))
+        return false;
+    for (int b = 0; b < 4; b++)
+        if (!rd_any(L, 1, sword + (uint32_t)b, w0.t, pv, WEST, sc + b, tag))
+            return false;
+    scl = (val){.alu = -1, .dir = WEST, .s = sc, .t = w0.t};
+    int so;
+    if (!vop(L, LT_MUL, T_F32, 0, w0.t, &w0, &scl, -1, 0, tag, &w1, NULL) ||
+        !vop(L, LT_EXP, T_F32, 0, w1.t, &w1, NULL, -1, 0, tag, &e, NULL) || e.t != C ||
+        !vop(L, LT_MUL, T_F32, 0, C, &e, &inv, -1, 0, tag, &pr, NULL) ||
+        !vop(L, LT_CVT, T_F16, T_F32, pr.t, &pr, NULL, P_FROMV_W, 2, tag, &o, &so))
+        return false;
+    uint64_t last = 0;
+    for (int b = 0; b < 2; b++) {
+        uint32_t om, ow;
+        uint64_t w;
+        slot(L, y, (uint64_t)m * 2 + (uint64_t)b, &om, &ow);
+        if (!wr(L, om, ow, o.t, pv, WEST, so + b, tag, y->avail, &w))
+            return false;
+        if (w > last)
+            last = w;
+    }
+    *wdone = last;
+    L->tag = tag;
+    return true;
+}
+
+static ts_status sched_softmax(lt *L, const ts_graph_node *nd, tens *x, tens *y, uint32_t N, ts_lower_tsp_layer *ly)
+{
+    const ts_lower_tsp_params *P = L->p;
+    uint32_t VL = L->VL, cbase, obase;
+    uint64_t cav, oav;
+    ts_status rc;
+    if ((rc = region(L, 1, 4, "scale", nd, true, &cbase, &cav)) != TS_OK ||
+        (rc = region(L, 0, 1, "ones", nd, true, &obase, &oav)) != TS_OK)
+        return rc;
+    image im;
+    if (img_init(&im, L->nE, cbase, 4, VL)) {
+        img_free(&im);
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    }
+    float sc = 1.0f / 16.0f;
+    uint32_t sb;
+    memcpy(&sb, &sc, 4);
+    for (uint32_t e = 0; e < L->nE; e++)
+        for (uint32_t l = 0; l < VL; l++)
+            for (int by = 0; by < 4; by++)
+                im.s[e][(size_t)by * VL + l] = (uint8_t)(sb >> (8 * by));
+    if ((rc = img_flush(L, &im, L->nW)) != TS_OK)
+        return rc;
+    /* the high byte of f16 1.0 (0x3c00) in the first N lanes, in every west slice */
+    if (img_init(&im, L->nW, obase, 1, VL)) {
+        img_free(&im);
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    }
+    for (uint32_t i = 0; i < L->nW; i++)
+        for (uint32_t l = 0; l < N; l++)
+            im.s[i][l] = 0x3c;
+    if ((rc = img_flush(L, &im, 0)) != TS_OK)
+        return rc;
+    /* the ones block on plane W1: row r is streams 2r (low bytes: zeros) and 2r + 1 */
+    uint32_t pp = P->pos_mxm_w[1], q = P->q_mxm + P->mxm_queues, rows_per = IW_STREAMS / 2, wt = new_tag(L);
+    uint64_t I = L->plane_busy[1];
+    for (uint64_t I0 = I;; I++) {
+        size_t mark = L->nu, pm = L->npd;
+        if (I - I0 > GIVE_UP)
+            return ts_err_set(L->err, TS_EINTERNAL, "Softmax: no cycle found for a group of instructions");
+        bool ok = true;
+        for (uint32_t c = 0; ok && c < VL / rows_per; c++) {
+            uint64_t t = I + c;
+            ok = take(L, &L->q[q].issue, t);
+            for (uint32_t i = 0; ok && i < IW_STREAMS; i++) {
+                uint32_t r = c * rows_per + i / 2;
+                ok = take_stream(L, WEST, (int)i, t, pp) &&
+                     rd_any(L, 0, (i & 1) && r < N ? obase : 0, t, pp, WEST, (int)i, wt);
+            }
+            if (ok)
+                E1(L, q, t, LT_IW, T_F16, R_WEST(0), IW_STREAMS, (int32_t)wt);
+        }
+        if (ok)
+            break;
+        undo_to(L, mark, pm);
+        if (L->oom)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    }
+    if (keep(L))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    ly->blocks++;
+    span(ly, I, I + VL / rows_per);
+    uint64_t T = I + VL / rows_per - 1 + P->f_iw;
+    for (uint32_t m = 0; m < x->P; m++) {
+        uint64_t w = 0;
+        for (uint64_t T0 = T;; T++) {
+            size_t mark = L->nu, pm = L->npd;
+            if (T - T0 > GIVE_UP)
+                return ts_err_set(L->err, TS_EINTERNAL, "Softmax: no cycle found for a group of instructions");
+            L->rdmax = 0;
+            if (try_smax(L, x, y, m, T, cbase, &w))
+                break;
+            undo_to(L, mark, pm);
+            if (L->oom)
+                return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        }
+        if (keep(L))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        if (L->rdmax > x->last_read)
+            x->last_read = L->rdmax;
+        y->ready[2 * m] = y->ready[2 * m + 1] = w + P->f_write + 1;
+        span(ly, T, w);
+        ly->passes++;
+        T += P->fp16_interval;
+    }
+    L->plane_busy[1] = T;
+    return TS_OK;
+}
+
 /* ---- the graph ---- */
 
 static const int64_t *dims_of(const lt *L, int id, int *rank)
@@ -1597,10 +1780,25 @@ static ts_status lower_node(lt *L, int ni)
         ly->first = ly->last = 0;
         return TS_OK;
     }
+    case TS_OP_SOFTMAX: {
+        tens *x = &L->t[nd->in[0]];
+        int xr;
+        const int64_t *xd = dims_of(L, nd->in[0], &xr);
+        if (!x->placed || xr != 2 || (nd->attrs.axis != -1 && nd->attrs.axis != 1) || x->C > L->VL)
+            return ts_err_set(L->err, TS_EINPUT,
+                              "Softmax '%s': the TSP lowering takes the last axis of a 2-D int8 tensor of at most %u "
+                              "columns", nd->name, L->VL);
+        if ((rc = place(L, out, x->P, 2 * L->VL, nd, false)) != TS_OK)
+            return rc;
+        if ((rc = sched_softmax(L, nd, x, y, (uint32_t)xd[1], ly)) != TS_OK)
+            return rc;
+        release(L, nd->in[0]);
+        return TS_OK;
+    }
     default:
         return ts_err_set(L->err, TS_EINPUT,
                           "%s '%s': the TSP lowering does not take this operator (it lowers MatMul, Gemm, Conv, Relu, "
-                          "Add, MaxPool, GlobalAveragePool, Flatten and one-pixel Reshape)",
+                          "Add, MaxPool, GlobalAveragePool, Flatten, one-pixel Reshape and Softmax)",
                           ts_graph_op_name(nd->op), nd->name);
     }
     (void)P;
@@ -1861,7 +2059,9 @@ ts_status ts_lower_tsp_params_from_config(const ts_config *cfg, ts_lower_tsp_par
         cfg_u32(cfg, "d_func.iw", &out->f_iw) || cfg_u32(cfg, "d_func.abc", &out->f_abc) ||
         cfg_u32(cfg, "d_func.acc", &out->f_acc) || cfg_u32(cfg, "d_func.add", &out->f_add) ||
         cfg_u32(cfg, "d_func.mul", &out->f_mul) || cfg_u32(cfg, "d_func.relu", &out->f_relu) ||
-        cfg_u32(cfg, "d_func.cvt", &out->f_cvt) || cfg_u32(cfg, "d_func.mask", &out->f_mask))
+        cfg_u32(cfg, "d_func.cvt", &out->f_cvt) || cfg_u32(cfg, "d_func.mask", &out->f_mask) ||
+        cfg_u32(cfg, "d_func.exp", &out->f_exp) || cfg_u32(cfg, "d_func.rsqrt", &out->f_rsqrt) ||
+        cfg_u32(cfg, "mxm.fp16_interval", &out->fp16_interval))
         return ts_err_set(err, TS_EINPUT, "config '%s' lacks a key the TSP lowering reads", ts_config_name(cfg));
     const ts_cfg_key *ck = cfg_key(cfg, "clock");
     if (ck && ck->type == TS_CFG_FLOAT)

@@ -48,7 +48,8 @@ typedef struct ts_lower_tsp_params {
     double clock_hz;
     /* d_skew per unit and d_func per instruction (cycles) */
     uint32_t skew_mem, skew_vxm, skew_mxm;
-    uint32_t f_read, f_write, f_iw, f_abc, f_acc, f_add, f_mul, f_relu, f_cvt, f_mask;
+    uint32_t f_read, f_write, f_iw, f_abc, f_acc, f_add, f_mul, f_relu, f_cvt, f_mask, f_exp, f_rsqrt;
+    uint32_t fp16_interval;         /* cycles an f16 abc occupies its plane */
     /* derived from the floorplan (one stream-register position per slice) */
     uint32_t npos, pos_vxm;
     uint16_t pos_mem_w[TS_LOWER_TSP_MAX_MEM], pos_mem_e[TS_LOWER_TSP_MAX_MEM]; /* by MEM number */

@@ -10,6 +10,7 @@
 
 #include "arch/tsp/tsp.h"
 #include "core/alloc.h"
+#include "core/half.h"
 #include "core/program.h"
 #include "tests/arch/tsp/tsp_test.h"
 #include "workloads/graph.h"
@@ -374,6 +375,57 @@ START_TEST(test_block)
 }
 END_TEST
 
+/* Softmax over rows of int8 values read as q / 16: f16 probabilities. The C reference repeats the
+ * chip's steps (f32 exp, f16 to the plane, a sum in lane order rounded once to f32, rsqrt squared)
+ * and must match bit for bit; against softmax in double precision the tolerance is 2e-3 absolute
+ * (f16 rounding of each exp in the sum and of the result). */
+START_TEST(test_softmax)
+{
+    ts_graph *g = ts_graph_create("sm");
+    const int M = 6, N = 100;
+    int a = tensor(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, N});
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.axis = -1;
+    node(g, TS_OP_SOFTMAX, "sm", (int[]){a}, 1, y, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    int8_t *av = input_of(g, a);
+    int bad = 0;
+    double worst = 0;
+    for (int m = 0; m < M; m++) {
+        double sum = 0, dsum = 0;
+        for (int n = 0; n < N; n++) {
+            float e = expf((float)av[m * N + n] * (1.0f / 16.0f));
+            sum += (double)ts_f16_to_f32(ts_f32_to_f16(e));
+            dsum += exp(av[m * N + n] / 16.0);
+        }
+        float r = 1.0f / sqrtf((float)sum), inv = r * r;
+        for (int n = 0; n < N; n++) {
+            float e = expf((float)av[m * N + n] * (1.0f / 16.0f));
+            uint16_t want = ts_f32_to_f16(e * inv);
+            uint16_t have = (uint16_t)((uint8_t)got(&l, y, (uint32_t)m, (uint32_t)n) |
+                                       (uint8_t)got(&l, y, (uint32_t)m, 320u + (uint32_t)n) << 8);
+            if (want != have && bad++ < 5)
+                fprintf(stderr, "p[%d][%d] = %04x, want %04x\n", m, n, have, want);
+            double err = fabs((double)ts_f16_to_f32(have) - exp(av[m * N + n] / 16.0) / dsum);
+            if (err > worst)
+                worst = err;
+        }
+    }
+    ck_assert_int_eq(bad, 0);
+    if (getenv("TS_LOWER_DUMP"))
+        fprintf(stderr, "softmax: worst error %g against double\n", worst);
+    ck_assert_double_le(worst, 2e-3);
+    ts_free(av);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* Operators the lowering does not take are refused by name. */
 START_TEST(test_refused)
 {
@@ -406,6 +458,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_gemm_relu);
     tcase_add_test(tc, test_conv);
     tcase_add_test(tc, test_block);
+    tcase_add_test(tc, test_softmax);
     tcase_add_test(tc, test_refused);
     suite_add_tcase(s, tc);
     return s;
