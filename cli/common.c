@@ -3,7 +3,6 @@
 #include "cli/lowering.h"
 
 #include <stdarg.h>
-#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -223,14 +222,6 @@ static ts_status cli_lower_tsp(ts_program **out, const char *path, const ts_conf
         return rc;
     ts_lower_tsp_report_free(&tsp_last);
     rc = ts_lower_tsp(g, &p, out, &tsp_last, err);
-    if (getenv("LTDBG") && rc == TS_OK) {
-        fprintf(stderr, "cycles %llu insns %llu maxq %llu words %llu\n", (unsigned long long)tsp_last.cycles, (unsigned long long)tsp_last.instructions, (unsigned long long)tsp_last.max_queue, (unsigned long long)tsp_last.words_used);
-        for (size_t i = 0; i < tsp_last.nlayers; i++) {
-            const ts_lower_tsp_layer *y = &tsp_last.layers[i];
-            const ts_graph_node *nd = ts_graph_get_node(g, y->node);
-            fprintf(stderr, "%-12s %-28s %8llu %8llu blocks %5u passes %8llu macs %llu\n", ts_graph_op_name(nd->op), nd->name, (unsigned long long)y->first, (unsigned long long)y->last, y->blocks, (unsigned long long)y->passes, (unsigned long long)y->macs);
-        }
-    }
     ts_graph_destroy(g);
     return rc;
 }

@@ -59,8 +59,8 @@ static const struct { int dir; int first, n; } pools[P_COUNT] = {
     [P_E2V_W] = {WEST, 16, 12},  /* E MEM -> VXM: partial sums, bias, scales */
     [P_ACT] = {WEST, 28, 2},     /* W MEM -> MXM: activations */
     [P_FROMV_W] = {WEST, 30, 2}, /* VXM -> W MEM: int8 results */
-    [P_W2V_E] = {EAST, 0, 24},   /* W MEM and W MXM -> VXM: activations, products */
-    [P_FROMV_E] = {EAST, 24, 8}, /* VXM -> E MEM: partial sums */
+    [P_W2V_E] = {EAST, 0, 20},   /* W MEM and W MXM -> VXM: activations, products */
+    [P_FROMV_E] = {EAST, 20, 12},/* VXM -> E MEM: partial sums */
 };
 
 #define IW_STREAMS 16
@@ -1818,6 +1818,7 @@ static int cmp_rec(const void *a, const void *b)
 static ts_status emit_queues(lt *L, ts_lower_tsp_report *rep)
 {
     uint64_t maxq = 0, ninsn = 0;
+    uint32_t maxqi = 0;
     for (uint32_t qi = 0; qi < L->nq; qi++) {
         lq *q = &L->q[qi];
         if (!q->n)
@@ -1847,15 +1848,18 @@ static ts_status emit_queues(lt *L, ts_lower_tsp_report *rep)
             memcpy(in->a, q->v[i].in.a, sizeof in->a);
             now = t + 1;
         }
-        if (s->n > maxq)
+        if (s->n > maxq) {
             maxq = s->n;
+            maxqi = qi;
+        }
         ninsn += s->n;
-        if (L->p->queue_capacity && s->n > L->p->queue_capacity)
-            return ts_err_set(L->err, TS_EINPUT,
-                              "queue %u needs %" PRIu32 " instructions, icu.queue_capacity is %" PRIu64
-                              " (the TSP lowering preloads every queue and emits no ifetch)",
-                              qi, s->n, L->p->queue_capacity);
     }
+    if (L->p->queue_capacity && maxq > L->p->queue_capacity)
+        return ts_err_set(L->err, TS_EINPUT,
+                          "queue %u needs %" PRIu64 " instructions, icu.queue_capacity is %" PRIu64
+                          ": the TSP lowering preloads every queue and emits no ifetch (run with "
+                          "-s icu.queue_capacity=%" PRIu64 ")",
+                          maxqi, maxq, L->p->queue_capacity, maxq);
     if (rep) {
         rep->instructions = ninsn;
         rep->max_queue = maxq;
