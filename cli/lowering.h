@@ -8,7 +8,7 @@
 
 /* Like cli_load_program, but a model (ts_wl_is_model: an ONNX file, a workload YAML file or a
  * built-in workload spec such as "matmul:m=256,k=256,n=256") is loaded and lowered for cfg's arch.
- * Without cfg, or for an arch without a lowering ("no lowering for arch 'tsp' yet"), that is
+ * Without cfg, or for an arch without a lowering ("no lowering for arch 'wse' yet"), that is
  * TS_EINPUT. */
 ts_status cli_load_workload(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
                             ts_err *err);
