@@ -2,21 +2,25 @@
  *
  * Every instruction is placed on an exact cycle of its queue (docs/lowering-tsp.md). The
  * scheduler keeps reservation tables for the resources the TSP does not interlock: the
- * stream registers (per direction, stream and trajectory: a value occupies the positions from its
- * producer to its last consumer), the MEM slices' read and write ports and banks, the VXM ALU
- * latches, the MXM planes' weights and accumulators, and the in-order issue rules of each queue
- * (a MEM read and write that are adjacent in a queue issue together). An instruction group is put
- * at the first cycle at which all of its reservations are free.
+ * stream registers (streams are split into pools of one direction between producers and
+ * consumers on either side of a point, so one bit per stream and trajectory suffices), the MEM
+ * slices' read and write ports and banks, the VXM ALU latches, the MXM queues, and the in-order
+ * issue rules of each queue (a MEM read and write that are adjacent in a queue issue together).
+ * An instruction group is put at the first cycle at which all of its reservations are free.
  *
  * Numbers: INT8 inference. Activations and weights are int8, MXM products int32; the VXM adds the
- * bias (int32), converts to f32, multiplies by the operator's requantisation scale, applies a
- * fused Relu and converts back to int8 (round to nearest even, saturating). MatMul, Gemm and Conv
- * are streamed matrix products on the west MXM planes (one 320 x 320 weight block per plane,
- * the two planes alternating so one installs while the other streams); Conv reads its im2col
- * vectors straight from MEM by address (one kernel tap and channel tile per block, zero vector
- * for padding), partial sums of a multi-block product go through MEM as int32. Relu, Add,
- * MaxPool and GlobalAveragePool run on the VXM; Flatten and Reshape of one-pixel tensors are
- * free. Other operators (Softmax among them) are refused with an error naming them.
+ * bias (int32), converts to f32, multiplies by the operator's requantisation scale, converts back
+ * to int8 (round to nearest even, saturating) and applies a fused Relu. MatMul, Gemm and Conv
+ * are streamed matrix products on the two west MXM planes (one 320 x 320 weight block per plane;
+ * a block with many vectors to stream goes on both, else the planes alternate so one installs
+ * while the other streams); Conv reads its im2col vectors straight from MEM by address (one
+ * kernel tap and channel tile per block, padding taps skipped), or, on a graph input with
+ * C kh kw <= 320, from an im2col layout the host writes; partial sums of a multi-block product
+ * go through the east MEM as int32. Relu, Add, MaxPool (of a Relu's output) and
+ * GlobalAveragePool run on the VXM; Softmax (last axis, <= 320 columns, int8 read as q / 16)
+ * uses the VXM's exp and an all-ones f16 block on plane W1 for the row sum, giving f16; Flatten
+ * and Reshape of one-pixel tensors are free. Other operators are refused with an error naming
+ * them. Values the graph does not carry as int8 (int32 for biases) are filled deterministically.
  *
  * The lowering knows only the TSP opcode table (arch/tsp/tsp_isa.def); the machine figures come
  * in a ts_lower_tsp_params filled from the chip config.
@@ -103,14 +107,15 @@ void ts_lower_tsp_report_free(ts_lower_tsp_report *rep);
 /* Lower a finalized graph. params is a const ts_lower_tsp_params *. On success *out is a new program
  * for arch "tsp" and rep (may be NULL) is filled. Unsupported operators and operators that do not fit
  * fail with an error naming the operator and by how much:
- *   "Conv 'c' needs 9000 words of int32 partial sums per slice, a bank holds 4096". The program
- * preloads every queue (no ifetch): a queue longer than icu.queue_capacity is refused, naming
- * the queue and both figures. */
+ *   "Conv 'c' needs 300 more words of int32 partial sums in every east MEM slice; 8000 of the
+ *   slice's 8192 are taken". The program preloads every queue (no ifetch): a queue longer than
+ * icu.queue_capacity is refused, naming the queue and both figures (0 = no limit). */
 ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, ts_lower_tsp_report *rep,
                        ts_err *err);
 
 /* The MEM slice (data-segment index) and byte address of element (pixel, channel) of a placed
- * tensor; -1 if the tensor is not placed. */
+ * tensor; -1 if the tensor is not placed. For the f16 output of Softmax, byte b of element n is
+ * channel b x vl + n. */
 int ts_lower_tsp_locate(const ts_lower_tsp_report *rep, int tensor, uint32_t pixel, uint32_t channel,
                         uint32_t vl, int *slice, uint64_t *addr);
 
