@@ -110,7 +110,7 @@ typedef struct pend { uint32_t q; uint64_t t; ts_insn in; } pend;
 
 /* A free range of words (the same range in every slice of a hemisphere). */
 typedef struct fr { uint32_t base, len; uint64_t avail; } fr;
-typedef struct alloc { fr *v; size_t n, cap; uint32_t top; } alloc;
+typedef struct alloc { fr *v; size_t n, cap; uint32_t first, top, limit; } alloc;
 
 /* A placed int8 tensor. */
 typedef struct tens {
@@ -141,7 +141,8 @@ typedef struct lt {
     uint64_t last;         /* last cycle with an instruction */
     uint64_t rdmax;        /* latest MEM read of the group being placed */
     uint32_t rot;          /* rotating start for slice and ALU choices */
-    alloc aw, ae;
+    alloc al[2][2];        /* [hemisphere][bank]: west, east; words below and above half */
+    uint32_t half;         /* first word of bank 1 */
     tens *t;               /* per graph tensor */
     /* per-plane: the last abc of the block it holds */
     uint64_t plane_busy[2];
@@ -267,6 +268,21 @@ static uint32_t bank_of(const lt *L, uint32_t word)
     return (uint32_t)(word / (L->p->words / L->p->banks));
 }
 
+/* The issue rule: a read and a write adjacent in a MEM queue issue together (docs/tsp.md). A
+ * cycle with a read and a write is emitted as a pair, oriented to follow the cycle before; a
+ * cycle with one of them must not sit next to a cycle holding only the other. May an operation
+ * of one class (its slots `mine`, the other class's `other`) go at cycle t? */
+static bool mem_alone_ok(const bits *mine, const bits *other, uint64_t t)
+{
+    if (bget(other, t))
+        return true; /* it makes a pair */
+    if (bget(other, t + 1) && !bget(mine, t + 1))
+        return false;
+    if (t > 0 && bget(other, t - 1) && !bget(mine, t - 1))
+        return false;
+    return true;
+}
+
 /* A MEM read of (mem, word) whose value reaches position pc on stream (dir, s) at cycle ta, issued
  * no earlier than lb. The stream itself is reserved by the caller. */
 static bool rd(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t pc, int dir, int s, uint32_t tag, uint64_t lb)
@@ -278,9 +294,7 @@ static bool rd(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t pc, int
     int64_t r = (int64_t)ta - L->p->f_read - dist;
     if (r < 0 || (uint64_t)r < lb)
         return false;
-    /* a read next to a write in the queue would issue with it (docs/tsp.md, Issue): a read and a
-     * write share a cycle or keep a cycle apart */
-    if (bget(&L->q[mem].wr, (uint64_t)r + 1) || (r > 0 && bget(&L->q[mem].wr, (uint64_t)r - 1)))
+    if (!mem_alone_ok(&L->q[mem].issue, &L->q[mem].wr, (uint64_t)r))
         return false;
     bits *bk = &L->bank[mem][bank_of(L, word)];
     if (bget(&L->q[mem].issue, (uint64_t)r) || bget(bk, (uint64_t)r))
@@ -319,7 +333,7 @@ static bool wr(lt *L, uint32_t mem, uint32_t word, uint64_t tb, uint32_t pp, int
     if (dist <= 0)
         return false;
     uint64_t w = tb + (uint64_t)dist;
-    if (w <= lb || bget(&L->q[mem].issue, w + 1) || bget(&L->q[mem].issue, w - 1))
+    if (w <= lb || !mem_alone_ok(&L->q[mem].wr, &L->q[mem].issue, w))
         return false;
     bits *bk = &L->bank[mem][bank_of(L, word)];
     if (bget(&L->q[mem].wr, w) || bget(bk, w + L->p->f_write))
@@ -432,7 +446,7 @@ static bool vin_w2(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag
 
 /* ---- MEM regions ---- */
 
-static int al_get(alloc *a, uint32_t len, uint32_t limit, uint32_t *base, uint64_t *avail)
+static int al_get(alloc *a, uint32_t len, uint32_t *base, uint64_t *avail)
 {
     for (size_t i = 0; i < a->n; i++)
         if (a->v[i].len >= len) {
@@ -444,7 +458,7 @@ static int al_get(alloc *a, uint32_t len, uint32_t limit, uint32_t *base, uint64
                 memmove(a->v + i, a->v + i + 1, (--a->n - i) * sizeof *a->v);
             return 0;
         }
-    if ((uint64_t)a->top + len > limit)
+    if ((uint64_t)a->top + len > a->limit)
         return -1;
     *base = a->top;
     *avail = 0;
@@ -485,21 +499,36 @@ static int al_put(alloc *a, uint32_t base, uint32_t len, uint64_t avail)
 /* Words base..base+words in every slice of a hemisphere. Regions that hold initial data must be
  * fresh (never written by the schedule); others may reuse freed words after *avail. */
 static ts_status region(lt *L, int hemi, uint32_t words, const char *what, const ts_graph_node *nd, bool fresh,
-                        uint32_t *base, uint64_t *avail)
+                        int bank, uint32_t *base, uint64_t *avail)
 {
-    alloc *a = hemi ? &L->ae : &L->aw;
-    size_t n = a->n;
-    if (fresh)
-        a->n = 0;
-    int bad = al_get(a, words, (uint32_t)L->p->words, base, avail);
-    if (fresh)
-        a->n = n;
-    if (bad)
+    int bad = -1;
+    for (int k = 0; k < 2 && bad; k++) {
+        alloc *a = &L->al[hemi][k ? 1 - bank : bank];
+        size_t n = a->n;
+        if (fresh)
+            a->n = 0;
+        bad = al_get(a, words, base, avail);
+        if (fresh)
+            a->n = n;
+    }
+    if (bad) {
+        uint64_t taken = (uint64_t)(L->al[hemi][0].top - L->al[hemi][0].first) + (L->al[hemi][1].top - L->al[hemi][1].first);
         return ts_err_set(L->err, TS_EINPUT,
-                          "%s '%s' needs %" PRIu32 " more words of %s in every %s MEM slice; %" PRIu32
+                          "%s '%s' needs %" PRIu32 " more words of %s in every %s MEM slice; %" PRIu64
                           " of the slice's %" PRIu64 " are taken",
-                          ts_graph_op_name(nd->op), nd->name, words, what, hemi ? "east" : "west", a->top, L->p->words);
+                          ts_graph_op_name(nd->op), nd->name, words, what, hemi ? "east" : "west", taken, L->p->words);
+    }
     return TS_OK;
+}
+
+static alloc *alloc_of(lt *L, int hemi, uint32_t base)
+{
+    return &L->al[hemi][base >= L->half];
+}
+
+static int bank_pref(const lt *L, const tens *x)
+{
+    return x && x->base >= L->half ? 0 : 1;
 }
 
 static void slot(const lt *L, const tens *x, uint64_t i, uint32_t *mem, uint32_t *word)
@@ -510,7 +539,7 @@ static void slot(const lt *L, const tens *x, uint64_t i, uint32_t *mem, uint32_t
 }
 
 /* Place a tensor of P pixels x C channels in the west MEM. */
-static ts_status place(lt *L, int id, uint32_t P, uint32_t C, const ts_graph_node *nd, bool fresh)
+static ts_status place(lt *L, int id, uint32_t P, uint32_t C, const ts_graph_node *nd, bool fresh, int bank)
 {
     tens *x = &L->t[id];
     x->P = P;
@@ -519,7 +548,7 @@ static ts_status place(lt *L, int id, uint32_t P, uint32_t C, const ts_graph_nod
     uint64_t n = (uint64_t)P * x->T;
     x->off = L->rot % L->nW;
     x->nw = (uint32_t)((x->off + n + L->nW - 1) / L->nW);
-    ts_status rc = region(L, 0, x->nw, "activations", nd, fresh, &x->base, &x->avail);
+    ts_status rc = region(L, 0, x->nw, "activations", nd, fresh, bank, &x->base, &x->avail);
     if (rc != TS_OK)
         return rc;
     x->ready = ts_calloc(n ? n : 1, sizeof *x->ready);
@@ -537,7 +566,7 @@ static void release(lt *L, int id)
     tens *x = &L->t[id];
     if (!x->placed || x->output || x->owner != id || --x->users > 0)
         return;
-    if (al_put(&L->aw, x->base, x->nw, x->last_read))
+    if (al_put(alloc_of(L, 0, x->base), x->base, x->nw, x->last_read))
         L->oom = true;
     x->nw = 0;
 }
@@ -728,7 +757,8 @@ typedef struct pass {
     int pl;
     int64_t xv;              /* activation vector, -1 zeros */
     bool first, final;
-    uint32_t pmem[4], pword[4]; /* partial sums (not first) */
+    uint32_t pmem[4], pword[4]; /* partial sums: slices, words read (not first) */
+    uint32_t wmem[4], wword[4]; /* slices, words the new partial sums go to (not final) */
     uint64_t pready;
     uint32_t bword, sword;   /* bias (first) and scale (final) words, in every E slice */
     uint32_t omem, oword;    /* final: output vector */
@@ -781,7 +811,7 @@ static bool try_pass(lt *L, const prod *p, const pass *ps, uint64_t T, uint64_t 
         uint64_t last = 0;
         for (int b = 0; b < 4; b++) {
             uint64_t w;
-            if (!wr(L, ps->pmem[b], ps->pword[b], A + P->f_add, pv, EAST, sd + b, tag, 0, &w))
+            if (!wr(L, ps->wmem[b], ps->wword[b], A + P->f_add, pv, EAST, sd + b, tag, 0, &w))
                 return false;
             if (w > last)
                 last = w;
@@ -837,7 +867,7 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
     }
     uint32_t woff = L->rot % L->nW, wwords = (uint32_t)((woff + rows + L->nW - 1) / L->nW), wbase;
     uint64_t wav;
-    if ((rc = region(L, 0, wwords, "weights", nd, true, &wbase, &wav)) != TS_OK)
+    if ((rc = region(L, 0, wwords, "weights", nd, true, 1, &wbase, &wav)) != TS_OK)
         return rc;
     image im;
     if (img_init(&im, L->nW, wbase, wwords, VL)) {
@@ -863,7 +893,7 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
     /* bias and scale: replicated in every east slice (4 byte planes per tile of outputs) */
     uint32_t cwords = 4 * p->NT + 4, cbase;
     uint64_t cav;
-    if ((rc = region(L, 1, cwords, "bias and scale", nd, true, &cbase, &cav)) != TS_OK)
+    if ((rc = region(L, 1, cwords, "bias and scale", nd, true, 0, &cbase, &cav)) != TS_OK)
         return rc;
     if (img_init(&im, L->nE, cbase, cwords, VL)) {
         img_free(&im);
@@ -887,17 +917,25 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
     if ((rc = img_flush(L, &im, L->nW)) != TS_OK)
         return rc;
     /* partial sums: 4 words per output vector, striped over the east MEM */
+    /* two buffers, each on half of the east slices and in its own bank: a pass reads one and
+     * writes the other, so no slice mixes the reads and writes of one block */
     uint64_t nparts = p->KT > 1 ? (uint64_t)p->M * p->NT * 4 : 0;
-    uint32_t pbase = 0, pwords = (uint32_t)((nparts + L->nE - 1) / L->nE);
-    uint64_t pav = 0;
-    if (pwords && (rc = region(L, 1, pwords, "int32 partial sums", nd, false, &pbase, &pav)) != TS_OK)
+    uint32_t hE = L->nE / 2, pbases[2] = {0, 0}, pwords = (uint32_t)((nparts + hE - 1) / hE);
+    uint64_t pav = 0, av2 = 0;
+    if (pwords && ((rc = region(L, 1, pwords, "int32 partial sums", nd, false, 1, &pbases[0], &pav)) != TS_OK ||
+                   (rc = region(L, 1, pwords, "int32 partial sums", nd, false, 0, &pbases[1], &av2)) != TS_OK))
         return rc;
+    if (av2 > pav)
+        pav = av2;
+    uint8_t *pbuf = NULL; /* per output vector: the buffer holding its partial sum */
     uint64_t *pready = NULL;
     uint32_t *firstk = ts_calloc(p->M, sizeof *firstk), *lastk = ts_calloc(p->M, sizeof *lastk);
     uint32_t *rmem = ts_calloc(VL, sizeof *rmem), *rword = ts_calloc(VL, sizeof *rword);
-    if (nparts)
+    if (nparts) {
         pready = ts_calloc(p->M * p->NT, sizeof *pready);
-    if (!firstk || !lastk || !rmem || !rword || (nparts && !pready)) {
+        pbuf = ts_calloc(p->M * p->NT, 1);
+    }
+    if (!firstk || !lastk || !rmem || !rword || (nparts && (!pready || !pbuf))) {
         rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
         goto out;
     }
@@ -968,8 +1006,13 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
                 uint64_t pi = (uint64_t)m * p->NT + nt;
                 for (int b = 0; b < 4; b++) {
                     uint64_t k = pi * 4 + (uint64_t)b;
-                    ps.pmem[b] = L->nW + (uint32_t)(k % L->nE);
-                    ps.pword[b] = pbase + (uint32_t)(k / L->nE);
+                    if (nparts) {
+                        uint32_t rb = pbuf[pi], wb = kt & 1;
+                        ps.pmem[b] = L->nW + rb * hE + (uint32_t)(k % hE);
+                        ps.pword[b] = pbases[rb] + (uint32_t)(k / hE);
+                        ps.wmem[b] = L->nW + wb * hE + (uint32_t)(k % hE);
+                        ps.wword[b] = pbases[wb] + (uint32_t)(k / hE);
+                    }
                 }
                 ps.pready = nparts ? pready[pi] : 0;
                 ps.bword = cbase + 4 * nt;
@@ -1001,8 +1044,10 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
                             rd_last = L->rdmax;
                         if (ps.final)
                             p->y->ready[(uint64_t)m * p->y->T + nt] = w + P->f_write + 1;
-                        else
+                        else {
                             pready[pi] = w + P->f_write + 1;
+                            pbuf[pi] = (uint8_t)(kt & 1);
+                        }
                         span(ly, T, w);
                         break;
                     }
@@ -1025,7 +1070,8 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
         for (uint64_t i = 0; i < (uint64_t)p->M * p->NT; i++)
             if (pready[i] > pl)
                 pl = pready[i];
-        if (al_put(&L->ae, pbase, pwords, pl))
+        if (al_put(alloc_of(L, 1, pbases[0]), pbases[0], pwords, pl) ||
+            al_put(alloc_of(L, 1, pbases[1]), pbases[1], pwords, pl))
             goto oom;
     }
     rc = TS_OK;
@@ -1042,6 +1088,7 @@ out:
     ts_free(rmem);
     ts_free(rword);
     ts_free(pready);
+    ts_free(pbuf);
     return rc;
 }
 
@@ -1263,7 +1310,7 @@ static ts_status sched_gap(lt *L, const ts_graph_node *nd, tens *x, tens *y, ts_
 {
     uint32_t cbase;
     uint64_t cav;
-    ts_status rc = region(L, 1, 4, "scale", nd, true, &cbase, &cav);
+    ts_status rc = region(L, 1, 4, "scale", nd, true, 0, &cbase, &cav);
     if (rc != TS_OK)
         return rc;
     image im;
@@ -1392,8 +1439,8 @@ static ts_status sched_softmax(lt *L, const ts_graph_node *nd, tens *x, tens *y,
     uint32_t VL = L->VL, cbase, obase;
     uint64_t cav, oav;
     ts_status rc;
-    if ((rc = region(L, 1, 4, "scale", nd, true, &cbase, &cav)) != TS_OK ||
-        (rc = region(L, 0, 1, "ones", nd, true, &obase, &oav)) != TS_OK)
+    if ((rc = region(L, 1, 4, "scale", nd, true, 0, &cbase, &cav)) != TS_OK ||
+        (rc = region(L, 0, 1, "ones", nd, true, 1, &obase, &oav)) != TS_OK)
         return rc;
     image im;
     if (img_init(&im, L->nE, cbase, 4, VL)) {
@@ -1510,7 +1557,7 @@ static ts_status place_input(lt *L, int id, const ts_graph_node *nd)
 {
     uint32_t P, C;
     ts_status rc = shape_pc(L, nd, id, &P, &C);
-    if (rc != TS_OK || (rc = place(L, id, P, C, nd, true)) != TS_OK)
+    if (rc != TS_OK || (rc = place(L, id, P, C, nd, true, 0)) != TS_OK)
         return rc;
     tens *x = &L->t[id];
     int r;
@@ -1545,7 +1592,7 @@ static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
     x->off = L->rot % L->nW;
     x->nw = (x->off + x->P + L->nW - 1) / L->nW;
     uint64_t av;
-    ts_status rc = region(L, 0, x->nw, "im2col input", p->nd, true, &x->base, &av);
+    ts_status rc = region(L, 0, x->nw, "im2col input", p->nd, true, 0, &x->base, &av);
     if (rc != TS_OK)
         return rc;
     x->ready = ts_calloc(x->P, sizeof *x->ready);
@@ -1685,7 +1732,7 @@ static ts_status lower_node(lt *L, int ni)
         ly->scale = p.scale;
         uint32_t yP = p.M;
         int yid = fu >= 0 ? ts_graph_get_node(L->g, fu)->out[0] : out;
-        if ((rc = place(L, yid, yP, p.N, nd, false)) != TS_OK)
+        if ((rc = place(L, yid, yP, p.N, nd, false, bank_pref(L, p.x))) != TS_OK)
             return rc;
         p.y = &L->t[yid];
         p.y->nonneg = p.relu;
@@ -1698,7 +1745,7 @@ static ts_status lower_node(lt *L, int ni)
         (void)yr;
         rc = sched_product(L, &p, ly);
         if (p.kind == 3) {
-            if (al_put(&L->aw, im2.base, im2.nw, im2.last_read))
+            if (al_put(alloc_of(L, 0, im2.base), im2.base, im2.nw, im2.last_read))
                 L->oom = true;
             ts_free(im2.ready);
         }
@@ -1723,7 +1770,7 @@ static ts_status lower_node(lt *L, int ni)
                               nd->name);
         int fu = nd->op == TS_OP_ADD ? fused_relu(L, out) : -1;
         int yid = fu >= 0 ? ts_graph_get_node(L->g, fu)->out[0] : out;
-        if ((rc = place(L, yid, a->P, a->C, nd, false)) != TS_OK)
+        if ((rc = place(L, yid, a->P, a->C, nd, false, bank_pref(L, a))) != TS_OK)
             return rc;
         L->t[yid].nonneg = nd->op == TS_OP_RELU || fu >= 0;
         if ((rc = sched_elem(L, nd->op, a, b, &L->t[yid], fu >= 0, ly)) != TS_OK)
@@ -1743,7 +1790,7 @@ static ts_status lower_node(lt *L, int ni)
         const int64_t *xd = dims_of(L, nd->in[0], &xr), *yd = dims_of(L, out, &yr);
         if (xr != 4 || yr != 4)
             return ts_err_set(L->err, TS_EINPUT, "MaxPool '%s': the TSP lowering takes NCHW tensors", nd->name);
-        if ((rc = place(L, out, (uint32_t)(yd[2] * yd[3]), (uint32_t)yd[1], nd, false)) != TS_OK)
+        if ((rc = place(L, out, (uint32_t)(yd[2] * yd[3]), (uint32_t)yd[1], nd, false, bank_pref(L, x))) != TS_OK)
             return rc;
         y->nonneg = true;
         if ((rc = sched_pool(L, nd, x, y, (uint32_t)xd[2], (uint32_t)xd[3], (uint32_t)yd[2], (uint32_t)yd[3], ly)) !=
@@ -1756,7 +1803,8 @@ static ts_status lower_node(lt *L, int ni)
         tens *x = &L->t[nd->in[0]];
         if (!x->placed)
             return ts_err_set(L->err, TS_EINPUT, "GlobalAveragePool '%s': its input is not placed", nd->name);
-        if ((rc = place(L, out, 1, x->C, nd, false)) != TS_OK || (rc = sched_gap(L, nd, x, y, ly)) != TS_OK)
+        if ((rc = place(L, out, 1, x->C, nd, false, bank_pref(L, x))) != TS_OK ||
+            (rc = sched_gap(L, nd, x, y, ly)) != TS_OK)
             return rc;
         release(L, nd->in[0]);
         return TS_OK;
@@ -1788,7 +1836,7 @@ static ts_status lower_node(lt *L, int ni)
             return ts_err_set(L->err, TS_EINPUT,
                               "Softmax '%s': the TSP lowering takes the last axis of a 2-D int8 tensor of at most %u "
                               "columns", nd->name, L->VL);
-        if ((rc = place(L, out, x->P, 2 * L->VL, nd, false)) != TS_OK)
+        if ((rc = place(L, out, x->P, 2 * L->VL, nd, false, bank_pref(L, x))) != TS_OK)
             return rc;
         if ((rc = sched_softmax(L, nd, x, y, (uint32_t)xd[1], ly)) != TS_OK)
             return rc;
@@ -1824,6 +1872,14 @@ static ts_status emit_queues(lt *L, ts_lower_tsp_report *rep)
         if (!q->n)
             continue;
         qsort(q->v, q->n, sizeof *q->v, cmp_rec);
+        /* a read/write pair after a lone write starts with a write (docs/tsp.md, Issue) */
+        for (size_t i = 1; i + 1 < q->n; i++)
+            if (q->v[i].t == q->v[i + 1].t && q->v[i - 1].t + 1 == q->v[i].t &&
+                (i < 2 || q->v[i - 2].t != q->v[i - 1].t) && q->v[i - 1].in.op == LT_WRITE) {
+                rec tmp = q->v[i];
+                q->v[i] = q->v[i + 1];
+                q->v[i + 1] = tmp;
+            }
         ts_stream *s = ts_program_stream(L->prog, 0, qi);
         if (!s)
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
@@ -1892,7 +1948,12 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
     L.nE = P->mem_east;
     L.nalu = P->vxm_alus > 16 ? 16 : P->vxm_alus;
     L.nq = P->q_mxm + P->mxm_queues * (P->mxm_west + P->mxm_east) + P->sxm_queues * (P->sxm_west + P->sxm_east);
-    L.aw.top = 1; /* word 0 of every west slice: zeros */
+    L.half = P->banks == 2 ? (uint32_t)(P->words / 2) : (uint32_t)P->words;
+    for (int h = 0; h < 2; h++) {
+        L.al[h][0] = (alloc){.first = 0, .top = 0, .limit = L.half};
+        L.al[h][1] = (alloc){.first = L.half, .top = L.half, .limit = (uint32_t)P->words};
+    }
+    L.al[0][0].first = L.al[0][0].top = 1; /* word 0 of every west slice: zeros */
     L.prog = ts_program_create("tsp");
     L.q = ts_calloc(L.nq, sizeof *L.q);
     L.bank = ts_calloc(L.nW + L.nE, sizeof *L.bank);
@@ -1926,7 +1987,8 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
     }
     if (rc == TS_OK && rep) {
         rep->cycles = L.last + 1;
-        rep->words_used = (uint64_t)L.aw.top * L.nW + (uint64_t)L.ae.top * L.nE;
+        rep->words_used = (uint64_t)(L.al[0][0].top + L.al[0][1].top - L.al[0][1].first) * L.nW +
+                          (uint64_t)(L.al[1][0].top + L.al[1][1].top - L.al[1][1].first) * L.nE;
         rep->layers = L.layers;
         rep->nlayers = L.nlayers;
         L.layers = NULL;
@@ -1970,8 +2032,9 @@ done:
     ts_free(L.u);
     ts_free(L.pd);
     ts_free(L.layers);
-    ts_free(L.aw.v);
-    ts_free(L.ae.v);
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 2; k++)
+            ts_free(L.al[h][k].v);
     if (rc == TS_OK) {
         *out = L.prog;
     } else {
