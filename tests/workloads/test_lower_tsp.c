@@ -449,6 +449,38 @@ START_TEST(test_refused)
 }
 END_TEST
 
+/* A floorplan the lowering cannot use is refused with the reason; a queue longer than the
+ * config's capacity is refused with the capacity a run needs. */
+START_TEST(test_config_limits)
+{
+    ts_err e;
+    ts_err_init(&e);
+    void *cfg = tsp_test_config("tsp_small", NULL);
+    ts_lower_tsp_params p;
+    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
+    ts_config_destroy(cfg);
+    ts_graph *g = ts_graph_create("mm");
+    int a = tensor(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){200, 64});
+    int b = tensor(g, "b", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){64, 64});
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    node(g, TS_OP_MATMUL, "mm", (int[]){a, b}, 2, y, NULL);
+    finalize(g);
+    ts_program *prog = NULL;
+    ck_assert_int_eq(ts_lower_tsp(g, &p, &prog, NULL, &e), TS_EINPUT);
+    ck_assert_msg(strstr(e.msg, "32 streams per direction"), "%s", e.msg);
+    ts_err_free(&e);
+    ts_err_init(&e);
+    cfg = tsp_test_config("tsp_v1", NULL);
+    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
+    ts_config_destroy(cfg);
+    ck_assert_int_eq(ts_lower_tsp(g, &p, &prog, NULL, &e), TS_EINPUT);
+    ck_assert_msg(strstr(e.msg, "icu.queue_capacity is 128") && strstr(e.msg, "-s icu.queue_capacity="), "%s", e.msg);
+    ck_assert_ptr_null(prog);
+    ts_err_free(&e);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("lower_tsp");
@@ -460,6 +492,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_block);
     tcase_add_test(tc, test_softmax);
     tcase_add_test(tc, test_refused);
+    tcase_add_test(tc, test_config_limits);
     suite_add_tcase(s, tc);
     return s;
 }
