@@ -949,10 +949,13 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
             }
     }
     uint64_t rd_last = 0;
-    g = 0;
-    for (uint32_t nt = 0; nt < p->NT; nt++)
-        for (uint32_t kt = 0; kt < p->KT; kt++) {
+    /* blocks reduction-major: the output tiles' partial-sum chains interleave, so a block need not
+     * wait for the previous block of its own tile to write its partial sums */
+    for (uint32_t kt = 0; kt < p->KT; kt++)
+        for (uint32_t nt = 0; nt < p->NT; nt++) {
             uint32_t nv = p->N - nt * VL < VL ? p->N - nt * VL : VL;
+            /* rows are stored tile by tile, block by block; only the last tile is short */
+            g = (uint64_t)nt * VL * p->KT + (uint64_t)kt * nv;
             for (uint32_t r = 0; r < VL; r++) {
                 if (r < nv) {
                     uint64_t k = woff + g + r;
@@ -960,7 +963,6 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
                     rword[r] = wbase + (uint32_t)(k / L->nW);
                 }
             }
-            g += nv;
             bool any = false;
             for (uint32_t m = 0; m < p->M && !any; m++)
                 any = act_vec(p, m, kt) >= 0;
