@@ -1171,7 +1171,7 @@ static ts_status sched_elem(lt *L, int op, tens *a, tens *b, tens *y, bool relu,
     return TS_OK;
 }
 
-/* MaxPool of non-negative int8 (max(m, x) = m + relu(x - m), exact for values in 0..127): a chain
+/* MaxPool of non-negative int8 (max(m, x) = x + relu(m - x), exact for values in 0..127): a chain
  * through the ALU latches over the window's vectors. */
 static bool try_pool(lt *L, tens *x, tens *y, const uint64_t *win, uint32_t nwin, uint64_t v, uint64_t A, uint64_t *w)
 {
@@ -1186,30 +1186,26 @@ static bool try_pool(lt *L, tens *x, tens *y, const uint64_t *win, uint32_t nwin
             return false;
         tb = m.t;
     } else {
-        /* m = x0 + relu(x1 - x0), then m = m + relu(xi - m) */
+        /* m = x_i + relu(m - x_i), x_i read twice, so the running maximum waits in a latch for
+         * one cycle only (m starts as x0, read from MEM) */
         uint64_t t = A;
         for (uint32_t i = 1; i < nwin; i++) {
             uint32_t mi, wi;
             slot(L, x, win[i], &mi, &wi);
-            if (!vin_w(L, mi, wi, t, tag, x->ready[win[i]], &xi))
-                return false;
             if (i == 1) {
-                if (!vin_w2(L, mem, word, t, tag, x->ready[win[0]], &xi, mi, &x0) ||
-                    !vop(L, LT_SUBS, T_I8, 0, t, &xi, &x0, -1, 0, tag, &d, NULL))
+                if (!vin_w(L, mem, word, t, tag, x->ready[win[0]], &x0) ||
+                    !vin_w2(L, mi, wi, t, tag, x->ready[win[i]], &x0, mem, &xi) ||
+                    !vop(L, LT_SUBS, T_I8, 0, t, &x0, &xi, -1, 0, tag, &d, NULL))
                     return false;
-            } else if (!vop(L, LT_SUBS, T_I8, 0, t, &xi, &m, -1, 0, tag, &d, NULL)) {
+            } else if (!vin_w(L, mi, wi, t, tag, x->ready[win[i]], &xi) ||
+                       !vop(L, LT_SUBS, T_I8, 0, t, &m, &xi, -1, 0, tag, &d, NULL)) {
                 return false;
             }
-            if (!vop(L, LT_RELU, T_I8, 0, d.t, &d, NULL, -1, 0, tag, &r, NULL))
-                return false;
             bool last = i + 1 == nwin;
-            if (i == 1) {
-                if (!vin_w(L, mem, word, r.t, tag, x->ready[win[0]], &x0) ||
-                    !vop(L, LT_ADDS, T_I8, 0, r.t, &x0, &r, last ? P_FROMV_W : -1, 1, tag, &m, &so))
-                    return false;
-            } else if (!vop(L, LT_ADDS, T_I8, 0, r.t, &m, &r, last ? P_FROMV_W : -1, 1, tag, &m, &so)) {
+            if (!vop(L, LT_RELU, T_I8, 0, d.t, &d, NULL, -1, 0, tag, &r, NULL) ||
+                !vin_w(L, mi, wi, r.t, tag, x->ready[win[i]], &xi) ||
+                !vop(L, LT_ADDS, T_I8, 0, r.t, &xi, &r, last ? P_FROMV_W : -1, 1, tag, &m, &so))
                 return false;
-            }
             t = m.t;
         }
         tb = m.t;
