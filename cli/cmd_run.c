@@ -319,6 +319,10 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     have_res = true;
+    if (cli_tsp_layers(&res, energy, &err) != TS_OK) {
+        rc = cli_fail(&err);
+        goto out;
+    }
     if (act && !ts_activity_nunits(act)) {
         ts_err_set(&err, TS_EINPUT, "family '%s' does not report activity yet (--frames, --summary-png, --view, --trace)", fam->name);
         rc = cli_fail(&err);

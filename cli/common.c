@@ -11,6 +11,7 @@
 #include "core/alloc.h"
 #include "core/fileio.h"
 #include "workloads/lower_ipu.h"
+#include "workloads/lower_tsp.h"
 #include "workloads/workload.h"
 
 int cli_fail(const ts_err *err)
@@ -169,6 +170,62 @@ void cli_sets_free(cli_sets *s)
     memset(s, 0, sizeof *s);
 }
 
+/* The TSP lowering's report of the last model compiled (per-layer cycles for cmd_run). */
+static ts_lower_tsp_report tsp_last;
+
+const ts_lower_tsp_report *cli_tsp_report(void) { return tsp_last.nlayers ? &tsp_last : NULL; }
+
+ts_status cli_tsp_layers(ts_results *res, const ts_energy_table *energy, ts_err *err)
+{
+    const ts_lower_tsp_report *rep = cli_tsp_report();
+    if (!rep || !res->stats || strcmp(res->arch, "tsp"))
+        return TS_OK;
+    static const char *const cols[] = {"node", "first", "last", "cycles", "mem_bytes", "bandwidth", "macs",
+                                       "mxm_macs", "vxm_ops", "energy"};
+    static const char *const units[] = {"", "cycles", "cycles", "cycles", "B", "GB/s", "", "", "", "uJ"};
+    int t = ts_stats_table(res->stats, "layers",
+                           "per operator, from the static schedule: first and last instruction (operators overlap), "
+                           "MEM bytes moved and their rate over its cycles, useful and executed MACs, VXM "
+                           "instructions, and its energy priced with the run's table (MXM MACs, MEM bytes, "
+                           "instruction issues)", 10, cols, units);
+    if (t < 0)
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    const ts_energy_entry *mac = energy ? ts_energy_find(energy, "int8_mac") : NULL;
+    const ts_energy_entry *rd = energy ? ts_energy_find(energy, "sram_read_64b") : NULL;
+    const ts_energy_entry *is = energy ? ts_energy_find(energy, "insn_issue") : NULL;
+    for (size_t i = 0; i < rep->nlayers; i++) {
+        const ts_lower_tsp_layer *y = &rep->layers[i];
+        double cyc = y->instructions ? (double)(y->last - y->first + 1) : 0;
+        double secs = res->clock_hz > 0 ? cyc / res->clock_hz : 0;
+        double j = (mac ? mac->joules * (double)y->mxm_macs : 0) + (rd ? rd->joules * (double)y->mem_bytes / 8.0 : 0) +
+                   (is ? is->joules * (double)y->instructions : 0);
+        double row[10] = {(double)y->node, (double)y->first, (double)y->last, cyc, (double)y->mem_bytes,
+                          secs > 0 ? (double)y->mem_bytes / secs / 1e9 : 0, (double)y->macs, (double)y->mxm_macs,
+                          (double)y->vxm_ops, j * 1e6};
+        if (!y->instructions)
+            row[1] = row[2] = 0;
+        ts_status rc = ts_stats_row(res->stats, t, row);
+        if (rc != TS_OK)
+            return ts_err_set(err, rc, "out of memory");
+    }
+    return TS_OK;
+}
+
+static ts_status cli_lower_tsp(ts_program **out, const char *path, const ts_config *cfg, ts_err *err)
+{
+    ts_lower_tsp_params p;
+    ts_status rc = ts_lower_tsp_params_from_config(cfg, &p, err);
+    if (rc != TS_OK)
+        return rc;
+    ts_graph *g = NULL;
+    if ((rc = ts_wl_load_model(path, NULL, NULL, &g, err)) != TS_OK)
+        return rc;
+    ts_lower_tsp_report_free(&tsp_last);
+    rc = ts_lower_tsp(g, &p, out, &tsp_last, err);
+    ts_graph_destroy(g);
+    return rc;
+}
+
 ts_status cli_load_workload(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
                             ts_err *err)
 {
@@ -178,6 +235,8 @@ ts_status cli_load_workload(ts_program **out, const char *path, const ts_config 
     if (!cfg)
         return ts_err_set(err, TS_EINPUT, "compiling the model '%s' needs a chip config: give -c CONFIG", path);
     const char *arch = ts_config_arch(cfg);
+    if (!strcmp(arch, "tsp"))
+        return cli_lower_tsp(out, path, cfg, err);
     if (strcmp(arch, "ipu"))
         return ts_err_set(err, TS_EINPUT, "no lowering for arch '%s' yet", arch);
     ts_lower_ipu_params p;

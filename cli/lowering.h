@@ -4,12 +4,21 @@
 #define TS_CLI_LOWERING_H
 
 #include "cli/common.h"
+#include "core/results.h"
 
 /* Like cli_load_program, but a model (ts_wl_is_model: an ONNX file, a workload YAML file or a
  * built-in workload spec such as "matmul:m=256,k=256,n=256") is loaded and lowered for cfg's arch.
- * Without cfg, or for an arch without a lowering ("no lowering for arch 'tsp' yet"), that is
+ * Without cfg, or for an arch without a lowering ("no lowering for arch 'wse' yet"), that is
  * TS_EINPUT. */
 ts_status cli_load_workload(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
                             ts_err *err);
+
+/* The TSP lowering's report of the last model cli_load_workload compiled for a TSP config (per-layer
+ * cycles from the schedule), NULL if none. Owned by the CLI; valid until the next compile. */
+struct ts_lower_tsp_report;
+const struct ts_lower_tsp_report *cli_tsp_report(void);
+/* Add that report's per-operator table ("layers": cycles, bandwidth, energy priced with energy) to
+ * the results of a TSP run; nothing for other runs. */
+ts_status cli_tsp_layers(ts_results *res, const ts_energy_table *energy, ts_err *err);
 
 #endif

@@ -109,5 +109,14 @@ else
   echo "note: this build has no ipu family; config and run cases skipped" >&2
 fi
 
+if has_family tsp; then
+  # A model lowered for the TSP: the report has the per-operator table; queues longer than the
+  # config's capacity are refused with the capacity the run needs.
+  expect_exit tsp-model 0 "$T" run -q -c tsp_v1 -s icu.queue_capacity=200 matmul:m=8,k=400,n=350
+  grep -q "layers" "$tmp/stdout" && ok || bad "the TSP run has no layers table"
+  expect_exit tsp-queue-capacity 2 "$T" run -q -c tsp_v1 matmul:m=64,k=400,n=350
+  grep -q "icu.queue_capacity=" "$tmp/stderr" && ok || bad "the queue-capacity refusal gives no figure"
+fi
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -1,0 +1,507 @@
+/* tests/workloads/test_lower_tsp.c — the TSP lowering: graphs built through the workloads API are
+ * compiled to one static schedule, run on the TSP family with hazards fatal (fast, lockstep and
+ * three threads must agree byte for byte), and their int8 outputs, read back from MEM where the
+ * lowering reports them, must equal a C reference bit for bit. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch/tsp/tsp.h"
+#include "core/alloc.h"
+#include "core/half.h"
+#include "core/program.h"
+#include "tests/arch/tsp/tsp_test.h"
+#include "workloads/graph.h"
+#include "workloads/lower_tsp.h"
+
+/* ---- building graphs ---- */
+
+static int tensor(ts_graph *g, const char *name, ts_tensor_kind kind, ts_dtype dt, int rank, const int64_t *dims)
+{
+    ts_err e;
+    ts_err_init(&e);
+    int id = -1;
+    ck_assert_int_eq(ts_graph_add_tensor(g, name, kind, dt, rank, dims, &id, &e), TS_OK);
+    return id;
+}
+
+static void node(ts_graph *g, ts_graph_op op, const char *name, const int *in, size_t nin, int out,
+                 const ts_graph_attrs *a)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_msg(ts_graph_add_node(g, op, name, in, nin, &out, 1, a, NULL, &e) == TS_OK, "%s", e.msg);
+}
+
+static void finalize(ts_graph *g)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_msg(ts_graph_finalize(g, &e) == TS_OK, "%s", e.msg);
+}
+
+/* ---- the C reference (int8 NCHW, batch 1, or [M, K] matrices) ---- */
+
+static int8_t requant(int32_t acc, float scale, bool relu)
+{
+    float f = (float)acc * scale;
+    double r = nearbyint((double)f);
+    int v = r < -128 ? -128 : r > 127 ? 127 : (int)r;
+    return (int8_t)(relu && v < 0 ? 0 : v);
+}
+
+/* A graph input's values as the lowering fills them. */
+static int8_t *input_of(const ts_graph *g, int id)
+{
+    int64_t n = ts_graph_tensor_elems(ts_graph_get_tensor(g, id));
+    int8_t *v = ts_calloc((size_t)n, 1);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = ts_lower_tsp_fill_i8(id, (uint64_t)i);
+    return v;
+}
+
+/* y[n][m] (NCHW output, m = pixel) of a convolution. */
+static int8_t *ref_conv(const int8_t *x, int C, int H, int W, int wid, int bid, int M, int k, int stride, int pad,
+                        bool relu, int *Ho, int *Wo)
+{
+    *Ho = (H + 2 * pad - k) / stride + 1;
+    *Wo = (W + 2 * pad - k) / stride + 1;
+    int8_t *y = ts_calloc((size_t)M * *Ho * *Wo, 1);
+    float s = ts_lower_tsp_scale((uint64_t)C * k * k);
+    for (int n = 0; n < M; n++)
+        for (int oy = 0; oy < *Ho; oy++)
+            for (int ox = 0; ox < *Wo; ox++) {
+                int32_t acc = bid >= 0 ? ts_lower_tsp_fill_bias(bid, (uint64_t)n) : 0;
+                for (int c = 0; c < C; c++)
+                    for (int ky = 0; ky < k; ky++)
+                        for (int kx = 0; kx < k; kx++) {
+                            int iy = oy * stride - pad + ky, ix = ox * stride - pad + kx;
+                            if (iy < 0 || ix < 0 || iy >= H || ix >= W)
+                                continue;
+                            acc += (int32_t)x[((size_t)c * H + iy) * W + ix] *
+                                   ts_lower_tsp_fill_i8(wid, (((uint64_t)n * C + c) * k + ky) * k + kx);
+                        }
+                y[((size_t)n * *Ho + oy) * *Wo + ox] = requant(acc, s, relu);
+            }
+    return y;
+}
+
+/* ---- compiling and running ---- */
+
+/* The lowering preloads every queue: the runs get queues deep enough for the longest. */
+static const char *const run_sets[] = {"icu.queue_capacity=65536", NULL};
+
+static ts_status compile(const ts_graph *g, ts_program **prog, ts_lower_tsp_report *rep, ts_err *e)
+{
+    void *cfg = tsp_test_config("tsp_v1", run_sets);
+    ts_lower_tsp_params p;
+    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, e), TS_OK);
+    ts_status rc = ts_lower_tsp(g, &p, prog, rep, e);
+    ts_config_destroy(cfg);
+    return rc;
+}
+
+typedef struct lowered {
+    tsp_run run;
+    ts_lower_tsp_report rep;
+    ts_program *prog;
+} lowered;
+
+static void lower_and_run(const ts_graph *g, lowered *out)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_msg(compile(g, &out->prog, &out->rep, &e) == TS_OK, "%s", e.msg);
+    ts_err_free(&e);
+    if (getenv("TS_LOWER_DUMP")) { /* for debugging: the schedule as assembly */
+        ts_buf b = TS_BUF_INIT;
+        ts_err_init(&e);
+        if (ts_disasm(out->prog, ts_tsp_family.isa, &b, &e) == TS_OK) {
+            FILE *f = fopen(getenv("TS_LOWER_DUMP"), "w");
+            if (f) {
+                fwrite(b.data, 1, b.len, f);
+                fclose(f);
+            }
+        }
+        ts_buf_free(&b);
+        ts_err_free(&e);
+    }
+    tsp_test_run2("tsp_v1", run_sets, out->prog, &out->run);
+    static const char *const kinds[] = {"stream_collision", "no_value", "bank_conflict", "queue_underrun", "resource"};
+    for (int k = 0; k < 5; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "hazards.%s", kinds[k]);
+        ck_assert_double_eq(tsp_stat(&out->run, name), 0);
+    }
+}
+
+static void lowered_free(lowered *l)
+{
+    tsp_run_free(&l->run);
+    ts_lower_tsp_report_free(&l->rep);
+    ts_program_destroy(l->prog);
+}
+
+/* The value the run left for element (pixel, channel) of a tensor. */
+static int8_t got(const lowered *l, int tensor, uint32_t pixel, uint32_t channel)
+{
+    int slice;
+    uint64_t addr;
+    ck_assert_int_eq(ts_lower_tsp_locate(&l->rep, tensor, pixel, channel, 320, &slice, &addr), 0);
+    return (int8_t)tsp_peek(&l->run, slice, addr);
+}
+
+/* ---- tests ---- */
+
+/* Y = A x B with K and N over one vector (two blocks each: partial sums through MEM). */
+START_TEST(test_matmul)
+{
+    ts_graph *g = ts_graph_create("mm");
+    const int M = 5, K = 400, N = 350;
+    int a = tensor(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, K});
+    int b = tensor(g, "b", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){K, N});
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    node(g, TS_OP_MATMUL, "mm", (int[]){a, b}, 2, y, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    ck_assert_uint_eq(l.rep.nlayers, 1);
+    ck_assert_uint_eq(l.rep.layers[0].blocks, 4);
+    ck_assert_uint_eq(l.rep.layers[0].passes, 4 * M);
+    float s = ts_lower_tsp_scale(K);
+    int8_t *av = input_of(g, a);
+    int bad = 0;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            int32_t acc = 0;
+            for (int k = 0; k < K; k++)
+                acc += av[m * K + k] * ts_lower_tsp_fill_i8(b, (uint64_t)k * N + n);
+            int8_t want = requant(acc, s, false), have = got(&l, y, (uint32_t)m, (uint32_t)n);
+            if (want != have && bad++ < 5)
+                fprintf(stderr, "y[%d][%d] = %d, want %d\n", m, n, have, want);
+        }
+    ck_assert_int_eq(bad, 0);
+    ck_assert_double_eq(tsp_stat(&l.run, "mxm.macs"), (double)l.rep.layers[0].passes * 320 * 320);
+    ts_free(av);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* Gemm with transB and a bias, fused Relu. */
+START_TEST(test_gemm_relu)
+{
+    ts_graph *g = ts_graph_create("gemm");
+    const int M = 2, K = 300, N = 200;
+    int a = tensor(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, K});
+    int b = tensor(g, "b", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){N, K});
+    int c = tensor(g, "c", TS_TENSOR_WEIGHT, TS_DT_I32, 1, (int64_t[]){N});
+    int h = tensor(g, "h", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.trans_b = true;
+    node(g, TS_OP_GEMM, "fc", (int[]){a, b, c}, 3, h, &at);
+    node(g, TS_OP_RELU, "relu", (int[]){h}, 1, y, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    float s = ts_lower_tsp_scale(K);
+    int8_t *av = input_of(g, a);
+    int bad = 0, pos = 0;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            int32_t acc = ts_lower_tsp_fill_bias(c, (uint64_t)n);
+            for (int k = 0; k < K; k++)
+                acc += av[m * K + k] * ts_lower_tsp_fill_i8(b, (uint64_t)n * K + k);
+            int8_t want = requant(acc, s, true), have = got(&l, y, (uint32_t)m, (uint32_t)n);
+            pos += want > 0;
+            if (want != have && bad++ < 5)
+                fprintf(stderr, "y[%d][%d] = %d, want %d\n", m, n, have, want);
+        }
+    ck_assert_int_eq(bad, 0);
+    ck_assert_int_gt(pos, M * N / 4); /* the values are not all clipped */
+    ts_free(av);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* conv 3x3 (input laid out by the host) + relu, then a strided 3x3 conv with padding read by
+ * address from MEM (9 taps: partial sums through MEM, zero vectors skipped at the borders). */
+START_TEST(test_conv)
+{
+    ts_graph *g = ts_graph_create("conv");
+    const int C = 3, H = 9, W = 7, M1 = 24, M2 = 40;
+    int x = tensor(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M1, C, 3, 3});
+    int b1 = tensor(g, "b1", TS_TENSOR_WEIGHT, TS_DT_I32, 1, (int64_t[]){M1});
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M2, M1, 3, 3});
+    int h = tensor(g, "h", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int r = tensor(g, "r", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    ts_graph_attrs a1, a2;
+    ts_graph_attrs_init(&a1);
+    a1.pads[0] = a1.pads[1] = a1.pads[2] = a1.pads[3] = 1;
+    a2 = a1;
+    a2.strides[0] = a2.strides[1] = 2;
+    node(g, TS_OP_CONV, "c1", (int[]){x, w1, b1}, 3, h, &a1);
+    node(g, TS_OP_RELU, "relu", (int[]){h}, 1, r, NULL);
+    node(g, TS_OP_CONV, "c2", (int[]){r, w2}, 2, y, &a2);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    ck_assert_uint_eq(l.rep.nlayers, 3);
+    ck_assert_uint_eq(l.rep.layers[0].blocks, 1);
+    ck_assert_uint_eq(l.rep.layers[2].blocks, 9);
+    int8_t *xv = input_of(g, x);
+    int Ho, Wo, Ho2, Wo2;
+    int8_t *hv = ref_conv(xv, C, H, W, w1, b1, M1, 3, 1, 1, true, &Ho, &Wo);
+    int8_t *yv = ref_conv(hv, M1, Ho, Wo, w2, -1, M2, 3, 2, 1, false, &Ho2, &Wo2);
+    int bad = 0, nz = 0;
+    for (int n = 0; n < M2; n++)
+        for (int p = 0; p < Ho2 * Wo2; p++) {
+            int8_t want = yv[(size_t)n * Ho2 * Wo2 + p], have = got(&l, y, (uint32_t)p, (uint32_t)n);
+            nz += want != 0;
+            if (want != have && bad++ < 5)
+                fprintf(stderr, "y[%d][%d] = %d, want %d\n", n, p, have, want);
+        }
+    ck_assert_int_eq(bad, 0);
+    ck_assert_int_gt(nz, M2 * Ho2 * Wo2 / 2);
+    ts_free(xv);
+    ts_free(hv);
+    ts_free(yv);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* A residual tail: conv+relu, maxpool, add with a second branch + relu, global average pool,
+ * flatten, gemm (the shapes ResNet-50 ends with, small). */
+START_TEST(test_block)
+{
+    ts_graph *g = ts_graph_create("block");
+    const int C = 2, H = 6, W = 6, M = 330, N = 10;
+    int x = tensor(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, C, 1, 1});
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, M, 1, 1});
+    int fw = tensor(g, "fw", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){N, M});
+    int t[8];
+    const char *nm[8] = {"h", "r", "p", "q", "s", "sr", "gp", "fl"};
+    for (int i = 0; i < 8; i++)
+        t[i] = tensor(g, nm[i], TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    ts_graph_attrs pool, fc;
+    ts_graph_attrs_init(&pool);
+    pool.kernel[0] = pool.kernel[1] = 3;
+    pool.strides[0] = pool.strides[1] = 2;
+    pool.pads[0] = pool.pads[1] = pool.pads[2] = pool.pads[3] = 1;
+    ts_graph_attrs_init(&fc);
+    fc.trans_b = true;
+    ts_graph_attrs one;
+    ts_graph_attrs_init(&one);
+    one.axis = 1;
+    node(g, TS_OP_CONV, "c1", (int[]){x, w1}, 2, t[0], NULL);
+    node(g, TS_OP_RELU, "r1", (int[]){t[0]}, 1, t[1], NULL);
+    node(g, TS_OP_MAXPOOL, "mp", (int[]){t[1]}, 1, t[2], &pool);
+    node(g, TS_OP_CONV, "c2", (int[]){t[2], w2}, 2, t[3], NULL);
+    node(g, TS_OP_ADD, "add", (int[]){t[3], t[2]}, 2, t[4], NULL);
+    node(g, TS_OP_RELU, "r2", (int[]){t[4]}, 1, t[5], NULL);
+    node(g, TS_OP_GLOBALAVGPOOL, "gap", (int[]){t[5]}, 1, t[6], NULL);
+    node(g, TS_OP_FLATTEN, "flat", (int[]){t[6]}, 1, t[7], &one);
+    node(g, TS_OP_GEMM, "fc", (int[]){t[7], fw}, 2, y, &fc);
+    ts_graph_mark_output(g, y);
+    ts_graph_mark_output(g, t[5]);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    /* reference */
+    int8_t *xv = input_of(g, x);
+    int Ho, Wo;
+    int8_t *h1 = ref_conv(xv, C, H, W, w1, -1, M, 1, 1, 0, true, &Ho, &Wo);
+    const int Hp = 3, Wp = 3;
+    int8_t *pv = ts_calloc((size_t)M * Hp * Wp, 1);
+    for (int c = 0; c < M; c++)
+        for (int oy = 0; oy < Hp; oy++)
+            for (int ox = 0; ox < Wp; ox++) {
+                int v = -128;
+                for (int ky = 0; ky < 3; ky++)
+                    for (int kx = 0; kx < 3; kx++) {
+                        int iy = oy * 2 - 1 + ky, ix = ox * 2 - 1 + kx;
+                        if (iy >= 0 && ix >= 0 && iy < H && ix < W && h1[((size_t)c * H + iy) * W + ix] > v)
+                            v = h1[((size_t)c * H + iy) * W + ix];
+                    }
+                pv[((size_t)c * Hp + oy) * Wp + ox] = (int8_t)v;
+            }
+    int Ho2, Wo2;
+    int8_t *q = ref_conv(pv, M, Hp, Wp, w2, -1, M, 1, 1, 0, false, &Ho2, &Wo2);
+    int bad = 0;
+    int8_t gp[330];
+    for (int c = 0; c < M; c++) {
+        int32_t sum = 0;
+        for (int p = 0; p < Hp * Wp; p++) {
+            int sv = q[(size_t)c * 9 + p] + pv[(size_t)c * 9 + p];
+            sv = sv > 127 ? 127 : sv < -128 ? -128 : sv;
+            sv = sv < 0 ? 0 : sv;
+            sum += sv;
+            int8_t have = got(&l, t[5], (uint32_t)p, (uint32_t)c);
+            if (have != sv && bad++ < 5)
+                fprintf(stderr, "sr[%d][%d] = %d, want %d\n", c, p, have, sv);
+        }
+        gp[c] = requant(sum, 1.0f / 9.0f, false);
+    }
+    ck_assert_int_eq(bad, 0);
+    float s = ts_lower_tsp_scale(M);
+    for (int n = 0; n < N; n++) {
+        int32_t acc = 0;
+        for (int c = 0; c < M; c++)
+            acc += gp[c] * ts_lower_tsp_fill_i8(fw, (uint64_t)n * M + c);
+        int8_t want = requant(acc, s, false), have = got(&l, y, 0, (uint32_t)n);
+        if (want != have && bad++ < 5)
+            fprintf(stderr, "y[%d] = %d, want %d\n", n, have, want);
+    }
+    ck_assert_int_eq(bad, 0);
+    ts_free(xv);
+    ts_free(h1);
+    ts_free(pv);
+    ts_free(q);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* Softmax over rows of int8 values read as q / 16: f16 probabilities. The C reference repeats the
+ * chip's steps (f32 exp, f16 to the plane, a sum in lane order rounded once to f32, rsqrt squared)
+ * and must match bit for bit; against softmax in double precision the tolerance is 2e-3 absolute
+ * (f16 rounding of each exp in the sum and of the result). */
+START_TEST(test_softmax)
+{
+    ts_graph *g = ts_graph_create("sm");
+    const int M = 6, N = 100;
+    int a = tensor(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, N});
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.axis = -1;
+    node(g, TS_OP_SOFTMAX, "sm", (int[]){a}, 1, y, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    int8_t *av = input_of(g, a);
+    int bad = 0;
+    double worst = 0;
+    for (int m = 0; m < M; m++) {
+        double sum = 0, dsum = 0;
+        for (int n = 0; n < N; n++) {
+            float e = expf((float)av[m * N + n] * (1.0f / 16.0f));
+            sum += (double)ts_f16_to_f32(ts_f32_to_f16(e));
+            dsum += exp(av[m * N + n] / 16.0);
+        }
+        float r = 1.0f / sqrtf((float)sum), inv = r * r;
+        for (int n = 0; n < N; n++) {
+            float e = expf((float)av[m * N + n] * (1.0f / 16.0f));
+            uint16_t want = ts_f32_to_f16(e * inv);
+            uint16_t have = (uint16_t)((uint8_t)got(&l, y, (uint32_t)m, (uint32_t)n) |
+                                       (uint8_t)got(&l, y, (uint32_t)m, 320u + (uint32_t)n) << 8);
+            if (want != have && bad++ < 5)
+                fprintf(stderr, "p[%d][%d] = %04x, want %04x\n", m, n, have, want);
+            double err = fabs((double)ts_f16_to_f32(have) - exp(av[m * N + n] / 16.0) / dsum);
+            if (err > worst)
+                worst = err;
+        }
+    }
+    ck_assert_int_eq(bad, 0);
+    if (getenv("TS_LOWER_DUMP"))
+        fprintf(stderr, "softmax: worst error %g against double\n", worst);
+    ck_assert_double_le(worst, 2e-3);
+    ts_free(av);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* Operators the lowering does not take are refused by name. */
+START_TEST(test_refused)
+{
+    ts_graph *g = ts_graph_create("sm");
+    int a = tensor(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){4, 10});
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.axis = -1;
+    node(g, TS_OP_SIGMOID, "sg", (int[]){a}, 1, y, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    ts_program *p = NULL;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(compile(g, &p, NULL, &e), TS_EINPUT);
+    ck_assert_ptr_null(p);
+    ck_assert_msg(strstr(e.msg, "Sigmoid 'sg'"), "%s", e.msg);
+    ts_err_free(&e);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* A floorplan the lowering cannot use is refused with the reason; a queue longer than the
+ * config's capacity is refused with the capacity a run needs. */
+START_TEST(test_config_limits)
+{
+    ts_err e;
+    ts_err_init(&e);
+    void *cfg = tsp_test_config("tsp_small", NULL);
+    ts_lower_tsp_params p;
+    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
+    ts_config_destroy(cfg);
+    ts_graph *g = ts_graph_create("mm");
+    int a = tensor(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){200, 64});
+    int b = tensor(g, "b", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){64, 64});
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    node(g, TS_OP_MATMUL, "mm", (int[]){a, b}, 2, y, NULL);
+    finalize(g);
+    ts_program *prog = NULL;
+    ck_assert_int_eq(ts_lower_tsp(g, &p, &prog, NULL, &e), TS_EINPUT);
+    ck_assert_msg(strstr(e.msg, "32 streams per direction"), "%s", e.msg);
+    ts_err_free(&e);
+    ts_err_init(&e);
+    cfg = tsp_test_config("tsp_v1", NULL);
+    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
+    ts_config_destroy(cfg);
+    ck_assert_int_eq(ts_lower_tsp(g, &p, &prog, NULL, &e), TS_EINPUT);
+    ck_assert_msg(strstr(e.msg, "icu.queue_capacity is 128") && strstr(e.msg, "-s icu.queue_capacity="), "%s", e.msg);
+    ck_assert_ptr_null(prog);
+    ts_err_free(&e);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("lower_tsp");
+    TCase *tc = tcase_create("lower_tsp");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_matmul);
+    tcase_add_test(tc, test_gemm_relu);
+    tcase_add_test(tc, test_conv);
+    tcase_add_test(tc, test_block);
+    tcase_add_test(tc, test_softmax);
+    tcase_add_test(tc, test_refused);
+    tcase_add_test(tc, test_config_limits);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

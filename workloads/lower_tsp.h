@@ -1,0 +1,129 @@
+/* workloads/lower_tsp.h — the TSP lowering: a finalized graph to one static, hazard-free schedule.
+ *
+ * Every instruction is placed on an exact cycle of its queue (docs/lowering-tsp.md). The
+ * scheduler keeps reservation tables for the resources the TSP does not interlock: the
+ * stream registers (streams are split into pools of one direction between producers and
+ * consumers on either side of a point, so one bit per stream and trajectory suffices), the MEM
+ * slices' read and write ports and banks, the VXM ALU latches, the MXM queues, and the in-order
+ * issue rules of each queue (a MEM read and write that are adjacent in a queue issue together).
+ * An instruction group is put at the first cycle at which all of its reservations are free.
+ *
+ * Numbers: INT8 inference. Activations and weights are int8, MXM products int32; the VXM adds the
+ * bias (int32), converts to f32, multiplies by the operator's requantisation scale, converts back
+ * to int8 (round to nearest even, saturating) and applies a fused Relu. MatMul, Gemm and Conv
+ * are streamed matrix products on the two west MXM planes (one 320 x 320 weight block per plane;
+ * a block with many vectors to stream goes on both, else the planes alternate so one installs
+ * while the other streams); Conv reads its im2col vectors straight from MEM by address (one
+ * kernel tap and channel tile per block, padding taps skipped), or, on a graph input with
+ * C kh kw <= 320, from an im2col layout the host writes; partial sums of a multi-block product
+ * go through the east MEM as int32. Relu, Add, MaxPool (of a Relu's output) and
+ * GlobalAveragePool run on the VXM; Softmax (last axis, <= 320 columns, int8 read as q / 16)
+ * uses the VXM's exp and an all-ones f16 block on plane W1 for the row sum, giving f16; Flatten
+ * and Reshape of one-pixel tensors are free. Other operators are refused with an error naming
+ * them. Values the graph does not carry as int8 (int32 for biases) are filled deterministically.
+ *
+ * The lowering knows only the TSP opcode table (arch/tsp/tsp_isa.def); the machine figures come
+ * in a ts_lower_tsp_params filled from the chip config.
+ */
+#ifndef TS_WORKLOADS_LOWER_TSP_H
+#define TS_WORKLOADS_LOWER_TSP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "core/config.h"
+#include "core/err.h"
+#include "core/program.h"
+#include "workloads/graph.h"
+
+#define TS_LOWER_TSP_MAX_MEM 128
+
+/* What the lowering needs to know about the chip (docs/tsp.md, configs/tsp_v1.yaml). */
+typedef struct ts_lower_tsp_params {
+    uint32_t superlanes, lanes;     /* vector = superlanes x lanes bytes */
+    uint32_t streams;               /* stream registers per direction */
+    uint32_t mem_west, mem_east;    /* MEM slices per hemisphere */
+    uint32_t mxm_west, mxm_east;    /* MXM planes per hemisphere */
+    uint32_t mxm_dim;               /* plane size (= vector length) */
+    uint32_t mxm_queues, vxm_alus, sxm_queues;
+    uint32_t sxm_west, sxm_east;    /* SXM slices per hemisphere (0 or 1) */
+    uint64_t words;                 /* vectors per MEM slice */
+    uint32_t banks;
+    uint64_t queue_capacity;        /* icu.queue_capacity */
+    double clock_hz;
+    /* d_skew per unit and d_func per instruction (cycles) */
+    uint32_t skew_mem, skew_vxm, skew_mxm;
+    uint32_t f_read, f_write, f_iw, f_abc, f_acc, f_add, f_mul, f_relu, f_cvt, f_mask, f_exp, f_rsqrt;
+    uint32_t fp16_interval;         /* cycles an f16 abc occupies its plane */
+    /* derived from the floorplan (one stream-register position per slice) */
+    uint32_t npos, pos_vxm;
+    uint16_t pos_mem_w[TS_LOWER_TSP_MAX_MEM], pos_mem_e[TS_LOWER_TSP_MAX_MEM]; /* by MEM number */
+    uint16_t pos_mxm_w[2];          /* west planes W0 and W1 */
+    uint32_t q_vxm, q_mxm;          /* first VXM ALU queue, first MXM queue */
+} ts_lower_tsp_params;
+
+/* Fill params from a chip config whose arch is "tsp" (reads its keys through the schema). Refuses
+ * floorplans the lowering cannot use (fewer than two west MXM planes, fewer than 16 MEM slices per
+ * hemisphere, fewer than 32 streams per direction, a custom stream-register map, a nonzero d_skew)
+ * with a message saying why. */
+ts_status ts_lower_tsp_params_from_config(const ts_config *cfg, ts_lower_tsp_params *out, ts_err *err);
+
+/* Where one tensor lives after the run: vector v (pixel p, channel tile c: v = p x tiles + c, a
+ * tile holding `vl` channels, lane = channel mod vl) is striped over the west MEM slices: with
+ * i = off + v it is in MEM slice (data-segment index) slice0 + i mod nslices, word base + i / nslices. */
+typedef struct ts_lower_tsp_place {
+    int tensor;
+    uint32_t pixels, tiles;   /* pixels (H x W, or rows of a matrix) and channel tiles */
+    uint32_t channels;
+    uint32_t slice0, nslices; /* data-segment indexes slice0 .. slice0 + nslices - 1 */
+    uint32_t base, off;       /* first word in every slice, and the stripe offset */
+} ts_lower_tsp_place;
+
+/* One operator as scheduled. */
+typedef struct ts_lower_tsp_layer {
+    int node;
+    uint64_t first, last;     /* cycles of its first and last instruction */
+    uint32_t blocks;          /* weight blocks installed (products) */
+    uint64_t passes;          /* vectors streamed through a plane or the VXM */
+    uint64_t macs;            /* useful MACs (ts_graph_node_macs) */
+    float scale;              /* requantisation scale (products, GlobalAveragePool) */
+    uint64_t mxm_macs;        /* MACs the planes execute (abc x dim x dim, padding included) */
+    uint64_t mem_bytes;       /* MEM bytes read and written (weights, activations, partial sums) */
+    uint64_t vxm_ops;         /* VXM instructions */
+    uint64_t instructions;    /* instructions (without nop) */
+} ts_lower_tsp_layer;
+
+/* What the lowering did. Owned arrays; free with ts_lower_tsp_report_free. */
+typedef struct ts_lower_tsp_report {
+    ts_lower_tsp_place *places; size_t nplaces;
+    ts_lower_tsp_layer *layers; size_t nlayers;
+    uint64_t cycles;          /* last scheduled cycle + 1 (the run ends a few cycles later) */
+    uint64_t instructions;    /* instructions emitted (with nop and repeat) */
+    uint64_t max_queue;       /* the longest queue */
+    uint64_t words_used;      /* MEM words allocated, all slices */
+} ts_lower_tsp_report;
+
+void ts_lower_tsp_report_free(ts_lower_tsp_report *rep);
+
+/* Lower a finalized graph. params is a const ts_lower_tsp_params *. On success *out is a new program
+ * for arch "tsp" and rep (may be NULL) is filled. Unsupported operators and operators that do not fit
+ * fail with an error naming the operator and by how much:
+ *   "Conv 'c' needs 300 more words of int32 partial sums in every east MEM slice; 8000 of the
+ *   slice's 8192 are taken". The program preloads every queue (no ifetch): a queue longer than
+ * icu.queue_capacity is refused, naming the queue and both figures (0 = no limit). */
+ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, ts_lower_tsp_report *rep,
+                       ts_err *err);
+
+/* The MEM slice (data-segment index) and byte address of element (pixel, channel) of a placed
+ * tensor; -1 if the tensor is not placed. For the f16 output of Softmax, byte b of element n is
+ * channel b x vl + n. */
+int ts_lower_tsp_locate(const ts_lower_tsp_report *rep, int tensor, uint32_t pixel, uint32_t channel,
+                        uint32_t vl, int *slice, uint64_t *addr);
+
+/* The int8 value the lowering gives element i of a graph input or weight without data, and the
+ * int32 bias of element i of a bias tensor: deterministic. */
+int8_t ts_lower_tsp_fill_i8(int tensor, uint64_t i);
+int32_t ts_lower_tsp_fill_bias(int tensor, uint64_t i);
+/* The requantisation scale of a product with reduction length k: 1 / (8 sqrt(k)) as a float. */
+float ts_lower_tsp_scale(uint64_t k);
+
+#endif
