@@ -37,7 +37,17 @@ enum lw_op {
 typedef struct lw_code { ts_insn *v; size_t n, cap; } lw_code;
 typedef struct lw_tile { lw_code sup, wrk; } lw_tile;
 typedef struct lw_mark { uint32_t tile, pc, id; } lw_mark;
-typedef struct lw_place { uint32_t ntiles; uint64_t chunk, addr; uint32_t es; } lw_place; /* es: bytes per element */
+/* Where a tensor lives. Flat (inner = 0): element e on tile e / chunk at element e % chunk.
+ * Blocked (inner > 0, a Conv output split by rows too): e = c * inner + p is on tile
+ * (c / cb) * nrb + p / pb at element (c % cb) * pb + p % pb; chunk = cb * pb. */
+typedef struct lw_place {
+    uint32_t ntiles;
+    uint64_t chunk, addr;
+    uint32_t es;              /* bytes per element */
+    uint64_t inner, cb, pb;   /* blocked layout; inner 0 = flat */
+    uint32_t nrb;
+} lw_place;
+typedef struct lw_blk { uint64_t a, n; } lw_blk; /* a live block of the dynamic region */
 
 typedef struct lw {
     const ts_graph *g;
@@ -46,12 +56,24 @@ typedef struct lw {
     ts_err *err;
     uint32_t T;           /* tiles the plan may use */
     uint32_t used;        /* tiles that got work: streams are emitted for 0..used-1 */
+    uint32_t optiles;     /* tiles the current operator uses */
     uint32_t units;       /* AMP f32 units: outputs per AMP pass */
     uint32_t units16;     /* AMP f16 units (4 inputs each) */
     uint32_t workers;     /* worker contexts per tile */
     lw_tile *tiles;       /* T, owned */
     lw_place *pl;         /* per tensor, owned; ntiles 0 = not placed */
-    uint64_t top;         /* bump allocator, same address on every tile */
+    /* Memory, the same addresses on every tile. Initial data (weights, biases, address tables)
+     * lives for the whole run in the static region, from the top of tile memory down; tensors and
+     * buffers in the dynamic region from the bottom up, first fit, freed after their last use. */
+    uint64_t stat;        /* lowest static byte (0 once it overflows) */
+    uint64_t sbytes;      /* static bytes */
+    lw_blk *blk; size_t nblk, capblk;  /* live dynamic blocks by address, owned */
+    uint64_t hw;          /* highest dynamic byte in use since the current operator began */
+    uint64_t peak;        /* highest dynamic byte ever */
+    uint64_t *tmp; size_t ntmp, captmp; /* the current operator's buffers, freed at its end */
+    int *root;            /* per tensor: the tensor whose memory it is (Reshape, Flatten alias) */
+    int *last;            /* per root tensor: its last consumer node; -1 = kept (graph output) */
+    uint64_t pmin;        /* fewest output pixels per tile before a Conv splits rows */
     uint32_t step;        /* supersteps so far */
     lw_mark *marks; size_t nmarks, capmarks;
     ts_lower_layer *layers; size_t nlayers, caplayers;
@@ -104,15 +126,81 @@ static void sync_all(lw *L)
         mark(L, t);
 }
 
-static uint64_t alloc(lw *L, uint64_t bytes)
+/* First fit in the dynamic region, not overlapping [av0, av1) (av1 = 0: no constraint). */
+static uint64_t alloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1)
 {
-    uint64_t a = (L->top + 15) & ~(uint64_t)15;
-    L->top = a + ((bytes + 15) & ~(uint64_t)15);
+    bytes = (bytes + 15) & ~(uint64_t)15;
+    if (!bytes)
+        bytes = 16;
+    uint64_t a = 16; /* address 0 stays unused */
+    for (bool moved = true; moved;) { /* blocks are sorted: one pass moves past each in turn */
+        moved = false;
+        if (av1 && a < av1 && a + bytes > av0) {
+            a = (av1 + 15) & ~(uint64_t)15;
+            moved = true;
+        }
+        for (size_t i = 0; i < L->nblk; i++)
+            if (a < L->blk[i].a + L->blk[i].n && a + bytes > L->blk[i].a) {
+                a = L->blk[i].a + L->blk[i].n;
+                moved = true;
+            }
+    }
+    /* insert at the sorted position */
+    if (ts_grow((void **)&L->blk, &L->capblk, L->nblk + 1, sizeof *L->blk)) {
+        L->oom = true;
+        return a;
+    }
+    size_t k = 0;
+    while (k < L->nblk && L->blk[k].a < a)
+        k++;
+    memmove(&L->blk[k + 1], &L->blk[k], (L->nblk - k) * sizeof *L->blk);
+    L->blk[k] = (lw_blk){a, bytes};
+    L->nblk++;
+    if (a + bytes > L->hw)
+        L->hw = a + bytes;
+    if (a + bytes > L->peak)
+        L->peak = a + bytes;
     return a;
+}
+
+static uint64_t alloc(lw *L, uint64_t bytes) { return alloc_avoid(L, bytes, 0, 0); }
+
+static void release(lw *L, uint64_t a)
+{
+    for (size_t k = 0; k < L->nblk; k++)
+        if (L->blk[k].a == a) {
+            memmove(&L->blk[k], &L->blk[k + 1], (L->nblk - k - 1) * sizeof *L->blk);
+            L->nblk--;
+            return;
+        }
+}
+
+/* A buffer of the current operator: freed once the operator is lowered. */
+static uint64_t talloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1)
+{
+    uint64_t a = alloc_avoid(L, bytes, av0, av1);
+    if (ts_grow((void **)&L->tmp, &L->captmp, L->ntmp + 1, sizeof *L->tmp))
+        L->oom = true;
+    else
+        L->tmp[L->ntmp++] = a;
+    return a;
+}
+
+static uint64_t talloc(lw *L, uint64_t bytes) { return talloc_avoid(L, bytes, 0, 0); }
+
+/* Static initial data, from the top of tile memory down; never freed. */
+static uint64_t salloc(lw *L, uint64_t bytes)
+{
+    bytes = (bytes + 15) & ~(uint64_t)15;
+    L->sbytes += bytes;
+    L->stat = L->sbytes < L->p->sram_bytes ? (L->p->sram_bytes & ~(uint64_t)15) - L->sbytes : 0;
+    return L->stat;
 }
 
 static void use_tiles(lw *L, uint32_t n)
 {
+    if (n > L->optiles)
+        L->optiles = n;
     if (n > L->used)
         L->used = n;
 }
@@ -179,126 +267,167 @@ static ts_status check_f32(lw *L, const ts_graph_node *n)
     return TS_OK;
 }
 
-static ts_status check_fit(lw *L, const ts_graph_node *n)
+/* Tile memory the plan needs so far: the static data plus the highest dynamic byte in use since
+ * the operator began. */
+static uint64_t need_bytes(const lw *L) { return L->hw + L->sbytes; }
+
+static ts_status check_fit(lw *L, const char *what, const char *name)
 {
     if (L->oom)
-        return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering %s '%s'", opname(n), n->name);
-    if (L->top <= L->p->sram_bytes)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering %s '%s'", what, name);
+    if (L->hw + L->sbytes <= (L->p->sram_bytes & ~(uint64_t)15) && L->stat >= L->p->interleaved_base)
         return TS_OK;
+    uint64_t st = L->sbytes;
     return ts_err_set(L->err, TS_EINPUT,
-                      "%s '%s' needs %llu KiB per tile, the tile has %llu KiB",
-                      opname(n), n->name, (unsigned long long)((L->top + 1023) / 1024),
-                      (unsigned long long)(L->p->sram_bytes / 1024));
+                      "%s '%s' needs %llu KiB per tile, the tile has %llu KiB (%llu KiB over: %llu KiB of tensors "
+                      "and buffers at once, %llu KiB of weights and tables so far)",
+                      what, name, (unsigned long long)((need_bytes(L) + 1023) / 1024),
+                      (unsigned long long)(L->p->sram_bytes / 1024),
+                      (unsigned long long)((need_bytes(L) - (need_bytes(L) < L->p->sram_bytes ? need_bytes(L) : L->p->sram_bytes) + 1023) / 1024),
+                      (unsigned long long)((L->hw + 1023) / 1024), (unsigned long long)((st + 1023) / 1024));
 }
 
 /* ---- gathering input slices ---- */
 
-typedef struct lw_piece { uint32_t src, dst; uint64_t from, to, words; } lw_piece;
+/* Element e of a tensor placed at P: its tile, its element index there, and how many elements from
+ * e on lie contiguously on that tile. */
+static uint64_t pl_run(const lw_place *P, uint64_t e, uint32_t *tile, uint64_t *off)
+{
+    if (!P->inner) {
+        *tile = (uint32_t)(e / P->chunk);
+        *off = e % P->chunk;
+        return P->chunk - *off;
+    }
+    uint64_t c = e / P->inner, px = e % P->inner;
+    *tile = (uint32_t)((c / P->cb) * P->nrb + px / P->pb);
+    *off = (c % P->cb) * P->pb + px % P->pb;
+    uint64_t end = (px / P->pb + 1) * P->pb;
+    return (end < P->inner ? end : P->inner) - px;
+}
 
-/* Tile t < tn needs elements [lo[t], hi[t]) of tensor x contiguous in its memory; where[t] gets
- * the address. In place when the slice lies in the tile's own chunk (unless force); otherwise
- * gathered into one buffer (same address on every tile) by exchange rounds and local copies. */
-static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64_t *hi, bool force,
-                        uint64_t *where)
+typedef struct lw_piece { uint32_t src, dst; uint64_t from, to, words; } lw_piece;
+typedef struct lw_xfer { uint32_t src, dst; uint64_t to, words; size_t p0, p1; } lw_xfer; /* pieces p0..p1-1 */
+
+/* Tile t < tn needs nr[t] (NULL: 1) ranges of tensor x, the j-th [lo[t] + j*sst, hi[t] + j*sst),
+ * at element offsets j*dstr of one contiguous slice of its memory; where[t] gets the slice's
+ * address. In place when every range lies on the tile itself at those offsets (unless force);
+ * otherwise gathered into one buffer (same address on every tile, freed with the operator):
+ * pieces held by other tiles travel in exchange rounds, one chip-wide superstep each, in which
+ * every receiver takes one transfer (consecutive pieces of one sender, landing one after the
+ * other) and a sender serves its receivers in turn; pieces a tile holds itself are copied by its
+ * supervisor at the start of the next superstep. */
+static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64_t *hi, const uint32_t *nr,
+                        uint64_t sst, uint64_t dstr, bool force, uint64_t *where)
 {
     const lw_place *P = &L->pl[x];
+    const char *xname = ts_graph_get_tensor(L->g, x)->name;
     uint64_t es = P->es, need = 0;
+    bool *remote = ts_calloc(tn ? tn : 1, sizeof *remote);
+    if (!remote)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory gathering '%s'", xname);
     for (uint32_t t = 0; t < tn; t++) {
-        bool local = !force && t < P->ntiles && lo[t] >= t * P->chunk && hi[t] <= (t + 1) * P->chunk;
-        where[t] = local ? P->addr + (lo[t] - t * P->chunk) * es : 0;
-        if (local || hi[t] <= lo[t])
+        uint32_t n = nr ? nr[t] : 1;
+        uint64_t len = hi[t] - lo[t], off0 = 0;
+        where[t] = 0;
+        if (!len || !n)
             continue;
-        if ((hi[t] - lo[t]) * es > need)
-            need = (hi[t] - lo[t]) * es;
+        bool local = !force;
+        for (uint32_t j = 0; j < n && local; j++) {
+            uint32_t s;
+            uint64_t off, run = pl_run(P, lo[t] + j * sst, &s, &off);
+            if (!j)
+                off0 = off;
+            local = s == t && run >= len && off == off0 + j * dstr;
+        }
+        if (local) {
+            where[t] = P->addr + off0 * es;
+            continue;
+        }
+        remote[t] = true;
+        if (((n - 1) * dstr + len) * es > need)
+            need = ((n - 1) * dstr + len) * es;
     }
-    if (!need)
+    if (!need) {
+        ts_free(remote);
         return TS_OK;
+    }
     /* the buffer receives while the tile sends from x's chunk: keep them in different elements */
-    uint64_t eb = L->p->element_bytes ? L->p->element_bytes : 1;
-    uint64_t xend = P->addr + P->chunk * es;
-    uint64_t g = (L->top + 15) & ~(uint64_t)15;
-    if (g / eb == (xend - 1) / eb)
-        L->top = (xend / eb + 1) * eb;
-    g = alloc(L, need);
-    /* pieces, per receiver in source order */
+    uint64_t eb = L->p->element_bytes ? L->p->element_bytes : 16;
+    uint64_t av0 = P->addr / eb * eb, av1 = (P->addr + P->chunk * es + eb - 1) / eb * eb;
+    uint64_t g = talloc_avoid(L, need, av0, av1);
     lw_piece *pc = NULL;
-    size_t npc = 0, cap = 0;
+    lw_xfer *xf = NULL;
+    size_t npc = 0, cap = 0, nxf = 0, capx = 0;
     uint32_t rounds = 0;
     uint32_t *count = ts_calloc(tn, sizeof *count);
-    if (!count)
-        return ts_err_set(L->err, TS_ENOMEM, "out of memory gathering '%s'", ts_graph_get_tensor(L->g, x)->name);
-    for (uint32_t t = 0; t < tn; t++) {
-        if (hi[t] <= lo[t] || where[t])
+    ts_status rc = count ? TS_OK : ts_err_set(L->err, TS_ENOMEM, "out of memory gathering '%s'", xname);
+    for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
+        if (!remote[t])
             continue;
         where[t] = g;
-        for (uint64_t s = lo[t] / P->chunk; s * P->chunk < hi[t]; s++) {
-            uint64_t a = lo[t] > s * P->chunk ? lo[t] : s * P->chunk;
-            uint64_t b = hi[t] < (s + 1) * P->chunk ? hi[t] : (s + 1) * P->chunk;
-            if (ts_grow((void **)&pc, &cap, npc + 1, sizeof *pc)) {
-                ts_free(pc);
-                ts_free(count);
-                return ts_err_set(L->err, TS_ENOMEM, "out of memory gathering");
+        uint32_t n = nr ? nr[t] : 1;
+        for (uint32_t j = 0; j < n && rc == TS_OK; j++)
+            for (uint64_t e = lo[t] + j * sst, end = hi[t] + j * sst; e < end && rc == TS_OK;) {
+                uint32_t s;
+                uint64_t off, run = pl_run(P, e, &s, &off);
+                uint64_t b = e + run < end ? e + run : end;
+                uint64_t to = g + (j * dstr + (e - lo[t] - j * sst)) * es;
+                if ((off * es) % 4 || ((b - e) * es) % 4 || to % 4) { /* whole 32-bit words only */
+                    rc = ts_err_set(L->err, TS_EINPUT, "'%s': f16 slices must start and end on 32-bit words", xname);
+                    break;
+                }
+                if (ts_grow((void **)&pc, &cap, npc + 1, sizeof *pc)) {
+                    rc = ts_err_set(L->err, TS_ENOMEM, "out of memory gathering '%s'", xname);
+                    break;
+                }
+                pc[npc++] = (lw_piece){s, t, P->addr + off * es, to, (b - e) * es / 4};
+                if (s != t) { /* joins the receiver's last transfer if it follows on from the same sender */
+                    lw_xfer *q = nxf ? &xf[nxf - 1] : NULL;
+                    if (q && q->dst == t && q->src == s && q->to + 4 * q->words == to && q->p1 == npc - 1) {
+                        q->words += (b - e) * es / 4;
+                        q->p1 = npc;
+                    } else if (ts_grow((void **)&xf, &capx, nxf + 1, sizeof *xf)) {
+                        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory gathering '%s'", xname);
+                    } else {
+                        xf[nxf++] = (lw_xfer){s, t, to, (b - e) * es / 4, npc - 1, npc};
+                        if (++count[t] > rounds)
+                            rounds = count[t];
+                    }
+                }
+                e = b;
             }
-            if ((a * es) % 4 || (b * es) % 4 || (P->chunk * es) % 4) { /* whole 32-bit words only */
-                ts_free(pc);
-                ts_free(count);
-                return ts_err_set(L->err, TS_EINPUT, "'%s': f16 slices must start and end on 32-bit words",
-                                  ts_graph_get_tensor(L->g, x)->name);
-            }
-            pc[npc++] = (lw_piece){(uint32_t)s, t, P->addr + (a - s * P->chunk) * es, g + (a - lo[t]) * es,
-                                   (b - a) * es / 4};
-            if (s != t && ++count[t] > rounds)
-                rounds = count[t];
-        }
     }
-    /* exchange rounds: round r carries the r-th remote piece of every receiver */
-    for (uint32_t r = 0; r < rounds; r++) {
+    /* exchange rounds: round r carries the r-th transfer of every receiver */
+    size_t *sel = rc == TS_OK ? ts_calloc(nxf ? nxf : 1, sizeof *sel) : NULL;
+    if (rc == TS_OK && !sel)
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory gathering '%s'", xname);
+    for (uint32_t r = 0; r < rounds && rc == TS_OK; r++) {
         memset(count, 0, tn * sizeof *count);
-        bool *recv = ts_calloc(L->T, sizeof *recv);
-        if (!recv) {
-            ts_free(pc);
-            ts_free(count);
-            return ts_err_set(L->err, TS_ENOMEM, "out of memory gathering");
-        }
-        size_t *sel = ts_calloc(npc ? npc : 1, sizeof *sel);
         size_t nsel = 0;
-        for (size_t i = 0; sel && i < npc; i++) {
-            if (pc[i].src == pc[i].dst)
-                continue;
-            if (count[pc[i].dst]++ == r)
+        for (size_t i = 0; i < nxf; i++)
+            if (count[xf[i].dst]++ == r)
                 sel[nsel++] = i;
-        }
-        for (size_t k = 0; sel && k < nsel; k++) { /* receivers arm first */
-            const lw_piece *q = &pc[sel[k]];
+        for (size_t k = 0; k < nsel; k++) { /* receivers arm first */
+            const lw_xfer *q = &xf[sel[k]];
             S(q->dst, SETZI, RM(5), (int32_t)q->to, 0);
             S(q->dst, SETZI, RM(6), (int32_t)q->src, 0);
             S(q->dst, RECV, RM(5), RM(6), (int32_t)q->words);
-            recv[q->dst] = true;
         }
-        for (uint32_t s = 0; sel && s < L->T; s++) /* senders, receivers in ascending order */
-            for (size_t k = 0; k < nsel; k++) {
-                const lw_piece *q = &pc[sel[k]];
-                if (q->src != s)
-                    continue;
-                S(s, SETZI, RM(5), (int32_t)q->from, 0);
-                S(s, SETZI, RM(6), (int32_t)q->dst, 0);
-                S(s, SEND, RM(5), RM(6), (int32_t)q->words);
+        /* senders, receivers in ascending order (sel is sorted by receiver) */
+        for (size_t k = 0; k < nsel; k++) {
+            const lw_xfer *q = &xf[sel[k]];
+            for (size_t i = q->p0; i < q->p1; i++) {
+                S(q->src, SETZI, RM(5), (int32_t)pc[i].from, 0);
+                S(q->src, SETZI, RM(6), (int32_t)q->dst, 0);
+                S(q->src, SEND, RM(5), RM(6), (int32_t)pc[i].words);
             }
-        for (uint32_t t = 0; t < L->T; t++)
-            if (recv[t])
-                S(t, RXWAIT, 0, 0, 0);
-        bool fail = !sel;
-        ts_free(sel);
-        ts_free(recv);
-        if (fail) {
-            ts_free(pc);
-            ts_free(count);
-            return ts_err_set(L->err, TS_ENOMEM, "out of memory gathering");
         }
+        for (size_t k = 0; k < nsel; k++)
+            S(xf[sel[k]].dst, RXWAIT, 0, 0, 0);
         sync_all(L);
     }
     /* what a tile holds itself: its supervisor copies it (start of the compute superstep) */
-    for (size_t i = 0; i < npc; i++) {
+    for (size_t i = 0; i < npc && rc == TS_OK; i++) {
         const lw_piece *q = &pc[i];
         if (q->src != q->dst)
             continue;
@@ -309,9 +438,12 @@ static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uin
         S(q->dst, LD32STEP, RM(4), RM(1), 4);
         S(q->dst, ST32STEP, RM(4), RM(2), 4);
     }
+    ts_free(sel);
     ts_free(pc);
+    ts_free(xf);
     ts_free(count);
-    return TS_OK;
+    ts_free(remote);
+    return rc;
 }
 
 /* ---- the AMP matrix-product kernel ---- */
@@ -434,15 +566,16 @@ static ts_status need_placed(lw *L, const ts_graph_node *n, int x)
     return unsupported(L, n, why);
 }
 
-/* Scratch per tile: lo, hi, where. */
-typedef struct lw_scr { uint64_t *lo, *hi, *where; } lw_scr;
+/* Scratch per tile: lo, hi, nr, where. */
+typedef struct lw_scr { uint64_t *lo, *hi, *where; uint32_t *nr; } lw_scr;
 
 static ts_status scratch(lw *L, lw_scr *s)
 {
     s->lo = ts_calloc(L->T, sizeof *s->lo);
     s->hi = ts_calloc(L->T, sizeof *s->hi);
     s->where = ts_calloc(L->T, sizeof *s->where);
-    if (!s->lo || !s->hi || !s->where)
+    s->nr = ts_calloc(L->T, sizeof *s->nr);
+    if (!s->lo || !s->hi || !s->where || !s->nr)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     return TS_OK;
 }
@@ -452,7 +585,18 @@ static void scratch_free(lw_scr *s)
     ts_free(s->lo);
     ts_free(s->hi);
     ts_free(s->where);
+    ts_free(s->nr);
 }
+
+/* A convolution's shape (a Gemm of one row is one of C = K input channels on a 1x1 image). */
+typedef struct cv_shape {
+    uint64_t C, H, Wd, M, kh, kw, sh, sw, pt, pl, pbot, pr, Ho, Wo;
+    const ts_graph_tensor *Wt, *Bt; /* weights; bias of M values or NULL */
+    int wid, bid;
+    int wmode;                      /* 0: Conv [M][C][kh][kw]; 1: Gemm B[N][K] (transB); 2: B[K][N] */
+} cv_shape;
+
+static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, const cv_shape *s);
 
 /* MatMul A[..., K] x B[K, N] and Gemm (transB, bias [N]): rows of A partitioned over tiles. */
 static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
@@ -477,6 +621,11 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
     if (C && ts_graph_tensor_elems(C) != (int64_t)N)
         return unsupported(L, n, "a bias that is not one value per output column");
     bool half = A->dtype == TS_DT_F16;
+    if (M == 1 && !half) { /* one row: a 1x1 Conv of K channels, the weights split over the columns */
+        cv_shape s = {.C = K, .H = 1, .Wd = 1, .M = N, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .Ho = 1, .Wo = 1,
+                      .Wt = B, .wid = n->in[1], .Bt = C, .bid = C ? n->in[2] : -1, .wmode = tb ? 1 : 2};
+        return lower_conv_shape(L, n, sc, &s);
+    }
     uint32_t per = half ? 4 : 2; /* inputs per AMP unit and instruction */
     if (K % per)
         return unsupported(L, n, half ? "an f16 inner dimension that is not a multiple of 4 (f16v4amp)"
@@ -494,7 +643,7 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
         sc->lo[t] = t * rp * K;
         sc->hi[t] = (t + 1) * rp < M ? (t + 1) * rp * K : M * K;
     }
-    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, false, sc->where)) != TS_OK)
+    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where)) != TS_OK)
         return rc;
     /* weights: coefficient blocks [group][input step][unit][per], the same on every tile (f16
      * blocks hold halves); the bias stays f32, added to the f32 accumulators */
@@ -517,8 +666,8 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
     float *bias = w + wbytes / 4;
     for (uint64_t o = 0; C && o < N; o++)
         bias[o] = value(C, n->in[2], o);
-    uint64_t waddr = alloc(L, wbytes);
-    uint64_t baddr = C ? alloc(L, nq * U * 4) : 0;
+    uint64_t waddr = salloc(L, wbytes);
+    uint64_t baddr = C ? salloc(L, nq * U * 4) : 0;
     uint64_t out = alloc(L, rp * N * es);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
         rc = seg(L, t, waddr, w, wbytes);
@@ -539,121 +688,220 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
         run_all(L, t, entry);
     }
     use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){tn, rp * N, out, (uint32_t)es};
+    L->pl[n->out[0]] = (lw_place){.ntiles = tn, .chunk = rp * N, .addr = out, .es = (uint32_t)es};
     (void)Y;
     sync_all(L);
     return TS_OK;
 }
 
-/* Conv (batch 1, group 1, no dilation) as an im2col'd matrix product on the AMP: output channels
- * in groups of U partitioned over tiles. Each tile gathers the whole input and copies it into a
- * zero-padded image (fresh tile memory reads as zero and is never reused); then every worker, for
- * each output pixel of its block, builds that pixel's im2col row in its own small buffer (a table
- * of byte offsets within the padded image, from the pixel's base address) and multiplies it on
- * the AMP. Positions past K (made even) read the pixel's first element against zero weights. */
-static ts_status lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
+
+static float cv_weight(const cv_shape *s, uint64_t m, uint64_t c, uint64_t ky, uint64_t kx)
 {
-    const ts_graph *g = L->g;
-    const ts_graph_tensor *X = ts_graph_get_tensor(g, n->in[0]);
-    const ts_graph_tensor *Wt = ts_graph_get_tensor(g, n->in[1]);
-    const ts_graph_tensor *Y = ts_graph_get_tensor(g, n->out[0]);
-    const ts_graph_tensor *Bt = n->nin > 2 ? ts_graph_get_tensor(g, n->in[2]) : NULL;
-    const ts_graph_attrs *at = &n->attrs;
-    if (X->rank != 4 || X->dims[0] != 1)
-        return unsupported(L, n, "a batch other than 1");
-    if (at->group != 1 || at->dilations[0] != 1 || at->dilations[1] != 1)
-        return unsupported(L, n, "groups or dilations");
-    if (Wt->kind == TS_TENSOR_ACTIVATION || Wt->kind == TS_TENSOR_INPUT)
-        return unsupported(L, n, "weights computed at run time");
-    ts_status rc = need_placed(L, n, n->in[0]);
+    if (s->wmode == 1)
+        return value(s->Wt, s->wid, m * s->C + c);
+    if (s->wmode == 2)
+        return value(s->Wt, s->wid, c * s->M + m);
+    return value(s->Wt, s->wid, ((m * s->C + c) * s->kh + ky) * s->kw + kx);
+}
+
+/* Run the routine at wrk pc `entry` on every worker of tile t with $m0 := v, wait for them. */
+static void run_all_m0(lw *L, uint32_t t, size_t entry, uint64_t v)
+{
+    S(t, SETZI, RM(1), (int32_t)v, 0);
+    S(t, RUNALL, (int32_t)entry, RM(1), 0);
+    S(t, SYNC, 0, 0, 0);
+}
+
+/* Conv (batch 1, group 1, no dilation) as an im2col'd matrix product on the AMP. The output is
+ * split three ways over tiles t = (gk * ngc + gc) * nrb + gr: groups of AMP units of output
+ * channels (gc), blocks of output rows (gr: at least L->pmin pixels each) and, with the tiles left,
+ * parts of the input channels (gk). A tile gathers its input channels over the input rows its
+ * output rows need (halo rows included), copies them into a zeroed, padded image when the Conv
+ * pads, and for each of its output pixels builds the pixel's im2col row in a worker buffer (a
+ * table of byte offsets within the image added to the pixel's base offset from a table of bases)
+ * and multiplies it on the AMP with its coefficient blocks (its weights only: weights are split
+ * over gc and gk, repeated over gr). Partial sums over gk are added in a tree, one superstep per
+ * level: in level d a tile with gk = d mod 2d sends its sums to gk - d, which adds them. The output
+ * stays on the gk = 0 tiles, each channel's pixels of the tile in a row of rb * Wo. */
+static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, const cv_shape *s)
+{
+    const uint64_t C = s->C, H = s->H, Wd = s->Wd, M = s->M, kh = s->kh, kw = s->kw, sh = s->sh, sw = s->sw;
+    const uint64_t Ho = s->Ho, Wo = s->Wo, P = Ho * Wo;
+    const uint32_t U = L->units;
+    uint64_t nq = cdiv(M, U), qpt = cdiv(nq, L->T), ngc = cdiv(nq, qpt);
+    uint64_t spare = L->T / ngc ? L->T / ngc : 1;
+    uint64_t nrb = P / (L->pmin ? L->pmin : 1);
+    if (nrb > spare)
+        nrb = spare;
+    if (nrb > Ho)
+        nrb = Ho;
+    if (!nrb)
+        nrb = 1;
+    uint64_t rb = cdiv(Ho, nrb);
+    nrb = cdiv(Ho, rb);
+    uint64_t nks = spare / nrb;
+    if (nks > C)
+        nks = C;
+    if (!nks)
+        nks = 1;
+    uint64_t cpk = cdiv(C, nks);
+    nks = cdiv(C, cpk);
+    uint32_t tn = (uint32_t)(ngc * nrb * nks), tout = (uint32_t)(ngc * nrb);
+    bool pad = s->pt || s->pl || s->pbot || s->pr;
+    uint64_t pbk = rb * Wo;                      /* output pixels per channel row of a tile */
+    uint64_t HB = (rb - 1) * sh + kh;            /* padded image rows of a row block */
+    uint64_t WI = Wd + s->pl + s->pr;
+    /* input rows of each row block: [ya, yb) of the image rows from iy_lo on */
+    uint64_t NB = 0;
+    for (uint64_t gr = 0; gr < nrb; gr++) {
+        int64_t lo = (int64_t)(gr * rb * sh) - (int64_t)s->pt;
+        uint64_t oy1 = (gr + 1) * rb < Ho ? (gr + 1) * rb : Ho;
+        int64_t hi = (int64_t)((oy1 - 1) * sh + kh) - (int64_t)s->pt;
+        uint64_t ya = lo > 0 ? (uint64_t)lo : 0, yb = hi < (int64_t)H ? (uint64_t)hi : H;
+        if (yb > ya && yb - ya > NB)
+            NB = yb - ya;
+    }
+    if (nrb == 1)
+        NB = H;
+    uint64_t HI = pad ? HB : NB, WIm = pad ? WI : Wd; /* the image the kernel reads */
+    for (uint32_t t = 0; t < tn; t++) {
+        uint64_t gr = t % nrb, gk = t / tout;
+        uint64_t ci0 = gk * cpk, ci1 = ci0 + cpk < C ? ci0 + cpk : C;
+        int64_t lo = (int64_t)(gr * rb * sh) - (int64_t)s->pt;
+        uint64_t ya = lo > 0 ? (uint64_t)lo : 0;
+        if (nrb == 1) { /* whole images: one run of channels */
+            sc->lo[t] = ci0 * H * Wd;
+            sc->hi[t] = ci1 * H * Wd;
+            sc->nr[t] = 1;
+        } else {
+            uint64_t oy1 = (gr + 1) * rb < Ho ? (gr + 1) * rb : Ho;
+            int64_t hi = (int64_t)((oy1 - 1) * sh + kh) - (int64_t)s->pt;
+            uint64_t yb = hi < (int64_t)H ? (uint64_t)hi : H;
+            sc->lo[t] = ci0 * H * Wd + ya * Wd;
+            sc->hi[t] = sc->lo[t] + (yb > ya ? yb - ya : 0) * Wd;
+            sc->nr[t] = (uint32_t)(ci1 - ci0);
+        }
+    }
+    ts_status rc = gather(L, n->in[0], tn, sc->lo, sc->hi, sc->nr, H * Wd, NB * Wd, false, sc->where);
     if (rc != TS_OK)
         return rc;
-    uint64_t C = (uint64_t)X->dims[1], H = (uint64_t)X->dims[2], Wd = (uint64_t)X->dims[3];
-    uint64_t M = (uint64_t)Wt->dims[0], kh = (uint64_t)Wt->dims[2], kw = (uint64_t)Wt->dims[3];
-    uint64_t Ho = (uint64_t)Y->dims[2], Wo = (uint64_t)Y->dims[3], P = Ho * Wo;
-    uint64_t Hp = H + (uint64_t)at->pads[0] + (uint64_t)at->pads[2], Wp = Wd + (uint64_t)at->pads[1] + (uint64_t)at->pads[3];
-    uint64_t K = C * kh * kw, kp = cdiv(K, 2), Kpad = 2 * kp;
-    uint32_t U = L->units;
-    uint64_t nq = cdiv(M, U), qpt = cdiv(nq, L->T);
-    uint32_t tn = (uint32_t)cdiv(nq, qpt);
-    for (uint32_t t = 0; t < tn; t++) {
-        sc->lo[t] = 0;
-        sc->hi[t] = C * H * Wd;
+    uint64_t img = pad ? talloc(L, cpk * HI * WIm * 4) : 0;
+    uint64_t kpm = cdiv(cpk * kh * kw, 2);
+    uint64_t colbuf = talloc(L, L->workers * kpm * 2 * 4);
+    uint64_t wbytes = qpt * kpm * U * 8, bbytes = qpt * U * 4;
+    uint64_t waddr = salloc(L, wbytes), baddr = s->Bt ? salloc(L, bbytes) : 0;
+    uint64_t bt = salloc(L, pbk * 4);
+    /* offset tables for a full part of the input channels and for the last, shorter one */
+    uint64_t cl = C - (nks - 1) * cpk, offs[2] = {salloc(L, kpm * 2 * 4), 0};
+    if (cl != cpk)
+        offs[1] = salloc(L, kpm * 2 * 4);
+    uint64_t out = alloc(L, qpt * U * pbk * 4), alt = 0, rbuf = 0;
+    if (nks > 1) {
+        alt = alloc(L, qpt * U * pbk * 4);
+        rbuf = talloc(L, qpt * U * pbk * 4);
     }
-    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, false, sc->where)) != TS_OK)
-        return rc;
-    uint64_t xp = alloc(L, C * Hp * Wp * 4);
-    uint64_t bt = alloc(L, P * 4), off = alloc(L, Kpad * 4), colbuf = alloc(L, L->workers * Kpad * 4);
-    uint64_t wbytes = qpt * kp * U * 8, bbytes = qpt * U * 4;
-    uint64_t waddr = alloc(L, wbytes), baddr = Bt ? alloc(L, bbytes) : 0;
-    uint64_t out = alloc(L, qpt * U * P * 4);
-    uint32_t *bv = ts_calloc(P + Kpad, 4);
+    uint32_t *bv = ts_calloc(pbk + 2 * kpm, 4);
     float *w = ts_calloc(wbytes / 4 + bbytes / 4, 4);
     if (!bv || !w) {
         ts_free(bv);
         ts_free(w);
         return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
     }
-    uint32_t *ov = bv + P;
-    for (uint64_t oy = 0; oy < Ho; oy++)
+    uint32_t *ov = bv + pbk;
+    for (uint64_t ly = 0; ly < rb; ly++)
         for (uint64_t ox = 0; ox < Wo; ox++)
-            bv[oy * Wo + ox] = (uint32_t)(xp + (oy * (uint64_t)at->strides[0] * Wp + ox * (uint64_t)at->strides[1]) * 4);
-    for (uint64_t k = 0; k < K; k++)
-        ov[k] = (uint32_t)(((k / (kh * kw) * Hp + k / kw % kh) * Wp + k % kw) * 4);
-    uint32_t rwc = (uint32_t)((C + L->workers - 1) / L->workers);
-    uint32_t rw = (uint32_t)((P + L->workers - 1) / L->workers);
+            bv[ly * Wo + ox] = (uint32_t)((ly * sh * WIm + ox * sw) * 4);
+    for (int k2 = 0; k2 < 2 && rc == TS_OK; k2++) {
+        uint64_t cp = k2 ? cl : cpk;
+        if (k2 && !offs[1])
+            break;
+        memset(ov, 0, 2 * kpm * 4);
+        for (uint64_t k = 0; k < cp * kh * kw; k++)
+            ov[k] = (uint32_t)(((k / (kh * kw) * HI + k / kw % kh) * WIm + k % kw) * 4);
+        for (uint32_t t = 0; t < tn && rc == TS_OK; t++)
+            if ((t / tout == nks - 1) == (k2 == 1) || (!offs[1] && !k2))
+                rc = seg(L, t, offs[k2], ov, 2 * kpm * 4);
+    }
+    for (uint32_t t = 0; t < tn && rc == TS_OK; t++)
+        rc = seg(L, t, bt, bv, pbk * 4);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
-        uint64_t q0 = t * qpt, q1 = (t + 1) * qpt < nq ? (t + 1) * qpt : nq;
+        uint64_t gr = t % nrb, gc = t / nrb % ngc, gk = t / tout;
+        uint64_t ci0 = gk * cpk, cp = ci0 + cpk < C ? cpk : C - ci0, K = cp * kh * kw, kp = cdiv(K, 2);
+        uint64_t q0 = gc * qpt, q1 = q0 + qpt < nq ? q0 + qpt : nq;
+        uint64_t oy0 = gr * rb, oy1 = oy0 + rb < Ho ? oy0 + rb : Ho, npx = (oy1 - oy0) * Wo;
+        int64_t iylo = (int64_t)(oy0 * sh) - (int64_t)s->pt;
+        uint64_t ya = iylo > 0 ? (uint64_t)iylo : 0;
+        uint64_t nbt = (sc->hi[t] - sc->lo[t]) / Wd;
+        if (nrb == 1)
+            nbt = H;
+        bool bias = s->Bt && gk == 0;
+        /* this tile's coefficient blocks [q][k2][u][2] (and bias) */
         memset(w, 0, wbytes + bbytes);
-        float *bias = w + wbytes / 4;
+        float *bb = w + wbytes / 4;
         for (uint64_t q = q0; q < q1; q++)
-            for (uint64_t k2 = 0; k2 < kp; k2++)
-                for (uint32_t u = 0; u < U; u++)
-                    for (uint32_t j = 0; j < 2; j++) {
-                        uint64_t m = q * U + u, k = 2 * k2 + j;
-                        if (m < M && k < K)
-                            w[(((q - q0) * kp + k2) * U + u) * 2 + j] = value(Wt, n->in[1], m * K + k);
-                        if (Bt && m < M && !k2 && !j)
-                            bias[(q - q0) * U + u] = value(Bt, n->in[2], m);
-                    }
-        rc = seg(L, t, waddr, w, wbytes);
-        if (rc == TS_OK && Bt)
-            rc = seg(L, t, baddr, bias, bbytes);
-        if (rc == TS_OK)
-            rc = seg(L, t, bt, bv, P * 4);
-        if (rc == TS_OK)
-            rc = seg(L, t, off, ov, Kpad * 4);
+            for (uint32_t u = 0; u < U; u++) {
+                uint64_t m = q * U + u;
+                if (m >= M)
+                    continue;
+                for (uint64_t k = 0; k < K; k++)
+                    w[(((q - q0) * kp + k / 2) * U + u) * 2 + k % 2] =
+                        cv_weight(s, m, ci0 + k / (kh * kw), k / kw % kh, k % kw);
+                if (bias)
+                    bb[(q - q0) * U + u] = value(s->Bt, s->bid, m);
+            }
+        rc = seg(L, t, waddr, w, (q1 - q0) * kp * U * 8);
+        if (rc == TS_OK && bias)
+            rc = seg(L, t, baddr, bb, bbytes);
         if (rc != TS_OK)
             break;
-        /* the padded image, channels over the workers */
-        size_t entry = L->tiles[t].wrk.n;
-        emit_start_row(L, t, (uint32_t)C, rwc);
-        W(t, MULI, RM(2), RM(1), (int32_t)(H * Wd * 4));
-        W(t, SETZI, RM(3), (int32_t)sc->where[t], 0);
-        W(t, ADD, RM(2), RM(2), RM(3));
-        W(t, MULI, RM(3), RM(1), (int32_t)(Hp * Wp * 4));
-        W(t, SETZI, RM(4), (int32_t)(xp + ((uint64_t)at->pads[0] * Wp + (uint64_t)at->pads[1]) * 4), 0);
-        W(t, ADD, RM(3), RM(3), RM(4));
-        W(t, SETZI, RM(5), (int32_t)rwc - 1, 0);
-        W(t, SETZI, RM(8), (int32_t)Wd, 0);
-        size_t ch = W(t, SETZI, RM(6), (int32_t)H - 1, 0);
-        size_t row = W(t, RPT, RM(8), 2, 0);
-        W(t, LD32STEP, RA(0), RM(2), 4);
-        W(t, ST32STEP, RA(0), RM(3), 4);
-        W(t, ADDI, RM(3), RM(3), (int32_t)((Wp - Wd) * 4));
-        W(t, BRNZDEC, RM(6), (int32_t)row, 0);
-        W(t, ADDI, RM(3), RM(3), (int32_t)((Hp - H) * Wp * 4));
-        W(t, BRNZDEC, RM(5), (int32_t)ch, 0);
-        W(t, EXIT, 0, 0, 0);
-        run_all(L, t, entry);
+        uint64_t im = pad ? img : sc->where[t];
+        uint64_t rwc = cdiv(cp, L->workers);
+        if (pad) {
+            /* zero the image (its padding), then copy the rows in (channels over the workers; two
+             * runs, since the last workers' channel blocks overlap) */
+            size_t entry = L->tiles[t].wrk.n;
+            emit_start_row(L, t, (uint32_t)cp, (uint32_t)rwc);
+            W(t, MULI, RM(3), RM(1), (int32_t)(HI * WIm * 4));
+            W(t, SETZI, RM(4), (int32_t)img, 0);
+            W(t, ADD, RM(3), RM(3), RM(4));
+            W(t, SETZI, RA(0), 0, 0);
+            W(t, SETZI, RM(5), (int32_t)(rwc * HI * WIm), 0);
+            W(t, RPT, RM(5), 1, 0);
+            W(t, ST32STEP, RA(0), RM(3), 4);
+            W(t, EXIT, 0, 0, 0);
+            run_all(L, t, entry);
+            entry = L->tiles[t].wrk.n;
+            emit_start_row(L, t, (uint32_t)cp, (uint32_t)rwc);
+            W(t, MULI, RM(2), RM(1), (int32_t)(NB * Wd * 4));
+            W(t, SETZI, RM(3), (int32_t)sc->where[t], 0);
+            W(t, ADD, RM(2), RM(2), RM(3));
+            W(t, MULI, RM(3), RM(1), (int32_t)(HI * WIm * 4));
+            W(t, SETZI, RM(4), (int32_t)(img + ((uint64_t)((int64_t)ya - iylo) * WIm + s->pl) * 4), 0);
+            W(t, ADD, RM(3), RM(3), RM(4));
+            W(t, SETZI, RM(5), (int32_t)rwc - 1, 0);
+            W(t, SETZI, RM(8), (int32_t)Wd, 0);
+            size_t ch = W(t, SETZI, RM(6), (int32_t)nbt - 1, 0);
+            size_t row = W(t, RPT, RM(8), 2, 0);
+            W(t, LD32STEP, RA(0), RM(2), 4);
+            W(t, ST32STEP, RA(0), RM(3), 4);
+            W(t, ADDI, RM(3), RM(3), (int32_t)((WIm - Wd) * 4));
+            W(t, BRNZDEC, RM(6), (int32_t)row, 0);
+            W(t, ADDI, RM(2), RM(2), (int32_t)((NB - nbt) * Wd * 4));
+            W(t, ADDI, RM(3), RM(3), (int32_t)((HI - nbt) * WIm * 4));
+            W(t, BRNZDEC, RM(5), (int32_t)ch, 0);
+            W(t, EXIT, 0, 0, 0);
+            run_all(L, t, entry);
+        }
         /* pixels over the workers: im2col row, then the AMP groups of this tile */
-        mm_args m = {.rows = (uint32_t)P, .nq = (uint32_t)(q1 - q0), .kp = (uint32_t)kp,
+        uint64_t Kpad = 2 * kp;
+        uint32_t rw = (uint32_t)cdiv(npx, L->workers);
+        mm_args m = {.rows = (uint32_t)npx, .nq = (uint32_t)(q1 - q0), .kp = (uint32_t)kp,
                      .nq_real = (q1 * U < M ? q1 * U : M) - q0 * U, .units = U, .a_stride = 0, .w = waddr,
-                     .bias = baddr, .out = out, .out_row = 4, .out_q = (int64_t)(U * P * 4),
-                     .out_u = (int64_t)(P * 4)};
+                     .bias = bias ? baddr : 0, .out = out, .out_row = 4, .out_q = (int64_t)(U * pbk * 4),
+                     .out_u = (int64_t)(pbk * 4)};
         uint32_t full = (uint32_t)(m.nq_real / U), tail = (uint32_t)(m.nq_real % U);
-        entry = L->tiles[t].wrk.n;
-        emit_start_row(L, t, (uint32_t)P, rw);
+        size_t entry = L->tiles[t].wrk.n;
+        emit_start_row(L, t, (uint32_t)npx, rw);
         W(t, GET, RM(2), 2, 0);
         W(t, MULI, RM(2), RM(2), (int32_t)(Kpad * 4));
         W(t, SETZI, RM(3), (int32_t)colbuf, 0);
@@ -668,7 +916,8 @@ static ts_status lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
         W(t, SETZI, RM(11), (int32_t)kp, 0);
         W(t, SETZI, RM(13), (int32_t)Kpad, 0);
         size_t pix = W(t, LD32STEP, RM(9), RM(10), 4);
-        W(t, SETZI, RM(12), (int32_t)off, 0);
+        W(t, ADD, RM(9), RM(9), RM(0));
+        W(t, SETZI, RM(12), (int32_t)offs[cp != cpk], 0);
         W(t, MOV, RM(14), RM(2), 0);
         W(t, RPT, RM(13), 4, 0);
         W(t, LD32STEP, RM(15), RM(12), 4);
@@ -676,7 +925,7 @@ static ts_status lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
         W(t, LD32, RA(0), RM(15), 0);
         W(t, ST32STEP, RA(0), RM(14), 4);
         W(t, SETZI, RM(5), (int32_t)waddr, 0);
-        W(t, SETZI, RM(8), (int32_t)baddr, 0);
+        W(t, SETZI, RM(8), (int32_t)m.bias, 0);
         W(t, MOV, RM(6), RM(3), 0);
         if (full) {
             W(t, SETZI, RM(7), (int32_t)full - 1, 0);
@@ -689,16 +938,98 @@ static ts_status lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
         W(t, ADDI, RM(3), RM(3), 4);
         W(t, BRNZDEC, RM(1), (int32_t)pix, 0);
         W(t, EXIT, 0, 0, 0);
-        run_all(L, t, entry);
+        run_all_m0(L, t, entry, im);
     }
     ts_free(bv);
     ts_free(w);
     if (rc != TS_OK)
         return rc;
     use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){tn, qpt * U * P, out, 4};
     sync_all(L);
+    /* partial sums over the input channels: a tree, one superstep per level; a receiver writes
+     * cur + received into the other buffer (so workers whose blocks overlap write the same values) */
+    uint64_t fin = out;
+    for (uint64_t d = 1; d < nks; d *= 2) {
+        for (uint32_t t = 0; t < tout; t++) {
+            uint64_t gc = t / nrb, q0 = gc * qpt, q1 = q0 + qpt < nq ? q0 + qpt : nq;
+            uint64_t nw = (q1 - q0) * U * pbk;
+            /* the tile's current buffer: out after an even number of additions */
+            for (uint64_t gk = 0; gk + d < nks; gk += 2 * d) {
+                uint32_t tr = (uint32_t)(gk * tout + t), ts_ = (uint32_t)((gk + d) * tout + t);
+                uint64_t adds_r = 0, adds_s = 0;
+                for (uint64_t e = 1; e < d; e *= 2) {
+                    adds_r += gk + e < nks;
+                    adds_s += gk + d + e < nks;
+                }
+                uint64_t cur = adds_r % 2 ? alt : out, nxt = adds_r % 2 ? out : alt;
+                uint64_t scur = adds_s % 2 ? alt : out;
+                S(tr, SETZI, RM(5), (int32_t)rbuf, 0);
+                S(tr, SETZI, RM(6), (int32_t)ts_, 0);
+                S(tr, RECV, RM(5), RM(6), (int32_t)nw);
+                S(ts_, SETZI, RM(5), (int32_t)scur, 0);
+                S(ts_, SETZI, RM(6), (int32_t)tr, 0);
+                S(ts_, SEND, RM(5), RM(6), (int32_t)nw);
+                S(tr, RXWAIT, 0, 0, 0);
+                uint32_t rw = (uint32_t)cdiv(nw, L->workers);
+                size_t entry = L->tiles[tr].wrk.n;
+                emit_start_row(L, tr, (uint32_t)nw, rw);
+                W(tr, SHLI, RM(1), RM(1), 2);
+                W(tr, SETZI, RM(2), (int32_t)cur, 0);
+                W(tr, ADD, RM(2), RM(2), RM(1));
+                W(tr, SETZI, RM(5), (int32_t)rbuf, 0);
+                W(tr, ADD, RM(5), RM(5), RM(1));
+                W(tr, SETZI, RM(3), (int32_t)nxt, 0);
+                W(tr, ADD, RM(3), RM(3), RM(1));
+                W(tr, SETZI, RM(4), (int32_t)rw, 0);
+                W(tr, RPT, RM(4), 4, 0);
+                W(tr, LD32STEP, RA(0), RM(2), 4);
+                W(tr, LD32STEP, RA(1), RM(5), 4);
+                W(tr, F32ADD, RA(0), RA(0), RA(1));
+                W(tr, ST32STEP, RA(0), RM(3), 4);
+                W(tr, EXIT, 0, 0, 0);
+                run_all(L, tr, entry);
+                if (gk == 0)
+                    fin = nxt;
+            }
+        }
+        sync_all(L);
+    }
+    if (alt)
+        release(L, fin == out ? alt : out);
+    lw_place *o = &L->pl[n->out[0]];
+    *o = (lw_place){.ntiles = tout, .chunk = qpt * U * pbk, .addr = fin, .es = 4};
+    if (nrb > 1) {
+        o->inner = P;
+        o->cb = qpt * U;
+        o->pb = pbk;
+        o->nrb = (uint32_t)nrb;
+    }
     return TS_OK;
+}
+
+static ts_status lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
+{
+    const ts_graph *g = L->g;
+    const ts_graph_tensor *X = ts_graph_get_tensor(g, n->in[0]);
+    const ts_graph_tensor *Wt = ts_graph_get_tensor(g, n->in[1]);
+    const ts_graph_tensor *Y = ts_graph_get_tensor(g, n->out[0]);
+    const ts_graph_attrs *at = &n->attrs;
+    if (X->rank != 4 || X->dims[0] != 1)
+        return unsupported(L, n, "a batch other than 1");
+    if (at->group != 1 || at->dilations[0] != 1 || at->dilations[1] != 1)
+        return unsupported(L, n, "groups or dilations");
+    if (Wt->kind == TS_TENSOR_ACTIVATION || Wt->kind == TS_TENSOR_INPUT)
+        return unsupported(L, n, "weights computed at run time");
+    ts_status rc = need_placed(L, n, n->in[0]);
+    if (rc != TS_OK)
+        return rc;
+    cv_shape s = {.C = (uint64_t)X->dims[1], .H = (uint64_t)X->dims[2], .Wd = (uint64_t)X->dims[3],
+                  .M = (uint64_t)Wt->dims[0], .kh = (uint64_t)Wt->dims[2], .kw = (uint64_t)Wt->dims[3],
+                  .sh = (uint64_t)at->strides[0], .sw = (uint64_t)at->strides[1], .pt = (uint64_t)at->pads[0],
+                  .pl = (uint64_t)at->pads[1], .pbot = (uint64_t)at->pads[2], .pr = (uint64_t)at->pads[3],
+                  .Ho = (uint64_t)Y->dims[2], .Wo = (uint64_t)Y->dims[3], .Wt = Wt, .wid = n->in[1],
+                  .Bt = n->nin > 2 ? ts_graph_get_tensor(g, n->in[2]) : NULL, .bid = n->nin > 2 ? n->in[2] : -1};
+    return lower_conv_shape(L, n, sc, &s);
 }
 
 /* Elementwise ops on x's chunks: Relu; Add, Sub, Mul of two tensors of the same shape. */
@@ -720,15 +1051,32 @@ static ts_status lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
             return rc;
     }
     uint32_t tn = P.ntiles;
+    uint64_t *cnts = ts_calloc(tn ? tn : 1, sizeof *cnts);
+    if (!cnts)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
     for (uint32_t t = 0; t < tn; t++) {
-        sc->lo[t] = t * P.chunk < total ? t * P.chunk : total;
-        sc->hi[t] = (t + 1) * P.chunk < total ? (t + 1) * P.chunk : total;
+        if (P.inner) { /* blocked: the tile's channels, each a run of its pixels */
+            uint64_t c0 = t / P.nrb * P.cb, p0 = t % P.nrb * P.pb, C = total / P.inner;
+            uint64_t nc = c0 < C ? (C - c0 < P.cb ? C - c0 : P.cb) : 0;
+            uint64_t len = P.inner - p0 < P.pb ? P.inner - p0 : P.pb;
+            sc->lo[t] = c0 * P.inner + p0;
+            sc->hi[t] = sc->lo[t] + (nc ? len : 0);
+            sc->nr[t] = (uint32_t)nc;
+            cnts[t] = nc ? (nc - 1) * P.pb + len : 0;
+        } else {
+            sc->lo[t] = t * P.chunk < total ? t * P.chunk : total;
+            sc->hi[t] = (t + 1) * P.chunk < total ? (t + 1) * P.chunk : total;
+            sc->nr[t] = 1;
+            cnts[t] = sc->hi[t] - sc->lo[t];
+        }
     }
-    if (two && (rc = gather(L, n->in[1], tn, sc->lo, sc->hi, false, sc->where)) != TS_OK)
+    if (two && (rc = gather(L, n->in[1], tn, sc->lo, sc->hi, sc->nr, P.inner, P.pb, false, sc->where)) != TS_OK) {
+        ts_free(cnts);
         return rc;
+    }
     uint64_t out = alloc(L, P.chunk * 4);
     for (uint32_t t = 0; t < tn; t++) {
-        uint64_t cnt = sc->hi[t] - sc->lo[t];
+        uint64_t cnt = cnts[t];
         if (!cnt)
             continue;
         /* every worker a block of ceil(cnt / workers) elements (the last blocks overlap) */
@@ -763,8 +1111,10 @@ static ts_status lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
         W(t, EXIT, 0, 0, 0);
         run_all(L, t, entry);
     }
+    ts_free(cnts);
     use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){tn, P.chunk, out, 4};
+    L->pl[n->out[0]] = P;
+    L->pl[n->out[0]].addr = out;
     sync_all(L);
     return TS_OK;
 }
@@ -819,7 +1169,7 @@ static ts_status lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc)
         sc->lo[t] = t * rp * Lw;
         sc->hi[t] = ((t + 1) * rp < R ? (t + 1) * rp : R) * Lw;
     }
-    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, false, sc->where)) != TS_OK)
+    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where)) != TS_OK)
         return rc;
     uint64_t out = alloc(L, rp * Lw * 4);
     for (uint32_t t = 0; t < tn; t++) {
@@ -872,7 +1222,7 @@ static ts_status lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc)
         run_all(L, t, entry);
     }
     use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){tn, rp * Lw, out, 4};
+    L->pl[n->out[0]] = (lw_place){.ntiles = tn, .chunk = rp * Lw, .addr = out, .es = 4};
     sync_all(L);
     return TS_OK;
 }
@@ -904,12 +1254,12 @@ static ts_status lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
         sc->lo[t] = t * rp * HW;
         sc->hi[t] = ((t + 1) * rp < R ? (t + 1) * rp : R) * HW;
     }
-    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, false, sc->where)) != TS_OK)
+    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where)) != TS_OK)
         return rc;
     uint64_t tab = 0;
     uint32_t *tv = NULL;
     if (!gap) {
-        tab = alloc(L, P * kk * 4);
+        tab = salloc(L, P * kk * 4);
         tv = ts_calloc(P * kk, 4);
         if (!tv)
             return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
@@ -985,7 +1335,7 @@ static ts_status lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
     if (rc != TS_OK)
         return rc;
     use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){tn, rp * P, out, 4};
+    L->pl[n->out[0]] = (lw_place){.ntiles = tn, .chunk = rp * P, .addr = out, .es = 4};
     sync_all(L);
     return TS_OK;
 }
@@ -1103,9 +1453,30 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     }
     if ((rc = scratch(L, &sc)) != TS_OK)
         goto done;
-    L->top = (p->interleaved_base + 15) & ~(uint64_t)15;
+    L->stat = p->sram_bytes & ~(uint64_t)15;
+    L->pmin = p->conv_min_pixels ? p->conv_min_pixels : 196;
     for (uint32_t t = 0; t < L->T; t++)
         mark(L, t);
+    /* liveness: the memory of a tensor (of its root, through Reshape and Flatten) is freed after
+     * its last consumer; graph outputs are kept */
+    L->root = ts_calloc(nt ? nt : 1, sizeof *L->root);
+    L->last = ts_calloc(nt ? nt : 1, sizeof *L->last);
+    if (!L->root || !L->last) {
+        rc = ts_err_set(err, TS_ENOMEM, "out of memory lowering '%s'", ts_graph_name(g));
+        goto done;
+    }
+    for (size_t i = 0; i < nt; i++)
+        L->root[i] = (int)i;
+    for (size_t i = 0; i < ts_graph_node_count(g); i++) {
+        const ts_graph_node *n = ts_graph_get_node(g, (int)i);
+        if ((n->op == TS_OP_RESHAPE || n->op == TS_OP_FLATTEN) && n->nin && n->nout)
+            L->root[n->out[0]] = L->root[n->in[0]];
+        for (size_t k = 0; k < n->nin; k++)
+            L->last[L->root[n->in[k]]] = (int)i;
+    }
+    for (size_t i = 0; i < nt; i++)
+        if (ts_graph_get_tensor(g, (int)i)->is_output)
+            L->last[L->root[i]] = -1;
     /* graph inputs: as initial data, in equal chunks of whole rows over the tiles, at least 1024
      * elements (or the whole input) per tile */
     for (size_t i = 0; i < nt; i++) {
@@ -1154,29 +1525,42 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
         ts_free(v);
         if (rc != TS_OK)
             goto done;
-        L->pl[i] = (lw_place){tn ? tn : 1, chunk, a, es};
+        L->pl[i] = (lw_place){.ntiles = tn ? tn : 1, .chunk = chunk, .addr = a, .es = es};
         use_tiles(L, tn ? tn : 1);
-        if (L->top > p->sram_bytes) {
-            rc = ts_err_set(err, TS_EINPUT, "input '%s' needs %llu KiB per tile, the tile has %llu KiB", t->name,
-                            (unsigned long long)((L->top + 1023) / 1024), (unsigned long long)(p->sram_bytes / 1024));
+        if ((rc = check_fit(L, "input", t->name)) != TS_OK)
             goto done;
-        }
     }
+    uint64_t in_hw = L->hw;
     for (size_t i = 0; i < ts_graph_node_count(g); i++) {
         uint32_t first = L->step;
+        L->optiles = 0;
+        const ts_graph_node *nd = ts_graph_get_node(g, (int)i);
+        L->hw = in_hw;
+        for (size_t k = 0; k < L->nblk; k++)
+            if (L->blk[k].a + L->blk[k].n > L->hw)
+                L->hw = L->blk[k].a + L->blk[k].n;
         if ((rc = lower_node(L, (int)i, &sc)) != TS_OK)
             goto done;
-        if ((rc = check_fit(L, ts_graph_get_node(g, (int)i))) != TS_OK)
+        if ((rc = check_fit(L, opname(nd), nd->name)) != TS_OK)
             goto done;
+        in_hw = 0;
+        /* the operator's buffers, then the tensors it was the last to read */
+        for (size_t k = 0; k < L->ntmp; k++)
+            release(L, L->tmp[k]);
+        L->ntmp = 0;
+        for (size_t k = 0; k < nd->nin; k++) {
+            int r = L->root[nd->in[k]];
+            if (L->last[r] == (int)i && L->pl[r].ntiles) {
+                release(L, L->pl[r].addr);
+                L->last[r] = -2; /* freed once */
+            }
+        }
         if (ts_grow((void **)&L->layers, &L->caplayers, L->nlayers + 1, sizeof *L->layers)) {
             rc = ts_err_set(err, TS_ENOMEM, "out of memory");
             goto done;
         }
-        uint32_t tiles = 0;
-        const ts_graph_node *n = ts_graph_get_node(g, (int)i);
-        if (n->nout)
-            tiles = L->pl[n->out[0]].ntiles;
-        L->layers[L->nlayers++] = (ts_lower_layer){(int)i, tiles, first, L->step - first, L->top};
+        uint32_t tiles = L->optiles;
+        L->layers[L->nlayers++] = (ts_lower_layer){(int)i, tiles, first, L->step - first, need_bytes(L)};
     }
     if ((rc = finish(L, out)) != TS_OK)
         goto done;
@@ -1187,7 +1571,7 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     if (rep) {
         rep->tiles_used = L->used;
         rep->supersteps = L->step;
-        rep->mem_bytes = L->top;
+        rep->mem_bytes = L->peak + L->sbytes;
         rep->layers = L->layers;
         rep->nlayers = L->nlayers;
         L->layers = NULL;
@@ -1204,7 +1588,8 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
         size_t k = 0;
         for (size_t i = 0; i < nt; i++)
             if (L->pl[i].ntiles)
-                rep->places[k++] = (ts_lower_place){(int)i, L->pl[i].ntiles, L->pl[i].chunk, L->pl[i].addr};
+                rep->places[k++] = (ts_lower_place){(int)i, L->pl[i].ntiles, L->pl[i].chunk, L->pl[i].addr,
+                                                    L->pl[i].inner, L->pl[i].cb, L->pl[i].pb, L->pl[i].nrb};
     }
 done:
     scratch_free(&sc);
@@ -1214,6 +1599,10 @@ done:
     }
     ts_free(L->tiles);
     ts_free(L->pl);
+    ts_free(L->blk);
+    ts_free(L->tmp);
+    ts_free(L->root);
+    ts_free(L->last);
     ts_free(L->marks);
     ts_free(L->layers);
     ts_program_destroy(L->prog);
@@ -1232,8 +1621,11 @@ int ts_lower_ipu_locate(const ts_lower_report *rep, const ts_graph *g, int tenso
         const ts_graph_tensor *t = ts_graph_get_tensor(g, tensor);
         if (!t || elem >= (uint64_t)ts_graph_tensor_elems(t))
             return -1;
-        *tile = (uint32_t)(elem / p->chunk);
-        *addr = p->addr + (elem % p->chunk) * ts_dtype_size(t->dtype);
+        lw_place P = {.ntiles = p->ntiles, .chunk = p->chunk, .addr = p->addr, .inner = p->inner, .cb = p->cb,
+                      .pb = p->pb, .nrb = p->nrb};
+        uint64_t off;
+        pl_run(&P, elem, tile, &off);
+        *addr = p->addr + off * ts_dtype_size(t->dtype);
         return 0;
     }
     return -1;

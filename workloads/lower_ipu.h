@@ -34,18 +34,26 @@ typedef struct ts_lower_ipu_params {
     uint32_t amp_macs_f32;     /* AMP f32 MACs per cycle (`amp.macs_per_cycle_f32`), 2 per unit */
     uint32_t amp_macs_f16;     /* AMP f16 MACs per cycle (`amp.macs_per_cycle_f16`), 4 per unit; 0 = no f16 */
     uint32_t workers;          /* worker contexts per tile (`tile.worker_contexts`); 0 = 6 */
+    uint32_t conv_min_pixels;  /* a Conv splits its output rows over tiles only while each keeps at
+                                * least this many output pixels; 0 = 196 (a 14x14 image) */
 } ts_lower_ipu_params;
 
 /* Fill params from a chip config whose arch is "ipu" (reads its keys through the schema). */
 ts_status ts_lower_ipu_params_from_config(const ts_config *cfg, ts_lower_ipu_params *out, ts_err *err);
 
-/* Where one tensor lives after the program ran: element e is on tile e / chunk at byte address
- * addr + (e % chunk) * element size (4 for f32, 2 for f16). */
+/* Where one tensor lives: flat (inner = 0), element e is on tile e / chunk at byte address
+ * addr + (e % chunk) * element size (4 for f32, 2 for f16); blocked (a Conv output split by rows
+ * too), element e = c * inner + p is on tile (c / cb) * nrb + p / pb at element (c % cb) * pb +
+ * p % pb. Memory is reused once a tensor's last consumer has run, so after the run only the graph
+ * outputs are still there (ts_lower_ipu_locate). */
 typedef struct ts_lower_place {
     int tensor;        /* graph tensor id */
     uint32_t ntiles;   /* tiles 0..ntiles-1 hold it */
     uint64_t chunk;    /* elements per tile (the last tile may hold fewer) */
     uint64_t addr;     /* byte address on every tile */
+    uint64_t inner;    /* blocked: pixels per channel (0 = flat) */
+    uint64_t cb, pb;   /* blocked: channels per tile, pixels per channel per tile */
+    uint32_t nrb;      /* blocked: row blocks */
 } ts_lower_place;
 
 /* One operator as planned. */
@@ -54,7 +62,8 @@ typedef struct ts_lower_layer {
     uint32_t tiles;          /* tiles that compute it */
     uint32_t first_step;     /* its first superstep (counted from 0 by chip-wide syncs) */
     uint32_t steps;          /* supersteps: exchange rounds + 1 compute */
-    uint64_t mem_bytes;      /* tile memory in use (highest address) once it is placed */
+    uint64_t mem_bytes;      /* tile memory it needs: the static data (weights, tables) placed so
+                              * far plus the highest byte of tensors and buffers in use while it runs */
 } ts_lower_layer;
 
 /* What the lowering did. Owned arrays; free with ts_lower_report_free. */
