@@ -15,10 +15,12 @@
  */
 #include "workloads/lower_ipu.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 
 #include "core/alloc.h"
 #include "core/half.h"
@@ -48,6 +50,8 @@ typedef struct lw_place {
     uint32_t nrb;
 } lw_place;
 typedef struct lw_blk { uint64_t a, n; } lw_blk; /* a live block of the dynamic region */
+typedef struct lw_layout { uint64_t M, Ho, Wo, qpt, rb; } lw_layout; /* a Conv output layout chosen */
+typedef struct lw_tab { uint64_t hash, bytes, addr; uint32_t tiles; } lw_tab; /* static data the same on every tile */
 
 typedef struct lw {
     const ts_graph *g;
@@ -71,9 +75,11 @@ typedef struct lw {
     uint64_t hw;          /* highest dynamic byte in use since the current operator began */
     uint64_t peak;        /* highest dynamic byte ever */
     uint64_t *tmp; size_t ntmp, captmp; /* the current operator's buffers, freed at its end */
+    lw_layout *lay; size_t nlay, caplay; /* owned */
+    bool lay_memo;        /* Conv outputs read by an Add: one layout per shape */
+    lw_tab *tabs; size_t ntabs, captabs; /* owned */
     int *root;            /* per tensor: the tensor whose memory it is (Reshape, Flatten alias) */
     int *last;            /* per root tensor: its last consumer node; -1 = kept (graph output) */
-    uint64_t pmin;        /* fewest output pixels per tile before a Conv splits rows */
     uint32_t step;        /* supersteps so far */
     lw_mark *marks; size_t nmarks, capmarks;
     ts_lower_layer *layers; size_t nlayers, caplayers;
@@ -212,6 +218,29 @@ static ts_status seg(lw *L, uint32_t t, uint64_t addr, const void *bytes, uint64
     return ts_program_add_segment(L->prog, 0, t, addr, bytes, (uint32_t)len, L->err);
 }
 
+/* Static data the same on every tile (address tables): placed once per content, on tiles 0..tn-1
+ * (and on the tiles of later users too). */
+static uint64_t stable(lw *L, const void *v, uint64_t bytes, uint32_t tn, ts_status *rc)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (uint64_t i = 0; i < bytes; i++)
+        h = (h ^ ((const unsigned char *)v)[i]) * 1099511628211ull;
+    lw_tab *e = NULL;
+    for (size_t i = 0; i < L->ntabs && !e; i++)
+        if (L->tabs[i].hash == h && L->tabs[i].bytes == bytes)
+            e = &L->tabs[i];
+    if (e && e->tiles >= tn)
+        return e->addr;
+    uint64_t a = e ? e->addr : salloc(L, bytes);
+    for (uint32_t t = e ? e->tiles : 0; t < tn && *rc == TS_OK; t++)
+        *rc = ts_program_add_segment(L->prog, 0, t, a, v, (uint32_t)bytes, L->err);
+    if (e)
+        e->tiles = tn;
+    else if (!ts_grow((void **)&L->tabs, &L->captabs, L->ntabs + 1, sizeof *L->tabs))
+        L->tabs[L->ntabs++] = (lw_tab){h, bytes, a, tn};
+    return a;
+}
+
 /* ---- values ---- */
 
 float ts_lower_ipu_fill(int tensor, uint64_t i)
@@ -306,7 +335,7 @@ static uint64_t pl_run(const lw_place *P, uint64_t e, uint32_t *tile, uint64_t *
 }
 
 typedef struct lw_piece { uint32_t src, dst; uint64_t from, to, words; } lw_piece;
-typedef struct lw_xfer { uint32_t src, dst; uint64_t to, words; size_t p0, p1; } lw_xfer; /* pieces p0..p1-1 */
+typedef struct lw_xfer { uint32_t src, dst; uint64_t to, words; size_t p0, p1; bool staged; } lw_xfer; /* pieces p0..p1-1 */
 
 /* Tile t < tn needs nr[t] (NULL: 1) ranges of tensor x, the j-th [lo[t] + j*sst, hi[t] + j*sst),
  * at element offsets j*dstr of one contiguous slice of its memory; where[t] gets the slice's
@@ -359,12 +388,14 @@ static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uin
     lw_xfer *xf = NULL;
     size_t npc = 0, cap = 0, nxf = 0, capx = 0;
     uint32_t rounds = 0;
+    uint64_t stage = 0;
     uint32_t *count = ts_calloc(tn, sizeof *count);
     ts_status rc = count ? TS_OK : ts_err_set(L->err, TS_ENOMEM, "out of memory gathering '%s'", xname);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
         if (!remote[t])
             continue;
         where[t] = g;
+        size_t pt0 = npc;
         uint32_t n = nr ? nr[t] : 1;
         for (uint32_t j = 0; j < n && rc == TS_OK; j++)
             for (uint64_t e = lo[t] + j * sst, end = hi[t] + j * sst; e < end && rc == TS_OK;) {
@@ -381,22 +412,46 @@ static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uin
                     break;
                 }
                 pc[npc++] = (lw_piece){s, t, P->addr + off * es, to, (b - e) * es / 4};
-                if (s != t) { /* joins the receiver's last transfer if it follows on from the same sender */
-                    lw_xfer *q = nxf ? &xf[nxf - 1] : NULL;
-                    if (q && q->dst == t && q->src == s && q->to + 4 * q->words == to && q->p1 == npc - 1) {
-                        q->words += (b - e) * es / 4;
-                        q->p1 = npc;
-                    } else if (ts_grow((void **)&xf, &capx, nxf + 1, sizeof *xf)) {
-                        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory gathering '%s'", xname);
-                    } else {
-                        xf[nxf++] = (lw_xfer){s, t, to, (b - e) * es / 4, npc - 1, npc};
-                        if (++count[t] > rounds)
-                            rounds = count[t];
-                    }
-                }
                 e = b;
             }
+        /* the receiver's remote pieces by sender (stable): one transfer per sender, received in
+         * place when its pieces follow on from each other, else into a staging buffer and copied */
+        for (size_t i = pt0 + 1; i < npc; i++) {
+            lw_piece v = pc[i];
+            size_t k = i;
+            while (k > pt0 && (pc[k - 1].src == t ? 0 : pc[k - 1].src + 1) > (v.src == t ? 0 : v.src + 1)) {
+                pc[k] = pc[k - 1];
+                k--;
+            }
+            pc[k] = v;
+        }
+        for (size_t i = pt0; i < npc && rc == TS_OK;) {
+            size_t k = i + 1;
+            bool direct = true;
+            uint64_t words = pc[i].words;
+            while (k < npc && pc[k].src == pc[i].src) {
+                direct &= pc[k].to == pc[k - 1].to + 4 * pc[k - 1].words;
+                words += pc[k].words;
+                k++;
+            }
+            if (pc[i].src != t) {
+                if (ts_grow((void **)&xf, &capx, nxf + 1, sizeof *xf)) {
+                    rc = ts_err_set(L->err, TS_ENOMEM, "out of memory gathering '%s'", xname);
+                    break;
+                }
+                xf[nxf++] = (lw_xfer){pc[i].src, t, direct ? pc[i].to : 0, words, i, k, !direct};
+                if (!direct && words > stage)
+                    stage = words;
+                if (++count[t] > rounds)
+                    rounds = count[t];
+            }
+            i = k;
+        }
     }
+    uint64_t sbuf = stage ? talloc_avoid(L, stage * 4, av0, av1) : 0;
+    for (size_t i = 0; i < nxf; i++)
+        if (xf[i].staged)
+            xf[i].to = sbuf;
     /* exchange rounds: round r carries the r-th transfer of every receiver */
     size_t *sel = rc == TS_OK ? ts_calloc(nxf ? nxf : 1, sizeof *sel) : NULL;
     if (rc == TS_OK && !sel)
@@ -422,8 +477,18 @@ static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uin
                 S(q->src, SEND, RM(5), RM(6), (int32_t)pc[i].words);
             }
         }
-        for (size_t k = 0; k < nsel; k++)
-            S(xf[sel[k]].dst, RXWAIT, 0, 0, 0);
+        for (size_t k = 0; k < nsel; k++) {
+            const lw_xfer *q = &xf[sel[k]];
+            S(q->dst, RXWAIT, 0, 0, 0);
+            for (size_t i = q->p0, at = q->to; q->staged && i < q->p1; at += 4 * pc[i].words, i++) {
+                S(q->dst, SETZI, RM(1), (int32_t)at, 0);
+                S(q->dst, SETZI, RM(2), (int32_t)pc[i].to, 0);
+                S(q->dst, SETZI, RM(3), (int32_t)pc[i].words, 0);
+                S(q->dst, RPT, RM(3), 2, 0);
+                S(q->dst, LD32STEP, RM(4), RM(1), 4);
+                S(q->dst, ST32STEP, RM(4), RM(2), 4);
+            }
+        }
         sync_all(L);
     }
     /* what a tile holds itself: its supervisor copies it (start of the compute superstep) */
@@ -714,8 +779,7 @@ static void run_all_m0(lw *L, uint32_t t, size_t entry, uint64_t v)
 
 /* Conv (batch 1, group 1, no dilation) as an im2col'd matrix product on the AMP. The output is
  * split three ways over tiles t = (gk * ngc + gc) * nrb + gr: groups of AMP units of output
- * channels (gc), blocks of output rows (gr: at least L->pmin pixels each) and, with the tiles left,
- * parts of the input channels (gk). A tile gathers its input channels over the input rows its
+ * channels (gc), blocks of output rows (gr) and parts of the input channels (gk). A tile gathers its input channels over the input rows its
  * output rows need (halo rows included), copies them into a zeroed, padded image when the Conv
  * pads, and for each of its output pixels builds the pixel's im2col row in a worker buffer (a
  * table of byte offsets within the image added to the pixel's base offset from a table of bases)
@@ -728,29 +792,89 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
     const uint64_t C = s->C, H = s->H, Wd = s->Wd, M = s->M, kh = s->kh, kw = s->kw, sh = s->sh, sw = s->sw;
     const uint64_t Ho = s->Ho, Wo = s->Wo, P = Ho * Wo;
     const uint32_t U = L->units;
-    uint64_t nq = cdiv(M, U), qpt = cdiv(nq, L->T), ngc = cdiv(nq, qpt);
-    uint64_t spare = L->T / ngc ? L->T / ngc : 1;
-    uint64_t nrb = P / (L->pmin ? L->pmin : 1);
-    if (nrb > spare)
-        nrb = spare;
-    if (nrb > Ho)
-        nrb = Ho;
-    if (!nrb)
-        nrb = 1;
-    uint64_t rb = cdiv(Ho, nrb);
-    nrb = cdiv(Ho, rb);
-    uint64_t nks = spare / nrb;
-    if (nks > C)
-        nks = C;
-    if (!nks)
-        nks = 1;
-    uint64_t cpk = cdiv(C, nks);
-    nks = cdiv(C, cpk);
+    const uint64_t nq = cdiv(M, U);
+    const bool pad = s->pt || s->pl || s->pbot || s->pr;
+    const uint64_t WI = Wd + s->pl + s->pr;
+    /* The plan: groups per tile qpt, row blocks nrb, input-channel parts nks, by an estimate of
+     * the tile cycles (issues: the six workers fill every cycle) under two memory limits: the
+     * operator's buffers within 2/5 of the tile, and its weights per tile within 1.05 times an
+     * even share of them over the chip (weights stay for the whole run). */
+    uint64_t qpt = 0, nrb = 0, nks = 0, rb = 0, cpk = 0;
+    /* outputs of one shape share one layout (so that an Add of two of them needs no exchange) */
+    const lw_layout *memo = NULL;
+    size_t ncons = 0;
+    const int *cons = ts_graph_consumers(L->g, n->out[0], &ncons);
+    bool toadd = false;
+    for (size_t i = 0; i < ncons; i++)
+        toadd |= ts_graph_get_node(L->g, cons[i])->op == TS_OP_ADD;
+    for (size_t i = 0; toadd && L->lay_memo && i < L->nlay; i++)
+        if (L->lay[i].M == M && L->lay[i].Ho == Ho && L->lay[i].Wo == Wo)
+            memo = &L->lay[i];
+    const lw_place *XP = &L->pl[n->in[0]];
+    {
+        double best = 0;
+        uint64_t tb = L->p->sram_bytes * 2 / 5;
+        uint64_t wb = (uint64_t)(1.05 * (double)(M * C * kh * kw * 4) / (double)L->T);
+        if (wb < 2048)
+            wb = 2048;
+        for (uint64_t q = cdiv(nq, L->T); q <= nq; q = q * 2 > nq && q < nq ? nq : q * 2) {
+            uint64_t ng = cdiv(nq, q), sp = L->T / ng;
+            if (memo && q != memo->qpt)
+                goto next_q;
+            for (uint64_t r = Ho; r >= 1; r--) {
+                uint64_t nr_ = cdiv(Ho, r);
+                if (r < Ho && cdiv(Ho, r + 1) == nr_)
+                    continue; /* the same number of blocks with fewer rows */
+                if (memo && r != memo->rb)
+                    continue;
+                if (nr_ > sp)
+                    break;
+                for (uint64_t k = 1; k <= sp / nr_; k = k * 2 > sp / nr_ && k < sp / nr_ ? sp / nr_ : k * 2) {
+                    uint64_t cp = cdiv(C, k), nk = cdiv(C, cp);
+                    uint64_t Kt = cp * kh * kw, npx = r * Wo;
+                    uint64_t band = (r - 1) * sh + kh < H + s->pt + s->pbot ? (r - 1) * sh + kh : H;
+                    double comp = (double)(cdiv(npx, L->workers) * L->workers) *
+                                  (double)(3 * Kt + 8 + q * (2 * Kt + 12));
+                    double gat = 1.5 * (double)(cp * band * Wd) + (pad ? 3.0 * (double)(cp * band * WI) : 0);
+                    double lev = 0;
+                    for (uint64_t d = 1; d < nk; d *= 2)
+                        lev++;
+                    double red = lev * (5.0 * (double)(q * U * npx) + 150);
+                    /* exchange rounds: about one per input tile a tile reads from */
+                    double rounds = XP->inner ? (double)(cdiv(cp, XP->cb) + 1) * (double)(band * Wd / XP->pb + 1)
+                                              : (double)(cp * band * Wd / XP->chunk + 1);
+                    if (nr_ == 1 && !XP->inner)
+                        rounds = (double)(cp * H * Wd / XP->chunk + 1);
+                    /* and the next operator's: about one per group of this output's channels */
+                    double cost = comp + gat + red + 250.0 * (rounds + (double)ng);
+                    double mem = 4.0 * (double)(cp * band * Wd + (pad ? cp * band * WI : 0) + L->workers * (Kt + 1) +
+                                                q * U * npx * (nk > 1 ? 3 : 1));
+                    double wt = 4.0 * (double)(q * U * Kt);
+                    /* past a limit, every byte costs as much as 64 cycles */
+                    cost += 64.0 * ((mem > (double)tb ? mem - (double)tb : 0) + (wt > (double)wb ? wt - (double)wb : 0));
+                    if (!qpt || cost < best) {
+                        qpt = q, nrb = nr_, rb = r, nks = nk, cpk = cp;
+                        best = cost;
+                    }
+                }
+            }
+        next_q:
+            if (q == nq)
+                break;
+        }
+    }
+    if (toadd && !memo && !ts_grow((void **)&L->lay, &L->caplay, L->nlay + 1, sizeof *L->lay))
+        L->lay[L->nlay++] = (lw_layout){M, Ho, Wo, qpt, rb};
+    uint64_t ngc = cdiv(nq, qpt);
+    if (getenv("LWDBG"))
+        fprintf(stderr, "  plan C %llu M %llu Ho %llu K %llu: qpt %llu ngc %llu rb %llu nrb %llu nks %llu cpk %llu memo %d in %s cb %llu pb %llu chunk %llu\n",
+                (unsigned long long)C, (unsigned long long)M, (unsigned long long)Ho, (unsigned long long)(kh * kw),
+                (unsigned long long)qpt, (unsigned long long)ngc, (unsigned long long)rb, (unsigned long long)nrb,
+                (unsigned long long)nks, (unsigned long long)cpk, memo != NULL, XP->inner ? "blk" : "flat",
+                (unsigned long long)XP->cb, (unsigned long long)XP->pb, (unsigned long long)XP->chunk);
     uint32_t tn = (uint32_t)(ngc * nrb * nks), tout = (uint32_t)(ngc * nrb);
-    bool pad = s->pt || s->pl || s->pbot || s->pr;
     uint64_t pbk = rb * Wo;                      /* output pixels per channel row of a tile */
     uint64_t HB = (rb - 1) * sh + kh;            /* padded image rows of a row block */
-    uint64_t WI = Wd + s->pl + s->pr;
     /* input rows of each row block: [ya, yb) of the image rows from iy_lo on */
     uint64_t NB = 0;
     for (uint64_t gr = 0; gr < nrb; gr++) {
@@ -790,40 +914,22 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
     uint64_t colbuf = talloc(L, L->workers * kpm * 2 * 4);
     uint64_t wbytes = qpt * kpm * U * 8, bbytes = qpt * U * 4;
     uint64_t waddr = salloc(L, wbytes), baddr = s->Bt ? salloc(L, bbytes) : 0;
-    uint64_t bt = salloc(L, pbk * 4);
-    /* offset tables for a full part of the input channels and for the last, shorter one */
-    uint64_t cl = C - (nks - 1) * cpk, offs[2] = {salloc(L, kpm * 2 * 4), 0};
-    if (cl != cpk)
-        offs[1] = salloc(L, kpm * 2 * 4);
     uint64_t out = alloc(L, qpt * U * pbk * 4), alt = 0, rbuf = 0;
     if (nks > 1) {
         alt = alloc(L, qpt * U * pbk * 4);
         rbuf = talloc(L, qpt * U * pbk * 4);
     }
-    uint32_t *bv = ts_calloc(pbk + 2 * kpm, 4);
+    uint32_t *bv = ts_calloc(pbk, 4);
     float *w = ts_calloc(wbytes / 4 + bbytes / 4, 4);
     if (!bv || !w) {
         ts_free(bv);
         ts_free(w);
         return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
     }
-    uint32_t *ov = bv + pbk;
     for (uint64_t ly = 0; ly < rb; ly++)
         for (uint64_t ox = 0; ox < Wo; ox++)
             bv[ly * Wo + ox] = (uint32_t)((ly * sh * WIm + ox * sw) * 4);
-    for (int k2 = 0; k2 < 2 && rc == TS_OK; k2++) {
-        uint64_t cp = k2 ? cl : cpk;
-        if (k2 && !offs[1])
-            break;
-        memset(ov, 0, 2 * kpm * 4);
-        for (uint64_t k = 0; k < cp * kh * kw; k++)
-            ov[k] = (uint32_t)(((k / (kh * kw) * HI + k / kw % kh) * WIm + k % kw) * 4);
-        for (uint32_t t = 0; t < tn && rc == TS_OK; t++)
-            if ((t / tout == nks - 1) == (k2 == 1) || (!offs[1] && !k2))
-                rc = seg(L, t, offs[k2], ov, 2 * kpm * 4);
-    }
-    for (uint32_t t = 0; t < tn && rc == TS_OK; t++)
-        rc = seg(L, t, bt, bv, pbk * 4);
+    uint64_t bt = stable(L, bv, pbk * 4, tn, &rc);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
         uint64_t gr = t % nrb, gc = t / nrb % ngc, gk = t / tout;
         uint64_t ci0 = gk * cpk, cp = ci0 + cpk < C ? cpk : C - ci0, K = cp * kh * kw, kp = cdiv(K, 2);
@@ -914,16 +1020,32 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
         W(t, ADD, RM(3), RM(3), RM(4));
         W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
         W(t, SETZI, RM(11), (int32_t)kp, 0);
-        W(t, SETZI, RM(13), (int32_t)Kpad, 0);
+        W(t, SETZI, RA(1), 0, 0);
         size_t pix = W(t, LD32STEP, RM(9), RM(10), 4);
         W(t, ADD, RM(9), RM(9), RM(0));
-        W(t, SETZI, RM(12), (int32_t)offs[cp != cpk], 0);
         W(t, MOV, RM(14), RM(2), 0);
-        W(t, RPT, RM(13), 4, 0);
-        W(t, LD32STEP, RM(15), RM(12), 4);
-        W(t, ADD, RM(15), RM(15), RM(9));
-        W(t, LD32, RA(0), RM(15), 0);
-        W(t, ST32STEP, RA(0), RM(14), 4);
+        /* the pixel's im2col row: channel by channel, kernel row by row (2 issues per element) */
+        if (kh * kw == 1) {
+            W(t, SETZI, RM(13), (int32_t)cp, 0);
+            W(t, RPT, RM(13), 2, 0);
+            W(t, LD32STEP, RA(0), RM(9), (int32_t)(HI * WIm * 4));
+            W(t, ST32STEP, RA(0), RM(14), 4);
+        } else {
+            W(t, SETZI, RM(7), (int32_t)cp - 1, 0);
+            W(t, SETZI, RM(13), (int32_t)kw, 0);
+            size_t ch = W(t, MOV, RM(4), RM(9), 0);
+            W(t, SETZI, RM(8), (int32_t)kh - 1, 0);
+            size_t kr = W(t, MOV, RM(12), RM(4), 0);
+            W(t, RPT, RM(13), 2, 0);
+            W(t, LD32STEP, RA(0), RM(12), 4);
+            W(t, ST32STEP, RA(0), RM(14), 4);
+            W(t, ADDI, RM(4), RM(4), (int32_t)(WIm * 4));
+            W(t, BRNZDEC, RM(8), (int32_t)kr, 0);
+            W(t, ADDI, RM(9), RM(9), (int32_t)(HI * WIm * 4));
+            W(t, BRNZDEC, RM(7), (int32_t)ch, 0);
+        }
+        if (K % 2) /* the pad position: zero (its weight is zero too) */
+            W(t, ST32, RA(1), RM(14), 0);
         W(t, SETZI, RM(5), (int32_t)waddr, 0);
         W(t, SETZI, RM(8), (int32_t)m.bias, 0);
         W(t, MOV, RM(6), RM(3), 0);
@@ -1247,7 +1369,7 @@ static ts_status lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
     uint64_t H = (uint64_t)X->dims[2], Wd = (uint64_t)X->dims[3], HW = H * Wd;
     uint64_t Ho = (uint64_t)Y->dims[2], Wo = (uint64_t)Y->dims[3], P = Ho * Wo;
     uint64_t R = (uint64_t)(X->dims[0] * X->dims[1]);
-    uint64_t kh = gap ? H : (uint64_t)at->kernel[0], kw = gap ? Wd : (uint64_t)at->kernel[1], kk = kh * kw;
+    uint64_t kh = gap ? H : (uint64_t)at->kernel[0], kw = gap ? Wd : (uint64_t)at->kernel[1];
     uint64_t rp = cdiv(R, L->T);
     uint32_t tn = (uint32_t)cdiv(R, rp);
     for (uint32_t t = 0; t < tn; t++) {
@@ -1256,52 +1378,22 @@ static ts_status lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
     }
     if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where)) != TS_OK)
         return rc;
-    uint64_t tab = 0;
-    uint32_t *tv = NULL;
-    if (!gap) {
-        tab = salloc(L, P * kk * 4);
-        tv = ts_calloc(P * kk, 4);
-        if (!tv)
-            return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
-        for (uint64_t oy = 0; oy < Ho; oy++)
-            for (uint64_t ox = 0; ox < Wo; ox++) {
-                int64_t first = -1;
-                for (uint64_t k = 0; k < kk; k++) {
-                    int64_t iy = (int64_t)(oy * (uint64_t)at->strides[0] + k / kw) - at->pads[0];
-                    int64_t ix = (int64_t)(ox * (uint64_t)at->strides[1] + k % kw) - at->pads[1];
-                    if (iy >= 0 && ix >= 0 && iy < (int64_t)H && ix < (int64_t)Wd) {
-                        first = (iy * (int64_t)Wd + ix) * 4;
-                        break;
-                    }
-                }
-                if (first < 0) {
-                    ts_free(tv);
-                    return unsupported(L, n, "a window that covers only padding");
-                }
-                for (uint64_t k = 0; k < kk; k++) {
-                    int64_t iy = (int64_t)(oy * (uint64_t)at->strides[0] + k / kw) - at->pads[0];
-                    int64_t ix = (int64_t)(ox * (uint64_t)at->strides[1] + k % kw) - at->pads[1];
-                    bool in = iy >= 0 && ix >= 0 && iy < (int64_t)H && ix < (int64_t)Wd;
-                    tv[(oy * Wo + ox) * kk + k] = (uint32_t)(in ? (iy * (int64_t)Wd + ix) * 4 : first);
-                }
-            }
-    }
+    uint64_t HP = H + (uint64_t)at->pads[0] + (uint64_t)at->pads[2], WP = Wd + (uint64_t)at->pads[1] + (uint64_t)at->pads[3];
+    uint64_t img = gap ? 0 : talloc(L, HP * WP * 4);
     uint64_t out = alloc(L, rp * P * 4);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
-        if (tv)
-            rc = seg(L, t, tab, tv, P * kk * 4);
         uint32_t planes = (uint32_t)((sc->hi[t] - sc->lo[t]) / HW);
-        uint32_t rw = (planes + L->workers - 1) / L->workers;
-        size_t entry = L->tiles[t].wrk.n;
-        emit_start_row(L, t, planes, rw);
-        W(t, MULI, RM(2), RM(1), (int32_t)(HW * 4));
-        W(t, SETZI, RM(3), (int32_t)sc->where[t], 0);
-        W(t, ADD, RM(2), RM(2), RM(3));
-        W(t, MULI, RM(4), RM(1), (int32_t)(P * 4));
-        W(t, SETZI, RM(3), (int32_t)out, 0);
-        W(t, ADD, RM(4), RM(4), RM(3));
-        W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
         if (gap) {
+            uint32_t rw = (planes + L->workers - 1) / L->workers;
+            size_t entry = L->tiles[t].wrk.n;
+            emit_start_row(L, t, planes, rw);
+            W(t, MULI, RM(2), RM(1), (int32_t)(HW * 4));
+            W(t, SETZI, RM(3), (int32_t)sc->where[t], 0);
+            W(t, ADD, RM(2), RM(2), RM(3));
+            W(t, MULI, RM(4), RM(1), (int32_t)(P * 4));
+            W(t, SETZI, RM(3), (int32_t)out, 0);
+            W(t, ADD, RM(4), RM(4), RM(3));
+            W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
             W(t, SETZI, RM(9), (int32_t)HW, 0);
             W(t, LDCONST, RA(2), fbits((float)(1.0 / (double)HW)), 0);
             size_t plane = W(t, SETZI, RA(0), 0, 0);
@@ -1311,27 +1403,73 @@ static ts_status lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
             W(t, F32MUL, RA(0), RA(0), RA(2));
             W(t, ST32STEP, RA(0), RM(4), 4);
             W(t, BRNZDEC, RM(1), (int32_t)plane, 0);
-        } else {
-            W(t, SETZI, RM(8), (int32_t)kk - 1, 0);
-            size_t plane = W(t, SETZI, RM(5), (int32_t)tab, 0);
-            W(t, SETZI, RM(6), (int32_t)P - 1, 0);
-            size_t pix = W(t, LD32STEP, RM(7), RM(5), 4);
-            W(t, ADD, RM(7), RM(7), RM(2));
-            W(t, LD32, RA(0), RM(7), 0);
-            W(t, RPT, RM(8), 4, 0);
-            W(t, LD32STEP, RM(7), RM(5), 4);
-            W(t, ADD, RM(7), RM(7), RM(2));
-            W(t, LD32, RA(1), RM(7), 0);
-            W(t, F32MAX, RA(0), RA(0), RA(1));
-            W(t, ST32STEP, RA(0), RM(4), 4);
-            W(t, BRNZDEC, RM(6), (int32_t)pix, 0);
-            W(t, ADDI, RM(2), RM(2), (int32_t)(HW * 4));
-            W(t, BRNZDEC, RM(1), (int32_t)plane, 0);
+            W(t, EXIT, 0, 0, 0);
+            run_all(L, t, entry);
+            continue;
         }
+        /* MaxPool: the padded image filled with -FLT_MAX once (rows over the workers); per plane,
+         * its rows copied in, then output rows over the workers, each window by kernel rows */
+        uint32_t rwh = (uint32_t)cdiv(HP, L->workers);
+        size_t entry = L->tiles[t].wrk.n;
+        emit_start_row(L, t, (uint32_t)HP, rwh);
+        W(t, MULI, RM(3), RM(1), (int32_t)(WP * 4));
+        W(t, SETZI, RM(4), (int32_t)img, 0);
+        W(t, ADD, RM(3), RM(3), RM(4));
+        W(t, LDCONST, RA(0), fbits(-FLT_MAX), 0);
+        W(t, SETZI, RM(5), (int32_t)(rwh * WP), 0);
+        W(t, RPT, RM(5), 1, 0);
+        W(t, ST32STEP, RA(0), RM(3), 4);
         W(t, EXIT, 0, 0, 0);
         run_all(L, t, entry);
+        uint32_t rwr = (uint32_t)cdiv(H, L->workers), rwo = (uint32_t)cdiv(Ho, L->workers);
+        for (uint32_t i = 0; i < planes; i++) {
+            entry = L->tiles[t].wrk.n;
+            emit_start_row(L, t, (uint32_t)H, rwr);
+            W(t, MULI, RM(2), RM(1), (int32_t)(Wd * 4));
+            W(t, SETZI, RM(3), (int32_t)(sc->where[t] + i * HW * 4), 0);
+            W(t, ADD, RM(2), RM(2), RM(3));
+            W(t, MULI, RM(3), RM(1), (int32_t)(WP * 4));
+            W(t, SETZI, RM(4), (int32_t)(img + ((uint64_t)at->pads[0] * WP + (uint64_t)at->pads[1]) * 4), 0);
+            W(t, ADD, RM(3), RM(3), RM(4));
+            W(t, SETZI, RM(1), (int32_t)rwr - 1, 0);
+            W(t, SETZI, RM(8), (int32_t)Wd, 0);
+            size_t row = W(t, RPT, RM(8), 2, 0);
+            W(t, LD32STEP, RA(0), RM(2), 4);
+            W(t, ST32STEP, RA(0), RM(3), 4);
+            W(t, ADDI, RM(3), RM(3), (int32_t)((WP - Wd) * 4));
+            W(t, BRNZDEC, RM(1), (int32_t)row, 0);
+            W(t, EXIT, 0, 0, 0);
+            run_all(L, t, entry);
+            entry = L->tiles[t].wrk.n;
+            emit_start_row(L, t, (uint32_t)Ho, rwo);
+            W(t, MULI, RM(2), RM(1), (int32_t)((uint64_t)at->strides[0] * WP * 4));
+            W(t, SETZI, RM(3), (int32_t)img, 0);
+            W(t, ADD, RM(2), RM(2), RM(3));
+            W(t, MULI, RM(3), RM(1), (int32_t)(Wo * 4));
+            W(t, SETZI, RM(4), (int32_t)(out + i * P * 4), 0);
+            W(t, ADD, RM(3), RM(3), RM(4));
+            W(t, SETZI, RM(1), (int32_t)rwo - 1, 0);
+            W(t, SETZI, RM(13), (int32_t)kw, 0);
+            size_t orow = W(t, MOV, RM(9), RM(2), 0);
+            W(t, SETZI, RM(6), (int32_t)Wo - 1, 0);
+            size_t pix = W(t, LDCONST, RA(0), fbits(-FLT_MAX), 0);
+            W(t, MOV, RM(4), RM(9), 0);
+            W(t, SETZI, RM(8), (int32_t)kh - 1, 0);
+            size_t kr = W(t, MOV, RM(12), RM(4), 0);
+            W(t, RPT, RM(13), 2, 0);
+            W(t, LD32STEP, RA(1), RM(12), 4);
+            W(t, F32MAX, RA(0), RA(0), RA(1));
+            W(t, ADDI, RM(4), RM(4), (int32_t)(WP * 4));
+            W(t, BRNZDEC, RM(8), (int32_t)kr, 0);
+            W(t, ST32STEP, RA(0), RM(3), 4);
+            W(t, ADDI, RM(9), RM(9), (int32_t)((uint64_t)at->strides[1] * 4));
+            W(t, BRNZDEC, RM(6), (int32_t)pix, 0);
+            W(t, ADDI, RM(2), RM(2), (int32_t)((uint64_t)at->strides[0] * WP * 4));
+            W(t, BRNZDEC, RM(1), (int32_t)orow, 0);
+            W(t, EXIT, 0, 0, 0);
+            run_all(L, t, entry);
+        }
     }
-    ts_free(tv);
     if (rc != TS_OK)
         return rc;
     use_tiles(L, tn);
@@ -1454,7 +1592,6 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     if ((rc = scratch(L, &sc)) != TS_OK)
         goto done;
     L->stat = p->sram_bytes & ~(uint64_t)15;
-    L->pmin = p->conv_min_pixels ? p->conv_min_pixels : 196;
     for (uint32_t t = 0; t < L->T; t++)
         mark(L, t);
     /* liveness: the memory of a tensor (of its root, through Reshape and Flatten) is freed after
@@ -1541,6 +1678,9 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
                 L->hw = L->blk[k].a + L->blk[k].n;
         if ((rc = lower_node(L, (int)i, &sc)) != TS_OK)
             goto done;
+        if (getenv("LWDBG"))
+            fprintf(stderr, "%s %s tiles %u steps %u hw %llu static %llu\n", opname(nd), nd->name, L->optiles,
+                    L->step - first, (unsigned long long)L->hw, (unsigned long long)L->sbytes);
         if ((rc = check_fit(L, opname(nd), nd->name)) != TS_OK)
             goto done;
         in_hw = 0;
@@ -1600,6 +1740,8 @@ done:
     ts_free(L->tiles);
     ts_free(L->pl);
     ts_free(L->blk);
+    ts_free(L->lay);
+    ts_free(L->tabs);
     ts_free(L->tmp);
     ts_free(L->root);
     ts_free(L->last);

@@ -34,8 +34,6 @@ typedef struct ts_lower_ipu_params {
     uint32_t amp_macs_f32;     /* AMP f32 MACs per cycle (`amp.macs_per_cycle_f32`), 2 per unit */
     uint32_t amp_macs_f16;     /* AMP f16 MACs per cycle (`amp.macs_per_cycle_f16`), 4 per unit; 0 = no f16 */
     uint32_t workers;          /* worker contexts per tile (`tile.worker_contexts`); 0 = 6 */
-    uint32_t conv_min_pixels;  /* a Conv splits its output rows over tiles only while each keeps at
-                                * least this many output pixels; 0 = 196 (a 14x14 image) */
 } ts_lower_ipu_params;
 
 /* Fill params from a chip config whose arch is "ipu" (reads its keys through the schema). */
