@@ -403,6 +403,113 @@ START_TEST(test_conv)
 }
 END_TEST
 
+/* A residual block as ResNet's: Conv (no bias), BatchNormalization (folded into the Conv), Relu,
+ * Conv with a bias, Add of the block input, Relu. On ipu_small16 the Convs split their output rows
+ * over tiles (halo rows exchanged) and their input channels (partial sums added in a tree); the
+ * result is compared with a C reference computed in double. */
+START_TEST(test_residual)
+{
+    enum { C = 8, H = 24, Wd = 20 };
+    ts_graph *g = ts_graph_create("res");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, C, H, Wd});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 4, (int64_t[]){C, C, 3, 3});
+    int bn[4];
+    for (int i = 0; i < 4; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "bn%d", i);
+        bn[i] = tensor(g, nm, TS_TENSOR_WEIGHT, 1, (int64_t[]){C});
+    }
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, 4, (int64_t[]){C, C, 3, 3});
+    int b2 = tensor(g, "b2", TS_TENSOR_WEIGHT, 1, (int64_t[]){C});
+    int a = tensor(g, "a", TS_TENSOR_ACTIVATION, -1, NULL), n1 = tensor(g, "n1", TS_TENSOR_ACTIVATION, -1, NULL);
+    int r1 = tensor(g, "r1", TS_TENSOR_ACTIVATION, -1, NULL), c2 = tensor(g, "c2", TS_TENSOR_ACTIVATION, -1, NULL);
+    int s = tensor(g, "s", TS_TENSOR_ACTIVATION, -1, NULL), y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    fill(g, w1);
+    fill(g, w2);
+    fill(g, b2);
+    for (int i = 0; i < 4; i++)
+        fill(g, bn[i]);
+    float var[C]; /* variances: positive */
+    for (int m = 0; m < C; m++)
+        var[m] = val(bn[3], m) + 1.5f;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_set_data(g, bn[3], var, sizeof var, &e), TS_OK);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.strides[0] = at.strides[1] = 1;
+    at.pads[0] = at.pads[1] = at.pads[2] = at.pads[3] = 1;
+    node(g, TS_OP_CONV, "conv1", (int[]){x, w1}, 2, a, &at);
+    ts_graph_attrs ab;
+    ts_graph_attrs_init(&ab);
+    node(g, TS_OP_BATCHNORM, "bn1", (int[]){a, bn[0], bn[1], bn[2], bn[3]}, 5, n1, &ab);
+    node(g, TS_OP_RELU, "relu1", (int[]){n1}, 1, r1, NULL);
+    node(g, TS_OP_CONV, "conv2", (int[]){r1, w2, b2}, 3, c2, &at);
+    node(g, TS_OP_ADD, "add", (int[]){c2, x}, 2, s, NULL);
+    node(g, TS_OP_RELU, "relu2", (int[]){s}, 1, y, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    /* the plan splits rows (a blocked output) and input channels (more tiles than hold the output) */
+    bool rows = false, parts = false;
+    for (size_t i = 0; i < L.rep.nplaces; i++)
+        rows |= L.rep.places[i].inner > 0;
+    for (size_t i = 0; i < L.rep.nlayers; i++) {
+        const ts_graph_node *nd = ts_graph_get_node(g, L.rep.layers[i].node);
+        for (size_t k = 0; nd->op == TS_OP_CONV && k < L.rep.nplaces; k++)
+            if (L.rep.places[k].tensor == nd->out[0])
+                parts |= L.rep.layers[i].tiles > L.rep.places[k].ntiles;
+    }
+    ck_assert_msg(rows && parts, "rows split %d, input channels split %d", rows, parts);
+    int yo = ts_graph_find(g, "y"); /* ids after finalize (the folded BatchNormalization's are gone) */
+    /* reference: r1 = relu(bn(conv1(x))), y = relu(conv2(r1) + b2 + x); mag = sums of |terms| */
+    static double ref1[C][H][Wd], mag1[C][H][Wd];
+    for (int m = 0; m < C; m++) {
+        double sc = val(bn[0], m) / sqrt((double)var[m] + 1e-5);
+        for (int oy = 0; oy < H; oy++)
+            for (int ox = 0; ox < Wd; ox++) {
+                double v = 0, mg = 0;
+                for (int c = 0; c < C; c++)
+                    for (int ky = 0; ky < 3; ky++)
+                        for (int kx = 0; kx < 3; kx++) {
+                            int iy = oy + ky - 1, ix = ox + kx - 1;
+                            if (iy < 0 || ix < 0 || iy >= H || ix >= Wd)
+                                continue;
+                            double t = (double)val(x, (c * H + iy) * Wd + ix) * val(w1, ((m * C + c) * 3 + ky) * 3 + kx);
+                            v += t;
+                            mg += fabs(t);
+                        }
+                double o = (v - val(bn[2], m)) * sc + val(bn[1], m);
+                ref1[m][oy][ox] = fmax(o, 0);
+                mag1[m][oy][ox] = (mg + fabs(val(bn[2], m))) * fabs(sc) + fabs(val(bn[1], m));
+            }
+    }
+    for (int m = 0; m < C; m++)
+        for (int oy = 0; oy < H; oy++)
+            for (int ox = 0; ox < Wd; ox++) {
+                double v = val(b2, m), mg = fabs(v);
+                for (int c = 0; c < C; c++)
+                    for (int ky = 0; ky < 3; ky++)
+                        for (int kx = 0; kx < 3; kx++) {
+                            int iy = oy + ky - 1, ix = ox + kx - 1;
+                            if (iy < 0 || ix < 0 || iy >= H || ix >= Wd)
+                                continue;
+                            double wv = val(w2, ((m * C + c) * 3 + ky) * 3 + kx);
+                            v += ref1[c][iy][ix] * wv;
+                            mg += fabs(wv) * mag1[c][iy][ix];
+                        }
+                uint64_t k = (uint64_t)((m * H + oy) * Wd + ox);
+                double xv = val(x, (int64_t)k);
+                near(out_at(&L, g, yo, k), fmax(v + xv, 0), mg + fabs(xv), "y", k);
+            }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+    ts_err_free(&e);
+}
+END_TEST
+
 START_TEST(test_pool)
 {
     /* MaxPool 3x3 stride 2 pad 1 (ResNet's) and GlobalAveragePool of the same input, batch 2 */
@@ -515,6 +622,7 @@ int main(void)
     tcase_add_test(tc, test_softmax);
     tcase_add_test(tc, test_mlp_softmax);
     tcase_add_test(tc, test_conv);
+    tcase_add_test(tc, test_residual);
     tcase_add_test(tc, test_pool);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_builtin_matmul);
