@@ -4,6 +4,7 @@
 #define TS_CLI_LOWERING_H
 
 #include "cli/common.h"
+#include "workloads/lower_ipu.h"
 
 /* Like cli_load_program, but a model (ts_wl_is_model: an ONNX file, a workload YAML file or a
  * built-in workload spec such as "matmul:m=256,k=256,n=256") is loaded and lowered for cfg's arch.
@@ -11,5 +12,10 @@
  * TS_EINPUT. */
 ts_status cli_load_workload(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
                             ts_err *err);
+
+/* As cli_load_workload; rep (may be NULL) gets the plan of a model lowered for the IPU (it stays
+ * zeroed otherwise). Free it with ts_lower_report_free. */
+ts_status cli_load_workload_rep(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
+                                ts_lower_report *rep, ts_err *err);
 
 #endif

@@ -1700,7 +1700,8 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
             goto done;
         }
         uint32_t tiles = L->optiles;
-        L->layers[L->nlayers++] = (ts_lower_layer){(int)i, tiles, first, L->step - first, need_bytes(L)};
+        L->layers[L->nlayers++] = (ts_lower_layer){(int)i, tiles, first, L->step - first, need_bytes(L), (int)nd->op,
+                                                   ts_graph_node_macs(g, (int)i)};
     }
     if ((rc = finish(L, out)) != TS_OK)
         goto done;
@@ -1771,6 +1772,42 @@ int ts_lower_ipu_locate(const ts_lower_report *rep, const ts_graph *g, int tenso
         return 0;
     }
     return -1;
+}
+
+ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_stats *s, ts_err *err)
+{
+    const ts_stat *ss = ts_stats_find(s, "supersteps");
+    if (!ss || ss->kind != TS_STAT_TABLE || ss->ncols < 7)
+        return ts_err_set(err, TS_EINPUT, "the run has no supersteps table to join the layers with");
+    if (ss->nrows < rep->supersteps)
+        return ts_err_set(err, TS_EINPUT, "the run passed %zu supersteps, the plan has %u", ss->nrows, rep->supersteps);
+    static const char *const cols[] = {"node", "op", "tiles", "supersteps", "cycles", "compute_share",
+                                       "exchange_share", "sync_share", "exchange_bytes", "mem_bytes", "macs"};
+    static const char *const units[] = {"", "", "", "", "cycles", "", "", "", "B", "B", ""};
+    int tab = ts_stats_table(s, "layers", "one row per operator of the lowered model: its supersteps' cycles "
+                             "and their compute, exchange and sync shares, its tile memory per tile", 11, cols, units);
+    if (tab < 0)
+        return ts_err_set(err, TS_ENOMEM, "out of memory for the layers table");
+    for (size_t i = 0; i < rep->nlayers; i++) {
+        const ts_lower_layer *l = &rep->layers[i];
+        if (!l->steps)
+            continue;
+        double c = 0, x = 0, y = 0, b = 0;
+        for (uint32_t k = l->first_step; k < l->first_step + l->steps; k++) {
+            const double *r = ss->rows + (size_t)k * ss->ncols; /* id start compute exchange sync critical bytes */
+            c += r[2];
+            x += r[3];
+            y += r[4];
+            b += r[6];
+        }
+        double tot = c + x + y;
+        double row[11] = {l->node, l->op, l->tiles, l->steps, tot, tot > 0 ? c / tot : 0, tot > 0 ? x / tot : 0,
+                          tot > 0 ? y / tot : 0, b, (double)l->mem_bytes, (double)l->macs};
+        ts_status rc = ts_stats_row(s, tab, row);
+        if (rc != TS_OK)
+            return ts_err_set(err, rc, "out of memory for the layers table");
+    }
+    return TS_OK;
 }
 
 /* ---- parameters from a config ---- */

@@ -21,6 +21,7 @@
 #include "core/config.h"
 #include "core/err.h"
 #include "core/program.h"
+#include "core/stats.h"
 #include "workloads/graph.h"
 
 /* What the lowering needs to know about the chip. */
@@ -62,6 +63,8 @@ typedef struct ts_lower_layer {
     uint32_t steps;          /* supersteps: exchange rounds + 1 compute */
     uint64_t mem_bytes;      /* tile memory it needs: the static data (weights, tables) placed so
                               * far plus the highest byte of tensors and buffers in use while it runs */
+    int op;                  /* its ts_graph_op */
+    uint64_t macs;           /* its multiply-accumulates (ts_graph_node_macs) */
 } ts_lower_layer;
 
 /* What the lowering did. Owned arrays; free with ts_lower_report_free. */
@@ -85,6 +88,12 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
 /* Tile and byte address of element elem of tensor `tensor` after the run; -1 if not placed. */
 int ts_lower_ipu_locate(const ts_lower_report *rep, const ts_graph *g, int tensor, uint64_t elem, uint32_t *tile,
                         uint64_t *addr);
+
+/* Add the table `layers` to s, one row per operator of rep that has supersteps: its node id, op,
+ * tiles, supersteps, and the cycles, compute / exchange / sync shares and exchange bytes of its
+ * supersteps (summed from the run's `supersteps` table, which s must hold), its tile memory and
+ * MACs. TS_EINPUT if s has no `supersteps` table or it has fewer rows than rep's supersteps. */
+ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_stats *s, ts_err *err);
 
 /* The value the lowering gives element i of a tensor that carries no values (inputs and weights
  * without data): deterministic, in [-1, 1). */
