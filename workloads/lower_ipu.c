@@ -1378,8 +1378,37 @@ static ts_status lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
     }
     if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where)) != TS_OK)
         return rc;
+    /* the padded image, large enough for the last window (ceil_mode) */
     uint64_t HP = H + (uint64_t)at->pads[0] + (uint64_t)at->pads[2], WP = Wd + (uint64_t)at->pads[1] + (uint64_t)at->pads[3];
+    uint64_t sy = gap ? 1 : (uint64_t)at->strides[0], sx = gap ? 1 : (uint64_t)at->strides[1];
+    if ((Ho - 1) * sy + kh > HP)
+        HP = (Ho - 1) * sy + kh;
+    if ((Wo - 1) * sx + kw > WP)
+        WP = (Wo - 1) * sx + kw;
     uint64_t img = gap ? 0 : talloc(L, HP * WP * 4);
+    bool avg = n->op == TS_OP_AVGPOOL;
+    uint64_t rtab = 0;
+    if (avg) { /* 1 / the number of positions each window counts */
+        float *rv = ts_calloc(P, 4);
+        if (!rv)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
+        for (uint64_t oy = 0; oy < Ho; oy++)
+            for (uint64_t ox = 0; ox < Wo; ox++) {
+                uint64_t cnt = 0;
+                for (uint64_t ky = 0; ky < kh; ky++)
+                    for (uint64_t kx = 0; kx < kw; kx++) {
+                        int64_t iy = (int64_t)(oy * sy + ky) - at->pads[0], ix = (int64_t)(ox * sx + kx) - at->pads[1];
+                        if (at->count_include_pad ? iy < (int64_t)(H + (uint64_t)at->pads[2]) && ix < (int64_t)(Wd + (uint64_t)at->pads[3])
+                                                  : iy >= 0 && ix >= 0 && iy < (int64_t)H && ix < (int64_t)Wd)
+                            cnt++;
+                    }
+                rv[oy * Wo + ox] = cnt ? 1.0f / (float)cnt : 0.0f;
+            }
+        rtab = stable(L, rv, P * 4, tn, &rc);
+        ts_free(rv);
+        if (rc != TS_OK)
+            return rc;
+    }
     uint64_t out = alloc(L, rp * P * 4);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
         uint32_t planes = (uint32_t)((sc->hi[t] - sc->lo[t]) / HW);
@@ -1415,7 +1444,7 @@ static ts_status lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
         W(t, MULI, RM(3), RM(1), (int32_t)(WP * 4));
         W(t, SETZI, RM(4), (int32_t)img, 0);
         W(t, ADD, RM(3), RM(3), RM(4));
-        W(t, LDCONST, RA(0), fbits(-FLT_MAX), 0);
+        W(t, LDCONST, RA(0), fbits(avg ? 0.0f : -FLT_MAX), 0);
         W(t, SETZI, RM(5), (int32_t)(rwh * WP), 0);
         W(t, RPT, RM(5), 1, 0);
         W(t, ST32STEP, RA(0), RM(3), 4);
@@ -1448,19 +1477,31 @@ static ts_status lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
             W(t, MULI, RM(3), RM(1), (int32_t)(Wo * 4));
             W(t, SETZI, RM(4), (int32_t)(out + i * P * 4), 0);
             W(t, ADD, RM(3), RM(3), RM(4));
+            if (avg) {
+                W(t, MULI, RM(10), RM(1), (int32_t)(Wo * 4));
+                W(t, SETZI, RM(4), (int32_t)rtab, 0);
+                W(t, ADD, RM(10), RM(10), RM(4));
+            }
             W(t, SETZI, RM(1), (int32_t)rwo - 1, 0);
             W(t, SETZI, RM(13), (int32_t)kw, 0);
             size_t orow = W(t, MOV, RM(9), RM(2), 0);
             W(t, SETZI, RM(6), (int32_t)Wo - 1, 0);
-            size_t pix = W(t, LDCONST, RA(0), fbits(-FLT_MAX), 0);
+            size_t pix = W(t, LDCONST, RA(0), fbits(avg ? 0.0f : -FLT_MAX), 0);
             W(t, MOV, RM(4), RM(9), 0);
             W(t, SETZI, RM(8), (int32_t)kh - 1, 0);
             size_t kr = W(t, MOV, RM(12), RM(4), 0);
             W(t, RPT, RM(13), 2, 0);
             W(t, LD32STEP, RA(1), RM(12), 4);
-            W(t, F32MAX, RA(0), RA(0), RA(1));
+            if (avg)
+                W(t, F32ADD, RA(0), RA(0), RA(1));
+            else
+                W(t, F32MAX, RA(0), RA(0), RA(1));
             W(t, ADDI, RM(4), RM(4), (int32_t)(WP * 4));
             W(t, BRNZDEC, RM(8), (int32_t)kr, 0);
+            if (avg) {
+                W(t, LD32STEP, RA(2), RM(10), 4);
+                W(t, F32MUL, RA(0), RA(0), RA(2));
+            }
             W(t, ST32STEP, RA(0), RM(3), 4);
             W(t, ADDI, RM(9), RM(9), (int32_t)((uint64_t)at->strides[1] * 4));
             W(t, BRNZDEC, RM(6), (int32_t)pix, 0);
@@ -1494,6 +1535,7 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
     case TS_OP_MUL: return lower_eltwise(L, n, sc);
     case TS_OP_SOFTMAX: return lower_softmax(L, n, sc);
     case TS_OP_MAXPOOL:
+    case TS_OP_AVGPOOL:
     case TS_OP_GLOBALAVGPOOL: return lower_pool(L, n, sc);
     case TS_OP_RESHAPE:
     case TS_OP_FLATTEN:
@@ -1705,6 +1747,15 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     }
     if ((rc = finish(L, out)) != TS_OK)
         goto done;
+    if (getenv("LWDBG")) {
+        uint64_t ni = 0, sb = 0;
+        for (size_t k = 0; k < (*out)->nstreams; k++)
+            ni += (*out)->streams[k].n;
+        for (size_t k = 0; k < (*out)->nsegs; k++)
+            sb += (*out)->segs[k].len;
+        fprintf(stderr, "insns %llu (%llu per tile), segment bytes %llu\n", (unsigned long long)ni,
+                (unsigned long long)(ni / (L->used ? L->used : 1)), (unsigned long long)sb);
+    }
     char desc[256];
     snprintf(desc, sizeof desc, "%s lowered to the IPU (load-compute-store, %u tiles, %u supersteps)",
              ts_graph_name(g), L->used, L->step);
