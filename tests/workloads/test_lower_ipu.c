@@ -403,6 +403,56 @@ START_TEST(test_conv)
 }
 END_TEST
 
+START_TEST(test_gemm_row)
+{
+    /* one row (ResNet's fc): the Gemm is lowered as a 1x1 Conv, its weights split over the output
+     * columns and the input over tiles (partial sums added); transB with a bias, then a MatMul
+     * B[K][N] without one */
+    ts_graph *g = ts_graph_create("fc");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){1, 96});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 2, (int64_t[]){30, 96});
+    int b1 = tensor(g, "b1", TS_TENSOR_WEIGHT, 1, (int64_t[]){30});
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, 2, (int64_t[]){30, 10});
+    int h = tensor(g, "h", TS_TENSOR_ACTIVATION, -1, NULL);
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    fill(g, w1);
+    fill(g, b1);
+    fill(g, w2);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.trans_b = true;
+    node(g, TS_OP_GEMM, "fc1", (int[]){x, w1, b1}, 3, h, &at);
+    node(g, TS_OP_MATMUL, "fc2", (int[]){h, w2}, 2, y, NULL);
+    ts_graph_mark_output(g, h);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    double hv[30], hm[30];
+    for (int j = 0; j < 30; j++) {
+        double t = val(b1, j), m = fabs(t);
+        for (int k = 0; k < 96; k++) {
+            t += (double)val(x, k) * val(w1, j * 96 + k);
+            m += fabs((double)val(x, k) * val(w1, j * 96 + k));
+        }
+        hv[j] = t;
+        hm[j] = m;
+        near(out_at(&L, g, h, (uint64_t)j), t, m, "h", (uint64_t)j);
+    }
+    for (int j = 0; j < 10; j++) {
+        double t = 0, m = 0;
+        for (int k = 0; k < 30; k++) {
+            t += hv[k] * val(w2, k * 10 + j);
+            m += hm[k] * fabs(val(w2, k * 10 + j));
+        }
+        near(out_at(&L, g, y, (uint64_t)j), t, m, "y", (uint64_t)j);
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* A residual block as ResNet's: Conv (no bias), BatchNormalization (folded into the Conv), Relu,
  * Conv with a bias, Add of the block input, Relu. On ipu_small16 the Convs split their output rows
  * over tiles (halo rows exchanged) and their input channels (partial sums added in a tree); the
@@ -633,6 +683,7 @@ int main(void)
     tcase_add_test(tc, test_softmax);
     tcase_add_test(tc, test_mlp_softmax);
     tcase_add_test(tc, test_conv);
+    tcase_add_test(tc, test_gemm_row);
     tcase_add_test(tc, test_residual);
     tcase_add_test(tc, test_pool);
     tcase_add_test(tc, test_errors);
