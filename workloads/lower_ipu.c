@@ -20,7 +20,6 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <stdlib.h>
 
 #include "core/alloc.h"
 #include "core/half.h"
@@ -50,7 +49,6 @@ typedef struct lw_place {
     uint32_t nrb;
 } lw_place;
 typedef struct lw_blk { uint64_t a, n; } lw_blk; /* a live block of the dynamic region */
-typedef struct lw_layout { uint64_t M, Ho, Wo, qpt, rb; } lw_layout; /* a Conv output layout chosen */
 typedef struct lw_tab { uint64_t hash, bytes, addr; uint32_t tiles; } lw_tab; /* static data the same on every tile */
 
 typedef struct lw {
@@ -75,8 +73,6 @@ typedef struct lw {
     uint64_t hw;          /* highest dynamic byte in use since the current operator began */
     uint64_t peak;        /* highest dynamic byte ever */
     uint64_t *tmp; size_t ntmp, captmp; /* the current operator's buffers, freed at its end */
-    lw_layout *lay; size_t nlay, caplay; /* owned */
-    bool lay_memo;        /* Conv outputs read by an Add: one layout per shape */
     lw_tab *tabs; size_t ntabs, captabs; /* owned */
     int *root;            /* per tensor: the tensor whose memory it is (Reshape, Flatten alias) */
     int *last;            /* per root tensor: its last consumer node; -1 = kept (graph output) */
@@ -800,16 +796,6 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
      * operator's buffers within 2/5 of the tile, and its weights per tile within 1.05 times an
      * even share of them over the chip (weights stay for the whole run). */
     uint64_t qpt = 0, nrb = 0, nks = 0, rb = 0, cpk = 0;
-    /* outputs of one shape share one layout (so that an Add of two of them needs no exchange) */
-    const lw_layout *memo = NULL;
-    size_t ncons = 0;
-    const int *cons = ts_graph_consumers(L->g, n->out[0], &ncons);
-    bool toadd = false;
-    for (size_t i = 0; i < ncons; i++)
-        toadd |= ts_graph_get_node(L->g, cons[i])->op == TS_OP_ADD;
-    for (size_t i = 0; toadd && L->lay_memo && i < L->nlay; i++)
-        if (L->lay[i].M == M && L->lay[i].Ho == Ho && L->lay[i].Wo == Wo)
-            memo = &L->lay[i];
     const lw_place *XP = &L->pl[n->in[0]];
     {
         double best = 0;
@@ -819,14 +805,10 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
             wb = 2048;
         for (uint64_t q = cdiv(nq, L->T); q <= nq; q = q * 2 > nq && q < nq ? nq : q * 2) {
             uint64_t ng = cdiv(nq, q), sp = L->T / ng;
-            if (memo && q != memo->qpt)
-                goto next_q;
             for (uint64_t r = Ho; r >= 1; r--) {
                 uint64_t nr_ = cdiv(Ho, r);
                 if (r < Ho && cdiv(Ho, r + 1) == nr_)
                     continue; /* the same number of blocks with fewer rows */
-                if (memo && r != memo->rb)
-                    continue;
                 if (nr_ > sp)
                     break;
                 for (uint64_t k = 1; k <= sp / nr_; k = k * 2 > sp / nr_ && k < sp / nr_ ? sp / nr_ : k * 2) {
@@ -858,20 +840,11 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
                     }
                 }
             }
-        next_q:
             if (q == nq)
                 break;
         }
     }
-    if (toadd && !memo && !ts_grow((void **)&L->lay, &L->caplay, L->nlay + 1, sizeof *L->lay))
-        L->lay[L->nlay++] = (lw_layout){M, Ho, Wo, qpt, rb};
     uint64_t ngc = cdiv(nq, qpt);
-    if (getenv("LWDBG"))
-        fprintf(stderr, "  plan C %llu M %llu Ho %llu K %llu: qpt %llu ngc %llu rb %llu nrb %llu nks %llu cpk %llu memo %d in %s cb %llu pb %llu chunk %llu\n",
-                (unsigned long long)C, (unsigned long long)M, (unsigned long long)Ho, (unsigned long long)(kh * kw),
-                (unsigned long long)qpt, (unsigned long long)ngc, (unsigned long long)rb, (unsigned long long)nrb,
-                (unsigned long long)nks, (unsigned long long)cpk, memo != NULL, XP->inner ? "blk" : "flat",
-                (unsigned long long)XP->cb, (unsigned long long)XP->pb, (unsigned long long)XP->chunk);
     uint32_t tn = (uint32_t)(ngc * nrb * nks), tout = (uint32_t)(ngc * nrb);
     uint64_t pbk = rb * Wo;                      /* output pixels per channel row of a tile */
     uint64_t HB = (rb - 1) * sh + kh;            /* padded image rows of a row block */
@@ -1720,9 +1693,6 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
                 L->hw = L->blk[k].a + L->blk[k].n;
         if ((rc = lower_node(L, (int)i, &sc)) != TS_OK)
             goto done;
-        if (getenv("LWDBG"))
-            fprintf(stderr, "%s %s tiles %u steps %u hw %llu static %llu\n", opname(nd), nd->name, L->optiles,
-                    L->step - first, (unsigned long long)L->hw, (unsigned long long)L->sbytes);
         if ((rc = check_fit(L, opname(nd), nd->name)) != TS_OK)
             goto done;
         in_hw = 0;
@@ -1747,15 +1717,6 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     }
     if ((rc = finish(L, out)) != TS_OK)
         goto done;
-    if (getenv("LWDBG")) {
-        uint64_t ni = 0, sb = 0;
-        for (size_t k = 0; k < (*out)->nstreams; k++)
-            ni += (*out)->streams[k].n;
-        for (size_t k = 0; k < (*out)->nsegs; k++)
-            sb += (*out)->segs[k].len;
-        fprintf(stderr, "insns %llu (%llu per tile), segment bytes %llu\n", (unsigned long long)ni,
-                (unsigned long long)(ni / (L->used ? L->used : 1)), (unsigned long long)sb);
-    }
     char desc[256];
     snprintf(desc, sizeof desc, "%s lowered to the IPU (load-compute-store, %u tiles, %u supersteps)",
              ts_graph_name(g), L->used, L->step);
@@ -1792,7 +1753,6 @@ done:
     ts_free(L->tiles);
     ts_free(L->pl);
     ts_free(L->blk);
-    ts_free(L->lay);
     ts_free(L->tabs);
     ts_free(L->tmp);
     ts_free(L->root);
