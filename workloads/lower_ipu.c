@@ -67,8 +67,19 @@ typedef struct lw {
     /* Memory, the same addresses on every tile. Initial data (weights, biases, address tables)
      * lives for the whole run in the static region, from the top of tile memory down; tensors and
      * buffers in the dynamic region from the bottom up, first fit, freed after their last use. */
-    uint64_t stat;        /* lowest static byte (0 once it overflows) */
-    uint64_t sbytes;      /* static bytes */
+    /* Initial data is loaded before the run, so the memory of an operator's weights must not be
+     * written before the operator runs; after it, the memory is free. Top down: the tables shared
+     * by content (kept for the whole run), then each operator's weights, the last operator's
+     * highest: while operator k runs, the weights of operators k.. lie above wbase(k) and the
+     * dynamic region stays below it. A first pass (measure) finds each operator's weight bytes. */
+    bool measure;         /* first pass: sizes only, no segments */
+    uint64_t *wsz;        /* per node: weight bytes (filled by the first pass), owned */
+    uint64_t perm;        /* table bytes (first pass total) */
+    uint64_t ptop;        /* next table goes below this */
+    uint64_t wabove;      /* weight bytes of the nodes after the current one */
+    uint64_t wnext;       /* next weight byte of the current node */
+    int cur;              /* node being lowered */
+    uint64_t into;        /* when set, the next gather lands there (the caller's buffer) */
     lw_blk *blk; size_t nblk, capblk;  /* live dynamic blocks by address, owned */
     uint64_t hw;          /* highest dynamic byte in use since the current operator began */
     uint64_t peak;        /* highest dynamic byte ever */
@@ -190,13 +201,36 @@ static uint64_t talloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1)
 
 static uint64_t talloc(lw *L, uint64_t bytes) { return talloc_avoid(L, bytes, 0, 0); }
 
-/* Static initial data, from the top of tile memory down; never freed. */
+/* The lowest byte of the current operator's weights (and the dynamic region's limit). */
+static uint64_t wbase(const lw *L)
+{
+    uint64_t top = L->p->sram_bytes & ~(uint64_t)15, used = L->perm + L->wabove + L->wsz[L->cur];
+    return used < top ? top - used : 0;
+}
+
+/* Weights of the current operator: initial data placed for it alone. */
 static uint64_t salloc(lw *L, uint64_t bytes)
 {
     bytes = (bytes + 15) & ~(uint64_t)15;
-    L->sbytes += bytes;
-    L->stat = L->sbytes < L->p->sram_bytes ? (L->p->sram_bytes & ~(uint64_t)15) - L->sbytes : 0;
-    return L->stat;
+    if (L->measure) {
+        L->wsz[L->cur] += bytes;
+        return 0;
+    }
+    uint64_t a = wbase(L) + L->wnext;
+    L->wnext += bytes;
+    return a;
+}
+
+/* Tables, kept for the whole run. */
+static uint64_t palloc(lw *L, uint64_t bytes)
+{
+    bytes = (bytes + 15) & ~(uint64_t)15;
+    if (L->measure) {
+        L->perm += bytes;
+        return 0;
+    }
+    L->ptop = L->ptop > bytes ? L->ptop - bytes : 0;
+    return L->ptop;
 }
 
 static void use_tiles(lw *L, uint32_t n)
@@ -209,7 +243,7 @@ static void use_tiles(lw *L, uint32_t n)
 
 static ts_status seg(lw *L, uint32_t t, uint64_t addr, const void *bytes, uint64_t len)
 {
-    if (!len)
+    if (!len || L->measure)
         return TS_OK;
     return ts_program_add_segment(L->prog, 0, t, addr, bytes, (uint32_t)len, L->err);
 }
@@ -227,8 +261,8 @@ static uint64_t stable(lw *L, const void *v, uint64_t bytes, uint32_t tn, ts_sta
             e = &L->tabs[i];
     if (e && e->tiles >= tn)
         return e->addr;
-    uint64_t a = e ? e->addr : salloc(L, bytes);
-    for (uint32_t t = e ? e->tiles : 0; t < tn && *rc == TS_OK; t++)
+    uint64_t a = e ? e->addr : palloc(L, bytes);
+    for (uint32_t t = e ? e->tiles : 0; t < tn && *rc == TS_OK && !L->measure; t++)
         *rc = ts_program_add_segment(L->prog, 0, t, a, v, (uint32_t)bytes, L->err);
     if (e)
         e->tiles = tn;
@@ -292,24 +326,25 @@ static ts_status check_f32(lw *L, const ts_graph_node *n)
     return TS_OK;
 }
 
-/* Tile memory the plan needs so far: the static data plus the highest dynamic byte in use since
- * the operator began. */
-static uint64_t need_bytes(const lw *L) { return L->hw + L->sbytes; }
+/* Tile memory the current operator needs: the tables, the weights of it and the operators after
+ * it, and the highest dynamic byte in use since it began. */
+static uint64_t need_bytes(const lw *L) { return L->hw + L->perm + L->wabove + L->wsz[L->cur]; }
 
 static ts_status check_fit(lw *L, const char *what, const char *name)
 {
     if (L->oom)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering %s '%s'", what, name);
-    if (L->hw + L->sbytes <= (L->p->sram_bytes & ~(uint64_t)15) && L->stat >= L->p->interleaved_base)
+    uint64_t top = L->p->sram_bytes & ~(uint64_t)15, need = need_bytes(L);
+    if (L->measure || (need <= top && wbase(L) >= L->p->interleaved_base))
         return TS_OK;
-    uint64_t st = L->sbytes;
     return ts_err_set(L->err, TS_EINPUT,
                       "%s '%s' needs %llu KiB per tile, the tile has %llu KiB (%llu KiB over: %llu KiB of tensors "
-                      "and buffers at once, %llu KiB of weights and tables so far)",
-                      what, name, (unsigned long long)((need_bytes(L) + 1023) / 1024),
+                      "and buffers at once, %llu KiB of weights still to be used and tables)",
+                      what, name, (unsigned long long)((need + 1023) / 1024),
                       (unsigned long long)(L->p->sram_bytes / 1024),
-                      (unsigned long long)((need_bytes(L) - (need_bytes(L) < L->p->sram_bytes ? need_bytes(L) : L->p->sram_bytes) + 1023) / 1024),
-                      (unsigned long long)((L->hw + 1023) / 1024), (unsigned long long)((st + 1023) / 1024));
+                      (unsigned long long)((need - (need < top ? need : top) + 1023) / 1024),
+                      (unsigned long long)((L->hw + 1023) / 1024),
+                      (unsigned long long)((need - L->hw + 1023) / 1024));
 }
 
 /* ---- gathering input slices ---- */
@@ -379,7 +414,7 @@ static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uin
     /* the buffer receives while the tile sends from x's chunk: keep them in different elements */
     uint64_t eb = L->p->element_bytes ? L->p->element_bytes : 16;
     uint64_t av0 = P->addr / eb * eb, av1 = (P->addr + P->chunk * es + eb - 1) / eb * eb;
-    uint64_t g = talloc_avoid(L, need, av0, av1);
+    uint64_t g = L->into ? L->into : talloc_avoid(L, need, av0, av1);
     lw_piece *pc = NULL;
     lw_xfer *xf = NULL;
     size_t npc = 0, cap = 0, nxf = 0, capx = 0;
@@ -1349,8 +1384,6 @@ static ts_status lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
         sc->lo[t] = t * rp * HW;
         sc->hi[t] = ((t + 1) * rp < R ? (t + 1) * rp : R) * HW;
     }
-    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where)) != TS_OK)
-        return rc;
     /* the padded image, large enough for the last window (ceil_mode) */
     uint64_t HP = H + (uint64_t)at->pads[0] + (uint64_t)at->pads[2], WP = Wd + (uint64_t)at->pads[1] + (uint64_t)at->pads[3];
     uint64_t sy = gap ? 1 : (uint64_t)at->strides[0], sx = gap ? 1 : (uint64_t)at->strides[1];
@@ -1358,8 +1391,41 @@ static ts_status lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
         HP = (Ho - 1) * sy + kh;
     if ((Wo - 1) * sx + kw > WP)
         WP = (Wo - 1) * sx + kw;
-    uint64_t img = gap ? 0 : talloc(L, HP * WP * 4);
     bool avg = n->op == TS_OP_AVGPOOL;
+    /* one plane a tile: the image is filled first (a superstep of its own) and the plane's rows are
+     * gathered straight into it; otherwise the planes are gathered, then copied in plane by plane */
+    bool direct = !gap && rp == 1;
+    uint64_t eb = L->p->element_bytes ? L->p->element_bytes : 16, xa = L->pl[n->in[0]].addr;
+    uint64_t img = gap ? 0 : talloc_avoid(L, HP * WP * 4, xa / eb * eb,
+                                          (xa + L->pl[n->in[0]].chunk * L->pl[n->in[0]].es + eb - 1) / eb * eb);
+    if (direct) {
+        for (uint32_t t = 0; t < tn; t++) {
+            uint32_t rwh = (uint32_t)cdiv(HP, L->workers);
+            size_t entry = L->tiles[t].wrk.n;
+            emit_start_row(L, t, (uint32_t)HP, rwh);
+            W(t, MULI, RM(3), RM(1), (int32_t)(WP * 4));
+            W(t, SETZI, RM(4), (int32_t)img, 0);
+            W(t, ADD, RM(3), RM(3), RM(4));
+            W(t, LDCONST, RA(0), fbits(avg ? 0.0f : -FLT_MAX), 0);
+            W(t, SETZI, RM(5), (int32_t)(rwh * WP), 0);
+            W(t, RPT, RM(5), 1, 0);
+            W(t, ST32STEP, RA(0), RM(3), 4);
+            W(t, EXIT, 0, 0, 0);
+            run_all(L, t, entry);
+        }
+        use_tiles(L, tn);
+        sync_all(L);
+        for (uint32_t t = 0; t < tn; t++) {
+            sc->hi[t] = sc->lo[t] + Wd;
+            sc->nr[t] = (uint32_t)H;
+        }
+        L->into = img + ((uint64_t)at->pads[0] * WP + (uint64_t)at->pads[1]) * 4;
+        rc = gather(L, n->in[0], tn, sc->lo, sc->hi, sc->nr, Wd, WP, true, sc->where);
+        L->into = 0;
+    } else
+        rc = gather(L, n->in[0], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where);
+    if (rc != TS_OK)
+        return rc;
     uint64_t rtab = 0;
     if (avg) { /* 1 / the number of positions each window counts */
         float *rv = ts_calloc(P, 4);
@@ -1384,7 +1450,7 @@ static ts_status lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
     }
     uint64_t out = alloc(L, rp * P * 4);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
-        uint32_t planes = (uint32_t)((sc->hi[t] - sc->lo[t]) / HW);
+        uint32_t planes = (uint32_t)((t + 1) * rp < R ? rp : R - t * rp);
         if (gap) {
             uint32_t rw = (planes + L->workers - 1) / L->workers;
             size_t entry = L->tiles[t].wrk.n;
@@ -1413,36 +1479,40 @@ static ts_status lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
          * its rows copied in, then output rows over the workers, each window by kernel rows */
         uint32_t rwh = (uint32_t)cdiv(HP, L->workers);
         size_t entry = L->tiles[t].wrk.n;
-        emit_start_row(L, t, (uint32_t)HP, rwh);
-        W(t, MULI, RM(3), RM(1), (int32_t)(WP * 4));
-        W(t, SETZI, RM(4), (int32_t)img, 0);
-        W(t, ADD, RM(3), RM(3), RM(4));
-        W(t, LDCONST, RA(0), fbits(avg ? 0.0f : -FLT_MAX), 0);
-        W(t, SETZI, RM(5), (int32_t)(rwh * WP), 0);
-        W(t, RPT, RM(5), 1, 0);
-        W(t, ST32STEP, RA(0), RM(3), 4);
-        W(t, EXIT, 0, 0, 0);
-        run_all(L, t, entry);
         uint32_t rwr = (uint32_t)cdiv(H, L->workers), rwo = (uint32_t)cdiv(Ho, L->workers);
-        for (uint32_t i = 0; i < planes; i++) {
-            entry = L->tiles[t].wrk.n;
-            emit_start_row(L, t, (uint32_t)H, rwr);
-            W(t, MULI, RM(2), RM(1), (int32_t)(Wd * 4));
-            W(t, SETZI, RM(3), (int32_t)(sc->where[t] + i * HW * 4), 0);
-            W(t, ADD, RM(2), RM(2), RM(3));
+        if (!direct) {
+            emit_start_row(L, t, (uint32_t)HP, rwh);
             W(t, MULI, RM(3), RM(1), (int32_t)(WP * 4));
-            W(t, SETZI, RM(4), (int32_t)(img + ((uint64_t)at->pads[0] * WP + (uint64_t)at->pads[1]) * 4), 0);
+            W(t, SETZI, RM(4), (int32_t)img, 0);
             W(t, ADD, RM(3), RM(3), RM(4));
-            W(t, SETZI, RM(1), (int32_t)rwr - 1, 0);
-            W(t, SETZI, RM(8), (int32_t)Wd, 0);
-            size_t row = W(t, RPT, RM(8), 2, 0);
-            W(t, LD32STEP, RA(0), RM(2), 4);
+            W(t, LDCONST, RA(0), fbits(avg ? 0.0f : -FLT_MAX), 0);
+            W(t, SETZI, RM(5), (int32_t)(rwh * WP), 0);
+            W(t, RPT, RM(5), 1, 0);
             W(t, ST32STEP, RA(0), RM(3), 4);
-            W(t, ADDI, RM(3), RM(3), (int32_t)((WP - Wd) * 4));
-            W(t, BRNZDEC, RM(1), (int32_t)row, 0);
             W(t, EXIT, 0, 0, 0);
             run_all(L, t, entry);
+        }
+        for (uint32_t i = 0; i < planes; i++) {
             entry = L->tiles[t].wrk.n;
+            if (!direct) {
+                emit_start_row(L, t, (uint32_t)H, rwr);
+                W(t, MULI, RM(2), RM(1), (int32_t)(Wd * 4));
+                W(t, SETZI, RM(3), (int32_t)(sc->where[t] + i * HW * 4), 0);
+                W(t, ADD, RM(2), RM(2), RM(3));
+                W(t, MULI, RM(3), RM(1), (int32_t)(WP * 4));
+                W(t, SETZI, RM(4), (int32_t)(img + ((uint64_t)at->pads[0] * WP + (uint64_t)at->pads[1]) * 4), 0);
+                W(t, ADD, RM(3), RM(3), RM(4));
+                W(t, SETZI, RM(1), (int32_t)rwr - 1, 0);
+                W(t, SETZI, RM(8), (int32_t)Wd, 0);
+                size_t row = W(t, RPT, RM(8), 2, 0);
+                W(t, LD32STEP, RA(0), RM(2), 4);
+                W(t, ST32STEP, RA(0), RM(3), 4);
+                W(t, ADDI, RM(3), RM(3), (int32_t)((WP - Wd) * 4));
+                W(t, BRNZDEC, RM(1), (int32_t)row, 0);
+                W(t, EXIT, 0, 0, 0);
+                run_all(L, t, entry);
+                entry = L->tiles[t].wrk.n;
+            }
             emit_start_row(L, t, (uint32_t)Ho, rwo);
             W(t, MULI, RM(2), RM(1), (int32_t)((uint64_t)at->strides[0] * WP * 4));
             W(t, SETZI, RM(3), (int32_t)img, 0);
@@ -1573,20 +1643,21 @@ void ts_lower_report_free(ts_lower_report *rep)
     memset(rep, 0, sizeof *rep);
 }
 
-ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **out, ts_lower_report *rep,
-                       ts_err *err)
+/* One pass of the lowering: with measure, only the weight bytes per node (wsz) and the table bytes
+ * (*perm) are found; otherwise they place the static data. */
+static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, bool measure, uint64_t *wsz,
+                            uint64_t *perm, ts_program **out, ts_lower_report *rep, ts_err *err)
 {
-    *out = NULL;
-    if (rep)
-        memset(rep, 0, sizeof *rep);
-    const ts_lower_ipu_params *p = ipu_params;
-    if (!p || !p->tiles || !p->sram_bytes)
-        return ts_err_set(err, TS_EINPUT, "IPU lowering: no tiles or no tile memory in the parameters");
     uint32_t U = p->amp_macs_f32 / 2;
-    if (U != 2 && U != 4 && U != 8)
-        return ts_err_set(err, TS_EINPUT, "IPU lowering: %u AMP f32 MACs per cycle; the lowering handles 4, 8 or 16",
-                          p->amp_macs_f32);
     lw L0 = {0}, *L = &L0;
+    L->measure = measure;
+    L->wsz = wsz;
+    L->perm = measure ? 0 : *perm;
+    L->ptop = p->sram_bytes & ~(uint64_t)15;
+    uint64_t wtotal = 0, wdone = 0, maxneed = 0;
+    for (size_t i = 0; !measure && i < ts_graph_node_count(g); i++)
+        wtotal += wsz[i];
+    L->wabove = wtotal - (ts_graph_node_count(g) ? wsz[0] : 0);
     L->g = g;
     L->p = p;
     L->err = err;
@@ -1606,7 +1677,6 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     }
     if ((rc = scratch(L, &sc)) != TS_OK)
         goto done;
-    L->stat = p->sram_bytes & ~(uint64_t)15;
     for (uint32_t t = 0; t < L->T; t++)
         mark(L, t);
     /* liveness: the memory of a tensor (of its root, through Reshape and Flatten) is freed after
@@ -1686,6 +1756,10 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     for (size_t i = 0; i < ts_graph_node_count(g); i++) {
         uint32_t first = L->step;
         L->optiles = 0;
+        L->cur = (int)i;
+        L->wnext = 0;
+        wdone += measure ? 0 : wsz[i];
+        L->wabove = wtotal - wdone;
         const ts_graph_node *nd = ts_graph_get_node(g, (int)i);
         L->hw = in_hw;
         for (size_t k = 0; k < L->nblk; k++)
@@ -1712,8 +1786,14 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
             goto done;
         }
         uint32_t tiles = L->optiles;
+        if (need_bytes(L) > maxneed)
+            maxneed = need_bytes(L);
         L->layers[L->nlayers++] = (ts_lower_layer){(int)i, tiles, first, L->step - first, need_bytes(L), (int)nd->op,
                                                    ts_graph_node_macs(g, (int)i)};
+    }
+    if (measure) {
+        *perm = L->perm;
+        goto done;
     }
     if ((rc = finish(L, out)) != TS_OK)
         goto done;
@@ -1724,7 +1804,7 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     if (rep) {
         rep->tiles_used = L->used;
         rep->supersteps = L->step;
-        rep->mem_bytes = L->peak + L->sbytes;
+        rep->mem_bytes = maxneed;
         rep->layers = L->layers;
         rep->nlayers = L->nlayers;
         L->layers = NULL;
@@ -1762,6 +1842,31 @@ done:
     ts_program_destroy(L->prog);
     if (rc != TS_OK && rep)
         ts_lower_report_free(rep);
+    return rc;
+}
+
+ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **out, ts_lower_report *rep,
+                       ts_err *err)
+{
+    *out = NULL;
+    if (rep)
+        memset(rep, 0, sizeof *rep);
+    const ts_lower_ipu_params *p = ipu_params;
+    if (!p || !p->tiles || !p->sram_bytes)
+        return ts_err_set(err, TS_EINPUT, "IPU lowering: no tiles or no tile memory in the parameters");
+    uint32_t U = p->amp_macs_f32 / 2;
+    if (U != 2 && U != 4 && U != 8)
+        return ts_err_set(err, TS_EINPUT, "IPU lowering: %u AMP f32 MACs per cycle; the lowering handles 4, 8 or 16",
+                          p->amp_macs_f32);
+    size_t nn = ts_graph_node_count(g);
+    uint64_t *wsz = ts_calloc(nn ? nn : 1, sizeof *wsz), perm = 0;
+    if (!wsz)
+        return ts_err_set(err, TS_ENOMEM, "out of memory lowering '%s'", ts_graph_name(g));
+    /* the same plan twice: first the sizes of the static data, then with its addresses */
+    ts_status rc = lower_pass(g, p, true, wsz, &perm, out, NULL, err);
+    if (rc == TS_OK)
+        rc = lower_pass(g, p, false, wsz, &perm, out, rep, err);
+    ts_free(wsz);
     return rc;
 }
 
