@@ -2,16 +2,20 @@
  *
  * See lower_ipu.h for the contract and docs/lowering-ipu.md for the plan, the kernels and their
  * costs. In short, for every operator in topological order:
- *   1. partition its output over tiles (rows for MatMul/Gemm/Softmax, groups of AMP units of output
- *      channels for Conv, the input's chunks for elementwise ops);
- *   2. gather into each tile the contiguous input slice it needs, unless it is already there:
- *      exchange rounds, one chip-wide superstep each, in which every tile receives from at most one
- *      sender (so no two senders ever meet at a receiver) and a sender serves its receivers one
- *      after another; slices a tile holds itself are copied by its supervisor;
- *   3. compute on one worker per tile, then sync; the output stays where it was computed.
+ *   1. partition its output over tiles (rows for MatMul/Gemm/Softmax; output-channel groups, row
+ *      blocks and input-channel parts for Conv and one-row Gemm; planes for the pools; the
+ *      input's layout for elementwise ops);
+ *   2. gather into each tile the input ranges it needs, unless they are already there: exchange
+ *      rounds, one chip-wide superstep each, in which every tile receives from at most one sender
+ *      (so no two senders ever meet at a receiver) and a sender serves its receivers one after
+ *      another; ranges a tile holds itself are copied by its supervisor;
+ *   3. compute on the tile's workers, then sync; the output stays where it was computed (partial
+ *      sums of a Conv split over input channels are added in a tree first).
  * Tensors are f32, or f16 throughout a MatMul/Gemm (f16 x f16 -> f32 on the AMP, the output
- * rounded to f16); other dtypes are refused. Memory is a bump allocator with the same
- * addresses on every tile and no reuse, so "needs N KiB per tile" counts every earlier tensor.
+ * rounded to f16); other dtypes are refused. Memory has the same addresses on every tile: tensors
+ * and buffers in a first-fit dynamic region freed after their last use; each operator's weights,
+ * loaded before the run, above it until the operator has run; shared tables at the top. The
+ * lowering runs twice: the first pass sizes each operator's weights, the second places them.
  */
 #include "workloads/lower_ipu.h"
 

@@ -1,14 +1,17 @@
 /* workloads/lower_ipu.h — the IPU lowering: a finalized graph to IPU instruction streams.
  *
- * Planner (a), load-compute-store (docs/lowering-ipu.md). Every tensor lives in tile memory as a
- * flat array of elements cut into equal contiguous chunks over tiles 0..ntiles-1, at the same
- * address on every tile. Each operator is planned on its own: it partitions its output over
- * tiles, gathers the input slices each tile needs from where they lie (exchange supersteps, one
- * sender per receiver per superstep), computes on one worker per tile (the AMP for MatMul, Gemm
- * and Conv; the vector unit for the elementwise ops and Softmax), and ends with a chip-wide sync;
- * its output stays where it was computed. Graph inputs (in equal chunks over the tiles) and weights
- * are placed by the lowering as initial data: their values when the graph carries them, otherwise deterministic pseudo-random
- * values in [-1, 1) (ts_lower_ipu_fill).
+ * Planner (a), load-compute-store (docs/lowering-ipu.md). Every tensor lives in tile memory at the
+ * same address on every tile that holds part of it, flat (equal contiguous chunks over tiles
+ * 0..n-1) or blocked (a Conv output: channel groups x row blocks). Each operator is planned on its
+ * own: it partitions its output over tiles, gathers the input ranges each tile needs from where
+ * they lie (exchange supersteps, one sender per receiver per superstep), computes on the tiles'
+ * workers (the AMP for MatMul, Gemm and Conv; the vector unit for the rest), and ends with a
+ * chip-wide sync; its output stays where it was computed. Conv splits output channels, output
+ * rows (halo rows exchanged) and input channels (partial sums added in a tree), chosen by an
+ * estimate of cycles under memory limits. Memory is reused after a tensor's last consumer. Graph
+ * inputs (in equal chunks over the tiles) and weights are placed by the lowering as initial data:
+ * their values when the graph carries them, otherwise deterministic pseudo-random values in
+ * [-1, 1) (ts_lower_ipu_fill).
  *
  * The lowering only knows the IPU's opcode table (arch/ipu/ipu_isa.def); the machine figures it
  * needs come in a ts_lower_ipu_params filled by the caller from the chip config.
@@ -80,8 +83,8 @@ void ts_lower_report_free(ts_lower_report *rep);
 
 /* Lower a finalized graph. ipu_params is a const ts_lower_ipu_params *. On success *out is a new
  * program for arch "ipu" and rep (may be NULL) is filled. Unsupported operators and operators that
- * do not fit tile memory fail with an error naming the operator:
- *   "MatMul 'mm' needs 912 KiB per tile, the tile has 256 KiB". */
+ * do not fit tile memory fail with an error naming the operator and by how much it is over:
+ *   "MatMul 'mm' needs 289 KiB per tile, the tile has 256 KiB (33 KiB over: ...)". */
 ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **out, ts_lower_report *rep,
                        ts_err *err);
 
