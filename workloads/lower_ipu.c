@@ -832,13 +832,13 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
     const uint64_t WI = Wd + s->pl + s->pr;
     /* The plan: groups per tile qpt, row blocks nrb, input-channel parts nks, by an estimate of
      * the tile cycles (issues: the six workers fill every cycle) under two memory limits: the
-     * operator's buffers within 2/5 of the tile, and its weights per tile within 1.05 times an
+     * operator's buffers within 1/3 of the tile, and its weights per tile within 1.05 times an
      * even share of them over the chip (weights stay for the whole run). */
     uint64_t qpt = 0, nrb = 0, nks = 0, rb = 0, cpk = 0;
     const lw_place *XP = &L->pl[n->in[0]];
     {
         double best = 0;
-        uint64_t tb = L->p->sram_bytes * 2 / 5;
+        uint64_t tb = L->p->sram_bytes / 3;
         uint64_t wb = (uint64_t)(1.05 * (double)(M * C * kh * kw * 4) / (double)L->T);
         if (wb < 2048)
             wb = 2048;
@@ -856,7 +856,11 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
                     uint64_t band = (r - 1) * sh + kh < H + s->pt + s->pbot ? (r - 1) * sh + kh : H;
                     double comp = (double)(cdiv(npx, L->workers) * L->workers) *
                                   (double)(3 * Kt + 8 + q * (2 * Kt + 12));
-                    double gat = 1.5 * (double)(cp * band * Wd) + (pad ? 3.0 * (double)(cp * band * WI) : 0);
+                    /* gathering: what a tile receives, or what a tile holding the input sends
+                     * (every receiver of its words in turn), whichever is more */
+                    double recv = (double)(cp * band * Wd);
+                    double send = recv * (double)(ng * nr_ * nk) / (double)(XP->ntiles ? XP->ntiles : 1);
+                    double gat = 1.5 * (recv > send ? recv : send) + (pad ? 3.0 * (double)(cp * band * WI) : 0);
                     double lev = 0;
                     for (uint64_t d = 1; d < nk; d *= 2)
                         lev++;
@@ -871,8 +875,8 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
                     double mem = 4.0 * (double)(cp * band * Wd + (pad ? cp * band * WI : 0) + L->workers * (Kt + 1) +
                                                 q * U * npx * (nk > 1 ? 3 : 1));
                     double wt = 4.0 * (double)(q * U * Kt);
-                    /* past a limit, every byte costs as much as 64 cycles */
-                    cost += 64.0 * ((mem > (double)tb ? mem - (double)tb : 0) + (wt > (double)wb ? wt - (double)wb : 0));
+                    /* past a limit, every byte costs as much as 1024 cycles */
+                    cost += 1024.0 * ((mem > (double)tb ? mem - (double)tb : 0) + (wt > (double)wb ? wt - (double)wb : 0));
                     if (!qpt || cost < best) {
                         qpt = q, nrb = nr_, rb = r, nks = nk, cpk = cp;
                         best = cost;
