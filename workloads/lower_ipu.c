@@ -341,14 +341,21 @@ static ts_status check_fit(lw *L, const char *what, const char *name)
     uint64_t top = L->p->sram_bytes & ~(uint64_t)15, need = need_bytes(L);
     if (L->measure || (need <= top && wbase(L) >= L->p->interleaved_base))
         return TS_OK;
+    /* the operator with the most weights still to be used */
+    int big = L->cur;
+    for (size_t j = (size_t)L->cur; j < ts_graph_node_count(L->g); j++)
+        if (L->wsz[j] > L->wsz[big])
+            big = (int)j;
+    const ts_graph_node *bn = ts_graph_get_node(L->g, big);
     return ts_err_set(L->err, TS_EINPUT,
                       "%s '%s' needs %llu KiB per tile, the tile has %llu KiB (%llu KiB over: %llu KiB of tensors "
-                      "and buffers at once, %llu KiB of weights still to be used and tables)",
+                      "and buffers at once, %llu KiB of weights still to be used and tables, the most weights "
+                      "%llu KiB for %s '%s')",
                       what, name, (unsigned long long)((need + 1023) / 1024),
                       (unsigned long long)(L->p->sram_bytes / 1024),
                       (unsigned long long)((need - (need < top ? need : top) + 1023) / 1024),
-                      (unsigned long long)((L->hw + 1023) / 1024),
-                      (unsigned long long)((need - L->hw + 1023) / 1024));
+                      (unsigned long long)((L->hw + 1023) / 1024), (unsigned long long)((need - L->hw + 1023) / 1024),
+                      (unsigned long long)((L->wsz[big] + 1023) / 1024), opname(bn), bn->name);
 }
 
 /* ---- gathering input slices ---- */
@@ -1757,7 +1764,15 @@ static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, boo
             goto done;
         L->pl[i] = (lw_place){.ntiles = tn ? tn : 1, .chunk = chunk, .addr = a, .es = es};
         use_tiles(L, tn ? tn : 1);
-        if ((rc = check_fit(L, "input", t->name)) != TS_OK)
+        uint64_t wa = L->wabove, w0 = ts_graph_node_count(g) ? wsz[0] : 0;
+        L->wabove = 0; /* the weights are counted by the first operator's check */
+        if (ts_graph_node_count(g))
+            wsz[0] = 0;
+        rc = check_fit(L, "input", t->name);
+        L->wabove = wa;
+        if (ts_graph_node_count(g))
+            wsz[0] = w0;
+        if (rc != TS_OK)
             goto done;
     }
     uint64_t in_hw = L->hw;
