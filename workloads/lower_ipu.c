@@ -86,7 +86,6 @@ typedef struct lw {
     uint64_t into;        /* when set, the next gather lands there (the caller's buffer) */
     lw_blk *blk; size_t nblk, capblk;  /* live dynamic blocks by address, owned */
     uint64_t hw;          /* highest dynamic byte in use since the current operator began */
-    uint64_t peak;        /* highest dynamic byte ever */
     uint64_t *tmp; size_t ntmp, captmp; /* the current operator's buffers, freed at its end */
     lw_tab *tabs; size_t ntabs, captabs; /* owned */
     int *root;            /* per tensor: the tensor whose memory it is (Reshape, Flatten alias) */
@@ -175,8 +174,6 @@ static uint64_t alloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1)
     L->nblk++;
     if (a + bytes > L->hw)
         L->hw = a + bytes;
-    if (a + bytes > L->peak)
-        L->peak = a + bytes;
     return a;
 }
 
