@@ -674,6 +674,117 @@ START_TEST(test_builtin_matmul)
 }
 END_TEST
 
+/* Reference Conv in double: out = conv(in) + bias (optionally Relu), with mag = the sum of
+ * |terms| (|w| x the input's own mag, + |bias|) to bound the rounding of the f32 result. */
+static void ref_conv(const double *in, const double *inmag, int C, int H, int Wd, ts_graph *g, int w, int b, int M,
+                     int k, int stride, int pad, bool relu, double *out, double *mag)
+{
+    int Ho = (H + 2 * pad - k) / stride + 1, Wo = (Wd + 2 * pad - k) / stride + 1;
+    (void)g;
+    for (int m = 0; m < M; m++)
+        for (int oy = 0; oy < Ho; oy++)
+            for (int ox = 0; ox < Wo; ox++) {
+                double s = val(b, m), mg = fabs(s);
+                for (int c = 0; c < C; c++)
+                    for (int ky = 0; ky < k; ky++)
+                        for (int kx = 0; kx < k; kx++) {
+                            int iy = oy * stride + ky - pad, ix = ox * stride + kx - pad;
+                            if (iy < 0 || ix < 0 || iy >= H || ix >= Wd)
+                                continue;
+                            double wv = val(w, ((m * C + c) * k + ky) * k + kx) / 16.0;
+                            s += in[(c * H + iy) * Wd + ix] * wv;
+                            mg += fabs(wv) * inmag[(c * H + iy) * Wd + ix];
+                        }
+                out[(m * Ho + oy) * Wo + ox] = relu ? fmax(s, 0) : s;
+                mag[(m * Ho + oy) * Wo + ox] = mg;
+            }
+}
+
+/* ResNet-50's layer2.0 at full size on ipu_mk1 (1x1 256->128, 3x3/2 128->128, 1x1 128->512,
+ * projection 1x1/2 256->512, Add, Relu): the plans of the real network (row blocks, input-channel
+ * parts of up to 74, staged transfers). Slow (about 10 s), so only with TS_SLOW_TESTS set. */
+START_TEST(test_bottleneck_mk1)
+{
+    ts_graph *g = ts_graph_create("block");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 256, 28, 28});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 4, (int64_t[]){128, 256, 1, 1});
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, 4, (int64_t[]){128, 128, 3, 3});
+    int w3 = tensor(g, "w3", TS_TENSOR_WEIGHT, 4, (int64_t[]){512, 128, 1, 1});
+    int wd = tensor(g, "wd", TS_TENSOR_WEIGHT, 4, (int64_t[]){512, 256, 1, 1});
+    int b1 = tensor(g, "b1", TS_TENSOR_WEIGHT, 1, (int64_t[]){128});
+    int b2 = tensor(g, "b2", TS_TENSOR_WEIGHT, 1, (int64_t[]){128});
+    int b3 = tensor(g, "b3", TS_TENSOR_WEIGHT, 1, (int64_t[]){512});
+    int bd = tensor(g, "bd", TS_TENSOR_WEIGHT, 1, (int64_t[]){512});
+    int ws[] = {w1, w2, w3, wd};
+    fill(g, x);
+    for (int i = 0; i < 4; i++) { /* weights / 16, so that values stay of order 1 */
+        const ts_graph_tensor *t = ts_graph_get_tensor(g, ws[i]);
+        int64_t ne = ts_graph_tensor_elems(t);
+        float *v = ts_calloc((size_t)ne, 4);
+        for (int64_t k = 0; k < ne; k++)
+            v[k] = val(ws[i], k) / 16.0f;
+        ts_err e;
+        ts_err_init(&e);
+        ck_assert_int_eq(ts_graph_set_data(g, ws[i], v, (size_t)ne * 4, &e), TS_OK);
+        ts_free(v);
+    }
+    fill(g, b1);
+    fill(g, b2);
+    fill(g, b3);
+    fill(g, bd);
+    int t[8];
+    for (int i = 0; i < 8; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "t%d", i);
+        t[i] = tensor(g, nm, TS_TENSOR_ACTIVATION, -1, NULL);
+    }
+    ts_graph_attrs a1, a3, as;
+    ts_graph_attrs_init(&a1);
+    a1.strides[0] = a1.strides[1] = 1;
+    ts_graph_attrs_init(&a3);
+    a3.strides[0] = a3.strides[1] = 2;
+    a3.pads[0] = a3.pads[1] = a3.pads[2] = a3.pads[3] = 1;
+    ts_graph_attrs_init(&as);
+    as.strides[0] = as.strides[1] = 2;
+    node(g, TS_OP_CONV, "conv1", (int[]){x, w1, b1}, 3, t[0], &a1);
+    node(g, TS_OP_RELU, "relu1", (int[]){t[0]}, 1, t[1], NULL);
+    node(g, TS_OP_CONV, "conv2", (int[]){t[1], w2, b2}, 3, t[2], &a3);
+    node(g, TS_OP_RELU, "relu2", (int[]){t[2]}, 1, t[3], NULL);
+    node(g, TS_OP_CONV, "conv3", (int[]){t[3], w3, b3}, 3, t[4], &a1);
+    node(g, TS_OP_CONV, "down", (int[]){x, wd, bd}, 3, t[5], &as);
+    node(g, TS_OP_ADD, "add", (int[]){t[4], t[5]}, 2, t[6], NULL);
+    node(g, TS_OP_RELU, "relu3", (int[]){t[6]}, 1, t[7], NULL);
+    ts_graph_mark_output(g, t[7]);
+    finalize(g);
+    lowered L = {0};
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_msg(compile(g, "ipu_mk1", NULL, &L.prog, &L.rep, &e) == TS_OK, "lower: %s", e.msg);
+    run_prog("ipu_mk1", L.prog, false, 2, &L.run);
+    double *xin = ts_calloc(256 * 784, sizeof *xin), *xm = ts_calloc(256 * 784, sizeof *xm);
+    double *r1 = ts_calloc(128 * 784, sizeof *r1), *m1 = ts_calloc(128 * 784, sizeof *m1);
+    double *r2 = ts_calloc(128 * 196, sizeof *r2), *m2 = ts_calloc(128 * 196, sizeof *m2);
+    double *r3 = ts_calloc(512 * 196, sizeof *r3), *m3 = ts_calloc(512 * 196, sizeof *m3);
+    double *rd = ts_calloc(512 * 196, sizeof *rd), *md = ts_calloc(512 * 196, sizeof *md);
+    for (int i = 0; i < 256 * 784; i++) {
+        xin[i] = val(x, i);
+        xm[i] = fabs(xin[i]);
+    }
+    ref_conv(xin, xm, 256, 28, 28, g, w1, b1, 128, 1, 1, 0, true, r1, m1);
+    ref_conv(r1, m1, 128, 28, 28, g, w2, b2, 128, 3, 2, 1, true, r2, m2);
+    ref_conv(r2, m2, 128, 14, 14, g, w3, b3, 512, 1, 1, 0, false, r3, m3);
+    ref_conv(xin, xm, 256, 28, 28, g, wd, bd, 512, 1, 2, 0, false, rd, md);
+    int yo = ts_graph_find(g, "t7");
+    for (uint64_t k = 0; k < 512 * 196; k++)
+        near(out_at(&L, g, yo, k), fmax(r3[k] + rd[k], 0), m3[k] + md[k], "y", k);
+    ts_free(xin), ts_free(xm), ts_free(r1), ts_free(m1), ts_free(r2), ts_free(m2);
+    ts_free(r3), ts_free(m3), ts_free(rd), ts_free(md);
+    lowered_free(&L);
+    ts_graph_destroy(g);
+    ts_err_free(&e);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("lower_ipu");
@@ -689,6 +800,8 @@ int main(void)
     tcase_add_loop_test(tc, test_pool, 0, 2);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_builtin_matmul);
+    if (getenv("TS_SLOW_TESTS"))
+        tcase_add_test(tc, test_bottleneck_mk1);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
