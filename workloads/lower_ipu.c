@@ -562,6 +562,9 @@ typedef struct mm_args {
     bool half;                 /* f16 inputs, coefficients and outputs (f16v4amp, 4 inputs per unit) */
     uint64_t a, a_stride, w, bias, out;
     int64_t out_row, out_q, out_u;
+    uint32_t taps;             /* > 0: the input is read in `taps` runs of $m11 pairs, $m4 advanced by
+                                * tap_skip bytes between them (a kernel row of a channel-last image) */
+    int32_t tap_skip;
 } mm_args;
 
 /* $m1 := this worker's first row of `rows` split in blocks of rw = ceil(rows / workers): min(w rw,
@@ -583,7 +586,9 @@ static void emit_quad(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
     uint32_t U = m->units;
     W(t, AMPZERO, 0, 0, 0);
     W(t, MOV, RM(4), RM(2), 0);
-    W(t, RPT, RM(11), (int32_t)U + 2, 0);
+    if (m->taps)
+        W(t, SETZI, RM(12), (int32_t)m->taps - 1, 0);
+    size_t kr = W(t, RPT, RM(11), (int32_t)U + 2, 0);
     for (uint32_t s = 0; s < U / 2; s++) {
         W(t, LD128PUTCS, RM(5), (int32_t)s, 0);
         W(t, ADDI, RM(5), RM(5), 16);
@@ -593,6 +598,10 @@ static void emit_quad(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
         W(t, F16V4AMP, RA(0), 0, 0);
     else
         W(t, F32V2AMP, RA(0), 0, 0);
+    if (m->taps) {
+        W(t, ADDI, RM(4), RM(4), m->tap_skip);
+        W(t, BRNZDEC, RM(12), (int32_t)kr, 0);
+    }
     for (uint32_t s = 0; s < U / 2; s++)
         W(t, AMPGET, RA(2 * s), (int32_t)s, 0);
     if (m->bias) {
@@ -833,6 +842,9 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
     const uint32_t U = L->units;
     const uint64_t nq = cdiv(M, U);
     const bool pad = s->pt || s->pl || s->pbot || s->pr;
+    /* a kernel larger than 1x1 reads a channel-last image: every pixel's K inputs are kh runs of
+     * kw x channels in memory, read by the AMP loop itself (no im2col row) */
+    const bool hwc = kh * kw > 1;
     const uint64_t WI = Wd + s->pl + s->pr;
     /* The plan: groups per tile qpt, row blocks nrb, input-channel parts nks, by an estimate of
      * the tile cycles (issues: the six workers fill every cycle) under two memory limits: the
@@ -858,13 +870,15 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
                     uint64_t cp = cdiv(C, k), nk = cdiv(C, cp);
                     uint64_t Kt = cp * kh * kw, npx = r * Wo;
                     uint64_t band = (r - 1) * sh + kh < H + s->pt + s->pbot ? (r - 1) * sh + kh : H;
+                    uint64_t cpe = cp + cp % 2; /* channel-last image: channels made even */
                     double comp = (double)(cdiv(npx, L->workers) * L->workers) *
-                                  (double)(3 * Kt + 8 + q * (2 * Kt + 12));
+                                  (hwc ? (double)(8 + q * (2 * kh * kw * cpe + 12 + 2 * kh))
+                                       : (double)(3 * Kt + 8 + q * (2 * Kt + 12)));
                     /* gathering: what a tile receives, or what a tile holding the input sends
                      * (every receiver of its words in turn), whichever is more */
                     double recv = (double)(cp * band * Wd);
                     double send = recv * (double)(ng * nr_ * nk) / (double)(XP->ntiles ? XP->ntiles : 1);
-                    double gat = 1.5 * (recv > send ? recv : send) + (pad ? 3.0 * (double)(cp * band * WI) : 0);
+                    double gat = 1.5 * (recv > send ? recv : send) + (pad || hwc ? 3.0 * (double)(cpe * band * WI) : 0);
                     double lev = 0;
                     for (uint64_t d = 1; d < nk; d *= 2)
                         lev++;
@@ -876,8 +890,8 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
                         rounds = (double)(cp * H * Wd / XP->chunk + 1);
                     /* and the next operator's: about one per group of this output's channels */
                     double cost = comp + gat + red + 250.0 * (rounds + (double)ng);
-                    double mem = 4.0 * (double)(cp * band * Wd + (pad ? cp * band * WI : 0) + L->workers * (Kt + 1) +
-                                                q * U * npx * (nk > 1 ? 3 : 1));
+                    double mem = 4.0 * (double)(cp * band * Wd + (pad || hwc ? cpe * band * WI : 0) +
+                                                (hwc ? 0 : L->workers * (Kt + 1)) + q * U * npx * (nk > 1 ? 3 : 1));
                     double wt = 4.0 * (double)(q * U * Kt);
                     /* past a limit, every byte costs as much as 1024 cycles */
                     cost += 1024.0 * ((mem > (double)tb ? mem - (double)tb : 0) + (wt > (double)wb ? wt - (double)wb : 0));
@@ -907,7 +921,8 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
     }
     if (nrb == 1)
         NB = H;
-    uint64_t HI = pad ? HB : NB, WIm = pad ? WI : Wd; /* the image the kernel reads */
+    uint64_t HI = pad || hwc ? HB : NB, WIm = pad || hwc ? WI : Wd; /* the image the kernel reads */
+    uint64_t Cs = hwc ? cpk + cpk % 2 : 1; /* channel-last: channels per image pixel */
     for (uint32_t t = 0; t < tn; t++) {
         uint64_t gr = t % nrb, gk = t / tout;
         uint64_t ci0 = gk * cpk, ci1 = ci0 + cpk < C ? ci0 + cpk : C;
@@ -929,9 +944,9 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
     ts_status rc = gather(L, n->in[0], tn, sc->lo, sc->hi, sc->nr, H * Wd, NB * Wd, false, sc->where);
     if (rc != TS_OK)
         return rc;
-    uint64_t img = pad ? talloc(L, cpk * HI * WIm * 4) : 0;
-    uint64_t kpm = cdiv(cpk * kh * kw, 2);
-    uint64_t colbuf = talloc(L, L->workers * kpm * 2 * 4);
+    uint64_t img = pad || hwc ? talloc(L, (hwc ? Cs : cpk) * HI * WIm * 4) : 0;
+    uint64_t kpm = hwc ? kh * kw * Cs / 2 : cdiv(cpk * kh * kw, 2);
+    uint64_t colbuf = hwc ? 0 : talloc(L, L->workers * kpm * 2 * 4);
     uint64_t wbytes = qpt * kpm * U * 8, bbytes = qpt * U * 4;
     uint64_t waddr = salloc(L, wbytes), baddr = s->Bt ? salloc(L, bbytes) : 0;
     uint64_t out = alloc(L, qpt * U * pbk * 4), alt = 0, rbuf = 0;
@@ -948,11 +963,12 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
     }
     for (uint64_t ly = 0; ly < rb; ly++)
         for (uint64_t ox = 0; ox < Wo; ox++)
-            bv[ly * Wo + ox] = (uint32_t)((ly * sh * WIm + ox * sw) * 4);
+            bv[ly * Wo + ox] = (uint32_t)((ly * sh * WIm + ox * sw) * Cs * 4);
     uint64_t bt = stable(L, bv, pbk * 4, tn, &rc);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
         uint64_t gr = t % nrb, gc = t / nrb % ngc, gk = t / tout;
-        uint64_t ci0 = gk * cpk, cp = ci0 + cpk < C ? cpk : C - ci0, K = cp * kh * kw, kp = cdiv(K, 2);
+        uint64_t ci0 = gk * cpk, cp = ci0 + cpk < C ? cpk : C - ci0, K = hwc ? kh * kw * Cs : cp * kh * kw;
+        uint64_t kp = cdiv(K, 2);
         uint64_t q0 = gc * qpt, q1 = q0 + qpt < nq ? q0 + qpt : nq;
         uint64_t oy0 = gr * rb, oy1 = oy0 + rb < Ho ? oy0 + rb : Ho, npx = (oy1 - oy0) * Wo;
         int64_t iylo = (int64_t)(oy0 * sh) - (int64_t)s->pt;
@@ -969,9 +985,14 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
                 uint64_t m = q * U + u;
                 if (m >= M)
                     continue;
-                for (uint64_t k = 0; k < K; k++)
-                    w[(((q - q0) * kp + k / 2) * U + u) * 2 + k % 2] =
-                        cv_weight(s, m, ci0 + k / (kh * kw), k / kw % kh, k % kw);
+                for (uint64_t k = 0; k < K; k++) {
+                    float v = 0;
+                    if (!hwc)
+                        v = cv_weight(s, m, ci0 + k / (kh * kw), k / kw % kh, k % kw);
+                    else if (k % Cs < cp) /* k = (ky * kw + kx) * Cs + c */
+                        v = cv_weight(s, m, ci0 + k % Cs, k / Cs / kw, k / Cs % kw);
+                    w[(((q - q0) * kp + k / 2) * U + u) * 2 + k % 2] = v;
+                }
                 if (bias)
                     bb[(q - q0) * U + u] = value(s->Bt, s->bid, m);
             }
@@ -980,9 +1001,46 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
             rc = seg(L, t, baddr, bb, bbytes);
         if (rc != TS_OK)
             break;
-        uint64_t im = pad ? img : sc->where[t];
+        uint64_t im = pad || hwc ? img : sc->where[t];
         uint64_t rwc = cdiv(cp, L->workers);
-        if (pad) {
+        if (hwc) {
+            /* zero the image (rows over the workers), then copy the channels in, each at its
+             * place in every pixel (channels over the workers; two runs, since the last workers'
+             * blocks overlap) */
+            uint64_t rwh = cdiv(HI, L->workers);
+            size_t entry = L->tiles[t].wrk.n;
+            emit_start_row(L, t, (uint32_t)HI, (uint32_t)rwh);
+            W(t, MULI, RM(3), RM(1), (int32_t)(WIm * Cs * 4));
+            W(t, SETZI, RM(4), (int32_t)img, 0);
+            W(t, ADD, RM(3), RM(3), RM(4));
+            W(t, SETZI, RA(0), 0, 0);
+            W(t, SETZI, RM(5), (int32_t)(rwh * WIm * Cs), 0);
+            W(t, RPT, RM(5), 1, 0);
+            W(t, ST32STEP, RA(0), RM(3), 4);
+            W(t, EXIT, 0, 0, 0);
+            run_all(L, t, entry);
+            entry = L->tiles[t].wrk.n;
+            emit_start_row(L, t, (uint32_t)cp, (uint32_t)rwc);
+            W(t, MULI, RM(2), RM(1), (int32_t)(NB * Wd * 4));
+            W(t, SETZI, RM(3), (int32_t)sc->where[t], 0);
+            W(t, ADD, RM(2), RM(2), RM(3));
+            W(t, SHLI, RM(3), RM(1), 2);
+            W(t, SETZI, RM(4), (int32_t)(img + ((uint64_t)((int64_t)ya - iylo) * WIm + s->pl) * Cs * 4), 0);
+            W(t, ADD, RM(3), RM(3), RM(4));
+            W(t, SETZI, RM(5), (int32_t)rwc - 1, 0);
+            W(t, SETZI, RM(8), (int32_t)Wd, 0);
+            size_t ch = W(t, SETZI, RM(6), (int32_t)nbt - 1, 0);
+            size_t row = W(t, RPT, RM(8), 2, 0);
+            W(t, LD32STEP, RA(0), RM(2), 4);
+            W(t, ST32STEP, RA(0), RM(3), (int32_t)(Cs * 4));
+            W(t, ADDI, RM(3), RM(3), (int32_t)((WIm - Wd) * Cs * 4));
+            W(t, BRNZDEC, RM(6), (int32_t)row, 0);
+            W(t, ADDI, RM(2), RM(2), (int32_t)((NB - nbt) * Wd * 4));
+            W(t, ADDI, RM(3), RM(3), (int32_t)(4 - (int64_t)(nbt * WIm * Cs * 4)));
+            W(t, BRNZDEC, RM(5), (int32_t)ch, 0);
+            W(t, EXIT, 0, 0, 0);
+            run_all(L, t, entry);
+        } else if (pad) {
             /* zero the image (its padding), then copy the rows in (channels over the workers; two
              * runs, since the last workers' channel blocks overlap) */
             size_t entry = L->tiles[t].wrk.n;
@@ -1027,6 +1085,37 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
                      .out_u = (int64_t)(pbk * 4)};
         uint32_t full = (uint32_t)(m.nq_real / U), tail = (uint32_t)(m.nq_real % U);
         size_t entry = L->tiles[t].wrk.n;
+        if (hwc) {
+            m.taps = (uint32_t)kh;
+            m.tap_skip = (int32_t)((WIm - kw) * Cs * 4);
+            emit_start_row(L, t, (uint32_t)npx, rw);
+            W(t, SHLI, RM(10), RM(1), 2);
+            W(t, SETZI, RM(3), (int32_t)bt, 0);
+            W(t, ADD, RM(10), RM(10), RM(3));
+            W(t, SHLI, RM(3), RM(1), 2);
+            W(t, SETZI, RM(4), (int32_t)out, 0);
+            W(t, ADD, RM(3), RM(3), RM(4));
+            W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
+            W(t, SETZI, RM(11), (int32_t)(kw * Cs / 2), 0);
+            size_t hpix = W(t, LD32STEP, RM(9), RM(10), 4);
+            W(t, ADD, RM(2), RM(9), RM(0));
+            W(t, SETZI, RM(5), (int32_t)waddr, 0);
+            W(t, SETZI, RM(8), (int32_t)m.bias, 0);
+            W(t, MOV, RM(6), RM(3), 0);
+            if (full) {
+                W(t, SETZI, RM(7), (int32_t)full - 1, 0);
+                size_t q = L->tiles[t].wrk.n;
+                emit_quad(L, t, &m, U);
+                W(t, BRNZDEC, RM(7), (int32_t)q, 0);
+            }
+            if (tail)
+                emit_quad(L, t, &m, tail);
+            W(t, ADDI, RM(3), RM(3), 4);
+            W(t, BRNZDEC, RM(1), (int32_t)hpix, 0);
+            W(t, EXIT, 0, 0, 0);
+            run_all_m0(L, t, entry, im);
+            continue;
+        }
         emit_start_row(L, t, (uint32_t)npx, rw);
         W(t, GET, RM(2), 2, 0);
         W(t, MULI, RM(2), RM(2), (int32_t)(Kpad * 4));
