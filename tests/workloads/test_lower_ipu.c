@@ -77,7 +77,7 @@ static ts_status compile(const ts_graph *g, const char *config, const char *cons
     return rc;
 }
 
-static const char *const *run_sets; /* config overrides for the runs (not the lowering) */
+static const char *const *run_sets; /* config overrides for the runs and the lowering */
 
 static void run_prog(const char *config, const ts_program *prog, bool lockstep, int threads, ipu_run *out)
 {
@@ -103,7 +103,7 @@ static void lower_and_run(const ts_graph *g, const char *config, lowered *L)
 {
     ts_err e;
     ts_err_init(&e);
-    ts_status rc = compile(g, config, NULL, &L->prog, &L->rep, &e);
+    ts_status rc = compile(g, config, run_sets, &L->prog, &L->rep, &e);
     ck_assert_msg(rc == TS_OK, "lower: %s", e.msg);
     ipu_run b, c;
     run_prog(config, L->prog, false, 1, &L->run);
@@ -459,6 +459,9 @@ END_TEST
  * result is compared with a C reference computed in double. */
 START_TEST(test_residual)
 {
+    /* _i 1: an AMP of 8 f32 units (MK2's) */
+    static const char *const amp8[] = {"amp.macs_per_cycle_f32=16", NULL};
+    run_sets = _i ? amp8 : NULL;
     enum { C = 8, H = 24, Wd = 20 };
     ts_graph *g = ts_graph_create("res");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, C, H, Wd});
@@ -557,6 +560,7 @@ START_TEST(test_residual)
     lowered_free(&L);
     ts_graph_destroy(g);
     ts_err_free(&e);
+    run_sets = NULL;
 }
 END_TEST
 
@@ -796,7 +800,7 @@ int main(void)
     tcase_add_test(tc, test_mlp_softmax);
     tcase_add_test(tc, test_conv);
     tcase_add_test(tc, test_gemm_row);
-    tcase_add_test(tc, test_residual);
+    tcase_add_loop_test(tc, test_residual, 0, 2);
     tcase_add_loop_test(tc, test_pool, 0, 2);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_builtin_matmul);
