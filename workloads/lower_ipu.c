@@ -750,50 +750,66 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
         return unsupported(L, n, "f16 on an AMP of other than 2, 4 or 8 f16 units");
     uint64_t es = half ? 2 : 4;
     uint64_t nq = cdiv(N, U), kp = K / per;
-    uint64_t rp = cdiv(M, L->T);
-    uint32_t tn = (uint32_t)cdiv(M, rp);
+    /* columns: all on every tile while their weights take at most a quarter of the tile memory;
+     * beyond that split into ncb blocks of qpb groups (the output is then blocked: rows over
+     * tile groups, columns over the tiles of a group) */
+    uint64_t qpb = nq;
+    while (qpb > 1 && qpb * kp * U * 8 > L->p->sram_bytes / 4)
+        qpb = cdiv(qpb, 2);
+    uint64_t ncb = cdiv(nq, qpb);
+    if (ncb > L->T)
+        ncb = L->T, qpb = cdiv(nq, ncb), ncb = cdiv(nq, qpb);
+    uint64_t pbc = ncb > 1 ? qpb * U : N; /* output columns per tile (storage) */
+    uint64_t rp = cdiv(M, L->T / ncb);
+    uint32_t nrg = (uint32_t)cdiv(M, rp), tn = (uint32_t)(nrg * ncb);
     for (uint32_t t = 0; t < tn; t++) {
-        sc->lo[t] = t * rp * K;
-        sc->hi[t] = (t + 1) * rp < M ? (t + 1) * rp * K : M * K;
+        uint64_t rg = t / ncb;
+        sc->lo[t] = rg * rp * K;
+        sc->hi[t] = (rg + 1) * rp < M ? (rg + 1) * rp * K : M * K;
     }
     if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where)) != TS_OK)
         return rc;
-    /* weights: coefficient blocks [group][input step][unit][per], the same on every tile (f16
+    /* weights: coefficient blocks [group][input step][unit][per] of the tile's column block (f16
      * blocks hold halves); the bias stays f32, added to the f32 accumulators */
-    uint64_t wbytes = nq * kp * U * 8;
-    float *w = ts_calloc(wbytes / 4 + nq * U, 4);
+    uint64_t wbytes = qpb * kp * U * 8;
+    float *w = ts_calloc(wbytes / 4 + qpb * U, 4);
     if (!w)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory for the weights of '%s'", n->name);
     uint16_t *w16 = (uint16_t *)w;
-    for (uint64_t q = 0; q < nq; q++)
-        for (uint64_t k2 = 0; k2 < kp; k2++)
-            for (uint32_t u = 0; u < U; u++)
-                for (uint32_t j = 0; j < per; j++) {
-                    uint64_t o = q * U + u, k = per * k2 + j, at = ((q * kp + k2) * U + u) * per + j;
-                    float v = o < N ? value(B, n->in[1], tb ? o * K + k : k * N + o) : 0.0f;
-                    if (half)
-                        w16[at] = ts_f32_to_f16(v);
-                    else
-                        w[at] = v;
-                }
     float *bias = w + wbytes / 4;
-    for (uint64_t o = 0; C && o < N; o++)
-        bias[o] = value(C, n->in[2], o);
     uint64_t waddr = salloc(L, wbytes);
-    uint64_t baddr = C ? salloc(L, nq * U * 4) : 0;
-    uint64_t out = alloc(L, rp * N * es);
-    for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
-        rc = seg(L, t, waddr, w, wbytes);
-        if (rc == TS_OK && C)
-            rc = seg(L, t, baddr, bias, nq * U * 4);
+    uint64_t baddr = C ? salloc(L, qpb * U * 4) : 0;
+    uint64_t out = alloc(L, rp * pbc * es);
+    for (uint64_t cbk = 0; cbk < ncb && rc == TS_OK; cbk++) {
+        uint64_t q0 = cbk * qpb, q1 = q0 + qpb < nq ? q0 + qpb : nq;
+        memset(w, 0, wbytes + qpb * U * 4);
+        for (uint64_t q = q0; q < q1; q++)
+            for (uint64_t k2 = 0; k2 < kp; k2++)
+                for (uint32_t u = 0; u < U; u++)
+                    for (uint32_t j = 0; j < per; j++) {
+                        uint64_t o = q * U + u, k = per * k2 + j, at = (((q - q0) * kp + k2) * U + u) * per + j;
+                        float v = o < N ? value(B, n->in[1], tb ? o * K + k : k * N + o) : 0.0f;
+                        if (half)
+                            w16[at] = ts_f32_to_f16(v);
+                        else
+                            w[at] = v;
+                    }
+        for (uint64_t o = q0 * U; C && o < N && o < q1 * U; o++)
+            bias[o - q0 * U] = value(C, n->in[2], o);
+        for (uint32_t t = (uint32_t)cbk; t < tn && rc == TS_OK; t += (uint32_t)ncb) {
+            rc = seg(L, t, waddr, w, (q1 - q0) * kp * U * 8);
+            if (rc == TS_OK && C)
+                rc = seg(L, t, baddr, bias, qpb * U * 4);
+        }
     }
     ts_free(w);
     if (rc != TS_OK)
         return rc;
     for (uint32_t t = 0; t < tn; t++) {
-        mm_args m = {.rows = (uint32_t)((sc->hi[t] - sc->lo[t]) / K), .nq = (uint32_t)nq, .kp = (uint32_t)kp,
-                     .nq_real = N, .units = U, .half = half, .a = sc->where[t], .a_stride = K * es,
-                     .w = waddr, .bias = baddr, .out = out, .out_row = (int64_t)(N * es),
+        uint64_t cbk = t % ncb, q0 = cbk * qpb, q1 = q0 + qpb < nq ? q0 + qpb : nq;
+        mm_args m = {.rows = (uint32_t)((sc->hi[t] - sc->lo[t]) / K), .nq = (uint32_t)(q1 - q0), .kp = (uint32_t)kp,
+                     .nq_real = (q1 * U < N ? q1 * U : N) - q0 * U, .units = U, .half = half, .a = sc->where[t],
+                     .a_stride = K * es, .w = waddr, .bias = baddr, .out = out, .out_row = (int64_t)(pbc * es),
                      .out_q = (int64_t)(U * es), .out_u = (int64_t)es};
         size_t entry = L->tiles[t].wrk.n;
         emit_mm(L, t, &m);
@@ -801,7 +817,14 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
         run_all(L, t, entry);
     }
     use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){.ntiles = tn, .chunk = rp * N, .addr = out, .es = (uint32_t)es};
+    L->pl[n->out[0]] = (lw_place){.ntiles = tn, .chunk = rp * pbc, .addr = out, .es = (uint32_t)es};
+    if (ncb > 1) {
+        lw_place *o = &L->pl[n->out[0]];
+        o->inner = N;
+        o->cb = rp;
+        o->pb = pbc;
+        o->nrb = (uint32_t)ncb;
+    }
     (void)Y;
     sync_all(L);
     return TS_OK;

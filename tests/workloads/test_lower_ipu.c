@@ -403,6 +403,57 @@ START_TEST(test_conv)
 }
 END_TEST
 
+START_TEST(test_matmul_columns)
+{
+    /* weights past a quarter of the tile memory (24 KiB on 64 KiB tiles) are split over the
+     * output columns: 2 blocks of 48, rows over 8 tile pairs (a blocked output); a Softmax over
+     * the rows then gathers each row from two tiles */
+    ts_graph *g = ts_graph_create("cols");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){8, 64});
+    int w = tensor(g, "w", TS_TENSOR_WEIGHT, 2, (int64_t[]){64, 96});
+    int h = tensor(g, "h", TS_TENSOR_ACTIVATION, -1, NULL);
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    fill(g, w);
+    node(g, TS_OP_MATMUL, "mm", (int[]){x, w}, 2, h, NULL);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.axis = -1;
+    node(g, TS_OP_SOFTMAX, "sm", (int[]){h}, 1, y, &at);
+    ts_graph_mark_output(g, h);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    bool blocked = false;
+    for (size_t i = 0; i < L.rep.nplaces; i++)
+        if (L.rep.places[i].tensor == h)
+            blocked = L.rep.places[i].inner == 96 && L.rep.places[i].nrb == 2;
+    ck_assert_msg(blocked, "the MatMul's columns are not split in two");
+    for (int i = 0; i < 8; i++) {
+        double hv[96], mx = -1e30, sum = 0;
+        for (int j = 0; j < 96; j++) {
+            double t = 0, m = 0;
+            for (int k = 0; k < 64; k++) {
+                t += (double)val(x, i * 64 + k) * val(w, k * 96 + j);
+                m += fabs((double)val(x, i * 64 + k) * val(w, k * 96 + j));
+            }
+            hv[j] = t;
+            near(out_at(&L, g, h, (uint64_t)(i * 96 + j)), t, m, "h", (uint64_t)(i * 96 + j));
+            mx = fmax(mx, t);
+        }
+        for (int j = 0; j < 96; j++)
+            sum += exp(hv[j] - mx);
+        for (int j = 0; j < 96; j++) {
+            double want = exp(hv[j] - mx) / sum;
+            near(out_at(&L, g, y, (uint64_t)(i * 96 + j)), want, want + 1e-30, "y", (uint64_t)(i * 96 + j));
+        }
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_gemm_row)
 {
     /* one row (ResNet's fc): the Gemm is lowered as a 1x1 Conv, its weights split over the output
@@ -628,12 +679,14 @@ START_TEST(test_errors)
     ts_err_init(&e);
     ts_program *p = NULL;
     ts_lower_report rep;
-    /* does not fit: a 1024 x 1024 f32 weight is 4 MiB per tile, ipu_tiny4 tiles have 64 KiB */
+    /* does not fit: a 1024 x 1024 f32 weight is 4 MiB, 1 MiB per tile over 4 column blocks;
+     * ipu_tiny4 tiles have 64 KiB */
     ts_graph *g = NULL;
     ck_assert_int_eq(ts_wl_builtin("matmul:m=8,k=1024,n=1024", &g, &e), TS_OK);
     ck_assert_int_eq(compile(g, "ipu_tiny4", NULL, &p, &rep, &e), TS_EINPUT);
     ck_assert_ptr_null(p);
-    ck_assert_msg(strstr(e.msg, "needs 4") && strstr(e.msg, "KiB per tile") && strstr(e.msg, "the tile has 64 KiB"),
+    ck_assert_msg(strstr(e.msg, "MatMul 'matmul' needs ") && strstr(e.msg, "KiB per tile") &&
+                      strstr(e.msg, "the tile has 64 KiB") && strstr(e.msg, "KiB over"),
                   "%s", e.msg);
     ts_graph_destroy(g);
     /* an operator the lowering does not handle names itself */
@@ -799,6 +852,7 @@ int main(void)
     tcase_add_test(tc, test_softmax);
     tcase_add_test(tc, test_mlp_softmax);
     tcase_add_test(tc, test_conv);
+    tcase_add_test(tc, test_matmul_columns);
     tcase_add_test(tc, test_gemm_row);
     tcase_add_loop_test(tc, test_residual, 0, 2);
     tcase_add_loop_test(tc, test_pool, 0, 2);
