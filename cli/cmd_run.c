@@ -234,6 +234,7 @@ int cmd_run(int argc, char **argv)
     ts_err_init(&err);
     ts_config *cfg = NULL;
     ts_program *prog = NULL;
+    ts_lower_report lrep = {0};
     ts_energy_table *energy = NULL;
     ts_trace *trace = NULL;
     ts_activity *act = NULL;
@@ -274,7 +275,7 @@ int cmd_run(int argc, char **argv)
         rc = cli_usage_error("family '%s' has no default workload: give one", fam->name);
         goto out;
     }
-    if (cli_load_workload(&prog, workload, cfg, fam, &err) != TS_OK ||
+    if (cli_load_workload_rep(&prog, workload, cfg, fam, &lrep, &err) != TS_OK ||
         cli_load_energy(&energy, cfg, energy_name, &err) != TS_OK) {
         rc = cli_fail(&err);
         goto out;
@@ -319,7 +320,8 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     have_res = true;
-    if (cli_tsp_layers(&res, energy, &err) != TS_OK) {
+    if (cli_tsp_layers(&res, energy, &err) != TS_OK ||
+        (lrep.nlayers && ts_lower_ipu_layer_stats(&lrep, res.stats, &err) != TS_OK)) { /* a lowered model */
         rc = cli_fail(&err);
         goto out;
     }
@@ -363,6 +365,7 @@ out:
     ts_view_close(fr.view);
     ts_energy_destroy(energy);
     ts_program_destroy(prog);
+    ts_lower_report_free(&lrep);
     ts_config_destroy(cfg);
     ts_err_free(&err);
     cli_sets_free(&sets);

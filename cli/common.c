@@ -229,6 +229,12 @@ static ts_status cli_lower_tsp(ts_program **out, const char *path, const ts_conf
 ts_status cli_load_workload(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
                             ts_err *err)
 {
+    return cli_load_workload_rep(out, path, cfg, fam, NULL, err);
+}
+
+ts_status cli_load_workload_rep(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
+                                ts_lower_report *rep, ts_err *err)
+{
     if (!ts_wl_is_model(path))
         return cli_load_program(out, path, fam, err);
     *out = NULL;
@@ -246,7 +252,7 @@ ts_status cli_load_workload(ts_program **out, const char *path, const ts_config 
     ts_graph *g = NULL;
     if ((rc = ts_wl_load_model(path, NULL, NULL, &g, err)) != TS_OK)
         return rc;
-    rc = ts_lower_ipu(g, &p, out, NULL, err);
+    rc = ts_lower_ipu(g, &p, out, rep, err);
     ts_graph_destroy(g);
     return rc;
 }

@@ -5,6 +5,7 @@
 
 #include "cli/common.h"
 #include "core/results.h"
+#include "workloads/lower_ipu.h"
 
 /* Like cli_load_program, but a model (ts_wl_is_model: an ONNX file, a workload YAML file or a
  * built-in workload spec such as "matmul:m=256,k=256,n=256") is loaded and lowered for cfg's arch.
@@ -20,5 +21,9 @@ const struct ts_lower_tsp_report *cli_tsp_report(void);
 /* Add that report's per-operator table ("layers": cycles, bandwidth, energy priced with energy) to
  * the results of a TSP run; nothing for other runs. */
 ts_status cli_tsp_layers(ts_results *res, const ts_energy_table *energy, ts_err *err);
+/* As cli_load_workload; rep (may be NULL) gets the plan of a model lowered for the IPU (it stays
+ * zeroed otherwise). Free it with ts_lower_report_free. */
+ts_status cli_load_workload_rep(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
+                                ts_lower_report *rep, ts_err *err);
 
 #endif

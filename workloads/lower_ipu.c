@@ -2,19 +2,24 @@
  *
  * See lower_ipu.h for the contract and docs/lowering-ipu.md for the plan, the kernels and their
  * costs. In short, for every operator in topological order:
- *   1. partition its output over tiles (rows for MatMul/Gemm/Softmax, groups of AMP units of output
- *      channels for Conv, the input's chunks for elementwise ops);
- *   2. gather into each tile the contiguous input slice it needs, unless it is already there:
- *      exchange rounds, one chip-wide superstep each, in which every tile receives from at most one
- *      sender (so no two senders ever meet at a receiver) and a sender serves its receivers one
- *      after another; slices a tile holds itself are copied by its supervisor;
- *   3. compute on one worker per tile, then sync; the output stays where it was computed.
+ *   1. partition its output over tiles (rows for MatMul/Gemm/Softmax, and columns for a
+ *      MatMul/Gemm with large weights; output-channel groups, row blocks and input-channel parts
+ *      for Conv and one-row Gemm; planes for the pools; the input's layout for elementwise ops);
+ *   2. gather into each tile the input ranges it needs, unless they are already there: exchange
+ *      rounds, one chip-wide superstep each, in which every tile receives from at most one sender
+ *      (so no two senders ever meet at a receiver) and a sender serves its receivers one after
+ *      another; ranges a tile holds itself are copied by its supervisor;
+ *   3. compute on the tile's workers, then sync; the output stays where it was computed (partial
+ *      sums of a Conv split over input channels are added in a tree first).
  * Tensors are f32, or f16 throughout a MatMul/Gemm (f16 x f16 -> f32 on the AMP, the output
- * rounded to f16); other dtypes are refused. Memory is a bump allocator with the same
- * addresses on every tile and no reuse, so "needs N KiB per tile" counts every earlier tensor.
+ * rounded to f16); other dtypes are refused. Memory has the same addresses on every tile: tensors
+ * and buffers in a first-fit dynamic region freed after their last use; each operator's weights,
+ * loaded before the run, above it until the operator has run; shared tables at the top. The
+ * lowering runs twice: the first pass sizes each operator's weights, the second places them.
  */
 #include "workloads/lower_ipu.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -37,7 +42,18 @@ enum lw_op {
 typedef struct lw_code { ts_insn *v; size_t n, cap; } lw_code;
 typedef struct lw_tile { lw_code sup, wrk; } lw_tile;
 typedef struct lw_mark { uint32_t tile, pc, id; } lw_mark;
-typedef struct lw_place { uint32_t ntiles; uint64_t chunk, addr; uint32_t es; } lw_place; /* es: bytes per element */
+/* Where a tensor lives. Flat (inner = 0): element e on tile e / chunk at element e % chunk.
+ * Blocked (inner > 0, a Conv output split by rows too): e = c * inner + p is on tile
+ * (c / cb) * nrb + p / pb at element (c % cb) * pb + p % pb; chunk = cb * pb. */
+typedef struct lw_place {
+    uint32_t ntiles;
+    uint64_t chunk, addr;
+    uint32_t es;              /* bytes per element */
+    uint64_t inner, cb, pb;   /* blocked layout; inner 0 = flat */
+    uint32_t nrb;
+} lw_place;
+typedef struct lw_blk { uint64_t a, n; } lw_blk; /* a live block of the dynamic region */
+typedef struct lw_tab { uint64_t hash, bytes, addr; uint32_t tiles; } lw_tab; /* static data the same on every tile */
 
 typedef struct lw {
     const ts_graph *g;
@@ -46,12 +62,34 @@ typedef struct lw {
     ts_err *err;
     uint32_t T;           /* tiles the plan may use */
     uint32_t used;        /* tiles that got work: streams are emitted for 0..used-1 */
+    uint32_t optiles;     /* tiles the current operator uses */
     uint32_t units;       /* AMP f32 units: outputs per AMP pass */
     uint32_t units16;     /* AMP f16 units (4 inputs each) */
     uint32_t workers;     /* worker contexts per tile */
     lw_tile *tiles;       /* T, owned */
     lw_place *pl;         /* per tensor, owned; ntiles 0 = not placed */
-    uint64_t top;         /* bump allocator, same address on every tile */
+    /* Memory, the same addresses on every tile. Initial data (weights, biases, address tables)
+     * lives for the whole run in the static region, from the top of tile memory down; tensors and
+     * buffers in the dynamic region from the bottom up, first fit, freed after their last use. */
+    /* Initial data is loaded before the run, so the memory of an operator's weights must not be
+     * written before the operator runs; after it, the memory is free. Top down: the tables shared
+     * by content (kept for the whole run), then each operator's weights, the last operator's
+     * highest: while operator k runs, the weights of operators k.. lie above wbase(k) and the
+     * dynamic region stays below it. A first pass (measure) finds each operator's weight bytes. */
+    bool measure;         /* first pass: sizes only, no segments */
+    uint64_t *wsz;        /* per node: weight bytes (filled by the first pass), owned */
+    uint64_t perm;        /* table bytes (first pass total) */
+    uint64_t ptop;        /* next table goes below this */
+    uint64_t wabove;      /* weight bytes of the nodes after the current one */
+    uint64_t wnext;       /* next weight byte of the current node */
+    int cur;              /* node being lowered */
+    uint64_t into;        /* when set, the next gather lands there (the caller's buffer) */
+    lw_blk *blk; size_t nblk, capblk;  /* live dynamic blocks by address, owned */
+    uint64_t hw;          /* highest dynamic byte in use since the current operator began */
+    uint64_t *tmp; size_t ntmp, captmp; /* the current operator's buffers, freed at its end */
+    lw_tab *tabs; size_t ntabs, captabs; /* owned */
+    int *root;            /* per tensor: the tensor whose memory it is (Reshape, Flatten alias) */
+    int *last;            /* per root tensor: its last consumer node; -1 = kept (graph output) */
     uint32_t step;        /* supersteps so far */
     lw_mark *marks; size_t nmarks, capmarks;
     ts_lower_layer *layers; size_t nlayers, caplayers;
@@ -104,24 +142,134 @@ static void sync_all(lw *L)
         mark(L, t);
 }
 
-static uint64_t alloc(lw *L, uint64_t bytes)
+/* First fit in the dynamic region, not overlapping [av0, av1) (av1 = 0: no constraint). */
+static uint64_t alloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1)
 {
-    uint64_t a = (L->top + 15) & ~(uint64_t)15;
-    L->top = a + ((bytes + 15) & ~(uint64_t)15);
+    bytes = (bytes + 15) & ~(uint64_t)15;
+    if (!bytes)
+        bytes = 16;
+    uint64_t a = 16; /* address 0 stays unused */
+    for (bool moved = true; moved;) { /* blocks are sorted: one pass moves past each in turn */
+        moved = false;
+        if (av1 && a < av1 && a + bytes > av0) {
+            a = (av1 + 15) & ~(uint64_t)15;
+            moved = true;
+        }
+        for (size_t i = 0; i < L->nblk; i++)
+            if (a < L->blk[i].a + L->blk[i].n && a + bytes > L->blk[i].a) {
+                a = L->blk[i].a + L->blk[i].n;
+                moved = true;
+            }
+    }
+    /* insert at the sorted position */
+    if (ts_grow((void **)&L->blk, &L->capblk, L->nblk + 1, sizeof *L->blk)) {
+        L->oom = true;
+        return a;
+    }
+    size_t k = 0;
+    while (k < L->nblk && L->blk[k].a < a)
+        k++;
+    memmove(&L->blk[k + 1], &L->blk[k], (L->nblk - k) * sizeof *L->blk);
+    L->blk[k] = (lw_blk){a, bytes};
+    L->nblk++;
+    if (a + bytes > L->hw)
+        L->hw = a + bytes;
     return a;
+}
+
+static uint64_t alloc(lw *L, uint64_t bytes) { return alloc_avoid(L, bytes, 0, 0); }
+
+static void release(lw *L, uint64_t a)
+{
+    for (size_t k = 0; k < L->nblk; k++)
+        if (L->blk[k].a == a) {
+            memmove(&L->blk[k], &L->blk[k + 1], (L->nblk - k - 1) * sizeof *L->blk);
+            L->nblk--;
+            return;
+        }
+}
+
+/* A buffer of the current operator: freed once the operator is lowered. */
+static uint64_t talloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1)
+{
+    uint64_t a = alloc_avoid(L, bytes, av0, av1);
+    if (ts_grow((void **)&L->tmp, &L->captmp, L->ntmp + 1, sizeof *L->tmp))
+        L->oom = true;
+    else
+        L->tmp[L->ntmp++] = a;
+    return a;
+}
+
+static uint64_t talloc(lw *L, uint64_t bytes) { return talloc_avoid(L, bytes, 0, 0); }
+
+/* The lowest byte of the current operator's weights (and the dynamic region's limit). */
+static uint64_t wbase(const lw *L)
+{
+    uint64_t top = L->p->sram_bytes & ~(uint64_t)15, used = L->perm + L->wabove + L->wsz[L->cur];
+    return used < top ? top - used : 0;
+}
+
+/* Weights of the current operator: initial data placed for it alone. */
+static uint64_t salloc(lw *L, uint64_t bytes)
+{
+    bytes = (bytes + 15) & ~(uint64_t)15;
+    if (L->measure) {
+        L->wsz[L->cur] += bytes;
+        return 0;
+    }
+    uint64_t a = wbase(L) + L->wnext;
+    L->wnext += bytes;
+    return a;
+}
+
+/* Tables, kept for the whole run. */
+static uint64_t palloc(lw *L, uint64_t bytes)
+{
+    bytes = (bytes + 15) & ~(uint64_t)15;
+    if (L->measure) {
+        L->perm += bytes;
+        return 0;
+    }
+    L->ptop = L->ptop > bytes ? L->ptop - bytes : 0;
+    return L->ptop;
 }
 
 static void use_tiles(lw *L, uint32_t n)
 {
+    if (n > L->optiles)
+        L->optiles = n;
     if (n > L->used)
         L->used = n;
 }
 
 static ts_status seg(lw *L, uint32_t t, uint64_t addr, const void *bytes, uint64_t len)
 {
-    if (!len)
+    if (!len || L->measure)
         return TS_OK;
     return ts_program_add_segment(L->prog, 0, t, addr, bytes, (uint32_t)len, L->err);
+}
+
+/* Static data the same on every tile (address tables): placed once per content, on tiles 0..tn-1
+ * (and on the tiles of later users too). */
+static uint64_t stable(lw *L, const void *v, uint64_t bytes, uint32_t tn, ts_status *rc)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (uint64_t i = 0; i < bytes; i++)
+        h = (h ^ ((const unsigned char *)v)[i]) * 1099511628211ull;
+    lw_tab *e = NULL;
+    for (size_t i = 0; i < L->ntabs && !e; i++)
+        if (L->tabs[i].hash == h && L->tabs[i].bytes == bytes)
+            e = &L->tabs[i];
+    if (e && e->tiles >= tn)
+        return e->addr;
+    uint64_t a = e ? e->addr : palloc(L, bytes);
+    for (uint32_t t = e ? e->tiles : 0; t < tn && *rc == TS_OK && !L->measure; t++)
+        *rc = ts_program_add_segment(L->prog, 0, t, a, v, (uint32_t)bytes, L->err);
+    if (e)
+        e->tiles = tn;
+    else if (!ts_grow((void **)&L->tabs, &L->captabs, L->ntabs + 1, sizeof *L->tabs))
+        L->tabs[L->ntabs++] = (lw_tab){h, bytes, a, tn};
+    return a;
 }
 
 /* ---- values ---- */
@@ -179,126 +327,211 @@ static ts_status check_f32(lw *L, const ts_graph_node *n)
     return TS_OK;
 }
 
-static ts_status check_fit(lw *L, const ts_graph_node *n)
+/* Tile memory the current operator needs: the tables, the weights of it and the operators after
+ * it, and the highest dynamic byte in use since it began. */
+static uint64_t need_bytes(const lw *L) { return L->hw + L->perm + L->wabove + L->wsz[L->cur]; }
+
+static ts_status check_fit(lw *L, const char *what, const char *name)
 {
     if (L->oom)
-        return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering %s '%s'", opname(n), n->name);
-    if (L->top <= L->p->sram_bytes)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering %s '%s'", what, name);
+    uint64_t top = L->p->sram_bytes & ~(uint64_t)15, need = need_bytes(L);
+    if (L->measure || (need <= top && wbase(L) >= L->p->interleaved_base))
         return TS_OK;
+    /* the operator with the most weights still to be used */
+    int big = L->cur;
+    for (size_t j = (size_t)L->cur; j < ts_graph_node_count(L->g); j++)
+        if (L->wsz[j] > L->wsz[big])
+            big = (int)j;
+    const ts_graph_node *bn = ts_graph_get_node(L->g, big);
     return ts_err_set(L->err, TS_EINPUT,
-                      "%s '%s' needs %llu KiB per tile, the tile has %llu KiB",
-                      opname(n), n->name, (unsigned long long)((L->top + 1023) / 1024),
-                      (unsigned long long)(L->p->sram_bytes / 1024));
+                      "%s '%s' needs %llu KiB per tile, the tile has %llu KiB (%llu KiB over: %llu KiB of tensors "
+                      "and buffers at once, %llu KiB of weights still to be used and tables, the most weights "
+                      "%llu KiB for %s '%s')",
+                      what, name, (unsigned long long)((need + 1023) / 1024),
+                      (unsigned long long)(L->p->sram_bytes / 1024),
+                      (unsigned long long)((need - (need < top ? need : top) + 1023) / 1024),
+                      (unsigned long long)((L->hw + 1023) / 1024), (unsigned long long)((need - L->hw + 1023) / 1024),
+                      (unsigned long long)((L->wsz[big] + 1023) / 1024), opname(bn), bn->name);
 }
 
 /* ---- gathering input slices ---- */
 
-typedef struct lw_piece { uint32_t src, dst; uint64_t from, to, words; } lw_piece;
+/* Element e of a tensor placed at P: its tile, its element index there, and how many elements from
+ * e on lie contiguously on that tile. */
+static uint64_t pl_run(const lw_place *P, uint64_t e, uint32_t *tile, uint64_t *off)
+{
+    if (!P->inner) {
+        *tile = (uint32_t)(e / P->chunk);
+        *off = e % P->chunk;
+        return P->chunk - *off;
+    }
+    uint64_t c = e / P->inner, px = e % P->inner;
+    *tile = (uint32_t)((c / P->cb) * P->nrb + px / P->pb);
+    *off = (c % P->cb) * P->pb + px % P->pb;
+    uint64_t end = (px / P->pb + 1) * P->pb;
+    return (end < P->inner ? end : P->inner) - px;
+}
 
-/* Tile t < tn needs elements [lo[t], hi[t]) of tensor x contiguous in its memory; where[t] gets
- * the address. In place when the slice lies in the tile's own chunk (unless force); otherwise
- * gathered into one buffer (same address on every tile) by exchange rounds and local copies. */
-static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64_t *hi, bool force,
-                        uint64_t *where)
+typedef struct lw_piece { uint32_t src, dst; uint64_t from, to, words; } lw_piece;
+typedef struct lw_xfer { uint32_t src, dst; uint64_t to, words; size_t p0, p1; bool staged; } lw_xfer; /* pieces p0..p1-1 */
+
+/* Tile t < tn needs nr[t] (NULL: 1) ranges of tensor x, the j-th [lo[t] + j*sst, hi[t] + j*sst),
+ * at element offsets j*dstr of one contiguous slice of its memory; where[t] gets the slice's
+ * address. In place when every range lies on the tile itself at those offsets (unless force);
+ * otherwise gathered into one buffer (same address on every tile, freed with the operator):
+ * pieces held by other tiles travel in exchange rounds, one chip-wide superstep each, in which
+ * every receiver takes one transfer (consecutive pieces of one sender, landing one after the
+ * other) and a sender serves its receivers in turn; pieces a tile holds itself are copied by its
+ * supervisor at the start of the next superstep. */
+static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64_t *hi, const uint32_t *nr,
+                        uint64_t sst, uint64_t dstr, bool force, uint64_t *where)
 {
     const lw_place *P = &L->pl[x];
+    const char *xname = ts_graph_get_tensor(L->g, x)->name;
     uint64_t es = P->es, need = 0;
+    bool *remote = ts_calloc(tn ? tn : 1, sizeof *remote);
+    if (!remote)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory gathering '%s'", xname);
     for (uint32_t t = 0; t < tn; t++) {
-        bool local = !force && t < P->ntiles && lo[t] >= t * P->chunk && hi[t] <= (t + 1) * P->chunk;
-        where[t] = local ? P->addr + (lo[t] - t * P->chunk) * es : 0;
-        if (local || hi[t] <= lo[t])
+        uint32_t n = nr ? nr[t] : 1;
+        uint64_t len = hi[t] - lo[t], off0 = 0;
+        where[t] = 0;
+        if (!len || !n)
             continue;
-        if ((hi[t] - lo[t]) * es > need)
-            need = (hi[t] - lo[t]) * es;
+        bool local = !force;
+        for (uint32_t j = 0; j < n && local; j++) {
+            uint32_t s;
+            uint64_t off, run = pl_run(P, lo[t] + j * sst, &s, &off);
+            if (!j)
+                off0 = off;
+            local = s == t && run >= len && off == off0 + j * dstr;
+        }
+        if (local) {
+            where[t] = P->addr + off0 * es;
+            continue;
+        }
+        remote[t] = true;
+        if (((n - 1) * dstr + len) * es > need)
+            need = ((n - 1) * dstr + len) * es;
     }
-    if (!need)
+    if (!need) {
+        ts_free(remote);
         return TS_OK;
+    }
     /* the buffer receives while the tile sends from x's chunk: keep them in different elements */
-    uint64_t eb = L->p->element_bytes ? L->p->element_bytes : 1;
-    uint64_t xend = P->addr + P->chunk * es;
-    uint64_t g = (L->top + 15) & ~(uint64_t)15;
-    if (g / eb == (xend - 1) / eb)
-        L->top = (xend / eb + 1) * eb;
-    g = alloc(L, need);
-    /* pieces, per receiver in source order */
+    uint64_t eb = L->p->element_bytes ? L->p->element_bytes : 16;
+    uint64_t av0 = P->addr / eb * eb, av1 = (P->addr + P->chunk * es + eb - 1) / eb * eb;
+    uint64_t g = L->into ? L->into : talloc_avoid(L, need, av0, av1);
     lw_piece *pc = NULL;
-    size_t npc = 0, cap = 0;
+    lw_xfer *xf = NULL;
+    size_t npc = 0, cap = 0, nxf = 0, capx = 0;
     uint32_t rounds = 0;
+    uint64_t stage = 0;
     uint32_t *count = ts_calloc(tn, sizeof *count);
-    if (!count)
-        return ts_err_set(L->err, TS_ENOMEM, "out of memory gathering '%s'", ts_graph_get_tensor(L->g, x)->name);
-    for (uint32_t t = 0; t < tn; t++) {
-        if (hi[t] <= lo[t] || where[t])
+    ts_status rc = count ? TS_OK : ts_err_set(L->err, TS_ENOMEM, "out of memory gathering '%s'", xname);
+    for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
+        if (!remote[t])
             continue;
         where[t] = g;
-        for (uint64_t s = lo[t] / P->chunk; s * P->chunk < hi[t]; s++) {
-            uint64_t a = lo[t] > s * P->chunk ? lo[t] : s * P->chunk;
-            uint64_t b = hi[t] < (s + 1) * P->chunk ? hi[t] : (s + 1) * P->chunk;
-            if (ts_grow((void **)&pc, &cap, npc + 1, sizeof *pc)) {
-                ts_free(pc);
-                ts_free(count);
-                return ts_err_set(L->err, TS_ENOMEM, "out of memory gathering");
+        size_t pt0 = npc;
+        uint32_t n = nr ? nr[t] : 1;
+        for (uint32_t j = 0; j < n && rc == TS_OK; j++)
+            for (uint64_t e = lo[t] + j * sst, end = hi[t] + j * sst; e < end && rc == TS_OK;) {
+                uint32_t s;
+                uint64_t off, run = pl_run(P, e, &s, &off);
+                uint64_t b = e + run < end ? e + run : end;
+                uint64_t to = g + (j * dstr + (e - lo[t] - j * sst)) * es;
+                if ((off * es) % 4 || ((b - e) * es) % 4 || to % 4) { /* whole 32-bit words only */
+                    rc = ts_err_set(L->err, TS_EINPUT, "'%s': f16 slices must start and end on 32-bit words", xname);
+                    break;
+                }
+                if (ts_grow((void **)&pc, &cap, npc + 1, sizeof *pc)) {
+                    rc = ts_err_set(L->err, TS_ENOMEM, "out of memory gathering '%s'", xname);
+                    break;
+                }
+                pc[npc++] = (lw_piece){s, t, P->addr + off * es, to, (b - e) * es / 4};
+                e = b;
             }
-            if ((a * es) % 4 || (b * es) % 4 || (P->chunk * es) % 4) { /* whole 32-bit words only */
-                ts_free(pc);
-                ts_free(count);
-                return ts_err_set(L->err, TS_EINPUT, "'%s': f16 slices must start and end on 32-bit words",
-                                  ts_graph_get_tensor(L->g, x)->name);
+        /* the receiver's remote pieces by sender (stable): one transfer per sender, received in
+         * place when its pieces follow on from each other, else into a staging buffer and copied */
+        for (size_t i = pt0 + 1; i < npc; i++) {
+            lw_piece v = pc[i];
+            size_t k = i;
+            while (k > pt0 && (pc[k - 1].src == t ? 0 : pc[k - 1].src + 1) > (v.src == t ? 0 : v.src + 1)) {
+                pc[k] = pc[k - 1];
+                k--;
             }
-            pc[npc++] = (lw_piece){(uint32_t)s, t, P->addr + (a - s * P->chunk) * es, g + (a - lo[t]) * es,
-                                   (b - a) * es / 4};
-            if (s != t && ++count[t] > rounds)
-                rounds = count[t];
+            pc[k] = v;
+        }
+        for (size_t i = pt0; i < npc && rc == TS_OK;) {
+            size_t k = i + 1;
+            bool direct = true;
+            uint64_t words = pc[i].words;
+            while (k < npc && pc[k].src == pc[i].src) {
+                direct &= pc[k].to == pc[k - 1].to + 4 * pc[k - 1].words;
+                words += pc[k].words;
+                k++;
+            }
+            if (pc[i].src != t) {
+                if (ts_grow((void **)&xf, &capx, nxf + 1, sizeof *xf)) {
+                    rc = ts_err_set(L->err, TS_ENOMEM, "out of memory gathering '%s'", xname);
+                    break;
+                }
+                xf[nxf++] = (lw_xfer){pc[i].src, t, direct ? pc[i].to : 0, words, i, k, !direct};
+                if (!direct && words > stage)
+                    stage = words;
+                if (++count[t] > rounds)
+                    rounds = count[t];
+            }
+            i = k;
         }
     }
-    /* exchange rounds: round r carries the r-th remote piece of every receiver */
-    for (uint32_t r = 0; r < rounds; r++) {
+    uint64_t sbuf = stage ? talloc_avoid(L, stage * 4, av0, av1) : 0;
+    for (size_t i = 0; i < nxf; i++)
+        if (xf[i].staged)
+            xf[i].to = sbuf;
+    /* exchange rounds: round r carries the r-th transfer of every receiver */
+    size_t *sel = rc == TS_OK ? ts_calloc(nxf ? nxf : 1, sizeof *sel) : NULL;
+    if (rc == TS_OK && !sel)
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory gathering '%s'", xname);
+    for (uint32_t r = 0; r < rounds && rc == TS_OK; r++) {
         memset(count, 0, tn * sizeof *count);
-        bool *recv = ts_calloc(L->T, sizeof *recv);
-        if (!recv) {
-            ts_free(pc);
-            ts_free(count);
-            return ts_err_set(L->err, TS_ENOMEM, "out of memory gathering");
-        }
-        size_t *sel = ts_calloc(npc ? npc : 1, sizeof *sel);
         size_t nsel = 0;
-        for (size_t i = 0; sel && i < npc; i++) {
-            if (pc[i].src == pc[i].dst)
-                continue;
-            if (count[pc[i].dst]++ == r)
+        for (size_t i = 0; i < nxf; i++)
+            if (count[xf[i].dst]++ == r)
                 sel[nsel++] = i;
-        }
-        for (size_t k = 0; sel && k < nsel; k++) { /* receivers arm first */
-            const lw_piece *q = &pc[sel[k]];
+        for (size_t k = 0; k < nsel; k++) { /* receivers arm first */
+            const lw_xfer *q = &xf[sel[k]];
             S(q->dst, SETZI, RM(5), (int32_t)q->to, 0);
             S(q->dst, SETZI, RM(6), (int32_t)q->src, 0);
             S(q->dst, RECV, RM(5), RM(6), (int32_t)q->words);
-            recv[q->dst] = true;
         }
-        for (uint32_t s = 0; sel && s < L->T; s++) /* senders, receivers in ascending order */
-            for (size_t k = 0; k < nsel; k++) {
-                const lw_piece *q = &pc[sel[k]];
-                if (q->src != s)
-                    continue;
-                S(s, SETZI, RM(5), (int32_t)q->from, 0);
-                S(s, SETZI, RM(6), (int32_t)q->dst, 0);
-                S(s, SEND, RM(5), RM(6), (int32_t)q->words);
+        /* senders, receivers in ascending order (sel is sorted by receiver) */
+        for (size_t k = 0; k < nsel; k++) {
+            const lw_xfer *q = &xf[sel[k]];
+            for (size_t i = q->p0; i < q->p1; i++) {
+                S(q->src, SETZI, RM(5), (int32_t)pc[i].from, 0);
+                S(q->src, SETZI, RM(6), (int32_t)q->dst, 0);
+                S(q->src, SEND, RM(5), RM(6), (int32_t)pc[i].words);
             }
-        for (uint32_t t = 0; t < L->T; t++)
-            if (recv[t])
-                S(t, RXWAIT, 0, 0, 0);
-        bool fail = !sel;
-        ts_free(sel);
-        ts_free(recv);
-        if (fail) {
-            ts_free(pc);
-            ts_free(count);
-            return ts_err_set(L->err, TS_ENOMEM, "out of memory gathering");
+        }
+        for (size_t k = 0; k < nsel; k++) {
+            const lw_xfer *q = &xf[sel[k]];
+            S(q->dst, RXWAIT, 0, 0, 0);
+            for (size_t i = q->p0, at = q->to; q->staged && i < q->p1; at += 4 * pc[i].words, i++) {
+                S(q->dst, SETZI, RM(1), (int32_t)at, 0);
+                S(q->dst, SETZI, RM(2), (int32_t)pc[i].to, 0);
+                S(q->dst, SETZI, RM(3), (int32_t)pc[i].words, 0);
+                S(q->dst, RPT, RM(3), 2, 0);
+                S(q->dst, LD32STEP, RM(4), RM(1), 4);
+                S(q->dst, ST32STEP, RM(4), RM(2), 4);
+            }
         }
         sync_all(L);
     }
     /* what a tile holds itself: its supervisor copies it (start of the compute superstep) */
-    for (size_t i = 0; i < npc; i++) {
+    for (size_t i = 0; i < npc && rc == TS_OK; i++) {
         const lw_piece *q = &pc[i];
         if (q->src != q->dst)
             continue;
@@ -309,9 +542,12 @@ static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uin
         S(q->dst, LD32STEP, RM(4), RM(1), 4);
         S(q->dst, ST32STEP, RM(4), RM(2), 4);
     }
+    ts_free(sel);
     ts_free(pc);
+    ts_free(xf);
     ts_free(count);
-    return TS_OK;
+    ts_free(remote);
+    return rc;
 }
 
 /* ---- the AMP matrix-product kernel ---- */
@@ -326,6 +562,9 @@ typedef struct mm_args {
     bool half;                 /* f16 inputs, coefficients and outputs (f16v4amp, 4 inputs per unit) */
     uint64_t a, a_stride, w, bias, out;
     int64_t out_row, out_q, out_u;
+    uint32_t taps;             /* > 0: the input is read in `taps` runs of $m11 pairs, $m4 advanced by
+                                * tap_skip bytes between them (a kernel row of a channel-last image) */
+    int32_t tap_skip;
 } mm_args;
 
 /* $m1 := this worker's first row of `rows` split in blocks of rw = ceil(rows / workers): min(w rw,
@@ -347,7 +586,9 @@ static void emit_quad(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
     uint32_t U = m->units;
     W(t, AMPZERO, 0, 0, 0);
     W(t, MOV, RM(4), RM(2), 0);
-    W(t, RPT, RM(11), (int32_t)U + 2, 0);
+    if (m->taps)
+        W(t, SETZI, RM(12), (int32_t)m->taps - 1, 0);
+    size_t kr = W(t, RPT, RM(11), (int32_t)U + 2, 0);
     for (uint32_t s = 0; s < U / 2; s++) {
         W(t, LD128PUTCS, RM(5), (int32_t)s, 0);
         W(t, ADDI, RM(5), RM(5), 16);
@@ -357,6 +598,10 @@ static void emit_quad(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
         W(t, F16V4AMP, RA(0), 0, 0);
     else
         W(t, F32V2AMP, RA(0), 0, 0);
+    if (m->taps) {
+        W(t, ADDI, RM(4), RM(4), m->tap_skip);
+        W(t, BRNZDEC, RM(12), (int32_t)kr, 0);
+    }
     for (uint32_t s = 0; s < U / 2; s++)
         W(t, AMPGET, RA(2 * s), (int32_t)s, 0);
     if (m->bias) {
@@ -434,15 +679,16 @@ static ts_status need_placed(lw *L, const ts_graph_node *n, int x)
     return unsupported(L, n, why);
 }
 
-/* Scratch per tile: lo, hi, where. */
-typedef struct lw_scr { uint64_t *lo, *hi, *where; } lw_scr;
+/* Scratch per tile: lo, hi, nr, where. */
+typedef struct lw_scr { uint64_t *lo, *hi, *where; uint32_t *nr; } lw_scr;
 
 static ts_status scratch(lw *L, lw_scr *s)
 {
     s->lo = ts_calloc(L->T, sizeof *s->lo);
     s->hi = ts_calloc(L->T, sizeof *s->hi);
     s->where = ts_calloc(L->T, sizeof *s->where);
-    if (!s->lo || !s->hi || !s->where)
+    s->nr = ts_calloc(L->T, sizeof *s->nr);
+    if (!s->lo || !s->hi || !s->where || !s->nr)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     return TS_OK;
 }
@@ -452,7 +698,18 @@ static void scratch_free(lw_scr *s)
     ts_free(s->lo);
     ts_free(s->hi);
     ts_free(s->where);
+    ts_free(s->nr);
 }
+
+/* A convolution's shape (a Gemm of one row is one of C = K input channels on a 1x1 image). */
+typedef struct cv_shape {
+    uint64_t C, H, Wd, M, kh, kw, sh, sw, pt, pl, pbot, pr, Ho, Wo;
+    const ts_graph_tensor *Wt, *Bt; /* weights; bias of M values or NULL */
+    int wid, bid;
+    int wmode;                      /* 0: Conv [M][C][kh][kw]; 1: Gemm B[N][K] (transB); 2: B[K][N] */
+} cv_shape;
+
+static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, const cv_shape *s);
 
 /* MatMul A[..., K] x B[K, N] and Gemm (transB, bias [N]): rows of A partitioned over tiles. */
 static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
@@ -477,6 +734,11 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
     if (C && ts_graph_tensor_elems(C) != (int64_t)N)
         return unsupported(L, n, "a bias that is not one value per output column");
     bool half = A->dtype == TS_DT_F16;
+    if (M == 1 && !half) { /* one row: a 1x1 Conv of K channels, the weights split over the columns */
+        cv_shape s = {.C = K, .H = 1, .Wd = 1, .M = N, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .Ho = 1, .Wo = 1,
+                      .Wt = B, .wid = n->in[1], .Bt = C, .bid = C ? n->in[2] : -1, .wmode = tb ? 1 : 2};
+        return lower_conv_shape(L, n, sc, &s);
+    }
     uint32_t per = half ? 4 : 2; /* inputs per AMP unit and instruction */
     if (K % per)
         return unsupported(L, n, half ? "an f16 inner dimension that is not a multiple of 4 (f16v4amp)"
@@ -488,50 +750,66 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
         return unsupported(L, n, "f16 on an AMP of other than 2, 4 or 8 f16 units");
     uint64_t es = half ? 2 : 4;
     uint64_t nq = cdiv(N, U), kp = K / per;
-    uint64_t rp = cdiv(M, L->T);
-    uint32_t tn = (uint32_t)cdiv(M, rp);
+    /* columns: all on every tile while their weights take at most a quarter of the tile memory;
+     * beyond that split into ncb blocks of qpb groups (the output is then blocked: rows over
+     * tile groups, columns over the tiles of a group) */
+    uint64_t qpb = nq;
+    while (qpb > 1 && qpb * kp * U * 8 > L->p->sram_bytes / 4)
+        qpb = cdiv(qpb, 2);
+    uint64_t ncb = cdiv(nq, qpb);
+    if (ncb > L->T)
+        ncb = L->T, qpb = cdiv(nq, ncb), ncb = cdiv(nq, qpb);
+    uint64_t pbc = ncb > 1 ? qpb * U : N; /* output columns per tile (storage) */
+    uint64_t rp = cdiv(M, L->T / ncb);
+    uint32_t nrg = (uint32_t)cdiv(M, rp), tn = (uint32_t)(nrg * ncb);
     for (uint32_t t = 0; t < tn; t++) {
-        sc->lo[t] = t * rp * K;
-        sc->hi[t] = (t + 1) * rp < M ? (t + 1) * rp * K : M * K;
+        uint64_t rg = t / ncb;
+        sc->lo[t] = rg * rp * K;
+        sc->hi[t] = (rg + 1) * rp < M ? (rg + 1) * rp * K : M * K;
     }
-    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, false, sc->where)) != TS_OK)
+    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where)) != TS_OK)
         return rc;
-    /* weights: coefficient blocks [group][input step][unit][per], the same on every tile (f16
+    /* weights: coefficient blocks [group][input step][unit][per] of the tile's column block (f16
      * blocks hold halves); the bias stays f32, added to the f32 accumulators */
-    uint64_t wbytes = nq * kp * U * 8;
-    float *w = ts_calloc(wbytes / 4 + nq * U, 4);
+    uint64_t wbytes = qpb * kp * U * 8;
+    float *w = ts_calloc(wbytes / 4 + qpb * U, 4);
     if (!w)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory for the weights of '%s'", n->name);
     uint16_t *w16 = (uint16_t *)w;
-    for (uint64_t q = 0; q < nq; q++)
-        for (uint64_t k2 = 0; k2 < kp; k2++)
-            for (uint32_t u = 0; u < U; u++)
-                for (uint32_t j = 0; j < per; j++) {
-                    uint64_t o = q * U + u, k = per * k2 + j, at = ((q * kp + k2) * U + u) * per + j;
-                    float v = o < N ? value(B, n->in[1], tb ? o * K + k : k * N + o) : 0.0f;
-                    if (half)
-                        w16[at] = ts_f32_to_f16(v);
-                    else
-                        w[at] = v;
-                }
     float *bias = w + wbytes / 4;
-    for (uint64_t o = 0; C && o < N; o++)
-        bias[o] = value(C, n->in[2], o);
-    uint64_t waddr = alloc(L, wbytes);
-    uint64_t baddr = C ? alloc(L, nq * U * 4) : 0;
-    uint64_t out = alloc(L, rp * N * es);
-    for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
-        rc = seg(L, t, waddr, w, wbytes);
-        if (rc == TS_OK && C)
-            rc = seg(L, t, baddr, bias, nq * U * 4);
+    uint64_t waddr = salloc(L, wbytes);
+    uint64_t baddr = C ? salloc(L, qpb * U * 4) : 0;
+    uint64_t out = alloc(L, rp * pbc * es);
+    for (uint64_t cbk = 0; cbk < ncb && rc == TS_OK; cbk++) {
+        uint64_t q0 = cbk * qpb, q1 = q0 + qpb < nq ? q0 + qpb : nq;
+        memset(w, 0, wbytes + qpb * U * 4);
+        for (uint64_t q = q0; q < q1; q++)
+            for (uint64_t k2 = 0; k2 < kp; k2++)
+                for (uint32_t u = 0; u < U; u++)
+                    for (uint32_t j = 0; j < per; j++) {
+                        uint64_t o = q * U + u, k = per * k2 + j, at = (((q - q0) * kp + k2) * U + u) * per + j;
+                        float v = o < N ? value(B, n->in[1], tb ? o * K + k : k * N + o) : 0.0f;
+                        if (half)
+                            w16[at] = ts_f32_to_f16(v);
+                        else
+                            w[at] = v;
+                    }
+        for (uint64_t o = q0 * U; C && o < N && o < q1 * U; o++)
+            bias[o - q0 * U] = value(C, n->in[2], o);
+        for (uint32_t t = (uint32_t)cbk; t < tn && rc == TS_OK; t += (uint32_t)ncb) {
+            rc = seg(L, t, waddr, w, (q1 - q0) * kp * U * 8);
+            if (rc == TS_OK && C)
+                rc = seg(L, t, baddr, bias, qpb * U * 4);
+        }
     }
     ts_free(w);
     if (rc != TS_OK)
         return rc;
     for (uint32_t t = 0; t < tn; t++) {
-        mm_args m = {.rows = (uint32_t)((sc->hi[t] - sc->lo[t]) / K), .nq = (uint32_t)nq, .kp = (uint32_t)kp,
-                     .nq_real = N, .units = U, .half = half, .a = sc->where[t], .a_stride = K * es,
-                     .w = waddr, .bias = baddr, .out = out, .out_row = (int64_t)(N * es),
+        uint64_t cbk = t % ncb, q0 = cbk * qpb, q1 = q0 + qpb < nq ? q0 + qpb : nq;
+        mm_args m = {.rows = (uint32_t)((sc->hi[t] - sc->lo[t]) / K), .nq = (uint32_t)(q1 - q0), .kp = (uint32_t)kp,
+                     .nq_real = (q1 * U < N ? q1 * U : N) - q0 * U, .units = U, .half = half, .a = sc->where[t],
+                     .a_stride = K * es, .w = waddr, .bias = baddr, .out = out, .out_row = (int64_t)(pbc * es),
                      .out_q = (int64_t)(U * es), .out_u = (int64_t)es};
         size_t entry = L->tiles[t].wrk.n;
         emit_mm(L, t, &m);
@@ -539,121 +817,329 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
         run_all(L, t, entry);
     }
     use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){tn, rp * N, out, (uint32_t)es};
+    L->pl[n->out[0]] = (lw_place){.ntiles = tn, .chunk = rp * pbc, .addr = out, .es = (uint32_t)es};
+    if (ncb > 1) {
+        lw_place *o = &L->pl[n->out[0]];
+        o->inner = N;
+        o->cb = rp;
+        o->pb = pbc;
+        o->nrb = (uint32_t)ncb;
+    }
     (void)Y;
     sync_all(L);
     return TS_OK;
 }
 
-/* Conv (batch 1, group 1, no dilation) as an im2col'd matrix product on the AMP: output channels
- * in groups of U partitioned over tiles. Each tile gathers the whole input and copies it into a
- * zero-padded image (fresh tile memory reads as zero and is never reused); then every worker, for
- * each output pixel of its block, builds that pixel's im2col row in its own small buffer (a table
- * of byte offsets within the padded image, from the pixel's base address) and multiplies it on
- * the AMP. Positions past K (made even) read the pixel's first element against zero weights. */
-static ts_status lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
+
+static float cv_weight(const cv_shape *s, uint64_t m, uint64_t c, uint64_t ky, uint64_t kx)
 {
-    const ts_graph *g = L->g;
-    const ts_graph_tensor *X = ts_graph_get_tensor(g, n->in[0]);
-    const ts_graph_tensor *Wt = ts_graph_get_tensor(g, n->in[1]);
-    const ts_graph_tensor *Y = ts_graph_get_tensor(g, n->out[0]);
-    const ts_graph_tensor *Bt = n->nin > 2 ? ts_graph_get_tensor(g, n->in[2]) : NULL;
-    const ts_graph_attrs *at = &n->attrs;
-    if (X->rank != 4 || X->dims[0] != 1)
-        return unsupported(L, n, "a batch other than 1");
-    if (at->group != 1 || at->dilations[0] != 1 || at->dilations[1] != 1)
-        return unsupported(L, n, "groups or dilations");
-    if (Wt->kind == TS_TENSOR_ACTIVATION || Wt->kind == TS_TENSOR_INPUT)
-        return unsupported(L, n, "weights computed at run time");
-    ts_status rc = need_placed(L, n, n->in[0]);
+    if (s->wmode == 1)
+        return value(s->Wt, s->wid, m * s->C + c);
+    if (s->wmode == 2)
+        return value(s->Wt, s->wid, c * s->M + m);
+    return value(s->Wt, s->wid, ((m * s->C + c) * s->kh + ky) * s->kw + kx);
+}
+
+/* Run the routine at wrk pc `entry` on every worker of tile t with $m0 := v, wait for them. */
+static void run_all_m0(lw *L, uint32_t t, size_t entry, uint64_t v)
+{
+    S(t, SETZI, RM(1), (int32_t)v, 0);
+    S(t, RUNALL, (int32_t)entry, RM(1), 0);
+    S(t, SYNC, 0, 0, 0);
+}
+
+/* Conv (batch 1, group 1, no dilation) as an im2col'd matrix product on the AMP. The output is
+ * split three ways over tiles t = (gk * ngc + gc) * nrb + gr: groups of AMP units of output
+ * channels (gc), blocks of output rows (gr) and parts of the input channels (gk). A tile gathers its input channels over the input rows its
+ * output rows need (halo rows included), copies them into a zeroed, padded image when the Conv
+ * pads, and for each of its output pixels builds the pixel's im2col row in a worker buffer (a
+ * table of byte offsets within the image added to the pixel's base offset from a table of bases)
+ * and multiplies it on the AMP with its coefficient blocks (its weights only: weights are split
+ * over gc and gk, repeated over gr). Partial sums over gk are added in a tree, one superstep per
+ * level: in level d a tile with gk = d mod 2d sends its sums to gk - d, which adds them. The output
+ * stays on the gk = 0 tiles, each channel's pixels of the tile in a row of rb * Wo. */
+static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, const cv_shape *s)
+{
+    const uint64_t C = s->C, H = s->H, Wd = s->Wd, M = s->M, kh = s->kh, kw = s->kw, sh = s->sh, sw = s->sw;
+    const uint64_t Ho = s->Ho, Wo = s->Wo, P = Ho * Wo;
+    const uint32_t U = L->units;
+    const uint64_t nq = cdiv(M, U);
+    const bool pad = s->pt || s->pl || s->pbot || s->pr;
+    /* a kernel larger than 1x1 reads a channel-last image: every pixel's K inputs are kh runs of
+     * kw x channels in memory, read by the AMP loop itself (no im2col row) */
+    const bool hwc = kh * kw > 1;
+    const uint64_t WI = Wd + s->pl + s->pr;
+    /* The plan: groups per tile qpt, row blocks nrb, input-channel parts nks, by an estimate of
+     * the tile cycles (issues: the six workers fill every cycle) under two memory limits: the
+     * operator's buffers within 1/3 of the tile, and its weights per tile within 1.05 times an
+     * even share of them over the chip (weights stay for the whole run). */
+    uint64_t qpt = 0, nrb = 0, nks = 0, rb = 0, cpk = 0;
+    const lw_place *XP = &L->pl[n->in[0]];
+    {
+        double best = 0;
+        uint64_t tb = L->p->sram_bytes / 3;
+        uint64_t wb = (uint64_t)(1.05 * (double)(M * C * kh * kw * 4) / (double)L->T);
+        if (wb < 2048)
+            wb = 2048;
+        for (uint64_t q = cdiv(nq, L->T); q <= nq; q = q * 2 > nq && q < nq ? nq : q * 2) {
+            uint64_t ng = cdiv(nq, q), sp = L->T / ng;
+            for (uint64_t r = Ho; r >= 1; r--) {
+                uint64_t nr_ = cdiv(Ho, r);
+                if (r < Ho && cdiv(Ho, r + 1) == nr_)
+                    continue; /* the same number of blocks with fewer rows */
+                if (nr_ > sp)
+                    break;
+                for (uint64_t k = 1; k <= sp / nr_; k = k * 2 > sp / nr_ && k < sp / nr_ ? sp / nr_ : k * 2) {
+                    uint64_t cp = cdiv(C, k), nk = cdiv(C, cp);
+                    uint64_t Kt = cp * kh * kw, npx = r * Wo;
+                    uint64_t band = (r - 1) * sh + kh < H + s->pt + s->pbot ? (r - 1) * sh + kh : H;
+                    uint64_t cpe = cp + cp % 2; /* channel-last image: channels made even */
+                    double comp = (double)(cdiv(npx, L->workers) * L->workers) *
+                                  (hwc ? (double)(8 + q * (2 * kh * kw * cpe + 12 + 2 * kh))
+                                       : (double)(3 * Kt + 8 + q * (2 * Kt + 12)));
+                    /* gathering: what a tile receives, or what a tile holding the input sends
+                     * (every receiver of its words in turn), whichever is more */
+                    double recv = (double)(cp * band * Wd);
+                    double send = recv * (double)(ng * nr_ * nk) / (double)(XP->ntiles ? XP->ntiles : 1);
+                    double gat = 1.5 * (recv > send ? recv : send) + (pad || hwc ? 3.0 * (double)(cpe * band * WI) : 0);
+                    double lev = 0;
+                    for (uint64_t d = 1; d < nk; d *= 2)
+                        lev++;
+                    double red = lev * (5.0 * (double)(q * U * npx) + 150);
+                    /* exchange rounds: about one per input tile a tile reads from */
+                    double rounds = XP->inner ? (double)(cdiv(cp, XP->cb) + 1) * (double)(band * Wd / XP->pb + 1)
+                                              : (double)(cp * band * Wd / XP->chunk + 1);
+                    if (nr_ == 1 && !XP->inner)
+                        rounds = (double)(cp * H * Wd / XP->chunk + 1);
+                    /* and the next operator's: about one per group of this output's channels */
+                    double cost = comp + gat + red + 250.0 * (rounds + (double)ng);
+                    double mem = 4.0 * (double)(cp * band * Wd + (pad || hwc ? cpe * band * WI : 0) +
+                                                (hwc ? 0 : L->workers * (Kt + 1)) + q * U * npx * (nk > 1 ? 3 : 1));
+                    double wt = 4.0 * (double)(q * U * Kt);
+                    /* past a limit, every byte costs as much as 1024 cycles */
+                    cost += 1024.0 * ((mem > (double)tb ? mem - (double)tb : 0) + (wt > (double)wb ? wt - (double)wb : 0));
+                    if (!qpt || cost < best) {
+                        qpt = q, nrb = nr_, rb = r, nks = nk, cpk = cp;
+                        best = cost;
+                    }
+                }
+            }
+            if (q == nq)
+                break;
+        }
+    }
+    uint64_t ngc = cdiv(nq, qpt);
+    uint32_t tn = (uint32_t)(ngc * nrb * nks), tout = (uint32_t)(ngc * nrb);
+    uint64_t pbk = rb * Wo;                      /* output pixels per channel row of a tile */
+    uint64_t HB = (rb - 1) * sh + kh;            /* padded image rows of a row block */
+    /* input rows of each row block: [ya, yb) of the image rows from iy_lo on */
+    uint64_t NB = 0;
+    for (uint64_t gr = 0; gr < nrb; gr++) {
+        int64_t lo = (int64_t)(gr * rb * sh) - (int64_t)s->pt;
+        uint64_t oy1 = (gr + 1) * rb < Ho ? (gr + 1) * rb : Ho;
+        int64_t hi = (int64_t)((oy1 - 1) * sh + kh) - (int64_t)s->pt;
+        uint64_t ya = lo > 0 ? (uint64_t)lo : 0, yb = hi < (int64_t)H ? (uint64_t)hi : H;
+        if (yb > ya && yb - ya > NB)
+            NB = yb - ya;
+    }
+    if (nrb == 1)
+        NB = H;
+    uint64_t HI = pad || hwc ? HB : NB, WIm = pad || hwc ? WI : Wd; /* the image the kernel reads */
+    uint64_t Cs = hwc ? cpk + cpk % 2 : 1; /* channel-last: channels per image pixel */
+    for (uint32_t t = 0; t < tn; t++) {
+        uint64_t gr = t % nrb, gk = t / tout;
+        uint64_t ci0 = gk * cpk, ci1 = ci0 + cpk < C ? ci0 + cpk : C;
+        int64_t lo = (int64_t)(gr * rb * sh) - (int64_t)s->pt;
+        uint64_t ya = lo > 0 ? (uint64_t)lo : 0;
+        if (nrb == 1) { /* whole images: one run of channels */
+            sc->lo[t] = ci0 * H * Wd;
+            sc->hi[t] = ci1 * H * Wd;
+            sc->nr[t] = 1;
+        } else {
+            uint64_t oy1 = (gr + 1) * rb < Ho ? (gr + 1) * rb : Ho;
+            int64_t hi = (int64_t)((oy1 - 1) * sh + kh) - (int64_t)s->pt;
+            uint64_t yb = hi < (int64_t)H ? (uint64_t)hi : H;
+            sc->lo[t] = ci0 * H * Wd + ya * Wd;
+            sc->hi[t] = sc->lo[t] + (yb > ya ? yb - ya : 0) * Wd;
+            sc->nr[t] = (uint32_t)(ci1 - ci0);
+        }
+    }
+    ts_status rc = gather(L, n->in[0], tn, sc->lo, sc->hi, sc->nr, H * Wd, NB * Wd, false, sc->where);
     if (rc != TS_OK)
         return rc;
-    uint64_t C = (uint64_t)X->dims[1], H = (uint64_t)X->dims[2], Wd = (uint64_t)X->dims[3];
-    uint64_t M = (uint64_t)Wt->dims[0], kh = (uint64_t)Wt->dims[2], kw = (uint64_t)Wt->dims[3];
-    uint64_t Ho = (uint64_t)Y->dims[2], Wo = (uint64_t)Y->dims[3], P = Ho * Wo;
-    uint64_t Hp = H + (uint64_t)at->pads[0] + (uint64_t)at->pads[2], Wp = Wd + (uint64_t)at->pads[1] + (uint64_t)at->pads[3];
-    uint64_t K = C * kh * kw, kp = cdiv(K, 2), Kpad = 2 * kp;
-    uint32_t U = L->units;
-    uint64_t nq = cdiv(M, U), qpt = cdiv(nq, L->T);
-    uint32_t tn = (uint32_t)cdiv(nq, qpt);
-    for (uint32_t t = 0; t < tn; t++) {
-        sc->lo[t] = 0;
-        sc->hi[t] = C * H * Wd;
+    uint64_t img = pad || hwc ? talloc(L, (hwc ? Cs : cpk) * HI * WIm * 4) : 0;
+    uint64_t kpm = hwc ? kh * kw * Cs / 2 : cdiv(cpk * kh * kw, 2);
+    uint64_t colbuf = hwc ? 0 : talloc(L, L->workers * kpm * 2 * 4);
+    uint64_t wbytes = qpt * kpm * U * 8, bbytes = qpt * U * 4;
+    uint64_t waddr = salloc(L, wbytes), baddr = s->Bt ? salloc(L, bbytes) : 0;
+    uint64_t out = alloc(L, qpt * U * pbk * 4), alt = 0, rbuf = 0;
+    if (nks > 1) {
+        alt = alloc(L, qpt * U * pbk * 4);
+        rbuf = talloc(L, qpt * U * pbk * 4);
     }
-    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, false, sc->where)) != TS_OK)
-        return rc;
-    uint64_t xp = alloc(L, C * Hp * Wp * 4);
-    uint64_t bt = alloc(L, P * 4), off = alloc(L, Kpad * 4), colbuf = alloc(L, L->workers * Kpad * 4);
-    uint64_t wbytes = qpt * kp * U * 8, bbytes = qpt * U * 4;
-    uint64_t waddr = alloc(L, wbytes), baddr = Bt ? alloc(L, bbytes) : 0;
-    uint64_t out = alloc(L, qpt * U * P * 4);
-    uint32_t *bv = ts_calloc(P + Kpad, 4);
+    uint32_t *bv = ts_calloc(pbk, 4);
     float *w = ts_calloc(wbytes / 4 + bbytes / 4, 4);
     if (!bv || !w) {
         ts_free(bv);
         ts_free(w);
         return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
     }
-    uint32_t *ov = bv + P;
-    for (uint64_t oy = 0; oy < Ho; oy++)
+    for (uint64_t ly = 0; ly < rb; ly++)
         for (uint64_t ox = 0; ox < Wo; ox++)
-            bv[oy * Wo + ox] = (uint32_t)(xp + (oy * (uint64_t)at->strides[0] * Wp + ox * (uint64_t)at->strides[1]) * 4);
-    for (uint64_t k = 0; k < K; k++)
-        ov[k] = (uint32_t)(((k / (kh * kw) * Hp + k / kw % kh) * Wp + k % kw) * 4);
-    uint32_t rwc = (uint32_t)((C + L->workers - 1) / L->workers);
-    uint32_t rw = (uint32_t)((P + L->workers - 1) / L->workers);
+            bv[ly * Wo + ox] = (uint32_t)((ly * sh * WIm + ox * sw) * Cs * 4);
+    uint64_t bt = stable(L, bv, pbk * 4, tn, &rc);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
-        uint64_t q0 = t * qpt, q1 = (t + 1) * qpt < nq ? (t + 1) * qpt : nq;
+        uint64_t gr = t % nrb, gc = t / nrb % ngc, gk = t / tout;
+        uint64_t ci0 = gk * cpk, cp = ci0 + cpk < C ? cpk : C - ci0, K = hwc ? kh * kw * Cs : cp * kh * kw;
+        uint64_t kp = cdiv(K, 2);
+        uint64_t q0 = gc * qpt, q1 = q0 + qpt < nq ? q0 + qpt : nq;
+        uint64_t oy0 = gr * rb, oy1 = oy0 + rb < Ho ? oy0 + rb : Ho, npx = (oy1 - oy0) * Wo;
+        int64_t iylo = (int64_t)(oy0 * sh) - (int64_t)s->pt;
+        uint64_t ya = iylo > 0 ? (uint64_t)iylo : 0;
+        uint64_t nbt = (sc->hi[t] - sc->lo[t]) / Wd;
+        if (nrb == 1)
+            nbt = H;
+        bool bias = s->Bt && gk == 0;
+        /* this tile's coefficient blocks [q][k2][u][2] (and bias) */
         memset(w, 0, wbytes + bbytes);
-        float *bias = w + wbytes / 4;
+        float *bb = w + wbytes / 4;
         for (uint64_t q = q0; q < q1; q++)
-            for (uint64_t k2 = 0; k2 < kp; k2++)
-                for (uint32_t u = 0; u < U; u++)
-                    for (uint32_t j = 0; j < 2; j++) {
-                        uint64_t m = q * U + u, k = 2 * k2 + j;
-                        if (m < M && k < K)
-                            w[(((q - q0) * kp + k2) * U + u) * 2 + j] = value(Wt, n->in[1], m * K + k);
-                        if (Bt && m < M && !k2 && !j)
-                            bias[(q - q0) * U + u] = value(Bt, n->in[2], m);
-                    }
-        rc = seg(L, t, waddr, w, wbytes);
-        if (rc == TS_OK && Bt)
-            rc = seg(L, t, baddr, bias, bbytes);
-        if (rc == TS_OK)
-            rc = seg(L, t, bt, bv, P * 4);
-        if (rc == TS_OK)
-            rc = seg(L, t, off, ov, Kpad * 4);
+            for (uint32_t u = 0; u < U; u++) {
+                uint64_t m = q * U + u;
+                if (m >= M)
+                    continue;
+                for (uint64_t k = 0; k < K; k++) {
+                    float v = 0;
+                    if (!hwc)
+                        v = cv_weight(s, m, ci0 + k / (kh * kw), k / kw % kh, k % kw);
+                    else if (k % Cs < cp) /* k = (ky * kw + kx) * Cs + c */
+                        v = cv_weight(s, m, ci0 + k % Cs, k / Cs / kw, k / Cs % kw);
+                    w[(((q - q0) * kp + k / 2) * U + u) * 2 + k % 2] = v;
+                }
+                if (bias)
+                    bb[(q - q0) * U + u] = value(s->Bt, s->bid, m);
+            }
+        rc = seg(L, t, waddr, w, (q1 - q0) * kp * U * 8);
+        if (rc == TS_OK && bias)
+            rc = seg(L, t, baddr, bb, bbytes);
         if (rc != TS_OK)
             break;
-        /* the padded image, channels over the workers */
-        size_t entry = L->tiles[t].wrk.n;
-        emit_start_row(L, t, (uint32_t)C, rwc);
-        W(t, MULI, RM(2), RM(1), (int32_t)(H * Wd * 4));
-        W(t, SETZI, RM(3), (int32_t)sc->where[t], 0);
-        W(t, ADD, RM(2), RM(2), RM(3));
-        W(t, MULI, RM(3), RM(1), (int32_t)(Hp * Wp * 4));
-        W(t, SETZI, RM(4), (int32_t)(xp + ((uint64_t)at->pads[0] * Wp + (uint64_t)at->pads[1]) * 4), 0);
-        W(t, ADD, RM(3), RM(3), RM(4));
-        W(t, SETZI, RM(5), (int32_t)rwc - 1, 0);
-        W(t, SETZI, RM(8), (int32_t)Wd, 0);
-        size_t ch = W(t, SETZI, RM(6), (int32_t)H - 1, 0);
-        size_t row = W(t, RPT, RM(8), 2, 0);
-        W(t, LD32STEP, RA(0), RM(2), 4);
-        W(t, ST32STEP, RA(0), RM(3), 4);
-        W(t, ADDI, RM(3), RM(3), (int32_t)((Wp - Wd) * 4));
-        W(t, BRNZDEC, RM(6), (int32_t)row, 0);
-        W(t, ADDI, RM(3), RM(3), (int32_t)((Hp - H) * Wp * 4));
-        W(t, BRNZDEC, RM(5), (int32_t)ch, 0);
-        W(t, EXIT, 0, 0, 0);
-        run_all(L, t, entry);
+        uint64_t im = pad || hwc ? img : sc->where[t];
+        uint64_t rwc = cdiv(cp, L->workers);
+        if (hwc) {
+            /* zero the image (rows over the workers), then copy the channels in, each at its
+             * place in every pixel (channels over the workers; two runs, since the last workers'
+             * blocks overlap) */
+            uint64_t rwh = cdiv(HI, L->workers);
+            size_t entry = L->tiles[t].wrk.n;
+            emit_start_row(L, t, (uint32_t)HI, (uint32_t)rwh);
+            W(t, MULI, RM(3), RM(1), (int32_t)(WIm * Cs * 4));
+            W(t, SETZI, RM(4), (int32_t)img, 0);
+            W(t, ADD, RM(3), RM(3), RM(4));
+            W(t, SETZI, RA(0), 0, 0);
+            W(t, SETZI, RM(5), (int32_t)(rwh * WIm * Cs), 0);
+            W(t, RPT, RM(5), 1, 0);
+            W(t, ST32STEP, RA(0), RM(3), 4);
+            W(t, EXIT, 0, 0, 0);
+            run_all(L, t, entry);
+            entry = L->tiles[t].wrk.n;
+            emit_start_row(L, t, (uint32_t)cp, (uint32_t)rwc);
+            W(t, MULI, RM(2), RM(1), (int32_t)(NB * Wd * 4));
+            W(t, SETZI, RM(3), (int32_t)sc->where[t], 0);
+            W(t, ADD, RM(2), RM(2), RM(3));
+            W(t, SHLI, RM(3), RM(1), 2);
+            W(t, SETZI, RM(4), (int32_t)(img + ((uint64_t)((int64_t)ya - iylo) * WIm + s->pl) * Cs * 4), 0);
+            W(t, ADD, RM(3), RM(3), RM(4));
+            W(t, SETZI, RM(5), (int32_t)rwc - 1, 0);
+            W(t, SETZI, RM(8), (int32_t)Wd, 0);
+            size_t ch = W(t, SETZI, RM(6), (int32_t)nbt - 1, 0);
+            size_t row = W(t, RPT, RM(8), 2, 0);
+            W(t, LD32STEP, RA(0), RM(2), 4);
+            W(t, ST32STEP, RA(0), RM(3), (int32_t)(Cs * 4));
+            W(t, ADDI, RM(3), RM(3), (int32_t)((WIm - Wd) * Cs * 4));
+            W(t, BRNZDEC, RM(6), (int32_t)row, 0);
+            W(t, ADDI, RM(2), RM(2), (int32_t)((NB - nbt) * Wd * 4));
+            W(t, ADDI, RM(3), RM(3), (int32_t)(4 - (int64_t)(nbt * WIm * Cs * 4)));
+            W(t, BRNZDEC, RM(5), (int32_t)ch, 0);
+            W(t, EXIT, 0, 0, 0);
+            run_all(L, t, entry);
+        } else if (pad) {
+            /* zero the image (its padding), then copy the rows in (channels over the workers; two
+             * runs, since the last workers' channel blocks overlap) */
+            size_t entry = L->tiles[t].wrk.n;
+            emit_start_row(L, t, (uint32_t)cp, (uint32_t)rwc);
+            W(t, MULI, RM(3), RM(1), (int32_t)(HI * WIm * 4));
+            W(t, SETZI, RM(4), (int32_t)img, 0);
+            W(t, ADD, RM(3), RM(3), RM(4));
+            W(t, SETZI, RA(0), 0, 0);
+            W(t, SETZI, RM(5), (int32_t)(rwc * HI * WIm), 0);
+            W(t, RPT, RM(5), 1, 0);
+            W(t, ST32STEP, RA(0), RM(3), 4);
+            W(t, EXIT, 0, 0, 0);
+            run_all(L, t, entry);
+            entry = L->tiles[t].wrk.n;
+            emit_start_row(L, t, (uint32_t)cp, (uint32_t)rwc);
+            W(t, MULI, RM(2), RM(1), (int32_t)(NB * Wd * 4));
+            W(t, SETZI, RM(3), (int32_t)sc->where[t], 0);
+            W(t, ADD, RM(2), RM(2), RM(3));
+            W(t, MULI, RM(3), RM(1), (int32_t)(HI * WIm * 4));
+            W(t, SETZI, RM(4), (int32_t)(img + ((uint64_t)((int64_t)ya - iylo) * WIm + s->pl) * 4), 0);
+            W(t, ADD, RM(3), RM(3), RM(4));
+            W(t, SETZI, RM(5), (int32_t)rwc - 1, 0);
+            W(t, SETZI, RM(8), (int32_t)Wd, 0);
+            size_t ch = W(t, SETZI, RM(6), (int32_t)nbt - 1, 0);
+            size_t row = W(t, RPT, RM(8), 2, 0);
+            W(t, LD32STEP, RA(0), RM(2), 4);
+            W(t, ST32STEP, RA(0), RM(3), 4);
+            W(t, ADDI, RM(3), RM(3), (int32_t)((WIm - Wd) * 4));
+            W(t, BRNZDEC, RM(6), (int32_t)row, 0);
+            W(t, ADDI, RM(2), RM(2), (int32_t)((NB - nbt) * Wd * 4));
+            W(t, ADDI, RM(3), RM(3), (int32_t)((HI - nbt) * WIm * 4));
+            W(t, BRNZDEC, RM(5), (int32_t)ch, 0);
+            W(t, EXIT, 0, 0, 0);
+            run_all(L, t, entry);
+        }
         /* pixels over the workers: im2col row, then the AMP groups of this tile */
-        mm_args m = {.rows = (uint32_t)P, .nq = (uint32_t)(q1 - q0), .kp = (uint32_t)kp,
+        uint64_t Kpad = 2 * kp;
+        uint32_t rw = (uint32_t)cdiv(npx, L->workers);
+        mm_args m = {.rows = (uint32_t)npx, .nq = (uint32_t)(q1 - q0), .kp = (uint32_t)kp,
                      .nq_real = (q1 * U < M ? q1 * U : M) - q0 * U, .units = U, .a_stride = 0, .w = waddr,
-                     .bias = baddr, .out = out, .out_row = 4, .out_q = (int64_t)(U * P * 4),
-                     .out_u = (int64_t)(P * 4)};
+                     .bias = bias ? baddr : 0, .out = out, .out_row = 4, .out_q = (int64_t)(U * pbk * 4),
+                     .out_u = (int64_t)(pbk * 4)};
         uint32_t full = (uint32_t)(m.nq_real / U), tail = (uint32_t)(m.nq_real % U);
-        entry = L->tiles[t].wrk.n;
-        emit_start_row(L, t, (uint32_t)P, rw);
+        size_t entry = L->tiles[t].wrk.n;
+        if (hwc) {
+            m.taps = (uint32_t)kh;
+            m.tap_skip = (int32_t)((WIm - kw) * Cs * 4);
+            emit_start_row(L, t, (uint32_t)npx, rw);
+            W(t, SHLI, RM(10), RM(1), 2);
+            W(t, SETZI, RM(3), (int32_t)bt, 0);
+            W(t, ADD, RM(10), RM(10), RM(3));
+            W(t, SHLI, RM(3), RM(1), 2);
+            W(t, SETZI, RM(4), (int32_t)out, 0);
+            W(t, ADD, RM(3), RM(3), RM(4));
+            W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
+            W(t, SETZI, RM(11), (int32_t)(kw * Cs / 2), 0);
+            size_t hpix = W(t, LD32STEP, RM(9), RM(10), 4);
+            W(t, ADD, RM(2), RM(9), RM(0));
+            W(t, SETZI, RM(5), (int32_t)waddr, 0);
+            W(t, SETZI, RM(8), (int32_t)m.bias, 0);
+            W(t, MOV, RM(6), RM(3), 0);
+            if (full) {
+                W(t, SETZI, RM(7), (int32_t)full - 1, 0);
+                size_t q = L->tiles[t].wrk.n;
+                emit_quad(L, t, &m, U);
+                W(t, BRNZDEC, RM(7), (int32_t)q, 0);
+            }
+            if (tail)
+                emit_quad(L, t, &m, tail);
+            W(t, ADDI, RM(3), RM(3), 4);
+            W(t, BRNZDEC, RM(1), (int32_t)hpix, 0);
+            W(t, EXIT, 0, 0, 0);
+            run_all_m0(L, t, entry, im);
+            continue;
+        }
+        emit_start_row(L, t, (uint32_t)npx, rw);
         W(t, GET, RM(2), 2, 0);
         W(t, MULI, RM(2), RM(2), (int32_t)(Kpad * 4));
         W(t, SETZI, RM(3), (int32_t)colbuf, 0);
@@ -666,17 +1152,34 @@ static ts_status lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
         W(t, ADD, RM(3), RM(3), RM(4));
         W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
         W(t, SETZI, RM(11), (int32_t)kp, 0);
-        W(t, SETZI, RM(13), (int32_t)Kpad, 0);
+        W(t, SETZI, RA(1), 0, 0);
         size_t pix = W(t, LD32STEP, RM(9), RM(10), 4);
-        W(t, SETZI, RM(12), (int32_t)off, 0);
+        W(t, ADD, RM(9), RM(9), RM(0));
         W(t, MOV, RM(14), RM(2), 0);
-        W(t, RPT, RM(13), 4, 0);
-        W(t, LD32STEP, RM(15), RM(12), 4);
-        W(t, ADD, RM(15), RM(15), RM(9));
-        W(t, LD32, RA(0), RM(15), 0);
-        W(t, ST32STEP, RA(0), RM(14), 4);
+        /* the pixel's im2col row: channel by channel, kernel row by row (2 issues per element) */
+        if (kh * kw == 1) {
+            W(t, SETZI, RM(13), (int32_t)cp, 0);
+            W(t, RPT, RM(13), 2, 0);
+            W(t, LD32STEP, RA(0), RM(9), (int32_t)(HI * WIm * 4));
+            W(t, ST32STEP, RA(0), RM(14), 4);
+        } else {
+            W(t, SETZI, RM(7), (int32_t)cp - 1, 0);
+            W(t, SETZI, RM(13), (int32_t)kw, 0);
+            size_t ch = W(t, MOV, RM(4), RM(9), 0);
+            W(t, SETZI, RM(8), (int32_t)kh - 1, 0);
+            size_t kr = W(t, MOV, RM(12), RM(4), 0);
+            W(t, RPT, RM(13), 2, 0);
+            W(t, LD32STEP, RA(0), RM(12), 4);
+            W(t, ST32STEP, RA(0), RM(14), 4);
+            W(t, ADDI, RM(4), RM(4), (int32_t)(WIm * 4));
+            W(t, BRNZDEC, RM(8), (int32_t)kr, 0);
+            W(t, ADDI, RM(9), RM(9), (int32_t)(HI * WIm * 4));
+            W(t, BRNZDEC, RM(7), (int32_t)ch, 0);
+        }
+        if (K % 2) /* the pad position: zero (its weight is zero too) */
+            W(t, ST32, RA(1), RM(14), 0);
         W(t, SETZI, RM(5), (int32_t)waddr, 0);
-        W(t, SETZI, RM(8), (int32_t)baddr, 0);
+        W(t, SETZI, RM(8), (int32_t)m.bias, 0);
         W(t, MOV, RM(6), RM(3), 0);
         if (full) {
             W(t, SETZI, RM(7), (int32_t)full - 1, 0);
@@ -689,16 +1192,98 @@ static ts_status lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
         W(t, ADDI, RM(3), RM(3), 4);
         W(t, BRNZDEC, RM(1), (int32_t)pix, 0);
         W(t, EXIT, 0, 0, 0);
-        run_all(L, t, entry);
+        run_all_m0(L, t, entry, im);
     }
     ts_free(bv);
     ts_free(w);
     if (rc != TS_OK)
         return rc;
     use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){tn, qpt * U * P, out, 4};
     sync_all(L);
+    /* partial sums over the input channels: a tree, one superstep per level; a receiver writes
+     * cur + received into the other buffer (so workers whose blocks overlap write the same values) */
+    uint64_t fin = out;
+    for (uint64_t d = 1; d < nks; d *= 2) {
+        for (uint32_t t = 0; t < tout; t++) {
+            uint64_t gc = t / nrb, q0 = gc * qpt, q1 = q0 + qpt < nq ? q0 + qpt : nq;
+            uint64_t nw = (q1 - q0) * U * pbk;
+            /* the tile's current buffer: out after an even number of additions */
+            for (uint64_t gk = 0; gk + d < nks; gk += 2 * d) {
+                uint32_t tr = (uint32_t)(gk * tout + t), ts_ = (uint32_t)((gk + d) * tout + t);
+                uint64_t adds_r = 0, adds_s = 0;
+                for (uint64_t e = 1; e < d; e *= 2) {
+                    adds_r += gk + e < nks;
+                    adds_s += gk + d + e < nks;
+                }
+                uint64_t cur = adds_r % 2 ? alt : out, nxt = adds_r % 2 ? out : alt;
+                uint64_t scur = adds_s % 2 ? alt : out;
+                S(tr, SETZI, RM(5), (int32_t)rbuf, 0);
+                S(tr, SETZI, RM(6), (int32_t)ts_, 0);
+                S(tr, RECV, RM(5), RM(6), (int32_t)nw);
+                S(ts_, SETZI, RM(5), (int32_t)scur, 0);
+                S(ts_, SETZI, RM(6), (int32_t)tr, 0);
+                S(ts_, SEND, RM(5), RM(6), (int32_t)nw);
+                S(tr, RXWAIT, 0, 0, 0);
+                uint32_t rw = (uint32_t)cdiv(nw, L->workers);
+                size_t entry = L->tiles[tr].wrk.n;
+                emit_start_row(L, tr, (uint32_t)nw, rw);
+                W(tr, SHLI, RM(1), RM(1), 2);
+                W(tr, SETZI, RM(2), (int32_t)cur, 0);
+                W(tr, ADD, RM(2), RM(2), RM(1));
+                W(tr, SETZI, RM(5), (int32_t)rbuf, 0);
+                W(tr, ADD, RM(5), RM(5), RM(1));
+                W(tr, SETZI, RM(3), (int32_t)nxt, 0);
+                W(tr, ADD, RM(3), RM(3), RM(1));
+                W(tr, SETZI, RM(4), (int32_t)rw, 0);
+                W(tr, RPT, RM(4), 4, 0);
+                W(tr, LD32STEP, RA(0), RM(2), 4);
+                W(tr, LD32STEP, RA(1), RM(5), 4);
+                W(tr, F32ADD, RA(0), RA(0), RA(1));
+                W(tr, ST32STEP, RA(0), RM(3), 4);
+                W(tr, EXIT, 0, 0, 0);
+                run_all(L, tr, entry);
+                if (gk == 0)
+                    fin = nxt;
+            }
+        }
+        sync_all(L);
+    }
+    if (alt)
+        release(L, fin == out ? alt : out);
+    lw_place *o = &L->pl[n->out[0]];
+    *o = (lw_place){.ntiles = tout, .chunk = qpt * U * pbk, .addr = fin, .es = 4};
+    if (nrb > 1) {
+        o->inner = P;
+        o->cb = qpt * U;
+        o->pb = pbk;
+        o->nrb = (uint32_t)nrb;
+    }
     return TS_OK;
+}
+
+static ts_status lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
+{
+    const ts_graph *g = L->g;
+    const ts_graph_tensor *X = ts_graph_get_tensor(g, n->in[0]);
+    const ts_graph_tensor *Wt = ts_graph_get_tensor(g, n->in[1]);
+    const ts_graph_tensor *Y = ts_graph_get_tensor(g, n->out[0]);
+    const ts_graph_attrs *at = &n->attrs;
+    if (X->rank != 4 || X->dims[0] != 1)
+        return unsupported(L, n, "a batch other than 1");
+    if (at->group != 1 || at->dilations[0] != 1 || at->dilations[1] != 1)
+        return unsupported(L, n, "groups or dilations");
+    if (Wt->kind == TS_TENSOR_ACTIVATION || Wt->kind == TS_TENSOR_INPUT)
+        return unsupported(L, n, "weights computed at run time");
+    ts_status rc = need_placed(L, n, n->in[0]);
+    if (rc != TS_OK)
+        return rc;
+    cv_shape s = {.C = (uint64_t)X->dims[1], .H = (uint64_t)X->dims[2], .Wd = (uint64_t)X->dims[3],
+                  .M = (uint64_t)Wt->dims[0], .kh = (uint64_t)Wt->dims[2], .kw = (uint64_t)Wt->dims[3],
+                  .sh = (uint64_t)at->strides[0], .sw = (uint64_t)at->strides[1], .pt = (uint64_t)at->pads[0],
+                  .pl = (uint64_t)at->pads[1], .pbot = (uint64_t)at->pads[2], .pr = (uint64_t)at->pads[3],
+                  .Ho = (uint64_t)Y->dims[2], .Wo = (uint64_t)Y->dims[3], .Wt = Wt, .wid = n->in[1],
+                  .Bt = n->nin > 2 ? ts_graph_get_tensor(g, n->in[2]) : NULL, .bid = n->nin > 2 ? n->in[2] : -1};
+    return lower_conv_shape(L, n, sc, &s);
 }
 
 /* Elementwise ops on x's chunks: Relu; Add, Sub, Mul of two tensors of the same shape. */
@@ -720,15 +1305,32 @@ static ts_status lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
             return rc;
     }
     uint32_t tn = P.ntiles;
+    uint64_t *cnts = ts_calloc(tn ? tn : 1, sizeof *cnts);
+    if (!cnts)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
     for (uint32_t t = 0; t < tn; t++) {
-        sc->lo[t] = t * P.chunk < total ? t * P.chunk : total;
-        sc->hi[t] = (t + 1) * P.chunk < total ? (t + 1) * P.chunk : total;
+        if (P.inner) { /* blocked: the tile's channels, each a run of its pixels */
+            uint64_t c0 = t / P.nrb * P.cb, p0 = t % P.nrb * P.pb, C = total / P.inner;
+            uint64_t nc = c0 < C ? (C - c0 < P.cb ? C - c0 : P.cb) : 0;
+            uint64_t len = P.inner - p0 < P.pb ? P.inner - p0 : P.pb;
+            sc->lo[t] = c0 * P.inner + p0;
+            sc->hi[t] = sc->lo[t] + (nc ? len : 0);
+            sc->nr[t] = (uint32_t)nc;
+            cnts[t] = nc ? (nc - 1) * P.pb + len : 0;
+        } else {
+            sc->lo[t] = t * P.chunk < total ? t * P.chunk : total;
+            sc->hi[t] = (t + 1) * P.chunk < total ? (t + 1) * P.chunk : total;
+            sc->nr[t] = 1;
+            cnts[t] = sc->hi[t] - sc->lo[t];
+        }
     }
-    if (two && (rc = gather(L, n->in[1], tn, sc->lo, sc->hi, false, sc->where)) != TS_OK)
+    if (two && (rc = gather(L, n->in[1], tn, sc->lo, sc->hi, sc->nr, P.inner, P.pb, false, sc->where)) != TS_OK) {
+        ts_free(cnts);
         return rc;
+    }
     uint64_t out = alloc(L, P.chunk * 4);
     for (uint32_t t = 0; t < tn; t++) {
-        uint64_t cnt = sc->hi[t] - sc->lo[t];
+        uint64_t cnt = cnts[t];
         if (!cnt)
             continue;
         /* every worker a block of ceil(cnt / workers) elements (the last blocks overlap) */
@@ -763,8 +1365,10 @@ static ts_status lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
         W(t, EXIT, 0, 0, 0);
         run_all(L, t, entry);
     }
+    ts_free(cnts);
     use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){tn, P.chunk, out, 4};
+    L->pl[n->out[0]] = P;
+    L->pl[n->out[0]].addr = out;
     sync_all(L);
     return TS_OK;
 }
@@ -819,7 +1423,7 @@ static ts_status lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc)
         sc->lo[t] = t * rp * Lw;
         sc->hi[t] = ((t + 1) * rp < R ? (t + 1) * rp : R) * Lw;
     }
-    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, false, sc->where)) != TS_OK)
+    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where)) != TS_OK)
         return rc;
     uint64_t out = alloc(L, rp * Lw * 4);
     for (uint32_t t = 0; t < tn; t++) {
@@ -872,7 +1476,7 @@ static ts_status lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc)
         run_all(L, t, entry);
     }
     use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){tn, rp * Lw, out, 4};
+    L->pl[n->out[0]] = (lw_place){.ntiles = tn, .chunk = rp * Lw, .addr = out, .es = 4};
     sync_all(L);
     return TS_OK;
 }
@@ -897,61 +1501,91 @@ static ts_status lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
     uint64_t H = (uint64_t)X->dims[2], Wd = (uint64_t)X->dims[3], HW = H * Wd;
     uint64_t Ho = (uint64_t)Y->dims[2], Wo = (uint64_t)Y->dims[3], P = Ho * Wo;
     uint64_t R = (uint64_t)(X->dims[0] * X->dims[1]);
-    uint64_t kh = gap ? H : (uint64_t)at->kernel[0], kw = gap ? Wd : (uint64_t)at->kernel[1], kk = kh * kw;
+    uint64_t kh = gap ? H : (uint64_t)at->kernel[0], kw = gap ? Wd : (uint64_t)at->kernel[1];
     uint64_t rp = cdiv(R, L->T);
     uint32_t tn = (uint32_t)cdiv(R, rp);
     for (uint32_t t = 0; t < tn; t++) {
         sc->lo[t] = t * rp * HW;
         sc->hi[t] = ((t + 1) * rp < R ? (t + 1) * rp : R) * HW;
     }
-    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, false, sc->where)) != TS_OK)
+    /* the padded image, large enough for the last window (ceil_mode) */
+    uint64_t HP = H + (uint64_t)at->pads[0] + (uint64_t)at->pads[2], WP = Wd + (uint64_t)at->pads[1] + (uint64_t)at->pads[3];
+    uint64_t sy = gap ? 1 : (uint64_t)at->strides[0], sx = gap ? 1 : (uint64_t)at->strides[1];
+    if ((Ho - 1) * sy + kh > HP)
+        HP = (Ho - 1) * sy + kh;
+    if ((Wo - 1) * sx + kw > WP)
+        WP = (Wo - 1) * sx + kw;
+    bool avg = n->op == TS_OP_AVGPOOL;
+    /* one plane a tile: the image is filled first (a superstep of its own) and the plane's rows are
+     * gathered straight into it; otherwise the planes are gathered, then copied in plane by plane */
+    bool direct = !gap && rp == 1;
+    uint64_t eb = L->p->element_bytes ? L->p->element_bytes : 16, xa = L->pl[n->in[0]].addr;
+    uint64_t img = gap ? 0 : talloc_avoid(L, HP * WP * 4, xa / eb * eb,
+                                          (xa + L->pl[n->in[0]].chunk * L->pl[n->in[0]].es + eb - 1) / eb * eb);
+    if (direct) {
+        for (uint32_t t = 0; t < tn; t++) {
+            uint32_t rwh = (uint32_t)cdiv(HP, L->workers);
+            size_t entry = L->tiles[t].wrk.n;
+            emit_start_row(L, t, (uint32_t)HP, rwh);
+            W(t, MULI, RM(3), RM(1), (int32_t)(WP * 4));
+            W(t, SETZI, RM(4), (int32_t)img, 0);
+            W(t, ADD, RM(3), RM(3), RM(4));
+            W(t, LDCONST, RA(0), fbits(avg ? 0.0f : -FLT_MAX), 0);
+            W(t, SETZI, RM(5), (int32_t)(rwh * WP), 0);
+            W(t, RPT, RM(5), 1, 0);
+            W(t, ST32STEP, RA(0), RM(3), 4);
+            W(t, EXIT, 0, 0, 0);
+            run_all(L, t, entry);
+        }
+        use_tiles(L, tn);
+        sync_all(L);
+        for (uint32_t t = 0; t < tn; t++) {
+            sc->hi[t] = sc->lo[t] + Wd;
+            sc->nr[t] = (uint32_t)H;
+        }
+        L->into = img + ((uint64_t)at->pads[0] * WP + (uint64_t)at->pads[1]) * 4;
+        rc = gather(L, n->in[0], tn, sc->lo, sc->hi, sc->nr, Wd, WP, true, sc->where);
+        L->into = 0;
+    } else
+        rc = gather(L, n->in[0], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where);
+    if (rc != TS_OK)
         return rc;
-    uint64_t tab = 0;
-    uint32_t *tv = NULL;
-    if (!gap) {
-        tab = alloc(L, P * kk * 4);
-        tv = ts_calloc(P * kk, 4);
-        if (!tv)
+    uint64_t rtab = 0;
+    if (avg) { /* 1 / the number of positions each window counts */
+        float *rv = ts_calloc(P, 4);
+        if (!rv)
             return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
         for (uint64_t oy = 0; oy < Ho; oy++)
             for (uint64_t ox = 0; ox < Wo; ox++) {
-                int64_t first = -1;
-                for (uint64_t k = 0; k < kk; k++) {
-                    int64_t iy = (int64_t)(oy * (uint64_t)at->strides[0] + k / kw) - at->pads[0];
-                    int64_t ix = (int64_t)(ox * (uint64_t)at->strides[1] + k % kw) - at->pads[1];
-                    if (iy >= 0 && ix >= 0 && iy < (int64_t)H && ix < (int64_t)Wd) {
-                        first = (iy * (int64_t)Wd + ix) * 4;
-                        break;
+                uint64_t cnt = 0;
+                for (uint64_t ky = 0; ky < kh; ky++)
+                    for (uint64_t kx = 0; kx < kw; kx++) {
+                        int64_t iy = (int64_t)(oy * sy + ky) - at->pads[0], ix = (int64_t)(ox * sx + kx) - at->pads[1];
+                        if (at->count_include_pad ? iy < (int64_t)(H + (uint64_t)at->pads[2]) && ix < (int64_t)(Wd + (uint64_t)at->pads[3])
+                                                  : iy >= 0 && ix >= 0 && iy < (int64_t)H && ix < (int64_t)Wd)
+                            cnt++;
                     }
-                }
-                if (first < 0) {
-                    ts_free(tv);
-                    return unsupported(L, n, "a window that covers only padding");
-                }
-                for (uint64_t k = 0; k < kk; k++) {
-                    int64_t iy = (int64_t)(oy * (uint64_t)at->strides[0] + k / kw) - at->pads[0];
-                    int64_t ix = (int64_t)(ox * (uint64_t)at->strides[1] + k % kw) - at->pads[1];
-                    bool in = iy >= 0 && ix >= 0 && iy < (int64_t)H && ix < (int64_t)Wd;
-                    tv[(oy * Wo + ox) * kk + k] = (uint32_t)(in ? (iy * (int64_t)Wd + ix) * 4 : first);
-                }
+                rv[oy * Wo + ox] = cnt ? 1.0f / (float)cnt : 0.0f;
             }
+        rtab = stable(L, rv, P * 4, tn, &rc);
+        ts_free(rv);
+        if (rc != TS_OK)
+            return rc;
     }
     uint64_t out = alloc(L, rp * P * 4);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
-        if (tv)
-            rc = seg(L, t, tab, tv, P * kk * 4);
-        uint32_t planes = (uint32_t)((sc->hi[t] - sc->lo[t]) / HW);
-        uint32_t rw = (planes + L->workers - 1) / L->workers;
-        size_t entry = L->tiles[t].wrk.n;
-        emit_start_row(L, t, planes, rw);
-        W(t, MULI, RM(2), RM(1), (int32_t)(HW * 4));
-        W(t, SETZI, RM(3), (int32_t)sc->where[t], 0);
-        W(t, ADD, RM(2), RM(2), RM(3));
-        W(t, MULI, RM(4), RM(1), (int32_t)(P * 4));
-        W(t, SETZI, RM(3), (int32_t)out, 0);
-        W(t, ADD, RM(4), RM(4), RM(3));
-        W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
+        uint32_t planes = (uint32_t)((t + 1) * rp < R ? rp : R - t * rp);
         if (gap) {
+            uint32_t rw = (planes + L->workers - 1) / L->workers;
+            size_t entry = L->tiles[t].wrk.n;
+            emit_start_row(L, t, planes, rw);
+            W(t, MULI, RM(2), RM(1), (int32_t)(HW * 4));
+            W(t, SETZI, RM(3), (int32_t)sc->where[t], 0);
+            W(t, ADD, RM(2), RM(2), RM(3));
+            W(t, MULI, RM(4), RM(1), (int32_t)(P * 4));
+            W(t, SETZI, RM(3), (int32_t)out, 0);
+            W(t, ADD, RM(4), RM(4), RM(3));
+            W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
             W(t, SETZI, RM(9), (int32_t)HW, 0);
             W(t, LDCONST, RA(2), fbits((float)(1.0 / (double)HW)), 0);
             size_t plane = W(t, SETZI, RA(0), 0, 0);
@@ -961,31 +1595,93 @@ static ts_status lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
             W(t, F32MUL, RA(0), RA(0), RA(2));
             W(t, ST32STEP, RA(0), RM(4), 4);
             W(t, BRNZDEC, RM(1), (int32_t)plane, 0);
-        } else {
-            W(t, SETZI, RM(8), (int32_t)kk - 1, 0);
-            size_t plane = W(t, SETZI, RM(5), (int32_t)tab, 0);
-            W(t, SETZI, RM(6), (int32_t)P - 1, 0);
-            size_t pix = W(t, LD32STEP, RM(7), RM(5), 4);
-            W(t, ADD, RM(7), RM(7), RM(2));
-            W(t, LD32, RA(0), RM(7), 0);
-            W(t, RPT, RM(8), 4, 0);
-            W(t, LD32STEP, RM(7), RM(5), 4);
-            W(t, ADD, RM(7), RM(7), RM(2));
-            W(t, LD32, RA(1), RM(7), 0);
-            W(t, F32MAX, RA(0), RA(0), RA(1));
-            W(t, ST32STEP, RA(0), RM(4), 4);
-            W(t, BRNZDEC, RM(6), (int32_t)pix, 0);
-            W(t, ADDI, RM(2), RM(2), (int32_t)(HW * 4));
-            W(t, BRNZDEC, RM(1), (int32_t)plane, 0);
+            W(t, EXIT, 0, 0, 0);
+            run_all(L, t, entry);
+            continue;
         }
-        W(t, EXIT, 0, 0, 0);
-        run_all(L, t, entry);
+        /* MaxPool: the padded image filled with -FLT_MAX once (rows over the workers); per plane,
+         * its rows copied in, then output rows over the workers, each window by kernel rows */
+        uint32_t rwh = (uint32_t)cdiv(HP, L->workers);
+        size_t entry = L->tiles[t].wrk.n;
+        uint32_t rwr = (uint32_t)cdiv(H, L->workers), rwo = (uint32_t)cdiv(Ho, L->workers);
+        if (!direct) {
+            emit_start_row(L, t, (uint32_t)HP, rwh);
+            W(t, MULI, RM(3), RM(1), (int32_t)(WP * 4));
+            W(t, SETZI, RM(4), (int32_t)img, 0);
+            W(t, ADD, RM(3), RM(3), RM(4));
+            W(t, LDCONST, RA(0), fbits(avg ? 0.0f : -FLT_MAX), 0);
+            W(t, SETZI, RM(5), (int32_t)(rwh * WP), 0);
+            W(t, RPT, RM(5), 1, 0);
+            W(t, ST32STEP, RA(0), RM(3), 4);
+            W(t, EXIT, 0, 0, 0);
+            run_all(L, t, entry);
+        }
+        for (uint32_t i = 0; i < planes; i++) {
+            entry = L->tiles[t].wrk.n;
+            if (!direct) {
+                emit_start_row(L, t, (uint32_t)H, rwr);
+                W(t, MULI, RM(2), RM(1), (int32_t)(Wd * 4));
+                W(t, SETZI, RM(3), (int32_t)(sc->where[t] + i * HW * 4), 0);
+                W(t, ADD, RM(2), RM(2), RM(3));
+                W(t, MULI, RM(3), RM(1), (int32_t)(WP * 4));
+                W(t, SETZI, RM(4), (int32_t)(img + ((uint64_t)at->pads[0] * WP + (uint64_t)at->pads[1]) * 4), 0);
+                W(t, ADD, RM(3), RM(3), RM(4));
+                W(t, SETZI, RM(1), (int32_t)rwr - 1, 0);
+                W(t, SETZI, RM(8), (int32_t)Wd, 0);
+                size_t row = W(t, RPT, RM(8), 2, 0);
+                W(t, LD32STEP, RA(0), RM(2), 4);
+                W(t, ST32STEP, RA(0), RM(3), 4);
+                W(t, ADDI, RM(3), RM(3), (int32_t)((WP - Wd) * 4));
+                W(t, BRNZDEC, RM(1), (int32_t)row, 0);
+                W(t, EXIT, 0, 0, 0);
+                run_all(L, t, entry);
+                entry = L->tiles[t].wrk.n;
+            }
+            emit_start_row(L, t, (uint32_t)Ho, rwo);
+            W(t, MULI, RM(2), RM(1), (int32_t)((uint64_t)at->strides[0] * WP * 4));
+            W(t, SETZI, RM(3), (int32_t)img, 0);
+            W(t, ADD, RM(2), RM(2), RM(3));
+            W(t, MULI, RM(3), RM(1), (int32_t)(Wo * 4));
+            W(t, SETZI, RM(4), (int32_t)(out + i * P * 4), 0);
+            W(t, ADD, RM(3), RM(3), RM(4));
+            if (avg) {
+                W(t, MULI, RM(10), RM(1), (int32_t)(Wo * 4));
+                W(t, SETZI, RM(4), (int32_t)rtab, 0);
+                W(t, ADD, RM(10), RM(10), RM(4));
+            }
+            W(t, SETZI, RM(1), (int32_t)rwo - 1, 0);
+            W(t, SETZI, RM(13), (int32_t)kw, 0);
+            size_t orow = W(t, MOV, RM(9), RM(2), 0);
+            W(t, SETZI, RM(6), (int32_t)Wo - 1, 0);
+            size_t pix = W(t, LDCONST, RA(0), fbits(avg ? 0.0f : -FLT_MAX), 0);
+            W(t, MOV, RM(4), RM(9), 0);
+            W(t, SETZI, RM(8), (int32_t)kh - 1, 0);
+            size_t kr = W(t, MOV, RM(12), RM(4), 0);
+            W(t, RPT, RM(13), 2, 0);
+            W(t, LD32STEP, RA(1), RM(12), 4);
+            if (avg)
+                W(t, F32ADD, RA(0), RA(0), RA(1));
+            else
+                W(t, F32MAX, RA(0), RA(0), RA(1));
+            W(t, ADDI, RM(4), RM(4), (int32_t)(WP * 4));
+            W(t, BRNZDEC, RM(8), (int32_t)kr, 0);
+            if (avg) {
+                W(t, LD32STEP, RA(2), RM(10), 4);
+                W(t, F32MUL, RA(0), RA(0), RA(2));
+            }
+            W(t, ST32STEP, RA(0), RM(3), 4);
+            W(t, ADDI, RM(9), RM(9), (int32_t)((uint64_t)at->strides[1] * 4));
+            W(t, BRNZDEC, RM(6), (int32_t)pix, 0);
+            W(t, ADDI, RM(2), RM(2), (int32_t)((uint64_t)at->strides[0] * WP * 4));
+            W(t, BRNZDEC, RM(1), (int32_t)orow, 0);
+            W(t, EXIT, 0, 0, 0);
+            run_all(L, t, entry);
+        }
     }
-    ts_free(tv);
     if (rc != TS_OK)
         return rc;
     use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){tn, rp * P, out, 4};
+    L->pl[n->out[0]] = (lw_place){.ntiles = tn, .chunk = rp * P, .addr = out, .es = 4};
     sync_all(L);
     return TS_OK;
 }
@@ -1006,6 +1702,7 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
     case TS_OP_MUL: return lower_eltwise(L, n, sc);
     case TS_OP_SOFTMAX: return lower_softmax(L, n, sc);
     case TS_OP_MAXPOOL:
+    case TS_OP_AVGPOOL:
     case TS_OP_GLOBALAVGPOOL: return lower_pool(L, n, sc);
     case TS_OP_RESHAPE:
     case TS_OP_FLATTEN:
@@ -1070,20 +1767,21 @@ void ts_lower_report_free(ts_lower_report *rep)
     memset(rep, 0, sizeof *rep);
 }
 
-ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **out, ts_lower_report *rep,
-                       ts_err *err)
+/* One pass of the lowering: with measure, only the weight bytes per node (wsz) and the table bytes
+ * (*perm) are found; otherwise they place the static data. */
+static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, bool measure, uint64_t *wsz,
+                            uint64_t *perm, ts_program **out, ts_lower_report *rep, ts_err *err)
 {
-    *out = NULL;
-    if (rep)
-        memset(rep, 0, sizeof *rep);
-    const ts_lower_ipu_params *p = ipu_params;
-    if (!p || !p->tiles || !p->sram_bytes)
-        return ts_err_set(err, TS_EINPUT, "IPU lowering: no tiles or no tile memory in the parameters");
     uint32_t U = p->amp_macs_f32 / 2;
-    if (U != 2 && U != 4 && U != 8)
-        return ts_err_set(err, TS_EINPUT, "IPU lowering: %u AMP f32 MACs per cycle; the lowering handles 4, 8 or 16",
-                          p->amp_macs_f32);
     lw L0 = {0}, *L = &L0;
+    L->measure = measure;
+    L->wsz = wsz;
+    L->perm = measure ? 0 : *perm;
+    L->ptop = p->sram_bytes & ~(uint64_t)15;
+    uint64_t wtotal = 0, wdone = 0, maxneed = 0;
+    for (size_t i = 0; !measure && i < ts_graph_node_count(g); i++)
+        wtotal += wsz[i];
+    L->wabove = wtotal - (ts_graph_node_count(g) ? wsz[0] : 0);
     L->g = g;
     L->p = p;
     L->err = err;
@@ -1103,9 +1801,28 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     }
     if ((rc = scratch(L, &sc)) != TS_OK)
         goto done;
-    L->top = (p->interleaved_base + 15) & ~(uint64_t)15;
     for (uint32_t t = 0; t < L->T; t++)
         mark(L, t);
+    /* liveness: the memory of a tensor (of its root, through Reshape and Flatten) is freed after
+     * its last consumer; graph outputs are kept */
+    L->root = ts_calloc(nt ? nt : 1, sizeof *L->root);
+    L->last = ts_calloc(nt ? nt : 1, sizeof *L->last);
+    if (!L->root || !L->last) {
+        rc = ts_err_set(err, TS_ENOMEM, "out of memory lowering '%s'", ts_graph_name(g));
+        goto done;
+    }
+    for (size_t i = 0; i < nt; i++)
+        L->root[i] = (int)i;
+    for (size_t i = 0; i < ts_graph_node_count(g); i++) {
+        const ts_graph_node *n = ts_graph_get_node(g, (int)i);
+        if ((n->op == TS_OP_RESHAPE || n->op == TS_OP_FLATTEN) && n->nin && n->nout)
+            L->root[n->out[0]] = L->root[n->in[0]];
+        for (size_t k = 0; k < n->nin; k++)
+            L->last[L->root[n->in[k]]] = (int)i;
+    }
+    for (size_t i = 0; i < nt; i++)
+        if (ts_graph_get_tensor(g, (int)i)->is_output)
+            L->last[L->root[i]] = -1;
     /* graph inputs: as initial data, in equal chunks of whole rows over the tiles, at least 1024
      * elements (or the whole input) per tile */
     for (size_t i = 0; i < nt; i++) {
@@ -1154,29 +1871,61 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
         ts_free(v);
         if (rc != TS_OK)
             goto done;
-        L->pl[i] = (lw_place){tn ? tn : 1, chunk, a, es};
+        L->pl[i] = (lw_place){.ntiles = tn ? tn : 1, .chunk = chunk, .addr = a, .es = es};
         use_tiles(L, tn ? tn : 1);
-        if (L->top > p->sram_bytes) {
-            rc = ts_err_set(err, TS_EINPUT, "input '%s' needs %llu KiB per tile, the tile has %llu KiB", t->name,
-                            (unsigned long long)((L->top + 1023) / 1024), (unsigned long long)(p->sram_bytes / 1024));
+        uint64_t wa = L->wabove, w0 = ts_graph_node_count(g) ? wsz[0] : 0;
+        L->wabove = 0; /* the weights are counted by the first operator's check */
+        if (ts_graph_node_count(g))
+            wsz[0] = 0;
+        rc = check_fit(L, "input", t->name);
+        L->wabove = wa;
+        if (ts_graph_node_count(g))
+            wsz[0] = w0;
+        if (rc != TS_OK)
             goto done;
-        }
     }
+    uint64_t in_hw = L->hw;
     for (size_t i = 0; i < ts_graph_node_count(g); i++) {
         uint32_t first = L->step;
+        L->optiles = 0;
+        L->cur = (int)i;
+        L->wnext = 0;
+        wdone += measure ? 0 : wsz[i];
+        L->wabove = wtotal - wdone;
+        const ts_graph_node *nd = ts_graph_get_node(g, (int)i);
+        L->hw = in_hw;
+        for (size_t k = 0; k < L->nblk; k++)
+            if (L->blk[k].a + L->blk[k].n > L->hw)
+                L->hw = L->blk[k].a + L->blk[k].n;
         if ((rc = lower_node(L, (int)i, &sc)) != TS_OK)
             goto done;
-        if ((rc = check_fit(L, ts_graph_get_node(g, (int)i))) != TS_OK)
+        if ((rc = check_fit(L, opname(nd), nd->name)) != TS_OK)
             goto done;
+        in_hw = 0;
+        /* the operator's buffers, then the tensors it was the last to read */
+        for (size_t k = 0; k < L->ntmp; k++)
+            release(L, L->tmp[k]);
+        L->ntmp = 0;
+        for (size_t k = 0; k < nd->nin; k++) {
+            int r = L->root[nd->in[k]];
+            if (L->last[r] == (int)i && L->pl[r].ntiles) {
+                release(L, L->pl[r].addr);
+                L->last[r] = -2; /* freed once */
+            }
+        }
         if (ts_grow((void **)&L->layers, &L->caplayers, L->nlayers + 1, sizeof *L->layers)) {
             rc = ts_err_set(err, TS_ENOMEM, "out of memory");
             goto done;
         }
-        uint32_t tiles = 0;
-        const ts_graph_node *n = ts_graph_get_node(g, (int)i);
-        if (n->nout)
-            tiles = L->pl[n->out[0]].ntiles;
-        L->layers[L->nlayers++] = (ts_lower_layer){(int)i, tiles, first, L->step - first, L->top};
+        uint32_t tiles = L->optiles;
+        if (need_bytes(L) > maxneed)
+            maxneed = need_bytes(L);
+        L->layers[L->nlayers++] = (ts_lower_layer){(int)i, tiles, first, L->step - first, need_bytes(L), (int)nd->op,
+                                                   ts_graph_node_macs(g, (int)i)};
+    }
+    if (measure) {
+        *perm = L->perm;
+        goto done;
     }
     if ((rc = finish(L, out)) != TS_OK)
         goto done;
@@ -1187,7 +1936,7 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     if (rep) {
         rep->tiles_used = L->used;
         rep->supersteps = L->step;
-        rep->mem_bytes = L->top;
+        rep->mem_bytes = maxneed;
         rep->layers = L->layers;
         rep->nlayers = L->nlayers;
         L->layers = NULL;
@@ -1204,7 +1953,8 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
         size_t k = 0;
         for (size_t i = 0; i < nt; i++)
             if (L->pl[i].ntiles)
-                rep->places[k++] = (ts_lower_place){(int)i, L->pl[i].ntiles, L->pl[i].chunk, L->pl[i].addr};
+                rep->places[k++] = (ts_lower_place){(int)i, L->pl[i].ntiles, L->pl[i].chunk, L->pl[i].addr,
+                                                    L->pl[i].inner, L->pl[i].cb, L->pl[i].pb, L->pl[i].nrb};
     }
 done:
     scratch_free(&sc);
@@ -1214,11 +1964,41 @@ done:
     }
     ts_free(L->tiles);
     ts_free(L->pl);
+    ts_free(L->blk);
+    ts_free(L->tabs);
+    ts_free(L->tmp);
+    ts_free(L->root);
+    ts_free(L->last);
     ts_free(L->marks);
     ts_free(L->layers);
     ts_program_destroy(L->prog);
     if (rc != TS_OK && rep)
         ts_lower_report_free(rep);
+    return rc;
+}
+
+ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **out, ts_lower_report *rep,
+                       ts_err *err)
+{
+    *out = NULL;
+    if (rep)
+        memset(rep, 0, sizeof *rep);
+    const ts_lower_ipu_params *p = ipu_params;
+    if (!p || !p->tiles || !p->sram_bytes)
+        return ts_err_set(err, TS_EINPUT, "IPU lowering: no tiles or no tile memory in the parameters");
+    uint32_t U = p->amp_macs_f32 / 2;
+    if (U != 2 && U != 4 && U != 8)
+        return ts_err_set(err, TS_EINPUT, "IPU lowering: %u AMP f32 MACs per cycle; the lowering handles 4, 8 or 16",
+                          p->amp_macs_f32);
+    size_t nn = ts_graph_node_count(g);
+    uint64_t *wsz = ts_calloc(nn ? nn : 1, sizeof *wsz), perm = 0;
+    if (!wsz)
+        return ts_err_set(err, TS_ENOMEM, "out of memory lowering '%s'", ts_graph_name(g));
+    /* the same plan twice: first the sizes of the static data, then with its addresses */
+    ts_status rc = lower_pass(g, p, true, wsz, &perm, out, NULL, err);
+    if (rc == TS_OK)
+        rc = lower_pass(g, p, false, wsz, &perm, out, rep, err);
+    ts_free(wsz);
     return rc;
 }
 
@@ -1232,11 +2012,50 @@ int ts_lower_ipu_locate(const ts_lower_report *rep, const ts_graph *g, int tenso
         const ts_graph_tensor *t = ts_graph_get_tensor(g, tensor);
         if (!t || elem >= (uint64_t)ts_graph_tensor_elems(t))
             return -1;
-        *tile = (uint32_t)(elem / p->chunk);
-        *addr = p->addr + (elem % p->chunk) * ts_dtype_size(t->dtype);
+        lw_place P = {.ntiles = p->ntiles, .chunk = p->chunk, .addr = p->addr, .inner = p->inner, .cb = p->cb,
+                      .pb = p->pb, .nrb = p->nrb};
+        uint64_t off;
+        pl_run(&P, elem, tile, &off);
+        *addr = p->addr + off * ts_dtype_size(t->dtype);
         return 0;
     }
     return -1;
+}
+
+ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_stats *s, ts_err *err)
+{
+    const ts_stat *ss = ts_stats_find(s, "supersteps");
+    if (!ss || ss->kind != TS_STAT_TABLE || ss->ncols < 7)
+        return ts_err_set(err, TS_EINPUT, "the run has no supersteps table to join the layers with");
+    if (ss->nrows < rep->supersteps)
+        return ts_err_set(err, TS_EINPUT, "the run passed %zu supersteps, the plan has %u", ss->nrows, rep->supersteps);
+    static const char *const cols[] = {"node", "op", "tiles", "supersteps", "cycles", "compute_share",
+                                       "exchange_share", "sync_share", "exchange_bytes", "mem_bytes", "macs"};
+    static const char *const units[] = {"", "", "", "", "cycles", "", "", "", "B", "B", ""};
+    int tab = ts_stats_table(s, "layers", "one row per operator of the lowered model: its supersteps' cycles "
+                             "and their compute, exchange and sync shares, its tile memory per tile", 11, cols, units);
+    if (tab < 0)
+        return ts_err_set(err, TS_ENOMEM, "out of memory for the layers table");
+    for (size_t i = 0; i < rep->nlayers; i++) {
+        const ts_lower_layer *l = &rep->layers[i];
+        if (!l->steps)
+            continue;
+        double c = 0, x = 0, y = 0, b = 0;
+        for (uint32_t k = l->first_step; k < l->first_step + l->steps; k++) {
+            const double *r = ss->rows + (size_t)k * ss->ncols; /* id start compute exchange sync critical bytes */
+            c += r[2];
+            x += r[3];
+            y += r[4];
+            b += r[6];
+        }
+        double tot = c + x + y;
+        double row[11] = {l->node, l->op, l->tiles, l->steps, tot, tot > 0 ? c / tot : 0, tot > 0 ? x / tot : 0,
+                          tot > 0 ? y / tot : 0, b, (double)l->mem_bytes, (double)l->macs};
+        ts_status rc = ts_stats_row(s, tab, row);
+        if (rc != TS_OK)
+            return ts_err_set(err, rc, "out of memory for the layers table");
+    }
+    return TS_OK;
 }
 
 /* ---- parameters from a config ---- */

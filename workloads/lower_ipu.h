@@ -1,14 +1,17 @@
 /* workloads/lower_ipu.h — the IPU lowering: a finalized graph to IPU instruction streams.
  *
- * Planner (a), load-compute-store (docs/lowering-ipu.md). Every tensor lives in tile memory as a
- * flat array of elements cut into equal contiguous chunks over tiles 0..ntiles-1, at the same
- * address on every tile. Each operator is planned on its own: it partitions its output over
- * tiles, gathers the input slices each tile needs from where they lie (exchange supersteps, one
- * sender per receiver per superstep), computes on one worker per tile (the AMP for MatMul, Gemm
- * and Conv; the vector unit for the elementwise ops and Softmax), and ends with a chip-wide sync;
- * its output stays where it was computed. Graph inputs (in equal chunks over the tiles) and weights
- * are placed by the lowering as initial data: their values when the graph carries them, otherwise deterministic pseudo-random
- * values in [-1, 1) (ts_lower_ipu_fill).
+ * Planner (a), load-compute-store (docs/lowering-ipu.md). Every tensor lives in tile memory at the
+ * same address on every tile that holds part of it, flat (equal contiguous chunks over tiles
+ * 0..n-1) or blocked (a Conv output: channel groups x row blocks). Each operator is planned on its
+ * own: it partitions its output over tiles, gathers the input ranges each tile needs from where
+ * they lie (exchange supersteps, one sender per receiver per superstep), computes on the tiles'
+ * workers (the AMP for MatMul, Gemm and Conv; the vector unit for the rest), and ends with a
+ * chip-wide sync; its output stays where it was computed. Conv splits output channels, output
+ * rows (halo rows exchanged) and input channels (partial sums added in a tree), chosen by an
+ * estimate of cycles under memory limits. Memory is reused after a tensor's last consumer. Graph
+ * inputs (in equal chunks over the tiles) and weights are placed by the lowering as initial data:
+ * their values when the graph carries them, otherwise deterministic pseudo-random values in
+ * [-1, 1) (ts_lower_ipu_fill).
  *
  * The lowering only knows the IPU's opcode table (arch/ipu/ipu_isa.def); the machine figures it
  * needs come in a ts_lower_ipu_params filled by the caller from the chip config.
@@ -21,6 +24,7 @@
 #include "core/config.h"
 #include "core/err.h"
 #include "core/program.h"
+#include "core/stats.h"
 #include "workloads/graph.h"
 
 /* What the lowering needs to know about the chip. */
@@ -39,13 +43,19 @@ typedef struct ts_lower_ipu_params {
 /* Fill params from a chip config whose arch is "ipu" (reads its keys through the schema). */
 ts_status ts_lower_ipu_params_from_config(const ts_config *cfg, ts_lower_ipu_params *out, ts_err *err);
 
-/* Where one tensor lives after the program ran: element e is on tile e / chunk at byte address
- * addr + (e % chunk) * element size (4 for f32, 2 for f16). */
+/* Where one tensor lives: flat (inner = 0), element e is on tile e / chunk at byte address
+ * addr + (e % chunk) * element size (4 for f32, 2 for f16); blocked (a Conv output split by rows
+ * too), element e = c * inner + p is on tile (c / cb) * nrb + p / pb at element (c % cb) * pb +
+ * p % pb. Memory is reused once a tensor's last consumer has run, so after the run only the graph
+ * outputs are still there (ts_lower_ipu_locate). */
 typedef struct ts_lower_place {
     int tensor;        /* graph tensor id */
     uint32_t ntiles;   /* tiles 0..ntiles-1 hold it */
     uint64_t chunk;    /* elements per tile (the last tile may hold fewer) */
     uint64_t addr;     /* byte address on every tile */
+    uint64_t inner;    /* blocked: pixels per channel (0 = flat) */
+    uint64_t cb, pb;   /* blocked: channels per tile, pixels per channel per tile */
+    uint32_t nrb;      /* blocked: row blocks */
 } ts_lower_place;
 
 /* One operator as planned. */
@@ -54,7 +64,10 @@ typedef struct ts_lower_layer {
     uint32_t tiles;          /* tiles that compute it */
     uint32_t first_step;     /* its first superstep (counted from 0 by chip-wide syncs) */
     uint32_t steps;          /* supersteps: exchange rounds + 1 compute */
-    uint64_t mem_bytes;      /* tile memory in use (highest address) once it is placed */
+    uint64_t mem_bytes;      /* tile memory it needs: the static data (weights, tables) placed so
+                              * far plus the highest byte of tensors and buffers in use while it runs */
+    int op;                  /* its ts_graph_op */
+    uint64_t macs;           /* its multiply-accumulates (ts_graph_node_macs) */
 } ts_lower_layer;
 
 /* What the lowering did. Owned arrays; free with ts_lower_report_free. */
@@ -70,14 +83,20 @@ void ts_lower_report_free(ts_lower_report *rep);
 
 /* Lower a finalized graph. ipu_params is a const ts_lower_ipu_params *. On success *out is a new
  * program for arch "ipu" and rep (may be NULL) is filled. Unsupported operators and operators that
- * do not fit tile memory fail with an error naming the operator:
- *   "MatMul 'mm' needs 912 KiB per tile, the tile has 256 KiB". */
+ * do not fit tile memory fail with an error naming the operator and by how much it is over:
+ *   "MatMul 'mm' needs 289 KiB per tile, the tile has 256 KiB (33 KiB over: ...)". */
 ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **out, ts_lower_report *rep,
                        ts_err *err);
 
 /* Tile and byte address of element elem of tensor `tensor` after the run; -1 if not placed. */
 int ts_lower_ipu_locate(const ts_lower_report *rep, const ts_graph *g, int tensor, uint64_t elem, uint32_t *tile,
                         uint64_t *addr);
+
+/* Add the table `layers` to s, one row per operator of rep that has supersteps: its node id, op,
+ * tiles, supersteps, and the cycles, compute / exchange / sync shares and exchange bytes of its
+ * supersteps (summed from the run's `supersteps` table, which s must hold), its tile memory and
+ * MACs. TS_EINPUT if s has no `supersteps` table or it has fewer rows than rep's supersteps. */
+ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_stats *s, ts_err *err);
 
 /* The value the lowering gives element i of a tensor that carries no values (inputs and weights
  * without data): deterministic, in [-1, 1). */

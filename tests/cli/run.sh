@@ -100,6 +100,11 @@ if has_family ipu; then
   expect_exit unwritable 2 "$T" run -q -o "$tmp/no/such/dir/r.json"
   ls "$tmp" | grep -q '\.tmp\.' && bad "temporary file left behind" || ok
 
+  # A lowered model's report has the per-operator table (one row per operator with supersteps).
+  expect_exit layers 0 "$T" run -q -c ipu_small16 "$models/conv_bn.onnx" -f json -o "$tmp/l.json"
+  tr -d ' \n' < "$tmp/l.json" | grep -q '"layers":{"kind":"table".*"compute_share".*"rows":\[\[0,0,16,2,' && ok ||
+    bad "no layers table for conv_bn.onnx"
+
   # JSON and CSV reports.
   expect_exit json 0 "$T" run -q -f json -o "$tmp/r.json"
   grep -q '"schema_version"' "$tmp/r.json" && ok || bad "json report has no schema_version"

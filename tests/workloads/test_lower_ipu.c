@@ -77,7 +77,7 @@ static ts_status compile(const ts_graph *g, const char *config, const char *cons
     return rc;
 }
 
-static const char *const *run_sets; /* config overrides for the runs (not the lowering) */
+static const char *const *run_sets; /* config overrides for the runs and the lowering */
 
 static void run_prog(const char *config, const ts_program *prog, bool lockstep, int threads, ipu_run *out)
 {
@@ -103,7 +103,7 @@ static void lower_and_run(const ts_graph *g, const char *config, lowered *L)
 {
     ts_err e;
     ts_err_init(&e);
-    ts_status rc = compile(g, config, NULL, &L->prog, &L->rep, &e);
+    ts_status rc = compile(g, config, run_sets, &L->prog, &L->rep, &e);
     ck_assert_msg(rc == TS_OK, "lower: %s", e.msg);
     ipu_run b, c;
     run_prog(config, L->prog, false, 1, &L->run);
@@ -403,6 +403,218 @@ START_TEST(test_conv)
 }
 END_TEST
 
+START_TEST(test_matmul_columns)
+{
+    /* weights past a quarter of the tile memory (24 KiB on 64 KiB tiles) are split over the
+     * output columns: 2 blocks of 48, rows over 8 tile pairs (a blocked output); a Softmax over
+     * the rows then gathers each row from two tiles */
+    ts_graph *g = ts_graph_create("cols");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){8, 64});
+    int w = tensor(g, "w", TS_TENSOR_WEIGHT, 2, (int64_t[]){64, 96});
+    int h = tensor(g, "h", TS_TENSOR_ACTIVATION, -1, NULL);
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    fill(g, w);
+    node(g, TS_OP_MATMUL, "mm", (int[]){x, w}, 2, h, NULL);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.axis = -1;
+    node(g, TS_OP_SOFTMAX, "sm", (int[]){h}, 1, y, &at);
+    ts_graph_mark_output(g, h);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    bool blocked = false;
+    for (size_t i = 0; i < L.rep.nplaces; i++)
+        if (L.rep.places[i].tensor == h)
+            blocked = L.rep.places[i].inner == 96 && L.rep.places[i].nrb == 2;
+    ck_assert_msg(blocked, "the MatMul's columns are not split in two");
+    for (int i = 0; i < 8; i++) {
+        double hv[96], mx = -1e30, sum = 0;
+        for (int j = 0; j < 96; j++) {
+            double t = 0, m = 0;
+            for (int k = 0; k < 64; k++) {
+                t += (double)val(x, i * 64 + k) * val(w, k * 96 + j);
+                m += fabs((double)val(x, i * 64 + k) * val(w, k * 96 + j));
+            }
+            hv[j] = t;
+            near(out_at(&L, g, h, (uint64_t)(i * 96 + j)), t, m, "h", (uint64_t)(i * 96 + j));
+            mx = fmax(mx, t);
+        }
+        for (int j = 0; j < 96; j++)
+            sum += exp(hv[j] - mx);
+        for (int j = 0; j < 96; j++) {
+            double want = exp(hv[j] - mx) / sum;
+            near(out_at(&L, g, y, (uint64_t)(i * 96 + j)), want, want + 1e-30, "y", (uint64_t)(i * 96 + j));
+        }
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_gemm_row)
+{
+    /* one row (ResNet's fc): the Gemm is lowered as a 1x1 Conv, its weights split over the output
+     * columns and the input over tiles (partial sums added); transB with a bias, then a MatMul
+     * B[K][N] without one */
+    ts_graph *g = ts_graph_create("fc");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){1, 96});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 2, (int64_t[]){30, 96});
+    int b1 = tensor(g, "b1", TS_TENSOR_WEIGHT, 1, (int64_t[]){30});
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, 2, (int64_t[]){30, 10});
+    int h = tensor(g, "h", TS_TENSOR_ACTIVATION, -1, NULL);
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    fill(g, w1);
+    fill(g, b1);
+    fill(g, w2);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.trans_b = true;
+    node(g, TS_OP_GEMM, "fc1", (int[]){x, w1, b1}, 3, h, &at);
+    node(g, TS_OP_MATMUL, "fc2", (int[]){h, w2}, 2, y, NULL);
+    ts_graph_mark_output(g, h);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    double hv[30], hm[30];
+    for (int j = 0; j < 30; j++) {
+        double t = val(b1, j), m = fabs(t);
+        for (int k = 0; k < 96; k++) {
+            t += (double)val(x, k) * val(w1, j * 96 + k);
+            m += fabs((double)val(x, k) * val(w1, j * 96 + k));
+        }
+        hv[j] = t;
+        hm[j] = m;
+        near(out_at(&L, g, h, (uint64_t)j), t, m, "h", (uint64_t)j);
+    }
+    for (int j = 0; j < 10; j++) {
+        double t = 0, m = 0;
+        for (int k = 0; k < 30; k++) {
+            t += hv[k] * val(w2, k * 10 + j);
+            m += hm[k] * fabs(val(w2, k * 10 + j));
+        }
+        near(out_at(&L, g, y, (uint64_t)j), t, m, "y", (uint64_t)j);
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* A residual block as ResNet's: Conv (no bias), BatchNormalization (folded into the Conv), Relu,
+ * Conv with a bias, Add of the block input, Relu. On ipu_small16 the Convs split their output rows
+ * over tiles (halo rows exchanged) and their input channels (partial sums added in a tree); the
+ * result is compared with a C reference computed in double. */
+START_TEST(test_residual)
+{
+    /* _i 1: an AMP of 8 f32 units (MK2's) */
+    static const char *const amp8[] = {"amp.macs_per_cycle_f32=16", NULL};
+    run_sets = _i ? amp8 : NULL;
+    enum { C = 8, H = 24, Wd = 20 };
+    ts_graph *g = ts_graph_create("res");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, C, H, Wd});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 4, (int64_t[]){C, C, 3, 3});
+    int bn[4];
+    for (int i = 0; i < 4; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "bn%d", i);
+        bn[i] = tensor(g, nm, TS_TENSOR_WEIGHT, 1, (int64_t[]){C});
+    }
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, 4, (int64_t[]){C, C, 3, 3});
+    int b2 = tensor(g, "b2", TS_TENSOR_WEIGHT, 1, (int64_t[]){C});
+    int a = tensor(g, "a", TS_TENSOR_ACTIVATION, -1, NULL), n1 = tensor(g, "n1", TS_TENSOR_ACTIVATION, -1, NULL);
+    int r1 = tensor(g, "r1", TS_TENSOR_ACTIVATION, -1, NULL), c2 = tensor(g, "c2", TS_TENSOR_ACTIVATION, -1, NULL);
+    int s = tensor(g, "s", TS_TENSOR_ACTIVATION, -1, NULL), y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    fill(g, w1);
+    fill(g, w2);
+    fill(g, b2);
+    for (int i = 0; i < 4; i++)
+        fill(g, bn[i]);
+    float var[C]; /* variances: positive */
+    for (int m = 0; m < C; m++)
+        var[m] = val(bn[3], m) + 1.5f;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_set_data(g, bn[3], var, sizeof var, &e), TS_OK);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.strides[0] = at.strides[1] = 1;
+    at.pads[0] = at.pads[1] = at.pads[2] = at.pads[3] = 1;
+    node(g, TS_OP_CONV, "conv1", (int[]){x, w1}, 2, a, &at);
+    ts_graph_attrs ab;
+    ts_graph_attrs_init(&ab);
+    node(g, TS_OP_BATCHNORM, "bn1", (int[]){a, bn[0], bn[1], bn[2], bn[3]}, 5, n1, &ab);
+    node(g, TS_OP_RELU, "relu1", (int[]){n1}, 1, r1, NULL);
+    node(g, TS_OP_CONV, "conv2", (int[]){r1, w2, b2}, 3, c2, &at);
+    node(g, TS_OP_ADD, "add", (int[]){c2, x}, 2, s, NULL);
+    node(g, TS_OP_RELU, "relu2", (int[]){s}, 1, y, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    /* the plan splits rows (a blocked output) and input channels (more tiles than hold the output) */
+    bool rows = false, parts = false;
+    for (size_t i = 0; i < L.rep.nplaces; i++)
+        rows |= L.rep.places[i].inner > 0;
+    for (size_t i = 0; i < L.rep.nlayers; i++) {
+        const ts_graph_node *nd = ts_graph_get_node(g, L.rep.layers[i].node);
+        for (size_t k = 0; nd->op == TS_OP_CONV && k < L.rep.nplaces; k++)
+            if (L.rep.places[k].tensor == nd->out[0])
+                parts |= L.rep.layers[i].tiles > L.rep.places[k].ntiles;
+    }
+    ck_assert_msg(rows && parts, "rows split %d, input channels split %d", rows, parts);
+    int yo = ts_graph_find(g, "y"); /* ids after finalize (the folded BatchNormalization's are gone) */
+    /* reference: r1 = relu(bn(conv1(x))), y = relu(conv2(r1) + b2 + x); mag = sums of |terms| */
+    static double ref1[C][H][Wd], mag1[C][H][Wd];
+    for (int m = 0; m < C; m++) {
+        double sc = val(bn[0], m) / sqrt((double)var[m] + 1e-5);
+        for (int oy = 0; oy < H; oy++)
+            for (int ox = 0; ox < Wd; ox++) {
+                double v = 0, mg = 0;
+                for (int c = 0; c < C; c++)
+                    for (int ky = 0; ky < 3; ky++)
+                        for (int kx = 0; kx < 3; kx++) {
+                            int iy = oy + ky - 1, ix = ox + kx - 1;
+                            if (iy < 0 || ix < 0 || iy >= H || ix >= Wd)
+                                continue;
+                            double t = (double)val(x, (c * H + iy) * Wd + ix) * val(w1, ((m * C + c) * 3 + ky) * 3 + kx);
+                            v += t;
+                            mg += fabs(t);
+                        }
+                double o = (v - val(bn[2], m)) * sc + val(bn[1], m);
+                ref1[m][oy][ox] = fmax(o, 0);
+                mag1[m][oy][ox] = (mg + fabs(val(bn[2], m))) * fabs(sc) + fabs(val(bn[1], m));
+            }
+    }
+    for (int m = 0; m < C; m++)
+        for (int oy = 0; oy < H; oy++)
+            for (int ox = 0; ox < Wd; ox++) {
+                double v = val(b2, m), mg = fabs(v);
+                for (int c = 0; c < C; c++)
+                    for (int ky = 0; ky < 3; ky++)
+                        for (int kx = 0; kx < 3; kx++) {
+                            int iy = oy + ky - 1, ix = ox + kx - 1;
+                            if (iy < 0 || ix < 0 || iy >= H || ix >= Wd)
+                                continue;
+                            double wv = val(w2, ((m * C + c) * 3 + ky) * 3 + kx);
+                            v += ref1[c][iy][ix] * wv;
+                            mg += fabs(wv) * mag1[c][iy][ix];
+                        }
+                uint64_t k = (uint64_t)((m * H + oy) * Wd + ox);
+                double xv = val(x, (int64_t)k);
+                near(out_at(&L, g, yo, k), fmax(v + xv, 0), mg + fabs(xv), "y", k);
+            }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+    ts_err_free(&e);
+    run_sets = NULL;
+}
+END_TEST
+
 START_TEST(test_pool)
 {
     /* MaxPool 3x3 stride 2 pad 1 (ResNet's) and GlobalAveragePool of the same input, batch 2 */
@@ -418,11 +630,16 @@ START_TEST(test_pool)
     at.pads[0] = at.pads[1] = at.pads[2] = at.pads[3] = 1;
     node(g, TS_OP_MAXPOOL, "mp", (int[]){x}, 1, y, &at);
     node(g, TS_OP_GLOBALAVGPOOL, "gap", (int[]){x}, 1, z, NULL);
+    /* AveragePool 3x3 stride 2 pad 1, padding not counted (the ONNX default) */
+    int v = tensor(g, "v", TS_TENSOR_ACTIVATION, -1, NULL);
+    node(g, TS_OP_AVGPOOL, "ap", (int[]){x}, 1, v, &at);
     ts_graph_mark_output(g, y);
     ts_graph_mark_output(g, z);
+    ts_graph_mark_output(g, v);
     finalize(g);
     lowered L = {0};
-    lower_and_run(g, "ipu_tiny4", &L);
+    /* ipu_tiny4: three planes a tile (copied into the image); ipu_small16: one (gathered into it) */
+    lower_and_run(g, _i ? "ipu_small16" : "ipu_tiny4", &L);
     for (int p = 0; p < 10; p++) {
         double sum = 0, mag = 0;
         for (int k = 0; k < 81; k++) {
@@ -433,13 +650,20 @@ START_TEST(test_pool)
         for (int oy = 0; oy < 5; oy++)
             for (int ox = 0; ox < 5; ox++) {
                 float m = -INFINITY;
+                double as = 0, am = 0;
+                int cnt = 0;
                 for (int ky = 0; ky < 3; ky++)
                     for (int kx = 0; kx < 3; kx++) {
                         int iy = oy * 2 + ky - 1, ix = ox * 2 + kx - 1;
-                        if (iy >= 0 && ix >= 0 && iy < 9 && ix < 9)
+                        if (iy >= 0 && ix >= 0 && iy < 9 && ix < 9) {
                             m = fmaxf(m, val(x, p * 81 + iy * 9 + ix));
+                            as += val(x, p * 81 + iy * 9 + ix);
+                            am += fabs(val(x, p * 81 + iy * 9 + ix));
+                            cnt++;
+                        }
                     }
                 uint64_t e = (uint64_t)(p * 25 + oy * 5 + ox);
+                near(out_at(&L, g, v, e), as / cnt, am / cnt, "v", e);
                 ck_assert_msg(out_at(&L, g, y, e) == m, "y[%llu]: got %g, want %g", (unsigned long long)e,
                               (double)out_at(&L, g, y, e), (double)m);
             }
@@ -455,12 +679,14 @@ START_TEST(test_errors)
     ts_err_init(&e);
     ts_program *p = NULL;
     ts_lower_report rep;
-    /* does not fit: a 1024 x 1024 f32 weight is 4 MiB per tile, ipu_tiny4 tiles have 64 KiB */
+    /* does not fit: a 1024 x 1024 f32 weight is 4 MiB, 1 MiB per tile over 4 column blocks;
+     * ipu_tiny4 tiles have 64 KiB */
     ts_graph *g = NULL;
     ck_assert_int_eq(ts_wl_builtin("matmul:m=8,k=1024,n=1024", &g, &e), TS_OK);
     ck_assert_int_eq(compile(g, "ipu_tiny4", NULL, &p, &rep, &e), TS_EINPUT);
     ck_assert_ptr_null(p);
-    ck_assert_msg(strstr(e.msg, "needs 4") && strstr(e.msg, "KiB per tile") && strstr(e.msg, "the tile has 64 KiB"),
+    ck_assert_msg(strstr(e.msg, "MatMul 'matmul' needs ") && strstr(e.msg, "KiB per tile") &&
+                      strstr(e.msg, "the tile has 64 KiB") && strstr(e.msg, "KiB over"),
                   "%s", e.msg);
     ts_graph_destroy(g);
     /* an operator the lowering does not handle names itself */
@@ -505,6 +731,117 @@ START_TEST(test_builtin_matmul)
 }
 END_TEST
 
+/* Reference Conv in double: out = conv(in) + bias (optionally Relu), with mag = the sum of
+ * |terms| (|w| x the input's own mag, + |bias|) to bound the rounding of the f32 result. */
+static void ref_conv(const double *in, const double *inmag, int C, int H, int Wd, ts_graph *g, int w, int b, int M,
+                     int k, int stride, int pad, bool relu, double *out, double *mag)
+{
+    int Ho = (H + 2 * pad - k) / stride + 1, Wo = (Wd + 2 * pad - k) / stride + 1;
+    (void)g;
+    for (int m = 0; m < M; m++)
+        for (int oy = 0; oy < Ho; oy++)
+            for (int ox = 0; ox < Wo; ox++) {
+                double s = val(b, m), mg = fabs(s);
+                for (int c = 0; c < C; c++)
+                    for (int ky = 0; ky < k; ky++)
+                        for (int kx = 0; kx < k; kx++) {
+                            int iy = oy * stride + ky - pad, ix = ox * stride + kx - pad;
+                            if (iy < 0 || ix < 0 || iy >= H || ix >= Wd)
+                                continue;
+                            double wv = val(w, ((m * C + c) * k + ky) * k + kx) / 16.0;
+                            s += in[(c * H + iy) * Wd + ix] * wv;
+                            mg += fabs(wv) * inmag[(c * H + iy) * Wd + ix];
+                        }
+                out[(m * Ho + oy) * Wo + ox] = relu ? fmax(s, 0) : s;
+                mag[(m * Ho + oy) * Wo + ox] = mg;
+            }
+}
+
+/* ResNet-50's layer2.0 at full size on ipu_mk1 (1x1 256->128, 3x3/2 128->128, 1x1 128->512,
+ * projection 1x1/2 256->512, Add, Relu): the plans of the real network (row blocks, input-channel
+ * parts of up to 74, staged transfers). Slow (about 10 s), so only with TS_SLOW_TESTS set. */
+START_TEST(test_bottleneck_mk1)
+{
+    ts_graph *g = ts_graph_create("block");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 256, 28, 28});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 4, (int64_t[]){128, 256, 1, 1});
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, 4, (int64_t[]){128, 128, 3, 3});
+    int w3 = tensor(g, "w3", TS_TENSOR_WEIGHT, 4, (int64_t[]){512, 128, 1, 1});
+    int wd = tensor(g, "wd", TS_TENSOR_WEIGHT, 4, (int64_t[]){512, 256, 1, 1});
+    int b1 = tensor(g, "b1", TS_TENSOR_WEIGHT, 1, (int64_t[]){128});
+    int b2 = tensor(g, "b2", TS_TENSOR_WEIGHT, 1, (int64_t[]){128});
+    int b3 = tensor(g, "b3", TS_TENSOR_WEIGHT, 1, (int64_t[]){512});
+    int bd = tensor(g, "bd", TS_TENSOR_WEIGHT, 1, (int64_t[]){512});
+    int ws[] = {w1, w2, w3, wd};
+    fill(g, x);
+    for (int i = 0; i < 4; i++) { /* weights / 16, so that values stay of order 1 */
+        const ts_graph_tensor *t = ts_graph_get_tensor(g, ws[i]);
+        int64_t ne = ts_graph_tensor_elems(t);
+        float *v = ts_calloc((size_t)ne, 4);
+        for (int64_t k = 0; k < ne; k++)
+            v[k] = val(ws[i], k) / 16.0f;
+        ts_err e;
+        ts_err_init(&e);
+        ck_assert_int_eq(ts_graph_set_data(g, ws[i], v, (size_t)ne * 4, &e), TS_OK);
+        ts_free(v);
+    }
+    fill(g, b1);
+    fill(g, b2);
+    fill(g, b3);
+    fill(g, bd);
+    int t[8];
+    for (int i = 0; i < 8; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "t%d", i);
+        t[i] = tensor(g, nm, TS_TENSOR_ACTIVATION, -1, NULL);
+    }
+    ts_graph_attrs a1, a3, as;
+    ts_graph_attrs_init(&a1);
+    a1.strides[0] = a1.strides[1] = 1;
+    ts_graph_attrs_init(&a3);
+    a3.strides[0] = a3.strides[1] = 2;
+    a3.pads[0] = a3.pads[1] = a3.pads[2] = a3.pads[3] = 1;
+    ts_graph_attrs_init(&as);
+    as.strides[0] = as.strides[1] = 2;
+    node(g, TS_OP_CONV, "conv1", (int[]){x, w1, b1}, 3, t[0], &a1);
+    node(g, TS_OP_RELU, "relu1", (int[]){t[0]}, 1, t[1], NULL);
+    node(g, TS_OP_CONV, "conv2", (int[]){t[1], w2, b2}, 3, t[2], &a3);
+    node(g, TS_OP_RELU, "relu2", (int[]){t[2]}, 1, t[3], NULL);
+    node(g, TS_OP_CONV, "conv3", (int[]){t[3], w3, b3}, 3, t[4], &a1);
+    node(g, TS_OP_CONV, "down", (int[]){x, wd, bd}, 3, t[5], &as);
+    node(g, TS_OP_ADD, "add", (int[]){t[4], t[5]}, 2, t[6], NULL);
+    node(g, TS_OP_RELU, "relu3", (int[]){t[6]}, 1, t[7], NULL);
+    ts_graph_mark_output(g, t[7]);
+    finalize(g);
+    lowered L = {0};
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_msg(compile(g, "ipu_mk1", NULL, &L.prog, &L.rep, &e) == TS_OK, "lower: %s", e.msg);
+    run_prog("ipu_mk1", L.prog, false, 2, &L.run);
+    double *xin = ts_calloc(256 * 784, sizeof *xin), *xm = ts_calloc(256 * 784, sizeof *xm);
+    double *r1 = ts_calloc(128 * 784, sizeof *r1), *m1 = ts_calloc(128 * 784, sizeof *m1);
+    double *r2 = ts_calloc(128 * 196, sizeof *r2), *m2 = ts_calloc(128 * 196, sizeof *m2);
+    double *r3 = ts_calloc(512 * 196, sizeof *r3), *m3 = ts_calloc(512 * 196, sizeof *m3);
+    double *rd = ts_calloc(512 * 196, sizeof *rd), *md = ts_calloc(512 * 196, sizeof *md);
+    for (int i = 0; i < 256 * 784; i++) {
+        xin[i] = val(x, i);
+        xm[i] = fabs(xin[i]);
+    }
+    ref_conv(xin, xm, 256, 28, 28, g, w1, b1, 128, 1, 1, 0, true, r1, m1);
+    ref_conv(r1, m1, 128, 28, 28, g, w2, b2, 128, 3, 2, 1, true, r2, m2);
+    ref_conv(r2, m2, 128, 14, 14, g, w3, b3, 512, 1, 1, 0, false, r3, m3);
+    ref_conv(xin, xm, 256, 28, 28, g, wd, bd, 512, 1, 2, 0, false, rd, md);
+    int yo = ts_graph_find(g, "t7");
+    for (uint64_t k = 0; k < 512 * 196; k++)
+        near(out_at(&L, g, yo, k), fmax(r3[k] + rd[k], 0), m3[k] + md[k], "y", k);
+    ts_free(xin), ts_free(xm), ts_free(r1), ts_free(m1), ts_free(r2), ts_free(m2);
+    ts_free(r3), ts_free(m3), ts_free(rd), ts_free(md);
+    lowered_free(&L);
+    ts_graph_destroy(g);
+    ts_err_free(&e);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("lower_ipu");
@@ -515,9 +852,14 @@ int main(void)
     tcase_add_test(tc, test_softmax);
     tcase_add_test(tc, test_mlp_softmax);
     tcase_add_test(tc, test_conv);
-    tcase_add_test(tc, test_pool);
+    tcase_add_test(tc, test_matmul_columns);
+    tcase_add_test(tc, test_gemm_row);
+    tcase_add_loop_test(tc, test_residual, 0, 2);
+    tcase_add_loop_test(tc, test_pool, 0, 2);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_builtin_matmul);
+    if (getenv("TS_SLOW_TESTS"))
+        tcase_add_test(tc, test_bottleneck_mk1);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
