@@ -27,6 +27,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,12 +126,29 @@ typedef struct ipu_tile {
     double wire_bit_mm;
     uint64_t mem_hi;
     uint64_t ss_xbytes;     /* bytes sent this superstep */
+    uint64_t ss_uni, ss_claims; /* unicast words sent this superstep; words addressed to this tile
+                             * that it received (all received when the sums are equal) */
     bool failed;            /* stopped by an error that is not reported yet */
 } ipu_tile;
 
 typedef struct ipu_ss {
     uint64_t start, compute, exchange, sync, critical, xbytes, hbytes;
 } ipu_ss;
+
+/* What one thread saw of its tiles at the end of a round, after committing their words: the
+ * main thread decides from these instead of scanning every tile. Padded so that threads do not
+ * write one cache line. */
+typedef struct ipu_tsum {
+    uint64_t work;          /* sum of the tiles' work counters */
+    uint64_t uni, claims;   /* sums of ss_uni and ss_claims */
+    uint64_t last_arrival;  /* latest arrival at the pending sync (a halt this superstep counts) */
+    uint32_t live;          /* tiles not done */
+    uint32_t at_sync;       /* tiles at a chip-wide sync */
+    uint32_t waiting;       /* tiles idle at rxwait (may be stuck: see tile_stuck) */
+    bool pending;           /* a tile failed and its error is not reported yet */
+    bool nomem;             /* committing words ran out of memory */
+    char pad[128 - 4 * sizeof(uint64_t) - 3 * sizeof(uint32_t) - 2 * sizeof(bool)];
+} ipu_tsum;
 
 typedef struct ipu_terr {
     ts_err err;       /* the thread's earliest error (lowest cycle, then tile) */
@@ -163,13 +181,19 @@ struct ts_model {
     /* threads */
     pthread_t *th;
     int nstarted;            /* helper threads running (1 .. nthreads - 1 once all started) */
-    pthread_barrier_t bar;   /* the main thread and the helpers meet here twice per round */
+    /* the main thread and the helpers meet at a sense-reversing barrier three times per round
+     * (run, commit, decide); it spins on C11 atomics and sleeps on bar_cv when spinning long */
+    _Atomic uint32_t bar_count, bar_sense, bar_sleepers;
+    uint32_t main_sense;     /* the main thread's sense */
+    pthread_mutex_t bar_mu;
+    pthread_cond_t bar_cv;
     pthread_mutex_t gate_mu; /* helpers wait at the gate until every one of them has started */
     pthread_cond_t gate_cv;
     int gate;                /* 0 wait, 1 go, 2 quit */
     bool bar_init, gate_init, quit;
     uint64_t round_h;
     ipu_terr *terr;
+    ipu_tsum *tsum;          /* one per thread */
 };
 
 static inline float rf(uint32_t v) { float f; memcpy(&f, &v, 4); return f; }
@@ -257,6 +281,8 @@ static void mem_read_bytes(ts_model *m, ipu_tile *t, uint64_t a, uint8_t *dst, u
 /* Count [a, b) as cycles of exchange activity (send port busy, a receive armed, a delay),
  * without counting a cycle twice when intervals overlap. */
 static void xch_busy(struct ipu_tile *t, uint64_t a, uint64_t b, uint64_t bytes);
+static void bar_wait(ts_model *m, uint32_t *sense);
+static bool arrived_at(const ts_model *m, const struct ipu_tile *t, uint64_t *at);
 
 /* ---- create / destroy ---- */
 
@@ -266,13 +292,15 @@ static void ipu_destroy(ts_model *m)
         return;
     if (m->nstarted) {
         m->quit = true;
-        pthread_barrier_wait(&m->bar);
+        bar_wait(m, &m->main_sense);
         for (int i = 1; i <= m->nstarted; i++)
             pthread_join(m->th[i], NULL);
     }
     ts_free(m->th);
-    if (m->bar_init)
-        pthread_barrier_destroy(&m->bar);
+    if (m->bar_init) {
+        pthread_mutex_destroy(&m->bar_mu);
+        pthread_cond_destroy(&m->bar_cv);
+    }
     if (m->gate_init) {
         pthread_mutex_destroy(&m->gate_mu);
         pthread_cond_destroy(&m->gate_cv);
@@ -297,6 +325,7 @@ static void ipu_destroy(ts_model *m)
             ts_err_free(&m->terr[i].scratch);
         }
     ts_free(m->terr);
+    ts_free(m->tsum);
     ts_free(m->t);
     ts_free(m->tnow);
     ts_free(m->code);
@@ -400,7 +429,8 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
     m->tnow = ts_calloc(m->ntiles, sizeof *m->tnow);
     m->zero_page = ts_calloc(1, PAGE_SIZE);
     m->terr = ts_calloc((size_t)m->nthreads, sizeof *m->terr);
-    if (!m->t || !m->tnow || !m->zero_page || !m->terr) {
+    m->tsum = ts_calloc((size_t)m->nthreads, sizeof *m->tsum);
+    if (!m->t || !m->tnow || !m->zero_page || !m->terr || !m->tsum) {
         ipu_destroy(m);
         return ts_err_set(err, TS_ENOMEM, "out of memory creating the ipu model");
     }
@@ -427,9 +457,14 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
         }
     }
     if (m->nthreads > 1) {
-        if (pthread_barrier_init(&m->bar, NULL, (unsigned)m->nthreads)) {
+        if (pthread_mutex_init(&m->bar_mu, NULL)) {
             ipu_destroy(m);
-            return ts_err_set(err, TS_ENOMEM, "cannot create a thread barrier");
+            return ts_err_set(err, TS_ENOMEM, "cannot create a mutex");
+        }
+        if (pthread_cond_init(&m->bar_cv, NULL)) {
+            pthread_mutex_destroy(&m->bar_mu);
+            ipu_destroy(m);
+            return ts_err_set(err, TS_ENOMEM, "cannot create a condition variable");
         }
         m->bar_init = true;
         if (pthread_mutex_init(&m->gate_mu, NULL)) {
@@ -1049,6 +1084,7 @@ static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_
         t->xport += cyc;
         xch_busy(t, c, t->tx_end, 4ull * nw);
         if (dst >= 0) {
+            t->ss_uni += nw;
             t->wire_bit_mm += 32.0 * nw * wire_mm(&m->c, ti, (uint32_t)dst);
         } else { /* a broadcast is charged to the far corner of the chip */
             t->wire_bit_mm += 32.0 * nw * wire_mm(&m->c, 0, m->ntiles - 1);
@@ -1164,8 +1200,10 @@ static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, 
         if (!p)
             return ts_err_set(err, TS_ENOMEM, "out of memory for tile memory");
         memcpy(p, &w->val, 4);
-        if (w->dst == (int32_t)ti)
+        if (w->dst == (int32_t)ti) {
             w->claimed = 1;
+            t->ss_claims++;
+        }
         t->rx_addr += 4;
         t->rx_left--;
         t->xrecv += 4;
@@ -1369,6 +1407,83 @@ static void run_range(ts_model *m, int id)
     }
 }
 
+/* Tiles [lo, hi) of thread id: commit the words they sent this round to their logs (no thread
+ * reads a log while this runs: it comes between two barriers) and summarise their state for the
+ * main thread's decision. */
+static void finish_range(ts_model *m, int id)
+{
+    uint32_t n = m->ntiles, k = (uint32_t)m->nthreads;
+    uint32_t lo = (uint32_t)((uint64_t)n * (uint32_t)id / k), hi = (uint32_t)((uint64_t)n * ((uint32_t)id + 1) / k);
+    ipu_tsum s = {0};
+    s.nomem = m->tsum[id].nomem;
+    for (uint32_t i = lo; i < hi; i++) {
+        ipu_tile *t = &m->t[i];
+        if (t->pend.n) {
+            if (t->log.n + t->pend.n > t->log.cap) {
+                void *v = t->log.v;
+                if (ts_grow(&v, &t->log.cap, t->log.n + t->pend.n, sizeof(ipu_word))) {
+                    s.nomem = true;
+                    continue;
+                }
+                t->log.v = v;
+            }
+            memcpy(t->log.v + t->log.n, t->pend.v, t->pend.n * sizeof(ipu_word));
+            t->log.n += t->pend.n;
+            t->pend.n = 0;
+        }
+        s.work += t->work;
+        s.uni += t->ss_uni;
+        s.claims += t->ss_claims;
+        uint64_t at;
+        if (t->sup == SUP_DONE) { /* halted during this superstep: arrived from its halt */
+            if (arrived_at(m, t, &at) && at > s.last_arrival)
+                s.last_arrival = at;
+            continue;
+        }
+        s.pending |= t->failed;
+        s.live++;
+        if (t->sup == SUP_SYNC) {
+            s.at_sync++;
+            if (t->arrival > s.last_arrival)
+                s.last_arrival = t->arrival;
+        }
+        s.waiting += t->sup == SUP_RUN && !t->running && t->rx_left && t->cx[0].pc < t->n &&
+                     t->code[t->cx[0].pc].op == IPU_OP_RXWAIT;
+    }
+    m->tsum[id] = s;
+}
+
+/* The threads' barrier: sense-reversing on C11 atomics. A thread spins for a while (a round
+ * takes microseconds, a futex wake-up about as long) and then sleeps on bar_cv; the last to
+ * arrive wakes the sleepers. Sequentially consistent atomics on bar_sense and bar_sleepers make
+ * sure that either the last thread sees a sleeper or the sleeper sees the new sense. */
+#define IPU_SPINS 200000
+
+static void bar_wait(ts_model *m, uint32_t *sense)
+{
+    uint32_t s = *sense ^ 1u;
+    *sense = s;
+    if (atomic_fetch_add(&m->bar_count, 1) + 1 == (uint32_t)m->nthreads) {
+        atomic_store(&m->bar_count, 0);
+        atomic_store(&m->bar_sense, s);
+        if (atomic_load(&m->bar_sleepers)) {
+            pthread_mutex_lock(&m->bar_mu);
+            pthread_cond_broadcast(&m->bar_cv);
+            pthread_mutex_unlock(&m->bar_mu);
+        }
+        return;
+    }
+    for (unsigned i = 0; i < IPU_SPINS; i++)
+        if (atomic_load_explicit(&m->bar_sense, memory_order_acquire) == s)
+            return;
+    pthread_mutex_lock(&m->bar_mu);
+    atomic_fetch_add(&m->bar_sleepers, 1);
+    while (atomic_load(&m->bar_sense) != s)
+        pthread_cond_wait(&m->bar_cv, &m->bar_mu);
+    atomic_fetch_sub(&m->bar_sleepers, 1);
+    pthread_mutex_unlock(&m->bar_mu);
+}
+
 static void *worker_main(void *arg)
 {
     ipu_thread_arg *a = arg;
@@ -1382,12 +1497,15 @@ static void *worker_main(void *arg)
     pthread_mutex_unlock(&m->gate_mu);
     if (gate == 2)
         return NULL;
+    uint32_t sense = 0;
     for (;;) {
-        pthread_barrier_wait(&m->bar);
+        bar_wait(m, &sense);
         if (m->quit)
             break;
         run_range(m, id);
-        pthread_barrier_wait(&m->bar);
+        bar_wait(m, &sense);
+        finish_range(m, id);
+        bar_wait(m, &sense);
     }
     return NULL;
 }
@@ -1405,16 +1523,20 @@ static int cmp_u64x3(const void *pa, const void *pb)
  * word received. */
 static ts_status check_exchange(ts_model *m, ts_err *err)
 {
-    size_t n = 0, unclaimed = 0;
-    for (uint32_t s = 0; s < m->ntiles; s++)
-        for (size_t i = 0; i < m->t[s].log.n; i++) {
-            n += m->t[s].log.v[i].dst >= 0;
-            unclaimed += m->t[s].log.v[i].dst >= 0 && !m->t[s].log.v[i].claimed;
-        }
     /* Two senders into one receiver in one cycle leave at least one word unclaimed (the input
-     * selects one sender), so when every word was received there is nothing to sort. */
-    if (!unclaimed)
+     * selects one sender), so when every word was received there is nothing to sort. The
+     * threads' summaries of the round just run count the words sent and received. */
+    uint64_t uni = 0, claims = 0;
+    for (int i = 0; i < m->nthreads; i++) {
+        uni += m->tsum[i].uni;
+        claims += m->tsum[i].claims;
+    }
+    if (uni == claims)
         return TS_OK;
+    size_t n = 0;
+    for (uint32_t s = 0; s < m->ntiles; s++)
+        for (size_t i = 0; i < m->t[s].log.n; i++)
+            n += m->t[s].log.v[i].dst >= 0;
     uint64_t (*v)[4] = ts_malloc(n * sizeof *v);
     if (!v)
         return ts_err_set(err, TS_ENOMEM, "out of memory checking the exchange");
@@ -1604,6 +1726,7 @@ static ts_status barrier(ts_model *m, ts_err *err)
         t->log.n = 0;
         t->nhost = 0;
         t->ss_xbytes = 0;
+        t->ss_uni = t->ss_claims = 0;
         t->xch_cycles = 0;
         t->xch_until = 0;
         t->rx_src = -1;
@@ -1635,11 +1758,14 @@ static ts_status ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
             h = limit;
         m->round_h = h;
         if (m->nthreads > 1) {
-            pthread_barrier_wait(&m->bar);
+            bar_wait(m, &m->main_sense);
             run_range(m, 0);
-            pthread_barrier_wait(&m->bar);
+            bar_wait(m, &m->main_sense);
+            finish_range(m, 0);
+            bar_wait(m, &m->main_sense);
         } else {
             run_range(m, 0);
+            finish_range(m, 0);
         }
         int bad = -1;
         for (int i = 0; i < m->nthreads; i++)
@@ -1665,46 +1791,29 @@ static ts_status ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
                 return err->status;
             }
         }
-        /* commit this round's words */
-        for (uint32_t i = 0; i < m->ntiles; i++) {
-            ipu_tile *t = &m->t[i];
-            if (!t->pend.n)
-                continue;
-            if (t->log.n + t->pend.n > t->log.cap) {
-                void *v = t->log.v;
-                if (ts_grow(&v, &t->log.cap, t->log.n + t->pend.n, sizeof(ipu_word)))
-                    return ts_err_set(err, TS_ENOMEM, "out of memory for exchange words");
-                t->log.v = v;
-            }
-            memcpy(t->log.v + t->log.n, t->pend.v, t->pend.n * sizeof(ipu_word));
-            t->log.n += t->pend.n;
-            t->pend.n = 0;
-        }
+        /* this round's words were committed by finish_range; the threads' summaries */
         m->now = h;
-        uint64_t work = 0;
-        for (uint32_t i = 0; i < m->ntiles; i++)
-            work += m->t[i].work;
+        uint64_t work = 0, last_arrival = 0;
+        uint32_t live = 0, at_sync = 0, waiting = 0, stuck = 0, first_stuck = 0;
+        bool pending = false, nomem = false;
+        for (int i = 0; i < m->nthreads; i++) {
+            const ipu_tsum *q = &m->tsum[i];
+            work += q->work;
+            if (q->last_arrival > last_arrival)
+                last_arrival = q->last_arrival;
+            live += q->live;
+            at_sync += q->at_sync;
+            waiting += q->waiting;
+            pending |= q->pending;
+            nomem |= q->nomem;
+        }
+        if (nomem)
+            return ts_err_set(err, TS_ENOMEM, "out of memory for exchange words");
         m->work = work + m->nss;
-        uint32_t live = 0, at_sync = 0, stuck = 0, first_stuck = 0;
-        uint64_t last_arrival = 0;
-        bool pending = false;
-        for (uint32_t i = 0; i < m->ntiles; i++) {
-            const ipu_tile *t = &m->t[i];
-            if (t->sup == SUP_DONE)
-                continue;
-            pending |= t->failed;
-            live++;
-            at_sync += t->sup == SUP_SYNC;
-            if (t->sup == SUP_SYNC && t->arrival > last_arrival)
-                last_arrival = t->arrival;
-            if (tile_stuck(m, t) && !stuck++)
-                first_stuck = i;
-        }
-        for (uint32_t i = 0; i < m->ntiles; i++) { /* tiles that halted during this superstep */
-            uint64_t at;
-            if (m->t[i].sup == SUP_DONE && arrived_at(m, &m->t[i], &at) && at > last_arrival)
-                last_arrival = at;
-        }
+        if (waiting && waiting + at_sync == live) /* only then can every live tile be stuck or at a sync */
+            for (uint32_t i = 0; i < m->ntiles; i++)
+                if (tile_stuck(m, &m->t[i]) && !stuck++)
+                    first_stuck = i;
         if (pending)
             continue; /* no barrier and no verdict on receives while an error waits */
         if (!live) {
