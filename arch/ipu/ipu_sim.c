@@ -49,6 +49,9 @@ typedef struct ipu_insn {
     uint8_t op, r0, r1, r2;
     int32_t imm, imm2;
     uint32_t tgt;
+    uint8_t r3, r4;         /* fourth and fifth register operands (the paced loads and stores) */
+    uint8_t member;         /* inside a bundle: issued by its `{`, never on its own */
+    uint8_t bundled;        /* rpt/rpti: the body holds bundles (issues != instructions) */
     uint8_t ctx_ok;         /* bit 0: the supervisor may issue it, bit 1: a worker may */
     uint8_t pure;           /* rpt/rpti: the body writes nothing another context reads (no store,
                              * no coefficient load), so turns of it can run in closed form */
@@ -95,6 +98,7 @@ enum { SUP_RUN, SUP_SYNC, SUP_DONE };
 typedef struct ipu_tile {
     ipu_insn *code;         /* borrowed from the model's decoded program (hit counts written) */
     uint32_t n;
+    uint32_t ncode;         /* instructions that take code memory (the bundle braces take none) */
     uint64_t work;          /* instructions issued + words received (the hang detector's counter);
                              * next to the code pointer so the issue path touches one line */
     uint8_t **page;         /* owned pages, allocated on first write */
@@ -520,7 +524,7 @@ static ts_status ipu_create(ts_model **out, const ts_config *cfg, const ts_run_o
 static bool is_body_op(uint8_t unit, uint8_t op)
 {
     return (unit == IPU_U_ALU || unit == IPU_U_MEM || unit == IPU_U_FPU || unit == IPU_U_AMP ||
-            op == IPU_OP_NOP);
+            op == IPU_OP_NOP || op == IPU_OP_BUNDLE || op == IPU_OP_BUNDLE_END);
 }
 
 static ts_status decode_one(const ts_insn *in, uint32_t pc, uint32_t n, uint32_t tile, ipu_insn *out, ts_err *err)
@@ -570,10 +574,72 @@ static ts_status decode_one(const ts_insn *in, uint32_t pc, uint32_t n, uint32_t
             out->r0 = r;
         else if (nreg == 1)
             out->r1 = r;
-        else
+        else if (nreg == 2)
             out->r2 = r;
+        else if (nreg == 3)
+            out->r3 = r;
+        else
+            out->r4 = r;
         nreg++;
     }
+    return TS_OK;
+}
+
+/* Registers an instruction reads and writes, as bit masks over the 32 registers (pairs and quads
+ * cover 2 and 4). */
+static void reg_masks(const ts_insn *in, uint32_t *rd, uint32_t *wr)
+{
+    const ts_opinfo *oi = &ts_ipu_isa.ops[in->op];
+    const char *cls = ts_ipu_opfacts[in->op].classes;
+    *rd = *wr = 0;
+    for (int k = 0; cls[k]; k++) {
+        char ch = cls[k];
+        if (ch == 'i' || ch == 'f' || ch == 'l')
+            continue;
+        uint32_t w = ch == 'p' ? 2 : ch == 'q' ? 4 : 1;
+        uint32_t bits = (uint32_t)((1ull << w) - 1) << (in->a[k] & 31);
+        if (oi->opnd[k] & TS_OR_READ)
+            *rd |= bits;
+        if (oi->opnd[k] & TS_OR_WRITE)
+            *wr |= bits;
+    }
+}
+
+/* Bundles (`{` main aux `}`): the shape, the pipelines, and that the two instructions cannot see
+ * each other within the issue: the auxiliary one runs first on the registers as they were, so
+ * the main one may not read or write a register the auxiliary one writes. No branch enters a
+ * bundle. Marks the members. */
+static ts_status check_bundles(const ts_stream *s, ipu_insn *code, ts_err *err)
+{
+    for (uint32_t pc = 0; pc < s->n; pc++) {
+        if (code[pc].op == IPU_OP_BUNDLE_END && !code[pc].member)
+            return ts_err_sim(err, s->index, -1, "pc %u: } without {", pc);
+        if (code[pc].op != IPU_OP_BUNDLE)
+            continue;
+        if (pc + 3 >= s->n || code[pc + 3].op != IPU_OP_BUNDLE_END)
+            return ts_err_sim(err, s->index, -1, "pc %u: a bundle is {, one main-pipeline instruction, one auxiliary "
+                              "one and }", pc);
+        uint8_t mo = code[pc + 1].op, ao = code[pc + 2].op;
+        uint8_t mu = ts_ipu_opfacts[mo].unit, au = ts_ipu_opfacts[ao].unit;
+        if (!(mu == IPU_U_ALU || mu == IPU_U_MEM || mo == IPU_OP_NOP))
+            return ts_err_sim(err, s->index, -1, "pc %u: %s cannot lead a bundle: the first instruction must be an integer, "
+                              "load, store or nop (main pipeline)", pc + 1, ts_ipu_isa.ops[mo].mnemonic);
+        if (!((au == IPU_U_FPU || au == IPU_U_AMP) && ao != IPU_OP_LD128PUTCS) && ao != IPU_OP_NOP)
+            return ts_err_sim(err, s->index, -1, "pc %u: %s cannot be the second instruction of a bundle: it must be a "
+                              "float, AMP or nop instruction (auxiliary pipeline)", pc + 2, ts_ipu_isa.ops[ao].mnemonic);
+        uint32_t mr, mw, ar, aw;
+        reg_masks(&s->insn[pc + 1], &mr, &mw);
+        reg_masks(&s->insn[pc + 2], &ar, &aw);
+        if ((mr | mw) & aw)
+            return ts_err_sim(err, s->index, -1, "pc %u: %s uses a register that %s in the same bundle writes",
+                              pc + 1, ts_ipu_isa.ops[mo].mnemonic, ts_ipu_isa.ops[ao].mnemonic);
+        code[pc + 1].member = code[pc + 2].member = code[pc + 3].member = 1;
+        pc += 3;
+    }
+    for (uint32_t pc = 0; pc < s->n; pc++)
+        if (strchr(ts_ipu_opfacts[code[pc].op].classes, 'l') && code[pc].tgt < s->n && code[code[pc].tgt].member)
+            return ts_err_sim(err, s->index, -1, "pc %u: %s target %u is inside a bundle", pc,
+                              ts_ipu_isa.ops[code[pc].op].mnemonic, code[pc].tgt);
     return TS_OK;
 }
 
@@ -604,6 +670,9 @@ static ts_status ipu_load(ts_model *m, const ts_program *p, ts_err *err)
             if (rc != TS_OK)
                 return rc;
         }
+        ts_status brc = check_bundles(s, code, err);
+        if (brc != TS_OK)
+            return brc;
         for (uint32_t pc = 0; pc < s->n; pc++) { /* repeat bodies: straight-line work only */
             if (code[pc].op != IPU_OP_RPT && code[pc].op != IPU_OP_RPTI)
                 continue;
@@ -611,21 +680,28 @@ static ts_status ipu_load(ts_model *m, const ts_program *p, ts_err *err)
             if (len < 1 || pc + 1 + (uint32_t)len > s->n)
                 return ts_err_sim(err, s->index, -1, "pc %u: repeat body of %d instructions does not fit the stream",
                                   pc, len);
+            if (pc + 1 + (uint32_t)len < s->n && code[pc + 1 + len].member)
+                return ts_err_sim(err, s->index, -1, "pc %u: repeat body of %d instructions ends inside a bundle", pc, len);
             code[pc].pure = 1;
             for (uint32_t k = pc + 1; k <= pc + (uint32_t)len; k++) {
                 uint8_t op = code[k].op;
+                code[pc].bundled |= op == IPU_OP_BUNDLE;
                 if (!is_body_op(ts_ipu_opfacts[op].unit, op))
                     return ts_err_sim(err, s->index, -1, "pc %u: %s inside the repeat body at pc %u is not allowed",
                                       k, ts_ipu_isa.ops[op].mnemonic, pc);
                 if (op == IPU_OP_ST32 || op == IPU_OP_ST32STEP || op == IPU_OP_ST64 || op == IPU_OP_ST64STEP ||
-                    op == IPU_OP_LD128PUTCS)
+                    op == IPU_OP_LDST64PACE || op == IPU_OP_LD2XST64PACE || op == IPU_OP_LD128PUTCS)
                     code[pc].pure = 0;
             }
         }
-        if ((uint64_t)s->n * m->c.insn_bytes > m->c.sram_bytes)
-            return ts_err_set(err, TS_EINPUT, "tile %u: code of %u instructions does not fit its memory", s->index, s->n);
+        uint32_t ncode = 0;
+        for (uint32_t pc = 0; pc < s->n; pc++)
+            ncode += code[pc].op != IPU_OP_BUNDLE && code[pc].op != IPU_OP_BUNDLE_END;
+        if ((uint64_t)ncode * m->c.insn_bytes > m->c.sram_bytes)
+            return ts_err_set(err, TS_EINPUT, "tile %u: code of %u instructions does not fit its memory", s->index, ncode);
         t->code = code;
         t->n = s->n;
+        t->ncode = ncode;
         t->sup = s->n ? SUP_RUN : SUP_DONE;
         off += s->n;
     }
@@ -769,10 +845,21 @@ static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_
         return TS_OK;
     }
     ipu_insn *in = &t->code[pc];
+    uint32_t next = pc + 1;
+    uint32_t main_pc = 0; /* a bundle's main instruction, run after its auxiliary one */
+    if (in->op == IPU_OP_BUNDLE) {
+        /* one issue: the auxiliary instruction first, then the main one; neither sees the
+         * other's results (checked at load), so this is "both read their registers at issue" */
+        in->hits++;
+        main_pc = pc + 1;
+        next = pc + 4;
+        pc += 2;
+        in = &t->code[pc];
+    }
+again:
     if (!(in->ctx_ok & (ctx ? 2 : 1)))
         return fail(t, ti, ctx, pc, c, err, "%s may only run in %s", ts_ipu_isa.ops[in->op].mnemonic,
                     ctx == 0 ? "a worker" : "the supervisor");
-    uint32_t next = pc + 1;
     x->ready = c + 1;
     in->hits++;
     t->work++;
@@ -1160,8 +1247,50 @@ static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_
         t->host[t->nhost++] = (ipu_hostop){(uint32_t)addr, h, (uint32_t)nb, in->op == IPU_OP_HOSTWR};
         break;
     }
+    case IPU_OP_LDST64PACE:
+    case IPU_OP_LD2XST64PACE: {
+        bool two = in->op == IPU_OP_LD2XST64PACE;
+        const char *name = ts_ipu_isa.ops[in->op].mnemonic;
+        if (m->c.load_bpc < (two ? 16 : 8) || m->c.store_bpc < 8)
+            return fail(t, ti, ctx, pc, c, err, "%s needs tile.load_bytes_per_cycle >= %d and tile.store_bytes_per_cycle >= 8",
+                        name, two ? 16 : 8);
+        uint8_t rs = two ? in->r4 : in->r3; /* the store pointer */
+        int64_t la = (int64_t)(int32_t)a2, lb = two ? (int64_t)(int32_t)r[in->r3] : 0;
+        addr = (int64_t)(int32_t)r[rs];
+        CHECK_ADDR(la, 8, name);
+        if (two) {
+            CHECK_ADDR(lb, 8, name);
+            if ((uint64_t)la < m->c.interleaved_base || (uint64_t)lb < m->c.interleaved_base)
+                return fail(t, ti, ctx, pc, c, err, "%s: two loads in one cycle need interleaved memory, at or above %" PRIu64,
+                            name, m->c.interleaved_base);
+        }
+        CHECK_ADDR(addr, 8, name);
+        uint32_t v[2] = {r[in->r1], r[in->r1 + 1]}; /* the pair to store, as it was at issue */
+        memcpy(&r[in->r0], rd_ptr(m, t, (uint64_t)la), 8);
+        if (two)
+            memcpy(&r[in->r0 + 2], rd_ptr(m, t, (uint64_t)lb), 8);
+        uint8_t *p = wr_ptr(t, (uint64_t)addr, 8);
+        if (!p)
+            return ts_err_set(err, TS_ENOMEM, "out of memory for tile memory");
+        memcpy(p, v, 8);
+        r[in->r2] = (uint32_t)la + 8;
+        if (two)
+            r[in->r3] = (uint32_t)lb + 8;
+        r[rs] = (uint32_t)addr + 8;
+        x->ready = c + m->c.load_latency;
+        break;
+    }
+    case IPU_OP_BUNDLE:
+    case IPU_OP_BUNDLE_END: /* never issued on their own: check_bundles keeps branches out */
+        return fail(t, ti, ctx, pc, c, err, "%s issued outside a bundle", ts_ipu_isa.ops[in->op].mnemonic);
     case IPU_OP_COUNT: /* no default: -Wswitch names an opcode of the table without a case */
         return ts_err_set(err, TS_EINTERNAL, "ipu: opcode %u has no executor", in->op);
+    }
+    if (main_pc) {
+        pc = main_pc;
+        main_pc = 0;
+        in = &t->code[pc];
+        goto again;
     }
     if (x->rpt_left && next == x->rpt_end) {
         if (--x->rpt_left > 0)
@@ -1271,6 +1400,14 @@ static bool reads_others(const ipu_tile *t)
  * tile.load_latency <= W). So the next k turns can be run worker by worker, each with its exact
  * issue cycles, and give what cycle-by-cycle issue gives. Returns k (0 when the form does not
  * apply), at most what keeps the tile below `limit`. */
+static uint64_t body_issues(const ipu_tile *t, uint32_t from, uint32_t to)
+{
+    uint64_t n = 0;
+    for (uint32_t p = from; p < to; p++)
+        n += !t->code[p].member;
+    return n;
+}
+
 static uint64_t closed_form_turns(const ts_model *m, const ipu_tile *t, uint64_t c, uint64_t limit)
 {
     const uint32_t W = m->W;
@@ -1283,6 +1420,9 @@ static uint64_t closed_form_turns(const ts_model *m, const ipu_tile *t, uint64_t
         if (x->ready > c + (w + W - slot) % W)
             return 0;
         uint64_t rem = (uint64_t)(x->rpt_end - x->pc) + (uint64_t)(x->rpt_left - 1) * (x->rpt_end - x->rpt_start);
+        if (t->code[x->rpt_start - 1].bundled) /* issues, not instructions: a bundle is one */
+            rem = body_issues(t, x->pc, x->rpt_end) +
+                  (uint64_t)(x->rpt_left - 1) * body_issues(t, x->rpt_start, x->rpt_end);
         if (rem < k)
             k = rem;
     }
@@ -1898,6 +2038,8 @@ static void op_mem_bytes(int op, uint32_t *rd, uint32_t *wr)
     case IPU_OP_LDZ8: *rd = 1; break;
     case IPU_OP_ST32: case IPU_OP_ST32STEP: *wr = 4; break;
     case IPU_OP_ST64: case IPU_OP_ST64STEP: *wr = 8; break;
+    case IPU_OP_LDST64PACE: *rd = 8; *wr = 8; break;
+    case IPU_OP_LD2XST64PACE: *rd = 16; *wr = 8; break;
     default: break;
     }
 }
@@ -1937,14 +2079,16 @@ static ts_status ipu_collect(ts_model *m, ts_results *r, ts_err *err)
     for (uint32_t i = 0; i < n; i++) {
         const ipu_tile *t = &m->t[i];
         uint64_t opcount[IPU_OP_COUNT] = {0};
-        for (uint32_t pc = 0; pc < t->n; pc++)
+        uint64_t tb = 0; /* issue cycles: a bundle is one issue (its `{`), its members none */
+        for (uint32_t pc = 0; pc < t->n; pc++) {
             opcount[t->code[pc].op] += t->code[pc].hits;
-        uint64_t tb = 0;
+            if (!t->code[pc].member)
+                tb += t->code[pc].hits;
+        }
         for (int op = 0; op < IPU_OP_COUNT; op++) {
             uint64_t k = opcount[op];
             if (!k)
                 continue;
-            tb += k;
             uint32_t br, bw;
             op_mem_bytes(op, &br, &bw);
             rd += k * br;
@@ -1969,7 +2113,7 @@ static ts_status ipu_collect(ts_model *m, ts_results *r, ts_err *err)
         ev[EV_WIRE] += t->wire_bit_mm;
         issue += tb;
         busy[i] = (double)tb;
-        memu[i] = (double)(t->mem_hi + (uint64_t)t->n * c->insn_bytes);
+        memu[i] = (double)(t->mem_hi + (uint64_t)t->ncode * c->insn_bytes);
         xb[i] = (double)t->xsent;
     }
     ev[EV_FP16_MAC] += (double)macs16;
