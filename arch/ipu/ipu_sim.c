@@ -74,6 +74,8 @@ typedef struct ipu_word {
     uint32_t val;
     int32_t dst;            /* receiving tile, -1 = any tile listening */
     uint8_t claimed;        /* set by the receiver of a unicast word */
+    uint32_t delay;         /* cycles it waited in the spine's buffered stage (see spine_column);
+                             * set once every tile has passed t, 0 until then */
 } ipu_word;
 
 typedef struct ipu_wlog {
@@ -117,6 +119,7 @@ typedef struct ipu_tile {
     uint64_t tx_t0, tx_end;
     uint32_t tx_addr, tx_n;
     ipu_wlog pend, log;     /* this round's words; committed words of this superstep */
+    size_t fin;             /* log words before this have their spine delay set */
     uint64_t xch_until;     /* exchange activity is counted up to this cycle */
     uint64_t xch_cycles;    /* cycles with exchange activity this superstep */
     ipu_xspan *xs; size_t nxs, cap_xs; /* those cycles as spans, kept only with opts.activity */
@@ -196,6 +199,9 @@ struct ts_model {
     int gate;                /* 0 wait, 1 go, 2 quit */
     bool bar_init, gate_init, quit;
     uint64_t round_h;
+    uint64_t *spine_e;       /* per column: the first cycle its next words may enter the spine
+                              * (one cycle after its last ones, see spine_column) */
+    uint32_t ncols;
     ipu_terr *terr;
     ipu_tsum *tsum;          /* one per thread */
 };
@@ -330,6 +336,7 @@ static void ipu_destroy(ts_model *m)
         }
     ts_free(m->terr);
     ts_free(m->tsum);
+    ts_free(m->spine_e);
     ts_free(m->t);
     ts_free(m->tnow);
     ts_free(m->code);
@@ -434,7 +441,9 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
     m->zero_page = ts_calloc(1, PAGE_SIZE);
     m->terr = ts_calloc((size_t)m->nthreads, sizeof *m->terr);
     m->tsum = ts_calloc((size_t)m->nthreads, sizeof *m->tsum);
-    if (!m->t || !m->tnow || !m->zero_page || !m->terr || !m->tsum) {
+    m->ncols = (uint32_t)((m->ntiles + c->tiles_per_column - 1) / c->tiles_per_column);
+    m->spine_e = ts_calloc(m->ncols, sizeof *m->spine_e);
+    if (!m->t || !m->tnow || !m->zero_page || !m->terr || !m->tsum || !m->spine_e) {
         ipu_destroy(m);
         return ts_err_set(err, TS_ENOMEM, "out of memory creating the ipu model");
     }
@@ -1159,6 +1168,7 @@ again:
             memcpy(&w->val, rd_ptr(m, t, (uint64_t)addr + 4ull * i), 4);
             w->dst = dst;
             w->claimed = 0;
+            w->delay = 0;
         }
         uint64_t cyc = (nw + wpc - 1) / wpc;
         t->tx_t0 = c;
@@ -1211,7 +1221,7 @@ again:
         size_t lo = 0, hi = lg->n;
         while (lo < hi) {
             size_t mid = (lo + hi) / 2;
-            if (lg->v[mid].t + t->rx_lat < c)
+            if (lg->v[mid].t + lg->v[mid].delay + t->rx_lat < c)
                 lo = mid + 1;
             else
                 hi = mid;
@@ -1310,7 +1320,7 @@ static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, 
     ipu_wlog *lg = &s->log;
     while (t->rx_left && t->rx_cursor < lg->n) {
         ipu_word *w = &lg->v[t->rx_cursor];
-        uint64_t a = w->t + t->rx_lat;
+        uint64_t a = w->t + w->delay + t->rx_lat;
         if (a > c)
             break;
         t->rx_cursor++;
@@ -1367,7 +1377,7 @@ static uint64_t next_event(const ts_model *m, const ipu_tile *t, uint64_t c, uin
     if (t->rx_left) {
         const ipu_wlog *lg = &m->t[t->rx_src].log;
         if (t->rx_cursor < lg->n) {
-            uint64_t a = lg->v[t->rx_cursor].t + t->rx_lat;
+            uint64_t a = lg->v[t->rx_cursor].t + lg->v[t->rx_cursor].delay + t->rx_lat;
             if (a < best)
                 best = a < c ? c : a;
         }
@@ -1523,11 +1533,21 @@ static ts_status tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
     return TS_OK;
 }
 
+/* The tiles of thread id: whole columns (so that a column's spine stage is one thread's), split
+ * as evenly as columns allow. */
+static void thread_range(const ts_model *m, int id, uint32_t *lo, uint32_t *hi)
+{
+    uint64_t k = (uint64_t)m->nthreads, tpc = m->c.tiles_per_column;
+    uint64_t a = m->ncols * (uint64_t)id / k * tpc, b = m->ncols * ((uint64_t)id + 1) / k * tpc;
+    *lo = (uint32_t)(a < m->ntiles ? a : m->ntiles);
+    *hi = (uint32_t)(b < m->ntiles ? b : m->ntiles);
+}
+
 /* Run tiles [lo, hi) to round_h; record the first error of each thread (lowest cycle, then tile). */
 static void run_range(ts_model *m, int id)
 {
-    uint32_t n = m->ntiles, k = (uint32_t)m->nthreads;
-    uint32_t lo = (uint32_t)((uint64_t)n * (uint32_t)id / k), hi = (uint32_t)((uint64_t)n * ((uint32_t)id + 1) / k);
+    uint32_t lo, hi;
+    thread_range(m, id, &lo, &hi);
     ipu_terr *te = &m->terr[id];
     for (uint32_t i = lo; i < hi; i++) {
         if (m->t[i].failed || m->t[i].sup != SUP_RUN)
@@ -1547,13 +1567,90 @@ static void run_range(ts_model *m, int id)
     }
 }
 
+/* The exchange spine (research §1.2 HC33: an exchange spine in a fishbone layout; §2.4, §3.3 CIT:
+ * columns give the fastest paths, crossing between groups costs more; §3.1 #14: latency +24 %
+ * under full load). A word that leaves its column group (or is broadcast) enters the spine
+ * through its column's port. Up to exchange.spine_port_words such words of one column in one
+ * cycle go straight through; when more leave in the same cycle, all of them take the column's
+ * buffered stage, exchange.spine_buffer_cycles longer. The stage keeps the column's words in
+ * order and passes one send cycle's words per cycle: words sent in a later cycle enter the
+ * spine at least a cycle after the column's previous ones, so a word right after a crowded
+ * cycle waits for the buffer to drain, and no receiver gets two words of one sender in a cycle.
+ * Bandwidth is unchanged (the stage is pipelined: any pattern still moves a word per tile per
+ * cycle), only latency grows with load.
+ *
+ * The delay depends only on the words the column sent, in cycle order, so it is computed for
+ * the words sent before h, once every tile has passed h (every word sent before h is in the
+ * logs then): the result does not depend on rounds or threads. Each column belongs to one
+ * thread (thread_range). The receiver sees a word at t + delay + L(s, d); until its delay is
+ * set a word cannot arrive inside the round (t >= the round's start, L >= the window). */
+static void spine_column(ts_model *m, uint32_t col, uint64_t h)
+{
+    const uint64_t tpc = m->c.tiles_per_column, cpg = m->c.columns_per_group;
+    uint32_t lo = (uint32_t)(col * tpc), hi = (uint32_t)((col + 1) * tpc < m->ntiles ? (col + 1) * tpc : m->ntiles);
+    uint64_t group = col / cpg;
+    bool any = false; /* a word to set that enters the spine: else every delay stays 0 */
+    for (uint32_t i = lo; i < hi && !any; i++) {
+        const ipu_tile *t = &m->t[i];
+        for (size_t k = t->fin; k < t->log.n && t->log.v[k].t < h && !any; k++)
+            any = t->log.v[k].dst < 0 || (uint64_t)t->log.v[k].dst / tpc / cpg != group;
+    }
+    if (!any) {
+        for (uint32_t i = lo; i < hi; i++) {
+            ipu_tile *t = &m->t[i];
+            while (t->fin < t->log.n && t->log.v[t->fin].t < h)
+                t->fin++;
+        }
+        return;
+    }
+    for (;;) {
+        uint64_t tmin = UINT64_MAX;
+        for (uint32_t i = lo; i < hi; i++) {
+            const ipu_tile *t = &m->t[i];
+            if (t->fin < t->log.n && t->log.v[t->fin].t < h && t->log.v[t->fin].t < tmin)
+                tmin = t->log.v[t->fin].t;
+        }
+        if (tmin == UINT64_MAX)
+            return;
+        uint64_t crossing = 0; /* this column's words that enter the spine at tmin */
+        for (uint32_t i = lo; i < hi; i++) {
+            const ipu_tile *t = &m->t[i];
+            for (size_t k = t->fin; k < t->log.n && t->log.v[k].t == tmin; k++) {
+                int32_t d = t->log.v[k].dst;
+                crossing += d < 0 || (uint64_t)d / tpc / cpg != group;
+            }
+        }
+        uint64_t e = tmin + (crossing > m->c.spine_port_words ? m->c.spine_buffer_cycles : 0);
+        if (crossing && e < m->spine_e[col])
+            e = m->spine_e[col];
+        if (crossing)
+            m->spine_e[col] = e + 1;
+        for (uint32_t i = lo; i < hi; i++) {
+            ipu_tile *t = &m->t[i];
+            for (; t->fin < t->log.n && t->log.v[t->fin].t == tmin; t->fin++) {
+                ipu_word *w = &t->log.v[t->fin];
+                bool x = w->dst < 0 || (uint64_t)w->dst / tpc / cpg != group;
+                w->delay = x ? (uint32_t)(e - tmin) : 0;
+            }
+        }
+    }
+}
+
+/* Set the spine delay of every word still without one: when no tile will send again before
+ * the words are checked (at a barrier, at the end, when every tile waits). */
+static void spine_all(ts_model *m)
+{
+    for (uint32_t col = 0; col < m->ncols; col++)
+        spine_column(m, col, UINT64_MAX);
+}
+
 /* Tiles [lo, hi) of thread id: commit the words they sent this round to their logs (no thread
  * reads a log while this runs: it comes between two barriers) and summarise their state for the
  * main thread's decision. */
 static void finish_range(ts_model *m, int id)
 {
-    uint32_t n = m->ntiles, k = (uint32_t)m->nthreads;
-    uint32_t lo = (uint32_t)((uint64_t)n * (uint32_t)id / k), hi = (uint32_t)((uint64_t)n * ((uint32_t)id + 1) / k);
+    uint32_t lo, hi;
+    thread_range(m, id, &lo, &hi);
     ipu_tsum s = {0};
     s.nomem = m->tsum[id].nomem;
     for (uint32_t i = lo; i < hi; i++) {
@@ -1571,6 +1668,8 @@ static void finish_range(ts_model *m, int id)
             t->log.n += t->pend.n;
             t->pend.n = 0;
         }
+        if (i + 1 == hi || (i + 1) % m->c.tiles_per_column == 0)
+            spine_column(m, (uint32_t)(i / m->c.tiles_per_column), m->round_h);
         s.work += t->work;
         s.uni += t->ss_uni;
         s.claims += t->ss_claims;
@@ -1663,6 +1762,7 @@ static int cmp_u64x3(const void *pa, const void *pb)
  * word received. */
 static ts_status check_exchange(ts_model *m, ts_err *err)
 {
+    spine_all(m); /* no tile sends again before this check: every word's arrival is known */
     /* Two senders into one receiver in one cycle leave at least one word unclaimed (the input
      * selects one sender), so when every word was received there is nothing to sort. The
      * threads' summaries of the round just run count the words sent and received. */
@@ -1687,7 +1787,7 @@ static ts_status check_exchange(ts_model *m, ts_err *err)
             if (w->dst < 0)
                 continue;
             v[k][0] = (uint64_t)w->dst;
-            v[k][1] = w->t + ts_ipu_latency(&m->c, s, (uint32_t)w->dst);
+            v[k][1] = w->t + w->delay + ts_ipu_latency(&m->c, s, (uint32_t)w->dst);
             v[k][2] = s;
             v[k][3] = w->claimed;
             k++;
@@ -1864,6 +1964,7 @@ static ts_status barrier(ts_model *m, ts_err *err)
     for (uint32_t i = 0; i < m->ntiles; i++) {
         ipu_tile *t = &m->t[i];
         t->log.n = 0;
+        t->fin = 0;
         t->nhost = 0;
         t->ss_xbytes = 0;
         t->ss_uni = t->ss_claims = 0;
