@@ -27,6 +27,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1715,10 +1716,12 @@ static void finish_range(ts_model *m, int id)
 }
 
 /* The threads' barrier: sense-reversing on C11 atomics. A thread spins for a while (a round
- * takes microseconds, a futex wake-up about as long) and then sleeps on bar_cv; the last to
+ * takes microseconds, a futex wake-up about as long), then spins yielding the core (on a busy
+ * host the thread it waits for may need that core), and then sleeps on bar_cv; the last to
  * arrive wakes the sleepers. Sequentially consistent atomics on bar_sense and bar_sleepers make
  * sure that either the last thread sees a sleeper or the sleeper sees the new sense. */
-#define IPU_SPINS 200000
+#define IPU_SPINS 4000  /* plain spins (a few microseconds) */
+#define IPU_YIELDS 2000 /* then spins that yield the core (about a millisecond when it is free) */
 
 static void bar_wait(ts_model *m, uint32_t *sense)
 {
@@ -1734,9 +1737,12 @@ static void bar_wait(ts_model *m, uint32_t *sense)
         }
         return;
     }
-    for (unsigned i = 0; i < IPU_SPINS; i++)
+    for (unsigned i = 0; i < IPU_SPINS + IPU_YIELDS; i++) {
         if (atomic_load_explicit(&m->bar_sense, memory_order_acquire) == s)
             return;
+        if (i >= IPU_SPINS) /* let a thread we wait for run if it shares our core */
+            sched_yield();
+    }
     pthread_mutex_lock(&m->bar_mu);
     atomic_fetch_add(&m->bar_sleepers, 1);
     while (atomic_load(&m->bar_sense) != s)
