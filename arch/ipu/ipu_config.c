@@ -59,6 +59,17 @@ static const ts_cfg_key ipu_keys[] = {
       "23 rows x 64 positions on IPU21, IPS) (assumed: 1216 = 64 x 19 on MK1)", tiles_per_column),
     K("layout.columns_per_group", TS_CFG_UINT, TS_UNIT_NONE, 1, 65536, "4",
       "physical columns per column group (research §2.4: 16 groups of 4, IPS)", columns_per_group),
+    K("exchange.spine_port_words", TS_CFG_UINT, TS_UNIT_NONE, 1, 65536, "1",
+      "words per cycle a column sends straight onto the exchange spine toward other column groups; "
+      "when more of its words leave the group in one cycle they go through the column's buffered "
+      "spine stage (research §1.2: exchange spine, fishbone layout, HC33; §2.4, §3.3: columns give "
+      "the fastest paths, crossing costs more, CIT) (assumed: one direct lane per column, not public)",
+      spine_port_words),
+    K("exchange.spine_buffer_cycles", TS_CFG_UINT, TS_UNIT_CYCLES, 0, 10000, "19",
+      "extra cycles of a word through the buffered spine stage, which keeps its column's words in "
+      "order (research §3.1 #14: latency +24 % under full load, CIT Table 4.2) (assumed: chosen so "
+      "that a pair half the MK1 chip apart, 78 cycles idle, takes +24 % while every tile sends "
+      "across the spine)", spine_buffer_cycles),
     K("exchange.tile_pitch", TS_CFG_FLOAT, TS_UNIT_LENGTH, 1e-6, 1e-1, "0.75 mm",
       "wire length between neighbouring tiles, for wire_bit_mm energy (assumed: sqrt(823 mm^2 / "
       "1472 tiles), research §1.2 die area, HC33)", tile_pitch_m),

@@ -73,6 +73,8 @@ typedef struct ts_ipu_cfg {
     uint64_t lat_per_row;           /* cycles per row of distance */
     uint64_t tiles_per_column;
     uint64_t columns_per_group;
+    uint64_t spine_port_words;      /* words per cycle a column puts straight onto the spine */
+    uint64_t spine_buffer_cycles;   /* extra cycles through the column's buffered spine stage */
     double tile_pitch_m;            /* metres between neighbouring tiles (wire energy) */
     /* sync */
     uint64_t sync_cycles;

@@ -27,6 +27,8 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,9 @@ typedef struct ipu_insn {
     uint8_t op, r0, r1, r2;
     int32_t imm, imm2;
     uint32_t tgt;
+    uint8_t r3, r4;         /* fourth and fifth register operands (the paced loads and stores) */
+    uint8_t member;         /* inside a bundle: issued by its `{`, never on its own */
+    uint8_t bundled;        /* rpt/rpti: the body holds bundles (issues != instructions) */
     uint8_t ctx_ok;         /* bit 0: the supervisor may issue it, bit 1: a worker may */
     uint8_t pure;           /* rpt/rpti: the body writes nothing another context reads (no store,
                              * no coefficient load), so turns of it can run in closed form */
@@ -70,6 +75,8 @@ typedef struct ipu_word {
     uint32_t val;
     int32_t dst;            /* receiving tile, -1 = any tile listening */
     uint8_t claimed;        /* set by the receiver of a unicast word */
+    uint32_t delay;         /* cycles it waited in the spine's buffered stage (see spine_column);
+                             * set once every tile has passed t, 0 until then */
 } ipu_word;
 
 typedef struct ipu_wlog {
@@ -94,6 +101,7 @@ enum { SUP_RUN, SUP_SYNC, SUP_DONE };
 typedef struct ipu_tile {
     ipu_insn *code;         /* borrowed from the model's decoded program (hit counts written) */
     uint32_t n;
+    uint32_t ncode;         /* instructions that take code memory (the bundle braces take none) */
     uint64_t work;          /* instructions issued + words received (the hang detector's counter);
                              * next to the code pointer so the issue path touches one line */
     uint8_t **page;         /* owned pages, allocated on first write */
@@ -112,6 +120,7 @@ typedef struct ipu_tile {
     uint64_t tx_t0, tx_end;
     uint32_t tx_addr, tx_n;
     ipu_wlog pend, log;     /* this round's words; committed words of this superstep */
+    size_t fin;             /* log words before this have their spine delay set */
     uint64_t xch_until;     /* exchange activity is counted up to this cycle */
     uint64_t xch_cycles;    /* cycles with exchange activity this superstep */
     ipu_xspan *xs; size_t nxs, cap_xs; /* those cycles as spans, kept only with opts.activity */
@@ -125,12 +134,29 @@ typedef struct ipu_tile {
     double wire_bit_mm;
     uint64_t mem_hi;
     uint64_t ss_xbytes;     /* bytes sent this superstep */
+    uint64_t ss_uni, ss_claims; /* unicast words sent this superstep; words addressed to this tile
+                             * that it received (all received when the sums are equal) */
     bool failed;            /* stopped by an error that is not reported yet */
 } ipu_tile;
 
 typedef struct ipu_ss {
     uint64_t start, compute, exchange, sync, critical, xbytes, hbytes;
 } ipu_ss;
+
+/* What one thread saw of its tiles at the end of a round, after committing their words: the
+ * main thread decides from these instead of scanning every tile. Padded so that threads do not
+ * write one cache line. */
+typedef struct ipu_tsum {
+    uint64_t work;          /* sum of the tiles' work counters */
+    uint64_t uni, claims;   /* sums of ss_uni and ss_claims */
+    uint64_t last_arrival;  /* latest arrival at the pending sync (a halt this superstep counts) */
+    uint32_t live;          /* tiles not done */
+    uint32_t at_sync;       /* tiles at a chip-wide sync */
+    uint32_t waiting;       /* tiles idle at rxwait (may be stuck: see tile_stuck) */
+    bool pending;           /* a tile failed and its error is not reported yet */
+    bool nomem;             /* committing words ran out of memory */
+    char pad[128 - 4 * sizeof(uint64_t) - 3 * sizeof(uint32_t) - 2 * sizeof(bool)];
+} ipu_tsum;
 
 typedef struct ipu_terr {
     ts_err err;       /* the thread's earliest error (lowest cycle, then tile) */
@@ -163,13 +189,22 @@ struct ts_model {
     /* threads */
     pthread_t *th;
     int nstarted;            /* helper threads running (1 .. nthreads - 1 once all started) */
-    pthread_barrier_t bar;   /* the main thread and the helpers meet here twice per round */
+    /* the main thread and the helpers meet at a sense-reversing barrier three times per round
+     * (run, commit, decide); it spins on C11 atomics and sleeps on bar_cv when spinning long */
+    _Atomic uint32_t bar_count, bar_sense, bar_sleepers;
+    uint32_t main_sense;     /* the main thread's sense */
+    pthread_mutex_t bar_mu;
+    pthread_cond_t bar_cv;
     pthread_mutex_t gate_mu; /* helpers wait at the gate until every one of them has started */
     pthread_cond_t gate_cv;
     int gate;                /* 0 wait, 1 go, 2 quit */
     bool bar_init, gate_init, quit;
     uint64_t round_h;
+    uint64_t *spine_e;       /* per column: the first cycle its next words may enter the spine
+                              * (one cycle after its last ones, see spine_column) */
+    uint32_t ncols;
     ipu_terr *terr;
+    ipu_tsum *tsum;          /* one per thread */
 };
 
 static inline float rf(uint32_t v) { float f; memcpy(&f, &v, 4); return f; }
@@ -257,6 +292,8 @@ static void mem_read_bytes(ts_model *m, ipu_tile *t, uint64_t a, uint8_t *dst, u
 /* Count [a, b) as cycles of exchange activity (send port busy, a receive armed, a delay),
  * without counting a cycle twice when intervals overlap. */
 static void xch_busy(struct ipu_tile *t, uint64_t a, uint64_t b, uint64_t bytes);
+static void bar_wait(ts_model *m, uint32_t *sense);
+static bool arrived_at(const ts_model *m, const struct ipu_tile *t, uint64_t *at);
 
 /* ---- create / destroy ---- */
 
@@ -266,13 +303,15 @@ static void ipu_destroy(ts_model *m)
         return;
     if (m->nstarted) {
         m->quit = true;
-        pthread_barrier_wait(&m->bar);
+        bar_wait(m, &m->main_sense);
         for (int i = 1; i <= m->nstarted; i++)
             pthread_join(m->th[i], NULL);
     }
     ts_free(m->th);
-    if (m->bar_init)
-        pthread_barrier_destroy(&m->bar);
+    if (m->bar_init) {
+        pthread_mutex_destroy(&m->bar_mu);
+        pthread_cond_destroy(&m->bar_cv);
+    }
     if (m->gate_init) {
         pthread_mutex_destroy(&m->gate_mu);
         pthread_cond_destroy(&m->gate_cv);
@@ -297,6 +336,8 @@ static void ipu_destroy(ts_model *m)
             ts_err_free(&m->terr[i].scratch);
         }
     ts_free(m->terr);
+    ts_free(m->tsum);
+    ts_free(m->spine_e);
     ts_free(m->t);
     ts_free(m->tnow);
     ts_free(m->code);
@@ -419,7 +460,10 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
     m->tnow = ts_calloc(m->ntiles, sizeof *m->tnow);
     m->zero_page = ts_calloc(1, PAGE_SIZE);
     m->terr = ts_calloc((size_t)m->nthreads, sizeof *m->terr);
-    if (!m->t || !m->tnow || !m->zero_page || !m->terr) {
+    m->tsum = ts_calloc((size_t)m->nthreads, sizeof *m->tsum);
+    m->ncols = (uint32_t)((m->ntiles + c->tiles_per_column - 1) / c->tiles_per_column);
+    m->spine_e = ts_calloc(m->ncols, sizeof *m->spine_e);
+    if (!m->t || !m->tnow || !m->zero_page || !m->terr || !m->tsum || !m->spine_e) {
         ipu_destroy(m);
         return ts_err_set(err, TS_ENOMEM, "out of memory creating the ipu model");
     }
@@ -446,9 +490,14 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
         }
     }
     if (m->nthreads > 1) {
-        if (pthread_barrier_init(&m->bar, NULL, (unsigned)m->nthreads)) {
+        if (pthread_mutex_init(&m->bar_mu, NULL)) {
             ipu_destroy(m);
-            return ts_err_set(err, TS_ENOMEM, "cannot create a thread barrier");
+            return ts_err_set(err, TS_ENOMEM, "cannot create a mutex");
+        }
+        if (pthread_cond_init(&m->bar_cv, NULL)) {
+            pthread_mutex_destroy(&m->bar_mu);
+            ipu_destroy(m);
+            return ts_err_set(err, TS_ENOMEM, "cannot create a condition variable");
         }
         m->bar_init = true;
         if (pthread_mutex_init(&m->gate_mu, NULL)) {
@@ -504,7 +553,7 @@ static ts_status ipu_create(ts_model **out, const ts_config *cfg, const ts_run_o
 static bool is_body_op(uint8_t unit, uint8_t op)
 {
     return (unit == IPU_U_ALU || unit == IPU_U_MEM || unit == IPU_U_FPU || unit == IPU_U_AMP ||
-            op == IPU_OP_NOP);
+            op == IPU_OP_NOP || op == IPU_OP_BUNDLE || op == IPU_OP_BUNDLE_END);
 }
 
 static ts_status decode_one(const ts_insn *in, uint32_t pc, uint32_t n, uint32_t tile, ipu_insn *out, ts_err *err)
@@ -554,10 +603,72 @@ static ts_status decode_one(const ts_insn *in, uint32_t pc, uint32_t n, uint32_t
             out->r0 = r;
         else if (nreg == 1)
             out->r1 = r;
-        else
+        else if (nreg == 2)
             out->r2 = r;
+        else if (nreg == 3)
+            out->r3 = r;
+        else
+            out->r4 = r;
         nreg++;
     }
+    return TS_OK;
+}
+
+/* Registers an instruction reads and writes, as bit masks over the 32 registers (pairs and quads
+ * cover 2 and 4). */
+static void reg_masks(const ts_insn *in, uint32_t *rd, uint32_t *wr)
+{
+    const ts_opinfo *oi = &ts_ipu_isa.ops[in->op];
+    const char *cls = ts_ipu_opfacts[in->op].classes;
+    *rd = *wr = 0;
+    for (int k = 0; cls[k]; k++) {
+        char ch = cls[k];
+        if (ch == 'i' || ch == 'f' || ch == 'l')
+            continue;
+        uint32_t w = ch == 'p' ? 2 : ch == 'q' ? 4 : 1;
+        uint32_t bits = (uint32_t)((1ull << w) - 1) << (in->a[k] & 31);
+        if (oi->opnd[k] & TS_OR_READ)
+            *rd |= bits;
+        if (oi->opnd[k] & TS_OR_WRITE)
+            *wr |= bits;
+    }
+}
+
+/* Bundles (`{` main aux `}`): the shape, the pipelines, and that the two instructions cannot see
+ * each other within the issue: the auxiliary one runs first on the registers as they were, so
+ * the main one may not read or write a register the auxiliary one writes. No branch enters a
+ * bundle. Marks the members. */
+static ts_status check_bundles(const ts_stream *s, ipu_insn *code, ts_err *err)
+{
+    for (uint32_t pc = 0; pc < s->n; pc++) {
+        if (code[pc].op == IPU_OP_BUNDLE_END && !code[pc].member)
+            return ts_err_sim(err, s->index, -1, "pc %u: } without {", pc);
+        if (code[pc].op != IPU_OP_BUNDLE)
+            continue;
+        if (pc + 3 >= s->n || code[pc + 3].op != IPU_OP_BUNDLE_END)
+            return ts_err_sim(err, s->index, -1, "pc %u: a bundle is {, one main-pipeline instruction, one auxiliary "
+                              "one and }", pc);
+        uint8_t mo = code[pc + 1].op, ao = code[pc + 2].op;
+        uint8_t mu = ts_ipu_opfacts[mo].unit, au = ts_ipu_opfacts[ao].unit;
+        if (!(mu == IPU_U_ALU || mu == IPU_U_MEM || mo == IPU_OP_NOP))
+            return ts_err_sim(err, s->index, -1, "pc %u: %s cannot lead a bundle: the first instruction must be an integer, "
+                              "load, store or nop (main pipeline)", pc + 1, ts_ipu_isa.ops[mo].mnemonic);
+        if (!((au == IPU_U_FPU || au == IPU_U_AMP) && ao != IPU_OP_LD128PUTCS) && ao != IPU_OP_NOP)
+            return ts_err_sim(err, s->index, -1, "pc %u: %s cannot be the second instruction of a bundle: it must be a "
+                              "float, AMP or nop instruction (auxiliary pipeline)", pc + 2, ts_ipu_isa.ops[ao].mnemonic);
+        uint32_t mr, mw, ar, aw;
+        reg_masks(&s->insn[pc + 1], &mr, &mw);
+        reg_masks(&s->insn[pc + 2], &ar, &aw);
+        if ((mr | mw) & aw)
+            return ts_err_sim(err, s->index, -1, "pc %u: %s uses a register that %s in the same bundle writes",
+                              pc + 1, ts_ipu_isa.ops[mo].mnemonic, ts_ipu_isa.ops[ao].mnemonic);
+        code[pc + 1].member = code[pc + 2].member = code[pc + 3].member = 1;
+        pc += 3;
+    }
+    for (uint32_t pc = 0; pc < s->n; pc++)
+        if (strchr(ts_ipu_opfacts[code[pc].op].classes, 'l') && code[pc].tgt < s->n && code[code[pc].tgt].member)
+            return ts_err_sim(err, s->index, -1, "pc %u: %s target %u is inside a bundle", pc,
+                              ts_ipu_isa.ops[code[pc].op].mnemonic, code[pc].tgt);
     return TS_OK;
 }
 
@@ -588,6 +699,9 @@ static ts_status ipu_load(ts_model *m, const ts_program *p, ts_err *err)
             if (rc != TS_OK)
                 return rc;
         }
+        ts_status brc = check_bundles(s, code, err);
+        if (brc != TS_OK)
+            return brc;
         for (uint32_t pc = 0; pc < s->n; pc++) { /* repeat bodies: straight-line work only */
             if (code[pc].op != IPU_OP_RPT && code[pc].op != IPU_OP_RPTI)
                 continue;
@@ -595,21 +709,28 @@ static ts_status ipu_load(ts_model *m, const ts_program *p, ts_err *err)
             if (len < 1 || pc + 1 + (uint32_t)len > s->n)
                 return ts_err_sim(err, s->index, -1, "pc %u: repeat body of %d instructions does not fit the stream",
                                   pc, len);
+            if (pc + 1 + (uint32_t)len < s->n && code[pc + 1 + len].member)
+                return ts_err_sim(err, s->index, -1, "pc %u: repeat body of %d instructions ends inside a bundle", pc, len);
             code[pc].pure = 1;
             for (uint32_t k = pc + 1; k <= pc + (uint32_t)len; k++) {
                 uint8_t op = code[k].op;
+                code[pc].bundled |= op == IPU_OP_BUNDLE;
                 if (!is_body_op(ts_ipu_opfacts[op].unit, op))
                     return ts_err_sim(err, s->index, -1, "pc %u: %s inside the repeat body at pc %u is not allowed",
                                       k, ts_ipu_isa.ops[op].mnemonic, pc);
                 if (op == IPU_OP_ST32 || op == IPU_OP_ST32STEP || op == IPU_OP_ST64 || op == IPU_OP_ST64STEP ||
-                    op == IPU_OP_LD128PUTCS)
+                    op == IPU_OP_LDST64PACE || op == IPU_OP_LD2XST64PACE || op == IPU_OP_LD128PUTCS)
                     code[pc].pure = 0;
             }
         }
-        if ((uint64_t)s->n * m->c.insn_bytes > m->c.sram_bytes)
-            return ts_err_set(err, TS_EINPUT, "tile %u: code of %u instructions does not fit its memory", s->index, s->n);
+        uint32_t ncode = 0;
+        for (uint32_t pc = 0; pc < s->n; pc++)
+            ncode += code[pc].op != IPU_OP_BUNDLE && code[pc].op != IPU_OP_BUNDLE_END;
+        if ((uint64_t)ncode * m->c.insn_bytes > m->c.sram_bytes)
+            return ts_err_set(err, TS_EINPUT, "tile %u: code of %u instructions does not fit its memory", s->index, ncode);
         t->code = code;
         t->n = s->n;
+        t->ncode = ncode;
         t->sup = s->n ? SUP_RUN : SUP_DONE;
         off += s->n;
     }
@@ -736,27 +857,17 @@ static bool sup_can_issue(const ts_model *m, const ipu_tile *t)
     }
 }
 
-/* Execute the instruction at ctx's pc at cycle c. */
-/* Inlined into its one caller, tile_run, so the tile's hot state stays in registers across
- * issues (callgrind: about a fifth fewer host instructions per simulated issue). */
-static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c,
-                                                          ts_err *err)
+/* Execute one instruction, `in` at pc, for ctx at cycle c; *nextp is the pc that follows it
+ * (pc + 1 unless it branches or stays). */
+static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c,
+                                                             ipu_ctx *x, ipu_insn *in, uint32_t pc, uint32_t *nextp,
+                                                             ts_err *err)
 {
-    ipu_ctx *x = &t->cx[ctx];
-    uint32_t pc = x->pc;
     uint32_t *r = x->r;
-    if (pc >= t->n) {
-        if (ctx)
-            return fail(t, ti, ctx, pc, c, err, "worker ran past the end of the code");
-        t->sup = SUP_DONE; /* falling off the end is a halt */
-        t->finish = c;
-        return TS_OK;
-    }
-    ipu_insn *in = &t->code[pc];
+    uint32_t next = *nextp;
     if (!(in->ctx_ok & (ctx ? 2 : 1)))
         return fail(t, ti, ctx, pc, c, err, "%s may only run in %s", ts_ipu_isa.ops[in->op].mnemonic,
                     ctx == 0 ? "a worker" : "the supervisor");
-    uint32_t next = pc + 1;
     x->ready = c + 1;
     in->hits++;
     t->work++;
@@ -1056,6 +1167,7 @@ static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_
             memcpy(&w->val, rd_ptr(m, t, (uint64_t)addr + 4ull * i), 4);
             w->dst = dst;
             w->claimed = 0;
+            w->delay = 0;
         }
         uint64_t cyc = (nw + wpc - 1) / wpc;
         t->tx_t0 = c;
@@ -1068,6 +1180,7 @@ static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_
         t->xport += cyc;
         xch_busy(t, c, t->tx_end, 4ull * nw);
         if (dst >= 0) {
+            t->ss_uni += nw;
             t->wire_bit_mm += 32.0 * nw * wire_mm(&m->c, ti, (uint32_t)dst);
         } else { /* a broadcast is charged to the far corner of the chip */
             t->wire_bit_mm += 32.0 * nw * wire_mm(&m->c, 0, m->ntiles - 1);
@@ -1107,7 +1220,7 @@ static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_
         size_t lo = 0, hi = lg->n;
         while (lo < hi) {
             size_t mid = (lo + hi) / 2;
-            if (lg->v[mid].t + t->rx_lat < c)
+            if (lg->v[mid].t + lg->v[mid].delay + t->rx_lat < c)
                 lo = mid + 1;
             else
                 hi = mid;
@@ -1143,18 +1256,103 @@ static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_
         t->host[t->nhost++] = (ipu_hostop){(uint32_t)addr, h, (uint32_t)nb, in->op == IPU_OP_HOSTWR};
         break;
     }
+    case IPU_OP_LDST64PACE:
+    case IPU_OP_LD2XST64PACE: {
+        bool two = in->op == IPU_OP_LD2XST64PACE;
+        const char *name = ts_ipu_isa.ops[in->op].mnemonic;
+        if (m->c.load_bpc < (two ? 16 : 8) || m->c.store_bpc < 8)
+            return fail(t, ti, ctx, pc, c, err, "%s needs tile.load_bytes_per_cycle >= %d and tile.store_bytes_per_cycle >= 8",
+                        name, two ? 16 : 8);
+        uint8_t rs = two ? in->r4 : in->r3; /* the store pointer */
+        int64_t la = (int64_t)(int32_t)a2, lb = two ? (int64_t)(int32_t)r[in->r3] : 0;
+        addr = (int64_t)(int32_t)r[rs];
+        CHECK_ADDR(la, 8, name);
+        if (two) {
+            CHECK_ADDR(lb, 8, name);
+            if ((uint64_t)la < m->c.interleaved_base || (uint64_t)lb < m->c.interleaved_base)
+                return fail(t, ti, ctx, pc, c, err, "%s: two loads in one cycle need interleaved memory, at or above %" PRIu64,
+                            name, m->c.interleaved_base);
+        }
+        CHECK_ADDR(addr, 8, name);
+        uint32_t v[2] = {r[in->r1], r[in->r1 + 1]}; /* the pair to store, as it was at issue */
+        memcpy(&r[in->r0], rd_ptr(m, t, (uint64_t)la), 8);
+        if (two)
+            memcpy(&r[in->r0 + 2], rd_ptr(m, t, (uint64_t)lb), 8);
+        uint8_t *p = wr_ptr(t, (uint64_t)addr, 8);
+        if (!p)
+            return ts_err_set(err, TS_ENOMEM, "out of memory for tile memory");
+        memcpy(p, v, 8);
+        r[in->r2] = (uint32_t)la + 8;
+        if (two)
+            r[in->r3] = (uint32_t)lb + 8;
+        r[rs] = (uint32_t)addr + 8;
+        x->ready = c + m->c.load_latency;
+        break;
+    }
+    case IPU_OP_BUNDLE:
+    case IPU_OP_BUNDLE_END: /* never issued on their own: check_bundles keeps branches out */
+        return fail(t, ti, ctx, pc, c, err, "%s issued outside a bundle", ts_ipu_isa.ops[in->op].mnemonic);
     case IPU_OP_COUNT: /* no default: -Wswitch names an opcode of the table without a case */
         return ts_err_set(err, TS_EINTERNAL, "ipu: opcode %u has no executor", in->op);
     }
+    *nextp = next;
+    return TS_OK;
+#undef a0
+#undef a1
+#undef a2
+}
+
+/* A bundle at pc (`{` main aux `}`): one issue. The auxiliary instruction runs first, then the
+ * main one; neither sees the other's results (check_bundles), so this is "both read their
+ * registers at issue". Out of line: the common path (no bundle) keeps exec as small as before
+ * (callgrind: the bundle inside exec cost about a tenth more host instructions per issue). */
+static ts_status exec_bundle(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c, uint32_t pc, ts_err *err)
+    __attribute__((noinline));
+
+static ts_status exec_bundle(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c, uint32_t pc, ts_err *err)
+{
+    ipu_ctx *x = &t->cx[ctx];
+    uint32_t next = 0; /* members never branch (check_bundles): exec moves on to pc + 4 */
+    t->code[pc].hits++;
+    ts_status rc = exec_op(m, ti, t, ctx, c, x, &t->code[pc + 2], pc + 2, &next, err);
+    if (rc == TS_OK)
+        rc = exec_op(m, ti, t, ctx, c, x, &t->code[pc + 1], pc + 1, &next, err);
+    return rc;
+}
+
+/* Execute the instruction (or bundle) at ctx's pc at cycle c. */
+/* Inlined into its callers, tile_run and closed_form_run, so the tile's hot state stays in
+ * registers across issues (callgrind: about a fifth fewer host instructions per simulated
+ * issue). */
+static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c,
+                                                          ts_err *err)
+{
+    ipu_ctx *x = &t->cx[ctx];
+    uint32_t pc = x->pc;
+    if (pc >= t->n) {
+        if (ctx)
+            return fail(t, ti, ctx, pc, c, err, "worker ran past the end of the code");
+        t->sup = SUP_DONE; /* falling off the end is a halt */
+        t->finish = c;
+        return TS_OK;
+    }
+    ipu_insn *in = &t->code[pc];
+    uint32_t next = pc + 1;
+    ts_status rc;
+    if (__builtin_expect(in->op == IPU_OP_BUNDLE, 0)) {
+        rc = exec_bundle(m, ti, t, ctx, c, pc, err);
+        next = pc + 4;
+    } else {
+        rc = exec_op(m, ti, t, ctx, c, x, in, pc, &next, err);
+    }
+    if (rc != TS_OK)
+        return rc;
     if (x->rpt_left && next == x->rpt_end) {
         if (--x->rpt_left > 0)
             next = x->rpt_start;
     }
     x->pc = next;
     return TS_OK;
-#undef a0
-#undef a1
-#undef a2
 }
 
 /* Words that reach tile ti at cycle c while its input selects their sender. */
@@ -1164,7 +1362,7 @@ static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, 
     ipu_wlog *lg = &s->log;
     while (t->rx_left && t->rx_cursor < lg->n) {
         ipu_word *w = &lg->v[t->rx_cursor];
-        uint64_t a = w->t + t->rx_lat;
+        uint64_t a = w->t + w->delay + t->rx_lat;
         if (a > c)
             break;
         t->rx_cursor++;
@@ -1183,8 +1381,10 @@ static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, 
         if (!p)
             return ts_err_set(err, TS_ENOMEM, "out of memory for tile memory");
         memcpy(p, &w->val, 4);
-        if (w->dst == (int32_t)ti)
+        if (w->dst == (int32_t)ti) {
             w->claimed = 1;
+            t->ss_claims++;
+        }
         t->rx_addr += 4;
         t->rx_left--;
         t->xrecv += 4;
@@ -1219,7 +1419,7 @@ static uint64_t next_event(const ts_model *m, const ipu_tile *t, uint64_t c, uin
     if (t->rx_left) {
         const ipu_wlog *lg = &m->t[t->rx_src].log;
         if (t->rx_cursor < lg->n) {
-            uint64_t a = lg->v[t->rx_cursor].t + t->rx_lat;
+            uint64_t a = lg->v[t->rx_cursor].t + lg->v[t->rx_cursor].delay + t->rx_lat;
             if (a < best)
                 best = a < c ? c : a;
         }
@@ -1252,6 +1452,14 @@ static bool reads_others(const ipu_tile *t)
  * tile.load_latency <= W). So the next k turns can be run worker by worker, each with its exact
  * issue cycles, and give what cycle-by-cycle issue gives. Returns k (0 when the form does not
  * apply), at most what keeps the tile below `limit`. */
+static uint64_t body_issues(const ipu_tile *t, uint32_t from, uint32_t to)
+{
+    uint64_t n = 0;
+    for (uint32_t p = from; p < to; p++)
+        n += !t->code[p].member;
+    return n;
+}
+
 static uint64_t closed_form_turns(const ts_model *m, const ipu_tile *t, uint64_t c, uint64_t limit)
 {
     const uint32_t W = m->W;
@@ -1264,6 +1472,9 @@ static uint64_t closed_form_turns(const ts_model *m, const ipu_tile *t, uint64_t
         if (x->ready > c + (w + W - slot) % W)
             return 0;
         uint64_t rem = (uint64_t)(x->rpt_end - x->pc) + (uint64_t)(x->rpt_left - 1) * (x->rpt_end - x->rpt_start);
+        if (t->code[x->rpt_start - 1].bundled) /* issues, not instructions: a bundle is one */
+            rem = body_issues(t, x->pc, x->rpt_end) +
+                  (uint64_t)(x->rpt_left - 1) * body_issues(t, x->rpt_start, x->rpt_end);
         if (rem < k)
             k = rem;
     }
@@ -1364,11 +1575,21 @@ static ts_status tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
     return TS_OK;
 }
 
+/* The tiles of thread id: whole columns (so that a column's spine stage is one thread's), split
+ * as evenly as columns allow. */
+static void thread_range(const ts_model *m, int id, uint32_t *lo, uint32_t *hi)
+{
+    uint64_t k = (uint64_t)m->nthreads, tpc = m->c.tiles_per_column;
+    uint64_t a = m->ncols * (uint64_t)id / k * tpc, b = m->ncols * ((uint64_t)id + 1) / k * tpc;
+    *lo = (uint32_t)(a < m->ntiles ? a : m->ntiles);
+    *hi = (uint32_t)(b < m->ntiles ? b : m->ntiles);
+}
+
 /* Run tiles [lo, hi) to round_h; record the first error of each thread (lowest cycle, then tile). */
 static void run_range(ts_model *m, int id)
 {
-    uint32_t n = m->ntiles, k = (uint32_t)m->nthreads;
-    uint32_t lo = (uint32_t)((uint64_t)n * (uint32_t)id / k), hi = (uint32_t)((uint64_t)n * ((uint32_t)id + 1) / k);
+    uint32_t lo, hi;
+    thread_range(m, id, &lo, &hi);
     ipu_terr *te = &m->terr[id];
     for (uint32_t i = lo; i < hi; i++) {
         if (m->t[i].failed || m->t[i].sup != SUP_RUN)
@@ -1388,6 +1609,167 @@ static void run_range(ts_model *m, int id)
     }
 }
 
+/* The exchange spine (research §1.2 HC33: an exchange spine in a fishbone layout; §2.4, §3.3 CIT:
+ * columns give the fastest paths, crossing between groups costs more; §3.1 #14: latency +24 %
+ * under full load). A word that leaves its column group (or is broadcast) enters the spine
+ * through its column's port. Up to exchange.spine_port_words such words of one column in one
+ * cycle go straight through; when more leave in the same cycle, all of them take the column's
+ * buffered stage, exchange.spine_buffer_cycles longer. The stage keeps the column's words in
+ * order and passes one send cycle's words per cycle: words sent in a later cycle enter the
+ * spine at least a cycle after the column's previous ones, so a word right after a crowded
+ * cycle waits for the buffer to drain, and no receiver gets two words of one sender in a cycle.
+ * Bandwidth is unchanged (the stage is pipelined: any pattern still moves a word per tile per
+ * cycle), only latency grows with load.
+ *
+ * The delay depends only on the words the column sent, in cycle order, so it is computed for
+ * the words sent before h, once every tile has passed h (every word sent before h is in the
+ * logs then): the result does not depend on rounds or threads. Each column belongs to one
+ * thread (thread_range). The receiver sees a word at t + delay + L(s, d); until its delay is
+ * set a word cannot arrive inside the round (t >= the round's start, L >= the window). */
+static void spine_column(ts_model *m, uint32_t col, uint64_t h)
+{
+    const uint64_t tpc = m->c.tiles_per_column, cpg = m->c.columns_per_group;
+    uint32_t lo = (uint32_t)(col * tpc), hi = (uint32_t)((col + 1) * tpc < m->ntiles ? (col + 1) * tpc : m->ntiles);
+    uint64_t group = col / cpg;
+    bool any = false; /* a word to set that enters the spine: else every delay stays 0 */
+    for (uint32_t i = lo; i < hi && !any; i++) {
+        const ipu_tile *t = &m->t[i];
+        for (size_t k = t->fin; k < t->log.n && t->log.v[k].t < h && !any; k++)
+            any = t->log.v[k].dst < 0 || (uint64_t)t->log.v[k].dst / tpc / cpg != group;
+    }
+    if (!any) {
+        for (uint32_t i = lo; i < hi; i++) {
+            ipu_tile *t = &m->t[i];
+            while (t->fin < t->log.n && t->log.v[t->fin].t < h)
+                t->fin++;
+        }
+        return;
+    }
+    for (;;) {
+        uint64_t tmin = UINT64_MAX;
+        for (uint32_t i = lo; i < hi; i++) {
+            const ipu_tile *t = &m->t[i];
+            if (t->fin < t->log.n && t->log.v[t->fin].t < h && t->log.v[t->fin].t < tmin)
+                tmin = t->log.v[t->fin].t;
+        }
+        if (tmin == UINT64_MAX)
+            return;
+        uint64_t crossing = 0; /* this column's words that enter the spine at tmin */
+        for (uint32_t i = lo; i < hi; i++) {
+            const ipu_tile *t = &m->t[i];
+            for (size_t k = t->fin; k < t->log.n && t->log.v[k].t == tmin; k++) {
+                int32_t d = t->log.v[k].dst;
+                crossing += d < 0 || (uint64_t)d / tpc / cpg != group;
+            }
+        }
+        uint64_t e = tmin + (crossing > m->c.spine_port_words ? m->c.spine_buffer_cycles : 0);
+        if (crossing && e < m->spine_e[col])
+            e = m->spine_e[col];
+        if (crossing)
+            m->spine_e[col] = e + 1;
+        for (uint32_t i = lo; i < hi; i++) {
+            ipu_tile *t = &m->t[i];
+            for (; t->fin < t->log.n && t->log.v[t->fin].t == tmin; t->fin++) {
+                ipu_word *w = &t->log.v[t->fin];
+                bool x = w->dst < 0 || (uint64_t)w->dst / tpc / cpg != group;
+                w->delay = x ? (uint32_t)(e - tmin) : 0;
+            }
+        }
+    }
+}
+
+/* Set the spine delay of every word still without one: when no tile will send again before
+ * the words are checked (at a barrier, at the end, when every tile waits). */
+static void spine_all(ts_model *m)
+{
+    for (uint32_t col = 0; col < m->ncols; col++)
+        spine_column(m, col, UINT64_MAX);
+}
+
+/* Tiles [lo, hi) of thread id: commit the words they sent this round to their logs (no thread
+ * reads a log while this runs: it comes between two barriers) and summarise their state for the
+ * main thread's decision. */
+static void finish_range(ts_model *m, int id)
+{
+    uint32_t lo, hi;
+    thread_range(m, id, &lo, &hi);
+    ipu_tsum s = {0};
+    s.nomem = m->tsum[id].nomem;
+    for (uint32_t i = lo; i < hi; i++) {
+        ipu_tile *t = &m->t[i];
+        if (t->pend.n) {
+            if (t->log.n + t->pend.n > t->log.cap) {
+                void *v = t->log.v;
+                if (ts_grow(&v, &t->log.cap, t->log.n + t->pend.n, sizeof(ipu_word))) {
+                    s.nomem = true;
+                    continue;
+                }
+                t->log.v = v;
+            }
+            memcpy(t->log.v + t->log.n, t->pend.v, t->pend.n * sizeof(ipu_word));
+            t->log.n += t->pend.n;
+            t->pend.n = 0;
+        }
+        if (i + 1 == hi || (i + 1) % m->c.tiles_per_column == 0)
+            spine_column(m, (uint32_t)(i / m->c.tiles_per_column), m->round_h);
+        s.work += t->work;
+        s.uni += t->ss_uni;
+        s.claims += t->ss_claims;
+        uint64_t at;
+        if (t->sup == SUP_DONE) { /* halted during this superstep: arrived from its halt */
+            if (arrived_at(m, t, &at) && at > s.last_arrival)
+                s.last_arrival = at;
+            continue;
+        }
+        s.pending |= t->failed;
+        s.live++;
+        if (t->sup == SUP_SYNC) {
+            s.at_sync++;
+            if (t->arrival > s.last_arrival)
+                s.last_arrival = t->arrival;
+        }
+        s.waiting += t->sup == SUP_RUN && !t->running && t->rx_left && t->cx[0].pc < t->n &&
+                     t->code[t->cx[0].pc].op == IPU_OP_RXWAIT;
+    }
+    m->tsum[id] = s;
+}
+
+/* The threads' barrier: sense-reversing on C11 atomics. A thread spins for a while (a round
+ * takes microseconds, a futex wake-up about as long), then spins yielding the core (on a busy
+ * host the thread it waits for may need that core), and then sleeps on bar_cv; the last to
+ * arrive wakes the sleepers. Sequentially consistent atomics on bar_sense and bar_sleepers make
+ * sure that either the last thread sees a sleeper or the sleeper sees the new sense. */
+#define IPU_SPINS 4000  /* plain spins (a few microseconds) */
+#define IPU_YIELDS 2000 /* then spins that yield the core (about a millisecond when it is free) */
+
+static void bar_wait(ts_model *m, uint32_t *sense)
+{
+    uint32_t s = *sense ^ 1u;
+    *sense = s;
+    if (atomic_fetch_add(&m->bar_count, 1) + 1 == (uint32_t)m->nthreads) {
+        atomic_store(&m->bar_count, 0);
+        atomic_store(&m->bar_sense, s);
+        if (atomic_load(&m->bar_sleepers)) {
+            pthread_mutex_lock(&m->bar_mu);
+            pthread_cond_broadcast(&m->bar_cv);
+            pthread_mutex_unlock(&m->bar_mu);
+        }
+        return;
+    }
+    for (unsigned i = 0; i < IPU_SPINS + IPU_YIELDS; i++) {
+        if (atomic_load_explicit(&m->bar_sense, memory_order_acquire) == s)
+            return;
+        if (i >= IPU_SPINS) /* let a thread we wait for run if it shares our core */
+            sched_yield();
+    }
+    pthread_mutex_lock(&m->bar_mu);
+    atomic_fetch_add(&m->bar_sleepers, 1);
+    while (atomic_load(&m->bar_sense) != s)
+        pthread_cond_wait(&m->bar_cv, &m->bar_mu);
+    atomic_fetch_sub(&m->bar_sleepers, 1);
+    pthread_mutex_unlock(&m->bar_mu);
+}
+
 static void *worker_main(void *arg)
 {
     ipu_thread_arg *a = arg;
@@ -1401,12 +1783,15 @@ static void *worker_main(void *arg)
     pthread_mutex_unlock(&m->gate_mu);
     if (gate == 2)
         return NULL;
+    uint32_t sense = 0;
     for (;;) {
-        pthread_barrier_wait(&m->bar);
+        bar_wait(m, &sense);
         if (m->quit)
             break;
         run_range(m, id);
-        pthread_barrier_wait(&m->bar);
+        bar_wait(m, &sense);
+        finish_range(m, id);
+        bar_wait(m, &sense);
     }
     return NULL;
 }
@@ -1424,16 +1809,21 @@ static int cmp_u64x3(const void *pa, const void *pb)
  * word received. */
 static ts_status check_exchange(ts_model *m, ts_err *err)
 {
-    size_t n = 0, unclaimed = 0;
-    for (uint32_t s = 0; s < m->ntiles; s++)
-        for (size_t i = 0; i < m->t[s].log.n; i++) {
-            n += m->t[s].log.v[i].dst >= 0;
-            unclaimed += m->t[s].log.v[i].dst >= 0 && !m->t[s].log.v[i].claimed;
-        }
+    spine_all(m); /* no tile sends again before this check: every word's arrival is known */
     /* Two senders into one receiver in one cycle leave at least one word unclaimed (the input
-     * selects one sender), so when every word was received there is nothing to sort. */
-    if (!unclaimed)
+     * selects one sender), so when every word was received there is nothing to sort. The
+     * threads' summaries of the round just run count the words sent and received. */
+    uint64_t uni = 0, claims = 0;
+    for (int i = 0; i < m->nthreads; i++) {
+        uni += m->tsum[i].uni;
+        claims += m->tsum[i].claims;
+    }
+    if (uni == claims)
         return TS_OK;
+    size_t n = 0;
+    for (uint32_t s = 0; s < m->ntiles; s++)
+        for (size_t i = 0; i < m->t[s].log.n; i++)
+            n += m->t[s].log.v[i].dst >= 0;
     uint64_t (*v)[4] = ts_malloc(n * sizeof *v);
     if (!v)
         return ts_err_set(err, TS_ENOMEM, "out of memory checking the exchange");
@@ -1444,7 +1834,7 @@ static ts_status check_exchange(ts_model *m, ts_err *err)
             if (w->dst < 0)
                 continue;
             v[k][0] = (uint64_t)w->dst;
-            v[k][1] = w->t + ts_ipu_latency(&m->c, s, (uint32_t)w->dst);
+            v[k][1] = w->t + w->delay + ts_ipu_latency(&m->c, s, (uint32_t)w->dst);
             v[k][2] = s;
             v[k][3] = w->claimed;
             k++;
@@ -1644,8 +2034,10 @@ static ts_status barrier(ts_model *m, ts_err *err)
     for (uint32_t i = 0; i < m->ntiles; i++) {
         ipu_tile *t = &m->t[i];
         t->log.n = 0;
+        t->fin = 0;
         t->nhost = 0;
         t->ss_xbytes = 0;
+        t->ss_uni = t->ss_claims = 0;
         t->xch_cycles = 0;
         t->xch_until = 0;
         t->rx_src = -1;
@@ -1677,11 +2069,14 @@ static ts_status ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
             h = limit;
         m->round_h = h;
         if (m->nthreads > 1) {
-            pthread_barrier_wait(&m->bar);
+            bar_wait(m, &m->main_sense);
             run_range(m, 0);
-            pthread_barrier_wait(&m->bar);
+            bar_wait(m, &m->main_sense);
+            finish_range(m, 0);
+            bar_wait(m, &m->main_sense);
         } else {
             run_range(m, 0);
+            finish_range(m, 0);
         }
         int bad = -1;
         for (int i = 0; i < m->nthreads; i++)
@@ -1707,46 +2102,29 @@ static ts_status ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
                 return err->status;
             }
         }
-        /* commit this round's words */
-        for (uint32_t i = 0; i < m->ntiles; i++) {
-            ipu_tile *t = &m->t[i];
-            if (!t->pend.n)
-                continue;
-            if (t->log.n + t->pend.n > t->log.cap) {
-                void *v = t->log.v;
-                if (ts_grow(&v, &t->log.cap, t->log.n + t->pend.n, sizeof(ipu_word)))
-                    return ts_err_set(err, TS_ENOMEM, "out of memory for exchange words");
-                t->log.v = v;
-            }
-            memcpy(t->log.v + t->log.n, t->pend.v, t->pend.n * sizeof(ipu_word));
-            t->log.n += t->pend.n;
-            t->pend.n = 0;
-        }
+        /* this round's words were committed by finish_range; the threads' summaries */
         m->now = h;
-        uint64_t work = 0;
-        for (uint32_t i = 0; i < m->ntiles; i++)
-            work += m->t[i].work;
+        uint64_t work = 0, last_arrival = 0;
+        uint32_t live = 0, at_sync = 0, waiting = 0, stuck = 0, first_stuck = 0;
+        bool pending = false, nomem = false;
+        for (int i = 0; i < m->nthreads; i++) {
+            const ipu_tsum *q = &m->tsum[i];
+            work += q->work;
+            if (q->last_arrival > last_arrival)
+                last_arrival = q->last_arrival;
+            live += q->live;
+            at_sync += q->at_sync;
+            waiting += q->waiting;
+            pending |= q->pending;
+            nomem |= q->nomem;
+        }
+        if (nomem)
+            return ts_err_set(err, TS_ENOMEM, "out of memory for exchange words");
         m->work = work + m->nss;
-        uint32_t live = 0, at_sync = 0, stuck = 0, first_stuck = 0;
-        uint64_t last_arrival = 0;
-        bool pending = false;
-        for (uint32_t i = 0; i < m->ntiles; i++) {
-            const ipu_tile *t = &m->t[i];
-            if (t->sup == SUP_DONE)
-                continue;
-            pending |= t->failed;
-            live++;
-            at_sync += t->sup == SUP_SYNC;
-            if (t->sup == SUP_SYNC && t->arrival > last_arrival)
-                last_arrival = t->arrival;
-            if (tile_stuck(m, t) && !stuck++)
-                first_stuck = i;
-        }
-        for (uint32_t i = 0; i < m->ntiles; i++) { /* tiles that halted during this superstep */
-            uint64_t at;
-            if (m->t[i].sup == SUP_DONE && arrived_at(m, &m->t[i], &at) && at > last_arrival)
-                last_arrival = at;
-        }
+        if (waiting && waiting + at_sync == live) /* only then can every live tile be stuck or at a sync */
+            for (uint32_t i = 0; i < m->ntiles; i++)
+                if (tile_stuck(m, &m->t[i]) && !stuck++)
+                    first_stuck = i;
         if (pending)
             continue; /* no barrier and no verdict on receives while an error waits */
         if (!live) {
@@ -1831,6 +2209,8 @@ static void op_mem_bytes(int op, uint32_t *rd, uint32_t *wr)
     case IPU_OP_LDZ8: *rd = 1; break;
     case IPU_OP_ST32: case IPU_OP_ST32STEP: *wr = 4; break;
     case IPU_OP_ST64: case IPU_OP_ST64STEP: *wr = 8; break;
+    case IPU_OP_LDST64PACE: *rd = 8; *wr = 8; break;
+    case IPU_OP_LD2XST64PACE: *rd = 16; *wr = 8; break;
     default: break;
     }
 }
@@ -1870,14 +2250,16 @@ static ts_status ipu_collect(ts_model *m, ts_results *r, ts_err *err)
     for (uint32_t i = 0; i < n; i++) {
         const ipu_tile *t = &m->t[i];
         uint64_t opcount[IPU_OP_COUNT] = {0};
-        for (uint32_t pc = 0; pc < t->n; pc++)
+        uint64_t tb = 0; /* issue cycles: a bundle is one issue (its `{`), its members none */
+        for (uint32_t pc = 0; pc < t->n; pc++) {
             opcount[t->code[pc].op] += t->code[pc].hits;
-        uint64_t tb = 0;
+            if (!t->code[pc].member)
+                tb += t->code[pc].hits;
+        }
         for (int op = 0; op < IPU_OP_COUNT; op++) {
             uint64_t k = opcount[op];
             if (!k)
                 continue;
-            tb += k;
             uint32_t br, bw;
             op_mem_bytes(op, &br, &bw);
             rd += k * br;
@@ -1902,7 +2284,7 @@ static ts_status ipu_collect(ts_model *m, ts_results *r, ts_err *err)
         ev[EV_WIRE] += t->wire_bit_mm;
         issue += tb;
         busy[i] = (double)tb;
-        memu[i] = (double)(t->mem_hi + (uint64_t)t->n * c->insn_bytes);
+        memu[i] = (double)(t->mem_hi + (uint64_t)t->ncode * c->insn_bytes);
         xb[i] = (double)t->xsent;
     }
     ev[EV_FP16_MAC] += (double)macs16;

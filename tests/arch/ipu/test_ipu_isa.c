@@ -361,6 +361,130 @@ START_TEST(barrel_timing)
 }
 END_TEST
 
+
+/* Dual issue: `{ main ; aux }` issues once; the auxiliary instruction reads the registers as they
+ * were at issue, so a load in the main slot feeds the auxiliary one only on the next issue. */
+START_TEST(dual_issue)
+{
+    char *p = one_worker("  setzi $m2, 0x200\n  setzi $m3, 0x300\n  ldconst $a2, 1.5\n  ldconst $a3, 2.5\n"
+                         "  ld64 $a0, $m2, 8\n"
+                         "  {\n  ld64step $a0, $m2, 8\n  f32v2add $a4, $a0, $a2\n  }\n"
+                         "  st64 $a4, $m3, 0\n  st64 $a0, $m3, 8\n"
+                         "  {\n  st32 $m2, $m3, 16\n  f32v2mul $a6, $a0, $a0\n  }\n"
+                         "  st64 $a6, $m3, 24\n",
+                         ".data tile 0 0x200\n  .f32 1.0, 2.0, 3.0, 4.0\n");
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, p, &r);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x300), 4.5f); /* 3 + 1.5: the old $a0 */
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x304), 6.5f);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x308), 1.0f); /* the bundle's load */
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x30c), 2.0f);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x310), 0x208);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x318), 1.0f);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x31c), 4.0f);
+    /* worker: 4 setup + ld64 + bundle + 2 st64 + bundle + st64 + exit = 11 issues; supervisor 4 */
+    ck_assert_uint_eq(r.r.util[0].busy, 11 + 4);
+    /* run at 1, worker 0 issues at 6, 12, ..., 66 (exit), sync 0 at 67, halt at 68 */
+    ck_assert_uint_eq(r.r.cycles, 69);
+    ck_assert_double_eq(ipu_event(&r, "fp32_add"), 2);
+    ck_assert_double_eq(ipu_event(&r, "fp32_mul"), 2);
+    ck_assert_double_eq(ipu_event(&r, "insn_issue"), 15);
+    ipu_run_free(&r);
+    free(p);
+    /* a software-pipelined sum in a repeat loop of bundles, on six workers (the closed form) */
+    const char *six = ".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  runall w, $m1\n  sync 0\n  halt\n"
+                      "w:\n  setzi $m2, 0x200\n  ld64step $a0, $m2, 8\n  setzi $m1, 0\n  mov $a4, $m1\n  mov $a5, $m1\n"
+                      "  rpti 3, 4\n  {\n  ld64step $a0, $m2, 8\n  f32v2add $a4, $a4, $a0\n  }\n"
+                      "  f32v2add $a4, $a4, $a0\n  get $m1, 2\n  shli $m1, $m1, 3\n  setzi $m3, 0x300\n"
+                      "  add $m3, $m3, $m1\n  st64 $a4, $m3, 0\n  exit\n"
+                      ".data tile 0 0x200\n  .f32 1, 2, 3, 4, 5, 6, 7, 8\n";
+    ipu_test_run3("ipu_tiny4", NULL, six, &r);
+    for (unsigned w = 0; w < 6; w++) {
+        ck_assert_float_eq(ipu_peekf(&r, 0, 0x300 + 8 * w), 16.0f);
+        ck_assert_float_eq(ipu_peekf(&r, 0, 0x304 + 8 * w), 20.0f);
+    }
+    /* per worker: 5 + rpti + 3 bundles + 6 + exit = 16 issues */
+    ck_assert_uint_eq(r.r.util[0].busy, 6 * 16 + 4);
+    ipu_run_free(&r);
+}
+END_TEST
+
+static void expect_load_error(const char *prog, const char *needle)
+{
+    ipu_run r;
+    ipu_test_run("ipu_tiny4", NULL, prog, false, 1, &r);
+    ck_assert_int_eq(r.rc, TS_ESIM);
+    ck_assert_msg(strstr(r.err.msg, needle) != NULL, "message '%s' lacks '%s'", r.err.msg, needle);
+    ipu_run_free(&r);
+}
+
+START_TEST(bundle_rules)
+{
+    char *p = one_worker("  {\n  ld64 $a4, $m2, 0\n  f32v2add $a4, $a0, $a2\n  }\n", NULL);
+    expect_load_error(p, "pc 5: ld64 uses a register that f32v2add in the same bundle writes");
+    free(p);
+    p = one_worker("  {\n  st64 $a4, $m2, 0\n  f32v2add $a4, $a0, $a2\n  }\n", NULL);
+    expect_load_error(p, "st64 uses a register that f32v2add in the same bundle writes");
+    free(p);
+    p = one_worker("  {\n  f32add $a0, $a1, $a2\n  f32add $a3, $a1, $a2\n  }\n", NULL);
+    expect_load_error(p, "f32add cannot lead a bundle");
+    free(p);
+    p = one_worker("  {\n  ld32 $m1, $m2, 0\n  st32 $m1, $m2, 4\n  }\n", NULL);
+    expect_load_error(p, "st32 cannot be the second instruction of a bundle");
+    free(p);
+    p = one_worker("  {\n  nop\n  nop\n  nop\n  }\n", NULL);
+    expect_load_error(p, "a bundle is {, one main-pipeline instruction, one auxiliary one and }");
+    free(p);
+    p = one_worker("  nop\n  }\n", NULL);
+    expect_load_error(p, "pc 5: } without {");
+    free(p);
+    p = one_worker("  br x\n  {\nx:\n  nop\n  nop\n  }\n", NULL);
+    expect_load_error(p, "br target 6 is inside a bundle");
+    free(p);
+    p = one_worker("  rpti 2, 2\n  {\n  nop\n  nop\n  }\n", NULL);
+    expect_load_error(p, "repeat body of 2 instructions ends inside a bundle");
+    free(p);
+    /* a bundle of worker instructions in the supervisor names the one that may not run there */
+    expect_error(".arch ipu\n.stream tile 0\n  {\n  nop\n  f32add $a0, $a1, $a2\n  }\n  halt\n", "ipu_tiny4", NULL,
+                 "f32add may only run in a worker: supervisor at pc 2", 0);
+}
+END_TEST
+
+/* The paired load/store instructions: one issue loads 8 (ldst64pace) or 16 bytes (ld2xst64pace)
+ * and stores 8; the stored pair is read before the loads write; every pointer steps 8 bytes. */
+START_TEST(paced_loads_and_stores)
+{
+    char *p = one_worker("  setzi $m1, 0x200\n  setzi $m2, 0x300\n  ld64 $a2, $m1, 8\n"
+                         "  ldst64pace $a0, $a2, $m1, $m2\n"     /* a0 := (1, 2); 0x300 := (3, 4) */
+                         "  ldst64pace $a2, $a2, $m1, $m2\n"     /* a2 := (3, 4); 0x308 := old a2 = (3, 4) */
+                         "  setzi $m3, 0x220\n"
+                         "  ld2xst64pace $a4, $a0, $m1, $m3, $m2\n" /* a4:5 := (5, 6), a6:7 := (9, 10); 0x310 := (1, 2) */
+                         "  st64 $a4, $m2, 0\n  st64 $a6, $m2, 8\n"
+                         "  st32 $m1, $m2, 16\n  st32 $m3, $m2, 20\n",
+                         ".data tile 0 0x200\n  .f32 1, 2, 3, 4, 5, 6, 7, 8, 9, 10\n");
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, p, &r);
+    static const float want[] = {3, 4, 3, 4, 1, 2, 5, 6, 9, 10};
+    for (unsigned i = 0; i < 10; i++)
+        ck_assert_float_eq(ipu_peekf(&r, 0, 0x300 + 4 * i), want[i]);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x328), 0x218); /* $m1 stepped three times */
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x32c), 0x228);
+    /* loads 8 + 8 + 8 + 16, stores 8 + 8 + 8 + 8 + 8 + 4 + 4 */
+    ck_assert_uint_eq(r.r.bytes[TS_LEVEL_SRAM], (8 + 8 + 8 + 16) + (8 * 5 + 4 * 2));
+    ipu_run_free(&r);
+    free(p);
+    p = one_worker("  setzi $m1, 0x100\n  ld2xst64pace $a0, $a4, $m1, $m1, $m2\n", NULL);
+    const char *sets[] = {"tile.interleaved_base=32768", NULL};
+    expect_error(p, "ipu_tiny4", sets, "ld2xst64pace: two loads in one cycle need interleaved memory", 0);
+    const char *sets8[] = {"tile.load_bytes_per_cycle=8", NULL};
+    expect_error(p, "ipu_tiny4", sets8, "ld2xst64pace needs tile.load_bytes_per_cycle >= 16", 0);
+    free(p);
+    p = one_worker("  setzi $m1, 0x104\n  ldst64pace $a0, $a4, $m1, $m1\n", NULL);
+    expect_error(p, "ipu_tiny4", NULL, "ldst64pace address 260 is not 8-byte aligned", 0);
+    free(p);
+}
+END_TEST
+
 /* Every instruction of the table survives assembly -> disassembly -> assembly unchanged. */
 START_TEST(disasm_round_trip)
 {
@@ -467,6 +591,9 @@ static Suite *suite(void)
     tcase_add_test(t, half_conversion);
     tcase_add_test(t, amp_values);
     tcase_add_test(t, barrel_timing);
+    tcase_add_test(t, dual_issue);
+    tcase_add_test(t, bundle_rules);
+    tcase_add_test(t, paced_loads_and_stores);
     tcase_add_test(t, disasm_round_trip);
     tcase_add_test(t, config_checks_and_info);
     suite_add_tcase(s, t);

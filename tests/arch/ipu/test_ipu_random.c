@@ -95,9 +95,12 @@ static char *exchange_program(unsigned tiles)
             ts_buf_printf(&b, "  delay %u\n  setzi $m4, 0x100\n  setzi $m5, %u\n  send $m4, $m5, %u\n  rxwait\n  sync 1\n",
                           rnd(30), dst, words[k - 1]);
         }
-        ts_buf_puts(&b, "  halt\nw:\n  get $m1, 2\n  shli $m2, $m1, 8\n  addi $m2, $m2, 0x4000\n  ampzero\n"
-                        "  rpt $m0, 2\n  ld64step $a0, $m2, 8\n  f32v2amp $a0\n  ampget $a0, 0\n  shli $m3, $m1, 3\n"
-                        "  addi $m3, $m3, 0x5000\n  st64 $a0, $m3, 0\n  exit\n");
+        ts_buf_puts(&b, "  halt\nw:\n  get $m1, 2\n  shli $m2, $m1, 8\n  addi $m2, $m2, 0x4000\n  ampzero\n");
+        if (rnd(2)) /* the loop as bundles: each load feeds the AMP on the next issue */
+            ts_buf_puts(&b, "  rpt $m0, 4\n  {\n  ld64step $a0, $m2, 8\n  f32v2amp $a0\n  }\n");
+        else
+            ts_buf_puts(&b, "  rpt $m0, 2\n  ld64step $a0, $m2, 8\n  f32v2amp $a0\n");
+        ts_buf_puts(&b, "  ampget $a0, 0\n  shli $m3, $m1, 3\n  addi $m3, $m3, 0x5000\n  st64 $a0, $m3, 0\n  exit\n");
     }
     return b.data;
 }
@@ -118,8 +121,21 @@ static ts_program *random_program(unsigned tiles, unsigned len)
         }
         for (unsigned k = 0; k < len; k++) {
             uint16_t op = (uint16_t)rnd(IPU_OP_COUNT);
-            if (op == IPU_OP_HOSTRD || op == IPU_OP_HOSTWR)
+            if (op == IPU_OP_HOSTRD || op == IPU_OP_HOSTWR || op == IPU_OP_BUNDLE_END)
                 op = IPU_OP_NOP;
+            int part = 0; /* a bundle: `{`, then a main-pipeline op, an auxiliary one, `}` */
+            if (op == IPU_OP_BUNDLE) {
+                ts_stream_emit(s, IPU_OP_BUNDLE);
+                part = 1;
+            }
+        member:
+            if (part == 1 || part == 2) {
+                do
+                    op = (uint16_t)rnd(IPU_OP_COUNT);
+                while (part == 1 ? ts_ipu_opfacts[op].unit != IPU_U_ALU && ts_ipu_opfacts[op].unit != IPU_U_MEM
+                                 : (ts_ipu_opfacts[op].unit != IPU_U_FPU && ts_ipu_opfacts[op].unit != IPU_U_AMP) ||
+                                       op == IPU_OP_LD128PUTCS);
+            }
             ts_insn *in = ts_stream_emit(s, op);
             const char *cls = ts_ipu_opfacts[op].classes;
             for (int j = 0; cls[j]; j++) {
@@ -137,6 +153,13 @@ static ts_program *random_program(unsigned tiles, unsigned len)
                 case 'l': in->a[j] = (int32_t)(8 + rnd(len + 1)); break;
                 default: break;
                 }
+            }
+            if (part == 1 || part == 2) {
+                part++;
+                if (part == 3)
+                    ts_stream_emit(s, IPU_OP_BUNDLE_END);
+                else
+                    goto member;
             }
         }
         ts_stream_emit(s, IPU_OP_HALT);
