@@ -49,6 +49,7 @@ typedef struct ts_lower_tsp_params {
     uint64_t words;                 /* vectors per MEM slice */
     uint32_t banks;
     uint64_t queue_capacity;        /* icu.queue_capacity */
+    uint32_t ifetch_bytes, fetch_bpc, insn_bytes; /* icu.ifetch_bytes, icu.fetch_bytes_per_cycle, icu.insn_bytes */
     double clock_hz;
     /* d_skew per unit and d_func per instruction (cycles) */
     uint32_t skew_mem, skew_vxm, skew_mxm;
