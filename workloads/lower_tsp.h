@@ -109,8 +109,10 @@ void ts_lower_tsp_report_free(ts_lower_tsp_report *rep);
  * for arch "tsp" and rep (may be NULL) is filled. Unsupported operators and operators that do not fit
  * fail with an error naming the operator and by how much:
  *   "Conv 'c' needs 300 more words of int32 partial sums in every east MEM slice; 8000 of the
- *   slice's 8192 are taken". The program preloads every queue (no ifetch): a queue longer than
- * icu.queue_capacity is refused, naming the queue and both figures (0 = no limit). */
+ *   slice's 8192 are taken". The first icu.queue_capacity entries of each queue are preloaded and
+ * the rest come by ifetch from text words in MEM, scheduled with the rest (docs/lowering-tsp.md);
+ * a queue that would run dry or overfill is refused, naming the queue, the cycle and the capacity
+ * (capacity 0 = no limit, no ifetch). */
 ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, ts_lower_tsp_report *rep,
                        ts_err *err);
 
