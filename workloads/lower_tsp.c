@@ -2171,7 +2171,7 @@ static ts_status plan_fetches(lt *L)
         lq *q = &L->q[qi];
         qsort(q->v, q->n, sizeof *q->v, cmp_rec);
         uint64_t t = 0;
-        if (q->n > C && !check_queue(L, qi, &t))
+        if (!check_queue(L, qi, &t))
             rc = ts_err_set(L->err, TS_EINPUT,
                             "queue %u runs dry or overfills at cycle %" PRIu64 ": no ifetch could be placed in time "
                             "(icu.queue_capacity %" PRIu64 ")",
