@@ -150,6 +150,9 @@ typedef struct lt {
     uint32_t zero_e;       /* a word of zeros in every E slice */
     ts_lower_tsp_layer *layers; size_t nlayers, caplayers;
     uint64_t words_used;
+    uint32_t fwin;         /* every queue keeps a free cycle in each aligned window of fwin (0: none) */
+    uint32_t (*tnext)[2];  /* [MEM data-segment index][bank]: next free word for instruction text */
+    uint64_t fetches;
 } lt;
 
 static uint32_t new_tag(lt *L)
@@ -158,9 +161,23 @@ static uint32_t new_tag(lt *L)
     return L->tag;
 }
 
+/* Would taking cycle i of a queue's issue bitmap b leave no free cycle in its aligned window of
+ * L->fwin cycles? Every queue keeps one, for an ifetch (plan_fetches). */
+static bool window_full(const lt *L, const bits *b, uint64_t i)
+{
+    if (!L->fwin || (const void *)b < (const void *)L->q || (const void *)b >= (const void *)(L->q + L->nq))
+        return false;
+    const lq *q = &L->q[(size_t)((const char *)b - (const char *)L->q) / sizeof *L->q];
+    uint64_t w0 = i / L->fwin * L->fwin;
+    for (uint64_t t = w0; t < w0 + L->fwin; t++)
+        if (t != i && !bget(&q->issue, t) && !bget(&q->wr, t))
+            return false;
+    return true;
+}
+
 static bool take(lt *L, bits *b, uint64_t i)
 {
-    if (bget(b, i))
+    if (bget(b, i) || window_full(L, b, i))
         return false;
     if (bput(b, i, true) || ts_grow((void **)&L->u, &L->capu, L->nu + 1, sizeof *L->u)) {
         L->oom = true;
@@ -1861,10 +1878,315 @@ static int cmp_rec(const void *a, const void *b)
     return (x->in.op == LT_WRITE) - (y->in.op == LT_WRITE);
 }
 
+/* ---- instruction fetch (docs/lowering-tsp.md, Instruction fetch) ---- */
+
+#define FETCH_RING 128 /* cycles of headroom history per queue: longer than any text read's lead */
+
+static uint64_t nop_entries(uint64_t gap)
+{
+    return (gap + 65534) / 65535;
+}
+
+/* Queue qi's position on the stream registers. */
+static uint32_t queue_pos(const lt *L, uint32_t qi)
+{
+    const ts_lower_tsp_params *P = L->p;
+    if (qi < P->q_vxm)
+        return mem_pos(L, qi);
+    if (qi < P->q_mxm)
+        return P->pos_vxm;
+    return P->pos_mxm_w[(qi - P->q_mxm) / P->mxm_queues > 0];
+}
+
+/* The fetch state of one queue during the sweep (plan_fetches). */
+typedef struct fq {
+    uint64_t e, now;          /* entries issued; the first cycle no issued entry covers */
+    uint64_t avail, F;        /* entries landed; landed or in flight */
+    uint64_t land[4], pf;     /* landing cycles of the fetches in flight, oldest first; fetch port free */
+    int nland;
+    bool over;                /* a fetch landed on a full queue */
+    size_t i, w;              /* next rec to issue; first rec past the next landing window */
+    uint64_t *suf;            /* suf[i]: entries of recs i.. when rec i starts a cycle */
+    int64_t room[FETCH_RING]; /* avail - e at the end of each recent cycle */
+} fq;
+
+/* Fetches that landed before cycle c join the queue (the simulator lands them before issuing). */
+static void land_until(fq *f, uint64_t c, uint64_t A, uint64_t C)
+{
+    while (f->nland && f->land[0] < c) {
+        if (f->avail + A > f->e + C)
+            f->over = true;
+        f->avail += A;
+        memmove(f->land, f->land + 1, (size_t)(f->nland - 1) * sizeof *f->land);
+        f->nland--;
+    }
+}
+
+/* The nops of the gap from f->now to cycle `to`: false if one issues unfetched. */
+static bool issue_gap(fq *f, uint64_t to, uint64_t A, uint64_t C)
+{
+    for (uint64_t c = f->now; c < to; c += 65535) {
+        land_until(f, c, A, C);
+        if (f->e >= f->avail)
+            return false;
+        f->e++;
+    }
+    if (to > f->now)
+        f->now = to;
+    return true;
+}
+
+static bool occupied(const lt *L, uint32_t m, uint64_t t)
+{
+    return bget(&L->q[m].issue, t) || bget(&L->q[m].wr, t);
+}
+
+/* Entries a read at cycle r adds to MEM queue m, whose issued entries cover the cycles before
+ * f->now (0 if it may not go there). */
+static uint64_t read_delta(const lt *L, uint32_t m, const fq *f, uint64_t r)
+{
+    if (r >= f->now)
+        return bget(&L->q[m].wr, r) ? 0 : nop_entries(r - f->now) + 1;
+    if (bget(&L->q[m].wr, r))
+        return 1; /* it pairs with the write */
+    int64_t p = (int64_t)r - 1;
+    while (p >= 0 && !occupied(L, m, (uint64_t)p))
+        p--;
+    uint64_t nx = r + 1;
+    while (nx < f->now && !occupied(L, m, nx))
+        nx++;
+    uint64_t old = nop_entries(nx - (uint64_t)(p + 1));
+    uint64_t nw = nop_entries(r - (uint64_t)(p + 1)) + 1 + nop_entries(nx - r - 1);
+    return nw - old;
+}
+
+/* Two reads of text words, from two MEM slices upstream of position pos, that put them on streams
+ * (dir, s) and (dir, s + 1) at pos at cycle t. Each read adds entries to its slice's queue before
+ * t, so only where that queue has room for them at every cycle since. */
+static bool fetch_text(lt *L, fq *fs, uint32_t qi, uint64_t t, uint32_t pos, int dir, int s, uint32_t tag,
+                       uint32_t *ms, uint64_t *rs)
+{
+    uint32_t nm = L->nW + L->nE, got = 0;
+    for (uint32_t d = 1; d < L->p->npos && got < 2; d++) {
+        if (dir == WEST ? pos + d >= L->p->npos : d > pos)
+            break;
+        uint64_t r = t - L->p->f_read - d;
+        if (t < L->p->f_read + d || t - r >= FETCH_RING)
+            break;
+        uint32_t want = dir == WEST ? pos + d : pos - d;
+        for (uint32_t m = 0; m < nm && got < 2; m++) {
+            if (m == qi || (got && m == ms[0]) || mem_pos(L, m) != want)
+                continue;
+            uint64_t dl = read_delta(L, m, &fs[m], r);
+            if (!dl)
+                continue;
+            uint64_t x;
+            for (x = r; x < t && fs[m].room[x % FETCH_RING] >= (int64_t)dl; x++)
+                ;
+            if (x < t)
+                continue;
+            for (uint32_t b = 0; b < 2; b++) {
+                uint32_t h = m >= L->nW, word = L->tnext[m][b];
+                if (word >= L->al[h][b].limit)
+                    continue;
+                size_t mark = L->nu, pm = L->npd;
+                if (rd(L, m, word, t, pos, dir, s + (int)got, tag, 0)) {
+                    L->tnext[m][b]++;
+                    ms[got] = m;
+                    rs[got++] = r;
+                    break;
+                }
+                undo_to(L, mark, pm);
+            }
+        }
+    }
+    return got == 2;
+}
+
+/* An ifetch on queue qi at cycle t with its text, if every reservation is free. */
+static bool try_fetch(lt *L, fq *fs, uint32_t qi, uint64_t t)
+{
+    lq *q = &L->q[qi];
+    uint32_t pos = queue_pos(L, qi), tag = L->tag % 65535 + 1, ms[2];
+    uint64_t rs[2];
+    for (int dir = 0; dir < 2; dir++)
+        for (int s = 0; s + 1 < 32; s += 2) {
+            if (bget(&L->diag[dir][s], diag_key(dir, t, pos)) || bget(&L->diag[dir][s + 1], diag_key(dir, t, pos)))
+                continue;
+            size_t mark = L->nu, pm = L->npd;
+            if (take_stream(L, dir, s, t, pos) && take_stream(L, dir, s + 1, t, pos) && take(L, &q->issue, t) &&
+                (qi >= L->p->q_vxm || take(L, &q->wr, t)) && fetch_text(L, fs, qi, t, pos, dir, s, tag, ms, rs)) {
+                /* the reads' entries, counted before the reservations are kept */
+                uint64_t dl[2];
+                for (int k = 0; k < 2; k++) {
+                    bput(&L->q[ms[k]].issue, rs[k], false);
+                    dl[k] = read_delta(L, ms[k], &fs[ms[k]], rs[k]);
+                    bput(&L->q[ms[k]].issue, rs[k], true);
+                }
+                E1(L, qi, t, LT_IFETCH, REG(dir, s), (int32_t)tag);
+                new_tag(L);
+                size_t nl = L->nlayers;
+                L->nlayers = 0; /* text reads and ifetches belong to no layer */
+                int rc = keep(L);
+                L->nlayers = nl;
+                for (int k = 0; k < 2; k++) {
+                    fq *f = &fs[ms[k]];
+                    if (rs[k] >= f->now)
+                        f->now = rs[k] + 1;
+                    f->e += dl[k];
+                    for (uint64_t x = rs[k]; x < t; x++)
+                        f->room[x % FETCH_RING] -= (int64_t)dl[k];
+                }
+                L->fetches++;
+                return rc == 0;
+            }
+            undo_to(L, mark, pm);
+            if (L->oom)
+                return false;
+        }
+    return false;
+}
+
+/* Replay queue qi's entries (its recs sorted, ifetches included) as the simulator issues them:
+ * false, with the cycle, if an entry issues unfetched or a fetch overfills the queue. */
+static bool check_queue(lt *L, uint32_t qi, uint64_t *fail_t)
+{
+    lq *q = &L->q[qi];
+    uint64_t C = L->p->queue_capacity, A = L->p->ifetch_bytes / L->p->insn_bytes;
+    uint64_t D = (L->p->ifetch_bytes + L->p->fetch_bpc - 1) / L->p->fetch_bpc;
+    fq f = {.F = C, .avail = C};
+    for (size_t i = 0; i < q->n;) {
+        uint64_t tau = q->v[i].t;
+        size_t k = i + 1 < q->n && q->v[i + 1].t == tau ? 2 : 1;
+        *fail_t = tau;
+        if (!issue_gap(&f, tau, A, C))
+            return false;
+        land_until(&f, tau, A, C);
+        if (f.e + k > f.avail || f.over)
+            return false;
+        if (q->v[i].in.op == LT_IFETCH) {
+            if (f.nland == 4)
+                return false;
+            uint64_t start = tau > f.pf ? tau : f.pf;
+            f.land[f.nland++] = start + D - 1;
+            f.pf = start + D;
+        }
+        f.e += k;
+        f.now = tau + 1;
+        i += k;
+    }
+    return true;
+}
+
+/* Place the ifetches of every queue longer than icu.queue_capacity, their text in MEM words above
+ * everything the schedule allocated. One sweep over the cycles keeps every queue's count of
+ * issued, landed and requested entries; a queue that wants text takes an ifetch at the first
+ * free cycle where the fetch cannot overfill it on landing, a stream pair and two text reads are
+ * free. A text read adds entries to a MEM queue before the current cycle, where that queue had
+ * room for them. Every queue is then replayed as the simulator issues it. */
+static ts_status plan_fetches(lt *L)
+{
+    const ts_lower_tsp_params *P = L->p;
+    if (!P->queue_capacity)
+        return TS_OK;
+    L->fwin = 0;
+    uint64_t C = P->queue_capacity, A = P->ifetch_bytes / P->insn_bytes;
+    uint64_t D = (P->ifetch_bytes + P->fetch_bpc - 1) / P->fetch_bpc;
+    uint32_t nm = L->nW + L->nE;
+    L->tnext = ts_calloc(nm, sizeof *L->tnext);
+    fq *fs = ts_calloc(L->nq, sizeof *fs);
+    ts_status rc = TS_OK;
+    if (!L->tnext || !fs) {
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (uint32_t m = 0; m < nm; m++)
+        for (int b = 0; b < 2; b++)
+            L->tnext[m][b] = L->al[m >= L->nW][b].top;
+    for (uint32_t qi = 0; qi < L->nq; qi++) {
+        lq *q = &L->q[qi];
+        fq *f = &fs[qi];
+        qsort(q->v, q->n, sizeof *q->v, cmp_rec);
+        f->avail = f->F = C;
+        for (int k = 0; k < FETCH_RING; k++)
+            f->room[k] = (int64_t)C;
+        if (!(f->suf = ts_calloc(q->n + 1, sizeof *f->suf))) {
+            rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+            goto out;
+        }
+        for (size_t i = q->n; i-- > 0;)
+            f->suf[i] = i + 1 < q->n && q->v[i + 1].t == q->v[i].t
+                            ? 1 + f->suf[i + 1]
+                            : 1 + (i + 1 < q->n ? nop_entries(q->v[i + 1].t - q->v[i].t - 1) + f->suf[i + 1] : 0);
+    }
+    size_t *nrec = ts_calloc(L->nq, sizeof *nrec); /* the recs of the schedule, before text reads */
+    if (!nrec) {
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (uint32_t qi = 0; qi < L->nq; qi++)
+        nrec[qi] = L->q[qi].n;
+    uint64_t end = L->last + 1;
+    for (uint64_t c = 0; c <= end && rc == TS_OK; c++)
+        for (uint32_t qi = 0; qi < L->nq; qi++) {
+            lq *q = &L->q[qi];
+            fq *f = &fs[qi];
+            size_t n = nrec[qi];
+            land_until(f, c, A, C);
+            while (f->w < n && q->v[f->w].t <= c + D - 1)
+                f->w++;
+            bool busy = f->i < n && q->v[f->i].t == c;
+            if (!busy && f->i < n && f->nland < 4 && !occupied(L, qi, c) &&
+                f->F < f->e + nop_entries(q->v[f->i].t - f->now) + f->suf[f->i] + 2) {
+                uint64_t g = nop_entries(c - f->now) + 1, pc = f->e + g + (f->w - f->i);
+                if (pc + C >= f->F + A && f->e + g <= f->avail && try_fetch(L, fs, qi, c)) {
+                    uint64_t start = c > f->pf ? c : f->pf;
+                    if (!issue_gap(f, c, A, C) || f->e >= f->avail)
+                        rc = ts_err_set(L->err, TS_EINTERNAL, "queue %u: ifetch at cycle %" PRIu64 " unfetched", qi, c);
+                    f->e++;
+                    f->now = c + 1;
+                    f->land[f->nland++] = start + D - 1;
+                    f->pf = start + D;
+                    f->F += A;
+                }
+                if (L->oom)
+                    rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+            }
+            if (busy) {
+                size_t k = f->i + 1 < n && q->v[f->i + 1].t == c ? 2 : 1;
+                if (!issue_gap(f, c, A, C) || f->e + k > f->avail)
+                    if (rc == TS_OK)
+                        rc = ts_err_set(L->err, TS_EINPUT,
+                                        "queue %u runs dry at cycle %" PRIu64 ": no ifetch could be placed in time "
+                                        "(icu.queue_capacity %" PRIu64 ")",
+                                        qi, c, C);
+                f->e += k;
+                f->now = c + 1;
+                f->i += k;
+            }
+            f->room[c % FETCH_RING] = (int64_t)f->avail - (int64_t)f->e;
+        }
+    ts_free(nrec);
+    for (uint32_t qi = 0; qi < L->nq && rc == TS_OK; qi++) {
+        lq *q = &L->q[qi];
+        qsort(q->v, q->n, sizeof *q->v, cmp_rec);
+        uint64_t t = 0;
+        if (!check_queue(L, qi, &t))
+            rc = ts_err_set(L->err, TS_EINPUT,
+                            "queue %u runs dry or overfills at cycle %" PRIu64 ": no ifetch could be placed in time "
+                            "(icu.queue_capacity %" PRIu64 ")",
+                            qi, t, C);
+    }
+out:
+    for (uint32_t qi = 0; fs && qi < L->nq; qi++)
+        ts_free(fs[qi].suf);
+    ts_free(fs);
+    return rc;
+}
+
 static ts_status emit_queues(lt *L, ts_lower_tsp_report *rep)
 {
     uint64_t maxq = 0, ninsn = 0;
-    uint32_t maxqi = 0;
     for (uint32_t qi = 0; qi < L->nq; qi++) {
         lq *q = &L->q[qi];
         if (!q->n)
@@ -1902,18 +2224,10 @@ static ts_status emit_queues(lt *L, ts_lower_tsp_report *rep)
             memcpy(in->a, q->v[i].in.a, sizeof in->a);
             now = t + 1;
         }
-        if (s->n > maxq) {
+        if (s->n > maxq)
             maxq = s->n;
-            maxqi = qi;
-        }
         ninsn += s->n;
     }
-    if (L->p->queue_capacity && maxq > L->p->queue_capacity)
-        return ts_err_set(L->err, TS_EINPUT,
-                          "queue %u needs %" PRIu64 " instructions, icu.queue_capacity is %" PRIu64
-                          ": the TSP lowering preloads every queue and emits no ifetch (run with "
-                          "-s icu.queue_capacity=%" PRIu64 ")",
-                          maxqi, maxq, L->p->queue_capacity, maxq);
     if (rep) {
         rep->instructions = ninsn;
         rep->max_queue = maxq;
@@ -1952,6 +2266,8 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
         L.al[h][1] = (alloc){.first = L.half, .top = L.half, .limit = (uint32_t)P->words};
     }
     L.al[0][0].first = L.al[0][0].top = 1; /* word 0 of every west slice: zeros */
+    if (P->queue_capacity && P->ifetch_bytes && P->fetch_bpc)
+        L.fwin = (P->ifetch_bytes + P->fetch_bpc - 1) / P->fetch_bpc;
     L.prog = ts_program_create("tsp");
     L.q = ts_calloc(L.nq, sizeof *L.q);
     L.bank = ts_calloc(L.nW + L.nE, sizeof *L.bank);
@@ -1973,6 +2289,8 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
         rc = lower_node(&L, (int)i);
     if (rc == TS_OK && L.oom)
         rc = ts_err_set(err, TS_ENOMEM, "out of memory");
+    if (rc == TS_OK)
+        rc = plan_fetches(&L);
     if (rc == TS_OK)
         rc = emit_queues(&L, rep);
     if (rc == TS_OK) {
@@ -2011,6 +2329,7 @@ done:
         if (L.t[i].ready && L.t[i].owner == (int)i)
             ts_free(L.t[i].ready);
     ts_free(L.t);
+    ts_free(L.tnext);
     for (uint32_t i = 0; L.q && i < L.nq; i++) {
         ts_free(L.q[i].v);
         ts_free(L.q[i].issue.w);
@@ -2118,6 +2437,8 @@ ts_status ts_lower_tsp_params_from_config(const ts_config *cfg, ts_lower_tsp_par
         cfg_u32(cfg, "mem.banks", &out->banks) || cfg_u32(cfg, "mxm.dim", &out->mxm_dim) ||
         cfg_u32(cfg, "mxm.queues", &out->mxm_queues) || cfg_u32(cfg, "vxm.alus", &out->vxm_alus) ||
         cfg_u32(cfg, "sxm.queues", &out->sxm_queues) || cfg_u64(cfg, "icu.queue_capacity", &out->queue_capacity) ||
+        cfg_u32(cfg, "icu.ifetch_bytes", &out->ifetch_bytes) ||
+        cfg_u32(cfg, "icu.fetch_bytes_per_cycle", &out->fetch_bpc) || cfg_u32(cfg, "icu.insn_bytes", &out->insn_bytes) ||
         cfg_u32(cfg, "d_skew.mem", &sk_mem) || cfg_u32(cfg, "d_skew.vxm", &sk_vxm) ||
         cfg_u32(cfg, "d_skew.mxm", &sk_mxm) || cfg_u32(cfg, "d_skew.sxm", &sk_sxm) ||
         cfg_u32(cfg, "d_func.read", &out->f_read) || cfg_u32(cfg, "d_func.write", &out->f_write) ||

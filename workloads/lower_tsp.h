@@ -49,6 +49,7 @@ typedef struct ts_lower_tsp_params {
     uint64_t words;                 /* vectors per MEM slice */
     uint32_t banks;
     uint64_t queue_capacity;        /* icu.queue_capacity */
+    uint32_t ifetch_bytes, fetch_bpc, insn_bytes; /* icu.ifetch_bytes, icu.fetch_bytes_per_cycle, icu.insn_bytes */
     double clock_hz;
     /* d_skew per unit and d_func per instruction (cycles) */
     uint32_t skew_mem, skew_vxm, skew_mxm;
@@ -108,8 +109,10 @@ void ts_lower_tsp_report_free(ts_lower_tsp_report *rep);
  * for arch "tsp" and rep (may be NULL) is filled. Unsupported operators and operators that do not fit
  * fail with an error naming the operator and by how much:
  *   "Conv 'c' needs 300 more words of int32 partial sums in every east MEM slice; 8000 of the
- *   slice's 8192 are taken". The program preloads every queue (no ifetch): a queue longer than
- * icu.queue_capacity is refused, naming the queue and both figures (0 = no limit). */
+ *   slice's 8192 are taken". The first icu.queue_capacity entries of each queue are preloaded and
+ * the rest come by ifetch from text words in MEM, scheduled with the rest (docs/lowering-tsp.md);
+ * a queue that would run dry or overfill is refused, naming the queue, the cycle and the capacity
+ * (capacity 0 = no limit, no ifetch). */
 ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, ts_lower_tsp_report *rep,
                        ts_err *err);
 

@@ -116,11 +116,12 @@ fi
 
 if has_family tsp; then
   # A model lowered for the TSP: the report has the per-operator table; queues longer than the
-  # config's capacity are refused with the capacity the run needs.
-  expect_exit tsp-model 0 "$T" run -q -c tsp_v1 -s icu.queue_capacity=200 matmul:m=8,k=400,n=350
+  # stock capacity are refilled by ifetch; a capacity of one fetch is refused with the figure.
+  expect_exit tsp-model 0 "$T" run -q -c tsp_v1 matmul:m=64,k=400,n=350
   grep -q "layers" "$tmp/stdout" && ok || bad "the TSP run has no layers table"
-  expect_exit tsp-queue-capacity 2 "$T" run -q -c tsp_v1 matmul:m=64,k=400,n=350
-  grep -q "icu.queue_capacity=" "$tmp/stderr" && ok || bad "the queue-capacity refusal gives no figure"
+  grep -Eq "queue.ifetches +[1-9]" "$tmp/stdout" && ok || bad "the TSP run fetched no instructions"
+  expect_exit tsp-queue-capacity 2 "$T" run -q -c tsp_v1 -s icu.queue_capacity=40 matmul:m=64,k=400,n=350
+  grep -q "icu.queue_capacity 40" "$tmp/stderr" && ok || bad "the queue-capacity refusal gives no figure"
 fi
 
 echo "cli: $pass passed, $fail failed"

@@ -90,8 +90,8 @@ static int8_t *ref_conv(const int8_t *x, int C, int H, int W, int wid, int bid, 
 
 /* ---- compiling and running ---- */
 
-/* The lowering preloads every queue: the runs get queues deep enough for the longest. */
-static const char *const run_sets[] = {"icu.queue_capacity=65536", NULL};
+/* The stock tsp_v1: queues longer than icu.queue_capacity (128) are refilled by ifetch. */
+static const char *const *const run_sets = NULL;
 
 static ts_status compile(const ts_graph *g, ts_program **prog, ts_lower_tsp_report *rep, ts_err *e)
 {
@@ -449,8 +449,8 @@ START_TEST(test_refused)
 }
 END_TEST
 
-/* A floorplan the lowering cannot use is refused with the reason; a queue longer than the
- * config's capacity is refused with the capacity a run needs. */
+/* A floorplan the lowering cannot use is refused with the reason; queues longer than the stock
+ * capacity run from fetched text; a capacity of one fetch is refused. */
 START_TEST(test_config_limits)
 {
     ts_err e;
@@ -470,11 +470,21 @@ START_TEST(test_config_limits)
     ck_assert_msg(strstr(e.msg, "32 streams per direction"), "%s", e.msg);
     ts_err_free(&e);
     ts_err_init(&e);
-    cfg = tsp_test_config("tsp_v1", NULL);
+    /* stock tsp_v1: the queues are longer than 128 entries and refilled by ifetch, with no hazard */
+    lowered l;
+    lower_and_run(g, &l);
+    ck_assert_uint_gt(l.rep.max_queue, 128);
+    ck_assert_double_gt(tsp_stat(&l.run, "queue.ifetches"), 0);
+    ck_assert_double_eq(tsp_stat(&l.run, "queue.ifetch_bytes"), tsp_stat(&l.run, "queue.ifetches") * 640);
+    lowered_free(&l);
+    /* a queue as short as one fetch cannot be refilled before it runs dry */
+    static const char *const tiny[] = {"icu.queue_capacity=40", NULL};
+    cfg = tsp_test_config("tsp_v1", tiny);
     ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
     ts_config_destroy(cfg);
     ck_assert_int_eq(ts_lower_tsp(g, &p, &prog, NULL, &e), TS_EINPUT);
-    ck_assert_msg(strstr(e.msg, "icu.queue_capacity is 128") && strstr(e.msg, "-s icu.queue_capacity="), "%s", e.msg);
+    ck_assert_msg(strstr(e.msg, "no ifetch could be placed in time") && strstr(e.msg, "icu.queue_capacity 40"), "%s",
+                  e.msg);
     ck_assert_ptr_null(prog);
     ts_err_free(&e);
     ts_graph_destroy(g);
