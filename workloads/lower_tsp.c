@@ -1239,7 +1239,7 @@ static bool try_pool(lt *L, tens *x, tens *y, const uint64_t *win, uint32_t nwin
 static bool try_gap(lt *L, tens *x, tens *y, uint32_t c, uint32_t sword, uint64_t A, uint64_t *w)
 {
     uint32_t tag = L->tag % 65535 + 1, mem, word;
-    val s, xi, ci, f, mu, o;
+    val s = {0}, xi, ci, f, mu, o; /* s is set by the first input (a pool has at least one) */
     int so;
     uint64_t t = A;
     for (uint32_t i = 0; i < x->P; i++) {
