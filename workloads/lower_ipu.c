@@ -11,8 +11,10 @@
  *      another; ranges a tile holds itself are copied by its supervisor;
  *   3. compute on the tile's workers, then sync; the output stays where it was computed (partial
  *      sums of a Conv split over input channels are added in a tree first).
- * Tensors are f32, or f16 throughout a MatMul/Gemm (f16 x f16 -> f32 on the AMP, the output
- * rounded to f16); other dtypes are refused. Memory has the same addresses on every tile: tensors
+ * Tensors are f32 or f16 (a graph f16 throughout). f16 is held as halves around the f16 MatMul/Gemm
+ * routine (f16 x f16 -> f32 on the AMP, the output rounded to f16) and in f32 words elsewhere: a
+ * Conv or one-row Gemm rounds its inputs and weights to f16 for f16v4amp and accumulates in f32,
+ * and the operators between them run as for f32. Other dtypes are refused. Memory has the same addresses on every tile: tensors
  * and buffers in a first-fit dynamic region freed after their last use; each operator's weights,
  * loaded before the run, above it until the operator has run; shared tables at the top. The
  * lowering runs twice: the first pass sizes each operator's weights, the second places them.
@@ -915,6 +917,12 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
                     continue; /* the same number of blocks with fewer rows */
                 if (nr_ > sp)
                     break;
+                /* f16 on images of 14 x 14 or less: whole images only. Blocked outputs of small
+                 * images are sent to the next operator's many channel groups in pieces per channel
+                 * and row block; on ResNet-50's 14 x 14 layers that took tile 0's supervisor code
+                 * past the tile memory (the cost below does not price code). */
+                if (half && nr_ > 1 && P <= 196)
+                    continue;
                 for (uint64_t k = 1; k <= sp / nr_; k = k * 2 > sp / nr_ && k < sp / nr_ ? sp / nr_ : k * 2) {
                     uint64_t cp = cdiv(C, k), nk = cdiv(C, cp);
                     if (half && cp % 2)
@@ -939,8 +947,13 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
                                               : (double)(cp * band * Wd / XP->chunk + 1);
                     if (nr_ == 1 && !XP->inner)
                         rounds = (double)(cp * H * Wd / XP->chunk + 1);
-                    /* and the next operator's: about one per group of this output's channels */
-                    double cost = comp + gat + red + 250.0 * (rounds + (double)ng);
+                    /* and the next operator's: about one per group of this output's channels (f16:
+                     * per group and row block, and 16 x 784 / P cycles per channel and row block, as
+                     * a blocked output is sent in pieces per channel and row block, each a few
+                     * supervisor instructions; the f32 plans, calibrated without it, keep the old
+                     * term; 784 = 28 x 28, the size the terms were tried at) */
+                    double cost = comp + gat + red + 250.0 * (rounds + (double)(half ? ng * nr_ : ng)) +
+                                  (half && nr_ > 1 ? 12544.0 * (double)(M * nr_) / (double)P : 0);
                     double mem = 4.0 * (double)(cp * band * Wd + (hwc ? cpe * band * WI * eb / 4 : pad ? cpe * band * WI : 0) +
                                                 (hwc ? 0 : L->workers * (Kt + 1)) + q * U * npx * (nk > 1 ? 3 : 1));
                     double wt = (double)eb * (double)(q * U * Kt);
@@ -1787,7 +1800,6 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
     default: return unsupported(L, n, "this operator");
     }
 }
-
 /* ---- the program ---- */
 
 static ts_status finish(lw *L, ts_program **out)

@@ -621,6 +621,12 @@ END_TEST
  * f32; activations are held in f32 words. Reference in double from the f16-rounded input and
  * weights: |got - want| <= 2^-10 x sum of |products| + 1e-6 (the f16 rounding of the 3x3 Conv's
  * inputs, and f32 accumulation). */
+enum { /* opcode numbers: the IPU's one table */
+#define IPU_OP(id, mn, ops, cls, unit, ctx, lat, ev, ec, doc) OP_##id,
+#include "arch/ipu/ipu_isa.def"
+#undef IPU_OP
+};
+
 static int tensor16(ts_graph *g, const char *name, ts_tensor_kind kind, int rank, const int64_t *dims)
 {
     ts_err e;
@@ -664,6 +670,14 @@ START_TEST(test_residual_f16)
     finalize(g);
     lowered L = {0};
     lower_and_run(g, "ipu_small16", &L);
+    /* both Convs multiply on f16v4amp, none on f32v2amp */
+    size_t amp16 = 0, amp32 = 0;
+    for (size_t i = 0; i < L.prog->nstreams; i++)
+        for (uint32_t k = 0; k < L.prog->streams[i].n; k++) {
+            amp16 += L.prog->streams[i].insn[k].op == OP_F16V4AMP;
+            amp32 += L.prog->streams[i].insn[k].op == OP_F32V2AMP;
+        }
+    ck_assert_msg(amp16 > 0 && amp32 == 0, "f16v4amp %zu, f32v2amp %zu", amp16, amp32);
 #define R16(t, k) ((double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))))
     static double ref1[C][H][Wd];
     for (int m = 0; m < C; m++)
