@@ -948,12 +948,14 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
                     if (nr_ == 1 && !XP->inner)
                         rounds = (double)(cp * H * Wd / XP->chunk + 1);
                     /* and the next operator's: about one per group of this output's channels (f16:
-                     * per group and row block, and 16 x 784 / P cycles per channel and row block, as
-                     * a blocked output is sent in pieces per channel and row block, each a few
-                     * supervisor instructions; the f32 plans, calibrated without it, keep the old
-                     * term; 784 = 28 x 28, the size the terms were tried at) */
+                     * per group and row block, and on images of 28 x 28 or less 16 cycles per
+                     * channel and row block, as a blocked output is sent in pieces per channel and
+                     * row block, each a few supervisor instructions; tried on ResNet-50: without
+                     * it layer3.0's downsample took 2.4 M cycles instead of 1.5 M, with it also on
+                     * 56 x 56 layer1.0's 0.9 M instead of 0.3 M; the f32 plans, calibrated without
+                     * these terms, keep the old one) */
                     double cost = comp + gat + red + 250.0 * (rounds + (double)(half ? ng * nr_ : ng)) +
-                                  (half && nr_ > 1 ? 12544.0 * (double)(M * nr_) / (double)P : 0);
+                                  (half && nr_ > 1 && P <= 784 ? 16.0 * (double)(M * nr_) : 0);
                     double mem = 4.0 * (double)(cp * band * Wd + (hwc ? cpe * band * WI * eb / 4 : pad ? cpe * band * WI : 0) +
                                                 (hwc ? 0 : L->workers * (Kt + 1)) + q * U * npx * (nk > 1 ? 3 : 1));
                     double wt = (double)eb * (double)(q * U * Kt);
