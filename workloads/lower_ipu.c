@@ -11,8 +11,10 @@
  *      another; ranges a tile holds itself are copied by its supervisor;
  *   3. compute on the tile's workers, then sync; the output stays where it was computed (partial
  *      sums of a Conv split over input channels are added in a tree first).
- * Tensors are f32, or f16 throughout a MatMul/Gemm (f16 x f16 -> f32 on the AMP, the output
- * rounded to f16); other dtypes are refused. Memory has the same addresses on every tile: tensors
+ * Tensors are f32 or f16 (a graph f16 throughout). f16 is held as halves around the f16 MatMul/Gemm
+ * routine (f16 x f16 -> f32 on the AMP, the output rounded to f16) and in f32 words elsewhere: a
+ * Conv or one-row Gemm rounds its inputs and weights to f16 for f16v4amp and accumulates in f32,
+ * and the operators between them run as for f32. Other dtypes are refused. Memory has the same addresses on every tile: tensors
  * and buffers in a first-fit dynamic region freed after their last use; each operator's weights,
  * loaded before the run, above it until the operator has run; shared tables at the top. The
  * lowering runs twice: the first pass sizes each operator's weights, the second places them.
@@ -310,19 +312,34 @@ static ts_status unsupported(lw *L, const ts_graph_node *n, const char *why)
                       n->name, why);
 }
 
+/* f16 tensors are held in one of two ways: as halves (es 2) around the f16 MatMul/Gemm routine
+ * (inputs read and outputs written as halves), or as f32 words (es 4) everywhere else: a Conv
+ * (and a one-row Gemm) rounds its inputs and weights to f16 for f16v4amp and accumulates in f32,
+ * and the operators between them (Relu, Add, pools, ...) run on the f32 words as for f32. */
+static bool held_half(const lw *L, int x) { return L->pl[x].ntiles && L->pl[x].es == 2; }
+
 static ts_status check_f32(lw *L, const ts_graph_node *n)
 {
-    /* f16 operands: MatMul and Gemm (f16 x f16 -> f32 on the AMP, output f16), Reshape, Flatten */
-    bool f16ok = n->op == TS_OP_MATMUL || n->op == TS_OP_GEMM || n->op == TS_OP_RESHAPE || n->op == TS_OP_FLATTEN;
+    bool mm = n->op == TS_OP_MATMUL || n->op == TS_OP_GEMM;
+    bool view = n->op == TS_OP_RESHAPE || n->op == TS_OP_FLATTEN;
     ts_dtype dt0 = n->nin ? ts_graph_get_tensor(L->g, n->in[0])->dtype : TS_DT_F32;
     for (size_t i = 0; i < n->nin; i++) {
         const ts_graph_tensor *t = ts_graph_get_tensor(L->g, n->in[i]);
-        if (t->dtype != TS_DT_F32 && !(f16ok && t->dtype == TS_DT_F16 && dt0 == TS_DT_F16)) {
-            char why[128];
-            snprintf(why, sizeof why, "input '%s' is %s; this operator is lowered for f32%s", t->name,
-                     ts_dtype_name(t->dtype), f16ok ? " (or f16 throughout)" : "");
-            return unsupported(L, n, why);
+        if (t->dtype == TS_DT_F32 && dt0 == TS_DT_F32)
+            continue;
+        if (t->dtype == TS_DT_F16 && dt0 == TS_DT_F16) {
+            bool weight = t->kind != TS_TENSOR_ACTIVATION && t->kind != TS_TENSOR_INPUT;
+            if (weight || !held_half(L, n->in[i]) || mm || view)
+                continue;
         }
+        char why[160];
+        if (t->dtype == TS_DT_F16 && dt0 == TS_DT_F16)
+            snprintf(why, sizeof why, "input '%s' is f16 held as halves (the output of an f16 MatMul/Gemm); this "
+                     "operator reads f16 held in f32 words", t->name);
+        else
+            snprintf(why, sizeof why, "input '%s' is %s; this operator is lowered for f32 (or f16 throughout)", t->name,
+                     ts_dtype_name(t->dtype));
+        return unsupported(L, n, why);
     }
     return TS_OK;
 }
@@ -559,7 +576,8 @@ typedef struct mm_args {
     uint32_t rows, nq, kp;
     uint64_t nq_real;          /* outputs to store: nq*U, less in a partial last group */
     uint32_t units;            /* AMP units: outputs per group */
-    bool half;                 /* f16 inputs, coefficients and outputs (f16v4amp, 4 inputs per unit) */
+    bool half;                 /* f16 inputs and coefficients (f16v4amp, 4 inputs per unit) */
+    bool out16;                /* outputs rounded to f16 and stored as halves (else f32) */
     uint64_t a, a_stride, w, bias, out;
     int64_t out_row, out_q, out_u;
     uint32_t taps;             /* > 0: the input is read in `taps` runs of $m11 pairs, $m4 advanced by
@@ -611,7 +629,7 @@ static void emit_quad(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
         }
         W(t, ADDI, RM(8), RM(8), (int32_t)(4 * U));
     }
-    if (m->half) /* pairs rounded to f16 (nearest even), one 32-bit store per pair */
+    if (m->out16) /* pairs rounded to f16 (nearest even), one 32-bit store per pair */
         for (uint32_t s = 0; 2 * s < nstore; s++) {
             W(t, F32V2TOF16, RA(s), RA(2 * s), 0);
             W(t, ST32, RA(s), RM(6), (int32_t)(m->out_u * 2 * s));
@@ -707,6 +725,7 @@ typedef struct cv_shape {
     const ts_graph_tensor *Wt, *Bt; /* weights; bias of M values or NULL */
     int wid, bid;
     int wmode;                      /* 0: Conv [M][C][kh][kw]; 1: Gemm B[N][K] (transB); 2: B[K][N] */
+    bool half;                      /* f16: inputs and weights rounded to f16 for f16v4amp (if C is even) */
 } cv_shape;
 
 static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, const cv_shape *s);
@@ -734,11 +753,13 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
     if (C && ts_graph_tensor_elems(C) != (int64_t)N)
         return unsupported(L, n, "a bias that is not one value per output column");
     bool half = A->dtype == TS_DT_F16;
-    if (M == 1 && !half) { /* one row: a 1x1 Conv of K channels, the weights split over the columns */
+    if (M == 1 && !held_half(L, n->in[0])) { /* one row: a 1x1 Conv of K channels, the weights split over the columns */
         cv_shape s = {.C = K, .H = 1, .Wd = 1, .M = N, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .Ho = 1, .Wo = 1,
-                      .Wt = B, .wid = n->in[1], .Bt = C, .bid = C ? n->in[2] : -1, .wmode = tb ? 1 : 2};
+                      .Wt = B, .wid = n->in[1], .Bt = C, .bid = C ? n->in[2] : -1, .wmode = tb ? 1 : 2, .half = half};
         return lower_conv_shape(L, n, sc, &s);
     }
+    if (half && !held_half(L, n->in[0]))
+        return unsupported(L, n, "an f16 input of more than one row held in f32 words (the f16 routine reads halves)");
     uint32_t per = half ? 4 : 2; /* inputs per AMP unit and instruction */
     if (K % per)
         return unsupported(L, n, half ? "an f16 inner dimension that is not a multiple of 4 (f16v4amp)"
@@ -808,7 +829,7 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
     for (uint32_t t = 0; t < tn; t++) {
         uint64_t cbk = t % ncb, q0 = cbk * qpb, q1 = q0 + qpb < nq ? q0 + qpb : nq;
         mm_args m = {.rows = (uint32_t)((sc->hi[t] - sc->lo[t]) / K), .nq = (uint32_t)(q1 - q0), .kp = (uint32_t)kp,
-                     .nq_real = (q1 * U < N ? q1 * U : N) - q0 * U, .units = U, .half = half, .a = sc->where[t],
+                     .nq_real = (q1 * U < N ? q1 * U : N) - q0 * U, .units = U, .half = half, .out16 = half, .a = sc->where[t],
                      .a_stride = K * es, .w = waddr, .bias = baddr, .out = out, .out_row = (int64_t)(pbc * es),
                      .out_q = (int64_t)(U * es), .out_u = (int64_t)es};
         size_t entry = L->tiles[t].wrk.n;
@@ -862,7 +883,11 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
 {
     const uint64_t C = s->C, H = s->H, Wd = s->Wd, M = s->M, kh = s->kh, kw = s->kw, sh = s->sh, sw = s->sw;
     const uint64_t Ho = s->Ho, Wo = s->Wo, P = Ho * Wo;
-    const uint32_t U = L->units;
+    /* f16 (f16v4amp: U16 units of 4 inputs) when asked for, the channels are even (the inputs are
+     * converted in pairs) and the AMP has 2, 4 or 8 f16 units; else f32 (f32v2amp: units of 2) */
+    const bool half = s->half && C % 2 == 0 && L->units16 >= 2 && L->units16 <= 8 && L->units16 % 2 == 0;
+    const uint32_t U = half ? L->units16 : L->units;
+    const uint64_t per = half ? 4 : 2, eb = half ? 2 : 4; /* inputs per AMP step; bytes of a kernel input */
     const uint64_t nq = cdiv(M, U);
     const bool pad = s->pt || s->pl || s->pbot || s->pr;
     /* a kernel larger than 1x1 reads a channel-last image: every pixel's K inputs are kh runs of
@@ -878,7 +903,10 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
     {
         double best = 0;
         uint64_t tb = L->p->sram_bytes / 3;
-        uint64_t wb = (uint64_t)(1.05 * (double)(M * C * kh * kw * 4) / (double)L->T);
+        /* AMP loop issues per input of a group: (U + 2) per step of per inputs, taken as 2 for f32
+         * (as calibrated) and scaled by the f16 loop's ratio to it */
+        const double ki = half ? 2.0 * (U + 2) * 2 / (6.0 * (double)per) : 2.0;
+        uint64_t wb = (uint64_t)(1.05 * (double)(M * C * kh * kw * eb) / (double)L->T);
         if (wb < 2048)
             wb = 2048;
         for (uint64_t q = cdiv(nq, L->T); q <= nq; q = q * 2 > nq && q < nq ? nq : q * 2) {
@@ -889,14 +917,22 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
                     continue; /* the same number of blocks with fewer rows */
                 if (nr_ > sp)
                     break;
+                /* f16 on images of 14 x 14 or less: whole images only. Blocked outputs of small
+                 * images are sent to the next operator's many channel groups in pieces per channel
+                 * and row block; on ResNet-50's 14 x 14 layers that took tile 0's supervisor code
+                 * past the tile memory (the cost below does not price code). */
+                if (half && nr_ > 1 && P <= 196)
+                    continue;
                 for (uint64_t k = 1; k <= sp / nr_; k = k * 2 > sp / nr_ && k < sp / nr_ ? sp / nr_ : k * 2) {
                     uint64_t cp = cdiv(C, k), nk = cdiv(C, cp);
+                    if (half && cp % 2)
+                        continue; /* f16 inputs are converted in channel pairs */
                     uint64_t Kt = cp * kh * kw, npx = r * Wo;
                     uint64_t band = (r - 1) * sh + kh < H + s->pt + s->pbot ? (r - 1) * sh + kh : H;
-                    uint64_t cpe = cp + cp % 2; /* channel-last image: channels made even */
+                    uint64_t cpe = (cp + per - 1) / per * per; /* channel-last image: channels padded */
                     double comp = (double)(cdiv(npx, L->workers) * L->workers) *
-                                  (hwc ? (double)(8 + q * (2 * kh * kw * cpe + 12 + 2 * kh))
-                                       : (double)(3 * Kt + 8 + q * (2 * Kt + 12)));
+                                  (hwc ? (double)(8 + (double)q * (ki * (double)(kh * kw * cpe) + 12 + 2 * kh))
+                                       : (double)(3 * Kt + 8) + (double)q * (ki * (double)Kt + 12));
                     /* gathering: what a tile receives, or what a tile holding the input sends
                      * (every receiver of its words in turn), whichever is more */
                     double recv = (double)(cp * band * Wd);
@@ -911,11 +947,18 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
                                               : (double)(cp * band * Wd / XP->chunk + 1);
                     if (nr_ == 1 && !XP->inner)
                         rounds = (double)(cp * H * Wd / XP->chunk + 1);
-                    /* and the next operator's: about one per group of this output's channels */
-                    double cost = comp + gat + red + 250.0 * (rounds + (double)ng);
-                    double mem = 4.0 * (double)(cp * band * Wd + (pad || hwc ? cpe * band * WI : 0) +
+                    /* and the next operator's: about one per group of this output's channels (f16:
+                     * per group and row block, and on images of 28 x 28 or less 16 cycles per
+                     * channel and row block, as a blocked output is sent in pieces per channel and
+                     * row block, each a few supervisor instructions; tried on ResNet-50: without
+                     * it layer3.0's downsample took 2.4 M cycles instead of 1.5 M, with it also on
+                     * 56 x 56 layer1.0's 0.9 M instead of 0.3 M; the f32 plans, calibrated without
+                     * these terms, keep the old one) */
+                    double cost = comp + gat + red + 250.0 * (rounds + (double)(half ? ng * nr_ : ng)) +
+                                  (half && nr_ > 1 && P <= 784 ? 16.0 * (double)(M * nr_) : 0);
+                    double mem = 4.0 * (double)(cp * band * Wd + (hwc ? cpe * band * WI * eb / 4 : pad ? cpe * band * WI : 0) +
                                                 (hwc ? 0 : L->workers * (Kt + 1)) + q * U * npx * (nk > 1 ? 3 : 1));
-                    double wt = 4.0 * (double)(q * U * Kt);
+                    double wt = (double)eb * (double)(q * U * Kt);
                     /* past a limit, every byte costs as much as 1024 cycles */
                     cost += 1024.0 * ((mem > (double)tb ? mem - (double)tb : 0) + (wt > (double)wb ? wt - (double)wb : 0));
                     if (!qpt || cost < best) {
@@ -945,7 +988,7 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
     if (nrb == 1)
         NB = H;
     uint64_t HI = pad || hwc ? HB : NB, WIm = pad || hwc ? WI : Wd; /* the image the kernel reads */
-    uint64_t Cs = hwc ? cpk + cpk % 2 : 1; /* channel-last: channels per image pixel */
+    uint64_t Cs = hwc ? (cpk + per - 1) / per * per : 1; /* channel-last: channels per image pixel */
     for (uint32_t t = 0; t < tn; t++) {
         uint64_t gr = t % nrb, gk = t / tout;
         uint64_t ci0 = gk * cpk, ci1 = ci0 + cpk < C ? ci0 + cpk : C;
@@ -967,9 +1010,9 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
     ts_status rc = gather(L, n->in[0], tn, sc->lo, sc->hi, sc->nr, H * Wd, NB * Wd, false, sc->where);
     if (rc != TS_OK)
         return rc;
-    uint64_t img = pad || hwc ? talloc(L, (hwc ? Cs : cpk) * HI * WIm * 4) : 0;
-    uint64_t kpm = hwc ? kh * kw * Cs / 2 : cdiv(cpk * kh * kw, 2);
-    uint64_t colbuf = hwc ? 0 : talloc(L, L->workers * kpm * 2 * 4);
+    uint64_t img = pad || hwc ? talloc(L, hwc ? Cs * HI * WIm * eb : cpk * HI * WIm * 4) : 0;
+    uint64_t kpm = hwc ? kh * kw * Cs / per : cdiv(cpk * kh * kw, per);
+    uint64_t colbuf = hwc ? 0 : talloc(L, L->workers * kpm * 8);
     uint64_t wbytes = qpt * kpm * U * 8, bbytes = qpt * U * 4;
     uint64_t waddr = salloc(L, wbytes), baddr = s->Bt ? salloc(L, bbytes) : 0;
     uint64_t out = alloc(L, qpt * U * pbk * 4), alt = 0, rbuf = 0;
@@ -986,12 +1029,12 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
     }
     for (uint64_t ly = 0; ly < rb; ly++)
         for (uint64_t ox = 0; ox < Wo; ox++)
-            bv[ly * Wo + ox] = (uint32_t)((ly * sh * WIm + ox * sw) * Cs * 4);
+            bv[ly * Wo + ox] = (uint32_t)((ly * sh * WIm + ox * sw) * Cs * (hwc ? eb : 4));
     uint64_t bt = stable(L, bv, pbk * 4, tn, &rc);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
         uint64_t gr = t % nrb, gc = t / nrb % ngc, gk = t / tout;
         uint64_t ci0 = gk * cpk, cp = ci0 + cpk < C ? cpk : C - ci0, K = hwc ? kh * kw * Cs : cp * kh * kw;
-        uint64_t kp = cdiv(K, 2);
+        uint64_t kp = cdiv(K, per);
         uint64_t q0 = gc * qpt, q1 = q0 + qpt < nq ? q0 + qpt : nq;
         uint64_t oy0 = gr * rb, oy1 = oy0 + rb < Ho ? oy0 + rb : Ho, npx = (oy1 - oy0) * Wo;
         int64_t iylo = (int64_t)(oy0 * sh) - (int64_t)s->pt;
@@ -1000,8 +1043,9 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
         if (nrb == 1)
             nbt = H;
         bool bias = s->Bt && gk == 0;
-        /* this tile's coefficient blocks [q][k2][u][2] (and bias) */
+        /* this tile's coefficient blocks [q][k/per][u][per] (f16: halves) and bias (f32) */
         memset(w, 0, wbytes + bbytes);
+        uint16_t *w16 = (uint16_t *)w;
         float *bb = w + wbytes / 4;
         for (uint64_t q = q0; q < q1; q++)
             for (uint32_t u = 0; u < U; u++) {
@@ -1014,7 +1058,11 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
                         v = cv_weight(s, m, ci0 + k / (kh * kw), k / kw % kh, k % kw);
                     else if (k % Cs < cp) /* k = (ky * kw + kx) * Cs + c */
                         v = cv_weight(s, m, ci0 + k % Cs, k / Cs / kw, k / Cs % kw);
-                    w[(((q - q0) * kp + k / 2) * U + u) * 2 + k % 2] = v;
+                    uint64_t at = (((q - q0) * kp + k / per) * U + u) * per + k % per;
+                    if (half)
+                        w16[at] = ts_f32_to_f16(v);
+                    else
+                        w[at] = v;
                 }
                 if (bias)
                     bb[(q - q0) * U + u] = value(s->Bt, s->bid, m);
@@ -1033,16 +1081,43 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
             uint64_t rwh = cdiv(HI, L->workers);
             size_t entry = L->tiles[t].wrk.n;
             emit_start_row(L, t, (uint32_t)HI, (uint32_t)rwh);
-            W(t, MULI, RM(3), RM(1), (int32_t)(WIm * Cs * 4));
+            W(t, MULI, RM(3), RM(1), (int32_t)(WIm * Cs * eb));
             W(t, SETZI, RM(4), (int32_t)img, 0);
             W(t, ADD, RM(3), RM(3), RM(4));
             W(t, SETZI, RA(0), 0, 0);
-            W(t, SETZI, RM(5), (int32_t)(rwh * WIm * Cs), 0);
+            W(t, SETZI, RM(5), (int32_t)(rwh * WIm * Cs * eb / 4), 0);
             W(t, RPT, RM(5), 1, 0);
             W(t, ST32STEP, RA(0), RM(3), 4);
             W(t, EXIT, 0, 0, 0);
             run_all(L, t, entry);
             entry = L->tiles[t].wrk.n;
+            if (half) {
+                /* channel pairs over the workers: both rounded to f16 into one word of the pixel */
+                uint64_t rwp = cdiv(cp / 2, L->workers), cs = NB * Wd * 4;
+                emit_start_row(L, t, (uint32_t)(cp / 2), (uint32_t)rwp);
+                W(t, MULI, RM(2), RM(1), (int32_t)(2 * cs));
+                W(t, SETZI, RM(3), (int32_t)sc->where[t], 0);
+                W(t, ADD, RM(2), RM(2), RM(3));
+                W(t, SHLI, RM(3), RM(1), 2);
+                W(t, SETZI, RM(4), (int32_t)(img + ((uint64_t)((int64_t)ya - iylo) * WIm + s->pl) * Cs * 2), 0);
+                W(t, ADD, RM(3), RM(3), RM(4));
+                W(t, SETZI, RM(5), (int32_t)rwp - 1, 0);
+                W(t, SETZI, RM(8), (int32_t)Wd, 0);
+                size_t ch = W(t, SETZI, RM(6), (int32_t)nbt - 1, 0);
+                size_t row = W(t, RPT, RM(8), 4, 0);
+                W(t, LD32, RA(1), RM(2), (int32_t)cs);
+                W(t, LD32STEP, RA(0), RM(2), 4);
+                W(t, F32V2TOF16, RA(0), RA(0), 0);
+                W(t, ST32STEP, RA(0), RM(3), (int32_t)(Cs * 2));
+                W(t, ADDI, RM(3), RM(3), (int32_t)((WIm - Wd) * Cs * 2));
+                W(t, BRNZDEC, RM(6), (int32_t)row, 0);
+                W(t, ADDI, RM(2), RM(2), (int32_t)((NB - nbt) * Wd * 4 + cs));
+                W(t, ADDI, RM(3), RM(3), (int32_t)(4 - (int64_t)(nbt * WIm * Cs * 2)));
+                W(t, BRNZDEC, RM(5), (int32_t)ch, 0);
+                W(t, EXIT, 0, 0, 0);
+                run_all(L, t, entry);
+                goto amp;
+            }
             emit_start_row(L, t, (uint32_t)cp, (uint32_t)rwc);
             W(t, MULI, RM(2), RM(1), (int32_t)(NB * Wd * 4));
             W(t, SETZI, RM(3), (int32_t)sc->where[t], 0);
@@ -1099,18 +1174,19 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
             W(t, EXIT, 0, 0, 0);
             run_all(L, t, entry);
         }
+    amp:;
         /* pixels over the workers: im2col row, then the AMP groups of this tile */
-        uint64_t Kpad = 2 * kp;
+        uint64_t Kpad = 2 * kp; /* 32-bit words of a row */
         uint32_t rw = (uint32_t)cdiv(npx, L->workers);
         mm_args m = {.rows = (uint32_t)npx, .nq = (uint32_t)(q1 - q0), .kp = (uint32_t)kp,
-                     .nq_real = (q1 * U < M ? q1 * U : M) - q0 * U, .units = U, .a_stride = 0, .w = waddr,
+                     .nq_real = (q1 * U < M ? q1 * U : M) - q0 * U, .units = U, .half = half, .a_stride = 0, .w = waddr,
                      .bias = bias ? baddr : 0, .out = out, .out_row = 4, .out_q = (int64_t)(U * pbk * 4),
                      .out_u = (int64_t)(pbk * 4)};
         uint32_t full = (uint32_t)(m.nq_real / U), tail = (uint32_t)(m.nq_real % U);
         size_t entry = L->tiles[t].wrk.n;
         if (hwc) {
             m.taps = (uint32_t)kh;
-            m.tap_skip = (int32_t)((WIm - kw) * Cs * 4);
+            m.tap_skip = (int32_t)((WIm - kw) * Cs * eb);
             emit_start_row(L, t, (uint32_t)npx, rw);
             W(t, SHLI, RM(10), RM(1), 2);
             W(t, SETZI, RM(3), (int32_t)bt, 0);
@@ -1119,7 +1195,7 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
             W(t, SETZI, RM(4), (int32_t)out, 0);
             W(t, ADD, RM(3), RM(3), RM(4));
             W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
-            W(t, SETZI, RM(11), (int32_t)(kw * Cs / 2), 0);
+            W(t, SETZI, RM(11), (int32_t)(kw * Cs / per), 0);
             size_t hpix = W(t, LD32STEP, RM(9), RM(10), 4);
             W(t, ADD, RM(2), RM(9), RM(0));
             W(t, SETZI, RM(5), (int32_t)waddr, 0);
@@ -1156,8 +1232,20 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
         size_t pix = W(t, LD32STEP, RM(9), RM(10), 4);
         W(t, ADD, RM(9), RM(9), RM(0));
         W(t, MOV, RM(14), RM(2), 0);
-        /* the pixel's im2col row: channel by channel, kernel row by row (2 issues per element) */
-        if (kh * kw == 1) {
+        /* the pixel's im2col row: channel by channel, kernel row by row (2 issues per element; f16:
+         * channel pairs rounded into one word, 4 issues per pair, then zero words to a whole step) */
+        if (half) {
+            W(t, SETZI, RM(13), (int32_t)(cp / 2), 0);
+            W(t, RPT, RM(13), 4, 0);
+            W(t, LD32, RA(1), RM(9), (int32_t)(HI * WIm * 4));
+            W(t, LD32STEP, RA(0), RM(9), (int32_t)(2 * HI * WIm * 4));
+            W(t, F32V2TOF16, RA(0), RA(0), 0);
+            W(t, ST32STEP, RA(0), RM(14), 4);
+            if (cp / 2 < Kpad) /* at most one word: kp = ceil(cp / 4) steps of two words */
+                W(t, SETZI, RA(1), 0, 0);
+            for (uint64_t z = cp / 2; z < Kpad; z++)
+                W(t, ST32STEP, RA(1), RM(14), 4);
+        } else if (kh * kw == 1) {
             W(t, SETZI, RM(13), (int32_t)cp, 0);
             W(t, RPT, RM(13), 2, 0);
             W(t, LD32STEP, RA(0), RM(9), (int32_t)(HI * WIm * 4));
@@ -1282,7 +1370,8 @@ static ts_status lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
                   .sh = (uint64_t)at->strides[0], .sw = (uint64_t)at->strides[1], .pt = (uint64_t)at->pads[0],
                   .pl = (uint64_t)at->pads[1], .pbot = (uint64_t)at->pads[2], .pr = (uint64_t)at->pads[3],
                   .Ho = (uint64_t)Y->dims[2], .Wo = (uint64_t)Y->dims[3], .Wt = Wt, .wid = n->in[1],
-                  .Bt = n->nin > 2 ? ts_graph_get_tensor(g, n->in[2]) : NULL, .bid = n->nin > 2 ? n->in[2] : -1};
+                  .Bt = n->nin > 2 ? ts_graph_get_tensor(g, n->in[2]) : NULL, .bid = n->nin > 2 ? n->in[2] : -1,
+                  .half = X->dtype == TS_DT_F16};
     return lower_conv_shape(L, n, sc, &s);
 }
 
@@ -1713,7 +1802,6 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
     default: return unsupported(L, n, "this operator");
     }
 }
-
 /* ---- the program ---- */
 
 static ts_status finish(lw *L, ts_program **out)
@@ -1831,7 +1919,14 @@ static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, boo
         ts_graph_consumers(g, (int)i, &nc);
         if (t->kind != TS_TENSOR_INPUT || (!nc && !t->is_output))
             continue;
-        uint32_t es = t->dtype == TS_DT_F16 ? 2 : 4;
+        /* f16: halves for an f16 MatMul/Gemm, f32 words for anything else (see held_half) */
+        uint32_t es = 4;
+        const int *cons = ts_graph_consumers(g, (int)i, &nc);
+        for (size_t c = 0; t->dtype == TS_DT_F16 && c < nc; c++) {
+            int op = ts_graph_get_node(g, cons[c])->op;
+            if (op == TS_OP_MATMUL || op == TS_OP_GEMM)
+                es = 2;
+        }
         if (t->dtype != TS_DT_F32 && t->dtype != TS_DT_F16) {
             rc = ts_err_set(err, TS_EINPUT, "input '%s' is %s; the IPU lowering handles f32 and f16 only", t->name,
                             ts_dtype_name(t->dtype));
@@ -1954,7 +2049,8 @@ static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, boo
         for (size_t i = 0; i < nt; i++)
             if (L->pl[i].ntiles)
                 rep->places[k++] = (ts_lower_place){(int)i, L->pl[i].ntiles, L->pl[i].chunk, L->pl[i].addr,
-                                                    L->pl[i].inner, L->pl[i].cb, L->pl[i].pb, L->pl[i].nrb};
+                                                    L->pl[i].inner, L->pl[i].cb, L->pl[i].pb, L->pl[i].nrb,
+                                                    L->pl[i].es};
     }
 done:
     scratch_free(&sc);
@@ -2016,7 +2112,7 @@ int ts_lower_ipu_locate(const ts_lower_report *rep, const ts_graph *g, int tenso
                       .pb = p->pb, .nrb = p->nrb};
         uint64_t off;
         pl_run(&P, elem, tile, &off);
-        *addr = p->addr + off * ts_dtype_size(t->dtype);
+        *addr = p->addr + off * (p->es ? p->es : ts_dtype_size(t->dtype));
         return 0;
     }
     return -1;

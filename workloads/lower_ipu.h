@@ -56,6 +56,7 @@ typedef struct ts_lower_place {
     uint64_t inner;    /* blocked: pixels per channel (0 = flat) */
     uint64_t cb, pb;   /* blocked: channels per tile, pixels per channel per tile */
     uint32_t nrb;      /* blocked: row blocks */
+    uint32_t es;       /* bytes per element: 2 for f16 halves, 4 for f32 words (f16 values included) */
 } ts_lower_place;
 
 /* One operator as planned. */

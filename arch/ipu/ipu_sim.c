@@ -1060,8 +1060,14 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
         if (in->imm < 0 || in->imm >= 16)
             return fail(t, ti, ctx, pc, c, err, "ld128putcs: coefficient slot %d is not in 0..15", in->imm);
         CHECK_ADDR(addr, 16, "ld128putcs");
-        memcpy(t->coef + 16 * in->imm, rd_ptr(m, t, (uint64_t)addr), 16);
-        coef_update(t, (uint32_t)in->imm);
+        {
+            /* the workers of a routine load the same block one after another: convert it once */
+            const uint8_t *src = rd_ptr(m, t, (uint64_t)addr);
+            if (memcmp(t->coef + 16 * in->imm, src, 16)) {
+                memcpy(t->coef + 16 * in->imm, src, 16);
+                coef_update(t, (uint32_t)in->imm);
+            }
+        }
         x->ready = c + m->c.load_latency;
         break;
     case IPU_OP_F32V2AMP: {

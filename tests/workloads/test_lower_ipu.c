@@ -615,6 +615,142 @@ START_TEST(test_residual)
 }
 END_TEST
 
+/* The residual block in f16 (the whole graph f16, as the built-in resnet50 with dtype=f16): a 1x1
+ * Conv with bias, Relu, a 3x3 Conv with bias (pad 1), Add of the block input, Relu. The Convs
+ * round their inputs and weights to f16 for f16v4amp (8 units of 4 on MK1 tiles) and accumulate in
+ * f32; activations are held in f32 words. Reference in double from the f16-rounded input and
+ * weights, the 3x3 Conv's inputs rounded to f16 as the lowering does: |got - want| <= 2^-10 x sum
+ * of |products| + 1e-6 (f32 sums may round an input to the f16 next to the reference's); then
+ * GlobalAveragePool, Flatten and a one-row Gemm, checked against the y computed: 2^-10 + 1e-5 of
+ * each product (the f16 rounding of the means, f32 sums) + 1e-6. */
+enum { /* opcode numbers: the IPU's one table */
+#define IPU_OP(id, mn, ops, cls, unit, ctx, lat, ev, ec, doc) OP_##id,
+#include "arch/ipu/ipu_isa.def"
+#undef IPU_OP
+};
+
+static int tensor16(ts_graph *g, const char *name, ts_tensor_kind kind, int rank, const int64_t *dims)
+{
+    ts_err e;
+    ts_err_init(&e);
+    int id = -1;
+    ck_assert_int_eq(ts_graph_add_tensor(g, name, kind, TS_DT_F16, rank, dims, &id, &e), TS_OK);
+    if (rank > 0) {
+        int64_t n = ts_graph_tensor_elems(ts_graph_get_tensor(g, id));
+        uint16_t *h = ts_calloc((size_t)n, 2);
+        for (int64_t k = 0; k < n; k++)
+            h[k] = ts_f32_to_f16(val(id, k));
+        ck_assert_int_eq(ts_graph_set_data(g, id, h, (size_t)n * 2, &e), TS_OK);
+        ts_free(h);
+    }
+    return id;
+}
+
+START_TEST(test_residual_f16)
+{
+    enum { C = 12, H = 10, Wd = 9 };
+    ts_graph *g = ts_graph_create("res16");
+    int x = tensor16(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, C, H, Wd});
+    int w1 = tensor16(g, "w1", TS_TENSOR_WEIGHT, 4, (int64_t[]){C, C, 1, 1});
+    int b1 = tensor16(g, "b1", TS_TENSOR_WEIGHT, 1, (int64_t[]){C});
+    int w2 = tensor16(g, "w2", TS_TENSOR_WEIGHT, 4, (int64_t[]){C, C, 3, 3});
+    int b2 = tensor16(g, "b2", TS_TENSOR_WEIGHT, 1, (int64_t[]){C});
+    int a = tensor16(g, "a", TS_TENSOR_ACTIVATION, -1, NULL), r1 = tensor16(g, "r1", TS_TENSOR_ACTIVATION, -1, NULL);
+    int c2 = tensor16(g, "c2", TS_TENSOR_ACTIVATION, -1, NULL), s = tensor16(g, "s", TS_TENSOR_ACTIVATION, -1, NULL);
+    int y = tensor16(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    /* then ResNet's head: GlobalAveragePool, Flatten, Gemm (transB, bias): a one-row Gemm in f16 */
+    int wf = tensor16(g, "wf", TS_TENSOR_WEIGHT, 2, (int64_t[]){10, C});
+    int bf = tensor16(g, "bf", TS_TENSOR_WEIGHT, 1, (int64_t[]){10});
+    int gp = tensor16(g, "gp", TS_TENSOR_ACTIVATION, -1, NULL), fl = tensor16(g, "fl", TS_TENSOR_ACTIVATION, -1, NULL);
+    int z = tensor16(g, "z", TS_TENSOR_ACTIVATION, -1, NULL);
+    ts_graph_attrs a1, a3;
+    ts_graph_attrs_init(&a1);
+    a1.strides[0] = a1.strides[1] = 1;
+    a3 = a1;
+    a3.pads[0] = a3.pads[1] = a3.pads[2] = a3.pads[3] = 1;
+    node(g, TS_OP_CONV, "conv1", (int[]){x, w1, b1}, 3, a, &a1);
+    node(g, TS_OP_RELU, "relu1", (int[]){a}, 1, r1, NULL);
+    node(g, TS_OP_CONV, "conv2", (int[]){r1, w2, b2}, 3, c2, &a3);
+    node(g, TS_OP_ADD, "add", (int[]){c2, x}, 2, s, NULL);
+    node(g, TS_OP_RELU, "relu2", (int[]){s}, 1, y, NULL);
+    node(g, TS_OP_GLOBALAVGPOOL, "gap", (int[]){y}, 1, gp, NULL);
+    ts_graph_attrs af;
+    ts_graph_attrs_init(&af);
+    af.axis = 1;
+    node(g, TS_OP_FLATTEN, "flat", (int[]){gp}, 1, fl, &af);
+    ts_graph_attrs ag;
+    ts_graph_attrs_init(&ag);
+    ag.trans_b = true;
+    node(g, TS_OP_GEMM, "fc", (int[]){fl, wf, bf}, 3, z, &ag);
+    ts_graph_mark_output(g, y);
+    ts_graph_mark_output(g, z);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    /* the Convs and the Gemm multiply on f16v4amp, none on f32v2amp */
+    size_t amp16 = 0, amp32 = 0;
+    for (size_t i = 0; i < L.prog->nstreams; i++)
+        for (uint32_t k = 0; k < L.prog->streams[i].n; k++) {
+            amp16 += L.prog->streams[i].insn[k].op == OP_F16V4AMP;
+            amp32 += L.prog->streams[i].insn[k].op == OP_F32V2AMP;
+        }
+    ck_assert_msg(amp16 > 0 && amp32 == 0, "f16v4amp %zu, f32v2amp %zu", amp16, amp32);
+    static double yref[C][H][Wd]; /* y as computed */
+    double ytol;
+#define R16(t, k) ((double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))))
+    static double ref1[C][H][Wd];
+    for (int m = 0; m < C; m++)
+        for (int p = 0; p < H * Wd; p++) {
+            double v = R16(b1, m);
+            for (int c = 0; c < C; c++)
+                v += R16(x, c * H * Wd + p) * R16(w1, m * C + c);
+            ref1[m][p / Wd][p % Wd] = fmax(v, 0);
+        }
+    for (int m = 0; m < C; m++)
+        for (int oy = 0; oy < H; oy++)
+            for (int ox = 0; ox < Wd; ox++) {
+                double v = R16(b2, m), mg = fabs(v);
+                for (int c = 0; c < C; c++)
+                    for (int ky = 0; ky < 3; ky++)
+                        for (int kx = 0; kx < 3; kx++) {
+                            int iy = oy + ky - 1, ix = ox + kx - 1;
+                            if (iy < 0 || ix < 0 || iy >= H || ix >= Wd)
+                                continue;
+                            /* the Conv rounds its inputs to f16 (the f32 sums round alike) */
+                            double r16 = ts_f16_to_f32(ts_f32_to_f16((float)ref1[c][iy][ix]));
+                            double t = r16 * R16(w2, ((m * C + c) * 3 + ky) * 3 + kx);
+                            v += t;
+                            mg += fabs(t);
+                        }
+                uint64_t k = (uint64_t)((m * H + oy) * Wd + ox);
+                double want = fmax(v + R16(x, (int64_t)k), 0), got = out_at(&L, g, y, k);
+                yref[m][oy][ox] = got;
+                ytol = mg / 1024 + 1e-6;
+                ck_assert_msg(fabs(got - want) <= ytol, "y[%llu]: got %.9g, want %.9g",
+                              (unsigned long long)k, got, want);
+            }
+    /* z = bf + wf . mean(y) from the y computed: the Gemm rounds the means to f16, so 2^-10 of
+     * each product, + 1e-5 x their sum (f32 sums) + 1e-6 */
+    for (int j = 0; j < 10; j++) {
+        double v = R16(bf, j), tol = 1e-6 + 1e-5 * fabs(v);
+        for (int c = 0; c < C; c++) {
+            double mean = 0;
+            for (int p = 0; p < H * Wd; p++)
+                mean += yref[c][p / Wd][p % Wd];
+            mean /= H * Wd;
+            double wv = R16(wf, j * C + c);
+            v += mean * wv;
+            tol += fabs(wv) * fabs(mean) * (1.0 / 1024 + 1e-5);
+        }
+        double got = out_at(&L, g, z, (uint64_t)j);
+        ck_assert_msg(fabs(got - v) <= tol, "z[%d]: got %.9g, want %.9g (tolerance %.3g)", j, got, v, tol);
+    }
+#undef R16
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_pool)
 {
     /* MaxPool 3x3 stride 2 pad 1 (ResNet's) and GlobalAveragePool of the same input, batch 2 */
@@ -855,6 +991,7 @@ int main(void)
     tcase_add_test(tc, test_matmul_columns);
     tcase_add_test(tc, test_gemm_row);
     tcase_add_loop_test(tc, test_residual, 0, 2);
+    tcase_add_test(tc, test_residual_f16);
     tcase_add_loop_test(tc, test_pool, 0, 2);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_builtin_matmul);
