@@ -30,6 +30,25 @@ uint64_t ts_t10_amp_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t k, uint6
     return W * (cdiv(rows, W) * (4 + groups * per_group) + 20);
 }
 
+/* Gathering A (a graph input, or an output in another layout: chunks of whole rows, at least 1024
+ * elements or all rows, over the tiles) into tiles of `rows` rows each, every row wanted by
+ * `copies` tiles. As the lowering's gather schedules it (workloads/lower_ipu.c), a receiver takes
+ * one source per round, and in a round every copy of a chunk is sent by its holder one after the
+ * other: rounds x (chunk bytes x copies) at the exchange rate, plus a round's fixed cost. */
+static void gather_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, uint64_t rows, uint64_t copies, uint64_t *cycles,
+                        uint32_t *rounds)
+{
+    uint64_t crow = cdiv(mm->m, hw->tiles);
+    if (crow * mm->k < 1024)
+        crow = cdiv(1024, mm->k);
+    if (crow > mm->m)
+        crow = mm->m;
+    uint64_t r = cdiv(rows, crow) + (rows % crow && crow % rows ? 1 : 0);
+    uint64_t xb = hw->xbytes ? hw->xbytes : 4;
+    *rounds = (uint32_t)r;
+    *cycles = r * (cdiv(crow * mm->k * mm->es * copies, xb) + hw->round_cycles);
+}
+
 ts_status ts_t10_mm_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p, ts_err *err)
 {
     if (!p->fm || !p->fn || !p->fk || !p->ft || !p->rp || p->rot > TS_T10_ROT_AB)
@@ -62,10 +81,14 @@ ts_status ts_t10_mm_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *
     p->shift_bytes = (((p->rot & TS_T10_ROT_A) ? p->rows : 0) + ((p->rot & TS_T10_ROT_B) ? p->cols : 0)) * p->kp * es;
     uint64_t xb = hw->xbytes ? hw->xbytes : 4, words = p->rows * p->cols;
     p->compute_cycles = p->steps * ts_t10_amp_cycles(hw, p->rows, p->kp, p->cols) + levels * 4 * words;
-    p->exchange_cycles = (p->steps - 1) * (cdiv(p->shift_bytes, xb) + hw->round_cycles) +
+    p->w_bytes = b * es;
+    /* A gathered into the plan's layout: each row on fn tiles, fn / ft when A rotates */
+    uint32_t rounds;
+    gather_cost(hw, mm, p->rows, (p->rot & TS_T10_ROT_A) ? p->fn / p->ft : p->fn, &p->in_cycles, &rounds);
+    p->exchange_cycles = p->in_cycles + (p->steps - 1) * (cdiv(p->shift_bytes, xb) + hw->round_cycles) +
                          levels * (cdiv(words * 4, xb) + hw->round_cycles);
-    /* a superstep per compute step, per shift and per partial-sum level */
-    p->syncs = 2 * p->steps - 1 + levels;
+    /* a superstep per gather round, compute step, shift and partial-sum level */
+    p->syncs = rounds + 2 * p->steps - 1 + levels;
     p->sync_cycles = (uint64_t)p->syncs * hw->sync_cycles;
     p->cycles = p->compute_cycles + p->exchange_cycles + p->sync_cycles;
     return TS_OK;
@@ -198,21 +221,13 @@ void ts_t10_mm_lcs(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
     p->rows = rp;
     p->cols = qpb * U;
     p->kt = p->kp = K;
-    /* A as a graph input: chunks of whole rows, at least 1024 elements (or all of it) per tile */
-    uint64_t crow = cdiv(M, T);
-    if (crow * K < 1024)
-        crow = cdiv(1024, K);
-    if (crow > M)
-        crow = M;
-    uint64_t recv = rp * K * es;                                  /* per receiver */
-    uint64_t send = crow * K * es * ncb;                          /* per holder: a copy per column block */
-    uint64_t rounds = cdiv(rp, crow) + (rp % crow && crow % rp ? 1 : 0); /* sources per receiver */
-    uint64_t xb = hw->xbytes ? hw->xbytes : 4;
-    p->mem_bytes = (rp * K + qpb * U * K + rp * p->cols) * es;
-    p->shift_bytes = recv;
+    uint32_t rounds;
+    gather_cost(hw, mm, rp, ncb, &p->in_cycles, &rounds);
+    p->w_bytes = qpb * U * K * es;
+    p->mem_bytes = (rp * K + rp * p->cols) * es + p->w_bytes;
     p->compute_cycles = ts_t10_amp_cycles(hw, rp, K, p->cols);
-    p->exchange_cycles = cdiv(recv > send ? recv : send, xb) + rounds * hw->round_cycles;
-    p->syncs = (uint32_t)rounds + 1;
+    p->exchange_cycles = p->in_cycles;
+    p->syncs = rounds + 1;
     p->sync_cycles = (uint64_t)p->syncs * hw->sync_cycles;
     p->cycles = p->compute_cycles + p->exchange_cycles + p->sync_cycles;
 }

@@ -56,7 +56,9 @@ typedef struct ts_t10_plan {
     uint64_t rows, cols, kt; /* per tile: output rows, output columns, its k-range */
     uint64_t kp;             /* k per step (even: the AMP takes input pairs) */
     uint64_t mem_bytes;      /* tile memory: operands held, slices in flight, output, partial sums */
+    uint64_t w_bytes;        /* of which B (the weights): held, plus its slice in flight */
     uint64_t shift_bytes;    /* bytes a tile sends (and receives) per shift */
+    uint64_t in_cycles;      /* exchange cycles gathering A into the plan's layout (included below) */
     uint64_t compute_cycles, exchange_cycles, sync_cycles, cycles;
 } ts_t10_plan;
 
@@ -84,7 +86,8 @@ const ts_t10_plan *ts_t10_pick(const ts_t10_plan *pareto, size_t n, uint64_t mem
 /* The plan load-compute-store (workloads/lower_ipu.c) makes for the same MatMul, costed by the
  * same model: rows over tiles, columns in blocks once the weights pass a quarter of the tile
  * memory, the A rows gathered from chunks of at least 1024 elements (the senders' ports are the
- * bottleneck when few tiles hold A), nothing rotates, one exchange round per source tile. */
+ * bottleneck when few tiles hold A), nothing rotates. A compute-shift plan pays the same gather of
+ * A into its own layout (ts_t10_mm_cost), with fewer copies of a row when A rotates. */
 void ts_t10_mm_lcs(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p);
 
 #endif
