@@ -231,3 +231,56 @@ void ts_t10_mm_lcs(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
     p->sync_cycles = (uint64_t)p->syncs * hw->sync_cycles;
     p->cycles = p->compute_cycles + p->exchange_cycles + p->sync_cycles;
 }
+
+static uint64_t total_mem(const ts_t10_plan *const *sets, size_t nops, const size_t *pick)
+{
+    uint64_t w = 0, dyn = 0;
+    for (size_t i = 0; i < nops; i++) {
+        const ts_t10_plan *p = &sets[i][pick[i]];
+        w += p->w_bytes;
+        if (p->mem_bytes - p->w_bytes > dyn)
+            dyn = p->mem_bytes - p->w_bytes;
+    }
+    return w + dyn;
+}
+
+ts_status ts_t10_reconcile(const ts_t10_plan *const *sets, const size_t *nsets, size_t nops, uint64_t budget,
+                           size_t *pick, uint64_t *total_bytes, ts_err *err)
+{
+    for (size_t i = 0; i < nops; i++) {
+        if (!nsets[i])
+            return ts_err_set(err, TS_EINPUT, "plan: operator %zu has no plan", i);
+        pick[i] = nsets[i] - 1;
+    }
+    uint64_t total = total_mem(sets, nops, pick);
+    while (total > budget) {
+        size_t best = nops;
+        double best_rate = 0;
+        uint64_t best_total = 0;
+        for (size_t i = 0; i < nops; i++) {
+            if (!pick[i])
+                continue;
+            pick[i]--;
+            uint64_t t = total_mem(sets, nops, pick);
+            pick[i]++;
+            if (t >= total)
+                continue;
+            double rate = (double)(sets[i][pick[i] - 1].cycles - sets[i][pick[i]].cycles) / (double)(total - t);
+            if (best == nops || rate < best_rate)
+                best = i, best_rate = rate, best_total = t;
+        }
+        if (best == nops)
+            return ts_err_set(err, TS_EINPUT, "plan: the operators need %llu bytes per tile at least, the budget is %llu",
+                              (unsigned long long)total, (unsigned long long)budget);
+        pick[best]--;
+        total = best_total;
+    }
+    if (total_bytes)
+        *total_bytes = total;
+    return TS_OK;
+}
+
+ts_t10_mm ts_t10_conv_as_mm(uint64_t c, uint64_t ho, uint64_t wo, uint64_t m_out, uint64_t kh, uint64_t kw, uint32_t es)
+{
+    return (ts_t10_mm){.m = ho * wo, .k = c * kh * kw, .n = m_out, .es = es};
+}

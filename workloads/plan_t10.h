@@ -90,4 +90,18 @@ const ts_t10_plan *ts_t10_pick(const ts_t10_plan *pareto, size_t n, uint64_t mem
  * A into its own layout (ts_t10_mm_cost), with fewer copies of a row when A rotates. */
 void ts_t10_mm_lcs(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p);
 
+/* Memory across operators (T10's second stage). Operators run one after the other; the weights of
+ * every operator stay in tile memory for the whole run, the rest of an operator's memory only while
+ * it runs: a choice of one plan per operator needs sum(w_bytes) + max(mem_bytes - w_bytes) per
+ * tile. sets[i] is operator i's Pareto set (ts_t10_pareto) of nsets[i] plans; pick[i] gets the
+ * index chosen. Starting from every operator's fastest plan, while the total is over `budget` the
+ * operator whose next smaller plan costs the fewest added cycles per byte saved takes it.
+ * TS_EINPUT if even that cannot fit the budget. */
+ts_status ts_t10_reconcile(const ts_t10_plan *const *sets, const size_t *nsets, size_t nops, uint64_t budget,
+                           size_t *pick, uint64_t *total_bytes, ts_err *err);
+
+/* The MatMul a Conv is computed as over its im2col rows (batch 1, group 1): m = ho * wo output
+ * pixels, k = c * kh * kw, n = m_out channels. */
+ts_t10_mm ts_t10_conv_as_mm(uint64_t c, uint64_t ho, uint64_t wo, uint64_t m_out, uint64_t kh, uint64_t kw, uint32_t es);
+
 #endif

@@ -214,6 +214,48 @@ START_TEST(lcs_plan)
 }
 END_TEST
 
+START_TEST(reconcile_memory)
+{
+    /* op 0: weights 100 / 60 / 20 bytes for 10 / 20 / 40 cycles; op 1: 80 / 40 for 10 / 100;
+     * dynamic memory 10 each */
+    ts_t10_plan a[3] = {{.mem_bytes = 30, .w_bytes = 20, .cycles = 40}, {.mem_bytes = 70, .w_bytes = 60, .cycles = 20},
+                        {.mem_bytes = 110, .w_bytes = 100, .cycles = 10}};
+    ts_t10_plan b[2] = {{.mem_bytes = 50, .w_bytes = 40, .cycles = 100}, {.mem_bytes = 90, .w_bytes = 80, .cycles = 10}};
+    const ts_t10_plan *sets[2] = {a, b};
+    size_t ns[2] = {3, 2}, pick[2];
+    uint64_t total;
+    ts_err err;
+    ts_err_init(&err);
+    ck_assert_int_eq(ts_t10_reconcile(sets, ns, 2, 1000, pick, &total, &err), TS_OK);
+    ck_assert_uint_eq(pick[0], 2);
+    ck_assert_uint_eq(pick[1], 1);
+    ck_assert_uint_eq(total, 190);
+    /* 150: op 0 gives 40 bytes for 10 cycles (0.25 a byte), op 1 40 for 90: op 0 moves */
+    ck_assert_int_eq(ts_t10_reconcile(sets, ns, 2, 150, pick, &total, &err), TS_OK);
+    ck_assert_uint_eq(pick[0], 1);
+    ck_assert_uint_eq(pick[1], 1);
+    ck_assert_uint_eq(total, 150);
+    /* 100: op 0 again (20 cycles for 40 bytes), then op 1 (90 for 40) */
+    ck_assert_int_eq(ts_t10_reconcile(sets, ns, 2, 100, pick, &total, &err), TS_OK);
+    ck_assert_uint_eq(pick[0], 0);
+    ck_assert_uint_eq(pick[1], 0);
+    ck_assert_uint_eq(total, 70);
+    ck_assert_int_eq(ts_t10_reconcile(sets, ns, 2, 69, pick, &total, &err), TS_EINPUT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "need 70 bytes"));
+    ts_err_free(&err);
+}
+END_TEST
+
+START_TEST(conv_as_matmul)
+{
+    ts_t10_mm mm = ts_t10_conv_as_mm(64, 56, 56, 64, 3, 3, 4);
+    ck_assert_uint_eq(mm.m, 3136);
+    ck_assert_uint_eq(mm.k, 576);
+    ck_assert_uint_eq(mm.n, 64);
+    ck_assert_uint_eq(mm.es, 4);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("plan_t10");
@@ -226,6 +268,8 @@ static Suite *suite(void)
     tcase_add_test(tc, enumerate_and_pareto);
     tcase_add_test(tc, nothing_fits);
     tcase_add_test(tc, lcs_plan);
+    tcase_add_test(tc, reconcile_memory);
+    tcase_add_test(tc, conv_as_matmul);
     suite_add_tcase(s, tc);
     return s;
 }
