@@ -194,6 +194,24 @@ size_t ts_t10_pareto(ts_t10_plan *v, size_t n)
     return k;
 }
 
+static int cmp_w(const void *x, const void *y)
+{
+    const ts_t10_plan *a = x, *b = y;
+    if (a->w_bytes != b->w_bytes)
+        return a->w_bytes < b->w_bytes ? -1 : 1;
+    return cmp_mem(x, y);
+}
+
+size_t ts_t10_pareto_weights(ts_t10_plan *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_w);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!k || v[i].cycles < v[k - 1].cycles)
+            v[k++] = v[i];
+    return k;
+}
+
 const ts_t10_plan *ts_t10_pick(const ts_t10_plan *pareto, size_t n, uint64_t mem_limit)
 {
     const ts_t10_plan *best = NULL;
@@ -254,25 +272,26 @@ ts_status ts_t10_reconcile(const ts_t10_plan *const *sets, const size_t *nsets, 
     }
     uint64_t total = total_mem(sets, nops, pick);
     while (total > budget) {
-        size_t best = nops;
+        size_t best = nops, best_j = 0;
         double best_rate = 0;
         uint64_t best_total = 0;
         for (size_t i = 0; i < nops; i++) {
-            if (!pick[i])
-                continue;
-            pick[i]--;
-            uint64_t t = total_mem(sets, nops, pick);
-            pick[i]++;
-            if (t >= total)
-                continue;
-            double rate = (double)(sets[i][pick[i] - 1].cycles - sets[i][pick[i]].cycles) / (double)(total - t);
-            if (best == nops || rate < best_rate)
-                best = i, best_rate = rate, best_total = t;
+            size_t at = pick[i];
+            for (size_t j = 0; j < at; j++) { /* any smaller plan: the dynamic part need not shrink with it */
+                pick[i] = j;
+                uint64_t t = total_mem(sets, nops, pick);
+                pick[i] = at;
+                if (t >= total)
+                    continue;
+                double rate = (double)(sets[i][j].cycles - sets[i][at].cycles) / (double)(total - t);
+                if (best == nops || rate < best_rate)
+                    best = i, best_j = j, best_rate = rate, best_total = t;
+            }
         }
         if (best == nops)
             return ts_err_set(err, TS_EINPUT, "plan: the operators need %llu bytes per tile at least, the budget is %llu",
                               (unsigned long long)total, (unsigned long long)budget);
-        pick[best]--;
+        pick[best] = best_j;
         total = best_total;
     }
     if (total_bytes)

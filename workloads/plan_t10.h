@@ -80,6 +80,10 @@ ts_status ts_t10_mm_plans(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan 
  * fixed order of the choice fields, so the result does not depend on v's order. */
 size_t ts_t10_pareto(ts_t10_plan *v, size_t n);
 
+/* The same over weight bytes (w_bytes) and cycles, sorted by weight bytes ascending: the sets
+ * ts_t10_reconcile trades, since weights are what stays in memory across operators. */
+size_t ts_t10_pareto_weights(ts_t10_plan *v, size_t n);
+
 /* The fastest plan of a Pareto set within mem_limit bytes; NULL if none. */
 const ts_t10_plan *ts_t10_pick(const ts_t10_plan *pareto, size_t n, uint64_t mem_limit);
 
@@ -93,9 +97,10 @@ void ts_t10_mm_lcs(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p);
 /* Memory across operators (T10's second stage). Operators run one after the other; the weights of
  * every operator stay in tile memory for the whole run, the rest of an operator's memory only while
  * it runs: a choice of one plan per operator needs sum(w_bytes) + max(mem_bytes - w_bytes) per
- * tile. sets[i] is operator i's Pareto set (ts_t10_pareto) of nsets[i] plans; pick[i] gets the
+ * tile. sets[i] is operator i's Pareto set (ts_t10_pareto_weights) of nsets[i] plans; pick[i] gets the
  * index chosen. Starting from every operator's fastest plan, while the total is over `budget` the
- * operator whose next smaller plan costs the fewest added cycles per byte saved takes it.
+ * operator whose smaller plan costs the fewest added cycles per byte saved takes it (any smaller
+ * plan of its set, as an operator's other memory need not shrink with its weights).
  * TS_EINPUT if even that cannot fit the budget. */
 ts_status ts_t10_reconcile(const ts_t10_plan *const *sets, const size_t *nsets, size_t nops, uint64_t budget,
                            size_t *pick, uint64_t *total_bytes, ts_err *err);
