@@ -256,6 +256,45 @@ START_TEST(conv_as_matmul)
 }
 END_TEST
 
+START_TEST(pace_trades_memory_for_syncs)
+{
+    ts_t10_mm mm = {.m = 512, .k = 768, .n = 768, .es = 4};
+    ts_t10_plan prev = {0};
+    for (uint32_t rp = 1; rp <= 8; rp *= 2) {
+        ts_t10_plan p = {.fm = 16, .fn = 8, .fk = 1, .ft = 8, .rp = rp, .rot = TS_T10_ROT_AB};
+        ck_assert_int_eq(ts_t10_mm_cost(&mk1, &mm, &p, NULL), TS_OK);
+        if (rp > 1) {
+            ck_assert_uint_lt(p.mem_bytes, prev.mem_bytes);
+            ck_assert_uint_gt(p.syncs, prev.syncs);
+            ck_assert_uint_lt(p.shift_bytes, prev.shift_bytes);
+        }
+        prev = p;
+    }
+}
+END_TEST
+
+/* The claims of docs/lowering-ipu.md's table, in the model: the chosen compute-shift plan is faster
+ * than load-compute-store, and where that is exchange-bound its exchange share is lower. */
+START_TEST(model_direction)
+{
+    const ts_t10_mm shapes[] = {{512, 768, 768, 4}, {128, 768, 768, 4}, {128, 768, 3072, 4}, {1216, 128, 128, 4}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        ts_t10_plan *v, l;
+        size_t n;
+        ck_assert_int_eq(ts_t10_mm_plans(&mk1, &shapes[i], &v, &n, NULL), TS_OK);
+        n = ts_t10_pareto(v, n);
+        ts_t10_mm_lcs(&mk1, &shapes[i], &l);
+        const ts_t10_plan *t = ts_t10_pick(v, n, mk1.sram_bytes);
+        ck_assert_ptr_nonnull(t);
+        ck_assert_uint_lt(t->cycles, l.cycles);
+        double xl = (double)l.exchange_cycles / (double)l.cycles, xt = (double)t->exchange_cycles / (double)t->cycles;
+        if (xl > 0.5)
+            ck_assert(xt < 0.43);
+        ts_free(v);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("plan_t10");
@@ -270,6 +309,8 @@ static Suite *suite(void)
     tcase_add_test(tc, lcs_plan);
     tcase_add_test(tc, reconcile_memory);
     tcase_add_test(tc, conv_as_matmul);
+    tcase_add_test(tc, pace_trades_memory_for_syncs);
+    tcase_add_test(tc, model_direction);
     suite_add_tcase(s, tc);
     return s;
 }
