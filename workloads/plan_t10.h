@@ -1,0 +1,112 @@
+/* workloads/plan_t10.h — planner (b) for the IPU: compute-shift plans with rotating operands.
+ *
+ * The plan space and cost model of the compute-shift planner (T10, SOSP 2024; research/
+ * graphcore_ipu.md §4.5, §5). A MatMul C[m][n] = A[m][k] B[k][n] is split spatially over a grid of
+ * fm x fn x fk tiles (output rows, output columns, the shared dimension k; fk > 1 adds partial sums
+ * in a tree). An operand that load-compute-store would replicate over the tiles of a row (A, over
+ * the fn tiles that share its rows) or of a column (B, over the fm tiles) may instead rotate: the
+ * tile's k-range is cut into ft sub-tensors (the temporal factor, ft dividing the ring length),
+ * each tile of a ring of ft tiles holds one, and they are shifted round the ring. The rotating
+ * pace rp is how finely a held sub-tensor is shifted: it goes out in rp slices, one per step, so
+ * the operator runs in ft * rp steps of compute + shift + sync, and a tile needs memory for its
+ * sub-tensor and one slice in flight (rp = 1: double buffering). Both operands may rotate at once
+ * (Cannon's skew) with the same ft and rp. The definition of rp is the project's: the T10 paper's
+ * body was not read (research/graphcore_ipu.md §5.1).
+ *
+ * Costs are tile cycles of the busiest tile, from the figures the lowering's kernels have
+ * (docs/lowering-ipu.md, "Kernels and their cost"): the AMP MatMul kernel at (U + 2) issues per
+ * 2U MACs per input pair plus a per-output-group overhead, rows split over the workers; the
+ * exchange at the config's bytes per cycle per tile; a chip-wide sync per superstep.
+ */
+#ifndef TS_WORKLOADS_PLAN_T10_H
+#define TS_WORKLOADS_PLAN_T10_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "core/err.h"
+
+/* What the cost model needs to know about the chip. */
+typedef struct ts_t10_hw {
+    uint32_t tiles;          /* tiles the plan may use */
+    uint64_t sram_bytes;     /* memory per tile a plan may take */
+    uint32_t units;          /* AMP outputs per pass (amp.macs_per_cycle_f32 / 2; 4 on MK1) */
+    uint32_t workers;        /* worker contexts per tile (6) */
+    uint32_t xbytes;         /* exchange bytes per cycle per tile (exchange.bytes_per_cycle, 4) */
+    uint32_t sync_cycles;    /* one chip-wide sync (sync.internal_cycles, 90 on MK1) */
+    uint32_t round_cycles;   /* fixed cost of an exchange superstep beyond the sync (arm, rxwait) */
+} ts_t10_hw;
+
+/* A MatMul m x k x n with es-byte elements. */
+typedef struct ts_t10_mm {
+    uint64_t m, k, n;
+    uint32_t es;
+} ts_t10_mm;
+
+enum { TS_T10_ROT_NONE = 0, TS_T10_ROT_A = 1, TS_T10_ROT_B = 2, TS_T10_ROT_AB = 3 };
+
+/* One plan: the choice (fm .. rot) and what the model derives from it. */
+typedef struct ts_t10_plan {
+    uint32_t fm, fn, fk;     /* spatial factors: tiles along m, n, k */
+    uint32_t ft, rp;         /* temporal factor and rotating pace (1, 1 when nothing rotates) */
+    uint32_t rot;            /* TS_T10_ROT_*: which operands rotate */
+    /* derived */
+    uint32_t tiles;          /* fm * fn * fk */
+    uint32_t steps;          /* compute steps: ft * rp */
+    uint32_t syncs;          /* chip-wide syncs: steps + partial-sum levels */
+    uint64_t rows, cols, kt; /* per tile: output rows, output columns, its k-range */
+    uint64_t kp;             /* k per step (even: the AMP takes input pairs) */
+    uint64_t mem_bytes;      /* tile memory: operands held, slices in flight, output, partial sums */
+    uint64_t w_bytes;        /* of which B (the weights): held, plus its slice in flight */
+    uint64_t shift_bytes;    /* bytes a tile sends (and receives) per shift */
+    uint64_t in_cycles;      /* exchange cycles gathering A into the plan's layout (included below) */
+    uint64_t compute_cycles, exchange_cycles, sync_cycles, cycles;
+} ts_t10_plan;
+
+/* AMP MatMul kernel cycles of one tile for a rows x k x cols block (k even). */
+uint64_t ts_t10_amp_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t k, uint64_t cols);
+
+/* Derive p's fields from its choice; TS_EINPUT naming the rule if the choice is not a valid plan
+ * (a factor of 0, more tiles than the chip, ft not dividing its ring, rp finer than k allows). The
+ * memory limit is not checked here. */
+ts_status ts_t10_mm_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p, ts_err *err);
+
+/* Every valid plan that fits hw->sram_bytes: fm and fn over the values giving distinct block sizes
+ * (fn in whole AMP groups), fk and rp powers of two, ft the divisors of the ring. *out is owned by
+ * the caller (ts_free); TS_EINPUT if none fits. */
+ts_status ts_t10_mm_plans(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan **out, size_t *n, ts_err *err);
+
+/* Keep, in place, the Pareto set of v (no other plan has both fewer cycles and no more memory),
+ * sorted by memory ascending (cycles then descending); returns its size. Ties keep the first in a
+ * fixed order of the choice fields, so the result does not depend on v's order. */
+size_t ts_t10_pareto(ts_t10_plan *v, size_t n);
+
+/* The same over weight bytes (w_bytes) and cycles, sorted by weight bytes ascending: the sets
+ * ts_t10_reconcile trades, since weights are what stays in memory across operators. */
+size_t ts_t10_pareto_weights(ts_t10_plan *v, size_t n);
+
+/* The fastest plan of a Pareto set within mem_limit bytes; NULL if none. */
+const ts_t10_plan *ts_t10_pick(const ts_t10_plan *pareto, size_t n, uint64_t mem_limit);
+
+/* The plan load-compute-store (workloads/lower_ipu.c) makes for the same MatMul, costed by the
+ * same model: rows over tiles, columns in blocks once the weights pass a quarter of the tile
+ * memory, the A rows gathered from chunks of at least 1024 elements (the senders' ports are the
+ * bottleneck when few tiles hold A), nothing rotates. A compute-shift plan pays the same gather of
+ * A into its own layout (ts_t10_mm_cost), with fewer copies of a row when A rotates. */
+void ts_t10_mm_lcs(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p);
+
+/* Memory across operators (T10's second stage). Operators run one after the other; the weights of
+ * every operator stay in tile memory for the whole run, the rest of an operator's memory only while
+ * it runs: a choice of one plan per operator needs sum(w_bytes) + max(mem_bytes - w_bytes) per
+ * tile. sets[i] is operator i's Pareto set (ts_t10_pareto_weights) of nsets[i] plans; pick[i] gets the
+ * index chosen. Starting from every operator's fastest plan, while the total is over `budget` the
+ * operator whose smaller plan costs the fewest added cycles per byte saved takes it (any smaller
+ * plan of its set, as an operator's other memory need not shrink with its weights).
+ * TS_EINPUT if even that cannot fit the budget. */
+ts_status ts_t10_reconcile(const ts_t10_plan *const *sets, const size_t *nsets, size_t nops, uint64_t budget,
+                           size_t *pick, uint64_t *total_bytes, ts_err *err);
+
+/* The MatMul a Conv is computed as over its im2col rows (batch 1, group 1): m = ho * wo output
+ * pixels, k = c * kh * kw, n = m_out channels. */
+ts_t10_mm ts_t10_conv_as_mm(uint64_t c, uint64_t ho, uint64_t wo, uint64_t m_out, uint64_t kh, uint64_t kw, uint32_t es);
+
+#endif
