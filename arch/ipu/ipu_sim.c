@@ -1221,12 +1221,16 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
         t->rx_left = t->rx_n = (uint32_t)in->imm;
         t->rx_armed = c;
         t->rx_lat = (uint32_t)ts_ipu_latency(&m->c, (uint32_t)src, ti);
-        /* words that left before now - latency arrived before the mux was set: not ours */
+        /* words that left before now - latency - the largest spine delay arrived before the mux
+         * was set: not ours. (The log is in send order; arrivals are not, since a word to another
+         * column group may wait in the spine stage while a later one to this group does not, so
+         * the search is on send cycles, and rx_arrivals passes over the rest that came before.
+         * A spine delay is at most spine_buffer_cycles: see spine_column.) */
         const ipu_wlog *lg = &m->t[src].log;
         size_t lo = 0, hi = lg->n;
         while (lo < hi) {
             size_t mid = (lo + hi) / 2;
-            if (lg->v[mid].t + lg->v[mid].delay + t->rx_lat < c)
+            if (lg->v[mid].t + m->c.spine_buffer_cycles + t->rx_lat < c)
                 lo = mid + 1;
             else
                 hi = mid;
@@ -1368,11 +1372,15 @@ static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, 
     ipu_wlog *lg = &s->log;
     while (t->rx_left && t->rx_cursor < lg->n) {
         ipu_word *w = &lg->v[t->rx_cursor];
+        if (w->dst != -1 && w->dst != (int32_t)ti) { /* to another tile: its arrival is no order for ours */
+            t->rx_cursor++;
+            continue;
+        }
         uint64_t a = w->t + w->delay + t->rx_lat;
         if (a > c)
             break;
         t->rx_cursor++;
-        if (a < c || (w->dst != -1 && w->dst != (int32_t)ti))
+        if (a < c)
             continue;
         /* a send of this tile reading the element this word writes, in the same cycle */
         if (c >= t->tx_t0 && c < t->tx_end) {
@@ -1424,8 +1432,11 @@ static uint64_t next_event(const ts_model *m, const ipu_tile *t, uint64_t c, uin
     }
     if (t->rx_left) {
         const ipu_wlog *lg = &m->t[t->rx_src].log;
-        if (t->rx_cursor < lg->n) {
-            uint64_t a = lg->v[t->rx_cursor].t + lg->v[t->rx_cursor].delay + t->rx_lat;
+        size_t k = t->rx_cursor; /* the next word to this tile (rx_arrivals passes over the others) */
+        while (k < lg->n && lg->v[k].dst != -1 && lg->v[k].dst != (int32_t)(t - m->t))
+            k++;
+        if (k < lg->n) {
+            uint64_t a = lg->v[k].t + lg->v[k].delay + t->rx_lat;
             if (a < best)
                 best = a < c ? c : a;
         }

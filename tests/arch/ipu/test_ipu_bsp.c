@@ -218,6 +218,30 @@ START_TEST(exchange_spine)
 }
 END_TEST
 
+/* A sender's words reach their receivers out of send order when one waits in the spine stage and
+ * a later one does not: tile 0's first word (to tile 4, crowded with tile 1's in its cycle) takes
+ * the buffered stage, its second (to tile 2, in its own column) does not and arrives first. Tile
+ * 2 must still take it (its input passes over words to other tiles, whatever their arrival). */
+START_TEST(exchange_spine_out_of_order)
+{
+    static const char *const sets[] = {"exchange.spine_buffer_cycles=40", NULL};
+    const char *roles[16] = {[0] = "s 4 1", [1] = "s 5 1", [2] = "r 0 1", [4] = "r 0 1", [5] = "r 1 1"};
+    char *p = spine_prog(roles);
+    ts_buf b = TS_BUF_INIT;
+    const char *t0 = strstr(p, ".stream tile 0\n"), *send = strstr(t0, "  send $m2, $m3, 1\n");
+    ck_assert_ptr_nonnull(send);
+    ts_buf_printf(&b, "%.*s  send $m2, $m3, 1\n  setzi $m3, 2\n  send $m2, $m3, 1\n%s.data tile 0 0\n  .word 77\n",
+                  (int)(send - p), p, send + strlen("  send $m2, $m3, 1\n"));
+    ipu_run r;
+    ipu_test_run3("ipu_small16", sets, ts_buf_str(&b), &r);
+    ck_assert_uint_eq(ipu_peek32(&r, 2, 0x100), 77);
+    ck_assert_uint_eq(ipu_peek32(&r, 4, 0x100), 77);
+    ipu_run_free(&r);
+    ts_buf_free(&b);
+    free(p);
+}
+END_TEST
+
 START_TEST(exchange_errors)
 {
     /* tile 0's word (sent at 2, L 38) and tile 1's (sent at 4, L 36) both reach tile 3 at 40 */
@@ -457,6 +481,7 @@ static Suite *suite(void)
     tcase_add_test(t, exchange_point_to_point);
     tcase_add_test(t, exchange_broadcast);
     tcase_add_test(t, exchange_spine);
+    tcase_add_test(t, exchange_spine_out_of_order);
     tcase_add_test(t, exchange_mux_and_pointer);
     tcase_add_test(t, exchange_errors);
     tcase_add_test(t, sync_cost);
