@@ -155,14 +155,22 @@ typedef struct wse_timer {
  * 1.8x one thread, the lines of the band counters and barrier moving between cores every cycle). */
 #define WSE_PAD 128
 
-/* A thread's band of rows and its lists. */
+/* A thread's band of rows and its lists. Bands meet once per cycle, at the barrier after phase B;
+ * the only tiles another band reads or writes are those of the rows next to it (its edge rows), so a
+ * band evaluates its edge rows first in phase A and commits them last in phase B, after its
+ * neighbours' edge rows are through phase A (wse_sim.c). What other bands read after the barrier
+ * (cross-band wakes, summaries) is kept per parity of the cycle count, because a band may already
+ * be in the next cycle's phase B while another still reads the last one's. */
 typedef struct wse_band {
     char pad0[WSE_PAD];       /* bands sit side by side in one array, each written by its thread */
     uint32_t row0, row1;      /* rows [row0, row1) */
+    uint32_t id0, id1;        /* PE ids [id0, id1) */
+    uint32_t edge_lo, edge_hi; /* ids below edge_lo or from edge_hi up are in rows next to another band */
     uint64_t now;             /* the cycle being simulated, the band's own copy (read in every phase) */
+    uint32_t par;             /* parity of the cycles simulated since the step began */
     uint32_t *act; size_t nact, cap_act;     /* active tiles this cycle */
-    uint32_t *next; size_t nnext, cap_next;  /* tiles staying active */
-    uint32_t *wake; size_t nwake, cap_wake;  /* tiles pushed to (any band) */
+    uint32_t *next; size_t nnext, cap_next;  /* tiles active next cycle: survivors and own-band wakes */
+    uint32_t *xwake[2]; size_t nxwake[2], cap_xwake[2]; /* tiles of other bands pushed to, per parity */
     wse_timer *tm; size_t ntm, cap_tm;       /* min-heap of sleeping tiles by (at, id) */
     uint64_t progress;        /* events this cycle */
     size_t nact_done;         /* tiles evaluated this cycle */
@@ -170,12 +178,14 @@ typedef struct wse_band {
     ts_status err_st;         /* first error this cycle (lowest PE id) */
     int64_t err_tile;
     ts_err err;
-    struct {                  /* left after phase B for the end-of-cycle decision (wse_sim.c) */
+    struct {                  /* left after phase B for the end-of-cycle decision (wse_sim.c), per parity */
         uint64_t next, wake, ntm, tm_first, progress, nact;
         int64_t err_tile;
         bool oom, quiet;
-    } sum;
+    } sum[2];
     char pad1[WSE_PAD];
+    _Atomic uint32_t a_seq;   /* cycles (since the step began) whose edge rows are through phase A */
+    char pad2[WSE_PAD];
 } wse_band;
 
 struct ts_model {

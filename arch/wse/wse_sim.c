@@ -8,8 +8,10 @@
  * A producer sees a consumer's pops of cycle t at t + 1 (credit return takes one cycle). Nothing in
  * phase A reads what another tile writes in phase A, and nothing in phase B reads what another tile
  * writes in phase B, so the order of tiles and the number of threads cannot change any result.
- * Threads own bands of mesh rows and meet at a barrier after each phase: the window is one cycle,
- * which is bounded by the minimum link latency (fabric.hop_latency >= 1, fabric.ramp_latency >= 1).
+ * Threads own bands of mesh rows and meet at one barrier per cycle, after phase B: the window is one
+ * cycle, which is bounded by the credit return (a pop is seen by the producer one cycle later, on
+ * every link, whatever fabric.hop_latency is). Within the cycle a band waits only for its
+ * neighbours' edge rows (wait_edges).
  */
 #include "arch/wse/wse_int.h"
 
@@ -156,7 +158,8 @@ void ts_wse_destroy(ts_model *m)
         for (int i = 0; i < m->nthreads; i++) {
             ts_free(m->band[i].act);
             ts_free(m->band[i].next);
-            ts_free(m->band[i].wake);
+            ts_free(m->band[i].xwake[0]);
+            ts_free(m->band[i].xwake[1]);
             ts_free(m->band[i].tm);
             ts_err_free(&m->band[i].err);
         }
@@ -193,6 +196,11 @@ ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *
         m->band[i].row1 = (uint32_t)((uint64_t)m->h * (uint64_t)(i + 1) / (uint64_t)m->nthreads);
         for (uint32_t y = m->band[i].row0; y < m->band[i].row1; y++)
             m->row_band[y] = (uint16_t)i;
+        wse_band *b = &m->band[i];
+        b->id0 = b->row0 * m->w;
+        b->id1 = b->row1 * m->w;
+        b->edge_lo = i > 0 ? b->id0 + m->w : 0;
+        b->edge_hi = i + 1 < m->nthreads ? b->id1 - m->w : UINT32_MAX;
         ts_err_init(&m->band[i].err);
     }
     *out = m;
@@ -1338,14 +1346,31 @@ static void log_arrival(ts_model *m, wse_tile *t, uint32_t c, uint64_t when, wse
     t->narr[c]++;
 }
 
-static inline bool wake(wse_band *b, uint32_t id)
+/* Tile o was pushed to in phase B: a tile of the band joins the next active list at once (its stamp
+ * is the band's own), a tile of another band is left on the cross-band list its band merges after
+ * the barrier. Lockstep evaluates every tile anyway. */
+static inline void wake(const ts_model *m, wse_band *b, wse_tile *o)
 {
-    if (b->nwake == b->cap_wake && ts_grow((void **)&b->wake, &b->cap_wake, b->nwake + 1, sizeof *b->wake)) {
-        b->oom = true;
-        return false;
+    if (m->lockstep)
+        return;
+    if (o->id >= b->id0 && o->id < b->id1) {
+        if (o->stamp == b->now + 1)
+            return;
+        if (b->nnext == b->cap_next && ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next)) {
+            b->oom = true;
+            return;
+        }
+        o->stamp = b->now + 1;
+        b->next[b->nnext++] = o->id;
+        return;
     }
-    b->wake[b->nwake++] = id;
-    return true;
+    uint32_t p = b->par;
+    if (b->nxwake[p] == b->cap_xwake[p] &&
+        ts_grow((void **)&b->xwake[p], &b->cap_xwake[p], b->nxwake[p] + 1, sizeof *b->xwake[p])) {
+        b->oom = true;
+        return;
+    }
+    b->xwake[p][b->nxwake[p]++] = o->id;
 }
 
 /* Nothing left to do unless woken. In phase B only the tile's own view of its queues (qleft, from
@@ -1400,7 +1425,7 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
                 if (!e->ctrl)
                     log_arrival(m, t, e->colour, e->land, b);
             }
-            wake(b, o->id); /* also when o is t: its phase-A view (qleft) did not count this push */
+            wake(m, b, o); /* also when o is t: its phase-A view (qleft) did not count this push */
             ln->head = (uint8_t)(ln->head + 1 == ln->cap ? 0 : ln->head + 1);
             ln->n--;
             b->progress++;
@@ -1490,71 +1515,118 @@ static void timers_due(ts_model *m, wse_band *b, uint64_t upto, uint32_t **list,
     }
 }
 
-static void phase_a(ts_model *m, wse_band *b)
+static inline bool is_edge(const wse_band *b, uint32_t id) { return id < b->edge_lo || id >= b->edge_hi; }
+
+static inline bool has_edges(const wse_band *b) { return b->edge_lo > b->id0 || b->edge_hi < b->id1; }
+
+#define WSE_SPINS 4000 /* spins before yielding; a cycle of a 16 x 16 band takes a few microseconds */
+
+/* Wait until the neighbouring bands' edge rows are through phase A of this cycle (seq). */
+static void wait_edges(const ts_model *m, int k, uint32_t seq)
+{
+    for (int o = k - 1; o <= k + 1; o += 2) {
+        if (o < 0 || o >= m->nthreads)
+            continue;
+        const _Atomic uint32_t *a = &m->band[o].a_seq;
+        for (unsigned i = 0; (int32_t)(atomic_load_explicit(a, memory_order_acquire) - seq) < 0; i++)
+            if (i >= WSE_SPINS)
+                sched_yield();
+    }
+}
+
+static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
+{
+    uint32_t pend, total = 0, pm = 0;
+    for (int p = 0; p < 6; p++) {
+        total += pend = t->ppush[p] - t->ppop[p];
+        pm |= (uint32_t)(pend != 0) << p;
+        uint32_t arrived = t->pbits[p] ^ t->pseen[p];
+        t->pseen[p] = t->pbits[p];
+        t->cbits[p] = pend ? t->cbits[p] | arrived : 0;
+    }
+    if (pm & 31)
+        router_eval(m, t, b, pm & 31);
+    if (t->ce)
+        ce_eval(m, t, b, pend);
+    t->qleft = total - t->npop;
+}
+
+/* Phase A of band b: edge rows first, then (once they are published as done) the rest. */
+static void phase_a(ts_model *m, wse_band *b, uint32_t seq)
 {
     b->nact_done = b->nact;
-    for (size_t i = 0; i < b->nact; i++) {
-        wse_tile *t = m->t[b->act[i]];
-        uint32_t pend, total = 0, pm = 0;
-        for (int p = 0; p < 6; p++) {
-            total += pend = t->ppush[p] - t->ppop[p];
-            pm |= (uint32_t)(pend != 0) << p;
-            uint32_t arrived = t->pbits[p] ^ t->pseen[p];
-            t->pseen[p] = t->pbits[p];
-            t->cbits[p] = pend ? t->cbits[p] | arrived : 0;
+    if (!has_edges(b)) {
+        for (size_t i = 0; i < b->nact; i++)
+            eval_tile(m, b, m->t[b->act[i]]);
+        return;
+    }
+    for (size_t i = 0; i < b->nact; i++)
+        if (is_edge(b, b->act[i]))
+            eval_tile(m, b, m->t[b->act[i]]);
+    atomic_store_explicit(&b->a_seq, seq, memory_order_release);
+    for (size_t i = 0; i < b->nact; i++)
+        if (!is_edge(b, b->act[i]))
+            eval_tile(m, b, m->t[b->act[i]]);
+}
+
+static void commit_tile(ts_model *m, wse_band *b, wse_tile *t)
+{
+    tile_commit(m, t, b);
+    uint64_t at;
+    if (m->lockstep)
+        return;
+    if (tile_sleeps(m, b, t, &at)) {
+        if (t->sleep_at != at) { /* woken by a push and asleep again: the timer is already set */
+            tm_push(b, at, t->id);
+            t->sleep_at = at;
         }
-        if (pm & 31)
-            router_eval(m, t, b, pm & 31);
-        if (t->ce)
-            ce_eval(m, t, b, pend);
-        t->qleft = total - t->npop;
+        b->progress += at - b->now; /* the cycles it sleeps through count as progress */
+    } else if (!tile_quiet(m, t, false) && t->stamp != b->now + 1) {
+        if (b->nnext == b->cap_next && ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next)) {
+            b->oom = true;
+            return;
+        }
+        t->stamp = b->now + 1;
+        b->next[b->nnext++] = t->id;
     }
 }
 
-static void phase_b(ts_model *m, wse_band *b)
+/* Phase B of band b (thread k): the rows other bands never touch first; the edge rows once the
+ * neighbours' edge rows are through phase A (their routers read this band's edge queues, and this
+ * band's edge rows push into theirs). */
+static void phase_b(ts_model *m, wse_band *b, int k, uint32_t seq)
 {
     b->nnext = 0;
-    b->nwake = 0; /* every band read it in the previous cycle's merge, before this cycle's barrier */
-    for (size_t i = 0; i < b->nact; i++) {
-        wse_tile *t = m->t[b->act[i]];
-        tile_commit(m, t, b);
-        uint64_t at;
-        if (!m->lockstep && tile_sleeps(m, b, t, &at)) {
-            if (t->sleep_at != at) { /* woken by a push and asleep again: the timer is already set */
-                tm_push(b, at, t->id);
-                t->sleep_at = at;
-            }
-            b->progress += at - b->now; /* the cycles it sleeps through count as progress */
-        } else if (!m->lockstep && !tile_quiet(m, t, false)) {
-            if (b->nnext == b->cap_next && ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next))
-                b->oom = true;
-            else
-                b->next[b->nnext++] = t->id;
-        }
+    b->nxwake[b->par] = 0; /* the other bands read it two cycles ago, before the last barrier */
+    if (!has_edges(b)) {
+        for (size_t i = 0; i < b->nact; i++)
+            commit_tile(m, b, m->t[b->act[i]]);
+        return;
     }
+    for (size_t i = 0; i < b->nact; i++)
+        if (!is_edge(b, b->act[i]))
+            commit_tile(m, b, m->t[b->act[i]]);
+    wait_edges(m, k, seq);
+    for (size_t i = 0; i < b->nact; i++)
+        if (is_edge(b, b->act[i]))
+            commit_tile(m, b, m->t[b->act[i]]);
 }
 
-/* Build band k's next active list from its survivors and every band's wakes. */
+/* Band k's next active list: its own survivors and wakes (listed in phase B), the other bands'
+ * wakes of its tiles, and its timers due. */
 static void merge(ts_model *m, int k)
 {
     wse_band *b = &m->band[k];
     if (m->lockstep)
         return; /* lockstep: every allocated tile of the band, every cycle */
     uint64_t stamp = b->now + 1;
-    size_t n = 0;
-    for (size_t i = 0; i < b->nnext; i++) {
-        wse_tile *t = m->t[b->next[i]];
-        if (t->stamp != stamp) {
-            t->stamp = stamp;
-            b->next[n++] = t->id;
-        }
-    }
-    b->nnext = n;
     for (int o = 0; o < m->nthreads; o++) {
-        wse_band *ob = &m->band[o];
-        for (size_t i = 0; i < ob->nwake; i++) {
-            uint32_t id = ob->wake[i];
-            if (band_of(m, id) != (uint32_t)k)
+        const wse_band *ob = &m->band[o];
+        if (o == k)
+            continue;
+        for (size_t i = 0; i < ob->nxwake[b->par]; i++) {
+            uint32_t id = ob->xwake[b->par][i];
+            if (id < b->id0 || id >= b->id1)
                 continue;
             wse_tile *t = m->t[id];
             if (t->stamp == stamp)
@@ -1611,15 +1683,16 @@ static bool band_quiet_exact(const ts_model *m, int k)
  * every thread after the barrier; merge() changes the lists, never these. */
 static void band_summary(const ts_model *m, wse_band *b)
 {
-    b->sum.next = b->nnext;
-    b->sum.wake = b->nwake;
-    b->sum.ntm = b->ntm;
-    b->sum.tm_first = b->ntm ? b->tm[0].at : UINT64_MAX;
-    b->sum.progress = b->progress;
-    b->sum.nact = b->nact_done;
-    b->sum.oom = b->oom;
-    b->sum.err_tile = b->err_st ? b->err_tile : -1;
-    b->sum.quiet = m->lockstep && m->nthreads == 1 ? band_quiet_exact(m, 0) : b->sum.quiet;
+    __typeof__(b->sum[0]) *s = &b->sum[b->par];
+    s->next = b->nnext;
+    s->wake = b->nxwake[b->par];
+    s->ntm = b->ntm;
+    s->tm_first = b->ntm ? b->tm[0].at : UINT64_MAX;
+    s->progress = b->progress;
+    s->nact = b->nact_done;
+    s->oom = b->oom;
+    s->err_tile = b->err_st ? b->err_tile : -1;
+    s->quiet = m->lockstep && m->nthreads == 1 ? band_quiet_exact(m, 0) : s->quiet;
     b->progress = 0;
 }
 
@@ -1632,27 +1705,27 @@ typedef struct wse_decision {
     int eband;            /* band holding the error of the lowest PE, -1 if none */
 } wse_decision;
 
-static void decide(const ts_model *m, uint64_t now, wse_decision *d)
+static void decide(const ts_model *m, uint64_t now, uint32_t par, wse_decision *d)
 {
     *d = (wse_decision){.next = now + 1, .eband = -1};
     int64_t etile = -1;
     uint64_t next = 0, wake = 0, ntm = 0, first = UINT64_MAX;
     bool quiet = true;
     for (int k = 0; k < m->nthreads; k++) {
-        const wse_band *b = &m->band[k];
-        d->progress += b->sum.progress;
-        d->nact += b->sum.nact;
-        d->oom |= b->sum.oom;
-        if (b->sum.err_tile >= 0 && (etile < 0 || b->sum.err_tile < etile)) {
-            etile = b->sum.err_tile;
+        const __typeof__(m->band[k].sum[0]) *s = &m->band[k].sum[par];
+        d->progress += s->progress;
+        d->nact += s->nact;
+        d->oom |= s->oom;
+        if (s->err_tile >= 0 && (etile < 0 || s->err_tile < etile)) {
+            etile = s->err_tile;
             d->eband = k;
         }
-        next += b->sum.next;
-        wake += b->sum.wake;
-        ntm += b->sum.ntm;
-        if (b->sum.tm_first < first)
-            first = b->sum.tm_first;
-        quiet = quiet && b->sum.quiet;
+        next += s->next;
+        wake += s->wake;
+        ntm += s->ntm;
+        if (s->tm_first < first)
+            first = s->tm_first;
+        quiet = quiet && s->quiet;
     }
     if (d->oom || d->eband >= 0) {
         d->stop = true;
@@ -1729,8 +1802,6 @@ static void deadlock_check(ts_model *m)
 /* ------------------------------------------------------------------------------------------ */
 /* threads: a sense-reversing barrier that spins on C11 atomics and yields when spinning long */
 
-#define WSE_SPINS 4000 /* spins before yielding; a cycle of a 16 x 16 band takes a few microseconds */
-
 static void spin_barrier(ts_model *m, uint32_t *sense)
 {
     uint32_t s = *sense ^ 1u;
@@ -1750,10 +1821,10 @@ typedef struct thr_arg {
     int k;
 } thr_arg;
 
-/* One thread's cycle loop: A, barrier, B, barrier, then merge and decide without a third barrier
- * (lockstep adds one for its exact quiet test). Phase A reads what other bands wrote in the
- * previous phase B; phase B writes other bands' queue tails and reads nothing they write in B; the
- * decision reads only summaries. */
+/* One thread's cycle loop: A, B, one barrier, then merge and decide (lockstep adds a barrier for
+ * its exact quiet test). Phase A reads what other bands wrote in the previous phase B, and what
+ * they write in phase B is only in their edge rows, committed after this band's edge rows are
+ * through phase A (wait_edges); the decision reads only summaries. */
 static void *thread_main(void *p)
 {
     thr_arg *a = p;
@@ -1761,20 +1832,19 @@ static void *thread_main(void *p)
     int k = a->k;
     wse_band *b = &m->band[k];
     uint32_t sense = 0;
-    for (;;) {
-        phase_a(m, b);
-        if (m->nthreads > 1)
-            spin_barrier(m, &sense);
-        phase_b(m, b);
+    for (uint32_t seq = 1;; seq++) {
+        b->par = seq & 1;
+        phase_a(m, b, seq);
+        phase_b(m, b, k, seq);
         band_summary(m, b);
         if (m->nthreads > 1)
             spin_barrier(m, &sense);
         if (m->lockstep && m->nthreads > 1) {
-            b->sum.quiet = band_quiet_exact(m, k);
+            b->sum[b->par].quiet = band_quiet_exact(m, k);
             spin_barrier(m, &sense);
         }
         wse_decision d;
-        decide(m, b->now, &d);
+        decide(m, b->now, b->par, &d);
         band_advance(m, k, &d);
         if (k == 0)
             end_cycle(m, &d);
@@ -1796,8 +1866,10 @@ ts_status ts_wse_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
     m->run_st = TS_OK;
     m->run_err = err;
     m->deadlock = false;
-    for (int k = 0; k < m->nthreads; k++)
+    for (int k = 0; k < m->nthreads; k++) {
         m->band[k].now = m->now;
+        atomic_store(&m->band[k].a_seq, 0);
+    }
     if (m->lockstep && !m->stop) {
         ts_status rc = lockstep_lists(m, err);
         if (rc)
