@@ -97,6 +97,7 @@ typedef struct wse_ce {
     wse_vop *th;            /* 1 + microthreads; th[0] is the main thread's */
     uint32_t vbusy;         /* bit i set while th[i].busy: the cycle loop visits only busy threads */
     bool main_done;
+    bool image;             /* the code is another PE's (`image`): checked against this PE's routes */
 } wse_ce;
 
 /* Per-tile counters (summed in PE order at collect, so any thread count gives the same sums). */

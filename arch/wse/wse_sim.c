@@ -229,7 +229,7 @@ static ts_status apply_cfg(ts_model *m, wse_tile *t, const ts_stream *s, uint32_
 {
     const ts_insn *in = &s->insn[pc];
     const int32_t *a = in->a;
-    ts_status rc = in->op == WSE_OP_BIND ? TS_OK : check_colour(m, s, pc, a[0], err);
+    ts_status rc = in->op == WSE_OP_BIND || in->op == WSE_OP_IMAGE ? TS_OK : check_colour(m, s, pc, a[0], err);
     if (rc)
         return rc;
     char b[128];
@@ -282,6 +282,16 @@ static ts_status apply_cfg(ts_model *m, wse_tile *t, const ts_stream *s, uint32_
             t->ce->data_task |= 1ull << a[0];
         else
             t->ce->data_task &= ~(1ull << a[0]);
+        return TS_OK;
+    case WSE_OP_IMAGE:
+        if (a[0] < 0 || (uint64_t)a[0] >= m->npes || (uint32_t)a[0] == s->index) {
+            snprintf(b, sizeof b, "image of PE %d: not another PE of the %" PRIu64 "-PE mesh", a[0], m->npes);
+            return load_err(s, pc, err, b, m);
+        }
+        if (pc + 1 != s->n)
+            return load_err(s, pc, err, "'image' must be the last instruction of its stream (the code is the image's)", m);
+        if (t->ce->bound)
+            return load_err(s, pc, err, "'bind' in a stream with 'image': task bindings come with the image's code", m);
         return TS_OK;
     default:
         return ts_err_set(err, TS_EINTERNAL, "wse: op %u is not a configuration op", in->op);
@@ -522,6 +532,10 @@ ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
             rc = apply_cfg(m, t, s, k, err);
         if (rc)
             break;
+        if (k && s->insn[k - 1].op == WSE_OP_IMAGE) {
+            sidx[i] = UINT32_MAX; /* the image's code, attached below */
+            continue;
+        }
         /* predecode: one copy per distinct stream (a wafer of identical PEs keeps a few) */
         uint64_t hsh = 1469598103934665603ull;
         const unsigned char *bytes = (const unsigned char *)s->insn;
@@ -561,19 +575,38 @@ ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
         ts_free(sidx);
         return rc;
     }
-    /* attach codes once the array stops moving */
-    for (size_t i = 0; i < p->nstreams; i++) {
-        const ts_stream *s = &p->streams[i];
-        wse_ce *ce = m->t[s->index]->ce;
-        ce->code = &m->codes[sidx[i]];
-        ce->pc = ce->code->entry;
-        ce->task = -1;
-        ce->state = ce->pc < s->n ? CE_RUN : CE_IDLE;
-        ce->main_done = ce->state == CE_IDLE;
-        if (ce->state == CE_IDLE)
-            ce->task = -2;
-    }
+    /* attach codes once the array stops moving: own code first, then images (which need it) */
+    for (int pass = 0; pass < 2 && !rc; pass++)
+        for (size_t i = 0; i < p->nstreams; i++) {
+            const ts_stream *s = &p->streams[i];
+            if ((sidx[i] == UINT32_MAX) != (pass == 1))
+                continue;
+            wse_ce *ce = m->t[s->index]->ce;
+            if (pass == 1) {
+                const wse_tile *o = m->t[s->insn[s->n - 1].a[0]];
+                if (!o || !o->ce || o->ce->image || !o->ce->code) {
+                    rc = load_err(s, s->n - 1, err, o && o->ce ? "its image runs another PE's code itself (one level only)"
+                                                               : "its image has no stream", m);
+                    break;
+                }
+                ce->code = o->ce->code;
+                ce->image = true;
+                ce->bound = o->ce->bound;
+                ce->data_task = o->ce->data_task;
+                memcpy(ce->task_pc, o->ce->task_pc, sizeof ce->task_pc);
+            } else {
+                ce->code = &m->codes[sidx[i]];
+            }
+            ce->pc = ce->code->entry;
+            ce->task = -1;
+            ce->state = ce->pc < ce->code->n ? CE_RUN : CE_IDLE;
+            ce->main_done = ce->state == CE_IDLE;
+            if (ce->state == CE_IDLE)
+                ce->task = -2;
+        }
     ts_free(sidx);
+    if (rc)
+        return rc;
     /* data segments */
     for (size_t i = 0; i < p->nsegs; i++) {
         const ts_segment *g = &p->segs[i];
@@ -607,12 +640,39 @@ ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
     for (size_t i = 0; i < m->nalloc; i++)
         if ((rc = check_links(m, m->t[m->alloc_ids[i]], err)))
             return rc;
+    /* a PE that runs an image has its code checked against its own routes */
+    const ts_stream **byid = NULL;
     for (size_t i = 0; i < p->nstreams; i++) {
         const ts_stream *s = &p->streams[i];
-        for (uint32_t k = m->t[s->index]->ce->code->entry; k < s->n; k++)
-            if ((rc = check_insn(m, s, k, err)))
+        const wse_tile *t = m->t[s->index];
+        ts_stream view = *s;
+        if (t->ce->image) {
+            if (!byid) {
+                if (!(byid = ts_calloc(m->npes, sizeof *byid)))
+                    return ts_err_set(err, TS_ENOMEM, "out of memory");
+                for (size_t j = 0; j < p->nstreams; j++)
+                    byid[p->streams[j].index] = &p->streams[j];
+            }
+            uint32_t img = (uint32_t)s->insn[s->n - 1].a[0];
+            view = *byid[img];
+            view.index = s->index;
+            for (uint32_t k = t->ce->code->entry; k < view.n; k++)
+                if ((rc = check_insn(m, &view, k, err))) {
+                    size_t l = strlen(err->msg);
+                    snprintf(err->msg + l, sizeof err->msg - l, " (in the code of PE (%u, %u), its image)", img % m->w,
+                             img / m->w);
+                    ts_free(byid);
+                    return rc;
+                }
+            continue;
+        }
+        for (uint32_t k = t->ce->code->entry; k < s->n; k++)
+            if ((rc = check_insn(m, s, k, err))) {
+                ts_free(byid);
                 return rc;
+            }
     }
+    ts_free(byid);
     /* the first active set: every PE with code */
     for (size_t i = 0; i < m->nalloc; i++) {
         wse_tile *t = m->t[m->alloc_ids[i]];
