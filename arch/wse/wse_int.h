@@ -110,6 +110,7 @@ typedef struct wse_tstats {
     uint64_t injected, delivered;         /* wavelets core to fabric, fabric to core */
     uint64_t link[WSE_NPORTS];            /* wavelets sent per output port (R = to core) */
     uint64_t router_busy;                 /* cycles the router forwarded anything */
+    uint64_t evals;                       /* cycles the tile was evaluated (for balancing bands only) */
 } wse_tstats;
 
 typedef struct wse_tile {
@@ -156,17 +157,16 @@ typedef struct wse_timer {
  * 1.8x one thread, the lines of the band counters and barrier moving between cores every cycle). */
 #define WSE_PAD 128
 
-/* A thread's band of rows and its lists. Bands meet once per cycle, at the barrier after phase B;
- * the only tiles another band reads or writes are those of the rows next to it (its edge rows), so a
+/* A thread's band of PE ids and its lists. Bands meet once per cycle, at the barrier after phase B;
+ * the only tiles another band reads or writes are those within a row of it (its edge rows), so a
  * band evaluates its edge rows first in phase A and commits them last in phase B, after its
  * neighbours' edge rows are through phase A (wse_sim.c). What other bands read after the barrier
  * (cross-band wakes, summaries) is kept per parity of the cycle count, because a band may already
  * be in the next cycle's phase B while another still reads the last one's. */
 typedef struct wse_band {
     char pad0[WSE_PAD];       /* bands sit side by side in one array, each written by its thread */
-    uint32_t row0, row1;      /* rows [row0, row1) */
-    uint32_t id0, id1;        /* PE ids [id0, id1) */
-    uint32_t edge_lo, edge_hi; /* ids below edge_lo or from edge_hi up are in rows next to another band */
+    uint32_t id0, id1;        /* PE ids [id0, id1), at least a mesh row's worth */
+    uint32_t edge_lo, edge_hi; /* ids below edge_lo or from edge_hi up are within a row of another band */
     uint64_t now;             /* the cycle being simulated, the band's own copy (read in every phase) */
     uint32_t par;             /* parity of the cycles simulated since the step began */
     uint32_t *act; size_t nact, cap_act;     /* active tiles this cycle */
@@ -203,8 +203,8 @@ struct ts_model {
     bool loaded;
     uint64_t offchip;         /* bytes loaded from the host */
     wse_band *band;           /* owned: nthreads */
-    uint16_t *row_band;       /* owned: h entries, the band of each mesh row */
     uint64_t limit;
+    uint64_t rebalance_at;    /* threads: the cycle at which bands are next re-split by measured work */
     ts_err *run_err;
     char pad0[WSE_PAD];
     /* written by thread 0 at the end of each cycle */

@@ -164,8 +164,49 @@ void ts_wse_destroy(ts_model *m)
             ts_err_free(&m->band[i].err);
         }
     ts_free(m->band);
-    ts_free(m->row_band);
     ts_free(m);
+}
+
+/* Give each thread a band of consecutive PE ids (row-major), at least a row long, so a tile's
+ * neighbours are in its band or the next one either side: ids of about equal weight (weight[i] for
+ * the allocated tile alloc_ids[i]; NULL for equal ids). Any split gives the same results; the
+ * weights only balance the work. */
+static void split_bands(ts_model *m, const uint64_t *weight)
+{
+    const uint64_t n = m->npes, w = m->w, nt = (uint64_t)m->nthreads;
+    uint64_t total = 0, acc = 0, id = 0;
+    size_t j = 0;
+    for (size_t i = 0; weight && i < m->nalloc; i++)
+        total += weight[i];
+    for (uint64_t k = 0; k < nt; k++) {
+        wse_band *b = &m->band[k];
+        uint64_t id1 = n;
+        if (k + 1 < nt && !weight) {
+            id1 = n * (k + 1) / nt;
+        } else if (k + 1 < nt) {
+            uint64_t lo = id + w, hi = n - (nt - 1 - k) * w, goal = total * (k + 1) / nt;
+            for (; j < m->nalloc && m->alloc_ids[j] < lo; j++)
+                acc += weight[j];
+            for (; j < m->nalloc && m->alloc_ids[j] < hi && acc + weight[j] / 2 <= goal; j++)
+                acc += weight[j];
+            id1 = j < m->nalloc && m->alloc_ids[j] < hi ? m->alloc_ids[j] : hi;
+            if (id1 < lo)
+                id1 = lo;
+        }
+        b->id0 = (uint32_t)id;
+        b->id1 = (uint32_t)id1;
+        b->edge_lo = k > 0 ? b->id0 + m->w : 0;
+        b->edge_hi = k + 1 < nt ? b->id1 - m->w : UINT32_MAX;
+        id = id1;
+    }
+}
+
+static inline uint32_t band_of(const ts_model *m, uint32_t id)
+{
+    uint32_t k = 0;
+    while (k + 1 < (uint32_t)m->nthreads && id >= m->band[k].id1)
+        k++;
+    return k;
 }
 
 ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *opts, ts_err *err)
@@ -185,24 +226,14 @@ ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *
         m->nthreads = (int)m->h;
     m->t = ts_calloc(m->npes, sizeof *m->t);
     m->band = ts_calloc((size_t)m->nthreads, sizeof *m->band);
-    m->row_band = ts_calloc(m->h ? m->h : 1, sizeof *m->row_band);
-    if (!m->t || !m->band || !m->row_band) {
+    if (!m->t || !m->band) {
         uint64_t n = m->npes;
         ts_wse_destroy(m);
         return ts_err_set(err, TS_ENOMEM, "out of memory for a %" PRIu64 "-PE mesh", n);
     }
-    for (int i = 0; i < m->nthreads; i++) {
-        m->band[i].row0 = (uint32_t)((uint64_t)m->h * (uint64_t)i / (uint64_t)m->nthreads);
-        m->band[i].row1 = (uint32_t)((uint64_t)m->h * (uint64_t)(i + 1) / (uint64_t)m->nthreads);
-        for (uint32_t y = m->band[i].row0; y < m->band[i].row1; y++)
-            m->row_band[y] = (uint16_t)i;
-        wse_band *b = &m->band[i];
-        b->id0 = b->row0 * m->w;
-        b->id1 = b->row1 * m->w;
-        b->edge_lo = i > 0 ? b->id0 + m->w : 0;
-        b->edge_hi = i + 1 < m->nthreads ? b->id1 - m->w : UINT32_MAX;
+    for (int i = 0; i < m->nthreads; i++)
         ts_err_init(&m->band[i].err);
-    }
+    split_bands(m, NULL);
     *out = m;
     return TS_OK;
 }
@@ -484,6 +515,9 @@ static ts_status check_links(ts_model *m, wse_tile *t, ts_err *err)
     return TS_OK;
 }
 
+#define WSE_WEIGHT_QUEUE 1
+#define WSE_WEIGHT_CORE 1
+
 ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
 {
     if (m->loaded)
@@ -673,15 +707,25 @@ ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
             }
     }
     ts_free(byid);
+    /* bands of about equal work: a tile weighs its live queues (the routes converging on it) and one
+     * for its core */
+    if (m->nthreads > 1) {
+        uint64_t *weight = ts_malloc((m->nalloc ? m->nalloc : 1) * sizeof *weight);
+        if (!weight)
+            return ts_err_set(err, TS_ENOMEM, "out of memory");
+        for (size_t i = 0; i < m->nalloc; i++) {
+            const wse_tile *t = m->t[m->alloc_ids[i]];
+            weight[i] = WSE_WEIGHT_QUEUE * t->nlq + (t->ce ? WSE_WEIGHT_CORE : 0);
+        }
+        split_bands(m, weight);
+        ts_free(weight);
+    }
     /* the first active set: every PE with code */
     for (size_t i = 0; i < m->nalloc; i++) {
         wse_tile *t = m->t[m->alloc_ids[i]];
         if (!t->ce)
             continue;
-        wse_band *b = &m->band[0];
-        for (int k = 0; k < m->nthreads; k++)
-            if (t->y >= m->band[k].row0 && t->y < m->band[k].row1)
-                b = &m->band[k];
+        wse_band *b = &m->band[band_of(m, t->id)];
         if (ts_grow((void **)&b->act, &b->cap_act, b->nact + 1, sizeof *b->act))
             return ts_err_set(err, TS_ENOMEM, "out of memory");
         b->act[b->nact++] = t->id;
@@ -1500,10 +1544,6 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
 /* ------------------------------------------------------------------------------------------ */
 /* the cycle loop */
 
-static inline uint32_t band_of(const ts_model *m, uint32_t id)
-{
-    return m->nthreads == 1 ? 0 : m->row_band[id / m->w];
-}
 
 static bool tm_less(const wse_timer *a, const wse_timer *b) { return a->at < b->at || (a->at == b->at && a->id < b->id); }
 
@@ -1597,6 +1637,7 @@ static void wait_edges(const ts_model *m, int k, uint32_t seq)
 static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
 {
     uint32_t pend, total = 0, pm = 0;
+    t->s.evals++;
     for (int p = 0; p < 6; p++) {
         total += pend = t->ppush[p] - t->ppop[p];
         pm |= (uint32_t)(pend != 0) << p;
@@ -1917,10 +1958,9 @@ static void *thread_main(void *p)
     return NULL;
 }
 
-ts_status ts_wse_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
+/* Run the cycle loop on every band up to `limit` (or an earlier stop). */
+static ts_status run_threads(ts_model *m, uint64_t limit, ts_err *err)
 {
-    if (!m->loaded)
-        return ts_err_set(err, TS_EINPUT, "no program loaded");
     m->limit = limit;
     m->stop = m->done || m->now >= limit;
     m->run_st = TS_OK;
@@ -1973,8 +2013,87 @@ ts_status ts_wse_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
         ts_free(tid);
         ts_free(args);
     }
-    if (m->deadlock)
-        deadlock_check(m);
+    return TS_OK;
+}
+
+#define WSE_REBALANCE_FIRST 1024  /* cycles measured before the first re-split */
+#define WSE_REBALANCE_EVERY 8192  /* cycles between re-splits after it */
+
+/* Re-split the rows among the threads by the evaluations each row's tiles took so far, and hand
+ * every active tile and sleeper to its new band. Between runs of the threads only; any split
+ * gives the same results. */
+static ts_status rebalance(ts_model *m, ts_err *err)
+{
+    uint64_t *weight = ts_malloc((m->nalloc ? m->nalloc : 1) * sizeof *weight);
+    size_t nact = 0, ntm = 0;
+    for (int k = 0; k < m->nthreads; k++) {
+        nact += m->band[k].nact;
+        ntm += m->band[k].ntm;
+    }
+    uint32_t *act = ts_malloc((nact ? nact : 1) * sizeof *act);
+    wse_timer *tm = ts_malloc((ntm ? ntm : 1) * sizeof *tm);
+    if (!weight || !act || !tm) {
+        ts_free(weight);
+        ts_free(act);
+        ts_free(tm);
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < m->nalloc; i++)
+        weight[i] = m->t[m->alloc_ids[i]]->s.evals;
+    nact = ntm = 0;
+    for (int k = 0; k < m->nthreads; k++) {
+        wse_band *b = &m->band[k];
+        memcpy(act + nact, b->act, b->nact * sizeof *act);
+        memcpy(tm + ntm, b->tm, b->ntm * sizeof *tm);
+        nact += b->nact;
+        ntm += b->ntm;
+        b->nact = b->ntm = 0;
+    }
+    split_bands(m, weight);
+    for (size_t i = 0; i < nact; i++) {
+        wse_band *b = &m->band[band_of(m, act[i])];
+        if (ts_grow((void **)&b->act, &b->cap_act, b->nact + 1, sizeof *b->act))
+            b->oom = true;
+        else
+            b->act[b->nact++] = act[i];
+    }
+    for (size_t i = 0; i < ntm; i++)
+        tm_push(&m->band[band_of(m, tm[i].id)], tm[i].at, tm[i].id);
+    ts_free(weight);
+    ts_free(act);
+    ts_free(tm);
+    for (int k = 0; k < m->nthreads; k++)
+        if (m->band[k].oom)
+            return ts_err_set(err, TS_ENOMEM, "out of memory");
+    return TS_OK;
+}
+
+ts_status ts_wse_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
+{
+    if (!m->loaded)
+        return ts_err_set(err, TS_EINPUT, "no program loaded");
+    /* with threads, the run stops at re-split points (the same cycles as steps ending there) */
+    bool balance = m->nthreads > 1 && !m->lockstep;
+    if (balance && !m->rebalance_at)
+        m->rebalance_at = m->now + WSE_REBALANCE_FIRST;
+    for (;;) {
+        if (balance && m->rebalance_at <= m->now) /* a jump went past it */
+            m->rebalance_at = m->now + WSE_REBALANCE_EVERY;
+        uint64_t lim = balance && m->rebalance_at > m->now && m->rebalance_at < limit ? m->rebalance_at : limit;
+        ts_status rc = run_threads(m, lim, err);
+        if (rc)
+            return rc;
+        if (m->deadlock) {
+            m->limit = limit;
+            deadlock_check(m);
+            break;
+        }
+        if (m->run_st || m->done || m->now < lim || lim == limit)
+            break;
+        if ((rc = rebalance(m, err)))
+            return rc;
+        m->rebalance_at = m->now + WSE_REBALANCE_EVERY;
+    }
     if (m->run_st)
         return m->run_st;
     st->now = m->now;

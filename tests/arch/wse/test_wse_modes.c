@@ -227,6 +227,33 @@ START_TEST(modes_uniform_traffic)
 }
 END_TEST
 
+/* A run long enough (about 11,000 cycles) for the threads to re-split the mesh by measured work
+ * twice (after 1024 cycles, then every 8192): the reports do not change. */
+START_TEST(modes_rebalanced)
+{
+    ts_err err;
+    ts_err_init(&err);
+    ts_program *p = NULL;
+    ck_assert_int_eq(ts_wse_uniform_program(&p, 8, 8, 5, 500, 0.05, 11, &err), TS_OK);
+    ts_buf text = {0};
+    ck_assert_int_eq(ts_disasm(p, &ts_wse_isa, &text, &err), TS_OK);
+    ts_program_destroy(p);
+    ts_buf out = {0};
+    ck_assert_int_eq(wt_report("arch: wse\nname: t8\nmesh: {width: 8, height: 8}\n", ts_buf_str(&text), false, 1, &out),
+                     TS_OK);
+    const char *cy = strstr(ts_buf_str(&out), "cycles");
+    ck_assert_ptr_nonnull(cy);
+    uint64_t cycles = 0;
+    for (const char *c = cy + strcspn(cy, "0123456789"); (*c >= '0' && *c <= '9') || *c == ','; c++)
+        cycles = *c == ',' ? cycles : cycles * 10 + (uint64_t)(*c - '0');
+    ck_assert_msg(cycles > 9216, "%.200s", cy);
+    ts_buf_free(&out);
+    compare_modes("arch: wse\nname: t8\nmesh: {width: 8, height: 8}\n", ts_buf_str(&text));
+    ts_buf_free(&text);
+    ts_err_free(&err);
+}
+END_TEST
+
 /* The 25-point stencil: every PE talks to four neighbours every round, so wavelets and credits cross
  * the band edges of 2 and 3 threads every cycle. */
 START_TEST(modes_stencil25)
@@ -327,6 +354,7 @@ static Suite *suite(void)
     tcase_add_test(tc, timing_only_same_cycles);
     tcase_add_test(tc, modes_uniform_traffic);
     tcase_add_test(tc, modes_stencil25);
+    tcase_add_test(tc, modes_rebalanced);
     tcase_add_test(tc, images_equal_copies);
     suite_add_tcase(s, tc);
     return s;
