@@ -2043,8 +2043,10 @@ static ts_status rebalance(ts_model *m, ts_err *err)
     nact = ntm = 0;
     for (int k = 0; k < m->nthreads; k++) {
         wse_band *b = &m->band[k];
-        memcpy(act + nact, b->act, b->nact * sizeof *act);
-        memcpy(tm + ntm, b->tm, b->ntm * sizeof *tm);
+        if (b->nact)
+            memcpy(act + nact, b->act, b->nact * sizeof *act);
+        if (b->ntm)
+            memcpy(tm + ntm, b->tm, b->ntm * sizeof *tm);
         nact += b->nact;
         ntm += b->ntm;
         b->nact = b->ntm = 0;
