@@ -1917,6 +1917,60 @@ static void spin_barrier(ts_model *m, uint32_t *sense)
             sched_yield();
 }
 
+#define WSE_REBALANCE_FIRST 1024  /* cycles measured before the first re-split */
+#define WSE_REBALANCE_EVERY 8192  /* cycles between re-splits after it */
+
+/* Re-split the ids among the threads by the evaluations each tile took so far, and hand every
+ * active tile and sleeper to its new band. Run by one thread while the others wait between two
+ * barriers, after every band's merge; any split gives the same results. */
+static ts_status rebalance(ts_model *m, ts_err *err)
+{
+    uint64_t *weight = ts_malloc((m->nalloc ? m->nalloc : 1) * sizeof *weight);
+    size_t nact = 0, ntm = 0;
+    for (int k = 0; k < m->nthreads; k++) {
+        nact += m->band[k].nact;
+        ntm += m->band[k].ntm;
+    }
+    uint32_t *act = ts_malloc((nact ? nact : 1) * sizeof *act);
+    wse_timer *tm = ts_malloc((ntm ? ntm : 1) * sizeof *tm);
+    if (!weight || !act || !tm) {
+        ts_free(weight);
+        ts_free(act);
+        ts_free(tm);
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < m->nalloc; i++)
+        weight[i] = m->t[m->alloc_ids[i]]->s.evals;
+    nact = ntm = 0;
+    for (int k = 0; k < m->nthreads; k++) {
+        wse_band *b = &m->band[k];
+        if (b->nact)
+            memcpy(act + nact, b->act, b->nact * sizeof *act);
+        if (b->ntm)
+            memcpy(tm + ntm, b->tm, b->ntm * sizeof *tm);
+        nact += b->nact;
+        ntm += b->ntm;
+        b->nact = b->ntm = 0;
+    }
+    split_bands(m, weight);
+    for (size_t i = 0; i < nact; i++) {
+        wse_band *b = &m->band[band_of(m, act[i])];
+        if (ts_grow((void **)&b->act, &b->cap_act, b->nact + 1, sizeof *b->act))
+            b->oom = true;
+        else
+            b->act[b->nact++] = act[i];
+    }
+    for (size_t i = 0; i < ntm; i++)
+        tm_push(&m->band[band_of(m, tm[i].id)], tm[i].at, tm[i].id);
+    ts_free(weight);
+    ts_free(act);
+    ts_free(tm);
+    for (int k = 0; k < m->nthreads; k++)
+        if (m->band[k].oom)
+            return ts_err_set(err, TS_ENOMEM, "out of memory");
+    return TS_OK;
+}
+
 typedef struct thr_arg {
     ts_model *m;
     int k;
@@ -1953,6 +2007,16 @@ static void *thread_main(void *p)
             if (k == 0 && d.deadlock_check)
                 m->deadlock = true;
             break;
+        }
+        if (m->rebalance_at && b->now >= m->rebalance_at) {
+            spin_barrier(m, &sense);
+            if (k == 0) {
+                m->run_st = rebalance(m, m->run_err);
+                m->rebalance_at = b->now + WSE_REBALANCE_EVERY;
+            }
+            spin_barrier(m, &sense);
+            if (m->run_st)
+                break;
         }
     }
     return NULL;
@@ -2016,86 +2080,18 @@ static ts_status run_threads(ts_model *m, uint64_t limit, ts_err *err)
     return TS_OK;
 }
 
-#define WSE_REBALANCE_FIRST 1024  /* cycles measured before the first re-split */
-#define WSE_REBALANCE_EVERY 8192  /* cycles between re-splits after it */
-
-/* Re-split the rows among the threads by the evaluations each row's tiles took so far, and hand
- * every active tile and sleeper to its new band. Between runs of the threads only; any split
- * gives the same results. */
-static ts_status rebalance(ts_model *m, ts_err *err)
-{
-    uint64_t *weight = ts_malloc((m->nalloc ? m->nalloc : 1) * sizeof *weight);
-    size_t nact = 0, ntm = 0;
-    for (int k = 0; k < m->nthreads; k++) {
-        nact += m->band[k].nact;
-        ntm += m->band[k].ntm;
-    }
-    uint32_t *act = ts_malloc((nact ? nact : 1) * sizeof *act);
-    wse_timer *tm = ts_malloc((ntm ? ntm : 1) * sizeof *tm);
-    if (!weight || !act || !tm) {
-        ts_free(weight);
-        ts_free(act);
-        ts_free(tm);
-        return ts_err_set(err, TS_ENOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < m->nalloc; i++)
-        weight[i] = m->t[m->alloc_ids[i]]->s.evals;
-    nact = ntm = 0;
-    for (int k = 0; k < m->nthreads; k++) {
-        wse_band *b = &m->band[k];
-        if (b->nact)
-            memcpy(act + nact, b->act, b->nact * sizeof *act);
-        if (b->ntm)
-            memcpy(tm + ntm, b->tm, b->ntm * sizeof *tm);
-        nact += b->nact;
-        ntm += b->ntm;
-        b->nact = b->ntm = 0;
-    }
-    split_bands(m, weight);
-    for (size_t i = 0; i < nact; i++) {
-        wse_band *b = &m->band[band_of(m, act[i])];
-        if (ts_grow((void **)&b->act, &b->cap_act, b->nact + 1, sizeof *b->act))
-            b->oom = true;
-        else
-            b->act[b->nact++] = act[i];
-    }
-    for (size_t i = 0; i < ntm; i++)
-        tm_push(&m->band[band_of(m, tm[i].id)], tm[i].at, tm[i].id);
-    ts_free(weight);
-    ts_free(act);
-    ts_free(tm);
-    for (int k = 0; k < m->nthreads; k++)
-        if (m->band[k].oom)
-            return ts_err_set(err, TS_ENOMEM, "out of memory");
-    return TS_OK;
-}
-
 ts_status ts_wse_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
 {
     if (!m->loaded)
         return ts_err_set(err, TS_EINPUT, "no program loaded");
-    /* with threads, the run stops at re-split points (the same cycles as steps ending there) */
-    bool balance = m->nthreads > 1 && !m->lockstep;
-    if (balance && !m->rebalance_at)
+    /* with threads in the fast mode, bands are re-split by measured work (thread_main) */
+    if (m->nthreads > 1 && !m->lockstep && !m->rebalance_at)
         m->rebalance_at = m->now + WSE_REBALANCE_FIRST;
-    for (;;) {
-        if (balance && m->rebalance_at <= m->now) /* a jump went past it */
-            m->rebalance_at = m->now + WSE_REBALANCE_EVERY;
-        uint64_t lim = balance && m->rebalance_at > m->now && m->rebalance_at < limit ? m->rebalance_at : limit;
-        ts_status rc = run_threads(m, lim, err);
-        if (rc)
-            return rc;
-        if (m->deadlock) {
-            m->limit = limit;
-            deadlock_check(m);
-            break;
-        }
-        if (m->run_st || m->done || m->now < lim || lim == limit)
-            break;
-        if ((rc = rebalance(m, err)))
-            return rc;
-        m->rebalance_at = m->now + WSE_REBALANCE_EVERY;
-    }
+    ts_status rc = run_threads(m, limit, err);
+    if (rc)
+        return rc;
+    if (m->deadlock)
+        deadlock_check(m);
     if (m->run_st)
         return m->run_st;
     st->now = m->now;
