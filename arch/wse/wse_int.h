@@ -123,6 +123,8 @@ typedef struct wse_tile {
     uint8_t rr;               /* round robin: the input port to look at first */
     uint8_t rrc[WSE_NPORTS];  /* round robin: per input port, the colour to look at first */
     uint8_t *pidx;            /* owned by block: live queue indices ordered by (port, colour) */
+    uint8_t *tq;              /* owned by block: 4 * colours entries: (line to neighbour p, colour) -> the
+                               * neighbour's live queue, WSE_NOQ if not routed (saves reading its qmap) */
     uint8_t poff[7];          /* pidx[poff[p] .. poff[p + 1]) are port p's queues; port 5 = core inputs */
     uint32_t ppush[6];        /* wavelets pushed into port p's queues: written by p's one producer, phase B */
     uint32_t ppop[6];         /* wavelets popped from port p's queues: consumer, phase B */

@@ -443,7 +443,7 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
     if (nlq > 255)
         return ts_err_set(err, TS_EINTERNAL, "wse: %zu live queues at PE %u", nlq, t->id);
     size_t nent = 4 * m->c.hop_latency + 2 * m->c.ramp_latency + m->c.pipeline_latency;
-    size_t sz = nlq * sizeof(wse_lq) + nent * sizeof(wse_ent) + nslots * sizeof(uint32_t) + 2 * nlq;
+    size_t sz = nlq * sizeof(wse_lq) + nent * sizeof(wse_ent) + nslots * sizeof(uint32_t) + 2 * nlq + 4 * (size_t)C;
     t->block = ts_calloc(1, sz ? sz : 1);
     if (!t->block)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
@@ -478,6 +478,8 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
         }
     t->nlq = (uint8_t)j;
     t->pidx = t->pops + nlq;
+    t->tq = t->pidx + nlq;
+    memset(t->tq, WSE_NOQ, 4 * (size_t)C);
     {
         size_t n = 0;
         for (int p = 0; p <= 5; p++) {
@@ -506,6 +508,8 @@ static ts_status check_links(ts_model *m, wse_tile *t, ts_err *err)
             if (!(t->route[c].any_tx >> p & 1))
                 continue;
             wse_tile *n = t->nb[p];
+            if (n)
+                t->tq[p * m->C + c] = n->qmap[opposite[p] * m->C + c];
             if (!n || n->qmap[opposite[p] * m->C + c] == WSE_NOQ)
                 return ts_err_sim(err, t->id, -1,
                                   "PE (%u, %u) routes colour %u %s, but PE (%u, %u) takes no colour %u from the %s",
@@ -752,10 +756,13 @@ static inline uint32_t line_count(const wse_line *l, uint32_t c)
 /* The queue that output line l of tile t feeds for colour c. */
 static inline wse_lq *line_target(const ts_model *m, const wse_tile *t, int l, uint32_t c, wse_tile **owner)
 {
-    wse_tile *o = l < 4 ? t->nb[l] : m->t[t->id];
-    int port = l < 4 ? opposite[l] : l == WSE_LINE_DOWN ? 5 : WSE_R;
+    if (l < 4) {
+        *owner = t->nb[l];
+        return &t->nb[l]->lq[t->tq[(size_t)l * m->C + c]];
+    }
+    wse_tile *o = m->t[t->id];
     *owner = o;
-    return &o->lq[o->qmap[(size_t)port * m->C + c]];
+    return &o->lq[o->qmap[(size_t)(l == WSE_LINE_DOWN ? 5 : WSE_R) * m->C + c]];
 }
 
 /* Room for one more wavelet of colour c through line l (phase A: committed counters only). */
