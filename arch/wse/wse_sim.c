@@ -1765,7 +1765,7 @@ static ts_status lockstep_lists(ts_model *m, ts_err *err)
         b->nact = 0;
         for (size_t i = 0; i < m->nalloc; i++) {
             uint32_t id = m->alloc_ids[i];
-            if (band_of(m, id) != (uint32_t)k)
+            if (id < b->id0 || id >= b->id1)
                 continue;
             if (ts_grow((void **)&b->act, &b->cap_act, b->nact + 1, sizeof *b->act))
                 return ts_err_set(err, TS_ENOMEM, "out of memory");
@@ -1779,9 +1779,10 @@ static ts_status lockstep_lists(ts_model *m, ts_err *err)
  * after phase B of every band, when no queue changes. */
 static bool band_quiet_exact(const ts_model *m, int k)
 {
+    const wse_band *b = &m->band[k];
     for (size_t i = 0; i < m->nalloc; i++) {
         uint32_t id = m->alloc_ids[i];
-        if (band_of(m, id) == (uint32_t)k && !tile_quiet(m, m->t[id], true))
+        if (id >= b->id0 && id < b->id1 && !tile_quiet(m, m->t[id], true))
             return false;
     }
     return true;
