@@ -188,7 +188,6 @@ typedef struct wse_band {
     } sum[2];
     char pad1[WSE_PAD];
     _Atomic uint32_t a_seq;   /* cycles (since the step began) whose edge rows are through phase A */
-    _Atomic uint32_t a_sleepers; /* threads asleep waiting for a_seq to change */
     char pad2[WSE_PAD];
 } wse_band;
 
@@ -219,7 +218,6 @@ struct ts_model {
     _Atomic uint32_t bar_count; /* the spinning barrier (wse_sim.c): arrivals */
     char pad2[WSE_PAD];
     _Atomic uint32_t bar_sense; /* flips when the last thread arrives */
-    _Atomic uint32_t bar_sleepers; /* threads asleep waiting for bar_sense to flip */
     char pad3[WSE_PAD];
 };
 

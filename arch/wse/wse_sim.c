@@ -22,11 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __linux__
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 #include "core/alloc.h"
 
@@ -1631,37 +1626,7 @@ static inline bool is_edge(const wse_band *b, uint32_t id) { return id < b->edge
 
 static inline bool has_edges(const wse_band *b) { return b->edge_lo > b->id0 || b->edge_hi < b->id1; }
 
-#define WSE_SPINS 4000 /* spins before sleeping; a cycle of a 16 x 16 band takes a few microseconds */
-
-/* A thread that has spun long sleeps until the word at w changes from `old` (a futex on Linux: a
- * thread that only yielded would hand its core to another process for a whole time slice when the
- * host is shared; a sleeper is woken the moment its partner arrives). *sleepers counts sleepers so
- * that wakers make no system call while nobody sleeps. */
-static void sleep_while(_Atomic uint32_t *w, uint32_t old, _Atomic uint32_t *sleepers)
-{
-#ifdef __linux__
-    atomic_fetch_add(sleepers, 1);
-    while (atomic_load(w) == old)
-        syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, old, NULL, NULL, 0);
-    atomic_fetch_sub(sleepers, 1);
-#else
-    (void)sleepers;
-    while (atomic_load(w) == old)
-        sched_yield();
-#endif
-}
-
-/* After changing *w: wake its sleepers, if any. */
-static void wake_sleepers(_Atomic uint32_t *w, _Atomic uint32_t *sleepers)
-{
-#ifdef __linux__
-    if (atomic_load(sleepers))
-        syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
-#else
-    (void)w;
-    (void)sleepers;
-#endif
-}
+#define WSE_SPINS 4000 /* spins before yielding; a cycle of a 16 x 16 band takes a few microseconds */
 
 /* Wait until the neighbouring bands' edge rows are through phase A of this cycle (seq). */
 static void wait_edges(const ts_model *m, int k, uint32_t seq)
@@ -1669,14 +1634,10 @@ static void wait_edges(const ts_model *m, int k, uint32_t seq)
     for (int o = k - 1; o <= k + 1; o += 2) {
         if (o < 0 || o >= m->nthreads)
             continue;
-        wse_band *ob = &m->band[o];
-        for (unsigned i = 0;; i++) {
-            uint32_t v = atomic_load_explicit(&ob->a_seq, memory_order_acquire);
-            if ((int32_t)(v - seq) >= 0)
-                break;
+        const _Atomic uint32_t *a = &m->band[o].a_seq;
+        for (unsigned i = 0; (int32_t)(atomic_load_explicit(a, memory_order_acquire) - seq) < 0; i++)
             if (i >= WSE_SPINS)
-                sleep_while(&ob->a_seq, v, &ob->a_sleepers);
-        }
+                sched_yield();
     }
 }
 
@@ -1710,8 +1671,7 @@ static void phase_a(ts_model *m, wse_band *b, uint32_t seq)
     for (size_t i = 0; i < b->nact; i++)
         if (is_edge(b, b->act[i]))
             eval_tile(m, b, m->t[b->act[i]]);
-    atomic_store(&b->a_seq, seq);
-    wake_sleepers(&b->a_seq, &b->a_sleepers);
+    atomic_store_explicit(&b->a_seq, seq, memory_order_release);
     for (size_t i = 0; i < b->nact; i++)
         if (!is_edge(b, b->act[i]))
             eval_tile(m, b, m->t[b->act[i]]);
@@ -1949,7 +1909,7 @@ static void deadlock_check(ts_model *m)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* threads: a sense-reversing barrier that spins on C11 atomics and sleeps when spinning long */
+/* threads: a sense-reversing barrier that spins on C11 atomics and yields when spinning long */
 
 static void spin_barrier(ts_model *m, uint32_t *sense)
 {
@@ -1957,13 +1917,12 @@ static void spin_barrier(ts_model *m, uint32_t *sense)
     *sense = s;
     if (atomic_fetch_add_explicit(&m->bar_count, 1, memory_order_acq_rel) + 1 == (uint32_t)m->nthreads) {
         atomic_store_explicit(&m->bar_count, 0, memory_order_relaxed);
-        atomic_store(&m->bar_sense, s);
-        wake_sleepers(&m->bar_sense, &m->bar_sleepers);
+        atomic_store_explicit(&m->bar_sense, s, memory_order_release);
         return;
     }
     for (unsigned i = 0; atomic_load_explicit(&m->bar_sense, memory_order_acquire) != s; i++)
         if (i >= WSE_SPINS)
-            sleep_while(&m->bar_sense, s ^ 1u, &m->bar_sleepers);
+            sched_yield();
 }
 
 #define WSE_REBALANCE_FIRST 1024  /* cycles measured before the first re-split */
