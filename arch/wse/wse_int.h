@@ -97,6 +97,7 @@ typedef struct wse_ce {
     wse_vop *th;            /* 1 + microthreads; th[0] is the main thread's */
     uint32_t vbusy;         /* bit i set while th[i].busy: the cycle loop visits only busy threads */
     bool main_done;
+    bool image;             /* the code is another PE's (`image`): checked against this PE's routes */
 } wse_ce;
 
 /* Per-tile counters (summed in PE order at collect, so any thread count gives the same sums). */
@@ -109,6 +110,7 @@ typedef struct wse_tstats {
     uint64_t injected, delivered;         /* wavelets core to fabric, fabric to core */
     uint64_t link[WSE_NPORTS];            /* wavelets sent per output port (R = to core) */
     uint64_t router_busy;                 /* cycles the router forwarded anything */
+    uint64_t evals;                       /* cycles the tile was evaluated (for balancing bands only) */
 } wse_tstats;
 
 typedef struct wse_tile {
@@ -121,6 +123,8 @@ typedef struct wse_tile {
     uint8_t rr;               /* round robin: the input port to look at first */
     uint8_t rrc[WSE_NPORTS];  /* round robin: per input port, the colour to look at first */
     uint8_t *pidx;            /* owned by block: live queue indices ordered by (port, colour) */
+    uint8_t *tq;              /* owned by block: 4 * colours entries: (line to neighbour p, colour) -> the
+                               * neighbour's live queue, WSE_NOQ if not routed (saves reading its qmap) */
     uint8_t poff[7];          /* pidx[poff[p] .. poff[p + 1]) are port p's queues; port 5 = core inputs */
     uint32_t ppush[6];        /* wavelets pushed into port p's queues: written by p's one producer, phase B */
     uint32_t ppop[6];         /* wavelets popped from port p's queues: consumer, phase B */
@@ -155,14 +159,21 @@ typedef struct wse_timer {
  * 1.8x one thread, the lines of the band counters and barrier moving between cores every cycle). */
 #define WSE_PAD 128
 
-/* A thread's band of rows and its lists. */
+/* A thread's band of PE ids and its lists. Bands meet once per cycle, at the barrier after phase B;
+ * the only tiles another band reads or writes are those within a row of it (its edge rows), so a
+ * band evaluates its edge rows first in phase A and commits them last in phase B, after its
+ * neighbours' edge rows are through phase A (wse_sim.c). What other bands read after the barrier
+ * (cross-band wakes, summaries) is kept per parity of the cycle count, because a band may already
+ * be in the next cycle's phase B while another still reads the last one's. */
 typedef struct wse_band {
     char pad0[WSE_PAD];       /* bands sit side by side in one array, each written by its thread */
-    uint32_t row0, row1;      /* rows [row0, row1) */
+    uint32_t id0, id1;        /* PE ids [id0, id1), at least a mesh row's worth */
+    uint32_t edge_lo, edge_hi; /* ids below edge_lo or from edge_hi up are within a row of another band */
     uint64_t now;             /* the cycle being simulated, the band's own copy (read in every phase) */
+    uint32_t par;             /* parity of the cycles simulated since the step began */
     uint32_t *act; size_t nact, cap_act;     /* active tiles this cycle */
-    uint32_t *next; size_t nnext, cap_next;  /* tiles staying active */
-    uint32_t *wake; size_t nwake, cap_wake;  /* tiles pushed to (any band) */
+    uint32_t *next; size_t nnext, cap_next;  /* tiles active next cycle: survivors and own-band wakes */
+    uint32_t *xwake[2]; size_t nxwake[2], cap_xwake[2]; /* tiles of other bands pushed to, per parity */
     wse_timer *tm; size_t ntm, cap_tm;       /* min-heap of sleeping tiles by (at, id) */
     uint64_t progress;        /* events this cycle */
     size_t nact_done;         /* tiles evaluated this cycle */
@@ -170,12 +181,14 @@ typedef struct wse_band {
     ts_status err_st;         /* first error this cycle (lowest PE id) */
     int64_t err_tile;
     ts_err err;
-    struct {                  /* left after phase B for the end-of-cycle decision (wse_sim.c) */
+    struct {                  /* left after phase B for the end-of-cycle decision (wse_sim.c), per parity */
         uint64_t next, wake, ntm, tm_first, progress, nact;
         int64_t err_tile;
         bool oom, quiet;
-    } sum;
+    } sum[2];
     char pad1[WSE_PAD];
+    _Atomic uint32_t a_seq;   /* cycles (since the step began) whose edge rows are through phase A */
+    char pad2[WSE_PAD];
 } wse_band;
 
 struct ts_model {
@@ -192,8 +205,8 @@ struct ts_model {
     bool loaded;
     uint64_t offchip;         /* bytes loaded from the host */
     wse_band *band;           /* owned: nthreads */
-    uint16_t *row_band;       /* owned: h entries, the band of each mesh row */
     uint64_t limit;
+    uint64_t rebalance_at;    /* threads: the cycle at which bands are next re-split by measured work */
     ts_err *run_err;
     /* activity (wse_activity.c): the sampler (borrowed, may be NULL), its window, and each
      * allocated tile's counters at the last window's end (owned); thread 0 only */

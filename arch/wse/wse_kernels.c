@@ -52,6 +52,15 @@ ts_status ts_wse_stencil_program(ts_program **out, uint32_t w, uint32_t h, uint3
     /* receive buffer of direction d (0 from W, 1 from E, 2 from N, 3 from S), round r (1..4) */
 #define RB(d, r) (BUF + ((d) * 4 + (r) - 1) * Z)
     float *col = NULL;
+    /* A PE's code depends only on how far it is from each edge (up to R) and on the parities of x
+     * and y (its colours): the first PE of each such class carries the code, the others run it as
+     * their image, with routes of their own. */
+    const uint32_t nkey = (uint32_t)((R + 1) * (R + 1) * 2) * (uint32_t)((R + 1) * (R + 1) * 2);
+    int64_t *image = ts_malloc(nkey * sizeof *image);
+    if (!image)
+        goto oom;
+    for (uint32_t k = 0; k < nkey; k++)
+        image[k] = -1;
     if (with_data && !(col = ts_malloc((size_t)nz * 4)))
         goto oom;
     for (uint32_t y = 0; y < h; y++)
@@ -70,6 +79,16 @@ ts_status ts_wse_stencil_program(ts_program **out, uint32_t w, uint32_t h, uint3
             if (hasn) E(s, WSE_OP_ROUTE, 3, (int)(4 + (y - 1) % 2), P_N, P_R);
             if (hasn) E(s, WSE_OP_ROUTE, 3, (int)(6 + y % 2), P_R, P_N);
             if (hass) E(s, WSE_OP_ROUTE, 3, (int)(6 + (y + 1) % 2), P_S, P_R);
+            uint32_t kx = ((x < (uint32_t)R ? x : (uint32_t)R) * (uint32_t)(R + 1) +
+                           (w - 1 - x < (uint32_t)R ? w - 1 - x : (uint32_t)R)) * 2 + x % 2;
+            uint32_t ky = ((y < (uint32_t)R ? y : (uint32_t)R) * (uint32_t)(R + 1) +
+                           (h - 1 - y < (uint32_t)R ? h - 1 - y : (uint32_t)R)) * 2 + y % 2;
+            int64_t *img = &image[ky * (uint32_t)((R + 1) * (R + 1) * 2) + kx];
+            if (*img >= 0) {
+                E(s, WSE_OP_IMAGE, 1, (int)*img);
+                goto data;
+            }
+            *img = id;
             for (int k = 1; k <= 4; k++)
                 E(s, WSE_OP_FLI, 2, k, bits(c[k]));
             E(s, WSE_OP_FLI, 2, 5, bits(1.0f));
@@ -136,6 +155,7 @@ ts_status ts_wse_stencil_program(ts_program **out, uint32_t w, uint32_t h, uint3
             E(s, WSE_OP_FMOVS, 4, 5, 10, -1, -1);
             E(s, WSE_OP_ADDI, 3, 10, 10, -1);
             E(s, WSE_OP_BNZ, 2, 10, loop);
+        data:
             if (with_data) {
                 for (uint32_t z = 0; z < nz; z++)
                     col[z] = (float)((x + 2 * y + 3 * z) % 7) / 8.0f;
@@ -145,12 +165,14 @@ ts_status ts_wse_stencil_program(ts_program **out, uint32_t w, uint32_t h, uint3
             }
         }
     ts_free(col);
+    ts_free(image);
     *out = p;
     return TS_OK;
 oom:
     ts_err_set(err, TS_ENOMEM, "out of memory building the stencil program");
 fail:
     ts_free(col);
+    ts_free(image);
     ts_program_destroy(p);
     return err->status ? err->status : TS_ENOMEM;
 #undef RB

@@ -15,7 +15,10 @@
  * 17 FADD, 9 FMA, 1 FSUB (JAC Table IV has 17/17/8/1). Coefficients c0..c4 are fixed (the
  * 8th-order Laplacian scaled by 0.1); a smaller radius uses c0..c_radius. With data, every PE's column starts as u(x, y, z) = ((x + 2y + 3z) mod 7) / 8 and the
  * previous step as 0; without, no data segment is emitted (for sim.timing_only runs). Memory
- * needs 80 nz + 64 bytes per PE. */
+ * needs 80 nz + 64 bytes per PE. A PE's code depends only on its distances to the edges (up to
+ * the radius) and the parities of x and y: the first PE of each such class carries it and the
+ * others run it through `image`, with their own routes (at most (2 R + 2)^2 copies of code, so
+ * a whole wafer's program is about 300 bytes per PE). */
 ts_status ts_wse_stencil_program(ts_program **out, uint32_t w, uint32_t h, uint32_t nz, uint32_t radius,
                                  uint32_t steps, bool with_data, ts_err *err);
 /* Byte address of the interior of u (cell z is at this + 4 z) in the stencil program. */

@@ -8,8 +8,10 @@
  * A producer sees a consumer's pops of cycle t at t + 1 (credit return takes one cycle). Nothing in
  * phase A reads what another tile writes in phase A, and nothing in phase B reads what another tile
  * writes in phase B, so the order of tiles and the number of threads cannot change any result.
- * Threads own bands of mesh rows and meet at a barrier after each phase: the window is one cycle,
- * which is bounded by the minimum link latency (fabric.hop_latency >= 1, fabric.ramp_latency >= 1).
+ * Threads own bands of mesh rows and meet at one barrier per cycle, after phase B: the window is one
+ * cycle, which is bounded by the credit return (a pop is seen by the producer one cycle later, on
+ * every link, whatever fabric.hop_latency is). Within the cycle a band waits only for its
+ * neighbours' edge rows (wait_edges).
  */
 #include "arch/wse/wse_int.h"
 
@@ -156,14 +158,56 @@ void ts_wse_destroy(ts_model *m)
         for (int i = 0; i < m->nthreads; i++) {
             ts_free(m->band[i].act);
             ts_free(m->band[i].next);
-            ts_free(m->band[i].wake);
+            ts_free(m->band[i].xwake[0]);
+            ts_free(m->band[i].xwake[1]);
             ts_free(m->band[i].tm);
             ts_err_free(&m->band[i].err);
         }
     ts_free(m->band);
-    ts_free(m->row_band);
     ts_free(m->act_prev);
     ts_free(m);
+}
+
+/* Give each thread a band of consecutive PE ids (row-major), at least a row long, so a tile's
+ * neighbours are in its band or the next one either side: ids of about equal weight (weight[i] for
+ * the allocated tile alloc_ids[i]; NULL for equal ids). Any split gives the same results; the
+ * weights only balance the work. */
+static void split_bands(ts_model *m, const uint64_t *weight)
+{
+    const uint64_t n = m->npes, w = m->w, nt = (uint64_t)m->nthreads;
+    uint64_t total = 0, acc = 0, id = 0;
+    size_t j = 0;
+    for (size_t i = 0; weight && i < m->nalloc; i++)
+        total += weight[i];
+    for (uint64_t k = 0; k < nt; k++) {
+        wse_band *b = &m->band[k];
+        uint64_t id1 = n;
+        if (k + 1 < nt && !weight) {
+            id1 = n * (k + 1) / nt;
+        } else if (k + 1 < nt) {
+            uint64_t lo = id + w, hi = n - (nt - 1 - k) * w, goal = total * (k + 1) / nt;
+            for (; j < m->nalloc && m->alloc_ids[j] < lo; j++)
+                acc += weight[j];
+            for (; j < m->nalloc && m->alloc_ids[j] < hi && acc + weight[j] / 2 <= goal; j++)
+                acc += weight[j];
+            id1 = j < m->nalloc && m->alloc_ids[j] < hi ? m->alloc_ids[j] : hi;
+            if (id1 < lo)
+                id1 = lo;
+        }
+        b->id0 = (uint32_t)id;
+        b->id1 = (uint32_t)id1;
+        b->edge_lo = k > 0 ? b->id0 + m->w : 0;
+        b->edge_hi = k + 1 < nt ? b->id1 - m->w : UINT32_MAX;
+        id = id1;
+    }
+}
+
+static inline uint32_t band_of(const ts_model *m, uint32_t id)
+{
+    uint32_t k = 0;
+    while (k + 1 < (uint32_t)m->nthreads && id >= m->band[k].id1)
+        k++;
+    return k;
 }
 
 ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *opts, ts_err *err)
@@ -183,19 +227,14 @@ ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *
         m->nthreads = (int)m->h;
     m->t = ts_calloc(m->npes, sizeof *m->t);
     m->band = ts_calloc((size_t)m->nthreads, sizeof *m->band);
-    m->row_band = ts_calloc(m->h ? m->h : 1, sizeof *m->row_band);
-    if (!m->t || !m->band || !m->row_band) {
+    if (!m->t || !m->band) {
         uint64_t n = m->npes;
         ts_wse_destroy(m);
         return ts_err_set(err, TS_ENOMEM, "out of memory for a %" PRIu64 "-PE mesh", n);
     }
-    for (int i = 0; i < m->nthreads; i++) {
-        m->band[i].row0 = (uint32_t)((uint64_t)m->h * (uint64_t)i / (uint64_t)m->nthreads);
-        m->band[i].row1 = (uint32_t)((uint64_t)m->h * (uint64_t)(i + 1) / (uint64_t)m->nthreads);
-        for (uint32_t y = m->band[i].row0; y < m->band[i].row1; y++)
-            m->row_band[y] = (uint16_t)i;
+    for (int i = 0; i < m->nthreads; i++)
         ts_err_init(&m->band[i].err);
-    }
+    split_bands(m, NULL);
     m->act = opts ? opts->activity : NULL;
     if (m->act) {
         ts_status rc = ts_wse_act_layout(m, err);
@@ -230,7 +269,7 @@ static ts_status apply_cfg(ts_model *m, wse_tile *t, const ts_stream *s, uint32_
 {
     const ts_insn *in = &s->insn[pc];
     const int32_t *a = in->a;
-    ts_status rc = in->op == WSE_OP_BIND ? TS_OK : check_colour(m, s, pc, a[0], err);
+    ts_status rc = in->op == WSE_OP_BIND || in->op == WSE_OP_IMAGE ? TS_OK : check_colour(m, s, pc, a[0], err);
     if (rc)
         return rc;
     char b[128];
@@ -283,6 +322,16 @@ static ts_status apply_cfg(ts_model *m, wse_tile *t, const ts_stream *s, uint32_
             t->ce->data_task |= 1ull << a[0];
         else
             t->ce->data_task &= ~(1ull << a[0]);
+        return TS_OK;
+    case WSE_OP_IMAGE:
+        if (a[0] < 0 || (uint64_t)a[0] >= m->npes || (uint32_t)a[0] == s->index) {
+            snprintf(b, sizeof b, "image of PE %d: not another PE of the %" PRIu64 "-PE mesh", a[0], m->npes);
+            return load_err(s, pc, err, b, m);
+        }
+        if (pc + 1 != s->n)
+            return load_err(s, pc, err, "'image' must be the last instruction of its stream (the code is the image's)", m);
+        if (t->ce->bound)
+            return load_err(s, pc, err, "'bind' in a stream with 'image': task bindings come with the image's code", m);
         return TS_OK;
     default:
         return ts_err_set(err, TS_EINTERNAL, "wse: op %u is not a configuration op", in->op);
@@ -403,7 +452,7 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
     if (nlq > 255)
         return ts_err_set(err, TS_EINTERNAL, "wse: %zu live queues at PE %u", nlq, t->id);
     size_t nent = 4 * m->c.hop_latency + 2 * m->c.ramp_latency + m->c.pipeline_latency;
-    size_t sz = nlq * sizeof(wse_lq) + nent * sizeof(wse_ent) + nslots * sizeof(uint32_t) + 2 * nlq;
+    size_t sz = nlq * sizeof(wse_lq) + nent * sizeof(wse_ent) + nslots * sizeof(uint32_t) + 2 * nlq + 4 * (size_t)C;
     t->block = ts_calloc(1, sz ? sz : 1);
     if (!t->block)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
@@ -438,6 +487,8 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
         }
     t->nlq = (uint8_t)j;
     t->pidx = t->pops + nlq;
+    t->tq = t->pidx + nlq;
+    memset(t->tq, WSE_NOQ, 4 * (size_t)C);
     {
         size_t n = 0;
         for (int p = 0; p <= 5; p++) {
@@ -466,6 +517,8 @@ static ts_status check_links(ts_model *m, wse_tile *t, ts_err *err)
             if (!(t->route[c].any_tx >> p & 1))
                 continue;
             wse_tile *n = t->nb[p];
+            if (n)
+                t->tq[p * m->C + c] = n->qmap[opposite[p] * m->C + c];
             if (!n || n->qmap[opposite[p] * m->C + c] == WSE_NOQ)
                 return ts_err_sim(err, t->id, -1,
                                   "PE (%u, %u) routes colour %u %s, but PE (%u, %u) takes no colour %u from the %s",
@@ -474,6 +527,9 @@ static ts_status check_links(ts_model *m, wse_tile *t, ts_err *err)
         }
     return TS_OK;
 }
+
+#define WSE_WEIGHT_QUEUE 1
+#define WSE_WEIGHT_CORE 1
 
 ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
 {
@@ -523,6 +579,10 @@ ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
             rc = apply_cfg(m, t, s, k, err);
         if (rc)
             break;
+        if (k && s->insn[k - 1].op == WSE_OP_IMAGE) {
+            sidx[i] = UINT32_MAX; /* the image's code, attached below */
+            continue;
+        }
         /* predecode: one copy per distinct stream (a wafer of identical PEs keeps a few) */
         uint64_t hsh = 1469598103934665603ull;
         const unsigned char *bytes = (const unsigned char *)s->insn;
@@ -562,19 +622,38 @@ ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
         ts_free(sidx);
         return rc;
     }
-    /* attach codes once the array stops moving */
-    for (size_t i = 0; i < p->nstreams; i++) {
-        const ts_stream *s = &p->streams[i];
-        wse_ce *ce = m->t[s->index]->ce;
-        ce->code = &m->codes[sidx[i]];
-        ce->pc = ce->code->entry;
-        ce->task = -1;
-        ce->state = ce->pc < s->n ? CE_RUN : CE_IDLE;
-        ce->main_done = ce->state == CE_IDLE;
-        if (ce->state == CE_IDLE)
-            ce->task = -2;
-    }
+    /* attach codes once the array stops moving: own code first, then images (which need it) */
+    for (int pass = 0; pass < 2 && !rc; pass++)
+        for (size_t i = 0; i < p->nstreams; i++) {
+            const ts_stream *s = &p->streams[i];
+            if ((sidx[i] == UINT32_MAX) != (pass == 1))
+                continue;
+            wse_ce *ce = m->t[s->index]->ce;
+            if (pass == 1) {
+                const wse_tile *o = m->t[s->insn[s->n - 1].a[0]];
+                if (!o || !o->ce || o->ce->image || !o->ce->code) {
+                    rc = load_err(s, s->n - 1, err, o && o->ce ? "its image runs another PE's code itself (one level only)"
+                                                               : "its image has no stream", m);
+                    break;
+                }
+                ce->code = o->ce->code;
+                ce->image = true;
+                ce->bound = o->ce->bound;
+                ce->data_task = o->ce->data_task;
+                memcpy(ce->task_pc, o->ce->task_pc, sizeof ce->task_pc);
+            } else {
+                ce->code = &m->codes[sidx[i]];
+            }
+            ce->pc = ce->code->entry;
+            ce->task = -1;
+            ce->state = ce->pc < ce->code->n ? CE_RUN : CE_IDLE;
+            ce->main_done = ce->state == CE_IDLE;
+            if (ce->state == CE_IDLE)
+                ce->task = -2;
+        }
     ts_free(sidx);
+    if (rc)
+        return rc;
     /* data segments */
     for (size_t i = 0; i < p->nsegs; i++) {
         const ts_segment *g = &p->segs[i];
@@ -608,21 +687,58 @@ ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
     for (size_t i = 0; i < m->nalloc; i++)
         if ((rc = check_links(m, m->t[m->alloc_ids[i]], err)))
             return rc;
+    /* a PE that runs an image has its code checked against its own routes */
+    const ts_stream **byid = NULL;
     for (size_t i = 0; i < p->nstreams; i++) {
         const ts_stream *s = &p->streams[i];
-        for (uint32_t k = m->t[s->index]->ce->code->entry; k < s->n; k++)
-            if ((rc = check_insn(m, s, k, err)))
+        const wse_tile *t = m->t[s->index];
+        ts_stream view = *s;
+        if (t->ce->image) {
+            if (!byid) {
+                if (!(byid = ts_calloc(m->npes, sizeof *byid)))
+                    return ts_err_set(err, TS_ENOMEM, "out of memory");
+                for (size_t j = 0; j < p->nstreams; j++)
+                    byid[p->streams[j].index] = &p->streams[j];
+            }
+            uint32_t img = (uint32_t)s->insn[s->n - 1].a[0];
+            view = *byid[img];
+            view.index = s->index;
+            for (uint32_t k = t->ce->code->entry; k < view.n; k++)
+                if ((rc = check_insn(m, &view, k, err))) {
+                    size_t l = strlen(err->msg);
+                    snprintf(err->msg + l, sizeof err->msg - l, " (in the code of PE (%u, %u), its image)", img % m->w,
+                             img / m->w);
+                    ts_free(byid);
+                    return rc;
+                }
+            continue;
+        }
+        for (uint32_t k = t->ce->code->entry; k < s->n; k++)
+            if ((rc = check_insn(m, s, k, err))) {
+                ts_free(byid);
                 return rc;
+            }
+    }
+    ts_free(byid);
+    /* bands of about equal work: a tile weighs its live queues (the routes converging on it) and one
+     * for its core */
+    if (m->nthreads > 1) {
+        uint64_t *weight = ts_malloc((m->nalloc ? m->nalloc : 1) * sizeof *weight);
+        if (!weight)
+            return ts_err_set(err, TS_ENOMEM, "out of memory");
+        for (size_t i = 0; i < m->nalloc; i++) {
+            const wse_tile *t = m->t[m->alloc_ids[i]];
+            weight[i] = WSE_WEIGHT_QUEUE * t->nlq + (t->ce ? WSE_WEIGHT_CORE : 0);
+        }
+        split_bands(m, weight);
+        ts_free(weight);
     }
     /* the first active set: every PE with code */
     for (size_t i = 0; i < m->nalloc; i++) {
         wse_tile *t = m->t[m->alloc_ids[i]];
         if (!t->ce)
             continue;
-        wse_band *b = &m->band[0];
-        for (int k = 0; k < m->nthreads; k++)
-            if (t->y >= m->band[k].row0 && t->y < m->band[k].row1)
-                b = &m->band[k];
+        wse_band *b = &m->band[band_of(m, t->id)];
         if (ts_grow((void **)&b->act, &b->cap_act, b->nact + 1, sizeof *b->act))
             return ts_err_set(err, TS_ENOMEM, "out of memory");
         b->act[b->nact++] = t->id;
@@ -649,10 +765,13 @@ static inline uint32_t line_count(const wse_line *l, uint32_t c)
 /* The queue that output line l of tile t feeds for colour c. */
 static inline wse_lq *line_target(const ts_model *m, const wse_tile *t, int l, uint32_t c, wse_tile **owner)
 {
-    wse_tile *o = l < 4 ? t->nb[l] : m->t[t->id];
-    int port = l < 4 ? opposite[l] : l == WSE_LINE_DOWN ? 5 : WSE_R;
+    if (l < 4) {
+        *owner = t->nb[l];
+        return &t->nb[l]->lq[t->tq[(size_t)l * m->C + c]];
+    }
+    wse_tile *o = m->t[t->id];
     *owner = o;
-    return &o->lq[o->qmap[(size_t)port * m->C + c]];
+    return &o->lq[o->qmap[(size_t)(l == WSE_LINE_DOWN ? 5 : WSE_R) * m->C + c]];
 }
 
 /* Room for one more wavelet of colour c through line l (phase A: committed counters only). */
@@ -1347,14 +1466,31 @@ static void log_arrival(ts_model *m, wse_tile *t, uint32_t c, uint64_t when, wse
     t->narr[c]++;
 }
 
-static inline bool wake(wse_band *b, uint32_t id)
+/* Tile o was pushed to in phase B: a tile of the band joins the next active list at once (its stamp
+ * is the band's own), a tile of another band is left on the cross-band list its band merges after
+ * the barrier. Lockstep evaluates every tile anyway. */
+static inline void wake(const ts_model *m, wse_band *b, wse_tile *o)
 {
-    if (b->nwake == b->cap_wake && ts_grow((void **)&b->wake, &b->cap_wake, b->nwake + 1, sizeof *b->wake)) {
-        b->oom = true;
-        return false;
+    if (m->lockstep)
+        return;
+    if (o->id >= b->id0 && o->id < b->id1) {
+        if (o->stamp == b->now + 1)
+            return;
+        if (b->nnext == b->cap_next && ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next)) {
+            b->oom = true;
+            return;
+        }
+        o->stamp = b->now + 1;
+        b->next[b->nnext++] = o->id;
+        return;
     }
-    b->wake[b->nwake++] = id;
-    return true;
+    uint32_t p = b->par;
+    if (b->nxwake[p] == b->cap_xwake[p] &&
+        ts_grow((void **)&b->xwake[p], &b->cap_xwake[p], b->nxwake[p] + 1, sizeof *b->xwake[p])) {
+        b->oom = true;
+        return;
+    }
+    b->xwake[p][b->nxwake[p]++] = o->id;
 }
 
 /* Nothing left to do unless woken. In phase B only the tile's own view of its queues (qleft, from
@@ -1409,7 +1545,7 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
                 if (!e->ctrl)
                     log_arrival(m, t, e->colour, e->land, b);
             }
-            wake(b, o->id); /* also when o is t: its phase-A view (qleft) did not count this push */
+            wake(m, b, o); /* also when o is t: its phase-A view (qleft) did not count this push */
             ln->head = (uint8_t)(ln->head + 1 == ln->cap ? 0 : ln->head + 1);
             ln->n--;
             b->progress++;
@@ -1424,10 +1560,6 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
 /* ------------------------------------------------------------------------------------------ */
 /* the cycle loop */
 
-static inline uint32_t band_of(const ts_model *m, uint32_t id)
-{
-    return m->nthreads == 1 ? 0 : m->row_band[id / m->w];
-}
 
 static bool tm_less(const wse_timer *a, const wse_timer *b) { return a->at < b->at || (a->at == b->at && a->id < b->id); }
 
@@ -1499,71 +1631,119 @@ static void timers_due(ts_model *m, wse_band *b, uint64_t upto, uint32_t **list,
     }
 }
 
-static void phase_a(ts_model *m, wse_band *b)
+static inline bool is_edge(const wse_band *b, uint32_t id) { return id < b->edge_lo || id >= b->edge_hi; }
+
+static inline bool has_edges(const wse_band *b) { return b->edge_lo > b->id0 || b->edge_hi < b->id1; }
+
+#define WSE_SPINS 4000 /* spins before yielding; a cycle of a 16 x 16 band takes a few microseconds */
+
+/* Wait until the neighbouring bands' edge rows are through phase A of this cycle (seq). */
+static void wait_edges(const ts_model *m, int k, uint32_t seq)
+{
+    for (int o = k - 1; o <= k + 1; o += 2) {
+        if (o < 0 || o >= m->nthreads)
+            continue;
+        const _Atomic uint32_t *a = &m->band[o].a_seq;
+        for (unsigned i = 0; (int32_t)(atomic_load_explicit(a, memory_order_acquire) - seq) < 0; i++)
+            if (i >= WSE_SPINS)
+                sched_yield();
+    }
+}
+
+static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
+{
+    uint32_t pend, total = 0, pm = 0;
+    t->s.evals++;
+    for (int p = 0; p < 6; p++) {
+        total += pend = t->ppush[p] - t->ppop[p];
+        pm |= (uint32_t)(pend != 0) << p;
+        uint32_t arrived = t->pbits[p] ^ t->pseen[p];
+        t->pseen[p] = t->pbits[p];
+        t->cbits[p] = pend ? t->cbits[p] | arrived : 0;
+    }
+    if (pm & 31)
+        router_eval(m, t, b, pm & 31);
+    if (t->ce)
+        ce_eval(m, t, b, pend);
+    t->qleft = total - t->npop;
+}
+
+/* Phase A of band b: edge rows first, then (once they are published as done) the rest. */
+static void phase_a(ts_model *m, wse_band *b, uint32_t seq)
 {
     b->nact_done = b->nact;
-    for (size_t i = 0; i < b->nact; i++) {
-        wse_tile *t = m->t[b->act[i]];
-        uint32_t pend, total = 0, pm = 0;
-        for (int p = 0; p < 6; p++) {
-            total += pend = t->ppush[p] - t->ppop[p];
-            pm |= (uint32_t)(pend != 0) << p;
-            uint32_t arrived = t->pbits[p] ^ t->pseen[p];
-            t->pseen[p] = t->pbits[p];
-            t->cbits[p] = pend ? t->cbits[p] | arrived : 0;
+    if (!has_edges(b)) {
+        for (size_t i = 0; i < b->nact; i++)
+            eval_tile(m, b, m->t[b->act[i]]);
+        return;
+    }
+    for (size_t i = 0; i < b->nact; i++)
+        if (is_edge(b, b->act[i]))
+            eval_tile(m, b, m->t[b->act[i]]);
+    atomic_store_explicit(&b->a_seq, seq, memory_order_release);
+    for (size_t i = 0; i < b->nact; i++)
+        if (!is_edge(b, b->act[i]))
+            eval_tile(m, b, m->t[b->act[i]]);
+}
+
+static void commit_tile(ts_model *m, wse_band *b, wse_tile *t)
+{
+    tile_commit(m, t, b);
+    uint64_t at;
+    if (m->lockstep)
+        return;
+    if (tile_sleeps(m, b, t, &at)) {
+        if (t->sleep_at != at) { /* woken by a push and asleep again: the timer is already set */
+            tm_push(b, at, t->id);
+            t->sleep_at = at;
         }
-        if (pm & 31)
-            router_eval(m, t, b, pm & 31);
-        if (t->ce)
-            ce_eval(m, t, b, pend);
-        t->qleft = total - t->npop;
+        b->progress += at - b->now; /* the cycles it sleeps through count as progress */
+    } else if (!tile_quiet(m, t, false) && t->stamp != b->now + 1) {
+        if (b->nnext == b->cap_next && ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next)) {
+            b->oom = true;
+            return;
+        }
+        t->stamp = b->now + 1;
+        b->next[b->nnext++] = t->id;
     }
 }
 
-static void phase_b(ts_model *m, wse_band *b)
+/* Phase B of band b (thread k): the rows other bands never touch first; the edge rows once the
+ * neighbours' edge rows are through phase A (their routers read this band's edge queues, and this
+ * band's edge rows push into theirs). */
+static void phase_b(ts_model *m, wse_band *b, int k, uint32_t seq)
 {
     b->nnext = 0;
-    b->nwake = 0; /* every band read it in the previous cycle's merge, before this cycle's barrier */
-    for (size_t i = 0; i < b->nact; i++) {
-        wse_tile *t = m->t[b->act[i]];
-        tile_commit(m, t, b);
-        uint64_t at;
-        if (!m->lockstep && tile_sleeps(m, b, t, &at)) {
-            if (t->sleep_at != at) { /* woken by a push and asleep again: the timer is already set */
-                tm_push(b, at, t->id);
-                t->sleep_at = at;
-            }
-            b->progress += at - b->now; /* the cycles it sleeps through count as progress */
-        } else if (!m->lockstep && !tile_quiet(m, t, false)) {
-            if (b->nnext == b->cap_next && ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next))
-                b->oom = true;
-            else
-                b->next[b->nnext++] = t->id;
-        }
+    b->nxwake[b->par] = 0; /* the other bands read it two cycles ago, before the last barrier */
+    if (!has_edges(b)) {
+        for (size_t i = 0; i < b->nact; i++)
+            commit_tile(m, b, m->t[b->act[i]]);
+        return;
     }
+    for (size_t i = 0; i < b->nact; i++)
+        if (!is_edge(b, b->act[i]))
+            commit_tile(m, b, m->t[b->act[i]]);
+    wait_edges(m, k, seq);
+    for (size_t i = 0; i < b->nact; i++)
+        if (is_edge(b, b->act[i]))
+            commit_tile(m, b, m->t[b->act[i]]);
 }
 
-/* Build band k's next active list from its survivors and every band's wakes. */
+/* Band k's next active list: its own survivors and wakes (listed in phase B), the other bands'
+ * wakes of its tiles, and its timers due. */
 static void merge(ts_model *m, int k)
 {
     wse_band *b = &m->band[k];
     if (m->lockstep)
         return; /* lockstep: every allocated tile of the band, every cycle */
     uint64_t stamp = b->now + 1;
-    size_t n = 0;
-    for (size_t i = 0; i < b->nnext; i++) {
-        wse_tile *t = m->t[b->next[i]];
-        if (t->stamp != stamp) {
-            t->stamp = stamp;
-            b->next[n++] = t->id;
-        }
-    }
-    b->nnext = n;
     for (int o = 0; o < m->nthreads; o++) {
-        wse_band *ob = &m->band[o];
-        for (size_t i = 0; i < ob->nwake; i++) {
-            uint32_t id = ob->wake[i];
-            if (band_of(m, id) != (uint32_t)k)
+        const wse_band *ob = &m->band[o];
+        if (o == k)
+            continue;
+        for (size_t i = 0; i < ob->nxwake[b->par]; i++) {
+            uint32_t id = ob->xwake[b->par][i];
+            if (id < b->id0 || id >= b->id1)
                 continue;
             wse_tile *t = m->t[id];
             if (t->stamp == stamp)
@@ -1594,7 +1774,7 @@ static ts_status lockstep_lists(ts_model *m, ts_err *err)
         b->nact = 0;
         for (size_t i = 0; i < m->nalloc; i++) {
             uint32_t id = m->alloc_ids[i];
-            if (band_of(m, id) != (uint32_t)k)
+            if (id < b->id0 || id >= b->id1)
                 continue;
             if (ts_grow((void **)&b->act, &b->cap_act, b->nact + 1, sizeof *b->act))
                 return ts_err_set(err, TS_ENOMEM, "out of memory");
@@ -1608,9 +1788,10 @@ static ts_status lockstep_lists(ts_model *m, ts_err *err)
  * after phase B of every band, when no queue changes. */
 static bool band_quiet_exact(const ts_model *m, int k)
 {
+    const wse_band *b = &m->band[k];
     for (size_t i = 0; i < m->nalloc; i++) {
         uint32_t id = m->alloc_ids[i];
-        if (band_of(m, id) == (uint32_t)k && !tile_quiet(m, m->t[id], true))
+        if (id >= b->id0 && id < b->id1 && !tile_quiet(m, m->t[id], true))
             return false;
     }
     return true;
@@ -1620,15 +1801,16 @@ static bool band_quiet_exact(const ts_model *m, int k)
  * every thread after the barrier; merge() changes the lists, never these. */
 static void band_summary(const ts_model *m, wse_band *b)
 {
-    b->sum.next = b->nnext;
-    b->sum.wake = b->nwake;
-    b->sum.ntm = b->ntm;
-    b->sum.tm_first = b->ntm ? b->tm[0].at : UINT64_MAX;
-    b->sum.progress = b->progress;
-    b->sum.nact = b->nact_done;
-    b->sum.oom = b->oom;
-    b->sum.err_tile = b->err_st ? b->err_tile : -1;
-    b->sum.quiet = m->lockstep && m->nthreads == 1 ? band_quiet_exact(m, 0) : b->sum.quiet;
+    __typeof__(b->sum[0]) *s = &b->sum[b->par];
+    s->next = b->nnext;
+    s->wake = b->nxwake[b->par];
+    s->ntm = b->ntm;
+    s->tm_first = b->ntm ? b->tm[0].at : UINT64_MAX;
+    s->progress = b->progress;
+    s->nact = b->nact_done;
+    s->oom = b->oom;
+    s->err_tile = b->err_st ? b->err_tile : -1;
+    s->quiet = m->lockstep && m->nthreads == 1 ? band_quiet_exact(m, 0) : s->quiet;
     b->progress = 0;
 }
 
@@ -1641,27 +1823,27 @@ typedef struct wse_decision {
     int eband;            /* band holding the error of the lowest PE, -1 if none */
 } wse_decision;
 
-static void decide(const ts_model *m, uint64_t now, wse_decision *d)
+static void decide(const ts_model *m, uint64_t now, uint32_t par, wse_decision *d)
 {
     *d = (wse_decision){.next = now + 1, .eband = -1};
     int64_t etile = -1;
     uint64_t next = 0, wake = 0, ntm = 0, first = UINT64_MAX;
     bool quiet = true;
     for (int k = 0; k < m->nthreads; k++) {
-        const wse_band *b = &m->band[k];
-        d->progress += b->sum.progress;
-        d->nact += b->sum.nact;
-        d->oom |= b->sum.oom;
-        if (b->sum.err_tile >= 0 && (etile < 0 || b->sum.err_tile < etile)) {
-            etile = b->sum.err_tile;
+        const __typeof__(m->band[k].sum[0]) *s = &m->band[k].sum[par];
+        d->progress += s->progress;
+        d->nact += s->nact;
+        d->oom |= s->oom;
+        if (s->err_tile >= 0 && (etile < 0 || s->err_tile < etile)) {
+            etile = s->err_tile;
             d->eband = k;
         }
-        next += b->sum.next;
-        wake += b->sum.wake;
-        ntm += b->sum.ntm;
-        if (b->sum.tm_first < first)
-            first = b->sum.tm_first;
-        quiet = quiet && b->sum.quiet;
+        next += s->next;
+        wake += s->wake;
+        ntm += s->ntm;
+        if (s->tm_first < first)
+            first = s->tm_first;
+        quiet = quiet && s->quiet;
     }
     if (d->oom || d->eband >= 0) {
         d->stop = true;
@@ -1738,8 +1920,6 @@ static void deadlock_check(ts_model *m)
 /* ------------------------------------------------------------------------------------------ */
 /* threads: a sense-reversing barrier that spins on C11 atomics and yields when spinning long */
 
-#define WSE_SPINS 4000 /* spins before yielding; a cycle of a 16 x 16 band takes a few microseconds */
-
 static void spin_barrier(ts_model *m, uint32_t *sense)
 {
     uint32_t s = *sense ^ 1u;
@@ -1754,15 +1934,69 @@ static void spin_barrier(ts_model *m, uint32_t *sense)
             sched_yield();
 }
 
+#define WSE_REBALANCE_FIRST 1024  /* cycles measured before the first re-split */
+#define WSE_REBALANCE_EVERY 8192  /* cycles between re-splits after it */
+
+/* Re-split the ids among the threads by the evaluations each tile took so far, and hand every
+ * active tile and sleeper to its new band. Run by one thread while the others wait between two
+ * barriers, after every band's merge; any split gives the same results. */
+static ts_status rebalance(ts_model *m, ts_err *err)
+{
+    uint64_t *weight = ts_malloc((m->nalloc ? m->nalloc : 1) * sizeof *weight);
+    size_t nact = 0, ntm = 0;
+    for (int k = 0; k < m->nthreads; k++) {
+        nact += m->band[k].nact;
+        ntm += m->band[k].ntm;
+    }
+    uint32_t *act = ts_malloc((nact ? nact : 1) * sizeof *act);
+    wse_timer *tm = ts_malloc((ntm ? ntm : 1) * sizeof *tm);
+    if (!weight || !act || !tm) {
+        ts_free(weight);
+        ts_free(act);
+        ts_free(tm);
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < m->nalloc; i++)
+        weight[i] = m->t[m->alloc_ids[i]]->s.evals;
+    nact = ntm = 0;
+    for (int k = 0; k < m->nthreads; k++) {
+        wse_band *b = &m->band[k];
+        if (b->nact)
+            memcpy(act + nact, b->act, b->nact * sizeof *act);
+        if (b->ntm)
+            memcpy(tm + ntm, b->tm, b->ntm * sizeof *tm);
+        nact += b->nact;
+        ntm += b->ntm;
+        b->nact = b->ntm = 0;
+    }
+    split_bands(m, weight);
+    for (size_t i = 0; i < nact; i++) {
+        wse_band *b = &m->band[band_of(m, act[i])];
+        if (ts_grow((void **)&b->act, &b->cap_act, b->nact + 1, sizeof *b->act))
+            b->oom = true;
+        else
+            b->act[b->nact++] = act[i];
+    }
+    for (size_t i = 0; i < ntm; i++)
+        tm_push(&m->band[band_of(m, tm[i].id)], tm[i].at, tm[i].id);
+    ts_free(weight);
+    ts_free(act);
+    ts_free(tm);
+    for (int k = 0; k < m->nthreads; k++)
+        if (m->band[k].oom)
+            return ts_err_set(err, TS_ENOMEM, "out of memory");
+    return TS_OK;
+}
+
 typedef struct thr_arg {
     ts_model *m;
     int k;
 } thr_arg;
 
-/* One thread's cycle loop: A, barrier, B, barrier, then merge and decide without a third barrier
- * (lockstep adds one for its exact quiet test). Phase A reads what other bands wrote in the
- * previous phase B; phase B writes other bands' queue tails and reads nothing they write in B; the
- * decision reads only summaries. */
+/* One thread's cycle loop: A, B, one barrier, then merge and decide (lockstep adds a barrier for
+ * its exact quiet test). Phase A reads what other bands wrote in the previous phase B, and what
+ * they write in phase B is only in their edge rows, committed after this band's edge rows are
+ * through phase A (wait_edges); the decision reads only summaries. */
 static void *thread_main(void *p)
 {
     thr_arg *a = p;
@@ -1770,21 +2004,20 @@ static void *thread_main(void *p)
     int k = a->k;
     wse_band *b = &m->band[k];
     uint32_t sense = 0;
-    for (;;) {
-        phase_a(m, b);
-        if (m->nthreads > 1)
-            spin_barrier(m, &sense);
-        phase_b(m, b);
+    for (uint32_t seq = 1;; seq++) {
+        b->par = seq & 1;
+        phase_a(m, b, seq);
+        phase_b(m, b, k, seq);
         band_summary(m, b);
         if (m->nthreads > 1)
             spin_barrier(m, &sense);
         if (m->lockstep && m->nthreads > 1) {
-            b->sum.quiet = band_quiet_exact(m, k);
+            b->sum[b->par].quiet = band_quiet_exact(m, k);
             spin_barrier(m, &sense);
         }
         wse_decision d;
         uint64_t was = b->now;
-        decide(m, b->now, &d);
+        decide(m, b->now, b->par, &d);
         band_advance(m, k, &d);
         if (k == 0)
             end_cycle(m, &d);
@@ -1801,21 +2034,32 @@ static void *thread_main(void *p)
                 m->deadlock = true;
             break;
         }
+        if (m->rebalance_at && b->now >= m->rebalance_at) {
+            spin_barrier(m, &sense);
+            if (k == 0) {
+                m->run_st = rebalance(m, m->run_err);
+                m->rebalance_at = b->now + WSE_REBALANCE_EVERY;
+            }
+            spin_barrier(m, &sense);
+            if (m->run_st)
+                break;
+        }
     }
     return NULL;
 }
 
-ts_status ts_wse_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
+/* Run the cycle loop on every band up to `limit` (or an earlier stop). */
+static ts_status run_threads(ts_model *m, uint64_t limit, ts_err *err)
 {
-    if (!m->loaded)
-        return ts_err_set(err, TS_EINPUT, "no program loaded");
     m->limit = limit;
     m->stop = m->done || m->now >= limit;
     m->run_st = TS_OK;
     m->run_err = err;
     m->deadlock = false;
-    for (int k = 0; k < m->nthreads; k++)
+    for (int k = 0; k < m->nthreads; k++) {
         m->band[k].now = m->now;
+        atomic_store(&m->band[k].a_seq, 0);
+    }
     if (m->lockstep && !m->stop) {
         ts_status rc = lockstep_lists(m, err);
         if (rc)
@@ -1859,15 +2103,25 @@ ts_status ts_wse_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
         ts_free(tid);
         ts_free(args);
     }
+    return TS_OK;
+}
+
+ts_status ts_wse_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
+{
+    if (!m->loaded)
+        return ts_err_set(err, TS_EINPUT, "no program loaded");
+    /* with threads in the fast mode, bands are re-split by measured work (thread_main) */
+    if (m->nthreads > 1 && !m->lockstep && !m->rebalance_at)
+        m->rebalance_at = m->now + WSE_REBALANCE_FIRST;
+    ts_status rc = run_threads(m, limit, err);
+    if (rc)
+        return rc;
     if (m->deadlock)
         deadlock_check(m);
     if (m->run_st)
         return m->run_st;
-    if (m->done && m->act) {
-        ts_status rc = ts_wse_act_finish(m, err);
-        if (rc)
-            return rc;
-    }
+    if (m->done && m->act && (rc = ts_wse_act_finish(m, err)) != TS_OK)
+        return rc;
     st->now = m->now;
     st->work = m->work;
     st->done = m->done;

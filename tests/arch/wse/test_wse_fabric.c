@@ -341,6 +341,55 @@ START_TEST(route_errors)
 END_TEST
 
 
+/* `image N`: a PE runs PE N's code and task bindings with routes of its own. */
+START_TEST(image_runs_code_of_another_pe)
+{
+    ts_wse_cfg c = wt_cfg(3, 1);
+    ts_err err;
+    ts_err_init(&err);
+    ts_status st;
+    /* PE 2 sends 77 west; PE 1 keeps a copy (multicast) and passes it on; both run PE 0's data task */
+    const char *src = ".arch wse\n"
+                      ".stream pe 0\n    route 1, 4, 16\n    bind 1, got, 1\n    exit\ngot:\n    addi r0, r0, 1\n"
+                      "    st r0, r15, 0\n    exit\n"
+                      ".stream pe 1\n    route 1, 4, 24\n    image 0\n"
+                      ".stream pe 2\n    route 1, 16, 8\n    li r1, 77\n    send 1, r1\n";
+    ts_model *m = wt_run(&c, src, false, 1, 1000, &st, &err);
+    ck_assert_msg(m, "run failed: %s", err.msg);
+    int32_t v = 0;
+    ts_wse_read_sram(m, 0, 0, 0, &v, 4);
+    ck_assert_int_eq(v, 78);
+    v = 0;
+    ts_wse_read_sram(m, 1, 0, 0, &v, 4);
+    ck_assert_int_eq(v, 78);
+    wt_free(m);
+    static const struct { const char *src, *msg; } bad[] = {
+        {".arch wse\n.stream pe 1\n    image 5\n", "PE (1, 0) pc 0: image of PE 5: not another PE of the 3-PE mesh"},
+        {".arch wse\n.stream pe 1\n    image 1\n", "PE (1, 0) pc 0: image of PE 1: not another PE of the 3-PE mesh"},
+        {".arch wse\n.stream pe 1\n    image 0\n", "PE (1, 0) pc 0: its image has no stream"},
+        {".arch wse\n.stream pe 0\n    nop\n.stream pe 1\n    image 0\n.stream pe 2\n    image 1\n",
+         "PE (2, 0) pc 0: its image runs another PE's code itself (one level only)"},
+        {".arch wse\n.stream pe 0\n    nop\n.stream pe 1\n    image 0\n    route 1, 4, 16\n",
+         "PE (1, 0) pc 0: 'image' must be the last instruction of its stream (the code is the image's)"},
+        {".arch wse\n.stream pe 0\n    nop\n.stream pe 1\nl:  bind 3, l, 0\n    image 0\n",
+         "PE (1, 0) pc 1: 'bind' in a stream with 'image': task bindings come with the image's code"},
+        {".arch wse\n.stream pe 0\n    nop\n.stream pe 1\n    image 0\n    nop\n",
+         "PE (1, 0) pc 0: 'image' must be the last instruction of its stream (the code is the image's)"},
+        {".arch wse\n.stream pe 0\n    route 0, 16, 4\n    send 0, r0\n.stream pe 1\n    route 0, 8, 16\n    image 0\n",
+         "PE (1, 0) pc 1: sends on colour 0, but no route of that colour takes wavelets from the ramp (in the code of "
+         "PE (0, 0), its image)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ts_err_free(&err);
+        ts_err_init(&err);
+        m = wt_run(&c, bad[i].src, false, 1, 100, &st, &err);
+        ck_assert_ptr_null(m);
+        ck_assert_str_eq(err.msg, bad[i].msg);
+    }
+    ts_err_free(&err);
+}
+END_TEST
+
 /* A core waiting for a wavelet that never comes is not a deadlock of queues: the model stops
  * stepping (nothing can change) and leaves it to the hang detector, whose dump says who waits. */
 START_TEST(hang_dump)
@@ -384,6 +433,7 @@ static Suite *suite(void)
     tcase_add_test(tc, colours_independent);
     tcase_add_test(tc, switch_by_control_wavelet);
     tcase_add_test(tc, route_errors);
+    tcase_add_test(tc, image_runs_code_of_another_pe);
     tcase_add_test(tc, hang_dump);
     suite_add_tcase(s, tc);
     return s;

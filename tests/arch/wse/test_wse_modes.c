@@ -227,6 +227,33 @@ START_TEST(modes_uniform_traffic)
 }
 END_TEST
 
+/* A run long enough (about 11,000 cycles) for the threads to re-split the mesh by measured work
+ * twice (after 1024 cycles, then every 8192): the reports do not change. */
+START_TEST(modes_rebalanced)
+{
+    ts_err err;
+    ts_err_init(&err);
+    ts_program *p = NULL;
+    ck_assert_int_eq(ts_wse_uniform_program(&p, 8, 8, 5, 500, 0.05, 11, &err), TS_OK);
+    ts_buf text = {0};
+    ck_assert_int_eq(ts_disasm(p, &ts_wse_isa, &text, &err), TS_OK);
+    ts_program_destroy(p);
+    ts_buf out = {0};
+    ck_assert_int_eq(wt_report("arch: wse\nname: t8\nmesh: {width: 8, height: 8}\n", ts_buf_str(&text), false, 1, &out),
+                     TS_OK);
+    const char *cy = strstr(ts_buf_str(&out), "cycles");
+    ck_assert_ptr_nonnull(cy);
+    uint64_t cycles = 0;
+    for (const char *c = cy + strcspn(cy, "0123456789"); (*c >= '0' && *c <= '9') || *c == ','; c++)
+        cycles = *c == ',' ? cycles : cycles * 10 + (uint64_t)(*c - '0');
+    ck_assert_msg(cycles > 9216, "%.200s", cy);
+    ts_buf_free(&out);
+    compare_modes("arch: wse\nname: t8\nmesh: {width: 8, height: 8}\n", ts_buf_str(&text));
+    ts_buf_free(&text);
+    ts_err_free(&err);
+}
+END_TEST
+
 /* The 25-point stencil: every PE talks to four neighbours every round, so wavelets and credits cross
  * the band edges of 2 and 3 threads every cycle. */
 START_TEST(modes_stencil25)
@@ -244,6 +271,78 @@ START_TEST(modes_stencil25)
 }
 END_TEST
 
+/* Replace each `image N` by a copy of PE N's code (its labels moved by the difference of the two
+ * configuration prefixes): the program every PE carries its own code in. */
+static ts_program *expand_images(const ts_program *p)
+{
+    ts_program *q = ts_program_create("wse");
+    ck_assert_ptr_nonnull(q);
+    for (size_t i = 0; i < p->nstreams; i++) {
+        const ts_stream *s = &p->streams[i];
+        ts_stream *d = ts_program_stream(q, s->kind, s->index);
+        ck_assert_ptr_nonnull(d);
+        bool img = s->n && s->insn[s->n - 1].op == WSE_OP_IMAGE;
+        for (uint32_t k = 0; k + img < s->n; k++)
+            *ts_stream_emit(d, s->insn[k].op) = s->insn[k];
+        if (!img)
+            continue;
+        const ts_stream *src = NULL;
+        for (size_t j = 0; j < p->nstreams; j++)
+            if (p->streams[j].index == (uint32_t)s->insn[s->n - 1].a[0])
+                src = &p->streams[j];
+        ck_assert_ptr_nonnull(src);
+        uint32_t k0 = 0;
+        while (k0 < src->n && (ts_wse_isa.ops[src->insn[k0].op].flags & WSE_F_CFG))
+            k0++;
+        int32_t shift = (int32_t)(s->n - 1) - (int32_t)k0;
+        for (uint32_t k = k0; k < src->n; k++) {
+            ts_insn in = src->insn[k];
+            for (int j = 0; j < TS_MAX_OPNDS; j++)
+                if ((ts_wse_isa.ops[in.op].opnd[j] & TS_OK_KIND_MASK) == TS_OK_LABEL)
+                    in.a[j] += shift;
+            *ts_stream_emit(ts_program_stream(q, s->kind, s->index), in.op) = in;
+        }
+    }
+    for (size_t i = 0; i < p->nsegs; i++) {
+        const ts_segment *g = &p->segs[i];
+        ck_assert_int_eq(ts_program_add_segment(q, g->kind, g->index, g->addr, g->bytes, g->len, NULL), TS_OK);
+    }
+    return q;
+}
+
+/* The stencil generator gives PEs of one class (distances to the edges up to the radius, parities)
+ * one copy of code through `image`: the same run as with every PE carrying its own copy. */
+START_TEST(images_equal_copies)
+{
+    ts_err err;
+    ts_err_init(&err);
+    ts_program *p = NULL;
+    ck_assert_int_eq(ts_wse_stencil_program(&p, 11, 10, 5, 4, 2, true, &err), TS_OK);
+    size_t nimg = 0;
+    for (size_t i = 0; i < p->nstreams; i++)
+        nimg += p->streams[i].insn[p->streams[i].n - 1].op == WSE_OP_IMAGE;
+    /* columns 4 and 6 are 4 or more from both edges and even: one class; every row is a class */
+    ck_assert_uint_eq(nimg, 10);
+    ts_program *q = expand_images(p);
+    ts_buf a = {0}, b = {0}, ra = {0}, rb = {0};
+    ck_assert_int_eq(ts_disasm(p, &ts_wse_isa, &a, &err), TS_OK);
+    ck_assert_int_eq(ts_disasm(q, &ts_wse_isa, &b, &err), TS_OK);
+    ck_assert_ptr_null(strstr(ts_buf_str(&b), "image"));
+    const char *yaml = "arch: wse\nname: t1110\nmesh: {width: 11, height: 10}\n";
+    ck_assert_int_eq(wt_report(yaml, ts_buf_str(&a), false, 2, &ra), TS_OK);
+    ck_assert_int_eq(wt_report(yaml, ts_buf_str(&b), false, 1, &rb), TS_OK);
+    ck_assert_msg(!strcmp(ts_buf_str(&ra), ts_buf_str(&rb)), "images:\n%s\n----\ncopies:\n%s", ts_buf_str(&ra),
+                  ts_buf_str(&rb));
+    ts_buf_free(&a);
+    ts_buf_free(&b);
+    ts_buf_free(&ra);
+    ts_buf_free(&rb);
+    ts_program_destroy(p);
+    ts_program_destroy(q);
+    ts_err_free(&err);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("wse_modes");
@@ -255,6 +354,8 @@ static Suite *suite(void)
     tcase_add_test(tc, timing_only_same_cycles);
     tcase_add_test(tc, modes_uniform_traffic);
     tcase_add_test(tc, modes_stencil25);
+    tcase_add_test(tc, modes_rebalanced);
+    tcase_add_test(tc, images_equal_copies);
     suite_add_tcase(s, tc);
     return s;
 }
