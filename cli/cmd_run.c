@@ -143,7 +143,7 @@ int cmd_run(int argc, char **argv)
     };
     const char *config = NULL, *output = NULL, *trace_path = NULL, *energy_name = NULL;
     const char *frames_dir = NULL, *summary_png = NULL;
-    uint64_t frame_every = 0, trace_mb = 0;
+    uint64_t frame_every = 0, trace_bytes = 0;
     bool view = false;
     int format = TS_FMT_TEXT;
     bool quiet = false;
@@ -169,12 +169,18 @@ int cmd_run(int argc, char **argv)
         case 'P': summary_png = optarg; break;
         case 'V': view = true; break;
         case 'Z':
-            if (parse_u64(optarg, &v) || v == 0 || v > 1000000) {
+        {
+            /* MB, decimals allowed down to 1 kB (small limits serve tests of the bound) */
+            char *endp = NULL;
+            errno = 0;
+            double mb = strtod(optarg, &endp);
+            if (endp == optarg || *endp || errno || !(mb >= 0.001) || mb > 1000000) {
                 cli_sets_free(&sets);
-                return cli_usage_error("--trace-limit takes a size in MB from 1 to 1000000, got '%s'", optarg);
+                return cli_usage_error("--trace-limit takes a size in MB from 0.001 to 1000000, got '%s'", optarg);
             }
-            trace_mb = v;
+            trace_bytes = (uint64_t)(mb * 1e6 + 0.5);
             break;
+        }
         case 'N':
             if (parse_u64(optarg, &v) || v == 0) {
                 cli_sets_free(&sets);
@@ -218,7 +224,7 @@ int cmd_run(int argc, char **argv)
         cli_sets_free(&sets);
         return cli_usage_error("--frame-every needs --frames DIR, --view or --trace FILE");
     }
-    if (trace_mb && !trace_path) {
+    if (trace_bytes && !trace_path) {
         cli_sets_free(&sets);
         return cli_usage_error("--trace-limit needs --trace FILE");
     }
@@ -283,7 +289,7 @@ int cmd_run(int argc, char **argv)
     if (trace_path) {
         ts_info info = {0};
         if (fam->info(ts_config_data(cfg), &info, &err) != TS_OK ||
-            ts_trace_open(&trace, trace_path, info.clock_hz, trace_mb * 1000000, &err) != TS_OK ||
+            ts_trace_open(&trace, trace_path, info.clock_hz, trace_bytes, &err) != TS_OK ||
             ts_act_trace_create(&fr.at, trace, &err) != TS_OK) {
             rc = cli_fail(&err);
             goto out;
@@ -349,10 +355,15 @@ int cmd_run(int argc, char **argv)
         ts_trace *t = trace;
         trace = NULL;
         ts_act_trace_finish(fr.at);
+        uint64_t dropped = ts_trace_dropped(t), limit = ts_trace_limit(t);
         if (ts_trace_close(t, &err) != TS_OK) {
             rc = cli_fail(&err);
             goto out;
         }
+        if (dropped) /* the file records it too (otherData.dropped_events) */
+            fprintf(stderr, "tessera: warning: trace %s reached its limit of %g MB: %" PRIu64
+                    " events were dropped (raise it with --trace-limit MB)\n",
+                    trace_path, (double)limit / 1e6, dropped);
     }
 out:
     if (trace)

@@ -399,6 +399,106 @@ START_TEST(test_bsp_run)
 }
 END_TEST
 
+/* The same run under a 1 MB limit: a row per tile would not fit half of it (1216 tiles x 5
+ * supersteps x 448 bytes), so the tiles are traced by column (19 tiles, 64 tracks). Each
+ * column's slices are ordered, never overlap and fill every superstep of the report exactly;
+ * nothing is dropped. */
+START_TEST(test_bsp_grouped)
+{
+    ts_err e;
+    ts_err_init(&e);
+    const ts_family *fam = ts_family_find("ipu");
+    ck_assert_ptr_nonnull(fam);
+    ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find};
+    ts_config *cfg = NULL;
+    ck_assert_int_eq(ts_config_load(&cfg, "ipu_mk1", &co, &e), TS_OK);
+    ts_info info;
+    ck_assert_int_eq(fam->info(ts_config_data(cfg), &info, &e), TS_OK);
+    const char *text;
+    size_t len;
+    ck_assert_int_eq(ts_builtin_find("ipu_default", &text, &len), 0);
+    ts_program *p = NULL;
+    ck_assert_int_eq(ts_asm(&p, "ipu_default", text, len, fam->isa, &e), TS_OK);
+    ts_trace *t;
+    ck_assert_int_eq(ts_trace_open(&t, path, info.clock_hz, 1000000, &e), TS_OK);
+    ts_run_opts ro = {.trace = t};
+    ts_results res;
+    ck_assert_msg(ts_sim_run(fam, cfg, p, &ro, NULL, &res, &e) == TS_OK, "%s", e.msg);
+    ck_assert_uint_eq(ts_trace_dropped(t), 0);
+    ck_assert_int_eq(ts_trace_close(t, &e), TS_OK);
+    uint64_t nss = ts_stats_find(res.stats, "supersteps.count")->u;
+
+    json_t *root = load();
+    json_t *ev = json_object_get(root, "traceEvents");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(root, "otherData"), "dropped_events")), 0);
+    const double cyc_us = 1e6 / info.clock_hz;
+    enum { NG = 64, MAXSS = 16 };
+    uint64_t grp_sum[NG + 1][MAXSS], last_end[NG + 1], ss_dur[MAXSS] = {0}, ss_seen = 0, exchanges = 0;
+    uint64_t members[MAXSS] = {0};
+    int nnamed = 0;
+    memset(grp_sum, 0, sizeof grp_sum);
+    memset(last_end, 0, sizeof last_end);
+    for (size_t i = 0; i < json_array_size(ev); i++) {
+        json_t *x = json_array_get(ev, i);
+        const char *ph = sget(x, "ph"), *name = sget(x, "name");
+        long long tid = json_integer_value(json_object_get(x, "tid"));
+        if (!strcmp(ph, "M")) {
+            if (!strcmp(name, "thread_name") && tid >= 1) {
+                char want[64];
+                snprintf(want, sizeof want, "tiles %lld-%lld", (tid - 1) * 19, (tid - 1) * 19 + 18);
+                ck_assert_int_le(tid, NG);
+                ck_assert_str_eq(sget(json_object_get(x, "args"), "name"), want);
+                nnamed++;
+            }
+            continue;
+        }
+        if (strcmp(ph, "X"))
+            continue;
+        uint64_t ts = (uint64_t)(nget(x, "ts") / cyc_us + 0.5), dur = (uint64_t)(nget(x, "dur") / cyc_us + 0.5);
+        json_t *a = json_object_get(x, "args");
+        long long id = json_integer_value(json_object_get(a, "superstep"));
+        ck_assert_int_ge(id, 0);
+        ck_assert_int_lt(id, MAXSS);
+        if (tid == 0) {
+            if (!strcmp(name, "superstep")) {
+                ck_assert_int_eq(id, (long long)ss_seen);
+                ss_dur[id] = dur;
+                ss_seen++;
+            }
+            continue;
+        }
+        ck_assert_msg(!strcmp(name, "compute") || !strcmp(name, "exchange") || !strcmp(name, "sync wait"), "%s", name);
+        ck_assert_int_ge(tid, 1);
+        ck_assert_int_le(tid, NG);
+        ck_assert_uint_gt(dur, 0);
+        long long n = json_integer_value(json_object_get(a, "tiles"));
+        ck_assert_int_ge(n, 1);
+        ck_assert_int_le(n, 19);
+        ck_assert_msg(ts >= last_end[tid], "group %lld: a slice at %llu starts before the last ends (%llu)", tid - 1,
+                      (unsigned long long)ts, (unsigned long long)last_end[tid]);
+        last_end[tid] = ts + dur;
+        grp_sum[tid][id] += dur;
+        exchanges += !strcmp(name, "exchange");
+        if (!strcmp(name, "sync wait"))
+            members[id] += (uint64_t)n;
+    }
+    ck_assert_int_eq(nnamed, NG);
+    ck_assert_uint_eq(ss_seen, nss);
+    for (int g = 1; g <= NG; g++)
+        for (uint64_t k = 0; k < nss; k++)
+            ck_assert_msg(grp_sum[g][k] == ss_dur[k], "group %d superstep %llu: slices add to %llu, not %llu", g - 1,
+                          (unsigned long long)k, (unsigned long long)grp_sum[g][k], (unsigned long long)ss_dur[k]);
+    for (uint64_t k = 0; k < nss; k++) /* every tile takes part in every superstep of this program */
+        ck_assert_uint_eq(members[k], 1216);
+    ck_assert_uint_gt(exchanges, NG);
+    json_decref(root);
+    ts_results_free(&res);
+    ts_program_destroy(p);
+    ts_config_destroy(cfg);
+    ts_err_free(&e);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("trace");
@@ -410,6 +510,7 @@ int main(void)
     tcase_add_test(tc, test_errors_and_abort);
     tcase_add_test(tc, test_empty);
     tcase_add_test(tc, test_bsp_run);
+    tcase_add_test(tc, test_bsp_grouped);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

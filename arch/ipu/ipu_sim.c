@@ -169,6 +169,8 @@ struct ts_model {
     ts_trace *trace;         /* borrowed, may be NULL */
     ts_activity *act;        /* borrowed, may be NULL: tile states are recorded between rounds */
     bool trace_named;
+    uint32_t trace_group;    /* tiles per track of the trace: 1, or whole columns (trace_plan) */
+    uint64_t sync_texts;     /* the most `sync 1` in one tile's program text: supersteps, estimated */
     bool lockstep;
     int nthreads;
     uint32_t W;
@@ -724,8 +726,13 @@ static ts_status ipu_load(ts_model *m, const ts_program *p, ts_err *err)
             }
         }
         uint32_t ncode = 0;
-        for (uint32_t pc = 0; pc < s->n; pc++)
+        uint64_t nsync = 0;
+        for (uint32_t pc = 0; pc < s->n; pc++) {
             ncode += code[pc].op != IPU_OP_BUNDLE && code[pc].op != IPU_OP_BUNDLE_END;
+            nsync += code[pc].op == IPU_OP_SYNC && code[pc].imm == 1;
+        }
+        if (nsync > m->sync_texts)
+            m->sync_texts = nsync;
         if ((uint64_t)ncode * m->c.insn_bytes > m->c.sram_bytes)
             return ts_err_set(err, TS_EINPUT, "tile %u: code of %u instructions does not fit its memory", s->index, ncode);
         t->code = code;
@@ -1872,11 +1879,12 @@ static ts_status check_exchange(ts_model *m, ts_err *err)
     return rc;
 }
 
-/* Trace slices of one superstep: the chip's row (the superstep, and its sync) and each tile's
- * (busy until its sync, then waiting). Written between rounds, in tile order. */
+/* Trace slices of one superstep: the chip's row (the superstep, and its sync) and a row per tile
+ * (busy until its sync, then waiting), or per group of tiles on big runs. Written between rounds,
+ * in tile order. */
 /* Tile i's row over superstep `id` [start, release): compute and exchange slices up to its
  * `sync 1` (its exchange spans, as the activity sampler counts them), then its sync wait. Tiles
- * not at the sync have nothing on the row. Clears the spans when the sampler is off. */
+ * not at the sync have nothing on the row. */
 static void trace_tile(ts_model *m, uint32_t i, size_t id, uint64_t start, uint64_t release)
 {
     ipu_tile *t = &m->t[i];
@@ -1897,20 +1905,82 @@ static void trace_tile(ts_model *m, uint32_t i, size_t id, uint64_t start, uint6
             ts_trace_slice(m->trace, 0, (int)i + 1, "compute", "tile", c, end - c, args);
         ts_trace_slice(m->trace, 0, (int)i + 1, "sync wait", "tile", end, release - end, args);
     }
-    if (!m->act)
-        t->nxs = 0;
+}
+
+/* The row of tiles [lo, hi) (track g + 1) over superstep `id`: the members at the sync make
+ * compute up to the first member's first exchange, exchange from there to the last member's last
+ * exchange end, compute again up to the last member's sync, then the sync wait to the release.
+ * The slices abut and fill the superstep like a tile's; args give the members at the sync. */
+static void trace_group(ts_model *m, uint32_t g, uint32_t lo, uint32_t hi, size_t id, uint64_t start,
+                        uint64_t release)
+{
+    uint64_t n = 0, x0 = UINT64_MAX, x1 = 0, end = 0;
+    for (uint32_t i = lo; i < hi; i++) {
+        const ipu_tile *t = &m->t[i];
+        if (t->sup != SUP_SYNC)
+            continue;
+        n++;
+        uint64_t e = t->arrival + 1;
+        if (e > end)
+            end = e;
+        for (size_t k = 0; k < t->nxs; k++) {
+            uint64_t a = t->xs[k].a < start ? start : t->xs[k].a, b = t->xs[k].b > e ? e : t->xs[k].b;
+            if (b <= a)
+                continue;
+            if (a < x0)
+                x0 = a;
+            if (b > x1)
+                x1 = b;
+        }
+    }
+    if (!n)
+        return;
+    char args[64];
+    snprintf(args, sizeof args, "{\"superstep\":%zu,\"tiles\":%" PRIu64 "}", id, n);
+    uint64_t c = start;
+    if (x0 < x1) {
+        if (x0 > c)
+            ts_trace_slice(m->trace, 0, (int)g + 1, "compute", "tiles", c, x0 - c, args);
+        ts_trace_slice(m->trace, 0, (int)g + 1, "exchange", "tiles", x0, x1 - x0, args);
+        c = x1;
+    }
+    if (end > c)
+        ts_trace_slice(m->trace, 0, (int)g + 1, "compute", "tiles", c, end - c, args);
+    ts_trace_slice(m->trace, 0, (int)g + 1, "sync wait", "tiles", end, release - end, args);
+}
+
+/* Tiles per track: 1 while a row per tile for every superstep fits half the trace's limit (the
+ * rest is for the chip's row, the counters and the activity tracks), else the fewest whole
+ * columns (1, 2, 4 ...) that fit. Supersteps are estimated from the program text (the most
+ * `sync 1` in one tile's stream, plus the last superstep); a program that loops over its syncs
+ * can run more, and past the limit the trace drops them (and the run says so). */
+#define TRACE_TILE_SS_BYTES 448 /* a row's superstep: about 4 slices of 112 bytes (compute, exchange, compute, wait) */
+static uint32_t trace_plan(const ts_model *m)
+{
+    uint64_t budget = ts_trace_limit(m->trace) / 2, per = (m->sync_texts + 1) * TRACE_TILE_SS_BYTES;
+    if ((uint64_t)m->ntiles * per <= budget)
+        return 1;
+    uint64_t tpc = m->c.tiles_per_column ? m->c.tiles_per_column : 1, g = tpc;
+    while (g < m->ntiles && (m->ntiles + g - 1) / g * per > budget)
+        g *= 2;
+    return g < m->ntiles ? (uint32_t)g : m->ntiles;
 }
 
 static void trace_superstep(ts_model *m, const ipu_ss *r, uint64_t last, uint64_t release)
 {
     char args[160];
     if (!m->trace_named) {
+        m->trace_group = trace_plan(m);
         ts_trace_process(m->trace, 0, "ipu");
         ts_trace_thread(m->trace, 0, 0, "supersteps");
-        for (uint32_t i = 0; i < m->ntiles; i++) {
-            char name[32];
-            snprintf(name, sizeof name, "tile %u", i);
-            ts_trace_thread(m->trace, 0, (int)i + 1, name);
+        for (uint32_t i = 0, g = 0; i < m->ntiles; i += m->trace_group, g++) {
+            char name[48];
+            uint32_t hi = m->ntiles - i > m->trace_group ? i + m->trace_group : m->ntiles;
+            if (m->trace_group == 1)
+                snprintf(name, sizeof name, "tile %u", i);
+            else
+                snprintf(name, sizeof name, "tiles %u-%u", i, hi - 1);
+            ts_trace_thread(m->trace, 0, (int)g + 1, name);
         }
         m->trace_named = true;
     }
@@ -1922,8 +1992,17 @@ static void trace_superstep(ts_model *m, const ipu_ss *r, uint64_t last, uint64_
     ts_trace_slice(m->trace, 0, 0, "sync", "bsp", last + 1, release - (last + 1), NULL);
     ts_trace_counter(m->trace, 0, "exchange bytes per cycle", r->start,
                      (double)r->xbytes / (double)(release - r->start));
-    for (uint32_t i = 0; i < m->ntiles; i++)
-        trace_tile(m, i, id, r->start, release);
+    if (m->trace_group == 1) {
+        for (uint32_t i = 0; i < m->ntiles; i++)
+            trace_tile(m, i, id, r->start, release);
+    } else {
+        for (uint32_t i = 0, g = 0; i < m->ntiles; i += m->trace_group, g++)
+            trace_group(m, g, i, m->ntiles - i > m->trace_group ? i + m->trace_group : m->ntiles, id, r->start,
+                        release);
+    }
+    if (!m->act) /* the spans served the trace alone */
+        for (uint32_t i = 0; i < m->ntiles; i++)
+            m->t[i].nxs = 0;
 }
 
 /* All live tiles are at the barrier: move the host data, release them, record the superstep. */

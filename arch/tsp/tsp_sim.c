@@ -89,6 +89,10 @@ typedef struct tsp_queue {
     uint32_t nland;
     uint32_t slice;
     uint64_t issued, busy, last_busy;
+    /* trace slices being merged (m->trace_merge > 1): their span, count, and name while they share one */
+    uint64_t tr_start, tr_end;
+    uint32_t tr_n;
+    const char *tr_name, *tr_cat;
 } tsp_queue;
 
 /* A pending result, committed at the start of its cycle. */
@@ -209,6 +213,7 @@ struct ts_model {
     size_t nhz, caphz;
     int powered;
     ts_trace *trace;         /* borrowed, may be NULL: one thread per queue with a program */
+    uint32_t trace_merge;    /* queue slices per trace slice: 1, more when they would not fit (trace_plan) */
     /* activity sampler (borrowed, may be NULL): unit slice * S + k is superlane k of a slice;
      * act_upto[u] is the cycle up to which unit u is recorded, act_next the next window end,
      * act_park[slice] the cycle since which a queue of the slice waits at a sync (NOPARK: none) */
@@ -241,11 +246,66 @@ static void insn_name(const ts_model *m, uint64_t prod, char *buf, size_t n)
         snprintf(buf, n, "queue %u pc %u '%s'", q, pc, ts_tsp_isa.ops[in->op].mnemonic);
 }
 
-/* A trace slice on queue q's row (thread q + 1; process 0 is the chip). */
+/* Write queue q's merged slices: from the first one's start to the latest end, named by the
+ * instruction when they all are one, else "instructions", with their count in args. */
+static void trace_flush(ts_model *m, uint32_t q)
+{
+    tsp_queue *Q = &m->q[q];
+    if (!Q->tr_n)
+        return;
+    char args[40];
+    snprintf(args, sizeof args, "{\"count\":%u}", Q->tr_n);
+    ts_trace_slice(m->trace, 0, (int)q + 1, Q->tr_name ? Q->tr_name : "instructions", Q->tr_cat, Q->tr_start,
+                   Q->tr_end - Q->tr_start, args);
+    Q->tr_n = 0;
+}
+
+/* A trace slice on queue q's row (thread q + 1; process 0 is the chip); merged trace_merge at a
+ * time, in the order they are recorded, on runs too big for the limit. */
 static void trace_insn(ts_model *m, uint32_t q, const char *name, const char *cat, uint64_t start, uint64_t dur)
 {
-    if (m->trace && dur)
+    if (!m->trace || !dur)
+        return;
+    if (m->trace_merge <= 1) {
         ts_trace_slice(m->trace, 0, (int)q + 1, name, cat, start, dur, NULL);
+        return;
+    }
+    tsp_queue *Q = &m->q[q];
+    if (!Q->tr_n) {
+        Q->tr_start = start;
+        Q->tr_end = start + dur;
+        Q->tr_name = name;
+        Q->tr_cat = cat;
+    } else {
+        if (start < Q->tr_start)
+            Q->tr_start = start;
+        if (start + dur > Q->tr_end)
+            Q->tr_end = start + dur;
+        if (Q->tr_name && strcmp(Q->tr_name, name))
+            Q->tr_name = NULL;
+        if (Q->tr_cat && strcmp(Q->tr_cat, cat))
+            Q->tr_cat = NULL;
+    }
+    if (++Q->tr_n == m->trace_merge)
+        trace_flush(m, q);
+}
+
+/* Queue slices per trace slice: 1 while a slice per instruction (repeats counted) fits half the
+ * trace's limit (the rest is for the activity tracks and counters), else as many as it takes. A
+ * repeat counts as the copies it issues.
+ * Sync waits and nops are counted as the instructions they are. */
+#define TRACE_SLICE_BYTES 100 /* {"name":"read","cat":"mem","ph":"X","ts":...,"dur":...,"pid":0,"tid":..} and args */
+static uint32_t trace_plan(const ts_model *m)
+{
+    uint64_t n = 0;
+    for (uint32_t qi = 0; qi < m->nq; qi++)
+        for (uint32_t pc = 0; pc < m->q[qi].n; pc++)
+            n += m->q[qi].code[pc].op != TSP_OP_REPEAT ? 1 : m->q[qi].code[pc].a[0] > 0 ? (uint64_t)m->q[qi].code[pc].a[0] : 0;
+    uint64_t budget = ts_trace_limit(m->trace) / 2, need = n * TRACE_SLICE_BYTES;
+    if (need <= budget)
+        return 1;
+    uint64_t k = (need + budget - 1) / budget;
+    return k > UINT32_MAX ? UINT32_MAX : (uint32_t)k;
 }
 
 /* Report a hazard: an error naming cycle, superlane, slice, stream and both instructions, or in
@@ -1867,6 +1927,9 @@ static ts_status tsp_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
     st->now = m->now;
     st->work = m->work;
     st->done = finished(m);
+    if (st->done && m->trace)
+        for (uint32_t qi = 0; qi < m->nq; qi++)
+            trace_flush(m, qi);
     if (st->done && m->act) {
         ts_status rc = act_flush(m, m->now, true, err);
         m->act = NULL; /* recorded to the end */
@@ -2253,6 +2316,7 @@ static ts_status tsp_load(ts_model *m, const ts_program *p, ts_err *err)
         q->state = s->n ? Q_RUN : Q_DONE;
     }
     if (m->trace) {
+        m->trace_merge = trace_plan(m);
         ts_trace_process(m->trace, 0, "tsp");
         for (uint32_t qi = 0; qi < m->nq; qi++)
             if (m->q[qi].n) {

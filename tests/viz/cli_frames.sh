@@ -32,6 +32,16 @@ check "--frame-every alone is refused" test $? -eq 2
 check "message says why" grep -q "needs --frames DIR" "$dir/err.txt"
 "$T" run -q -c ipu_mk1 --trace-limit 5 > /dev/null 2>&1
 check "--trace-limit alone is refused" test $? -eq 2
+# a limit too small for the run: events are dropped, the run says so and the file records it
+"$T" run -q -c ipu_mk1 --trace "$dir/small.json" --trace-limit 0.002 > /dev/null 2> "$dir/small.err"
+check "small trace limit: the run succeeds" test $? -eq 0
+check "small trace limit: warning names the dropped events" \
+  grep -Eq "warning: trace .*small.json reached its limit of 0.002 MB: [1-9][0-9]* events were dropped \(raise it with --trace-limit MB\)" "$dir/small.err"
+check "small trace limit: the file records them" grep -Eq '"dropped_events":[1-9]' "$dir/small.json"
+"$T" run -q -c ipu_mk1 --trace "$dir/big.json" > /dev/null 2> "$dir/big.err"
+check "default trace limit: no warning" test ! -s "$dir/big.err"
+"$T" run -q -c ipu_mk1 --trace "$dir/x.json" --trace-limit 0.0001 > /dev/null 2>&1
+check "--trace-limit below 1 kB is refused" test $? -eq 2
 # traces: activity tracks and power on every family, the reports unchanged
 for c in ipu_mk1 tsp_v1 wse_32x32; do
   [ -f "$dir/$c.txt" ] || "$T" run -q -c $c > "$dir/$c.txt"

@@ -893,6 +893,56 @@ START_TEST(trace_rows_and_slices)
 }
 END_TEST
 
+/* --trace under a limit a slice per instruction would pass half of: 2,000 reads (a repeat)
+ * at 100 bytes each under 200 kB merge two at a time, "read" with their count, adding up to
+ * every read, and nothing is dropped. */
+START_TEST(trace_merges_slices)
+{
+    ts_program *p = tsp_test_asm(".arch tsp\n.stream queue 0\n  read 0, s0e, 0\n  repeat 1999, 1\n");
+    void *config = tsp_test_config(SMALL, NULL);
+    char path[] = "/tmp/tsp_trace_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ts_err e;
+    ts_err_init(&e);
+    ts_trace *t = NULL;
+    ck_assert_int_eq(ts_trace_open(&t, path, 900e6, 200000, &e), TS_OK);
+    ts_run_opts o = {.trace = t};
+    ts_model *m = NULL;
+    ck_assert_int_eq(ts_tsp_family.create(&m, config, &o, &e), TS_OK);
+    ck_assert_int_eq(ts_tsp_family.load(m, p, &e), TS_OK);
+    ts_step st = {0};
+    while (!st.done)
+        ck_assert_int_eq(ts_tsp_family.step(m, st.now + 1000, &st, &e), TS_OK);
+    ts_tsp_family.destroy(m);
+    ck_assert_uint_eq(ts_trace_dropped(t), 0);
+    ck_assert_int_eq(ts_trace_close(t, &e), TS_OK);
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    unsigned slices = 0, total = 0;
+    for (const char *c = text; (c = strstr(c, "\"name\":\"read\"")); c++) {
+        const char *a = strstr(c, "\"count\":");
+        ck_assert_ptr_nonnull(a);
+        unsigned k = (unsigned)strtoul(a + 8, NULL, 10);
+        ck_assert_uint_ge(k, 1);
+        ck_assert_uint_le(k, 2);
+        total += k;
+        slices++;
+    }
+    ck_assert_uint_eq(total, 2000);
+    ck_assert_uint_eq(slices, 1000);
+    remove(path);
+    ts_err_free(&e);
+    ts_config_destroy(config);
+    ts_program_destroy(p);
+}
+END_TEST
+
 /* streams.sr_map: slices may share a stream-register position (research §1.2: the real map is
  * not public). With MEM W3..E1 all on position 1, MEM E0 takes MEM W0's value with no transit. */
 START_TEST(shared_register_positions)
@@ -1061,6 +1111,7 @@ Suite *tsp_units_suite(void)
     tcase_add_test(tc, mxm_lw_buffer_and_accumulate);
     tcase_add_test(tc, icu_deskew_and_config);
     tcase_add_test(tc, trace_rows_and_slices);
+    tcase_add_test(tc, trace_merges_slices);
     tcase_add_test(tc, disasm_round_trip);
     tcase_add_test(tc, shared_register_positions);
     tcase_add_test(tc, mxm_weights_latch_after_d_func);
