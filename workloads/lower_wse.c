@@ -1,0 +1,1128 @@
+/* workloads/lower_wse.c — graph to per-PE wafer-mesh programs, layer-pipelined.
+ *
+ * See lower_wse.h for the contract and docs/lowering-wse.md for the placement, the routes and
+ * colours, the per-PE programs and their costs. In short:
+ *   1. the graph is read as a chain of stages (source, one or two stages per operator, sink);
+ *      a Relu after a matrix product is fused into it; Flatten and Reshape only rename;
+ *   2. stages are placed west to east along the top of the mesh; matrix products get a share of
+ *      the free columns proportional to their MACs, at least enough for their weights, and pick
+ *      the kr x kc split of K and N that is fastest per row within it;
+ *   3. each PE's stream is emitted directly (routes first, then code), with its weights, the
+ *      graph input or an operand as data segments.
+ * Every stream of activations carries one f32 per wavelet in a fixed order: the graph's
+ * row-major order, except a Conv's output, which leaves pixel by pixel (N, H, W, C).
+ */
+#include "workloads/lower_wse.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "arch/wse/wse_isa.h"
+#include "core/alloc.h"
+#include "workloads/lower_ipu.h" /* ts_lower_ipu_fill: the same values for tensors without data */
+
+enum { P_N = 1, P_S = 2, P_E = 4, P_W = 8, P_R = 16 };
+enum { PIECE = 65535 }; /* longest DSD */
+
+enum { K_SOURCE, K_SINK, K_MM, K_FEED, K_RELU, K_SOFTMAX, K_MAXPOOL, K_GAP, K_ADD };
+static const char *const kind_name[] = {"source", "sink", "matmul", "im2col", "relu", "softmax", "maxpool",
+                                        "avgpool", "add"};
+
+typedef struct stage {
+    int kind, node;
+    uint32_t x, w, h, kr, kc;
+    uint32_t cin, cout;
+    uint64_t in_n, out_n, macs, mem;
+    /* matmul: rows M of K inputs, N outputs; wt[k * N + n]; bias[N] or NULL */
+    int64_t M, K, N;
+    float *wt, *bias;
+    bool relu;
+    /* image stages: batch, channels, size, window, strides, pads (top, left, bottom, right) */
+    int64_t B, C, H, W, kh, kw, sh, sw, pt, pl, pb, pr, Ho, Wo;
+    bool in_nhwc;
+    /* softmax: rows of L */
+    int64_t L;
+    /* add: vals[n] in stream order, opcode, operand order; source: vals are the input */
+    float *vals;
+    int vop;
+    bool swap;
+    uint32_t kcmin; /* matmul: fewest columns its weights need */
+    uint64_t chunk; /* source and sink: elements per PE */
+} stage;
+
+typedef struct lw {
+    const ts_graph *g;
+    const ts_lower_wse_params *p;
+    ts_err *err;
+    stage *st;
+    size_t n, cap;
+} lw;
+
+/* ---- values ---- */
+
+static float value(const ts_graph_tensor *t, int id, uint64_t i)
+{
+    if (t->data) {
+        float f;
+        memcpy(&f, (const char *)t->data + 4 * i, 4);
+        return f;
+    }
+    return ts_lower_ipu_fill(id, i);
+}
+
+static int bits(float f)
+{
+    int32_t b;
+    memcpy(&b, &f, 4);
+    return b;
+}
+
+static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+/* ---- errors ---- */
+
+static ts_status fail(lw *L, const ts_graph_node *n, const char *fmt, ...)
+{
+    char b[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    return ts_err_set(L->err, TS_EINPUT, "%s '%s': %s", ts_graph_op_name(n->op), n->name, b);
+}
+
+static stage *add_stage(lw *L, int kind, int node)
+{
+    if (ts_grow((void **)&L->st, &L->cap, L->n + 1, sizeof *L->st))
+        return NULL;
+    stage *s = &L->st[L->n++];
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    s->node = node;
+    s->w = s->h = 1;
+    return s;
+}
+
+/* ---- building the chain ---- */
+
+typedef struct cur {
+    int t;         /* the tensor the stream carries */
+    bool nhwc;     /* streamed pixel by pixel (a 4-d Conv output with H * W > 1) */
+} cur;
+
+/* Matrix product stage from a weight (K x N after transposition) and an optional bias. */
+static ts_status mm_stage(lw *L, const ts_graph_node *n, int node, int64_t M, int64_t K, int64_t N, int wid,
+                          bool wtrans, double alpha, int bid, double beta, stage **out)
+{
+    const ts_graph_tensor *w = ts_graph_get_tensor(L->g, wid);
+    stage *s = add_stage(L, K_MM, node);
+    if (!s || !(s->wt = ts_malloc((size_t)(K * N) * 4)))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < N; j++)
+            s->wt[k * N + j] = (float)(alpha * value(w, wid, (uint64_t)(wtrans ? j * K + k : k * N + j)));
+    if (bid >= 0) {
+        const ts_graph_tensor *b = ts_graph_get_tensor(L->g, bid);
+        int64_t nb = ts_graph_tensor_elems(b);
+        if (nb != N && nb != 1)
+            return fail(L, n, "bias '%s' has %lld values, not %lld (only a per-output bias is lowered)", b->name,
+                        (long long)nb, (long long)N);
+        if (!(s->bias = ts_malloc((size_t)N * 4)))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        for (int64_t j = 0; j < N; j++)
+            s->bias[j] = (float)(beta * value(b, bid, (uint64_t)(nb == 1 ? 0 : j)));
+    }
+    s->M = M;
+    s->K = K;
+    s->N = N;
+    s->in_n = (uint64_t)(M * K);
+    s->out_n = (uint64_t)(M * N);
+    s->macs = (uint64_t)(M * K * N);
+    *out = s;
+    return TS_OK;
+}
+
+static bool is_param(const ts_graph_tensor *t) { return t->kind == TS_TENSOR_WEIGHT || t->kind == TS_TENSOR_CONST; }
+
+static ts_status image_dims(lw *L, const ts_graph_node *n, const ts_graph_tensor *x, stage *s)
+{
+    if (x->rank != 4)
+        return fail(L, n, "input '%s' has rank %d; the WSE lowering takes 4-d images (N, C, H, W)", x->name,
+                    x->rank);
+    s->B = x->dims[0];
+    s->C = x->dims[1];
+    s->H = x->dims[2];
+    s->W = x->dims[3];
+    return TS_OK;
+}
+
+static ts_status build(lw *L, int input, int output)
+{
+    const ts_graph *g = L->g;
+    cur c = {input, false};
+    stage *src = add_stage(L, K_SOURCE, -1);
+    const ts_graph_tensor *it = ts_graph_get_tensor(g, input);
+    uint64_t nin = (uint64_t)ts_graph_tensor_elems(it);
+    if (!src || !(src->vals = ts_malloc(nin * 4)))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (uint64_t i = 0; i < nin; i++)
+        src->vals[i] = value(it, input, i);
+    src->in_n = src->out_n = nin;
+    for (size_t id = 0; id < ts_graph_node_count(g); id++) {
+        const ts_graph_node *n = ts_graph_get_node(g, (int)id);
+        int node = (int)id;
+        /* the operand the stream carries, and the other one of a binary op */
+        int other = -1;
+        size_t at = 0;
+        while (at < n->nin && n->in[at] != c.t)
+            at++;
+        if (at == n->nin)
+            return fail(L, n, "reads none of the output of the operator before it ('%s'); the WSE lowering "
+                        "streams chains of operators only", ts_graph_get_tensor(g, c.t)->name);
+        size_t nc = 0;
+        ts_graph_consumers(g, c.t, &nc);
+        if (nc > 1)
+            return fail(L, n, "'%s' feeds %zu operators; the WSE lowering streams chains of operators only",
+                        ts_graph_get_tensor(g, c.t)->name, nc);
+        for (size_t k = 0; k < n->nin; k++) {
+            const ts_graph_tensor *t = ts_graph_get_tensor(g, n->in[k]);
+            if (t->dtype != TS_DT_F32)
+                return fail(L, n, "input '%s' is %s; the WSE lowering supports f32 only", t->name,
+                            ts_dtype_name(t->dtype));
+            if (k != at && !is_param(t))
+                return fail(L, n, "input '%s' is an activation besides '%s'; the WSE lowering does not join "
+                            "streams yet", t->name, ts_graph_get_tensor(g, c.t)->name);
+            if (k != at && other < 0)
+                other = n->in[k];
+        }
+        const ts_graph_tensor *x = ts_graph_get_tensor(g, c.t);
+        const ts_graph_tensor *y = ts_graph_get_tensor(g, n->out[0]);
+        int64_t nx = ts_graph_tensor_elems(x), ny = ts_graph_tensor_elems(y);
+        stage *prev = &L->st[L->n - 1];
+        stage *s = NULL;
+        ts_status rc;
+        bool out_nhwc = false;
+        switch (n->op) {
+        case TS_OP_MATMUL:
+        case TS_OP_GEMM: {
+            const ts_graph_attrs *a = &n->attrs;
+            bool gemm = n->op == TS_OP_GEMM;
+            if (at != 0 || n->nin < 2)
+                return fail(L, n, "the streamed input must be the first operand");
+            const ts_graph_tensor *w = ts_graph_get_tensor(g, n->in[1]);
+            if (!is_param(w) || w->rank != 2)
+                return fail(L, n, "operand '%s' must be a 2-d weight", w->name);
+            if (gemm && a->trans_a)
+                return fail(L, n, "transA is not lowered");
+            if (c.nhwc)
+                return fail(L, n, "its input '%s' streams pixel by pixel (a Conv output); flatten it to 1 x 1 first",
+                            x->name);
+            bool tb = gemm && a->trans_b;
+            int64_t K = tb ? w->dims[1] : w->dims[0], N = tb ? w->dims[0] : w->dims[1];
+            rc = mm_stage(L, n, node, nx / K, K, N, n->in[1], tb, gemm ? a->alpha : 1.0,
+                          gemm && n->nin > 2 ? n->in[2] : -1, gemm ? a->beta : 1.0, &s);
+            if (rc)
+                return rc;
+            break;
+        }
+        case TS_OP_CONV: {
+            const ts_graph_attrs *a = &n->attrs;
+            const ts_graph_tensor *w = ts_graph_get_tensor(g, n->in[1]);
+            if (at != 0 || !is_param(w))
+                return fail(L, n, "the weight must be a parameter and the image the streamed input");
+            if (a->group != 1 || a->dilations[0] != 1 || a->dilations[1] != 1)
+                return fail(L, n, "groups and dilations are not lowered (group %lld, dilations %lld x %lld)",
+                            (long long)a->group, (long long)a->dilations[0], (long long)a->dilations[1]);
+            stage *f = add_stage(L, K_FEED, node);
+            if (!f)
+                return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+            if ((rc = image_dims(L, n, x, f)))
+                return rc;
+            f->in_nhwc = c.nhwc;
+            f->kh = w->dims[2];
+            f->kw = w->dims[3];
+            f->sh = a->strides[0];
+            f->sw = a->strides[1];
+            f->pt = a->pads[0];
+            f->pl = a->pads[1];
+            f->pb = a->pads[2];
+            f->pr = a->pads[3];
+            f->Ho = y->dims[2];
+            f->Wo = y->dims[3];
+            f->in_n = (uint64_t)nx;
+            int64_t K = f->C * f->kh * f->kw, M = w->dims[0], P = f->B * f->Ho * f->Wo;
+            out_nhwc = f->Ho * f->Wo > 1;
+            f->out_n = (uint64_t)(f->B * f->Ho * f->Wo * K);
+            f->mem = (uint64_t)(f->C * (f->H + f->pt + f->pb) * (f->W + f->pl + f->pr)) * 4;
+            if (f->mem > L->p->sram_bytes)
+                return fail(L, n, "its im2col feeder keeps the padded input image, %.1f KiB, in one PE of %.1f KiB: "
+                            "%.1f KiB too much (images are not split over PEs yet)", f->mem / 1024.0,
+                            L->p->sram_bytes / 1024.0, (f->mem - L->p->sram_bytes) / 1024.0);
+            /* weight [M][C][kh][kw] is N x K with k = (c * kh + i) * kw + j, the feeder's order */
+            rc = mm_stage(L, n, node, P, K, M, n->in[1], true, 1.0, n->nin > 2 ? n->in[2] : -1, 1.0, &s);
+            if (rc)
+                return rc;
+            break;
+        }
+        case TS_OP_RELU:
+            if (prev->kind == K_MM && !prev->relu) {
+                prev->relu = true; /* fused: the stream is unchanged */
+                c.t = n->out[0];
+                continue;
+            }
+            s = add_stage(L, K_RELU, node);
+            if (!s)
+                return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+            s->in_n = s->out_n = (uint64_t)nx;
+            out_nhwc = c.nhwc;
+            break;
+        case TS_OP_ADD:
+        case TS_OP_SUB:
+        case TS_OP_MUL: {
+            const ts_graph_tensor *o = other < 0 ? NULL : ts_graph_get_tensor(g, other);
+            if (!o || ts_graph_tensor_elems(o) != nx || ny != nx)
+                return fail(L, n, "the operand besides the stream must be a parameter of the same shape");
+            s = add_stage(L, K_ADD, node);
+            if (!s || !(s->vals = ts_malloc((size_t)nx * 4)))
+                return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+            for (int64_t i = 0; i < nx; i++) {
+                int64_t e = i; /* graph index of stream element i */
+                if (c.nhwc) {
+                    int64_t C = x->dims[1], H = x->dims[2], W = x->dims[3];
+                    int64_t ch = i % C, px = i / C;
+                    e = ((px / (H * W)) * C + ch) * H * W + px % (H * W);
+                }
+                s->vals[i] = value(o, other, (uint64_t)e);
+            }
+            s->vop = n->op == TS_OP_ADD ? WSE_OP_FADDS : n->op == TS_OP_SUB ? WSE_OP_FSUBS : WSE_OP_FMULS;
+            s->swap = at != 0;
+            s->in_n = s->out_n = (uint64_t)nx;
+            s->mem = (uint64_t)nx * 4;
+            if (s->mem > L->p->sram_bytes)
+                return fail(L, n, "its operand needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too much",
+                            s->mem / 1024.0, L->p->sram_bytes / 1024.0, (s->mem - L->p->sram_bytes) / 1024.0);
+            out_nhwc = c.nhwc;
+            break;
+        }
+        case TS_OP_SOFTMAX: {
+            int64_t axis = n->attrs.axis < 0 ? n->attrs.axis + x->rank : n->attrs.axis;
+            if (axis != x->rank - 1)
+                return fail(L, n, "only the last axis is lowered (axis %lld of rank %d)", (long long)n->attrs.axis,
+                            x->rank);
+            if (c.nhwc)
+                return fail(L, n, "its input streams pixel by pixel (a Conv output)");
+            s = add_stage(L, K_SOFTMAX, node);
+            if (!s)
+                return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+            s->L = x->dims[x->rank - 1];
+            s->in_n = s->out_n = (uint64_t)nx;
+            s->mem = (uint64_t)s->L * 4 + 4;
+            if (s->mem > L->p->sram_bytes)
+                return fail(L, n, "a row of %lld values needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too much",
+                            (long long)s->L, s->mem / 1024.0, L->p->sram_bytes / 1024.0,
+                            (s->mem - L->p->sram_bytes) / 1024.0);
+            break;
+        }
+        case TS_OP_MAXPOOL:
+        case TS_OP_GLOBALAVGPOOL: {
+            bool mp = n->op == TS_OP_MAXPOOL;
+            s = add_stage(L, mp ? K_MAXPOOL : K_GAP, node);
+            if (!s)
+                return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+            if ((rc = image_dims(L, n, x, s)))
+                return rc;
+            s->in_nhwc = c.nhwc;
+            s->in_n = (uint64_t)nx;
+            s->out_n = (uint64_t)ny;
+            if (mp) {
+                const ts_graph_attrs *a = &n->attrs;
+                if (a->ceil_mode)
+                    return fail(L, n, "ceil_mode is not lowered");
+                s->kh = a->kernel[0];
+                s->kw = a->kernel[1];
+                s->sh = a->strides[0];
+                s->sw = a->strides[1];
+                s->pt = a->pads[0];
+                s->pl = a->pads[1];
+                s->pb = a->pads[2];
+                s->pr = a->pads[3];
+                s->Ho = y->dims[2];
+                s->Wo = y->dims[3];
+                s->mem = (uint64_t)(s->C * (s->H + s->pt + s->pb) * (s->W + s->pl + s->pr)) * 4;
+            } else
+                s->mem = (uint64_t)s->C * 4 + 8;
+            if (s->mem > L->p->sram_bytes)
+                return fail(L, n, "it keeps %.1f KiB in one PE of %.1f KiB: %.1f KiB too much", s->mem / 1024.0,
+                            L->p->sram_bytes / 1024.0, (s->mem - L->p->sram_bytes) / 1024.0);
+            break;
+        }
+        case TS_OP_FLATTEN:
+        case TS_OP_RESHAPE:
+            if (c.nhwc)
+                return fail(L, n, "its input streams pixel by pixel (a Conv output with more than one pixel)");
+            c.t = n->out[0];
+            continue;
+        default:
+            return fail(L, n, "not supported by the WSE lowering yet");
+        }
+        s->node = node;
+        c.t = n->out[0];
+        c.nhwc = out_nhwc;
+    }
+    if (c.t != output)
+        return ts_err_set(L->err, TS_EINPUT, "the graph output '%s' is not the end of the chain of operators",
+                          ts_graph_get_tensor(g, output)->name);
+    stage *k = add_stage(L, K_SINK, -1);
+    if (!k)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    k->in_n = k->out_n = (uint64_t)ts_graph_tensor_elems(ts_graph_get_tensor(g, output));
+    k->in_nhwc = c.nhwc;
+    for (size_t i = 1; i < L->n; i++)
+        if (L->st[i].in_n != L->st[i - 1].out_n)
+            return ts_err_set(L->err, TS_EINTERNAL, "stage %zu takes %llu wavelets, stage %zu gives %llu", i,
+                              (unsigned long long)L->st[i].in_n, i - 1, (unsigned long long)L->st[i - 1].out_n);
+    return TS_OK;
+}
+
+/* ---- placement ---- */
+
+/* SRAM of matmul PE with ki inputs and nb outputs: weights, input row, accumulators, bias, zero, junk. */
+static uint64_t mm_mem(uint64_t ki, uint64_t nb) { return ki * nb * 4 + ki * 4 + 2 * nb * 4 + 8; }
+
+/* Cycles per input row of a kr x kc split: the MAC loop, or the stream if it is slower. */
+static uint64_t mm_cost(const stage *s, uint64_t kr, uint64_t kc)
+{
+    uint64_t ki = cdiv((uint64_t)s->K, kr), nb = cdiv((uint64_t)s->N, kc);
+    uint64_t t = ki * (nb + 3) + (kr > 1 ? nb : 0);
+    uint64_t st = (uint64_t)(s->K > s->N ? s->K : s->N);
+    return t > st ? t : st;
+}
+
+static ts_status place(lw *L)
+{
+    const ts_lower_wse_params *p = L->p;
+    uint64_t fixed = 0, macs = 0, need = 0;
+    for (size_t i = 0; i < L->n; i++) {
+        stage *s = &L->st[i];
+        if (s->kind == K_SOURCE || s->kind == K_SINK) {
+            s->chunk = p->sram_bytes / 4;
+            s->w = (uint32_t)cdiv(s->in_n, s->chunk);
+            s->mem = (s->in_n < s->chunk ? s->in_n : s->chunk) * 4;
+        }
+        if (s->kind != K_MM) {
+            fixed += s->w;
+            continue;
+        }
+        uint64_t kr = (uint64_t)s->K < p->height ? (uint64_t)s->K : p->height;
+        uint64_t kc = 1;
+        while (kc <= (uint64_t)s->N && mm_mem(cdiv((uint64_t)s->K, kr), cdiv((uint64_t)s->N, kc)) > p->sram_bytes)
+            kc++;
+        const ts_graph_node *n = ts_graph_get_node(L->g, s->node);
+        if (kc > (uint64_t)s->N)
+            return fail(L, n, "one output column of its weights over %llu rows of PEs needs %.1f KiB per PE, the PE "
+                        "has %.1f KiB: %.1f KiB too much", (unsigned long long)kr,
+                        mm_mem(cdiv((uint64_t)s->K, kr), 1) / 1024.0, p->sram_bytes / 1024.0,
+                        (mm_mem(cdiv((uint64_t)s->K, kr), 1) - p->sram_bytes) / 1024.0);
+        s->kcmin = (uint32_t)kc;
+        need += kc;
+        macs += s->macs;
+    }
+    if (fixed > p->width)
+        return ts_err_set(L->err, TS_EINPUT, "the stages without weights need %llu columns of PEs, the mesh has %u",
+                          (unsigned long long)fixed, p->width);
+    uint64_t avail = p->width - fixed;
+    if (need > avail) {
+        uint64_t used = 0;
+        for (size_t i = 0; i < L->n; i++) {
+            stage *s = &L->st[i];
+            if (s->kind != K_MM)
+                continue;
+            if (used + s->kcmin > avail) {
+                uint64_t wbytes = (uint64_t)(s->K * s->N) * 4;
+                return fail(L, ts_graph_get_node(L->g, s->node),
+                            "needs %u columns of PEs for its weights (%.1f KiB over columns of %llu PEs of %.1f KiB); "
+                            "%llu are left of the %u-wide mesh: %llu columns short",
+                            s->kcmin, wbytes / 1024.0,
+                            (unsigned long long)((uint64_t)s->K < p->height ? (uint64_t)s->K : p->height),
+                            p->sram_bytes / 1024.0, (unsigned long long)(avail - used), p->width,
+                            (unsigned long long)(used + s->kcmin - avail));
+            }
+            used += s->kcmin;
+        }
+    }
+    uint64_t extra = avail - need;
+    uint32_t x = 0;
+    for (size_t i = 0; i < L->n; i++) {
+        stage *s = &L->st[i];
+        if (s->kind == K_MM) {
+            uint64_t wmax = s->kcmin + (macs ? (uint64_t)((double)extra * (double)s->macs / (double)macs) : 0);
+            if (wmax > (uint64_t)s->N)
+                wmax = (uint64_t)s->N;
+            uint64_t hmax = (uint64_t)s->K < p->height ? (uint64_t)s->K : p->height;
+            uint64_t best = UINT64_MAX, bkr = 0, bkc = 0;
+            for (uint64_t kr = 1; kr <= hmax; kr++)
+                for (uint64_t kc = s->kcmin; kc <= wmax; kc++) {
+                    if (mm_mem(cdiv((uint64_t)s->K, kr), cdiv((uint64_t)s->N, kc)) > p->sram_bytes)
+                        continue;
+                    uint64_t cost = mm_cost(s, kr, kc);
+                    if (cost < best || (cost == best && kr * kc < bkr * bkc)) {
+                        best = cost;
+                        bkr = kr;
+                        bkc = kc;
+                    }
+                }
+            if (!bkr)
+                return ts_err_set(L->err, TS_EINTERNAL, "no split of matmul stage %zu fits", i);
+            s->kr = (uint32_t)bkr;
+            s->kc = (uint32_t)bkc;
+            s->w = s->kc;
+            s->h = s->kr;
+            s->mem = mm_mem(cdiv((uint64_t)s->K, bkr), cdiv((uint64_t)s->N, bkc));
+        }
+        s->x = x;
+        x += s->w;
+        /* colours: stage parity p uses 4p..4p+3 (two for partial sums going north, two for the
+         * row chain going east); a stage's input colour is its predecessor's output colour */
+        uint32_t base = (uint32_t)(i & 1) * 4;
+        s->cin = i ? L->st[i - 1].cout : 0;
+        s->cout = base + 2 + ((s->w - 1) & 1);
+    }
+    return TS_OK;
+}
+
+/* ---- emission ---- */
+
+typedef struct gen {
+    ts_stream *s;
+    bool oom;
+} gen;
+
+static void op(gen *G, int code, int n, ...)
+{
+    ts_insn *in = ts_stream_emit(G->s, (uint16_t)code);
+    if (!in) {
+        G->oom = true;
+        return;
+    }
+    va_list ap;
+    va_start(ap, n);
+    for (int i = 0; i < n; i++)
+        in->a[i] = va_arg(ap, int);
+    va_end(ap);
+}
+
+static int pc(const gen *G) { return (int)G->s->n; }
+
+/* Register conventions: r15 holds 0; DSD registers 12 and 13 are the helpers'. */
+static void in_to_mem(gen *G, uint32_t cin, uint64_t addr, uint64_t n, int stride)
+{
+    while (n) {
+        int k = n > PIECE ? PIECE : (int)n;
+        op(G, WSE_OP_DSDIN, 3, 12, (int)cin, k);
+        op(G, WSE_OP_DSDM, 4, 13, (int)addr, k, stride);
+        op(G, WSE_OP_FMOVS, 4, 13, 12, -1, -1);
+        addr += (uint64_t)(k * stride) * 4;
+        n -= (uint64_t)k;
+    }
+}
+
+static void in_to_out(gen *G, uint32_t cin, uint32_t cout, uint64_t n)
+{
+    while (n) {
+        int k = n > PIECE ? PIECE : (int)n;
+        op(G, WSE_OP_DSDIN, 3, 12, (int)cin, k);
+        op(G, WSE_OP_DSDOUT, 4, 13, (int)cout, k, 0);
+        op(G, WSE_OP_FMOVS, 4, 13, 12, -1, -1);
+        n -= (uint64_t)k;
+    }
+}
+
+static void mem_to_out(gen *G, uint64_t addr, uint64_t n, uint32_t cout)
+{
+    while (n) {
+        int k = n > PIECE ? PIECE : (int)n;
+        op(G, WSE_OP_DSDM, 4, 12, (int)addr, k, 1);
+        op(G, WSE_OP_DSDOUT, 4, 13, (int)cout, k, 0);
+        op(G, WSE_OP_FMOVS, 4, 13, 12, -1, -1);
+        addr += (uint64_t)k * 4;
+        n -= (uint64_t)k;
+    }
+}
+
+/* A counted loop: li rc, n at the head; close with loop_end(G, rc, head). */
+static int loop_head(gen *G, int rc, int64_t n)
+{
+    op(G, WSE_OP_LI, 2, rc, (int)n);
+    return pc(G);
+}
+
+static void loop_end(gen *G, int rc, int head)
+{
+    op(G, WSE_OP_ADDI, 3, rc, rc, -1);
+    op(G, WSE_OP_BNZ, 2, rc, head);
+}
+
+/* G(i) and R(i) of a stage's colour set */
+static uint32_t gcol(size_t si, uint32_t j) { return (uint32_t)(si & 1) * 4 + 2 + (j & 1); }
+static uint32_t rcol(size_t si, uint32_t i) { return (uint32_t)(si & 1) * 4 + (i & 1); }
+
+static ts_stream *pe_stream(ts_program *P, const ts_lower_wse_params *p, uint32_t x, uint32_t y, gen *G)
+{
+    G->s = ts_program_stream(P, WSE_KIND_PE, y * p->width + x);
+    if (!G->s)
+        G->oom = true;
+    return G->s;
+}
+
+/* Source PE j and sink PE j: a chain along the row. */
+static ts_status emit_io(lw *L, ts_program *P, size_t si, gen *G)
+{
+    stage *s = &L->st[si];
+    for (uint32_t j = 0; j < s->w; j++) {
+        uint64_t a = j * s->chunk, b = a + s->chunk < s->in_n ? a + s->chunk : s->in_n;
+        if (!pe_stream(P, L->p, s->x + j, 0, G))
+            return TS_ENOMEM;
+        uint32_t ci = j ? gcol(si, j - 1) : s->cin, co = gcol(si, j);
+        bool last = j + 1 == s->w;
+        if (s->kind == K_SOURCE) {
+            if (j)
+                op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
+            op(G, WSE_OP_ROUTE, 3, (int)co, P_R, P_E);
+            in_to_out(G, ci, co, a);
+            mem_to_out(G, 0, b - a, co);
+            if (ts_program_add_segment(P, WSE_KIND_PE, s->x + j, 0, s->vals + a, (uint32_t)((b - a) * 4),
+                                       L->err))
+                return L->err->status;
+        } else {
+            op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
+            if (!last)
+                op(G, WSE_OP_ROUTE, 3, (int)co, P_R, P_E);
+            in_to_mem(G, ci, 0, b - a, 1);
+            if (!last)
+                in_to_out(G, ci, co, s->in_n - b);
+        }
+    }
+    return TS_OK;
+}
+
+static void single_routes(gen *G, const stage *s)
+{
+    op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R);
+    op(G, WSE_OP_ROUTE, 3, (int)s->cout, P_R, P_E);
+}
+
+static ts_status emit_mm(lw *L, ts_program *P, size_t si, gen *G)
+{
+    const stage *s = &L->st[si];
+    const uint64_t K = (uint64_t)s->K, N = (uint64_t)s->N;
+    float *blk = ts_malloc((size_t)mm_mem(cdiv(K, s->kr), cdiv(N, s->kc)));
+    if (!blk)
+        return TS_ENOMEM;
+    for (uint32_t i = 0; i < s->kr; i++)
+        for (uint32_t j = 0; j < s->kc; j++) {
+            uint64_t k0 = i * K / s->kr, k1 = (i + 1) * K / s->kr, n0 = j * N / s->kc, n1 = (j + 1) * N / s->kc;
+            uint64_t ki = k1 - k0, nb = n1 - n0;
+            int XA = (int)(ki * nb * 4), AA = XA + (int)ki * 4, BA = AA + (int)nb * 4, ZA = BA + (int)nb * 4,
+                JA = ZA + 4;
+            bool bias = i == 0 && s->bias;
+            if (!pe_stream(P, L->p, s->x + j, i, G))
+                goto oom;
+            /* routes: the input row is broadcast east along row 0 and south down every column */
+            if (i == 0)
+                op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W,
+                   P_R | (j + 1 < s->kc ? P_E : 0) | (s->kr > 1 ? P_S : 0));
+            else
+                op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_R | (i + 1 < s->kr ? P_S : 0));
+            if (i > 0)
+                op(G, WSE_OP_ROUTE, 3, (int)rcol(si, i), P_R, P_N);
+            if (i + 1 < s->kr)
+                op(G, WSE_OP_ROUTE, 3, (int)rcol(si, i + 1), P_S, P_R);
+            if (i == 0 && j > 0)
+                op(G, WSE_OP_ROUTE, 3, (int)gcol(si, j - 1), P_W, P_R);
+            if (i == 0)
+                op(G, WSE_OP_ROUTE, 3, (int)gcol(si, j), P_R, P_E);
+            op(G, WSE_OP_LI, 2, 15, 0);
+            op(G, WSE_OP_DSDM, 4, 4, 0, (int)nb, 1);
+            op(G, WSE_OP_DSDM, 4, 2, AA, (int)nb, 1);
+            op(G, WSE_OP_DSDM, 4, 3, bias ? BA : ZA, (int)nb, bias ? 1 : 0);
+            int row = loop_head(G, 10, s->M);
+            if (k0)
+                in_to_mem(G, s->cin, (uint64_t)JA, k0, 0);
+            in_to_mem(G, s->cin, (uint64_t)XA, ki, 1);
+            if (K > k1)
+                in_to_mem(G, s->cin, (uint64_t)JA, K - k1, 0);
+            op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
+            /* acc += W[k][n0..n1) * x[k], unrolled by 8 */
+            enum { U = 8 };
+            op(G, WSE_OP_LI, 2, 1, XA);
+            op(G, WSE_OP_LI, 2, 2, 0);
+            if (ki / U) {
+                int mac = loop_head(G, 3, (int64_t)(ki / U));
+                for (int u = 0; u < U; u++) {
+                    op(G, WSE_OP_LD, 3, 4, 1, 4 * u);
+                    op(G, WSE_OP_DSDBASE, 3, 4, 2, u * (int)nb * 4);
+                    op(G, WSE_OP_FMACS, 6, 2, 2, 4, 4, -1, -1);
+                }
+                op(G, WSE_OP_ADDI, 3, 1, 1, 4 * U);
+                op(G, WSE_OP_ADDI, 3, 2, 2, U * (int)nb * 4);
+                loop_end(G, 3, mac);
+            }
+            for (int u = 0; u < (int)(ki % U); u++) {
+                op(G, WSE_OP_LD, 3, 4, 1, 4 * u);
+                op(G, WSE_OP_DSDBASE, 3, 4, 2, u * (int)nb * 4);
+                op(G, WSE_OP_FMACS, 6, 2, 2, 4, 4, -1, -1);
+            }
+            /* partial sums: north along the column, added on the way */
+            if (s->kr > 1) {
+                if (i + 1 == s->kr) {
+                    op(G, WSE_OP_DSDOUT, 4, 5, (int)rcol(si, i), (int)nb, 0);
+                    op(G, WSE_OP_FMOVS, 4, 5, 2, -1, -1);
+                } else if (i > 0) {
+                    op(G, WSE_OP_DSDOUT, 4, 5, (int)rcol(si, i), (int)nb, 0);
+                    op(G, WSE_OP_DSDIN, 3, 6, (int)rcol(si, i + 1), (int)nb);
+                    op(G, WSE_OP_FADDS, 5, 5, 2, 6, -1, -1);
+                } else {
+                    op(G, WSE_OP_DSDIN, 3, 6, (int)rcol(si, 1), (int)nb);
+                    op(G, WSE_OP_FADDS, 5, 2, 2, 6, -1, -1);
+                }
+            }
+            if (i == 0) {
+                if (s->relu) { /* a negative sign bit stores +0 */
+                    op(G, WSE_OP_LI, 2, 6, AA);
+                    int rl = loop_head(G, 7, (int64_t)nb);
+                    op(G, WSE_OP_LD, 3, 5, 6, 0);
+                    op(G, WSE_OP_BLT, 3, 5, 15, rl + 3);
+                    op(G, WSE_OP_BR, 1, rl + 4);
+                    op(G, WSE_OP_ST, 3, 15, 6, 0);
+                    op(G, WSE_OP_ADDI, 3, 6, 6, 4);
+                    loop_end(G, 7, rl);
+                }
+                /* the row chain: pass on the outputs of the columns to the west, then ours */
+                in_to_out(G, gcol(si, j - 1), gcol(si, j), n0);
+                mem_to_out(G, (uint64_t)AA, nb, gcol(si, j));
+            }
+            loop_end(G, 10, row);
+            for (uint64_t k = 0; k < ki; k++)
+                for (uint64_t n = 0; n < nb; n++)
+                    blk[k * nb + n] = s->wt[(k0 + k) * N + n0 + n];
+            uint32_t id = i * L->p->width + s->x + j;
+            if (ts_program_add_segment(P, WSE_KIND_PE, id, 0, blk, (uint32_t)(ki * nb * 4), L->err) ||
+                (bias && ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)BA, s->bias + n0, (uint32_t)(nb * 4),
+                                                L->err))) {
+                ts_free(blk);
+                return L->err->status;
+            }
+        }
+    ts_free(blk);
+    return TS_OK;
+oom:
+    ts_free(blk);
+    return TS_ENOMEM;
+}
+
+/* Receive an image into a zero- (or -FLT_MAX-) padded C x Hp x Wp buffer at 0, NCHW or NHWC stream. */
+static void recv_image(gen *G, const stage *s)
+{
+    const int Hp = (int)(s->H + s->pt + s->pb), Wp = (int)(s->W + s->pl + s->pr);
+    op(G, WSE_OP_LI, 2, 1, (int)((s->pt * Wp + s->pl) * 4));
+    if (!s->in_nhwc) {
+        op(G, WSE_OP_DSDM, 4, 0, 0, (int)s->W, 1);
+        op(G, WSE_OP_DSDIN, 3, 1, (int)s->cin, (int)s->W);
+        int lc = loop_head(G, 2, s->C);
+        int ly = loop_head(G, 3, s->H);
+        op(G, WSE_OP_DSDBASE, 3, 0, 1, 0);
+        op(G, WSE_OP_FMOVS, 4, 0, 1, -1, -1);
+        op(G, WSE_OP_ADDI, 3, 1, 1, Wp * 4);
+        loop_end(G, 3, ly);
+        op(G, WSE_OP_ADDI, 3, 1, 1, (int)(s->pt + s->pb) * Wp * 4);
+        loop_end(G, 2, lc);
+    } else {
+        op(G, WSE_OP_DSDM, 4, 0, 0, (int)s->C, Hp * Wp);
+        op(G, WSE_OP_DSDIN, 3, 1, (int)s->cin, (int)s->C);
+        int ly = loop_head(G, 2, s->H);
+        int lx = loop_head(G, 3, s->W);
+        op(G, WSE_OP_DSDBASE, 3, 0, 1, 0);
+        op(G, WSE_OP_FMOVS, 4, 0, 1, -1, -1);
+        op(G, WSE_OP_ADDI, 3, 1, 1, 4);
+        loop_end(G, 3, lx);
+        op(G, WSE_OP_ADDI, 3, 1, 1, (int)(s->pl + s->pr) * 4);
+        loop_end(G, 2, ly);
+    }
+}
+
+static ts_status emit_single(lw *L, ts_program *P, size_t si, gen *G)
+{
+    const stage *s = &L->st[si];
+    if (!pe_stream(P, L->p, s->x, 0, G))
+        return TS_ENOMEM;
+    uint32_t id = s->x;
+    single_routes(G, s);
+    op(G, WSE_OP_LI, 2, 15, 0);
+    const int Hp = (int)(s->H + s->pt + s->pb), Wp = (int)(s->W + s->pl + s->pr);
+    switch (s->kind) {
+    case K_RELU: {
+        int l = loop_head(G, 10, (int64_t)s->in_n);
+        op(G, WSE_OP_RECV, 2, 1, (int)s->cin);
+        op(G, WSE_OP_BLT, 3, 1, 15, l + 4);
+        op(G, WSE_OP_SEND, 2, (int)s->cout, 1);
+        op(G, WSE_OP_BR, 1, l + 5);
+        op(G, WSE_OP_SEND, 2, (int)s->cout, 15);
+        loop_end(G, 10, l);
+        break;
+    }
+    case K_ADD:
+        for (uint64_t a = 0; a < s->in_n; a += PIECE) {
+            int k = s->in_n - a > PIECE ? PIECE : (int)(s->in_n - a);
+            op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, k);
+            op(G, WSE_OP_DSDM, 4, 1, (int)(a * 4), k, 1);
+            op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, k, 0);
+            op(G, s->vop, 5, 2, s->swap ? 1 : 0, s->swap ? 0 : 1, -1, -1);
+        }
+        if (ts_program_add_segment(P, WSE_KIND_PE, id, 0, s->vals, (uint32_t)(s->in_n * 4), L->err))
+            return L->err->status;
+        break;
+    case K_SOFTMAX: {
+        /* per row: keep it, max, exp(x - max) and the sum, 1/sum (bit-trick seed and 4 Newton
+         * steps), scale on the way out. exp: y = x log2 e = n + f with n = round(y) by the
+         * 1.5 * 2^23 trick, f in [-1/2, 1/2]; 2^f by a degree-7 polynomial; 2^n in the exponent
+         * bits ((n + 127) * 2^23); y < -126 gives 0. */
+        const int RL = (int)s->L * 4;
+        const float magic = 12582912.0f;
+        op(G, WSE_OP_FLI, 2, 14, bits(1.44269504f));
+        op(G, WSE_OP_FLI, 2, 13, bits(magic));
+        op(G, WSE_OP_LI, 2, 12, bits(magic));
+        op(G, WSE_OP_FLI, 2, 11, bits(126.0f));
+        op(G, WSE_OP_LI, 2, 9, 1 << 23);
+        int row = loop_head(G, 10, (int64_t)(s->in_n / (uint64_t)s->L));
+        in_to_mem(G, s->cin, 0, (uint64_t)s->L, 1);
+        op(G, WSE_OP_LD, 3, 1, 15, 0);
+        if (s->L > 1) {
+            op(G, WSE_OP_LI, 2, 6, 4);
+            int m = loop_head(G, 7, s->L - 1);
+            op(G, WSE_OP_LD, 3, 2, 6, 0);
+            op(G, WSE_OP_FSUB, 3, 3, 2, 1);
+            op(G, WSE_OP_BLT, 3, 3, 15, m + 4);
+            op(G, WSE_OP_MOV, 2, 1, 2);
+            op(G, WSE_OP_ADDI, 3, 6, 6, 4);
+            loop_end(G, 7, m);
+        }
+        op(G, WSE_OP_FLI, 2, 8, bits(0.0f));
+        op(G, WSE_OP_LI, 2, 6, 0);
+        int e = loop_head(G, 7, s->L);
+        op(G, WSE_OP_LD, 3, 2, 6, 0);
+        op(G, WSE_OP_FSUB, 3, 2, 2, 1);
+        op(G, WSE_OP_FMUL, 3, 2, 2, 14);
+        op(G, WSE_OP_LI, 2, 3, 0);
+        op(G, WSE_OP_FADD, 3, 4, 2, 11);
+        int skip = pc(G);
+        op(G, WSE_OP_BLT, 3, 4, 15, 0); /* y < -126: 0; target patched below */
+        op(G, WSE_OP_FADD, 3, 3, 2, 13);
+        op(G, WSE_OP_SUB, 3, 4, 3, 12);
+        op(G, WSE_OP_FSUB, 3, 3, 3, 13);
+        op(G, WSE_OP_FSUB, 3, 2, 2, 3);
+        static const double c[8] = {1.0, 0.6931471805599453, 0.2402265069591007, 0.05550410866482158,
+                                    0.009618129107628477, 0.0013333558146428443, 1.5403530393381606e-4,
+                                    1.525273380405984e-5};
+        op(G, WSE_OP_FLI, 2, 3, bits((float)c[7]));
+        for (int k = 6; k >= 0; k--) {
+            op(G, WSE_OP_FLI, 2, 5, bits((float)c[k]));
+            op(G, WSE_OP_FMUL, 3, 3, 3, 2);
+            op(G, WSE_OP_FADD, 3, 3, 3, 5);
+        }
+        op(G, WSE_OP_ADDI, 3, 4, 4, 127);
+        op(G, WSE_OP_MUL, 3, 4, 4, 9);
+        op(G, WSE_OP_FMUL, 3, 3, 3, 4);
+        if (!G->oom)
+            G->s->insn[skip].a[2] = pc(G);
+        op(G, WSE_OP_ST, 3, 3, 6, 0);
+        op(G, WSE_OP_FADD, 3, 8, 8, 3);
+        op(G, WSE_OP_ADDI, 3, 6, 6, 4);
+        loop_end(G, 7, e);
+        op(G, WSE_OP_LI, 2, 1, 0x7EF311C7);
+        op(G, WSE_OP_SUB, 3, 1, 1, 8);
+        op(G, WSE_OP_FLI, 2, 5, bits(2.0f));
+        for (int k = 0; k < 4; k++) {
+            op(G, WSE_OP_FMUL, 3, 2, 8, 1);
+            op(G, WSE_OP_FSUB, 3, 2, 5, 2);
+            op(G, WSE_OP_FMUL, 3, 1, 1, 2);
+        }
+        op(G, WSE_OP_ST, 3, 1, 15, RL);
+        op(G, WSE_OP_DSDM, 4, 0, 0, (int)s->L, 1);
+        op(G, WSE_OP_DSDM, 4, 1, RL, (int)s->L, 0);
+        op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, (int)s->L, 0);
+        op(G, WSE_OP_FMULS, 5, 2, 0, 1, -1, -1);
+        loop_end(G, 10, row);
+        break;
+    }
+    case K_FEED: {
+        /* per image: receive it padded, then each output pixel's im2col row, (c, i, j) order */
+        int b = loop_head(G, 10, s->B);
+        recv_image(G, s);
+        op(G, WSE_OP_DSDM, 4, 2, 0, (int)s->kw, 1);
+        op(G, WSE_OP_DSDOUT, 4, 3, (int)s->cout, (int)s->kw, 0);
+        op(G, WSE_OP_LI, 2, 6, 0);
+        int ly = loop_head(G, 2, s->Ho);
+        op(G, WSE_OP_MOV, 2, 1, 6);
+        int lx = loop_head(G, 3, s->Wo);
+        op(G, WSE_OP_MOV, 2, 5, 1);
+        int lc = loop_head(G, 4, s->C);
+        for (int i = 0; i < (int)s->kh; i++) {
+            op(G, WSE_OP_DSDBASE, 3, 2, 5, i * Wp * 4);
+            op(G, WSE_OP_FMOVS, 4, 3, 2, -1, -1);
+        }
+        op(G, WSE_OP_ADDI, 3, 5, 5, Hp * Wp * 4);
+        loop_end(G, 4, lc);
+        op(G, WSE_OP_ADDI, 3, 1, 1, (int)s->sw * 4);
+        loop_end(G, 3, lx);
+        op(G, WSE_OP_ADDI, 3, 6, 6, (int)s->sh * Wp * 4);
+        loop_end(G, 2, ly);
+        loop_end(G, 10, b);
+        break;
+    }
+    case K_MAXPOOL: {
+        /* the padding holds -FLT_MAX (a data segment); each window by scalar compares */
+        uint64_t nbuf = s->mem / 4;
+        float *neg = ts_malloc(s->mem);
+        if (!neg)
+            return TS_ENOMEM;
+        for (uint64_t i = 0; i < nbuf; i++)
+            neg[i] = -FLT_MAX;
+        ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, id, 0, neg, (uint32_t)s->mem, L->err);
+        ts_free(neg);
+        if (rc)
+            return rc;
+        int b = loop_head(G, 10, s->B);
+        recv_image(G, s);
+        op(G, WSE_OP_LI, 2, 6, 0);
+        int lc = loop_head(G, 2, s->C);
+        op(G, WSE_OP_MOV, 2, 7, 6);
+        int ly = loop_head(G, 3, s->Ho);
+        op(G, WSE_OP_MOV, 2, 1, 7);
+        int lx = loop_head(G, 4, s->Wo);
+        op(G, WSE_OP_LD, 3, 8, 1, 0);
+        for (int i = 0; i < (int)s->kh; i++)
+            for (int j = 0; j < (int)s->kw; j++) {
+                if (!i && !j)
+                    continue;
+                op(G, WSE_OP_LD, 3, 9, 1, (i * Wp + j) * 4);
+                op(G, WSE_OP_FSUB, 3, 11, 9, 8);
+                op(G, WSE_OP_BLT, 3, 11, 15, pc(G) + 2);
+                op(G, WSE_OP_MOV, 2, 8, 9);
+            }
+        op(G, WSE_OP_SEND, 2, (int)s->cout, 8);
+        op(G, WSE_OP_ADDI, 3, 1, 1, (int)s->sw * 4);
+        loop_end(G, 4, lx);
+        op(G, WSE_OP_ADDI, 3, 7, 7, (int)s->sh * Wp * 4);
+        loop_end(G, 3, ly);
+        op(G, WSE_OP_ADDI, 3, 6, 6, Hp * Wp * 4);
+        loop_end(G, 2, lc);
+        loop_end(G, 10, b);
+        break;
+    }
+    case K_GAP: {
+        const int AC = 0, INV = (int)s->C * 4, ZA = INV + 4;
+        op(G, WSE_OP_FLI, 2, 14, bits((float)(1.0 / (double)(s->H * s->W))));
+        op(G, WSE_OP_ST, 3, 14, 15, INV);
+        int b = loop_head(G, 10, s->B);
+        if (s->in_nhwc) {
+            op(G, WSE_OP_DSDM, 4, 1, AC, (int)s->C, 1);
+            op(G, WSE_OP_DSDM, 4, 2, ZA, (int)s->C, 0);
+            op(G, WSE_OP_FMOVS, 4, 1, 2, -1, -1);
+            op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, (int)s->C);
+            int l = loop_head(G, 2, s->H * s->W);
+            op(G, WSE_OP_FADDS, 5, 1, 1, 0, -1, -1);
+            loop_end(G, 2, l);
+            op(G, WSE_OP_DSDM, 4, 2, INV, (int)s->C, 0);
+            op(G, WSE_OP_DSDOUT, 4, 3, (int)s->cout, (int)s->C, 0);
+            op(G, WSE_OP_FMULS, 5, 3, 1, 2, -1, -1);
+        } else {
+            int lc = loop_head(G, 2, s->C);
+            op(G, WSE_OP_FLI, 2, 8, bits(0.0f));
+            int l = loop_head(G, 3, s->H * s->W);
+            op(G, WSE_OP_RECV, 2, 9, (int)s->cin);
+            op(G, WSE_OP_FADD, 3, 8, 8, 9);
+            loop_end(G, 3, l);
+            op(G, WSE_OP_FMUL, 3, 8, 8, 14);
+            op(G, WSE_OP_SEND, 2, (int)s->cout, 8);
+            loop_end(G, 2, lc);
+        }
+        loop_end(G, 10, b);
+        break;
+    }
+    default:
+        break;
+    }
+    return TS_OK;
+}
+
+/* ---- entry points ---- */
+
+static void free_stages(lw *L)
+{
+    for (size_t i = 0; i < L->n; i++) {
+        ts_free(L->st[i].wt);
+        ts_free(L->st[i].bias);
+        ts_free(L->st[i].vals);
+    }
+    ts_free(L->st);
+}
+
+void ts_lower_wse_report_free(ts_lower_wse_report *rep)
+{
+    if (!rep)
+        return;
+    ts_free(rep->stages);
+    memset(rep, 0, sizeof *rep);
+}
+
+ts_status ts_lower_wse(const ts_graph *g, const ts_lower_wse_params *p, ts_program **out, ts_lower_wse_report *rep,
+                       ts_err *err)
+{
+    *out = NULL;
+    if (rep)
+        memset(rep, 0, sizeof *rep);
+    if (p->colours < 8)
+        return ts_err_set(err, TS_EINPUT, "the WSE lowering needs 8 colours, the config has %u", p->colours);
+    if (!p->width || !p->height || p->sram_bytes < 64)
+        return ts_err_set(err, TS_EINPUT, "the WSE lowering needs a mesh and SRAM");
+    int input = -1, output = -1;
+    for (size_t t = 0; t < ts_graph_tensor_count(g); t++) {
+        const ts_graph_tensor *T = ts_graph_get_tensor(g, (int)t);
+        size_t nc = 0;
+        ts_graph_consumers(g, (int)t, &nc);
+        if (T->kind == TS_TENSOR_INPUT && nc) {
+            if (input >= 0)
+                return ts_err_set(err, TS_EINPUT, "the graph has inputs '%s' and '%s'; the WSE lowering streams one",
+                                  ts_graph_get_tensor(g, input)->name, T->name);
+            input = (int)t;
+        }
+        if (T->is_output) {
+            if (output >= 0)
+                return ts_err_set(err, TS_EINPUT, "the graph has outputs '%s' and '%s'; the WSE lowering keeps one",
+                                  ts_graph_get_tensor(g, output)->name, T->name);
+            output = (int)t;
+        }
+    }
+    if (input < 0 || output < 0)
+        return ts_err_set(err, TS_EINPUT, "the graph needs one data input and one output");
+    const ts_graph_tensor *it = ts_graph_get_tensor(g, input);
+    if (it->dtype != TS_DT_F32)
+        return ts_err_set(err, TS_EINPUT, "input '%s' is %s; the WSE lowering supports f32 only", it->name,
+                          ts_dtype_name(it->dtype));
+    lw L = {.g = g, .p = p, .err = err};
+    ts_status rc = build(&L, input, output);
+    if (!rc)
+        rc = place(&L);
+    ts_program *P = NULL;
+    if (!rc && !(P = ts_program_create("wse")))
+        rc = ts_err_set(err, TS_ENOMEM, "out of memory");
+    if (!rc) {
+        char desc[160];
+        snprintf(desc, sizeof desc, "%s, layer-pipelined over %zu stages", ts_graph_name(g), L.n);
+        P->workload = ts_strdup(desc);
+    }
+    gen G = {0};
+    for (size_t i = 0; !rc && i < L.n; i++) {
+        int k = L.st[i].kind;
+        rc = k == K_SOURCE || k == K_SINK ? emit_io(&L, P, i, &G) : k == K_MM ? emit_mm(&L, P, i, &G)
+                                                                              : emit_single(&L, P, i, &G);
+        if (!rc && G.oom)
+            rc = TS_ENOMEM;
+        if (rc == TS_ENOMEM && !err->status)
+            ts_err_set(err, TS_ENOMEM, "out of memory emitting the program");
+    }
+    if (!rc && rep) {
+        rep->stages = ts_calloc(L.n, sizeof *rep->stages);
+        if (!rep->stages)
+            rc = ts_err_set(err, TS_ENOMEM, "out of memory");
+        for (size_t i = 0; !rc && i < L.n; i++) {
+            const stage *s = &L.st[i];
+            rep->stages[i] = (ts_lower_wse_stage){.node = s->node, .what = kind_name[s->kind], .x = s->x, .w = s->w,
+                                                  .h = s->h, .kr = s->kr, .kc = s->kc, .macs = s->macs,
+                                                  .mem_bytes = s->mem, .in_elems = s->in_n, .out_elems = s->out_n,
+                                                  .colour_in = s->cin, .colour_out = s->cout};
+            rep->pes_used += s->w * s->h;
+            rep->width_used = s->x + s->w;
+            if (s->h > rep->height_used)
+                rep->height_used = s->h;
+        }
+        if (!rc) {
+            rep->nstages = L.n;
+            rep->colours_used = L.n > 1 ? 8 : 4;
+            const stage *k = &L.st[L.n - 1];
+            rep->out_tensor = output;
+            rep->out_nhwc = k->in_nhwc;
+            const ts_graph_tensor *o = ts_graph_get_tensor(g, output);
+            for (int d = 0; d < 4 && d < o->rank; d++)
+                rep->out_dims[d] = o->dims[d];
+            rep->sink_x = k->x;
+            rep->sink_chunk = k->chunk;
+        }
+    }
+    free_stages(&L);
+    if (rc) {
+        ts_program_destroy(P);
+        if (rep)
+            ts_lower_wse_report_free(rep);
+        return rc;
+    }
+    *out = P;
+    return TS_OK;
+}
+
+int ts_lower_wse_locate(const ts_lower_wse_report *rep, int tensor, uint64_t elem, uint32_t *x, uint32_t *y,
+                        uint64_t *addr)
+{
+    if (!rep || tensor != rep->out_tensor || !rep->sink_chunk)
+        return -1;
+    uint64_t s = elem;
+    if (rep->out_nhwc) { /* graph index (n, c, h, w) to stream index (n, h, w, c) */
+        uint64_t C = (uint64_t)rep->out_dims[1], HW = (uint64_t)(rep->out_dims[2] * rep->out_dims[3]);
+        uint64_t px = elem % HW, ch = (elem / HW) % C, n = elem / (HW * C);
+        s = (n * HW + px) * C + ch;
+    }
+    *x = rep->sink_x + (uint32_t)(s / rep->sink_chunk);
+    *y = 0;
+    *addr = (s % rep->sink_chunk) * 4;
+    return 0;
+}
+
+static int cfg_u64(const ts_config *cfg, const char *key, uint64_t *v)
+{
+    const ts_schema *s = ts_config_schema(cfg);
+    const char *base = ts_config_data(cfg);
+    for (size_t i = 0; s && i < s->nkeys; i++) {
+        const ts_cfg_key *k = &s->keys[i];
+        if (strcmp(k->path, key))
+            continue;
+        if (k->type == TS_CFG_UINT)
+            memcpy(v, base + k->offset, sizeof *v);
+        else if (k->type == TS_CFG_INT) {
+            int64_t x;
+            memcpy(&x, base + k->offset, sizeof x);
+            *v = (uint64_t)x;
+        } else
+            return -1;
+        return 0;
+    }
+    return -1;
+}
+
+ts_status ts_lower_wse_params_from_config(const ts_config *cfg, ts_lower_wse_params *out, ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (strcmp(ts_config_arch(cfg), "wse"))
+        return ts_err_set(err, TS_EINPUT, "config '%s' is for arch '%s', not 'wse'", ts_config_name(cfg),
+                          ts_config_arch(cfg));
+    uint64_t w = 0, h = 0, c = 0;
+    if (cfg_u64(cfg, "mesh.width", &w) || cfg_u64(cfg, "mesh.height", &h) || cfg_u64(cfg, "pe.sram", &out->sram_bytes) ||
+        cfg_u64(cfg, "fabric.colours", &c))
+        return ts_err_set(err, TS_EINPUT, "config '%s' lacks a key the WSE lowering reads", ts_config_name(cfg));
+    out->width = (uint32_t)w;
+    out->height = (uint32_t)h;
+    out->colours = (uint32_t)c;
+    return TS_OK;
+}
