@@ -11,6 +11,7 @@
 #include "core/alloc.h"
 #include "core/fileio.h"
 #include "workloads/lower_ipu.h"
+#include "workloads/lower_wse.h"
 #include "workloads/workload.h"
 
 int cli_fail(const ts_err *err)
@@ -178,6 +179,15 @@ ts_status cli_load_workload(ts_program **out, const char *path, const ts_config 
     if (!cfg)
         return ts_err_set(err, TS_EINPUT, "compiling the model '%s' needs a chip config: give -c CONFIG", path);
     const char *arch = ts_config_arch(cfg);
+    if (!strcmp(arch, "wse")) {
+        ts_lower_wse_params wp;
+        ts_status rc = ts_lower_wse_params_from_config(cfg, &wp, err);
+        ts_graph *g = NULL;
+        if (rc == TS_OK && (rc = ts_wl_load_model(path, NULL, NULL, &g, err)) == TS_OK)
+            rc = ts_lower_wse(g, &wp, out, NULL, err);
+        ts_graph_destroy(g);
+        return rc;
+    }
     if (strcmp(arch, "ipu"))
         return ts_err_set(err, TS_EINPUT, "no lowering for arch '%s' yet", arch);
     ts_lower_ipu_params p;
