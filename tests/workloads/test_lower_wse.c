@@ -453,10 +453,10 @@ START_TEST(test_errors)
     node(g, TS_OP_MATMUL, "fc", (int[]){x, w}, 2, y, NULL);
     ts_graph_mark_output(g, y);
     finalize(g);
-    /* columns of 32 PEs hold 128 inputs each: 4096 / 32 = 128, so 48 KiB fits 95 outputs per PE
-     * (128 * 95 * 4 + 128 * 4 + 95 * 8 + 8 = 49,908 > 49,152; 94 fit): 44 columns; 28 are left
-     * after the 1-PE source and the 3-PE sink (4096 values of 12,288 per PE... 1 PE) */
-    expect_error(g, 32, 32, (const char *const[]){"MatMul 'fc'", "columns of PEs", "short", NULL});
+    /* over 32 rows a PE holds 128 inputs, so 48 KiB fits 94 outputs per PE (128 * 95 * 4 +
+     * 128 * 4 + 95 * 8 + 8 = 49,908 > 49,152): 44 columns of 94 and one of 60, 45 in all; 30 are
+     * left after the 1-PE source and the 1-PE sink */
+    expect_error(g, 32, 32, (const char *const[]){"MatMul 'fc'", "needs 45 columns of PEs", "30 are left", "15 columns short", NULL});
     ts_graph_destroy(g);
 
     g = ts_graph_create("tanh");
