@@ -43,6 +43,7 @@ typedef struct stage {
     /* image stages: batch, channels, size, window, strides, pads (top, left, bottom, right) */
     int64_t B, C, H, W, kh, kw, sh, sw, pt, pl, pb, pr, Ho, Wo;
     bool in_nhwc;
+    uint32_t G; /* im2col and maxpool: channel groups, one PE each */
     /* softmax: rows of L */
     int64_t L;
     /* add: vals[n] in stream order, opcode, operand order; source: vals are the input */
@@ -159,6 +160,65 @@ static ts_status image_dims(lw *L, const ts_graph_node *n, const ts_graph_tensor
     return TS_OK;
 }
 
+/* Line-buffer stages (im2col, maxpool): window, strides and pads from the node; the input image
+ * kept as kh rows of the padded width, channels split over G PEs (the fewest that fit; a maxpool,
+ * whose max is scalar, takes at least one PE per 8 channels). */
+static ts_status window(lw *L, const ts_graph_node *n, const ts_graph_tensor *x, const ts_graph_tensor *y,
+                        int64_t kh, int64_t kw, stage *s)
+{
+    ts_status rc = image_dims(L, n, x, s);
+    if (rc)
+        return rc;
+    const ts_graph_attrs *a = &n->attrs;
+    s->in_nhwc = true;
+    s->kh = kh;
+    s->kw = kw;
+    s->sh = a->strides[0];
+    s->sw = a->strides[1];
+    s->pt = a->pads[0];
+    s->pl = a->pads[1];
+    s->pb = a->pads[2];
+    s->pr = a->pads[3];
+    s->Ho = y->dims[2];
+    s->Wo = y->dims[3];
+    s->in_n = (uint64_t)ts_graph_tensor_elems(x);
+    uint64_t row = (uint64_t)(s->kh * (s->W + s->pl + s->pr)) * 4; /* bytes per channel */
+    uint64_t G = 1;
+    while (G <= (uint64_t)s->C && row * cdiv((uint64_t)s->C, G) + 8 > L->p->sram_bytes)
+        G++;
+    if (G > (uint64_t)s->C)
+        return fail(L, n, "its line buffer of %lld rows of %lld pixels needs %.1f KiB for one channel, the PE has "
+                    "%.1f KiB: %.1f KiB too much", (long long)s->kh, (long long)(s->W + s->pl + s->pr),
+                    (row + 8) / 1024.0, L->p->sram_bytes / 1024.0, (row + 8 - L->p->sram_bytes) / 1024.0);
+    if (s->kind == K_MAXPOOL && G < cdiv((uint64_t)s->C, 8))
+        G = cdiv((uint64_t)s->C, 8);
+    s->G = (uint32_t)G;
+    s->w = s->G;
+    s->mem = row * cdiv((uint64_t)s->C, G) + 8;
+    return TS_OK;
+}
+
+/* A Conv's weight rows in the feeder's order: group g of channels [c0, c1) sends, per output
+ * pixel, its (i, j, c) values, so k = c0 kh kw + (i kw + j) (c1 - c0) + (c - c0). */
+static int permute_k(stage *mm, const stage *f)
+{
+    const int64_t N = mm->N, khw = f->kh * f->kw;
+    float *w = mm->wt, *t = ts_malloc((size_t)(mm->K * N) * 4);
+    if (!t)
+        return -1;
+    for (uint32_t g = 0; g < f->G; g++) {
+        int64_t c0 = g * f->C / f->G, c1 = (g + 1) * f->C / f->G, cg = c1 - c0;
+        for (int64_t c = c0; c < c1; c++)
+            for (int64_t ij = 0; ij < khw; ij++) {
+                int64_t from = c * khw + ij, to = c0 * khw + ij * cg + (c - c0);
+                memcpy(t + to * N, w + from * N, (size_t)N * 4);
+            }
+    }
+    ts_free(w);
+    mm->wt = t;
+    return 0;
+}
+
 static ts_status build(lw *L, int input, int output)
 {
     const ts_graph *g = L->g;
@@ -171,6 +231,19 @@ static ts_status build(lw *L, int input, int output)
     for (uint64_t i = 0; i < nin; i++)
         src->vals[i] = value(it, input, i);
     src->in_n = src->out_n = nin;
+    if (it->rank == 4 && it->dims[2] * it->dims[3] > 1) { /* images leave pixel by pixel */
+        int64_t C = it->dims[1], HW = it->dims[2] * it->dims[3];
+        float *v = ts_malloc(nin * 4);
+        if (!v)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        for (uint64_t i = 0; i < nin; i++) { /* stream index i = (n, px, c) */
+            uint64_t ch = i % (uint64_t)C, px = (i / (uint64_t)C) % (uint64_t)HW, b = i / (uint64_t)(C * HW);
+            v[i] = src->vals[(b * (uint64_t)C + ch) * (uint64_t)HW + px];
+        }
+        ts_free(src->vals);
+        src->vals = v;
+        c.nhwc = true;
+    }
     for (size_t id = 0; id < ts_graph_node_count(g); id++) {
         const ts_graph_node *n = ts_graph_get_node(g, (int)id);
         int node = (int)id;
@@ -236,35 +309,26 @@ static ts_status build(lw *L, int input, int output)
             if (a->group != 1 || a->dilations[0] != 1 || a->dilations[1] != 1)
                 return fail(L, n, "groups and dilations are not lowered (group %lld, dilations %lld x %lld)",
                             (long long)a->group, (long long)a->dilations[0], (long long)a->dilations[1]);
-            stage *f = add_stage(L, K_FEED, node);
-            if (!f)
-                return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-            if ((rc = image_dims(L, n, x, f)))
-                return rc;
-            f->in_nhwc = c.nhwc;
-            f->kh = w->dims[2];
-            f->kw = w->dims[3];
-            f->sh = a->strides[0];
-            f->sw = a->strides[1];
-            f->pt = a->pads[0];
-            f->pl = a->pads[1];
-            f->pb = a->pads[2];
-            f->pr = a->pads[3];
-            f->Ho = y->dims[2];
-            f->Wo = y->dims[3];
-            f->in_n = (uint64_t)nx;
-            int64_t K = f->C * f->kh * f->kw, M = w->dims[0], P = f->B * f->Ho * f->Wo;
-            out_nhwc = f->Ho * f->Wo > 1;
-            f->out_n = (uint64_t)(f->B * f->Ho * f->Wo * K);
-            f->mem = (uint64_t)(f->C * (f->H + f->pt + f->pb) * (f->W + f->pl + f->pr)) * 4;
-            if (f->mem > L->p->sram_bytes)
-                return fail(L, n, "its im2col feeder keeps the padded input image, %.1f KiB, in one PE of %.1f KiB: "
-                            "%.1f KiB too much (images are not split over PEs yet)", f->mem / 1024.0,
-                            L->p->sram_bytes / 1024.0, (f->mem - L->p->sram_bytes) / 1024.0);
-            /* weight [M][C][kh][kw] is N x K with k = (c * kh + i) * kw + j, the feeder's order */
+            int64_t M = w->dims[0], K = x->dims[1] * w->dims[2] * w->dims[3];
+            int64_t P = x->dims[0] * y->dims[2] * y->dims[3];
+            out_nhwc = y->dims[2] * y->dims[3] > 1;
+            bool pointwise = w->dims[2] == 1 && w->dims[3] == 1 && a->strides[0] == 1 && a->strides[1] == 1 &&
+                             !a->pads[0] && !a->pads[1] && !a->pads[2] && !a->pads[3];
+            stage *f = NULL;
+            if (!pointwise) { /* 1 x 1, stride 1: every pixel is its own im2col row, no feeder */
+                f = add_stage(L, K_FEED, node);
+                if (!f)
+                    return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+                if ((rc = window(L, n, x, y, w->dims[2], w->dims[3], f)))
+                    return rc;
+                f->out_n = (uint64_t)(P * K);
+            }
+            size_t fi = L->n - 1;
             rc = mm_stage(L, n, node, P, K, M, n->in[1], true, 1.0, n->nin > 2 ? n->in[2] : -1, 1.0, &s);
             if (rc)
                 return rc;
+            if (f && permute_k(s, &L->st[fi]))
+                return ts_err_set(L->err, TS_ENOMEM, "out of memory");
             break;
         }
         case TS_OP_RELU:
@@ -338,20 +402,11 @@ static ts_status build(lw *L, int input, int output)
             s->in_n = (uint64_t)nx;
             s->out_n = (uint64_t)ny;
             if (mp) {
-                const ts_graph_attrs *a = &n->attrs;
-                if (a->ceil_mode)
+                if (n->attrs.ceil_mode)
                     return fail(L, n, "ceil_mode is not lowered");
-                s->kh = a->kernel[0];
-                s->kw = a->kernel[1];
-                s->sh = a->strides[0];
-                s->sw = a->strides[1];
-                s->pt = a->pads[0];
-                s->pl = a->pads[1];
-                s->pb = a->pads[2];
-                s->pr = a->pads[3];
-                s->Ho = y->dims[2];
-                s->Wo = y->dims[3];
-                s->mem = (uint64_t)(s->C * (s->H + s->pt + s->pb) * (s->W + s->pl + s->pr)) * 4;
+                if ((rc = window(L, n, x, y, n->attrs.kernel[0], n->attrs.kernel[1], s)))
+                    return rc;
+                out_nhwc = s->Ho * s->Wo > 1;
             } else
                 s->mem = (uint64_t)s->C * 4 + 8;
             if (s->mem > L->p->sram_bytes)
@@ -723,34 +778,120 @@ oom:
     return TS_ENOMEM;
 }
 
-/* Receive an image into a zero- (or -FLT_MAX-) padded C x Hp x Wp buffer at 0, NCHW or NHWC stream. */
-static void recv_image(gen *G, const stage *s)
+/* One padded row pr of a line-buffer stage's input into ring slot pr mod kh: a pad row gets the
+ * pad word (0, or -FLT_MAX for a maxpool), a real row its pixels' channels [c0, c1). */
+static void lb_row(gen *G, const stage *s, int64_t pr, int64_t c0, int64_t c1, int RB, int PADW, int JUNK)
 {
-    const int Hp = (int)(s->H + s->pt + s->pb), Wp = (int)(s->W + s->pl + s->pr);
-    op(G, WSE_OP_LI, 2, 1, (int)((s->pt * Wp + s->pl) * 4));
-    if (!s->in_nhwc) {
-        op(G, WSE_OP_DSDM, 4, 0, 0, (int)s->W, 1);
-        op(G, WSE_OP_DSDIN, 3, 1, (int)s->cin, (int)s->W);
-        int lc = loop_head(G, 2, s->C);
-        int ly = loop_head(G, 3, s->H);
-        op(G, WSE_OP_DSDBASE, 3, 0, 1, 0);
-        op(G, WSE_OP_FMOVS, 4, 0, 1, -1, -1);
-        op(G, WSE_OP_ADDI, 3, 1, 1, Wp * 4);
-        loop_end(G, 3, ly);
-        op(G, WSE_OP_ADDI, 3, 1, 1, (int)(s->pt + s->pb) * Wp * 4);
-        loop_end(G, 2, lc);
-    } else {
-        op(G, WSE_OP_DSDM, 4, 0, 0, (int)s->C, Hp * Wp);
-        op(G, WSE_OP_DSDIN, 3, 1, (int)s->cin, (int)s->C);
-        int ly = loop_head(G, 2, s->H);
-        int lx = loop_head(G, 3, s->W);
-        op(G, WSE_OP_DSDBASE, 3, 0, 1, 0);
-        op(G, WSE_OP_FMOVS, 4, 0, 1, -1, -1);
-        op(G, WSE_OP_ADDI, 3, 1, 1, 4);
-        loop_end(G, 3, lx);
-        op(G, WSE_OP_ADDI, 3, 1, 1, (int)(s->pl + s->pr) * 4);
-        loop_end(G, 2, ly);
+    const int64_t cg = c1 - c0;
+    uint64_t base = (uint64_t)((pr % s->kh) * RB + s->pl * cg * 4);
+    if (pr < s->pt || pr >= s->pt + s->H) {
+        for (uint64_t left = (uint64_t)(s->W * cg), a = base; left;) {
+            int k = left > PIECE ? PIECE : (int)left;
+            op(G, WSE_OP_DSDM, 4, 13, (int)a, k, 1);
+            op(G, WSE_OP_DSDM, 4, 12, PADW, k, 0);
+            op(G, WSE_OP_FMOVS, 4, 13, 12, -1, -1);
+            a += (uint64_t)k * 4;
+            left -= (uint64_t)k;
+        }
+        return;
     }
+    if (cg == s->C) {
+        in_to_mem(G, s->cin, base, (uint64_t)(s->W * cg), 1);
+        return;
+    }
+    op(G, WSE_OP_LI, 2, 1, (int)base);
+    op(G, WSE_OP_DSDM, 4, 2, 0, (int)cg, 1);
+    int l = loop_head(G, 3, s->W);
+    if (c0) {
+        op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, (int)c0);
+        op(G, WSE_OP_DSDM, 4, 1, JUNK, (int)c0, 0);
+        op(G, WSE_OP_FMOVS, 4, 1, 0, -1, -1);
+    }
+    op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, (int)cg);
+    op(G, WSE_OP_DSDBASE, 3, 2, 1, 0);
+    op(G, WSE_OP_FMOVS, 4, 2, 0, -1, -1);
+    if (s->C > c1) {
+        op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, (int)(s->C - c1));
+        op(G, WSE_OP_DSDM, 4, 1, JUNK, (int)(s->C - c1), 0);
+        op(G, WSE_OP_FMOVS, 4, 1, 0, -1, -1);
+    }
+    op(G, WSE_OP_ADDI, 3, 1, 1, (int)cg * 4);
+    loop_end(G, 3, l);
+}
+
+/* im2col feeder and maxpool: G PEs in a row, PE g keeping channels [c0, c1) of the last kh
+ * padded rows (ring slots of Wp pixels x cg channels) and sending, per output pixel, after the
+ * values of the PEs west of it: its im2col part in (i, j, c) order (kh moves of kw cg elements),
+ * or the max of each of its channels. The code is unrolled over output rows, so ring slots are
+ * immediates; rows are received just before the first output row that needs them. */
+static ts_status emit_lb(lw *L, ts_program *P, size_t si, gen *G)
+{
+    const stage *s = &L->st[si];
+    const bool mp = s->kind == K_MAXPOOL;
+    const int64_t Wp = s->W + s->pl + s->pr;
+    for (uint32_t g = 0; g < s->G; g++) {
+        const int64_t c0 = g * s->C / s->G, c1 = (g + 1) * s->C / s->G, cg = c1 - c0;
+        const int RB = (int)(Wp * cg * 4), PADW = (int)(s->kh * RB), JUNK = PADW + 4;
+        if (!pe_stream(P, L->p, s->x + g, 0, G))
+            return TS_ENOMEM;
+        op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R | (g + 1 < s->G ? P_E : 0));
+        if (g)
+            op(G, WSE_OP_ROUTE, 3, (int)gcol(si, g - 1), P_W, P_R);
+        op(G, WSE_OP_ROUTE, 3, (int)gcol(si, g), P_R, P_E);
+        op(G, WSE_OP_LI, 2, 15, 0);
+        int b = loop_head(G, 10, s->B);
+        int64_t have = 0;
+        for (int64_t oy = 0; oy < s->Ho; oy++) {
+            for (; have < oy * s->sh + s->kh; have++)
+                lb_row(G, s, have, c0, c1, RB, PADW, JUNK);
+            op(G, WSE_OP_LI, 2, 1, 0);
+            if (!mp) {
+                op(G, WSE_OP_DSDM, 4, 2, 0, (int)(s->kw * cg), 1);
+                op(G, WSE_OP_DSDOUT, 4, 3, (int)gcol(si, g), (int)(s->kw * cg), 0);
+            }
+            int lx = loop_head(G, 3, s->Wo);
+            in_to_out(G, gcol(si, g - 1), gcol(si, g), (uint64_t)(mp ? c0 : c0 * s->kh * s->kw));
+            if (!mp)
+                for (int64_t i = 0; i < s->kh; i++) {
+                    op(G, WSE_OP_DSDBASE, 3, 2, 1, (int)(((oy * s->sh + i) % s->kh) * RB));
+                    op(G, WSE_OP_FMOVS, 4, 3, 2, -1, -1);
+                }
+            else {
+                op(G, WSE_OP_MOV, 2, 5, 1);
+                int lc = loop_head(G, 4, cg);
+                op(G, WSE_OP_LD, 3, 8, 5, (int)(((oy * s->sh) % s->kh) * RB));
+                for (int64_t i = 0; i < s->kh; i++)
+                    for (int64_t j = 0; j < s->kw; j++) {
+                        if (!i && !j)
+                            continue;
+                        op(G, WSE_OP_LD, 3, 9, 5, (int)(((oy * s->sh + i) % s->kh) * RB + j * cg * 4));
+                        op(G, WSE_OP_FSUB, 3, 11, 9, 8);
+                        op(G, WSE_OP_BLT, 3, 11, 15, pc(G) + 2);
+                        op(G, WSE_OP_MOV, 2, 8, 9);
+                    }
+                op(G, WSE_OP_SEND, 2, (int)gcol(si, g), 8);
+                op(G, WSE_OP_ADDI, 3, 5, 5, 4);
+                loop_end(G, 4, lc);
+            }
+            op(G, WSE_OP_ADDI, 3, 1, 1, (int)(s->sw * cg * 4));
+            loop_end(G, 3, lx);
+        }
+        for (; have < s->pt + s->H; have++) /* rows no output needs are still taken off the fabric */
+            lb_row(G, s, have, c0, c1, RB, PADW, JUNK);
+        loop_end(G, 10, b);
+        if (mp) { /* pad columns and the pad word: -FLT_MAX */
+            float *neg = ts_malloc((size_t)PADW + 4);
+            if (!neg)
+                return TS_ENOMEM;
+            for (int i = 0; i <= PADW / 4; i++)
+                neg[i] = -FLT_MAX;
+            ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, s->x + g, 0, neg, (uint32_t)PADW + 4, L->err);
+            ts_free(neg);
+            if (rc)
+                return rc;
+        }
+    }
+    return TS_OK;
 }
 
 static ts_status emit_single(lw *L, ts_program *P, size_t si, gen *G)
@@ -761,7 +902,6 @@ static ts_status emit_single(lw *L, ts_program *P, size_t si, gen *G)
     uint32_t id = s->x;
     single_routes(G, s);
     op(G, WSE_OP_LI, 2, 15, 0);
-    const int Hp = (int)(s->H + s->pt + s->pb), Wp = (int)(s->W + s->pl + s->pr);
     switch (s->kind) {
     case K_RELU: {
         int l = loop_head(G, 10, (int64_t)s->in_n);
@@ -855,71 +995,6 @@ static ts_status emit_single(lw *L, ts_program *P, size_t si, gen *G)
         op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, (int)s->L, 0);
         op(G, WSE_OP_FMULS, 5, 2, 0, 1, -1, -1);
         loop_end(G, 10, row);
-        break;
-    }
-    case K_FEED: {
-        /* per image: receive it padded, then each output pixel's im2col row, (c, i, j) order */
-        int b = loop_head(G, 10, s->B);
-        recv_image(G, s);
-        op(G, WSE_OP_DSDM, 4, 2, 0, (int)s->kw, 1);
-        op(G, WSE_OP_DSDOUT, 4, 3, (int)s->cout, (int)s->kw, 0);
-        op(G, WSE_OP_LI, 2, 6, 0);
-        int ly = loop_head(G, 2, s->Ho);
-        op(G, WSE_OP_MOV, 2, 1, 6);
-        int lx = loop_head(G, 3, s->Wo);
-        op(G, WSE_OP_MOV, 2, 5, 1);
-        int lc = loop_head(G, 4, s->C);
-        for (int i = 0; i < (int)s->kh; i++) {
-            op(G, WSE_OP_DSDBASE, 3, 2, 5, i * Wp * 4);
-            op(G, WSE_OP_FMOVS, 4, 3, 2, -1, -1);
-        }
-        op(G, WSE_OP_ADDI, 3, 5, 5, Hp * Wp * 4);
-        loop_end(G, 4, lc);
-        op(G, WSE_OP_ADDI, 3, 1, 1, (int)s->sw * 4);
-        loop_end(G, 3, lx);
-        op(G, WSE_OP_ADDI, 3, 6, 6, (int)s->sh * Wp * 4);
-        loop_end(G, 2, ly);
-        loop_end(G, 10, b);
-        break;
-    }
-    case K_MAXPOOL: {
-        /* the padding holds -FLT_MAX (a data segment); each window by scalar compares */
-        uint64_t nbuf = s->mem / 4;
-        float *neg = ts_malloc(s->mem);
-        if (!neg)
-            return TS_ENOMEM;
-        for (uint64_t i = 0; i < nbuf; i++)
-            neg[i] = -FLT_MAX;
-        ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, id, 0, neg, (uint32_t)s->mem, L->err);
-        ts_free(neg);
-        if (rc)
-            return rc;
-        int b = loop_head(G, 10, s->B);
-        recv_image(G, s);
-        op(G, WSE_OP_LI, 2, 6, 0);
-        int lc = loop_head(G, 2, s->C);
-        op(G, WSE_OP_MOV, 2, 7, 6);
-        int ly = loop_head(G, 3, s->Ho);
-        op(G, WSE_OP_MOV, 2, 1, 7);
-        int lx = loop_head(G, 4, s->Wo);
-        op(G, WSE_OP_LD, 3, 8, 1, 0);
-        for (int i = 0; i < (int)s->kh; i++)
-            for (int j = 0; j < (int)s->kw; j++) {
-                if (!i && !j)
-                    continue;
-                op(G, WSE_OP_LD, 3, 9, 1, (i * Wp + j) * 4);
-                op(G, WSE_OP_FSUB, 3, 11, 9, 8);
-                op(G, WSE_OP_BLT, 3, 11, 15, pc(G) + 2);
-                op(G, WSE_OP_MOV, 2, 8, 9);
-            }
-        op(G, WSE_OP_SEND, 2, (int)s->cout, 8);
-        op(G, WSE_OP_ADDI, 3, 1, 1, (int)s->sw * 4);
-        loop_end(G, 4, lx);
-        op(G, WSE_OP_ADDI, 3, 7, 7, (int)s->sh * Wp * 4);
-        loop_end(G, 3, ly);
-        op(G, WSE_OP_ADDI, 3, 6, 6, Hp * Wp * 4);
-        loop_end(G, 2, lc);
-        loop_end(G, 10, b);
         break;
     }
     case K_GAP: {
@@ -1027,8 +1102,10 @@ ts_status ts_lower_wse(const ts_graph *g, const ts_lower_wse_params *p, ts_progr
     gen G = {0};
     for (size_t i = 0; !rc && i < L.n; i++) {
         int k = L.st[i].kind;
-        rc = k == K_SOURCE || k == K_SINK ? emit_io(&L, P, i, &G) : k == K_MM ? emit_mm(&L, P, i, &G)
-                                                                              : emit_single(&L, P, i, &G);
+        rc = k == K_SOURCE || k == K_SINK ? emit_io(&L, P, i, &G)
+             : k == K_MM                  ? emit_mm(&L, P, i, &G)
+             : k == K_FEED || k == K_MAXPOOL ? emit_lb(&L, P, i, &G)
+                                             : emit_single(&L, P, i, &G);
         if (!rc && G.oom)
             rc = TS_ENOMEM;
         if (rc == TS_ENOMEM && !err->status)

@@ -110,11 +110,15 @@ static float out_at(const lowered *L, int tensor, uint64_t k)
 
 /* Lower on a w x h mesh and run fast; lockstep and two threads must give the same cycles and the
  * same output (checked on every output element). */
+static uint64_t lower_sram; /* when not 0, the lowering plans for PEs of this many bytes */
+
 static void lower_and_run(const ts_graph *g, uint32_t w, uint32_t h, lowered *L)
 {
     ts_err e;
     ts_err_init(&e);
     ts_lower_wse_params p = params(w, h);
+    if (lower_sram)
+        p.sram_bytes = lower_sram;
     ts_status rc = ts_lower_wse(g, &p, &L->prog, &L->rep, &e);
     ck_assert_msg(rc == TS_OK, "lower: %s", e.msg);
     L->m = run(L->prog, w, h, false, 1, false, &L->cycles);
@@ -326,8 +330,10 @@ static void conv_ref(const float *in, int C, int H, int W, const float *wt, cons
 
 START_TEST(test_conv)
 {
-    /* Conv 3->6 8x8 3x3 pad 1 + bias + Relu (fused), then Conv 6->5 3x3 stride 2 pad 1: the second
-     * feeder takes its image pixel by pixel, and the output leaves pixel by pixel too */
+    /* Conv 3->6 8x8 3x3 pad 1 + bias + Relu (fused), then Conv 6->5 3x3 stride 2 pad 1; _i 1 plans
+     * for 200-byte PEs: the feeders split channels over 3 and 6 PEs, the input over 4 source PEs,
+     * the output over 2 sink PEs */
+    lower_sram = _i ? 200 : 0;
     ts_graph *g = ts_graph_create("conv");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 3, 8, 8});
     int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 4, (int64_t[]){6, 3, 3, 3});
@@ -352,6 +358,12 @@ START_TEST(test_conv)
     lowered L = {0};
     lower_and_run(g, 32, 8, &L);
     ck_assert_ptr_nonnull(stage_of(&L, "im2col", 1));
+    if (_i) {
+        ck_assert_uint_eq(stage_of(&L, "im2col", 0)->w, 3);
+        ck_assert_uint_eq(stage_of(&L, "im2col", 1)->w, 6);
+        ck_assert_uint_eq(stage_of(&L, "source", 0)->w, 4);
+        ck_assert_uint_eq(stage_of(&L, "sink", 0)->w, 2);
+    }
     ck_assert(L.rep.out_nhwc);
     float in[192], wa[162], ba[6], wb[270];
     for (int i = 0; i < 192; i++)
@@ -377,7 +389,9 @@ END_TEST
 
 START_TEST(test_pool)
 {
-    /* MaxPool 3x3 stride 2 pad 1 then GlobalAveragePool, Flatten and a Gemm */
+    /* MaxPool 3x3 stride 2 pad 1 then GlobalAveragePool, Flatten and a Gemm; _i 1 plans for
+     * 300-byte PEs: the maxpool splits its 4 channels over 2 PEs */
+    lower_sram = _i ? 300 : 0;
     ts_graph *g = ts_graph_create("pool");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 4, 9, 9});
     int p = tensor(g, "p", TS_TENSOR_ACTIVATION, -1, NULL);
@@ -402,6 +416,7 @@ START_TEST(test_pool)
     finalize(g);
     lowered L = {0};
     lower_and_run(g, 16, 4, &L);
+    ck_assert_uint_eq(stage_of(&L, "maxpool", 0)->w, _i ? 2 : 1);
     double avg[4];
     for (int c = 0; c < 4; c++) {
         double s = 0;
@@ -468,10 +483,10 @@ START_TEST(test_errors)
     expect_error(g, 32, 32, (const char *const[]){"Tanh 't'", "not supported", NULL});
     ts_graph_destroy(g);
 
-    /* a 3 x 128 x 128 image (padded 130 x 130: 198 KiB) in one 48 KiB feeder PE */
+    /* a 1 x 4 x 16384 image: three padded rows of one channel are 192 KiB, over a 48 KiB PE */
     g = ts_graph_create("img");
-    x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 3, 128, 128});
-    w = tensor(g, "w", TS_TENSOR_WEIGHT, 4, (int64_t[]){4, 3, 3, 3});
+    x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 1, 4, 16384});
+    w = tensor(g, "w", TS_TENSOR_WEIGHT, 4, (int64_t[]){4, 1, 3, 3});
     y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
     ts_graph_attrs at;
     ts_graph_attrs_init(&at);
@@ -479,7 +494,8 @@ START_TEST(test_errors)
     node(g, TS_OP_CONV, "conv1", (int[]){x, w}, 2, y, &at);
     ts_graph_mark_output(g, y);
     finalize(g);
-    expect_error(g, 32, 32, (const char *const[]){"Conv 'conv1'", "198.0 KiB", "150.0 KiB too much", NULL});
+    expect_error(g, 32, 32, (const char *const[]){"Conv 'conv1'", "192.0 KiB for one channel", "144.0 KiB too much",
+                                                   NULL});
     ts_graph_destroy(g);
 }
 END_TEST
@@ -492,8 +508,8 @@ int main(void)
     tcase_add_test(tc, test_matmul);
     tcase_add_test(tc, test_mlp_softmax);
     tcase_add_test(tc, test_softmax);
-    tcase_add_test(tc, test_conv);
-    tcase_add_test(tc, test_pool);
+    tcase_add_loop_test(tc, test_conv, 0, 2);
+    tcase_add_loop_test(tc, test_pool, 0, 2);
     tcase_add_test(tc, test_errors);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
