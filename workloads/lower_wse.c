@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "arch/wse/wse_isa.h"
@@ -27,14 +28,18 @@
 enum { P_N = 1, P_S = 2, P_E = 4, P_W = 8, P_R = 16 };
 enum { PIECE = 65535 }; /* longest DSD */
 
-enum { K_SOURCE, K_SINK, K_MM, K_FEED, K_RELU, K_SOFTMAX, K_MAXPOOL, K_GAP, K_ADD };
-static const char *const kind_name[] = {"source", "sink", "matmul", "im2col", "relu", "softmax", "maxpool",
-                                        "avgpool", "add"};
+enum { K_SOURCE, K_SINK, K_MM, K_FEED, K_RELU, K_SOFTMAX, K_MAXPOOL, K_GAP, K_ADD, K_FIFO, K_JOIN };
+static const char *const kind_name[] = {"source", "sink",  "matmul", "im2col", "relu", "softmax",
+                                        "maxpool", "avgpool", "add",  "fifo",   "join"};
 
 typedef struct stage {
     int kind, node;
-    uint32_t x, w, h, kr, kc;
-    uint32_t cin, cout;
+    int prev, prev2;  /* the stages whose output it reads (prev2: a join's skip input), -1 for none */
+    int lane;         /* 0: the main band along the top rows; 1: a skip path in the rows below */
+    bool fork;        /* its output also goes down to a skip path */
+    uint32_t x, y0, w, h, kr, kc;
+    uint32_t set;     /* colour set: colours 4 set .. 4 set + 3 */
+    uint32_t cin, cout, cskip;
     uint64_t in_n, out_n, macs, mem;
     /* matmul: rows M of K inputs, N outputs; wt[k * N + n]; bias[N] or NULL */
     int64_t M, K, N;
@@ -103,6 +108,7 @@ static stage *add_stage(lw *L, int kind, int node)
     memset(s, 0, sizeof *s);
     s->kind = kind;
     s->node = node;
+    s->prev = s->prev2 = -1;
     s->w = s->h = 1;
     return s;
 }
@@ -219,10 +225,106 @@ static int permute_k(stage *mm, const stage *f)
     return 0;
 }
 
+static bool reads(const ts_graph_node *n, int t)
+{
+    for (size_t k = 0; k < n->nin; k++)
+        if (n->in[k] == t)
+            return true;
+    return false;
+}
+
+/* Rows of a stream (pixels of one image row times channels, or the last axis) and how many of
+ * them the operators up to the join hold back at most: their tallest window plus two (the row
+ * being received and the row being sent). */
+static void stream_row(const ts_graph_tensor *t, bool nhwc, uint64_t *row)
+{
+    *row = (uint64_t)(nhwc ? t->dims[1] * t->dims[3] : t->dims[t->rank - 1]);
+}
+
+/* Open a skip path from the main stream's last stage: the stream is multicast down to the rows
+ * below, where FIFO PEs hold what the main path has taken in but not yet given out (else the
+ * multicast would stall and the join never get its first main value). */
+static ts_status fork(lw *L, const ts_graph_node *n, int from, cur c, cur *lane, int *last)
+{
+    const ts_graph *g = L->g;
+    const ts_graph_tensor *t = ts_graph_get_tensor(g, c.t);
+    int64_t kh = 1;
+    for (size_t id = (size_t)from; id < ts_graph_node_count(g); id++) {
+        const ts_graph_node *m = ts_graph_get_node(g, (int)id);
+        if (m->op == TS_OP_CONV && m->nin > 1)
+            kh = kh > ts_graph_get_tensor(g, m->in[1])->dims[2] ? kh : ts_graph_get_tensor(g, m->in[1])->dims[2];
+        if (m->op == TS_OP_MAXPOOL)
+            kh = kh > m->attrs.kernel[0] ? kh : m->attrs.kernel[0];
+        size_t acts = 0;
+        for (size_t k = 0; k < m->nin; k++)
+            acts += !is_param(ts_graph_get_tensor(g, m->in[k]));
+        if (acts > 1)
+            break;
+    }
+    uint64_t row, E = (uint64_t)ts_graph_tensor_elems(t);
+    stream_row(t, c.nhwc, &row);
+    uint64_t hold = (uint64_t)(kh + 2) * row, half = (L->p->sram_bytes - 16) / 8; /* two halves per PE */
+    uint64_t chunk = row / 2 ? row / 2 : 1; /* released a chunk at a time: less than the main path's lag */
+    if (chunk > half)
+        chunk = half;
+    if (!chunk)
+        return fail(L, n, "a FIFO PE of %llu bytes holds nothing", (unsigned long long)L->p->sram_bytes);
+    uint64_t nf = cdiv(hold, 2 * chunk) + 1;
+    L->st[last[0]].fork = true;
+    lane[1] = c;
+    last[1] = last[0];
+    for (uint64_t i = 0; i < nf; i++) {
+        stage *f = add_stage(L, K_FIFO, -1);
+        if (!f)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        f->node = from;
+        f->lane = 1;
+        f->prev = last[1];
+        f->in_n = f->out_n = E;
+        f->chunk = chunk;
+        f->mem = chunk * 8 + 8;
+        last[1] = (int)L->n - 1;
+    }
+    return TS_OK;
+}
+
+/* The join: Add, Sub or Mul of the main stream and the skip path, element by element, over G
+ * PEs that each keep a slice of every pixel's channels (a Relu after it is fused). */
+static ts_status join(lw *L, const ts_graph_node *n, int node, cur *lane, int *last)
+{
+    const ts_graph *g = L->g;
+    if (n->op != TS_OP_ADD && n->op != TS_OP_SUB && n->op != TS_OP_MUL)
+        return fail(L, n, "joins a skip path; the WSE lowering joins with Add, Sub or Mul only");
+    const ts_graph_tensor *a = ts_graph_get_tensor(g, lane[0].t), *b = ts_graph_get_tensor(g, lane[1].t);
+    const ts_graph_tensor *y = ts_graph_get_tensor(g, n->out[0]);
+    int64_t E = ts_graph_tensor_elems(y);
+    if (ts_graph_tensor_elems(a) != E || ts_graph_tensor_elems(b) != E || lane[0].nhwc != lane[1].nhwc)
+        return fail(L, n, "'%s' and '%s' must have the same shape (no broadcasting is lowered)", a->name, b->name);
+    stage *s = add_stage(L, K_JOIN, node);
+    if (!s)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    uint64_t row;
+    stream_row(y, lane[0].nhwc, &row);
+    s->C = lane[0].nhwc ? y->dims[1] : y->dims[y->rank - 1];
+    s->M = E / s->C;
+    s->G = (uint32_t)(s->C < 8 ? s->C : 8);
+    s->vop = n->op == TS_OP_ADD ? WSE_OP_FADDS : n->op == TS_OP_SUB ? WSE_OP_FSUBS : WSE_OP_FMULS;
+    s->swap = n->in[0] != lane[0].t;
+    s->in_n = s->out_n = (uint64_t)E;
+    s->mem = (uint64_t)cdiv((uint64_t)s->C, s->G) * 4 + 8;
+    s->w = s->G;
+    s->lane = 0;
+    s->prev = last[0];
+    s->prev2 = last[1];
+    last[0] = (int)L->n - 1;
+    lane[0].t = n->out[0];
+    return TS_OK;
+}
+
 static ts_status build(lw *L, int input, int output)
 {
     const ts_graph *g = L->g;
-    cur c = {input, false};
+    cur start = {input, false};
     stage *src = add_stage(L, K_SOURCE, -1);
     const ts_graph_tensor *it = ts_graph_get_tensor(g, input);
     uint64_t nin = (uint64_t)ts_graph_tensor_elems(it);
@@ -242,39 +344,62 @@ static ts_status build(lw *L, int input, int output)
         }
         ts_free(src->vals);
         src->vals = v;
-        c.nhwc = true;
+        start.nhwc = true;
     }
+    cur lane[2] = {start, start};
+    int last[2] = {0, -1};
+    int fork_t = -1; /* the tensor a skip path forked from, -1 when none is open */
     for (size_t id = 0; id < ts_graph_node_count(g); id++) {
         const ts_graph_node *n = ts_graph_get_node(g, (int)id);
         int node = (int)id;
-        /* the operand the stream carries, and the other one of a binary op */
-        int other = -1;
-        size_t at = 0;
-        while (at < n->nin && n->in[at] != c.t)
-            at++;
-        if (at == n->nin)
-            return fail(L, n, "reads none of the output of the operator before it ('%s'); the WSE lowering "
-                        "streams chains of operators only", ts_graph_get_tensor(g, c.t)->name);
-        size_t nc = 0;
-        ts_graph_consumers(g, c.t, &nc);
-        if (nc > 1)
-            return fail(L, n, "'%s' feeds %zu operators; the WSE lowering streams chains of operators only",
-                        ts_graph_get_tensor(g, c.t)->name, nc);
         for (size_t k = 0; k < n->nin; k++) {
             const ts_graph_tensor *t = ts_graph_get_tensor(g, n->in[k]);
             if (t->dtype != TS_DT_F32)
                 return fail(L, n, "input '%s' is %s; the WSE lowering supports f32 only", t->name,
                             ts_dtype_name(t->dtype));
+        }
+        bool r0 = reads(n, lane[0].t), r1 = fork_t >= 0 && reads(n, lane[1].t);
+        if (r0 && r1) { /* the join of the skip path */
+            ts_status rc = join(L, n, node, lane, last);
+            if (rc)
+                return rc;
+            fork_t = -1;
+            continue;
+        }
+        if (!r0 && !r1)
+            return fail(L, n, "reads none of the streams open at this point ('%s'%s%s); the WSE lowering streams "
+                        "chains of operators with at most one skip path", ts_graph_get_tensor(g, lane[0].t)->name,
+                        fork_t >= 0 ? " and " : "", fork_t >= 0 ? ts_graph_get_tensor(g, lane[1].t)->name : "");
+        const int ln = r0 ? 0 : 1;
+        cur c = lane[ln];
+        size_t nc = 0;
+        ts_graph_consumers(g, c.t, &nc);
+        if (nc > 1 && c.t != fork_t) {
+            if (ln != 0 || fork_t >= 0 || nc > 2)
+                return fail(L, n, "'%s' feeds %zu operators; the WSE lowering streams chains with one skip path at a "
+                            "time", ts_graph_get_tensor(g, c.t)->name, nc);
+            ts_status rc = fork(L, n, (int)id, c, lane, last);
+            if (rc)
+                return rc;
+            fork_t = c.t;
+        }
+        size_t first = L->n;
+        int other = -1;
+        size_t at = 0;
+        while (at < n->nin && n->in[at] != c.t)
+            at++;
+        for (size_t k = 0; k < n->nin; k++) {
+            const ts_graph_tensor *t = ts_graph_get_tensor(g, n->in[k]);
             if (k != at && !is_param(t))
-                return fail(L, n, "input '%s' is an activation besides '%s'; the WSE lowering does not join "
-                            "streams yet", t->name, ts_graph_get_tensor(g, c.t)->name);
+                return fail(L, n, "input '%s' is an activation besides '%s', and not the end of an open skip path",
+                            t->name, ts_graph_get_tensor(g, c.t)->name);
             if (k != at && other < 0)
                 other = n->in[k];
         }
         const ts_graph_tensor *x = ts_graph_get_tensor(g, c.t);
         const ts_graph_tensor *y = ts_graph_get_tensor(g, n->out[0]);
         int64_t nx = ts_graph_tensor_elems(x), ny = ts_graph_tensor_elems(y);
-        stage *prev = &L->st[L->n - 1];
+        stage *prev = &L->st[last[ln]];
         stage *s = NULL;
         ts_status rc;
         bool out_nhwc = false;
@@ -332,9 +457,9 @@ static ts_status build(lw *L, int input, int output)
             break;
         }
         case TS_OP_RELU:
-            if (prev->kind == K_MM && !prev->relu) {
+            if ((prev->kind == K_MM || prev->kind == K_JOIN) && !prev->relu && !prev->fork) {
                 prev->relu = true; /* fused: the stream is unchanged */
-                c.t = n->out[0];
+                lane[ln].t = n->out[0];
                 continue;
             }
             s = add_stage(L, K_RELU, node);
@@ -418,27 +543,40 @@ static ts_status build(lw *L, int input, int output)
         case TS_OP_RESHAPE:
             if (c.nhwc)
                 return fail(L, n, "its input streams pixel by pixel (a Conv output with more than one pixel)");
-            c.t = n->out[0];
+            lane[ln].t = n->out[0];
             continue;
         default:
             return fail(L, n, "not supported by the WSE lowering yet");
         }
         s->node = node;
-        c.t = n->out[0];
-        c.nhwc = out_nhwc;
+        for (size_t k = first; k < L->n; k++) {
+            L->st[k].lane = ln;
+            L->st[k].prev = k == first ? last[ln] : (int)k - 1;
+        }
+        last[ln] = (int)L->n - 1;
+        lane[ln].t = n->out[0];
+        lane[ln].nhwc = out_nhwc;
     }
-    if (c.t != output)
+    if (fork_t >= 0)
+        return ts_err_set(L->err, TS_EINPUT, "the skip path from '%s' never joins the main stream",
+                          ts_graph_get_tensor(g, fork_t)->name);
+    const cur end = lane[0];
+    if (end.t != output)
         return ts_err_set(L->err, TS_EINPUT, "the graph output '%s' is not the end of the chain of operators",
                           ts_graph_get_tensor(g, output)->name);
     stage *k = add_stage(L, K_SINK, -1);
     if (!k)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    k->prev = last[0];
     k->in_n = k->out_n = (uint64_t)ts_graph_tensor_elems(ts_graph_get_tensor(g, output));
-    k->in_nhwc = c.nhwc;
+    k->in_nhwc = end.nhwc;
     for (size_t i = 1; i < L->n; i++)
-        if (L->st[i].in_n != L->st[i - 1].out_n)
-            return ts_err_set(L->err, TS_EINTERNAL, "stage %zu takes %llu wavelets, stage %zu gives %llu", i,
-                              (unsigned long long)L->st[i].in_n, i - 1, (unsigned long long)L->st[i - 1].out_n);
+        for (int q = 0; q < 2; q++) {
+            int pi = q ? L->st[i].prev2 : L->st[i].prev;
+            if ((pi >= 0 || !q) && L->st[i].in_n != L->st[pi].out_n)
+                return ts_err_set(L->err, TS_EINTERNAL, "stage %zu takes %llu wavelets, stage %d gives %llu", i,
+                                  (unsigned long long)L->st[i].in_n, pi, (unsigned long long)L->st[pi].out_n);
+        }
     return TS_OK;
 }
 
@@ -456,9 +594,39 @@ static uint64_t mm_cost(const stage *s, uint64_t kr, uint64_t kc)
     return t > st ? t : st;
 }
 
-static ts_status place(lw *L)
+/* A route a PE needs only to pass a colour through (skip paths down, along and up). */
+typedef struct pass {
+    uint32_t pe;
+    int colour, rx, tx;
+    bool done;
+} pass;
+
+static int add_pass(lw *L, pass **v, size_t *n, size_t *cap, uint32_t x, uint32_t y, uint32_t colour, int rx, int tx)
+{
+    if (ts_grow((void **)v, cap, *n + 1, sizeof **v))
+        return -1;
+    (*v)[(*n)++] = (pass){.pe = y * L->p->width + x, .colour = (int)colour, .rx = rx, .tx = tx};
+    return 0;
+}
+
+static int pass_cmp(const void *a, const void *b)
+{
+    const pass *x = a, *y = b;
+    return x->pe < y->pe ? -1 : x->pe > y->pe ? 1 : x->colour - y->colour;
+}
+
+static ts_status place(lw *L, uint32_t *hm_out)
 {
     const ts_lower_wse_params *p = L->p;
+    bool forks = false;
+    for (size_t i = 0; i < L->n; i++)
+        forks |= L->st[i].fork;
+    /* with skip paths the main band takes the top half of the rows, skip paths the bottom half */
+    const uint32_t Hm = forks ? p->height / 2 : p->height;
+    *hm_out = Hm;
+    if (forks && (Hm < 1 || p->colours < 16))
+        return ts_err_set(L->err, TS_EINPUT, "skip paths need 16 colours and 2 rows of PEs, the config has %u and %u",
+                          p->colours, p->height);
     uint64_t fixed = 0, macs = 0, need = 0;
     for (size_t i = 0; i < L->n; i++) {
         stage *s = &L->st[i];
@@ -468,10 +636,12 @@ static ts_status place(lw *L)
             s->mem = (s->in_n < s->chunk ? s->in_n : s->chunk) * 4;
         }
         if (s->kind != K_MM) {
-            fixed += s->w;
+            if (!s->lane)
+                fixed += s->w;
             continue;
         }
-        uint64_t kr = (uint64_t)s->K < p->height ? (uint64_t)s->K : p->height;
+        uint64_t rows = s->lane ? p->height - Hm : Hm;
+        uint64_t kr = (uint64_t)s->K < rows ? (uint64_t)s->K : rows;
         uint64_t kc = 1;
         while (kc <= (uint64_t)s->N && mm_mem(cdiv((uint64_t)s->K, kr), cdiv((uint64_t)s->N, kc)) > p->sram_bytes)
             kc++;
@@ -482,7 +652,8 @@ static ts_status place(lw *L)
                         mm_mem(cdiv((uint64_t)s->K, kr), 1) / 1024.0, p->sram_bytes / 1024.0,
                         (mm_mem(cdiv((uint64_t)s->K, kr), 1) - p->sram_bytes) / 1024.0);
         s->kcmin = (uint32_t)kc;
-        need += kc;
+        if (!s->lane)
+            need += kc;
         macs += s->macs;
     }
     if (fixed > p->width)
@@ -493,15 +664,14 @@ static ts_status place(lw *L)
         uint64_t used = 0;
         for (size_t i = 0; i < L->n; i++) {
             stage *s = &L->st[i];
-            if (s->kind != K_MM)
+            if (s->kind != K_MM || s->lane)
                 continue;
             if (used + s->kcmin > avail) {
                 uint64_t wbytes = (uint64_t)(s->K * s->N) * 4;
                 return fail(L, ts_graph_get_node(L->g, s->node),
                             "needs %u columns of PEs for its weights (%.1f KiB over columns of %llu PEs of %.1f KiB); "
                             "%llu are left of the %u-wide mesh: %llu columns short",
-                            s->kcmin, wbytes / 1024.0,
-                            (unsigned long long)((uint64_t)s->K < p->height ? (uint64_t)s->K : p->height),
+                            s->kcmin, wbytes / 1024.0, (unsigned long long)((uint64_t)s->K < Hm ? (uint64_t)s->K : Hm),
                             p->sram_bytes / 1024.0, (unsigned long long)(avail - used), p->width,
                             (unsigned long long)(used + s->kcmin - avail));
             }
@@ -509,14 +679,15 @@ static ts_status place(lw *L)
         }
     }
     uint64_t extra = avail - need;
-    uint32_t x = 0;
+    uint32_t xm = 0, xs = 0;
     for (size_t i = 0; i < L->n; i++) {
         stage *s = &L->st[i];
         if (s->kind == K_MM) {
             uint64_t wmax = s->kcmin + (macs ? (uint64_t)((double)extra * (double)s->macs / (double)macs) : 0);
             if (wmax > (uint64_t)s->N)
                 wmax = (uint64_t)s->N;
-            uint64_t hmax = (uint64_t)s->K < p->height ? (uint64_t)s->K : p->height;
+            uint64_t rows = s->lane ? p->height - Hm : Hm;
+            uint64_t hmax = (uint64_t)s->K < rows ? (uint64_t)s->K : rows;
             uint64_t best = UINT64_MAX, bkr = 0, bkc = 0;
             for (uint64_t kr = 1; kr <= hmax; kr++)
                 for (uint64_t kc = s->kcmin; kc <= wmax; kc++) {
@@ -537,14 +708,81 @@ static ts_status place(lw *L)
             s->h = s->kr;
             s->mem = mm_mem(cdiv((uint64_t)s->K, bkr), cdiv((uint64_t)s->N, bkc));
         }
-        s->x = x;
-        x += s->w;
-        /* colours: stage parity p uses 4p..4p+3 (two for partial sums going north, two for the
-         * row chain going east); a stage's input colour is its predecessor's output colour */
-        uint32_t base = (uint32_t)(i & 1) * 4;
-        s->cin = i ? L->st[i - 1].cout : 0;
-        s->cout = base + 2 + ((s->w - 1) & 1);
+        const stage *pv = s->prev >= 0 ? &L->st[s->prev] : NULL;
+        if (s->lane) { /* a skip path starts in the column east of its fork */
+            if (pv && !pv->lane)
+                xs = pv->x + pv->w;
+            s->x = xs;
+            s->y0 = Hm;
+            xs = s->x + s->w;
+        } else {
+            s->x = xm;
+            if (s->kind == K_JOIN) { /* east of the skip path's last stage too */
+                const stage *sk = &L->st[s->prev2];
+                if (sk->x + sk->w > s->x)
+                    s->x = sk->x + sk->w;
+            }
+            xm = s->x + s->w;
+        }
+        if ((uint64_t)s->x + s->w > p->width) {
+            char what[160];
+            if (s->node >= 0)
+                snprintf(what, sizeof what, "%s '%s'", ts_graph_op_name(ts_graph_get_node(L->g, s->node)->op),
+                         ts_graph_get_node(L->g, s->node)->name);
+            else
+                snprintf(what, sizeof what, "the %s", kind_name[s->kind]);
+            return ts_err_set(L->err, TS_EINPUT, "%s would end at column %u of the %u-wide mesh: %u columns short",
+                              what, s->x + s->w, p->width, s->x + s->w - p->width);
+        }
+        /* colours: a main stage takes the set (0 or 1) its input does not use, a skip stage the
+         * set (2 or 3) likewise; a stage's input colour is its predecessor's output colour */
+        s->set = !pv ? 0 : !s->lane ? (pv->set == 0 ? 1 : 0) : (pv->set == 2 ? 3 : 2);
+        s->cin = pv ? pv->cout : 0;
+        s->cout = s->set * 4 + 2 + ((s->w - 1) & 1);
+        if (s->kind == K_JOIN)
+            s->cskip = L->st[s->prev2].cout;
     }
+    return TS_OK;
+}
+
+/* Pass-through routes of every skip path: down the column of the fork's last PE, east along
+ * row Hm to the skip path's first stage; from its last stage east along row Hm to the join's
+ * column, up to the join's first PE; and along row 0 over the columns a main stage left empty
+ * when a skip path below was wider than the main path above it. */
+static ts_status skip_routes(lw *L, uint32_t Hm, pass **v, size_t *n)
+{
+    size_t cap = 0;
+    for (size_t i = 0; i < L->n; i++) {
+        const stage *s = &L->st[i];
+        if (s->lane && s->prev >= 0 && !L->st[s->prev].lane) { /* first stage of a skip path */
+            const stage *f = &L->st[s->prev];
+            uint32_t x = f->x + f->w - 1;
+            for (uint32_t y = 1; y < Hm; y++)
+                if (add_pass(L, v, n, &cap, x, y, f->cout, P_N, P_S))
+                    return TS_ENOMEM;
+            if (add_pass(L, v, n, &cap, x, Hm, f->cout, P_N, P_E))
+                return TS_ENOMEM;
+        }
+        if (!s->lane && s->prev >= 0) { /* a main stage pushed east by a wide skip path */
+            const stage *pv = &L->st[s->prev];
+            for (uint32_t x = pv->x + pv->w; x < s->x; x++)
+                if (add_pass(L, v, n, &cap, x, 0, s->cin, P_W, P_E))
+                    return TS_ENOMEM;
+        }
+        if (s->kind == K_JOIN) {
+            const stage *k = &L->st[s->prev2];
+            for (uint32_t x = k->x + k->w; x < s->x; x++)
+                if (add_pass(L, v, n, &cap, x, Hm, k->cout, P_W, P_E))
+                    return TS_ENOMEM;
+            if (add_pass(L, v, n, &cap, s->x, Hm, k->cout, P_W, P_N))
+                return TS_ENOMEM;
+            for (uint32_t y = Hm - 1; y >= 1; y--)
+                if (add_pass(L, v, n, &cap, s->x, y, k->cout, P_S, P_N))
+                    return TS_ENOMEM;
+        }
+    }
+    if (*n)
+        qsort(*v, *n, sizeof **v, pass_cmp);
     return TS_OK;
 }
 
@@ -553,6 +791,8 @@ static ts_status place(lw *L)
 typedef struct gen {
     ts_stream *s;
     bool oom;
+    struct pass *pass; /* pass-through routes by PE, emitted first in a PE's stream */
+    size_t npass;
 } gen;
 
 static void op(gen *G, int code, int n, ...)
@@ -621,14 +861,31 @@ static void loop_end(gen *G, int rc, int head)
 }
 
 /* G(i) and R(i) of a stage's colour set */
-static uint32_t gcol(size_t si, uint32_t j) { return (uint32_t)(si & 1) * 4 + 2 + (j & 1); }
-static uint32_t rcol(size_t si, uint32_t i) { return (uint32_t)(si & 1) * 4 + (i & 1); }
+static uint32_t gcol(const stage *s, uint32_t j) { return s->set * 4 + 2 + (j & 1); }
+static uint32_t rcol(const stage *s, uint32_t i) { return s->set * 4 + (i & 1); }
+/* ports of a chain's output route: east, and down too from the last PE of a fork */
+static int outp(const stage *s, bool last) { return P_E | (last && s->fork ? P_S : 0); }
 
 static ts_stream *pe_stream(ts_program *P, const ts_lower_wse_params *p, uint32_t x, uint32_t y, gen *G)
 {
-    G->s = ts_program_stream(P, WSE_KIND_PE, y * p->width + x);
-    if (!G->s)
+    uint32_t id = y * p->width + x;
+    G->s = ts_program_stream(P, WSE_KIND_PE, id);
+    if (!G->s) {
         G->oom = true;
+        return NULL;
+    }
+    size_t lo = 0, hi = G->npass;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (G->pass[mid].pe < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < G->npass && G->pass[lo].pe == id; lo++) {
+        op(G, WSE_OP_ROUTE, 3, G->pass[lo].colour, G->pass[lo].rx, G->pass[lo].tx);
+        G->pass[lo].done = true;
+    }
     return G->s;
 }
 
@@ -638,14 +895,14 @@ static ts_status emit_io(lw *L, ts_program *P, size_t si, gen *G)
     stage *s = &L->st[si];
     for (uint32_t j = 0; j < s->w; j++) {
         uint64_t a = j * s->chunk, b = a + s->chunk < s->in_n ? a + s->chunk : s->in_n;
-        if (!pe_stream(P, L->p, s->x + j, 0, G))
+        if (!pe_stream(P, L->p, s->x + j, s->y0, G))
             return TS_ENOMEM;
-        uint32_t ci = j ? gcol(si, j - 1) : s->cin, co = gcol(si, j);
+        uint32_t ci = j ? gcol(s, j - 1) : s->cin, co = gcol(s, j);
         bool last = j + 1 == s->w;
         if (s->kind == K_SOURCE) {
             if (j)
                 op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
-            op(G, WSE_OP_ROUTE, 3, (int)co, P_R, P_E);
+            op(G, WSE_OP_ROUTE, 3, (int)co, P_R, outp(s, last));
             in_to_out(G, ci, co, a);
             mem_to_out(G, 0, b - a, co);
             if (ts_program_add_segment(P, WSE_KIND_PE, s->x + j, 0, s->vals + a, (uint32_t)((b - a) * 4),
@@ -666,7 +923,7 @@ static ts_status emit_io(lw *L, ts_program *P, size_t si, gen *G)
 static void single_routes(gen *G, const stage *s)
 {
     op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R);
-    op(G, WSE_OP_ROUTE, 3, (int)s->cout, P_R, P_E);
+    op(G, WSE_OP_ROUTE, 3, (int)s->cout, P_R, outp(s, true));
 }
 
 static ts_status emit_mm(lw *L, ts_program *P, size_t si, gen *G)
@@ -683,7 +940,7 @@ static ts_status emit_mm(lw *L, ts_program *P, size_t si, gen *G)
             int XA = (int)(ki * nb * 4), AA = XA + (int)ki * 4, BA = AA + (int)nb * 4, ZA = BA + (int)nb * 4,
                 JA = ZA + 4;
             bool bias = i == 0 && s->bias;
-            if (!pe_stream(P, L->p, s->x + j, i, G))
+            if (!pe_stream(P, L->p, s->x + j, s->y0 + i, G))
                 goto oom;
             /* routes: the input row is broadcast east along row 0 and south down every column */
             if (i == 0)
@@ -692,13 +949,13 @@ static ts_status emit_mm(lw *L, ts_program *P, size_t si, gen *G)
             else
                 op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_R | (i + 1 < s->kr ? P_S : 0));
             if (i > 0)
-                op(G, WSE_OP_ROUTE, 3, (int)rcol(si, i), P_R, P_N);
+                op(G, WSE_OP_ROUTE, 3, (int)rcol(s, i), P_R, P_N);
             if (i + 1 < s->kr)
-                op(G, WSE_OP_ROUTE, 3, (int)rcol(si, i + 1), P_S, P_R);
+                op(G, WSE_OP_ROUTE, 3, (int)rcol(s, i + 1), P_S, P_R);
             if (i == 0 && j > 0)
-                op(G, WSE_OP_ROUTE, 3, (int)gcol(si, j - 1), P_W, P_R);
+                op(G, WSE_OP_ROUTE, 3, (int)gcol(s, j - 1), P_W, P_R);
             if (i == 0)
-                op(G, WSE_OP_ROUTE, 3, (int)gcol(si, j), P_R, P_E);
+                op(G, WSE_OP_ROUTE, 3, (int)gcol(s, j), P_R, outp(s, j + 1 == s->kc));
             op(G, WSE_OP_LI, 2, 15, 0);
             op(G, WSE_OP_DSDM, 4, 4, 0, (int)nb, 1);
             op(G, WSE_OP_DSDM, 4, 2, AA, (int)nb, 1);
@@ -733,14 +990,14 @@ static ts_status emit_mm(lw *L, ts_program *P, size_t si, gen *G)
             /* partial sums: north along the column, added on the way */
             if (s->kr > 1) {
                 if (i + 1 == s->kr) {
-                    op(G, WSE_OP_DSDOUT, 4, 5, (int)rcol(si, i), (int)nb, 0);
+                    op(G, WSE_OP_DSDOUT, 4, 5, (int)rcol(s, i), (int)nb, 0);
                     op(G, WSE_OP_FMOVS, 4, 5, 2, -1, -1);
                 } else if (i > 0) {
-                    op(G, WSE_OP_DSDOUT, 4, 5, (int)rcol(si, i), (int)nb, 0);
-                    op(G, WSE_OP_DSDIN, 3, 6, (int)rcol(si, i + 1), (int)nb);
+                    op(G, WSE_OP_DSDOUT, 4, 5, (int)rcol(s, i), (int)nb, 0);
+                    op(G, WSE_OP_DSDIN, 3, 6, (int)rcol(s, i + 1), (int)nb);
                     op(G, WSE_OP_FADDS, 5, 5, 2, 6, -1, -1);
                 } else {
-                    op(G, WSE_OP_DSDIN, 3, 6, (int)rcol(si, 1), (int)nb);
+                    op(G, WSE_OP_DSDIN, 3, 6, (int)rcol(s, 1), (int)nb);
                     op(G, WSE_OP_FADDS, 5, 2, 2, 6, -1, -1);
                 }
             }
@@ -756,14 +1013,14 @@ static ts_status emit_mm(lw *L, ts_program *P, size_t si, gen *G)
                     loop_end(G, 7, rl);
                 }
                 /* the row chain: pass on the outputs of the columns to the west, then ours */
-                in_to_out(G, gcol(si, j - 1), gcol(si, j), n0);
-                mem_to_out(G, (uint64_t)AA, nb, gcol(si, j));
+                in_to_out(G, gcol(s, j - 1), gcol(s, j), n0);
+                mem_to_out(G, (uint64_t)AA, nb, gcol(s, j));
             }
             loop_end(G, 10, row);
             for (uint64_t k = 0; k < ki; k++)
                 for (uint64_t n = 0; n < nb; n++)
                     blk[k * nb + n] = s->wt[(k0 + k) * N + n0 + n];
-            uint32_t id = i * L->p->width + s->x + j;
+            uint32_t id = (s->y0 + i) * L->p->width + s->x + j;
             if (ts_program_add_segment(P, WSE_KIND_PE, id, 0, blk, (uint32_t)(ki * nb * 4), L->err) ||
                 (bias && ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)BA, s->bias + n0, (uint32_t)(nb * 4),
                                                 L->err))) {
@@ -832,12 +1089,12 @@ static ts_status emit_lb(lw *L, ts_program *P, size_t si, gen *G)
     for (uint32_t g = 0; g < s->G; g++) {
         const int64_t c0 = g * s->C / s->G, c1 = (g + 1) * s->C / s->G, cg = c1 - c0;
         const int RB = (int)(Wp * cg * 4), PADW = (int)(s->kh * RB), JUNK = PADW + 4;
-        if (!pe_stream(P, L->p, s->x + g, 0, G))
+        if (!pe_stream(P, L->p, s->x + g, s->y0, G))
             return TS_ENOMEM;
         op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R | (g + 1 < s->G ? P_E : 0));
         if (g)
-            op(G, WSE_OP_ROUTE, 3, (int)gcol(si, g - 1), P_W, P_R);
-        op(G, WSE_OP_ROUTE, 3, (int)gcol(si, g), P_R, P_E);
+            op(G, WSE_OP_ROUTE, 3, (int)gcol(s, g - 1), P_W, P_R);
+        op(G, WSE_OP_ROUTE, 3, (int)gcol(s, g), P_R, outp(s, g + 1 == s->G));
         op(G, WSE_OP_LI, 2, 15, 0);
         int b = loop_head(G, 10, s->B);
         int64_t have = 0;
@@ -847,10 +1104,10 @@ static ts_status emit_lb(lw *L, ts_program *P, size_t si, gen *G)
             op(G, WSE_OP_LI, 2, 1, 0);
             if (!mp) {
                 op(G, WSE_OP_DSDM, 4, 2, 0, (int)(s->kw * cg), 1);
-                op(G, WSE_OP_DSDOUT, 4, 3, (int)gcol(si, g), (int)(s->kw * cg), 0);
+                op(G, WSE_OP_DSDOUT, 4, 3, (int)gcol(s, g), (int)(s->kw * cg), 0);
             }
             int lx = loop_head(G, 3, s->Wo);
-            in_to_out(G, gcol(si, g - 1), gcol(si, g), (uint64_t)(mp ? c0 : c0 * s->kh * s->kw));
+            in_to_out(G, gcol(s, g - 1), gcol(s, g), (uint64_t)(mp ? c0 : c0 * s->kh * s->kw));
             if (!mp)
                 for (int64_t i = 0; i < s->kh; i++) {
                     op(G, WSE_OP_DSDBASE, 3, 2, 1, (int)(((oy * s->sh + i) % s->kh) * RB));
@@ -869,7 +1126,7 @@ static ts_status emit_lb(lw *L, ts_program *P, size_t si, gen *G)
                         op(G, WSE_OP_BLT, 3, 11, 15, pc(G) + 2);
                         op(G, WSE_OP_MOV, 2, 8, 9);
                     }
-                op(G, WSE_OP_SEND, 2, (int)gcol(si, g), 8);
+                op(G, WSE_OP_SEND, 2, (int)gcol(s, g), 8);
                 op(G, WSE_OP_ADDI, 3, 5, 5, 4);
                 loop_end(G, 4, lc);
             }
@@ -885,7 +1142,8 @@ static ts_status emit_lb(lw *L, ts_program *P, size_t si, gen *G)
                 return TS_ENOMEM;
             for (int i = 0; i <= PADW / 4; i++)
                 neg[i] = -FLT_MAX;
-            ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, s->x + g, 0, neg, (uint32_t)PADW + 4, L->err);
+            ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, s->y0 * L->p->width + s->x + g, 0, neg,
+                                                  (uint32_t)PADW + 4, L->err);
             ts_free(neg);
             if (rc)
                 return rc;
@@ -894,12 +1152,61 @@ static ts_status emit_lb(lw *L, ts_program *P, size_t si, gen *G)
     return TS_OK;
 }
 
+/* The join: G PEs along row 0, the main stream from the west and the skip path from the south
+ * (up the first PE's column), both multicast east along the row. Every PE takes both streams
+ * element by element (so no PE waits on one stream while another PE waits on the other): the
+ * channels before and after its slice into a junk word, its slice into memory; then the fused
+ * Relu, and the row chain. */
+static ts_status emit_join(lw *L, ts_program *P, size_t si, gen *G)
+{
+    const stage *s = &L->st[si];
+    for (uint32_t g = 0; g < s->G; g++) {
+        const int64_t c0 = g * s->C / s->G, c1 = (g + 1) * s->C / s->G, cg = c1 - c0;
+        const int AA = 0, JUNK = (int)cg * 4;
+        const bool more = g + 1 < s->G;
+        if (!pe_stream(P, L->p, s->x + g, 0, G))
+            return TS_ENOMEM;
+        op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R | (more ? P_E : 0));
+        op(G, WSE_OP_ROUTE, 3, (int)s->cskip, g ? P_W : P_S, P_R | (more ? P_E : 0));
+        if (g)
+            op(G, WSE_OP_ROUTE, 3, (int)gcol(s, g - 1), P_W, P_R);
+        op(G, WSE_OP_ROUTE, 3, (int)gcol(s, g), P_R, outp(s, !more));
+        op(G, WSE_OP_LI, 2, 15, 0);
+        int a = s->swap ? 1 : 0, b = s->swap ? 0 : 1; /* d = main op skip, or skip op main */
+        int px = loop_head(G, 10, s->M);
+        const int64_t part[3][2] = {{0, c0}, {c0, c1}, {c1, s->C}};
+        for (int q = 0; q < 3; q++) {
+            int len = (int)(part[q][1] - part[q][0]);
+            if (!len)
+                continue;
+            op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, len);
+            op(G, WSE_OP_DSDIN, 3, 1, (int)s->cskip, len);
+            op(G, WSE_OP_DSDM, 4, 2, q == 1 ? AA : JUNK, len, q == 1 ? 1 : 0);
+            op(G, s->vop, 5, 2, a, b, -1, -1);
+        }
+        if (s->relu) {
+            op(G, WSE_OP_LI, 2, 6, AA);
+            int rl = loop_head(G, 7, cg);
+            op(G, WSE_OP_LD, 3, 5, 6, 0);
+            op(G, WSE_OP_BLT, 3, 5, 15, rl + 3);
+            op(G, WSE_OP_BR, 1, rl + 4);
+            op(G, WSE_OP_ST, 3, 15, 6, 0);
+            op(G, WSE_OP_ADDI, 3, 6, 6, 4);
+            loop_end(G, 7, rl);
+        }
+        in_to_out(G, gcol(s, g - 1), gcol(s, g), (uint64_t)c0);
+        mem_to_out(G, AA, (uint64_t)cg, gcol(s, g));
+        loop_end(G, 10, px);
+    }
+    return TS_OK;
+}
+
 static ts_status emit_single(lw *L, ts_program *P, size_t si, gen *G)
 {
     const stage *s = &L->st[si];
-    if (!pe_stream(P, L->p, s->x, 0, G))
+    if (!pe_stream(P, L->p, s->x, s->y0, G))
         return TS_ENOMEM;
-    uint32_t id = s->x;
+    uint32_t id = s->y0 * L->p->width + s->x;
     single_routes(G, s);
     op(G, WSE_OP_LI, 2, 15, 0);
     switch (s->kind) {
@@ -911,6 +1218,33 @@ static ts_status emit_single(lw *L, ts_program *P, size_t si, gen *G)
         op(G, WSE_OP_BR, 1, l + 5);
         op(G, WSE_OP_SEND, 2, (int)s->cout, 15);
         loop_end(G, 10, l);
+        break;
+    }
+    case K_FIFO: {
+        /* two halves of `chunk` values: chunk k is received on microthread 0 into half k mod 2
+         * while chunk k - 1 leaves from the other half on microthread 1. Before a receive
+         * overwrites a half, a one-element move on thread 1 waits for the send from it. */
+        const int n = (int)s->chunk, ZERO = 8 * n, JUNK = ZERO + 4;
+        op(G, WSE_OP_DSDM, 4, 14, JUNK, 1, 0);
+        op(G, WSE_OP_DSDM, 4, 15, ZERO, 1, 0);
+        uint64_t K = cdiv(s->in_n, s->chunk);
+        for (uint64_t k = 0; k <= K; k++) {
+            if (k >= 2)
+                op(G, WSE_OP_FMOVS, 4, 14, 15, 1, -1);
+            if (k < K) {
+                int len = (int)(k + 1 < K ? s->chunk : s->in_n - k * s->chunk);
+                op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, len);
+                op(G, WSE_OP_DSDM, 4, 1, (int)(k & 1) * n * 4, len, 1);
+                op(G, WSE_OP_FMOVS, 4, 1, 0, 0, -1);
+            } else
+                op(G, WSE_OP_FMOVS, 4, 14, 15, 0, -1); /* the last receive is done */
+            if (k >= 1) {
+                int len = (int)(k < K ? s->chunk : s->in_n - (k - 1) * s->chunk);
+                op(G, WSE_OP_DSDM, 4, 2, (int)((k - 1) & 1) * n * 4, len, 1);
+                op(G, WSE_OP_DSDOUT, 4, 3, (int)s->cout, len, 0);
+                op(G, WSE_OP_FMOVS, 4, 3, 2, k < K ? 1 : -1, -1);
+            }
+        }
         break;
     }
     case K_ADD:
@@ -1089,8 +1423,12 @@ ts_status ts_lower_wse(const ts_graph *g, const ts_lower_wse_params *p, ts_progr
                           ts_dtype_name(it->dtype));
     lw L = {.g = g, .p = p, .err = err};
     ts_status rc = build(&L, input, output);
+    uint32_t Hm = 0;
+    gen G = {0};
     if (!rc)
-        rc = place(&L);
+        rc = place(&L, &Hm);
+    if (!rc && (rc = skip_routes(&L, Hm, &G.pass, &G.npass)) == TS_ENOMEM)
+        ts_err_set(err, TS_ENOMEM, "out of memory");
     ts_program *P = NULL;
     if (!rc && !(P = ts_program_create("wse")))
         rc = ts_err_set(err, TS_ENOMEM, "out of memory");
@@ -1099,36 +1437,44 @@ ts_status ts_lower_wse(const ts_graph *g, const ts_lower_wse_params *p, ts_progr
         snprintf(desc, sizeof desc, "%s, layer-pipelined over %zu stages", ts_graph_name(g), L.n);
         P->workload = ts_strdup(desc);
     }
-    gen G = {0};
     for (size_t i = 0; !rc && i < L.n; i++) {
         int k = L.st[i].kind;
         rc = k == K_SOURCE || k == K_SINK ? emit_io(&L, P, i, &G)
              : k == K_MM                  ? emit_mm(&L, P, i, &G)
              : k == K_FEED || k == K_MAXPOOL ? emit_lb(&L, P, i, &G)
+             : k == K_JOIN                   ? emit_join(&L, P, i, &G)
                                              : emit_single(&L, P, i, &G);
         if (!rc && G.oom)
             rc = TS_ENOMEM;
         if (rc == TS_ENOMEM && !err->status)
             ts_err_set(err, TS_ENOMEM, "out of memory emitting the program");
     }
+    for (size_t i = 0; !rc && i < G.npass; i++) /* PEs that only pass colours through */
+        if (!G.pass[i].done && !pe_stream(P, p, G.pass[i].pe % p->width, G.pass[i].pe / p->width, &G))
+            rc = ts_err_set(err, TS_ENOMEM, "out of memory");
+    if (!rc && G.oom)
+        rc = ts_err_set(err, TS_ENOMEM, "out of memory emitting the program");
+    ts_free(G.pass);
     if (!rc && rep) {
         rep->stages = ts_calloc(L.n, sizeof *rep->stages);
         if (!rep->stages)
             rc = ts_err_set(err, TS_ENOMEM, "out of memory");
         for (size_t i = 0; !rc && i < L.n; i++) {
             const stage *s = &L.st[i];
-            rep->stages[i] = (ts_lower_wse_stage){.node = s->node, .what = kind_name[s->kind], .x = s->x, .w = s->w,
+            rep->stages[i] = (ts_lower_wse_stage){.node = s->node, .what = kind_name[s->kind], .skip = s->lane != 0,
+                                                  .x = s->x, .y = s->y0, .w = s->w,
                                                   .h = s->h, .kr = s->kr, .kc = s->kc, .macs = s->macs,
                                                   .mem_bytes = s->mem, .in_elems = s->in_n, .out_elems = s->out_n,
                                                   .colour_in = s->cin, .colour_out = s->cout};
             rep->pes_used += s->w * s->h;
-            rep->width_used = s->x + s->w;
-            if (s->h > rep->height_used)
-                rep->height_used = s->h;
+            if (s->y0 + s->h > rep->height_used)
+                rep->height_used = s->y0 + s->h;
+            if (s->x + s->w > rep->width_used)
+                rep->width_used = s->x + s->w;
         }
         if (!rc) {
             rep->nstages = L.n;
-            rep->colours_used = L.n > 1 ? 8 : 4;
+            rep->colours_used = Hm < p->height ? 16 : L.n > 1 ? 8 : 4;
             const stage *k = &L.st[L.n - 1];
             rep->out_tensor = output;
             rep->out_nhwc = k->in_nhwc;

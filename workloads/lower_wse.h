@@ -1,9 +1,12 @@
 /* workloads/lower_wse.h — the wafer-mesh lowering: a finalized graph to per-PE WSE programs.
  *
- * Layer pipelining (docs/lowering-wse.md). The graph must be a chain: one data input, each
- * operator reading the previous one's output. Every operator becomes a stage that owns a
- * rectangle of PEs along the top band of the mesh, west to east: the graph input's source PEs,
- * then the stages, then the sink PEs that keep the graph output. Weights stay in the SRAM of the
+ * Layer pipelining (docs/lowering-wse.md). The graph must be a chain with at most one skip path
+ * open at a time (a residual block): one data input, each operator reading the previous one's
+ * output, except a skip path that forks from the main stream and joins it again in an Add, Sub or
+ * Mul. Every operator becomes a stage that owns a rectangle of PEs along the top band of the
+ * mesh, west to east: the graph input's source PEs, then the stages, then the sink PEs that keep
+ * the graph output; skip paths run in the rows below, with FIFO PEs that hold back what the main
+ * path has not yet given out. Weights stay in the SRAM of the
  * PEs that use them; activations stream between consecutive stages as wavelets, one element per
  * wavelet, leaving a stage's north-east PE eastwards and entering the next stage's north-west PE.
  * MatMul, Gemm and Conv (an im2col feeder PE in front of a matrix-product rectangle) size their
@@ -34,12 +37,14 @@ typedef struct ts_lower_wse_params {
 /* Fill params from a chip config whose arch is "wse". */
 ts_status ts_lower_wse_params_from_config(const ts_config *cfg, ts_lower_wse_params *out, ts_err *err);
 
-/* One stage as placed: a rectangle of PEs [x, x + w) x [0, h). */
+/* One stage as placed: a rectangle of PEs [x, x + w) x [y, y + h). */
 typedef struct ts_lower_wse_stage {
     int node;           /* graph node id; -1 for the input source and the output sink */
     const char *what;   /* "source", "sink", "matmul", "im2col", "relu", "softmax", "maxpool",
-                         * "avgpool", "add" (static strings) */
-    uint32_t x, w, h;
+                         * "avgpool", "add", "fifo" (a skip path's delay PE, node: the fork's
+                         * first reader), "join" (static strings) */
+    bool skip;          /* on a skip path (the rows below the main band) */
+    uint32_t x, y, w, h;
     uint32_t kr, kc;    /* matmul: rows of PEs splitting K, columns splitting N */
     uint64_t macs;      /* multiply-accumulates of the stage */
     uint64_t mem_bytes; /* most SRAM one of its PEs uses */

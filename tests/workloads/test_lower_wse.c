@@ -121,6 +121,14 @@ static void lower_and_run(const ts_graph *g, uint32_t w, uint32_t h, lowered *L)
         p.sram_bytes = lower_sram;
     ts_status rc = ts_lower_wse(g, &p, &L->prog, &L->rep, &e);
     ck_assert_msg(rc == TS_OK, "lower: %s", e.msg);
+    if (getenv("LWSE_VERBOSE")) {
+        fprintf(stderr, "%s: %u PEs\n", ts_graph_name(g), L->rep.pes_used);
+        for (size_t i = 0; i < L->rep.nstages; i++) {
+            const ts_lower_wse_stage *s = &L->rep.stages[i];
+            fprintf(stderr, "  %-8s x %u y %u w %u h %u kr %u kc %u mem %llu colours %u->%u\n", s->what, s->x, s->y, s->w, s->h,
+                    s->kr, s->kc, (unsigned long long)s->mem_bytes, s->colour_in, s->colour_out);
+        }
+    }
     L->m = run(L->prog, w, h, false, 1, false, &L->cycles);
     uint64_t c2, c3;
     lowered b = {.rep = L->rep}, t = {.rep = L->rep};
@@ -136,14 +144,6 @@ static void lower_and_run(const ts_graph *g, uint32_t w, uint32_t h, lowered *L)
     }
     wt_free(b.m);
     wt_free(t.m);
-    if (getenv("LWSE_VERBOSE")) {
-        fprintf(stderr, "%s: %llu cycles, %u PEs\n", ts_graph_name(g), (unsigned long long)L->cycles, L->rep.pes_used);
-        for (size_t i = 0; i < L->rep.nstages; i++) {
-            const ts_lower_wse_stage *s = &L->rep.stages[i];
-            fprintf(stderr, "  %-8s x %u w %u h %u kr %u kc %u mem %llu colours %u->%u\n", s->what, s->x, s->w, s->h,
-                    s->kr, s->kc, (unsigned long long)s->mem_bytes, s->colour_in, s->colour_out);
-        }
-    }
 }
 
 static void lowered_free(lowered *L)
@@ -446,6 +446,123 @@ START_TEST(test_pool)
 }
 END_TEST
 
+START_TEST(test_residual)
+{
+    /* a bottleneck block: 1x1 8->4, Relu, 3x3 pad 1 4->4 (stride 1 or 2), Relu, 1x1 4->8, plus
+     * the input (_i 0) or a 1x1 projection of it with the same stride (_i 1), Relu; then
+     * GlobalAveragePool, Flatten, Gemm. The skip path runs in the rows below with FIFO PEs. */
+    const int st = _i ? 2 : 1, Ho = 6 / st;
+    ts_graph *g = ts_graph_create("res");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 8, 6, 6});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 4, (int64_t[]){4, 8, 1, 1});
+    int b1 = tensor(g, "b1", TS_TENSOR_WEIGHT, 1, (int64_t[]){4});
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, 4, (int64_t[]){4, 4, 3, 3});
+    int b2 = tensor(g, "b2", TS_TENSOR_WEIGHT, 1, (int64_t[]){4});
+    int w3 = tensor(g, "w3", TS_TENSOR_WEIGHT, 4, (int64_t[]){8, 4, 1, 1});
+    int wd = tensor(g, "wd", TS_TENSOR_WEIGHT, 4, (int64_t[]){8, 8, 1, 1});
+    int wf = tensor(g, "wf", TS_TENSOR_WEIGHT, 2, (int64_t[]){8, 3});
+    int t[10];
+    for (int k = 0; k < 10; k++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "t%d", k);
+        t[k] = tensor(g, nm, TS_TENSOR_ACTIVATION, -1, NULL);
+    }
+    fill(g, x);
+    fill(g, w1);
+    fill(g, b1);
+    fill(g, w2);
+    fill(g, b2);
+    fill(g, w3);
+    fill(g, wd);
+    fill(g, wf);
+    ts_graph_attrs at, a3;
+    ts_graph_attrs_init(&at);
+    node(g, TS_OP_CONV, "c1", (int[]){x, w1, b1}, 3, t[0], &at);
+    node(g, TS_OP_RELU, "r1", (int[]){t[0]}, 1, t[1], NULL);
+    ts_graph_attrs_init(&a3);
+    a3.pads[0] = a3.pads[1] = a3.pads[2] = a3.pads[3] = 1;
+    a3.strides[0] = a3.strides[1] = st;
+    node(g, TS_OP_CONV, "c2", (int[]){t[1], w2, b2}, 3, t[2], &a3);
+    node(g, TS_OP_RELU, "r2", (int[]){t[2]}, 1, t[3], NULL);
+    node(g, TS_OP_CONV, "c3", (int[]){t[3], w3}, 2, t[4], &at);
+    int skip = x;
+    if (_i) {
+        ts_graph_attrs ad;
+        ts_graph_attrs_init(&ad);
+        ad.strides[0] = ad.strides[1] = st;
+        node(g, TS_OP_CONV, "ds", (int[]){x, wd}, 2, t[5], &ad);
+        skip = t[5];
+    }
+    node(g, TS_OP_ADD, "add", (int[]){t[4], skip}, 2, t[6], NULL);
+    node(g, TS_OP_RELU, "r3", (int[]){t[6]}, 1, t[7], NULL);
+    node(g, TS_OP_GLOBALAVGPOOL, "gap", (int[]){t[7]}, 1, t[8], NULL);
+    ts_graph_attrs_init(&at);
+    at.axis = 1;
+    node(g, TS_OP_FLATTEN, "fl", (int[]){t[8]}, 1, t[9], &at);
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    node(g, TS_OP_GEMM, "fc", (int[]){t[9], wf}, 2, y, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    y = ts_graph_find(g, "y"); /* the unused projection weight of _i 0 is gone: ids moved */
+    lowered L = {0};
+    lower_and_run(g, 32, 16, &L);
+    ck_assert_ptr_nonnull(stage_of(&L, "fifo", 0));
+    ck_assert_ptr_nonnull(stage_of(&L, "join", 0));
+    ck_assert(stage_of(&L, "fifo", 0)->skip);
+    ck_assert_uint_eq(L.rep.colours_used, 16);
+    /* C reference */
+    float in[288], fw1[32], fb1[4], fw2[144], fb2[4], fw3[32], fwd[64];
+    for (int i = 0; i < 288; i++)
+        in[i] = val(x, i);
+    for (int i = 0; i < 32; i++) {
+        fw1[i] = val(w1, i);
+        fw3[i] = val(w3, i);
+    }
+    for (int i = 0; i < 4; i++) {
+        fb1[i] = val(b1, i);
+        fb2[i] = val(b2, i);
+    }
+    for (int i = 0; i < 144; i++)
+        fw2[i] = val(w2, i);
+    for (int i = 0; i < 64; i++)
+        fwd[i] = val(wd, i);
+    double h1[144], m1[144], h2[144], m2[144], h3[288], m3[288], d[288], md[288];
+    float r1[144], r2[144];
+    conv_ref(in, 8, 6, 6, fw1, fb1, 4, 1, 1, 1, 0, 6, 6, h1, m1);
+    for (int i = 0; i < 144; i++)
+        r1[i] = (float)fmax(h1[i], 0);
+    conv_ref(r1, 4, 6, 6, fw2, fb2, 4, 3, 3, st, 1, Ho, Ho, h2, m2);
+    for (int i = 0; i < 4 * Ho * Ho; i++)
+        r2[i] = (float)fmax(h2[i], 0);
+    conv_ref(r2, 4, Ho, Ho, fw3, NULL, 8, 1, 1, 1, 0, Ho, Ho, h3, m3);
+    if (_i)
+        conv_ref(in, 8, 6, 6, fwd, NULL, 8, 1, 1, st, 0, Ho, Ho, d, md);
+    else
+        for (int i = 0; i < 288; i++) {
+            d[i] = in[i];
+            md[i] = fabs(in[i]);
+        }
+    double avg[8], mavg[8];
+    for (int c = 0; c < 8; c++) {
+        avg[c] = mavg[c] = 0;
+        for (int i = 0; i < Ho * Ho; i++) {
+            avg[c] += fmax(h3[c * Ho * Ho + i] + d[c * Ho * Ho + i], 0) / (Ho * Ho);
+            mavg[c] += (m3[c * Ho * Ho + i] + md[c * Ho * Ho + i] + 10) / (Ho * Ho);
+        }
+    }
+    for (int j = 0; j < 3; j++) {
+        double s = 0, m = 0;
+        for (int c = 0; c < 8; c++) {
+            s += avg[c] * val(wf, c * 3 + j);
+            m += mavg[c] * fabs(val(wf, c * 3 + j));
+        }
+        near(out_at(&L, y, (uint64_t)j), s, m, "y", (uint64_t)j);
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 static void expect_error(ts_graph *g, uint32_t w, uint32_t h, const char *const *parts)
 {
     ts_err e;
@@ -510,6 +627,7 @@ int main(void)
     tcase_add_test(tc, test_softmax);
     tcase_add_loop_test(tc, test_conv, 0, 2);
     tcase_add_loop_test(tc, test_pool, 0, 2);
+    tcase_add_loop_test(tc, test_residual, 0, 2);
     tcase_add_test(tc, test_errors);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
