@@ -65,6 +65,7 @@ typedef struct lw {
     ts_err *err;
     stage *st;
     size_t n, cap;
+    uint64_t T; /* the balanced pipeline's cycles by the cost model */
 } lw;
 
 /* ---- values ---- */
@@ -615,6 +616,56 @@ static int pass_cmp(const void *a, const void *b)
     return x->pe < y->pe ? -1 : x->pe > y->pe ? 1 : x->colour - y->colour;
 }
 
+/* The fewest PEs (kr x kc, kr <= hmax, kc <= wmax) whose rows take at most T cycles by mm_cost
+ * and whose blocks fit the SRAM; false when none does. */
+static bool mm_pick(const stage *s, uint64_t T, uint64_t hmax, uint64_t wmax, uint64_t sram, uint64_t *kr,
+                    uint64_t *kc)
+{
+    const uint64_t K = (uint64_t)s->K, N = (uint64_t)s->N, rows = (uint64_t)s->M;
+    uint64_t best = UINT64_MAX, bcost = UINT64_MAX;
+    for (uint64_t r = 1; r <= hmax; r++) {
+        uint64_t ki = cdiv(K, r);
+        if (mm_mem(ki, cdiv(N, wmax)) > sram || rows * mm_cost(s, r, wmax) > T)
+            continue;
+        uint64_t lo = 1, hi = wmax; /* smallest kc that fits and is fast enough: both monotone in kc */
+        while (lo < hi) {
+            uint64_t mid = (lo + hi) / 2;
+            if (mm_mem(ki, cdiv(N, mid)) <= sram && rows * mm_cost(s, r, mid) <= T)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        uint64_t cost = mm_cost(s, r, lo);
+        if (r * lo < best || (r * lo == best && cost < bcost)) {
+            best = r * lo;
+            bcost = cost;
+            *kr = r;
+            *kc = lo;
+        }
+    }
+    return best != UINT64_MAX;
+}
+
+/* Whether every matrix product, with the fewest PEs that take its rows in at most T cycles, fits
+ * its rows and, on the main band, the columns left. */
+static bool fits_at(const lw *L, uint64_t T, uint32_t Hm, uint64_t avail)
+{
+    const ts_lower_wse_params *p = L->p;
+    uint64_t cols = 0;
+    for (size_t i = 0; i < L->n; i++) {
+        const stage *s = &L->st[i];
+        if (s->kind != K_MM)
+            continue;
+        uint64_t rows = s->lane ? p->height - Hm : Hm, kr = 0, kc = 0;
+        uint64_t hmax = (uint64_t)s->K < rows ? (uint64_t)s->K : rows;
+        uint64_t wmax = (uint64_t)s->N < avail ? (uint64_t)s->N : avail;
+        if (wmax < s->kcmin || !mm_pick(s, T, hmax, wmax, p->sram_bytes, &kr, &kc))
+            return false;
+        cols += s->lane ? 0 : kc;
+    }
+    return cols <= avail;
+}
+
 static ts_status place(lw *L, uint32_t *hm_out)
 {
     const ts_lower_wse_params *p = L->p;
@@ -623,6 +674,7 @@ static ts_status place(lw *L, uint32_t *hm_out)
         forks |= L->st[i].fork;
     /* with skip paths the main band takes the top half of the rows, skip paths the bottom half */
     const uint32_t Hm = forks ? p->height / 2 : p->height;
+    uint32_t Hm2 = Hm; /* the rows the main band ends up using */
     *hm_out = Hm;
     if (forks && (Hm < 1 || p->colours < 16))
         return ts_err_set(L->err, TS_EINPUT, "skip paths need 16 colours and 2 rows of PEs, the config has %u and %u",
@@ -678,42 +730,64 @@ static ts_status place(lw *L, uint32_t *hm_out)
             used += s->kcmin;
         }
     }
-    uint64_t extra = avail - need;
+    /* Balance the pipeline: the smallest T such that every matrix product, given the fewest PEs
+     * that take its rows in at most T cycles, still fits the columns left (skip paths below are
+     * not counted: they only push a join east). Stages with few rows then get few PEs. */
+    uint64_t T = 1;
+    for (size_t i = 0; i < L->n; i++) {
+        const stage *s = &L->st[i];
+        if (s->kind == K_MM && (uint64_t)s->M * (uint64_t)(s->K > s->N ? s->K : s->N) > T)
+            T = (uint64_t)s->M * (uint64_t)(s->K > s->N ? s->K : s->N);
+    }
+    if (!fits_at(L, T, Hm, avail)) {
+        uint64_t lo = T;
+        do {
+            if (T > (UINT64_MAX >> 2))
+                return ts_err_set(L->err, TS_EINTERNAL, "no placement of the matrix products fits");
+            lo = T + 1;
+            T *= 2;
+        } while (!fits_at(L, T, Hm, avail));
+        while (lo < T) { /* the smallest T that fits, by bisection */
+            uint64_t mid = lo + (T - lo) / 2;
+            if (fits_at(L, mid, Hm, avail))
+                T = mid;
+            else
+                lo = mid + 1;
+        }
+    }
+    for (size_t i = 0; i < L->n; i++) { /* the split at the final T */
+        stage *s = &L->st[i];
+        if (s->kind != K_MM)
+            continue;
+        uint64_t rows = s->lane ? p->height - Hm : Hm, kr = 0, kc = 0;
+        uint64_t hmax = (uint64_t)s->K < rows ? (uint64_t)s->K : rows;
+        uint64_t wmax = (uint64_t)s->N < avail ? (uint64_t)s->N : avail;
+        if (!mm_pick(s, T, hmax, wmax, p->sram_bytes, &kr, &kc))
+            return ts_err_set(L->err, TS_EINTERNAL, "no split of matmul stage %zu fits", i);
+        s->kr = (uint32_t)kr;
+        s->kc = (uint32_t)kc;
+        s->w = s->kc;
+        s->h = s->kr;
+        s->mem = mm_mem(cdiv((uint64_t)s->K, kr), cdiv((uint64_t)s->N, kc));
+    }
+    L->T = T;
+    /* the main band is as tall as its tallest stage: skip paths run just below it */
+    if (forks) {
+        uint32_t top = 1;
+        for (size_t i = 0; i < L->n; i++)
+            if (!L->st[i].lane && L->st[i].h > top)
+                top = L->st[i].h;
+        *hm_out = Hm2 = top;
+    }
     uint32_t xm = 0, xs = 0;
     for (size_t i = 0; i < L->n; i++) {
         stage *s = &L->st[i];
-        if (s->kind == K_MM) {
-            uint64_t wmax = s->kcmin + (macs ? (uint64_t)((double)extra * (double)s->macs / (double)macs) : 0);
-            if (wmax > (uint64_t)s->N)
-                wmax = (uint64_t)s->N;
-            uint64_t rows = s->lane ? p->height - Hm : Hm;
-            uint64_t hmax = (uint64_t)s->K < rows ? (uint64_t)s->K : rows;
-            uint64_t best = UINT64_MAX, bkr = 0, bkc = 0;
-            for (uint64_t kr = 1; kr <= hmax; kr++)
-                for (uint64_t kc = s->kcmin; kc <= wmax; kc++) {
-                    if (mm_mem(cdiv((uint64_t)s->K, kr), cdiv((uint64_t)s->N, kc)) > p->sram_bytes)
-                        continue;
-                    uint64_t cost = mm_cost(s, kr, kc);
-                    if (cost < best || (cost == best && kr * kc < bkr * bkc)) {
-                        best = cost;
-                        bkr = kr;
-                        bkc = kc;
-                    }
-                }
-            if (!bkr)
-                return ts_err_set(L->err, TS_EINTERNAL, "no split of matmul stage %zu fits", i);
-            s->kr = (uint32_t)bkr;
-            s->kc = (uint32_t)bkc;
-            s->w = s->kc;
-            s->h = s->kr;
-            s->mem = mm_mem(cdiv((uint64_t)s->K, bkr), cdiv((uint64_t)s->N, bkc));
-        }
         const stage *pv = s->prev >= 0 ? &L->st[s->prev] : NULL;
         if (s->lane) { /* a skip path starts in the column east of its fork */
             if (pv && !pv->lane)
                 xs = pv->x + pv->w;
             s->x = xs;
-            s->y0 = Hm;
+            s->y0 = Hm2;
             xs = s->x + s->w;
         } else {
             s->x = xm;
