@@ -296,6 +296,10 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     have_res = true;
+    if (cli_lowering_stats(&res, &err) != TS_OK) {
+        rc = cli_fail(&err);
+        goto out;
+    }
     if (act && !ts_activity_nunits(act)) {
         ts_err_set(&err, TS_EINPUT, "family '%s' does not report activity yet (--frames, --summary-png, --view)", fam->name);
         rc = cli_fail(&err);

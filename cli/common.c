@@ -170,6 +170,19 @@ void cli_sets_free(cli_sets *s)
     memset(s, 0, sizeof *s);
 }
 
+/* The last WSE lowering, for the per-stage table after the run. */
+static ts_lower_wse_report wse_rep;
+static uint32_t wse_width;
+
+ts_status cli_lowering_stats(ts_results *res, ts_err *err)
+{
+    ts_status rc = TS_OK;
+    if (wse_rep.nstages && res->stats)
+        rc = ts_lower_wse_stage_stats(&wse_rep, wse_width, res->stats, err);
+    ts_lower_wse_report_free(&wse_rep);
+    return rc;
+}
+
 ts_status cli_load_workload(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
                             ts_err *err)
 {
@@ -183,8 +196,10 @@ ts_status cli_load_workload(ts_program **out, const char *path, const ts_config 
         ts_lower_wse_params wp;
         ts_status rc = ts_lower_wse_params_from_config(cfg, &wp, err);
         ts_graph *g = NULL;
+        ts_lower_wse_report_free(&wse_rep);
         if (rc == TS_OK && (rc = ts_wl_load_model(path, NULL, NULL, &g, err)) == TS_OK)
-            rc = ts_lower_wse(g, &wp, out, NULL, err);
+            rc = ts_lower_wse(g, &wp, out, &wse_rep, err);
+        wse_width = wp.width;
         ts_graph_destroy(g);
         return rc;
     }

@@ -4,6 +4,7 @@
 #define TS_CLI_LOWERING_H
 
 #include "cli/common.h"
+#include "core/results.h"
 
 /* Like cli_load_program, but a model (ts_wl_is_model: an ONNX file, a workload YAML file or a
  * built-in workload spec such as "matmul:m=256,k=256,n=256") is loaded and lowered for cfg's arch.
@@ -11,5 +12,9 @@
  * TS_EINPUT. */
 ts_status cli_load_workload(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
                             ts_err *err);
+
+/* After a run: when cli_load_workload lowered a model for the WSE, add the per-stage table
+ * "layers" (ts_lower_wse_stage_stats) to res and forget the lowering; otherwise nothing. */
+ts_status cli_lowering_stats(ts_results *res, ts_err *err);
 
 #endif

@@ -23,6 +23,7 @@
 
 #include "arch/wse/wse_isa.h"
 #include "core/alloc.h"
+#include "core/stats.h"
 #include "workloads/lower_ipu.h" /* ts_lower_ipu_fill: the same values for tensors without data */
 
 enum { P_N = 1, P_S = 2, P_E = 4, P_W = 8, P_R = 16 };
@@ -1585,6 +1586,46 @@ int ts_lower_wse_locate(const ts_lower_wse_report *rep, int tensor, uint64_t ele
     *y = 0;
     *addr = (s % rep->sink_chunk) * 4;
     return 0;
+}
+
+ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh_width, ts_stats *stats,
+                                   ts_err *err)
+{
+    static const char *const cols[] = {"stage", "node", "x",    "y",     "w",        "h",    "pes",
+                                       "macs",  "wavelets_in", "wavelets_out", "busy", "stall", "busiest", "link_wavelets"};
+    static const char *const units[] = {"", "", "", "", "", "", "", "", "", "", "cycles", "cycles", "cycles", ""};
+    enum { NC = sizeof cols / sizeof *cols };
+    const ts_stat *busy = ts_stats_find(stats, "pe.busy_per_pe"), *stall = ts_stats_find(stats, "pe.stall_per_pe");
+    const ts_stat *link[4] = {ts_stats_find(stats, "fabric.link_north"), ts_stats_find(stats, "fabric.link_south"),
+                              ts_stats_find(stats, "fabric.link_east"), ts_stats_find(stats, "fabric.link_west")};
+    int tb = ts_stats_table(stats, "layers", "one row per stage of the WSE lowering (docs/lowering-wse.md); node -1 is "
+                            "the input source, the output sink or a skip path's FIFO", NC, cols, units);
+    if (tb < 0)
+        return ts_err_set(err, TS_ENOMEM, "cannot add the layer table");
+    for (size_t i = 0; i < rep->nstages; i++) {
+        const ts_lower_wse_stage *s = &rep->stages[i];
+        double b = 0, st = 0, mx = 0, lk = 0;
+        bool have = busy && stall && busy->kind == TS_STAT_ARRAY && stall->kind == TS_STAT_ARRAY;
+        for (uint32_t y = s->y; have && y < s->y + s->h; y++)
+            for (uint32_t x = s->x; x < s->x + s->w; x++) {
+                size_t id = (size_t)y * mesh_width + x;
+                if (id >= busy->n || id >= stall->n) {
+                    have = false;
+                    break;
+                }
+                b += busy->v[id];
+                st += stall->v[id];
+                mx = busy->v[id] > mx ? busy->v[id] : mx;
+                for (int q = 0; q < 4; q++)
+                    lk += link[q] && id < link[q]->n ? link[q]->v[id] : 0;
+            }
+        double row[NC] = {(double)i, s->what && !strcmp(s->what, "fifo") ? -1 : (double)s->node, s->x, s->y, s->w,
+                          s->h, (double)s->w * s->h, (double)s->macs, (double)s->in_elems, (double)s->out_elems,
+                          have ? b : -1, have ? st : -1, have ? mx : -1, have ? lk : -1};
+        if (ts_stats_row(stats, tb, row))
+            return ts_err_set(err, TS_ENOMEM, "cannot add the layer table");
+    }
+    return TS_OK;
 }
 
 static int cfg_u64(const ts_config *cfg, const char *key, uint64_t *v)

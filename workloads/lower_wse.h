@@ -25,6 +25,7 @@
 #include "core/config.h"
 #include "core/err.h"
 #include "core/program.h"
+#include "core/stats.h"
 #include "workloads/graph.h"
 
 /* What the lowering needs to know about the chip. */
@@ -76,6 +77,14 @@ void ts_lower_wse_report_free(ts_lower_wse_report *rep);
  *    48 KiB), 12 are left: 28 columns short". */
 ts_status ts_lower_wse(const ts_graph *g, const ts_lower_wse_params *p, ts_program **out, ts_lower_wse_report *rep,
                        ts_err *err);
+
+/* After a run: add to stats (the run's statistics) the table "layers", one row per stage: its
+ * rectangle, MACs, wavelets in and out (4 bytes each), and, when the run wrote per-PE arrays
+ * (meshes up to report.pe_array_limit PEs), the busy and stall PE-cycles of its PEs, the busiest
+ * PE's busy cycles ("busiest", the stage's cycles: a stage works while the pipeline runs, so its time is its
+ * busiest PE's) and the wavelets its routers sent over links; -1 where the arrays are missing. */
+ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh_width, ts_stats *stats,
+                                   ts_err *err);
 
 /* PE and byte address of element elem (graph order) of the graph output after the run; -1 if
  * tensor is not the output. */
