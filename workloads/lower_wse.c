@@ -680,7 +680,7 @@ static ts_status place(lw *L, uint32_t *hm_out)
     if (forks && (Hm < 1 || p->colours < 16))
         return ts_err_set(L->err, TS_EINPUT, "skip paths need 16 colours and 2 rows of PEs, the config has %u and %u",
                           p->colours, p->height);
-    uint64_t fixed = 0, macs = 0, need = 0;
+    uint64_t fixed = 0, need = 0;
     for (size_t i = 0; i < L->n; i++) {
         stage *s = &L->st[i];
         if (s->kind == K_SOURCE || s->kind == K_SINK) {
@@ -707,7 +707,6 @@ static ts_status place(lw *L, uint32_t *hm_out)
         s->kcmin = (uint32_t)kc;
         if (!s->lane)
             need += kc;
-        macs += s->macs;
     }
     if (fixed > p->width)
         return ts_err_set(L->err, TS_EINPUT, "the stages without weights need %llu columns of PEs, the mesh has %u",
@@ -1591,9 +1590,10 @@ int ts_lower_wse_locate(const ts_lower_wse_report *rep, int tensor, uint64_t ele
 ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh_width, ts_stats *stats,
                                    ts_err *err)
 {
-    static const char *const cols[] = {"stage", "node", "x",    "y",     "w",        "h",    "pes",
-                                       "macs",  "wavelets_in", "wavelets_out", "busy", "stall", "busiest", "link_wavelets"};
-    static const char *const units[] = {"", "", "", "", "", "", "", "", "", "", "cycles", "cycles", "cycles", ""};
+    static const char *const cols[] = {"stage",       "node",         "x",    "y",     "w",
+                                       "h",           "pes",          "macs", "busy",  "stall",
+                                       "wavelets_in", "wavelets_out", "busiest", "link_wavelets"};
+    static const char *const units[] = {"", "", "", "", "", "", "", "", "cycles", "cycles", "", "", "cycles", ""};
     enum { NC = sizeof cols / sizeof *cols };
     const ts_stat *busy = ts_stats_find(stats, "pe.busy_per_pe"), *stall = ts_stats_find(stats, "pe.stall_per_pe");
     const ts_stat *link[4] = {ts_stats_find(stats, "fabric.link_north"), ts_stats_find(stats, "fabric.link_south"),
@@ -1620,8 +1620,8 @@ ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh
                     lk += link[q] && id < link[q]->n ? link[q]->v[id] : 0;
             }
         double row[NC] = {(double)i, s->what && !strcmp(s->what, "fifo") ? -1 : (double)s->node, s->x, s->y, s->w,
-                          s->h, (double)s->w * s->h, (double)s->macs, (double)s->in_elems, (double)s->out_elems,
-                          have ? b : -1, have ? st : -1, have ? mx : -1, have ? lk : -1};
+                          s->h, (double)s->w * s->h, (double)s->macs, have ? b : -1, have ? st : -1,
+                          (double)s->in_elems, (double)s->out_elems, have ? mx : -1, have ? lk : -1};
         if (ts_stats_row(stats, tb, row))
             return ts_err_set(err, TS_ENOMEM, "cannot add the layer table");
     }
@@ -1656,8 +1656,8 @@ ts_status ts_lower_wse_params_from_config(const ts_config *cfg, ts_lower_wse_par
         return ts_err_set(err, TS_EINPUT, "config '%s' is for arch '%s', not 'wse'", ts_config_name(cfg),
                           ts_config_arch(cfg));
     uint64_t w = 0, h = 0, c = 0;
-    if (cfg_u64(cfg, "mesh.width", &w) || cfg_u64(cfg, "mesh.height", &h) || cfg_u64(cfg, "pe.sram", &out->sram_bytes) ||
-        cfg_u64(cfg, "fabric.colours", &c))
+    if (cfg_u64(cfg, "mesh.width", &w) || cfg_u64(cfg, "mesh.height", &h) ||
+        cfg_u64(cfg, "pe.sram", &out->sram_bytes) || cfg_u64(cfg, "fabric.colours", &c))
         return ts_err_set(err, TS_EINPUT, "config '%s' lacks a key the WSE lowering reads", ts_config_name(cfg));
     out->width = (uint32_t)w;
     out->height = (uint32_t)h;

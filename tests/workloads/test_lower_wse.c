@@ -125,8 +125,8 @@ static void lower_and_run(const ts_graph *g, uint32_t w, uint32_t h, lowered *L)
         fprintf(stderr, "%s: %u PEs\n", ts_graph_name(g), L->rep.pes_used);
         for (size_t i = 0; i < L->rep.nstages; i++) {
             const ts_lower_wse_stage *s = &L->rep.stages[i];
-            fprintf(stderr, "  %-8s x %u y %u w %u h %u kr %u kc %u mem %llu colours %u->%u\n", s->what, s->x, s->y, s->w, s->h,
-                    s->kr, s->kc, (unsigned long long)s->mem_bytes, s->colour_in, s->colour_out);
+            fprintf(stderr, "  %-8s x %u y %u w %u h %u kr %u kc %u mem %llu colours %u->%u\n", s->what, s->x, s->y,
+                    s->w, s->h, s->kr, s->kc, (unsigned long long)s->mem_bytes, s->colour_in, s->colour_out);
         }
     }
     L->m = run(L->prog, w, h, false, 1, false, &L->cycles);
@@ -588,7 +588,9 @@ START_TEST(test_errors)
     /* over 32 rows a PE holds 128 inputs, so 48 KiB fits 94 outputs per PE (128 * 95 * 4 +
      * 128 * 4 + 95 * 8 + 8 = 49,908 > 49,152): 44 columns of 94 and one of 60, 45 in all; 30 are
      * left after the 1-PE source and the 1-PE sink */
-    expect_error(g, 32, 32, (const char *const[]){"MatMul 'fc'", "needs 45 columns of PEs", "30 are left", "15 columns short", NULL});
+    static const char *const short_of[] = {"MatMul 'fc'", "needs 45 columns of PEs", "30 are left",
+                                           "15 columns short", NULL};
+    expect_error(g, 32, 32, short_of);
     ts_graph_destroy(g);
 
     g = ts_graph_create("tanh");
