@@ -235,12 +235,10 @@ static bool reads(const ts_graph_node *n, int t)
     return false;
 }
 
-/* Rows of a stream (pixels of one image row times channels, or the last axis) and how many of
- * them the operators up to the join hold back at most: their tallest window plus two (the row
- * being received and the row being sent). */
-static void stream_row(const ts_graph_tensor *t, bool nhwc, uint64_t *row)
+/* A row of a stream: one image row of pixels times channels, or the last axis. */
+static void stream_row(const ts_graph_tensor *t, uint64_t *row)
 {
-    *row = (uint64_t)(nhwc ? t->dims[1] * t->dims[3] : t->dims[t->rank - 1]);
+    *row = (uint64_t)(t->rank == 4 ? t->dims[1] * t->dims[3] : t->dims[t->rank - 1]);
 }
 
 /* Open a skip path from the main stream's last stage: the stream is multicast down to the rows
@@ -264,7 +262,7 @@ static ts_status fork(lw *L, const ts_graph_node *n, int from, cur c, cur *lane,
             break;
     }
     uint64_t row, E = (uint64_t)ts_graph_tensor_elems(t);
-    stream_row(t, c.nhwc, &row);
+    stream_row(t, &row);
     uint64_t hold = (uint64_t)(kh + 2) * row, half = (L->p->sram_bytes - 16) / 8; /* two halves per PE */
     uint64_t chunk = row / 2 ? row / 2 : 1; /* released a chunk at a time: less than the main path's lag */
     if (chunk > half)
@@ -305,9 +303,7 @@ static ts_status join(lw *L, const ts_graph_node *n, int node, cur *lane, int *l
     stage *s = add_stage(L, K_JOIN, node);
     if (!s)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-    uint64_t row;
-    stream_row(y, lane[0].nhwc, &row);
-    s->C = lane[0].nhwc ? y->dims[1] : y->dims[y->rank - 1];
+    s->C = y->rank == 4 ? y->dims[1] : y->dims[y->rank - 1]; /* a pixel's channels (1x1 images too) */
     s->M = E / s->C;
     s->G = (uint32_t)(s->C < 8 ? s->C : 8);
     s->vop = n->op == TS_OP_ADD ? WSE_OP_FADDS : n->op == TS_OP_SUB ? WSE_OP_FSUBS : WSE_OP_FMULS;
