@@ -2,16 +2,17 @@
  *
  * See lower_wse.h for the contract and docs/lowering-wse.md for the placement, the routes and
  * colours, the per-PE programs and their costs. In short:
- *   1. the graph is read as a chain of stages (source, one or two stages per operator, sink);
- *      a Relu after a matrix product is fused into it; Flatten and Reshape only rename;
- *   2. stages are placed west to east along the top of the mesh; matrix products get a share of
- *      the free columns proportional to their MACs, at least enough for their weights, and pick
- *      the kr x kc split of K and N that is fastest per row within it;
+ *   1. the graph is read as a chain of stages (source, one or two stages per operator, sink),
+ *      with at most one skip path open at a time (fork, FIFOs, optional projection, join); a
+ *      Relu after a matrix product or a join is fused into it; Flatten and Reshape only rename;
+ *   2. stages are placed west to east along the top of the mesh, skip paths in the rows below;
+ *      matrix products get the fewest PEs (kr x kc split of K and N) that keep up with the
+ *      pipeline's time T, the smallest T for which everything fits;
  *   3. each PE's stream is emitted directly (routes first, then code), with its weights, the
  *      graph input or an operand as data segments.
  * Every stream of activations carries one f32 per wavelet in a fixed order: the graph's
- * row-major order, except a Conv's output, which leaves pixel by pixel (N, H, W, C).
- */
+ * row-major order, except images of more than one pixel, which travel pixel by pixel (N, H, W,
+ * C). */
 #include "workloads/lower_wse.h"
 
 #include <float.h>

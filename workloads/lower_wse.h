@@ -9,8 +9,8 @@
  * path has not yet given out. Weights stay in the SRAM of the
  * PEs that use them; activations stream between consecutive stages as wavelets, one element per
  * wavelet, leaving a stage's north-east PE eastwards and entering the next stage's north-west PE.
- * MatMul, Gemm and Conv (an im2col feeder PE in front of a matrix-product rectangle) size their
- * rectangle by MACs (a share of the mesh's columns proportional to their MACs) and by weights
+ * MatMul, Gemm and Conv (an im2col line buffer in front of a matrix-product rectangle) size their
+ * rectangle by compute (the fewest PEs that keep up with the balanced pipeline) and by weights
  * (every PE's slice must fit pe.sram). Values are f32 throughout.
  *
  * The lowering knows the WSE only through its opcode table (arch/wse/wse_isa.def) and a small
@@ -32,7 +32,7 @@
 typedef struct ts_lower_wse_params {
     uint32_t width, height; /* mesh.width, mesh.height: PEs */
     uint64_t sram_bytes;    /* pe.sram: bytes per PE */
-    uint32_t colours;       /* fabric.colours: the lowering needs 8 */
+    uint32_t colours;       /* fabric.colours: the lowering needs 8, 16 with skip paths */
 } ts_lower_wse_params;
 
 /* Fill params from a chip config whose arch is "wse". */
@@ -73,8 +73,8 @@ void ts_lower_wse_report_free(ts_lower_wse_report *rep);
 /* Lower a finalized graph. On success *out is a new program for arch "wse" and rep (may be
  * NULL) is filled. Unsupported operators and operators that do not fit fail with an error naming
  * the operator and by how much it misses, e.g.
- *   "Gemm 'fc' needs 40 columns of PEs for its weights (1.0 MiB over columns of 32 PEs of
- *    48 KiB), 12 are left: 28 columns short". */
+ *   "MatMul 'fc': needs 45 columns of PEs for its weights (65536.0 KiB over columns of 32 PEs of
+ *    48.0 KiB); 30 are left of the 32-wide mesh: 15 columns short". */
 ts_status ts_lower_wse(const ts_graph *g, const ts_lower_wse_params *p, ts_program **out, ts_lower_wse_report *rep,
                        ts_err *err);
 
