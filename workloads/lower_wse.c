@@ -1010,6 +1010,10 @@ static ts_status emit_mm(lw *L, ts_program *P, size_t si, gen *G)
             uint64_t ki = k1 - k0, nb = n1 - n0;
             int XA = (int)(ki * nb * 4), AA = XA + (int)ki * 4, BA = AA + (int)nb * 4, ZA = BA + (int)nb * 4,
                 JA = ZA + 4;
+            /* with room for two whole input rows, row m + 1 is received on microthread 0 while
+             * row m is computed */
+            const bool dbl = mm_mem(ki, nb) + 8 * K <= L->p->sram_bytes;
+            const int XB0 = JA + 4, XB1 = XB0 + (int)K * 4;
             bool bias = i == 0 && s->bias;
             if (!pe_stream(P, L->p, s->x + j, s->y0 + i, G))
                 goto oom;
@@ -1031,16 +1035,36 @@ static ts_status emit_mm(lw *L, ts_program *P, size_t si, gen *G)
             op(G, WSE_OP_DSDM, 4, 4, 0, (int)nb, 1);
             op(G, WSE_OP_DSDM, 4, 2, AA, (int)nb, 1);
             op(G, WSE_OP_DSDM, 4, 3, bias ? BA : ZA, (int)nb, bias ? 1 : 0);
+            if (dbl) {
+                op(G, WSE_OP_DSDM, 4, 14, JA, 1, 0); /* a one-element move: waits for a thread */
+                op(G, WSE_OP_DSDM, 4, 15, ZA, 1, 0);
+                op(G, WSE_OP_DSDIN, 3, 7, (int)s->cin, (int)K);
+                op(G, WSE_OP_DSDM, 4, 8, XB0, (int)K, 1);
+                op(G, WSE_OP_FMOVS, 4, 8, 7, 0, -1);
+                op(G, WSE_OP_LI, 2, 11, XB0);
+                op(G, WSE_OP_LI, 2, 12, XB1);
+            }
             int row = loop_head(G, 10, s->M);
-            if (k0)
-                in_to_mem(G, s->cin, (uint64_t)JA, k0, 0);
-            in_to_mem(G, s->cin, (uint64_t)XA, ki, 1);
-            if (K > k1)
-                in_to_mem(G, s->cin, (uint64_t)JA, K - k1, 0);
+            if (dbl) {
+                op(G, WSE_OP_FMOVS, 4, 14, 15, 0, -1); /* row m is in */
+                op(G, WSE_OP_ADDI, 3, 13, 10, -1);
+                op(G, WSE_OP_BZ, 2, 13, pc(G) + 3); /* no row after the last */
+                op(G, WSE_OP_DSDBASE, 3, 8, 12, 0);
+                op(G, WSE_OP_FMOVS, 4, 8, 7, 0, -1);
+            } else {
+                if (k0)
+                    in_to_mem(G, s->cin, (uint64_t)JA, k0, 0);
+                in_to_mem(G, s->cin, (uint64_t)XA, ki, 1);
+                if (K > k1)
+                    in_to_mem(G, s->cin, (uint64_t)JA, K - k1, 0);
+            }
             op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
             /* acc += W[k][n0..n1) * x[k], unrolled by 8 */
             enum { U = 8 };
-            op(G, WSE_OP_LI, 2, 1, XA);
+            if (dbl)
+                op(G, WSE_OP_ADDI, 3, 1, 11, (int)k0 * 4);
+            else
+                op(G, WSE_OP_LI, 2, 1, XA);
             op(G, WSE_OP_LI, 2, 2, 0);
             if (ki / U) {
                 int mac = loop_head(G, 3, (int64_t)(ki / U));
@@ -1086,6 +1110,11 @@ static ts_status emit_mm(lw *L, ts_program *P, size_t si, gen *G)
                 /* the row chain: pass on the outputs of the columns to the west, then ours */
                 in_to_out(G, gcol(s, j - 1), gcol(s, j), n0);
                 mem_to_out(G, (uint64_t)AA, nb, gcol(s, j));
+            }
+            if (dbl) { /* swap the row buffers */
+                op(G, WSE_OP_MOV, 2, 13, 11);
+                op(G, WSE_OP_MOV, 2, 11, 12);
+                op(G, WSE_OP_MOV, 2, 12, 13);
             }
             loop_end(G, 10, row);
             for (uint64_t k = 0; k < ki; k++)
