@@ -12,6 +12,7 @@
 #include "core/fileio.h"
 #include "workloads/lower_ipu.h"
 #include "workloads/lower_tsp.h"
+#include "workloads/lower_wse.h"
 #include "workloads/workload.h"
 
 int cli_fail(const ts_err *err)
@@ -226,6 +227,19 @@ static ts_status cli_lower_tsp(ts_program **out, const char *path, const ts_conf
     return rc;
 }
 
+/* The last WSE lowering, for the per-stage table after the run. */
+static ts_lower_wse_report wse_rep;
+static uint32_t wse_width;
+
+ts_status cli_lowering_stats(ts_results *res, ts_err *err)
+{
+    ts_status rc = TS_OK;
+    if (wse_rep.nstages && res->stats)
+        rc = ts_lower_wse_stage_stats(&wse_rep, wse_width, res->stats, err);
+    ts_lower_wse_report_free(&wse_rep);
+    return rc;
+}
+
 ts_status cli_load_workload(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
                             ts_err *err)
 {
@@ -243,6 +257,18 @@ ts_status cli_load_workload_rep(ts_program **out, const char *path, const ts_con
     const char *arch = ts_config_arch(cfg);
     if (!strcmp(arch, "tsp"))
         return cli_lower_tsp(out, path, cfg, err);
+    if (!strcmp(arch, "wse")) {
+        ts_lower_wse_params wp;
+        ts_status rc = ts_lower_wse_params_from_config(cfg, &wp, err);
+        ts_graph *g = NULL;
+        ts_lower_wse_report_free(&wse_rep);
+        if (rc == TS_OK && (rc = ts_wl_load_model(path, NULL, NULL, &g, err)) == TS_OK)
+            rc = ts_lower_wse(g, &wp, out, &wse_rep, err);
+        if (rc == TS_OK)
+            wse_width = wp.width;
+        ts_graph_destroy(g);
+        return rc;
+    }
     if (strcmp(arch, "ipu"))
         return ts_err_set(err, TS_EINPUT, "no lowering for arch '%s' yet", arch);
     ts_lower_ipu_params p;

@@ -25,5 +25,8 @@ ts_status cli_tsp_layers(ts_results *res, const ts_energy_table *energy, ts_err 
  * zeroed otherwise). Free it with ts_lower_report_free. */
 ts_status cli_load_workload_rep(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
                                 ts_lower_report *rep, ts_err *err);
+/* After a run: when cli_load_workload lowered a model for the WSE, add the per-stage table
+ * "layers" (ts_lower_wse_stage_stats) to res and forget the lowering; otherwise nothing. */
+ts_status cli_lowering_stats(ts_results *res, ts_err *err);
 
 #endif

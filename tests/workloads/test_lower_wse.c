@@ -1,0 +1,640 @@
+/* tests/workloads/test_lower_wse.c — the wafer-mesh lowering: graphs built through the workloads
+ * API are compiled, run on the WSE family (fast mode, lockstep and two threads must agree), and
+ * their outputs, read back from the sink PEs where the lowering reports them, are compared with C
+ * references computed in double. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch/wse/wse.h"
+#include "core/alloc.h"
+#include "core/program.h"
+#include "tests/arch/wse/wse_test.h"
+#include "workloads/graph.h"
+#include "workloads/lower_wse.h"
+
+/* ---- building graphs ---- */
+
+static int tensor(ts_graph *g, const char *name, ts_tensor_kind kind, int rank, const int64_t *dims)
+{
+    ts_err e;
+    ts_err_init(&e);
+    int id = -1;
+    ck_assert_int_eq(ts_graph_add_tensor(g, name, kind, TS_DT_F32, rank, dims, &id, &e), TS_OK);
+    return id;
+}
+
+/* Values in [-1, 1) varied so that products are not trivial; `scale` stretches them. */
+static float val(int id, int64_t k) { return (float)((k * 37 + id * 11) % 97) / 48.0f - 1.0f; }
+
+static void fill_scaled(ts_graph *g, int id, float scale)
+{
+    const ts_graph_tensor *t = ts_graph_get_tensor(g, id);
+    int64_t n = ts_graph_tensor_elems(t);
+    float *v = ts_calloc((size_t)n, 4);
+    for (int64_t k = 0; k < n; k++)
+        v[k] = val(id, k) * scale;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_set_data(g, id, v, (size_t)n * 4, &e), TS_OK);
+    ts_free(v);
+}
+
+static void fill(ts_graph *g, int id) { fill_scaled(g, id, 1.0f); }
+
+static void node(ts_graph *g, ts_graph_op op, const char *name, const int *in, size_t nin, int out,
+                 const ts_graph_attrs *a)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_add_node(g, op, name, in, nin, &out, 1, a, NULL, &e), TS_OK);
+}
+
+static void finalize(ts_graph *g)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_msg(ts_graph_finalize(g, &e) == TS_OK, "%s", e.msg);
+}
+
+/* ---- compiling and running ---- */
+
+static ts_lower_wse_params params(uint32_t w, uint32_t h)
+{
+    ts_wse_cfg c = wt_cfg(w, h);
+    return (ts_lower_wse_params){.width = w, .height = h, .sram_bytes = c.sram_bytes, .colours = (uint32_t)c.colours};
+}
+
+typedef struct lowered {
+    ts_model *m;
+    ts_lower_wse_report rep;
+    ts_program *prog;
+    uint64_t cycles;
+} lowered;
+
+static ts_model *run(const ts_program *prog, uint32_t w, uint32_t h, bool lockstep, int threads, bool timing,
+                     uint64_t *cycles)
+{
+    ts_wse_cfg c = wt_cfg(w, h);
+    c.timing_only = timing;
+    ts_err e;
+    ts_err_init(&e);
+    ts_model *m = NULL;
+    ts_run_opts o = {.lockstep = lockstep, .threads = threads};
+    ck_assert_int_eq(ts_wse_create(&m, &c, &o, &e), TS_OK);
+    ts_status st = ts_wse_family.load(m, prog, &e);
+    ck_assert_msg(st == TS_OK, "load: %s", e.msg);
+    ts_step s = {0};
+    while (!s.done) {
+        st = ts_wse_family.step(m, s.now + 65536, &s, &e);
+        ck_assert_msg(st == TS_OK, "run: PE %lld cycle %lld: %s", (long long)e.tile, (long long)e.cycle, e.msg);
+        ck_assert_msg(s.now < 50000000ull, "runaway program");
+    }
+    ts_wse_counts cn;
+    ts_wse_counts_get(m, &cn);
+    *cycles = cn.cycles;
+    return m;
+}
+
+static float out_at(const lowered *L, int tensor, uint64_t k)
+{
+    uint32_t x, y;
+    uint64_t addr;
+    ck_assert_int_eq(ts_lower_wse_locate(&L->rep, tensor, k, &x, &y, &addr), 0);
+    float f;
+    ck_assert_int_eq(ts_wse_read_sram(L->m, x, y, addr, &f, 4), 0);
+    return f;
+}
+
+/* Lower on a w x h mesh and run fast; lockstep and two threads must give the same cycles and the
+ * same output (checked on every output element). */
+static uint64_t lower_sram; /* when not 0, the lowering plans for PEs of this many bytes */
+
+static void lower_and_run(const ts_graph *g, uint32_t w, uint32_t h, lowered *L)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_lower_wse_params p = params(w, h);
+    if (lower_sram)
+        p.sram_bytes = lower_sram;
+    ts_status rc = ts_lower_wse(g, &p, &L->prog, &L->rep, &e);
+    ck_assert_msg(rc == TS_OK, "lower: %s", e.msg);
+    if (getenv("LWSE_VERBOSE")) {
+        fprintf(stderr, "%s: %u PEs\n", ts_graph_name(g), L->rep.pes_used);
+        for (size_t i = 0; i < L->rep.nstages; i++) {
+            const ts_lower_wse_stage *s = &L->rep.stages[i];
+            fprintf(stderr, "  %-8s x %u y %u w %u h %u kr %u kc %u mem %llu colours %u->%u\n", s->what, s->x, s->y,
+                    s->w, s->h, s->kr, s->kc, (unsigned long long)s->mem_bytes, s->colour_in, s->colour_out);
+        }
+    }
+    L->m = run(L->prog, w, h, false, 1, false, &L->cycles);
+    uint64_t c2, c3;
+    lowered b = {.rep = L->rep}, t = {.rep = L->rep};
+    b.m = run(L->prog, w, h, true, 1, false, &c2);
+    t.m = run(L->prog, w, h, false, 2, false, &c3);
+    ck_assert_uint_eq(L->cycles, c2);
+    ck_assert_uint_eq(L->cycles, c3);
+    const ts_graph_tensor *o = ts_graph_get_tensor(g, L->rep.out_tensor);
+    for (int64_t k = 0; k < ts_graph_tensor_elems(o); k++) {
+        float f = out_at(L, L->rep.out_tensor, (uint64_t)k);
+        ck_assert(memcmp(&f, &(float){out_at(&b, L->rep.out_tensor, (uint64_t)k)}, 4) == 0);
+        ck_assert(memcmp(&f, &(float){out_at(&t, L->rep.out_tensor, (uint64_t)k)}, 4) == 0);
+    }
+    wt_free(b.m);
+    wt_free(t.m);
+}
+
+static void lowered_free(lowered *L)
+{
+    wt_free(L->m);
+    ts_lower_wse_report_free(&L->rep);
+    ts_program_destroy(L->prog);
+}
+
+/* |got - want| <= 1e-5 x (sum of |terms| that made want), or 1e-30 */
+static void near(float got, double want, double scale, const char *what, uint64_t k)
+{
+    double tol = 1e-5 * (scale > 1e-25 ? scale : 1e-25);
+    ck_assert_msg(fabs((double)got - want) <= tol, "%s[%llu]: got %.9g, want %.9g", what, (unsigned long long)k,
+                  (double)got, want);
+}
+
+static const ts_lower_wse_stage *stage_of(const lowered *L, const char *what, size_t nth)
+{
+    for (size_t i = 0; i < L->rep.nstages; i++)
+        if (!strcmp(L->rep.stages[i].what, what) && !nth--)
+            return &L->rep.stages[i];
+    return NULL;
+}
+
+/* ---- tests ---- */
+
+START_TEST(test_matmul)
+{
+    /* C[6,24] = A[6,40] x B[40,24] on 32 x 32: K is split over rows of PEs (partial sums go north)
+     * and N over columns (outputs chained east) */
+    ts_graph *g = ts_graph_create("mm");
+    int a = tensor(g, "a", TS_TENSOR_INPUT, 2, (int64_t[]){6, 40});
+    int b = tensor(g, "b", TS_TENSOR_WEIGHT, 2, (int64_t[]){40, 24});
+    int c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, a);
+    fill(g, b);
+    node(g, TS_OP_MATMUL, "mm", (int[]){a, b}, 2, c, NULL);
+    ts_graph_mark_output(g, c);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 32, 32, &L);
+    const ts_lower_wse_stage *s = stage_of(&L, "matmul", 0);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_uint_gt(s->kr, 1);
+    ck_assert_uint_gt(s->kc, 1);
+    ck_assert_uint_eq(s->macs, 6 * 40 * 24);
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 24; j++) {
+            double sum = 0, mag = 0;
+            for (int k = 0; k < 40; k++) {
+                double t = (double)val(a, i * 40 + k) * val(b, k * 24 + j);
+                sum += t;
+                mag += fabs(t);
+            }
+            near(out_at(&L, c, (uint64_t)(i * 24 + j)), sum, mag, "c", (uint64_t)(i * 24 + j));
+        }
+    /* timing-only: same cycles, no values */
+    uint64_t tc;
+    ts_model *m = run(L.prog, 32, 32, false, 1, true, &tc);
+    ck_assert_uint_eq(tc, L.cycles);
+    wt_free(m);
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_mlp_softmax)
+{
+    /* Gemm (transB, bias, alpha) -> Relu (fused) -> MatMul -> Add (a parameter) -> Softmax */
+    ts_graph *g = ts_graph_create("mlp");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){5, 6});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 2, (int64_t[]){12, 6});
+    int b1 = tensor(g, "b1", TS_TENSOR_WEIGHT, 1, (int64_t[]){12});
+    int h = tensor(g, "h", TS_TENSOR_ACTIVATION, -1, NULL);
+    int r = tensor(g, "r", TS_TENSOR_ACTIVATION, -1, NULL);
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, 2, (int64_t[]){12, 10});
+    int h2 = tensor(g, "h2", TS_TENSOR_ACTIVATION, -1, NULL);
+    int bb = tensor(g, "bb", TS_TENSOR_WEIGHT, 2, (int64_t[]){5, 10});
+    int s = tensor(g, "s", TS_TENSOR_ACTIVATION, -1, NULL);
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    fill(g, w1);
+    fill(g, b1);
+    fill(g, w2);
+    fill(g, bb);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.trans_b = true;
+    at.alpha = 0.5;
+    node(g, TS_OP_GEMM, "fc1", (int[]){x, w1, b1}, 3, h, &at);
+    node(g, TS_OP_RELU, "relu", (int[]){h}, 1, r, NULL);
+    node(g, TS_OP_MATMUL, "fc2", (int[]){r, w2}, 2, h2, NULL);
+    node(g, TS_OP_ADD, "add", (int[]){h2, bb}, 2, s, NULL);
+    ts_graph_attrs_init(&at);
+    at.axis = -1;
+    node(g, TS_OP_SOFTMAX, "sm", (int[]){s}, 1, y, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 32, 8, &L);
+    ck_assert_ptr_nonnull(stage_of(&L, "softmax", 0));
+    ck_assert_ptr_null(stage_of(&L, "relu", 0)); /* fused into fc1 */
+    for (int i = 0; i < 5; i++) {
+        double hv[12], sv[10], mx = -1e30, sum = 0;
+        for (int j = 0; j < 12; j++) {
+            double t = val(b1, j);
+            for (int k = 0; k < 6; k++)
+                t += 0.5 * val(x, i * 6 + k) * val(w1, j * 6 + k);
+            hv[j] = fmax(t, 0);
+        }
+        for (int j = 0; j < 10; j++) {
+            double t = val(bb, i * 10 + j);
+            for (int k = 0; k < 12; k++)
+                t += hv[k] * val(w2, k * 10 + j);
+            sv[j] = t;
+            mx = fmax(mx, t);
+        }
+        for (int j = 0; j < 10; j++)
+            sum += exp(sv[j] - mx);
+        for (int j = 0; j < 10; j++)
+            near(out_at(&L, y, (uint64_t)(i * 10 + j)), exp(sv[j] - mx) / sum, 1.0, "y", (uint64_t)(i * 10 + j));
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_softmax)
+{
+    /* rows of 33 with values from -150 to 150: exp underflows to 0 below e^-87 */
+    ts_graph *g = ts_graph_create("sm");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){4, 33});
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill_scaled(g, x, 150.0f);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.axis = 1;
+    node(g, TS_OP_SOFTMAX, "sm", (int[]){x}, 1, y, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 8, 4, &L);
+    for (int i = 0; i < 4; i++) {
+        double mx = -1e30, sum = 0;
+        for (int j = 0; j < 33; j++)
+            mx = fmax(mx, 150.0 * val(x, i * 33 + j));
+        for (int j = 0; j < 33; j++)
+            sum += exp((double)(150.0f * val(x, i * 33 + j)) - mx);
+        for (int j = 0; j < 33; j++) {
+            double want = exp((double)(150.0f * val(x, i * 33 + j)) - mx) / sum;
+            float got = out_at(&L, y, (uint64_t)(i * 33 + j));
+            ck_assert_msg(fabs(got - want) <= 1e-5 * want + 1e-30, "y[%d][%d]: got %.9g, want %.9g", i, j,
+                          (double)got, want);
+        }
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* C reference of a Conv (NCHW, group 1) in double; mag gets the sum of |products|. */
+static void conv_ref(const float *in, int C, int H, int W, const float *wt, const float *bias, int M, int kh, int kw,
+                     int s, int pad, int Ho, int Wo, double *out, double *mag)
+{
+    for (int m = 0; m < M; m++)
+        for (int oy = 0; oy < Ho; oy++)
+            for (int ox = 0; ox < Wo; ox++) {
+                double t = bias ? bias[m] : 0, a = bias ? fabs(bias[m]) : 0;
+                for (int c = 0; c < C; c++)
+                    for (int i = 0; i < kh; i++)
+                        for (int j = 0; j < kw; j++) {
+                            int y = oy * s + i - pad, x = ox * s + j - pad;
+                            if (y < 0 || y >= H || x < 0 || x >= W)
+                                continue;
+                            double p = (double)in[(c * H + y) * W + x] * wt[((m * C + c) * kh + i) * kw + j];
+                            t += p;
+                            a += fabs(p);
+                        }
+                out[(m * Ho + oy) * Wo + ox] = t;
+                mag[(m * Ho + oy) * Wo + ox] = a;
+            }
+}
+
+START_TEST(test_conv)
+{
+    /* Conv 3->6 8x8 3x3 pad 1 + bias + Relu (fused), then Conv 6->5 3x3 stride 2 pad 1; _i 1 plans
+     * for 200-byte PEs: the feeders split channels over 3 and 6 PEs, the input over 4 source PEs,
+     * the output over 2 sink PEs */
+    lower_sram = _i ? 200 : 0;
+    ts_graph *g = ts_graph_create("conv");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 3, 8, 8});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 4, (int64_t[]){6, 3, 3, 3});
+    int b1 = tensor(g, "b1", TS_TENSOR_WEIGHT, 1, (int64_t[]){6});
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, 4, (int64_t[]){5, 6, 3, 3});
+    int h = tensor(g, "h", TS_TENSOR_ACTIVATION, -1, NULL);
+    int r = tensor(g, "r", TS_TENSOR_ACTIVATION, -1, NULL);
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    fill(g, w1);
+    fill(g, b1);
+    fill(g, w2);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.pads[0] = at.pads[1] = at.pads[2] = at.pads[3] = 1;
+    node(g, TS_OP_CONV, "c1", (int[]){x, w1, b1}, 3, h, &at);
+    node(g, TS_OP_RELU, "relu", (int[]){h}, 1, r, NULL);
+    at.strides[0] = at.strides[1] = 2;
+    node(g, TS_OP_CONV, "c2", (int[]){r, w2}, 2, y, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 32, 8, &L);
+    ck_assert_ptr_nonnull(stage_of(&L, "im2col", 1));
+    if (_i) {
+        ck_assert_uint_eq(stage_of(&L, "im2col", 0)->w, 3);
+        ck_assert_uint_eq(stage_of(&L, "im2col", 1)->w, 6);
+        ck_assert_uint_eq(stage_of(&L, "source", 0)->w, 4);
+        ck_assert_uint_eq(stage_of(&L, "sink", 0)->w, 2);
+    }
+    ck_assert(L.rep.out_nhwc);
+    float in[192], wa[162], ba[6], wb[270];
+    for (int i = 0; i < 192; i++)
+        in[i] = val(x, i);
+    for (int i = 0; i < 162; i++)
+        wa[i] = val(w1, i);
+    for (int i = 0; i < 6; i++)
+        ba[i] = val(b1, i);
+    for (int i = 0; i < 270; i++)
+        wb[i] = val(w2, i);
+    double h1[384], m1[384], out[80], m2[80];
+    conv_ref(in, 3, 8, 8, wa, ba, 6, 3, 3, 1, 1, 8, 8, h1, m1);
+    float hr[384];
+    for (int i = 0; i < 384; i++)
+        hr[i] = (float)fmax(h1[i], 0);
+    conv_ref(hr, 6, 8, 8, wb, NULL, 5, 3, 3, 2, 1, 4, 4, out, m2);
+    for (int i = 0; i < 80; i++)
+        near(out_at(&L, y, (uint64_t)i), out[i], m2[i] + 1e-5 * 100, "y", (uint64_t)i);
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_pool)
+{
+    /* MaxPool 3x3 stride 2 pad 1 then GlobalAveragePool, Flatten and a Gemm; _i 1 plans for
+     * 300-byte PEs: the maxpool splits its 4 channels over 2 PEs */
+    lower_sram = _i ? 300 : 0;
+    ts_graph *g = ts_graph_create("pool");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 4, 9, 9});
+    int p = tensor(g, "p", TS_TENSOR_ACTIVATION, -1, NULL);
+    int a = tensor(g, "a", TS_TENSOR_ACTIVATION, -1, NULL);
+    int f = tensor(g, "f", TS_TENSOR_ACTIVATION, -1, NULL);
+    int w = tensor(g, "w", TS_TENSOR_WEIGHT, 2, (int64_t[]){4, 3});
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    fill(g, w);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.kernel[0] = at.kernel[1] = 3;
+    at.strides[0] = at.strides[1] = 2;
+    at.pads[0] = at.pads[1] = at.pads[2] = at.pads[3] = 1;
+    node(g, TS_OP_MAXPOOL, "mp", (int[]){x}, 1, p, &at);
+    node(g, TS_OP_GLOBALAVGPOOL, "gap", (int[]){p}, 1, a, NULL);
+    ts_graph_attrs_init(&at);
+    at.axis = 1;
+    node(g, TS_OP_FLATTEN, "fl", (int[]){a}, 1, f, &at);
+    node(g, TS_OP_GEMM, "fc", (int[]){f, w}, 2, y, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 16, 4, &L);
+    ck_assert_uint_eq(stage_of(&L, "maxpool", 0)->w, _i ? 2 : 1);
+    double avg[4];
+    for (int c = 0; c < 4; c++) {
+        double s = 0;
+        for (int oy = 0; oy < 5; oy++)
+            for (int ox = 0; ox < 5; ox++) {
+                double m = -1e30;
+                for (int i = 0; i < 3; i++)
+                    for (int j = 0; j < 3; j++) {
+                        int yy = oy * 2 + i - 1, xx = ox * 2 + j - 1;
+                        if (yy >= 0 && yy < 9 && xx >= 0 && xx < 9)
+                            m = fmax(m, val(x, (c * 9 + yy) * 9 + xx));
+                    }
+                s += m;
+            }
+        avg[c] = s / 25;
+    }
+    for (int j = 0; j < 3; j++) {
+        double t = 0, mag = 0;
+        for (int c = 0; c < 4; c++) {
+            t += avg[c] * val(w, c * 3 + j);
+            mag += fabs(avg[c] * val(w, c * 3 + j));
+        }
+        near(out_at(&L, y, (uint64_t)j), t, mag + 1, "y", (uint64_t)j);
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_residual)
+{
+    /* a bottleneck block: 1x1 8->4, Relu, 3x3 pad 1 4->4 (stride 1 or 2), Relu, 1x1 4->8, plus
+     * the input (_i 0) or a 1x1 projection of it with the same stride (_i 1), Relu; then
+     * GlobalAveragePool, Flatten, Gemm. The skip path runs in the rows below with FIFO PEs. */
+    const int st = _i ? 2 : 1, Ho = 6 / st;
+    ts_graph *g = ts_graph_create("res");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 8, 6, 6});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 4, (int64_t[]){4, 8, 1, 1});
+    int b1 = tensor(g, "b1", TS_TENSOR_WEIGHT, 1, (int64_t[]){4});
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, 4, (int64_t[]){4, 4, 3, 3});
+    int b2 = tensor(g, "b2", TS_TENSOR_WEIGHT, 1, (int64_t[]){4});
+    int w3 = tensor(g, "w3", TS_TENSOR_WEIGHT, 4, (int64_t[]){8, 4, 1, 1});
+    int wd = tensor(g, "wd", TS_TENSOR_WEIGHT, 4, (int64_t[]){8, 8, 1, 1});
+    int wf = tensor(g, "wf", TS_TENSOR_WEIGHT, 2, (int64_t[]){8, 3});
+    int t[10];
+    for (int k = 0; k < 10; k++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "t%d", k);
+        t[k] = tensor(g, nm, TS_TENSOR_ACTIVATION, -1, NULL);
+    }
+    fill(g, x);
+    fill(g, w1);
+    fill(g, b1);
+    fill(g, w2);
+    fill(g, b2);
+    fill(g, w3);
+    fill(g, wd);
+    fill(g, wf);
+    ts_graph_attrs at, a3;
+    ts_graph_attrs_init(&at);
+    node(g, TS_OP_CONV, "c1", (int[]){x, w1, b1}, 3, t[0], &at);
+    node(g, TS_OP_RELU, "r1", (int[]){t[0]}, 1, t[1], NULL);
+    ts_graph_attrs_init(&a3);
+    a3.pads[0] = a3.pads[1] = a3.pads[2] = a3.pads[3] = 1;
+    a3.strides[0] = a3.strides[1] = st;
+    node(g, TS_OP_CONV, "c2", (int[]){t[1], w2, b2}, 3, t[2], &a3);
+    node(g, TS_OP_RELU, "r2", (int[]){t[2]}, 1, t[3], NULL);
+    node(g, TS_OP_CONV, "c3", (int[]){t[3], w3}, 2, t[4], &at);
+    int skip = x;
+    if (_i) {
+        ts_graph_attrs ad;
+        ts_graph_attrs_init(&ad);
+        ad.strides[0] = ad.strides[1] = st;
+        node(g, TS_OP_CONV, "ds", (int[]){x, wd}, 2, t[5], &ad);
+        skip = t[5];
+    }
+    node(g, TS_OP_ADD, "add", (int[]){t[4], skip}, 2, t[6], NULL);
+    node(g, TS_OP_RELU, "r3", (int[]){t[6]}, 1, t[7], NULL);
+    node(g, TS_OP_GLOBALAVGPOOL, "gap", (int[]){t[7]}, 1, t[8], NULL);
+    ts_graph_attrs_init(&at);
+    at.axis = 1;
+    node(g, TS_OP_FLATTEN, "fl", (int[]){t[8]}, 1, t[9], &at);
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    node(g, TS_OP_GEMM, "fc", (int[]){t[9], wf}, 2, y, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    y = ts_graph_find(g, "y"); /* the unused projection weight of _i 0 is gone: ids moved */
+    lowered L = {0};
+    lower_and_run(g, 32, 16, &L);
+    ck_assert_ptr_nonnull(stage_of(&L, "fifo", 0));
+    ck_assert_ptr_nonnull(stage_of(&L, "join", 0));
+    ck_assert(stage_of(&L, "fifo", 0)->skip);
+    ck_assert_uint_eq(L.rep.colours_used, 16);
+    /* C reference */
+    float in[288], fw1[32], fb1[4], fw2[144], fb2[4], fw3[32], fwd[64];
+    for (int i = 0; i < 288; i++)
+        in[i] = val(x, i);
+    for (int i = 0; i < 32; i++) {
+        fw1[i] = val(w1, i);
+        fw3[i] = val(w3, i);
+    }
+    for (int i = 0; i < 4; i++) {
+        fb1[i] = val(b1, i);
+        fb2[i] = val(b2, i);
+    }
+    for (int i = 0; i < 144; i++)
+        fw2[i] = val(w2, i);
+    for (int i = 0; i < 64; i++)
+        fwd[i] = val(wd, i);
+    double h1[144], m1[144], h2[144], m2[144], h3[288], m3[288], d[288], md[288];
+    float r1[144], r2[144];
+    conv_ref(in, 8, 6, 6, fw1, fb1, 4, 1, 1, 1, 0, 6, 6, h1, m1);
+    for (int i = 0; i < 144; i++)
+        r1[i] = (float)fmax(h1[i], 0);
+    conv_ref(r1, 4, 6, 6, fw2, fb2, 4, 3, 3, st, 1, Ho, Ho, h2, m2);
+    for (int i = 0; i < 4 * Ho * Ho; i++)
+        r2[i] = (float)fmax(h2[i], 0);
+    conv_ref(r2, 4, Ho, Ho, fw3, NULL, 8, 1, 1, 1, 0, Ho, Ho, h3, m3);
+    if (_i)
+        conv_ref(in, 8, 6, 6, fwd, NULL, 8, 1, 1, st, 0, Ho, Ho, d, md);
+    else
+        for (int i = 0; i < 288; i++) {
+            d[i] = in[i];
+            md[i] = fabs(in[i]);
+        }
+    double avg[8], mavg[8];
+    for (int c = 0; c < 8; c++) {
+        avg[c] = mavg[c] = 0;
+        for (int i = 0; i < Ho * Ho; i++) {
+            avg[c] += fmax(h3[c * Ho * Ho + i] + d[c * Ho * Ho + i], 0) / (Ho * Ho);
+            mavg[c] += (m3[c * Ho * Ho + i] + md[c * Ho * Ho + i] + 10) / (Ho * Ho);
+        }
+    }
+    for (int j = 0; j < 3; j++) {
+        double s = 0, m = 0;
+        for (int c = 0; c < 8; c++) {
+            s += avg[c] * val(wf, c * 3 + j);
+            m += mavg[c] * fabs(val(wf, c * 3 + j));
+        }
+        near(out_at(&L, y, (uint64_t)j), s, m, "y", (uint64_t)j);
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+static void expect_error(ts_graph *g, uint32_t w, uint32_t h, const char *const *parts)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_lower_wse_params p = params(w, h);
+    ts_program *prog = NULL;
+    ck_assert_int_eq(ts_lower_wse(g, &p, &prog, NULL, &e), TS_EINPUT);
+    ck_assert_ptr_null(prog);
+    for (; *parts; parts++)
+        ck_assert_msg(strstr(e.msg, *parts), "'%s' not in: %s", *parts, e.msg);
+}
+
+START_TEST(test_errors)
+{
+    /* 4096 x 4096 f32 weights (64 MiB) on a 32 x 32 mesh of 48 KiB PEs (48 MiB) */
+    ts_graph *g = ts_graph_create("big");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){1, 4096});
+    int w = tensor(g, "w", TS_TENSOR_WEIGHT, 2, (int64_t[]){4096, 4096});
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    node(g, TS_OP_MATMUL, "fc", (int[]){x, w}, 2, y, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    /* over 32 rows a PE holds 128 inputs, so 48 KiB fits 94 outputs per PE (128 * 95 * 4 +
+     * 128 * 4 + 95 * 8 + 8 = 49,908 > 49,152): 44 columns of 94 and one of 60, 45 in all; 30 are
+     * left after the 1-PE source and the 1-PE sink */
+    static const char *const short_of[] = {"MatMul 'fc'", "needs 45 columns of PEs", "30 are left",
+                                           "15 columns short", NULL};
+    expect_error(g, 32, 32, short_of);
+    ts_graph_destroy(g);
+
+    g = ts_graph_create("tanh");
+    x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){2, 8});
+    y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    node(g, TS_OP_TANH, "t", (int[]){x}, 1, y, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    expect_error(g, 32, 32, (const char *const[]){"Tanh 't'", "not supported", NULL});
+    ts_graph_destroy(g);
+
+    /* a 1 x 4 x 16384 image: three padded rows of one channel are 192 KiB, over a 48 KiB PE */
+    g = ts_graph_create("img");
+    x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 1, 4, 16384});
+    w = tensor(g, "w", TS_TENSOR_WEIGHT, 4, (int64_t[]){4, 1, 3, 3});
+    y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.pads[0] = at.pads[1] = at.pads[2] = at.pads[3] = 1;
+    node(g, TS_OP_CONV, "conv1", (int[]){x, w}, 2, y, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    expect_error(g, 32, 32, (const char *const[]){"Conv 'conv1'", "192.0 KiB for one channel", "144.0 KiB too much",
+                                                   NULL});
+    ts_graph_destroy(g);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("lower_wse");
+    TCase *tc = tcase_create("lower_wse");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_matmul);
+    tcase_add_test(tc, test_mlp_softmax);
+    tcase_add_test(tc, test_softmax);
+    tcase_add_loop_test(tc, test_conv, 0, 2);
+    tcase_add_loop_test(tc, test_pool, 0, 2);
+    tcase_add_loop_test(tc, test_residual, 0, 2);
+    tcase_add_test(tc, test_errors);
+    suite_add_tcase(s, tc);
+    SRunner *r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

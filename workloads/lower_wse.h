@@ -1,0 +1,94 @@
+/* workloads/lower_wse.h — the wafer-mesh lowering: a finalized graph to per-PE WSE programs.
+ *
+ * Layer pipelining (docs/lowering-wse.md). The graph must be a chain with at most one skip path
+ * open at a time (a residual block): one data input, each operator reading the previous one's
+ * output, except a skip path that forks from the main stream and joins it again in an Add, Sub or
+ * Mul. Every operator becomes a stage that owns a rectangle of PEs along the top band of the
+ * mesh, west to east: the graph input's source PEs, then the stages, then the sink PEs that keep
+ * the graph output; skip paths run in the rows below, with FIFO PEs that hold back what the main
+ * path has not yet given out. Weights stay in the SRAM of the
+ * PEs that use them; activations stream between consecutive stages as wavelets, one element per
+ * wavelet, leaving a stage's north-east PE eastwards and entering the next stage's north-west PE.
+ * MatMul, Gemm and Conv (an im2col line buffer in front of a matrix-product rectangle) size their
+ * rectangle by compute (the fewest PEs that keep up with the balanced pipeline) and by weights
+ * (every PE's slice must fit pe.sram). Values are f32 throughout.
+ *
+ * The lowering knows the WSE only through its opcode table (arch/wse/wse_isa.def) and a small
+ * parameter struct filled from the chip config.
+ */
+#ifndef TS_WORKLOADS_LOWER_WSE_H
+#define TS_WORKLOADS_LOWER_WSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "core/config.h"
+#include "core/err.h"
+#include "core/program.h"
+#include "core/stats.h"
+#include "workloads/graph.h"
+
+/* What the lowering needs to know about the chip. */
+typedef struct ts_lower_wse_params {
+    uint32_t width, height; /* mesh.width, mesh.height: PEs */
+    uint64_t sram_bytes;    /* pe.sram: bytes per PE */
+    uint32_t colours;       /* fabric.colours: the lowering needs 8, 16 with skip paths */
+} ts_lower_wse_params;
+
+/* Fill params from a chip config whose arch is "wse". */
+ts_status ts_lower_wse_params_from_config(const ts_config *cfg, ts_lower_wse_params *out, ts_err *err);
+
+/* One stage as placed: a rectangle of PEs [x, x + w) x [y, y + h). */
+typedef struct ts_lower_wse_stage {
+    int node;           /* graph node id; -1 for the input source and the output sink */
+    const char *what;   /* "source", "sink", "matmul", "im2col", "relu", "softmax", "maxpool",
+                         * "avgpool", "add", "fifo" (a skip path's delay PE, node: the fork's
+                         * first reader), "join" (static strings) */
+    bool skip;          /* on a skip path (the rows below the main band) */
+    uint32_t x, y, w, h;
+    uint32_t kr, kc;    /* matmul: rows of PEs splitting K, columns splitting N */
+    uint64_t macs;      /* multiply-accumulates of the stage */
+    uint64_t mem_bytes; /* most SRAM one of its PEs uses */
+    uint64_t in_elems, out_elems; /* wavelets in and out */
+    uint32_t colour_in, colour_out;
+} ts_lower_wse_stage;
+
+/* What the lowering did. Owned array; free with ts_lower_wse_report_free. */
+typedef struct ts_lower_wse_report {
+    ts_lower_wse_stage *stages; size_t nstages;
+    uint32_t pes_used;     /* PEs with a program */
+    uint32_t width_used;   /* columns from x = 0 */
+    uint32_t height_used;  /* rows from y = 0 */
+    uint32_t colours_used; /* highest colour used + 1 */
+    /* the graph output, as the sink keeps it */
+    int out_tensor;
+    bool out_nhwc;         /* stored in N, H, W, C order (a 4-d output of a Conv) */
+    int64_t out_dims[4];   /* N, C, H, W when out_nhwc */
+    uint32_t sink_x;       /* sink PEs (sink_x + j, 0) ... */
+    uint64_t sink_chunk;   /* elements per sink PE, from address 0 */
+} ts_lower_wse_report;
+
+void ts_lower_wse_report_free(ts_lower_wse_report *rep);
+
+/* Lower a finalized graph. On success *out is a new program for arch "wse" and rep (may be
+ * NULL) is filled. Unsupported operators and operators that do not fit fail with an error naming
+ * the operator and by how much it misses, e.g.
+ *   "MatMul 'fc': needs 45 columns of PEs for its weights (65536.0 KiB over columns of 32 PEs of
+ *    48.0 KiB); 30 are left of the 32-wide mesh: 15 columns short". */
+ts_status ts_lower_wse(const ts_graph *g, const ts_lower_wse_params *p, ts_program **out, ts_lower_wse_report *rep,
+                       ts_err *err);
+
+/* After a run: add to stats (the run's statistics) the table "layers", one row per stage: its
+ * rectangle, MACs, wavelets in and out (4 bytes each), and, when the run wrote per-PE arrays
+ * (meshes up to report.pe_array_limit PEs), the busy and stall PE-cycles of its PEs, the busiest
+ * PE's busy cycles ("busiest", the stage's cycles: a stage works while the pipeline runs, so its time is its
+ * busiest PE's) and the wavelets its routers sent over links; -1 where the arrays are missing. */
+ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh_width, ts_stats *stats,
+                                   ts_err *err);
+
+/* PE and byte address of element elem (graph order) of the graph output after the run; -1 if
+ * tensor is not the output. */
+int ts_lower_wse_locate(const ts_lower_wse_report *rep, int tensor, uint64_t elem, uint32_t *x, uint32_t *y,
+                        uint64_t *addr);
+
+#endif
