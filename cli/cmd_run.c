@@ -326,7 +326,7 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     have_res = true;
-    if (cli_tsp_layers(&res, energy, &err) != TS_OK || cli_lowering_stats(&res, &err) != TS_OK ||
+    if (cli_lowering_stats(&res, energy, &err) != TS_OK ||
         (lrep.nlayers && ts_lower_ipu_layer_stats(&lrep, res.stats, &err) != TS_OK)) { /* a lowered model */
         rc = cli_fail(&err);
         goto out;

@@ -174,12 +174,12 @@ void cli_sets_free(cli_sets *s)
 /* The TSP lowering's report of the last model compiled (per-layer cycles for cmd_run). */
 static ts_lower_tsp_report tsp_last;
 
-const ts_lower_tsp_report *cli_tsp_report(void) { return tsp_last.nlayers ? &tsp_last : NULL; }
-
-ts_status cli_tsp_layers(ts_results *res, const ts_energy_table *energy, ts_err *err)
+/* Add tsp_last's per-operator table ("layers": cycles, bandwidth, energy priced with energy) to
+ * the results of a TSP run. */
+static ts_status tsp_layers(ts_results *res, const ts_energy_table *energy, ts_err *err)
 {
-    const ts_lower_tsp_report *rep = cli_tsp_report();
-    if (!rep || !res->stats || strcmp(res->arch, "tsp"))
+    const ts_lower_tsp_report *rep = &tsp_last;
+    if (!rep->nlayers || !res->stats || strcmp(res->arch, "tsp"))
         return TS_OK;
     static const char *const cols[] = {"node", "first", "last", "cycles", "mem_bytes", "bandwidth", "macs",
                                        "mxm_macs", "vxm_ops", "energy"};
@@ -231,11 +231,12 @@ static ts_status cli_lower_tsp(ts_program **out, const char *path, const ts_conf
 static ts_lower_wse_report wse_rep;
 static uint32_t wse_width;
 
-ts_status cli_lowering_stats(ts_results *res, ts_err *err)
+ts_status cli_lowering_stats(ts_results *res, const ts_energy_table *energy, ts_err *err)
 {
-    ts_status rc = TS_OK;
-    if (wse_rep.nstages && res->stats)
+    ts_status rc = tsp_layers(res, energy, err);
+    if (rc == TS_OK && wse_rep.nstages && res->stats)
         rc = ts_lower_wse_stage_stats(&wse_rep, wse_width, res->stats, err);
+    ts_lower_tsp_report_free(&tsp_last);
     ts_lower_wse_report_free(&wse_rep);
     return rc;
 }

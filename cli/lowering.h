@@ -14,19 +14,14 @@
 ts_status cli_load_workload(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
                             ts_err *err);
 
-/* The TSP lowering's report of the last model cli_load_workload compiled for a TSP config (per-layer
- * cycles from the schedule), NULL if none. Owned by the CLI; valid until the next compile. */
-struct ts_lower_tsp_report;
-const struct ts_lower_tsp_report *cli_tsp_report(void);
-/* Add that report's per-operator table ("layers": cycles, bandwidth, energy priced with energy) to
- * the results of a TSP run; nothing for other runs. */
-ts_status cli_tsp_layers(ts_results *res, const ts_energy_table *energy, ts_err *err);
 /* As cli_load_workload; rep (may be NULL) gets the plan of a model lowered for the IPU (it stays
  * zeroed otherwise). Free it with ts_lower_report_free. */
 ts_status cli_load_workload_rep(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
                                 ts_lower_report *rep, ts_err *err);
-/* After a run: when cli_load_workload lowered a model for the WSE, add the per-stage table
- * "layers" (ts_lower_wse_stage_stats) to res and forget the lowering; otherwise nothing. */
-ts_status cli_lowering_stats(ts_results *res, ts_err *err);
+/* After a run: when cli_load_workload lowered a model for the TSP or the WSE, add its per-operator
+ * (TSP: from the static schedule, energy priced with `energy`) or per-stage (WSE:
+ * ts_lower_wse_stage_stats) table "layers" to res and forget the lowering; otherwise nothing.
+ * (The IPU's plan comes back through cli_load_workload_rep.) */
+ts_status cli_lowering_stats(ts_results *res, const ts_energy_table *energy, ts_err *err);
 
 #endif
