@@ -2106,7 +2106,8 @@ static ts_status plan_fetches(lt *L)
     for (uint32_t qi = 0; qi < L->nq; qi++) {
         lq *q = &L->q[qi];
         fq *f = &fs[qi];
-        qsort(q->v, q->n, sizeof *q->v, cmp_rec);
+        if (q->n) /* an empty queue has no array (qsort wants one) */
+            qsort(q->v, q->n, sizeof *q->v, cmp_rec);
         f->avail = f->F = C;
         for (int k = 0; k < FETCH_RING; k++)
             f->room[k] = (int64_t)C;
@@ -2169,7 +2170,8 @@ static ts_status plan_fetches(lt *L)
     ts_free(nrec);
     for (uint32_t qi = 0; qi < L->nq && rc == TS_OK; qi++) {
         lq *q = &L->q[qi];
-        qsort(q->v, q->n, sizeof *q->v, cmp_rec);
+        if (q->n)
+            qsort(q->v, q->n, sizeof *q->v, cmp_rec);
         uint64_t t = 0;
         if (!check_queue(L, qi, &t))
             rc = ts_err_set(L->err, TS_EINPUT,
