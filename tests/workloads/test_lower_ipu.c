@@ -12,51 +12,10 @@
 #include "core/half.h"
 #include "core/program.h"
 #include "tests/arch/ipu/ipu_test.h"
+#include "tests/workloads/graph_build.h"
 #include "workloads/graph.h"
 #include "workloads/lower_ipu.h"
 #include "workloads/workload.h"
-
-/* ---- building graphs ---- */
-
-static int tensor(ts_graph *g, const char *name, ts_tensor_kind kind, int rank, const int64_t *dims)
-{
-    ts_err e;
-    ts_err_init(&e);
-    int id = -1;
-    ck_assert_int_eq(ts_graph_add_tensor(g, name, kind, TS_DT_F32, rank, dims, &id, &e), TS_OK);
-    return id;
-}
-
-/* Values k/64 - 1 .. for element k of tensor id, varied so products are not trivial. */
-static float val(int id, int64_t k) { return (float)((k * 37 + id * 11) % 97) / 48.0f - 1.0f; }
-
-static void fill(ts_graph *g, int id)
-{
-    const ts_graph_tensor *t = ts_graph_get_tensor(g, id);
-    int64_t n = ts_graph_tensor_elems(t);
-    float *v = ts_calloc((size_t)n, 4);
-    for (int64_t k = 0; k < n; k++)
-        v[k] = val(id, k);
-    ts_err e;
-    ts_err_init(&e);
-    ck_assert_int_eq(ts_graph_set_data(g, id, v, (size_t)n * 4, &e), TS_OK);
-    ts_free(v);
-}
-
-static void node(ts_graph *g, ts_graph_op op, const char *name, const int *in, size_t nin, int out,
-                 const ts_graph_attrs *a)
-{
-    ts_err e;
-    ts_err_init(&e);
-    ck_assert_int_eq(ts_graph_add_node(g, op, name, in, nin, &out, 1, a, NULL, &e), TS_OK);
-}
-
-static void finalize(ts_graph *g)
-{
-    ts_err e;
-    ts_err_init(&e);
-    ck_assert_msg(ts_graph_finalize(g, &e) == TS_OK, "%s", e.msg);
-}
 
 /* ---- compiling and running ---- */
 

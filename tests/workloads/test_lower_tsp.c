@@ -13,34 +13,9 @@
 #include "core/half.h"
 #include "core/program.h"
 #include "tests/arch/tsp/tsp_test.h"
+#include "tests/workloads/graph_build.h"
 #include "workloads/graph.h"
 #include "workloads/lower_tsp.h"
-
-/* ---- building graphs ---- */
-
-static int tensor(ts_graph *g, const char *name, ts_tensor_kind kind, ts_dtype dt, int rank, const int64_t *dims)
-{
-    ts_err e;
-    ts_err_init(&e);
-    int id = -1;
-    ck_assert_int_eq(ts_graph_add_tensor(g, name, kind, dt, rank, dims, &id, &e), TS_OK);
-    return id;
-}
-
-static void node(ts_graph *g, ts_graph_op op, const char *name, const int *in, size_t nin, int out,
-                 const ts_graph_attrs *a)
-{
-    ts_err e;
-    ts_err_init(&e);
-    ck_assert_msg(ts_graph_add_node(g, op, name, in, nin, &out, 1, a, NULL, &e) == TS_OK, "%s", e.msg);
-}
-
-static void finalize(ts_graph *g)
-{
-    ts_err e;
-    ts_err_init(&e);
-    ck_assert_msg(ts_graph_finalize(g, &e) == TS_OK, "%s", e.msg);
-}
 
 /* ---- the C reference (int8 NCHW, batch 1, or [M, K] matrices) ---- */
 
@@ -160,9 +135,9 @@ START_TEST(test_matmul)
 {
     ts_graph *g = ts_graph_create("mm");
     const int M = 5, K = 400, N = 350;
-    int a = tensor(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, K});
-    int b = tensor(g, "b", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){K, N});
-    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, K});
+    int b = tensor_dt(g, "b", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){K, N});
+    int y = tensor_dt(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
     node(g, TS_OP_MATMUL, "mm", (int[]){a, b}, 2, y, NULL);
     ts_graph_mark_output(g, y);
     finalize(g);
@@ -196,11 +171,11 @@ START_TEST(test_gemm_relu)
 {
     ts_graph *g = ts_graph_create("gemm");
     const int M = 2, K = 300, N = 200;
-    int a = tensor(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, K});
-    int b = tensor(g, "b", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){N, K});
-    int c = tensor(g, "c", TS_TENSOR_WEIGHT, TS_DT_I32, 1, (int64_t[]){N});
-    int h = tensor(g, "h", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
-    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, K});
+    int b = tensor_dt(g, "b", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){N, K});
+    int c = tensor_dt(g, "c", TS_TENSOR_WEIGHT, TS_DT_I32, 1, (int64_t[]){N});
+    int h = tensor_dt(g, "h", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int y = tensor_dt(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
     ts_graph_attrs at;
     ts_graph_attrs_init(&at);
     at.trans_b = true;
@@ -237,13 +212,13 @@ START_TEST(test_conv)
 {
     ts_graph *g = ts_graph_create("conv");
     const int C = 3, H = 9, W = 7, M1 = 24, M2 = 40;
-    int x = tensor(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
-    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M1, C, 3, 3});
-    int b1 = tensor(g, "b1", TS_TENSOR_WEIGHT, TS_DT_I32, 1, (int64_t[]){M1});
-    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M2, M1, 3, 3});
-    int h = tensor(g, "h", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
-    int r = tensor(g, "r", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
-    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
+    int w1 = tensor_dt(g, "w1", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M1, C, 3, 3});
+    int b1 = tensor_dt(g, "b1", TS_TENSOR_WEIGHT, TS_DT_I32, 1, (int64_t[]){M1});
+    int w2 = tensor_dt(g, "w2", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M2, M1, 3, 3});
+    int h = tensor_dt(g, "h", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int r = tensor_dt(g, "r", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int y = tensor_dt(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
     ts_graph_attrs a1, a2;
     ts_graph_attrs_init(&a1);
     a1.pads[0] = a1.pads[1] = a1.pads[2] = a1.pads[3] = 1;
@@ -287,15 +262,15 @@ START_TEST(test_block)
 {
     ts_graph *g = ts_graph_create("block");
     const int C = 2, H = 6, W = 6, M = 330, N = 10;
-    int x = tensor(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
-    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, C, 1, 1});
-    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, M, 1, 1});
-    int fw = tensor(g, "fw", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){N, M});
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
+    int w1 = tensor_dt(g, "w1", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, C, 1, 1});
+    int w2 = tensor_dt(g, "w2", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, M, 1, 1});
+    int fw = tensor_dt(g, "fw", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){N, M});
     int t[8];
     const char *nm[8] = {"h", "r", "p", "q", "s", "sr", "gp", "fl"};
     for (int i = 0; i < 8; i++)
-        t[i] = tensor(g, nm[i], TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
-    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+        t[i] = tensor_dt(g, nm[i], TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int y = tensor_dt(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
     ts_graph_attrs pool, fc;
     ts_graph_attrs_init(&pool);
     pool.kernel[0] = pool.kernel[1] = 3;
@@ -383,8 +358,8 @@ START_TEST(test_softmax)
 {
     ts_graph *g = ts_graph_create("sm");
     const int M = 6, N = 100;
-    int a = tensor(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, N});
-    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, N});
+    int y = tensor_dt(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
     ts_graph_attrs at;
     ts_graph_attrs_init(&at);
     at.axis = -1;
@@ -430,8 +405,8 @@ END_TEST
 START_TEST(test_refused)
 {
     ts_graph *g = ts_graph_create("sm");
-    int a = tensor(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){4, 10});
-    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){4, 10});
+    int y = tensor_dt(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
     ts_graph_attrs at;
     ts_graph_attrs_init(&at);
     at.axis = -1;
@@ -460,9 +435,9 @@ START_TEST(test_config_limits)
     ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
     ts_config_destroy(cfg);
     ts_graph *g = ts_graph_create("mm");
-    int a = tensor(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){200, 64});
-    int b = tensor(g, "b", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){64, 64});
-    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){200, 64});
+    int b = tensor_dt(g, "b", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){64, 64});
+    int y = tensor_dt(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
     node(g, TS_OP_MATMUL, "mm", (int[]){a, b}, 2, y, NULL);
     finalize(g);
     ts_program *prog = NULL;

@@ -1,0 +1,64 @@
+/* tests/workloads/graph_build.h — building small graphs through the workloads API in the lowering
+ * tests (each call asserts that it succeeded), and the deterministic values they fill weights and
+ * inputs with. */
+#ifndef TS_TESTS_WORKLOADS_GRAPH_BUILD_H
+#define TS_TESTS_WORKLOADS_GRAPH_BUILD_H
+
+#include <check.h>
+#include <stdint.h>
+
+#include "core/alloc.h"
+#include "workloads/graph.h"
+
+static inline int tensor_dt(ts_graph *g, const char *name, ts_tensor_kind kind, ts_dtype dt, int rank,
+                            const int64_t *dims)
+{
+    ts_err e;
+    ts_err_init(&e);
+    int id = -1;
+    ck_assert_msg(ts_graph_add_tensor(g, name, kind, dt, rank, dims, &id, &e) == TS_OK, "%s", e.msg);
+    return id;
+}
+
+/* An f32 tensor. */
+static inline int tensor(ts_graph *g, const char *name, ts_tensor_kind kind, int rank, const int64_t *dims)
+{
+    return tensor_dt(g, name, kind, TS_DT_F32, rank, dims);
+}
+
+/* Values in [-1, 1) for element k of tensor id, varied so that products are not trivial. */
+static inline float val(int id, int64_t k) { return (float)((k * 37 + id * 11) % 97) / 48.0f - 1.0f; }
+
+/* Give f32 tensor id the data val(id, k) x scale. */
+static inline void fill_scaled(ts_graph *g, int id, float scale)
+{
+    const ts_graph_tensor *t = ts_graph_get_tensor(g, id);
+    int64_t n = ts_graph_tensor_elems(t);
+    float *v = ts_calloc((size_t)n, 4);
+    ck_assert_ptr_nonnull(v);
+    for (int64_t k = 0; k < n; k++)
+        v[k] = val(id, k) * scale;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_set_data(g, id, v, (size_t)n * 4, &e), TS_OK);
+    ts_free(v);
+}
+
+static inline void fill(ts_graph *g, int id) { fill_scaled(g, id, 1.0f); }
+
+static inline void node(ts_graph *g, ts_graph_op op, const char *name, const int *in, size_t nin, int out,
+                        const ts_graph_attrs *a)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_msg(ts_graph_add_node(g, op, name, in, nin, &out, 1, a, NULL, &e) == TS_OK, "%s", e.msg);
+}
+
+static inline void finalize(ts_graph *g)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_msg(ts_graph_finalize(g, &e) == TS_OK, "%s", e.msg);
+}
+
+#endif
