@@ -1575,6 +1575,37 @@ ts_status ts_config_load(ts_config **out, const char *path, const ts_config_opts
 const void *ts_config_data(const ts_config *cfg) { return cfg ? cfg->data : NULL; }
 const ts_schema *ts_config_schema(const ts_config *cfg) { return cfg ? cfg->schema : NULL; }
 const char *ts_config_arch(const ts_config *cfg) { return cfg ? cfg->core.arch : ""; }
+
+const ts_cfg_key *ts_config_key(const ts_config *cfg, const char *path)
+{
+    const ts_schema *s = ts_config_schema(cfg);
+    for (size_t i = 0; s && i < s->nkeys; i++)
+        if (!strcmp(s->keys[i].path, path))
+            return &s->keys[i];
+    return NULL;
+}
+
+int ts_config_u64(const ts_config *cfg, const char *path, uint64_t *v)
+{
+    const ts_cfg_key *k = ts_config_key(cfg, path);
+    if (!k)
+        return -1;
+    const char *base = (const char *)ts_config_data(cfg) + k->offset;
+    if (k->type == TS_CFG_UINT) {
+        memcpy(v, base, sizeof *v);
+    } else if (k->type == TS_CFG_INT) {
+        int64_t x;
+        memcpy(&x, base, sizeof x);
+        *v = (uint64_t)x;
+    } else if (k->type == TS_CFG_FLOAT) {
+        double x;
+        memcpy(&x, base, sizeof x);
+        *v = (uint64_t)x;
+    } else {
+        return -1;
+    }
+    return 0;
+}
 const char *ts_config_name(const ts_config *cfg) { return cfg ? cfg->core.name : ""; }
 const char *ts_config_path(const ts_config *cfg) { return cfg ? cfg->path : ""; }
 uint64_t ts_config_fingerprint(const ts_config *cfg) { return cfg ? cfg->fingerprint : 0; }

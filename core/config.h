@@ -89,6 +89,11 @@ const ts_schema *ts_config_schema(const ts_config *cfg);
 const char *ts_config_arch(const ts_config *cfg);
 const char *ts_config_name(const ts_config *cfg);
 const char *ts_config_path(const ts_config *cfg);  /* file it came from, or the built-in name */
+/* The family key at `path` ("tile.sram"), NULL if the schema has none. */
+const ts_cfg_key *ts_config_key(const ts_config *cfg, const char *path);
+/* The value of the numeric family key at `path` as an unsigned integer (an int key converted, a
+ * float key truncated): 0 with *v set, or -1 when there is no such numeric key. */
+int ts_config_u64(const ts_config *cfg, const char *path, uint64_t *v);
 /* Fingerprint of the resolved values (not the text): equal configs give equal fingerprints. */
 uint64_t ts_config_fingerprint(const ts_config *cfg);
 /* Name of the energy table (`energy.table`, default "horowitz45"): a built-in name, or a file path

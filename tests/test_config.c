@@ -250,6 +250,29 @@ START_TEST(defaults)
 }
 END_TEST
 
+/* Keys read by path, as the lowerings read the machine figures they need. */
+START_TEST(key_by_path)
+{
+    ts_config *c = load_ok("arch: testchip\ntiles: 2\ntile:\n  sram: 512 KiB\n");
+    uint64_t v = 0;
+    ck_assert_int_eq(ts_config_u64(c, "tile.sram", &v), 0); /* uint */
+    ck_assert_uint_eq(v, 512 * 1024);
+    ck_assert_int_eq(ts_config_u64(c, "tiles", &v), 0);      /* int */
+    ck_assert_uint_eq(v, 2);
+    ck_assert_int_eq(ts_config_u64(c, "tile.clock", &v), 0); /* float, truncated */
+    ck_assert_uint_eq(v, 1600000000u);
+    v = 7;
+    ck_assert_int_eq(ts_config_u64(c, "label", &v), -1);     /* a string */
+    ck_assert_int_eq(ts_config_u64(c, "tile.nothing", &v), -1);
+    ck_assert_uint_eq(v, 7);
+    const ts_cfg_key *k = ts_config_key(c, "exchange.link.latency");
+    ck_assert_ptr_nonnull(k);
+    ck_assert_str_eq(k->path, "exchange.link.latency");
+    ck_assert_ptr_null(ts_config_key(c, "exchange.link"));
+    ts_config_destroy(c);
+}
+END_TEST
+
 START_TEST(flat_keys_and_units)
 {
     /* Dotted keys inside a nested map, and units written without a space. */
@@ -715,6 +738,7 @@ static Suite *config_suite(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, full_nested);
     tcase_add_test(tc, defaults);
+    tcase_add_test(tc, key_by_path);
     tcase_add_test(tc, flat_keys_and_units);
     tcase_add_test(tc, flat_equals_nested);
     tcase_add_test(tc, yaml_syntax_errors);

@@ -2156,31 +2156,6 @@ ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_stats *s, ts_e
 
 /* ---- parameters from a config ---- */
 
-static int cfg_u64(const ts_config *cfg, const char *key, uint64_t *v)
-{
-    const ts_schema *s = ts_config_schema(cfg);
-    const char *base = ts_config_data(cfg);
-    for (size_t i = 0; s && i < s->nkeys; i++) {
-        const ts_cfg_key *k = &s->keys[i];
-        if (strcmp(k->path, key))
-            continue;
-        if (k->type == TS_CFG_UINT)
-            memcpy(v, base + k->offset, sizeof *v);
-        else if (k->type == TS_CFG_INT) {
-            int64_t x;
-            memcpy(&x, base + k->offset, sizeof x);
-            *v = (uint64_t)x;
-        } else if (k->type == TS_CFG_FLOAT) {
-            double x;
-            memcpy(&x, base + k->offset, sizeof x);
-            *v = (uint64_t)x;
-        } else
-            return -1;
-        return 0;
-    }
-    return -1;
-}
-
 ts_status ts_lower_ipu_params_from_config(const ts_config *cfg, ts_lower_ipu_params *out, ts_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -2188,10 +2163,10 @@ ts_status ts_lower_ipu_params_from_config(const ts_config *cfg, ts_lower_ipu_par
         return ts_err_set(err, TS_EINPUT, "config '%s' is for arch '%s', not 'ipu'", ts_config_name(cfg),
                           ts_config_arch(cfg));
     uint64_t tiles = 0, macs = 0, macs16 = 0, workers = 0;
-    if (cfg_u64(cfg, "tiles", &tiles) || cfg_u64(cfg, "tile.sram", &out->sram_bytes) ||
-        cfg_u64(cfg, "tile.element_bytes", &out->element_bytes) ||
-        cfg_u64(cfg, "tile.interleaved_base", &out->interleaved_base) ||
-        cfg_u64(cfg, "amp.macs_per_cycle_f32", &macs) || cfg_u64(cfg, "amp.macs_per_cycle_f16", &macs16) || cfg_u64(cfg, "tile.worker_contexts", &workers))
+    if (ts_config_u64(cfg, "tiles", &tiles) || ts_config_u64(cfg, "tile.sram", &out->sram_bytes) ||
+        ts_config_u64(cfg, "tile.element_bytes", &out->element_bytes) ||
+        ts_config_u64(cfg, "tile.interleaved_base", &out->interleaved_base) ||
+        ts_config_u64(cfg, "amp.macs_per_cycle_f32", &macs) || ts_config_u64(cfg, "amp.macs_per_cycle_f16", &macs16) || ts_config_u64(cfg, "tile.worker_contexts", &workers))
         return ts_err_set(err, TS_EINPUT, "config '%s' lacks a key the IPU lowering reads", ts_config_name(cfg));
     out->tiles = (uint32_t)tiles;
     out->amp_macs_f32 = (uint32_t)macs;

@@ -2386,41 +2386,10 @@ int ts_lower_tsp_locate(const ts_lower_tsp_report *rep, int tensor, uint32_t pix
 
 /* ---- parameters from a config ---- */
 
-static const ts_cfg_key *cfg_key(const ts_config *cfg, const char *key)
-{
-    const ts_schema *s = ts_config_schema(cfg);
-    for (size_t i = 0; s && i < s->nkeys; i++)
-        if (!strcmp(s->keys[i].path, key))
-            return &s->keys[i];
-    return NULL;
-}
-
-static int cfg_u64(const ts_config *cfg, const char *key, uint64_t *v)
-{
-    const ts_cfg_key *k = cfg_key(cfg, key);
-    const char *base = ts_config_data(cfg);
-    if (!k)
-        return -1;
-    if (k->type == TS_CFG_UINT) {
-        memcpy(v, base + k->offset, sizeof *v);
-    } else if (k->type == TS_CFG_INT) {
-        int64_t x;
-        memcpy(&x, base + k->offset, sizeof x);
-        *v = (uint64_t)x;
-    } else if (k->type == TS_CFG_FLOAT) {
-        double x;
-        memcpy(&x, base + k->offset, sizeof x);
-        *v = (uint64_t)x;
-    } else {
-        return -1;
-    }
-    return 0;
-}
-
 static int cfg_u32(const ts_config *cfg, const char *key, uint32_t *v)
 {
     uint64_t x;
-    if (cfg_u64(cfg, key, &x) || x > UINT32_MAX)
+    if (ts_config_u64(cfg, key, &x) || x > UINT32_MAX)
         return -1;
     *v = (uint32_t)x;
     return 0;
@@ -2435,10 +2404,10 @@ ts_status ts_lower_tsp_params_from_config(const ts_config *cfg, ts_lower_tsp_par
     uint64_t slice_bytes = 0;
     uint32_t sk_mem = 0, sk_vxm = 0, sk_mxm = 0, sk_sxm = 0;
     if (cfg_u32(cfg, "superlanes", &out->superlanes) || cfg_u32(cfg, "lanes", &out->lanes) ||
-        cfg_u32(cfg, "streams.per_direction", &out->streams) || cfg_u64(cfg, "mem.slice_bytes", &slice_bytes) ||
+        cfg_u32(cfg, "streams.per_direction", &out->streams) || ts_config_u64(cfg, "mem.slice_bytes", &slice_bytes) ||
         cfg_u32(cfg, "mem.banks", &out->banks) || cfg_u32(cfg, "mxm.dim", &out->mxm_dim) ||
         cfg_u32(cfg, "mxm.queues", &out->mxm_queues) || cfg_u32(cfg, "vxm.alus", &out->vxm_alus) ||
-        cfg_u32(cfg, "sxm.queues", &out->sxm_queues) || cfg_u64(cfg, "icu.queue_capacity", &out->queue_capacity) ||
+        cfg_u32(cfg, "sxm.queues", &out->sxm_queues) || ts_config_u64(cfg, "icu.queue_capacity", &out->queue_capacity) ||
         cfg_u32(cfg, "icu.ifetch_bytes", &out->ifetch_bytes) ||
         cfg_u32(cfg, "icu.fetch_bytes_per_cycle", &out->fetch_bpc) || cfg_u32(cfg, "icu.insn_bytes", &out->insn_bytes) ||
         cfg_u32(cfg, "d_skew.mem", &sk_mem) || cfg_u32(cfg, "d_skew.vxm", &sk_vxm) ||
@@ -2451,7 +2420,7 @@ ts_status ts_lower_tsp_params_from_config(const ts_config *cfg, ts_lower_tsp_par
         cfg_u32(cfg, "d_func.exp", &out->f_exp) || cfg_u32(cfg, "d_func.rsqrt", &out->f_rsqrt) ||
         cfg_u32(cfg, "mxm.fp16_interval", &out->fp16_interval))
         return ts_err_set(err, TS_EINPUT, "config '%s' lacks a key the TSP lowering reads", ts_config_name(cfg));
-    const ts_cfg_key *ck = cfg_key(cfg, "clock");
+    const ts_cfg_key *ck = ts_config_key(cfg, "clock");
     if (ck && ck->type == TS_CFG_FLOAT)
         memcpy(&out->clock_hz, (const char *)ts_config_data(cfg) + ck->offset, sizeof out->clock_hz);
     out->skew_mem = sk_mem;
@@ -2463,7 +2432,7 @@ ts_status ts_lower_tsp_params_from_config(const ts_config *cfg, ts_lower_tsp_par
     if (out->f_abc < out->superlanes)
         return ts_err_set(err, TS_EINPUT, "config '%s': d_func.abc is shorter than the superlanes", ts_config_name(cfg));
     out->words = slice_bytes / ((uint64_t)out->superlanes * out->lanes);
-    const ts_cfg_key *mk = cfg_key(cfg, "streams.sr_map"), *fk = cfg_key(cfg, "floorplan");
+    const ts_cfg_key *mk = ts_config_key(cfg, "streams.sr_map"), *fk = ts_config_key(cfg, "floorplan");
     if (!mk || !fk || mk->type != TS_CFG_INTLIST || fk->type != TS_CFG_STRLIST)
         return ts_err_set(err, TS_EINPUT, "config '%s' lacks the floorplan", ts_config_name(cfg));
     ts_intlist map;

@@ -1654,27 +1654,6 @@ ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh
     return TS_OK;
 }
 
-static int cfg_u64(const ts_config *cfg, const char *key, uint64_t *v)
-{
-    const ts_schema *s = ts_config_schema(cfg);
-    const char *base = ts_config_data(cfg);
-    for (size_t i = 0; s && i < s->nkeys; i++) {
-        const ts_cfg_key *k = &s->keys[i];
-        if (strcmp(k->path, key))
-            continue;
-        if (k->type == TS_CFG_UINT)
-            memcpy(v, base + k->offset, sizeof *v);
-        else if (k->type == TS_CFG_INT) {
-            int64_t x;
-            memcpy(&x, base + k->offset, sizeof x);
-            *v = (uint64_t)x;
-        } else
-            return -1;
-        return 0;
-    }
-    return -1;
-}
-
 ts_status ts_lower_wse_params_from_config(const ts_config *cfg, ts_lower_wse_params *out, ts_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -1682,8 +1661,8 @@ ts_status ts_lower_wse_params_from_config(const ts_config *cfg, ts_lower_wse_par
         return ts_err_set(err, TS_EINPUT, "config '%s' is for arch '%s', not 'wse'", ts_config_name(cfg),
                           ts_config_arch(cfg));
     uint64_t w = 0, h = 0, c = 0;
-    if (cfg_u64(cfg, "mesh.width", &w) || cfg_u64(cfg, "mesh.height", &h) ||
-        cfg_u64(cfg, "pe.sram", &out->sram_bytes) || cfg_u64(cfg, "fabric.colours", &c))
+    if (ts_config_u64(cfg, "mesh.width", &w) || ts_config_u64(cfg, "mesh.height", &h) ||
+        ts_config_u64(cfg, "pe.sram", &out->sram_bytes) || ts_config_u64(cfg, "fabric.colours", &c))
         return ts_err_set(err, TS_EINPUT, "config '%s' lacks a key the WSE lowering reads", ts_config_name(cfg));
     out->width = (uint32_t)w;
     out->height = (uint32_t)h;
