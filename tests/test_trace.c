@@ -294,8 +294,9 @@ START_TEST(test_empty)
 }
 END_TEST
 
-/* The default workload on ipu_mk1 (1216 tiles, 4 supersteps with exchanges), traced. */
-START_TEST(test_bsp_run)
+/* Run the default workload on ipu_mk1 traced into `path` with a size limit (0: the default);
+ * nothing may be dropped. Fills res and the chip's clock. */
+static void traced_default_run(uint64_t limit, ts_results *res, double *clock_hz)
 {
     ts_err e;
     ts_err_init(&e);
@@ -312,11 +313,23 @@ START_TEST(test_bsp_run)
     ts_program *p = NULL;
     ck_assert_int_eq(ts_asm(&p, "ipu_default", text, len, fam->isa, &e), TS_OK);
     ts_trace *t;
-    ck_assert_int_eq(ts_trace_open(&t, path, info.clock_hz, 0, &e), TS_OK);
+    ck_assert_int_eq(ts_trace_open(&t, path, info.clock_hz, limit, &e), TS_OK);
     ts_run_opts ro = {.trace = t};
-    ts_results res;
-    ck_assert_msg(ts_sim_run(fam, cfg, p, &ro, NULL, &res, &e) == TS_OK, "%s", e.msg);
+    ck_assert_msg(ts_sim_run(fam, cfg, p, &ro, NULL, res, &e) == TS_OK, "%s", e.msg);
+    ck_assert_uint_eq(ts_trace_dropped(t), 0);
     ck_assert_int_eq(ts_trace_close(t, &e), TS_OK);
+    *clock_hz = info.clock_hz;
+    ts_program_destroy(p);
+    ts_config_destroy(cfg);
+    ts_err_free(&e);
+}
+
+/* The default workload on ipu_mk1 (1216 tiles, 4 supersteps with exchanges), traced. */
+START_TEST(test_bsp_run)
+{
+    ts_results res;
+    double clock_hz;
+    traced_default_run(0, &res, &clock_hz);
     uint64_t nss = ts_stats_find(res.stats, "supersteps.count")->u;
     uint64_t ss_cycles = ts_stats_find(res.stats, "supersteps.compute_cycles")->u +
                          ts_stats_find(res.stats, "supersteps.exchange_cycles")->u +
@@ -326,7 +339,7 @@ START_TEST(test_bsp_run)
     json_t *root = load();
     json_t *ev = json_object_get(root, "traceEvents");
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(root, "otherData"), "dropped_events")), 0);
-    const double cyc_us = 1e6 / info.clock_hz;
+    const double cyc_us = 1e6 / clock_hz;
     enum { NT = 1216, MAXSS = 16 };
     static uint64_t tile_sum[NT + 1][MAXSS], last_end[NT + 1];
     static bool named[NT + 1];
@@ -393,9 +406,6 @@ START_TEST(test_bsp_run)
     ck_assert_uint_eq(counters, nss);      /* the bandwidth counter, once per superstep */
     json_decref(root);
     ts_results_free(&res);
-    ts_program_destroy(p);
-    ts_config_destroy(cfg);
-    ts_err_free(&e);
 }
 END_TEST
 
@@ -405,33 +415,15 @@ END_TEST
  * nothing is dropped. */
 START_TEST(test_bsp_grouped)
 {
-    ts_err e;
-    ts_err_init(&e);
-    const ts_family *fam = ts_family_find("ipu");
-    ck_assert_ptr_nonnull(fam);
-    ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find};
-    ts_config *cfg = NULL;
-    ck_assert_int_eq(ts_config_load(&cfg, "ipu_mk1", &co, &e), TS_OK);
-    ts_info info;
-    ck_assert_int_eq(fam->info(ts_config_data(cfg), &info, &e), TS_OK);
-    const char *text;
-    size_t len;
-    ck_assert_int_eq(ts_builtin_find("ipu_default", &text, &len), 0);
-    ts_program *p = NULL;
-    ck_assert_int_eq(ts_asm(&p, "ipu_default", text, len, fam->isa, &e), TS_OK);
-    ts_trace *t;
-    ck_assert_int_eq(ts_trace_open(&t, path, info.clock_hz, 1000000, &e), TS_OK);
-    ts_run_opts ro = {.trace = t};
     ts_results res;
-    ck_assert_msg(ts_sim_run(fam, cfg, p, &ro, NULL, &res, &e) == TS_OK, "%s", e.msg);
-    ck_assert_uint_eq(ts_trace_dropped(t), 0);
-    ck_assert_int_eq(ts_trace_close(t, &e), TS_OK);
+    double clock_hz;
+    traced_default_run(1000000, &res, &clock_hz);
     uint64_t nss = ts_stats_find(res.stats, "supersteps.count")->u;
 
     json_t *root = load();
     json_t *ev = json_object_get(root, "traceEvents");
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(root, "otherData"), "dropped_events")), 0);
-    const double cyc_us = 1e6 / info.clock_hz;
+    const double cyc_us = 1e6 / clock_hz;
     enum { NG = 64, MAXSS = 16 };
     uint64_t grp_sum[NG + 1][MAXSS], last_end[NG + 1], ss_dur[MAXSS] = {0}, ss_seen = 0, exchanges = 0;
     uint64_t members[MAXSS] = {0};
@@ -493,9 +485,6 @@ START_TEST(test_bsp_grouped)
     ck_assert_uint_gt(exchanges, NG);
     json_decref(root);
     ts_results_free(&res);
-    ts_program_destroy(p);
-    ts_config_destroy(cfg);
-    ts_err_free(&e);
 }
 END_TEST
 
