@@ -171,8 +171,10 @@ typedef struct wse_band {
     uint32_t edge_lo, edge_hi; /* ids below edge_lo or from edge_hi up are within a row of another band */
     uint64_t now;             /* the cycle being simulated, the band's own copy (read in every phase) */
     uint32_t par;             /* parity of the cycles simulated since the step began */
-    uint32_t *act; size_t nact, cap_act;     /* active tiles this cycle */
+    uint32_t *act; size_t nact, cap_act;     /* active tiles this cycle, off the edge rows */
+    uint32_t *acte; size_t nacte, cap_acte;  /* active tiles this cycle in the edge rows */
     uint32_t *next; size_t nnext, cap_next;  /* tiles active next cycle: survivors and own-band wakes */
+    uint32_t *nexte; size_t nnexte, cap_nexte; /* the same, in the edge rows */
     uint32_t *xwake[2]; size_t nxwake[2], cap_xwake[2]; /* tiles of other bands pushed to, per parity */
     wse_timer *tm; size_t ntm, cap_tm;       /* min-heap of sleeping tiles by (at, id) */
     uint64_t progress;        /* events this cycle */

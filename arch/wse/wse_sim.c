@@ -157,7 +157,9 @@ void ts_wse_destroy(ts_model *m)
     if (m->band)
         for (int i = 0; i < m->nthreads; i++) {
             ts_free(m->band[i].act);
+            ts_free(m->band[i].acte);
             ts_free(m->band[i].next);
+            ts_free(m->band[i].nexte);
             ts_free(m->band[i].xwake[0]);
             ts_free(m->band[i].xwake[1]);
             ts_free(m->band[i].tm);
@@ -208,6 +210,36 @@ static inline uint32_t band_of(const ts_model *m, uint32_t id)
     while (k + 1 < (uint32_t)m->nthreads && id >= m->band[k].id1)
         k++;
     return k;
+}
+
+/* Within a row of another band: read or written by that band's thread too. */
+static inline bool is_edge(const wse_band *b, uint32_t id) { return id < b->edge_lo || id >= b->edge_hi; }
+
+static inline void list_add(wse_band *b, uint32_t **l, size_t *n, size_t *cap, uint32_t id)
+{
+    if (*n == *cap && ts_grow((void **)l, cap, *n + 1, sizeof **l)) {
+        b->oom = true;
+        return;
+    }
+    (*l)[(*n)++] = id;
+}
+
+/* Tile id of band b joins this cycle's (act_add) or the next cycle's (next_add) active lists: the
+ * edge rows' list or the other, so the phases take the edge rows first or last without a test. */
+static inline void act_add(wse_band *b, uint32_t id)
+{
+    if (is_edge(b, id))
+        list_add(b, &b->acte, &b->nacte, &b->cap_acte, id);
+    else
+        list_add(b, &b->act, &b->nact, &b->cap_act, id);
+}
+
+static inline void next_add(wse_band *b, uint32_t id)
+{
+    if (is_edge(b, id))
+        list_add(b, &b->nexte, &b->nnexte, &b->cap_nexte, id);
+    else
+        list_add(b, &b->next, &b->nnext, &b->cap_next, id);
 }
 
 ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *opts, ts_err *err)
@@ -739,9 +771,9 @@ ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
         if (!t->ce)
             continue;
         wse_band *b = &m->band[band_of(m, t->id)];
-        if (ts_grow((void **)&b->act, &b->cap_act, b->nact + 1, sizeof *b->act))
+        act_add(b, t->id);
+        if (b->oom)
             return ts_err_set(err, TS_ENOMEM, "out of memory");
-        b->act[b->nact++] = t->id;
         t->stamp = 0;
     }
     m->loaded = true;
@@ -1476,12 +1508,8 @@ static inline void wake(const ts_model *m, wse_band *b, wse_tile *o)
     if (o->id >= b->id0 && o->id < b->id1) {
         if (o->stamp == b->now + 1)
             return;
-        if (b->nnext == b->cap_next && ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next)) {
-            b->oom = true;
-            return;
-        }
         o->stamp = b->now + 1;
-        b->next[b->nnext++] = o->id;
+        next_add(b, o->id);
         return;
     }
     uint32_t p = b->par;
@@ -1612,7 +1640,7 @@ static bool tile_sleeps(const ts_model *m, const wse_band *b, const wse_tile *t,
 }
 
 /* Add band b's timers due by cycle `upto` to its active list (stamped for that cycle). */
-static void timers_due(ts_model *m, wse_band *b, uint64_t upto, uint32_t **list, size_t *n, size_t *cap)
+static void timers_due(ts_model *m, wse_band *b, uint64_t upto, bool now)
 {
     while (b->ntm && b->tm[0].at <= upto) {
         wse_timer x = tm_pop(b);
@@ -1623,15 +1651,12 @@ static void timers_due(ts_model *m, wse_band *b, uint64_t upto, uint32_t **list,
         if (t->stamp == upto)
             continue;
         t->stamp = upto;
-        if (ts_grow((void **)list, cap, *n + 1, sizeof **list)) {
-            b->oom = true;
-            return;
-        }
-        (*list)[(*n)++] = x.id;
+        if (now)
+            act_add(b, x.id);
+        else
+            next_add(b, x.id);
     }
 }
-
-static inline bool is_edge(const wse_band *b, uint32_t id) { return id < b->edge_lo || id >= b->edge_hi; }
 
 static inline bool has_edges(const wse_band *b) { return b->edge_lo > b->id0 || b->edge_hi < b->id1; }
 
@@ -1671,19 +1696,13 @@ static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
 /* Phase A of band b: edge rows first, then (once they are published as done) the rest. */
 static void phase_a(ts_model *m, wse_band *b, uint32_t seq)
 {
-    b->nact_done = b->nact;
-    if (!has_edges(b)) {
-        for (size_t i = 0; i < b->nact; i++)
-            eval_tile(m, b, m->t[b->act[i]]);
-        return;
-    }
+    b->nact_done = b->nact + b->nacte;
+    for (size_t i = 0; i < b->nacte; i++)
+        eval_tile(m, b, m->t[b->acte[i]]);
+    if (has_edges(b))
+        atomic_store_explicit(&b->a_seq, seq, memory_order_release);
     for (size_t i = 0; i < b->nact; i++)
-        if (is_edge(b, b->act[i]))
-            eval_tile(m, b, m->t[b->act[i]]);
-    atomic_store_explicit(&b->a_seq, seq, memory_order_release);
-    for (size_t i = 0; i < b->nact; i++)
-        if (!is_edge(b, b->act[i]))
-            eval_tile(m, b, m->t[b->act[i]]);
+        eval_tile(m, b, m->t[b->act[i]]);
 }
 
 static void commit_tile(ts_model *m, wse_band *b, wse_tile *t)
@@ -1699,12 +1718,8 @@ static void commit_tile(ts_model *m, wse_band *b, wse_tile *t)
         }
         b->progress += at - b->now; /* the cycles it sleeps through count as progress */
     } else if (!tile_quiet(m, t, false) && t->stamp != b->now + 1) {
-        if (b->nnext == b->cap_next && ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next)) {
-            b->oom = true;
-            return;
-        }
         t->stamp = b->now + 1;
-        b->next[b->nnext++] = t->id;
+        next_add(b, t->id);
     }
 }
 
@@ -1713,20 +1728,14 @@ static void commit_tile(ts_model *m, wse_band *b, wse_tile *t)
  * band's edge rows push into theirs). */
 static void phase_b(ts_model *m, wse_band *b, int k, uint32_t seq)
 {
-    b->nnext = 0;
+    b->nnext = b->nnexte = 0;
     b->nxwake[b->par] = 0; /* the other bands read it two cycles ago, before the last barrier */
-    if (!has_edges(b)) {
-        for (size_t i = 0; i < b->nact; i++)
-            commit_tile(m, b, m->t[b->act[i]]);
-        return;
-    }
     for (size_t i = 0; i < b->nact; i++)
-        if (!is_edge(b, b->act[i]))
-            commit_tile(m, b, m->t[b->act[i]]);
-    wait_edges(m, k, seq);
-    for (size_t i = 0; i < b->nact; i++)
-        if (is_edge(b, b->act[i]))
-            commit_tile(m, b, m->t[b->act[i]]);
+        commit_tile(m, b, m->t[b->act[i]]);
+    if (has_edges(b))
+        wait_edges(m, k, seq);
+    for (size_t i = 0; i < b->nacte; i++)
+        commit_tile(m, b, m->t[b->acte[i]]);
 }
 
 /* Band k's next active list: its own survivors and wakes (listed in phase B), the other bands'
@@ -1749,14 +1758,10 @@ static void merge(ts_model *m, int k)
             if (t->stamp == stamp)
                 continue;
             t->stamp = stamp;
-            if (b->nnext == b->cap_next && ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next)) {
-                b->oom = true;
-                return;
-            }
-            b->next[b->nnext++] = id;
+            next_add(b, id);
         }
     }
-    timers_due(m, b, stamp, &b->next, &b->nnext, &b->cap_next);
+    timers_due(m, b, stamp, false);
     uint32_t *tmp = b->act;
     size_t cap = b->cap_act;
     b->act = b->next;
@@ -1765,21 +1770,28 @@ static void merge(ts_model *m, int k)
     b->next = tmp;
     b->cap_next = cap;
     b->nnext = 0;
+    tmp = b->acte;
+    cap = b->cap_acte;
+    b->acte = b->nexte;
+    b->cap_acte = b->cap_nexte;
+    b->nacte = b->nnexte;
+    b->nexte = tmp;
+    b->cap_nexte = cap;
+    b->nnexte = 0;
 }
 
 static ts_status lockstep_lists(ts_model *m, ts_err *err)
 {
     for (int k = 0; k < m->nthreads; k++) {
         wse_band *b = &m->band[k];
-        b->nact = 0;
+        b->nact = b->nacte = 0;
         for (size_t i = 0; i < m->nalloc; i++) {
             uint32_t id = m->alloc_ids[i];
-            if (id < b->id0 || id >= b->id1)
-                continue;
-            if (ts_grow((void **)&b->act, &b->cap_act, b->nact + 1, sizeof *b->act))
-                return ts_err_set(err, TS_ENOMEM, "out of memory");
-            b->act[b->nact++] = id;
+            if (id >= b->id0 && id < b->id1)
+                act_add(b, id);
         }
+        if (b->oom)
+            return ts_err_set(err, TS_ENOMEM, "out of memory");
     }
     return TS_OK;
 }
@@ -1802,7 +1814,7 @@ static bool band_quiet_exact(const ts_model *m, int k)
 static void band_summary(const ts_model *m, wse_band *b)
 {
     __typeof__(b->sum[0]) *s = &b->sum[b->par];
-    s->next = b->nnext;
+    s->next = b->nnext + b->nnexte;
     s->wake = b->nxwake[b->par];
     s->ntm = b->ntm;
     s->tm_first = b->ntm ? b->tm[0].at : UINT64_MAX;
@@ -1878,7 +1890,7 @@ static void band_advance(ts_model *m, int k, const wse_decision *d)
     if (!d->oom && d->eband < 0 && !d->done) {
         merge(m, k);
         if (d->jump)
-            timers_due(m, b, d->next, &b->act, &b->nact, &b->cap_act);
+            timers_due(m, b, d->next, true);
     }
     b->now = d->next;
 }
@@ -1945,7 +1957,7 @@ static ts_status rebalance(ts_model *m, ts_err *err)
     uint64_t *weight = ts_malloc((m->nalloc ? m->nalloc : 1) * sizeof *weight);
     size_t nact = 0, ntm = 0;
     for (int k = 0; k < m->nthreads; k++) {
-        nact += m->band[k].nact;
+        nact += m->band[k].nact + m->band[k].nacte;
         ntm += m->band[k].ntm;
     }
     uint32_t *act = ts_malloc((nact ? nact : 1) * sizeof *act);
@@ -1963,20 +1975,18 @@ static ts_status rebalance(ts_model *m, ts_err *err)
         wse_band *b = &m->band[k];
         if (b->nact)
             memcpy(act + nact, b->act, b->nact * sizeof *act);
+        nact += b->nact;
+        if (b->nacte)
+            memcpy(act + nact, b->acte, b->nacte * sizeof *act);
+        nact += b->nacte;
         if (b->ntm)
             memcpy(tm + ntm, b->tm, b->ntm * sizeof *tm);
-        nact += b->nact;
         ntm += b->ntm;
-        b->nact = b->ntm = 0;
+        b->nact = b->nacte = b->ntm = 0;
     }
     split_bands(m, weight);
-    for (size_t i = 0; i < nact; i++) {
-        wse_band *b = &m->band[band_of(m, act[i])];
-        if (ts_grow((void **)&b->act, &b->cap_act, b->nact + 1, sizeof *b->act))
-            b->oom = true;
-        else
-            b->act[b->nact++] = act[i];
-    }
+    for (size_t i = 0; i < nact; i++)
+        act_add(&m->band[band_of(m, act[i])], act[i]);
     for (size_t i = 0; i < ntm; i++)
         tm_push(&m->band[band_of(m, tm[i].id)], tm[i].at, tm[i].id);
     ts_free(weight);
