@@ -154,42 +154,69 @@ typedef struct wse_timer {
     uint32_t id;
 } wse_timer;
 
+typedef struct wse_list {
+    uint32_t *v;
+    size_t n, cap;
+} wse_list;
+
+/* Zones of a band (wse_sim.c: zone()): within a row of another band, within two, the rest. */
+enum { WSE_ZE = 0, WSE_ZS = 1, WSE_ZI = 2, WSE_NZ = 3 };
+
+/* A band's summary of a cycle, for the end-of-cycle decision. */
+typedef struct wse_sum {
+    uint64_t next, wake, ntm, tm_first, progress, nact;
+    int64_t err_tile;
+    bool oom, quiet;
+} wse_sum;
+
+/* Summaries kept per band: bands may drift apart by a cycle per band between them, so with
+ * more than WSE_NSUM - 2 threads bands decide every cycle together (wse_sim.c). */
+#define WSE_NSUM 8
+
+/* The end-of-cycle decision. */
+typedef struct wse_decision {
+    uint64_t next;        /* the cycle the bands simulate next */
+    bool stop, done, oom, jump, deadlock_check;
+    int eband;            /* band holding the error of the lowest PE, -1 if none */
+} wse_decision;
+
 /* Cache lines written while threads run are kept apart from what other threads read: WSE_PAD bytes
  * between groups (measured: without them, 2 threads on bench_wse_uniform ran 1.4x instead of
  * 1.8x one thread, the lines of the band counters and barrier moving between cores every cycle). */
 #define WSE_PAD 128
 
-/* A thread's band of PE ids and its lists. Bands meet once per cycle, at the barrier after phase B;
- * the only tiles another band reads or writes are those within a row of it (its edge rows), so a
- * band evaluates its edge rows first in phase A and commits them last in phase B, after its
- * neighbours' edge rows are through phase A (wse_sim.c). What other bands read after the barrier
- * (cross-band wakes, summaries) is kept per parity of the cycle count, because a band may already
- * be in the next cycle's phase B while another still reads the last one's. */
+/* A thread's band of PE ids and its lists. The only tiles another band reads or writes are those
+ * within a row of it (zone E), so bands meet only there (wse_sim.c: phases()): a band may be a
+ * cycle ahead of its neighbour. What neighbours read of a band's cycle (cross-band wakes, per
+ * parity of the cycle count; summaries, in a ring) is kept until they are through it. */
 typedef struct wse_band {
     char pad0[WSE_PAD];       /* bands sit side by side in one array, each written by its thread */
     uint32_t id0, id1;        /* PE ids [id0, id1), at least a mesh row's worth */
     uint32_t edge_lo, edge_hi; /* ids below edge_lo or from edge_hi up are within a row of another band */
+    uint32_t near_lo, near_hi; /* the same for two rows */
     uint64_t now;             /* the cycle being simulated, the band's own copy (read in every phase) */
     uint32_t par;             /* parity of the cycles simulated since the step began */
-    uint32_t *act; size_t nact, cap_act;     /* active tiles this cycle, off the edge rows */
-    uint32_t *acte; size_t nacte, cap_acte;  /* active tiles this cycle in the edge rows */
-    uint32_t *next; size_t nnext, cap_next;  /* tiles active next cycle: survivors and own-band wakes */
-    uint32_t *nexte; size_t nnexte, cap_nexte; /* the same, in the edge rows */
+    wse_list act[WSE_NZ];     /* active tiles this cycle, per zone (wse_sim.c: zone()) */
+    wse_list next[WSE_NZ];    /* tiles active next cycle: survivors and own-band wakes */
     uint32_t *xwake[2]; size_t nxwake[2], cap_xwake[2]; /* tiles of other bands pushed to, per parity */
     wse_timer *tm; size_t ntm, cap_tm;       /* min-heap of sleeping tiles by (at, id) */
     uint64_t progress;        /* events this cycle */
+    uint64_t tile_cycles, work; /* summed over the run's cycles: tiles evaluated, events */
+    /* host time since the last re-split (for balancing only, never for results): spent in the
+     * cycle loop before the current run, the current run's start (or the split), and waiting */
+    uint64_t busy_ns, mark_ns, waited_ns;
+    double split_sum;         /* rebalance(): the band's work count, then host time per count */
     size_t nact_done;         /* tiles evaluated this cycle */
     bool oom;
     ts_status err_st;         /* first error this cycle (lowest PE id) */
     int64_t err_tile;
     ts_err err;
-    struct {                  /* left after phase B for the end-of-cycle decision (wse_sim.c), per parity */
-        uint64_t next, wake, ntm, tm_first, progress, nact;
-        int64_t err_tile;
-        bool oom, quiet;
-    } sum[2];
+    wse_sum sum[WSE_NSUM];    /* left after phase B for the decision, by cycle (wse_sim.c) */
+    wse_decision last;        /* the band's last decision */
     char pad1[WSE_PAD];
-    _Atomic uint32_t a_seq;   /* cycles (since the step began) whose edge rows are through phase A */
+    /* cycles (since the step began) whose zone E is through phase A, through phase B, and whose
+     * summary is written */
+    _Atomic uint32_t a_seq, b_seq, s_seq;
     char pad2[WSE_PAD];
 } wse_band;
 
@@ -209,6 +236,7 @@ struct ts_model {
     wse_band *band;           /* owned: nthreads */
     uint64_t limit;
     uint64_t rebalance_at;    /* threads: the cycle at which bands are next re-split by measured work */
+    uint64_t *split_w;        /* owned, NULL until the first re-split: each allocated tile's work count then */
     ts_err *run_err;
     /* activity (wse_activity.c): the sampler (borrowed, may be NULL), its window, and each
      * allocated tile's counters at the last window's end (owned); thread 0 only */
@@ -226,6 +254,10 @@ struct ts_model {
     char pad2[WSE_PAD];
     _Atomic uint32_t bar_sense; /* flips when the last thread arrives */
     char pad3[WSE_PAD];
+    _Atomic uint32_t stop_claim; /* set by the first band to decide a stop, which leaves it in final */
+    _Atomic uint32_t abort;      /* set when that stop is an error: bands ahead of it stop waiting */
+    wse_decision final;
+    char pad4[WSE_PAD];
 };
 
 /* wse_sim.c */

@@ -8,10 +8,12 @@
  * A producer sees a consumer's pops of cycle t at t + 1 (credit return takes one cycle). Nothing in
  * phase A reads what another tile writes in phase A, and nothing in phase B reads what another tile
  * writes in phase B, so the order of tiles and the number of threads cannot change any result.
- * Threads own bands of mesh rows and meet at one barrier per cycle, after phase B: the window is one
- * cycle, which is bounded by the credit return (a pop is seen by the producer one cycle later, on
- * every link, whatever fabric.hop_latency is). Within the cycle a band waits only for its
- * neighbours' edge rows (wait_edges).
+ * Threads own bands of mesh rows. A band depends on its neighbours only through the rows within a
+ * row of them, one cycle at a time (a pop is seen by the producer one cycle later, on every link,
+ * whatever fabric.hop_latency is), so bands meet there and not at a barrier: within a cycle a band
+ * waits for its neighbours' edge rows to be through phase A before committing its own, and before
+ * the next cycle for their edge rows to be committed (phases(), thread_main()); a band may be a
+ * cycle ahead of its neighbour.
  */
 #include "arch/wse/wse_int.h"
 
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/alloc.h"
 
@@ -156,10 +159,10 @@ void ts_wse_destroy(ts_model *m)
     ts_free(m->codes);
     if (m->band)
         for (int i = 0; i < m->nthreads; i++) {
-            ts_free(m->band[i].act);
-            ts_free(m->band[i].acte);
-            ts_free(m->band[i].next);
-            ts_free(m->band[i].nexte);
+            for (int z = 0; z < WSE_NZ; z++) {
+                ts_free(m->band[i].act[z].v);
+                ts_free(m->band[i].next[z].v);
+            }
             ts_free(m->band[i].xwake[0]);
             ts_free(m->band[i].xwake[1]);
             ts_free(m->band[i].tm);
@@ -167,6 +170,7 @@ void ts_wse_destroy(ts_model *m)
         }
     ts_free(m->band);
     ts_free(m->act_prev);
+    ts_free(m->split_w);
     ts_free(m);
 }
 
@@ -200,6 +204,8 @@ static void split_bands(ts_model *m, const uint64_t *weight)
         b->id1 = (uint32_t)id1;
         b->edge_lo = k > 0 ? b->id0 + m->w : 0;
         b->edge_hi = k + 1 < nt ? b->id1 - m->w : UINT32_MAX;
+        b->near_lo = k > 0 ? b->id0 + 2 * m->w : 0;
+        b->near_hi = k + 1 == nt ? UINT32_MAX : b->id1 >= 2 * m->w ? b->id1 - 2 * m->w : 0;
         id = id1;
     }
 }
@@ -212,35 +218,29 @@ static inline uint32_t band_of(const ts_model *m, uint32_t id)
     return k;
 }
 
-/* Within a row of another band: read or written by that band's thread too. */
-static inline bool is_edge(const wse_band *b, uint32_t id) { return id < b->edge_lo || id >= b->edge_hi; }
-
-static inline void list_add(wse_band *b, uint32_t **l, size_t *n, size_t *cap, uint32_t id)
+/* A tile's zone in band b: E within a row of another band (its thread reads and writes it too), S
+ * within two rows, I the rest (see phases()). */
+static inline int zone(const wse_band *b, uint32_t id)
 {
-    if (*n == *cap && ts_grow((void **)l, cap, *n + 1, sizeof **l)) {
+    if (id < b->edge_lo || id >= b->edge_hi)
+        return WSE_ZE;
+    return id < b->near_lo || id >= b->near_hi ? WSE_ZS : WSE_ZI;
+}
+
+static inline void list_add(wse_band *b, wse_list *l, uint32_t id)
+{
+    if (l->n == l->cap && ts_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v)) {
         b->oom = true;
         return;
     }
-    (*l)[(*n)++] = id;
+    l->v[l->n++] = id;
 }
 
-/* Tile id of band b joins this cycle's (act_add) or the next cycle's (next_add) active lists: the
- * edge rows' list or the other, so the phases take the edge rows first or last without a test. */
-static inline void act_add(wse_band *b, uint32_t id)
-{
-    if (is_edge(b, id))
-        list_add(b, &b->acte, &b->nacte, &b->cap_acte, id);
-    else
-        list_add(b, &b->act, &b->nact, &b->cap_act, id);
-}
+/* Tile id of band b joins this cycle's (act_add) or the next cycle's (next_add) active list of its
+ * zone, so the phases take the zones in their order without testing every tile. */
+static inline void act_add(wse_band *b, uint32_t id) { list_add(b, &b->act[zone(b, id)], id); }
 
-static inline void next_add(wse_band *b, uint32_t id)
-{
-    if (is_edge(b, id))
-        list_add(b, &b->nexte, &b->nnexte, &b->cap_nexte, id);
-    else
-        list_add(b, &b->next, &b->nnext, &b->cap_next, id);
-}
+static inline void next_add(wse_band *b, uint32_t id) { list_add(b, &b->next[zone(b, id)], id); }
 
 ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *opts, ts_err *err)
 {
@@ -1662,17 +1662,41 @@ static inline bool has_edges(const wse_band *b) { return b->edge_lo > b->id0 || 
 
 #define WSE_SPINS 4000 /* spins before yielding; a cycle of a 16 x 16 band takes a few microseconds */
 
-/* Wait until the neighbouring bands' edge rows are through phase A of this cycle (seq). */
-static void wait_edges(const ts_model *m, int k, uint32_t seq)
+static uint64_t host_ns(void)
 {
-    for (int o = k - 1; o <= k + 1; o += 2) {
-        if (o < 0 || o >= m->nthreads)
-            continue;
-        const _Atomic uint32_t *a = &m->band[o].a_seq;
-        for (unsigned i = 0; (int32_t)(atomic_load_explicit(a, memory_order_acquire) - seq) < 0; i++)
-            if (i >= WSE_SPINS)
-                sched_yield();
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Wait until counter a has reached seq, or the run is stopping (false). The host time band b
+ * waits is counted for balancing the bands (rebalance()). */
+static bool wait_seq(const ts_model *m, wse_band *b, const _Atomic uint32_t *a, uint32_t seq)
+{
+    if ((int32_t)(atomic_load_explicit(a, memory_order_acquire) - seq) >= 0)
+        return true;
+    uint64_t t0 = host_ns();
+    bool ok = true;
+    for (unsigned i = 0; (int32_t)(atomic_load_explicit(a, memory_order_acquire) - seq) < 0; i++) {
+        if (atomic_load_explicit(&m->abort, memory_order_acquire)) {
+            ok = false;
+            break;
+        }
+        if (i >= WSE_SPINS)
+            sched_yield();
     }
+    b->waited_ns += host_ns() - t0;
+    return ok;
+}
+
+/* Wait until the neighbouring bands' counter (a_seq or b_seq, by offset) has reached seq. */
+static bool wait_nb(const ts_model *m, int k, size_t off, uint32_t seq)
+{
+    for (int o = k - 1; o <= k + 1; o += 2)
+        if (o >= 0 && o < m->nthreads &&
+            !wait_seq(m, &m->band[k], (const _Atomic uint32_t *)((const char *)&m->band[o] + off), seq))
+            return false;
+    return true;
 }
 
 static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
@@ -1693,18 +1717,6 @@ static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
     t->qleft = total - t->npop;
 }
 
-/* Phase A of band b: edge rows first, then (once they are published as done) the rest. */
-static void phase_a(ts_model *m, wse_band *b, uint32_t seq)
-{
-    b->nact_done = b->nact + b->nacte;
-    for (size_t i = 0; i < b->nacte; i++)
-        eval_tile(m, b, m->t[b->acte[i]]);
-    if (has_edges(b))
-        atomic_store_explicit(&b->a_seq, seq, memory_order_release);
-    for (size_t i = 0; i < b->nact; i++)
-        eval_tile(m, b, m->t[b->act[i]]);
-}
-
 static void commit_tile(ts_model *m, wse_band *b, wse_tile *t)
 {
     tile_commit(m, t, b);
@@ -1723,33 +1735,59 @@ static void commit_tile(ts_model *m, wse_band *b, wse_tile *t)
     }
 }
 
-/* Phase B of band b (thread k): the rows other bands never touch first; the edge rows once the
- * neighbours' edge rows are through phase A (their routers read this band's edge queues, and this
- * band's edge rows push into theirs). */
-static void phase_b(ts_model *m, wse_band *b, int k, uint32_t seq)
+static void eval_list(ts_model *m, wse_band *b, const wse_list *l)
 {
-    b->nnext = b->nnexte = 0;
-    b->nxwake[b->par] = 0; /* the other bands read it two cycles ago, before the last barrier */
-    for (size_t i = 0; i < b->nact; i++)
-        commit_tile(m, b, m->t[b->act[i]]);
-    if (has_edges(b))
-        wait_edges(m, k, seq);
-    for (size_t i = 0; i < b->nacte; i++)
-        commit_tile(m, b, m->t[b->acte[i]]);
+    for (size_t i = 0; i < l->n; i++)
+        eval_tile(m, b, m->t[l->v[i]]);
 }
 
-/* Band k's next active list: its own survivors and wakes (listed in phase B), the other bands'
- * wakes of its tiles, and its timers due. */
+static void commit_list(ts_model *m, wse_band *b, const wse_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        commit_tile(m, b, m->t[l->v[i]]);
+}
+
+/* Phases A and B of band b (thread k) in cycle seq. A tile's phase B must follow phase A of each
+ * of its neighbours, and its phase A must come before phase B of each of them; only zone E (within
+ * a row of another band) has neighbours in other bands, and its neighbours in its own band are in
+ * E or S (two rows). So: A of E, published (a_seq); A of S; once the neighbouring bands' E are
+ * through A, B of E, published (b_seq): the neighbours' next cycle needs only that; then A of the
+ * inner zone I and B of S and I, which no other band reads. False if the run stops meanwhile. */
+static bool phases(ts_model *m, wse_band *b, int k, uint32_t seq)
+{
+    b->nact_done = b->act[WSE_ZE].n + b->act[WSE_ZS].n + b->act[WSE_ZI].n;
+    for (int z = 0; z < WSE_NZ; z++)
+        b->next[z].n = 0;
+    eval_list(m, b, &b->act[WSE_ZE]);
+    if (has_edges(b))
+        atomic_store_explicit(&b->a_seq, seq, memory_order_release);
+    eval_list(m, b, &b->act[WSE_ZS]);
+    eval_list(m, b, &b->act[WSE_ZI]);
+    if (has_edges(b)) {
+        if (!wait_nb(m, k, offsetof(wse_band, a_seq), seq))
+            return false;
+        b->nxwake[b->par] = 0; /* its readers merged it two cycles ago: they are through A of seq */
+    }
+    commit_list(m, b, &b->act[WSE_ZE]);
+    if (has_edges(b))
+        atomic_store_explicit(&b->b_seq, seq, memory_order_release);
+    commit_list(m, b, &b->act[WSE_ZS]);
+    commit_list(m, b, &b->act[WSE_ZI]);
+    return true;
+}
+
+/* Band k's next active lists: its own survivors and wakes (listed in phase B), the neighbouring
+ * bands' wakes of its tiles, and its timers due. */
 static void merge(ts_model *m, int k)
 {
     wse_band *b = &m->band[k];
     if (m->lockstep)
         return; /* lockstep: every allocated tile of the band, every cycle */
     uint64_t stamp = b->now + 1;
-    for (int o = 0; o < m->nthreads; o++) {
-        const wse_band *ob = &m->band[o];
-        if (o == k)
+    for (int o = k - 1; o <= k + 1; o += 2) {
+        if (o < 0 || o >= m->nthreads)
             continue;
+        const wse_band *ob = &m->band[o];
         for (size_t i = 0; i < ob->nxwake[b->par]; i++) {
             uint32_t id = ob->xwake[b->par][i];
             if (id < b->id0 || id >= b->id1)
@@ -1762,29 +1800,20 @@ static void merge(ts_model *m, int k)
         }
     }
     timers_due(m, b, stamp, false);
-    uint32_t *tmp = b->act;
-    size_t cap = b->cap_act;
-    b->act = b->next;
-    b->cap_act = b->cap_next;
-    b->nact = b->nnext;
-    b->next = tmp;
-    b->cap_next = cap;
-    b->nnext = 0;
-    tmp = b->acte;
-    cap = b->cap_acte;
-    b->acte = b->nexte;
-    b->cap_acte = b->cap_nexte;
-    b->nacte = b->nnexte;
-    b->nexte = tmp;
-    b->cap_nexte = cap;
-    b->nnexte = 0;
+    for (int z = 0; z < WSE_NZ; z++) {
+        wse_list tmp = b->act[z];
+        b->act[z] = b->next[z];
+        b->next[z] = tmp;
+        b->next[z].n = 0;
+    }
 }
 
 static ts_status lockstep_lists(ts_model *m, ts_err *err)
 {
     for (int k = 0; k < m->nthreads; k++) {
         wse_band *b = &m->band[k];
-        b->nact = b->nacte = 0;
+        for (int z = 0; z < WSE_NZ; z++)
+            b->act[z].n = 0;
         for (size_t i = 0; i < m->nalloc; i++) {
             uint32_t id = m->alloc_ids[i];
             if (id >= b->id0 && id < b->id1)
@@ -1809,12 +1838,14 @@ static bool band_quiet_exact(const ts_model *m, int k)
     return true;
 }
 
-/* What a band leaves for the end-of-cycle decision, written by its thread after phase B and read by
- * every thread after the barrier; merge() changes the lists, never these. */
-static void band_summary(const ts_model *m, wse_band *b)
+/* What a band leaves for the end-of-cycle decision of cycle seq, written by its thread after its
+ * phase B and published (s_seq); read by the threads that decide that cycle. Kept in a ring of
+ * WSE_NSUM cycles: a band is at most a cycle ahead of its neighbours, so at most nthreads - 1
+ * ahead of any band. */
+static wse_sum *band_summary(const ts_model *m, wse_band *b, uint32_t seq)
 {
-    __typeof__(b->sum[0]) *s = &b->sum[b->par];
-    s->next = b->nnext + b->nnexte;
+    wse_sum *s = &b->sum[seq % WSE_NSUM];
+    s->next = b->next[WSE_ZE].n + b->next[WSE_ZS].n + b->next[WSE_ZI].n;
     s->wake = b->nxwake[b->par];
     s->ntm = b->ntm;
     s->tm_first = b->ntm ? b->tm[0].at : UINT64_MAX;
@@ -1823,28 +1854,23 @@ static void band_summary(const ts_model *m, wse_band *b)
     s->oom = b->oom;
     s->err_tile = b->err_st ? b->err_tile : -1;
     s->quiet = m->lockstep && m->nthreads == 1 ? band_quiet_exact(m, 0) : s->quiet;
+    b->tile_cycles += b->nact_done;
+    b->work += b->progress;
     b->progress = 0;
+    return s;
 }
 
-/* The end-of-cycle decision, a pure function of the bands' summaries, so every thread computes the
- * same one without another barrier. */
-typedef struct wse_decision {
-    uint64_t next;        /* the cycle the bands simulate next */
-    uint64_t progress, nact;
-    bool stop, done, oom, jump, deadlock_check;
-    int eband;            /* band holding the error of the lowest PE, -1 if none */
-} wse_decision;
-
-static void decide(const ts_model *m, uint64_t now, uint32_t par, wse_decision *d)
+/* The end-of-cycle decision, a pure function of the bands' summaries of the cycle, so every thread
+ * that takes it computes the same one. */
+static void decide(const ts_model *m, uint64_t now, uint32_t seq, wse_decision *d)
 {
     *d = (wse_decision){.next = now + 1, .eband = -1};
     int64_t etile = -1;
-    uint64_t next = 0, wake = 0, ntm = 0, first = UINT64_MAX;
+    uint64_t next = 0, wake = 0, ntm = 0, first = UINT64_MAX, progress = 0;
     bool quiet = true;
     for (int k = 0; k < m->nthreads; k++) {
-        const __typeof__(m->band[k].sum[0]) *s = &m->band[k].sum[par];
-        d->progress += s->progress;
-        d->nact += s->nact;
+        const wse_sum *s = &m->band[k].sum[seq % WSE_NSUM];
+        progress += s->progress;
         d->oom |= s->oom;
         if (s->err_tile >= 0 && (etile < 0 || s->err_tile < etile)) {
             etile = s->err_tile;
@@ -1875,12 +1901,21 @@ static void decide(const ts_model *m, uint64_t now, uint32_t par, wse_decision *
         d->stop = d->next >= m->limit;
         return;
     }
-    if (!d->progress && !ntm) {
-        /* nothing changed, and no sleeper will wake: nothing ever will (see end_cycle) */
+    if (!progress && !ntm) {
+        /* nothing changed, and no sleeper will wake: nothing ever will (see end_run) */
         d->deadlock_check = d->stop = true;
         return;
     }
     d->stop = d->next >= m->limit;
+}
+
+/* Whether a band's own summary settles the decision: decide() goes on to the next cycle, whatever
+ * the other bands say, unless one of them failed (an error or no memory stops the run, and what a
+ * band did after that cycle does not count). A band with tiles to run next cycle rules out done
+ * and a jump; one that made progress or has sleepers rules out a deadlock. */
+static bool goes_on(const ts_model *m, const wse_band *b, const wse_sum *s)
+{
+    return (s->next || s->wake) && (s->progress || s->ntm) && !s->oom && s->err_tile < 0 && b->now + 1 < m->limit;
 }
 
 /* After the decision: the band's next list and cycle (every thread for its band). */
@@ -1895,15 +1930,19 @@ static void band_advance(ts_model *m, int k, const wse_decision *d)
     b->now = d->next;
 }
 
-/* The model-wide effects of a decision (one thread, the others only read their band). A cycle of
+/* The model-wide effects of the run's last decision (after every thread has stopped). A cycle of
  * full queues with no progress and no sleeper is a deadlock; anything else quiet-but-unfinished is
  * left to the kernel's hang detector (blocked() says who waits on what). */
-static void end_cycle(ts_model *m, const wse_decision *d)
+static void end_run(ts_model *m, const wse_decision *d)
 {
-    m->tile_cycles += d->nact;
-    m->work += d->progress;
+    for (int k = 0; k < m->nthreads; k++) {
+        m->tile_cycles += m->band[k].tile_cycles;
+        m->work += m->band[k].work;
+        m->band[k].tile_cycles = m->band[k].work = 0;
+    }
     m->now = d->next;
     m->stop = d->stop;
+    m->deadlock = d->deadlock_check;
     if (d->oom) {
         m->run_st = ts_err_set(m->run_err, TS_ENOMEM, "out of memory at cycle %" PRIu64, m->now);
         return;
@@ -1941,23 +1980,31 @@ static void spin_barrier(ts_model *m, uint32_t *sense)
         atomic_store_explicit(&m->bar_sense, s, memory_order_release);
         return;
     }
-    for (unsigned i = 0; atomic_load_explicit(&m->bar_sense, memory_order_acquire) != s; i++)
+    for (unsigned i = 0; atomic_load_explicit(&m->bar_sense, memory_order_acquire) != s; i++) {
+        if (atomic_load_explicit(&m->abort, memory_order_acquire))
+            return; /* a band stopped on an error: the others will not come */
         if (i >= WSE_SPINS)
             sched_yield();
+    }
 }
 
 #define WSE_REBALANCE_FIRST 1024  /* cycles measured before the first re-split */
 #define WSE_REBALANCE_EVERY 8192  /* cycles between re-splits after it */
+#define WSE_COST_EVAL 4           /* a tile's evaluation costs about 4 instructions or 2 hops (measured) */
+#define WSE_COST_HOP 2
 
-/* Re-split the ids among the threads by the evaluations each tile took so far, and hand every
- * active tile and sleeper to its new band. Run by one thread while the others wait between two
- * barriers, after every band's merge; any split gives the same results. */
+/* Re-split the ids among the threads by the work each tile took so far, and hand every active tile
+ * and sleeper to its new band. A tile's work is counted in evaluations, instructions and hops,
+ * scaled by the host time its band took per unit of that count since the last split (the time it
+ * did not wait), so a band whose tiles cost more per count gets fewer. Run by one thread while the
+ * others wait between two barriers, after every band's merge; any split gives the same results. */
 static ts_status rebalance(ts_model *m, ts_err *err)
 {
     uint64_t *weight = ts_malloc((m->nalloc ? m->nalloc : 1) * sizeof *weight);
     size_t nact = 0, ntm = 0;
     for (int k = 0; k < m->nthreads; k++) {
-        nact += m->band[k].nact + m->band[k].nacte;
+        for (int z = 0; z < WSE_NZ; z++)
+            nact += m->band[k].act[z].n;
         ntm += m->band[k].ntm;
     }
     uint32_t *act = ts_malloc((nact ? nact : 1) * sizeof *act);
@@ -1968,21 +2015,45 @@ static ts_status rebalance(ts_model *m, ts_err *err)
         ts_free(tm);
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     }
+    if (!m->split_w && !(m->split_w = ts_calloc(m->nalloc ? m->nalloc : 1, sizeof *m->split_w))) {
+        ts_free(weight);
+        ts_free(act);
+        ts_free(tm);
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    }
+    for (int k = 0; k < m->nthreads; k++)
+        m->band[k].split_sum = 0;
+    for (size_t i = 0; i < m->nalloc; i++) {
+        const wse_tile *t = m->t[m->alloc_ids[i]];
+        weight[i] = WSE_COST_EVAL * t->s.evals + t->s.insns;
+        for (int p = 0; p < WSE_NPORTS; p++)
+            weight[i] += WSE_COST_HOP * t->s.link[p];
+        m->band[band_of(m, t->id)].split_sum += (double)(weight[i] - m->split_w[i]);
+        m->split_w[i] = weight[i];
+    }
+    uint64_t now = host_ns();
+    for (int k = 0; k < m->nthreads; k++) {
+        wse_band *b = &m->band[k];
+        double busy = (double)(b->busy_ns + (now - b->mark_ns)) - (double)b->waited_ns;
+        b->split_sum = busy > 0 && b->split_sum > 0 ? busy / b->split_sum : 1;
+        b->busy_ns = b->waited_ns = 0;
+        b->mark_ns = now;
+    }
     for (size_t i = 0; i < m->nalloc; i++)
-        weight[i] = m->t[m->alloc_ids[i]]->s.evals;
+        weight[i] = (uint64_t)((double)weight[i] * m->band[band_of(m, m->alloc_ids[i])].split_sum);
     nact = ntm = 0;
     for (int k = 0; k < m->nthreads; k++) {
         wse_band *b = &m->band[k];
-        if (b->nact)
-            memcpy(act + nact, b->act, b->nact * sizeof *act);
-        nact += b->nact;
-        if (b->nacte)
-            memcpy(act + nact, b->acte, b->nacte * sizeof *act);
-        nact += b->nacte;
+        for (int z = 0; z < WSE_NZ; z++) {
+            if (b->act[z].n)
+                memcpy(act + nact, b->act[z].v, b->act[z].n * sizeof *act);
+            nact += b->act[z].n;
+            b->act[z].n = 0;
+        }
         if (b->ntm)
             memcpy(tm + ntm, b->tm, b->ntm * sizeof *tm);
         ntm += b->ntm;
-        b->nact = b->nacte = b->ntm = 0;
+        b->ntm = 0;
     }
     split_bands(m, weight);
     for (size_t i = 0; i < nact; i++)
@@ -2003,10 +2074,13 @@ typedef struct thr_arg {
     int k;
 } thr_arg;
 
-/* One thread's cycle loop: A, B, one barrier, then merge and decide (lockstep adds a barrier for
- * its exact quiet test). Phase A reads what other bands wrote in the previous phase B, and what
- * they write in phase B is only in their edge rows, committed after this band's edge rows are
- * through phase A (wait_edges); the decision reads only summaries. */
+/* One thread's cycle loop. In the fast mode with threads the bands meet only where they touch
+ * (phases(): a_seq, b_seq) and before merging the neighbours' wakes (b_seq): a band may be a cycle
+ * ahead of its neighbour. Each band decides alone when its own summary settles the decision
+ * (goes_on), else it waits for every band's summary of the cycle (s_seq). A band that decides to
+ * stop publishes the decision; when it is an error, bands that went on past the cycle see that
+ * (abort) while waiting and stop too. Lockstep meets at a barrier every cycle (its quiet test reads every band's tiles). The
+ * activity windows and the re-splits meet at barriers too, at cycles every band knows. */
 static void *thread_main(void *p)
 {
     thr_arg *a = p;
@@ -2014,24 +2088,53 @@ static void *thread_main(void *p)
     int k = a->k;
     wse_band *b = &m->band[k];
     uint32_t sense = 0;
+    b->mark_ns = host_ns();
+    bool loose = m->nthreads > 1 && m->nthreads <= WSE_NSUM - 2 && !m->lockstep;
     for (uint32_t seq = 1;; seq++) {
         b->par = seq & 1;
-        phase_a(m, b, seq);
-        phase_b(m, b, k, seq);
-        band_summary(m, b);
-        if (m->nthreads > 1)
-            spin_barrier(m, &sense);
-        if (m->lockstep && m->nthreads > 1) {
-            b->sum[b->par].quiet = band_quiet_exact(m, k);
-            spin_barrier(m, &sense);
-        }
+        if (!phases(m, b, k, seq))
+            break;
+        wse_sum *s = band_summary(m, b, seq);
+        atomic_store_explicit(&b->s_seq, seq, memory_order_release);
         wse_decision d;
+        if (loose) {
+            if (goes_on(m, b, s)) {
+                d = (wse_decision){.next = b->now + 1, .eband = -1};
+            } else {
+                bool ok = true;
+                for (int o = 0; o < m->nthreads && ok; o++)
+                    ok = o == k || wait_seq(m, b, &m->band[o].s_seq, seq);
+                if (!ok)
+                    break;
+                decide(m, b->now, seq, &d);
+            }
+            if (!wait_nb(m, k, offsetof(wse_band, b_seq), seq))
+                break;
+        } else {
+            if (m->nthreads > 1)
+                spin_barrier(m, &sense);
+            if (m->lockstep && m->nthreads > 1) {
+                s->quiet = band_quiet_exact(m, k);
+                spin_barrier(m, &sense);
+            }
+            decide(m, b->now, seq, &d);
+        }
         uint64_t was = b->now;
-        decide(m, b->now, b->par, &d);
         band_advance(m, k, &d);
-        if (k == 0)
-            end_cycle(m, &d);
+        b->last = d;
+        if (d.stop) {
+            /* every band that decides this cycle decides the same: the first one publishes it */
+            uint32_t none = 0;
+            if (atomic_compare_exchange_strong(&m->stop_claim, &none, 1u))
+                m->final = d;
+            if (d.oom || d.eband >= 0) {
+                atomic_store_explicit(&m->abort, 1u, memory_order_release);
+                break; /* other bands may be past this cycle: no window is sampled */
+            }
+        }
         if (m->act && ts_wse_act_due(m, was, d.next)) { /* a window ends: sampled with every thread here */
+            if (m->nthreads > 1)
+                spin_barrier(m, &sense);
             if (k == 0)
                 ts_wse_act_window(m, was, d.next);
             if (m->nthreads > 1)
@@ -2039,11 +2142,8 @@ static void *thread_main(void *p)
             if (m->act_stop && m->run_st)
                 break;
         }
-        if (d.stop) {
-            if (k == 0 && d.deadlock_check)
-                m->deadlock = true;
+        if (d.stop)
             break;
-        }
         if (m->rebalance_at && b->now >= m->rebalance_at) {
             spin_barrier(m, &sense);
             if (k == 0) {
@@ -2055,6 +2155,7 @@ static void *thread_main(void *p)
                 break;
         }
     }
+    b->busy_ns += host_ns() - b->mark_ns;
     return NULL;
 }
 
@@ -2066,10 +2167,16 @@ static ts_status run_threads(ts_model *m, uint64_t limit, ts_err *err)
     m->run_st = TS_OK;
     m->run_err = err;
     m->deadlock = false;
+    bool ran = !m->stop;
     for (int k = 0; k < m->nthreads; k++) {
         m->band[k].now = m->now;
+        m->band[k].last = (wse_decision){.next = m->now, .eband = -1};
         atomic_store(&m->band[k].a_seq, 0);
+        atomic_store(&m->band[k].b_seq, 0);
+        atomic_store(&m->band[k].s_seq, 0);
     }
+    atomic_store(&m->stop_claim, 0);
+    atomic_store(&m->abort, 0);
     if (m->lockstep && !m->stop) {
         ts_status rc = lockstep_lists(m, err);
         if (rc)
@@ -2113,6 +2220,8 @@ static ts_status run_threads(ts_model *m, uint64_t limit, ts_err *err)
         ts_free(tid);
         ts_free(args);
     }
+    if (ran)
+        end_run(m, atomic_load(&m->stop_claim) ? &m->final : &m->band[0].last);
     return TS_OK;
 }
 

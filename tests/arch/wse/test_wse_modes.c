@@ -179,6 +179,32 @@ START_TEST(modes_small_programs)
 }
 END_TEST
 
+/* A PE fails (a load outside its SRAM) in the last band while the first band is busy with a stream
+ * of wavelets: with threads, bands go on to the next cycle without waiting for the others when
+ * their own tiles settle it, so the first band may be a cycle past the error when it is seen. The
+ * error and its cycle are the same in every mode. */
+START_TEST(modes_error_while_busy)
+{
+    ts_buf b = {0};
+    ts_buf_puts(&b, ".arch wse\n.stream pe 0\n    route 0, 16, 4\n    li r2, 300\nl:  send 0, r2\n"
+                    "    addi r2, r2, -1\n    bnz r2, l\n");
+    for (int x = 1; x < 7; x++)
+        ts_buf_printf(&b, ".stream pe %d\n    route 0, 8, 4\n", x);
+    ts_buf_puts(&b, ".stream pe 7\n    route 0, 8, 16\n    li r2, 300\nl:  recv r3, 0\n    addi r2, r2, -1\n"
+                    "    bnz r2, l\n");
+    ts_buf_puts(&b, ".stream pe 63\n    li r2, 60\nl:  addi r2, r2, -1\n    bnz r2, l\n    li r3, 1000000\n"
+                    "    ld r1, r3, 0\n");
+    const char *y8 = "arch: wse\nname: t8\nmesh: {width: 8, height: 8}\n";
+    compare_modes(y8, ts_buf_str(&b));
+    ts_buf out = {0};
+    ck_assert_int_eq(wt_report(y8, ts_buf_str(&b), false, 2, &out), TS_ESIM);
+    ck_assert_msg(strstr(ts_buf_str(&out), "PE (7, 7)") && strstr(ts_buf_str(&out), "address"), "%s",
+                  ts_buf_str(&out));
+    ts_buf_free(&out);
+    ts_buf_free(&b);
+}
+END_TEST
+
 /* Timing-only skips SRAM and arithmetic but gives the same cycles and traffic. */
 START_TEST(timing_only_same_cycles)
 {
@@ -351,6 +377,7 @@ static Suite *suite(void)
     tcase_add_test(tc, modes_default_program);
     tcase_add_test(tc, modes_gemv);
     tcase_add_test(tc, modes_small_programs);
+    tcase_add_test(tc, modes_error_while_busy);
     tcase_add_test(tc, timing_only_same_cycles);
     tcase_add_test(tc, modes_uniform_traffic);
     tcase_add_test(tc, modes_stencil25);
