@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command: install what is missing, build, and run every test: the normal build, then the
-# AddressSanitizer + UndefinedBehaviorSanitizer build of the same suite.
+# AddressSanitizer + UndefinedBehaviorSanitizer build of the same suite, then the
+# ThreadSanitizer build of the suites whose models run on threads (ipu, wse).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -18,7 +19,13 @@ ninja -C build-asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   CK_FORK=yes meson test -C build-asan --print-errorlogs --num-processes "$jobs" --timeout-multiplier 3 |
   tee -a "$log"
-# meson stops the script above on any failure (pipefail); here every suite of both builds passed.
+
+[ -d build-tsan ] || meson setup build-tsan --buildtype=debugoptimized -Db_sanitize=thread \
+  -Db_lundef=false -Dwerror=true >/dev/null
+ninja -C build-tsan
+TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --suite ipu --suite wse --print-errorlogs \
+  --num-processes "$jobs" --timeout-multiplier 3 | tee -a "$log"
+# meson stops the script above on any failure (pipefail); here every suite of the three builds passed.
 passed=$(awk '/^Ok:/ {n += $2} END {print n + 0}' "$log")
 failed=$(awk '/^Fail:/ {n += $2} /^Timeout:/ {n += $2} END {print n + 0}' "$log")
 echo "all test suites passed (normal and sanitizer builds)"
