@@ -141,6 +141,8 @@ typedef struct ipu_tile {
 
 typedef struct ipu_ss {
     uint64_t start, compute, exchange, sync, critical, xbytes, hbytes;
+    uint64_t xrecv;         /* bytes written by receivers in it */
+    double wire_bit_mm;     /* the exchange's wire energy events in it */
 } ipu_ss;
 
 /* What one thread saw of its tiles at the end of a round, after committing their words: the
@@ -187,6 +189,8 @@ struct ts_model {
     uint64_t end;
     uint64_t ss_start;
     ipu_ss *ss; size_t nss, cap_ss;
+    uint64_t xrecv_seen;    /* the tiles' xrecv and wire_bit_mm summed at the last sync */
+    double wire_seen;
     uint64_t host_bytes_total, host_cycles_total;
     /* threads */
     pthread_t *th;
@@ -2063,7 +2067,8 @@ static ts_status barrier(ts_model *m, ts_err *err)
     ts_status rc = check_exchange(m, err);
     if (rc != TS_OK)
         return rc;
-    uint64_t last = 0, crit = 0, hbytes = 0, xbytes = 0;
+    uint64_t last = 0, crit = 0, hbytes = 0, xbytes = 0, xrecv = 0;
+    double wire = 0;
     bool any = false;
     for (uint32_t i = 0; i < m->ntiles; i++) {
         ipu_tile *t = &m->t[i];
@@ -2078,6 +2083,10 @@ static ts_status barrier(ts_model *m, ts_err *err)
         for (size_t k = 0; k < t->nhost; k++)
             hbytes += t->host[k].bytes;
         xbytes += t->ss_xbytes;
+    }
+    for (uint32_t i = 0; i < m->ntiles; i++) { /* the superstep's share of the run's running sums */
+        xrecv += m->t[i].xrecv;
+        wire += m->t[i].wire_bit_mm;
     }
     uint64_t host_cycles = 0;
     if (hbytes) {
@@ -2119,6 +2128,10 @@ static ts_status barrier(ts_model *m, ts_err *err)
     r->critical = crit;
     r->xbytes = xbytes;
     r->hbytes = hbytes;
+    r->xrecv = xrecv - m->xrecv_seen;
+    r->wire_bit_mm = wire - m->wire_seen;
+    m->xrecv_seen = xrecv;
+    m->wire_seen = wire;
     m->host_bytes_total += hbytes;
     m->host_cycles_total += host_cycles;
     if (m->trace)
@@ -2329,6 +2342,92 @@ static int ev_index(const char *name)
     return -1;
 }
 
+/* The events of op issued k times (what its facts, memory bytes, register words and AMP MACs
+ * charge); issue events are counted by the caller. */
+static void op_events(const ts_model *m, int op, double k, double *ev)
+{
+    uint32_t br, bw;
+    op_mem_bytes(op, &br, &bw);
+    ev[EV_SRAM_RD] += k * br / 8.0;
+    ev[EV_SRAM_WR] += k * bw / 8.0;
+    ev[EV_REGFILE] += k * op_reg_words(op);
+    int e = ev_index(ts_ipu_opfacts[op].energy);
+    if (e >= 0)
+        ev[e] += k * ts_ipu_opfacts[op].ecount;
+    if (op == IPU_OP_F16V4AMP)
+        ev[EV_FP16_MAC] += k * m->c.amp_macs_f16;
+    if (op == IPU_OP_F32V2AMP)
+        ev[EV_FP32_MAC] += k * m->c.amp_macs_f32;
+}
+
+/* The table superstep_events: each superstep's energy events, for pricing parts of a run (a
+ * lowered model's layers). An instruction belongs to the superstep that its tile's next `sync 1`
+ * ends: its stream is cut at the syncs, so the table is left out when some `sync 1` ran more than
+ * once (a loop around a sync). Instructions after a tile's last sync are a last row, id nss. The
+ * rows sum to the run's events. */
+static ts_status superstep_events(const ts_model *m, ts_stats *s, ts_err *err)
+{
+    size_t rows = m->nss + 1;
+    double *ev = ts_calloc(rows * EV_COUNT, sizeof *ev);
+    if (!ev)
+        return ts_err_set(err, TS_ENOMEM, "out of memory for the superstep_events table");
+    for (uint32_t i = 0; i < m->ntiles; i++) {
+        const ipu_tile *t = &m->t[i];
+        size_t k = 0;
+        for (uint32_t pc = 0; pc < t->n; pc++) {
+            const ipu_insn *in = &t->code[pc];
+            if (!in->hits)
+                continue;
+            double *row = ev + (k < m->nss ? k : m->nss) * EV_COUNT;
+            op_events(m, in->op, (double)in->hits, row);
+            if (!in->member)
+                row[EV_ISSUE] += (double)in->hits;
+            if (in->op == IPU_OP_SYNC && in->imm == 1) {
+                if (in->hits > 1) {
+                    ts_free(ev);
+                    return TS_OK; /* a loop around a sync: supersteps are not cut out of the code */
+                }
+                k++;
+            }
+        }
+    }
+    for (size_t k = 0; k < m->nss; k++) {
+        const ipu_ss *q = &m->ss[k];
+        double *row = ev + k * EV_COUNT;
+        row[EV_SRAM_RD] += (double)q->xbytes / 8.0;
+        row[EV_SRAM_WR] += (double)q->xrecv / 8.0;
+        row[EV_WIRE] += q->wire_bit_mm;
+        row[EV_PCIE] += 8.0 * (double)q->hbytes;
+    }
+    const char *cols[1 + EV_COUNT], *units[1 + EV_COUNT];
+    cols[0] = "id";
+    units[0] = "";
+    for (int e = 0; e < EV_COUNT; e++) {
+        cols[1 + e] = ev_names[e];
+        units[1 + e] = "";
+    }
+    ts_status rc = TS_OK;
+    int tab = ts_stats_table(s, "superstep_events", "one row per BSP superstep (and one for what ran after the "
+                             "last sync, if anything did): the energy events it caused, to price a part of the run",
+                             1 + EV_COUNT, cols, units);
+    if (tab < 0)
+        rc = ts_err_set(err, TS_ENOMEM, "out of memory for the superstep_events table");
+    bool tail = false;
+    for (int e = 0; e < EV_COUNT; e++)
+        tail = tail || ev[m->nss * EV_COUNT + e] != 0;
+    for (size_t k = 0; k < rows && rc == TS_OK; k++) {
+        if (k == m->nss && !tail)
+            break;
+        double row[1 + EV_COUNT];
+        row[0] = (double)k;
+        memcpy(row + 1, ev + k * EV_COUNT, sizeof(double) * EV_COUNT);
+        if (ts_stats_row(s, tab, row) != TS_OK)
+            rc = ts_err_set(err, TS_ENOMEM, "out of memory for the superstep_events table");
+    }
+    ts_free(ev);
+    return rc;
+}
+
 static ts_status ipu_collect(ts_model *m, ts_results *r, ts_err *err)
 {
     const ts_ipu_cfg *c = &m->c;
@@ -2360,10 +2459,7 @@ static ts_status ipu_collect(ts_model *m, ts_results *r, ts_err *err)
             op_mem_bytes(op, &br, &bw);
             rd += k * br;
             wr += k * bw;
-            ev[EV_REGFILE] += (double)k * op_reg_words(op);
-            int e = ev_index(ts_ipu_opfacts[op].energy);
-            if (e >= 0)
-                ev[e] += (double)k * ts_ipu_opfacts[op].ecount;
+            op_events(m, op, (double)k, ev);
             if (ts_ipu_opfacts[op].unit == IPU_U_FPU && op != IPU_OP_F16V2TOF32 && op != IPU_OP_F32V2TOF16 &&
                 op != IPU_OP_F32TOI32 && op != IPU_OP_F32FROMI32)
                 fl += k * (uint64_t)ts_ipu_opfacts[op].ecount * (op == IPU_OP_F32MAC || op == IPU_OP_F32V2MAC ? 2 : 1);
@@ -2383,10 +2479,8 @@ static ts_status ipu_collect(ts_model *m, ts_results *r, ts_err *err)
         memu[i] = (double)(t->mem_hi + (uint64_t)t->ncode * c->insn_bytes);
         xb[i] = (double)t->xsent;
     }
-    ev[EV_FP16_MAC] += (double)macs16;
-    ev[EV_FP32_MAC] += (double)macs32;
-    ev[EV_SRAM_RD] += (double)rd / 8.0;
-    ev[EV_SRAM_WR] += (double)wr / 8.0;
+    ev[EV_SRAM_RD] += (double)(xs) / 8.0; /* the exchange's reads and writes; the ops' are in op_events */
+    ev[EV_SRAM_WR] += (double)(xr) / 8.0;
     ev[EV_PCIE] += 8.0 * (double)m->host_bytes_total;
     ev[EV_ISSUE] += (double)issue;
 
@@ -2424,6 +2518,8 @@ static ts_status ipu_collect(ts_model *m, ts_results *r, ts_err *err)
             rc = ts_stats_row(s, tab, row);
         }
     }
+    if (rc == TS_OK)
+        rc = superstep_events(m, s, err);
     if (rc == TS_OK)
         rc = ts_stats_u64(s, "supersteps.count", "", "chip-wide syncs passed", m->nss);
     if (rc == TS_OK)
