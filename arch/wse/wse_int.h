@@ -141,6 +141,12 @@ typedef struct wse_tile {
     wse_ce *ce;               /* owned, NULL if no code */
     uint64_t stamp;           /* cycle for which it is on an active list (band owner only) */
     uint64_t sleep_at;        /* cycle of its pending timer, 0 if none (band owner only) */
+    uint64_t blk;             /* blocked asleep: the first cycle whose evaluation it skips, 0 if awake (band
+                               * owner only; wse_sim.c, "blocked tiles sleep") */
+    uint8_t blk_why;          /* what each skipped cycle counts: 0 nothing, else stall and stall_in, _out,
+                               * _mem, _thread for 1 .. 4 */
+    uint8_t wup;              /* phase A: input ports 0..3 popped while full (their producer may wait) */
+    bool still;               /* phase A: this cycle's evaluation made no progress */
     uint64_t *log;            /* owned, NULL until first arrival: WSE_ARRIVAL_LOG per colour */
     uint64_t *narr;           /* owned with log: arrivals per colour */
     wse_tstats s;
@@ -176,6 +182,8 @@ typedef struct wse_band {
     uint32_t *xwake[2]; size_t nxwake[2], cap_xwake[2]; /* tiles of other bands pushed to, per parity */
     wse_timer *tm; size_t ntm, cap_tm;       /* min-heap of sleeping tiles by (at, id) */
     uint64_t progress;        /* events this cycle */
+    int64_t nblk;             /* tiles blocked asleep put to sleep by this band minus those it woke (a
+                               * re-split moves sleepers, so only the sum over bands is a count) */
     size_t nact_done;         /* tiles evaluated this cycle */
     bool oom;
     ts_status err_st;         /* first error this cycle (lowest PE id) */
@@ -183,6 +191,7 @@ typedef struct wse_band {
     ts_err err;
     struct {                  /* left after phase B for the end-of-cycle decision (wse_sim.c), per parity */
         uint64_t next, wake, ntm, tm_first, progress, nact;
+        int64_t nblk;
         int64_t err_tile;
         bool oom, quiet;
     } sum[2];

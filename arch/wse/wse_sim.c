@@ -862,6 +862,8 @@ static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
                 }
                 claimed |= tx;
                 q_pop(t, j);
+                if (occ == q->cap && p < 4)
+                    t->wup |= (uint8_t)(1u << p); /* room again: the neighbour feeding it may sleep on it */
                 if (occ == 1)
                     t->cbits[p] &= ~(1u << c); /* a push this cycle sets it again next cycle */
                 t->pcolour[c]++;
@@ -1368,6 +1370,22 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
     return 1;
 }
 
+/* n stalled cycles of kind why (1 input, 2 output, 3 memory, 4 thread; 0 counts nothing). */
+static inline void count_stall(wse_tile *t, uint8_t why, uint64_t n)
+{
+    if (!why)
+        return;
+    t->s.stall += n;
+    if (why == 1)
+        t->s.stall_in += n;
+    else if (why == 2)
+        t->s.stall_out += n;
+    else if (why == 3)
+        t->s.stall_mem += n;
+    else
+        t->s.stall_thread += n;
+}
+
 static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
 {
     wse_ce *ce = t->ce;
@@ -1430,18 +1448,12 @@ static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
                 why = vwhy;
         }
     }
+    t->blk_why = 0;
     if (busy) {
         t->s.busy++;
     } else if (stalled) {
-        t->s.stall++;
-        if (why == 1)
-            t->s.stall_in++;
-        else if (why == 2)
-            t->s.stall_out++;
-        else if (why == 3)
-            t->s.stall_mem++;
-        else
-            t->s.stall_thread++;
+        t->blk_why = why >= 1 && why <= 3 ? why : 4;
+        count_stall(t, t->blk_why, 1);
     }
 }
 
@@ -1523,6 +1535,12 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
         q->taken = 0;
     }
     t->npop = 0;
+    for (uint32_t wp = t->wup; wp; wp &= wp - 1) {
+        wse_tile *o = t->nb[__builtin_ctz(wp)];
+        if (o)
+            wake(m, b, o);
+    }
+    t->wup = 0;
     for (uint32_t lm = t->lmask; lm; lm &= lm - 1) {
         int l = __builtin_ctz(lm);
         wse_line *ln = &t->line[l];
@@ -1653,7 +1671,13 @@ static void wait_edges(const ts_model *m, int k, uint32_t seq)
 static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
 {
     uint32_t pend, total = 0, pm = 0;
+    uint64_t progress = b->progress;
     t->s.evals++;
+    if (t->blk) { /* the cycles it slept through, each the same stall as its last evaluation */
+        count_stall(t, t->blk_why, b->now - t->blk);
+        t->blk = 0;
+        b->nblk--;
+    }
     for (int p = 0; p < 6; p++) {
         total += pend = t->ppush[p] - t->ppop[p];
         pm |= (uint32_t)(pend != 0) << p;
@@ -1666,6 +1690,7 @@ static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
     if (t->ce)
         ce_eval(m, t, b, pend);
     t->qleft = total - t->npop;
+    t->still = b->progress == progress;
 }
 
 /* Phase A of band b: edge rows first, then (once they are published as done) the rest. */
@@ -1699,6 +1724,13 @@ static void commit_tile(ts_model *m, wse_band *b, wse_tile *t)
         }
         b->progress += at - b->now; /* the cycles it sleeps through count as progress */
     } else if (!tile_quiet(m, t, false) && t->stamp != b->now + 1) {
+        if (t->still && !t->lmask) {
+            /* blocked: the same stall every cycle until a wavelet lands in its queues or one of the
+             * queues it waits to push into gets room, and both wake it */
+            t->blk = b->now + 1;
+            b->nblk++;
+            return;
+        }
         if (b->nnext == b->cap_next && ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next)) {
             b->oom = true;
             return;
@@ -1807,6 +1839,7 @@ static void band_summary(const ts_model *m, wse_band *b)
     s->ntm = b->ntm;
     s->tm_first = b->ntm ? b->tm[0].at : UINT64_MAX;
     s->progress = b->progress;
+    s->nblk = b->nblk;
     s->nact = b->nact_done;
     s->oom = b->oom;
     s->err_tile = b->err_st ? b->err_tile : -1;
@@ -1828,6 +1861,7 @@ static void decide(const ts_model *m, uint64_t now, uint32_t par, wse_decision *
     *d = (wse_decision){.next = now + 1, .eband = -1};
     int64_t etile = -1;
     uint64_t next = 0, wake = 0, ntm = 0, first = UINT64_MAX;
+    int64_t nblk = 0;
     bool quiet = true;
     for (int k = 0; k < m->nthreads; k++) {
         const __typeof__(m->band[k].sum[0]) *s = &m->band[k].sum[par];
@@ -1841,6 +1875,7 @@ static void decide(const ts_model *m, uint64_t now, uint32_t par, wse_decision *
         next += s->next;
         wake += s->wake;
         ntm += s->ntm;
+        nblk += s->nblk;
         if (s->tm_first < first)
             first = s->tm_first;
         quiet = quiet && s->quiet;
@@ -1850,7 +1885,7 @@ static void decide(const ts_model *m, uint64_t now, uint32_t par, wse_decision *
         return;
     }
     /* quiet: the merged lists would be empty and no sleeper is left */
-    if (m->lockstep ? quiet : !next && !wake && !ntm) {
+    if (m->lockstep ? quiet : !next && !wake && !ntm && !nblk) {
         d->done = d->stop = true;
         return;
     }
@@ -1858,6 +1893,10 @@ static void decide(const ts_model *m, uint64_t now, uint32_t par, wse_decision *
     if (!m->lockstep && !next && !wake && ntm && first > now + 1) {
         d->jump = true;
         d->next = first > m->limit ? m->limit : first;
+        /* blocked sleepers stall through the cycles jumped over: an activity window's end is not
+         * jumped over then, so their stalls fall into the windows they belong to */
+        if (nblk && m->act && d->next > (now / m->act_window + 1) * m->act_window)
+            d->next = (now / m->act_window + 1) * m->act_window;
         if (d->next < now + 1)
             d->next = now + 1;
         d->stop = d->next >= m->limit;
@@ -1907,14 +1946,30 @@ static void end_cycle(ts_model *m, const wse_decision *d)
     m->done = d->done;
 }
 
+/* Count the stalls of the tiles blocked asleep for the cycles before `upto`, and count them again
+ * from cycle `from` on (from > upto: the cycles between are skipped). Run with no thread in phase A
+ * or B, so the tiles' counters are exact for the cycles simulated (reports, activity windows). */
+static void settle_blocked(ts_model *m, uint64_t upto, uint64_t from)
+{
+    for (size_t i = 0; i < m->nalloc; i++) {
+        wse_tile *t = m->t[m->alloc_ids[i]];
+        if (!t->blk)
+            continue;
+        count_stall(t, t->blk_why, upto - t->blk);
+        t->blk = from;
+    }
+}
+
 /* Called after the run when decide() found no progress: by then every thread has stopped. */
 static void deadlock_check(ts_model *m)
 {
     ts_status rc = ts_wse_deadlock(m, m->run_err);
-    if (rc)
+    if (rc) {
         m->run_st = rc;
-    else
+    } else {
+        settle_blocked(m, m->now, m->limit); /* the cycles up to the limit are not simulated */
         m->now = m->limit;
+    }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -2022,8 +2077,10 @@ static void *thread_main(void *p)
         if (k == 0)
             end_cycle(m, &d);
         if (m->act && ts_wse_act_due(m, was, d.next)) { /* a window ends: sampled with every thread here */
-            if (k == 0)
+            if (k == 0) {
+                settle_blocked(m, d.next, d.next);
                 ts_wse_act_window(m, was, d.next);
+            }
             if (m->nthreads > 1)
                 spin_barrier(m, &sense);
             if (m->act_stop && m->run_st)
@@ -2118,6 +2175,7 @@ ts_status ts_wse_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
         return rc;
     if (m->deadlock)
         deadlock_check(m);
+    settle_blocked(m, m->now, m->now);
     if (m->run_st)
         return m->run_st;
     if (m->done && m->act && (rc = ts_wse_act_finish(m, err)) != TS_OK)
