@@ -147,6 +147,12 @@ typedef struct wse_tile {
                                * _mem, _thread for 1 .. 4 */
     uint8_t wup;              /* phase A: input ports 0..3 popped while full (their producer may wait) */
     bool still;               /* phase A: this cycle's evaluation made no progress */
+    uint8_t vth;              /* phase A: the one vector thread that moved this cycle, if it alone did and
+                               * its operands are all in memory (else WSE_NOQ); asleep: the thread stepped
+                               * later */
+    uint32_t vk;              /* phase A: elements it moved */
+    uint64_t vfrom;           /* asleep while vector thread vth runs alone: the first cycle it has not
+                               * stepped, 0 if none (band owner only) */
     uint64_t *log;            /* owned, NULL until first arrival: WSE_ARRIVAL_LOG per colour */
     uint64_t *narr;           /* owned with log: arrivals per colour */
     wse_tstats s;
@@ -182,8 +188,9 @@ typedef struct wse_band {
     uint32_t *xwake[2]; size_t nxwake[2], cap_xwake[2]; /* tiles of other bands pushed to, per parity */
     wse_timer *tm; size_t ntm, cap_tm;       /* min-heap of sleeping tiles by (at, id) */
     uint64_t progress;        /* events this cycle */
-    int64_t nblk;             /* tiles blocked asleep put to sleep by this band minus those it woke (a
-                               * re-split moves sleepers, so only the sum over bands is a count) */
+    int64_t nblk;             /* tiles asleep with counters that lag (blocked, or a vector op stepped
+                               * later) put to sleep by this band minus those it woke (a re-split moves
+                               * sleepers, so only the sum over bands is a count) */
     size_t nact_done;         /* tiles evaluated this cycle */
     bool oom;
     ts_status err_st;         /* first error this cycle (lowest PE id) */

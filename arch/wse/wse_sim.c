@@ -1370,6 +1370,14 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
     return 1;
 }
 
+/* A vector op still running whose operands are all in memory: with the ports to itself, it moves
+ * the same number of elements every cycle until its last. */
+static inline bool vec_in_memory(const wse_vop *v)
+{
+    return v->busy && v->d.kind == DSD_MEM && v->s0.kind == DSD_MEM &&
+           (ts_wse_opfacts[v->op].vop == WSE_V_MOV || v->s1.kind == DSD_MEM);
+}
+
 /* n stalled cycles of kind why (1 input, 2 output, 3 memory, 4 thread; 0 counts nothing). */
 static inline void count_stall(wse_tile *t, uint8_t why, uint64_t n)
 {
@@ -1428,6 +1436,7 @@ static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
         b->progress++; /* time passes towards a known cycle */
     }
     /* vector ops: main thread's first, then microthreads in id order */
+    uint32_t moved = 0;
     for (uint32_t vb = ce->vbusy; vb; vb &= vb - 1) {
         uint32_t i = (uint32_t)__builtin_ctz(vb);
         wse_vop *v = &ce->th[i];
@@ -1436,6 +1445,9 @@ static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
         if (k) {
             busy = true;
             b->progress += k;
+            moved++;
+            t->vth = (uint8_t)i;
+            t->vk = k;
             if (v->i == v->n) {
                 v->busy = false;
                 ce->vbusy &= ~(1u << i);
@@ -1448,6 +1460,8 @@ static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
                 why = vwhy;
         }
     }
+    if (moved != 1 || !vec_in_memory(&ce->th[t->vth]))
+        t->vth = WSE_NOQ;
     t->blk_why = 0;
     if (busy) {
         t->s.busy++;
@@ -1668,6 +1682,22 @@ static void wait_edges(const ts_model *m, int k, uint32_t seq)
     }
 }
 
+/* Step the vector op of a tile asleep while it runs alone (vth, from cycle vfrom) through the cycles
+ * before `upto`: each one as its evaluation would have (the rest of the tile stalls through them,
+ * using no port), never its last step. */
+static void vec_catch_up(ts_model *m, wse_tile *t, wse_band *b, uint64_t upto)
+{
+    wse_vop *v = &t->ce->th[t->vth];
+    for (uint64_t c = t->vfrom; c < upto; c++) {
+        uint32_t rd = (uint32_t)m->c.read_bytes, wr = (uint32_t)m->c.write_bytes;
+        bool ramp_up = false;
+        uint8_t why = 0;
+        vec_step(m, t, b, v, &rd, &wr, &ramp_up, &why);
+        t->s.busy++;
+    }
+    t->vfrom = upto;
+}
+
 static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
 {
     uint32_t pend, total = 0, pm = 0;
@@ -1678,6 +1708,12 @@ static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
         t->blk = 0;
         b->nblk--;
     }
+    if (t->vfrom) { /* the cycles its vector op ran alone */
+        vec_catch_up(m, t, b, b->now);
+        t->vfrom = 0;
+        b->nblk--;
+    }
+    t->vth = WSE_NOQ;
     for (int p = 0; p < 6; p++) {
         total += pend = t->ppush[p] - t->ppop[p];
         pm |= (uint32_t)(pend != 0) << p;
@@ -1691,6 +1727,8 @@ static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
         ce_eval(m, t, b, pend);
     t->qleft = total - t->npop;
     t->still = b->progress == progress;
+    if (t->vth != WSE_NOQ && b->progress - progress != t->vk)
+        t->vth = WSE_NOQ; /* something else moved too */
 }
 
 /* Phase A of band b: edge rows first, then (once they are published as done) the rest. */
@@ -1730,6 +1768,22 @@ static void commit_tile(ts_model *m, wse_band *b, wse_tile *t)
             t->blk = b->now + 1;
             b->nblk++;
             return;
+        }
+        if (t->vth != WSE_NOQ && !t->lmask) {
+            /* only a vector op on memory moved: it moves vk elements a cycle, the rest stays blocked,
+             * until its last step at cycle `at` (a push or a pop wakes the tile earlier) */
+            const wse_vop *v = &t->ce->th[t->vth];
+            at = b->now + (v->n - v->i + t->vk - 1) / t->vk;
+            if (at > b->now + 1) {
+                if (t->sleep_at != at) {
+                    tm_push(b, at, t->id);
+                    t->sleep_at = at;
+                }
+                t->vfrom = b->now + 1;
+                b->nblk++;
+                b->progress += at - b->now;
+                return;
+            }
         }
         if (b->nnext == b->cap_next && ts_grow((void **)&b->next, &b->cap_next, b->nnext + 1, sizeof *b->next)) {
             b->oom = true;
@@ -1953,10 +2007,12 @@ static void settle_blocked(ts_model *m, uint64_t upto, uint64_t from)
 {
     for (size_t i = 0; i < m->nalloc; i++) {
         wse_tile *t = m->t[m->alloc_ids[i]];
-        if (!t->blk)
-            continue;
-        count_stall(t, t->blk_why, upto - t->blk);
-        t->blk = from;
+        if (t->blk) {
+            count_stall(t, t->blk_why, upto - t->blk);
+            t->blk = from;
+        }
+        if (t->vfrom) /* on a timer no later than its last step, so never skips cycles */
+            vec_catch_up(m, t, &m->band[0], upto);
     }
 }
 
