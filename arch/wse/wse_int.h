@@ -141,6 +141,11 @@ typedef struct wse_tile {
     wse_ce *ce;               /* owned, NULL if no code */
     uint64_t stamp;           /* cycle for which it is on an active list (band owner only) */
     uint64_t sleep_at;        /* cycle of its pending timer, 0 if none (band owner only) */
+    uint64_t *log;            /* owned, NULL until first arrival: WSE_ARRIVAL_LOG per colour */
+    uint64_t *narr;           /* owned with log: arrivals per colour */
+    wse_tstats s;
+    uint64_t pcolour[WSE_MAX_COLOURS]; /* wavelets forwarded per colour */
+    void *block;              /* owned: one allocation for the variable-size arrays */
     uint64_t blk;             /* blocked asleep: the first cycle whose evaluation it skips, 0 if awake (band
                                * owner only; wse_sim.c, "blocked tiles sleep") */
     uint8_t blk_why;          /* what each skipped cycle counts: 0 nothing, else stall and stall_in, _out,
@@ -153,11 +158,6 @@ typedef struct wse_tile {
     uint32_t vk;              /* phase A: elements it moved */
     uint64_t vfrom;           /* asleep while vector thread vth runs alone: the first cycle it has not
                                * stepped, 0 if none (band owner only) */
-    uint64_t *log;            /* owned, NULL until first arrival: WSE_ARRIVAL_LOG per colour */
-    uint64_t *narr;           /* owned with log: arrivals per colour */
-    wse_tstats s;
-    uint64_t pcolour[WSE_MAX_COLOURS]; /* wavelets forwarded per colour */
-    void *block;              /* owned: one allocation for the variable-size arrays */
 } wse_tile;
 
 /* A tile asleep until a known cycle (a core in `wait` or starting a task, nothing else to do). */

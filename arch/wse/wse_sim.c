@@ -1436,7 +1436,7 @@ static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
         b->progress++; /* time passes towards a known cycle */
     }
     /* vector ops: main thread's first, then microthreads in id order */
-    uint32_t moved = 0;
+    uint32_t moved = 0, vth = 0, vk = 0;
     for (uint32_t vb = ce->vbusy; vb; vb &= vb - 1) {
         uint32_t i = (uint32_t)__builtin_ctz(vb);
         wse_vop *v = &ce->th[i];
@@ -1446,8 +1446,8 @@ static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
             busy = true;
             b->progress += k;
             moved++;
-            t->vth = (uint8_t)i;
-            t->vk = k;
+            vth = i;
+            vk = k;
             if (v->i == v->n) {
                 v->busy = false;
                 ce->vbusy &= ~(1u << i);
@@ -1460,12 +1460,16 @@ static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
                 why = vwhy;
         }
     }
-    if (moved != 1 || !vec_in_memory(&ce->th[t->vth]))
-        t->vth = WSE_NOQ;
-    t->blk_why = 0;
+    if (moved == 1 && vec_in_memory(&ce->th[vth])) {
+        t->vth = (uint8_t)vth;
+        t->vk = vk;
+    }
     if (busy) {
         t->s.busy++;
-    } else if (stalled) {
+        t->blk_why = 0;
+    } else if (!stalled) {
+        t->blk_why = 0;
+    } else {
         t->blk_why = why >= 1 && why <= 3 ? why : 4;
         count_stall(t, t->blk_why, 1);
     }
@@ -1703,14 +1707,12 @@ static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
     uint32_t pend, total = 0, pm = 0;
     uint64_t progress = b->progress;
     t->s.evals++;
-    if (t->blk) { /* the cycles it slept through, each the same stall as its last evaluation */
-        count_stall(t, t->blk_why, b->now - t->blk);
-        t->blk = 0;
-        b->nblk--;
-    }
-    if (t->vfrom) { /* the cycles its vector op ran alone */
-        vec_catch_up(m, t, b, b->now);
-        t->vfrom = 0;
+    if (__builtin_expect((t->blk | t->vfrom) != 0, 0)) {
+        if (t->blk) /* the cycles it slept through, each the same stall as its last evaluation */
+            count_stall(t, t->blk_why, b->now - t->blk);
+        else /* the cycles its vector op ran alone */
+            vec_catch_up(m, t, b, b->now);
+        t->blk = t->vfrom = 0;
         b->nblk--;
     }
     t->vth = WSE_NOQ;
