@@ -147,7 +147,7 @@ typedef struct wse_tile {
     uint64_t pcolour[WSE_MAX_COLOURS]; /* wavelets forwarded per colour */
     void *block;              /* owned: one allocation for the variable-size arrays */
     uint64_t blk;             /* blocked asleep: the first cycle whose evaluation it skips, 0 if awake (band
-                               * owner only; wse_sim.c, "blocked tiles sleep") */
+                               * owner only; wse_sim.c, commit_tile) */
     uint8_t blk_why;          /* what each skipped cycle counts: 0 nothing, else stall and stall_in, _out,
                                * _mem, _thread for 1 .. 4 */
     uint8_t wup;              /* phase A: input ports 0..3 popped while full (their producer may wait) */
