@@ -1949,8 +1949,9 @@ static void decide(const ts_model *m, uint64_t now, uint32_t par, wse_decision *
     if (!m->lockstep && !next && !wake && ntm && first > now + 1) {
         d->jump = true;
         d->next = first > m->limit ? m->limit : first;
-        /* blocked sleepers stall through the cycles jumped over: an activity window's end is not
-         * jumped over then, so their stalls fall into the windows they belong to */
+        /* sleepers whose counters lag (blocked, or a vector op stepped later) count the cycles
+         * jumped over: an activity window's end is not jumped over then, so those cycles fall into
+         * the windows they belong to */
         if (nblk && m->act && d->next > (now / m->act_window + 1) * m->act_window)
             d->next = (now / m->act_window + 1) * m->act_window;
         if (d->next < now + 1)
@@ -2002,9 +2003,11 @@ static void end_cycle(ts_model *m, const wse_decision *d)
     m->done = d->done;
 }
 
-/* Count the stalls of the tiles blocked asleep for the cycles before `upto`, and count them again
- * from cycle `from` on (from > upto: the cycles between are skipped). Run with no thread in phase A
- * or B, so the tiles' counters are exact for the cycles simulated (reports, activity windows). */
+/* Bring the counters of the sleepers that lag up to cycle `upto`: a blocked tile counts its stalls
+ * of the cycles before it and counts again from cycle `from` on (from > upto: the cycles between
+ * are not simulated); a vector op running alone is stepped through the cycles before it. Run with
+ * no thread in phase A or B, so the counters are exact for the cycles simulated (reports, activity
+ * windows). */
 static void settle_blocked(ts_model *m, uint64_t upto, uint64_t from)
 {
     for (size_t i = 0; i < m->nalloc; i++) {
