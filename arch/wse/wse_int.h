@@ -146,6 +146,18 @@ typedef struct wse_tile {
     wse_tstats s;
     uint64_t pcolour[WSE_MAX_COLOURS]; /* wavelets forwarded per colour */
     void *block;              /* owned: one allocation for the variable-size arrays */
+    uint64_t blk;             /* blocked asleep: the first cycle whose evaluation it skips, 0 if awake (band
+                               * owner only; wse_sim.c, commit_tile) */
+    uint8_t blk_why;          /* what each skipped cycle counts: 0 nothing, else stall and stall_in, _out,
+                               * _mem, _thread for 1 .. 4 */
+    uint8_t wup;              /* phase A: input ports 0..3 popped while full (their producer may wait) */
+    bool still;               /* phase A: this cycle's evaluation made no progress */
+    uint8_t vth;              /* phase A: the one vector thread that moved this cycle, if it alone did and
+                               * its operands are all in memory (else WSE_NOQ); asleep: the thread stepped
+                               * later */
+    uint32_t vk;              /* phase A: elements it moved */
+    uint64_t vfrom;           /* asleep while vector thread vth runs alone: the first cycle it has not
+                               * stepped, 0 if none (band owner only) */
 } wse_tile;
 
 /* A tile asleep until a known cycle (a core in `wait` or starting a task, nothing else to do). */
@@ -165,6 +177,7 @@ enum { WSE_ZE = 0, WSE_ZS = 1, WSE_ZI = 2, WSE_NZ = 3 };
 /* A band's summary of a cycle, for the end-of-cycle decision. */
 typedef struct wse_sum {
     uint64_t next, wake, ntm, tm_first, progress, nact;
+    int64_t nblk;
     int64_t err_tile;
     bool oom, quiet;
 } wse_sum;
@@ -206,6 +219,9 @@ typedef struct wse_band {
      * cycle loop before the current run, the current run's start (or the split), and waiting */
     uint64_t busy_ns, mark_ns, waited_ns;
     double split_sum;         /* rebalance(): the band's work count, then host time per count */
+    int64_t nblk;             /* tiles asleep with counters that lag (blocked, or a vector op stepped
+                               * later) put to sleep by this band minus those it woke (a re-split moves
+                               * sleepers, so only the sum over bands is a count) */
     size_t nact_done;         /* tiles evaluated this cycle */
     bool oom;
     ts_status err_st;         /* first error this cycle (lowest PE id) */

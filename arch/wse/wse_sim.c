@@ -894,6 +894,8 @@ static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
                 }
                 claimed |= tx;
                 q_pop(t, j);
+                if (occ == q->cap && p < 4)
+                    t->wup |= (uint8_t)(1u << p); /* room again: the neighbour feeding it may sleep on it */
                 if (occ == 1)
                     t->cbits[p] &= ~(1u << c); /* a push this cycle sets it again next cycle */
                 t->pcolour[c]++;
@@ -1400,6 +1402,30 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
     return 1;
 }
 
+/* A vector op still running whose operands are all in memory: with the ports to itself, it moves
+ * the same number of elements every cycle until its last. */
+static inline bool vec_in_memory(const wse_vop *v)
+{
+    return v->busy && v->d.kind == DSD_MEM && v->s0.kind == DSD_MEM &&
+           (ts_wse_opfacts[v->op].vop == WSE_V_MOV || v->s1.kind == DSD_MEM);
+}
+
+/* n stalled cycles of kind why (1 input, 2 output, 3 memory, 4 thread; 0 counts nothing). */
+static inline void count_stall(wse_tile *t, uint8_t why, uint64_t n)
+{
+    if (!why)
+        return;
+    t->s.stall += n;
+    if (why == 1)
+        t->s.stall_in += n;
+    else if (why == 2)
+        t->s.stall_out += n;
+    else if (why == 3)
+        t->s.stall_mem += n;
+    else
+        t->s.stall_thread += n;
+}
+
 static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
 {
     wse_ce *ce = t->ce;
@@ -1442,6 +1468,7 @@ static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
         b->progress++; /* time passes towards a known cycle */
     }
     /* vector ops: main thread's first, then microthreads in id order */
+    uint32_t moved = 0, vth = 0, vk = 0;
     for (uint32_t vb = ce->vbusy; vb; vb &= vb - 1) {
         uint32_t i = (uint32_t)__builtin_ctz(vb);
         wse_vop *v = &ce->th[i];
@@ -1450,6 +1477,9 @@ static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
         if (k) {
             busy = true;
             b->progress += k;
+            moved++;
+            vth = i;
+            vk = k;
             if (v->i == v->n) {
                 v->busy = false;
                 ce->vbusy &= ~(1u << i);
@@ -1462,18 +1492,18 @@ static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
                 why = vwhy;
         }
     }
+    if (moved == 1 && vec_in_memory(&ce->th[vth])) {
+        t->vth = (uint8_t)vth;
+        t->vk = vk;
+    }
     if (busy) {
         t->s.busy++;
-    } else if (stalled) {
-        t->s.stall++;
-        if (why == 1)
-            t->s.stall_in++;
-        else if (why == 2)
-            t->s.stall_out++;
-        else if (why == 3)
-            t->s.stall_mem++;
-        else
-            t->s.stall_thread++;
+        t->blk_why = 0;
+    } else if (!stalled) {
+        t->blk_why = 0;
+    } else {
+        t->blk_why = why >= 1 && why <= 3 ? why : 4;
+        count_stall(t, t->blk_why, 1);
     }
 }
 
@@ -1551,6 +1581,12 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
         q->taken = 0;
     }
     t->npop = 0;
+    for (uint32_t wp = t->wup; wp; wp &= wp - 1) {
+        wse_tile *o = t->nb[__builtin_ctz(wp)];
+        if (o)
+            wake(m, b, o);
+    }
+    t->wup = 0;
     for (uint32_t lm = t->lmask; lm; lm &= lm - 1) {
         int l = __builtin_ctz(lm);
         wse_line *ln = &t->line[l];
@@ -1699,10 +1735,36 @@ static bool wait_nb(const ts_model *m, int k, size_t off, uint32_t seq)
     return true;
 }
 
+/* Step the vector op of a tile asleep while it runs alone (vth, from cycle vfrom) through the cycles
+ * before `upto`: each one as its evaluation would have (the rest of the tile stalls through them,
+ * using no port), never its last step. */
+static void vec_catch_up(ts_model *m, wse_tile *t, wse_band *b, uint64_t upto)
+{
+    wse_vop *v = &t->ce->th[t->vth];
+    for (uint64_t c = t->vfrom; c < upto; c++) {
+        uint32_t rd = (uint32_t)m->c.read_bytes, wr = (uint32_t)m->c.write_bytes;
+        bool ramp_up = false;
+        uint8_t why = 0;
+        vec_step(m, t, b, v, &rd, &wr, &ramp_up, &why);
+        t->s.busy++;
+    }
+    t->vfrom = upto;
+}
+
 static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
 {
     uint32_t pend, total = 0, pm = 0;
+    uint64_t progress = b->progress;
     t->s.evals++;
+    if (__builtin_expect((t->blk | t->vfrom) != 0, 0)) {
+        if (t->blk) /* the cycles it slept through, each the same stall as its last evaluation */
+            count_stall(t, t->blk_why, b->now - t->blk);
+        else /* the cycles its vector op ran alone */
+            vec_catch_up(m, t, b, b->now);
+        t->blk = t->vfrom = 0;
+        b->nblk--;
+    }
+    t->vth = WSE_NOQ;
     for (int p = 0; p < 6; p++) {
         total += pend = t->ppush[p] - t->ppop[p];
         pm |= (uint32_t)(pend != 0) << p;
@@ -1715,6 +1777,9 @@ static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
     if (t->ce)
         ce_eval(m, t, b, pend);
     t->qleft = total - t->npop;
+    t->still = b->progress == progress;
+    if (t->vth != WSE_NOQ && b->progress - progress != t->vk)
+        t->vth = WSE_NOQ; /* something else moved too */
 }
 
 static void commit_tile(ts_model *m, wse_band *b, wse_tile *t)
@@ -1730,6 +1795,29 @@ static void commit_tile(ts_model *m, wse_band *b, wse_tile *t)
         }
         b->progress += at - b->now; /* the cycles it sleeps through count as progress */
     } else if (!tile_quiet(m, t, false) && t->stamp != b->now + 1) {
+        if (t->still && !t->lmask) {
+            /* blocked: the same stall every cycle until a wavelet lands in its queues or one of the
+             * queues it waits to push into gets room, and both wake it */
+            t->blk = b->now + 1;
+            b->nblk++;
+            return;
+        }
+        if (t->vth != WSE_NOQ && !t->lmask) {
+            /* only a vector op on memory moved: it moves vk elements a cycle, the rest stays blocked,
+             * until its last step at cycle `at` (a push or a pop wakes the tile earlier) */
+            const wse_vop *v = &t->ce->th[t->vth];
+            at = b->now + (v->n - v->i + t->vk - 1) / t->vk;
+            if (at > b->now + 1) {
+                if (t->sleep_at != at) {
+                    tm_push(b, at, t->id);
+                    t->sleep_at = at;
+                }
+                t->vfrom = b->now + 1;
+                b->nblk++;
+                b->progress += at - b->now;
+                return;
+            }
+        }
         t->stamp = b->now + 1;
         next_add(b, t->id);
     }
@@ -1850,6 +1938,7 @@ static wse_sum *band_summary(const ts_model *m, wse_band *b, uint32_t seq)
     s->ntm = b->ntm;
     s->tm_first = b->ntm ? b->tm[0].at : UINT64_MAX;
     s->progress = b->progress;
+    s->nblk = b->nblk;
     s->nact = b->nact_done;
     s->oom = b->oom;
     s->err_tile = b->err_st ? b->err_tile : -1;
@@ -1867,6 +1956,7 @@ static void decide(const ts_model *m, uint64_t now, uint32_t seq, wse_decision *
     *d = (wse_decision){.next = now + 1, .eband = -1};
     int64_t etile = -1;
     uint64_t next = 0, wake = 0, ntm = 0, first = UINT64_MAX, progress = 0;
+    int64_t nblk = 0;
     bool quiet = true;
     for (int k = 0; k < m->nthreads; k++) {
         const wse_sum *s = &m->band[k].sum[seq % WSE_NSUM];
@@ -1879,6 +1969,7 @@ static void decide(const ts_model *m, uint64_t now, uint32_t seq, wse_decision *
         next += s->next;
         wake += s->wake;
         ntm += s->ntm;
+        nblk += s->nblk;
         if (s->tm_first < first)
             first = s->tm_first;
         quiet = quiet && s->quiet;
@@ -1888,7 +1979,7 @@ static void decide(const ts_model *m, uint64_t now, uint32_t seq, wse_decision *
         return;
     }
     /* quiet: the merged lists would be empty and no sleeper is left */
-    if (m->lockstep ? quiet : !next && !wake && !ntm) {
+    if (m->lockstep ? quiet : !next && !wake && !ntm && !nblk) {
         d->done = d->stop = true;
         return;
     }
@@ -1896,6 +1987,11 @@ static void decide(const ts_model *m, uint64_t now, uint32_t seq, wse_decision *
     if (!m->lockstep && !next && !wake && ntm && first > now + 1) {
         d->jump = true;
         d->next = first > m->limit ? m->limit : first;
+        /* sleepers whose counters lag (blocked, or a vector op stepped later) count the cycles
+         * jumped over: an activity window's end is not jumped over then, so those cycles fall into
+         * the windows they belong to */
+        if (nblk && m->act && d->next > (now / m->act_window + 1) * m->act_window)
+            d->next = (now / m->act_window + 1) * m->act_window;
         if (d->next < now + 1)
             d->next = now + 1;
         d->stop = d->next >= m->limit;
@@ -1958,14 +2054,34 @@ static void end_run(ts_model *m, const wse_decision *d)
     m->done = d->done;
 }
 
+/* Bring the counters of the sleepers that lag up to cycle `upto`: a blocked tile counts its stalls
+ * of the cycles before it and counts again from cycle `from` on (from > upto: the cycles between
+ * are not simulated); a vector op running alone is stepped through the cycles before it. Run with
+ * no thread in phase A or B, so the counters are exact for the cycles simulated (reports, activity
+ * windows). */
+static void settle_blocked(ts_model *m, uint64_t upto, uint64_t from)
+{
+    for (size_t i = 0; i < m->nalloc; i++) {
+        wse_tile *t = m->t[m->alloc_ids[i]];
+        if (t->blk) {
+            count_stall(t, t->blk_why, upto - t->blk);
+            t->blk = from;
+        }
+        if (t->vfrom) /* on a timer no later than its last step, so never skips cycles */
+            vec_catch_up(m, t, &m->band[0], upto);
+    }
+}
+
 /* Called after the run when decide() found no progress: by then every thread has stopped. */
 static void deadlock_check(ts_model *m)
 {
     ts_status rc = ts_wse_deadlock(m, m->run_err);
-    if (rc)
+    if (rc) {
         m->run_st = rc;
-    else
+    } else {
+        settle_blocked(m, m->now, m->limit); /* the cycles up to the limit are not simulated */
         m->now = m->limit;
+    }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -2135,8 +2251,10 @@ static void *thread_main(void *p)
         if (m->act && ts_wse_act_due(m, was, d.next)) { /* a window ends: sampled with every thread here */
             if (m->nthreads > 1)
                 spin_barrier(m, &sense);
-            if (k == 0)
+            if (k == 0) {
+                settle_blocked(m, d.next, d.next);
                 ts_wse_act_window(m, was, d.next);
+            }
             if (m->nthreads > 1)
                 spin_barrier(m, &sense);
             if (m->act_stop && m->run_st)
@@ -2237,6 +2355,7 @@ ts_status ts_wse_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
         return rc;
     if (m->deadlock)
         deadlock_check(m);
+    settle_blocked(m, m->now, m->now);
     if (m->run_st)
         return m->run_st;
     if (m->done && m->act && (rc = ts_wse_act_finish(m, err)) != TS_OK)

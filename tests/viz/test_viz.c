@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "arch/registry.h"
+#include "arch/wse/wse_isa.h"
 #include "arch/wse/wse_kernels.h"
 #include "configs/builtin.h"
 #include "core/activity.h"
@@ -17,6 +18,7 @@
 #include "core/program.h"
 #include "core/sim.h"
 #include "core/stats.h"
+#include "tests/arch/wse/wse_test.h"
 #include "ts_build.h"
 #include "viz/render.h"
 
@@ -779,6 +781,37 @@ START_TEST(wse_frames_by_pixels)
 }
 END_TEST
 
+/* Tiles asleep while blocked or while a vector op runs alone count their cycles late: the frames
+ * still equal lockstep's and those of 2 and 3 threads, with windows (7 cycles) much shorter than
+ * the sleeps. */
+START_TEST(wse_frames_sleepers)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_program *p = NULL;
+    const char *src = WT_SLEEPERS_PROGRAM;
+    ck_assert_int_eq(ts_asm(&p, "sleepers.s", src, strlen(src), &ts_wse_isa, &e), TS_OK);
+    static const char *const sets[] = {"mesh.width=2", "mesh.height=2"};
+    fam_run f, t2, t3, l;
+    run_family("wse", "wse_32x32", sets, 2, p, false, 1, 7, &f);
+    run_family("wse", "wse_32x32", sets, 2, p, false, 2, 7, &t2);
+    run_family("wse", "wse_32x32", sets, 2, p, false, 3, 7, &t3);
+    run_family("wse", "wse_32x32", sets, 2, p, true, 1, 7, &l);
+    ck_assert_uint_eq(f.s.r.bad_sums, 0);
+    ck_assert_uint_eq(f.s.frames, (f.cycles + 6) / 7);
+    ck_assert_uint_eq(f.cycles, l.cycles);
+    same_frames(&f, &t2);
+    same_frames(&f, &t3);
+    same_frames(&f, &l);
+    fam_run_free(&f);
+    fam_run_free(&t2);
+    fam_run_free(&t3);
+    fam_run_free(&l);
+    ts_program_destroy(p);
+    ts_err_free(&e);
+}
+END_TEST
+
 /* A wafer-sized layout (750 x 994 cells) is drawn one pixel per 2 x 2 block; zooming in shows
  * one cell per pixel and more. */
 START_TEST(big_layout_aggregates)
@@ -885,6 +918,7 @@ static Suite *suite(void)
     tcase_add_test(c, tsp_frames_by_pixels);
     tcase_add_test(c, tsp_sync_is_sync);
     tcase_add_test(c, wse_frames_by_pixels);
+    tcase_add_test(c, wse_frames_sleepers);
     tcase_add_test(c, big_layout_aggregates);
     tcase_set_timeout(c, 120);
     suite_add_tcase(s, c);

@@ -167,6 +167,7 @@ START_TEST(modes_small_programs)
     compare_modes(y4, tr);
     compare_modes(y2, tasks_program);
     compare_modes(y2, ring_deadlock);
+    compare_modes(y2, WT_SLEEPERS_PROGRAM);
     ts_buf out = {0};
     ck_assert_int_eq(wt_report(y2, ring_deadlock, false, 2, &out), TS_ESIM);
     ck_assert_msg(strstr(ts_buf_str(&out), "deadlock"), "%s", ts_buf_str(&out));

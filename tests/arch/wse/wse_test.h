@@ -33,4 +33,41 @@ float wt_gemv_a(int i, int j);
 float wt_gemv_x(int j);
 char *wt_gemv_program(void);
 
+/* Two PEs in a row for the sleepers of the active set (wse_sim.c): PE 0 runs a 300-element fmacs
+ * on memory (the tile asleep while it runs alone) while its microthread sends 40 wavelets that PE 1
+ * takes slowly (PE 0 blocked on a full queue, woken by the pop), then one more on colour 1; PE 1
+ * receives on a microthread while its own 500-element fmacs runs, waits 50 cycles (a timer), and
+ * at the end waits in `recv` on colour 1 (blocked on an empty queue). */
+#define WT_SLEEPERS_PROGRAM \
+    ".arch wse\n" \
+    ".stream pe 0\n" \
+    "    route 0, 16, 4\n" \
+    "    route 1, 16, 4\n" \
+    "    li r2, 6\n" \
+    "    fli r1, 0.5\n" \
+    "    dsdm 0, 0, 300, 1\n" \
+    "    dsdm 1, 2048, 300, 1\n" \
+    "    dsdm 2, 4096, 40, 1\n" \
+    "    dsdout 3, 0, 40, 0\n" \
+    "l:  fmovs 3, 2, 0, -1\n" \
+    "    fmacs 0, 0, 1, r1, -1, -1\n" \
+    "    addi r2, r2, -1\n" \
+    "    bnz r2, l\n" \
+    "    send 1, r2\n" \
+    ".stream pe 1\n" \
+    "    route 0, 8, 16\n" \
+    "    route 1, 8, 16\n" \
+    "    li r2, 6\n" \
+    "    fli r1, 2.0\n" \
+    "    dsdin 0, 0, 40\n" \
+    "    dsdm 1, 0, 40, 1\n" \
+    "    dsdm 2, 1024, 500, 1\n" \
+    "    dsdm 3, 8192, 500, 1\n" \
+    "l:  fmovs 1, 0, 0, -1\n" \
+    "    fmacs 2, 2, 3, r1, -1, -1\n" \
+    "    wait 50\n" \
+    "    addi r2, r2, -1\n" \
+    "    bnz r2, l\n" \
+    "    recv r5, 1\n"
+
 #endif
