@@ -427,7 +427,10 @@ typedef struct fparse {
     const size_t *idx;        /* value index per axis */
     char msg[300];            /* first error */
     size_t err_off;
+    int depth;                /* '(', '-' and '!' open, bounded so a filter cannot exhaust the stack */
 } fparse;
+
+#define F_MAX_DEPTH 64
 
 static bool ffail(fparse *f, const char *at_p, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static bool ffail(fparse *f, const char *at_p, const char *fmt, ...)
@@ -440,6 +443,15 @@ static bool ffail(fparse *f, const char *at_p, const char *fmt, ...)
         f->err_off = (size_t)(at_p - f->start);
     }
     return false;
+}
+
+/* Open one more '(', '-' or '!' (at p0); false past F_MAX_DEPTH. */
+static bool f_enter(fparse *f, const char *p0)
+{
+    if (f->depth == F_MAX_DEPTH)
+        return ffail(f, p0, "expression nested more than %d levels", F_MAX_DEPTH);
+    f->depth++;
+    return true;
 }
 
 static void fws(fparse *f)
@@ -474,8 +486,12 @@ static bool f_atom(fparse *f, fval *v)
     const char *p0 = f->p;
     memset(v, 0, sizeof *v);
     if (*f->p == '(') {
+        if (!f_enter(f, p0))
+            return false;
         f->p++;
-        if (!f_expr(f, v))
+        bool ok = f_expr(f, v);
+        f->depth--;
+        if (!ok)
             return false;
         if (!feat(f, ")"))
             return ffail(f, f->p, "expected ')'");
@@ -574,7 +590,11 @@ static bool f_unary(fparse *f, fval *v)
     fws(f);
     const char *p0 = f->p;
     if (feat(f, "-")) {
-        if (!f_unary(f, v) || !f_num(f, v, p0))
+        if (!f_enter(f, p0))
+            return false;
+        bool ok = f_unary(f, v);
+        f->depth--;
+        if (!ok || !f_num(f, v, p0))
             return false;
         v->num = -v->num;
         return true;
@@ -661,7 +681,11 @@ static bool f_not(fparse *f, fval *v)
     const char *p0 = f->p;
     if (feat(f, "!")) {
         bool t = false;
-        if (!f_not(f, v) || !f_truth(f, v, p0, &t))
+        if (!f_enter(f, p0))
+            return false;
+        bool ok = f_not(f, v);
+        f->depth--;
+        if (!ok || !f_truth(f, v, p0, &t))
             return false;
         memset(v, 0, sizeof *v);
         v->num = !t;
