@@ -602,38 +602,39 @@ static bool f_unary(fparse *f, fval *v)
     return f_atom(f, v);
 }
 
-static bool f_prod(fparse *f, fval *v)
+typedef bool f_level(fparse *f, fval *v);
+
+/* Operands of the next level joined left to right by either one-character operator of ops
+ * (multiply and divide, or add and subtract); both sides of each must be numbers. */
+static bool f_arith(fparse *f, fval *v, f_level *operand, const char ops[2])
 {
     const char *p0 = (fws(f), f->p);
-    if (!f_unary(f, v))
+    if (!operand(f, v))
         return false;
     for (;;) {
-        int op = feat(f, "*") ? '*' : feat(f, "/") ? '/' : 0;
+        const char op1[2] = {ops[0], 0}, op2[2] = {ops[1], 0};
+        char op = feat(f, op1) ? ops[0] : feat(f, op2) ? ops[1] : 0;
         if (!op)
             return true;
         fval r;
         const char *p1 = (fws(f), f->p);
-        if (!f_unary(f, &r) || !f_num(f, v, p0) || !f_num(f, &r, p1))
+        if (!operand(f, &r) || !f_num(f, v, p0) || !f_num(f, &r, p1))
             return false;
-        v->num = op == '*' ? v->num * r.num : v->num / r.num;
+        v->num = op == '*'   ? v->num * r.num
+                 : op == '/' ? v->num / r.num
+                 : op == '+' ? v->num + r.num
+                             : v->num - r.num;
     }
+}
+
+static bool f_prod(fparse *f, fval *v)
+{
+    return f_arith(f, v, f_unary, "*/");
 }
 
 static bool f_sum(fparse *f, fval *v)
 {
-    const char *p0 = (fws(f), f->p);
-    if (!f_prod(f, v))
-        return false;
-    for (;;) {
-        int op = feat(f, "+") ? '+' : feat(f, "-") ? '-' : 0;
-        if (!op)
-            return true;
-        fval r;
-        const char *p1 = (fws(f), f->p);
-        if (!f_prod(f, &r) || !f_num(f, v, p0) || !f_num(f, &r, p1))
-            return false;
-        v->num = op == '+' ? v->num + r.num : v->num - r.num;
-    }
+    return f_arith(f, v, f_prod, "+-");
 }
 
 static bool f_cmp(fparse *f, fval *v)
@@ -694,38 +695,33 @@ static bool f_not(fparse *f, fval *v)
     return f_cmp(f, v);
 }
 
-static bool f_and(fparse *f, fval *v)
+/* Operands of the next level joined by op ("&&" or "||"); each must be true or false. Both sides
+ * are always read, so a bad right side is reported even when the left decides. */
+static bool f_logic(fparse *f, fval *v, f_level *operand, const char *op)
 {
     const char *p0 = (fws(f), f->p);
-    if (!f_not(f, v))
+    if (!operand(f, v))
         return false;
-    while (feat(f, "&&")) {
+    while (feat(f, op)) {
         fval r;
         bool a = false, b = false;
         const char *p1 = (fws(f), f->p);
-        if (!f_not(f, &r) || !f_truth(f, v, p0, &a) || !f_truth(f, &r, p1, &b))
+        if (!operand(f, &r) || !f_truth(f, v, p0, &a) || !f_truth(f, &r, p1, &b))
             return false;
         memset(v, 0, sizeof *v);
-        v->num = a && b;
+        v->num = op[0] == '&' ? a && b : a || b;
     }
     return true;
 }
 
+static bool f_and(fparse *f, fval *v)
+{
+    return f_logic(f, v, f_not, "&&");
+}
+
 static bool f_expr(fparse *f, fval *v)
 {
-    const char *p0 = (fws(f), f->p);
-    if (!f_and(f, v))
-        return false;
-    while (feat(f, "||")) {
-        fval r;
-        bool a = false, b = false;
-        const char *p1 = (fws(f), f->p);
-        if (!f_and(f, &r) || !f_truth(f, v, p0, &a) || !f_truth(f, &r, p1, &b))
-            return false;
-        memset(v, 0, sizeof *v);
-        v->num = a || b;
-    }
-    return true;
+    return f_logic(f, v, f_and, "||");
 }
 
 /* Evaluate filter i at the value indices idx: 1 keep, 0 drop, -1 error (in err). */
