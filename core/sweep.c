@@ -50,7 +50,7 @@ typedef struct axis {
     char **vals;             /* owned: canonical text per value */
     double *num;             /* owned: numeric value per value (base units), for filters */
     bool numeric;            /* num is meaningful */
-    size_t n, cap;
+    size_t n, cap, numcap;   /* values; room in vals and in num */
 } axis;
 
 typedef struct filter {
@@ -231,16 +231,11 @@ static ts_status axis_add(ts_sweep *s, axis *ax, const ts_ynode *at_node, const 
     }
     char *c = ts_strdup(canon);
     free_value(ax->ck, &v);
-    if (!c || ts_grow((void **)&ax->vals, &ax->cap, ax->n + 1, sizeof *ax->vals)) {
+    if (!c || ts_grow((void **)&ax->vals, &ax->cap, ax->n + 1, sizeof *ax->vals) ||
+        ts_grow((void **)&ax->num, &ax->numcap, ax->n + 1, sizeof *ax->num)) {
         ts_free(c);
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     }
-    double *nn = ts_realloc(ax->num, ax->cap * sizeof *nn);
-    if (!nn) {
-        ts_free(c);
-        return ts_err_set(err, TS_ENOMEM, "out of memory");
-    }
-    ax->num = nn;
     ax->vals[ax->n] = c;
     ax->num[ax->n++] = num;
     return TS_OK;

@@ -182,6 +182,10 @@ START_TEST(test_errors)
                                 "combine: zip\n"),
                      "spec.yaml:1:1: combine: zip needs axes of one length, but 'tiles' has 2 values and "
                      "'clock' 1");
+    /* A million values are read (each once, in linear time) before the range is refused. */
+    ck_assert_str_eq(load_error("config: chip\nworkloads: [a]\naxes:\n"
+                                "  clock: {from: 1 GHz, to: 2 GHz, step: 250 Hz}\n"),
+                     "spec.yaml:4:10: clock: more than 1000000 values");
     ck_assert_str_eq(load_error("config: chip\nworkloads: [a]\naxes: {tiles: [1]}\nfilter: tiles <= 2 +\n"),
                      "spec.yaml:4:21: filter: expression ends too early");
     ck_assert_str_eq(load_error("config: chip\nworkloads: [a]\naxes: {tiles: [1]}\nfilter: tils < 3\n"),
