@@ -1,8 +1,8 @@
 /* core/config.c — chip configs: YAML read once into a typed, validated struct (see config.h).
  *
  * Loading runs in four steps:
- *   1. parse: libyaml events become a small tree of maps, sequences and scalars, each node with
- *      its file, line and column (1-based; libyaml counts from 0);
+ *   1. parse: the text becomes a tree of maps, sequences and scalars (core/ytree), each node with
+ *      its file, line and column; `--set` values become nodes of the file "--set";
  *   2. layers: the top file and its chain of `base:` files, found through the top-level `arch`
  *      and `base` keys before anything else is read;
  *   3. flatten: every layer, base first, is walked against the known dotted paths (the common
@@ -20,17 +20,16 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <yaml.h>
 
 #include "core/alloc.h"
 #include "core/suggest.h"
 #include "core/fileio.h"
+#include "core/ytree.h"
 
 /* Limits that keep hostile input cheap: nesting of YAML collections and of `base:` files. */
 #define MAX_DEPTH 64
@@ -78,206 +77,13 @@ struct ts_config {
     uint64_t fingerprint;
 };
 
-/* ---------------------------------------------------------------------------------------------
- * The YAML tree. */
-typedef enum node_kind { N_SCALAR, N_MAP, N_SEQ } node_kind;
-
-typedef struct node {
-    node_kind kind;
-    const char *file;   /* borrowed from the layer (or the "--set" literal) */
-    int line, col;      /* 1-based */
-    char *text;         /* owned; scalars only */
-    bool plain;         /* unquoted scalar: may be YAML null */
-    struct node **kids; /* owned; sequence items, or map keys and values alternating */
-    size_t n, cap;
-} node;
-
-static void node_free(node *nd)
-{
-    if (!nd)
-        return;
-    for (size_t i = 0; i < nd->n; i++)
-        node_free(nd->kids[i]);
-    ts_free(nd->kids);
-    ts_free(nd->text);
-    ts_free(nd);
-}
-
-static node *node_new(node_kind kind, const char *file, int line, int col)
-{
-    node *nd = ts_calloc(1, sizeof *nd);
-    if (!nd)
-        return NULL;
-    nd->kind = kind;
-    nd->file = file;
-    nd->line = line;
-    nd->col = col;
-    return nd;
-}
-
-static int node_add(node *parent, node *kid)
-{
-    if (ts_grow((void **)&parent->kids, &parent->cap, parent->n + 1, sizeof *parent->kids))
-        return -1;
-    parent->kids[parent->n++] = kid;
-    return 0;
-}
-
-/* A plain scalar that YAML reads as null: nothing, "~" or "null". */
-static bool node_is_null(const node *nd)
-{
-    return nd->kind == N_SCALAR && nd->plain &&
-           (!nd->text[0] || !strcmp(nd->text, "~") || !strcmp(nd->text, "null") ||
-            !strcmp(nd->text, "Null") || !strcmp(nd->text, "NULL"));
-}
-
-static const char *node_kind_name(const node *nd)
-{
-    return nd->kind == N_MAP ? "a map" : nd->kind == N_SEQ ? "a list" : "a value";
-}
-
-/* Error at a node's position. */
-static ts_status node_err(ts_err *err, const node *nd, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static ts_status node_err(ts_err *err, const node *nd, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return ts_err_at(err, TS_EINPUT, nd->file, nd->line, nd->col, "%s", msg);
-}
-
-/* Line and column (1-based) of a byte offset, for reader errors that carry no mark. */
-static void offset_pos(const char *text, size_t len, size_t off, int *line, int *col)
-{
-    int l = 1, c = 1;
-    for (size_t i = 0; i < off && i < len; i++) {
-        if (text[i] == '\n')
-            l++, c = 1;
-        else if (((unsigned char)text[i] & 0xC0) != 0x80)
-            c++;
-    }
-    *line = l;
-    *col = c;
-}
-
-static ts_status yaml_failure(yaml_parser_t *p, const char *file, const char *text, size_t len, ts_err *err)
-{
-    if (p->error == YAML_MEMORY_ERROR)
-        return ts_err_set(err, TS_ENOMEM, "out of memory parsing %s", file);
-    int line, col;
-    if (p->error == YAML_READER_ERROR) {
-        offset_pos(text, len, p->problem_offset, &line, &col);
-    } else {
-        line = (int)p->problem_mark.line + 1;
-        col = (int)p->problem_mark.column + 1;
-    }
-    const char *problem = p->problem ? p->problem : "unreadable yaml";
-    if (p->context)
-        return ts_err_at(err, TS_EINPUT, file, line, col, "bad yaml: %s (%s at line %d, col %d)", problem,
-                         p->context, (int)p->context_mark.line + 1, (int)p->context_mark.column + 1);
-    return ts_err_at(err, TS_EINPUT, file, line, col, "bad yaml: %s", problem);
-}
-
-/* Parse YAML text into a tree; *root is NULL for an empty document. */
-static ts_status parse_yaml(const char *file, const char *text, size_t len, node **root, ts_err *err)
-{
-    *root = NULL;
-    yaml_parser_t p;
-    if (!yaml_parser_initialize(&p))
-        return ts_err_set(err, TS_ENOMEM, "out of memory parsing %s", file);
-    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
-
-    node *stack[MAX_DEPTH];
-    size_t depth = 0;
-    int docs = 0;
-    ts_status st = TS_OK;
-    for (bool done = false; !done;) {
-        yaml_event_t ev;
-        if (!yaml_parser_parse(&p, &ev)) {
-            st = yaml_failure(&p, file, text, len, err);
-            break;
-        }
-        int line = (int)ev.start_mark.line + 1, col = (int)ev.start_mark.column + 1;
-        node *nd = NULL;
-        switch (ev.type) {
-        case YAML_STREAM_END_EVENT:
-            done = true;
-            break;
-        case YAML_DOCUMENT_START_EVENT:
-            if (++docs > 1)
-                st = ts_err_at(err, TS_EINPUT, file, line, col,
-                               "more than one yaml document (a config is one document)");
-            break;
-        case YAML_ALIAS_EVENT:
-            st = ts_err_at(err, TS_EINPUT, file, line, col, "yaml aliases (*%s) are not supported",
-                           (const char *)ev.data.alias.anchor);
-            break;
-        case YAML_SCALAR_EVENT:
-            nd = node_new(N_SCALAR, file, line, col);
-            if (nd) {
-                nd->text = ts_strndup((const char *)ev.data.scalar.value, ev.data.scalar.length);
-                nd->plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-                if (!nd->text) {
-                    node_free(nd);
-                    nd = NULL;
-                }
-            }
-            if (!nd)
-                st = ts_err_set(err, TS_ENOMEM, "out of memory parsing %s", file);
-            break;
-        case YAML_SEQUENCE_START_EVENT:
-        case YAML_MAPPING_START_EVENT:
-            if (depth == MAX_DEPTH) {
-                st = ts_err_at(err, TS_EINPUT, file, line, col, "yaml nested deeper than %d levels", MAX_DEPTH);
-                break;
-            }
-            nd = node_new(ev.type == YAML_MAPPING_START_EVENT ? N_MAP : N_SEQ, file, line, col);
-            if (!nd)
-                st = ts_err_set(err, TS_ENOMEM, "out of memory parsing %s", file);
-            break;
-        case YAML_SEQUENCE_END_EVENT:
-        case YAML_MAPPING_END_EVENT:
-            if (depth)
-                depth--;
-            break;
-        default:
-            break;
-        }
-        if (nd) {
-            /* Attach to the open collection, or make it the root. */
-            if (depth == 0) {
-                if (*root)
-                    node_free(*root);
-                *root = nd;
-            } else {
-                node *parent = stack[depth - 1];
-                if (parent->kind == N_MAP && parent->n % 2 == 0 && nd->kind != N_SCALAR) {
-                    st = node_err(err, nd, "a map key must be plain text, not %s", node_kind_name(nd));
-                    node_free(nd);
-                    nd = NULL;
-                } else if (node_add(parent, nd)) {
-                    st = ts_err_set(err, TS_ENOMEM, "out of memory parsing %s", file);
-                    node_free(nd);
-                    nd = NULL;
-                }
-            }
-            if (nd && nd->kind != N_SCALAR)
-                stack[depth++] = nd;
-        }
-        yaml_event_delete(&ev);
-        if (st != TS_OK)
-            break;
-    }
-    yaml_parser_delete(&p);
-    if (st != TS_OK) {
-        node_free(*root);
-        *root = NULL;
-    }
-    return st;
-}
+/* How configs read YAML: one document, collections 64 deep, libyaml's full context. */
+static const ts_ytree_opts yaml_opts = {
+    .max_depth = MAX_DEPTH,
+    .one_doc = "more than one yaml document (a config is one document)",
+    .detail = true,
+    .key_kind = true,
+};
 
 /* ---------------------------------------------------------------------------------------------
  * Small string helpers. */
@@ -676,7 +482,7 @@ static void field_free(const ts_cfg_key *key, void *base)
 /* A list item, from a node or from --set text. */
 typedef struct item {
     const char *text;
-    const node *at; /* position for messages */
+    const ts_ynode *at; /* position for messages */
 } item;
 
 /* Convert list items into a fresh list at dst. On failure nothing is left allocated; *bad is
@@ -823,14 +629,14 @@ typedef struct layer {
     char *dir;   /* owned: directory for the base's path; NULL for built-ins */
     char *ident; /* owned: identity for cycle detection */
     char *text;  /* owned copy when read from a file; else NULL */
-    node *root;  /* owned; NULL for an empty document */
-    node *arch;  /* borrowed from root: value of top-level arch, or NULL */
-    node *base;  /* borrowed from root: value of top-level base, or NULL */
+    ts_ynode *root;       /* owned; NULL for an empty document */
+    const ts_ynode *arch; /* borrowed from root: value of top-level arch, or NULL */
+    const ts_ynode *base; /* borrowed from root: value of top-level base, or NULL */
 } layer;
 
 typedef struct slot {
-    const node *val; /* borrowed: the winning value */
-    const node *key; /* borrowed: its key, for duplicate messages */
+    const ts_ynode *val; /* borrowed: the winning value */
+    const ts_ynode *key; /* borrowed: its key, for duplicate messages */
     int layer;       /* which layer set it; -1 for --set */
 } slot;
 
@@ -839,7 +645,7 @@ typedef struct loader {
     ts_err *err;
     layer layers[MAX_LAYERS];
     size_t nlayers;
-    node **extra; /* owned: nodes made for --set values */
+    ts_ynode **extra; /* owned: nodes made for --set values */
     size_t nextra, capextra;
     keyset ks;
     slot *slots; /* owned: one per known key */
@@ -849,14 +655,14 @@ static void loader_free(loader *L)
 {
     for (size_t i = 0; i < L->nlayers; i++) {
         layer *y = &L->layers[i];
-        node_free(y->root);
+        ts_ynode_destroy(y->root);
         ts_free(y->file);
         ts_free(y->dir);
         ts_free(y->ident);
         ts_free(y->text);
     }
     for (size_t i = 0; i < L->nextra; i++)
-        node_free(L->extra[i]);
+        ts_ynode_destroy(L->extra[i]);
     ts_free(L->extra);
     ts_free(L->slots);
 }
@@ -907,21 +713,10 @@ static int find_builtin(const ts_config_opts *opts, const char *name, const char
     return -1;
 }
 
-/* Top-level scalar value of key in root, or NULL. */
-static node *top_value(node *root, const char *key)
-{
-    if (!root || root->kind != N_MAP)
-        return NULL;
-    for (size_t i = 0; i + 1 < root->n; i += 2)
-        if (!strcmp(root->kids[i]->text, key))
-            return root->kids[i + 1];
-    return NULL;
-}
-
 /* Every map's keys are unique (YAML requires it); check the whole tree, naming full paths. */
-static ts_status check_dups(const node *nd, char *path, size_t plen, size_t cap, ts_err *err)
+static ts_status check_dups(const ts_ynode *nd, char *path, size_t plen, size_t cap, ts_err *err)
 {
-    if (nd->kind == N_SEQ) {
+    if (nd->kind == TS_Y_SEQ) {
         for (size_t i = 0; i < nd->n; i++) {
             ts_status st = check_dups(nd->kids[i], path, plen, cap, err);
             if (st != TS_OK)
@@ -929,10 +724,10 @@ static ts_status check_dups(const node *nd, char *path, size_t plen, size_t cap,
         }
         return TS_OK;
     }
-    if (nd->kind != N_MAP)
+    if (nd->kind != TS_Y_MAP)
         return TS_OK;
     for (size_t i = 0; i + 1 < nd->n; i += 2) {
-        const node *k = nd->kids[i];
+        const ts_ynode *k = nd->kids[i];
         size_t kl = strlen(k->text);
         size_t nl = plen + (plen ? 1 : 0) + kl;
         bool fits = nl < cap;
@@ -943,8 +738,8 @@ static ts_status check_dups(const node *nd, char *path, size_t plen, size_t cap,
         }
         for (size_t j = 0; j < i; j += 2)
             if (!strcmp(nd->kids[j]->text, k->text))
-                return node_err(err, k, "duplicate key '%s' (first at line %d, col %d)",
-                                fits ? path : k->text, nd->kids[j]->line, nd->kids[j]->col);
+                return ts_ynode_err(err, k, "duplicate key '%s' (first at line %d, col %d)",
+                                    fits ? path : k->text, nd->kids[j]->line, nd->kids[j]->col);
         ts_status st = check_dups(nd->kids[i + 1], path, fits ? nl : plen, cap, err);
         path[plen] = 0;
         if (st != TS_OK)
@@ -956,7 +751,7 @@ static ts_status check_dups(const node *nd, char *path, size_t plen, size_t cap,
 /* Add a layer from text; follow its base. from is the `base:` value that named it (NULL for the
  * top). Takes ownership of file, dir, ident and owned_text whatever happens. */
 static ts_status add_layer(loader *L, char *file, char *dir, char *ident, char *owned_text, const char *text,
-                           size_t len, const node *from)
+                           size_t len, const ts_ynode *from)
 {
     ts_err *err = L->err;
     if (!file || !ident) {
@@ -973,45 +768,45 @@ static ts_status add_layer(loader *L, char *file, char *dir, char *ident, char *
             if (k < sizeof chain)
                 snprintf(chain + k, sizeof chain - k, "%s", file);
             ts_free(file), ts_free(dir), ts_free(ident), ts_free(owned_text);
-            return node_err(err, from, "base cycle: %s", chain);
+            return ts_ynode_err(err, from, "base cycle: %s", chain);
         }
     if (L->nlayers == MAX_LAYERS) {
         ts_free(file), ts_free(dir), ts_free(ident), ts_free(owned_text);
-        return node_err(err, from, "bases nested deeper than %d levels", MAX_LAYERS);
+        return ts_ynode_err(err, from, "bases nested deeper than %d levels", MAX_LAYERS);
     }
     layer *y = &L->layers[L->nlayers++];
     *y = (layer){.file = file, .dir = dir, .ident = ident, .text = owned_text};
 
-    ts_status st = parse_yaml(y->file, text, len, &y->root, err);
+    ts_status st = ts_ytree_parse(y->file, text, len, &yaml_opts, &y->root, err);
     if (st != TS_OK)
         return st;
-    node *root = y->root;
-    if (root && node_is_null(root)) {
-        node_free(root);
+    ts_ynode *root = y->root;
+    if (root && ts_ynode_is_null(root)) {
+        ts_ynode_destroy(root);
         root = y->root = NULL;
     }
-    if (root && root->kind != N_MAP)
-        return node_err(err, root, "expected a map of keys at the top level, got %s",
-                        root->kind == N_SEQ ? "a list" : "a single value");
+    if (root && root->kind != TS_Y_MAP)
+        return ts_ynode_err(err, root, "expected a map of keys at the top level, got %s",
+                            root->kind == TS_Y_SEQ ? "a list" : "a single value");
     if (root) {
         char path[512] = "";
         if ((st = check_dups(root, path, 0, sizeof path, err)) != TS_OK)
             return st;
     }
-    y->arch = top_value(root, "arch");
-    y->base = top_value(root, "base");
-    if (y->arch && (y->arch->kind != N_SCALAR || node_is_null(y->arch)))
-        return node_err(err, y->arch, "arch: expected a family name, got %s",
-                        y->arch->kind == N_SCALAR ? "nothing" : node_kind_name(y->arch));
+    y->arch = ts_ynode_get(root, "arch");
+    y->base = ts_ynode_get(root, "base");
+    if (y->arch && (y->arch->kind != TS_Y_SCALAR || ts_ynode_is_null(y->arch)))
+        return ts_ynode_err(err, y->arch, "arch: expected a family name, got %s",
+                            y->arch->kind == TS_Y_SCALAR ? "nothing" : ts_ynode_kind_name(y->arch));
     if (!y->base)
         return TS_OK;
-    if (y->base->kind != N_SCALAR || node_is_null(y->base))
-        return node_err(err, y->base, "base: expected a config file or built-in name, got %s",
-                        y->base->kind == N_SCALAR ? "nothing" : node_kind_name(y->base));
+    if (y->base->kind != TS_Y_SCALAR || ts_ynode_is_null(y->base))
+        return ts_ynode_err(err, y->base, "base: expected a config file or built-in name, got %s",
+                            y->base->kind == TS_Y_SCALAR ? "nothing" : ts_ynode_kind_name(y->base));
 
     /* The base: a file relative to this one (as written, then with ".yaml" when it has no
      * extension, so `base: wse2` finds wse2.yaml beside it), else a built-in of that name. */
-    const node *b = y->base;
+    const ts_ynode *b = y->base;
     const char *name = b->text;
     char looked[512] = "";
     const char *bslash = strrchr(name, '/');
@@ -1035,7 +830,7 @@ static ts_status add_layer(loader *L, char *file, char *dir, char *ident, char *
             st = ts_read_file(path, &data, &dlen, &rerr);
             if (st != TS_OK) {
                 st = st == TS_ENOMEM ? ts_err_set(err, TS_ENOMEM, "%s", rerr.msg)
-                                     : node_err(err, b, "cannot read base '%s': %s", path, rerr.msg);
+                                     : ts_ynode_err(err, b, "cannot read base '%s': %s", path, rerr.msg);
                 ts_err_free(&rerr);
                 ts_free(path);
                 return st;
@@ -1061,9 +856,9 @@ static ts_status add_layer(loader *L, char *file, char *dir, char *ident, char *
         return ts_err_set(err, TS_ENOMEM, "out of memory loading %s", name);
     if (r == -1) {
         if (y->dir)
-            return node_err(err, b, "base '%s' not found (no file '%s'%s)", name, looked,
-                            L->opts->builtin ? " and no built-in config of that name" : "");
-        return node_err(err, b, "base '%s' not found (no built-in config of that name)", name);
+            return ts_ynode_err(err, b, "base '%s' not found (no file '%s'%s)", name, looked,
+                                L->opts->builtin ? " and no built-in config of that name" : "");
+        return ts_ynode_err(err, b, "base '%s' not found (no built-in config of that name)", name);
     }
     size_t il = strlen(which) + 10;
     char *id = ts_malloc(il);
@@ -1074,14 +869,14 @@ static ts_status add_layer(loader *L, char *file, char *dir, char *ident, char *
 
 /* ---------------------------------------------------------------------------------------------
  * Flattening layers into slots. */
-static ts_status flatten(loader *L, const node *map, int li, char *prefix, size_t plen, size_t cap)
+static ts_status flatten(loader *L, const ts_ynode *map, int li, char *prefix, size_t plen, size_t cap)
 {
     for (size_t i = 0; i + 1 < map->n; i += 2) {
-        const node *k = map->kids[i], *v = map->kids[i + 1];
+        const ts_ynode *k = map->kids[i], *v = map->kids[i + 1];
         size_t kl = strlen(k->text);
         size_t nl = plen + (plen ? 1 : 0) + kl;
         if (nl >= cap)
-            return unknown_key(&L->ks, L->err, k->file, k->line, k->col, k->text, v->kind == N_MAP);
+            return unknown_key(&L->ks, L->err, k->file, k->line, k->col, k->text, v->kind == TS_Y_MAP);
         if (plen)
             prefix[plen] = '.';
         memcpy(prefix + plen + (plen ? 1 : 0), k->text, kl + 1);
@@ -1090,20 +885,20 @@ static ts_status flatten(loader *L, const node *map, int li, char *prefix, size_
         if (idx >= 0) {
             slot *s = &L->slots[idx];
             if (s->val && s->layer == li)
-                st = node_err(L->err, k, "duplicate key '%s' (first at line %d, col %d)", prefix, s->key->line,
-                              s->key->col);
+                st = ts_ynode_err(L->err, k, "duplicate key '%s' (first at line %d, col %d)", prefix, s->key->line,
+                                  s->key->col);
             else
                 *s = (slot){v, k, li};
         } else if (ks_is_group(&L->ks, prefix, nl)) {
-            if (v->kind == N_MAP)
+            if (v->kind == TS_Y_MAP)
                 st = flatten(L, v, li, prefix, nl, cap);
-            else if (!node_is_null(v))
-                st = node_err(L->err, v, "%s: expected a map of keys like '%s', got %s", prefix,
-                              ks_first_in_group(&L->ks, prefix, nl),
-                              v->kind == N_SEQ ? "a list" : "a single value");
+            else if (!ts_ynode_is_null(v))
+                st = ts_ynode_err(L->err, v, "%s: expected a map of keys like '%s', got %s", prefix,
+                                  ks_first_in_group(&L->ks, prefix, nl),
+                                  v->kind == TS_Y_SEQ ? "a list" : "a single value");
             /* An empty group ("tile:") sets nothing. */
         } else {
-            st = unknown_key(&L->ks, L->err, k->file, k->line, k->col, prefix, v->kind == N_MAP);
+            st = unknown_key(&L->ks, L->err, k->file, k->line, k->col, prefix, v->kind == TS_Y_MAP);
         }
         prefix[plen] = 0;
         if (st != TS_OK)
@@ -1112,11 +907,11 @@ static ts_status flatten(loader *L, const node *map, int li, char *prefix, size_
     return TS_OK;
 }
 
-static node *extra_node(loader *L, node_kind kind, int line, int col)
+static ts_ynode *extra_node(loader *L, ts_ykind kind, int line, int col)
 {
     if (ts_grow((void **)&L->extra, &L->capextra, L->nextra + 1, sizeof *L->extra))
         return NULL;
-    node *nd = node_new(kind, SET_FILE, line, col);
+    ts_ynode *nd = ts_ynode_create(kind, SET_FILE, line, col);
     if (nd)
         L->extra[L->nextra++] = nd;
     return nd;
@@ -1153,9 +948,9 @@ static ts_status apply_set(loader *L, size_t j, const char *s)
     size_t vl = strlen(v);
     while (vl && isspace((unsigned char)v[vl - 1]))
         vl--;
-    node *nd;
+    ts_ynode *nd;
     if (key->type == TS_CFG_STRLIST || key->type == TS_CFG_INTLIST) {
-        nd = extra_node(L, N_SEQ, line, vcol);
+        nd = extra_node(L, TS_Y_SEQ, line, vcol);
         char *copy;
         item *items;
         size_t *off;
@@ -1163,13 +958,10 @@ static ts_status apply_set(loader *L, size_t j, const char *s)
         if (cnt < 0)
             return ts_err_set(err, TS_ENOMEM, "out of memory applying --set");
         for (long i = 0; i < cnt && nd; i++) {
-            node *it = node_new(N_SCALAR, SET_FILE, line, vcol + (int)off[i]);
-            if (it && !(it->text = ts_strdup(items[i].text))) {
-                node_free(it);
-                it = NULL;
-            }
-            if (!it || node_add(nd, it)) {
-                node_free(it);
+            const char *t = items[i].text;
+            ts_ynode *it = ts_ynode_scalar(SET_FILE, line, vcol + (int)off[i], t, strlen(t), false);
+            if (!it || ts_ynode_add(nd, it)) {
+                ts_ynode_destroy(it);
                 nd = NULL;
             }
         }
@@ -1177,7 +969,7 @@ static ts_status apply_set(loader *L, size_t j, const char *s)
         ts_free(items);
         ts_free(off);
     } else {
-        nd = extra_node(L, N_SCALAR, line, vcol);
+        nd = extra_node(L, TS_Y_SCALAR, line, vcol);
         if (nd) {
             nd->text = ts_strndup(v, vl);
             nd->plain = vl == 0;
@@ -1192,50 +984,50 @@ static ts_status apply_set(loader *L, size_t j, const char *s)
 }
 
 /* Convert a slot's value node into the field of key at base. */
-static ts_status convert(loader *L, const ts_cfg_key *key, const node *v, void *base)
+static ts_status convert(loader *L, const ts_cfg_key *key, const ts_ynode *v, void *base)
 {
     ts_err *err = L->err;
     char expect[512], why[768];
     void *dst = (char *)base + key->offset;
     bool list = key->type == TS_CFG_STRLIST || key->type == TS_CFG_INTLIST;
     if (list) {
-        if (v->kind != N_SEQ) {
+        if (v->kind != TS_Y_SEQ) {
             expect_text(key, expect, sizeof expect);
-            const char *got = v->kind == N_MAP ? "a map" : node_is_null(v) ? "nothing" : NULL;
+            const char *got = v->kind == TS_Y_MAP ? "a map" : ts_ynode_is_null(v) ? "nothing" : NULL;
             if (got)
-                return node_err(err, v, "%s: expected %s, got %s", key->path, expect, got);
-            return node_err(err, v, "%s: expected %s, got '%s'", key->path, expect, v->text);
+                return ts_ynode_err(err, v, "%s: expected %s, got %s", key->path, expect, got);
+            return ts_ynode_err(err, v, "%s: expected %s, got '%s'", key->path, expect, v->text);
         }
         item *items = ts_calloc(v->n ? v->n : 1, sizeof *items);
         if (!items)
             return ts_err_set(err, TS_ENOMEM, "out of memory reading %s", key->path);
         for (size_t i = 0; i < v->n; i++) {
-            const node *it = v->kids[i];
-            if (it->kind != N_SCALAR || node_is_null(it)) {
+            const ts_ynode *it = v->kids[i];
+            if (it->kind != TS_Y_SCALAR || ts_ynode_is_null(it)) {
                 ts_free(items);
                 expect_text(key, expect, sizeof expect);
-                return node_err(err, it, "%s[%zu]: expected %s, got %s", key->path, i, expect,
-                                it->kind == N_SCALAR ? "nothing" : node_kind_name(it));
+                return ts_ynode_err(err, it, "%s[%zu]: expected %s, got %s", key->path, i, expect,
+                                    it->kind == TS_Y_SCALAR ? "nothing" : ts_ynode_kind_name(it));
             }
             items[i] = (item){it->text, it};
         }
         long bad;
         ts_status st = parse_list(key, items, v->n, dst, &bad, why, sizeof why);
         if (st == TS_EINPUT && bad >= 0)
-            st = node_err(err, items[bad].at, "%s[%ld]: %s", key->path, bad, why);
+            st = ts_ynode_err(err, items[bad].at, "%s[%ld]: %s", key->path, bad, why);
         else if (st != TS_OK)
             st = ts_err_set(err, st, "%s: %s", key->path, why);
         ts_free(items);
         return st;
     }
-    if (v->kind != N_SCALAR || node_is_null(v)) {
+    if (v->kind != TS_Y_SCALAR || ts_ynode_is_null(v)) {
         expect_text(key, expect, sizeof expect);
-        return node_err(err, v, "%s: expected %s, got %s", key->path, expect,
-                        v->kind == N_SCALAR ? "nothing" : node_kind_name(v));
+        return ts_ynode_err(err, v, "%s: expected %s, got %s", key->path, expect,
+                            v->kind == TS_Y_SCALAR ? "nothing" : ts_ynode_kind_name(v));
     }
     ts_status st = parse_scalar(key, v->text, dst, why, sizeof why);
     if (st == TS_EINPUT)
-        return node_err(err, v, "%s: %s", key->path, why);
+        return ts_ynode_err(err, v, "%s: %s", key->path, why);
     if (st != TS_OK)
         return ts_err_set(err, st, "%s: %s", key->path, why);
     return TS_OK;
@@ -1395,23 +1187,23 @@ static ts_status resolve(loader *L, ts_config **out)
     layer *top = &L->layers[0];
 
     /* arch: the nearest layer that gives it; all that give it agree. */
-    const node *arch = NULL;
+    const ts_ynode *arch = NULL;
     for (size_t i = 0; i < L->nlayers; i++) {
-        const node *a = L->layers[i].arch;
+        const ts_ynode *a = L->layers[i].arch;
         if (!a)
             continue;
         if (!arch)
             arch = a;
         else if (strcmp(arch->text, a->text))
-            return node_err(err, arch, "arch '%s' differs from arch '%s' of its base %s", arch->text, a->text,
-                            L->layers[i].file);
+            return ts_ynode_err(err, arch, "arch '%s' differs from arch '%s' of its base %s", arch->text, a->text,
+                                L->layers[i].file);
     }
     if (!arch)
         return ts_err_at(err, TS_EINPUT, top->file, 1, 1, "missing required key 'arch'%s",
                          L->nlayers > 1 ? " (in this file or its bases)" : "");
     const ts_schema *schema = opts->schema ? opts->schema(arch->text) : NULL;
     if (!schema)
-        return node_err(err, arch, "unknown arch '%s'", arch->text);
+        return ts_ynode_err(err, arch, "unknown arch '%s'", arch->text);
 
     L->ks = (keyset){schema, NCORE + schema->nkeys};
     L->slots = ts_calloc(L->ks.n, sizeof *L->slots);

@@ -1,4 +1,4 @@
-/* core/sweep.c — sweep specs: parse (libyaml), check against the family schema, expand points,
+/* core/sweep.c — sweep specs: parse (core/ytree), check against the family schema, expand points,
  * filter them, and format their CSV rows from JSON reports.
  *
  * The spec is read into a small tree of scalars, maps and sequences with positions, then walked
@@ -14,139 +14,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <yaml.h>
 
 #include "core/alloc.h"
 #include "core/fileio.h"
 #include "core/suggest.h"
 #include "core/units.h"
+#include "core/ytree.h"
 
-/* ---------------------------------------------------------------------------------------------
- * YAML into a tree. */
-
-enum { Y_SCALAR, Y_MAP, Y_SEQ };
-#define Y_MAX_DEPTH 32
-
-typedef struct ynode {
-    int kind;
-    char *text;          /* owned, scalars only */
-    bool plain;          /* scalar written without quotes */
-    int line, col;
-    struct ynode **kids; /* owned; map keys and values alternate */
-    size_t n, cap;
-} ynode;
-
-static void y_free(ynode *y)
-{
-    if (!y)
-        return;
-    for (size_t i = 0; i < y->n; i++)
-        y_free(y->kids[i]);
-    ts_free(y->kids);
-    ts_free(y->text);
-    ts_free(y);
-}
-
-static const char *y_kind(const ynode *y)
-{
-    return y->kind == Y_MAP ? "a map" : y->kind == Y_SEQ ? "a list" : "text";
-}
-
-static ts_status y_parse(const char *file, const char *text, size_t len, ynode **root, ts_err *err)
-{
-    *root = NULL;
-    yaml_parser_t p;
-    if (!yaml_parser_initialize(&p))
-        return ts_err_set(err, TS_ENOMEM, "out of memory parsing %s", file);
-    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
-    ynode *stack[Y_MAX_DEPTH];
-    size_t depth = 0;
-    ts_status st = TS_OK;
-    for (bool done = false; !done && st == TS_OK;) {
-        yaml_event_t ev;
-        if (!yaml_parser_parse(&p, &ev)) {
-            if (p.error == YAML_MEMORY_ERROR)
-                st = ts_err_set(err, TS_ENOMEM, "out of memory parsing %s", file);
-            else
-                st = ts_err_at(err, TS_EINPUT, file, (int)p.problem_mark.line + 1,
-                               (int)p.problem_mark.column + 1, "bad yaml: %s",
-                               p.problem ? p.problem : "unreadable yaml");
-            break;
-        }
-        int line = (int)ev.start_mark.line + 1, col = (int)ev.start_mark.column + 1;
-        ynode *nd = NULL;
-        switch (ev.type) {
-        case YAML_STREAM_END_EVENT: done = true; break;
-        case YAML_DOCUMENT_START_EVENT:
-            if (*root)
-                st = ts_err_at(err, TS_EINPUT, file, line, col, "more than one yaml document");
-            break;
-        case YAML_ALIAS_EVENT:
-            st = ts_err_at(err, TS_EINPUT, file, line, col, "yaml aliases are not supported");
-            break;
-        case YAML_SCALAR_EVENT:
-        case YAML_SEQUENCE_START_EVENT:
-        case YAML_MAPPING_START_EVENT:
-            if (depth == Y_MAX_DEPTH) {
-                st = ts_err_at(err, TS_EINPUT, file, line, col, "yaml nested too deep");
-                break;
-            }
-            nd = ts_calloc(1, sizeof *nd);
-            if (!nd) {
-                st = ts_err_set(err, TS_ENOMEM, "out of memory parsing %s", file);
-                break;
-            }
-            nd->line = line;
-            nd->col = col;
-            nd->kind = ev.type == YAML_SCALAR_EVENT ? Y_SCALAR : ev.type == YAML_MAPPING_START_EVENT ? Y_MAP : Y_SEQ;
-            if (nd->kind == Y_SCALAR) {
-                nd->plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-                nd->text = ts_strndup((const char *)ev.data.scalar.value, ev.data.scalar.length);
-                if (!nd->text) {
-                    ts_free(nd);
-                    nd = NULL;
-                    st = ts_err_set(err, TS_ENOMEM, "out of memory parsing %s", file);
-                }
-            }
-            break;
-        case YAML_SEQUENCE_END_EVENT:
-        case YAML_MAPPING_END_EVENT:
-            if (depth)
-                depth--;
-            break;
-        default: break;
-        }
-        if (nd) {
-            if (depth == 0) {
-                y_free(*root);
-                *root = nd;
-            } else {
-                ynode *parent = stack[depth - 1];
-                if (parent->kind == Y_MAP && parent->n % 2 == 0 && nd->kind != Y_SCALAR) {
-                    st = ts_err_at(err, TS_EINPUT, file, line, col, "a map key must be plain text, not %s",
-                                   y_kind(nd));
-                    y_free(nd);
-                    nd = NULL;
-                } else if (ts_grow((void **)&parent->kids, &parent->cap, parent->n + 1, sizeof *parent->kids)) {
-                    st = ts_err_set(err, TS_ENOMEM, "out of memory parsing %s", file);
-                    y_free(nd);
-                    nd = NULL;
-                } else {
-                    parent->kids[parent->n++] = nd;
-                }
-            }
-            if (nd && nd->kind != Y_SCALAR)
-                stack[depth++] = nd;
-        }
-        yaml_event_delete(&ev);
-    }
-    yaml_parser_delete(&p);
-    if (st != TS_OK) {
-        y_free(*root);
-        *root = NULL;
-    }
-    return st;
-}
+/* How sweep specs read YAML (core/ytree): one document; a node, scalar or not, inside 32 open
+ * collections is too deep; libyaml's problem without its context. */
+static const ts_ytree_opts yaml_opts = {
+    .max_depth = 32,
+    .depth_all = true,
+    .one_doc = "more than one yaml document",
+    .key_kind = true,
+};
 
 /* ---------------------------------------------------------------------------------------------
  * The spec. */
@@ -168,7 +50,7 @@ typedef struct axis {
     char **vals;             /* owned: canonical text per value */
     double *num;             /* owned: numeric value per value (base units), for filters */
     bool numeric;            /* num is meaningful */
-    size_t n, cap;
+    size_t n, cap, numcap;   /* values; room in vals and in num */
 } axis;
 
 typedef struct filter {
@@ -263,9 +145,9 @@ void ts_sweep_destroy(ts_sweep *s)
     ts_free(s);
 }
 
-static ts_status at(ts_sweep *s, ts_err *err, const ynode *y, const char *fmt, ...)
+static ts_status at(ts_sweep *s, ts_err *err, const ts_ynode *y, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static ts_status at(ts_sweep *s, ts_err *err, const ynode *y, const char *fmt, ...)
+static ts_status at(ts_sweep *s, ts_err *err, const ts_ynode *y, const char *fmt, ...)
 {
     char msg[900];
     va_list ap;
@@ -326,7 +208,7 @@ static void free_value(const ts_cfg_key *k, value *v)
 }
 
 /* Parse one value of an axis, check it like the loader would, and add its canonical form. */
-static ts_status axis_add(ts_sweep *s, axis *ax, const ynode *at_node, const char *text, ts_err *err)
+static ts_status axis_add(ts_sweep *s, axis *ax, const ts_ynode *at_node, const char *text, ts_err *err)
 {
     value v;
     memset(&v, 0, sizeof v);
@@ -349,35 +231,22 @@ static ts_status axis_add(ts_sweep *s, axis *ax, const ynode *at_node, const cha
     }
     char *c = ts_strdup(canon);
     free_value(ax->ck, &v);
-    if (!c || ts_grow((void **)&ax->vals, &ax->cap, ax->n + 1, sizeof *ax->vals)) {
+    if (!c || ts_grow((void **)&ax->vals, &ax->cap, ax->n + 1, sizeof *ax->vals) ||
+        ts_grow((void **)&ax->num, &ax->numcap, ax->n + 1, sizeof *ax->num)) {
         ts_free(c);
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     }
-    double *nn = ts_realloc(ax->num, ax->cap * sizeof *nn);
-    if (!nn) {
-        ts_free(c);
-        return ts_err_set(err, TS_ENOMEM, "out of memory");
-    }
-    ax->num = nn;
     ax->vals[ax->n] = c;
     ax->num[ax->n++] = num;
     return TS_OK;
 }
 
-static const ynode *map_get(const ynode *m, const char *key)
-{
-    for (size_t i = 0; i + 1 < m->n; i += 2)
-        if (!strcmp(m->kids[i]->text, key))
-            return m->kids[i + 1];
-    return NULL;
-}
-
 /* A range {from, to, step} or a series {from, to, factor}. */
-static ts_status axis_range(ts_sweep *s, axis *ax, const ynode *m, ts_err *err)
+static ts_status axis_range(ts_sweep *s, axis *ax, const ts_ynode *m, ts_err *err)
 {
     static const char *const rkeys[] = {"from", "to", "step", "factor", NULL};
     for (size_t i = 0; i < m->n; i += 2) {
-        const ynode *k = m->kids[i];
+        const ts_ynode *k = m->kids[i];
         if (!closest(k->text, rkeys) || strcmp(closest(k->text, rkeys), k->text)) {
             const char *c = closest(k->text, rkeys);
             if (c)
@@ -385,12 +254,12 @@ static ts_status axis_range(ts_sweep *s, axis *ax, const ynode *m, ts_err *err)
             return at(s, err, k, "%s: unknown key '%s' (a range has from, to and step or factor)", ax->key,
                       k->text);
         }
-        if (i + 1 < m->n && m->kids[i + 1]->kind != Y_SCALAR)
+        if (i + 1 < m->n && m->kids[i + 1]->kind != TS_Y_SCALAR)
             return at(s, err, m->kids[i + 1], "%s.%s: expected a value, got %s", ax->key, k->text,
-                      y_kind(m->kids[i + 1]));
+                      ts_ynode_kind_name(m->kids[i + 1]));
     }
-    const ynode *from = map_get(m, "from"), *to = map_get(m, "to");
-    const ynode *step = map_get(m, "step"), *factor = map_get(m, "factor");
+    const ts_ynode *from = ts_ynode_get(m, "from"), *to = ts_ynode_get(m, "to");
+    const ts_ynode *step = ts_ynode_get(m, "step"), *factor = ts_ynode_get(m, "factor");
     if (!from || !to)
         return at(s, err, m, "%s: a range needs 'from' and 'to'", ax->key);
     if (!step == !factor)
@@ -449,15 +318,15 @@ static ts_status axis_range(ts_sweep *s, axis *ax, const ynode *m, ts_err *err)
     return TS_OK;
 }
 
-static ts_status parse_axes(ts_sweep *s, const ynode *m, const ts_schema *sch, ts_err *err)
+static ts_status parse_axes(ts_sweep *s, const ts_ynode *m, const ts_schema *sch, ts_err *err)
 {
-    if (m->kind != Y_MAP)
-        return at(s, err, m, "axes: expected a map of config keys to values, got %s", y_kind(m));
+    if (m->kind != TS_Y_MAP)
+        return at(s, err, m, "axes: expected a map of config keys to values, got %s", ts_ynode_kind_name(m));
     s->axes = ts_calloc(m->n / 2 + 1, sizeof *s->axes);
     if (!s->axes)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     for (size_t i = 0; i + 1 < m->n; i += 2) {
-        const ynode *k = m->kids[i], *v = m->kids[i + 1];
+        const ts_ynode *k = m->kids[i], *v = m->kids[i + 1];
         for (size_t a = 0; a < s->naxes; a++)
             if (!strcmp(s->axes[a].key, k->text))
                 return at(s, err, k, "axis '%s' given twice", k->text);
@@ -489,14 +358,15 @@ static ts_status parse_axes(ts_sweep *s, const ynode *m, const ts_schema *sch, t
                       sch->arch, sch->arch);
         }
         ts_status st = TS_OK;
-        if (v->kind == Y_SCALAR) {
+        if (v->kind == TS_Y_SCALAR) {
             st = axis_add(s, ax, v, v->text, err);
-        } else if (v->kind == Y_SEQ) {
+        } else if (v->kind == TS_Y_SEQ) {
             if (!v->n)
                 return at(s, err, v, "%s: no values", ax->key);
             for (size_t j = 0; j < v->n && st == TS_OK; j++) {
-                if (v->kids[j]->kind != Y_SCALAR)
-                    return at(s, err, v->kids[j], "%s: expected a value, got %s", ax->key, y_kind(v->kids[j]));
+                if (v->kids[j]->kind != TS_Y_SCALAR)
+                    return at(s, err, v->kids[j], "%s: expected a value, got %s", ax->key,
+                              ts_ynode_kind_name(v->kids[j]));
                 st = axis_add(s, ax, v->kids[j], v->kids[j]->text, err);
             }
         } else {
@@ -511,10 +381,10 @@ static ts_status parse_axes(ts_sweep *s, const ynode *m, const ts_schema *sch, t
 }
 
 /* A scalar or a list of scalars into an owned array of owned strings. */
-static ts_status str_list(ts_sweep *s, const ynode *v, const char *what, char ***out, size_t *n, ts_err *err)
+static ts_status str_list(ts_sweep *s, const ts_ynode *v, const char *what, char ***out, size_t *n, ts_err *err)
 {
-    size_t cnt = v->kind == Y_SCALAR ? 1 : v->n;
-    if (v->kind == Y_MAP)
+    size_t cnt = v->kind == TS_Y_SCALAR ? 1 : v->n;
+    if (v->kind == TS_Y_MAP)
         return at(s, err, v, "%s: expected a list, got a map", what);
     if (!cnt)
         return at(s, err, v, "%s: empty list", what);
@@ -522,9 +392,9 @@ static ts_status str_list(ts_sweep *s, const ynode *v, const char *what, char **
     if (!*out)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     for (size_t i = 0; i < cnt; i++) {
-        const ynode *it = v->kind == Y_SCALAR ? v : v->kids[i];
-        if (it->kind != Y_SCALAR)
-            return at(s, err, it, "%s: expected text, got %s", what, y_kind(it));
+        const ts_ynode *it = v->kind == TS_Y_SCALAR ? v : v->kids[i];
+        if (it->kind != TS_Y_SCALAR)
+            return at(s, err, it, "%s: expected text, got %s", what, ts_ynode_kind_name(it));
         if (!it->text[0])
             return at(s, err, it, "%s: empty item", what);
         if (!((*out)[i] = ts_strdup(it->text)))
@@ -552,7 +422,10 @@ typedef struct fparse {
     const size_t *idx;        /* value index per axis */
     char msg[300];            /* first error */
     size_t err_off;
+    int depth;                /* '(', '-' and '!' open, bounded so a filter cannot exhaust the stack */
 } fparse;
+
+#define F_MAX_DEPTH 64
 
 static bool ffail(fparse *f, const char *at_p, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static bool ffail(fparse *f, const char *at_p, const char *fmt, ...)
@@ -565,6 +438,15 @@ static bool ffail(fparse *f, const char *at_p, const char *fmt, ...)
         f->err_off = (size_t)(at_p - f->start);
     }
     return false;
+}
+
+/* Open one more '(', '-' or '!' (at p0); false past F_MAX_DEPTH. */
+static bool f_enter(fparse *f, const char *p0)
+{
+    if (f->depth == F_MAX_DEPTH)
+        return ffail(f, p0, "expression nested more than %d levels", F_MAX_DEPTH);
+    f->depth++;
+    return true;
 }
 
 static void fws(fparse *f)
@@ -599,8 +481,12 @@ static bool f_atom(fparse *f, fval *v)
     const char *p0 = f->p;
     memset(v, 0, sizeof *v);
     if (*f->p == '(') {
+        if (!f_enter(f, p0))
+            return false;
         f->p++;
-        if (!f_expr(f, v))
+        bool ok = f_expr(f, v);
+        f->depth--;
+        if (!ok)
             return false;
         if (!feat(f, ")"))
             return ffail(f, f->p, "expected ')'");
@@ -699,7 +585,11 @@ static bool f_unary(fparse *f, fval *v)
     fws(f);
     const char *p0 = f->p;
     if (feat(f, "-")) {
-        if (!f_unary(f, v) || !f_num(f, v, p0))
+        if (!f_enter(f, p0))
+            return false;
+        bool ok = f_unary(f, v);
+        f->depth--;
+        if (!ok || !f_num(f, v, p0))
             return false;
         v->num = -v->num;
         return true;
@@ -707,38 +597,39 @@ static bool f_unary(fparse *f, fval *v)
     return f_atom(f, v);
 }
 
-static bool f_prod(fparse *f, fval *v)
+typedef bool f_level(fparse *f, fval *v);
+
+/* Operands of the next level joined left to right by either one-character operator of ops
+ * (multiply and divide, or add and subtract); both sides of each must be numbers. */
+static bool f_arith(fparse *f, fval *v, f_level *operand, const char ops[2])
 {
     const char *p0 = (fws(f), f->p);
-    if (!f_unary(f, v))
+    if (!operand(f, v))
         return false;
     for (;;) {
-        int op = feat(f, "*") ? '*' : feat(f, "/") ? '/' : 0;
+        const char op1[2] = {ops[0], 0}, op2[2] = {ops[1], 0};
+        char op = feat(f, op1) ? ops[0] : feat(f, op2) ? ops[1] : 0;
         if (!op)
             return true;
         fval r;
         const char *p1 = (fws(f), f->p);
-        if (!f_unary(f, &r) || !f_num(f, v, p0) || !f_num(f, &r, p1))
+        if (!operand(f, &r) || !f_num(f, v, p0) || !f_num(f, &r, p1))
             return false;
-        v->num = op == '*' ? v->num * r.num : v->num / r.num;
+        v->num = op == '*'   ? v->num * r.num
+                 : op == '/' ? v->num / r.num
+                 : op == '+' ? v->num + r.num
+                             : v->num - r.num;
     }
+}
+
+static bool f_prod(fparse *f, fval *v)
+{
+    return f_arith(f, v, f_unary, "*/");
 }
 
 static bool f_sum(fparse *f, fval *v)
 {
-    const char *p0 = (fws(f), f->p);
-    if (!f_prod(f, v))
-        return false;
-    for (;;) {
-        int op = feat(f, "+") ? '+' : feat(f, "-") ? '-' : 0;
-        if (!op)
-            return true;
-        fval r;
-        const char *p1 = (fws(f), f->p);
-        if (!f_prod(f, &r) || !f_num(f, v, p0) || !f_num(f, &r, p1))
-            return false;
-        v->num = op == '+' ? v->num + r.num : v->num - r.num;
-    }
+    return f_arith(f, v, f_prod, "+-");
 }
 
 static bool f_cmp(fparse *f, fval *v)
@@ -786,7 +677,11 @@ static bool f_not(fparse *f, fval *v)
     const char *p0 = f->p;
     if (feat(f, "!")) {
         bool t = false;
-        if (!f_not(f, v) || !f_truth(f, v, p0, &t))
+        if (!f_enter(f, p0))
+            return false;
+        bool ok = f_not(f, v);
+        f->depth--;
+        if (!ok || !f_truth(f, v, p0, &t))
             return false;
         memset(v, 0, sizeof *v);
         v->num = !t;
@@ -795,38 +690,33 @@ static bool f_not(fparse *f, fval *v)
     return f_cmp(f, v);
 }
 
-static bool f_and(fparse *f, fval *v)
+/* Operands of the next level joined by op ("&&" or "||"); each must be true or false. Both sides
+ * are always read, so a bad right side is reported even when the left decides. */
+static bool f_logic(fparse *f, fval *v, f_level *operand, const char *op)
 {
     const char *p0 = (fws(f), f->p);
-    if (!f_not(f, v))
+    if (!operand(f, v))
         return false;
-    while (feat(f, "&&")) {
+    while (feat(f, op)) {
         fval r;
         bool a = false, b = false;
         const char *p1 = (fws(f), f->p);
-        if (!f_not(f, &r) || !f_truth(f, v, p0, &a) || !f_truth(f, &r, p1, &b))
+        if (!operand(f, &r) || !f_truth(f, v, p0, &a) || !f_truth(f, &r, p1, &b))
             return false;
         memset(v, 0, sizeof *v);
-        v->num = a && b;
+        v->num = op[0] == '&' ? a && b : a || b;
     }
     return true;
 }
 
+static bool f_and(fparse *f, fval *v)
+{
+    return f_logic(f, v, f_not, "&&");
+}
+
 static bool f_expr(fparse *f, fval *v)
 {
-    const char *p0 = (fws(f), f->p);
-    if (!f_and(f, v))
-        return false;
-    while (feat(f, "||")) {
-        fval r;
-        bool a = false, b = false;
-        const char *p1 = (fws(f), f->p);
-        if (!f_and(f, &r) || !f_truth(f, v, p0, &a) || !f_truth(f, &r, p1, &b))
-            return false;
-        memset(v, 0, sizeof *v);
-        v->num = a || b;
-    }
-    return true;
+    return f_logic(f, v, f_and, "||");
 }
 
 /* Evaluate filter i at the value indices idx: 1 keep, 0 drop, -1 error (in err). */
@@ -917,15 +807,15 @@ static ts_status expand(ts_sweep *s, ts_err *err)
     return TS_OK;
 }
 
-static ts_status load_tree(ts_sweep *s, const ynode *root, const ts_config_opts *copts, ts_err *err)
+static ts_status load_tree(ts_sweep *s, const ts_ynode *root, const ts_config_opts *copts, ts_err *err)
 {
     if (!root)
         return ts_err_at(err, TS_EINPUT, s->file, 1, 1, "empty sweep spec");
-    if (root->kind != Y_MAP)
-        return at(s, err, root, "expected a map of sweep keys, got %s", y_kind(root));
-    const ynode *axes = NULL, *cfgv = NULL, *wls = NULL, *filt = NULL, *mets = NULL;
+    if (root->kind != TS_Y_MAP)
+        return at(s, err, root, "expected a map of sweep keys, got %s", ts_ynode_kind_name(root));
+    const ts_ynode *axes = NULL, *cfgv = NULL, *wls = NULL, *filt = NULL, *mets = NULL;
     for (size_t i = 0; i + 1 < root->n; i += 2) {
-        const ynode *k = root->kids[i], *v = root->kids[i + 1];
+        const ts_ynode *k = root->kids[i], *v = root->kids[i + 1];
         for (size_t j = 0; j < i; j += 2)
             if (!strcmp(root->kids[j]->text, k->text))
                 return at(s, err, k, "duplicate key '%s' (first at line %d, col %d)", k->text,
@@ -941,15 +831,15 @@ static ts_status load_tree(ts_sweep *s, const ynode *root, const ts_config_opts 
         } else if (!strcmp(k->text, "metrics")) {
             mets = v;
         } else if (!strcmp(k->text, "description")) {
-            if (v->kind != Y_SCALAR)
-                return at(s, err, v, "description: expected text, got %s", y_kind(v));
+            if (v->kind != TS_Y_SCALAR)
+                return at(s, err, v, "description: expected text, got %s", ts_ynode_kind_name(v));
         } else if (!strcmp(k->text, "combine")) {
-            if (v->kind != Y_SCALAR || (strcmp(v->text, "cartesian") && strcmp(v->text, "zip")))
+            if (v->kind != TS_Y_SCALAR || (strcmp(v->text, "cartesian") && strcmp(v->text, "zip")))
                 return at(s, err, v, "combine: expected 'cartesian' or 'zip'");
             s->zip = !strcmp(v->text, "zip");
         } else if (!strcmp(k->text, "max_cycles")) {
             char *end;
-            if (v->kind != Y_SCALAR || !v->text[0] || v->text[0] == '-' ||
+            if (v->kind != TS_Y_SCALAR || !v->text[0] || v->text[0] == '-' ||
                 (s->max_cycles = strtoull(v->text, &end, 10), *end) || !s->max_cycles)
                 return at(s, err, v, "max_cycles: expected a positive whole number");
         } else {
@@ -962,7 +852,7 @@ static ts_status load_tree(ts_sweep *s, const ynode *root, const ts_config_opts 
     }
     if (!cfgv)
         return at(s, err, root, "missing required key 'config'");
-    if (cfgv->kind != Y_SCALAR || !cfgv->text[0])
+    if (cfgv->kind != TS_Y_SCALAR || !cfgv->text[0])
         return at(s, err, cfgv, "config: expected a config file or a built-in name");
     if (!wls)
         return at(s, err, root, "missing required key 'workloads'");
@@ -1012,7 +902,7 @@ static ts_status load_tree(ts_sweep *s, const ynode *root, const ts_config_opts 
             goto out;
         for (size_t i = 0; i < s->nmetrics; i++) {
             const char *m = s->metrics[i];
-            const ynode *mn = mets->kind == Y_SCALAR ? mets : mets->kids[i];
+            const ts_ynode *mn = mets->kind == TS_Y_SCALAR ? mets : mets->kids[i];
             const char *dot = strchr(m, '.');
             char first[64];
             snprintf(first, sizeof first, "%.*s", dot ? (int)(dot - m) : (int)strlen(m), m);
@@ -1050,8 +940,8 @@ static ts_status load_tree(ts_sweep *s, const ynode *root, const ts_config_opts 
         }
     }
     if (filt) {
-        size_t nf = filt->kind == Y_SCALAR ? 1 : filt->n;
-        if (filt->kind == Y_MAP) {
+        size_t nf = filt->kind == TS_Y_SCALAR ? 1 : filt->n;
+        if (filt->kind == TS_Y_MAP) {
             st = at(s, err, filt, "filter: expected an expression or a list of them, got a map");
             goto out;
         }
@@ -1061,9 +951,9 @@ static ts_status load_tree(ts_sweep *s, const ynode *root, const ts_config_opts 
             goto out;
         }
         for (size_t i = 0; i < nf; i++) {
-            const ynode *it = filt->kind == Y_SCALAR ? filt : filt->kids[i];
-            if (it->kind != Y_SCALAR) {
-                st = at(s, err, it, "filter: expected an expression, got %s", y_kind(it));
+            const ts_ynode *it = filt->kind == TS_Y_SCALAR ? filt : filt->kids[i];
+            if (it->kind != TS_Y_SCALAR) {
+                st = at(s, err, it, "filter: expected an expression, got %s", ts_ynode_kind_name(it));
                 goto out;
             }
             filter *fl = &s->filters[s->nfilters++];
@@ -1094,11 +984,11 @@ ts_status ts_sweep_load_string(ts_sweep **out, const char *name, const char *dir
         ts_sweep_destroy(s);
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     }
-    ynode *root = NULL;
-    ts_status st = y_parse(s->file, text, len, &root, err);
+    ts_ynode *root = NULL;
+    ts_status st = ts_ytree_parse(s->file, text, len, &yaml_opts, &root, err);
     if (st == TS_OK)
         st = load_tree(s, root, copts, err);
-    y_free(root);
+    ts_ynode_destroy(root);
     if (st != TS_OK) {
         ts_sweep_destroy(s);
         return st;

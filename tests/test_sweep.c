@@ -182,6 +182,10 @@ START_TEST(test_errors)
                                 "combine: zip\n"),
                      "spec.yaml:1:1: combine: zip needs axes of one length, but 'tiles' has 2 values and "
                      "'clock' 1");
+    /* A million values are read (each once, in linear time) before the range is refused. */
+    ck_assert_str_eq(load_error("config: chip\nworkloads: [a]\naxes:\n"
+                                "  clock: {from: 1 GHz, to: 2 GHz, step: 250 Hz}\n"),
+                     "spec.yaml:4:10: clock: more than 1000000 values");
     ck_assert_str_eq(load_error("config: chip\nworkloads: [a]\naxes: {tiles: [1]}\nfilter: tiles <= 2 +\n"),
                      "spec.yaml:4:21: filter: expression ends too early");
     ck_assert_str_eq(load_error("config: chip\nworkloads: [a]\naxes: {tiles: [1]}\nfilter: tils < 3\n"),
@@ -196,6 +200,51 @@ START_TEST(test_errors)
     const char *m = load_error("config: nochip\nworkloads: [a]\n");
     const char *want = "spec.yaml:1:9: config 'nochip' does not load: ";
     ck_assert_msg(!strncmp(m, want, strlen(want)), "got '%s'", m);
+}
+END_TEST
+
+/* Parentheses, '-' and '!' nest at most 64 deep in a filter; deeper ones are refused at the
+ * first level too many instead of exhausting the stack. */
+START_TEST(test_filter_depth)
+{
+    enum { DEEP = 100000 };
+    char *text = malloc(2 * DEEP + 100);
+    ck_assert_ptr_nonnull(text);
+    const char *head = "config: chip\nworkloads: [a]\naxes: {tiles: [1, 2]}\nfilter: ";
+    for (int levels = 64; levels <= 65; levels++) {
+        size_t n = strlen(head);
+        memcpy(text, head, n);
+        memset(text + n, '(', (size_t)levels);
+        n += (size_t)levels;
+        n += (size_t)sprintf(text + n, "tiles");
+        memset(text + n, ')', (size_t)levels);
+        sprintf(text + n + (size_t)levels, " < 2\n");
+        if (levels == 64) {
+            ts_sweep *s;
+            ts_err err;
+            ck_assert_int_eq(load(&s, text, &err), TS_OK);
+            ck_assert_uint_eq(ts_sweep_npoints(s), 1);
+            ts_sweep_destroy(s);
+            ts_err_free(&err);
+        } else {
+            ck_assert_str_eq(load_error(text), "spec.yaml:4:73: filter: expression nested more than 64 levels");
+        }
+    }
+    int n = sprintf(text, "%s\"", head);
+    for (int i = 0; i < 65; i++)
+        n += sprintf(text + n, "- ");
+    sprintf(text + n, "tiles < 2\"\n");
+    ck_assert_str_eq(load_error(text), "spec.yaml:4:138: filter: expression nested more than 64 levels");
+    n = sprintf(text, "%s\"", head);
+    for (int i = 0; i < 65; i++)
+        n += sprintf(text + n, "!");
+    sprintf(text + n, "(tiles < 2)\"\n");
+    ck_assert_str_eq(load_error(text), "spec.yaml:4:74: filter: expression nested more than 64 levels");
+    n = sprintf(text, "%s", head);
+    memset(text + n, '(', DEEP);
+    sprintf(text + n + DEEP, "tiles < 2\n");
+    ck_assert_str_eq(load_error(text), "spec.yaml:4:73: filter: expression nested more than 64 levels");
+    free(text);
 }
 END_TEST
 
@@ -295,6 +344,7 @@ int main(void)
     tcase_add_test(tc, test_cartesian_ranges);
     tcase_add_test(tc, test_zip_filters);
     tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_filter_depth);
     tcase_add_test(tc, test_json_lookup);
     tcase_add_test(tc, test_csv);
     tcase_add_test(tc, test_alloc_failures);

@@ -10,28 +10,13 @@
 #include "core/alloc.h"
 #include "core/program.h"
 #include "core/report.h"
+#include "tests/arch/arch_test.h"
 
 static const ts_schema *lookup(const char *arch) { return strcmp(arch, "ipu") ? NULL : &ts_ipu_schema; }
 
 void *ipu_test_config(const char *name, const char *const *sets)
 {
-    const char *root = getenv("TS_SOURCE_ROOT");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/configs/%s.yaml", root ? root : ".", name);
-    size_t n = 0;
-    while (sets && sets[n])
-        n++;
-    ts_config_opts o = {.schema = lookup, .builtin = NULL, .sets = sets, .nsets = n};
-    ts_err e;
-    ts_err_init(&e);
-    ts_config *c = NULL;
-    if (ts_config_load(&c, path, &o, &e) != TS_OK) {
-        char line[1400];
-        ts_err_format(&e, line, sizeof line);
-        ck_abort_msg("config %s: %s", path, line);
-    }
-    ts_err_free(&e);
-    return c;
+    return arch_test_config(name, sets, lookup);
 }
 
 char *ipu_test_expand(const char *text)

@@ -9,26 +9,11 @@
 
 #include "core/report.h"
 #include "core/stats.h"
+#include "tests/arch/arch_test.h"
 
 void *tsp_test_config(const char *name, const char *const *sets)
 {
-    const char *root = getenv("TS_SOURCE_ROOT");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/configs/%s.yaml", root ? root : ".", name);
-    size_t n = 0;
-    while (sets && sets[n])
-        n++;
-    ts_config_opts o = {.schema = ts_tsp_schema_lookup, .builtin = NULL, .sets = sets, .nsets = n};
-    ts_err e;
-    ts_err_init(&e);
-    ts_config *c = NULL;
-    if (ts_config_load(&c, path, &o, &e) != TS_OK) {
-        char line[1400];
-        ts_err_format(&e, line, sizeof line);
-        ck_abort_msg("config %s: %s", path, line);
-    }
-    ts_err_free(&e);
-    return c;
+    return arch_test_config(name, sets, ts_tsp_schema_lookup);
 }
 
 ts_program *tsp_test_asm(const char *text)
