@@ -354,7 +354,7 @@ static ts_status build(lw *L, int input, int output)
         for (size_t k = 0; k < n->nin; k++) {
             const ts_graph_tensor *t = ts_graph_get_tensor(g, n->in[k]);
             if (t->dtype != TS_DT_F32)
-                return fail(L, n, "input '%s' is %s; the WSE lowering supports f32 only", t->name,
+                return fail(L, n, "input '%s' is %s; the WSE lowering supports f32 only (built-in workloads take dtype=f32)", t->name,
                             ts_dtype_name(t->dtype));
         }
         bool r0 = reads(n, lane[0].t), r1 = fork_t >= 0 && reads(n, lane[1].t);
@@ -1519,7 +1519,7 @@ ts_status ts_lower_wse(const ts_graph *g, const ts_lower_wse_params *p, ts_progr
         return ts_err_set(err, TS_EINPUT, "the graph needs one data input and one output");
     const ts_graph_tensor *it = ts_graph_get_tensor(g, input);
     if (it->dtype != TS_DT_F32)
-        return ts_err_set(err, TS_EINPUT, "input '%s' is %s; the WSE lowering supports f32 only", it->name,
+        return ts_err_set(err, TS_EINPUT, "input '%s' is %s; the WSE lowering supports f32 only (built-in workloads take dtype=f32)", it->name,
                           ts_dtype_name(it->dtype));
     lw L = {.g = g, .p = p, .err = err};
     ts_status rc = build(&L, input, output);
