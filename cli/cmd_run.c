@@ -282,7 +282,7 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     if (cli_load_workload_rep(&prog, workload, cfg, fam, &lrep, &err) != TS_OK ||
-        cli_load_energy(&energy, cfg, energy_name, &err) != TS_OK) {
+        cli_load_energy(&energy, cfg, energy_name, &err) != TS_OK || cli_lowering_regions(&ro, &err) != TS_OK) {
         rc = cli_fail(&err);
         goto out;
     }

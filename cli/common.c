@@ -227,17 +227,31 @@ static ts_status cli_lower_tsp(ts_program **out, const char *path, const ts_conf
     return rc;
 }
 
-/* The last WSE lowering, for the per-stage table after the run. */
+/* The last WSE lowering, for the per-stage table after the run, and its stages as regions. */
 static ts_lower_wse_report wse_rep;
 static uint32_t wse_width;
+static ts_region *wse_regions;
+
+ts_status cli_lowering_regions(ts_run_opts *ro, ts_err *err)
+{
+    size_t n = 0;
+    ts_free(wse_regions);
+    wse_regions = NULL;
+    ts_status rc = ts_lower_wse_regions(&wse_rep, &wse_regions, &n, err);
+    ro->regions = wse_regions;
+    ro->nregions = n;
+    return rc;
+}
 
 ts_status cli_lowering_stats(ts_results *res, const ts_energy_table *energy, ts_err *err)
 {
     ts_status rc = tsp_layers(res, energy, err);
     if (rc == TS_OK && wse_rep.nstages && res->stats)
-        rc = ts_lower_wse_stage_stats(&wse_rep, wse_width, res->stats, err);
+        rc = ts_lower_wse_stage_stats(&wse_rep, wse_width, res, energy, err);
     ts_lower_tsp_report_free(&tsp_last);
     ts_lower_wse_report_free(&wse_rep);
+    ts_free(wse_regions);
+    wse_regions = NULL;
     return rc;
 }
 

@@ -5,6 +5,7 @@
 
 #include "cli/common.h"
 #include "core/results.h"
+#include "core/sim.h"
 #include "workloads/lower_ipu.h"
 
 /* Like cli_load_program, but a model (ts_wl_is_model: an ONNX file, a workload YAML file or a
@@ -23,5 +24,9 @@ ts_status cli_load_workload_rep(ts_program **out, const char *path, const ts_con
  * ts_lower_wse_stage_stats) table "layers" to res and forget the lowering; otherwise nothing.
  * (The IPU's plan comes back through cli_load_workload_rep.) */
 ts_status cli_lowering_stats(ts_results *res, const ts_energy_table *energy, ts_err *err);
+/* Before the run of a model lowered by cli_load_workload: the regions whose energy events the run
+ * is to sum for cli_lowering_stats (a WSE lowering's stages; none otherwise). They stay valid until
+ * cli_lowering_stats. */
+ts_status cli_lowering_regions(ts_run_opts *ro, ts_err *err);
 
 #endif

@@ -22,6 +22,12 @@ typedef struct ts_trace ts_trace;       /* core/trace.h */
 typedef struct ts_activity ts_activity; /* core/activity.h */
 typedef struct ts_model ts_model;       /* defined by each family */
 
+/* A rectangle of a family's units (WSE: PEs, x and y on the mesh) whose energy events the results
+ * sum separately (table region_events), e.g. the stages of a lowered model. */
+typedef struct ts_region {
+    uint32_t x, y, w, h;
+} ts_region;
+
 typedef struct ts_run_opts {
     uint64_t max_cycles;   /* stop with TS_ESIM past this many cycles; 0 = no limit */
     uint64_t hang_cycles;  /* no progress for this many cycles is a hang; 0 = default (1,000,000) */
@@ -30,6 +36,8 @@ typedef struct ts_run_opts {
     bool warn;             /* record hazards and go on instead of stopping (where a family has them) */
     ts_trace *trace;       /* borrowed, may be NULL */
     ts_activity *activity; /* borrowed, may be NULL */
+    const ts_region *regions; /* borrowed, nregions of them; families without a unit grid ignore them */
+    size_t nregions;
     /* Called now and then with the current cycle; may be NULL. */
     void (*progress)(void *ud, uint64_t cycle);
     void *progress_ud;

@@ -1613,19 +1613,58 @@ int ts_lower_wse_locate(const ts_lower_wse_report *rep, int tensor, uint64_t ele
     return 0;
 }
 
-ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh_width, ts_stats *stats,
-                                   ts_err *err)
+ts_status ts_lower_wse_regions(const ts_lower_wse_report *rep, ts_region **out, size_t *n, ts_err *err)
 {
-    static const char *const cols[] = {"stage",       "node",         "x",    "y",     "w",
-                                       "h",           "pes",          "macs", "busy",  "stall",
-                                       "wavelets_in", "wavelets_out", "busiest", "link_wavelets"};
-    static const char *const units[] = {"", "", "", "", "", "", "", "", "cycles", "cycles", "", "", "cycles", ""};
+    *out = NULL;
+    *n = 0;
+    if (!rep->nstages)
+        return TS_OK;
+    ts_region *g = ts_malloc(rep->nstages * sizeof *g);
+    if (!g)
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    for (size_t i = 0; i < rep->nstages; i++)
+        g[i] = (ts_region){rep->stages[i].x, rep->stages[i].y, rep->stages[i].w, rep->stages[i].h};
+    *out = g;
+    *n = rep->nstages;
+    return TS_OK;
+}
+
+/* Stage i's dynamic energy in joules from the run's table region_events, priced with energy; -1
+ * when either is missing. */
+static double stage_joules(const ts_stat *ev, size_t i, const ts_energy_table *energy)
+{
+    if (!ev || !energy || ev->kind != TS_STAT_TABLE || i >= ev->nrows)
+        return -1;
+    double j = 0;
+    for (size_t c = 1; c < ev->ncols; c++) {
+        const ts_energy_entry *e = ts_energy_find(energy, ev->cols[c]);
+        if (!e)
+            return -1;
+        j += e->joules * ev->rows[i * ev->ncols + c];
+    }
+    return j;
+}
+
+ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh_width, ts_results *res,
+                                   const ts_energy_table *energy, ts_err *err)
+{
+    static const char *const cols[] = {"stage",       "node",         "x",         "y",       "w",
+                                       "h",           "pes",          "macs",      "busy",    "stall",
+                                       "wavelets_in", "wavelets_out", "bandwidth", "busiest", "link_wavelets",
+                                       "energy"};
+    static const char *const units[] = {"", "", "", "", "", "", "", "", "cycles", "cycles", "", "", "GB/s",
+                                        "cycles", "", "uJ"};
     enum { NC = sizeof cols / sizeof *cols };
+    ts_stats *stats = res->stats;
     const ts_stat *busy = ts_stats_find(stats, "pe.busy_per_pe"), *stall = ts_stats_find(stats, "pe.stall_per_pe");
     const ts_stat *link[4] = {ts_stats_find(stats, "fabric.link_north"), ts_stats_find(stats, "fabric.link_south"),
                               ts_stats_find(stats, "fabric.link_east"), ts_stats_find(stats, "fabric.link_west")};
+    const ts_stat *ev = ts_stats_find(stats, "region_events");
+    double secs = ts_results_time_s(res);
     int tb = ts_stats_table(stats, "layers", "one row per stage of the WSE lowering (docs/lowering-wse.md); node -1 is "
-                            "the input source, the output sink or a skip path's FIFO", NC, cols, units);
+                            "the input source, the output sink or a skip path's FIFO; bandwidth is its wavelets in "
+                            "and out (4 B each) over the run, energy the dynamic energy of its PEs and routers",
+                            NC, cols, units);
     if (tb < 0)
         return ts_err_set(err, TS_ENOMEM, "cannot add the layer table");
     for (size_t i = 0; i < rep->nstages; i++) {
@@ -1645,9 +1684,12 @@ ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh
                 for (int q = 0; q < 4; q++)
                     lk += link[q] && id < link[q]->n ? link[q]->v[id] : 0;
             }
+        double j = stage_joules(ev, i, energy);
         double row[NC] = {(double)i, s->what && !strcmp(s->what, "fifo") ? -1 : (double)s->node, s->x, s->y, s->w,
                           s->h, (double)s->w * s->h, (double)s->macs, have ? b : -1, have ? st : -1,
-                          (double)s->in_elems, (double)s->out_elems, have ? mx : -1, have ? lk : -1};
+                          (double)s->in_elems, (double)s->out_elems,
+                          secs > 0 ? 4.0 * (double)(s->in_elems + s->out_elems) / secs / 1e9 : 0, have ? mx : -1,
+                          have ? lk : -1, j >= 0 ? j * 1e6 : -1};
         if (ts_stats_row(stats, tb, row))
             return ts_err_set(err, TS_ENOMEM, "cannot add the layer table");
     }

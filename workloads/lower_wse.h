@@ -23,8 +23,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "core/config.h"
+#include "core/energy.h"
 #include "core/err.h"
 #include "core/program.h"
+#include "core/results.h"
+#include "core/sim.h"
 #include "core/stats.h"
 #include "workloads/graph.h"
 
@@ -78,13 +81,19 @@ void ts_lower_wse_report_free(ts_lower_wse_report *rep);
 ts_status ts_lower_wse(const ts_graph *g, const ts_lower_wse_params *p, ts_program **out, ts_lower_wse_report *rep,
                        ts_err *err);
 
-/* After a run: add to stats (the run's statistics) the table "layers", one row per stage: its
- * rectangle, MACs, wavelets in and out (4 bytes each), and, when the run wrote per-PE arrays
- * (meshes up to report.pe_array_limit PEs), the busy and stall PE-cycles of its PEs, the busiest
- * PE's busy cycles ("busiest", the stage's cycles: a stage works while the pipeline runs, so its time is its
- * busiest PE's) and the wavelets its routers sent over links; -1 where the arrays are missing. */
-ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh_width, ts_stats *stats,
-                                   ts_err *err);
+/* The stages' rectangles as regions for the run options (ts_run_opts.regions), so the run sums
+ * each stage's energy events (table region_events). Caller frees *out (ts_free). */
+ts_status ts_lower_wse_regions(const ts_lower_wse_report *rep, ts_region **out, size_t *n, ts_err *err);
+
+/* After a run: add to res->stats the table "layers", one row per stage: its rectangle, MACs,
+ * wavelets in and out (4 bytes each) and their rate over the run ("bandwidth"), and, when the run
+ * wrote per-PE arrays (meshes up to report.pe_array_limit PEs), the busy and stall PE-cycles of its
+ * PEs, the busiest PE's busy cycles ("busiest", the stage's cycles: a stage works while the
+ * pipeline runs, so its time is its busiest PE's) and the wavelets its routers sent over links; -1
+ * where the arrays are missing. With the run's table region_events (ts_lower_wse_regions) and an
+ * energy table, its dynamic energy ("energy", uJ; -1 without them). */
+ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh_width, ts_results *res,
+                                   const ts_energy_table *energy, ts_err *err);
 
 /* PE and byte address of element elem (graph order) of the graph output after the run; -1 if
  * tensor is not the output. */

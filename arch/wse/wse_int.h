@@ -257,6 +257,8 @@ struct ts_model {
     /* activity (wse_activity.c): the sampler (borrowed, may be NULL), its window, and each
      * allocated tile's counters at the last window's end (owned); thread 0 only */
     ts_activity *act;
+    const ts_region *regions; /* borrowed from the run options: event sums asked for (wse_report.c) */
+    size_t nregions;
     uint64_t act_window, *act_prev;
     bool act_nomem, act_stop;
     char pad0[WSE_PAD];

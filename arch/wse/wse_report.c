@@ -208,6 +208,65 @@ static ts_status add_array(ts_model *m, ts_results *r, const char *name, const c
     return rc ? ts_err_set(err, rc, "cannot add statistic %s", name) : TS_OK;
 }
 
+enum { EV_COUNT = 13 };
+static const char *const ev_names[EV_COUNT] = {
+    "insn_issue", "int32_add", "regfile_32b", "fp32_add", "fp32_mul", "fp32_mac", "fp16_add",
+    "fp16_mul", "fp16_mac", "sram_read_64b", "sram_write_64b", "router_hop_32b", "wire_bit_mm"};
+
+/* The energy events of counters s (one tile's, or summed over tiles: the events are linear in
+ * them), in the order of ev_names. */
+static void events_of(const ts_model *m, const wse_tstats *s, double *ev)
+{
+    uint64_t ns = s->link[WSE_N] + s->link[WSE_S], ew = s->link[WSE_E] + s->link[WSE_W];
+    double mm_ew = m->c.pitch_x * 1e3, mm_ns = m->c.pitch_y * 1e3;
+    const double v[EV_COUNT] = {
+        (double)s->insns, (double)s->int_ops, (double)s->regs, (double)s->f32_add, (double)s->f32_mul,
+        (double)s->f32_mac, (double)s->f16_add, (double)s->f16_mul, (double)s->f16_mac, (double)s->sram_rd / 8.0,
+        (double)s->sram_wr / 8.0,
+        /* a router traversal per wavelet per output port, ramp deliveries and injections included */
+        (double)(ns + ew + s->delivered + s->injected),
+        (double)m->c.link_bits * ((double)ew * mm_ew + (double)ns * mm_ns)};
+    memcpy(ev, v, sizeof v);
+}
+
+/* Table region_events: the energy events of the PEs in each region the run options asked for. */
+static ts_status region_events(const ts_model *m, ts_stats *st, ts_err *err)
+{
+    if (!m->nregions)
+        return TS_OK;
+    const char *cols[1 + EV_COUNT], *units[1 + EV_COUNT];
+    cols[0] = "region";
+    units[0] = "";
+    for (int e = 0; e < EV_COUNT; e++) {
+        cols[1 + e] = ev_names[e];
+        units[1 + e] = "";
+    }
+    int tab = ts_stats_table(st, "region_events", "per region of PEs asked for (a lowered model's stages): the "
+                             "energy events of its PEs, to price it", 1 + EV_COUNT, cols, units);
+    if (tab < 0)
+        return ts_err_set(err, TS_ENOMEM, "out of memory for the region_events table");
+    for (size_t i = 0; i < m->nregions; i++) {
+        const ts_region *g = &m->regions[i];
+        wse_tstats s = {0};
+        for (uint64_t y = g->y; y < (uint64_t)g->y + g->h && y < m->h; y++)
+            for (uint64_t x = g->x; x < (uint64_t)g->x + g->w && x < m->w; x++) {
+                const wse_tile *t = m->t[y * m->w + x];
+                if (!t)
+                    continue;
+                const uint64_t *a = (const uint64_t *)(const void *)&t->s;
+                uint64_t *d = (uint64_t *)(void *)&s;
+                for (size_t k = 0; k < sizeof s / sizeof(uint64_t); k++)
+                    d[k] += a[k];
+            }
+        double row[1 + EV_COUNT];
+        row[0] = (double)i;
+        events_of(m, &s, row + 1);
+        if (ts_stats_row(st, tab, row) != TS_OK)
+            return ts_err_set(err, TS_ENOMEM, "out of memory for the region_events table");
+    }
+    return TS_OK;
+}
+
 static ts_status wse_collect(ts_model *m, ts_results *r, ts_err *err)
 {
     wse_tstats s = {0};
@@ -243,23 +302,11 @@ static ts_status wse_collect(ts_model *m, ts_results *r, ts_err *err)
     CHK(ts_results_util(r, "router", m->npes, s.router_busy, err));
     CHK(ts_results_util(r, "link", links, hops, err));
     /* energy events, names from the shipped tables */
-    CHK(ts_results_event(r, "insn_issue", (double)s.insns, err));
-    CHK(ts_results_event(r, "int32_add", (double)s.int_ops, err));
-    CHK(ts_results_event(r, "regfile_32b", (double)s.regs, err));
-    CHK(ts_results_event(r, "fp32_add", (double)s.f32_add, err));
-    CHK(ts_results_event(r, "fp32_mul", (double)s.f32_mul, err));
-    CHK(ts_results_event(r, "fp32_mac", (double)s.f32_mac, err));
-    CHK(ts_results_event(r, "fp16_add", (double)s.f16_add, err));
-    CHK(ts_results_event(r, "fp16_mul", (double)s.f16_mul, err));
-    CHK(ts_results_event(r, "fp16_mac", (double)s.f16_mac, err));
-    CHK(ts_results_event(r, "sram_read_64b", (double)s.sram_rd / 8.0, err));
-    CHK(ts_results_event(r, "sram_write_64b", (double)s.sram_wr / 8.0, err));
-    /* a router traversal per wavelet per output port, ramp deliveries and injections included */
-    uint64_t traversals = hops + s.delivered + s.injected;
-    CHK(ts_results_event(r, "router_hop_32b", (double)traversals, err));
-    double mm_ew = m->c.pitch_x * 1e3, mm_ns = m->c.pitch_y * 1e3;
-    CHK(ts_results_event(r, "wire_bit_mm", (double)m->c.link_bits * ((double)hops_ew * mm_ew + (double)hops_ns * mm_ns),
-                         err));
+    double ev[EV_COUNT];
+    events_of(m, &s, ev);
+    for (int e = 0; e < EV_COUNT; e++)
+        CHK(ts_results_event(r, ev_names[e], ev[e], err));
+    CHK(region_events(m, r->stats, err));
     /* family statistics */
     ts_stats *st = r->stats;
 #define U(name, unit, desc, v) CHK(ts_stats_u64(st, name, unit, desc, v) ? ts_err_set(err, TS_ENOMEM, "cannot add %s", name) : TS_OK)

@@ -268,6 +268,8 @@ ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *
         ts_err_init(&m->band[i].err);
     split_bands(m, NULL);
     m->act = opts ? opts->activity : NULL;
+    m->regions = opts ? opts->regions : NULL;
+    m->nregions = opts ? opts->nregions : 0;
     if (m->act) {
         ts_status rc = ts_wse_act_layout(m, err);
         if (rc) {

@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "arch/wse/wse.h"
+#include "configs/builtin.h"
+#include "core/energy.h"
+#include "core/results.h"
 #include "core/alloc.h"
 #include "core/program.h"
 #include "tests/arch/wse/wse_test.h"
@@ -165,6 +168,92 @@ START_TEST(test_matmul)
     wt_free(m);
     lowered_free(&L);
     ts_graph_destroy(g);
+}
+END_TEST
+
+/* A run given the stages as regions sums each stage's energy events (table region_events): the
+ * product stage's fp32_mac events are its MACs, no region has more of an event than the run, and
+ * the layers table prices each stage (energy) and gives its bandwidth. */
+START_TEST(test_stage_energy)
+{
+    ts_graph *g = ts_graph_create("mm");
+    int a = tensor(g, "a", TS_TENSOR_INPUT, 2, (int64_t[]){6, 40});
+    int b = tensor(g, "b", TS_TENSOR_WEIGHT, 2, (int64_t[]){40, 24});
+    int c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, a);
+    fill(g, b);
+    node(g, TS_OP_MATMUL, "mm", (int[]){a, b}, 2, c, NULL);
+    ts_graph_mark_output(g, c);
+    finalize(g);
+    ts_err e;
+    ts_err_init(&e);
+    ts_lower_wse_params p = params(32, 32);
+    ts_lower_wse_report rep = {0};
+    ts_program *prog = NULL;
+    ck_assert_int_eq(ts_lower_wse(g, &p, &prog, &rep, &e), TS_OK);
+    ts_region *rg = NULL;
+    size_t nrg = 0;
+    ck_assert_int_eq(ts_lower_wse_regions(&rep, &rg, &nrg, &e), TS_OK);
+    ck_assert_uint_eq(nrg, rep.nstages);
+    ts_wse_cfg cf = wt_cfg(32, 32);
+    ts_model *m = NULL;
+    ts_run_opts o = {.regions = rg, .nregions = nrg};
+    ck_assert_int_eq(ts_wse_create(&m, &cf, &o, &e), TS_OK);
+    ck_assert_int_eq(ts_wse_family.load(m, prog, &e), TS_OK);
+    ts_step st = {0};
+    while (!st.done)
+        ck_assert_int_eq(ts_wse_family.step(m, st.now + 65536, &st, &e), TS_OK);
+    ts_results res;
+    ts_results_init(&res);
+    ck_assert_int_eq(ts_wse_family.collect(m, &res, &e), TS_OK);
+    const ts_stat *ev = ts_stats_find(res.stats, "region_events");
+    ck_assert_ptr_nonnull(ev);
+    ck_assert_uint_eq(ev->nrows, rep.nstages);
+    for (size_t k = 1; k < ev->ncols; k++) {
+        double run_count = -1, sum = 0;
+        for (size_t i = 0; i < res.nevents; i++)
+            if (!strcmp(res.events[i].name, ev->cols[k]))
+                run_count = res.events[i].count;
+        ck_assert_double_ge(run_count, 0);
+        for (size_t i = 0; i < ev->nrows; i++)
+            sum += ev->rows[i * ev->ncols + k];
+        ck_assert_msg(sum <= run_count * (1 + 1e-12), "%s: regions %g, run %g", ev->cols[k], sum, run_count);
+    }
+    size_t mm = 0, macs_col = 0;
+    for (size_t i = 0; i < rep.nstages; i++)
+        if (!strcmp(rep.stages[i].what, "matmul"))
+            mm = i;
+    for (size_t k = 0; k < ev->ncols; k++)
+        if (!strcmp(ev->cols[k], "fp32_mac"))
+            macs_col = k;
+    ck_assert_double_eq(ev->rows[mm * ev->ncols + macs_col], (double)rep.stages[mm].macs);
+    ts_energy_table *t = NULL;
+    ck_assert_int_eq(ts_energy_load(&t, "horowitz45", ts_builtin_find, &e), TS_OK);
+    ck_assert_int_eq(ts_results_price(&res, t, &e), TS_OK);
+    ck_assert_int_eq(ts_lower_wse_stage_stats(&rep, 32, &res, t, &e), TS_OK);
+    const ts_stat *ly = ts_stats_find(res.stats, "layers");
+    ck_assert_ptr_nonnull(ly);
+    size_t ecol = ly->ncols - 1, bcol = 0;
+    for (size_t k = 0; k < ly->ncols; k++)
+        if (!strcmp(ly->cols[k], "bandwidth"))
+            bcol = k;
+    ck_assert_str_eq(ly->cols[ecol], "energy");
+    double total = 0;
+    for (size_t i = 0; i < ly->nrows; i++) {
+        ck_assert_double_ge(ly->rows[i * ly->ncols + ecol], 0);
+        ck_assert_double_gt(ly->rows[i * ly->ncols + bcol], 0);
+        total += ly->rows[i * ly->ncols + ecol] * 1e-6;
+    }
+    ck_assert_double_gt(ly->rows[mm * ly->ncols + ecol], 0);
+    ck_assert_double_le(total, res.energy_j);
+    ts_energy_destroy(t);
+    ts_results_free(&res);
+    ts_free(rg);
+    wt_free(m);
+    ts_program_destroy(prog);
+    ts_lower_wse_report_free(&rep);
+    ts_graph_destroy(g);
+    ts_err_free(&e);
 }
 END_TEST
 
@@ -582,6 +671,7 @@ int main(void)
     TCase *tc = tcase_create("lower_wse");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_matmul);
+    tcase_add_test(tc, test_stage_energy);
     tcase_add_test(tc, test_mlp_softmax);
     tcase_add_test(tc, test_softmax);
     tcase_add_loop_test(tc, test_conv, 0, 2);
