@@ -25,12 +25,17 @@ typedef struct lowered {
     ts_program *prog;
 } lowered;
 
+static int planner;                /* TS_LOWER_PLANNER_* of the lowering */
+static const ts_t10_plan *t10_plan; /* planner (b)'s plan for every MatMul/Gemm; NULL: the cost model's */
+
 static ts_status compile(const ts_graph *g, const char *config, const char *const *sets, ts_program **prog,
                          ts_lower_report *rep, ts_err *e)
 {
     void *cfg = ipu_test_config(config, sets);
     ts_lower_ipu_params p;
     ck_assert_int_eq(ts_lower_ipu_params_from_config(cfg, &p, e), TS_OK);
+    p.planner = planner;
+    p.t10_plan = t10_plan;
     ts_status rc = ts_lower_ipu(g, &p, prog, rep, e);
     ts_config_destroy(cfg);
     return rc;
@@ -937,6 +942,181 @@ START_TEST(test_bottleneck_mk1)
 }
 END_TEST
 
+
+/* ---- planner (b): compute-shift plans ---- */
+
+/* A MatMul (or Gemm with transB and bias) M x K x N lowered with one compute-shift plan. */
+typedef struct t10_case {
+    int M, K, N;
+    bool gemm;
+    ts_t10_plan plan;
+    const char *config;
+    bool elements; /* SRAM elements of 8 KiB: a ring of 3 slots needs 3 elements apart from A's */
+} t10_case;
+
+static const char *const small_elements[] = {"tile.element_bytes=8192", NULL};
+
+static const t10_case t10_cases[] = {
+    /* A rotates in rings of 4 along the column blocks */
+    {24, 32, 16, false, {.fm = 2, .fn = 4, .fk = 1, .ft = 4, .rp = 1, .rot = TS_T10_ROT_A}, "ipu_small16", false},
+    /* A rotates at pace 2: 4 steps of k 8, three slots a ring */
+    {24, 32, 16, false, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 2, .rot = TS_T10_ROT_A}, "ipu_small16", true},
+    /* B rotates along the row blocks (13 rows: 4, 4, 4, 1); 10 columns in 3 groups, the last partial;
+     * k 30 in slices of 16 and 14; Gemm with transB and bias */
+    {13, 30, 10, true, {.fm = 4, .fn = 1, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B}, "ipu_small16", false},
+    /* both rotate (Cannon's skew) */
+    {16, 32, 16, false, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_AB}, "ipu_small16", false},
+    /* k split 4 ways (8, 8, 8, 6), partial sums in a tree of 2 levels; the second column block has 2
+     * columns */
+    {13, 30, 10, true, {.fm = 2, .fn = 2, .fk = 4, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}, "ipu_small16", false},
+    /* k split 2 ways and A rotating at pace 2 in each part */
+    {20, 48, 16, false, {.fm = 2, .fn = 4, .fk = 2, .ft = 2, .rp = 2, .rot = TS_T10_ROT_A}, "ipu_small16", true},
+    /* four tiles, one ring */
+    {10, 8, 8, false, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A}, "ipu_tiny4", false},
+};
+
+START_TEST(test_t10_plans)
+{
+    const t10_case *tc = &t10_cases[_i];
+    ts_graph *g = ts_graph_create("mm");
+    int a = tensor(g, "a", TS_TENSOR_INPUT, 2, (int64_t[]){tc->M, tc->K});
+    int b = tensor(g, "b", TS_TENSOR_WEIGHT, 2, tc->gemm ? (int64_t[]){tc->N, tc->K} : (int64_t[]){tc->K, tc->N});
+    int bias = tc->gemm ? tensor(g, "bias", TS_TENSOR_WEIGHT, 1, (int64_t[]){tc->N}) : -1;
+    int c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, a);
+    fill(g, b);
+    if (tc->gemm)
+        fill(g, bias);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.trans_b = true;
+    if (tc->gemm)
+        node(g, TS_OP_GEMM, "mm", (int[]){a, b, bias}, 3, c, &at);
+    else
+        node(g, TS_OP_MATMUL, "mm", (int[]){a, b}, 2, c, NULL);
+    ts_graph_mark_output(g, c);
+    finalize(g);
+    planner = TS_LOWER_PLANNER_T10;
+    t10_plan = &tc->plan;
+    run_sets = tc->elements ? small_elements : NULL;
+    lowered L = {0};
+    lower_and_run(g, tc->config, &L);
+    run_sets = NULL;
+    /* the report names the plan */
+    ck_assert_uint_eq(L.rep.planner, TS_LOWER_PLANNER_T10);
+    const ts_lower_layer *ly = &L.rep.layers[0];
+    ck_assert(ly->t10);
+    ck_assert_uint_eq(ly->fm, tc->plan.fm);
+    ck_assert_uint_eq(ly->fk, tc->plan.fk);
+    ck_assert_uint_eq(ly->rot, tc->plan.rot);
+    ck_assert_uint_eq(ly->tiles, tc->plan.fm * tc->plan.fn * tc->plan.fk);
+    /* f32: within 1e-5 of the sum of |terms| (the k-slices and the tree add in another order) */
+    for (int i = 0; i < tc->M; i++)
+        for (int j = 0; j < tc->N; j++) {
+            double s = tc->gemm ? val(bias, j) : 0, m = fabs(s);
+            for (int k = 0; k < tc->K; k++) {
+                double t = (double)val(a, i * tc->K + k) * val(b, tc->gemm ? j * tc->K + k : k * tc->N + j);
+                s += t;
+                m += fabs(t);
+            }
+            near(out_at(&L, g, c, (uint64_t)(i * tc->N + j)), s, m, "c", (uint64_t)(i * tc->N + j));
+        }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+    planner = TS_LOWER_PLANNER_LCS;
+    t10_plan = NULL;
+}
+END_TEST
+
+START_TEST(test_t10_graph)
+{
+    /* MatMul -> Relu -> Gemm (transB, bias) -> Softmax with planner (b) choosing by its cost model:
+     * the two products get compute-shift plans, Relu and Softmax are lowered as by planner (a) on
+     * the products' blocked outputs */
+    ts_graph *g = ts_graph_create("mlp");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){48, 32});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 2, (int64_t[]){32, 24});
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, 2, (int64_t[]){12, 24});
+    int b2 = tensor(g, "b2", TS_TENSOR_WEIGHT, 1, (int64_t[]){12});
+    int h = tensor(g, "h", TS_TENSOR_ACTIVATION, -1, NULL);
+    int r = tensor(g, "r", TS_TENSOR_ACTIVATION, -1, NULL);
+    int h2 = tensor(g, "h2", TS_TENSOR_ACTIVATION, -1, NULL);
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    fill(g, w1);
+    fill(g, w2);
+    fill(g, b2);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    node(g, TS_OP_MATMUL, "fc1", (int[]){x, w1}, 2, h, NULL);
+    node(g, TS_OP_RELU, "relu", (int[]){h}, 1, r, NULL);
+    at.trans_b = true;
+    node(g, TS_OP_GEMM, "fc2", (int[]){r, w2, b2}, 3, h2, &at);
+    ts_graph_attrs_init(&at);
+    at.axis = -1;
+    node(g, TS_OP_SOFTMAX, "sm", (int[]){h2}, 1, y, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    planner = TS_LOWER_PLANNER_T10;
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    ck_assert_uint_eq(L.rep.nlayers, 4);
+    ck_assert(L.rep.layers[0].t10 && L.rep.layers[2].t10);
+    ck_assert(!L.rep.layers[1].t10 && !L.rep.layers[3].t10);
+    ck_assert_uint_gt(L.rep.layers[0].model_cycles, 0);
+    for (int i = 0; i < 48; i++) {
+        double hv[24], sv[12], mx = -1e30, sum = 0;
+        for (int j = 0; j < 24; j++) {
+            double t = 0;
+            for (int k = 0; k < 32; k++)
+                t += (double)val(x, i * 32 + k) * val(w1, k * 24 + j);
+            hv[j] = fmax(t, 0);
+        }
+        for (int j = 0; j < 12; j++) {
+            double t = val(b2, j);
+            for (int k = 0; k < 24; k++)
+                t += hv[k] * val(w2, j * 24 + k);
+            sv[j] = t;
+            mx = fmax(mx, t);
+        }
+        for (int j = 0; j < 12; j++)
+            sum += exp(sv[j] - mx);
+        for (int j = 0; j < 12; j++)
+            near(out_at(&L, g, y, (uint64_t)(i * 12 + j)), exp(sv[j] - mx) / sum, 1.0, "y", (uint64_t)(i * 12 + j));
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+    planner = TS_LOWER_PLANNER_LCS;
+}
+END_TEST
+
+START_TEST(test_t10_errors)
+{
+    ts_err e;
+    ts_err_init(&e);
+    int pl = -1;
+    ck_assert_int_eq(ts_lower_ipu_planner("t10", &pl, &e), TS_OK);
+    ck_assert_int_eq(pl, TS_LOWER_PLANNER_T10);
+    ck_assert_int_eq(ts_lower_ipu_planner("roller", &pl, &e), TS_EINPUT);
+    ck_assert_msg(strstr(e.msg, "unknown planner 'roller'"), "%s", e.msg);
+    /* a plan that is not one: ft must divide the ring of the rotating operand */
+    ts_graph *g = NULL;
+    ck_assert_int_eq(ts_wl_builtin("matmul:m=32,k=16,n=24", &g, &e), TS_OK);
+    static const ts_t10_plan bad = {.fm = 2, .fn = 3, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A};
+    planner = TS_LOWER_PLANNER_T10;
+    t10_plan = &bad;
+    ts_program *p = NULL;
+    ts_lower_report rep;
+    ck_assert_int_eq(compile(g, "ipu_small16", NULL, &p, &rep, &e), TS_EINPUT);
+    ck_assert_msg(strstr(e.msg, "does not divide the ring"), "%s", e.msg);
+    ck_assert_ptr_null(p);
+    planner = TS_LOWER_PLANNER_LCS;
+    t10_plan = NULL;
+    ts_graph_destroy(g);
+    ts_err_free(&e);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("lower_ipu");
@@ -954,6 +1134,9 @@ int main(void)
     tcase_add_loop_test(tc, test_pool, 0, 2);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_builtin_matmul);
+    tcase_add_loop_test(tc, test_t10_plans, 0, (int)(sizeof t10_cases / sizeof t10_cases[0]));
+    tcase_add_test(tc, test_t10_graph);
+    tcase_add_test(tc, test_t10_errors);
     if (getenv("TS_SLOW_TESTS"))
         tcase_add_test(tc, test_bottleneck_mk1);
     suite_add_tcase(s, tc);

@@ -1,0 +1,474 @@
+/* workloads/lower_ipu_t10.c — planner (b) of the IPU lowering: MatMul/Gemm as T10's compute-shift
+ * plans (research/graphcore_ipu.md §4.5, §5; the plan space and cost model are plan_t10.h's).
+ *
+ * A plan fm x fn x fk (ft, rp, rot) puts the output block of rows i, columns j and the k-part l on
+ * tile t = (l * fm + i) * fn + j. Each tile holds its slices of A (rows i, its k-range) and of B
+ * (its k-range, columns j) and runs ft * rp steps, each a compute superstep (the AMP kernel of
+ * lower_ipu.c on one k-slice of kp, adding to the partial sums of the steps before) followed, but
+ * for the last, by a shift superstep per rotating operand. A rotating operand is held as rp slices
+ * in a ring of rp + 1 slots; in every shift each tile sends the slice it has just used (its front
+ * slot) to its predecessor in its ring of ft tiles and receives its successor's into the free slot,
+ * so over the steps every slice of the ring passes every tile once. A rotates in rings along j (the
+ * fn tiles sharing its rows), B along i; when both rotate (Cannon's skew) tile (i, j) starts with
+ * sub-tensor (i + j) mod ft of both. With fk > 1 the k-parts' sums are added in a tree: in level d
+ * the tile with l = d (mod 2d) sends its sums to l - d (an exchange superstep), which adds them (a
+ * compute superstep). The output stays on the l = 0 tiles, blocked (rows of i, columns of j).
+ *
+ * Initial placement: A is gathered from where it lies into the plan's layout by lower_ipu.c's
+ * gather (a rotating A: its first rp slices, into the slots); B is initial data, already in AMP
+ * coefficient blocks per slice (a rotating B: its first slice). Weights are placed by salloc as in
+ * planner (a). Sends and receives of one superstep never share an SRAM element (`tile.element_bytes`):
+ * the slots of a ring are allocated apart, and apart from A's placement.
+ *
+ * What the code generator does not take (the plan is then not offered): a rotating B with rp > 1
+ * (its slots would have to lie apart in the static region, whose addresses the first pass does not
+ * know) or on a tile whose low memory does not take 128-bit loads (its free slot is dynamic);
+ * MatMul/Gemm of one row, f16, odd k, transA/alpha/beta (planner (a) lowers them).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "workloads/lower_ipu_int.h"
+
+#define S(t, op, a, b, c) ts_lwi_emit(L, &L->tiles[t].sup, LW_##op, (a), (b), (c))
+#define W(t, op, a, b, c) ts_lwi_emit(L, &L->tiles[t].wrk, LW_##op, (a), (b), (c))
+
+static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+static uint64_t umin(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+/* A MatMul/Gemm planner (b) generates code for. */
+typedef struct t10_op {
+    const ts_graph_tensor *A, *B, *C;
+    uint64_t M, K, N;
+    bool tb; /* Gemm transB: B is [N][K] */
+} t10_op;
+
+static bool t10_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
+{
+    if (n->op != TS_OP_MATMUL && n->op != TS_OP_GEMM)
+        return false;
+    memset(s, 0, sizeof *s);
+    s->A = ts_graph_get_tensor(g, n->in[0]);
+    s->B = ts_graph_get_tensor(g, n->in[1]);
+    s->C = n->nin > 2 ? ts_graph_get_tensor(g, n->in[2]) : NULL;
+    bool gemm = n->op == TS_OP_GEMM;
+    if (gemm && (n->attrs.trans_a || n->attrs.alpha != 1.0 || (s->C && n->attrs.beta != 1.0)))
+        return false;
+    if (s->B->kind == TS_TENSOR_ACTIVATION || s->B->kind == TS_TENSOR_INPUT || s->B->rank != 2 || s->A->rank < 1)
+        return false;
+    if (s->A->dtype != TS_DT_F32 || s->B->dtype != TS_DT_F32 || (s->C && s->C->dtype != TS_DT_F32))
+        return false;
+    s->tb = gemm && n->attrs.trans_b;
+    s->K = (uint64_t)s->A->dims[s->A->rank - 1];
+    s->N = (uint64_t)(s->tb ? s->B->dims[0] : s->B->dims[1]);
+    s->M = s->K ? (uint64_t)ts_graph_tensor_elems(s->A) / s->K : 0;
+    if (s->C && ts_graph_tensor_elems(s->C) != (int64_t)s->N)
+        return false;
+    return s->M > 1 && s->K >= 2 && s->K % 2 == 0 && s->N > 0;
+}
+
+static ts_t10_hw t10_hw(const ts_lower_ipu_params *p, uint64_t sram)
+{
+    uint32_t T = p->max_tiles && p->max_tiles < p->tiles ? p->max_tiles : p->tiles;
+    /* round_cycles 30 is assumed (arming recv, send and rxwait of one exchange superstep), as in
+     * plan_t10_table.c */
+    return (ts_t10_hw){.tiles = T, .sram_bytes = sram, .units = p->amp_macs_f32 / 2,
+                       .workers = p->workers ? p->workers : 6, .xbytes = p->xbytes ? p->xbytes : 4,
+                       .sync_cycles = p->sync_cycles ? p->sync_cycles : 90, .round_cycles = 30};
+}
+
+/* Plans the code generator takes (see the top of the file). */
+static bool generable(const ts_lower_ipu_params *p, const ts_t10_plan *pl)
+{
+    if (pl->rot & TS_T10_ROT_B)
+        return pl->rp == 1 && !p->interleaved_base;
+    /* a ring of rp + 1 > 2 slots needs three elements apart from the one A lies in */
+    uint64_t eb = p->element_bytes ? p->element_bytes : 16;
+    if ((pl->rot & TS_T10_ROT_A) && pl->rp > 1)
+        return p->sram_bytes / eb >= 4;
+    return true;
+}
+
+ts_status ts_lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint64_t budget, ts_t10_plan *plans,
+                           ts_err *err)
+{
+    size_t nn = ts_graph_node_count(g), nops = 0;
+    ts_t10_plan **sets = ts_calloc(nn ? nn : 1, sizeof *sets);
+    size_t *nsets = ts_calloc(nn ? nn : 1, sizeof *nsets), *pick = ts_calloc(nn ? nn : 1, sizeof *pick);
+    int *node = ts_calloc(nn ? nn : 1, sizeof *node);
+    ts_status rc = sets && nsets && pick && node ? TS_OK : ts_err_set(err, TS_ENOMEM, "out of memory planning");
+    ts_t10_hw hw = t10_hw(p, budget);
+    for (size_t i = 0; i < nn && rc == TS_OK; i++) {
+        memset(&plans[i], 0, sizeof plans[i]);
+        t10_op s;
+        if (!t10_shape(g, ts_graph_get_node(g, (int)i), &s))
+            continue;
+        ts_t10_mm mm = {.m = s.M, .k = s.K, .n = s.N, .es = 4};
+        if (p->t10_plan) { /* the caller's choice */
+            ts_t10_plan *f = &plans[i];
+            *f = (ts_t10_plan){.fm = p->t10_plan->fm, .fn = p->t10_plan->fn, .fk = p->t10_plan->fk,
+                               .ft = p->t10_plan->ft, .rp = p->t10_plan->rp, .rot = p->t10_plan->rot};
+            if ((rc = ts_t10_mm_cost(&hw, &mm, f, err)) != TS_OK)
+                break;
+            if (!generable(p, f)) {
+                rc = ts_err_set(err, TS_EINPUT, "plan: a rotating B needs rp 1 and 128-bit loads everywhere; a "
+                                                "rotating A at rp > 1 four SRAM elements per tile");
+                break;
+            }
+            continue;
+        }
+        ts_t10_plan *v = NULL;
+        size_t nv = 0;
+        if (ts_t10_mm_plans(&hw, &mm, &v, &nv, NULL) != TS_OK)
+            continue; /* nothing fits: planner (a) lowers it (and says by how much it is over) */
+        size_t k = 0;
+        for (size_t j = 0; j < nv; j++)
+            if (generable(p, &v[j]))
+                v[k++] = v[j];
+        if (!k) {
+            ts_free(v);
+            continue;
+        }
+        sets[nops] = v;
+        nsets[nops] = ts_t10_pareto_weights(v, k);
+        node[nops++] = (int)i;
+    }
+    if (rc == TS_OK && nops) {
+        /* weights stay for the whole run, the rest only while its operator runs; if even the
+         * smallest plans do not fit, take them and let the lowering say what is over */
+        if (ts_t10_reconcile((const ts_t10_plan *const *)sets, nsets, nops, budget, pick, NULL, NULL) != TS_OK)
+            for (size_t k = 0; k < nops; k++)
+                pick[k] = 0;
+        for (size_t k = 0; k < nops; k++)
+            plans[node[k]] = sets[k][pick[k]];
+    }
+    for (size_t k = 0; sets && k < nops; k++)
+        ts_free(sets[k]);
+    ts_free(sets);
+    ts_free(nsets);
+    ts_free(pick);
+    ts_free(node);
+    return rc;
+}
+
+/* ---- code generation ---- */
+
+/* The plan laid over the tiles. */
+typedef struct t10_gen {
+    uint32_t fm, fn, fk, ft, rp, steps;
+    bool rota, rotb;
+    uint64_t rows, cols, kt, kp, M, K, N;
+} t10_gen;
+
+static uint32_t tile_of(const t10_gen *G, uint32_t i, uint32_t j, uint32_t l) { return (l * G->fm + i) * G->fn + j; }
+
+/* Rows, columns (valid outputs) of block (i, j); k-range of part l. */
+static uint64_t rows_of(const t10_gen *G, uint32_t i) { return i * G->rows < G->M ? umin(G->rows, G->M - i * G->rows) : 0; }
+static uint64_t cols_of(const t10_gen *G, uint32_t j) { return j * G->cols < G->N ? umin(G->cols, G->N - j * G->cols) : 0; }
+
+/* k-slice sigma of part l: its first k and its length (0 past the end of k). */
+static uint64_t slice_k(const t10_gen *G, uint32_t l, uint32_t sigma, uint64_t *ks)
+{
+    uint64_t k0 = (uint64_t)l * G->kt, k1 = umin(G->K, k0 + G->kt);
+    *ks = k0 + (uint64_t)sigma * G->kp;
+    return *ks < k1 ? umin(G->kp, k1 - *ks) : 0;
+}
+
+/* The sub-tensor tile (i, j) holds first: its position in its ring (both rings with Cannon's skew). */
+static uint32_t base_of(const t10_gen *G, uint32_t i, uint32_t j)
+{
+    if (G->rota && G->rotb)
+        return (i % G->ft + j % G->ft) % G->ft;
+    return G->rota ? j % G->ft : G->rotb ? i % G->ft : 0;
+}
+
+/* The slice tile (i, j) computes on in step s. */
+static uint32_t sigma_of(const t10_gen *G, uint32_t i, uint32_t j, uint32_t s)
+{
+    return (base_of(G, i, j) * G->rp + s) % G->steps;
+}
+
+/* One shift of a ring: every tile t < n with words[t] > 0 receives into `to` from nxt[t] and sends
+ * `from[t]` to prv[t]; one exchange superstep. */
+static void shift(lw *L, uint32_t n, const uint32_t *prv, const uint32_t *nxt, const uint64_t *from, uint64_t to,
+                  const uint64_t *words)
+{
+    for (uint32_t t = 0; t < n; t++)
+        if (words[t]) { /* receivers arm first */
+            S(t, SETZI, RM(5), (int32_t)to, 0);
+            S(t, SETZI, RM(6), (int32_t)nxt[t], 0);
+            S(t, RECV, RM(5), RM(6), (int32_t)words[t]);
+        }
+    for (uint32_t t = 0; t < n; t++)
+        if (words[t]) {
+            S(t, SETZI, RM(5), (int32_t)from[t], 0);
+            S(t, SETZI, RM(6), (int32_t)prv[t], 0);
+            S(t, SEND, RM(5), RM(6), (int32_t)words[t]);
+            S(t, RXWAIT, 0, 0, 0);
+        }
+    ts_lwi_sync_all(L);
+}
+
+/* Element-aligned span of [a, a + bytes). */
+static void span(const lw *L, uint64_t a, uint64_t bytes, uint64_t *out)
+{
+    uint64_t eb = L->p->element_bytes ? L->p->element_bytes : 16;
+    out[0] = a / eb * eb;
+    out[1] = cdiv(a + (bytes ? bytes : 1), eb) * eb;
+}
+
+/* Coefficient blocks of B for columns [c0, c0 + cols) and k [ks, ks + kv): [group][pair][unit][2],
+ * packed with kv (the kernel's step), zero past N. */
+static void build_b(lw *L, const t10_op *s, int bid, float *w, uint64_t c0, uint64_t cols, uint64_t ks, uint64_t kv)
+{
+    uint32_t U = L->units;
+    for (uint64_t q = 0; q < cols / U; q++)
+        for (uint64_t k2 = 0; k2 < kv / 2; k2++)
+            for (uint32_t u = 0; u < U; u++)
+                for (uint32_t jj = 0; jj < 2; jj++) {
+                    uint64_t o = c0 + q * U + u, k = ks + 2 * k2 + jj;
+                    w[((q * (kv / 2) + k2) * U + u) * 2 + jj] =
+                        o < s->N ? ts_lwi_value(s->B, bid, s->tb ? o * s->K + k : k * s->N + o) : 0.0f;
+                }
+}
+
+ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_t10_plan *pl)
+{
+    t10_op s;
+    if (!t10_shape(L->g, n, &s))
+        return ts_lwi_unsupported(L, n, "a compute-shift plan for this MatMul/Gemm");
+    int x = n->in[0];
+    if (!L->pl[x].ntiles)
+        return ts_lwi_unsupported(L, n, "an input that is not an activation or a graph input");
+    t10_gen G0 = {.fm = pl->fm, .fn = pl->fn, .fk = pl->fk, .ft = pl->ft, .rp = pl->rp, .steps = pl->ft * pl->rp,
+                  .rota = pl->rot & TS_T10_ROT_A, .rotb = pl->rot & TS_T10_ROT_B, .rows = pl->rows, .cols = pl->cols,
+                  .kt = pl->kt, .kp = pl->kp, .M = s.M, .K = s.K, .N = s.N};
+    const t10_gen *G = &G0;
+    uint32_t U = L->units, Wk = L->workers, tn = G->fm * G->fn * G->fk;
+    if (tn > L->T || G->cols % U || G->kp % 2 || (G->rotb && G->rp != 1))
+        return ts_lwi_unsupported(L, n, "this compute-shift plan");
+    ts_status rc = TS_OK;
+    const lw_place P = L->pl[x];
+    uint64_t av[1][2];
+    span(L, P.addr, P.chunk * P.es, av[0]); /* A's placement sends while the slots receive */
+
+    /* A: a ring of rp + 1 slots of rows x kp, or the whole k-range rows x kt. In a shift the front
+     * slot sends and the one before it in the ring receives: neighbouring slots (and the last and
+     * the first) lie in different elements. */
+    uint64_t aslot[17] = {0}, abuf = 0, aslot_b = G->rows * G->kp * 4;
+    if (G->rota) {
+        if (G->rp > 16)
+            return ts_lwi_unsupported(L, n, "a rotating pace above 16");
+        for (uint32_t k = 0; k <= G->rp; k++) { /* the free slot rp takes no part in the gather */
+            uint64_t sv[3][2];
+            size_t nav = 0;
+            if (k < G->rp)
+                memcpy(sv[nav++], av[0], sizeof sv[0]);
+            if (k)
+                span(L, aslot[k - 1], aslot_b, sv[nav++]);
+            if (k && k == G->rp)
+                span(L, aslot[0], aslot_b, sv[nav++]);
+            aslot[k] = ts_lwi_talloc_apart(L, aslot_b, (const uint64_t(*)[2])sv, nav);
+        }
+    } else
+        abuf = ts_lwi_talloc_apart(L, G->rows * G->kt * 4, (const uint64_t(*)[2])av, 1);
+    /* B: its slices of cols x kp as coefficient blocks, all (still) or the first and a free slot */
+    uint64_t bslot_b = G->cols * G->kp * 4, bw = 0, bslot[2] = {0, 0};
+    if (G->rotb) {
+        bslot[0] = ts_lwi_salloc(L, bslot_b);
+        uint64_t bsp[1][2];
+        span(L, bslot[0], bslot_b, bsp[0]);
+        bslot[1] = ts_lwi_talloc_apart(L, bslot_b, (const uint64_t(*)[2])bsp, 1);
+    } else
+        bw = ts_lwi_salloc(L, G->steps * bslot_b);
+    uint64_t baddr = s.C ? ts_lwi_salloc(L, G->cols * 4) : 0;
+    /* partial sums: two buffers (a step adds the one to the other), padded to whole worker blocks
+     * for the tree's adds; the last written stays as the output */
+    uint64_t ne0 = 0, ks;
+    for (uint32_t sg = 0; sg < G->steps; sg++)
+        ne0 += slice_k(G, 0, sg, &ks) > 0;
+    uint32_t fin = (uint32_t)((ne0 - 1) % 2);
+    bool two = G->steps > 1 || G->fk > 1;
+    uint64_t obytes = cdiv(G->rows * G->cols, Wk) * Wk * 4, obuf[2] = {0, 0};
+    obuf[fin] = ts_lwi_alloc(L, obytes);
+    if (two)
+        obuf[1 - fin] = ts_lwi_talloc_apart(L, obytes, NULL, 0);
+
+    /* initial data: B's coefficient blocks and the bias */
+    float *w = L->measure ? NULL : ts_calloc(bslot_b / 4 + G->cols + 1, 4);
+    if (!L->measure && !w)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory for the weights of '%s'", n->name);
+    for (uint32_t l = 0; w && l < G->fk && rc == TS_OK; l++)
+        for (uint32_t j = 0; j < G->fn && rc == TS_OK; j++)
+            for (uint32_t sg = 0; sg < G->steps && rc == TS_OK; sg++) {
+                uint64_t kv = slice_k(G, l, sg, &ks);
+                memset(w, 0, bslot_b);
+                build_b(L, &s, n->in[1], w, (uint64_t)j * G->cols, G->cols, ks, kv);
+                for (uint32_t i = 0; i < G->fm && rc == TS_OK; i++) {
+                    uint32_t t = tile_of(G, i, j, l);
+                    if (G->rotb && base_of(G, i, j) * G->rp != sg)
+                        continue;
+                    rc = ts_lwi_seg(L, t, G->rotb ? bslot[0] : bw + sg * bslot_b, w, G->cols * kv * 4);
+                }
+            }
+    for (uint32_t j = 0; w && s.C && j < G->fn && rc == TS_OK; j++) {
+        float *bias = w + bslot_b / 4;
+        for (uint64_t o = 0; o < G->cols; o++)
+            bias[o] = j * G->cols + o < s.N ? ts_lwi_value(s.C, n->in[2], j * G->cols + o) : 0.0f;
+        for (uint32_t i = 0; i < G->fm && rc == TS_OK; i++)
+            rc = ts_lwi_seg(L, tile_of(G, i, j, 0), baddr, bias, G->cols * 4);
+    }
+    ts_free(w);
+    if (rc != TS_OK)
+        return rc;
+
+    /* A into the plan's layout: row r of block i, k of the tile's range (or of slot k's slice) */
+    for (uint32_t k = 0; k < (G->rota ? G->rp : 1) && rc == TS_OK; k++) {
+        for (uint32_t t = 0; t < L->T; t++)
+            sc->lo[t] = sc->hi[t] = 0, sc->nr[t] = 0;
+        for (uint32_t l = 0; l < G->fk; l++)
+            for (uint32_t i = 0; i < G->fm; i++)
+                for (uint32_t j = 0; j < G->fn; j++) {
+                    uint32_t t = tile_of(G, i, j, l);
+                    uint64_t len = G->rota ? slice_k(G, l, base_of(G, i, j) * G->rp + k, &ks)
+                                           : slice_k(G, l, 0, &ks) ? umin(G->K, (uint64_t)l * G->kt + G->kt) - ks : 0;
+                    uint64_t r = rows_of(G, i);
+                    if (!len || !r)
+                        continue;
+                    sc->lo[t] = i * G->rows * G->K + ks;
+                    sc->hi[t] = sc->lo[t] + len;
+                    sc->nr[t] = (uint32_t)r;
+                }
+        L->into = G->rota ? aslot[k] : abuf;
+        rc = ts_lwi_gather(L, x, tn, sc->lo, sc->hi, sc->nr, G->K, G->rota ? G->kp : G->kt, true, sc->where);
+        L->into = 0;
+    }
+    if (rc != TS_OK)
+        return rc;
+
+    /* the steps */
+    int *cur = ts_calloc(tn, sizeof *cur);
+    uint32_t *prv = ts_calloc(tn, sizeof *prv), *nxt = ts_calloc(tn, sizeof *nxt);
+    uint64_t *from = ts_calloc(tn, sizeof *from), *words = ts_calloc(tn, sizeof *words);
+    if (!cur || !prv || !nxt || !from || !words)
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
+    for (uint32_t t = 0; t < tn && rc == TS_OK; t++)
+        cur[t] = -1;
+    for (uint32_t st = 0; st < G->steps && rc == TS_OK; st++) {
+        for (uint32_t l = 0; l < G->fk; l++)
+            for (uint32_t i = 0; i < G->fm; i++)
+                for (uint32_t j = 0; j < G->fn; j++) {
+                    uint32_t t = tile_of(G, i, j, l), sg = sigma_of(G, i, j, st);
+                    uint64_t kv = slice_k(G, l, sg, &ks), r = rows_of(G, i), cv = cols_of(G, j);
+                    if (!kv || !r || !cv)
+                        continue;
+                    int o = cur[t] < 0 ? 0 : 1 - cur[t];
+                    mm_args m = {.rows = (uint32_t)r, .nq = (uint32_t)cdiv(cv, U), .kp = (uint32_t)(kv / 2),
+                                 .nq_real = cv, .units = U,
+                                 .a = G->rota ? aslot[st % (G->rp + 1)] : abuf + (uint64_t)sg * G->kp * 4,
+                                 .a_stride = (G->rota ? G->kp : G->kt) * 4,
+                                 .w = G->rotb ? bslot[st % 2] : bw + sg * bslot_b,
+                                 .bias = cur[t] < 0 && l == 0 ? baddr : 0, .out = obuf[o],
+                                 .out_row = (int64_t)(G->cols * 4), .out_q = (int64_t)(U * 4), .out_u = 4,
+                                 .acc = cur[t] < 0 ? 0 : obuf[cur[t]]};
+                    size_t entry = L->tiles[t].wrk.n;
+                    ts_lwi_emit_mm(L, t, &m);
+                    W(t, EXIT, 0, 0, 0);
+                    ts_lwi_run_all(L, t, entry);
+                    cur[t] = o;
+                }
+        ts_lwi_sync_all(L);
+        if (st + 1 == G->steps)
+            break;
+        for (int op = 0; op < 2; op++) { /* shift A along j, then B along i */
+            bool a = op == 0;
+            if (a ? !G->rota : !G->rotb)
+                continue;
+            memset(words, 0, tn * sizeof *words);
+            for (uint32_t l = 0; l < G->fk; l++)
+                for (uint32_t i = 0; i < G->fm; i++)
+                    for (uint32_t j = 0; j < G->fn; j++) {
+                        uint32_t t = tile_of(G, i, j, l);
+                        uint32_t g0 = a ? j / G->ft * G->ft : i / G->ft * G->ft, p = a ? j % G->ft : i % G->ft;
+                        uint32_t pp = g0 + (p + G->ft - 1) % G->ft, pn = g0 + (p + 1) % G->ft;
+                        prv[t] = a ? tile_of(G, i, pp, l) : tile_of(G, pp, j, l);
+                        nxt[t] = a ? tile_of(G, i, pn, l) : tile_of(G, pn, j, l);
+                        words[t] = a ? rows_of(G, i) * G->kp : cols_of(G, j) ? G->cols * G->kp : 0;
+                        from[t] = a ? aslot[st % (G->rp + 1)] : bslot[st % 2];
+                    }
+            shift(L, tn, prv, nxt, from, a ? aslot[(st + G->rp) % (G->rp + 1)] : bslot[(st + 1) % 2], words);
+        }
+    }
+    /* the partial-sum tree over l */
+    for (uint32_t d = 1; d < G->fk && rc == TS_OK; d *= 2) {
+        memset(words, 0, tn * sizeof *words);
+        for (uint32_t l = d; l < G->fk; l += 2 * d)
+            for (uint32_t i = 0; i < G->fm; i++)
+                for (uint32_t j = 0; j < G->fn; j++) {
+                    uint32_t t = tile_of(G, i, j, l), r = tile_of(G, i, j, l - d);
+                    if (cur[t] < 0 || !rows_of(G, i) || !cols_of(G, j))
+                        continue;
+                    words[r] = rows_of(G, i) * G->cols;
+                    from[r] = t; /* the receiver's sender */
+                }
+        for (uint32_t r = 0; r < tn; r++)
+            if (words[r]) {
+                S(r, SETZI, RM(5), (int32_t)obuf[1 - cur[r]], 0);
+                S(r, SETZI, RM(6), (int32_t)from[r], 0);
+                S(r, RECV, RM(5), RM(6), (int32_t)words[r]);
+            }
+        for (uint32_t r = 0; r < tn; r++)
+            if (words[r]) {
+                uint32_t t = (uint32_t)from[r];
+                S(t, SETZI, RM(5), (int32_t)obuf[cur[t]], 0);
+                S(t, SETZI, RM(6), (int32_t)r, 0);
+                S(t, SEND, RM(5), RM(6), (int32_t)words[r]);
+            }
+        for (uint32_t r = 0; r < tn; r++)
+            if (words[r])
+                S(r, RXWAIT, 0, 0, 0);
+        ts_lwi_sync_all(L);
+        /* the receivers add: every worker a block of ceil(words / workers), no overlap (the
+         * buffers are padded to whole blocks) */
+        for (uint32_t r = 0; r < tn; r++) {
+            if (!words[r])
+                continue;
+            uint64_t bw_ = cdiv(words[r], Wk);
+            size_t entry = L->tiles[r].wrk.n;
+            W(r, GET, RM(1), 2, 0);
+            W(r, MULI, RM(1), RM(1), (int32_t)(bw_ * 4));
+            W(r, SETZI, RM(2), (int32_t)obuf[cur[r]], 0);
+            W(r, ADD, RM(2), RM(2), RM(1));
+            W(r, SETZI, RM(3), (int32_t)obuf[1 - cur[r]], 0);
+            W(r, ADD, RM(3), RM(3), RM(1));
+            W(r, SETZI, RM(4), (int32_t)bw_, 0);
+            W(r, RPT, RM(4), 4, 0);
+            W(r, LD32, RA(0), RM(2), 0);
+            W(r, LD32STEP, RA(1), RM(3), 4);
+            W(r, F32ADD, RA(0), RA(0), RA(1));
+            W(r, ST32STEP, RA(0), RM(2), 4);
+            W(r, EXIT, 0, 0, 0);
+            ts_lwi_run_all(L, r, entry);
+        }
+        ts_lwi_sync_all(L);
+    }
+    ts_free(cur);
+    ts_free(prv);
+    ts_free(nxt);
+    ts_free(from);
+    ts_free(words);
+    if (rc != TS_OK)
+        return rc;
+    ts_lwi_use_tiles(L, tn);
+    /* the output on the l = 0 tiles: rows of block i ("channels"), columns of block j ("pixels") */
+    lw_place *o = &L->pl[n->out[0]];
+    *o = (lw_place){.ntiles = G->fm * G->fn, .chunk = G->rows * G->cols, .addr = obuf[fin], .es = 4};
+    if (G->fn > 1 || G->cols != G->N) {
+        o->inner = G->N;
+        o->cb = G->rows;
+        o->pb = G->cols;
+        o->nrb = G->fn;
+    }
+    return TS_OK;
+}
