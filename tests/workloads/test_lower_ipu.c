@@ -1117,6 +1117,59 @@ START_TEST(test_t10_errors)
 }
 END_TEST
 
+
+/* Cycles of g lowered by `pl` on `config`, and the exchange share of its supersteps. */
+static uint64_t measure(const ts_graph *g, const char *config, int pl, double *xshare)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_program *prog = NULL;
+    ts_lower_report rep;
+    planner = pl;
+    ck_assert_int_eq(compile(g, config, NULL, &prog, &rep, &e), TS_OK);
+    planner = TS_LOWER_PLANNER_LCS;
+    ipu_run r;
+    run_prog(config, prog, false, 1, &r);
+    ts_results_init(&r.r);
+    if (!r.r.stats)
+        r.r.stats = ts_stats_create();
+    ck_assert_int_eq(ts_ipu_family.collect(r.m, &r.r, &e), TS_OK);
+    const ts_stat *ss = ts_stats_find(r.r.stats, "supersteps");
+    ck_assert_ptr_nonnull(ss);
+    double x = 0, all = 0;
+    for (size_t k = 0; k < ss->nrows; k++) { /* id start compute exchange sync ... */
+        x += ss->rows[k * ss->ncols + 3];
+        all += ss->rows[k * ss->ncols + 2] + ss->rows[k * ss->ncols + 3] + ss->rows[k * ss->ncols + 4];
+    }
+    *xshare = all > 0 ? x / all : 0;
+    uint64_t cyc = r.r.cycles;
+    ipu_run_free(&r);
+    ts_lower_report_free(&rep);
+    ts_program_destroy(prog);
+    ts_err_free(&e);
+    return cyc;
+}
+
+START_TEST(test_t10_beats_lcs)
+{
+    /* A product whose weights planner (a) splits into column blocks, replicating A over them by a
+     * gather from the few tiles that hold it (T10's case against load-compute-store): the
+     * compute-shift plan the cost model chooses takes fewer cycles, with a smaller exchange share */
+    ts_err e;
+    ts_err_init(&e);
+    ts_graph *g = NULL;
+    ck_assert_int_eq(ts_wl_builtin("matmul:m=96,k=96,n=96", &g, &e), TS_OK);
+    double xa, xb;
+    uint64_t a = measure(g, "ipu_small16", TS_LOWER_PLANNER_LCS, &xa);
+    uint64_t b = measure(g, "ipu_small16", TS_LOWER_PLANNER_T10, &xb);
+    ck_assert_msg(b < a, "compute-shift %llu cycles, load-compute-store %llu", (unsigned long long)b,
+                  (unsigned long long)a);
+    ck_assert_msg(xb < xa, "exchange share: compute-shift %.3f, load-compute-store %.3f", xb, xa);
+    ts_graph_destroy(g);
+    ts_err_free(&e);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("lower_ipu");
@@ -1137,6 +1190,7 @@ int main(void)
     tcase_add_loop_test(tc, test_t10_plans, 0, (int)(sizeof t10_cases / sizeof t10_cases[0]));
     tcase_add_test(tc, test_t10_graph);
     tcase_add_test(tc, test_t10_errors);
+    tcase_add_test(tc, test_t10_beats_lcs);
     if (getenv("TS_SLOW_TESTS"))
         tcase_add_test(tc, test_bottleneck_mk1);
     suite_add_tcase(s, tc);
