@@ -1709,7 +1709,10 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
         if (L->plans && L->plans[id].tiles) /* planner (b) chose a compute-shift plan */
             return ts_lwi_t10_matmul(L, n, sc, &L->plans[id]);
         return lower_matmul(L, n, sc);
-    case TS_OP_CONV: return lower_conv(L, n, sc);
+    case TS_OP_CONV:
+        if (L->plans && L->plans[id].tiles) /* planner (b): a 1x1 Conv as a compute-shift product */
+            return ts_lwi_t10_matmul(L, n, sc, &L->plans[id]);
+        return lower_conv(L, n, sc);
     case TS_OP_RELU:
     case TS_OP_ADD:
     case TS_OP_SUB:

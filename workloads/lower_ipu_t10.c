@@ -41,14 +41,43 @@ static uint64_t umin(uint64_t a, uint64_t b) { return a < b ? a : b; }
 typedef struct t10_op {
     const ts_graph_tensor *A, *B, *C;
     uint64_t M, K, N;
-    bool tb; /* Gemm transB: B is [N][K] */
+    bool tb;   /* Gemm transB: B is [N][K] */
+    bool conv; /* a 1x1 Conv (stride 1, no padding): M = pixels, K = input channels, N = output channels */
 } t10_op;
+
+static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
+{
+    const ts_graph_tensor *X = ts_graph_get_tensor(g, n->in[0]), *Wt = ts_graph_get_tensor(g, n->in[1]);
+    const ts_graph_tensor *Y = ts_graph_get_tensor(g, n->out[0]);
+    const ts_graph_attrs *at = &n->attrs;
+    s->A = X;
+    s->B = Wt;
+    s->C = n->nin > 2 ? ts_graph_get_tensor(g, n->in[2]) : NULL;
+    if (X->rank != 4 || X->dims[0] != 1 || Wt->rank != 4 || Y->rank != 4 || at->group != 1)
+        return false;
+    if (Wt->kind == TS_TENSOR_ACTIVATION || Wt->kind == TS_TENSOR_INPUT || Wt->dims[2] != 1 || Wt->dims[3] != 1)
+        return false;
+    for (int k = 0; k < 4; k++)
+        if (at->pads[k] || (k < 2 && (at->strides[k] != 1 || at->dilations[k] != 1)))
+            return false;
+    if (X->dtype != TS_DT_F32 || Wt->dtype != TS_DT_F32 || (s->C && s->C->dtype != TS_DT_F32))
+        return false;
+    s->conv = s->tb = true; /* W[M][C][1][1] is B[N][K] */
+    s->M = (uint64_t)(X->dims[2] * X->dims[3]);
+    s->K = (uint64_t)X->dims[1];
+    s->N = (uint64_t)Wt->dims[0];
+    if (s->C && ts_graph_tensor_elems(s->C) != (int64_t)s->N)
+        return false;
+    return s->M > 1 && s->K >= 2 && s->K % 2 == 0 && s->N > 0;
+}
 
 static bool t10_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
 {
+    memset(s, 0, sizeof *s);
+    if (n->op == TS_OP_CONV)
+        return conv_shape(g, n, s);
     if (n->op != TS_OP_MATMUL && n->op != TS_OP_GEMM)
         return false;
-    memset(s, 0, sizeof *s);
     s->A = ts_graph_get_tensor(g, n->in[0]);
     s->B = ts_graph_get_tensor(g, n->in[1]);
     s->C = n->nin > 2 ? ts_graph_get_tensor(g, n->in[2]) : NULL;
@@ -78,9 +107,22 @@ static ts_t10_hw t10_hw(const ts_lower_ipu_params *p, uint64_t sram)
                        .sync_cycles = p->sync_cycles ? p->sync_cycles : 90, .round_cycles = 30};
 }
 
-/* Plans the code generator takes (see the top of the file). */
-static bool generable(const ts_lower_ipu_params *p, const ts_t10_plan *pl)
+/* A 1x1 Conv's layouts, added to its plan's compute: its input arrives channel-major and is turned
+ * into rows of pixels (2 issues per element, pixels over the workers), and its output, computed
+ * pixel-major, is turned channel-major (2 issues per element, channels over the workers). */
+static void conv_layout_cost(const ts_t10_hw *hw, ts_t10_plan *p)
 {
+    uint64_t W = hw->workers ? hw->workers : 6;
+    uint64_t c = W * (cdiv(p->rows, W) * (2 * p->kt + 8) + 20) + W * (cdiv(p->cols, W) * (2 * p->rows + 8) + 20);
+    p->compute_cycles += c;
+    p->cycles += c;
+}
+
+/* Plans the code generator takes (see the top of the file). */
+static bool generable(const ts_lower_ipu_params *p, const t10_op *s, const ts_t10_plan *pl)
+{
+    if (s->conv && (pl->rot & TS_T10_ROT_A)) /* a Conv's A is built on the tile, whole */
+        return false;
     if (pl->rot & TS_T10_ROT_B)
         return pl->rp == 1 && !p->interleaved_base;
     /* a ring of rp + 1 > 2 slots needs three elements apart from the one A lies in */
@@ -111,7 +153,9 @@ ts_status ts_lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint
                                .ft = p->t10_plan->ft, .rp = p->t10_plan->rp, .rot = p->t10_plan->rot};
             if ((rc = ts_t10_mm_cost(&hw, &mm, f, err)) != TS_OK)
                 break;
-            if (!generable(p, f)) {
+            if (s.conv)
+                conv_layout_cost(&hw, f);
+            if (!generable(p, &s, f)) {
                 rc = ts_err_set(err, TS_EINPUT, "plan: a rotating B needs rp 1 and 128-bit loads everywhere; a "
                                                 "rotating A at rp > 1 four SRAM elements per tile");
                 break;
@@ -124,8 +168,11 @@ ts_status ts_lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint
             continue; /* nothing fits: planner (a) lowers it (and says by how much it is over) */
         size_t k = 0;
         for (size_t j = 0; j < nv; j++)
-            if (generable(p, &v[j]))
+            if (generable(p, &s, &v[j])) {
+                if (s.conv)
+                    conv_layout_cost(&hw, &v[j]);
                 v[k++] = v[j];
+            }
         if (!k) {
             ts_free(v);
             continue;
@@ -158,10 +205,14 @@ ts_status ts_lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint
 typedef struct t10_gen {
     uint32_t fm, fn, fk, ft, rp, steps;
     bool rota, rotb;
+    bool cm; /* output blocks numbered channel-major (a Conv): t = (l * fn + j) * fm + i */
     uint64_t rows, cols, kt, kp, M, K, N;
 } t10_gen;
 
-static uint32_t tile_of(const t10_gen *G, uint32_t i, uint32_t j, uint32_t l) { return (l * G->fm + i) * G->fn + j; }
+static uint32_t tile_of(const t10_gen *G, uint32_t i, uint32_t j, uint32_t l)
+{
+    return G->cm ? (l * G->fn + j) * G->fm + i : (l * G->fm + i) * G->fn + j;
+}
 
 /* Rows, columns (valid outputs) of block (i, j); k-range of part l. */
 static uint64_t rows_of(const t10_gen *G, uint32_t i) { return i * G->rows < G->M ? umin(G->rows, G->M - i * G->rows) : 0; }
@@ -233,6 +284,68 @@ static void build_b(lw *L, const t10_op *s, int bid, float *w, uint64_t c0, uint
                 }
 }
 
+/* A 1x1 Conv's A: tile (i, j, l) gathers channels [l kt, ..) of its pixels [i rows, ..) of x
+ * (channel-major, rows pixels a channel), then its workers turn them into rows of pixels at abuf
+ * ([rows][kt]; pixels over the workers, overlapping blocks write the same values). */
+static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *sc, uint64_t abuf,
+                           const uint64_t (*av)[2])
+{
+    for (uint32_t t = 0; t < L->T; t++)
+        sc->lo[t] = sc->hi[t] = 0, sc->nr[t] = 0;
+    for (uint32_t l = 0; l < G->fk; l++)
+        for (uint32_t i = 0; i < G->fm; i++)
+            for (uint32_t j = 0; j < G->fn; j++) {
+                uint32_t t = tile_of(G, i, j, l);
+                uint64_t ks, kv = slice_k(G, l, 0, &ks) ? umin(G->K, (uint64_t)l * G->kt + G->kt) - ks : 0;
+                uint64_t r = rows_of(G, i);
+                if (!kv || !r)
+                    continue;
+                sc->lo[t] = ks * G->M + i * G->rows;
+                sc->hi[t] = sc->lo[t] + r;
+                sc->nr[t] = (uint32_t)kv;
+            }
+    /* the channel-major buffer receives while x's holders send: apart from x's elements */
+    uint64_t cbuf = ts_lwi_talloc_apart(L, G->rows * G->kt * 4, av, 1);
+    L->into = cbuf;
+    ts_status rc = ts_lwi_gather(L, x, tn, sc->lo, sc->hi, sc->nr, G->M, G->rows, false, sc->where);
+    L->into = 0;
+    if (rc != TS_OK)
+        return rc;
+    for (uint32_t t = 0; t < tn; t++) {
+        if (!sc->nr[t])
+            continue;
+        uint64_t r = sc->hi[t] - sc->lo[t], kv = sc->nr[t], src = sc->where[t];
+        uint32_t rw = (uint32_t)cdiv(r, L->workers);
+        size_t entry = L->tiles[t].wrk.n;
+        /* $m1 := first pixel; $m2 := src + 4 $m1 (channel 0 of it); $m3 := abuf + $m1 kt 4 */
+        W(t, GET, RM(1), 2, 0);
+        W(t, MULI, RM(1), RM(1), (int32_t)rw);
+        W(t, SETZI, RM(2), (int32_t)(r - rw), 0);
+        W(t, CMPSLT, RM(3), RM(1), RM(2));
+        W(t, SUB, RM(4), RM(1), RM(2));
+        W(t, MUL, RM(4), RM(4), RM(3));
+        W(t, ADD, RM(1), RM(2), RM(4));
+        W(t, SHLI, RM(2), RM(1), 2);
+        W(t, SETZI, RM(4), (int32_t)src, 0);
+        W(t, ADD, RM(2), RM(2), RM(4));
+        W(t, MULI, RM(3), RM(1), (int32_t)(G->kt * 4));
+        W(t, SETZI, RM(4), (int32_t)abuf, 0);
+        W(t, ADD, RM(3), RM(3), RM(4));
+        W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
+        W(t, SETZI, RM(5), (int32_t)kv, 0);
+        size_t px = W(t, MOV, RM(6), RM(2), 0);
+        W(t, RPT, RM(5), 2, 0);
+        W(t, LD32STEP, RA(0), RM(6), (int32_t)(G->rows * 4));
+        W(t, ST32STEP, RA(0), RM(3), 4);
+        W(t, ADDI, RM(2), RM(2), 4);
+        W(t, ADDI, RM(3), RM(3), (int32_t)((G->kt - kv) * 4));
+        W(t, BRNZDEC, RM(1), (int32_t)px, 0);
+        W(t, EXIT, 0, 0, 0);
+        ts_lwi_run_all(L, t, entry);
+    }
+    return TS_OK;
+}
+
 ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_t10_plan *pl)
 {
     t10_op s;
@@ -243,10 +356,10 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
         return ts_lwi_unsupported(L, n, "an input that is not an activation or a graph input");
     t10_gen G0 = {.fm = pl->fm, .fn = pl->fn, .fk = pl->fk, .ft = pl->ft, .rp = pl->rp, .steps = pl->ft * pl->rp,
                   .rota = pl->rot & TS_T10_ROT_A, .rotb = pl->rot & TS_T10_ROT_B, .rows = pl->rows, .cols = pl->cols,
-                  .kt = pl->kt, .kp = pl->kp, .M = s.M, .K = s.K, .N = s.N};
+                  .kt = pl->kt, .kp = pl->kp, .M = s.M, .K = s.K, .N = s.N, .cm = s.conv};
     const t10_gen *G = &G0;
     uint32_t U = L->units, Wk = L->workers, tn = G->fm * G->fn * G->fk;
-    if (tn > L->T || G->cols % U || G->kp % 2 || (G->rotb && G->rp != 1))
+    if (tn > L->T || G->cols % U || G->kp % 2 || (G->rotb && G->rp != 1) || (s.conv && G->rota))
         return ts_lwi_unsupported(L, n, "this compute-shift plan");
     ts_status rc = TS_OK;
     const lw_place P = L->pl[x];
@@ -291,7 +404,8 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
     uint32_t fin = (uint32_t)((ne0 - 1) % 2);
     bool two = G->steps > 1 || G->fk > 1;
     uint64_t obytes = cdiv(G->rows * G->cols, Wk) * Wk * 4, obuf[2] = {0, 0};
-    obuf[fin] = ts_lwi_alloc(L, obytes);
+    obuf[fin] = s.conv ? ts_lwi_talloc_apart(L, obytes, NULL, 0) : ts_lwi_alloc(L, obytes);
+    uint64_t yout = s.conv ? ts_lwi_alloc(L, G->rows * G->cols * 4) : 0; /* a Conv's output, channel-major */
     if (two)
         obuf[1 - fin] = ts_lwi_talloc_apart(L, obytes, NULL, 0);
 
@@ -323,8 +437,11 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
     if (rc != TS_OK)
         return rc;
 
-    /* A into the plan's layout: row r of block i, k of the tile's range (or of slot k's slice) */
-    for (uint32_t k = 0; k < (G->rota ? G->rp : 1) && rc == TS_OK; k++) {
+    /* A into the plan's layout: row r of block i, k of the tile's range (or of slot k's slice); a
+     * Conv's input channels of the tile's range over its pixels, then turned into rows of pixels */
+    if (s.conv)
+        rc = conv_rows(L, G, x, tn, sc, abuf, (const uint64_t(*)[2])av);
+    for (uint32_t k = 0; !s.conv && k < (G->rota ? G->rp : 1) && rc == TS_OK; k++) {
         for (uint32_t t = 0; t < L->T; t++)
             sc->lo[t] = sc->hi[t] = 0, sc->nr[t] = 0;
         for (uint32_t l = 0; l < G->fk; l++)
@@ -461,6 +578,53 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
     if (rc != TS_OK)
         return rc;
     ts_lwi_use_tiles(L, tn);
+    if (s.conv) {
+        /* the l = 0 tiles turn their block channel-major: channels over the workers */
+        for (uint32_t i = 0; i < G->fm; i++)
+            for (uint32_t j = 0; j < G->fn; j++) {
+                uint32_t t = tile_of(G, i, j, 0);
+                uint64_t r = rows_of(G, i), cv = cols_of(G, j);
+                if (!r || !cv)
+                    continue;
+                uint32_t rw = (uint32_t)cdiv(cv, L->workers);
+                size_t entry = L->tiles[t].wrk.n;
+                W(t, GET, RM(1), 2, 0);
+                W(t, MULI, RM(1), RM(1), (int32_t)rw);
+                W(t, SETZI, RM(2), (int32_t)(cv - rw), 0);
+                W(t, CMPSLT, RM(3), RM(1), RM(2));
+                W(t, SUB, RM(4), RM(1), RM(2));
+                W(t, MUL, RM(4), RM(4), RM(3));
+                W(t, ADD, RM(1), RM(2), RM(4));
+                W(t, SHLI, RM(2), RM(1), 2);
+                W(t, SETZI, RM(4), (int32_t)obuf[fin], 0);
+                W(t, ADD, RM(2), RM(2), RM(4));
+                W(t, MULI, RM(3), RM(1), (int32_t)(G->rows * 4));
+                W(t, SETZI, RM(4), (int32_t)yout, 0);
+                W(t, ADD, RM(3), RM(3), RM(4));
+                W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
+                W(t, SETZI, RM(5), (int32_t)r, 0);
+                size_t ch = W(t, MOV, RM(6), RM(2), 0);
+                W(t, RPT, RM(5), 2, 0);
+                W(t, LD32STEP, RA(0), RM(6), (int32_t)(G->cols * 4));
+                W(t, ST32STEP, RA(0), RM(3), 4);
+                W(t, ADDI, RM(2), RM(2), 4);
+                W(t, ADDI, RM(3), RM(3), (int32_t)((G->rows - r) * 4));
+                W(t, BRNZDEC, RM(1), (int32_t)ch, 0);
+                W(t, EXIT, 0, 0, 0);
+                ts_lwi_run_all(L, t, entry);
+            }
+        ts_lwi_sync_all(L);
+        /* channels of block j ("channels" cb = cols), pixels of block i (pb = rows) */
+        lw_place *o = &L->pl[n->out[0]];
+        *o = (lw_place){.ntiles = G->fm * G->fn, .chunk = G->rows * G->cols, .addr = yout, .es = 4};
+        if (G->fm > 1 || G->rows != G->M) {
+            o->inner = G->M;
+            o->cb = G->cols;
+            o->pb = G->rows;
+            o->nrb = G->fm;
+        }
+        return TS_OK;
+    }
     /* the output on the l = 0 tiles: rows of block i ("channels"), columns of block j ("pixels") */
     lw_place *o = &L->pl[n->out[0]];
     *o = (lw_place){.ntiles = G->fm * G->fn, .chunk = G->rows * G->cols, .addr = obuf[fin], .es = 4};

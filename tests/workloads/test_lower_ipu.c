@@ -952,35 +952,45 @@ typedef struct t10_case {
     ts_t10_plan plan;
     const char *config;
     bool elements; /* SRAM elements of 8 KiB: a ring of 3 slots needs 3 elements apart from A's */
+    int conv_w;    /* > 0: a 1x1 Conv (bias) of K input and N output channels on an image of M / conv_w
+                    * rows of conv_w pixels */
 } t10_case;
 
 static const char *const small_elements[] = {"tile.element_bytes=8192", NULL};
 
 static const t10_case t10_cases[] = {
     /* A rotates in rings of 4 along the column blocks */
-    {24, 32, 16, false, {.fm = 2, .fn = 4, .fk = 1, .ft = 4, .rp = 1, .rot = TS_T10_ROT_A}, "ipu_small16", false},
+    {24, 32, 16, false, {.fm = 2, .fn = 4, .fk = 1, .ft = 4, .rp = 1, .rot = TS_T10_ROT_A}, "ipu_small16", false, 0},
     /* A rotates at pace 2: 4 steps of k 8, three slots a ring */
-    {24, 32, 16, false, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 2, .rot = TS_T10_ROT_A}, "ipu_small16", true},
+    {24, 32, 16, false, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 2, .rot = TS_T10_ROT_A}, "ipu_small16", true, 0},
     /* B rotates along the row blocks (13 rows: 4, 4, 4, 1); 10 columns in 3 groups, the last partial;
      * k 30 in slices of 16 and 14; Gemm with transB and bias */
-    {13, 30, 10, true, {.fm = 4, .fn = 1, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B}, "ipu_small16", false},
+    {13, 30, 10, true, {.fm = 4, .fn = 1, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B}, "ipu_small16", false, 0},
     /* both rotate (Cannon's skew) */
-    {16, 32, 16, false, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_AB}, "ipu_small16", false},
+    {16, 32, 16, false, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_AB}, "ipu_small16", false, 0},
     /* k split 4 ways (8, 8, 8, 6), partial sums in a tree of 2 levels; the second column block has 2
      * columns */
-    {13, 30, 10, true, {.fm = 2, .fn = 2, .fk = 4, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}, "ipu_small16", false},
+    {13, 30, 10, true, {.fm = 2, .fn = 2, .fk = 4, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}, "ipu_small16", false, 0},
     /* k split 2 ways and A rotating at pace 2 in each part */
-    {20, 48, 16, false, {.fm = 2, .fn = 4, .fk = 2, .ft = 2, .rp = 2, .rot = TS_T10_ROT_A}, "ipu_small16", true},
+    {20, 48, 16, false, {.fm = 2, .fn = 4, .fk = 2, .ft = 2, .rp = 2, .rot = TS_T10_ROT_A}, "ipu_small16", true, 0},
     /* four tiles, one ring */
-    {10, 8, 8, false, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A}, "ipu_tiny4", false},
+    {10, 8, 8, false, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A}, "ipu_tiny4", false, 0},
+    /* 1x1 Conv 12 -> 10 channels on 6 x 5 pixels: pixel blocks of 8 (the last 6), channels in
+     * blocks of 8 (the last 2), input channels split 2 ways (6 and 6) */
+    {30, 12, 10, true, {.fm = 4, .fn = 2, .fk = 2, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}, "ipu_small16", false, 5},
+    /* the same with the weights rotating along the pixel blocks, k in 2 slices */
+    {30, 12, 10, true, {.fm = 4, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B}, "ipu_small16", false, 5},
 };
 
 START_TEST(test_t10_plans)
 {
     const t10_case *tc = &t10_cases[_i];
     ts_graph *g = ts_graph_create("mm");
-    int a = tensor(g, "a", TS_TENSOR_INPUT, 2, (int64_t[]){tc->M, tc->K});
-    int b = tensor(g, "b", TS_TENSOR_WEIGHT, 2, tc->gemm ? (int64_t[]){tc->N, tc->K} : (int64_t[]){tc->K, tc->N});
+    int cw = tc->conv_w;
+    int a = cw ? tensor(g, "a", TS_TENSOR_INPUT, 4, (int64_t[]){1, tc->K, tc->M / cw, cw})
+               : tensor(g, "a", TS_TENSOR_INPUT, 2, (int64_t[]){tc->M, tc->K});
+    int b = cw ? tensor(g, "b", TS_TENSOR_WEIGHT, 4, (int64_t[]){tc->N, tc->K, 1, 1})
+               : tensor(g, "b", TS_TENSOR_WEIGHT, 2, tc->gemm ? (int64_t[]){tc->N, tc->K} : (int64_t[]){tc->K, tc->N});
     int bias = tc->gemm ? tensor(g, "bias", TS_TENSOR_WEIGHT, 1, (int64_t[]){tc->N}) : -1;
     int c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL);
     fill(g, a);
@@ -990,7 +1000,10 @@ START_TEST(test_t10_plans)
     ts_graph_attrs at;
     ts_graph_attrs_init(&at);
     at.trans_b = true;
-    if (tc->gemm)
+    if (cw) {
+        ts_graph_attrs_init(&at);
+        node(g, TS_OP_CONV, "mm", (int[]){a, b, bias}, 3, c, &at);
+    } else if (tc->gemm)
         node(g, TS_OP_GEMM, "mm", (int[]){a, b, bias}, 3, c, &at);
     else
         node(g, TS_OP_MATMUL, "mm", (int[]){a, b}, 2, c, NULL);
@@ -1010,16 +1023,19 @@ START_TEST(test_t10_plans)
     ck_assert_uint_eq(ly->fk, tc->plan.fk);
     ck_assert_uint_eq(ly->rot, tc->plan.rot);
     ck_assert_uint_eq(ly->tiles, tc->plan.fm * tc->plan.fn * tc->plan.fk);
-    /* f32: within 1e-5 of the sum of |terms| (the k-slices and the tree add in another order) */
+    /* f32: within 1e-5 of the sum of |terms| (the k-slices and the tree add in another order); a
+     * Conv's input is [channel][pixel], its output [channel][pixel] */
     for (int i = 0; i < tc->M; i++)
         for (int j = 0; j < tc->N; j++) {
             double s = tc->gemm ? val(bias, j) : 0, m = fabs(s);
             for (int k = 0; k < tc->K; k++) {
-                double t = (double)val(a, i * tc->K + k) * val(b, tc->gemm ? j * tc->K + k : k * tc->N + j);
+                double t = (double)val(a, cw ? k * tc->M + i : i * tc->K + k) *
+                           val(b, tc->gemm ? j * tc->K + k : k * tc->N + j);
                 s += t;
                 m += fabs(t);
             }
-            near(out_at(&L, g, c, (uint64_t)(i * tc->N + j)), s, m, "c", (uint64_t)(i * tc->N + j));
+            uint64_t at_ = (uint64_t)(cw ? j * tc->M + i : i * tc->N + j);
+            near(out_at(&L, g, c, at_), s, m, "c", at_);
         }
     lowered_free(&L);
     ts_graph_destroy(g);
@@ -1118,6 +1134,52 @@ START_TEST(test_t10_errors)
 END_TEST
 
 
+START_TEST(test_t10_convs)
+{
+    /* Conv 3x3 (planner (a): planner (b) takes 1x1 Convs only) -> Conv 1x1 (a compute-shift plan
+     * chosen by the cost model, reading the blocked output of the first) -> Relu */
+    ts_graph *g = ts_graph_create("convs");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 8, 6, 6});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 4, (int64_t[]){16, 8, 3, 3});
+    int b1 = tensor(g, "b1", TS_TENSOR_WEIGHT, 1, (int64_t[]){16});
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, 4, (int64_t[]){12, 16, 1, 1});
+    int b2 = tensor(g, "b2", TS_TENSOR_WEIGHT, 1, (int64_t[]){12});
+    int h = tensor(g, "h", TS_TENSOR_ACTIVATION, -1, NULL);
+    int h2 = tensor(g, "h2", TS_TENSOR_ACTIVATION, -1, NULL);
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    fill_scaled(g, w1, 1.0f / 16);
+    fill(g, b1);
+    fill_scaled(g, w2, 1.0f / 16);
+    fill(g, b2);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.pads[0] = at.pads[1] = at.pads[2] = at.pads[3] = 1;
+    node(g, TS_OP_CONV, "c1", (int[]){x, w1, b1}, 3, h, &at);
+    ts_graph_attrs_init(&at);
+    node(g, TS_OP_CONV, "c2", (int[]){h, w2, b2}, 3, h2, &at);
+    node(g, TS_OP_RELU, "relu", (int[]){h2}, 1, y, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    planner = TS_LOWER_PLANNER_T10;
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    planner = TS_LOWER_PLANNER_LCS;
+    ck_assert(!L.rep.layers[0].t10 && L.rep.layers[1].t10 && !L.rep.layers[2].t10);
+    double in[8 * 36], inmag[8 * 36], hv[16 * 36], hm[16 * 36], ov[12 * 36], om[12 * 36];
+    for (int k = 0; k < 8 * 36; k++) {
+        in[k] = val(x, k);
+        inmag[k] = fabs(in[k]);
+    }
+    ref_conv(in, inmag, 8, 6, 6, g, w1, b1, 16, 3, 1, 1, false, hv, hm);
+    ref_conv(hv, hm, 16, 6, 6, g, w2, b2, 12, 1, 1, 0, true, ov, om);
+    for (int k = 0; k < 12 * 36; k++)
+        near(out_at(&L, g, y, (uint64_t)k), ov[k], om[k], "y", (uint64_t)k);
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* Cycles of g lowered by `pl` on `config`, and the exchange share of its supersteps. */
 static uint64_t measure(const ts_graph *g, const char *config, int pl, double *xshare)
 {
@@ -1191,6 +1253,7 @@ int main(void)
     tcase_add_test(tc, test_t10_graph);
     tcase_add_test(tc, test_t10_errors);
     tcase_add_test(tc, test_t10_beats_lcs);
+    tcase_add_test(tc, test_t10_convs);
     if (getenv("TS_SLOW_TESTS"))
         tcase_add_test(tc, test_bottleneck_mk1);
     suite_add_tcase(s, tc);
