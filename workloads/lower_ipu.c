@@ -419,6 +419,7 @@ static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uin
             }
             pc[k] = v;
         }
+        size_t x0 = nxf;
         for (size_t i = pt0; i < npc && rc == TS_OK;) {
             size_t k = i + 1;
             bool direct = true;
@@ -440,6 +441,13 @@ static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uin
                     rounds = count[t];
             }
             i = k;
+        }
+        /* staggered: receiver t starts with its (t mod n)-th sender, so that receivers that read
+         * the same senders meet different ones in a round */
+        for (size_t r = 0, nx = nxf - x0; L->stagger && rc == TS_OK && nx > 1 && r < t % nx; r++) {
+            lw_xfer first = xf[x0];
+            memmove(&xf[x0], &xf[x0 + 1], (nx - 1) * sizeof *xf);
+            xf[nxf - 1] = first;
         }
     }
     uint64_t sbuf = stage ? talloc_avoid(L, stage * 4, av0, av1) : 0;

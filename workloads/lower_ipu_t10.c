@@ -107,15 +107,38 @@ static ts_t10_hw t10_hw(const ts_lower_ipu_params *p, uint64_t sram)
                        .sync_cycles = p->sync_cycles ? p->sync_cycles : 90, .round_cycles = 30};
 }
 
-/* A 1x1 Conv's layouts, added to its plan's compute: its input arrives channel-major and is turned
- * into rows of pixels (2 issues per element, pixels over the workers), and its output, computed
- * pixel-major, is turned channel-major (2 issues per element, channels over the workers). */
-static void conv_layout_cost(const ts_t10_hw *hw, ts_t10_plan *p)
+/* A 1x1 Conv's plan priced for what its code does beyond a MatMul's. Its input arrives
+ * channel-major and is turned into rows of pixels (2 issues per element, pixels over the workers),
+ * its output, computed pixel-major, is turned channel-major (2 issues per element, channels over
+ * the workers). Its gather reads a piece per input channel: from the holders of the input placed
+ * as a graph input (chunks of at least 1024 elements), one round per holder a tile reads from
+ * (staggered, so a holder serves its pixel blocks spread over the rounds), each round a sync, the
+ * receive, the holder's share of its sends (18 cycles each: setting up and issuing the send) and an
+ * exchange superstep's fixed cost; this replaces the MatMul's gather of A rows. */
+static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
 {
-    uint64_t W = hw->workers ? hw->workers : 6;
+    uint64_t W = hw->workers ? hw->workers : 6, xb = hw->xbytes ? hw->xbytes : 4;
     uint64_t c = W * (cdiv(p->rows, W) * (2 * p->kt + 8) + 20) + W * (cdiv(p->cols, W) * (2 * p->rows + 8) + 20);
     p->compute_cycles += c;
-    p->cycles += c;
+    uint64_t ch = cdiv(mm->k * mm->m, hw->tiles), cph = 1, senders;
+    if (ch < 1024)
+        ch = 1024;
+    if (ch >= mm->m) { /* a holder holds whole channels */
+        cph = ch / mm->m;
+        senders = cdiv(p->kt, cph);
+    } else
+        senders = p->kt * cdiv(p->rows, ch);
+    uint64_t readers = p->fn * cdiv(ch < mm->m ? ch : mm->m, p->rows); /* tiles reading one holder */
+    uint64_t per_round = cdiv(p->rows * cph * 4, xb) + cdiv(readers, senders) * 18 + hw->round_cycles;
+    uint32_t levels = 0;
+    while ((1u << levels) < p->fk)
+        levels++;
+    uint64_t old_rounds = p->syncs - (2 * p->steps - 1 + levels);
+    p->exchange_cycles = p->exchange_cycles - p->in_cycles + senders * per_round;
+    p->in_cycles = senders * per_round;
+    p->syncs = (uint32_t)(p->syncs - old_rounds + senders);
+    p->sync_cycles = (uint64_t)p->syncs * hw->sync_cycles;
+    p->cycles = p->compute_cycles + p->exchange_cycles + p->sync_cycles;
 }
 
 /* Plans the code generator takes (see the top of the file). */
@@ -154,7 +177,7 @@ ts_status ts_lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint
             if ((rc = ts_t10_mm_cost(&hw, &mm, f, err)) != TS_OK)
                 break;
             if (s.conv)
-                conv_layout_cost(&hw, f);
+                conv_cost(&hw, &mm, f);
             if (!generable(p, &s, f)) {
                 rc = ts_err_set(err, TS_EINPUT, "plan: a rotating B needs rp 1 and 128-bit loads everywhere; a "
                                                 "rotating A at rp > 1 four SRAM elements per tile");
@@ -170,7 +193,7 @@ ts_status ts_lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint
         for (size_t j = 0; j < nv; j++)
             if (generable(p, &s, &v[j])) {
                 if (s.conv)
-                    conv_layout_cost(&hw, &v[j]);
+                    conv_cost(&hw, &mm, &v[j]);
                 v[k++] = v[j];
             }
         if (!k) {
@@ -307,8 +330,10 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
     /* the channel-major buffer receives while x's holders send: apart from x's elements */
     uint64_t cbuf = ts_lwi_talloc_apart(L, G->rows * G->kt * 4, av, 1);
     L->into = cbuf;
+    L->stagger = true; /* a channel's holder serves all its pixel blocks: not all in one round */
     ts_status rc = ts_lwi_gather(L, x, tn, sc->lo, sc->hi, sc->nr, G->M, G->rows, false, sc->where);
     L->into = 0;
+    L->stagger = false;
     if (rc != TS_OK)
         return rc;
     for (uint32_t t = 0; t < tn; t++) {
