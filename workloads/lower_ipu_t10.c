@@ -43,6 +43,7 @@ typedef struct t10_op {
     uint64_t M, K, N;
     bool tb;   /* Gemm transB: B is [N][K] */
     bool conv; /* a 1x1 Conv (stride 1, no padding): M = pixels, K = input channels, N = output channels */
+    uint64_t wo; /* a Conv's output row (pixels) */
 } t10_op;
 
 static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
@@ -66,6 +67,7 @@ static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
     s->M = (uint64_t)(X->dims[2] * X->dims[3]);
     s->K = (uint64_t)X->dims[1];
     s->N = (uint64_t)Wt->dims[0];
+    s->wo = (uint64_t)Y->dims[3];
     if (s->C && ts_graph_tensor_elems(s->C) != (int64_t)s->N)
         return false;
     return s->M > 1 && s->K >= 2 && s->K % 2 == 0 && s->N > 0;
@@ -112,9 +114,9 @@ static ts_t10_hw t10_hw(const ts_lower_ipu_params *p, uint64_t sram)
  * its output, computed pixel-major, is turned channel-major (2 issues per element, channels over
  * the workers). Its gather reads a piece per input channel: from the holders of the input placed
  * as a graph input (chunks of at least 1024 elements), one round per holder a tile reads from
- * (staggered, so a holder serves its pixel blocks spread over the rounds), each round a sync, the
- * receive, the holder's share of its sends (18 cycles each: setting up and issuing the send) and an
- * exchange superstep's fixed cost; this replaces the MatMul's gather of A rows. */
+ * (staggered, so a holder serves its readers spread over the rounds), each round a sync, the
+ * holder's share of its sends (its words, and 18 cycles each for setting up and issuing the send)
+ * and an exchange superstep's fixed cost; this replaces the MatMul's gather of A rows. */
 static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
 {
     uint64_t W = hw->workers ? hw->workers : 6, xb = hw->xbytes ? hw->xbytes : 4;
@@ -129,7 +131,7 @@ static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
     } else
         senders = p->kt * cdiv(p->rows, ch);
     uint64_t readers = p->fn * cdiv(ch < mm->m ? ch : mm->m, p->rows); /* tiles reading one holder */
-    uint64_t per_round = cdiv(p->rows * cph * 4, xb) + cdiv(readers, senders) * 18 + hw->round_cycles;
+    uint64_t per_round = cdiv(readers, senders) * (cdiv(p->rows * cph * 4, xb) + 18) + hw->round_cycles;
     uint32_t levels = 0;
     while ((1u << levels) < p->fk)
         levels++;
@@ -145,6 +147,11 @@ static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
 static bool generable(const ts_lower_ipu_params *p, const t10_op *s, const ts_t10_plan *pl)
 {
     if (s->conv && (pl->rot & TS_T10_ROT_A)) /* a Conv's A is built on the tile, whole */
+        return false;
+    /* a Conv's pixel blocks are whole image rows: its output is read by planner (a)'s operators a
+     * row band per channel, and blocks of a few pixels cut it into as many pieces (on ResNet-50,
+     * tile 0's code outgrew the tile memory) */
+    if (s->conv && pl->rows % s->wo && pl->rows < s->M)
         return false;
     if (pl->rot & TS_T10_ROT_B)
         return pl->rp == 1 && !p->interleaved_base;
@@ -179,8 +186,9 @@ ts_status ts_lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint
             if (s.conv)
                 conv_cost(&hw, &mm, f);
             if (!generable(p, &s, f)) {
-                rc = ts_err_set(err, TS_EINPUT, "plan: a rotating B needs rp 1 and 128-bit loads everywhere; a "
-                                                "rotating A at rp > 1 four SRAM elements per tile");
+                rc = ts_err_set(err, TS_EINPUT, "plan: not generated (a rotating B needs rp 1 and 128-bit loads "
+                                                "everywhere, a rotating A at rp > 1 four SRAM elements per tile; a "
+                                                "Conv's A does not rotate and its pixel blocks are whole rows)");
                 break;
             }
             continue;

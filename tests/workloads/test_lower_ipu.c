@@ -975,11 +975,11 @@ static const t10_case t10_cases[] = {
     {20, 48, 16, false, {.fm = 2, .fn = 4, .fk = 2, .ft = 2, .rp = 2, .rot = TS_T10_ROT_A}, "ipu_small16", true, 0},
     /* four tiles, one ring */
     {10, 8, 8, false, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A}, "ipu_tiny4", false, 0},
-    /* 1x1 Conv 12 -> 10 channels on 6 x 5 pixels: pixel blocks of 8 (the last 6), channels in
+    /* 1x1 Conv 12 -> 10 channels on 8 x 5 pixels: pixel blocks of 2 image rows, channels in
      * blocks of 8 (the last 2), input channels split 2 ways (6 and 6) */
-    {30, 12, 10, true, {.fm = 4, .fn = 2, .fk = 2, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}, "ipu_small16", false, 5},
+    {40, 12, 10, true, {.fm = 4, .fn = 2, .fk = 2, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}, "ipu_small16", false, 5},
     /* the same with the weights rotating along the pixel blocks, k in 2 slices */
-    {30, 12, 10, true, {.fm = 4, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B}, "ipu_small16", false, 5},
+    {40, 12, 10, true, {.fm = 4, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B}, "ipu_small16", false, 5},
 };
 
 START_TEST(test_t10_plans)
