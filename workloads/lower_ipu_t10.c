@@ -43,7 +43,6 @@ typedef struct t10_op {
     uint64_t M, K, N;
     bool tb;   /* Gemm transB: B is [N][K] */
     bool conv; /* a 1x1 Conv (stride 1, no padding): M = pixels, K = input channels, N = output channels */
-    uint64_t wo; /* a Conv's output row (pixels) */
 } t10_op;
 
 static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
@@ -67,7 +66,6 @@ static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
     s->M = (uint64_t)(X->dims[2] * X->dims[3]);
     s->K = (uint64_t)X->dims[1];
     s->N = (uint64_t)Wt->dims[0];
-    s->wo = (uint64_t)Y->dims[3];
     if (s->C && ts_graph_tensor_elems(s->C) != (int64_t)s->N)
         return false;
     return s->M > 1 && s->K >= 2 && s->K % 2 == 0 && s->N > 0;
@@ -148,11 +146,6 @@ static bool generable(const ts_lower_ipu_params *p, const t10_op *s, const ts_t1
 {
     if (s->conv && (pl->rot & TS_T10_ROT_A)) /* a Conv's A is built on the tile, whole */
         return false;
-    /* a Conv's pixel blocks are whole image rows: its output is read by planner (a)'s operators a
-     * row band per channel, and blocks of a few pixels cut it into as many pieces (on ResNet-50,
-     * tile 0's code outgrew the tile memory) */
-    if (s->conv && pl->rows % s->wo && pl->rows < s->M)
-        return false;
     if (pl->rot & TS_T10_ROT_B)
         return pl->rp == 1 && !p->interleaved_base;
     /* a ring of rp + 1 > 2 slots needs three elements apart from the one A lies in */
@@ -188,7 +181,7 @@ ts_status ts_lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint
             if (!generable(p, &s, f)) {
                 rc = ts_err_set(err, TS_EINPUT, "plan: not generated (a rotating B needs rp 1 and 128-bit loads "
                                                 "everywhere, a rotating A at rp > 1 four SRAM elements per tile; a "
-                                                "Conv's A does not rotate and its pixel blocks are whole rows)");
+                                                "Conv's A does not rotate)");
                 break;
             }
             continue;
