@@ -34,7 +34,7 @@ static const char compile_usage[] =
     "  -o, --output FILE     binary program to write (required)\n"
     "  -s, --set KEY=VALUE   override a config key (repeatable)\n"
     "      --planner NAME    how a model is lowered for the IPU: lcs (load-compute-store, the\n"
-    "                        default) or t10 (compute-shift plans for MatMul/Gemm)\n"
+    "                        default) or t10 (compute-shift MatMul, Gemm, 1x1 Conv)\n"
     "  -h, --help            this text\n";
 
 static const char disasm_usage[] =

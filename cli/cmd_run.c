@@ -44,7 +44,7 @@ static const char run_usage[] =
     "  -s, --set KEY=VALUE     override a config key (repeatable)\n"
     "      --energy TABLE      energy table (file or built-in name) instead of the config's\n"
     "      --planner NAME      how a model is lowered for the IPU: lcs (load-compute-store,\n"
-    "                          the default) or t10 (compute-shift plans for MatMul/Gemm)\n"
+    "                          the default) or t10 (compute-shift MatMul, Gemm, 1x1 Conv)\n"
     "  -j, --threads N         host threads (results do not depend on it)\n"
     "      --lockstep          step every cycle of every unit (reference mode)\n"
     "      --warn              record hazards and go on, where the family has them\n"

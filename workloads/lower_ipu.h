@@ -13,6 +13,10 @@
  * their values when the graph carries them, otherwise deterministic pseudo-random values in
  * [-1, 1) (ts_lower_ipu_fill).
  *
+ * With planner (b) (params.planner = TS_LOWER_PLANNER_T10) MatMul, Gemm and 1x1 Convs are lowered
+ * as T10's compute-shift plans instead (workloads/lower_ipu_t10.c, plan_t10.h), every other
+ * operator as above.
+ *
  * The lowering only knows the IPU's opcode table (arch/ipu/ipu_isa.def); the machine figures it
  * needs come in a ts_lower_ipu_params filled by the caller from the chip config.
  */
