@@ -2003,7 +2003,7 @@ static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, con
         goto done;
     char desc[256];
     snprintf(desc, sizeof desc, "%s lowered to the IPU (%s, %u tiles, %u supersteps)", ts_graph_name(g),
-             plans ? "compute-shift for MatMul/Gemm, load-compute-store for the rest" : "load-compute-store", L->used,
+             plans ? "compute-shift for MatMul, Gemm and 1x1 Conv, load-compute-store for the rest" : "load-compute-store", L->used,
              L->step);
     (*out)->workload = ts_strdup(desc);
     if (rep) {
