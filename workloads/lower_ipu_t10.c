@@ -110,25 +110,30 @@ static ts_t10_hw t10_hw(const ts_lower_ipu_params *p, uint64_t sram)
 /* A 1x1 Conv's plan priced for what its code does beyond a MatMul's. Its input arrives
  * channel-major and is turned into rows of pixels (2 issues per element, pixels over the workers),
  * its output, computed pixel-major, is turned channel-major (2 issues per element, channels over
- * the workers). Its gather reads a piece per input channel: from the holders of the input placed
- * as a graph input (chunks of at least 1024 elements), one round per holder a tile reads from
- * (staggered, so a holder serves its readers spread over the rounds), each round a sync, the
- * holder's share of its sends (its words, and 18 cycles each for setting up and issuing the send)
- * and an exchange superstep's fixed cost; this replaces the MatMul's gather of A rows. */
+ * the workers). Its gather reads a piece per input channel (of its k-range, or of the slices it
+ * holds first when A rotates, each pixel block then read by fn / ft tiles instead of fn) from the
+ * holders of the input placed as a graph input (chunks of at least 1024 elements): one round per
+ * holder a tile reads from (staggered, so a holder serves its readers spread over the rounds), each
+ * a sync, the holder's share of its sends (its words, and 18 cycles each for setting up and issuing
+ * the send) and an exchange superstep's fixed cost; this replaces the MatMul's gather of A rows. */
 static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
 {
     uint64_t W = hw->workers ? hw->workers : 6, xb = hw->xbytes ? hw->xbytes : 4;
-    uint64_t c = W * (cdiv(p->rows, W) * (2 * p->kt + 8) + 20) + W * (cdiv(p->cols, W) * (2 * p->rows + 8) + 20);
+    /* channels a tile gathers: its k-range, or (A rotating) its first rp slices; the copies of a
+     * pixel block's channels: one per channel block, or per ring */
+    bool rota = p->rot & TS_T10_ROT_A;
+    uint64_t kin = rota ? p->kp * p->rp : p->kt, copies = rota ? p->fn / p->ft : p->fn;
+    uint64_t c = W * (cdiv(p->rows, W) * (2 * kin + 8) + 20) + W * (cdiv(p->cols, W) * (2 * p->rows + 8) + 20);
     p->compute_cycles += c;
     uint64_t ch = cdiv(mm->k * mm->m, hw->tiles), cph = 1, senders;
     if (ch < 1024)
         ch = 1024;
     if (ch >= mm->m) { /* a holder holds whole channels */
         cph = ch / mm->m;
-        senders = cdiv(p->kt, cph);
+        senders = cdiv(kin, cph);
     } else
-        senders = p->kt * cdiv(p->rows, ch);
-    uint64_t readers = p->fn * cdiv(ch < mm->m ? ch : mm->m, p->rows); /* tiles reading one holder */
+        senders = kin * cdiv(p->rows, ch);
+    uint64_t readers = copies * cdiv(ch < mm->m ? ch : mm->m, p->rows); /* tiles reading one holder */
     uint64_t per_round = cdiv(readers, senders) * (cdiv(p->rows * cph * 4, xb) + 18) + hw->round_cycles;
     uint32_t levels = 0;
     while ((1u << levels) < p->fk)
@@ -144,8 +149,6 @@ static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
 /* Plans the code generator takes (see the top of the file). */
 static bool generable(const ts_lower_ipu_params *p, const t10_op *s, const ts_t10_plan *pl)
 {
-    if (s->conv && (pl->rot & TS_T10_ROT_A)) /* a Conv's A is built on the tile, whole */
-        return false;
     if (pl->rot & TS_T10_ROT_B)
         return pl->rp == 1 && !p->interleaved_base;
     /* a ring of rp + 1 > 2 slots needs three elements apart from the one A lies in */
@@ -180,8 +183,7 @@ ts_status ts_lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint
                 conv_cost(&hw, &mm, f);
             if (!generable(p, &s, f)) {
                 rc = ts_err_set(err, TS_EINPUT, "plan: not generated (a rotating B needs rp 1 and 128-bit loads "
-                                                "everywhere, a rotating A at rp > 1 four SRAM elements per tile; a "
-                                                "Conv's A does not rotate)");
+                                                "everywhere, a rotating A at rp > 1 four SRAM elements per tile)");
                 break;
             }
             continue;
@@ -309,10 +311,11 @@ static void build_b(lw *L, const t10_op *s, int bid, float *w, uint64_t c0, uint
 }
 
 /* A 1x1 Conv's A: tile (i, j, l) gathers channels [l kt, ..) of its pixels [i rows, ..) of x
- * (channel-major, rows pixels a channel), then its workers turn them into rows of pixels at abuf
- * ([rows][kt]; pixels over the workers, overlapping blocks write the same values). */
-static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *sc, uint64_t abuf,
-                           const uint64_t (*av)[2])
+ * (channel-major, rows pixels a channel) into cbuf, then its workers turn them into rows of pixels
+ * at dst ([rows][dk]; pixels over the workers, overlapping blocks write the same values). With
+ * slot >= 0 (a rotating A) only the slice the tile holds in that slot, into the slot. */
+static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *sc, uint64_t cbuf, int slot,
+                           uint64_t dst, uint64_t dk)
 {
     for (uint32_t t = 0; t < L->T; t++)
         sc->lo[t] = sc->hi[t] = 0, sc->nr[t] = 0;
@@ -320,7 +323,11 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
         for (uint32_t i = 0; i < G->fm; i++)
             for (uint32_t j = 0; j < G->fn; j++) {
                 uint32_t t = tile_of(G, i, j, l);
-                uint64_t ks, kv = slice_k(G, l, 0, &ks) ? umin(G->K, (uint64_t)l * G->kt + G->kt) - ks : 0;
+                uint64_t ks, kv;
+                if (slot >= 0)
+                    kv = slice_k(G, l, base_of(G, i, j) * G->rp + (uint32_t)slot, &ks);
+                else
+                    kv = slice_k(G, l, 0, &ks) ? umin(G->K, (uint64_t)l * G->kt + G->kt) - ks : 0;
                 uint64_t r = rows_of(G, i);
                 if (!kv || !r)
                     continue;
@@ -328,8 +335,6 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
                 sc->hi[t] = sc->lo[t] + r;
                 sc->nr[t] = (uint32_t)kv;
             }
-    /* the channel-major buffer receives while x's holders send: apart from x's elements */
-    uint64_t cbuf = ts_lwi_talloc_apart(L, G->rows * G->kt * 4, av, 1);
     L->into = cbuf;
     L->stagger = true; /* a channel's holder serves all its pixel blocks: not all in one round */
     ts_status rc = ts_lwi_gather(L, x, tn, sc->lo, sc->hi, sc->nr, G->M, G->rows, false, sc->where);
@@ -343,7 +348,7 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
         uint64_t r = sc->hi[t] - sc->lo[t], kv = sc->nr[t], src = sc->where[t];
         uint32_t rw = (uint32_t)cdiv(r, L->workers);
         size_t entry = L->tiles[t].wrk.n;
-        /* $m1 := first pixel; $m2 := src + 4 $m1 (channel 0 of it); $m3 := abuf + $m1 kt 4 */
+        /* $m1 := first pixel; $m2 := src + 4 $m1 (channel 0 of it); $m3 := dst + $m1 dk 4 */
         W(t, GET, RM(1), 2, 0);
         W(t, MULI, RM(1), RM(1), (int32_t)rw);
         W(t, SETZI, RM(2), (int32_t)(r - rw), 0);
@@ -354,8 +359,8 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
         W(t, SHLI, RM(2), RM(1), 2);
         W(t, SETZI, RM(4), (int32_t)src, 0);
         W(t, ADD, RM(2), RM(2), RM(4));
-        W(t, MULI, RM(3), RM(1), (int32_t)(G->kt * 4));
-        W(t, SETZI, RM(4), (int32_t)abuf, 0);
+        W(t, MULI, RM(3), RM(1), (int32_t)(dk * 4));
+        W(t, SETZI, RM(4), (int32_t)dst, 0);
         W(t, ADD, RM(3), RM(3), RM(4));
         W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
         W(t, SETZI, RM(5), (int32_t)kv, 0);
@@ -364,7 +369,7 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
         W(t, LD32STEP, RA(0), RM(6), (int32_t)(G->rows * 4));
         W(t, ST32STEP, RA(0), RM(3), 4);
         W(t, ADDI, RM(2), RM(2), 4);
-        W(t, ADDI, RM(3), RM(3), (int32_t)((G->kt - kv) * 4));
+        W(t, ADDI, RM(3), RM(3), (int32_t)((dk - kv) * 4));
         W(t, BRNZDEC, RM(1), (int32_t)px, 0);
         W(t, EXIT, 0, 0, 0);
         ts_lwi_run_all(L, t, entry);
@@ -385,7 +390,7 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
                   .kt = pl->kt, .kp = pl->kp, .M = s.M, .K = s.K, .N = s.N, .cm = s.conv};
     const t10_gen *G = &G0;
     uint32_t U = L->units, Wk = L->workers, tn = G->fm * G->fn * G->fk;
-    if (tn > L->T || G->cols % U || G->kp % 2 || (G->rotb && G->rp != 1) || (s.conv && G->rota))
+    if (tn > L->T || G->cols % U || G->kp % 2 || (G->rotb && G->rp != 1))
         return ts_lwi_unsupported(L, n, "this compute-shift plan");
     ts_status rc = TS_OK;
     const lw_place P = L->pl[x];
@@ -465,8 +470,12 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
 
     /* A into the plan's layout: row r of block i, k of the tile's range (or of slot k's slice); a
      * Conv's input channels of the tile's range over its pixels, then turned into rows of pixels */
-    if (s.conv)
-        rc = conv_rows(L, G, x, tn, sc, abuf, (const uint64_t(*)[2])av);
+    if (s.conv) { /* the channel-major buffer receives while x's holders send: apart from x's elements */
+        uint64_t cbuf = ts_lwi_talloc_apart(L, G->rows * (G->rota ? G->kp : G->kt) * 4, (const uint64_t(*)[2])av, 1);
+        for (uint32_t k = 0; k < (G->rota ? G->rp : 1) && rc == TS_OK; k++)
+            rc = conv_rows(L, G, x, tn, sc, cbuf, G->rota ? (int)k : -1, G->rota ? aslot[k] : abuf,
+                           G->rota ? G->kp : G->kt);
+    }
     for (uint32_t k = 0; !s.conv && k < (G->rota ? G->rp : 1) && rc == TS_OK; k++) {
         for (uint32_t t = 0; t < L->T; t++)
             sc->lo[t] = sc->hi[t] = 0, sc->nr[t] = 0;

@@ -980,6 +980,10 @@ static const t10_case t10_cases[] = {
     {40, 12, 10, true, {.fm = 4, .fn = 2, .fk = 2, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}, "ipu_small16", false, 5},
     /* the same with the weights rotating along the pixel blocks, k in 2 slices */
     {40, 12, 10, true, {.fm = 4, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B}, "ipu_small16", false, 5},
+    /* the input rotating along the channel blocks (4 of 4 channels, the last 2), with Cannon's skew
+     * the weights too */
+    {40, 12, 14, true, {.fm = 2, .fn = 4, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A}, "ipu_small16", false, 5},
+    {40, 12, 14, true, {.fm = 2, .fn = 2, .fk = 2, .ft = 2, .rp = 1, .rot = TS_T10_ROT_AB}, "ipu_small16", false, 5},
 };
 
 START_TEST(test_t10_plans)
