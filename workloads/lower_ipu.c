@@ -587,11 +587,16 @@ static void emit_mm(lw *L, uint32_t t, const mm_args *m)
     W(t, MULI, RM(3), RM(1), (int32_t)m->out_row);
     W(t, SETZI, RM(4), (int32_t)m->out, 0);
     W(t, ADD, RM(3), RM(3), RM(4));
+    if (m->acc) { /* $m13: this row's partial sums */
+        W(t, MULI, RM(13), RM(1), (int32_t)m->acc_row);
+        W(t, SETZI, RM(4), (int32_t)m->acc, 0);
+        W(t, ADD, RM(13), RM(13), RM(4));
+    }
     W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
     W(t, SETZI, RM(11), (int32_t)m->kp, 0);
     size_t row = W(t, SETZI, RM(5), (int32_t)m->w, 0);
-    if (m->acc) /* this row's partial sums */
-        W(t, ADDI, RM(8), RM(3), (int32_t)((int64_t)m->acc - (int64_t)m->out));
+    if (m->acc)
+        W(t, MOV, RM(8), RM(13), 0);
     else
         W(t, SETZI, RM(8), (int32_t)m->bias, 0);
     W(t, MOV, RM(6), RM(3), 0);
@@ -605,6 +610,8 @@ static void emit_mm(lw *L, uint32_t t, const mm_args *m)
         emit_quad(L, t, m, tail);
     W(t, ADDI, RM(2), RM(2), (int32_t)m->a_stride);
     W(t, ADDI, RM(3), RM(3), (int32_t)m->out_row);
+    if (m->acc)
+        W(t, ADDI, RM(13), RM(13), (int32_t)m->acc_row);
     W(t, BRNZDEC, RM(1), (int32_t)row, 0);
 }
 

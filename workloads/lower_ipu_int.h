@@ -100,7 +100,9 @@ typedef struct mm_args {
     uint32_t taps;             /* > 0: the input is read in `taps` runs of $m11 pairs, $m4 advanced by
                                 * tap_skip bytes between them (a kernel row of a channel-last image) */
     int32_t tap_skip;
-    uint64_t acc;              /* != 0: add the partial sums at acc (laid out as out, f32) instead of bias */
+    uint64_t acc;              /* != 0: add the f32 partial sums at acc (rows acc_row bytes apart, outputs
+                                * of a row contiguous) instead of bias */
+    int64_t acc_row;
 } mm_args;
 
 /* Scratch per tile: lo, hi, nr, where. */

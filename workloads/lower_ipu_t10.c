@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/half.h"
 #include "workloads/lower_ipu_int.h"
 
 #define S(t, op, a, b, c) ts_lwi_emit(L, &L->tiles[t].sup, LW_##op, (a), (b), (c))
@@ -43,6 +44,7 @@ typedef struct t10_op {
     uint64_t M, K, N;
     bool tb;   /* Gemm transB: B is [N][K] */
     bool conv; /* a 1x1 Conv (stride 1, no padding): M = pixels, K = input channels, N = output channels */
+    bool half; /* f16 throughout (a MatMul/Gemm): halves in and out, f32 partial sums, f16v4amp */
 } t10_op;
 
 static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
@@ -86,13 +88,22 @@ static bool t10_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
         return false;
     if (s->B->kind == TS_TENSOR_ACTIVATION || s->B->kind == TS_TENSOR_INPUT || s->B->rank != 2 || s->A->rank < 1)
         return false;
-    if (s->A->dtype != TS_DT_F32 || s->B->dtype != TS_DT_F32 || (s->C && s->C->dtype != TS_DT_F32))
+    s->half = s->A->dtype == TS_DT_F16;
+    ts_dtype dt = s->half ? TS_DT_F16 : TS_DT_F32;
+    if (s->A->dtype != dt || s->B->dtype != dt || (s->C && s->C->dtype != dt))
+        return false;
+    /* f16: A held as halves (a graph input read by a MatMul/Gemm, or the output of one) */
+    if (s->half && s->A->kind != TS_TENSOR_INPUT &&
+        (s->A->producer < 0 || (ts_graph_get_node(g, s->A->producer)->op != TS_OP_MATMUL &&
+                                ts_graph_get_node(g, s->A->producer)->op != TS_OP_GEMM)))
         return false;
     s->tb = gemm && n->attrs.trans_b;
     s->K = (uint64_t)s->A->dims[s->A->rank - 1];
     s->N = (uint64_t)(s->tb ? s->B->dims[0] : s->B->dims[1]);
     s->M = s->K ? (uint64_t)ts_graph_tensor_elems(s->A) / s->K : 0;
     if (s->C && ts_graph_tensor_elems(s->C) != (int64_t)s->N)
+        return false;
+    if (s->half && (s->K % 4 || s->N % 2))
         return false;
     return s->M > 1 && s->K >= 2 && s->K % 2 == 0 && s->N > 0;
 }
@@ -146,9 +157,25 @@ static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
     p->cycles = p->compute_cycles + p->exchange_cycles + p->sync_cycles;
 }
 
+/* An f16 plan's compute: the f16v4amp kernel, (U16 + 2) issues per 4 inputs per group of U16
+ * outputs (ts_t10_amp_cycles on half the k with U16 units). */
+static void f16_cost(const ts_t10_hw *hw, uint32_t u16, ts_t10_plan *p)
+{
+    ts_t10_hw h = *hw;
+    h.units = u16;
+    uint64_t c = p->steps * ts_t10_amp_cycles(&h, p->rows, p->kp / 2, p->cols);
+    p->cycles = p->cycles - p->compute_cycles + c;
+    p->compute_cycles = c;
+}
+
 /* Plans the code generator takes (see the top of the file). */
 static bool generable(const ts_lower_ipu_params *p, const t10_op *s, const ts_t10_plan *pl)
 {
+    /* f16: whole f16v4amp groups and steps of 4 inputs, k not split (its partial sums would need a
+     * rounding pass after the tree) */
+    uint32_t u16 = p->amp_macs_f16 / 4;
+    if (s->half && (u16 < 2 || u16 > 8 || u16 % 2 || pl->cols % u16 || pl->kp % 4 || pl->kt % 4 || pl->fk > 1))
+        return false;
     if (pl->rot & TS_T10_ROT_B)
         return pl->rp == 1 && !p->interleaved_base;
     /* a ring of rp + 1 > 2 slots needs three elements apart from the one A lies in */
@@ -172,7 +199,7 @@ ts_status ts_lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint
         t10_op s;
         if (!t10_shape(g, ts_graph_get_node(g, (int)i), &s))
             continue;
-        ts_t10_mm mm = {.m = s.M, .k = s.K, .n = s.N, .es = 4};
+        ts_t10_mm mm = {.m = s.M, .k = s.K, .n = s.N, .es = s.half ? 2 : 4};
         if (p->t10_plan) { /* the caller's choice */
             ts_t10_plan *f = &plans[i];
             *f = (ts_t10_plan){.fm = p->t10_plan->fm, .fn = p->t10_plan->fn, .fk = p->t10_plan->fk,
@@ -181,6 +208,8 @@ ts_status ts_lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint
                 break;
             if (s.conv)
                 conv_cost(&hw, &mm, f);
+            if (s.half)
+                f16_cost(&hw, p->amp_macs_f16 / 4, f);
             if (!generable(p, &s, f)) {
                 rc = ts_err_set(err, TS_EINPUT, "plan: not generated (a rotating B needs rp 1 and 128-bit loads "
                                                 "everywhere, a rotating A at rp > 1 four SRAM elements per tile)");
@@ -197,6 +226,8 @@ ts_status ts_lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint
             if (generable(p, &s, &v[j])) {
                 if (s.conv)
                     conv_cost(&hw, &mm, &v[j]);
+                if (s.half)
+                    f16_cost(&hw, p->amp_macs_f16 / 4, &v[j]);
                 v[k++] = v[j];
             }
         if (!k) {
@@ -299,14 +330,18 @@ static void span(const lw *L, uint64_t a, uint64_t bytes, uint64_t *out)
  * packed with kv (the kernel's step), zero past N. */
 static void build_b(lw *L, const t10_op *s, int bid, float *w, uint64_t c0, uint64_t cols, uint64_t ks, uint64_t kv)
 {
-    uint32_t U = L->units;
+    uint32_t U = s->half ? L->units16 : L->units, per = s->half ? 4 : 2; /* f16: [group][step][unit][4] halves */
+    uint16_t *w16 = (uint16_t *)w;
     for (uint64_t q = 0; q < cols / U; q++)
-        for (uint64_t k2 = 0; k2 < kv / 2; k2++)
+        for (uint64_t k2 = 0; k2 < kv / per; k2++)
             for (uint32_t u = 0; u < U; u++)
-                for (uint32_t jj = 0; jj < 2; jj++) {
-                    uint64_t o = c0 + q * U + u, k = ks + 2 * k2 + jj;
-                    w[((q * (kv / 2) + k2) * U + u) * 2 + jj] =
-                        o < s->N ? ts_lwi_value(s->B, bid, s->tb ? o * s->K + k : k * s->N + o) : 0.0f;
+                for (uint32_t jj = 0; jj < per; jj++) {
+                    uint64_t o = c0 + q * U + u, k = ks + per * k2 + jj, at = ((q * (kv / per) + k2) * U + u) * per + jj;
+                    float v = o < s->N ? ts_lwi_value(s->B, bid, s->tb ? o * s->K + k : k * s->N + o) : 0.0f;
+                    if (s->half)
+                        w16[at] = ts_f32_to_f16(v);
+                    else
+                        w[at] = v;
                 }
 }
 
@@ -389,9 +424,12 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
                   .rota = pl->rot & TS_T10_ROT_A, .rotb = pl->rot & TS_T10_ROT_B, .rows = pl->rows, .cols = pl->cols,
                   .kt = pl->kt, .kp = pl->kp, .M = s.M, .K = s.K, .N = s.N, .cm = s.conv};
     const t10_gen *G = &G0;
-    uint32_t U = L->units, Wk = L->workers, tn = G->fm * G->fn * G->fk;
-    if (tn > L->T || G->cols % U || G->kp % 2 || (G->rotb && G->rp != 1))
+    uint32_t U = s.half ? L->units16 : L->units, Wk = L->workers, tn = G->fm * G->fn * G->fk;
+    uint64_t es = s.half ? 2 : 4, per = s.half ? 4 : 2; /* A and B element bytes, inputs per AMP step */
+    if (tn > L->T || G->cols % U || G->kp % per || (G->rotb && G->rp != 1) || (s.half && G->fk > 1))
         return ts_lwi_unsupported(L, n, "this compute-shift plan");
+    if (s.half != (L->pl[x].es == 2))
+        return ts_lwi_unsupported(L, n, "an f16 input held in f32 words");
     ts_status rc = TS_OK;
     const lw_place P = L->pl[x];
     uint64_t av[1][2];
@@ -400,7 +438,7 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
     /* A: a ring of rp + 1 slots of rows x kp, or the whole k-range rows x kt. In a shift the front
      * slot sends and the one before it in the ring receives: neighbouring slots (and the last and
      * the first) lie in different elements. */
-    uint64_t aslot[17] = {0}, abuf = 0, aslot_b = G->rows * G->kp * 4;
+    uint64_t aslot[17] = {0}, abuf = 0, aslot_b = G->rows * G->kp * es;
     if (G->rota) {
         if (G->rp > 16)
             return ts_lwi_unsupported(L, n, "a rotating pace above 16");
@@ -416,9 +454,9 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
             aslot[k] = ts_lwi_talloc_apart(L, aslot_b, (const uint64_t(*)[2])sv, nav);
         }
     } else
-        abuf = ts_lwi_talloc_apart(L, G->rows * G->kt * 4, (const uint64_t(*)[2])av, 1);
+        abuf = ts_lwi_talloc_apart(L, G->rows * G->kt * es, (const uint64_t(*)[2])av, 1);
     /* B: its slices of cols x kp as coefficient blocks, all (still) or the first and a free slot */
-    uint64_t bslot_b = G->cols * G->kp * 4, bw = 0, bslot[2] = {0, 0};
+    uint64_t bslot_b = G->cols * G->kp * es, bw = 0, bslot[2] = {0, 0};
     if (G->rotb) {
         bslot[0] = ts_lwi_salloc(L, bslot_b);
         uint64_t bsp[1][2];
@@ -435,13 +473,15 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
     uint32_t fin = (uint32_t)((ne0 - 1) % 2);
     bool two = G->steps > 1 || G->fk > 1;
     uint64_t obytes = cdiv(G->rows * G->cols, Wk) * Wk * 4, obuf[2] = {0, 0};
-    obuf[fin] = s.conv ? ts_lwi_talloc_apart(L, obytes, NULL, 0) : ts_lwi_alloc(L, obytes);
-    uint64_t yout = s.conv ? ts_lwi_alloc(L, G->rows * G->cols * 4) : 0; /* a Conv's output, channel-major */
+    /* the output: the last sum buffer, or a Conv's channel-major copy, or f16's halves */
+    uint64_t yout = s.conv || s.half ? ts_lwi_alloc(L, G->rows * G->cols * es) : 0;
+    if (!s.half || two)
+        obuf[fin] = s.conv || s.half ? ts_lwi_talloc_apart(L, obytes, NULL, 0) : ts_lwi_alloc(L, obytes);
     if (two)
         obuf[1 - fin] = ts_lwi_talloc_apart(L, obytes, NULL, 0);
 
     /* initial data: B's coefficient blocks and the bias */
-    float *w = L->measure ? NULL : ts_calloc(bslot_b / 4 + G->cols + 1, 4);
+    float *w = L->measure ? NULL : ts_calloc(cdiv(bslot_b, 4) + G->cols + 1, 4);
     if (!L->measure && !w)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory for the weights of '%s'", n->name);
     for (uint32_t l = 0; w && l < G->fk && rc == TS_OK; l++)
@@ -454,11 +494,11 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
                     uint32_t t = tile_of(G, i, j, l);
                     if (G->rotb && base_of(G, i, j) * G->rp != sg)
                         continue;
-                    rc = ts_lwi_seg(L, t, G->rotb ? bslot[0] : bw + sg * bslot_b, w, G->cols * kv * 4);
+                    rc = ts_lwi_seg(L, t, G->rotb ? bslot[0] : bw + sg * bslot_b, w, G->cols * kv * es);
                 }
             }
     for (uint32_t j = 0; w && s.C && j < G->fn && rc == TS_OK; j++) {
-        float *bias = w + bslot_b / 4;
+        float *bias = w + cdiv(bslot_b, 4);
         for (uint64_t o = 0; o < G->cols; o++)
             bias[o] = j * G->cols + o < s.N ? ts_lwi_value(s.C, n->in[2], j * G->cols + o) : 0.0f;
         for (uint32_t i = 0; i < G->fm && rc == TS_OK; i++)
@@ -501,9 +541,10 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
 
     /* the steps */
     int *cur = ts_calloc(tn, sizeof *cur);
+    uint64_t *done = ts_calloc(tn, sizeof *done); /* steps computed, per tile */
     uint32_t *prv = ts_calloc(tn, sizeof *prv), *nxt = ts_calloc(tn, sizeof *nxt);
     uint64_t *from = ts_calloc(tn, sizeof *from), *words = ts_calloc(tn, sizeof *words);
-    if (!cur || !prv || !nxt || !from || !words)
+    if (!cur || !done || !prv || !nxt || !from || !words)
         rc = ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++)
         cur[t] = -1;
@@ -516,14 +557,21 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
                     if (!kv || !r || !cv)
                         continue;
                     int o = cur[t] < 0 ? 0 : 1 - cur[t];
-                    mm_args m = {.rows = (uint32_t)r, .nq = (uint32_t)cdiv(cv, U), .kp = (uint32_t)(kv / 2),
-                                 .nq_real = cv, .units = U,
-                                 .a = G->rota ? aslot[st % (G->rp + 1)] : abuf + (uint64_t)sg * G->kp * 4,
-                                 .a_stride = (G->rota ? G->kp : G->kt) * 4,
+                    mm_args m = {.rows = (uint32_t)r, .nq = (uint32_t)cdiv(cv, U), .kp = (uint32_t)(kv / per),
+                                 .nq_real = cv, .units = U, .half = s.half,
+                                 .a = G->rota ? aslot[st % (G->rp + 1)] : abuf + (uint64_t)sg * G->kp * es,
+                                 .a_stride = (G->rota ? G->kp : G->kt) * es,
                                  .w = G->rotb ? bslot[st % 2] : bw + sg * bslot_b,
                                  .bias = cur[t] < 0 && l == 0 ? baddr : 0, .out = obuf[o],
                                  .out_row = (int64_t)(G->cols * 4), .out_q = (int64_t)(U * 4), .out_u = 4,
-                                 .acc = cur[t] < 0 ? 0 : obuf[cur[t]]};
+                                 .acc = cur[t] < 0 ? 0 : obuf[cur[t]], .acc_row = (int64_t)(G->cols * 4)};
+                    if (s.half && ++done[t] == ne0) { /* f16's last step: rounded to halves, stored in pairs */
+                        m.out16 = true;
+                        m.out = yout;
+                        m.out_row = (int64_t)(G->cols * 2);
+                        m.out_q = (int64_t)(U * 2);
+                        m.out_u = 2;
+                    }
                     size_t entry = L->tiles[t].wrk.n;
                     ts_lwi_emit_mm(L, t, &m);
                     W(t, EXIT, 0, 0, 0);
@@ -546,7 +594,7 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
                         uint32_t pp = g0 + (p + G->ft - 1) % G->ft, pn = g0 + (p + 1) % G->ft;
                         prv[t] = a ? tile_of(G, i, pp, l) : tile_of(G, pp, j, l);
                         nxt[t] = a ? tile_of(G, i, pn, l) : tile_of(G, pn, j, l);
-                        words[t] = a ? rows_of(G, i) * G->kp : cols_of(G, j) ? G->cols * G->kp : 0;
+                        words[t] = (a ? rows_of(G, i) * G->kp : cols_of(G, j) ? G->cols * G->kp : 0) * es / 4;
                         from[t] = a ? aslot[st % (G->rp + 1)] : bslot[st % 2];
                     }
             shift(L, tn, prv, nxt, from, a ? aslot[(st + G->rp) % (G->rp + 1)] : bslot[(st + 1) % 2], words);
@@ -606,6 +654,7 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
         ts_lwi_sync_all(L);
     }
     ts_free(cur);
+    ts_free(done);
     ts_free(prv);
     ts_free(nxt);
     ts_free(from);
@@ -662,7 +711,8 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
     }
     /* the output on the l = 0 tiles: rows of block i ("channels"), columns of block j ("pixels") */
     lw_place *o = &L->pl[n->out[0]];
-    *o = (lw_place){.ntiles = G->fm * G->fn, .chunk = G->rows * G->cols, .addr = obuf[fin], .es = 4};
+    *o = (lw_place){.ntiles = G->fm * G->fn, .chunk = G->rows * G->cols, .addr = s.half ? yout : obuf[fin],
+                    .es = (uint32_t)es};
     if (G->fn > 1 || G->cols != G->N) {
         o->inner = G->N;
         o->cb = G->rows;
