@@ -1,5 +1,5 @@
-/* workloads/lower_ipu_t10.c — planner (b) of the IPU lowering: MatMul/Gemm as T10's compute-shift
- * plans (research/graphcore_ipu.md §4.5, §5; the plan space and cost model are plan_t10.h's).
+/* workloads/lower_ipu_t10.c — planner (b) of the IPU lowering: MatMul, Gemm and 1x1 Conv as T10's
+ * compute-shift plans (research/graphcore_ipu.md §4.5, §5; the plan space and cost model are plan_t10.h's).
  *
  * A plan fm x fn x fk (ft, rp, rot) puts the output block of rows i, columns j and the k-part l on
  * tile t = (l * fm + i) * fn + j. Each tile holds its slices of A (rows i, its k-range) and of B
@@ -20,10 +20,17 @@
  * planner (a). Sends and receives of one superstep never share an SRAM element (`tile.element_bytes`):
  * the slots of a ring are allocated apart, and apart from A's placement.
  *
+ * A 1x1 Conv (stride 1, no padding) is the product of its pixels by its input channels by its
+ * output channels: its input is gathered channel-major and turned into pixel rows on the tile, its
+ * output turned channel-major at the end (conv_rows, and the end of ts_lwi_t10_matmul). f16
+ * MatMul/Gemm hold halves in A and B, keep f32 partial sums between the steps and round at the last.
+ *
  * What the code generator does not take (the plan is then not offered): a rotating B with rp > 1
  * (its slots would have to lie apart in the static region, whose addresses the first pass does not
- * know) or on a tile whose low memory does not take 128-bit loads (its free slot is dynamic);
- * MatMul/Gemm of one row, f16, odd k, transA/alpha/beta (planner (a) lowers them).
+ * know) or on a tile whose low memory does not take 128-bit loads (its free slot is dynamic); a
+ * rotating A at rp > 1 on tiles of fewer than four SRAM elements; f16 with k split over tiles;
+ * MatMul/Gemm of one row, odd k, transA/alpha/beta, Convs other than 1x1, f16 Convs (planner (a)
+ * lowers them).
  */
 #include <stdlib.h>
 #include <string.h>
