@@ -582,21 +582,37 @@ static void emit_mm(lw *L, uint32_t t, const mm_args *m)
     uint32_t full = (uint32_t)(m->nq_real / U), tail = (uint32_t)(m->nq_real % U);
     emit_start_row(L, t, m->rows, rw);
     W(t, MULI, RM(2), RM(1), (int32_t)m->a_stride);
-    W(t, SETZI, RM(3), (int32_t)m->a, 0);
+    if (m->tab)
+        W(t, LD32, RM(3), RM(0), 0);
+    else
+        W(t, SETZI, RM(3), (int32_t)m->a, 0);
     W(t, ADD, RM(2), RM(2), RM(3));
     W(t, MULI, RM(3), RM(1), (int32_t)m->out_row);
-    W(t, SETZI, RM(4), (int32_t)m->out, 0);
+    if (m->tab)
+        W(t, LD32, RM(4), RM(0), 8);
+    else
+        W(t, SETZI, RM(4), (int32_t)m->out, 0);
     W(t, ADD, RM(3), RM(3), RM(4));
     if (m->acc) { /* $m13: this row's partial sums */
         W(t, MULI, RM(13), RM(1), (int32_t)m->acc_row);
-        W(t, SETZI, RM(4), (int32_t)m->acc, 0);
+        if (m->tab)
+            W(t, LD32, RM(4), RM(0), 12);
+        else
+            W(t, SETZI, RM(4), (int32_t)m->acc, 0);
         W(t, ADD, RM(13), RM(13), RM(4));
     }
     W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
-    W(t, SETZI, RM(11), (int32_t)m->kp, 0);
-    size_t row = W(t, SETZI, RM(5), (int32_t)m->w, 0);
+    if (m->tab) { /* $m9 := w, $m10 := bias */
+        W(t, LD32, RM(11), RM(0), 20);
+        W(t, LD32, RM(9), RM(0), 4);
+        W(t, LD32, RM(10), RM(0), 16);
+    } else
+        W(t, SETZI, RM(11), (int32_t)m->kp, 0);
+    size_t row = m->tab ? W(t, MOV, RM(5), RM(9), 0) : W(t, SETZI, RM(5), (int32_t)m->w, 0);
     if (m->acc)
         W(t, MOV, RM(8), RM(13), 0);
+    else if (m->tab)
+        W(t, MOV, RM(8), RM(10), 0);
     else
         W(t, SETZI, RM(8), (int32_t)m->bias, 0);
     W(t, MOV, RM(6), RM(3), 0);
@@ -1751,6 +1767,7 @@ size_t ts_lwi_emit(lw *L, lw_code *c, int op, int32_t a0, int32_t a1, int32_t a2
 void ts_lwi_sync_all(lw *L) { sync_all(L); }
 void ts_lwi_emit_mm(lw *L, uint32_t t, const mm_args *m) { emit_mm(L, t, m); }
 void ts_lwi_run_all(lw *L, uint32_t t, size_t entry) { run_all(L, t, entry); }
+void ts_lwi_run_all_m0(lw *L, uint32_t t, size_t entry, uint64_t v) { run_all_m0(L, t, entry, v); }
 void ts_lwi_use_tiles(lw *L, uint32_t n) { use_tiles(L, n); }
 uint64_t ts_lwi_alloc(lw *L, uint64_t bytes) { return alloc(L, bytes); }
 uint64_t ts_lwi_salloc(lw *L, uint64_t bytes) { return salloc(L, bytes); }

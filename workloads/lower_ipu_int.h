@@ -103,6 +103,8 @@ typedef struct mm_args {
     uint64_t acc;              /* != 0: add the f32 partial sums at acc (rows acc_row bytes apart, outputs
                                 * of a row contiguous) instead of bias */
     int64_t acc_row;
+    bool tab;                  /* a, w, out, acc, bias and kp from the six words at $m0 (one routine for
+                                * every step; acc and bias then only say whether there are any) */
 } mm_args;
 
 /* Scratch per tile: lo, hi, nr, where. */
@@ -114,6 +116,7 @@ size_t ts_lwi_emit(lw *L, lw_code *c, int op, int32_t a0, int32_t a1, int32_t a2
 void ts_lwi_sync_all(lw *L);
 void ts_lwi_emit_mm(lw *L, uint32_t t, const mm_args *m);
 void ts_lwi_run_all(lw *L, uint32_t t, size_t entry);
+void ts_lwi_run_all_m0(lw *L, uint32_t t, size_t entry, uint64_t v); /* the workers' $m0 := v */
 void ts_lwi_use_tiles(lw *L, uint32_t n);
 /* memory: dynamic blocks avoiding the element-aligned spans av[0..nav) ([lo, hi) pairs), freed with
  * the operator (talloc) or by address (release); the operator's weights (salloc); initial data */

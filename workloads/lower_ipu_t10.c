@@ -52,6 +52,8 @@ typedef struct t10_op {
     bool tb;   /* Gemm transB: B is [N][K] */
     bool conv; /* a 1x1 Conv (stride 1, no padding): M = pixels, K = input channels, N = output channels */
     bool half; /* f16 throughout (a MatMul/Gemm): halves in and out, f32 partial sums, f16v4amp */
+    uint64_t wo; /* a Conv's output row (pixels) */
+    bool read; /* a Conv's output is read by another operator */
 } t10_op;
 
 static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
@@ -75,6 +77,10 @@ static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
     s->M = (uint64_t)(X->dims[2] * X->dims[3]);
     s->K = (uint64_t)X->dims[1];
     s->N = (uint64_t)Wt->dims[0];
+    s->wo = (uint64_t)Y->dims[3];
+    size_t nc = 0;
+    ts_graph_consumers(g, n->out[0], &nc);
+    s->read = nc > 0;
     if (s->C && ts_graph_tensor_elems(s->C) != (int64_t)s->N)
         return false;
     return s->M > 1 && s->K >= 2 && s->K % 2 == 0 && s->N > 0;
@@ -182,6 +188,11 @@ static bool generable(const ts_lower_ipu_params *p, const t10_op *s, const ts_t1
      * rounding pass after the tree) */
     uint32_t u16 = p->amp_macs_f16 / 4;
     if (s->half && (u16 < 2 || u16 > 8 || u16 % 2 || pl->cols % u16 || pl->kp % 4 || pl->kt % 4 || pl->fk > 1))
+        return false;
+    /* a Conv another operator reads: blocks of whole image rows and at most 16 channels, as planner
+     * (a)'s Convs leave theirs, since its reader gathers a piece per channel and block (smaller
+     * blocks made ResNet-50's exchange code outgrow the tile memory) */
+    if (s->conv && s->read && ((pl->rows % s->wo && pl->rows < s->M) || pl->cols > 16))
         return false;
     if (pl->rot & TS_T10_ROT_B)
         return pl->rp == 1 && !p->interleaved_base;
@@ -472,6 +483,8 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
     } else
         bw = ts_lwi_salloc(L, G->steps * bslot_b);
     uint64_t baddr = s.C ? ts_lwi_salloc(L, G->cols * 4) : 0;
+    /* per tile and step, the kernel's a, w, out, acc, bias and kp (one routine serves every step) */
+    uint64_t ptab = ts_lwi_salloc(L, (uint64_t)G->steps * 24);
     /* partial sums: two buffers (a step adds the one to the other), padded to whole worker blocks
      * for the tree's adds; the last written stays as the output */
     uint64_t ne0 = 0, ks;
@@ -549,9 +562,11 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
     /* the steps */
     int *cur = ts_calloc(tn, sizeof *cur);
     uint64_t *done = ts_calloc(tn, sizeof *done); /* steps computed, per tile */
+    uint32_t *par = ts_calloc((size_t)tn * G->steps * 6, sizeof *par);
+    size_t *ent = ts_calloc((size_t)tn * 8, sizeof *ent); /* per tile and kind of step: its routine + 1 */
     uint32_t *prv = ts_calloc(tn, sizeof *prv), *nxt = ts_calloc(tn, sizeof *nxt);
     uint64_t *from = ts_calloc(tn, sizeof *from), *words = ts_calloc(tn, sizeof *words);
-    if (!cur || !done || !prv || !nxt || !from || !words)
+    if (!cur || !done || !par || !ent || !prv || !nxt || !from || !words)
         rc = ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++)
         cur[t] = -1;
@@ -579,10 +594,17 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
                         m.out_q = (int64_t)(U * 2);
                         m.out_u = 2;
                     }
-                    size_t entry = L->tiles[t].wrk.n;
-                    ts_lwi_emit_mm(L, t, &m);
-                    W(t, EXIT, 0, 0, 0);
-                    ts_lwi_run_all(L, t, entry);
+                    uint32_t *pv = &par[((size_t)t * G->steps + st) * 6];
+                    pv[0] = (uint32_t)m.a, pv[1] = (uint32_t)m.w, pv[2] = (uint32_t)m.out;
+                    pv[3] = (uint32_t)m.acc, pv[4] = (uint32_t)m.bias, pv[5] = m.kp;
+                    size_t *e = &ent[(size_t)t * 8 + (m.bias ? 1 : 0) + (m.acc ? 2 : 0) + (m.out16 ? 4 : 0)];
+                    if (!*e) {
+                        m.tab = true;
+                        *e = L->tiles[t].wrk.n + 1;
+                        ts_lwi_emit_mm(L, t, &m);
+                        W(t, EXIT, 0, 0, 0);
+                    }
+                    ts_lwi_run_all_m0(L, t, *e - 1, ptab + (uint64_t)st * 24);
                     cur[t] = o;
                 }
         ts_lwi_sync_all(L);
@@ -607,6 +629,8 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
             shift(L, tn, prv, nxt, from, a ? aslot[(st + G->rp) % (G->rp + 1)] : bslot[(st + 1) % 2], words);
         }
     }
+    for (uint32_t t = 0; t < tn && rc == TS_OK; t++)
+        rc = ts_lwi_seg(L, t, ptab, &par[(size_t)t * G->steps * 6], (uint64_t)G->steps * 24);
     /* the partial-sum tree over l */
     for (uint32_t d = 1; d < G->fk && rc == TS_OK; d *= 2) {
         memset(words, 0, tn * sizeof *words);
@@ -662,6 +686,8 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
     }
     ts_free(cur);
     ts_free(done);
+    ts_free(par);
+    ts_free(ent);
     ts_free(prv);
     ts_free(nxt);
     ts_free(from);
