@@ -33,6 +33,8 @@ static const char compile_usage[] =
     "  -c, --config CONFIG   chip config (file or built-in name, required)\n"
     "  -o, --output FILE     binary program to write (required)\n"
     "  -s, --set KEY=VALUE   override a config key (repeatable)\n"
+    "      --planner NAME    how a model is lowered for the IPU: lcs (load-compute-store, the\n"
+    "                        default) or t10 (compute-shift MatMul, Gemm, 1x1 Conv)\n"
     "  -h, --help            this text\n";
 
 static const char disasm_usage[] =
@@ -51,7 +53,7 @@ static int assemble(int argc, char **argv, const char *usage, bool need_config)
     static const struct option longopts[] = {
         {"output", required_argument, 0, 'o'}, {"config", required_argument, 0, 'c'},
         {"set", required_argument, 0, 's'},    {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
+        {"planner", required_argument, 0, 'R'}, {0, 0, 0, 0},
     };
     const char *output = NULL, *config = NULL;
     cli_sets sets = {0};
@@ -63,6 +65,12 @@ static int assemble(int argc, char **argv, const char *usage, bool need_config)
         case 'o': output = optarg; break;
         case 'c': config = optarg; break;
         case 's': cli_sets_push(&sets, optarg); break;
+        case 'R':
+            if (!need_config || cli_set_planner(optarg)) { /* compile only */
+                cli_sets_free(&sets);
+                return need_config ? TS_EXIT_INPUT : cli_usage_error("unknown option '--planner'");
+            }
+            break;
         case 'h': fputs(usage, stdout); cli_sets_free(&sets); return 0;
         case ':': cli_sets_free(&sets); return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
         default: cli_sets_free(&sets); return cli_usage_error("unknown option '%s'", argv[optind - 1]);

@@ -43,6 +43,8 @@ static const char run_usage[] =
     "      --summary-png FILE  write one PNG of the run: per-unit utilization and supersteps\n"
     "  -s, --set KEY=VALUE     override a config key (repeatable)\n"
     "      --energy TABLE      energy table (file or built-in name) instead of the config's\n"
+    "      --planner NAME      how a model is lowered for the IPU: lcs (load-compute-store,\n"
+    "                          the default) or t10 (compute-shift MatMul, Gemm, 1x1 Conv)\n"
     "  -j, --threads N         host threads (results do not depend on it)\n"
     "      --lockstep          step every cycle of every unit (reference mode)\n"
     "      --warn              record hazards and go on, where the family has them\n"
@@ -138,7 +140,7 @@ int cmd_run(int argc, char **argv)
         {"hang-cycles", required_argument, 0, 'H'}, {"quiet", no_argument, 0, 'q'},
         {"frames", required_argument, 0, 'F'},   {"frame-every", required_argument, 0, 'N'},
         {"summary-png", required_argument, 0, 'P'}, {"view", no_argument, 0, 'V'},
-        {"trace-limit", required_argument, 0, 'Z'},
+        {"trace-limit", required_argument, 0, 'Z'}, {"planner", required_argument, 0, 'R'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     const char *config = NULL, *output = NULL, *trace_path = NULL, *energy_name = NULL;
@@ -196,6 +198,12 @@ int cmd_run(int argc, char **argv)
             cli_sets_push(&sets, optarg);
             break;
         case 'E': energy_name = optarg; break;
+        case 'R':
+            if (cli_set_planner(optarg)) {
+                cli_sets_free(&sets);
+                return TS_EXIT_INPUT;
+            }
+            break;
         case 'j':
             if (parse_u64(optarg, &v) || v < 1 || v > 1024) {
                 cli_sets_free(&sets);

@@ -255,6 +255,20 @@ ts_status cli_lowering_stats(ts_results *res, const ts_energy_table *energy, ts_
     return rc;
 }
 
+/* The planner of the IPU lowering for the models loaded next (--planner). */
+static int ipu_planner = TS_LOWER_PLANNER_LCS;
+
+int cli_set_planner(const char *name)
+{
+    ts_err err;
+    ts_err_init(&err);
+    int rc = 0;
+    if (ts_lower_ipu_planner(name, &ipu_planner, &err) != TS_OK)
+        rc = cli_usage_error("%s", err.msg);
+    ts_err_free(&err);
+    return rc;
+}
+
 ts_status cli_load_workload(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
                             ts_err *err)
 {
@@ -290,6 +304,7 @@ ts_status cli_load_workload_rep(ts_program **out, const char *path, const ts_con
     ts_status rc = ts_lower_ipu_params_from_config(cfg, &p, err);
     if (rc != TS_OK)
         return rc;
+    p.planner = ipu_planner;
     ts_graph *g = NULL;
     if ((rc = ts_wl_load_model(path, NULL, NULL, &g, err)) != TS_OK)
         return rc;

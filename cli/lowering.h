@@ -19,6 +19,10 @@ ts_status cli_load_workload(ts_program **out, const char *path, const ts_config 
  * zeroed otherwise). Free it with ts_lower_report_free. */
 ts_status cli_load_workload_rep(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
                                 ts_lower_report *rep, ts_err *err);
+/* --planner NAME: the planner ("lcs" or "t10") the IPU lowering uses for the models loaded after
+ * it (default lcs). 0, or the usage error's exit code (after printing it) for another name. */
+int cli_set_planner(const char *name);
+
 /* After a run: when cli_load_workload lowered a model for the TSP or the WSE, add its per-operator
  * (TSP: from the static schedule, energy priced with `energy`) or per-stage (WSE:
  * ts_lower_wse_stage_stats) table "layers" to res and forget the lowering; otherwise nothing.

@@ -29,74 +29,7 @@
 
 #include "core/alloc.h"
 #include "core/half.h"
-
-/* Opcode numbers: the IPU's one table. */
-enum lw_op {
-#define IPU_OP(id, mn, ops, cls, unit, ctx, lat, ev, ec, doc) LW_##id,
-#include "arch/ipu/ipu_isa.def"
-#undef IPU_OP
-    LW_COUNT
-};
-
-#define RM(n) (n)        /* $m register number */
-#define RA(n) (16 + (n)) /* $a register number */
-
-typedef struct lw_code { ts_insn *v; size_t n, cap; } lw_code;
-typedef struct lw_tile { lw_code sup, wrk; } lw_tile;
-typedef struct lw_mark { uint32_t tile, pc, id; } lw_mark;
-/* Where a tensor lives. Flat (inner = 0): element e on tile e / chunk at element e % chunk.
- * Blocked (inner > 0, a Conv output split by rows too): e = c * inner + p is on tile
- * (c / cb) * nrb + p / pb at element (c % cb) * pb + p % pb; chunk = cb * pb. */
-typedef struct lw_place {
-    uint32_t ntiles;
-    uint64_t chunk, addr;
-    uint32_t es;              /* bytes per element */
-    uint64_t inner, cb, pb;   /* blocked layout; inner 0 = flat */
-    uint32_t nrb;
-} lw_place;
-typedef struct lw_blk { uint64_t a, n; } lw_blk; /* a live block of the dynamic region */
-typedef struct lw_tab { uint64_t hash, bytes, addr; uint32_t tiles; } lw_tab; /* static data the same on every tile */
-
-typedef struct lw {
-    const ts_graph *g;
-    const ts_lower_ipu_params *p;
-    ts_program *prog;
-    ts_err *err;
-    uint32_t T;           /* tiles the plan may use */
-    uint32_t used;        /* tiles that got work: streams are emitted for 0..used-1 */
-    uint32_t optiles;     /* tiles the current operator uses */
-    uint32_t units;       /* AMP f32 units: outputs per AMP pass */
-    uint32_t units16;     /* AMP f16 units (4 inputs each) */
-    uint32_t workers;     /* worker contexts per tile */
-    lw_tile *tiles;       /* T, owned */
-    lw_place *pl;         /* per tensor, owned; ntiles 0 = not placed */
-    /* Memory, the same addresses on every tile. Initial data (weights, biases, address tables)
-     * lives for the whole run in the static region, from the top of tile memory down; tensors and
-     * buffers in the dynamic region from the bottom up, first fit, freed after their last use. */
-    /* Initial data is loaded before the run, so the memory of an operator's weights must not be
-     * written before the operator runs; after it, the memory is free. Top down: the tables shared
-     * by content (kept for the whole run), then each operator's weights, the last operator's
-     * highest: while operator k runs, the weights of operators k.. lie above wbase(k) and the
-     * dynamic region stays below it. A first pass (measure) finds each operator's weight bytes. */
-    bool measure;         /* first pass: sizes only, no segments */
-    uint64_t *wsz;        /* per node: weight bytes (filled by the first pass), owned */
-    uint64_t perm;        /* table bytes (first pass total) */
-    uint64_t ptop;        /* next table goes below this */
-    uint64_t wabove;      /* weight bytes of the nodes after the current one */
-    uint64_t wnext;       /* next weight byte of the current node */
-    int cur;              /* node being lowered */
-    uint64_t into;        /* when set, the next gather lands there (the caller's buffer) */
-    lw_blk *blk; size_t nblk, capblk;  /* live dynamic blocks by address, owned */
-    uint64_t hw;          /* highest dynamic byte in use since the current operator began */
-    uint64_t *tmp; size_t ntmp, captmp; /* the current operator's buffers, freed at its end */
-    lw_tab *tabs; size_t ntabs, captabs; /* owned */
-    int *root;            /* per tensor: the tensor whose memory it is (Reshape, Flatten alias) */
-    int *last;            /* per root tensor: its last consumer node; -1 = kept (graph output) */
-    uint32_t step;        /* supersteps so far */
-    lw_mark *marks; size_t nmarks, capmarks;
-    ts_lower_layer *layers; size_t nlayers, caplayers;
-    bool oom;
-} lw;
+#include "workloads/lower_ipu_int.h"
 
 /* ---- emission ---- */
 
@@ -144,8 +77,8 @@ static void sync_all(lw *L)
         mark(L, t);
 }
 
-/* First fit in the dynamic region, not overlapping [av0, av1) (av1 = 0: no constraint). */
-static uint64_t alloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1)
+/* First fit in the dynamic region, not overlapping the spans av[0..nav) ([lo, hi), hi 0: none). */
+static uint64_t alloc_apart(lw *L, uint64_t bytes, const uint64_t (*av)[2], size_t nav)
 {
     bytes = (bytes + 15) & ~(uint64_t)15;
     if (!bytes)
@@ -153,10 +86,11 @@ static uint64_t alloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1)
     uint64_t a = 16; /* address 0 stays unused */
     for (bool moved = true; moved;) { /* blocks are sorted: one pass moves past each in turn */
         moved = false;
-        if (av1 && a < av1 && a + bytes > av0) {
-            a = (av1 + 15) & ~(uint64_t)15;
-            moved = true;
-        }
+        for (size_t k = 0; k < nav; k++)
+            if (av[k][1] && a < av[k][1] && a + bytes > av[k][0]) {
+                a = (av[k][1] + 15) & ~(uint64_t)15;
+                moved = true;
+            }
         for (size_t i = 0; i < L->nblk; i++)
             if (a < L->blk[i].a + L->blk[i].n && a + bytes > L->blk[i].a) {
                 a = L->blk[i].a + L->blk[i].n;
@@ -179,6 +113,13 @@ static uint64_t alloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1)
     return a;
 }
 
+/* First fit not overlapping [av0, av1) (av1 = 0: no constraint). */
+static uint64_t alloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1)
+{
+    const uint64_t av[1][2] = {{av0, av1}};
+    return alloc_apart(L, bytes, av, 1);
+}
+
 static uint64_t alloc(lw *L, uint64_t bytes) { return alloc_avoid(L, bytes, 0, 0); }
 
 static void release(lw *L, uint64_t a)
@@ -194,12 +135,8 @@ static void release(lw *L, uint64_t a)
 /* A buffer of the current operator: freed once the operator is lowered. */
 static uint64_t talloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1)
 {
-    uint64_t a = alloc_avoid(L, bytes, av0, av1);
-    if (ts_grow((void **)&L->tmp, &L->captmp, L->ntmp + 1, sizeof *L->tmp))
-        L->oom = true;
-    else
-        L->tmp[L->ntmp++] = a;
-    return a;
+    const uint64_t av[1][2] = {{av0, av1}};
+    return ts_lwi_talloc_apart(L, bytes, av, 1);
 }
 
 static uint64_t talloc(lw *L, uint64_t bytes) { return talloc_avoid(L, bytes, 0, 0); }
@@ -355,6 +292,7 @@ static ts_status check_fit(lw *L, const char *what, const char *name)
     uint64_t top = L->p->sram_bytes & ~(uint64_t)15, need = need_bytes(L);
     if (L->measure || (need <= top && wbase(L) >= L->p->interleaved_base))
         return TS_OK;
+    L->overfull = true;
     /* the operator with the most weights still to be used */
     int big = L->cur;
     for (size_t j = (size_t)L->cur; j < ts_graph_node_count(L->g); j++)
@@ -481,6 +419,7 @@ static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uin
             }
             pc[k] = v;
         }
+        size_t x0 = nxf;
         for (size_t i = pt0; i < npc && rc == TS_OK;) {
             size_t k = i + 1;
             bool direct = true;
@@ -502,6 +441,13 @@ static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uin
                     rounds = count[t];
             }
             i = k;
+        }
+        /* staggered: receiver t starts with its (t mod n)-th sender, so that receivers that read
+         * the same senders meet different ones in a round */
+        for (size_t r = 0, nx = nxf - x0; L->stagger && rc == TS_OK && nx > 1 && r < t % nx; r++) {
+            lw_xfer first = xf[x0];
+            memmove(&xf[x0], &xf[x0 + 1], (nx - 1) * sizeof *xf);
+            xf[nxf - 1] = first;
         }
     }
     uint64_t sbuf = stage ? talloc_avoid(L, stage * 4, av0, av1) : 0;
@@ -569,22 +515,6 @@ static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uin
 
 /* ---- the AMP matrix-product kernel ---- */
 
-/* out[row r, output o] = sum_k a[r][k] w[k][o] (+ bias[o]), rows of 2*kp f32 at a + r*a_stride;
- * coefficient blocks [q][kp][unit][2] at w (U*8 bytes each); output o = q*U + u stored at
- * out + r*out_row + q*out_q + u*out_u; bias (0 = none) U floats per q. */
-typedef struct mm_args {
-    uint32_t rows, nq, kp;
-    uint64_t nq_real;          /* outputs to store: nq*U, less in a partial last group */
-    uint32_t units;            /* AMP units: outputs per group */
-    bool half;                 /* f16 inputs and coefficients (f16v4amp, 4 inputs per unit) */
-    bool out16;                /* outputs rounded to f16 and stored as halves (else f32) */
-    uint64_t a, a_stride, w, bias, out;
-    int64_t out_row, out_q, out_u;
-    uint32_t taps;             /* > 0: the input is read in `taps` runs of $m11 pairs, $m4 advanced by
-                                * tap_skip bytes between them (a kernel row of a channel-last image) */
-    int32_t tap_skip;
-} mm_args;
-
 /* $m1 := this worker's first row of `rows` split in blocks of rw = ceil(rows / workers): min(w rw,
  * rows - rw), computed without branches so every worker runs the same instructions (the last
  * blocks overlap and recompute the same rows; they write the same values). */
@@ -622,7 +552,7 @@ static void emit_quad(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
     }
     for (uint32_t s = 0; s < U / 2; s++)
         W(t, AMPGET, RA(2 * s), (int32_t)s, 0);
-    if (m->bias) {
+    if (m->bias || m->acc) {
         for (uint32_t s = 0; s < U / 2; s++) {
             W(t, LD64, RA(8 + 2 * s), RM(8), (int32_t)(8 * s));
             W(t, F32V2ADD, RA(2 * s), RA(2 * s), RA(8 + 2 * s));
@@ -652,15 +582,39 @@ static void emit_mm(lw *L, uint32_t t, const mm_args *m)
     uint32_t full = (uint32_t)(m->nq_real / U), tail = (uint32_t)(m->nq_real % U);
     emit_start_row(L, t, m->rows, rw);
     W(t, MULI, RM(2), RM(1), (int32_t)m->a_stride);
-    W(t, SETZI, RM(3), (int32_t)m->a, 0);
+    if (m->tab)
+        W(t, LD32, RM(3), RM(0), 0);
+    else
+        W(t, SETZI, RM(3), (int32_t)m->a, 0);
     W(t, ADD, RM(2), RM(2), RM(3));
     W(t, MULI, RM(3), RM(1), (int32_t)m->out_row);
-    W(t, SETZI, RM(4), (int32_t)m->out, 0);
+    if (m->tab)
+        W(t, LD32, RM(4), RM(0), 8);
+    else
+        W(t, SETZI, RM(4), (int32_t)m->out, 0);
     W(t, ADD, RM(3), RM(3), RM(4));
+    if (m->acc) { /* $m13: this row's partial sums */
+        W(t, MULI, RM(13), RM(1), (int32_t)m->acc_row);
+        if (m->tab)
+            W(t, LD32, RM(4), RM(0), 12);
+        else
+            W(t, SETZI, RM(4), (int32_t)m->acc, 0);
+        W(t, ADD, RM(13), RM(13), RM(4));
+    }
     W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
-    W(t, SETZI, RM(11), (int32_t)m->kp, 0);
-    size_t row = W(t, SETZI, RM(5), (int32_t)m->w, 0);
-    W(t, SETZI, RM(8), (int32_t)m->bias, 0);
+    if (m->tab) { /* $m9 := w, $m10 := bias */
+        W(t, LD32, RM(11), RM(0), 20);
+        W(t, LD32, RM(9), RM(0), 4);
+        W(t, LD32, RM(10), RM(0), 16);
+    } else
+        W(t, SETZI, RM(11), (int32_t)m->kp, 0);
+    size_t row = m->tab ? W(t, MOV, RM(5), RM(9), 0) : W(t, SETZI, RM(5), (int32_t)m->w, 0);
+    if (m->acc)
+        W(t, MOV, RM(8), RM(13), 0);
+    else if (m->tab)
+        W(t, MOV, RM(8), RM(10), 0);
+    else
+        W(t, SETZI, RM(8), (int32_t)m->bias, 0);
     W(t, MOV, RM(6), RM(3), 0);
     if (full) {
         W(t, SETZI, RM(7), (int32_t)full - 1, 0);
@@ -672,6 +626,8 @@ static void emit_mm(lw *L, uint32_t t, const mm_args *m)
         emit_quad(L, t, m, tail);
     W(t, ADDI, RM(2), RM(2), (int32_t)m->a_stride);
     W(t, ADDI, RM(3), RM(3), (int32_t)m->out_row);
+    if (m->acc)
+        W(t, ADDI, RM(13), RM(13), (int32_t)m->acc_row);
     W(t, BRNZDEC, RM(1), (int32_t)row, 0);
 }
 
@@ -696,9 +652,6 @@ static ts_status need_placed(lw *L, const ts_graph_node *n, int x)
              ts_graph_get_tensor(L->g, x)->name, ts_tensor_kind_name(ts_graph_get_tensor(L->g, x)->kind));
     return unsupported(L, n, why);
 }
-
-/* Scratch per tile: lo, hi, nr, where. */
-typedef struct lw_scr { uint64_t *lo, *hi, *where; uint32_t *nr; } lw_scr;
 
 static ts_status scratch(lw *L, lw_scr *s)
 {
@@ -1783,8 +1736,14 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
         return rc;
     switch (n->op) {
     case TS_OP_MATMUL:
-    case TS_OP_GEMM: return lower_matmul(L, n, sc);
-    case TS_OP_CONV: return lower_conv(L, n, sc);
+    case TS_OP_GEMM:
+        if (L->plans && L->plans[id].tiles) /* planner (b) chose a compute-shift plan */
+            return ts_lwi_t10_matmul(L, n, sc, &L->plans[id]);
+        return lower_matmul(L, n, sc);
+    case TS_OP_CONV:
+        if (L->plans && L->plans[id].tiles) /* planner (b): a 1x1 Conv as a compute-shift product */
+            return ts_lwi_t10_matmul(L, n, sc, &L->plans[id]);
+        return lower_conv(L, n, sc);
     case TS_OP_RELU:
     case TS_OP_ADD:
     case TS_OP_SUB:
@@ -1802,6 +1761,39 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
     default: return unsupported(L, n, "this operator");
     }
 }
+/* ---- what planner (b) shares (lower_ipu_int.h) ---- */
+
+size_t ts_lwi_emit(lw *L, lw_code *c, int op, int32_t a0, int32_t a1, int32_t a2) { return emit(L, c, op, a0, a1, a2); }
+void ts_lwi_sync_all(lw *L) { sync_all(L); }
+void ts_lwi_emit_mm(lw *L, uint32_t t, const mm_args *m) { emit_mm(L, t, m); }
+void ts_lwi_run_all(lw *L, uint32_t t, size_t entry) { run_all(L, t, entry); }
+void ts_lwi_run_all_m0(lw *L, uint32_t t, size_t entry, uint64_t v) { run_all_m0(L, t, entry, v); }
+void ts_lwi_use_tiles(lw *L, uint32_t n) { use_tiles(L, n); }
+uint64_t ts_lwi_alloc(lw *L, uint64_t bytes) { return alloc(L, bytes); }
+uint64_t ts_lwi_salloc(lw *L, uint64_t bytes) { return salloc(L, bytes); }
+ts_status ts_lwi_seg(lw *L, uint32_t t, uint64_t addr, const void *bytes, uint64_t len)
+{
+    return seg(L, t, addr, bytes, len);
+}
+float ts_lwi_value(const ts_graph_tensor *t, int id, uint64_t i) { return value(t, id, i); }
+ts_status ts_lwi_unsupported(lw *L, const ts_graph_node *n, const char *why) { return unsupported(L, n, why); }
+
+uint64_t ts_lwi_talloc_apart(lw *L, uint64_t bytes, const uint64_t (*av)[2], size_t nav)
+{
+    uint64_t a = alloc_apart(L, bytes, av, nav);
+    if (ts_grow((void **)&L->tmp, &L->captmp, L->ntmp + 1, sizeof *L->tmp))
+        L->oom = true;
+    else
+        L->tmp[L->ntmp++] = a;
+    return a;
+}
+
+ts_status ts_lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64_t *hi, const uint32_t *nr,
+                        uint64_t sst, uint64_t dstr, bool force, uint64_t *where)
+{
+    return gather(L, x, tn, lo, hi, nr, sst, dstr, force, where);
+}
+
 /* ---- the program ---- */
 
 static ts_status finish(lw *L, ts_program **out)
@@ -1857,12 +1849,14 @@ void ts_lower_report_free(ts_lower_report *rep)
 
 /* One pass of the lowering: with measure, only the weight bytes per node (wsz) and the table bytes
  * (*perm) are found; otherwise they place the static data. */
-static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, bool measure, uint64_t *wsz,
-                            uint64_t *perm, ts_program **out, ts_lower_report *rep, ts_err *err)
+static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, const ts_t10_plan *plans, bool measure,
+                            uint64_t *wsz, uint64_t *perm, ts_program **out, ts_lower_report *rep, bool *overfull,
+                            ts_err *err)
 {
     uint32_t U = p->amp_macs_f32 / 2;
     lw L0 = {0}, *L = &L0;
     L->measure = measure;
+    L->plans = plans;
     L->wsz = wsz;
     L->perm = measure ? 0 : *perm;
     L->ptop = p->sram_bytes & ~(uint64_t)15;
@@ -2015,8 +2009,15 @@ static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, boo
         uint32_t tiles = L->optiles;
         if (need_bytes(L) > maxneed)
             maxneed = need_bytes(L);
-        L->layers[L->nlayers++] = (ts_lower_layer){(int)i, tiles, first, L->step - first, need_bytes(L), (int)nd->op,
-                                                   ts_graph_node_macs(g, (int)i)};
+        ts_lower_layer *ly = &L->layers[L->nlayers++];
+        *ly = (ts_lower_layer){.node = (int)i, .tiles = tiles, .first_step = first, .steps = L->step - first,
+                               .mem_bytes = need_bytes(L), .op = (int)nd->op, .macs = ts_graph_node_macs(g, (int)i)};
+        if (plans && plans[i].tiles) {
+            const ts_t10_plan *pl = &plans[i];
+            ly->t10 = true;
+            ly->fm = pl->fm, ly->fn = pl->fn, ly->fk = pl->fk, ly->ft = pl->ft, ly->rp = pl->rp, ly->rot = pl->rot;
+            ly->model_cycles = pl->cycles;
+        }
     }
     if (measure) {
         *perm = L->perm;
@@ -2025,13 +2026,15 @@ static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, boo
     if ((rc = finish(L, out)) != TS_OK)
         goto done;
     char desc[256];
-    snprintf(desc, sizeof desc, "%s lowered to the IPU (load-compute-store, %u tiles, %u supersteps)",
-             ts_graph_name(g), L->used, L->step);
+    snprintf(desc, sizeof desc, "%s lowered to the IPU (%s, %u tiles, %u supersteps)", ts_graph_name(g),
+             plans ? "compute-shift for MatMul, Gemm and 1x1 Conv, load-compute-store for the rest" : "load-compute-store", L->used,
+             L->step);
     (*out)->workload = ts_strdup(desc);
     if (rep) {
         rep->tiles_used = L->used;
         rep->supersteps = L->step;
         rep->mem_bytes = maxneed;
+        rep->planner = plans ? TS_LOWER_PLANNER_T10 : TS_LOWER_PLANNER_LCS;
         rep->layers = L->layers;
         rep->nlayers = L->nlayers;
         L->layers = NULL;
@@ -2053,6 +2056,8 @@ static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, boo
                                                     L->pl[i].es};
     }
 done:
+    if (overfull)
+        *overfull = L->overfull;
     scratch_free(&sc);
     for (uint32_t t = 0; L->tiles && t < L->T; t++) {
         ts_free(L->tiles[t].sup.v);
@@ -2088,12 +2093,35 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
                           p->amp_macs_f32);
     size_t nn = ts_graph_node_count(g);
     uint64_t *wsz = ts_calloc(nn ? nn : 1, sizeof *wsz), perm = 0;
-    if (!wsz)
+    ts_t10_plan *plans = p->planner == TS_LOWER_PLANNER_T10 ? ts_calloc(nn ? nn : 1, sizeof *plans) : NULL;
+    if (!wsz || (p->planner == TS_LOWER_PLANNER_T10 && !plans)) {
+        ts_free(wsz);
         return ts_err_set(err, TS_ENOMEM, "out of memory lowering '%s'", ts_graph_name(g));
-    /* the same plan twice: first the sizes of the static data, then with its addresses */
-    ts_status rc = lower_pass(g, p, true, wsz, &perm, out, NULL, err);
-    if (rc == TS_OK)
-        rc = lower_pass(g, p, false, wsz, &perm, out, rep, err);
+    }
+    /* planner (b): the plans are chosen for a budget of tile memory; an operator that then does not
+     * fit (the tensors live around it, the weights of the operators (a) lowers, alignment) makes the
+     * planner choose again for 3/4 of the budget, down to 1/8 of the tile */
+    ts_status rc = TS_OK;
+    for (uint64_t budget = p->sram_bytes;; budget = budget / 4 * 3) {
+        if (plans) {
+            memset(wsz, 0, nn * sizeof *wsz);
+            perm = 0;
+            if ((rc = ts_lwi_t10_plans(g, p, budget, plans, err)) != TS_OK)
+                break;
+        }
+        bool overfull = false;
+        /* the same plan twice: first the sizes of the static data, then with its addresses */
+        rc = lower_pass(g, p, plans, true, wsz, &perm, out, NULL, NULL, err);
+        if (rc == TS_OK)
+            rc = lower_pass(g, p, plans, false, wsz, &perm, out, rep, &overfull, err);
+        if (rc == TS_OK || !plans || !overfull || budget / 4 * 3 < p->sram_bytes / 8)
+            break;
+        if (err) {
+            ts_err_free(err);
+            ts_err_init(err);
+        }
+    }
+    ts_free(plans);
     ts_free(wsz);
     return rc;
 }
@@ -2126,10 +2154,14 @@ ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_stats *s, ts_e
     if (ss->nrows < rep->supersteps)
         return ts_err_set(err, TS_EINPUT, "the run passed %zu supersteps, the plan has %u", ss->nrows, rep->supersteps);
     static const char *const cols[] = {"node", "op", "tiles", "supersteps", "cycles", "compute_share",
-                                       "exchange_share", "sync_share", "exchange_bytes", "mem_bytes", "macs"};
-    static const char *const units[] = {"", "", "", "", "cycles", "", "", "", "B", "B", ""};
+                                       "exchange_share", "sync_share", "exchange_bytes", "mem_bytes", "macs",
+                                       "t10", "fm", "fn", "fk", "ft", "rp", "rot", "model_cycles"};
+    static const char *const units[] = {"", "", "", "", "cycles", "", "", "", "B", "B", "", "", "", "", "", "", "",
+                                        "", "cycles"};
+    /* the plan columns only for planner (b): the load-compute-store report stays as it was */
+    size_t nc = rep->planner == TS_LOWER_PLANNER_T10 ? 19 : 11;
     int tab = ts_stats_table(s, "layers", "one row per operator of the lowered model: its supersteps' cycles "
-                             "and their compute, exchange and sync shares, its tile memory per tile", 11, cols, units);
+                             "and their compute, exchange and sync shares, its tile memory per tile", nc, cols, units);
     if (tab < 0)
         return ts_err_set(err, TS_ENOMEM, "out of memory for the layers table");
     for (size_t i = 0; i < rep->nlayers; i++) {
@@ -2145,8 +2177,9 @@ ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_stats *s, ts_e
             b += r[6];
         }
         double tot = c + x + y;
-        double row[11] = {l->node, l->op, l->tiles, l->steps, tot, tot > 0 ? c / tot : 0, tot > 0 ? x / tot : 0,
-                          tot > 0 ? y / tot : 0, b, (double)l->mem_bytes, (double)l->macs};
+        double row[19] = {l->node, l->op, l->tiles, l->steps, tot, tot > 0 ? c / tot : 0, tot > 0 ? x / tot : 0,
+                          tot > 0 ? y / tot : 0, b, (double)l->mem_bytes, (double)l->macs, l->t10, l->fm, l->fn,
+                          l->fk, l->ft, l->rp, l->rot, (double)l->model_cycles};
         ts_status rc = ts_stats_row(s, tab, row);
         if (rc != TS_OK)
             return ts_err_set(err, rc, "out of memory for the layers table");
@@ -2172,5 +2205,22 @@ ts_status ts_lower_ipu_params_from_config(const ts_config *cfg, ts_lower_ipu_par
     out->amp_macs_f32 = (uint32_t)macs;
     out->amp_macs_f16 = (uint32_t)macs16;
     out->workers = (uint32_t)workers;
+    uint64_t xb = 4, sy = 90; /* planner (b)'s model only; the ipu schema has both keys */
+    (void)ts_config_u64(cfg, "exchange.bytes_per_cycle", &xb);
+    (void)ts_config_u64(cfg, "sync.internal_cycles", &sy);
+    out->xbytes = (uint32_t)xb;
+    out->sync_cycles = (uint32_t)sy;
+    return TS_OK;
+}
+
+ts_status ts_lower_ipu_planner(const char *name, int *out, ts_err *err)
+{
+    if (!strcmp(name, "lcs"))
+        *out = TS_LOWER_PLANNER_LCS;
+    else if (!strcmp(name, "t10"))
+        *out = TS_LOWER_PLANNER_T10;
+    else
+        return ts_err_set(err, TS_EINPUT, "unknown planner '%s': lcs (load-compute-store) or t10 (compute-shift)",
+                          name);
     return TS_OK;
 }

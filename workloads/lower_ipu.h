@@ -13,6 +13,10 @@
  * their values when the graph carries them, otherwise deterministic pseudo-random values in
  * [-1, 1) (ts_lower_ipu_fill).
  *
+ * With planner (b) (params.planner = TS_LOWER_PLANNER_T10) MatMul, Gemm and 1x1 Convs are lowered
+ * as T10's compute-shift plans instead (workloads/lower_ipu_t10.c, plan_t10.h), every other
+ * operator as above.
+ *
  * The lowering only knows the IPU's opcode table (arch/ipu/ipu_isa.def); the machine figures it
  * needs come in a ts_lower_ipu_params filled by the caller from the chip config.
  */
@@ -26,6 +30,7 @@
 #include "core/program.h"
 #include "core/stats.h"
 #include "workloads/graph.h"
+#include "workloads/plan_t10.h"
 
 /* What the lowering needs to know about the chip. */
 typedef struct ts_lower_ipu_params {
@@ -38,7 +43,21 @@ typedef struct ts_lower_ipu_params {
     uint32_t amp_macs_f32;     /* AMP f32 MACs per cycle (`amp.macs_per_cycle_f32`), 2 per unit */
     uint32_t amp_macs_f16;     /* AMP f16 MACs per cycle (`amp.macs_per_cycle_f16`), 4 per unit; 0 = no f16 */
     uint32_t workers;          /* worker contexts per tile (`tile.worker_contexts`); 0 = 6 */
+    uint32_t xbytes;           /* exchange bytes per cycle per tile (`exchange.bytes_per_cycle`): planner (b)'s model */
+    uint32_t sync_cycles;      /* one chip-wide sync (`sync.internal_cycles`): planner (b)'s model */
+    int planner;               /* TS_LOWER_PLANNER_*: which planner lowers MatMul/Gemm */
+    const ts_t10_plan *t10_plan; /* planner (b) only: this plan's choice (fm, fn, fk, ft, rp, rot) for
+                                  * every MatMul/Gemm it takes instead of the cost model's (tests,
+                                  * experiments); NULL = the cost model chooses */
 } ts_lower_ipu_params;
+
+/* The planners (docs/lowering-ipu.md): (a) load-compute-store, the default; (b) T10's compute-shift
+ * plans with rotating operands for MatMul/Gemm (f32, more than one row), every other operator (and
+ * a MatMul/Gemm it cannot plan) lowered as by (a). */
+enum { TS_LOWER_PLANNER_LCS = 0, TS_LOWER_PLANNER_T10 = 1 };
+
+/* The planner named `name` ("lcs" or "t10") into *out; TS_EINPUT naming the choices otherwise. */
+ts_status ts_lower_ipu_planner(const char *name, int *out, ts_err *err);
 
 /* Fill params from a chip config whose arch is "ipu" (reads its keys through the schema). */
 ts_status ts_lower_ipu_params_from_config(const ts_config *cfg, ts_lower_ipu_params *out, ts_err *err);
@@ -69,6 +88,11 @@ typedef struct ts_lower_layer {
                               * far plus the highest byte of tensors and buffers in use while it runs */
     int op;                  /* its ts_graph_op */
     uint64_t macs;           /* its multiply-accumulates (ts_graph_node_macs) */
+    /* planner (b)'s plan, when it lowered this operator (t10; fm = 0 otherwise): spatial factors,
+     * temporal factor, rotating pace, rotating operand (TS_T10_ROT_*) and the cost model's cycles */
+    bool t10;
+    uint32_t fm, fn, fk, ft, rp, rot;
+    uint64_t model_cycles;
 } ts_lower_layer;
 
 /* What the lowering did. Owned arrays; free with ts_lower_report_free. */
@@ -78,6 +102,7 @@ typedef struct ts_lower_report {
     uint32_t tiles_used;     /* streams emitted */
     uint32_t supersteps;     /* chip-wide syncs */
     uint64_t mem_bytes;      /* highest data byte used on any tile */
+    int planner;             /* TS_LOWER_PLANNER_* it was lowered with */
 } ts_lower_report;
 
 void ts_lower_report_free(ts_lower_report *rep);
@@ -96,7 +121,8 @@ int ts_lower_ipu_locate(const ts_lower_report *rep, const ts_graph *g, int tenso
 /* Add the table `layers` to s, one row per operator of rep that has supersteps: its node id, op,
  * tiles, supersteps, and the cycles, compute / exchange / sync shares and exchange bytes of its
  * supersteps (summed from the run's `supersteps` table, which s must hold), its tile memory and
- * MACs. TS_EINPUT if s has no `supersteps` table or it has fewer rows than rep's supersteps. */
+ * MACs; lowered with planner (b), also each operator's plan (t10 1, fm, fn, fk, ft, rp, rot; t10 0
+ * for operators lowered by (a)) and the cost model's cycles for it. TS_EINPUT if s has no `supersteps` table or it has fewer rows than rep's supersteps. */
 ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_stats *s, ts_err *err);
 
 /* The value the lowering gives element i of a tensor that carries no values (inputs and weights

@@ -104,6 +104,12 @@ if has_family ipu; then
   expect_exit layers 0 "$T" run -q -c ipu_small16 "$models/conv_bn.onnx" -f json -o "$tmp/l.json"
   tr -d ' \n' < "$tmp/l.json" | grep -q '"layers":{"kind":"table".*"compute_share".*"rows":\[\[0,0,16,2,' && ok ||
     bad "no layers table for conv_bn.onnx"
+  # Planner (b): the layers table names the plan; compile takes the option too; other names fail.
+  expect_exit planner-t10 0 "$T" run -q -c ipu_small16 --planner t10 matmul:m=96,k=96,n=96 -f json -o "$tmp/t.json"
+  tr -d ' \n' < "$tmp/t.json" | grep -q '"name":"t10".*"name":"model_cycles".*"rows":\[\[0,2,16,[0-9]*,[0-9.e+]*,.*,1,' && ok ||
+    bad "no plan columns in the layers table with --planner t10"
+  expect_exit planner-compile 0 "$T" compile -c ipu_small16 --planner t10 matmul:m=96,k=96,n=96 -o "$tmp/t.bin"
+  golden planner-unknown "$T" run -q -c ipu_small16 --planner roller matmul:m=96,k=96,n=96
 
   # JSON and CSV reports.
   expect_exit json 0 "$T" run -q -f json -o "$tmp/r.json"

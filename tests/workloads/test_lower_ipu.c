@@ -25,12 +25,17 @@ typedef struct lowered {
     ts_program *prog;
 } lowered;
 
+static int planner;                /* TS_LOWER_PLANNER_* of the lowering */
+static const ts_t10_plan *t10_plan; /* planner (b)'s plan for every MatMul/Gemm; NULL: the cost model's */
+
 static ts_status compile(const ts_graph *g, const char *config, const char *const *sets, ts_program **prog,
                          ts_lower_report *rep, ts_err *e)
 {
     void *cfg = ipu_test_config(config, sets);
     ts_lower_ipu_params p;
     ck_assert_int_eq(ts_lower_ipu_params_from_config(cfg, &p, e), TS_OK);
+    p.planner = planner;
+    p.t10_plan = t10_plan;
     ts_status rc = ts_lower_ipu(g, &p, prog, rep, e);
     ts_config_destroy(cfg);
     return rc;
@@ -937,6 +942,361 @@ START_TEST(test_bottleneck_mk1)
 }
 END_TEST
 
+
+/* ---- planner (b): compute-shift plans ---- */
+
+/* A MatMul (or Gemm with transB and bias) M x K x N lowered with one compute-shift plan. */
+typedef struct t10_case {
+    int M, K, N;
+    bool gemm;
+    ts_t10_plan plan;
+    const char *config;
+    bool elements; /* SRAM elements of 8 KiB: a ring of 3 slots needs 3 elements apart from A's */
+    int conv_w;    /* > 0: a 1x1 Conv (bias) of K input and N output channels on an image of M / conv_w
+                    * rows of conv_w pixels */
+} t10_case;
+
+static const char *const small_elements[] = {"tile.element_bytes=8192", NULL};
+
+static const t10_case t10_cases[] = {
+    /* A rotates in rings of 4 along the column blocks */
+    {24, 32, 16, false, {.fm = 2, .fn = 4, .fk = 1, .ft = 4, .rp = 1, .rot = TS_T10_ROT_A}, "ipu_small16", false, 0},
+    /* A rotates at pace 2: 4 steps of k 8, three slots a ring */
+    {24, 32, 16, false, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 2, .rot = TS_T10_ROT_A}, "ipu_small16", true, 0},
+    /* B rotates along the row blocks (13 rows: 4, 4, 4, 1); 10 columns in 3 groups, the last partial;
+     * k 30 in slices of 16 and 14; Gemm with transB and bias */
+    {13, 30, 10, true, {.fm = 4, .fn = 1, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B}, "ipu_small16", false, 0},
+    /* both rotate (Cannon's skew) */
+    {16, 32, 16, false, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_AB}, "ipu_small16", false, 0},
+    /* k split 4 ways (8, 8, 8, 6), partial sums in a tree of 2 levels; the second column block has 2
+     * columns */
+    {13, 30, 10, true, {.fm = 2, .fn = 2, .fk = 4, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}, "ipu_small16", false, 0},
+    /* k split 2 ways and A rotating at pace 2 in each part */
+    {20, 48, 16, false, {.fm = 2, .fn = 4, .fk = 2, .ft = 2, .rp = 2, .rot = TS_T10_ROT_A}, "ipu_small16", true, 0},
+    /* four tiles, one ring */
+    {10, 8, 8, false, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A}, "ipu_tiny4", false, 0},
+    /* 1x1 Conv 12 -> 10 channels on 8 x 5 pixels: pixel blocks of 2 image rows, channels in
+     * blocks of 8 (the last 2), input channels split 2 ways (6 and 6) */
+    {40, 12, 10, true, {.fm = 4, .fn = 2, .fk = 2, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}, "ipu_small16", false, 5},
+    /* the same with the weights rotating along the pixel blocks, k in 2 slices */
+    {40, 12, 10, true, {.fm = 4, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B}, "ipu_small16", false, 5},
+    /* the input rotating along the channel blocks (4 of 4 channels, the last 2), with Cannon's skew
+     * the weights too */
+    {40, 12, 14, true, {.fm = 2, .fn = 4, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A}, "ipu_small16", false, 5},
+    {40, 12, 14, true, {.fm = 2, .fn = 2, .fk = 2, .ft = 2, .rp = 1, .rot = TS_T10_ROT_AB}, "ipu_small16", false, 5},
+};
+
+START_TEST(test_t10_plans)
+{
+    const t10_case *tc = &t10_cases[_i];
+    ts_graph *g = ts_graph_create("mm");
+    int cw = tc->conv_w;
+    int a = cw ? tensor(g, "a", TS_TENSOR_INPUT, 4, (int64_t[]){1, tc->K, tc->M / cw, cw})
+               : tensor(g, "a", TS_TENSOR_INPUT, 2, (int64_t[]){tc->M, tc->K});
+    int b = cw ? tensor(g, "b", TS_TENSOR_WEIGHT, 4, (int64_t[]){tc->N, tc->K, 1, 1})
+               : tensor(g, "b", TS_TENSOR_WEIGHT, 2, tc->gemm ? (int64_t[]){tc->N, tc->K} : (int64_t[]){tc->K, tc->N});
+    int bias = tc->gemm ? tensor(g, "bias", TS_TENSOR_WEIGHT, 1, (int64_t[]){tc->N}) : -1;
+    int c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, a);
+    fill(g, b);
+    if (tc->gemm)
+        fill(g, bias);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.trans_b = true;
+    if (cw) {
+        ts_graph_attrs_init(&at);
+        node(g, TS_OP_CONV, "mm", (int[]){a, b, bias}, 3, c, &at);
+    } else if (tc->gemm)
+        node(g, TS_OP_GEMM, "mm", (int[]){a, b, bias}, 3, c, &at);
+    else
+        node(g, TS_OP_MATMUL, "mm", (int[]){a, b}, 2, c, NULL);
+    ts_graph_mark_output(g, c);
+    finalize(g);
+    planner = TS_LOWER_PLANNER_T10;
+    t10_plan = &tc->plan;
+    run_sets = tc->elements ? small_elements : NULL;
+    lowered L = {0};
+    lower_and_run(g, tc->config, &L);
+    run_sets = NULL;
+    /* the report names the plan */
+    ck_assert_uint_eq(L.rep.planner, TS_LOWER_PLANNER_T10);
+    const ts_lower_layer *ly = &L.rep.layers[0];
+    ck_assert(ly->t10);
+    ck_assert_uint_eq(ly->fm, tc->plan.fm);
+    ck_assert_uint_eq(ly->fk, tc->plan.fk);
+    ck_assert_uint_eq(ly->rot, tc->plan.rot);
+    ck_assert_uint_eq(ly->tiles, tc->plan.fm * tc->plan.fn * tc->plan.fk);
+    /* f32: within 1e-5 of the sum of |terms| (the k-slices and the tree add in another order); a
+     * Conv's input is [channel][pixel], its output [channel][pixel] */
+    for (int i = 0; i < tc->M; i++)
+        for (int j = 0; j < tc->N; j++) {
+            double s = tc->gemm ? val(bias, j) : 0, m = fabs(s);
+            for (int k = 0; k < tc->K; k++) {
+                double t = (double)val(a, cw ? k * tc->M + i : i * tc->K + k) *
+                           val(b, tc->gemm ? j * tc->K + k : k * tc->N + j);
+                s += t;
+                m += fabs(t);
+            }
+            uint64_t at_ = (uint64_t)(cw ? j * tc->M + i : i * tc->N + j);
+            near(out_at(&L, g, c, at_), s, m, "c", at_);
+        }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+    planner = TS_LOWER_PLANNER_LCS;
+    t10_plan = NULL;
+}
+END_TEST
+
+START_TEST(test_t10_graph)
+{
+    /* MatMul -> Relu -> Gemm (transB, bias) -> Softmax with planner (b) choosing by its cost model:
+     * the two products get compute-shift plans, Relu and Softmax are lowered as by planner (a) on
+     * the products' blocked outputs */
+    ts_graph *g = ts_graph_create("mlp");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){48, 32});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 2, (int64_t[]){32, 24});
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, 2, (int64_t[]){12, 24});
+    int b2 = tensor(g, "b2", TS_TENSOR_WEIGHT, 1, (int64_t[]){12});
+    int h = tensor(g, "h", TS_TENSOR_ACTIVATION, -1, NULL);
+    int r = tensor(g, "r", TS_TENSOR_ACTIVATION, -1, NULL);
+    int h2 = tensor(g, "h2", TS_TENSOR_ACTIVATION, -1, NULL);
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    fill(g, w1);
+    fill(g, w2);
+    fill(g, b2);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    node(g, TS_OP_MATMUL, "fc1", (int[]){x, w1}, 2, h, NULL);
+    node(g, TS_OP_RELU, "relu", (int[]){h}, 1, r, NULL);
+    at.trans_b = true;
+    node(g, TS_OP_GEMM, "fc2", (int[]){r, w2, b2}, 3, h2, &at);
+    ts_graph_attrs_init(&at);
+    at.axis = -1;
+    node(g, TS_OP_SOFTMAX, "sm", (int[]){h2}, 1, y, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    planner = TS_LOWER_PLANNER_T10;
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    ck_assert_uint_eq(L.rep.nlayers, 4);
+    ck_assert(L.rep.layers[0].t10 && L.rep.layers[2].t10);
+    ck_assert(!L.rep.layers[1].t10 && !L.rep.layers[3].t10);
+    ck_assert_uint_gt(L.rep.layers[0].model_cycles, 0);
+    for (int i = 0; i < 48; i++) {
+        double hv[24], sv[12], mx = -1e30, sum = 0;
+        for (int j = 0; j < 24; j++) {
+            double t = 0;
+            for (int k = 0; k < 32; k++)
+                t += (double)val(x, i * 32 + k) * val(w1, k * 24 + j);
+            hv[j] = fmax(t, 0);
+        }
+        for (int j = 0; j < 12; j++) {
+            double t = val(b2, j);
+            for (int k = 0; k < 24; k++)
+                t += hv[k] * val(w2, j * 24 + k);
+            sv[j] = t;
+            mx = fmax(mx, t);
+        }
+        for (int j = 0; j < 12; j++)
+            sum += exp(sv[j] - mx);
+        for (int j = 0; j < 12; j++)
+            near(out_at(&L, g, y, (uint64_t)(i * 12 + j)), exp(sv[j] - mx) / sum, 1.0, "y", (uint64_t)(i * 12 + j));
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+    planner = TS_LOWER_PLANNER_LCS;
+}
+END_TEST
+
+START_TEST(test_t10_errors)
+{
+    ts_err e;
+    ts_err_init(&e);
+    int pl = -1;
+    ck_assert_int_eq(ts_lower_ipu_planner("t10", &pl, &e), TS_OK);
+    ck_assert_int_eq(pl, TS_LOWER_PLANNER_T10);
+    ck_assert_int_eq(ts_lower_ipu_planner("roller", &pl, &e), TS_EINPUT);
+    ck_assert_msg(strstr(e.msg, "unknown planner 'roller'"), "%s", e.msg);
+    /* a plan that is not one: ft must divide the ring of the rotating operand */
+    ts_graph *g = NULL;
+    ck_assert_int_eq(ts_wl_builtin("matmul:m=32,k=16,n=24", &g, &e), TS_OK);
+    static const ts_t10_plan bad = {.fm = 2, .fn = 3, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A};
+    planner = TS_LOWER_PLANNER_T10;
+    t10_plan = &bad;
+    ts_program *p = NULL;
+    ts_lower_report rep;
+    ck_assert_int_eq(compile(g, "ipu_small16", NULL, &p, &rep, &e), TS_EINPUT);
+    ck_assert_msg(strstr(e.msg, "does not divide the ring"), "%s", e.msg);
+    ck_assert_ptr_null(p);
+    planner = TS_LOWER_PLANNER_LCS;
+    t10_plan = NULL;
+    ts_graph_destroy(g);
+    ts_err_free(&e);
+}
+END_TEST
+
+
+START_TEST(test_t10_convs)
+{
+    /* Conv 3x3 (planner (a): planner (b) takes 1x1 Convs only) -> Conv 1x1 (a compute-shift plan
+     * chosen by the cost model, reading the blocked output of the first) -> Relu */
+    ts_graph *g = ts_graph_create("convs");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 8, 6, 6});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 4, (int64_t[]){16, 8, 3, 3});
+    int b1 = tensor(g, "b1", TS_TENSOR_WEIGHT, 1, (int64_t[]){16});
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, 4, (int64_t[]){12, 16, 1, 1});
+    int b2 = tensor(g, "b2", TS_TENSOR_WEIGHT, 1, (int64_t[]){12});
+    int h = tensor(g, "h", TS_TENSOR_ACTIVATION, -1, NULL);
+    int h2 = tensor(g, "h2", TS_TENSOR_ACTIVATION, -1, NULL);
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    fill_scaled(g, w1, 1.0f / 16);
+    fill(g, b1);
+    fill_scaled(g, w2, 1.0f / 16);
+    fill(g, b2);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.pads[0] = at.pads[1] = at.pads[2] = at.pads[3] = 1;
+    node(g, TS_OP_CONV, "c1", (int[]){x, w1, b1}, 3, h, &at);
+    ts_graph_attrs_init(&at);
+    node(g, TS_OP_CONV, "c2", (int[]){h, w2, b2}, 3, h2, &at);
+    node(g, TS_OP_RELU, "relu", (int[]){h2}, 1, y, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    planner = TS_LOWER_PLANNER_T10;
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    planner = TS_LOWER_PLANNER_LCS;
+    ck_assert(!L.rep.layers[0].t10 && L.rep.layers[1].t10 && !L.rep.layers[2].t10);
+    double in[8 * 36], inmag[8 * 36], hv[16 * 36], hm[16 * 36], ov[12 * 36], om[12 * 36];
+    for (int k = 0; k < 8 * 36; k++) {
+        in[k] = val(x, k);
+        inmag[k] = fabs(in[k]);
+    }
+    ref_conv(in, inmag, 8, 6, 6, g, w1, b1, 16, 3, 1, 1, false, hv, hm);
+    ref_conv(hv, hm, 16, 6, 6, g, w2, b2, 12, 1, 1, 0, true, ov, om);
+    for (int k = 0; k < 12 * 36; k++)
+        near(out_at(&L, g, y, (uint64_t)k), ov[k], om[k], "y", (uint64_t)k);
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_t10_f16)
+{
+    /* f16 Gemm (transB, bias) Y[24,16] = A[24,32] x B[16,32]^T + bias with compute-shift plans: A
+     * rotating, B rotating, both, none, and the cost model's; partial sums in f32 between the steps,
+     * the output rounded to f16 at the last; tolerance as planner (a)'s f16 (near16) */
+    static const ts_t10_plan plans[] = {
+        {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A},
+        {.fm = 4, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B},
+        {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_AB},
+        {.fm = 4, .fn = 1, .fk = 1, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE},
+    };
+    const ts_t10_plan *pick = _i < 4 ? &plans[_i] : NULL;
+    ts_graph *g = ts_graph_create("mm16");
+    ts_err e;
+    ts_err_init(&e);
+    int id[3];
+    const char *names[3] = {"a", "b", "c"};
+    const int64_t dims[3][2] = {{24, 32}, {16, 32}, {16, 0}};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(ts_graph_add_tensor(g, names[i], i ? TS_TENSOR_WEIGHT : TS_TENSOR_INPUT, TS_DT_F16,
+                                             i == 2 ? 1 : 2, dims[i], &id[i], &e), TS_OK);
+        int64_t n = dims[i][0] * (i == 2 ? 1 : dims[i][1]);
+        uint16_t h[24 * 32];
+        for (int64_t k = 0; k < n; k++)
+            h[k] = ts_f32_to_f16(val(id[i], k));
+        ck_assert_int_eq(ts_graph_set_data(g, id[i], h, (size_t)n * 2, &e), TS_OK);
+    }
+    int y = -1;
+    ck_assert_int_eq(ts_graph_add_tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_F16, -1, NULL, &y, &e), TS_OK);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.trans_b = true;
+    node(g, TS_OP_GEMM, "fc", id, 3, y, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    planner = TS_LOWER_PLANNER_T10;
+    t10_plan = pick;
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    planner = TS_LOWER_PLANNER_LCS;
+    t10_plan = NULL;
+    ck_assert(L.rep.layers[0].t10);
+    if (pick)
+        ck_assert_uint_eq(L.rep.layers[0].rot, pick->rot);
+#define H(t, k) ((double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))))
+    for (int i = 0; i < 24; i++)
+        for (int j = 0; j < 16; j++) {
+            double s = H(id[2], j), m = fabs(s);
+            for (int k = 0; k < 32; k++) {
+                s += H(id[0], i * 32 + k) * H(id[1], j * 32 + k);
+                m += fabs(H(id[0], i * 32 + k) * H(id[1], j * 32 + k));
+            }
+            near16(out_f16(&L, g, y, (uint64_t)(i * 16 + j)), s, m, "y", (uint64_t)(i * 16 + j));
+        }
+#undef H
+    lowered_free(&L);
+    ts_graph_destroy(g);
+    ts_err_free(&e);
+}
+END_TEST
+
+/* Cycles of g lowered by `pl` on `config`, and the exchange share of its supersteps. */
+static uint64_t measure(const ts_graph *g, const char *config, int pl, double *xshare)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_program *prog = NULL;
+    ts_lower_report rep;
+    planner = pl;
+    ck_assert_int_eq(compile(g, config, NULL, &prog, &rep, &e), TS_OK);
+    planner = TS_LOWER_PLANNER_LCS;
+    ipu_run r;
+    run_prog(config, prog, false, 1, &r);
+    ts_results_init(&r.r);
+    if (!r.r.stats)
+        r.r.stats = ts_stats_create();
+    ck_assert_int_eq(ts_ipu_family.collect(r.m, &r.r, &e), TS_OK);
+    const ts_stat *ss = ts_stats_find(r.r.stats, "supersteps");
+    ck_assert_ptr_nonnull(ss);
+    double x = 0, all = 0;
+    for (size_t k = 0; k < ss->nrows; k++) { /* id start compute exchange sync ... */
+        x += ss->rows[k * ss->ncols + 3];
+        all += ss->rows[k * ss->ncols + 2] + ss->rows[k * ss->ncols + 3] + ss->rows[k * ss->ncols + 4];
+    }
+    *xshare = all > 0 ? x / all : 0;
+    uint64_t cyc = r.r.cycles;
+    ipu_run_free(&r);
+    ts_lower_report_free(&rep);
+    ts_program_destroy(prog);
+    ts_err_free(&e);
+    return cyc;
+}
+
+START_TEST(test_t10_beats_lcs)
+{
+    /* A product whose weights planner (a) splits into column blocks, replicating A over them by a
+     * gather from the few tiles that hold it (T10's case against load-compute-store): the
+     * compute-shift plan the cost model chooses takes fewer cycles, with a smaller exchange share */
+    ts_err e;
+    ts_err_init(&e);
+    ts_graph *g = NULL;
+    ck_assert_int_eq(ts_wl_builtin("matmul:m=96,k=96,n=96", &g, &e), TS_OK);
+    double xa, xb;
+    uint64_t a = measure(g, "ipu_small16", TS_LOWER_PLANNER_LCS, &xa);
+    uint64_t b = measure(g, "ipu_small16", TS_LOWER_PLANNER_T10, &xb);
+    ck_assert_msg(b < a, "compute-shift %llu cycles, load-compute-store %llu", (unsigned long long)b,
+                  (unsigned long long)a);
+    ck_assert_msg(xb < xa, "exchange share: compute-shift %.3f, load-compute-store %.3f", xb, xa);
+    ts_graph_destroy(g);
+    ts_err_free(&e);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("lower_ipu");
@@ -954,6 +1314,12 @@ int main(void)
     tcase_add_loop_test(tc, test_pool, 0, 2);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_builtin_matmul);
+    tcase_add_loop_test(tc, test_t10_plans, 0, (int)(sizeof t10_cases / sizeof t10_cases[0]));
+    tcase_add_test(tc, test_t10_graph);
+    tcase_add_test(tc, test_t10_errors);
+    tcase_add_test(tc, test_t10_beats_lcs);
+    tcase_add_test(tc, test_t10_convs);
+    tcase_add_loop_test(tc, test_t10_f16, 0, 5);
     if (getenv("TS_SLOW_TESTS"))
         tcase_add_test(tc, test_bottleneck_mk1);
     suite_add_tcase(s, tc);
