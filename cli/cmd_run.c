@@ -294,6 +294,7 @@ int cmd_run(int argc, char **argv)
         rc = cli_fail(&err);
         goto out;
     }
+    ro.phase_events = lrep.nlayers > 0; /* the layers table prices each operator's supersteps */
     if (trace_path) {
         ts_info info = {0};
         if (fam->info(ts_config_data(cfg), &info, &err) != TS_OK ||
@@ -335,7 +336,7 @@ int cmd_run(int argc, char **argv)
     }
     have_res = true;
     if (cli_lowering_stats(&res, energy, &err) != TS_OK ||
-        (lrep.nlayers && ts_lower_ipu_layer_stats(&lrep, res.stats, &err) != TS_OK)) { /* a lowered model */
+        (lrep.nlayers && ts_lower_ipu_layer_stats(&lrep, &res, energy, &err) != TS_OK)) { /* a lowered model */
         rc = cli_fail(&err);
         goto out;
     }

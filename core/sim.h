@@ -38,6 +38,7 @@ typedef struct ts_run_opts {
     ts_activity *activity; /* borrowed, may be NULL */
     const ts_region *regions; /* borrowed, nregions of them; families without a unit grid ignore them */
     size_t nregions;
+    bool phase_events;     /* BSP families: energy events per superstep (table superstep_events) */
     /* Called now and then with the current cycle; may be NULL. */
     void (*progress)(void *ud, uint64_t cycle);
     void *progress_ud;

@@ -2146,22 +2146,44 @@ int ts_lower_ipu_locate(const ts_lower_report *rep, const ts_graph *g, int tenso
     return -1;
 }
 
-ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_stats *s, ts_err *err)
+/* Dynamic energy in joules of the supersteps [first, first + n) from the run's superstep_events
+ * table priced with energy; -1 when either is missing. */
+static double steps_joules(const ts_stat *ev, uint32_t first, uint32_t n, const ts_energy_table *energy)
 {
+    if (!ev || !energy || ev->kind != TS_STAT_TABLE || (size_t)first + n > ev->nrows)
+        return -1;
+    double j = 0;
+    for (size_t c = 1; c < ev->ncols; c++) {
+        const ts_energy_entry *e = ts_energy_find(energy, ev->cols[c]);
+        if (!e)
+            return -1;
+        for (uint32_t k = first; k < first + n; k++)
+            j += e->joules * ev->rows[(size_t)k * ev->ncols + c];
+    }
+    return j;
+}
+
+ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, const ts_energy_table *energy,
+                                   ts_err *err)
+{
+    ts_stats *s = res->stats;
     const ts_stat *ss = ts_stats_find(s, "supersteps");
     if (!ss || ss->kind != TS_STAT_TABLE || ss->ncols < 7)
         return ts_err_set(err, TS_EINPUT, "the run has no supersteps table to join the layers with");
     if (ss->nrows < rep->supersteps)
         return ts_err_set(err, TS_EINPUT, "the run passed %zu supersteps, the plan has %u", ss->nrows, rep->supersteps);
+    const ts_stat *ev = ts_stats_find(s, "superstep_events");
     static const char *const cols[] = {"node", "op", "tiles", "supersteps", "cycles", "compute_share",
                                        "exchange_share", "sync_share", "exchange_bytes", "mem_bytes", "macs",
-                                       "t10", "fm", "fn", "fk", "ft", "rp", "rot", "model_cycles"};
-    static const char *const units[] = {"", "", "", "", "cycles", "", "", "", "B", "B", "", "", "", "", "", "", "",
-                                        "", "cycles"};
-    /* the plan columns only for planner (b): the load-compute-store report stays as it was */
-    size_t nc = rep->planner == TS_LOWER_PLANNER_T10 ? 19 : 11;
+                                       "bandwidth", "energy", "t10", "fm", "fn", "fk", "ft", "rp", "rot",
+                                       "model_cycles"};
+    static const char *const units[] = {"", "", "", "", "cycles", "", "", "", "B", "B", "", "GB/s", "uJ", "", "",
+                                        "", "", "", "", "", "cycles"};
+    /* the plan columns only for planner (b) */
+    size_t nc = rep->planner == TS_LOWER_PLANNER_T10 ? 21 : 13;
     int tab = ts_stats_table(s, "layers", "one row per operator of the lowered model: its supersteps' cycles "
-                             "and their compute, exchange and sync shares, its tile memory per tile", nc, cols, units);
+                             "and their compute, exchange and sync shares, its tile memory per tile, its exchange "
+                             "bytes per second over its cycles and its dynamic energy", nc, cols, units);
     if (tab < 0)
         return ts_err_set(err, TS_ENOMEM, "out of memory for the layers table");
     for (size_t i = 0; i < rep->nlayers; i++) {
@@ -2176,10 +2198,12 @@ ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_stats *s, ts_e
             y += r[4];
             b += r[6];
         }
-        double tot = c + x + y;
-        double row[19] = {l->node, l->op, l->tiles, l->steps, tot, tot > 0 ? c / tot : 0, tot > 0 ? x / tot : 0,
-                          tot > 0 ? y / tot : 0, b, (double)l->mem_bytes, (double)l->macs, l->t10, l->fm, l->fn,
-                          l->fk, l->ft, l->rp, l->rot, (double)l->model_cycles};
+        double tot = c + x + y, secs = res->clock_hz > 0 ? tot / res->clock_hz : 0;
+        double j = steps_joules(ev, l->first_step, l->steps, energy);
+        double row[21] = {l->node, l->op, l->tiles, l->steps, tot, tot > 0 ? c / tot : 0, tot > 0 ? x / tot : 0,
+                          tot > 0 ? y / tot : 0, b, (double)l->mem_bytes, (double)l->macs,
+                          secs > 0 ? b / secs / 1e9 : 0, j >= 0 ? j * 1e6 : -1, l->t10, l->fm, l->fn, l->fk, l->ft,
+                          l->rp, l->rot, (double)l->model_cycles};
         ts_status rc = ts_stats_row(s, tab, row);
         if (rc != TS_OK)
             return ts_err_set(err, rc, "out of memory for the layers table");

@@ -26,8 +26,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "core/config.h"
+#include "core/energy.h"
 #include "core/err.h"
 #include "core/program.h"
+#include "core/results.h"
 #include "core/stats.h"
 #include "workloads/graph.h"
 #include "workloads/plan_t10.h"
@@ -118,12 +120,16 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
 int ts_lower_ipu_locate(const ts_lower_report *rep, const ts_graph *g, int tensor, uint64_t elem, uint32_t *tile,
                         uint64_t *addr);
 
-/* Add the table `layers` to s, one row per operator of rep that has supersteps: its node id, op,
- * tiles, supersteps, and the cycles, compute / exchange / sync shares and exchange bytes of its
- * supersteps (summed from the run's `supersteps` table, which s must hold), its tile memory and
- * MACs; lowered with planner (b), also each operator's plan (t10 1, fm, fn, fk, ft, rp, rot; t10 0
- * for operators lowered by (a)) and the cost model's cycles for it. TS_EINPUT if s has no `supersteps` table or it has fewer rows than rep's supersteps. */
-ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_stats *s, ts_err *err);
+/* Add the table `layers` to res->stats, one row per operator of rep that has supersteps: its node
+ * id, op, tiles, supersteps, and the cycles, compute / exchange / sync shares and exchange bytes
+ * of its supersteps (summed from the run's `supersteps` table, which the stats must hold), its
+ * tile memory and MACs, its exchange rate over its cycles (bandwidth, GB/s), and its dynamic energy
+ * (uJ: its supersteps' rows of the run's `superstep_events` priced with energy; -1 without that
+ * table or an energy table); lowered with planner (b), also each operator's plan (t10 1, fm, fn,
+ * fk, ft, rp, rot; t10 0 for operators lowered by (a)) and the cost model's cycles for it.
+ * TS_EINPUT if there is no `supersteps` table or it has fewer rows than rep's supersteps. */
+ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, const ts_energy_table *energy,
+                                   ts_err *err);
 
 /* The value the lowering gives element i of a tensor that carries no values (inputs and weights
  * without data): deterministic, in [-1, 1). */

@@ -104,6 +104,12 @@ typedef struct ipu_tile {
     uint32_t ncode;         /* instructions that take code memory (the bundle braces take none) */
     uint64_t work;          /* instructions issued + words received (the hang detector's counter);
                              * next to the code pointer so the issue path touches one line */
+    uint64_t *opcnt;        /* executions per op (IPU_OP_COUNT; the `{` of a bundle counts as
+                             * IPU_OP_BUNDLE, its members as their ops), in the model's op_block;
+                             * NULL unless the run asked for superstep_events (opts.phase_events) */
+    uint64_t *opseen;       /* opcnt at the last sync 1 (superstep_events) */
+    const uint8_t *ops;     /* the ops its code holds (nops of them), in the model's op_block */
+    uint32_t nops;
     uint8_t **page;         /* owned pages, allocated on first write */
     ipu_ctx cx[MAX_CTX];    /* 0 = supervisor, 1..W = workers */
     uint32_t running;       /* bit w: worker w runs */
@@ -139,10 +145,17 @@ typedef struct ipu_tile {
     bool failed;            /* stopped by an error that is not reported yet */
 } ipu_tile;
 
+/* Energy events, named as in the shipped tables (ipu_collect). */
+enum { EV_FP32_MAC, EV_FP16_MAC, EV_FP32_ADD, EV_FP32_MUL, EV_FP16_ADD, EV_FP16_MUL, EV_INT32_ADD,
+       EV_SRAM_RD, EV_SRAM_WR, EV_REGFILE, EV_WIRE, EV_PCIE, EV_ISSUE, EV_COUNT };
+static const char *const ev_names[EV_COUNT] = {
+    "fp32_mac", "fp16_mac", "fp32_add", "fp32_mul", "fp16_add", "fp16_mul", "int32_add",
+    "sram_read_64b", "sram_write_64b", "regfile_32b", "wire_bit_mm", "pcie_bit", "insn_issue",
+};
+
 typedef struct ipu_ss {
     uint64_t start, compute, exchange, sync, critical, xbytes, hbytes;
-    uint64_t xrecv;         /* bytes written by receivers in it */
-    double wire_bit_mm;     /* the exchange's wire energy events in it */
+    double ev[EV_COUNT];    /* the energy events of the superstep (ss_events) */
 } ipu_ss;
 
 /* What one thread saw of its tiles at the end of a round, after committing their words: the
@@ -191,6 +204,8 @@ struct ts_model {
     ipu_ss *ss; size_t nss, cap_ss;
     uint64_t xrecv_seen;    /* the tiles' xrecv and wire_bit_mm summed at the last sync */
     double wire_seen;
+    void *op_block;          /* owned, NULL unless phase_events: the tiles' opcnt, opseen and ops */
+    bool phase_events;       /* opts.phase_events: count ops per tile for superstep_events */
     uint64_t host_bytes_total, host_cycles_total;
     /* threads */
     pthread_t *th;
@@ -345,6 +360,7 @@ static void ipu_destroy(ts_model *m)
     ts_free(m->tsum);
     ts_free(m->spine_e);
     ts_free(m->t);
+    ts_free(m->op_block);
     ts_free(m->tnow);
     ts_free(m->code);
     ts_free(m->zero_page);
@@ -447,6 +463,7 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
     m->c = *c;
     m->c.variant = NULL; /* not owned */
     m->lockstep = opts && opts->lockstep;
+    m->phase_events = opts && opts->phase_events;
     m->trace = opts ? opts->trace : NULL;
     m->act = opts ? opts->activity : NULL;
     m->W = (uint32_t)c->worker_contexts;
@@ -745,6 +762,23 @@ static ts_status ipu_load(ts_model *m, const ts_program *p, ts_err *err)
         t->sup = s->n ? SUP_RUN : SUP_DONE;
         off += s->n;
     }
+    /* per tile: counters per op, and the list of ops its code holds (the syncs diff only those) */
+    size_t cnt_bytes = (size_t)m->ntiles * 2 * IPU_OP_COUNT * sizeof(uint64_t);
+    if (m->phase_events && !(m->op_block = ts_calloc(1, cnt_bytes + (size_t)m->ntiles * IPU_OP_COUNT)))
+        return ts_err_set(err, TS_ENOMEM, "out of memory for the op counters");
+    for (uint32_t i = 0; m->op_block && i < m->ntiles; i++) {
+        ipu_tile *t = &m->t[i];
+        t->opcnt = (uint64_t *)m->op_block + (size_t)i * 2 * IPU_OP_COUNT;
+        t->opseen = t->opcnt + IPU_OP_COUNT;
+        uint8_t *ops = (uint8_t *)m->op_block + cnt_bytes + (size_t)i * IPU_OP_COUNT;
+        bool has[IPU_OP_COUNT] = {false};
+        for (uint32_t pc = 0; pc < t->n; pc++)
+            has[t->code[pc].op] = true;
+        for (int op = 0; op < IPU_OP_COUNT; op++)
+            if (has[op])
+                ops[t->nops++] = (uint8_t)op;
+        t->ops = ops;
+    }
     for (size_t i = 0; i < p->nsegs; i++) {
         const ts_segment *g = &p->segs[i];
         if (g->kind != 0 || g->index >= m->ntiles || g->addr + g->len > m->c.sram_bytes)
@@ -881,6 +915,8 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
                     ctx == 0 ? "a worker" : "the supervisor");
     x->ready = c + 1;
     in->hits++;
+    if (t->opcnt)
+        t->opcnt[in->op]++;
     t->work++;
 /* operand registers, read where a case needs them */
 #define a0 (r[in->r0])
@@ -1335,6 +1371,8 @@ static ts_status exec_bundle(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uin
     ipu_ctx *x = &t->cx[ctx];
     uint32_t next = 0; /* members never branch (check_bundles): exec moves on to pc + 4 */
     t->code[pc].hits++;
+    if (t->opcnt)
+        t->opcnt[IPU_OP_BUNDLE]++;
     ts_status rc = exec_op(m, ti, t, ctx, c, x, &t->code[pc + 2], pc + 2, &next, err);
     if (rc == TS_OK)
         rc = exec_op(m, ti, t, ctx, c, x, &t->code[pc + 1], pc + 1, &next, err);
@@ -2062,6 +2100,85 @@ static ts_status act_end(ts_model *m, ts_err *err)
     return ts_activity_finish(m->act, m->end, err);
 }
 
+/* Bytes an op reads from / writes to tile memory. */
+static void op_mem_bytes(int op, uint32_t *rd, uint32_t *wr)
+{
+    *rd = *wr = 0;
+    switch (op) {
+    case IPU_OP_LD32: case IPU_OP_LD32STEP: *rd = 4; break;
+    case IPU_OP_LD64: case IPU_OP_LD64STEP: *rd = 8; break;
+    case IPU_OP_LD128: case IPU_OP_LD128STEP: case IPU_OP_LD128PUTCS: *rd = 16; break;
+    case IPU_OP_LDZ16: case IPU_OP_LDB16: *rd = 2; break;
+    case IPU_OP_LDZ8: *rd = 1; break;
+    case IPU_OP_ST32: case IPU_OP_ST32STEP: *wr = 4; break;
+    case IPU_OP_ST64: case IPU_OP_ST64STEP: *wr = 8; break;
+    case IPU_OP_LDST64PACE: *rd = 8; *wr = 8; break;
+    case IPU_OP_LD2XST64PACE: *rd = 16; *wr = 8; break;
+    default: break;
+    }
+}
+
+/* 32-bit register words an op reads and writes. */
+static uint32_t op_reg_words(int op)
+{
+    const char *cls = ts_ipu_opfacts[op].classes;
+    uint32_t n = 0;
+    for (int k = 0; cls[k]; k++)
+        n += cls[k] == 'p' ? 2 : cls[k] == 'q' ? 4 : (cls[k] == 'm' || cls[k] == 'a' || cls[k] == 'x') ? 1 : 0;
+    return n;
+}
+
+static int ev_index(const char *name)
+{
+    for (int i = 0; i < EV_COUNT; i++)
+        if (name && !strcmp(name, ev_names[i]))
+            return i;
+    return -1;
+}
+
+/* The events of op issued k times (what its facts, memory bytes, register words and AMP MACs
+ * charge); issue events are counted by the caller. */
+static void op_events(const ts_model *m, int op, double k, double *ev)
+{
+    uint32_t br, bw;
+    op_mem_bytes(op, &br, &bw);
+    ev[EV_SRAM_RD] += k * br / 8.0;
+    ev[EV_SRAM_WR] += k * bw / 8.0;
+    ev[EV_REGFILE] += k * op_reg_words(op);
+    int e = ev_index(ts_ipu_opfacts[op].energy);
+    if (e >= 0)
+        ev[e] += k * ts_ipu_opfacts[op].ecount;
+    if (op == IPU_OP_F16V4AMP)
+        ev[EV_FP16_MAC] += k * m->c.amp_macs_f16;
+    if (op == IPU_OP_F32V2AMP)
+        ev[EV_FP32_MAC] += k * m->c.amp_macs_f32;
+}
+
+/* Add to acc (per op) what tile t executed since its last sync 1 (opcnt - opseen); with mark,
+ * opseen catches up. */
+static void tile_op_delta(ipu_tile *t, uint64_t *acc, bool mark)
+{
+    for (uint32_t j = 0; j < t->nops; j++) {
+        int op = t->ops[j];
+        acc[op] += t->opcnt[op] - t->opseen[op];
+        if (mark)
+            t->opseen[op] = t->opcnt[op];
+    }
+}
+
+/* The events of the executions per op in acc, added to ev. */
+static void ops_events(const ts_model *m, const uint64_t *acc, double *ev)
+{
+    uint64_t execs = 0;
+    for (int op = 0; op < IPU_OP_COUNT; op++) {
+        if (!acc[op] || op == IPU_OP_BUNDLE)
+            continue;
+        execs += acc[op];
+        op_events(m, op, (double)acc[op], ev);
+    }
+    ev[EV_ISSUE] += (double)(execs - acc[IPU_OP_BUNDLE]); /* a bundle's two members are one issue */
+}
+
 static ts_status barrier(ts_model *m, ts_err *err)
 {
     ts_status rc = check_exchange(m, err);
@@ -2128,8 +2245,15 @@ static ts_status barrier(ts_model *m, ts_err *err)
     r->critical = crit;
     r->xbytes = xbytes;
     r->hbytes = hbytes;
-    r->xrecv = xrecv - m->xrecv_seen;
-    r->wire_bit_mm = wire - m->wire_seen;
+    memset(r->ev, 0, sizeof r->ev);
+    uint64_t acc[IPU_OP_COUNT] = {0};
+    for (uint32_t i = 0; m->op_block && i < m->ntiles; i++)
+        tile_op_delta(&m->t[i], acc, true);
+    ops_events(m, acc, r->ev);
+    r->ev[EV_SRAM_RD] += (double)xbytes / 8.0; /* the exchange reads what it sends, */
+    r->ev[EV_SRAM_WR] += (double)(xrecv - m->xrecv_seen) / 8.0; /* writes what it receives */
+    r->ev[EV_WIRE] += wire - m->wire_seen;
+    r->ev[EV_PCIE] += 8.0 * (double)hbytes;
     m->xrecv_seen = xrecv;
     m->wire_seen = wire;
     m->host_bytes_total += hbytes;
@@ -2299,106 +2423,30 @@ static ts_status ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
 
 /* ---- results ---- */
 
-enum { EV_FP32_MAC, EV_FP16_MAC, EV_FP32_ADD, EV_FP32_MUL, EV_FP16_ADD, EV_FP16_MUL, EV_INT32_ADD,
-       EV_SRAM_RD, EV_SRAM_WR, EV_REGFILE, EV_WIRE, EV_PCIE, EV_ISSUE, EV_COUNT };
-static const char *const ev_names[EV_COUNT] = {
-    "fp32_mac", "fp16_mac", "fp32_add", "fp32_mul", "fp16_add", "fp16_mul", "int32_add",
-    "sram_read_64b", "sram_write_64b", "regfile_32b", "wire_bit_mm", "pcie_bit", "insn_issue",
-};
 
-/* Bytes an op reads from / writes to tile memory. */
-static void op_mem_bytes(int op, uint32_t *rd, uint32_t *wr)
+/* The table superstep_events, when the run asked for it (opts.phase_events): each superstep's
+ * energy events (counted per op as the tiles issue, taken at each sync 1, with the superstep's
+ * exchange and host traffic), and a last row, id nss, for what ran after the last sync, if
+ * anything did. The rows sum to the run's events. */
+static ts_status superstep_events(ts_model *m, ts_stats *s, ts_err *err)
 {
-    *rd = *wr = 0;
-    switch (op) {
-    case IPU_OP_LD32: case IPU_OP_LD32STEP: *rd = 4; break;
-    case IPU_OP_LD64: case IPU_OP_LD64STEP: *rd = 8; break;
-    case IPU_OP_LD128: case IPU_OP_LD128STEP: case IPU_OP_LD128PUTCS: *rd = 16; break;
-    case IPU_OP_LDZ16: case IPU_OP_LDB16: *rd = 2; break;
-    case IPU_OP_LDZ8: *rd = 1; break;
-    case IPU_OP_ST32: case IPU_OP_ST32STEP: *wr = 4; break;
-    case IPU_OP_ST64: case IPU_OP_ST64STEP: *wr = 8; break;
-    case IPU_OP_LDST64PACE: *rd = 8; *wr = 8; break;
-    case IPU_OP_LD2XST64PACE: *rd = 16; *wr = 8; break;
-    default: break;
-    }
-}
-
-/* 32-bit register words an op reads and writes. */
-static uint32_t op_reg_words(int op)
-{
-    const char *cls = ts_ipu_opfacts[op].classes;
-    uint32_t n = 0;
-    for (int k = 0; cls[k]; k++)
-        n += cls[k] == 'p' ? 2 : cls[k] == 'q' ? 4 : (cls[k] == 'm' || cls[k] == 'a' || cls[k] == 'x') ? 1 : 0;
-    return n;
-}
-
-static int ev_index(const char *name)
-{
-    for (int i = 0; i < EV_COUNT; i++)
-        if (name && !strcmp(name, ev_names[i]))
-            return i;
-    return -1;
-}
-
-/* The events of op issued k times (what its facts, memory bytes, register words and AMP MACs
- * charge); issue events are counted by the caller. */
-static void op_events(const ts_model *m, int op, double k, double *ev)
-{
-    uint32_t br, bw;
-    op_mem_bytes(op, &br, &bw);
-    ev[EV_SRAM_RD] += k * br / 8.0;
-    ev[EV_SRAM_WR] += k * bw / 8.0;
-    ev[EV_REGFILE] += k * op_reg_words(op);
-    int e = ev_index(ts_ipu_opfacts[op].energy);
-    if (e >= 0)
-        ev[e] += k * ts_ipu_opfacts[op].ecount;
-    if (op == IPU_OP_F16V4AMP)
-        ev[EV_FP16_MAC] += k * m->c.amp_macs_f16;
-    if (op == IPU_OP_F32V2AMP)
-        ev[EV_FP32_MAC] += k * m->c.amp_macs_f32;
-}
-
-/* The table superstep_events: each superstep's energy events, for pricing parts of a run (a
- * lowered model's layers). An instruction belongs to the superstep that its tile's next `sync 1`
- * ends: its stream is cut at the syncs, so the table is left out when some `sync 1` ran more than
- * once (a loop around a sync). Instructions after a tile's last sync are a last row, id nss. The
- * rows sum to the run's events. */
-static ts_status superstep_events(const ts_model *m, ts_stats *s, ts_err *err)
-{
-    size_t rows = m->nss + 1;
-    double *ev = ts_calloc(rows * EV_COUNT, sizeof *ev);
-    if (!ev)
-        return ts_err_set(err, TS_ENOMEM, "out of memory for the superstep_events table");
+    if (!m->op_block)
+        return TS_OK; /* not asked for */
+    double tail[EV_COUNT] = {0};
+    uint64_t xrecv = 0, acc[IPU_OP_COUNT] = {0};
+    double wire = 0;
     for (uint32_t i = 0; i < m->ntiles; i++) {
-        const ipu_tile *t = &m->t[i];
-        size_t k = 0;
-        for (uint32_t pc = 0; pc < t->n; pc++) {
-            const ipu_insn *in = &t->code[pc];
-            if (!in->hits)
-                continue;
-            double *row = ev + (k < m->nss ? k : m->nss) * EV_COUNT;
-            op_events(m, in->op, (double)in->hits, row);
-            if (!in->member)
-                row[EV_ISSUE] += (double)in->hits;
-            if (in->op == IPU_OP_SYNC && in->imm == 1) {
-                if (in->hits > 1) {
-                    ts_free(ev);
-                    return TS_OK; /* a loop around a sync: supersteps are not cut out of the code */
-                }
-                k++;
-            }
-        }
+        tile_op_delta(&m->t[i], acc, false);
+        xrecv += m->t[i].xrecv;
+        wire += m->t[i].wire_bit_mm;
     }
-    for (size_t k = 0; k < m->nss; k++) {
-        const ipu_ss *q = &m->ss[k];
-        double *row = ev + k * EV_COUNT;
-        row[EV_SRAM_RD] += (double)q->xbytes / 8.0;
-        row[EV_SRAM_WR] += (double)q->xrecv / 8.0;
-        row[EV_WIRE] += q->wire_bit_mm;
-        row[EV_PCIE] += 8.0 * (double)q->hbytes;
-    }
+    ops_events(m, acc, tail);
+    uint64_t xsent_tail = 0;
+    for (uint32_t i = 0; i < m->ntiles; i++)
+        xsent_tail += m->t[i].ss_xbytes;
+    tail[EV_SRAM_RD] += (double)xsent_tail / 8.0;
+    tail[EV_SRAM_WR] += (double)(xrecv - m->xrecv_seen) / 8.0;
+    tail[EV_WIRE] += wire - m->wire_seen;
     const char *cols[1 + EV_COUNT], *units[1 + EV_COUNT];
     cols[0] = "id";
     units[0] = "";
@@ -2406,26 +2454,24 @@ static ts_status superstep_events(const ts_model *m, ts_stats *s, ts_err *err)
         cols[1 + e] = ev_names[e];
         units[1 + e] = "";
     }
-    ts_status rc = TS_OK;
     int tab = ts_stats_table(s, "superstep_events", "one row per BSP superstep (and one for what ran after the "
                              "last sync, if anything did): the energy events it caused, to price a part of the run",
                              1 + EV_COUNT, cols, units);
     if (tab < 0)
-        rc = ts_err_set(err, TS_ENOMEM, "out of memory for the superstep_events table");
-    bool tail = false;
+        return ts_err_set(err, TS_ENOMEM, "out of memory for the superstep_events table");
+    bool any = false;
     for (int e = 0; e < EV_COUNT; e++)
-        tail = tail || ev[m->nss * EV_COUNT + e] != 0;
-    for (size_t k = 0; k < rows && rc == TS_OK; k++) {
-        if (k == m->nss && !tail)
+        any = any || tail[e] != 0;
+    for (size_t k = 0; k <= m->nss; k++) {
+        if (k == m->nss && !any)
             break;
         double row[1 + EV_COUNT];
         row[0] = (double)k;
-        memcpy(row + 1, ev + k * EV_COUNT, sizeof(double) * EV_COUNT);
+        memcpy(row + 1, k < m->nss ? m->ss[k].ev : tail, sizeof(double) * EV_COUNT);
         if (ts_stats_row(s, tab, row) != TS_OK)
-            rc = ts_err_set(err, TS_ENOMEM, "out of memory for the superstep_events table");
+            return ts_err_set(err, TS_ENOMEM, "out of memory for the superstep_events table");
     }
-    ts_free(ev);
-    return rc;
+    return TS_OK;
 }
 
 static ts_status ipu_collect(ts_model *m, ts_results *r, ts_err *err)

@@ -68,7 +68,7 @@ void ipu_test_run(const char *name, const char *const *sets, const char *text, b
         ts_err_format(&out->err, line, sizeof line);
         ck_abort_msg("asm: %s", line);
     }
-    ts_run_opts o = {.lockstep = lockstep, .threads = threads};
+    ts_run_opts o = {.lockstep = lockstep, .threads = threads, .phase_events = true};
     out->rc = ts_ipu_family.create(&out->m, out->config, &o, &out->err);
     ck_assert_int_eq(out->rc, TS_OK);
     out->rc = ts_ipu_family.load(out->m, p, &out->err);
