@@ -14,6 +14,10 @@
  * the tile with l = d (mod 2d) sends its sums to l - d (an exchange superstep), which adds them (a
  * compute superstep). The output stays on the l = 0 tiles, blocked (rows of i, columns of j).
  *
+ * Each tile has one AMP routine per kind of step (first, adding, last in f16), which reads the
+ * step's addresses and k from a table of six words a step (initial data; emit_mm's `tab`), so the
+ * code does not grow with the steps.
+ *
  * Initial placement: A is gathered from where it lies into the plan's layout by lower_ipu.c's
  * gather (a rotating A: its first rp slices, into the slots); B is initial data, already in AMP
  * coefficient blocks per slice (a rotating B: its first slice). Weights are placed by salloc as in
@@ -22,7 +26,8 @@
  *
  * A 1x1 Conv (stride 1, no padding) is the product of its pixels by its input channels by its
  * output channels: its input is gathered channel-major and turned into pixel rows on the tile, its
- * output turned channel-major at the end (conv_rows, and the end of ts_lwi_t10_matmul). f16
+ * output turned channel-major at the end (conv_rows, and the end of ts_lwi_t10_matmul); a Conv
+ * another operator reads keeps blocks of whole image rows and at most 16 channels. f16
  * MatMul/Gemm hold halves in A and B, keep f32 partial sums between the steps and round at the last.
  *
  * What the code generator does not take (the plan is then not offered): a rotating B with rp > 1
