@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
+
 void ts_results_init(ts_results *r)
 {
     memset(r, 0, sizeof *r);
@@ -123,4 +125,38 @@ ts_status ts_results_price(ts_results *r, const ts_energy_table *t, ts_err *err)
 double ts_results_time_s(const ts_results *r)
 {
     return r->clock_hz > 0 ? (double)r->cycles / r->clock_hz : 0.0;
+}
+
+int ts_results_events_table(ts_stats *s, const char *name, const char *desc, const char *first,
+                            const char *const *events, size_t nevents)
+{
+    const char **cols = ts_malloc((1 + nevents) * sizeof *cols), **units = ts_malloc((1 + nevents) * sizeof *units);
+    int tab = -1;
+    if (cols && units) {
+        cols[0] = first;
+        units[0] = "";
+        for (size_t e = 0; e < nevents; e++) {
+            cols[1 + e] = events[e];
+            units[1 + e] = "";
+        }
+        tab = ts_stats_table(s, name, desc, 1 + nevents, cols, units);
+    }
+    ts_free(cols);
+    ts_free(units);
+    return tab;
+}
+
+double ts_results_price_rows(const ts_stat *tab, size_t row, size_t n, const ts_energy_table *t)
+{
+    if (!tab || !t || tab->kind != TS_STAT_TABLE || row + n > tab->nrows)
+        return -1;
+    double j = 0;
+    for (size_t c = 1; c < tab->ncols; c++) {
+        const ts_energy_entry *e = ts_energy_find(t, tab->cols[c]);
+        if (!e)
+            return -1;
+        for (size_t k = row; k < row + n; k++)
+            j += e->joules * tab->rows[k * tab->ncols + c];
+    }
+    return j;
 }

@@ -74,4 +74,13 @@ ts_status ts_results_util(ts_results *r, const char *name, uint64_t units, uint6
 ts_status ts_results_price(ts_results *r, const ts_energy_table *t, ts_err *err);
 double ts_results_time_s(const ts_results *r);
 
+/* Tables of energy events by part of a run (a family's superstep_events, region_events): a first
+ * column (its id) and a column per event, named as the events. Add such a table to s (its index,
+ * or -1 when out of memory). */
+int ts_results_events_table(ts_stats *s, const char *name, const char *desc, const char *first,
+                            const char *const *events, size_t nevents);
+/* The joules of rows [row, row + n) of such a table priced with t; -1 if tab is not such a table,
+ * has fewer rows, or t lacks one of its events. */
+double ts_results_price_rows(const ts_stat *tab, size_t row, size_t n, const ts_energy_table *t);
+
 #endif

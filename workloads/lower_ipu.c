@@ -2146,23 +2146,6 @@ int ts_lower_ipu_locate(const ts_lower_report *rep, const ts_graph *g, int tenso
     return -1;
 }
 
-/* Dynamic energy in joules of the supersteps [first, first + n) from the run's superstep_events
- * table priced with energy; -1 when either is missing. */
-static double steps_joules(const ts_stat *ev, uint32_t first, uint32_t n, const ts_energy_table *energy)
-{
-    if (!ev || !energy || ev->kind != TS_STAT_TABLE || (size_t)first + n > ev->nrows)
-        return -1;
-    double j = 0;
-    for (size_t c = 1; c < ev->ncols; c++) {
-        const ts_energy_entry *e = ts_energy_find(energy, ev->cols[c]);
-        if (!e)
-            return -1;
-        for (uint32_t k = first; k < first + n; k++)
-            j += e->joules * ev->rows[(size_t)k * ev->ncols + c];
-    }
-    return j;
-}
-
 ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, const ts_energy_table *energy,
                                    ts_err *err)
 {
@@ -2199,7 +2182,7 @@ ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, 
             b += r[6];
         }
         double tot = c + x + y, secs = res->clock_hz > 0 ? tot / res->clock_hz : 0;
-        double j = steps_joules(ev, l->first_step, l->steps, energy);
+        double j = ts_results_price_rows(ev, l->first_step, l->steps, energy);
         double row[21] = {l->node, l->op, l->tiles, l->steps, tot, tot > 0 ? c / tot : 0, tot > 0 ? x / tot : 0,
                           tot > 0 ? y / tot : 0, b, (double)l->mem_bytes, (double)l->macs,
                           secs > 0 ? b / secs / 1e9 : 0, j >= 0 ? j * 1e6 : -1, l->t10, l->fm, l->fn, l->fk, l->ft,

@@ -1629,22 +1629,6 @@ ts_status ts_lower_wse_regions(const ts_lower_wse_report *rep, ts_region **out, 
     return TS_OK;
 }
 
-/* Stage i's dynamic energy in joules from the run's table region_events, priced with energy; -1
- * when either is missing. */
-static double stage_joules(const ts_stat *ev, size_t i, const ts_energy_table *energy)
-{
-    if (!ev || !energy || ev->kind != TS_STAT_TABLE || i >= ev->nrows)
-        return -1;
-    double j = 0;
-    for (size_t c = 1; c < ev->ncols; c++) {
-        const ts_energy_entry *e = ts_energy_find(energy, ev->cols[c]);
-        if (!e)
-            return -1;
-        j += e->joules * ev->rows[i * ev->ncols + c];
-    }
-    return j;
-}
-
 ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh_width, ts_results *res,
                                    const ts_energy_table *energy, ts_err *err)
 {
@@ -1684,7 +1668,7 @@ ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh
                 for (int q = 0; q < 4; q++)
                     lk += link[q] && id < link[q]->n ? link[q]->v[id] : 0;
             }
-        double j = stage_joules(ev, i, energy);
+        double j = ts_results_price_rows(ev, i, 1, energy);
         double row[NC] = {(double)i, s->what && !strcmp(s->what, "fifo") ? -1 : (double)s->node, s->x, s->y, s->w,
                           s->h, (double)s->w * s->h, (double)s->macs, have ? b : -1, have ? st : -1,
                           (double)s->in_elems, (double)s->out_elems,

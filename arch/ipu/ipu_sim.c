@@ -2447,16 +2447,9 @@ static ts_status superstep_events(ts_model *m, ts_stats *s, ts_err *err)
     tail[EV_SRAM_RD] += (double)xsent_tail / 8.0;
     tail[EV_SRAM_WR] += (double)(xrecv - m->xrecv_seen) / 8.0;
     tail[EV_WIRE] += wire - m->wire_seen;
-    const char *cols[1 + EV_COUNT], *units[1 + EV_COUNT];
-    cols[0] = "id";
-    units[0] = "";
-    for (int e = 0; e < EV_COUNT; e++) {
-        cols[1 + e] = ev_names[e];
-        units[1 + e] = "";
-    }
-    int tab = ts_stats_table(s, "superstep_events", "one row per BSP superstep (and one for what ran after the "
-                             "last sync, if anything did): the energy events it caused, to price a part of the run",
-                             1 + EV_COUNT, cols, units);
+    int tab = ts_results_events_table(s, "superstep_events", "one row per BSP superstep (and one for what ran "
+                                      "after the last sync, if anything did): the energy events it caused, to price "
+                                      "a part of the run", "id", ev_names, EV_COUNT);
     if (tab < 0)
         return ts_err_set(err, TS_ENOMEM, "out of memory for the superstep_events table");
     bool any = false;

@@ -234,15 +234,9 @@ static ts_status region_events(const ts_model *m, ts_stats *st, ts_err *err)
 {
     if (!m->nregions)
         return TS_OK;
-    const char *cols[1 + EV_COUNT], *units[1 + EV_COUNT];
-    cols[0] = "region";
-    units[0] = "";
-    for (int e = 0; e < EV_COUNT; e++) {
-        cols[1 + e] = ev_names[e];
-        units[1 + e] = "";
-    }
-    int tab = ts_stats_table(st, "region_events", "per region of PEs asked for (a lowered model's stages): the "
-                             "energy events of its PEs, to price it", 1 + EV_COUNT, cols, units);
+    int tab = ts_results_events_table(st, "region_events", "per region of PEs asked for (a lowered model's "
+                                      "stages): the energy events of its PEs, to price it", "region", ev_names,
+                                      EV_COUNT);
     if (tab < 0)
         return ts_err_set(err, TS_ENOMEM, "out of memory for the region_events table");
     for (size_t i = 0; i < m->nregions; i++) {
