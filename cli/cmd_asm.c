@@ -34,7 +34,8 @@ static const char compile_usage[] =
     "  -o, --output FILE     binary program to write (required)\n"
     "  -s, --set KEY=VALUE   override a config key (repeatable)\n"
     "      --planner NAME    how a model is lowered for the IPU: lcs (load-compute-store, the\n"
-    "                        default) or t10 (compute-shift MatMul, Gemm, 1x1 Conv)\n"
+    "                        default), t10 (compute-shift MatMul, Gemm, 1x1 Conv) or split\n"
+    "                        (t10's partitions, nothing rotating)\n"
     "  -h, --help            this text\n";
 
 static const char disasm_usage[] =

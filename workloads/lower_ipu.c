@@ -2027,14 +2027,17 @@ static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, con
         goto done;
     char desc[256];
     snprintf(desc, sizeof desc, "%s lowered to the IPU (%s, %u tiles, %u supersteps)", ts_graph_name(g),
-             plans ? "compute-shift for MatMul, Gemm and 1x1 Conv, load-compute-store for the rest" : "load-compute-store", L->used,
-             L->step);
+             !plans ? "load-compute-store"
+             : p->planner == TS_LOWER_PLANNER_SPLIT
+                 ? "split plans without rotation for MatMul, Gemm and 1x1 Conv, load-compute-store for the rest"
+                 : "compute-shift for MatMul, Gemm and 1x1 Conv, load-compute-store for the rest",
+             L->used, L->step);
     (*out)->workload = ts_strdup(desc);
     if (rep) {
         rep->tiles_used = L->used;
         rep->supersteps = L->step;
         rep->mem_bytes = maxneed;
-        rep->planner = plans ? TS_LOWER_PLANNER_T10 : TS_LOWER_PLANNER_LCS;
+        rep->planner = plans ? p->planner : TS_LOWER_PLANNER_LCS;
         rep->layers = L->layers;
         rep->nlayers = L->nlayers;
         L->layers = NULL;
@@ -2093,8 +2096,9 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
                           p->amp_macs_f32);
     size_t nn = ts_graph_node_count(g);
     uint64_t *wsz = ts_calloc(nn ? nn : 1, sizeof *wsz), perm = 0;
-    ts_t10_plan *plans = p->planner == TS_LOWER_PLANNER_T10 ? ts_calloc(nn ? nn : 1, sizeof *plans) : NULL;
-    if (!wsz || (p->planner == TS_LOWER_PLANNER_T10 && !plans)) {
+    bool shift = p->planner == TS_LOWER_PLANNER_T10 || p->planner == TS_LOWER_PLANNER_SPLIT;
+    ts_t10_plan *plans = shift ? ts_calloc(nn ? nn : 1, sizeof *plans) : NULL;
+    if (!wsz || (shift && !plans)) {
         ts_free(wsz);
         return ts_err_set(err, TS_ENOMEM, "out of memory lowering '%s'", ts_graph_name(g));
     }
@@ -2163,7 +2167,7 @@ ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, 
     static const char *const units[] = {"", "", "", "", "cycles", "", "", "", "B", "B", "", "GB/s", "uJ", "", "",
                                         "", "", "", "", "", "cycles"};
     /* the plan columns only for planner (b) */
-    size_t nc = rep->planner == TS_LOWER_PLANNER_T10 ? 21 : 13;
+    size_t nc = rep->planner != TS_LOWER_PLANNER_LCS ? 21 : 13;
     int tab = ts_stats_table(s, "layers", "one row per operator of the lowered model: its supersteps' cycles "
                              "and their compute, exchange and sync shares, its tile memory per tile, its exchange "
                              "bytes per second over its cycles and its dynamic energy", nc, cols, units);
@@ -2226,8 +2230,10 @@ ts_status ts_lower_ipu_planner(const char *name, int *out, ts_err *err)
         *out = TS_LOWER_PLANNER_LCS;
     else if (!strcmp(name, "t10"))
         *out = TS_LOWER_PLANNER_T10;
+    else if (!strcmp(name, "split"))
+        *out = TS_LOWER_PLANNER_SPLIT;
     else
-        return ts_err_set(err, TS_EINPUT, "unknown planner '%s': lcs (load-compute-store) or t10 (compute-shift)",
-                          name);
+        return ts_err_set(err, TS_EINPUT, "unknown planner '%s': lcs (load-compute-store), t10 (compute-shift) or "
+                          "split (t10's partitions, nothing rotating)", name);
     return TS_OK;
 }

@@ -55,8 +55,10 @@ typedef struct ts_lower_ipu_params {
 
 /* The planners (docs/lowering-ipu.md): (a) load-compute-store, the default; (b) T10's compute-shift
  * plans with rotating operands for MatMul/Gemm (f32, more than one row), every other operator (and
- * a MatMul/Gemm it cannot plan) lowered as by (a). */
-enum { TS_LOWER_PLANNER_LCS = 0, TS_LOWER_PLANNER_T10 = 1 };
+ * a MatMul/Gemm it cannot plan) lowered as by (a); split: (b)'s plans with nothing rotating (the
+ * operands split over tiles in two or three dimensions and loaded once, as a Roller-style
+ * load-compute-store compiler tiles them), the baseline against which rotation itself is measured. */
+enum { TS_LOWER_PLANNER_LCS = 0, TS_LOWER_PLANNER_T10 = 1, TS_LOWER_PLANNER_SPLIT = 2 };
 
 /* The planner named `name` ("lcs" or "t10") into *out; TS_EINPUT naming the choices otherwise. */
 ts_status ts_lower_ipu_planner(const char *name, int *out, ts_err *err);

@@ -246,7 +246,7 @@ ts_status ts_lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint
             continue; /* nothing fits: planner (a) lowers it (and says by how much it is over) */
         size_t k = 0;
         for (size_t j = 0; j < nv; j++)
-            if (generable(p, &s, &v[j])) {
+            if (generable(p, &s, &v[j]) && (p->planner != TS_LOWER_PLANNER_SPLIT || v[j].rot == TS_T10_ROT_NONE)) {
                 if (s.conv)
                     conv_cost(&hw, &mm, &v[j]);
                 if (s.half)

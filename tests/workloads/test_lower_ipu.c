@@ -1050,9 +1050,9 @@ END_TEST
 
 START_TEST(test_t10_graph)
 {
-    /* MatMul -> Relu -> Gemm (transB, bias) -> Softmax with planner (b) choosing by its cost model:
-     * the two products get compute-shift plans, Relu and Softmax are lowered as by planner (a) on
-     * the products' blocked outputs */
+    /* MatMul -> Relu -> Gemm (transB, bias) -> Softmax with planner (b) choosing by its cost model
+     * (_i 0) or with its split plans only (_i 1, nothing rotates): the two products get planner
+     * (b)'s plans, Relu and Softmax are lowered as by planner (a) on the products' blocked outputs */
     ts_graph *g = ts_graph_create("mlp");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){48, 32});
     int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 2, (int64_t[]){32, 24});
@@ -1077,11 +1077,14 @@ START_TEST(test_t10_graph)
     node(g, TS_OP_SOFTMAX, "sm", (int[]){h2}, 1, y, &at);
     ts_graph_mark_output(g, y);
     finalize(g);
-    planner = TS_LOWER_PLANNER_T10;
+    planner = _i ? TS_LOWER_PLANNER_SPLIT : TS_LOWER_PLANNER_T10;
     lowered L = {0};
     lower_and_run(g, "ipu_small16", &L);
     ck_assert_uint_eq(L.rep.nlayers, 4);
     ck_assert(L.rep.layers[0].t10 && L.rep.layers[2].t10);
+    ck_assert_int_eq(L.rep.planner, planner);
+    if (_i)
+        ck_assert(L.rep.layers[0].rot == TS_T10_ROT_NONE && L.rep.layers[2].rot == TS_T10_ROT_NONE);
     ck_assert(!L.rep.layers[1].t10 && !L.rep.layers[3].t10);
     ck_assert_uint_gt(L.rep.layers[0].model_cycles, 0);
     for (int i = 0; i < 48; i++) {
@@ -1292,6 +1295,12 @@ START_TEST(test_t10_beats_lcs)
     ck_assert_msg(b < a, "compute-shift %llu cycles, load-compute-store %llu", (unsigned long long)b,
                   (unsigned long long)a);
     ck_assert_msg(xb < xa, "exchange share: compute-shift %.3f, load-compute-store %.3f", xb, xa);
+    /* planner (b)'s cost model picks a rotating plan only when it is cheaper than every split one:
+     * the split planner's product is not faster by more than the model's error (10 %) */
+    double xs;
+    uint64_t sp = measure(g, "ipu_small16", TS_LOWER_PLANNER_SPLIT, &xs);
+    ck_assert_msg((double)b <= 1.1 * (double)sp, "compute-shift %llu cycles, split %llu", (unsigned long long)b,
+                  (unsigned long long)sp);
     ts_graph_destroy(g);
     ts_err_free(&e);
 }
@@ -1315,7 +1324,7 @@ int main(void)
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_builtin_matmul);
     tcase_add_loop_test(tc, test_t10_plans, 0, (int)(sizeof t10_cases / sizeof t10_cases[0]));
-    tcase_add_test(tc, test_t10_graph);
+    tcase_add_loop_test(tc, test_t10_graph, 0, 2);
     tcase_add_test(tc, test_t10_errors);
     tcase_add_test(tc, test_t10_beats_lcs);
     tcase_add_test(tc, test_t10_convs);
