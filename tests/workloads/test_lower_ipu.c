@@ -831,6 +831,210 @@ START_TEST(test_builtin_matmul)
 }
 END_TEST
 
+/* ---- the operators of a BERT layer ---- */
+
+static double gelu_ref(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
+
+START_TEST(test_eltwise_broadcast)
+{
+    /* Add of a bias [44] to x [50, 44] held in chunks that do not start on rows (3 tiles), Gelu,
+     * Div by a constant (x times its f32 reciprocal), Sub of a [44] weight and Mul by a weight of
+     * x's shape; then a bias of 96 added to a column-split MatMul's blocked output (ipu_small16) */
+    ts_graph *g = ts_graph_create("bc");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){50, 44});
+    int b = tensor(g, "b", TS_TENSOR_WEIGHT, 1, (int64_t[]){44});
+    int c = tensor(g, "c", TS_TENSOR_CONST, 0, NULL);
+    int s = tensor(g, "s", TS_TENSOR_WEIGHT, 2, (int64_t[]){1, 44});
+    int m = tensor(g, "m", TS_TENSOR_WEIGHT, 2, (int64_t[]){50, 44});
+    int y[5];
+    for (int i = 0; i < 5; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "y%d", i);
+        y[i] = tensor(g, nm, TS_TENSOR_ACTIVATION, -1, NULL);
+    }
+    fill_scaled(g, x, 3.0f);
+    fill(g, b);
+    fill(g, s);
+    fill(g, m);
+    float three = 3.0f;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_set_data(g, c, &three, 4, &e), TS_OK);
+    node(g, TS_OP_ADD, "add", (int[]){x, b}, 2, y[0], NULL);
+    node(g, TS_OP_GELU, "gelu", (int[]){y[0]}, 1, y[1], NULL);
+    node(g, TS_OP_DIV, "div", (int[]){y[1], c}, 2, y[2], NULL);
+    node(g, TS_OP_SUB, "sub", (int[]){y[2], s}, 2, y[3], NULL);
+    node(g, TS_OP_MUL, "mul", (int[]){y[3], m}, 2, y[4], NULL);
+    for (int i = 0; i < 5; i++)
+        ts_graph_mark_output(g, y[i]);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, "ipu_tiny4", &L);
+    ck_assert_uint_eq(L.rep.tiles_used, 3);
+    for (int k = 0; k < 50 * 44; k++) {
+        double xv = (double)val(x, k) * 3.0, a = xv + val(b, k % 44);
+        double a32 = (double)(float)a; /* the f32 sum Gelu reads */
+        double gl = gelu_ref(a32);
+        near(out_at(&L, g, y[0], (uint64_t)k), a, fabs(xv) + fabs(val(b, k % 44)), "add", (uint64_t)k);
+        /* Gelu: erf to 1.5e-7 (Abramowitz and Stegun 7.1.26), so 1e-6 (1 + |x|); each later op is
+         * checked on the simulated output of the one before */
+        double got = out_at(&L, g, y[1], (uint64_t)k);
+        ck_assert_msg(fabs(got - gl) <= 1e-6 * (1.0 + fabs(a32)), "gelu[%d]: got %.9g, want %.9g", k, got, gl);
+        double d = out_at(&L, g, y[2], (uint64_t)k), sb = out_at(&L, g, y[3], (uint64_t)k);
+        near(d, got / 3.0, fabs(got), "div", (uint64_t)k);
+        near(sb, d - val(s, k % 44), fabs(d) + fabs(val(s, k % 44)), "sub", (uint64_t)k);
+        near(out_at(&L, g, y[4], (uint64_t)k), sb * val(m, k), fabs(sb * val(m, k)), "mul", (uint64_t)k);
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+
+    g = ts_graph_create("bcb");
+    x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){8, 64});
+    int w = tensor(g, "w", TS_TENSOR_WEIGHT, 2, (int64_t[]){64, 96});
+    b = tensor(g, "b", TS_TENSOR_WEIGHT, 1, (int64_t[]){96});
+    int h = tensor(g, "h", TS_TENSOR_ACTIVATION, -1, NULL), hb = tensor(g, "hb", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    fill(g, w);
+    fill(g, b);
+    node(g, TS_OP_MATMUL, "mm", (int[]){x, w}, 2, h, NULL);
+    node(g, TS_OP_ADD, "bias", (int[]){h, b}, 2, hb, NULL);
+    ts_graph_mark_output(g, hb);
+    finalize(g);
+    lower_and_run(g, "ipu_small16", &L);
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 96; j++) {
+            double sm = val(b, j), mg = fabs(sm);
+            for (int k = 0; k < 64; k++) {
+                sm += (double)val(x, i * 64 + k) * val(w, k * 96 + j);
+                mg += fabs((double)val(x, i * 64 + k) * val(w, k * 96 + j));
+            }
+            near(out_at(&L, g, hb, (uint64_t)(i * 96 + j)), sm, mg, "hb", (uint64_t)(i * 96 + j));
+        }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_layernorm)
+{
+    /* LayerNorm over rows of 40 (9 rows over the tiles), with scale and bias, and without either,
+     * one row offset by 1000 (the mean is taken out before the variance); f32 within
+     * 2e-6 (1 + |y|) of the double reference */
+    ts_graph *g = ts_graph_create("ln");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){1, 9, 40});
+    int sc = tensor(g, "scale", TS_TENSOR_WEIGHT, 1, (int64_t[]){40});
+    int bi = tensor(g, "bias", TS_TENSOR_WEIGHT, 1, (int64_t[]){40});
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL), z = tensor(g, "z", TS_TENSOR_ACTIVATION, -1, NULL);
+    float v[9 * 40];
+    for (int k = 0; k < 9 * 40; k++)
+        v[k] = val(x, k) * (float)(1 + k / 40) + (k / 40 == 4 ? 1000.0f : 0.0f);
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_set_data(g, x, v, sizeof v, &e), TS_OK);
+    fill(g, sc);
+    fill(g, bi);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.axis = -1;
+    at.epsilon = 1e-5;
+    node(g, TS_OP_LAYERNORM, "ln", (int[]){x, sc, bi}, 3, y, &at);
+    node(g, TS_OP_LAYERNORM, "ln0", (int[]){x}, 1, z, &at);
+    ts_graph_mark_output(g, y);
+    ts_graph_mark_output(g, z);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, "ipu_tiny4", &L);
+    for (int r = 0; r < 9; r++) {
+        double mean = 0, var = 0;
+        for (int j = 0; j < 40; j++)
+            mean += v[r * 40 + j] / 40.0;
+        for (int j = 0; j < 40; j++)
+            var += (v[r * 40 + j] - mean) * (v[r * 40 + j] - mean) / 40.0;
+        for (int j = 0; j < 40; j++) {
+            double nrm = (v[r * 40 + j] - mean) / sqrt(var + 1e-5), want = nrm * val(sc, j) + val(bi, j);
+            double got = out_at(&L, g, y, (uint64_t)(r * 40 + j)), got0 = out_at(&L, g, z, (uint64_t)(r * 40 + j));
+            /* row 4's values are near 1000, so x - mean carries f32 rounding of 1000 (6e-5) */
+            double tol = (r == 4 ? 1e-4 : 2e-6) * (1.0 + fabs(nrm));
+            ck_assert_msg(fabs(got - want) <= tol, "y[%d][%d]: got %.9g, want %.9g", r, j, got, want);
+            ck_assert_msg(fabs(got0 - nrm) <= tol, "z[%d][%d]: got %.9g, want %.9g", r, j, got0, nrm);
+        }
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_transpose)
+{
+    /* [1, 12, 6, 8] split into heads as BERT does: perm [0, 2, 1, 3] (rows of 8 move whole, two a
+     * tile on ipu_tiny4... over 16 tiles) and [0, 2, 3, 1] (every element on its own), then back;
+     * a data movement, so the values must be equal */
+    ts_graph *g = ts_graph_create("tr");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 12, 6, 8});
+    int a = tensor(g, "a", TS_TENSOR_ACTIVATION, -1, NULL), b = tensor(g, "b", TS_TENSOR_ACTIVATION, -1, NULL);
+    int c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.nperm = 4;
+    memcpy(at.perm, (int64_t[]){0, 2, 1, 3}, sizeof(int64_t[4]));
+    node(g, TS_OP_TRANSPOSE, "t0", (int[]){x}, 1, a, &at);
+    node(g, TS_OP_TRANSPOSE, "t2", (int[]){a}, 1, c, &at);
+    memcpy(at.perm, (int64_t[]){0, 2, 3, 1}, sizeof(int64_t[4]));
+    node(g, TS_OP_TRANSPOSE, "t1", (int[]){x}, 1, b, &at);
+    ts_graph_mark_output(g, a);
+    ts_graph_mark_output(g, b);
+    ts_graph_mark_output(g, c);
+    finalize(g);
+    for (int cfg = 0; cfg < 2; cfg++) {
+        lowered L = {0};
+        lower_and_run(g, cfg ? "ipu_small16" : "ipu_tiny4", &L);
+        for (int s = 0; s < 12; s++)
+            for (int h = 0; h < 6; h++)
+                for (int d = 0; d < 8; d++) {
+                    float want = val(x, (s * 6 + h) * 8 + d);
+                    ck_assert_float_eq(out_at(&L, g, a, (uint64_t)((h * 12 + s) * 8 + d)), want);
+                    ck_assert_float_eq(out_at(&L, g, b, (uint64_t)((h * 8 + d) * 12 + s)), want);
+                    ck_assert_float_eq(out_at(&L, g, c, (uint64_t)((s * 6 + h) * 8 + d)), want);
+                }
+        lowered_free(&L);
+    }
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_batched_matmul)
+{
+    /* A[2, 3, 6, 8] x B[2, 3, 8, 7] (two activations, 6 batches) on 16 tiles: 2 tiles a batch, 3
+     * rows each; f32 within 1e-5 x sum |terms| */
+    ts_graph *g = ts_graph_create("bmm");
+    int a = tensor(g, "a", TS_TENSOR_INPUT, 4, (int64_t[]){2, 3, 6, 8});
+    int b = tensor(g, "b", TS_TENSOR_INPUT, 4, (int64_t[]){2, 3, 8, 7});
+    int c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, a);
+    fill(g, b);
+    node(g, TS_OP_MATMUL, "bmm", (int[]){a, b}, 2, c, NULL);
+    ts_graph_mark_output(g, c);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    ck_assert_uint_eq(L.rep.tiles_used, 12);
+    for (int bt = 0; bt < 6; bt++)
+        for (int i = 0; i < 6; i++)
+            for (int j = 0; j < 7; j++) {
+                double s = 0, m = 0;
+                for (int k = 0; k < 8; k++) {
+                    double t = (double)val(a, (bt * 6 + i) * 8 + k) * val(b, (bt * 8 + k) * 7 + j);
+                    s += t;
+                    m += fabs(t);
+                }
+                near(out_at(&L, g, c, (uint64_t)((bt * 6 + i) * 7 + j)), s, m, "c", (uint64_t)((bt * 6 + i) * 7 + j));
+            }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* Reference Conv in double: out = conv(in) + bias (optionally Relu), with mag = the sum of
  * |terms| (|w| x the input's own mag, + |bias|) to bound the rounding of the f32 result. */
 static void ref_conv(const double *in, const double *inmag, int C, int H, int Wd, ts_graph *g, int w, int b, int M,
@@ -1305,6 +1509,10 @@ int main(void)
     tcase_add_loop_test(tc, test_matmul, 0, 2);
     tcase_add_test(tc, test_matmul_f16);
     tcase_add_test(tc, test_softmax);
+    tcase_add_test(tc, test_eltwise_broadcast);
+    tcase_add_test(tc, test_layernorm);
+    tcase_add_test(tc, test_transpose);
+    tcase_add_test(tc, test_batched_matmul);
     tcase_add_test(tc, test_mlp_softmax);
     tcase_add_test(tc, test_conv);
     tcase_add_test(tc, test_matmul_columns);
