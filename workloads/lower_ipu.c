@@ -473,22 +473,40 @@ static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uin
         /* senders, receivers in ascending order (sel is sorted by receiver) */
         for (size_t k = 0; k < nsel; k++) {
             const lw_xfer *q = &xf[sel[k]];
-            for (size_t i = q->p0; i < q->p1; i++) {
+            for (size_t i = q->p0, j; i < q->p1; i = j) {
+                uint64_t words = pc[i].words; /* coalesce: pieces that follow on in the sender's memory */
+                for (j = i + 1; L->coalesce && j < q->p1 && pc[j].from == pc[j - 1].from + 4 * pc[j - 1].words; j++)
+                    words += pc[j].words;
                 S(q->src, SETZI, RM(5), (int32_t)pc[i].from, 0);
                 S(q->src, SETZI, RM(6), (int32_t)q->dst, 0);
-                S(q->src, SEND, RM(5), RM(6), (int32_t)pc[i].words);
+                S(q->src, SEND, RM(5), RM(6), (int32_t)words);
             }
         }
         for (size_t k = 0; k < nsel; k++) {
             const lw_xfer *q = &xf[sel[k]];
             S(q->dst, RXWAIT, 0, 0, 0);
-            for (size_t i = q->p0, at = q->to; q->staged && i < q->p1; at += 4 * pc[i].words, i++) {
+            for (size_t i = q->p0, j, at = q->to; q->staged && i < q->p1; i = j) {
+                /* coalesce: a run of pieces of equal length whose places are equally far apart is
+                 * copied in one loop */
+                int64_t st = i + 1 < q->p1 ? (int64_t)(pc[i + 1].to - pc[i].to) : 0;
+                for (j = i + 1; L->coalesce && j < q->p1 && pc[j].words == pc[i].words &&
+                                (int64_t)(pc[j].to - pc[j - 1].to) == st; j++)
+                    ;
+                if (!L->coalesce)
+                    j = i + 1;
                 S(q->dst, SETZI, RM(1), (int32_t)at, 0);
                 S(q->dst, SETZI, RM(2), (int32_t)pc[i].to, 0);
                 S(q->dst, SETZI, RM(3), (int32_t)pc[i].words, 0);
-                S(q->dst, RPT, RM(3), 2, 0);
+                if (j - i > 1)
+                    S(q->dst, SETZI, RM(7), (int32_t)(j - i - 1), 0);
+                size_t loop = S(q->dst, RPT, RM(3), 2, 0);
                 S(q->dst, LD32STEP, RM(4), RM(1), 4);
                 S(q->dst, ST32STEP, RM(4), RM(2), 4);
+                if (j - i > 1) {
+                    S(q->dst, ADDI, RM(2), RM(2), (int32_t)(st - 4 * (int64_t)pc[i].words));
+                    S(q->dst, BRNZDEC, RM(7), (int32_t)loop, 0);
+                }
+                at += 4 * pc[i].words * (j - i);
             }
         }
         sync_all(L);
@@ -1436,7 +1454,11 @@ static size_t gelu_len(void) { return 7 + exp_len() + 4 + recip_len() + 1 + 8 + 
  * (Div: its f32 reciprocals, so x / b is computed as x * (1/b)). */
 static ts_status lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
 {
-    int x = n->in[0];
+    /* Add and Mul of a weight or constant and an activation: the activation is x */
+    bool swap = n->nin == 2 && (n->op == TS_OP_ADD || n->op == TS_OP_MUL) &&
+                ts_graph_get_tensor(L->g, n->in[0])->kind != TS_TENSOR_ACTIVATION &&
+                ts_graph_get_tensor(L->g, n->in[0])->kind != TS_TENSOR_INPUT;
+    int x = n->in[swap ? 1 : 0], y = n->nin == 2 ? n->in[swap ? 0 : 1] : -1;
     ts_status rc = need_placed(L, n, x);
     if (rc != TS_OK)
         return rc;
@@ -1444,7 +1466,7 @@ static ts_status lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
     uint64_t total = (uint64_t)ts_graph_tensor_elems(X);
     const lw_place P = L->pl[x];
     bool two = n->nin == 2, bcast = false;
-    const ts_graph_tensor *B = two ? ts_graph_get_tensor(L->g, n->in[1]) : NULL;
+    const ts_graph_tensor *B = two ? ts_graph_get_tensor(L->g, y) : NULL;
     uint64_t nb = B ? (uint64_t)ts_graph_tensor_elems(B) : 0;
     if (two && (B->kind == TS_TENSOR_WEIGHT || B->kind == TS_TENSOR_CONST)) {
         bcast = true;
@@ -1459,7 +1481,7 @@ static ts_status lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
             return unsupported(L, n, "broadcasting an activation");
         if (n->op == TS_OP_DIV)
             return unsupported(L, n, "dividing by an activation");
-        if ((rc = need_placed(L, n, n->in[1])) != TS_OK)
+        if ((rc = need_placed(L, n, y)) != TS_OK)
             return rc;
     }
     uint32_t tn = P.ntiles;
@@ -1483,7 +1505,7 @@ static ts_status lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
         }
     }
     if (two && !bcast &&
-        (rc = gather(L, n->in[1], tn, sc->lo, sc->hi, sc->nr, P.inner, P.pb, false, sc->where)) != TS_OK) {
+        (rc = gather(L, y, tn, sc->lo, sc->hi, sc->nr, P.inner, P.pb, false, sc->where)) != TS_OK) {
         ts_free(cnts);
         return rc;
     }
@@ -1496,7 +1518,7 @@ static ts_status lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
             uint64_t len = sc->hi[t] - sc->lo[t], dstr = P.inner ? P.pb : 0;
             for (uint32_t j = 0; j < sc->nr[t]; j++)
                 for (uint64_t i = 0; i < len; i++) {
-                    float b = value(B, n->in[1], (sc->lo[t] + j * P.inner + i) % nb);
+                    float b = value(B, y, (sc->lo[t] + j * P.inner + i) % nb);
                     v[j * dstr + i] = n->op == TS_OP_DIV ? (float)(1.0 / (double)b) : b;
                 }
             sc->where[t] = baddr;
@@ -1822,9 +1844,12 @@ static ts_status lower_transpose(lw *L, const ts_graph_node *n, lw_scr *sc)
             sc->hi[t] = base + (st1 == 1 ? Lo : 1);
             sc->nr[t] = st1 == 1 ? 1 : (uint32_t)Lo;
         }
+        bool co = L->coalesce;
         L->into = out + j * Lo * 4;
+        L->coalesce = true;
         rc = gather(L, n->in[0], tn, sc->lo, sc->hi, sc->nr, st1, 1, true, sc->where);
         L->into = 0;
+        L->coalesce = co;
         sync_all(L); /* the pieces each tile held itself are copied in this superstep (before the next
                       * call's receivers arm) */
     }
@@ -1880,9 +1905,11 @@ static ts_status lower_bmm(lw *L, const ts_graph_node *n, lw_scr *sc)
         sc->lo[t] = b * K * N;
         sc->hi[t] = (b + 1) * K * N;
     }
-    L->stagger = true;
+    bool co = L->coalesce;
+    L->stagger = L->coalesce = true;
     rc = gather(L, n->in[1], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where);
     L->stagger = false;
+    L->coalesce = co;
     uint64_t out = alloc(L, rp * N * 4);
     uint32_t cw = (uint32_t)cdiv(N, L->workers);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
@@ -2270,6 +2297,7 @@ static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, con
     lw L0 = {0}, *L = &L0;
     L->measure = measure;
     L->mmshare = mmshare;
+    L->coalesce = mmshare > 4;
     L->plans = plans;
     L->wsz = wsz;
     L->perm = measure ? 0 : *perm;

@@ -846,8 +846,8 @@ START_TEST(test_eltwise_broadcast)
     int c = tensor(g, "c", TS_TENSOR_CONST, 0, NULL);
     int s = tensor(g, "s", TS_TENSOR_WEIGHT, 2, (int64_t[]){1, 44});
     int m = tensor(g, "m", TS_TENSOR_WEIGHT, 2, (int64_t[]){50, 44});
-    int y[5];
-    for (int i = 0; i < 5; i++) {
+    int y[6];
+    for (int i = 0; i < 6; i++) {
         char nm[8];
         snprintf(nm, sizeof nm, "y%d", i);
         y[i] = tensor(g, nm, TS_TENSOR_ACTIVATION, -1, NULL);
@@ -865,7 +865,8 @@ START_TEST(test_eltwise_broadcast)
     node(g, TS_OP_DIV, "div", (int[]){y[1], c}, 2, y[2], NULL);
     node(g, TS_OP_SUB, "sub", (int[]){y[2], s}, 2, y[3], NULL);
     node(g, TS_OP_MUL, "mul", (int[]){y[3], m}, 2, y[4], NULL);
-    for (int i = 0; i < 5; i++)
+    node(g, TS_OP_ADD, "add2", (int[]){b, x}, 2, y[5], NULL); /* the weight first, as ONNX exports have it */
+    for (int i = 0; i < 6; i++)
         ts_graph_mark_output(g, y[i]);
     finalize(g);
     lowered L = {0};
@@ -876,6 +877,7 @@ START_TEST(test_eltwise_broadcast)
         double a32 = (double)(float)a; /* the f32 sum Gelu reads */
         double gl = gelu_ref(a32);
         near(out_at(&L, g, y[0], (uint64_t)k), a, fabs(xv) + fabs(val(b, k % 44)), "add", (uint64_t)k);
+        ck_assert_float_eq(out_at(&L, g, y[5], (uint64_t)k), out_at(&L, g, y[0], (uint64_t)k));
         /* Gelu: erf to 1.5e-7 (Abramowitz and Stegun 7.1.26), so 1e-6 (1 + |x|); each later op is
          * checked on the simulated output of the one before */
         double got = out_at(&L, g, y[1], (uint64_t)k);
