@@ -1037,6 +1037,112 @@ START_TEST(test_batched_matmul)
 }
 END_TEST
 
+static const ts_graph_node *node_named(const ts_graph *g, const char *name)
+{
+    for (size_t i = 0; i < ts_graph_node_count(g); i++)
+        if (!strcmp(ts_graph_get_node(g, (int)i)->name, name))
+            return ts_graph_get_node(g, (int)i);
+    ck_abort_msg("no node '%s'", name);
+    return NULL;
+}
+
+/* y[S][N] = x[S][K] W[K][N] + b[N] in double, W and b the weight and bias inputs of the MatMul and
+ * Add nodes mm and add (values from the lowering's fill) */
+static void ref_dense(const ts_graph *g, const char *mm, const char *add, const double *x, int S, int K, int N,
+                      double *y)
+{
+    int w = node_named(g, mm)->in[1], b = node_named(g, add)->in[1];
+    for (int i = 0; i < S; i++)
+        for (int j = 0; j < N; j++) {
+            double s = ts_lower_ipu_fill(b, (uint64_t)j);
+            for (int k = 0; k < K; k++)
+                s += x[i * K + k] * ts_lower_ipu_fill(w, (uint64_t)(k * N + j));
+            y[i * N + j] = s;
+        }
+}
+
+static void ref_layernorm(const ts_graph *g, const char *ln, double *x, int S, int H)
+{
+    int sc = node_named(g, ln)->in[1], bi = node_named(g, ln)->in[2];
+    for (int i = 0; i < S; i++) {
+        double mean = 0, var = 0;
+        for (int j = 0; j < H; j++)
+            mean += x[i * H + j] / H;
+        for (int j = 0; j < H; j++)
+            var += (x[i * H + j] - mean) * (x[i * H + j] - mean) / H;
+        for (int j = 0; j < H; j++)
+            x[i * H + j] = (x[i * H + j] - mean) / sqrt(var + 1e-12) * ts_lower_ipu_fill(sc, (uint64_t)j) +
+                           ts_lower_ipu_fill(bi, (uint64_t)j);
+    }
+}
+
+START_TEST(test_bert_layer)
+{
+    /* the built-in BERT encoder layer, reduced (seq 8, hidden 16, 2 heads, ffn 32), on 16 tiles
+     * with planner (a) (_i 0) and with planner (b) taking its weight MatMuls (_i 1): every operator
+     * of the layer, against a double-precision reference of the whole layer; the output (after the
+     * second LayerNorm, values of order 1) within 1e-5 absolute */
+    enum { S = 8, H = 16, NH = 2, D = H / NH, F = 32 };
+    planner = _i ? TS_LOWER_PLANNER_T10 : TS_LOWER_PLANNER_LCS;
+    ts_err e;
+    ts_err_init(&e);
+    ts_graph *g = NULL;
+    ck_assert_int_eq(ts_wl_builtin("bert-base-layer:seq=8,hidden=16,heads=2,ffn=32", &g, &e), TS_OK);
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    bool t10 = false;
+    for (size_t i = 0; i < L.rep.nlayers; i++)
+        t10 |= L.rep.layers[i].t10;
+    ck_assert(t10 == (_i == 1));
+    int xid = ts_graph_find(g, "x");
+    static double x[S * H], q[S * H], k[S * H], v[S * H], c[S * H], o[S * H], f[S * F], f4[S * H];
+    for (int i = 0; i < S * H; i++)
+        x[i] = ts_lower_ipu_fill(xid, (uint64_t)i);
+    ref_dense(g, "q", "q_bias", x, S, H, H, q);
+    ref_dense(g, "k", "k_bias", x, S, H, H, k);
+    ref_dense(g, "v", "v_bias", x, S, H, H, v);
+    for (int h = 0; h < NH; h++)
+        for (int i = 0; i < S; i++) {
+            double p[S], mx = -1e300, sum = 0;
+            for (int j = 0; j < S; j++) {
+                p[j] = 0;
+                for (int d = 0; d < D; d++)
+                    p[j] += q[i * H + h * D + d] * k[j * H + h * D + d];
+                p[j] /= 8.0;
+                mx = fmax(mx, p[j]);
+            }
+            for (int j = 0; j < S; j++)
+                sum += (p[j] = exp(p[j] - mx));
+            for (int d = 0; d < D; d++) {
+                double s = 0;
+                for (int j = 0; j < S; j++)
+                    s += p[j] / sum * v[j * H + h * D + d];
+                c[i * H + h * D + d] = s;
+            }
+        }
+    ref_dense(g, "o", "o_bias", c, S, H, H, o);
+    for (int i = 0; i < S * H; i++)
+        o[i] += x[i];
+    ref_layernorm(g, "ln1", o, S, H);
+    ref_dense(g, "fc1", "fc1_bias", o, S, H, F, f);
+    for (int i = 0; i < S * F; i++)
+        f[i] = gelu_ref(f[i]);
+    ref_dense(g, "fc2", "fc2_bias", f, S, F, H, f4);
+    for (int i = 0; i < S * H; i++)
+        f4[i] += o[i];
+    ref_layernorm(g, "ln2", f4, S, H);
+    int y = ts_graph_find(g, "y");
+    for (int i = 0; i < S * H; i++) {
+        double got = out_at(&L, g, y, (uint64_t)i);
+        ck_assert_msg(fabs(got - f4[i]) <= 1e-5, "y[%d]: got %.9g, want %.9g", i, got, f4[i]);
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+    ts_err_free(&e);
+    planner = TS_LOWER_PLANNER_LCS;
+}
+END_TEST
+
 /* Reference Conv in double: out = conv(in) + bias (optionally Relu), with mag = the sum of
  * |terms| (|w| x the input's own mag, + |bias|) to bound the rounding of the f32 result. */
 static void ref_conv(const double *in, const double *inmag, int C, int H, int Wd, ts_graph *g, int w, int b, int M,
@@ -1515,6 +1621,7 @@ int main(void)
     tcase_add_test(tc, test_layernorm);
     tcase_add_test(tc, test_transpose);
     tcase_add_test(tc, test_batched_matmul);
+    tcase_add_loop_test(tc, test_bert_layer, 0, 2);
     tcase_add_test(tc, test_mlp_softmax);
     tcase_add_test(tc, test_conv);
     tcase_add_test(tc, test_matmul_columns);
