@@ -1689,6 +1689,125 @@ static ts_status lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc)
     return TS_OK;
 }
 
+/* 1/sqrt($a2) into $a4 (v > 0): seed 0x5F3759DF - bits/2, four Newton steps r = r (1.5 - v/2 r^2);
+ * uses $a6..$a9, $m3, $m5. */
+static void emit_rsqrt(lw *L, uint32_t t)
+{
+    W(t, MOV, RM(3), RA(2), 0);
+    W(t, SHRI, RM(3), RM(3), 1);
+    W(t, SETZI, RM(5), 0x5F3759DF, 0);
+    W(t, SUB, RM(5), RM(5), RM(3));
+    W(t, MOV, RA(4), RM(5), 0);
+    W(t, LDCONST, RA(6), fbits(0.5f), 0);
+    W(t, F32MUL, RA(7), RA(2), RA(6));
+    W(t, LDCONST, RA(8), fbits(1.5f), 0);
+    for (int i = 0; i < 4; i++) {
+        W(t, F32MUL, RA(9), RA(4), RA(4));
+        W(t, F32MUL, RA(9), RA(9), RA(7));
+        W(t, F32SUB, RA(9), RA(8), RA(9));
+        W(t, F32MUL, RA(4), RA(4), RA(9));
+    }
+}
+
+/* $m1 := 4 w (this worker's slot), $m2 := 4 w cw (its block's byte offset in a row of Lw), $m10 :=
+ * the block's length min(cw, max(0, Lw - w cw)): blocks of cw = ceil(Lw / workers) that do not
+ * overlap (the sums of the blocks make the row's). */
+static void emit_row_block(lw *L, uint32_t t, uint64_t Lw, uint32_t cw)
+{
+    W(t, GET, RM(1), 2, 0);
+    W(t, MULI, RM(2), RM(1), (int32_t)cw);
+    W(t, SETZI, RM(3), (int32_t)Lw, 0);
+    W(t, SUB, RM(3), RM(3), RM(2));
+    W(t, SETZI, RM(4), (int32_t)cw, 0);
+    W(t, CMPSLT, RM(5), RM(3), RM(4));
+    W(t, SUB, RM(6), RM(3), RM(4));
+    W(t, MUL, RM(6), RM(6), RM(5));
+    W(t, ADD, RM(10), RM(4), RM(6));
+    W(t, SETZI, RM(7), 0, 0);
+    W(t, CMPSLT, RM(5), RM(10), RM(7));
+    W(t, MUL, RM(6), RM(10), RM(5));
+    W(t, SUB, RM(10), RM(10), RM(6));
+    W(t, SHLI, RM(2), RM(2), 2);
+    W(t, SHLI, RM(1), RM(1), 2);
+}
+
+/* LayerNorm of `rows` rows of Lw at `in` on tile t, each row split over the workers in three runs:
+ * the blocks' sums (to part[row][0][w]); the mean and the blocks' sums of (x - mean)^2 (to
+ * part[row][1][w]); the mean, 1/sqrt(variance + eps) and the block normalised, scaled, shifted. */
+static void emit_layernorm_split(lw *L, uint32_t t, uint64_t rows, uint64_t Lw, uint64_t in, uint64_t part,
+                                 uint64_t gaddr, uint64_t baddr, uint64_t out, float eps)
+{
+    uint32_t W_ = L->workers, cw = (uint32_t)((Lw + W_ - 1) / W_);
+    int32_t prow = (int32_t)(2 * W_ * 4);
+    for (int run = 0; run < 3; run++) {
+        size_t entry = L->tiles[t].wrk.n;
+        emit_row_block(L, t, Lw, cw);
+        W(t, SETZI, RM(8), (int32_t)in, 0);
+        W(t, ADD, RM(8), RM(8), RM(2));          /* the block in row 0 */
+        W(t, SETZI, RM(12), (int32_t)part, 0);   /* part of row 0 */
+        W(t, ADD, RM(9), RM(12), RM(1));         /* this worker's slot */
+        W(t, SETZI, RM(14), (int32_t)out, 0);
+        W(t, ADD, RM(14), RM(14), RM(2));
+        W(t, SETZI, RM(11), (int32_t)rows - 1, 0);
+        W(t, SETZI, RM(13), (int32_t)W_, 0);
+        W(t, LDCONST, RA(5), fbits((float)(1.0 / (double)Lw)), 0);
+        size_t row = W(t, MOV, RM(4), RM(8), 0);
+        if (run == 0) {
+            W(t, SETZI, RA(0), 0, 0);
+            W(t, RPT, RM(10), 2, 0);
+            W(t, LD32STEP, RA(1), RM(4), 4);
+            W(t, F32ADD, RA(0), RA(0), RA(1));
+            W(t, ST32, RA(0), RM(9), 0);
+        } else {
+            W(t, MOV, RM(4), RM(12), 0);             /* the mean from the blocks' sums */
+            W(t, SETZI, RA(0), 0, 0);
+            W(t, RPT, RM(13), 2, 0);
+            W(t, LD32STEP, RA(1), RM(4), 4);
+            W(t, F32ADD, RA(0), RA(0), RA(1));
+            W(t, F32MUL, RA(0), RA(0), RA(5));
+            W(t, SETZI, RA(2), 0, 0);
+            if (run == 1) {
+                W(t, MOV, RM(4), RM(8), 0);
+                W(t, RPT, RM(10), 3, 0);
+                W(t, LD32STEP, RA(1), RM(4), 4);
+                W(t, F32SUB, RA(1), RA(1), RA(0));
+                W(t, F32MAC, RA(2), RA(1), RA(1));
+                W(t, ST32, RA(2), RM(9), (int32_t)(W_ * 4));
+            } else {
+                W(t, RPT, RM(13), 2, 0);             /* $m4 is at the row's second half */
+                W(t, LD32STEP, RA(1), RM(4), 4);
+                W(t, F32ADD, RA(2), RA(2), RA(1));
+                W(t, F32MUL, RA(2), RA(2), RA(5));
+                W(t, LDCONST, RA(6), fbits(eps), 0);
+                W(t, F32ADD, RA(2), RA(2), RA(6));
+                emit_rsqrt(L, t);
+                W(t, MOV, RM(4), RM(8), 0);
+                W(t, MOV, RM(5), RM(14), 0);
+                W(t, SETZI, RM(6), (int32_t)gaddr, 0);
+                W(t, ADD, RM(6), RM(6), RM(2));
+                W(t, SETZI, RM(7), (int32_t)baddr, 0);
+                W(t, ADD, RM(7), RM(7), RM(2));
+                W(t, RPT, RM(10), 8, 0);
+                W(t, LD32STEP, RA(1), RM(4), 4);
+                W(t, F32SUB, RA(1), RA(1), RA(0));
+                W(t, F32MUL, RA(1), RA(1), RA(4));
+                W(t, LD32STEP, RA(2), RM(6), 4);
+                W(t, F32MUL, RA(1), RA(1), RA(2));
+                W(t, LD32STEP, RA(3), RM(7), 4);
+                W(t, F32ADD, RA(1), RA(1), RA(3));
+                W(t, ST32STEP, RA(1), RM(5), 4);
+            }
+        }
+        W(t, ADDI, RM(8), RM(8), (int32_t)(Lw * 4));
+        W(t, ADDI, RM(14), RM(14), (int32_t)(Lw * 4));
+        W(t, ADDI, RM(9), RM(9), prow);
+        W(t, ADDI, RM(12), RM(12), prow);
+        W(t, BRNZDEC, RM(11), (int32_t)row, 0);
+        W(t, EXIT, 0, 0, 0);
+        run_all(L, t, entry);
+    }
+}
+
 /* LayerNormalization over the last axis: rows partitioned over tiles as for Softmax; per row the
  * mean, the variance, 1/sqrt(variance + epsilon) by Newton's iteration from a bit-trick seed, then
  * (x - mean) * r * scale + bias, scale and bias initial data on every tile (1 and 0 when absent). */
@@ -1732,7 +1851,13 @@ static ts_status lower_layernorm(lw *L, const ts_graph_node *n, lw_scr *sc)
     if (rc != TS_OK)
         return rc;
     uint64_t out = alloc(L, rp * Lw * 4);
-    for (uint32_t t = 0; t < tn; t++) {
+    if (rp < L->workers) { /* fewer rows than workers: each row split over the workers */
+        uint64_t part = talloc(L, rp * 2 * L->workers * 4);
+        for (uint32_t t = 0; t < tn; t++)
+            emit_layernorm_split(L, t, (sc->hi[t] - sc->lo[t]) / Lw, Lw, sc->where[t], part, gaddr, baddr, out,
+                                 (float)n->attrs.epsilon);
+    }
+    for (uint32_t t = 0; t < tn && rp >= L->workers; t++) {
         uint64_t rows = (sc->hi[t] - sc->lo[t]) / Lw;
         uint32_t rw = (uint32_t)((rows + L->workers - 1) / L->workers);
         size_t entry = L->tiles[t].wrk.n;

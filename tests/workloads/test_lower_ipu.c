@@ -919,16 +919,17 @@ END_TEST
 
 START_TEST(test_layernorm)
 {
-    /* LayerNorm over rows of 40 (9 rows over the tiles), with scale and bias, and without either,
+    /* LayerNorm over rows of 40 (27 rows: 7 a tile on ipu_tiny4, rows over the workers; 2 a tile
+     * on ipu_small16, each row split over the workers), with scale and bias, and without either,
      * one row offset by 1000 (the mean is taken out before the variance); f32 within
      * 2e-6 (1 + |y|) of the double reference */
     ts_graph *g = ts_graph_create("ln");
-    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){1, 9, 40});
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){1, 27, 40});
     int sc = tensor(g, "scale", TS_TENSOR_WEIGHT, 1, (int64_t[]){40});
     int bi = tensor(g, "bias", TS_TENSOR_WEIGHT, 1, (int64_t[]){40});
     int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL), z = tensor(g, "z", TS_TENSOR_ACTIVATION, -1, NULL);
-    float v[9 * 40];
-    for (int k = 0; k < 9 * 40; k++)
+    float v[27 * 40];
+    for (int k = 0; k < 27 * 40; k++)
         v[k] = val(x, k) * (float)(1 + k / 40) + (k / 40 == 4 ? 1000.0f : 0.0f);
     ts_err e;
     ts_err_init(&e);
@@ -944,24 +945,26 @@ START_TEST(test_layernorm)
     ts_graph_mark_output(g, y);
     ts_graph_mark_output(g, z);
     finalize(g);
-    lowered L = {0};
-    lower_and_run(g, "ipu_tiny4", &L);
-    for (int r = 0; r < 9; r++) {
-        double mean = 0, var = 0;
-        for (int j = 0; j < 40; j++)
-            mean += v[r * 40 + j] / 40.0;
-        for (int j = 0; j < 40; j++)
-            var += (v[r * 40 + j] - mean) * (v[r * 40 + j] - mean) / 40.0;
-        for (int j = 0; j < 40; j++) {
-            double nrm = (v[r * 40 + j] - mean) / sqrt(var + 1e-5), want = nrm * val(sc, j) + val(bi, j);
-            double got = out_at(&L, g, y, (uint64_t)(r * 40 + j)), got0 = out_at(&L, g, z, (uint64_t)(r * 40 + j));
-            /* row 4's values are near 1000, so x - mean carries f32 rounding of 1000 (6e-5) */
-            double tol = (r == 4 ? 1e-4 : 2e-6) * (1.0 + fabs(nrm));
-            ck_assert_msg(fabs(got - want) <= tol, "y[%d][%d]: got %.9g, want %.9g", r, j, got, want);
-            ck_assert_msg(fabs(got0 - nrm) <= tol, "z[%d][%d]: got %.9g, want %.9g", r, j, got0, nrm);
+    for (int cfg = 0; cfg < 2; cfg++) {
+        lowered L = {0};
+        lower_and_run(g, cfg ? "ipu_small16" : "ipu_tiny4", &L);
+        for (int r = 0; r < 27; r++) {
+            double mean = 0, var = 0;
+            for (int j = 0; j < 40; j++)
+                mean += v[r * 40 + j] / 40.0;
+            for (int j = 0; j < 40; j++)
+                var += (v[r * 40 + j] - mean) * (v[r * 40 + j] - mean) / 40.0;
+            for (int j = 0; j < 40; j++) {
+                double nrm = (v[r * 40 + j] - mean) / sqrt(var + 1e-5), want = nrm * val(sc, j) + val(bi, j);
+                double got = out_at(&L, g, y, (uint64_t)(r * 40 + j)), got0 = out_at(&L, g, z, (uint64_t)(r * 40 + j));
+                /* row 4's values are near 1000, so x - mean carries f32 rounding of 1000 (6e-5) */
+                double tol = (r == 4 ? 1e-4 : 2e-6) * (1.0 + fabs(nrm));
+                ck_assert_msg(fabs(got - want) <= tol, "y[%d][%d]: got %.9g, want %.9g", r, j, got, want);
+                ck_assert_msg(fabs(got0 - nrm) <= tol, "z[%d][%d]: got %.9g, want %.9g", r, j, got0, nrm);
+            }
         }
+        lowered_free(&L);
     }
-    lowered_free(&L);
     ts_graph_destroy(g);
 }
 END_TEST
