@@ -2,9 +2,10 @@
  *
  * See lower_ipu.h for the contract and docs/lowering-ipu.md for the plan, the kernels and their
  * costs. In short, for every operator in topological order:
- *   1. partition its output over tiles (rows for MatMul/Gemm/Softmax, and columns for a
- *      MatMul/Gemm with large weights; output-channel groups, row blocks and input-channel parts
- *      for Conv and one-row Gemm; planes for the pools; the input's layout for elementwise ops);
+ *   1. partition its output over tiles (rows for MatMul/Gemm/Softmax/LayerNorm, each batch's rows
+ *      for a MatMul of two activations, output rows for Transpose, and columns for a MatMul/Gemm
+ *      with large weights; output-channel groups, row blocks and input-channel parts for Conv and
+ *      one-row Gemm; planes for the pools; the input's layout for elementwise ops);
  *   2. gather into each tile the input ranges it needs, unless they are already there: exchange
  *      rounds, one chip-wide superstep each, in which every tile receives from at most one sender
  *      (so no two senders ever meet at a receiver) and a sender serves its receivers one after
