@@ -1691,14 +1691,14 @@ static ts_status lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc)
 }
 
 /* 1/sqrt($a2) into $a4 (v > 0): seed 0x5F3759DF - bits/2, four Newton steps r = r (1.5 - v/2 r^2);
- * uses $a6..$a9, $m3, $m5. */
-static void emit_rsqrt(lw *L, uint32_t t)
+ * uses $a6..$a9 and the $m registers ma, mb. */
+static void emit_rsqrt(lw *L, uint32_t t, int ma, int mb)
 {
-    W(t, MOV, RM(3), RA(2), 0);
-    W(t, SHRI, RM(3), RM(3), 1);
-    W(t, SETZI, RM(5), 0x5F3759DF, 0);
-    W(t, SUB, RM(5), RM(5), RM(3));
-    W(t, MOV, RA(4), RM(5), 0);
+    W(t, MOV, ma, RA(2), 0);
+    W(t, SHRI, ma, ma, 1);
+    W(t, SETZI, mb, 0x5F3759DF, 0);
+    W(t, SUB, mb, mb, ma);
+    W(t, MOV, RA(4), mb, 0);
     W(t, LDCONST, RA(6), fbits(0.5f), 0);
     W(t, F32MUL, RA(7), RA(2), RA(6));
     W(t, LDCONST, RA(8), fbits(1.5f), 0);
@@ -1781,7 +1781,7 @@ static void emit_layernorm_split(lw *L, uint32_t t, uint64_t rows, uint64_t Lw, 
                 W(t, F32MUL, RA(2), RA(2), RA(5));
                 W(t, LDCONST, RA(6), fbits(eps), 0);
                 W(t, F32ADD, RA(2), RA(2), RA(6));
-                emit_rsqrt(L, t);
+                emit_rsqrt(L, t, RM(3), RM(5));
                 W(t, MOV, RM(4), RM(8), 0);
                 W(t, MOV, RM(5), RM(14), 0);
                 W(t, SETZI, RM(6), (int32_t)gaddr, 0);
@@ -1886,21 +1886,7 @@ static ts_status lower_layernorm(lw *L, const ts_graph_node *n, lw_scr *sc)
         W(t, F32MUL, RA(2), RA(2), RA(5));
         W(t, LDCONST, RA(6), fbits((float)n->attrs.epsilon), 0);
         W(t, F32ADD, RA(2), RA(2), RA(6));       /* v = variance + epsilon */
-        /* r = 1/sqrt(v): seed 0x5F3759DF - bits/2, four Newton steps r = r (1.5 - v/2 r^2) */
-        W(t, MOV, RM(8), RA(2), 0);
-        W(t, SHRI, RM(8), RM(8), 1);
-        W(t, SETZI, RM(9), 0x5F3759DF, 0);
-        W(t, SUB, RM(9), RM(9), RM(8));
-        W(t, MOV, RA(4), RM(9), 0);
-        W(t, LDCONST, RA(6), fbits(0.5f), 0);
-        W(t, F32MUL, RA(7), RA(2), RA(6));
-        W(t, LDCONST, RA(8), fbits(1.5f), 0);
-        for (int i = 0; i < 4; i++) {
-            W(t, F32MUL, RA(9), RA(4), RA(4));
-            W(t, F32MUL, RA(9), RA(9), RA(7));
-            W(t, F32SUB, RA(9), RA(8), RA(9));
-            W(t, F32MUL, RA(4), RA(4), RA(9));
-        }
+        emit_rsqrt(L, t, RM(8), RM(9)); /* r = 1/sqrt(v) */
         W(t, MOV, RM(4), RM(2), 0);
         W(t, MOV, RM(5), RM(3), 0);
         W(t, SETZI, RM(6), (int32_t)gaddr, 0);
