@@ -2,9 +2,10 @@
  *
  * See lower_ipu.h for the contract and docs/lowering-ipu.md for the plan, the kernels and their
  * costs. In short, for every operator in topological order:
- *   1. partition its output over tiles (rows for MatMul/Gemm/Softmax, and columns for a
- *      MatMul/Gemm with large weights; output-channel groups, row blocks and input-channel parts
- *      for Conv and one-row Gemm; planes for the pools; the input's layout for elementwise ops);
+ *   1. partition its output over tiles (rows for MatMul/Gemm/Softmax/LayerNorm, each batch's rows
+ *      for a MatMul of two activations, output rows for Transpose, and columns for a MatMul/Gemm
+ *      with large weights; output-channel groups, row blocks and input-channel parts for Conv and
+ *      one-row Gemm; planes for the pools; the input's layout for elementwise ops);
  *   2. gather into each tile the input ranges it needs, unless they are already there: exchange
  *      rounds, one chip-wide superstep each, in which every tile receives from at most one sender
  *      (so no two senders ever meet at a receiver) and a sender serves its receivers one after
@@ -473,22 +474,40 @@ static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uin
         /* senders, receivers in ascending order (sel is sorted by receiver) */
         for (size_t k = 0; k < nsel; k++) {
             const lw_xfer *q = &xf[sel[k]];
-            for (size_t i = q->p0; i < q->p1; i++) {
+            for (size_t i = q->p0, j; i < q->p1; i = j) {
+                uint64_t words = pc[i].words; /* coalesce: pieces that follow on in the sender's memory */
+                for (j = i + 1; L->coalesce && j < q->p1 && pc[j].from == pc[j - 1].from + 4 * pc[j - 1].words; j++)
+                    words += pc[j].words;
                 S(q->src, SETZI, RM(5), (int32_t)pc[i].from, 0);
                 S(q->src, SETZI, RM(6), (int32_t)q->dst, 0);
-                S(q->src, SEND, RM(5), RM(6), (int32_t)pc[i].words);
+                S(q->src, SEND, RM(5), RM(6), (int32_t)words);
             }
         }
         for (size_t k = 0; k < nsel; k++) {
             const lw_xfer *q = &xf[sel[k]];
             S(q->dst, RXWAIT, 0, 0, 0);
-            for (size_t i = q->p0, at = q->to; q->staged && i < q->p1; at += 4 * pc[i].words, i++) {
+            for (size_t i = q->p0, j, at = q->to; q->staged && i < q->p1; i = j) {
+                /* coalesce: a run of pieces of equal length whose places are equally far apart is
+                 * copied in one loop */
+                int64_t st = i + 1 < q->p1 ? (int64_t)(pc[i + 1].to - pc[i].to) : 0;
+                for (j = i + 1; L->coalesce && j < q->p1 && pc[j].words == pc[i].words &&
+                                (int64_t)(pc[j].to - pc[j - 1].to) == st; j++)
+                    ;
+                if (!L->coalesce)
+                    j = i + 1;
                 S(q->dst, SETZI, RM(1), (int32_t)at, 0);
                 S(q->dst, SETZI, RM(2), (int32_t)pc[i].to, 0);
                 S(q->dst, SETZI, RM(3), (int32_t)pc[i].words, 0);
-                S(q->dst, RPT, RM(3), 2, 0);
+                if (j - i > 1)
+                    S(q->dst, SETZI, RM(7), (int32_t)(j - i - 1), 0);
+                size_t loop = S(q->dst, RPT, RM(3), 2, 0);
                 S(q->dst, LD32STEP, RM(4), RM(1), 4);
                 S(q->dst, ST32STEP, RM(4), RM(2), 4);
+                if (j - i > 1) {
+                    S(q->dst, ADDI, RM(2), RM(2), (int32_t)(st - 4 * (int64_t)pc[i].words));
+                    S(q->dst, BRNZDEC, RM(7), (int32_t)loop, 0);
+                }
+                at += 4 * pc[i].words * (j - i);
             }
         }
         sync_all(L);
@@ -724,11 +743,12 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
         return unsupported(L, n, "f16 on an AMP of other than 2, 4 or 8 f16 units");
     uint64_t es = half ? 2 : 4;
     uint64_t nq = cdiv(N, U), kp = K / per;
-    /* columns: all on every tile while their weights take at most a quarter of the tile memory;
-     * beyond that split into ncb blocks of qpb groups (the output is then blocked: rows over
-     * tile groups, columns over the tiles of a group) */
+    /* columns: all on every tile while their weights take at most a quarter of the tile memory
+     * (1/mmshare: less when the model's weights do not fit at a quarter); beyond that split into ncb
+     * blocks of qpb groups (the output is then blocked: rows over tile groups, columns over the
+     * tiles of a group) */
     uint64_t qpb = nq;
-    while (qpb > 1 && qpb * kp * U * 8 > L->p->sram_bytes / 4)
+    while (qpb > 1 && qpb * kp * U * 8 > L->p->sram_bytes / L->mmshare)
         qpb = cdiv(qpb, 2);
     uint64_t ncb = cdiv(nq, qpb);
     if (ncb > L->T)
@@ -736,12 +756,19 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
     uint64_t pbc = ncb > 1 ? qpb * U : N; /* output columns per tile (storage) */
     uint64_t rp = cdiv(M, L->T / ncb);
     uint32_t nrg = (uint32_t)cdiv(M, rp), tn = (uint32_t)(nrg * ncb);
+    /* when the model's weights do not fit at a quarter (mmshare > 4), the inner dimension is cut
+     * into nks slices whose rows of A take at most 1/mmshare of the tile memory: each slice is
+     * gathered into one buffer and multiplied in turn, adding the sums of the slices before (f32) */
+    uint64_t nks = 1;
+    while (!half && L->mmshare > 4 && rp * (kp / nks) * 8 > L->p->sram_bytes / L->mmshare && kp % (2 * nks) == 0)
+        nks *= 2;
+    uint64_t kps = kp / nks;
     for (uint32_t t = 0; t < tn; t++) {
         uint64_t rg = t / ncb;
         sc->lo[t] = rg * rp * K;
         sc->hi[t] = (rg + 1) * rp < M ? (rg + 1) * rp * K : M * K;
     }
-    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where)) != TS_OK)
+    if (nks == 1 && (rc = gather(L, n->in[0], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where)) != TS_OK)
         return rc;
     /* weights: coefficient blocks [group][input step][unit][per] of the tile's column block (f16
      * blocks hold halves); the bias stays f32, added to the f32 accumulators */
@@ -761,7 +788,8 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
             for (uint64_t k2 = 0; k2 < kp; k2++)
                 for (uint32_t u = 0; u < U; u++)
                     for (uint32_t j = 0; j < per; j++) {
-                        uint64_t o = q * U + u, k = per * k2 + j, at = (((q - q0) * kp + k2) * U + u) * per + j;
+                        uint64_t o = q * U + u, k = per * k2 + j;
+                        uint64_t at = (((k2 / kps * qpb + q - q0) * kps + k2 % kps) * U + u) * per + j;
                         float v = o < N ? value(B, n->in[1], tb ? o * K + k : k * N + o) : 0.0f;
                         if (half)
                             w16[at] = ts_f32_to_f16(v);
@@ -771,7 +799,7 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
         for (uint64_t o = q0 * U; C && o < N && o < q1 * U; o++)
             bias[o - q0 * U] = value(C, n->in[2], o);
         for (uint32_t t = (uint32_t)cbk; t < tn && rc == TS_OK; t += (uint32_t)ncb) {
-            rc = seg(L, t, waddr, w, (q1 - q0) * kp * U * 8);
+            rc = seg(L, t, waddr, w, nks > 1 ? wbytes : (q1 - q0) * kp * U * 8);
             if (rc == TS_OK && C)
                 rc = seg(L, t, baddr, bias, qpb * U * 4);
         }
@@ -779,17 +807,50 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
     ts_free(w);
     if (rc != TS_OK)
         return rc;
-    for (uint32_t t = 0; t < tn; t++) {
-        uint64_t cbk = t % ncb, q0 = cbk * qpb, q1 = q0 + qpb < nq ? q0 + qpb : nq;
-        mm_args m = {.rows = (uint32_t)((sc->hi[t] - sc->lo[t]) / K), .nq = (uint32_t)(q1 - q0), .kp = (uint32_t)kp,
-                     .nq_real = (q1 * U < N ? q1 * U : N) - q0 * U, .units = U, .half = half, .out16 = half, .a = sc->where[t],
-                     .a_stride = K * es, .w = waddr, .bias = baddr, .out = out, .out_row = (int64_t)(pbc * es),
-                     .out_q = (int64_t)(U * es), .out_u = (int64_t)es};
-        size_t entry = L->tiles[t].wrk.n;
-        emit_mm(L, t, &m);
-        W(t, EXIT, 0, 0, 0);
-        run_all(L, t, entry);
+    /* slice s writes its sums to out when nks - 1 - s is even, else to a second buffer, reading the
+     * other's (workers whose blocks overlap must not read sums another has already added to) */
+    uint64_t tmp = nks > 1 ? talloc(L, rp * pbc * 4) : 0, abuf = 0;
+    if (nks > 1) {
+        const lw_place *PA = &L->pl[n->in[0]];
+        uint64_t eb = L->p->element_bytes ? L->p->element_bytes : 16;
+        abuf = talloc_avoid(L, rp * kps * 8, PA->addr / eb * eb, (PA->addr + PA->chunk * 4 + eb - 1) / eb * eb);
     }
+    uint32_t *rows = ts_calloc(tn, sizeof *rows);
+    if (!rows)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
+    for (uint32_t t = 0; t < tn; t++)
+        rows[t] = (uint32_t)((sc->hi[t] - sc->lo[t]) / K);
+    for (uint64_t sl = 0; sl < nks && rc == TS_OK; sl++) {
+        if (nks > 1) {
+            for (uint32_t t = 0; t < tn; t++) {
+                sc->lo[t] = t / ncb * rp * K + sl * kps * 2;
+                sc->hi[t] = sc->lo[t] + kps * 2;
+                sc->nr[t] = rows[t];
+            }
+            L->into = abuf;
+            rc = gather(L, n->in[0], tn, sc->lo, sc->hi, sc->nr, K, kps * 2, false, sc->where);
+            L->into = 0;
+        }
+        uint64_t dst = (nks - 1 - sl) % 2 ? tmp : out, prev = (nks - sl) % 2 ? tmp : out;
+        for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
+            uint64_t cbk = t % ncb, q0 = cbk * qpb, q1 = q0 + qpb < nq ? q0 + qpb : nq;
+            mm_args m = {.rows = rows[t], .nq = (uint32_t)(q1 - q0), .kp = (uint32_t)kps,
+                         .nq_real = (q1 * U < N ? q1 * U : N) - q0 * U, .units = U, .half = half, .out16 = half,
+                         .a = sc->where[t], .a_stride = (nks > 1 ? kps * 2 : K) * es,
+                         .w = waddr + sl * qpb * kps * U * 8, .bias = sl ? 0 : baddr, .out = dst,
+                         .out_row = (int64_t)(pbc * es), .out_q = (int64_t)(U * es), .out_u = (int64_t)es,
+                         .acc = sl ? prev : 0, .acc_row = (int64_t)(pbc * 4)};
+            size_t entry = L->tiles[t].wrk.n;
+            emit_mm(L, t, &m);
+            W(t, EXIT, 0, 0, 0);
+            run_all(L, t, entry);
+        }
+        if (sl + 1 < nks)
+            sync_all(L);
+    }
+    ts_free(rows);
+    if (rc != TS_OK)
+        return rc;
     use_tiles(L, tn);
     L->pl[n->out[0]] = (lw_place){.ntiles = tn, .chunk = rp * pbc, .addr = out, .es = (uint32_t)es};
     if (ncb > 1) {
@@ -1328,22 +1389,100 @@ static ts_status lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
     return lower_conv_shape(L, n, sc, &s);
 }
 
-/* Elementwise ops on x's chunks: Relu; Add, Sub, Mul of two tensors of the same shape. */
+/* 1/d in $a4 for d > 0 in $a12: bit-trick seed, four Newton steps r = r (2 - d r); uses $a13, $a14,
+ * $m8, $m9. */
+static void emit_recip(lw *L, uint32_t t)
+{
+    W(t, MOV, RM(8), RA(12), 0);
+    W(t, SETZI, RM(9), 0x7EF311C3, 0);
+    W(t, SUB, RM(9), RM(9), RM(8));
+    W(t, MOV, RA(4), RM(9), 0);
+    W(t, LDCONST, RA(13), fbits(2.0f), 0);
+    for (int i = 0; i < 4; i++) {
+        W(t, F32MUL, RA(14), RA(12), RA(4));
+        W(t, F32SUB, RA(14), RA(13), RA(14));
+        W(t, F32MUL, RA(4), RA(4), RA(14));
+    }
+}
+
+static size_t recip_len(void) { return 5 + 12; }
+
+static void emit_exp(lw *L, uint32_t t);
+static size_t exp_len(void);
+
+/* Gelu (erf form) of $a0 into $a2: 0.5 (x + |x| erf(|x|/sqrt 2)), erf(y) = 1 - q(s) e^(-y^2), s =
+ * 1/(1 + p y), q of degree 5 (Abramowitz and Stegun 7.1.26, |error| <= 1.5e-7); uses $a1..$a15,
+ * $m8, $m9. */
+static void emit_gelu(lw *L, uint32_t t)
+{
+    static const float c[5] = {0.254829592f, -0.284496736f, 1.421413741f, -1.453152027f, 1.061405429f};
+    W(t, SETZI, RA(15), 0, 0);
+    W(t, F32SUB, RA(2), RA(15), RA(0));
+    W(t, F32MAX, RA(2), RA(0), RA(2));          /* |x| */
+    W(t, LDCONST, RA(11), fbits(0.707106781f), 0);
+    W(t, F32MUL, RA(11), RA(2), RA(11));        /* y = |x| / sqrt 2 */
+    W(t, F32MUL, RA(1), RA(11), RA(11));
+    W(t, F32SUB, RA(1), RA(15), RA(1));         /* -y^2 */
+    emit_exp(L, t);                             /* $a3 = e^(-y^2) */
+    W(t, LDCONST, RA(12), fbits(0.3275911f), 0);
+    W(t, LDCONST, RA(13), fbits(1.0f), 0);
+    W(t, F32MAC, RA(13), RA(12), RA(11));
+    W(t, MOV, RA(12), RA(13), 0);               /* 1 + p y */
+    emit_recip(L, t);                           /* $a4 = s */
+    W(t, LDCONST, RA(12), fbits(c[4]), 0);
+    int acc = 12;
+    for (int d = 3; d >= 0; d--) {
+        int nx = acc == 12 ? 13 : 12;
+        W(t, LDCONST, RA(nx), fbits(c[d]), 0);
+        W(t, F32MAC, RA(nx), RA(acc), RA(4));
+        acc = nx;
+    }
+    W(t, F32MUL, RA(acc), RA(acc), RA(4));      /* q(s) */
+    W(t, F32MUL, RA(acc), RA(acc), RA(3));
+    W(t, LDCONST, RA(14), fbits(1.0f), 0);
+    W(t, F32SUB, RA(14), RA(14), RA(acc));      /* erf(y) */
+    W(t, F32MUL, RA(2), RA(2), RA(14));
+    W(t, F32ADD, RA(2), RA(2), RA(0));
+    W(t, LDCONST, RA(14), fbits(0.5f), 0);
+    W(t, F32MUL, RA(2), RA(2), RA(14));
+}
+
+static size_t gelu_len(void) { return 7 + exp_len() + 4 + recip_len() + 1 + 8 + 2 + 2 + 2 + 2; }
+
+/* Elementwise ops on x's chunks: Relu, Gelu; Add, Sub, Mul of two tensors of the same shape, and
+ * Add, Sub, Mul, Div by a weight or constant broadcast over x (its elements the trailing axes of
+ * x, or one value). The broadcast operand is initial data arranged per tile as x's elements there
+ * (Div: its f32 reciprocals, so x / b is computed as x * (1/b)). */
 static ts_status lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
 {
-    int x = n->in[0];
+    /* Add and Mul of a weight or constant and an activation: the activation is x */
+    bool swap = n->nin == 2 && (n->op == TS_OP_ADD || n->op == TS_OP_MUL) &&
+                ts_graph_get_tensor(L->g, n->in[0])->kind != TS_TENSOR_ACTIVATION &&
+                ts_graph_get_tensor(L->g, n->in[0])->kind != TS_TENSOR_INPUT;
+    int x = n->in[swap ? 1 : 0], y = n->nin == 2 ? n->in[swap ? 0 : 1] : -1;
     ts_status rc = need_placed(L, n, x);
     if (rc != TS_OK)
         return rc;
     const ts_graph_tensor *X = ts_graph_get_tensor(L->g, x);
     uint64_t total = (uint64_t)ts_graph_tensor_elems(X);
     const lw_place P = L->pl[x];
-    bool two = n->nin == 2;
-    if (two) {
-        const ts_graph_tensor *Y2 = ts_graph_get_tensor(L->g, n->in[1]);
-        if (ts_graph_tensor_elems(Y2) != (int64_t)total)
-            return unsupported(L, n, "broadcasting");
-        if ((rc = need_placed(L, n, n->in[1])) != TS_OK)
+    bool two = n->nin == 2, bcast = false;
+    const ts_graph_tensor *B = two ? ts_graph_get_tensor(L->g, y) : NULL;
+    uint64_t nb = B ? (uint64_t)ts_graph_tensor_elems(B) : 0;
+    if (two && (B->kind == TS_TENSOR_WEIGHT || B->kind == TS_TENSOR_CONST)) {
+        bcast = true;
+        int64_t tail = 1; /* nb must be the product of x's last axes (after B's leading 1s) */
+        bool ok = nb == 1;
+        for (int a = X->rank - 1; a >= 0 && !ok && tail < (int64_t)nb; a--)
+            ok = (tail *= X->dims[a]) == (int64_t)nb;
+        if (!ok)
+            return unsupported(L, n, "a broadcast operand that is not one value or x's trailing axes");
+    } else if (two) {
+        if (nb != total)
+            return unsupported(L, n, "broadcasting an activation");
+        if (n->op == TS_OP_DIV)
+            return unsupported(L, n, "dividing by an activation");
+        if ((rc = need_placed(L, n, y)) != TS_OK)
             return rc;
     }
     uint32_t tn = P.ntiles;
@@ -1366,9 +1505,31 @@ static ts_status lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
             cnts[t] = sc->hi[t] - sc->lo[t];
         }
     }
-    if (two && (rc = gather(L, n->in[1], tn, sc->lo, sc->hi, sc->nr, P.inner, P.pb, false, sc->where)) != TS_OK) {
+    if (two && !bcast &&
+        (rc = gather(L, y, tn, sc->lo, sc->hi, sc->nr, P.inner, P.pb, false, sc->where)) != TS_OK) {
         ts_free(cnts);
         return rc;
+    }
+    if (bcast) { /* per tile: b[e mod nb] for each of x's elements e there, at x's offsets */
+        uint64_t baddr = salloc(L, P.chunk * 4);
+        float *v = ts_calloc(P.chunk ? P.chunk : 1, 4);
+        if (!v)
+            rc = ts_err_set(L->err, TS_ENOMEM, "out of memory for the operand of '%s'", n->name);
+        for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
+            uint64_t len = sc->hi[t] - sc->lo[t], dstr = P.inner ? P.pb : 0;
+            for (uint32_t j = 0; j < sc->nr[t]; j++)
+                for (uint64_t i = 0; i < len; i++) {
+                    float b = value(B, y, (sc->lo[t] + j * P.inner + i) % nb);
+                    v[j * dstr + i] = n->op == TS_OP_DIV ? (float)(1.0 / (double)b) : b;
+                }
+            sc->where[t] = baddr;
+            rc = seg(L, t, baddr, v, cnts[t] * 4);
+        }
+        ts_free(v);
+        if (rc != TS_OK) {
+            ts_free(cnts);
+            return rc;
+        }
     }
     uint64_t out = alloc(L, P.chunk * 4);
     for (uint32_t t = 0; t < tn; t++) {
@@ -1397,13 +1558,19 @@ static ts_status lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
                 W(t, F32SUB, RA(0), RA(0), RA(1));
             else
                 W(t, F32MUL, RA(0), RA(0), RA(1));
+            W(t, ST32STEP, RA(0), RM(3), 4);
+        } else if (n->op == TS_OP_GELU) {
+            W(t, RPT, RM(4), (int32_t)(gelu_len() + 2), 0);
+            W(t, LD32STEP, RA(0), RM(2), 4);
+            emit_gelu(L, t);
+            W(t, ST32STEP, RA(2), RM(3), 4);
         } else {
             W(t, SETZI, RA(1), 0, 0);
             W(t, RPT, RM(4), 3, 0);
             W(t, LD32STEP, RA(0), RM(2), 4);
             W(t, F32MAX, RA(0), RA(0), RA(1));
+            W(t, ST32STEP, RA(0), RM(3), 4);
         }
-        W(t, ST32STEP, RA(0), RM(3), 4);
         W(t, EXIT, 0, 0, 0);
         run_all(L, t, entry);
     }
@@ -1519,6 +1686,416 @@ static ts_status lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc)
     }
     use_tiles(L, tn);
     L->pl[n->out[0]] = (lw_place){.ntiles = tn, .chunk = rp * Lw, .addr = out, .es = 4};
+    sync_all(L);
+    return TS_OK;
+}
+
+/* 1/sqrt($a2) into $a4 (v > 0): seed 0x5F3759DF - bits/2, four Newton steps r = r (1.5 - v/2 r^2);
+ * uses $a6..$a9 and the $m registers ma, mb. */
+static void emit_rsqrt(lw *L, uint32_t t, int ma, int mb)
+{
+    W(t, MOV, ma, RA(2), 0);
+    W(t, SHRI, ma, ma, 1);
+    W(t, SETZI, mb, 0x5F3759DF, 0);
+    W(t, SUB, mb, mb, ma);
+    W(t, MOV, RA(4), mb, 0);
+    W(t, LDCONST, RA(6), fbits(0.5f), 0);
+    W(t, F32MUL, RA(7), RA(2), RA(6));
+    W(t, LDCONST, RA(8), fbits(1.5f), 0);
+    for (int i = 0; i < 4; i++) {
+        W(t, F32MUL, RA(9), RA(4), RA(4));
+        W(t, F32MUL, RA(9), RA(9), RA(7));
+        W(t, F32SUB, RA(9), RA(8), RA(9));
+        W(t, F32MUL, RA(4), RA(4), RA(9));
+    }
+}
+
+/* $m1 := 4 w (this worker's slot), $m2 := 4 w cw (its block's byte offset in a row of Lw), $m10 :=
+ * the block's length min(cw, max(0, Lw - w cw)): blocks of cw = ceil(Lw / workers) that do not
+ * overlap (the sums of the blocks make the row's). */
+static void emit_row_block(lw *L, uint32_t t, uint64_t Lw, uint32_t cw)
+{
+    W(t, GET, RM(1), 2, 0);
+    W(t, MULI, RM(2), RM(1), (int32_t)cw);
+    W(t, SETZI, RM(3), (int32_t)Lw, 0);
+    W(t, SUB, RM(3), RM(3), RM(2));
+    W(t, SETZI, RM(4), (int32_t)cw, 0);
+    W(t, CMPSLT, RM(5), RM(3), RM(4));
+    W(t, SUB, RM(6), RM(3), RM(4));
+    W(t, MUL, RM(6), RM(6), RM(5));
+    W(t, ADD, RM(10), RM(4), RM(6));
+    W(t, SETZI, RM(7), 0, 0);
+    W(t, CMPSLT, RM(5), RM(10), RM(7));
+    W(t, MUL, RM(6), RM(10), RM(5));
+    W(t, SUB, RM(10), RM(10), RM(6));
+    W(t, SHLI, RM(2), RM(2), 2);
+    W(t, SHLI, RM(1), RM(1), 2);
+}
+
+/* LayerNorm of `rows` rows of Lw at `in` on tile t, each row split over the workers in three runs:
+ * the blocks' sums (to part[row][0][w]); the mean and the blocks' sums of (x - mean)^2 (to
+ * part[row][1][w]); the mean, 1/sqrt(variance + eps) and the block normalised, scaled, shifted. */
+static void emit_layernorm_split(lw *L, uint32_t t, uint64_t rows, uint64_t Lw, uint64_t in, uint64_t part,
+                                 uint64_t gaddr, uint64_t baddr, uint64_t out, float eps)
+{
+    uint32_t W_ = L->workers, cw = (uint32_t)((Lw + W_ - 1) / W_);
+    int32_t prow = (int32_t)(2 * W_ * 4);
+    for (int run = 0; run < 3; run++) {
+        size_t entry = L->tiles[t].wrk.n;
+        emit_row_block(L, t, Lw, cw);
+        W(t, SETZI, RM(8), (int32_t)in, 0);
+        W(t, ADD, RM(8), RM(8), RM(2));          /* the block in row 0 */
+        W(t, SETZI, RM(12), (int32_t)part, 0);   /* part of row 0 */
+        W(t, ADD, RM(9), RM(12), RM(1));         /* this worker's slot */
+        W(t, SETZI, RM(14), (int32_t)out, 0);
+        W(t, ADD, RM(14), RM(14), RM(2));
+        W(t, SETZI, RM(11), (int32_t)rows - 1, 0);
+        W(t, SETZI, RM(13), (int32_t)W_, 0);
+        W(t, LDCONST, RA(5), fbits((float)(1.0 / (double)Lw)), 0);
+        size_t row = W(t, MOV, RM(4), RM(8), 0);
+        if (run == 0) {
+            W(t, SETZI, RA(0), 0, 0);
+            W(t, RPT, RM(10), 2, 0);
+            W(t, LD32STEP, RA(1), RM(4), 4);
+            W(t, F32ADD, RA(0), RA(0), RA(1));
+            W(t, ST32, RA(0), RM(9), 0);
+        } else {
+            W(t, MOV, RM(4), RM(12), 0);             /* the mean from the blocks' sums */
+            W(t, SETZI, RA(0), 0, 0);
+            W(t, RPT, RM(13), 2, 0);
+            W(t, LD32STEP, RA(1), RM(4), 4);
+            W(t, F32ADD, RA(0), RA(0), RA(1));
+            W(t, F32MUL, RA(0), RA(0), RA(5));
+            W(t, SETZI, RA(2), 0, 0);
+            if (run == 1) {
+                W(t, MOV, RM(4), RM(8), 0);
+                W(t, RPT, RM(10), 3, 0);
+                W(t, LD32STEP, RA(1), RM(4), 4);
+                W(t, F32SUB, RA(1), RA(1), RA(0));
+                W(t, F32MAC, RA(2), RA(1), RA(1));
+                W(t, ST32, RA(2), RM(9), (int32_t)(W_ * 4));
+            } else {
+                W(t, RPT, RM(13), 2, 0);             /* $m4 is at the row's second half */
+                W(t, LD32STEP, RA(1), RM(4), 4);
+                W(t, F32ADD, RA(2), RA(2), RA(1));
+                W(t, F32MUL, RA(2), RA(2), RA(5));
+                W(t, LDCONST, RA(6), fbits(eps), 0);
+                W(t, F32ADD, RA(2), RA(2), RA(6));
+                emit_rsqrt(L, t, RM(3), RM(5));
+                W(t, MOV, RM(4), RM(8), 0);
+                W(t, MOV, RM(5), RM(14), 0);
+                W(t, SETZI, RM(6), (int32_t)gaddr, 0);
+                W(t, ADD, RM(6), RM(6), RM(2));
+                W(t, SETZI, RM(7), (int32_t)baddr, 0);
+                W(t, ADD, RM(7), RM(7), RM(2));
+                W(t, RPT, RM(10), 8, 0);
+                W(t, LD32STEP, RA(1), RM(4), 4);
+                W(t, F32SUB, RA(1), RA(1), RA(0));
+                W(t, F32MUL, RA(1), RA(1), RA(4));
+                W(t, LD32STEP, RA(2), RM(6), 4);
+                W(t, F32MUL, RA(1), RA(1), RA(2));
+                W(t, LD32STEP, RA(3), RM(7), 4);
+                W(t, F32ADD, RA(1), RA(1), RA(3));
+                W(t, ST32STEP, RA(1), RM(5), 4);
+            }
+        }
+        W(t, ADDI, RM(8), RM(8), (int32_t)(Lw * 4));
+        W(t, ADDI, RM(14), RM(14), (int32_t)(Lw * 4));
+        W(t, ADDI, RM(9), RM(9), prow);
+        W(t, ADDI, RM(12), RM(12), prow);
+        W(t, BRNZDEC, RM(11), (int32_t)row, 0);
+        W(t, EXIT, 0, 0, 0);
+        run_all(L, t, entry);
+    }
+}
+
+/* LayerNormalization over the last axis: rows partitioned over tiles as for Softmax; per row the
+ * mean, the variance, 1/sqrt(variance + epsilon) by Newton's iteration from a bit-trick seed, then
+ * (x - mean) * r * scale + bias, scale and bias initial data on every tile (1 and 0 when absent). */
+static ts_status lower_layernorm(lw *L, const ts_graph_node *n, lw_scr *sc)
+{
+    const ts_graph_tensor *X = ts_graph_get_tensor(L->g, n->in[0]);
+    int64_t axis = n->attrs.axis < 0 ? n->attrs.axis + X->rank : n->attrs.axis;
+    if (axis != X->rank - 1)
+        return unsupported(L, n, "normalising over more than the last axis");
+    ts_status rc = need_placed(L, n, n->in[0]);
+    if (rc != TS_OK)
+        return rc;
+    uint64_t Lw = (uint64_t)X->dims[X->rank - 1], R = (uint64_t)ts_graph_tensor_elems(X) / Lw;
+    for (size_t i = 1; i < n->nin; i++) {
+        const ts_graph_tensor *P = ts_graph_get_tensor(L->g, n->in[i]);
+        if (P->kind == TS_TENSOR_ACTIVATION || P->kind == TS_TENSOR_INPUT || ts_graph_tensor_elems(P) != (int64_t)Lw)
+            return unsupported(L, n, "a scale or bias that is not a weight of one value per element of a row");
+    }
+    uint64_t rp = cdiv(R, L->T);
+    uint32_t tn = (uint32_t)cdiv(R, rp);
+    for (uint32_t t = 0; t < tn; t++) {
+        sc->lo[t] = t * rp * Lw;
+        sc->hi[t] = ((t + 1) * rp < R ? (t + 1) * rp : R) * Lw;
+    }
+    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where)) != TS_OK)
+        return rc;
+    uint64_t gaddr = salloc(L, Lw * 4), baddr = salloc(L, Lw * 4);
+    float *v = ts_calloc(2 * Lw, 4);
+    if (!v)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory for the weights of '%s'", n->name);
+    for (uint64_t i = 0; i < Lw; i++) {
+        v[i] = n->nin > 1 ? value(ts_graph_get_tensor(L->g, n->in[1]), n->in[1], i) : 1.0f;
+        v[Lw + i] = n->nin > 2 ? value(ts_graph_get_tensor(L->g, n->in[2]), n->in[2], i) : 0.0f;
+    }
+    for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
+        rc = seg(L, t, gaddr, v, Lw * 4);
+        if (rc == TS_OK)
+            rc = seg(L, t, baddr, v + Lw, Lw * 4);
+    }
+    ts_free(v);
+    if (rc != TS_OK)
+        return rc;
+    uint64_t out = alloc(L, rp * Lw * 4);
+    if (rp < L->workers) { /* fewer rows than workers: each row split over the workers */
+        uint64_t part = talloc(L, rp * 2 * L->workers * 4);
+        for (uint32_t t = 0; t < tn; t++)
+            emit_layernorm_split(L, t, (sc->hi[t] - sc->lo[t]) / Lw, Lw, sc->where[t], part, gaddr, baddr, out,
+                                 (float)n->attrs.epsilon);
+    }
+    for (uint32_t t = 0; t < tn && rp >= L->workers; t++) {
+        uint64_t rows = (sc->hi[t] - sc->lo[t]) / Lw;
+        uint32_t rw = (uint32_t)((rows + L->workers - 1) / L->workers);
+        size_t entry = L->tiles[t].wrk.n;
+        emit_start_row(L, t, (uint32_t)rows, rw);
+        W(t, MULI, RM(1), RM(1), (int32_t)(Lw * 4));
+        W(t, SETZI, RM(2), (int32_t)sc->where[t], 0);
+        W(t, ADD, RM(2), RM(2), RM(1));
+        W(t, SETZI, RM(3), (int32_t)out, 0);
+        W(t, ADD, RM(3), RM(3), RM(1));
+        W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
+        W(t, SETZI, RM(11), (int32_t)Lw, 0);
+        W(t, LDCONST, RA(5), fbits((float)(1.0 / (double)Lw)), 0);
+        size_t row = W(t, MOV, RM(4), RM(2), 0);
+        W(t, SETZI, RA(0), 0, 0);
+        W(t, RPT, RM(11), 2, 0);
+        W(t, LD32STEP, RA(1), RM(4), 4);
+        W(t, F32ADD, RA(0), RA(0), RA(1));
+        W(t, F32MUL, RA(0), RA(0), RA(5));       /* mean */
+        W(t, MOV, RM(4), RM(2), 0);
+        W(t, SETZI, RA(2), 0, 0);
+        W(t, RPT, RM(11), 3, 0);
+        W(t, LD32STEP, RA(1), RM(4), 4);
+        W(t, F32SUB, RA(1), RA(1), RA(0));
+        W(t, F32MAC, RA(2), RA(1), RA(1));
+        W(t, F32MUL, RA(2), RA(2), RA(5));
+        W(t, LDCONST, RA(6), fbits((float)n->attrs.epsilon), 0);
+        W(t, F32ADD, RA(2), RA(2), RA(6));       /* v = variance + epsilon */
+        emit_rsqrt(L, t, RM(8), RM(9)); /* r = 1/sqrt(v) */
+        W(t, MOV, RM(4), RM(2), 0);
+        W(t, MOV, RM(5), RM(3), 0);
+        W(t, SETZI, RM(6), (int32_t)gaddr, 0);
+        W(t, SETZI, RM(7), (int32_t)baddr, 0);
+        W(t, RPT, RM(11), 8, 0);
+        W(t, LD32STEP, RA(1), RM(4), 4);
+        W(t, F32SUB, RA(1), RA(1), RA(0));
+        W(t, F32MUL, RA(1), RA(1), RA(4));
+        W(t, LD32STEP, RA(2), RM(6), 4);
+        W(t, F32MUL, RA(1), RA(1), RA(2));
+        W(t, LD32STEP, RA(3), RM(7), 4);
+        W(t, F32ADD, RA(1), RA(1), RA(3));
+        W(t, ST32STEP, RA(1), RM(5), 4);
+        W(t, ADDI, RM(2), RM(2), (int32_t)(Lw * 4));
+        W(t, ADDI, RM(3), RM(3), (int32_t)(Lw * 4));
+        W(t, BRNZDEC, RM(1), (int32_t)row, 0);
+        W(t, EXIT, 0, 0, 0);
+        run_all(L, t, entry);
+    }
+    use_tiles(L, tn);
+    L->pl[n->out[0]] = (lw_place){.ntiles = tn, .chunk = rp * Lw, .addr = out, .es = 4};
+    sync_all(L);
+    return TS_OK;
+}
+
+/* Transpose: a data movement. The output's rows (its last axis) are partitioned over tiles,
+ * ceil(rows / tiles) each; row slot j of every tile is gathered in one call: the row's elements
+ * are one range of the input when the last output axis is the input's last, else one range of
+ * one element per output element, strided. The copies go over the exchange when they cross
+ * tiles. */
+static ts_status lower_transpose(lw *L, const ts_graph_node *n, lw_scr *sc)
+{
+    const ts_graph_tensor *X = ts_graph_get_tensor(L->g, n->in[0]);
+    const ts_graph_tensor *Y = ts_graph_get_tensor(L->g, n->out[0]);
+    ts_status rc = need_placed(L, n, n->in[0]);
+    if (rc != TS_OK)
+        return rc;
+    if (L->pl[n->in[0]].es != 4)
+        return unsupported(L, n, "an input held as f16 halves");
+    int r = X->rank;
+    int64_t perm[TS_GRAPH_MAX_RANK];
+    uint64_t istr[TS_GRAPH_MAX_RANK];
+    for (int a = 0; a < r; a++)
+        perm[a] = n->attrs.nperm ? n->attrs.perm[a] : r - 1 - a;
+    for (int a = r - 1; a >= 0; a--)
+        istr[a] = a == r - 1 ? 1 : istr[a + 1] * (uint64_t)X->dims[a + 1];
+    uint64_t Lo = r ? (uint64_t)Y->dims[r - 1] : 1, R = (uint64_t)ts_graph_tensor_elems(Y) / (Lo ? Lo : 1);
+    uint64_t st1 = r ? istr[perm[r - 1]] : 1;
+    uint64_t rpt = cdiv(R, L->T);
+    uint32_t tn = (uint32_t)cdiv(R, rpt);
+    const lw_place *P = &L->pl[n->in[0]];
+    uint64_t eb = L->p->element_bytes ? L->p->element_bytes : 16;
+    uint64_t av0 = P->addr / eb * eb, av1 = (P->addr + P->chunk * 4 + eb - 1) / eb * eb;
+    uint64_t out = alloc_avoid(L, rpt * Lo * 4, av0, av1);
+    for (uint64_t j = 0; j < rpt && rc == TS_OK; j++) {
+        for (uint32_t t = 0; t < tn; t++) {
+            uint64_t row = t * rpt + j, base = 0, rest = row;
+            sc->lo[t] = sc->hi[t] = 0;
+            sc->nr[t] = 0;
+            if (row >= R)
+                continue;
+            for (int a = r - 2; a >= 0; a--) {
+                base += rest % (uint64_t)Y->dims[a] * istr[perm[a]];
+                rest /= (uint64_t)Y->dims[a];
+            }
+            sc->lo[t] = base;
+            sc->hi[t] = base + (st1 == 1 ? Lo : 1);
+            sc->nr[t] = st1 == 1 ? 1 : (uint32_t)Lo;
+        }
+        bool co = L->coalesce;
+        L->into = out + j * Lo * 4;
+        L->coalesce = true;
+        rc = gather(L, n->in[0], tn, sc->lo, sc->hi, sc->nr, st1, 1, true, sc->where);
+        L->into = 0;
+        L->coalesce = co;
+        sync_all(L); /* the pieces each tile held itself are copied in this superstep (before the next
+                      * call's receivers arm) */
+    }
+    if (rc != TS_OK)
+        return rc;
+    use_tiles(L, tn);
+    L->pl[n->out[0]] = (lw_place){.ntiles = tn, .chunk = rpt * Lo, .addr = out, .es = 4};
+    return TS_OK;
+}
+
+/* MatMul of two activations A[..., M, K] x B[..., K, N] over the same batch dimensions: the rows of
+ * each batch over its own tiles (rp rows a tile, rp dividing M so that the output stays flat); a
+ * tile gathers its rows of A and the whole of its batch's B (staggered, so that the tiles of a
+ * batch read its holders in turn), and its workers split the N columns: four outputs at a time
+ * (N a multiple of 4), per k an element of A loaded and doubled into a pair, two pairs of B's row
+ * and two f32v2mac; else per output a dot product of K f32mac (ld32step of A, ld32step down B's
+ * column). */
+static ts_status lower_bmm(lw *L, const ts_graph_node *n, lw_scr *sc)
+{
+    const ts_graph_tensor *A = ts_graph_get_tensor(L->g, n->in[0]);
+    const ts_graph_tensor *B = ts_graph_get_tensor(L->g, n->in[1]);
+    ts_status rc = need_placed(L, n, n->in[0]);
+    if (rc == TS_OK)
+        rc = need_placed(L, n, n->in[1]);
+    if (rc != TS_OK)
+        return rc;
+    if (A->rank < 2 || A->rank != B->rank)
+        return unsupported(L, n, "operands of different ranks, or of rank 1");
+    for (int a = 0; a < A->rank - 2; a++)
+        if (A->dims[a] != B->dims[a])
+            return unsupported(L, n, "broadcasting batch dimensions");
+    if (L->pl[n->in[0]].es != 4 || L->pl[n->in[1]].es != 4)
+        return unsupported(L, n, "an operand held as f16 halves");
+    uint64_t M = (uint64_t)A->dims[A->rank - 2], K = (uint64_t)A->dims[A->rank - 1];
+    uint64_t N = (uint64_t)B->dims[B->rank - 1], nb = (uint64_t)ts_graph_tensor_elems(A) / (M * K);
+    if (nb > L->T)
+        return unsupported(L, n, "more batches than tiles");
+    uint64_t rp = cdiv(M, L->T / nb);
+    while (M % rp)
+        rp++;
+    uint32_t tn = (uint32_t)(nb * M / rp);
+    for (uint32_t t = 0; t < tn; t++) {
+        sc->lo[t] = t * rp * K;
+        sc->hi[t] = (t + 1) * rp * K;
+    }
+    if ((rc = gather(L, n->in[0], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where)) != TS_OK)
+        return rc;
+    uint64_t *wa = ts_calloc(tn, sizeof *wa);
+    if (!wa)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
+    memcpy(wa, sc->where, tn * sizeof *wa);
+    sync_all(L); /* A's pieces a tile holds itself are copied before B's receivers arm */
+    for (uint32_t t = 0; t < tn; t++) {
+        uint64_t b = t * rp / M;
+        sc->lo[t] = b * K * N;
+        sc->hi[t] = (b + 1) * K * N;
+    }
+    bool co = L->coalesce;
+    L->stagger = L->coalesce = true;
+    rc = gather(L, n->in[1], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where);
+    L->stagger = false;
+    L->coalesce = co;
+    uint64_t out = alloc(L, rp * N * 4);
+    uint32_t cw = (uint32_t)cdiv(N, L->workers), cq = (uint32_t)cdiv(N / 4, L->workers);
+    for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
+        size_t entry = L->tiles[t].wrk.n;
+        if (N % 4 == 0 && sc->where[t] % 16 == 0) { /* four outputs a step: 6 issues per 4 MACs */
+            emit_start_row(L, t, (uint32_t)(N / 4), cq);
+            W(t, SHLI, RM(1), RM(1), 4);
+            W(t, SETZI, RM(2), (int32_t)sc->where[t], 0);
+            W(t, ADD, RM(2), RM(2), RM(1));      /* B's columns 4 q0.. */
+            W(t, SETZI, RM(3), (int32_t)out, 0);
+            W(t, ADD, RM(3), RM(3), RM(1));
+            W(t, SETZI, RM(6), (int32_t)wa[t], 0);
+            W(t, SETZI, RM(7), (int32_t)rp - 1, 0);
+            W(t, SETZI, RM(11), (int32_t)K, 0);
+            size_t row4 = W(t, MOV, RM(8), RM(2), 0);
+            W(t, MOV, RM(9), RM(3), 0);
+            W(t, SETZI, RM(10), (int32_t)cq - 1, 0);
+            size_t quad = W(t, MOV, RM(4), RM(6), 0);
+            W(t, MOV, RM(5), RM(8), 0);
+            for (int r = 8; r < 12; r++)
+                W(t, SETZI, RA(r), 0, 0);
+            W(t, RPT, RM(11), 6, 0);
+            W(t, LD32STEP, RA(0), RM(4), 4);
+            W(t, MOV, RA(1), RA(0), 0);
+            W(t, LD64, RA(4), RM(5), 8);
+            W(t, LD64STEP, RA(2), RM(5), (int32_t)(N * 4));
+            W(t, F32V2MAC, RA(8), RA(0), RA(2));
+            W(t, F32V2MAC, RA(10), RA(0), RA(4));
+            W(t, ST64STEP, RA(8), RM(9), 8);
+            W(t, ST64STEP, RA(10), RM(9), 8);
+            W(t, ADDI, RM(8), RM(8), 16);
+            W(t, BRNZDEC, RM(10), (int32_t)quad, 0);
+            W(t, ADDI, RM(6), RM(6), (int32_t)(K * 4));
+            W(t, ADDI, RM(3), RM(3), (int32_t)(N * 4));
+            W(t, BRNZDEC, RM(7), (int32_t)row4, 0);
+            W(t, EXIT, 0, 0, 0);
+            run_all(L, t, entry);
+            continue;
+        }
+        emit_start_row(L, t, (uint32_t)N, cw);
+        W(t, SHLI, RM(1), RM(1), 2);
+        W(t, SETZI, RM(2), (int32_t)sc->where[t], 0);
+        W(t, ADD, RM(2), RM(2), RM(1));          /* B's column o0 */
+        W(t, SETZI, RM(3), (int32_t)out, 0);
+        W(t, ADD, RM(3), RM(3), RM(1));          /* output row 0, column o0 */
+        W(t, SETZI, RM(6), (int32_t)wa[t], 0);   /* A's row */
+        W(t, SETZI, RM(7), (int32_t)rp - 1, 0);
+        W(t, SETZI, RM(11), (int32_t)K, 0);
+        size_t row = W(t, MOV, RM(8), RM(2), 0);
+        W(t, MOV, RM(9), RM(3), 0);
+        W(t, SETZI, RM(10), (int32_t)cw - 1, 0);
+        size_t col = W(t, MOV, RM(4), RM(6), 0);
+        W(t, MOV, RM(5), RM(8), 0);
+        W(t, SETZI, RA(0), 0, 0);
+        W(t, RPT, RM(11), 3, 0);
+        W(t, LD32STEP, RA(1), RM(4), 4);
+        W(t, LD32STEP, RA(2), RM(5), (int32_t)(N * 4));
+        W(t, F32MAC, RA(0), RA(1), RA(2));
+        W(t, ST32STEP, RA(0), RM(9), 4);
+        W(t, ADDI, RM(8), RM(8), 4);
+        W(t, BRNZDEC, RM(10), (int32_t)col, 0);
+        W(t, ADDI, RM(6), RM(6), (int32_t)(K * 4));
+        W(t, ADDI, RM(3), RM(3), (int32_t)(N * 4));
+        W(t, BRNZDEC, RM(7), (int32_t)row, 0);
+        W(t, EXIT, 0, 0, 0);
+        run_all(L, t, entry);
+    }
+    ts_free(wa);
+    if (rc != TS_OK)
+        return rc;
+    use_tiles(L, tn);
+    L->pl[n->out[0]] = (lw_place){.ntiles = tn, .chunk = rp * N, .addr = out, .es = 4};
     sync_all(L);
     return TS_OK;
 }
@@ -1737,6 +2314,11 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
     switch (n->op) {
     case TS_OP_MATMUL:
     case TS_OP_GEMM:
+        if (n->op == TS_OP_MATMUL && n->nin == 2) {
+            ts_tensor_kind bk = ts_graph_get_tensor(L->g, n->in[1])->kind;
+            if (bk == TS_TENSOR_ACTIVATION || bk == TS_TENSOR_INPUT)
+                return lower_bmm(L, n, sc);
+        }
         if (L->plans && L->plans[id].tiles) /* planner (b) chose a compute-shift plan */
             return ts_lwi_t10_matmul(L, n, sc, &L->plans[id]);
         return lower_matmul(L, n, sc);
@@ -1747,8 +2329,15 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
     case TS_OP_RELU:
     case TS_OP_ADD:
     case TS_OP_SUB:
-    case TS_OP_MUL: return lower_eltwise(L, n, sc);
+    case TS_OP_MUL:
+    case TS_OP_DIV:
+    case TS_OP_GELU:
+        if (n->op == TS_OP_GELU && n->attrs.approximate_tanh)
+            return unsupported(L, n, "the tanh approximation");
+        return lower_eltwise(L, n, sc);
     case TS_OP_SOFTMAX: return lower_softmax(L, n, sc);
+    case TS_OP_LAYERNORM: return lower_layernorm(L, n, sc);
+    case TS_OP_TRANSPOSE: return lower_transpose(L, n, sc);
     case TS_OP_MAXPOOL:
     case TS_OP_AVGPOOL:
     case TS_OP_GLOBALAVGPOOL: return lower_pool(L, n, sc);
@@ -1850,12 +2439,14 @@ void ts_lower_report_free(ts_lower_report *rep)
 /* One pass of the lowering: with measure, only the weight bytes per node (wsz) and the table bytes
  * (*perm) are found; otherwise they place the static data. */
 static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, const ts_t10_plan *plans, bool measure,
-                            uint64_t *wsz, uint64_t *perm, ts_program **out, ts_lower_report *rep, bool *overfull,
-                            ts_err *err)
+                            uint32_t mmshare, uint64_t *wsz, uint64_t *perm, ts_program **out, ts_lower_report *rep,
+                            bool *overfull, ts_err *err)
 {
     uint32_t U = p->amp_macs_f32 / 2;
     lw L0 = {0}, *L = &L0;
     L->measure = measure;
+    L->mmshare = mmshare;
+    L->coalesce = mmshare > 4;
     L->plans = plans;
     L->wsz = wsz;
     L->perm = measure ? 0 : *perm;
@@ -2104,21 +2695,22 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     }
     /* planner (b): the plans are chosen for a budget of tile memory; an operator that then does not
      * fit (the tensors live around it, the weights of the operators (a) lowers, alignment) makes the
-     * planner choose again for 3/4 of the budget, down to 1/8 of the tile */
+     * planner choose again for 3/4 of the budget, down to 1/8 of the tile. Planner (a) alone: a
+     * MatMul/Gemm keeps its weights within 1/4 of the tile memory per tile; if an operator does not
+     * fit (all weights are loaded before the run), within 1/8, then 1/16, down to 1/64. */
     ts_status rc = TS_OK;
-    for (uint64_t budget = p->sram_bytes;; budget = budget / 4 * 3) {
-        if (plans) {
-            memset(wsz, 0, nn * sizeof *wsz);
-            perm = 0;
-            if ((rc = ts_lwi_t10_plans(g, p, budget, plans, err)) != TS_OK)
-                break;
-        }
+    uint32_t mmshare = 4;
+    for (uint64_t budget = p->sram_bytes;; budget = budget / 4 * 3, mmshare *= plans ? 1 : 2) {
+        memset(wsz, 0, nn * sizeof *wsz);
+        perm = 0;
+        if (plans && (rc = ts_lwi_t10_plans(g, p, budget, plans, err)) != TS_OK)
+            break;
         bool overfull = false;
         /* the same plan twice: first the sizes of the static data, then with its addresses */
-        rc = lower_pass(g, p, plans, true, wsz, &perm, out, NULL, NULL, err);
+        rc = lower_pass(g, p, plans, true, mmshare, wsz, &perm, out, NULL, NULL, err);
         if (rc == TS_OK)
-            rc = lower_pass(g, p, plans, false, wsz, &perm, out, rep, &overfull, err);
-        if (rc == TS_OK || !plans || !overfull || budget / 4 * 3 < p->sram_bytes / 8)
+            rc = lower_pass(g, p, plans, false, mmshare, wsz, &perm, out, rep, &overfull, err);
+        if (rc == TS_OK || !overfull || (plans && budget / 4 * 3 < p->sram_bytes / 8) || (!plans && mmshare >= 64))
             break;
         if (err) {
             ts_err_free(err);

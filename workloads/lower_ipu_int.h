@@ -82,6 +82,10 @@ typedef struct lw {
     ts_lower_layer *layers; size_t nlayers, caplayers;
     bool oom;
     bool overfull;        /* an operator did not fit tile memory (the t10 planner retries) */
+    uint32_t mmshare;     /* planner (a): a MatMul/Gemm's weights take at most 1/mmshare of the tile memory */
+    bool coalesce;        /* gather: one send for pieces that follow on in the sender's memory, one copy loop
+                           * for staged pieces of equal length equally far apart (Transpose, MatMul of
+                           * activations, and the plans of models whose weights do not fit at 1/4) */
     bool stagger;         /* gather: receiver t takes its senders from its (t mod n)-th on (planner (b)'s Convs) */
     const ts_t10_plan *plans; /* per node: the compute-shift plan (tiles 0 = load-compute-store); NULL = lcs */
 } lw;

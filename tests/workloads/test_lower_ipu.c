@@ -831,6 +831,323 @@ START_TEST(test_builtin_matmul)
 }
 END_TEST
 
+/* ---- the operators of a BERT layer ---- */
+
+static double gelu_ref(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
+
+START_TEST(test_eltwise_broadcast)
+{
+    /* Add of a bias [44] to x [50, 44] held in chunks that do not start on rows (3 tiles), Gelu,
+     * Div by a constant (x times its f32 reciprocal), Sub of a [44] weight and Mul by a weight of
+     * x's shape; then a bias of 96 added to a column-split MatMul's blocked output (ipu_small16) */
+    ts_graph *g = ts_graph_create("bc");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){50, 44});
+    int b = tensor(g, "b", TS_TENSOR_WEIGHT, 1, (int64_t[]){44});
+    int c = tensor(g, "c", TS_TENSOR_CONST, 0, NULL);
+    int s = tensor(g, "s", TS_TENSOR_WEIGHT, 2, (int64_t[]){1, 44});
+    int m = tensor(g, "m", TS_TENSOR_WEIGHT, 2, (int64_t[]){50, 44});
+    int y[6];
+    for (int i = 0; i < 6; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "y%d", i);
+        y[i] = tensor(g, nm, TS_TENSOR_ACTIVATION, -1, NULL);
+    }
+    fill_scaled(g, x, 3.0f);
+    fill(g, b);
+    fill(g, s);
+    fill(g, m);
+    float three = 3.0f;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_set_data(g, c, &three, 4, &e), TS_OK);
+    node(g, TS_OP_ADD, "add", (int[]){x, b}, 2, y[0], NULL);
+    node(g, TS_OP_GELU, "gelu", (int[]){y[0]}, 1, y[1], NULL);
+    node(g, TS_OP_DIV, "div", (int[]){y[1], c}, 2, y[2], NULL);
+    node(g, TS_OP_SUB, "sub", (int[]){y[2], s}, 2, y[3], NULL);
+    node(g, TS_OP_MUL, "mul", (int[]){y[3], m}, 2, y[4], NULL);
+    node(g, TS_OP_ADD, "add2", (int[]){b, x}, 2, y[5], NULL); /* the weight first, as ONNX exports have it */
+    for (int i = 0; i < 6; i++)
+        ts_graph_mark_output(g, y[i]);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, "ipu_tiny4", &L);
+    ck_assert_uint_eq(L.rep.tiles_used, 3);
+    for (int k = 0; k < 50 * 44; k++) {
+        double xv = (double)val(x, k) * 3.0, a = xv + val(b, k % 44);
+        double a32 = (double)(float)a; /* the f32 sum Gelu reads */
+        double gl = gelu_ref(a32);
+        near(out_at(&L, g, y[0], (uint64_t)k), a, fabs(xv) + fabs(val(b, k % 44)), "add", (uint64_t)k);
+        ck_assert_float_eq(out_at(&L, g, y[5], (uint64_t)k), out_at(&L, g, y[0], (uint64_t)k));
+        /* Gelu: erf to 1.5e-7 (Abramowitz and Stegun 7.1.26), so 1e-6 (1 + |x|); each later op is
+         * checked on the simulated output of the one before */
+        double got = out_at(&L, g, y[1], (uint64_t)k);
+        ck_assert_msg(fabs(got - gl) <= 1e-6 * (1.0 + fabs(a32)), "gelu[%d]: got %.9g, want %.9g", k, got, gl);
+        double d = out_at(&L, g, y[2], (uint64_t)k), sb = out_at(&L, g, y[3], (uint64_t)k);
+        near(d, got / 3.0, fabs(got), "div", (uint64_t)k);
+        near(sb, d - val(s, k % 44), fabs(d) + fabs(val(s, k % 44)), "sub", (uint64_t)k);
+        near(out_at(&L, g, y[4], (uint64_t)k), sb * val(m, k), fabs(sb * val(m, k)), "mul", (uint64_t)k);
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+
+    g = ts_graph_create("bcb");
+    x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){8, 64});
+    int w = tensor(g, "w", TS_TENSOR_WEIGHT, 2, (int64_t[]){64, 96});
+    b = tensor(g, "b", TS_TENSOR_WEIGHT, 1, (int64_t[]){96});
+    int h = tensor(g, "h", TS_TENSOR_ACTIVATION, -1, NULL), hb = tensor(g, "hb", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    fill(g, w);
+    fill(g, b);
+    node(g, TS_OP_MATMUL, "mm", (int[]){x, w}, 2, h, NULL);
+    node(g, TS_OP_ADD, "bias", (int[]){h, b}, 2, hb, NULL);
+    ts_graph_mark_output(g, hb);
+    finalize(g);
+    lower_and_run(g, "ipu_small16", &L);
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 96; j++) {
+            double sm = val(b, j), mg = fabs(sm);
+            for (int k = 0; k < 64; k++) {
+                sm += (double)val(x, i * 64 + k) * val(w, k * 96 + j);
+                mg += fabs((double)val(x, i * 64 + k) * val(w, k * 96 + j));
+            }
+            near(out_at(&L, g, hb, (uint64_t)(i * 96 + j)), sm, mg, "hb", (uint64_t)(i * 96 + j));
+        }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_layernorm)
+{
+    /* LayerNorm over rows of 40 (27 rows: 7 a tile on ipu_tiny4, rows over the workers; 2 a tile
+     * on ipu_small16, each row split over the workers), with scale and bias, and without either,
+     * one row offset by 1000 (the mean is taken out before the variance); f32 within
+     * 2e-6 (1 + |y|) of the double reference */
+    ts_graph *g = ts_graph_create("ln");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){1, 27, 40});
+    int sc = tensor(g, "scale", TS_TENSOR_WEIGHT, 1, (int64_t[]){40});
+    int bi = tensor(g, "bias", TS_TENSOR_WEIGHT, 1, (int64_t[]){40});
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL), z = tensor(g, "z", TS_TENSOR_ACTIVATION, -1, NULL);
+    float v[27 * 40];
+    for (int k = 0; k < 27 * 40; k++)
+        v[k] = val(x, k) * (float)(1 + k / 40) + (k / 40 == 4 ? 1000.0f : 0.0f);
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_set_data(g, x, v, sizeof v, &e), TS_OK);
+    fill(g, sc);
+    fill(g, bi);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.axis = -1;
+    at.epsilon = 1e-5;
+    node(g, TS_OP_LAYERNORM, "ln", (int[]){x, sc, bi}, 3, y, &at);
+    node(g, TS_OP_LAYERNORM, "ln0", (int[]){x}, 1, z, &at);
+    ts_graph_mark_output(g, y);
+    ts_graph_mark_output(g, z);
+    finalize(g);
+    for (int cfg = 0; cfg < 2; cfg++) {
+        lowered L = {0};
+        lower_and_run(g, cfg ? "ipu_small16" : "ipu_tiny4", &L);
+        for (int r = 0; r < 27; r++) {
+            double mean = 0, var = 0;
+            for (int j = 0; j < 40; j++)
+                mean += v[r * 40 + j] / 40.0;
+            for (int j = 0; j < 40; j++)
+                var += (v[r * 40 + j] - mean) * (v[r * 40 + j] - mean) / 40.0;
+            for (int j = 0; j < 40; j++) {
+                double nrm = (v[r * 40 + j] - mean) / sqrt(var + 1e-5), want = nrm * val(sc, j) + val(bi, j);
+                double got = out_at(&L, g, y, (uint64_t)(r * 40 + j)), got0 = out_at(&L, g, z, (uint64_t)(r * 40 + j));
+                /* row 4's values are near 1000, so x - mean carries f32 rounding of 1000 (6e-5) */
+                double tol = (r == 4 ? 1e-4 : 2e-6) * (1.0 + fabs(nrm));
+                ck_assert_msg(fabs(got - want) <= tol, "y[%d][%d]: got %.9g, want %.9g", r, j, got, want);
+                ck_assert_msg(fabs(got0 - nrm) <= tol, "z[%d][%d]: got %.9g, want %.9g", r, j, got0, nrm);
+            }
+        }
+        lowered_free(&L);
+    }
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_transpose)
+{
+    /* [1, 12, 6, 8] split into heads as BERT does: perm [0, 2, 1, 3] (rows of 8 move whole, two a
+     * tile on ipu_tiny4... over 16 tiles) and [0, 2, 3, 1] (every element on its own), then back;
+     * a data movement, so the values must be equal */
+    ts_graph *g = ts_graph_create("tr");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 12, 6, 8});
+    int a = tensor(g, "a", TS_TENSOR_ACTIVATION, -1, NULL), b = tensor(g, "b", TS_TENSOR_ACTIVATION, -1, NULL);
+    int c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.nperm = 4;
+    memcpy(at.perm, (int64_t[]){0, 2, 1, 3}, sizeof(int64_t[4]));
+    node(g, TS_OP_TRANSPOSE, "t0", (int[]){x}, 1, a, &at);
+    node(g, TS_OP_TRANSPOSE, "t2", (int[]){a}, 1, c, &at);
+    memcpy(at.perm, (int64_t[]){0, 2, 3, 1}, sizeof(int64_t[4]));
+    node(g, TS_OP_TRANSPOSE, "t1", (int[]){x}, 1, b, &at);
+    ts_graph_mark_output(g, a);
+    ts_graph_mark_output(g, b);
+    ts_graph_mark_output(g, c);
+    finalize(g);
+    for (int cfg = 0; cfg < 2; cfg++) {
+        lowered L = {0};
+        lower_and_run(g, cfg ? "ipu_small16" : "ipu_tiny4", &L);
+        for (int s = 0; s < 12; s++)
+            for (int h = 0; h < 6; h++)
+                for (int d = 0; d < 8; d++) {
+                    float want = val(x, (s * 6 + h) * 8 + d);
+                    ck_assert_float_eq(out_at(&L, g, a, (uint64_t)((h * 12 + s) * 8 + d)), want);
+                    ck_assert_float_eq(out_at(&L, g, b, (uint64_t)((h * 8 + d) * 12 + s)), want);
+                    ck_assert_float_eq(out_at(&L, g, c, (uint64_t)((s * 6 + h) * 8 + d)), want);
+                }
+        lowered_free(&L);
+    }
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_batched_matmul)
+{
+    /* A[2, 3, 6, 8] x B[2, 3, 8, N] (two activations, 6 batches) on 16 tiles: 2 tiles a batch, 3
+     * rows each; N = 7 one output at a time (_i 0), N = 12 four at a time (_i 1); f32 within
+     * 1e-5 x sum |terms| */
+    const int N = _i ? 12 : 7;
+    ts_graph *g = ts_graph_create("bmm");
+    int a = tensor(g, "a", TS_TENSOR_INPUT, 4, (int64_t[]){2, 3, 6, 8});
+    int b = tensor(g, "b", TS_TENSOR_INPUT, 4, (int64_t[]){2, 3, 8, N});
+    int c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, a);
+    fill(g, b);
+    node(g, TS_OP_MATMUL, "bmm", (int[]){a, b}, 2, c, NULL);
+    ts_graph_mark_output(g, c);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    ck_assert_uint_eq(L.rep.tiles_used, 12);
+    for (int bt = 0; bt < 6; bt++)
+        for (int i = 0; i < 6; i++)
+            for (int j = 0; j < N; j++) {
+                double s = 0, m = 0;
+                for (int k = 0; k < 8; k++) {
+                    double t = (double)val(a, (bt * 6 + i) * 8 + k) * val(b, (bt * 8 + k) * N + j);
+                    s += t;
+                    m += fabs(t);
+                }
+                near(out_at(&L, g, c, (uint64_t)((bt * 6 + i) * N + j)), s, m, "c", (uint64_t)((bt * 6 + i) * N + j));
+            }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+static const ts_graph_node *node_named(const ts_graph *g, const char *name)
+{
+    for (size_t i = 0; i < ts_graph_node_count(g); i++)
+        if (!strcmp(ts_graph_get_node(g, (int)i)->name, name))
+            return ts_graph_get_node(g, (int)i);
+    ck_abort_msg("no node '%s'", name);
+    return NULL;
+}
+
+/* y[S][N] = x[S][K] W[K][N] + b[N] in double, W and b the weight and bias inputs of the MatMul and
+ * Add nodes mm and add (values from the lowering's fill) */
+static void ref_dense(const ts_graph *g, const char *mm, const char *add, const double *x, int S, int K, int N,
+                      double *y)
+{
+    int w = node_named(g, mm)->in[1], b = node_named(g, add)->in[1];
+    for (int i = 0; i < S; i++)
+        for (int j = 0; j < N; j++) {
+            double s = ts_lower_ipu_fill(b, (uint64_t)j);
+            for (int k = 0; k < K; k++)
+                s += x[i * K + k] * ts_lower_ipu_fill(w, (uint64_t)(k * N + j));
+            y[i * N + j] = s;
+        }
+}
+
+static void ref_layernorm(const ts_graph *g, const char *ln, double *x, int S, int H)
+{
+    int sc = node_named(g, ln)->in[1], bi = node_named(g, ln)->in[2];
+    for (int i = 0; i < S; i++) {
+        double mean = 0, var = 0;
+        for (int j = 0; j < H; j++)
+            mean += x[i * H + j] / H;
+        for (int j = 0; j < H; j++)
+            var += (x[i * H + j] - mean) * (x[i * H + j] - mean) / H;
+        for (int j = 0; j < H; j++)
+            x[i * H + j] = (x[i * H + j] - mean) / sqrt(var + 1e-12) * ts_lower_ipu_fill(sc, (uint64_t)j) +
+                           ts_lower_ipu_fill(bi, (uint64_t)j);
+    }
+}
+
+START_TEST(test_bert_layer)
+{
+    /* the built-in BERT encoder layer, reduced (seq 8, hidden 16, 2 heads, ffn 32), on 16 tiles
+     * with planner (a) (_i 0) and with planner (b) taking its weight MatMuls (_i 1): every operator
+     * of the layer, against a double-precision reference of the whole layer; the output (after the
+     * second LayerNorm, values of order 1) within 1e-5 absolute */
+    enum { S = 8, H = 16, NH = 2, D = H / NH, F = 32 };
+    planner = _i ? TS_LOWER_PLANNER_T10 : TS_LOWER_PLANNER_LCS;
+    ts_err e;
+    ts_err_init(&e);
+    ts_graph *g = NULL;
+    ck_assert_int_eq(ts_wl_builtin("bert-base-layer:seq=8,hidden=16,heads=2,ffn=32", &g, &e), TS_OK);
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    bool t10 = false;
+    for (size_t i = 0; i < L.rep.nlayers; i++)
+        t10 |= L.rep.layers[i].t10;
+    ck_assert(t10 == (_i == 1));
+    int xid = ts_graph_find(g, "x");
+    static double x[S * H], q[S * H], k[S * H], v[S * H], c[S * H], o[S * H], f[S * F], f4[S * H];
+    for (int i = 0; i < S * H; i++)
+        x[i] = ts_lower_ipu_fill(xid, (uint64_t)i);
+    ref_dense(g, "q", "q_bias", x, S, H, H, q);
+    ref_dense(g, "k", "k_bias", x, S, H, H, k);
+    ref_dense(g, "v", "v_bias", x, S, H, H, v);
+    for (int h = 0; h < NH; h++)
+        for (int i = 0; i < S; i++) {
+            double p[S], mx = -1e300, sum = 0;
+            for (int j = 0; j < S; j++) {
+                p[j] = 0;
+                for (int d = 0; d < D; d++)
+                    p[j] += q[i * H + h * D + d] * k[j * H + h * D + d];
+                p[j] /= 8.0;
+                mx = fmax(mx, p[j]);
+            }
+            for (int j = 0; j < S; j++)
+                sum += (p[j] = exp(p[j] - mx));
+            for (int d = 0; d < D; d++) {
+                double s = 0;
+                for (int j = 0; j < S; j++)
+                    s += p[j] / sum * v[j * H + h * D + d];
+                c[i * H + h * D + d] = s;
+            }
+        }
+    ref_dense(g, "o", "o_bias", c, S, H, H, o);
+    for (int i = 0; i < S * H; i++)
+        o[i] += x[i];
+    ref_layernorm(g, "ln1", o, S, H);
+    ref_dense(g, "fc1", "fc1_bias", o, S, H, F, f);
+    for (int i = 0; i < S * F; i++)
+        f[i] = gelu_ref(f[i]);
+    ref_dense(g, "fc2", "fc2_bias", f, S, F, H, f4);
+    for (int i = 0; i < S * H; i++)
+        f4[i] += o[i];
+    ref_layernorm(g, "ln2", f4, S, H);
+    int y = ts_graph_find(g, "y");
+    for (int i = 0; i < S * H; i++) {
+        double got = out_at(&L, g, y, (uint64_t)i);
+        ck_assert_msg(fabs(got - f4[i]) <= 1e-5, "y[%d]: got %.9g, want %.9g", i, got, f4[i]);
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+    ts_err_free(&e);
+    planner = TS_LOWER_PLANNER_LCS;
+}
+END_TEST
+
 /* Reference Conv in double: out = conv(in) + bias (optionally Relu), with mag = the sum of
  * |terms| (|w| x the input's own mag, + |bias|) to bound the rounding of the f32 result. */
 static void ref_conv(const double *in, const double *inmag, int C, int H, int Wd, ts_graph *g, int w, int b, int M,
@@ -1314,6 +1631,11 @@ int main(void)
     tcase_add_loop_test(tc, test_matmul, 0, 2);
     tcase_add_test(tc, test_matmul_f16);
     tcase_add_test(tc, test_softmax);
+    tcase_add_test(tc, test_eltwise_broadcast);
+    tcase_add_test(tc, test_layernorm);
+    tcase_add_test(tc, test_transpose);
+    tcase_add_loop_test(tc, test_batched_matmul, 0, 2);
+    tcase_add_loop_test(tc, test_bert_layer, 0, 2);
     tcase_add_test(tc, test_mlp_softmax);
     tcase_add_test(tc, test_conv);
     tcase_add_test(tc, test_matmul_columns);
