@@ -221,6 +221,7 @@ struct ts_model {
     int gate;                /* 0 wait, 1 go, 2 quit */
     bool bar_init, gate_init, quit;
     uint64_t round_h;
+    uint32_t *tgroup;        /* per tile: its column group (tile / tiles_per_column / columns_per_group) */
     uint64_t *spine_e;       /* per column: the first cycle its next words may enter the spine
                               * (one cycle after its last ones, see spine_column) */
     uint32_t ncols;
@@ -359,6 +360,7 @@ static void ipu_destroy(ts_model *m)
     ts_free(m->terr);
     ts_free(m->tsum);
     ts_free(m->spine_e);
+    ts_free(m->tgroup);
     ts_free(m->t);
     ts_free(m->op_block);
     ts_free(m->tnow);
@@ -486,10 +488,13 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
     m->tsum = ts_calloc((size_t)m->nthreads, sizeof *m->tsum);
     m->ncols = (uint32_t)((m->ntiles + c->tiles_per_column - 1) / c->tiles_per_column);
     m->spine_e = ts_calloc(m->ncols, sizeof *m->spine_e);
-    if (!m->t || !m->tnow || !m->zero_page || !m->terr || !m->tsum || !m->spine_e) {
+    m->tgroup = ts_malloc((m->ntiles ? m->ntiles : 1) * sizeof *m->tgroup);
+    if (!m->t || !m->tnow || !m->zero_page || !m->terr || !m->tsum || !m->spine_e || !m->tgroup) {
         ipu_destroy(m);
         return ts_err_set(err, TS_ENOMEM, "out of memory creating the ipu model");
     }
+    for (uint32_t i = 0; i < m->ntiles; i++)
+        m->tgroup[i] = (uint32_t)(i / c->tiles_per_column / (c->columns_per_group ? c->columns_per_group : 1));
     for (int i = 0; i < m->nthreads; i++) {
         ts_err_init(&m->terr[i].err);
         ts_err_init(&m->terr[i].scratch);
@@ -1692,16 +1697,22 @@ static void run_range(ts_model *m, int id)
  * logs then): the result does not depend on rounds or threads. Each column belongs to one
  * thread (thread_range). The receiver sees a word at t + delay + L(s, d); until its delay is
  * set a word cannot arrive inside the round (t >= the round's start, L >= the window). */
+/* A word leaves its column group: broadcast, or to a tile of another group (tgroup). */
+static inline bool crosses(const ts_model *m, int32_t dst, uint32_t group)
+{
+    return dst < 0 || m->tgroup[dst] != group;
+}
+
 static void spine_column(ts_model *m, uint32_t col, uint64_t h)
 {
-    const uint64_t tpc = m->c.tiles_per_column, cpg = m->c.columns_per_group;
+    const uint64_t tpc = m->c.tiles_per_column;
     uint32_t lo = (uint32_t)(col * tpc), hi = (uint32_t)((col + 1) * tpc < m->ntiles ? (col + 1) * tpc : m->ntiles);
-    uint64_t group = col / cpg;
+    uint32_t group = m->tgroup[lo];
     bool any = false; /* a word to set that enters the spine: else every delay stays 0 */
     for (uint32_t i = lo; i < hi && !any; i++) {
         const ipu_tile *t = &m->t[i];
         for (size_t k = t->fin; k < t->log.n && t->log.v[k].t < h && !any; k++)
-            any = t->log.v[k].dst < 0 || (uint64_t)t->log.v[k].dst / tpc / cpg != group;
+            any = crosses(m, t->log.v[k].dst, group);
     }
     if (!any) {
         for (uint32_t i = lo; i < hi; i++) {
@@ -1724,8 +1735,7 @@ static void spine_column(ts_model *m, uint32_t col, uint64_t h)
         for (uint32_t i = lo; i < hi; i++) {
             const ipu_tile *t = &m->t[i];
             for (size_t k = t->fin; k < t->log.n && t->log.v[k].t == tmin; k++) {
-                int32_t d = t->log.v[k].dst;
-                crossing += d < 0 || (uint64_t)d / tpc / cpg != group;
+                crossing += crosses(m, t->log.v[k].dst, group);
             }
         }
         uint64_t e = tmin + (crossing > m->c.spine_port_words ? m->c.spine_buffer_cycles : 0);
@@ -1737,7 +1747,7 @@ static void spine_column(ts_model *m, uint32_t col, uint64_t h)
             ipu_tile *t = &m->t[i];
             for (; t->fin < t->log.n && t->log.v[t->fin].t == tmin; t->fin++) {
                 ipu_word *w = &t->log.v[t->fin];
-                bool x = w->dst < 0 || (uint64_t)w->dst / tpc / cpg != group;
+                bool x = crosses(m, w->dst, group);
                 w->delay = x ? (uint32_t)(e - tmin) : 0;
             }
         }
