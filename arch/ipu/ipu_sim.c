@@ -1464,7 +1464,17 @@ static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, 
 }
 
 /* The next cycle >= c at which something can happen on tile t (fast mode), at most h. */
-static uint64_t next_event(const ts_model *m, const ipu_tile *t, uint64_t c, uint64_t h)
+/* r mod W for r >= c, from cs = c mod W: no division when r is within W cycles of c (a
+ * division costs tens of cycles, and this runs on every cycle a tile does not issue). */
+static inline uint32_t slot_of(uint64_t r, uint64_t c, uint32_t cs, uint32_t W)
+{
+    if (r - c >= W)
+        return (uint32_t)(r % W);
+    uint32_t s = cs + (uint32_t)(r - c);
+    return s >= W ? s - W : s;
+}
+
+static uint64_t next_event(const ts_model *m, const ipu_tile *t, uint64_t c, uint32_t cs, uint64_t h)
 {
     uint64_t best = h;
     uint32_t W = m->W;
@@ -1472,14 +1482,16 @@ static uint64_t next_event(const ts_model *m, const ipu_tile *t, uint64_t c, uin
         if (!(t->running >> w & 1))
             continue;
         uint64_t r = t->cx[1 + w].ready > c ? t->cx[1 + w].ready : c;
-        uint64_t k = r + (w + W - r % W) % W;
+        uint32_t d = w + W - slot_of(r, c, cs, W); /* cycles to w's next turn, in [1, 2W) */
+        uint64_t k = r + (d >= W ? d - W : d);
         if (k < best)
             best = k;
     }
     if (t->sup == SUP_RUN && sup_can_issue(m, t)) {
         uint64_t r = t->cx[0].ready > c ? t->cx[0].ready : c;
-        for (uint64_t k = r; k < r + W && k < best; k++)
-            if (!(t->running >> (k % W) & 1)) {
+        uint32_t ks = slot_of(r, c, cs, W);
+        for (uint64_t k = r; k < r + W && k < best; k++, ks = ks + 1 == W ? 0 : ks + 1)
+            if (!(t->running >> ks & 1)) {
                 best = k;
                 break;
             }
@@ -1635,10 +1647,10 @@ static ts_status tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
             slot = 0;
         if (!issued && !lock && t->sup == SUP_RUN) {
             uint64_t bound = ro ? (c > h ? c : h) : cap;
-            uint64_t n = next_event(m, t, c, bound);
+            uint64_t n = next_event(m, t, c, slot, bound);
             if (n != c) {
+                slot = slot_of(n, c, slot, W);
                 c = n;
-                slot = (uint32_t)(c % W);
             }
         }
     }
