@@ -2201,13 +2201,37 @@ static void ops_events(const ts_model *m, const uint64_t *acc, double *ev)
     ev[EV_ISSUE] += (double)(execs - acc[IPU_OP_BUNDLE]); /* a bundle's two members are one issue */
 }
 
+/* The energy events since the last sync 1, into ev: the ops the tiles executed, the exchange's
+ * reads (xsent bytes) and writes (bytes received), its wire events and hbytes to or from the
+ * host; with mark, the next sync counts from here. Only when the run asked for superstep_events
+ * (m->op_block). */
+static void events_since_sync(ts_model *m, uint64_t xsent, uint64_t hbytes, bool mark, double *ev)
+{
+    uint64_t acc[IPU_OP_COUNT] = {0}, xrecv = 0;
+    double wire = 0;
+    for (uint32_t i = 0; i < m->ntiles; i++) {
+        tile_op_delta(&m->t[i], acc, mark);
+        xrecv += m->t[i].xrecv;
+        wire += m->t[i].wire_bit_mm;
+    }
+    memset(ev, 0, EV_COUNT * sizeof *ev);
+    ops_events(m, acc, ev);
+    ev[EV_SRAM_RD] += (double)xsent / 8.0;
+    ev[EV_SRAM_WR] += (double)(xrecv - m->xrecv_seen) / 8.0;
+    ev[EV_WIRE] += wire - m->wire_seen;
+    ev[EV_PCIE] += 8.0 * (double)hbytes;
+    if (mark) {
+        m->xrecv_seen = xrecv;
+        m->wire_seen = wire;
+    }
+}
+
 static ts_status barrier(ts_model *m, ts_err *err)
 {
     ts_status rc = check_exchange(m, err);
     if (rc != TS_OK)
         return rc;
-    uint64_t last = 0, crit = 0, hbytes = 0, xbytes = 0, xrecv = 0;
-    double wire = 0;
+    uint64_t last = 0, crit = 0, hbytes = 0, xbytes = 0;
     bool any = false;
     for (uint32_t i = 0; i < m->ntiles; i++) {
         ipu_tile *t = &m->t[i];
@@ -2222,10 +2246,6 @@ static ts_status barrier(ts_model *m, ts_err *err)
         for (size_t k = 0; k < t->nhost; k++)
             hbytes += t->host[k].bytes;
         xbytes += t->ss_xbytes;
-    }
-    for (uint32_t i = 0; i < m->ntiles; i++) { /* the superstep's share of the run's running sums */
-        xrecv += m->t[i].xrecv;
-        wire += m->t[i].wire_bit_mm;
     }
     uint64_t host_cycles = 0;
     if (hbytes) {
@@ -2267,17 +2287,10 @@ static ts_status barrier(ts_model *m, ts_err *err)
     r->critical = crit;
     r->xbytes = xbytes;
     r->hbytes = hbytes;
-    memset(r->ev, 0, sizeof r->ev);
-    uint64_t acc[IPU_OP_COUNT] = {0};
-    for (uint32_t i = 0; m->op_block && i < m->ntiles; i++)
-        tile_op_delta(&m->t[i], acc, true);
-    ops_events(m, acc, r->ev);
-    r->ev[EV_SRAM_RD] += (double)xbytes / 8.0; /* the exchange reads what it sends, */
-    r->ev[EV_SRAM_WR] += (double)(xrecv - m->xrecv_seen) / 8.0; /* writes what it receives */
-    r->ev[EV_WIRE] += wire - m->wire_seen;
-    r->ev[EV_PCIE] += 8.0 * (double)hbytes;
-    m->xrecv_seen = xrecv;
-    m->wire_seen = wire;
+    if (m->op_block)
+        events_since_sync(m, xbytes, hbytes, true, r->ev);
+    else
+        memset(r->ev, 0, sizeof r->ev);
     m->host_bytes_total += hbytes;
     m->host_cycles_total += host_cycles;
     if (m->trace)
@@ -2454,21 +2467,11 @@ static ts_status superstep_events(ts_model *m, ts_stats *s, ts_err *err)
 {
     if (!m->op_block)
         return TS_OK; /* not asked for */
-    double tail[EV_COUNT] = {0};
-    uint64_t xrecv = 0, acc[IPU_OP_COUNT] = {0};
-    double wire = 0;
-    for (uint32_t i = 0; i < m->ntiles; i++) {
-        tile_op_delta(&m->t[i], acc, false);
-        xrecv += m->t[i].xrecv;
-        wire += m->t[i].wire_bit_mm;
-    }
-    ops_events(m, acc, tail);
-    uint64_t xsent_tail = 0;
+    double tail[EV_COUNT];
+    uint64_t xsent_tail = 0; /* sent after the last sync */
     for (uint32_t i = 0; i < m->ntiles; i++)
         xsent_tail += m->t[i].ss_xbytes;
-    tail[EV_SRAM_RD] += (double)xsent_tail / 8.0;
-    tail[EV_SRAM_WR] += (double)(xrecv - m->xrecv_seen) / 8.0;
-    tail[EV_WIRE] += wire - m->wire_seen;
+    events_since_sync(m, xsent_tail, 0, false, tail);
     int tab = ts_results_events_table(s, "superstep_events", "one row per BSP superstep (and one for what ran "
                                       "after the last sync, if anything did): the energy events it caused, to price "
                                       "a part of the run", "id", ev_names, EV_COUNT);
