@@ -875,6 +875,43 @@ static float cv_weight(const cv_shape *s, uint64_t m, uint64_t c, uint64_t ky, u
     return value(s->Wt, s->wid, ((m * s->C + c) * s->kh + ky) * s->kw + kx);
 }
 
+/* A Conv worker's pointers for its first pixel (start row in $m1 from emit_start_row): $m10 into
+ * the table bt of pixel offsets, $m3 into the output out (a word per pixel); $m1 = rw - 1 pixels
+ * to go after it, $m11 = r11 (the AMP step count the kernel reads). */
+static void emit_pixel_ptrs(lw *L, uint32_t t, uint64_t bt, uint64_t out, uint32_t rw, int32_t r11)
+{
+    W(t, SHLI, RM(10), RM(1), 2);
+    W(t, SETZI, RM(3), (int32_t)bt, 0);
+    W(t, ADD, RM(10), RM(10), RM(3));
+    W(t, SHLI, RM(3), RM(1), 2);
+    W(t, SETZI, RM(4), (int32_t)out, 0);
+    W(t, ADD, RM(3), RM(3), RM(4));
+    W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
+    W(t, SETZI, RM(11), r11, 0);
+}
+
+/* The end of a Conv worker's pixel loop: the pixel's AMP groups (full whole groups of m->units
+ * outputs, then tail outputs) from the weights at waddr, the output pointer to the next pixel,
+ * back to pc `pixel` while pixels are left, exit. */
+static void emit_pixel_groups(lw *L, uint32_t t, const mm_args *m, uint64_t waddr, uint32_t full, uint32_t tail,
+                              size_t pixel)
+{
+    W(t, SETZI, RM(5), (int32_t)waddr, 0);
+    W(t, SETZI, RM(8), (int32_t)m->bias, 0);
+    W(t, MOV, RM(6), RM(3), 0);
+    if (full) {
+        W(t, SETZI, RM(7), (int32_t)full - 1, 0);
+        size_t q = L->tiles[t].wrk.n;
+        emit_quad(L, t, m, m->units);
+        W(t, BRNZDEC, RM(7), (int32_t)q, 0);
+    }
+    if (tail)
+        emit_quad(L, t, m, tail);
+    W(t, ADDI, RM(3), RM(3), 4);
+    W(t, BRNZDEC, RM(1), (int32_t)pixel, 0);
+    W(t, EXIT, 0, 0, 0);
+}
+
 /* Run the routine at wrk pc `entry` on every worker of tile t with $m0 := v, wait for them. */
 static void run_all_m0(lw *L, uint32_t t, size_t entry, uint64_t v)
 {
@@ -1202,30 +1239,10 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
             m.taps = (uint32_t)kh;
             m.tap_skip = (int32_t)((WIm - kw) * Cs * eb);
             emit_start_row(L, t, (uint32_t)npx, rw);
-            W(t, SHLI, RM(10), RM(1), 2);
-            W(t, SETZI, RM(3), (int32_t)bt, 0);
-            W(t, ADD, RM(10), RM(10), RM(3));
-            W(t, SHLI, RM(3), RM(1), 2);
-            W(t, SETZI, RM(4), (int32_t)out, 0);
-            W(t, ADD, RM(3), RM(3), RM(4));
-            W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
-            W(t, SETZI, RM(11), (int32_t)(kw * Cs / per), 0);
+            emit_pixel_ptrs(L, t, bt, out, rw, (int32_t)(kw * Cs / per));
             size_t hpix = W(t, LD32STEP, RM(9), RM(10), 4);
             W(t, ADD, RM(2), RM(9), RM(0));
-            W(t, SETZI, RM(5), (int32_t)waddr, 0);
-            W(t, SETZI, RM(8), (int32_t)m.bias, 0);
-            W(t, MOV, RM(6), RM(3), 0);
-            if (full) {
-                W(t, SETZI, RM(7), (int32_t)full - 1, 0);
-                size_t q = L->tiles[t].wrk.n;
-                emit_quad(L, t, &m, U);
-                W(t, BRNZDEC, RM(7), (int32_t)q, 0);
-            }
-            if (tail)
-                emit_quad(L, t, &m, tail);
-            W(t, ADDI, RM(3), RM(3), 4);
-            W(t, BRNZDEC, RM(1), (int32_t)hpix, 0);
-            W(t, EXIT, 0, 0, 0);
+            emit_pixel_groups(L, t, &m, waddr, full, tail, hpix);
             run_all_m0(L, t, entry, im);
             continue;
         }
@@ -1234,14 +1251,7 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
         W(t, MULI, RM(2), RM(2), (int32_t)(Kpad * 4));
         W(t, SETZI, RM(3), (int32_t)colbuf, 0);
         W(t, ADD, RM(2), RM(2), RM(3));
-        W(t, SHLI, RM(10), RM(1), 2);
-        W(t, SETZI, RM(3), (int32_t)bt, 0);
-        W(t, ADD, RM(10), RM(10), RM(3));
-        W(t, SHLI, RM(3), RM(1), 2);
-        W(t, SETZI, RM(4), (int32_t)out, 0);
-        W(t, ADD, RM(3), RM(3), RM(4));
-        W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
-        W(t, SETZI, RM(11), (int32_t)kp, 0);
+        emit_pixel_ptrs(L, t, bt, out, rw, (int32_t)kp);
         W(t, SETZI, RA(1), 0, 0);
         size_t pix = W(t, LD32STEP, RM(9), RM(10), 4);
         W(t, ADD, RM(9), RM(9), RM(0));
@@ -1280,20 +1290,7 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
         }
         if (K % 2) /* the pad position: zero (its weight is zero too) */
             W(t, ST32, RA(1), RM(14), 0);
-        W(t, SETZI, RM(5), (int32_t)waddr, 0);
-        W(t, SETZI, RM(8), (int32_t)m.bias, 0);
-        W(t, MOV, RM(6), RM(3), 0);
-        if (full) {
-            W(t, SETZI, RM(7), (int32_t)full - 1, 0);
-            size_t q = L->tiles[t].wrk.n;
-            emit_quad(L, t, &m, U);
-            W(t, BRNZDEC, RM(7), (int32_t)q, 0);
-        }
-        if (tail)
-            emit_quad(L, t, &m, tail);
-        W(t, ADDI, RM(3), RM(3), 4);
-        W(t, BRNZDEC, RM(1), (int32_t)pix, 0);
-        W(t, EXIT, 0, 0, 0);
+        emit_pixel_groups(L, t, &m, waddr, full, tail, pix);
         run_all_m0(L, t, entry, im);
     }
     ts_free(bv);
