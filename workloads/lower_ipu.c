@@ -2355,6 +2355,7 @@ void ts_lwi_emit_mm(lw *L, uint32_t t, const mm_args *m) { emit_mm(L, t, m); }
 void ts_lwi_run_all(lw *L, uint32_t t, size_t entry) { run_all(L, t, entry); }
 void ts_lwi_run_all_m0(lw *L, uint32_t t, size_t entry, uint64_t v) { run_all_m0(L, t, entry, v); }
 void ts_lwi_use_tiles(lw *L, uint32_t n) { use_tiles(L, n); }
+void ts_lwi_emit_start_row(lw *L, uint32_t t, uint32_t rows, uint32_t rw) { emit_start_row(L, t, rows, rw); }
 uint64_t ts_lwi_alloc(lw *L, uint64_t bytes) { return alloc(L, bytes); }
 uint64_t ts_lwi_salloc(lw *L, uint64_t bytes) { return salloc(L, bytes); }
 ts_status ts_lwi_seg(lw *L, uint32_t t, uint64_t addr, const void *bytes, uint64_t len)

@@ -122,6 +122,8 @@ void ts_lwi_emit_mm(lw *L, uint32_t t, const mm_args *m);
 void ts_lwi_run_all(lw *L, uint32_t t, size_t entry);
 void ts_lwi_run_all_m0(lw *L, uint32_t t, size_t entry, uint64_t v); /* the workers' $m0 := v */
 void ts_lwi_use_tiles(lw *L, uint32_t n);
+/* $m1 := this worker's first row of `rows` in blocks of rw (emit_start_row in lower_ipu.c). */
+void ts_lwi_emit_start_row(lw *L, uint32_t t, uint32_t rows, uint32_t rw);
 /* memory: dynamic blocks avoiding the element-aligned spans av[0..nav) ([lo, hi) pairs), freed with
  * the operator (talloc) or by address (release); the operator's weights (salloc); initial data */
 uint64_t ts_lwi_talloc_apart(lw *L, uint64_t bytes, const uint64_t (*av)[2], size_t nav);

@@ -407,13 +407,7 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
         uint32_t rw = (uint32_t)cdiv(r, L->workers);
         size_t entry = L->tiles[t].wrk.n;
         /* $m1 := first pixel; $m2 := src + 4 $m1 (channel 0 of it); $m3 := dst + $m1 dk 4 */
-        W(t, GET, RM(1), 2, 0);
-        W(t, MULI, RM(1), RM(1), (int32_t)rw);
-        W(t, SETZI, RM(2), (int32_t)(r - rw), 0);
-        W(t, CMPSLT, RM(3), RM(1), RM(2));
-        W(t, SUB, RM(4), RM(1), RM(2));
-        W(t, MUL, RM(4), RM(4), RM(3));
-        W(t, ADD, RM(1), RM(2), RM(4));
+        ts_lwi_emit_start_row(L, t, (uint32_t)r, rw);
         W(t, SHLI, RM(2), RM(1), 2);
         W(t, SETZI, RM(4), (int32_t)src, 0);
         W(t, ADD, RM(2), RM(2), RM(4));
@@ -710,13 +704,7 @@ ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_
                     continue;
                 uint32_t rw = (uint32_t)cdiv(cv, L->workers);
                 size_t entry = L->tiles[t].wrk.n;
-                W(t, GET, RM(1), 2, 0);
-                W(t, MULI, RM(1), RM(1), (int32_t)rw);
-                W(t, SETZI, RM(2), (int32_t)(cv - rw), 0);
-                W(t, CMPSLT, RM(3), RM(1), RM(2));
-                W(t, SUB, RM(4), RM(1), RM(2));
-                W(t, MUL, RM(4), RM(4), RM(3));
-                W(t, ADD, RM(1), RM(2), RM(4));
+                ts_lwi_emit_start_row(L, t, (uint32_t)cv, rw);
                 W(t, SHLI, RM(2), RM(1), 2);
                 W(t, SETZI, RM(4), (int32_t)obuf[fin], 0);
                 W(t, ADD, RM(2), RM(2), RM(4));
