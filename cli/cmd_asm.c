@@ -56,7 +56,7 @@ static int assemble(int argc, char **argv, const char *usage, bool need_config)
         {"set", required_argument, 0, 's'},    {"help", no_argument, 0, 'h'},
         {"planner", required_argument, 0, 'R'}, {0, 0, 0, 0},
     };
-    const char *output = NULL, *config = NULL;
+    const char *output = NULL, *config = NULL, *planner = NULL;
     cli_sets sets = {0};
     int c;
     optind = 1;
@@ -67,10 +67,11 @@ static int assemble(int argc, char **argv, const char *usage, bool need_config)
         case 'c': config = optarg; break;
         case 's': cli_sets_push(&sets, optarg); break;
         case 'R':
-            if (!need_config || cli_set_planner(optarg)) { /* compile only */
+            if (!need_config || cli_check_planner(optarg)) { /* compile only */
                 cli_sets_free(&sets);
                 return need_config ? TS_EXIT_INPUT : cli_usage_error("unknown option '--planner'");
             }
+            planner = optarg;
             break;
         case 'h': fputs(usage, stdout); cli_sets_free(&sets); return 0;
         case ':': cli_sets_free(&sets); return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
@@ -96,7 +97,9 @@ static int assemble(int argc, char **argv, const char *usage, bool need_config)
         }
         fam = ts_family_find(ts_config_arch(cfg));
     }
-    if (cli_load_workload(&prog, input, cfg, fam, &err) != TS_OK) {
+    ts_lower_setting settings[] = {{"planner", planner}};
+    ts_lower_opts lopts = {settings, planner ? 1 : 0};
+    if (cli_load_workload(&prog, input, cfg, fam, &lopts, NULL, &err) != TS_OK) {
         rc = cli_fail(&err);
         goto out;
     }

@@ -144,7 +144,7 @@ int cmd_run(int argc, char **argv)
         {"trace-limit", required_argument, 0, 'Z'}, {"planner", required_argument, 0, 'R'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
-    const char *config = NULL, *output = NULL, *trace_path = NULL, *energy_name = NULL;
+    const char *config = NULL, *output = NULL, *trace_path = NULL, *energy_name = NULL, *planner = NULL;
     const char *frames_dir = NULL, *summary_png = NULL;
     uint64_t frame_every = 0, trace_bytes = 0;
     bool view = false;
@@ -200,10 +200,11 @@ int cmd_run(int argc, char **argv)
             break;
         case 'E': energy_name = optarg; break;
         case 'R':
-            if (cli_set_planner(optarg)) {
+            if (cli_check_planner(optarg)) {
                 cli_sets_free(&sets);
                 return TS_EXIT_INPUT;
             }
+            planner = optarg;
             break;
         case 'j':
             if (parse_u64(optarg, &v) || v < 1 || v > 1024) {
@@ -249,7 +250,9 @@ int cmd_run(int argc, char **argv)
     ts_err_init(&err);
     ts_config *cfg = NULL;
     ts_program *prog = NULL;
-    ts_lower_report lrep = {0};
+    ts_lowered *lowered = NULL;
+    ts_lower_setting settings[] = {{"planner", planner}};
+    ts_lower_opts lopts = {settings, planner ? 1 : 0};
     ts_energy_table *energy = NULL;
     ts_trace *trace = NULL;
     ts_activity *act = NULL;
@@ -290,12 +293,11 @@ int cmd_run(int argc, char **argv)
         rc = cli_usage_error("family '%s' has no default workload: give one", fam->name);
         goto out;
     }
-    if (cli_load_workload_rep(&prog, workload, cfg, fam, &lrep, &err) != TS_OK ||
-        cli_load_energy(&energy, cfg, energy_name, &err) != TS_OK || cli_lowering_regions(&ro, &err) != TS_OK) {
+    if (cli_load_workload(&prog, workload, cfg, fam, &lopts, &lowered, &err) != TS_OK ||
+        cli_load_energy(&energy, cfg, energy_name, &err) != TS_OK || ts_lowered_prepare(lowered, &ro, &err) != TS_OK) {
         rc = cli_fail(&err);
         goto out;
     }
-    ro.phase_events = lrep.nlayers > 0; /* the layers table prices each operator's supersteps */
     if (trace_path) {
         ts_info info = {0};
         if (fam->info(ts_config_data(cfg), &info, &err) != TS_OK ||
@@ -336,8 +338,7 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     have_res = true;
-    if (cli_lowering_stats(&res, energy, &err) != TS_OK ||
-        (lrep.nlayers && ts_lower_ipu_layer_stats(&lrep, &res, energy, &err) != TS_OK)) { /* a lowered model */
+    if (ts_lowered_attribute(lowered, &res, energy, &err) != TS_OK) { /* a lowered model's layers */
         rc = cli_fail(&err);
         goto out;
     }
@@ -386,7 +387,7 @@ out:
     ts_view_close(fr.view);
     ts_energy_destroy(energy);
     ts_program_destroy(prog);
-    ts_lower_report_free(&lrep);
+    ts_lowered_destroy(lowered);
     ts_config_destroy(cfg);
     ts_err_free(&err);
     cli_sets_free(&sets);

@@ -10,9 +10,6 @@
 #include "configs/builtin.h"
 #include "core/alloc.h"
 #include "core/fileio.h"
-#include "workloads/lower_ipu.h"
-#include "workloads/lower_tsp.h"
-#include "workloads/lower_wse.h"
 #include "workloads/workload.h"
 
 int cli_fail(const ts_err *err)
@@ -106,8 +103,8 @@ static ts_status workload_bytes(const char *path, const char **text, size_t *len
 
 const ts_family *cli_program_family(const char *path, ts_err *err)
 {
-    if (ts_wl_is_model(path)) /* a model runs on the family that has a lowering */
-        return ts_family_find("ipu");
+    if (ts_wl_is_model(path)) /* a model runs on the family of the first lowering */
+        return ts_lowering_at(0) ? ts_family_find(ts_lowering_at(0)->arch) : NULL;
     const char *text;
     size_t len;
     char *owned;
@@ -171,144 +168,35 @@ void cli_sets_free(cli_sets *s)
     memset(s, 0, sizeof *s);
 }
 
-/* The TSP lowering's report of the last model compiled (per-layer cycles for cmd_run). */
-static ts_lower_tsp_report tsp_last;
-
-/* Add tsp_last's per-operator table ("layers": cycles, bandwidth, energy priced with energy) to
- * the results of a TSP run. */
-static ts_status tsp_layers(ts_results *res, const ts_energy_table *energy, ts_err *err)
-{
-    const ts_lower_tsp_report *rep = &tsp_last;
-    if (!rep->nlayers || !res->stats || strcmp(res->arch, "tsp"))
-        return TS_OK;
-    static const char *const cols[] = {"node", "first", "last", "cycles", "mem_bytes", "bandwidth", "macs",
-                                       "mxm_macs", "vxm_ops", "energy"};
-    static const char *const units[] = {"", "cycles", "cycles", "cycles", "B", "GB/s", "", "", "", "uJ"};
-    int t = ts_stats_table(res->stats, "layers",
-                           "per operator, from the static schedule: first and last instruction (operators overlap), "
-                           "MEM bytes moved and their rate over its cycles, useful and executed MACs, VXM "
-                           "instructions, and its energy priced with the run's table (MXM MACs, MEM bytes, "
-                           "instruction issues)", 10, cols, units);
-    if (t < 0)
-        return ts_err_set(err, TS_ENOMEM, "out of memory");
-    const ts_energy_entry *mac = energy ? ts_energy_find(energy, "int8_mac") : NULL;
-    const ts_energy_entry *rd = energy ? ts_energy_find(energy, "sram_read_64b") : NULL;
-    const ts_energy_entry *is = energy ? ts_energy_find(energy, "insn_issue") : NULL;
-    for (size_t i = 0; i < rep->nlayers; i++) {
-        const ts_lower_tsp_layer *y = &rep->layers[i];
-        double cyc = y->instructions ? (double)(y->last - y->first + 1) : 0;
-        double secs = res->clock_hz > 0 ? cyc / res->clock_hz : 0;
-        double j = (mac ? mac->joules * (double)y->mxm_macs : 0) + (rd ? rd->joules * (double)y->mem_bytes / 8.0 : 0) +
-                   (is ? is->joules * (double)y->instructions : 0);
-        double row[10] = {(double)y->node, (double)y->first, (double)y->last, cyc, (double)y->mem_bytes,
-                          secs > 0 ? (double)y->mem_bytes / secs / 1e9 : 0, (double)y->macs, (double)y->mxm_macs,
-                          (double)y->vxm_ops, j * 1e6};
-        if (!y->instructions)
-            row[1] = row[2] = 0;
-        ts_status rc = ts_stats_row(res->stats, t, row);
-        if (rc != TS_OK)
-            return ts_err_set(err, rc, "out of memory");
-    }
-    return TS_OK;
-}
-
-static ts_status cli_lower_tsp(ts_program **out, const char *path, const ts_config *cfg, ts_err *err)
-{
-    ts_lower_tsp_params p;
-    ts_status rc = ts_lower_tsp_params_from_config(cfg, &p, err);
-    if (rc != TS_OK)
-        return rc;
-    ts_graph *g = NULL;
-    if ((rc = ts_wl_load_model(path, NULL, NULL, &g, err)) != TS_OK)
-        return rc;
-    ts_lower_tsp_report_free(&tsp_last);
-    rc = ts_lower_tsp(g, &p, out, &tsp_last, err);
-    ts_graph_destroy(g);
-    return rc;
-}
-
-/* The last WSE lowering, for the per-stage table after the run, and its stages as regions. */
-static ts_lower_wse_report wse_rep;
-static uint32_t wse_width;
-static ts_region *wse_regions;
-
-ts_status cli_lowering_regions(ts_run_opts *ro, ts_err *err)
-{
-    size_t n = 0;
-    ts_free(wse_regions);
-    wse_regions = NULL;
-    ts_status rc = ts_lower_wse_regions(&wse_rep, &wse_regions, &n, err);
-    ro->regions = wse_regions;
-    ro->nregions = n;
-    return rc;
-}
-
-ts_status cli_lowering_stats(ts_results *res, const ts_energy_table *energy, ts_err *err)
-{
-    ts_status rc = tsp_layers(res, energy, err);
-    if (rc == TS_OK && wse_rep.nstages && res->stats)
-        rc = ts_lower_wse_stage_stats(&wse_rep, wse_width, res, energy, err);
-    ts_lower_tsp_report_free(&tsp_last);
-    ts_lower_wse_report_free(&wse_rep);
-    ts_free(wse_regions);
-    wse_regions = NULL;
-    return rc;
-}
-
-/* The planner of the IPU lowering for the models loaded next (--planner). */
-static int ipu_planner = TS_LOWER_PLANNER_LCS;
-
-int cli_set_planner(const char *name)
+int cli_check_planner(const char *name)
 {
     ts_err err;
     ts_err_init(&err);
     int rc = 0;
-    if (ts_lower_ipu_planner(name, &ipu_planner, &err) != TS_OK)
+    if (ts_lower_check_setting("planner", name, &err) != TS_OK)
         rc = cli_usage_error("%s", err.msg);
     ts_err_free(&err);
     return rc;
 }
 
 ts_status cli_load_workload(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
-                            ts_err *err)
+                            const ts_lower_opts *opts, ts_lowered **lowered, ts_err *err)
 {
-    return cli_load_workload_rep(out, path, cfg, fam, NULL, err);
-}
-
-ts_status cli_load_workload_rep(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
-                                ts_lower_report *rep, ts_err *err)
-{
+    if (lowered)
+        *lowered = NULL;
     if (!ts_wl_is_model(path))
         return cli_load_program(out, path, fam, err);
     *out = NULL;
     if (!cfg)
         return ts_err_set(err, TS_EINPUT, "compiling the model '%s' needs a chip config: give -c CONFIG", path);
-    const char *arch = ts_config_arch(cfg);
-    if (!strcmp(arch, "tsp"))
-        return cli_lower_tsp(out, path, cfg, err);
-    if (!strcmp(arch, "wse")) {
-        ts_lower_wse_params wp;
-        ts_status rc = ts_lower_wse_params_from_config(cfg, &wp, err);
-        ts_graph *g = NULL;
-        ts_lower_wse_report_free(&wse_rep);
-        if (rc == TS_OK && (rc = ts_wl_load_model(path, NULL, NULL, &g, err)) == TS_OK)
-            rc = ts_lower_wse(g, &wp, out, &wse_rep, err);
-        if (rc == TS_OK)
-            wse_width = wp.width;
-        ts_graph_destroy(g);
-        return rc;
-    }
-    if (strcmp(arch, "ipu"))
-        return ts_err_set(err, TS_EINPUT, "no lowering for arch '%s' yet", arch);
-    ts_lower_ipu_params p;
-    ts_status rc = ts_lower_ipu_params_from_config(cfg, &p, err);
+    ts_lowered *l = NULL;
+    ts_status rc = ts_lower_model(path, cfg, opts, &l, err);
     if (rc != TS_OK)
         return rc;
-    p.planner = ipu_planner;
-    ts_graph *g = NULL;
-    if ((rc = ts_wl_load_model(path, NULL, NULL, &g, err)) != TS_OK)
-        return rc;
-    rc = ts_lower_ipu(g, &p, out, rep, err);
-    ts_graph_destroy(g);
-    return rc;
+    *out = ts_lowered_take_program(l);
+    if (lowered)
+        *lowered = l;
+    else
+        ts_lowered_destroy(l);
+    return TS_OK;
 }

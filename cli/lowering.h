@@ -1,36 +1,24 @@
-/* cli/lowering.h — workloads that are models: compiled in memory through the lowering of the
- * config's family (workloads/lower_<family>.h) before they run or are written out. */
+/* cli/lowering.h — workloads that are models: compiled in memory through the registry of lowerings
+ * (workloads/lower/lower.h) before they run or are written out. The caller owns what comes back;
+ * nothing is kept between calls. */
 #ifndef TS_CLI_LOWERING_H
 #define TS_CLI_LOWERING_H
 
 #include "cli/common.h"
-#include "core/results.h"
 #include "core/sim.h"
-#include "workloads/lower_ipu.h"
+#include "workloads/lower/lower.h"
 
 /* Like cli_load_program, but a model (ts_wl_is_model: an ONNX file, a workload YAML file or a
- * built-in workload spec such as "matmul:m=256,k=256,n=256") is loaded and lowered for cfg's arch.
- * Without cfg, or for an arch without a lowering ("no lowering for arch 'wse' yet"), that is
- * TS_EINPUT. */
+ * built-in workload spec such as "matmul:m=256,k=256,n=256") is loaded and lowered for cfg's arch
+ * with opts (may be NULL). Without cfg, or for an arch without a lowering ("no lowering for arch
+ * 'x' yet"), that is TS_EINPUT. When lowered is not NULL it gets the lowering of a model (NULL for
+ * a program), for ts_lowered_prepare and ts_lowered_attribute around the run; destroy it with
+ * ts_lowered_destroy. */
 ts_status cli_load_workload(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
-                            ts_err *err);
+                            const ts_lower_opts *opts, ts_lowered **lowered, ts_err *err);
 
-/* As cli_load_workload; rep (may be NULL) gets the plan of a model lowered for the IPU (it stays
- * zeroed otherwise). Free it with ts_lower_report_free. */
-ts_status cli_load_workload_rep(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
-                                ts_lower_report *rep, ts_err *err);
-/* --planner NAME: the planner ("lcs" or "t10") the IPU lowering uses for the models loaded after
- * it (default lcs). 0, or the usage error's exit code (after printing it) for another name. */
-int cli_set_planner(const char *name);
-
-/* After a run: when cli_load_workload lowered a model for the TSP or the WSE, add its per-operator
- * (TSP: from the static schedule, energy priced with `energy`) or per-stage (WSE:
- * ts_lower_wse_stage_stats) table "layers" to res and forget the lowering; otherwise nothing.
- * (The IPU's plan comes back through cli_load_workload_rep.) */
-ts_status cli_lowering_stats(ts_results *res, const ts_energy_table *energy, ts_err *err);
-/* Before the run of a model lowered by cli_load_workload: the regions whose energy events the run
- * is to sum for cli_lowering_stats (a WSE lowering's stages; none otherwise). They stay valid until
- * cli_lowering_stats. */
-ts_status cli_lowering_regions(ts_run_opts *ro, ts_err *err);
+/* --planner NAME: 0 when a lowering takes NAME as its planner, else the usage error's exit code
+ * (after printing it). */
+int cli_check_planner(const char *name);
 
 #endif

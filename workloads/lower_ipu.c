@@ -2827,3 +2827,72 @@ ts_status ts_lower_ipu_planner(const char *name, int *out, ts_err *err)
                           "split (t10's partitions, nothing rotating)", name);
     return TS_OK;
 }
+
+/* ---- the lowering interface (workloads/lower/lower.h) ---- */
+
+typedef struct ipu_lowering {
+    ts_lower_ipu_params p;
+    ts_lower_report rep;
+} ipu_lowering;
+
+static ts_status ipu_check_planner(const char *value, ts_err *err)
+{
+    int planner;
+    return ts_lower_ipu_planner(value, &planner, err);
+}
+
+static const ts_lower_param ipu_params[] = {
+    {"planner", "how MatMul, Gemm and 1x1 Conv are planned: lcs, t10 or split", ipu_check_planner},
+};
+
+static ts_status ipu_create(const ts_config *cfg, const ts_lower_opts *opts, void **state, ts_err *err)
+{
+    ipu_lowering *s = ts_calloc(1, sizeof *s);
+    if (!s)
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    *state = s;
+    ts_status rc = ts_lower_ipu_params_from_config(cfg, &s->p, err);
+    const char *planner = ts_lower_opts_get(opts, "planner");
+    if (rc == TS_OK && planner)
+        rc = ts_lower_ipu_planner(planner, &s->p.planner, err);
+    return rc;
+}
+
+static ts_status ipu_lower(void *state, const ts_graph *g, ts_program **out, ts_err *err)
+{
+    ipu_lowering *s = state;
+    return ts_lower_ipu(g, &s->p, out, &s->rep, err);
+}
+
+static ts_status ipu_prepare(void *state, ts_run_opts *ro, ts_err *err)
+{
+    (void)err;
+    const ipu_lowering *s = state;
+    ro->phase_events = s->rep.nlayers > 0; /* the layers table prices each operator's supersteps */
+    return TS_OK;
+}
+
+static ts_status ipu_attribute(void *state, ts_results *res, const ts_energy_table *energy, ts_err *err)
+{
+    const ipu_lowering *s = state;
+    return s->rep.nlayers ? ts_lower_ipu_layer_stats(&s->rep, res, energy, err) : TS_OK;
+}
+
+static void ipu_destroy(void *state)
+{
+    ipu_lowering *s = state;
+    ts_lower_report_free(&s->rep);
+    ts_free(s);
+}
+
+const ts_lowering ts_ipu_lowering = {
+    .arch = "ipu",
+    .name = "IPU load-compute-store / compute-shift",
+    .params = ipu_params,
+    .nparams = sizeof ipu_params / sizeof ipu_params[0],
+    .create = ipu_create,
+    .lower = ipu_lower,
+    .prepare = ipu_prepare,
+    .attribute = ipu_attribute,
+    .destroy = ipu_destroy,
+};

@@ -33,6 +33,7 @@
 #include "core/stats.h"
 #include "workloads/graph.h"
 #include "workloads/plan_t10.h"
+#include "workloads/lower/lower.h"
 
 /* What the lowering needs to know about the chip. */
 typedef struct ts_lower_ipu_params {
@@ -136,5 +137,8 @@ ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, 
 /* The value the lowering gives element i of a tensor that carries no values (inputs and weights
  * without data): deterministic, in [-1, 1). */
 float ts_lower_ipu_fill(int tensor, uint64_t i);
+
+/* The IPU lowering in the registry (workloads/lower/lower.h). */
+extern const ts_lowering ts_ipu_lowering;
 
 #endif

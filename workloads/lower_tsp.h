@@ -34,6 +34,7 @@
 #include "core/err.h"
 #include "core/program.h"
 #include "workloads/graph.h"
+#include "workloads/lower/lower.h"
 
 #define TS_LOWER_TSP_MAX_MEM 128
 
@@ -128,5 +129,8 @@ int8_t ts_lower_tsp_fill_i8(int tensor, uint64_t i);
 int32_t ts_lower_tsp_fill_bias(int tensor, uint64_t i);
 /* The requantisation scale of a product with reduction length k: 1 / (8 sqrt(k)) as a float. */
 float ts_lower_tsp_scale(uint64_t k);
+
+/* The TSP lowering in the registry (workloads/lower/lower.h). */
+extern const ts_lowering ts_tsp_lowering;
 
 #endif

@@ -1695,3 +1695,63 @@ ts_status ts_lower_wse_params_from_config(const ts_config *cfg, ts_lower_wse_par
     out->colours = (uint32_t)c;
     return TS_OK;
 }
+
+/* ---- the lowering interface (workloads/lower/lower.h) ---- */
+
+typedef struct wse_lowering {
+    ts_lower_wse_params p;
+    ts_lower_wse_report rep;
+    ts_region *regions; /* owned: the stages as regions, for the run */
+} wse_lowering;
+
+static ts_status wse_create(const ts_config *cfg, const ts_lower_opts *opts, void **state, ts_err *err)
+{
+    (void)opts;
+    wse_lowering *s = ts_calloc(1, sizeof *s);
+    if (!s)
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    *state = s;
+    return ts_lower_wse_params_from_config(cfg, &s->p, err);
+}
+
+static ts_status wse_lower(void *state, const ts_graph *g, ts_program **out, ts_err *err)
+{
+    wse_lowering *s = state;
+    return ts_lower_wse(g, &s->p, out, &s->rep, err);
+}
+
+static ts_status wse_prepare(void *state, ts_run_opts *ro, ts_err *err)
+{
+    wse_lowering *s = state;
+    size_t n = 0;
+    ts_free(s->regions);
+    s->regions = NULL;
+    ts_status rc = ts_lower_wse_regions(&s->rep, &s->regions, &n, err);
+    ro->regions = s->regions;
+    ro->nregions = n;
+    return rc;
+}
+
+static ts_status wse_attribute(void *state, ts_results *res, const ts_energy_table *energy, ts_err *err)
+{
+    const wse_lowering *s = state;
+    return s->rep.nstages && res->stats ? ts_lower_wse_stage_stats(&s->rep, s->p.width, res, energy, err) : TS_OK;
+}
+
+static void wse_destroy(void *state)
+{
+    wse_lowering *s = state;
+    ts_lower_wse_report_free(&s->rep);
+    ts_free(s->regions);
+    ts_free(s);
+}
+
+const ts_lowering ts_wse_lowering = {
+    .arch = "wse",
+    .name = "wafer-mesh layer pipeline",
+    .create = wse_create,
+    .lower = wse_lower,
+    .prepare = wse_prepare,
+    .attribute = wse_attribute,
+    .destroy = wse_destroy,
+};

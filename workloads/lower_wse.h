@@ -30,6 +30,7 @@
 #include "core/sim.h"
 #include "core/stats.h"
 #include "workloads/graph.h"
+#include "workloads/lower/lower.h"
 
 /* What the lowering needs to know about the chip. */
 typedef struct ts_lower_wse_params {
@@ -99,5 +100,8 @@ ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh
  * tensor is not the output. */
 int ts_lower_wse_locate(const ts_lower_wse_report *rep, int tensor, uint64_t elem, uint32_t *x, uint32_t *y,
                         uint64_t *addr);
+
+/* The WSE lowering in the registry (workloads/lower/lower.h). */
+extern const ts_lowering ts_wse_lowering;
 
 #endif

@@ -1,0 +1,96 @@
+/* workloads/lower/lower.h — the one lowering interface: a model to one family's program.
+ *
+ * A family's compiler registers one ts_lowering (workloads/lower/registry.c, one line each). A
+ * lowering is an object made for one chip config: `create` derives the machine facts it needs from
+ * the config (through arch/<family>/<family>_target.h, never a config key by string) and checks
+ * its settings; `lower` compiles a finalized graph into a program and keeps what it planned;
+ * `prepare` tells the run what the per-layer attribution will need (regions of units, per-phase
+ * events); `attribute` adds the per-layer table ("layers") to the run's results; `destroy` frees it.
+ *
+ * Callers use the ts_lowered wrapper below: ts_lower_model loads a model (an ONNX file, a workload
+ * YAML file or a built-in workload spec), lowers it for the config's family and hands back the
+ * program and the lowering, which the caller owns (no state lives anywhere else).
+ */
+#ifndef TS_WORKLOADS_LOWER_LOWER_H
+#define TS_WORKLOADS_LOWER_LOWER_H
+
+#include <stddef.h>
+#include "core/config.h"
+#include "core/energy.h"
+#include "core/err.h"
+#include "core/program.h"
+#include "core/results.h"
+#include "core/sim.h"
+#include "workloads/graph.h"
+
+/* One named setting of a lowering (e.g. planner=t10), as the command line gives it. */
+typedef struct ts_lower_setting {
+    const char *name;  /* borrowed */
+    const char *value; /* borrowed */
+} ts_lower_setting;
+
+/* The settings of one compilation. A lowering reads those it declares and ignores the rest (a
+ * setting of another family's lowering). */
+typedef struct ts_lower_opts {
+    const ts_lower_setting *v; /* borrowed; n entries */
+    size_t n;
+} ts_lower_opts;
+
+/* The value of setting `name` in opts, NULL if absent (the last one given wins). */
+const char *ts_lower_opts_get(const ts_lower_opts *opts, const char *name);
+
+/* A setting a lowering declares: its name, a line of help, and its check (TS_EINPUT naming the
+ * accepted values). */
+typedef struct ts_lower_param {
+    const char *name;
+    const char *help;
+    ts_status (*check)(const char *value, ts_err *err);
+} ts_lower_param;
+
+/* A family's lowering (a vtable; static, never freed). */
+typedef struct ts_lowering {
+    const char *arch;               /* the family it compiles for: a ts_config_arch value */
+    const char *name;               /* what it is called in messages and docs */
+    const ts_lower_param *params;   /* its settings; nparams entries */
+    size_t nparams;
+    /* A lowering for this config (whose arch is `arch`) with these settings into *state. */
+    ts_status (*create)(const ts_config *cfg, const ts_lower_opts *opts, void **state, ts_err *err);
+    /* Compile g; on success *out is a new program and the state keeps the plan. */
+    ts_status (*lower)(void *state, const ts_graph *g, ts_program **out, ts_err *err);
+    /* Before the run: set in ro what attribute needs (regions, per-phase events). May be NULL. */
+    ts_status (*prepare)(void *state, ts_run_opts *ro, ts_err *err);
+    /* After the run: add the per-layer table to res. May be NULL. */
+    ts_status (*attribute)(void *state, ts_results *res, const ts_energy_table *energy, ts_err *err);
+    void (*destroy)(void *state);
+} ts_lowering;
+
+/* The registry: the lowering of a family (NULL if it has none), and the i-th one (NULL past the
+ * end), in registration order. */
+const ts_lowering *ts_lowering_find(const char *arch);
+const ts_lowering *ts_lowering_at(size_t i);
+
+/* Check a setting against every lowering that declares it: TS_OK if one accepts the value, the
+ * first lowering's error if none does, TS_EINPUT "no lowering takes the setting 'x'" if none
+ * declares it. */
+ts_status ts_lower_check_setting(const char *name, const char *value, ts_err *err);
+
+/* A model compiled for one config: its program (until taken) and its lowering. */
+typedef struct ts_lowered ts_lowered;
+
+/* Load the model at `path` (ts_wl_is_model) and lower it for cfg's family with opts (may be
+ * NULL). Errors: TS_EINPUT "no lowering for arch 'x' yet", the lowering's config check, the
+ * model's load, the lowering's own errors. */
+ts_status ts_lower_model(const char *path, const ts_config *cfg, const ts_lower_opts *opts, ts_lowered **out,
+                         ts_err *err);
+/* The program, handed over to the caller (NULL the second time). */
+ts_program *ts_lowered_take_program(ts_lowered *l);
+/* The lowering's state: its report, as its family's header describes (borrowed). */
+void *ts_lowered_state(const ts_lowered *l);
+/* Before the run: the lowering's prepare (nothing for l == NULL). What it puts in ro (regions)
+ * stays valid until ts_lowered_destroy. */
+ts_status ts_lowered_prepare(ts_lowered *l, ts_run_opts *ro, ts_err *err);
+/* After the run: the lowering's per-layer table (nothing for l == NULL). */
+ts_status ts_lowered_attribute(ts_lowered *l, ts_results *res, const ts_energy_table *energy, ts_err *err);
+void ts_lowered_destroy(ts_lowered *l); /* NULL is a no-op */
+
+#endif
