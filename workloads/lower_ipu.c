@@ -30,6 +30,7 @@
 
 #include "core/alloc.h"
 #include "core/half.h"
+#include "workloads/lower/fill.h"
 #include "workloads/lower_ipu_int.h"
 
 /* ---- emission ---- */
@@ -214,21 +215,12 @@ static uint64_t stable(lw *L, const void *v, uint64_t bytes, uint32_t tn, ts_sta
 
 /* ---- values ---- */
 
-float ts_lower_ipu_fill(int tensor, uint64_t i)
-{
-    uint64_t z = ((uint64_t)(uint32_t)tensor << 40) ^ i ^ 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (float)((double)(z >> 40) / (double)(1ull << 23) - 1.0); /* k / 2^23 - 1, exact in f32 */
-}
-
 static float value(const ts_graph_tensor *t, int id, uint64_t i)
 {
     if (t->dtype == TS_DT_F16) {
         uint16_t h;
         if (!t->data)
-            return ts_f16_to_f32(ts_f32_to_f16(ts_lower_ipu_fill(id, i)));
+            return ts_f16_to_f32(ts_f32_to_f16(ts_fill_f32(id, i)));
         memcpy(&h, (const char *)t->data + 2 * i, 2);
         return ts_f16_to_f32(h);
     }
@@ -237,7 +229,7 @@ static float value(const ts_graph_tensor *t, int id, uint64_t i)
         memcpy(&f, (const char *)t->data + 4 * i, 4);
         return f;
     }
-    return ts_lower_ipu_fill(id, i);
+    return ts_fill_f32(id, i);
 }
 
 /* ---- errors ---- */

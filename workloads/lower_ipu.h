@@ -11,7 +11,7 @@
  * estimate of cycles under memory limits. Memory is reused after a tensor's last consumer. Graph
  * inputs (in equal chunks over the tiles) and weights are placed by the lowering as initial data:
  * their values when the graph carries them, otherwise deterministic pseudo-random values in
- * [-1, 1) (ts_lower_ipu_fill).
+ * [-1, 1) (ts_fill_f32).
  *
  * With planner (b) (params.planner = TS_LOWER_PLANNER_T10) MatMul, Gemm and 1x1 Convs are lowered
  * as T10's compute-shift plans instead (workloads/lower_ipu_t10.c, plan_t10.h), every other
@@ -133,10 +133,6 @@ int ts_lower_ipu_locate(const ts_lower_report *rep, const ts_graph *g, int tenso
  * TS_EINPUT if there is no `supersteps` table or it has fewer rows than rep's supersteps. */
 ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, const ts_energy_table *energy,
                                    ts_err *err);
-
-/* The value the lowering gives element i of a tensor that carries no values (inputs and weights
- * without data): deterministic, in [-1, 1). */
-float ts_lower_ipu_fill(int tensor, uint64_t i);
 
 /* The IPU lowering in the registry (workloads/lower/lower.h). */
 extern const ts_lowering ts_ipu_lowering;

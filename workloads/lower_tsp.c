@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "workloads/lower/fill.h"
 
 /* Opcode numbers: the TSP's one table. */
 enum lt_op {
@@ -590,26 +591,6 @@ static void release(lt *L, int id)
 
 /* ---- data ---- */
 
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-
-int8_t ts_lower_tsp_fill_i8(int tensor, uint64_t i)
-{
-    return (int8_t)((int)(mix(((uint64_t)(uint32_t)tensor << 40) ^ i ^ 0x5eedull) % 32) - 16);
-}
-
-int32_t ts_lower_tsp_fill_bias(int tensor, uint64_t i)
-{
-    return (int32_t)(mix(((uint64_t)(uint32_t)tensor << 40) ^ i ^ 0xb1a5ull) % 512) - 256;
-}
-
 float ts_lower_tsp_scale(uint64_t k)
 {
     return (float)(1.0 / (8.0 * sqrt((double)(k ? k : 1))));
@@ -620,7 +601,7 @@ static int8_t weight_at(const lt *L, int id, uint64_t i)
     const ts_graph_tensor *t = ts_graph_get_tensor(L->g, id);
     if (t->data && t->dtype == TS_DT_I8)
         return ((const int8_t *)t->data)[i];
-    return ts_lower_tsp_fill_i8(id, i);
+    return ts_fill_i8(id, i);
 }
 
 /* Per-slice images of a region, added as data segments. */
@@ -918,7 +899,7 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
     }
     for (uint32_t e = 0; e < L->nE; e++) {
         for (uint32_t n = 0; n < p->NT * VL; n++) {
-            int32_t b = p->bid >= 0 && n < p->N ? ts_lower_tsp_fill_bias(p->bid, n) : 0;
+            int32_t b = p->bid >= 0 && n < p->N ? ts_fill_bias(p->bid, n) : 0;
             const ts_graph_tensor *bt = p->bid >= 0 ? ts_graph_get_tensor(L->g, p->bid) : NULL;
             if (bt && bt->data && bt->dtype == TS_DT_I32 && n < p->N)
                 b = ((const int32_t *)bt->data)[n];
@@ -1586,7 +1567,7 @@ static ts_status place_input(lt *L, int id, const ts_graph_node *nd)
     for (uint32_t px = 0; px < P; px++)
         for (uint32_t c = 0; c < C; c++) {
             uint64_t e = r == 4 ? (uint64_t)c * P + px : (uint64_t)px * C + c;
-            int8_t v = t->data && t->dtype == TS_DT_I8 ? ((const int8_t *)t->data)[e] : ts_lower_tsp_fill_i8(id, e);
+            int8_t v = t->data && t->dtype == TS_DT_I8 ? ((const int8_t *)t->data)[e] : ts_fill_i8(id, e);
             uint64_t k = x->off + (uint64_t)px * x->T + c / L->VL;
             im.s[k % L->nW][(size_t)(k / L->nW) * L->VL + c % L->VL] = (uint8_t)v;
         }
@@ -1633,7 +1614,7 @@ static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
                         continue;
                     uint64_t e = ((uint64_t)c * p->H + (uint64_t)iy) * p->W + (uint64_t)ix;
                     int8_t v = t->data && t->dtype == TS_DT_I8 ? ((const int8_t *)t->data)[e]
-                                                                : ts_lower_tsp_fill_i8(xid, e);
+                                                                : ts_fill_i8(xid, e);
                     vec[(c * p->kh + ky) * p->kw + kx] = (uint8_t)v;
                 }
     }

@@ -123,10 +123,6 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
 int ts_lower_tsp_locate(const ts_lower_tsp_report *rep, int tensor, uint32_t pixel, uint32_t channel,
                         uint32_t vl, int *slice, uint64_t *addr);
 
-/* The int8 value the lowering gives element i of a graph input or weight without data, and the
- * int32 bias of element i of a bias tensor: deterministic. */
-int8_t ts_lower_tsp_fill_i8(int tensor, uint64_t i);
-int32_t ts_lower_tsp_fill_bias(int tensor, uint64_t i);
 /* The requantisation scale of a product with reduction length k: 1 / (8 sqrt(k)) as a float. */
 float ts_lower_tsp_scale(uint64_t k);
 

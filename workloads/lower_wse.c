@@ -25,7 +25,7 @@
 #include "arch/wse/wse_isa.h"
 #include "core/alloc.h"
 #include "core/stats.h"
-#include "workloads/lower_ipu.h" /* ts_lower_ipu_fill: the same values for tensors without data */
+#include "workloads/lower/fill.h"
 
 enum { P_N = 1, P_S = 2, P_E = 4, P_W = 8, P_R = 16 };
 enum { PIECE = 65535 }; /* longest DSD */
@@ -79,7 +79,7 @@ static float value(const ts_graph_tensor *t, int id, uint64_t i)
         memcpy(&f, (const char *)t->data + 4 * i, 4);
         return f;
     }
-    return ts_lower_ipu_fill(id, i);
+    return ts_fill_f32(id, i);
 }
 
 static int bits(float f)

@@ -14,6 +14,7 @@
 #include "tests/arch/ipu/ipu_test.h"
 #include "tests/workloads/graph_build.h"
 #include "workloads/graph.h"
+#include "workloads/lower/fill.h"
 #include "workloads/lower_ipu.h"
 #include "workloads/workload.h"
 
@@ -261,7 +262,7 @@ START_TEST(test_matmul_f16)
     ck_assert_int_eq(ts_wl_builtin("matmul:m=32,k=16,n=24,dtype=f16", &g, &e), TS_OK);
     lower_and_run(g, "ipu_small16", &L);
     int a = ts_graph_get_node(g, 0)->in[0], b = ts_graph_get_node(g, 0)->in[1], c = ts_graph_get_node(g, 0)->out[0];
-#define F(t, k) ((double)ts_f16_to_f32(ts_f32_to_f16(ts_lower_ipu_fill(t, (uint64_t)(k)))))
+#define F(t, k) ((double)ts_f16_to_f32(ts_f32_to_f16(ts_fill_f32(t, (uint64_t)(k)))))
     for (int i = 0; i < 32; i++)
         for (int j = 0; j < 24; j++) {
             double s = 0, m = 0;
@@ -819,7 +820,7 @@ START_TEST(test_builtin_matmul)
         for (int j = 0; j < 24; j++) {
             double s = 0, m = 0;
             for (int k = 0; k < 16; k++) {
-                double t = (double)ts_lower_ipu_fill(a, (uint64_t)(i * 16 + k)) * ts_lower_ipu_fill(b, (uint64_t)(k * 24 + j));
+                double t = (double)ts_fill_f32(a, (uint64_t)(i * 16 + k)) * ts_fill_f32(b, (uint64_t)(k * 24 + j));
                 s += t;
                 m += fabs(t);
             }
@@ -1059,9 +1060,9 @@ static void ref_dense(const ts_graph *g, const char *mm, const char *add, const 
     int w = node_named(g, mm)->in[1], b = node_named(g, add)->in[1];
     for (int i = 0; i < S; i++)
         for (int j = 0; j < N; j++) {
-            double s = ts_lower_ipu_fill(b, (uint64_t)j);
+            double s = ts_fill_f32(b, (uint64_t)j);
             for (int k = 0; k < K; k++)
-                s += x[i * K + k] * ts_lower_ipu_fill(w, (uint64_t)(k * N + j));
+                s += x[i * K + k] * ts_fill_f32(w, (uint64_t)(k * N + j));
             y[i * N + j] = s;
         }
 }
@@ -1076,8 +1077,8 @@ static void ref_layernorm(const ts_graph *g, const char *ln, double *x, int S, i
         for (int j = 0; j < H; j++)
             var += (x[i * H + j] - mean) * (x[i * H + j] - mean) / H;
         for (int j = 0; j < H; j++)
-            x[i * H + j] = (x[i * H + j] - mean) / sqrt(var + 1e-12) * ts_lower_ipu_fill(sc, (uint64_t)j) +
-                           ts_lower_ipu_fill(bi, (uint64_t)j);
+            x[i * H + j] = (x[i * H + j] - mean) / sqrt(var + 1e-12) * ts_fill_f32(sc, (uint64_t)j) +
+                           ts_fill_f32(bi, (uint64_t)j);
     }
 }
 
@@ -1102,7 +1103,7 @@ START_TEST(test_bert_layer)
     int xid = ts_graph_find(g, "x");
     static double x[S * H], q[S * H], k[S * H], v[S * H], c[S * H], o[S * H], f[S * F], f4[S * H];
     for (int i = 0; i < S * H; i++)
-        x[i] = ts_lower_ipu_fill(xid, (uint64_t)i);
+        x[i] = ts_fill_f32(xid, (uint64_t)i);
     ref_dense(g, "q", "q_bias", x, S, H, H, q);
     ref_dense(g, "k", "k_bias", x, S, H, H, k);
     ref_dense(g, "v", "v_bias", x, S, H, H, v);

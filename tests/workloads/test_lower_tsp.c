@@ -15,6 +15,7 @@
 #include "tests/arch/tsp/tsp_test.h"
 #include "tests/workloads/graph_build.h"
 #include "workloads/graph.h"
+#include "workloads/lower/fill.h"
 #include "workloads/lower_tsp.h"
 
 /* ---- the C reference (int8 NCHW, batch 1, or [M, K] matrices) ---- */
@@ -33,7 +34,7 @@ static int8_t *input_of(const ts_graph *g, int id)
     int64_t n = ts_graph_tensor_elems(ts_graph_get_tensor(g, id));
     int8_t *v = ts_calloc((size_t)n, 1);
     for (int64_t i = 0; i < n; i++)
-        v[i] = ts_lower_tsp_fill_i8(id, (uint64_t)i);
+        v[i] = ts_fill_i8(id, (uint64_t)i);
     return v;
 }
 
@@ -48,7 +49,7 @@ static int8_t *ref_conv(const int8_t *x, int C, int H, int W, int wid, int bid, 
     for (int n = 0; n < M; n++)
         for (int oy = 0; oy < *Ho; oy++)
             for (int ox = 0; ox < *Wo; ox++) {
-                int32_t acc = bid >= 0 ? ts_lower_tsp_fill_bias(bid, (uint64_t)n) : 0;
+                int32_t acc = bid >= 0 ? ts_fill_bias(bid, (uint64_t)n) : 0;
                 for (int c = 0; c < C; c++)
                     for (int ky = 0; ky < k; ky++)
                         for (int kx = 0; kx < k; kx++) {
@@ -56,7 +57,7 @@ static int8_t *ref_conv(const int8_t *x, int C, int H, int W, int wid, int bid, 
                             if (iy < 0 || ix < 0 || iy >= H || ix >= W)
                                 continue;
                             acc += (int32_t)x[((size_t)c * H + iy) * W + ix] *
-                                   ts_lower_tsp_fill_i8(wid, (((uint64_t)n * C + c) * k + ky) * k + kx);
+                                   ts_fill_i8(wid, (((uint64_t)n * C + c) * k + ky) * k + kx);
                         }
                 y[((size_t)n * *Ho + oy) * *Wo + ox] = requant(acc, s, relu);
             }
@@ -153,7 +154,7 @@ START_TEST(test_matmul)
         for (int n = 0; n < N; n++) {
             int32_t acc = 0;
             for (int k = 0; k < K; k++)
-                acc += av[m * K + k] * ts_lower_tsp_fill_i8(b, (uint64_t)k * N + n);
+                acc += av[m * K + k] * ts_fill_i8(b, (uint64_t)k * N + n);
             int8_t want = requant(acc, s, false), have = got(&l, y, (uint32_t)m, (uint32_t)n);
             if (want != have && bad++ < 5)
                 fprintf(stderr, "y[%d][%d] = %d, want %d\n", m, n, have, want);
@@ -190,9 +191,9 @@ START_TEST(test_gemm_relu)
     int bad = 0, pos = 0;
     for (int m = 0; m < M; m++)
         for (int n = 0; n < N; n++) {
-            int32_t acc = ts_lower_tsp_fill_bias(c, (uint64_t)n);
+            int32_t acc = ts_fill_bias(c, (uint64_t)n);
             for (int k = 0; k < K; k++)
-                acc += av[m * K + k] * ts_lower_tsp_fill_i8(b, (uint64_t)n * K + k);
+                acc += av[m * K + k] * ts_fill_i8(b, (uint64_t)n * K + k);
             int8_t want = requant(acc, s, true), have = got(&l, y, (uint32_t)m, (uint32_t)n);
             pos += want > 0;
             if (want != have && bad++ < 5)
@@ -335,7 +336,7 @@ START_TEST(test_block)
     for (int n = 0; n < N; n++) {
         int32_t acc = 0;
         for (int c = 0; c < M; c++)
-            acc += gp[c] * ts_lower_tsp_fill_i8(fw, (uint64_t)n * M + c);
+            acc += gp[c] * ts_fill_i8(fw, (uint64_t)n * M + c);
         int8_t want = requant(acc, s, false), have = got(&l, y, 0, (uint32_t)n);
         if (want != have && bad++ < 5)
             fprintf(stderr, "y[%d] = %d, want %d\n", n, have, want);

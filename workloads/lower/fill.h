@@ -1,0 +1,18 @@
+/* workloads/lower/fill.h — the values a lowering gives the inputs and weights of a graph that
+ * carries none: deterministic functions of the tensor id and the element index, one per number
+ * format, shared by every family that computes in that format (f32 and f16 on the IPU and the
+ * wafer mesh, int8 with int32 biases on the TSP), so the same model gets the same values. */
+#ifndef TS_WORKLOADS_LOWER_FILL_H
+#define TS_WORKLOADS_LOWER_FILL_H
+
+#include <stdint.h>
+
+/* Element i of tensor `tensor` as a float in [-1, 1): k / 2^23 - 1, exact in f32 (splitmix64's
+ * finaliser of the tensor and index). */
+float ts_fill_f32(int tensor, uint64_t i);
+/* Element i as an int8 in [-16, 16), and an int32 bias in [-256, 256) (murmur3's finaliser of the
+ * tensor, index and a salt per kind). */
+int8_t ts_fill_i8(int tensor, uint64_t i);
+int32_t ts_fill_bias(int tensor, uint64_t i);
+
+#endif
