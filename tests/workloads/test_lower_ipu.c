@@ -15,7 +15,7 @@
 #include "tests/workloads/graph_build.h"
 #include "workloads/graph.h"
 #include "workloads/lower/fill.h"
-#include "workloads/lower_ipu.h"
+#include "workloads/ipu/lower_ipu.h"
 #include "workloads/workload.h"
 
 /* ---- compiling and running ---- */

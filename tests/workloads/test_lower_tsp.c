@@ -16,7 +16,7 @@
 #include "tests/workloads/graph_build.h"
 #include "workloads/graph.h"
 #include "workloads/lower/fill.h"
-#include "workloads/lower_tsp.h"
+#include "workloads/tsp/lower_tsp.h"
 
 /* ---- the C reference (int8 NCHW, batch 1, or [M, K] matrices) ---- */
 

@@ -17,7 +17,7 @@
 #include "tests/arch/wse/wse_test.h"
 #include "tests/workloads/graph_build.h"
 #include "workloads/graph.h"
-#include "workloads/lower_wse.h"
+#include "workloads/wse/lower_wse.h"
 
 /* ---- compiling and running ---- */
 

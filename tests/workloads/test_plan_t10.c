@@ -7,7 +7,7 @@
 
 #include "core/alloc.h"
 #include "core/err.h"
-#include "workloads/plan_t10.h"
+#include "workloads/ipu/plan_t10.h"
 
 /* ipu_mk1: 1216 tiles, 256 KiB, AMP 8 f32 MACs (4 units), 6 workers, 4 B/cycle, sync 90 */
 static const ts_t10_hw mk1 = {.tiles = 1216, .sram_bytes = 256 * 1024, .units = 4, .workers = 6, .xbytes = 4,

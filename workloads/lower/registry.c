@@ -3,9 +3,9 @@
 
 #include <string.h>
 
-#include "workloads/lower_ipu.h"
-#include "workloads/lower_tsp.h"
-#include "workloads/lower_wse.h"
+#include "workloads/ipu/lower_ipu.h"
+#include "workloads/tsp/lower_tsp.h"
+#include "workloads/wse/lower_wse.h"
 
 static const ts_lowering *const lowerings[] = {
     &ts_ipu_lowering,

@@ -1,4 +1,4 @@
-/* workloads/lower_ipu.c — graph to IPU instruction streams, planner (a): load-compute-store.
+/* workloads/ipu/lower_ipu.c — graph to IPU instruction streams, planner (a): load-compute-store.
  *
  * See lower_ipu.h for the contract and docs/lowering-ipu.md for the plan, the kernels and their
  * costs. In short, for every operator in topological order:
@@ -20,7 +20,7 @@
  * loaded before the run, above it until the operator has run; shared tables at the top. The
  * lowering runs twice: the first pass sizes each operator's weights, the second places them.
  */
-#include "workloads/lower_ipu.h"
+#include "workloads/ipu/lower_ipu.h"
 
 #include <float.h>
 #include <math.h>
@@ -31,7 +31,7 @@
 #include "core/alloc.h"
 #include "core/half.h"
 #include "workloads/lower/fill.h"
-#include "workloads/lower_ipu_int.h"
+#include "workloads/ipu/lower_ipu_int.h"
 
 /* ---- emission ---- */
 

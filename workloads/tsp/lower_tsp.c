@@ -1,4 +1,4 @@
-/* workloads/lower_tsp.c — graph to one static TSP schedule (see lower_tsp.h, docs/lowering-tsp.md).
+/* workloads/tsp/lower_tsp.c — graph to one static TSP schedule (see lower_tsp.h, docs/lowering-tsp.md).
  *
  * Every instruction gets an exact cycle. The scheduler places one group of instructions at a time
  * (a weight install, one product pass, one elementwise vector) at the first cycle at which all of
@@ -17,7 +17,7 @@
  * Queues issue in order, so after placement each queue's instructions are sorted by cycle and the
  * gaps filled with nop.
  */
-#include "workloads/lower_tsp.h"
+#include "workloads/tsp/lower_tsp.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-/* workloads/plan_t10.h — planner (b) for the IPU: compute-shift plans with rotating operands.
+/* workloads/ipu/plan_t10.h — planner (b) for the IPU: compute-shift plans with rotating operands.
  *
  * The plan space and cost model of the compute-shift planner (T10, SOSP 2024; research/
  * graphcore_ipu.md §4.5, §5). A MatMul C[m][n] = A[m][k] B[k][n] is split spatially over a grid of
@@ -87,7 +87,7 @@ size_t ts_t10_pareto_weights(ts_t10_plan *v, size_t n);
 /* The fastest plan of a Pareto set within mem_limit bytes; NULL if none. */
 const ts_t10_plan *ts_t10_pick(const ts_t10_plan *pareto, size_t n, uint64_t mem_limit);
 
-/* The plan load-compute-store (workloads/lower_ipu.c) makes for the same MatMul, costed by the
+/* The plan load-compute-store (workloads/ipu/lower_ipu.c) makes for the same MatMul, costed by the
  * same model: rows over tiles, columns in blocks once the weights pass a quarter of the tile
  * memory, the A rows gathered from chunks of at least 1024 elements (the senders' ports are the
  * bottleneck when few tiles hold A), nothing rotates. A compute-shift plan pays the same gather of

@@ -1,4 +1,4 @@
-/* workloads/lower_wse.c — graph to per-PE wafer-mesh programs, layer-pipelined.
+/* workloads/wse/lower_wse.c — graph to per-PE wafer-mesh programs, layer-pipelined.
  *
  * See lower_wse.h for the contract and docs/lowering-wse.md for the placement, the routes and
  * colours, the per-PE programs and their costs. In short:
@@ -13,7 +13,7 @@
  * Every stream of activations carries one f32 per wavelet in a fixed order: the graph's
  * row-major order, except images of more than one pixel, which travel pixel by pixel (N, H, W,
  * C). */
-#include "workloads/lower_wse.h"
+#include "workloads/wse/lower_wse.h"
 
 #include <float.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-/* workloads/lower_ipu.h — the IPU lowering: a finalized graph to IPU instruction streams.
+/* workloads/ipu/lower_ipu.h — the IPU lowering: a finalized graph to IPU instruction streams.
  *
  * Planner (a), load-compute-store (docs/lowering-ipu.md). Every tensor lives in tile memory at the
  * same address on every tile that holds part of it, flat (equal contiguous chunks over tiles
@@ -14,7 +14,7 @@
  * [-1, 1) (ts_fill_f32).
  *
  * With planner (b) (params.planner = TS_LOWER_PLANNER_T10) MatMul, Gemm and 1x1 Convs are lowered
- * as T10's compute-shift plans instead (workloads/lower_ipu_t10.c, plan_t10.h), every other
+ * as T10's compute-shift plans instead (workloads/ipu/lower_ipu_t10.c, plan_t10.h), every other
  * operator as above.
  *
  * The lowering only knows the IPU's opcode table (arch/ipu/ipu_isa.def); the machine figures it
@@ -32,7 +32,7 @@
 #include "core/results.h"
 #include "core/stats.h"
 #include "workloads/graph.h"
-#include "workloads/plan_t10.h"
+#include "workloads/ipu/plan_t10.h"
 #include "workloads/lower/lower.h"
 
 /* What the lowering needs to know about the chip. */

@@ -1,4 +1,4 @@
-/* workloads/lower_ipu_int.h — what the IPU lowering's planners share (internal to workloads/).
+/* workloads/ipu/lower_ipu_int.h — what the IPU lowering's planners share (internal to workloads/).
  *
  * Planner (a), load-compute-store (lower_ipu.c), owns the lowering state, the memory allocator,
  * the gather over the exchange and the AMP matrix-product kernel; planner (b), compute-shift
@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 #include "core/program.h"
-#include "workloads/lower_ipu.h"
-#include "workloads/plan_t10.h"
+#include "workloads/ipu/lower_ipu.h"
+#include "workloads/ipu/plan_t10.h"
 
 /* Opcode numbers: the IPU's one table. */
 enum lw_op {

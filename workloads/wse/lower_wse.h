@@ -1,4 +1,4 @@
-/* workloads/lower_wse.h — the wafer-mesh lowering: a finalized graph to per-PE WSE programs.
+/* workloads/wse/lower_wse.h — the wafer-mesh lowering: a finalized graph to per-PE WSE programs.
  *
  * Layer pipelining (docs/lowering-wse.md). The graph must be a chain with at most one skip path
  * open at a time (a residual block): one data input, each operator reading the previous one's

@@ -1,4 +1,4 @@
-/* workloads/lower_tsp.h — the TSP lowering: a finalized graph to one static, hazard-free schedule.
+/* workloads/tsp/lower_tsp.h — the TSP lowering: a finalized graph to one static, hazard-free schedule.
  *
  * Every instruction is placed on an exact cycle of its queue (docs/lowering-tsp.md). The
  * scheduler keeps reservation tables for the resources the TSP does not interlock: the

@@ -1,4 +1,4 @@
-/* workloads/lower_ipu_t10.c — planner (b) of the IPU lowering: MatMul, Gemm and 1x1 Conv as T10's
+/* workloads/ipu/lower_ipu_t10.c — planner (b) of the IPU lowering: MatMul, Gemm and 1x1 Conv as T10's
  * compute-shift plans (research/graphcore_ipu.md §4.5, §5; the plan space and cost model are plan_t10.h's).
  *
  * A plan fm x fn x fk (ft, rp, rot) puts the output block of rows i, columns j and the k-part l on
@@ -42,7 +42,7 @@
 
 #include "core/alloc.h"
 #include "core/half.h"
-#include "workloads/lower_ipu_int.h"
+#include "workloads/ipu/lower_ipu_int.h"
 
 #define S(t, op, a, b, c) ts_lwi_emit(L, &L->tiles[t].sup, LW_##op, (a), (b), (c))
 #define W(t, op, a, b, c) ts_lwi_emit(L, &L->tiles[t].wrk, LW_##op, (a), (b), (c))

@@ -1,13 +1,13 @@
-/* workloads/plan_t10_table.c — print the planners' comparison table of docs/lowering-ipu.md
+/* workloads/ipu/plan_t10_table.c — print the planners' comparison table of docs/lowering-ipu.md
  * ("Planner (b)"): for each MatMul, Conv (as its im2col MatMul) and the MatMuls of a BERT-base
  * layer, the load-compute-store plan and the chosen compute-shift plan as the cost model of
- * workloads/plan_t10.h prices them on ipu_mk1. Usage: plan_t10_table [budget_KiB]. */
+ * workloads/ipu/plan_t10.h prices them on ipu_mk1. Usage: plan_t10_table [budget_KiB]. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "core/alloc.h"
-#include "workloads/plan_t10.h"
+#include "workloads/ipu/plan_t10.h"
 
 /* configs/ipu_mk1.yaml: tiles 1216, tile.sram 256 KiB, amp.macs_per_cycle_f32 8 (4 outputs a pass),
  * tile.worker_contexts 6, exchange.bytes_per_cycle 4, sync.internal_cycles 90. round_cycles 30 is
