@@ -299,6 +299,9 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
                 ce->state = CE_WAITVEC;
             break;
         }
+        /* any other op is a configuration op, which the loader (check_insn) never lets past a stream's
+         * configuration prefix: should one come here, the run fails (TS_ESIM, with the PE and cycle)
+         * rather than skip it */
         ts_wse_set_err(b, t, b->now, "op %u has no executor", in->op);
         return 1;
     }

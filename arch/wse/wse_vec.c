@@ -246,7 +246,7 @@ uint32_t ts_wse_vec_step(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint
                     r = a0 + p;
                     break;
                 }
-                default: r = a0; break;
+                default: r = a0; break; /* WSE_V_MOV, the only other VOP (asserted in wse_isa.c) */
                 }
                 y = f->vop == WSE_V_MOV ? x[0] : bits_of(r);
             } else {
@@ -261,7 +261,7 @@ uint32_t ts_wse_vec_step(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint
                     r = a0 + p;
                     break;
                 }
-                default: r = a0; break;
+                default: r = a0; break; /* WSE_V_MOV, the only other VOP (asserted in wse_isa.c) */
                 }
                 y = f->vop == WSE_V_MOV ? (x[0] & 0xffff) : f2h(r);
             }
@@ -304,7 +304,7 @@ uint32_t ts_wse_vec_step(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint
         else
             t->s.f16_mac += k;
         break;
-    default: break;
+    default: break; /* WSE_V_MOV, the only other VOP (asserted in wse_isa.c), counts no arithmetic */
     }
     return k;
 }
