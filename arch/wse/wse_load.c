@@ -137,9 +137,19 @@ ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *
 /* ------------------------------------------------------------------------------------------ */
 /* load: apply configuration instructions, predecode, build live queues, place data */
 
+/* A program the loader rejects is bad input (TS_EINPUT), not a failed simulation: err keeps the PE
+ * (ts_err_sim fills it) but takes the status of bad input. */
+static ts_status input_err(ts_err *err)
+{
+    if (err)
+        err->status = TS_EINPUT;
+    return TS_EINPUT;
+}
+
 static ts_status load_err(const ts_stream *s, uint32_t pc, ts_err *err, const char *what, ts_model *m)
 {
-    return ts_err_sim(err, s->index, -1, "PE (%u, %u) pc %u: %s", s->index % m->w, s->index / m->w, pc, what);
+    ts_err_sim(err, s->index, -1, "PE (%u, %u) pc %u: %s", s->index % m->w, s->index / m->w, pc, what);
+    return input_err(err);
 }
 
 static ts_status check_colour(ts_model *m, const ts_stream *s, uint32_t pc, int32_t c, ts_err *err)
@@ -406,11 +416,12 @@ static ts_status check_links(ts_model *m, wse_tile *t, ts_err *err)
             wse_tile *n = t->nb[p];
             if (n)
                 t->tq[p * m->C + c] = n->qmap[opposite[p] * m->C + c];
-            if (!n || n->qmap[opposite[p] * m->C + c] == WSE_NOQ)
-                return ts_err_sim(err, t->id, -1,
-                                  "PE (%u, %u) routes colour %u %s, but PE (%u, %u) takes no colour %u from the %s",
-                                  t->x, t->y, c, port_name[p], t->x + (p == WSE_E) - (p == WSE_W),
-                                  t->y + (p == WSE_S) - (p == WSE_N), c, port_name[opposite[p]]);
+            if (!n || n->qmap[opposite[p] * m->C + c] == WSE_NOQ) {
+                ts_err_sim(err, t->id, -1, "PE (%u, %u) routes colour %u %s, but PE (%u, %u) takes no colour %u from the %s",
+                           t->x, t->y, c, port_name[p], t->x + (p == WSE_E) - (p == WSE_W),
+                           t->y + (p == WSE_S) - (p == WSE_N), c, port_name[opposite[p]]);
+                return input_err(err);
+            }
         }
     return TS_OK;
 }
