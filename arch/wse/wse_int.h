@@ -147,7 +147,7 @@ typedef struct wse_tile {
     uint64_t pcolour[WSE_MAX_COLOURS]; /* wavelets forwarded per colour */
     void *block;              /* owned: one allocation for the variable-size arrays */
     uint64_t blk;             /* blocked asleep: the first cycle whose evaluation it skips, 0 if awake (band
-                               * owner only; wse_sim.c, commit_tile) */
+                               * owner only; wse_pe.c, commit_tile) */
     uint8_t blk_why;          /* what each skipped cycle counts: 0 nothing, else stall and stall_in, _out,
                                * _mem, _thread for 1 .. 4 */
     uint8_t wup;              /* phase A: input ports 0..3 popped while full (their producer may wait) */
@@ -171,7 +171,7 @@ typedef struct wse_list {
     size_t n, cap;
 } wse_list;
 
-/* Zones of a band (wse_sim.c: zone()): within a row of another band, within two, the rest. */
+/* Zones of a band (wse_inline.h: zone()): within a row of another band, within two, the rest. */
 enum { WSE_ZE = 0, WSE_ZS = 1, WSE_ZI = 2, WSE_NZ = 3 };
 
 /* A band's summary of a cycle, for the end-of-cycle decision. */
@@ -183,7 +183,7 @@ typedef struct wse_sum {
 } wse_sum;
 
 /* Summaries kept per band: bands may drift apart by a cycle per band between them, so with
- * more than WSE_NSUM - 2 threads bands decide every cycle together (wse_sim.c). */
+ * more than WSE_NSUM - 2 threads bands decide every cycle together (wse_threads.c). */
 #define WSE_NSUM 8
 
 /* The end-of-cycle decision. */
@@ -199,7 +199,7 @@ typedef struct wse_decision {
 #define WSE_PAD 128
 
 /* A thread's band of PE ids and its lists. The only tiles another band reads or writes are those
- * within a row of it (zone E), so bands meet only there (wse_sim.c: phases()): a band may be a
+ * within a row of it (zone E), so bands meet only there (wse_threads.c: phases()): a band may be a
  * cycle ahead of its neighbour. What neighbours read of a band's cycle (cross-band wakes, per
  * parity of the cycle count; summaries, in a ring) is kept until they are through it. */
 typedef struct wse_band {
@@ -209,7 +209,7 @@ typedef struct wse_band {
     uint32_t near_lo, near_hi; /* the same for two rows */
     uint64_t now;             /* the cycle being simulated, the band's own copy (read in every phase) */
     uint32_t par;             /* parity of the cycles simulated since the step began */
-    wse_list act[WSE_NZ];     /* active tiles this cycle, per zone (wse_sim.c: zone()) */
+    wse_list act[WSE_NZ];     /* active tiles this cycle, per zone (wse_inline.h: zone()) */
     wse_list next[WSE_NZ];    /* tiles active next cycle: survivors and own-band wakes */
     uint32_t *xwake[2]; size_t nxwake[2], cap_xwake[2]; /* tiles of other bands pushed to, per parity */
     wse_timer *tm; size_t ntm, cap_tm;       /* min-heap of sleeping tiles by (at, id) */
@@ -227,7 +227,7 @@ typedef struct wse_band {
     ts_status err_st;         /* first error this cycle (lowest PE id) */
     int64_t err_tile;
     ts_err err;
-    wse_sum sum[WSE_NSUM];    /* left after phase B for the decision, by cycle (wse_sim.c) */
+    wse_sum sum[WSE_NSUM];    /* left after phase B for the decision, by cycle (wse_threads.c) */
     wse_decision last;        /* the band's last decision */
     char pad1[WSE_PAD];
     /* cycles (since the step began) whose zone E is through phase A, through phase B, and whose
@@ -268,7 +268,7 @@ struct ts_model {
     bool done, stop, deadlock;
     ts_status run_st;
     char pad1[WSE_PAD];
-    _Atomic uint32_t bar_count; /* the spinning barrier (wse_sim.c): arrivals */
+    _Atomic uint32_t bar_count; /* the spinning barrier (wse_threads.c): arrivals */
     char pad2[WSE_PAD];
     _Atomic uint32_t bar_sense; /* flips when the last thread arrives */
     char pad3[WSE_PAD];
@@ -278,9 +278,41 @@ struct ts_model {
     char pad4[WSE_PAD];
 };
 
-/* wse_sim.c */
+/* wse_load.c */
+/* Free a model and everything it owns; NULL is a no-op. */
 void ts_wse_destroy(ts_model *m);
+/* Apply, predecode and check program p, build the live queues and the first active set (once). */
 ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err);
+/* wse_pe.c */
+/* Phase A of every tile of list l: its router forwards, its core issues, its vector ops advance. */
+void ts_wse_eval_list(ts_model *m, wse_band *b, const wse_list *l);
+/* Phase B of every tile of list l: its commit, then whether it stays active, sleeps or goes quiet. */
+void ts_wse_commit_list(ts_model *m, wse_band *b, const wse_list *l);
+/* Record a simulation error of PE t in cycle `now` in band b, unless one of a lower PE is there. */
+void ts_wse_set_err(wse_band *b, wse_tile *t, uint64_t now, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* wse_vec.c */
+/* Issue vector op `in` (at pc) onto its thread; false, with the band's error set, if its operands are bad. */
+bool ts_wse_vec_issue(ts_model *m, wse_tile *t, wse_band *b, const ts_insn *in, uint32_t pc);
+/* Advance vector op v by what this cycle's ports allow; the elements done (0: stalled, reason in *why). */
+uint32_t ts_wse_vec_step(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint32_t *rd, uint32_t *wr, bool *ramp_up,
+                         uint8_t *why);
+/* Step the vector op of a tile asleep while it runs alone through the cycles before `upto`. */
+void ts_wse_vec_catch_up(ts_model *m, wse_tile *t, wse_band *b, uint64_t upto);
+/* wse_band.c */
+/* Give each thread a band of consecutive PE ids of about equal weight (weight[i] for alloc_ids[i]; NULL: equal). */
+void ts_wse_split_bands(ts_model *m, const uint64_t *weight);
+/* Put tile id of band b to sleep on the band's timer heap until cycle `at`. */
+void ts_wse_tm_push(wse_band *b, uint64_t at, uint32_t id);
+/* After the end-of-cycle decision d: band k's next active lists and its next cycle. */
+void ts_wse_band_advance(ts_model *m, int k, const wse_decision *d);
+/* Lockstep: every allocated tile on its band's active list. */
+ts_status ts_wse_lockstep_lists(ts_model *m, ts_err *err);
+/* Lockstep: band k's exact quiet test over its own tiles, read when no queue changes. */
+bool ts_wse_band_quiet_exact(const ts_model *m, int k);
+/* Bring the counters of the sleepers that lag up to cycle `upto`; blocked ones count again from `from`. */
+void ts_wse_settle_blocked(ts_model *m, uint64_t upto, uint64_t from);
+/* wse_threads.c */
+/* Run the cycle loop up to cycle `limit` (or an earlier stop) and say where it stopped. */
 ts_status ts_wse_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err);
 /* wse_report.c */
 ts_status ts_wse_deadlock(ts_model *m, ts_err *err);

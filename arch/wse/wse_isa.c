@@ -35,3 +35,14 @@ const ts_isa ts_wse_isa = {
 };
 
 _Static_assert(sizeof wse_ops / sizeof wse_ops[0] == WSE_OP_COUNT, "wse table and enum disagree");
+
+/* Every vector op has an element operation and 16- or 32-bit elements, the only ones the executor
+ * handles: the switches of wse_vec.c (ts_wse_vec_step) take any VOP but ADD, SUB, MUL and MAC for
+ * MOV, and any element width but 32 bits for 16, so this is checked here, once, at compile time. */
+#define WSE_OP(name, mn, opnds, unit, vop, dt, width, energy, flags, doc)                      \
+    _Static_assert((unit) != WSE_U_VEC || ((vop) >= WSE_V_ADD && (vop) <= WSE_V_MOV),          \
+                   "vector op '" mn "' has no element operation");                            \
+    _Static_assert((unit) != WSE_U_VEC || (dt) == 16 || (dt) == 32,                            \
+                   "vector op '" mn "' has elements of neither 16 nor 32 bits");
+#include "arch/wse/wse_isa.def"
+#undef WSE_OP

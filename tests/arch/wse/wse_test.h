@@ -33,7 +33,7 @@ float wt_gemv_a(int i, int j);
 float wt_gemv_x(int j);
 char *wt_gemv_program(void);
 
-/* Two PEs in a row for the sleepers of the active set (wse_sim.c): PE 0 runs a 300-element fmacs
+/* Two PEs in a row for the sleepers of the active set (wse_pe.c, wse_band.c): PE 0 runs a 300-element fmacs
  * on memory (the tile asleep while it runs alone) while its microthread sends 40 wavelets that PE 1
  * takes slowly (PE 0 blocked on a full queue, woken by the pop), then one more on colour 1; PE 1
  * receives on a microthread while its own 500-element fmacs runs, waits 50 cycles (a timer), and

@@ -1,0 +1,604 @@
+/* arch/wse/wse_pe.c — a PE in each cycle: its router and its core in phase A, its commit in phase
+ * B, and whether it is evaluated again next cycle (research/cerebras_wse.md §1 the core, §2 the
+ * router).
+ *
+ * Every cycle runs in two phases over the active tiles (research/cerebras_wse.md §8.2 item 1):
+ *   A  read committed state, decide: routers forward queue heads into their output delay lines,
+ *      cores issue one instruction and advance their vector ops; pops are only recorded;
+ *   B  commit: pops are applied, wavelets whose delay is over are pushed into the next queue (only
+ *      the single upstream producer writes a queue's tail), tiles pushed to are woken.
+ * A producer sees a consumer's pops of cycle t at t + 1 (credit return takes one cycle). Nothing in
+ * phase A reads what another tile writes in phase A, and nothing in phase B reads what another tile
+ * writes in phase B, so the order of tiles and the number of threads cannot change any result.
+ * After its commit a tile stays active, sleeps on a timer until a known cycle, sleeps blocked until
+ * a push or a pop wakes it, or leaves the active set with nothing left to do. The router, the core
+ * and the commit are in this one file so that the compiler inlines them into one loop over the
+ * active tiles (measured: each in a file of its own, bench_wse_uniform ran 5% more host
+ * instructions); vector ops are in wse_vec.c.
+ */
+#include "arch/wse/wse_inline.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* phase A: router */
+
+/* Forward queue heads: input ports in round-robin order, and in each port its colours in
+ * round-robin order; a multicast goes only when every output it needs is free this cycle and has
+ * room downstream. pm has bit p set when input port p holds wavelets. */
+static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
+{
+    uint8_t claimed = 0;
+    bool fixed = m->c.arbitration == WSE_ARB_FIXED;
+    int lastp = -1;
+    /* ports with wavelets from rr up, then below rr: the mask rotated right by rr, so bit k is port
+     * rr + k (mod 5); bit loops, no division, no idle port visited */
+    uint32_t rr = fixed ? 0 : t->rr;
+    uint32_t rot = ((pm >> rr) | (pm << (WSE_NPORTS - rr))) & WSE_PORT_MASK_ALL;
+    for (; rot; rot &= rot - 1) {
+        int p = __builtin_ctz(rot) + (int)rr;
+        p -= p >= WSE_NPORTS ? WSE_NPORTS : 0;
+        uint32_t start = fixed ? 0 : t->rrc[p];
+        /* colours from start up, then below start */
+        uint32_t bits[2] = {t->cbits[p] & (uint32_t)(~0ull << start), t->cbits[p] & (uint32_t)((1ull << start) - 1)};
+        for (int half = 0; half < 2; half++)
+            for (uint32_t cb = bits[half]; cb; cb &= cb - 1) {
+                uint32_t c = (uint32_t)__builtin_ctz(cb);
+                uint8_t j = t->qmap[(uint32_t)p * m->C + c];
+                wse_lq *q = &t->lq[j];
+                uint32_t occ = q_occ(q);
+                if (!occ) {
+                    t->cbits[p] &= ~(1u << c);
+                    continue;
+                }
+                if (q->taken)
+                    continue;
+                wse_route *r = &t->route[c];
+                if (!(r->rx[r->pos] >> p & 1))
+                    continue;
+                uint8_t tx = r->tx[r->pos];
+                if (!tx || (tx & claimed))
+                    continue;
+                bool ok = true;
+                for (uint32_t ob = tx; ob && ok; ob &= ob - 1)
+                    ok = line_room(m, t, __builtin_ctz(ob), c);
+                if (!ok)
+                    continue;
+                bool ctrl;
+                uint32_t data = q_head(q, &ctrl);
+                for (uint32_t ob = tx; ob; ob &= ob - 1) {
+                    int o = __builtin_ctz(ob);
+                    line_put(m, t, o, data, c, ctrl, b->now);
+                    t->s.link[o]++;
+                }
+                claimed |= tx;
+                q_pop(t, j);
+                if (occ == q->cap && p < 4)
+                    t->wup |= (uint8_t)(1u << p); /* room again: the neighbour feeding it may sleep on it */
+                if (occ == 1)
+                    t->cbits[p] &= ~(1u << c); /* a push this cycle sets it again next cycle */
+                t->pcolour[c]++;
+                if (ctrl && r->npos > 1) {
+                    if (r->pos + 1 < r->npos)
+                        r->pos++;
+                    else if (r->ring)
+                        r->pos = 0;
+                }
+                b->progress++;
+                lastp = p;
+                t->rrc[p] = (uint8_t)(c + 1 == m->C ? 0 : c + 1);
+            }
+    }
+    if (lastp >= 0) {
+        t->s.router_busy++;
+        t->rr = (uint8_t)(lastp + 1 == WSE_NPORTS ? 0 : lastp + 1);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* phase A: core */
+
+void ts_wse_set_err(wse_band *b, wse_tile *t, uint64_t now, const char *fmt, ...)
+{
+    if (b->err_st && b->err_tile <= (int64_t)t->id)
+        return;
+    char msg[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    b->err_st = TS_ESIM;
+    b->err_tile = t->id;
+    ts_err_sim(&b->err, t->id, (int64_t)now, "PE (%u, %u): %s", t->x, t->y, msg);
+}
+
+/* Pick the next task: lowest id among runnable ones (assumed: the priority order is not public). */
+static int pick_task(const ts_model *m, wse_tile *t, uint32_t pend5)
+{
+    wse_ce *ce = t->ce;
+    uint64_t ready = ce->active & ~ce->blocked & ce->bound;
+    uint64_t data = pend5 ? ce->data_task & ~ce->blocked : 0;
+    while (data) {
+        int c = __builtin_ctzll(data);
+        data &= data - 1;
+        uint8_t j = t->qmap[5 * m->C + (uint32_t)c];
+        if (j == WSE_NOQ)
+            continue;
+        wse_lq *q = &t->lq[j];
+        bool ctrl = false;
+        if (q_occ(q) && !q->taken && (q_head(q, &ctrl), !ctrl))
+            ready |= 1ull << c;
+    }
+    return ready ? __builtin_ctzll(ready) : -1;
+}
+
+static void start_task(ts_model *m, wse_tile *t, wse_band *b, int id)
+{
+    wse_ce *ce = t->ce;
+    ce->task = id;
+    ce->pc = ce->task_pc[id];
+    if (ce->data_task >> id & 1) {
+        uint8_t j = t->qmap[5 * m->C + (uint32_t)id];
+        bool ctrl;
+        ce->r[0] = (int32_t)q_head(&t->lq[j], &ctrl);
+        q_pop(t, j);
+    } else {
+        ce->active &= ~(1ull << id);
+    }
+    t->s.tasks++;
+    if (m->c.task_start_latency) {
+        ce->state = CE_START;
+        ce->until = b->now + m->c.task_start_latency;
+    } else {
+        ce->state = CE_RUN;
+    }
+}
+
+/* Execute the instruction at pc. Returns 1 if issued, 0 if stalled (reason in *why). */
+static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32_t *wr, bool *ramp_up, uint8_t *why)
+{
+    wse_ce *ce = t->ce;
+    uint32_t pc = ce->pc;
+    if (pc >= ce->code->n) { /* falling off the end ends the task */
+        ce->state = CE_IDLE;
+        if (ce->task == -1)
+            ce->main_done = true;
+        ce->task = -2;
+        return 1;
+    }
+    const ts_insn *in = &ce->code->insn[pc];
+    const int32_t *a = in->a;
+    int32_t *r = ce->r;
+    uint32_t next = pc + 1;
+    const wse_opfacts *f = &ts_wse_opfacts[in->op];
+    switch (in->op) {
+    case WSE_OP_NOP: break;
+    case WSE_OP_LI:
+    case WSE_OP_FLI: r[a[0]] = a[1]; break;
+    case WSE_OP_MOV: r[a[0]] = r[a[1]]; break;
+    case WSE_OP_ADD: r[a[0]] = (int32_t)((uint32_t)r[a[1]] + (uint32_t)r[a[2]]); break;
+    case WSE_OP_ADDI: r[a[0]] = (int32_t)((uint32_t)r[a[1]] + (uint32_t)a[2]); break;
+    case WSE_OP_SUB: r[a[0]] = (int32_t)((uint32_t)r[a[1]] - (uint32_t)r[a[2]]); break;
+    case WSE_OP_MUL: r[a[0]] = (int32_t)((uint32_t)r[a[1]] * (uint32_t)r[a[2]]); break;
+    case WSE_OP_GET: {
+        uint32_t v[5] = {t->x, t->y, m->w, m->h, (uint32_t)b->now};
+        r[a[0]] = (int32_t)v[a[1]];
+        break;
+    }
+    case WSE_OP_FADD: r[a[0]] = (int32_t)bits_of(f32_of((uint32_t)r[a[1]]) + f32_of((uint32_t)r[a[2]])); break;
+    case WSE_OP_FSUB: r[a[0]] = (int32_t)bits_of(f32_of((uint32_t)r[a[1]]) - f32_of((uint32_t)r[a[2]])); break;
+    case WSE_OP_FMUL: r[a[0]] = (int32_t)bits_of(f32_of((uint32_t)r[a[1]]) * f32_of((uint32_t)r[a[2]])); break;
+    case WSE_OP_LD:
+    case WSE_OP_ST: {
+        int64_t addr = (int64_t)r[a[1]] + a[2];
+        if (addr < 0 || (uint64_t)addr + 4 > m->c.sram_bytes || addr % 4) {
+            ts_wse_set_err(b, t, b->now, "%s at pc %u: address %" PRId64 " is %s", in->op == WSE_OP_LD ? "ld" : "st",
+                           pc, addr, addr % 4 ? "not 4-byte aligned" : "outside the SRAM");
+            return 1;
+        }
+        if (in->op == WSE_OP_LD) {
+            if (*rd < 4) {
+                *why = 3;
+                return 0;
+            }
+            *rd -= 4;
+            t->s.sram_rd += 4;
+            r[a[0]] = m->c.timing_only ? 0 : (int32_t)ld32(t, (uint64_t)addr);
+        } else {
+            if (*wr < 4) {
+                *why = 3;
+                return 0;
+            }
+            *wr -= 4;
+            t->s.sram_wr += 4;
+            if (!m->c.timing_only) {
+                uint8_t *mem = mem_touch(m, t);
+                if (!mem) {
+                    b->oom = true;
+                    return 1;
+                }
+                memcpy(mem + addr, &r[a[0]], 4);
+            }
+        }
+        break;
+    }
+    case WSE_OP_BR: next = (uint32_t)a[0]; break;
+    case WSE_OP_BZ: if (!r[a[0]]) next = (uint32_t)a[1]; break;
+    case WSE_OP_BNZ: if (r[a[0]]) next = (uint32_t)a[1]; break;
+    case WSE_OP_BLT: if (r[a[0]] < r[a[1]]) next = (uint32_t)a[2]; break;
+    case WSE_OP_WAIT:
+        if (a[0] > 1) {
+            ce->state = CE_WAIT;
+            ce->until = b->now + (uint64_t)a[0];
+        }
+        break;
+    case WSE_OP_ACTIVATE: ce->active |= 1ull << a[0]; break;
+    case WSE_OP_BLOCK: ce->blocked |= 1ull << a[0]; break;
+    case WSE_OP_UNBLOCK: ce->blocked &= ~(1ull << a[0]); break;
+    case WSE_OP_EXIT:
+        if (ce->task == -1)
+            ce->main_done = true;
+        ce->task = -2;
+        ce->state = CE_IDLE;
+        break;
+    case WSE_OP_SEND:
+    case WSE_OP_SENDC:
+        if (*ramp_up || !line_room(m, t, WSE_LINE_UP, (uint32_t)a[0])) {
+            *why = 2;
+            return 0;
+        }
+        line_put(m, t, WSE_LINE_UP, (uint32_t)r[a[1]], (uint32_t)a[0], in->op == WSE_OP_SENDC, b->now);
+        *ramp_up = true;
+        t->s.injected++;
+        break;
+    case WSE_OP_RECV: {
+        uint8_t j = t->qmap[5 * m->C + (uint32_t)a[1]];
+        wse_lq *q = &t->lq[j];
+        bool ctrl = false;
+        if (!q_occ(q) || q->taken || (q_head(q, &ctrl), ctrl)) {
+            *why = 1;
+            return 0;
+        }
+        r[a[0]] = (int32_t)q_head(q, &ctrl);
+        q_pop(t, j);
+        break;
+    }
+    case WSE_OP_DSDM:
+        ce->dsd[a[0]] = (wse_dsd){.kind = DSD_MEM, .base = a[1], .len = (uint32_t)a[2], .stride = a[3]};
+        break;
+    case WSE_OP_DSDIN:
+        ce->dsd[a[0]] = (wse_dsd){.kind = DSD_IN, .colour = (uint8_t)a[1], .len = (uint32_t)a[2]};
+        break;
+    case WSE_OP_DSDOUT:
+        ce->dsd[a[0]] = (wse_dsd){.kind = DSD_OUT, .colour = (uint8_t)a[1], .len = (uint32_t)a[2], .ctrl = a[3] != 0};
+        break;
+    case WSE_OP_DSDBASE: ce->dsd[a[0]].base = (int32_t)((uint32_t)r[a[1]] + (uint32_t)a[2]); break;
+    case WSE_OP_DSDLEN:
+        if (r[a[1]] < 0 || r[a[1]] > 65535) {
+            ts_wse_set_err(b, t, b->now, "dsdlen at pc %u: length %d is outside 0..65535", pc, r[a[1]]);
+            return 1;
+        }
+        ce->dsd[a[0]].len = (uint32_t)r[a[1]];
+        break;
+    default:
+        if (f->unit == WSE_U_VEC) {
+            int nd = ts_isa_nopnds(&ts_wse_isa.ops[in->op]);
+            int th = a[nd - 2];
+            if (ce->th[th + 1].busy) {
+                *why = 4;
+                return 0;
+            }
+            if (!ts_wse_vec_issue(m, t, b, in, pc))
+                return 1;
+            if (th == -1 && ce->th[0].busy)
+                ce->state = CE_WAITVEC;
+            break;
+        }
+        /* any other op is a configuration op, which the loader (check_insn) never lets past a stream's
+         * configuration prefix: should one come here, the run fails (TS_ESIM, with the PE and cycle)
+         * rather than skip it */
+        ts_wse_set_err(b, t, b->now, "op %u has no executor", in->op);
+        return 1;
+    }
+    if (f->unit == WSE_U_ALU && f->energy)
+        t->s.int_ops++;
+    if (f->unit == WSE_U_FPU) {
+        if (in->op == WSE_OP_FMUL)
+            t->s.f32_mul++;
+        else
+            t->s.f32_add++;
+    }
+    for (int j = 0; j < TS_MAX_OPNDS && ts_wse_isa.ops[in->op].opnd[j]; j++)
+        if ((ts_wse_isa.ops[in->op].opnd[j] & TS_OK_KIND_MASK) == TS_OK_REG)
+            t->s.regs++;
+    if (ce->state != CE_IDLE || in->op == WSE_OP_EXIT)
+        ce->pc = next;
+    return 1;
+}
+
+/* A vector op still running whose operands are all in memory: with the ports to itself, it moves
+ * the same number of elements every cycle until its last. */
+static inline bool vec_in_memory(const wse_vop *v)
+{
+    return v->busy && v->d.kind == DSD_MEM && v->s0.kind == DSD_MEM &&
+           (ts_wse_opfacts[v->op].vop == WSE_V_MOV || v->s1.kind == DSD_MEM);
+}
+
+static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
+{
+    wse_ce *ce = t->ce;
+    uint32_t rd = (uint32_t)m->c.read_bytes, wr = (uint32_t)m->c.write_bytes;
+    bool ramp_up = false, busy = false, stalled = false;
+    uint8_t why = 0;
+    /* control wavelets at the head of core queues activate their task (§1.6 control tasks) */
+    for (uint32_t j = t->nrq; j < t->nlq && pend5; j++) {
+        wse_lq *q = &t->lq[j];
+        bool ctrl = false;
+        if (q_occ(q) && !q->taken && (q_head(q, &ctrl), ctrl)) {
+            ce->active |= 1ull << (q_head(q, &ctrl) & 63);
+            q_pop(t, (uint8_t)j);
+            b->progress++;
+        }
+    }
+    /* main thread: pick, start, wait, issue */
+    if (ce->state == CE_WAIT && b->now >= ce->until)
+        ce->state = CE_RUN;
+    if (ce->state == CE_START && b->now >= ce->until)
+        ce->state = CE_RUN;
+    if (ce->state == CE_WAITVEC && !ce->th[0].busy)
+        ce->state = CE_RUN;
+    if (ce->state == CE_IDLE) {
+        int id = pick_task(m, t, pend5);
+        if (id >= 0) {
+            start_task(m, t, b, id);
+            b->progress++;
+        }
+    }
+    if (ce->state == CE_RUN) {
+        if (exec_insn(m, t, b, &rd, &wr, &ramp_up, &why)) {
+            busy = true;
+            t->s.insns++;
+            b->progress++;
+        } else {
+            stalled = true;
+        }
+    } else if (ce->state == CE_WAIT || ce->state == CE_START) {
+        b->progress++; /* time passes towards a known cycle */
+    }
+    /* vector ops: main thread's first, then microthreads in id order */
+    uint32_t moved = 0, vth = 0, vk = 0;
+    for (uint32_t vb = ce->vbusy; vb; vb &= vb - 1) {
+        uint32_t i = (uint32_t)__builtin_ctz(vb);
+        wse_vop *v = &ce->th[i];
+        uint8_t vwhy = 0;
+        uint32_t k = ts_wse_vec_step(m, t, b, v, &rd, &wr, &ramp_up, &vwhy);
+        if (k) {
+            busy = true;
+            b->progress += k;
+            moved++;
+            vth = i;
+            vk = k;
+            if (v->i == v->n) {
+                v->busy = false;
+                ce->vbusy &= ~(1u << i);
+                if (v->done_task >= 0)
+                    ce->active |= 1ull << v->done_task;
+            }
+        } else {
+            stalled = true;
+            if (!why)
+                why = vwhy;
+        }
+    }
+    if (moved == 1 && vec_in_memory(&ce->th[vth])) {
+        t->vth = (uint8_t)vth;
+        t->vk = vk;
+    }
+    if (busy) {
+        t->s.busy++;
+        t->blk_why = 0;
+    } else if (!stalled) {
+        t->blk_why = 0;
+    } else {
+        t->blk_why = why >= 1 && why <= 3 ? why : 4;
+        count_stall(t, t->blk_why, 1);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* phase B */
+
+static void log_arrival(ts_model *m, wse_tile *t, uint32_t c, uint64_t when, wse_band *b)
+{
+    if (!t->log) {
+        t->log = ts_calloc((size_t)m->C * WSE_ARRIVAL_LOG, sizeof *t->log);
+        t->narr = ts_calloc(m->C, sizeof *t->narr);
+        if (!t->log || !t->narr) {
+            ts_free(t->log);
+            ts_free(t->narr);
+            t->log = t->narr = NULL;
+            b->oom = true;
+            return;
+        }
+    }
+    if (t->narr[c] < WSE_ARRIVAL_LOG)
+        t->log[c * WSE_ARRIVAL_LOG + t->narr[c]] = when;
+    t->narr[c]++;
+}
+
+/* Tile o was pushed to in phase B: a tile of the band joins the next active list at once (its stamp
+ * is the band's own), a tile of another band is left on the cross-band list its band merges after
+ * the barrier. Lockstep evaluates every tile anyway. */
+static inline void wake(const ts_model *m, wse_band *b, wse_tile *o)
+{
+    if (m->lockstep)
+        return;
+    if (o->id >= b->id0 && o->id < b->id1) {
+        if (o->stamp == b->now + 1)
+            return;
+        o->stamp = b->now + 1;
+        next_add(b, o->id);
+        return;
+    }
+    uint32_t p = b->par;
+    if (b->nxwake[p] == b->cap_xwake[p] &&
+        ts_grow((void **)&b->xwake[p], &b->cap_xwake[p], b->nxwake[p] + 1, sizeof *b->xwake[p])) {
+        b->oom = true;
+        return;
+    }
+    b->xwake[p][b->nxwake[p]++] = o->id;
+}
+
+static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
+{
+    for (uint32_t i = 0; i < t->npop; i++) {
+        wse_lq *q = &t->lq[t->pops[i]];
+        q->popped++;
+        q->rd = (uint8_t)(q->rd + 1 == q->cap ? 0 : q->rd + 1);
+        t->ppop[q->port]++;
+        q->taken = 0;
+    }
+    t->npop = 0;
+    for (uint32_t wp = t->wup; wp; wp &= wp - 1) {
+        wse_tile *o = t->nb[__builtin_ctz(wp)];
+        if (o)
+            wake(m, b, o);
+    }
+    t->wup = 0;
+    for (uint32_t lm = t->lmask; lm; lm &= lm - 1) {
+        int l = __builtin_ctz(lm);
+        wse_line *ln = &t->line[l];
+        while (ln->n && ln->e[ln->head].land <= b->now + 1) {
+            wse_ent *e = &ln->e[ln->head];
+            wse_tile *o;
+            wse_lq *q = line_target(m, t, l, e->colour, &o);
+            uint32_t slot = q->wr;
+            q->wr = (uint8_t)(q->wr + 1 == q->cap ? 0 : q->wr + 1);
+            q->slot[slot] = e->data;
+            if (e->ctrl)
+                q->ctrl |= 1ull << slot;
+            else
+                q->ctrl &= ~(1ull << slot);
+            q->pushed++;
+            o->ppush[q->port]++;
+            o->pbits[q->port] ^= 1u << e->colour;
+            if (l == WSE_LINE_DOWN) {
+                t->s.delivered++;
+                if (!e->ctrl)
+                    log_arrival(m, t, e->colour, e->land, b);
+            }
+            wake(m, b, o); /* also when o is t: its phase-A view (qleft) did not count this push */
+            ln->head = (uint8_t)(ln->head + 1 == ln->cap ? 0 : ln->head + 1);
+            ln->n--;
+            b->progress++;
+        }
+        if (ln->n)
+            b->progress++; /* a wavelet in flight lands at a known cycle */
+        else
+            t->lmask &= (uint8_t)~(1u << l);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* a tile's cycle */
+
+/* A tile whose only business is a core counting down to a known cycle can sleep until then: the
+ * cycles between change nothing (a push into its queues wakes it earlier). */
+static bool tile_sleeps(const ts_model *m, const wse_band *b, const wse_tile *t, uint64_t *at)
+{
+    const wse_ce *ce = t->ce;
+    if (!ce || (ce->state != CE_WAIT && ce->state != CE_START) || ce->until <= b->now + 1 || t->qleft || t->lmask ||
+        ce->vbusy)
+        return false;
+    *at = ce->until;
+    return true;
+}
+
+static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
+{
+    uint32_t pend, total = 0, pm = 0;
+    uint64_t progress = b->progress;
+    t->s.evals++;
+    if (__builtin_expect((t->blk | t->vfrom) != 0, 0)) {
+        if (t->blk) /* the cycles it slept through, each the same stall as its last evaluation */
+            count_stall(t, t->blk_why, b->now - t->blk);
+        else /* the cycles its vector op ran alone */
+            ts_wse_vec_catch_up(m, t, b, b->now);
+        t->blk = t->vfrom = 0;
+        b->nblk--;
+    }
+    t->vth = WSE_NOQ;
+    for (int p = 0; p < 6; p++) {
+        total += pend = t->ppush[p] - t->ppop[p];
+        pm |= (uint32_t)(pend != 0) << p;
+        uint32_t arrived = t->pbits[p] ^ t->pseen[p];
+        t->pseen[p] = t->pbits[p];
+        t->cbits[p] = pend ? t->cbits[p] | arrived : 0;
+    }
+    if (pm & 31)
+        router_eval(m, t, b, pm & 31);
+    if (t->ce)
+        ce_eval(m, t, b, pend);
+    t->qleft = total - t->npop;
+    t->still = b->progress == progress;
+    if (t->vth != WSE_NOQ && b->progress - progress != t->vk)
+        t->vth = WSE_NOQ; /* something else moved too */
+}
+
+static void commit_tile(ts_model *m, wse_band *b, wse_tile *t)
+{
+    tile_commit(m, t, b);
+    uint64_t at;
+    if (m->lockstep)
+        return;
+    if (tile_sleeps(m, b, t, &at)) {
+        if (t->sleep_at != at) { /* woken by a push and asleep again: the timer is already set */
+            ts_wse_tm_push(b, at, t->id);
+            t->sleep_at = at;
+        }
+        b->progress += at - b->now; /* the cycles it sleeps through count as progress */
+    } else if (!tile_quiet(m, t, false) && t->stamp != b->now + 1) {
+        if (t->still && !t->lmask) {
+            /* blocked: the same stall every cycle until a wavelet lands in its queues or one of the
+             * queues it waits to push into gets room, and both wake it */
+            t->blk = b->now + 1;
+            b->nblk++;
+            return;
+        }
+        if (t->vth != WSE_NOQ && !t->lmask) {
+            /* only a vector op on memory moved: it moves vk elements a cycle, the rest stays blocked,
+             * until its last step at cycle `at` (a push or a pop wakes the tile earlier) */
+            const wse_vop *v = &t->ce->th[t->vth];
+            at = b->now + (v->n - v->i + t->vk - 1) / t->vk;
+            if (at > b->now + 1) {
+                if (t->sleep_at != at) {
+                    ts_wse_tm_push(b, at, t->id);
+                    t->sleep_at = at;
+                }
+                t->vfrom = b->now + 1;
+                b->nblk++;
+                b->progress += at - b->now;
+                return;
+            }
+        }
+        t->stamp = b->now + 1;
+        next_add(b, t->id);
+    }
+}
+
+void ts_wse_eval_list(ts_model *m, wse_band *b, const wse_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        eval_tile(m, b, m->t[l->v[i]]);
+}
+
+void ts_wse_commit_list(ts_model *m, wse_band *b, const wse_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        commit_tile(m, b, m->t[l->v[i]]);
+}

@@ -1,0 +1,326 @@
+/* arch/wse/wse_vec.c — the vector ops over data structure descriptors (DSDs) that run on the main
+ * thread and the microthreads (research/cerebras_wse.md §1.3-§1.5): the checks at issue, the
+ * elements per cycle the SIMD width, the SRAM banks and the strides allow, and each cycle's step of
+ * reads, binary32 or binary16 arithmetic and writes to memory or the fabric.
+ */
+#include "arch/wse/wse_inline.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------------ */
+/* binary16 <-> binary32, round to nearest even */
+
+static float h2f(uint16_t h)
+{
+    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    if (e == 0x1f)
+        return f32_of(s | 0x7f800000u | (m << 13));
+    if (e == 0) {
+        float v = ldexpf((float)m, -24);
+        return s ? -v : v;
+    }
+    return f32_of(s | ((e + 112) << 23) | (m << 13));
+}
+
+static uint16_t f2h(float f)
+{
+    uint32_t x = bits_of(f);
+    uint16_t s = (uint16_t)((x >> 16) & 0x8000);
+    uint32_t e = (x >> 23) & 0xff, m = x & 0x7fffff;
+    if (e == 0xff)
+        return (uint16_t)(s | 0x7c00 | (m ? 0x200 : 0));
+    int32_t he = (int32_t)e - 112;
+    if (he >= 0x1f)
+        return (uint16_t)(s | 0x7c00);
+    if (he <= 0) {
+        if (he < -10)
+            return s;
+        m |= 0x800000;
+        uint32_t shift = (uint32_t)(14 - he);
+        uint32_t hm = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (hm & 1)))
+            hm++;
+        return (uint16_t)(s | hm);
+    }
+    uint32_t hm = m >> 13, rem = m & 0x1fff;
+    uint32_t v = ((uint32_t)he << 10) | hm;
+    if (rem > 0x1000 || (rem == 0x1000 && (hm & 1)))
+        v++;
+    return (uint16_t)(s | v);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* issue */
+
+/* Elements per cycle a 16-bit-unit stride allows (research §1.3, SDK-APX stride rules). */
+static uint32_t stride_cap(int32_t stride, uint32_t esize)
+{
+    int64_t s16 = (int64_t)stride * (int64_t)esize / 2;
+    if (s16 == 0 || s16 == 1)
+        return UINT32_MAX;
+    int64_t md = ((s16 % 8) + 8) % 8;
+    if (md == 2 || md == 3 || md == 5 || md == 6)
+        return UINT32_MAX;
+    if (md == 1 || md == 7 || md == 4)
+        return 2; /* md 4: "limited" in SDK-APX; 2 assumed */
+    return 1;
+}
+
+static uint64_t simd_width(const ts_model *m, const char *key)
+{
+    if (!strcmp(key, "pe.simd.fp16"))
+        return m->c.simd_fp16;
+    if (!strcmp(key, "pe.simd.fp32_add"))
+        return m->c.simd_fp32_add;
+    if (!strcmp(key, "pe.simd.fp32_mul"))
+        return m->c.simd_fp32_mul;
+    if (!strcmp(key, "pe.simd.fp32_mac"))
+        return m->c.simd_fp32_mac;
+    return m->c.simd_fp32_mov;
+}
+
+/* Check a memory DSD covers only SRAM; returns false with a reason. */
+static bool dsd_fits(const ts_model *m, const wse_dsd *d, uint32_t n, uint32_t esize, char *why, size_t nwhy)
+{
+    if (d->kind != DSD_MEM)
+        return true;
+    if (d->base < 0 || d->base % (int32_t)esize) {
+        snprintf(why, nwhy, "memory dsd base %d is negative or not %u-byte aligned", d->base, esize);
+        return false;
+    }
+    if (!n)
+        return true;
+    int64_t last = (int64_t)d->base + (int64_t)(n - 1) * d->stride * (int64_t)esize;
+    int64_t lo = last < d->base ? last : d->base, hi = (last > d->base ? last : d->base) + esize;
+    if (lo < 0 || (uint64_t)hi > m->c.sram_bytes) {
+        snprintf(why, nwhy, "memory dsd [%" PRId64 ", %" PRId64 ") is outside the %" PRIu64 "-byte SRAM", lo, hi,
+                 m->c.sram_bytes);
+        return false;
+    }
+    return true;
+}
+
+/* Issue a vector op onto thread th; false (with an error set) if its operands are bad. */
+bool ts_wse_vec_issue(ts_model *m, wse_tile *t, wse_band *b, const ts_insn *in, uint32_t pc)
+{
+    wse_ce *ce = t->ce;
+    const wse_opfacts *f = &ts_wse_opfacts[in->op];
+    const int32_t *a = in->a;
+    int nd = ts_isa_nopnds(&ts_wse_isa.ops[in->op]);
+    int th = a[nd - 2];
+    wse_vop *v = &ce->th[th + 1];
+    memset(v, 0, sizeof *v);
+    v->op = in->op;
+    v->pc = pc;
+    v->done_task = (int8_t)a[nd - 1];
+    v->d = ce->dsd[a[0]];
+    v->s0 = ce->dsd[a[1]];
+    if (f->vop != WSE_V_MOV)
+        v->s1 = ce->dsd[a[2]];
+    if (f->vop == WSE_V_MAC)
+        v->scalar = (uint32_t)ce->r[a[3]];
+    uint32_t esize = f->dtype / 8;
+    v->n = v->d.len;
+    char why[200];
+    if (v->d.kind == DSD_NONE || v->d.kind == DSD_IN || v->s0.kind == DSD_NONE || v->s0.kind == DSD_OUT ||
+        (f->vop != WSE_V_MOV && (v->s1.kind == DSD_NONE || v->s1.kind == DSD_OUT))) {
+        ts_wse_set_err(b, t, b->now, "%s at pc %u: destination must be a memory or fabric-output dsd and sources "
+                       "memory or fabric-input dsds", ts_wse_isa.ops[in->op].mnemonic, pc);
+        return false;
+    }
+    if (v->s0.len != v->n || (f->vop != WSE_V_MOV && v->s1.len != v->n)) {
+        ts_wse_set_err(b, t, b->now, "%s at pc %u: operand lengths differ (%u, %u, %u)",
+                       ts_wse_isa.ops[in->op].mnemonic, pc, v->n, v->s0.len, f->vop != WSE_V_MOV ? v->s1.len : v->n);
+        return false;
+    }
+    if (!dsd_fits(m, &v->d, v->n, esize, why, sizeof why) || !dsd_fits(m, &v->s0, v->n, esize, why, sizeof why) ||
+        (f->vop != WSE_V_MOV && !dsd_fits(m, &v->s1, v->n, esize, why, sizeof why))) {
+        ts_wse_set_err(b, t, b->now, "%s at pc %u: %s", ts_wse_isa.ops[in->op].mnemonic, pc, why);
+        return false;
+    }
+    uint64_t w = simd_width(m, f->width);
+    if (v->s0.kind == DSD_MEM && f->vop != WSE_V_MOV && v->s1.kind == DSD_MEM) {
+        /* two reads in one cycle need banks in different halves (§1.3, SDK-APX); else half width (assumed) */
+        uint64_t half = m->c.sram_banks / 2 ? m->c.sram_banks / 2 : 1;
+        uint64_t b0 = ((uint64_t)v->s0.base / m->c.bank_interleave) % m->c.sram_banks;
+        uint64_t b1 = ((uint64_t)v->s1.base / m->c.bank_interleave) % m->c.sram_banks;
+        if (b0 % half == b1 % half && w > 1)
+            w /= 2;
+    }
+    const wse_dsd *ops[3] = {&v->d, &v->s0, f->vop != WSE_V_MOV ? &v->s1 : NULL};
+    for (int i = 0; i < 3; i++)
+        if (ops[i] && ops[i]->kind == DSD_MEM) {
+            uint32_t cap = stride_cap(ops[i]->stride, esize);
+            if (cap < w)
+                w = cap;
+        }
+    v->width = (uint8_t)(w > 255 ? 255 : w);
+    v->busy = v->n > 0;
+    if (v->busy)
+        ce->vbusy |= 1u << (th + 1);
+    if (!v->busy && v->done_task >= 0)
+        ce->active |= 1ull << v->done_task;
+    return true;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* a cycle's step */
+
+/* Advance one vector op by what this cycle's ports allow; returns elements done. */
+uint32_t ts_wse_vec_step(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint32_t *rd, uint32_t *wr, bool *ramp_up,
+                         uint8_t *why)
+{
+    const wse_opfacts *f = &ts_wse_opfacts[v->op];
+    uint32_t esize = f->dtype / 8;
+    uint32_t k = v->n - v->i;
+    if (k > v->width)
+        k = v->width;
+    bool two = f->vop != WSE_V_MOV;
+    const wse_dsd *src[2] = {&v->s0, two ? &v->s1 : NULL};
+    uint8_t qin[2] = {WSE_NOQ, WSE_NOQ};
+    uint32_t br = 0, bw = v->d.kind == DSD_MEM ? esize : 0;
+    for (int s = 0; s < 2; s++) {
+        if (!src[s])
+            continue;
+        if (src[s]->kind == DSD_MEM) {
+            br += esize;
+        } else {
+            k = k > 1 ? 1 : k;
+            uint8_t j = t->qmap[5 * m->C + src[s]->colour];
+            wse_lq *q = &t->lq[j];
+            bool ctrl = false;
+            if (!q_occ(q) || q->taken || (q_head(q, &ctrl), ctrl) || (s == 1 && qin[0] == j)) {
+                *why = 1;
+                return 0;
+            }
+            qin[s] = j;
+        }
+    }
+    if (v->d.kind == DSD_OUT) {
+        k = k > 1 ? 1 : k;
+        if (*ramp_up || !line_room(m, t, WSE_LINE_UP, v->d.colour)) {
+            *why = 2;
+            return 0;
+        }
+    }
+    if (br && *rd / br < k)
+        k = *rd / br;
+    if (bw && *wr / bw < k)
+        k = *wr / bw;
+    if (!k) {
+        *why = 3;
+        return 0;
+    }
+    *rd -= k * br;
+    *wr -= k * bw;
+    bool timing = m->c.timing_only;
+    for (uint32_t e = 0; e < k; e++, v->i++) {
+        uint32_t x[2] = {0, 0};
+        for (int s = 0; s < 2; s++) {
+            if (!src[s])
+                continue;
+            if (src[s]->kind == DSD_MEM) {
+                if (!timing) {
+                    uint64_t a = (uint64_t)((int64_t)src[s]->base + (int64_t)v->i * src[s]->stride * (int64_t)esize);
+                    x[s] = esize == 4 ? ld32(t, a) : ld16(t, a);
+                }
+            } else {
+                bool ctrl;
+                x[s] = q_head(&t->lq[qin[s]], &ctrl);
+                q_pop(t, qin[s]);
+            }
+        }
+        uint32_t y = 0;
+        if (!timing) {
+            if (esize == 4) {
+                float a0 = f32_of(x[0]), a1 = f32_of(x[1]), r;
+                switch (f->vop) {
+                case WSE_V_ADD: r = a0 + a1; break;
+                case WSE_V_SUB: r = a0 - a1; break;
+                case WSE_V_MUL: r = a0 * a1; break;
+                case WSE_V_MAC: {
+                    float p = a1 * f32_of(v->scalar);
+                    r = a0 + p;
+                    break;
+                }
+                default: r = a0; break; /* WSE_V_MOV, the only other VOP (asserted in wse_isa.c) */
+                }
+                y = f->vop == WSE_V_MOV ? x[0] : bits_of(r);
+            } else {
+                float a0 = h2f((uint16_t)x[0]), a1 = h2f((uint16_t)x[1]), r;
+                switch (f->vop) {
+                case WSE_V_ADD: r = a0 + a1; break;
+                case WSE_V_SUB: r = a0 - a1; break;
+                case WSE_V_MUL: r = a0 * a1; break;
+                case WSE_V_MAC: {
+                    float p = a1 * h2f(f2h(f32_of(v->scalar)));
+                    p = h2f(f2h(p));
+                    r = a0 + p;
+                    break;
+                }
+                default: r = a0; break; /* WSE_V_MOV, the only other VOP (asserted in wse_isa.c) */
+                }
+                y = f->vop == WSE_V_MOV ? (x[0] & 0xffff) : f2h(r);
+            }
+        }
+        if (v->d.kind == DSD_MEM) {
+            if (!timing) {
+                uint64_t a = (uint64_t)((int64_t)v->d.base + (int64_t)v->i * v->d.stride * (int64_t)esize);
+                uint8_t *mem = mem_touch(m, t);
+                if (mem)
+                    memcpy(mem + a, &y, esize);
+                else
+                    b->oom = true;
+            }
+        } else {
+            line_put(m, t, WSE_LINE_UP, y, v->d.colour, v->d.ctrl, b->now);
+            *ramp_up = true;
+            t->s.injected++;
+            t->s.link[WSE_R] += 0; /* the ramp up is counted as injected */
+        }
+    }
+    t->s.sram_rd += (uint64_t)k * br;
+    t->s.sram_wr += (uint64_t)k * bw;
+    switch (f->vop) {
+    case WSE_V_ADD:
+    case WSE_V_SUB:
+        if (esize == 4)
+            t->s.f32_add += k;
+        else
+            t->s.f16_add += k;
+        break;
+    case WSE_V_MUL:
+        if (esize == 4)
+            t->s.f32_mul += k;
+        else
+            t->s.f16_mul += k;
+        break;
+    case WSE_V_MAC:
+        if (esize == 4)
+            t->s.f32_mac += k;
+        else
+            t->s.f16_mac += k;
+        break;
+    default: break; /* WSE_V_MOV, the only other VOP (asserted in wse_isa.c), counts no arithmetic */
+    }
+    return k;
+}
+
+/* Step the vector op of a tile asleep while it runs alone (vth, from cycle vfrom) through the cycles
+ * before `upto`: each one as its evaluation would have (the rest of the tile stalls through them,
+ * using no port), never its last step. */
+void ts_wse_vec_catch_up(ts_model *m, wse_tile *t, wse_band *b, uint64_t upto)
+{
+    wse_vop *v = &t->ce->th[t->vth];
+    for (uint64_t c = t->vfrom; c < upto; c++) {
+        uint32_t rd = (uint32_t)m->c.read_bytes, wr = (uint32_t)m->c.write_bytes;
+        bool ramp_up = false;
+        uint8_t why = 0;
+        ts_wse_vec_step(m, t, b, v, &rd, &wr, &ramp_up, &why);
+        t->s.busy++;
+    }
+    t->vfrom = upto;
+}
