@@ -1,6 +1,7 @@
-/* arch/tsp/tsp_hazards.c — schedule violations: an instruction named for a message, and a hazard
- * reported as an error naming the cycle, superlane, slice, stream and both instructions (or under
- * --warn recorded as a row of the report's table and counted). */
+/* arch/tsp/tsp_hazards.c — schedule violations and executor failures: an instruction named for a
+ * message, a hazard reported as an error naming the cycle, superlane, slice, stream and both
+ * instructions (or under --warn recorded as a row of the report's table and counted), and the
+ * error for an instruction that reaches a unit with no case for its op. */
 #include "arch/tsp/tsp_model.h"
 
 #include <inttypes.h>
@@ -60,4 +61,23 @@ ts_status ts_tsp_hazard(ts_model *m, ts_err *err, int kind, uint32_t k, uint32_t
         snprintf(rn, sizeof rn, "-");
     return ts_err_sim(err, slice, (int64_t)m->now, "%s: cycle %" PRIu64 ", superlane %u, %s, stream %s: %s and %s",
                       what, m->now, k, sl, rn, a, b);
+}
+
+/* The loader admits an instruction only on a queue whose unit executes it (ts_tsp_load), and
+ * each unit's step has a case for every .def row of its unit, so this is reached only when a
+ * .def row has no executor case (or a loaded program's text was changed): a loud failure rather
+ * than a step that silently does nothing. */
+ts_status ts_tsp_no_case(ts_model *m, const tsp_fl *f, ts_err *err)
+{
+    char in[128], sl[32], un[16];
+    uint32_t slice = m->q[f->q].slice;
+    insn_name(m, PROD(f->q, f->pc), in, sizeof in);
+    ts_tsp_slice_name(m->lay, slice, sl, sizeof sl);
+    if (f->d->unit < TSP_U_COUNT)
+        snprintf(un, sizeof un, "%s", ts_tsp_unit_names[f->d->unit]);
+    else
+        snprintf(un, sizeof un, "unit %u", f->d->unit);
+    return ts_err_sim(err, slice, (int64_t)m->now,
+                      "the %s executor has no case for %s: %s, superlane %u, cycle %" PRIu64, un, in, sl, f->k,
+                      m->now);
 }

@@ -20,6 +20,8 @@ static ts_status step_ifetch(ts_model *m, tsp_fl *f, ts_err *err)
 {
     uint8_t tmp[64];
     ts_status rc;
+    if (f->in->op != TSP_OP_IFETCH) /* the ICU's other instructions act at issue (issue_one) */
+        return ts_tsp_no_case(m, f, err);
     for (int b = 0; b < 2; b++)
         if ((rc = ts_tsp_sr_read(m, f, f->in->a[0] + b, f->k, (uint32_t)f->in->a[1], tmp, err)) != TS_OK)
             return rc;
@@ -294,7 +296,7 @@ static ts_status step_one(ts_model *m, tsp_fl *f, ts_err *err)
     case TSP_U_SXM: return ts_tsp_step_sxm(m, f, err);
     case TSP_U_C2C: return ts_tsp_step_c2c(m, f, err);
     case TSP_U_ICU: return step_ifetch(m, f, err);
-    default: return TS_OK;
+    default: return ts_tsp_no_case(m, f, err);
     }
 }
 

@@ -97,7 +97,7 @@ ts_status ts_tsp_step_mem(ts_model *m, tsp_fl *f, ts_err *err)
         tsp_pw w = {.kind = PW_BANK, .k = (uint16_t)k, .a = ms, .b = addr, .prod = prod, .len = m->L};
         return ts_tsp_pw_add(m, f->t0 + f->dfunc + k, &w, buf, err);
     }
-    default: return TS_OK;
+    default: return ts_tsp_no_case(m, f, err);
     }
 }
 

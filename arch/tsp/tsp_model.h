@@ -37,7 +37,7 @@
  * ICU: fetch, issue, barriers, and the cycle loop), tsp_streams.c (operand reads, result
  * scheduling and the commit at the start of each cycle), one file per unit's superlane step
  * (tsp_mem.c, tsp_vxm.c, tsp_mxm.c with the host threads, tsp_sxm.c with C2C), tsp_hazards.c
- * (schedule violations), tsp_observe.c (trace and activity sampler),
+ * (schedule violations and executor failures), tsp_observe.c (trace and activity sampler),
  * tsp_results.c (statistics, energy events, results) and tsp_family.c (the vtable).
  */
 #ifndef TS_ARCH_TSP_MODEL_H
@@ -267,6 +267,9 @@ static inline void act_stream(ts_model *m, int dir)
  * instructions (pa, pb: PROD or NOPROD), or under --warn a recorded row and TS_OK. */
 ts_status ts_tsp_hazard(ts_model *m, ts_err *err, int kind, uint32_t k, uint32_t slice, int reg, uint64_t pa,
                         uint64_t pb, const char *fmt, ...) __attribute__((format(printf, 9, 10)));
+/* f reached a unit whose executor has no case for its op: TS_ESIM naming the op, queue, slice
+ * and cycle (the loader admits no such program; a .def row without an executor case would). */
+ts_status ts_tsp_no_case(ts_model *m, const tsp_fl *f, ts_err *err);
 /* Names of the units, for messages and trace categories: "icu", "mem", ... */
 extern const char *const ts_tsp_unit_names[TSP_U_COUNT];
 

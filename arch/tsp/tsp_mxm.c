@@ -134,7 +134,7 @@ ts_status ts_tsp_step_mxm(ts_model *m, tsp_fl *f, ts_err *err)
             memcpy(&el[x], lb + 4 * x, 4);
         return ts_tsp_write_elems(m, f, o[0], TSP_I32, k, (uint32_t)o[2], el, err);
     }
-    default: return TS_OK;
+    default: return ts_tsp_no_case(m, f, err);
     }
 }
 

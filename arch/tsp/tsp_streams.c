@@ -175,7 +175,11 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
                 p->type = w->type;
             break;
         }
-        default: break;
+        default: /* an invariant: the unit steps schedule only the kinds above */
+            rc = ts_err_set(err, TS_EINTERNAL,
+                            "tsp: pending result of unknown kind %u from queue %u pc %u at cycle %" PRIu64, w->kind,
+                            (uint32_t)(w->prod >> 32), (uint32_t)w->prod, m->now);
+            break;
         }
     }
     m->npending -= b->n;

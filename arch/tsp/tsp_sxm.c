@@ -88,7 +88,7 @@ ts_status ts_tsp_step_sxm(ts_model *m, tsp_fl *f, ts_err *err)
             m->transposes[m->lay->num[m->q[f->q].slice]]--;
         return TS_OK;
     }
-    default: return TS_OK;
+    default: return ts_tsp_no_case(m, f, err);
     }
 }
 
@@ -140,6 +140,6 @@ ts_status ts_tsp_step_c2c(ts_model *m, tsp_fl *f, ts_err *err)
         return ts_tsp_sr_schedule(m, f->t0 + f->dfunc + k, o[1], q_pos(m, f->q), k, (uint32_t)o[2], PROD(f->q, f->pc),
                                   f->buf + (size_t)k * L, err);
     }
-    return TS_OK;
+    return ts_tsp_no_case(m, f, err); /* deskew acts at issue (tsp_issue.c) and never gets here */
 }
 

@@ -63,7 +63,10 @@ static uint32_t convert(uint32_t v, int to, int from)
     return int_out(x, to, true);
 }
 
-static uint32_t vxm_elem(int op, int type, uint32_t a, uint32_t b, int32_t imm)
+/* One element of a VXM op other than cvt. *bad is set for an op and type with no case here (the
+ * loader keeps the saturating ops to integers and tanh, exp and rsqrt to floats: TSP_F_INT,
+ * TSP_F_FLOAT), so a .def row without a case fails instead of giving zeros. */
+static uint32_t vxm_elem(int op, int type, uint32_t a, uint32_t b, int32_t imm, bool *bad)
 {
     if (is_float(type)) {
         float x = fl_in(a, type), y = fl_in(b, type), r;
@@ -77,7 +80,7 @@ static uint32_t vxm_elem(int op, int type, uint32_t a, uint32_t b, int32_t imm)
         case TSP_OP_EXP: r = expf(x); break;
         case TSP_OP_RSQRT: r = 1.0f / sqrtf(x); break;
         case TSP_OP_MASK: return a & (uint32_t)imm & (type == TSP_F16 ? 0xffffu : 0xffffffffu);
-        default: r = 0; break;
+        default: *bad = true; return 0;
         }
         return fl_out(r, type);
     }
@@ -92,7 +95,7 @@ static uint32_t vxm_elem(int op, int type, uint32_t a, uint32_t b, int32_t imm)
     case TSP_OP_NEG: return int_out(-x, type, false);
     case TSP_OP_MASK: return int_out(x, type, false) & (uint32_t)imm;
     case TSP_OP_RELU: return int_out(x > 0 ? x : 0, type, false);
-    default: return 0;
+    default: *bad = true; return 0;
     }
 }
 
@@ -128,8 +131,11 @@ ts_status ts_tsp_step_vxm(ts_model *m, tsp_fl *f, ts_err *err)
             return rc;
         if (binary && (rc = ts_tsp_read_elems(m, f, o[3], type, (uint32_t)k, itag, b, err)) != TS_OK)
             return rc;
+        bool bad = false;
         for (uint32_t x = 0; x < m->L; x++)
-            r[x] = vxm_elem(op, type, a[x], binary ? b[x] : 0, imm);
+            r[x] = vxm_elem(op, type, a[x], binary ? b[x] : 0, imm, &bad);
+        if (bad)
+            return ts_tsp_no_case(m, f, err);
     }
     if (f->d->ev)
         count_ev(m, UK_VXM, type, f->d->ev == 2 ? EV_MUL : EV_ADD, m->L);
