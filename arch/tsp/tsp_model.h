@@ -270,11 +270,9 @@ ts_status ts_tsp_hazard(ts_model *m, ts_err *err, int kind, uint32_t k, uint32_t
 /* f reached a unit whose executor has no case for its op: TS_ESIM naming the op, queue, slice
  * and cycle (the loader admits no such program; a .def row without an executor case would). */
 ts_status ts_tsp_no_case(ts_model *m, const tsp_fl *f, ts_err *err);
-/* Names of the units, for messages and trace categories: "icu", "mem", ... */
-extern const char *const ts_tsp_unit_names[TSP_U_COUNT];
 
 /* tsp_streams.c */
-/* Schedule a pending result for the start of `cycle`, with len bytes of data. */
+/* Schedule a pending result for the start of `cycle`, with w->len bytes of data. */
 ts_status ts_tsp_pw_add(ts_model *m, uint64_t cycle, const tsp_pw *w, const void *data, ts_err *err);
 /* Schedule L bytes onto stream register reg at position pos, superlane k, for `cycle`. */
 ts_status ts_tsp_sr_schedule(ts_model *m, uint64_t cycle, int reg, uint32_t pos, uint32_t k, uint32_t tag,
@@ -314,8 +312,9 @@ ts_status ts_tsp_step_mxm(ts_model *m, tsp_fl *f, ts_err *err);
 void ts_tsp_run_jobs(ts_model *m);
 /* After an abc's last superlane: schedule its results into the plane's accumulators. */
 ts_status ts_tsp_abc_finalize(ts_model *m, tsp_fl *f, ts_err *err);
-/* Start threads - 1 host threads (m->pool); stop and free them (no-op without a pool). */
+/* Start threads - 1 host threads sharing the abc work (m->pool; the caller is the first). */
 ts_status ts_tsp_pool_start(ts_model *m, int threads, ts_err *err);
+/* Stop and free the host threads; a no-op without a pool. */
 void ts_tsp_pool_stop(ts_model *m);
 
 /* tsp_sxm.c */
@@ -346,15 +345,24 @@ ts_status ts_tsp_act_flush(ts_model *m, uint64_t upto, bool last, ts_err *err);
 /* Declare the slice-superlane layout to the sampler (at create). */
 ts_status ts_tsp_act_layout(ts_model *m, ts_err *err);
 
-/* The family's entry points (tsp_family.c): tsp_load.c */
+/* tsp_load.c; the family's entry points here and below are its vtable (tsp_family.c, core/sim.h) */
+/* Names of the units, for messages and trace categories: "icu", "mem", ... */
+extern const char *const ts_tsp_unit_names[TSP_U_COUNT];
+/* Create a model from the typed config: floorplan, stream registers, slices, host threads. */
 ts_status ts_tsp_create(ts_model **out, const ts_config *config, const ts_run_opts *opts, ts_err *err);
+/* Validate and predecode a program, place its data segments (TS_EINPUT naming what is wrong). */
 ts_status ts_tsp_load(ts_model *m, const ts_program *p, ts_err *err);
+/* Free a model; NULL is a no-op. */
 void ts_tsp_destroy(ts_model *m);
 /* tsp_issue.c */
+/* Run until `limit` or the end of the program, jumping between events (every cycle in lockstep). */
 ts_status ts_tsp_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err);
 /* tsp_results.c */
+/* Fill the run's results: cycles, bytes, utilization, energy events and the family statistics. */
 ts_status ts_tsp_collect(ts_model *m, ts_results *r, ts_err *err);
+/* Describe the queues parked at a sync, for a hang's message. */
 void ts_tsp_blocked(ts_model *m, ts_buf *out);
+/* Machine facts of a typed config (units, peaks, bandwidths) for `tessera info`. */
 ts_status ts_tsp_info(const void *cfgp, ts_info *out, ts_err *err);
 
 #endif

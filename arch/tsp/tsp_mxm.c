@@ -204,6 +204,8 @@ ts_status ts_tsp_abc_finalize(ts_model *m, tsp_fl *f, ts_err *err)
     return TS_OK;
 }
 
+/* ---- host threads ------------------------------------------------------------------------ */
+
 /* Host threads: a pool that shares out the cycle's abc multiply-adds by job index (job j on
  * thread j mod n), so each partial sum is computed by exactly one thread in the same order
  * whatever the thread count. */

@@ -92,6 +92,8 @@ ts_status ts_tsp_step_sxm(ts_model *m, tsp_fl *f, ts_err *err)
     }
 }
 
+/* ---- chip-to-chip links ------------------------------------------------------------------ */
+
 ts_status ts_tsp_step_c2c(ts_model *m, tsp_fl *f, ts_err *err)
 {
     const int32_t *o = f->in->a;
