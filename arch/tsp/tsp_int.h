@@ -1,7 +1,8 @@
 /* arch/tsp/tsp_int.h — private declarations of the TSP family (not for other modules).
  *
  * Shared by tsp_isa.c (the ISA table), tsp_config.c (schema, floorplan and queue layout) and
- * tsp_sim.c (the cycle model). Tests and the benchmark use the public helpers in tsp.h.
+ * the cycle model's files (tsp_model.h lists them). Tests and the benchmark use the public
+ * helpers in tsp.h.
  */
 #ifndef TS_ARCH_TSP_INT_H
 #define TS_ARCH_TSP_INT_H
