@@ -21,10 +21,10 @@
 
 /* ---- compiling and running ---- */
 
-static ts_lower_wse_params params(uint32_t w, uint32_t h)
+static ts_wse_target params(uint32_t w, uint32_t h)
 {
     ts_wse_cfg c = wt_cfg(w, h);
-    return (ts_lower_wse_params){.width = w, .height = h, .sram_bytes = c.sram_bytes, .colours = (uint32_t)c.colours};
+    return (ts_wse_target){.width = w, .height = h, .sram_bytes = c.sram_bytes, .colours = (uint32_t)c.colours};
 }
 
 typedef struct lowered {
@@ -76,7 +76,7 @@ static void lower_and_run(const ts_graph *g, uint32_t w, uint32_t h, lowered *L)
 {
     ts_err e;
     ts_err_init(&e);
-    ts_lower_wse_params p = params(w, h);
+    ts_wse_target p = params(w, h);
     if (lower_sram)
         p.sram_bytes = lower_sram;
     ts_status rc = ts_lower_wse(g, &p, &L->prog, &L->rep, &e);
@@ -188,7 +188,7 @@ START_TEST(test_stage_energy)
     ts_graph *g = mm_graph(&a, &b, &c);
     ts_err e;
     ts_err_init(&e);
-    ts_lower_wse_params p = params(32, 32);
+    ts_wse_target p = params(32, 32);
     ts_lower_wse_report rep = {0};
     ts_program *prog = NULL;
     ck_assert_int_eq(ts_lower_wse(g, &p, &prog, &rep, &e), TS_OK);
@@ -614,7 +614,7 @@ static void expect_error(ts_graph *g, uint32_t w, uint32_t h, const char *const 
 {
     ts_err e;
     ts_err_init(&e);
-    ts_lower_wse_params p = params(w, h);
+    ts_wse_target p = params(w, h);
     ts_program *prog = NULL;
     ck_assert_int_eq(ts_lower_wse(g, &p, &prog, NULL, &e), TS_EINPUT);
     ck_assert_ptr_null(prog);

@@ -23,12 +23,14 @@
 #include <string.h>
 
 #include "arch/wse/wse_isa.h"
+#include "arch/wse/wse_target.h"
 #include "core/alloc.h"
 #include "core/stats.h"
 #include "workloads/lower/fill.h"
 
-enum { P_N = 1, P_S = 2, P_E = 4, P_W = 8, P_R = 16 };
-enum { PIECE = 65535 }; /* longest DSD */
+/* route ports and the longest DSD: arch/wse/wse_target.h */
+enum { P_N = WSE_MASK_N, P_S = WSE_MASK_S, P_E = WSE_MASK_E, P_W = WSE_MASK_W, P_R = WSE_MASK_R };
+enum { PIECE = WSE_DSD_MAX_LEN };
 
 enum { K_SOURCE, K_SINK, K_MM, K_FEED, K_RELU, K_SOFTMAX, K_MAXPOOL, K_GAP, K_ADD, K_FIFO, K_JOIN };
 static const char *const kind_name[] = {"source", "sink",  "matmul", "im2col", "relu", "softmax",
@@ -63,7 +65,7 @@ typedef struct stage {
 
 typedef struct lw {
     const ts_graph *g;
-    const ts_lower_wse_params *p;
+    const ts_wse_target *p;
     ts_err *err;
     stage *st;
     size_t n, cap;
@@ -648,7 +650,7 @@ static bool mm_pick(const stage *s, uint64_t T, uint64_t hmax, uint64_t wmax, ui
  * its rows and, on the main band, the columns left. */
 static bool fits_at(const lw *L, uint64_t T, uint32_t Hm, uint64_t avail)
 {
-    const ts_lower_wse_params *p = L->p;
+    const ts_wse_target *p = L->p;
     uint64_t cols = 0;
     for (size_t i = 0; i < L->n; i++) {
         const stage *s = &L->st[i];
@@ -666,7 +668,7 @@ static bool fits_at(const lw *L, uint64_t T, uint32_t Hm, uint64_t avail)
 
 static ts_status place(lw *L, uint32_t *hm_out)
 {
-    const ts_lower_wse_params *p = L->p;
+    const ts_wse_target *p = L->p;
     bool forks = false;
     for (size_t i = 0; i < L->n; i++)
         forks |= L->st[i].fork;
@@ -937,7 +939,7 @@ static uint32_t rcol(const stage *s, uint32_t i) { return s->set * 4 + (i & 1); 
 /* ports of a chain's output route: east, and down too from the last PE of a fork */
 static int outp(const stage *s, bool last) { return P_E | (last && s->fork ? P_S : 0); }
 
-static ts_stream *pe_stream(ts_program *P, const ts_lower_wse_params *p, uint32_t x, uint32_t y, gen *G)
+static ts_stream *pe_stream(ts_program *P, const ts_wse_target *p, uint32_t x, uint32_t y, gen *G)
 {
     uint32_t id = y * p->width + x;
     G->s = ts_program_stream(P, WSE_KIND_PE, id);
@@ -1487,7 +1489,7 @@ void ts_lower_wse_report_free(ts_lower_wse_report *rep)
     memset(rep, 0, sizeof *rep);
 }
 
-ts_status ts_lower_wse(const ts_graph *g, const ts_lower_wse_params *p, ts_program **out, ts_lower_wse_report *rep,
+ts_status ts_lower_wse(const ts_graph *g, const ts_wse_target *p, ts_program **out, ts_lower_wse_report *rep,
                        ts_err *err)
 {
     *out = NULL;
@@ -1640,10 +1642,11 @@ ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh
                                         "cycles", "", "uJ"};
     enum { NC = sizeof cols / sizeof *cols };
     ts_stats *stats = res->stats;
-    const ts_stat *busy = ts_stats_find(stats, "pe.busy_per_pe"), *stall = ts_stats_find(stats, "pe.stall_per_pe");
-    const ts_stat *link[4] = {ts_stats_find(stats, "fabric.link_north"), ts_stats_find(stats, "fabric.link_south"),
-                              ts_stats_find(stats, "fabric.link_east"), ts_stats_find(stats, "fabric.link_west")};
-    const ts_stat *ev = ts_stats_find(stats, "region_events");
+    const ts_stat *busy = ts_stats_find(stats, WSE_STAT_BUSY_PER_PE);
+    const ts_stat *stall = ts_stats_find(stats, WSE_STAT_STALL_PER_PE);
+    const ts_stat *link[4] = {ts_stats_find(stats, WSE_STAT_LINK_NORTH), ts_stats_find(stats, WSE_STAT_LINK_SOUTH),
+                              ts_stats_find(stats, WSE_STAT_LINK_EAST), ts_stats_find(stats, WSE_STAT_LINK_WEST)};
+    const ts_stat *ev = ts_stats_find(stats, WSE_STAT_REGION_EVENTS);
     double secs = ts_results_time_s(res);
     int tb = ts_stats_table(stats, "layers", "one row per stage of the WSE lowering (docs/lowering-wse.md); node -1 is "
                             "the input source, the output sink or a skip path's FIFO; bandwidth is its wavelets in "
@@ -1680,26 +1683,10 @@ ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh
     return TS_OK;
 }
 
-ts_status ts_lower_wse_params_from_config(const ts_config *cfg, ts_lower_wse_params *out, ts_err *err)
-{
-    memset(out, 0, sizeof *out);
-    if (strcmp(ts_config_arch(cfg), "wse"))
-        return ts_err_set(err, TS_EINPUT, "config '%s' is for arch '%s', not 'wse'", ts_config_name(cfg),
-                          ts_config_arch(cfg));
-    uint64_t w = 0, h = 0, c = 0;
-    if (ts_config_u64(cfg, "mesh.width", &w) || ts_config_u64(cfg, "mesh.height", &h) ||
-        ts_config_u64(cfg, "pe.sram", &out->sram_bytes) || ts_config_u64(cfg, "fabric.colours", &c))
-        return ts_err_set(err, TS_EINPUT, "config '%s' lacks a key the WSE lowering reads", ts_config_name(cfg));
-    out->width = (uint32_t)w;
-    out->height = (uint32_t)h;
-    out->colours = (uint32_t)c;
-    return TS_OK;
-}
-
 /* ---- the lowering interface (workloads/lower/lower.h) ---- */
 
 typedef struct wse_lowering {
-    ts_lower_wse_params p;
+    ts_wse_target t;
     ts_lower_wse_report rep;
     ts_region *regions; /* owned: the stages as regions, for the run */
 } wse_lowering;
@@ -1711,13 +1698,13 @@ static ts_status wse_create(const ts_config *cfg, const ts_lower_opts *opts, voi
     if (!s)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     *state = s;
-    return ts_lower_wse_params_from_config(cfg, &s->p, err);
+    return ts_wse_target_from_config(cfg, &s->t, err);
 }
 
 static ts_status wse_lower(void *state, const ts_graph *g, ts_program **out, ts_err *err)
 {
     wse_lowering *s = state;
-    return ts_lower_wse(g, &s->p, out, &s->rep, err);
+    return ts_lower_wse(g, &s->t, out, &s->rep, err);
 }
 
 static ts_status wse_prepare(void *state, ts_run_opts *ro, ts_err *err)
@@ -1735,7 +1722,7 @@ static ts_status wse_prepare(void *state, ts_run_opts *ro, ts_err *err)
 static ts_status wse_attribute(void *state, ts_results *res, const ts_energy_table *energy, ts_err *err)
 {
     const wse_lowering *s = state;
-    return s->rep.nstages && res->stats ? ts_lower_wse_stage_stats(&s->rep, s->p.width, res, energy, err) : TS_OK;
+    return s->rep.nstages && res->stats ? ts_lower_wse_stage_stats(&s->rep, s->t.width, res, energy, err) : TS_OK;
 }
 
 static void wse_destroy(void *state)
