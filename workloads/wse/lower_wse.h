@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "arch/wse/wse_target.h"
 #include "core/config.h"
 #include "core/energy.h"
 #include "core/err.h"
@@ -30,7 +31,6 @@
 #include "core/results.h"
 #include "core/sim.h"
 #include "core/stats.h"
-#include "arch/wse/wse_target.h"
 #include "workloads/graph.h"
 #include "workloads/lower/lower.h"
 
