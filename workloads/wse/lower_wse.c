@@ -29,6 +29,8 @@
 const char *const ts_lww_kind_name[] = {"source", "sink",    "matmul",  "im2col", "relu", "softmax",
                                         "maxpool", "avgpool", "add",     "fifo",   "join"};
 
+/* shared candidate: workloads/lower/fill (the IPU lowering's value() does the same for f32 and
+ * f16 tensors): element i of a tensor as f32, from its data or its fill. */
 float ts_lww_value(const ts_graph_tensor *t, int id, uint64_t i)
 {
     if (t->data) {

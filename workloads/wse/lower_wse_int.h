@@ -77,6 +77,7 @@ typedef struct lw {
     uint64_t T;             /* the balanced pipeline's cycles by the cost model (place) */
 } lw;
 
+/* shared candidate: workloads/lower/ (every lowering divides rounding up) */
 static inline uint64_t lw_cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 static inline bool lw_is_param(const ts_graph_tensor *t)
 {
