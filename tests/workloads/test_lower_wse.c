@@ -4,15 +4,18 @@
  * references computed in double. */
 #include <check.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arch/wse/wse.h"
+#include "arch/wse/wse_target.h"
 #include "configs/builtin.h"
 #include "core/energy.h"
 #include "core/results.h"
 #include "core/alloc.h"
+#include "core/config.h"
 #include "core/program.h"
 #include "tests/arch/wse/wse_test.h"
 #include "tests/workloads/graph_build.h"
@@ -21,10 +24,10 @@
 
 /* ---- compiling and running ---- */
 
-static ts_lower_wse_params params(uint32_t w, uint32_t h)
+static ts_wse_target params(uint32_t w, uint32_t h)
 {
     ts_wse_cfg c = wt_cfg(w, h);
-    return (ts_lower_wse_params){.width = w, .height = h, .sram_bytes = c.sram_bytes, .colours = (uint32_t)c.colours};
+    return (ts_wse_target){.width = w, .height = h, .sram_bytes = c.sram_bytes, .colours = (uint32_t)c.colours};
 }
 
 typedef struct lowered {
@@ -76,7 +79,7 @@ static void lower_and_run(const ts_graph *g, uint32_t w, uint32_t h, lowered *L)
 {
     ts_err e;
     ts_err_init(&e);
-    ts_lower_wse_params p = params(w, h);
+    ts_wse_target p = params(w, h);
     if (lower_sram)
         p.sram_bytes = lower_sram;
     ts_status rc = ts_lower_wse(g, &p, &L->prog, &L->rep, &e);
@@ -188,7 +191,7 @@ START_TEST(test_stage_energy)
     ts_graph *g = mm_graph(&a, &b, &c);
     ts_err e;
     ts_err_init(&e);
-    ts_lower_wse_params p = params(32, 32);
+    ts_wse_target p = params(32, 32);
     ts_lower_wse_report rep = {0};
     ts_program *prog = NULL;
     ck_assert_int_eq(ts_lower_wse(g, &p, &prog, &rep, &e), TS_OK);
@@ -614,7 +617,7 @@ static void expect_error(ts_graph *g, uint32_t w, uint32_t h, const char *const 
 {
     ts_err e;
     ts_err_init(&e);
-    ts_lower_wse_params p = params(w, h);
+    ts_wse_target p = params(w, h);
     ts_program *prog = NULL;
     ck_assert_int_eq(ts_lower_wse(g, &p, &prog, NULL, &e), TS_EINPUT);
     ck_assert_ptr_null(prog);
@@ -666,11 +669,101 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* ---- the machine facts from a config ---- */
+
+/* Configs of the wafer-mesh family; "wse" under another schema and another arch, for the refusals. */
+typedef struct other_cfg {
+    uint64_t tiles;
+} other_cfg;
+static const ts_cfg_key other_keys[] = {
+    {"tiles", TS_CFG_UINT, TS_UNIT_NONE, 1, 1e6, "4", "tiles", offsetof(other_cfg, tiles), NULL},
+};
+static const ts_schema other_wse = {"wse", "not the family's schema", other_keys, 1, sizeof(other_cfg), NULL};
+static const ts_schema other_tsp = {"tsp", "another family", other_keys, 1, sizeof(other_cfg), NULL};
+
+static const ts_schema *wse_schema(const char *arch)
+{
+    return !strcmp(arch, "wse") ? &ts_wse_schema : !strcmp(arch, "tsp") ? &other_tsp : NULL;
+}
+
+static const ts_schema *other_schema(const char *arch) { return !strcmp(arch, "wse") ? &other_wse : NULL; }
+
+static ts_config *load_cfg(const char *name, ts_schema_lookup_fn schema, const char *const *sets, size_t nsets)
+{
+    ts_config_opts o = {.schema = schema, .builtin = ts_builtin_find, .sets = sets, .nsets = nsets};
+    ts_err e;
+    ts_err_init(&e);
+    ts_config *c = NULL;
+    ck_assert_msg(ts_config_load(&c, name, &o, &e) == TS_OK, "%s: %s", name, e.msg);
+    return c;
+}
+
+static ts_config *load_text(const char *text, ts_schema_lookup_fn schema)
+{
+    ts_config_opts o = {.schema = schema};
+    ts_err e;
+    ts_err_init(&e);
+    ts_config *c = NULL;
+    ck_assert_msg(ts_config_load_string(&c, "t.yaml", text, strlen(text), &o, &e) == TS_OK, "%s", e.msg);
+    return c;
+}
+
+START_TEST(test_target)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_wse_target t;
+    /* wse_32x32: a 32 x 32 corner with the WSE-2's PEs (configs/wse_32x32.yaml, base wse2) */
+    ts_config *c = load_cfg("wse_32x32", wse_schema, NULL, 0);
+    ck_assert_int_eq(ts_wse_target_from_config(c, &t, &e), TS_OK);
+    ck_assert_uint_eq(t.width, 32);
+    ck_assert_uint_eq(t.height, 32);
+    ck_assert_uint_eq(t.sram_bytes, 48 * 1024);
+    ck_assert_uint_eq(t.colours, 24);
+    ts_config_destroy(c);
+    /* wse2: 750 x 994 PEs of 48 KiB, 24 colours (configs/wse2.yaml) */
+    c = load_cfg("wse2", wse_schema, NULL, 0);
+    ck_assert_int_eq(ts_wse_target_from_config(c, &t, &e), TS_OK);
+    ck_assert_uint_eq(t.width, 750);
+    ck_assert_uint_eq(t.height, 994);
+    ck_assert_uint_eq(t.sram_bytes, 48 * 1024);
+    ck_assert_uint_eq(t.colours, 24);
+    ts_config_destroy(c);
+    /* the facts follow the typed config, overrides included */
+    static const char *const sets[] = {"pe.sram=16 KiB", "fabric.colours=16", "mesh.height=8"};
+    c = load_cfg("wse_32x32", wse_schema, sets, 3);
+    ck_assert_int_eq(ts_wse_target_from_config(c, &t, &e), TS_OK);
+    ck_assert_uint_eq(t.width, 32);
+    ck_assert_uint_eq(t.height, 8);
+    ck_assert_uint_eq(t.sram_bytes, 16 * 1024);
+    ck_assert_uint_eq(t.colours, 16);
+    ts_config_destroy(c);
+    /* another family's config is refused, by the target and by the lowering's create alike */
+    c = load_text("arch: tsp\nname: chip\n", wse_schema);
+    ck_assert_int_eq(ts_wse_target_from_config(c, &t, &e), TS_EINPUT);
+    ck_assert_str_eq(e.msg, "config 'chip' is for arch 'tsp', not 'wse'");
+    ts_err_init(&e);
+    void *state = NULL;
+    ck_assert_int_eq(ts_wse_lowering.create(c, NULL, &state, &e), TS_EINPUT);
+    ck_assert_str_eq(e.msg, "config 'chip' is for arch 'tsp', not 'wse'");
+    if (state)
+        ts_wse_lowering.destroy(state);
+    ts_config_destroy(c);
+    /* "wse" read with another schema has none of the family's keys */
+    ts_err_init(&e);
+    c = load_text("arch: wse\nname: fake\n", other_schema);
+    ck_assert_int_eq(ts_wse_target_from_config(c, &t, &e), TS_EINPUT);
+    ck_assert_str_eq(e.msg, "config 'fake' lacks a key the WSE lowering reads");
+    ts_config_destroy(c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("lower_wse");
     TCase *tc = tcase_create("lower_wse");
     tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_target);
     tcase_add_test(tc, test_matmul);
     tcase_add_test(tc, test_stage_energy);
     tcase_add_test(tc, test_mlp_softmax);

@@ -13,8 +13,9 @@
  * rectangle by compute (the fewest PEs that keep up with the balanced pipeline) and by weights
  * (every PE's slice must fit pe.sram). Values are f32 throughout.
  *
- * The lowering knows the WSE only through its opcode table (arch/wse/wse_isa.def) and a small
- * parameter struct filled from the chip config.
+ * The lowering knows the WSE only through its opcode table (arch/wse/wse_isa.def) and its machine
+ * facts (ts_wse_target, arch/wse/wse_target.h: ts_wse_target_from_config fills them from a chip
+ * config; tests may fill them by hand).
  */
 #ifndef TS_WORKLOADS_LOWER_WSE_H
 #define TS_WORKLOADS_LOWER_WSE_H
@@ -22,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "arch/wse/wse_target.h"
 #include "core/config.h"
 #include "core/energy.h"
 #include "core/err.h"
@@ -31,16 +33,6 @@
 #include "core/stats.h"
 #include "workloads/graph.h"
 #include "workloads/lower/lower.h"
-
-/* What the lowering needs to know about the chip. */
-typedef struct ts_lower_wse_params {
-    uint32_t width, height; /* mesh.width, mesh.height: PEs */
-    uint64_t sram_bytes;    /* pe.sram: bytes per PE */
-    uint32_t colours;       /* fabric.colours: the lowering needs 8, 16 with skip paths */
-} ts_lower_wse_params;
-
-/* Fill params from a chip config whose arch is "wse". */
-ts_status ts_lower_wse_params_from_config(const ts_config *cfg, ts_lower_wse_params *out, ts_err *err);
 
 /* One stage as placed: a rectangle of PEs [x, x + w) x [y, y + h). */
 typedef struct ts_lower_wse_stage {
@@ -74,12 +66,13 @@ typedef struct ts_lower_wse_report {
 
 void ts_lower_wse_report_free(ts_lower_wse_report *rep);
 
-/* Lower a finalized graph. On success *out is a new program for arch "wse" and rep (may be
+/* Lower a finalized graph for the chip t (the lowering needs 8 colours, 16 with skip paths, a mesh
+ * and PEs of at least 64 bytes). On success *out is a new program for arch "wse" and rep (may be
  * NULL) is filled. Unsupported operators and operators that do not fit fail with an error naming
  * the operator and by how much it misses, e.g.
  *   "MatMul 'fc': needs 45 columns of PEs for its weights (65536.0 KiB over columns of 32 PEs of
  *    48.0 KiB); 30 are left of the 32-wide mesh: 15 columns short". */
-ts_status ts_lower_wse(const ts_graph *g, const ts_lower_wse_params *p, ts_program **out, ts_lower_wse_report *rep,
+ts_status ts_lower_wse(const ts_graph *g, const ts_wse_target *t, ts_program **out, ts_lower_wse_report *rep,
                        ts_err *err);
 
 /* The stages' rectangles as regions for the run options (ts_run_opts.regions), so the run sums

@@ -1,0 +1,278 @@
+/* workloads/wse/lower_wse_build.c — the stage graph: the graph walked as a chain of stages.
+ *
+ * The source first (the graph input, images reordered to pixel order), then the nodes in graph
+ * order: each reads the main stream or the open skip path; the first tensor read by two nodes
+ * opens a skip path (fork: FIFO PEs below the main band), the node that reads both streams closes
+ * it (join); every other node becomes its operator's stages (lower_wse_stages.c). The sink last.
+ */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "workloads/wse/lower_wse_int.h"
+
+/* Where the walk is: the tensor each lane streams (0: main, 1: the skip path), the last stage of
+ * each lane, and the tensor the open skip path forked from (-1 when none is open). */
+typedef struct walk {
+    lw_cur lane[2];
+    int last[2];
+    int fork_t;
+} walk;
+
+static bool reads(const ts_graph_node *n, int t)
+{
+    for (size_t k = 0; k < n->nin; k++)
+        if (n->in[k] == t)
+            return true;
+    return false;
+}
+
+/* A row of a stream: one image row of pixels times channels, or the last axis. */
+static void stream_row(const ts_graph_tensor *t, uint64_t *row)
+{
+    *row = (uint64_t)(t->rank == 4 ? t->dims[1] * t->dims[3] : t->dims[t->rank - 1]);
+}
+
+/* The source: the graph input as data, reordered pixel by pixel if it is an image. */
+static ts_status build_source(lw *L, int input, lw_cur *start)
+{
+    const ts_graph *g = L->g;
+    *start = (lw_cur){input, false};
+    lw_stage *src = ts_lww_add_stage(L, K_SOURCE, -1);
+    const ts_graph_tensor *it = ts_graph_get_tensor(g, input);
+    uint64_t nin = (uint64_t)ts_graph_tensor_elems(it);
+    if (!src || !(src->vals = ts_malloc(nin * 4)))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (uint64_t i = 0; i < nin; i++)
+        src->vals[i] = ts_lww_value(it, input, i);
+    src->in_n = src->out_n = nin;
+    if (it->rank == 4 && it->dims[2] * it->dims[3] > 1) { /* images leave pixel by pixel */
+        int64_t C = it->dims[1], HW = it->dims[2] * it->dims[3];
+        float *v = ts_malloc(nin * 4);
+        if (!v)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        for (uint64_t i = 0; i < nin; i++) { /* stream index i = (n, px, c) */
+            uint64_t ch = i % (uint64_t)C, px = (i / (uint64_t)C) % (uint64_t)HW, b = i / (uint64_t)(C * HW);
+            v[i] = src->vals[(b * (uint64_t)C + ch) * (uint64_t)HW + px];
+        }
+        ts_free(src->vals);
+        src->vals = v;
+        start->nhwc = true;
+    }
+    return TS_OK;
+}
+
+/* The tallest window (kh) of the operators from node `from` up to the first that reads two
+ * activations (the join). */
+static int64_t tallest_window(const ts_graph *g, int from)
+{
+    int64_t kh = 1;
+    for (size_t id = (size_t)from; id < ts_graph_node_count(g); id++) {
+        const ts_graph_node *m = ts_graph_get_node(g, (int)id);
+        if (m->op == TS_OP_CONV && m->nin > 1)
+            kh = kh > ts_graph_get_tensor(g, m->in[1])->dims[2] ? kh : ts_graph_get_tensor(g, m->in[1])->dims[2];
+        if (m->op == TS_OP_MAXPOOL)
+            kh = kh > m->attrs.kernel[0] ? kh : m->attrs.kernel[0];
+        size_t acts = 0;
+        for (size_t k = 0; k < m->nin; k++)
+            acts += !lw_is_param(ts_graph_get_tensor(g, m->in[k]));
+        if (acts > 1)
+            break;
+    }
+    return kh;
+}
+
+/* Open a skip path from the main stream's last stage: the stream is multicast down to the rows
+ * below, where FIFO PEs hold what the main path has taken in but not yet given out (else the
+ * multicast would stall and the join never get its first main value). */
+static ts_status fork(lw *L, const ts_graph_node *n, int from, lw_cur c, walk *w)
+{
+    const ts_graph_tensor *t = ts_graph_get_tensor(L->g, c.t);
+    int64_t kh = tallest_window(L->g, from);
+    uint64_t row, E = (uint64_t)ts_graph_tensor_elems(t);
+    stream_row(t, &row);
+    uint64_t hold = (uint64_t)(kh + 2) * row, half = (L->t->sram_bytes - 16) / 8; /* two halves per PE */
+    uint64_t chunk = row / 2 ? row / 2 : 1; /* released a chunk at a time: less than the main path's lag */
+    if (chunk > half)
+        chunk = half;
+    if (!chunk)
+        return ts_lww_fail(L, n, "a FIFO PE of %llu bytes holds nothing", (unsigned long long)L->t->sram_bytes);
+    uint64_t nf = lw_cdiv(hold, 2 * chunk) + 1;
+    L->st[w->last[0]].fork = true;
+    w->lane[1] = c;
+    w->last[1] = w->last[0];
+    for (uint64_t i = 0; i < nf; i++) {
+        lw_stage *f = ts_lww_add_stage(L, K_FIFO, -1);
+        if (!f)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        f->node = from;
+        f->lane = 1;
+        f->prev = w->last[1];
+        f->in_n = f->out_n = E;
+        f->chunk = chunk;
+        f->mem = chunk * 8 + 8;
+        w->last[1] = (int)L->n - 1;
+    }
+    return TS_OK;
+}
+
+/* The join: Add, Sub or Mul of the main stream and the skip path, element by element, over G
+ * PEs that each keep a slice of every pixel's channels (a Relu after it is fused). */
+static ts_status join(lw *L, const ts_graph_node *n, int node, walk *w)
+{
+    const ts_graph *g = L->g;
+    if (n->op != TS_OP_ADD && n->op != TS_OP_SUB && n->op != TS_OP_MUL)
+        return ts_lww_fail(L, n, "joins a skip path; the WSE lowering joins with Add, Sub or Mul only");
+    const ts_graph_tensor *a = ts_graph_get_tensor(g, w->lane[0].t), *b = ts_graph_get_tensor(g, w->lane[1].t);
+    const ts_graph_tensor *y = ts_graph_get_tensor(g, n->out[0]);
+    int64_t E = ts_graph_tensor_elems(y);
+    if (ts_graph_tensor_elems(a) != E || ts_graph_tensor_elems(b) != E || w->lane[0].nhwc != w->lane[1].nhwc)
+        return ts_lww_fail(L, n, "'%s' and '%s' must have the same shape (no broadcasting is lowered)", a->name,
+                           b->name);
+    lw_stage *s = ts_lww_add_stage(L, K_JOIN, node);
+    if (!s)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    s->C = y->rank == 4 ? y->dims[1] : y->dims[y->rank - 1]; /* a pixel's channels (1x1 images too) */
+    s->M = E / s->C;
+    s->G = (uint32_t)(s->C < 8 ? s->C : 8);
+    s->vop = n->op == TS_OP_ADD ? WSE_OP_FADDS : n->op == TS_OP_SUB ? WSE_OP_FSUBS : WSE_OP_FMULS;
+    s->swap = n->in[0] != w->lane[0].t;
+    s->in_n = s->out_n = (uint64_t)E;
+    s->mem = (uint64_t)lw_cdiv((uint64_t)s->C, s->G) * 4 + 8;
+    s->w = s->G;
+    s->lane = 0;
+    s->prev = w->last[0];
+    s->prev2 = w->last[1];
+    w->last[0] = (int)L->n - 1;
+    w->lane[0].t = n->out[0];
+    w->fork_t = -1;
+    return TS_OK;
+}
+
+/* Which of o's inputs is the stream (o->at) and which parameter goes with it (o->other): every
+ * input besides the stream must be a parameter. */
+static ts_status operands(lw *L, lw_op *o)
+{
+    const ts_graph *g = L->g;
+    const ts_graph_node *n = o->n;
+    o->at = 0;
+    o->other = -1;
+    while (o->at < n->nin && n->in[o->at] != o->c.t)
+        o->at++;
+    for (size_t k = 0; k < n->nin; k++) {
+        const ts_graph_tensor *t = ts_graph_get_tensor(g, n->in[k]);
+        if (k != o->at && !lw_is_param(t))
+            return ts_lww_fail(L, n, "input '%s' is an activation besides '%s', and not the end of an open skip path",
+                               t->name, ts_graph_get_tensor(g, o->c.t)->name);
+        if (k != o->at && o->other < 0)
+            o->other = n->in[k];
+    }
+    o->x = ts_graph_get_tensor(g, o->c.t);
+    o->y = ts_graph_get_tensor(g, n->out[0]);
+    o->nx = ts_graph_tensor_elems(o->x);
+    o->ny = ts_graph_tensor_elems(o->y);
+    return TS_OK;
+}
+
+/* One node: the join of the open skip path, or its operator's stages on the lane it reads (after
+ * opening a skip path if its stream feeds a second node). */
+static ts_status build_node(lw *L, walk *w, int node)
+{
+    const ts_graph *g = L->g;
+    const ts_graph_node *n = ts_graph_get_node(g, node);
+    for (size_t k = 0; k < n->nin; k++) {
+        const ts_graph_tensor *t = ts_graph_get_tensor(g, n->in[k]);
+        if (t->dtype != TS_DT_F32)
+            return ts_lww_fail(
+                L, n, "input '%s' is %s; the WSE lowering supports f32 only (built-in workloads take dtype=f32)",
+                t->name, ts_dtype_name(t->dtype));
+    }
+    bool r0 = reads(n, w->lane[0].t), r1 = w->fork_t >= 0 && reads(n, w->lane[1].t);
+    if (r0 && r1) /* the join of the skip path */
+        return join(L, n, node, w);
+    if (!r0 && !r1)
+        return ts_lww_fail(L, n, "reads none of the streams open at this point ('%s'%s%s); the WSE lowering streams "
+                           "chains of operators with at most one skip path", ts_graph_get_tensor(g, w->lane[0].t)->name,
+                           w->fork_t >= 0 ? " and " : "",
+                           w->fork_t >= 0 ? ts_graph_get_tensor(g, w->lane[1].t)->name : "");
+    const int ln = r0 ? 0 : 1;
+    lw_cur c = w->lane[ln];
+    size_t nc = 0;
+    ts_graph_consumers(g, c.t, &nc);
+    if (nc > 1 && c.t != w->fork_t) {
+        if (ln != 0 || w->fork_t >= 0 || nc > 2)
+            return ts_lww_fail(L, n, "'%s' feeds %zu operators; the WSE lowering streams chains with one skip path at "
+                               "a time", ts_graph_get_tensor(g, c.t)->name, nc);
+        ts_status rc = fork(L, n, node, c, w);
+        if (rc)
+            return rc;
+        w->fork_t = c.t;
+    }
+    lw_op o = {.n = n, .node = node, .c = c, .prev = w->last[ln]};
+    ts_status rc = operands(L, &o);
+    size_t first = L->n;
+    bool out_nhwc = false;
+    if (!rc)
+        rc = ts_lww_op_stages(L, &o, &out_nhwc);
+    if (rc)
+        return rc;
+    if (L->n == first) { /* the stream only changes its name */
+        w->lane[ln].t = n->out[0];
+        return TS_OK;
+    }
+    for (size_t k = first; k < L->n; k++) {
+        L->st[k].lane = ln;
+        L->st[k].prev = k == first ? w->last[ln] : (int)k - 1;
+    }
+    w->last[ln] = (int)L->n - 1;
+    w->lane[ln].t = n->out[0];
+    w->lane[ln].nhwc = out_nhwc;
+    return TS_OK;
+}
+
+/* The sink at the end of the main stream, which must be the graph output. */
+static ts_status build_sink(lw *L, const walk *w, int output)
+{
+    const ts_graph *g = L->g;
+    if (w->fork_t >= 0)
+        return ts_err_set(L->err, TS_EINPUT, "the skip path from '%s' never joins the main stream",
+                          ts_graph_get_tensor(g, w->fork_t)->name);
+    const lw_cur end = w->lane[0];
+    if (end.t != output)
+        return ts_err_set(L->err, TS_EINPUT, "the graph output '%s' is not the end of the chain of operators",
+                          ts_graph_get_tensor(g, output)->name);
+    lw_stage *k = ts_lww_add_stage(L, K_SINK, -1);
+    if (!k)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    k->prev = w->last[0];
+    k->in_n = k->out_n = (uint64_t)ts_graph_tensor_elems(ts_graph_get_tensor(g, output));
+    k->in_nhwc = end.nhwc;
+    return TS_OK;
+}
+
+/* Every stage takes as many wavelets as the stages it reads give. */
+static ts_status check_counts(const lw *L)
+{
+    for (size_t i = 1; i < L->n; i++)
+        for (int q = 0; q < 2; q++) {
+            int pi = q ? L->st[i].prev2 : L->st[i].prev;
+            if ((pi >= 0 || !q) && L->st[i].in_n != L->st[pi].out_n)
+                return ts_err_set(L->err, TS_EINTERNAL, "stage %zu takes %llu wavelets, stage %d gives %llu", i,
+                                  (unsigned long long)L->st[i].in_n, pi, (unsigned long long)L->st[pi].out_n);
+        }
+    return TS_OK;
+}
+
+ts_status ts_lww_build(lw *L, int input, int output)
+{
+    walk w = {.last = {0, -1}, .fork_t = -1};
+    ts_status rc = build_source(L, input, &w.lane[0]);
+    if (rc)
+        return rc;
+    w.lane[1] = w.lane[0];
+    for (size_t id = 0; id < ts_graph_node_count(L->g); id++)
+        if ((rc = build_node(L, &w, (int)id)))
+            return rc;
+    if ((rc = build_sink(L, &w, output)))
+        return rc;
+    return check_counts(L);
+}

@@ -1,0 +1,213 @@
+/* workloads/wse/lower_wse_emit_mm.c — emission of a matrix product: kr x kc PEs, stationary
+ * weights (docs/lowering-wse.md, "Matrix products").
+ *
+ * Per input row: the row is broadcast east along row 0 and south down every column; each PE
+ * multiplies its slice of the row by its weight block into accumulators that start from the bias
+ * (row 0) or zero; the partial sums go north along each column, added on the way; row 0 applies
+ * the fused Relu and sends its outputs east after those of the columns west of it.
+ */
+#include "core/alloc.h"
+#include "workloads/wse/lower_wse_int.h"
+
+/* PE (i, j) of a matrix product: inputs [k0, k1) and outputs [n0, n1) of the weights, and its
+ * memory: the weight block from 0, its input slice XA, the accumulators AA, the bias BA, a zero
+ * word ZA, a junk word JA; with room for two whole input rows (dbl), row buffers XB0 and XB1. */
+typedef struct mm_pe {
+    uint32_t i, j;
+    uint64_t k0, k1, n0, n1, ki, nb;
+    int XA, AA, BA, ZA, JA, XB0, XB1;
+    bool dbl;  /* row m + 1 is received on microthread 0 while row m is computed */
+    bool bias; /* row 0 of a product with a bias */
+} mm_pe;
+
+static mm_pe mm_pe_at(const lw *L, const lw_stage *s, uint32_t i, uint32_t j)
+{
+    const uint64_t K = (uint64_t)s->K, N = (uint64_t)s->N;
+    mm_pe e = {.i = i, .j = j};
+    e.k0 = i * K / s->kr;
+    e.k1 = (i + 1) * K / s->kr;
+    e.n0 = j * N / s->kc;
+    e.n1 = (j + 1) * N / s->kc;
+    e.ki = e.k1 - e.k0;
+    e.nb = e.n1 - e.n0;
+    e.XA = (int)(e.ki * e.nb * 4);
+    e.AA = e.XA + (int)e.ki * 4;
+    e.BA = e.AA + (int)e.nb * 4;
+    e.ZA = e.BA + (int)e.nb * 4;
+    e.JA = e.ZA + 4;
+    e.dbl = lw_mm_mem(e.ki, e.nb) + 8 * K <= L->t->sram_bytes;
+    e.XB0 = e.JA + 4;
+    e.XB1 = e.XB0 + (int)K * 4;
+    e.bias = i == 0 && s->bias;
+    return e;
+}
+
+/* Routes: the input row east along row 0 and south down every column, the partial sums north,
+ * the row chain east along row 0. */
+static void mm_routes(lw_gen *G, const lw_stage *s, const mm_pe *e)
+{
+    const uint32_t i = e->i, j = e->j;
+    if (i == 0)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R | (j + 1 < s->kc ? P_E : 0) | (s->kr > 1 ? P_S : 0));
+    else
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_R | (i + 1 < s->kr ? P_S : 0));
+    if (i > 0)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, i), P_R, P_N);
+    if (i + 1 < s->kr)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, i + 1), P_S, P_R);
+    if (i == 0 && j > 0)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_gcol(s, j - 1), P_W, P_R);
+    if (i == 0)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_gcol(s, j), P_R, lw_outp(s, j + 1 == s->kc));
+}
+
+/* Before the rows: r15 = 0; DSD 4 the weight row, 2 the accumulators, 3 the bias or the zero
+ * word; double-buffered, DSDs 14 and 15 the one-element move that waits for microthread 0, and
+ * row 0 received on it into XB0 (r11 the row being computed, r12 the one being received). */
+static void mm_setup(lw_gen *G, const lw_stage *s, const mm_pe *e)
+{
+    ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 4, 0, (int)e->nb, 1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 2, e->AA, (int)e->nb, 1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 3, e->bias ? e->BA : e->ZA, (int)e->nb, e->bias ? 1 : 0);
+    if (e->dbl) {
+        ts_lww_op(G, WSE_OP_DSDM, 4, 14, e->JA, 1, 0); /* a one-element move: waits for a thread */
+        ts_lww_op(G, WSE_OP_DSDM, 4, 15, e->ZA, 1, 0);
+        ts_lww_op(G, WSE_OP_DSDIN, 3, 7, (int)s->cin, (int)s->K);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 8, e->XB0, (int)s->K, 1);
+        ts_lww_op(G, WSE_OP_FMOVS, 4, 8, 7, 0, -1);
+        ts_lww_op(G, WSE_OP_LI, 2, 11, e->XB0);
+        ts_lww_op(G, WSE_OP_LI, 2, 12, e->XB1);
+    }
+}
+
+/* Row m in: double-buffered, wait for it and start receiving row m + 1 (none after the last);
+ * else take the slice [k0, k1) into XA and drop the rest into the junk word. */
+static void mm_row_in(lw_gen *G, const lw_stage *s, const mm_pe *e)
+{
+    const uint64_t K = (uint64_t)s->K;
+    if (e->dbl) {
+        ts_lww_op(G, WSE_OP_FMOVS, 4, 14, 15, 0, -1); /* row m is in */
+        ts_lww_op(G, WSE_OP_ADDI, 3, 13, 10, -1);
+        ts_lww_op(G, WSE_OP_BZ, 2, 13, ts_lww_pc(G) + 3); /* no row after the last */
+        ts_lww_op(G, WSE_OP_DSDBASE, 3, 8, 12, 0);
+        ts_lww_op(G, WSE_OP_FMOVS, 4, 8, 7, 0, -1);
+    } else {
+        if (e->k0)
+            ts_lww_in_to_mem(G, s->cin, (uint64_t)e->JA, e->k0, 0);
+        ts_lww_in_to_mem(G, s->cin, (uint64_t)e->XA, e->ki, 1);
+        if (K > e->k1)
+            ts_lww_in_to_mem(G, s->cin, (uint64_t)e->JA, K - e->k1, 0);
+    }
+}
+
+/* acc += W[k][n0..n1) * x[k] over the slice, unrolled by 8 (r1 the input, r2 the weight row). */
+static void mm_macs(lw_gen *G, const mm_pe *e)
+{
+    enum { U = 8 };
+    const int nb = (int)e->nb;
+    if (e->dbl)
+        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 11, (int)e->k0 * 4);
+    else
+        ts_lww_op(G, WSE_OP_LI, 2, 1, e->XA);
+    ts_lww_op(G, WSE_OP_LI, 2, 2, 0);
+    if (e->ki / U) {
+        int mac = ts_lww_loop_head(G, 3, (int64_t)(e->ki / U));
+        for (int u = 0; u < U; u++) {
+            ts_lww_op(G, WSE_OP_LD, 3, 4, 1, 4 * u);
+            ts_lww_op(G, WSE_OP_DSDBASE, 3, 4, 2, u * nb * 4);
+            ts_lww_op(G, WSE_OP_FMACS, 6, 2, 2, 4, 4, -1, -1);
+        }
+        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, 4 * U);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 2, 2, U * nb * 4);
+        ts_lww_loop_end(G, 3, mac);
+    }
+    for (int u = 0; u < (int)(e->ki % U); u++) {
+        ts_lww_op(G, WSE_OP_LD, 3, 4, 1, 4 * u);
+        ts_lww_op(G, WSE_OP_DSDBASE, 3, 4, 2, u * nb * 4);
+        ts_lww_op(G, WSE_OP_FMACS, 6, 2, 2, 4, 4, -1, -1);
+    }
+}
+
+/* Partial sums north along the column, added on the way: the bottom PE sends, the PEs between add
+ * from the fabric to the fabric, row 0 adds into its accumulators. */
+static void mm_reduce(lw_gen *G, const lw_stage *s, const mm_pe *e)
+{
+    const uint32_t i = e->i;
+    const int nb = (int)e->nb;
+    if (s->kr <= 1)
+        return;
+    if (i + 1 == s->kr) {
+        ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, i), nb, 0);
+        ts_lww_op(G, WSE_OP_FMOVS, 4, 5, 2, -1, -1);
+    } else if (i > 0) {
+        ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, i), nb, 0);
+        ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, i + 1), nb);
+        ts_lww_op(G, WSE_OP_FADDS, 5, 5, 2, 6, -1, -1);
+    } else {
+        ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, 1), nb);
+        ts_lww_op(G, WSE_OP_FADDS, 5, 2, 2, 6, -1, -1);
+    }
+}
+
+/* PE (i, j)'s code: routes, set-up, then per input row: in, accumulators from the bias or zero,
+ * the MACs, the partial sums; row 0 the fused Relu and the row chain (the outputs of the columns
+ * to the west, then its own); double-buffered, the row buffers swap. */
+static void mm_code(lw_gen *G, const lw_stage *s, const mm_pe *e)
+{
+    mm_routes(G, s, e);
+    mm_setup(G, s, e);
+    int row = ts_lww_loop_head(G, 10, s->M);
+    mm_row_in(G, s, e);
+    ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
+    mm_macs(G, e);
+    mm_reduce(G, s, e);
+    if (e->i == 0) {
+        if (s->relu)
+            ts_lww_relu_mem(G, e->AA, (int64_t)e->nb);
+        ts_lww_in_to_out(G, lw_gcol(s, e->j - 1), lw_gcol(s, e->j), e->n0);
+        ts_lww_mem_to_out(G, (uint64_t)e->AA, e->nb, lw_gcol(s, e->j));
+    }
+    if (e->dbl) { /* swap the row buffers */
+        ts_lww_op(G, WSE_OP_MOV, 2, 13, 11);
+        ts_lww_op(G, WSE_OP_MOV, 2, 11, 12);
+        ts_lww_op(G, WSE_OP_MOV, 2, 12, 13);
+    }
+    ts_lww_loop_end(G, 10, row);
+}
+
+/* PE (i, j)'s data: its weight block at 0 (row-major, copied through blk), the bias at BA. */
+static ts_status mm_data(lw *L, ts_program *P, const lw_stage *s, const mm_pe *e, float *blk)
+{
+    const uint64_t N = (uint64_t)s->N;
+    for (uint64_t k = 0; k < e->ki; k++)
+        for (uint64_t n = 0; n < e->nb; n++)
+            blk[k * e->nb + n] = s->wt[(e->k0 + k) * N + e->n0 + n];
+    uint32_t id = (s->y0 + e->i) * L->t->width + s->x + e->j;
+    if (ts_program_add_segment(P, WSE_KIND_PE, id, 0, blk, (uint32_t)(e->ki * e->nb * 4), L->err) ||
+        (e->bias &&
+         ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)e->BA, s->bias + e->n0, (uint32_t)(e->nb * 4), L->err)))
+        return L->err->status;
+    return TS_OK;
+}
+
+ts_status ts_lww_emit_mm(lw *L, ts_program *P, size_t si, lw_gen *G)
+{
+    const lw_stage *s = &L->st[si];
+    float *blk = ts_malloc((size_t)lw_mm_mem(lw_cdiv((uint64_t)s->K, s->kr), lw_cdiv((uint64_t)s->N, s->kc)));
+    if (!blk)
+        return TS_ENOMEM;
+    ts_status rc = TS_OK;
+    for (uint32_t i = 0; !rc && i < s->kr; i++)
+        for (uint32_t j = 0; !rc && j < s->kc; j++) {
+            const mm_pe e = mm_pe_at(L, s, i, j);
+            if (!ts_lww_pe_stream(P, L->t, s->x + j, s->y0 + i, G)) {
+                rc = TS_ENOMEM;
+                break;
+            }
+            mm_code(G, s, &e);
+            rc = mm_data(L, P, s, &e, blk);
+        }
+    ts_free(blk);
+    return rc;
+}

@@ -1,0 +1,193 @@
+/* workloads/wse/lower_wse_int.h — what the passes of the WSE lowering share (private).
+ *
+ * ts_lower_wse (lower_wse.c) runs the passes in order, each over the array of stages:
+ *   build   lower_wse_build.c   the graph as a chain of stages: the source, the stages of each
+ *                               operator (lower_wse_stages.c), forks and joins of skip paths, the sink;
+ *   place   lower_wse_place.c   every stage's rectangle: matrix products sized by compute and weights
+ *                               for the balanced pipeline time T, then west to east along the band;
+ *   routes  lower_wse_routes.c  every stage's colours, the pass-through routes of the skip paths;
+ *   emit    lower_wse_emit.c    each PE's stream (routes first, then code) stage by stage: I/O and
+ *                               joins there, matrix products in lower_wse_emit_mm.c, line buffers
+ *                               (im2col, maxpool) in lower_wse_emit_lb.c, single-PE operators in
+ *                               lower_wse_emit_pe.c;
+ *   report  lower_wse_report.c  the report, locate, the per-stage attribution, the registry adapter.
+ */
+#ifndef TS_WORKLOADS_WSE_LOWER_WSE_INT_H
+#define TS_WORKLOADS_WSE_LOWER_WSE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/wse/wse_isa.h"
+#include "arch/wse/wse_target.h"
+#include "core/err.h"
+#include "core/program.h"
+#include "workloads/graph.h"
+#include "workloads/wse/lower_wse.h"
+
+/* Route ports (mask bits) and the longest DSD, from arch/wse/wse_target.h. */
+enum { P_N = WSE_MASK_N, P_S = WSE_MASK_S, P_E = WSE_MASK_E, P_W = WSE_MASK_W, P_R = WSE_MASK_R };
+enum { PIECE = WSE_DSD_MAX_LEN };
+
+/* Register conventions of the emitted code: r15 holds 0; DSD registers 12 and 13 are the
+ * helpers' (ts_lww_in_to_mem and the like); vector moves run on microthreads 0 and 1. */
+_Static_assert(15 < WSE_NREGS && 15 < WSE_NDSD, "the lowering uses r15 and DSD registers up to 15");
+
+/* ---- stages ---- */
+
+/* Stage kinds; ts_lww_kind_name gives their names in the report. */
+enum { K_SOURCE, K_SINK, K_MM, K_FEED, K_RELU, K_SOFTMAX, K_MAXPOOL, K_GAP, K_ADD, K_FIFO, K_JOIN };
+extern const char *const ts_lww_kind_name[];
+
+typedef struct lw_stage {
+    int kind, node;
+    int prev, prev2;  /* the stages whose output it reads (prev2: a join's skip input), -1 for none */
+    int lane;         /* 0: the main band along the top rows; 1: a skip path in the rows below */
+    bool fork;        /* its output also goes down to a skip path */
+    uint32_t x, y0, w, h, kr, kc;
+    uint32_t set;     /* colour set: colours 4 set .. 4 set + 3 */
+    uint32_t cin, cout, cskip;
+    uint64_t in_n, out_n, macs, mem;
+    /* matmul: rows M of K inputs, N outputs; wt[k * N + n]; bias[N] or NULL (owned) */
+    int64_t M, K, N;
+    float *wt, *bias;
+    bool relu;
+    /* image stages: batch, channels, size, window, strides, pads (top, left, bottom, right) */
+    int64_t B, C, H, W, kh, kw, sh, sw, pt, pl, pb, pr, Ho, Wo;
+    bool in_nhwc;
+    uint32_t G; /* im2col and maxpool: channel groups, one PE each */
+    /* softmax: rows of L */
+    int64_t L;
+    /* add: vals[n] in stream order, opcode, operand order; source: vals are the input (owned) */
+    float *vals;
+    int vop;
+    bool swap;
+    uint32_t kcmin; /* matmul: fewest columns its weights need */
+    uint64_t chunk; /* source and sink: elements per PE */
+} lw_stage;
+
+/* The lowering of one graph: its stages in stream order, west to east. */
+typedef struct lw {
+    const ts_graph *g;
+    const ts_wse_target *t; /* borrowed */
+    ts_err *err;            /* borrowed */
+    lw_stage *st;           /* owned; n of cap */
+    size_t n, cap;
+    uint64_t T;             /* the balanced pipeline's cycles by the cost model (place) */
+} lw;
+
+/* shared candidate: workloads/lower/ (every lowering divides rounding up) */
+static inline uint64_t lw_cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+static inline bool lw_is_param(const ts_graph_tensor *t)
+{
+    return t->kind == TS_TENSOR_WEIGHT || t->kind == TS_TENSOR_CONST;
+}
+
+/* A new stage of kind and node at the end of L->st (NULL when out of memory; pointers into L->st
+ * taken before are then stale). */
+lw_stage *ts_lww_add_stage(lw *L, int kind, int node);
+/* Value i of tensor id (its data, or the fill of a tensor without data). */
+float ts_lww_value(const ts_graph_tensor *t, int id, uint64_t i);
+/* TS_EINPUT "<Op> '<name>': <message>". */
+ts_status ts_lww_fail(lw *L, const ts_graph_node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- build: the stage graph (lower_wse_build.c, lower_wse_stages.c) ---- */
+
+/* The stream at one point of the chain. */
+typedef struct lw_cur {
+    int t;     /* the tensor the stream carries */
+    bool nhwc; /* streamed pixel by pixel (a 4-d Conv output with H * W > 1) */
+} lw_cur;
+
+/* What the stage builder of one operator sees: the operator, the stream it reads (in[at]), its
+ * parameter operand besides the stream (other, -1 if none), the tensors in and out. */
+typedef struct lw_op {
+    const ts_graph_node *n;
+    int node;
+    lw_cur c;
+    size_t at;
+    int other;
+    const ts_graph_tensor *x, *y;
+    int64_t nx, ny;
+    int prev; /* the stage that gives the stream */
+} lw_op;
+
+/* The chain of stages from graph input to output (source first, sink last). */
+ts_status ts_lww_build(lw *L, int input, int output);
+/* The stages of operator o, appended to L->st with its node (none when the stream only changes
+ * its name, or when a Relu is fused into the stage before); *out_nhwc: whether the operator's
+ * output streams pixel by pixel. */
+ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc);
+
+/* ---- place (lower_wse_place.c) ---- */
+
+/* SRAM of a matmul PE with ki inputs and nb outputs: weights, input row, accumulators, bias, zero, junk. */
+static inline uint64_t lw_mm_mem(uint64_t ki, uint64_t nb) { return ki * nb * 4 + ki * 4 + 2 * nb * 4 + 8; }
+
+/* Every stage's rectangle; *hm the rows of the main band (skip paths run from row *hm). */
+ts_status ts_lww_place(lw *L, uint32_t *hm);
+
+/* ---- routes and colours (lower_wse_routes.c) ---- */
+
+/* A route a PE needs only to pass a colour through (skip paths down, along and up). */
+typedef struct lw_pass {
+    uint32_t pe;
+    int colour, rx, tx;
+    bool done; /* emitted (in the PE's own stream) */
+} lw_pass;
+
+/* G(j) and R(i) of a stage's colour set: the row chain east alternates by column, the partial
+ * sums north by row. */
+static inline uint32_t lw_gcol(const lw_stage *s, uint32_t j) { return s->set * 4 + 2 + (j & 1); }
+static inline uint32_t lw_rcol(const lw_stage *s, uint32_t i) { return s->set * 4 + (i & 1); }
+/* Ports of a chain's output route: east, and down too from the last PE of a fork. */
+static inline int lw_outp(const lw_stage *s, bool last) { return P_E | (last && s->fork ? P_S : 0); }
+
+/* Every stage's colour set and its input, output and skip colours (after place). */
+void ts_lww_colours(lw *L);
+/* The pass-through routes of every skip path, sorted by PE then colour; *v owned by the caller.
+ * TS_ENOMEM (err not set) when out of memory. */
+ts_status ts_lww_skip_routes(lw *L, uint32_t hm, lw_pass **v, size_t *n);
+
+/* ---- emit (lower_wse_emit*.c) ---- */
+
+typedef struct lw_gen {
+    ts_stream *s;  /* the PE stream being written (borrowed from the program) */
+    bool oom;
+    lw_pass *pass; /* pass-through routes by PE, emitted first in a PE's stream (borrowed) */
+    size_t npass;
+} lw_gen;
+
+/* Append instruction code with its n operands (ints); sets G->oom when out of memory. */
+void ts_lww_op(lw_gen *G, int code, int n, ...);
+/* The index of the next instruction. */
+int ts_lww_pc(const lw_gen *G);
+/* n wavelets of colour cin into memory from addr with stride (elements; 0 drops them in one word). */
+void ts_lww_in_to_mem(lw_gen *G, uint32_t cin, uint64_t addr, uint64_t n, int stride);
+/* Pass n wavelets from colour cin on to colour cout. */
+void ts_lww_in_to_out(lw_gen *G, uint32_t cin, uint32_t cout, uint64_t n);
+/* Send n words from addr on colour cout. */
+void ts_lww_mem_to_out(lw_gen *G, uint64_t addr, uint64_t n, uint32_t cout);
+/* A counted loop: li rc, n at the head; close with ts_lww_loop_end(G, rc, head). */
+int ts_lww_loop_head(lw_gen *G, int rc, int64_t n);
+void ts_lww_loop_end(lw_gen *G, int rc, int head);
+/* The fused Relu on n words from addr: a negative sign bit stores +0 (r15 holds 0; uses r5-r7). */
+void ts_lww_relu_mem(lw_gen *G, int addr, int64_t n);
+/* Start PE (x, y)'s stream with its pass-through routes; NULL (G->oom) when out of memory. */
+ts_stream *ts_lww_pe_stream(ts_program *P, const ts_wse_target *t, uint32_t x, uint32_t y, lw_gen *G);
+
+/* Every stage's PEs, then the PEs that only pass colours through. */
+ts_status ts_lww_emit(lw *L, ts_program *P, lw_gen *G);
+/* One stage's PEs, by kind: matrix products (lower_wse_emit_mm.c), line buffers of im2col and
+ * maxpool (lower_wse_emit_lb.c), relu, fifo, add, softmax and avgpool (lower_wse_emit_pe.c). */
+ts_status ts_lww_emit_mm(lw *L, ts_program *P, size_t si, lw_gen *G);
+ts_status ts_lww_emit_lb(lw *L, ts_program *P, size_t si, lw_gen *G);
+ts_status ts_lww_emit_single(lw *L, ts_program *P, size_t si, lw_gen *G);
+
+/* ---- report (lower_wse_report.c) ---- */
+
+/* Fill rep from the placed stages (TS_ENOMEM with err set when out of memory). */
+ts_status ts_lww_report(const lw *L, uint32_t hm, int output, ts_lower_wse_report *rep);
+
+#endif

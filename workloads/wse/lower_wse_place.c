@@ -1,0 +1,274 @@
+/* workloads/wse/lower_wse_place.c — placement: every stage's rectangle.
+ *
+ * The passes, in order: the fewest columns each stage needs (sources and sinks by their chunks of
+ * the stream, matrix products by their weights); the columns left for the matrix products; the
+ * balanced pipeline time T, the smallest for which every matrix product, given the fewest PEs that
+ * take its rows in at most T cycles, fits; each product's kr x kc split at T; the main band's
+ * height; the stages west to east, skip paths in the rows below the main band.
+ */
+#include <stdio.h>
+
+#include "workloads/wse/lower_wse_int.h"
+
+/* Cycles per input row of a kr x kc split: the MAC loop, or the stream if it is slower. */
+static uint64_t mm_cost(const lw_stage *s, uint64_t kr, uint64_t kc)
+{
+    uint64_t ki = lw_cdiv((uint64_t)s->K, kr), nb = lw_cdiv((uint64_t)s->N, kc);
+    uint64_t t = ki * (nb + 3) + (kr > 1 ? nb : 0);
+    uint64_t st = (uint64_t)(s->K > s->N ? s->K : s->N);
+    return t > st ? t : st;
+}
+
+/* The fewest PEs (kr x kc, kr <= hmax, kc <= wmax) whose rows take at most T cycles by mm_cost
+ * and whose blocks fit the SRAM; false when none does. */
+static bool mm_pick(const lw_stage *s, uint64_t T, uint64_t hmax, uint64_t wmax, uint64_t sram, uint64_t *kr,
+                    uint64_t *kc)
+{
+    const uint64_t K = (uint64_t)s->K, N = (uint64_t)s->N, rows = (uint64_t)s->M;
+    uint64_t best = UINT64_MAX, bcost = UINT64_MAX;
+    for (uint64_t r = 1; r <= hmax; r++) {
+        uint64_t ki = lw_cdiv(K, r);
+        if (lw_mm_mem(ki, lw_cdiv(N, wmax)) > sram || rows * mm_cost(s, r, wmax) > T)
+            continue;
+        uint64_t lo = 1, hi = wmax; /* smallest kc that fits and is fast enough: both monotone in kc */
+        while (lo < hi) {
+            uint64_t mid = (lo + hi) / 2;
+            if (lw_mm_mem(ki, lw_cdiv(N, mid)) <= sram && rows * mm_cost(s, r, mid) <= T)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        uint64_t cost = mm_cost(s, r, lo);
+        if (r * lo < best || (r * lo == best && cost < bcost)) {
+            best = r * lo;
+            bcost = cost;
+            *kr = r;
+            *kc = lo;
+        }
+    }
+    return best != UINT64_MAX;
+}
+
+/* The most rows and columns a matrix product may take: its lane's rows (the main band's Hm, the
+ * skip paths' the rest), at most K; the columns left, at most N. */
+static void mm_bounds(const lw *L, const lw_stage *s, uint32_t Hm, uint64_t avail, uint64_t *hmax, uint64_t *wmax)
+{
+    uint64_t rows = s->lane ? L->t->height - Hm : Hm;
+    *hmax = (uint64_t)s->K < rows ? (uint64_t)s->K : rows;
+    *wmax = (uint64_t)s->N < avail ? (uint64_t)s->N : avail;
+}
+
+/* Whether every matrix product, with the fewest PEs that take its rows in at most T cycles, fits
+ * its rows and, on the main band, the columns left. */
+static bool fits_at(const lw *L, uint64_t T, uint32_t Hm, uint64_t avail)
+{
+    uint64_t cols = 0;
+    for (size_t i = 0; i < L->n; i++) {
+        const lw_stage *s = &L->st[i];
+        if (s->kind != K_MM)
+            continue;
+        uint64_t hmax, wmax, kr = 0, kc = 0;
+        mm_bounds(L, s, Hm, avail, &hmax, &wmax);
+        if (wmax < s->kcmin || !mm_pick(s, T, hmax, wmax, L->t->sram_bytes, &kr, &kc))
+            return false;
+        cols += s->lane ? 0 : kc;
+    }
+    return cols <= avail;
+}
+
+/* Sources and sinks: a chunk of the stream per PE. Matrix products: the fewest columns their
+ * weights need over as many rows as they may take (kcmin). *fixed: the main band's columns of the
+ * stages without weights; *need: those of its matrix products at kcmin. */
+static ts_status min_widths(lw *L, uint32_t Hm, uint64_t *fixed, uint64_t *need)
+{
+    const ts_wse_target *t = L->t;
+    *fixed = *need = 0;
+    for (size_t i = 0; i < L->n; i++) {
+        lw_stage *s = &L->st[i];
+        if (s->kind == K_SOURCE || s->kind == K_SINK) {
+            s->chunk = t->sram_bytes / 4;
+            s->w = (uint32_t)lw_cdiv(s->in_n, s->chunk);
+            s->mem = (s->in_n < s->chunk ? s->in_n : s->chunk) * 4;
+        }
+        if (s->kind != K_MM) {
+            if (!s->lane)
+                *fixed += s->w;
+            continue;
+        }
+        uint64_t rows = s->lane ? t->height - Hm : Hm;
+        uint64_t kr = (uint64_t)s->K < rows ? (uint64_t)s->K : rows;
+        uint64_t kc = 1;
+        while (kc <= (uint64_t)s->N &&
+               lw_mm_mem(lw_cdiv((uint64_t)s->K, kr), lw_cdiv((uint64_t)s->N, kc)) > t->sram_bytes)
+            kc++;
+        const ts_graph_node *n = ts_graph_get_node(L->g, s->node);
+        if (kc > (uint64_t)s->N)
+            return ts_lww_fail(L, n, "one output column of its weights over %llu rows of PEs needs %.1f KiB per PE, "
+                               "the PE has %.1f KiB: %.1f KiB too much", (unsigned long long)kr,
+                               lw_mm_mem(lw_cdiv((uint64_t)s->K, kr), 1) / 1024.0, t->sram_bytes / 1024.0,
+                               (lw_mm_mem(lw_cdiv((uint64_t)s->K, kr), 1) - t->sram_bytes) / 1024.0);
+        s->kcmin = (uint32_t)kc;
+        if (!s->lane)
+            *need += kc;
+    }
+    return TS_OK;
+}
+
+/* The columns the main band leaves for its matrix products, or an error naming the first one
+ * that finds too few. */
+static ts_status columns_left(lw *L, uint32_t Hm, uint64_t fixed, uint64_t need, uint64_t *avail)
+{
+    const ts_wse_target *t = L->t;
+    if (fixed > t->width)
+        return ts_err_set(L->err, TS_EINPUT, "the stages without weights need %llu columns of PEs, the mesh has %u",
+                          (unsigned long long)fixed, t->width);
+    *avail = t->width - fixed;
+    if (need <= *avail)
+        return TS_OK;
+    uint64_t used = 0;
+    for (size_t i = 0; i < L->n; i++) {
+        const lw_stage *s = &L->st[i];
+        if (s->kind != K_MM || s->lane)
+            continue;
+        if (used + s->kcmin > *avail) {
+            uint64_t wbytes = (uint64_t)(s->K * s->N) * 4;
+            return ts_lww_fail(L, ts_graph_get_node(L->g, s->node),
+                               "needs %u columns of PEs for its weights (%.1f KiB over columns of %llu PEs of %.1f "
+                               "KiB); %llu are left of the %u-wide mesh: %llu columns short",
+                               s->kcmin, wbytes / 1024.0,
+                               (unsigned long long)((uint64_t)s->K < Hm ? (uint64_t)s->K : Hm),
+                               t->sram_bytes / 1024.0, (unsigned long long)(*avail - used), t->width,
+                               (unsigned long long)(used + s->kcmin - *avail));
+        }
+        used += s->kcmin;
+    }
+    return TS_OK;
+}
+
+/* Balance the pipeline: L->T, the smallest T such that every matrix product, given the fewest
+ * PEs that take its rows in at most T cycles, still fits the columns left (skip paths below are
+ * not counted: they only push a join east). Stages with few rows then get few PEs. From the
+ * longest stream of a product up, doubling, then bisecting. */
+static ts_status balance(lw *L, uint32_t Hm, uint64_t avail)
+{
+    uint64_t T = 1;
+    for (size_t i = 0; i < L->n; i++) {
+        const lw_stage *s = &L->st[i];
+        if (s->kind == K_MM && (uint64_t)s->M * (uint64_t)(s->K > s->N ? s->K : s->N) > T)
+            T = (uint64_t)s->M * (uint64_t)(s->K > s->N ? s->K : s->N);
+    }
+    if (!fits_at(L, T, Hm, avail)) {
+        uint64_t lo = T;
+        do {
+            if (T > (UINT64_MAX >> 2))
+                return ts_err_set(L->err, TS_EINTERNAL, "no placement of the matrix products fits");
+            lo = T + 1;
+            T *= 2;
+        } while (!fits_at(L, T, Hm, avail));
+        while (lo < T) { /* the smallest T that fits, by bisection */
+            uint64_t mid = lo + (T - lo) / 2;
+            if (fits_at(L, mid, Hm, avail))
+                T = mid;
+            else
+                lo = mid + 1;
+        }
+    }
+    L->T = T;
+    return TS_OK;
+}
+
+/* Each matrix product's kr x kc split at L->T: its rectangle and its PEs' memory. */
+static ts_status split(lw *L, uint32_t Hm, uint64_t avail)
+{
+    for (size_t i = 0; i < L->n; i++) {
+        lw_stage *s = &L->st[i];
+        if (s->kind != K_MM)
+            continue;
+        uint64_t hmax, wmax, kr = 0, kc = 0;
+        mm_bounds(L, s, Hm, avail, &hmax, &wmax);
+        if (!mm_pick(s, L->T, hmax, wmax, L->t->sram_bytes, &kr, &kc))
+            return ts_err_set(L->err, TS_EINTERNAL, "no split of matmul stage %zu fits", i);
+        s->kr = (uint32_t)kr;
+        s->kc = (uint32_t)kc;
+        s->w = s->kc;
+        s->h = s->kr;
+        s->mem = lw_mm_mem(lw_cdiv((uint64_t)s->K, kr), lw_cdiv((uint64_t)s->N, kc));
+    }
+    return TS_OK;
+}
+
+/* The rows the main band ends up using: its tallest stage's. */
+static uint32_t band_height(const lw *L)
+{
+    uint32_t top = 1;
+    for (size_t i = 0; i < L->n; i++)
+        if (!L->st[i].lane && L->st[i].h > top)
+            top = L->st[i].h;
+    return top;
+}
+
+/* Every stage's column and row: main stages west to east along row 0 (a join east of the skip
+ * path's last stage too), a skip path from the column east of its fork along row Hm. */
+static ts_status positions(lw *L, uint32_t Hm)
+{
+    const ts_wse_target *t = L->t;
+    uint32_t xm = 0, xs = 0;
+    for (size_t i = 0; i < L->n; i++) {
+        lw_stage *s = &L->st[i];
+        const lw_stage *pv = s->prev >= 0 ? &L->st[s->prev] : NULL;
+        if (s->lane) { /* a skip path starts in the column east of its fork */
+            if (pv && !pv->lane)
+                xs = pv->x + pv->w;
+            s->x = xs;
+            s->y0 = Hm;
+            xs = s->x + s->w;
+        } else {
+            s->x = xm;
+            if (s->kind == K_JOIN) { /* east of the skip path's last stage too */
+                const lw_stage *sk = &L->st[s->prev2];
+                if (sk->x + sk->w > s->x)
+                    s->x = sk->x + sk->w;
+            }
+            xm = s->x + s->w;
+        }
+        if ((uint64_t)s->x + s->w > t->width) {
+            char what[160];
+            if (s->node >= 0)
+                snprintf(what, sizeof what, "%s '%s'", ts_graph_op_name(ts_graph_get_node(L->g, s->node)->op),
+                         ts_graph_get_node(L->g, s->node)->name);
+            else
+                snprintf(what, sizeof what, "the %s", ts_lww_kind_name[s->kind]);
+            return ts_err_set(L->err, TS_EINPUT, "%s would end at column %u of the %u-wide mesh: %u columns short",
+                              what, s->x + s->w, t->width, s->x + s->w - t->width);
+        }
+    }
+    return TS_OK;
+}
+
+ts_status ts_lww_place(lw *L, uint32_t *hm)
+{
+    const ts_wse_target *t = L->t;
+    bool forks = false;
+    for (size_t i = 0; i < L->n; i++)
+        forks |= L->st[i].fork;
+    /* with skip paths the main band takes the top half of the rows, skip paths the bottom half */
+    const uint32_t Hm = forks ? t->height / 2 : t->height;
+    *hm = Hm;
+    if (forks && (Hm < 1 || t->colours < 16))
+        return ts_err_set(L->err, TS_EINPUT, "skip paths need 16 colours and 2 rows of PEs, the config has %u and %u",
+                          t->colours, t->height);
+    uint64_t fixed = 0, need = 0, avail = 0;
+    ts_status rc = min_widths(L, Hm, &fixed, &need);
+    if (!rc)
+        rc = columns_left(L, Hm, fixed, need, &avail);
+    if (!rc)
+        rc = balance(L, Hm, avail);
+    if (!rc)
+        rc = split(L, Hm, avail);
+    if (rc)
+        return rc;
+    /* the main band is as tall as its tallest stage: skip paths run just below it */
+    if (forks)
+        *hm = band_height(L);
+    return positions(L, *hm);
+}

@@ -1,0 +1,185 @@
+/* workloads/wse/lower_wse_report.c — what the lowering tells its callers: the report of the
+ * placed stages, where an output element is after the run, the stages as regions for the run,
+ * the per-stage table of the run's results ("layers"), and the lowering in the registry.
+ */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/stats.h"
+#include "workloads/wse/lower_wse_int.h"
+
+ts_status ts_lww_report(const lw *L, uint32_t hm, int output, ts_lower_wse_report *rep)
+{
+    rep->stages = ts_calloc(L->n, sizeof *rep->stages);
+    if (!rep->stages)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (size_t i = 0; i < L->n; i++) {
+        const lw_stage *s = &L->st[i];
+        rep->stages[i] = (ts_lower_wse_stage){.node = s->node, .what = ts_lww_kind_name[s->kind],
+                                              .skip = s->lane != 0, .x = s->x, .y = s->y0, .w = s->w,
+                                              .h = s->h, .kr = s->kr, .kc = s->kc, .macs = s->macs,
+                                              .mem_bytes = s->mem, .in_elems = s->in_n, .out_elems = s->out_n,
+                                              .colour_in = s->cin, .colour_out = s->cout};
+        rep->pes_used += s->w * s->h;
+        if (s->y0 + s->h > rep->height_used)
+            rep->height_used = s->y0 + s->h;
+        if (s->x + s->w > rep->width_used)
+            rep->width_used = s->x + s->w;
+    }
+    rep->nstages = L->n;
+    rep->colours_used = hm < L->t->height ? 16 : L->n > 1 ? 8 : 4;
+    const lw_stage *k = &L->st[L->n - 1];
+    rep->out_tensor = output;
+    rep->out_nhwc = k->in_nhwc;
+    const ts_graph_tensor *o = ts_graph_get_tensor(L->g, output);
+    for (int d = 0; d < 4 && d < o->rank; d++)
+        rep->out_dims[d] = o->dims[d];
+    rep->sink_x = k->x;
+    rep->sink_chunk = k->chunk;
+    return TS_OK;
+}
+
+int ts_lower_wse_locate(const ts_lower_wse_report *rep, int tensor, uint64_t elem, uint32_t *x, uint32_t *y,
+                        uint64_t *addr)
+{
+    if (!rep || tensor != rep->out_tensor || !rep->sink_chunk)
+        return -1;
+    uint64_t s = elem;
+    if (rep->out_nhwc) { /* graph index (n, c, h, w) to stream index (n, h, w, c) */
+        uint64_t C = (uint64_t)rep->out_dims[1], HW = (uint64_t)(rep->out_dims[2] * rep->out_dims[3]);
+        uint64_t px = elem % HW, ch = (elem / HW) % C, n = elem / (HW * C);
+        s = (n * HW + px) * C + ch;
+    }
+    *x = rep->sink_x + (uint32_t)(s / rep->sink_chunk);
+    *y = 0;
+    *addr = (s % rep->sink_chunk) * 4;
+    return 0;
+}
+
+ts_status ts_lower_wse_regions(const ts_lower_wse_report *rep, ts_region **out, size_t *n, ts_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (!rep->nstages)
+        return TS_OK;
+    ts_region *g = ts_malloc(rep->nstages * sizeof *g);
+    if (!g)
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    for (size_t i = 0; i < rep->nstages; i++)
+        g[i] = (ts_region){rep->stages[i].x, rep->stages[i].y, rep->stages[i].w, rep->stages[i].h};
+    *out = g;
+    *n = rep->nstages;
+    return TS_OK;
+}
+
+ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh_width, ts_results *res,
+                                   const ts_energy_table *energy, ts_err *err)
+{
+    static const char *const cols[] = {"stage",       "node",         "x",         "y",       "w",
+                                       "h",           "pes",          "macs",      "busy",    "stall",
+                                       "wavelets_in", "wavelets_out", "bandwidth", "busiest", "link_wavelets",
+                                       "energy"};
+    static const char *const units[] = {"", "", "", "", "", "", "", "", "cycles", "cycles", "", "", "GB/s",
+                                        "cycles", "", "uJ"};
+    enum { NC = sizeof cols / sizeof *cols };
+    ts_stats *stats = res->stats;
+    const ts_stat *busy = ts_stats_find(stats, WSE_STAT_BUSY_PER_PE);
+    const ts_stat *stall = ts_stats_find(stats, WSE_STAT_STALL_PER_PE);
+    const ts_stat *link[4] = {ts_stats_find(stats, WSE_STAT_LINK_NORTH), ts_stats_find(stats, WSE_STAT_LINK_SOUTH),
+                              ts_stats_find(stats, WSE_STAT_LINK_EAST), ts_stats_find(stats, WSE_STAT_LINK_WEST)};
+    const ts_stat *ev = ts_stats_find(stats, WSE_STAT_REGION_EVENTS);
+    double secs = ts_results_time_s(res);
+    int tb = ts_stats_table(stats, "layers", "one row per stage of the WSE lowering (docs/lowering-wse.md); node -1 is "
+                            "the input source, the output sink or a skip path's FIFO; bandwidth is its wavelets in "
+                            "and out (4 B each) over the run, energy the dynamic energy of its PEs and routers",
+                            NC, cols, units);
+    if (tb < 0)
+        return ts_err_set(err, TS_ENOMEM, "cannot add the layer table");
+    for (size_t i = 0; i < rep->nstages; i++) {
+        const ts_lower_wse_stage *s = &rep->stages[i];
+        double b = 0, st = 0, mx = 0, lk = 0;
+        bool have = busy && stall && busy->kind == TS_STAT_ARRAY && stall->kind == TS_STAT_ARRAY;
+        for (uint32_t y = s->y; have && y < s->y + s->h; y++)
+            for (uint32_t x = s->x; x < s->x + s->w; x++) {
+                size_t id = (size_t)y * mesh_width + x;
+                if (id >= busy->n || id >= stall->n) {
+                    have = false;
+                    break;
+                }
+                b += busy->v[id];
+                st += stall->v[id];
+                mx = busy->v[id] > mx ? busy->v[id] : mx;
+                for (int q = 0; q < 4; q++)
+                    lk += link[q] && id < link[q]->n ? link[q]->v[id] : 0;
+            }
+        double j = ts_results_price_rows(ev, i, 1, energy);
+        double row[NC] = {(double)i, s->what && !strcmp(s->what, "fifo") ? -1 : (double)s->node, s->x, s->y, s->w,
+                          s->h, (double)s->w * s->h, (double)s->macs, have ? b : -1, have ? st : -1,
+                          (double)s->in_elems, (double)s->out_elems,
+                          secs > 0 ? 4.0 * (double)(s->in_elems + s->out_elems) / secs / 1e9 : 0, have ? mx : -1,
+                          have ? lk : -1, j >= 0 ? j * 1e6 : -1};
+        if (ts_stats_row(stats, tb, row))
+            return ts_err_set(err, TS_ENOMEM, "cannot add the layer table");
+    }
+    return TS_OK;
+}
+
+/* ---- the lowering interface (workloads/lower/lower.h) ---- */
+
+typedef struct wse_lowering {
+    ts_wse_target t;
+    ts_lower_wse_report rep;
+    ts_region *regions; /* owned: the stages as regions, for the run */
+} wse_lowering;
+
+static ts_status wse_create(const ts_config *cfg, const ts_lower_opts *opts, void **state, ts_err *err)
+{
+    (void)opts;
+    wse_lowering *s = ts_calloc(1, sizeof *s);
+    if (!s)
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    *state = s;
+    return ts_wse_target_from_config(cfg, &s->t, err);
+}
+
+static ts_status wse_lower(void *state, const ts_graph *g, ts_program **out, ts_err *err)
+{
+    wse_lowering *s = state;
+    return ts_lower_wse(g, &s->t, out, &s->rep, err);
+}
+
+static ts_status wse_prepare(void *state, ts_run_opts *ro, ts_err *err)
+{
+    wse_lowering *s = state;
+    size_t n = 0;
+    ts_free(s->regions);
+    s->regions = NULL;
+    ts_status rc = ts_lower_wse_regions(&s->rep, &s->regions, &n, err);
+    ro->regions = s->regions;
+    ro->nregions = n;
+    return rc;
+}
+
+static ts_status wse_attribute(void *state, ts_results *res, const ts_energy_table *energy, ts_err *err)
+{
+    const wse_lowering *s = state;
+    return s->rep.nstages && res->stats ? ts_lower_wse_stage_stats(&s->rep, s->t.width, res, energy, err) : TS_OK;
+}
+
+static void wse_destroy(void *state)
+{
+    wse_lowering *s = state;
+    ts_lower_wse_report_free(&s->rep);
+    ts_free(s->regions);
+    ts_free(s);
+}
+
+const ts_lowering ts_wse_lowering = {
+    .arch = "wse",
+    .name = "wafer-mesh layer pipeline",
+    .create = wse_create,
+    .lower = wse_lower,
+    .prepare = wse_prepare,
+    .attribute = wse_attribute,
+    .destroy = wse_destroy,
+};

@@ -1,0 +1,305 @@
+/* workloads/wse/lower_wse_stages.c — what each operator becomes: its stages, their sizes in
+ * wavelets and the SRAM a PE of theirs needs before placement.
+ *
+ * MatMul and Gemm: a matrix product; Conv: an im2col line buffer (none for 1x1 stride-1
+ * convolutions) and a matrix product; Relu: fused into a matrix product or join before it, else a
+ * PE of its own; Add, Sub, Mul with a parameter: one PE keeping the parameter; Softmax on the last
+ * axis; MaxPool (a line buffer) and GlobalAveragePool; Flatten and Reshape rename the stream.
+ */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "workloads/wse/lower_wse_int.h"
+
+/* Matrix product stage from a weight (K x N after transposition) and an optional bias. */
+static ts_status mm_stage(lw *L, const ts_graph_node *n, int node, int64_t M, int64_t K, int64_t N, int wid,
+                          bool wtrans, double alpha, int bid, double beta)
+{
+    const ts_graph_tensor *w = ts_graph_get_tensor(L->g, wid);
+    lw_stage *s = ts_lww_add_stage(L, K_MM, node);
+    if (!s || !(s->wt = ts_malloc((size_t)(K * N) * 4)))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < N; j++)
+            s->wt[k * N + j] = (float)(alpha * ts_lww_value(w, wid, (uint64_t)(wtrans ? j * K + k : k * N + j)));
+    if (bid >= 0) {
+        const ts_graph_tensor *b = ts_graph_get_tensor(L->g, bid);
+        int64_t nb = ts_graph_tensor_elems(b);
+        if (nb != N && nb != 1)
+            return ts_lww_fail(L, n, "bias '%s' has %lld values, not %lld (only a per-output bias is lowered)",
+                               b->name, (long long)nb, (long long)N);
+        if (!(s->bias = ts_malloc((size_t)N * 4)))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        for (int64_t j = 0; j < N; j++)
+            s->bias[j] = (float)(beta * ts_lww_value(b, bid, (uint64_t)(nb == 1 ? 0 : j)));
+    }
+    s->M = M;
+    s->K = K;
+    s->N = N;
+    s->in_n = (uint64_t)(M * K);
+    s->out_n = (uint64_t)(M * N);
+    s->macs = (uint64_t)(M * K * N);
+    return TS_OK;
+}
+
+static ts_status image_dims(lw *L, const ts_graph_node *n, const ts_graph_tensor *x, lw_stage *s)
+{
+    if (x->rank != 4)
+        return ts_lww_fail(L, n, "input '%s' has rank %d; the WSE lowering takes 4-d images (N, C, H, W)", x->name,
+                           x->rank);
+    s->B = x->dims[0];
+    s->C = x->dims[1];
+    s->H = x->dims[2];
+    s->W = x->dims[3];
+    return TS_OK;
+}
+
+/* Line-buffer stages (im2col, maxpool): window, strides and pads from the node; the input image
+ * kept as kh rows of the padded width, channels split over G PEs (the fewest that fit; a maxpool,
+ * whose max is scalar, takes at least one PE per 8 channels). */
+static ts_status window(lw *L, const ts_graph_node *n, const ts_graph_tensor *x, const ts_graph_tensor *y,
+                        int64_t kh, int64_t kw, lw_stage *s)
+{
+    ts_status rc = image_dims(L, n, x, s);
+    if (rc)
+        return rc;
+    const ts_graph_attrs *a = &n->attrs;
+    const uint64_t sram = L->t->sram_bytes;
+    s->in_nhwc = true;
+    s->kh = kh;
+    s->kw = kw;
+    s->sh = a->strides[0];
+    s->sw = a->strides[1];
+    s->pt = a->pads[0];
+    s->pl = a->pads[1];
+    s->pb = a->pads[2];
+    s->pr = a->pads[3];
+    s->Ho = y->dims[2];
+    s->Wo = y->dims[3];
+    s->in_n = (uint64_t)ts_graph_tensor_elems(x);
+    uint64_t row = (uint64_t)(s->kh * (s->W + s->pl + s->pr)) * 4; /* bytes per channel */
+    uint64_t G = 1;
+    while (G <= (uint64_t)s->C && row * lw_cdiv((uint64_t)s->C, G) + 8 > sram)
+        G++;
+    if (G > (uint64_t)s->C)
+        return ts_lww_fail(L, n, "its line buffer of %lld rows of %lld pixels needs %.1f KiB for one channel, the PE "
+                           "has %.1f KiB: %.1f KiB too much", (long long)s->kh, (long long)(s->W + s->pl + s->pr),
+                           (row + 8) / 1024.0, sram / 1024.0, (row + 8 - sram) / 1024.0);
+    if (s->kind == K_MAXPOOL && G < lw_cdiv((uint64_t)s->C, 8))
+        G = lw_cdiv((uint64_t)s->C, 8);
+    s->G = (uint32_t)G;
+    s->w = s->G;
+    s->mem = row * lw_cdiv((uint64_t)s->C, G) + 8;
+    return TS_OK;
+}
+
+/* A Conv's weight rows in the feeder's order: group g of channels [c0, c1) sends, per output
+ * pixel, its (i, j, c) values, so k = c0 kh kw + (i kw + j) (c1 - c0) + (c - c0). */
+static int permute_k(lw_stage *mm, const lw_stage *f)
+{
+    const int64_t N = mm->N, khw = f->kh * f->kw;
+    float *w = mm->wt, *t = ts_malloc((size_t)(mm->K * N) * 4);
+    if (!t)
+        return -1;
+    for (uint32_t g = 0; g < f->G; g++) {
+        int64_t c0 = g * f->C / f->G, c1 = (g + 1) * f->C / f->G, cg = c1 - c0;
+        for (int64_t c = c0; c < c1; c++)
+            for (int64_t ij = 0; ij < khw; ij++) {
+                int64_t from = c * khw + ij, to = c0 * khw + ij * cg + (c - c0);
+                memcpy(t + to * N, w + from * N, (size_t)N * 4);
+            }
+    }
+    ts_free(w);
+    mm->wt = t;
+    return 0;
+}
+
+/* MatMul and Gemm: the streamed input times a 2-d weight (Gemm: transB, alpha, bias, beta). */
+static ts_status stage_matmul(lw *L, const lw_op *o)
+{
+    const ts_graph_node *n = o->n;
+    const ts_graph_attrs *a = &n->attrs;
+    bool gemm = n->op == TS_OP_GEMM;
+    if (o->at != 0 || n->nin < 2)
+        return ts_lww_fail(L, n, "the streamed input must be the first operand");
+    const ts_graph_tensor *w = ts_graph_get_tensor(L->g, n->in[1]);
+    if (!lw_is_param(w) || w->rank != 2)
+        return ts_lww_fail(L, n, "operand '%s' must be a 2-d weight", w->name);
+    if (gemm && a->trans_a)
+        return ts_lww_fail(L, n, "transA is not lowered");
+    if (o->c.nhwc)
+        return ts_lww_fail(L, n, "its input '%s' streams pixel by pixel (a Conv output); flatten it to 1 x 1 first",
+                           o->x->name);
+    bool tb = gemm && a->trans_b;
+    int64_t K = tb ? w->dims[1] : w->dims[0], N = tb ? w->dims[0] : w->dims[1];
+    return mm_stage(L, n, o->node, o->nx / K, K, N, n->in[1], tb, gemm ? a->alpha : 1.0,
+                    gemm && n->nin > 2 ? n->in[2] : -1, gemm ? a->beta : 1.0);
+}
+
+/* Conv: an im2col line buffer (unless 1 x 1 with stride 1: every pixel is its own im2col row)
+ * feeding a matrix product of the weights as K = C kh kw rows, permuted to the feeder's order. */
+static ts_status stage_conv(lw *L, const lw_op *o, bool *out_nhwc)
+{
+    const ts_graph_node *n = o->n;
+    const ts_graph_attrs *a = &n->attrs;
+    const ts_graph_tensor *w = ts_graph_get_tensor(L->g, n->in[1]), *x = o->x, *y = o->y;
+    if (o->at != 0 || !lw_is_param(w))
+        return ts_lww_fail(L, n, "the weight must be a parameter and the image the streamed input");
+    if (a->group != 1 || a->dilations[0] != 1 || a->dilations[1] != 1)
+        return ts_lww_fail(L, n, "groups and dilations are not lowered (group %lld, dilations %lld x %lld)",
+                           (long long)a->group, (long long)a->dilations[0], (long long)a->dilations[1]);
+    int64_t M = w->dims[0], K = x->dims[1] * w->dims[2] * w->dims[3];
+    int64_t P = x->dims[0] * y->dims[2] * y->dims[3];
+    *out_nhwc = y->dims[2] * y->dims[3] > 1;
+    bool pointwise = w->dims[2] == 1 && w->dims[3] == 1 && a->strides[0] == 1 && a->strides[1] == 1 &&
+                     !a->pads[0] && !a->pads[1] && !a->pads[2] && !a->pads[3];
+    lw_stage *f = NULL;
+    ts_status rc;
+    if (!pointwise) {
+        f = ts_lww_add_stage(L, K_FEED, o->node);
+        if (!f)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        if ((rc = window(L, n, x, y, w->dims[2], w->dims[3], f)))
+            return rc;
+        f->out_n = (uint64_t)(P * K);
+    }
+    size_t fi = L->n - 1;
+    rc = mm_stage(L, n, o->node, P, K, M, n->in[1], true, 1.0, n->nin > 2 ? n->in[2] : -1, 1.0);
+    if (rc)
+        return rc;
+    if (f && permute_k(&L->st[L->n - 1], &L->st[fi]))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    return TS_OK;
+}
+
+/* Relu: fused into the matrix product or join that gives the stream (unless that one forks),
+ * else a PE of its own. */
+static ts_status stage_relu(lw *L, const lw_op *o, bool *out_nhwc)
+{
+    lw_stage *prev = &L->st[o->prev];
+    if ((prev->kind == K_MM || prev->kind == K_JOIN) && !prev->relu && !prev->fork) {
+        prev->relu = true; /* fused: the stream is unchanged */
+        return TS_OK;
+    }
+    lw_stage *s = ts_lww_add_stage(L, K_RELU, o->node);
+    if (!s)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    s->in_n = s->out_n = (uint64_t)o->nx;
+    *out_nhwc = o->c.nhwc;
+    return TS_OK;
+}
+
+/* Add, Sub, Mul of the stream and a parameter of the same shape, kept in one PE in stream order. */
+static ts_status stage_binary(lw *L, const lw_op *o, bool *out_nhwc)
+{
+    const ts_graph_node *n = o->n;
+    const ts_graph_tensor *x = o->x, *p = o->other < 0 ? NULL : ts_graph_get_tensor(L->g, o->other);
+    const int64_t nx = o->nx;
+    const uint64_t sram = L->t->sram_bytes;
+    if (!p || ts_graph_tensor_elems(p) != nx || o->ny != nx)
+        return ts_lww_fail(L, n, "the operand besides the stream must be a parameter of the same shape");
+    lw_stage *s = ts_lww_add_stage(L, K_ADD, o->node);
+    if (!s || !(s->vals = ts_malloc((size_t)nx * 4)))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (int64_t i = 0; i < nx; i++) {
+        int64_t e = i; /* graph index of stream element i */
+        if (o->c.nhwc) {
+            int64_t C = x->dims[1], H = x->dims[2], W = x->dims[3];
+            int64_t ch = i % C, px = i / C;
+            e = ((px / (H * W)) * C + ch) * H * W + px % (H * W);
+        }
+        s->vals[i] = ts_lww_value(p, o->other, (uint64_t)e);
+    }
+    s->vop = n->op == TS_OP_ADD ? WSE_OP_FADDS : n->op == TS_OP_SUB ? WSE_OP_FSUBS : WSE_OP_FMULS;
+    s->swap = o->at != 0;
+    s->in_n = s->out_n = (uint64_t)nx;
+    s->mem = (uint64_t)nx * 4;
+    if (s->mem > sram)
+        return ts_lww_fail(L, n, "its operand needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too much",
+                           s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0);
+    *out_nhwc = o->c.nhwc;
+    return TS_OK;
+}
+
+/* Softmax over the last axis: one PE keeping a row. */
+static ts_status stage_softmax(lw *L, const lw_op *o)
+{
+    const ts_graph_node *n = o->n;
+    const ts_graph_tensor *x = o->x;
+    const uint64_t sram = L->t->sram_bytes;
+    int64_t axis = n->attrs.axis < 0 ? n->attrs.axis + x->rank : n->attrs.axis;
+    if (axis != x->rank - 1)
+        return ts_lww_fail(L, n, "only the last axis is lowered (axis %lld of rank %d)", (long long)n->attrs.axis,
+                           x->rank);
+    if (o->c.nhwc)
+        return ts_lww_fail(L, n, "its input streams pixel by pixel (a Conv output)");
+    lw_stage *s = ts_lww_add_stage(L, K_SOFTMAX, o->node);
+    if (!s)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    s->L = x->dims[x->rank - 1];
+    s->in_n = s->out_n = (uint64_t)o->nx;
+    s->mem = (uint64_t)s->L * 4 + 4;
+    if (s->mem > sram)
+        return ts_lww_fail(L, n, "a row of %lld values needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too much",
+                           (long long)s->L, s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0);
+    return TS_OK;
+}
+
+/* MaxPool (a line buffer) and GlobalAveragePool (one PE of C sums). */
+static ts_status stage_pool(lw *L, const lw_op *o, bool *out_nhwc)
+{
+    const ts_graph_node *n = o->n;
+    const uint64_t sram = L->t->sram_bytes;
+    bool mp = n->op == TS_OP_MAXPOOL;
+    lw_stage *s = ts_lww_add_stage(L, mp ? K_MAXPOOL : K_GAP, o->node);
+    if (!s)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    ts_status rc = image_dims(L, n, o->x, s);
+    if (rc)
+        return rc;
+    s->in_nhwc = o->c.nhwc;
+    s->in_n = (uint64_t)o->nx;
+    s->out_n = (uint64_t)o->ny;
+    if (mp) {
+        if (n->attrs.ceil_mode)
+            return ts_lww_fail(L, n, "ceil_mode is not lowered");
+        if ((rc = window(L, n, o->x, o->y, n->attrs.kernel[0], n->attrs.kernel[1], s)))
+            return rc;
+        *out_nhwc = s->Ho * s->Wo > 1;
+    } else
+        s->mem = (uint64_t)s->C * 4 + 8;
+    if (s->mem > sram)
+        return ts_lww_fail(L, n, "it keeps %.1f KiB in one PE of %.1f KiB: %.1f KiB too much", s->mem / 1024.0,
+                           sram / 1024.0, (s->mem - sram) / 1024.0);
+    return TS_OK;
+}
+
+ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc)
+{
+    *out_nhwc = false;
+    switch (o->n->op) {
+    case TS_OP_MATMUL:
+    case TS_OP_GEMM:
+        return stage_matmul(L, o);
+    case TS_OP_CONV:
+        return stage_conv(L, o, out_nhwc);
+    case TS_OP_RELU:
+        return stage_relu(L, o, out_nhwc);
+    case TS_OP_ADD:
+    case TS_OP_SUB:
+    case TS_OP_MUL:
+        return stage_binary(L, o, out_nhwc);
+    case TS_OP_SOFTMAX:
+        return stage_softmax(L, o);
+    case TS_OP_MAXPOOL:
+    case TS_OP_GLOBALAVGPOOL:
+        return stage_pool(L, o, out_nhwc);
+    case TS_OP_FLATTEN:
+    case TS_OP_RESHAPE:
+        if (o->c.nhwc)
+            return ts_lww_fail(L, o->n, "its input streams pixel by pixel (a Conv output with more than one pixel)");
+        return TS_OK; /* the stream only changes its name */
+    default:
+        return ts_lww_fail(L, o->n, "not supported by the WSE lowering yet");
+    }
+}
