@@ -39,17 +39,6 @@ enum lt_op {
     LT_COUNT
 };
 
-/* Register numbers (arch/tsp/tsp_int.h): s0e.. 0.., s0w.. 64.., alu0.. 128.., nul 144, types 145... */
-#define R_EAST(s) (s)
-#define R_WEST(s) (64 + (s))
-#define R_ALU(a) (128 + (a))
-#define R_NUL 144
-#define T_I8 145
-#define T_I32 147
-#define T_F16 148
-#define T_F32 149
-#define REG(dir, s) ((dir) ? R_WEST(s) : R_EAST(s))
-
 enum { EAST = 0, WEST = 1 };
 
 /* Stream pools (32 streams per direction): first stream and count. Groups of 4 (int32, f32) start
@@ -127,7 +116,7 @@ typedef struct tens {
 
 typedef struct lt {
     const ts_graph *g;
-    const ts_lower_tsp_params *p;
+    const ts_tsp_target *tg;
     ts_err *err;
     ts_program *prog;
     uint32_t VL, nW, nE, nalu, nq;
@@ -155,6 +144,17 @@ typedef struct lt {
     uint32_t (*tnext)[2];  /* [MEM data-segment index][bank]: next free word for instruction text */
     uint64_t fetches;
 } lt;
+
+/* Register numbers (the target's numbering): stream s of direction dir, the latch of ALU a. */
+static int32_t sreg(const lt *L, int dir, int s)
+{
+    return dir == WEST ? L->tg->reg.west + s : L->tg->reg.east + s;
+}
+
+static int32_t areg(const lt *L, int a)
+{
+    return L->tg->reg.alu + a;
+}
 
 static uint32_t new_tag(lt *L)
 {
@@ -232,7 +232,7 @@ static int keep(lt *L)
                 y->mem_bytes += L->VL;
             else if (p->in.op == LT_ABC)
                 y->mxm_macs += (uint64_t)L->VL * L->VL;
-            else if (p->q >= L->p->q_vxm && p->q < L->p->q_mxm)
+            else if (p->q >= L->tg->q_vxm && p->q < L->tg->q_mxm)
                 y->vxm_ops++;
         }
     }
@@ -278,12 +278,12 @@ static bool take_group(lt *L, int pool, int w, uint64_t t, uint32_t pos, int *s)
 
 static uint32_t mem_pos(const lt *L, uint32_t mem)
 {
-    return mem < L->nW ? L->p->pos_mem_w[mem] : L->p->pos_mem_e[mem - L->nW];
+    return mem < L->nW ? L->tg->pos_mem_w[mem] : L->tg->pos_mem_e[mem - L->nW];
 }
 
 static uint32_t bank_of(const lt *L, uint32_t word)
 {
-    return (uint32_t)(word / (L->p->words / L->p->banks));
+    return (uint32_t)(word / (L->tg->words / L->tg->banks));
 }
 
 /* The issue rule: a read and a write adjacent in a MEM queue issue together (docs/tsp.md). A
@@ -309,7 +309,7 @@ static bool rd(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t pc, int
     int64_t dist = dir == WEST ? (int64_t)ps - pc : (int64_t)pc - ps;
     if (dist <= 0)
         return false;
-    int64_t r = (int64_t)ta - L->p->f_read - dist;
+    int64_t r = (int64_t)ta - L->tg->d_func.read - dist;
     if (r < 0 || (uint64_t)r < lb)
         return false;
     if (!mem_alone_ok(&L->q[mem].issue, &L->q[mem].wr, (uint64_t)r))
@@ -319,7 +319,7 @@ static bool rd(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t pc, int
         return false;
     if (!take(L, &L->q[mem].issue, (uint64_t)r) || !take(L, bk, (uint64_t)r))
         return false;
-    E1(L, mem, (uint64_t)r, LT_READ, (int32_t)word, REG(dir, s), (int32_t)tag);
+    E1(L, mem, (uint64_t)r, LT_READ, (int32_t)word, sreg(L, dir, s), (int32_t)tag);
     if ((uint64_t)r > L->rdmax)
         L->rdmax = (uint64_t)r;
     return true;
@@ -354,11 +354,11 @@ static bool wr(lt *L, uint32_t mem, uint32_t word, uint64_t tb, uint32_t pp, int
     if (w <= lb || !mem_alone_ok(&L->q[mem].wr, &L->q[mem].issue, w))
         return false;
     bits *bk = &L->bank[mem][bank_of(L, word)];
-    if (bget(&L->q[mem].wr, w) || bget(bk, w + L->p->f_write))
+    if (bget(&L->q[mem].wr, w) || bget(bk, w + L->tg->d_func.write))
         return false;
-    if (!take(L, &L->q[mem].wr, w) || !take(L, bk, w + L->p->f_write))
+    if (!take(L, &L->q[mem].wr, w) || !take(L, bk, w + L->tg->d_func.write))
         return false;
-    E1(L, mem, w, LT_WRITE, (int32_t)word, REG(dir, s), (int32_t)tag);
+    E1(L, mem, w, LT_WRITE, (int32_t)word, sreg(L, dir, s), (int32_t)tag);
     if (when)
         *when = w;
     return true;
@@ -382,9 +382,9 @@ static bool hold(lt *L, val *v, uint64_t t)
     return true;
 }
 
-static int32_t vreg(const val *v)
+static int32_t vreg(const lt *L, const val *v)
 {
-    return v->alu >= 0 ? R_ALU(v->alu) : REG(v->dir, v->s);
+    return v->alu >= 0 ? areg(L, v->alu) : sreg(L, v->dir, v->s);
 }
 
 /* Issue a VXM instruction at cycle t on some free ALU. op is ADD/ADDS/SUBS/MUL (binary), RELU or
@@ -393,26 +393,26 @@ static int32_t vreg(const val *v)
 static bool vop(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val *a, val *b, int pool, int w,
                 uint32_t tag, val *out, int *ds)
 {
-    uint32_t d = op == LT_MUL ? L->p->f_mul : op == LT_RELU ? L->p->f_relu : op == LT_CVT ? L->p->f_cvt
-               : op == LT_EXP ? L->p->f_exp : op == LT_RSQRT ? L->p->f_rsqrt : L->p->f_add;
+    uint32_t d = op == LT_MUL ? L->tg->d_func.mul : op == LT_RELU ? L->tg->d_func.relu : op == LT_CVT ? L->tg->d_func.cvt
+               : op == LT_EXP ? L->tg->d_func.exp : op == LT_RSQRT ? L->tg->d_func.rsqrt : L->tg->d_func.add;
     if (!hold(L, a, t) || (b && !hold(L, b, t)))
         return false;
     int s = -1;
-    if (pool >= 0 && !take_group(L, pool, w, t + d, L->p->pos_vxm, &s))
+    if (pool >= 0 && !take_group(L, pool, w, t + d, L->tg->pos_vxm, &s))
         return false;
     for (uint32_t i = 0; i < L->nalu; i++) {
         uint32_t alu = (L->rot + i) % L->nalu;
         size_t mark = L->nu, pm = L->npd;
-        if (bget(&L->q[L->p->q_vxm + alu].issue, t) || bget(&L->lat[alu], t + d))
+        if (bget(&L->q[L->tg->q_vxm + alu].issue, t) || bget(&L->lat[alu], t + d))
             continue;
-        if (take(L, &L->q[L->p->q_vxm + alu].issue, t) && take(L, &L->lat[alu], t + d)) {
-            int32_t dst = s >= 0 ? REG(pools[pool].dir, s) : R_NUL;
+        if (take(L, &L->q[L->tg->q_vxm + alu].issue, t) && take(L, &L->lat[alu], t + d)) {
+            int32_t dst = s >= 0 ? sreg(L, pools[pool].dir, s) : L->tg->reg.nul;
             if (op == LT_CVT)
-                E1(L, L->p->q_vxm + alu, t, op, type, from, dst, vreg(a), (int32_t)tag, (int32_t)tag);
+                E1(L, L->tg->q_vxm + alu, t, op, type, from, dst, vreg(L, a), (int32_t)tag, (int32_t)tag);
             else if (b)
-                E1(L, L->p->q_vxm + alu, t, op, type, dst, vreg(a), vreg(b), (int32_t)tag, (int32_t)tag);
+                E1(L, L->tg->q_vxm + alu, t, op, type, dst, vreg(L, a), vreg(L, b), (int32_t)tag, (int32_t)tag);
             else
-                E1(L, L->p->q_vxm + alu, t, op, type, dst, vreg(a), (int32_t)tag, (int32_t)tag);
+                E1(L, L->tg->q_vxm + alu, t, op, type, dst, vreg(L, a), (int32_t)tag, (int32_t)tag);
             *out = (val){.alu = (int)alu, .t = t + d, .held = t + d};
             if (ds)
                 *ds = s;
@@ -428,8 +428,8 @@ static bool vop(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val 
 static bool vin_w(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag, uint64_t lb, val *v)
 {
     int s;
-    if (!take_group(L, P_W2V_E, 1, ta, L->p->pos_vxm, &s) ||
-        !rd(L, mem, word, ta, L->p->pos_vxm, EAST, s, tag, lb))
+    if (!take_group(L, P_W2V_E, 1, ta, L->tg->pos_vxm, &s) ||
+        !rd(L, mem, word, ta, L->tg->pos_vxm, EAST, s, tag, lb))
         return false;
     *v = (val){.alu = -1, .dir = EAST, .s = s, .t = ta};
     return true;
@@ -442,17 +442,17 @@ static bool vin_w2(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag
 {
     if (mem != other_mem || other->alu >= 0)
         return vin_w(L, mem, word, ta, tag, lb, v);
-    uint32_t d = L->p->f_mask;
+    uint32_t d = L->tg->d_func.mask;
     val raw;
     if (ta < d || !vin_w(L, mem, word, ta - d, tag, lb, &raw))
         return false;
     for (uint32_t i = 0; i < L->nalu; i++) {
         uint32_t alu = (L->rot + i) % L->nalu;
         size_t mark = L->nu, pm = L->npd;
-        if (bget(&L->q[L->p->q_vxm + alu].issue, ta - d) || bget(&L->lat[alu], ta))
+        if (bget(&L->q[L->tg->q_vxm + alu].issue, ta - d) || bget(&L->lat[alu], ta))
             continue;
-        if (take(L, &L->q[L->p->q_vxm + alu].issue, ta - d) && take(L, &L->lat[alu], ta)) {
-            E1(L, L->p->q_vxm + alu, ta - d, LT_MASK, T_I8, R_NUL, vreg(&raw), 0xff, (int32_t)tag, (int32_t)tag);
+        if (take(L, &L->q[L->tg->q_vxm + alu].issue, ta - d) && take(L, &L->lat[alu], ta)) {
+            E1(L, L->tg->q_vxm + alu, ta - d, LT_MASK, L->tg->reg.i8, L->tg->reg.nul, vreg(L, &raw), 0xff, (int32_t)tag, (int32_t)tag);
             *v = (val){.alu = (int)alu, .t = ta, .held = ta};
             L->rot++;
             return true;
@@ -534,7 +534,7 @@ static ts_status region(lt *L, int hemi, uint32_t words, const char *what, const
         return ts_err_set(L->err, TS_EINPUT,
                           "%s '%s' needs %" PRIu32 " more words of %s in every %s MEM slice; %" PRIu64
                           " of the slice's %" PRIu64 " are taken",
-                          ts_graph_op_name(nd->op), nd->name, words, what, hemi ? "east" : "west", taken, L->p->words);
+                          ts_graph_op_name(nd->op), nd->name, words, what, hemi ? "east" : "west", taken, L->tg->words);
     }
     return TS_OK;
 }
@@ -733,7 +733,7 @@ static int64_t wgt_index(const prod *p, uint32_t n, uint32_t kt, uint32_t l, uin
 static bool try_install(lt *L, int pl, const uint32_t *rows_mem, const uint32_t *rows_word, uint32_t nvalid, uint64_t I,
                         uint32_t tag)
 {
-    uint32_t pp = L->p->pos_mxm_w[pl], q = L->p->q_mxm + L->p->mxm_queues * (uint32_t)pl;
+    uint32_t pp = L->tg->pos_mxm_w[pl], q = L->tg->q_mxm + L->tg->mxm_queues * (uint32_t)pl;
     for (uint32_t c = 0; c < L->VL / IW_STREAMS; c++) {
         uint64_t t = I + c;
         if (!take(L, &L->q[q].issue, t))
@@ -746,7 +746,7 @@ static bool try_install(lt *L, int pl, const uint32_t *rows_mem, const uint32_t 
                            : !rd_any(L, 0, 0, t, pp, WEST, (int)i, tag))
                 return false;
         }
-        E1(L, q, t, LT_IW, T_I8, R_WEST(0), IW_STREAMS, (int32_t)tag);
+        E1(L, q, t, LT_IW, L->tg->reg.i8, sreg(L, WEST, 0), IW_STREAMS, (int32_t)tag);
     }
     return true;
 }
@@ -766,11 +766,11 @@ typedef struct pass {
 /* Try one pass with its abc at T; on success *wdone is the cycle of its last write. */
 static bool try_pass(lt *L, const prod *p, const pass *ps, uint64_t T, uint64_t *wdone)
 {
-    const ts_lower_tsp_params *P = L->p;
+    const ts_tsp_target *P = L->tg;
     uint32_t pp = P->pos_mxm_w[ps->pl], q = P->q_mxm + P->mxm_queues * (uint32_t)ps->pl, pv = P->pos_vxm;
     uint32_t tag = L->tag % 65535 + 1;
     int s;
-    if (!take(L, &L->q[q + 1].issue, T) || !take(L, &L->q[q + 2].issue, T + P->f_abc))
+    if (!take(L, &L->q[q + 1].issue, T) || !take(L, &L->q[q + 2].issue, T + P->d_func.abc))
         return false;
     /* the activation, westward to the plane */
     if (!take_group(L, P_ACT, 1, T, pp, &s))
@@ -783,13 +783,13 @@ static bool try_pass(lt *L, const prod *p, const pass *ps, uint64_t T, uint64_t 
     } else if (!rd_any(L, 0, 0, T, pp, WEST, s, tag)) {
         return false;
     }
-    E1(L, q + 1, T, LT_ABC, T_I8, R_WEST(s), 0, (int32_t)tag, (int32_t)tag);
+    E1(L, q + 1, T, LT_ABC, L->tg->reg.i8, sreg(L, WEST, s), 0, (int32_t)tag, (int32_t)tag);
     /* the products, eastward to the VXM */
-    uint64_t ta = T + P->f_abc + P->f_acc, A = ta + (pv - pp);
+    uint64_t ta = T + P->d_func.abc + P->d_func.acc, A = ta + (pv - pp);
     int sa;
     if (!take_group(L, P_W2V_E, 4, ta, pp, &sa))
         return false;
-    E1(L, q + 2, T + P->f_abc, LT_ACC, R_EAST(sa), (int32_t)tag, (int32_t)tag);
+    E1(L, q + 2, T + P->d_func.abc, LT_ACC, sreg(L, EAST, sa), (int32_t)tag, (int32_t)tag);
     val acc = {.alu = -1, .dir = EAST, .s = sa, .t = A};
     /* bias or partial sums, westward from the east MEM */
     int sb;
@@ -804,12 +804,12 @@ static bool try_pass(lt *L, const prod *p, const pass *ps, uint64_t T, uint64_t 
     val sum, v1, v2, v3, v4;
     if (!ps->final) {
         int sd;
-        if (!vop(L, LT_ADD, T_I32, 0, A, &acc, &part, P_FROMV_E, 4, tag, &sum, &sd))
+        if (!vop(L, LT_ADD, L->tg->reg.i32, 0, A, &acc, &part, P_FROMV_E, 4, tag, &sum, &sd))
             return false;
         uint64_t last = 0;
         for (int b = 0; b < 4; b++) {
             uint64_t w;
-            if (!wr(L, ps->wmem[b], ps->wword[b], A + P->f_add, pv, EAST, sd + b, tag, 0, &w))
+            if (!wr(L, ps->wmem[b], ps->wword[b], A + P->d_func.add, pv, EAST, sd + b, tag, 0, &w))
                 return false;
             if (w > last)
                 last = w;
@@ -818,10 +818,10 @@ static bool try_pass(lt *L, const prod *p, const pass *ps, uint64_t T, uint64_t 
         L->tag = tag;
         return true;
     }
-    if (!vop(L, LT_ADD, T_I32, 0, A, &acc, &part, -1, 0, tag, &sum, NULL))
+    if (!vop(L, LT_ADD, L->tg->reg.i32, 0, A, &acc, &part, -1, 0, tag, &sum, NULL))
         return false;
     uint64_t t1 = sum.t;
-    if (!vop(L, LT_CVT, T_F32, T_I32, t1, &sum, NULL, -1, 0, tag, &v1, NULL))
+    if (!vop(L, LT_CVT, L->tg->reg.f32, L->tg->reg.i32, t1, &sum, NULL, -1, 0, tag, &v1, NULL))
         return false;
     uint64_t t2 = v1.t;
     int sc;
@@ -831,17 +831,17 @@ static bool try_pass(lt *L, const prod *p, const pass *ps, uint64_t T, uint64_t 
         if (!rd_any(L, 1, ps->sword + (uint32_t)b, t2, pv, WEST, sc + b, tag))
             return false;
     val scl = {.alu = -1, .dir = WEST, .s = sc, .t = t2};
-    if (!vop(L, LT_MUL, T_F32, 0, t2, &v1, &scl, -1, 0, tag, &v2, NULL))
+    if (!vop(L, LT_MUL, L->tg->reg.f32, 0, t2, &v1, &scl, -1, 0, tag, &v2, NULL))
         return false;
     int so;
     uint64_t tb;
     if (p->relu) {
-        if (!vop(L, LT_CVT, T_I8, T_F32, v2.t, &v2, NULL, -1, 0, tag, &v3, NULL) ||
-            !vop(L, LT_RELU, T_I8, 0, v3.t, &v3, NULL, P_FROMV_W, 1, tag, &v4, &so))
+        if (!vop(L, LT_CVT, L->tg->reg.i8, L->tg->reg.f32, v2.t, &v2, NULL, -1, 0, tag, &v3, NULL) ||
+            !vop(L, LT_RELU, L->tg->reg.i8, 0, v3.t, &v3, NULL, P_FROMV_W, 1, tag, &v4, &so))
             return false;
         tb = v4.t;
     } else {
-        if (!vop(L, LT_CVT, T_I8, T_F32, v2.t, &v2, NULL, P_FROMV_W, 1, tag, &v3, &so))
+        if (!vop(L, LT_CVT, L->tg->reg.i8, L->tg->reg.f32, v2.t, &v2, NULL, P_FROMV_W, 1, tag, &v3, &so))
             return false;
         tb = v3.t;
     }
@@ -853,7 +853,7 @@ static bool try_pass(lt *L, const prod *p, const pass *ps, uint64_t T, uint64_t 
 
 static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
 {
-    const ts_lower_tsp_params *P = L->p;
+    const ts_tsp_target *P = L->tg;
     uint32_t VL = L->VL;
     const ts_graph_node *nd = p->nd;
     ts_status rc;
@@ -992,7 +992,7 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
                     goto oom;
                 span(ly, I, I + VL / IW_STREAMS);
                 ly->blocks++;
-                lbs[j] = I + VL / IW_STREAMS - 1 + P->f_iw;
+                lbs[j] = I + VL / IW_STREAMS - 1 + P->d_func.iw;
                 last_abcs[j] = I;
             }
             uint32_t turn = 0;
@@ -1029,7 +1029,7 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
                 if (xv >= 0) {
                     uint32_t xm, xw;
                     slot(L, p->x, (uint64_t)xv, &xm, &xw);
-                    uint64_t e = p->x->ready[xv] + P->f_read + (mem_pos(L, xm) - P->pos_mxm_w[pl]);
+                    uint64_t e = p->x->ready[xv] + P->d_func.read + (mem_pos(L, xm) - P->pos_mxm_w[pl]);
                     if (e > T)
                         T = e;
                 }
@@ -1043,9 +1043,9 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
                         if (ps.xv >= 0 && L->rdmax > rd_last)
                             rd_last = L->rdmax;
                         if (ps.final)
-                            p->y->ready[(uint64_t)m * p->y->T + nt] = w + P->f_write + 1;
+                            p->y->ready[(uint64_t)m * p->y->T + nt] = w + P->d_func.write + 1;
                         else {
-                            pready[pi] = w + P->f_write + 1;
+                            pready[pi] = w + P->d_func.write + 1;
                             pbuf[pi] = (uint8_t)(kt & 1);
                         }
                         span(ly, T, w);
@@ -1105,7 +1105,7 @@ static bool try_elem(lt *L, int op, tens *a, tens *b, tens *y, bool relu, uint64
         return false;
     uint64_t tb;
     if (op == TS_OP_RELU) {
-        if (!vop(L, LT_RELU, T_I8, 0, A, &va, NULL, P_FROMV_W, 1, tag, &r1, &so))
+        if (!vop(L, LT_RELU, L->tg->reg.i8, 0, A, &va, NULL, P_FROMV_W, 1, tag, &r1, &so))
             return false;
         tb = r1.t;
     } else {
@@ -1114,18 +1114,18 @@ static bool try_elem(lt *L, int op, tens *a, tens *b, tens *y, bool relu, uint64
         if (!vin_w2(L, mem, word, A, tag, b->ready[v], &va, amem, &vb))
             return false;
         if (relu) {
-            if (!vop(L, LT_ADDS, T_I8, 0, A, &va, &vb, -1, 0, tag, &r1, NULL) ||
-                !vop(L, LT_RELU, T_I8, 0, r1.t, &r1, NULL, P_FROMV_W, 1, tag, &r2, &so))
+            if (!vop(L, LT_ADDS, L->tg->reg.i8, 0, A, &va, &vb, -1, 0, tag, &r1, NULL) ||
+                !vop(L, LT_RELU, L->tg->reg.i8, 0, r1.t, &r1, NULL, P_FROMV_W, 1, tag, &r2, &so))
                 return false;
             tb = r2.t;
         } else {
-            if (!vop(L, LT_ADDS, T_I8, 0, A, &va, &vb, P_FROMV_W, 1, tag, &r1, &so))
+            if (!vop(L, LT_ADDS, L->tg->reg.i8, 0, A, &va, &vb, P_FROMV_W, 1, tag, &r1, &so))
                 return false;
             tb = r1.t;
         }
     }
     slot(L, y, v, &mem, &word);
-    if (!wr(L, mem, word, tb, L->p->pos_vxm, WEST, so, tag, y->avail, w))
+    if (!wr(L, mem, word, tb, L->tg->pos_vxm, WEST, so, tag, y->avail, w))
         return false;
     L->tag = tag;
     return true;
@@ -1135,7 +1135,7 @@ static uint64_t start_lb(const lt *L, const tens *x, uint64_t v)
 {
     uint32_t mem, word;
     slot(L, x, v, &mem, &word);
-    return x->ready[v] + L->p->f_read + (L->p->pos_vxm - mem_pos(L, mem));
+    return x->ready[v] + L->tg->d_func.read + (L->tg->pos_vxm - mem_pos(L, mem));
 }
 
 static ts_status sched_elem(lt *L, int op, tens *a, tens *b, tens *y, bool relu, ts_lower_tsp_layer *ly)
@@ -1158,7 +1158,7 @@ static ts_status sched_elem(lt *L, int op, tens *a, tens *b, tens *y, bool relu,
         }
         if (keep(L))
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-        y->ready[v] = w + L->p->f_write + 1;
+        y->ready[v] = w + L->tg->d_func.write + 1;
         if (L->rdmax > a->last_read)
             a->last_read = L->rdmax;
         if (b && L->rdmax > b->last_read)
@@ -1180,7 +1180,7 @@ static bool try_pool(lt *L, tens *x, tens *y, const uint64_t *win, uint32_t nwin
     uint64_t tb;
     if (nwin == 1) {
         if (!vin_w(L, mem, word, A, tag, x->ready[win[0]], &x0) ||
-            !vop(L, LT_RELU, T_I8, 0, A, &x0, NULL, P_FROMV_W, 1, tag, &m, &so))
+            !vop(L, LT_RELU, L->tg->reg.i8, 0, A, &x0, NULL, P_FROMV_W, 1, tag, &m, &so))
             return false;
         tb = m.t;
     } else {
@@ -1193,16 +1193,16 @@ static bool try_pool(lt *L, tens *x, tens *y, const uint64_t *win, uint32_t nwin
             if (i == 1) {
                 if (!vin_w(L, mem, word, t, tag, x->ready[win[0]], &x0) ||
                     !vin_w2(L, mi, wi, t, tag, x->ready[win[i]], &x0, mem, &xi) ||
-                    !vop(L, LT_SUBS, T_I8, 0, t, &x0, &xi, -1, 0, tag, &d, NULL))
+                    !vop(L, LT_SUBS, L->tg->reg.i8, 0, t, &x0, &xi, -1, 0, tag, &d, NULL))
                     return false;
             } else if (!vin_w(L, mi, wi, t, tag, x->ready[win[i]], &xi) ||
-                       !vop(L, LT_SUBS, T_I8, 0, t, &m, &xi, -1, 0, tag, &d, NULL)) {
+                       !vop(L, LT_SUBS, L->tg->reg.i8, 0, t, &m, &xi, -1, 0, tag, &d, NULL)) {
                 return false;
             }
             bool last = i + 1 == nwin;
-            if (!vop(L, LT_RELU, T_I8, 0, d.t, &d, NULL, -1, 0, tag, &r, NULL) ||
+            if (!vop(L, LT_RELU, L->tg->reg.i8, 0, d.t, &d, NULL, -1, 0, tag, &r, NULL) ||
                 !vin_w(L, mi, wi, r.t, tag, x->ready[win[i]], &xi) ||
-                !vop(L, LT_ADDS, T_I8, 0, r.t, &xi, &r, last ? P_FROMV_W : -1, 1, tag, &m, &so))
+                !vop(L, LT_ADDS, L->tg->reg.i8, 0, r.t, &xi, &r, last ? P_FROMV_W : -1, 1, tag, &m, &so))
                 return false;
             t = m.t;
         }
@@ -1210,7 +1210,7 @@ static bool try_pool(lt *L, tens *x, tens *y, const uint64_t *win, uint32_t nwin
     }
     uint32_t om, ow;
     slot(L, y, v, &om, &ow);
-    if (!wr(L, om, ow, tb, L->p->pos_vxm, WEST, so, tag, y->avail, w))
+    if (!wr(L, om, ow, tb, L->tg->pos_vxm, WEST, so, tag, y->avail, w))
         return false;
     L->tag = tag;
     return true;
@@ -1228,31 +1228,31 @@ static bool try_gap(lt *L, tens *x, tens *y, uint32_t c, uint32_t sword, uint64_
         slot(L, x, v, &mem, &word);
         if (!vin_w(L, mem, word, t, tag, x->ready[v], &xi))
             return false;
-        if (!vop(L, LT_CVT, T_I32, T_I8, t, &xi, NULL, -1, 0, tag, i ? &ci : &s, NULL))
+        if (!vop(L, LT_CVT, L->tg->reg.i32, L->tg->reg.i8, t, &xi, NULL, -1, 0, tag, i ? &ci : &s, NULL))
             return false;
         if (i) {
-            if (!vop(L, LT_ADD, T_I32, 0, ci.t, &s, &ci, -1, 0, tag, &s, NULL))
+            if (!vop(L, LT_ADD, L->tg->reg.i32, 0, ci.t, &s, &ci, -1, 0, tag, &s, NULL))
                 return false;
             t = s.t;
         } else {
             t = s.t;
         }
     }
-    if (!vop(L, LT_CVT, T_F32, T_I32, s.t, &s, NULL, -1, 0, tag, &f, NULL))
+    if (!vop(L, LT_CVT, L->tg->reg.f32, L->tg->reg.i32, s.t, &s, NULL, -1, 0, tag, &f, NULL))
         return false;
     int sc;
-    if (!take_group(L, P_E2V_W, 4, f.t, L->p->pos_vxm, &sc))
+    if (!take_group(L, P_E2V_W, 4, f.t, L->tg->pos_vxm, &sc))
         return false;
     for (int b = 0; b < 4; b++)
-        if (!rd_any(L, 1, sword + (uint32_t)b, f.t, L->p->pos_vxm, WEST, sc + b, tag))
+        if (!rd_any(L, 1, sword + (uint32_t)b, f.t, L->tg->pos_vxm, WEST, sc + b, tag))
             return false;
     val scl = {.alu = -1, .dir = WEST, .s = sc, .t = f.t};
-    if (!vop(L, LT_MUL, T_F32, 0, f.t, &f, &scl, -1, 0, tag, &mu, NULL) ||
-        !vop(L, LT_CVT, T_I8, T_F32, mu.t, &mu, NULL, P_FROMV_W, 1, tag, &o, &so))
+    if (!vop(L, LT_MUL, L->tg->reg.f32, 0, f.t, &f, &scl, -1, 0, tag, &mu, NULL) ||
+        !vop(L, LT_CVT, L->tg->reg.i8, L->tg->reg.f32, mu.t, &mu, NULL, P_FROMV_W, 1, tag, &o, &so))
         return false;
     uint32_t om, ow;
     slot(L, y, c, &om, &ow);
-    if (!wr(L, om, ow, o.t, L->p->pos_vxm, WEST, so, tag, y->avail, w))
+    if (!wr(L, om, ow, o.t, L->tg->pos_vxm, WEST, so, tag, y->avail, w))
         return false;
     L->tag = tag;
     return true;
@@ -1293,7 +1293,7 @@ static ts_status sched_pool(lt *L, const ts_graph_node *nd, tens *x, tens *y, ui
                 }
                 if (keep(L))
                     return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-                y->ready[v] = w + L->p->f_write + 1;
+                y->ready[v] = w + L->tg->d_func.write + 1;
                 if (L->rdmax > x->last_read)
                     x->last_read = L->rdmax;
                 span(ly, A, w);
@@ -1344,7 +1344,7 @@ static ts_status sched_gap(lt *L, const ts_graph_node *nd, tens *x, tens *y, ts_
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         if (L->rdmax > x->last_read)
             x->last_read = L->rdmax;
-        y->ready[c] = w + L->p->f_write + 1;
+        y->ready[c] = w + L->tg->d_func.write + 1;
         span(ly, A, w);
         ly->passes++;
     }
@@ -1358,50 +1358,50 @@ static ts_status sched_gap(lt *L, const ts_graph_node *nd, tens *x, tens *y, ts_
  *   keeps exp below 3e3 (f16 holds it, the f32 sum cannot overflow). */
 static bool try_smax(lt *L, tens *x, tens *y, uint32_t m, uint64_t T, uint32_t sword, uint64_t *wdone)
 {
-    const ts_lower_tsp_params *P = L->p;
+    const ts_tsp_target *P = L->tg;
     uint32_t pp = P->pos_mxm_w[1], q = P->q_mxm + P->mxm_queues, pv = P->pos_vxm, tag = L->tag % 65535 + 1;
     uint32_t mem, word;
     slot(L, x, m, &mem, &word);
     for (uint32_t i = 0; i < P->fp16_interval; i++)
         if (!take(L, &L->q[q + 1].issue, T + i))
             return false;
-    if (!take(L, &L->q[q + 2].issue, T + P->f_abc))
+    if (!take(L, &L->q[q + 2].issue, T + P->d_func.abc))
         return false;
     /* phase 1: e in f16 reaches the plane at T */
-    uint64_t tb = T - (pv - pp), lead = P->f_cvt + P->f_mul + P->f_exp + P->f_cvt;
+    uint64_t tb = T - (pv - pp), lead = P->d_func.cvt + P->d_func.mul + P->d_func.exp + P->d_func.cvt;
     if (T < (pv - pp) || tb < lead + 8)
         return false;
     uint64_t a0 = tb - lead;
     val xv, v0, v1, v2, v3, scl;
     int sc, sx;
     if (!vin_w(L, mem, word, a0, tag, x->ready[m], &xv) ||
-        !vop(L, LT_CVT, T_F32, T_I8, a0, &xv, NULL, -1, 0, tag, &v0, NULL) ||
+        !vop(L, LT_CVT, L->tg->reg.f32, L->tg->reg.i8, a0, &xv, NULL, -1, 0, tag, &v0, NULL) ||
         !take_group(L, P_E2V_W, 4, v0.t, pv, &sc))
         return false;
     for (int b = 0; b < 4; b++)
         if (!rd_any(L, 1, sword + (uint32_t)b, v0.t, pv, WEST, sc + b, tag))
             return false;
     scl = (val){.alu = -1, .dir = WEST, .s = sc, .t = v0.t};
-    if (!vop(L, LT_MUL, T_F32, 0, v0.t, &v0, &scl, -1, 0, tag, &v1, NULL) ||
-        !vop(L, LT_EXP, T_F32, 0, v1.t, &v1, NULL, -1, 0, tag, &v2, NULL) ||
-        !vop(L, LT_CVT, T_F16, T_F32, v2.t, &v2, NULL, P_ACT, 2, tag, &v3, &sx))
+    if (!vop(L, LT_MUL, L->tg->reg.f32, 0, v0.t, &v0, &scl, -1, 0, tag, &v1, NULL) ||
+        !vop(L, LT_EXP, L->tg->reg.f32, 0, v1.t, &v1, NULL, -1, 0, tag, &v2, NULL) ||
+        !vop(L, LT_CVT, L->tg->reg.f16, L->tg->reg.f32, v2.t, &v2, NULL, P_ACT, 2, tag, &v3, &sx))
         return false;
-    E1(L, q + 1, T, LT_ABC, T_F16, R_WEST(sx), 0, (int32_t)tag, (int32_t)tag);
+    E1(L, q + 1, T, LT_ABC, L->tg->reg.f16, sreg(L, WEST, sx), 0, (int32_t)tag, (int32_t)tag);
     /* the sums, eastward to the VXM */
-    uint64_t ta = T + P->f_abc + P->f_acc, B = ta + (pv - pp);
+    uint64_t ta = T + P->d_func.abc + P->d_func.acc, B = ta + (pv - pp);
     int sa;
     if (!take_group(L, P_W2V_E, 4, ta, pp, &sa))
         return false;
-    E1(L, q + 2, T + P->f_abc, LT_ACC, R_EAST(sa), (int32_t)tag, (int32_t)tag);
+    E1(L, q + 2, T + P->d_func.abc, LT_ACC, sreg(L, EAST, sa), (int32_t)tag, (int32_t)tag);
     val sum = {.alu = -1, .dir = EAST, .s = sa, .t = B}, r, inv;
-    if (!vop(L, LT_RSQRT, T_F32, 0, B, &sum, NULL, -1, 0, tag, &r, NULL) ||
-        !vop(L, LT_MUL, T_F32, 0, r.t, &r, &r, -1, 0, tag, &inv, NULL))
+    if (!vop(L, LT_RSQRT, L->tg->reg.f32, 0, B, &sum, NULL, -1, 0, tag, &r, NULL) ||
+        !vop(L, LT_MUL, L->tg->reg.f32, 0, r.t, &r, &r, -1, 0, tag, &inv, NULL))
         return false;
     /* phase 2: e again, times 1/sum */
-    uint64_t C = inv.t, c0 = C - P->f_exp - P->f_mul - P->f_cvt;
+    uint64_t C = inv.t, c0 = C - P->d_func.exp - P->d_func.mul - P->d_func.cvt;
     val w0, w1, e, pr, o;
     if (!vin_w(L, mem, word, c0, tag, x->ready[m], &xv) ||
-        !vop(L, LT_CVT, T_F32, T_I8, c0, &xv, NULL, -1, 0, tag, &w0, NULL) ||
+        !vop(L, LT_CVT, L->tg->reg.f32, L->tg->reg.i8, c0, &xv, NULL, -1, 0, tag, &w0, NULL) ||
         !take_group(L, P_E2V_W, 4, w0.t, pv, &sc))
         return false;
     for (int b = 0; b < 4; b++)
@@ -1409,10 +1409,10 @@ static bool try_smax(lt *L, tens *x, tens *y, uint32_t m, uint64_t T, uint32_t s
             return false;
     scl = (val){.alu = -1, .dir = WEST, .s = sc, .t = w0.t};
     int so;
-    if (!vop(L, LT_MUL, T_F32, 0, w0.t, &w0, &scl, -1, 0, tag, &w1, NULL) ||
-        !vop(L, LT_EXP, T_F32, 0, w1.t, &w1, NULL, -1, 0, tag, &e, NULL) || e.t != C ||
-        !vop(L, LT_MUL, T_F32, 0, C, &e, &inv, -1, 0, tag, &pr, NULL) ||
-        !vop(L, LT_CVT, T_F16, T_F32, pr.t, &pr, NULL, P_FROMV_W, 2, tag, &o, &so))
+    if (!vop(L, LT_MUL, L->tg->reg.f32, 0, w0.t, &w0, &scl, -1, 0, tag, &w1, NULL) ||
+        !vop(L, LT_EXP, L->tg->reg.f32, 0, w1.t, &w1, NULL, -1, 0, tag, &e, NULL) || e.t != C ||
+        !vop(L, LT_MUL, L->tg->reg.f32, 0, C, &e, &inv, -1, 0, tag, &pr, NULL) ||
+        !vop(L, LT_CVT, L->tg->reg.f16, L->tg->reg.f32, pr.t, &pr, NULL, P_FROMV_W, 2, tag, &o, &so))
         return false;
     uint64_t last = 0;
     for (int b = 0; b < 2; b++) {
@@ -1431,7 +1431,7 @@ static bool try_smax(lt *L, tens *x, tens *y, uint32_t m, uint64_t T, uint32_t s
 
 static ts_status sched_softmax(lt *L, const ts_graph_node *nd, tens *x, tens *y, uint32_t N, ts_lower_tsp_layer *ly)
 {
-    const ts_lower_tsp_params *P = L->p;
+    const ts_tsp_target *P = L->tg;
     uint32_t VL = L->VL, cbase, obase;
     uint64_t cav, oav;
     ts_status rc;
@@ -1479,7 +1479,7 @@ static ts_status sched_softmax(lt *L, const ts_graph_node *nd, tens *x, tens *y,
                      rd_any(L, 0, (i & 1) && r < N ? obase : 0, t, pp, WEST, (int)i, wt);
             }
             if (ok)
-                E1(L, q, t, LT_IW, T_F16, R_WEST(0), IW_STREAMS, (int32_t)wt);
+                E1(L, q, t, LT_IW, L->tg->reg.f16, sreg(L, WEST, 0), IW_STREAMS, (int32_t)wt);
         }
         if (ok)
             break;
@@ -1491,7 +1491,7 @@ static ts_status sched_softmax(lt *L, const ts_graph_node *nd, tens *x, tens *y,
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     ly->blocks++;
     span(ly, I, I + VL / rows_per);
-    uint64_t T = I + VL / rows_per - 1 + P->f_iw;
+    uint64_t T = I + VL / rows_per - 1 + P->d_func.iw;
     for (uint32_t m = 0; m < x->P; m++) {
         uint64_t w = 0;
         for (uint64_t T0 = T;; T++) {
@@ -1509,7 +1509,7 @@ static ts_status sched_softmax(lt *L, const ts_graph_node *nd, tens *x, tens *y,
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         if (L->rdmax > x->last_read)
             x->last_read = L->rdmax;
-        y->ready[2 * m] = y->ready[2 * m + 1] = w + P->f_write + 1;
+        y->ready[2 * m] = y->ready[2 * m + 1] = w + P->d_func.write + 1;
         span(ly, T, w);
         ly->passes++;
         T += P->fp16_interval;
@@ -1625,7 +1625,7 @@ static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
 static ts_status lower_node(lt *L, int ni)
 {
     const ts_graph_node *nd = ts_graph_get_node(L->g, ni);
-    const ts_lower_tsp_params *P = L->p;
+    const ts_tsp_target *P = L->tg;
     ts_status rc;
     int out = nd->out[0];
     tens *y = &L->t[out];
@@ -1871,7 +1871,7 @@ static uint64_t nop_entries(uint64_t gap)
 /* Queue qi's position on the stream registers. */
 static uint32_t queue_pos(const lt *L, uint32_t qi)
 {
-    const ts_lower_tsp_params *P = L->p;
+    const ts_tsp_target *P = L->tg;
     if (qi < P->q_vxm)
         return mem_pos(L, qi);
     if (qi < P->q_mxm)
@@ -1948,11 +1948,11 @@ static bool fetch_text(lt *L, fq *fs, uint32_t qi, uint64_t t, uint32_t pos, int
                        uint32_t *ms, uint64_t *rs)
 {
     uint32_t nm = L->nW + L->nE, got = 0;
-    for (uint32_t d = 1; d < L->p->npos && got < 2; d++) {
-        if (dir == WEST ? pos + d >= L->p->npos : d > pos)
+    for (uint32_t d = 1; d < L->tg->npos && got < 2; d++) {
+        if (dir == WEST ? pos + d >= L->tg->npos : d > pos)
             break;
-        uint64_t r = t - L->p->f_read - d;
-        if (t < L->p->f_read + d || t - r >= FETCH_RING)
+        uint64_t r = t - L->tg->d_func.read - d;
+        if (t < L->tg->d_func.read + d || t - r >= FETCH_RING)
             break;
         uint32_t want = dir == WEST ? pos + d : pos - d;
         for (uint32_t m = 0; m < nm && got < 2; m++) {
@@ -1996,7 +1996,7 @@ static bool try_fetch(lt *L, fq *fs, uint32_t qi, uint64_t t)
                 continue;
             size_t mark = L->nu, pm = L->npd;
             if (take_stream(L, dir, s, t, pos) && take_stream(L, dir, s + 1, t, pos) && take(L, &q->issue, t) &&
-                (qi >= L->p->q_vxm || take(L, &q->wr, t)) && fetch_text(L, fs, qi, t, pos, dir, s, tag, ms, rs)) {
+                (qi >= L->tg->q_vxm || take(L, &q->wr, t)) && fetch_text(L, fs, qi, t, pos, dir, s, tag, ms, rs)) {
                 /* the reads' entries, counted before the reservations are kept */
                 uint64_t dl[2];
                 for (int k = 0; k < 2; k++) {
@@ -2004,7 +2004,7 @@ static bool try_fetch(lt *L, fq *fs, uint32_t qi, uint64_t t)
                     dl[k] = read_delta(L, ms[k], &fs[ms[k]], rs[k]);
                     bput(&L->q[ms[k]].issue, rs[k], true);
                 }
-                E1(L, qi, t, LT_IFETCH, REG(dir, s), (int32_t)tag);
+                E1(L, qi, t, LT_IFETCH, sreg(L, dir, s), (int32_t)tag);
                 new_tag(L);
                 size_t nl = L->nlayers;
                 L->nlayers = 0; /* text reads and ifetches belong to no layer */
@@ -2033,8 +2033,8 @@ static bool try_fetch(lt *L, fq *fs, uint32_t qi, uint64_t t)
 static bool check_queue(lt *L, uint32_t qi, uint64_t *fail_t)
 {
     lq *q = &L->q[qi];
-    uint64_t C = L->p->queue_capacity, A = L->p->ifetch_bytes / L->p->insn_bytes;
-    uint64_t D = (L->p->ifetch_bytes + L->p->fetch_bpc - 1) / L->p->fetch_bpc;
+    uint64_t C = L->tg->queue_capacity, A = L->tg->ifetch_bytes / L->tg->insn_bytes;
+    uint64_t D = (L->tg->ifetch_bytes + L->tg->fetch_bpc - 1) / L->tg->fetch_bpc;
     fq f = {.F = C, .avail = C};
     for (size_t i = 0; i < q->n;) {
         uint64_t tau = q->v[i].t;
@@ -2067,7 +2067,7 @@ static bool check_queue(lt *L, uint32_t qi, uint64_t *fail_t)
  * room for them. Every queue is then replayed as the simulator issues it. */
 static ts_status plan_fetches(lt *L)
 {
-    const ts_lower_tsp_params *P = L->p;
+    const ts_tsp_target *P = L->tg;
     if (!P->queue_capacity)
         return TS_OK;
     L->fwin = 0;
@@ -2229,7 +2229,7 @@ void ts_lower_tsp_report_free(ts_lower_tsp_report *rep)
 
 ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, ts_lower_tsp_report *rep, ts_err *err)
 {
-    const ts_lower_tsp_params *P = params;
+    const ts_tsp_target *P = &((const ts_lower_tsp_params *)params)->target;
     *out = NULL;
     if (rep)
         memset(rep, 0, sizeof *rep);
@@ -2237,7 +2237,7 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
         P->mxm_dim != P->superlanes * P->lanes || (P->superlanes * P->lanes) % IW_STREAMS)
         return ts_err_set(err, TS_EINPUT, "the TSP lowering needs 32 streams per direction, 16 MEM slices and two MXM "
                                           "planes west, 5 VXM ALUs and planes as wide as a vector of a multiple of 16");
-    lt L = {.g = g, .p = P, .err = err};
+    lt L = {.g = g, .tg = P, .err = err};
     L.VL = P->superlanes * P->lanes;
     L.nW = P->mem_west;
     L.nE = P->mem_east;
@@ -2367,108 +2367,26 @@ int ts_lower_tsp_locate(const ts_lower_tsp_report *rep, int tensor, uint32_t pix
 
 /* ---- parameters from a config ---- */
 
-static int cfg_u32(const ts_config *cfg, const char *key, uint32_t *v)
-{
-    uint64_t x;
-    if (ts_config_u64(cfg, key, &x) || x > UINT32_MAX)
-        return -1;
-    *v = (uint32_t)x;
-    return 0;
-}
-
 ts_status ts_lower_tsp_params_from_config(const ts_config *cfg, ts_lower_tsp_params *out, ts_err *err)
 {
-    memset(out, 0, sizeof *out);
-    if (strcmp(ts_config_arch(cfg), "tsp"))
-        return ts_err_set(err, TS_EINPUT, "config '%s' is for arch '%s', not 'tsp'", ts_config_name(cfg),
-                          ts_config_arch(cfg));
-    uint64_t slice_bytes = 0;
-    uint32_t sk_mem = 0, sk_vxm = 0, sk_mxm = 0, sk_sxm = 0;
-    if (cfg_u32(cfg, "superlanes", &out->superlanes) || cfg_u32(cfg, "lanes", &out->lanes) ||
-        cfg_u32(cfg, "streams.per_direction", &out->streams) || ts_config_u64(cfg, "mem.slice_bytes", &slice_bytes) ||
-        cfg_u32(cfg, "mem.banks", &out->banks) || cfg_u32(cfg, "mxm.dim", &out->mxm_dim) ||
-        cfg_u32(cfg, "mxm.queues", &out->mxm_queues) || cfg_u32(cfg, "vxm.alus", &out->vxm_alus) ||
-        cfg_u32(cfg, "sxm.queues", &out->sxm_queues) || ts_config_u64(cfg, "icu.queue_capacity", &out->queue_capacity) ||
-        cfg_u32(cfg, "icu.ifetch_bytes", &out->ifetch_bytes) ||
-        cfg_u32(cfg, "icu.fetch_bytes_per_cycle", &out->fetch_bpc) || cfg_u32(cfg, "icu.insn_bytes", &out->insn_bytes) ||
-        cfg_u32(cfg, "d_skew.mem", &sk_mem) || cfg_u32(cfg, "d_skew.vxm", &sk_vxm) ||
-        cfg_u32(cfg, "d_skew.mxm", &sk_mxm) || cfg_u32(cfg, "d_skew.sxm", &sk_sxm) ||
-        cfg_u32(cfg, "d_func.read", &out->f_read) || cfg_u32(cfg, "d_func.write", &out->f_write) ||
-        cfg_u32(cfg, "d_func.iw", &out->f_iw) || cfg_u32(cfg, "d_func.abc", &out->f_abc) ||
-        cfg_u32(cfg, "d_func.acc", &out->f_acc) || cfg_u32(cfg, "d_func.add", &out->f_add) ||
-        cfg_u32(cfg, "d_func.mul", &out->f_mul) || cfg_u32(cfg, "d_func.relu", &out->f_relu) ||
-        cfg_u32(cfg, "d_func.cvt", &out->f_cvt) || cfg_u32(cfg, "d_func.mask", &out->f_mask) ||
-        cfg_u32(cfg, "d_func.exp", &out->f_exp) || cfg_u32(cfg, "d_func.rsqrt", &out->f_rsqrt) ||
-        cfg_u32(cfg, "mxm.fp16_interval", &out->fp16_interval))
-        return ts_err_set(err, TS_EINPUT, "config '%s' lacks a key the TSP lowering reads", ts_config_name(cfg));
-    const ts_cfg_key *ck = ts_config_key(cfg, "clock");
-    if (ck && ck->type == TS_CFG_FLOAT)
-        memcpy(&out->clock_hz, (const char *)ts_config_data(cfg) + ck->offset, sizeof out->clock_hz);
-    out->skew_mem = sk_mem;
-    out->skew_vxm = sk_vxm;
-    out->skew_mxm = sk_mxm;
-    if (sk_mem || sk_vxm || sk_mxm || sk_sxm)
+    ts_tsp_target *t = &out->target;
+    ts_status rc = ts_tsp_target_from_config(cfg, t, err);
+    if (rc != TS_OK)
+        return rc;
+    if (t->d_skew.mem || t->d_skew.vxm || t->d_skew.mxm || t->d_skew.sxm)
         return ts_err_set(err, TS_EINPUT, "config '%s': the TSP lowering assumes d_skew 0 for every unit",
                           ts_config_name(cfg));
-    if (out->f_abc < out->superlanes)
+    if (t->d_func.abc < t->superlanes)
         return ts_err_set(err, TS_EINPUT, "config '%s': d_func.abc is shorter than the superlanes", ts_config_name(cfg));
-    out->words = slice_bytes / ((uint64_t)out->superlanes * out->lanes);
-    const ts_cfg_key *mk = ts_config_key(cfg, "streams.sr_map"), *fk = ts_config_key(cfg, "floorplan");
-    if (!mk || !fk || mk->type != TS_CFG_INTLIST || fk->type != TS_CFG_STRLIST)
-        return ts_err_set(err, TS_EINPUT, "config '%s' lacks the floorplan", ts_config_name(cfg));
-    ts_intlist map;
-    ts_strlist fp;
-    memcpy(&map, (const char *)ts_config_data(cfg) + mk->offset, sizeof map);
-    memcpy(&fp, (const char *)ts_config_data(cfg) + fk->offset, sizeof fp);
-    if (map.n)
+    if (t->sr_map)
         return ts_err_set(err, TS_EINPUT, "config '%s': the TSP lowering takes one stream-register position per slice "
                                           "(an empty streams.sr_map)", ts_config_name(cfg));
-    /* the floorplan west to east: kind*n entries */
-    char kinds[1024];
-    uint32_t n = 0;
-    for (size_t i = 0; i < fp.n; i++) {
-        const char *e = fp.v[i], *star = strchr(e, '*');
-        size_t kl = star ? (size_t)(star - e) : strlen(e);
-        unsigned long rep = star ? strtoul(star + 1, NULL, 10) : 1;
-        char k = !strncmp(e, "mem", kl) && kl == 3 ? 'M' : !strncmp(e, "vxm", kl) && kl == 3 ? 'V'
-               : !strncmp(e, "mxm", kl) && kl == 3 ? 'X' : !strncmp(e, "sxm", kl) && kl == 3 ? 'S' : '?';
-        for (unsigned long r = 0; r < rep && n < sizeof kinds; r++)
-            kinds[n++] = k;
-    }
-    uint32_t vx = UINT32_MAX;
-    for (uint32_t i = 0; i < n; i++)
-        if (kinds[i] == 'V')
-            vx = i;
-    if (vx == UINT32_MAX)
-        return ts_err_set(err, TS_EINPUT, "config '%s': no VXM in the floorplan", ts_config_name(cfg));
-    out->npos = n;
-    out->pos_vxm = vx;
-    for (uint32_t i = vx; i-- > 0;) {
-        if (kinds[i] == 'M' && out->mem_west < TS_LOWER_TSP_MAX_MEM)
-            out->pos_mem_w[out->mem_west++] = (uint16_t)i;
-        else if (kinds[i] == 'X') {
-            if (out->mxm_west < 2)
-                out->pos_mxm_w[out->mxm_west] = (uint16_t)i;
-            out->mxm_west++;
-        } else if (kinds[i] == 'S')
-            out->sxm_west++;
-    }
-    for (uint32_t i = vx + 1; i < n; i++) {
-        if (kinds[i] == 'M' && out->mem_east < TS_LOWER_TSP_MAX_MEM)
-            out->pos_mem_e[out->mem_east++] = (uint16_t)i;
-        else if (kinds[i] == 'X')
-            out->mxm_east++;
-        else if (kinds[i] == 'S')
-            out->sxm_east++;
-    }
     /* the west planes must lie west of every west MEM slice (weights and activations flow west) */
-    for (uint32_t j = 0; j < out->mxm_west && j < 2; j++)
-        if (out->mem_west && out->pos_mxm_w[j] > out->pos_mem_w[out->mem_west - 1])
+    for (uint32_t j = 0; j < t->mxm_west && j < 2; j++)
+        if (t->mem_west && t->pos_mxm_w[j] > t->pos_mem_w[t->mem_west - 1])
             return ts_err_set(err, TS_EINPUT, "config '%s': the TSP lowering needs the west MXM planes at the west edge",
                               ts_config_name(cfg));
-    out->q_vxm = out->mem_west + out->mem_east;
-    out->q_mxm = out->q_vxm + out->vxm_alus;
-    if (out->mxm_queues < 3)
+    if (t->mxm_queues < 3)
         return ts_err_set(err, TS_EINPUT, "config '%s': the TSP lowering needs 3 queues per MXM plane",
                           ts_config_name(cfg));
     return TS_OK;
