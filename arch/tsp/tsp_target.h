@@ -76,6 +76,11 @@ typedef struct ts_tsp_target {
     ts_tsp_regs reg;
 } ts_tsp_target;
 
+/* Config keys a compiler names in its messages (which setting to change); it never reads them. */
+#define TS_TSP_KEY_QUEUE_CAPACITY "icu.queue_capacity"
+#define TS_TSP_KEY_ABC "d_func.abc"
+#define TS_TSP_KEY_SR_MAP "streams.sr_map"
+
 /* Fill *out from a loaded config whose arch is "tsp". Errors (TS_EINPUT): "config 'x' is for arch
  * 'y', not 'tsp'", a value the target holds in 32 bits that is larger, and the floorplan parse's own
  * messages (which a loaded config has already passed). */
