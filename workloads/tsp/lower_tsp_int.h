@@ -10,10 +10,9 @@
  *   softmax.c    Softmax on the VXM, with the row sum on plane W1
  *   ifetch.c     instruction fetch: ifetches and their text reads for queues longer than the
  *                queue capacity, and the replay that checks every queue
- *   sched.c      the reservation tables: bitmaps over cycles, the undo log, pending instructions,
- *                the first-fit search of a group, stream pools
- *   units.c      the units as resources: MEM reads and writes (ports, banks, the pairing rule),
- *                VXM operations (ALUs, latches)
+ *   sched.c      the reservation tables (bitmaps over cycles, the undo log, pending instructions,
+ *                the first-fit search of a group, stream pools) and the units as resources: MEM
+ *                reads and writes (ports, banks, the pairing rule), VXM operations (ALUs, latches)
  *   lowering.c   the registry adapter: parameters from a config, the per-layer attribution
  * The lt_ functions are the rooms' own helpers under names the linker sees; each is documented
  * where it is defined.
@@ -144,8 +143,8 @@ void lt_undo_to(lt *L, size_t mark, size_t pmark);
 void lt_emit(lt *L, uint32_t q, uint64_t t, uint16_t op, int n, const int32_t *a);
 int lt_keep(lt *L);
 /* Emit one instruction with the operands listed. */
-#define E1(L, q, t, op, ...) \
-    lt_emit(L, q, t, op, (int)(sizeof((int32_t[]){__VA_ARGS__}) / sizeof(int32_t)), (int32_t[]){__VA_ARGS__})
+#define LT_NOPND(...) ((int)(sizeof((int32_t[]){__VA_ARGS__}) / sizeof(int32_t)))
+#define E1(L, q, t, op, ...) lt_emit(L, q, t, op, LT_NOPND(__VA_ARGS__), (int32_t[]){__VA_ARGS__})
 
 /* A group of instructions tried at cycle t: true when placed (its reservations taken, its
  * instructions pending), *w then the cycle of its last write. */
@@ -162,7 +161,7 @@ bool lt_take_stream(lt *L, int dir, int s, uint64_t t, uint32_t pos);
 bool lt_take_group(lt *L, int pool, int w, uint64_t t, uint32_t pos, int *s);
 int lt_cmp_rec(const void *a, const void *b);
 
-/* ---- MEM and VXM (units.c) ---- */
+/* ---- MEM and VXM (sched.c) ---- */
 
 bool lt_rd(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t pc, int dir, int s, uint32_t tag, uint64_t lb);
 bool lt_rd_any(lt *L, int hemi, uint32_t word, uint64_t ta, uint32_t pc, int dir, int s, uint32_t tag);
