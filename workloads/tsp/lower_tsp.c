@@ -41,7 +41,8 @@ void lt_span(ts_lower_tsp_layer *y, uint64_t a, uint64_t b)
         y->last = b;
 }
 
-/* The consumer of a node's output when it is a lone Relu that can be fused, else -1. */
+/* The consumer of a node's output when it is a lone Relu that can be fused, else -1.
+ * shared candidate: workloads/lower (graph walk); the wafer-mesh lowering fuses a Relu the same way. */
 int lt_fused_relu(const lt *L, int out)
 {
     size_t n;

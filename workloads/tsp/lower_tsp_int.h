@@ -208,10 +208,14 @@ const int64_t *lt_dims(const lt *L, int id, int *rank);
 ts_status lt_shape_pc(lt *L, const ts_graph_node *nd, int id, uint32_t *P, uint32_t *C);
 ts_status lt_place_input(lt *L, int id, const ts_graph_node *nd);
 
-/* ---- operators (products.c, vxm_ops.c, softmax.c) ---- */
+/* ---- layers (lower_tsp.c) ---- */
 
 void lt_span(ts_lower_tsp_layer *y, uint64_t a, uint64_t b);
 int lt_fused_relu(const lt *L, int out);
+
+/* ---- operators (products.c, vxm_ops.c, softmax.c): each checks what it takes, places its output
+ * and schedules its groups into layer ly ---- */
+
 ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
 ts_status lt_lower_elem(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
 ts_status lt_lower_maxpool(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);

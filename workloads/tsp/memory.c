@@ -224,7 +224,8 @@ const int64_t *lt_dims(const lt *L, int id, int *rank)
     return t->dims;
 }
 
-/* Pixels and channels of an activation: NCHW (batch 1) or a matrix [M, K]. */
+/* Pixels and channels of an activation: NCHW (batch 1) or a matrix [M, K].
+ * shared candidate: workloads/lower (geometry); the other lowerings read the same two shapes. */
 ts_status lt_shape_pc(lt *L, const ts_graph_node *nd, int id, uint32_t *P, uint32_t *C)
 {
     int r;
