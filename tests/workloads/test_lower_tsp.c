@@ -1,7 +1,8 @@
 /* tests/workloads/test_lower_tsp.c — the TSP lowering: graphs built through the workloads API are
  * compiled to one static schedule, run on the TSP family with hazards fatal (fast, lockstep and
  * three threads must agree byte for byte), and their int8 outputs, read back from MEM where the
- * lowering reports them, must equal a C reference bit for bit. */
+ * lowering reports them, must equal a C reference bit for bit. The machine facts the lowering
+ * reads (arch/tsp/tsp_target.h) must be the chip model's own. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "arch/tsp/tsp.h"
+#include "arch/tsp/tsp_target.h"
 #include "core/alloc.h"
 #include "core/half.h"
 #include "core/program.h"
@@ -467,6 +469,166 @@ START_TEST(test_config_limits)
 }
 END_TEST
 
+/* ---- the target ---- */
+
+/* The machine facts of tsp_v1: the figures the lowering's own parameters held before they came
+ * from the chip model's typed config and floorplan parse. */
+START_TEST(test_target_v1)
+{
+    ts_err e;
+    ts_err_init(&e);
+    void *cfg = tsp_test_config("tsp_v1", NULL);
+    ts_tsp_target t;
+    ck_assert_int_eq(ts_tsp_target_from_config(cfg, &t, &e), TS_OK);
+    ck_assert_uint_eq(t.superlanes, 20);
+    ck_assert_uint_eq(t.lanes, 16);
+    ck_assert_uint_eq(t.streams, 32);
+    ck_assert_uint_eq(t.mem_west, 44);
+    ck_assert_uint_eq(t.mem_east, 44);
+    ck_assert_uint_eq(t.mxm_west, 2);
+    ck_assert_uint_eq(t.mxm_east, 2);
+    ck_assert_uint_eq(t.sxm_west, 1);
+    ck_assert_uint_eq(t.sxm_east, 1);
+    ck_assert_uint_eq(t.mxm_dim, 320);
+    ck_assert_uint_eq(t.mxm_queues, 3);
+    ck_assert_uint_eq(t.vxm_alus, 16);
+    ck_assert_uint_eq(t.sxm_queues, 14);
+    ck_assert_uint_eq(t.fp16_interval, 4);
+    ck_assert_uint_eq(t.words, 8192);
+    ck_assert_uint_eq(t.banks, 2);
+    ck_assert_uint_eq(t.queue_capacity, 128);
+    ck_assert_uint_eq(t.ifetch_bytes, 640);
+    ck_assert_uint_eq(t.fetch_bpc, 16);
+    ck_assert_uint_eq(t.insn_bytes, 16);
+    ck_assert_double_eq(t.clock_hz, 900e6);
+    ck_assert_uint_eq(t.d_skew.mem + t.d_skew.vxm + t.d_skew.mxm + t.d_skew.sxm, 0);
+    const ts_tsp_dfunc *f = &t.d_func;
+    uint32_t got_f[] = {f->read, f->write, f->iw, f->abc, f->acc, f->add, f->mul, f->relu, f->cvt, f->mask, f->exp,
+                        f->rsqrt};
+    const uint32_t want_f[] = {1, 1, 1, 20, 1, 1, 2, 1, 1, 1, 4, 4};
+    for (size_t i = 0; i < sizeof want_f / sizeof want_f[0]; i++)
+        ck_assert_uint_eq(got_f[i], want_f[i]);
+    ck_assert_uint_eq(t.npos, 95);
+    ck_assert_uint_eq(t.pos_vxm, 47);
+    ck_assert(!t.sr_map);
+    for (uint32_t i = 0; i < 44; i++) {
+        ck_assert_uint_eq(t.pos_mem_w[i], 46 - i); /* MEM W0 next to the VXM */
+        ck_assert_uint_eq(t.pos_mem_e[i], 48 + i);
+    }
+    ck_assert_uint_eq(t.pos_mxm_w[0], 1);
+    ck_assert_uint_eq(t.pos_mxm_w[1], 0);
+    ck_assert_uint_eq(t.q_vxm, 88);
+    ck_assert_uint_eq(t.q_mxm, 104);
+    ck_assert_uint_eq(t.nqueues, 104 + 4 * 3 + 2 * 14);
+    ts_config_destroy(cfg);
+    ts_err_free(&e);
+}
+END_TEST
+
+/* The target's numbering is the family's own: registers as the assembler writes them, queues and
+ * positions as the simulator lays them out (tsp.h), on both stock configs. */
+START_TEST(test_target_numbering)
+{
+    static const char *const names[] = {"tsp_v1", "tsp_small"};
+    for (int c = 0; c < 2; c++) {
+        ts_err e;
+        ts_err_init(&e);
+        void *cfg = tsp_test_config(names[c], NULL);
+        const void *tc = ts_config_data(cfg);
+        ts_tsp_target t;
+        ck_assert_int_eq(ts_tsp_target_from_config(cfg, &t, &e), TS_OK);
+        ck_assert_int_eq(t.reg.east + 3, E(3));
+        ck_assert_int_eq(t.reg.west + 3, W(3));
+        ck_assert_int_eq(t.reg.alu + 2, ALU(2));
+        ck_assert_int_eq(t.reg.nul, NUL);
+        ck_assert_int_eq(t.reg.i8, T_I8);
+        ck_assert_int_eq(t.reg.i16, T_I16);
+        ck_assert_int_eq(t.reg.i32, T_I32);
+        ck_assert_int_eq(t.reg.f16, T_F16);
+        ck_assert_int_eq(t.reg.f32, T_F32);
+        ck_assert_int_eq((int)t.q_vxm, ts_tsp_queue_vxm(tc, 0));
+        ck_assert_int_eq((int)t.q_mxm, ts_tsp_queue_mxm(tc, 0, 0, 0));
+        for (uint32_t i = 0; i < t.mem_west; i++)
+            ck_assert_int_eq(t.pos_mem_w[i], ts_tsp_queue_position(tc, ts_tsp_queue_mem(tc, 0, (int)i)));
+        for (uint32_t i = 0; i < t.mem_east; i++)
+            ck_assert_int_eq(t.pos_mem_e[i], ts_tsp_queue_position(tc, ts_tsp_queue_mem(tc, 1, (int)i)));
+        for (uint32_t i = 0; i < t.mxm_west; i++)
+            ck_assert_int_eq(t.pos_mxm_w[i], ts_tsp_queue_position(tc, ts_tsp_queue_mxm(tc, 0, (int)i, 0)));
+        for (uint32_t i = 0; i < t.mxm_east; i++)
+            ck_assert_int_eq(t.pos_mxm_e[i], ts_tsp_queue_position(tc, ts_tsp_queue_mxm(tc, 1, (int)i, 0)));
+        ck_assert_int_eq((int)t.pos_vxm, ts_tsp_queue_position(tc, ts_tsp_queue_vxm(tc, 0)));
+        ts_config_destroy(cfg);
+        ts_err_free(&e);
+    }
+}
+END_TEST
+
+/* A floorplan the simulator accepts in any case is the same floorplan to the lowering: the same
+ * facts and the same program bytes as the stock tsp_v1. */
+START_TEST(test_target_upper_case)
+{
+    static const char *const upper[] = {"floorplan=[MXM*2, Sxm, MEM*44, VXM, Mem*44, SXM, mxm*2]", NULL};
+    ts_graph *g = ts_graph_create("mm");
+    int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){5, 400});
+    int b = tensor_dt(g, "b", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){400, 350});
+    int y = tensor_dt(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    node(g, TS_OP_MATMUL, "mm", (int[]){a, b}, 2, y, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    ts_buf bytes[2] = {TS_BUF_INIT, TS_BUF_INIT};
+    ts_lower_tsp_params p[2];
+    for (int k = 0; k < 2; k++) {
+        ts_err e;
+        ts_err_init(&e);
+        void *cfg = tsp_test_config("tsp_v1", k ? upper : NULL);
+        ck_assert_msg(ts_lower_tsp_params_from_config(cfg, &p[k], &e) == TS_OK, "%s", e.msg);
+        ts_config_destroy(cfg);
+        ts_program *prog = NULL;
+        ck_assert_msg(ts_lower_tsp(g, &p[k], &prog, NULL, &e) == TS_OK, "%s", e.msg);
+        ck_assert_int_eq(ts_program_encode(prog, &bytes[k], &e), TS_OK);
+        ts_program_destroy(prog);
+        ts_err_free(&e);
+    }
+    ck_assert_mem_eq(&p[0], &p[1], sizeof p[0]);
+    ck_assert_uint_eq(bytes[0].len, bytes[1].len);
+    ck_assert_mem_eq(bytes[0].data, bytes[1].data, bytes[0].len);
+    ts_buf_free(&bytes[0]);
+    ts_buf_free(&bytes[1]);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* Machines the simulator accepts but the lowering cannot use are refused when its parameters are
+ * made, each with its reason. */
+START_TEST(test_target_refused)
+{
+    static char srmap[512];
+    size_t n = (size_t)snprintf(srmap, sizeof srmap, "streams.sr_map=[0");
+    for (int i = 1; i < 95; i++)
+        n += (size_t)snprintf(srmap + n, sizeof srmap - n, ", %d", i);
+    snprintf(srmap + n, sizeof srmap - n, "]");
+    static const struct { const char *set, *msg; } cases[] = {
+        {"d_skew.sxm=1", "config 'tsp_v1': the TSP lowering assumes d_skew 0 for every unit"},
+        {"mxm.queues=2", "config 'tsp_v1': the TSP lowering needs 3 queues per MXM plane"},
+        {"floorplan=[mem, mxm*2, mem*43, vxm, mem*44, sxm, mxm*2]",
+         "config 'tsp_v1': the TSP lowering needs the west MXM planes at the west edge"},
+        {NULL, "config 'tsp_v1': the TSP lowering takes one stream-register position per slice (an empty "
+               "streams.sr_map)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *sets[] = {cases[i].set ? cases[i].set : srmap, NULL};
+        ts_err e;
+        ts_err_init(&e);
+        void *cfg = tsp_test_config("tsp_v1", sets);
+        ts_lower_tsp_params p;
+        ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_EINPUT);
+        ck_assert_str_eq(e.msg, cases[i].msg);
+        ts_config_destroy(cfg);
+        ts_err_free(&e);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("lower_tsp");
@@ -479,6 +641,10 @@ static Suite *suite(void)
     tcase_add_test(tc, test_softmax);
     tcase_add_test(tc, test_refused);
     tcase_add_test(tc, test_config_limits);
+    tcase_add_test(tc, test_target_v1);
+    tcase_add_test(tc, test_target_numbering);
+    tcase_add_test(tc, test_target_upper_case);
+    tcase_add_test(tc, test_target_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -22,48 +22,28 @@
  * and Reshape of one-pixel tensors are free. Other operators are refused with an error naming
  * them. Values the graph does not carry as int8 (int32 for biases) are filled deterministically.
  *
- * The lowering knows only the TSP opcode table (arch/tsp/tsp_isa.def); the machine figures come
- * in a ts_lower_tsp_params filled from the chip config.
+ * The lowering knows only the TSP opcode table (arch/tsp/tsp_isa.def) and the machine facts of
+ * arch/tsp/tsp_target.h, which come in a ts_lower_tsp_params filled from the chip config.
  */
 #ifndef TS_WORKLOADS_LOWER_TSP_H
 #define TS_WORKLOADS_LOWER_TSP_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include "arch/tsp/tsp_target.h"
 #include "core/config.h"
 #include "core/err.h"
 #include "core/program.h"
 #include "workloads/graph.h"
 #include "workloads/lower/lower.h"
 
-#define TS_LOWER_TSP_MAX_MEM 128
-
-/* What the lowering needs to know about the chip (docs/tsp.md, configs/tsp_v1.yaml). */
+/* What the lowering needs to know about the chip: the TSP's machine facts (arch/tsp/tsp_target.h,
+ * docs/tsp.md, configs/tsp_v1.yaml). */
 typedef struct ts_lower_tsp_params {
-    uint32_t superlanes, lanes;     /* vector = superlanes x lanes bytes */
-    uint32_t streams;               /* stream registers per direction */
-    uint32_t mem_west, mem_east;    /* MEM slices per hemisphere */
-    uint32_t mxm_west, mxm_east;    /* MXM planes per hemisphere */
-    uint32_t mxm_dim;               /* plane size (= vector length) */
-    uint32_t mxm_queues, vxm_alus, sxm_queues;
-    uint32_t sxm_west, sxm_east;    /* SXM slices per hemisphere (0 or 1) */
-    uint64_t words;                 /* vectors per MEM slice */
-    uint32_t banks;
-    uint64_t queue_capacity;        /* icu.queue_capacity */
-    uint32_t ifetch_bytes, fetch_bpc, insn_bytes; /* icu.ifetch_bytes, icu.fetch_bytes_per_cycle, icu.insn_bytes */
-    double clock_hz;
-    /* d_skew per unit and d_func per instruction (cycles) */
-    uint32_t skew_mem, skew_vxm, skew_mxm;
-    uint32_t f_read, f_write, f_iw, f_abc, f_acc, f_add, f_mul, f_relu, f_cvt, f_mask, f_exp, f_rsqrt;
-    uint32_t fp16_interval;         /* cycles an f16 abc occupies its plane */
-    /* derived from the floorplan (one stream-register position per slice) */
-    uint32_t npos, pos_vxm;
-    uint16_t pos_mem_w[TS_LOWER_TSP_MAX_MEM], pos_mem_e[TS_LOWER_TSP_MAX_MEM]; /* by MEM number */
-    uint16_t pos_mxm_w[2];          /* west planes W0 and W1 */
-    uint32_t q_vxm, q_mxm;          /* first VXM ALU queue, first MXM queue */
+    ts_tsp_target target;
 } ts_lower_tsp_params;
 
-/* Fill params from a chip config whose arch is "tsp" (reads its keys through the schema). Refuses
+/* Fill params from a chip config whose arch is "tsp" (ts_tsp_target_from_config). Refuses
  * floorplans the lowering cannot use (fewer than two west MXM planes, fewer than 16 MEM slices per
  * hemisphere, fewer than 32 streams per direction, a custom stream-register map, a nonzero d_skew)
  * with a message saying why. */

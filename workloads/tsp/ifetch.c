@@ -1,0 +1,336 @@
+/* workloads/tsp/ifetch.c — instruction fetch for the TSP lowering (docs/lowering-tsp.md, Instruction
+ * fetch).
+ *
+ * The first icu.queue_capacity entries of every queue are preloaded; the rest come by ifetch from
+ * instruction text in MEM words above everything the schedule allocated. While scheduling, every
+ * queue keeps one free cycle in each aligned window of fetch cycles (sched.c); afterwards one sweep
+ * over the cycles places the ifetches and their text reads (lt_plan_fetches), and every queue is
+ * replayed as the simulator issues it (check_queue).
+ */
+#include "workloads/tsp/lower_tsp_int.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+
+#define FETCH_RING 128 /* cycles of headroom history per queue: longer than any text read's lead */
+
+static uint64_t nop_entries(uint64_t gap)
+{
+    return (gap + 65534) / 65535;
+}
+
+/* Queue qi's position on the stream registers. */
+static uint32_t queue_pos(const lt *L, uint32_t qi)
+{
+    const ts_tsp_target *P = L->tg;
+    if (qi < P->q_vxm)
+        return lt_mem_pos(L, qi);
+    if (qi < P->q_mxm)
+        return P->pos_vxm;
+    return P->pos_mxm_w[(qi - P->q_mxm) / P->mxm_queues > 0];
+}
+
+/* The fetch state of one queue during the sweep (plan_fetches). */
+typedef struct fq {
+    uint64_t e, now;          /* entries issued; the first cycle no issued entry covers */
+    uint64_t avail, F;        /* entries landed; landed or in flight */
+    uint64_t land[4], pf;     /* landing cycles of the fetches in flight, oldest first; fetch port free */
+    int nland;
+    bool over;                /* a fetch landed on a full queue */
+    size_t i, w;              /* next rec to issue; first rec past the next landing window */
+    uint64_t *suf;            /* suf[i]: entries of recs i.. when rec i starts a cycle */
+    int64_t room[FETCH_RING]; /* avail - e at the end of each recent cycle */
+} fq;
+
+/* Fetches that landed before cycle c join the queue (the simulator lands them before issuing). */
+static void land_until(fq *f, uint64_t c, uint64_t A, uint64_t C)
+{
+    while (f->nland && f->land[0] < c) {
+        if (f->avail + A > f->e + C)
+            f->over = true;
+        f->avail += A;
+        memmove(f->land, f->land + 1, (size_t)(f->nland - 1) * sizeof *f->land);
+        f->nland--;
+    }
+}
+
+/* The nops of the gap from f->now to cycle `to`: false if one issues unfetched. */
+static bool issue_gap(fq *f, uint64_t to, uint64_t A, uint64_t C)
+{
+    for (uint64_t c = f->now; c < to; c += 65535) {
+        land_until(f, c, A, C);
+        if (f->e >= f->avail)
+            return false;
+        f->e++;
+    }
+    if (to > f->now)
+        f->now = to;
+    return true;
+}
+
+static bool occupied(const lt *L, uint32_t m, uint64_t t)
+{
+    return lt_bget(&L->q[m].issue, t) || lt_bget(&L->q[m].wr, t);
+}
+
+/* Entries a read at cycle r adds to MEM queue m, whose issued entries cover the cycles before
+ * f->now (0 if it may not go there). */
+static uint64_t read_delta(const lt *L, uint32_t m, const fq *f, uint64_t r)
+{
+    if (r >= f->now)
+        return lt_bget(&L->q[m].wr, r) ? 0 : nop_entries(r - f->now) + 1;
+    if (lt_bget(&L->q[m].wr, r))
+        return 1; /* it pairs with the write */
+    int64_t p = (int64_t)r - 1;
+    while (p >= 0 && !occupied(L, m, (uint64_t)p))
+        p--;
+    uint64_t nx = r + 1;
+    while (nx < f->now && !occupied(L, m, nx))
+        nx++;
+    uint64_t old = nop_entries(nx - (uint64_t)(p + 1));
+    uint64_t nw = nop_entries(r - (uint64_t)(p + 1)) + 1 + nop_entries(nx - r - 1);
+    return nw - old;
+}
+
+/* Two reads of text words, from two MEM slices upstream of position pos, that put them on streams
+ * (dir, s) and (dir, s + 1) at pos at cycle t. Each read adds entries to its slice's queue before
+ * t, so only where that queue has room for them at every cycle since. */
+static bool fetch_text(lt *L, fq *fs, uint32_t qi, uint64_t t, uint32_t pos, int dir, int s, uint32_t tag,
+                       uint32_t *ms, uint64_t *rs)
+{
+    uint32_t nm = L->nW + L->nE, got = 0;
+    for (uint32_t d = 1; d < L->tg->npos && got < 2; d++) {
+        if (dir == WEST ? pos + d >= L->tg->npos : d > pos)
+            break;
+        uint64_t r = t - L->tg->d_func.read - d;
+        if (t < L->tg->d_func.read + d || t - r >= FETCH_RING)
+            break;
+        uint32_t want = dir == WEST ? pos + d : pos - d;
+        for (uint32_t m = 0; m < nm && got < 2; m++) {
+            if (m == qi || (got && m == ms[0]) || lt_mem_pos(L, m) != want)
+                continue;
+            uint64_t dl = read_delta(L, m, &fs[m], r);
+            if (!dl)
+                continue;
+            uint64_t x;
+            for (x = r; x < t && fs[m].room[x % FETCH_RING] >= (int64_t)dl; x++)
+                ;
+            if (x < t)
+                continue;
+            for (uint32_t b = 0; b < 2; b++) {
+                uint32_t h = m >= L->nW, word = L->tnext[m][b];
+                if (word >= L->al[h][b].limit)
+                    continue;
+                size_t mark = L->nu, pm = L->npd;
+                if (lt_rd(L, m, word, t, pos, dir, s + (int)got, tag, 0)) {
+                    L->tnext[m][b]++;
+                    ms[got] = m;
+                    rs[got++] = r;
+                    break;
+                }
+                lt_undo_to(L, mark, pm);
+            }
+        }
+    }
+    return got == 2;
+}
+
+/* An ifetch on queue qi at cycle t with its text, if every reservation is free. */
+static bool try_fetch(lt *L, fq *fs, uint32_t qi, uint64_t t)
+{
+    lq *q = &L->q[qi];
+    uint32_t pos = queue_pos(L, qi), tag = L->tag % 65535 + 1, ms[2];
+    uint64_t rs[2];
+    for (int dir = 0; dir < 2; dir++)
+        for (int s = 0; s + 1 < LT_STREAMS; s += 2) {
+            uint64_t key = lt_diag_key(dir, t, pos);
+            if (lt_bget(&L->diag[dir][s], key) || lt_bget(&L->diag[dir][s + 1], key))
+                continue;
+            size_t mark = L->nu, pm = L->npd;
+            if (lt_take_stream(L, dir, s, t, pos) && lt_take_stream(L, dir, s + 1, t, pos) &&
+                lt_take(L, &q->issue, t) && (qi >= L->tg->q_vxm || lt_take(L, &q->wr, t)) &&
+                fetch_text(L, fs, qi, t, pos, dir, s, tag, ms, rs)) {
+                /* the reads' entries, counted before the reservations are kept */
+                uint64_t dl[2];
+                for (int k = 0; k < 2; k++) {
+                    lt_bput(&L->q[ms[k]].issue, rs[k], false);
+                    dl[k] = read_delta(L, ms[k], &fs[ms[k]], rs[k]);
+                    lt_bput(&L->q[ms[k]].issue, rs[k], true);
+                }
+                E1(L, qi, t, LT_IFETCH, lt_sreg(L, dir, s), (int32_t)tag);
+                lt_new_tag(L);
+                size_t nl = L->nlayers;
+                L->nlayers = 0; /* text reads and ifetches belong to no layer */
+                int rc = lt_keep(L);
+                L->nlayers = nl;
+                for (int k = 0; k < 2; k++) {
+                    fq *f = &fs[ms[k]];
+                    if (rs[k] >= f->now)
+                        f->now = rs[k] + 1;
+                    f->e += dl[k];
+                    for (uint64_t x = rs[k]; x < t; x++)
+                        f->room[x % FETCH_RING] -= (int64_t)dl[k];
+                }
+                L->fetches++;
+                return rc == 0;
+            }
+            lt_undo_to(L, mark, pm);
+            if (L->oom)
+                return false;
+        }
+    return false;
+}
+
+/* Replay queue qi's entries (its recs sorted, ifetches included) as the simulator issues them:
+ * false, with the cycle, if an entry issues unfetched or a fetch overfills the queue. */
+static bool check_queue(lt *L, uint32_t qi, uint64_t *fail_t)
+{
+    lq *q = &L->q[qi];
+    uint64_t C = L->tg->queue_capacity, A = L->tg->ifetch_bytes / L->tg->insn_bytes;
+    uint64_t D = (L->tg->ifetch_bytes + L->tg->fetch_bpc - 1) / L->tg->fetch_bpc;
+    fq f = {.F = C, .avail = C};
+    for (size_t i = 0; i < q->n;) {
+        uint64_t tau = q->v[i].t;
+        size_t k = i + 1 < q->n && q->v[i + 1].t == tau ? 2 : 1;
+        *fail_t = tau;
+        if (!issue_gap(&f, tau, A, C))
+            return false;
+        land_until(&f, tau, A, C);
+        if (f.e + k > f.avail || f.over)
+            return false;
+        if (q->v[i].in.op == LT_IFETCH) {
+            if (f.nland == 4)
+                return false;
+            uint64_t start = tau > f.pf ? tau : f.pf;
+            f.land[f.nland++] = start + D - 1;
+            f.pf = start + D;
+        }
+        f.e += k;
+        f.now = tau + 1;
+        i += k;
+    }
+    return true;
+}
+
+/* The sweep's figures: queue capacity C, entries per fetch A, cycles per fetch D; per queue its
+ * fetch state and its number of recs before text reads were added. */
+typedef struct fplan {
+    uint64_t C, A, D;
+    fq *fs;
+    size_t *nrec;
+} fplan;
+
+/* Before the sweep: text words start above the allocations; every queue sorted, full, with its
+ * suffix entry counts. */
+static ts_status fetch_init(lt *L, fplan *fp)
+{
+    uint32_t nm = L->nW + L->nE;
+    L->tnext = ts_calloc(nm, sizeof *L->tnext);
+    fp->fs = ts_calloc(L->nq, sizeof *fp->fs);
+    fp->nrec = ts_calloc(L->nq, sizeof *fp->nrec);
+    if (!L->tnext || !fp->fs || !fp->nrec)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (uint32_t m = 0; m < nm; m++)
+        for (int b = 0; b < 2; b++)
+            L->tnext[m][b] = L->al[m >= L->nW][b].top;
+    for (uint32_t qi = 0; qi < L->nq; qi++) {
+        lq *q = &L->q[qi];
+        fq *f = &fp->fs[qi];
+        if (q->n) /* an empty queue has no array (qsort wants one) */
+            qsort(q->v, q->n, sizeof *q->v, lt_cmp_rec);
+        f->avail = f->F = fp->C;
+        for (int k = 0; k < FETCH_RING; k++)
+            f->room[k] = (int64_t)fp->C;
+        if (!(f->suf = ts_calloc(q->n + 1, sizeof *f->suf)))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        for (size_t i = q->n; i-- > 0;)
+            f->suf[i] = i + 1 < q->n && q->v[i + 1].t == q->v[i].t
+                            ? 1 + f->suf[i + 1]
+                            : 1 + (i + 1 < q->n ? nop_entries(q->v[i + 1].t - q->v[i].t - 1) + f->suf[i + 1] : 0);
+        fp->nrec[qi] = q->n;
+    }
+    return TS_OK;
+}
+
+/* Queue qi at cycle c of the sweep: an ifetch if it wants text and one fits, then the entries the
+ * queue issues at c. Errors go to *rc (a fetch's own error replaces an earlier one). */
+static void sweep_queue(lt *L, fplan *fp, uint32_t qi, uint64_t c, ts_status *rc)
+{
+    uint64_t C = fp->C, A = fp->A, D = fp->D;
+    lq *q = &L->q[qi];
+    fq *f = &fp->fs[qi];
+    size_t n = fp->nrec[qi];
+    land_until(f, c, A, C);
+    while (f->w < n && q->v[f->w].t <= c + D - 1)
+        f->w++;
+    bool busy = f->i < n && q->v[f->i].t == c;
+    if (!busy && f->i < n && f->nland < 4 && !occupied(L, qi, c) &&
+        f->F < f->e + nop_entries(q->v[f->i].t - f->now) + f->suf[f->i] + 2) {
+        uint64_t g = nop_entries(c - f->now) + 1, pc = f->e + g + (f->w - f->i);
+        if (pc + C >= f->F + A && f->e + g <= f->avail && try_fetch(L, fp->fs, qi, c)) {
+            uint64_t start = c > f->pf ? c : f->pf;
+            if (!issue_gap(f, c, A, C) || f->e >= f->avail)
+                *rc = ts_err_set(L->err, TS_EINTERNAL, "queue %u: ifetch at cycle %" PRIu64 " unfetched", qi, c);
+            f->e++;
+            f->now = c + 1;
+            f->land[f->nland++] = start + D - 1;
+            f->pf = start + D;
+            f->F += A;
+        }
+        if (L->oom)
+            *rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    }
+    if (busy) {
+        size_t k = f->i + 1 < n && q->v[f->i + 1].t == c ? 2 : 1;
+        if (!issue_gap(f, c, A, C) || f->e + k > f->avail)
+            if (*rc == TS_OK)
+                *rc = ts_err_set(L->err, TS_EINPUT,
+                                 "queue %u runs dry at cycle %" PRIu64 ": no ifetch could be placed in time "
+                                 "(" TS_TSP_KEY_QUEUE_CAPACITY " %" PRIu64 ")",
+                                 qi, c, C);
+        f->e += k;
+        f->now = c + 1;
+        f->i += k;
+    }
+    f->room[c % FETCH_RING] = (int64_t)f->avail - (int64_t)f->e;
+}
+
+/* Place the ifetches of every queue longer than icu.queue_capacity, their text in MEM words above
+ * everything the schedule allocated. One sweep over the cycles keeps every queue's count of
+ * issued, landed and requested entries; a queue that wants text takes an ifetch at the first
+ * free cycle where the fetch cannot overfill it on landing, a stream pair and two text reads are
+ * free. A text read adds entries to a MEM queue before the current cycle, where that queue had
+ * room for them. Every queue is then replayed as the simulator issues it. */
+ts_status lt_plan_fetches(lt *L)
+{
+    const ts_tsp_target *P = L->tg;
+    if (!P->queue_capacity)
+        return TS_OK;
+    L->fwin = 0;
+    fplan fp = {.C = P->queue_capacity, .A = P->ifetch_bytes / P->insn_bytes,
+                .D = (P->ifetch_bytes + P->fetch_bpc - 1) / P->fetch_bpc};
+    ts_status rc = fetch_init(L, &fp);
+    uint64_t end = L->last + 1;
+    for (uint64_t c = 0; c <= end && rc == TS_OK; c++)
+        for (uint32_t qi = 0; qi < L->nq; qi++)
+            sweep_queue(L, &fp, qi, c, &rc);
+    for (uint32_t qi = 0; qi < L->nq && rc == TS_OK; qi++) {
+        lq *q = &L->q[qi];
+        if (q->n)
+            qsort(q->v, q->n, sizeof *q->v, lt_cmp_rec);
+        uint64_t t = 0;
+        if (!check_queue(L, qi, &t))
+            rc = ts_err_set(L->err, TS_EINPUT,
+                            "queue %u runs dry or overfills at cycle %" PRIu64 ": no ifetch could be placed in time "
+                            "(" TS_TSP_KEY_QUEUE_CAPACITY " %" PRIu64 ")",
+                            qi, t, fp.C);
+    }
+    for (uint32_t qi = 0; fp.fs && qi < L->nq; qi++)
+        ts_free(fp.fs[qi].suf);
+    ts_free(fp.fs);
+    ts_free(fp.nrec);
+    return rc;
+}

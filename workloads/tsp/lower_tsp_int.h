@@ -1,0 +1,229 @@
+/* workloads/tsp/lower_tsp_int.h — private declarations of the TSP lowering (not for other modules).
+ *
+ * The rooms, in the order a compilation uses them:
+ *   lower_tsp.c  the driver: checks the target, walks the graph one operator at a time, plans
+ *                the instruction fetches, emits the queues and fills the report
+ *   memory.c     MEM allocation (free ranges per hemisphere and bank) and tensor placement,
+ *                the images of initial data, graph inputs
+ *   products.c   MatMul, Gemm and Conv as streamed matrix products on the west MXM planes
+ *   vxm_ops.c    Relu, Add, MaxPool and GlobalAveragePool on the VXM
+ *   softmax.c    Softmax on the VXM, with the row sum on plane W1
+ *   ifetch.c     instruction fetch: ifetches and their text reads for queues longer than the
+ *                queue capacity, and the replay that checks every queue
+ *   sched.c      the reservation tables (bitmaps over cycles, the undo log, pending instructions,
+ *                the first-fit search of a group, stream pools) and the units as resources: MEM
+ *                reads and writes (ports, banks, the pairing rule), VXM operations (ALUs, latches)
+ *   lowering.c   the registry adapter: parameters from a config, the per-layer attribution
+ * The lt_ functions are the rooms' own helpers under names the linker sees; each is documented
+ * where it is defined.
+ */
+#ifndef TS_WORKLOADS_TSP_LOWER_TSP_INT_H
+#define TS_WORKLOADS_TSP_LOWER_TSP_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch/tsp/tsp_target.h"
+#include "core/program.h"
+#include "workloads/graph.h"
+#include "workloads/tsp/lower_tsp.h"
+
+/* Opcode numbers: the TSP's one table. */
+enum lt_op {
+#define TSP_OP(id, mn, ops, cls, unit, ev, fl, doc) LT_##id,
+#define TSP_OPL(id, mn, ops, cls, unit, def, src, ev, fl, doc) LT_##id,
+#include "arch/tsp/tsp_isa.def"
+#undef TSP_OP
+#undef TSP_OPL
+    LT_COUNT
+};
+
+enum { EAST = 0, WEST = 1 };
+
+/* Stream pools (32 streams per direction): first stream and count. Groups of 4 (int32, f32) start
+ * at multiples of 4. */
+enum { P_WGT, P_ACT, P_E2V_W, P_FROMV_W, P_W2V_E, P_FROMV_E, P_COUNT };
+typedef struct lt_pool { int dir; int first, n; } lt_pool;
+extern const lt_pool lt_pools[P_COUNT];
+
+#define LT_STREAMS 32    /* streams per direction the pools use (the lowering needs that many) */
+#define IW_STREAMS 16
+#define DUAL_PASSES 128  /* a block streaming this many vectors is installed on both west planes */
+#define GIVE_UP 1000000u /* cycles searched for one group before the lowering gives up */
+#define DIAG_OFF 65536u
+
+/* ---- bitmaps over cycles (sched.c) ---- */
+
+typedef struct bits { uint64_t *w; size_t nw; } bits;
+
+static inline bool lt_bget(const bits *b, uint64_t i)
+{
+    size_t k = (size_t)(i >> 6);
+    return k < b->nw && (b->w[k] >> (i & 63)) & 1;
+}
+
+int lt_bput(bits *b, uint64_t i, bool v);
+
+/* ---- the scheduler's state ---- */
+
+typedef struct rec { uint64_t t; ts_insn in; } rec;
+typedef struct lq { rec *v; size_t n, cap; bits issue, wr; } lq;
+typedef struct undo { bits *b; uint64_t i; } undo;
+typedef struct pend { uint32_t q; uint64_t t; ts_insn in; } pend;
+
+/* A free range of words (the same range in every slice of a hemisphere). */
+typedef struct fr { uint32_t base, len; uint64_t avail; } fr;
+typedef struct alloc { fr *v; size_t n, cap; uint32_t first, top, limit; } alloc;
+
+/* A placed int8 tensor. */
+typedef struct tens {
+    bool placed, nonneg, output;
+    uint32_t P, T, C;       /* pixels, channel tiles, channels */
+    uint32_t base, off, nw; /* region: words base..base+nw in every W slice */
+    uint64_t avail;         /* writes into the region only after this cycle */
+    uint64_t *ready;        /* per vector: first cycle a read may issue */
+    uint64_t last_read;
+    int users;              /* consumer nodes not yet scheduled */
+    int owner;              /* tensor whose region this is (aliases), else itself */
+} tens;
+
+typedef struct lt {
+    const ts_graph *g;
+    const ts_tsp_target *tg;
+    ts_err *err;
+    ts_program *prog;
+    uint32_t VL, nW, nE, nalu, nq;
+    lq *q;
+    bits (*bank)[2];       /* [MEM data-segment index][bank] */
+    bits lat[TS_TSP_TARGET_MAX_ALUS];
+    bits diag[2][TS_TSP_TARGET_MAX_STREAMS];
+    undo *u; size_t nu, capu;
+    pend *pd; size_t npd, cappd;
+    bool oom;
+    uint32_t tag;
+    uint64_t last;         /* last cycle with an instruction */
+    uint64_t rdmax;        /* latest MEM read of the group being placed */
+    uint32_t rot;          /* rotating start for slice and ALU choices */
+    alloc al[2][2];        /* [hemisphere][bank]: west, east; words below and above half */
+    uint32_t half;         /* first word of bank 1 */
+    tens *t;               /* per graph tensor */
+    /* per-plane: the last abc of the block it holds */
+    uint64_t plane_busy[2];
+    int next_plane;
+    ts_lower_tsp_layer *layers; size_t nlayers, caplayers;
+    uint64_t words_used;
+    uint32_t fwin;         /* every queue keeps a free cycle in each aligned window of fwin (0: none) */
+    uint32_t (*tnext)[2];  /* [MEM data-segment index][bank]: next free word for instruction text */
+    uint64_t fetches;
+} lt;
+
+/* Register numbers (the target's numbering): stream s of direction dir, the latch of ALU a. */
+static inline int32_t lt_sreg(const lt *L, int dir, int s)
+{
+    return dir == WEST ? L->tg->reg.west + s : L->tg->reg.east + s;
+}
+
+static inline int32_t lt_areg(const lt *L, int a)
+{
+    return L->tg->reg.alu + a;
+}
+
+/* The stream-register position of MEM slice `mem` (data-segment index). */
+static inline uint32_t lt_mem_pos(const lt *L, uint32_t mem)
+{
+    return mem < L->nW ? L->tg->pos_mem_w[mem] : L->tg->pos_mem_e[mem - L->nW];
+}
+
+/* ---- reservations (sched.c) ---- */
+
+uint32_t lt_new_tag(lt *L);
+bool lt_take(lt *L, bits *b, uint64_t i);
+void lt_undo_to(lt *L, size_t mark, size_t pmark);
+void lt_emit(lt *L, uint32_t q, uint64_t t, uint16_t op, int n, const int32_t *a);
+int lt_keep(lt *L);
+/* Emit one instruction with the operands listed. */
+#define LT_NOPND(...) ((int)(sizeof((int32_t[]){__VA_ARGS__}) / sizeof(int32_t)))
+#define E1(L, q, t, op, ...) lt_emit(L, q, t, op, LT_NOPND(__VA_ARGS__), (int32_t[]){__VA_ARGS__})
+
+/* A group of instructions tried at cycle t: true when placed (its reservations taken, its
+ * instructions pending), *w then the cycle of its last write. */
+typedef bool (*lt_fit)(lt *L, const void *arg, uint64_t t, uint64_t *w);
+ts_status lt_search(lt *L, lt_fit fit, const void *arg, uint64_t *t, uint64_t *w, const ts_graph_node *nd,
+                    bool named);
+
+static inline uint64_t lt_diag_key(int dir, uint64_t t, uint32_t pos)
+{
+    return dir == EAST ? t + DIAG_OFF - pos : t + pos;
+}
+
+bool lt_take_stream(lt *L, int dir, int s, uint64_t t, uint32_t pos);
+bool lt_take_group(lt *L, int pool, int w, uint64_t t, uint32_t pos, int *s);
+int lt_cmp_rec(const void *a, const void *b);
+
+/* ---- MEM and VXM (sched.c) ---- */
+
+bool lt_rd(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t pc, int dir, int s, uint32_t tag, uint64_t lb);
+bool lt_rd_any(lt *L, int hemi, uint32_t word, uint64_t ta, uint32_t pc, int dir, int s, uint32_t tag);
+bool lt_wr(lt *L, uint32_t mem, uint32_t word, uint64_t tb, uint32_t pp, int dir, int s, uint32_t tag, uint64_t lb,
+           uint64_t *when);
+
+/* A value the VXM reads: a stream group arriving at the VXM at cycle t, or an ALU latch committed
+ * at cycle t and held (reserved) through cycle `held`. */
+typedef struct val { int alu; int dir, s; uint64_t t, held; } val;
+
+bool lt_vop(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val *a, val *b, int pool, int w,
+            uint32_t tag, val *out, int *ds);
+bool lt_vin_w(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag, uint64_t lb, val *v);
+bool lt_vin_w2(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag, uint64_t lb, const val *other,
+               uint32_t other_mem, val *v);
+bool lt_scale_in(lt *L, uint32_t sword, uint64_t t, uint32_t tag, val *v);
+
+/* ---- MEM regions and placement (memory.c) ---- */
+
+int lt_al_put(alloc *a, uint32_t base, uint32_t len, uint64_t avail);
+ts_status lt_region(lt *L, int hemi, uint32_t words, const char *what, const ts_graph_node *nd, bool fresh,
+                    int bank, uint32_t *base, uint64_t *avail);
+alloc *lt_alloc_of(lt *L, int hemi, uint32_t base);
+int lt_bank_pref(const lt *L, const tens *x);
+ts_status lt_place(lt *L, int id, uint32_t P, uint32_t C, const ts_graph_node *nd, bool fresh, int bank);
+void lt_release(lt *L, int id);
+
+/* Vector i of tensor x is word `word` of MEM slice `mem` (the west stripe). */
+static inline void lt_slot(const lt *L, const tens *x, uint64_t i, uint32_t *mem, uint32_t *word)
+{
+    uint64_t k = x->off + i;
+    *mem = (uint32_t)(k % L->nW);
+    *word = x->base + (uint32_t)(k / L->nW);
+}
+
+/* Per-slice images of a region, added as data segments. */
+typedef struct image { uint8_t **s; uint32_t n, words, base; } image;
+
+ts_status lt_img_init(lt *L, image *im, uint32_t nslices, uint32_t base, uint32_t words);
+ts_status lt_img_flush(lt *L, image *im, uint32_t first);
+ts_status lt_scale_const(lt *L, const ts_graph_node *nd, float sc, uint32_t *base);
+
+const int64_t *lt_dims(const lt *L, int id, int *rank);
+ts_status lt_shape_pc(lt *L, const ts_graph_node *nd, int id, uint32_t *P, uint32_t *C);
+ts_status lt_place_input(lt *L, int id, const ts_graph_node *nd);
+
+/* ---- layers (lower_tsp.c) ---- */
+
+void lt_span(ts_lower_tsp_layer *y, uint64_t a, uint64_t b);
+int lt_fused_relu(const lt *L, int out);
+
+/* ---- operators (products.c, vxm_ops.c, softmax.c): each checks what it takes, places its output
+ * and schedules its groups into layer ly ---- */
+
+ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
+ts_status lt_lower_elem(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
+ts_status lt_lower_maxpool(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
+ts_status lt_lower_gap(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
+ts_status lt_lower_softmax(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
+
+/* ---- instruction fetch (ifetch.c) ---- */
+
+ts_status lt_plan_fetches(lt *L);
+
+#endif

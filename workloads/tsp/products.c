@@ -1,0 +1,694 @@
+/* workloads/tsp/products.c — MatMul, Gemm and Conv as streamed matrix products (see lower_tsp.h,
+ * docs/lowering-tsp.md).
+ *
+ * A product is blocks of one 320 x 320 int8 weight block each (output tile nt, reduction tile kt)
+ * on the two west MXM planes. Its passes, in order:
+ *   geometry   the product's shape from the node (conv_shape, matmul_shape), its input placed;
+ *   memory     the weight rows striped over the west MEM, bias and scale replicated in every east
+ *              slice, and two int32 partial-sum buffers on the east MEM (weights, consts, psums);
+ *   schedule   block by block, reduction-major: install the block on one plane or both
+ *              (install_block), then stream every output vector's activation through it
+ *              (stream_block), each pass adding the partial sum or the bias and, on the last
+ *              block, requantising to int8 into the output (try_pass).
+ */
+#include "workloads/tsp/lower_tsp_int.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "workloads/lower/fill.h"
+
+float ts_lower_tsp_scale(uint64_t k)
+{
+    return (float)(1.0 / (8.0 * sqrt((double)(k ? k : 1))));
+}
+
+typedef struct prod {
+    const ts_graph_node *nd;
+    int wid, bid;            /* weight and bias tensors (bias -1) */
+    tens *x;                 /* input (activations) */
+    tens *y;                 /* output */
+    uint32_t M, N, K, NT, KT, CT;
+    /* conv geometry (kh = kw = 1, no padding for a matrix product) */
+    uint32_t H, W, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl;
+    int kind;                /* 0 matrix (B[k][n]), 1 matrix transposed (B[n][k]), 2 conv, 3 conv on host im2col */
+    uint32_t Cin;            /* conv input channels */
+    bool relu;
+    float scale;
+} prod;
+
+/* The vector of x that pass (m, kt) reads, -1 for zeros (padding). */
+static int64_t act_vec(const prod *p, uint32_t m, uint32_t kt)
+{
+    if (p->kind != 2)
+        return (int64_t)m * p->CT + kt;
+    uint32_t tap = kt / p->CT, c = kt % p->CT, ky = tap / p->kw, kx = tap % p->kw;
+    int64_t iy = (int64_t)(m / p->Wo) * p->sh - p->pt + (int64_t)ky * p->dh;
+    int64_t ix = (int64_t)(m % p->Wo) * p->sw - p->pl + (int64_t)kx * p->dw;
+    if (iy < 0 || ix < 0 || iy >= p->H || ix >= p->W)
+        return -1;
+    return (iy * p->W + ix) * p->CT + c;
+}
+
+/* The weight multiplying input lane l of block kt for output n, as an element index of the weight
+ * tensor; -1 for none. */
+static int64_t wgt_index(const prod *p, uint32_t n, uint32_t kt, uint32_t l, uint32_t VL)
+{
+    if (p->kind == 2) {
+        uint32_t tap = kt / p->CT, c = (kt % p->CT) * VL + l, ky = tap / p->kw, kx = tap % p->kw;
+        if (c >= p->Cin)
+            return -1;
+        return (((int64_t)n * p->Cin + c) * p->kh + ky) * p->kw + kx;
+    }
+    uint64_t k = (uint64_t)kt * VL + l;
+    if (k >= p->K)
+        return -1;
+    if (p->kind == 0)
+        return (int64_t)(k * p->N + n);
+    return (int64_t)((uint64_t)n * p->K + k); /* kinds 1 and 3: [N][K] */
+}
+
+static int8_t weight_at(const lt *L, int id, uint64_t i)
+{
+    const ts_graph_tensor *t = ts_graph_get_tensor(L->g, id);
+    if (t->data && t->dtype == TS_DT_I8)
+        return ((const int8_t *)t->data)[i];
+    return ts_fill_i8(id, i);
+}
+
+/* Valid rows (outputs) of output tile nt: VL but for a short last tile. */
+static uint32_t tile_rows(const prod *p, uint32_t nt, uint32_t VL)
+{
+    return p->N - nt * VL < VL ? p->N - nt * VL : VL;
+}
+
+/* ---- geometry ---- */
+
+/* A Conv whose input is a graph input with C x kh x kw <= VL: the host lays the input out as
+ * im2col vectors (one per output pixel), so the layer is one product with K = C kh kw. */
+static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
+{
+    uint32_t K = p->Cin * p->kh * p->kw;
+    memset(x, 0, sizeof *x);
+    x->P = p->Ho * p->Wo;
+    x->C = K;
+    x->T = 1;
+    x->off = L->rot % L->nW;
+    x->nw = (x->off + x->P + L->nW - 1) / L->nW;
+    uint64_t av;
+    ts_status rc = lt_region(L, 0, x->nw, "im2col input", p->nd, true, 0, &x->base, &av);
+    if (rc != TS_OK)
+        return rc;
+    x->ready = ts_calloc(x->P, sizeof *x->ready);
+    if (!x->ready)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    x->placed = true;
+    x->owner = -1;
+    image im;
+    if ((rc = lt_img_init(L, &im, L->nW, x->base, x->nw)) != TS_OK)
+        return rc;
+    const ts_graph_tensor *t = ts_graph_get_tensor(L->g, xid);
+    for (uint32_t m = 0; m < x->P; m++) {
+        uint64_t k = x->off + m;
+        uint8_t *vec = im.s[k % L->nW] + (size_t)(k / L->nW) * L->VL;
+        for (uint32_t c = 0; c < p->Cin; c++)
+            for (uint32_t ky = 0; ky < p->kh; ky++)
+                for (uint32_t kx = 0; kx < p->kw; kx++) {
+                    int64_t iy = (int64_t)(m / p->Wo) * p->sh - p->pt + (int64_t)ky * p->dh;
+                    int64_t ix = (int64_t)(m % p->Wo) * p->sw - p->pl + (int64_t)kx * p->dw;
+                    if (iy < 0 || ix < 0 || iy >= p->H || ix >= p->W)
+                        continue;
+                    uint64_t e = ((uint64_t)c * p->H + (uint64_t)iy) * p->W + (uint64_t)ix;
+                    int8_t v = t->data && t->dtype == TS_DT_I8 ? ((const int8_t *)t->data)[e]
+                                                                : ts_fill_i8(xid, e);
+                    vec[(c * p->kh + ky) * p->kw + kx] = (uint8_t)v;
+                }
+    }
+    L->words_used += (uint64_t)x->nw * L->nW;
+    return lt_img_flush(L, &im, 0);
+}
+
+/* A Conv's geometry; its input placed (graph inputs by the host as im2col vectors into *im2 when
+ * they fit one vector, else as they are). */
+static ts_status conv_shape(lt *L, const ts_graph_node *nd, prod *p, tens *im2)
+{
+    const ts_graph_attrs *a = &nd->attrs;
+    const ts_graph_tensor *wt = ts_graph_get_tensor(L->g, nd->in[1]);
+    int xid = nd->in[0], xr, yr;
+    const int64_t *xd = lt_dims(L, xid, &xr), *yd = lt_dims(L, nd->out[0], &yr);
+    if (a->group != 1 || xr != 4 || xd[0] != 1)
+        return ts_err_set(L->err, TS_EINPUT, "Conv '%s': the TSP lowering takes batch-1 convolutions with group 1",
+                          nd->name);
+    p->Cin = (uint32_t)xd[1];
+    p->H = (uint32_t)xd[2];
+    p->W = (uint32_t)xd[3];
+    p->N = (uint32_t)wt->dims[0];
+    p->kh = (uint32_t)wt->dims[2];
+    p->kw = (uint32_t)wt->dims[3];
+    p->sh = (uint32_t)a->strides[0];
+    p->sw = (uint32_t)a->strides[1];
+    p->dh = (uint32_t)a->dilations[0];
+    p->dw = (uint32_t)a->dilations[1];
+    p->pt = (uint32_t)a->pads[0];
+    p->pl = (uint32_t)a->pads[1];
+    p->Ho = (uint32_t)yd[2];
+    p->Wo = (uint32_t)yd[3];
+    p->M = p->Ho * p->Wo;
+    p->K = p->Cin * p->kh * p->kw;
+    if (nd->nin > 2)
+        p->bid = nd->in[2];
+    bool input = !L->t[xid].placed && ts_graph_get_tensor(L->g, xid)->kind == TS_TENSOR_INPUT;
+    ts_status rc;
+    if (input && p->K <= L->VL) {
+        p->kind = 3;
+        if ((rc = place_im2col(L, p, xid, im2)) != TS_OK)
+            return rc;
+        p->x = im2;
+        p->CT = 1;
+        p->KT = 1;
+        return TS_OK;
+    }
+    if (input && (rc = lt_place_input(L, xid, nd)) != TS_OK)
+        return rc;
+    p->kind = 2;
+    p->x = &L->t[xid];
+    p->CT = p->x->T;
+    p->KT = p->kh * p->kw * p->CT;
+    return TS_OK;
+}
+
+/* A MatMul's or Gemm's geometry: a 2-D activation times a 2-D weight (Gemm: B maybe transposed, a
+ * bias of N elements). */
+static ts_status matmul_shape(lt *L, const ts_graph_node *nd, prod *p)
+{
+    const ts_graph_tensor *wt = ts_graph_get_tensor(L->g, nd->in[1]);
+    int xr, wr_;
+    const int64_t *xd = lt_dims(L, nd->in[0], &xr);
+    const int64_t *wd = lt_dims(L, p->wid, &wr_);
+    if (xr != 2 || wr_ != 2 || (wt->kind != TS_TENSOR_WEIGHT && wt->kind != TS_TENSOR_CONST))
+        return ts_err_set(L->err, TS_EINPUT, "%s '%s': the TSP lowering takes a 2-D activation times a 2-D weight",
+                          ts_graph_op_name(nd->op), nd->name);
+    if (nd->op == TS_OP_GEMM && (nd->attrs.trans_a || nd->attrs.alpha != 1.0 || nd->attrs.beta != 1.0))
+        return ts_err_set(L->err, TS_EINPUT, "Gemm '%s': the TSP lowering takes alpha = beta = 1 and no transA",
+                          nd->name);
+    p->M = (uint32_t)xd[0];
+    p->K = (uint32_t)xd[1];
+    bool tb = nd->op == TS_OP_GEMM && nd->attrs.trans_b;
+    p->N = (uint32_t)(tb ? wd[0] : wd[1]);
+    p->kind = tb ? 1 : 0;
+    if (nd->op == TS_OP_GEMM && nd->nin > 2) {
+        if (ts_graph_tensor_elems(ts_graph_get_tensor(L->g, nd->in[2])) != p->N)
+            return ts_err_set(L->err, TS_EINPUT, "Gemm '%s': the TSP lowering takes a bias of N elements", nd->name);
+        p->bid = nd->in[2];
+    }
+    p->x = &L->t[nd->in[0]];
+    p->CT = p->x->T;
+    p->KT = p->CT;
+    return TS_OK;
+}
+
+/* ---- memory ---- */
+
+/* Where one product's data lives. */
+typedef struct pmem {
+    uint32_t woff, wbase;    /* weight rows, tile by tile and block by block: row g is in west slice
+                              * (woff + g) mod nW, word wbase + (woff + g) / nW */
+    uint32_t cbase;          /* bias (4 byte planes per output tile) then scale (4), every east slice */
+    uint64_t nparts;         /* partial-sum words (4 per output vector), 0 for one reduction block */
+    uint32_t hE;             /* east slices per partial-sum buffer */
+    uint32_t pbases[2], pwords; /* the two buffers: first word, words */
+    uint64_t pav;            /* the buffers may be written after this cycle */
+} pmem;
+
+/* The valid rows of every block, striped over the west MEM (fresh words of bank 1). */
+static ts_status weights(lt *L, const prod *p, pmem *m)
+{
+    uint32_t VL = L->VL;
+    uint64_t rows = 0;
+    for (uint32_t nt = 0; nt < p->NT; nt++)
+        rows += (uint64_t)tile_rows(p, nt, VL) * p->KT;
+    m->woff = L->rot % L->nW;
+    uint32_t wwords = (uint32_t)((m->woff + rows + L->nW - 1) / L->nW);
+    uint64_t wav;
+    ts_status rc = lt_region(L, 0, wwords, "weights", p->nd, true, 1, &m->wbase, &wav);
+    image im;
+    if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nW, m->wbase, wwords)) != TS_OK)
+        return rc;
+    uint64_t g = 0;
+    for (uint32_t nt = 0; nt < p->NT; nt++)
+        for (uint32_t kt = 0; kt < p->KT; kt++) {
+            uint32_t nv = tile_rows(p, nt, VL);
+            for (uint32_t r = 0; r < nv; r++, g++) {
+                uint64_t k = m->woff + g;
+                uint8_t *row = im.s[k % L->nW] + (size_t)(k / L->nW) * VL;
+                for (uint32_t l = 0; l < VL; l++) {
+                    int64_t wi = wgt_index(p, nt * VL + r, kt, l, VL);
+                    row[l] = wi < 0 ? 0 : (uint8_t)weight_at(L, p->wid, (uint64_t)wi);
+                }
+            }
+        }
+    if ((rc = lt_img_flush(L, &im, 0)) != TS_OK)
+        return rc;
+    L->words_used += (uint64_t)wwords * L->nW;
+    return TS_OK;
+}
+
+/* Bias and scale, replicated in every east slice (4 byte planes per tile of outputs). */
+static ts_status consts(lt *L, const prod *p, pmem *m)
+{
+    uint32_t VL = L->VL, cwords = 4 * p->NT + 4;
+    uint64_t cav;
+    ts_status rc = lt_region(L, 1, cwords, "bias and scale", p->nd, true, 0, &m->cbase, &cav);
+    image im;
+    if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nE, m->cbase, cwords)) != TS_OK)
+        return rc;
+    for (uint32_t e = 0; e < L->nE; e++) {
+        for (uint32_t n = 0; n < p->NT * VL; n++) {
+            int32_t b = p->bid >= 0 && n < p->N ? ts_fill_bias(p->bid, n) : 0;
+            const ts_graph_tensor *bt = p->bid >= 0 ? ts_graph_get_tensor(L->g, p->bid) : NULL;
+            if (bt && bt->data && bt->dtype == TS_DT_I32 && n < p->N)
+                b = ((const int32_t *)bt->data)[n];
+            for (int by = 0; by < 4; by++)
+                im.s[e][((size_t)(4 * (n / VL) + (uint32_t)by)) * VL + n % VL] = (uint8_t)((uint32_t)b >> (8 * by));
+        }
+        uint32_t sb;
+        memcpy(&sb, &p->scale, 4);
+        for (uint32_t l = 0; l < VL; l++)
+            for (int by = 0; by < 4; by++)
+                im.s[e][((size_t)(4 * p->NT + (uint32_t)by)) * VL + l] = (uint8_t)(sb >> (8 * by));
+    }
+    return lt_img_flush(L, &im, L->nW);
+}
+
+/* Partial sums: 4 words per output vector, striped over the east MEM, in two buffers, each on
+ * half of the east slices and in its own bank: a pass reads one and writes the other, so no slice
+ * mixes the reads and writes of one block. */
+static ts_status psums(lt *L, const prod *p, pmem *m)
+{
+    m->nparts = p->KT > 1 ? (uint64_t)p->M * p->NT * 4 : 0;
+    m->hE = L->nE / 2;
+    m->pbases[0] = m->pbases[1] = 0;
+    m->pwords = (uint32_t)((m->nparts + m->hE - 1) / m->hE);
+    uint64_t av2 = 0;
+    ts_status rc;
+    m->pav = 0;
+    if (m->pwords &&
+        ((rc = lt_region(L, 1, m->pwords, "int32 partial sums", p->nd, false, 1, &m->pbases[0], &m->pav)) != TS_OK ||
+         (rc = lt_region(L, 1, m->pwords, "int32 partial sums", p->nd, false, 0, &m->pbases[1], &av2)) != TS_OK))
+        return rc;
+    if (av2 > m->pav)
+        m->pav = av2;
+    return TS_OK;
+}
+
+/* ---- schedule ---- */
+
+/* The state of one product's schedule. */
+typedef struct psched {
+    prod *p;
+    pmem m;
+    ts_lower_tsp_layer *ly;
+    uint32_t *firstk, *lastk; /* per output vector: its first and last block with an input */
+    uint32_t *rmem, *rword;   /* the current block's rows: slice and word */
+    uint64_t *pready;         /* per output vector and tile: partial sum readable from */
+    uint8_t *pbuf;            /* ... and the buffer holding it */
+    uint64_t rd_last;         /* the last read of the input */
+    /* the current block */
+    uint32_t kt, nt, nv;
+    int planes[2], np;
+    uint64_t lbs[2], last_abcs[2]; /* per plane: first abc after the install, last abc */
+} psched;
+
+/* An iw of one block's rows on plane pl at cycles I .. I + VL / 16 - 1 (16 rows a cycle). */
+typedef struct install_arg {
+    int pl;
+    const uint32_t *rows_mem, *rows_word;
+    uint32_t nvalid, tag;
+} install_arg;
+
+static bool try_install(lt *L, const void *arg, uint64_t I, uint64_t *w)
+{
+    const install_arg *a = arg;
+    uint32_t pp = L->tg->pos_mxm_w[a->pl], q = L->tg->q_mxm + L->tg->mxm_queues * (uint32_t)a->pl;
+    (void)w;
+    for (uint32_t c = 0; c < L->VL / IW_STREAMS; c++) {
+        uint64_t t = I + c;
+        if (!lt_take(L, &L->q[q].issue, t))
+            return false;
+        for (uint32_t i = 0; i < IW_STREAMS; i++) {
+            uint32_t r = c * IW_STREAMS + i;
+            if (!lt_take_stream(L, WEST, (int)i, t, pp))
+                return false;
+            if (r < a->nvalid ? !lt_rd(L, a->rows_mem[r], a->rows_word[r], t, pp, WEST, (int)i, a->tag, 0)
+                              : !lt_rd_any(L, 0, 0, t, pp, WEST, (int)i, a->tag))
+                return false;
+        }
+        E1(L, q, t, LT_IW, L->tg->reg.i8, lt_sreg(L, WEST, 0), IW_STREAMS, (int32_t)a->tag);
+    }
+    return true;
+}
+
+/* Install the current block: a block with many passes goes on both planes, which take every other
+ * pass; else the blocks alternate between the planes, one installing while the other streams. */
+static ts_status install_block(lt *L, psched *s)
+{
+    s->np = s->p->M >= DUAL_PASSES ? 2 : 1;
+    s->planes[0] = s->np == 2 ? 0 : L->next_plane;
+    s->planes[1] = 1;
+    if (s->np == 1)
+        L->next_plane ^= 1;
+    s->lbs[0] = s->lbs[1] = s->last_abcs[0] = s->last_abcs[1] = 0;
+    for (int j = 0; j < s->np; j++) {
+        install_arg a = {.pl = s->planes[j], .rows_mem = s->rmem, .rows_word = s->rword, .nvalid = s->nv,
+                         .tag = lt_new_tag(L)};
+        uint64_t I = L->plane_busy[a.pl], w;
+        ts_status rc = lt_search(L, try_install, &a, &I, &w, s->p->nd, true);
+        if (rc != TS_OK)
+            return rc;
+        lt_span(s->ly, I, I + L->VL / IW_STREAMS);
+        s->ly->blocks++;
+        s->lbs[j] = I + L->VL / IW_STREAMS - 1 + L->tg->d_func.iw;
+        s->last_abcs[j] = I;
+    }
+    return TS_OK;
+}
+
+typedef struct pass {
+    int pl;
+    int64_t xv;              /* activation vector, -1 zeros */
+    bool first, final;
+    uint32_t pmem[4], pword[4]; /* partial sums: slices, words read (not first) */
+    uint32_t wmem[4], wword[4]; /* slices, words the new partial sums go to (not final) */
+    uint64_t pready;
+    uint32_t bword, sword;   /* bias (first) and scale (final) words, in every E slice */
+    uint32_t omem, oword;    /* final: output vector */
+    uint64_t lb;             /* earliest abc */
+} pass;
+
+/* The VXM half of a final pass: sum (int32, in a latch) to f32, times the scale, to int8 (and
+ * Relu), written to the output vector; *wdone the write's cycle. */
+static bool requant(lt *L, const prod *p, const pass *ps, val *sum, uint32_t tag, uint64_t *wdone)
+{
+    const ts_tsp_regs *R = &L->tg->reg;
+    val v1, v2, v3, v4, scl;
+    if (!lt_vop(L, LT_CVT, R->f32, R->i32, sum->t, sum, NULL, -1, 0, tag, &v1, NULL))
+        return false;
+    if (!lt_scale_in(L, ps->sword, v1.t, tag, &scl))
+        return false;
+    if (!lt_vop(L, LT_MUL, R->f32, 0, v1.t, &v1, &scl, -1, 0, tag, &v2, NULL))
+        return false;
+    int so;
+    uint64_t tb;
+    if (p->relu) {
+        if (!lt_vop(L, LT_CVT, R->i8, R->f32, v2.t, &v2, NULL, -1, 0, tag, &v3, NULL) ||
+            !lt_vop(L, LT_RELU, R->i8, 0, v3.t, &v3, NULL, P_FROMV_W, 1, tag, &v4, &so))
+            return false;
+        tb = v4.t;
+    } else {
+        if (!lt_vop(L, LT_CVT, R->i8, R->f32, v2.t, &v2, NULL, P_FROMV_W, 1, tag, &v3, &so))
+            return false;
+        tb = v3.t;
+    }
+    return lt_wr(L, ps->omem, ps->oword, tb, L->tg->pos_vxm, WEST, so, tag, p->y->avail, wdone);
+}
+
+/* One pass with its abc at T: the activation westward to the plane, the products eastward to the
+ * VXM, the bias or partial sums westward from the east MEM, their sum to the east MEM (or, on the
+ * last block, requantised to the output); *wdone the cycle of its last write. */
+typedef struct pass_arg { const prod *p; const pass *ps; } pass_arg;
+
+static bool try_pass(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
+{
+    const prod *p = ((const pass_arg *)arg)->p;
+    const pass *ps = ((const pass_arg *)arg)->ps;
+    const ts_tsp_target *P = L->tg;
+    uint32_t pp = P->pos_mxm_w[ps->pl], q = P->q_mxm + P->mxm_queues * (uint32_t)ps->pl, pv = P->pos_vxm;
+    uint32_t tag = L->tag % 65535 + 1;
+    int s;
+    if (!lt_take(L, &L->q[q + 1].issue, T) || !lt_take(L, &L->q[q + 2].issue, T + P->d_func.abc))
+        return false;
+    /* the activation, westward to the plane */
+    if (!lt_take_group(L, P_ACT, 1, T, pp, &s))
+        return false;
+    if (ps->xv >= 0) {
+        uint32_t mem, word;
+        lt_slot(L, p->x, (uint64_t)ps->xv, &mem, &word);
+        if (!lt_rd(L, mem, word, T, pp, WEST, s, tag, p->x->ready[ps->xv]))
+            return false;
+    } else if (!lt_rd_any(L, 0, 0, T, pp, WEST, s, tag)) {
+        return false;
+    }
+    E1(L, q + 1, T, LT_ABC, P->reg.i8, lt_sreg(L, WEST, s), 0, (int32_t)tag, (int32_t)tag);
+    /* the products, eastward to the VXM */
+    uint64_t ta = T + P->d_func.abc + P->d_func.acc, A = ta + (pv - pp);
+    int sa;
+    if (!lt_take_group(L, P_W2V_E, 4, ta, pp, &sa))
+        return false;
+    E1(L, q + 2, T + P->d_func.abc, LT_ACC, lt_sreg(L, EAST, sa), (int32_t)tag, (int32_t)tag);
+    val acc = {.alu = -1, .dir = EAST, .s = sa, .t = A};
+    /* bias or partial sums, westward from the east MEM */
+    int sb;
+    if (!lt_take_group(L, P_E2V_W, 4, A, pv, &sb))
+        return false;
+    for (int b = 0; b < 4; b++) {
+        if (ps->first ? !lt_rd_any(L, 1, ps->bword + (uint32_t)b, A, pv, WEST, sb + b, tag)
+                      : !lt_rd(L, ps->pmem[b], ps->pword[b], A, pv, WEST, sb + b, tag, ps->pready))
+            return false;
+    }
+    val part = {.alu = -1, .dir = WEST, .s = sb, .t = A}, sum;
+    if (ps->final) {
+        if (!lt_vop(L, LT_ADD, P->reg.i32, 0, A, &acc, &part, -1, 0, tag, &sum, NULL) ||
+            !requant(L, p, ps, &sum, tag, wdone))
+            return false;
+        L->tag = tag;
+        return true;
+    }
+    int sd;
+    if (!lt_vop(L, LT_ADD, P->reg.i32, 0, A, &acc, &part, P_FROMV_E, 4, tag, &sum, &sd))
+        return false;
+    uint64_t last = 0;
+    for (int b = 0; b < 4; b++) {
+        uint64_t w;
+        if (!lt_wr(L, ps->wmem[b], ps->wword[b], A + P->d_func.add, pv, EAST, sd + b, tag, 0, &w))
+            return false;
+        if (w > last)
+            last = w;
+    }
+    *wdone = last;
+    L->tag = tag;
+    return true;
+}
+
+/* Pass m of the current block on plane pl: its addresses and its earliest abc. */
+static uint64_t plan_pass(lt *L, const psched *s, uint32_t m, int64_t xv, int j, pass *ps)
+{
+    const prod *p = s->p;
+    const pmem *pm = &s->m;
+    uint32_t kt = s->kt, nt = s->nt;
+    int pl = s->planes[j];
+    *ps = (pass){.pl = pl, .xv = xv, .first = kt == s->firstk[m], .final = kt == s->lastk[m]};
+    uint64_t pi = (uint64_t)m * p->NT + nt;
+    for (int b = 0; b < 4; b++) {
+        uint64_t k = pi * 4 + (uint64_t)b;
+        if (pm->nparts) {
+            uint32_t rb = s->pbuf[pi], wb = kt & 1;
+            ps->pmem[b] = L->nW + rb * pm->hE + (uint32_t)(k % pm->hE);
+            ps->pword[b] = pm->pbases[rb] + (uint32_t)(k / pm->hE);
+            ps->wmem[b] = L->nW + wb * pm->hE + (uint32_t)(k % pm->hE);
+            ps->wword[b] = pm->pbases[wb] + (uint32_t)(k / pm->hE);
+        }
+    }
+    ps->pready = pm->nparts ? s->pready[pi] : 0;
+    ps->bword = pm->cbase + 4 * nt;
+    ps->sword = pm->cbase + 4 * p->NT;
+    if (ps->final)
+        lt_slot(L, p->y, (uint64_t)m * p->y->T + nt, &ps->omem, &ps->oword);
+    uint64_t T = s->lbs[j] > s->last_abcs[j] ? s->lbs[j] : s->last_abcs[j];
+    if (!ps->first && ps->pready > T)
+        T = ps->pready;
+    if (!ps->final && pm->pav > T)
+        T = pm->pav;
+    if (xv >= 0) {
+        uint32_t xm, xw;
+        lt_slot(L, p->x, (uint64_t)xv, &xm, &xw);
+        uint64_t e = p->x->ready[xv] + L->tg->d_func.read + (lt_mem_pos(L, xm) - L->tg->pos_mxm_w[pl]);
+        if (e > T)
+            T = e;
+    }
+    return T;
+}
+
+/* Stream every output vector with an input in the current block through it, the planes taking
+ * turns. */
+static ts_status stream_block(lt *L, psched *s)
+{
+    const prod *p = s->p;
+    uint32_t turn = 0;
+    for (uint32_t m = 0; m < p->M; m++) {
+        int64_t xv = act_vec(p, m, s->kt);
+        if (xv < 0)
+            continue;
+        int j = (int)(turn++ % (uint32_t)s->np);
+        pass ps;
+        uint64_t T = plan_pass(L, s, m, xv, j, &ps), w;
+        pass_arg a = {p, &ps};
+        ts_status rc = lt_search(L, try_pass, &a, &T, &w, p->nd, true);
+        if (rc != TS_OK)
+            return rc;
+        if (ps.xv >= 0 && L->rdmax > s->rd_last)
+            s->rd_last = L->rdmax;
+        uint64_t pi = (uint64_t)m * p->NT + s->nt;
+        if (ps.final) {
+            p->y->ready[(uint64_t)m * p->y->T + s->nt] = w + L->tg->d_func.write + 1;
+        } else {
+            s->pready[pi] = w + L->tg->d_func.write + 1;
+            s->pbuf[pi] = (uint8_t)(s->kt & 1);
+        }
+        lt_span(s->ly, T, w);
+        s->last_abcs[j] = T;
+        s->ly->passes++;
+    }
+    for (int j = 0; j < s->np; j++)
+        L->plane_busy[s->planes[j]] = s->last_abcs[j];
+    return TS_OK;
+}
+
+/* Every block, reduction-major: the output tiles' partial-sum chains interleave, so a block need
+ * not wait for the previous block of its own tile to write its partial sums. */
+static ts_status sched_blocks(lt *L, psched *s)
+{
+    const prod *p = s->p;
+    uint32_t VL = L->VL;
+    for (s->kt = 0; s->kt < p->KT; s->kt++)
+        for (s->nt = 0; s->nt < p->NT; s->nt++) {
+            s->nv = tile_rows(p, s->nt, VL);
+            /* rows are stored tile by tile, block by block; only the last tile is short */
+            uint64_t g = (uint64_t)s->nt * VL * p->KT + (uint64_t)s->kt * s->nv;
+            for (uint32_t r = 0; r < s->nv; r++) {
+                uint64_t k = s->m.woff + g + r;
+                s->rmem[r] = (uint32_t)(k % L->nW);
+                s->rword[r] = s->m.wbase + (uint32_t)(k / L->nW);
+            }
+            bool any = false;
+            for (uint32_t m = 0; m < p->M && !any; m++)
+                any = act_vec(p, m, s->kt) >= 0;
+            if (!any)
+                continue;
+            ts_status rc = install_block(L, s);
+            if (rc != TS_OK || (rc = stream_block(L, s)) != TS_OK)
+                return rc;
+        }
+    return TS_OK;
+}
+
+/* The schedule's per-vector arrays; the first and last block of every output vector. */
+static ts_status psched_init(lt *L, psched *s)
+{
+    const prod *p = s->p;
+    s->firstk = ts_calloc(p->M, sizeof *s->firstk);
+    s->lastk = ts_calloc(p->M, sizeof *s->lastk);
+    s->rmem = ts_calloc(L->VL, sizeof *s->rmem);
+    s->rword = ts_calloc(L->VL, sizeof *s->rword);
+    if (s->m.nparts) {
+        s->pready = ts_calloc(p->M * p->NT, sizeof *s->pready);
+        s->pbuf = ts_calloc(p->M * p->NT, 1);
+    }
+    if (!s->firstk || !s->lastk || !s->rmem || !s->rword || (s->m.nparts && (!s->pready || !s->pbuf)))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (uint32_t m = 0; m < p->M; m++) {
+        s->firstk[m] = UINT32_MAX;
+        for (uint32_t kt = 0; kt < p->KT; kt++)
+            if (act_vec(p, m, kt) >= 0) {
+                if (s->firstk[m] == UINT32_MAX)
+                    s->firstk[m] = kt;
+                s->lastk[m] = kt;
+            }
+    }
+    return TS_OK;
+}
+
+static void psched_free(psched *s)
+{
+    ts_free(s->firstk);
+    ts_free(s->lastk);
+    ts_free(s->rmem);
+    ts_free(s->rword);
+    ts_free(s->pready);
+    ts_free(s->pbuf);
+}
+
+/* Memory, then the schedule of every block; the partial-sum buffers are freed after their last
+ * write. */
+static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
+{
+    psched s = {.p = p, .ly = ly};
+    ts_status rc;
+    if ((rc = weights(L, p, &s.m)) != TS_OK || (rc = consts(L, p, &s.m)) != TS_OK ||
+        (rc = psums(L, p, &s.m)) != TS_OK)
+        return rc;
+    if ((rc = psched_init(L, &s)) != TS_OK || (rc = sched_blocks(L, &s)) != TS_OK) {
+        psched_free(&s);
+        return rc;
+    }
+    if (s.rd_last > p->x->last_read)
+        p->x->last_read = s.rd_last;
+    if (s.m.pwords) {
+        uint64_t pl = 0;
+        for (uint64_t i = 0; i < (uint64_t)p->M * p->NT; i++)
+            if (s.pready[i] > pl)
+                pl = s.pready[i];
+        if (lt_al_put(lt_alloc_of(L, 1, s.m.pbases[0]), s.m.pbases[0], s.m.pwords, pl) ||
+            lt_al_put(lt_alloc_of(L, 1, s.m.pbases[1]), s.m.pbases[1], s.m.pwords, pl))
+            rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    }
+    psched_free(&s);
+    return rc;
+}
+
+/* ---- the operator ---- */
+
+/* MatMul, Gemm or Conv: its geometry, its output placed (a lone Relu after it fused: the Relu's
+ * output is the product's), then its schedule; an im2col input laid out for it is freed after. */
+ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
+{
+    prod p = {.nd = nd, .bid = -1, .wid = nd->in[1]};
+    tens im2 = {0};
+    int xid = nd->in[0], out = nd->out[0];
+    ts_status rc = nd->op == TS_OP_CONV ? conv_shape(L, nd, &p, &im2) : matmul_shape(L, nd, &p);
+    if (rc == TS_OK && !p.x->placed)
+        rc = ts_err_set(L->err, TS_EINPUT, "%s '%s': its input is not an int8 activation the lowering placed",
+                        ts_graph_op_name(nd->op), nd->name);
+    if (rc != TS_OK) {
+        ts_free(im2.ready);
+        return rc;
+    }
+    p.NT = (p.N + L->VL - 1) / L->VL;
+    int fu = lt_fused_relu(L, out);
+    p.relu = fu >= 0;
+    p.scale = ts_lower_tsp_scale(p.K);
+    ly->scale = p.scale;
+    int yid = fu >= 0 ? ts_graph_get_node(L->g, fu)->out[0] : out;
+    if ((rc = lt_place(L, yid, p.M, p.N, nd, false, lt_bank_pref(L, p.x))) != TS_OK) {
+        ts_free(im2.ready);
+        return rc;
+    }
+    p.y = &L->t[yid];
+    p.y->nonneg = p.relu;
+    if (fu >= 0) {
+        /* the Relu is done: its output is this product's */
+        L->t[out] = L->t[yid];
+        L->t[out].ready = NULL;
+        L->t[out].placed = false;
+    }
+    rc = sched_product(L, &p, ly);
+    if (p.kind == 3) {
+        if (lt_al_put(lt_alloc_of(L, 0, im2.base), im2.base, im2.nw, im2.last_read))
+            L->oom = true;
+        ts_free(im2.ready);
+    }
+    if (rc != TS_OK)
+        return rc;
+    lt_release(L, xid);
+    return TS_OK;
+}

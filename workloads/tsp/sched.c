@@ -1,0 +1,457 @@
+/* workloads/tsp/sched.c — the TSP scheduler: its reservation tables and the units as resources
+ * (see lower_tsp_int.h).
+ *
+ * Every instruction gets an exact cycle. The scheduler places one group of instructions at a time
+ * (a weight install, one product pass, one elementwise vector) at the first cycle at which all of
+ * its reservations are free, taking them with an undo log so a failed attempt leaves nothing. The
+ * reservations are bitmaps over cycles:
+ *   - issue slots of every queue (a MEM queue has a read slot and a write slot per cycle);
+ *   - MEM banks per slice, at the cycle the bank is used (a read and a write per cycle, different
+ *     banks);
+ *   - VXM ALU latches: the cycles from a result's commit to its last chained read;
+ *   - stream registers, by trajectory. Streams are split into pools, each carrying values in one
+ *     direction between one group of producers and one group of consumers that lie on either side
+ *     of a point every value passes (W MEM -> MXM, W MEM and MXM -> VXM, E MEM -> VXM, VXM -> W MEM,
+ *     VXM -> E MEM). Within a pool two values can only meet if they are on the same trajectory
+ *     (a value at position p at cycle t is at p +- 1 at t + 1), and then they do meet, so the
+ *     reservation is one bit per trajectory: t - p eastward, t + p westward.
+ * Queues issue in order, so after placement each queue's instructions are sorted by cycle and the
+ * gaps filled with nop (lower_tsp.c). On these tables the units' own rules: MEM reads and writes
+ * (read and write ports, banks, the rule that pairs a read with an adjacent write) and VXM
+ * operations (the ALUs' queues and latches, chaining through a latch). One file, so the
+ * reservations inline into the units' operations (the lowering's hot path).
+ */
+#include "workloads/tsp/lower_tsp_int.h"
+
+#include <string.h>
+
+#include "core/alloc.h"
+
+/* Within this file instructions go through the static emit, which inlines into the units' hot
+ * paths; the lt_ functions below are the same for the other rooms. */
+#undef E1
+#define E1(L, q, t, op, ...) emit(L, q, t, op, LT_NOPND(__VA_ARGS__), (int32_t[]){__VA_ARGS__})
+
+const lt_pool lt_pools[P_COUNT] = {
+    [P_WGT] = {WEST, 0, 16},     /* W MEM -> MXM: weight rows, one iw of 16 streams */
+    [P_E2V_W] = {WEST, 16, 12},  /* E MEM -> VXM: partial sums, bias, scales */
+    [P_ACT] = {WEST, 28, 2},     /* W MEM -> MXM: activations */
+    [P_FROMV_W] = {WEST, 30, 2}, /* VXM -> W MEM: int8 results */
+    [P_W2V_E] = {EAST, 0, 20},   /* W MEM and W MXM -> VXM: activations, products */
+    [P_FROMV_E] = {EAST, 20, 12},/* VXM -> E MEM: partial sums */
+};
+
+/* ---- bitmaps over cycles ---- */
+
+/* Set or clear bit i, growing the map; -1 when out of memory. */
+static int bput(bits *b, uint64_t i, bool v)
+{
+    size_t k = (size_t)(i >> 6);
+    if (k >= b->nw) {
+        if (!v)
+            return 0;
+        size_t n = b->nw ? b->nw : 64;
+        while (n <= k)
+            n *= 2;
+        uint64_t *w = ts_realloc(b->w, n * sizeof *w);
+        if (!w)
+            return -1;
+        memset(w + b->nw, 0, (n - b->nw) * sizeof *w);
+        b->w = w;
+        b->nw = n;
+    }
+    if (v)
+        b->w[k] |= 1ull << (i & 63);
+    else
+        b->w[k] &= ~(1ull << (i & 63));
+    return 0;
+}
+
+/* ---- the undo log and pending instructions ---- */
+
+/* The next instruction tag (1..65535, wrapping). */
+uint32_t lt_new_tag(lt *L)
+{
+    L->tag = L->tag % 65535 + 1;
+    return L->tag;
+}
+
+/* Would taking cycle i of a queue's issue bitmap b leave no free cycle in its aligned window of
+ * L->fwin cycles? Every queue keeps one, for an ifetch (ifetch.c). */
+static bool window_full(const lt *L, const bits *b, uint64_t i)
+{
+    if (!L->fwin || (const void *)b < (const void *)L->q || (const void *)b >= (const void *)(L->q + L->nq))
+        return false;
+    const lq *q = &L->q[(size_t)((const char *)b - (const char *)L->q) / sizeof *L->q];
+    uint64_t w0 = i / L->fwin * L->fwin;
+    for (uint64_t t = w0; t < w0 + L->fwin; t++)
+        if (t != i && !lt_bget(&q->issue, t) && !lt_bget(&q->wr, t))
+            return false;
+    return true;
+}
+
+/* Take bit i of b (logged for undo); false if it is taken or would fill a queue's fetch window. */
+static bool take(lt *L, bits *b, uint64_t i)
+{
+    if (lt_bget(b, i) || window_full(L, b, i))
+        return false;
+    if (bput(b, i, true) || ts_grow((void **)&L->u, &L->capu, L->nu + 1, sizeof *L->u)) {
+        L->oom = true;
+        return false;
+    }
+    L->u[L->nu++] = (undo){b, i};
+    return true;
+}
+
+/* Give back the reservations taken since mark and drop the instructions pending since pmark. */
+static void undo_to(lt *L, size_t mark, size_t pmark)
+{
+    while (L->nu > mark) {
+        L->nu--;
+        bput(L->u[L->nu].b, L->u[L->nu].i, false);
+    }
+    L->npd = pmark;
+}
+
+/* A pending instruction: op with n operands a on queue q at cycle t (see E1). */
+static void emit(lt *L, uint32_t q, uint64_t t, uint16_t op, int n, const int32_t *a)
+{
+    if (ts_grow((void **)&L->pd, &L->cappd, L->npd + 1, sizeof *L->pd)) {
+        L->oom = true;
+        return;
+    }
+    pend *p = &L->pd[L->npd++];
+    memset(p, 0, sizeof *p);
+    p->q = q;
+    p->t = t;
+    p->in.op = op;
+    for (int i = 0; i < n; i++)
+        p->in.a[i] = a[i];
+}
+
+/* Make the pending instructions and reservations permanent, counting them in the current layer. */
+int lt_keep(lt *L)
+{
+    for (size_t i = 0; i < L->npd; i++) {
+        pend *p = &L->pd[i];
+        lq *q = &L->q[p->q];
+        if (ts_grow((void **)&q->v, &q->cap, q->n + 1, sizeof *q->v)) {
+            L->oom = true;
+            return -1;
+        }
+        q->v[q->n++] = (rec){p->t, p->in};
+        if (p->t > L->last)
+            L->last = p->t;
+        if (L->nlayers) {
+            ts_lower_tsp_layer *y = &L->layers[L->nlayers - 1];
+            y->instructions++;
+            if (p->in.op == LT_READ || p->in.op == LT_WRITE)
+                y->mem_bytes += L->VL;
+            else if (p->in.op == LT_ABC)
+                y->mxm_macs += (uint64_t)L->VL * L->VL;
+            else if (p->q >= L->tg->q_vxm && p->q < L->tg->q_mxm)
+                y->vxm_ops++;
+        }
+    }
+    L->npd = 0;
+    L->nu = 0;
+    return 0;
+}
+
+/* Place a group at the first cycle from *t at which fit succeeds, and keep it: *t and *w (the
+ * cycle of its last write) are then the group's. Gives up after GIVE_UP cycles with TS_EINTERNAL
+ * "<op> '<name>': no cycle found for a group of instructions" (the node's name only if `named`). */
+ts_status lt_search(lt *L, lt_fit fit, const void *arg, uint64_t *t, uint64_t *w, const ts_graph_node *nd,
+                    bool named)
+{
+    for (uint64_t t0 = *t;; (*t)++) {
+        size_t mark = L->nu, pm = L->npd;
+        if (*t - t0 > GIVE_UP) {
+            if (named)
+                return ts_err_set(L->err, TS_EINTERNAL, "%s '%s': no cycle found for a group of instructions",
+                                  ts_graph_op_name(nd->op), nd->name);
+            return ts_err_set(L->err, TS_EINTERNAL, "%s: no cycle found for a group of instructions",
+                              ts_graph_op_name(nd->op));
+        }
+        L->rdmax = 0;
+        *w = 0;
+        if (fit(L, arg, *t, w))
+            break;
+        undo_to(L, mark, pm);
+        if (L->oom)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    }
+    if (lt_keep(L))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    return TS_OK;
+}
+
+/* ---- stream registers ---- */
+
+/* Reserve stream s of pool direction dir for a value that is at position pos at cycle t. */
+static bool take_stream(lt *L, int dir, int s, uint64_t t, uint32_t pos)
+{
+    return take(L, &L->diag[dir][s], lt_diag_key(dir, t, pos));
+}
+
+/* Reserve an aligned group of w streams of a pool; *s gets the first. */
+static bool take_group(lt *L, int pool, int w, uint64_t t, uint32_t pos, int *s)
+{
+    int dir = lt_pools[pool].dir;
+    for (int i = 0; i + w <= lt_pools[pool].n; i += w) {
+        size_t mark = L->nu, pm = L->npd;
+        int f = lt_pools[pool].first + i, k;
+        for (k = 0; k < w && !lt_bget(&L->diag[dir][f + k], lt_diag_key(dir, t, pos)); k++)
+            ;
+        if (k < w)
+            continue;
+        for (k = 0; k < w && take_stream(L, dir, f + k, t, pos); k++)
+            ;
+        if (k == w) {
+            *s = f;
+            return true;
+        }
+        undo_to(L, mark, pm);
+    }
+    return false;
+}
+
+/* ---- queues ---- */
+
+/* A queue's instructions in issue order (qsort): by cycle, a read before the write of the same cycle. */
+int lt_cmp_rec(const void *a, const void *b)
+{
+    const rec *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return (x->in.op == LT_WRITE) - (y->in.op == LT_WRITE);
+}
+
+/* ---- for the other rooms ---- */
+
+int lt_bput(bits *b, uint64_t i, bool v)
+{
+    return bput(b, i, v);
+}
+
+bool lt_take(lt *L, bits *b, uint64_t i)
+{
+    return take(L, b, i);
+}
+
+void lt_undo_to(lt *L, size_t mark, size_t pmark)
+{
+    undo_to(L, mark, pmark);
+}
+
+void lt_emit(lt *L, uint32_t q, uint64_t t, uint16_t op, int n, const int32_t *a)
+{
+    emit(L, q, t, op, n, a);
+}
+
+bool lt_take_stream(lt *L, int dir, int s, uint64_t t, uint32_t pos)
+{
+    return take_stream(L, dir, s, t, pos);
+}
+
+bool lt_take_group(lt *L, int pool, int w, uint64_t t, uint32_t pos, int *s)
+{
+    return take_group(L, pool, w, t, pos, s);
+}
+
+/* ---- MEM slices ---- */
+
+static uint32_t bank_of(const lt *L, uint32_t word)
+{
+    return (uint32_t)(word / (L->tg->words / L->tg->banks));
+}
+
+/* The issue rule: a read and a write adjacent in a MEM queue issue together (docs/tsp.md). A
+ * cycle with a read and a write is emitted as a pair, oriented to follow the cycle before; a
+ * cycle with one of them must not sit next to a cycle holding only the other. May an operation
+ * of one class (its slots `mine`, the other class's `other`) go at cycle t? */
+static bool mem_alone_ok(const bits *mine, const bits *other, uint64_t t)
+{
+    if (lt_bget(other, t))
+        return true; /* it makes a pair */
+    if (lt_bget(other, t + 1) && !lt_bget(mine, t + 1))
+        return false;
+    if (t > 0 && lt_bget(other, t - 1) && !lt_bget(mine, t - 1))
+        return false;
+    return true;
+}
+
+/* A MEM read of (mem, word) whose value reaches position pc on stream (dir, s) at cycle ta, issued
+ * no earlier than lb. The stream itself is reserved by the caller. */
+bool lt_rd(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t pc, int dir, int s, uint32_t tag, uint64_t lb)
+{
+    uint32_t ps = lt_mem_pos(L, mem);
+    int64_t dist = dir == WEST ? (int64_t)ps - pc : (int64_t)pc - ps;
+    if (dist <= 0)
+        return false;
+    int64_t r = (int64_t)ta - L->tg->d_func.read - dist;
+    if (r < 0 || (uint64_t)r < lb)
+        return false;
+    if (!mem_alone_ok(&L->q[mem].issue, &L->q[mem].wr, (uint64_t)r))
+        return false;
+    bits *bk = &L->bank[mem][bank_of(L, word)];
+    if (lt_bget(&L->q[mem].issue, (uint64_t)r) || lt_bget(bk, (uint64_t)r))
+        return false;
+    if (!take(L, &L->q[mem].issue, (uint64_t)r) || !take(L, bk, (uint64_t)r))
+        return false;
+    E1(L, mem, (uint64_t)r, LT_READ, (int32_t)word, lt_sreg(L, dir, s), (int32_t)tag);
+    if ((uint64_t)r > L->rdmax)
+        L->rdmax = (uint64_t)r;
+    return true;
+}
+
+/* The same from any slice of a hemisphere that holds the word (replicated constants, zeros). */
+bool lt_rd_any(lt *L, int hemi, uint32_t word, uint64_t ta, uint32_t pc, int dir, int s, uint32_t tag)
+{
+    uint32_t n = hemi ? L->nE : L->nW, b = hemi ? L->nW : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t mem = b + (L->rot + i) % n;
+        size_t mark = L->nu, pm = L->npd;
+        if (lt_rd(L, mem, word, ta, pc, dir, s, tag, 0)) {
+            L->rot++;
+            return true;
+        }
+        undo_to(L, mark, pm);
+    }
+    return false;
+}
+
+/* A MEM write of the value born at position pp at cycle tb on stream (dir, s) into (mem, word),
+ * at the cycle it passes the slice, which must be after lb. */
+bool lt_wr(lt *L, uint32_t mem, uint32_t word, uint64_t tb, uint32_t pp, int dir, int s, uint32_t tag, uint64_t lb,
+           uint64_t *when)
+{
+    uint32_t ps = lt_mem_pos(L, mem);
+    int64_t dist = dir == WEST ? (int64_t)pp - ps : (int64_t)ps - pp;
+    if (dist <= 0)
+        return false;
+    uint64_t w = tb + (uint64_t)dist;
+    if (w <= lb || !mem_alone_ok(&L->q[mem].wr, &L->q[mem].issue, w))
+        return false;
+    bits *bk = &L->bank[mem][bank_of(L, word)];
+    if (lt_bget(&L->q[mem].wr, w) || lt_bget(bk, w + L->tg->d_func.write))
+        return false;
+    if (!take(L, &L->q[mem].wr, w) || !take(L, bk, w + L->tg->d_func.write))
+        return false;
+    E1(L, mem, w, LT_WRITE, (int32_t)word, lt_sreg(L, dir, s), (int32_t)tag);
+    if (when)
+        *when = w;
+    return true;
+}
+
+/* ---- VXM operations on values ---- */
+
+/* Keep latch value v through cycle t (a stream value must arrive exactly at t). */
+static bool hold(lt *L, val *v, uint64_t t)
+{
+    if (v->alu < 0)
+        return v->t == t;
+    for (uint64_t c = v->held + 1; c <= t; c++)
+        if (!take(L, &L->lat[v->alu], c))
+            return false;
+    if (t > v->held)
+        v->held = t;
+    return true;
+}
+
+/* The register that names v as an operand. */
+static int32_t vreg(const lt *L, const val *v)
+{
+    return v->alu >= 0 ? lt_areg(L, v->alu) : lt_sreg(L, v->dir, v->s);
+}
+
+/* Issue a VXM instruction at cycle t on some free ALU. op is ADD/ADDS/SUBS/MUL (binary), RELU or
+ * CVT (unary; to/from types). pool is the destination stream pool or -1 for the latch only; w the
+ * destination width. *out gets the latch value; *ds the destination stream. */
+bool lt_vop(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val *a, val *b, int pool, int w,
+            uint32_t tag, val *out, int *ds)
+{
+    const ts_tsp_dfunc *f = &L->tg->d_func;
+    uint32_t d = op == LT_MUL ? f->mul : op == LT_RELU ? f->relu : op == LT_CVT ? f->cvt
+               : op == LT_EXP ? f->exp : op == LT_RSQRT ? f->rsqrt : f->add;
+    if (!hold(L, a, t) || (b && !hold(L, b, t)))
+        return false;
+    int s = -1;
+    if (pool >= 0 && !take_group(L, pool, w, t + d, L->tg->pos_vxm, &s))
+        return false;
+    for (uint32_t i = 0; i < L->nalu; i++) {
+        uint32_t alu = (L->rot + i) % L->nalu, q = L->tg->q_vxm + alu;
+        size_t mark = L->nu, pm = L->npd;
+        if (lt_bget(&L->q[q].issue, t) || lt_bget(&L->lat[alu], t + d))
+            continue;
+        if (take(L, &L->q[q].issue, t) && take(L, &L->lat[alu], t + d)) {
+            int32_t dst = s >= 0 ? lt_sreg(L, lt_pools[pool].dir, s) : L->tg->reg.nul;
+            if (op == LT_CVT)
+                E1(L, q, t, op, type, from, dst, vreg(L, a), (int32_t)tag, (int32_t)tag);
+            else if (b)
+                E1(L, q, t, op, type, dst, vreg(L, a), vreg(L, b), (int32_t)tag, (int32_t)tag);
+            else
+                E1(L, q, t, op, type, dst, vreg(L, a), (int32_t)tag, (int32_t)tag);
+            *out = (val){.alu = (int)alu, .t = t + d, .held = t + d};
+            if (ds)
+                *ds = s;
+            L->rot++;
+            return true;
+        }
+        undo_to(L, mark, pm);
+    }
+    return false;
+}
+
+/* A stream value read from W MEM reaching the VXM at cycle ta (pool P_W2V_E). */
+bool lt_vin_w(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag, uint64_t lb, val *v)
+{
+    int s;
+    if (!take_group(L, P_W2V_E, 1, ta, L->tg->pos_vxm, &s) ||
+        !lt_rd(L, mem, word, ta, L->tg->pos_vxm, EAST, s, tag, lb))
+        return false;
+    *v = (val){.alu = -1, .dir = EAST, .s = s, .t = ta};
+    return true;
+}
+
+/* The same, but a value from the slice of `other` (which arrives at ta too) comes earlier and
+ * waits in an ALU latch (mask with all ones: a copy), since one slice reads one vector a cycle. */
+bool lt_vin_w2(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag, uint64_t lb, const val *other,
+               uint32_t other_mem, val *v)
+{
+    if (mem != other_mem || other->alu >= 0)
+        return lt_vin_w(L, mem, word, ta, tag, lb, v);
+    uint32_t d = L->tg->d_func.mask;
+    val raw;
+    if (ta < d || !lt_vin_w(L, mem, word, ta - d, tag, lb, &raw))
+        return false;
+    for (uint32_t i = 0; i < L->nalu; i++) {
+        uint32_t alu = (L->rot + i) % L->nalu, q = L->tg->q_vxm + alu;
+        size_t mark = L->nu, pm = L->npd;
+        if (lt_bget(&L->q[q].issue, ta - d) || lt_bget(&L->lat[alu], ta))
+            continue;
+        if (take(L, &L->q[q].issue, ta - d) && take(L, &L->lat[alu], ta)) {
+            E1(L, q, ta - d, LT_MASK, L->tg->reg.i8, L->tg->reg.nul, vreg(L, &raw), 0xff, (int32_t)tag, (int32_t)tag);
+            *v = (val){.alu = (int)alu, .t = ta, .held = ta};
+            L->rot++;
+            return true;
+        }
+        undo_to(L, mark, pm);
+    }
+    return false;
+}
+
+/* An f32 scale, replicated in words sword..sword + 3 of every east MEM slice (one byte plane each),
+ * reaching the VXM at cycle t on a group of 4 streams (pool P_E2V_W). */
+bool lt_scale_in(lt *L, uint32_t sword, uint64_t t, uint32_t tag, val *v)
+{
+    uint32_t pv = L->tg->pos_vxm;
+    int sc;
+    if (!take_group(L, P_E2V_W, 4, t, pv, &sc))
+        return false;
+    for (int b = 0; b < 4; b++)
+        if (!lt_rd_any(L, 1, sword + (uint32_t)b, t, pv, WEST, sc + b, tag))
+            return false;
+    *v = (val){.alu = -1, .dir = WEST, .s = sc, .t = t};
+    return true;
+}

@@ -1,0 +1,171 @@
+/* workloads/tsp/softmax.c — Softmax on the VXM, with the row sum on MXM plane W1 (see lower_tsp.h,
+ * docs/lowering-tsp.md).
+ *
+ * Softmax of one row (one vector, N <= VL lanes) of int8 values read as q / 16:
+ *   e = exp(f32(q) x 1/16) on the VXM, to f16, through plane W1 holding an all-ones f16 block
+ *   (columns < N), whose f32 accumulators give the row sum in every lane; then 1/sum = rsqrt(sum)^2,
+ *   e recomputed, p = e x 1/sum, to f16, to MEM (two byte planes). No max is subtracted: |q/16| <= 8
+ *   keeps exp below 3e3 (f16 holds it, the f32 sum cannot overflow).
+ */
+#include "workloads/tsp/lower_tsp_int.h"
+
+/* The all-ones block on plane W1: row r is streams 2r (low bytes: zeros) and 2r + 1 (the high
+ * byte of f16 1.0 in the first N lanes, word obase of every west slice). */
+typedef struct ones_arg { uint32_t N, obase, tag; } ones_arg;
+
+static bool try_ones(lt *L, const void *arg, uint64_t I, uint64_t *w)
+{
+    const ones_arg *a = arg;
+    uint32_t pp = L->tg->pos_mxm_w[1], q = L->tg->q_mxm + L->tg->mxm_queues, rows_per = IW_STREAMS / 2;
+    bool ok = true;
+    (void)w;
+    for (uint32_t c = 0; ok && c < L->VL / rows_per; c++) {
+        uint64_t t = I + c;
+        ok = lt_take(L, &L->q[q].issue, t);
+        for (uint32_t i = 0; ok && i < IW_STREAMS; i++) {
+            uint32_t r = c * rows_per + i / 2;
+            ok = lt_take_stream(L, WEST, (int)i, t, pp) &&
+                 lt_rd_any(L, 0, (i & 1) && r < a->N ? a->obase : 0, t, pp, WEST, (int)i, a->tag);
+        }
+        if (ok)
+            E1(L, q, t, LT_IW, L->tg->reg.f16, lt_sreg(L, WEST, 0), IW_STREAMS, (int32_t)a->tag);
+    }
+    return ok;
+}
+
+/* Row m, its abc on plane W1 at cycle T (the plane busy for fp16_interval cycles). */
+typedef struct smax_arg {
+    tens *x, *y;
+    uint32_t m, sword;
+} smax_arg;
+
+static bool try_smax(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
+{
+    const smax_arg *a = arg;
+    const ts_tsp_target *P = L->tg;
+    const ts_tsp_regs *R = &P->reg;
+    tens *x = a->x, *y = a->y;
+    uint32_t pp = P->pos_mxm_w[1], q = P->q_mxm + P->mxm_queues, pv = P->pos_vxm, tag = L->tag % 65535 + 1;
+    uint32_t mem, word;
+    lt_slot(L, x, a->m, &mem, &word);
+    for (uint32_t i = 0; i < P->fp16_interval; i++)
+        if (!lt_take(L, &L->q[q + 1].issue, T + i))
+            return false;
+    if (!lt_take(L, &L->q[q + 2].issue, T + P->d_func.abc))
+        return false;
+    /* phase 1: e in f16 reaches the plane at T */
+    uint64_t tb = T - (pv - pp), lead = P->d_func.cvt + P->d_func.mul + P->d_func.exp + P->d_func.cvt;
+    if (T < (pv - pp) || tb < lead + 8)
+        return false;
+    uint64_t a0 = tb - lead;
+    val xv, v0, v1, v2, v3, scl;
+    int sx;
+    if (!lt_vin_w(L, mem, word, a0, tag, x->ready[a->m], &xv) ||
+        !lt_vop(L, LT_CVT, R->f32, R->i8, a0, &xv, NULL, -1, 0, tag, &v0, NULL) ||
+        !lt_scale_in(L, a->sword, v0.t, tag, &scl))
+        return false;
+    if (!lt_vop(L, LT_MUL, R->f32, 0, v0.t, &v0, &scl, -1, 0, tag, &v1, NULL) ||
+        !lt_vop(L, LT_EXP, R->f32, 0, v1.t, &v1, NULL, -1, 0, tag, &v2, NULL) ||
+        !lt_vop(L, LT_CVT, R->f16, R->f32, v2.t, &v2, NULL, P_ACT, 2, tag, &v3, &sx))
+        return false;
+    E1(L, q + 1, T, LT_ABC, R->f16, lt_sreg(L, WEST, sx), 0, (int32_t)tag, (int32_t)tag);
+    /* the sums, eastward to the VXM */
+    uint64_t ta = T + P->d_func.abc + P->d_func.acc, B = ta + (pv - pp);
+    int sa;
+    if (!lt_take_group(L, P_W2V_E, 4, ta, pp, &sa))
+        return false;
+    E1(L, q + 2, T + P->d_func.abc, LT_ACC, lt_sreg(L, EAST, sa), (int32_t)tag, (int32_t)tag);
+    val sum = {.alu = -1, .dir = EAST, .s = sa, .t = B}, r, inv;
+    if (!lt_vop(L, LT_RSQRT, R->f32, 0, B, &sum, NULL, -1, 0, tag, &r, NULL) ||
+        !lt_vop(L, LT_MUL, R->f32, 0, r.t, &r, &r, -1, 0, tag, &inv, NULL))
+        return false;
+    /* phase 2: e again, times 1/sum */
+    uint64_t C = inv.t, c0 = C - P->d_func.exp - P->d_func.mul - P->d_func.cvt;
+    val w0, w1, e, pr, o;
+    if (!lt_vin_w(L, mem, word, c0, tag, x->ready[a->m], &xv) ||
+        !lt_vop(L, LT_CVT, R->f32, R->i8, c0, &xv, NULL, -1, 0, tag, &w0, NULL) ||
+        !lt_scale_in(L, a->sword, w0.t, tag, &scl))
+        return false;
+    int so;
+    if (!lt_vop(L, LT_MUL, R->f32, 0, w0.t, &w0, &scl, -1, 0, tag, &w1, NULL) ||
+        !lt_vop(L, LT_EXP, R->f32, 0, w1.t, &w1, NULL, -1, 0, tag, &e, NULL) || e.t != C ||
+        !lt_vop(L, LT_MUL, R->f32, 0, C, &e, &inv, -1, 0, tag, &pr, NULL) ||
+        !lt_vop(L, LT_CVT, R->f16, R->f32, pr.t, &pr, NULL, P_FROMV_W, 2, tag, &o, &so))
+        return false;
+    uint64_t last = 0;
+    for (int b = 0; b < 2; b++) {
+        uint32_t om, ow;
+        uint64_t w;
+        lt_slot(L, y, (uint64_t)a->m * 2 + (uint64_t)b, &om, &ow);
+        if (!lt_wr(L, om, ow, o.t, pv, WEST, so + b, tag, y->avail, &w))
+            return false;
+        if (w > last)
+            last = w;
+    }
+    *wdone = last;
+    L->tag = tag;
+    return true;
+}
+
+/* The constants: the scale 1/16 in every east slice (*cbase), the ones' high bytes in every west
+ * slice (*obase). */
+static ts_status smax_consts(lt *L, const ts_graph_node *nd, uint32_t N, uint32_t *cbase, uint32_t *obase)
+{
+    uint64_t oav;
+    ts_status rc = lt_scale_const(L, nd, 1.0f / 16.0f, cbase);
+    if (rc != TS_OK || (rc = lt_region(L, 0, 1, "ones", nd, true, 1, obase, &oav)) != TS_OK)
+        return rc;
+    image im;
+    if ((rc = lt_img_init(L, &im, L->nW, *obase, 1)) != TS_OK)
+        return rc;
+    /* the high byte of f16 1.0 (0x3c00) in the first N lanes, in every west slice */
+    for (uint32_t i = 0; i < L->nW; i++)
+        for (uint32_t l = 0; l < N; l++)
+            im.s[i][l] = 0x3c;
+    return lt_img_flush(L, &im, 0);
+}
+
+static ts_status sched_softmax(lt *L, const ts_graph_node *nd, tens *x, tens *y, uint32_t N, ts_lower_tsp_layer *ly)
+{
+    uint32_t VL = L->VL, cbase, obase, rows_per = IW_STREAMS / 2;
+    ts_status rc = smax_consts(L, nd, N, &cbase, &obase);
+    if (rc != TS_OK)
+        return rc;
+    ones_arg oa = {.N = N, .obase = obase, .tag = lt_new_tag(L)};
+    uint64_t I = L->plane_busy[1], w;
+    if ((rc = lt_search(L, try_ones, &oa, &I, &w, nd, false)) != TS_OK)
+        return rc;
+    ly->blocks++;
+    lt_span(ly, I, I + VL / rows_per);
+    uint64_t T = I + VL / rows_per - 1 + L->tg->d_func.iw;
+    for (uint32_t m = 0; m < x->P; m++) {
+        smax_arg a = {.x = x, .y = y, .m = m, .sword = cbase};
+        if ((rc = lt_search(L, try_smax, &a, &T, &w, nd, false)) != TS_OK)
+            return rc;
+        if (L->rdmax > x->last_read)
+            x->last_read = L->rdmax;
+        y->ready[2 * m] = y->ready[2 * m + 1] = w + L->tg->d_func.write + 1;
+        lt_span(ly, T, w);
+        ly->passes++;
+        T += L->tg->fp16_interval;
+    }
+    L->plane_busy[1] = T;
+    return TS_OK;
+}
+
+/* Softmax over the last axis of a 2-D int8 tensor of at most VL columns: f16 rows (2 VL bytes). */
+ts_status lt_lower_softmax(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
+{
+    tens *x = &L->t[nd->in[0]];
+    int xr;
+    const int64_t *xd = lt_dims(L, nd->in[0], &xr);
+    if (!x->placed || xr != 2 || (nd->attrs.axis != -1 && nd->attrs.axis != 1) || x->C > L->VL)
+        return ts_err_set(L->err, TS_EINPUT,
+                          "Softmax '%s': the TSP lowering takes the last axis of a 2-D int8 tensor of at most %u "
+                          "columns", nd->name, L->VL);
+    ts_status rc = lt_place(L, nd->out[0], x->P, 2 * L->VL, nd, false, lt_bank_pref(L, x));
+    if (rc != TS_OK || (rc = sched_softmax(L, nd, x, &L->t[nd->out[0]], (uint32_t)xd[1], ly)) != TS_OK)
+        return rc;
+    lt_release(L, nd->in[0]);
+    return TS_OK;
+}

@@ -1,0 +1,326 @@
+/* workloads/tsp/vxm_ops.c — Relu, Add, MaxPool and GlobalAveragePool on the VXM (see lower_tsp.h,
+ * docs/lowering-tsp.md).
+ *
+ * Each output vector is one group: its inputs read from the west MEM to the VXM, a short chain of
+ * ALU operations through the latches, the result written back to the west MEM. A group goes at
+ * the first cycle at which its inputs are ready and every reservation is free (lt_search).
+ */
+#include "workloads/tsp/lower_tsp_int.h"
+
+/* The first cycle at which vector v of x can reach the VXM. */
+static uint64_t start_lb(const lt *L, const tens *x, uint64_t v)
+{
+    uint32_t mem, word;
+    lt_slot(L, x, v, &mem, &word);
+    return x->ready[v] + L->tg->d_func.read + (L->tg->pos_vxm - lt_mem_pos(L, mem));
+}
+
+/* ---- Relu and Add ---- */
+
+/* Elementwise over the vectors of y: out = relu(a) or out = adds(a, b) [relu]. */
+typedef struct elem_arg {
+    int op;
+    tens *a, *b, *y;
+    bool relu;
+    uint64_t v;
+} elem_arg;
+
+static bool try_elem(lt *L, const void *arg, uint64_t A, uint64_t *w)
+{
+    const elem_arg *e = arg;
+    const ts_tsp_regs *R = &L->tg->reg;
+    uint32_t tag = L->tag % 65535 + 1, mem, word;
+    val va, vb, r1, r2;
+    int so;
+    lt_slot(L, e->a, e->v, &mem, &word);
+    if (!lt_vin_w(L, mem, word, A, tag, e->a->ready[e->v], &va))
+        return false;
+    uint64_t tb;
+    if (e->op == TS_OP_RELU) {
+        if (!lt_vop(L, LT_RELU, R->i8, 0, A, &va, NULL, P_FROMV_W, 1, tag, &r1, &so))
+            return false;
+        tb = r1.t;
+    } else {
+        uint32_t amem = mem;
+        lt_slot(L, e->b, e->v, &mem, &word);
+        if (!lt_vin_w2(L, mem, word, A, tag, e->b->ready[e->v], &va, amem, &vb))
+            return false;
+        if (e->relu) {
+            if (!lt_vop(L, LT_ADDS, R->i8, 0, A, &va, &vb, -1, 0, tag, &r1, NULL) ||
+                !lt_vop(L, LT_RELU, R->i8, 0, r1.t, &r1, NULL, P_FROMV_W, 1, tag, &r2, &so))
+                return false;
+            tb = r2.t;
+        } else {
+            if (!lt_vop(L, LT_ADDS, R->i8, 0, A, &va, &vb, P_FROMV_W, 1, tag, &r1, &so))
+                return false;
+            tb = r1.t;
+        }
+    }
+    lt_slot(L, e->y, e->v, &mem, &word);
+    if (!lt_wr(L, mem, word, tb, L->tg->pos_vxm, WEST, so, tag, e->y->avail, w))
+        return false;
+    L->tag = tag;
+    return true;
+}
+
+static ts_status sched_elem(lt *L, const ts_graph_node *nd, tens *a, tens *b, tens *y, bool relu,
+                            ts_lower_tsp_layer *ly)
+{
+    uint64_t n = (uint64_t)y->P * y->T;
+    for (uint64_t v = 0; v < n; v++) {
+        elem_arg e = {.op = nd->op, .a = a, .b = b, .y = y, .relu = relu, .v = v};
+        uint64_t A = start_lb(L, a, v), w;
+        if (b && start_lb(L, b, v) > A)
+            A = start_lb(L, b, v);
+        ts_status rc = lt_search(L, try_elem, &e, &A, &w, nd, false);
+        if (rc != TS_OK)
+            return rc;
+        y->ready[v] = w + L->tg->d_func.write + 1;
+        if (L->rdmax > a->last_read)
+            a->last_read = L->rdmax;
+        if (b && L->rdmax > b->last_read)
+            b->last_read = L->rdmax;
+        lt_span(ly, A, w);
+        ly->passes++;
+    }
+    return TS_OK;
+}
+
+/* Relu (unless fused into the product before it) or Add (with a lone Relu after it fused). */
+ts_status lt_lower_elem(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
+{
+    if (nd->op == TS_OP_RELU && !L->t[nd->in[0]].placed) {
+        /* fused into the product before it */
+        ly->first = ly->last = 0;
+        return TS_OK;
+    }
+    tens *a = &L->t[nd->in[0]], *b = nd->op == TS_OP_ADD ? &L->t[nd->in[1]] : NULL;
+    if (!a->placed || (b && !b->placed))
+        return ts_err_set(L->err, TS_EINPUT, "%s '%s': an input is not an int8 activation the lowering placed",
+                          ts_graph_op_name(nd->op), nd->name);
+    if (b && (a->P != b->P || a->C != b->C))
+        return ts_err_set(L->err, TS_EINPUT, "Add '%s': the TSP lowering takes two tensors of one shape (no broadcast)",
+                          nd->name);
+    int out = nd->out[0];
+    int fu = nd->op == TS_OP_ADD ? lt_fused_relu(L, out) : -1;
+    int yid = fu >= 0 ? ts_graph_get_node(L->g, fu)->out[0] : out;
+    ts_status rc = lt_place(L, yid, a->P, a->C, nd, false, lt_bank_pref(L, a));
+    if (rc != TS_OK)
+        return rc;
+    L->t[yid].nonneg = nd->op == TS_OP_RELU || fu >= 0;
+    if ((rc = sched_elem(L, nd, a, b, &L->t[yid], fu >= 0, ly)) != TS_OK)
+        return rc;
+    lt_release(L, nd->in[0]);
+    if (b && nd->in[1] != nd->in[0])
+        lt_release(L, nd->in[1]);
+    return TS_OK;
+}
+
+/* ---- MaxPool ---- */
+
+/* MaxPool of non-negative int8 (max(m, x) = x + relu(m - x), exact for values in 0..127): a chain
+ * through the ALU latches over the window's vectors win[0..nwin-1] into vector v of y. */
+typedef struct pool_arg {
+    tens *x, *y;
+    const uint64_t *win;
+    uint32_t nwin;
+    uint64_t v;
+} pool_arg;
+
+/* Step i >= 1 of the chain at cycle t: m = x_i + relu(m - x_i), x_i read twice, so the running
+ * maximum waits in a latch for one cycle only (m starts as x0, read from MEM); the last step's
+ * result goes to a stream (*so). */
+static bool pool_step(lt *L, const pool_arg *a, uint32_t i, uint64_t t, uint32_t tag, val *m, int *so)
+{
+    const ts_tsp_regs *R = &L->tg->reg;
+    tens *x = a->x;
+    uint32_t mem, word, mi, wi;
+    val xi, d, r, x0;
+    lt_slot(L, x, a->win[0], &mem, &word);
+    lt_slot(L, x, a->win[i], &mi, &wi);
+    if (i == 1) {
+        if (!lt_vin_w(L, mem, word, t, tag, x->ready[a->win[0]], &x0) ||
+            !lt_vin_w2(L, mi, wi, t, tag, x->ready[a->win[i]], &x0, mem, &xi) ||
+            !lt_vop(L, LT_SUBS, R->i8, 0, t, &x0, &xi, -1, 0, tag, &d, NULL))
+            return false;
+    } else if (!lt_vin_w(L, mi, wi, t, tag, x->ready[a->win[i]], &xi) ||
+               !lt_vop(L, LT_SUBS, R->i8, 0, t, m, &xi, -1, 0, tag, &d, NULL)) {
+        return false;
+    }
+    bool last = i + 1 == a->nwin;
+    return lt_vop(L, LT_RELU, R->i8, 0, d.t, &d, NULL, -1, 0, tag, &r, NULL) &&
+           lt_vin_w(L, mi, wi, r.t, tag, x->ready[a->win[i]], &xi) &&
+           lt_vop(L, LT_ADDS, R->i8, 0, r.t, &xi, &r, last ? P_FROMV_W : -1, 1, tag, m, so);
+}
+
+static bool try_pool(lt *L, const void *arg, uint64_t A, uint64_t *w)
+{
+    const pool_arg *a = arg;
+    uint32_t tag = L->tag % 65535 + 1, mem, word;
+    val m = {0}, x0; /* m is set by the chain's last step (a window has at least one vector) */
+    int so = -1;
+    lt_slot(L, a->x, a->win[0], &mem, &word);
+    if (a->nwin == 1) {
+        if (!lt_vin_w(L, mem, word, A, tag, a->x->ready[a->win[0]], &x0) ||
+            !lt_vop(L, LT_RELU, L->tg->reg.i8, 0, A, &x0, NULL, P_FROMV_W, 1, tag, &m, &so))
+            return false;
+    } else {
+        uint64_t t = A;
+        for (uint32_t i = 1; i < a->nwin; i++) {
+            if (!pool_step(L, a, i, t, tag, &m, &so))
+                return false;
+            t = m.t;
+        }
+    }
+    uint32_t om, ow;
+    lt_slot(L, a->y, a->v, &om, &ow);
+    if (!lt_wr(L, om, ow, m.t, L->tg->pos_vxm, WEST, so, tag, a->y->avail, w))
+        return false;
+    L->tag = tag;
+    return true;
+}
+
+/* The input vectors of output pixel (oy, ox), channel tile c, in window order (at most 64). */
+static uint32_t pool_window(const ts_graph_attrs *at, const tens *x, uint32_t H, uint32_t W, uint32_t oy,
+                            uint32_t ox, uint32_t c, uint64_t *win)
+{
+    uint32_t nwin = 0;
+    for (int64_t ky = 0; ky < at->kernel[0]; ky++)
+        for (int64_t kx = 0; kx < at->kernel[1]; kx++) {
+            int64_t iy = oy * at->strides[0] - at->pads[0] + ky * at->dilations[0];
+            int64_t ix = ox * at->strides[1] - at->pads[1] + kx * at->dilations[1];
+            if (iy >= 0 && ix >= 0 && iy < H && ix < W && nwin < 64)
+                win[nwin++] = ((uint64_t)iy * W + (uint64_t)ix) * x->T + c;
+        }
+    return nwin;
+}
+
+static ts_status sched_pool(lt *L, const ts_graph_node *nd, tens *x, tens *y, uint32_t H, uint32_t W, uint32_t Ho,
+                            uint32_t Wo, ts_lower_tsp_layer *ly)
+{
+    uint64_t win[64];
+    for (uint32_t oy = 0; oy < Ho; oy++)
+        for (uint32_t ox = 0; ox < Wo; ox++)
+            for (uint32_t c = 0; c < y->T; c++) {
+                uint32_t nwin = pool_window(&nd->attrs, x, H, W, oy, ox, c, win);
+                if (!nwin)
+                    return ts_err_set(L->err, TS_EINPUT, "MaxPool '%s': a window holds no input pixel", nd->name);
+                pool_arg a = {.x = x, .y = y, .win = win, .nwin = nwin, .v = ((uint64_t)oy * Wo + ox) * y->T + c};
+                uint64_t A = 0, w;
+                for (uint32_t i = 0; i < nwin; i++)
+                    if (start_lb(L, x, win[i]) > A)
+                        A = start_lb(L, x, win[i]);
+                ts_status rc = lt_search(L, try_pool, &a, &A, &w, nd, false);
+                if (rc != TS_OK)
+                    return rc;
+                y->ready[a.v] = w + L->tg->d_func.write + 1;
+                if (L->rdmax > x->last_read)
+                    x->last_read = L->rdmax;
+                lt_span(ly, A, w);
+                ly->passes++;
+            }
+    return TS_OK;
+}
+
+/* MaxPool of a Relu's output (NCHW). */
+ts_status lt_lower_maxpool(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
+{
+    tens *x = &L->t[nd->in[0]], *y = &L->t[nd->out[0]];
+    if (!x->placed || !x->nonneg)
+        return ts_err_set(L->err, TS_EINPUT,
+                          "MaxPool '%s': the TSP lowering takes the output of a Relu (max through subtract and relu "
+                          "is exact for 0..127 only)", nd->name);
+    int xr, yr;
+    const int64_t *xd = lt_dims(L, nd->in[0], &xr), *yd = lt_dims(L, nd->out[0], &yr);
+    if (xr != 4 || yr != 4)
+        return ts_err_set(L->err, TS_EINPUT, "MaxPool '%s': the TSP lowering takes NCHW tensors", nd->name);
+    ts_status rc = lt_place(L, nd->out[0], (uint32_t)(yd[2] * yd[3]), (uint32_t)yd[1], nd, false, lt_bank_pref(L, x));
+    if (rc != TS_OK)
+        return rc;
+    y->nonneg = true;
+    if ((rc = sched_pool(L, nd, x, y, (uint32_t)xd[2], (uint32_t)xd[3], (uint32_t)yd[2], (uint32_t)yd[3], ly)) !=
+        TS_OK)
+        return rc;
+    lt_release(L, nd->in[0]);
+    return TS_OK;
+}
+
+/* ---- GlobalAveragePool ---- */
+
+/* Channel tile c: sum = i32(x0) + i32(x1) + ..., then i8(f32(sum) x scale). */
+typedef struct gap_arg {
+    tens *x, *y;
+    uint32_t c, sword;
+} gap_arg;
+
+static bool try_gap(lt *L, const void *arg, uint64_t A, uint64_t *w)
+{
+    const gap_arg *a = arg;
+    const ts_tsp_regs *R = &L->tg->reg;
+    tens *x = a->x;
+    uint32_t tag = L->tag % 65535 + 1, mem, word;
+    val s = {0}, xi, ci, f, mu, o, scl; /* s is set by the first input (a pool has at least one) */
+    int so;
+    uint64_t t = A;
+    for (uint32_t i = 0; i < x->P; i++) {
+        uint64_t v = (uint64_t)i * x->T + a->c;
+        lt_slot(L, x, v, &mem, &word);
+        if (!lt_vin_w(L, mem, word, t, tag, x->ready[v], &xi))
+            return false;
+        if (!lt_vop(L, LT_CVT, R->i32, R->i8, t, &xi, NULL, -1, 0, tag, i ? &ci : &s, NULL))
+            return false;
+        if (i && !lt_vop(L, LT_ADD, R->i32, 0, ci.t, &s, &ci, -1, 0, tag, &s, NULL))
+            return false;
+        t = s.t;
+    }
+    if (!lt_vop(L, LT_CVT, R->f32, R->i32, s.t, &s, NULL, -1, 0, tag, &f, NULL) ||
+        !lt_scale_in(L, a->sword, f.t, tag, &scl))
+        return false;
+    if (!lt_vop(L, LT_MUL, R->f32, 0, f.t, &f, &scl, -1, 0, tag, &mu, NULL) ||
+        !lt_vop(L, LT_CVT, R->i8, R->f32, mu.t, &mu, NULL, P_FROMV_W, 1, tag, &o, &so))
+        return false;
+    uint32_t om, ow;
+    lt_slot(L, a->y, a->c, &om, &ow);
+    if (!lt_wr(L, om, ow, o.t, L->tg->pos_vxm, WEST, so, tag, a->y->avail, w))
+        return false;
+    L->tag = tag;
+    return true;
+}
+
+static ts_status sched_gap(lt *L, const ts_graph_node *nd, tens *x, tens *y, ts_lower_tsp_layer *ly)
+{
+    uint32_t cbase;
+    float sc = 1.0f / (float)x->P;
+    ly->scale = sc;
+    ts_status rc = lt_scale_const(L, nd, sc, &cbase);
+    if (rc != TS_OK)
+        return rc;
+    for (uint32_t c = 0; c < y->T; c++) {
+        gap_arg a = {.x = x, .y = y, .c = c, .sword = cbase};
+        uint64_t A = 0, w;
+        for (uint32_t i = 0; i < x->P; i++)
+            if (start_lb(L, x, (uint64_t)i * x->T + c) > A)
+                A = start_lb(L, x, (uint64_t)i * x->T + c);
+        if ((rc = lt_search(L, try_gap, &a, &A, &w, nd, false)) != TS_OK)
+            return rc;
+        if (L->rdmax > x->last_read)
+            x->last_read = L->rdmax;
+        y->ready[c] = w + L->tg->d_func.write + 1;
+        lt_span(ly, A, w);
+        ly->passes++;
+    }
+    return TS_OK;
+}
+
+/* GlobalAveragePool: one output pixel, scale 1 / pixels. */
+ts_status lt_lower_gap(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
+{
+    tens *x = &L->t[nd->in[0]];
+    if (!x->placed)
+        return ts_err_set(L->err, TS_EINPUT, "GlobalAveragePool '%s': its input is not placed", nd->name);
+    ts_status rc = lt_place(L, nd->out[0], 1, x->C, nd, false, lt_bank_pref(L, x));
+    if (rc != TS_OK || (rc = sched_gap(L, nd, x, &L->t[nd->out[0]], ly)) != TS_OK)
+        return rc;
+    lt_release(L, nd->in[0]);
+    return TS_OK;
+}
