@@ -106,7 +106,9 @@ typedef struct wse_tstats {
     uint64_t insns, tasks;
     uint64_t sram_rd, sram_wr;            /* bytes */
     uint64_t regs;                        /* 32-bit register file accesses */
-    uint64_t int_ops, f32_add, f32_mul, f32_mac, f16_add, f16_mul, f16_mac;
+    uint64_t ev[WSE_EV_ROWS + 1];         /* per .def row naming an energy event (wse_isa.h: its
+                                           * issues, or a vector op's elements); the last slot counts
+                                           * the rows naming none and is never charged */
     uint64_t injected, delivered;         /* wavelets core to fabric, fabric to core */
     uint64_t link[WSE_NPORTS];            /* wavelets sent per output port (R = to core) */
     uint64_t router_busy;                 /* cycles the router forwarded anything */

@@ -305,14 +305,7 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
         ts_wse_set_err(b, t, b->now, "op %u has no executor", in->op);
         return 1;
     }
-    if (f->unit == WSE_U_ALU && f->energy)
-        t->s.int_ops++;
-    if (f->unit == WSE_U_FPU) {
-        if (in->op == WSE_OP_FMUL)
-            t->s.f32_mul++;
-        else
-            t->s.f32_add++;
-    }
+    t->s.ev[f->ev_issue]++; /* its .def energy event; a vector op counts its elements instead */
     for (int j = 0; j < TS_MAX_OPNDS && ts_wse_isa.ops[in->op].opnd[j]; j++)
         if ((ts_wse_isa.ops[in->op].opnd[j] & TS_OK_KIND_MASK) == TS_OK_REG)
             t->s.regs++;

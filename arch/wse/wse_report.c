@@ -208,25 +208,74 @@ static ts_status add_array(ts_model *m, ts_results *r, const char *name, const c
     return rc ? ts_err_set(err, rc, "cannot add statistic %s", name) : TS_OK;
 }
 
-enum { EV_COUNT = 13 };
-static const char *const ev_names[EV_COUNT] = {
-    "insn_issue", "int32_add", "regfile_32b", "fp32_add", "fp32_mul", "fp32_mac", "fp16_add",
-    "fp16_mul", "fp16_mac", "sram_read_64b", "sram_write_64b", "router_hop_32b", "wire_bit_mm"};
+/* The energy events of a run: the executor's own (OWN_*) and the .def's, each .def event once
+ * (ts_wse_events) in the order of the rows that first name them. An instruction's issue and
+ * register accesses come first, then the .def's events, then SRAM and fabric. It is the order
+ * they are priced and summed in (core/results.c: ts_results_price, ts_results_price_rows): another
+ * can change the last digits of energy figures. */
+enum { OWN_ISSUE, OWN_REGFILE, OWN_SRAM_RD, OWN_SRAM_WR, OWN_HOP, OWN_WIRE, EV_OWN };
+static const char *const own_name[EV_OWN] = {
+    [OWN_ISSUE] = "insn_issue",          [OWN_REGFILE] = "regfile_32b",   [OWN_SRAM_RD] = "sram_read_64b",
+    [OWN_SRAM_WR] = "sram_write_64b",    [OWN_HOP] = "router_hop_32b",    [OWN_WIRE] = "wire_bit_mm"};
+enum { EV_MAX = EV_OWN + WSE_EV_ROWS };
+
+typedef struct wse_evlist {
+    const char *names[EV_MAX];
+    size_t n, nev;              /* events in all, of which the .def's (names[2 .. nev + 1]) */
+    uint8_t ev_of[WSE_EV_ROWS]; /* counter slot -> its .def event, 0 .. nev - 1 */
+} wse_evlist;
+
+/* Where event e of the executor's own sits in the list of a .def of nev events: issue and register
+ * file before them, the rest after. */
+static size_t own_at(int e, size_t nev) { return e <= OWN_REGFILE ? (size_t)e : nev + (size_t)e; }
+
+static void evlist(wse_evlist *l)
+{
+    l->nev = ts_wse_events(l->names + OWN_REGFILE + 1, l->ev_of);
+    for (int e = 0; e < EV_OWN; e++)
+        l->names[own_at(e, l->nev)] = own_name[e];
+    l->n = EV_OWN + l->nev;
+}
 
 /* The energy events of counters s (one tile's, or summed over tiles: the events are linear in
- * them), in the order of ev_names. */
-static void events_of(const ts_model *m, const wse_tstats *s, double *ev)
+ * them), in the order of l->names. */
+static void events_of(const ts_model *m, const wse_evlist *l, const wse_tstats *s, double *ev)
 {
     uint64_t ns = s->link[WSE_N] + s->link[WSE_S], ew = s->link[WSE_E] + s->link[WSE_W];
     double mm_ew = m->c.pitch_x * 1e3, mm_ns = m->c.pitch_y * 1e3;
-    const double v[EV_COUNT] = {
-        (double)s->insns, (double)s->int_ops, (double)s->regs, (double)s->f32_add, (double)s->f32_mul,
-        (double)s->f32_mac, (double)s->f16_add, (double)s->f16_mul, (double)s->f16_mac, (double)s->sram_rd / 8.0,
-        (double)s->sram_wr / 8.0,
+    const double v[EV_OWN] = {
+        [OWN_ISSUE] = (double)s->insns,
+        [OWN_REGFILE] = (double)s->regs,
+        [OWN_SRAM_RD] = (double)s->sram_rd / 8.0,
+        [OWN_SRAM_WR] = (double)s->sram_wr / 8.0,
         /* a router traversal per wavelet per output port, ramp deliveries and injections included */
-        (double)(ns + ew + s->delivered + s->injected),
-        (double)m->c.link_bits * ((double)ew * mm_ew + (double)ns * mm_ns)};
-    memcpy(ev, v, sizeof v);
+        [OWN_HOP] = (double)(ns + ew + s->delivered + s->injected),
+        [OWN_WIRE] = (double)m->c.link_bits * ((double)ew * mm_ew + (double)ns * mm_ns)};
+    for (int e = 0; e < EV_OWN; e++)
+        ev[own_at(e, l->nev)] = v[e];
+    uint64_t def[WSE_EV_ROWS] = {0}; /* the rows of one event summed as integers, then converted */
+    for (size_t k = 0; k < WSE_EV_ROWS; k++)
+        def[l->ev_of[k]] += s->ev[k];
+    for (size_t e = 0; e < l->nev; e++)
+        ev[OWN_REGFILE + 1 + e] = (double)def[e];
+}
+
+/* Floating-point operations and MACs of counters s, from the .def rows' units and element
+ * operations (wse_isa.c asserts every floating-point op but a move names an event, so has a slot):
+ * a scalar FPU op or a vector add, subtract or multiply is one flop per issue or element, a vector
+ * multiply-add two and one MAC. */
+static void flops_of(const wse_tstats *s, uint64_t *flops, uint64_t *macs)
+{
+    *flops = *macs = 0;
+    for (int op = 0; op < WSE_OP_COUNT; op++) {
+        const wse_opfacts *f = &ts_wse_opfacts[op];
+        if (f->ev == WSE_EV_ROWS)
+            continue;
+        if (f->unit == WSE_U_VEC && f->vop == WSE_V_MAC)
+            *macs += s->ev[f->ev];
+        else if (f->unit == WSE_U_FPU || (f->unit == WSE_U_VEC && f->vop != WSE_V_MOV))
+            *flops += s->ev[f->ev];
+    }
 }
 
 /* Table region_events: the energy events of the PEs in each region the run options asked for. */
@@ -234,9 +283,11 @@ static ts_status region_events(const ts_model *m, ts_stats *st, ts_err *err)
 {
     if (!m->nregions)
         return TS_OK;
+    wse_evlist l;
+    evlist(&l);
     int tab = ts_results_events_table(st, "region_events", "per region of PEs asked for (a lowered model's "
-                                      "stages): the energy events of its PEs, to price it", "region", ev_names,
-                                      EV_COUNT);
+                                      "stages): the energy events of its PEs, to price it", "region", l.names,
+                                      l.n);
     if (tab < 0)
         return ts_err_set(err, TS_ENOMEM, "out of memory for the region_events table");
     for (size_t i = 0; i < m->nregions; i++) {
@@ -252,9 +303,9 @@ static ts_status region_events(const ts_model *m, ts_stats *st, ts_err *err)
                 for (size_t k = 0; k < sizeof s / sizeof(uint64_t); k++)
                     d[k] += a[k];
             }
-        double row[1 + EV_COUNT];
+        double row[1 + EV_MAX];
         row[0] = (double)i;
-        events_of(m, &s, row + 1);
+        events_of(m, &l, &s, row + 1);
         if (ts_stats_row(st, tab, row) != TS_OK)
             return ts_err_set(err, TS_ENOMEM, "out of memory for the region_events table");
     }
@@ -287,19 +338,24 @@ static ts_status wse_collect(ts_model *m, ts_results *r, ts_err *err)
     r->bytes[TS_LEVEL_SRAM] = s.sram_rd + s.sram_wr;
     r->bytes[TS_LEVEL_NET] = hops * bytes_w;
     r->bytes[TS_LEVEL_OFFCHIP] = m->offchip;
-    r->macs = s.f32_mac + s.f16_mac;
-    r->flops = (double)(s.f32_add + s.f32_mul + s.f16_add + s.f16_mul) + 2.0 * (double)(s.f32_mac + s.f16_mac);
+    uint64_t flops, macs;
+    flops_of(&s, &flops, &macs);
+    r->macs = macs;
+    r->flops = (double)flops + 2.0 * (double)macs;
     uint64_t links = 2 * ((m->c.width - 1) * m->c.height + m->c.width * (m->c.height - 1));
     ts_status rc = TS_OK;
 #define CHK(x) do { if ((rc = (x)) != TS_OK) return rc; } while (0)
     CHK(ts_results_util(r, "pe", m->npes, s.busy, err));
     CHK(ts_results_util(r, "router", m->npes, s.router_busy, err));
     CHK(ts_results_util(r, "link", links, hops, err));
-    /* energy events, names from the shipped tables */
-    double ev[EV_COUNT];
-    events_of(m, &s, ev);
-    for (int e = 0; e < EV_COUNT; e++)
-        CHK(ts_results_event(r, ev_names[e], ev[e], err));
+    /* energy events, every one even when none happened: pricing fails on a name the energy table
+     * lacks, so a .def event no table prices fails every run rather than go uncharged */
+    wse_evlist l;
+    evlist(&l);
+    double ev[EV_MAX];
+    events_of(m, &l, &s, ev);
+    for (size_t e = 0; e < l.n; e++)
+        CHK(ts_results_event(r, l.names[e], ev[e], err));
     CHK(region_events(m, r->stats, err));
     /* family statistics */
     ts_stats *st = r->stats;

@@ -284,28 +284,7 @@ uint32_t ts_wse_vec_step(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint
     }
     t->s.sram_rd += (uint64_t)k * br;
     t->s.sram_wr += (uint64_t)k * bw;
-    switch (f->vop) {
-    case WSE_V_ADD:
-    case WSE_V_SUB:
-        if (esize == 4)
-            t->s.f32_add += k;
-        else
-            t->s.f16_add += k;
-        break;
-    case WSE_V_MUL:
-        if (esize == 4)
-            t->s.f32_mul += k;
-        else
-            t->s.f16_mul += k;
-        break;
-    case WSE_V_MAC:
-        if (esize == 4)
-            t->s.f32_mac += k;
-        else
-            t->s.f16_mac += k;
-        break;
-    default: break; /* WSE_V_MOV, the only other VOP (asserted in wse_isa.c), counts no arithmetic */
-    }
+    t->s.ev[f->ev] += k; /* its .def energy event per element (a move names none) */
     return k;
 }
 
