@@ -146,7 +146,7 @@ static uint64_t talloc(lw *L, uint64_t bytes) { return talloc_avoid(L, bytes, 0,
 /* The lowest byte of the current operator's weights (and the dynamic region's limit). */
 static uint64_t wbase(const lw *L)
 {
-    uint64_t top = L->p->sram_bytes & ~(uint64_t)15, used = L->perm + L->wabove + L->wsz[L->cur];
+    uint64_t top = L->p->target.sram_bytes & ~(uint64_t)15, used = L->perm + L->wabove + L->wsz[L->cur];
     return used < top ? top - used : 0;
 }
 
@@ -282,8 +282,8 @@ static ts_status check_fit(lw *L, const char *what, const char *name)
 {
     if (L->oom)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering %s '%s'", what, name);
-    uint64_t top = L->p->sram_bytes & ~(uint64_t)15, need = need_bytes(L);
-    if (L->measure || (need <= top && wbase(L) >= L->p->interleaved_base))
+    uint64_t top = L->p->target.sram_bytes & ~(uint64_t)15, need = need_bytes(L);
+    if (L->measure || (need <= top && wbase(L) >= L->p->target.interleaved_base))
         return TS_OK;
     L->overfull = true;
     /* the operator with the most weights still to be used */
@@ -297,7 +297,7 @@ static ts_status check_fit(lw *L, const char *what, const char *name)
                       "and buffers at once, %llu KiB of weights still to be used and tables, the most weights "
                       "%llu KiB for %s '%s')",
                       what, name, (unsigned long long)((need + 1023) / 1024),
-                      (unsigned long long)(L->p->sram_bytes / 1024),
+                      (unsigned long long)(L->p->target.sram_bytes / 1024),
                       (unsigned long long)((need - (need < top ? need : top) + 1023) / 1024),
                       (unsigned long long)((L->hw + 1023) / 1024), (unsigned long long)((need - L->hw + 1023) / 1024),
                       (unsigned long long)((L->wsz[big] + 1023) / 1024), opname(bn), bn->name);
@@ -368,7 +368,7 @@ static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uin
         return TS_OK;
     }
     /* the buffer receives while the tile sends from x's chunk: keep them in different elements */
-    uint64_t eb = L->p->element_bytes ? L->p->element_bytes : 16;
+    uint64_t eb = L->p->target.element_bytes ? L->p->target.element_bytes : 16;
     uint64_t av0 = P->addr / eb * eb, av1 = (P->addr + P->chunk * es + eb - 1) / eb * eb;
     uint64_t g = L->into ? L->into : talloc_avoid(L, need, av0, av1);
     lw_piece *pc = NULL;
@@ -740,7 +740,7 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
      * blocks of qpb groups (the output is then blocked: rows over tile groups, columns over the
      * tiles of a group) */
     uint64_t qpb = nq;
-    while (qpb > 1 && qpb * kp * U * 8 > L->p->sram_bytes / L->mmshare)
+    while (qpb > 1 && qpb * kp * U * 8 > L->p->target.sram_bytes / L->mmshare)
         qpb = cdiv(qpb, 2);
     uint64_t ncb = cdiv(nq, qpb);
     if (ncb > L->T)
@@ -752,7 +752,7 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
      * into nks slices whose rows of A take at most 1/mmshare of the tile memory: each slice is
      * gathered into one buffer and multiplied in turn, adding the sums of the slices before (f32) */
     uint64_t nks = 1;
-    while (!half && L->mmshare > 4 && rp * (kp / nks) * 8 > L->p->sram_bytes / L->mmshare && kp % (2 * nks) == 0)
+    while (!half && L->mmshare > 4 && rp * (kp / nks) * 8 > L->p->target.sram_bytes / L->mmshare && kp % (2 * nks) == 0)
         nks *= 2;
     uint64_t kps = kp / nks;
     for (uint32_t t = 0; t < tn; t++) {
@@ -804,7 +804,7 @@ static ts_status lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
     uint64_t tmp = nks > 1 ? talloc(L, rp * pbc * 4) : 0, abuf = 0;
     if (nks > 1) {
         const lw_place *PA = &L->pl[n->in[0]];
-        uint64_t eb = L->p->element_bytes ? L->p->element_bytes : 16;
+        uint64_t eb = L->p->target.element_bytes ? L->p->target.element_bytes : 16;
         abuf = talloc_avoid(L, rp * kps * 8, PA->addr / eb * eb, (PA->addr + PA->chunk * 4 + eb - 1) / eb * eb);
     }
     uint32_t *rows = ts_calloc(tn, sizeof *rows);
@@ -945,7 +945,7 @@ static ts_status lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, con
     const lw_place *XP = &L->pl[n->in[0]];
     {
         double best = 0;
-        uint64_t tb = L->p->sram_bytes / 3;
+        uint64_t tb = L->p->target.sram_bytes / 3;
         /* AMP loop issues per input of a group: (U + 2) per step of per inputs, taken as 2 for f32
          * (as calibrated) and scaled by the f16 loop's ratio to it */
         const double ki = half ? 2.0 * (U + 2) * 2 / (6.0 * (double)per) : 2.0;
@@ -1927,7 +1927,7 @@ static ts_status lower_transpose(lw *L, const ts_graph_node *n, lw_scr *sc)
     uint64_t rpt = cdiv(R, L->T);
     uint32_t tn = (uint32_t)cdiv(R, rpt);
     const lw_place *P = &L->pl[n->in[0]];
-    uint64_t eb = L->p->element_bytes ? L->p->element_bytes : 16;
+    uint64_t eb = L->p->target.element_bytes ? L->p->target.element_bytes : 16;
     uint64_t av0 = P->addr / eb * eb, av1 = (P->addr + P->chunk * 4 + eb - 1) / eb * eb;
     uint64_t out = alloc_avoid(L, rpt * Lo * 4, av0, av1);
     for (uint64_t j = 0; j < rpt && rc == TS_OK; j++) {
@@ -2127,7 +2127,7 @@ static ts_status lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
     /* one plane a tile: the image is filled first (a superstep of its own) and the plane's rows are
      * gathered straight into it; otherwise the planes are gathered, then copied in plane by plane */
     bool direct = !gap && rp == 1;
-    uint64_t eb = L->p->element_bytes ? L->p->element_bytes : 16, xa = L->pl[n->in[0]].addr;
+    uint64_t eb = L->p->target.element_bytes ? L->p->target.element_bytes : 16, xa = L->pl[n->in[0]].addr;
     uint64_t img = gap ? 0 : talloc_avoid(L, HP * WP * 4, xa / eb * eb,
                                           (xa + L->pl[n->in[0]].chunk * L->pl[n->in[0]].es + eb - 1) / eb * eb);
     if (direct) {
@@ -2432,7 +2432,7 @@ static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, con
                             uint32_t mmshare, uint64_t *wsz, uint64_t *perm, ts_program **out, ts_lower_report *rep,
                             bool *overfull, ts_err *err)
 {
-    uint32_t U = p->amp_macs_f32 / 2;
+    uint32_t U = p->target.amp_units_f32;
     lw L0 = {0}, *L = &L0;
     L->measure = measure;
     L->mmshare = mmshare;
@@ -2440,7 +2440,7 @@ static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, con
     L->plans = plans;
     L->wsz = wsz;
     L->perm = measure ? 0 : *perm;
-    L->ptop = p->sram_bytes & ~(uint64_t)15;
+    L->ptop = p->target.sram_bytes & ~(uint64_t)15;
     uint64_t wtotal = 0, wdone = 0, maxneed = 0;
     for (size_t i = 0; !measure && i < ts_graph_node_count(g); i++)
         wtotal += wsz[i];
@@ -2449,9 +2449,9 @@ static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, con
     L->p = p;
     L->err = err;
     L->units = U;
-    L->units16 = p->amp_macs_f16 / 4;
-    L->workers = p->workers ? p->workers : 6;
-    L->T = p->max_tiles && p->max_tiles < p->tiles ? p->max_tiles : p->tiles;
+    L->units16 = p->target.amp_units_f16;
+    L->workers = p->target.workers ? p->target.workers : 6;
+    L->T = p->max_tiles && p->max_tiles < p->target.tiles ? p->max_tiles : p->target.tiles;
     size_t nt = ts_graph_tensor_count(g);
     L->tiles = ts_calloc(L->T, sizeof *L->tiles);
     L->pl = ts_calloc(nt ? nt : 1, sizeof *L->pl);
@@ -2669,12 +2669,12 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     if (rep)
         memset(rep, 0, sizeof *rep);
     const ts_lower_ipu_params *p = ipu_params;
-    if (!p || !p->tiles || !p->sram_bytes)
+    if (!p || !p->target.tiles || !p->target.sram_bytes)
         return ts_err_set(err, TS_EINPUT, "IPU lowering: no tiles or no tile memory in the parameters");
-    uint32_t U = p->amp_macs_f32 / 2;
+    uint32_t U = p->target.amp_units_f32;
     if (U != 2 && U != 4 && U != 8)
         return ts_err_set(err, TS_EINPUT, "IPU lowering: %u AMP f32 MACs per cycle; the lowering handles 4, 8 or 16",
-                          p->amp_macs_f32);
+                          p->target.amp_macs_f32);
     size_t nn = ts_graph_node_count(g);
     uint64_t *wsz = ts_calloc(nn ? nn : 1, sizeof *wsz), perm = 0;
     bool shift = p->planner == TS_LOWER_PLANNER_T10 || p->planner == TS_LOWER_PLANNER_SPLIT;
@@ -2690,7 +2690,7 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
      * fit (all weights are loaded before the run), within 1/8, then 1/16, down to 1/64. */
     ts_status rc = TS_OK;
     uint32_t mmshare = 4;
-    for (uint64_t budget = p->sram_bytes;; budget = budget / 4 * 3, mmshare *= plans ? 1 : 2) {
+    for (uint64_t budget = p->target.sram_bytes;; budget = budget / 4 * 3, mmshare *= plans ? 1 : 2) {
         memset(wsz, 0, nn * sizeof *wsz);
         perm = 0;
         if (plans && (rc = ts_lwi_t10_plans(g, p, budget, plans, err)) != TS_OK)
@@ -2700,7 +2700,7 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
         rc = lower_pass(g, p, plans, true, mmshare, wsz, &perm, out, NULL, NULL, err);
         if (rc == TS_OK)
             rc = lower_pass(g, p, plans, false, mmshare, wsz, &perm, out, rep, &overfull, err);
-        if (rc == TS_OK || !overfull || (plans && budget / 4 * 3 < p->sram_bytes / 8) || (!plans && mmshare >= 64))
+        if (rc == TS_OK || !overfull || (plans && budget / 4 * 3 < p->target.sram_bytes / 8) || (!plans && mmshare >= 64))
             break;
         if (err) {
             ts_err_free(err);
@@ -2736,12 +2736,12 @@ ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, 
                                    ts_err *err)
 {
     ts_stats *s = res->stats;
-    const ts_stat *ss = ts_stats_find(s, "supersteps");
+    const ts_stat *ss = ts_stats_find(s, TS_IPU_TABLE_SUPERSTEPS);
     if (!ss || ss->kind != TS_STAT_TABLE || ss->ncols < 7)
         return ts_err_set(err, TS_EINPUT, "the run has no supersteps table to join the layers with");
     if (ss->nrows < rep->supersteps)
         return ts_err_set(err, TS_EINPUT, "the run passed %zu supersteps, the plan has %u", ss->nrows, rep->supersteps);
-    const ts_stat *ev = ts_stats_find(s, "superstep_events");
+    const ts_stat *ev = ts_stats_find(s, TS_IPU_TABLE_SUPERSTEP_EVENTS);
     static const char *const cols[] = {"node", "op", "tiles", "supersteps", "cycles", "compute_share",
                                        "exchange_share", "sync_share", "exchange_bytes", "mem_bytes", "macs",
                                        "bandwidth", "energy", "t10", "fm", "fn", "fk", "ft", "rp", "rot",
@@ -2785,25 +2785,7 @@ ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, 
 ts_status ts_lower_ipu_params_from_config(const ts_config *cfg, ts_lower_ipu_params *out, ts_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (strcmp(ts_config_arch(cfg), "ipu"))
-        return ts_err_set(err, TS_EINPUT, "config '%s' is for arch '%s', not 'ipu'", ts_config_name(cfg),
-                          ts_config_arch(cfg));
-    uint64_t tiles = 0, macs = 0, macs16 = 0, workers = 0;
-    if (ts_config_u64(cfg, "tiles", &tiles) || ts_config_u64(cfg, "tile.sram", &out->sram_bytes) ||
-        ts_config_u64(cfg, "tile.element_bytes", &out->element_bytes) ||
-        ts_config_u64(cfg, "tile.interleaved_base", &out->interleaved_base) ||
-        ts_config_u64(cfg, "amp.macs_per_cycle_f32", &macs) || ts_config_u64(cfg, "amp.macs_per_cycle_f16", &macs16) || ts_config_u64(cfg, "tile.worker_contexts", &workers))
-        return ts_err_set(err, TS_EINPUT, "config '%s' lacks a key the IPU lowering reads", ts_config_name(cfg));
-    out->tiles = (uint32_t)tiles;
-    out->amp_macs_f32 = (uint32_t)macs;
-    out->amp_macs_f16 = (uint32_t)macs16;
-    out->workers = (uint32_t)workers;
-    uint64_t xb = 4, sy = 90; /* planner (b)'s model only; the ipu schema has both keys */
-    (void)ts_config_u64(cfg, "exchange.bytes_per_cycle", &xb);
-    (void)ts_config_u64(cfg, "sync.internal_cycles", &sy);
-    out->xbytes = (uint32_t)xb;
-    out->sync_cycles = (uint32_t)sy;
-    return TS_OK;
+    return ts_ipu_target_from_config(cfg, &out->target, err);
 }
 
 ts_status ts_lower_ipu_planner(const char *name, int *out, ts_err *err)

@@ -128,12 +128,12 @@ static bool t10_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
 
 static ts_t10_hw t10_hw(const ts_lower_ipu_params *p, uint64_t sram)
 {
-    uint32_t T = p->max_tiles && p->max_tiles < p->tiles ? p->max_tiles : p->tiles;
+    uint32_t T = p->max_tiles && p->max_tiles < p->target.tiles ? p->max_tiles : p->target.tiles;
     /* round_cycles 30 is assumed (arming recv, send and rxwait of one exchange superstep), as in
      * plan_t10_table.c */
-    return (ts_t10_hw){.tiles = T, .sram_bytes = sram, .units = p->amp_macs_f32 / 2,
-                       .workers = p->workers ? p->workers : 6, .xbytes = p->xbytes ? p->xbytes : 4,
-                       .sync_cycles = p->sync_cycles ? p->sync_cycles : 90, .round_cycles = 30};
+    return (ts_t10_hw){.tiles = T, .sram_bytes = sram, .units = p->target.amp_units_f32,
+                       .workers = p->target.workers ? p->target.workers : 6, .xbytes = p->target.xbytes ? p->target.xbytes : 4,
+                       .sync_cycles = p->target.sync_cycles ? p->target.sync_cycles : 90, .round_cycles = 30};
 }
 
 /* A 1x1 Conv's plan priced for what its code does beyond a MatMul's. Its input arrives
@@ -191,7 +191,7 @@ static bool generable(const ts_lower_ipu_params *p, const t10_op *s, const ts_t1
 {
     /* f16: whole f16v4amp groups and steps of 4 inputs, k not split (its partial sums would need a
      * rounding pass after the tree) */
-    uint32_t u16 = p->amp_macs_f16 / 4;
+    uint32_t u16 = p->target.amp_units_f16;
     if (s->half && (u16 < 2 || u16 > 8 || u16 % 2 || pl->cols % u16 || pl->kp % 4 || pl->kt % 4 || pl->fk > 1))
         return false;
     /* a Conv another operator reads: blocks of whole image rows and at most 16 channels, as planner
@@ -200,11 +200,11 @@ static bool generable(const ts_lower_ipu_params *p, const t10_op *s, const ts_t1
     if (s->conv && s->read && ((pl->rows % s->wo && pl->rows < s->M) || pl->cols > 16))
         return false;
     if (pl->rot & TS_T10_ROT_B)
-        return pl->rp == 1 && !p->interleaved_base;
+        return pl->rp == 1 && !p->target.interleaved_base;
     /* a ring of rp + 1 > 2 slots needs three elements apart from the one A lies in */
-    uint64_t eb = p->element_bytes ? p->element_bytes : 16;
+    uint64_t eb = p->target.element_bytes ? p->target.element_bytes : 16;
     if ((pl->rot & TS_T10_ROT_A) && pl->rp > 1)
-        return p->sram_bytes / eb >= 4;
+        return p->target.sram_bytes / eb >= 4;
     return true;
 }
 
@@ -232,7 +232,7 @@ ts_status ts_lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint
             if (s.conv)
                 conv_cost(&hw, &mm, f);
             if (s.half)
-                f16_cost(&hw, p->amp_macs_f16 / 4, f);
+                f16_cost(&hw, p->target.amp_units_f16, f);
             if (!generable(p, &s, f)) {
                 rc = ts_err_set(err, TS_EINPUT, "plan: not generated (a rotating B needs rp 1 and 128-bit loads "
                                                 "everywhere, a rotating A at rp > 1 four SRAM elements per tile)");
@@ -250,7 +250,7 @@ ts_status ts_lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint
                 if (s.conv)
                     conv_cost(&hw, &mm, &v[j]);
                 if (s.half)
-                    f16_cost(&hw, p->amp_macs_f16 / 4, &v[j]);
+                    f16_cost(&hw, p->target.amp_units_f16, &v[j]);
                 v[k++] = v[j];
             }
         if (!k) {
@@ -344,7 +344,7 @@ static void shift(lw *L, uint32_t n, const uint32_t *prv, const uint32_t *nxt, c
 /* Element-aligned span of [a, a + bytes). */
 static void span(const lw *L, uint64_t a, uint64_t bytes, uint64_t *out)
 {
-    uint64_t eb = L->p->element_bytes ? L->p->element_bytes : 16;
+    uint64_t eb = L->p->target.element_bytes ? L->p->target.element_bytes : 16;
     out[0] = a / eb * eb;
     out[1] = cdiv(a + (bytes ? bytes : 1), eb) * eb;
 }
