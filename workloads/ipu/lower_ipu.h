@@ -14,8 +14,8 @@
  * [-1, 1) (ts_fill_f32).
  *
  * With planner (b) (params.planner = TS_LOWER_PLANNER_T10) MatMul, Gemm and 1x1 Convs are lowered
- * as T10's compute-shift plans instead (workloads/ipu/lower_ipu_t10.c, plan_t10.h), every other
- * operator as above.
+ * as T10's compute-shift plans instead (workloads/ipu/lower_ipu_t10_plans.c, lower_ipu_t10.c,
+ * plan_t10.h), every other operator as above. workloads/ipu/lower_ipu_int.h lists the files.
  *
  * The lowering only knows the IPU's opcode table (arch/ipu/ipu_isa.def) and its machine facts
  * (arch/ipu/ipu_target.h), which come in a ts_lower_ipu_params filled from the chip config.
