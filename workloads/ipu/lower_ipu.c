@@ -201,6 +201,8 @@ static ts_status pass_init(lw_pass *ps, const ts_graph *g, const ts_lower_ipu_pa
 
 /* Liveness: the memory of a tensor (of its root, through Reshape and Flatten) is freed after its
  * last consumer; graph outputs are kept. */
+/* shared candidate: workloads/lower (each tensor's root through the views and its last consumer,
+ * the graph walk's liveness DESIGN.md gives that folder) */
 static ts_status liveness(lw *L)
 {
     const ts_graph *g = L->g;

@@ -39,6 +39,7 @@ enum lw_op {
 #define RM(n) TS_IPU_MREG(n) /* $m register number */
 #define RA(n) TS_IPU_AREG(n) /* $a register number */
 
+/* shared candidate: workloads/lower (geometry; the WSE lowering has its own cdiv) */
 static inline uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 static inline uint64_t umin(uint64_t a, uint64_t b) { return a < b ? a : b; }
 

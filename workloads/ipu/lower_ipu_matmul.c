@@ -4,7 +4,7 @@
  * weight (rows of A over tile groups; the columns in blocks over the tiles of a group once the
  * weights pass their share of the tile; k in slices when A's rows do not fit either; a Gemm of one
  * row is a 1x1 Conv, lower_ipu_conv.c), and the MatMul of two activations on the workers' f32
- * units (lower_bmm).
+ * units (lwi_lower_bmm).
  */
 #include <string.h>
 

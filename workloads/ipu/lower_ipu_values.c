@@ -8,6 +8,8 @@
 #include "workloads/ipu/lower_ipu_int.h"
 #include "workloads/lower/fill.h"
 
+/* shared candidate: workloads/lower/fill (an element's value from the tensor's data or ts_fill_f32,
+ * f32 and f16; the WSE lowering has its own for f32) */
 float lwi_value(const ts_graph_tensor *t, int id, uint64_t i)
 {
     if (t->dtype == TS_DT_F16) {
