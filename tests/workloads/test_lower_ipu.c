@@ -3,11 +3,14 @@
  * read back from tile memory where the lowering reports them, are compared with C references. */
 #include <check.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arch/ipu/ipu.h"
+#include "arch/ipu/ipu_int.h"
+#include "arch/ipu/ipu_target.h"
 #include "core/alloc.h"
 #include "core/half.h"
 #include "core/program.h"
@@ -771,6 +774,97 @@ START_TEST(test_pool)
     }
     lowered_free(&L);
     ts_graph_destroy(g);
+}
+END_TEST
+
+/* ---- the machine facts ---- */
+
+/* A family that is not the IPU, for the refusal. */
+typedef struct toy_cfg { uint64_t lanes; } toy_cfg;
+static const ts_cfg_key toy_keys[] = {
+    {"lanes", TS_CFG_UINT, TS_UNIT_NONE, 1, 64, "4", "lanes of the toy", offsetof(toy_cfg, lanes), NULL},
+};
+static const ts_schema toy_schema = {.arch = "toy", .title = "a toy", .keys = toy_keys, .nkeys = 1,
+                                     .size = sizeof(toy_cfg)};
+static const ts_schema *toy_lookup(const char *arch) { return strcmp(arch, "toy") ? NULL : &toy_schema; }
+
+/* The key the lowering once read by name, as an unsigned integer. */
+static uint64_t key_u64(const ts_config *cfg, const char *path)
+{
+    uint64_t v = 0;
+    ck_assert_msg(ts_config_u64(cfg, path, &v) == 0, "no key %s", path);
+    return v;
+}
+
+START_TEST(test_target)
+{
+    /* the configs' values (configs/ipu_mk1.yaml, ipu_mk2.yaml), which are their keys' values */
+    static const struct {
+        const char *config;
+        ts_ipu_target want;
+    } cases[] = {
+        {"ipu_mk1", {.tiles = 1216, .sram_bytes = 256 * 1024, .element_bytes = 32 * 1024, .interleaved_base = 0,
+                     .amp_macs_f32 = 8, .amp_macs_f16 = 32, .amp_units_f32 = 4, .amp_units_f16 = 8, .workers = 6,
+                     .xbytes = 4, .sync_cycles = 90}},
+        {"ipu_mk2", {.tiles = 1472, .sram_bytes = 624 * 1024, .element_bytes = 32 * 1024, .interleaved_base = 0,
+                     .amp_macs_f32 = 16, .amp_macs_f16 = 64, .amp_units_f32 = 8, .amp_units_f16 = 16, .workers = 6,
+                     .xbytes = 4, .sync_cycles = 118}},
+    };
+    ts_err e;
+    ts_err_init(&e);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ts_config *cfg = ipu_test_config(cases[i].config, NULL);
+        ts_ipu_target tg;
+        ck_assert_int_eq(ts_ipu_target_from_config(cfg, &tg, &e), TS_OK);
+        const ts_ipu_target *w = &cases[i].want;
+        ck_assert_uint_eq(tg.tiles, w->tiles);
+        ck_assert_uint_eq(tg.sram_bytes, w->sram_bytes);
+        ck_assert_uint_eq(tg.element_bytes, w->element_bytes);
+        ck_assert_uint_eq(tg.interleaved_base, w->interleaved_base);
+        ck_assert_uint_eq(tg.amp_macs_f32, w->amp_macs_f32);
+        ck_assert_uint_eq(tg.amp_macs_f16, w->amp_macs_f16);
+        ck_assert_uint_eq(tg.amp_units_f32, w->amp_units_f32);
+        ck_assert_uint_eq(tg.amp_units_f16, w->amp_units_f16);
+        ck_assert_uint_eq(tg.workers, w->workers);
+        ck_assert_uint_eq(tg.xbytes, w->xbytes);
+        ck_assert_uint_eq(tg.sync_cycles, w->sync_cycles);
+        /* the same as the keys read by name, and as the typed config's derived fields */
+        ck_assert_uint_eq(tg.tiles, key_u64(cfg, "tiles"));
+        ck_assert_uint_eq(tg.sram_bytes, key_u64(cfg, "tile.sram"));
+        ck_assert_uint_eq(tg.element_bytes, key_u64(cfg, "tile.element_bytes"));
+        ck_assert_uint_eq(tg.interleaved_base, key_u64(cfg, "tile.interleaved_base"));
+        ck_assert_uint_eq(tg.amp_macs_f32, key_u64(cfg, "amp.macs_per_cycle_f32"));
+        ck_assert_uint_eq(tg.amp_macs_f16, key_u64(cfg, "amp.macs_per_cycle_f16"));
+        ck_assert_uint_eq(tg.workers, key_u64(cfg, "tile.worker_contexts"));
+        ck_assert_uint_eq(tg.xbytes, key_u64(cfg, "exchange.bytes_per_cycle"));
+        ck_assert_uint_eq(tg.sync_cycles, key_u64(cfg, "sync.internal_cycles"));
+        const ts_ipu_cfg *c = ts_config_data(cfg);
+        ck_assert_uint_eq(tg.amp_units_f32, c->amp_units_f32);
+        ck_assert_uint_eq(tg.amp_units_f16, c->amp_units_f16);
+        /* the lowering's parameters hold the target, the settings at their defaults */
+        ts_lower_ipu_params p;
+        ck_assert_int_eq(ts_lower_ipu_params_from_config(cfg, &p, &e), TS_OK);
+        ck_assert_int_eq(memcmp(&p.target, &tg, sizeof tg), 0);
+        ck_assert_int_eq(p.planner, TS_LOWER_PLANNER_LCS);
+        ck_assert_uint_eq(p.max_tiles, 0);
+        ck_assert_ptr_null(p.t10_plan);
+        ts_config_destroy(cfg);
+    }
+    /* another family's config is refused, by name */
+    static const char toy[] = "arch: toy\nname: toy1\nlanes: 8\n";
+    ts_config_opts o = {.schema = toy_lookup};
+    ts_config *cfg = NULL;
+    ck_assert_int_eq(ts_config_load_string(&cfg, "toy1.yaml", toy, sizeof toy - 1, &o, &e), TS_OK);
+    ts_ipu_target tg;
+    ck_assert_int_eq(ts_ipu_target_from_config(cfg, &tg, &e), TS_EINPUT);
+    ck_assert_str_eq(e.msg, "config 'toy1' is for arch 'toy', not 'ipu'");
+    ts_err_free(&e);
+    ts_err_init(&e);
+    ts_lower_ipu_params p;
+    ck_assert_int_eq(ts_lower_ipu_params_from_config(cfg, &p, &e), TS_EINPUT);
+    ck_assert_str_eq(e.msg, "config 'toy1' is for arch 'toy', not 'ipu'");
+    ts_config_destroy(cfg);
+    ts_err_free(&e);
 }
 END_TEST
 
@@ -1644,6 +1738,7 @@ int main(void)
     tcase_add_loop_test(tc, test_residual, 0, 2);
     tcase_add_test(tc, test_residual_f16);
     tcase_add_loop_test(tc, test_pool, 0, 2);
+    tcase_add_test(tc, test_target);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_builtin_matmul);
     tcase_add_loop_test(tc, test_t10_plans, 0, (int)(sizeof t10_cases / sizeof t10_cases[0]));

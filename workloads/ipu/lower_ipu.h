@@ -14,17 +14,18 @@
  * [-1, 1) (ts_fill_f32).
  *
  * With planner (b) (params.planner = TS_LOWER_PLANNER_T10) MatMul, Gemm and 1x1 Convs are lowered
- * as T10's compute-shift plans instead (workloads/ipu/lower_ipu_t10.c, plan_t10.h), every other
- * operator as above.
+ * as T10's compute-shift plans instead (workloads/ipu/lower_ipu_t10_plans.c, lower_ipu_t10.c,
+ * plan_t10.h), every other operator as above. workloads/ipu/lower_ipu_int.h lists the files.
  *
- * The lowering only knows the IPU's opcode table (arch/ipu/ipu_isa.def); the machine figures it
- * needs come in a ts_lower_ipu_params filled by the caller from the chip config.
+ * The lowering only knows the IPU's opcode table (arch/ipu/ipu_isa.def) and its machine facts
+ * (arch/ipu/ipu_target.h), which come in a ts_lower_ipu_params filled from the chip config.
  */
 #ifndef TS_WORKLOADS_LOWER_IPU_H
 #define TS_WORKLOADS_LOWER_IPU_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include "arch/ipu/ipu_target.h"
 #include "core/config.h"
 #include "core/energy.h"
 #include "core/err.h"
@@ -35,19 +36,10 @@
 #include "workloads/ipu/plan_t10.h"
 #include "workloads/lower/lower.h"
 
-/* What the lowering needs to know about the chip. */
+/* What the lowering needs to know: the chip, and the lowering's own settings. */
 typedef struct ts_lower_ipu_params {
-    uint32_t tiles;            /* tiles on the chip (config `tiles`) */
+    ts_ipu_target target;      /* the chip (ts_ipu_target_from_config); workers 0 = 6 */
     uint32_t max_tiles;        /* use at most this many tiles; 0 = all */
-    uint64_t sram_bytes;       /* memory per tile (`tile.sram`) */
-    uint64_t element_bytes;    /* SRAM element (`tile.element_bytes`): sends and receives of one
-                                * superstep are kept in different elements */
-    uint64_t interleaved_base; /* 128-bit loads (AMP coefficients) only at or above (`tile.interleaved_base`) */
-    uint32_t amp_macs_f32;     /* AMP f32 MACs per cycle (`amp.macs_per_cycle_f32`), 2 per unit */
-    uint32_t amp_macs_f16;     /* AMP f16 MACs per cycle (`amp.macs_per_cycle_f16`), 4 per unit; 0 = no f16 */
-    uint32_t workers;          /* worker contexts per tile (`tile.worker_contexts`); 0 = 6 */
-    uint32_t xbytes;           /* exchange bytes per cycle per tile (`exchange.bytes_per_cycle`): planner (b)'s model */
-    uint32_t sync_cycles;      /* one chip-wide sync (`sync.internal_cycles`): planner (b)'s model */
     int planner;               /* TS_LOWER_PLANNER_*: which planner lowers MatMul/Gemm */
     const ts_t10_plan *t10_plan; /* planner (b) only: this plan's choice (fm, fn, fk, ft, rp, rot) for
                                   * every MatMul/Gemm it takes instead of the cost model's (tests,
@@ -64,7 +56,8 @@ enum { TS_LOWER_PLANNER_LCS = 0, TS_LOWER_PLANNER_T10 = 1, TS_LOWER_PLANNER_SPLI
 /* The planner named `name` ("lcs" or "t10") into *out; TS_EINPUT naming the choices otherwise. */
 ts_status ts_lower_ipu_planner(const char *name, int *out, ts_err *err);
 
-/* Fill params from a chip config whose arch is "ipu" (reads its keys through the schema). */
+/* Fill params from a chip config whose arch is "ipu": its target (ts_ipu_target_from_config), the
+ * settings at their defaults. */
 ts_status ts_lower_ipu_params_from_config(const ts_config *cfg, ts_lower_ipu_params *out, ts_err *err);
 
 /* Where one tensor lives: flat (inner = 0), element e is on tile e / chunk at byte address

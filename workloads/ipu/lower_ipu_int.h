@@ -1,9 +1,22 @@
-/* workloads/ipu/lower_ipu_int.h — what the IPU lowering's planners share (internal to workloads/).
+/* workloads/ipu/lower_ipu_int.h — what the files of the IPU lowering share (internal to workloads/ipu/).
  *
- * Planner (a), load-compute-store (lower_ipu.c), owns the lowering state, the memory allocator,
- * the gather over the exchange and the AMP matrix-product kernel; planner (b), compute-shift
- * (lower_ipu_t10.c), lowers MatMul/Gemm with them. The ts_lwi_ functions are lower_ipu.c's own
- * helpers under names the linker sees; lower_ipu.c documents each.
+ * The lowering (lower_ipu.h; docs/lowering-ipu.md) in rooms, each a file:
+ *   lower_ipu.c            the driver: the passes over the graph, liveness, each operator's report
+ *   lower_ipu_emit.c       instructions, workers and chip-wide syncs, the program's streams
+ *   lower_ipu_mem.c        tile memory: the dynamic region, weights, shared tables, the graph inputs
+ *   lower_ipu_values.c     the values of tensors (their data, or ts_fill_f32)
+ *   lower_ipu_exchange.c   where a tensor's elements lie, the gather over the exchange, sends
+ *   lower_ipu_matmul.c     the AMP matrix-product kernel, MatMul and Gemm, MatMul of two activations
+ *   lower_ipu_conv.c       Conv (and the one-row Gemm): its plan, memory and kernels
+ *   lower_ipu_eltwise.c    elementwise ops, Softmax, LayerNorm, Transpose
+ *   lower_ipu_pool.c       MaxPool, AveragePool, GlobalAveragePool
+ *   lower_ipu_t10_plans.c  planner (b): the operators it takes and their plans (plan_t10.h's model)
+ *   lower_ipu_t10.c        planner (b)'s code generation
+ *   lower_ipu_adapter.c    the registry's ts_lowering, the parameters, the per-layer attribution
+ * Planner (a), load-compute-store, is every file but the two t10 ones; planner (b), compute-shift,
+ * lowers its operators with (a)'s memory, gather and AMP kernel.
+ *
+ * The chip is known through arch/ipu/ipu_target.h (L->p->target) and the opcode table only.
  */
 #ifndef TS_WORKLOADS_LOWER_IPU_INT_H
 #define TS_WORKLOADS_LOWER_IPU_INT_H
@@ -23,8 +36,12 @@ enum lw_op {
     LW_COUNT
 };
 
-#define RM(n) (n)        /* $m register number */
-#define RA(n) (16 + (n)) /* $a register number */
+#define RM(n) TS_IPU_MREG(n) /* $m register number */
+#define RA(n) TS_IPU_AREG(n) /* $a register number */
+
+/* shared candidate: workloads/lower (geometry; the WSE lowering has its own cdiv) */
+static inline uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+static inline uint64_t umin(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 typedef struct lw_code { ts_insn *v; size_t n, cap; } lw_code;
 typedef struct lw_tile { lw_code sup, wrk; } lw_tile;
@@ -42,6 +59,7 @@ typedef struct lw_place {
 typedef struct lw_blk { uint64_t a, n; } lw_blk; /* a live block of the dynamic region */
 typedef struct lw_tab { uint64_t hash, bytes, addr; uint32_t tiles; } lw_tab; /* static data the same on every tile */
 
+/* The state of one pass of the lowering (lower_ipu.c). */
 typedef struct lw {
     const ts_graph *g;
     const ts_lower_ipu_params *p;
@@ -64,7 +82,7 @@ typedef struct lw {
      * highest: while operator k runs, the weights of operators k.. lie above wbase(k) and the
      * dynamic region stays below it. A first pass (measure) finds each operator's weight bytes. */
     bool measure;         /* first pass: sizes only, no segments */
-    uint64_t *wsz;        /* per node: weight bytes (filled by the first pass), owned */
+    uint64_t *wsz;        /* per node: weight bytes (filled by the first pass), borrowed */
     uint64_t perm;        /* table bytes (first pass total) */
     uint64_t ptop;        /* next table goes below this */
     uint64_t wabove;      /* weight bytes of the nodes after the current one */
@@ -90,6 +108,93 @@ typedef struct lw {
     const ts_t10_plan *plans; /* per node: the compute-shift plan (tiles 0 = load-compute-store); NULL = lcs */
 } lw;
 
+/* Scratch per tile for an operator's ranges: lo, hi, nr, where (T entries each, owned by the pass). */
+typedef struct lw_scr { uint64_t *lo, *hi, *where; uint32_t *nr; } lw_scr;
+
+/* ---- instructions, workers and syncs (lower_ipu_emit.c) ---- */
+
+/* Append an instruction to c; its index (L->oom set when out of memory). */
+size_t lwi_emit(lw *L, lw_code *c, int op, int32_t a0, int32_t a1, int32_t a2);
+/* On tile t's supervisor (S) or worker code (W), with lw *L in scope: S(t, SETZI, RM(1), 0, 0). */
+#define S(t, op, a, b, c) lwi_emit(L, &L->tiles[t].sup, LW_##op, (a), (b), (c))
+#define W(t, op, a, b, c) lwi_emit(L, &L->tiles[t].wrk, LW_##op, (a), (b), (c))
+/* The bits of f, an immediate of ldconst or setzi. */
+int32_t lwi_fbits(float f);
+/* A superstep mark at tile t's next supervisor instruction. */
+void lwi_mark(lw *L, uint32_t t);
+/* Every tile ends the superstep with a chip-wide sync. */
+void lwi_sync_all(lw *L);
+/* Run the routine at wrk pc `entry` on every worker of tile t (with $m0 := v), wait for them. */
+void lwi_run_all(lw *L, uint32_t t, size_t entry);
+void lwi_run_all_m0(lw *L, uint32_t t, size_t entry, uint64_t v);
+/* $m1 := this worker's first row of `rows` in blocks of rw (the last blocks overlap). */
+void lwi_emit_start_row(lw *L, uint32_t t, uint32_t rows, uint32_t rw);
+/* The current operator uses tiles 0..n-1. */
+void lwi_use_tiles(lw *L, uint32_t n);
+/* The tiles' code as the program's streams (worker code after the supervisor's), the marks; *out
+ * takes L->prog. */
+ts_status lwi_finish(lw *L, ts_program **out);
+
+/* ---- tile memory (lower_ipu_mem.c) ---- */
+
+/* The SRAM element (sends and receives of one superstep are kept in different ones). */
+uint64_t lwi_element_bytes(const lw *L);
+/* The element-aligned span [av[0], av[1]) of [addr, addr + bytes). */
+void lwi_elem_span(const lw *L, uint64_t addr, uint64_t bytes, uint64_t av[2]);
+/* Dynamic blocks, first fit: kept until released (alloc), avoiding [av0, av1) (av1 0: anywhere),
+ * or the current operator's buffers, freed with it (talloc), avoiding the element-aligned spans
+ * av[0..nav) ([lo, hi) pairs; hi 0: none). */
+uint64_t lwi_alloc(lw *L, uint64_t bytes);
+uint64_t lwi_alloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1);
+void lwi_release(lw *L, uint64_t a);
+uint64_t lwi_talloc(lw *L, uint64_t bytes);
+uint64_t lwi_talloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1);
+uint64_t lwi_talloc_apart(lw *L, uint64_t bytes, const uint64_t (*av)[2], size_t nav);
+/* The current operator's weights: initial data placed for it alone (0 in the first pass). */
+uint64_t lwi_salloc(lw *L, uint64_t bytes);
+/* Initial data: len bytes at addr of tile t (nothing in the first pass). */
+ts_status lwi_seg(lw *L, uint32_t t, uint64_t addr, const void *bytes, uint64_t len);
+/* A table the same on every tile, placed once per content on tiles 0..tn-1; *rc gets an error. */
+uint64_t lwi_stable(lw *L, const void *v, uint64_t bytes, uint32_t tn, ts_status *rc);
+/* Tile memory the current operator needs, and its check against the tile ("what 'name' needs
+ * ... KiB per tile ..."; sets L->overfull). */
+uint64_t lwi_need_bytes(const lw *L);
+ts_status lwi_check_fit(lw *L, const char *what, const char *name);
+/* The graph inputs as initial data, in chunks of whole rows over the tiles. */
+ts_status lwi_place_inputs(lw *L);
+
+/* ---- values (lower_ipu_values.c) ---- */
+
+/* Element i of tensor t (graph id `id`) as f32: its data, else ts_fill_f32 (f16: rounded to f16). */
+float lwi_value(const ts_graph_tensor *t, int id, uint64_t i);
+/* The ne elements of t as es-byte elements, f32 words (es 4) or f16 halves (es 2), owned by the
+ * caller (ts_free); NULL when out of memory. */
+void *lwi_values(const ts_graph_tensor *t, int id, uint32_t es, uint64_t ne);
+
+/* ---- the exchange (lower_ipu_exchange.c) ---- */
+
+/* Element e of a tensor placed at P: its tile, its element index there, and how many elements from
+ * e on lie contiguously on that tile. */
+uint64_t lwi_pl_run(const lw_place *P, uint64_t e, uint32_t *tile, uint64_t *off);
+/* Tile t < tn needs nr[t] (NULL: 1) ranges of tensor x, the j-th [lo[t] + j*sst, hi[t] + j*sst),
+ * at element offsets j*dstr of one contiguous slice of its memory; where[t] gets the slice's
+ * address (see lower_ipu_exchange.c). */
+ts_status lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64_t *hi, const uint32_t *nr,
+                     uint64_t sst, uint64_t dstr, bool force, uint64_t *where);
+/* Tile t arms a receive of `words` words from tile src into `to`; sends `words` words at `from`
+ * to tile dst. */
+void lwi_recv(lw *L, uint32_t t, uint64_t to, uint32_t src, uint64_t words);
+void lwi_send(lw *L, uint32_t t, uint64_t from, uint32_t dst, uint64_t words);
+
+/* ---- operators of planner (a) ---- */
+
+/* The driver's checks (lower_ipu.c): an error naming the operator ("... (the IPU lowering does not
+ * support this yet)"); input x must be placed (an activation or a graph input); is x held as f16
+ * halves. */
+ts_status lwi_unsupported(lw *L, const ts_graph_node *n, const char *why);
+ts_status lwi_need_placed(lw *L, const ts_graph_node *n, int x);
+bool lwi_held_half(const lw *L, int x);
+
 /* out[row r, output o] = sum_k a[r][k] w[k][o] (+ bias[o]), rows of 2*kp f32 at a + r*a_stride;
  * coefficient blocks [q][kp][unit][2] at w (U*8 bytes each); output o = q*U + u stored at
  * out + r*out_row + q*out_q + u*out_u; bias (0 = none) U floats per q. */
@@ -111,37 +216,53 @@ typedef struct mm_args {
                                 * every step; acc and bias then only say whether there are any) */
 } mm_args;
 
-/* Scratch per tile: lo, hi, nr, where. */
-typedef struct lw_scr { uint64_t *lo, *hi, *where; uint32_t *nr; } lw_scr;
+/* The AMP matrix-product kernel (lower_ipu_matmul.c): the routine every worker of tile t runs on
+ * its block of m->rows; and the AMP groups of one row of it, m->nq_real outputs (the coefficients
+ * from $m5, the input from $m2, the bias or partial sums from $m8, the outputs to $m6). */
+void lwi_emit_mm(lw *L, uint32_t t, const mm_args *m);
+void lwi_emit_amp_groups(lw *L, uint32_t t, const mm_args *m);
 
+/* A convolution's shape (a Gemm of one row is one of C = K input channels on a 1x1 image). */
+typedef struct cv_shape {
+    uint64_t C, H, Wd, M, kh, kw, sh, sw, pt, pl, pbot, pr, Ho, Wo;
+    const ts_graph_tensor *Wt, *Bt; /* weights; bias of M values or NULL */
+    int wid, bid;
+    int wmode;                      /* 0: Conv [M][C][kh][kw]; 1: Gemm B[N][K] (transB); 2: B[K][N] */
+    bool half;                      /* f16: inputs and weights rounded to f16 for f16v4amp (if C is even) */
+} cv_shape;
 
-/* emission */
-size_t ts_lwi_emit(lw *L, lw_code *c, int op, int32_t a0, int32_t a1, int32_t a2);
-void ts_lwi_sync_all(lw *L);
-void ts_lwi_emit_mm(lw *L, uint32_t t, const mm_args *m);
-void ts_lwi_run_all(lw *L, uint32_t t, size_t entry);
-void ts_lwi_run_all_m0(lw *L, uint32_t t, size_t entry, uint64_t v); /* the workers' $m0 := v */
-void ts_lwi_use_tiles(lw *L, uint32_t n);
-/* $m1 := this worker's first row of `rows` in blocks of rw (emit_start_row in lower_ipu.c). */
-void ts_lwi_emit_start_row(lw *L, uint32_t t, uint32_t rows, uint32_t rw);
-/* memory: dynamic blocks avoiding the element-aligned spans av[0..nav) ([lo, hi) pairs), freed with
- * the operator (talloc) or by address (release); the operator's weights (salloc); initial data */
-uint64_t ts_lwi_talloc_apart(lw *L, uint64_t bytes, const uint64_t (*av)[2], size_t nav);
-uint64_t ts_lwi_alloc(lw *L, uint64_t bytes);
-uint64_t ts_lwi_salloc(lw *L, uint64_t bytes);
-ts_status ts_lwi_seg(lw *L, uint32_t t, uint64_t addr, const void *bytes, uint64_t len);
-float ts_lwi_value(const ts_graph_tensor *t, int id, uint64_t i);
-/* the gather over the exchange */
-ts_status ts_lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64_t *hi, const uint32_t *nr,
-                        uint64_t sst, uint64_t dstr, bool force, uint64_t *where);
-ts_status ts_lwi_unsupported(lw *L, const ts_graph_node *n, const char *why);
+/* Each operator: n's output placed in L->pl, its supersteps emitted; sc is scratch. */
+ts_status lwi_lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc);    /* lower_ipu_matmul.c */
+ts_status lwi_lower_bmm(lw *L, const ts_graph_node *n, lw_scr *sc);
+ts_status lwi_lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc);      /* lower_ipu_conv.c */
+ts_status lwi_lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, const cv_shape *s);
+ts_status lwi_lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc);   /* lower_ipu_eltwise.c */
+ts_status lwi_lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc);
+ts_status lwi_lower_layernorm(lw *L, const ts_graph_node *n, lw_scr *sc);
+ts_status lwi_lower_transpose(lw *L, const ts_graph_node *n, lw_scr *sc);
+ts_status lwi_lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc);      /* lower_ipu_pool.c */
 
-/* Planner (b) (lower_ipu_t10.c). ts_lwi_t10_plans chooses, before the lowering, a plan for every
- * MatMul/Gemm it can generate code for (plans[node].tiles = 0 for the others), from each one's
- * Pareto set over weight bytes, trading memory across them within `budget` bytes per tile
- * (ts_t10_reconcile). ts_lwi_t10_matmul lowers node n with its plan. */
-ts_status ts_lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint64_t budget, ts_t10_plan *plans,
-                           ts_err *err);
-ts_status ts_lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_t10_plan *plan);
+/* ---- planner (b) ---- */
+
+/* A MatMul/Gemm planner (b) generates code for. */
+typedef struct t10_op {
+    const ts_graph_tensor *A, *B, *C;
+    uint64_t M, K, N;
+    bool tb;   /* Gemm transB: B is [N][K] */
+    bool conv; /* a 1x1 Conv (stride 1, no padding): M = pixels, K = input channels, N = output channels */
+    bool half; /* f16 throughout (a MatMul/Gemm): halves in and out, f32 partial sums, f16v4amp */
+    uint64_t wo; /* a Conv's output row (pixels) */
+    bool read; /* a Conv's output is read by another operator */
+} t10_op;
+
+/* lower_ipu_t10_plans.c. Node n as planner (b) takes it into *s; false if it does not. */
+bool lwi_t10_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s);
+/* Before the lowering: a plan for every MatMul/Gemm/1x1 Conv planner (b) can generate code for
+ * (plans[node].tiles = 0 for the others), from each one's Pareto set over weight bytes, trading
+ * memory across them within `budget` bytes per tile (ts_t10_reconcile). */
+ts_status lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint64_t budget, ts_t10_plan *plans,
+                        ts_err *err);
+/* lower_ipu_t10.c: node n with its plan. */
+ts_status lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_t10_plan *plan);
 
 #endif

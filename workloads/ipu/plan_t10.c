@@ -32,7 +32,7 @@ uint64_t ts_t10_amp_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t k, uint6
 
 /* Gathering A (a graph input, or an output in another layout: chunks of whole rows, at least 1024
  * elements or all rows, over the tiles) into tiles of `rows` rows each, every row wanted by
- * `copies` tiles. As the lowering's gather schedules it (workloads/ipu/lower_ipu.c), a receiver takes
+ * `copies` tiles. As the lowering's gather schedules it (workloads/ipu/lower_ipu_exchange.c), a receiver takes
  * one source per round, and in a round every copy of a chunk is sent by its holder one after the
  * other: rounds x (chunk bytes x copies) at the exchange rate, plus a round's fixed cost. */
 static void gather_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, uint64_t rows, uint64_t copies, uint64_t *cycles,

@@ -87,7 +87,7 @@ size_t ts_t10_pareto_weights(ts_t10_plan *v, size_t n);
 /* The fastest plan of a Pareto set within mem_limit bytes; NULL if none. */
 const ts_t10_plan *ts_t10_pick(const ts_t10_plan *pareto, size_t n, uint64_t mem_limit);
 
-/* The plan load-compute-store (workloads/ipu/lower_ipu.c) makes for the same MatMul, costed by the
+/* The plan load-compute-store (workloads/ipu/lower_ipu_matmul.c) makes for the same MatMul, costed by the
  * same model: rows over tiles, columns in blocks once the weights pass a quarter of the tile
  * memory, the A rows gathered from chunks of at least 1024 elements (the senders' ports are the
  * bottleneck when few tiles hold A), nothing rotates. A compute-shift plan pays the same gather of

@@ -1,0 +1,148 @@
+/* workloads/ipu/lower_ipu_adapter.c — the IPU lowering as the registry sees it
+ * (workloads/lower/lower.h): the per-layer attribution of a run's results, the parameters from a
+ * config, the settings, and the ts_lowering. */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "workloads/ipu/lower_ipu.h"
+
+/* ---- the per-layer attribution ---- */
+
+ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, const ts_energy_table *energy,
+                                   ts_err *err)
+{
+    ts_stats *s = res->stats;
+    const ts_stat *ss = ts_stats_find(s, TS_IPU_TABLE_SUPERSTEPS);
+    if (!ss || ss->kind != TS_STAT_TABLE || ss->ncols < 7)
+        return ts_err_set(err, TS_EINPUT, "the run has no supersteps table to join the layers with");
+    if (ss->nrows < rep->supersteps)
+        return ts_err_set(err, TS_EINPUT, "the run passed %zu supersteps, the plan has %u", ss->nrows, rep->supersteps);
+    const ts_stat *ev = ts_stats_find(s, TS_IPU_TABLE_SUPERSTEP_EVENTS);
+    static const char *const cols[] = {"node", "op", "tiles", "supersteps", "cycles", "compute_share",
+                                       "exchange_share", "sync_share", "exchange_bytes", "mem_bytes", "macs",
+                                       "bandwidth", "energy", "t10", "fm", "fn", "fk", "ft", "rp", "rot",
+                                       "model_cycles"};
+    static const char *const units[] = {"", "", "", "", "cycles", "", "", "", "B", "B", "", "GB/s", "uJ", "", "",
+                                        "", "", "", "", "", "cycles"};
+    /* the plan columns only for planner (b) */
+    size_t nc = rep->planner != TS_LOWER_PLANNER_LCS ? 21 : 13;
+    int tab = ts_stats_table(s, "layers", "one row per operator of the lowered model: its supersteps' cycles "
+                             "and their compute, exchange and sync shares, its tile memory per tile, its exchange "
+                             "bytes per second over its cycles and its dynamic energy", nc, cols, units);
+    if (tab < 0)
+        return ts_err_set(err, TS_ENOMEM, "out of memory for the layers table");
+    for (size_t i = 0; i < rep->nlayers; i++) {
+        const ts_lower_layer *l = &rep->layers[i];
+        if (!l->steps)
+            continue;
+        double c = 0, x = 0, y = 0, b = 0;
+        for (uint32_t k = l->first_step; k < l->first_step + l->steps; k++) {
+            const double *r = ss->rows + (size_t)k * ss->ncols; /* id start compute exchange sync critical bytes */
+            c += r[2];
+            x += r[3];
+            y += r[4];
+            b += r[6];
+        }
+        double tot = c + x + y, secs = res->clock_hz > 0 ? tot / res->clock_hz : 0;
+        double j = ts_results_price_rows(ev, l->first_step, l->steps, energy);
+        double row[21] = {l->node, l->op, l->tiles, l->steps, tot, tot > 0 ? c / tot : 0, tot > 0 ? x / tot : 0,
+                          tot > 0 ? y / tot : 0, b, (double)l->mem_bytes, (double)l->macs,
+                          secs > 0 ? b / secs / 1e9 : 0, j >= 0 ? j * 1e6 : -1, l->t10, l->fm, l->fn, l->fk, l->ft,
+                          l->rp, l->rot, (double)l->model_cycles};
+        ts_status rc = ts_stats_row(s, tab, row);
+        if (rc != TS_OK)
+            return ts_err_set(err, rc, "out of memory for the layers table");
+    }
+    return TS_OK;
+}
+
+/* ---- parameters from a config ---- */
+
+ts_status ts_lower_ipu_params_from_config(const ts_config *cfg, ts_lower_ipu_params *out, ts_err *err)
+{
+    memset(out, 0, sizeof *out);
+    return ts_ipu_target_from_config(cfg, &out->target, err);
+}
+
+ts_status ts_lower_ipu_planner(const char *name, int *out, ts_err *err)
+{
+    if (!strcmp(name, "lcs"))
+        *out = TS_LOWER_PLANNER_LCS;
+    else if (!strcmp(name, "t10"))
+        *out = TS_LOWER_PLANNER_T10;
+    else if (!strcmp(name, "split"))
+        *out = TS_LOWER_PLANNER_SPLIT;
+    else
+        return ts_err_set(err, TS_EINPUT, "unknown planner '%s': lcs (load-compute-store), t10 (compute-shift) or "
+                          "split (t10's partitions, nothing rotating)", name);
+    return TS_OK;
+}
+
+/* ---- the lowering interface (workloads/lower/lower.h) ---- */
+
+typedef struct ipu_lowering {
+    ts_lower_ipu_params p;
+    ts_lower_report rep;
+} ipu_lowering;
+
+static ts_status ipu_check_planner(const char *value, ts_err *err)
+{
+    int planner;
+    return ts_lower_ipu_planner(value, &planner, err);
+}
+
+static const ts_lower_param ipu_params[] = {
+    {"planner", "how MatMul, Gemm and 1x1 Conv are planned: lcs, t10 or split", ipu_check_planner},
+};
+
+static ts_status ipu_create(const ts_config *cfg, const ts_lower_opts *opts, void **state, ts_err *err)
+{
+    ipu_lowering *s = ts_calloc(1, sizeof *s);
+    if (!s)
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    *state = s;
+    ts_status rc = ts_lower_ipu_params_from_config(cfg, &s->p, err);
+    const char *planner = ts_lower_opts_get(opts, "planner");
+    if (rc == TS_OK && planner)
+        rc = ts_lower_ipu_planner(planner, &s->p.planner, err);
+    return rc;
+}
+
+static ts_status ipu_lower(void *state, const ts_graph *g, ts_program **out, ts_err *err)
+{
+    ipu_lowering *s = state;
+    return ts_lower_ipu(g, &s->p, out, &s->rep, err);
+}
+
+static ts_status ipu_prepare(void *state, ts_run_opts *ro, ts_err *err)
+{
+    (void)err;
+    const ipu_lowering *s = state;
+    ro->phase_events = s->rep.nlayers > 0; /* the layers table prices each operator's supersteps */
+    return TS_OK;
+}
+
+static ts_status ipu_attribute(void *state, ts_results *res, const ts_energy_table *energy, ts_err *err)
+{
+    const ipu_lowering *s = state;
+    return s->rep.nlayers ? ts_lower_ipu_layer_stats(&s->rep, res, energy, err) : TS_OK;
+}
+
+static void ipu_destroy(void *state)
+{
+    ipu_lowering *s = state;
+    ts_lower_report_free(&s->rep);
+    ts_free(s);
+}
+
+const ts_lowering ts_ipu_lowering = {
+    .arch = "ipu",
+    .name = "IPU load-compute-store / compute-shift",
+    .params = ipu_params,
+    .nparams = sizeof ipu_params / sizeof ipu_params[0],
+    .create = ipu_create,
+    .lower = ipu_lower,
+    .prepare = ipu_prepare,
+    .attribute = ipu_attribute,
+    .destroy = ipu_destroy,
+};

@@ -1,0 +1,325 @@
+/* workloads/ipu/lower_ipu_exchange.c — moving a tensor's elements to the tiles that need them.
+ *
+ * Where an element lies (lwi_pl_run), the sends and receives of the compiled exchange (lwi_send,
+ * lwi_recv), and the gather every operator starts with (lwi_gather): a tile's ranges are used in
+ * place when it holds them itself at the offsets asked for; otherwise gathered into one buffer.
+ * Pieces held by other tiles travel in exchange rounds, one chip-wide superstep each, in which
+ * every receiver takes one transfer (consecutive pieces of one sender, landing one after the other)
+ * and a sender serves its receivers in turn, so no two senders ever meet at a receiver; pieces a
+ * tile holds itself are copied by its supervisor at the start of the next superstep. The gather
+ * runs in passes: what each tile needs and whether it holds it (gather_need), the pieces of each
+ * receiver and its transfers (gather_pieces, gather_transfers), then the rounds (gather_rounds)
+ * and the local copies (gather_local).
+ */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "workloads/ipu/lower_ipu_int.h"
+
+uint64_t lwi_pl_run(const lw_place *P, uint64_t e, uint32_t *tile, uint64_t *off)
+{
+    if (!P->inner) {
+        *tile = (uint32_t)(e / P->chunk);
+        *off = e % P->chunk;
+        return P->chunk - *off;
+    }
+    uint64_t c = e / P->inner, px = e % P->inner;
+    *tile = (uint32_t)((c / P->cb) * P->nrb + px / P->pb);
+    *off = (c % P->cb) * P->pb + px % P->pb;
+    uint64_t end = (px / P->pb + 1) * P->pb;
+    return (end < P->inner ? end : P->inner) - px;
+}
+
+void lwi_recv(lw *L, uint32_t t, uint64_t to, uint32_t src, uint64_t words)
+{
+    S(t, SETZI, RM(5), (int32_t)to, 0);
+    S(t, SETZI, RM(6), (int32_t)src, 0);
+    S(t, RECV, RM(5), RM(6), (int32_t)words);
+}
+
+void lwi_send(lw *L, uint32_t t, uint64_t from, uint32_t dst, uint64_t words)
+{
+    S(t, SETZI, RM(5), (int32_t)from, 0);
+    S(t, SETZI, RM(6), (int32_t)dst, 0);
+    S(t, SEND, RM(5), RM(6), (int32_t)words);
+}
+
+/* ---- the gather ---- */
+
+/* A run of words from tile src's `from` to tile dst's `to`. */
+typedef struct lw_piece { uint32_t src, dst; uint64_t from, to, words; } lw_piece;
+/* A receiver's transfer: pieces p0..p1-1 of one sender, received at `to` (staged: into the staging
+ * buffer, then copied to their places). */
+typedef struct lw_xfer { uint32_t src, dst; uint64_t to, words; size_t p0, p1; bool staged; } lw_xfer;
+
+/* One gather of tensor x. */
+typedef struct gx {
+    lw *L;
+    const lw_place *P;  /* x's placement */
+    const char *xname;
+    uint64_t es;        /* bytes per element */
+    lw_piece *pc;       /* the pieces, by receiver, each receiver's by sender; owned */
+    size_t npc, cap;
+    lw_xfer *xf;        /* the transfers, by receiver; owned */
+    size_t nxf, capx;
+    uint32_t rounds;    /* the most transfers of one receiver */
+    uint64_t stage;     /* words of the largest staged transfer */
+    uint32_t *count;    /* per receiver tile, owned */
+} gx;
+
+static ts_status gather_oom(const gx *G)
+{
+    return ts_err_set(G->L->err, TS_ENOMEM, "out of memory gathering '%s'", G->xname);
+}
+
+/* Which tiles hold their ranges themselves at the offsets asked for (where[t] then set; not
+ * unless force), which need them gathered (remote[t]); the gather buffer's bytes. */
+static uint64_t gather_need(const gx *G, uint32_t tn, const uint64_t *lo, const uint64_t *hi, const uint32_t *nr,
+                            uint64_t sst, uint64_t dstr, bool force, uint64_t *where, bool *remote)
+{
+    uint64_t need = 0;
+    for (uint32_t t = 0; t < tn; t++) {
+        uint32_t n = nr ? nr[t] : 1;
+        uint64_t len = hi[t] - lo[t], off0 = 0;
+        where[t] = 0;
+        if (!len || !n)
+            continue;
+        bool local = !force;
+        for (uint32_t j = 0; j < n && local; j++) {
+            uint32_t s;
+            uint64_t off, run = lwi_pl_run(G->P, lo[t] + j * sst, &s, &off);
+            if (!j)
+                off0 = off;
+            local = s == t && run >= len && off == off0 + j * dstr;
+        }
+        if (local) {
+            where[t] = G->P->addr + off0 * G->es;
+            continue;
+        }
+        remote[t] = true;
+        if (((n - 1) * dstr + len) * G->es > need)
+            need = ((n - 1) * dstr + len) * G->es;
+    }
+    return need;
+}
+
+/* Receiver t's pieces of its n ranges [lo + j*sst, hi + j*sst), landing at g + j*dstr elements. */
+static ts_status gather_pieces(gx *G, uint32_t t, uint64_t lo, uint64_t hi, uint32_t n, uint64_t sst,
+                               uint64_t dstr, uint64_t g)
+{
+    const lw_place *P = G->P;
+    uint64_t es = G->es;
+    for (uint32_t j = 0; j < n; j++)
+        for (uint64_t e = lo + j * sst, end = hi + j * sst; e < end;) {
+            uint32_t s;
+            uint64_t off, run = lwi_pl_run(P, e, &s, &off);
+            uint64_t b = e + run < end ? e + run : end;
+            uint64_t to = g + (j * dstr + (e - lo - j * sst)) * es;
+            if ((off * es) % 4 || ((b - e) * es) % 4 || to % 4) /* whole 32-bit words only */
+                return ts_err_set(G->L->err, TS_EINPUT, "'%s': f16 slices must start and end on 32-bit words",
+                                  G->xname);
+            if (ts_grow((void **)&G->pc, &G->cap, G->npc + 1, sizeof *G->pc))
+                return gather_oom(G);
+            G->pc[G->npc++] = (lw_piece){s, t, P->addr + off * es, to, (b - e) * es / 4};
+            e = b;
+        }
+    return TS_OK;
+}
+
+/* Receiver t's pieces from pt0 on, by sender (stable; its own first). */
+static void sort_by_sender(gx *G, uint32_t t, size_t pt0)
+{
+    lw_piece *pc = G->pc;
+    for (size_t i = pt0 + 1; i < G->npc; i++) {
+        lw_piece v = pc[i];
+        size_t k = i;
+        while (k > pt0 && (pc[k - 1].src == t ? 0 : pc[k - 1].src + 1) > (v.src == t ? 0 : v.src + 1)) {
+            pc[k] = pc[k - 1];
+            k--;
+        }
+        pc[k] = v;
+    }
+}
+
+/* Receiver t's remote pieces from pt0 on: one transfer per sender, received in place when its
+ * pieces follow on from each other, else into a staging buffer and copied. */
+static ts_status gather_transfers(gx *G, uint32_t t, size_t pt0)
+{
+    const lw_piece *pc = G->pc;
+    for (size_t i = pt0; i < G->npc;) {
+        size_t k = i + 1;
+        bool direct = true;
+        uint64_t words = pc[i].words;
+        while (k < G->npc && pc[k].src == pc[i].src) {
+            direct &= pc[k].to == pc[k - 1].to + 4 * pc[k - 1].words;
+            words += pc[k].words;
+            k++;
+        }
+        if (pc[i].src != t) {
+            if (ts_grow((void **)&G->xf, &G->capx, G->nxf + 1, sizeof *G->xf))
+                return gather_oom(G);
+            G->xf[G->nxf++] = (lw_xfer){pc[i].src, t, direct ? pc[i].to : 0, words, i, k, !direct};
+            if (!direct && words > G->stage)
+                G->stage = words;
+            if (++G->count[t] > G->rounds)
+                G->rounds = G->count[t];
+        }
+        i = k;
+    }
+    return TS_OK;
+}
+
+/* Staggered: receiver t starts with its (t mod n)-th sender (its transfers from x0 on), so that
+ * receivers that read the same senders meet different ones in a round. */
+static void stagger(gx *G, uint32_t t, size_t x0)
+{
+    for (size_t r = 0, nx = G->nxf - x0; nx > 1 && r < t % nx; r++) {
+        lw_xfer first = G->xf[x0];
+        memmove(&G->xf[x0], &G->xf[x0 + 1], (nx - 1) * sizeof *G->xf);
+        G->xf[G->nxf - 1] = first;
+    }
+}
+
+/* A staged transfer, received: its pieces copied from the staging buffer to their places. */
+static void copy_staged(const gx *G, const lw_xfer *q)
+{
+    lw *L = G->L;
+    const lw_piece *pc = G->pc;
+    for (size_t i = q->p0, j, at = q->to; i < q->p1; i = j) {
+        /* coalesce: a run of pieces of equal length whose places are equally far apart is copied
+         * in one loop */
+        int64_t st = i + 1 < q->p1 ? (int64_t)(pc[i + 1].to - pc[i].to) : 0;
+        for (j = i + 1; L->coalesce && j < q->p1 && pc[j].words == pc[i].words &&
+                        (int64_t)(pc[j].to - pc[j - 1].to) == st; j++)
+            ;
+        if (!L->coalesce)
+            j = i + 1;
+        S(q->dst, SETZI, RM(1), (int32_t)at, 0);
+        S(q->dst, SETZI, RM(2), (int32_t)pc[i].to, 0);
+        S(q->dst, SETZI, RM(3), (int32_t)pc[i].words, 0);
+        if (j - i > 1)
+            S(q->dst, SETZI, RM(7), (int32_t)(j - i - 1), 0);
+        size_t loop = S(q->dst, RPT, RM(3), 2, 0);
+        S(q->dst, LD32STEP, RM(4), RM(1), 4);
+        S(q->dst, ST32STEP, RM(4), RM(2), 4);
+        if (j - i > 1) {
+            S(q->dst, ADDI, RM(2), RM(2), (int32_t)(st - 4 * (int64_t)pc[i].words));
+            S(q->dst, BRNZDEC, RM(7), (int32_t)loop, 0);
+        }
+        at += 4 * pc[i].words * (j - i);
+    }
+}
+
+/* One exchange round: the transfers sel[0..nsel) (one per receiver, by receiver). */
+static void gather_round(const gx *G, const size_t *sel, size_t nsel)
+{
+    lw *L = G->L;
+    const lw_piece *pc = G->pc;
+    for (size_t k = 0; k < nsel; k++) { /* receivers arm first */
+        const lw_xfer *q = &G->xf[sel[k]];
+        lwi_recv(L, q->dst, q->to, q->src, q->words);
+    }
+    /* senders, receivers in ascending order (sel is sorted by receiver) */
+    for (size_t k = 0; k < nsel; k++) {
+        const lw_xfer *q = &G->xf[sel[k]];
+        for (size_t i = q->p0, j; i < q->p1; i = j) {
+            uint64_t words = pc[i].words; /* coalesce: pieces that follow on in the sender's memory */
+            for (j = i + 1; L->coalesce && j < q->p1 && pc[j].from == pc[j - 1].from + 4 * pc[j - 1].words; j++)
+                words += pc[j].words;
+            lwi_send(L, q->src, pc[i].from, q->dst, words);
+        }
+    }
+    for (size_t k = 0; k < nsel; k++) {
+        const lw_xfer *q = &G->xf[sel[k]];
+        S(q->dst, RXWAIT, 0, 0, 0);
+        if (q->staged)
+            copy_staged(G, q);
+    }
+    lwi_sync_all(L);
+}
+
+/* The exchange rounds: round r carries the r-th transfer of every receiver. */
+static ts_status gather_rounds(gx *G, uint32_t tn)
+{
+    size_t *sel = ts_calloc(G->nxf ? G->nxf : 1, sizeof *sel);
+    if (!sel)
+        return gather_oom(G);
+    for (uint32_t r = 0; r < G->rounds; r++) {
+        memset(G->count, 0, tn * sizeof *G->count);
+        size_t nsel = 0;
+        for (size_t i = 0; i < G->nxf; i++)
+            if (G->count[G->xf[i].dst]++ == r)
+                sel[nsel++] = i;
+        gather_round(G, sel, nsel);
+    }
+    ts_free(sel);
+    return TS_OK;
+}
+
+/* What a tile holds itself: its supervisor copies it (start of the compute superstep). */
+static void gather_local(const gx *G)
+{
+    lw *L = G->L;
+    for (size_t i = 0; i < G->npc; i++) {
+        const lw_piece *q = &G->pc[i];
+        if (q->src != q->dst)
+            continue;
+        S(q->dst, SETZI, RM(1), (int32_t)q->from, 0);
+        S(q->dst, SETZI, RM(2), (int32_t)q->to, 0);
+        S(q->dst, SETZI, RM(3), (int32_t)q->words, 0);
+        S(q->dst, RPT, RM(3), 2, 0);
+        S(q->dst, LD32STEP, RM(4), RM(1), 4);
+        S(q->dst, ST32STEP, RM(4), RM(2), 4);
+    }
+}
+
+/* Tile t < tn needs nr[t] (NULL: 1) ranges of tensor x, the j-th [lo[t] + j*sst, hi[t] + j*sst),
+ * at element offsets j*dstr of one contiguous slice of its memory; where[t] gets the slice's
+ * address. In place when every range lies on the tile itself at those offsets (unless force);
+ * otherwise gathered into one buffer (same address on every tile, freed with the operator; the
+ * caller's when L->into is set), as the top of this file says. */
+ts_status lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64_t *hi, const uint32_t *nr,
+                     uint64_t sst, uint64_t dstr, bool force, uint64_t *where)
+{
+    gx G = {.L = L, .P = &L->pl[x], .xname = ts_graph_get_tensor(L->g, x)->name, .es = L->pl[x].es};
+    bool *remote = ts_calloc(tn ? tn : 1, sizeof *remote);
+    if (!remote)
+        return gather_oom(&G);
+    uint64_t need = gather_need(&G, tn, lo, hi, nr, sst, dstr, force, where, remote);
+    if (!need) {
+        ts_free(remote);
+        return TS_OK;
+    }
+    /* the buffer receives while the tile sends from x's chunk: keep them in different elements */
+    uint64_t av[2];
+    lwi_elem_span(L, G.P->addr, G.P->chunk * G.es, av);
+    uint64_t g = L->into ? L->into : lwi_talloc_avoid(L, need, av[0], av[1]);
+    G.count = ts_calloc(tn, sizeof *G.count);
+    ts_status rc = G.count ? TS_OK : gather_oom(&G);
+    for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
+        if (!remote[t])
+            continue;
+        where[t] = g;
+        size_t pt0 = G.npc, x0 = G.nxf;
+        rc = gather_pieces(&G, t, lo[t], hi[t], nr ? nr[t] : 1, sst, dstr, g);
+        if (rc != TS_OK)
+            break;
+        sort_by_sender(&G, t, pt0);
+        rc = gather_transfers(&G, t, pt0);
+        if (rc == TS_OK && L->stagger)
+            stagger(&G, t, x0);
+    }
+    uint64_t sbuf = G.stage ? lwi_talloc_avoid(L, G.stage * 4, av[0], av[1]) : 0;
+    for (size_t i = 0; i < G.nxf; i++)
+        if (G.xf[i].staged)
+            G.xf[i].to = sbuf;
+    if (rc == TS_OK)
+        rc = gather_rounds(&G, tn);
+    if (rc == TS_OK)
+        gather_local(&G);
+    ts_free(G.pc);
+    ts_free(G.xf);
+    ts_free(G.count);
+    ts_free(remote);
+    return rc;
+}

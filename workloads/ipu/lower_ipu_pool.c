@@ -1,0 +1,266 @@
+/* workloads/ipu/lower_ipu_pool.c — MaxPool, AveragePool and GlobalAveragePool, planner (a).
+ *
+ * Over (n, c) planes, which are contiguous in NCHW: planes partitioned over tiles and, within a
+ * tile, over its workers. MaxPool and AveragePool copy each plane into a padded image (filled with
+ * -FLT_MAX, or 0) large enough for the last window, and read each window by kernel rows; an average
+ * is scaled by 1 / the number of positions its window counts (a table). With one plane a tile the
+ * image is filled first (a superstep of its own) and the plane's rows are gathered straight into
+ * it; otherwise the planes are gathered, then copied in plane by plane.
+ */
+#include <float.h>
+
+#include "core/alloc.h"
+#include "workloads/ipu/lower_ipu_int.h"
+
+/* A pool's shape and plan. */
+typedef struct pool_plan {
+    bool gap, avg, direct;   /* GlobalAveragePool; AveragePool; planes gathered straight into the image */
+    uint64_t H, Wd, HW;      /* input plane */
+    uint64_t Ho, Wo, P;      /* output plane */
+    uint64_t R, rp;          /* planes, planes per tile */
+    uint32_t tn;             /* tiles */
+    uint64_t kh, kw, sy, sx; /* window and strides */
+    uint64_t pt, pl;         /* padding before the first row and column */
+    uint64_t HP, WP;         /* the padded image */
+    uint64_t img, rtab, out;
+} pool_plan;
+
+/* The shape, the partition and the padded image, large enough for the last window (ceil_mode). */
+static void pool_shape(const lw *L, const ts_graph_node *n, pool_plan *pp)
+{
+    const ts_graph_tensor *X = ts_graph_get_tensor(L->g, n->in[0]);
+    const ts_graph_tensor *Y = ts_graph_get_tensor(L->g, n->out[0]);
+    const ts_graph_attrs *at = &n->attrs;
+    bool gap = n->op == TS_OP_GLOBALAVGPOOL;
+    *pp = (pool_plan){.gap = gap, .avg = n->op == TS_OP_AVGPOOL};
+    pp->H = (uint64_t)X->dims[2], pp->Wd = (uint64_t)X->dims[3], pp->HW = pp->H * pp->Wd;
+    pp->Ho = (uint64_t)Y->dims[2], pp->Wo = (uint64_t)Y->dims[3], pp->P = pp->Ho * pp->Wo;
+    pp->R = (uint64_t)(X->dims[0] * X->dims[1]);
+    pp->kh = gap ? pp->H : (uint64_t)at->kernel[0], pp->kw = gap ? pp->Wd : (uint64_t)at->kernel[1];
+    pp->rp = cdiv(pp->R, L->T);
+    pp->tn = (uint32_t)cdiv(pp->R, pp->rp);
+    pp->pt = (uint64_t)at->pads[0], pp->pl = (uint64_t)at->pads[1];
+    pp->HP = pp->H + (uint64_t)at->pads[0] + (uint64_t)at->pads[2];
+    pp->WP = pp->Wd + (uint64_t)at->pads[1] + (uint64_t)at->pads[3];
+    pp->sy = gap ? 1 : (uint64_t)at->strides[0], pp->sx = gap ? 1 : (uint64_t)at->strides[1];
+    if ((pp->Ho - 1) * pp->sy + pp->kh > pp->HP)
+        pp->HP = (pp->Ho - 1) * pp->sy + pp->kh;
+    if ((pp->Wo - 1) * pp->sx + pp->kw > pp->WP)
+        pp->WP = (pp->Wo - 1) * pp->sx + pp->kw;
+    pp->direct = !gap && pp->rp == 1;
+}
+
+/* Tile t's workers fill the padded image with -FLT_MAX (MaxPool) or 0 (rows over the workers). */
+static void pool_fill(lw *L, uint32_t t, const pool_plan *pp)
+{
+    uint32_t rwh = (uint32_t)cdiv(pp->HP, L->workers);
+    size_t entry = L->tiles[t].wrk.n;
+    lwi_emit_start_row(L, t, (uint32_t)pp->HP, rwh);
+    W(t, MULI, RM(3), RM(1), (int32_t)(pp->WP * 4));
+    W(t, SETZI, RM(4), (int32_t)pp->img, 0);
+    W(t, ADD, RM(3), RM(3), RM(4));
+    W(t, LDCONST, RA(0), lwi_fbits(pp->avg ? 0.0f : -FLT_MAX), 0);
+    W(t, SETZI, RM(5), (int32_t)(rwh * pp->WP), 0);
+    W(t, RPT, RM(5), 1, 0);
+    W(t, ST32STEP, RA(0), RM(3), 4);
+    W(t, EXIT, 0, 0, 0);
+    lwi_run_all(L, t, entry);
+}
+
+/* The input's planes to their tiles: with one plane a tile, the images filled (a superstep) and
+ * each plane's rows gathered into its image; otherwise the planes gathered whole. */
+static ts_status pool_gather(lw *L, const ts_graph_node *n, lw_scr *sc, const pool_plan *pp)
+{
+    if (!pp->direct)
+        return lwi_gather(L, n->in[0], pp->tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where);
+    for (uint32_t t = 0; t < pp->tn; t++)
+        pool_fill(L, t, pp);
+    lwi_use_tiles(L, pp->tn);
+    lwi_sync_all(L);
+    for (uint32_t t = 0; t < pp->tn; t++) {
+        sc->hi[t] = sc->lo[t] + pp->Wd;
+        sc->nr[t] = (uint32_t)pp->H;
+    }
+    L->into = pp->img + (pp->pt * pp->WP + pp->pl) * 4;
+    ts_status rc = lwi_gather(L, n->in[0], pp->tn, sc->lo, sc->hi, sc->nr, pp->Wd, pp->WP, true, sc->where);
+    L->into = 0;
+    return rc;
+}
+
+/* AveragePool: the table of 1 / the number of positions each window counts, on every tile. */
+static ts_status pool_avg_table(lw *L, const ts_graph_node *n, pool_plan *pp)
+{
+    const ts_graph_attrs *at = &n->attrs;
+    const uint64_t H = pp->H, Wd = pp->Wd;
+    float *rv = ts_calloc(pp->P, 4);
+    if (!rv)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
+    for (uint64_t oy = 0; oy < pp->Ho; oy++)
+        for (uint64_t ox = 0; ox < pp->Wo; ox++) {
+            uint64_t cnt = 0;
+            for (uint64_t ky = 0; ky < pp->kh; ky++)
+                for (uint64_t kx = 0; kx < pp->kw; kx++) {
+                    int64_t iy = (int64_t)(oy * pp->sy + ky) - at->pads[0];
+                    int64_t ix = (int64_t)(ox * pp->sx + kx) - at->pads[1];
+                    if (at->count_include_pad ? iy < (int64_t)(H + (uint64_t)at->pads[2]) &&
+                                                    ix < (int64_t)(Wd + (uint64_t)at->pads[3])
+                                              : iy >= 0 && ix >= 0 && iy < (int64_t)H && ix < (int64_t)Wd)
+                        cnt++;
+                }
+            rv[oy * pp->Wo + ox] = cnt ? 1.0f / (float)cnt : 0.0f;
+        }
+    ts_status rc = TS_OK;
+    pp->rtab = lwi_stable(L, rv, pp->P * 4, pp->tn, &rc);
+    ts_free(rv);
+    return rc;
+}
+
+/* GlobalAveragePool on tile t: its planes at `in` over the workers, each summed and scaled. */
+static void pool_gap(lw *L, uint32_t t, const pool_plan *pp, uint32_t planes, uint64_t in)
+{
+    uint32_t rw = (planes + L->workers - 1) / L->workers;
+    size_t entry = L->tiles[t].wrk.n;
+    lwi_emit_start_row(L, t, planes, rw);
+    W(t, MULI, RM(2), RM(1), (int32_t)(pp->HW * 4));
+    W(t, SETZI, RM(3), (int32_t)in, 0);
+    W(t, ADD, RM(2), RM(2), RM(3));
+    W(t, MULI, RM(4), RM(1), (int32_t)(pp->P * 4));
+    W(t, SETZI, RM(3), (int32_t)pp->out, 0);
+    W(t, ADD, RM(4), RM(4), RM(3));
+    W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
+    W(t, SETZI, RM(9), (int32_t)pp->HW, 0);
+    W(t, LDCONST, RA(2), lwi_fbits((float)(1.0 / (double)pp->HW)), 0);
+    size_t plane = W(t, SETZI, RA(0), 0, 0);
+    W(t, RPT, RM(9), 2, 0);
+    W(t, LD32STEP, RA(1), RM(2), 4);
+    W(t, F32ADD, RA(0), RA(0), RA(1));
+    W(t, F32MUL, RA(0), RA(0), RA(2));
+    W(t, ST32STEP, RA(0), RM(4), 4);
+    W(t, BRNZDEC, RM(1), (int32_t)plane, 0);
+    W(t, EXIT, 0, 0, 0);
+    lwi_run_all(L, t, entry);
+}
+
+/* A plane at `in` copied into the padded image, rows over the workers. */
+static void pool_copy_plane(lw *L, uint32_t t, const pool_plan *pp, uint64_t in)
+{
+    uint32_t rwr = (uint32_t)cdiv(pp->H, L->workers);
+    size_t entry = L->tiles[t].wrk.n;
+    lwi_emit_start_row(L, t, (uint32_t)pp->H, rwr);
+    W(t, MULI, RM(2), RM(1), (int32_t)(pp->Wd * 4));
+    W(t, SETZI, RM(3), (int32_t)in, 0);
+    W(t, ADD, RM(2), RM(2), RM(3));
+    W(t, MULI, RM(3), RM(1), (int32_t)(pp->WP * 4));
+    W(t, SETZI, RM(4), (int32_t)(pp->img + (pp->pt * pp->WP + pp->pl) * 4), 0);
+    W(t, ADD, RM(3), RM(3), RM(4));
+    W(t, SETZI, RM(1), (int32_t)rwr - 1, 0);
+    W(t, SETZI, RM(8), (int32_t)pp->Wd, 0);
+    size_t row = W(t, RPT, RM(8), 2, 0);
+    W(t, LD32STEP, RA(0), RM(2), 4);
+    W(t, ST32STEP, RA(0), RM(3), 4);
+    W(t, ADDI, RM(3), RM(3), (int32_t)((pp->WP - pp->Wd) * 4));
+    W(t, BRNZDEC, RM(1), (int32_t)row, 0);
+    W(t, EXIT, 0, 0, 0);
+    lwi_run_all(L, t, entry);
+}
+
+/* The windows of the image into the output plane at out: output rows over the workers, each window
+ * by kernel rows, its maximum (or its sum scaled by the table). */
+static void pool_windows(lw *L, uint32_t t, const pool_plan *pp, uint64_t out)
+{
+    const bool avg = pp->avg;
+    uint32_t rwo = (uint32_t)cdiv(pp->Ho, L->workers);
+    size_t entry = L->tiles[t].wrk.n;
+    lwi_emit_start_row(L, t, (uint32_t)pp->Ho, rwo);
+    W(t, MULI, RM(2), RM(1), (int32_t)(pp->sy * pp->WP * 4));
+    W(t, SETZI, RM(3), (int32_t)pp->img, 0);
+    W(t, ADD, RM(2), RM(2), RM(3));
+    W(t, MULI, RM(3), RM(1), (int32_t)(pp->Wo * 4));
+    W(t, SETZI, RM(4), (int32_t)out, 0);
+    W(t, ADD, RM(3), RM(3), RM(4));
+    if (avg) {
+        W(t, MULI, RM(10), RM(1), (int32_t)(pp->Wo * 4));
+        W(t, SETZI, RM(4), (int32_t)pp->rtab, 0);
+        W(t, ADD, RM(10), RM(10), RM(4));
+    }
+    W(t, SETZI, RM(1), (int32_t)rwo - 1, 0);
+    W(t, SETZI, RM(13), (int32_t)pp->kw, 0);
+    size_t orow = W(t, MOV, RM(9), RM(2), 0);
+    W(t, SETZI, RM(6), (int32_t)pp->Wo - 1, 0);
+    size_t pix = W(t, LDCONST, RA(0), lwi_fbits(avg ? 0.0f : -FLT_MAX), 0);
+    W(t, MOV, RM(4), RM(9), 0);
+    W(t, SETZI, RM(8), (int32_t)pp->kh - 1, 0);
+    size_t kr = W(t, MOV, RM(12), RM(4), 0);
+    W(t, RPT, RM(13), 2, 0);
+    W(t, LD32STEP, RA(1), RM(12), 4);
+    if (avg)
+        W(t, F32ADD, RA(0), RA(0), RA(1));
+    else
+        W(t, F32MAX, RA(0), RA(0), RA(1));
+    W(t, ADDI, RM(4), RM(4), (int32_t)(pp->WP * 4));
+    W(t, BRNZDEC, RM(8), (int32_t)kr, 0);
+    if (avg) {
+        W(t, LD32STEP, RA(2), RM(10), 4);
+        W(t, F32MUL, RA(0), RA(0), RA(2));
+    }
+    W(t, ST32STEP, RA(0), RM(3), 4);
+    W(t, ADDI, RM(9), RM(9), (int32_t)(pp->sx * 4));
+    W(t, BRNZDEC, RM(6), (int32_t)pix, 0);
+    W(t, ADDI, RM(2), RM(2), (int32_t)(pp->sy * pp->WP * 4));
+    W(t, BRNZDEC, RM(1), (int32_t)orow, 0);
+    W(t, EXIT, 0, 0, 0);
+    lwi_run_all(L, t, entry);
+}
+
+/* MaxPool and AveragePool on tile t: the image filled once (unless filled before the gather), then
+ * per plane its rows copied in (unless gathered there) and its windows. */
+static void pool_planes(lw *L, uint32_t t, const pool_plan *pp, uint32_t planes, uint64_t in)
+{
+    if (!pp->direct)
+        pool_fill(L, t, pp);
+    for (uint32_t i = 0; i < planes; i++) {
+        if (!pp->direct)
+            pool_copy_plane(L, t, pp, in + i * pp->HW * 4);
+        pool_windows(L, t, pp, pp->out + i * pp->P * 4);
+    }
+}
+
+ts_status lwi_lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
+{
+    const ts_graph_tensor *X = ts_graph_get_tensor(L->g, n->in[0]);
+    const ts_graph_attrs *at = &n->attrs;
+    if (X->rank != 4)
+        return lwi_unsupported(L, n, "an input that is not NCHW");
+    bool gap = n->op == TS_OP_GLOBALAVGPOOL;
+    if (!gap && (at->dilations[0] != 1 || at->dilations[1] != 1))
+        return lwi_unsupported(L, n, "dilations");
+    ts_status rc = lwi_need_placed(L, n, n->in[0]);
+    if (rc != TS_OK)
+        return rc;
+    pool_plan pp;
+    pool_shape(L, n, &pp);
+    for (uint32_t t = 0; t < pp.tn; t++) {
+        sc->lo[t] = t * pp.rp * pp.HW;
+        sc->hi[t] = ((t + 1) * pp.rp < pp.R ? (t + 1) * pp.rp : pp.R) * pp.HW;
+    }
+    const lw_place *XP = &L->pl[n->in[0]];
+    uint64_t av[2];
+    lwi_elem_span(L, XP->addr, XP->chunk * XP->es, av);
+    pp.img = gap ? 0 : lwi_talloc_avoid(L, pp.HP * pp.WP * 4, av[0], av[1]);
+    if ((rc = pool_gather(L, n, sc, &pp)) != TS_OK)
+        return rc;
+    if (pp.avg && (rc = pool_avg_table(L, n, &pp)) != TS_OK)
+        return rc;
+    pp.out = lwi_alloc(L, pp.rp * pp.P * 4);
+    for (uint32_t t = 0; t < pp.tn; t++) {
+        uint32_t planes = (uint32_t)((t + 1) * pp.rp < pp.R ? pp.rp : pp.R - t * pp.rp);
+        if (gap)
+            pool_gap(L, t, &pp, planes, sc->where[t]);
+        else
+            pool_planes(L, t, &pp, planes, sc->where[t]);
+    }
+    lwi_use_tiles(L, pp.tn);
+    L->pl[n->out[0]] = (lw_place){.ntiles = pp.tn, .chunk = pp.rp * pp.P, .addr = pp.out, .es = 4};
+    lwi_sync_all(L);
+    return TS_OK;
+}

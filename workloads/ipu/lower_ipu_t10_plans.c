@@ -1,0 +1,257 @@
+/* workloads/ipu/lower_ipu_t10_plans.c — planner (b) of the IPU lowering: which operators it takes
+ * and their compute-shift plans (research/graphcore_ipu.md §4.5, §5; the plan space and cost model
+ * are plan_t10.h's).
+ *
+ * It takes MatMul and Gemm by a weight (f32, or f16 throughout; more than one row, even k) and 1x1
+ * Convs (stride 1, no padding, f32), as lwi_t10_shape says; of each one's plans it offers those
+ * the code generator takes (generable; lower_ipu_t10.c says what it does not take), priced for
+ * what a Conv's or an f16 product's code does beyond the model's MatMul, and chooses one per
+ * operator for the whole graph within a tile-memory budget (ts_t10_reconcile). Planner (a) lowers
+ * every operator it does not take.
+ */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "workloads/ipu/lower_ipu_int.h"
+
+/* A 1x1 Conv (stride 1, no padding, f32) as the product of its pixels by its input channels by its
+ * output channels. */
+static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
+{
+    const ts_graph_tensor *X = ts_graph_get_tensor(g, n->in[0]), *Wt = ts_graph_get_tensor(g, n->in[1]);
+    const ts_graph_tensor *Y = ts_graph_get_tensor(g, n->out[0]);
+    const ts_graph_attrs *at = &n->attrs;
+    s->A = X;
+    s->B = Wt;
+    s->C = n->nin > 2 ? ts_graph_get_tensor(g, n->in[2]) : NULL;
+    if (X->rank != 4 || X->dims[0] != 1 || Wt->rank != 4 || Y->rank != 4 || at->group != 1)
+        return false;
+    if (Wt->kind == TS_TENSOR_ACTIVATION || Wt->kind == TS_TENSOR_INPUT || Wt->dims[2] != 1 || Wt->dims[3] != 1)
+        return false;
+    for (int k = 0; k < 4; k++)
+        if (at->pads[k] || (k < 2 && (at->strides[k] != 1 || at->dilations[k] != 1)))
+            return false;
+    if (X->dtype != TS_DT_F32 || Wt->dtype != TS_DT_F32 || (s->C && s->C->dtype != TS_DT_F32))
+        return false;
+    s->conv = s->tb = true; /* W[M][C][1][1] is B[N][K] */
+    s->M = (uint64_t)(X->dims[2] * X->dims[3]);
+    s->K = (uint64_t)X->dims[1];
+    s->N = (uint64_t)Wt->dims[0];
+    s->wo = (uint64_t)Y->dims[3];
+    size_t nc = 0;
+    ts_graph_consumers(g, n->out[0], &nc);
+    s->read = nc > 0;
+    if (s->C && ts_graph_tensor_elems(s->C) != (int64_t)s->N)
+        return false;
+    return s->M > 1 && s->K >= 2 && s->K % 2 == 0 && s->N > 0;
+}
+
+bool lwi_t10_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
+{
+    memset(s, 0, sizeof *s);
+    if (n->op == TS_OP_CONV)
+        return conv_shape(g, n, s);
+    if (n->op != TS_OP_MATMUL && n->op != TS_OP_GEMM)
+        return false;
+    s->A = ts_graph_get_tensor(g, n->in[0]);
+    s->B = ts_graph_get_tensor(g, n->in[1]);
+    s->C = n->nin > 2 ? ts_graph_get_tensor(g, n->in[2]) : NULL;
+    bool gemm = n->op == TS_OP_GEMM;
+    if (gemm && (n->attrs.trans_a || n->attrs.alpha != 1.0 || (s->C && n->attrs.beta != 1.0)))
+        return false;
+    if (s->B->kind == TS_TENSOR_ACTIVATION || s->B->kind == TS_TENSOR_INPUT || s->B->rank != 2 || s->A->rank < 1)
+        return false;
+    s->half = s->A->dtype == TS_DT_F16;
+    ts_dtype dt = s->half ? TS_DT_F16 : TS_DT_F32;
+    if (s->A->dtype != dt || s->B->dtype != dt || (s->C && s->C->dtype != dt))
+        return false;
+    /* f16: A held as halves (a graph input read by a MatMul/Gemm, or the output of one) */
+    if (s->half && s->A->kind != TS_TENSOR_INPUT &&
+        (s->A->producer < 0 || (ts_graph_get_node(g, s->A->producer)->op != TS_OP_MATMUL &&
+                                ts_graph_get_node(g, s->A->producer)->op != TS_OP_GEMM)))
+        return false;
+    s->tb = gemm && n->attrs.trans_b;
+    s->K = (uint64_t)s->A->dims[s->A->rank - 1];
+    s->N = (uint64_t)(s->tb ? s->B->dims[0] : s->B->dims[1]);
+    s->M = s->K ? (uint64_t)ts_graph_tensor_elems(s->A) / s->K : 0;
+    if (s->C && ts_graph_tensor_elems(s->C) != (int64_t)s->N)
+        return false;
+    if (s->half && (s->K % 4 || s->N % 2))
+        return false;
+    return s->M > 1 && s->K >= 2 && s->K % 2 == 0 && s->N > 0;
+}
+
+/* The chip as the cost model sees it, with `sram` bytes per tile. */
+static ts_t10_hw t10_hw(const ts_lower_ipu_params *p, uint64_t sram)
+{
+    uint32_t T = p->max_tiles && p->max_tiles < p->target.tiles ? p->max_tiles : p->target.tiles;
+    /* round_cycles 30 is assumed (arming recv, send and rxwait of one exchange superstep), as in
+     * plan_t10_table.c */
+    return (ts_t10_hw){.tiles = T, .sram_bytes = sram, .units = p->target.amp_units_f32,
+                       .workers = p->target.workers ? p->target.workers : 6,
+                       .xbytes = p->target.xbytes ? p->target.xbytes : 4,
+                       .sync_cycles = p->target.sync_cycles ? p->target.sync_cycles : 90, .round_cycles = 30};
+}
+
+/* A 1x1 Conv's plan priced for what its code does beyond a MatMul's. Its input arrives
+ * channel-major and is turned into rows of pixels (2 issues per element, pixels over the workers),
+ * its output, computed pixel-major, is turned channel-major (2 issues per element, channels over
+ * the workers). Its gather reads a piece per input channel (of its k-range, or of the slices it
+ * holds first when A rotates, each pixel block then read by fn / ft tiles instead of fn) from the
+ * holders of the input placed as a graph input (chunks of at least 1024 elements): one round per
+ * holder a tile reads from (staggered, so a holder serves its readers spread over the rounds), each
+ * a sync, the holder's share of its sends (its words, and 18 cycles each for setting up and issuing
+ * the send) and an exchange superstep's fixed cost; this replaces the MatMul's gather of A rows. */
+static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
+{
+    uint64_t W = hw->workers ? hw->workers : 6, xb = hw->xbytes ? hw->xbytes : 4;
+    /* channels a tile gathers: its k-range, or (A rotating) its first rp slices; the copies of a
+     * pixel block's channels: one per channel block, or per ring */
+    bool rota = p->rot & TS_T10_ROT_A;
+    uint64_t kin = rota ? p->kp * p->rp : p->kt, copies = rota ? p->fn / p->ft : p->fn;
+    uint64_t c = W * (cdiv(p->rows, W) * (2 * kin + 8) + 20) + W * (cdiv(p->cols, W) * (2 * p->rows + 8) + 20);
+    p->compute_cycles += c;
+    uint64_t ch = cdiv(mm->k * mm->m, hw->tiles), cph = 1, senders;
+    if (ch < 1024)
+        ch = 1024;
+    if (ch >= mm->m) { /* a holder holds whole channels */
+        cph = ch / mm->m;
+        senders = cdiv(kin, cph);
+    } else
+        senders = kin * cdiv(p->rows, ch);
+    uint64_t readers = copies * cdiv(ch < mm->m ? ch : mm->m, p->rows); /* tiles reading one holder */
+    uint64_t per_round = cdiv(readers, senders) * (cdiv(p->rows * cph * 4, xb) + 18) + hw->round_cycles;
+    uint32_t levels = 0;
+    while ((1u << levels) < p->fk)
+        levels++;
+    uint64_t old_rounds = p->syncs - (2 * p->steps - 1 + levels);
+    p->exchange_cycles = p->exchange_cycles - p->in_cycles + senders * per_round;
+    p->in_cycles = senders * per_round;
+    p->syncs = (uint32_t)(p->syncs - old_rounds + senders);
+    p->sync_cycles = (uint64_t)p->syncs * hw->sync_cycles;
+    p->cycles = p->compute_cycles + p->exchange_cycles + p->sync_cycles;
+}
+
+/* An f16 plan's compute: the f16v4amp kernel, (U16 + 2) issues per 4 inputs per group of U16
+ * outputs (ts_t10_amp_cycles on half the k with U16 units). */
+static void f16_cost(const ts_t10_hw *hw, uint32_t u16, ts_t10_plan *p)
+{
+    ts_t10_hw h = *hw;
+    h.units = u16;
+    uint64_t c = p->steps * ts_t10_amp_cycles(&h, p->rows, p->kp / 2, p->cols);
+    p->cycles = p->cycles - p->compute_cycles + c;
+    p->compute_cycles = c;
+}
+
+/* Plans the code generator takes (see the top of lower_ipu_t10.c). */
+static bool generable(const ts_lower_ipu_params *p, const t10_op *s, const ts_t10_plan *pl)
+{
+    /* f16: whole f16v4amp groups and steps of 4 inputs, k not split (its partial sums would need a
+     * rounding pass after the tree) */
+    uint32_t u16 = p->target.amp_units_f16;
+    if (s->half && (u16 < 2 || u16 > 8 || u16 % 2 || pl->cols % u16 || pl->kp % 4 || pl->kt % 4 || pl->fk > 1))
+        return false;
+    /* a Conv another operator reads: blocks of whole image rows and at most 16 channels, as planner
+     * (a)'s Convs leave theirs, since its reader gathers a piece per channel and block (smaller
+     * blocks made ResNet-50's exchange code outgrow the tile memory) */
+    if (s->conv && s->read && ((pl->rows % s->wo && pl->rows < s->M) || pl->cols > 16))
+        return false;
+    if (pl->rot & TS_T10_ROT_B)
+        return pl->rp == 1 && !p->target.interleaved_base;
+    /* a ring of rp + 1 > 2 slots needs three elements apart from the one A lies in */
+    uint64_t eb = p->target.element_bytes ? p->target.element_bytes : 16;
+    if ((pl->rot & TS_T10_ROT_A) && pl->rp > 1)
+        return p->target.sram_bytes / eb >= 4;
+    return true;
+}
+
+/* The caller's plan (p->t10_plan) for operator s, priced into *f; TS_EINPUT if it is not a valid
+ * plan or the code generator does not take it. */
+static ts_status fixed_plan(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const t10_op *s, ts_t10_plan *f,
+                            ts_err *err)
+{
+    ts_t10_mm mm = {.m = s->M, .k = s->K, .n = s->N, .es = s->half ? 2 : 4};
+    *f = (ts_t10_plan){.fm = p->t10_plan->fm, .fn = p->t10_plan->fn, .fk = p->t10_plan->fk,
+                       .ft = p->t10_plan->ft, .rp = p->t10_plan->rp, .rot = p->t10_plan->rot};
+    ts_status rc = ts_t10_mm_cost(hw, &mm, f, err);
+    if (rc != TS_OK)
+        return rc;
+    if (s->conv)
+        conv_cost(hw, &mm, f);
+    if (s->half)
+        f16_cost(hw, p->target.amp_units_f16, f);
+    if (!generable(p, s, f))
+        return ts_err_set(err, TS_EINPUT, "plan: not generated (a rotating B needs rp 1 and 128-bit loads "
+                                          "everywhere, a rotating A at rp > 1 four SRAM elements per tile)");
+    return TS_OK;
+}
+
+/* The plans of operator s that fit hw's memory and the code generator takes (with planner split,
+ * those in which nothing rotates), priced, into *out (owned; NULL when there are none) and their
+ * Pareto set over weight bytes; its size (0: planner (a) lowers s). */
+static size_t plan_set(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const t10_op *s, ts_t10_plan **out)
+{
+    ts_t10_mm mm = {.m = s->M, .k = s->K, .n = s->N, .es = s->half ? 2 : 4};
+    ts_t10_plan *v = NULL;
+    size_t nv = 0;
+    *out = NULL;
+    if (ts_t10_mm_plans(hw, &mm, &v, &nv, NULL) != TS_OK)
+        return 0; /* nothing fits: planner (a) lowers it (and says by how much it is over) */
+    size_t k = 0;
+    for (size_t j = 0; j < nv; j++)
+        if (generable(p, s, &v[j]) && (p->planner != TS_LOWER_PLANNER_SPLIT || v[j].rot == TS_T10_ROT_NONE)) {
+            if (s->conv)
+                conv_cost(hw, &mm, &v[j]);
+            if (s->half)
+                f16_cost(hw, p->target.amp_units_f16, &v[j]);
+            v[k++] = v[j];
+        }
+    if (!k) {
+        ts_free(v);
+        return 0;
+    }
+    *out = v;
+    return ts_t10_pareto_weights(v, k);
+}
+
+ts_status lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint64_t budget, ts_t10_plan *plans,
+                        ts_err *err)
+{
+    size_t nn = ts_graph_node_count(g), nops = 0;
+    ts_t10_plan **sets = ts_calloc(nn ? nn : 1, sizeof *sets);
+    size_t *nsets = ts_calloc(nn ? nn : 1, sizeof *nsets), *pick = ts_calloc(nn ? nn : 1, sizeof *pick);
+    int *node = ts_calloc(nn ? nn : 1, sizeof *node);
+    ts_status rc = sets && nsets && pick && node ? TS_OK : ts_err_set(err, TS_ENOMEM, "out of memory planning");
+    ts_t10_hw hw = t10_hw(p, budget);
+    for (size_t i = 0; i < nn && rc == TS_OK; i++) {
+        memset(&plans[i], 0, sizeof plans[i]);
+        t10_op s;
+        if (!lwi_t10_shape(g, ts_graph_get_node(g, (int)i), &s))
+            continue;
+        if (p->t10_plan) { /* the caller's choice */
+            rc = fixed_plan(p, &hw, &s, &plans[i], err);
+            continue;
+        }
+        size_t k = plan_set(p, &hw, &s, &sets[nops]);
+        if (!k)
+            continue;
+        nsets[nops] = k;
+        node[nops++] = (int)i;
+    }
+    if (rc == TS_OK && nops) {
+        /* weights stay for the whole run, the rest only while its operator runs; if even the
+         * smallest plans do not fit, take them and let the lowering say what is over */
+        if (ts_t10_reconcile((const ts_t10_plan *const *)sets, nsets, nops, budget, pick, NULL, NULL) != TS_OK)
+            for (size_t k = 0; k < nops; k++)
+                pick[k] = 0;
+        for (size_t k = 0; k < nops; k++)
+            plans[node[k]] = sets[k][pick[k]];
+    }
+    for (size_t k = 0; sets && k < nops; k++)
+        ts_free(sets[k]);
+    ts_free(sets);
+    ts_free(nsets);
+    ts_free(pick);
+    ts_free(node);
+    return rc;
+}
