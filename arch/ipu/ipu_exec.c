@@ -100,7 +100,7 @@ static bool sup_can_issue(const ts_model *m, const ipu_tile *t)
     case IPU_OP_SYNC:
     case IPU_OP_HALT: return t->running == 0;
     case IPU_OP_RXWAIT: return t->rx_left == 0;
-    default: return true;
+    default: return true; /* not an op left unhandled: every other op issues in any free slot */
     }
 }
 
@@ -272,7 +272,10 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
             case IPU_OP_F32V2ADD: o = y + z; break;
             case IPU_OP_F32V2SUB: o = y - z; break;
             case IPU_OP_F32V2MUL: o = y * z; break;
-            default: { float p = y * z; o = rf(r[in->r0 + l]) + p; break; }
+            case IPU_OP_F32V2MAC: { float p = y * z; o = rf(r[in->r0 + l]) + p; break; }
+            default: /* an op the cases above let in without a case here: a ts_err (TS_ESIM) */
+                return fail(t, ti, ctx, pc, c, err, "%s has no case in the f32v2 executor",
+                            ts_ipu_isa.ops[in->op].mnemonic);
             }
             r[in->r0 + l] = fr(o);
         }
