@@ -124,7 +124,7 @@ typedef struct ipu_ctx {
     uint32_t pc;
     uint32_t rpt_start, rpt_end, rpt_left;
     uint64_t ready;         /* earliest cycle this context may issue again */
-    float acc[IPU_ACC_MAX];     /* worker AMP accumulators */
+    float acc[IPU_ACC_MAX]; /* worker AMP accumulators */
 } ipu_ctx;
 
 /* A word on the fabric. */
@@ -169,7 +169,7 @@ typedef struct ipu_tile {
     const uint8_t *ops;     /* the ops its code holds (nops of them), in the model's op_block */
     uint32_t nops;
     uint8_t **page;         /* owned pages, allocated on first write */
-    ipu_ctx cx[IPU_MAX_CTX];    /* 0 = supervisor, 1..W = workers */
+    ipu_ctx cx[IPU_MAX_CTX]; /* 0 = supervisor, 1..W = workers */
     uint32_t running;       /* bit w: worker w runs */
     uint8_t sup;            /* SUP_* */
     /* AMP coefficient state, shared by the workers (research §2.2) */
@@ -342,8 +342,7 @@ void ts_ipu_mem_read_bytes(ts_model *m, ipu_tile *t, uint64_t a, uint8_t *dst, u
 /* ipu_load.c: validate a program and predecode its streams into the tiles (the family's load) */
 ts_status ts_ipu_load(ts_model *m, const ts_program *p, ts_err *err);
 
-/* ipu_exec.c: advance tile ti to cycle h, or beyond while it reads nothing from other tiles, until
- * it blocks at a sync or halts */
+/* ipu_exec.c: run tile ti to cycle h (past it while it reads no other tile) until a sync or halt */
 ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err);
 
 /* ipu_exchange.c: set the spine delay of column col's words sent before h */
