@@ -11,10 +11,15 @@
 #include "core/alloc.h"
 #include "core/sim.h"
 
-/* ipu.h; the executor calls ipu_latency (ipu_int.h) inline. */
 uint64_t ts_ipu_latency(const void *cfgp, uint32_t s, uint32_t d)
 {
-    return ipu_latency(cfgp, s, d);
+    const ts_ipu_cfg *c = cfgp;
+    int64_t cs, rs, cd, rd;
+    tile_pos(c, s, &cs, &rs);
+    tile_pos(c, d, &cd, &rd);
+    int64_t dg = cs / (int64_t)c->columns_per_group - cd / (int64_t)c->columns_per_group;
+    int64_t dr = rs - rd;
+    return c->lat_base + c->lat_per_group * (uint64_t)llabs(dg) + c->lat_per_row * (uint64_t)llabs(dr);
 }
 
 /* The exchange spine (research §1.2 HC33: an exchange spine in a fishbone layout; §2.4, §3.3 CIT:

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "arch/ipu/ipu.h"
 #include "arch/ipu/ipu_int.h"
 #include "core/alloc.h"
 #include "core/sim.h"
@@ -472,7 +473,7 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
         t->rx_addr = (uint32_t)addr;
         t->rx_left = t->rx_n = (uint32_t)in->imm;
         t->rx_armed = c;
-        t->rx_lat = (uint32_t)ipu_latency(&m->c, (uint32_t)src, ti);
+        t->rx_lat = (uint32_t)ts_ipu_latency(&m->c, (uint32_t)src, ti);
         /* words that left before now - latency - the largest spine delay arrived before the mux
          * was set: not ours. (The log is in send order; arrivals are not, since a word to another
          * column group may wait in the spine stage while a later one to this group does not, so

@@ -283,23 +283,12 @@ struct ts_model {
     ipu_tsum *tsum;          /* one per thread */
 };
 
-/* ---- positions and latency (inline: the executor's send and recv use them at every issue) ---- */
+/* ---- positions (inline for the executor's send; the latency, ts_ipu_latency, is in ipu_exchange.c) ---- */
 
 static inline void tile_pos(const ts_ipu_cfg *c, uint32_t t, int64_t *col, int64_t *row)
 {
     *col = (int64_t)(t / c->tiles_per_column);
     *row = (int64_t)(t % c->tiles_per_column);
-}
-
-/* Send-to-arrival cycles from tile s to tile d (ts_ipu_latency, for the typed config). */
-static inline uint64_t ipu_latency(const ts_ipu_cfg *c, uint32_t s, uint32_t d)
-{
-    int64_t cs, rs, cd, rd;
-    tile_pos(c, s, &cs, &rs);
-    tile_pos(c, d, &cd, &rd);
-    int64_t dg = cs / (int64_t)c->columns_per_group - cd / (int64_t)c->columns_per_group;
-    int64_t dr = rs - rd;
-    return c->lat_base + c->lat_per_group * (uint64_t)llabs(dg) + c->lat_per_row * (uint64_t)llabs(dr);
 }
 
 /* Millimetres of wire from tile s to tile d (Manhattan distance in tile pitches). */
