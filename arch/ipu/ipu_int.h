@@ -1,18 +1,25 @@
 /* arch/ipu/ipu_int.h — private declarations of the IPU family (not for other modules).
  *
  * The family itself is ts_ipu_family (declared in arch/registry.c); ipu.h exposes the few helpers
- * tests and benchmarks use. Everything here is shared between ipu_isa.c, ipu_config.c and
- * ipu_sim.c only.
+ * tests and benchmarks use. Here, shared by the files of arch/ipu/ only: the opcodes and their
+ * facts, the typed config, the model's state, the positions and the paged tile memory the
+ * executor reads inline, and the functions one file of the model calls in another (the list of
+ * files and what each holds is at the top of ipu_model.c).
  */
 #ifndef TS_ARCH_IPU_INT_H
 #define TS_ARCH_IPU_INT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include "core/alloc.h"
 #include "core/half.h"
 #include "core/config.h"
 #include "core/isa.h"
+#include "core/sim.h"
 
 /* Opcodes, from the one table. */
 enum ipu_op {
@@ -89,5 +96,284 @@ typedef struct ts_ipu_cfg {
     double host_bpc;
 } ts_ipu_cfg;
 
+/* ---- the model's state ---- */
+
+#define IPU_PAGE_SHIFT 12
+#define IPU_PAGE_SIZE (1u << IPU_PAGE_SHIFT)
+#define IPU_MAX_CTX 9
+#define IPU_ACC_MAX 64
+
+/* One predecoded instruction. */
+typedef struct ipu_insn {
+    uint8_t op, r0, r1, r2;
+    int32_t imm, imm2;
+    uint32_t tgt;
+    uint8_t r3, r4;         /* fourth and fifth register operands (the paced loads and stores) */
+    uint8_t member;         /* inside a bundle: issued by its `{`, never on its own */
+    uint8_t bundled;        /* rpt/rpti: the body holds bundles (issues != instructions) */
+    uint8_t ctx_ok;         /* bit 0: the supervisor may issue it, bit 1: a worker may */
+    uint8_t pure;           /* rpt/rpti: the body writes nothing another context reads (no store,
+                             * no coefficient load), so turns of it can run in closed form */
+    uint64_t hits;          /* times issued: counted here, on the line the fetch has just read,
+                             * rather than in a per-op table elsewhere (about 5 % of the
+                             * executor's time in bench_ipu_bsp) */
+} ipu_insn;
+
+typedef struct ipu_ctx {
+    uint32_t r[IPU_NREGS];
+    uint32_t pc;
+    uint32_t rpt_start, rpt_end, rpt_left;
+    uint64_t ready;         /* earliest cycle this context may issue again */
+    float acc[IPU_ACC_MAX]; /* worker AMP accumulators */
+} ipu_ctx;
+
+/* A word on the fabric. */
+typedef struct ipu_word {
+    uint64_t t;             /* cycle it left the sender */
+    uint32_t val;
+    int32_t dst;            /* receiving tile, -1 = any tile listening */
+    uint8_t claimed;        /* set by the receiver of a unicast word */
+    uint32_t delay;         /* cycles it waited in the spine's buffered stage (see ts_ipu_spine_column);
+                             * set once every tile has passed t, 0 until then */
+} ipu_word;
+
+typedef struct ipu_wlog {
+    ipu_word *v;
+    size_t n, cap;
+} ipu_wlog;
+
+/* A span of exchange activity kept for the activity sampler: [a, b), with the bytes sent in it. */
+typedef struct ipu_xspan {
+    uint64_t a, b, bytes;
+} ipu_xspan;
+
+typedef struct ipu_hostop {
+    uint32_t addr;
+    uint64_t haddr;
+    uint32_t bytes;
+    uint8_t to_host;
+} ipu_hostop;
+
+enum { SUP_RUN, SUP_SYNC, SUP_DONE };
+
+typedef struct ipu_tile {
+    ipu_insn *code;         /* borrowed from the model's decoded program (hit counts written) */
+    uint32_t n;
+    uint32_t ncode;         /* instructions that take code memory (the bundle braces take none) */
+    uint64_t work;          /* instructions issued + words received (the hang detector's counter);
+                             * next to the code pointer so the issue path touches one line */
+    uint64_t *opcnt;        /* executions per op (IPU_OP_COUNT; the `{` of a bundle counts as
+                             * IPU_OP_BUNDLE, its members as their ops), in the model's op_block;
+                             * NULL unless the run asked for superstep_events (opts.phase_events) */
+    uint64_t *opseen;       /* opcnt at the last sync 1 (superstep_events) */
+    const uint8_t *ops;     /* the ops its code holds (nops of them), in the model's op_block */
+    uint32_t nops;
+    uint8_t **page;         /* owned pages, allocated on first write */
+    ipu_ctx cx[IPU_MAX_CTX]; /* 0 = supervisor, 1..W = workers */
+    uint32_t running;       /* bit w: worker w runs */
+    uint8_t sup;            /* SUP_* */
+    /* AMP coefficient state, shared by the workers (research §2.2) */
+    uint8_t coef[256];
+    float w16[128], w32[64];
+    /* receive side */
+    int32_t rx_src;         /* -1 = input mux off */
+    uint32_t rx_addr, rx_left, rx_n, rx_lat;
+    uint64_t rx_armed;
+    size_t rx_cursor;
+    /* send side */
+    uint64_t tx_t0, tx_end;
+    uint32_t tx_addr, tx_n;
+    ipu_wlog pend, log;     /* this round's words; committed words of this superstep */
+    size_t fin;             /* log words before this have their spine delay set */
+    uint64_t xch_until;     /* exchange activity is counted up to this cycle */
+    uint64_t xch_cycles;    /* cycles with exchange activity this superstep */
+    ipu_xspan *xs; size_t nxs, cap_xs; /* those cycles as spans, kept only with opts.activity */
+    bool rec;               /* keep xs (opts.activity or opts.trace is set) */
+    bool rec_nomem;         /* growing xs failed */
+    uint64_t arrival;       /* cycle of the last sync 1 */
+    uint64_t finish;        /* cycle after halt */
+    ipu_hostop *host; size_t nhost, cap_host;
+    /* counters (instructions are counted in ipu_insn.hits) */
+    uint64_t xsent, xrecv, xport; /* bytes sent, bytes received, send-port cycles */
+    double wire_bit_mm;
+    uint64_t mem_hi;
+    uint64_t ss_xbytes;     /* bytes sent this superstep */
+    uint64_t ss_uni, ss_claims; /* unicast words sent this superstep; words addressed to this tile
+                             * that it received (all received when the sums are equal) */
+    bool failed;            /* stopped by an error that is not reported yet */
+} ipu_tile;
+
+/* Energy events, named as in the shipped tables (ts_ipu_collect). */
+enum { EV_FP32_MAC, EV_FP16_MAC, EV_FP32_ADD, EV_FP32_MUL, EV_FP16_ADD, EV_FP16_MUL, EV_INT32_ADD,
+       EV_SRAM_RD, EV_SRAM_WR, EV_REGFILE, EV_WIRE, EV_PCIE, EV_ISSUE, EV_COUNT };
+
+typedef struct ipu_ss {
+    uint64_t start, compute, exchange, sync, critical, xbytes, hbytes;
+    double ev[EV_COUNT];    /* the energy events of the superstep (ss_events) */
+} ipu_ss;
+
+/* What one thread saw of its tiles at the end of a round, after committing their words: the
+ * main thread decides from these instead of scanning every tile. Padded so that threads do not
+ * write one cache line. */
+typedef struct ipu_tsum {
+    uint64_t work;          /* sum of the tiles' work counters */
+    uint64_t uni, claims;   /* sums of ss_uni and ss_claims */
+    uint64_t last_arrival;  /* latest arrival at the pending sync (a halt this superstep counts) */
+    uint32_t live;          /* tiles not done */
+    uint32_t at_sync;       /* tiles at a chip-wide sync */
+    uint32_t waiting;       /* tiles idle at rxwait (may be stuck: see tile_stuck) */
+    bool pending;           /* a tile failed and its error is not reported yet */
+    bool nomem;             /* committing words ran out of memory */
+    char pad[128 - 4 * sizeof(uint64_t) - 3 * sizeof(uint32_t) - 2 * sizeof(bool)];
+} ipu_tsum;
+
+typedef struct ipu_terr {
+    ts_err err;       /* the thread's earliest error (lowest cycle, then tile) */
+    ts_err scratch;   /* where a tile writes its error */
+    bool failed;
+} ipu_terr;
+
+struct ts_model {
+    ts_ipu_cfg c;
+    ts_trace *trace;         /* borrowed, may be NULL */
+    ts_activity *act;        /* borrowed, may be NULL: tile states are recorded between rounds */
+    bool trace_named;
+    uint32_t trace_group;    /* tiles per track of the trace: 1, or whole columns (trace_plan) */
+    uint64_t sync_texts;     /* the most `sync 1` in one tile's program text: supersteps, estimated */
+    bool lockstep;
+    int nthreads;
+    uint32_t W;
+    uint32_t all_workers;    /* (1 << W) - 1 */
+    bool closed_form;        /* fast mode and tile.load_latency <= W: see closed_form_turns */
+    uint64_t now, work, window;
+    bool done, loaded;
+    uint32_t ntiles;
+    ipu_tile *t;
+    uint64_t *tnow;          /* per-tile cycle (SoA hot state) */
+    ipu_insn *code;          /* owned, all streams back to back */
+    uint8_t *zero_page;
+    uint8_t *hostmem;
+    uint64_t end;
+    uint64_t ss_start;
+    ipu_ss *ss; size_t nss, cap_ss;
+    uint64_t xrecv_seen;    /* the tiles' xrecv and wire_bit_mm summed at the last sync */
+    double wire_seen;
+    void *op_block;          /* owned, NULL unless phase_events: the tiles' opcnt, opseen and ops */
+    bool phase_events;       /* opts.phase_events: count ops per tile for superstep_events */
+    uint64_t host_bytes_total, host_cycles_total;
+    /* threads */
+    pthread_t *th;
+    int nstarted;            /* helper threads running (1 .. nthreads - 1 once all started) */
+    /* the main thread and the helpers meet at a sense-reversing barrier three times per round
+     * (run, commit, decide); it spins on C11 atomics and sleeps on bar_cv when spinning long */
+    _Atomic uint32_t bar_count, bar_sense, bar_sleepers;
+    uint32_t main_sense;     /* the main thread's sense */
+    pthread_mutex_t bar_mu;
+    pthread_cond_t bar_cv;
+    pthread_mutex_t gate_mu; /* helpers wait at the gate until every one of them has started */
+    pthread_cond_t gate_cv;
+    int gate;                /* 0 wait, 1 go, 2 quit */
+    bool bar_init, gate_init, quit;
+    uint64_t round_h;
+    uint32_t *tgroup;        /* per tile: its column group (tile / tiles_per_column / columns_per_group) */
+    uint64_t *spine_e;       /* per column: the first cycle its next words may enter the spine
+                              * (one cycle after its last ones, see ts_ipu_spine_column) */
+    uint32_t ncols;
+    ipu_terr *terr;
+    ipu_tsum *tsum;          /* one per thread */
+};
+
+/* ---- positions (inline for the executor's send; the latency, ts_ipu_latency, is in ipu_exchange.c) ---- */
+
+static inline void tile_pos(const ts_ipu_cfg *c, uint32_t t, int64_t *col, int64_t *row)
+{
+    *col = (int64_t)(t / c->tiles_per_column);
+    *row = (int64_t)(t % c->tiles_per_column);
+}
+
+/* Millimetres of wire from tile s to tile d (Manhattan distance in tile pitches). */
+static inline double wire_mm(const ts_ipu_cfg *c, uint32_t s, uint32_t d)
+{
+    int64_t cs, rs, cd, rd;
+    tile_pos(c, s, &cs, &rs);
+    tile_pos(c, d, &cd, &rd);
+    return (double)(llabs(cs - cd) + llabs(rs - rd)) * c->tile_pitch_m * 1e3;
+}
+
+/* ---- tile memory, paged (inline: the executor's loads and stores; the rest is in ipu_mem.c) ---- */
+
+static inline const uint8_t *rd_ptr(ts_model *m, ipu_tile *t, uint64_t a)
+{
+    uint8_t *p = t->page[a >> IPU_PAGE_SHIFT];
+    return (p ? p : m->zero_page) + (a & (IPU_PAGE_SIZE - 1));
+}
+
+static inline uint8_t *wr_ptr(ipu_tile *t, uint64_t a, uint32_t len)
+{
+    uint8_t **pp = &t->page[a >> IPU_PAGE_SHIFT];
+    if (!*pp) {
+        *pp = ts_calloc(1, IPU_PAGE_SIZE);
+        if (!*pp)
+            return NULL;
+    }
+    if (a + len > t->mem_hi)
+        t->mem_hi = a + len;
+    return *pp + (a & (IPU_PAGE_SIZE - 1));
+}
+
+/* ---- what one file of the model calls in another, by the file that defines it ---- */
+
+/* ipu_mem.c: copy len bytes into tile t's memory at a (pages allocated on first write) */
+ts_status ts_ipu_mem_write_bytes(ts_model *m, ipu_tile *t, uint64_t a, const uint8_t *src, uint64_t len, ts_err *err);
+/* ipu_mem.c: copy len bytes of tile t's memory at a into dst (unwritten pages read as zeros) */
+void ts_ipu_mem_read_bytes(ts_model *m, ipu_tile *t, uint64_t a, uint8_t *dst, uint64_t len);
+
+/* ipu_load.c: validate a program and predecode its streams into the tiles (the family's load) */
+ts_status ts_ipu_load(ts_model *m, const ts_program *p, ts_err *err);
+
+/* ipu_exec.c: run tile ti to cycle h (past it while it reads no other tile) until a sync or halt */
+ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err);
+
+/* ipu_exchange.c: set the spine delay of column col's words sent before h */
+void ts_ipu_spine_column(ts_model *m, uint32_t col, uint64_t h);
+/* ipu_exchange.c: no two senders into one receiver in one cycle, and every unicast word received */
+ts_status ts_ipu_check_exchange(ts_model *m, ts_err *err);
+
+/* ipu_threads.c: start the helper threads (none for one thread); on failure the caller destroys m */
+ts_status ts_ipu_threads_start(ts_model *m, ts_err *err);
+/* ipu_threads.c: stop and join the helper threads, free what they used */
+void ts_ipu_threads_stop(ts_model *m);
+/* ipu_threads.c: one round to m->round_h on every thread: run the tiles, commit and summarise */
+void ts_ipu_round(ts_model *m);
+
+/* ipu_step.c: when tile t arrived at the pending sync (a halt this superstep counts), if it did */
+bool ts_ipu_arrived_at(const ts_model *m, const ipu_tile *t, uint64_t *at);
+/* ipu_step.c: run rounds up to cycle limit (the family's step) */
+ts_status ts_ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err);
+
+/* ipu_observe.c: keep [a, b) as one of tile t's exchange spans (activity and trace only) */
+void ts_ipu_xspan_add(ipu_tile *t, uint64_t a, uint64_t b, uint64_t bytes) __attribute__((noinline, cold));
+/* ipu_observe.c: give the activity sampler the tile layout and the describer (at create) */
+ts_status ts_ipu_act_layout(ts_model *m, ts_err *err);
+/* ipu_observe.c: record every tile's states over the superstep that ends at release */
+ts_status ts_ipu_act_superstep(ts_model *m, const ipu_ss *r, uint64_t release, ts_err *err);
+/* ipu_observe.c: record the stretch after the last sync and flush the activity (at the end) */
+ts_status ts_ipu_act_end(ts_model *m, ts_err *err);
+/* ipu_observe.c: write superstep r's trace slices (chip row and tile rows) */
+void ts_ipu_trace_superstep(ts_model *m, const ipu_ss *r, uint64_t last, uint64_t release);
+
+/* ipu_energy.c: the energy events' names, as in the shipped tables (index EV_*) */
+extern const char *const ts_ipu_ev_names[EV_COUNT];
+/* ipu_energy.c: bytes an op reads from and writes to tile memory */
+void ts_ipu_op_mem_bytes(int op, uint32_t *rd, uint32_t *wr);
+/* ipu_energy.c: add to ev the events of op issued k times (issue events not included) */
+void ts_ipu_op_events(const ts_model *m, int op, double k, double *ev);
+/* ipu_energy.c: the energy events since the last sync 1 into ev (superstep_events runs only) */
+void ts_ipu_events_since_sync(ts_model *m, uint64_t xsent, uint64_t hbytes, bool mark, double *ev);
+
+/* ipu_results.c: the run's results, stats and tables (the family's collect) */
+ts_status ts_ipu_collect(ts_model *m, ts_results *r, ts_err *err);
+/* ipu_results.c: one line per tile not done, saying what it waits for (the family's blocked) */
+void ts_ipu_blocked(ts_model *m, ts_buf *out);
 
 #endif

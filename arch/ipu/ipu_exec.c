@@ -1,0 +1,860 @@
+/* arch/ipu/ipu_exec.c — the executor: one tile's cycles (ts_ipu_tile_run), its barrel of a
+ * supervisor and W workers, every instruction's semantics and timing (exec_op, bundles, repeat
+ * loops), receives as words arrive, and the fast mode's shortcuts: the jump over cycles in which
+ * nothing can happen (next_event) and repeat loops in closed form. This is the hot path: all of
+ * it is one translation unit so that exec inlines into the loops that call it (the time model is
+ * described at the top of ipu_model.c).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "arch/ipu/ipu.h"
+#include "arch/ipu/ipu_int.h"
+#include "core/alloc.h"
+#include "core/sim.h"
+
+static inline float rf(uint32_t v) { float f; memcpy(&f, &v, 4); return f; }
+static inline uint32_t fr(float f) { uint32_t v; memcpy(&v, &f, 4); return v; }
+
+/* Count [a, b) as cycles of exchange activity (send port busy, a receive armed, a delay),
+ * without counting a cycle twice when intervals overlap. */
+static void xch_busy(ipu_tile *t, uint64_t a, uint64_t b, uint64_t bytes)
+{
+    if (a < t->xch_until)
+        a = t->xch_until;
+    if (b > a) {
+        t->xch_cycles += b - a;
+        t->xch_until = b;
+    }
+    if (t->rec) /* the activity sampler is on: keep the span (one test when off) */
+        ts_ipu_xspan_add(t, a, b, bytes);
+}
+
+/* Cold path, kept out of line so the executor's hot loop stays small (inlined, it tripled the
+ * executor's stack frame and cost about a fifth of bench_ipu_bsp's time). */
+static ts_status fail(ipu_tile *t, uint32_t ti, int ctx, uint32_t pc, uint64_t c, ts_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8), noinline, cold));
+
+static ts_status fail(ipu_tile *t, uint32_t ti, int ctx, uint32_t pc, uint64_t c, ts_err *err, const char *fmt, ...)
+{
+    char what[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    char who[32];
+    if (ctx == 0)
+        snprintf(who, sizeof who, "supervisor");
+    else
+        snprintf(who, sizeof who, "worker %d", ctx - 1);
+    (void)t;
+    return ts_err_sim(err, ti, (int64_t)c, "%s: %s at pc %u", what, who, pc);
+}
+
+/* Check a data access: in range and aligned to its width. */
+#define CHECK_ADDR(addr, width, name)                                                               \
+    do {                                                                                            \
+        if ((addr) < 0 || (uint64_t)(addr) + (width) > m->c.sram_bytes)                             \
+            return fail(t, ti, ctx, pc, c, err, "%s address %" PRId64 " is out of range (tile memory is %" PRIu64 " bytes)", \
+                        name, (int64_t)(addr), m->c.sram_bytes);                                    \
+        if ((addr) % (width))                                                                       \
+            return fail(t, ti, ctx, pc, c, err, "%s address %" PRId64 " is not %u-byte aligned", name, \
+                        (int64_t)(addr), (unsigned)(width));                                        \
+    } while (0)
+
+static void coef_update(ipu_tile *t, uint32_t slot)
+{
+    for (uint32_t k = slot * 8; k < slot * 8 + 8; k++) {
+        uint16_t h;
+        memcpy(&h, t->coef + 2 * k, 2);
+        t->w16[k] = ts_f16_to_f32(h);
+    }
+    for (uint32_t k = slot * 4; k < slot * 4 + 4; k++) {
+        float f;
+        memcpy(&f, t->coef + 4 * k, 4);
+        t->w32[k] = f;
+    }
+}
+
+static inline uint32_t h2op(uint32_t a, uint32_t b, int op)
+{
+    uint32_t out = 0;
+    for (int l = 0; l < 2; l++) {
+        float x = ts_f16_to_f32((uint16_t)(a >> (16 * l))), y = ts_f16_to_f32((uint16_t)(b >> (16 * l)));
+        float z = op == 0 ? x + y : op == 1 ? x - y : x * y;
+        out |= (uint32_t)ts_f32_to_f16(z) << (16 * l);
+    }
+    return out;
+}
+
+static bool sup_can_issue(const ts_model *m, const ipu_tile *t)
+{
+    const ipu_ctx *s = &t->cx[0];
+    if (s->pc >= t->n)
+        return t->running == 0;
+    switch (t->code[s->pc].op) {
+    case IPU_OP_RUN: return t->running != (1u << m->W) - 1;
+    case IPU_OP_RUNALL:
+    case IPU_OP_SYNC:
+    case IPU_OP_HALT: return t->running == 0;
+    case IPU_OP_RXWAIT: return t->rx_left == 0;
+    default: return true; /* not an op left unhandled: every other op issues in any free slot */
+    }
+}
+
+/* Execute one instruction, `in` at pc, for ctx at cycle c; *nextp is the pc that follows it
+ * (pc + 1 unless it branches or stays). */
+static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c,
+                                                             ipu_ctx *x, ipu_insn *in, uint32_t pc, uint32_t *nextp,
+                                                             ts_err *err)
+{
+    uint32_t *r = x->r;
+    uint32_t next = *nextp;
+    if (!(in->ctx_ok & (ctx ? 2 : 1)))
+        return fail(t, ti, ctx, pc, c, err, "%s may only run in %s", ts_ipu_isa.ops[in->op].mnemonic,
+                    ctx == 0 ? "a worker" : "the supervisor");
+    x->ready = c + 1;
+    in->hits++;
+    if (t->opcnt)
+        t->opcnt[in->op]++;
+    t->work++;
+/* operand registers, read where a case needs them */
+#define a0 (r[in->r0])
+#define a1 (r[in->r1])
+#define a2 (r[in->r2])
+    int64_t addr;
+    switch ((enum ipu_op)in->op) {
+    case IPU_OP_SETZI: r[in->r0] = (uint32_t)in->imm; break;
+    case IPU_OP_LDCONST: r[in->r0] = (uint32_t)in->imm; break;
+    case IPU_OP_MOV: r[in->r0] = a1; break;
+    case IPU_OP_ADD: r[in->r0] = a1 + a2; break;
+    case IPU_OP_ADDI: r[in->r0] = a1 + (uint32_t)in->imm; break;
+    case IPU_OP_SUB: r[in->r0] = a1 - a2; break;
+    case IPU_OP_MUL: r[in->r0] = a1 * a2; break;
+    case IPU_OP_MULI: r[in->r0] = a1 * (uint32_t)in->imm; break;
+    case IPU_OP_AND: r[in->r0] = a1 & a2; break;
+    case IPU_OP_ANDI: r[in->r0] = a1 & (uint32_t)in->imm; break;
+    case IPU_OP_OR: r[in->r0] = a1 | a2; break;
+    case IPU_OP_XOR: r[in->r0] = a1 ^ a2; break;
+    case IPU_OP_SHL: r[in->r0] = a1 << (a2 & 31); break;
+    case IPU_OP_SHLI: r[in->r0] = a1 << (in->imm & 31); break;
+    case IPU_OP_SHR: r[in->r0] = a1 >> (a2 & 31); break;
+    case IPU_OP_SHRI: r[in->r0] = a1 >> (in->imm & 31); break;
+    case IPU_OP_CMPEQ: r[in->r0] = a1 == a2; break;
+    case IPU_OP_CMPULT: r[in->r0] = a1 < a2; break;
+    case IPU_OP_CMPSLT: r[in->r0] = (int32_t)a1 < (int32_t)a2; break;
+    case IPU_OP_GET:
+        switch (in->imm) {
+        case IPU_CSR_TILE: r[in->r0] = ti; break;
+        case IPU_CSR_NTILES: r[in->r0] = m->ntiles; break;
+        case IPU_CSR_WORKER: r[in->r0] = ctx ? (uint32_t)(ctx - 1) : UINT32_MAX; break;
+        case IPU_CSR_NWORKERS: r[in->r0] = m->W; break;
+        default: return fail(t, ti, ctx, pc, c, err, "get: no control register %d", in->imm);
+        }
+        break;
+    case IPU_OP_NOP: break;
+    case IPU_OP_BR: next = in->tgt; break;
+    case IPU_OP_BRZ: if (a0 == 0) next = in->tgt; break;
+    case IPU_OP_BRNZ: if (a0 != 0) next = in->tgt; break;
+    case IPU_OP_BRNEG: if ((int32_t)a0 < 0) next = in->tgt; break;
+    case IPU_OP_BRNZDEC:
+        if (a0 != 0) {
+            r[in->r0] = a0 - 1;
+            next = in->tgt;
+        }
+        break;
+    case IPU_OP_RPT:
+    case IPU_OP_RPTI: {
+        uint32_t count = in->op == IPU_OP_RPT ? a0 : (uint32_t)in->imm;
+        uint32_t len = (uint32_t)(in->op == IPU_OP_RPT ? in->imm : in->imm2);
+        if (x->rpt_left)
+            return fail(t, ti, ctx, pc, c, err, "rpt inside a repeat body");
+        if (count == 0) {
+            next = pc + 1 + len;
+        } else {
+            x->rpt_start = pc + 1;
+            x->rpt_end = pc + 1 + len;
+            x->rpt_left = count;
+        }
+        break;
+    }
+    case IPU_OP_LD32:
+    case IPU_OP_LD32STEP:
+        addr = in->op == IPU_OP_LD32 ? (int64_t)(int32_t)a1 + in->imm : (int64_t)(int32_t)a1;
+        CHECK_ADDR(addr, 4, "ld32");
+        memcpy(&r[in->r0], rd_ptr(m, t, (uint64_t)addr), 4);
+        if (in->op == IPU_OP_LD32STEP) /* the base as read: the load may have written the same register */
+            r[in->r1] = (uint32_t)addr + (uint32_t)in->imm;
+        x->ready = c + m->c.load_latency;
+        break;
+    case IPU_OP_LD64:
+    case IPU_OP_LD64STEP:
+        if (m->c.load_bpc < 8)
+            return fail(t, ti, ctx, pc, c, err, "ld64 needs tile.load_bytes_per_cycle >= 8");
+        addr = in->op == IPU_OP_LD64 ? (int64_t)(int32_t)a1 + in->imm : (int64_t)(int32_t)a1;
+        CHECK_ADDR(addr, 8, "ld64");
+        memcpy(&r[in->r0], rd_ptr(m, t, (uint64_t)addr), 8);
+        if (in->op == IPU_OP_LD64STEP) /* the base as read: the load may have written the same register */
+            r[in->r1] = (uint32_t)addr + (uint32_t)in->imm;
+        x->ready = c + m->c.load_latency;
+        break;
+    case IPU_OP_LD128:
+    case IPU_OP_LD128STEP:
+        if (m->c.load_bpc < 16)
+            return fail(t, ti, ctx, pc, c, err, "ld128 needs tile.load_bytes_per_cycle >= 16");
+        addr = in->op == IPU_OP_LD128 ? (int64_t)(int32_t)a1 + in->imm : (int64_t)(int32_t)a1;
+        CHECK_ADDR(addr, 16, "ld128");
+        if ((uint64_t)addr < m->c.interleaved_base)
+            return fail(t, ti, ctx, pc, c, err, "ld128 address %" PRId64 " is below the interleaved memory at %" PRIu64,
+                        addr, m->c.interleaved_base);
+        memcpy(&r[in->r0], rd_ptr(m, t, (uint64_t)addr), 16);
+        if (in->op == IPU_OP_LD128STEP) /* the base as read: the load may have written the same register */
+            r[in->r1] = (uint32_t)addr + (uint32_t)in->imm;
+        x->ready = c + m->c.load_latency;
+        break;
+    case IPU_OP_LDZ16:
+    case IPU_OP_LDB16: {
+        addr = (int64_t)(int32_t)a1 + in->imm;
+        CHECK_ADDR(addr, 2, in->op == IPU_OP_LDZ16 ? "ldz16" : "ldb16");
+        uint16_t h;
+        memcpy(&h, rd_ptr(m, t, (uint64_t)addr), 2);
+        r[in->r0] = in->op == IPU_OP_LDZ16 ? h : ((uint32_t)h << 16 | h);
+        x->ready = c + m->c.load_latency;
+        break;
+    }
+    case IPU_OP_LDZ8:
+        addr = (int64_t)(int32_t)a1 + in->imm;
+        CHECK_ADDR(addr, 1, "ldz8");
+        r[in->r0] = *rd_ptr(m, t, (uint64_t)addr);
+        x->ready = c + m->c.load_latency;
+        break;
+    case IPU_OP_ST32:
+    case IPU_OP_ST32STEP: {
+        addr = in->op == IPU_OP_ST32 ? (int64_t)(int32_t)a1 + in->imm : (int64_t)(int32_t)a1;
+        CHECK_ADDR(addr, 4, "st32");
+        uint8_t *p = wr_ptr(t, (uint64_t)addr, 4);
+        if (!p)
+            return ts_err_set(err, TS_ENOMEM, "out of memory for tile memory");
+        memcpy(p, &a0, 4);
+        if (in->op == IPU_OP_ST32STEP)
+            r[in->r1] = a1 + (uint32_t)in->imm;
+        break;
+    }
+    case IPU_OP_ST64:
+    case IPU_OP_ST64STEP: {
+        if (m->c.store_bpc < 8)
+            return fail(t, ti, ctx, pc, c, err, "st64 needs tile.store_bytes_per_cycle >= 8");
+        addr = in->op == IPU_OP_ST64 ? (int64_t)(int32_t)a1 + in->imm : (int64_t)(int32_t)a1;
+        CHECK_ADDR(addr, 8, "st64");
+        uint8_t *p = wr_ptr(t, (uint64_t)addr, 8);
+        if (!p)
+            return ts_err_set(err, TS_ENOMEM, "out of memory for tile memory");
+        memcpy(p, &r[in->r0], 8);
+        if (in->op == IPU_OP_ST64STEP)
+            r[in->r1] = a1 + (uint32_t)in->imm;
+        break;
+    }
+    case IPU_OP_F32ADD: r[in->r0] = fr(rf(a1) + rf(a2)); break;
+    case IPU_OP_F32SUB: r[in->r0] = fr(rf(a1) - rf(a2)); break;
+    case IPU_OP_F32MUL: r[in->r0] = fr(rf(a1) * rf(a2)); break;
+    case IPU_OP_F32MAX: r[in->r0] = fr(fmaxf(rf(a1), rf(a2))); break;
+    case IPU_OP_F32MIN: r[in->r0] = fr(fminf(rf(a1), rf(a2))); break;
+    case IPU_OP_F32MAC: { float p = rf(a1) * rf(a2); r[in->r0] = fr(rf(a0) + p); break; }
+    case IPU_OP_F32V2ADD:
+    case IPU_OP_F32V2SUB:
+    case IPU_OP_F32V2MUL:
+    case IPU_OP_F32V2MAC:
+        for (int l = 0; l < 2; l++) {
+            float y = rf(r[in->r1 + l]), z = rf(r[in->r2 + l]), o;
+            switch (in->op) {
+            case IPU_OP_F32V2ADD: o = y + z; break;
+            case IPU_OP_F32V2SUB: o = y - z; break;
+            case IPU_OP_F32V2MUL: o = y * z; break;
+            case IPU_OP_F32V2MAC: { float p = y * z; o = rf(r[in->r0 + l]) + p; break; }
+            default: /* an op the cases above let in without a case here: a ts_err (TS_ESIM) */
+                return fail(t, ti, ctx, pc, c, err, "%s has no case in the f32v2 executor",
+                            ts_ipu_isa.ops[in->op].mnemonic);
+            }
+            r[in->r0 + l] = fr(o);
+        }
+        break;
+    case IPU_OP_F16V2ADD: r[in->r0] = h2op(a1, a2, 0); break;
+    case IPU_OP_F16V2MUL: r[in->r0] = h2op(a1, a2, 2); break;
+    case IPU_OP_F16V4ADD:
+    case IPU_OP_F16V4SUB:
+    case IPU_OP_F16V4MUL: {
+        int o = in->op == IPU_OP_F16V4ADD ? 0 : in->op == IPU_OP_F16V4SUB ? 1 : 2;
+        uint32_t lo = h2op(r[in->r1], r[in->r2], o), hi = h2op(r[in->r1 + 1], r[in->r2 + 1], o);
+        r[in->r0] = lo;
+        r[in->r0 + 1] = hi;
+        break;
+    }
+    case IPU_OP_F16V2TOF32: {
+        uint32_t v = a1;
+        r[in->r0] = fr(ts_f16_to_f32((uint16_t)v));
+        r[in->r0 + 1] = fr(ts_f16_to_f32((uint16_t)(v >> 16)));
+        break;
+    }
+    case IPU_OP_F32V2TOF16:
+        r[in->r0] = (uint32_t)ts_f32_to_f16(rf(r[in->r1])) | (uint32_t)ts_f32_to_f16(rf(r[in->r1 + 1])) << 16;
+        break;
+    case IPU_OP_F32TOI32: {
+        float v = rf(a1);
+        int32_t o = v != v ? 0 : v >= 2147483647.0f ? INT32_MAX : v <= -2147483648.0f ? INT32_MIN : (int32_t)v;
+        r[in->r0] = (uint32_t)o;
+        break;
+    }
+    case IPU_OP_F32FROMI32: r[in->r0] = fr((float)(int32_t)a1); break;
+    case IPU_OP_LD128PUTCS:
+        addr = (int64_t)(int32_t)a0;
+        if (in->imm < 0 || in->imm >= 16)
+            return fail(t, ti, ctx, pc, c, err, "ld128putcs: coefficient slot %d is not in 0..15", in->imm);
+        CHECK_ADDR(addr, 16, "ld128putcs");
+        {
+            /* the workers of a routine load the same block one after another: convert it once */
+            const uint8_t *src = rd_ptr(m, t, (uint64_t)addr);
+            if (memcmp(t->coef + 16 * in->imm, src, 16)) {
+                memcpy(t->coef + 16 * in->imm, src, 16);
+                coef_update(t, (uint32_t)in->imm);
+            }
+        }
+        x->ready = c + m->c.load_latency;
+        break;
+    case IPU_OP_F32V2AMP: {
+        float i0 = rf(r[in->r0]), i1 = rf(r[in->r0 + 1]);
+        const float *w = t->w32;
+        for (uint32_t u = 0; u < m->c.amp_units_f32; u++) {
+            float s = w[2 * u] * i0 + w[2 * u + 1] * i1;
+            x->acc[u] += s;
+        }
+        break;
+    }
+    case IPU_OP_F16V4AMP: {
+        float in4[4];
+        in4[0] = ts_f16_to_f32((uint16_t)r[in->r0]);
+        in4[1] = ts_f16_to_f32((uint16_t)(r[in->r0] >> 16));
+        in4[2] = ts_f16_to_f32((uint16_t)r[in->r0 + 1]);
+        in4[3] = ts_f16_to_f32((uint16_t)(r[in->r0 + 1] >> 16));
+        const float *w = t->w16;
+        for (uint32_t u = 0; u < m->c.amp_units_f16; u++) {
+            float s = w[4 * u] * in4[0] + w[4 * u + 1] * in4[1];
+            s += w[4 * u + 2] * in4[2];
+            s += w[4 * u + 3] * in4[3];
+            x->acc[u] += s;
+        }
+        break;
+    }
+    case IPU_OP_AMPZERO: memset(x->acc, 0, sizeof x->acc); break;
+    case IPU_OP_AMPGET:
+        if (in->imm < 0 || in->imm >= IPU_ACC_MAX / 2)
+            return fail(t, ti, ctx, pc, c, err, "ampget: accumulator pair %d is not in 0..%d", in->imm, IPU_ACC_MAX / 2 - 1);
+        r[in->r0] = fr(x->acc[2 * in->imm]);
+        r[in->r0 + 1] = fr(x->acc[2 * in->imm + 1]);
+        break;
+    case IPU_OP_RUN:
+    case IPU_OP_RUNALL: {
+        uint32_t all = (1u << m->W) - 1;
+        uint32_t start = in->op == IPU_OP_RUNALL ? all : 0;
+        if (!start)
+            for (uint32_t w = 0; w < m->W; w++)
+                if (!(t->running >> w & 1)) {
+                    start = 1u << w;
+                    break;
+                }
+        for (uint32_t w = 0; w < m->W; w++)
+            if (start >> w & 1) {
+                ipu_ctx *wx = &t->cx[1 + w];
+                memset(wx->r, 0, sizeof wx->r);
+                wx->r[0] = a0; /* the "lm" classes put the register in r0 */
+                wx->pc = in->tgt;
+                wx->rpt_left = 0;
+                wx->ready = c + 1;
+            }
+        t->running |= start;
+        break;
+    }
+    case IPU_OP_EXIT:
+        t->running &= ~(1u << (ctx - 1));
+        next = pc; /* stays put; the context is idle */
+        break;
+    case IPU_OP_SYNC:
+        if (in->imm == 1) {
+            if (t->rx_left)
+                return fail(t, ti, ctx, pc, c, err,
+                            "receive with nothing sent: %u of %u words from tile %d (armed at cycle %" PRIu64 ") never came before sync",
+                            t->rx_left, t->rx_n, t->rx_src, t->rx_armed);
+            t->sup = SUP_SYNC;
+            t->arrival = c;
+        } else if (in->imm != 0) {
+            return fail(t, ti, ctx, pc, c, err, "sync: zone %d is neither 0 (tile) nor 1 (chip)", in->imm);
+        }
+        break;
+    case IPU_OP_HALT:
+        if (t->rx_left)
+            return fail(t, ti, ctx, pc, c, err, "receive with nothing sent: %u of %u words from tile %d never came before halt",
+                        t->rx_left, t->rx_n, t->rx_src);
+        if (t->nhost)
+            return fail(t, ti, ctx, pc, c, err, "halt with host transfers pending: they complete at a chip-wide sync");
+        t->sup = SUP_DONE;
+        t->finish = c + 1;
+        next = pc;
+        break;
+    case IPU_OP_SEND: {
+        int32_t dst = (int32_t)a1;
+        uint32_t nw = (uint32_t)in->imm;
+        addr = (int64_t)(int32_t)a0;
+        if (in->imm < 1)
+            return fail(t, ti, ctx, pc, c, err, "send of %d words", in->imm);
+        if (dst < -1 || dst >= (int32_t)m->ntiles)
+            return fail(t, ti, ctx, pc, c, err, "send to tile %d, which does not exist", dst);
+        CHECK_ADDR(addr, 4, "send");
+        if ((uint64_t)addr + 4ull * nw > m->c.sram_bytes)
+            return fail(t, ti, ctx, pc, c, err, "send of %u words from %" PRId64 " runs past the tile memory", nw, addr);
+        if (t->pend.n + nw > t->pend.cap) {
+            void *v = t->pend.v;
+            if (ts_grow(&v, &t->pend.cap, t->pend.n + nw, sizeof(ipu_word)))
+                return ts_err_set(err, TS_ENOMEM, "out of memory for exchange words");
+            t->pend.v = v;
+        }
+        uint32_t wpc = m->c.words_per_cycle;
+        for (uint32_t i = 0; i < nw; i++) {
+            ipu_word *w = &t->pend.v[t->pend.n++];
+            w->t = c + i / wpc;
+            memcpy(&w->val, rd_ptr(m, t, (uint64_t)addr + 4ull * i), 4);
+            w->dst = dst;
+            w->claimed = 0;
+            w->delay = 0;
+        }
+        uint64_t cyc = (nw + wpc - 1) / wpc;
+        t->tx_t0 = c;
+        t->tx_end = c + cyc;
+        t->tx_addr = (uint32_t)addr;
+        t->tx_n = nw;
+        x->ready = c + cyc; /* the supervisor holds the send port */
+        t->xsent += 4ull * nw;
+        t->ss_xbytes += 4ull * nw;
+        t->xport += cyc;
+        xch_busy(t, c, t->tx_end, 4ull * nw);
+        if (dst >= 0) {
+            t->ss_uni += nw;
+            t->wire_bit_mm += 32.0 * nw * wire_mm(&m->c, ti, (uint32_t)dst);
+        } else { /* a broadcast is charged to the far corner of the chip */
+            t->wire_bit_mm += 32.0 * nw * wire_mm(&m->c, 0, m->ntiles - 1);
+        }
+        break;
+    }
+    case IPU_OP_RXPTR:
+        addr = (int64_t)(int32_t)a0;
+        CHECK_ADDR(addr, 4, "rxptr");
+        if ((uint64_t)addr + 4ull * t->rx_left > m->c.sram_bytes)
+            return fail(t, ti, ctx, pc, c, err, "rxptr %" PRId64 ": the %u words still due run past the tile memory",
+                        addr, t->rx_left);
+        t->rx_addr = (uint32_t)addr;
+        break;
+    case IPU_OP_RECV:
+    case IPU_OP_RXSEL: {
+        int32_t src = (int32_t)(in->op == IPU_OP_RECV ? a1 : a0);
+        addr = in->op == IPU_OP_RECV ? (int64_t)(int32_t)a0 : (int64_t)t->rx_addr;
+        if (t->rx_left)
+            return fail(t, ti, ctx, pc, c, err, "%s switches the input from tile %d while %u of its %u words are still due",
+                        ts_ipu_isa.ops[in->op].mnemonic, t->rx_src, t->rx_left, t->rx_n);
+        if (src < 0 || src >= (int32_t)m->ntiles)
+            return fail(t, ti, ctx, pc, c, err, "recv from tile %d, which does not exist", src);
+        if (in->imm < 1)
+            return fail(t, ti, ctx, pc, c, err, "%s of %d words", ts_ipu_isa.ops[in->op].mnemonic, in->imm);
+        CHECK_ADDR(addr, 4, ts_ipu_isa.ops[in->op].mnemonic);
+        if ((uint64_t)addr + 4ull * (uint32_t)in->imm > m->c.sram_bytes)
+            return fail(t, ti, ctx, pc, c, err, "%s of %d words at %" PRId64 " runs past the tile memory",
+                        ts_ipu_isa.ops[in->op].mnemonic, in->imm, addr);
+        t->rx_src = src;
+        t->rx_addr = (uint32_t)addr;
+        t->rx_left = t->rx_n = (uint32_t)in->imm;
+        t->rx_armed = c;
+        t->rx_lat = (uint32_t)ts_ipu_latency(&m->c, (uint32_t)src, ti);
+        /* words that left before now - latency - the largest spine delay arrived before the mux
+         * was set: not ours. (The log is in send order; arrivals are not, since a word to another
+         * column group may wait in the spine stage while a later one to this group does not, so
+         * the search is on send cycles, and rx_arrivals passes over the rest that came before.
+         * A spine delay is at most spine_buffer_cycles: see ts_ipu_spine_column.) */
+        const ipu_wlog *lg = &m->t[src].log;
+        size_t lo = 0, hi = lg->n;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (lg->v[mid].t + m->c.spine_buffer_cycles + t->rx_lat < c)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        t->rx_cursor = lo;
+        break;
+    }
+    case IPU_OP_RXWAIT:
+    case IPU_OP_DELAY:
+        if (in->op == IPU_OP_DELAY) {
+            if (in->imm < 0)
+                return fail(t, ti, ctx, pc, c, err, "delay of %d cycles", in->imm);
+            x->ready = c + (uint64_t)in->imm + 1;
+            xch_busy(t, c, x->ready, 0);
+        }
+        break;
+    case IPU_OP_HOSTRD:
+    case IPU_OP_HOSTWR: {
+        addr = (int64_t)(int32_t)a0;
+        uint64_t h = a1, nb = (uint64_t)(uint32_t)in->imm;
+        if (in->imm < 1 || addr < 0 || (uint64_t)addr + nb > m->c.sram_bytes)
+            return fail(t, ti, ctx, pc, c, err, "host transfer of %d bytes at tile address %" PRId64 " is out of range",
+                        in->imm, addr);
+        if (h + nb > m->c.host_bytes)
+            return fail(t, ti, ctx, pc, c, err, "host transfer of %" PRIu64 " bytes at host address %" PRIu64
+                        " is beyond host.buffer (%" PRIu64 " bytes)", nb, h, m->c.host_bytes);
+        if (t->nhost == t->cap_host) {
+            void *v = t->host;
+            if (ts_grow(&v, &t->cap_host, t->nhost + 1, sizeof *t->host))
+                return ts_err_set(err, TS_ENOMEM, "out of memory for host transfers");
+            t->host = v;
+        }
+        t->host[t->nhost++] = (ipu_hostop){(uint32_t)addr, h, (uint32_t)nb, in->op == IPU_OP_HOSTWR};
+        break;
+    }
+    case IPU_OP_LDST64PACE:
+    case IPU_OP_LD2XST64PACE: {
+        bool two = in->op == IPU_OP_LD2XST64PACE;
+        const char *name = ts_ipu_isa.ops[in->op].mnemonic;
+        if (m->c.load_bpc < (two ? 16 : 8) || m->c.store_bpc < 8)
+            return fail(t, ti, ctx, pc, c, err, "%s needs tile.load_bytes_per_cycle >= %d and tile.store_bytes_per_cycle >= 8",
+                        name, two ? 16 : 8);
+        uint8_t rs = two ? in->r4 : in->r3; /* the store pointer */
+        int64_t la = (int64_t)(int32_t)a2, lb = two ? (int64_t)(int32_t)r[in->r3] : 0;
+        addr = (int64_t)(int32_t)r[rs];
+        CHECK_ADDR(la, 8, name);
+        if (two) {
+            CHECK_ADDR(lb, 8, name);
+            if ((uint64_t)la < m->c.interleaved_base || (uint64_t)lb < m->c.interleaved_base)
+                return fail(t, ti, ctx, pc, c, err, "%s: two loads in one cycle need interleaved memory, at or above %" PRIu64,
+                            name, m->c.interleaved_base);
+        }
+        CHECK_ADDR(addr, 8, name);
+        uint32_t v[2] = {r[in->r1], r[in->r1 + 1]}; /* the pair to store, as it was at issue */
+        memcpy(&r[in->r0], rd_ptr(m, t, (uint64_t)la), 8);
+        if (two)
+            memcpy(&r[in->r0 + 2], rd_ptr(m, t, (uint64_t)lb), 8);
+        uint8_t *p = wr_ptr(t, (uint64_t)addr, 8);
+        if (!p)
+            return ts_err_set(err, TS_ENOMEM, "out of memory for tile memory");
+        memcpy(p, v, 8);
+        r[in->r2] = (uint32_t)la + 8;
+        if (two)
+            r[in->r3] = (uint32_t)lb + 8;
+        r[rs] = (uint32_t)addr + 8;
+        x->ready = c + m->c.load_latency;
+        break;
+    }
+    case IPU_OP_BUNDLE:
+    case IPU_OP_BUNDLE_END: /* never issued on their own: check_bundles keeps branches out */
+        return fail(t, ti, ctx, pc, c, err, "%s issued outside a bundle", ts_ipu_isa.ops[in->op].mnemonic);
+    case IPU_OP_COUNT: /* no default: -Wswitch names an opcode of the table without a case */
+        return ts_err_set(err, TS_EINTERNAL, "ipu: opcode %u has no executor", in->op);
+    }
+    *nextp = next;
+    return TS_OK;
+#undef a0
+#undef a1
+#undef a2
+}
+
+/* A bundle at pc (`{` main aux `}`): one issue. The auxiliary instruction runs first, then the
+ * main one; neither sees the other's results (check_bundles), so this is "both read their
+ * registers at issue". Out of line: the common path (no bundle) keeps exec as small as before
+ * (callgrind: the bundle inside exec cost about a tenth more host instructions per issue). */
+static ts_status exec_bundle(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c, uint32_t pc, ts_err *err)
+    __attribute__((noinline));
+
+static ts_status exec_bundle(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c, uint32_t pc, ts_err *err)
+{
+    ipu_ctx *x = &t->cx[ctx];
+    uint32_t next = 0; /* members never branch (check_bundles): exec moves on to pc + 4 */
+    t->code[pc].hits++;
+    if (t->opcnt)
+        t->opcnt[IPU_OP_BUNDLE]++;
+    ts_status rc = exec_op(m, ti, t, ctx, c, x, &t->code[pc + 2], pc + 2, &next, err);
+    if (rc == TS_OK)
+        rc = exec_op(m, ti, t, ctx, c, x, &t->code[pc + 1], pc + 1, &next, err);
+    return rc;
+}
+
+/* Execute the instruction (or bundle) at ctx's pc at cycle c. */
+/* Inlined into its callers, ts_ipu_tile_run and closed_form_run, so the tile's hot state stays in
+ * registers across issues (callgrind: about a fifth fewer host instructions per simulated
+ * issue). */
+static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c,
+                                                          ts_err *err)
+{
+    ipu_ctx *x = &t->cx[ctx];
+    uint32_t pc = x->pc;
+    if (pc >= t->n) {
+        if (ctx)
+            return fail(t, ti, ctx, pc, c, err, "worker ran past the end of the code");
+        t->sup = SUP_DONE; /* falling off the end is a halt */
+        t->finish = c;
+        return TS_OK;
+    }
+    ipu_insn *in = &t->code[pc];
+    uint32_t next = pc + 1;
+    ts_status rc;
+    if (__builtin_expect(in->op == IPU_OP_BUNDLE, 0)) {
+        rc = exec_bundle(m, ti, t, ctx, c, pc, err);
+        next = pc + 4;
+    } else {
+        rc = exec_op(m, ti, t, ctx, c, x, in, pc, &next, err);
+    }
+    if (rc != TS_OK)
+        return rc;
+    if (x->rpt_left && next == x->rpt_end) {
+        if (--x->rpt_left > 0)
+            next = x->rpt_start;
+    }
+    x->pc = next;
+    return TS_OK;
+}
+
+/* Words that reach tile ti at cycle c while its input selects their sender. */
+static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, ts_err *err)
+{
+    ipu_tile *s = &m->t[t->rx_src];
+    ipu_wlog *lg = &s->log;
+    while (t->rx_left && t->rx_cursor < lg->n) {
+        ipu_word *w = &lg->v[t->rx_cursor];
+        if (w->dst != -1 && w->dst != (int32_t)ti) { /* to another tile: its arrival is no order for ours */
+            t->rx_cursor++;
+            continue;
+        }
+        uint64_t a = w->t + w->delay + t->rx_lat;
+        if (a > c)
+            break;
+        t->rx_cursor++;
+        if (a < c)
+            continue;
+        /* a send of this tile reading the element this word writes, in the same cycle */
+        if (c >= t->tx_t0 && c < t->tx_end) {
+            uint64_t i = (c - t->tx_t0) * m->c.words_per_cycle;
+            uint64_t raddr = t->tx_addr + 4 * i;
+            if (raddr / m->c.element_bytes == t->rx_addr / m->c.element_bytes)
+                return ts_err_sim(err, ti, (int64_t)c,
+                                  "memory element conflict: the word from tile %d is written at %u while this tile's send reads %" PRIu64
+                                  " in the same element", t->rx_src, t->rx_addr, raddr);
+        }
+        uint8_t *p = wr_ptr(t, t->rx_addr, 4);
+        if (!p)
+            return ts_err_set(err, TS_ENOMEM, "out of memory for tile memory");
+        memcpy(p, &w->val, 4);
+        if (w->dst == (int32_t)ti) {
+            w->claimed = 1;
+            t->ss_claims++;
+        }
+        t->rx_addr += 4;
+        t->rx_left--;
+        t->xrecv += 4;
+        t->work++;
+        if (!t->rx_left)
+            xch_busy(t, t->rx_armed, c + 1, 0);
+    }
+    return TS_OK;
+}
+
+/* The next cycle >= c at which something can happen on tile t (fast mode), at most h. */
+/* r mod W for r >= c, from cs = c mod W: no division when r is within W cycles of c (a
+ * division costs tens of cycles, and this runs on every cycle a tile does not issue). */
+static inline uint32_t slot_of(uint64_t r, uint64_t c, uint32_t cs, uint32_t W)
+{
+    if (r - c >= W)
+        return (uint32_t)(r % W);
+    uint32_t s = cs + (uint32_t)(r - c);
+    return s >= W ? s - W : s;
+}
+
+static uint64_t next_event(const ts_model *m, const ipu_tile *t, uint64_t c, uint32_t cs, uint64_t h)
+{
+    uint64_t best = h;
+    uint32_t W = m->W;
+    for (uint32_t w = 0; w < W; w++) {
+        if (!(t->running >> w & 1))
+            continue;
+        uint64_t r = t->cx[1 + w].ready > c ? t->cx[1 + w].ready : c;
+        uint32_t d = w + W - slot_of(r, c, cs, W); /* cycles to w's next turn, in [1, 2W) */
+        uint64_t k = r + (d >= W ? d - W : d);
+        if (k < best)
+            best = k;
+    }
+    if (t->sup == SUP_RUN && sup_can_issue(m, t)) {
+        uint64_t r = t->cx[0].ready > c ? t->cx[0].ready : c;
+        uint32_t ks = slot_of(r, c, cs, W);
+        for (uint64_t k = r; k < r + W && k < best; k++, ks = ks + 1 == W ? 0 : ks + 1)
+            if (!(t->running >> ks & 1)) {
+                best = k;
+                break;
+            }
+    }
+    if (t->rx_left) {
+        const ipu_wlog *lg = &m->t[t->rx_src].log;
+        size_t k = t->rx_cursor; /* the next word to this tile (rx_arrivals passes over the others) */
+        while (k < lg->n && lg->v[k].dst != -1 && lg->v[k].dst != (int32_t)(t - m->t))
+            k++;
+        if (k < lg->n) {
+            uint64_t a = lg->v[k].t + lg->v[k].delay + t->rx_lat;
+            if (a < best)
+                best = a < c ? c : a;
+        }
+    }
+    return best;
+}
+
+/* How far a tile may run past the round's horizon when it does not read another tile's words:
+ * bounded so that the kernel still sees progress (or a hang) this often. */
+#define IPU_RUN_AHEAD 65536u
+
+/* A tile must stay within the round's horizon while it reads other tiles' words: with a receive
+ * armed, or when its supervisor is about to arm one. Everything else it does (compute, sends,
+ * reaching a sync) depends on nothing another tile does in the same round, so it may run ahead:
+ * its sends are committed at the round's end, and no receiver reads a word before the cycle it
+ * arrives, at least a window after it left. */
+static bool reads_others(const ipu_tile *t)
+{
+    if (t->rx_left)
+        return true;
+    uint32_t pc = t->cx[0].pc;
+    return pc < t->n && (t->code[pc].op == IPU_OP_RECV || t->code[pc].op == IPU_OP_RXSEL);
+}
+
+/* Closed form for repeat loops. When every slot belongs to a running worker (so the supervisor
+ * cannot issue), no receive is armed (so tile memory changes only by the workers' own stores) and
+ * every worker is inside a repeat body that stores nothing and loads no coefficients, the workers
+ * cannot see each other for as long as they all stay in their bodies: worker w issues at cycle
+ * c + ((w - c) mod W) + j W for j = 0, 1, ... (loads are ready by its next turn because
+ * tile.load_latency <= W). So the next k turns can be run worker by worker, each with its exact
+ * issue cycles, and give what cycle-by-cycle issue gives. Returns k (0 when the form does not
+ * apply), at most what keeps the tile below `limit`. */
+static uint64_t body_issues(const ipu_tile *t, uint32_t from, uint32_t to)
+{
+    uint64_t n = 0;
+    for (uint32_t p = from; p < to; p++)
+        n += !t->code[p].member;
+    return n;
+}
+
+static uint64_t closed_form_turns(const ts_model *m, const ipu_tile *t, uint64_t c, uint64_t limit)
+{
+    const uint32_t W = m->W;
+    uint64_t k = limit > c ? (limit - c) / W : 0;
+    uint32_t slot = (uint32_t)(c % W);
+    for (uint32_t w = 0; w < W && k >= 2; w++) {
+        const ipu_ctx *x = &t->cx[1 + w];
+        if (!x->rpt_left || !t->code[x->rpt_start - 1].pure || x->pc < x->rpt_start || x->pc >= x->rpt_end)
+            return 0;
+        if (x->ready > c + (w + W - slot) % W)
+            return 0;
+        uint64_t rem = (uint64_t)(x->rpt_end - x->pc) + (uint64_t)(x->rpt_left - 1) * (x->rpt_end - x->rpt_start);
+        if (t->code[x->rpt_start - 1].bundled) /* issues, not instructions: a bundle is one */
+            rem = body_issues(t, x->pc, x->rpt_end) +
+                  (uint64_t)(x->rpt_left - 1) * body_issues(t, x->rpt_start, x->rpt_end);
+        if (rem < k)
+            k = rem;
+    }
+    return k >= 2 ? k : 0;
+}
+
+/* Run k turns in closed form (see closed_form_turns). An error stops its worker; the earliest
+ * one over all workers is reported, as cycle-by-cycle issue would. */
+static ts_status closed_form_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, uint64_t k, ts_err *err)
+{
+    const uint32_t W = m->W;
+    uint32_t slot = (uint32_t)(c % W);
+    ts_status first = TS_OK;
+    for (uint32_t w = 0; w < W; w++) {
+        uint64_t at = c + (w + W - slot) % W;
+        for (uint64_t j = 0; j < k; j++, at += W) {
+            ts_err later;
+            ts_err *dst = err;
+            if (first != TS_OK) {
+                ts_err_init(&later);
+                dst = &later;
+            }
+            ts_status rc = exec(m, ti, t, 1 + (int)w, at, dst);
+            if (rc == TS_OK)
+                continue;
+            if (first == TS_OK) {
+                first = rc;
+            } else if (later.cycle < err->cycle) {
+                ts_err_free(err);
+                *err = later;
+            } else {
+                ts_err_free(&later);
+            }
+            break;
+        }
+    }
+    return first;
+}
+
+/* Advance tile ti to cycle h, or beyond while it reads nothing from other tiles, until it
+ * blocks at a sync or halts. */
+ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
+{
+    ipu_tile *t = &m->t[ti];
+    uint64_t c = m->tnow[ti];
+    const uint32_t W = m->W;
+    const bool lock = m->lockstep;
+    const uint64_t cap = lock ? h : h + IPU_RUN_AHEAD;
+    uint32_t slot = (uint32_t)(c % W);
+    bool ro = reads_others(t); /* changes only when the supervisor issues or a receive completes */
+    while (t->sup == SUP_RUN) {
+        if (c >= h && (c >= cap || ro))
+            break;
+        if (t->rx_left) {
+            ts_status rc = rx_arrivals(m, ti, t, c, err);
+            if (rc != TS_OK)
+                return rc;
+            ro = reads_others(t);
+        }
+        if (m->closed_form && t->running == m->all_workers && !t->rx_left) {
+            uint64_t k = closed_form_turns(m, t, c, ro ? h : cap);
+            if (k) {
+                ts_status rc = closed_form_run(m, ti, t, c, k, err);
+                if (rc != TS_OK)
+                    return rc;
+                c += k * W;
+                continue;
+            }
+        }
+        int ctx = -1;
+        if (t->running >> slot & 1) {
+            if (t->cx[1 + slot].ready <= c)
+                ctx = 1 + (int)slot;
+        } else if (t->cx[0].ready <= c && sup_can_issue(m, t)) {
+            ctx = 0;
+        }
+        bool issued = ctx >= 0;
+        if (issued) {
+            ts_status rc = exec(m, ti, t, ctx, c, err);
+            if (rc != TS_OK)
+                return rc;
+            if (ctx == 0)
+                ro = reads_others(t);
+        }
+        c++;
+        if (++slot == W)
+            slot = 0;
+        if (!issued && !lock && t->sup == SUP_RUN) {
+            uint64_t bound = ro ? (c > h ? c : h) : cap;
+            uint64_t n = next_event(m, t, c, slot, bound);
+            if (n != c) {
+                slot = slot_of(n, c, slot, W);
+                c = n;
+            }
+        }
+    }
+    m->tnow[ti] = t->sup == SUP_RUN && c < h ? h : c;
+    return TS_OK;
+}
