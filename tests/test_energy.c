@@ -367,6 +367,80 @@ START_TEST(test_price)
 }
 END_TEST
 
+/* Every energy event an instruction names in a family's .def (the ENERGY column; the TSP's VXM
+ * classes "add" and "mul" priced per element type; every TSP issue an insn_issue), with the row's
+ * mnemonic. Only the ENERGY argument is expanded, so the rows' other columns need no header. */
+typedef struct def_event {
+    const char *family, *mnemonic, *event;
+} def_event;
+
+static const def_event def_events[] = {
+#define IPU_OP(id, mn, ops, classes, unit, ctx, lat, energy, ecount, doc) {"ipu", mn, energy},
+#include "arch/ipu/ipu_isa.def"
+#undef IPU_OP
+#define WSE_OP(name, mn, ops, unit, vop, dtype, width, energy, flags, doc) {"wse", mn, energy},
+#include "arch/wse/wse_isa.def"
+#undef WSE_OP
+#define TSP_OP(id, mn, ops, classes, unit, energy, flags, doc) {"tsp", mn, energy},
+#define TSP_OPL(id, mn, ops, classes, unit, def, src, energy, flags, doc) {"tsp", mn, energy},
+#include "arch/tsp/tsp_isa.def"
+#undef TSP_OP
+#undef TSP_OPL
+};
+
+/* Every event a .def row names is priced by every shipped energy table (configs/energy/). */
+START_TEST(test_def_events_priced)
+{
+    static const char *const tsp_types[] = {"int8_", "int32_", "fp16_", "fp32_"};
+    size_t tables = 0, checked = 0;
+    for (size_t b = 0; b < ts_builtin_count(); b++) {
+        if (strncmp(ts_builtin_path(b), "configs/energy/", 15))
+            continue;
+        ts_energy_table *t = load_builtin(ts_builtin_name(b));
+        tables++;
+        ck_assert_msg(ts_energy_find(t, "insn_issue") != NULL, "%s prices no insn_issue", ts_builtin_name(b));
+        for (size_t i = 0; i < sizeof def_events / sizeof def_events[0]; i++) {
+            const def_event *d = &def_events[i];
+            if (!d->event)
+                continue;
+            if (!strcmp(d->family, "tsp")) { /* a VXM class, priced by the element type */
+                for (size_t k = 0; k < 4; k++) {
+                    char ev[40];
+                    snprintf(ev, sizeof ev, "%s%s", tsp_types[k], d->event);
+                    ck_assert_msg(ts_energy_find(t, ev) != NULL, "%s: tsp '%s' charges %s, which %s does not price",
+                                  ts_builtin_name(b), d->mnemonic, ev, ts_builtin_name(b));
+                    checked++;
+                }
+            } else {
+                ck_assert_msg(ts_energy_find(t, d->event) != NULL, "%s '%s' charges %s, which %s does not price",
+                              d->family, d->mnemonic, d->event, ts_builtin_name(b));
+                checked++;
+            }
+        }
+        ts_energy_destroy(t);
+    }
+    ck_assert_uint_ge(tables, 2); /* horowitz45 and jouppi7 at least */
+    ck_assert_uint_gt(checked, 100);
+}
+END_TEST
+
+/* Integer multiplies are charged as multiplies, not adds (int32_mul is about 31x int32_add in
+ * horowitz45). */
+START_TEST(test_def_mul_events)
+{
+    size_t muls = 0;
+    for (size_t i = 0; i < sizeof def_events / sizeof def_events[0]; i++) {
+        const def_event *d = &def_events[i];
+        if (strcmp(d->family, "tsp") && (!strcmp(d->mnemonic, "mul") || !strcmp(d->mnemonic, "muli"))) {
+            ck_assert_msg(d->event && !strcmp(d->event, "int32_mul"), "%s '%s' charges %s", d->family, d->mnemonic,
+                          d->event ? d->event : "nothing");
+            muls++;
+        }
+    }
+    ck_assert_uint_eq(muls, 3); /* ipu mul, muli; wse mul */
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("energy");
@@ -377,6 +451,8 @@ int main(void)
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_alloc_failures);
     tcase_add_test(tc, test_price);
+    tcase_add_test(tc, test_def_events_priced);
+    tcase_add_test(tc, test_def_mul_events);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

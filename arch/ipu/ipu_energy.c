@@ -9,7 +9,7 @@
 #include "arch/ipu/ipu_int.h"
 
 const char *const ts_ipu_ev_names[EV_COUNT] = {
-    "fp32_mac", "fp16_mac", "fp32_add", "fp32_mul", "fp16_add", "fp16_mul", "int32_add",
+    "fp32_mac", "fp16_mac", "fp32_add", "fp32_mul", "fp16_add", "fp16_mul", "int32_add", "int32_mul",
     "sram_read_64b", "sram_write_64b", "regfile_32b", "wire_bit_mm", "pcie_bit", "insn_issue",
 };
 
@@ -64,12 +64,22 @@ static uint32_t op_reg_words(int op)
     return n;
 }
 
-static int ev_index(const char *name)
+int ts_ipu_ev_index(const char *name)
 {
     for (int i = 0; i < EV_COUNT; i++)
         if (name && !strcmp(name, ts_ipu_ev_names[i]))
             return i;
     return -1;
+}
+
+ts_status ts_ipu_check_events(ts_err *err)
+{
+    for (int op = 0; op < IPU_OP_COUNT; op++)
+        if (ts_ipu_opfacts[op].energy && ts_ipu_ev_index(ts_ipu_opfacts[op].energy) < 0)
+            return ts_err_set(err, TS_EINTERNAL, "ipu_isa.def: '%s' charges energy event '%s', which the IPU model "
+                              "does not count (add it to ts_ipu_ev_names)", ts_ipu_isa.ops[op].mnemonic,
+                              ts_ipu_opfacts[op].energy);
+    return TS_OK;
 }
 
 /* The events of op issued k times (what its facts, memory bytes, register words and AMP MACs
@@ -81,7 +91,7 @@ void ts_ipu_op_events(const ts_model *m, int op, double k, double *ev)
     ev[EV_SRAM_RD] += k * br / 8.0;
     ev[EV_SRAM_WR] += k * bw / 8.0;
     ev[EV_REGFILE] += k * op_reg_words(op);
-    int e = ev_index(ts_ipu_opfacts[op].energy);
+    int e = ts_ipu_ev_index(ts_ipu_opfacts[op].energy); /* every named event has one (ts_ipu_check_events) */
     if (e >= 0)
         ev[e] += k * ts_ipu_opfacts[op].ecount;
     if (op == IPU_OP_F16V4AMP)

@@ -205,7 +205,7 @@ typedef struct ipu_tile {
 
 /* Energy events, named as in the shipped tables (ts_ipu_collect). */
 enum { EV_FP32_MAC, EV_FP16_MAC, EV_FP32_ADD, EV_FP32_MUL, EV_FP16_ADD, EV_FP16_MUL, EV_INT32_ADD,
-       EV_SRAM_RD, EV_SRAM_WR, EV_REGFILE, EV_WIRE, EV_PCIE, EV_ISSUE, EV_COUNT };
+       EV_INT32_MUL, EV_SRAM_RD, EV_SRAM_WR, EV_REGFILE, EV_WIRE, EV_PCIE, EV_ISSUE, EV_COUNT };
 
 typedef struct ipu_ss {
     uint64_t start, compute, exchange, sync, critical, xbytes, hbytes;
@@ -364,6 +364,11 @@ void ts_ipu_trace_superstep(ts_model *m, const ipu_ss *r, uint64_t last, uint64_
 
 /* ipu_energy.c: the energy events' names, as in the shipped tables (index EV_*) */
 extern const char *const ts_ipu_ev_names[EV_COUNT];
+/* ipu_energy.c: the index (EV_*) of an event named by the .def's energy column, -1 if none */
+int ts_ipu_ev_index(const char *name);
+/* ipu_energy.c: TS_EINTERNAL naming the op if a .def row names an energy event the model does
+ * not count (it would be dropped from every report) */
+ts_status ts_ipu_check_events(ts_err *err);
 /* ipu_energy.c: bytes an op reads from and writes to tile memory */
 void ts_ipu_op_mem_bytes(int op, uint32_t *rd, uint32_t *wr);
 /* ipu_energy.c: add to ev the events of op issued k times (issue events not included) */

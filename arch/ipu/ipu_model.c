@@ -88,6 +88,9 @@ static void ipu_destroy(ts_model *m)
 ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts *opts, ts_err *err)
 {
     const ts_ipu_cfg *c = cfgp;
+    ts_status erc = ts_ipu_check_events(err);
+    if (erc != TS_OK)
+        return erc;
     ts_model *m = ts_calloc(1, sizeof *m);
     if (!m)
         return ts_err_set(err, TS_ENOMEM, "out of memory creating the ipu model");

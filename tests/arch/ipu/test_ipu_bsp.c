@@ -352,16 +352,30 @@ START_TEST(host_transfers)
 }
 END_TEST
 
+/* Integer multiplies are charged as the .def names them, int32_mul, not as adds. */
+START_TEST(energy_int_mul)
+{
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL,
+                  ".arch ipu\n.stream tile 0\n  setzi $m1, 3\n  mul $m2, $m1, $m1\n  muli $m3, $m1, 5\n"
+                  "  add $m4, $m2, $m3\n  halt\n", &r);
+    ck_assert_int_eq(r.rc, TS_OK);
+    ck_assert_double_eq(ipu_event(&r, "int32_mul"), 2);
+    ck_assert_double_eq(ipu_event(&r, "int32_add"), 1);
+    ipu_run_free(&r);
+}
+END_TEST
+
 START_TEST(energy_events_priced)
 {
     char *p = p2p(3);
     ipu_run r;
     ipu_test_run3("ipu_tiny4", NULL, p, &r);
     static const char *const names[] = {"fp32_mac", "fp16_mac", "fp32_add", "fp32_mul", "fp16_add", "fp16_mul",
-                                        "int32_add", "sram_read_64b", "sram_write_64b", "regfile_32b",
-                                        "wire_bit_mm", "pcie_bit", "insn_issue"};
-    ck_assert_uint_eq(r.r.nevents, 13);
-    for (size_t i = 0; i < 13; i++)
+                                        "int32_add", "int32_mul", "sram_read_64b", "sram_write_64b",
+                                        "regfile_32b", "wire_bit_mm", "pcie_bit", "insn_issue"};
+    ck_assert_uint_eq(r.r.nevents, 14);
+    for (size_t i = 0; i < 14; i++)
         ck_assert_str_eq(r.r.events[i].name, names[i]);
     /* 4 words x 32 bits x (1 column + 1 row) x 0.8 mm */
     ck_assert_double_eq_tol(ipu_event(&r, "wire_bit_mm"), 4 * 32 * 2 * 0.8, 1e-9);
@@ -541,6 +555,7 @@ static Suite *suite(void)
     tcase_add_test(t, release_skew);
     tcase_add_test(t, host_transfers);
     tcase_add_test(t, energy_events_priced);
+    tcase_add_test(t, energy_int_mul);
     tcase_add_test(t, superstep_events_sum_to_run);
     tcase_add_test(t, allocation_failures);
     tcase_add_test(t, trace_slices);
