@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "arch/ipu/ipu_int.h"
+#include "arch/ipu/ipu_target.h" /* the tables a compiler reads back */
 #include "core/alloc.h"
 #include "core/sim.h"
 
@@ -23,7 +24,7 @@ static ts_status superstep_events(ts_model *m, ts_stats *s, ts_err *err)
     for (uint32_t i = 0; i < m->ntiles; i++)
         xsent_tail += m->t[i].ss_xbytes;
     ts_ipu_events_since_sync(m, xsent_tail, 0, false, tail);
-    int tab = ts_results_events_table(s, "superstep_events", "one row per BSP superstep (and one for what ran "
+    int tab = ts_results_events_table(s, TS_IPU_TABLE_SUPERSTEP_EVENTS, "one row per BSP superstep (and one for what ran "
                                       "after the last sync, if anything did): the energy events it caused, to price "
                                       "a part of the run", "id", ts_ipu_ev_names, EV_COUNT);
     if (tab < 0)
@@ -119,7 +120,7 @@ ts_status ts_ipu_collect(ts_model *m, ts_results *r, ts_err *err)
     static const char *const units[] = {"", "cycles", "cycles", "cycles", "cycles", "", "B", "B"};
     uint64_t xcyc = 0, ccyc = 0, scyc = 0;
     if (rc == TS_OK) {
-        int tab = ts_stats_table(s, "supersteps", "one row per BSP superstep: compute, exchange and sync cycles, "
+        int tab = ts_stats_table(s, TS_IPU_TABLE_SUPERSTEPS, "one row per BSP superstep: compute, exchange and sync cycles, "
                                  "the last tile to reach the sync", 8, cols, units);
         if (tab < 0)
             rc = ts_err_set(err, TS_ENOMEM, "out of memory for the supersteps table");

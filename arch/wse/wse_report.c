@@ -1,6 +1,7 @@
 /* arch/wse/wse_report.c — deadlock detection, blocked-unit descriptions, results collection and
  * the accessors tests read. */
 #include "arch/wse/wse_int.h"
+#include "arch/wse/wse_target.h" /* the statistics a compiler reads back */
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -285,7 +286,7 @@ static ts_status region_events(const ts_model *m, ts_stats *st, ts_err *err)
         return TS_OK;
     wse_evlist l;
     evlist(&l);
-    int tab = ts_results_events_table(st, "region_events", "per region of PEs asked for (a lowered model's "
+    int tab = ts_results_events_table(st, WSE_STAT_REGION_EVENTS, "per region of PEs asked for (a lowered model's "
                                       "stages): the energy events of its PEs, to price it", "region", l.names,
                                       l.n);
     if (tab < 0)
@@ -391,9 +392,9 @@ static ts_status wse_collect(ts_model *m, ts_results *r, ts_err *err)
                 ? ts_err_set(err, TS_ENOMEM, "out of memory") : TS_OK);
     }
     if (m->npes <= m->c.pe_array_limit) {
-        CHK(add_array(m, r, "pe.busy_per_pe", "cycles", "busy cycles of each PE (index y * width + x)",
+        CHK(add_array(m, r, WSE_STAT_BUSY_PER_PE, "cycles", "busy cycles of each PE (index y * width + x)",
                       offsetof(wse_tstats, busy), 0, err));
-        CHK(add_array(m, r, "pe.stall_per_pe", "cycles", "stall cycles of each PE", offsetof(wse_tstats, stall), 0, err));
+        CHK(add_array(m, r, WSE_STAT_STALL_PER_PE, "cycles", "stall cycles of each PE", offsetof(wse_tstats, stall), 0, err));
         {
             double *v = ts_calloc(m->npes, sizeof *v);
             if (!v)
@@ -409,7 +410,8 @@ static ts_status wse_collect(ts_model *m, ts_results *r, ts_err *err)
             if (rc)
                 return ts_err_set(err, rc, "cannot add statistic pe.idle_per_pe");
         }
-        static const char *const ln[4] = {"fabric.link_north", "fabric.link_south", "fabric.link_east", "fabric.link_west"};
+        static const char *const ln[4] = {WSE_STAT_LINK_NORTH, WSE_STAT_LINK_SOUTH, WSE_STAT_LINK_EAST,
+                                          WSE_STAT_LINK_WEST};
         for (int p = 0; p < 4; p++)
             CHK(add_array(m, r, ln[p], "", "wavelets each PE's router sent over this link (heat map)",
                           offsetof(wse_tstats, link), (size_t)p, err));
