@@ -2,6 +2,7 @@
 #ifndef TS_WORKLOADS_GRAPH_INT_H
 #define TS_WORKLOADS_GRAPH_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "workloads/graph.h"
@@ -12,5 +13,30 @@ int ts_graph_unique_name(ts_graph *g, const char *base, char *buf, size_t n);
 void ts_graph_shape_str(const ts_graph_tensor *t, char *buf, size_t n);
 /* Numpy broadcasting of shapes a and b into out (rank *ro); -1 if they do not broadcast. */
 int ts_graph_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *ro, int64_t *out);
+
+/* graph.c: the consumers index of every tensor (cstart, cnodes); -1 when out of memory */
+int ts_graph_build_consumers(ts_graph *g);
+/* graph.c: rebuild the name hash with cap slots (a power of two); -1 when out of memory */
+int ts_graph_rehash(ts_graph *g, size_t cap);
+/* graph.c: free what a node owns (name, in, out) */
+void ts_graph_free_node(ts_graph_node *n);
+/* graph.c: a negative axis counted from the end (axis + rank); others as they are */
+int64_t ts_graph_norm_axis(int64_t axis, int rank);
+
+/* The graph's storage, shared by graph.c (building, shape inference) and graph_rewrite.c. */
+struct ts_graph {
+    char *name;
+    ts_graph_tensor *t; /* names and data owned (cast away const to free) */
+    size_t nt, capt;
+    ts_graph_node *n;   /* names, in and out owned */
+    size_t nn, capn;
+    bool *dead;         /* per node, during rewrites */
+    size_t capdead;
+    int *hash;          /* open addressing: tensor id or -1; size hcap (power of two) */
+    size_t hcap;
+    int uniq;           /* counter for generated names */
+    int *cstart;        /* after finalize: consumers of tensor t are cnodes[cstart[t]..cstart[t+1]) */
+    int *cnodes;
+};
 
 #endif
