@@ -38,8 +38,7 @@
 
 ts_status lwi_unsupported(lw *L, const ts_graph_node *n, const char *why)
 {
-    return ts_err_set(L->err, TS_EINPUT, "%s '%s': %s (the IPU lowering does not support this yet)",
-                      ts_graph_op_name(n->op), n->name, why);
+    return ts_lower_fail(L->err, n, "%s (the IPU lowering does not support this yet)", why);
 }
 
 /* f16 tensors are held in one of two ways: as halves (es 2) around the f16 MatMul/Gemm routine
@@ -200,9 +199,9 @@ static ts_status pass_init(lw_pass *ps, const ts_graph *g, const ts_lower_ipu_pa
 }
 
 /* Liveness: the memory of a tensor (of its root, through Reshape and Flatten) is freed after its
- * last consumer; graph outputs are kept. */
-/* shared candidate: workloads/lower (each tensor's root through the views and its last consumer,
- * the graph walk's liveness DESIGN.md gives that folder) */
+ * last consumer; graph outputs are kept. (The IPU lowering's own: the TSP lowering counts each
+ * tensor's readers down as it schedules them and keeps an aliased region for the whole run; the
+ * wafer-mesh lowering streams and frees nothing.) */
 static ts_status liveness(lw *L)
 {
     const ts_graph *g = L->g;

@@ -97,10 +97,9 @@ static const ts_lower_param ipu_params[] = {
 
 static ts_status ipu_create(const ts_config *cfg, const ts_lower_opts *opts, void **state, ts_err *err)
 {
-    ipu_lowering *s = ts_calloc(1, sizeof *s);
+    ipu_lowering *s = ts_lower_state_new(sizeof *s, state, err);
     if (!s)
-        return ts_err_set(err, TS_ENOMEM, "out of memory");
-    *state = s;
+        return TS_ENOMEM;
     ts_status rc = ts_lower_ipu_params_from_config(cfg, &s->p, err);
     const char *planner = ts_lower_opts_get(opts, "planner");
     if (rc == TS_OK && planner)

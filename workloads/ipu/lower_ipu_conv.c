@@ -60,10 +60,10 @@ typedef struct cv_tile {
 static float cv_weight(const cv_shape *s, uint64_t m, uint64_t c, uint64_t ky, uint64_t kx)
 {
     if (s->wmode == 1)
-        return lwi_value(s->Wt, s->wid, m * s->C + c);
+        return ts_fill_value_f32(s->Wt, s->wid, m * s->C + c);
     if (s->wmode == 2)
-        return lwi_value(s->Wt, s->wid, c * s->M + m);
-    return lwi_value(s->Wt, s->wid, ((m * s->C + c) * s->kh + ky) * s->kw + kx);
+        return ts_fill_value_f32(s->Wt, s->wid, c * s->M + m);
+    return ts_fill_value_f32(s->Wt, s->wid, ((m * s->C + c) * s->kh + ky) * s->kw + kx);
 }
 
 /* ---- the plan ---- */
@@ -77,7 +77,7 @@ static void conv_terms(const lw *L, const cv_shape *s, cv_plan *pn)
     pn->U = pn->half ? L->units16 : L->units;
     pn->per = pn->half ? 4 : 2;
     pn->eb = pn->half ? 2 : 4;
-    pn->nq = cdiv(s->M, pn->U);
+    pn->nq = ts_geom_cdiv(s->M, pn->U);
     pn->pad = s->pt || s->pl || s->pbot || s->pr;
     pn->hwc = s->kh * s->kw > 1;
     pn->WI = s->Wd + s->pl + s->pr;
@@ -104,8 +104,8 @@ static double conv_cost(const lw *L, const cv_shape *s, const cv_plan *pn, const
     const double ki = lim->ki;
     uint64_t Kt = cp * kh * kw, npx = r * s->Wo;
     uint64_t band = (r - 1) * sh + kh < H + s->pt + s->pbot ? (r - 1) * sh + kh : H;
-    uint64_t cpe = (cp + per - 1) / per * per; /* channel-last image: channels padded */
-    double comp = (double)(cdiv(npx, L->workers) * L->workers) *
+    uint64_t cpe = ts_geom_cdiv(cp, per) * per; /* channel-last image: channels padded */
+    double comp = (double)(ts_geom_cdiv(npx, L->workers) * L->workers) *
                   (hwc ? (double)(8 + (double)q * (ki * (double)(kh * kw * cpe) + 12 + 2 * kh))
                        : (double)(3 * Kt + 8) + (double)q * (ki * (double)Kt + 12));
     /* gathering: what a tile receives, or what a tile holding the input sends (every receiver of
@@ -118,7 +118,7 @@ static double conv_cost(const lw *L, const cv_shape *s, const cv_plan *pn, const
         lev++;
     double red = lev * (5.0 * (double)(q * U * npx) + 150);
     /* exchange rounds: about one per input tile a tile reads from */
-    double rounds = XP->inner ? (double)(cdiv(cp, XP->cb) + 1) * (double)(band * Wd / XP->pb + 1)
+    double rounds = XP->inner ? (double)(ts_geom_cdiv(cp, XP->cb) + 1) * (double)(band * Wd / XP->pb + 1)
                               : (double)(cp * band * Wd / XP->chunk + 1);
     if (nr_ == 1 && !XP->inner)
         rounds = (double)(cp * H * Wd / XP->chunk + 1);
@@ -155,11 +155,11 @@ static void conv_choose(const lw *L, const cv_shape *s, const lw_place *XP, cv_p
         lim.wb = 2048;
     double best = 0;
     pn->qpt = pn->nrb = pn->nks = pn->rb = pn->cpk = 0;
-    for (uint64_t q = cdiv(nq, L->T); q <= nq; q = q * 2 > nq && q < nq ? nq : q * 2) {
-        uint64_t ng = cdiv(nq, q), sp = L->T / ng;
+    for (uint64_t q = ts_geom_cdiv(nq, L->T); q <= nq; q = q * 2 > nq && q < nq ? nq : q * 2) {
+        uint64_t ng = ts_geom_cdiv(nq, q), sp = L->T / ng;
         for (uint64_t r = Ho; r >= 1; r--) {
-            uint64_t nr_ = cdiv(Ho, r);
-            if (r < Ho && cdiv(Ho, r + 1) == nr_)
+            uint64_t nr_ = ts_geom_cdiv(Ho, r);
+            if (r < Ho && ts_geom_cdiv(Ho, r + 1) == nr_)
                 continue; /* the same number of blocks with fewer rows */
             if (nr_ > sp)
                 break;
@@ -170,7 +170,7 @@ static void conv_choose(const lw *L, const cv_shape *s, const lw_place *XP, cv_p
             if (half && nr_ > 1 && P <= 196)
                 continue;
             for (uint64_t k = 1; k <= sp / nr_; k = k * 2 > sp / nr_ && k < sp / nr_ ? sp / nr_ : k * 2) {
-                uint64_t cp = cdiv(C, k), nk = cdiv(C, cp);
+                uint64_t cp = ts_geom_cdiv(C, k), nk = ts_geom_cdiv(C, cp);
                 if (half && cp % 2)
                     continue; /* f16 inputs are converted in channel pairs */
                 double cost = conv_cost(L, s, pn, &lim, XP, q, ng, r, nr_, cp, nk);
@@ -189,7 +189,7 @@ static void conv_choose(const lw *L, const cv_shape *s, const lw_place *XP, cv_p
 static void conv_geometry(const cv_shape *s, cv_plan *pn)
 {
     const uint64_t H = s->H, Ho = s->Ho, kh = s->kh, sh = s->sh, rb = pn->rb;
-    pn->ngc = cdiv(pn->nq, pn->qpt);
+    pn->ngc = ts_geom_cdiv(pn->nq, pn->qpt);
     pn->tn = (uint32_t)(pn->ngc * pn->nrb * pn->nks);
     pn->tout = (uint32_t)(pn->ngc * pn->nrb);
     pn->pbk = rb * s->Wo;
@@ -209,8 +209,8 @@ static void conv_geometry(const cv_shape *s, cv_plan *pn)
     pn->NB = NB;
     pn->HI = pn->pad || pn->hwc ? HB : NB;
     pn->WIm = pn->pad || pn->hwc ? pn->WI : s->Wd;
-    pn->Cs = pn->hwc ? (pn->cpk + pn->per - 1) / pn->per * pn->per : 1;
-    pn->kpm = pn->hwc ? kh * s->kw * pn->Cs / pn->per : cdiv(pn->cpk * kh * s->kw, pn->per);
+    pn->Cs = pn->hwc ? ts_geom_cdiv(pn->cpk, pn->per) * pn->per : 1;
+    pn->kpm = pn->hwc ? kh * s->kw * pn->Cs / pn->per : ts_geom_cdiv(pn->cpk * kh * s->kw, pn->per);
 }
 
 /* The input ranges of every tile: its channels over the input rows of its row block (whole
@@ -281,7 +281,7 @@ static cv_tile conv_tile(const cv_shape *s, const cv_plan *pn, const lw_scr *sc,
     c.ci0 = c.gk * pn->cpk;
     c.cp = c.ci0 + pn->cpk < s->C ? pn->cpk : s->C - c.ci0;
     c.K = pn->hwc ? s->kh * s->kw * pn->Cs : c.cp * s->kh * s->kw;
-    c.kp = cdiv(c.K, pn->per);
+    c.kp = ts_geom_cdiv(c.K, pn->per);
     c.q0 = c.gc * pn->qpt;
     c.q1 = c.q0 + pn->qpt < pn->nq ? c.q0 + pn->qpt : pn->nq;
     uint64_t oy0 = c.gr * pn->rb, oy1 = oy0 + pn->rb < s->Ho ? oy0 + pn->rb : s->Ho;
@@ -322,7 +322,7 @@ static ts_status conv_weights(lw *L, const cv_shape *s, const cv_plan *pn, const
                     w[at] = v;
             }
             if (c->bias)
-                bb[(q - c->q0) * U + u] = lwi_value(s->Bt, s->bid, m);
+                bb[(q - c->q0) * U + u] = ts_fill_value_f32(s->Bt, s->bid, m);
         }
     ts_status rc = lwi_seg(L, t, pn->waddr, w, (c->q1 - c->q0) * kp * U * 8);
     if (rc == TS_OK && c->bias)
@@ -333,7 +333,7 @@ static ts_status conv_weights(lw *L, const cv_shape *s, const cv_plan *pn, const
 /* Zero `rows` rows of `row` bytes (a multiple of 4) from img, rows over the workers. */
 static void conv_zero(lw *L, uint32_t t, uint64_t img, uint64_t rows, uint64_t row)
 {
-    uint64_t rwh = cdiv(rows, L->workers);
+    uint64_t rwh = ts_geom_cdiv(rows, L->workers);
     size_t entry = L->tiles[t].wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)rows, (uint32_t)rwh);
     W(t, MULI, RM(3), RM(1), (int32_t)row);
@@ -357,7 +357,7 @@ static void conv_image_hwc(lw *L, const cv_shape *s, const cv_plan *pn, const cv
     size_t entry = L->tiles[t].wrk.n;
     uint64_t at = pn->img + ((uint64_t)((int64_t)c->ya - c->iylo) * WIm + s->pl) * Cs * pn->eb;
     if (pn->half) {
-        uint64_t rwp = cdiv(c->cp / 2, L->workers), cs = NB * Wd * 4;
+        uint64_t rwp = ts_geom_cdiv(c->cp / 2, L->workers), cs = NB * Wd * 4;
         lwi_emit_start_row(L, t, (uint32_t)(c->cp / 2), (uint32_t)rwp);
         W(t, MULI, RM(2), RM(1), (int32_t)(2 * cs));
         W(t, SETZI, RM(3), (int32_t)src, 0);
@@ -382,7 +382,7 @@ static void conv_image_hwc(lw *L, const cv_shape *s, const cv_plan *pn, const cv
         lwi_run_all(L, t, entry);
         return;
     }
-    uint64_t rwc = cdiv(c->cp, L->workers);
+    uint64_t rwc = ts_geom_cdiv(c->cp, L->workers);
     lwi_emit_start_row(L, t, (uint32_t)c->cp, (uint32_t)rwc);
     W(t, MULI, RM(2), RM(1), (int32_t)(NB * Wd * 4));
     W(t, SETZI, RM(3), (int32_t)src, 0);
@@ -410,7 +410,7 @@ static void conv_image_hwc(lw *L, const cv_shape *s, const cv_plan *pn, const cv
 static void conv_image_pad(lw *L, const cv_shape *s, const cv_plan *pn, const cv_tile *c, uint32_t t, uint64_t src)
 {
     const uint64_t Wd = s->Wd, NB = pn->NB, HI = pn->HI, WIm = pn->WIm, nbt = c->nbt;
-    uint64_t rwc = cdiv(c->cp, L->workers);
+    uint64_t rwc = ts_geom_cdiv(c->cp, L->workers);
     conv_zero(L, t, pn->img, c->cp, HI * WIm * 4);
     size_t entry = L->tiles[t].wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)c->cp, (uint32_t)rwc);
@@ -510,7 +510,7 @@ static void emit_im2col_row(lw *L, const cv_shape *s, const cv_plan *pn, const c
 static void conv_pixels(lw *L, const cv_shape *s, const cv_plan *pn, const cv_tile *c, uint32_t t, uint64_t im)
 {
     const uint32_t U = pn->U;
-    uint32_t rw = (uint32_t)cdiv(c->npx, L->workers);
+    uint32_t rw = (uint32_t)ts_geom_cdiv(c->npx, L->workers);
     mm_args m = {.rows = (uint32_t)c->npx, .nq = (uint32_t)(c->q1 - c->q0), .kp = (uint32_t)c->kp,
                  .nq_real = (c->q1 * U < s->M ? c->q1 * U : s->M) - c->q0 * U, .units = U, .half = pn->half,
                  .a_stride = 0, .w = pn->waddr, .bias = c->bias ? pn->baddr : 0, .out = pn->out, .out_row = 4,
@@ -590,7 +590,7 @@ static uint64_t conv_reduce(lw *L, const cv_plan *pn)
                 lwi_recv(L, tr, pn->rbuf, ts_, nw);
                 lwi_send(L, ts_, scur, tr, nw);
                 S(tr, RXWAIT, 0, 0, 0);
-                uint32_t rw = (uint32_t)cdiv(nw, L->workers);
+                uint32_t rw = (uint32_t)ts_geom_cdiv(nw, L->workers);
                 size_t entry = L->tiles[tr].wrk.n;
                 lwi_emit_start_row(L, tr, (uint32_t)nw, rw);
                 W(tr, SHLI, RM(1), RM(1), 2);
@@ -654,9 +654,9 @@ ts_status lwi_lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
     const ts_graph *g = L->g;
     const ts_graph_tensor *X = ts_graph_get_tensor(g, n->in[0]);
     const ts_graph_tensor *Wt = ts_graph_get_tensor(g, n->in[1]);
-    const ts_graph_tensor *Y = ts_graph_get_tensor(g, n->out[0]);
     const ts_graph_attrs *at = &n->attrs;
-    if (X->rank != 4 || X->dims[0] != 1)
+    ts_geom_window w;
+    if (!ts_geom_window_of(g, n, &w) || w.N != 1)
         return lwi_unsupported(L, n, "a batch other than 1");
     if (at->group != 1 || at->dilations[0] != 1 || at->dilations[1] != 1)
         return lwi_unsupported(L, n, "groups or dilations");
@@ -665,11 +665,10 @@ ts_status lwi_lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
     ts_status rc = lwi_need_placed(L, n, n->in[0]);
     if (rc != TS_OK)
         return rc;
-    cv_shape s = {.C = (uint64_t)X->dims[1], .H = (uint64_t)X->dims[2], .Wd = (uint64_t)X->dims[3],
-                  .M = (uint64_t)Wt->dims[0], .kh = (uint64_t)Wt->dims[2], .kw = (uint64_t)Wt->dims[3],
-                  .sh = (uint64_t)at->strides[0], .sw = (uint64_t)at->strides[1], .pt = (uint64_t)at->pads[0],
-                  .pl = (uint64_t)at->pads[1], .pbot = (uint64_t)at->pads[2], .pr = (uint64_t)at->pads[3],
-                  .Ho = (uint64_t)Y->dims[2], .Wo = (uint64_t)Y->dims[3], .Wt = Wt, .wid = n->in[1],
+    cv_shape s = {.C = (uint64_t)w.C, .H = (uint64_t)w.H, .Wd = (uint64_t)w.W, .M = (uint64_t)w.M,
+                  .kh = (uint64_t)w.kh, .kw = (uint64_t)w.kw, .sh = (uint64_t)w.sh, .sw = (uint64_t)w.sw,
+                  .pt = (uint64_t)w.pt, .pl = (uint64_t)w.pl, .pbot = (uint64_t)w.pb, .pr = (uint64_t)w.pr,
+                  .Ho = (uint64_t)w.Ho, .Wo = (uint64_t)w.Wo, .Wt = Wt, .wid = n->in[1],
                   .Bt = n->nin > 2 ? ts_graph_get_tensor(g, n->in[2]) : NULL, .bid = n->nin > 2 ? n->in[2] : -1,
                   .half = X->dtype == TS_DT_F16};
     return lwi_lower_conv_shape(L, n, sc, &s);

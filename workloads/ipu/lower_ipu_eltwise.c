@@ -156,7 +156,7 @@ static ts_status eltwise_bcast(lw *L, const ts_graph_node *n, const lw_place *P,
         uint64_t len = sc->hi[t] - sc->lo[t], dstr = P->inner ? P->pb : 0;
         for (uint32_t j = 0; j < sc->nr[t]; j++)
             for (uint64_t i = 0; i < len; i++) {
-                float b = lwi_value(B, y, (sc->lo[t] + j * P->inner + i) % nb);
+                float b = ts_fill_value_f32(B, y, (sc->lo[t] + j * P->inner + i) % nb);
                 v[j * dstr + i] = n->op == TS_OP_DIV ? (float)(1.0 / (double)b) : b;
             }
         sc->where[t] = baddr;
@@ -170,7 +170,7 @@ static ts_status eltwise_bcast(lw *L, const ts_graph_node *n, const lw_place *P,
  * block of ceil(cnt / workers) elements (the last blocks overlap). */
 static void eltwise_kernel(lw *L, uint32_t t, int op, bool two, uint64_t x, uint64_t b, uint64_t out, uint64_t cnt)
 {
-    uint32_t rw = (uint32_t)((cnt + L->workers - 1) / L->workers);
+    uint32_t rw = (uint32_t)ts_geom_cdiv(cnt, L->workers);
     size_t entry = L->tiles[t].wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)cnt, rw);
     W(t, SHLI, RM(1), RM(1), 2);
@@ -283,8 +283,8 @@ ts_status lwi_lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc)
     if (rc != TS_OK)
         return rc;
     uint64_t Lw = (uint64_t)X->dims[X->rank - 1], R = (uint64_t)ts_graph_tensor_elems(X) / Lw;
-    uint64_t rp = cdiv(R, L->T);
-    uint32_t tn = (uint32_t)cdiv(R, rp);
+    uint64_t rp = ts_geom_cdiv(R, L->T);
+    uint32_t tn = (uint32_t)ts_geom_cdiv(R, rp);
     for (uint32_t t = 0; t < tn; t++) {
         sc->lo[t] = t * rp * Lw;
         sc->hi[t] = ((t + 1) * rp < R ? (t + 1) * rp : R) * Lw;
@@ -294,7 +294,7 @@ ts_status lwi_lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc)
     uint64_t out = lwi_alloc(L, rp * Lw * 4);
     for (uint32_t t = 0; t < tn; t++) {
         uint64_t rows = (sc->hi[t] - sc->lo[t]) / Lw;
-        uint32_t rw = (uint32_t)((rows + L->workers - 1) / L->workers);
+        uint32_t rw = (uint32_t)ts_geom_cdiv(rows, L->workers);
         size_t entry = L->tiles[t].wrk.n;
         lwi_emit_start_row(L, t, (uint32_t)rows, rw);
         W(t, MULI, RM(1), RM(1), (int32_t)(Lw * 4));
@@ -377,7 +377,7 @@ static void emit_row_block(lw *L, uint32_t t, uint64_t Lw, uint32_t cw)
 static void emit_layernorm_split(lw *L, uint32_t t, uint64_t rows, uint64_t Lw, uint64_t in, uint64_t part,
                                  uint64_t gaddr, uint64_t baddr, uint64_t out, float eps)
 {
-    uint32_t W_ = L->workers, cw = (uint32_t)((Lw + W_ - 1) / W_);
+    uint32_t W_ = L->workers, cw = (uint32_t)ts_geom_cdiv(Lw, W_);
     int32_t prow = (int32_t)(2 * W_ * 4);
     for (int run = 0; run < 3; run++) {
         size_t entry = L->tiles[t].wrk.n;
@@ -453,7 +453,7 @@ static void emit_layernorm_split(lw *L, uint32_t t, uint64_t rows, uint64_t Lw, 
 static void emit_layernorm_rows(lw *L, uint32_t t, uint64_t rows, uint64_t Lw, uint64_t in, uint64_t gaddr,
                                 uint64_t baddr, uint64_t out, float eps)
 {
-    uint32_t rw = (uint32_t)((rows + L->workers - 1) / L->workers);
+    uint32_t rw = (uint32_t)ts_geom_cdiv(rows, L->workers);
     size_t entry = L->tiles[t].wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)rows, rw);
     W(t, MULI, RM(1), RM(1), (int32_t)(Lw * 4));
@@ -518,8 +518,8 @@ ts_status lwi_lower_layernorm(lw *L, const ts_graph_node *n, lw_scr *sc)
         if (P->kind == TS_TENSOR_ACTIVATION || P->kind == TS_TENSOR_INPUT || ts_graph_tensor_elems(P) != (int64_t)Lw)
             return lwi_unsupported(L, n, "a scale or bias that is not a weight of one value per element of a row");
     }
-    uint64_t rp = cdiv(R, L->T);
-    uint32_t tn = (uint32_t)cdiv(R, rp);
+    uint64_t rp = ts_geom_cdiv(R, L->T);
+    uint32_t tn = (uint32_t)ts_geom_cdiv(R, rp);
     for (uint32_t t = 0; t < tn; t++) {
         sc->lo[t] = t * rp * Lw;
         sc->hi[t] = ((t + 1) * rp < R ? (t + 1) * rp : R) * Lw;
@@ -531,8 +531,8 @@ ts_status lwi_lower_layernorm(lw *L, const ts_graph_node *n, lw_scr *sc)
     if (!v)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory for the weights of '%s'", n->name);
     for (uint64_t i = 0; i < Lw; i++) {
-        v[i] = n->nin > 1 ? lwi_value(ts_graph_get_tensor(L->g, n->in[1]), n->in[1], i) : 1.0f;
-        v[Lw + i] = n->nin > 2 ? lwi_value(ts_graph_get_tensor(L->g, n->in[2]), n->in[2], i) : 0.0f;
+        v[i] = n->nin > 1 ? ts_fill_value_f32(ts_graph_get_tensor(L->g, n->in[1]), n->in[1], i) : 1.0f;
+        v[Lw + i] = n->nin > 2 ? ts_fill_value_f32(ts_graph_get_tensor(L->g, n->in[2]), n->in[2], i) : 0.0f;
     }
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
         rc = lwi_seg(L, t, gaddr, v, Lw * 4);
@@ -583,8 +583,8 @@ ts_status lwi_lower_transpose(lw *L, const ts_graph_node *n, lw_scr *sc)
         istr[a] = a == r - 1 ? 1 : istr[a + 1] * (uint64_t)X->dims[a + 1];
     uint64_t Lo = r ? (uint64_t)Y->dims[r - 1] : 1, R = (uint64_t)ts_graph_tensor_elems(Y) / (Lo ? Lo : 1);
     uint64_t st1 = r ? istr[perm[r - 1]] : 1;
-    uint64_t rpt = cdiv(R, L->T);
-    uint32_t tn = (uint32_t)cdiv(R, rpt);
+    uint64_t rpt = ts_geom_cdiv(R, L->T);
+    uint32_t tn = (uint32_t)ts_geom_cdiv(R, rpt);
     const lw_place *P = &L->pl[n->in[0]];
     uint64_t av[2];
     lwi_elem_span(L, P->addr, P->chunk * 4, av);

@@ -4,7 +4,6 @@
  *   lower_ipu.c            the driver: the passes over the graph, liveness, each operator's report
  *   lower_ipu_emit.c       instructions, workers and chip-wide syncs, the program's streams
  *   lower_ipu_mem.c        tile memory: the dynamic region, weights, shared tables, the graph inputs
- *   lower_ipu_values.c     the values of tensors (their data, or ts_fill_f32)
  *   lower_ipu_exchange.c   where a tensor's elements lie, the gather over the exchange, sends
  *   lower_ipu_matmul.c     the AMP matrix-product kernel, MatMul and Gemm, MatMul of two activations
  *   lower_ipu_conv.c       Conv (and the one-row Gemm): its plan, memory and kernels
@@ -27,6 +26,9 @@
 #include "core/program.h"
 #include "workloads/ipu/lower_ipu.h"
 #include "workloads/ipu/plan_t10.h"
+#include "workloads/lower/errors.h"
+#include "workloads/lower/fill.h"
+#include "workloads/lower/geometry.h"
 
 /* Opcode numbers: the IPU's one table. */
 enum lw_op {
@@ -39,8 +41,6 @@ enum lw_op {
 #define RM(n) TS_IPU_MREG(n) /* $m register number */
 #define RA(n) TS_IPU_AREG(n) /* $a register number */
 
-/* shared candidate: workloads/lower (geometry; the WSE lowering has its own cdiv) */
-static inline uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 static inline uint64_t umin(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 typedef struct lw_code { ts_insn *v; size_t n, cap; } lw_code;
@@ -162,14 +162,6 @@ uint64_t lwi_need_bytes(const lw *L);
 ts_status lwi_check_fit(lw *L, const char *what, const char *name);
 /* The graph inputs as initial data, in chunks of whole rows over the tiles. */
 ts_status lwi_place_inputs(lw *L);
-
-/* ---- values (lower_ipu_values.c) ---- */
-
-/* Element i of tensor t (graph id `id`) as f32: its data, else ts_fill_f32 (f16: rounded to f16). */
-float lwi_value(const ts_graph_tensor *t, int id, uint64_t i);
-/* The ne elements of t as es-byte elements, f32 words (es 4) or f16 halves (es 2), owned by the
- * caller (ts_free); NULL when out of memory. */
-void *lwi_values(const ts_graph_tensor *t, int id, uint32_t es, uint64_t ne);
 
 /* ---- the exchange (lower_ipu_exchange.c) ---- */
 

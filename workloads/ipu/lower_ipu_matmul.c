@@ -79,7 +79,7 @@ void lwi_emit_amp_groups(lw *L, uint32_t t, const mm_args *m)
  * after the last worker's f32v2amp of this one). */
 void lwi_emit_mm(lw *L, uint32_t t, const mm_args *m)
 {
-    uint32_t rw = (uint32_t)((m->rows + L->workers - 1) / L->workers);
+    uint32_t rw = (uint32_t)ts_geom_cdiv(m->rows, L->workers);
     lwi_emit_start_row(L, t, m->rows, rw);
     W(t, MULI, RM(2), RM(1), (int32_t)m->a_stride);
     if (m->tab)
@@ -192,7 +192,7 @@ static ts_status mm_amp(lw *L, const ts_graph_node *n, mm_plan *mp)
     if (half && (mp->U < 2 || mp->U > 8 || mp->U % 2))
         return lwi_unsupported(L, n, "f16 on an AMP of other than 2, 4 or 8 f16 units");
     mp->es = half ? 2 : 4;
-    mp->nq = cdiv(mp->N, mp->U);
+    mp->nq = ts_geom_cdiv(mp->N, mp->U);
     mp->kp = mp->K / mp->per;
     return TS_OK;
 }
@@ -209,15 +209,15 @@ static void mm_partition(const lw *L, mm_plan *mp)
     uint64_t nq = mp->nq, kp = mp->kp, U = mp->U, share = L->p->target.sram_bytes / L->mmshare;
     uint64_t qpb = nq;
     while (qpb > 1 && qpb * kp * U * 8 > share)
-        qpb = cdiv(qpb, 2);
-    uint64_t ncb = cdiv(nq, qpb);
+        qpb = ts_geom_cdiv(qpb, 2);
+    uint64_t ncb = ts_geom_cdiv(nq, qpb);
     if (ncb > L->T)
-        ncb = L->T, qpb = cdiv(nq, ncb), ncb = cdiv(nq, qpb);
+        ncb = L->T, qpb = ts_geom_cdiv(nq, ncb), ncb = ts_geom_cdiv(nq, qpb);
     mp->qpb = qpb;
     mp->ncb = ncb;
     mp->pbc = ncb > 1 ? qpb * U : mp->N;
-    mp->rp = cdiv(mp->M, L->T / ncb);
-    uint32_t nrg = (uint32_t)cdiv(mp->M, mp->rp);
+    mp->rp = ts_geom_cdiv(mp->M, L->T / ncb);
+    uint32_t nrg = (uint32_t)ts_geom_cdiv(mp->M, mp->rp);
     mp->tn = (uint32_t)(nrg * ncb);
     uint64_t nks = 1;
     while (!mp->half && L->mmshare > 4 && mp->rp * (kp / nks) * 8 > share && kp % (2 * nks) == 0)
@@ -249,14 +249,14 @@ static ts_status mm_weights(lw *L, const ts_graph_node *n, const mm_plan *mp)
                     for (uint32_t j = 0; j < per; j++) {
                         uint64_t o = q * U + u, k = per * k2 + j;
                         uint64_t at = (((k2 / kps * qpb + q - q0) * kps + k2 % kps) * U + u) * per + j;
-                        float v = o < N ? lwi_value(mp->B, mp->bid, mp->tb ? o * K + k : k * N + o) : 0.0f;
+                        float v = o < N ? ts_fill_value_f32(mp->B, mp->bid, mp->tb ? o * K + k : k * N + o) : 0.0f;
                         if (mp->half)
                             w16[at] = ts_f32_to_f16(v);
                         else
                             w[at] = v;
                     }
         for (uint64_t o = q0 * U; mp->C && o < N && o < q1 * U; o++)
-            bias[o - q0 * U] = lwi_value(mp->C, mp->cid, o);
+            bias[o - q0 * U] = ts_fill_value_f32(mp->C, mp->cid, o);
         for (uint32_t t = (uint32_t)cbk; t < mp->tn && rc == TS_OK; t += (uint32_t)mp->ncb) {
             rc = lwi_seg(L, t, mp->waddr, w, mp->nks > 1 ? wbytes : (q1 - q0) * kp * U * 8);
             if (rc == TS_OK && mp->C)
@@ -475,7 +475,7 @@ ts_status lwi_lower_bmm(lw *L, const ts_graph_node *n, lw_scr *sc)
     uint64_t N = (uint64_t)B->dims[B->rank - 1], nb = (uint64_t)ts_graph_tensor_elems(A) / (M * K);
     if (nb > L->T)
         return lwi_unsupported(L, n, "more batches than tiles");
-    uint64_t rp = cdiv(M, L->T / nb);
+    uint64_t rp = ts_geom_cdiv(M, L->T / nb);
     while (M % rp)
         rp++;
     uint32_t tn = (uint32_t)(nb * M / rp);
@@ -501,7 +501,7 @@ ts_status lwi_lower_bmm(lw *L, const ts_graph_node *n, lw_scr *sc)
     L->stagger = false;
     L->coalesce = co;
     uint64_t out = lwi_alloc(L, rp * N * 4);
-    uint32_t cw = (uint32_t)cdiv(N, L->workers), cq = (uint32_t)cdiv(N / 4, L->workers);
+    uint32_t cw = (uint32_t)ts_geom_cdiv(N, L->workers), cq = (uint32_t)ts_geom_cdiv(N / 4, L->workers);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
         if (N % 4 == 0 && sc->where[t] % 16 == 0)
             bmm_quads(L, t, wa[t], sc->where[t], out, rp, K, N, cq);

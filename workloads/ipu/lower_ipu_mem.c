@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/half.h"
 #include "workloads/ipu/lower_ipu_int.h"
+#include "workloads/lower/fill.h"
 
 uint64_t lwi_element_bytes(const lw *L)
 {
@@ -17,7 +19,7 @@ void lwi_elem_span(const lw *L, uint64_t addr, uint64_t bytes, uint64_t av[2])
 {
     uint64_t eb = lwi_element_bytes(L);
     av[0] = addr / eb * eb;
-    av[1] = (addr + bytes + eb - 1) / eb * eb;
+    av[1] = ts_geom_cdiv(addr + bytes, eb) * eb;
 }
 
 /* First fit in the dynamic region, not overlapping the spans av[0..nav) ([lo, hi), hi 0: none). */
@@ -205,10 +207,28 @@ static uint32_t input_es(const ts_graph *g, int id)
 static uint64_t input_chunk(const lw *L, const ts_graph_tensor *t, uint64_t ne)
 {
     uint64_t ld = t->rank > 0 && t->dims[t->rank - 1] > 0 ? (uint64_t)t->dims[t->rank - 1] : 1;
-    uint64_t chunk = ne ? (ne / ld + L->T - 1) / L->T * ld : 1;
+    uint64_t chunk = ne ? ts_geom_cdiv(ne / ld, L->T) * ld : 1;
     if (chunk < 1024) /* at least 1024 elements a tile (whole rows): fewer pieces to gather */
-        chunk = ne < 1024 ? ne : (1024 + ld - 1) / ld * ld;
+        chunk = ne < 1024 ? ne : ts_geom_cdiv(1024, ld) * ld;
     return chunk ? chunk : 1;
+}
+
+/* The ne elements of t (graph id `id`) as es-byte elements, f32 words (es 4) or f16 halves (es 2),
+ * owned by the caller (ts_free); NULL when out of memory. */
+static void *input_values(const ts_graph_tensor *t, int id, uint32_t es, uint64_t ne)
+{
+    float *v = ts_calloc(ne ? ne : 1, 4);
+    if (!v)
+        return NULL;
+    for (uint64_t k = 0; k < ne; k++) {
+        float f = ts_fill_value_f32(t, id, k);
+        if (es == 2) {
+            uint16_t h = ts_f32_to_f16(f);
+            memcpy((char *)v + 2 * k, &h, 2);
+        } else
+            v[k] = f;
+    }
+    return v;
 }
 
 /* Graph input `id` as initial data in equal chunks over the tiles, then checked against the tile
@@ -222,7 +242,7 @@ static ts_status place_input(lw *L, int id)
         return ts_err_set(L->err, TS_EINPUT, "input '%s' is %s; the IPU lowering handles f32 and f16 only", t->name,
                           ts_dtype_name(t->dtype));
     uint64_t ne = (uint64_t)ts_graph_tensor_elems(t);
-    void *v = lwi_values(t, id, es, ne);
+    void *v = input_values(t, id, es, ne);
     if (!v)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory placing '%s'", t->name);
     uint64_t chunk = input_chunk(L, t, ne);
@@ -231,7 +251,7 @@ static ts_status place_input(lw *L, int id)
         return ts_err_set(L->err, TS_EINPUT, "f16 input '%s' needs an even last dimension (it is placed in 32-bit words)",
                           t->name);
     }
-    uint32_t tn = (uint32_t)((ne + chunk - 1) / chunk);
+    uint32_t tn = (uint32_t)ts_geom_cdiv(ne, chunk);
     uint64_t a = lwi_alloc(L, chunk * es);
     ts_status rc = TS_OK;
     for (uint32_t k = 0; k < tn && rc == TS_OK; k++)

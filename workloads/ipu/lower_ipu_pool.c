@@ -25,24 +25,22 @@ typedef struct pool_plan {
     uint64_t img, rtab, out;
 } pool_plan;
 
-/* The shape, the partition and the padded image, large enough for the last window (ceil_mode). */
-static void pool_shape(const lw *L, const ts_graph_node *n, pool_plan *pp)
+/* The shape of window w, the partition and the padded image, large enough for the last window
+ * (ceil_mode). */
+static void pool_shape(const lw *L, const ts_graph_node *n, const ts_geom_window *w, pool_plan *pp)
 {
-    const ts_graph_tensor *X = ts_graph_get_tensor(L->g, n->in[0]);
-    const ts_graph_tensor *Y = ts_graph_get_tensor(L->g, n->out[0]);
-    const ts_graph_attrs *at = &n->attrs;
     bool gap = n->op == TS_OP_GLOBALAVGPOOL;
     *pp = (pool_plan){.gap = gap, .avg = n->op == TS_OP_AVGPOOL};
-    pp->H = (uint64_t)X->dims[2], pp->Wd = (uint64_t)X->dims[3], pp->HW = pp->H * pp->Wd;
-    pp->Ho = (uint64_t)Y->dims[2], pp->Wo = (uint64_t)Y->dims[3], pp->P = pp->Ho * pp->Wo;
-    pp->R = (uint64_t)(X->dims[0] * X->dims[1]);
-    pp->kh = gap ? pp->H : (uint64_t)at->kernel[0], pp->kw = gap ? pp->Wd : (uint64_t)at->kernel[1];
-    pp->rp = cdiv(pp->R, L->T);
-    pp->tn = (uint32_t)cdiv(pp->R, pp->rp);
-    pp->pt = (uint64_t)at->pads[0], pp->pl = (uint64_t)at->pads[1];
-    pp->HP = pp->H + (uint64_t)at->pads[0] + (uint64_t)at->pads[2];
-    pp->WP = pp->Wd + (uint64_t)at->pads[1] + (uint64_t)at->pads[3];
-    pp->sy = gap ? 1 : (uint64_t)at->strides[0], pp->sx = gap ? 1 : (uint64_t)at->strides[1];
+    pp->H = (uint64_t)w->H, pp->Wd = (uint64_t)w->W, pp->HW = pp->H * pp->Wd;
+    pp->Ho = (uint64_t)w->Ho, pp->Wo = (uint64_t)w->Wo, pp->P = pp->Ho * pp->Wo;
+    pp->R = (uint64_t)(w->N * w->C);
+    pp->kh = (uint64_t)w->kh, pp->kw = (uint64_t)w->kw;
+    pp->rp = ts_geom_cdiv(pp->R, L->T);
+    pp->tn = (uint32_t)ts_geom_cdiv(pp->R, pp->rp);
+    pp->pt = (uint64_t)w->pt, pp->pl = (uint64_t)w->pl;
+    pp->HP = pp->H + (uint64_t)w->pt + (uint64_t)w->pb;
+    pp->WP = pp->Wd + (uint64_t)w->pl + (uint64_t)w->pr;
+    pp->sy = (uint64_t)w->sh, pp->sx = (uint64_t)w->sw;
     if ((pp->Ho - 1) * pp->sy + pp->kh > pp->HP)
         pp->HP = (pp->Ho - 1) * pp->sy + pp->kh;
     if ((pp->Wo - 1) * pp->sx + pp->kw > pp->WP)
@@ -53,7 +51,7 @@ static void pool_shape(const lw *L, const ts_graph_node *n, pool_plan *pp)
 /* Tile t's workers fill the padded image with -FLT_MAX (MaxPool) or 0 (rows over the workers). */
 static void pool_fill(lw *L, uint32_t t, const pool_plan *pp)
 {
-    uint32_t rwh = (uint32_t)cdiv(pp->HP, L->workers);
+    uint32_t rwh = (uint32_t)ts_geom_cdiv(pp->HP, L->workers);
     size_t entry = L->tiles[t].wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)pp->HP, rwh);
     W(t, MULI, RM(3), RM(1), (int32_t)(pp->WP * 4));
@@ -87,27 +85,23 @@ static ts_status pool_gather(lw *L, const ts_graph_node *n, lw_scr *sc, const po
     return rc;
 }
 
-/* AveragePool: the table of 1 / the number of positions each window counts, on every tile. */
-static ts_status pool_avg_table(lw *L, const ts_graph_node *n, pool_plan *pp)
+/* AveragePool: the table of 1 / the number of positions each window of w counts, on every tile. */
+static ts_status pool_avg_table(lw *L, const ts_graph_node *n, const ts_geom_window *w, pool_plan *pp)
 {
-    const ts_graph_attrs *at = &n->attrs;
-    const uint64_t H = pp->H, Wd = pp->Wd;
     float *rv = ts_calloc(pp->P, 4);
     if (!rv)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
-    for (uint64_t oy = 0; oy < pp->Ho; oy++)
-        for (uint64_t ox = 0; ox < pp->Wo; ox++) {
+    for (int64_t oy = 0; oy < w->Ho; oy++)
+        for (int64_t ox = 0; ox < w->Wo; ox++) {
             uint64_t cnt = 0;
-            for (uint64_t ky = 0; ky < pp->kh; ky++)
-                for (uint64_t kx = 0; kx < pp->kw; kx++) {
-                    int64_t iy = (int64_t)(oy * pp->sy + ky) - at->pads[0];
-                    int64_t ix = (int64_t)(ox * pp->sx + kx) - at->pads[1];
-                    if (at->count_include_pad ? iy < (int64_t)(H + (uint64_t)at->pads[2]) &&
-                                                    ix < (int64_t)(Wd + (uint64_t)at->pads[3])
-                                              : iy >= 0 && ix >= 0 && iy < (int64_t)H && ix < (int64_t)Wd)
+            for (int64_t ky = 0; ky < w->kh; ky++)
+                for (int64_t kx = 0; kx < w->kw; kx++) {
+                    int64_t iy, ix;
+                    bool in = ts_geom_window_tap(w, oy, ox, ky, kx, &iy, &ix);
+                    if (n->attrs.count_include_pad ? iy < w->H + w->pb && ix < w->W + w->pr : in)
                         cnt++;
                 }
-            rv[oy * pp->Wo + ox] = cnt ? 1.0f / (float)cnt : 0.0f;
+            rv[oy * w->Wo + ox] = cnt ? 1.0f / (float)cnt : 0.0f;
         }
     ts_status rc = TS_OK;
     pp->rtab = lwi_stable(L, rv, pp->P * 4, pp->tn, &rc);
@@ -118,7 +112,7 @@ static ts_status pool_avg_table(lw *L, const ts_graph_node *n, pool_plan *pp)
 /* GlobalAveragePool on tile t: its planes at `in` over the workers, each summed and scaled. */
 static void pool_gap(lw *L, uint32_t t, const pool_plan *pp, uint32_t planes, uint64_t in)
 {
-    uint32_t rw = (planes + L->workers - 1) / L->workers;
+    uint32_t rw = (uint32_t)ts_geom_cdiv(planes, L->workers);
     size_t entry = L->tiles[t].wrk.n;
     lwi_emit_start_row(L, t, planes, rw);
     W(t, MULI, RM(2), RM(1), (int32_t)(pp->HW * 4));
@@ -144,7 +138,7 @@ static void pool_gap(lw *L, uint32_t t, const pool_plan *pp, uint32_t planes, ui
 /* A plane at `in` copied into the padded image, rows over the workers. */
 static void pool_copy_plane(lw *L, uint32_t t, const pool_plan *pp, uint64_t in)
 {
-    uint32_t rwr = (uint32_t)cdiv(pp->H, L->workers);
+    uint32_t rwr = (uint32_t)ts_geom_cdiv(pp->H, L->workers);
     size_t entry = L->tiles[t].wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)pp->H, rwr);
     W(t, MULI, RM(2), RM(1), (int32_t)(pp->Wd * 4));
@@ -169,7 +163,7 @@ static void pool_copy_plane(lw *L, uint32_t t, const pool_plan *pp, uint64_t in)
 static void pool_windows(lw *L, uint32_t t, const pool_plan *pp, uint64_t out)
 {
     const bool avg = pp->avg;
-    uint32_t rwo = (uint32_t)cdiv(pp->Ho, L->workers);
+    uint32_t rwo = (uint32_t)ts_geom_cdiv(pp->Ho, L->workers);
     size_t entry = L->tiles[t].wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)pp->Ho, rwo);
     W(t, MULI, RM(2), RM(1), (int32_t)(pp->sy * pp->WP * 4));
@@ -227,18 +221,17 @@ static void pool_planes(lw *L, uint32_t t, const pool_plan *pp, uint32_t planes,
 
 ts_status lwi_lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
 {
-    const ts_graph_tensor *X = ts_graph_get_tensor(L->g, n->in[0]);
-    const ts_graph_attrs *at = &n->attrs;
-    if (X->rank != 4)
+    ts_geom_window w;
+    if (!ts_geom_window_of(L->g, n, &w))
         return lwi_unsupported(L, n, "an input that is not NCHW");
     bool gap = n->op == TS_OP_GLOBALAVGPOOL;
-    if (!gap && (at->dilations[0] != 1 || at->dilations[1] != 1))
+    if (w.dh != 1 || w.dw != 1)
         return lwi_unsupported(L, n, "dilations");
     ts_status rc = lwi_need_placed(L, n, n->in[0]);
     if (rc != TS_OK)
         return rc;
     pool_plan pp;
-    pool_shape(L, n, &pp);
+    pool_shape(L, n, &w, &pp);
     for (uint32_t t = 0; t < pp.tn; t++) {
         sc->lo[t] = t * pp.rp * pp.HW;
         sc->hi[t] = ((t + 1) * pp.rp < pp.R ? (t + 1) * pp.rp : pp.R) * pp.HW;
@@ -249,7 +242,7 @@ ts_status lwi_lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
     pp.img = gap ? 0 : lwi_talloc_avoid(L, pp.HP * pp.WP * 4, av[0], av[1]);
     if ((rc = pool_gather(L, n, sc, &pp)) != TS_OK)
         return rc;
-    if (pp.avg && (rc = pool_avg_table(L, n, &pp)) != TS_OK)
+    if (pp.avg && (rc = pool_avg_table(L, n, &w, &pp)) != TS_OK)
         return rc;
     pp.out = lwi_alloc(L, pp.rp * pp.P * 4);
     for (uint32_t t = 0; t < pp.tn; t++) {

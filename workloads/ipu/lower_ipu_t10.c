@@ -113,7 +113,7 @@ static void span(const lw *L, uint64_t a, uint64_t bytes, uint64_t *out)
 {
     uint64_t eb = lwi_element_bytes(L);
     out[0] = a / eb * eb;
-    out[1] = cdiv(a + (bytes ? bytes : 1), eb) * eb;
+    out[1] = ts_geom_cdiv(a + (bytes ? bytes : 1), eb) * eb;
 }
 
 /* Coefficient blocks of B for columns [c0, c0 + cols) and k [ks, ks + kv): [group][pair][unit][2],
@@ -127,7 +127,7 @@ static void build_b(lw *L, const t10_op *s, int bid, float *w, uint64_t c0, uint
             for (uint32_t u = 0; u < U; u++)
                 for (uint32_t jj = 0; jj < per; jj++) {
                     uint64_t o = c0 + q * U + u, k = ks + per * k2 + jj, at = ((q * (kv / per) + k2) * U + u) * per + jj;
-                    float v = o < s->N ? lwi_value(s->B, bid, s->tb ? o * s->K + k : k * s->N + o) : 0.0f;
+                    float v = o < s->N ? ts_fill_value_f32(s->B, bid, s->tb ? o * s->K + k : k * s->N + o) : 0.0f;
                     if (s->half)
                         w16[at] = ts_f32_to_f16(v);
                     else
@@ -171,7 +171,7 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
         if (!sc->nr[t])
             continue;
         uint64_t r = sc->hi[t] - sc->lo[t], kv = sc->nr[t], src = sc->where[t];
-        uint32_t rw = (uint32_t)cdiv(r, L->workers);
+        uint32_t rw = (uint32_t)ts_geom_cdiv(r, L->workers);
         size_t entry = L->tiles[t].wrk.n;
         /* $m1 := first pixel; $m2 := src + 4 $m1 (channel 0 of it); $m3 := dst + $m1 dk 4 */
         lwi_emit_start_row(L, t, (uint32_t)r, rw);
@@ -290,7 +290,7 @@ static ts_status t10_alloc(lw *L, const ts_graph_node *n, const t10_gen *G, cons
         mem->ne0 += slice_k(G, 0, sg, &ks) > 0;
     mem->fin = (uint32_t)((mem->ne0 - 1) % 2);
     bool two = G->steps > 1 || G->fk > 1;
-    uint64_t obytes = cdiv(G->rows * G->cols, Wk) * Wk * 4;
+    uint64_t obytes = ts_geom_cdiv(G->rows * G->cols, Wk) * Wk * 4;
     mem->yout = s->conv || s->half ? lwi_alloc(L, G->rows * G->cols * es) : 0;
     if (!s->half || two)
         mem->obuf[mem->fin] = s->conv || s->half ? lwi_talloc_apart(L, obytes, NULL, 0) : lwi_alloc(L, obytes);
@@ -305,7 +305,7 @@ static ts_status t10_place_b(lw *L, const ts_graph_node *n, const t10_gen *G, co
     if (L->measure)
         return TS_OK;
     const uint64_t bslot_b = mem->bslot_b;
-    float *w = ts_calloc(cdiv(bslot_b, 4) + G->cols + 1, 4);
+    float *w = ts_calloc(ts_geom_cdiv(bslot_b, 4) + G->cols + 1, 4);
     if (!w)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory for the weights of '%s'", n->name);
     ts_status rc = TS_OK;
@@ -324,9 +324,9 @@ static ts_status t10_place_b(lw *L, const ts_graph_node *n, const t10_gen *G, co
                 }
             }
     for (uint32_t j = 0; s->C && j < G->fn && rc == TS_OK; j++) {
-        float *bias = w + cdiv(bslot_b, 4);
+        float *bias = w + ts_geom_cdiv(bslot_b, 4);
         for (uint64_t o = 0; o < G->cols; o++)
-            bias[o] = j * G->cols + o < s->N ? lwi_value(s->C, n->in[2], j * G->cols + o) : 0.0f;
+            bias[o] = j * G->cols + o < s->N ? ts_fill_value_f32(s->C, n->in[2], j * G->cols + o) : 0.0f;
         for (uint32_t i = 0; i < G->fm && rc == TS_OK; i++)
             rc = lwi_seg(L, tile_of(G, i, j, 0), mem->baddr, bias, G->cols * 4);
     }
@@ -413,7 +413,7 @@ static void t10_compute(lw *L, const t10_gen *G, const t10_op *s, const t10_mem 
                 if (!kv || !r || !cv)
                     continue;
                 int cur = run->cur[t], o = cur < 0 ? 0 : 1 - cur;
-                mm_args m = {.rows = (uint32_t)r, .nq = (uint32_t)cdiv(cv, U), .kp = (uint32_t)(kv / G->per),
+                mm_args m = {.rows = (uint32_t)r, .nq = (uint32_t)ts_geom_cdiv(cv, U), .kp = (uint32_t)(kv / G->per),
                              .nq_real = cv, .units = U, .half = s->half,
                              .a = G->rota ? mem->aslot[st % (G->rp + 1)] : mem->abuf + (uint64_t)sg * G->kp * es,
                              .a_stride = (G->rota ? G->kp : G->kt) * es,
@@ -500,7 +500,7 @@ static void t10_tree_level(lw *L, const t10_gen *G, const t10_mem *mem, t10_run 
     for (uint32_t r = 0; r < tn; r++) {
         if (!words[r])
             continue;
-        uint64_t bw_ = cdiv(words[r], L->workers);
+        uint64_t bw_ = ts_geom_cdiv(words[r], L->workers);
         size_t entry = L->tiles[r].wrk.n;
         W(r, GET, RM(1), TS_IPU_CSR_WORKER, 0);
         W(r, MULI, RM(1), RM(1), (int32_t)(bw_ * 4));
@@ -548,7 +548,7 @@ static void t10_conv_out(lw *L, const t10_gen *G, const t10_mem *mem)
             uint64_t r = rows_of(G, i), cv = cols_of(G, j);
             if (!r || !cv)
                 continue;
-            uint32_t rw = (uint32_t)cdiv(cv, L->workers);
+            uint32_t rw = (uint32_t)ts_geom_cdiv(cv, L->workers);
             size_t entry = L->tiles[t].wrk.n;
             lwi_emit_start_row(L, t, (uint32_t)cv, rw);
             W(t, SHLI, RM(2), RM(1), 2);

@@ -19,25 +19,21 @@
 static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
 {
     const ts_graph_tensor *X = ts_graph_get_tensor(g, n->in[0]), *Wt = ts_graph_get_tensor(g, n->in[1]);
-    const ts_graph_tensor *Y = ts_graph_get_tensor(g, n->out[0]);
-    const ts_graph_attrs *at = &n->attrs;
+    ts_geom_window w;
     s->A = X;
     s->B = Wt;
     s->C = n->nin > 2 ? ts_graph_get_tensor(g, n->in[2]) : NULL;
-    if (X->rank != 4 || X->dims[0] != 1 || Wt->rank != 4 || Y->rank != 4 || at->group != 1)
+    if (!ts_geom_window_of(g, n, &w) || w.N != 1 || n->attrs.group != 1)
         return false;
-    if (Wt->kind == TS_TENSOR_ACTIVATION || Wt->kind == TS_TENSOR_INPUT || Wt->dims[2] != 1 || Wt->dims[3] != 1)
+    if (Wt->kind == TS_TENSOR_ACTIVATION || Wt->kind == TS_TENSOR_INPUT || !ts_geom_window_pointwise(&w) ||
+        w.dh != 1 || w.dw != 1)
         return false;
-    for (int k = 0; k < 4; k++)
-        if (at->pads[k] || (k < 2 && (at->strides[k] != 1 || at->dilations[k] != 1)))
-            return false;
     if (X->dtype != TS_DT_F32 || Wt->dtype != TS_DT_F32 || (s->C && s->C->dtype != TS_DT_F32))
         return false;
-    s->conv = s->tb = true; /* W[M][C][1][1] is B[N][K] */
-    s->M = (uint64_t)(X->dims[2] * X->dims[3]);
-    s->K = (uint64_t)X->dims[1];
-    s->N = (uint64_t)Wt->dims[0];
-    s->wo = (uint64_t)Y->dims[3];
+    s->conv = s->tb = true; /* W[M][C][1][1] is B[N][K]: M pixels of K channels */
+    ts_geom_pixels_channels(X, &s->M, &s->K);
+    s->N = (uint64_t)w.M;
+    s->wo = (uint64_t)w.Wo;
     size_t nc = 0;
     ts_graph_consumers(g, n->out[0], &nc);
     s->read = nc > 0;
@@ -109,18 +105,19 @@ static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
      * pixel block's channels: one per channel block, or per ring */
     bool rota = p->rot & TS_T10_ROT_A;
     uint64_t kin = rota ? p->kp * p->rp : p->kt, copies = rota ? p->fn / p->ft : p->fn;
-    uint64_t c = W * (cdiv(p->rows, W) * (2 * kin + 8) + 20) + W * (cdiv(p->cols, W) * (2 * p->rows + 8) + 20);
+    uint64_t c = W * (ts_geom_cdiv(p->rows, W) * (2 * kin + 8) + 20) +
+                 W * (ts_geom_cdiv(p->cols, W) * (2 * p->rows + 8) + 20);
     p->compute_cycles += c;
-    uint64_t ch = cdiv(mm->k * mm->m, hw->tiles), cph = 1, senders;
+    uint64_t ch = ts_geom_cdiv(mm->k * mm->m, hw->tiles), cph = 1, senders;
     if (ch < 1024)
         ch = 1024;
     if (ch >= mm->m) { /* a holder holds whole channels */
         cph = ch / mm->m;
-        senders = cdiv(kin, cph);
+        senders = ts_geom_cdiv(kin, cph);
     } else
-        senders = kin * cdiv(p->rows, ch);
-    uint64_t readers = copies * cdiv(ch < mm->m ? ch : mm->m, p->rows); /* tiles reading one holder */
-    uint64_t per_round = cdiv(readers, senders) * (cdiv(p->rows * cph * 4, xb) + 18) + hw->round_cycles;
+        senders = kin * ts_geom_cdiv(p->rows, ch);
+    uint64_t readers = copies * ts_geom_cdiv(ch < mm->m ? ch : mm->m, p->rows); /* tiles reading one holder */
+    uint64_t per_round = ts_geom_cdiv(readers, senders) * (ts_geom_cdiv(p->rows * cph * 4, xb) + 18) + hw->round_cycles;
     uint32_t levels = 0;
     while ((1u << levels) < p->fk)
         levels++;

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "workloads/lower/geometry.h"
 
-static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 static uint64_t even(uint64_t v) { return v + (v & 1); }
 
 static uint32_t ilog2c(uint32_t v) /* ceil(log2 v) */
@@ -25,9 +25,9 @@ static uint32_t ilog2c(uint32_t v) /* ceil(log2 v) */
 uint64_t ts_t10_amp_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t k, uint64_t cols)
 {
     uint64_t U = hw->units, W = hw->workers ? hw->workers : 6;
-    uint64_t groups = cdiv(cols, U), pairs = k / 2;
+    uint64_t groups = ts_geom_cdiv(cols, U), pairs = k / 2;
     uint64_t per_group = pairs * (U + 2) + U / 2 + U + 4;
-    return W * (cdiv(rows, W) * (4 + groups * per_group) + 20);
+    return W * (ts_geom_cdiv(rows, W) * (4 + groups * per_group) + 20);
 }
 
 /* Gathering A (a graph input, or an output in another layout: chunks of whole rows, at least 1024
@@ -38,15 +38,15 @@ uint64_t ts_t10_amp_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t k, uint6
 static void gather_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, uint64_t rows, uint64_t copies, uint64_t *cycles,
                         uint32_t *rounds)
 {
-    uint64_t crow = cdiv(mm->m, hw->tiles);
+    uint64_t crow = ts_geom_cdiv(mm->m, hw->tiles);
     if (crow * mm->k < 1024)
-        crow = cdiv(1024, mm->k);
+        crow = ts_geom_cdiv(1024, mm->k);
     if (crow > mm->m)
         crow = mm->m;
-    uint64_t r = cdiv(rows, crow) + (rows % crow && crow % rows ? 1 : 0);
+    uint64_t r = ts_geom_cdiv(rows, crow) + (rows % crow && crow % rows ? 1 : 0);
     uint64_t xb = hw->xbytes ? hw->xbytes : 4;
     *rounds = (uint32_t)r;
-    *cycles = r * (cdiv(crow * mm->k * mm->es * copies, xb) + hw->round_cycles);
+    *cycles = r * (ts_geom_cdiv(crow * mm->k * mm->es * copies, xb) + hw->round_cycles);
 }
 
 ts_status ts_t10_mm_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p, ts_err *err)
@@ -56,7 +56,7 @@ ts_status ts_t10_mm_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *
     uint64_t tiles = (uint64_t)p->fm * p->fn * p->fk;
     if (tiles > hw->tiles)
         return ts_err_set(err, TS_EINPUT, "plan: %llu tiles, the chip has %u", (unsigned long long)tiles, hw->tiles);
-    if (p->fm > mm->m || p->fn > cdiv(mm->n, hw->units) || p->fk > mm->k / 2)
+    if (p->fm > mm->m || p->fn > ts_geom_cdiv(mm->n, hw->units) || p->fk > mm->k / 2)
         return ts_err_set(err, TS_EINPUT, "plan: a spatial factor larger than its dimension");
     if (p->rot == TS_T10_ROT_NONE && (p->ft != 1 || p->rp != 1))
         return ts_err_set(err, TS_EINPUT, "plan: ft and rp must be 1 when nothing rotates");
@@ -65,11 +65,11 @@ ts_status ts_t10_mm_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *
         return ts_err_set(err, TS_EINPUT, "plan: ft %u does not divide the ring of the rotating operand", p->ft);
     p->tiles = (uint32_t)tiles;
     p->steps = p->ft * p->rp;
-    p->rows = cdiv(mm->m, p->fm);
-    p->cols = cdiv(cdiv(mm->n, p->fn), hw->units) * hw->units; /* whole AMP groups */
-    p->kt = even(cdiv(mm->k, p->fk));
-    p->kp = even(cdiv(p->kt, p->steps));
-    if (cdiv(p->kt, p->kp) != p->steps)
+    p->rows = ts_geom_cdiv(mm->m, p->fm);
+    p->cols = ts_geom_cdiv(ts_geom_cdiv(mm->n, p->fn), hw->units) * hw->units; /* whole AMP groups */
+    p->kt = even(ts_geom_cdiv(mm->k, p->fk));
+    p->kp = even(ts_geom_cdiv(p->kt, p->steps));
+    if (ts_geom_cdiv(p->kt, p->kp) != p->steps)
         return ts_err_set(err, TS_EINPUT, "plan: %u steps but only %llu pairs of k per tile", p->steps,
                           (unsigned long long)(p->kt / 2));
     uint64_t es = mm->es, held = p->kp * p->rp; /* k of a held sub-tensor: kt / ft */
@@ -85,8 +85,8 @@ ts_status ts_t10_mm_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *
     /* A gathered into the plan's layout: each row on fn tiles, fn / ft when A rotates */
     uint32_t rounds;
     gather_cost(hw, mm, p->rows, (p->rot & TS_T10_ROT_A) ? p->fn / p->ft : p->fn, &p->in_cycles, &rounds);
-    p->exchange_cycles = p->in_cycles + (p->steps - 1) * (cdiv(p->shift_bytes, xb) + hw->round_cycles) +
-                         levels * (cdiv(words * 4, xb) + hw->round_cycles);
+    p->exchange_cycles = p->in_cycles + (p->steps - 1) * (ts_geom_cdiv(p->shift_bytes, xb) + hw->round_cycles) +
+                         levels * (ts_geom_cdiv(words * 4, xb) + hw->round_cycles);
     /* a superstep per gather round, compute step, shift and partial-sum level */
     p->syncs = rounds + 2 * p->steps - 1 + levels;
     p->sync_cycles = (uint64_t)p->syncs * hw->sync_cycles;
@@ -99,7 +99,7 @@ static size_t spans(uint64_t units, uint32_t cap, uint32_t *v)
 {
     size_t n = 0;
     for (uint64_t b = units; b >= 1; b--) {
-        uint64_t f = cdiv(units, b);
+        uint64_t f = ts_geom_cdiv(units, b);
         if (f > cap)
             break;
         if (!n || v[n - 1] != f)
@@ -123,7 +123,7 @@ ts_status ts_t10_mm_plans(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan 
         rc = ts_err_set(err, TS_ENOMEM, "out of memory");
         goto done;
     }
-    size_t nm = spans(mm->m, cap, vm), nn = spans(cdiv(mm->n, hw->units), cap, vn);
+    size_t nm = spans(mm->m, cap, vm), nn = spans(ts_geom_cdiv(mm->n, hw->units), cap, vn);
     for (size_t i = 0; i < nm; i++)
         for (size_t j = 0; j < nn; j++)
             for (uint32_t fk = 1; (uint64_t)vm[i] * vn[j] * fk <= cap && fk <= mm->k / 2; fk *= 2)
@@ -223,14 +223,14 @@ const ts_t10_plan *ts_t10_pick(const ts_t10_plan *pareto, size_t n, uint64_t mem
 void ts_t10_mm_lcs(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
 {
     uint64_t U = hw->units, T = hw->tiles, K = mm->k, M = mm->m, es = mm->es;
-    uint64_t nq = cdiv(mm->n, U), kp = K / 2;
+    uint64_t nq = ts_geom_cdiv(mm->n, U), kp = K / 2;
     uint64_t qpb = nq;
     while (qpb > 1 && qpb * kp * U * 8 > hw->sram_bytes / 4)
-        qpb = cdiv(qpb, 2);
-    uint64_t ncb = cdiv(nq, qpb);
+        qpb = ts_geom_cdiv(qpb, 2);
+    uint64_t ncb = ts_geom_cdiv(nq, qpb);
     if (ncb > T)
-        ncb = T, qpb = cdiv(nq, ncb), ncb = cdiv(nq, qpb);
-    uint64_t rp = cdiv(M, T / ncb), nrg = cdiv(M, rp);
+        ncb = T, qpb = ts_geom_cdiv(nq, ncb), ncb = ts_geom_cdiv(nq, qpb);
+    uint64_t rp = ts_geom_cdiv(M, T / ncb), nrg = ts_geom_cdiv(M, rp);
     memset(p, 0, sizeof *p);
     p->fm = (uint32_t)nrg;
     p->fn = (uint32_t)ncb;

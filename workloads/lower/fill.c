@@ -1,5 +1,9 @@
-/* workloads/lower/fill.c — deterministic values for tensors without data (fill.h). */
+/* workloads/lower/fill.c — a tensor's values: its data, or deterministic values (fill.h). */
 #include "workloads/lower/fill.h"
+
+#include <string.h>
+
+#include "core/half.h"
 
 float ts_fill_f32(int tensor, uint64_t i)
 {
@@ -28,4 +32,26 @@ int8_t ts_fill_i8(int tensor, uint64_t i)
 int32_t ts_fill_bias(int tensor, uint64_t i)
 {
     return (int32_t)(mix(((uint64_t)(uint32_t)tensor << 40) ^ i ^ 0xb1a5ull) % 512) - 256;
+}
+
+float ts_fill_value_f32(const ts_graph_tensor *t, int id, uint64_t i)
+{
+    if (t->dtype == TS_DT_F16) {
+        uint16_t h;
+        if (!t->data)
+            return ts_f16_to_f32(ts_f32_to_f16(ts_fill_f32(id, i)));
+        memcpy(&h, (const char *)t->data + 2 * i, 2);
+        return ts_f16_to_f32(h);
+    }
+    if (t->data) {
+        float f;
+        memcpy(&f, (const char *)t->data + 4 * i, 4);
+        return f;
+    }
+    return ts_fill_f32(id, i);
+}
+
+int8_t ts_fill_value_i8(const ts_graph_tensor *t, int id, uint64_t i)
+{
+    return t->data && t->dtype == TS_DT_I8 ? ((const int8_t *)t->data)[i] : ts_fill_i8(id, i);
 }

@@ -22,6 +22,14 @@ const char *ts_lower_opts_get(const ts_lower_opts *opts, const char *name)
     return v;
 }
 
+void *ts_lower_state_new(size_t size, void **state, ts_err *err)
+{
+    *state = ts_calloc(1, size);
+    if (!*state)
+        ts_err_set(err, TS_ENOMEM, "out of memory");
+    return *state;
+}
+
 ts_status ts_lower_check_setting(const char *name, const char *value, ts_err *err)
 {
     const ts_lower_param *first = NULL;

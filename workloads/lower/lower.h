@@ -64,6 +64,11 @@ typedef struct ts_lowering {
     void (*destroy)(void *state);
 } ts_lowering;
 
+/* For a lowering's create: a zeroed state of `size` bytes, stored in *state (for destroy to free
+ * with ts_free, whatever create does next) and returned; NULL and TS_ENOMEM "out of memory" in err
+ * when memory runs out. */
+void *ts_lower_state_new(size_t size, void **state, ts_err *err);
+
 /* The registry: the lowering of a family (NULL if it has none), and the i-th one (NULL past the
  * end), in registration order. */
 const ts_lowering *ts_lowering_find(const char *arch);

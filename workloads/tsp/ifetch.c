@@ -190,7 +190,7 @@ static bool check_queue(lt *L, uint32_t qi, uint64_t *fail_t)
 {
     lq *q = &L->q[qi];
     uint64_t C = L->tg->queue_capacity, A = L->tg->ifetch_bytes / L->tg->insn_bytes;
-    uint64_t D = (L->tg->ifetch_bytes + L->tg->fetch_bpc - 1) / L->tg->fetch_bpc;
+    uint64_t D = ts_geom_cdiv(L->tg->ifetch_bytes, L->tg->fetch_bpc);
     fq f = {.F = C, .avail = C};
     for (size_t i = 0; i < q->n;) {
         uint64_t tau = q->v[i].t;
@@ -311,7 +311,7 @@ ts_status lt_plan_fetches(lt *L)
         return TS_OK;
     L->fwin = 0;
     fplan fp = {.C = P->queue_capacity, .A = P->ifetch_bytes / P->insn_bytes,
-                .D = (P->ifetch_bytes + P->fetch_bpc - 1) / P->fetch_bpc};
+                .D = ts_geom_cdiv(P->ifetch_bytes, P->fetch_bpc)};
     ts_status rc = fetch_init(L, &fp);
     uint64_t end = L->last + 1;
     for (uint64_t c = 0; c <= end && rc == TS_OK; c++)

@@ -41,8 +41,8 @@ void lt_span(ts_lower_tsp_layer *y, uint64_t a, uint64_t b)
         y->last = b;
 }
 
-/* The consumer of a node's output when it is a lone Relu that can be fused, else -1.
- * shared candidate: workloads/lower (graph walk); the wafer-mesh lowering fuses a Relu the same way. */
+/* The consumer of a node's output when it is a lone Relu that can be fused, else -1. (The wafer-mesh
+ * lowering decides on its chain of stages instead: a Relu after a stage that does not fork.) */
 int lt_fused_relu(const lt *L, int out)
 {
     size_t n;
@@ -66,9 +66,7 @@ static ts_status lower_rename(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer
     if (rc != TS_OK)
         return rc;
     if (!x->placed || x->P != 1 || Pp != 1 || C != x->C)
-        return ts_err_set(L->err, TS_EINPUT,
-                          "%s '%s': the TSP lowering only renames one-pixel tensors (no data movement)",
-                          ts_graph_op_name(nd->op), nd->name);
+        return ts_lower_fail(L->err, nd, "the TSP lowering only renames one-pixel tensors (no data movement)");
     *y = *x;
     y->users = 0;
     y->output = ts_graph_get_tensor(L->g, out)->is_output;
@@ -114,10 +112,8 @@ static ts_status lower_node(lt *L, int ni)
     case TS_OP_SOFTMAX:
         return lt_lower_softmax(L, nd, ly);
     default:
-        return ts_err_set(L->err, TS_EINPUT,
-                          "%s '%s': the TSP lowering does not take this operator (it lowers MatMul, Gemm, Conv, Relu, "
-                          "Add, MaxPool, GlobalAveragePool, Flatten, one-pixel Reshape and Softmax)",
-                          ts_graph_op_name(nd->op), nd->name);
+        return ts_lower_fail(L->err, nd, "the TSP lowering does not take this operator (it lowers MatMul, Gemm, Conv, "
+                             "Relu, Add, MaxPool, GlobalAveragePool, Flatten, one-pixel Reshape and Softmax)");
     }
 }
 
@@ -261,7 +257,7 @@ static ts_status lt_init(lt *L, const ts_graph *g, const ts_tsp_target *P, ts_er
     }
     L->al[0][0].first = L->al[0][0].top = 1; /* word 0 of every west slice: zeros */
     if (P->queue_capacity && P->ifetch_bytes && P->fetch_bpc)
-        L->fwin = (P->ifetch_bytes + P->fetch_bpc - 1) / P->fetch_bpc;
+        L->fwin = (uint32_t)ts_geom_cdiv(P->ifetch_bytes, P->fetch_bpc);
     L->prog = ts_program_create("tsp");
     L->q = ts_calloc(L->nq, sizeof *L->q);
     L->bank = ts_calloc(L->nW + L->nE, sizeof *L->bank);

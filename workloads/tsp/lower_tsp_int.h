@@ -27,6 +27,9 @@
 #include "arch/tsp/tsp_target.h"
 #include "core/program.h"
 #include "workloads/graph.h"
+#include "workloads/lower/errors.h"
+#include "workloads/lower/fill.h"
+#include "workloads/lower/geometry.h"
 #include "workloads/tsp/lower_tsp.h"
 
 /* Opcode numbers: the TSP's one table. */

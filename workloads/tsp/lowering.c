@@ -50,11 +50,8 @@ typedef struct tsp_lowering {
 static ts_status tsp_create(const ts_config *cfg, const ts_lower_opts *opts, void **state, ts_err *err)
 {
     (void)opts;
-    tsp_lowering *s = ts_calloc(1, sizeof *s);
-    if (!s)
-        return ts_err_set(err, TS_ENOMEM, "out of memory");
-    *state = s;
-    return ts_lower_tsp_params_from_config(cfg, &s->p, err);
+    tsp_lowering *s = ts_lower_state_new(sizeof *s, state, err);
+    return s ? ts_lower_tsp_params_from_config(cfg, &s->p, err) : TS_ENOMEM;
 }
 
 static ts_status tsp_lower(void *state, const ts_graph *g, ts_program **out, ts_err *err)

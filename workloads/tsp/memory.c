@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "workloads/lower/fill.h"
 
 /* ---- regions ---- */
 
@@ -112,10 +111,10 @@ ts_status lt_place(lt *L, int id, uint32_t P, uint32_t C, const ts_graph_node *n
     tens *x = &L->t[id];
     x->P = P;
     x->C = C;
-    x->T = (C + L->VL - 1) / L->VL;
+    x->T = (uint32_t)ts_geom_cdiv(C, L->VL);
     uint64_t n = (uint64_t)P * x->T;
     x->off = L->rot % L->nW;
-    x->nw = (uint32_t)((x->off + n + L->nW - 1) / L->nW);
+    x->nw = (uint32_t)ts_geom_cdiv(x->off + n, L->nW);
     ts_status rc = lt_region(L, 0, x->nw, "activations", nd, fresh, bank, &x->base, &x->avail);
     if (rc != TS_OK)
         return rc;
@@ -224,25 +223,18 @@ const int64_t *lt_dims(const lt *L, int id, int *rank)
     return t->dims;
 }
 
-/* Pixels and channels of an activation: NCHW (batch 1) or a matrix [M, K].
- * shared candidate: workloads/lower (geometry); the other lowerings read the same two shapes. */
+/* Pixels and channels of an activation (ts_geom_pixels_channels): NCHW of batch 1, a matrix
+ * [M, K] or a vector. */
 ts_status lt_shape_pc(lt *L, const ts_graph_node *nd, int id, uint32_t *P, uint32_t *C)
 {
     int r;
     const int64_t *d = lt_dims(L, id, &r);
-    if (r == 4 && d[0] == 1) {
-        *P = (uint32_t)(d[2] * d[3]);
-        *C = (uint32_t)d[1];
-    } else if (r == 2) {
-        *P = (uint32_t)d[0];
-        *C = (uint32_t)d[1];
-    } else if (r == 1) {
-        *P = 1;
-        *C = (uint32_t)d[0];
-    } else {
-        return ts_err_set(L->err, TS_EINPUT, "%s '%s': the TSP lowering takes batch-1 NCHW or 2-D tensors, not rank %d",
-                          ts_graph_op_name(nd->op), nd->name, r);
-    }
+    if (!(r == 4 && d[0] == 1) && r != 2 && r != 1)
+        return ts_lower_fail(L->err, nd, "the TSP lowering takes batch-1 NCHW or 2-D tensors, not rank %d", r);
+    uint64_t p, c;
+    ts_geom_pixels_channels(ts_graph_get_tensor(L->g, id), &p, &c);
+    *P = (uint32_t)p;
+    *C = (uint32_t)c;
     return TS_OK;
 }
 
@@ -263,7 +255,7 @@ ts_status lt_place_input(lt *L, int id, const ts_graph_node *nd)
     for (uint32_t px = 0; px < P; px++)
         for (uint32_t c = 0; c < C; c++) {
             uint64_t e = r == 4 ? (uint64_t)c * P + px : (uint64_t)px * C + c;
-            int8_t v = t->data && t->dtype == TS_DT_I8 ? ((const int8_t *)t->data)[e] : ts_fill_i8(id, e);
+            int8_t v = ts_fill_value_i8(t, id, e);
             uint64_t k = x->off + (uint64_t)px * x->T + c / L->VL;
             im.s[k % L->nW][(size_t)(k / L->nW) * L->VL + c % L->VL] = (uint8_t)v;
         }

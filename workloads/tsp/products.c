@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "workloads/lower/fill.h"
 
 float ts_lower_tsp_scale(uint64_t k)
 {
@@ -30,10 +29,8 @@ typedef struct prod {
     tens *x;                 /* input (activations) */
     tens *y;                 /* output */
     uint32_t M, N, K, NT, KT, CT;
-    /* conv geometry (kh = kw = 1, no padding for a matrix product) */
-    uint32_t H, W, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl;
+    ts_geom_window w;        /* a conv's geometry (zeros for a matrix product) */
     int kind;                /* 0 matrix (B[k][n]), 1 matrix transposed (B[n][k]), 2 conv, 3 conv on host im2col */
-    uint32_t Cin;            /* conv input channels */
     bool relu;
     float scale;
 } prod;
@@ -43,12 +40,11 @@ static int64_t act_vec(const prod *p, uint32_t m, uint32_t kt)
 {
     if (p->kind != 2)
         return (int64_t)m * p->CT + kt;
-    uint32_t tap = kt / p->CT, c = kt % p->CT, ky = tap / p->kw, kx = tap % p->kw;
-    int64_t iy = (int64_t)(m / p->Wo) * p->sh - p->pt + (int64_t)ky * p->dh;
-    int64_t ix = (int64_t)(m % p->Wo) * p->sw - p->pl + (int64_t)kx * p->dw;
-    if (iy < 0 || ix < 0 || iy >= p->H || ix >= p->W)
+    uint32_t tap = kt / p->CT, c = kt % p->CT;
+    int64_t iy, ix;
+    if (!ts_geom_window_tap(&p->w, m / p->w.Wo, m % p->w.Wo, tap / p->w.kw, tap % p->w.kw, &iy, &ix))
         return -1;
-    return (iy * p->W + ix) * p->CT + c;
+    return (iy * p->w.W + ix) * p->CT + c;
 }
 
 /* The weight multiplying input lane l of block kt for output n, as an element index of the weight
@@ -56,10 +52,10 @@ static int64_t act_vec(const prod *p, uint32_t m, uint32_t kt)
 static int64_t wgt_index(const prod *p, uint32_t n, uint32_t kt, uint32_t l, uint32_t VL)
 {
     if (p->kind == 2) {
-        uint32_t tap = kt / p->CT, c = (kt % p->CT) * VL + l, ky = tap / p->kw, kx = tap % p->kw;
-        if (c >= p->Cin)
+        uint32_t tap = kt / p->CT, c = (kt % p->CT) * VL + l;
+        if (c >= p->w.C)
             return -1;
-        return (((int64_t)n * p->Cin + c) * p->kh + ky) * p->kw + kx;
+        return (((int64_t)n * p->w.C + c) * p->w.kh + tap / p->w.kw) * p->w.kw + tap % p->w.kw;
     }
     uint64_t k = (uint64_t)kt * VL + l;
     if (k >= p->K)
@@ -67,14 +63,6 @@ static int64_t wgt_index(const prod *p, uint32_t n, uint32_t kt, uint32_t l, uin
     if (p->kind == 0)
         return (int64_t)(k * p->N + n);
     return (int64_t)((uint64_t)n * p->K + k); /* kinds 1 and 3: [N][K] */
-}
-
-static int8_t weight_at(const lt *L, int id, uint64_t i)
-{
-    const ts_graph_tensor *t = ts_graph_get_tensor(L->g, id);
-    if (t->data && t->dtype == TS_DT_I8)
-        return ((const int8_t *)t->data)[i];
-    return ts_fill_i8(id, i);
 }
 
 /* Valid rows (outputs) of output tile nt: VL but for a short last tile. */
@@ -89,13 +77,14 @@ static uint32_t tile_rows(const prod *p, uint32_t nt, uint32_t VL)
  * im2col vectors (one per output pixel), so the layer is one product with K = C kh kw. */
 static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
 {
-    uint32_t K = p->Cin * p->kh * p->kw;
+    const ts_geom_window *w = &p->w;
+    uint32_t K = (uint32_t)(w->C * w->kh * w->kw);
     memset(x, 0, sizeof *x);
-    x->P = p->Ho * p->Wo;
+    x->P = (uint32_t)(w->Ho * w->Wo);
     x->C = K;
     x->T = 1;
     x->off = L->rot % L->nW;
-    x->nw = (x->off + x->P + L->nW - 1) / L->nW;
+    x->nw = (uint32_t)ts_geom_cdiv((uint64_t)x->off + x->P, L->nW);
     uint64_t av;
     ts_status rc = lt_region(L, 0, x->nw, "im2col input", p->nd, true, 0, &x->base, &av);
     if (rc != TS_OK)
@@ -112,17 +101,14 @@ static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
     for (uint32_t m = 0; m < x->P; m++) {
         uint64_t k = x->off + m;
         uint8_t *vec = im.s[k % L->nW] + (size_t)(k / L->nW) * L->VL;
-        for (uint32_t c = 0; c < p->Cin; c++)
-            for (uint32_t ky = 0; ky < p->kh; ky++)
-                for (uint32_t kx = 0; kx < p->kw; kx++) {
-                    int64_t iy = (int64_t)(m / p->Wo) * p->sh - p->pt + (int64_t)ky * p->dh;
-                    int64_t ix = (int64_t)(m % p->Wo) * p->sw - p->pl + (int64_t)kx * p->dw;
-                    if (iy < 0 || ix < 0 || iy >= p->H || ix >= p->W)
+        for (int64_t c = 0; c < w->C; c++)
+            for (int64_t ky = 0; ky < w->kh; ky++)
+                for (int64_t kx = 0; kx < w->kw; kx++) {
+                    int64_t iy, ix;
+                    if (!ts_geom_window_tap(w, m / w->Wo, m % w->Wo, ky, kx, &iy, &ix))
                         continue;
-                    uint64_t e = ((uint64_t)c * p->H + (uint64_t)iy) * p->W + (uint64_t)ix;
-                    int8_t v = t->data && t->dtype == TS_DT_I8 ? ((const int8_t *)t->data)[e]
-                                                                : ts_fill_i8(xid, e);
-                    vec[(c * p->kh + ky) * p->kw + kx] = (uint8_t)v;
+                    uint64_t e = (uint64_t)((c * w->H + iy) * w->W + ix);
+                    vec[(c * w->kh + ky) * w->kw + kx] = (uint8_t)ts_fill_value_i8(t, xid, e);
                 }
     }
     L->words_used += (uint64_t)x->nw * L->nW;
@@ -133,29 +119,12 @@ static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
  * they fit one vector, else as they are). */
 static ts_status conv_shape(lt *L, const ts_graph_node *nd, prod *p, tens *im2)
 {
-    const ts_graph_attrs *a = &nd->attrs;
-    const ts_graph_tensor *wt = ts_graph_get_tensor(L->g, nd->in[1]);
-    int xid = nd->in[0], xr, yr;
-    const int64_t *xd = lt_dims(L, xid, &xr), *yd = lt_dims(L, nd->out[0], &yr);
-    if (a->group != 1 || xr != 4 || xd[0] != 1)
-        return ts_err_set(L->err, TS_EINPUT, "Conv '%s': the TSP lowering takes batch-1 convolutions with group 1",
-                          nd->name);
-    p->Cin = (uint32_t)xd[1];
-    p->H = (uint32_t)xd[2];
-    p->W = (uint32_t)xd[3];
-    p->N = (uint32_t)wt->dims[0];
-    p->kh = (uint32_t)wt->dims[2];
-    p->kw = (uint32_t)wt->dims[3];
-    p->sh = (uint32_t)a->strides[0];
-    p->sw = (uint32_t)a->strides[1];
-    p->dh = (uint32_t)a->dilations[0];
-    p->dw = (uint32_t)a->dilations[1];
-    p->pt = (uint32_t)a->pads[0];
-    p->pl = (uint32_t)a->pads[1];
-    p->Ho = (uint32_t)yd[2];
-    p->Wo = (uint32_t)yd[3];
-    p->M = p->Ho * p->Wo;
-    p->K = p->Cin * p->kh * p->kw;
+    int xid = nd->in[0];
+    if (nd->attrs.group != 1 || !ts_geom_window_of(L->g, nd, &p->w) || p->w.N != 1)
+        return ts_lower_fail(L->err, nd, "the TSP lowering takes batch-1 convolutions with group 1");
+    p->N = (uint32_t)p->w.M;
+    p->M = (uint32_t)(p->w.Ho * p->w.Wo);
+    p->K = (uint32_t)(p->w.C * p->w.kh * p->w.kw);
     if (nd->nin > 2)
         p->bid = nd->in[2];
     bool input = !L->t[xid].placed && ts_graph_get_tensor(L->g, xid)->kind == TS_TENSOR_INPUT;
@@ -174,7 +143,7 @@ static ts_status conv_shape(lt *L, const ts_graph_node *nd, prod *p, tens *im2)
     p->kind = 2;
     p->x = &L->t[xid];
     p->CT = p->x->T;
-    p->KT = p->kh * p->kw * p->CT;
+    p->KT = (uint32_t)(p->w.kh * p->w.kw) * p->CT;
     return TS_OK;
 }
 
@@ -187,11 +156,9 @@ static ts_status matmul_shape(lt *L, const ts_graph_node *nd, prod *p)
     const int64_t *xd = lt_dims(L, nd->in[0], &xr);
     const int64_t *wd = lt_dims(L, p->wid, &wr_);
     if (xr != 2 || wr_ != 2 || (wt->kind != TS_TENSOR_WEIGHT && wt->kind != TS_TENSOR_CONST))
-        return ts_err_set(L->err, TS_EINPUT, "%s '%s': the TSP lowering takes a 2-D activation times a 2-D weight",
-                          ts_graph_op_name(nd->op), nd->name);
+        return ts_lower_fail(L->err, nd, "the TSP lowering takes a 2-D activation times a 2-D weight");
     if (nd->op == TS_OP_GEMM && (nd->attrs.trans_a || nd->attrs.alpha != 1.0 || nd->attrs.beta != 1.0))
-        return ts_err_set(L->err, TS_EINPUT, "Gemm '%s': the TSP lowering takes alpha = beta = 1 and no transA",
-                          nd->name);
+        return ts_lower_fail(L->err, nd, "the TSP lowering takes alpha = beta = 1 and no transA");
     p->M = (uint32_t)xd[0];
     p->K = (uint32_t)xd[1];
     bool tb = nd->op == TS_OP_GEMM && nd->attrs.trans_b;
@@ -199,7 +166,7 @@ static ts_status matmul_shape(lt *L, const ts_graph_node *nd, prod *p)
     p->kind = tb ? 1 : 0;
     if (nd->op == TS_OP_GEMM && nd->nin > 2) {
         if (ts_graph_tensor_elems(ts_graph_get_tensor(L->g, nd->in[2])) != p->N)
-            return ts_err_set(L->err, TS_EINPUT, "Gemm '%s': the TSP lowering takes a bias of N elements", nd->name);
+            return ts_lower_fail(L->err, nd, "the TSP lowering takes a bias of N elements");
         p->bid = nd->in[2];
     }
     p->x = &L->t[nd->in[0]];
@@ -229,12 +196,13 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
     for (uint32_t nt = 0; nt < p->NT; nt++)
         rows += (uint64_t)tile_rows(p, nt, VL) * p->KT;
     m->woff = L->rot % L->nW;
-    uint32_t wwords = (uint32_t)((m->woff + rows + L->nW - 1) / L->nW);
+    uint32_t wwords = (uint32_t)ts_geom_cdiv(m->woff + rows, L->nW);
     uint64_t wav;
     ts_status rc = lt_region(L, 0, wwords, "weights", p->nd, true, 1, &m->wbase, &wav);
     image im;
     if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nW, m->wbase, wwords)) != TS_OK)
         return rc;
+    const ts_graph_tensor *wt = ts_graph_get_tensor(L->g, p->wid);
     uint64_t g = 0;
     for (uint32_t nt = 0; nt < p->NT; nt++)
         for (uint32_t kt = 0; kt < p->KT; kt++) {
@@ -244,7 +212,7 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
                 uint8_t *row = im.s[k % L->nW] + (size_t)(k / L->nW) * VL;
                 for (uint32_t l = 0; l < VL; l++) {
                     int64_t wi = wgt_index(p, nt * VL + r, kt, l, VL);
-                    row[l] = wi < 0 ? 0 : (uint8_t)weight_at(L, p->wid, (uint64_t)wi);
+                    row[l] = wi < 0 ? 0 : (uint8_t)ts_fill_value_i8(wt, p->wid, (uint64_t)wi);
                 }
             }
         }
@@ -289,7 +257,7 @@ static ts_status psums(lt *L, const prod *p, pmem *m)
     m->nparts = p->KT > 1 ? (uint64_t)p->M * p->NT * 4 : 0;
     m->hE = L->nE / 2;
     m->pbases[0] = m->pbases[1] = 0;
-    m->pwords = (uint32_t)((m->nparts + m->hE - 1) / m->hE);
+    m->pwords = (uint32_t)ts_geom_cdiv(m->nparts, m->hE);
     uint64_t av2 = 0;
     ts_status rc;
     m->pav = 0;
@@ -657,13 +625,12 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     int xid = nd->in[0], out = nd->out[0];
     ts_status rc = nd->op == TS_OP_CONV ? conv_shape(L, nd, &p, &im2) : matmul_shape(L, nd, &p);
     if (rc == TS_OK && !p.x->placed)
-        rc = ts_err_set(L->err, TS_EINPUT, "%s '%s': its input is not an int8 activation the lowering placed",
-                        ts_graph_op_name(nd->op), nd->name);
+        rc = ts_lower_fail(L->err, nd, "its input is not an int8 activation the lowering placed");
     if (rc != TS_OK) {
         ts_free(im2.ready);
         return rc;
     }
-    p.NT = (p.N + L->VL - 1) / L->VL;
+    p.NT = (uint32_t)ts_geom_cdiv(p.N, L->VL);
     int fu = lt_fused_relu(L, out);
     p.relu = fu >= 0;
     p.scale = ts_lower_tsp_scale(p.K);

@@ -160,9 +160,8 @@ ts_status lt_lower_softmax(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     int xr;
     const int64_t *xd = lt_dims(L, nd->in[0], &xr);
     if (!x->placed || xr != 2 || (nd->attrs.axis != -1 && nd->attrs.axis != 1) || x->C > L->VL)
-        return ts_err_set(L->err, TS_EINPUT,
-                          "Softmax '%s': the TSP lowering takes the last axis of a 2-D int8 tensor of at most %u "
-                          "columns", nd->name, L->VL);
+        return ts_lower_fail(L->err, nd,
+                             "the TSP lowering takes the last axis of a 2-D int8 tensor of at most %u columns", L->VL);
     ts_status rc = lt_place(L, nd->out[0], x->P, 2 * L->VL, nd, false, lt_bank_pref(L, x));
     if (rc != TS_OK || (rc = sched_softmax(L, nd, x, &L->t[nd->out[0]], (uint32_t)xd[1], ly)) != TS_OK)
         return rc;

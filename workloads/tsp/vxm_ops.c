@@ -96,11 +96,9 @@ ts_status lt_lower_elem(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
     }
     tens *a = &L->t[nd->in[0]], *b = nd->op == TS_OP_ADD ? &L->t[nd->in[1]] : NULL;
     if (!a->placed || (b && !b->placed))
-        return ts_err_set(L->err, TS_EINPUT, "%s '%s': an input is not an int8 activation the lowering placed",
-                          ts_graph_op_name(nd->op), nd->name);
+        return ts_lower_fail(L->err, nd, "an input is not an int8 activation the lowering placed");
     if (b && (a->P != b->P || a->C != b->C))
-        return ts_err_set(L->err, TS_EINPUT, "Add '%s': the TSP lowering takes two tensors of one shape (no broadcast)",
-                          nd->name);
+        return ts_lower_fail(L->err, nd, "the TSP lowering takes two tensors of one shape (no broadcast)");
     int out = nd->out[0];
     int fu = nd->op == TS_OP_ADD ? lt_fused_relu(L, out) : -1;
     int yid = fu >= 0 ? ts_graph_get_node(L->g, fu)->out[0] : out;
@@ -181,31 +179,31 @@ static bool try_pool(lt *L, const void *arg, uint64_t A, uint64_t *w)
 }
 
 /* The input vectors of output pixel (oy, ox), channel tile c, in window order (at most 64). */
-static uint32_t pool_window(const ts_graph_attrs *at, const tens *x, uint32_t H, uint32_t W, uint32_t oy,
-                            uint32_t ox, uint32_t c, uint64_t *win)
+static uint32_t pool_window(const ts_geom_window *w, const tens *x, int64_t oy, int64_t ox, uint32_t c,
+                            uint64_t *win)
 {
     uint32_t nwin = 0;
-    for (int64_t ky = 0; ky < at->kernel[0]; ky++)
-        for (int64_t kx = 0; kx < at->kernel[1]; kx++) {
-            int64_t iy = oy * at->strides[0] - at->pads[0] + ky * at->dilations[0];
-            int64_t ix = ox * at->strides[1] - at->pads[1] + kx * at->dilations[1];
-            if (iy >= 0 && ix >= 0 && iy < H && ix < W && nwin < 64)
-                win[nwin++] = ((uint64_t)iy * W + (uint64_t)ix) * x->T + c;
+    for (int64_t ky = 0; ky < w->kh; ky++)
+        for (int64_t kx = 0; kx < w->kw; kx++) {
+            int64_t iy, ix;
+            if (ts_geom_window_tap(w, oy, ox, ky, kx, &iy, &ix) && nwin < 64)
+                win[nwin++] = (uint64_t)(iy * w->W + ix) * x->T + c;
         }
     return nwin;
 }
 
-static ts_status sched_pool(lt *L, const ts_graph_node *nd, tens *x, tens *y, uint32_t H, uint32_t W, uint32_t Ho,
-                            uint32_t Wo, ts_lower_tsp_layer *ly)
+static ts_status sched_pool(lt *L, const ts_graph_node *nd, const ts_geom_window *g, tens *x, tens *y,
+                            ts_lower_tsp_layer *ly)
 {
     uint64_t win[64];
-    for (uint32_t oy = 0; oy < Ho; oy++)
-        for (uint32_t ox = 0; ox < Wo; ox++)
+    for (int64_t oy = 0; oy < g->Ho; oy++)
+        for (int64_t ox = 0; ox < g->Wo; ox++)
             for (uint32_t c = 0; c < y->T; c++) {
-                uint32_t nwin = pool_window(&nd->attrs, x, H, W, oy, ox, c, win);
+                uint32_t nwin = pool_window(g, x, oy, ox, c, win);
                 if (!nwin)
-                    return ts_err_set(L->err, TS_EINPUT, "MaxPool '%s': a window holds no input pixel", nd->name);
-                pool_arg a = {.x = x, .y = y, .win = win, .nwin = nwin, .v = ((uint64_t)oy * Wo + ox) * y->T + c};
+                    return ts_lower_fail(L->err, nd, "a window holds no input pixel");
+                pool_arg a = {.x = x, .y = y, .win = win, .nwin = nwin,
+                              .v = (uint64_t)(oy * g->Wo + ox) * y->T + c};
                 uint64_t A = 0, w;
                 for (uint32_t i = 0; i < nwin; i++)
                     if (start_lb(L, x, win[i]) > A)
@@ -227,19 +225,16 @@ ts_status lt_lower_maxpool(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
 {
     tens *x = &L->t[nd->in[0]], *y = &L->t[nd->out[0]];
     if (!x->placed || !x->nonneg)
-        return ts_err_set(L->err, TS_EINPUT,
-                          "MaxPool '%s': the TSP lowering takes the output of a Relu (max through subtract and relu "
-                          "is exact for 0..127 only)", nd->name);
-    int xr, yr;
-    const int64_t *xd = lt_dims(L, nd->in[0], &xr), *yd = lt_dims(L, nd->out[0], &yr);
-    if (xr != 4 || yr != 4)
-        return ts_err_set(L->err, TS_EINPUT, "MaxPool '%s': the TSP lowering takes NCHW tensors", nd->name);
-    ts_status rc = lt_place(L, nd->out[0], (uint32_t)(yd[2] * yd[3]), (uint32_t)yd[1], nd, false, lt_bank_pref(L, x));
+        return ts_lower_fail(L->err, nd, "the TSP lowering takes the output of a Relu (max through subtract and relu "
+                                         "is exact for 0..127 only)");
+    ts_geom_window w;
+    if (!ts_geom_window_of(L->g, nd, &w))
+        return ts_lower_fail(L->err, nd, "the TSP lowering takes NCHW tensors");
+    ts_status rc = lt_place(L, nd->out[0], (uint32_t)(w.Ho * w.Wo), (uint32_t)w.M, nd, false, lt_bank_pref(L, x));
     if (rc != TS_OK)
         return rc;
     y->nonneg = true;
-    if ((rc = sched_pool(L, nd, x, y, (uint32_t)xd[2], (uint32_t)xd[3], (uint32_t)yd[2], (uint32_t)yd[3], ly)) !=
-        TS_OK)
+    if ((rc = sched_pool(L, nd, &w, x, y, ly)) != TS_OK)
         return rc;
     lt_release(L, nd->in[0]);
     return TS_OK;
@@ -317,7 +312,7 @@ ts_status lt_lower_gap(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
 {
     tens *x = &L->t[nd->in[0]];
     if (!x->placed)
-        return ts_err_set(L->err, TS_EINPUT, "GlobalAveragePool '%s': its input is not placed", nd->name);
+        return ts_lower_fail(L->err, nd, "its input is not placed");
     ts_status rc = lt_place(L, nd->out[0], 1, x->C, nd, false, lt_bank_pref(L, x));
     if (rc != TS_OK || (rc = sched_gap(L, nd, x, &L->t[nd->out[0]], ly)) != TS_OK)
         return rc;

@@ -1,5 +1,5 @@
 /* workloads/wse/lower_wse.c — graph to per-PE wafer-mesh programs, layer-pipelined: the passes
- * in order, and what they share (stages, values, errors).
+ * in order, and what they share (stages).
  *
  * See lower_wse.h for the contract and docs/lowering-wse.md for the placement, the routes and
  * colours, the per-PE programs and their costs. In short:
@@ -18,38 +18,17 @@
  * C). */
 #include "workloads/wse/lower_wse.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
-#include "workloads/lower/fill.h"
 #include "workloads/wse/lower_wse_int.h"
 
-const char *const ts_lww_kind_name[] = {"source", "sink",    "matmul",  "im2col", "relu", "softmax",
-                                        "maxpool", "avgpool", "add",     "fifo",   "join"};
-
-/* shared candidate: workloads/lower/fill (the IPU lowering's value() does the same for f32 and
- * f16 tensors): element i of a tensor as f32, from its data or its fill. */
-float ts_lww_value(const ts_graph_tensor *t, int id, uint64_t i)
-{
-    if (t->data) {
-        float f;
-        memcpy(&f, (const char *)t->data + 4 * i, 4);
-        return f;
-    }
-    return ts_fill_f32(id, i);
-}
-
-ts_status ts_lww_fail(lw *L, const ts_graph_node *n, const char *fmt, ...)
-{
-    char b[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b, sizeof b, fmt, ap);
-    va_end(ap);
-    return ts_err_set(L->err, TS_EINPUT, "%s '%s': %s", ts_graph_op_name(n->op), n->name, b);
-}
+const char *const ts_lww_kind_name[] = {
+#define LW_KIND_NAME(k, name) name,
+    LW_KINDS(LW_KIND_NAME)
+#undef LW_KIND_NAME
+};
 
 lw_stage *ts_lww_add_stage(lw *L, int kind, int node)
 {

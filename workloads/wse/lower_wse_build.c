@@ -43,7 +43,7 @@ static ts_status build_source(lw *L, int input, lw_cur *start)
     if (!src || !(src->vals = ts_malloc(nin * 4)))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     for (uint64_t i = 0; i < nin; i++)
-        src->vals[i] = ts_lww_value(it, input, i);
+        src->vals[i] = ts_fill_value_f32(it, input, i);
     src->in_n = src->out_n = nin;
     if (it->rank == 4 && it->dims[2] * it->dims[3] > 1) { /* images leave pixel by pixel */
         int64_t C = it->dims[1], HW = it->dims[2] * it->dims[3];
@@ -95,8 +95,8 @@ static ts_status fork(lw *L, const ts_graph_node *n, int from, lw_cur c, walk *w
     if (chunk > half)
         chunk = half;
     if (!chunk)
-        return ts_lww_fail(L, n, "a FIFO PE of %llu bytes holds nothing", (unsigned long long)L->t->sram_bytes);
-    uint64_t nf = lw_cdiv(hold, 2 * chunk) + 1;
+        return ts_lower_fail(L->err, n, "a FIFO PE of %llu bytes holds nothing", (unsigned long long)L->t->sram_bytes);
+    uint64_t nf = ts_geom_cdiv(hold, 2 * chunk) + 1;
     L->st[w->last[0]].fork = true;
     w->lane[1] = c;
     w->last[1] = w->last[0];
@@ -121,23 +121,25 @@ static ts_status join(lw *L, const ts_graph_node *n, int node, walk *w)
 {
     const ts_graph *g = L->g;
     if (n->op != TS_OP_ADD && n->op != TS_OP_SUB && n->op != TS_OP_MUL)
-        return ts_lww_fail(L, n, "joins a skip path; the WSE lowering joins with Add, Sub or Mul only");
+        return ts_lower_fail(L->err, n, "joins a skip path; the WSE lowering joins with Add, Sub or Mul only");
     const ts_graph_tensor *a = ts_graph_get_tensor(g, w->lane[0].t), *b = ts_graph_get_tensor(g, w->lane[1].t);
     const ts_graph_tensor *y = ts_graph_get_tensor(g, n->out[0]);
     int64_t E = ts_graph_tensor_elems(y);
     if (ts_graph_tensor_elems(a) != E || ts_graph_tensor_elems(b) != E || w->lane[0].nhwc != w->lane[1].nhwc)
-        return ts_lww_fail(L, n, "'%s' and '%s' must have the same shape (no broadcasting is lowered)", a->name,
-                           b->name);
+        return ts_lower_fail(L->err, n, "'%s' and '%s' must have the same shape (no broadcasting is lowered)", a->name,
+                             b->name);
     lw_stage *s = ts_lww_add_stage(L, K_JOIN, node);
     if (!s)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-    s->C = y->rank == 4 ? y->dims[1] : y->dims[y->rank - 1]; /* a pixel's channels (1x1 images too) */
-    s->M = E / s->C;
+    uint64_t px, ch; /* the pixels, and the channels of one (1x1 images too) */
+    ts_geom_pixels_channels(y, &px, &ch);
+    s->C = (int64_t)ch;
+    s->M = (int64_t)px;
     s->G = (uint32_t)(s->C < 8 ? s->C : 8);
     s->vop = n->op == TS_OP_ADD ? WSE_OP_FADDS : n->op == TS_OP_SUB ? WSE_OP_FSUBS : WSE_OP_FMULS;
     s->swap = n->in[0] != w->lane[0].t;
     s->in_n = s->out_n = (uint64_t)E;
-    s->mem = (uint64_t)lw_cdiv((uint64_t)s->C, s->G) * 4 + 8;
+    s->mem = (uint64_t)ts_geom_cdiv((uint64_t)s->C, s->G) * 4 + 8;
     s->w = s->G;
     s->lane = 0;
     s->prev = w->last[0];
@@ -161,8 +163,9 @@ static ts_status operands(lw *L, lw_op *o)
     for (size_t k = 0; k < n->nin; k++) {
         const ts_graph_tensor *t = ts_graph_get_tensor(g, n->in[k]);
         if (k != o->at && !lw_is_param(t))
-            return ts_lww_fail(L, n, "input '%s' is an activation besides '%s', and not the end of an open skip path",
-                               t->name, ts_graph_get_tensor(g, o->c.t)->name);
+            return ts_lower_fail(L->err, n,
+                                 "input '%s' is an activation besides '%s', and not the end of an open skip path",
+                                 t->name, ts_graph_get_tensor(g, o->c.t)->name);
         if (k != o->at && o->other < 0)
             o->other = n->in[k];
     }
@@ -182,26 +185,28 @@ static ts_status build_node(lw *L, walk *w, int node)
     for (size_t k = 0; k < n->nin; k++) {
         const ts_graph_tensor *t = ts_graph_get_tensor(g, n->in[k]);
         if (t->dtype != TS_DT_F32)
-            return ts_lww_fail(
-                L, n, "input '%s' is %s; the WSE lowering supports f32 only (built-in workloads take dtype=f32)",
+            return ts_lower_fail(
+                L->err, n, "input '%s' is %s; the WSE lowering supports f32 only (built-in workloads take dtype=f32)",
                 t->name, ts_dtype_name(t->dtype));
     }
     bool r0 = reads(n, w->lane[0].t), r1 = w->fork_t >= 0 && reads(n, w->lane[1].t);
     if (r0 && r1) /* the join of the skip path */
         return join(L, n, node, w);
     if (!r0 && !r1)
-        return ts_lww_fail(L, n, "reads none of the streams open at this point ('%s'%s%s); the WSE lowering streams "
-                           "chains of operators with at most one skip path", ts_graph_get_tensor(g, w->lane[0].t)->name,
-                           w->fork_t >= 0 ? " and " : "",
-                           w->fork_t >= 0 ? ts_graph_get_tensor(g, w->lane[1].t)->name : "");
+        return ts_lower_fail(L->err, n,
+                             "reads none of the streams open at this point ('%s'%s%s); the WSE lowering streams chains "
+                             "of operators with at most one skip path", ts_graph_get_tensor(g, w->lane[0].t)->name,
+                             w->fork_t >= 0 ? " and " : "",
+                             w->fork_t >= 0 ? ts_graph_get_tensor(g, w->lane[1].t)->name : "");
     const int ln = r0 ? 0 : 1;
     lw_cur c = w->lane[ln];
     size_t nc = 0;
     ts_graph_consumers(g, c.t, &nc);
     if (nc > 1 && c.t != w->fork_t) {
         if (ln != 0 || w->fork_t >= 0 || nc > 2)
-            return ts_lww_fail(L, n, "'%s' feeds %zu operators; the WSE lowering streams chains with one skip path at "
-                               "a time", ts_graph_get_tensor(g, c.t)->name, nc);
+            return ts_lower_fail(L->err, n,
+                                 "'%s' feeds %zu operators; the WSE lowering streams chains with one skip path at a "
+                                 "time", ts_graph_get_tensor(g, c.t)->name, nc);
         ts_status rc = fork(L, n, node, c, w);
         if (rc)
             return rc;

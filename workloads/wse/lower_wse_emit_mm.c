@@ -194,7 +194,7 @@ static ts_status mm_data(lw *L, ts_program *P, const lw_stage *s, const mm_pe *e
 ts_status ts_lww_emit_mm(lw *L, ts_program *P, size_t si, lw_gen *G)
 {
     const lw_stage *s = &L->st[si];
-    float *blk = ts_malloc((size_t)lw_mm_mem(lw_cdiv((uint64_t)s->K, s->kr), lw_cdiv((uint64_t)s->N, s->kc)));
+    float *blk = ts_malloc((size_t)lw_mm_mem(ts_geom_cdiv((uint64_t)s->K, s->kr), ts_geom_cdiv((uint64_t)s->N, s->kc)));
     if (!blk)
         return TS_ENOMEM;
     ts_status rc = TS_OK;

@@ -35,7 +35,7 @@ static void emit_fifo(lw_gen *G, const lw_stage *s)
     const int n = (int)s->chunk, ZERO = 8 * n, JUNK = ZERO + 4;
     ts_lww_op(G, WSE_OP_DSDM, 4, 14, JUNK, 1, 0);
     ts_lww_op(G, WSE_OP_DSDM, 4, 15, ZERO, 1, 0);
-    uint64_t K = lw_cdiv(s->in_n, s->chunk);
+    uint64_t K = ts_geom_cdiv(s->in_n, s->chunk);
     for (uint64_t k = 0; k <= K; k++) {
         if (k >= 2)
             ts_lww_op(G, WSE_OP_FMOVS, 4, 14, 15, 1, -1);

@@ -24,6 +24,9 @@
 #include "core/err.h"
 #include "core/program.h"
 #include "workloads/graph.h"
+#include "workloads/lower/errors.h"
+#include "workloads/lower/fill.h"
+#include "workloads/lower/geometry.h"
 #include "workloads/wse/lower_wse.h"
 
 /* Route ports (mask bits) and the longest DSD, from arch/wse/wse_target.h. */
@@ -36,8 +39,24 @@ _Static_assert(15 < WSE_NREGS && 15 < WSE_NDSD, "the lowering uses r15 and DSD r
 
 /* ---- stages ---- */
 
-/* Stage kinds; ts_lww_kind_name gives their names in the report. */
-enum { K_SOURCE, K_SINK, K_MM, K_FEED, K_RELU, K_SOFTMAX, K_MAXPOOL, K_GAP, K_ADD, K_FIFO, K_JOIN };
+/* Stage kinds and their names in the report (ts_lww_kind_name), one line each. */
+#define LW_KINDS(X)                     \
+    X(SOURCE, "source")                 \
+    X(SINK, "sink")                     \
+    X(MM, "matmul")                     \
+    X(FEED, "im2col")                   \
+    X(RELU, "relu")                     \
+    X(SOFTMAX, "softmax")               \
+    X(MAXPOOL, "maxpool")               \
+    X(GAP, "avgpool")                   \
+    X(ADD, "add")                       \
+    X(FIFO, "fifo")                     \
+    X(JOIN, "join")
+enum {
+#define LW_KIND_ENUM(k, name) K_##k,
+    LW_KINDS(LW_KIND_ENUM)
+#undef LW_KIND_ENUM
+};
 extern const char *const ts_lww_kind_name[];
 
 typedef struct lw_stage {
@@ -77,8 +96,6 @@ typedef struct lw {
     uint64_t T;             /* the balanced pipeline's cycles by the cost model (place) */
 } lw;
 
-/* shared candidate: workloads/lower/ (every lowering divides rounding up) */
-static inline uint64_t lw_cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 static inline bool lw_is_param(const ts_graph_tensor *t)
 {
     return t->kind == TS_TENSOR_WEIGHT || t->kind == TS_TENSOR_CONST;
@@ -87,10 +104,6 @@ static inline bool lw_is_param(const ts_graph_tensor *t)
 /* A new stage of kind and node at the end of L->st (NULL when out of memory; pointers into L->st
  * taken before are then stale). */
 lw_stage *ts_lww_add_stage(lw *L, int kind, int node);
-/* Value i of tensor id (its data, or the fill of a tensor without data). */
-float ts_lww_value(const ts_graph_tensor *t, int id, uint64_t i);
-/* TS_EINPUT "<Op> '<name>': <message>". */
-ts_status ts_lww_fail(lw *L, const ts_graph_node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- build: the stage graph (lower_wse_build.c, lower_wse_stages.c) ---- */
 

@@ -13,7 +13,7 @@
 /* Cycles per input row of a kr x kc split: the MAC loop, or the stream if it is slower. */
 static uint64_t mm_cost(const lw_stage *s, uint64_t kr, uint64_t kc)
 {
-    uint64_t ki = lw_cdiv((uint64_t)s->K, kr), nb = lw_cdiv((uint64_t)s->N, kc);
+    uint64_t ki = ts_geom_cdiv((uint64_t)s->K, kr), nb = ts_geom_cdiv((uint64_t)s->N, kc);
     uint64_t t = ki * (nb + 3) + (kr > 1 ? nb : 0);
     uint64_t st = (uint64_t)(s->K > s->N ? s->K : s->N);
     return t > st ? t : st;
@@ -27,13 +27,13 @@ static bool mm_pick(const lw_stage *s, uint64_t T, uint64_t hmax, uint64_t wmax,
     const uint64_t K = (uint64_t)s->K, N = (uint64_t)s->N, rows = (uint64_t)s->M;
     uint64_t best = UINT64_MAX, bcost = UINT64_MAX;
     for (uint64_t r = 1; r <= hmax; r++) {
-        uint64_t ki = lw_cdiv(K, r);
-        if (lw_mm_mem(ki, lw_cdiv(N, wmax)) > sram || rows * mm_cost(s, r, wmax) > T)
+        uint64_t ki = ts_geom_cdiv(K, r);
+        if (lw_mm_mem(ki, ts_geom_cdiv(N, wmax)) > sram || rows * mm_cost(s, r, wmax) > T)
             continue;
         uint64_t lo = 1, hi = wmax; /* smallest kc that fits and is fast enough: both monotone in kc */
         while (lo < hi) {
             uint64_t mid = (lo + hi) / 2;
-            if (lw_mm_mem(ki, lw_cdiv(N, mid)) <= sram && rows * mm_cost(s, r, mid) <= T)
+            if (lw_mm_mem(ki, ts_geom_cdiv(N, mid)) <= sram && rows * mm_cost(s, r, mid) <= T)
                 hi = mid;
             else
                 lo = mid + 1;
@@ -87,7 +87,7 @@ static ts_status min_widths(lw *L, uint32_t Hm, uint64_t *fixed, uint64_t *need)
         lw_stage *s = &L->st[i];
         if (s->kind == K_SOURCE || s->kind == K_SINK) {
             s->chunk = t->sram_bytes / 4;
-            s->w = (uint32_t)lw_cdiv(s->in_n, s->chunk);
+            s->w = (uint32_t)ts_geom_cdiv(s->in_n, s->chunk);
             s->mem = (s->in_n < s->chunk ? s->in_n : s->chunk) * 4;
         }
         if (s->kind != K_MM) {
@@ -99,14 +99,15 @@ static ts_status min_widths(lw *L, uint32_t Hm, uint64_t *fixed, uint64_t *need)
         uint64_t kr = (uint64_t)s->K < rows ? (uint64_t)s->K : rows;
         uint64_t kc = 1;
         while (kc <= (uint64_t)s->N &&
-               lw_mm_mem(lw_cdiv((uint64_t)s->K, kr), lw_cdiv((uint64_t)s->N, kc)) > t->sram_bytes)
+               lw_mm_mem(ts_geom_cdiv((uint64_t)s->K, kr), ts_geom_cdiv((uint64_t)s->N, kc)) > t->sram_bytes)
             kc++;
         const ts_graph_node *n = ts_graph_get_node(L->g, s->node);
         if (kc > (uint64_t)s->N)
-            return ts_lww_fail(L, n, "one output column of its weights over %llu rows of PEs needs %.1f KiB per PE, "
-                               "the PE has %.1f KiB: %.1f KiB too much", (unsigned long long)kr,
-                               lw_mm_mem(lw_cdiv((uint64_t)s->K, kr), 1) / 1024.0, t->sram_bytes / 1024.0,
-                               (lw_mm_mem(lw_cdiv((uint64_t)s->K, kr), 1) - t->sram_bytes) / 1024.0);
+            return ts_lower_fail(L->err, n,
+                                 "one output column of its weights over %llu rows of PEs needs %.1f KiB per PE, the "
+                                 "PE has %.1f KiB: %.1f KiB too much", (unsigned long long)kr,
+                                 lw_mm_mem(ts_geom_cdiv((uint64_t)s->K, kr), 1) / 1024.0, t->sram_bytes / 1024.0,
+                                 (lw_mm_mem(ts_geom_cdiv((uint64_t)s->K, kr), 1) - t->sram_bytes) / 1024.0);
         s->kcmin = (uint32_t)kc;
         if (!s->lane)
             *need += kc;
@@ -132,13 +133,13 @@ static ts_status columns_left(lw *L, uint32_t Hm, uint64_t fixed, uint64_t need,
             continue;
         if (used + s->kcmin > *avail) {
             uint64_t wbytes = (uint64_t)(s->K * s->N) * 4;
-            return ts_lww_fail(L, ts_graph_get_node(L->g, s->node),
-                               "needs %u columns of PEs for its weights (%.1f KiB over columns of %llu PEs of %.1f "
-                               "KiB); %llu are left of the %u-wide mesh: %llu columns short",
-                               s->kcmin, wbytes / 1024.0,
-                               (unsigned long long)((uint64_t)s->K < Hm ? (uint64_t)s->K : Hm),
-                               t->sram_bytes / 1024.0, (unsigned long long)(*avail - used), t->width,
-                               (unsigned long long)(used + s->kcmin - *avail));
+            return ts_lower_fail(L->err, ts_graph_get_node(L->g, s->node),
+                                 "needs %u columns of PEs for its weights (%.1f KiB over columns of %llu PEs of %.1f "
+                                 "KiB); %llu are left of the %u-wide mesh: %llu columns short",
+                                 s->kcmin, wbytes / 1024.0,
+                                 (unsigned long long)((uint64_t)s->K < Hm ? (uint64_t)s->K : Hm),
+                                 t->sram_bytes / 1024.0, (unsigned long long)(*avail - used), t->width,
+                                 (unsigned long long)(used + s->kcmin - *avail));
         }
         used += s->kcmin;
     }
@@ -192,7 +193,7 @@ static ts_status split(lw *L, uint32_t Hm, uint64_t avail)
         s->kc = (uint32_t)kc;
         s->w = s->kc;
         s->h = s->kr;
-        s->mem = lw_mm_mem(lw_cdiv((uint64_t)s->K, kr), lw_cdiv((uint64_t)s->N, kc));
+        s->mem = lw_mm_mem(ts_geom_cdiv((uint64_t)s->K, kr), ts_geom_cdiv((uint64_t)s->N, kc));
     }
     return TS_OK;
 }

@@ -135,11 +135,8 @@ typedef struct wse_lowering {
 static ts_status wse_create(const ts_config *cfg, const ts_lower_opts *opts, void **state, ts_err *err)
 {
     (void)opts;
-    wse_lowering *s = ts_calloc(1, sizeof *s);
-    if (!s)
-        return ts_err_set(err, TS_ENOMEM, "out of memory");
-    *state = s;
-    return ts_wse_target_from_config(cfg, &s->t, err);
+    wse_lowering *s = ts_lower_state_new(sizeof *s, state, err);
+    return s ? ts_wse_target_from_config(cfg, &s->t, err) : TS_ENOMEM;
 }
 
 static ts_status wse_lower(void *state, const ts_graph *g, ts_program **out, ts_err *err)

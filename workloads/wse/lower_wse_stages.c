@@ -21,17 +21,17 @@ static ts_status mm_stage(lw *L, const ts_graph_node *n, int node, int64_t M, in
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     for (int64_t k = 0; k < K; k++)
         for (int64_t j = 0; j < N; j++)
-            s->wt[k * N + j] = (float)(alpha * ts_lww_value(w, wid, (uint64_t)(wtrans ? j * K + k : k * N + j)));
+            s->wt[k * N + j] = (float)(alpha * ts_fill_value_f32(w, wid, (uint64_t)(wtrans ? j * K + k : k * N + j)));
     if (bid >= 0) {
         const ts_graph_tensor *b = ts_graph_get_tensor(L->g, bid);
         int64_t nb = ts_graph_tensor_elems(b);
         if (nb != N && nb != 1)
-            return ts_lww_fail(L, n, "bias '%s' has %lld values, not %lld (only a per-output bias is lowered)",
-                               b->name, (long long)nb, (long long)N);
+            return ts_lower_fail(L->err, n, "bias '%s' has %lld values, not %lld (only a per-output bias is lowered)",
+                                 b->name, (long long)nb, (long long)N);
         if (!(s->bias = ts_malloc((size_t)N * 4)))
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         for (int64_t j = 0; j < N; j++)
-            s->bias[j] = (float)(beta * ts_lww_value(b, bid, (uint64_t)(nb == 1 ? 0 : j)));
+            s->bias[j] = (float)(beta * ts_fill_value_f32(b, bid, (uint64_t)(nb == 1 ? 0 : j)));
     }
     s->M = M;
     s->K = K;
@@ -42,54 +42,45 @@ static ts_status mm_stage(lw *L, const ts_graph_node *n, int node, int64_t M, in
     return TS_OK;
 }
 
-static ts_status image_dims(lw *L, const ts_graph_node *n, const ts_graph_tensor *x, lw_stage *s)
+/* The window of n (a Conv or a pool) over its input image x (the WSE lowering takes 4-d images). */
+static ts_status image_window(lw *L, const ts_graph_node *n, const ts_graph_tensor *x, ts_geom_window *w)
 {
-    if (x->rank != 4)
-        return ts_lww_fail(L, n, "input '%s' has rank %d; the WSE lowering takes 4-d images (N, C, H, W)", x->name,
-                           x->rank);
-    s->B = x->dims[0];
-    s->C = x->dims[1];
-    s->H = x->dims[2];
-    s->W = x->dims[3];
+    if (x->rank != 4 || !ts_geom_window_of(L->g, n, w))
+        return ts_lower_fail(L->err, n, "input '%s' has rank %d; the WSE lowering takes 4-d images (N, C, H, W)",
+                             x->name, x->rank);
     return TS_OK;
 }
 
-/* Line-buffer stages (im2col, maxpool): window, strides and pads from the node; the input image
- * kept as kh rows of the padded width, channels split over G PEs (the fewest that fit; a maxpool,
- * whose max is scalar, takes at least one PE per 8 channels). */
-static ts_status window(lw *L, const ts_graph_node *n, const ts_graph_tensor *x, const ts_graph_tensor *y,
-                        int64_t kh, int64_t kw, lw_stage *s)
+/* A stage's input image: batch, channels, size. */
+static void image(lw_stage *s, const ts_geom_window *w) { s->B = w->N, s->C = w->C, s->H = w->H, s->W = w->W; }
+
+/* Line-buffer stages (im2col, maxpool): the input image x, window, strides and pads of w; the
+ * image kept as kh rows of the padded width, channels split over G PEs (the fewest that fit; a
+ * maxpool, whose max is scalar, takes at least one PE per 8 channels). */
+static ts_status window(lw *L, const ts_graph_node *n, const ts_graph_tensor *x, const ts_geom_window *w,
+                        lw_stage *s)
 {
-    ts_status rc = image_dims(L, n, x, s);
-    if (rc)
-        return rc;
-    const ts_graph_attrs *a = &n->attrs;
     const uint64_t sram = L->t->sram_bytes;
+    image(s, w);
     s->in_nhwc = true;
-    s->kh = kh;
-    s->kw = kw;
-    s->sh = a->strides[0];
-    s->sw = a->strides[1];
-    s->pt = a->pads[0];
-    s->pl = a->pads[1];
-    s->pb = a->pads[2];
-    s->pr = a->pads[3];
-    s->Ho = y->dims[2];
-    s->Wo = y->dims[3];
+    s->kh = w->kh, s->kw = w->kw, s->sh = w->sh, s->sw = w->sw;
+    s->pt = w->pt, s->pl = w->pl, s->pb = w->pb, s->pr = w->pr;
+    s->Ho = w->Ho, s->Wo = w->Wo;
     s->in_n = (uint64_t)ts_graph_tensor_elems(x);
     uint64_t row = (uint64_t)(s->kh * (s->W + s->pl + s->pr)) * 4; /* bytes per channel */
     uint64_t G = 1;
-    while (G <= (uint64_t)s->C && row * lw_cdiv((uint64_t)s->C, G) + 8 > sram)
+    while (G <= (uint64_t)s->C && row * ts_geom_cdiv((uint64_t)s->C, G) + 8 > sram)
         G++;
     if (G > (uint64_t)s->C)
-        return ts_lww_fail(L, n, "its line buffer of %lld rows of %lld pixels needs %.1f KiB for one channel, the PE "
-                           "has %.1f KiB: %.1f KiB too much", (long long)s->kh, (long long)(s->W + s->pl + s->pr),
-                           (row + 8) / 1024.0, sram / 1024.0, (row + 8 - sram) / 1024.0);
-    if (s->kind == K_MAXPOOL && G < lw_cdiv((uint64_t)s->C, 8))
-        G = lw_cdiv((uint64_t)s->C, 8);
+        return ts_lower_fail(L->err, n,
+                             "its line buffer of %lld rows of %lld pixels needs %.1f KiB for one channel, the PE has "
+                             "%.1f KiB: %.1f KiB too much", (long long)s->kh, (long long)(s->W + s->pl + s->pr),
+                             (row + 8) / 1024.0, sram / 1024.0, (row + 8 - sram) / 1024.0);
+    if (s->kind == K_MAXPOOL && G < ts_geom_cdiv((uint64_t)s->C, 8))
+        G = ts_geom_cdiv((uint64_t)s->C, 8);
     s->G = (uint32_t)G;
     s->w = s->G;
-    s->mem = row * lw_cdiv((uint64_t)s->C, G) + 8;
+    s->mem = row * ts_geom_cdiv((uint64_t)s->C, G) + 8;
     return TS_OK;
 }
 
@@ -121,15 +112,16 @@ static ts_status stage_matmul(lw *L, const lw_op *o)
     const ts_graph_attrs *a = &n->attrs;
     bool gemm = n->op == TS_OP_GEMM;
     if (o->at != 0 || n->nin < 2)
-        return ts_lww_fail(L, n, "the streamed input must be the first operand");
+        return ts_lower_fail(L->err, n, "the streamed input must be the first operand");
     const ts_graph_tensor *w = ts_graph_get_tensor(L->g, n->in[1]);
     if (!lw_is_param(w) || w->rank != 2)
-        return ts_lww_fail(L, n, "operand '%s' must be a 2-d weight", w->name);
+        return ts_lower_fail(L->err, n, "operand '%s' must be a 2-d weight", w->name);
     if (gemm && a->trans_a)
-        return ts_lww_fail(L, n, "transA is not lowered");
+        return ts_lower_fail(L->err, n, "transA is not lowered");
     if (o->c.nhwc)
-        return ts_lww_fail(L, n, "its input '%s' streams pixel by pixel (a Conv output); flatten it to 1 x 1 first",
-                           o->x->name);
+        return ts_lower_fail(L->err, n,
+                             "its input '%s' streams pixel by pixel (a Conv output); flatten it to 1 x 1 first",
+                             o->x->name);
     bool tb = gemm && a->trans_b;
     int64_t K = tb ? w->dims[1] : w->dims[0], N = tb ? w->dims[0] : w->dims[1];
     return mm_stage(L, n, o->node, o->nx / K, K, N, n->in[1], tb, gemm ? a->alpha : 1.0,
@@ -142,24 +134,24 @@ static ts_status stage_conv(lw *L, const lw_op *o, bool *out_nhwc)
 {
     const ts_graph_node *n = o->n;
     const ts_graph_attrs *a = &n->attrs;
-    const ts_graph_tensor *w = ts_graph_get_tensor(L->g, n->in[1]), *x = o->x, *y = o->y;
+    const ts_graph_tensor *w = ts_graph_get_tensor(L->g, n->in[1]);
     if (o->at != 0 || !lw_is_param(w))
-        return ts_lww_fail(L, n, "the weight must be a parameter and the image the streamed input");
+        return ts_lower_fail(L->err, n, "the weight must be a parameter and the image the streamed input");
     if (a->group != 1 || a->dilations[0] != 1 || a->dilations[1] != 1)
-        return ts_lww_fail(L, n, "groups and dilations are not lowered (group %lld, dilations %lld x %lld)",
-                           (long long)a->group, (long long)a->dilations[0], (long long)a->dilations[1]);
-    int64_t M = w->dims[0], K = x->dims[1] * w->dims[2] * w->dims[3];
-    int64_t P = x->dims[0] * y->dims[2] * y->dims[3];
-    *out_nhwc = y->dims[2] * y->dims[3] > 1;
-    bool pointwise = w->dims[2] == 1 && w->dims[3] == 1 && a->strides[0] == 1 && a->strides[1] == 1 &&
-                     !a->pads[0] && !a->pads[1] && !a->pads[2] && !a->pads[3];
+        return ts_lower_fail(L->err, n, "groups and dilations are not lowered (group %lld, dilations %lld x %lld)",
+                             (long long)a->group, (long long)a->dilations[0], (long long)a->dilations[1]);
+    ts_geom_window g;
     lw_stage *f = NULL;
-    ts_status rc;
-    if (!pointwise) {
+    ts_status rc = image_window(L, n, o->x, &g);
+    if (rc)
+        return rc;
+    int64_t M = g.M, K = g.C * g.kh * g.kw, P = g.N * g.Ho * g.Wo;
+    *out_nhwc = g.Ho * g.Wo > 1;
+    if (!ts_geom_window_pointwise(&g)) {
         f = ts_lww_add_stage(L, K_FEED, o->node);
         if (!f)
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-        if ((rc = window(L, n, x, y, w->dims[2], w->dims[3], f)))
+        if ((rc = window(L, n, o->x, &g, f)))
             return rc;
         f->out_n = (uint64_t)(P * K);
     }
@@ -197,7 +189,7 @@ static ts_status stage_binary(lw *L, const lw_op *o, bool *out_nhwc)
     const int64_t nx = o->nx;
     const uint64_t sram = L->t->sram_bytes;
     if (!p || ts_graph_tensor_elems(p) != nx || o->ny != nx)
-        return ts_lww_fail(L, n, "the operand besides the stream must be a parameter of the same shape");
+        return ts_lower_fail(L->err, n, "the operand besides the stream must be a parameter of the same shape");
     lw_stage *s = ts_lww_add_stage(L, K_ADD, o->node);
     if (!s || !(s->vals = ts_malloc((size_t)nx * 4)))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
@@ -208,15 +200,15 @@ static ts_status stage_binary(lw *L, const lw_op *o, bool *out_nhwc)
             int64_t ch = i % C, px = i / C;
             e = ((px / (H * W)) * C + ch) * H * W + px % (H * W);
         }
-        s->vals[i] = ts_lww_value(p, o->other, (uint64_t)e);
+        s->vals[i] = ts_fill_value_f32(p, o->other, (uint64_t)e);
     }
     s->vop = n->op == TS_OP_ADD ? WSE_OP_FADDS : n->op == TS_OP_SUB ? WSE_OP_FSUBS : WSE_OP_FMULS;
     s->swap = o->at != 0;
     s->in_n = s->out_n = (uint64_t)nx;
     s->mem = (uint64_t)nx * 4;
     if (s->mem > sram)
-        return ts_lww_fail(L, n, "its operand needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too much",
-                           s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0);
+        return ts_lower_fail(L->err, n, "its operand needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too much",
+                             s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0);
     *out_nhwc = o->c.nhwc;
     return TS_OK;
 }
@@ -229,10 +221,10 @@ static ts_status stage_softmax(lw *L, const lw_op *o)
     const uint64_t sram = L->t->sram_bytes;
     int64_t axis = n->attrs.axis < 0 ? n->attrs.axis + x->rank : n->attrs.axis;
     if (axis != x->rank - 1)
-        return ts_lww_fail(L, n, "only the last axis is lowered (axis %lld of rank %d)", (long long)n->attrs.axis,
-                           x->rank);
+        return ts_lower_fail(L->err, n, "only the last axis is lowered (axis %lld of rank %d)",
+                             (long long)n->attrs.axis, x->rank);
     if (o->c.nhwc)
-        return ts_lww_fail(L, n, "its input streams pixel by pixel (a Conv output)");
+        return ts_lower_fail(L->err, n, "its input streams pixel by pixel (a Conv output)");
     lw_stage *s = ts_lww_add_stage(L, K_SOFTMAX, o->node);
     if (!s)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
@@ -240,8 +232,8 @@ static ts_status stage_softmax(lw *L, const lw_op *o)
     s->in_n = s->out_n = (uint64_t)o->nx;
     s->mem = (uint64_t)s->L * 4 + 4;
     if (s->mem > sram)
-        return ts_lww_fail(L, n, "a row of %lld values needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too much",
-                           (long long)s->L, s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0);
+        return ts_lower_fail(L->err, n, "a row of %lld values needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too much",
+                             (long long)s->L, s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0);
     return TS_OK;
 }
 
@@ -254,23 +246,25 @@ static ts_status stage_pool(lw *L, const lw_op *o, bool *out_nhwc)
     lw_stage *s = ts_lww_add_stage(L, mp ? K_MAXPOOL : K_GAP, o->node);
     if (!s)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-    ts_status rc = image_dims(L, n, o->x, s);
+    ts_geom_window w;
+    ts_status rc = image_window(L, n, o->x, &w);
     if (rc)
         return rc;
+    image(s, &w);
     s->in_nhwc = o->c.nhwc;
     s->in_n = (uint64_t)o->nx;
     s->out_n = (uint64_t)o->ny;
     if (mp) {
         if (n->attrs.ceil_mode)
-            return ts_lww_fail(L, n, "ceil_mode is not lowered");
-        if ((rc = window(L, n, o->x, o->y, n->attrs.kernel[0], n->attrs.kernel[1], s)))
+            return ts_lower_fail(L->err, n, "ceil_mode is not lowered");
+        if ((rc = window(L, n, o->x, &w, s)))
             return rc;
         *out_nhwc = s->Ho * s->Wo > 1;
     } else
         s->mem = (uint64_t)s->C * 4 + 8;
     if (s->mem > sram)
-        return ts_lww_fail(L, n, "it keeps %.1f KiB in one PE of %.1f KiB: %.1f KiB too much", s->mem / 1024.0,
-                           sram / 1024.0, (s->mem - sram) / 1024.0);
+        return ts_lower_fail(L->err, n, "it keeps %.1f KiB in one PE of %.1f KiB: %.1f KiB too much", s->mem / 1024.0,
+                             sram / 1024.0, (s->mem - sram) / 1024.0);
     return TS_OK;
 }
 
@@ -297,9 +291,10 @@ ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc)
     case TS_OP_FLATTEN:
     case TS_OP_RESHAPE:
         if (o->c.nhwc)
-            return ts_lww_fail(L, o->n, "its input streams pixel by pixel (a Conv output with more than one pixel)");
+            return ts_lower_fail(L->err, o->n,
+                                 "its input streams pixel by pixel (a Conv output with more than one pixel)");
         return TS_OK; /* the stream only changes its name */
     default:
-        return ts_lww_fail(L, o->n, "not supported by the WSE lowering yet");
+        return ts_lower_fail(L->err, o->n, "not supported by the WSE lowering yet");
     }
 }
