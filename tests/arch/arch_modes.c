@@ -9,12 +9,15 @@
 #include "core/report.h"
 
 const arch_mode arch_modes[ARCH_NMODES] = {
-    {"fast", false, 1},
-    {"lockstep", true, 1},
-    {"fast on 2 threads", false, 2},
-    {"fast on 3 threads", false, 3},
-    {"lockstep on 3 threads", true, 3},
+    [ARCH_FAST] = {"fast", false, 1},
+    [ARCH_LOCKSTEP] = {"lockstep", true, 1},
+    [ARCH_THREADS2] = {"fast on 2 threads", false, 2},
+    [ARCH_THREADS3] = {"fast on 3 threads", false, 3},
+    [ARCH_LOCKSTEP_THREADS2] = {"lockstep on 2 threads", true, 2},
+    [ARCH_LOCKSTEP_THREADS3] = {"lockstep on 3 threads", true, 3},
 };
+
+unsigned arch_modes_default = ARCH_MODES_ALL;
 
 /* The kernel's figures (core/sim.c): a hang is this many cycles without work; steps of at most
  * this many cycles. */
@@ -55,8 +58,8 @@ static ts_status run_loop(const ts_family *fam, ts_model *m, const ts_run_opts *
             return TS_ESIM;
         }
         if (o->max_cycles && st.now >= o->max_cycles)
-            return ts_err_sim(err, -1, (int64_t)st.now, "cycle limit of %" PRIu64 " reached before the program finished",
-                              o->max_cycles);
+            return ts_err_sim(err, -1, (int64_t)st.now,
+                              "cycle limit of %" PRIu64 " reached before the program finished", o->max_cycles);
         if (st.now < limit)
             return ts_err_set(err, TS_EINTERNAL,
                               "family '%s' stopped at cycle %" PRIu64 " before limit %" PRIu64 " without finishing",
@@ -97,6 +100,7 @@ ts_status arch_run_mode(const ts_family *fam, const ts_config *cfg, const ts_pro
     o.activity = NULL;
     o.progress = NULL;
     ts_status rc = TS_OK;
+    out->stage = "input";
     if (strcmp(fam->name, ts_config_arch(cfg)))
         rc = ts_err_set(&out->err, TS_EINPUT, "config '%s' is for arch '%s', not '%s'", ts_config_name(cfg),
                         ts_config_arch(cfg), fam->name);
@@ -105,22 +109,33 @@ ts_status arch_run_mode(const ts_family *fam, const ts_config *cfg, const ts_pro
                         ts_config_name(cfg), fam->name);
     else
         rc = ts_program_check_config(p, ts_config_fingerprint(cfg), ts_config_name(cfg), &out->err);
-    if (rc == TS_OK && (rc = fam->create(&out->m, cfg, &o, &out->err)) != TS_OK)
-        out->m = NULL; /* a family frees what it made when create fails */
-    if (rc == TS_OK)
+    if (rc == TS_OK) {
+        out->stage = "create";
+        if ((rc = fam->create(&out->m, cfg, &o, &out->err)) != TS_OK)
+            out->m = NULL; /* a family frees what it made when create fails */
+    }
+    if (rc == TS_OK) {
+        out->stage = "load";
         rc = fam->load(out->m, p, &out->err);
-    if (rc == TS_OK)
+    }
+    if (rc == TS_OK) {
+        out->stage = "run";
         rc = run_loop(fam, out->m, &o, &out->err);
-    if (rc == TS_OK && (rc = collect(fam, cfg, p, opts, out)) != TS_OK)
-        ts_results_free(&out->r);
+    }
+    if (rc == TS_OK) {
+        out->stage = "collect";
+        if ((rc = collect(fam, cfg, p, opts, out)) != TS_OK)
+            ts_results_free(&out->r);
+    }
     out->rc = rc;
     if (rc == TS_OK) {
+        out->stage = NULL;
         ts_report_json(&out->r, &out->text);
         if (opts && opts->state)
-            opts->state(out->m, &out->text);
+            opts->state(out->m, opts->ud, &out->text);
     } else {
         ts_err_format(&out->err, out->errline, sizeof out->errline);
-        ts_buf_printf(&out->text, "%s: %s\n", ts_status_name(rc), out->errline);
+        ts_buf_printf(&out->text, "%s failed: %s: %s\n", out->stage, ts_status_name(rc), out->errline);
         if (out->err.detail)
             ts_buf_puts(&out->text, out->err.detail);
     }
@@ -221,7 +236,10 @@ bool arch_modes_compare(const ts_family *fam, const ts_config *cfg, const ts_pro
     const arch_mode *ref = &arch_modes[0];
     arch_run_mode(fam, cfg, p, opts, ref->lockstep, ref->threads, out);
     bool same = true;
+    unsigned modes = opts && opts->modes ? opts->modes : arch_modes_default;
     for (size_t i = 1; i < ARCH_NMODES && same; i++) {
+        if (!(modes & 1u << i))
+            continue;
         arch_run o;
         arch_run_mode(fam, cfg, p, opts, arch_modes[i].lockstep, arch_modes[i].threads, &o);
         same = same_run(ref, out, &arch_modes[i], &o, diff);

@@ -128,9 +128,10 @@ static ts_status faulty_collect(ts_model *m, ts_results *r, ts_err *e)
     return rc;
 }
 
-static void memory_state(ts_model *m, ts_buf *out)
+static void memory_state(ts_model *m, void *ud, ts_buf *out)
 {
     (void)m;
+    (void)ud;
     ts_buf_printf(out, "memory %d\n", made.threads == 3 && made.lockstep ? 1 : 0);
 }
 
@@ -139,7 +140,7 @@ static const char toy_prog[] = ".arch toy\n.stream tile 0\n  li r1, 7\n  send r1
                                ".stream tile 1\n  recv r2\n  addi r3, r2, 1\n  sync\n  st r3, r0, 0\n  halt\n";
 
 /* Run the toy program with the given fault; the difference found ("" when none). */
-static char *toy_diff(int which, void (*state)(ts_model *, ts_buf *))
+static char *toy_diff(int which, void (*state)(ts_model *, void *, ts_buf *))
 {
     ts_family f = ts_toy_family;
     toy_create = f.create;
@@ -185,7 +186,7 @@ START_TEST(harness_sees_differences)
     free(d);
     d = toy_diff(2, NULL);
     HAS(d, "lockstep differs from fast (a successful run, a failed run) at line 1:\n");
-    HAS(d, "  lockstep simulation error: tile 1, cycle ");
+    HAS(d, "  lockstep run failed: simulation error: tile 1, cycle ");
     HAS(d, ": a fault put in lockstep\n");
     free(d);
     d = toy_diff(3, NULL);
