@@ -17,7 +17,9 @@
 
 /* The config each family's default workload runs on here: the smallest that runs it, which must
  * take well under a second in every mode. The IPU's default program is SPMD over tiles 0-1215 and
- * the TSP's names tsp_v1's queues, so those two run on their full chips (a few tenths of a second). */
+ * the TSP's is scheduled for tsp_v1's floorplan (its queue 8 is a MEM queue there, a VXM queue on
+ * tsp_small), so those two run on their full chips: all six modes of all three families take well
+ * under a second together. */
 static const struct {
     const char *family, *config;
 } small[] = {
