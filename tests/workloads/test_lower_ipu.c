@@ -47,40 +47,24 @@ static ts_status compile(const ts_graph *g, const char *config, const char *cons
 
 static const char *const *run_sets; /* config overrides for the runs and the lowering */
 
+/* One run of a lowered program, which must succeed. */
 static void run_prog(const char *config, const ts_program *prog, bool lockstep, int threads, ipu_run *out)
 {
-    memset(out, 0, sizeof *out);
-    ts_err_init(&out->err);
-    out->config = ipu_test_config(config, run_sets);
-    out->cfg = ts_config_data(out->config);
-    ts_run_opts o = {.lockstep = lockstep, .threads = threads};
-    ck_assert_int_eq(ts_ipu_family.create(&out->m, out->config, &o, &out->err), TS_OK);
-    out->rc = ts_ipu_family.load(out->m, prog, &out->err);
-    ck_assert_msg(out->rc == TS_OK, "load: %s", out->err.msg);
-    ts_step st = {0};
-    while (!st.done) {
-        out->rc = ts_ipu_family.step(out->m, st.now + 65536, &st, &out->err);
-        ck_assert_msg(out->rc == TS_OK, "run: tile %lld cycle %lld: %s", (long long)out->err.tile,
-                      (long long)out->err.cycle, out->err.msg);
-        ck_assert_msg(st.now < 400000000ull, "runaway program");
-    }
-    out->memhash = ts_ipu_memhash(out->m);
+    ipu_test_run_program(config, run_sets, prog, lockstep, threads, out);
+    ck_assert_msg(out->rc == TS_OK, "run: tile %lld cycle %lld: %s", (long long)out->err.tile,
+                  (long long)out->err.cycle, out->err.msg);
 }
 
+/* Lower g and run it in every mode (the same report and tile memory in each); L->run is the fast run. */
 static void lower_and_run(const ts_graph *g, const char *config, lowered *L)
 {
     ts_err e;
     ts_err_init(&e);
     ts_status rc = compile(g, config, run_sets, &L->prog, &L->rep, &e);
     ck_assert_msg(rc == TS_OK, "lower: %s", e.msg);
-    ipu_run b, c;
-    run_prog(config, L->prog, false, 1, &L->run);
-    run_prog(config, L->prog, true, 1, &b);
-    run_prog(config, L->prog, false, 3, &c);
-    ck_assert_uint_eq(L->run.memhash, b.memhash);
-    ck_assert_uint_eq(L->run.memhash, c.memhash);
-    ipu_run_free(&b);
-    ipu_run_free(&c);
+    ipu_test_modes_program(config, run_sets, L->prog, &L->run);
+    ck_assert_msg(L->run.rc == TS_OK, "run: tile %lld cycle %lld: %s", (long long)L->run.err.tile,
+                  (long long)L->run.err.cycle, L->run.err.msg);
 }
 
 static void lowered_free(lowered *L)
@@ -1672,10 +1656,6 @@ static uint64_t measure(const ts_graph *g, const char *config, int pl, double *x
     planner = TS_LOWER_PLANNER_LCS;
     ipu_run r;
     run_prog(config, prog, false, 1, &r);
-    ts_results_init(&r.r);
-    if (!r.r.stats)
-        r.r.stats = ts_stats_create();
-    ck_assert_int_eq(ts_ipu_family.collect(r.m, &r.r, &e), TS_OK);
     const ts_stat *ss = ts_stats_find(r.r.stats, "supersteps");
     ck_assert_ptr_nonnull(ss);
     double x = 0, all = 0;
@@ -1720,6 +1700,7 @@ END_TEST
 
 int main(void)
 {
+    arch_modes_default = ARCH_MODES_QUICK; /* long programs: lockstep on threads would cost seconds each */
     Suite *s = suite_create("lower_ipu");
     TCase *tc = tcase_create("lower_ipu");
     tcase_set_timeout(tc, 300);

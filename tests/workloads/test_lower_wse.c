@@ -1,5 +1,5 @@
 /* tests/workloads/test_lower_wse.c — the wafer-mesh lowering: graphs built through the workloads
- * API are compiled, run on the WSE family (fast mode, lockstep and two threads must agree), and
+ * API are compiled, run on the WSE family (every mode of tests/arch/arch_modes.h must agree), and
  * their outputs, read back from the sink PEs where the lowering reports them, are compared with C
  * references computed in double. */
 #include <check.h>
@@ -37,15 +37,15 @@ typedef struct lowered {
     uint64_t cycles;
 } lowered;
 
-static ts_model *run(const ts_program *prog, uint32_t w, uint32_t h, bool lockstep, int threads, bool timing,
-                     uint64_t *cycles)
+/* Run prog in the timing-only mode (no values); its cycles in *cycles. */
+static ts_model *run_timing_only(const ts_program *prog, uint32_t w, uint32_t h, uint64_t *cycles)
 {
     ts_wse_cfg c = wt_cfg(w, h);
-    c.timing_only = timing;
+    c.timing_only = true;
     ts_err e;
     ts_err_init(&e);
     ts_model *m = NULL;
-    ts_run_opts o = {.lockstep = lockstep, .threads = threads};
+    ts_run_opts o = {0};
     ck_assert_int_eq(ts_wse_create(&m, &c, &o, &e), TS_OK);
     ts_status st = ts_wse_family.load(m, prog, &e);
     ck_assert_msg(st == TS_OK, "load: %s", e.msg);
@@ -71,8 +71,30 @@ static float out_at(const lowered *L, int tensor, uint64_t k)
     return f;
 }
 
-/* Lower on a w x h mesh and run fast; lockstep and two threads must give the same cycles and the
- * same output (checked on every output element). */
+/* What a run must give in every mode besides its report: the output tensor, element by element. */
+typedef struct outputs {
+    const ts_graph *g;
+    const ts_lower_wse_report *rep;
+} outputs;
+
+static void output_bits(ts_model *m, void *ud, ts_buf *out)
+{
+    const outputs *o = ud;
+    int tensor = o->rep->out_tensor;
+    int64_t n = ts_graph_tensor_elems(ts_graph_get_tensor(o->g, tensor));
+    ts_buf_puts(out, "output");
+    for (int64_t k = 0; k < n; k++) {
+        uint32_t x, y, bits;
+        uint64_t addr;
+        ck_assert_int_eq(ts_lower_wse_locate(o->rep, tensor, (uint64_t)k, &x, &y, &addr), 0);
+        ck_assert_int_eq(ts_wse_read_sram(m, x, y, addr, &bits, 4), 0);
+        ts_buf_printf(out, "%s%08x", k % 16 ? " " : "\n", bits);
+    }
+    ts_buf_puts(out, "\n");
+}
+
+/* Lower on a w x h mesh and run in every mode (tests/arch/arch_modes.h): the same report and the
+ * same output, bit for bit, in each; L keeps the fast run's model. */
 static uint64_t lower_sram; /* when not 0, the lowering plans for PEs of this many bytes */
 
 static void lower_and_run(const ts_graph *g, uint32_t w, uint32_t h, lowered *L)
@@ -92,21 +114,19 @@ static void lower_and_run(const ts_graph *g, uint32_t w, uint32_t h, lowered *L)
                     s->w, s->h, s->kr, s->kc, (unsigned long long)s->mem_bytes, s->colour_in, s->colour_out);
         }
     }
-    L->m = run(L->prog, w, h, false, 1, false, &L->cycles);
-    uint64_t c2, c3;
-    lowered b = {.rep = L->rep}, t = {.rep = L->rep};
-    b.m = run(L->prog, w, h, true, 1, false, &c2);
-    t.m = run(L->prog, w, h, false, 2, false, &c3);
-    ck_assert_uint_eq(L->cycles, c2);
-    ck_assert_uint_eq(L->cycles, c3);
-    const ts_graph_tensor *o = ts_graph_get_tensor(g, L->rep.out_tensor);
-    for (int64_t k = 0; k < ts_graph_tensor_elems(o); k++) {
-        float f = out_at(L, L->rep.out_tensor, (uint64_t)k);
-        ck_assert(memcmp(&f, &(float){out_at(&b, L->rep.out_tensor, (uint64_t)k)}, 4) == 0);
-        ck_assert(memcmp(&f, &(float){out_at(&t, L->rep.out_tensor, (uint64_t)k)}, 4) == 0);
-    }
-    wt_free(b.m);
-    wt_free(t.m);
+    ts_config *cfg = wt_config(w, h);
+    outputs outs = {g, &L->rep};
+    arch_opts o = {.run = {.max_cycles = 50000000ull}, .state = output_bits, .ud = &outs};
+    arch_run r;
+    arch_modes_check(&ts_wse_family, cfg, L->prog, &o, &r);
+    ck_assert_msg(r.rc == TS_OK, "run: %s", r.errline);
+    L->m = r.m;
+    r.m = NULL;
+    arch_run_free(&r);
+    ts_config_destroy(cfg);
+    ts_wse_counts cn;
+    ts_wse_counts_get(L->m, &cn);
+    L->cycles = cn.cycles;
 }
 
 static void lowered_free(lowered *L)
@@ -174,7 +194,7 @@ START_TEST(test_matmul)
         }
     /* timing-only: same cycles, no values */
     uint64_t tc;
-    ts_model *m = run(L.prog, 32, 32, false, 1, true, &tc);
+    ts_model *m = run_timing_only(L.prog, 32, 32, &tc);
     ck_assert_uint_eq(tc, L.cycles);
     wt_free(m);
     lowered_free(&L);
@@ -760,6 +780,9 @@ END_TEST
 
 int main(void)
 {
+    /* long programs on meshes of up to 32 x 32: lockstep on threads would cost seconds; the
+     * quick set, and 2 threads as this test always ran */
+    arch_modes_default = ARCH_MODES_QUICK | 1u << ARCH_THREADS2;
     Suite *s = suite_create("lower_wse");
     TCase *tc = tcase_create("lower_wse");
     tcase_set_timeout(tc, 300);

@@ -2,6 +2,7 @@
 #include "tests/arch/ipu/ipu_test.h"
 
 #include <check.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,6 @@
 #include "arch/ipu/ipu_int.h"
 #include "core/alloc.h"
 #include "core/program.h"
-#include "core/report.h"
 #include "tests/arch/arch_test.h"
 
 static const ts_schema *lookup(const char *arch) { return strcmp(arch, "ipu") ? NULL : &ts_ipu_schema; }
@@ -52,52 +52,98 @@ char *ipu_test_expand(const char *text)
     return out.data ? out.data : ts_strdup("");
 }
 
-void ipu_test_run(const char *name, const char *const *sets, const char *text, bool lockstep, int threads,
-                  ipu_run *out)
+static void memory(ts_model *m, void *ud, ts_buf *out)
+{
+    (void)ud;
+    ts_buf_printf(out, "tile memory hash %016" PRIx64 "\n", ts_ipu_memhash(m));
+}
+
+arch_opts ipu_test_opts(void)
+{
+    arch_opts o = {.run = {.phase_events = true, .max_cycles = 400000000ull}, .state = memory};
+    return o;
+}
+
+static ts_program *assemble(const char *text)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_program *p = NULL;
+    char *full = ipu_test_expand(text);
+    ts_status arc = ts_asm(&p, "test.s", full, strlen(full), &ts_ipu_isa, &e);
+    ts_free(full);
+    if (arc != TS_OK) {
+        char line[1400];
+        ts_err_format(&e, line, sizeof line);
+        ck_abort_msg("asm: %s", line);
+    }
+    ts_err_free(&e);
+    return p;
+}
+
+/* Keep run a (its model, results and error) in out, which has its config. */
+static void take(ipu_run *out, arch_run *a)
+{
+    ck_assert_msg(a->m != NULL, "%s: %s", a->stage, a->errline); /* create must succeed */
+    ck_assert_msg(a->rc == TS_OK || strcmp(a->stage, "collect"), "collect: %s", a->errline);
+    out->m = a->m;
+    out->r = a->r;
+    out->err = a->err;
+    out->rc = a->rc;
+    a->m = NULL;
+    a->r.stats = NULL;
+    a->err.detail = NULL;
+    arch_run_free(a);
+}
+
+/* Run p on config `name` in one mode (all_modes false) or in every mode. */
+static void run(const char *name, const char *const *sets, const ts_program *p, bool all_modes, bool lockstep,
+                int threads, ipu_run *out)
 {
     memset(out, 0, sizeof *out);
     ts_err_init(&out->err);
     out->config = ipu_test_config(name, sets);
     out->cfg = ts_config_data(out->config);
-    ts_program *p = NULL;
-    char *full = ipu_test_expand(text);
-    ts_status arc = ts_asm(&p, "test.s", full, strlen(full), &ts_ipu_isa, &out->err);
-    ts_free(full);
-    if (arc != TS_OK) {
-        char line[1400];
-        ts_err_format(&out->err, line, sizeof line);
-        ck_abort_msg("asm: %s", line);
-    }
-    ts_run_opts o = {.lockstep = lockstep, .threads = threads, .phase_events = true};
-    out->rc = ts_ipu_family.create(&out->m, out->config, &o, &out->err);
-    ck_assert_int_eq(out->rc, TS_OK);
-    out->rc = ts_ipu_family.load(out->m, p, &out->err);
+    arch_opts o = ipu_test_opts();
+    arch_run a;
+    if (all_modes)
+        arch_modes_check(&ts_ipu_family, out->config, p, &o, &a);
+    else
+        arch_run_mode(&ts_ipu_family, out->config, p, &o, lockstep, threads, &a);
+    take(out, &a);
+}
+
+void ipu_test_run_program(const char *name, const char *const *sets, const ts_program *p, bool lockstep,
+                          int threads, ipu_run *out)
+{
+    run(name, sets, p, false, lockstep, threads, out);
+}
+
+void ipu_test_run(const char *name, const char *const *sets, const char *text, bool lockstep, int threads,
+                  ipu_run *out)
+{
+    ts_program *p = assemble(text);
+    run(name, sets, p, false, lockstep, threads, out);
     ts_program_destroy(p);
-    if (out->rc != TS_OK)
-        return;
-    ts_step st = {0};
-    while (!st.done) {
-        out->rc = ts_ipu_family.step(out->m, st.now + 65536, &st, &out->err);
-        if (out->rc != TS_OK)
-            return;
-        ck_assert_msg(st.now < 400000000ull, "runaway program");
-    }
-    ts_results_init(&out->r);
-    if (!out->r.stats)
-        out->r.stats = ts_stats_create();
-    out->rc = ts_ipu_family.collect(out->m, &out->r, &out->err);
-    ck_assert_int_eq(out->rc, TS_OK);
-    ts_report_json(&out->r, &out->json);
-    out->memhash = ts_ipu_memhash(out->m);
+}
+
+void ipu_test_modes_program(const char *name, const char *const *sets, const ts_program *p, ipu_run *out)
+{
+    run(name, sets, p, true, false, 1, out);
+}
+
+void ipu_test_modes(const char *name, const char *const *sets, const char *text, ipu_run *out)
+{
+    ts_program *p = assemble(text);
+    run(name, sets, p, true, false, 1, out);
+    ts_program_destroy(p);
 }
 
 void ipu_run_free(ipu_run *r)
 {
     if (r->m)
         ts_ipu_family.destroy(r->m);
-    if (r->r.stats)
-        ts_results_free(&r->r);
-    ts_buf_free(&r->json);
+    ts_results_free(&r->r);
     ts_err_free(&r->err);
     ts_config_destroy(r->config);
     memset(r, 0, sizeof *r);
@@ -105,23 +151,12 @@ void ipu_run_free(ipu_run *r)
 
 void ipu_test_run3(const char *name, const char *const *sets, const char *text, ipu_run *out)
 {
-    ipu_test_run(name, sets, text, false, 1, out);
+    ipu_test_modes(name, sets, text, out);
     if (out->rc != TS_OK) {
         char line[1400];
         ts_err_format(&out->err, line, sizeof line);
         ck_abort_msg("run: %s", line);
     }
-    ipu_run b, c;
-    ipu_test_run(name, sets, text, true, 1, &b);
-    ck_assert_int_eq(b.rc, TS_OK);
-    ipu_test_run(name, sets, text, false, 3, &c);
-    ck_assert_int_eq(c.rc, TS_OK);
-    ck_assert_str_eq(ts_buf_str(&out->json), ts_buf_str(&b.json));
-    ck_assert_str_eq(ts_buf_str(&out->json), ts_buf_str(&c.json));
-    ck_assert_uint_eq(out->memhash, b.memhash);
-    ck_assert_uint_eq(out->memhash, c.memhash);
-    ipu_run_free(&b);
-    ipu_run_free(&c);
 }
 
 char *ipu_test_spmd(const char *head, const char *body, unsigned n)

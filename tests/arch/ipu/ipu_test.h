@@ -1,5 +1,6 @@
 /* tests/arch/ipu/ipu_test.h — helpers for the IPU tests: load a config, assemble, run a program
- * in the fast mode, in lockstep and on three threads, and check that all three agree. */
+ * in one mode or in every mode of the shared harness (tests/arch/arch_modes.h, tile memory
+ * compared too), read tile memory and statistics after the run. */
 #ifndef TS_TESTS_IPU_TEST_H
 #define TS_TESTS_IPU_TEST_H
 
@@ -8,26 +9,35 @@
 #include <stdint.h>
 #include "arch/ipu/ipu.h"
 #include "core/buf.h"
+#include "core/program.h"
 #include "core/results.h"
+#include "tests/arch/arch_modes.h"
 
 typedef struct ipu_run {
     ts_model *m;       /* kept after the run so tests can read tile memory */
-    ts_results r;
+    ts_results r;      /* the results of a run that succeeded */
     ts_err err;
     ts_status rc;
-    ts_buf json;       /* the JSON report, for comparisons */
-    uint64_t memhash;
     const void *cfg;   /* typed config */
     void *config;      /* the ts_config */
 } ipu_run;
 
 /* Load configs/<name>.yaml from the source tree with "key=value" overrides (NULL-terminated). */
 void *ipu_test_config(const char *name, const char *const *sets);
-/* Run asm text on config `name`; never aborts on a simulation error (see out->rc / out->err). */
+/* The options the IPU tests run with: energy per superstep, a cycle limit against runaway
+ * programs, tile memory compared across modes (ts_ipu_memhash). */
+arch_opts ipu_test_opts(void);
+/* Run asm text (or program p) on config `name` in one mode; never aborts on a simulation error
+ * (see out->rc / out->err). */
 void ipu_test_run(const char *name, const char *const *sets, const char *text, bool lockstep, int threads,
                   ipu_run *out);
-/* Run in the fast mode, lockstep and on three threads; assert equal reports and memory. Returns
- * the fast run, which must have succeeded. */
+void ipu_test_run_program(const char *name, const char *const *sets, const ts_program *p, bool lockstep,
+                          int threads, ipu_run *out);
+/* Run in every mode of the harness and assert that all give the same report and memory, or fail
+ * with the same message; returns the fast run, whatever its outcome. */
+void ipu_test_modes(const char *name, const char *const *sets, const char *text, ipu_run *out);
+void ipu_test_modes_program(const char *name, const char *const *sets, const ts_program *p, ipu_run *out);
+/* The same, and the fast run must have succeeded. */
 void ipu_test_run3(const char *name, const char *const *sets, const char *text, ipu_run *out);
 void ipu_run_free(ipu_run *r);
 /* A program with the same body on tiles [0, n): ".stream tile i" + body for each i. */

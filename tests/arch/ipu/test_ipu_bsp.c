@@ -28,17 +28,16 @@ static char *fmt(const char *f, ...)
     return b.data;
 }
 
+/* The program fails with needle at tile and cycle, in every mode alike. */
 static void expect_error(const char *prog, const char *const *sets, const char *needle, int64_t tile, int64_t cycle)
 {
-    for (int lock = 0; lock < 2; lock++) {
-        ipu_run r;
-        ipu_test_run("ipu_tiny4", sets, prog, lock, 1, &r);
-        ck_assert_int_eq(r.rc, TS_ESIM);
-        ck_assert_msg(strstr(r.err.msg, needle) != NULL, "message '%s' lacks '%s'", r.err.msg, needle);
-        ck_assert_int_eq(r.err.tile, tile);
-        ck_assert_int_eq(r.err.cycle, cycle);
-        ipu_run_free(&r);
-    }
+    ipu_run r;
+    ipu_test_modes("ipu_tiny4", sets, prog, &r);
+    ck_assert_int_eq(r.rc, TS_ESIM);
+    ck_assert_msg(strstr(r.err.msg, needle) != NULL, "message '%s' lacks '%s'", r.err.msg, needle);
+    ck_assert_int_eq(r.err.tile, tile);
+    ck_assert_int_eq(r.err.cycle, cycle);
+    ipu_run_free(&r);
 }
 
 START_TEST(latency_table)
@@ -207,14 +206,12 @@ START_TEST(exchange_spine)
      * armed at 93, sends at 95 (+ 10 + 36) and 105 (+ 36): cycle 141 */
     const char *clash[16] = {[0] = "s 4 1", [1] = "s 5 1", [8] = "s 4 1 10", [4] = "r 0 1", [5] = "r 1 1"};
     p = spine_prog(clash);
-    for (int lock = 0; lock < 2; lock++) {
-        ipu_test_run("ipu_small16", spine_sets, p, lock, lock ? 1 : 2, &r);
-        ck_assert_int_eq(r.rc, TS_ESIM);
-        ck_assert_str_eq(r.err.msg, "two senders into one receiver: words from tiles 0 and 8 reach tile 4 in the same cycle");
-        ck_assert_int_eq(r.err.tile, 4);
-        ck_assert_int_eq(r.err.cycle, 141);
-        ipu_run_free(&r);
-    }
+    ipu_test_modes("ipu_small16", spine_sets, p, &r);
+    ck_assert_int_eq(r.rc, TS_ESIM);
+    ck_assert_str_eq(r.err.msg, "two senders into one receiver: words from tiles 0 and 8 reach tile 4 in the same cycle");
+    ck_assert_int_eq(r.err.tile, 4);
+    ck_assert_int_eq(r.err.cycle, 141);
+    ipu_run_free(&r);
     free(p);
 }
 END_TEST

@@ -5,7 +5,8 @@
  *    of A and C;
  *  - a 3x3 convolution of a 64x32 image split into strips of 4 rows, the halo rows swapped with
  *    both neighbours in two supersteps, then computed by four workers per tile with f32mac.
- * Both run in the fast mode, lockstep and on three threads with equal reports (ipu_test_run3). */
+ * Both run in every mode of tests/arch/arch_modes.h (fast, lockstep, threads) with equal reports
+ * (ipu_test_run3). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,7 +275,7 @@ START_TEST(conv3x3_16_tiles)
 END_TEST
 
 /* The CLI's default workload (arch/ipu/programs/ipu_default.s) on the MK1 config: its numbers
- * against a C reference for a few tiles, and equal in lockstep and on three threads. */
+ * against a C reference for a few tiles, and equal in every mode. */
 START_TEST(default_workload)
 {
     const char *root = getenv("TS_SOURCE_ROOT");

@@ -1,7 +1,8 @@
 /* tests/arch/ipu/test_ipu_random.c — random instruction streams on four tiles: whatever they do
- * (finish, fail with a simulation error, run past the cycle limit), the fast mode, lockstep and
- * three threads must end the same way: the same status, message, tile and cycle, and for runs
- * that finish the same report and tile memory. Also a crash and leak check under the sanitizers. */
+ * (finish, fail with a simulation error, run past the cycle limit), every mode of the harness
+ * (tests/arch/arch_modes.h: fast, lockstep, threads) must end the same way: the same status,
+ * message, tile and cycle, and for runs that finish the same report and tile memory. Also a crash
+ * and leak check under the sanitizers. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,6 @@
 #include "arch/ipu/ipu_int.h"
 #include "core/alloc.h"
 #include "core/program.h"
-#include "core/report.h"
 #include "tests/arch/ipu/ipu_test.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -167,45 +167,27 @@ static ts_program *random_program(unsigned tiles, unsigned len)
     return p;
 }
 
-typedef struct outcome {
-    ts_status rc;
-    ts_err err;
-    bool done;
-    uint64_t now, hash;
-    ts_buf json;
-} outcome;
-
-static void run_one(const void *cfg, const ts_program *p, bool lockstep, int threads, outcome *o)
+/* On a difference, the program is left in /tmp/ipu_rand.s for a closer look. */
+static void dump(const ts_program *p)
 {
-    memset(o, 0, sizeof *o);
-    ts_err_init(&o->err);
-    ts_run_opts opts = {.lockstep = lockstep, .threads = threads};
-    ts_model *m = NULL;
-    o->rc = ts_ipu_family.create(&m, cfg, &opts, &o->err);
-    ck_assert_int_eq(o->rc, TS_OK);
-    o->rc = ts_ipu_family.load(m, p, &o->err);
-    ts_step st = {0};
-    const uint64_t max = 6000;
-    while (o->rc == TS_OK && !st.done && st.now < max) {
-        uint64_t lim = st.now + 4096 < max ? st.now + 4096 : max;
-        o->rc = ts_ipu_family.step(m, lim, &st, &o->err);
+    ts_buf txt = TS_BUF_INIT;
+    ts_err de;
+    ts_err_init(&de);
+    ts_disasm(p, &ts_ipu_isa, &txt, &de);
+    FILE *f = fopen("/tmp/ipu_rand.s", "w");
+    if (f) {
+        fputs(ts_buf_str(&txt), f);
+        fclose(f);
     }
-    o->done = st.done;
-    o->now = st.now;
-    if (o->rc == TS_OK && st.done) {
-        ts_results r;
-        ts_results_init(&r);
-        ck_assert_int_eq(ts_ipu_family.collect(m, &r, &o->err), TS_OK);
-        ts_report_json(&r, &o->json);
-        ts_results_free(&r);
-        o->hash = ts_ipu_memhash(m);
-    }
-    ts_ipu_family.destroy(m);
+    ts_buf_free(&txt);
+    ts_err_free(&de);
 }
 
 START_TEST(random_streams_agree)
 {
     void *cfg = ipu_test_config("ipu_tiny4", NULL);
+    arch_opts o = ipu_test_opts();
+    o.run.max_cycles = 6000;
     unsigned finished = 0, failed = 0, limited = 0;
     for (int n = 0; n < 1000; n++) {
         ts_program *p = NULL;
@@ -218,51 +200,20 @@ START_TEST(random_streams_agree)
         } else {
             p = n % 2 ? safe_program(4, 12 + rnd(40), n % 10 == 5) : random_program(4, 12 + rnd(30));
         }
-        outcome a, b, c;
-        run_one(cfg, p, false, 1, &a);
-        run_one(cfg, p, true, 1, &b);
-        run_one(cfg, p, false, 3, &c);
-        const outcome *o[2] = {&b, &c};
-        for (int k = 0; k < 2; k++) {
-            ck_assert_msg(a.rc == o[k]->rc, "program %d: status %s vs %s (%s | %s)", n, ts_status_name(a.rc),
-                          ts_status_name(o[k]->rc), a.err.msg, o[k]->err.msg);
-            ck_assert_msg(!strcmp(a.err.msg, o[k]->err.msg), "program %d: '%s' vs '%s'", n, a.err.msg, o[k]->err.msg);
-            ck_assert_int_eq(a.err.tile, o[k]->err.tile);
-            ck_assert_int_eq(a.err.cycle, o[k]->err.cycle);
-            ck_assert_int_eq(a.done, o[k]->done);
-            if (a.rc == TS_OK) {
-                if (strcmp(ts_buf_str(&a.json), ts_buf_str(&o[k]->json))) {
-                    FILE *f = fopen("/tmp/ipu_rand_a.json", "w");
-                    fputs(ts_buf_str(&a.json), f);
-                    fclose(f);
-                    f = fopen("/tmp/ipu_rand_b.json", "w");
-                    fputs(ts_buf_str(&o[k]->json), f);
-                    fclose(f);
-                    ts_buf txt = TS_BUF_INIT;
-                    ts_err de;
-                    ts_err_init(&de);
-                    ts_disasm(p, &ts_ipu_isa, &txt, &de);
-                    f = fopen("/tmp/ipu_rand.s", "w");
-                    fputs(ts_buf_str(&txt), f);
-                    fclose(f);
-                    ts_buf_free(&txt);
-                    ck_abort_msg("program %d (mode %d): reports differ", n, k);
-                }
-                ck_assert_msg(a.now == o[k]->now, "program %d (mode %d): now %llu vs %llu", n, k,
-                              (unsigned long long)a.now, (unsigned long long)o[k]->now);
-                ck_assert_uint_eq(a.hash, o[k]->hash);
-            }
+        arch_run a;
+        ts_buf diff = TS_BUF_INIT;
+        if (!arch_modes_compare(&ts_ipu_family, cfg, p, &o, &a, &diff)) {
+            dump(p);
+            ck_abort_msg("program %d: %s", n, ts_buf_str(&diff));
         }
+        bool limit = a.rc == TS_ESIM && strstr(a.err.msg, "cycle limit") != NULL;
         if (getenv("IPU_RANDOM_VERBOSE") && n % 3 == 2)
-            fprintf(stderr, "%d: %s %s\n", n, a.done ? "done" : ts_status_name(a.rc), a.err.msg);
-        finished += a.rc == TS_OK && a.done;
-        failed += a.rc != TS_OK;
-        limited += a.rc == TS_OK && !a.done;
-        outcome *all[3] = {&a, &b, &c};
-        for (int k = 0; k < 3; k++) {
-            ts_err_free(&all[k]->err);
-            ts_buf_free(&all[k]->json);
-        }
+            fprintf(stderr, "%d: %s %s\n", n, a.rc == TS_OK ? "done" : ts_status_name(a.rc), a.err.msg);
+        finished += a.rc == TS_OK;
+        failed += a.rc != TS_OK && !limit;
+        limited += limit;
+        arch_run_free(&a);
+        ts_buf_free(&diff);
         ts_program_destroy(p);
     }
     /* the mix this seed gives: every kind of ending occurs */
@@ -275,6 +226,7 @@ END_TEST
 
 int main(void)
 {
+    arch_modes_default = ARCH_MODES_QUICK; /* a thousand programs: lockstep on threads would take half a minute */
     Suite *s = suite_create("ipu_random");
     TCase *t = tcase_create("random");
     tcase_set_timeout(t, 300);

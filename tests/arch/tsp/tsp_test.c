@@ -2,12 +2,12 @@
 #include "tests/arch/tsp/tsp_test.h"
 
 #include <check.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/report.h"
 #include "core/stats.h"
 #include "tests/arch/arch_test.h"
 
@@ -30,66 +30,64 @@ ts_program *tsp_test_asm(const char *text)
     return p;
 }
 
-void tsp_test_run(const char *name, const char *const *sets, const ts_program *p, bool lockstep, bool warn,
-                  tsp_run *out)
+static void memory(ts_model *m, void *ud, ts_buf *out)
 {
-    tsp_test_run_threads(name, sets, p, lockstep, warn, 1, out);
+    (void)ud;
+    ts_buf_printf(out, "MEM hash %016" PRIx64 "\n", ts_tsp_mem_hash(m));
 }
 
-void tsp_test_run_threads(const char *name, const char *const *sets, const ts_program *p, bool lockstep, bool warn,
-                          int threads, tsp_run *out)
+/* Run p on config `name` in one mode (all_modes false) or in every mode; out keeps the (fast)
+ * run's model, results and error. */
+static void run(const char *name, const char *const *sets, const ts_program *p, bool all_modes, bool lockstep,
+                bool warn, tsp_run *out)
 {
     memset(out, 0, sizeof *out);
     ts_err_init(&out->err);
-    out->json = (ts_buf)TS_BUF_INIT;
     out->config = tsp_test_config(name, sets);
     out->cfg = ts_config_data(out->config);
-    ts_run_opts o = {.lockstep = lockstep, .warn = warn, .threads = threads};
-    out->rc = ts_tsp_family.create(&out->m, out->config, &o, &out->err);
-    ck_assert_msg(out->rc == TS_OK, "create: %s", out->err.msg);
-    out->rc = ts_tsp_family.load(out->m, p, &out->err);
-    if (out->rc != TS_OK)
-        return;
-    ts_step st = {0};
-    uint64_t guard = 0;
-    while (!st.done) {
-        out->rc = ts_tsp_family.step(out->m, st.now + 4096, &st, &out->err);
-        if (out->rc != TS_OK)
-            return;
-        ck_assert_msg(++guard < 100000, "run does not finish");
-    }
-    ts_results_init(&out->r);
-    out->rc = ts_tsp_family.collect(out->m, &out->r, &out->err);
-    ck_assert_msg(out->rc == TS_OK, "collect: %s", out->err.msg);
-    snprintf(out->r.arch, sizeof out->r.arch, "tsp");
-    ts_report_json(&out->r, &out->json);
+    arch_opts o = {.run = {.warn = warn, .max_cycles = 400000000ull}, .state = memory};
+    arch_run a;
+    if (all_modes)
+        arch_modes_check(&ts_tsp_family, out->config, p, &o, &a);
+    else
+        arch_run_mode(&ts_tsp_family, out->config, p, &o, lockstep, 1, &a);
+    ck_assert_msg(a.m != NULL, "%s: %s", a.stage, a.errline); /* create must succeed */
+    ck_assert_msg(a.rc == TS_OK || strcmp(a.stage, "collect"), "collect: %s", a.errline);
+    out->m = a.m;
+    out->r = a.r;
+    out->err = a.err;
+    out->rc = a.rc;
+    a.m = NULL;
+    a.r.stats = NULL;
+    a.err.detail = NULL;
+    arch_run_free(&a);
+}
+
+void tsp_test_run(const char *name, const char *const *sets, const ts_program *p, bool lockstep, bool warn,
+                  tsp_run *out)
+{
+    run(name, sets, p, false, lockstep, warn, out);
+}
+
+void tsp_test_modes(const char *name, const char *const *sets, const ts_program *p, bool warn, tsp_run *out)
+{
+    run(name, sets, p, true, false, warn, out);
 }
 
 void tsp_run_free(tsp_run *r)
 {
-    ts_tsp_family.destroy(r->m);
+    if (r->m)
+        ts_tsp_family.destroy(r->m);
     ts_results_free(&r->r);
     ts_err_free(&r->err);
-    ts_buf_free(&r->json);
     ts_config_destroy(r->config);
     memset(r, 0, sizeof *r);
 }
 
 void tsp_test_run2(const char *name, const char *const *sets, const ts_program *p, tsp_run *out)
 {
-    tsp_run lock;
-    tsp_test_run(name, sets, p, false, false, out);
+    tsp_test_modes(name, sets, p, false, out);
     ck_assert_msg(out->rc == TS_OK, "fast run: %s", tsp_errmsg(out));
-    tsp_test_run(name, sets, p, true, false, &lock);
-    ck_assert_msg(lock.rc == TS_OK, "lockstep run: %s", tsp_errmsg(&lock));
-    ck_assert_str_eq(ts_buf_str(&out->json), ts_buf_str(&lock.json));
-    ck_assert_uint_eq(ts_tsp_mem_hash(out->m), ts_tsp_mem_hash(lock.m));
-    tsp_run_free(&lock);
-    tsp_test_run_threads(name, sets, p, false, false, 3, &lock);
-    ck_assert_msg(lock.rc == TS_OK, "3-thread run: %s", tsp_errmsg(&lock));
-    ck_assert_str_eq(ts_buf_str(&out->json), ts_buf_str(&lock.json));
-    ck_assert_uint_eq(ts_tsp_mem_hash(out->m), ts_tsp_mem_hash(lock.m));
-    tsp_run_free(&lock);
 }
 
 void tsp_emit(ts_program *p, int q, const char *mn, int n, ...)

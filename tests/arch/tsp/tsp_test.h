@@ -1,6 +1,6 @@
 /* tests/arch/tsp/tsp_test.h — helpers for the TSP tests: load a config, assemble or build a
- * program, run it in the fast mode, in lockstep and on several host threads, and check that all
- * give the same report. */
+ * program, run it in one mode or in every mode of the shared harness (tests/arch/arch_modes.h,
+ * MEM compared too), read MEM and statistics after the run. */
 #ifndef TS_TESTS_TSP_TEST_H
 #define TS_TESTS_TSP_TEST_H
 
@@ -11,13 +11,13 @@
 #include "core/buf.h"
 #include "core/program.h"
 #include "core/results.h"
+#include "tests/arch/arch_modes.h"
 
 typedef struct tsp_run {
     ts_model *m;        /* kept after the run so tests can read MEM */
-    ts_results r;
+    ts_results r;       /* the results of a run that succeeded */
     ts_err err;
     ts_status rc;
-    ts_buf json;        /* the JSON report, for comparisons */
     const void *cfg;    /* typed config */
     void *config;       /* the ts_config */
 } tsp_run;
@@ -25,14 +25,14 @@ typedef struct tsp_run {
 /* Load configs/<name>.yaml from the source tree with "key=value" overrides (NULL-terminated). */
 void *tsp_test_config(const char *name, const char *const *sets);
 ts_program *tsp_test_asm(const char *text);
-/* Run p on config `name`; never aborts on a simulation error (see out->rc / out->err). */
+/* Run p on config `name` in one mode; never aborts on a simulation error (see out->rc / out->err).
+ * warn: record hazards and go on. */
 void tsp_test_run(const char *name, const char *const *sets, const ts_program *p, bool lockstep, bool warn,
                   tsp_run *out);
-/* The same on `threads` host threads. */
-void tsp_test_run_threads(const char *name, const char *const *sets, const ts_program *p, bool lockstep, bool warn,
-                          int threads, tsp_run *out);
-/* Run fast, in lockstep and fast on 3 host threads; assert all succeed with byte-identical JSON
- * reports and MEM; returns the fast run. */
+/* Run in every mode of the harness and assert that all give the same report and MEM, or fail with
+ * the same message; returns the fast run, whatever its outcome. */
+void tsp_test_modes(const char *name, const char *const *sets, const ts_program *p, bool warn, tsp_run *out);
+/* The same without warn, and the fast run must have succeeded. */
 void tsp_test_run2(const char *name, const char *const *sets, const ts_program *p, tsp_run *out);
 void tsp_run_free(tsp_run *r);
 

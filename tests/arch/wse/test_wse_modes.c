@@ -1,6 +1,6 @@
 /* tests/arch/wse/test_wse_modes.c — the run modes give the same answers: --lockstep (every tile
- * every cycle) equals the default active-set mode, reports are byte-identical for 1, 2 and 3
- * threads, and the timing-only mode gives the same cycles. Checked on every test program shape:
+ * every cycle) equals the default active-set mode, reports are byte-identical on threads (every
+ * mode of tests/arch/arch_modes.h), and the timing-only mode gives the same cycles. Checked on every test program shape:
  * the built-in default, the 32 x 32 GEMV, multicast, back-pressure, tasks, switches, random
  * traffic and a deadlock (whose message must not depend on the mode either). */
 #include <check.h>
@@ -11,6 +11,7 @@
 
 #include "arch/wse/wse_kernels.h"
 #include "arch/wse/wse_isa.h"
+#include "core/alloc.h"
 #include "core/fileio.h"
 #include "core/program.h"
 #include "tests/arch/wse/wse_test.h"
@@ -119,23 +120,6 @@ static const char *const tasks_program =
     ".stream pe 1\n    route 0, 8, 16\n    bind 0, t, 1\n    bind 7, u, 0\nt:  ld r1, r15, 0\n    add r1, r1, r0\n"
     "    st r1, r15, 0\n    exit\nu:  li r2, 3\n    st r2, r15, 8\n    exit\n";
 
-static void compare_modes(const char *yaml, const char *src)
-{
-    /* the reference, then lockstep, 2 and 3 threads, and lockstep with 2 and 3 threads */
-    static const struct { bool lockstep; int threads; } mode[] = {{true, 1}, {false, 2}, {false, 3}, {true, 2}, {true, 3}};
-    ts_buf ref = {0};
-    ts_status s1 = wt_report(yaml, src, false, 1, &ref);
-    for (size_t i = 0; i < sizeof mode / sizeof mode[0]; i++) {
-        ts_buf out = {0};
-        ts_status s2 = wt_report(yaml, src, mode[i].lockstep, mode[i].threads, &out);
-        ck_assert_int_eq(s1, s2);
-        ck_assert_msg(!strcmp(ts_buf_str(&ref), ts_buf_str(&out)), "%s with %d thread(s) differs:\n%s\n----\n%s",
-                      mode[i].lockstep ? "lockstep" : "default", mode[i].threads, ts_buf_str(&ref), ts_buf_str(&out));
-        ts_buf_free(&out);
-    }
-    ts_buf_free(&ref);
-}
-
 static const char *const y32 = "arch: wse\nname: t32\nmesh: {width: 32, height: 32}\n";
 static const char *const y4 = "arch: wse\nname: t4\nmesh: {width: 4, height: 4}\n";
 static const char *const y2 = "arch: wse\nname: t2\nmesh: {width: 2, height: 2}\n";
@@ -143,7 +127,7 @@ static const char *const y2 = "arch: wse\nname: t2\nmesh: {width: 2, height: 2}\
 START_TEST(modes_default_program)
 {
     char *src = read_default();
-    compare_modes(y32, src);
+    wt_modes(y32, src);
     ts_buf out = {0};
     ck_assert_int_eq(wt_report(y32, src, false, 1, &out), TS_OK);
     ck_assert_msg(strstr(ts_buf_str(&out), "fp32_add"), "%s", ts_buf_str(&out));
@@ -155,7 +139,7 @@ END_TEST
 START_TEST(modes_gemv)
 {
     char *src = wt_gemv_program();
-    compare_modes(y32, src);
+    wt_modes(y32, src);
     free(src);
 }
 END_TEST
@@ -163,11 +147,11 @@ END_TEST
 START_TEST(modes_small_programs)
 {
     char *mc = multicast_program(), *tr = traffic_program();
-    compare_modes(y4, mc);
-    compare_modes(y4, tr);
-    compare_modes(y2, tasks_program);
-    compare_modes(y2, ring_deadlock);
-    compare_modes(y2, WT_SLEEPERS_PROGRAM);
+    wt_modes(y4, mc);
+    wt_modes(y4, tr);
+    wt_modes(y2, tasks_program);
+    wt_modes(y2, ring_deadlock);
+    wt_modes(y2, WT_SLEEPERS_PROGRAM);
     ts_buf out = {0};
     ck_assert_int_eq(wt_report(y2, ring_deadlock, false, 2, &out), TS_ESIM);
     ck_assert_msg(strstr(ts_buf_str(&out), "deadlock"), "%s", ts_buf_str(&out));
@@ -196,7 +180,7 @@ START_TEST(modes_error_while_busy)
     ts_buf_puts(&b, ".stream pe 63\n    li r2, 60\nl:  addi r2, r2, -1\n    bnz r2, l\n    li r3, 1000000\n"
                     "    ld r1, r3, 0\n");
     const char *y8 = "arch: wse\nname: t8\nmesh: {width: 8, height: 8}\n";
-    compare_modes(y8, ts_buf_str(&b));
+    wt_modes(y8, ts_buf_str(&b));
     ts_buf out = {0};
     ck_assert_int_eq(wt_report(y8, ts_buf_str(&b), false, 2, &out), TS_ESIM);
     ck_assert_msg(strstr(ts_buf_str(&out), "PE (7, 7)") && strstr(ts_buf_str(&out), "address"), "%s",
@@ -248,7 +232,7 @@ START_TEST(modes_uniform_traffic)
     ts_buf text = {0};
     ck_assert_int_eq(ts_disasm(p, &ts_wse_isa, &text, &err), TS_OK);
     ts_program_destroy(p);
-    compare_modes("arch: wse\nname: t8\nmesh: {width: 8, height: 8}\n", ts_buf_str(&text));
+    wt_modes("arch: wse\nname: t8\nmesh: {width: 8, height: 8}\n", ts_buf_str(&text));
     ts_buf_free(&text);
     ts_err_free(&err);
 }
@@ -275,7 +259,7 @@ START_TEST(modes_rebalanced)
         cycles = *c == ',' ? cycles : cycles * 10 + (uint64_t)(*c - '0');
     ck_assert_msg(cycles > 9216, "%.200s", cy);
     ts_buf_free(&out);
-    compare_modes("arch: wse\nname: t8\nmesh: {width: 8, height: 8}\n", ts_buf_str(&text));
+    wt_modes("arch: wse\nname: t8\nmesh: {width: 8, height: 8}\n", ts_buf_str(&text));
     ts_buf_free(&text);
     ts_err_free(&err);
 }
@@ -292,7 +276,7 @@ START_TEST(modes_stencil25)
     ts_buf text = {0};
     ck_assert_int_eq(ts_disasm(p, &ts_wse_isa, &text, &err), TS_OK);
     ts_program_destroy(p);
-    compare_modes("arch: wse\nname: t97\nmesh: {width: 9, height: 7}\n", ts_buf_str(&text));
+    wt_modes("arch: wse\nname: t97\nmesh: {width: 9, height: 7}\n", ts_buf_str(&text));
     ts_buf_free(&text);
     ts_err_free(&err);
 }
@@ -304,6 +288,7 @@ static ts_program *expand_images(const ts_program *p)
 {
     ts_program *q = ts_program_create("wse");
     ck_assert_ptr_nonnull(q);
+    q->workload = p->workload ? ts_strdup(p->workload) : NULL; /* the report names it */
     for (size_t i = 0; i < p->nstreams; i++) {
         const ts_stream *s = &p->streams[i];
         ts_stream *d = ts_program_stream(q, s->kind, s->index);

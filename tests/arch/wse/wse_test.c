@@ -1,6 +1,7 @@
 /* tests/arch/wse/wse_test.c — helpers shared by the wafer-mesh tests. */
 #include "tests/arch/wse/wse_test.h"
 
+#include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,67 +56,72 @@ void wt_free(ts_model *m) { ts_wse_family.destroy(m); }
 
 static const ts_schema *lookup(const char *arch) { return strcmp(arch, "wse") ? NULL : &ts_wse_schema; }
 
+ts_config *wt_config(uint32_t w, uint32_t h)
+{
+    char yaml[128];
+    snprintf(yaml, sizeof yaml, "arch: wse\nname: wse_%ux%u\nmesh: {width: %u, height: %u}\n", w, h, w, h);
+    ts_err err;
+    ts_err_init(&err);
+    ts_config *cfg = NULL;
+    ts_config_opts co = {.schema = lookup};
+    ck_assert_msg(ts_config_load_string(&cfg, "test.yaml", yaml, strlen(yaml), &co, &err) == TS_OK, "%s", err.msg);
+    ts_err_free(&err);
+    return cfg;
+}
+
+/* Load the YAML config text and assemble src; on failure the formatted error. */
+static ts_status prepare(const char *yaml, const char *src, ts_config **cfg, ts_program **p, ts_err *err)
+{
+    *cfg = NULL;
+    *p = NULL;
+    ts_config_opts co = {.schema = lookup};
+    ts_status st = ts_config_load_string(cfg, "test.yaml", yaml, strlen(yaml), &co, err);
+    if (!st)
+        st = ts_asm(p, "test.s", src, strlen(src), &ts_wse_isa, err);
+    return st;
+}
+
 ts_status wt_report(const char *yaml, const char *src, bool lockstep, int threads, ts_buf *out)
 {
     ts_err err;
     ts_err_init(&err);
-    ts_config *cfg = NULL;
-    ts_program *p = NULL;
-    ts_config_opts co = {.schema = lookup};
-    ts_status st = ts_config_load_string(&cfg, "test.yaml", yaml, strlen(yaml), &co, &err);
-    if (!st)
-        st = ts_asm(&p, "test.s", src, strlen(src), &ts_wse_isa, &err);
-    if (!st) {
-        /* The kernel's loop, written out: ts_sim_run would do the same (core/sim.c), but today
-         * it leaks the stats registry ts_results_init already made, which fails the sanitizer
-         * builds of these tests. */
-        ts_run_opts o = {.lockstep = lockstep, .threads = threads};
-        const ts_family *f = &ts_wse_family;
-        ts_model *m = NULL;
-        st = f->create(&m, cfg, &o, &err);
-        if (!st)
-            st = f->load(m, p, &err);
-        ts_step s = {0};
-        uint64_t last_work = 0, last_cycle = 0;
-        while (!st && !s.done) {
-            st = f->step(m, s.now + 65536, &s, &err);
-            if (st || s.done)
-                break;
-            if (s.work != last_work) {
-                last_work = s.work;
-                last_cycle = s.now;
-            } else if (s.now - last_cycle >= 1000000) {
-                st = ts_err_sim(&err, -1, (int64_t)s.now, "no progress for %llu cycles: the program is hung",
-                                (unsigned long long)(s.now - last_cycle));
-                ts_buf why = {0};
-                f->blocked(m, &why);
-                ts_err_append_detail(&err, ts_buf_str(&why));
-                ts_buf_free(&why);
-            }
-        }
-        if (!st) {
-            ts_results r;
-            ts_results_init(&r);
-            st = f->collect(m, &r, &err);
-            snprintf(r.arch, sizeof r.arch, "wse");
-            snprintf(r.config, sizeof r.config, "%s", ts_config_name(cfg));
-            if (!st) {
-                ts_report_text(&r, out);
-                ts_report_json(&r, out);
-            }
-            ts_results_free(&r);
-        }
-        f->destroy(m);
-    }
+    ts_config *cfg;
+    ts_program *p;
+    ts_status st = prepare(yaml, src, &cfg, &p, &err);
     if (st) {
         char msg[1200];
         ts_err_format(&err, msg, sizeof msg);
         ts_buf_puts(out, msg);
+    } else {
+        arch_run r;
+        st = arch_run_mode(&ts_wse_family, cfg, p, NULL, lockstep, threads, &r);
+        if (!st) {
+            ts_report_text(&r.r, out);
+            ts_buf_puts(out, ts_buf_str(&r.text));
+        } else {
+            ts_buf_puts(out, r.errline);
+        }
+        arch_run_free(&r);
     }
     ts_program_destroy(p);
     ts_config_destroy(cfg);
     ts_err_free(&err);
     return st;
+}
+
+void wt_modes(const char *yaml, const char *src)
+{
+    ts_err err;
+    ts_err_init(&err);
+    ts_config *cfg;
+    ts_program *p;
+    ck_assert_msg(prepare(yaml, src, &cfg, &p, &err) == TS_OK, "%s", err.msg);
+    arch_run r;
+    arch_modes_check(&ts_wse_family, cfg, p, NULL, &r);
+    arch_run_free(&r);
+    ts_program_destroy(p);
+    ts_config_destroy(cfg);
+    ts_err_free(&err);
 }
 
 void wt_route_xy(ts_buf *pe, uint32_t w, uint32_t colour, uint32_t sx, uint32_t sy, uint32_t dx, uint32_t dy)

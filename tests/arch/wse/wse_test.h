@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include "arch/wse/wse.h"
 #include "core/buf.h"
+#include "core/config.h"
+#include "tests/arch/arch_modes.h"
 
 /* Assemble src and run it on cfg to completion (or max_cycles); the model is returned for
  * inspection (destroy with wt_free). On failure returns NULL and fills st and err. */
@@ -14,9 +16,14 @@ ts_model *wt_run(const ts_wse_cfg *cfg, const char *src, bool lockstep, int thre
 void wt_free(ts_model *m);
 /* A default config of w x h PEs. */
 ts_wse_cfg wt_cfg(uint32_t w, uint32_t h);
-/* Run through the kernel (ts_sim_run) with a YAML config text and return the text and JSON report
- * in out (or the error message). Returns the status. */
+/* The same as a loaded config, for the harness (tests/arch/arch_modes.h); owned by the caller. */
+ts_config *wt_config(uint32_t w, uint32_t h);
+/* Run with a YAML config text as the kernel would (tests/arch/arch_modes.h) and return the text
+ * and JSON report in out (or the error message). Returns the status. */
 ts_status wt_report(const char *yaml, const char *src, bool lockstep, int threads, ts_buf *out);
+/* Run in every mode of the harness (tests/arch/arch_modes.h) and assert that all give the same
+ * report, or fail with the same message. */
+void wt_modes(const char *yaml, const char *src);
 
 /* Program builders: port masks and X-then-Y routes for one colour from (sx, sy) to (dx, dy). */
 enum { WT_N = 1, WT_S = 2, WT_E = 4, WT_W = 8, WT_R = 16 };

@@ -291,6 +291,7 @@ static void print_table(void)
 int main(int argc, char **argv)
 {
     bool table = argc > 1 && !strcmp(argv[1], "--table");
+    arch_modes_default = ARCH_MODES_QUICK; /* whole chips: lockstep on threads would cost seconds a program */
     Suite *s = suite_create("ipu_calibration");
     TCase *t = tcase_create("calibration");
     tcase_set_timeout(t, 600);

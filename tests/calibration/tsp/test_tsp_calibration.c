@@ -1,7 +1,7 @@
 /* tests/calibration/tsp/test_tsp_calibration.c — the first-generation config (configs/tsp_v1.yaml)
  * against the published figures in research/groq_tsp.md (§1.1, §2.4, §7.2). Each test names the
- * figure, its source and the tolerance. Every program also runs in lockstep with an identical
- * report (tsp_test_run2).
+ * figure, its source and the tolerance. Every program also runs in lockstep and on three threads
+ * with an identical report (tsp_test_run2).
  *
  * tsp_v1 positions west to east: MXM W1 0, MXM W0 1, SXM W 2, MEM W43..W0 3..46, VXM 47,
  * MEM E0..E43 48..91, SXM E 92, MXM E0 93, MXM E1 94. */
@@ -325,6 +325,7 @@ static Suite *calibration_suite(void)
 
 int main(void)
 {
+    arch_modes_default = ARCH_MODES_QUICK; /* the whole tsp_v1: every mode costs as much as the fast one */
     SRunner *sr = srunner_create(calibration_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
