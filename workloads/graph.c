@@ -546,6 +546,20 @@ ts_status ts_graph_infer_node(ts_graph *g, int id, ts_err *err)
         if (t->rank >= 0 && !shape_ok(t->rank, t->dims))
             return NODE_ERR(g, nd, "output '%s' has more than 2^50 elements", t->name);
     }
+    /* A dimension of 0 (an empty tensor) has nothing to compute and no lowering places it: a
+     * 0 x 0 kernel or a [4, 0] weight would divide by zero in a plan. The YAML reader refuses
+     * such shapes where they are written; ONNX models are checked here, node by node. */
+    for (size_t i = 0; i < nd->nin + nd->nout; i++) {
+        bool out = i >= nd->nin;
+        const ts_graph_tensor *t = &g->t[out ? nd->out[i - nd->nin] : nd->in[i]];
+        for (int k = 0; k < t->rank; k++)
+            if (t->dims[k] == 0) {
+                char s[160];
+                ts_graph_shape_str(t, s, sizeof s);
+                return NODE_ERR(g, nd, "%s '%s' has shape %s: dimensions must be positive",
+                                out ? "output" : "input", t->name, s);
+            }
+    }
     return TS_OK;
 }
 
