@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/common.h"
+#include "core/limit.h"
 #include "ts_build.h"
 
 static const char usage[] =
@@ -25,7 +26,11 @@ static const char usage[] =
     "\n"
     "With no command, `tessera` runs the built-in default workload on the default config.\n"
     "`tessera <command> --help` describes each command. Exit status: 0 success, 1 simulation\n"
-    "error (hang, hazard, out-of-range access), 2 bad input or usage.\n";
+    "error (hang, hazard, out-of-range access, cycle limit), 2 bad input or usage.\n"
+    "\n"
+    "Inputs are checked against size limits (file size, YAML nodes, tensor elements and bytes,\n"
+    "model operators, assembler ranges and data); TESSERA_LIMITS=name=N,... raises them\n"
+    "(docs/cli.md lists them).\n";
 
 /* `tessera view ARGS` is `tessera run --view ARGS`. */
 static int cmd_view(int argc, char **argv)
@@ -44,6 +49,11 @@ static int cmd_view(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* The input limits (core/limit.h), raised or lowered for every command at once. */
+    const char *limits = getenv("TESSERA_LIMITS");
+    char why[256];
+    if (limits && ts_limits_parse(limits, why, sizeof why))
+        return cli_usage_error("TESSERA_LIMITS: %s", why);
     if (argc < 2)
         return cmd_run(argc, argv);
     const char *cmd = argv[1];

@@ -2,12 +2,24 @@
 #include "core/fileio.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/limit.h"
+
+static ts_status too_big(const char *path, uint64_t size, uint64_t limit, ts_err *err)
+{
+    char what[64] = "more";
+    if (size)
+        snprintf(what, sizeof what, "%" PRIu64 " bytes, more", size);
+    return ts_err_at(err, TS_EINPUT, path, 0, 0, "the file is %s than the limit of %" PRIu64 " bytes "
+                     TS_LIMIT_HINT_FMT, what, limit, ts_limit_name(TS_LIMIT_INPUT_BYTES));
+}
 
 ts_status ts_read_file(const char *path, char **data, size_t *len, ts_err *err)
 {
@@ -16,6 +28,14 @@ ts_status ts_read_file(const char *path, char **data, size_t *len, ts_err *err)
     FILE *f = fopen(path, "rb");
     if (!f)
         return ts_err_at(err, TS_EIO, path, 0, 0, "cannot open: %s", strerror(errno));
+    /* A file over the input limit is refused before it is read (a pipe or a file that grows is
+     * stopped by the same check as it is read). */
+    uint64_t limit = ts_limit(TS_LIMIT_INPUT_BYTES);
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > limit) {
+        fclose(f);
+        return too_big(path, (uint64_t)st.st_size, limit, err);
+    }
     size_t cap = 4096, n = 0;
     char *buf = ts_malloc(cap);
     if (!buf) {
@@ -37,6 +57,11 @@ ts_status ts_read_file(const char *path, char **data, size_t *len, ts_err *err)
         n += got;
         if (got == 0)
             break;
+        if (n > limit) {
+            ts_free(buf);
+            fclose(f);
+            return too_big(path, 0, limit, err);
+        }
     }
     int bad = ferror(f);
     fclose(f);

@@ -10,7 +10,8 @@
 #include <stdint.h>
 #include "core/err.h"
 
-/* Read a whole file; *data is owned by the caller (ts_free) and NUL-terminated. */
+/* Read a whole file; *data is owned by the caller (ts_free) and NUL-terminated. A file larger than
+ * the input limit (core/limit.h, input_bytes) is TS_EINPUT, before it is read. */
 ts_status ts_read_file(const char *path, char **data, size_t *len, ts_err *err);
 /* Write data to path atomically ("-" writes to stdout). */
 ts_status ts_write_file_atomic(const char *path, const void *data, size_t len, ts_err *err);

@@ -1,12 +1,14 @@
 /* core/ytree.c — libyaml events into a tree of nodes with positions (see ytree.h). */
 #include "core/ytree.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <yaml.h>
 
 #include "core/alloc.h"
+#include "core/limit.h"
 
 ts_ynode *ts_ynode_create(ts_ykind kind, const char *file, int line, int col)
 {
@@ -164,6 +166,7 @@ ts_status ts_ytree_parse(const char *file, const char *text, size_t len, const t
 
     ts_ynode *stack[TS_YTREE_MAX_DEPTH]; /* borrowed: the open collections, innermost last */
     int depth = 0, docs = 0;
+    uint64_t nodes = 0, max_nodes = ts_limit(TS_LIMIT_YAML_NODES);
     ts_status st = TS_OK;
     for (bool done = false; !done && st == TS_OK;) {
         yaml_event_t ev;
@@ -196,6 +199,12 @@ ts_status ts_ytree_parse(const char *file, const char *text, size_t len, const t
                     st = ts_err_at(err, TS_EINPUT, file, line, col, "yaml nested too deep");
                 else
                     st = ts_err_at(err, TS_EINPUT, file, line, col, "yaml nested deeper than %d levels", max);
+                break;
+            }
+            if (++nodes > max_nodes) {
+                st = ts_err_at(err, TS_EINPUT, file, line, col,
+                               "yaml has more than %" PRIu64 " values, maps and lists " TS_LIMIT_HINT_FMT,
+                               max_nodes, ts_limit_name(TS_LIMIT_YAML_NODES));
                 break;
             }
             if (ev.type == YAML_SCALAR_EVENT)

@@ -47,7 +47,8 @@ typedef struct ts_ytree_opts {
 /* Parse one YAML text (len bytes, not NUL-terminated) into a tree; file names it in messages and
  * in every node (borrowed: it must outlive the tree). *root is the tree (owned by the caller) or
  * NULL for an empty stream; NULL too on failure. Errors: TS_EINPUT as `file:line:col: ...`
- * ("bad yaml: <libyaml's problem>" for YAML libyaml refuses), TS_ENOMEM. */
+ * ("bad yaml: <libyaml's problem>" for YAML libyaml refuses; a document of more nodes than the
+ * yaml_nodes limit of core/limit.h, at the first node past it), TS_ENOMEM. */
 ts_status ts_ytree_parse(const char *file, const char *text, size_t len, const ts_ytree_opts *opts,
                          ts_ynode **root, ts_err *err);
 

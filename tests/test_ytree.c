@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/limit.h"
 #include "core/ytree.h"
 
 static const ts_ytree_opts plain_opts = {.max_depth = 32};
@@ -141,6 +142,31 @@ START_TEST(test_options)
 END_TEST
 
 /* Nodes made by hand keep their own file name (a config's `--set` values). */
+/* A document of more nodes than the yaml_nodes limit is refused at the first node past it, so a
+ * 100 MB flow list cannot grow the tree to gigabytes (about 100 bytes of host memory a node). */
+START_TEST(test_node_limit)
+{
+    ts_limit_set(TS_LIMIT_YAML_NODES, 5);
+    ts_ynode_destroy(parse_ok("[1, 2, 3, 4]\n", &plain_opts));
+    ck_assert_str_eq(parse_error("[1, 2, 3, 4, 5]\n", &plain_opts),
+                     "f.yaml:1:14: yaml has more than 5 values, maps and lists (raise it with "
+                     "TESSERA_LIMITS=yaml_nodes=N)");
+    ts_limits_reset();
+    /* the default: a flow list of a million and one numbers */
+    size_t n = 1000001, len = 2 * n + 2;
+    char *text = malloc(len + 1);
+    text[0] = '[';
+    for (size_t i = 0; i < n; i++)
+        memcpy(text + 1 + 2 * i, i + 1 < n ? "0," : "0]", 2);
+    text[len - 1] = '\n';
+    text[len] = 0;
+    ck_assert_str_eq(parse_error(text, &plain_opts),
+                     "f.yaml:1:2000000: yaml has more than 1000000 values, maps and lists (raise it with "
+                     "TESSERA_LIMITS=yaml_nodes=N)");
+    free(text);
+}
+END_TEST
+
 START_TEST(test_made_nodes)
 {
     ts_ynode *seq = ts_ynode_create(TS_Y_SEQ, "--set", 2, 7);
@@ -195,6 +221,7 @@ int main(void)
     tcase_add_test(tc, test_shape);
     tcase_add_test(tc, test_libyaml_errors);
     tcase_add_test(tc, test_options);
+    tcase_add_test(tc, test_node_limit);
     tcase_add_test(tc, test_made_nodes);
     tcase_add_test(tc, test_alloc_failures);
     suite_add_tcase(su, tc);

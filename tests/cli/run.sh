@@ -70,7 +70,17 @@ golden info-builtin-matmul "$T" info matmul:m=64,k=32,n=16
 golden info-unsupported "$T" info "$models/unsupported.onnx"
 golden info-model-with-set "$T" info "$models/resnet50.onnx" --set tiles=4
 
+# Input limits (core/limit.h): each blow-up ends at once with exit 2 and the limit's name.
+golden limit-bad-env env TESSERA_LIMITS=tensor_elems=lots "$T" info matmul
+golden limit-onnx-tensor "$T" info "$models/big_tensor.onnx"
+golden limit-asm-range "$T" asm huge_range.s -o "$tmp/never.bin"
+golden limit-asm-zero "$T" asm huge_zero.s -o "$tmp/never.bin"
+[ ! -e "$tmp/never.bin" ] && ok || bad "a refused program was written"
+golden limit-yaml-nodes env TESSERA_LIMITS=yaml_nodes=40 "$T" info matmul:m=4
+golden limit-energy-nodes env TESSERA_LIMITS=yaml_nodes=100 "$T" run -q -c ipu_tiny4 --energy horowitz45
+
 if has_family ipu; then
+  golden limit-matmul "$T" run -q -c ipu_tiny4 matmul:m=1000000000,k=2,n=2
   golden schema-ipu "$T" config --schema ipu
   golden yaml-bad-indent "$T" run -c bad_indent.yaml
   golden yaml-unknown-key "$T" run -c unknown_key.yaml

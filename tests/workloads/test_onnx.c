@@ -648,6 +648,49 @@ START_TEST(zero_dims)
     free(m);
 }
 END_TEST
+
+/* A tensor of 2^31 elements is refused at import (the tensor limits of core/limit.h), before a
+ * lowering could ask memory for it; so is a node output past the limit. */
+START_TEST(tensor_limits)
+{
+    static char *x[] = {"x"}, *xw[] = {"x", "w"}, *y[] = {"y"};
+    mb *m = malloc(sizeof *m);
+    mb_init(m);
+    mb_input(m, "x", 2, (int64_t[]){INT64_C(1) << 16, INT64_C(1) << 15});
+    mb_node(m, "Relu", "r", x, 1, y, 1);
+    mb_output(m, "y");
+    ck_assert_str_eq(mb_import(m, NULL, NULL), "built.onnx: tensor 'x' has 2147483648 elements, more than the limit "
+                                               "of 268435456 (raise it with TESSERA_LIMITS=tensor_elems=N)");
+    /* a shape-only initializer */
+    mb_init(m);
+    mb_input(m, "x", 2, (int64_t[]){2, 4});
+    Onnx__TensorProto *w = &m->init[0];
+    onnx__tensor_proto__init(w);
+    static int64_t wd[2] = {4, INT64_C(1) << 29};
+    w->n_dims = 2;
+    w->dims = wd;
+    w->has_data_type = 1;
+    w->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    w->name = "w";
+    m->pinit[m->graph.n_initializer++] = w;
+    mb_node(m, "MatMul", "mm", xw, 2, y, 1);
+    mb_output(m, "y");
+    ck_assert_str_eq(mb_import(m, NULL, NULL), "built.onnx: tensor 'w' has 2147483648 elements, more than the limit "
+                                               "of 268435456 (raise it with TESSERA_LIMITS=tensor_elems=N)");
+    /* an output: [65536, 1] x [1, 65536] */
+    mb_init(m);
+    mb_input(m, "x", 2, (int64_t[]){65536, 1});
+    mb_input(m, "w", 2, (int64_t[]){1, 65536});
+    mb_node(m, "MatMul", "mm", xw, 2, y, 1);
+    mb_output(m, "y");
+    const char *names[] = {"x"};
+    ts_onnx_opts o = {names, 1, NULL};
+    ck_assert_str_eq(mb_import(m, &o, NULL),
+                     "built.onnx: node 'mm' (MatMul): output 'y' has 4294967296 elements, more than the limit of "
+                     "268435456 (raise it with TESSERA_LIMITS=tensor_elems=N)");
+    free(m);
+}
+END_TEST
 #endif
 
 /* A tessera built without protobuf-c says so, naming the file. */
@@ -685,6 +728,7 @@ int main(void)
 #if TS_HAVE_ONNX
     tcase_add_test(tc, built_errors);
     tcase_add_test(tc, zero_dims);
+    tcase_add_test(tc, tensor_limits);
 #endif
     tcase_add_test(tc, availability);
     suite_add_tcase(s, tc);
