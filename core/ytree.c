@@ -3,7 +3,9 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -63,6 +65,56 @@ const ts_ynode *ts_ynode_get(const ts_ynode *map, const char *key)
         if (!strcmp(map->kids[i]->text, key))
             return map->kids[i + 1];
     return NULL;
+}
+
+/* Sorting key indexes by (text, position) for ts_ynode_first_dup; qsort has no context pointer,
+ * so each entry carries its text. */
+typedef struct keyref {
+    const char *text;
+    size_t at;
+} keyref;
+
+static int keyref_cmp(const void *x, const void *y)
+{
+    const keyref *a = x, *b = y;
+    int c = strcmp(a->text, b->text);
+    return c ? c : a->at < b->at ? -1 : a->at > b->at;
+}
+
+int ts_ynode_first_dup(const ts_ynode *map, size_t *dup, size_t *first)
+{
+    if (!map || map->kind != TS_Y_MAP)
+        return 0;
+    size_t nk = map->n / 2, best = SIZE_MAX, best_first = 0;
+    if (nk <= 16) { /* small maps, the usual case: no allocation */
+        for (size_t i = 1; i < nk && best == SIZE_MAX; i++)
+            for (size_t j = 0; j < i; j++)
+                if (!strcmp(map->kids[2 * j]->text, map->kids[2 * i]->text)) {
+                    best = 2 * i;
+                    best_first = 2 * j;
+                    break;
+                }
+    } else {
+        keyref *k = ts_malloc(nk * sizeof *k);
+        if (!k)
+            return -1;
+        for (size_t i = 0; i < nk; i++)
+            k[i] = (keyref){map->kids[2 * i]->text, 2 * i};
+        qsort(k, nk, sizeof *k, keyref_cmp);
+        /* In a run of equal keys, the second is the first repeat of the first. */
+        for (size_t i = 1; i < nk; i++)
+            if (!strcmp(k[i].text, k[i - 1].text) && (i < 2 || strcmp(k[i - 1].text, k[i - 2].text)) &&
+                k[i].at < best) {
+                best = k[i].at;
+                best_first = k[i - 1].at;
+            }
+        ts_free(k);
+    }
+    if (best == SIZE_MAX)
+        return 0;
+    *dup = best;
+    *first = best_first;
+    return 1;
 }
 
 bool ts_ynode_is_null(const ts_ynode *nd)

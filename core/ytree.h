@@ -65,6 +65,10 @@ void ts_ynode_destroy(ts_ynode *nd);
 /* The value of key in map (borrowed from map), or NULL when map is NULL, not a map or has no
  * such key. The first of duplicate keys wins. */
 const ts_ynode *ts_ynode_get(const ts_ynode *map, const char *key);
+/* The first repeated key of a map, in document order: 1 with *dup the kid index of the key that
+ * repeats an earlier one (the earliest such key) and *first the kid index of that earlier one; 0
+ * when every key is unique or nd is not a map; -1 without memory. O(n log n) in the keys. */
+int ts_ynode_first_dup(const ts_ynode *map, size_t *dup, size_t *first);
 /* Whether nd is a plain scalar that YAML reads as null: nothing, "~" or "null" (any of YAML's
  * three spellings). */
 bool ts_ynode_is_null(const ts_ynode *nd);
