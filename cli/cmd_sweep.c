@@ -788,11 +788,11 @@ static int sweep_main(int argc, char **argv, int rank, int nranks)
         (rc = write_sorted(&reports, "", jsonl, NULL)) != 0)
         goto out;
 
-    struct sigaction sa;
+    struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
     signal(SIGPIPE, SIG_IGN);
     size_t nfailed = 0, ninterrupted = 0;
 #if TS_HAVE_MPI
@@ -802,8 +802,8 @@ static int sweep_main(int argc, char **argv, int rank, int nranks)
     } else
 #endif
         rc = run_all(s, done, jobs, output, jsonl, quiet, &ninterrupted);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    sigaction(SIGINT, &old_int, NULL); /* the CLI's: it removes the temporary file of a rewrite */
+    sigaction(SIGTERM, &old_term, NULL);
     if (rc)
         goto out;
     if (g_stop) {

@@ -183,6 +183,51 @@ START_TEST(limits_parse_and_bound_reads)
 }
 END_TEST
 
+/* Temporary files: tracked ones are removed by ts_tmp_remove_all (what the CLI's signal handler
+ * calls); stale ones of an output, whose process is gone, by ts_tmp_remove_stale. */
+START_TEST(temporary_files)
+{
+    char dir[] = "/tmp/ts_test_tmp_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char names[5][300];
+    const char *what[5] = {"out.txt.tmp.999999999", "out.txt.tmp.%ld", "out.txt.tmp.12x", "other.tmp.999999999",
+                           "out.txt.tmp.%ld"};
+    for (int i = 0; i < 5; i++) {
+        char leaf[64];
+        snprintf(leaf, sizeof leaf, what[i], i == 1 ? (long)getppid() : (long)getpid());
+        snprintf(names[i], sizeof names[i], "%s/%s", dir, leaf);
+        FILE *f = fopen(names[i], "w");
+        ck_assert_ptr_nonnull(f);
+        fclose(f);
+    }
+    char out[300];
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    ts_tmp_remove_stale(out);
+    /* gone: the dead process's; kept: a live process's (the parent), not a pid, another output,
+     * this process's own */
+    ck_assert_int_ne(access(names[0], F_OK), 0);
+    for (int i = 1; i < 5; i++)
+        ck_assert_msg(access(names[i], F_OK) == 0, "%s was removed", names[i]);
+    int slot = ts_tmp_track(names[4]);
+    ck_assert_int_ge(slot, 0);
+    ts_tmp_remove_all();
+    ck_assert_int_ne(access(names[4], F_OK), 0);
+    ts_tmp_untrack(slot);
+    ts_tmp_untrack(-1);
+    FILE *f = fopen(names[4], "w");
+    fclose(f);
+    ts_tmp_remove_all(); /* untracked: kept */
+    ck_assert_int_eq(access(names[4], F_OK), 0);
+    char huge[TS_TMP_PATH_MAX + 8];
+    memset(huge, 'a', sizeof huge - 1);
+    huge[sizeof huge - 1] = 0;
+    ck_assert_int_eq(ts_tmp_track(huge), -1);
+    for (int i = 1; i < 5; i++)
+        unlink(names[i]);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 START_TEST(hashes_match_reference_values)
 {
     /* Reference values: CRC-32 of "123456789" is 0xcbf43926; FNV-1a 64 of "a" is 0xaf63dc4c8601ec8c. */
@@ -238,6 +283,7 @@ static Suite *suite(void)
     tcase_add_test(t, buf_appends_and_escapes);
     tcase_add_test(t, atomic_write_leaves_no_partial_file);
     tcase_add_test(t, limits_parse_and_bound_reads);
+    tcase_add_test(t, temporary_files);
     tcase_add_test(t, hashes_match_reference_values);
     tcase_add_test(t, half_conversions_round_to_nearest_even);
     tcase_add_test(t, edit_distance_counts_swaps_once);

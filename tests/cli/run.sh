@@ -110,6 +110,28 @@ if has_family ipu; then
   expect_exit unwritable 2 "$T" run -q -o "$tmp/no/such/dir/r.json"
   ls "$tmp" | grep -q '\.tmp\.' && bad "temporary file left behind" || ok
 
+  # A run stopped by SIGINT, SIGTERM or SIGHUP while it writes a trace removes the temporary file
+  # and dies of the signal; one killed by SIGKILL leaves it, and the next run with the same trace
+  # removes it (its process is gone). set -m: a background job of a script ignores SIGINT otherwise.
+  mkdir "$tmp/sig"
+  for sig in INT TERM HUP KILL; do
+    (cd "$tmp/sig" || exit; set -m
+     "$T" run -q -c ipu_tiny4 --max-cycles 100000000000 --trace t.json --trace-limit 1 "$data/spin.s" -o r.json \
+       2>/dev/null & pid=$!
+     for _ in $(seq 1 200); do ls "$tmp/sig" | grep -q '\.tmp\.' && break; sleep 0.02; done
+     kill -$sig $pid; wait $pid; echo $? >"$tmp/sig.status") 2>/dev/null
+    st=$(cat "$tmp/sig.status")
+    left=$(ls "$tmp/sig" | grep -c '\.tmp\.')
+    if [ $sig = KILL ]; then
+      [ "$st" = 137 ] && [ "$left" = 1 ] && ok || bad "SIGKILL during --trace: status $st, $left temporary files"
+    else
+      want=$((128 + $(kill -l $sig)))
+      [ "$st" = "$want" ] && [ "$left" = 0 ] && ok || bad "SIG$sig during --trace: status $st (want $want), $left temporary files left"
+    fi
+  done
+  (cd "$tmp/sig" && "$T" run -q -c ipu_tiny4 --max-cycles 5000 --trace t.json "$data/spin.s" 2>/dev/null)
+  [ -z "$(ls "$tmp/sig")" ] && ok || bad "a stale temporary trace was not removed: $(ls "$tmp/sig")"
+
   # A lowered model's report has the per-operator table (one row per operator with supersteps).
   expect_exit layers 0 "$T" run -q -c ipu_small16 "$models/conv_bn.onnx" -f json -o "$tmp/l.json"
   tr -d ' \n' < "$tmp/l.json" | grep -q '"layers":{"kind":"table".*"compute_share".*"rows":\[\[0,0,16,2,' && ok ||
