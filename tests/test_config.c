@@ -595,6 +595,13 @@ START_TEST(sets)
     const char *bad6[] = {"tiles="};
     ts_config_opts o6 = {lookup, builtin, bad6, 1};
     load_bad_opts(text, &o6, TS_EINPUT, "--set:1:7: tiles: expected a whole number like '4', got nothing");
+    /* A --set value must be UTF-8, as a YAML file is (else the config's dump could not hold it). */
+    const char *bad7[] = {"label=ok\xff"};
+    ts_config_opts o8 = {lookup, builtin, bad7, 1};
+    load_bad_opts(text, &o8, TS_EINPUT, "--set:1:7: label: the value is not UTF-8 text");
+    const char *bad8[] = {"label=\xed\xa0\x80"}; /* a surrogate */
+    ts_config_opts o9 = {lookup, builtin, bad8, 1};
+    load_bad_opts(text, &o9, TS_EINPUT, "--set:1:7: label: the value is not UTF-8 text");
     /* A --set may supply a required key. */
     const char *need[] = {"tiles=3"};
     ts_config_opts o7 = {lookup, builtin, need, 1};
@@ -673,6 +680,25 @@ START_TEST(dump_round_trip)
     ck_assert_str_eq(data(c)->label, "quote \" and \\ back");
     ck_assert_str_eq(data(c)->units.v[1], "y z");
     ck_assert_str_eq(ts_config_name(c), "dumped");
+    ts_buf_free(&b);
+    ts_config_destroy(a);
+    ts_config_destroy(c);
+
+    /* Every character a YAML string can hold comes back: C0 and C1 controls, DEL, NEL and the
+     * line and paragraph separators (YAML 1.1 line breaks, folded into spaces when written raw in
+     * double quotes), the byte-order mark, a tab, a backslash, non-ASCII text. The dump escaped
+     * only what JSON escapes: C1 and DEL made a file that did not load, NEL one that loaded as a
+     * space with another fingerprint. */
+    a = load_ok("arch: testchip\ntiles: 1\nlabel: \"a\\x9eb\\x7fc\\Nd\\Le\\Pf\\x01g\\th\\\\i\\uFEFFj\\u00e9\\U0001F600\"\n"
+                "units: [\"\\N\", \"\\x85\\x80\"]\n");
+    ck_assert_str_eq(data(a)->label, "a\xc2\x9e" "b\x7f" "c\xc2\x85" "d\xe2\x80\xa8" "e\xe2\x80\xa9" "f\x01"
+                                     "g\th\\i\xef\xbb\xbf" "j\xc3\xa9\xf0\x9f\x98\x80");
+    ts_config_dump(a, &b);
+    c = load_ok(ts_buf_str(&b));
+    ck_assert_str_eq(data(c)->label, data(a)->label);
+    ck_assert_str_eq(data(c)->units.v[0], "\xc2\x85");
+    ck_assert_str_eq(data(c)->units.v[1], "\xc2\x85\xc2\x80");
+    ck_assert_uint_eq(ts_config_fingerprint(a), ts_config_fingerprint(c));
     ts_buf_free(&b);
     ts_config_destroy(a);
     ts_config_destroy(c);
