@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -662,6 +663,26 @@ static int mpi_run_all(const ts_sweep *s, const bool *done, int nranks, const ch
 }
 #endif
 
+/* Whether two paths name one file: the same inode when both exist, else the same directory (by
+ * its real path) and the same name. */
+static bool same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char da[PATH_MAX], db[PATH_MAX];
+    const char *sl_a = strrchr(a, '/'), *sl_b = strrchr(b, '/');
+    const char *na = sl_a ? sl_a + 1 : a, *nb = sl_b ? sl_b + 1 : b;
+    if (strcmp(na, nb))
+        return false;
+    char pa[PATH_MAX], pb[PATH_MAX];
+    snprintf(pa, sizeof pa, "%.*s", sl_a ? (int)(sl_a - a + (sl_a == a)) : 1, sl_a ? a : ".");
+    snprintf(pb, sizeof pb, "%.*s", sl_b ? (int)(sl_b - b + (sl_b == b)) : 1, sl_b ? b : ".");
+    if (!realpath(pa, da) || !realpath(pb, db))
+        return !strcmp(a, b);
+    return !strcmp(da, db);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * The command. */
 
@@ -777,6 +798,10 @@ static int sweep_main(int argc, char **argv, int rank, int nranks)
     done = ts_calloc(np + 1, sizeof *done);
     if (!jsonl || !done) {
         rc = cli_usage_error("out of memory");
+        goto out;
+    }
+    if (same_file(jsonl, output)) { /* the reports would be appended to the CSV, then overwrite it */
+        rc = cli_usage_error("--jsonl %s is the CSV given with -o: give the reports a file of their own", jsonl);
         goto out;
     }
     /* What an earlier run left: whole rows of this spec, and their reports. Both files are

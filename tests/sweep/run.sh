@@ -182,6 +182,12 @@ else
   check "mpirun with a bad spec says so once" '[ "$(grep -c "unknown key" "$tmp/err")" = 1 ]'
 fi
 
+# --jsonl naming the CSV is refused before anything is written (the reports overwrote the CSV).
+cp "$tmp/ref.csv" "$tmp/same.csv"
+(cd "$tmp" && "$T" sweep "$spec" -o same.csv --jsonl ./same.csv -q 2>"$tmp/err")
+check "--jsonl equal to -o is a usage error" '[ $? = 2 ] && grep -q "is the CSV given with -o" "$tmp/err"'
+check "--jsonl equal to -o leaves the CSV" 'cmp -s "$tmp/same.csv" "$tmp/ref.csv"'
+
 # Usage.
 "$T" sweep "$spec" >/dev/null 2>&1
 check "no -o is a usage error" '[ $? = 2 ]'
