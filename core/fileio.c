@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -148,6 +149,28 @@ void ts_tmp_remove_stale(const char *path)
         unlink(full);
     }
     closedir(d);
+}
+
+ts_status ts_check_writable(const char *path, ts_err *err)
+{
+    if (!path || !strcmp(path, "-"))
+        return TS_OK;
+    size_t plen = strlen(path) + 32;
+    char *tmp = ts_malloc(plen);
+    if (!tmp)
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    snprintf(tmp, plen, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    ts_status st = TS_OK;
+    if (fd < 0) {
+        if (errno != EEXIST) /* our own temporary file exists: something writes it; the path is fine */
+            st = ts_err_at(err, TS_EIO, path, 0, 0, "cannot write: %s", strerror(errno));
+    } else {
+        close(fd);
+        unlink(tmp);
+    }
+    ts_free(tmp);
+    return st;
 }
 
 ts_status ts_write_file_atomic(const char *path, const void *data, size_t len, ts_err *err)

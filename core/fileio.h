@@ -17,6 +17,11 @@ ts_status ts_read_file(const char *path, char **data, size_t *len, ts_err *err);
  * while it exists, and stale ones of path are removed first (ts_tmp_remove_stale). */
 ts_status ts_write_file_atomic(const char *path, const void *data, size_t len, ts_err *err);
 
+/* Whether an output could be written, checked before the work that produces it: creates and
+ * removes path's temporary file. "-" and NULL (standard output) are fine. Errors as
+ * ts_write_file_atomic's (TS_EIO, "cannot write: <reason>" at path). */
+ts_status ts_check_writable(const char *path, ts_err *err);
+
 /* Temporary files in flight ("<path>.tmp.<pid>": reports, programs, a trace being written), so
  * that a program stopped by a signal can remove them. ts_tmp_track copies tmp (a path shorter
  * than TS_TMP_PATH_MAX) into one of TS_TMP_SLOTS process-wide slots and returns the slot, or -1

@@ -109,6 +109,12 @@ if has_family ipu; then
   [ ! -e "$tmp/hang.json" ] && ok || bad "a failed run left a report behind"
   expect_exit unwritable 2 "$T" run -q -o "$tmp/no/such/dir/r.json"
   ls "$tmp" | grep -q '\.tmp\.' && bad "temporary file left behind" || ok
+  # ... and fails before the simulation, not after it (spin.s runs until a cycle limit)
+  touch "$tmp/plain"
+  expect_exit unwritable-first 2 timeout 60 "$T" run -q -c ipu_tiny4 spin.s -o "$tmp/plain/r.json"
+  grep -q "plain/r.json: cannot write: Not a directory" "$tmp/stderr" || bad "unwritable report: $(cat "$tmp/stderr")"
+  expect_exit unwritable-png 2 timeout 60 "$T" run -q -c ipu_tiny4 spin.s --summary-png "$tmp/plain/s.png"
+  expect_exit unwritable-compile 2 timeout 60 "$T" compile -c ipu_tiny4 spin.s -o "$tmp/plain/p.bin"
 
   # A run stopped by SIGINT, SIGTERM or SIGHUP while it writes a trace removes the temporary file
   # and dies of the signal; one killed by SIGKILL leaves it, and the next run with the same trace
