@@ -90,6 +90,10 @@ static int assemble(int argc, char **argv, const char *usage, bool need_config)
     ts_program *prog = NULL;
     const ts_family *fam = NULL;
     int rc = TS_EXIT_OK;
+    if (ts_check_writable(output, &err) != TS_OK) { /* before a compilation that may take a while */
+        rc = cli_fail(&err);
+        goto out;
+    }
     if (config) {
         if (cli_load_config(&cfg, config, sets.v, sets.n, &err) != TS_OK) {
             rc = cli_fail(&err);

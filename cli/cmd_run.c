@@ -16,6 +16,7 @@
 #include "core/trace.h"
 #include "core/activity.h"
 #include "core/act_trace.h"
+#include "core/fileio.h"
 #include "viz/render.h"
 #include "viz/view.h"
 
@@ -281,6 +282,11 @@ int cmd_run(int argc, char **argv)
             rc = cli_usage_error("family '%s' has no default config: give -c CONFIG", fam->name);
             goto out;
         }
+    }
+    /* Outputs that cannot be written fail now, not after the simulation (the trace opens below). */
+    if (ts_check_writable(output, &err) != TS_OK || ts_check_writable(summary_png, &err) != TS_OK) {
+        rc = cli_fail(&err);
+        goto out;
     }
     if (cli_load_config(&cfg, config, sets.v, sets.n, &err) != TS_OK) {
         rc = cli_fail(&err);

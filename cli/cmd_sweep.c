@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -291,7 +292,9 @@ static int cmp_keyed(const void *a, const void *b)
     return x->at < y->at ? -1 : x->at > y->at;
 }
 
-static void lines_sorted(const line_set *l, const char *header, ts_buf *out)
+/* ... and counts, in *failed when not NULL, the kept lines that are failed CSV rows (a row whose
+ * error field, the last, is not empty). */
+static void lines_sorted(const line_set *l, const char *header, ts_buf *out, size_t *failed)
 {
     ts_buf_puts(out, header);
     keyed *k = ts_malloc((l->n + 1) * sizeof *k);
@@ -305,16 +308,20 @@ static void lines_sorted(const line_set *l, const char *header, ts_buf *out)
     for (size_t i = 0; i < l->n; i++) {
         if (i + 1 < l->n && k[i + 1].id == k[i].id)
             continue;
-        ts_buf_puts(out, l->v[k[i].at]);
+        const char *v = l->v[k[i].at];
+        size_t n = strlen(v);
+        if (failed)
+            *failed += !(n && v[n - 1] == ',');
+        ts_buf_puts(out, v);
         ts_buf_putc(out, '\n');
     }
     ts_free(k);
 }
 
-static int write_sorted(const line_set *l, const char *header, const char *path)
+static int write_sorted(const line_set *l, const char *header, const char *path, size_t *failed)
 {
     ts_buf b = TS_BUF_INIT;
-    lines_sorted(l, header, &b);
+    lines_sorted(l, header, &b, failed);
     ts_err err;
     ts_err_init(&err);
     int rc = 0;
@@ -400,7 +407,10 @@ static int start_worker(const ts_sweep *s, size_t i, worker *w, int keep_fds[2])
 }
 
 /* A worker has finished sending: reap it and append its report and row. Returns 1 when the
- * point failed, 0 when it ran, -1 when the outputs could not be written. */
+ * point failed, 0 when it ran, 2 when the worker was stopped by SIGINT, SIGTERM or SIGHUP (the
+ * user's Ctrl-C reaches the whole process group, the sweep's workers included): then nothing is
+ * written, and the point runs again next time, as docs/sweep.md says of an interrupted sweep;
+ * -1 when the outputs could not be written. */
 static int finish_worker(const ts_sweep *s, worker *w, int csv_fd, int jsonl_fd)
 {
     close(w->fd);
@@ -408,6 +418,9 @@ static int finish_worker(const ts_sweep *s, worker *w, int csv_fd, int jsonl_fd)
     while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR)
         ;
     w->pid = 0;
+    if (WIFSIGNALED(status) &&
+        (WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGTERM || WTERMSIG(status) == SIGHUP))
+        return 2;
     const char *data = ts_buf_str(&w->in);
     size_t jl = strnlen(data, w->in.len);
     ts_buf row = TS_BUF_INIT;
@@ -441,7 +454,7 @@ static long default_jobs(void)
 }
 
 static int run_all(const ts_sweep *s, const bool *done, long jobs, const char *csv, const char *jsonl, bool quiet,
-                   size_t *nfailed)
+                   size_t *ninterrupted)
 {
     int csv_fd = open(csv, O_WRONLY | O_APPEND | O_CLOEXEC);
     int jsonl_fd = open(jsonl, O_WRONLY | O_APPEND | O_CLOEXEC);
@@ -514,7 +527,7 @@ static int run_all(const ts_sweep *s, const bool *done, long jobs, const char *c
             if (r < 0)
                 rc = cli_usage_error("%s: cannot append a row: %s", csv, strerror(errno));
             else
-                *nfailed += (size_t)r;
+                *ninterrupted += r == 2;
             if (progress)
                 fprintf(stderr, "\rsweep: %zu of %zu points", ran, todo);
         }
@@ -589,8 +602,7 @@ static void mpi_stop(int rank)
 }
 
 /* Rank 0: hand out the points not done, append the results. Stops every other rank. */
-static int mpi_run_all(const ts_sweep *s, const bool *done, int nranks, const char *csv, const char *jsonl,
-                       size_t *nfailed)
+static int mpi_run_all(const ts_sweep *s, const bool *done, int nranks, const char *csv, const char *jsonl)
 {
     int csv_fd = open(csv, O_WRONLY | O_APPEND | O_CLOEXEC);
     int jsonl_fd = open(jsonl, O_WRONLY | O_APPEND | O_CLOEXEC);
@@ -629,8 +641,6 @@ static int mpi_run_all(const ts_sweep *s, const bool *done, int nranks, const ch
             size_t rl = jl < (size_t)n ? (size_t)n - jl - 1 : 0;
             if (!rc && (jl >= (size_t)n || !rl || write_all(jsonl_fd, msg, jl) || write_all(csv_fd, row, rl)))
                 rc = cli_usage_error("%s: cannot append the row of point %zu", csv, busy[st.MPI_SOURCE]);
-            else if (!rc)
-                *nfailed += !(rl >= 2 && row[rl - 2] == ',');
             ts_free(msg);
         }
         while (next < np && done[next])
@@ -652,6 +662,26 @@ static int mpi_run_all(const ts_sweep *s, const bool *done, int nranks, const ch
     return rc;
 }
 #endif
+
+/* Whether two paths name one file: the same inode when both exist, else the same directory (by
+ * its real path) and the same name. */
+static bool same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char da[PATH_MAX], db[PATH_MAX];
+    const char *sl_a = strrchr(a, '/'), *sl_b = strrchr(b, '/');
+    const char *na = sl_a ? sl_a + 1 : a, *nb = sl_b ? sl_b + 1 : b;
+    if (strcmp(na, nb))
+        return false;
+    char pa[PATH_MAX], pb[PATH_MAX];
+    snprintf(pa, sizeof pa, "%.*s", sl_a ? (int)(sl_a - a + (sl_a == a)) : 1, sl_a ? a : ".");
+    snprintf(pb, sizeof pb, "%.*s", sl_b ? (int)(sl_b - b + (sl_b == b)) : 1, sl_b ? b : ".");
+    if (!realpath(pa, da) || !realpath(pb, db))
+        return !strcmp(a, b);
+    return !strcmp(da, db);
+}
 
 /* ---------------------------------------------------------------------------------------------
  * The command. */
@@ -770,30 +800,35 @@ static int sweep_main(int argc, char **argv, int rank, int nranks)
         rc = cli_usage_error("out of memory");
         goto out;
     }
+    if (same_file(jsonl, output)) { /* the reports would be appended to the CSV, then overwrite it */
+        rc = cli_usage_error("--jsonl %s is the CSV given with -o: give the reports a file of their own", jsonl);
+        goto out;
+    }
     /* What an earlier run left: whole rows of this spec, and their reports. Both files are
      * rewritten with only those, so appending starts after a whole line. */
     if ((rc = read_rows(s, output, ts_buf_str(&header), &rows, done)) != 0)
         goto out;
     read_reports(s, jsonl, done, &reports);
-    if ((rc = write_sorted(&rows, ts_buf_str(&header), output)) != 0 || (rc = write_sorted(&reports, "", jsonl)) != 0)
+    if ((rc = write_sorted(&rows, ts_buf_str(&header), output, NULL)) != 0 ||
+        (rc = write_sorted(&reports, "", jsonl, NULL)) != 0)
         goto out;
 
-    struct sigaction sa;
+    struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
     signal(SIGPIPE, SIG_IGN);
-    size_t nfailed = 0;
+    size_t nfailed = 0, ninterrupted = 0;
 #if TS_HAVE_MPI
     if (nranks > 1) {
         stopped = true;
-        rc = mpi_run_all(s, done, nranks, output, jsonl, &nfailed);
+        rc = mpi_run_all(s, done, nranks, output, jsonl);
     } else
 #endif
-        rc = run_all(s, done, jobs, output, jsonl, quiet, &nfailed);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+        rc = run_all(s, done, jobs, output, jsonl, quiet, &ninterrupted);
+    sigaction(SIGINT, &old_int, NULL); /* the CLI's: it removes the temporary file of a rewrite */
+    sigaction(SIGTERM, &old_term, NULL);
     if (rc)
         goto out;
     if (g_stop) {
@@ -804,16 +839,20 @@ static int sweep_main(int argc, char **argv, int rank, int nranks)
     /* Normalise: rows and reports sorted by point id, written atomically. */
     lines_free(&rows);
     lines_free(&reports);
+    /* Failures are counted on the rows kept, one per point: a point that failed in an earlier run
+     * (a worker killed) and ran again has two rows in the file until now, and only the later
+     * one counts. */
     if ((rc = reread(output, header.len, false, &rows)) != 0 || (rc = reread(jsonl, 0, true, &reports)) != 0 ||
-        (rc = write_sorted(&rows, ts_buf_str(&header), output)) != 0 || (rc = write_sorted(&reports, "", jsonl)) != 0)
+        (rc = write_sorted(&rows, ts_buf_str(&header), output, &nfailed)) != 0 ||
+        (rc = write_sorted(&reports, "", jsonl, NULL)) != 0)
         goto out;
-    nfailed = 0;
-    for (size_t i = 0; i < rows.n; i++) {
-        size_t n = strlen(rows.v[i]);
-        nfailed += !(n && rows.v[i][n - 1] == ',');
-    }
     if (nfailed) {
-        fprintf(stderr, "tessera: %zu of %zu points failed (see the error column of %s)\n", nfailed, rows.n, output);
+        fprintf(stderr, "tessera: %zu of %zu points failed (see the error column of %s)\n", nfailed, np, output);
+        rc = TS_EXIT_SIM;
+    }
+    if (ninterrupted) {
+        fprintf(stderr, "tessera: %zu point%s stopped by a signal: run the sweep again to finish %s\n",
+                ninterrupted, ninterrupted == 1 ? " was" : "s were", ninterrupted == 1 ? "it" : "them");
         rc = TS_EXIT_SIM;
     }
 out:

@@ -1,9 +1,12 @@
 /* cli/tessera.c — the `tessera` program: subcommand dispatch, --help and --version. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/common.h"
+#include "core/fileio.h"
+#include "core/limit.h"
 #include "ts_build.h"
 
 static const char usage[] =
@@ -25,7 +28,20 @@ static const char usage[] =
     "\n"
     "With no command, `tessera` runs the built-in default workload on the default config.\n"
     "`tessera <command> --help` describes each command. Exit status: 0 success, 1 simulation\n"
-    "error (hang, hazard, out-of-range access), 2 bad input or usage.\n";
+    "error (hang, hazard, out-of-range access, cycle limit), 2 bad input or usage.\n"
+    "\n"
+    "Inputs are checked against size limits (file size, YAML nodes, tensor elements and bytes,\n"
+    "model operators, assembler ranges and data); TESSERA_LIMITS=name=N,... raises them\n"
+    "(docs/cli.md lists them).\n";
+
+/* SIGINT, SIGTERM or SIGHUP: remove the temporary files being written (a trace, a report), then
+ * die of the signal as if there were no handler, so the caller sees how the program ended. */
+static void on_fatal_signal(int sig)
+{
+    ts_tmp_remove_all();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
 
 /* `tessera view ARGS` is `tessera run --view ARGS`. */
 static int cmd_view(int argc, char **argv)
@@ -44,6 +60,21 @@ static int cmd_view(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* The input limits (core/limit.h), raised or lowered for every command at once. */
+    const char *limits = getenv("TESSERA_LIMITS");
+    char why[256];
+    if (limits && ts_limits_parse(limits, why, sizeof why))
+        return cli_usage_error("TESSERA_LIMITS: %s", why);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int sig = 0; sig < 3; sig++) { /* a signal ignored by the parent (nohup) stays ignored */
+        struct sigaction old;
+        int s = sig == 0 ? SIGINT : sig == 1 ? SIGTERM : SIGHUP;
+        if (sigaction(s, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(s, &sa, NULL);
+    }
     if (argc < 2)
         return cmd_run(argc, argv);
     const char *cmd = argv[1];

@@ -19,12 +19,14 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/limit.h"
 #include "core/suggest.h"
 
-/* Largest .data segment the assembler builds, 64 MiB: far above any tile memory modelled
- * (IPU tiles hold 624 KiB, a WSE PE 48 KiB) and small enough that bad input cannot ask the host
- * for gigabytes. */
-#define MAX_SEGMENT (64u << 20)
+/* What the assembler builds is bounded by the limits of core/limit.h, checked before it
+ * allocates: one .data segment (data_bytes), the units of one range A-B (range_units) and the
+ * whole program with its ranges expanded (program_bytes: instructions, streams, segments, labels
+ * and marks at their in-memory sizes), so `.zero` or a range over 65,536 tiles cannot ask the host
+ * for terabytes. */
 
 enum { T_WORD, T_COMMA, T_COLON, T_STRING };
 
@@ -89,6 +91,7 @@ typedef struct as {
     struct range { uint32_t kind, first, last; int line, col; } *ranges;
     size_t nranges, capranges;
     uint32_t dlast; /* last index of the open .data segment's range (== dindex when none) */
+    uint64_t bytes; /* what the program holds so far, ranges expanded, against program_bytes */
 } as;
 
 static ts_status fail(as *a, int col, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -104,6 +107,19 @@ static ts_status fail(as *a, int col, const char *fmt, ...)
 }
 
 static ts_status oom(as *a) { return ts_err_set(a->err, TS_ENOMEM, "out of memory"); }
+
+/* Account for n more bytes of program (n units of `each` bytes), or fail at col of the current
+ * line naming the program_bytes limit. */
+static ts_status grow_program(as *a, int col, uint64_t units, uint64_t each)
+{
+    uint64_t limit = ts_limit(TS_LIMIT_PROGRAM_BYTES), more;
+    if (__builtin_mul_overflow(units, each, &more) || __builtin_add_overflow(a->bytes, more, &more) ||
+        more > limit)
+        return fail(a, col, "the program would pass the limit of %" PRIu64 " bytes of instructions and data, "
+                    "ranges expanded " TS_LIMIT_HINT_FMT, limit, ts_limit_name(TS_LIMIT_PROGRAM_BYTES));
+    a->bytes = more;
+    return TS_OK;
+}
 
 /* Text of a token, shortened for messages. */
 #define TOKF "%.*s"
@@ -493,6 +509,13 @@ static ts_status close_data(as *a)
     if (a->sec != SEC_DATA)
         return TS_OK;
     a->sec = SEC_NONE;
+    int line = a->line;
+    a->line = a->dline;
+    ts_status gst = grow_program(a, a->dcol, (uint64_t)a->dlast - a->dindex + 1,
+                                 a->dlen + sizeof(ts_segment) + sizeof(seginfo));
+    a->line = line;
+    if (gst)
+        return gst;
     for (uint64_t idx = a->dindex; idx <= a->dlast; idx++) {
         ts_status st = ts_program_add_segment(a->p, a->dkind, (uint32_t)idx, a->daddr, a->dbytes,
                                               (uint32_t)a->dlen, a->err);
@@ -515,8 +538,10 @@ static ts_status close_data(as *a)
 
 static ts_status data_put(as *a, const tok *t, const void *bytes, size_t n)
 {
-    if (a->dlen + n > MAX_SEGMENT)
-        return fail(a, t->col, "data segment exceeds %u bytes", MAX_SEGMENT);
+    uint64_t limit = ts_limit(TS_LIMIT_DATA_BYTES);
+    if (a->dlen + n > limit)
+        return fail(a, t->col, "the data segment would pass the limit of %" PRIu64 " bytes " TS_LIMIT_HINT_FMT,
+                    limit, ts_limit_name(TS_LIMIT_DATA_BYTES));
     if (n == 0)
         return TS_OK;
     if (a->dlen + n > a->dcap) {
@@ -727,6 +752,11 @@ static ts_status directive(as *a, const tok *d, const tok *t, size_t n)
         if ((st = parse_kind(a, arg[0], &kind)) || (st = parse_index_range(a, arg[1], &index, &last)) ||
             (st = close_data(a)))
             return st;
+        uint64_t units = (uint64_t)(last - index) + 1;
+        if (units > ts_limit(TS_LIMIT_RANGE_UNITS))
+            return fail(a, arg[1]->col, "range '" TOKF "' has %" PRIu64 " units, more than the limit of %" PRIu64
+                        " " TS_LIMIT_HINT_FMT, TOKA(arg[1]), units, ts_limit(TS_LIMIT_RANGE_UNITS),
+                        ts_limit_name(TS_LIMIT_RANGE_UNITS));
         if (data) {
             uint64_t addr;
             if ((st = parse_u64(a, arg[2], "address", &addr)))
@@ -741,6 +771,9 @@ static ts_status directive(as *a, const tok *d, const tok *t, size_t n)
             a->dcol = d->col;
             return TS_OK;
         }
+        if (!ts_program_stream_find(a->p, kind, (uint32_t)index) &&
+            (st = grow_program(a, arg[1]->col, 1, sizeof(ts_stream))))
+            return st;
         if (!ts_program_stream(a->p, kind, (uint32_t)index))
             return oom(a);
         if (last > index) {
@@ -821,8 +854,12 @@ static ts_status directive(as *a, const tok *d, const tok *t, size_t n)
             return fail(a, d->col, "'" TOKF "' outside a .data segment", TOKA(d));
         int64_t v;
         if ((st = fixed_args(a, d, t, n, arg, 1, "COUNT")) ||
-            (st = parse_int(a, arg[0], 0, MAX_SEGMENT, ".zero count", &v)))
+            (st = parse_int(a, arg[0], 0, INT64_MAX, ".zero count", &v)))
             return st;
+        uint64_t limit = ts_limit(TS_LIMIT_DATA_BYTES);
+        if ((uint64_t)v > limit || a->dlen + (uint64_t)v > limit)
+            return fail(a, arg[0]->col, ".zero %" PRId64 " would pass the data segment limit of %" PRIu64
+                        " bytes " TS_LIMIT_HINT_FMT, v, limit, ts_limit_name(TS_LIMIT_DATA_BYTES));
         return data_put(a, arg[0], NULL, (size_t)v);
     }
     char h[96];
@@ -944,6 +981,9 @@ static ts_status instruction(as *a, const tok *m, const tok *t, size_t n)
     if (got != (size_t)want)
         return fail(a, m->col, "'%s' takes %d operand%s, got %zu", oi->mnemonic, want,
                     want == 1 ? "" : "s", got);
+    ts_status gst = grow_program(a, m->col, 1, sizeof(ts_insn));
+    if (gst)
+        return gst;
     size_t si = cur_stream_index(a);
     ts_insn *in = ts_stream_emit(&a->p->streams[si], (uint16_t)op);
     if (!in)
@@ -1029,49 +1069,76 @@ static ts_status resolve(as *a)
     return TS_OK;
 }
 
-/* Copy each range's first stream, with its labels and marks, to the rest of the range. */
+/* Copy each range's first stream, with its labels and marks, to the rest of the range. The
+ * labels and marks of the first stream are gathered once per range, so a range costs its units
+ * times its body, not times every symbol of the program; the whole expansion is accounted against
+ * program_bytes before anything is copied. */
 static ts_status replicate(as *a)
 {
     ts_program *p = a->p;
-    for (size_t r = 0; r < a->nranges; r++) {
+    size_t *lab = NULL, *mk = NULL;
+    ts_status st = TS_OK;
+    for (size_t r = 0; r < a->nranges && !st; r++) {
         const struct range *g = &a->ranges[r];
-        for (uint64_t idx = (uint64_t)g->first + 1; idx <= g->last; idx++) {
+        size_t si = (size_t)(ts_program_stream(p, g->kind, g->first) - p->streams);
+        size_t nlab = 0, nmk = 0, nsyms = p->nsyms, nmarks = p->nmarks;
+        uint64_t body = sizeof(ts_stream) + (uint64_t)p->streams[si].n * sizeof(ts_insn);
+        ts_free(lab);
+        ts_free(mk);
+        lab = ts_malloc((nsyms + 1) * sizeof *lab);
+        mk = ts_malloc((nmarks + 1) * sizeof *mk);
+        if (!lab || !mk) {
+            st = oom(a);
+            break;
+        }
+        for (size_t k = 0; k < nsyms; k++)
+            if (p->syms[k].kind == TS_SYM_LABEL && p->syms[k].stream == si) {
+                lab[nlab++] = k;
+                body += sizeof(ts_symbol) + strlen(p->syms[k].name) + 1;
+            }
+        for (size_t k = 0; k < nmarks; k++)
+            if (p->marks[k].stream == si) {
+                mk[nmk++] = k;
+                body += sizeof(ts_mark);
+            }
+        a->line = g->line;
+        if ((st = grow_program(a, g->col, (uint64_t)g->last - g->first, body)))
+            break;
+        for (uint64_t idx = (uint64_t)g->first + 1; idx <= g->last && !st; idx++) {
             ts_stream *d = ts_program_stream(p, g->kind, (uint32_t)idx);
-            if (!d)
-                return oom(a);
-            a->line = g->line;
-            if (d->n)
-                return fail(a, g->col, "stream %s %" PRIu64 " has its own code and is also in the "
-                            "range %u-%u", a->isa->stream_kinds[g->kind], idx, g->first, g->last);
+            if (!d) {
+                st = oom(a);
+                break;
+            }
+            if (d->n) {
+                st = fail(a, g->col, "stream %s %" PRIu64 " has its own code and is also in the range %u-%u",
+                          a->isa->stream_kinds[g->kind], idx, g->first, g->last);
+                break;
+            }
             size_t di = (size_t)(d - p->streams);
-            /* Found again: adding d may have moved it. */
-            size_t si = (size_t)(ts_program_stream(p, g->kind, g->first) - p->streams);
+            /* Found again: adding d may have moved it (and the streams after it, which the
+             * program renumbers in its labels and marks). */
+            si = (size_t)(ts_program_stream(p, g->kind, g->first) - p->streams);
             const ts_stream *s = &p->streams[si];
             if (s->n) {
                 d->insn = ts_malloc((size_t)s->n * sizeof *d->insn);
-                if (!d->insn)
-                    return oom(a);
+                if (!d->insn) {
+                    st = oom(a);
+                    break;
+                }
                 memcpy(d->insn, s->insn, (size_t)s->n * sizeof *d->insn);
                 d->n = d->cap = s->n;
             }
-            size_t nsyms = p->nsyms, nmarks = p->nmarks;
-            for (size_t k = 0; k < nsyms; k++)
-                if (p->syms[k].kind == TS_SYM_LABEL && p->syms[k].stream == si) {
-                    ts_status st = ts_program_add_symbol(p, p->syms[k].name, TS_SYM_LABEL, (uint32_t)di,
-                                                         p->syms[k].value, a->err);
-                    if (st)
-                        return st;
-                }
-            for (size_t k = 0; k < nmarks; k++)
-                if (p->marks[k].stream == si) {
-                    ts_status st = ts_program_add_mark(p, (uint32_t)di, p->marks[k].pc, p->marks[k].id,
-                                                       a->err);
-                    if (st)
-                        return st;
-                }
+            for (size_t k = 0; k < nlab && !st; k++)
+                st = ts_program_add_symbol(p, p->syms[lab[k]].name, TS_SYM_LABEL, (uint32_t)di,
+                                           p->syms[lab[k]].value, a->err);
+            for (size_t k = 0; k < nmk && !st; k++)
+                st = ts_program_add_mark(p, (uint32_t)di, p->marks[mk[k]].pc, p->marks[mk[k]].id, a->err);
         }
     }
-    return TS_OK;
+    ts_free(lab);
+    ts_free(mk);
+    return st;
 }
 
 static int seginfo_cmp(const void *x, const void *y)

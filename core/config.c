@@ -726,6 +726,15 @@ static ts_status check_dups(const ts_ynode *nd, char *path, size_t plen, size_t 
     }
     if (nd->kind != TS_Y_MAP)
         return TS_OK;
+    /* The first repeated key, found by sorting (n log n; comparing each key with every earlier
+     * one took seconds for 40,000 keys); reported where the walk in document order meets it, so
+     * an error in an earlier value still comes first. */
+    size_t dup = SIZE_MAX, first = 0;
+    int r = ts_ynode_first_dup(nd, &dup, &first);
+    if (r < 0)
+        return ts_err_set(err, TS_ENOMEM, "out of memory checking keys");
+    if (r == 0)
+        dup = SIZE_MAX;
     for (size_t i = 0; i + 1 < nd->n; i += 2) {
         const ts_ynode *k = nd->kids[i];
         size_t kl = strlen(k->text);
@@ -736,10 +745,9 @@ static ts_status check_dups(const ts_ynode *nd, char *path, size_t plen, size_t 
                 path[plen] = '.';
             memcpy(path + plen + (plen ? 1 : 0), k->text, kl + 1);
         }
-        for (size_t j = 0; j < i; j += 2)
-            if (!strcmp(nd->kids[j]->text, k->text))
-                return ts_ynode_err(err, k, "duplicate key '%s' (first at line %d, col %d)",
-                                    fits ? path : k->text, nd->kids[j]->line, nd->kids[j]->col);
+        if (i == dup)
+            return ts_ynode_err(err, k, "duplicate key '%s' (first at line %d, col %d)",
+                                fits ? path : k->text, nd->kids[first]->line, nd->kids[first]->col);
         ts_status st = check_dups(nd->kids[i + 1], path, fits ? nl : plen, cap, err);
         path[plen] = 0;
         if (st != TS_OK)
@@ -917,6 +925,43 @@ static ts_ynode *extra_node(loader *L, ts_ykind kind, int line, int col)
     return nd;
 }
 
+/* One UTF-8 code point at p (n bytes left): its value and length, or 0 when the bytes are not
+ * UTF-8 (overlong, a surrogate, past U+10FFFF, cut short). */
+static int utf8_decode(const unsigned char *p, size_t n, uint32_t *cp)
+{
+    if (p[0] < 0x80) {
+        *cp = p[0];
+        return 1;
+    }
+    int len = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
+    if (!len || (size_t)len > n || (p[0] >= 0xf0 && len != 4))
+        return 0;
+    uint32_t v = p[0] & (0x7f >> len);
+    for (int i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        v = v << 6 | (p[i] & 0x3f);
+    }
+    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < least[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+        return 0;
+    *cp = v;
+    return len;
+}
+
+/* Whether s is UTF-8 text (what a YAML file can hold; --set values are checked with it). */
+static bool utf8_valid(const char *s, size_t n)
+{
+    uint32_t cp;
+    for (size_t i = 0; i < n;) {
+        int l = utf8_decode((const unsigned char *)s + i, n - i, &cp);
+        if (!l)
+            return false;
+        i += (size_t)l;
+    }
+    return true;
+}
+
 /* Apply one "key.path=value" (index j, 0-based) to the slots. */
 static ts_status apply_set(loader *L, size_t j, const char *s)
 {
@@ -948,6 +993,8 @@ static ts_status apply_set(loader *L, size_t j, const char *s)
     size_t vl = strlen(v);
     while (vl && isspace((unsigned char)v[vl - 1]))
         vl--;
+    if (!utf8_valid(v, vl)) /* a YAML file holds only UTF-8: neither could the config's dump */
+        return ts_err_at(err, TS_EINPUT, SET_FILE, line, vcol, "%s: the value is not UTF-8 text", path);
     ts_ynode *nd;
     if (key->type == TS_CFG_STRLIST || key->type == TS_CFG_INTLIST) {
         nd = extra_node(L, TS_Y_SEQ, line, vcol);
@@ -1079,8 +1126,46 @@ static void put_double(ts_buf *out, double v)
     ts_buf_puts(out, tmp);
 }
 
-/* Canonical text of a field, for the fingerprint and the dump's values. */
-static void canon_value(const ts_cfg_key *key, const void *base, ts_buf *out)
+/* A YAML double-quoted string that reads back as s: besides quotes and backslashes, every
+ * character YAML does not take as it is in a double-quoted scalar is escaped: C0 and C1 controls
+ * and DEL (a reader refuses them raw), NEL, LINE and PARAGRAPH SEPARATOR (line breaks to YAML 1.1,
+ * which folds them into spaces), the byte-order mark, U+FFFE and U+FFFF. */
+static void put_yaml_str(ts_buf *out, const char *s)
+{
+    ts_buf_putc(out, '"');
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        int l = utf8_decode((const unsigned char *)s + i, n - i, &cp);
+        if (!l) { /* not UTF-8: cannot be written as YAML; the replacement character stands in */
+            ts_buf_puts(out, "\\uFFFD");
+            i++;
+            continue;
+        }
+        if (cp == '"')
+            ts_buf_puts(out, "\\\"");
+        else if (cp == '\\')
+            ts_buf_puts(out, "\\\\");
+        else if (cp == '\n')
+            ts_buf_puts(out, "\\n");
+        else if (cp == '\t')
+            ts_buf_puts(out, "\\t");
+        else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
+            ts_buf_printf(out, "\\x%02x", (unsigned)cp);
+        else if (cp == 0x2028 || cp == 0x2029)
+            ts_buf_puts(out, cp == 0x2028 ? "\\L" : "\\P");
+        else if (cp == 0xfeff || cp == 0xfffe || cp == 0xffff)
+            ts_buf_printf(out, "\\u%04X", (unsigned)cp);
+        else
+            ts_buf_put(out, s + i, (size_t)l);
+        i += (size_t)l;
+    }
+    ts_buf_putc(out, '"');
+}
+
+/* Canonical text of a field, for the fingerprint (yaml false: strings as JSON) and the dump's
+ * values (yaml true: strings as YAML that reads back to them). */
+static void canon_value(const ts_cfg_key *key, const void *base, bool yaml, ts_buf *out)
 {
     const char *f = (const char *)base + key->offset;
     switch (key->type) {
@@ -1111,7 +1196,10 @@ static void canon_value(const ts_cfg_key *key, const void *base, ts_buf *out)
     case TS_CFG_STRING: {
         char *s;
         memcpy(&s, f, sizeof s);
-        ts_buf_json_str(out, s ? s : "");
+        if (yaml)
+            put_yaml_str(out, s ? s : "");
+        else
+            ts_buf_json_str(out, s ? s : "");
         return;
     }
     case TS_CFG_ENUM: {
@@ -1127,7 +1215,10 @@ static void canon_value(const ts_cfg_key *key, const void *base, ts_buf *out)
         for (size_t i = 0; i < l.n; i++) {
             if (i)
                 ts_buf_puts(out, ", ");
-            ts_buf_json_str(out, l.v[i]);
+            if (yaml)
+                put_yaml_str(out, l.v[i]);
+            else
+                ts_buf_json_str(out, l.v[i]);
         }
         ts_buf_putc(out, ']');
         return;
@@ -1153,7 +1244,7 @@ static ts_status fingerprint(ts_config *cfg, ts_err *err)
         ts_buf_reset(&b);
         ts_buf_puts(&b, key->path);
         ts_buf_putc(&b, '=');
-        canon_value(key, cfg->data, &b);
+        canon_value(key, cfg->data, false, &b);
         if (b.oom) {
             ts_buf_free(&b);
             return ts_err_set(err, TS_ENOMEM, "out of memory computing the config fingerprint");
@@ -1410,7 +1501,7 @@ double ts_config_static_power(const ts_config *cfg) { return cfg ? cfg->core.sta
 /* A YAML value and, for quantities, a comment in human units. */
 static void dump_value(const ts_cfg_key *key, const void *base, ts_buf *out)
 {
-    canon_value(key, base, out);
+    canon_value(key, base, true, out);
     const char *f = (const char *)base + key->offset;
     if (key->unit == TS_UNIT_NONE || key->unit == TS_UNIT_CYCLES)
         return;

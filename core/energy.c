@@ -6,8 +6,10 @@
  */
 #include "core/energy.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 
 #include "core/alloc.h"
 #include "core/fileio.h"
+#include "core/limit.h"
 #include "core/units.h"
 
 struct ts_energy_table {
@@ -274,12 +277,44 @@ static char *stem(const char *path)
     return ts_strndup(b, n);
 }
 
+/* The table is read as a whole libyaml document: count its nodes with the event parser first
+ * (which holds one event at a time), so a document past the yaml_nodes limit is refused before
+ * it is built. A text libyaml refuses is left to the load below, which reports it. */
+static ts_status check_size(const char *name, const char *text, size_t len, ts_err *err)
+{
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser))
+        return ts_err_set(err, TS_ENOMEM, "out of memory reading energy table");
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    uint64_t nodes = 0, max = ts_limit(TS_LIMIT_YAML_NODES);
+    ts_status st = TS_OK;
+    for (bool done = false; !done;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev))
+            break;
+        done = ev.type == YAML_STREAM_END_EVENT;
+        if ((ev.type == YAML_SCALAR_EVENT || ev.type == YAML_SEQUENCE_START_EVENT ||
+             ev.type == YAML_MAPPING_START_EVENT || ev.type == YAML_ALIAS_EVENT) && ++nodes > max) {
+            st = ts_err_at(err, TS_EINPUT, name, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
+                           "yaml has more than %" PRIu64 " values, maps and lists " TS_LIMIT_HINT_FMT, max,
+                           ts_limit_name(TS_LIMIT_YAML_NODES));
+            done = true;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&parser);
+    return st;
+}
+
 ts_status ts_energy_load_string(ts_energy_table **out, const char *name, const char *text, size_t len,
                                 ts_err *err)
 {
     *out = NULL;
     if (!name)
         name = "<energy>";
+    ts_status cst = check_size(name, text, len, err);
+    if (cst != TS_OK)
+        return cst;
     ts_energy_table *t = ts_calloc(1, sizeof *t);
     if (!t)
         return ts_err_set(err, TS_ENOMEM, "out of memory reading energy table");

@@ -117,6 +117,13 @@ static size_t stream_pos(const ts_program *p, uint32_t kind, uint32_t index, int
     return lo;
 }
 
+ts_stream *ts_program_stream_find(const ts_program *p, uint32_t kind, uint32_t index)
+{
+    int found;
+    size_t pos = stream_pos(p, kind, index, &found);
+    return found ? &p->streams[pos] : NULL;
+}
+
 ts_stream *ts_program_stream(ts_program *p, uint32_t kind, uint32_t index)
 {
     int found;

@@ -70,6 +70,7 @@ void ts_program_destroy(ts_program *p);
  * a stream may move others (label and mark stream indexes are renumbered), so keep a stream's
  * (kind, index) rather than a pointer or position across calls that may add one. */
 ts_stream *ts_program_stream(ts_program *p, uint32_t kind, uint32_t index); /* find or add */
+ts_stream *ts_program_stream_find(const ts_program *p, uint32_t kind, uint32_t index); /* NULL if absent */
 ts_insn *ts_stream_emit(ts_stream *s, uint16_t op);                         /* zeroed operands */
 ts_status ts_program_add_segment(ts_program *p, uint32_t kind, uint32_t index, uint64_t addr,
                                  const void *bytes, uint32_t len, ts_err *err);

@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -814,12 +815,17 @@ static ts_status load_tree(ts_sweep *s, const ts_ynode *root, const ts_config_op
     if (root->kind != TS_Y_MAP)
         return at(s, err, root, "expected a map of sweep keys, got %s", ts_ynode_kind_name(root));
     const ts_ynode *axes = NULL, *cfgv = NULL, *wls = NULL, *filt = NULL, *mets = NULL;
+    size_t dup = SIZE_MAX, dupof = 0;
+    int r = ts_ynode_first_dup(root, &dup, &dupof);
+    if (r < 0)
+        return ts_err_set(err, TS_ENOMEM, "out of memory reading %s", s->file);
+    if (r == 0)
+        dup = SIZE_MAX;
     for (size_t i = 0; i + 1 < root->n; i += 2) {
         const ts_ynode *k = root->kids[i], *v = root->kids[i + 1];
-        for (size_t j = 0; j < i; j += 2)
-            if (!strcmp(root->kids[j]->text, k->text))
-                return at(s, err, k, "duplicate key '%s' (first at line %d, col %d)", k->text,
-                          root->kids[j]->line, root->kids[j]->col);
+        if (i == dup)
+            return at(s, err, k, "duplicate key '%s' (first at line %d, col %d)", k->text,
+                      root->kids[dupof]->line, root->kids[dupof]->col);
         if (!strcmp(k->text, "config")) {
             cfgv = v;
         } else if (!strcmp(k->text, "workloads")) {

@@ -33,6 +33,7 @@
 
 #include "core/alloc.h"
 #include "core/buf.h"
+#include "core/fileio.h"
 
 #define TRACE_DEFAULT_MAX ((uint64_t)200 * 1000 * 1000) /* 200 MB, the size Perfetto's UI loads well */
 #define TRACE_BUFSIZE ((size_t)1 << 20)                 /* stdio buffer: 1 MiB */
@@ -42,6 +43,7 @@ struct ts_trace {
     FILE *f;
     char *path;      /* owned: final name */
     char *tmp;       /* owned: "<path>.tmp.<pid>" */
+    int tmp_slot;    /* its slot in the table of temporary files (core/fileio.h), or -1 */
     char *iobuf;     /* owned: stdio buffer of f */
     double clock_hz;
     uint64_t clock_int; /* clock in whole Hz, 0 when it is not a whole number */
@@ -98,6 +100,7 @@ ts_status ts_trace_open(ts_trace **out, const char *path, double clock_hz, uint6
     ts_trace *t = ts_calloc(1, sizeof *t);
     if (!t)
         return ts_err_set(err, TS_ENOMEM, "out of memory opening trace");
+    t->tmp_slot = -1;
     size_t plen = strlen(path) + 32;
     t->path = ts_strdup(path);
     t->tmp = ts_malloc(plen);
@@ -107,6 +110,8 @@ ts_status ts_trace_open(ts_trace **out, const char *path, double clock_hz, uint6
         return ts_err_set(err, TS_ENOMEM, "out of memory opening trace");
     }
     snprintf(t->tmp, plen, "%s.tmp.%ld", path, (long)getpid());
+    ts_tmp_remove_stale(path);
+    t->tmp_slot = ts_tmp_track(t->tmp);
     t->f = fopen(t->tmp, "wb");
     if (!t->f) {
         ts_status st = ts_err_at(err, TS_EIO, path, 0, 0, "cannot write trace: %s", strerror(errno));
@@ -245,6 +250,7 @@ uint64_t ts_trace_limit(const ts_trace *t) { return t ? t->max_bytes : 0; }
 
 static void trace_free(ts_trace *t)
 {
+    ts_tmp_untrack(t->tmp_slot); /* renamed or removed by now */
     ts_buf_free(&t->ev);
     ts_free(t->path);
     ts_free(t->tmp);

@@ -1,12 +1,16 @@
 /* core/ytree.c — libyaml events into a tree of nodes with positions (see ytree.h). */
 #include "core/ytree.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
 #include "core/alloc.h"
+#include "core/limit.h"
 
 ts_ynode *ts_ynode_create(ts_ykind kind, const char *file, int line, int col)
 {
@@ -61,6 +65,56 @@ const ts_ynode *ts_ynode_get(const ts_ynode *map, const char *key)
         if (!strcmp(map->kids[i]->text, key))
             return map->kids[i + 1];
     return NULL;
+}
+
+/* Sorting key indexes by (text, position) for ts_ynode_first_dup; qsort has no context pointer,
+ * so each entry carries its text. */
+typedef struct keyref {
+    const char *text;
+    size_t at;
+} keyref;
+
+static int keyref_cmp(const void *x, const void *y)
+{
+    const keyref *a = x, *b = y;
+    int c = strcmp(a->text, b->text);
+    return c ? c : a->at < b->at ? -1 : a->at > b->at;
+}
+
+int ts_ynode_first_dup(const ts_ynode *map, size_t *dup, size_t *first)
+{
+    if (!map || map->kind != TS_Y_MAP)
+        return 0;
+    size_t nk = map->n / 2, best = SIZE_MAX, best_first = 0;
+    if (nk <= 16) { /* small maps, the usual case: no allocation */
+        for (size_t i = 1; i < nk && best == SIZE_MAX; i++)
+            for (size_t j = 0; j < i; j++)
+                if (!strcmp(map->kids[2 * j]->text, map->kids[2 * i]->text)) {
+                    best = 2 * i;
+                    best_first = 2 * j;
+                    break;
+                }
+    } else {
+        keyref *k = ts_malloc(nk * sizeof *k);
+        if (!k)
+            return -1;
+        for (size_t i = 0; i < nk; i++)
+            k[i] = (keyref){map->kids[2 * i]->text, 2 * i};
+        qsort(k, nk, sizeof *k, keyref_cmp);
+        /* In a run of equal keys, the second is the first repeat of the first. */
+        for (size_t i = 1; i < nk; i++)
+            if (!strcmp(k[i].text, k[i - 1].text) && (i < 2 || strcmp(k[i - 1].text, k[i - 2].text)) &&
+                k[i].at < best) {
+                best = k[i].at;
+                best_first = k[i - 1].at;
+            }
+        ts_free(k);
+    }
+    if (best == SIZE_MAX)
+        return 0;
+    *dup = best;
+    *first = best_first;
+    return 1;
 }
 
 bool ts_ynode_is_null(const ts_ynode *nd)
@@ -164,6 +218,7 @@ ts_status ts_ytree_parse(const char *file, const char *text, size_t len, const t
 
     ts_ynode *stack[TS_YTREE_MAX_DEPTH]; /* borrowed: the open collections, innermost last */
     int depth = 0, docs = 0;
+    uint64_t nodes = 0, max_nodes = ts_limit(TS_LIMIT_YAML_NODES);
     ts_status st = TS_OK;
     for (bool done = false; !done && st == TS_OK;) {
         yaml_event_t ev;
@@ -196,6 +251,12 @@ ts_status ts_ytree_parse(const char *file, const char *text, size_t len, const t
                     st = ts_err_at(err, TS_EINPUT, file, line, col, "yaml nested too deep");
                 else
                     st = ts_err_at(err, TS_EINPUT, file, line, col, "yaml nested deeper than %d levels", max);
+                break;
+            }
+            if (++nodes > max_nodes) {
+                st = ts_err_at(err, TS_EINPUT, file, line, col,
+                               "yaml has more than %" PRIu64 " values, maps and lists " TS_LIMIT_HINT_FMT,
+                               max_nodes, ts_limit_name(TS_LIMIT_YAML_NODES));
                 break;
             }
             if (ev.type == YAML_SCALAR_EVENT)

@@ -47,7 +47,8 @@ typedef struct ts_ytree_opts {
 /* Parse one YAML text (len bytes, not NUL-terminated) into a tree; file names it in messages and
  * in every node (borrowed: it must outlive the tree). *root is the tree (owned by the caller) or
  * NULL for an empty stream; NULL too on failure. Errors: TS_EINPUT as `file:line:col: ...`
- * ("bad yaml: <libyaml's problem>" for YAML libyaml refuses), TS_ENOMEM. */
+ * ("bad yaml: <libyaml's problem>" for YAML libyaml refuses; a document of more nodes than the
+ * yaml_nodes limit of core/limit.h, at the first node past it), TS_ENOMEM. */
 ts_status ts_ytree_parse(const char *file, const char *text, size_t len, const ts_ytree_opts *opts,
                          ts_ynode **root, ts_err *err);
 
@@ -64,6 +65,10 @@ void ts_ynode_destroy(ts_ynode *nd);
 /* The value of key in map (borrowed from map), or NULL when map is NULL, not a map or has no
  * such key. The first of duplicate keys wins. */
 const ts_ynode *ts_ynode_get(const ts_ynode *map, const char *key);
+/* The first repeated key of a map, in document order: 1 with *dup the kid index of the key that
+ * repeats an earlier one (the earliest such key) and *first the kid index of that earlier one; 0
+ * when every key is unique or nd is not a map; -1 without memory. O(n log n) in the keys. */
+int ts_ynode_first_dup(const ts_ynode *map, size_t *dup, size_t *first);
 /* Whether nd is a plain scalar that YAML reads as null: nothing, "~" or "null" (any of YAML's
  * three spellings). */
 bool ts_ynode_is_null(const ts_ynode *nd);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/limit.h"
 #include "core/program.h"
 #include "tests/toy/toy_isa.h"
 
@@ -377,7 +378,8 @@ START_TEST(test_errors)
             "t.s:1:1: data segment at 0xffffffffffffffff of 2 bytes runs past the end of the "
             "64-bit address space");
     asm_err(".data tile 0 0\n .zero 67108865\n",
-            "t.s:2:8: .zero count 67108865 is out of range (0..67108864)");
+            "t.s:2:8: .zero 67108865 would pass the data segment limit of 67108864 bytes (raise it with "
+            "TESSERA_LIMITS=data_bytes=N)");
 }
 END_TEST
 
@@ -532,6 +534,49 @@ START_TEST(test_ranges)
 }
 END_TEST
 
+/* Ranges and data are bounded by the limits of core/limit.h before anything is expanded: a range
+ * over 2^31 tiles, or 64 MiB of zeros for each of 65,536 tiles, is an error at once, in little
+ * memory and time, not terabytes asked of the host. */
+START_TEST(test_limits)
+{
+    asm_err(".stream tile 0-2147483647\n nop\n",
+            "t.s:1:14: range '0-2147483647' has 2147483648 units, more than the limit of 1048576 (raise it with "
+            "TESSERA_LIMITS=range_units=N)");
+    asm_err(".data tile 0-65535 0\n .zero 67108864\n",
+            "t.s:1:1: the program would pass the limit of 1073741824 bytes of instructions and data, ranges "
+            "expanded (raise it with TESSERA_LIMITS=program_bytes=N)");
+    asm_err(".stream tile 0-1048575\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n"
+            " nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n"
+            " nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n nop\n",
+            "t.s:1:14: the program would pass the limit of 1073741824 bytes of instructions and data, ranges "
+            "expanded (raise it with TESSERA_LIMITS=program_bytes=N)");
+    /* Lowered, the same limits refuse smaller programs; raised, they let them through. */
+    ts_limit_set(TS_LIMIT_DATA_BYTES, 16);
+    asm_err(".data tile 0 0\n .word 1, 2, 3, 4\n .byte 5\n",
+            "t.s:3:8: the data segment would pass the limit of 16 bytes (raise it with "
+            "TESSERA_LIMITS=data_bytes=N)");
+    ts_limit_set(TS_LIMIT_RANGE_UNITS, 4);
+    asm_err(".stream tile 0-4\n nop\n",
+            "t.s:1:14: range '0-4' has 5 units, more than the limit of 4 (raise it with "
+            "TESSERA_LIMITS=range_units=N)");
+    ts_limit_set(TS_LIMIT_PROGRAM_BYTES, sizeof(ts_stream) + 3 * sizeof(ts_insn)); /* 24 + 3 x 32 */
+    asm_err(".stream tile 0\n nop\n nop\n nop\n nop\n",
+            "t.s:5:2: the program would pass the limit of 120 bytes of instructions and data, ranges "
+            "expanded (raise it with TESSERA_LIMITS=program_bytes=N)");
+    ts_limits_reset();
+    /* A range with labels and marks over many units costs its units times its body: 65,536
+     * copies of a labelled two-instruction loop assemble (quadratic before: every copy scanned
+     * every symbol added so far). */
+    ts_program *p = asm_ok(".stream tile 0-65535\n.superstep 1\ntop: li r1, 5\n  bnz r1, top\n");
+    ck_assert_uint_eq(p->nstreams, 65536);
+    ck_assert_uint_eq(p->nsyms, 65536);
+    ck_assert_uint_eq(p->nmarks, 65536);
+    ck_assert_uint_eq(p->streams[65535].index, 65535);
+    ck_assert_uint_eq(p->streams[p->syms[65535].stream].index, p->syms[65535].stream);
+    ts_program_destroy(p);
+}
+END_TEST
+
 START_TEST(test_asm_oom)
 {
     const char *src = ".workload \"w\"\n.equ A, 1\n.stream tile 1\nx: li r1, A\n br x\n"
@@ -588,6 +633,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_roundtrip_built);
     tcase_add_test(tc, test_disasm_text);
     tcase_add_test(tc, test_ranges);
+    tcase_add_test(tc, test_limits);
     tcase_add_test(tc, test_asm_oom);
     suite_add_tcase(s, tc);
     return s;

@@ -10,6 +10,7 @@
 #include "core/err.h"
 #include "core/fileio.h"
 #include "core/half.h"
+#include "core/limit.h"
 #include "core/suggest.h"
 
 START_TEST(err_formats_position_unit_and_plain)
@@ -134,6 +135,99 @@ START_TEST(atomic_write_leaves_no_partial_file)
 }
 END_TEST
 
+/* The input limits: parsed from the TESSERA_LIMITS syntax, all or nothing; a file over
+ * input_bytes is refused before it is read. */
+START_TEST(limits_parse_and_bound_reads)
+{
+    char why[256];
+    ck_assert_uint_eq(ts_limit(TS_LIMIT_TENSOR_ELEMS), UINT64_C(1) << 28);
+    ck_assert_int_eq(ts_limits_parse("tensor_elems=64Mi,input_bytes=none,yaml_nodes=2k,graph_nodes=0", why,
+                                     sizeof why), 0);
+    ck_assert_uint_eq(ts_limit(TS_LIMIT_TENSOR_ELEMS), UINT64_C(64) << 20);
+    ck_assert_uint_eq(ts_limit(TS_LIMIT_INPUT_BYTES), UINT64_MAX);
+    ck_assert_uint_eq(ts_limit(TS_LIMIT_YAML_NODES), 2000);
+    ck_assert_uint_eq(ts_limit(TS_LIMIT_GRAPH_NODES), UINT64_MAX);
+    ck_assert_int_eq(ts_limits_parse("data_bytes=1G,tensor_bytes=12x", why, sizeof why), -1);
+    ck_assert_str_eq(why, "limit 'tensor_bytes' needs a whole number like 4096, 64Mi or 2G, or none, got '12x'");
+    ck_assert_uint_eq(ts_limit(TS_LIMIT_DATA_BYTES), UINT64_C(64) << 20); /* nothing applied */
+    ck_assert_int_eq(ts_limits_parse("tensor=1", why, sizeof why), -1);
+    ck_assert_str_eq(why, "unknown limit 'tensor' (limits: input_bytes, yaml_nodes, tensor_elems, tensor_bytes, "
+                          "graph_nodes, range_units, data_bytes, program_bytes)");
+    ck_assert_int_eq(ts_limits_parse("range_units=99999999999999999999", why, sizeof why), -1);
+    ck_assert_int_eq(ts_limits_parse("range_units=20000000Ti", why, sizeof why), -1);
+    ck_assert_int_eq(ts_limits_parse("range_units", why, sizeof why), -1);
+    ts_limits_reset();
+    ck_assert_uint_eq(ts_limit(TS_LIMIT_YAML_NODES), 1000000);
+
+    char path[] = "/tmp/ts_test_limit_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "0123456789", 10), 10);
+    close(fd);
+    ts_limit_set(TS_LIMIT_INPUT_BYTES, 9);
+    ts_err e;
+    ts_err_init(&e);
+    char *data = NULL;
+    size_t len;
+    ck_assert_int_eq(ts_read_file(path, &data, &len, &e), TS_EINPUT);
+    ck_assert_ptr_null(data);
+    ck_assert_str_eq(e.msg, "the file is 10 bytes, more than the limit of 9 bytes (raise it with "
+                            "TESSERA_LIMITS=input_bytes=N)");
+    ts_limit_set(TS_LIMIT_INPUT_BYTES, 10);
+    ck_assert_int_eq(ts_read_file(path, &data, &len, &e), TS_OK);
+    ck_assert_uint_eq(len, 10);
+    ts_free(data);
+    ts_limits_reset();
+    ts_err_free(&e);
+    unlink(path);
+}
+END_TEST
+
+/* Temporary files: tracked ones are removed by ts_tmp_remove_all (what the CLI's signal handler
+ * calls); stale ones of an output, whose process is gone, by ts_tmp_remove_stale. */
+START_TEST(temporary_files)
+{
+    char dir[] = "/tmp/ts_test_tmp_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char names[5][300];
+    const char *what[5] = {"out.txt.tmp.999999999", "out.txt.tmp.%ld", "out.txt.tmp.12x", "other.tmp.999999999",
+                           "out.txt.tmp.%ld"};
+    for (int i = 0; i < 5; i++) {
+        char leaf[64];
+        snprintf(leaf, sizeof leaf, what[i], i == 1 ? (long)getppid() : (long)getpid());
+        snprintf(names[i], sizeof names[i], "%s/%s", dir, leaf);
+        FILE *f = fopen(names[i], "w");
+        ck_assert_ptr_nonnull(f);
+        fclose(f);
+    }
+    char out[300];
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    ts_tmp_remove_stale(out);
+    /* gone: the dead process's; kept: a live process's (the parent), not a pid, another output,
+     * this process's own */
+    ck_assert_int_ne(access(names[0], F_OK), 0);
+    for (int i = 1; i < 5; i++)
+        ck_assert_msg(access(names[i], F_OK) == 0, "%s was removed", names[i]);
+    int slot = ts_tmp_track(names[4]);
+    ck_assert_int_ge(slot, 0);
+    ts_tmp_remove_all();
+    ck_assert_int_ne(access(names[4], F_OK), 0);
+    ts_tmp_untrack(slot);
+    ts_tmp_untrack(-1);
+    FILE *f = fopen(names[4], "w");
+    fclose(f);
+    ts_tmp_remove_all(); /* untracked: kept */
+    ck_assert_int_eq(access(names[4], F_OK), 0);
+    char huge[TS_TMP_PATH_MAX + 8];
+    memset(huge, 'a', sizeof huge - 1);
+    huge[sizeof huge - 1] = 0;
+    ck_assert_int_eq(ts_tmp_track(huge), -1);
+    for (int i = 1; i < 5; i++)
+        unlink(names[i]);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 START_TEST(hashes_match_reference_values)
 {
     /* Reference values: CRC-32 of "123456789" is 0xcbf43926; FNV-1a 64 of "a" is 0xaf63dc4c8601ec8c. */
@@ -188,6 +282,8 @@ static Suite *suite(void)
     tcase_add_test(t, grow_doubles_capacity);
     tcase_add_test(t, buf_appends_and_escapes);
     tcase_add_test(t, atomic_write_leaves_no_partial_file);
+    tcase_add_test(t, limits_parse_and_bound_reads);
+    tcase_add_test(t, temporary_files);
     tcase_add_test(t, hashes_match_reference_values);
     tcase_add_test(t, half_conversions_round_to_nearest_even);
     tcase_add_test(t, edit_distance_counts_swaps_once);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/limit.h"
 #include "core/ytree.h"
 
 static const ts_ytree_opts plain_opts = {.max_depth = 32};
@@ -141,6 +142,67 @@ START_TEST(test_options)
 END_TEST
 
 /* Nodes made by hand keep their own file name (a config's `--set` values). */
+/* A document of more nodes than the yaml_nodes limit is refused at the first node past it, so a
+ * 100 MB flow list cannot grow the tree to gigabytes (about 100 bytes of host memory a node). */
+START_TEST(test_node_limit)
+{
+    ts_limit_set(TS_LIMIT_YAML_NODES, 5);
+    ts_ynode_destroy(parse_ok("[1, 2, 3, 4]\n", &plain_opts));
+    ck_assert_str_eq(parse_error("[1, 2, 3, 4, 5]\n", &plain_opts),
+                     "f.yaml:1:14: yaml has more than 5 values, maps and lists (raise it with "
+                     "TESSERA_LIMITS=yaml_nodes=N)");
+    ts_limits_reset();
+    /* the default: a flow list of a million and one numbers */
+    size_t n = 1000001, len = 2 * n + 2;
+    char *text = malloc(len + 1);
+    text[0] = '[';
+    for (size_t i = 0; i < n; i++)
+        memcpy(text + 1 + 2 * i, i + 1 < n ? "0," : "0]", 2);
+    text[len - 1] = '\n';
+    text[len] = 0;
+    ck_assert_str_eq(parse_error(text, &plain_opts),
+                     "f.yaml:1:2000000: yaml has more than 1000000 values, maps and lists (raise it with "
+                     "TESSERA_LIMITS=yaml_nodes=N)");
+    free(text);
+}
+END_TEST
+
+/* The first repeated key of a map in document order, small maps and sorted large ones alike. */
+START_TEST(test_first_dup)
+{
+    size_t dup = 0, first = 0;
+    ts_ynode *r = parse_ok("{a: 1, b: 2, c: 3}\n", &plain_opts);
+    ck_assert_int_eq(ts_ynode_first_dup(r, &dup, &first), 0);
+    ck_assert_int_eq(ts_ynode_first_dup(r->kids[1], &dup, &first), 0); /* not a map */
+    ts_ynode_destroy(r);
+    r = parse_ok("{a: 1, b: 2, b: 3, a: 4}\n", &plain_opts);
+    ck_assert_int_eq(ts_ynode_first_dup(r, &dup, &first), 1);
+    ck_assert_uint_eq(dup, 4);
+    ck_assert_uint_eq(first, 2);
+    ts_ynode_destroy(r);
+    /* 40 keys: z repeated three times (keys 30, 35, 39), then y (keys 37 and 38) */
+    char text[1024] = "{";
+    for (int i = 0; i < 40; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "k%d", i);
+        if (i == 30 || i == 35 || i == 39)
+            snprintf(k, sizeof k, "z");
+        if (i == 37 || i == 38)
+            snprintf(k, sizeof k, "y");
+        snprintf(text + strlen(text), sizeof text - strlen(text), "%s%s: %d", i ? ", " : "", k, i);
+    }
+    strcat(text, "}\n");
+    r = parse_ok(text, &plain_opts);
+    ck_assert_int_eq(ts_ynode_first_dup(r, &dup, &first), 1);
+    ck_assert_uint_eq(dup, 2 * 35);
+    ck_assert_uint_eq(first, 2 * 30);
+    ts_alloc_fail_after(1);
+    ck_assert_int_eq(ts_ynode_first_dup(r, &dup, &first), -1);
+    ts_alloc_fail_after(0);
+    ts_ynode_destroy(r);
+}
+END_TEST
+
 START_TEST(test_made_nodes)
 {
     ts_ynode *seq = ts_ynode_create(TS_Y_SEQ, "--set", 2, 7);
@@ -195,6 +257,8 @@ int main(void)
     tcase_add_test(tc, test_shape);
     tcase_add_test(tc, test_libyaml_errors);
     tcase_add_test(tc, test_options);
+    tcase_add_test(tc, test_node_limit);
+    tcase_add_test(tc, test_first_dup);
     tcase_add_test(tc, test_made_nodes);
     tcase_add_test(tc, test_alloc_failures);
     suite_add_tcase(su, tc);

@@ -1,6 +1,7 @@
 /* workloads/graph.c — graph IR storage, shape inference and totals (the rewrites of finalize: graph_rewrite.c). */
 #include "workloads/graph.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 
 #include "core/alloc.h"
 #include "core/fileio.h"
+#include "core/limit.h"
 #include "workloads/graph_int.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -285,9 +287,31 @@ static bool shape_ok(int rank, const int64_t *dims)
     return true;
 }
 
+/* The tensor limits of core/limit.h: "" when t's shape is within them, else what is too large
+ * ("has 2000000000 elements, more than the limit of 268435456 (raise it with ...)"). */
+static bool over_limit(ts_dtype dt, int rank, const int64_t *dims, char *why, size_t n)
+{
+    if (rank < 0)
+        return false;
+    uint64_t elems = 1, max_elems = ts_limit(TS_LIMIT_TENSOR_ELEMS), max_bytes = ts_limit(TS_LIMIT_TENSOR_BYTES);
+    for (int i = 0; i < rank; i++)
+        elems *= (uint64_t)dims[i]; /* shape_ok holds: at most 2^50 */
+    uint64_t bytes = elems * ts_dtype_size(dt);
+    if (elems > max_elems)
+        snprintf(why, n, "has %" PRIu64 " elements, more than the limit of %" PRIu64 " " TS_LIMIT_HINT_FMT,
+                 elems, max_elems, ts_limit_name(TS_LIMIT_TENSOR_ELEMS));
+    else if (bytes > max_bytes)
+        snprintf(why, n, "has %" PRIu64 " bytes, more than the limit of %" PRIu64 " " TS_LIMIT_HINT_FMT, bytes,
+                 max_bytes, ts_limit_name(TS_LIMIT_TENSOR_BYTES));
+    else
+        return false;
+    return true;
+}
+
 ts_status ts_graph_add_tensor(ts_graph *g, const char *name, ts_tensor_kind kind, ts_dtype dtype,
                               int rank, const int64_t *dims, int *id, ts_err *err)
 {
+    char why[256];
     if (!name || !*name)
         return ts_err_set(err, TS_EINPUT, "tensor without a name");
     if (rank > TS_GRAPH_MAX_RANK)
@@ -299,6 +323,8 @@ ts_status ts_graph_add_tensor(ts_graph *g, const char *name, ts_tensor_kind kind
                               (long long)dims[i]);
     if (!shape_ok(rank, dims))
         return ts_err_set(err, TS_EINPUT, "tensor '%s' has more than 2^50 elements", name);
+    if (over_limit(dtype, rank, dims, why, sizeof why))
+        return ts_err_set(err, TS_EINPUT, "tensor '%s' %s", name, why);
     if (ts_graph_find(g, name) >= 0)
         return ts_err_set(err, TS_EINPUT, "tensor '%s' is defined twice", name);
     if (g->nt >= INT32_MAX / 2)
@@ -380,6 +406,10 @@ ts_status ts_graph_add_node(ts_graph *g, ts_graph_op op, const char *name, const
             return ts_err_set(err, TS_EINPUT, "node '%s' writes '%s', which already has a value", name,
                               g->t[out[i]].name);
     }
+    if (g->nn >= ts_limit(TS_LIMIT_GRAPH_NODES))
+        return ts_err_set(err, TS_EINPUT, "node '%s' is one more than the limit of %" PRIu64 " operators "
+                          TS_LIMIT_HINT_FMT, name, ts_limit(TS_LIMIT_GRAPH_NODES),
+                          ts_limit_name(TS_LIMIT_GRAPH_NODES));
     if (ts_grow((void **)&g->n, &g->capn, g->nn + 1, sizeof *g->n))
         return ts_err_set(err, TS_ENOMEM, "out of memory adding node '%s'", name);
     ts_graph_node *n = &g->n[g->nn];
@@ -531,6 +561,23 @@ ts_status ts_graph_infer_node(ts_graph *g, int id, ts_err *err)
         const ts_graph_tensor *t = &g->t[nd->out[i]];
         if (t->rank >= 0 && !shape_ok(t->rank, t->dims))
             return NODE_ERR(g, nd, "output '%s' has more than 2^50 elements", t->name);
+        char why[256];
+        if (over_limit(t->dtype, t->rank, t->dims, why, sizeof why))
+            return NODE_ERR(g, nd, "output '%s' %s", t->name, why);
+    }
+    /* A dimension of 0 (an empty tensor) has nothing to compute and no lowering places it: a
+     * 0 x 0 kernel or a [4, 0] weight would divide by zero in a plan. The YAML reader refuses
+     * such shapes where they are written; ONNX models are checked here, node by node. */
+    for (size_t i = 0; i < nd->nin + nd->nout; i++) {
+        bool out = i >= nd->nin;
+        const ts_graph_tensor *t = &g->t[out ? nd->out[i - nd->nin] : nd->in[i]];
+        for (int k = 0; k < t->rank; k++)
+            if (t->dims[k] == 0) {
+                char s[160];
+                ts_graph_shape_str(t, s, sizeof s);
+                return NODE_ERR(g, nd, "%s '%s' has shape %s: dimensions must be positive",
+                                out ? "output" : "input", t->name, s);
+            }
     }
     return TS_OK;
 }

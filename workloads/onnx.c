@@ -835,6 +835,10 @@ static ts_status window_attrs(imp *im, const Onnx__NodeProto *n, ts_graph_attrs 
     int64_t tmp[4];
     int c;
     if ((c = attr_ints(n, "kernel_shape", tmp, 2)) == 2) {
+        /* 0 stands for "not given" in the IR (a Conv takes its weight's): a written 0 is wrong */
+        if (tmp[0] < 1 || tmp[1] < 1)
+            return node_err(im, n, "kernel_shape %lldx%lld: a kernel is at least 1x1", (long long)tmp[0],
+                            (long long)tmp[1]);
         a->kernel[0] = tmp[0];
         a->kernel[1] = tmp[1];
     } else if (c != -1)

@@ -342,6 +342,14 @@ static ts_status dtype_of(ctx *c, scope *sc, const ts_ynode *spec, ts_dtype *dt)
     return TS_OK;
 }
 
+/* Give the graph's last error (a tensor too large, say) the position of y in the file. */
+static void reposition(ctx *c, const ts_ynode *y)
+{
+    char msg[sizeof c->err->msg];
+    memcpy(msg, c->err->msg, sizeof msg);
+    ts_err_at(c->err, c->err->status, c->file, y->line, y->col, "%s", msg);
+}
+
 /* Declared tensors: inputs (data) or weights: list of {name, shape, dtype}. */
 static ts_status declare(ctx *c, scope *sc, const ts_ynode *list, ts_tensor_kind kind)
 {
@@ -367,8 +375,8 @@ static ts_status declare(ctx *c, scope *sc, const ts_ynode *list, ts_tensor_kind
         tensor_name(sc, nm->text, name, sizeof name);
         if (!st && ts_graph_find(c->g, name) >= 0)
             return at(c, nm, TS_EINPUT, "tensor '%s' is defined twice", name);
-        if (!st)
-            st = ts_graph_add_tensor(c->g, name, kind, dt, rank, dims, NULL, c->err);
+        if (!st && (st = ts_graph_add_tensor(c->g, name, kind, dt, rank, dims, NULL, c->err)) == TS_EINPUT)
+            reposition(c, sh);
         if (st)
             return st;
     }
@@ -399,8 +407,8 @@ static ts_status node_input(ctx *c, scope *sc, const char *node, size_t idx, con
         ts_status st = eval_shape(c, sc, w, dims, &rank);
         if (!st)
             st = dtype_of(c, sc, y, &dt);
-        if (!st)
-            st = ts_graph_add_tensor(c->g, name, TS_TENSOR_WEIGHT, dt, rank, dims, id, c->err);
+        if (!st && (st = ts_graph_add_tensor(c->g, name, TS_TENSOR_WEIGHT, dt, rank, dims, id, c->err)) == TS_EINPUT)
+            reposition(c, w);
         return st;
     }
     if (k->kind != TS_Y_SCALAR)
@@ -682,13 +690,10 @@ static ts_status build_nodes(ctx *c, scope *sc, const ts_ynode *nodes)
             a.axis = -1;
         ts_status st = node_attrs(c, sc, op, nd, &a);
         int id;
-        if (!st)
-            st = ts_graph_add_node(c->g, op, name, ins, nin, outs, nout, &a, &id, c->err);
-        if (!st && (st = ts_graph_infer_node(c->g, id, c->err))) {
-            char msg[sizeof c->err->msg];
-            memcpy(msg, c->err->msg, sizeof msg);
-            ts_err_at(c->err, st, c->file, nd->line, nd->col, "%s", msg);
-        }
+        if (!st && (st = ts_graph_add_node(c->g, op, name, ins, nin, outs, nout, &a, &id, c->err)) == TS_EINPUT)
+            reposition(c, nd);
+        if (!st && (st = ts_graph_infer_node(c->g, id, c->err)))
+            reposition(c, nd);
         if (st)
             return st;
     }

@@ -70,7 +70,17 @@ golden info-builtin-matmul "$T" info matmul:m=64,k=32,n=16
 golden info-unsupported "$T" info "$models/unsupported.onnx"
 golden info-model-with-set "$T" info "$models/resnet50.onnx" --set tiles=4
 
+# Input limits (core/limit.h): each blow-up ends at once with exit 2 and the limit's name.
+golden limit-bad-env env TESSERA_LIMITS=tensor_elems=lots "$T" info matmul
+golden limit-onnx-tensor "$T" info "$models/big_tensor.onnx"
+golden limit-asm-range "$T" asm huge_range.s -o "$tmp/never.bin"
+golden limit-asm-zero "$T" asm huge_zero.s -o "$tmp/never.bin"
+[ ! -e "$tmp/never.bin" ] && ok || bad "a refused program was written"
+golden limit-yaml-nodes env TESSERA_LIMITS=yaml_nodes=40 "$T" info matmul:m=4
+golden limit-energy-nodes env TESSERA_LIMITS=yaml_nodes=100 "$T" run -q -c ipu_tiny4 --energy horowitz45
+
 if has_family ipu; then
+  golden limit-matmul "$T" run -q -c ipu_tiny4 matmul:m=1000000000,k=2,n=2
   golden schema-ipu "$T" config --schema ipu
   golden yaml-bad-indent "$T" run -c bad_indent.yaml
   golden yaml-unknown-key "$T" run -c unknown_key.yaml
@@ -99,6 +109,34 @@ if has_family ipu; then
   [ ! -e "$tmp/hang.json" ] && ok || bad "a failed run left a report behind"
   expect_exit unwritable 2 "$T" run -q -o "$tmp/no/such/dir/r.json"
   ls "$tmp" | grep -q '\.tmp\.' && bad "temporary file left behind" || ok
+  # ... and fails before the simulation, not after it (spin.s runs until a cycle limit)
+  touch "$tmp/plain"
+  expect_exit unwritable-first 2 timeout 60 "$T" run -q -c ipu_tiny4 spin.s -o "$tmp/plain/r.json"
+  grep -q "plain/r.json: cannot write: Not a directory" "$tmp/stderr" || bad "unwritable report: $(cat "$tmp/stderr")"
+  expect_exit unwritable-png 2 timeout 60 "$T" run -q -c ipu_tiny4 spin.s --summary-png "$tmp/plain/s.png"
+  expect_exit unwritable-compile 2 timeout 60 "$T" compile -c ipu_tiny4 spin.s -o "$tmp/plain/p.bin"
+
+  # A run stopped by SIGINT, SIGTERM or SIGHUP while it writes a trace removes the temporary file
+  # and dies of the signal; one killed by SIGKILL leaves it, and the next run with the same trace
+  # removes it (its process is gone). set -m: a background job of a script ignores SIGINT otherwise.
+  mkdir "$tmp/sig"
+  for sig in INT TERM HUP KILL; do
+    (cd "$tmp/sig" || exit; set -m
+     "$T" run -q -c ipu_tiny4 --max-cycles 100000000000 --trace t.json --trace-limit 1 "$data/spin.s" -o r.json \
+       2>/dev/null & pid=$!
+     for _ in $(seq 1 200); do ls "$tmp/sig" | grep -q '\.tmp\.' && break; sleep 0.02; done
+     kill -$sig $pid; wait $pid; echo $? >"$tmp/sig.status") 2>/dev/null
+    st=$(cat "$tmp/sig.status")
+    left=$(ls "$tmp/sig" | grep -c '\.tmp\.')
+    if [ $sig = KILL ]; then
+      [ "$st" = 137 ] && [ "$left" = 1 ] && ok || bad "SIGKILL during --trace: status $st, $left temporary files"
+    else
+      want=$((128 + $(kill -l $sig)))
+      [ "$st" = "$want" ] && [ "$left" = 0 ] && ok || bad "SIG$sig during --trace: status $st (want $want), $left temporary files left"
+    fi
+  done
+  (cd "$tmp/sig" && "$T" run -q -c ipu_tiny4 --max-cycles 5000 --trace t.json "$data/spin.s" 2>/dev/null)
+  [ -z "$(ls "$tmp/sig")" ] && ok || bad "a stale temporary trace was not removed: $(ls "$tmp/sig")"
 
   # A lowered model's report has the per-operator table (one row per operator with supersteps).
   expect_exit layers 0 "$T" run -q -c ipu_small16 "$models/conv_bn.onnx" -f json -o "$tmp/l.json"

@@ -62,6 +62,51 @@ for sig in KILL TERM; do
   check "resumed after SIG$sig: reports equal the reference" 'cmp -s "$out.jsonl" "$tmp/ref.csv.jsonl"'
 done
 
+# Ctrl-C reaches the whole process group, workers included: a worker stopped by SIGINT writes
+# no row (its point runs again), and the resumed sweep ends as a clean one, with status 0. The
+# points of slow.yaml take about half a second, so the signal finds both workers running.
+slow=$data/slow.yaml
+"$T" sweep "$slow" -o "$tmp/slow_ref.csv" -j 2 -q
+check "slow sweep exits 0" '[ $? = 0 ]'
+out=$tmp/group.csv
+setsid "$T" sweep "$slow" -o "$out" -j 2 -q 2>"$tmp/group.err" &
+pid=$!
+sleep 0.3
+kill -INT -- "-$pid" 2>/dev/null
+wait "$pid"
+check "SIGINT to the group stops the sweep with 1" '[ $? = 1 ] && grep -q "sweep interrupted" "$tmp/group.err"'
+check "SIGINT to the group writes no 'killed by signal' row" '! grep -q "killed by signal" "$out"'
+"$T" sweep "$slow" -o "$out" -j 2 -q 2>"$tmp/group.err"
+check "resumed after SIGINT to the group exits 0" '[ $? = 0 ] && [ ! -s "$tmp/group.err" ]'
+check "resumed after SIGINT to the group: CSV equals the reference" 'cmp -s "$out" "$tmp/slow_ref.csv"'
+check "resumed after SIGINT to the group: reports equal the reference" 'cmp -s "$out.jsonl" "$tmp/slow_ref.csv.jsonl"'
+
+# SIGTERM to one worker only: its point gets no row, the others run, and the sweep says to run
+# it again (status 1); run again, it ends as a clean sweep.
+out=$tmp/one.csv
+"$T" sweep "$slow" -o "$out" -j 1 -q 2>"$tmp/one.err" &
+pid=$!
+sleep 0.3
+kill -TERM $(pgrep -P "$pid") 2>/dev/null
+wait "$pid"
+check "a worker stopped by SIGTERM gives 1" '[ $? = 1 ] && grep -q "1 point was stopped by a signal: run the sweep again" "$tmp/one.err"'
+check "a worker stopped by SIGTERM leaves no row for its point" '[ "$(wc -l <"$out")" = 4 ] && ! grep -q "killed by signal" "$out"'
+"$T" sweep "$slow" -o "$out" -j 2 -q 2>"$tmp/one.err"
+check "resumed after a stopped worker exits 0" '[ $? = 0 ] && [ ! -s "$tmp/one.err" ]'
+check "resumed after a stopped worker: CSV equals the reference" 'cmp -s "$out" "$tmp/slow_ref.csv"'
+
+# A worker killed by SIGKILL left a failed row and no report: its point runs again, and the new
+# row replaces the old one in the count too (it said "1 of 101 points failed" and exit 1).
+out=$tmp/killed.csv
+sed 's/^7,\(loop.s,[^,]*,[^,]*,[^,]*\),.*$/7,\1,,,,,,worker killed by signal 9/' "$tmp/ref.csv" >"$out"
+grep -v '^{"point":7,' "$tmp/ref.csv.jsonl" >"$out.jsonl"
+check "the killed worker's row is there" 'grep -q "^7,.*worker killed by signal 9$" "$out"'
+"$T" sweep "$spec" -o "$out" -j 2 -q 2>"$tmp/killed.err"
+check "resumed after a killed worker exits 0" '[ $? = 0 ]'
+check "resumed after a killed worker says nothing failed" '[ ! -s "$tmp/killed.err" ]'
+check "resumed after a killed worker: CSV equals the reference" 'cmp -s "$out" "$tmp/ref.csv"'
+check "resumed after a killed worker: reports equal the reference" 'cmp -s "$out.jsonl" "$tmp/ref.csv.jsonl"'
+
 # A torn file: some rows out of order, a half-written last row and half the reports.
 out=$tmp/torn.csv
 { head -1 "$tmp/ref.csv"; sed -n '30,40p;2,10p' "$tmp/ref.csv"; sed -n 50p "$tmp/ref.csv" | head -c 20; } >"$out"
@@ -136,6 +181,12 @@ else
   check "mpirun with a bad spec exits 2" '[ $? = 2 ]'
   check "mpirun with a bad spec says so once" '[ "$(grep -c "unknown key" "$tmp/err")" = 1 ]'
 fi
+
+# --jsonl naming the CSV is refused before anything is written (the reports overwrote the CSV).
+cp "$tmp/ref.csv" "$tmp/same.csv"
+(cd "$tmp" && "$T" sweep "$spec" -o same.csv --jsonl ./same.csv -q 2>"$tmp/err")
+check "--jsonl equal to -o is a usage error" '[ $? = 2 ] && grep -q "is the CSV given with -o" "$tmp/err"'
+check "--jsonl equal to -o leaves the CSV" 'cmp -s "$tmp/same.csv" "$tmp/ref.csv"'
 
 # Usage.
 "$T" sweep "$spec" >/dev/null 2>&1

@@ -582,6 +582,115 @@ START_TEST(built_errors)
     free(m);
 }
 END_TEST
+
+/* A weight with a dimension of 0 and a kernel_shape of 0 are refused at import, naming the node
+ * (they divided by zero in the lowerings' plans, or ran forever). */
+START_TEST(zero_dims)
+{
+    static char *xw[] = {"x", "w"}, *y[] = {"y"};
+    int64_t x4[4] = {1, 1, 4, 4}, x2[2] = {2, 4};
+    mb *m = malloc(sizeof *m);
+
+    /* a Conv whose weight is 1 x 1 x 0 x 0: a 0 x 0 kernel */
+    mb_init(m);
+    mb_input(m, "x", 4, x4);
+    mb_input(m, "w", 4, (int64_t[]){1, 1, 0, 0});
+    mb_node(m, "Conv", "c", xw, 2, y, 1);
+    mb_output(m, "y");
+    const char *names[] = {"x"};
+    ts_onnx_opts o = {names, 1, NULL};
+    ck_assert_str_eq(mb_import(m, &o, NULL),
+                     "built.onnx: node 'c' (Conv): input 'w' has shape [1,1,0,0]: dimensions must be positive");
+
+    /* the same Conv with a written kernel_shape of 0 x 0 and a 1 x 1 weight */
+    mb_init(m);
+    mb_input(m, "x", 4, x4);
+    mb_input(m, "w", 4, (int64_t[]){1, 1, 1, 1});
+    mb_node(m, "Conv", "c", xw, 2, y, 1);
+    Onnx__AttributeProto ks, *pks = &ks;
+    onnx__attribute_proto__init(&ks);
+    ks.name = "kernel_shape";
+    ks.has_type = 1;
+    ks.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    ks.n_ints = 2;
+    ks.ints = (int64_t[]){0, 0};
+    m->nodes[0].n_attribute = 1;
+    m->nodes[0].attribute = &pks;
+    mb_output(m, "y");
+    ck_assert_str_eq(mb_import(m, &o, NULL), "built.onnx: node 'c' (Conv): kernel_shape 0x0: a kernel is at least 1x1");
+
+    /* a MaxPool with kernel_shape 0 x 0 */
+    static char *xo[] = {"x"};
+    mb_init(m);
+    mb_input(m, "x", 4, x4);
+    mb_node(m, "MaxPool", "p", xo, 1, y, 1);
+    m->nodes[0].n_attribute = 1;
+    m->nodes[0].attribute = &pks;
+    mb_output(m, "y");
+    ck_assert_str_eq(mb_import(m, NULL, NULL), "built.onnx: node 'p' (MaxPool): kernel_shape 0x0: a kernel is at least 1x1");
+
+    /* a MatMul with a [4, 0] weight, and a zero-width output */
+    mb_init(m);
+    mb_input(m, "x", 2, x2);
+    mb_input(m, "w", 2, (int64_t[]){4, 0});
+    mb_node(m, "MatMul", "mm", xw, 2, y, 1);
+    mb_output(m, "y");
+    ck_assert_str_eq(mb_import(m, &o, NULL),
+                     "built.onnx: node 'mm' (MatMul): input 'w' has shape [4,0]: dimensions must be positive");
+    /* a zero-row data input */
+    mb_init(m);
+    mb_input(m, "x", 2, (int64_t[]){0, 4});
+    mb_input(m, "w", 2, (int64_t[]){4, 3});
+    mb_node(m, "MatMul", "mm", xw, 2, y, 1);
+    mb_output(m, "y");
+    ck_assert_str_eq(mb_import(m, &o, NULL),
+                     "built.onnx: node 'mm' (MatMul): input 'x' has shape [0,4]: dimensions must be positive");
+    free(m);
+}
+END_TEST
+
+/* A tensor of 2^31 elements is refused at import (the tensor limits of core/limit.h), before a
+ * lowering could ask memory for it; so is a node output past the limit. */
+START_TEST(tensor_limits)
+{
+    static char *x[] = {"x"}, *xw[] = {"x", "w"}, *y[] = {"y"};
+    mb *m = malloc(sizeof *m);
+    mb_init(m);
+    mb_input(m, "x", 2, (int64_t[]){INT64_C(1) << 16, INT64_C(1) << 15});
+    mb_node(m, "Relu", "r", x, 1, y, 1);
+    mb_output(m, "y");
+    ck_assert_str_eq(mb_import(m, NULL, NULL), "built.onnx: tensor 'x' has 2147483648 elements, more than the limit "
+                                               "of 268435456 (raise it with TESSERA_LIMITS=tensor_elems=N)");
+    /* a shape-only initializer */
+    mb_init(m);
+    mb_input(m, "x", 2, (int64_t[]){2, 4});
+    Onnx__TensorProto *w = &m->init[0];
+    onnx__tensor_proto__init(w);
+    static int64_t wd[2] = {4, INT64_C(1) << 29};
+    w->n_dims = 2;
+    w->dims = wd;
+    w->has_data_type = 1;
+    w->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    w->name = "w";
+    m->pinit[m->graph.n_initializer++] = w;
+    mb_node(m, "MatMul", "mm", xw, 2, y, 1);
+    mb_output(m, "y");
+    ck_assert_str_eq(mb_import(m, NULL, NULL), "built.onnx: tensor 'w' has 2147483648 elements, more than the limit "
+                                               "of 268435456 (raise it with TESSERA_LIMITS=tensor_elems=N)");
+    /* an output: [65536, 1] x [1, 65536] */
+    mb_init(m);
+    mb_input(m, "x", 2, (int64_t[]){65536, 1});
+    mb_input(m, "w", 2, (int64_t[]){1, 65536});
+    mb_node(m, "MatMul", "mm", xw, 2, y, 1);
+    mb_output(m, "y");
+    const char *names[] = {"x"};
+    ts_onnx_opts o = {names, 1, NULL};
+    ck_assert_str_eq(mb_import(m, &o, NULL),
+                     "built.onnx: node 'mm' (MatMul): output 'y' has 4294967296 elements, more than the limit of "
+                     "268435456 (raise it with TESSERA_LIMITS=tensor_elems=N)");
+    free(m);
+}
+END_TEST
 #endif
 
 /* A tessera built without protobuf-c says so, naming the file. */
@@ -618,6 +727,8 @@ int main(void)
     }
 #if TS_HAVE_ONNX
     tcase_add_test(tc, built_errors);
+    tcase_add_test(tc, zero_dims);
+    tcase_add_test(tc, tensor_limits);
 #endif
     tcase_add_test(tc, availability);
     suite_add_tcase(s, tc);

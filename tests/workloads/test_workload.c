@@ -194,6 +194,44 @@ START_TEST(file_errors)
 }
 END_TEST
 
+/* The front end's limits (core/limit.h): a billion-row matmul is refused where its shape is
+ * written, before any memory is asked for it; an output over the limit at its node; a block
+ * nesting that multiplies operators at the graph_nodes limit. */
+START_TEST(limits)
+{
+    ck_assert_str_eq(builtin_fail("matmul:m=1000000000,k=2,n=2"),
+                     "workloads/builtin/matmul.yaml:10:22: tensor 'A' has 2000000000 elements, more than the limit "
+                     "of 268435456 (raise it with TESSERA_LIMITS=tensor_elems=N)");
+    ck_assert_str_eq(builtin_fail("matmul:m=16384,k=16384,n=2,dtype=f64"),
+                     "workloads/builtin/matmul.yaml:10:22: tensor 'A' has 2147483648 bytes, more than the limit "
+                     "of 1073741824 (raise it with TESSERA_LIMITS=tensor_bytes=N)");
+    ck_assert_str_eq(builtin_fail("matmul:m=65536,k=2,n=65536"),
+                     "workloads/builtin/matmul.yaml:14:5: node 'matmul' (MatMul): output 'C' has 4294967296 elements, "
+                     "more than the limit of 268435456 (raise it with TESSERA_LIMITS=tensor_elems=N)");
+    /* ten blocks of ten blocks of ... six levels deep: a million Relus from a few lines */
+    ts_buf b = TS_BUF_INIT;
+    ts_buf_puts(&b, "blocks:\n");
+    for (int l = 0; l < 6; l++) {
+        ts_buf_printf(&b, "  b%d:\n    in: [x]\n    out: y\n    nodes:\n", l);
+        for (int k = 0; k < 10; k++) {
+            char in[8] = "x", out[8] = "y";
+            if (k)
+                snprintf(in, sizeof in, "t%d", k - 1);
+            if (k < 9)
+                snprintf(out, sizeof out, "t%d", k);
+            if (l == 0)
+                ts_buf_printf(&b, "      - {op: Relu, name: r%d, in: %s, out: %s}\n", k, in, out);
+            else
+                ts_buf_printf(&b, "      - {block: b%d, name: k%d, in: %s, out: %s}\n", l - 1, k, in, out);
+        }
+    }
+    ts_buf_puts(&b, "inputs:\n  - {name: x, shape: [4]}\nnodes:\n  - {block: b5, in: x, out: y}\n");
+    ck_assert_msg(strstr(text_fail(ts_buf_str(&b)), "is one more than the limit of 100000 operators (raise it with "
+                                                    "TESSERA_LIMITS=graph_nodes=N)"), "%s", text_fail(ts_buf_str(&b)));
+    ts_buf_free(&b);
+}
+END_TEST
+
 START_TEST(file_with_blocks)
 {
     const char *text = "name: twice\n"
@@ -344,6 +382,7 @@ int main(void)
     tcase_add_test(tc, builtin_list);
     tcase_add_test(tc, parameter_errors);
     tcase_add_test(tc, file_errors);
+    tcase_add_test(tc, limits);
     tcase_add_test(tc, file_with_blocks);
     tcase_add_test(tc, info_for_builtin);
     tcase_add_test(tc, load_model);
