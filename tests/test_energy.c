@@ -375,7 +375,7 @@ typedef struct def_event {
 } def_event;
 
 static const def_event def_events[] = {
-#define IPU_OP(id, mn, ops, classes, unit, ctx, lat, energy, ecount, doc) {"ipu", mn, energy},
+#define IPU_OP(id, mn, ops, classes, unit, ctx, lat, energy, ecount, memrd, memwr, doc) {"ipu", mn, energy},
 #include "arch/ipu/ipu_isa.def"
 #undef IPU_OP
 #define WSE_OP(name, mn, ops, unit, vop, dtype, width, energy, flags, doc) {"wse", mn, energy},

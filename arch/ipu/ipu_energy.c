@@ -13,45 +13,14 @@ const char *const ts_ipu_ev_names[EV_COUNT] = {
     "sram_read_64b", "sram_write_64b", "regfile_32b", "wire_bit_mm", "pcie_bit", "insn_issue",
 };
 
-/* Bytes an op reads from / writes to tile memory. Every opcode has its case, so that a new load or
- * store cannot go uncharged (no default: -Wswitch names an opcode of the table without a case). op
- * is always one of them: the loader (decode_one) lets no other in and the callers count by opcode,
- * so the check is an assertion. */
+/* Bytes an op reads from / writes to tile memory: the .def's memrd and memwr columns. op is always
+ * an opcode: the loader (decode_one) lets no other in and the callers count by opcode, so the
+ * check is an assertion. */
 void ts_ipu_op_mem_bytes(int op, uint32_t *rd, uint32_t *wr)
 {
     assert(op >= 0 && op < IPU_OP_COUNT);
-    *rd = *wr = 0;
-    switch ((enum ipu_op)op) {
-    case IPU_OP_LD32: case IPU_OP_LD32STEP: *rd = 4; break;
-    case IPU_OP_LD64: case IPU_OP_LD64STEP: *rd = 8; break;
-    case IPU_OP_LD128: case IPU_OP_LD128STEP: case IPU_OP_LD128PUTCS: *rd = 16; break;
-    case IPU_OP_LDZ16: case IPU_OP_LDB16: *rd = 2; break;
-    case IPU_OP_LDZ8: *rd = 1; break;
-    case IPU_OP_ST32: case IPU_OP_ST32STEP: *wr = 4; break;
-    case IPU_OP_ST64: case IPU_OP_ST64STEP: *wr = 8; break;
-    case IPU_OP_LDST64PACE: *rd = 8; *wr = 8; break;
-    case IPU_OP_LD2XST64PACE: *rd = 16; *wr = 8; break;
-    /* none of their own (a send's reads, a receive's writes and the host's bytes are counted
-     * where the words move) */
-    case IPU_OP_SETZI: case IPU_OP_LDCONST: case IPU_OP_MOV: case IPU_OP_ADD: case IPU_OP_ADDI:
-    case IPU_OP_SUB: case IPU_OP_MUL: case IPU_OP_MULI: case IPU_OP_AND: case IPU_OP_ANDI: case IPU_OP_OR:
-    case IPU_OP_XOR: case IPU_OP_SHL: case IPU_OP_SHLI: case IPU_OP_SHR: case IPU_OP_SHRI: case IPU_OP_CMPEQ:
-    case IPU_OP_CMPULT: case IPU_OP_CMPSLT: case IPU_OP_GET:
-    case IPU_OP_NOP: case IPU_OP_BR: case IPU_OP_BRZ: case IPU_OP_BRNZ: case IPU_OP_BRNEG: case IPU_OP_BRNZDEC:
-    case IPU_OP_RPT: case IPU_OP_RPTI:
-    case IPU_OP_F32ADD: case IPU_OP_F32SUB: case IPU_OP_F32MUL: case IPU_OP_F32MAX: case IPU_OP_F32MIN:
-    case IPU_OP_F32MAC: case IPU_OP_F32V2ADD: case IPU_OP_F32V2SUB: case IPU_OP_F32V2MUL: case IPU_OP_F32V2MAC:
-    case IPU_OP_F16V2ADD: case IPU_OP_F16V2MUL: case IPU_OP_F16V4ADD: case IPU_OP_F16V4SUB: case IPU_OP_F16V4MUL:
-    case IPU_OP_F16V2TOF32: case IPU_OP_F32V2TOF16: case IPU_OP_F32TOI32: case IPU_OP_F32FROMI32:
-    case IPU_OP_F32V2AMP: case IPU_OP_F16V4AMP: case IPU_OP_AMPZERO: case IPU_OP_AMPGET:
-    case IPU_OP_RUN: case IPU_OP_RUNALL: case IPU_OP_EXIT: case IPU_OP_SYNC: case IPU_OP_HALT:
-    case IPU_OP_SEND: case IPU_OP_RECV: case IPU_OP_RXSEL: case IPU_OP_RXPTR: case IPU_OP_RXWAIT: case IPU_OP_DELAY:
-    case IPU_OP_HOSTRD: case IPU_OP_HOSTWR:
-    case IPU_OP_BUNDLE: case IPU_OP_BUNDLE_END:
-        break;
-    case IPU_OP_COUNT: /* not an opcode (the assertion above) */
-        break;
-    }
+    *rd = ts_ipu_opfacts[op].memrd;
+    *wr = ts_ipu_opfacts[op].memwr;
 }
 
 /* 32-bit register words an op reads and writes. */

@@ -23,7 +23,7 @@
 
 /* Opcodes, from the one table. */
 enum ipu_op {
-#define IPU_OP(id, mn, ops, cls, unit, ctx, lat, ev, ec, doc) IPU_OP_##id,
+#define IPU_OP(id, mn, ops, cls, unit, ctx, lat, ev, ec, rd, wr, doc) IPU_OP_##id,
 #include "arch/ipu/ipu_isa.def"
 #undef IPU_OP
     IPU_OP_COUNT
@@ -50,6 +50,8 @@ typedef struct ipu_opfacts {
     char ctx;             /* 'S', 'W' or 'B' */
     const char *energy;
     double ecount;
+    uint32_t memrd;       /* bytes read from tile memory per issue (the .def's memrd) */
+    uint32_t memwr;       /* bytes written to tile memory per issue (memwr) */
 } ipu_opfacts;
 
 extern const ipu_opfacts ts_ipu_opfacts[IPU_OP_COUNT];
@@ -369,7 +371,7 @@ int ts_ipu_ev_index(const char *name);
 /* ipu_energy.c: TS_EINTERNAL naming the op if a .def row names an energy event the model does
  * not count (it would be dropped from every report) */
 ts_status ts_ipu_check_events(ts_err *err);
-/* ipu_energy.c: bytes an op reads from and writes to tile memory */
+/* ipu_energy.c: bytes an op reads from and writes to tile memory (the .def's memrd, memwr) */
 void ts_ipu_op_mem_bytes(int op, uint32_t *rd, uint32_t *wr);
 /* ipu_energy.c: add to ev the events of op issued k times (issue events not included) */
 void ts_ipu_op_events(const ts_model *m, int op, double k, double *ev);

@@ -5,14 +5,14 @@
 #define IPU_OPNDS(...) {__VA_ARGS__}
 
 static const ts_opinfo ipu_ops[] = {
-#define IPU_OP(id, mn, ops, cls, unit, ctx, lat, ev, ec, doc) \
+#define IPU_OP(id, mn, ops, cls, unit, ctx, lat, ev, ec, rd, wr, doc) \
     {mn, IPU_OPNDS ops, unit, lat, ev, (uint32_t)IPU_CTX_##ctx, doc},
 #include "arch/ipu/ipu_isa.def"
 #undef IPU_OP
 };
 
 const ipu_opfacts ts_ipu_opfacts[IPU_OP_COUNT] = {
-#define IPU_OP(id, mn, ops, cls, unit, ctx, lat, ev, ec, doc) {cls, unit, IPU_CTX_##ctx, ev, ec},
+#define IPU_OP(id, mn, ops, cls, unit, ctx, lat, ev, ec, rd, wr, doc) {cls, unit, IPU_CTX_##ctx, ev, ec, rd, wr},
 #include "arch/ipu/ipu_isa.def"
 #undef IPU_OP
 };

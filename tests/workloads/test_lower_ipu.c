@@ -576,7 +576,7 @@ END_TEST
  * GlobalAveragePool, Flatten and a one-row Gemm, checked against the y computed: 2^-10 + 1e-5 of
  * each product (the f16 rounding of the means, f32 sums) + 1e-6. */
 enum { /* opcode numbers: the IPU's one table */
-#define IPU_OP(id, mn, ops, cls, unit, ctx, lat, ev, ec, doc) OP_##id,
+#define IPU_OP(id, mn, ops, cls, unit, ctx, lat, ev, ec, rd, wr, doc) OP_##id,
 #include "arch/ipu/ipu_isa.def"
 #undef IPU_OP
 };

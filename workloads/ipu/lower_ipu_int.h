@@ -32,7 +32,7 @@
 
 /* Opcode numbers: the IPU's one table. */
 enum lw_op {
-#define IPU_OP(id, mn, ops, cls, unit, ctx, lat, ev, ec, doc) LW_##id,
+#define IPU_OP(id, mn, ops, cls, unit, ctx, lat, ev, ec, rd, wr, doc) LW_##id,
 #include "arch/ipu/ipu_isa.def"
 #undef IPU_OP
     LW_COUNT

@@ -478,6 +478,55 @@ START_TEST(paced_loads_and_stores)
 }
 END_TEST
 
+/* Bytes a register operand class holds (0 for a non-register class). */
+static uint32_t class_bytes(char c)
+{
+    return c == 'q' ? 16 : c == 'p' ? 8 : (c == 'x' || c == 'a' || c == 'm') ? 4 : 0;
+}
+
+/* The .def's memrd/memwr columns agree with what the loads and stores move: a load ("ld", unit
+ * MEM) reads its destination's width (the narrow ldz16, ldz8, ldb16 less), a store writes its
+ * source's, a paired op (ld..st..) both; ld128putcs reads 16 bytes of coefficients; every other op
+ * moves none of its own. */
+START_TEST(mem_bytes_column)
+{
+    for (int op = 0; op < IPU_OP_COUNT; op++) {
+        const char *mn = ts_ipu_isa.ops[op].mnemonic, *cls = ts_ipu_opfacts[op].classes;
+        uint32_t rd, wr;
+        ts_ipu_op_mem_bytes(op, &rd, &wr);
+        ck_assert_uint_eq(rd, ts_ipu_opfacts[op].memrd);
+        ck_assert_uint_eq(wr, ts_ipu_opfacts[op].memwr);
+        if (op == IPU_OP_LD128PUTCS) {
+            ck_assert_uint_eq(rd, 16);
+            ck_assert_uint_eq(wr, 0);
+        } else if (ts_ipu_opfacts[op].unit != IPU_U_MEM) {
+            ck_assert_msg(rd == 0 && wr == 0, "%s is no load or store but moves %u/%u bytes", mn, rd, wr);
+        } else if (!strncmp(mn, "st", 2)) {
+            ck_assert_msg(rd == 0 && wr == class_bytes(cls[0]), "%s: %u/%u bytes", mn, rd, wr);
+        } else {
+            ck_assert_msg(!strncmp(mn, "ld", 2), "%s: a MEM op neither ld nor st", mn);
+            bool paired = false; /* "st" and a width after the "ld": ldst64pace, ld2xst64pace */
+            for (const char *q = strstr(mn + 2, "st"); q; q = strstr(q + 2, "st"))
+                paired |= q[2] >= '0' && q[2] <= '9';
+            ck_assert_msg(wr == (paired ? class_bytes(cls[1]) : 0), "%s writes %u bytes", mn, wr);
+            if (cls[0] == 'm' || cls[0] == 'a')
+                ck_assert_msg(rd == 1 || rd == 2, "%s: a narrow load reads %u bytes", mn, rd);
+            else
+                ck_assert_msg(rd == class_bytes(cls[0]), "%s reads %u bytes", mn, rd);
+        }
+    }
+    static const struct { int op; uint32_t rd, wr; } rows[] = {
+        {IPU_OP_LD32, 4, 0}, {IPU_OP_LD64, 8, 0}, {IPU_OP_LD128, 16, 0}, {IPU_OP_ST32, 0, 4},
+        {IPU_OP_ST64, 0, 8}, {IPU_OP_LDZ16, 2, 0}, {IPU_OP_LDZ8, 1, 0}, {IPU_OP_LDB16, 2, 0},
+        {IPU_OP_LDST64PACE, 8, 8}, {IPU_OP_LD2XST64PACE, 16, 8}, {IPU_OP_LDCONST, 0, 0}, {IPU_OP_SEND, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        ck_assert_uint_eq(ts_ipu_opfacts[rows[i].op].memrd, rows[i].rd);
+        ck_assert_uint_eq(ts_ipu_opfacts[rows[i].op].memwr, rows[i].wr);
+    }
+}
+END_TEST
+
 /* Every instruction of the table survives assembly -> disassembly -> assembly unchanged. */
 START_TEST(disasm_round_trip)
 {
@@ -587,6 +636,7 @@ static Suite *suite(void)
     tcase_add_test(t, dual_issue);
     tcase_add_test(t, bundle_rules);
     tcase_add_test(t, paced_loads_and_stores);
+    tcase_add_test(t, mem_bytes_column);
     tcase_add_test(t, disasm_round_trip);
     tcase_add_test(t, config_checks_and_info);
     suite_add_tcase(s, t);
