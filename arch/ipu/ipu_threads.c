@@ -1,6 +1,6 @@
 /* arch/ipu/ipu_threads.c — the model's host threads: which tiles each one runs (whole columns),
  * the two phases of a round each runs (run its tiles; commit their words and summarise them), the
- * sense-reversing barrier they meet at, and starting and stopping them. The main thread is
+ * barrier they meet at (core/barrier.h), and starting and stopping them. The main thread is
  * thread 0; with one thread there are no helpers and no barrier.
  */
 #include <pthread.h>

@@ -8,7 +8,7 @@
  * may be a cycle ahead of its neighbour. Each band leaves a summary of its cycle, and the
  * end-of-cycle decision (go on, jump over idle cycles to the first sleeper, done, deadlock, error)
  * is a pure function of the summaries, so every thread that takes it takes the same one. A
- * sense-reversing barrier that spins on C11 atomics serves lockstep, activity windows and the
+ * barrier (core/barrier.h, spinning and yielding) serves lockstep, activity windows and the
  * re-splits of the bands by measured work.
  */
 #include "arch/wse/wse_inline.h"
