@@ -446,7 +446,7 @@ static ts_status run_threads(ts_model *m, uint64_t limit, ts_err *err)
         }
         /* no sleeping: nothing to create, so this cannot fail, and it resets a barrier left
          * mid-way by an abort in the last run */
-        ts_barrier_init(&m->bar, (uint32_t)m->nthreads, WSE_SPINS, 0, false, err);
+        (void)ts_barrier_init(&m->bar, (uint32_t)m->nthreads, WSE_SPINS, 0, false, err);
         int started = 1;
         for (int k = 0; k < m->nthreads; k++)
             args[k] = (thr_arg){m, k};
