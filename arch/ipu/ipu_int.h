@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/alloc.h"
+#include "core/barrier.h"
 #include "core/half.h"
 #include "core/config.h"
 #include "core/isa.h"
@@ -266,16 +267,14 @@ struct ts_model {
     /* threads */
     pthread_t *th;
     int nstarted;            /* helper threads running (1 .. nthreads - 1 once all started) */
-    /* the main thread and the helpers meet at a sense-reversing barrier three times per round
-     * (run, commit, decide); it spins on C11 atomics and sleeps on bar_cv when spinning long */
-    _Atomic uint32_t bar_count, bar_sense, bar_sleepers;
+    /* the main thread and the helpers meet at this barrier three times per round (run, commit,
+     * decide); it spins, then yields, then sleeps (ipu_threads.c) */
+    ts_barrier bar;
     uint32_t main_sense;     /* the main thread's sense */
-    pthread_mutex_t bar_mu;
-    pthread_cond_t bar_cv;
     pthread_mutex_t gate_mu; /* helpers wait at the gate until every one of them has started */
     pthread_cond_t gate_cv;
     int gate;                /* 0 wait, 1 go, 2 quit */
-    bool bar_init, gate_init, quit;
+    bool gate_init, quit;
     uint64_t round_h;
     uint32_t *tgroup;        /* per tile: its column group (tile / tiles_per_column / columns_per_group) */
     uint64_t *spine_e;       /* per column: the first cycle its next words may enter the spine

@@ -1,6 +1,6 @@
 /* arch/ipu/ipu_threads.c — the model's host threads: which tiles each one runs (whole columns),
  * the two phases of a round each runs (run its tiles; commit their words and summarise them), the
- * sense-reversing barrier they meet at, and starting and stopping them. The main thread is
+ * barrier they meet at (core/barrier.h), and starting and stopping them. The main thread is
  * thread 0; with one thread there are no helpers and no barrier.
  */
 #include <pthread.h>
@@ -98,40 +98,15 @@ static void finish_range(ts_model *m, int id)
     m->tsum[id] = s;
 }
 
-/* The threads' barrier: sense-reversing on C11 atomics. A thread spins for a while (a round
- * takes microseconds, a futex wake-up about as long), then spins yielding the core (on a busy
- * host the thread it waits for may need that core), and then sleeps on bar_cv; the last to
- * arrive wakes the sleepers. Sequentially consistent atomics on bar_sense and bar_sleepers make
- * sure that either the last thread sees a sleeper or the sleeper sees the new sense. */
+/* The threads' barrier (core/barrier.h): a thread spins for a while (a round takes microseconds, a
+ * futex wake-up about as long), then spins yielding the core (on a busy host the thread it waits
+ * for may need that core), and then sleeps; the last to arrive wakes the sleepers. */
 #define IPU_SPINS 4000  /* plain spins (a few microseconds) */
 #define IPU_YIELDS 2000 /* then spins that yield the core (about a millisecond when it is free) */
 
-static void bar_wait(ts_model *m, uint32_t *sense)
+static inline void bar_wait(ts_model *m, uint32_t *sense)
 {
-    uint32_t s = *sense ^ 1u;
-    *sense = s;
-    if (atomic_fetch_add(&m->bar_count, 1) + 1 == (uint32_t)m->nthreads) {
-        atomic_store(&m->bar_count, 0);
-        atomic_store(&m->bar_sense, s);
-        if (atomic_load(&m->bar_sleepers)) {
-            pthread_mutex_lock(&m->bar_mu);
-            pthread_cond_broadcast(&m->bar_cv);
-            pthread_mutex_unlock(&m->bar_mu);
-        }
-        return;
-    }
-    for (unsigned i = 0; i < IPU_SPINS + IPU_YIELDS; i++) {
-        if (atomic_load_explicit(&m->bar_sense, memory_order_acquire) == s)
-            return;
-        if (i >= IPU_SPINS) /* let a thread we wait for run if it shares our core */
-            sched_yield();
-    }
-    pthread_mutex_lock(&m->bar_mu);
-    atomic_fetch_add(&m->bar_sleepers, 1);
-    while (atomic_load(&m->bar_sense) != s)
-        pthread_cond_wait(&m->bar_cv, &m->bar_mu);
-    atomic_fetch_sub(&m->bar_sleepers, 1);
-    pthread_mutex_unlock(&m->bar_mu);
+    ts_barrier_wait(&m->bar, sense, NULL);
 }
 
 static void *worker_main(void *arg)
@@ -182,13 +157,9 @@ void ts_ipu_round(ts_model *m)
 ts_status ts_ipu_threads_start(ts_model *m, ts_err *err)
 {
     if (m->nthreads > 1) {
-        if (pthread_mutex_init(&m->bar_mu, NULL))
-            return ts_err_set(err, TS_ENOMEM, "cannot create a mutex");
-        if (pthread_cond_init(&m->bar_cv, NULL)) {
-            pthread_mutex_destroy(&m->bar_mu);
-            return ts_err_set(err, TS_ENOMEM, "cannot create a condition variable");
-        }
-        m->bar_init = true;
+        ts_status rc = ts_barrier_init(&m->bar, (uint32_t)m->nthreads, IPU_SPINS, IPU_YIELDS, true, err);
+        if (rc)
+            return rc;
         if (pthread_mutex_init(&m->gate_mu, NULL))
             return ts_err_set(err, TS_ENOMEM, "cannot create a mutex");
         if (pthread_cond_init(&m->gate_cv, NULL)) {
@@ -237,10 +208,7 @@ void ts_ipu_threads_stop(ts_model *m)
             pthread_join(m->th[i], NULL);
     }
     ts_free(m->th);
-    if (m->bar_init) {
-        pthread_mutex_destroy(&m->bar_mu);
-        pthread_cond_destroy(&m->bar_cv);
-    }
+    ts_barrier_destroy(&m->bar);
     if (m->gate_init) {
         pthread_mutex_destroy(&m->gate_mu);
         pthread_cond_destroy(&m->gate_cv);

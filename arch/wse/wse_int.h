@@ -16,6 +16,7 @@
 
 #include "arch/wse/wse.h"
 #include "arch/wse/wse_isa.h"
+#include "core/barrier.h"
 
 #define WSE_MAX_COLOURS 32
 #define WSE_MAX_POS 4
@@ -270,10 +271,8 @@ struct ts_model {
     bool done, stop, deadlock;
     ts_status run_st;
     char pad1[WSE_PAD];
-    _Atomic uint32_t bar_count; /* the spinning barrier (wse_threads.c): arrivals */
+    ts_barrier bar;             /* the threads' barrier (wse_threads.c): spins, yields, honours abort */
     char pad2[WSE_PAD];
-    _Atomic uint32_t bar_sense; /* flips when the last thread arrives */
-    char pad3[WSE_PAD];
     _Atomic uint32_t stop_claim; /* set by the first band to decide a stop, which leaves it in final */
     _Atomic uint32_t abort;      /* set when that stop is an error: bands ahead of it stop waiting */
     wse_decision final;

@@ -8,7 +8,7 @@
  * may be a cycle ahead of its neighbour. Each band leaves a summary of its cycle, and the
  * end-of-cycle decision (go on, jump over idle cycles to the first sleeper, done, deadlock, error)
  * is a pure function of the summaries, so every thread that takes it takes the same one. A
- * sense-reversing barrier that spins on C11 atomics serves lockstep, activity windows and the
+ * barrier (core/barrier.h, spinning and yielding) serves lockstep, activity windows and the
  * re-splits of the bands by measured work.
  */
 #include "arch/wse/wse_inline.h"
@@ -228,23 +228,13 @@ static void deadlock_check(ts_model *m)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* threads: a sense-reversing barrier that spins on C11 atomics and yields when spinning long */
+/* threads: the barrier (core/barrier.h) spins, then yields, and never sleeps (a cycle of a band
+ * takes microseconds, and a run's threads live only as long as the run); a wait ends early when a
+ * band stopped on an error (abort), since the others will not come */
 
-static void spin_barrier(ts_model *m, uint32_t *sense)
+static inline void spin_barrier(ts_model *m, uint32_t *sense)
 {
-    uint32_t s = *sense ^ 1u;
-    *sense = s;
-    if (atomic_fetch_add_explicit(&m->bar_count, 1, memory_order_acq_rel) + 1 == (uint32_t)m->nthreads) {
-        atomic_store_explicit(&m->bar_count, 0, memory_order_relaxed);
-        atomic_store_explicit(&m->bar_sense, s, memory_order_release);
-        return;
-    }
-    for (unsigned i = 0; atomic_load_explicit(&m->bar_sense, memory_order_acquire) != s; i++) {
-        if (atomic_load_explicit(&m->abort, memory_order_acquire))
-            return; /* a band stopped on an error: the others will not come */
-        if (i >= WSE_SPINS)
-            sched_yield();
-    }
+    ts_barrier_wait(&m->bar, sense, &m->abort);
 }
 
 #define WSE_REBALANCE_FIRST 1024  /* cycles measured before the first re-split */
@@ -454,8 +444,9 @@ static ts_status run_threads(ts_model *m, uint64_t limit, ts_err *err)
             ts_free(args);
             return ts_err_set(err, TS_ENOMEM, "cannot start %d threads", m->nthreads);
         }
-        atomic_store(&m->bar_count, 0);
-        atomic_store(&m->bar_sense, 0);
+        /* no sleeping: nothing to create, so this cannot fail, and it resets a barrier left
+         * mid-way by an abort in the last run */
+        (void)ts_barrier_init(&m->bar, (uint32_t)m->nthreads, WSE_SPINS, 0, false, err);
         int started = 1;
         for (int k = 0; k < m->nthreads; k++)
             args[k] = (thr_arg){m, k};
