@@ -49,6 +49,11 @@ typedef struct ts_step {
     uint64_t now;      /* the model's cycle after the call */
     uint64_t work;     /* monotonic count of work done (instructions, wavelets...): the hang detector watches it */
     bool done;         /* the program has finished */
+    /* The cycle of the latest work, for families that know it (has_work_at set): a hang is then
+     * reported from that cycle. Without it the kernel knows only the window of cycles in which
+     * the work counter last moved, and says so. */
+    bool has_work_at;
+    uint64_t work_at;
 } ts_step;
 
 /* The chip summary printed by `tessera info`. */
