@@ -68,6 +68,10 @@ static ts_status run_loop(const ts_family *fam, ts_model *m, const ts_run_opts *
             return hang_error(fam, m, st.now, seen_lo, seen_hi, exact, err);
         }
         window = window * 2 < full ? window * 2 : full;
+        if (o->max_cycles && st.now >= o->max_cycles && o->max_cycles_hint)
+            return ts_err_sim(err, -1, (int64_t)st.now,
+                              "reached the default cycle limit of %" PRIu64 " before the program finished: %s",
+                              o->max_cycles, o->max_cycles_hint);
         if (o->max_cycles && st.now >= o->max_cycles)
             return ts_err_sim(err, -1, (int64_t)st.now,
                               "cycle limit of %" PRIu64 " reached before the program finished",

@@ -153,6 +153,15 @@ START_TEST(cycle_limit_stops_the_run)
     ck_assert_ptr_nonnull(strstr(e.msg, "cycle limit of 1000"));
     ck_assert_int_eq(e.cycle, 1000);
     ts_err_free(&e);
+    /* a default limit (the caller's, not the user's) has its own message, with the caller's hint */
+    ts_config *c = load_cfg(two_tiles);
+    ts_program *p = assemble(prog);
+    ts_run_opts o = {.max_cycles = 1000, .max_cycles_hint = "raise it"};
+    ck_assert_int_eq(ts_sim_run(&ts_toy_family, c, p, &o, NULL, &r, &e), TS_ESIM);
+    ck_assert_str_eq(e.msg, "reached the default cycle limit of 1000 before the program finished: raise it");
+    ts_err_free(&e);
+    ts_program_destroy(p);
+    ts_config_destroy(c);
 }
 END_TEST
 
