@@ -50,7 +50,8 @@ static const char run_usage[] =
     "  -j, --threads N         host threads (results do not depend on it)\n"
     "      --lockstep          step every cycle of every unit (reference mode)\n"
     "      --warn              record hazards and go on, where the family has them\n"
-    "      --max-cycles N      stop with an error after N simulated cycles\n"
+    "      --max-cycles N      stop with an error after N simulated cycles (default\n"
+    "                          1000000000; 0 for no limit)\n"
     "      --hang-cycles N     cycles without progress that count as a hang (default 1000000)\n"
     "  -q, --quiet             no progress bar\n"
     "  -h, --help              this text\n";
@@ -153,6 +154,7 @@ int cmd_run(int argc, char **argv)
     bool quiet = false;
     cli_sets sets = {0};
     ts_run_opts ro = {0};
+    bool max_given = false;
     int c, rc = TS_EXIT_OK;
     optind = 1;
     opterr = 0;
@@ -217,13 +219,19 @@ int cmd_run(int argc, char **argv)
         case 'L': ro.lockstep = true; break;
         case 'W': ro.warn = true; break;
         case 'M':
+            if (parse_u64(optarg, &v)) {
+                cli_sets_free(&sets);
+                return cli_usage_error("--max-cycles takes a number of cycles (0 for no limit), got '%s'", optarg);
+            }
+            ro.max_cycles = v;
+            max_given = true;
+            break;
         case 'H':
             if (parse_u64(optarg, &v) || v == 0) {
                 cli_sets_free(&sets);
-                return cli_usage_error("--%s takes a positive number, got '%s'",
-                                       c == 'M' ? "max-cycles" : "hang-cycles", optarg);
+                return cli_usage_error("--hang-cycles takes a positive number, got '%s'", optarg);
             }
-            *(c == 'M' ? &ro.max_cycles : &ro.hang_cycles) = v;
+            ro.hang_cycles = v;
             break;
         case 'q': quiet = true; break;
         case 'h': fputs(run_usage, stdout); cli_sets_free(&sets); return 0;
@@ -332,7 +340,11 @@ int cmd_run(int argc, char **argv)
         }
         ro.activity = act;
     }
-    progress pr = {.enabled = !quiet && isatty(2), .max = ro.max_cycles};
+    if (!max_given) { /* a program that never ends stops, with its own message */
+        ro.max_cycles = TS_SIM_DEFAULT_MAX_CYCLES;
+        ro.max_cycles_hint = "a longer run needs --max-cycles N (0 for no limit)";
+    }
+    progress pr = {.enabled = !quiet && isatty(2), .max = max_given ? ro.max_cycles : 0};
     clock_gettime(CLOCK_MONOTONIC, &pr.start);
     ro.progress = on_progress;
     ro.progress_ud = &pr;

@@ -110,6 +110,10 @@ static void run_point(const ts_sweep *s, size_t i, ts_buf *row, ts_buf *jline)
         (st = cli_load_energy(&energy, cfg, NULL, &err)) != TS_OK)
         goto done;
     ts_run_opts ro = {.max_cycles = ts_sweep_max_cycles(s)};
+    if (!ro.max_cycles) { /* one point that never ends must not hold the sweep */
+        ro.max_cycles = TS_SIM_DEFAULT_MAX_CYCLES;
+        ro.max_cycles_hint = "a longer point needs max_cycles in the sweep spec";
+    }
     if ((st = ts_sim_run(fam, cfg, prog, &ro, energy, &res, &err)) != TS_OK)
         goto done;
     have_res = true;

@@ -17,11 +17,17 @@
 #define TS_DEFAULT_HANG_CYCLES 1000000ull
 #define TS_WINDOW_CYCLES 65536ull
 
-static ts_status hang_error(const ts_family *fam, ts_model *m, uint64_t now, uint64_t since, ts_err *err)
+/* The last progress is known to lie in cycles (lo, hi], or at hi exactly when exact. */
+static ts_status hang_error(const ts_family *fam, ts_model *m, uint64_t now, uint64_t lo, uint64_t hi, bool exact,
+                            ts_err *err)
 {
-    ts_err_sim(err, -1, (int64_t)now,
-               "no progress for %" PRIu64 " cycles (since cycle %" PRIu64 "): the program is hung",
-               now - since, since);
+    if (exact || lo == hi)
+        ts_err_sim(err, -1, (int64_t)now, "no progress since cycle %" PRIu64 " (%" PRIu64 " cycles): the program is hung",
+                   hi, now - hi);
+    else
+        ts_err_sim(err, -1, (int64_t)now,
+                   "no progress for at least %" PRIu64 " cycles: the program is hung (its last progress was between "
+                   "cycles %" PRIu64 " and %" PRIu64 ")", now - hi, lo, hi);
     if (fam->blocked) {
         ts_buf b = TS_BUF_INIT;
         fam->blocked(m, &b);
@@ -31,29 +37,41 @@ static ts_status hang_error(const ts_family *fam, ts_model *m, uint64_t now, uin
     return TS_ESIM;
 }
 
+/* The run in windows. The first windows are short (1, 2, 4, ... cycles) and double up to the
+ * full window, so a program that stops early (a unit stuck from cycle 2) is placed within a few
+ * cycles at the cost of sixteen more calls; after that a window is the hang bound or 65,536
+ * cycles, whichever is smaller. */
 static ts_status run_loop(const ts_family *fam, ts_model *m, const ts_run_opts *o, ts_err *err)
 {
     uint64_t hang = o->hang_cycles ? o->hang_cycles : TS_DEFAULT_HANG_CYCLES;
-    uint64_t window = hang < TS_WINDOW_CYCLES ? hang : TS_WINDOW_CYCLES;
+    uint64_t full = hang < TS_WINDOW_CYCLES ? hang : TS_WINDOW_CYCLES, window = 1;
     ts_step st = {0};
-    uint64_t last_work = 0, last_work_cycle = 0;
-    bool first = true;
+    uint64_t last_work = 0;
+    uint64_t seen_lo = 0, seen_hi = 0; /* the last progress lies in (seen_lo, seen_hi] */
+    bool exact = true;                 /* ... or at seen_hi exactly (none yet: cycle 0) */
     for (;;) {
-        uint64_t limit = st.now + window;
+        uint64_t start = st.now, limit = st.now + window;
         if (o->max_cycles && limit > o->max_cycles)
             limit = o->max_cycles;
+        st.has_work_at = false;
         ts_status rc = fam->step(m, limit, &st, err);
         if (rc != TS_OK)
             return rc;
         if (st.done)
             return TS_OK;
-        if (first || st.work != last_work) {
+        if (st.work != last_work) {
             last_work = st.work;
-            last_work_cycle = st.now;
-            first = false;
-        } else if (st.now - last_work_cycle >= hang) {
-            return hang_error(fam, m, st.now, last_work_cycle, err);
+            exact = st.has_work_at && st.work_at <= st.now;
+            seen_hi = exact ? st.work_at : st.now;
+            seen_lo = exact ? seen_hi : start;
+        } else if (st.now - seen_hi >= hang) {
+            return hang_error(fam, m, st.now, seen_lo, seen_hi, exact, err);
         }
+        window = window * 2 < full ? window * 2 : full;
+        if (o->max_cycles && st.now >= o->max_cycles && o->max_cycles_hint)
+            return ts_err_sim(err, -1, (int64_t)st.now,
+                              "reached the default cycle limit of %" PRIu64 " before the program finished: %s",
+                              o->max_cycles, o->max_cycles_hint);
         if (o->max_cycles && st.now >= o->max_cycles)
             return ts_err_sim(err, -1, (int64_t)st.now,
                               "cycle limit of %" PRIu64 " reached before the program finished",

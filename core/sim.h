@@ -28,8 +28,18 @@ typedef struct ts_region {
     uint32_t x, y, w, h;
 } ts_region;
 
+/* The cycle limit that `tessera run` and sweep points apply when none is given: a program that
+ * never ends (`loop: br loop` does work every cycle, so the hang detector never fires) stops there
+ * instead of holding a run or a sweep forever. A billion cycles are 0.6 s of chip time at 1.6 GHz,
+ * 70 times a ResNet-50 inference on ipu_mk1 (14.4 million cycles; 159,295 on tsp_v1); a spinning
+ * IPU tile reaches it in about 5 s of host time, a spinning wafer PE in about 30 s. */
+#define TS_SIM_DEFAULT_MAX_CYCLES UINT64_C(1000000000)
+
 typedef struct ts_run_opts {
     uint64_t max_cycles;   /* stop with TS_ESIM past this many cycles; 0 = no limit */
+    /* When not NULL, max_cycles is a default the caller chose, not the user's: a run that reaches
+     * it says "reached the default cycle limit of N ...: <max_cycles_hint>" (how to raise it). */
+    const char *max_cycles_hint;
     uint64_t hang_cycles;  /* no progress for this many cycles is a hang; 0 = default (1,000,000) */
     int threads;           /* host threads; results must not depend on it; 0 or 1 = one */
     bool lockstep;         /* step every cycle of every unit (the reference mode) */
@@ -49,6 +59,11 @@ typedef struct ts_step {
     uint64_t now;      /* the model's cycle after the call */
     uint64_t work;     /* monotonic count of work done (instructions, wavelets...): the hang detector watches it */
     bool done;         /* the program has finished */
+    /* The cycle of the latest work, for families that know it (has_work_at set): a hang is then
+     * reported from that cycle. Without it the kernel knows only the window of cycles in which
+     * the work counter last moved, and says so. */
+    bool has_work_at;
+    uint64_t work_at;
 } ts_step;
 
 /* The chip summary printed by `tessera info`. */

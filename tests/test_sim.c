@@ -116,6 +116,33 @@ START_TEST(hang_is_reported_with_blocked_units)
 }
 END_TEST
 
+/* The hang message says when the program stopped making progress: tile 1 takes its message at
+ * cycle 5 and is then stuck at a sync that tile 0 never reaches (it waits for a second message).
+ * A family that knows the cycle of its latest work gives it; for one that does not, the kernel
+ * names the window of cycles it saw the work counter move in, which the first short windows keep
+ * narrow. It said "since cycle 5000" here (the first window's end), for a program stuck since 5. */
+START_TEST(hang_names_when_progress_stopped)
+{
+    static const char prog[] = ".arch toy\n.stream tile 0\n  li r1, 7\n  send r1, 1\n  recv r2\n  halt\n"
+                               ".stream tile 1\n  recv r1\n  sync\n  halt\n";
+    static const char exact[] = "arch: toy\ntiles: 2\nsend_latency: 3\nwork_at: true\n";
+    ts_err e;
+    ts_err_init(&e);
+    ts_results r;
+    ck_assert_int_eq(run(exact, prog, false, 0, 5000, &r, &e), TS_ESIM);
+    ck_assert_str_eq(e.msg, "no progress since cycle 5 (8186 cycles): the program is hung");
+    ts_err_free(&e);
+    ck_assert_int_eq(run(two_tiles, prog, false, 0, 5000, &r, &e), TS_ESIM);
+    ck_assert_str_eq(e.msg, "no progress for at least 8184 cycles: the program is hung (its last progress was "
+                            "between cycles 3 and 7)");
+    ts_err_free(&e);
+    /* in lockstep too */
+    ck_assert_int_eq(run(exact, prog, true, 0, 5000, &r, &e), TS_ESIM);
+    ck_assert_str_eq(e.msg, "no progress since cycle 5 (8186 cycles): the program is hung");
+    ts_err_free(&e);
+}
+END_TEST
+
 START_TEST(cycle_limit_stops_the_run)
 {
     static const char prog[] = ".arch toy\n.stream tile 0\nloop:\n  addi r1, r1, 1\n  br loop\n";
@@ -126,6 +153,15 @@ START_TEST(cycle_limit_stops_the_run)
     ck_assert_ptr_nonnull(strstr(e.msg, "cycle limit of 1000"));
     ck_assert_int_eq(e.cycle, 1000);
     ts_err_free(&e);
+    /* a default limit (the caller's, not the user's) has its own message, with the caller's hint */
+    ts_config *c = load_cfg(two_tiles);
+    ts_program *p = assemble(prog);
+    ts_run_opts o = {.max_cycles = 1000, .max_cycles_hint = "raise it"};
+    ck_assert_int_eq(ts_sim_run(&ts_toy_family, c, p, &o, NULL, &r, &e), TS_ESIM);
+    ck_assert_str_eq(e.msg, "reached the default cycle limit of 1000 before the program finished: raise it");
+    ts_err_free(&e);
+    ts_program_destroy(p);
+    ts_config_destroy(c);
 }
 END_TEST
 
@@ -205,6 +241,7 @@ int main(void)
     TCase *t = tcase_create("kernel");
     tcase_add_test(t, exact_cycles_and_lockstep_equal);
     tcase_add_test(t, hang_is_reported_with_blocked_units);
+    tcase_add_test(t, hang_names_when_progress_stopped);
     tcase_add_test(t, cycle_limit_stops_the_run);
     tcase_add_test(t, out_of_range_names_tile_and_cycle);
     tcase_add_test(t, program_for_other_config_is_refused);

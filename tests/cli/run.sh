@@ -104,6 +104,12 @@ if has_family ipu; then
   expect_exit wrong-config 2 "$T" run -q -c ipu_mk2 "$tmp/mk1.bin"
   grep -q "recompile" "$tmp/stderr" || bad "wrong-config message does not say to recompile"
 
+  # A program that never ends (it does work every cycle: no hang) stops at the default cycle
+  # limit with its own message and status 1; --max-cycles 0 takes the limit away.
+  golden cycle-limit-default "$T" run -q -c ipu_tiny4 spin.s
+  expect_exit no-cycle-limit 0 "$T" run -q --max-cycles 0
+  golden max-cycles-bad "$T" run -q --max-cycles lots
+
   # No half-written report: a failing run leaves no output file; an unwritable path fails cleanly.
   expect_exit cycle-limit 1 "$T" run -q -c ipu_tiny4 --max-cycles 5000 spin.s -o "$tmp/hang.json"
   [ ! -e "$tmp/hang.json" ] && ok || bad "a failed run left a report behind"

@@ -182,6 +182,14 @@ else
   check "mpirun with a bad spec says so once" '[ "$(grep -c "unknown key" "$tmp/err")" = 1 ]'
 fi
 
+# A point that never ends stops at the default cycle limit: its row says so, the sweep goes on.
+printf 'config: ipu_tiny4\nworkloads: [spin.s, loop.s]\n' >"$tmp/spin.yaml"
+cp "$root/tests/data/cli/spin.s" "$data/loop.s" "$tmp/"
+"$T" sweep "$tmp/spin.yaml" -o "$tmp/spin.csv" -q 2>"$tmp/err"
+check "a point at the default cycle limit fails the sweep with 1" '[ $? = 1 ] && grep -q "1 of 2 points failed" "$tmp/err"'
+check "its row names the default limit" 'grep -q "^0,spin.s,.*reached the default cycle limit of 1000000000 before the program finished: a longer point needs max_cycles in the sweep spec" "$tmp/spin.csv"'
+check "the other point ran" 'grep -q "^1,loop.s,120099," "$tmp/spin.csv"'
+
 # --jsonl naming the CSV is refused before anything is written (the reports overwrote the CSV).
 cp "$tmp/ref.csv" "$tmp/same.csv"
 (cd "$tmp" && "$T" sweep "$spec" -o same.csv --jsonl ./same.csv -q 2>"$tmp/err")

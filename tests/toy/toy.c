@@ -18,6 +18,7 @@ typedef struct toy_cfg {
     uint64_t mem_bytes;
     uint64_t send_latency;
     uint64_t sync_latency;
+    bool work_at; /* report the cycle of the latest work with each step */
 } toy_cfg;
 
 static const ts_cfg_key toy_keys[] = {
@@ -29,6 +30,8 @@ static const ts_cfg_key toy_keys[] = {
      offsetof(toy_cfg, send_latency), NULL},
     {"sync_latency", TS_CFG_UINT, TS_UNIT_CYCLES, 0, 1000, "10", "cycles from the last tile's sync to release",
      offsetof(toy_cfg, sync_latency), NULL},
+    {"work_at", TS_CFG_BOOL, TS_UNIT_NONE, 0, 0, "false", "tell the kernel the cycle of the latest work",
+     offsetof(toy_cfg, work_at), NULL},
 };
 
 static const ts_schema toy_schema = {
@@ -62,6 +65,7 @@ struct ts_model {
     toy_cfg cfg;
     bool lockstep;
     uint64_t now, work, release; /* release: cycle a pending sync lets tiles go, 0 = none */
+    uint64_t work_at;            /* cycle of the latest work */
     uint64_t syncs, messages;
     toy_tile *t;
 };
@@ -155,7 +159,7 @@ static ts_status exec(ts_model *m, uint32_t i, ts_err *err)
     uint32_t next = t->pc + 1;
     t->busy++;
     t->insns++;
-    m->work++;
+    m->work++, m->work_at = m->now;
     switch (in->op) {
     case TOY_OP_NOP: break;
     case TOY_OP_LI: t->r[a[0]] = a[1]; break;
@@ -220,7 +224,7 @@ static ts_status cycle(ts_model *m, ts_err *err)
             t->head = (t->head + 1) % INBOX;
             t->count--;
             t->state = RUN;
-            m->work++;
+            m->work++, m->work_at = m->now;
             continue; /* the receive completes this cycle */
         }
         if (t->state == RUN) {
@@ -242,7 +246,7 @@ static ts_status cycle(ts_model *m, ts_err *err)
                     m->t[i].state = RUN;
             m->release = 0;
             m->syncs++;
-            m->work++;
+            m->work++, m->work_at = m->now;
         }
     }
     m->now++;
@@ -295,6 +299,8 @@ static ts_status toy_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
     st->now = m->now;
     st->work = m->work;
     st->done = all_halted(m);
+    st->has_work_at = m->cfg.work_at;
+    st->work_at = m->work_at;
     return TS_OK;
 }
 
