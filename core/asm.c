@@ -1069,6 +1069,33 @@ static ts_status resolve(as *a)
     return TS_OK;
 }
 
+/* (kind, index) of a stream, packed for sorting and searching. */
+static uint64_t stream_key(const ts_stream *s) { return (uint64_t)s->kind << 32 | s->index; }
+
+static int u64_cmp(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The streams that have labels or marks of their own, as sorted keys: a stream of a range may have
+ * neither (the range's copy would add a second label of one name to it, a program the reader
+ * refuses). */
+static uint64_t *own_symbols(const ts_program *p, size_t *n)
+{
+    uint64_t *k = ts_malloc((p->nsyms + p->nmarks + 1) * sizeof *k);
+    if (!k)
+        return NULL;
+    *n = 0;
+    for (size_t i = 0; i < p->nsyms; i++)
+        if (p->syms[i].kind == TS_SYM_LABEL)
+            k[(*n)++] = stream_key(&p->streams[p->syms[i].stream]);
+    for (size_t i = 0; i < p->nmarks; i++)
+        k[(*n)++] = stream_key(&p->streams[p->marks[i].stream]);
+    qsort(k, *n, sizeof *k, u64_cmp);
+    return k;
+}
+
 /* Copy each range's first stream, with its labels and marks, to the rest of the range. The
  * labels and marks of the first stream are gathered once per range, so a range costs its units
  * times its body, not times every symbol of the program; the whole expansion is accounted against
@@ -1076,8 +1103,11 @@ static ts_status resolve(as *a)
 static ts_status replicate(as *a)
 {
     ts_program *p = a->p;
-    size_t *lab = NULL, *mk = NULL;
+    size_t *lab = NULL, *mk = NULL, nown = 0;
     ts_status st = TS_OK;
+    uint64_t *own = a->nranges ? own_symbols(p, &nown) : NULL;
+    if (a->nranges && !own)
+        return oom(a);
     for (size_t r = 0; r < a->nranges && !st; r++) {
         const struct range *g = &a->ranges[r];
         size_t si = (size_t)(ts_program_stream(p, g->kind, g->first) - p->streams);
@@ -1110,9 +1140,11 @@ static ts_status replicate(as *a)
                 st = oom(a);
                 break;
             }
-            if (d->n) {
-                st = fail(a, g->col, "stream %s %" PRIu64 " has its own code and is also in the range %u-%u",
-                          a->isa->stream_kinds[g->kind], idx, g->first, g->last);
+            uint64_t key = (uint64_t)g->kind << 32 | idx;
+            bool labelled = bsearch(&key, own, nown, sizeof *own, u64_cmp) != NULL;
+            if (d->n || labelled) {
+                st = fail(a, g->col, "stream %s %" PRIu64 " has its own %s and is also in the range %u-%u",
+                          a->isa->stream_kinds[g->kind], idx, d->n ? "code" : "labels or marks", g->first, g->last);
                 break;
             }
             size_t di = (size_t)(d - p->streams);
@@ -1138,6 +1170,7 @@ static ts_status replicate(as *a)
     }
     ts_free(lab);
     ts_free(mk);
+    ts_free(own);
     return st;
 }
 
