@@ -1096,6 +1096,33 @@ static uint64_t *own_symbols(const ts_program *p, size_t *n)
     return k;
 }
 
+static int range_cmp(const void *x, const void *y)
+{
+    const struct range *a = x, *b = y;
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    return a->first < b->first ? -1 : a->first > b->first;
+}
+
+/* Ranges of one kind may not overlap: a stream in two ranges would take two bodies (or one body's
+ * labels twice). Sorts the ranges. */
+static ts_status check_range_overlaps(as *a)
+{
+    if (a->nranges < 2)
+        return TS_OK;
+    qsort(a->ranges, a->nranges, sizeof *a->ranges, range_cmp);
+    for (size_t r = 1; r < a->nranges; r++) {
+        const struct range *p = &a->ranges[r - 1], *g = &a->ranges[r];
+        if (p->kind == g->kind && g->first <= p->last) {
+            const struct range *later = g->line > p->line ? g : p, *earlier = later == g ? p : g;
+            a->line = later->line;
+            return fail(a, later->col, "range %u-%u overlaps the range %u-%u at line %d", later->first, later->last,
+                        earlier->first, earlier->last, earlier->line);
+        }
+    }
+    return TS_OK;
+}
+
 /* Copy each range's first stream, with its labels and marks, to the rest of the range. The
  * labels and marks of the first stream are gathered once per range, so a range costs its units
  * times its body, not times every symbol of the program; the whole expansion is accounted against
@@ -1104,7 +1131,9 @@ static ts_status replicate(as *a)
 {
     ts_program *p = a->p;
     size_t *lab = NULL, *mk = NULL, nown = 0;
-    ts_status st = TS_OK;
+    ts_status st = check_range_overlaps(a);
+    if (st)
+        return st;
     uint64_t *own = a->nranges ? own_symbols(p, &nown) : NULL;
     if (a->nranges && !own)
         return oom(a);
