@@ -1069,6 +1069,60 @@ static ts_status resolve(as *a)
     return TS_OK;
 }
 
+/* (kind, index) of a stream, packed for sorting and searching. */
+static uint64_t stream_key(const ts_stream *s) { return (uint64_t)s->kind << 32 | s->index; }
+
+static int u64_cmp(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The streams that have labels or marks of their own, as sorted keys: a stream of a range may have
+ * neither (the range's copy would add a second label of one name to it, a program the reader
+ * refuses). */
+static uint64_t *own_symbols(const ts_program *p, size_t *n)
+{
+    uint64_t *k = ts_malloc((p->nsyms + p->nmarks + 1) * sizeof *k);
+    if (!k)
+        return NULL;
+    *n = 0;
+    for (size_t i = 0; i < p->nsyms; i++)
+        if (p->syms[i].kind == TS_SYM_LABEL)
+            k[(*n)++] = stream_key(&p->streams[p->syms[i].stream]);
+    for (size_t i = 0; i < p->nmarks; i++)
+        k[(*n)++] = stream_key(&p->streams[p->marks[i].stream]);
+    qsort(k, *n, sizeof *k, u64_cmp);
+    return k;
+}
+
+static int range_cmp(const void *x, const void *y)
+{
+    const struct range *a = x, *b = y;
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    return a->first < b->first ? -1 : a->first > b->first;
+}
+
+/* Ranges of one kind may not overlap: a stream in two ranges would take two bodies (or one body's
+ * labels twice). Sorts the ranges. */
+static ts_status check_range_overlaps(as *a)
+{
+    if (a->nranges < 2)
+        return TS_OK;
+    qsort(a->ranges, a->nranges, sizeof *a->ranges, range_cmp);
+    for (size_t r = 1; r < a->nranges; r++) {
+        const struct range *p = &a->ranges[r - 1], *g = &a->ranges[r];
+        if (p->kind == g->kind && g->first <= p->last) {
+            const struct range *later = g->line > p->line ? g : p, *earlier = later == g ? p : g;
+            a->line = later->line;
+            return fail(a, later->col, "range %u-%u overlaps the range %u-%u at line %d", later->first, later->last,
+                        earlier->first, earlier->last, earlier->line);
+        }
+    }
+    return TS_OK;
+}
+
 /* Copy each range's first stream, with its labels and marks, to the rest of the range. The
  * labels and marks of the first stream are gathered once per range, so a range costs its units
  * times its body, not times every symbol of the program; the whole expansion is accounted against
@@ -1076,8 +1130,13 @@ static ts_status resolve(as *a)
 static ts_status replicate(as *a)
 {
     ts_program *p = a->p;
-    size_t *lab = NULL, *mk = NULL;
-    ts_status st = TS_OK;
+    size_t *lab = NULL, *mk = NULL, nown = 0;
+    ts_status st = check_range_overlaps(a);
+    if (st)
+        return st;
+    uint64_t *own = a->nranges ? own_symbols(p, &nown) : NULL;
+    if (a->nranges && !own)
+        return oom(a);
     for (size_t r = 0; r < a->nranges && !st; r++) {
         const struct range *g = &a->ranges[r];
         size_t si = (size_t)(ts_program_stream(p, g->kind, g->first) - p->streams);
@@ -1110,9 +1169,11 @@ static ts_status replicate(as *a)
                 st = oom(a);
                 break;
             }
-            if (d->n) {
-                st = fail(a, g->col, "stream %s %" PRIu64 " has its own code and is also in the range %u-%u",
-                          a->isa->stream_kinds[g->kind], idx, g->first, g->last);
+            uint64_t key = (uint64_t)g->kind << 32 | idx;
+            bool labelled = bsearch(&key, own, nown, sizeof *own, u64_cmp) != NULL;
+            if (d->n || labelled) {
+                st = fail(a, g->col, "stream %s %" PRIu64 " has its own %s and is also in the range %u-%u",
+                          a->isa->stream_kinds[g->kind], idx, d->n ? "code" : "labels or marks", g->first, g->last);
                 break;
             }
             size_t di = (size_t)(d - p->streams);
@@ -1138,6 +1199,7 @@ static ts_status replicate(as *a)
     }
     ts_free(lab);
     ts_free(mk);
+    ts_free(own);
     return st;
 }
 

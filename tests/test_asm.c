@@ -531,6 +531,15 @@ START_TEST(test_ranges)
     asm_err(".stream tile 0-3\n nop\n.stream tile 2\n halt\n",
             "t.s:1:14: stream tile 2 has its own code and is also in the range 0-3");
     asm_err(".stream tile 0-x\n nop\n", "t.s:1:16: bad number 'x'");
+    /* a stream of a range with a label or a mark of its own but no code: the copy gave it a
+     * second label '_', a program the binary reader refuses (found by fuzz_asm) */
+    asm_err(".stream tile 1-2\n_: nop\n.stream tile 2\n_:\n",
+            "t.s:1:14: stream tile 2 has its own labels or marks and is also in the range 1-2");
+    asm_err(".stream tile 1-2\n_: nop\n.stream tile 2\n.superstep 3\n",
+            "t.s:1:14: stream tile 2 has its own labels or marks and is also in the range 1-2");
+    /* overlapping ranges: the second took the first's label again (found by fuzz_asm) */
+    asm_err(".stream tile 0-4\n_:\n.stream tile 1-4\n", "t.s:3:14: range 1-4 overlaps the range 0-4 at line 1");
+    asm_err(".stream tile 2-3\n nop\n.stream tile 0-2\n nop\n", "t.s:3:14: range 0-2 overlaps the range 2-3 at line 1");
 }
 END_TEST
 
