@@ -132,7 +132,7 @@ static ts_status check_bundles(const ts_stream *s, ipu_insn *code, ts_err *err)
     return TS_OK;
 }
 
-ts_status ts_ipu_load(ts_model *m, const ts_program *p, ts_err *err)
+static ts_status load_program(ts_model *m, const ts_program *p, ts_err *err)
 {
     size_t total = 0;
     for (size_t i = 0; i < p->nstreams; i++) {
@@ -227,4 +227,16 @@ ts_status ts_ipu_load(ts_model *m, const ts_program *p, ts_err *err)
     }
     m->loaded = true;
     return TS_OK;
+}
+
+/* A program the loader refuses is bad input (exit 2), though its message names a tile as a run's
+ * errors do. */
+ts_status ts_ipu_load(ts_model *m, const ts_program *p, ts_err *err)
+{
+    ts_status rc = load_program(m, p, err);
+    if (rc == TS_ESIM) {
+        err->status = TS_EINPUT;
+        rc = TS_EINPUT;
+    }
+    return rc;
 }

@@ -176,6 +176,7 @@ static ts_status issue_one(ts_model *m, uint32_t qi, uint32_t pc, bool *again, t
     case TSP_OP_SYNC:
         q->state = Q_PARKED;
         q->park = m->now;
+        q->park_pc = pc;
         if (m->act)
             ts_tsp_act_on_park(m, qi);
         break;

@@ -82,6 +82,7 @@ typedef struct tsp_queue {
     uint64_t next;       /* earliest cycle of the next issue */
     uint64_t last_issue;
     uint64_t park;       /* cycle it parked at sync */
+    uint32_t park_pc;    /* pc of that sync */
     uint32_t rep_left, rep_d, rep_pc;
     uint32_t last_ifetch; /* pc of its last ifetch + 1, 0 = none */
     uint64_t fetch_free;  /* the queue's fetch port is busy until then (icu.fetch_bytes_per_cycle) */

@@ -200,7 +200,7 @@ void ts_tsp_blocked(ts_model *m, ts_buf *out)
         const tsp_queue *q = &m->q[i];
         if (q->state == Q_PARKED)
             ts_buf_printf(out, "  queue %u: pc %u: parked at sync since cycle %" PRIu64 ", no notify pending\n", i,
-                          q->pc, q->park);
+                          q->park_pc, q->park);
     }
 }
 

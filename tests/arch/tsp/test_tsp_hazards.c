@@ -256,9 +256,19 @@ START_TEST(hang_names_the_parked_queue)
         ck_assert_int_eq(ts_sim_run(&ts_tsp_family, config, p, &o, NULL, &r, &e), TS_ESIM);
         HAS(e.msg, "the program is hung");
         ck_assert_ptr_nonnull(e.detail);
-        HAS(e.detail, "queue 3: pc 2: parked at sync since cycle 5, no notify pending");
+        HAS(e.detail, "queue 3: pc 1: parked at sync since cycle 5, no notify pending");
         ts_err_free(&e);
     }
+    ts_program_destroy(p);
+    /* the pc named is the sync's, also when it is the first instruction */
+    p = tsp_test_asm(".arch tsp\n.stream queue 2\n  sync\n  nop 1\n");
+    ts_err e;
+    ts_err_init(&e);
+    ts_results r;
+    ts_run_opts o = {.hang_cycles = 1000};
+    ck_assert_int_eq(ts_sim_run(&ts_tsp_family, config, p, &o, NULL, &r, &e), TS_ESIM);
+    HAS(e.detail, "queue 2: pc 0: parked at sync since cycle 0, no notify pending");
+    ts_err_free(&e);
     ts_config_destroy(config);
     ts_program_destroy(p);
 }
