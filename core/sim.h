@@ -29,7 +29,8 @@ typedef struct ts_region {
 } ts_region;
 
 /* The cycle limit that `tessera run` and sweep points apply when none is given: a program that
- * never ends (`loop: br loop` does work every cycle, so the hang detector never fires) stops there
+ * never ends (a loop that changes a register or memory on every pass does work every cycle, so
+ * neither the hang detector nor the families' endless-loop check, core/loopmark.h, stops it) stops there
  * instead of holding a run or a sweep forever. A billion cycles are 0.6 s of chip time at 1.6 GHz,
  * 70 times a ResNet-50 inference on ipu_mk1 (14.4 million cycles; 159,295 on tsp_v1); a spinning
  * IPU tile reaches it in about 5 s of host time, a spinning wafer PE in about 30 s. */

@@ -54,6 +54,16 @@ static ts_status fail(ipu_tile *t, uint32_t ti, int ctx, uint32_t pc, uint64_t c
     return ts_err_sim(err, ti, (int64_t)c, "%s: %s at pc %u", what, who, pc);
 }
 
+static ts_status endless(ipu_tile *t, uint32_t ti, int ctx, uint32_t pc, uint64_t c, ts_err *err)
+    __attribute__((noinline, cold));
+
+static ts_status endless(ipu_tile *t, uint32_t ti, int ctx, uint32_t pc, uint64_t c, ts_err *err)
+{
+    return fail(t, ti, ctx, pc, c, err, "endless loop: this branch comes back to the state it had at cycle %" PRIu64
+                " (every register the same, nothing written since to tile memory, accumulators or the exchange), "
+                "so it repeats forever", t->cx[ctx].loop.at);
+}
+
 /* Check a data access: in range and aligned to its width. */
 #define CHECK_ADDR(addr, width, name)                                                               \
     do {                                                                                            \
@@ -105,6 +115,19 @@ static bool sup_can_issue(const ts_model *m, const ipu_tile *t)
     }
 }
 
+/* Whether nothing but context ctx can change tile t from now on: every other context has ended
+ * or waits on something only ctx can bring about (its exit), and no receive is armed. With the
+ * tile's effect count unchanged since an earlier pass, ctx's memory, accumulators and
+ * coefficients are then fixed, and a state of ctx that comes back comes back forever. */
+static bool alone(const ts_model *m, const ipu_tile *t, int ctx)
+{
+    if (t->rx_left)
+        return false;
+    if (ctx == 0)
+        return t->running == 0;
+    return (t->running & ~(1u << (ctx - 1))) == 0 && !(t->sup == SUP_RUN && sup_can_issue(m, t));
+}
+
 /* Execute one instruction, `in` at pc, for ctx at cycle c; *nextp is the pc that follows it
  * (pc + 1 unless it branches or stays). */
 static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c,
@@ -121,6 +144,15 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
     if (t->opcnt)
         t->opcnt[in->op]++;
     t->work++;
+    t->effects += in->effect;
+/* a taken branch back: stop when the context's state comes back with no effect since and nothing
+ * else can change the tile (core/loopmark.h) */
+#define BACK(hint)                                                                                  \
+    do {                                                                                            \
+        if (in->tgt <= pc && ts_loop_seen(&x->loop, pc, r, IPU_NREGS, hint, t->effects, c) &&       \
+            alone(m, t, ctx))                                                                       \
+            return endless(t, ti, ctx, pc, c, err);                                                 \
+    } while (0)
 /* operand registers, read where a case needs them */
 #define a0 (r[in->r0])
 #define a1 (r[in->r1])
@@ -156,12 +188,13 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
         }
         break;
     case IPU_OP_NOP: break;
-    case IPU_OP_BR: next = in->tgt; break;
-    case IPU_OP_BRZ: if (a0 == 0) next = in->tgt; break;
-    case IPU_OP_BRNZ: if (a0 != 0) next = in->tgt; break;
-    case IPU_OP_BRNEG: if ((int32_t)a0 < 0) next = in->tgt; break;
+    case IPU_OP_BR: BACK(0); next = in->tgt; break;
+    case IPU_OP_BRZ: if (a0 == 0) { BACK(in->r0); next = in->tgt; } break;
+    case IPU_OP_BRNZ: if (a0 != 0) { BACK(in->r0); next = in->tgt; } break;
+    case IPU_OP_BRNEG: if ((int32_t)a0 < 0) { BACK(in->r0); next = in->tgt; } break;
     case IPU_OP_BRNZDEC:
         if (a0 != 0) {
+            BACK(in->r0);
             r[in->r0] = a0 - 1;
             next = in->tgt;
         }
@@ -563,6 +596,7 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
 #undef a0
 #undef a1
 #undef a2
+#undef BACK
 }
 
 /* A bundle at pc (`{` main aux `}`): one issue. The auxiliary instruction runs first, then the
@@ -658,6 +692,7 @@ static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, 
         t->rx_left--;
         t->xrecv += 4;
         t->work++;
+        t->effects++;
         if (!t->rx_left)
             xch_busy(t, t->rx_armed, c + 1, 0);
     }

@@ -11,6 +11,7 @@
 
 ts_status ts_ipu_mem_write_bytes(ts_model *m, ipu_tile *t, uint64_t a, const uint8_t *src, uint64_t len, ts_err *err)
 {
+    t->effects++; /* memory a context may read changes (core/loopmark.h) */
     while (len) {
         uint64_t chunk = IPU_PAGE_SIZE - (a & (IPU_PAGE_SIZE - 1));
         if (chunk > len)

@@ -16,6 +16,7 @@
 
 #include "arch/wse/wse.h"
 #include "arch/wse/wse_isa.h"
+#include "core/loopmark.h"
 #include "core/barrier.h"
 
 #define WSE_MAX_COLOURS 32
@@ -99,6 +100,8 @@ typedef struct wse_ce {
     uint32_t vbusy;         /* bit i set while th[i].busy: the cycle loop visits only busy threads */
     bool main_done;
     bool image;             /* the code is another PE's (`image`): checked against this PE's routes */
+    uint64_t effects;       /* instructions with an effect (wse_opfacts.effect) */
+    ts_loopmark loop;       /* the endless-loop check at backward branches (core/loopmark.h) */
 } wse_ce;
 
 /* Per-tile counters (summed in PE order at collect, so any thread count gives the same sums). */

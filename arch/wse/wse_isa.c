@@ -18,9 +18,14 @@ static const ts_opinfo wse_ops[] = {
 #define WSE_EV_SLOT(name, energy) (WSE_HAS_EVENT(energy) ? WSE_EVROW_##name : WSE_EV_ROWS)
 #define WSE_EV_ISSUE(name, unit, energy) ((unit) == WSE_U_VEC ? WSE_EV_ROWS : WSE_EV_SLOT(name, energy))
 
+#define WSE_EFFECT(name, unit)                                                                      \
+    ((unit) == WSE_U_NET || (unit) == WSE_U_DSD || (unit) == WSE_U_VEC || (unit) == WSE_U_CFG ||         \
+     WSE_OP_##name == WSE_OP_ST || WSE_OP_##name == WSE_OP_ACTIVATE || WSE_OP_##name == WSE_OP_BLOCK ||  \
+     WSE_OP_##name == WSE_OP_UNBLOCK || WSE_OP_##name == WSE_OP_EXIT)
+
 const wse_opfacts ts_wse_opfacts[WSE_OP_COUNT] = {
 #define WSE_OP(name, mn, opnds, unit, vop, dt, width, energy, flags, doc) \
-    {unit, vop, dt, WSE_EV_SLOT(name, energy), WSE_EV_ISSUE(name, unit, energy), width, energy},
+    {unit, vop, dt, WSE_EV_SLOT(name, energy), WSE_EV_ISSUE(name, unit, energy), width, energy, WSE_EFFECT(name, unit)},
 #include "arch/wse/wse_isa.def"
 #undef WSE_OP
 };

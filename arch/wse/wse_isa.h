@@ -52,6 +52,9 @@ typedef struct wse_opfacts {
                          * vector op (wse_pe.c) */
     const char *width;  /* config key of the SIMD width, or NULL */
     const char *energy; /* energy event (per issue or per element), or NULL */
+    uint8_t effect;     /* 1: it changes more than the core's registers and pc: a store, a wavelet
+                         * sent or taken, a descriptor, a vector op, the task state
+                         * (core/loopmark.h) */
 } wse_opfacts;
 
 /* Registers r0..r15 (a data task starts with its wavelet's payload in r0). */

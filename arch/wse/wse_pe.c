@@ -142,6 +142,7 @@ static void start_task(ts_model *m, wse_tile *t, wse_band *b, int id)
     wse_ce *ce = t->ce;
     ce->task = id;
     ce->pc = ce->task_pc[id];
+    ce->effects++; /* a task's start is no state its own instructions made (core/loopmark.h) */
     if (ce->data_task >> id & 1) {
         uint8_t j = t->qmap[5 * m->C + (uint32_t)id];
         bool ctrl;
@@ -159,12 +160,28 @@ static void start_task(ts_model *m, wse_tile *t, wse_band *b, int id)
     }
 }
 
+/* A taken branch back: the run stops when the core's state comes back with no effect since
+ * (core/loopmark.h). A busy vector thread counts as an effect: it moves data as the core loops. */
+static bool endless(wse_tile *t, wse_band *b, uint32_t pc)
+{
+    wse_ce *ce = t->ce;
+    if (ce->vbusy)
+        ce->effects++;
+    if (!ts_loop_seen(&ce->loop, pc, (const uint32_t *)ce->r, WSE_NREGS, 0, ce->effects, b->now))
+        return false;
+    ts_wse_set_err(b, t, b->now, "endless loop at pc %u: this branch comes back to the state it had at cycle %" PRIu64
+                   " (every register the same, nothing stored, sent, received or started since), so it repeats "
+                   "forever", pc, ce->loop.at);
+    return true;
+}
+
 /* Execute the instruction at pc. Returns 1 if issued, 0 if stalled (reason in *why). */
 static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32_t *wr, bool *ramp_up, uint8_t *why)
 {
     wse_ce *ce = t->ce;
     uint32_t pc = ce->pc;
     if (pc >= ce->code->n) { /* falling off the end ends the task */
+        ce->effects++;
         ce->state = CE_IDLE;
         if (ce->task == -1)
             ce->main_done = true;
@@ -306,6 +323,9 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
         return 1;
     }
     t->s.ev[f->ev_issue]++; /* its .def energy event; a vector op counts its elements instead */
+    ce->effects += f->effect;
+    if (next <= pc && f->unit == WSE_U_CTL && endless(t, b, pc))
+        return 1;
     for (int j = 0; j < TS_MAX_OPNDS && ts_wse_isa.ops[in->op].opnd[j]; j++)
         if ((ts_wse_isa.ops[in->op].opnd[j] & TS_OK_KIND_MASK) == TS_OK_REG)
             t->s.regs++;

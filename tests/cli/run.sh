@@ -113,6 +113,8 @@ if has_family ipu; then
   # A program that never ends (it does work every cycle: no hang) stops at the default cycle
   # limit with its own message and status 1; --max-cycles 0 takes the limit away.
   golden cycle-limit-default "$T" run -q -c ipu_tiny4 spin.s
+  # A loop that comes back to the same state with nothing done stops at once (core/loopmark.h).
+  golden endless-loop "$T" run -q -c ipu_tiny4 endless.s
   expect_exit no-cycle-limit 0 "$T" run -q --max-cycles 0
   golden max-cycles-bad "$T" run -q --max-cycles lots
 

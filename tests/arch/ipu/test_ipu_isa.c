@@ -132,6 +132,48 @@ static void expect_error(const char *prog, const char *cfg, const char *const *s
     ipu_run_free(&r);
 }
 
+/* A context that comes back to the same state at a backward branch, with nothing written on the
+ * tile since and nothing else able to write it, loops forever: every mode stops there, naming the
+ * tile, the context, the pc and the first pass's cycle (core/loopmark.h). */
+START_TEST(endless_loops)
+{
+    static const char spin[] = ".arch ipu\n.stream tile 1\n  setzi $m1, 3\nloop:\n  addi $m2, $m1, 1\n  br loop\n";
+    expect_error(spin, "ipu_tiny4", NULL,
+                 "endless loop: this branch comes back to the state it had at cycle 2 (every register the same, "
+                 "nothing written since to tile memory, accumulators or the exchange), so it repeats forever: "
+                 "supervisor at pc 2", 1);
+    /* nested loops: the inner one is counted, the outer one never ends */
+    char *p = one_worker("outer:\n  setzi $m2, 3\ninner:\n  addi $m3, $m3, 1\n  brnzdec $m2, inner\n"
+                         "  setzi $m3, 0\n  br outer\n", NULL);
+    expect_error(p, "ipu_tiny4", NULL, "so it repeats forever: worker 0 at pc 6", 0);
+    free(p);
+}
+END_TEST
+
+/* Worker 0 polls a word that worker 1 stores after a counted delay: worker 0's registers come back
+ * the same on every pass, but worker 1 may still write, so this is no endless loop. When worker 1
+ * leaves without storing, worker 0 is alone and its loop is endless. */
+static const char poll_prog[] =
+    ".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  run spin, $m1\n  run set, $m1\n  sync 0\n  halt\n"
+    "spin:\n  setzi $m2, 0x200\nwait:\n  ld32 $m3, $m2, 0\n  brz $m3, wait\n  st32 $m3, $m2, 4\n  exit\n"
+    "set:\n  setzi $m2, 0x200\n  setzi $m4, 50\ndelay:\n  brnzdec $m4, delay\n  setzi $m3, %d\n"
+    "  st32 $m3, $m2, 0\n  exit\n";
+
+START_TEST(polling_another_worker_is_no_endless_loop)
+{
+    ts_buf b = TS_BUF_INIT;
+    ts_buf_printf(&b, poll_prog, 9);
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, b.data, &r);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x204), 9);
+    ipu_run_free(&r);
+    ts_buf_free(&b);
+    ts_buf_printf(&b, poll_prog, 0); /* stores 0: worker 0 waits for ever */
+    expect_error(b.data, "ipu_tiny4", NULL, "so it repeats forever: worker 0 at pc 7", 0);
+    ts_buf_free(&b);
+}
+END_TEST
+
 START_TEST(access_rules)
 {
     char *p = one_worker("  setzi $m1, 0x204\n  ld64 $a0, $m1, 0\n", NULL);
@@ -636,6 +678,8 @@ static Suite *suite(void)
     tcase_add_test(t, barrel_timing);
     tcase_add_test(t, dual_issue);
     tcase_add_test(t, bundle_rules);
+    tcase_add_test(t, endless_loops);
+    tcase_add_test(t, polling_another_worker_is_no_endless_loop);
     tcase_add_test(t, paced_loads_and_stores);
     tcase_add_test(t, mem_bytes_column);
     tcase_add_test(t, disasm_round_trip);

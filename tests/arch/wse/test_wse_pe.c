@@ -182,6 +182,58 @@ START_TEST(pe_errors)
 }
 END_TEST
 
+/* A core that comes back to the same state at a backward branch with nothing done since loops
+ * forever: the run stops on the second pass, naming the PE, the pc and the first pass's cycle
+ * (core/loopmark.h), in every mode. Nested loops are found too. */
+START_TEST(endless_loops)
+{
+    static const char spin[] = ".arch wse\n.stream pe 1\n    li r1, 3\nl:  addi r2, r1, 1\n    br l\n";
+    ts_wse_cfg c = wt_cfg(2, 1);
+    ts_err err;
+    ts_err_init(&err);
+    ts_status st;
+    ts_model *m = wt_run(&c, spin, false, 1, 100000, &st, &err);
+    ck_assert_ptr_null(m);
+    ck_assert_int_eq(st, TS_ESIM);
+    ck_assert_int_eq(err.tile, 1);
+    ck_assert_int_eq(err.cycle, 4);
+    ck_assert_str_eq(err.msg, "PE (1, 0): endless loop at pc 2: this branch comes back to the state it had at cycle 2 "
+                              "(every register the same, nothing stored, sent, received or started since), so it "
+                              "repeats forever");
+    ts_err_free(&err);
+    wt_modes("arch: wse\nmesh: {width: 2, height: 1}\n", spin);
+    static const char nested[] = ".arch wse\n.stream pe 0\nout: li r1, 5\n    li r3, 0\n"
+                                 "in:  addi r3, r3, 1\n    addi r1, r1, -1\n    bnz r1, in\n    br out\n";
+    ts_err_init(&err);
+    m = wt_run(&c, nested, false, 1, 100000, &st, &err);
+    ck_assert_ptr_null(m);
+    ck_assert_int_eq(st, TS_ESIM);
+    ck_assert_ptr_nonnull(strstr(err.msg, "endless loop at pc"));
+    ck_assert_int_lt(err.cycle, 200);
+    ts_err_free(&err);
+}
+END_TEST
+
+/* A core that polls memory a vector op on a microthread is still writing is not looping forever,
+ * though its registers come back the same on every pass: the busy thread counts as an effect. */
+START_TEST(polling_a_vector_op_is_no_endless_loop)
+{
+    ts_wse_cfg c = wt_cfg(1, 1);
+    ts_err err;
+    ts_err_init(&err);
+    ts_status st;
+    ts_model *m = wt_run(&c, ".arch wse\n.stream pe 0\n    li r1, 7\n    li r2, 796\n    st r1, r2, 0\n"
+                             "    dsdm 0, 0, 200, 1\n    dsdm 1, 1024, 200, 1\n    fmovs 1, 0, 0, -1\n"
+                             "    li r2, 1820\nl:  ld r3, r2, 0\n    bz r3, l\n    exit\n",
+                         false, 1, 100000, &st, &err);
+    ck_assert_msg(m != NULL, "%s", err.msg);
+    int32_t v;
+    ts_wse_read_sram(m, 0, 0, 1820, &v, sizeof v);
+    ck_assert_int_eq(v, 7);
+    wt_free(m);
+}
+END_TEST
+
 /* GEMV y = A x, N = 128, on 32 x 32 PEs with 4 x 4 blocks: PE (x, y) holds A[4y.., 4x..] column
  * by column and x[4x..]; it forms its partial product with fmacs, then partial sums flow east
  * along the row (colours 1 and 2 alternate) with fadds over fabric operands; PE (31, y) holds
@@ -276,6 +328,8 @@ static Suite *suite(void)
     tcase_add_test(tc, mac_fp32_fp16);
     tcase_add_test(tc, tasks);
     tcase_add_test(tc, pe_errors);
+    tcase_add_test(tc, endless_loops);
+    tcase_add_test(tc, polling_a_vector_op_is_no_endless_loop);
     tcase_add_test(tc, allocation_failures);
     tcase_add_test(tc, gemv_matches_c_reference);
     suite_add_tcase(s, tc);
