@@ -54,14 +54,42 @@ static ts_status fail(ipu_tile *t, uint32_t ti, int ctx, uint32_t pc, uint64_t c
     return ts_err_sim(err, ti, (int64_t)c, "%s: %s at pc %u", what, who, pc);
 }
 
-static ts_status endless(ipu_tile *t, uint32_t ti, int ctx, uint32_t pc, uint64_t c, ts_err *err)
-    __attribute__((noinline, cold));
-
-static ts_status endless(ipu_tile *t, uint32_t ti, int ctx, uint32_t pc, uint64_t c, ts_err *err)
+/* Everything done on the tile that a context's registers do not hold: the issues of instructions
+ * with an effect (ipu_insn.effect: counted from their hit counts, so the issue path counts
+ * nothing) and the words and bulk copies written into its memory (t->effects). */
+static uint64_t tile_effects(const ipu_tile *t)
 {
+    uint64_t n = t->effects;
+    for (uint32_t pc = 0; pc < t->n; pc++)
+        if (t->code[pc].effect)
+            n += t->code[pc].hits;
+    return n;
+}
+
+static bool alone(const ts_model *m, const ipu_tile *t, int ctx);
+
+/* ts_loop_step at a taken backward branch said k: take a mark, or, when the state is the mark's,
+ * stop the run if nothing happened since and nothing else can act on the tile from now on. */
+static ts_status loop_back(ts_model *m, ipu_tile *t, uint32_t ti, int ctx, ipu_ctx *x, uint32_t pc, int k,
+                           uint64_t c, ts_err *err) __attribute__((noinline));
+
+static ts_status loop_back(ts_model *m, ipu_tile *t, uint32_t ti, int ctx, ipu_ctx *x, uint32_t pc, int k,
+                           uint64_t c, ts_err *err)
+{
+    if (k == TS_LOOP_MARK) {
+        ts_loop_mark(&x->loop, pc, x->r, IPU_NREGS, tile_effects(t), c);
+        return TS_OK;
+    }
+    if (!alone(m, t, ctx))
+        return TS_OK;
+    uint64_t eff = tile_effects(t);
+    if (eff != x->loop.eff) {
+        ts_loop_refresh(&x->loop, eff, c);
+        return TS_OK;
+    }
     return fail(t, ti, ctx, pc, c, err, "endless loop: this branch comes back to the state it had at cycle %" PRIu64
                 " (every register the same, nothing written since to tile memory, accumulators or the exchange), "
-                "so it repeats forever", t->cx[ctx].loop.at);
+                "so it repeats forever", x->loop.at);
 }
 
 /* Check a data access: in range and aligned to its width. */
@@ -144,14 +172,15 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
     if (t->opcnt)
         t->opcnt[in->op]++;
     t->work++;
-    t->effects += in->effect;
-/* a taken branch back: stop when the context's state comes back with no effect since and nothing
- * else can change the tile (core/loopmark.h) */
+/* a taken branch back: look for a state that comes back (core/loopmark.h, loop_back) */
 #define BACK(hint)                                                                                  \
     do {                                                                                            \
-        if (in->tgt <= pc && ts_loop_seen(&x->loop, pc, r, IPU_NREGS, hint, t->effects, c) &&       \
-            alone(m, t, ctx))                                                                       \
-            return endless(t, ti, ctx, pc, c, err);                                                 \
+        int k_;                                                                                     \
+        if (in->tgt <= pc && (k_ = ts_loop_step(&x->loop, pc, r, IPU_NREGS, hint)) != TS_LOOP_PASS) { \
+            ts_status rc_ = loop_back(m, t, ti, ctx, x, pc, k_, c, err);                            \
+            if (rc_ != TS_OK)                                                                       \
+                return rc_;                                                                         \
+        }                                                                                           \
     } while (0)
 /* operand registers, read where a case needs them */
 #define a0 (r[in->r0])

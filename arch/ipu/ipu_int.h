@@ -54,13 +54,10 @@ typedef struct ipu_opfacts {
     double ecount;
     uint32_t memrd;       /* bytes read from tile memory per issue (the .def's memrd) */
     uint32_t memwr;       /* bytes written to tile memory per issue (memwr) */
+    bool effect;          /* it changes more than its own context's registers (ipu_isa.c) */
 } ipu_opfacts;
 
 extern const ipu_opfacts ts_ipu_opfacts[IPU_OP_COUNT];
-/* Whether op changes state beyond its own context's registers: tile memory (memwr), the AMP's
- * accumulators or coefficients (every AMP op but ampget), the exchange and the host (every
- * exchange op), or the other contexts (run, runall, exit, sync, halt). */
-bool ts_ipu_effect(uint8_t op);
 extern const ts_isa ts_ipu_isa;
 extern const ts_schema ts_ipu_schema;
 
@@ -122,7 +119,7 @@ typedef struct ipu_insn {
     uint8_t ctx_ok;         /* bit 0: the supervisor may issue it, bit 1: a worker may */
     uint8_t pure;           /* rpt/rpti: the body writes nothing another context reads (no store,
                              * no coefficient load), so turns of it can run in closed form */
-    uint8_t effect;         /* 1: it changes more than its context's registers (ts_ipu_effect) */
+    uint8_t effect;         /* 1: it changes more than its context's registers (ipu_opfacts.effect) */
     uint64_t hits;          /* times issued: counted here, on the line the fetch has just read,
                              * rather than in a per-op table elsewhere (about 5 % of the
                              * executor's time in bench_ipu_bsp) */
@@ -172,8 +169,6 @@ typedef struct ipu_tile {
     uint32_t ncode;         /* instructions that take code memory (the bundle braces take none) */
     uint64_t work;          /* instructions issued + words received (the hang detector's counter);
                              * next to the code pointer so the issue path touches one line */
-    uint64_t effects;       /* instructions with an effect + words received: while it stands still,
-                             * a context's registers are all that change (core/loopmark.h) */
     uint64_t *opcnt;        /* executions per op (IPU_OP_COUNT; the `{` of a bundle counts as
                              * IPU_OP_BUNDLE, its members as their ops), in the model's op_block;
                              * NULL unless the run asked for superstep_events (opts.phase_events) */
@@ -204,6 +199,9 @@ typedef struct ipu_tile {
     bool rec_nomem;         /* growing xs failed */
     uint64_t arrival;       /* cycle of the last sync 1 */
     uint64_t finish;        /* cycle after halt */
+    uint64_t effects;       /* words received and bulk copies into its memory; with the hits of its
+                             * instructions that have an effect, all that changes the tile beyond
+                             * its contexts' registers (core/loopmark.h) */
     ipu_hostop *host; size_t nhost, cap_host;
     /* counters (instructions are counted in ipu_insn.hits) */
     uint64_t xsent, xrecv, xport; /* bytes sent, bytes received, send-port cycles */

@@ -11,15 +11,17 @@ static const ts_opinfo ipu_ops[] = {
 #undef IPU_OP
 };
 
-bool ts_ipu_effect(uint8_t op)
-{
-    const ipu_opfacts *f = &ts_ipu_opfacts[op];
-    return f->memwr > 0 || (f->unit == IPU_U_AMP && op != IPU_OP_AMPGET) || f->unit == IPU_U_XCH ||
-           op == IPU_OP_RUN || op == IPU_OP_RUNALL || op == IPU_OP_EXIT || op == IPU_OP_SYNC || op == IPU_OP_HALT;
-}
+/* Whether an op changes state beyond its own context's registers: tile memory (memwr), the AMP's
+ * accumulators or coefficients (every AMP op but ampget), the exchange and the host (every
+ * exchange op), or the other contexts (run, runall, exit, sync, halt). */
+#define IPU_EFFECT(id, unit, wr)                                                                    \
+    ((wr) > 0 || ((unit) == IPU_U_AMP && IPU_OP_##id != IPU_OP_AMPGET) || (unit) == IPU_U_XCH ||     \
+     IPU_OP_##id == IPU_OP_RUN || IPU_OP_##id == IPU_OP_RUNALL || IPU_OP_##id == IPU_OP_EXIT ||      \
+     IPU_OP_##id == IPU_OP_SYNC || IPU_OP_##id == IPU_OP_HALT)
 
 const ipu_opfacts ts_ipu_opfacts[IPU_OP_COUNT] = {
-#define IPU_OP(id, mn, ops, cls, unit, ctx, lat, ev, ec, rd, wr, doc) {cls, unit, IPU_CTX_##ctx, ev, ec, rd, wr},
+#define IPU_OP(id, mn, ops, cls, unit, ctx, lat, ev, ec, rd, wr, doc) \
+    {cls, unit, IPU_CTX_##ctx, ev, ec, rd, wr, IPU_EFFECT(id, unit, wr)},
 #include "arch/ipu/ipu_isa.def"
 #undef IPU_OP
 };

@@ -26,7 +26,7 @@ static ts_status decode_one(const ts_insn *in, uint32_t pc, uint32_t n, uint32_t
     out->op = (uint8_t)in->op;
     char cx = ts_ipu_opfacts[in->op].ctx;
     out->ctx_ok = (uint8_t)((cx != 'W' ? 1 : 0) | (cx != 'S' ? 2 : 0));
-    out->effect = ts_ipu_effect(out->op);
+    out->effect = ts_ipu_opfacts[in->op].effect;
     int nreg = 0, nimm = 0;
     for (int k = 0; cls[k]; k++) {
         int32_t v = in->a[k];

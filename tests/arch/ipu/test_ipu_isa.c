@@ -145,7 +145,7 @@ START_TEST(endless_loops)
     /* nested loops: the inner one is counted, the outer one never ends */
     char *p = one_worker("outer:\n  setzi $m2, 3\ninner:\n  addi $m3, $m3, 1\n  brnzdec $m2, inner\n"
                          "  setzi $m3, 0\n  br outer\n", NULL);
-    expect_error(p, "ipu_tiny4", NULL, "so it repeats forever: worker 0 at pc 6", 0);
+    expect_error(p, "ipu_tiny4", NULL, "so it repeats forever: worker 0 at pc 8", 0);
     free(p);
 }
 END_TEST
