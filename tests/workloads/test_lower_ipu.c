@@ -303,7 +303,9 @@ START_TEST(test_softmax)
 }
 END_TEST
 
-static void conv_case(int C, int H, int Wd, int M, int k, int stride, int pad, bool bias, const char *config)
+/* pads: top, left, bottom, right (ONNX's order) */
+static void conv_case_pads(int C, int H, int Wd, int M, int k, int stride, const int pads[4], bool bias,
+                           const char *config)
 {
     ts_graph *g = ts_graph_create("conv");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, C, H, Wd});
@@ -318,14 +320,15 @@ static void conv_case(int C, int H, int Wd, int M, int k, int stride, int pad, b
     ts_graph_attrs at;
     ts_graph_attrs_init(&at);
     at.strides[0] = at.strides[1] = stride;
-    at.pads[0] = at.pads[1] = at.pads[2] = at.pads[3] = pad;
+    for (int i = 0; i < 4; i++)
+        at.pads[i] = pads[i];
     node(g, TS_OP_CONV, "conv", (int[]){x, w, b}, bias ? 3 : 2, y, &at);
     node(g, TS_OP_RELU, "relu", (int[]){y}, 1, r, NULL);
     ts_graph_mark_output(g, r);
     finalize(g);
     lowered L = {0};
     lower_and_run(g, config, &L);
-    int Ho = (H + 2 * pad - k) / stride + 1, Wo = (Wd + 2 * pad - k) / stride + 1;
+    int Ho = (H + pads[0] + pads[2] - k) / stride + 1, Wo = (Wd + pads[1] + pads[3] - k) / stride + 1;
     for (int m = 0; m < M; m++)
         for (int oy = 0; oy < Ho; oy++)
             for (int ox = 0; ox < Wo; ox++) {
@@ -333,7 +336,7 @@ static void conv_case(int C, int H, int Wd, int M, int k, int stride, int pad, b
                 for (int c = 0; c < C; c++)
                     for (int ky = 0; ky < k; ky++)
                         for (int kx = 0; kx < k; kx++) {
-                            int iy = oy * stride + ky - pad, ix = ox * stride + kx - pad;
+                            int iy = oy * stride + ky - pads[0], ix = ox * stride + kx - pads[1];
                             if (iy < 0 || ix < 0 || iy >= H || ix >= Wd)
                                 continue;
                             double t = (double)val(x, (c * H + iy) * Wd + ix) * val(w, ((m * C + c) * k + ky) * k + kx);
@@ -347,11 +350,21 @@ static void conv_case(int C, int H, int Wd, int M, int k, int stride, int pad, b
     ts_graph_destroy(g);
 }
 
+static void conv_case(int C, int H, int Wd, int M, int k, int stride, int pad, bool bias, const char *config)
+{
+    conv_case_pads(C, H, Wd, M, k, stride, (const int[]){pad, pad, pad, pad}, bias, config);
+}
+
 START_TEST(test_conv)
 {
     conv_case(3, 8, 8, 6, 3, 1, 1, true, "ipu_tiny4");   /* K = 27: padded to 28 */
     conv_case(4, 9, 7, 16, 3, 2, 1, false, "ipu_small16");
     conv_case(8, 5, 5, 5, 1, 1, 0, true, "ipu_small16"); /* 1x1 */
+    /* a top padding wider than the kernel: the first row blocks lie wholly in it and read no
+     * image row (found by fuzz_lower_onnx: the row range wrapped around and the gather grew
+     * without bound; then the image copy ran 2^32 times) */
+    conv_case_pads(2, 6, 6, 3, 3, 1, (const int[]){29, 1, 1, 1}, false, "ipu_tiny4");
+    conv_case_pads(2, 6, 6, 3, 3, 1, (const int[]){1, 0, 12, 2}, true, "ipu_tiny4");
 }
 END_TEST
 

@@ -186,9 +186,20 @@ static void conv_choose(const lw *L, const cv_shape *s, const lw_place *XP, cv_p
 }
 
 /* What follows from the choice: tiles, pixels per tile, the image the kernel reads. */
+/* The image rows [ya, yb) that row block gr (of rb output rows) reads; empty (yb <= ya) for a
+ * block wholly in the padding, above the image or below it. */
+static void block_rows(const cv_shape *s, uint64_t rb, uint64_t gr, uint64_t *ya, uint64_t *yb)
+{
+    int64_t lo = (int64_t)(gr * rb * s->sh) - (int64_t)s->pt;
+    uint64_t oy1 = (gr + 1) * rb < s->Ho ? (gr + 1) * rb : s->Ho;
+    int64_t hi = (int64_t)((oy1 - 1) * s->sh + s->kh) - (int64_t)s->pt;
+    *ya = lo > 0 ? (uint64_t)lo : 0;
+    *yb = hi <= 0 ? 0 : hi < (int64_t)s->H ? (uint64_t)hi : s->H;
+}
+
 static void conv_geometry(const cv_shape *s, cv_plan *pn)
 {
-    const uint64_t H = s->H, Ho = s->Ho, kh = s->kh, sh = s->sh, rb = pn->rb;
+    const uint64_t H = s->H, kh = s->kh, sh = s->sh, rb = pn->rb;
     pn->ngc = ts_geom_cdiv(pn->nq, pn->qpt);
     pn->tn = (uint32_t)(pn->ngc * pn->nrb * pn->nks);
     pn->tout = (uint32_t)(pn->ngc * pn->nrb);
@@ -197,10 +208,8 @@ static void conv_geometry(const cv_shape *s, cv_plan *pn)
     /* input rows of each row block: [ya, yb) of the image rows from iy_lo on */
     uint64_t NB = 0;
     for (uint64_t gr = 0; gr < pn->nrb; gr++) {
-        int64_t lo = (int64_t)(gr * rb * sh) - (int64_t)s->pt;
-        uint64_t oy1 = (gr + 1) * rb < Ho ? (gr + 1) * rb : Ho;
-        int64_t hi = (int64_t)((oy1 - 1) * sh + kh) - (int64_t)s->pt;
-        uint64_t ya = lo > 0 ? (uint64_t)lo : 0, yb = hi < (int64_t)H ? (uint64_t)hi : H;
+        uint64_t ya, yb;
+        block_rows(s, rb, gr, &ya, &yb);
         if (yb > ya && yb - ya > NB)
             NB = yb - ya;
     }
@@ -217,20 +226,17 @@ static void conv_geometry(const cv_shape *s, cv_plan *pn)
  * images: one run of channels). */
 static void conv_ranges(const cv_shape *s, const cv_plan *pn, lw_scr *sc)
 {
-    const uint64_t C = s->C, H = s->H, Wd = s->Wd, Ho = s->Ho, sh = s->sh, kh = s->kh, rb = pn->rb;
+    const uint64_t C = s->C, H = s->H, Wd = s->Wd;
     for (uint32_t t = 0; t < pn->tn; t++) {
         uint64_t gr = t % pn->nrb, gk = t / pn->tout;
         uint64_t ci0 = gk * pn->cpk, ci1 = ci0 + pn->cpk < C ? ci0 + pn->cpk : C;
-        int64_t lo = (int64_t)(gr * rb * sh) - (int64_t)s->pt;
-        uint64_t ya = lo > 0 ? (uint64_t)lo : 0;
         if (pn->nrb == 1) {
             sc->lo[t] = ci0 * H * Wd;
             sc->hi[t] = ci1 * H * Wd;
             sc->nr[t] = 1;
         } else {
-            uint64_t oy1 = (gr + 1) * rb < Ho ? (gr + 1) * rb : Ho;
-            int64_t hi = (int64_t)((oy1 - 1) * sh + kh) - (int64_t)s->pt;
-            uint64_t yb = hi < (int64_t)H ? (uint64_t)hi : H;
+            uint64_t ya, yb;
+            block_rows(s, pn->rb, gr, &ya, &yb);
             sc->lo[t] = ci0 * H * Wd + ya * Wd;
             sc->hi[t] = sc->lo[t] + (yb > ya ? yb - ya : 0) * Wd;
             sc->nr[t] = (uint32_t)(ci1 - ci0);
@@ -354,6 +360,8 @@ static void conv_image_hwc(lw *L, const cv_shape *s, const cv_plan *pn, const cv
 {
     const uint64_t Wd = s->Wd, NB = pn->NB, WIm = pn->WIm, Cs = pn->Cs, nbt = c->nbt;
     conv_zero(L, t, pn->img, pn->HI, WIm * Cs * pn->eb);
+    if (!nbt) /* a row block wholly in the padding reads no image row */
+        return;
     size_t entry = L->tiles[t].wrk.n;
     uint64_t at = pn->img + ((uint64_t)((int64_t)c->ya - c->iylo) * WIm + s->pl) * Cs * pn->eb;
     if (pn->half) {
@@ -412,6 +420,8 @@ static void conv_image_pad(lw *L, const cv_shape *s, const cv_plan *pn, const cv
     const uint64_t Wd = s->Wd, NB = pn->NB, HI = pn->HI, WIm = pn->WIm, nbt = c->nbt;
     uint64_t rwc = ts_geom_cdiv(c->cp, L->workers);
     conv_zero(L, t, pn->img, c->cp, HI * WIm * 4);
+    if (!nbt) /* a row block wholly in the padding reads no image row */
+        return;
     size_t entry = L->tiles[t].wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)c->cp, (uint32_t)rwc);
     W(t, MULI, RM(2), RM(1), (int32_t)(NB * Wd * 4));
