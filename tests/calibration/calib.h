@@ -8,7 +8,7 @@
  *               precision or spread of the published figure, said in `basis`.
  *   configured  a config value was set or fitted to this very figure, so the row can fail only if
  *               the plumbing between the config and the measurement breaks. The row checks that the
- *               config's own comment says so (cal_configured: the key's line in the built-in YAML
+ *               config's own comment says so (cal_configured: the key's line in configs/<name>.yaml
  *               must contain `says`), so a configured row cannot pass as if it were emergent.
  *
  * A row whose published figure needs a part the model leaves out is a known gap (cal_gap): it is
@@ -23,9 +23,8 @@
 #include <check.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-
-#include "configs/builtin.h"
 
 typedef enum { CAL_EMERGENT, CAL_CONFIGURED } cal_kind;
 
@@ -75,13 +74,19 @@ static inline void cal_emergent(const char *figure, const char *config, double m
     cal_assert(cal_add(figure, config, measured, published, lo, hi, unit, source, CAL_EMERGENT, basis));
 }
 
-/* The line of `key` ("section.name" or "name") in the built-in YAML `yaml`, as a NUL-terminated copy
- * in buf; the test fails if there is none. */
+/* The line of `key` ("section.name" or "name") in configs/<yaml>.yaml of the source tree
+ * (TS_SOURCE_ROOT, else ".", as tests/arch/arch_test.h loads configs), as a NUL-terminated copy in
+ * buf; the test fails if there is none. */
 static inline void cal_yaml_line(const char *yaml, const char *key, char *buf, size_t cap)
 {
-    const char *text;
-    size_t len;
-    ck_assert_msg(ts_builtin_find(yaml, &text, &len) == 0, "calibration: no built-in config %s", yaml);
+    const char *root = getenv("TS_SOURCE_ROOT");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/configs/%s.yaml", root ? root : ".", yaml);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "calibration: cannot read %s", path);
+    static char text[1 << 16];
+    size_t len = fread(text, 1, sizeof text, f);
+    fclose(f);
     const char *dot = strchr(key, '.');
     char sect[64] = "";
     const char *leaf = key;
@@ -134,6 +139,16 @@ static inline void cal_gap(const char *figure, const char *config, double measur
     w->gap = not_modelled;
 }
 
+/* %.4g, but whole numbers of 10,000 and more in full (409600, not 4.096e+05). */
+static inline const char *cal_num(char *buf, size_t cap, double x)
+{
+    if (x >= 1e4 && x < 1e15 && x == (double)(long long)x)
+        snprintf(buf, cap, "%lld", (long long)x);
+    else
+        snprintf(buf, cap, "%.4g", x);
+    return buf;
+}
+
 static inline void cal_print(FILE *f)
 {
     fprintf(f, "| figure | kind | config | measured | published | accepted | unit | source | basis of the band or "
@@ -153,9 +168,11 @@ static inline void cal_print(FILE *f)
         ne += w->kind == CAL_EMERGENT;
         nc += w->kind == CAL_CONFIGURED;
         ng += !ok && w->gap;
-        fprintf(f, "| %s | %s | %s | %.4g | %.4g | %.4g .. %.4g | %s | %s | %s | %s |\n", w->figure,
-                w->kind == CAL_EMERGENT ? "emergent" : "configured", w->config, w->measured, w->published, w->lo, w->hi,
-                w->unit, w->source, w->basis, verdict);
+        char m[32], p[32], lo[32], hi[32];
+        fprintf(f, "| %s | %s | %s | %s | %s | %s .. %s | %s | %s | %s | %s |\n", w->figure,
+                w->kind == CAL_EMERGENT ? "emergent" : "configured", w->config, cal_num(m, sizeof m, w->measured),
+                cal_num(p, sizeof p, w->published), cal_num(lo, sizeof lo, w->lo), cal_num(hi, sizeof hi, w->hi), w->unit,
+                w->source, w->basis, verdict);
     }
     fprintf(f, "\n%zu rows: %zu emergent, %zu configured; %zu known gap%s.\n", cal_nrows, ne, nc, ng, ng == 1 ? "" : "s");
 }

@@ -1,7 +1,9 @@
 /* tests/calibration/tsp/test_tsp_calibration.c — the first-generation config (configs/tsp_v1.yaml)
- * against the published figures in research/groq_tsp.md (§1.1, §2.4, §7.2). Each test names the
- * figure, its source and the tolerance. Every program also runs in lockstep and on three threads
- * with an identical report (tsp_test_run2).
+ * against the published figures in research/groq_tsp.md (§1.1, §2.4, §7.2). Each figure is a row of
+ * tests/calibration/calib.h: emergent (the model produces it; the band is the figure's precision)
+ * or configured (a key was set to it; its yaml line must say so), or a known gap, printed and not
+ * asserted. Every program also runs in lockstep and on three threads with an identical report
+ * (tsp_test_run2). Run with --table to print the table that docs/tsp.md carries.
  *
  * tsp_v1 positions west to east: MXM W1 0, MXM W0 1, SXM W 2, MEM W43..W0 3..46, VXM 47,
  * MEM E0..E43 48..91, SXM E 92, MXM E0 93, MXM E1 94. */
@@ -12,6 +14,7 @@
 
 #include "arch/tsp/tsp_int.h"
 #include "tests/arch/tsp/tsp_test.h"
+#include "tests/calibration/calib.h"
 
 #define V1 "tsp_v1"
 
@@ -81,6 +84,10 @@ START_TEST(peak_int8_macs_per_cycle)
     ck_assert_double_eq(info.peak[0].macs, 409600);
     /* FP16: about a quarter (BRIEF 188 TFLOPS at 900 MHz; research §1.1) */
     ck_assert_double_eq(info.peak[1].macs, 102400);
+    cal_emergent("peak INT8 MACs per cycle", V1, tsp_stat(&r, "mxm.peak_macs_per_cycle"), 409600, 409600, 409600,
+                 "MAC/cycle", "§1.1, §7.2 ISCA20 §III-D, MPR20",
+                 "4 planes (floorplan) x 320 x 320 (mxm.dim), each taking an activation every cycle; exact, the "
+                 "figure is that product");
     tsp_run_free(&r);
     sched_free(s);
     ts_config_destroy(config);
@@ -123,6 +130,9 @@ START_TEST(peak_fp16_macs_per_cycle)
     ck_assert_double_eq(tsp_stat(&r, "mxm.peak_macs_per_cycle"), 102400);
     ck_assert_double_eq(tsp_stat(&r, "mxm.macs_fp16"), 4.0 * N * 320 * 320);
     ck_assert_double_eq(tsp_stat(&r, "hazards.resource"), 0);
+    cal_configured("peak FP16 MACs per cycle", V1, tsp_stat(&r, "mxm.peak_macs_per_cycle"), 102400, 102400, 102400,
+                   "MAC/cycle", "§1.1 BRIEF (188 TFLOPS at 900 MHz)", V1, "mxm.fp16_interval", "188 TFLOPS",
+                   "mxm.fp16_interval = 4 was inferred from this figure; exact");
     tsp_run_free(&r);
     sched_free(s);
     ts_config_destroy(config);
@@ -153,16 +163,25 @@ START_TEST(sram_bandwidth_per_cycle)
     ck_assert_double_eq(tsp_stat(&r, "mem.peak_bytes_per_cycle"), 56320);
     ck_assert_double_eq(tsp_stat(&r, "hazards.bank_conflict"), 0);
     ck_assert_uint_eq(r.r.bytes[TS_LEVEL_SRAM], 88ull * 2 * (N + 1) * 320);
+    cal_emergent("SRAM bandwidth", V1, tsp_stat(&r, "mem.peak_bytes_per_cycle"), 56320, 56320, 56320, "B/cycle",
+                 "§1.1, §7.2 ISCA20 §II-B Eq. 1-2",
+                 "88 slices (floorplan) x a read and a write on different banks (mem.banks) x 320 B; exact, the "
+                 "figure is that product");
     tsp_run_free(&r);
     sched_free(s);
     ts_config_destroy(config);
 }
 END_TEST
 
-/* Full weight install in under 40 cycles (ISCA20 §V, MPR via summary; research §1.5, §2.4):
- * 16 streams per plane, 256 weights per supercell per cycle, all four planes at once. Tolerance:
- * the figure is a bound; the model gives 20 cycles of iw plus 19 of stagger = 39. The SRAM reads
- * and stream transit that feed it run before, pipelined, and are reported apart. */
+/* Full weight install in under 40 cycles, SRAM read and transit included (ISCA20 §V, MPR via
+ * summary; research §1.5, §2.4): 16 streams per plane, 256 weights per supercell per cycle, all four
+ * planes at once. The model takes 20 cycles of iw plus 19 of superlane stagger = 39 from the first
+ * iw to the last row in the last superlane, and the SRAM reads and transit that feed it come before:
+ * with one stream register per slice (streams.sr_map, assumed) the farthest feeding slice, MEM W12,
+ * is 34 hops from its plane, so from the first read to the last row takes 1 + 34 + 39 = 74 cycles.
+ * The row reports those 74 against "< 40" as a known gap: the research does not give the stream-
+ * register map (45 register files per superlane is an unverified summary, §1.2) nor how the paper's
+ * count overlaps the stagger, so the missing part cannot be modelled honestly yet. */
 START_TEST(full_weight_install)
 {
     void *config = tsp_test_config(V1, NULL);
@@ -200,6 +219,11 @@ START_TEST(full_weight_install)
     uint64_t with_feed = t_last_iw + 20 - first_read;
     ck_assert_uint_eq(with_feed, 39 + 1 + 34);
     ck_assert_double_eq(tsp_stat(&r, "hazards.no_value"), 0);
+    cal_gap("full weight install, SRAM read and transit included", V1, (double)with_feed, 40, 0, 39, "cycles",
+            "§1.5, §2.4 ISCA20 §V, MPR via summary (< 40)", CAL_EMERGENT,
+            "the published bound itself: under 40 cycles",
+            "not modelled: the stream-register map (§1.2) and how the count overlaps the 19-cycle stagger; "
+            "iw alone takes 39");
     tsp_run_free(&r);
     sched_free(s);
     ts_config_destroy(config);
@@ -223,6 +247,8 @@ START_TEST(chip_wide_sync_notify)
     ck_assert_uint_eq(r.r.cycles, 36);
     ck_assert_double_eq(tsp_stat_at(&r, "queue.instructions", 0), 1);
     ck_assert_double_eq(tsp_stat_at(&r, "queue.instructions", 143), 2);
+    cal_configured("chip-wide Sync/Notify barrier", V1, tsp_stat(&r, "icu.last_release"), 35, 35, 35, "cycles",
+                   "§1.8 ISCA20 §III-A2", V1, "icu.sync_cycles", "35", "icu.sync_cycles = 35, this figure; exact");
     tsp_run_free(&r);
     sched_free(s);
 }
@@ -286,6 +312,9 @@ START_TEST(dot_product_in_20_cycles)
     tsp_test_run(V1, NULL, p, false, false, &r);
     ck_assert_int_eq(r.rc, TS_ESIM);
     ck_assert_msg(strstr(tsp_errmsg(&r), "the latch holds no value yet"), "%s", tsp_errmsg(&r));
+    /* the result is there 20 cycles after abc and not at 19 */
+    cal_configured("320-element dot product", V1, 20, 20, 20, 20, "cycles", "§1.5 MPR via summary", V1, "d_func.abc",
+                   "completes in 20 cycles", "d_func.abc = 20, this figure; exact");
     tsp_run_free(&r);
     ts_program_destroy(p);
     ts_config_destroy(config);
@@ -302,6 +331,8 @@ START_TEST(instruction_sweep)
     tsp_test_run2(V1, NULL, s->p, &r);
     ck_assert_double_eq(tsp_stat(&r, "icu.sweep_cycles"), 20);
     ck_assert_uint_eq(r.r.cycles, 1 + 20);
+    cal_configured("instruction sweep over the superlanes", V1, tsp_stat(&r, "icu.sweep_cycles"), 20, 20, 20, "cycles",
+                   "§2.2 MPR20, ISCA20 §II-C", V1, "superlanes", "20", "superlanes = 20 (MPR20), one per cycle; exact");
     tsp_run_free(&r);
     sched_free(s);
 }
@@ -323,12 +354,17 @@ static Suite *calibration_suite(void)
     return s;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    bool table = argc > 1 && !strcmp(argv[1], "--table");
     arch_modes_default = ARCH_MODES_QUICK; /* the whole tsp_v1: every mode costs as much as the fast one */
     SRunner *sr = srunner_create(calibration_suite());
-    srunner_run_all(sr, CK_NORMAL);
+    if (table)
+        srunner_set_fork_status(sr, CK_NOFORK); /* the rows live in this process */
+    srunner_run_all(sr, table ? CK_SILENT : CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
+    if (table)
+        cal_print(stdout);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
