@@ -25,6 +25,8 @@ static const struct {
     /* Far above any tile memory modelled (an IPU tile holds 624 KiB, a WSE PE 48 KiB). */
     [TS_LIMIT_DATA_BYTES] = {"data_bytes", UINT64_C(64) << 20},
     [TS_LIMIT_PROGRAM_BYTES] = {"program_bytes", UINT64_C(1) << 30},
+    /* Each point is a simulation: a million are weeks of host time for the smallest chip. */
+    [TS_LIMIT_SWEEP_POINTS] = {"sweep_points", 1000000},
 };
 
 static uint64_t current[TS_LIMIT_COUNT];
@@ -107,7 +109,7 @@ int ts_limits_parse(const char *spec, char *why, size_t n)
                 id++;
             if (id == TS_LIMIT_COUNT) {
                 snprintf(why, n, "unknown limit '%.*s' (limits: input_bytes, yaml_nodes, tensor_elems, "
-                         "tensor_bytes, graph_nodes, range_units, data_bytes, program_bytes)", (int)kl, p);
+                         "tensor_bytes, graph_nodes, range_units, data_bytes, program_bytes, sweep_points)", (int)kl, p);
                 return -1;
             }
             if (!eq || parse_value(eq + 1, len - kl - 1, &next[id])) {

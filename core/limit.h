@@ -28,6 +28,7 @@ typedef enum ts_limit_id {
     TS_LIMIT_RANGE_UNITS,   /* streams or data targets of one assembler range A-B (2^20) */
     TS_LIMIT_DATA_BYTES,    /* bytes of one assembler .data segment (64 MiB) */
     TS_LIMIT_PROGRAM_BYTES, /* instructions, streams and data the assembler builds, ranges expanded (1 GiB) */
+    TS_LIMIT_SWEEP_POINTS,  /* values of one sweep axis, and points of a whole sweep (1,000,000) */
     TS_LIMIT_COUNT
 } ts_limit_id;
 

@@ -8,6 +8,7 @@
  */
 #include "core/sweep.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -18,6 +19,7 @@
 
 #include "core/alloc.h"
 #include "core/fileio.h"
+#include "core/limit.h"
 #include "core/suggest.h"
 #include "core/units.h"
 #include "core/ytree.h"
@@ -298,16 +300,23 @@ static ts_status axis_range(ts_sweep *s, axis *ax, const ts_ynode *m, ts_err *er
             return at(s, err, from, "%s: a series needs 'from' above 0", ax->key);
     }
     /* v_k = from + k step, or from factor^k, up to `to` (a relative slack of 1e-9 absorbs the
-     * rounding of decimal steps such as 0.1 GHz). */
+     * rounding of decimal steps such as 0.1 GHz). The count is known before any value is made, so
+     * a range of a billion values is refused at once. */
     double slack = hi * 1e-9;
+    uint64_t lim = ts_limit(TS_LIMIT_SWEEP_POINTS);
+    double count = step ? floor((hi + slack - lo) / by) + 1 : floor(log((hi + slack) / lo) / log(by)) + 1;
+    if (!(count <= (double)lim))
+        return at(s, err, m, "%s: %.0f values, more than the limit of %" PRIu64 " " TS_LIMIT_HINT_FMT, ax->key,
+                  count, lim, ts_limit_name(TS_LIMIT_SWEEP_POINTS));
     for (size_t k = 0;; k++) {
         double v = step ? lo + (double)k * by : lo * pow(by, (double)k);
         if (v > hi + slack)
             break;
         if (v > hi)
             v = hi;
-        if (k >= TS_SWEEP_MAX_POINTS)
-            return at(s, err, m, "%s: more than %d values", ax->key, TS_SWEEP_MAX_POINTS);
+        if (k >= lim)
+            return at(s, err, m, "%s: more than %" PRIu64 " values " TS_LIMIT_HINT_FMT, ax->key, lim,
+                      ts_limit_name(TS_LIMIT_SWEEP_POINTS));
         char buf[64];
         if (t == TS_CFG_FLOAT)
             fmt_double(v, buf, sizeof buf);
@@ -759,6 +768,7 @@ static void combo_idx(const ts_sweep *s, size_t c, size_t *idx)
 
 static ts_status expand(ts_sweep *s, ts_err *err)
 {
+    uint64_t lim = ts_limit(TS_LIMIT_SWEEP_POINTS);
     size_t per = 1;
     if (s->zip) {
         per = s->naxes ? s->axes[0].n : 1;
@@ -769,14 +779,15 @@ static ts_status expand(ts_sweep *s, ts_err *err)
                                  s->axes[0].key, per, s->axes[a].key, s->axes[a].n);
     } else {
         for (size_t a = 0; a < s->naxes; a++) {
-            if (per > TS_SWEEP_MAX_POINTS / s->axes[a].n)
-                return ts_err_at(err, TS_EINPUT, s->file, 1, 1, "the sweep has more than %d points",
-                                 TS_SWEEP_MAX_POINTS);
+            if (per > lim / s->axes[a].n)
+                return ts_err_at(err, TS_EINPUT, s->file, 1, 1, "the sweep has more than %" PRIu64 " points "
+                                 TS_LIMIT_HINT_FMT, lim, ts_limit_name(TS_LIMIT_SWEEP_POINTS));
             per *= s->axes[a].n;
         }
     }
-    if (per > TS_SWEEP_MAX_POINTS / s->nwl)
-        return ts_err_at(err, TS_EINPUT, s->file, 1, 1, "the sweep has more than %d points", TS_SWEEP_MAX_POINTS);
+    if (per > lim / s->nwl)
+        return ts_err_at(err, TS_EINPUT, s->file, 1, 1, "the sweep has more than %" PRIu64 " points " TS_LIMIT_HINT_FMT,
+                         lim, ts_limit_name(TS_LIMIT_SWEEP_POINTS));
     s->per_wl = per;
     s->ntotal = per * s->nwl;
     s->ids = ts_calloc(s->ntotal ? s->ntotal : 1, sizeof *s->ids);

@@ -21,9 +21,6 @@
 #include "core/config.h"
 #include "core/err.h"
 
-/* Most points a spec may expand to, before filtering. */
-#define TS_SWEEP_MAX_POINTS 1000000
-
 typedef struct ts_sweep ts_sweep; /* opaque */
 
 /* Load a spec from a file. copts resolves the base config (its schema checks the axes); its

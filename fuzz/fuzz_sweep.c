@@ -3,7 +3,9 @@
  * The input is loaded as a sweep spec against the registered families and built-in configs
  * (`config: ipu_tiny4` reaches a real schema). A spec that loads has every point's overrides
  * and CSV row formatted; the same bytes are also read as a JSON report (metric look-up) and a
- * CSV line. Nothing may crash or leak, and a CSV row must split back into its columns.
+ * CSV line. Nothing may crash or leak, and a CSV row must split back into its columns. A spec
+ * may expand to at most 10,000 points (core/limit.h; the CLI's default is a million, which takes
+ * the instrumented build seconds to list).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -13,12 +15,14 @@
 #include "arch/registry.h"
 #include "configs/builtin.h"
 #include "core/buf.h"
+#include "core/limit.h"
 #include "core/sweep.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    ts_limit_set(TS_LIMIT_SWEEP_POINTS, 10000);
     const char *text = (const char *)data;
     ts_config_opts o = {ts_registry_schema, ts_builtin_find, NULL, 0};
     ts_sweep *s = NULL;

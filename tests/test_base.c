@@ -152,7 +152,7 @@ START_TEST(limits_parse_and_bound_reads)
     ck_assert_uint_eq(ts_limit(TS_LIMIT_DATA_BYTES), UINT64_C(64) << 20); /* nothing applied */
     ck_assert_int_eq(ts_limits_parse("tensor=1", why, sizeof why), -1);
     ck_assert_str_eq(why, "unknown limit 'tensor' (limits: input_bytes, yaml_nodes, tensor_elems, tensor_bytes, "
-                          "graph_nodes, range_units, data_bytes, program_bytes)");
+                          "graph_nodes, range_units, data_bytes, program_bytes, sweep_points)");
     ck_assert_int_eq(ts_limits_parse("range_units=99999999999999999999", why, sizeof why), -1);
     ck_assert_int_eq(ts_limits_parse("range_units=20000000Ti", why, sizeof why), -1);
     ck_assert_int_eq(ts_limits_parse("range_units", why, sizeof why), -1);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/limit.h"
 #include "core/sweep.h"
 
 typedef struct chip_cfg {
@@ -182,10 +183,25 @@ START_TEST(test_errors)
                                 "combine: zip\n"),
                      "spec.yaml:1:1: combine: zip needs axes of one length, but 'tiles' has 2 values and "
                      "'clock' 1");
-    /* A million values are read (each once, in linear time) before the range is refused. */
+    /* A range's values are counted before any is made: four million are refused at once, and so
+     * are 763 million (found by fuzz_sweep: it took the instrumented build 27 s to make the first
+     * million before the limit stopped it). */
     ck_assert_str_eq(load_error("config: chip\nworkloads: [a]\naxes:\n"
                                 "  clock: {from: 1 GHz, to: 2 GHz, step: 250 Hz}\n"),
-                     "spec.yaml:4:10: clock: more than 1000000 values");
+                     "spec.yaml:4:10: clock: 4000001 values, more than the limit of 1000000 (raise it with "
+                     "TESSERA_LIMITS=sweep_points=N)");
+    ck_assert_str_eq(load_error("config: chip\nworkloads: [a]\naxes:\n"
+                                "  clock: {from: 2 GHz, to: 6 GHz, step: 5.24 Hz}\n"),
+                     "spec.yaml:4:10: clock: 763358780 values, more than the limit of 1000000 (raise it with "
+                     "TESSERA_LIMITS=sweep_points=N)");
+    ck_assert_str_eq(load_error("config: chip\nworkloads: [a]\naxes:\n"
+                                "  clock: {from: 1 MHz, to: 10 GHz, factor: 1.000001}\n"),
+                     "spec.yaml:4:10: clock: 9210345 values, more than the limit of 1000000 (raise it with "
+                     "TESSERA_LIMITS=sweep_points=N)");
+    ts_limit_set(TS_LIMIT_SWEEP_POINTS, 3);
+    ck_assert_str_eq(load_error("config: chip\nworkloads: [a]\naxes:\n  tiles: [1, 2]\n  clock: [1 GHz, 2 GHz]\n"),
+                     "spec.yaml:1:1: the sweep has more than 3 points (raise it with TESSERA_LIMITS=sweep_points=N)");
+    ts_limits_reset();
     ck_assert_str_eq(load_error("config: chip\nworkloads: [a]\naxes: {tiles: [1]}\nfilter: tiles <= 2 +\n"),
                      "spec.yaml:4:21: filter: expression ends too early");
     ck_assert_str_eq(load_error("config: chip\nworkloads: [a]\naxes: {tiles: [1]}\nfilter: tils < 3\n"),
