@@ -156,28 +156,36 @@ START_TEST(tasks)
 }
 END_TEST
 
-START_TEST(pe_errors)
+/* Run src on a w x 1 mesh: it must fail with status want and message msg (whole, or a part of it
+ * when part is set); the error is returned for more checks (free it). */
+static ts_err run_fails(uint32_t w, const char *src, ts_status want, const char *msg, bool part)
 {
-    ts_wse_cfg c = wt_cfg(1, 1);
+    ts_wse_cfg c = wt_cfg(w, 1);
     ts_err err;
     ts_err_init(&err);
     ts_status st;
-    ts_model *m = wt_run(&c, ".arch wse\n.stream pe 0\n    dsdm 0, 49148, 2, 1\n    dsdm 1, 0, 2, 1\n"
-                             "    fadds 0, 1, 1, -1, -1\n", false, 1, 1000, &st, &err);
+    ts_model *m = wt_run(&c, src, false, 1, 100000, &st, &err);
     ck_assert_ptr_null(m);
-    ck_assert_int_eq(st, TS_ESIM);
-    ck_assert_str_eq(err.msg, "PE (0, 0): fadds at pc 2: memory dsd [49148, 49156) is outside the 49152-byte SRAM");
+    ck_assert_int_eq(st, want);
+    if (part)
+        ck_assert_msg(strstr(err.msg, msg) != NULL, "message '%s' lacks '%s'", err.msg, msg);
+    else
+        ck_assert_str_eq(err.msg, msg);
+    return err;
+}
+
+START_TEST(pe_errors)
+{
+    ts_err err = run_fails(1, ".arch wse\n.stream pe 0\n    dsdm 0, 49148, 2, 1\n    dsdm 1, 0, 2, 1\n"
+                              "    fadds 0, 1, 1, -1, -1\n", TS_ESIM,
+                           "PE (0, 0): fadds at pc 2: memory dsd [49148, 49156) is outside the 49152-byte SRAM", false);
     ck_assert_int_eq(err.cycle, 2);
     ts_err_free(&err);
-    ts_err_init(&err);
-    m = wt_run(&c, ".arch wse\n.stream pe 0\n    li r1, 6\n    ld r2, r1, 0\n", false, 1, 1000, &st, &err);
-    ck_assert_ptr_null(m);
-    ck_assert_str_eq(err.msg, "PE (0, 0): ld at pc 1: address 6 is not 4-byte aligned");
+    err = run_fails(1, ".arch wse\n.stream pe 0\n    li r1, 6\n    ld r2, r1, 0\n", TS_ESIM,
+                    "PE (0, 0): ld at pc 1: address 6 is not 4-byte aligned", false);
     ts_err_free(&err);
-    ts_err_init(&err);
-    m = wt_run(&c, ".arch wse\n.stream pe 0\n    fadds 0, 1, 2, 9, -1\n", false, 1, 1000, &st, &err);
-    ck_assert_ptr_null(m);
-    ck_assert_str_eq(err.msg, "PE (0, 0) pc 0: thread 9 is neither -1 (main) nor a microthread 0..7");
+    err = run_fails(1, ".arch wse\n.stream pe 0\n    fadds 0, 1, 2, 9, -1\n", TS_EINPUT,
+                    "PE (0, 0) pc 0: thread 9 is neither -1 (main) nor a microthread 0..7", false);
     ts_err_free(&err);
 }
 END_TEST
@@ -188,27 +196,16 @@ END_TEST
 START_TEST(endless_loops)
 {
     static const char spin[] = ".arch wse\n.stream pe 1\n    li r1, 3\nl:  addi r2, r1, 1\n    br l\n";
-    ts_wse_cfg c = wt_cfg(2, 1);
-    ts_err err;
-    ts_err_init(&err);
-    ts_status st;
-    ts_model *m = wt_run(&c, spin, false, 1, 100000, &st, &err);
-    ck_assert_ptr_null(m);
-    ck_assert_int_eq(st, TS_ESIM);
+    ts_err err = run_fails(2, spin, TS_ESIM, "PE (1, 0): endless loop at pc 2: this branch comes back to the state it had at "
+                                    "cycle 2 (every register the same, nothing stored, sent, received or started "
+                                    "since), so it repeats forever", false);
     ck_assert_int_eq(err.tile, 1);
     ck_assert_int_eq(err.cycle, 4);
-    ck_assert_str_eq(err.msg, "PE (1, 0): endless loop at pc 2: this branch comes back to the state it had at cycle 2 "
-                              "(every register the same, nothing stored, sent, received or started since), so it "
-                              "repeats forever");
     ts_err_free(&err);
     wt_modes("arch: wse\nmesh: {width: 2, height: 1}\n", spin);
-    static const char nested[] = ".arch wse\n.stream pe 0\nout: li r1, 5\n    li r3, 0\n"
-                                 "in:  addi r3, r3, 1\n    addi r1, r1, -1\n    bnz r1, in\n    br out\n";
-    ts_err_init(&err);
-    m = wt_run(&c, nested, false, 1, 100000, &st, &err);
-    ck_assert_ptr_null(m);
-    ck_assert_int_eq(st, TS_ESIM);
-    ck_assert_ptr_nonnull(strstr(err.msg, "endless loop at pc"));
+    err = run_fails(2, ".arch wse\n.stream pe 0\nout: li r1, 5\n    li r3, 0\n"
+                       "in:  addi r3, r3, 1\n    addi r1, r1, -1\n    bnz r1, in\n    br out\n",
+                    TS_ESIM, "endless loop at pc", true);
     ck_assert_int_lt(err.cycle, 200);
     ts_err_free(&err);
 }
