@@ -3,8 +3,10 @@
  * One microbenchmark program per figure of research/graphcore_ipu.md (§1, §3.1, §3.2, §2.5, §8.3),
  * each a row of tests/calibration/calib.h: emergent (the model produces the figure; the band is
  * the published figure's precision, said beside it) or configured (a key was set or fitted to the
- * figure; its yaml line must say so), or a known gap, printed and not asserted. Every program also
- * runs in the harness's modes with an identical report (ipu_test_run3). Run with --table to print
+ * figure; its yaml line must say so), or a known gap, printed and not asserted. Programs on a few
+ * tiles also run in the harness's modes with an identical report (ipu_test_run3); whole-chip
+ * programs run once, in the fast mode (run1): that the modes agree on whole chips is what
+ * tests/arch/ipu checks, and here it would cost most of the test's time. Run with --table to print
  * the table that docs/ipu.md carries.
  */
 #include <check.h>
@@ -29,6 +31,14 @@ static char *all_workers(unsigned n, const char *worker)
 
 static double clock_of(const ipu_run *r) { return ((const ts_ipu_cfg *)r->cfg)->clock_hz; }
 
+/* A whole-chip program, run once in the fast mode; it must succeed. */
+static void run1(const char *cfg, const char *text, ipu_run *r)
+{
+    ipu_test_run(cfg, NULL, text, false, 1, r);
+    ck_assert_msg(r->rc == TS_OK, "run on %s: tile %lld cycle %lld: %s", cfg, (long long)r->err.tile,
+                  (long long)r->err.cycle, r->err.msg);
+}
+
 /* Peak AMP rate: six workers on every tile issue f32v2amp / f16v4amp back to back (§1.1: 31.1 and
  * 124.5 TFLOPS on MK1; §1.2: 62.5 and 250 TFLOPS on MK2). Configured: amp.macs_per_cycle_* was set
  * from these very figures (per chip / 2 / tiles / clock), so the rows check the plumbing from the
@@ -39,7 +49,7 @@ static void amp_peak(const char *cfg, unsigned tiles, const char *op, double chi
     snprintf(w, sizeof w, "  ampzero\n  rpti 1000, 1\n  %s $a0\n", op);
     char *p = all_workers(tiles, w);
     ipu_run r;
-    ipu_test_run3(cfg, NULL, p, &r);
+    run1(cfg, p, &r);
     bool f32 = !strcmp(op, "f32v2amp");
     char fig[96], says[32];
     snprintf(fig, sizeof fig, "peak %s per chip", f32 ? "fp32" : "fp16->fp32");
@@ -111,7 +121,7 @@ START_TEST(local_memory)
     ts_buf_free(&b);
     /* 128-bit loads on all six workers of every MK1 tile, 500 per worker (8000 B) */
     char *p = all_workers(1216, "  get $m1, 2\n  muli $m2, $m1, 8192\n  rpti 500, 1\n  ld128step $a0, $m2, 16\n");
-    ipu_test_run3("ipu_mk1", NULL, p, &r);
+    run1("ipu_mk1", p, &r);
     double theo = 16.0 * 1216 * 1.6e9 / 1e12;
     cal_emergent("local read bandwidth per chip, 128-bit load loop", "ipu_mk1",
                  (double)r.r.bytes[TS_LEVEL_SRAM] / (double)r.r.cycles * clock_of(&r) / 1e12, 30.7, 0.95 * theo,
@@ -122,7 +132,7 @@ START_TEST(local_memory)
     free(p);
     /* 32-bit loads, as plain compiled code issues them */
     p = all_workers(1216, "  get $m1, 2\n  muli $m2, $m1, 8192\n  rpti 500, 1\n  ld32step $m3, $m2, 4\n");
-    ipu_test_run3("ipu_mk1", NULL, p, &r);
+    run1("ipu_mk1", p, &r);
     cal_emergent("local read bandwidth per chip, 32-bit load loop", "ipu_mk1",
                  (double)r.r.bytes[TS_LEVEL_SRAM] / (double)r.r.cycles * clock_of(&r) / 1e12, 7.59,
                  7.59 * 0.975, theo / 4, "TB/s", "§3.1 #7 CIT/apd, CIT/ppm (plain compiled code, about 1/4)",
@@ -132,7 +142,7 @@ START_TEST(local_memory)
     free(p);
     /* 64-bit stores on all six workers of every MK1 tile */
     p = all_workers(1216, "  get $m1, 2\n  muli $m2, $m1, 8192\n  rpti 500, 1\n  st64step $a0, $m2, 8\n");
-    ipu_test_run3("ipu_mk1", NULL, p, &r);
+    run1("ipu_mk1", p, &r);
     cal_configured("local write bandwidth per chip", "ipu_mk1",
                    (double)r.r.bytes[TS_LEVEL_SRAM] / (double)r.r.cycles * clock_of(&r) / 1e12, 15.5,
                    15.5 * 0.99, 15.5 * 1.01, "TB/s", "§1.1, §3.1 #9 CIT/apd", "ipu_mk1", "tile.store_bytes_per_cycle",
@@ -145,7 +155,7 @@ START_TEST(local_memory)
     static const char rw[] = "  get $m1, 2\n  muli $m2, $m1, 24576\n  addi $m3, $m2, 8192\n  addi $m4, $m2, 16384\n"
                              "  rpti 1000, 1\n  ld2xst64pace $a0, $a0, $m2, $m3, $m4\n";
     p = all_workers(1216, rw);
-    ipu_test_run3("ipu_mk1", NULL, p, &r);
+    run1("ipu_mk1", p, &r);
     cal_emergent("SRAM read + write per chip", "ipu_mk1",
                  (double)r.r.bytes[TS_LEVEL_SRAM] / (double)r.r.cycles * clock_of(&r) / 1e12, 45, 44.5,
                  24.0 * 1216 * 1.6e9 / 1e12, "TB/s", "§1.1, §3.1 #10 CIT/apd (45 TB/s nominal)",
@@ -154,7 +164,7 @@ START_TEST(local_memory)
     ipu_run_free(&r);
     free(p);
     p = all_workers(1472, rw);
-    ipu_test_run3("ipu_mk2", NULL, p, &r);
+    run1("ipu_mk2", p, &r);
     cal_configured("SRAM read + write per chip", "ipu_mk2",
                    (double)r.r.bytes[TS_LEVEL_SRAM] / (double)r.r.cycles * clock_of(&r) / 1e12, 47, 47 * 0.98,
                    47 * 1.02, "TB/s", "§1.2 HC33 (47 TB/s data-side SRAM access)", "ipu_mk2",
@@ -178,7 +188,7 @@ static double ring_rate(const char *cfg, unsigned tiles, ipu_run *r)
                             "wp:\n  addi $m14, $m11, -1\nhp:\n  sync 1\n  setzi $m1, 0x10000\n  recv $m1, $m14, 8192\n"
                             "  setzi $m2, 0x1000\n  send $m2, $m12, 8192\n  rxwait\n  sync 1\n  halt\n",
                             tiles);
-    ipu_test_run3(cfg, NULL, p, r);
+    run1(cfg, p, r);
     free(p);
     /* bytes per cycle of the exchange phase, whole chip */
     return ipu_cell(r, "supersteps", 1, "exchange_bytes") / ipu_cell(r, "supersteps", 1, "exchange");
@@ -250,7 +260,7 @@ START_TEST(exchange)
                 ts_buf_puts(&b, "  sync 1\n  halt\n");
         }
         char *q = b.data;
-        ipu_test_run3("ipu_mk1", NULL, q, &r);
+        run1("ipu_mk1", q, &r);
         ck_assert_double_eq(ipu_cell(&r, "supersteps", 1, "critical_tile"), 0);
         load_lat[k] = ipu_cell(&r, "supersteps", 1, "exchange") - 3;
         if (k == 0) /* idle: exactly the latency formula */
@@ -270,7 +280,7 @@ static void sync_cost(const char *cfg, unsigned tiles, double published, const c
 {
     char *p = ipu_test_spmd(NULL, "  setzi $m1, 19\nl:\n  sync 1\n  brnzdec $m1, l\n  halt\n", tiles);
     ipu_run r;
-    ipu_test_run3(cfg, NULL, p, &r);
+    run1(cfg, p, &r);
     /* the barrier: from the last tile's sync to the release (a superstep also holds the sync
      * issue, the brnzdec and, on MK2, up to 3 cycles of release skew) */
     double sum = 0;
@@ -295,7 +305,7 @@ START_TEST(host)
     char *p = ipu_test_spmd(NULL, "  get $m1, 0\n  muli $m2, $m1, 8192\n  setzi $m3, 0\n  hostwr $m3, $m2, 8192\n"
                                   "  sync 1\n  halt\n", 1472);
     ipu_run r;
-    ipu_test_run3("ipu_mk2", NULL, p, &r);
+    run1("ipu_mk2", p, &r);
     double gbs = ipu_stat(&r, "host.bytes") / (ipu_stat(&r, "host.cycles") / clock_of(&r)) / 1e9;
     cal_configured("host bandwidth", "ipu_mk2", gbs, 64, 64 * 0.99, 64, "GB/s", "§1.2 CB (PCIe Gen4 x16)", "ipu_mk2",
                    "host.bandwidth", "64 GB/s", "host.bandwidth = 64 GB/s; at most that, the 1 us per sync costs 0.5 %");
