@@ -1,8 +1,8 @@
 /* tests/calibration/ipu/test_ipu_calibration.c — the IPU model against published figures.
  *
- * One microbenchmark program per figure of research/graphcore_ipu.md (§1, §3.1, §3.2, §2.5, §8.3),
- * each a row of tests/calibration/calib.h: emergent (the model produces the figure; the band is
- * the published figure's precision, said beside it) or configured (a key was set or fitted to the
+ * One microbenchmark program per figure of research/graphcore_ipu.md (§1, §2.1, §2.4, §2.5, §3.1,
+ * §3.2, §4.1, §4.5), each a row of tests/calibration/calib.h: emergent (the model produces the
+ * figure; the band is the published figure's precision, said beside it) or configured (a key was set or fitted to the
  * figure; its yaml line must say so), or a known gap, printed and not asserted. Programs on a few
  * tiles also run in the harness's modes with an identical report (ipu_test_run3); whole-chip
  * programs run once, in the fast mode (run1): that the modes agree on whole chips is what
