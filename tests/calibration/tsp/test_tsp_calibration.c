@@ -173,6 +173,79 @@ START_TEST(sram_bandwidth_per_cycle)
 }
 END_TEST
 
+/* Stream bandwidth of one MEM hemisphere: 2 directions x 32 B/lane x 320 lanes = 20,480 B/cycle
+ * (ISCA20 §II-B; research §1.1, §7.2.2). Every stream of both directions crosses the hemisphere's
+ * edge at the VXM with a new vector every cycle: west MEM j (j < 32) reads onto eastward stream j
+ * and east MEM j writes what arrives; east MEM j reads onto westward stream j and west MEM j writes
+ * that (each slice a read on bank 0 and a write on bank 1, paired in one cycle). Emergent: no key
+ * holds the figure; it is the streams the ISA can name (streams.per_direction = 32, ISCA20 §I-B,
+ * Fig. 4), each carrying a vector per cycle without a collision, a missing value or a bank
+ * conflict. The rate is the west hemisphere's bytes out and in per cycle, the difference of two
+ * runs (n and 2n vectors per slice and direction), so the transit and the sweep cancel; the first
+ * vector of each slice is checked where it lands. */
+static void stream_run(const void *c, int n, tsp_run *r)
+{
+    sched *s = sched_new();
+    for (int j = 0; j < 32; j++) {
+        int q[2] = {ts_tsp_queue_mem(c, 0, j), ts_tsp_queue_mem(c, 1, j)};
+        uint64_t d = 1 + (uint64_t)(ts_tsp_queue_position(c, q[1]) - ts_tsp_queue_position(c, q[0]));
+        for (int h = 0; h < 2; h++) {
+            uint8_t v[320];
+            for (int b = 0; b < 320; b++)
+                v[b] = (uint8_t)(b * 7 + j * 13 + h * 101);
+            tsp_data(s->p, ts_tsp_mem_index(c, h, j), 0, v, 320);
+            /* h reads onto its outward stream (west: eastward) and writes what the other side read
+             * d cycles before from the inward one */
+            int out = h ? W(j) : E(j), in = h ? E(j) : W(j);
+            for (uint64_t t = 0; t < (uint64_t)n + d; t++) {
+                if (t < (uint64_t)n || t >= d)
+                    at(s, q[h], t);
+                if (t < (uint64_t)n)
+                    tsp_emit(s->p, q[h], "read", 3, (int)t, out, 0);
+                if (t >= d)
+                    tsp_emit(s->p, q[h], "write", 3, 4096 + (int)(t - d), in, 0);
+            }
+        }
+    }
+    tsp_test_run2(V1, NULL, s->p, r);
+    ck_assert_double_eq(tsp_stat(r, "hazards.stream_collision"), 0);
+    ck_assert_double_eq(tsp_stat(r, "hazards.no_value"), 0);
+    ck_assert_double_eq(tsp_stat(r, "hazards.bank_conflict"), 0);
+    for (int j = 0; j < 32; j++)
+        for (int h = 0; h < 2; h++)
+            for (int b = 0; b < 320; b += 53)
+                ck_assert_uint_eq(tsp_peek(r, ts_tsp_mem_index(c, 1 - h, j), 4096u * 320 + (uint64_t)b),
+                                  (uint8_t)(b * 7 + j * 13 + h * 101));
+    sched_free(s);
+}
+
+/* bytes read and written by the west hemisphere's MEM (MEM numbering: west first) */
+static double west_bytes(const tsp_run *r)
+{
+    double sum = 0;
+    for (size_t i = 0; i < 44; i++)
+        sum += tsp_stat_at(r, "mem.bytes_read", i) + tsp_stat_at(r, "mem.bytes_written", i);
+    return sum;
+}
+
+START_TEST(stream_bandwidth_per_hemisphere)
+{
+    void *config = tsp_test_config(V1, NULL);
+    const void *c = ts_config_data(config);
+    tsp_run a, b;
+    stream_run(c, 30, &a);
+    stream_run(c, 60, &b);
+    double rate = (west_bytes(&b) - west_bytes(&a)) / (double)(b.r.cycles - a.r.cycles);
+    cal_emergent("stream bandwidth of one MEM hemisphere, all streams busy", V1, rate, 20480, 20480, 20480, "B/cycle",
+                 "§1.1, §7.2 ISCA20 §II-B",
+                 "2 directions x 32 streams (streams.per_direction) x 320 B, each a vector per cycle; exact, the "
+                 "figure is that product");
+    tsp_run_free(&a);
+    tsp_run_free(&b);
+    ts_config_destroy(config);
+}
+END_TEST
+
 /* Full weight install in under 40 cycles, SRAM read and transit included (ISCA20 §V, MPR via
  * summary; research §1.5, §2.4): 16 streams per plane, 256 weights per supercell per cycle, all four
  * planes at once. The model takes 20 cycles of iw plus 19 of superlane stagger = 39 from the first
@@ -346,6 +419,7 @@ static Suite *calibration_suite(void)
     tcase_add_test(tc, peak_int8_macs_per_cycle);
     tcase_add_test(tc, peak_fp16_macs_per_cycle);
     tcase_add_test(tc, sram_bandwidth_per_cycle);
+    tcase_add_test(tc, stream_bandwidth_per_hemisphere);
     tcase_add_test(tc, full_weight_install);
     tcase_add_test(tc, chip_wide_sync_notify);
     tcase_add_test(tc, dot_product_in_20_cycles);
