@@ -54,7 +54,6 @@ if [ "$part" = mpi ]; then
 fi
 [ "$part" = local ] || { echo "usage: run.sh TESSERA [mpi]" >&2; exit 2; }
 
-
 spec=$data/tiles_sram_clock.yaml
 
 # The reference: 100 points straight through with 2 workers.
