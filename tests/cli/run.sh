@@ -205,7 +205,7 @@ part_tsp() {
 case "$part" in
   base) part_base ;;
   onnx)
-    need_feature TS_HAS_ONNX "ONNX support" "protobuf-c was not found" "cli onnx: ONNX model cases"
+    need_feature TS_HAS_ONNX "ONNX support" "protobuf-c not found, or -Donnx=disabled" "cli onnx: ONNX model cases"
     need_family "$T" ipu "cli onnx: an ONNX model lowered for the IPU"
     # the build compiled the importer: the binary must have it
     (cd "$data" && "$T" info "$models/conv_bn.onnx" >/dev/null 2>"$tmp/stderr")

@@ -24,7 +24,7 @@ need_family "$T" ipu "sweep: the sweeps run IPU points"
 
 # MPI: rank 0 hands out points, the others run them; same files as a local sweep, also resumed.
 if [ "$part" = mpi ]; then
-  need_feature TS_HAS_MPI MPI "no MPI library was found" "sweep mpi: mpirun sweeps"
+  need_feature TS_HAS_MPI MPI "no MPI library found, or -Dmpi=disabled" "sweep mpi: mpirun sweeps"
   if ! ldd "$T" 2>/dev/null | grep -q libmpi; then
     echo "FAIL: sweep mpi: the build compiled MPI, but $T does not link an MPI library" >&2
     exit 1

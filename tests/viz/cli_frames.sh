@@ -14,7 +14,7 @@ root=${TS_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$root/tests/need.sh"
 case "$part" in
   base) ;;
-  png) need_feature TS_HAS_PNG libpng "libpng was not found" "viz_cli png: frames and summaries as PNG files" ;;
+  png) need_feature TS_HAS_PNG libpng "libpng not found" "viz_cli png: frames and summaries as PNG files" ;;
   *) echo "usage: cli_frames.sh TESSERA [png]" >&2; exit 2 ;;
 esac
 for f in ipu tsp wse; do need_family "$T" $f "viz_cli $part: runs on ipu_mk1, tsp_v1 and wse_32x32"; done

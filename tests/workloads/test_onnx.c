@@ -714,8 +714,8 @@ int main(int argc, char **argv)
 {
     bool avail = argc > 1 && !strcmp(argv[1], "availability");
     if (!avail && !TS_HAVE_ONNX) {
-        printf("SKIP: test_onnx: this build has no ONNX support (protobuf-c was not found): the import cases "
-               "are skipped\n");
+        printf("SKIP: test_onnx: this build has no ONNX support (protobuf-c not found, or -Donnx=disabled): the "
+               "import cases are skipped\n");
         return 77;
     }
     Suite *s = suite_create("onnx");
