@@ -154,12 +154,14 @@ part_ipu() {
   # A run stopped by SIGINT, SIGTERM or SIGHUP while it writes a trace removes the temporary file
   # and dies of the signal; one killed by SIGKILL leaves it, and the next run with the same trace
   # removes it (its process is gone). set -m: a background job of a script ignores SIGINT otherwise.
+  # The signal goes once the trace's temporary file exists: r.json.tmp.PID also appears for an
+  # instant before the run, when tessera checks that it can write the report.
   mkdir "$tmp/sig"
   for sig in INT TERM HUP KILL; do
     (cd "$tmp/sig" || exit; set -m
      "$T" run -q -c ipu_tiny4 --max-cycles 100000000000 --trace t.json --trace-limit 1 "$data/spin.s" -o r.json \
        2>/dev/null & pid=$!
-     for _ in $(seq 1 200); do ls "$tmp/sig" | grep -q '\.tmp\.' && break; sleep 0.02; done
+     for _ in $(seq 1 200); do ls "$tmp/sig" | grep -q '^t\.json\.tmp\.' && break; sleep 0.02; done
      kill -$sig $pid; wait $pid; echo $? >"$tmp/sig.status") 2>/dev/null
     st=$(cat "$tmp/sig.status")
     left=$(ls "$tmp/sig" | grep -c '\.tmp\.')
