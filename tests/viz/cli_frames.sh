@@ -1,10 +1,23 @@
 #!/usr/bin/env bash
 # tests/viz/cli_frames.sh — `tessera run --frames DIR --frame-every N --summary-png FILE` end to end:
 # the frames and the summary are PNG files, the report is the same as without them, and misuse
-# is refused with status 2. usage: cli_frames.sh TESSERA HAVE_PNG
+# is refused with status 2; traces with activity and power on every family.
+# usage: cli_frames.sh TESSERA [png] — without `png` the checks that write no PNG; with it those
+# that do (a meson test of its own, skipped when the build has no libpng). Either is skipped
+# without one of the three families, and fails when the build has a family or libpng that the
+# binary does not offer (tests/need.sh).
 set -u
 T=$1
-have_png=$2
+part=${2:-base}
+root=${TS_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+# shellcheck source=tests/need.sh
+. "$root/tests/need.sh"
+case "$part" in
+  base) ;;
+  png) need_feature TS_HAS_PNG libpng "libpng not found" "viz_cli png: frames and summaries as PNG files" ;;
+  *) echo "usage: cli_frames.sh TESSERA [png]" >&2; exit 2 ;;
+esac
+for f in ipu tsp wse; do need_family "$T" $f "viz_cli $part: runs on ipu_mk1, tsp_v1 and wse_32x32"; done
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail=0
@@ -17,7 +30,8 @@ png_sig() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a
 
 "$T" run -q -c ipu_mk1 > "$dir/plain.txt"
 check "run without frames" test $? -eq 0
-if [ "$have_png" = 1 ]; then
+
+if [ "$part" = png ]; then
   "$T" run -q -c ipu_mk1 --frames "$dir/frames" --frame-every 500 --summary-png "$dir/sum.png" > "$dir/frames.txt"
   check "run with frames" test $? -eq 0
   check "same report" cmp -s "$dir/plain.txt" "$dir/frames.txt"
@@ -26,6 +40,16 @@ if [ "$have_png" = 1 ]; then
   check "frames are PNG" png_sig "$dir/frames/frame_000004.png"
   check "summary is PNG" png_sig "$dir/sum.png"
   check "no temporary files left" test -z "$(find "$dir" -name '*.tmp.*')"
+  # the other families draw too, and their reports do not change
+  for c in tsp_v1 wse_32x32; do
+    "$T" run -q -c $c > "$dir/$c.txt"
+    "$T" run -q -c $c --frames "$dir/f_$c" --frame-every 10 --summary-png "$dir/$c.png" > "$dir/$c.frames.txt"
+    check "$c: run with frames" test $? -eq 0
+    check "$c: same report" cmp -s "$dir/$c.txt" "$dir/$c.frames.txt"
+    check "$c: frames written" test "$(ls "$dir/f_$c" | wc -l)" -ge 2
+    check "$c: summary is PNG" png_sig "$dir/$c.png"
+  done
+  exit $fail
 fi
 "$T" run -q -c ipu_mk1 --frame-every 100 > /dev/null 2> "$dir/err.txt"
 check "--frame-every alone is refused" test $? -eq 2
@@ -58,14 +82,4 @@ check "wse_32x32: blocks of 4 x 4 PEs" grep -q '"args":{"name":"unit x 28-31 y 2
 check "wse_32x32: 64 tracks" test "$(grep -c '"name":"thread_name","ph":"M","pid":1' "$dir/wse_32x32.json")" -eq 64
 "$T" run -q -c ipu_mk1 --frames "$dir/f2" --frame-every 0 > /dev/null 2>&1
 check "--frame-every 0 is refused" test $? -eq 2
-if [ "$have_png" = 1 ]; then
-  # the other families draw too, and their reports do not change
-  for c in tsp_v1 wse_32x32; do
-    "$T" run -q -c $c --frames "$dir/f_$c" --frame-every 10 --summary-png "$dir/$c.png" > "$dir/$c.frames.txt"
-    check "$c: run with frames" test $? -eq 0
-    check "$c: same report" cmp -s "$dir/$c.txt" "$dir/$c.frames.txt"
-    check "$c: frames written" test "$(ls "$dir/f_$c" | wc -l)" -ge 2
-    check "$c: summary is PNG" png_sig "$dir/$c.png"
-  done
-fi
 exit $fail

@@ -1268,7 +1268,7 @@ static void ref_conv(const double *in, const double *inmag, int C, int H, int Wd
 
 /* ResNet-50's layer2.0 at full size on ipu_mk1 (1x1 256->128, 3x3/2 128->128, 1x1 128->512,
  * projection 1x1/2 256->512, Add, Relu): the plans of the real network (row blocks, input-channel
- * parts of up to 74, staged transfers). Slow (about 10 s), so only with TS_SLOW_TESTS set. */
+ * parts of up to 74, staged transfers). Slow (about 10 s): in the suite "slow" (main). */
 START_TEST(test_bottleneck_mk1)
 {
     ts_graph *g = ts_graph_create("block");
@@ -1711,12 +1711,32 @@ START_TEST(test_t10_beats_lcs)
 }
 END_TEST
 
-int main(void)
+/* The tests; with `slow`, only the full-size ResNet-50 block instead (the suite "slow": it runs
+ * with TS_SLOW_TESTS=1 and is skipped with 77 otherwise, saying so). */
+int main(int argc, char **argv)
 {
     arch_modes_default = ARCH_MODES_QUICK; /* long programs: lockstep on threads would cost seconds each */
+    bool slow = argc > 1 && !strcmp(argv[1], "slow");
+    const char *asked = getenv("TS_SLOW_TESTS");
+    if (slow && (!asked || strcmp(asked, "1"))) {
+        printf("SKIP: test_lower_ipu slow: ResNet-50's layer2.0 at full size runs only with TS_SLOW_TESTS=1 "
+               "(meson test -C BUILD --setup slow --suite slow)\n");
+        return 77;
+    }
     Suite *s = suite_create("lower_ipu");
     TCase *tc = tcase_create("lower_ipu");
     tcase_set_timeout(tc, 300);
+    if (slow) {
+        printf("running ResNet-50's layer2.0 at full size on ipu_mk1 (TS_SLOW_TESTS=1)\n");
+        fflush(stdout);
+        tcase_add_test(tc, test_bottleneck_mk1);
+        suite_add_tcase(s, tc);
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    }
     tcase_add_loop_test(tc, test_matmul, 0, 2);
     tcase_add_test(tc, test_matmul_f16);
     tcase_add_test(tc, test_softmax);
@@ -1741,8 +1761,6 @@ int main(void)
     tcase_add_test(tc, test_t10_beats_lcs);
     tcase_add_test(tc, test_t10_convs);
     tcase_add_loop_test(tc, test_t10_f16, 0, 5);
-    if (getenv("TS_SLOW_TESTS"))
-        tcase_add_test(tc, test_bottleneck_mk1);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,6 +1,7 @@
 /* tests/workloads/test_onnx.c — ONNX import: real networks against closed-form MAC counts,
  * weights stripped or kept, folding, the data-input rule and error messages. */
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -706,12 +707,23 @@ START_TEST(availability)
 }
 END_TEST
 
-int main(void)
+/* The import cases; with `availability`, only the check that the build's ONNX support is what
+ * the library says (a meson test of its own that runs in every build). Without ONNX support the
+ * import cases exit 77 (skipped), saying so. */
+int main(int argc, char **argv)
 {
+    bool avail = argc > 1 && !strcmp(argv[1], "availability");
+    if (!avail && !TS_HAVE_ONNX) {
+        printf("SKIP: test_onnx: this build has no ONNX support (protobuf-c not found, or -Donnx=disabled): the "
+               "import cases are skipped\n");
+        return 77;
+    }
     Suite *s = suite_create("onnx");
     TCase *tc = tcase_create("onnx");
     tcase_set_timeout(tc, 120);
-    if (TS_HAVE_ONNX) {
+    if (avail) {
+        tcase_add_test(tc, availability);
+    } else {
         tcase_add_test(tc, resnet50_totals);
         tcase_add_test(tc, bert_layer_macs);
         tcase_add_test(tc, bert_layer_dynamic_axes);
@@ -724,13 +736,12 @@ int main(void)
         tcase_add_test(tc, bad_input_name);
         tcase_add_test(tc, info_render);
         tcase_add_test(tc, alloc_failures);
-    }
 #if TS_HAVE_ONNX
-    tcase_add_test(tc, built_errors);
-    tcase_add_test(tc, zero_dims);
-    tcase_add_test(tc, tensor_limits);
+        tcase_add_test(tc, built_errors);
+        tcase_add_test(tc, zero_dims);
+        tcase_add_test(tc, tensor_limits);
 #endif
-    tcase_add_test(tc, availability);
+    }
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
