@@ -160,6 +160,8 @@ ts_status ts_check_writable(const char *path, ts_err *err)
     if (!tmp)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     snprintf(tmp, plen, "%s.tmp.%ld", path, (long)getpid());
+    /* tracked from before it exists until after it is gone: a signal in between removes it */
+    int slot = ts_tmp_track(tmp);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     ts_status st = TS_OK;
     if (fd < 0) {
@@ -169,6 +171,7 @@ ts_status ts_check_writable(const char *path, ts_err *err)
         close(fd);
         unlink(tmp);
     }
+    ts_tmp_untrack(slot);
     ts_free(tmp);
     return st;
 }
