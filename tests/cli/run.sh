@@ -166,7 +166,7 @@ part_ipu() {
       continue
     fi
     (cd "$tmp/sig" || exit; set -m
-     "$T" run -q -c ipu_tiny4 --max-cycles 100000000000 --trace t.json --trace-limit 1 "$data/spin.s" -o r.json \
+     "$T" run -q -c ipu_tiny4 --max-cycles 100000000000 --trace t.json --trace-limit 1 "$data/busy.s" -o r.json \
        2>/dev/null & pid=$!
      for _ in $(seq 1 200); do ls "$tmp/sig" | grep -q '^t\.json\.tmp\.' && break; sleep 0.02; done
      kill -$sig $pid

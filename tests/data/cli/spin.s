@@ -1,8 +1,10 @@
-# A loop that never ends and changes a register on every pass (so it is no endless loop by
-# core/loopmark.h's test, which needs a state to come back): only a cycle limit stops it,
-# with exit status 1.
+# A program that never ends: a pass every 500,002 cycles, each with an effect (a delay is exchange
+# activity) and a register that changes, so neither the hang detector nor the endless-loop check
+# (core/loopmark.h) stops it; only a cycle limit does, with exit status 1. The fast mode jumps over
+# the delays, so it reaches the default limit of a billion cycles in about a second.
 .arch ipu
 .stream tile 0
 loop:
     addi $m1, $m1, 1
+    delay 500000
     br loop
