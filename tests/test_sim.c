@@ -2,10 +2,12 @@
  * fast mode, hangs with a dump of blocked units, cycle limits, simulation errors with tile and
  * cycle, refusal of programs for another arch or config, energy pricing. */
 #include <check.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/loopmark.h"
 #include "core/report.h"
 #include "core/sim.h"
 #include "tests/toy/toy.h"
@@ -235,6 +237,60 @@ START_TEST(energy_is_priced_from_the_table)
 }
 END_TEST
 
+/* core/loopmark.h: a unit whose states at backward branches come back with period p, from pass
+ * `start` on, is caught, and within the bound Brent's cycle finding gives; a unit whose registers
+ * never repeat is never caught. Returns the pass at which the state matched its mark, or 0. */
+static uint64_t passes_to_match(uint64_t start, uint32_t p, uint64_t max)
+{
+    ts_loopmark l;
+    memset(&l, 0, sizeof l);
+    for (uint64_t k = 0; k < max; k++) {
+        uint32_t r[4] = {7, 0, 9, 0};
+        r[1] = k < start ? (uint32_t)k + 1000000u : (uint32_t)((k - start) % p); /* the counter register */
+        switch (ts_loop_step(&l, 12, r, 4, 1)) {
+        case TS_LOOP_MATCH:
+            ck_assert_uint_eq(l.eff, 5); /* the effect count of the mark: the caller compares it */
+            return k;
+        case TS_LOOP_MARK: ts_loop_mark(&l, 12, r, 4, 5, k); break;
+        default: break;
+        }
+    }
+    return 0;
+}
+
+START_TEST(loopmark_finds_cycles)
+{
+    ck_assert_uint_eq(passes_to_match(0, 1, 10), 1); /* `loop: br loop`: the second pass */
+    for (uint32_t p = 1; p <= 300; p++) {
+        uint64_t at = passes_to_match(0, p, 100000);
+        ck_assert_msg(at >= p && at <= 3 * (uint64_t)p + 1, "period %u caught at pass %" PRIu64, p, at);
+    }
+    /* entered late, after 200,000 passes that never repeat: the mark moves at least every 65,536
+     * backward branches, so the loop is caught within that and its period */
+    uint64_t at = passes_to_match(200000, 50, 400000);
+    ck_assert_uint_gt(at, 200000);
+    ck_assert_uint_le(at, 200000 + 2 * (uint64_t)TS_LOOP_MAXPOWER + 50);
+    /* a counter that never repeats is never caught (sound, not complete) */
+    ck_assert_uint_eq(passes_to_match(UINT64_MAX, 1, 300000), 0);
+}
+END_TEST
+
+START_TEST(loopmark_refresh_keeps_the_state)
+{
+    ts_loopmark l;
+    memset(&l, 0, sizeof l);
+    uint32_t r[2] = {1, 2};
+    ck_assert_int_eq(ts_loop_step(&l, 3, r, 2, 0), TS_LOOP_MARK);
+    ts_loop_mark(&l, 3, r, 2, 10, 100);
+    ck_assert_int_eq(ts_loop_step(&l, 3, r, 2, 0), TS_LOOP_MATCH);
+    ts_loop_refresh(&l, 11, 140); /* an effect happened: the same state, counted from now */
+    ck_assert_uint_eq(l.eff, 11);
+    ck_assert_uint_eq(l.at, 140);
+    ck_assert_int_eq(ts_loop_step(&l, 3, r, 2, 0), TS_LOOP_MATCH);
+    ck_assert_int_ne(ts_loop_step(&l, 4, r, 2, 0), TS_LOOP_MATCH); /* another branch is another state */
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sim");
@@ -246,6 +302,8 @@ int main(void)
     tcase_add_test(t, out_of_range_names_tile_and_cycle);
     tcase_add_test(t, program_for_other_config_is_refused);
     tcase_add_test(t, energy_is_priced_from_the_table);
+    tcase_add_test(t, loopmark_finds_cycles);
+    tcase_add_test(t, loopmark_refresh_keeps_the_state);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
