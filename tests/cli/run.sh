@@ -117,6 +117,19 @@ part_ipu() {
   golden info-mk1 "$T" info ipu_mk1
   golden info-mk1-json "$T" info ipu_mk1 --format json
 
+  # Every whole config that docs/config.md shows (a yaml block that starts "# configs/NAME.yaml")
+  # loads as written.
+  mkdir "$tmp/docconf"
+  awk -v dir="$tmp/docconf" '/^```yaml/ {inb = 1; f = ""; next} /^```/ {inb = 0; next}
+    inb && f == "" && /^# configs\// {f = dir "/" substr($2, 9)} inb && f != "" {print > f}' \
+    "$root/docs/config.md"
+  n=0
+  for f in "$tmp"/docconf/*.yaml; do
+    n=$((n + 1))
+    "$T" info "$f" >/dev/null 2>"$tmp/stderr" && ok || bad "docs/config.md's $(basename "$f") does not load: $(cat "$tmp/stderr")"
+  done
+  [ $n -ge 2 ] && ok || bad "docs/config.md: $n whole configs found, expected at least 2"
+
   # The default run: no arguments, a real report.
   expect_exit default-run 0 "$T" run -q
   grep -q "cycles" "$tmp/stdout" || bad "default run printed no cycles"
