@@ -120,8 +120,8 @@ static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
 static ts_status conv_shape(lt *L, const ts_graph_node *nd, prod *p, tens *im2)
 {
     int xid = nd->in[0];
-    if (nd->attrs.group != 1 || !ts_geom_window_of(L->g, nd, &p->w) || p->w.N != 1)
-        return ts_lower_fail(L->err, nd, "the TSP lowering takes batch-1 convolutions with group 1");
+    if (!ts_geom_window_of(L->g, nd, &p->w)) /* refused before (lower_tsp.c) */
+        return ts_err_set(L->err, TS_EINTERNAL, "Conv '%s': not an NCHW image", nd->name);
     p->N = (uint32_t)p->w.M;
     p->M = (uint32_t)(p->w.Ho * p->w.Wo);
     p->K = (uint32_t)(p->w.C * p->w.kh * p->w.kw);
@@ -157,8 +157,6 @@ static ts_status matmul_shape(lt *L, const ts_graph_node *nd, prod *p)
     const int64_t *wd = lt_dims(L, p->wid, &wr_);
     if (xr != 2 || wr_ != 2 || (wt->kind != TS_TENSOR_WEIGHT && wt->kind != TS_TENSOR_CONST))
         return ts_lower_fail(L->err, nd, "the TSP lowering takes a 2-D activation times a 2-D weight");
-    if (nd->op == TS_OP_GEMM && (nd->attrs.trans_a || nd->attrs.alpha != 1.0 || nd->attrs.beta != 1.0))
-        return ts_lower_fail(L->err, nd, "the TSP lowering takes alpha = beta = 1 and no transA");
     p->M = (uint32_t)xd[0];
     p->K = (uint32_t)xd[1];
     bool tb = nd->op == TS_OP_GEMM && nd->attrs.trans_b;

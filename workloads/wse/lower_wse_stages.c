@@ -6,6 +6,7 @@
  * PE of its own; Add, Sub, Mul with a parameter: one PE keeping the parameter; Softmax on the last
  * axis; MaxPool (a line buffer) and GlobalAveragePool; Flatten and Reshape rename the stream.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -116,8 +117,6 @@ static ts_status stage_matmul(lw *L, const lw_op *o)
     const ts_graph_tensor *w = ts_graph_get_tensor(L->g, n->in[1]);
     if (!lw_is_param(w) || w->rank != 2)
         return ts_lower_fail(L->err, n, "operand '%s' must be a 2-d weight", w->name);
-    if (gemm && a->trans_a)
-        return ts_lower_fail(L->err, n, "transA is not lowered");
     if (o->c.nhwc)
         return ts_lower_fail(L->err, n,
                              "its input '%s' streams pixel by pixel (a Conv output); flatten it to 1 x 1 first",
@@ -133,13 +132,9 @@ static ts_status stage_matmul(lw *L, const lw_op *o)
 static ts_status stage_conv(lw *L, const lw_op *o, bool *out_nhwc)
 {
     const ts_graph_node *n = o->n;
-    const ts_graph_attrs *a = &n->attrs;
     const ts_graph_tensor *w = ts_graph_get_tensor(L->g, n->in[1]);
     if (o->at != 0 || !lw_is_param(w))
         return ts_lower_fail(L->err, n, "the weight must be a parameter and the image the streamed input");
-    if (a->group != 1 || a->dilations[0] != 1 || a->dilations[1] != 1)
-        return ts_lower_fail(L->err, n, "groups and dilations are not lowered (group %lld, dilations %lld x %lld)",
-                             (long long)a->group, (long long)a->dilations[0], (long long)a->dilations[1]);
     ts_geom_window g;
     lw_stage *f = NULL;
     ts_status rc = image_window(L, n, o->x, &g);
@@ -255,8 +250,6 @@ static ts_status stage_pool(lw *L, const lw_op *o, bool *out_nhwc)
     s->in_n = (uint64_t)o->nx;
     s->out_n = (uint64_t)o->ny;
     if (mp) {
-        if (n->attrs.ceil_mode)
-            return ts_lower_fail(L->err, n, "ceil_mode is not lowered");
         if ((rc = window(L, n, o->x, &w, s)))
             return rc;
         *out_nhwc = s->Ho * s->Wo > 1;
@@ -268,9 +261,51 @@ static ts_status stage_pool(lw *L, const lw_op *o, bool *out_nhwc)
     return TS_OK;
 }
 
+/* The operators the WSE lowering refuses whatever their shapes (ts_lower_ops; build and the
+ * dispatch below ask it too): kinds without stages, dtypes other than f32, a Conv with groups or
+ * dilations, a Gemm with transA, a MaxPool with ceil_mode. */
+static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t cap)
+{
+    switch (n->op) {
+    case TS_OP_MATMUL:
+    case TS_OP_GEMM:
+    case TS_OP_CONV:
+    case TS_OP_RELU:
+    case TS_OP_ADD:
+    case TS_OP_SUB:
+    case TS_OP_MUL:
+    case TS_OP_SOFTMAX:
+    case TS_OP_MAXPOOL:
+    case TS_OP_GLOBALAVGPOOL:
+    case TS_OP_FLATTEN:
+    case TS_OP_RESHAPE: break;
+    default: return true;
+    }
+    for (size_t k = 0; k < n->nin; k++) {
+        ts_dtype dt = ts_graph_get_tensor(g, n->in[k])->dtype;
+        if (dt != TS_DT_F32) {
+            snprintf(why, cap, "on %s (f32 only)", ts_dtype_name(dt));
+            return true;
+        }
+    }
+    const ts_graph_attrs *a = &n->attrs;
+    if (n->op == TS_OP_CONV && (a->group != 1 || a->dilations[0] != 1 || a->dilations[1] != 1))
+        snprintf(why, cap, "with groups or dilations");
+    else if (n->op == TS_OP_GEMM && a->trans_a)
+        snprintf(why, cap, "with transA");
+    else if (n->op == TS_OP_MAXPOOL && a->ceil_mode)
+        snprintf(why, cap, "with ceil_mode");
+    return why[0] != '\0';
+}
+
+const ts_lower_ops ts_lww_ops = {.family = "WSE", .refuse = refuse, .takes = NULL};
+
 ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc)
 {
     *out_nhwc = false;
+    ts_status rc = ts_lower_refused(L->err, L->g, o->n, &ts_lww_ops);
+    if (rc != TS_OK)
+        return rc;
     switch (o->n->op) {
     case TS_OP_MATMUL:
     case TS_OP_GEMM:
@@ -294,7 +329,8 @@ ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc)
             return ts_lower_fail(L->err, o->n,
                                  "its input streams pixel by pixel (a Conv output with more than one pixel)");
         return TS_OK; /* the stream only changes its name */
-    default:
-        return ts_lower_fail(L->err, o->n, "not supported by the WSE lowering yet");
+    default: /* refused above */
+        return ts_err_set(L->err, TS_EINTERNAL, "%s '%s': no stages for this operator", ts_graph_op_name(o->n->op),
+                          o->n->name);
     }
 }
