@@ -39,10 +39,11 @@ static void format(const ts_lower_ops *ops, const refusal *v, size_t n, size_t n
     /* room kept for the tail: "; and N more" and what the family takes */
     size_t tail = 32 + (ops->takes ? strlen(ops->takes) + 16 : 0);
     size_t room = cap > tail + 64 ? cap - tail : cap / 2;
-    int k = nodes > n ? snprintf(msg, room, "the %s lowering does not support %zu operators of this model (%zu nodes): ",
-                                 ops->family, n, nodes)
-                      : snprintf(msg, room, "the %s lowering does not support %zu operator%s of this model: ",
-                                 ops->family, n, n == 1 ? "" : "s");
+    char total[48] = "";
+    if (nodes > n)
+        snprintf(total, sizeof total, " (%zu nodes)", nodes);
+    int k = snprintf(msg, room, "the %s lowering does not support %zu operator%s of this model%s: ", ops->family, n,
+                     n == 1 ? "" : "s", total);
     size_t len = k < 0 ? 0 : (size_t)k < room ? (size_t)k : room - 1;
     size_t i = 0;
     for (; i < n && append(msg, room, &len, i ? ", " : "", &v[i]); i++)
