@@ -429,6 +429,30 @@ START_TEST(test_refused)
 }
 END_TEST
 
+/* A model too big for the chip names the tensor that does not fit and the shortfall in bytes:
+ * 8192 x 8192 int8 weights are 26 column blocks of 8192 valid rows, 212,992 vectors, 4,841 words in
+ * each of the 44 west slices, over the 4,096 of a bank half (word 0 taken for the zero row, one more
+ * for the input): 746 words short in each slice, 746 x 44 x 320 bytes. */
+START_TEST(test_too_big)
+{
+    ts_graph *g = ts_graph_create("big");
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){1, 8192});
+    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){8192, 8192});
+    ts_graph_mark_output(g, chain(g, TS_OP_MATMUL, "fc", x, w, NULL));
+    finalize(g);
+    ts_program *p = NULL;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(compile(g, &p, NULL, &e), TS_EINPUT);
+    ck_assert_ptr_null(p);
+    ck_assert_str_eq(e.msg, "MatMul 'fc': no room for weights 'w': 4841 words are needed in one bank half (4096 "
+                            "words) of each west MEM slice, the most free in a half is 4095 (2 of the slice's 8192 "
+                            "words taken): 746 words short in each of the 44 slices, 10503680 bytes");
+    ts_err_free(&e);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* Ten operators the lowering does not take, of six kinds and forms (grouped Convs, a Gemm with
  * transA), among a Conv and a Relu it takes: one error lists all ten, grouped, with the count and
  * the first node of each. */
@@ -696,6 +720,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_softmax);
     tcase_add_test(tc, test_refused);
     tcase_add_test(tc, test_unsupported_all);
+    tcase_add_test(tc, test_too_big);
     tcase_add_test(tc, test_config_limits);
     tcase_add_test(tc, test_target_v1);
     tcase_add_test(tc, test_target_numbering);

@@ -14,6 +14,7 @@
 #include "workloads/tsp/lower_tsp_int.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -86,7 +87,9 @@ static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
     x->off = L->rot % L->nW;
     x->nw = (uint32_t)ts_geom_cdiv((uint64_t)x->off + x->P, L->nW);
     uint64_t av;
-    ts_status rc = lt_region(L, 0, x->nw, "im2col input", p->nd, true, 0, &x->base, &av);
+    char what[96];
+    snprintf(what, sizeof what, "the im2col rows of input '%s'", ts_graph_get_tensor(L->g, p->nd->in[0])->name);
+    ts_status rc = lt_region(L, 0, x->nw, what, p->nd, true, 0, &x->base, &av);
     if (rc != TS_OK)
         return rc;
     x->ready = ts_calloc(x->P, sizeof *x->ready);
@@ -196,7 +199,9 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
     m->woff = L->rot % L->nW;
     uint32_t wwords = (uint32_t)ts_geom_cdiv(m->woff + rows, L->nW);
     uint64_t wav;
-    ts_status rc = lt_region(L, 0, wwords, "weights", p->nd, true, 1, &m->wbase, &wav);
+    char what[96];
+    snprintf(what, sizeof what, "weights '%s'", ts_graph_get_tensor(L->g, p->wid)->name);
+    ts_status rc = lt_region(L, 0, wwords, what, p->nd, true, 1, &m->wbase, &wav);
     image im;
     if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nW, m->wbase, wwords)) != TS_OK)
         return rc;
@@ -225,7 +230,7 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
 {
     uint32_t VL = L->VL, cwords = 4 * p->NT + 4;
     uint64_t cav;
-    ts_status rc = lt_region(L, 1, cwords, "bias and scale", p->nd, true, 0, &m->cbase, &cav);
+    ts_status rc = lt_region(L, 1, cwords, "the bias and scale", p->nd, true, 0, &m->cbase, &cav);
     image im;
     if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nE, m->cbase, cwords)) != TS_OK)
         return rc;
@@ -260,8 +265,8 @@ static ts_status psums(lt *L, const prod *p, pmem *m)
     ts_status rc;
     m->pav = 0;
     if (m->pwords &&
-        ((rc = lt_region(L, 1, m->pwords, "int32 partial sums", p->nd, false, 1, &m->pbases[0], &m->pav)) != TS_OK ||
-         (rc = lt_region(L, 1, m->pwords, "int32 partial sums", p->nd, false, 0, &m->pbases[1], &av2)) != TS_OK))
+        ((rc = lt_region(L, 1, m->pwords, "the int32 partial sums", p->nd, false, 1, &m->pbases[0], &m->pav)) != TS_OK ||
+         (rc = lt_region(L, 1, m->pwords, "the int32 partial sums", p->nd, false, 0, &m->pbases[1], &av2)) != TS_OK))
         return rc;
     if (av2 > m->pav)
         m->pav = av2;
