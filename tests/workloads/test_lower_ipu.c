@@ -878,7 +878,8 @@ START_TEST(test_errors)
     ck_assert_int_eq(compile(g, "ipu_tiny4", NULL, &p, &rep, &e), TS_EINPUT);
     ck_assert_ptr_null(p);
     ck_assert_msg(strstr(e.msg, "MatMul 'matmul' needs ") && strstr(e.msg, "KiB per tile") &&
-                      strstr(e.msg, "the tile has 64 KiB") && strstr(e.msg, "KiB over"),
+                      strstr(e.msg, "the tile has 64 KiB: ") && strstr(e.msg, " bytes short (") &&
+                      strstr(e.msg, "KiB over"),
                   "%s", e.msg);
     ts_graph_destroy(g);
     /* an operator the lowering does not handle names itself */

@@ -658,7 +658,7 @@ START_TEST(test_errors)
     /* over 32 rows a PE holds 128 inputs, so 48 KiB fits 94 outputs per PE (128 * 95 * 4 +
      * 128 * 4 + 95 * 8 + 8 = 49,908 > 49,152): 44 columns of 94 and one of 60, 45 in all; 30 are
      * left after the 1-PE source and the 1-PE sink */
-    static const char *const short_of[] = {"MatMul 'fc'", "needs 45 columns of PEs", "30 are left",
+    static const char *const short_of[] = {"MatMul 'fc'", "needs 45 columns of PEs for its weights 'w'", "30 are left",
                                            "15 columns short", NULL};
     expect_error(g, 32, 32, short_of);
     ts_graph_destroy(g);
@@ -685,7 +685,8 @@ START_TEST(test_errors)
     node(g, TS_OP_CONV, "conv1", (int[]){x, w}, 2, y, &at);
     ts_graph_mark_output(g, y);
     finalize(g);
-    expect_error(g, 32, 32, (const char *const[]){"Conv 'conv1'", "192.0 KiB for one channel", "144.0 KiB too much",
+    expect_error(g, 32, 32, (const char *const[]){"Conv 'conv1'", "pixels of input 'x' needs 192.0 KiB for one channel",
+                                                   "144.0 KiB too much (147488 bytes)",
                                                    NULL});
     ts_graph_destroy(g);
 }

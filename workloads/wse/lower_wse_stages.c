@@ -74,9 +74,10 @@ static ts_status window(lw *L, const ts_graph_node *n, const ts_graph_tensor *x,
         G++;
     if (G > (uint64_t)s->C)
         return ts_lower_fail(L->err, n,
-                             "its line buffer of %lld rows of %lld pixels needs %.1f KiB for one channel, the PE has "
-                             "%.1f KiB: %.1f KiB too much", (long long)s->kh, (long long)(s->W + s->pl + s->pr),
-                             (row + 8) / 1024.0, sram / 1024.0, (row + 8 - sram) / 1024.0);
+                             "its line buffer of %lld rows of %lld pixels of input '%s' needs %.1f KiB for one "
+                             "channel, the PE has %.1f KiB: %.1f KiB too much (%llu bytes)", (long long)s->kh,
+                             (long long)(s->W + s->pl + s->pr), x->name, (row + 8) / 1024.0, sram / 1024.0,
+                             (row + 8 - sram) / 1024.0, (unsigned long long)(row + 8 - sram));
     if (s->kind == K_MAXPOOL && G < ts_geom_cdiv((uint64_t)s->C, 8))
         G = ts_geom_cdiv((uint64_t)s->C, 8);
     s->G = (uint32_t)G;
@@ -202,8 +203,10 @@ static ts_status stage_binary(lw *L, const lw_op *o, bool *out_nhwc)
     s->in_n = s->out_n = (uint64_t)nx;
     s->mem = (uint64_t)nx * 4;
     if (s->mem > sram)
-        return ts_lower_fail(L->err, n, "its operand needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too much",
-                             s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0);
+        return ts_lower_fail(L->err, n,
+                             "its operand '%s' needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too much (%llu bytes)",
+                             p->name, s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0,
+                             (unsigned long long)(s->mem - sram));
     *out_nhwc = o->c.nhwc;
     return TS_OK;
 }
@@ -227,8 +230,10 @@ static ts_status stage_softmax(lw *L, const lw_op *o)
     s->in_n = s->out_n = (uint64_t)o->nx;
     s->mem = (uint64_t)s->L * 4 + 4;
     if (s->mem > sram)
-        return ts_lower_fail(L->err, n, "a row of %lld values needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too much",
-                             (long long)s->L, s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0);
+        return ts_lower_fail(L->err, n,
+                             "a row of %lld values of input '%s' needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too "
+                             "much (%llu bytes)", (long long)s->L, x->name, s->mem / 1024.0, sram / 1024.0,
+                             (s->mem - sram) / 1024.0, (unsigned long long)(s->mem - sram));
     return TS_OK;
 }
 
@@ -256,8 +261,9 @@ static ts_status stage_pool(lw *L, const lw_op *o, bool *out_nhwc)
     } else
         s->mem = (uint64_t)s->C * 4 + 8;
     if (s->mem > sram)
-        return ts_lower_fail(L->err, n, "it keeps %.1f KiB in one PE of %.1f KiB: %.1f KiB too much", s->mem / 1024.0,
-                             sram / 1024.0, (s->mem - sram) / 1024.0);
+        return ts_lower_fail(L->err, n, "it keeps %.1f KiB of input '%s' in one PE of %.1f KiB: %.1f KiB too much "
+                             "(%llu bytes)", s->mem / 1024.0, o->x->name, sram / 1024.0, (s->mem - sram) / 1024.0,
+                             (unsigned long long)(s->mem - sram));
     return TS_OK;
 }
 
