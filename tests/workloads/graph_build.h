@@ -6,6 +6,7 @@
 
 #include <check.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/alloc.h"
 #include "workloads/graph.h"
@@ -52,6 +53,17 @@ static inline void node(ts_graph *g, ts_graph_op op, const char *name, const int
     ts_err e;
     ts_err_init(&e);
     ck_assert_msg(ts_graph_add_node(g, op, name, in, nin, &out, 1, a, NULL, &e) == TS_OK, "%s", e.msg);
+}
+
+/* One step of a chain of operators: op named `name` reading x (and w when w >= 0) into a new
+ * activation "<name>.y", which it returns. */
+static inline int chain(ts_graph *g, ts_graph_op op, const char *name, int x, int w, const ts_graph_attrs *a)
+{
+    char yn[64];
+    snprintf(yn, sizeof yn, "%s.y", name);
+    int y = tensor_dt(g, yn, TS_TENSOR_ACTIVATION, ts_graph_get_tensor(g, x)->dtype, -1, NULL);
+    node(g, op, name, (int[]){x, w}, w >= 0 ? 2 : 1, y, a);
+    return y;
 }
 
 static inline void finalize(ts_graph *g)

@@ -1,6 +1,7 @@
 /* tests/workloads/test_lower_shared.c — what the lowerings share in workloads/lower/: a tensor's
- * values (fill.h), shapes (geometry.h), errors naming an operator (errors.h) and a lowering's
- * state (lower.h), each on small graphs built by hand. */
+ * values (fill.h), shapes (geometry.h), errors naming an operator (errors.h), the operators a
+ * lowering refuses (unsupported.h) and a lowering's state (lower.h), each on small graphs built by
+ * hand. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "workloads/lower/fill.h"
 #include "workloads/lower/geometry.h"
 #include "workloads/lower/lower.h"
+#include "workloads/lower/unsupported.h"
 
 static void set_data(ts_graph *g, int id, const void *v, size_t bytes)
 {
@@ -270,6 +272,71 @@ START_TEST(test_fail)
 }
 END_TEST
 
+/* ---- the operators a lowering refuses (unsupported.h) ---- */
+
+/* Refuses Tanh in every form, and a Sigmoid in a form named after the node ("like s12"). */
+static bool refuse_some(const ts_graph *g, const ts_graph_node *n, char *why, size_t cap)
+{
+    (void)g;
+    if (n->op == TS_OP_SIGMOID)
+        snprintf(why, cap, "like %s", n->name);
+    return n->op == TS_OP_TANH || n->op == TS_OP_SIGMOID;
+}
+
+static const ts_lower_ops some_ops = {.family = "toy", .refuse = refuse_some, .takes = "Relu"};
+
+/* A chain of `n` operators from x: op_of(i) named "<prefix><i>". */
+static ts_graph *chain_graph(size_t n, ts_graph_op (*op_of)(size_t), const char *prefix)
+{
+    ts_graph *g = ts_graph_create("c");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){2, 2});
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s%zu", prefix, i);
+        x = chain(g, op_of(i), name, x, -1, NULL);
+    }
+    ts_graph_mark_output(g, x);
+    finalize(g);
+    return g;
+}
+
+static ts_graph_op relu_tanh(size_t i) { return i % 3 == 2 ? TS_OP_RELU : TS_OP_TANH; }
+static ts_graph_op all_relu(size_t i) { return (void)i, TS_OP_RELU; }
+static ts_graph_op all_sigmoid(size_t i) { return (void)i, TS_OP_SIGMOID; }
+
+START_TEST(test_check_ops)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_graph *g = chain_graph(4, all_relu, "r");
+    ck_assert_int_eq(ts_lower_check_ops(g, &some_ops, &e), TS_OK);
+    ck_assert_int_eq(ts_lower_refused(&e, g, ts_graph_get_node(g, 0), &some_ops), TS_OK);
+    ts_graph_destroy(g);
+    /* every refused node counted under its kind, the first named; the dispatch's error names one */
+    g = chain_graph(6, relu_tanh, "n");
+    ck_assert_int_eq(ts_lower_check_ops(g, &some_ops, &e), TS_EINPUT);
+    ck_assert_str_eq(e.msg, "the toy lowering does not support 1 operator of this model (4 nodes): Tanh (4 nodes, "
+                            "first 'n0'); it lowers Relu");
+    ck_assert_int_eq(ts_lower_refused(&e, g, ts_graph_get_node(g, 1), &some_ops), TS_EINPUT);
+    ck_assert_str_eq(e.msg, "Tanh 'n1': the toy lowering does not support Tanh");
+    ts_graph_destroy(g);
+    /* a form is part of the kind; more kinds than one message holds end with how many are left */
+    g = chain_graph(200, all_sigmoid, "sigmoid_with_a_long_name_");
+    ck_assert_int_eq(ts_lower_refused(&e, g, ts_graph_get_node(g, 3), &some_ops), TS_EINPUT);
+    ck_assert_str_eq(e.msg, "Sigmoid 'sigmoid_with_a_long_name_3': the toy lowering does not support Sigmoid like "
+                            "sigmoid_with_a_long_name_3");
+    ck_assert_int_eq(ts_lower_check_ops(g, &some_ops, NULL), TS_EINPUT);
+    ck_assert_int_eq(ts_lower_check_ops(g, &some_ops, &e), TS_EINPUT);
+    ck_assert_msg(!strncmp(e.msg, "the toy lowering does not support 200 operators of this model: Sigmoid like "
+                                  "sigmoid_with_a_long_name_0 (node 'sigmoid_with_a_long_name_0'), ", 140),
+                  "%s", e.msg);
+    ck_assert_msg(strstr(e.msg, " more; it lowers Relu"), "%s", e.msg);
+    ck_assert_uint_lt(strlen(e.msg), sizeof e.msg - 1);
+    ts_err_free(&e);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* ---- a lowering's state (lower.h) ---- */
 
 START_TEST(test_state_new)
@@ -302,6 +369,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_window_tap);
     tcase_add_test(tc, test_window_pointwise);
     tcase_add_test(tc, test_fail);
+    tcase_add_test(tc, test_check_ops);
     tcase_add_test(tc, test_state_new);
     suite_add_tcase(s, tc);
     return s;

@@ -33,6 +33,7 @@
 
 #include "core/alloc.h"
 #include "workloads/ipu/lower_ipu_int.h"
+#include "workloads/lower/unsupported.h"
 
 /* ---- the checks every operator shares ---- */
 
@@ -47,27 +48,66 @@ ts_status lwi_unsupported(lw *L, const ts_graph_node *n, const char *why)
  * and the operators between them (Relu, Add, pools, ...) run on the f32 words as for f32. */
 bool lwi_held_half(const lw *L, int x) { return L->pl[x].ntiles && L->pl[x].es == 2; }
 
-static ts_status check_f32(lw *L, const ts_graph_node *n)
+/* The operators the IPU lowering refuses whatever their shapes (ts_lower_ops; the dispatch below
+ * asks it too): kinds without a room, Gelu with the tanh approximation, dtypes other than f32 or
+ * f16 throughout. */
+static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t cap)
+{
+    switch (n->op) {
+    case TS_OP_MATMUL:
+    case TS_OP_GEMM:
+    case TS_OP_CONV:
+    case TS_OP_RELU:
+    case TS_OP_ADD:
+    case TS_OP_SUB:
+    case TS_OP_MUL:
+    case TS_OP_DIV:
+    case TS_OP_GELU:
+    case TS_OP_SOFTMAX:
+    case TS_OP_LAYERNORM:
+    case TS_OP_TRANSPOSE:
+    case TS_OP_MAXPOOL:
+    case TS_OP_AVGPOOL:
+    case TS_OP_GLOBALAVGPOOL:
+    case TS_OP_RESHAPE:
+    case TS_OP_FLATTEN: break;
+    default: return true;
+    }
+    ts_dtype dt0 = n->nin ? ts_graph_get_tensor(g, n->in[0])->dtype : TS_DT_F32;
+    for (size_t i = 0; i < n->nin; i++) {
+        ts_dtype dt = ts_graph_get_tensor(g, n->in[i])->dtype;
+        if (dt != TS_DT_F32 && dt != TS_DT_F16) {
+            snprintf(why, cap, "on %s", ts_dtype_name(dt));
+            return true;
+        }
+        if (dt != dt0) {
+            snprintf(why, cap, "mixing %s and %s", ts_dtype_name(dt0), ts_dtype_name(dt));
+            return true;
+        }
+    }
+    if (n->op == TS_OP_GELU && n->attrs.approximate_tanh) {
+        snprintf(why, cap, "with the tanh approximation");
+        return true;
+    }
+    return false;
+}
+
+static const ts_lower_ops ipu_ops = {.family = "IPU", .refuse = refuse, .takes = NULL};
+
+/* An f16 input must be held as the operator reads it: halves for MatMul/Gemm, f32 words elsewhere
+ * (the dtypes themselves are checked by refuse). */
+static ts_status check_f16_held(lw *L, const ts_graph_node *n)
 {
     bool mm = n->op == TS_OP_MATMUL || n->op == TS_OP_GEMM;
     bool view = n->op == TS_OP_RESHAPE || n->op == TS_OP_FLATTEN;
-    ts_dtype dt0 = n->nin ? ts_graph_get_tensor(L->g, n->in[0])->dtype : TS_DT_F32;
     for (size_t i = 0; i < n->nin; i++) {
         const ts_graph_tensor *t = ts_graph_get_tensor(L->g, n->in[i]);
-        if (t->dtype == TS_DT_F32 && dt0 == TS_DT_F32)
+        bool weight = t->kind != TS_TENSOR_ACTIVATION && t->kind != TS_TENSOR_INPUT;
+        if (t->dtype != TS_DT_F16 || weight || !lwi_held_half(L, n->in[i]) || mm || view)
             continue;
-        if (t->dtype == TS_DT_F16 && dt0 == TS_DT_F16) {
-            bool weight = t->kind != TS_TENSOR_ACTIVATION && t->kind != TS_TENSOR_INPUT;
-            if (weight || !lwi_held_half(L, n->in[i]) || mm || view)
-                continue;
-        }
         char why[160];
-        if (t->dtype == TS_DT_F16 && dt0 == TS_DT_F16)
-            snprintf(why, sizeof why, "input '%s' is f16 held as halves (the output of an f16 MatMul/Gemm); this "
-                     "operator reads f16 held in f32 words", t->name);
-        else
-            snprintf(why, sizeof why, "input '%s' is %s; this operator is lowered for f32 (or f16 throughout)", t->name,
-                     ts_dtype_name(t->dtype));
+        snprintf(why, sizeof why, "input '%s' is f16 held as halves (the output of an f16 MatMul/Gemm); this "
+                 "operator reads f16 held in f32 words", t->name);
         return lwi_unsupported(L, n, why);
     }
     return TS_OK;
@@ -88,7 +128,9 @@ ts_status lwi_need_placed(lw *L, const ts_graph_node *n, int x)
 static ts_status lower_node(lw *L, int id, lw_scr *sc)
 {
     const ts_graph_node *n = ts_graph_get_node(L->g, id);
-    ts_status rc = check_f32(L, n);
+    ts_status rc = ts_lower_refused(L->err, L->g, n, &ipu_ops);
+    if (rc == TS_OK)
+        rc = check_f16_held(L, n);
     if (rc != TS_OK)
         return rc;
     switch (n->op) {
@@ -111,10 +153,7 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
     case TS_OP_SUB:
     case TS_OP_MUL:
     case TS_OP_DIV:
-    case TS_OP_GELU:
-        if (n->op == TS_OP_GELU && n->attrs.approximate_tanh)
-            return lwi_unsupported(L, n, "the tanh approximation");
-        return lwi_lower_eltwise(L, n, sc);
+    case TS_OP_GELU: return lwi_lower_eltwise(L, n, sc);
     case TS_OP_SOFTMAX: return lwi_lower_softmax(L, n, sc);
     case TS_OP_LAYERNORM: return lwi_lower_layernorm(L, n, sc);
     case TS_OP_TRANSPOSE: return lwi_lower_transpose(L, n, sc);
@@ -127,7 +166,8 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
             return rc;
         L->pl[n->out[0]] = L->pl[n->in[0]]; /* same elements in the same order */
         return TS_OK;
-    default: return lwi_unsupported(L, n, "this operator");
+    default: /* refused above */
+        return ts_err_set(L->err, TS_EINTERNAL, "%s '%s': no room for this operator", ts_graph_op_name(n->op), n->name);
     }
 }
 
@@ -400,6 +440,9 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     if (U != 2 && U != 4 && U != 8)
         return ts_err_set(err, TS_EINPUT, "IPU lowering: %u AMP f32 MACs per cycle; the lowering handles 4, 8 or 16",
                           p->target.amp_macs_f32);
+    ts_status rc = ts_lower_check_ops(g, &ipu_ops, err);
+    if (rc != TS_OK)
+        return rc;
     size_t nn = ts_graph_node_count(g);
     uint64_t *wsz = ts_calloc(nn ? nn : 1, sizeof *wsz), perm = 0;
     bool shift = p->planner == TS_LOWER_PLANNER_T10 || p->planner == TS_LOWER_PLANNER_SPLIT;
@@ -413,7 +456,6 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
      * planner choose again for 3/4 of the budget, down to 1/8 of the tile. Planner (a) alone: a
      * MatMul/Gemm keeps its weights within 1/4 of the tile memory per tile; if an operator does not
      * fit (all weights are loaded before the run), within 1/8, then 1/16, down to 1/64. */
-    ts_status rc = TS_OK;
     uint32_t mmshare = 4;
     for (uint64_t budget = p->target.sram_bytes;; budget = budget / 4 * 3, mmshare *= plans ? 1 : 2) {
         memset(wsz, 0, nn * sizeof *wsz);

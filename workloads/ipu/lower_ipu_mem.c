@@ -174,11 +174,12 @@ ts_status lwi_check_fit(lw *L, const char *what, const char *name)
             big = (int)j;
     const ts_graph_node *bn = ts_graph_get_node(L->g, big);
     return ts_err_set(L->err, TS_EINPUT,
-                      "%s '%s' needs %llu KiB per tile, the tile has %llu KiB (%llu KiB over: %llu KiB of tensors "
-                      "and buffers at once, %llu KiB of weights still to be used and tables, the most weights "
-                      "%llu KiB for %s '%s')",
+                      "%s '%s' needs %llu KiB per tile, the tile has %llu KiB: %llu bytes short (%llu KiB over: "
+                      "%llu KiB of tensors and buffers at once, %llu KiB of weights still to be used and tables, the "
+                      "most weights %llu KiB for %s '%s')",
                       what, name, (unsigned long long)((need + 1023) / 1024),
                       (unsigned long long)(L->p->target.sram_bytes / 1024),
+                      (unsigned long long)(need - (need < top ? need : top)),
                       (unsigned long long)((need - (need < top ? need : top) + 1023) / 1024),
                       (unsigned long long)((L->hw + 1023) / 1024), (unsigned long long)((need - L->hw + 1023) / 1024),
                       (unsigned long long)((L->wsz[big] + 1023) / 1024), ts_graph_op_name(bn->op), bn->name);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "workloads/lower/unsupported.h"
 #include "workloads/tsp/lower_tsp_int.h"
 
 /* ---- layers ---- */
@@ -77,12 +78,50 @@ static ts_status lower_rename(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer
     return TS_OK;
 }
 
+/* The operators the TSP lowering refuses whatever their shapes (ts_lower_ops; lower_node asks it
+ * too): kinds it has no room for, a Conv with groups or not of one NCHW image, a Gemm with transA,
+ * alpha or beta. */
+static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t cap)
+{
+    ts_geom_window w;
+    switch (nd->op) {
+    case TS_OP_CONV:
+        if (nd->attrs.group != 1)
+            snprintf(why, cap, "with groups");
+        else if (!ts_geom_window_of(g, nd, &w))
+            snprintf(why, cap, "of an image that is not NCHW");
+        else if (w.N != 1)
+            snprintf(why, cap, "with a batch other than 1");
+        return why[0] != '\0';
+    case TS_OP_GEMM:
+        if (nd->attrs.trans_a || nd->attrs.alpha != 1.0 || nd->attrs.beta != 1.0)
+            snprintf(why, cap, "with transA, alpha or beta other than 1");
+        return why[0] != '\0';
+    case TS_OP_MATMUL:
+    case TS_OP_RELU:
+    case TS_OP_ADD:
+    case TS_OP_MAXPOOL:
+    case TS_OP_GLOBALAVGPOOL:
+    case TS_OP_FLATTEN:
+    case TS_OP_RESHAPE:
+    case TS_OP_SOFTMAX: return false;
+    default: return true;
+    }
+}
+
+static const ts_lower_ops tsp_ops = {
+    .family = "TSP",
+    .refuse = refuse,
+    .takes = "MatMul, Gemm, Conv, Relu, Add, MaxPool, GlobalAveragePool, Flatten, one-pixel Reshape and Softmax"};
+
 /* Node ni: its activations that are graph inputs placed on first use (a Conv lays its own out),
  * then the operator's lowering into a new layer. */
 static ts_status lower_node(lt *L, int ni)
 {
     const ts_graph_node *nd = ts_graph_get_node(L->g, ni);
-    ts_status rc;
+    ts_status rc = ts_lower_refused(L->err, L->g, nd, &tsp_ops);
+    if (rc != TS_OK)
+        return rc;
     size_t nact = nd->op == TS_OP_ADD ? 2 : nd->op == TS_OP_CONV || nd->nin == 0 ? 0 : 1;
     for (size_t i = 0; i < nact && i < nd->nin; i++) {
         int id = nd->in[i];
@@ -111,9 +150,9 @@ static ts_status lower_node(lt *L, int ni)
         return lower_rename(L, nd, ly);
     case TS_OP_SOFTMAX:
         return lt_lower_softmax(L, nd, ly);
-    default:
-        return ts_lower_fail(L->err, nd, "the TSP lowering does not take this operator (it lowers MatMul, Gemm, Conv, "
-                             "Relu, Add, MaxPool, GlobalAveragePool, Flatten, one-pixel Reshape and Softmax)");
+    default: /* refused above */
+        return ts_err_set(L->err, TS_EINTERNAL, "%s '%s': no room for this operator", ts_graph_op_name(nd->op),
+                          nd->name);
     }
 }
 
@@ -314,6 +353,8 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
     if (rep)
         memset(rep, 0, sizeof *rep);
     ts_status rc = check_target(P, err);
+    if (rc == TS_OK)
+        rc = ts_lower_check_ops(g, &tsp_ops, err);
     if (rc != TS_OK)
         return rc;
     lt L;

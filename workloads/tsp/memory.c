@@ -9,6 +9,7 @@
 #include "workloads/tsp/lower_tsp_int.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -67,6 +68,31 @@ int lt_al_put(alloc *a, uint32_t base, uint32_t len, uint64_t avail)
     return 0;
 }
 
+/* The error of a region of `words` words that fits in no bank half of a hemisphere's slices: what
+ * needs it, the most a half has free for it, and the shortfall in words per slice and in bytes over
+ * all the hemisphere's slices (a word is one vector of VL bytes). */
+static ts_status region_short(lt *L, int hemi, uint32_t words, const char *what, const ts_graph_node *nd, bool fresh)
+{
+    const alloc *a = L->al[hemi];
+    uint64_t taken = (uint64_t)(a[0].top - a[0].first) + (a[1].top - a[1].first), room = 0;
+    for (int k = 0; k < 2; k++) {
+        uint64_t r = a[k].limit - a[k].top;
+        for (size_t i = 0; !fresh && i < a[k].n; i++)
+            if (a[k].v[i].len > r)
+                r = a[k].v[i].len;
+        if (r > room)
+            room = r;
+    }
+    uint64_t short_w = words - room, slices = hemi ? L->nE : L->nW;
+    return ts_err_set(L->err, TS_EINPUT,
+                      "%s '%s': no room for %s: %" PRIu32 " words are needed in one bank half (%" PRIu32 " words) of "
+                      "each %s MEM slice, the most free in a half is %" PRIu64 " (%" PRIu64 " of the slice's %" PRIu64
+                      " words taken): "
+                      "%" PRIu64 " words short in each of the %" PRIu64 " slices, %" PRIu64 " bytes",
+                      ts_graph_op_name(nd->op), nd->name, what, words, L->half, hemi ? "east" : "west", room, taken,
+                      L->tg->words, short_w, slices, short_w * slices * L->VL);
+}
+
 /* Words base..base+words in every slice of a hemisphere. Regions that hold initial data must be
  * fresh (never written by the schedule); others may reuse freed words after *avail. */
 ts_status lt_region(lt *L, int hemi, uint32_t words, const char *what, const ts_graph_node *nd, bool fresh,
@@ -82,14 +108,8 @@ ts_status lt_region(lt *L, int hemi, uint32_t words, const char *what, const ts_
         if (fresh)
             a->n = n;
     }
-    if (bad) {
-        const alloc *a = L->al[hemi];
-        uint64_t taken = (uint64_t)(a[0].top - a[0].first) + (a[1].top - a[1].first);
-        return ts_err_set(L->err, TS_EINPUT,
-                          "%s '%s' needs %" PRIu32 " more words of %s in every %s MEM slice; %" PRIu64
-                          " of the slice's %" PRIu64 " are taken",
-                          ts_graph_op_name(nd->op), nd->name, words, what, hemi ? "east" : "west", taken, L->tg->words);
-    }
+    if (bad)
+        return region_short(L, hemi, words, what, nd, fresh);
     return TS_OK;
 }
 
@@ -115,7 +135,9 @@ ts_status lt_place(lt *L, int id, uint32_t P, uint32_t C, const ts_graph_node *n
     uint64_t n = (uint64_t)P * x->T;
     x->off = L->rot % L->nW;
     x->nw = (uint32_t)ts_geom_cdiv(x->off + n, L->nW);
-    ts_status rc = lt_region(L, 0, x->nw, "activations", nd, fresh, bank, &x->base, &x->avail);
+    char what[96];
+    snprintf(what, sizeof what, "activation '%s'", ts_graph_get_tensor(L->g, id)->name);
+    ts_status rc = lt_region(L, 0, x->nw, what, nd, fresh, bank, &x->base, &x->avail);
     if (rc != TS_OK)
         return rc;
     x->ready = ts_calloc(n ? n : 1, sizeof *x->ready);
@@ -198,7 +220,7 @@ ts_status lt_img_flush(lt *L, image *im, uint32_t first)
 ts_status lt_scale_const(lt *L, const ts_graph_node *nd, float sc, uint32_t *base)
 {
     uint64_t av;
-    ts_status rc = lt_region(L, 1, 4, "scale", nd, true, 0, base, &av);
+    ts_status rc = lt_region(L, 1, 4, "the scale", nd, true, 0, base, &av);
     if (rc != TS_OK)
         return rc;
     image im;

@@ -14,6 +14,7 @@
 #include "workloads/tsp/lower_tsp_int.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -86,7 +87,9 @@ static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
     x->off = L->rot % L->nW;
     x->nw = (uint32_t)ts_geom_cdiv((uint64_t)x->off + x->P, L->nW);
     uint64_t av;
-    ts_status rc = lt_region(L, 0, x->nw, "im2col input", p->nd, true, 0, &x->base, &av);
+    char what[96];
+    snprintf(what, sizeof what, "the im2col rows of input '%s'", ts_graph_get_tensor(L->g, p->nd->in[0])->name);
+    ts_status rc = lt_region(L, 0, x->nw, what, p->nd, true, 0, &x->base, &av);
     if (rc != TS_OK)
         return rc;
     x->ready = ts_calloc(x->P, sizeof *x->ready);
@@ -120,8 +123,8 @@ static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
 static ts_status conv_shape(lt *L, const ts_graph_node *nd, prod *p, tens *im2)
 {
     int xid = nd->in[0];
-    if (nd->attrs.group != 1 || !ts_geom_window_of(L->g, nd, &p->w) || p->w.N != 1)
-        return ts_lower_fail(L->err, nd, "the TSP lowering takes batch-1 convolutions with group 1");
+    if (!ts_geom_window_of(L->g, nd, &p->w)) /* refused before (lower_tsp.c) */
+        return ts_err_set(L->err, TS_EINTERNAL, "Conv '%s': not an NCHW image", nd->name);
     p->N = (uint32_t)p->w.M;
     p->M = (uint32_t)(p->w.Ho * p->w.Wo);
     p->K = (uint32_t)(p->w.C * p->w.kh * p->w.kw);
@@ -157,8 +160,6 @@ static ts_status matmul_shape(lt *L, const ts_graph_node *nd, prod *p)
     const int64_t *wd = lt_dims(L, p->wid, &wr_);
     if (xr != 2 || wr_ != 2 || (wt->kind != TS_TENSOR_WEIGHT && wt->kind != TS_TENSOR_CONST))
         return ts_lower_fail(L->err, nd, "the TSP lowering takes a 2-D activation times a 2-D weight");
-    if (nd->op == TS_OP_GEMM && (nd->attrs.trans_a || nd->attrs.alpha != 1.0 || nd->attrs.beta != 1.0))
-        return ts_lower_fail(L->err, nd, "the TSP lowering takes alpha = beta = 1 and no transA");
     p->M = (uint32_t)xd[0];
     p->K = (uint32_t)xd[1];
     bool tb = nd->op == TS_OP_GEMM && nd->attrs.trans_b;
@@ -198,7 +199,9 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
     m->woff = L->rot % L->nW;
     uint32_t wwords = (uint32_t)ts_geom_cdiv(m->woff + rows, L->nW);
     uint64_t wav;
-    ts_status rc = lt_region(L, 0, wwords, "weights", p->nd, true, 1, &m->wbase, &wav);
+    char what[96];
+    snprintf(what, sizeof what, "weights '%s'", ts_graph_get_tensor(L->g, p->wid)->name);
+    ts_status rc = lt_region(L, 0, wwords, what, p->nd, true, 1, &m->wbase, &wav);
     image im;
     if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nW, m->wbase, wwords)) != TS_OK)
         return rc;
@@ -227,7 +230,7 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
 {
     uint32_t VL = L->VL, cwords = 4 * p->NT + 4;
     uint64_t cav;
-    ts_status rc = lt_region(L, 1, cwords, "bias and scale", p->nd, true, 0, &m->cbase, &cav);
+    ts_status rc = lt_region(L, 1, cwords, "the bias and scale", p->nd, true, 0, &m->cbase, &cav);
     image im;
     if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nE, m->cbase, cwords)) != TS_OK)
         return rc;
@@ -262,8 +265,8 @@ static ts_status psums(lt *L, const prod *p, pmem *m)
     ts_status rc;
     m->pav = 0;
     if (m->pwords &&
-        ((rc = lt_region(L, 1, m->pwords, "int32 partial sums", p->nd, false, 1, &m->pbases[0], &m->pav)) != TS_OK ||
-         (rc = lt_region(L, 1, m->pwords, "int32 partial sums", p->nd, false, 0, &m->pbases[1], &av2)) != TS_OK))
+        ((rc = lt_region(L, 1, m->pwords, "the int32 partial sums", p->nd, false, 1, &m->pbases[0], &m->pav)) != TS_OK ||
+         (rc = lt_region(L, 1, m->pwords, "the int32 partial sums", p->nd, false, 0, &m->pbases[1], &av2)) != TS_OK))
         return rc;
     if (av2 > m->pav)
         m->pav = av2;

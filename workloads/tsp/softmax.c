@@ -113,7 +113,7 @@ static ts_status smax_consts(lt *L, const ts_graph_node *nd, uint32_t N, uint32_
 {
     uint64_t oav;
     ts_status rc = lt_scale_const(L, nd, 1.0f / 16.0f, cbase);
-    if (rc != TS_OK || (rc = lt_region(L, 0, 1, "ones", nd, true, 1, obase, &oav)) != TS_OK)
+    if (rc != TS_OK || (rc = lt_region(L, 0, 1, "the ones", nd, true, 1, obase, &oav)) != TS_OK)
         return rc;
     image im;
     if ((rc = lt_img_init(L, &im, L->nW, *obase, 1)) != TS_OK)

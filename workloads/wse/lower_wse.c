@@ -130,7 +130,9 @@ ts_status ts_lower_wse(const ts_graph *g, const ts_wse_target *t, ts_program **o
     if (!t->width || !t->height || t->sram_bytes < 64)
         return ts_err_set(err, TS_EINPUT, "the WSE lowering needs a mesh and SRAM");
     int input, output;
-    ts_status rc = find_io(g, &input, &output, err);
+    ts_status rc = ts_lower_check_ops(g, &ts_lww_ops, err);
+    if (!rc)
+        rc = find_io(g, &input, &output, err);
     if (rc)
         return rc;
     lw L = {.g = g, .t = t, .err = err};

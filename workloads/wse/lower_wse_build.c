@@ -182,13 +182,9 @@ static ts_status build_node(lw *L, walk *w, int node)
 {
     const ts_graph *g = L->g;
     const ts_graph_node *n = ts_graph_get_node(g, node);
-    for (size_t k = 0; k < n->nin; k++) {
-        const ts_graph_tensor *t = ts_graph_get_tensor(g, n->in[k]);
-        if (t->dtype != TS_DT_F32)
-            return ts_lower_fail(
-                L->err, n, "input '%s' is %s; the WSE lowering supports f32 only (built-in workloads take dtype=f32)",
-                t->name, ts_dtype_name(t->dtype));
-    }
+    ts_status rc = ts_lower_refused(L->err, g, n, &ts_lww_ops); /* kinds, forms and dtypes */
+    if (rc)
+        return rc;
     bool r0 = reads(n, w->lane[0].t), r1 = w->fork_t >= 0 && reads(n, w->lane[1].t);
     if (r0 && r1) /* the join of the skip path */
         return join(L, n, node, w);
@@ -207,13 +203,13 @@ static ts_status build_node(lw *L, walk *w, int node)
             return ts_lower_fail(L->err, n,
                                  "'%s' feeds %zu operators; the WSE lowering streams chains with one skip path at a "
                                  "time", ts_graph_get_tensor(g, c.t)->name, nc);
-        ts_status rc = fork(L, n, node, c, w);
+        rc = fork(L, n, node, c, w);
         if (rc)
             return rc;
         w->fork_t = c.t;
     }
     lw_op o = {.n = n, .node = node, .c = c, .prev = w->last[ln]};
-    ts_status rc = operands(L, &o);
+    rc = operands(L, &o);
     size_t first = L->n;
     bool out_nhwc = false;
     if (!rc)

@@ -27,6 +27,7 @@
 #include "workloads/lower/errors.h"
 #include "workloads/lower/fill.h"
 #include "workloads/lower/geometry.h"
+#include "workloads/lower/unsupported.h"
 #include "workloads/wse/lower_wse.h"
 
 /* Route ports (mask bits) and the longest DSD, from arch/wse/wse_target.h. */
@@ -132,6 +133,9 @@ ts_status ts_lww_build(lw *L, int input, int output);
  * its name, or when a Relu is fused into the stage before); *out_nhwc: whether the operator's
  * output streams pixel by pixel. */
 ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc);
+/* What the WSE lowering refuses whatever the shapes (lower_wse_stages.c): the pre-pass, build and
+ * ts_lww_op_stages all ask it. */
+extern const ts_lower_ops ts_lww_ops;
 
 /* ---- place (lower_wse_place.c) ---- */
 

@@ -104,10 +104,12 @@ static ts_status min_widths(lw *L, uint32_t Hm, uint64_t *fixed, uint64_t *need)
         const ts_graph_node *n = ts_graph_get_node(L->g, s->node);
         if (kc > (uint64_t)s->N)
             return ts_lower_fail(L->err, n,
-                                 "one output column of its weights over %llu rows of PEs needs %.1f KiB per PE, the "
-                                 "PE has %.1f KiB: %.1f KiB too much", (unsigned long long)kr,
+                                 "one output column of its weights '%s' over %llu rows of PEs needs %.1f KiB per PE, "
+                                 "the PE has %.1f KiB: %.1f KiB too much (%llu bytes)",
+                                 ts_graph_get_tensor(L->g, n->in[1])->name, (unsigned long long)kr,
                                  lw_mm_mem(ts_geom_cdiv((uint64_t)s->K, kr), 1) / 1024.0, t->sram_bytes / 1024.0,
-                                 (lw_mm_mem(ts_geom_cdiv((uint64_t)s->K, kr), 1) - t->sram_bytes) / 1024.0);
+                                 (lw_mm_mem(ts_geom_cdiv((uint64_t)s->K, kr), 1) - t->sram_bytes) / 1024.0,
+                                 (unsigned long long)(lw_mm_mem(ts_geom_cdiv((uint64_t)s->K, kr), 1) - t->sram_bytes));
         s->kcmin = (uint32_t)kc;
         if (!s->lane)
             *need += kc;
@@ -134,9 +136,10 @@ static ts_status columns_left(lw *L, uint32_t Hm, uint64_t fixed, uint64_t need,
         if (used + s->kcmin > *avail) {
             uint64_t wbytes = (uint64_t)(s->K * s->N) * 4;
             return ts_lower_fail(L->err, ts_graph_get_node(L->g, s->node),
-                                 "needs %u columns of PEs for its weights (%.1f KiB over columns of %llu PEs of %.1f "
-                                 "KiB); %llu are left of the %u-wide mesh: %llu columns short",
-                                 s->kcmin, wbytes / 1024.0,
+                                 "needs %u columns of PEs for its weights '%s' (%.1f KiB over columns of %llu PEs of "
+                                 "%.1f KiB); %llu are left of the %u-wide mesh: %llu columns short",
+                                 s->kcmin, ts_graph_get_tensor(L->g, ts_graph_get_node(L->g, s->node)->in[1])->name,
+                                 wbytes / 1024.0,
                                  (unsigned long long)((uint64_t)s->K < Hm ? (uint64_t)s->K : Hm),
                                  t->sram_bytes / 1024.0, (unsigned long long)(*avail - used), t->width,
                                  (unsigned long long)(used + s->kcmin - *avail));

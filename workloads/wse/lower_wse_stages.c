@@ -6,6 +6,7 @@
  * PE of its own; Add, Sub, Mul with a parameter: one PE keeping the parameter; Softmax on the last
  * axis; MaxPool (a line buffer) and GlobalAveragePool; Flatten and Reshape rename the stream.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -73,9 +74,10 @@ static ts_status window(lw *L, const ts_graph_node *n, const ts_graph_tensor *x,
         G++;
     if (G > (uint64_t)s->C)
         return ts_lower_fail(L->err, n,
-                             "its line buffer of %lld rows of %lld pixels needs %.1f KiB for one channel, the PE has "
-                             "%.1f KiB: %.1f KiB too much", (long long)s->kh, (long long)(s->W + s->pl + s->pr),
-                             (row + 8) / 1024.0, sram / 1024.0, (row + 8 - sram) / 1024.0);
+                             "its line buffer of %lld rows of %lld pixels of input '%s' needs %.1f KiB for one "
+                             "channel, the PE has %.1f KiB: %.1f KiB too much (%llu bytes)", (long long)s->kh,
+                             (long long)(s->W + s->pl + s->pr), x->name, (row + 8) / 1024.0, sram / 1024.0,
+                             (row + 8 - sram) / 1024.0, (unsigned long long)(row + 8 - sram));
     if (s->kind == K_MAXPOOL && G < ts_geom_cdiv((uint64_t)s->C, 8))
         G = ts_geom_cdiv((uint64_t)s->C, 8);
     s->G = (uint32_t)G;
@@ -116,8 +118,6 @@ static ts_status stage_matmul(lw *L, const lw_op *o)
     const ts_graph_tensor *w = ts_graph_get_tensor(L->g, n->in[1]);
     if (!lw_is_param(w) || w->rank != 2)
         return ts_lower_fail(L->err, n, "operand '%s' must be a 2-d weight", w->name);
-    if (gemm && a->trans_a)
-        return ts_lower_fail(L->err, n, "transA is not lowered");
     if (o->c.nhwc)
         return ts_lower_fail(L->err, n,
                              "its input '%s' streams pixel by pixel (a Conv output); flatten it to 1 x 1 first",
@@ -133,13 +133,9 @@ static ts_status stage_matmul(lw *L, const lw_op *o)
 static ts_status stage_conv(lw *L, const lw_op *o, bool *out_nhwc)
 {
     const ts_graph_node *n = o->n;
-    const ts_graph_attrs *a = &n->attrs;
     const ts_graph_tensor *w = ts_graph_get_tensor(L->g, n->in[1]);
     if (o->at != 0 || !lw_is_param(w))
         return ts_lower_fail(L->err, n, "the weight must be a parameter and the image the streamed input");
-    if (a->group != 1 || a->dilations[0] != 1 || a->dilations[1] != 1)
-        return ts_lower_fail(L->err, n, "groups and dilations are not lowered (group %lld, dilations %lld x %lld)",
-                             (long long)a->group, (long long)a->dilations[0], (long long)a->dilations[1]);
     ts_geom_window g;
     lw_stage *f = NULL;
     ts_status rc = image_window(L, n, o->x, &g);
@@ -207,8 +203,10 @@ static ts_status stage_binary(lw *L, const lw_op *o, bool *out_nhwc)
     s->in_n = s->out_n = (uint64_t)nx;
     s->mem = (uint64_t)nx * 4;
     if (s->mem > sram)
-        return ts_lower_fail(L->err, n, "its operand needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too much",
-                             s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0);
+        return ts_lower_fail(L->err, n,
+                             "its operand '%s' needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too much (%llu bytes)",
+                             p->name, s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0,
+                             (unsigned long long)(s->mem - sram));
     *out_nhwc = o->c.nhwc;
     return TS_OK;
 }
@@ -232,8 +230,10 @@ static ts_status stage_softmax(lw *L, const lw_op *o)
     s->in_n = s->out_n = (uint64_t)o->nx;
     s->mem = (uint64_t)s->L * 4 + 4;
     if (s->mem > sram)
-        return ts_lower_fail(L->err, n, "a row of %lld values needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too much",
-                             (long long)s->L, s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0);
+        return ts_lower_fail(L->err, n,
+                             "a row of %lld values of input '%s' needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too "
+                             "much (%llu bytes)", (long long)s->L, x->name, s->mem / 1024.0, sram / 1024.0,
+                             (s->mem - sram) / 1024.0, (unsigned long long)(s->mem - sram));
     return TS_OK;
 }
 
@@ -255,22 +255,63 @@ static ts_status stage_pool(lw *L, const lw_op *o, bool *out_nhwc)
     s->in_n = (uint64_t)o->nx;
     s->out_n = (uint64_t)o->ny;
     if (mp) {
-        if (n->attrs.ceil_mode)
-            return ts_lower_fail(L->err, n, "ceil_mode is not lowered");
         if ((rc = window(L, n, o->x, &w, s)))
             return rc;
         *out_nhwc = s->Ho * s->Wo > 1;
     } else
         s->mem = (uint64_t)s->C * 4 + 8;
     if (s->mem > sram)
-        return ts_lower_fail(L->err, n, "it keeps %.1f KiB in one PE of %.1f KiB: %.1f KiB too much", s->mem / 1024.0,
-                             sram / 1024.0, (s->mem - sram) / 1024.0);
+        return ts_lower_fail(L->err, n, "it keeps %.1f KiB of input '%s' in one PE of %.1f KiB: %.1f KiB too much "
+                             "(%llu bytes)", s->mem / 1024.0, o->x->name, sram / 1024.0, (s->mem - sram) / 1024.0,
+                             (unsigned long long)(s->mem - sram));
     return TS_OK;
 }
+
+/* The operators the WSE lowering refuses whatever their shapes (ts_lower_ops; build and the
+ * dispatch below ask it too): kinds without stages, dtypes other than f32, a Conv with groups or
+ * dilations, a Gemm with transA, a MaxPool with ceil_mode. */
+static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t cap)
+{
+    switch (n->op) {
+    case TS_OP_MATMUL:
+    case TS_OP_GEMM:
+    case TS_OP_CONV:
+    case TS_OP_RELU:
+    case TS_OP_ADD:
+    case TS_OP_SUB:
+    case TS_OP_MUL:
+    case TS_OP_SOFTMAX:
+    case TS_OP_MAXPOOL:
+    case TS_OP_GLOBALAVGPOOL:
+    case TS_OP_FLATTEN:
+    case TS_OP_RESHAPE: break;
+    default: return true;
+    }
+    for (size_t k = 0; k < n->nin; k++) {
+        ts_dtype dt = ts_graph_get_tensor(g, n->in[k])->dtype;
+        if (dt != TS_DT_F32) {
+            snprintf(why, cap, "on %s (f32 only)", ts_dtype_name(dt));
+            return true;
+        }
+    }
+    const ts_graph_attrs *a = &n->attrs;
+    if (n->op == TS_OP_CONV && (a->group != 1 || a->dilations[0] != 1 || a->dilations[1] != 1))
+        snprintf(why, cap, "with groups or dilations");
+    else if (n->op == TS_OP_GEMM && a->trans_a)
+        snprintf(why, cap, "with transA");
+    else if (n->op == TS_OP_MAXPOOL && a->ceil_mode)
+        snprintf(why, cap, "with ceil_mode");
+    return why[0] != '\0';
+}
+
+const ts_lower_ops ts_lww_ops = {.family = "WSE", .refuse = refuse, .takes = NULL};
 
 ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc)
 {
     *out_nhwc = false;
+    ts_status rc = ts_lower_refused(L->err, L->g, o->n, &ts_lww_ops);
+    if (rc != TS_OK)
+        return rc;
     switch (o->n->op) {
     case TS_OP_MATMUL:
     case TS_OP_GEMM:
@@ -294,7 +335,8 @@ ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc)
             return ts_lower_fail(L->err, o->n,
                                  "its input streams pixel by pixel (a Conv output with more than one pixel)");
         return TS_OK; /* the stream only changes its name */
-    default:
-        return ts_lower_fail(L->err, o->n, "not supported by the WSE lowering yet");
+    default: /* refused above */
+        return ts_err_set(L->err, TS_EINTERNAL, "%s '%s': no stages for this operator", ts_graph_op_name(o->n->op),
+                          o->n->name);
     }
 }
