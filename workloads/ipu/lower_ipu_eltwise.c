@@ -96,6 +96,30 @@ static void emit_gelu(lw *L, uint32_t t)
 
 static size_t gelu_len(void) { return 7 + exp_len() + 4 + recip_len() + 1 + 8 + 2 + 2 + 2 + 2; }
 
+/* LayerNorm's variance: $a2 (the sum of squared deviations) times $a5 (1 / row length), plus
+ * epsilon ($a6 := eps). */
+static void emit_variance(lw *L, uint32_t t, float eps)
+{
+    W(t, F32MUL, RA(2), RA(2), RA(5));
+    W(t, LDCONST, RA(6), lwi_fbits(eps), 0);
+    W(t, F32ADD, RA(2), RA(2), RA(6));
+}
+
+/* LayerNorm's output row: count ($m count_reg) times out = (x - mean) * r * scale + bias, from x at
+ * $m4, scale at $m6, bias at $m7 into $m5 (each stepping a word); mean in $a0, r in $a4. */
+static void emit_normalise(lw *L, uint32_t t, int count_reg)
+{
+    W(t, RPT, count_reg, 8, 0);
+    W(t, LD32STEP, RA(1), RM(4), 4);
+    W(t, F32SUB, RA(1), RA(1), RA(0));
+    W(t, F32MUL, RA(1), RA(1), RA(4));
+    W(t, LD32STEP, RA(2), RM(6), 4);
+    W(t, F32MUL, RA(1), RA(1), RA(2));
+    W(t, LD32STEP, RA(3), RM(7), 4);
+    W(t, F32ADD, RA(1), RA(1), RA(3));
+    W(t, ST32STEP, RA(1), RM(5), 4);
+}
+
 /* 1/sqrt($a2) into $a4 (v > 0): seed 0x5F3759DF - bits/2, four Newton steps r = r (1.5 - v/2 r^2);
  * uses $a6..$a9 and the $m registers ma, mb. */
 static void emit_rsqrt(lw *L, uint32_t t, int ma, int mb)
@@ -417,9 +441,7 @@ static void emit_layernorm_split(lw *L, uint32_t t, uint64_t rows, uint64_t Lw, 
                 W(t, RPT, RM(13), 2, 0);             /* $m4 is at the row's second half */
                 W(t, LD32STEP, RA(1), RM(4), 4);
                 W(t, F32ADD, RA(2), RA(2), RA(1));
-                W(t, F32MUL, RA(2), RA(2), RA(5));
-                W(t, LDCONST, RA(6), lwi_fbits(eps), 0);
-                W(t, F32ADD, RA(2), RA(2), RA(6));
+                emit_variance(L, t, eps);
                 emit_rsqrt(L, t, RM(3), RM(5));
                 W(t, MOV, RM(4), RM(8), 0);
                 W(t, MOV, RM(5), RM(14), 0);
@@ -427,15 +449,7 @@ static void emit_layernorm_split(lw *L, uint32_t t, uint64_t rows, uint64_t Lw, 
                 W(t, ADD, RM(6), RM(6), RM(2));
                 W(t, SETZI, RM(7), (int32_t)baddr, 0);
                 W(t, ADD, RM(7), RM(7), RM(2));
-                W(t, RPT, RM(10), 8, 0);
-                W(t, LD32STEP, RA(1), RM(4), 4);
-                W(t, F32SUB, RA(1), RA(1), RA(0));
-                W(t, F32MUL, RA(1), RA(1), RA(4));
-                W(t, LD32STEP, RA(2), RM(6), 4);
-                W(t, F32MUL, RA(1), RA(1), RA(2));
-                W(t, LD32STEP, RA(3), RM(7), 4);
-                W(t, F32ADD, RA(1), RA(1), RA(3));
-                W(t, ST32STEP, RA(1), RM(5), 4);
+                emit_normalise(L, t, RM(10));
             }
         }
         W(t, ADDI, RM(8), RM(8), (int32_t)(Lw * 4));
@@ -476,23 +490,13 @@ static void emit_layernorm_rows(lw *L, uint32_t t, uint64_t rows, uint64_t Lw, u
     W(t, LD32STEP, RA(1), RM(4), 4);
     W(t, F32SUB, RA(1), RA(1), RA(0));
     W(t, F32MAC, RA(2), RA(1), RA(1));
-    W(t, F32MUL, RA(2), RA(2), RA(5));
-    W(t, LDCONST, RA(6), lwi_fbits(eps), 0);
-    W(t, F32ADD, RA(2), RA(2), RA(6));       /* v = variance + epsilon */
+    emit_variance(L, t, eps); /* v = variance + epsilon */
     emit_rsqrt(L, t, RM(8), RM(9)); /* r = 1/sqrt(v) */
     W(t, MOV, RM(4), RM(2), 0);
     W(t, MOV, RM(5), RM(3), 0);
     W(t, SETZI, RM(6), (int32_t)gaddr, 0);
     W(t, SETZI, RM(7), (int32_t)baddr, 0);
-    W(t, RPT, RM(11), 8, 0);
-    W(t, LD32STEP, RA(1), RM(4), 4);
-    W(t, F32SUB, RA(1), RA(1), RA(0));
-    W(t, F32MUL, RA(1), RA(1), RA(4));
-    W(t, LD32STEP, RA(2), RM(6), 4);
-    W(t, F32MUL, RA(1), RA(1), RA(2));
-    W(t, LD32STEP, RA(3), RM(7), 4);
-    W(t, F32ADD, RA(1), RA(1), RA(3));
-    W(t, ST32STEP, RA(1), RM(5), 4);
+    emit_normalise(L, t, RM(11));
     W(t, ADDI, RM(2), RM(2), (int32_t)(Lw * 4));
     W(t, ADDI, RM(3), RM(3), (int32_t)(Lw * 4));
     W(t, BRNZDEC, RM(1), (int32_t)row, 0);
