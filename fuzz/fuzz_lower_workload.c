@@ -13,6 +13,7 @@
 
 #include "core/err.h"
 #include "fuzz/lower_common.h"
+#include "fuzz/split.h"
 #include "workloads/workload.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -21,17 +22,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char *const planners[] = {"lcs", "t10", "split", "lcs"};
     ts_fuzz_lower_init();
-    const uint8_t *nul = memchr(data, 0, size);
-    size_t ylen = nul ? (size_t)(nul - data) : size;
-    char *params = NULL;
-    if (nul) {
-        size_t plen = size - ylen - 1;
-        params = malloc(plen + 1);
-        if (!params)
-            return 0;
-        memcpy(params, nul + 1, plen);
-        params[plen] = 0;
-    }
+    size_t ylen;
+    char *params;
+    if (!ts_fuzz_split(data, size, &ylen, &params))
+        return 0;
     ts_err err;
     ts_err_init(&err);
     ts_graph *g = NULL;

@@ -12,6 +12,7 @@
 
 #include "core/buf.h"
 #include "core/err.h"
+#include "fuzz/split.h"
 #include "workloads/graph.h"
 #include "workloads/info.h"
 #include "workloads/workload.h"
@@ -20,17 +21,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const uint8_t *nul = memchr(data, 0, size);
-    size_t ylen = nul ? (size_t)(nul - data) : size;
-    char *params = NULL;
-    if (nul) {
-        size_t plen = size - ylen - 1;
-        params = malloc(plen + 1);
-        if (!params)
-            return 0;
-        memcpy(params, nul + 1, plen);
-        params[plen] = 0;
-    }
+    size_t ylen;
+    char *params;
+    if (!ts_fuzz_split(data, size, &ylen, &params))
+        return 0;
     ts_err err;
     ts_err_init(&err);
     ts_graph *g = NULL;
@@ -42,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ts_graph_destroy(g);
     }
     ts_err_free(&err);
-    if (!nul && size < 64) {
+    if (!params && size < 64) {
         char spec[64];
         memcpy(spec, data, size);
         spec[size] = 0;
