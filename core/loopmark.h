@@ -66,13 +66,30 @@ static inline void ts_loop_mark(ts_loopmark *l, uint32_t pc, const uint32_t *r, 
     l->power = l->power == 0 ? 1 : l->power < TS_LOOP_MAXPOWER ? 2 * l->power : l->power;
 }
 
-/* After a match with another effect count (or while something else may still act): the state
- * is the mark's; keep it, from now, with the count eff. */
+/* After a match with another effect count: the state is the mark's; keep it, from now, with the
+ * count eff. */
 static inline void ts_loop_refresh(ts_loopmark *l, uint64_t eff, uint64_t now)
 {
     l->eff = eff;
     l->at = now;
     l->lam = 0;
+}
+
+/* What every unit does when ts_loop_step said k (not TS_LOOP_PASS), with its effect count eff
+ * now: take the mark, or, at a match, keep the mark from now when the count moved. True when the
+ * state came back with no effect since: the unit loops forever (l->at is the mark's cycle). */
+static inline bool ts_loop_settle(ts_loopmark *l, int k, uint32_t pc, const uint32_t *r, uint32_t nregs, uint64_t eff,
+                                  uint64_t now)
+{
+    if (k == TS_LOOP_MARK) {
+        ts_loop_mark(l, pc, r, nregs, eff, now);
+        return false;
+    }
+    if (eff != l->eff) {
+        ts_loop_refresh(l, eff, now);
+        return false;
+    }
+    return true;
 }
 
 #endif

@@ -55,13 +55,13 @@ static ts_status fail(ipu_tile *t, uint32_t ti, int ctx, uint32_t pc, uint64_t c
 }
 
 /* Everything done on the tile that a context's registers do not hold: the issues of instructions
- * with an effect (ipu_insn.effect: counted from their hit counts, so the issue path counts
+ * with an effect (ipu_opfacts.effect: counted from their hit counts, so the issue path counts
  * nothing) and the words and bulk copies written into its memory (t->effects). */
 static uint64_t tile_effects(const ipu_tile *t)
 {
     uint64_t n = t->effects;
     for (uint32_t pc = 0; pc < t->n; pc++)
-        if (t->code[pc].effect)
+        if (ts_ipu_opfacts[t->code[pc].op].effect)
             n += t->code[pc].hits;
     return n;
 }
@@ -76,17 +76,10 @@ static ts_status loop_back(ts_model *m, ipu_tile *t, uint32_t ti, int ctx, ipu_c
 static ts_status loop_back(ts_model *m, ipu_tile *t, uint32_t ti, int ctx, ipu_ctx *x, uint32_t pc, int k,
                            uint64_t c, ts_err *err)
 {
-    if (k == TS_LOOP_MARK) {
-        ts_loop_mark(&x->loop, pc, x->r, IPU_NREGS, tile_effects(t), c);
+    if (k == TS_LOOP_MATCH && !alone(m, t, ctx)) /* the mark stays; no need to count the effects */
         return TS_OK;
-    }
-    if (!alone(m, t, ctx))
+    if (!ts_loop_settle(&x->loop, k, pc, x->r, IPU_NREGS, tile_effects(t), c))
         return TS_OK;
-    uint64_t eff = tile_effects(t);
-    if (eff != x->loop.eff) {
-        ts_loop_refresh(&x->loop, eff, c);
-        return TS_OK;
-    }
     return fail(t, ti, ctx, pc, c, err, "endless loop: this branch comes back to the state it had at cycle %" PRIu64
                 " (every register the same, nothing written since to tile memory, accumulators or the exchange), "
                 "so it repeats forever", x->loop.at);

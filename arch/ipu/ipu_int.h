@@ -119,7 +119,6 @@ typedef struct ipu_insn {
     uint8_t ctx_ok;         /* bit 0: the supervisor may issue it, bit 1: a worker may */
     uint8_t pure;           /* rpt/rpti: the body writes nothing another context reads (no store,
                              * no coefficient load), so turns of it can run in closed form */
-    uint8_t effect;         /* 1: it changes more than its context's registers (ipu_opfacts.effect) */
     uint64_t hits;          /* times issued: counted here, on the line the fetch has just read,
                              * rather than in a per-op table elsewhere (about 5 % of the
                              * executor's time in bench_ipu_bsp) */

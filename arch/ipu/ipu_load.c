@@ -26,7 +26,6 @@ static ts_status decode_one(const ts_insn *in, uint32_t pc, uint32_t n, uint32_t
     out->op = (uint8_t)in->op;
     char cx = ts_ipu_opfacts[in->op].ctx;
     out->ctx_ok = (uint8_t)((cx != 'W' ? 1 : 0) | (cx != 'S' ? 2 : 0));
-    out->effect = ts_ipu_opfacts[in->op].effect;
     int nreg = 0, nimm = 0;
     for (int k = 0; cls[k]; k++) {
         int32_t v = in->a[k];
@@ -179,8 +178,7 @@ static ts_status load_program(ts_model *m, const ts_program *p, ts_err *err)
                 if (!is_body_op(ts_ipu_opfacts[op].unit, op))
                     return ts_err_sim(err, s->index, -1, "pc %u: %s inside the repeat body at pc %u is not allowed",
                                       k, ts_ipu_isa.ops[op].mnemonic, pc);
-                if (op == IPU_OP_ST32 || op == IPU_OP_ST32STEP || op == IPU_OP_ST64 || op == IPU_OP_ST64STEP ||
-                    op == IPU_OP_LDST64PACE || op == IPU_OP_LD2XST64PACE || op == IPU_OP_LD128PUTCS)
+                if (ts_ipu_opfacts[op].memwr > 0 || op == IPU_OP_LD128PUTCS) /* a store, or coefficients */
                     code[pc].pure = 0;
             }
         }

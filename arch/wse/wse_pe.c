@@ -168,16 +168,8 @@ static bool endless(wse_tile *t, wse_band *b, uint32_t pc)
     if (ce->vbusy)
         ce->effects++;
     int k = ts_loop_step(&ce->loop, pc, (const uint32_t *)ce->r, WSE_NREGS, 0);
-    if (k == TS_LOOP_PASS)
+    if (k == TS_LOOP_PASS || !ts_loop_settle(&ce->loop, k, pc, (const uint32_t *)ce->r, WSE_NREGS, ce->effects, b->now))
         return false;
-    if (k == TS_LOOP_MARK) {
-        ts_loop_mark(&ce->loop, pc, (const uint32_t *)ce->r, WSE_NREGS, ce->effects, b->now);
-        return false;
-    }
-    if (ce->effects != ce->loop.eff) {
-        ts_loop_refresh(&ce->loop, ce->effects, b->now);
-        return false;
-    }
     ts_wse_set_err(b, t, b->now, "endless loop at pc %u: this branch comes back to the state it had at cycle %" PRIu64
                    " (every register the same, nothing stored, sent, received or started since), so it repeats "
                    "forever", pc, ce->loop.at);
