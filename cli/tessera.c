@@ -31,8 +31,8 @@ static const char usage[] =
     "error (hang, hazard, out-of-range access, cycle limit), 2 bad input or usage.\n"
     "\n"
     "Inputs are checked against size limits (file size, YAML nodes, tensor elements and bytes,\n"
-    "model operators, assembler ranges and data); TESSERA_LIMITS=name=N,... raises them\n"
-    "(docs/cli.md lists them).\n";
+    "model operators, assembler ranges and data, sweep points); TESSERA_LIMITS=name=N,...\n"
+    "raises them (docs/cli.md lists them).\n";
 
 /* SIGINT, SIGTERM or SIGHUP: remove the temporary files being written (a trace, a report), then
  * die of the signal as if there were no handler, so the caller sees how the program ended. */
