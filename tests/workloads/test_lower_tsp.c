@@ -404,6 +404,20 @@ START_TEST(test_softmax)
 }
 END_TEST
 
+/* Compiling g must fail as bad input (TS_EINPUT), with no program and exactly message msg; g is
+ * destroyed. */
+static void expect_refused(ts_graph *g, const char *msg)
+{
+    ts_program *p = NULL;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(compile(g, &p, NULL, &e), TS_EINPUT);
+    ck_assert_ptr_null(p);
+    ck_assert_str_eq(e.msg, msg);
+    ts_err_free(&e);
+    ts_graph_destroy(g);
+}
+
 /* Operators the lowering does not take are refused by name. */
 START_TEST(test_refused)
 {
@@ -416,16 +430,9 @@ START_TEST(test_refused)
     node(g, TS_OP_SIGMOID, "sg", (int[]){a}, 1, y, &at);
     ts_graph_mark_output(g, y);
     finalize(g);
-    ts_program *p = NULL;
-    ts_err e;
-    ts_err_init(&e);
-    ck_assert_int_eq(compile(g, &p, NULL, &e), TS_EINPUT);
-    ck_assert_ptr_null(p);
-    ck_assert_str_eq(e.msg, "the TSP lowering does not support 1 operator of this model: Sigmoid (node 'sg'); it "
-                            "lowers MatMul, Gemm, Conv, Relu, Add, MaxPool, GlobalAveragePool, Flatten, one-pixel "
-                            "Reshape and Softmax");
-    ts_err_free(&e);
-    ts_graph_destroy(g);
+    expect_refused(g, "the TSP lowering does not support 1 operator of this model: Sigmoid (node 'sg'); it "
+                      "lowers MatMul, Gemm, Conv, Relu, Add, MaxPool, GlobalAveragePool, Flatten, one-pixel "
+                      "Reshape and Softmax");
 }
 END_TEST
 
@@ -440,16 +447,9 @@ START_TEST(test_too_big)
     int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){8192, 8192});
     ts_graph_mark_output(g, chain(g, TS_OP_MATMUL, "fc", x, w, NULL));
     finalize(g);
-    ts_program *p = NULL;
-    ts_err e;
-    ts_err_init(&e);
-    ck_assert_int_eq(compile(g, &p, NULL, &e), TS_EINPUT);
-    ck_assert_ptr_null(p);
-    ck_assert_str_eq(e.msg, "MatMul 'fc': no room for weights 'w': 4841 words are needed in one bank half (4096 "
-                            "words) of each west MEM slice, the most free in a half is 4095 (2 of the slice's 8192 "
-                            "words taken): 746 words short in each of the 44 slices, 10503680 bytes");
-    ts_err_free(&e);
-    ts_graph_destroy(g);
+    expect_refused(g, "MatMul 'fc': no room for weights 'w': 4841 words are needed in one bank half (4096 "
+                      "words) of each west MEM slice, the most free in a half is 4095 (2 of the slice's 8192 "
+                      "words taken): 746 words short in each of the 44 slices, 10503680 bytes");
 }
 END_TEST
 
@@ -491,18 +491,11 @@ START_TEST(test_unsupported_all)
     x = chain(g, TS_OP_GEMM, "ga0", x, wf, &ta); /* transA: 16 x 16 read as its transpose */
     ts_graph_mark_output(g, x);
     finalize(g);
-    ts_program *p = NULL;
-    ts_err e;
-    ts_err_init(&e);
-    ck_assert_int_eq(compile(g, &p, NULL, &e), TS_EINPUT);
-    ck_assert_ptr_null(p);
-    ck_assert_str_eq(e.msg, "the TSP lowering does not support 6 operators of this model (10 nodes): Tanh (3 nodes, "
-                            "first 't0'), Conv with groups (2 nodes, first 'cg0'), Sigmoid (2 nodes, first 's0'), "
-                            "Mul (node 'm0'), Sqrt (node 'q0'), Gemm with transA, alpha or beta other than 1 (node "
-                            "'ga0'); it lowers MatMul, Gemm, Conv, Relu, Add, MaxPool, GlobalAveragePool, Flatten, "
-                            "one-pixel Reshape and Softmax");
-    ts_err_free(&e);
-    ts_graph_destroy(g);
+    expect_refused(g, "the TSP lowering does not support 6 operators of this model (10 nodes): Tanh (3 nodes, "
+                      "first 't0'), Conv with groups (2 nodes, first 'cg0'), Sigmoid (2 nodes, first 's0'), "
+                      "Mul (node 'm0'), Sqrt (node 'q0'), Gemm with transA, alpha or beta other than 1 (node "
+                      "'ga0'); it lowers MatMul, Gemm, Conv, Relu, Add, MaxPool, GlobalAveragePool, Flatten, "
+                      "one-pixel Reshape and Softmax");
 }
 END_TEST
 
