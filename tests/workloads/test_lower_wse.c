@@ -774,38 +774,36 @@ static ts_config *load_text(const char *text, ts_schema_lookup_fn schema)
     return c;
 }
 
+/* The machine facts the lowering derives from config `name` (with n overrides `sets`). */
+static void expect_target(const char *name, const char *const *sets, size_t n, uint32_t width, uint32_t height,
+                          uint64_t sram_kib, uint32_t colours)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_wse_target t;
+    ts_config *c = load_cfg(name, wse_schema, sets, n);
+    ck_assert_int_eq(ts_wse_target_from_config(c, &t, &e), TS_OK);
+    ck_assert_uint_eq(t.width, width);
+    ck_assert_uint_eq(t.height, height);
+    ck_assert_uint_eq(t.sram_bytes, sram_kib * 1024);
+    ck_assert_uint_eq(t.colours, colours);
+    ts_config_destroy(c);
+}
+
 START_TEST(test_target)
 {
     ts_err e;
     ts_err_init(&e);
     ts_wse_target t;
     /* wse_32x32: a 32 x 32 corner with the WSE-2's PEs (configs/wse_32x32.yaml, base wse2) */
-    ts_config *c = load_cfg("wse_32x32", wse_schema, NULL, 0);
-    ck_assert_int_eq(ts_wse_target_from_config(c, &t, &e), TS_OK);
-    ck_assert_uint_eq(t.width, 32);
-    ck_assert_uint_eq(t.height, 32);
-    ck_assert_uint_eq(t.sram_bytes, 48 * 1024);
-    ck_assert_uint_eq(t.colours, 24);
-    ts_config_destroy(c);
+    expect_target("wse_32x32", NULL, 0, 32, 32, 48, 24);
     /* wse2: 750 x 994 PEs of 48 KiB, 24 colours (configs/wse2.yaml) */
-    c = load_cfg("wse2", wse_schema, NULL, 0);
-    ck_assert_int_eq(ts_wse_target_from_config(c, &t, &e), TS_OK);
-    ck_assert_uint_eq(t.width, 750);
-    ck_assert_uint_eq(t.height, 994);
-    ck_assert_uint_eq(t.sram_bytes, 48 * 1024);
-    ck_assert_uint_eq(t.colours, 24);
-    ts_config_destroy(c);
+    expect_target("wse2", NULL, 0, 750, 994, 48, 24);
     /* the facts follow the typed config, overrides included */
     static const char *const sets[] = {"pe.sram=16 KiB", "fabric.colours=16", "mesh.height=8"};
-    c = load_cfg("wse_32x32", wse_schema, sets, 3);
-    ck_assert_int_eq(ts_wse_target_from_config(c, &t, &e), TS_OK);
-    ck_assert_uint_eq(t.width, 32);
-    ck_assert_uint_eq(t.height, 8);
-    ck_assert_uint_eq(t.sram_bytes, 16 * 1024);
-    ck_assert_uint_eq(t.colours, 16);
-    ts_config_destroy(c);
+    expect_target("wse_32x32", sets, 3, 32, 8, 16, 16);
     /* another family's config is refused, by the target and by the lowering's create alike */
-    c = load_text("arch: tsp\nname: chip\n", wse_schema);
+    ts_config *c = load_text("arch: tsp\nname: chip\n", wse_schema);
     ck_assert_int_eq(ts_wse_target_from_config(c, &t, &e), TS_EINPUT);
     ck_assert_str_eq(e.msg, "config 'chip' is for arch 'tsp', not 'wse'");
     ts_err_init(&e);
