@@ -151,15 +151,22 @@ void ts_tmp_remove_stale(const char *path)
     closedir(d);
 }
 
+char *ts_tmp_name(const char *path)
+{
+    size_t n = strlen(path) + 32;
+    char *tmp = ts_malloc(n);
+    if (tmp)
+        snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    return tmp;
+}
+
 ts_status ts_check_writable(const char *path, ts_err *err)
 {
     if (!path || !strcmp(path, "-"))
         return TS_OK;
-    size_t plen = strlen(path) + 32;
-    char *tmp = ts_malloc(plen);
+    char *tmp = ts_tmp_name(path);
     if (!tmp)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
-    snprintf(tmp, plen, "%s.tmp.%ld", path, (long)getpid());
     /* tracked from before it exists until after it is gone: a signal in between removes it */
     int slot = ts_tmp_track(tmp);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
@@ -183,11 +190,9 @@ ts_status ts_write_file_atomic(const char *path, const void *data, size_t len, t
             return ts_err_set(err, TS_EIO, "cannot write to standard output");
         return TS_OK;
     }
-    size_t plen = strlen(path) + 32;
-    char *tmp = ts_malloc(plen);
+    char *tmp = ts_tmp_name(path);
     if (!tmp)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
-    snprintf(tmp, plen, "%s.tmp.%ld", path, (long)getpid());
     ts_tmp_remove_stale(path);
     int slot = ts_tmp_track(tmp);
     FILE *f = fopen(tmp, "wb");

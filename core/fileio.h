@@ -28,6 +28,9 @@ ts_status ts_check_writable(const char *path, ts_err *err);
  * when none is free or the path is too long (it is then not tracked: the only cost is a file left
  * behind); ts_tmp_untrack(-1) is a no-op. ts_tmp_remove_all unlinks every tracked file and is
  * async-signal-safe: the CLI calls it from its SIGINT, SIGTERM and SIGHUP handler. */
+/* The temporary file of path, "<path>.tmp.<pid>": owned by the caller (ts_free), NULL when memory
+ * runs out. */
+char *ts_tmp_name(const char *path);
 #define TS_TMP_SLOTS 16
 #define TS_TMP_PATH_MAX 4096
 int ts_tmp_track(const char *tmp);

@@ -29,7 +29,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/buf.h"
@@ -101,15 +100,13 @@ ts_status ts_trace_open(ts_trace **out, const char *path, double clock_hz, uint6
     if (!t)
         return ts_err_set(err, TS_ENOMEM, "out of memory opening trace");
     t->tmp_slot = -1;
-    size_t plen = strlen(path) + 32;
     t->path = ts_strdup(path);
-    t->tmp = ts_malloc(plen);
+    t->tmp = ts_tmp_name(path);
     t->iobuf = ts_malloc(TRACE_BUFSIZE);
     if (!t->path || !t->tmp || !t->iobuf) {
         ts_trace_abort(t);
         return ts_err_set(err, TS_ENOMEM, "out of memory opening trace");
     }
-    snprintf(t->tmp, plen, "%s.tmp.%ld", path, (long)getpid());
     ts_tmp_remove_stale(path);
     t->tmp_slot = ts_tmp_track(t->tmp);
     t->f = fopen(t->tmp, "wb");
