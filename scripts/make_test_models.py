@@ -31,7 +31,21 @@ Outputs:
                      arithmetic (Shape, Gather, Unsqueeze, Concat, Range) feeding Reshape and
                      Gather, Squeeze/Unsqueeze of activations, Slice, ReduceMean, Softmax
 
-With --small only the graphs built with onnx.helper are rewritten.
+The model zoo (written with --zoo, or with everything else): the models every chip must run,
+exported as a user would (torch.onnx.export, opset 13, eval mode, the exporter's constant folding):
+  resnet18.onnx      torchvision ResNet-18, batch 1, 3x224x224
+  resnet50_b8.onnx   torchvision ResNet-50, batch 8, 3x224x224
+  mobilenetv2.onnx   torchvision MobileNetV2, batch 1, 3x224x224 (ReLU6 as Clip, depthwise Conv)
+  vit_b16_op13.onnx  torchvision ViT-B/16, batch 1, opset 13 (LayerNorm decomposed; the class token
+                     through Expand and Concat, picked with Gather)
+  bert_encoder.onnx  a 12-layer BERT-base encoder from nn.TransformerEncoder (d 768, 12 heads, FFN
+                     3072, GELU, batch_first), batch 1, sequence 128: the packed in-projection comes
+                     out as three Slices whose ends are computed from Shape
+  bert_encoder_b4.onnx  the same at batch 4
+  nerf_mlp.onnx      the NeRF MLP: 63 inputs, 8 x 256 with ReLU, the input joined again by Concat
+                     before layer 5, a 4-wide output; 4,096 rays
+
+With --small only the graphs built with onnx.helper are rewritten; with --zoo only the zoo.
 """
 import os
 import sys
@@ -45,6 +59,7 @@ from onnx import helper, numpy_helper, TensorProto
 
 ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
 SMALL_ONLY = "--small" in sys.argv[1:]
+ZOO_ONLY = "--zoo" in sys.argv[1:]
 OUT = ARGS[0] if ARGS else os.path.join(os.path.dirname(__file__), "..", "tests", "data", "models")
 KEEP_ELEMS = 1  # initializers this small (scalars), or of integer type, keep their values
 
@@ -134,6 +149,53 @@ class ConvBn(nn.Module):
         return torch.relu(self.bn(self.conv(x)))
 
 
+class BertEncoder(nn.Module):
+    """A BERT-base encoder as torch users build it: nn.TransformerEncoder, post-LayerNorm, GELU."""
+
+    def __init__(self, layers=12, hidden=768, heads=12, ffn=3072):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(hidden, heads, ffn, dropout=0.0, activation="gelu",
+                                           batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, layers)
+
+    def forward(self, x):
+        return self.enc(x)
+
+
+class NerfMlp(nn.Module):
+    """The NeRF MLP (Mildenhall et al. 2020): 8 x 256 ReLU layers, the encoded input (63 wide)
+    joined again by concatenation before the fifth layer; here a 4-wide output (RGB and density)."""
+
+    def __init__(self, inputs=63, width=256, depth=8, skip=5):
+        super().__init__()
+        self.skip = skip
+        self.layers = nn.ModuleList(
+            [nn.Linear(inputs if i == 0 else width + (inputs if i == skip else 0), width) for i in range(depth)])
+        self.out = nn.Linear(width, 4)
+
+    def forward(self, x):
+        h = x
+        for i, layer in enumerate(self.layers):
+            if i == self.skip:
+                h = torch.cat([h, x], -1)
+            h = torch.relu(layer(h))
+        return self.out(h)
+
+
+def zoo():
+    torch.manual_seed(1)
+    img = torch.randn(1, 3, 224, 224)
+    io = dict(input_names=["input"], output_names=["logits"])
+    export(torchvision.models.resnet18(), img, "resnet18.onnx", 13, **io)
+    export(torchvision.models.resnet50(), torch.randn(8, 3, 224, 224), "resnet50_b8.onnx", 13, **io)
+    export(torchvision.models.mobilenet_v2(), img, "mobilenetv2.onnx", 13, **io)
+    export(torchvision.models.vit_b_16(), img, "vit_b16_op13.onnx", 13, **io)
+    seq = dict(input_names=["hidden"], output_names=["out"])
+    export(BertEncoder(), torch.randn(1, 128, 768), "bert_encoder.onnx", 13, **seq)
+    export(BertEncoder(), torch.randn(4, 128, 768), "bert_encoder_b4.onnx", 13, **seq)
+    export(NerfMlp(), torch.randn(4096, 63), "nerf_mlp.onnx", 13, input_names=["rays"], output_names=["rgba"])
+
+
 def small_graphs():
     conv = helper.make_graph(
         [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv0", kernel_shape=[3, 3],
@@ -217,6 +279,9 @@ def main():
     if SMALL_ONLY:
         small_graphs()
         return
+    if ZOO_ONLY:
+        zoo()
+        return
     torch.manual_seed(0)
     img = torch.randn(1, 3, 224, 224)
     export(torchvision.models.resnet50(), img, "resnet50.onnx", 13,
@@ -230,6 +295,7 @@ def main():
     export(ConvBn(), torch.randn(1, 3, 16, 16), "conv_bn.onnx", 13, strip_weights=False,
            training=torch.onnx.TrainingMode.PRESERVE, input_names=["x"], output_names=["y"])
     small_graphs()
+    zoo()
 
 
 if __name__ == "__main__":
