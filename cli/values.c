@@ -1,0 +1,29 @@
+/* cli/values.c — a run's values: the outputs read back after the run, into the report and an
+ * archive (docs/values.md). */
+#include "cli/lowering.h"
+
+#include "core/npy.h"
+
+ts_status cli_read_outputs(void *ud, const struct ts_family *fam, ts_model *m, ts_err *err)
+{
+    cli_outputs *o = ud;
+    if (!o->lowered || (!o->required && !ts_lowered_reads_outputs(o->lowered)))
+        return TS_OK;
+    return ts_lowered_read_outputs(o->lowered, fam, m, err);
+}
+
+ts_status cli_report_outputs(const ts_lowered *l, ts_results *res, const char *path, ts_err *err)
+{
+    const ts_npz *z = l ? ts_lowered_outputs(l) : NULL;
+    for (size_t i = 0; z && i < z->n; i++) {
+        const ts_npy_array *a = &z->v[i];
+        ts_status rc = ts_results_output(res, a->name, a->rank, a->dims, a->data, ts_npy_elems(a), err);
+        if (rc != TS_OK)
+            return rc;
+    }
+    if (!path)
+        return TS_OK;
+    if (!z || !z->n)
+        return ts_err_set(err, TS_EINPUT, "--outputs needs a model whose outputs the lowering reads back");
+    return ts_npz_write(path, z->v, z->n, err);
+}
