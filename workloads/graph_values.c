@@ -106,8 +106,8 @@ static ts_status set_one(ts_graph *g, int id, const ts_npy_array *a, const char 
         char ws[200], gs[200];
         shape_text(ws, sizeof ws, t->rank, t->dims);
         shape_text(gs, sizeof gs, a->rank, a->dims);
-        return ts_err_at(err, TS_EINPUT, file, 0, 0, "entry '%s': shape %s differs from tensor '%s''s %s", a->name, gs,
-                         t->name, ws);
+        return ts_err_at(err, TS_EINPUT, file, 0, 0, "entry '%s': shape %s differs from the tensor's %s", a->name, gs,
+                         ws);
     }
     size_t es = ts_dtype_size(t->dtype);
     uint64_t n = ts_npy_elems(a);
