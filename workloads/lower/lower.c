@@ -144,6 +144,7 @@ ts_status ts_lower_model(const char *path, const ts_config *cfg, const ts_lower_
 const ts_graph *ts_lowered_graph(const ts_lowered *l) { return l->g; }
 const ts_npz *ts_lowered_values(const ts_lowered *l) { return &l->values; }
 const ts_npz *ts_lowered_outputs(const ts_lowered *l) { return &l->outputs; }
+void ts_lowered_clear_outputs(ts_lowered *l) { ts_npz_free(&l->outputs); }
 bool ts_lowered_reads_outputs(const ts_lowered *l) { return l->lw->read_output != NULL; }
 
 ts_status ts_lower_mem_read(const ts_lower_mem *mem, uint64_t unit, uint64_t addr, void *dst, size_t len,

@@ -136,6 +136,8 @@ const ts_npz *ts_lowered_values(const ts_lowered *l);
  * it has none. ts_lowered_outputs then holds them as f32 arrays named as the tensors. */
 ts_status ts_lowered_read_outputs(ts_lowered *l, const ts_family *fam, ts_model *m, ts_err *err);
 const ts_npz *ts_lowered_outputs(const ts_lowered *l);
+/* Forget the outputs read back (after a read that failed part way). */
+void ts_lowered_clear_outputs(ts_lowered *l);
 /* Whether the lowering can read outputs back (has read_output). */
 bool ts_lowered_reads_outputs(const ts_lowered *l);
 
