@@ -38,6 +38,7 @@
 #include "workloads/lower/fill.h"
 #include "workloads/lower/lower.h"
 #include "workloads/tsp/lower_tsp.h"
+#include "tests/workloads/graph_build.h"
 
 static const char *const models[] = {"resnet18_32", "mobilenetv2_32", "bert2_s16", "nerf_mlp_64"};
 static const char *const configs[] = {"ipu_mk2", "tsp_v1", "wse2"};
@@ -280,11 +281,56 @@ START_TEST(test_values)
 }
 END_TEST
 
+/* The BatchNormalization fold is exact when some of its operands carry values: the others take
+ * their fill values (by their ids before finalize), so W' = W s and b' = (b - mean) s + shift with
+ * s = scale / sqrt(var + eps), here with only the variance and the weight given. */
+START_TEST(test_fold_partial)
+{
+    ts_graph *g = ts_graph_create("fold");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 2, 3, 3});
+    int w = tensor(g, "w", TS_TENSOR_WEIGHT, 4, (int64_t[]){4, 2, 1, 1});
+    int p[4];
+    const char *pn[4] = {"scale", "shift", "mean", "var"};
+    for (int i = 0; i < 4; i++)
+        p[i] = tensor(g, pn[i], TS_TENSOR_WEIGHT, 1, (int64_t[]){4});
+    int c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL), y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, w);
+    float var[4] = {0.5f, 1.0f, 2.0f, 4.0f};
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_set_data(g, p[3], var, sizeof var, &e), TS_OK);
+    node(g, TS_OP_CONV, "conv", (int[]){x, w}, 2, c, NULL);
+    node(g, TS_OP_BATCHNORM, "bn", (int[]){c, p[0], p[1], p[2], p[3]}, 5, y, NULL);
+    ts_graph_mark_output(g, y);
+    float want_w[8], want_b[4];
+    for (int m = 0; m < 4; m++) {
+        double sc = ts_fill_f32(p[0], (uint64_t)m) / sqrt((double)var[m] + 1e-5);
+        for (int k = 0; k < 2; k++)
+            want_w[m * 2 + k] = (float)(val(w, m * 2 + k) * sc);
+        want_b[m] = (float)((0.0 - ts_fill_f32(p[2], (uint64_t)m)) * sc + ts_fill_f32(p[1], (uint64_t)m));
+    }
+    finalize(g);
+    ck_assert_uint_eq(ts_graph_node_count(g), 1);
+    const ts_graph_node *nd = ts_graph_get_node(g, 0);
+    ck_assert_uint_eq(nd->nin, 3);
+    const float *gw = ts_graph_get_tensor(g, nd->in[1])->data, *gb = ts_graph_get_tensor(g, nd->in[2])->data;
+    ck_assert_ptr_nonnull(gw);
+    ck_assert_ptr_nonnull(gb);
+    for (int k = 0; k < 8; k++)
+        ck_assert_float_eq(gw[k], want_w[k]);
+    for (int m = 0; m < 4; m++)
+        ck_assert_float_eq(gb[m], want_b[m]);
+    ts_graph_destroy(g);
+    ts_err_free(&e);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("values");
     TCase *tc = tcase_create("values");
     tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_fold_partial);
     tcase_add_loop_test(tc, test_values, 0, (int)(NMODELS * NCONFIGS));
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
