@@ -7,6 +7,8 @@
 #include "cli/lowering.h"
 #include "core/buf.h"
 #include "core/fileio.h"
+#include "core/npy.h"
+#include "workloads/workload.h"
 
 static const char asm_usage[] =
     "usage: tessera asm INPUT.s -o OUTPUT [-c CONFIG]\n"
@@ -36,6 +38,11 @@ static const char compile_usage[] =
     "      --planner NAME    how a model is lowered for the IPU: lcs (load-compute-store, the\n"
     "                        default), t10 (compute-shift MatMul, Gemm, 1x1 Conv) or split\n"
     "                        (t10's partitions, nothing rotating)\n"
+    "      --inputs FILE     a model's values: a .npz archive whose arrays name data inputs and\n"
+    "                        weights (docs/values.md)\n"
+    "      --weights-out FILE  write the values every input and weight of the model is\n"
+    "                        compiled with (given or filled, by ONNX name, before folding) to\n"
+    "                        FILE (.npz), before compiling it (a refused model still gives them)\n"
     "  -h, --help            this text\n";
 
 static const char disasm_usage[] =
@@ -54,9 +61,10 @@ static int assemble(int argc, char **argv, const char *usage, bool need_config)
     static const struct option longopts[] = {
         {"output", required_argument, 0, 'o'}, {"config", required_argument, 0, 'c'},
         {"set", required_argument, 0, 's'},    {"help", no_argument, 0, 'h'},
-        {"planner", required_argument, 0, 'R'}, {0, 0, 0, 0},
+        {"planner", required_argument, 0, 'R'}, {"inputs", required_argument, 0, 'X'},
+        {"weights-out", required_argument, 0, 'Y'}, {0, 0, 0, 0},
     };
-    const char *output = NULL, *config = NULL, *planner = NULL;
+    const char *output = NULL, *config = NULL, *planner = NULL, *inputs = NULL, *weights_out = NULL;
     cli_sets sets = {0};
     int c;
     optind = 1;
@@ -72,6 +80,14 @@ static int assemble(int argc, char **argv, const char *usage, bool need_config)
                 return need_config ? TS_EXIT_INPUT : cli_usage_error("unknown option '--planner'");
             }
             planner = optarg;
+            break;
+        case 'X':
+        case 'Y':
+            if (!need_config) { /* compile only */
+                cli_sets_free(&sets);
+                return cli_usage_error("unknown option '%s'", argv[optind - 1]);
+            }
+            *(c == 'X' ? &inputs : &weights_out) = optarg;
             break;
         case 'h': fputs(usage, stdout); cli_sets_free(&sets); return 0;
         case ':': cli_sets_free(&sets); return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
@@ -90,7 +106,10 @@ static int assemble(int argc, char **argv, const char *usage, bool need_config)
     ts_program *prog = NULL;
     const ts_family *fam = NULL;
     int rc = TS_EXIT_OK;
-    if (ts_check_writable(output, &err) != TS_OK) { /* before a compilation that may take a while */
+    ts_npz given = {0};
+    ts_lowered *lowered = NULL;
+    if (ts_check_writable(output, &err) != TS_OK || ts_check_writable(weights_out, &err) != TS_OK ||
+        (inputs && ts_npz_read(inputs, &given, &err) != TS_OK)) { /* before a compilation that may take a while */
         rc = cli_fail(&err);
         goto out;
     }
@@ -103,7 +122,20 @@ static int assemble(int argc, char **argv, const char *usage, bool need_config)
     }
     ts_lower_setting settings[] = {{"planner", planner}};
     ts_lower_opts lopts = {settings, planner ? 1 : 0};
-    if (cli_load_workload(&prog, input, cfg, fam, &lopts, NULL, &err) != TS_OK) {
+    ts_lower_values vals = {inputs ? &given : NULL, inputs, inputs || weights_out};
+    if (weights_out) { /* first, so that a model a family refuses still gives its values */
+        ts_npz w = {0};
+        ts_status ws = ts_wl_is_model(input) ? ts_lower_model_given(input, &vals, &w, &err)
+                                             : ts_err_set(&err, TS_EINPUT, "--weights-out needs a model, not '%s'", input);
+        if (ws == TS_OK)
+            ws = ts_npz_write(weights_out, w.v, w.n, &err);
+        ts_npz_free(&w);
+        if (ws != TS_OK) {
+            rc = cli_fail(&err);
+            goto out;
+        }
+    }
+    if (cli_load_workload_values(&prog, input, cfg, fam, &lopts, &vals, &lowered, &err) != TS_OK) {
         rc = cli_fail(&err);
         goto out;
     }
@@ -118,6 +150,8 @@ static int assemble(int argc, char **argv, const char *usage, bool need_config)
     if (ts_program_write(prog, output, &err) != TS_OK)
         rc = cli_fail(&err);
 out:
+    ts_lowered_destroy(lowered);
+    ts_npz_free(&given);
     ts_program_destroy(prog);
     ts_config_destroy(cfg);
     ts_err_free(&err);

@@ -17,6 +17,7 @@
 #include "core/activity.h"
 #include "core/act_trace.h"
 #include "core/fileio.h"
+#include "core/npy.h"
 #include "viz/render.h"
 #include "viz/view.h"
 
@@ -43,6 +44,11 @@ static const char run_usage[] =
     "      --frame-every N     cycles per frame or trace window (default 1000)\n"
     "      --summary-png FILE  write one PNG of the run: per-unit utilization and supersteps\n"
     "  -s, --set KEY=VALUE     override a config key (repeatable)\n"
+    "      --inputs FILE       a model's values: a .npz archive (or one .npy) whose arrays\n"
+    "                          name its data inputs (all of them) and any of its weights\n"
+    "                          (docs/values.md)\n"
+    "      --outputs FILE      write the model's outputs, read back after the run, to FILE\n"
+    "                          (.npz, f32); the report shows their checksums either way\n"
     "      --energy TABLE      energy table (file or built-in name) instead of the config's\n"
     "      --planner NAME      how a model is lowered for the IPU: lcs (load-compute-store,\n"
     "                          the default), t10 (compute-shift MatMul, Gemm, 1x1 Conv) or\n"
@@ -144,10 +150,11 @@ int cmd_run(int argc, char **argv)
         {"frames", required_argument, 0, 'F'},   {"frame-every", required_argument, 0, 'N'},
         {"summary-png", required_argument, 0, 'P'}, {"view", no_argument, 0, 'V'},
         {"trace-limit", required_argument, 0, 'Z'}, {"planner", required_argument, 0, 'R'},
+        {"inputs", required_argument, 0, 'X'},   {"outputs", required_argument, 0, 'Y'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     const char *config = NULL, *output = NULL, *trace_path = NULL, *energy_name = NULL, *planner = NULL;
-    const char *frames_dir = NULL, *summary_png = NULL;
+    const char *frames_dir = NULL, *summary_png = NULL, *inputs = NULL, *outputs = NULL;
     uint64_t frame_every = 0, trace_bytes = 0;
     bool view = false;
     int format = TS_FMT_TEXT;
@@ -171,6 +178,8 @@ int cmd_run(int argc, char **argv)
             }
             break;
         case 'T': trace_path = optarg; break;
+        case 'X': inputs = optarg; break;
+        case 'Y': outputs = optarg; break;
         case 'F': frames_dir = optarg; break;
         case 'P': summary_png = optarg; break;
         case 'V': view = true; break;
@@ -269,6 +278,8 @@ int cmd_run(int argc, char **argv)
     ts_results res;
     bool have_res = false;
     const ts_family *fam = NULL;
+    ts_npz given = {0};
+    cli_outputs co = {NULL, outputs != NULL};
 
     /* Pick the family: from the config, else from the workload, else the first registered. */
     if (!config) {
@@ -292,7 +303,8 @@ int cmd_run(int argc, char **argv)
         }
     }
     /* Outputs that cannot be written fail now, not after the simulation (the trace opens below). */
-    if (ts_check_writable(output, &err) != TS_OK || ts_check_writable(summary_png, &err) != TS_OK) {
+    if (ts_check_writable(output, &err) != TS_OK || ts_check_writable(summary_png, &err) != TS_OK ||
+        ts_check_writable(outputs, &err) != TS_OK || (inputs && ts_npz_read(inputs, &given, &err) != TS_OK)) {
         rc = cli_fail(&err);
         goto out;
     }
@@ -307,7 +319,8 @@ int cmd_run(int argc, char **argv)
         rc = cli_usage_error("family '%s' has no default workload: give one", fam->name);
         goto out;
     }
-    if (cli_load_workload(&prog, workload, cfg, fam, &lopts, &lowered, &err) != TS_OK ||
+    ts_lower_values vals = {inputs ? &given : NULL, inputs, inputs != NULL};
+    if (cli_load_workload_values(&prog, workload, cfg, fam, &lopts, &vals, &lowered, &err) != TS_OK ||
         cli_load_energy(&energy, cfg, energy_name, &err) != TS_OK || ts_lowered_prepare(lowered, &ro, &err) != TS_OK) {
         rc = cli_fail(&err);
         goto out;
@@ -348,6 +361,13 @@ int cmd_run(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &pr.start);
     ro.progress = on_progress;
     ro.progress_ud = &pr;
+    if (outputs && !lowered) {
+        rc = cli_usage_error("--outputs needs a model, not the program '%s'", workload);
+        goto out;
+    }
+    co.lowered = lowered;
+    ro.finished = cli_read_outputs;
+    ro.finished_ud = &co;
     ts_status st = ts_sim_run(fam, cfg, prog, &ro, energy, &res, &err);
     if (pr.shown)
         fputs("\r\033[K", stderr);
@@ -356,7 +376,8 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     have_res = true;
-    if (ts_lowered_attribute(lowered, &res, energy, &err) != TS_OK) { /* a lowered model's layers */
+    if (ts_lowered_attribute(lowered, &res, energy, &err) != TS_OK || /* a lowered model's layers */
+        cli_report_outputs(lowered, &res, outputs, &err) != TS_OK) {
         rc = cli_fail(&err);
         goto out;
     }
@@ -406,6 +427,7 @@ out:
     ts_energy_destroy(energy);
     ts_program_destroy(prog);
     ts_lowered_destroy(lowered);
+    ts_npz_free(&given);
     ts_config_destroy(cfg);
     ts_err_free(&err);
     cli_sets_free(&sets);

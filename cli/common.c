@@ -182,15 +182,26 @@ int cli_check_planner(const char *name)
 ts_status cli_load_workload(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
                             const ts_lower_opts *opts, ts_lowered **lowered, ts_err *err)
 {
+    return cli_load_workload_values(out, path, cfg, fam, opts, NULL, lowered, err);
+}
+
+ts_status cli_load_workload_values(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
+                                   const ts_lower_opts *opts, const ts_lower_values *vals, ts_lowered **lowered,
+                                   ts_err *err)
+{
     if (lowered)
         *lowered = NULL;
-    if (!ts_wl_is_model(path))
+    if (!ts_wl_is_model(path)) {
+        if (vals && (vals->given || vals->fill))
+            return ts_err_set(err, TS_EINPUT, "'%s' is a program, not a model: values (--inputs, --weights-out) "
+                              "apply to models", path);
         return cli_load_program(out, path, fam, err);
+    }
     *out = NULL;
     if (!cfg)
         return ts_err_set(err, TS_EINPUT, "compiling the model '%s' needs a chip config: give -c CONFIG", path);
     ts_lowered *l = NULL;
-    ts_status rc = ts_lower_model(path, cfg, opts, &l, err);
+    ts_status rc = ts_lower_model_values(path, cfg, opts, vals, &l, err);
     if (rc != TS_OK)
         return rc;
     *out = ts_lowered_take_program(l);

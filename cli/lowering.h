@@ -16,6 +16,22 @@
  * ts_lowered_destroy. */
 ts_status cli_load_workload(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
                             const ts_lower_opts *opts, ts_lowered **lowered, ts_err *err);
+/* The same with values for a model (docs/values.md; vals may be NULL). Values for a workload that
+ * is a program are TS_EINPUT. */
+ts_status cli_load_workload_values(ts_program **out, const char *path, const ts_config *cfg, const ts_family *fam,
+                                   const ts_lower_opts *opts, const ts_lower_values *vals, ts_lowered **lowered,
+                                   ts_err *err);
+
+/* After a run of a lowered model (ts_run_opts.finished, ud a cli_outputs): read its graph outputs
+ * back when the lowering can (it must when required: --outputs). */
+typedef struct cli_outputs {
+    ts_lowered *lowered; /* borrowed */
+    bool required;
+} cli_outputs;
+ts_status cli_read_outputs(void *ud, const struct ts_family *fam, ts_model *m, ts_err *err);
+/* Put the outputs read back into res (name, shape, checksum, largest magnitude) and write them to
+ * path (NULL: not written) as a .npz archive. */
+ts_status cli_report_outputs(const ts_lowered *l, ts_results *res, const char *path, ts_err *err);
 
 /* --planner NAME: 0 when a lowering takes NAME as its planner, else the usage error's exit code
  * (after printing it). */

@@ -405,6 +405,41 @@ static void text_stats(const ts_stats *st, ts_buf *out)
     }
 }
 
+/* "[1, 1000]" */
+static void shape_str(char *buf, size_t n, const ts_result_output *o)
+{
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < o->rank && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%" PRId64, i ? ", " : "", o->dims[i]);
+    if (k < n)
+        snprintf(buf + k, n - k, "]");
+}
+
+/* The graph outputs of a lowered model, when the run read them back. */
+static void text_outputs(const ts_results *r, ts_buf *out)
+{
+    if (!r->noutputs)
+        return;
+    section(out, "outputs");
+    tbl t;
+    tbl_init(&t, 4);
+    tbl_cell(&t, "output");
+    tbl_cell(&t, "shape");
+    tbl_cell(&t, "checksum");
+    tbl_cell(&t, "max |value|");
+    for (size_t i = 0; i < r->noutputs; i++) {
+        const ts_result_output *o = &r->outputs[i];
+        char sh[256];
+        shape_str(sh, sizeof sh, o);
+        tbl_cell(&t, "%s", o->name);
+        tbl_cell(&t, "%s", sh);
+        tbl_cell(&t, "%016" PRIx64, o->checksum);
+        tbl_cell(&t, "%.9g", o->max_abs);
+    }
+    tbl_emit(&t, out, 2, "llll");
+    tbl_free(&t);
+}
+
 void ts_report_text(const ts_results *r, ts_buf *out)
 {
     char a[64], b[64], c[64];
@@ -534,6 +569,7 @@ void ts_report_text(const ts_results *r, ts_buf *out)
         tbl_emit(&t, out, 2, "lr");
         tbl_free(&t);
     }
+    text_outputs(r, out);
     text_stats(r->stats, out);
 }
 
@@ -748,6 +784,28 @@ void ts_report_json(const ts_results *r, ts_buf *out)
     jw_close(&w, '}');
     jw_close(&w, '}');
 
+    if (r->noutputs) {
+        jw_key(&w, "outputs");
+        jw_open(&w, '[');
+        for (size_t i = 0; i < r->noutputs; i++) {
+            const ts_result_output *o = &r->outputs[i];
+            char ck[20];
+            snprintf(ck, sizeof ck, "%016" PRIx64, o->checksum);
+            jw_sep(&w);
+            jw_open(&w, '{');
+            jw_str(&w, "name", o->name);
+            jw_key(&w, "shape");
+            ts_buf_putc(out, '[');
+            for (int k = 0; k < o->rank; k++)
+                ts_buf_printf(out, "%s%" PRId64, k ? ", " : "", o->dims[k]);
+            ts_buf_putc(out, ']');
+            jw_str(&w, "checksum", ck);
+            jw_num(&w, "max_abs", o->max_abs);
+            jw_close(&w, '}');
+        }
+        jw_close(&w, ']');
+    }
+
     jw_key(&w, "stats");
     jw_open(&w, '{');
     for (size_t i = 0; i < ts_stats_count(r->stats); i++)
@@ -764,7 +822,7 @@ void ts_report_json(const ts_results *r, ts_buf *out)
 void ts_report_csv_header(ts_buf *out)
 {
     ts_buf_puts(out, "arch,config,workload,cycles,time_s,clock_hz,sram_bytes,network_bytes,offchip_bytes,"
-                     "sram_bw,network_bw,offchip_bw,macs,flops,energy_j,avg_power_w\n");
+                     "sram_bw,network_bw,offchip_bw,macs,flops,energy_j,avg_power_w,outputs\n");
 }
 
 static void csv_str(ts_buf *out, const char *s)
@@ -809,6 +867,18 @@ void ts_report_csv_row(const ts_results *r, ts_buf *out)
     csv_num(out, r->flops);
     csv_num(out, r->energy_table[0] ? r->energy_j : NAN);
     csv_num(out, avg_power(r));
+    /* the graph outputs, "name[1x1000]:checksum:max_abs" separated by spaces */
+    ts_buf b = TS_BUF_INIT;
+    for (size_t i = 0; i < r->noutputs; i++) {
+        const ts_result_output *o = &r->outputs[i];
+        ts_buf_printf(&b, "%s%s[", i ? " " : "", o->name);
+        for (int k = 0; k < o->rank; k++)
+            ts_buf_printf(&b, "%s%" PRId64, k ? "x" : "", o->dims[k]);
+        ts_buf_printf(&b, "]:%016" PRIx64 ":%.9g", o->checksum, o->max_abs);
+    }
+    ts_buf_putc(out, ',');
+    csv_str(out, ts_buf_str(&b));
+    ts_buf_free(&b);
     ts_buf_puts(out, "\n");
 }
 

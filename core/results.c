@@ -22,6 +22,59 @@ void ts_results_free(ts_results *r)
         return;
     ts_stats_destroy(r->stats);
     r->stats = NULL;
+    for (size_t i = 0; i < r->noutputs; i++)
+        ts_free(r->outputs[i].name);
+    ts_free(r->outputs);
+    r->outputs = NULL;
+    r->noutputs = 0;
+}
+
+uint64_t ts_results_checksum(const float *v, uint64_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t b;
+        float f = v[i];
+        if (isnan(f))
+            b = 0x7fc00000u;
+        else if (f == 0)
+            b = 0;
+        else
+            memcpy(&b, &f, 4);
+        for (int k = 0; k < 4; k++)
+            h = (h ^ ((b >> (8 * k)) & 0xff)) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+ts_status ts_results_output(ts_results *r, const char *name, int rank, const int64_t *dims, const float *v,
+                            uint64_t n, ts_err *err)
+{
+    if (rank < 0 || rank > TS_OUTPUT_MAX_RANK)
+        return ts_err_set(err, TS_EINTERNAL, "output '%s' has rank %d", name, rank);
+    ts_result_output *o = ts_realloc(r->outputs, (r->noutputs + 1) * sizeof *o);
+    if (!o)
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    r->outputs = o;
+    o = &o[r->noutputs];
+    memset(o, 0, sizeof *o);
+    if (!(o->name = ts_strdup(name)))
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    r->noutputs++;
+    o->rank = rank;
+    memcpy(o->dims, dims, sizeof(int64_t) * (size_t)rank);
+    o->checksum = ts_results_checksum(v, n);
+    double m = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (isnan(v[i])) {
+            m = NAN;
+            break;
+        }
+        if (fabs((double)v[i]) > m)
+            m = fabs((double)v[i]);
+    }
+    o->max_abs = m;
+    return TS_OK;
 }
 
 ts_status ts_results_event(ts_results *r, const char *name, double count, ts_err *err)

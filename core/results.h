@@ -40,6 +40,19 @@ typedef struct ts_component_energy {
     double joules;
 } ts_component_energy;
 
+/* A graph output of a lowered model, as the run left it (docs/values.md): its name, shape, a
+ * checksum of its values and their largest magnitude. */
+#define TS_OUTPUT_MAX_RANK 8
+typedef struct ts_result_output {
+    char *name;                        /* owned */
+    int rank;
+    int64_t dims[TS_OUTPUT_MAX_RANK];
+    /* FNV-1a (64-bit) over the f32 values' bit patterns in C order, little-endian, with -0 taken
+     * as +0 and every NaN as 0x7fc00000: the same values give the same checksum on any host */
+    uint64_t checksum;
+    double max_abs;                    /* largest |value|; NaN when a value is NaN */
+} ts_result_output;
+
 typedef struct ts_results {
     char arch[16];
     char config[128];
@@ -61,6 +74,8 @@ typedef struct ts_results {
     ts_component_energy by_component[TS_MAX_COMPONENTS];
     size_t ncomponents;
     ts_stats *stats;                   /* owned: family-specific statistics */
+    ts_result_output *outputs;         /* owned: graph outputs read back (lowered models); may be NULL */
+    size_t noutputs;
 } ts_results;
 
 void ts_results_init(ts_results *r);
@@ -73,6 +88,11 @@ ts_status ts_results_util(ts_results *r, const char *name, uint64_t units, uint6
  * as component "static". */
 ts_status ts_results_price(ts_results *r, const ts_energy_table *t, ts_err *err);
 double ts_results_time_s(const ts_results *r);
+/* Add a graph output: name, shape (rank <= TS_OUTPUT_MAX_RANK) and its n values, summarised. */
+ts_status ts_results_output(ts_results *r, const char *name, int rank, const int64_t *dims, const float *v,
+                            uint64_t n, ts_err *err);
+/* The checksum of n f32 values (ts_result_output.checksum). */
+uint64_t ts_results_checksum(const float *v, uint64_t n);
 
 /* Tables of energy events by part of a run (a family's superstep_events, region_events): a first
  * column (its id) and a column per event, named as the events. Add such a table to s (its index,

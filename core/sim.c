@@ -161,6 +161,8 @@ ts_status ts_sim_run(const ts_family *fam, const ts_config *cfg, const ts_progra
             if (energy)
                 rc = ts_results_price(res, energy, err);
         }
+        if (rc == TS_OK && o->finished)
+            rc = o->finished(o->finished_ud, fam, m, err);
         if (rc != TS_OK)
             ts_results_free(res);
     }

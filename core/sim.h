@@ -21,6 +21,7 @@
 typedef struct ts_trace ts_trace;       /* core/trace.h */
 typedef struct ts_activity ts_activity; /* core/activity.h */
 typedef struct ts_model ts_model;       /* defined by each family */
+struct ts_family;                       /* below */
 
 /* A rectangle of a family's units (WSE: PEs, x and y on the mesh) whose energy events the results
  * sum separately (table region_events), e.g. the stages of a lowered model. */
@@ -53,6 +54,10 @@ typedef struct ts_run_opts {
     /* Called now and then with the current cycle; may be NULL. */
     void (*progress)(void *ud, uint64_t cycle);
     void *progress_ud;
+    /* Called once after a run that finished, before the model is destroyed, to read its memory
+     * (the family's read); may be NULL. Its error is the run's. */
+    ts_status (*finished)(void *ud, const struct ts_family *fam, ts_model *m, ts_err *err);
+    void *finished_ud;
 } ts_run_opts;
 
 /* What one call to step() reports. */
@@ -95,6 +100,10 @@ typedef struct ts_family {
     ts_status (*collect)(ts_model *m, ts_results *r, ts_err *err);
     /* Describe, one line per unit, what each blocked unit waits on (for hang errors). */
     void (*blocked)(ts_model *m, ts_buf *out);
+    /* Read len bytes of a unit's memory after a run (zeros where never written): unit is an IPU
+     * tile, a TSP MEM slice (data-segment index), a wafer PE y x mesh width + x. TS_EINPUT when
+     * the range lies outside the unit's memory. May be NULL (a family whose values cannot be read). */
+    ts_status (*read)(ts_model *m, uint64_t unit, uint64_t addr, void *dst, size_t len, ts_err *err);
     void (*destroy)(ts_model *m);
     const char *default_config;   /* built-in config used when none is given, e.g. "ipu_mk1" */
     const char *default_workload; /* built-in program run when none is given, e.g. "ipu_default" */

@@ -274,8 +274,70 @@ def save(model, name):
     print("%-20s %8d bytes" % (name, os.path.getsize(path)))
 
 
+def reference_models():
+    """The reduced models whose outputs are checked against torch (tests/workloads/test_values.c)."""
+    torch.manual_seed(2)
+    return [
+        ("resnet18_32", torchvision.models.resnet18(), torch.randn(1, 3, 32, 32), "input", "logits"),
+        ("mobilenetv2_32", torchvision.models.mobilenet_v2(), torch.randn(1, 3, 32, 32), "input", "logits"),
+        ("bert2_s16", BertEncoder(layers=2), torch.randn(1, 16, 768), "hidden", "out"),
+        ("nerf_mlp_64", NerfMlp(), torch.randn(64, 63), "rays", "rgba"),
+    ]
+
+
+def references():
+    """With --refs: the reduced models, their inputs and torch's outputs for the values tessera
+    computes with (docs/values.md). Each model is exported with its state_dict keys as ONNX names
+    (training mode preserved, no constant folding) and stripped; NAME_in.npz holds the input and
+    the parameters that must be sane (BatchNorm variances, in [0.5, 1.5)); `tessera compile
+    --weights-out` gives every value tessera uses (the rest are its fill values), which are
+    loaded into the torch module by name, and NAME_ref.npz holds the output torch computes with
+    them in f64. The tessera binary is $TESSERA, or build-rel/cli/tessera."""
+    if "--refs" not in sys.argv[1:]:
+        return False
+    import subprocess
+    import tempfile
+    root = os.path.join(os.path.dirname(__file__), "..")
+    tessera = os.environ.get("TESSERA", os.path.join(root, "build-rel", "cli", "tessera"))
+    for name, module, x, in_name, out_name in reference_models():
+        randomise(module)  # distinct values, so the exporter merges no two initializers
+        module.eval()
+        path = os.path.join(OUT, name + ".onnx")
+        torch.onnx.export(module, x, path, opset_version=13, do_constant_folding=False,
+                          training=torch.onnx.TrainingMode.PRESERVE, input_names=[in_name], output_names=[out_name])
+        model = strip(onnx.load(path))
+        onnx.save(model, path)
+        state = {k: v for k, v in module.state_dict().items() if v.is_floating_point()}
+        graph_inputs = [i.name for i in model.graph.input]
+        unmapped = [k for k in graph_inputs if k != in_name and k not in state]
+        missing = [k for k in state if k not in graph_inputs and state[k].numel() > KEEP_ELEMS]
+        assert not unmapped and not missing, (name, unmapped[:5], missing[:5])
+        given = {in_name: x.numpy().astype(np.float32)}
+        for k, v in state.items():
+            if k.endswith("running_var"):
+                given[k] = (np.random.RandomState(len(k)).rand(*v.shape) + 0.5).astype(np.float32)
+        np.savez(os.path.join(OUT, name + "_in.npz"), **given)
+        with tempfile.TemporaryDirectory() as tmp:
+            w = os.path.join(tmp, "w.npz")
+            subprocess.run([tessera, "compile", "-c", "ipu_mk2", path, "-o", os.path.join(tmp, "p.bin"),
+                            "--inputs", os.path.join(OUT, name + "_in.npz"), "--weights-out", w],
+                           stderr=subprocess.DEVNULL)
+            values = dict(np.load(w))
+        sd = module.state_dict()
+        for k in state:
+            sd[k] = torch.from_numpy(values[k].astype(np.float32)).reshape(sd[k].shape)
+        module.load_state_dict(sd)
+        with torch.no_grad():
+            y = module.double()(torch.from_numpy(values[in_name]).double()).numpy()
+        np.savez(os.path.join(OUT, name + "_ref.npz"), **{out_name: y})
+        print("%-20s %s -> %s %s, max |y| %.4g" % (name, in_name, out_name, y.shape, np.abs(y).max()))
+    return True
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
+    if references():
+        return
     if SMALL_ONLY:
         small_graphs()
         return

@@ -362,7 +362,7 @@ static size_t csv_split(const char *s, char **out, size_t max)
 }
 
 static const char csv_header[] = "arch,config,workload,cycles,time_s,clock_hz,sram_bytes,network_bytes,"
-                                 "offchip_bytes,sram_bw,network_bw,offchip_bw,macs,flops,energy_j,avg_power_w\n";
+                                 "offchip_bytes,sram_bw,network_bw,offchip_bw,macs,flops,energy_j,avg_power_w,outputs\n";
 
 START_TEST(test_csv)
 {
@@ -384,7 +384,7 @@ START_TEST(test_csv)
     ts_report_csv_row(&r, &b);
     char *f[32];
     size_t n = csv_split(ts_buf_str(&b), f, 32);
-    ck_assert_uint_eq(n, 16);
+    ck_assert_uint_eq(n, 17);
     ck_assert_str_eq(f[0], "ipu");
     ck_assert_str_eq(f[1], "mk1, \"fast\"");
     ck_assert_str_eq(f[2], "two\nlines");
@@ -410,7 +410,7 @@ START_TEST(test_csv)
     /* Undefined figures are empty fields. */
     ts_results_init(&r);
     ts_report_csv_row(&r, &b);
-    ck_assert_str_eq(ts_buf_str(&b), ",,,0,0,0,0,0,0,,,,0,0,,\n");
+    ck_assert_str_eq(ts_buf_str(&b), ",,,0,0,0,0,0,0,,,,0,0,,,\n");
     ts_buf_free(&b);
     ts_results_free(&r);
 }
@@ -578,6 +578,33 @@ START_TEST(test_deterministic)
 }
 END_TEST
 
+/* A lowered model's outputs: the checksum is FNV-1a over the f32 bits (-0 as +0), in text, JSON
+ * and CSV. */
+START_TEST(test_outputs)
+{
+    ts_results r;
+    build(&r);
+    ts_err e;
+    ts_err_init(&e);
+    const float v[3] = {1.0f, -2.5f, -0.0f};
+    ck_assert_int_eq(ts_results_output(&r, "logits", 2, (int64_t[]){1, 3}, v, 3, &e), TS_OK);
+    ck_assert_uint_eq(r.outputs[0].checksum, 0x00f3a969ef350f78ull); /* of 1, -2.5, +0 (numpy) */
+    ck_assert_double_eq(r.outputs[0].max_abs, 2.5);
+    ts_buf b = TS_BUF_INIT;
+    ts_report_text(&r, &b);
+    ck_assert_ptr_nonnull(strstr(ts_buf_str(&b), "  logits  [1, 3]  00f3a969ef350f78  2.5"));
+    ts_buf_reset(&b);
+    ts_report_json(&r, &b);
+    ck_assert_ptr_nonnull(strstr(ts_buf_str(&b), "\"checksum\": \"00f3a969ef350f78\""));
+    ts_buf_reset(&b);
+    ts_report_csv_row(&r, &b);
+    ck_assert_ptr_nonnull(strstr(ts_buf_str(&b), ",logits[1x3]:00f3a969ef350f78:2.5\n"));
+    ts_buf_free(&b);
+    ts_results_free(&r);
+    ts_err_free(&e);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("report");
@@ -587,6 +614,7 @@ int main(void)
     tcase_add_test(tc, test_json);
     tcase_add_test(tc, test_json_empty);
     tcase_add_test(tc, test_csv);
+    tcase_add_test(tc, test_outputs);
     tcase_add_test(tc, test_write_atomic);
     tcase_add_test(tc, test_deterministic);
     tcase_add_test(tc, test_text_edges);

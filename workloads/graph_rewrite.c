@@ -10,6 +10,7 @@
 
 #include "core/alloc.h"
 #include "workloads/graph_int.h"
+#include "workloads/lower/fill.h"
 
 /* ---------------------------------------------------------------------------------------------
  * Rewrites. */
@@ -51,26 +52,50 @@ static const float *f32_data(const ts_graph *g, int t)
     return g->t[t].dtype == TS_DT_F32 ? g->t[t].data : NULL;
 }
 
-/* Fold BatchNormalization values into the Conv's weight and bias when all of them are carried as
- * f32 and the weight and bias are this Conv's alone: with s = scale / sqrt(var + eps),
- * W'[m] = W[m] * s[m] and b'[m] = (b[m] - mean[m]) * s[m] + shift[m]. Otherwise the Conv's values
- * (if any) are dropped rather than left stale. */
+/* Fold BatchNormalization values into the Conv's weight and bias when the weight and bias are
+ * this Conv's alone and any of the values is carried (all f32): with s = scale / sqrt(var + eps),
+ * W'[m] = W[m] * s[m] and b'[m] = (b[m] - mean[m]) * s[m] + shift[m]. An operand without values
+ * takes its fill values (workloads/lower/fill.h, by its id now), materialised, so the folded Conv
+ * computes conv-then-BN exactly as a reference given those values does. When none is carried, the
+ * Conv's values stay absent (it computes with its fill values). */
 static ts_status fold_bn_values(ts_graph *g, int c, int bn, bool had_bias, ts_err *err)
 {
     const ts_graph_node *conv = &g->n[c], *b = &g->n[bn];
     int w = conv->in[1], bias = conv->in[2];
-    const float *sc = f32_data(g, b->in[1]), *sh = f32_data(g, b->in[2]), *mean = f32_data(g, b->in[3]),
-                *var = f32_data(g, b->in[4]), *wv = f32_data(g, w), *bv = had_bias ? f32_data(g, bias) : NULL;
     bool own = uses(g, w) == 1 && (!had_bias || uses(g, bias) == 1);
     if (!own)
         return TS_OK; /* shared: values stay as they are for the other readers */
-    if (!sc || !sh || !mean || !var || !wv || (had_bias && !bv)) {
+    int ops[6] = {b->in[1], b->in[2], b->in[3], b->in[4], w, had_bias ? bias : -1};
+    bool any = false, all_f32 = true;
+    for (int k = 0; k < 6; k++)
+        if (ops[k] >= 0) {
+            any |= g->t[ops[k]].data != NULL;
+            all_f32 &= g->t[ops[k]].dtype == TS_DT_F32;
+        }
+    if (!any || !all_f32) {
         ts_free((void *)(uintptr_t)g->t[w].data);
         g->t[w].data = NULL;
         ts_free((void *)(uintptr_t)g->t[bias].data);
         g->t[bias].data = NULL;
         return TS_OK;
     }
+    for (int k = 0; k < 6; k++) { /* the missing operands' fill values */
+        int t = ops[k];
+        if (t < 0 || g->t[t].data)
+            continue;
+        int64_t n = ts_graph_tensor_elems(&g->t[t]);
+        float *v = ts_malloc((size_t)(n ? n : 1) * sizeof *v);
+        if (!v)
+            return ts_err_set(err, TS_ENOMEM, "out of memory folding '%s'", b->name);
+        for (int64_t i = 0; i < n; i++)
+            v[i] = ts_fill_f32(t, (uint64_t)i);
+        ts_status st = ts_graph_set_data(g, t, v, (size_t)n * sizeof *v, err);
+        ts_free(v);
+        if (st)
+            return st;
+    }
+    const float *sc = f32_data(g, b->in[1]), *sh = f32_data(g, b->in[2]), *mean = f32_data(g, b->in[3]),
+                *var = f32_data(g, b->in[4]), *wv = f32_data(g, w), *bv = had_bias ? f32_data(g, bias) : NULL;
     int64_t m = g->t[w].dims[0], per = ts_graph_tensor_elems(&g->t[w]) / (m ? m : 1);
     float *nb = ts_malloc((size_t)(m ? m : 1) * sizeof *nb);
     if (!nb)

@@ -52,6 +52,7 @@ typedef struct imp {
     size_t nal, capal;
     bool oom; /* an allocation for folding failed: report TS_ENOMEM whatever else went wrong */
     const char *dims; /* values of symbolic dimensions, borrowed from the options */
+    const ts_onnx_hook *hook; /* borrowed, may be NULL */
     ts_err *err;
 } imp;
 
@@ -1417,11 +1418,13 @@ static ts_status import_graph(imp *im, const Onnx__ModelProto *m, const ts_onnx_
                               name ? name : "?");
         ts_graph_mark_output(im->g, id);
     }
+    if (im->hook && im->hook->before_finalize && im->hook->before_finalize(im->hook->ud, im->g, im->err))
+        return im->err->status;
     return ts_graph_finalize(im->g, im->err);
 }
 
-ts_status ts_onnx_load_mem(const void *data, size_t len, const char *name, const ts_onnx_opts *opts,
-                           ts_graph **out, ts_err *err)
+static ts_status load_mem(const void *data, size_t len, const char *name, const ts_onnx_opts *opts,
+                          const ts_onnx_hook *hook, ts_graph **out, ts_err *err)
 {
     *out = NULL;
     const char *file = name ? name : "<memory>";
@@ -1437,6 +1440,7 @@ ts_status ts_onnx_load_mem(const void *data, size_t len, const char *name, const
     im.err = err;
     im.opset = 13;
     im.dims = opts ? opts->dims : NULL;
+    im.hook = hook;
     for (size_t k = 0; k < m->n_opset_import; k++) {
         const Onnx__OperatorSetIdProto *o = m->opset_import[k];
         if ((!o->domain || !*o->domain || !strcmp(o->domain, "ai.onnx")) && o->has_version)
@@ -1470,7 +1474,14 @@ ts_status ts_onnx_load_mem(const void *data, size_t len, const char *name, const
     return TS_OK;
 }
 
-ts_status ts_onnx_load(const char *path, const ts_onnx_opts *opts, ts_graph **out, ts_err *err)
+ts_status ts_onnx_load_mem(const void *data, size_t len, const char *name, const ts_onnx_opts *opts,
+                           ts_graph **out, ts_err *err)
+{
+    return load_mem(data, len, name, opts, NULL, out, err);
+}
+
+ts_status ts_onnx_load_hooked(const char *path, const ts_onnx_opts *opts, const ts_onnx_hook *hook, ts_graph **out,
+                              ts_err *err)
 {
     char *data;
     size_t len;
@@ -1478,7 +1489,12 @@ ts_status ts_onnx_load(const char *path, const ts_onnx_opts *opts, ts_graph **ou
     ts_status st = ts_read_file(path, &data, &len, err);
     if (st)
         return st;
-    st = ts_onnx_load_mem(data, len, path, opts, out, err);
+    st = load_mem(data, len, path, opts, hook, out, err);
     ts_free(data);
     return st;
+}
+
+ts_status ts_onnx_load(const char *path, const ts_onnx_opts *opts, ts_graph **out, ts_err *err)
+{
+    return ts_onnx_load_hooked(path, opts, NULL, out, err);
 }

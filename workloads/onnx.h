@@ -37,6 +37,13 @@ typedef struct ts_onnx_opts {
     const char *dims;          /* values for symbolic dimensions, "batch=1,seq=128"; may be NULL */
 } ts_onnx_opts;
 
+/* What to do with the graph once it is built, before ts_graph_finalize: give tensors values by
+ * name (workloads/graph_values.h). Its error ends the import. */
+typedef struct ts_onnx_hook {
+    ts_status (*before_finalize)(void *ud, ts_graph *g, ts_err *err);
+    void *ud;
+} ts_onnx_hook;
+
 /* True when this tessera was built with ONNX support (protobuf-c). */
 bool ts_onnx_available(void);
 
@@ -48,5 +55,9 @@ ts_status ts_onnx_load(const char *path, const ts_onnx_opts *opts, ts_graph **ou
  * ("resnet50" for "models/resnet50.onnx"). */
 ts_status ts_onnx_load_mem(const void *data, size_t len, const char *name, const ts_onnx_opts *opts,
                            ts_graph **out, ts_err *err);
+
+/* ts_onnx_load with a hook (may be NULL) run on the graph before it is finalized. */
+ts_status ts_onnx_load_hooked(const char *path, const ts_onnx_opts *opts, const ts_onnx_hook *hook, ts_graph **out,
+                              ts_err *err);
 
 #endif

@@ -22,3 +22,10 @@ ts_status ts_onnx_load_mem(const void *data, size_t len, const char *name, const
     (void)len;
     return ts_onnx_load(name, opts, out, err);
 }
+
+ts_status ts_onnx_load_hooked(const char *path, const ts_onnx_opts *opts, const ts_onnx_hook *hook, ts_graph **out,
+                              ts_err *err)
+{
+    (void)hook;
+    return ts_onnx_load(path, opts, out, err);
+}

@@ -38,6 +38,7 @@
  *   ipu_energy.c    energy events per op and per superstep
  *   ipu_results.c   results, stats tables, the blocked-tile report
  */
+#include <inttypes.h>
 #include <string.h>
 
 #include "arch/ipu/ipu.h"
@@ -194,6 +195,13 @@ static ts_status ipu_info(const void *cfgp, ts_info *o, ts_err *err)
     return TS_OK;
 }
 
+static ts_status ipu_read(ts_model *m, uint64_t unit, uint64_t addr, void *dst, size_t len, ts_err *err)
+{
+    if (unit > UINT32_MAX)
+        return ts_err_set(err, TS_EINPUT, "no tile %" PRIu64, unit);
+    return ts_ipu_read(m, (uint32_t)unit, addr, dst, len, err);
+}
+
 const ts_family ts_ipu_family = {
     .name = "ipu",
     .schema = &ts_ipu_schema,
@@ -204,6 +212,7 @@ const ts_family ts_ipu_family = {
     .step = ts_ipu_step,
     .collect = ts_ipu_collect,
     .blocked = ts_ipu_blocked,
+    .read = ipu_read,
     .destroy = ipu_destroy,
     .default_config = "ipu_mk1",
     .default_workload = "ipu_default",

@@ -116,6 +116,10 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
 int ts_lower_ipu_locate(const ts_lower_report *rep, const ts_graph *g, int tensor, uint64_t elem, uint32_t *tile,
                         uint64_t *addr);
 
+/* Graph output `tensor` read back after the run through mem, as f32 (lower_ipu_values.c). */
+ts_status ts_lower_ipu_read_output(const ts_lower_report *rep, const ts_graph *g, int tensor, const ts_lower_mem *mem,
+                                   float *dst, ts_err *err);
+
 /* Add the table `layers` to res->stats, one row per operator of rep that has supersteps: its node
  * id, op, tiles, supersteps, and the cycles, compute / exchange / sync shares and exchange bytes
  * of its supersteps (summed from the run's `supersteps` table, which the stats must hold), its

@@ -134,6 +134,12 @@ static void ipu_destroy(void *state)
     ts_free(s);
 }
 
+static ts_status ipu_read_output(void *state, const ts_graph *g, int tensor, const ts_lower_mem *mem, float *dst,
+                                 ts_err *err)
+{
+    return ts_lower_ipu_read_output(&((const ipu_lowering *)state)->rep, g, tensor, mem, dst, err);
+}
+
 const ts_lowering ts_ipu_lowering = {
     .arch = "ipu",
     .name = "IPU load-compute-store / compute-shift",
@@ -144,4 +150,5 @@ const ts_lowering ts_ipu_lowering = {
     .prepare = ipu_prepare,
     .attribute = ipu_attribute,
     .destroy = ipu_destroy,
+    .read_output = ipu_read_output,
 };

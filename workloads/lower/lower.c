@@ -5,12 +5,17 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "workloads/graph_values.h"
+#include "workloads/onnx.h"
 #include "workloads/workload.h"
 
 struct ts_lowered {
     const ts_lowering *lw; /* borrowed: static */
     void *state;           /* owned by lw */
     ts_program *prog;      /* owned until taken */
+    ts_graph *g;           /* owned: the graph lowered */
+    ts_npz values;         /* owned: every input's and weight's values before finalize (with values) */
+    ts_npz outputs;        /* owned: the graph outputs read back after the run */
 };
 
 const char *ts_lower_opts_get(const ts_lower_opts *opts, const char *name)
@@ -54,8 +59,47 @@ ts_status ts_lower_check_setting(const char *name, const char *value, ts_err *er
     return first->check(value, err);
 }
 
-ts_status ts_lower_model(const char *path, const ts_config *cfg, const ts_lower_opts *opts, ts_lowered **out,
-                         ts_err *err)
+/* Before finalize (ONNX): the given values, fill values for the rest, and a copy of them all. */
+typedef struct values_hook {
+    const ts_lower_values *v;
+    ts_npz *keep;
+} values_hook;
+
+static ts_status give_values(void *ud, ts_graph *g, ts_err *err)
+{
+    const values_hook *h = ud;
+    ts_status rc = TS_OK;
+    if (h->v->given)
+        rc = ts_graph_values_set(g, h->v->given, h->v->file, true, err);
+    if (rc == TS_OK)
+        rc = ts_graph_values_fill(g, err);
+    if (rc == TS_OK)
+        rc = ts_graph_values_get(g, h->keep, err);
+    return rc;
+}
+
+static bool is_onnx(const char *path)
+{
+    size_t n = strlen(path);
+    return n >= 5 && !strcmp(path + n - 5, ".onnx");
+}
+
+/* Load the model at path with the values of v (NULL: none). */
+static ts_status load(ts_lowered *l, const char *path, const ts_lower_values *v, ts_err *err)
+{
+    if (!v || (!v->given && !v->fill))
+        return ts_wl_load_model(path, NULL, NULL, &l->g, err);
+    values_hook h = {v, &l->values};
+    if (is_onnx(path)) {
+        ts_onnx_hook hook = {give_values, &h};
+        return ts_onnx_load_hooked(path, NULL, &hook, &l->g, err);
+    }
+    ts_status rc = ts_wl_load_model(path, NULL, NULL, &l->g, err);
+    return rc == TS_OK ? give_values(&h, l->g, err) : rc;
+}
+
+ts_status ts_lower_model_values(const char *path, const ts_config *cfg, const ts_lower_opts *opts,
+                                const ts_lower_values *v, ts_lowered **out, ts_err *err)
 {
     *out = NULL;
     const ts_lowering *lw = ts_lowering_find(ts_config_arch(cfg));
@@ -65,18 +109,83 @@ ts_status ts_lower_model(const char *path, const ts_config *cfg, const ts_lower_
     if (!l)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     l->lw = lw;
-    ts_graph *g = NULL;
     ts_status rc = lw->create(cfg, opts, &l->state, err);
     if (rc == TS_OK)
-        rc = ts_wl_load_model(path, NULL, NULL, &g, err);
+        rc = load(l, path, v, err);
     if (rc == TS_OK)
-        rc = lw->lower(l->state, g, &l->prog, err);
-    ts_graph_destroy(g);
+        rc = lw->lower(l->state, l->g, &l->prog, err);
     if (rc != TS_OK) {
         ts_lowered_destroy(l);
         return rc;
     }
     *out = l;
+    return TS_OK;
+}
+
+ts_status ts_lower_model_given(const char *path, const ts_lower_values *v, ts_npz *out, ts_err *err)
+{
+    ts_lowered l = {0};
+    ts_lower_values fill = {v ? v->given : NULL, v ? v->file : NULL, true};
+    ts_status rc = load(&l, path, &fill, err);
+    ts_graph_destroy(l.g);
+    if (rc == TS_OK)
+        *out = l.values;
+    else
+        ts_npz_free(&l.values);
+    return rc;
+}
+
+ts_status ts_lower_model(const char *path, const ts_config *cfg, const ts_lower_opts *opts, ts_lowered **out,
+                         ts_err *err)
+{
+    return ts_lower_model_values(path, cfg, opts, NULL, out, err);
+}
+
+const ts_graph *ts_lowered_graph(const ts_lowered *l) { return l->g; }
+const ts_npz *ts_lowered_values(const ts_lowered *l) { return &l->values; }
+const ts_npz *ts_lowered_outputs(const ts_lowered *l) { return &l->outputs; }
+void ts_lowered_clear_outputs(ts_lowered *l) { ts_npz_free(&l->outputs); }
+bool ts_lowered_reads_outputs(const ts_lowered *l) { return l->lw->read_output != NULL; }
+
+ts_status ts_lower_mem_read(const ts_lower_mem *mem, uint64_t unit, uint64_t addr, void *dst, size_t len,
+                            ts_err *err)
+{
+    if (!mem->fam->read)
+        return ts_err_set(err, TS_EINPUT, "family '%s' cannot read its memory back", mem->fam->name);
+    return mem->fam->read(mem->m, unit, addr, dst, len, err);
+}
+
+ts_status ts_lowered_read_outputs(ts_lowered *l, const ts_family *fam, ts_model *m, ts_err *err)
+{
+    if (!l->lw->read_output)
+        return ts_err_set(err, TS_EINPUT, "the %s lowering cannot read outputs back yet", l->lw->name);
+    ts_npz_free(&l->outputs);
+    ts_lower_mem mem = {fam, m};
+    for (size_t id = 0; id < ts_graph_tensor_count(l->g); id++) {
+        const ts_graph_tensor *t = ts_graph_get_tensor(l->g, (int)id);
+        if (!t->is_output)
+            continue;
+        ts_npy_array *v = ts_realloc(l->outputs.v, (l->outputs.n + 1) * sizeof *v);
+        if (!v)
+            return ts_err_set(err, TS_ENOMEM, "out of memory");
+        l->outputs.v = v;
+        ts_npy_array *a = &v[l->outputs.n];
+        memset(a, 0, sizeof *a);
+        a->dtype = TS_NPY_F32;
+        a->rank = t->rank;
+        memcpy(a->dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+        a->nbytes = (size_t)ts_graph_tensor_elems(t) * sizeof(float);
+        a->name = ts_strdup(t->name);
+        a->data = ts_calloc(1, a->nbytes ? a->nbytes : 1);
+        if (!a->name || !a->data) {
+            ts_npy_array_free(a);
+            return ts_err_set(err, TS_ENOMEM, "out of memory");
+        }
+        l->outputs.n++;
+        ts_status rc = l->lw->read_output(l->state, l->g, (int)id, &mem, a->data, err);
+        if (rc != TS_OK)
+            return rc;
+    }
     return TS_OK;
 }
 
@@ -106,5 +215,8 @@ void ts_lowered_destroy(ts_lowered *l)
     if (l->state)
         l->lw->destroy(l->state);
     ts_program_destroy(l->prog);
+    ts_graph_destroy(l->g);
+    ts_npz_free(&l->values);
+    ts_npz_free(&l->outputs);
     ts_free(l);
 }

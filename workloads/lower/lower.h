@@ -14,14 +14,18 @@
 #ifndef TS_WORKLOADS_LOWER_LOWER_H
 #define TS_WORKLOADS_LOWER_LOWER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "core/config.h"
 #include "core/energy.h"
 #include "core/err.h"
+#include "core/npy.h"
 #include "core/program.h"
 #include "core/results.h"
 #include "core/sim.h"
 #include "workloads/graph.h"
+
+struct ts_lower_mem;
 
 /* One named setting of a lowering (e.g. planner=t10), as the command line gives it. */
 typedef struct ts_lower_setting {
@@ -62,7 +66,23 @@ typedef struct ts_lowering {
     /* After the run: add the per-layer table to res. May be NULL. */
     ts_status (*attribute)(void *state, ts_results *res, const ts_energy_table *energy, ts_err *err);
     void (*destroy)(void *state);
+    /* After the run: the values of graph output `tensor` of g (the graph lower compiled), read
+     * from the machine's memory where the lowering placed it (mem), as f32 in C order into dst
+     * (the tensor's elements), docs/values.md says how each family's numbers convert. May be
+     * NULL: the family's outputs cannot be read back yet. */
+    ts_status (*read_output)(void *state, const ts_graph *g, int tensor, const struct ts_lower_mem *mem, float *dst,
+                             ts_err *err);
 } ts_lowering;
+
+/* A finished run's memory, for read_output: the family's read (core/sim.h) on its model. */
+typedef struct ts_lower_mem {
+    const ts_family *fam; /* borrowed */
+    ts_model *m;          /* borrowed */
+} ts_lower_mem;
+
+/* Read len bytes of unit's memory through mem (the family's read; TS_EINPUT when it has none). */
+ts_status ts_lower_mem_read(const ts_lower_mem *mem, uint64_t unit, uint64_t addr, void *dst, size_t len,
+                            ts_err *err);
 
 /* For a lowering's create: a zeroed state of `size` bytes, stored in *state (for destroy to free
  * with ts_free, whatever create does next) and returned; NULL and TS_ENOMEM "out of memory" in err
@@ -87,6 +107,40 @@ typedef struct ts_lowered ts_lowered;
  * model's load, the lowering's own errors. */
 ts_status ts_lower_model(const char *path, const ts_config *cfg, const ts_lower_opts *opts, ts_lowered **out,
                          ts_err *err);
+/* Values a model is compiled with (docs/values.md). */
+typedef struct ts_lower_values {
+    const ts_npz *given;  /* arrays naming inputs and weights (workloads/graph_values.h), or NULL */
+    const char *file;     /* the file they come from, for messages */
+    /* Give every input and weight values before the graph is finalized: the arrays of `given`,
+     * fill values for the rest, and keep them (ts_lowered_values). Implied by given. */
+    bool fill;
+} ts_lower_values;
+
+/* ts_lower_model with values (v may be NULL: none). An ONNX model takes them before it is
+ * finalized (so the BatchNormalization fold sees them); another kind of model after. Every data
+ * input must be in v->given when given is not NULL. Errors as ts_lower_model's, and
+ * workloads/graph_values.h's. */
+ts_status ts_lower_model_values(const char *path, const ts_config *cfg, const ts_lower_opts *opts,
+                                const ts_lower_values *v, ts_lowered **out, ts_err *err);
+/* The values ts_lower_model_values would compile the model at path with (v->fill implied), into
+ * out (owned; ts_npz_free), without lowering it: what `tessera compile --weights-out` writes, for
+ * any model, whether or not a family takes it. */
+ts_status ts_lower_model_given(const char *path, const ts_lower_values *v, ts_npz *out, ts_err *err);
+/* The graph that was lowered (borrowed; finalized). */
+const ts_graph *ts_lowered_graph(const ts_lowered *l);
+/* The values every input and weight was given before finalize, by tensor name (borrowed; empty
+ * unless the model was compiled with values). */
+const ts_npz *ts_lowered_values(const ts_lowered *l);
+/* After the run (from ts_run_opts.finished): read every graph output back with the lowering's
+ * read_output, in graph order; TS_EINPUT "the <name> lowering cannot read outputs back yet" when
+ * it has none. ts_lowered_outputs then holds them as f32 arrays named as the tensors. */
+ts_status ts_lowered_read_outputs(ts_lowered *l, const ts_family *fam, ts_model *m, ts_err *err);
+const ts_npz *ts_lowered_outputs(const ts_lowered *l);
+/* Forget the outputs read back (after a read that failed part way). */
+void ts_lowered_clear_outputs(ts_lowered *l);
+/* Whether the lowering can read outputs back (has read_output). */
+bool ts_lowered_reads_outputs(const ts_lowered *l);
+
 /* The program, handed over to the caller (NULL the second time). */
 ts_program *ts_lowered_take_program(ts_lowered *l);
 /* The lowering's state: its report, as its family's header describes (borrowed). */

@@ -103,6 +103,10 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
 int ts_lower_tsp_locate(const ts_lower_tsp_report *rep, int tensor, uint32_t pixel, uint32_t channel,
                         uint32_t vl, int *slice, uint64_t *addr);
 
+/* Graph output `tensor` read back after the run through mem, as f32 (values.c; vl: bytes a vector). */
+ts_status ts_lower_tsp_read_output(const ts_lower_tsp_report *rep, uint32_t vl, const ts_graph *g, int tensor,
+                                   const ts_lower_mem *mem, float *dst, ts_err *err);
+
 /* The requantisation scale of a product with reduction length k: 1 / (8 sqrt(k)) as a float. */
 float ts_lower_tsp_scale(uint64_t k);
 

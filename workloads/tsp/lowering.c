@@ -105,6 +105,13 @@ static void tsp_destroy(void *state)
     ts_free(s);
 }
 
+static ts_status tsp_read_output(void *state, const ts_graph *g, int tensor, const ts_lower_mem *mem, float *dst,
+                                 ts_err *err)
+{
+    const tsp_lowering *s = state;
+    return ts_lower_tsp_read_output(&s->rep, s->p.target.superlanes * s->p.target.lanes, g, tensor, mem, dst, err);
+}
+
 const ts_lowering ts_tsp_lowering = {
     .arch = "tsp",
     .name = "TSP static schedule",
@@ -112,4 +119,5 @@ const ts_lowering ts_tsp_lowering = {
     .lower = tsp_lower,
     .attribute = tsp_attribute,
     .destroy = tsp_destroy,
+    .read_output = tsp_read_output,
 };

@@ -94,6 +94,10 @@ ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh
 int ts_lower_wse_locate(const ts_lower_wse_report *rep, int tensor, uint64_t elem, uint32_t *x, uint32_t *y,
                         uint64_t *addr);
 
+/* Graph output `tensor` read back after the run through mem, as f32 (lower_wse_values.c). */
+ts_status ts_lower_wse_read_output(const ts_lower_wse_report *rep, uint32_t mesh_width, const ts_graph *g, int tensor,
+                                   const ts_lower_mem *mem, float *dst, ts_err *err);
+
 /* The WSE lowering in the registry (workloads/lower/lower.h). */
 extern const ts_lowering ts_wse_lowering;
 

@@ -171,6 +171,13 @@ static void wse_destroy(void *state)
     ts_free(s);
 }
 
+static ts_status wse_read_output(void *state, const ts_graph *g, int tensor, const ts_lower_mem *mem, float *dst,
+                                 ts_err *err)
+{
+    const wse_lowering *s = state;
+    return ts_lower_wse_read_output(&s->rep, s->t.width, g, tensor, mem, dst, err);
+}
+
 const ts_lowering ts_wse_lowering = {
     .arch = "wse",
     .name = "wafer-mesh layer pipeline",
@@ -179,4 +186,5 @@ const ts_lowering ts_wse_lowering = {
     .prepare = wse_prepare,
     .attribute = wse_attribute,
     .destroy = wse_destroy,
+    .read_output = wse_read_output,
 };
