@@ -63,6 +63,7 @@ bool ts_dtype_is_float(ts_dtype dt);
     X(SQRT, "Sqrt")                                                                            \
     X(RELU, "Relu")                                                                            \
     X(CLIP, "Clip")                                                                            \
+    X(HARDSWISH, "HardSwish")                                                                  \
     X(SIGMOID, "Sigmoid")                                                                      \
     X(TANH, "Tanh")                                                                            \
     X(ERF, "Erf")                                                                              \
@@ -224,6 +225,9 @@ ts_status ts_graph_infer_node(ts_graph *g, int node, ts_err *err);
  *     optional Mul scale and Add bias, over the last axis) by one LayerNormalization node;
  *   - replace each GELU written with erf (Div by sqrt 2 or Mul by 1/sqrt 2, Erf, Add 1, Mul by the
  *     input, Mul 0.5) by one Gelu node;
+ *   - replace each HardSwish written out (x * HardSigmoid(x) with alpha 1/6 and beta 0.5, which
+ *     the importer brings as Mul, Add, Clip 0..1; or x * Clip(x + 3, 0, 6) / 6 in either order of
+ *     the Mul and the Div) by one HardSwish node;
  *   - remove the nodes no graph output depends on, and the tensors nothing uses;
  *   - order the nodes topologically (stable: ties keep insertion order) and infer every shape.
  * A graph without marked outputs takes the tensors no node reads as its outputs. Fails on a cycle,

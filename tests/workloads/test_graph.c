@@ -197,7 +197,8 @@ START_TEST(elementwise_shapes)
     int c = in("c", 2, 3, 5), e = in("e", 3, 2, 4, 5);
     ck_assert_str_eq(ok(TS_OP_ADD, NULL, 2, (int[]){a, c}), "[2,3,5]");
     ck_assert_str_eq(bad(TS_OP_ADD, NULL, 2, (int[]){e, c}), "node 'n_bad0' (Add): shapes [2,4,5] and [3,5] do not broadcast");
-    ts_graph_op unary[] = {TS_OP_RELU, TS_OP_SIGMOID, TS_OP_TANH, TS_OP_ERF, TS_OP_GELU, TS_OP_SQRT, TS_OP_CLIP};
+    ts_graph_op unary[] = {TS_OP_RELU, TS_OP_SIGMOID, TS_OP_TANH, TS_OP_ERF, TS_OP_GELU, TS_OP_SQRT, TS_OP_CLIP,
+                           TS_OP_HARDSWISH};
     for (size_t i = 0; i < sizeof unary / sizeof unary[0]; i++)
         ck_assert_str_eq(ok(unary[i], NULL, 1, &a), "[2,1,5]");
     ts_graph_attrs at;

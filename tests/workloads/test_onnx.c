@@ -258,6 +258,32 @@ START_TEST(many_ops)
 }
 END_TEST
 
+START_TEST(hardswish_forms)
+{
+    /* hardswish.onnx: HardSwish itself, then torch's opset-13 forms x * HardSigmoid(x) and
+     * x * Clip(x + 3, 0, 6) / 6 (Div after or before the Mul) each become one HardSwish; a
+     * HardSigmoid of alpha 0.2 stays Mul, Add and Clip 0..1. */
+    ts_graph *g = load("hardswish.onnx", NULL);
+    ck_assert_int_eq(count_op(g, TS_OP_HARDSWISH), 4);
+    ck_assert_int_eq(count_op(g, TS_OP_DIV), 0);
+    ck_assert_uint_eq(ts_graph_node_count(g), 7);
+    const char *outs[] = {"a", "b", "c", "d"};
+    for (int i = 0; i < 4; i++) {
+        const ts_graph_node *n = ts_graph_get_node(g, i);
+        ck_assert_int_eq(n->op, TS_OP_HARDSWISH);
+        ck_assert_str_eq(ts_graph_get_tensor(g, n->out[0])->name, outs[i]);
+        ck_assert_str_eq(shape(g, outs[i]), "[2,8]");
+    }
+    const ts_graph_node *mul = ts_graph_get_node(g, 4), *clip = ts_graph_get_node(g, 6);
+    ck_assert_int_eq(mul->op, TS_OP_MUL);
+    ck_assert_float_eq_tol(*(const float *)ts_graph_get_tensor(g, mul->in[1])->data, 0.2f, 1e-7f);
+    ck_assert_int_eq(ts_graph_get_node(g, 5)->op, TS_OP_ADD);
+    ck_assert(clip->op == TS_OP_CLIP && clip->attrs.min == 0.0 && clip->attrs.max == 1.0);
+    ck_assert_str_eq(shape(g, "y"), "[2,8]");
+    ts_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(conv_bn_with_weights)
 {
     /* Weights kept as initializers: the graph inputs that are initializers are weights. */
@@ -731,6 +757,7 @@ int main(int argc, char **argv)
         tcase_add_test(tc, small_models);
         tcase_add_test(tc, conv_bn_with_weights);
         tcase_add_test(tc, many_ops);
+        tcase_add_test(tc, hardswish_forms);
         tcase_add_test(tc, unsupported_ops);
         tcase_add_test(tc, malformed);
         tcase_add_test(tc, bad_input_name);
