@@ -29,6 +29,10 @@ Outputs:
   unsupported.onnx   a graph with two unsupported operators, to test the error text
   hardswish.onnx     HardSwish (opset 14) and torch's opset-13 forms of it (HardSigmoid and Mul;
                      Add, Clip, Mul and Div), then a HardSigmoid that is no HardSwish
+  layout.onnx        the forms finalize rewrites: Expand to the same shape, constant-index Gather,
+                     Split, Transpose of a weight without values and of a constant with values;
+                     also an embedding Gather (data input ids) and a real Expand
+  split18.onnx       Split into 3 by num_outputs (opset 18): 7 columns as 3, 3 and 1
   ops.onnx           many operators in one graph: auto_pad, Clip with input bounds, shape
                      arithmetic (Shape, Gather, Unsqueeze, Concat, Range) feeding Reshape and
                      Gather, Squeeze/Unsqueeze of activations, Slice, ReduceMean, Softmax
@@ -319,6 +323,7 @@ def small_graphs():
                              helper.make_tensor_value_info("mean", TensorProto.FLOAT, None)])
     save(helper.make_model(ops, opset_imports=[helper.make_opsetid("", 13)]), "ops.onnx")
     hardswish_graph()
+    layout_graphs()
 
 
 def hardswish_graph():
@@ -349,6 +354,49 @@ def hardswish_graph():
     g = helper.make_graph(nodes, "hardswish", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]), "hardswish.onnx")
+
+
+def layout_graphs():
+    """The forms finalize rewrites for the lowerings: an Expand to its input's own shape (from a
+    folded Where, as ViT's class token), a real Expand, Gathers of a constant index (scalar and
+    one-element vector) from an activation, an embedding Gather (indices a data input), Split
+    with sizes as an input, Transposes of a weight without values and of a constant with values;
+    and Split by num_outputs (opset 18)."""
+    f, i64 = np.float32, np.int64
+
+    def const(name, v, dtype=i64):
+        return helper.make_node("Constant", [], [name], name="const_" + name,
+                                value=numpy_helper.from_array(np.array(v, dtype), name))
+
+    nodes = [
+        const("shp", [2, 3, 4]), const("neg", [-1]), const("ones", [1, 1, 1]),
+        helper.make_node("Equal", ["shp", "neg"], ["eq"], name="eq"),
+        helper.make_node("Where", ["eq", "ones", "shp"], ["eshape"], name="where"),
+        helper.make_node("Expand", ["x", "eshape"], ["xe"], name="expand_same"),
+        const("big", [2, 2, 3, 4]),
+        helper.make_node("Expand", ["xe", "big"], ["xb"], name="expand_real"),
+        const("one", 1), const("last", [-1]),
+        helper.make_node("Gather", ["xe", "one"], ["g1"], name="gather_scalar", axis=1),
+        helper.make_node("Gather", ["xe", "last"], ["g2"], name="gather_vec", axis=2),
+        helper.make_node("Gather", ["table", "ids"], ["emb"], name="embed", axis=0),
+        const("sizes", [1, 2]),
+        helper.make_node("Split", ["xe", "sizes"], ["s0", "s1"], name="split", axis=1),
+        helper.make_node("Transpose", ["wt"], ["wtt"], name="wt_t", perm=[1, 0]),
+        helper.make_node("MatMul", ["emb", "wtt"], ["mm"], name="mm"),
+        const("cm", np.arange(12).reshape(4, 3), f),
+        helper.make_node("Transpose", ["cm"], ["cmt"], name="cm_t", perm=[1, 0]),
+        helper.make_node("Mul", ["xe", "cmt"], ["m"], name="mul"),
+    ]
+    vi = helper.make_tensor_value_info
+    g = helper.make_graph(nodes, "layout",
+                          [vi("x", TensorProto.FLOAT, [2, 3, 4]), vi("ids", TensorProto.INT64, [5]),
+                           vi("table", TensorProto.FLOAT, [10, 4]), vi("wt", TensorProto.FLOAT, [6, 4])],
+                          [vi(o, TensorProto.FLOAT, None) for o in ("xb", "g1", "g2", "s0", "s1", "mm", "m")])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "layout.onnx")
+    sp = helper.make_graph([helper.make_node("Split", ["x"], ["a", "b", "c"], name="split", axis=1, num_outputs=3)],
+                           "split18", [vi("x", TensorProto.FLOAT, [2, 7])],
+                           [vi(o, TensorProto.FLOAT, None) for o in "abc"])
+    save(helper.make_model(sp, opset_imports=[helper.make_opsetid("", 18)]), "split18.onnx")
 
 
 def save(model, name):

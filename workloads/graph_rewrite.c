@@ -200,6 +200,17 @@ static ts_status replace_with(ts_graph *g, const int *dead, size_t ndead, ts_gra
     return TS_OK;
 }
 
+int ts_graph_readers(const ts_graph *g, int t, int *first)
+{
+    return consumers(g, t, first);
+}
+
+ts_status ts_graph_replace(ts_graph *g, const int *dead, size_t ndead, ts_graph_op op, const char *name,
+                           const int *ins, size_t nin, int y, const ts_graph_attrs *at, ts_err *err)
+{
+    return replace_with(g, dead, ndead, op, name, ins, nin, y, at, err);
+}
+
 /* Div(d, Sqrt(Add(ReduceMean(Pow(d, 2)), eps))) with d = Sub(x, ReduceMean(x)), then optional
  * Mul(scale) and Add(bias). Returns true and rewrites if node div starts one. */
 static ts_status try_layernorm(ts_graph *g, int div, bool *done, ts_err *err)
@@ -683,6 +694,8 @@ ts_status ts_graph_finalize(ts_graph *g, ts_err *err)
         st = recognise_gelu(g, err);
     if (!st)
         st = recognise_hardswish(g, err);
+    if (!st)
+        st = ts_graph_simplify(g, err);
     if (!st)
         st = remove_dead(g, err);
     if (!st)

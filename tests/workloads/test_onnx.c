@@ -284,6 +284,51 @@ START_TEST(hardswish_forms)
 }
 END_TEST
 
+START_TEST(layout_forms)
+{
+    /* layout.onnx: what finalize leaves the lowerings (see the model's description in
+     * scripts/make_test_models.py); ids is a data input, table and wt weights without values. */
+    static const char *data[] = {"x", "ids"};
+    ts_onnx_opts o = {data, 2, NULL};
+    ts_graph *g = load("layout.onnx", &o);
+    ck_assert_int_eq(count_op(g, TS_OP_EXPAND), 1);    /* the real broadcast to [2,2,3,4] */
+    ck_assert_str_eq(shape(g, "xb"), "[2,2,3,4]");
+    ck_assert_int_eq(ts_graph_find(g, "xe"), -1);      /* Expand to [2,3,4] of [2,3,4]: gone */
+    ck_assert_int_eq(count_op(g, TS_OP_GATHER), 1);    /* the embedding */
+    ck_assert_int_eq(count_op(g, TS_OP_TRANSPOSE), 0);
+    ck_assert_int_eq(count_op(g, TS_OP_SLICE), 4);     /* two Gathers, two Split parts */
+    ck_assert_int_eq(count_op(g, TS_OP_RESHAPE), 1);   /* the scalar Gather drops its axis */
+    ck_assert_str_eq(shape(g, "g1"), "[2,4]");
+    ck_assert_str_eq(shape(g, "g2"), "[2,3,1]");
+    ck_assert_str_eq(shape(g, "s0"), "[2,1,4]");
+    ck_assert_str_eq(shape(g, "s1"), "[2,2,4]");
+    const ts_graph_tensor *s1 = ts_graph_get_tensor(g, ts_graph_find(g, "s1"));
+    const ts_graph_node *sp = ts_graph_get_node(g, s1->producer);
+    ck_assert(sp->attrs.starts[1] == 1 && sp->attrs.ends[1] == 3);
+    ck_assert_str_eq(ts_graph_get_tensor(g, sp->in[0])->name, "x");
+    const ts_graph_tensor *wtt = ts_graph_get_tensor(g, ts_graph_find(g, "wtt"));
+    ck_assert_int_eq(wtt->kind, TS_TENSOR_WEIGHT);      /* the Transpose of wt [6,4] */
+    ck_assert_ptr_null(wtt->data);
+    ck_assert_str_eq(shape(g, "wtt"), "[4,6]");
+    ck_assert_str_eq(shape(g, "mm"), "[5,6]");
+    const ts_graph_tensor *cmt = ts_graph_get_tensor(g, ts_graph_find(g, "cmt"));
+    ck_assert_int_eq(cmt->kind, TS_TENSOR_CONST);       /* arange(12) as [4,3], transposed */
+    const float want[12] = {0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11};
+    ck_assert_mem_eq(cmt->data, want, sizeof want);
+    ts_graph_totals t;
+    ts_graph_get_totals(g, &t);
+    ck_assert_uint_eq(t.params, 10 * 4 + 6 * 4);
+    ts_graph_destroy(g);
+    /* Split into 3 by num_outputs (opset 18): 7 as 3, 3 and 1 */
+    g = load("split18.onnx", NULL);
+    ck_assert_int_eq(count_op(g, TS_OP_SLICE), 3);
+    ck_assert_str_eq(shape(g, "a"), "[2,3]");
+    ck_assert_str_eq(shape(g, "b"), "[2,3]");
+    ck_assert_str_eq(shape(g, "c"), "[2,1]");
+    ts_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(conv_bn_with_weights)
 {
     /* Weights kept as initializers: the graph inputs that are initializers are weights. */
@@ -758,6 +803,7 @@ int main(int argc, char **argv)
         tcase_add_test(tc, conv_bn_with_weights);
         tcase_add_test(tc, many_ops);
         tcase_add_test(tc, hardswish_forms);
+        tcase_add_test(tc, layout_forms);
         tcase_add_test(tc, unsupported_ops);
         tcase_add_test(tc, malformed);
         tcase_add_test(tc, bad_input_name);
