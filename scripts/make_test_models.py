@@ -33,6 +33,7 @@ Outputs:
                      Split, Transpose of a weight without values and of a constant with values;
                      also an embedding Gather (data input ids) and a real Expand
   split18.onnx       Split into 3 by num_outputs (opset 18): 7 columns as 3, 3 and 1
+  conv_dilated.onnx  a Conv at batch 3 with 4 groups, dilations 2x1, strides 2x1, pads 2,1,2,1
   ops.onnx           many operators in one graph: auto_pad, Clip with input bounds, shape
                      arithmetic (Shape, Gather, Unsqueeze, Concat, Range) feeding Reshape and
                      Gather, Squeeze/Unsqueeze of activations, Slice, ReduceMean, Softmax
@@ -361,7 +362,7 @@ def layout_graphs():
     folded Where, as ViT's class token), a real Expand, Gathers of a constant index (scalar and
     one-element vector) from an activation, an embedding Gather (indices a data input), Split
     with sizes as an input, Transposes of a weight without values and of a constant with values;
-    and Split by num_outputs (opset 18)."""
+    Split by num_outputs (opset 18); a grouped, dilated, strided Conv at batch 3."""
     f, i64 = np.float32, np.int64
 
     def const(name, v, dtype=i64):
@@ -397,6 +398,12 @@ def layout_graphs():
                            "split18", [vi("x", TensorProto.FLOAT, [2, 7])],
                            [vi(o, TensorProto.FLOAT, None) for o in "abc"])
     save(helper.make_model(sp, opset_imports=[helper.make_opsetid("", 18)]), "split18.onnx")
+    cd = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", group=4, dilations=[2, 1],
+                                             strides=[2, 1], pads=[2, 1, 2, 1])],
+                           "conv_dilated", [vi("x", TensorProto.FLOAT, [3, 8, 20, 20]),
+                                            vi("w", TensorProto.FLOAT, [16, 2, 3, 3])],
+                           [vi("y", TensorProto.FLOAT, None)])
+    save(helper.make_model(cd, opset_imports=[helper.make_opsetid("", 13)]), "conv_dilated.onnx")
 
 
 def save(model, name):

@@ -191,6 +191,15 @@ START_TEST(small_models)
     ck_assert_int_eq(y->dims[2], 32);
     ts_graph_destroy(g);
 
+    /* conv_dilated.onnx: batch 3, 8 channels in 4 groups, 3x3 dilated 2x1, stride 2x1, pads 2
+     * and 1: height (20 + 4 - 2*2 - 1) / 2 + 1 = 10, width 20; each output 2 * 9 products */
+    g = load("conv_dilated.onnx", NULL);
+    ts_graph_get_totals(g, &t);
+    y = ts_graph_get_tensor(g, ts_graph_find(g, "y"));
+    ck_assert(y->rank == 4 && y->dims[0] == 3 && y->dims[1] == 16 && y->dims[2] == 10 && y->dims[3] == 20);
+    ck_assert_uint_eq(t.macs, 3ull * 16 * 10 * 20 * 2 * 9);
+    ts_graph_destroy(g);
+
     /* matmul.onnx has two graph inputs and no initializers: by default only A is data */
     g = load("matmul.onnx", NULL);
     ts_graph_get_totals(g, &t);
@@ -225,6 +234,41 @@ static const char *shape(const ts_graph *g, const char *name)
     snprintf(buf + k, sizeof buf - k, "]");
     return buf;
 }
+
+START_TEST(zoo_totals)
+{
+    /* The model zoo (scripts/make_test_models.py --zoo): MACs and parameters equal torch's, as
+     * `make_test_models.py --totals` counts them from the aten matrix products and convolutions
+     * of a forward pass (the parameters with each BatchNorm folded into its convolution's bias,
+     * as the exporter writes them). Batches: ResNet-50 at 8, the BERT encoder at 4 (its attention
+     * a [48,128,64] batch of heads), NeRF's 4,096 rays; MobileNetV2's depthwise convolutions
+     * have group = channels. */
+    static const struct { const char *file; uint64_t macs, params; const char *in, *out; } zoo[] = {
+        {"resnet18.onnx", 1814073344ull, 11684712ull, "[1,3,224,224]", "[1,1000]"},
+        {"resnet50_b8.onnx", 32713474048ull, 25530472ull, "[8,3,224,224]", "[8,1000]"},
+        {"mobilenetv2.onnx", 300774272ull, 3487816ull, "[1,3,224,224]", "[1,1000]"},
+        {"vit_b16_op13.onnx", 17563828224ull, 86567656ull, "[1,3,224,224]", "[1,1000]"},
+        {"bert_encoder.onnx", 11173625856ull, 85054464ull, "[1,128,768]", "[1,128,768]"},
+        {"bert_encoder_b4.onnx", 44694503424ull, 85054464ull, "[4,128,768]", "[4,128,768]"},
+        {"nerf_mlp.onnx", 2015363072ull, 494084ull, "[4096,63]", "[4096,4]"},
+    };
+    for (size_t i = 0; i < sizeof zoo / sizeof zoo[0]; i++) {
+        ts_graph *g = load(zoo[i].file, NULL);
+        ts_graph_totals t;
+        ts_graph_get_totals(g, &t);
+        ck_assert_msg(t.macs == zoo[i].macs, "%s: %llu MACs, torch counts %llu", zoo[i].file,
+                      (unsigned long long)t.macs, (unsigned long long)zoo[i].macs);
+        ck_assert_msg(t.params == zoo[i].params, "%s: %llu parameters, torch counts %llu", zoo[i].file,
+                      (unsigned long long)t.params, (unsigned long long)zoo[i].params);
+        for (size_t k = 0; k < ts_graph_tensor_count(g); k++) {
+            const ts_graph_tensor *tt = ts_graph_get_tensor(g, (int)k);
+            if (tt->kind == TS_TENSOR_INPUT || tt->is_output)
+                ck_assert_str_eq(shape(g, tt->name), tt->is_output ? zoo[i].out : zoo[i].in);
+        }
+        ts_graph_destroy(g);
+    }
+}
+END_TEST
 
 START_TEST(many_ops)
 {
@@ -799,6 +843,7 @@ int main(int argc, char **argv)
         tcase_add_test(tc, bert_layer_macs);
         tcase_add_test(tc, bert_layer_dynamic_axes);
         tcase_add_test(tc, vit_b16_macs);
+        tcase_add_test(tc, zoo_totals);
         tcase_add_test(tc, small_models);
         tcase_add_test(tc, conv_bn_with_weights);
         tcase_add_test(tc, many_ops);
