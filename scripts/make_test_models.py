@@ -27,6 +27,7 @@ Outputs:
   softmax.onnx       Softmax over the last axis of a 2x10 input
   conv_bn.onnx       Conv (no bias) + BatchNormalization + Relu, weights kept (not stripped)
   unsupported.onnx   a graph with two unsupported operators, to test the error text
+  unsupported10.onnx  a graph with ten unsupported operators (LRN and TopK twice): one error names all
   hardswish.onnx     HardSwish (opset 14) and torch's opset-13 forms of it (HardSigmoid and Mul;
                      Add, Clip, Mul and Div), then a HardSigmoid that is no HardSwish
   layout.onnx        the forms finalize rewrites: Expand to the same shape, constant-index Gather,
@@ -285,6 +286,19 @@ def small_graphs():
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
         [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
     save(helper.make_model(un, opset_imports=[helper.make_opsetid("", 13)]), "unsupported.onnx")
+
+    # Ten operators the IR does not have, some of them twice, among supported ones: the import
+    # error lists all ten with their first nodes, in graph order.
+    ten = ["LRN", "NonMaxSuppression", "TopK", "ScatterND", "GridSample", "RoiAlign", "Resize", "CumSum",
+           "ArgMax", "DepthToSpace"]
+    nodes, prev = [], "x"
+    for k, op in enumerate(ten + ["LRN", "TopK"]):
+        nodes.append(helper.make_node("Relu", [prev], ["r%d" % k], name="relu%d" % k))
+        nodes.append(helper.make_node(op, ["r%d" % k], ["u%d" % k], name="%s%d" % (op.lower(), k)))
+        prev = "u%d" % k
+    un10 = helper.make_graph(nodes, "unsupported10", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+                             [helper.make_tensor_value_info(prev, TensorProto.FLOAT, None)])
+    save(helper.make_model(un10, opset_imports=[helper.make_opsetid("", 13)]), "unsupported10.onnx")
 
     def const(name, values, dtype=np.int64):
         arr = np.array(values, dtype=dtype)

@@ -400,6 +400,16 @@ START_TEST(unsupported_ops)
                        "node 'nms0')";
     ck_assert_msg(strstr(m, want), "got: %s", m);
     ck_assert_msg(strstr(m, "unsupported.onnx: "), "the file is named: %s", m);
+    /* ten at once, each with its first node (LRN and TopK come twice), in graph order */
+    m = load_fail(model("unsupported10.onnx"), NULL);
+    ck_assert_msg(strstr(m, "unsupported10.onnx: unsupported operators: LRN (first at node 'lrn0'), "
+                            "NonMaxSuppression (first at node 'nonmaxsuppression1'), TopK (first at node "
+                            "'topk2'), ScatterND (first at node 'scatternd3'), GridSample (first at node "
+                            "'gridsample4'), RoiAlign (first at node 'roialign5'), Resize (first at node "
+                            "'resize6'), CumSum (first at node 'cumsum7'), ArgMax (first at node 'argmax8'), "
+                            "DepthToSpace (first at node 'depthtospace9')"),
+                  "got: %s", m);
+    ck_assert_ptr_null(strstr(m, "lrn10"));
 }
 END_TEST
 
