@@ -1010,14 +1010,15 @@ static ts_status add_part(imp *im, const Onnx__NodeProto *n, const char *part, t
                           size_t nin, const ts_graph_attrs *a, int *out)
 {
     char nm[512], base[480];
+    const char *o0 = n->n_output && n->output[0] ? n->output[0] : "";
     ts_status st;
     if (*out < 0) {
-        snprintf(base, sizeof base, "%s.%s", n->output[0], part);
+        snprintf(base, sizeof base, "%s.%s", o0, part);
         ts_graph_unique_name(im->g, base, nm, sizeof nm);
         if ((st = ts_graph_add_tensor(im->g, nm, TS_TENSOR_ACTIVATION, TS_DT_F32, -1, NULL, out, im->err)))
             return st;
     }
-    snprintf(nm, sizeof nm, "%s.%s", n->name && *n->name ? n->name : n->output[0], part);
+    snprintf(nm, sizeof nm, "%s.%s", n->name && *n->name ? n->name : o0, part);
     int nid;
     if ((st = ts_graph_add_node(im->g, op, nm, ins, nin, out, 1, a, &nid, im->err)))
         return st;
@@ -1234,7 +1235,7 @@ static ts_status import_node(imp *im, const Onnx__NodeProto *n)
     if (!x)
         return node_err(im, n, "has no data input");
     if (!strcmp(op, "HardSigmoid"))
-        return import_hardsigmoid(im, n, ins[0]);
+        return n->n_output && n->output[0] && *n->output[0] ? import_hardsigmoid(im, n, ins[0]) : node_err(im, n, "has no output");
     if (!strcmp(op, "Split"))
         return import_split(im, n, ins, nin);
     if (!strcmp(op, "Reshape") || !strcmp(op, "Flatten") || !strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze")) {

@@ -705,6 +705,22 @@ START_TEST(built_errors)
     ck_assert_uint_eq(hv[0], 0x3c00);
     ck_assert_uint_eq(hv[7], 0x4800);
     ts_graph_destroy(g);
+
+    /* Split into equal parts by its outputs (no sizes): 2 rows do not split in 3, do in 2 */
+    static char *abc[] = {"a", "b", "c"};
+    mb_init(m);
+    mb_input(m, "x", 2, (int64_t[]){2, 4});
+    mb_node(m, "Split", "sp", x, 1, abc, 3);
+    mb_output(m, "a");
+    ck_assert_str_eq(mb_import(m, NULL, NULL),
+                     "built.onnx: node 'sp' (Split): an axis of 2 does not split into 3 equal parts");
+    m->nodes[0].n_output = 2;
+    ck_assert_str_eq(mb_import(m, NULL, &g), "");
+    ck_assert_int_eq(ts_graph_get_tensor(g, ts_graph_find(g, "a"))->dims[0], 1);
+    ts_graph_destroy(g);
+    m->nodes[0].op_type = "HardSigmoid";
+    m->nodes[0].n_output = 0;
+    ck_assert_str_eq(mb_import(m, NULL, NULL), "built.onnx: node 'sp' (HardSigmoid): has no output");
     free(m);
 }
 END_TEST
