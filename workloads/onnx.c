@@ -515,6 +515,10 @@ static int fold(imp *im, const Onnx__NodeProto *n, const char *op, const int *in
         if (ins[k] >= 0 && val_of(im, ins[k], &v[k]))
             goto done;
     }
+    /* the inputs each fold reads: fewer is a malformed node, left to the translation's errors */
+    size_t want = !strcmp(op, "Where") || !strcmp(op, "Range") ? 3 : !strcmp(op, "Gather") || !strcmp(op, "Expand") ? 2 : 1;
+    if (nv < want)
+        goto done;
     if (!strcmp(op, "Identity") || !strcmp(op, "Dropout")) {
         *out = v[0];
         v[0].i = NULL;
@@ -1256,7 +1260,9 @@ static ts_status import_node(imp *im, const Onnx__NodeProto *n)
         iop = TS_OP_RESHAPE;
         keep = 1;
     } else if (fold_only(op)) {
-        return node_err(im, n, "inputs are not constants, and tessera folds %s only on constants", op);
+        return all_data ? node_err(im, n, "its constant inputs do not fold (an input missing, or a shape or type "
+                                          "tessera does not fold)")
+                        : node_err(im, n, "inputs are not constants, and tessera folds %s only on constants", op);
     } else if (!is_ir_op(op, &iop)) {
         return node_err(im, n, "unsupported operator");
     }

@@ -721,6 +721,28 @@ START_TEST(built_errors)
     m->nodes[0].op_type = "HardSigmoid";
     m->nodes[0].n_output = 0;
     ck_assert_str_eq(mb_import(m, NULL, NULL), "built.onnx: node 'sp' (HardSigmoid): has no output");
+    /* a Where of two constants (it takes three) is refused, not folded from a missing input */
+    static char *cc[] = {"c", "c"};
+    mb_init(m);
+    mb_input(m, "x", 2, (int64_t[]){2, 4});
+    Onnx__TensorProto *c = &m->init[0];
+    onnx__tensor_proto__init(c);
+    static int64_t cd[1] = {2};
+    static uint8_t craw[8];
+    c->n_dims = 1;
+    c->dims = cd;
+    c->has_data_type = 1;
+    c->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    c->name = "c";
+    c->has_raw_data = 1;
+    c->raw_data.data = craw;
+    c->raw_data.len = sizeof craw;
+    m->pinit[m->graph.n_initializer++] = c;
+    mb_node(m, "Where", "wh", cc, 2, y, 1);
+    mb_output(m, "y");
+    ck_assert_str_eq(mb_import(m, NULL, NULL),
+                     "built.onnx: node 'wh' (Where): its constant inputs do not fold (an input missing, or a shape or "
+                     "type tessera does not fold)");
     free(m);
 }
 END_TEST
