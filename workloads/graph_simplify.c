@@ -166,6 +166,17 @@ static void *rearrange(const ts_graph_node *nd, const ts_graph_tensor *x, const 
     return out;
 }
 
+/* Every element a Slice reads lies inside its input (shape inference allows a start of -1). */
+static bool slice_inside(const ts_graph_node *nd, const ts_graph_tensor *x, const ts_graph_tensor *y)
+{
+    for (int i = 0; nd->op == TS_OP_SLICE && i < y->rank; i++) {
+        int64_t first = nd->attrs.starts[i], last = first + (y->dims[i] - 1) * nd->attrs.steps[i];
+        if (first < 0 || first >= x->dims[i] || last < 0 || last >= x->dims[i])
+            return false;
+    }
+    return true;
+}
+
 /* Fold a layout op of a weight or constant (see the top of the file). A weight is folded only
  * when this op is its one reader, so the parameters are not counted twice. */
 static ts_status fold_layout(ts_graph *g, int node, ts_err *err)
@@ -183,7 +194,7 @@ static ts_status fold_layout(ts_graph *g, int node, ts_err *err)
         return TS_OK;
     if (xt->data) {
         size_t es = ts_dtype_size(xt->dtype);
-        if (ts_graph_tensor_elems(yt) > FOLD_MAX_ELEMS || !es || yt->dtype != xt->dtype)
+        if (ts_graph_tensor_elems(yt) > FOLD_MAX_ELEMS || !es || yt->dtype != xt->dtype || !slice_inside(nd, xt, yt))
             return TS_OK;
         void *v = rearrange(nd, xt, yt, es);
         if (!v)

@@ -566,8 +566,17 @@ START_TEST(layout_folding)
     sl.starts[1] = 0, sl.ends[1] = 2, sl.steps[1] = 1;
     ck_assert_int_eq(node(TS_OP_SLICE, &sl, "vs", 1, &vr, &vs), TS_OK);
     ck_assert_int_eq(node(TS_OP_ADD, NULL, "z", 2, (int[]){y, vs}, &z), TS_OK);
+    /* a Slice of a constant starting at -1 (which inference allows) reads outside it: not folded */
+    int c = tensor("c", TS_TENSOR_CONST, 1, 2), cs, zc;
+    ck_assert_int_eq(ts_graph_set_data(g, c, wv, 2 * sizeof *wv, &err), TS_OK);
+    ts_graph_attrs cl;
+    ts_graph_attrs_init(&cl);
+    cl.nslice = 1;
+    cl.starts[0] = -1, cl.ends[0] = 1, cl.steps[0] = 1;
+    ck_assert_int_eq(node(TS_OP_SLICE, &cl, "cs", 1, &c, &cs), TS_OK);
+    ck_assert_int_eq(node(TS_OP_ADD, NULL, "zc", 2, (int[]){z, cs}, &zc), TS_OK);
     ck_assert_int_eq(ts_graph_finalize(g, &err), TS_OK);
-    ck_assert_uint_eq(ts_graph_node_count(g), 3); /* MatMul, Slice, Add */
+    ck_assert_uint_eq(ts_graph_node_count(g), 5); /* MatMul, Slice, Add, Slice of c, Add */
     const ts_graph_tensor *t = ts_graph_get_tensor(g, ts_graph_find(g, "wt"));
     ck_assert_int_eq(t->kind, TS_TENSOR_WEIGHT);
     ck_assert_str_eq(shape_of(ts_graph_find(g, "wt")), "[3,2]");
