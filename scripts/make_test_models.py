@@ -27,6 +27,14 @@ Outputs:
   softmax.onnx       Softmax over the last axis of a 2x10 input
   conv_bn.onnx       Conv (no bias) + BatchNormalization + Relu, weights kept (not stripped)
   unsupported.onnx   a graph with two unsupported operators, to test the error text
+  unsupported10.onnx  a graph with ten unsupported operators (LRN and TopK twice): one error names all
+  hardswish.onnx     HardSwish (opset 14) and torch's opset-13 forms of it (HardSigmoid and Mul;
+                     Add, Clip, Mul and Div), then a HardSigmoid that is no HardSwish
+  layout.onnx        the forms finalize rewrites: Expand to the same shape, constant-index Gather,
+                     Split, Transpose of a weight without values and of a constant with values;
+                     also an embedding Gather (data input ids) and a real Expand
+  split18.onnx       Split into 3 by num_outputs (opset 18): 7 columns as 3, 3 and 1
+  conv_dilated.onnx  a Conv at batch 3 with 4 groups, dilations 2x1, strides 2x1, pads 2,1,2,1
   ops.onnx           many operators in one graph: auto_pad, Clip with input bounds, shape
                      arithmetic (Shape, Gather, Unsqueeze, Concat, Range) feeding Reshape and
                      Gather, Squeeze/Unsqueeze of activations, Slice, ReduceMean, Softmax
@@ -46,6 +54,9 @@ exported as a user would (torch.onnx.export, opset 13, eval mode, the exporter's
                      before layer 5, a 4-wide output; 4,096 rays
 
 With --small only the graphs built with onnx.helper are rewritten; with --zoo only the zoo.
+With --totals nothing is written: torch's MACs and parameter counts of each zoo model are printed
+(counted from the aten products and convolutions of a forward pass), the figures the importer's
+totals must equal (tests/workloads/test_onnx.c).
 """
 import os
 import sys
@@ -56,10 +67,12 @@ import torch
 import torch.nn as nn
 import torchvision
 from onnx import helper, numpy_helper, TensorProto
+from torch.utils._python_dispatch import TorchDispatchMode
 
 ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
 SMALL_ONLY = "--small" in sys.argv[1:]
 ZOO_ONLY = "--zoo" in sys.argv[1:]
+TOTALS_ONLY = "--totals" in sys.argv[1:]
 OUT = ARGS[0] if ARGS else os.path.join(os.path.dirname(__file__), "..", "tests", "data", "models")
 KEEP_ELEMS = 1  # initializers this small (scalars), or of integer type, keep their values
 
@@ -182,18 +195,63 @@ class NerfMlp(nn.Module):
         return self.out(h)
 
 
+def zoo_models():
+    """The zoo: (file name, module, example input, input name, output name), batch as exported."""
+    img = torch.randn(1, 3, 224, 224)
+    return [
+        ("resnet18.onnx", torchvision.models.resnet18(), img, "input", "logits"),
+        ("resnet50_b8.onnx", torchvision.models.resnet50(), torch.randn(8, 3, 224, 224), "input", "logits"),
+        ("mobilenetv2.onnx", torchvision.models.mobilenet_v2(), img, "input", "logits"),
+        ("vit_b16_op13.onnx", torchvision.models.vit_b_16(), img, "input", "logits"),
+        ("bert_encoder.onnx", BertEncoder(), torch.randn(1, 128, 768), "hidden", "out"),
+        ("bert_encoder_b4.onnx", BertEncoder(), torch.randn(4, 128, 768), "hidden", "out"),
+        ("nerf_mlp.onnx", NerfMlp(), torch.randn(4096, 63), "rays", "rgba"),
+    ]
+
+
 def zoo():
     torch.manual_seed(1)
-    img = torch.randn(1, 3, 224, 224)
-    io = dict(input_names=["input"], output_names=["logits"])
-    export(torchvision.models.resnet18(), img, "resnet18.onnx", 13, **io)
-    export(torchvision.models.resnet50(), torch.randn(8, 3, 224, 224), "resnet50_b8.onnx", 13, **io)
-    export(torchvision.models.mobilenet_v2(), img, "mobilenetv2.onnx", 13, **io)
-    export(torchvision.models.vit_b_16(), img, "vit_b16_op13.onnx", 13, **io)
-    seq = dict(input_names=["hidden"], output_names=["out"])
-    export(BertEncoder(), torch.randn(1, 128, 768), "bert_encoder.onnx", 13, **seq)
-    export(BertEncoder(), torch.randn(4, 128, 768), "bert_encoder_b4.onnx", 13, **seq)
-    export(NerfMlp(), torch.randn(4096, 63), "nerf_mlp.onnx", 13, input_names=["rays"], output_names=["rgba"])
+    for name, module, x, iname, oname in zoo_models():
+        export(module, x, name, 13, input_names=[iname], output_names=[oname])
+
+
+class MacCounter(TorchDispatchMode):
+    """Multiply-accumulates of the aten matrix products and convolutions a forward pass runs."""
+
+    def __init__(self):
+        super().__init__()
+        self.macs = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        op = func.overloadpacket.__name__
+        if op in ("mm", "addmm"):
+            a, b = args[-2:] if op == "addmm" else args[:2]
+            self.macs += a.shape[0] * a.shape[1] * b.shape[1]
+        elif op in ("bmm", "baddbmm"):
+            a, b = args[1:3] if op == "baddbmm" else args[:2]
+            self.macs += a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+        elif op == "convolution":
+            w = args[1]
+            self.macs += out.numel() * w.shape[1] * w.shape[2] * w.shape[3]
+        return out
+
+
+def totals():
+    """Print torch's MACs and parameters of each zoo model, the figures tests/workloads/test_onnx.c
+    expects of the importer. Parameters are counted as the exported graph carries them: the
+    exporter folds each BatchNormalization into the convolution before it, so a BatchNorm's
+    scale and shift (2 C) become that convolution's bias (C)."""
+    torch.manual_seed(1)
+    for name, module, x, _, _ in zoo_models():
+        module.eval()
+        for p in module.parameters():
+            p.requires_grad_(True)  # keeps nn.TransformerEncoder off its fused fast path
+        with MacCounter() as c:
+            module(x)
+        params = sum(p.numel() for p in module.parameters())
+        params -= sum(m.num_features for m in module.modules() if isinstance(m, nn.BatchNorm2d))
+        print("%-22s macs %14d  params %10d" % (name, c.macs, params))
 
 
 def small_graphs():
@@ -228,6 +286,19 @@ def small_graphs():
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
         [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
     save(helper.make_model(un, opset_imports=[helper.make_opsetid("", 13)]), "unsupported.onnx")
+
+    # Ten operators the IR does not have, some of them twice, among supported ones: the import
+    # error lists all ten with their first nodes, in graph order.
+    ten = ["LRN", "NonMaxSuppression", "TopK", "ScatterND", "GridSample", "RoiAlign", "Resize", "CumSum",
+           "ArgMax", "DepthToSpace"]
+    nodes, prev = [], "x"
+    for k, op in enumerate(ten + ["LRN", "TopK"]):
+        nodes.append(helper.make_node("Relu", [prev], ["r%d" % k], name="relu%d" % k))
+        nodes.append(helper.make_node(op, ["r%d" % k], ["u%d" % k], name="%s%d" % (op.lower(), k)))
+        prev = "u%d" % k
+    un10 = helper.make_graph(nodes, "unsupported10", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+                             [helper.make_tensor_value_info(prev, TensorProto.FLOAT, None)])
+    save(helper.make_model(un10, opset_imports=[helper.make_opsetid("", 13)]), "unsupported10.onnx")
 
     def const(name, values, dtype=np.int64):
         arr = np.array(values, dtype=dtype)
@@ -266,6 +337,87 @@ def small_graphs():
                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
                              helper.make_tensor_value_info("mean", TensorProto.FLOAT, None)])
     save(helper.make_model(ops, opset_imports=[helper.make_opsetid("", 13)]), "ops.onnx")
+    hardswish_graph()
+    layout_graphs()
+
+
+def hardswish_graph():
+    """HardSwish as ONNX opset 14 writes it and as torch exports it at opset 13: x * HardSigmoid(x)
+    (alpha 1/6) and x * Clip(x + 3, 0, 6) / 6 with the Div after or before the Mul; then a
+    HardSigmoid that is not part of a HardSwish (alpha 0.2)."""
+    f = np.float32
+
+    def const(name, v):
+        return helper.make_node("Constant", [], [name], name="const_" + name,
+                                value=numpy_helper.from_array(np.array(v, f), name))
+
+    nodes = [
+        helper.make_node("HardSwish", ["x"], ["a"], name="hswish"),
+        helper.make_node("HardSigmoid", ["a"], ["hs"], name="hsig", alpha=1.0 / 6),
+        helper.make_node("Mul", ["a", "hs"], ["b"], name="mul_hsig"),
+        const("three", 3.0), const("zero", 0.0), const("six", 6.0),
+        helper.make_node("Add", ["b", "three"], ["b3"], name="add3"),
+        helper.make_node("Clip", ["b3", "zero", "six"], ["bc"], name="clip6"),
+        helper.make_node("Mul", ["b", "bc"], ["bm"], name="mul_x"),
+        helper.make_node("Div", ["bm", "six"], ["c"], name="div6"),
+        helper.make_node("Add", ["three", "c"], ["c3"], name="add3b"),
+        helper.make_node("Clip", ["c3", "zero", "six"], ["cc"], name="clip6b"),
+        helper.make_node("Div", ["cc", "six"], ["cd"], name="div6b"),
+        helper.make_node("Mul", ["cd", "c"], ["d"], name="mul_xb"),
+        helper.make_node("HardSigmoid", ["d"], ["y"], name="hsig_plain", alpha=0.2),
+    ]
+    g = helper.make_graph(nodes, "hardswish", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]), "hardswish.onnx")
+
+
+def layout_graphs():
+    """The forms finalize rewrites for the lowerings: an Expand to its input's own shape (from a
+    folded Where, as ViT's class token), a real Expand, Gathers of a constant index (scalar and
+    one-element vector) from an activation, an embedding Gather (indices a data input), Split
+    with sizes as an input, Transposes of a weight without values and of a constant with values;
+    Split by num_outputs (opset 18); a grouped, dilated, strided Conv at batch 3."""
+    f, i64 = np.float32, np.int64
+
+    def const(name, v, dtype=i64):
+        return helper.make_node("Constant", [], [name], name="const_" + name,
+                                value=numpy_helper.from_array(np.array(v, dtype), name))
+
+    nodes = [
+        const("shp", [2, 3, 4]), const("neg", [-1]), const("ones", [1, 1, 1]),
+        helper.make_node("Equal", ["shp", "neg"], ["eq"], name="eq"),
+        helper.make_node("Where", ["eq", "ones", "shp"], ["eshape"], name="where"),
+        helper.make_node("Expand", ["x", "eshape"], ["xe"], name="expand_same"),
+        const("big", [2, 2, 3, 4]),
+        helper.make_node("Expand", ["xe", "big"], ["xb"], name="expand_real"),
+        const("one", 1), const("last", [-1]),
+        helper.make_node("Gather", ["xe", "one"], ["g1"], name="gather_scalar", axis=1),
+        helper.make_node("Gather", ["xe", "last"], ["g2"], name="gather_vec", axis=2),
+        helper.make_node("Gather", ["table", "ids"], ["emb"], name="embed", axis=0),
+        const("sizes", [1, 2]),
+        helper.make_node("Split", ["xe", "sizes"], ["s0", "s1"], name="split", axis=1),
+        helper.make_node("Transpose", ["wt"], ["wtt"], name="wt_t", perm=[1, 0]),
+        helper.make_node("MatMul", ["emb", "wtt"], ["mm"], name="mm"),
+        const("cm", np.arange(12).reshape(4, 3), f),
+        helper.make_node("Transpose", ["cm"], ["cmt"], name="cm_t", perm=[1, 0]),
+        helper.make_node("Mul", ["xe", "cmt"], ["m"], name="mul"),
+    ]
+    vi = helper.make_tensor_value_info
+    g = helper.make_graph(nodes, "layout",
+                          [vi("x", TensorProto.FLOAT, [2, 3, 4]), vi("ids", TensorProto.INT64, [5]),
+                           vi("table", TensorProto.FLOAT, [10, 4]), vi("wt", TensorProto.FLOAT, [6, 4])],
+                          [vi(o, TensorProto.FLOAT, None) for o in ("xb", "g1", "g2", "s0", "s1", "mm", "m")])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "layout.onnx")
+    sp = helper.make_graph([helper.make_node("Split", ["x"], ["a", "b", "c"], name="split", axis=1, num_outputs=3)],
+                           "split18", [vi("x", TensorProto.FLOAT, [2, 7])],
+                           [vi(o, TensorProto.FLOAT, None) for o in "abc"])
+    save(helper.make_model(sp, opset_imports=[helper.make_opsetid("", 18)]), "split18.onnx")
+    cd = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", group=4, dilations=[2, 1],
+                                             strides=[2, 1], pads=[2, 1, 2, 1])],
+                           "conv_dilated", [vi("x", TensorProto.FLOAT, [3, 8, 20, 20]),
+                                            vi("w", TensorProto.FLOAT, [16, 2, 3, 3])],
+                           [vi("y", TensorProto.FLOAT, None)])
+    save(helper.make_model(cd, opset_imports=[helper.make_opsetid("", 13)]), "conv_dilated.onnx")
 
 
 def save(model, name):
@@ -343,6 +495,9 @@ def main():
         return
     if ZOO_ONLY:
         zoo()
+        return
+    if TOTALS_ONLY:
+        totals()
         return
     torch.manual_seed(0)
     img = torch.randn(1, 3, 224, 224)

@@ -716,8 +716,8 @@ static ts_status infer_node(ts_graph *g, int id, ts_err *err)
         }
         set_shape(y, x->dtype, r, d);
         return TS_OK;
-    case TS_OP_SQRT: case TS_OP_RELU: case TS_OP_CLIP: case TS_OP_SIGMOID: case TS_OP_TANH:
-    case TS_OP_ERF: case TS_OP_GELU:
+    case TS_OP_SQRT: case TS_OP_RELU: case TS_OP_CLIP: case TS_OP_HARDSWISH: case TS_OP_SIGMOID:
+    case TS_OP_TANH: case TS_OP_ERF: case TS_OP_GELU:
         set_shape(y, x->dtype, x->rank, x->dims);
         return TS_OK;
     case TS_OP_CAST:

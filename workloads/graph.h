@@ -6,8 +6,8 @@
  * the graph carries (shape vectors, scalars), or an activation produced by a node. Front ends (the
  * ONNX importer, the built-in workloads) build a graph with the ts_graph_add_* calls, then call
  * ts_graph_finalize, which folds BatchNormalization into the Conv before it, recognises the
- * decomposed LayerNorm pattern, removes dead nodes, orders nodes topologically and infers every
- * shape. After that the graph is read-only for the lowerings: walk ts_graph_node_count nodes in
+ * decomposed LayerNorm, GELU and HardSwish patterns, simplifies layout forms, removes dead nodes,
+ * orders nodes topologically and infers every shape. After that the graph is read-only for the lowerings: walk ts_graph_node_count nodes in
  * order with ts_graph_get_node and look tensors up with ts_graph_get_tensor.
  *
  * Shapes are static: the IR has no symbolic dimensions. Integer shape arithmetic found in exported
@@ -63,6 +63,7 @@ bool ts_dtype_is_float(ts_dtype dt);
     X(SQRT, "Sqrt")                                                                            \
     X(RELU, "Relu")                                                                            \
     X(CLIP, "Clip")                                                                            \
+    X(HARDSWISH, "HardSwish")                                                                  \
     X(SIGMOID, "Sigmoid")                                                                      \
     X(TANH, "Tanh")                                                                            \
     X(ERF, "Erf")                                                                              \
@@ -224,6 +225,16 @@ ts_status ts_graph_infer_node(ts_graph *g, int node, ts_err *err);
  *     optional Mul scale and Add bias, over the last axis) by one LayerNormalization node;
  *   - replace each GELU written with erf (Div by sqrt 2 or Mul by 1/sqrt 2, Erf, Add 1, Mul by the
  *     input, Mul 0.5) by one Gelu node;
+ *   - replace each HardSwish written out (x * HardSigmoid(x) with alpha 1/6 and beta 0.5, which
+ *     the importer brings as Mul, Add, Clip 0..1; or x * Clip(x + 3, 0, 6) / 6 in either order of
+ *     the Mul and the Div) by one HardSwish node;
+ *   - leave the lowerings fewer forms: an Expand to its input's own shape is removed (its readers
+ *     read the input); a Gather of one constant index from an activation or data input becomes a
+ *     Slice of one element on the axis, then a Reshape dropping the axis for a scalar index; a
+ *     layout op (Transpose, Reshape, Flatten, Slice, Expand of a constant) of a weight or constant
+ *     with values is folded into a weight or constant of the output's shape with the values
+ *     rearranged, and a Transpose, Reshape or Flatten of a weight without values becomes a weight
+ *     of the output's shape without values (a weight only when the op is its one reader);
  *   - remove the nodes no graph output depends on, and the tensors nothing uses;
  *   - order the nodes topologically (stable: ties keep insertion order) and infer every shape.
  * A graph without marked outputs takes the tensors no node reads as its outputs. Fails on a cycle,

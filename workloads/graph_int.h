@@ -23,6 +23,18 @@ void ts_graph_free_node(ts_graph_node *n);
 /* graph.c: a negative axis counted from the end (axis + rank); others as they are */
 int64_t ts_graph_norm_axis(int64_t axis, int rank);
 
+/* graph_rewrite.c, during finalize: the number of alive nodes reading t (*first: the first of
+ * them, -1 when none) */
+int ts_graph_readers(const ts_graph *g, int t, int *first);
+/* graph_rewrite.c, during finalize: mark the nodes dead[0..ndead) (entries -1 skipped) dead and
+ * add one node of op reading ins[0..nin) and writing y in their place */
+ts_status ts_graph_replace(ts_graph *g, const int *dead, size_t ndead, ts_graph_op op, const char *name,
+                           const int *ins, size_t nin, int y, const ts_graph_attrs *at, ts_err *err);
+/* graph_simplify.c: the rewrites of finalize that leave the lowerings fewer forms (identity
+ * Expand removed, Gather of a constant index as Slice and Reshape, layout ops of weights and
+ * constants folded) */
+ts_status ts_graph_simplify(ts_graph *g, ts_err *err);
+
 /* The graph's storage, shared by graph.c (building, shape inference) and graph_rewrite.c. */
 struct ts_graph {
     char *name;

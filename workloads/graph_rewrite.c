@@ -1,5 +1,5 @@
 /* workloads/graph_rewrite.c — the rewrites a graph goes through when it is finalized: BatchNormalization
- * folded into the Conv before it, LayerNorm and Gelu recognised from their exported subgraphs,
+ * folded into the Conv before it, LayerNorm, Gelu and HardSwish recognised from their exported subgraphs,
  * dead nodes removed, nodes put in topological order, every shape inferred (ts_graph_finalize). */
 #include "workloads/graph.h"
 
@@ -225,6 +225,17 @@ static ts_status replace_with(ts_graph *g, const int *dead, size_t ndead, ts_gra
     return TS_OK;
 }
 
+int ts_graph_readers(const ts_graph *g, int t, int *first)
+{
+    return consumers(g, t, first);
+}
+
+ts_status ts_graph_replace(ts_graph *g, const int *dead, size_t ndead, ts_graph_op op, const char *name,
+                           const int *ins, size_t nin, int y, const ts_graph_attrs *at, ts_err *err)
+{
+    return replace_with(g, dead, ndead, op, name, ins, nin, y, at, err);
+}
+
 /* Div(d, Sqrt(Add(ReduceMean(Pow(d, 2)), eps))) with d = Sub(x, ReduceMean(x)), then optional
  * Mul(scale) and Add(bias). Returns true and rewrites if node div starts one. */
 static ts_status try_layernorm(ts_graph *g, int div, bool *done, ts_err *err)
@@ -359,6 +370,95 @@ static ts_status recognise_gelu(ts_graph *g, ts_err *err)
         if (g->dead[i] || g->n[i].op != TS_OP_ERF)
             continue;
         ts_status st = try_gelu(g, (int)i, err);
+        if (st)
+            return st;
+    }
+    return TS_OK;
+}
+
+/* The value of the scalar constant nd combines with t (the divisor for Div, either operand
+ * otherwise); false if nd is not such a binary node of op. */
+static bool scalar_with(const ts_graph *g, const ts_graph_node *nd, ts_graph_op op, int t, double *k)
+{
+    if (nd->op != op || nd->nin != 2 || (nd->in[0] != t && nd->in[1] != t) || (op == TS_OP_DIV && nd->in[0] != t))
+        return false;
+    return scalar_value(&g->t[other_in(nd, t)], k);
+}
+
+/* A node multiplying t by 1/6: Div by 6 or Mul by 1/6. */
+static bool sixth_of(const ts_graph *g, int node, int t)
+{
+    double k;
+    return (scalar_with(g, &g->n[node], TS_OP_DIV, t, &k) && fabs(k - 6.0) < 1e-6) ||
+           (scalar_with(g, &g->n[node], TS_OP_MUL, t, &k) && fabs(k - 1.0 / 6.0) < 1e-6);
+}
+
+/* The only alive reader of t, -1 when t is an output or has none or several. */
+static int sole_reader(const ts_graph *g, int t)
+{
+    int first;
+    return !g->t[t].is_output && consumers(g, t, &first) == 1 ? first : -1;
+}
+
+/* HardSwish written out around Clip node c: x * Clip(x + 3, 0, 6) / 6 (the Div by 6 before or
+ * after the Mul by x, or a Mul by 1/6), or x * Clip(x / 6 + 0.5, 0, 1) (HardSigmoid as the
+ * importer brings it). */
+static ts_status try_hardswish(ts_graph *g, int c, ts_err *err)
+{
+    const ts_graph_attrs *ca = &g->n[c].attrs;
+    int u = g->n[c].in[0], add = producer_op(g, u, TS_OP_ADD), x = -1, pre = -1;
+    double k;
+    if (add < 0 || sole_reader(g, u) != c)
+        return TS_OK;
+    for (int j = 0; j < 2 && x < 0; j++) {
+        int v = g->n[add].in[j];
+        if (!scalar_with(g, &g->n[add], TS_OP_ADD, v, &k))
+            continue;
+        if (ca->min == 0 && ca->max == 6 && k == 3.0) {
+            x = v;
+        } else if (ca->min == 0 && ca->max == 1 && fabs(k - 0.5) < 1e-6 && g->t[v].producer >= 0 &&
+                   sole_reader(g, v) == add) {
+            int p = g->t[v].producer;
+            for (int i = 0; i < 2 && x < 0 && !g->dead[p]; i++)
+                if (g->n[p].nin == 2 && sixth_of(g, p, g->n[p].in[i]))
+                    x = g->n[p].in[i];
+            pre = x >= 0 ? p : -1;
+        }
+    }
+    int co = g->n[c].out[0], r1 = x >= 0 ? sole_reader(g, co) : -1, r2 = -1, y = -1;
+    if (r1 < 0)
+        return TS_OK;
+    if (pre >= 0) { /* x * HardSigmoid(x) */
+        if (g->n[r1].op == TS_OP_MUL && g->n[r1].nin == 2 && other_in(&g->n[r1], co) == x)
+            y = g->n[r1].out[0];
+    } else if (g->n[r1].op == TS_OP_MUL && g->n[r1].nin == 2 && other_in(&g->n[r1], co) == x) {
+        r2 = sole_reader(g, g->n[r1].out[0]); /* (x * clip) / 6 */
+        y = r2 >= 0 && sixth_of(g, r2, g->n[r1].out[0]) ? g->n[r2].out[0] : -1;
+    } else if (sixth_of(g, r1, co)) {
+        r2 = sole_reader(g, g->n[r1].out[0]); /* x * (clip / 6) */
+        y = r2 >= 0 && g->n[r2].op == TS_OP_MUL && g->n[r2].nin == 2 && other_in(&g->n[r2], g->n[r1].out[0]) == x
+                ? g->n[r2].out[0]
+                : -1;
+    }
+    /* the result has x's shape only if the scalars did not broadcast it */
+    if (y < 0 || g->t[y].rank != g->t[x].rank ||
+        memcmp(g->t[y].dims, g->t[x].dims, (size_t)g->t[x].rank * sizeof(int64_t)))
+        return TS_OK;
+    int dead[] = {pre, add, c, r1, r2};
+    char name[600];
+    snprintf(name, sizeof name, "%s.hardswish", g->n[c].name);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    return replace_with(g, dead, sizeof dead / sizeof dead[0], TS_OP_HARDSWISH, name, &x, 1, y, &at, err);
+}
+
+static ts_status recognise_hardswish(ts_graph *g, ts_err *err)
+{
+    size_t n = g->nn;
+    for (size_t i = 0; i < n; i++) {
+        if (g->dead[i] || g->n[i].op != TS_OP_CLIP)
+            continue;
+        ts_status st = try_hardswish(g, (int)i, err);
         if (st)
             return st;
     }
@@ -617,6 +717,10 @@ ts_status ts_graph_finalize(ts_graph *g, ts_err *err)
         st = recognise_layernorm(g, err);
     if (!st)
         st = recognise_gelu(g, err);
+    if (!st)
+        st = recognise_hardswish(g, err);
+    if (!st)
+        st = ts_graph_simplify(g, err);
     if (!st)
         st = remove_dead(g, err);
     if (!st)

@@ -400,6 +400,17 @@ static bool fold_only(const char *op)
     return false;
 }
 
+/* ONNX op types the importer writes as several IR ops (import_rewritten). */
+static const char *const rewritten_ops[] = {"HardSigmoid", "Split", NULL};
+
+static bool rewritten(const char *op)
+{
+    for (int k = 0; rewritten_ops[k]; k++)
+        if (!strcmp(op, rewritten_ops[k]))
+            return true;
+    return false;
+}
+
 static ts_status check_supported(imp *im, const Onnx__GraphProto *gp)
 {
     ts_buf b = TS_BUF_INIT;
@@ -412,7 +423,7 @@ static ts_status check_supported(imp *im, const Onnx__GraphProto *gp)
         const char *op = n->op_type ? n->op_type : "";
         ts_graph_op iop;
         bool std_domain = !n->domain || !*n->domain || !strcmp(n->domain, "ai.onnx");
-        if (std_domain && (is_ir_op(op, &iop) || fold_only(op)))
+        if (std_domain && (is_ir_op(op, &iop) || fold_only(op) || rewritten(op)))
             continue;
         bool seen = false;
         for (size_t j = 0; j < bad && !seen; j++) {
@@ -505,6 +516,10 @@ static int fold(imp *im, const Onnx__NodeProto *n, const char *op, const int *in
         if (ins[k] >= 0 && val_of(im, ins[k], &v[k]))
             goto done;
     }
+    /* the inputs each fold reads: fewer is a malformed node, left to the translation's errors */
+    size_t want = !strcmp(op, "Where") || !strcmp(op, "Range") ? 3 : !strcmp(op, "Gather") || !strcmp(op, "Expand") ? 2 : 1;
+    if (nv < want)
+        goto done;
     if (!strcmp(op, "Identity") || !strcmp(op, "Dropout")) {
         *out = v[0];
         v[0].i = NULL;
@@ -984,6 +999,146 @@ static ts_status reshape_target(imp *im, const Onnx__NodeProto *n, const char *o
     return TS_OK;
 }
 
+/* A scalar f32 constant named after base; *id receives it. */
+static ts_status add_scalar(imp *im, const char *base, double v, int *id)
+{
+    char nm[512];
+    float f = (float)v;
+    ts_graph_unique_name(im->g, base, nm, sizeof nm);
+    ts_status st = ts_graph_add_tensor(im->g, nm, TS_TENSOR_CONST, TS_DT_F32, 0, NULL, id, im->err);
+    return st ? st : ts_graph_set_data(im->g, *id, &f, sizeof f, im->err);
+}
+
+/* Add one IR node of a rewritten ONNX node: output out (-1: a new activation named after the
+ * ONNX node's first output, returned in *out), node named "<node>.<part>", shape inferred. */
+static ts_status add_part(imp *im, const Onnx__NodeProto *n, const char *part, ts_graph_op op, const int *ins,
+                          size_t nin, const ts_graph_attrs *a, int *out)
+{
+    char nm[512], base[480];
+    const char *o0 = n->n_output && n->output[0] ? n->output[0] : "";
+    ts_status st;
+    if (*out < 0) {
+        snprintf(base, sizeof base, "%s.%s", o0, part);
+        ts_graph_unique_name(im->g, base, nm, sizeof nm);
+        if ((st = ts_graph_add_tensor(im->g, nm, TS_TENSOR_ACTIVATION, TS_DT_F32, -1, NULL, out, im->err)))
+            return st;
+    }
+    snprintf(nm, sizeof nm, "%s.%s", n->name && *n->name ? n->name : o0, part);
+    int nid;
+    if ((st = ts_graph_add_node(im->g, op, nm, ins, nin, out, 1, a, &nid, im->err)))
+        return st;
+    return ts_graph_infer_node(im->g, nid, im->err);
+}
+
+/* HardSigmoid: max(0, min(1, alpha * x + beta)) as Mul, Add and Clip 0..1 (finalize recognises
+ * x * HardSigmoid(x) with alpha 1/6 and beta 0.5 as HardSwish). */
+static ts_status import_hardsigmoid(imp *im, const Onnx__NodeProto *n, int x)
+{
+    int alpha, beta, t1 = -1, t2 = -1, y;
+    ts_status st;
+    size_t nout;
+    if ((st = add_scalar(im, "hardsigmoid.alpha", attr_f(n, "alpha", 0.2), &alpha)) ||
+        (st = add_scalar(im, "hardsigmoid.beta", attr_f(n, "beta", 0.5), &beta)))
+        return st;
+    int mi[2] = {x, alpha};
+    if ((st = add_part(im, n, "mul", TS_OP_MUL, mi, 2, NULL, &t1)))
+        return st;
+    int ai[2] = {t1, beta};
+    if ((st = add_part(im, n, "add", TS_OP_ADD, ai, 2, NULL, &t2)))
+        return st;
+    if ((st = make_outputs(im, n, &y, &nout, 1)))
+        return st;
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.min = 0;
+    a.max = 1;
+    return add_part(im, n, "clip", TS_OP_CLIP, &t2, 1, &a, &y);
+}
+
+/* The sizes a Split cuts axis dimension dim into, one per output: the split input (opset 13 and
+ * later) or attribute (earlier), else equal parts (opset 18: num_outputs, the last part
+ * smaller when they do not divide). */
+static ts_status split_sizes(imp *im, const Onnx__NodeProto *n, const int *ins, size_t nin, int64_t dim,
+                             int64_t *sz, size_t cnt)
+{
+    int c = -1;
+    enum { MAX_SPLIT = 64 };
+    int64_t tmp[MAX_SPLIT];
+    if (im->opset >= 13 && nin > 1 && ins[1] >= 0) {
+        if (input_ints(im, ins, nin, 1, tmp, MAX_SPLIT, &c))
+            return node_err(im, n, "the split sizes are not known at import (they must be a constant)");
+    } else if (im->opset < 13) {
+        c = attr_ints(n, "split", tmp, MAX_SPLIT);
+    }
+    if (c >= 0) {
+        if ((size_t)c != cnt)
+            return node_err(im, n, "%d split sizes for %zu outputs", c, cnt);
+        int64_t tot = 0;
+        for (size_t k = 0; k < cnt; k++) {
+            if (tmp[k] < 0 || __builtin_add_overflow(tot, tmp[k], &tot))
+                return node_err(im, n, "split size %lld is out of range", (long long)tmp[k]);
+            sz[k] = tmp[k];
+        }
+        if (tot != dim)
+            return node_err(im, n, "split sizes add up to %lld, the axis has %lld", (long long)tot, (long long)dim);
+        return TS_OK;
+    }
+    int64_t num = attr_i(n, "num_outputs", (int64_t)cnt);
+    if (num != (int64_t)cnt)
+        return node_err(im, n, "num_outputs is %lld, the node has %zu outputs", (long long)num, cnt);
+    int64_t part = (dim + num - 1) / num;
+    if (im->opset < 18 && dim % num)
+        return node_err(im, n, "an axis of %lld does not split into %lld equal parts", (long long)dim, (long long)num);
+    for (size_t k = 0; k < cnt; k++) {
+        int64_t left = dim - part * (int64_t)k;
+        sz[k] = left < part ? (left > 0 ? left : 0) : part;
+    }
+    return TS_OK;
+}
+
+/* Split: one Slice per output along the axis. */
+static ts_status import_split(imp *im, const Onnx__NodeProto *n, const int *ins, size_t nin)
+{
+    const ts_graph_tensor *x = ts_graph_get_tensor(im->g, ins[0]);
+    int64_t ax = attr_i(n, "axis", 0), sz[64];
+    int64_t axis = ax < 0 ? ax + x->rank : ax;
+    size_t cnt = n->n_output;
+    if (axis < 0 || axis >= x->rank)
+        return node_err(im, n, "axis %lld is out of range for rank %d", (long long)ax, x->rank);
+    if (cnt < 1 || cnt > 64)
+        return node_err(im, n, "has %zu outputs, tessera splits into 1 to 64", cnt);
+    ts_status st = split_sizes(im, n, ins, nin, x->dims[axis], sz, cnt);
+    if (st)
+        return st;
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.nslice = x->rank;
+    for (int k = 0; k < x->rank; k++) {
+        a.ends[k] = x->dims[k];
+        a.steps[k] = 1;
+    }
+    int64_t off = 0;
+    for (size_t k = 0; k < cnt; k++) {
+        const char *o = n->output[k];
+        int64_t start = off;
+        off += sz[k];
+        if (!o || !*o)
+            continue;
+        if (lookup(im, o) >= 0)
+            return node_err(im, n, "output '%s' is defined twice", o);
+        int y;
+        if ((st = ts_graph_add_tensor(im->g, o, TS_TENSOR_ACTIVATION, TS_DT_F32, -1, NULL, &y, im->err)))
+            return st;
+        a.starts[axis] = start;
+        a.ends[axis] = off;
+        char part[32];
+        snprintf(part, sizeof part, "slice%zu", k);
+        if ((st = add_part(im, n, part, TS_OP_SLICE, ins, 1, &a, &y)))
+            return st;
+    }
+    return TS_OK;
+}
+
 static ts_status import_node(imp *im, const Onnx__NodeProto *n)
 {
     ts_graph *g = im->g;
@@ -1084,6 +1239,10 @@ static ts_status import_node(imp *im, const Onnx__NodeProto *n)
     const ts_graph_tensor *x = nin && ins[0] >= 0 ? ts_graph_get_tensor(g, ins[0]) : NULL;
     if (!x)
         return node_err(im, n, "has no data input");
+    if (!strcmp(op, "HardSigmoid"))
+        return n->n_output && n->output[0] && *n->output[0] ? import_hardsigmoid(im, n, ins[0]) : node_err(im, n, "has no output");
+    if (!strcmp(op, "Split"))
+        return import_split(im, n, ins, nin);
     if (!strcmp(op, "Reshape") || !strcmp(op, "Flatten") || !strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze")) {
         ts_status st = reshape_target(im, n, op, ins, nin, a.shape, &a.nshape);
         if (st)
@@ -1102,7 +1261,9 @@ static ts_status import_node(imp *im, const Onnx__NodeProto *n)
         iop = TS_OP_RESHAPE;
         keep = 1;
     } else if (fold_only(op)) {
-        return node_err(im, n, "inputs are not constants, and tessera folds %s only on constants", op);
+        return all_data ? node_err(im, n, "its constant inputs do not fold (an input missing, or a shape or type "
+                                          "tessera does not fold)")
+                        : node_err(im, n, "inputs are not constants, and tessera folds %s only on constants", op);
     } else if (!is_ir_op(op, &iop)) {
         return node_err(im, n, "unsupported operator");
     }

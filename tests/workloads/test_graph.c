@@ -197,7 +197,8 @@ START_TEST(elementwise_shapes)
     int c = in("c", 2, 3, 5), e = in("e", 3, 2, 4, 5);
     ck_assert_str_eq(ok(TS_OP_ADD, NULL, 2, (int[]){a, c}), "[2,3,5]");
     ck_assert_str_eq(bad(TS_OP_ADD, NULL, 2, (int[]){e, c}), "node 'n_bad0' (Add): shapes [2,4,5] and [3,5] do not broadcast");
-    ts_graph_op unary[] = {TS_OP_RELU, TS_OP_SIGMOID, TS_OP_TANH, TS_OP_ERF, TS_OP_GELU, TS_OP_SQRT, TS_OP_CLIP};
+    ts_graph_op unary[] = {TS_OP_RELU, TS_OP_SIGMOID, TS_OP_TANH, TS_OP_ERF, TS_OP_GELU, TS_OP_SQRT, TS_OP_CLIP,
+                           TS_OP_HARDSWISH};
     for (size_t i = 0; i < sizeof unary / sizeof unary[0]; i++)
         ck_assert_str_eq(ok(unary[i], NULL, 1, &a), "[2,1,5]");
     ts_graph_attrs at;
@@ -533,6 +534,105 @@ START_TEST(gelu_pattern_not_matched)
 }
 END_TEST
 
+START_TEST(layout_folding)
+{
+    /* A Transpose of a weight with values: the output is a weight whose values are permuted, and
+     * the parameters are counted once. */
+    int x = in("x", 2, 4, 3);
+    int w = tensor("w", TS_TENSOR_WEIGHT, 2, 2, 3);
+    const float wv[6] = {1, 2, 3, 4, 5, 6};
+    ck_assert_int_eq(ts_graph_set_data(g, w, wv, sizeof wv, &err), TS_OK);
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.nperm = 2;
+    a.perm[0] = 1;
+    a.perm[1] = 0;
+    int wt, y;
+    ck_assert_int_eq(node(TS_OP_TRANSPOSE, &a, "wt", 1, &w, &wt), TS_OK);
+    ck_assert_int_eq(node(TS_OP_MATMUL, NULL, "y", 2, (int[]){x, wt}, &y), TS_OK);
+    /* a weight without values reshaped, then sliced with step 2 (a slice of a weight without
+     * values would change the parameters: it stays) */
+    int v = tensor("v", TS_TENSOR_WEIGHT, 1, 16), vr, vs, z;
+    ts_graph_attrs r;
+    ts_graph_attrs_init(&r);
+    r.nshape = 2;
+    r.shape[0] = 8;
+    r.shape[1] = 2;
+    ck_assert_int_eq(node(TS_OP_RESHAPE, &r, "vr", 1, &v, &vr), TS_OK);
+    ts_graph_attrs sl;
+    ts_graph_attrs_init(&sl);
+    sl.nslice = 2;
+    sl.starts[0] = 0, sl.ends[0] = 8, sl.steps[0] = 2;
+    sl.starts[1] = 0, sl.ends[1] = 2, sl.steps[1] = 1;
+    ck_assert_int_eq(node(TS_OP_SLICE, &sl, "vs", 1, &vr, &vs), TS_OK);
+    ck_assert_int_eq(node(TS_OP_ADD, NULL, "z", 2, (int[]){y, vs}, &z), TS_OK);
+    /* a Slice of a constant starting at -1 (which inference allows) reads outside it: not folded */
+    int c = tensor("c", TS_TENSOR_CONST, 1, 2), cs, zc;
+    ck_assert_int_eq(ts_graph_set_data(g, c, wv, 2 * sizeof *wv, &err), TS_OK);
+    ts_graph_attrs cl;
+    ts_graph_attrs_init(&cl);
+    cl.nslice = 1;
+    cl.starts[0] = -1, cl.ends[0] = 1, cl.steps[0] = 1;
+    ck_assert_int_eq(node(TS_OP_SLICE, &cl, "cs", 1, &c, &cs), TS_OK);
+    ck_assert_int_eq(node(TS_OP_ADD, NULL, "zc", 2, (int[]){z, cs}, &zc), TS_OK);
+    ck_assert_int_eq(ts_graph_finalize(g, &err), TS_OK);
+    ck_assert_uint_eq(ts_graph_node_count(g), 5); /* MatMul, Slice, Add, Slice of c, Add */
+    const ts_graph_tensor *t = ts_graph_get_tensor(g, ts_graph_find(g, "wt"));
+    ck_assert_int_eq(t->kind, TS_TENSOR_WEIGHT);
+    ck_assert_str_eq(shape_of(ts_graph_find(g, "wt")), "[3,2]");
+    const float want[6] = {1, 4, 2, 5, 3, 6};
+    ck_assert_mem_eq(t->data, want, sizeof want);
+    t = ts_graph_get_tensor(g, ts_graph_find(g, "vr"));
+    ck_assert_int_eq(t->kind, TS_TENSOR_WEIGHT);
+    ck_assert_ptr_null(t->data);
+    ck_assert_int_eq(ts_graph_find(g, "w"), -1);
+    ck_assert_int_eq(ts_graph_find(g, "v"), -1);
+    ck_assert_int_eq(ts_graph_get_node(g, 1)->op, TS_OP_SLICE);
+    ts_graph_totals tt;
+    ts_graph_get_totals(g, &tt);
+    ck_assert_uint_eq(tt.params, 6 + 16);
+}
+END_TEST
+
+START_TEST(gather_and_expand_rewrites)
+{
+    /* Gather of a constant scalar index from an activation: Slice then Reshape; Expand to the
+     * same shape: removed; Gather with indices without values: stays. */
+    int x = in("x", 3, 2, 5, 4), r, e, gy, emb;
+    ck_assert_int_eq(node(TS_OP_RELU, NULL, "r", 1, &x, &r), TS_OK);
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.nshape = 3;
+    a.shape[0] = 2, a.shape[1] = 1, a.shape[2] = 4;
+    ck_assert_int_eq(node(TS_OP_EXPAND, &a, "e", 1, &r, &e), TS_OK);
+    int64_t minus2 = -2;
+    int ix;
+    ck_assert_int_eq(ts_graph_add_tensor(g, "ix", TS_TENSOR_CONST, TS_DT_I64, 0, NULL, &ix, &err), TS_OK);
+    ck_assert_int_eq(ts_graph_set_data(g, ix, &minus2, sizeof minus2, &err), TS_OK);
+    ts_graph_attrs ga;
+    ts_graph_attrs_init(&ga);
+    ga.axis = 1;
+    ck_assert_int_eq(node(TS_OP_GATHER, &ga, "gy", 2, (int[]){e, ix}, &gy), TS_OK);
+    ck_assert_str_eq(shape_of(gy), "[2,4]");
+    int table = tensor("table", TS_TENSOR_WEIGHT, 2, 10, 4), ids;
+    ck_assert_int_eq(ts_graph_add_tensor(g, "ids", TS_TENSOR_INPUT, TS_DT_I64, 1, (int64_t[]){3}, &ids, &err), TS_OK);
+    ck_assert_int_eq(node(TS_OP_GATHER, NULL, "emb", 2, (int[]){table, ids}, &emb), TS_OK);
+    ck_assert_int_eq(ts_graph_finalize(g, &err), TS_OK);
+    ck_assert_uint_eq(ts_graph_node_count(g), 4); /* Relu, Gather (embedding), Slice, Reshape */
+    const ts_graph_node *n = ts_graph_get_node(g, 2);
+    ck_assert_int_eq(ts_graph_get_node(g, 1)->op, TS_OP_GATHER);
+    ck_assert_int_eq(n->op, TS_OP_SLICE);
+    ck_assert_str_eq(ts_graph_get_tensor(g, n->in[0])->name, "r"); /* the Expand is gone */
+    ck_assert(n->attrs.nslice == 3 && n->attrs.starts[1] == 3 && n->attrs.ends[1] == 4 && n->attrs.steps[1] == 1);
+    ck_assert(n->attrs.starts[2] == 0 && n->attrs.ends[2] == 4);
+    ck_assert_str_eq(shape_of(n->out[0]), "[2,1,4]");
+    n = ts_graph_get_node(g, 3);
+    ck_assert_int_eq(n->op, TS_OP_RESHAPE);
+    ck_assert_str_eq(ts_graph_get_tensor(g, n->out[0])->name, "gy");
+    ck_assert_str_eq(shape_of(n->out[0]), "[2,4]");
+}
+END_TEST
+
 START_TEST(names_and_dtypes)
 {
     ts_graph_op op;
@@ -571,6 +671,8 @@ int main(void)
     tcase_add_test(tc, gelu_pattern);
     tcase_add_test(tc, gelu_pattern_not_matched);
     tcase_add_test(tc, names_and_dtypes);
+    tcase_add_test(tc, layout_folding);
+    tcase_add_test(tc, gather_and_expand_rewrites);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

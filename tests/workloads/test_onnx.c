@@ -191,6 +191,15 @@ START_TEST(small_models)
     ck_assert_int_eq(y->dims[2], 32);
     ts_graph_destroy(g);
 
+    /* conv_dilated.onnx: batch 3, 8 channels in 4 groups, 3x3 dilated 2x1, stride 2x1, pads 2
+     * and 1: height (20 + 4 - 2*2 - 1) / 2 + 1 = 10, width 20; each output 2 * 9 products */
+    g = load("conv_dilated.onnx", NULL);
+    ts_graph_get_totals(g, &t);
+    y = ts_graph_get_tensor(g, ts_graph_find(g, "y"));
+    ck_assert(y->rank == 4 && y->dims[0] == 3 && y->dims[1] == 16 && y->dims[2] == 10 && y->dims[3] == 20);
+    ck_assert_uint_eq(t.macs, 3ull * 16 * 10 * 20 * 2 * 9);
+    ts_graph_destroy(g);
+
     /* matmul.onnx has two graph inputs and no initializers: by default only A is data */
     g = load("matmul.onnx", NULL);
     ts_graph_get_totals(g, &t);
@@ -226,6 +235,41 @@ static const char *shape(const ts_graph *g, const char *name)
     return buf;
 }
 
+START_TEST(zoo_totals)
+{
+    /* The model zoo (scripts/make_test_models.py --zoo): MACs and parameters equal torch's, as
+     * `make_test_models.py --totals` counts them from the aten matrix products and convolutions
+     * of a forward pass (the parameters with each BatchNorm folded into its convolution's bias,
+     * as the exporter writes them). Batches: ResNet-50 at 8, the BERT encoder at 4 (its attention
+     * a [48,128,64] batch of heads), NeRF's 4,096 rays; MobileNetV2's depthwise convolutions
+     * have group = channels. */
+    static const struct { const char *file; uint64_t macs, params; const char *in, *out; } zoo[] = {
+        {"resnet18.onnx", 1814073344ull, 11684712ull, "[1,3,224,224]", "[1,1000]"},
+        {"resnet50_b8.onnx", 32713474048ull, 25530472ull, "[8,3,224,224]", "[8,1000]"},
+        {"mobilenetv2.onnx", 300774272ull, 3487816ull, "[1,3,224,224]", "[1,1000]"},
+        {"vit_b16_op13.onnx", 17563828224ull, 86567656ull, "[1,3,224,224]", "[1,1000]"},
+        {"bert_encoder.onnx", 11173625856ull, 85054464ull, "[1,128,768]", "[1,128,768]"},
+        {"bert_encoder_b4.onnx", 44694503424ull, 85054464ull, "[4,128,768]", "[4,128,768]"},
+        {"nerf_mlp.onnx", 2015363072ull, 494084ull, "[4096,63]", "[4096,4]"},
+    };
+    for (size_t i = 0; i < sizeof zoo / sizeof zoo[0]; i++) {
+        ts_graph *g = load(zoo[i].file, NULL);
+        ts_graph_totals t;
+        ts_graph_get_totals(g, &t);
+        ck_assert_msg(t.macs == zoo[i].macs, "%s: %llu MACs, torch counts %llu", zoo[i].file,
+                      (unsigned long long)t.macs, (unsigned long long)zoo[i].macs);
+        ck_assert_msg(t.params == zoo[i].params, "%s: %llu parameters, torch counts %llu", zoo[i].file,
+                      (unsigned long long)t.params, (unsigned long long)zoo[i].params);
+        for (size_t k = 0; k < ts_graph_tensor_count(g); k++) {
+            const ts_graph_tensor *tt = ts_graph_get_tensor(g, (int)k);
+            if (tt->kind == TS_TENSOR_INPUT || tt->is_output)
+                ck_assert_str_eq(shape(g, tt->name), tt->is_output ? zoo[i].out : zoo[i].in);
+        }
+        ts_graph_destroy(g);
+    }
+}
+END_TEST
+
 START_TEST(many_ops)
 {
     /* ops.onnx: auto_pad, Clip bounds as inputs, shape arithmetic folded into Reshape, activation
@@ -258,6 +302,77 @@ START_TEST(many_ops)
 }
 END_TEST
 
+START_TEST(hardswish_forms)
+{
+    /* hardswish.onnx: HardSwish itself, then torch's opset-13 forms x * HardSigmoid(x) and
+     * x * Clip(x + 3, 0, 6) / 6 (Div after or before the Mul) each become one HardSwish; a
+     * HardSigmoid of alpha 0.2 stays Mul, Add and Clip 0..1. */
+    ts_graph *g = load("hardswish.onnx", NULL);
+    ck_assert_int_eq(count_op(g, TS_OP_HARDSWISH), 4);
+    ck_assert_int_eq(count_op(g, TS_OP_DIV), 0);
+    ck_assert_uint_eq(ts_graph_node_count(g), 7);
+    const char *outs[] = {"a", "b", "c", "d"};
+    for (int i = 0; i < 4; i++) {
+        const ts_graph_node *n = ts_graph_get_node(g, i);
+        ck_assert_int_eq(n->op, TS_OP_HARDSWISH);
+        ck_assert_str_eq(ts_graph_get_tensor(g, n->out[0])->name, outs[i]);
+        ck_assert_str_eq(shape(g, outs[i]), "[2,8]");
+    }
+    const ts_graph_node *mul = ts_graph_get_node(g, 4), *clip = ts_graph_get_node(g, 6);
+    ck_assert_int_eq(mul->op, TS_OP_MUL);
+    ck_assert_float_eq_tol(*(const float *)ts_graph_get_tensor(g, mul->in[1])->data, 0.2f, 1e-7f);
+    ck_assert_int_eq(ts_graph_get_node(g, 5)->op, TS_OP_ADD);
+    ck_assert(clip->op == TS_OP_CLIP && clip->attrs.min == 0.0 && clip->attrs.max == 1.0);
+    ck_assert_str_eq(shape(g, "y"), "[2,8]");
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(layout_forms)
+{
+    /* layout.onnx: what finalize leaves the lowerings (see the model's description in
+     * scripts/make_test_models.py); ids is a data input, table and wt weights without values. */
+    static const char *data[] = {"x", "ids"};
+    ts_onnx_opts o = {data, 2, NULL};
+    ts_graph *g = load("layout.onnx", &o);
+    ck_assert_int_eq(count_op(g, TS_OP_EXPAND), 1);    /* the real broadcast to [2,2,3,4] */
+    ck_assert_str_eq(shape(g, "xb"), "[2,2,3,4]");
+    ck_assert_int_eq(ts_graph_find(g, "xe"), -1);      /* Expand to [2,3,4] of [2,3,4]: gone */
+    ck_assert_int_eq(count_op(g, TS_OP_GATHER), 1);    /* the embedding */
+    ck_assert_int_eq(count_op(g, TS_OP_TRANSPOSE), 0);
+    ck_assert_int_eq(count_op(g, TS_OP_SLICE), 4);     /* two Gathers, two Split parts */
+    ck_assert_int_eq(count_op(g, TS_OP_RESHAPE), 1);   /* the scalar Gather drops its axis */
+    ck_assert_str_eq(shape(g, "g1"), "[2,4]");
+    ck_assert_str_eq(shape(g, "g2"), "[2,3,1]");
+    ck_assert_str_eq(shape(g, "s0"), "[2,1,4]");
+    ck_assert_str_eq(shape(g, "s1"), "[2,2,4]");
+    const ts_graph_tensor *s1 = ts_graph_get_tensor(g, ts_graph_find(g, "s1"));
+    const ts_graph_node *sp = ts_graph_get_node(g, s1->producer);
+    ck_assert(sp->attrs.starts[1] == 1 && sp->attrs.ends[1] == 3);
+    ck_assert_str_eq(ts_graph_get_tensor(g, sp->in[0])->name, "x");
+    const ts_graph_tensor *wtt = ts_graph_get_tensor(g, ts_graph_find(g, "wtt"));
+    ck_assert_int_eq(wtt->kind, TS_TENSOR_WEIGHT);      /* the Transpose of wt [6,4] */
+    ck_assert_ptr_null(wtt->data);
+    ck_assert_str_eq(shape(g, "wtt"), "[4,6]");
+    ck_assert_str_eq(shape(g, "mm"), "[5,6]");
+    const ts_graph_tensor *cmt = ts_graph_get_tensor(g, ts_graph_find(g, "cmt"));
+    ck_assert_int_eq(cmt->kind, TS_TENSOR_CONST);       /* arange(12) as [4,3], transposed */
+    const float want[12] = {0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11};
+    ck_assert_mem_eq(cmt->data, want, sizeof want);
+    ts_graph_totals t;
+    ts_graph_get_totals(g, &t);
+    ck_assert_uint_eq(t.params, 10 * 4 + 6 * 4);
+    ts_graph_destroy(g);
+    /* Split into 3 by num_outputs (opset 18): 7 as 3, 3 and 1 */
+    g = load("split18.onnx", NULL);
+    ck_assert_int_eq(count_op(g, TS_OP_SLICE), 3);
+    ck_assert_str_eq(shape(g, "a"), "[2,3]");
+    ck_assert_str_eq(shape(g, "b"), "[2,3]");
+    ck_assert_str_eq(shape(g, "c"), "[2,1]");
+    ts_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(conv_bn_with_weights)
 {
     /* Weights kept as initializers: the graph inputs that are initializers are weights. */
@@ -285,6 +400,16 @@ START_TEST(unsupported_ops)
                        "node 'nms0')";
     ck_assert_msg(strstr(m, want), "got: %s", m);
     ck_assert_msg(strstr(m, "unsupported.onnx: "), "the file is named: %s", m);
+    /* ten at once, each with its first node (LRN and TopK come twice), in graph order */
+    m = load_fail(model("unsupported10.onnx"), NULL);
+    ck_assert_msg(strstr(m, "unsupported10.onnx: unsupported operators: LRN (first at node 'lrn0'), "
+                            "NonMaxSuppression (first at node 'nonmaxsuppression1'), TopK (first at node "
+                            "'topk2'), ScatterND (first at node 'scatternd3'), GridSample (first at node "
+                            "'gridsample4'), RoiAlign (first at node 'roialign5'), Resize (first at node "
+                            "'resize6'), CumSum (first at node 'cumsum7'), ArgMax (first at node 'argmax8'), "
+                            "DepthToSpace (first at node 'depthtospace9')"),
+                  "got: %s", m);
+    ck_assert_ptr_null(strstr(m, "lrn10"));
 }
 END_TEST
 
@@ -580,6 +705,44 @@ START_TEST(built_errors)
     ck_assert_uint_eq(hv[0], 0x3c00);
     ck_assert_uint_eq(hv[7], 0x4800);
     ts_graph_destroy(g);
+
+    /* Split into equal parts by its outputs (no sizes): 2 rows do not split in 3, do in 2 */
+    static char *abc[] = {"a", "b", "c"};
+    mb_init(m);
+    mb_input(m, "x", 2, (int64_t[]){2, 4});
+    mb_node(m, "Split", "sp", x, 1, abc, 3);
+    mb_output(m, "a");
+    ck_assert_str_eq(mb_import(m, NULL, NULL),
+                     "built.onnx: node 'sp' (Split): an axis of 2 does not split into 3 equal parts");
+    m->nodes[0].n_output = 2;
+    ck_assert_str_eq(mb_import(m, NULL, &g), "");
+    ck_assert_int_eq(ts_graph_get_tensor(g, ts_graph_find(g, "a"))->dims[0], 1);
+    ts_graph_destroy(g);
+    m->nodes[0].op_type = "HardSigmoid";
+    m->nodes[0].n_output = 0;
+    ck_assert_str_eq(mb_import(m, NULL, NULL), "built.onnx: node 'sp' (HardSigmoid): has no output");
+    /* a Where of two constants (it takes three) is refused, not folded from a missing input */
+    static char *cc[] = {"c", "c"};
+    mb_init(m);
+    mb_input(m, "x", 2, (int64_t[]){2, 4});
+    Onnx__TensorProto *c = &m->init[0];
+    onnx__tensor_proto__init(c);
+    static int64_t cd[1] = {2};
+    static uint8_t craw[8];
+    c->n_dims = 1;
+    c->dims = cd;
+    c->has_data_type = 1;
+    c->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    c->name = "c";
+    c->has_raw_data = 1;
+    c->raw_data.data = craw;
+    c->raw_data.len = sizeof craw;
+    m->pinit[m->graph.n_initializer++] = c;
+    mb_node(m, "Where", "wh", cc, 2, y, 1);
+    mb_output(m, "y");
+    ck_assert_str_eq(mb_import(m, NULL, NULL),
+                     "built.onnx: node 'wh' (Where): its constant inputs do not fold (an input missing, or a shape or "
+                     "type tessera does not fold)");
     free(m);
 }
 END_TEST
@@ -728,9 +891,12 @@ int main(int argc, char **argv)
         tcase_add_test(tc, bert_layer_macs);
         tcase_add_test(tc, bert_layer_dynamic_axes);
         tcase_add_test(tc, vit_b16_macs);
+        tcase_add_test(tc, zoo_totals);
         tcase_add_test(tc, small_models);
         tcase_add_test(tc, conv_bn_with_weights);
         tcase_add_test(tc, many_ops);
+        tcase_add_test(tc, hardswish_forms);
+        tcase_add_test(tc, layout_forms);
         tcase_add_test(tc, unsupported_ops);
         tcase_add_test(tc, malformed);
         tcase_add_test(tc, bad_input_name);
