@@ -57,7 +57,17 @@ int lt_fused_relu(const lt *L, int out)
 
 /* ---- the graph ---- */
 
-/* Flatten or Reshape of a one-pixel tensor: the output is another name for the input's region. */
+/* Whether tensor id's pixels x channels hold its elements in row-major order (not an image of
+ * more than one pixel). */
+static bool same_layout(const lt *L, int id)
+{
+    int r;
+    const int64_t *d = lt_dims(L, id, &r);
+    return r != 4 || d[2] * d[3] == 1;
+}
+
+/* Flatten or Reshape that keeps the layout (pixels x channels, channels last: one-pixel images,
+ * or matrices with the same last dimension): the output is another name for the input's region. */
 static ts_status lower_rename(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
 {
     int out = nd->out[0];
@@ -66,7 +76,7 @@ static ts_status lower_rename(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer
     ts_status rc = lt_shape_pc(L, nd, out, &Pp, &C);
     if (rc != TS_OK)
         return rc;
-    if (!x->placed || x->P != 1 || Pp != 1 || C != x->C)
+    if (!x->placed || Pp != x->P || C != x->C || !same_layout(L, nd->in[0]) || !same_layout(L, out))
         return ts_lower_fail(L->err, nd, "the TSP lowering only renames one-pixel tensors (no data movement)");
     *y = *x;
     y->users = 0;
@@ -86,12 +96,10 @@ static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t
     ts_geom_window w;
     switch (nd->op) {
     case TS_OP_CONV:
-        if (nd->attrs.group != 1)
-            snprintf(why, cap, "with groups");
-        else if (!ts_geom_window_of(g, nd, &w))
+        if (!ts_geom_window_of(g, nd, &w))
             snprintf(why, cap, "of an image that is not NCHW");
-        else if (w.N != 1)
-            snprintf(why, cap, "with a batch other than 1");
+        else if (nd->attrs.group < 1 || w.C % nd->attrs.group || w.M % nd->attrs.group)
+            snprintf(why, cap, "with groups that do not divide the channels");
         return why[0] != '\0';
     case TS_OP_GEMM:
         if (nd->attrs.trans_a || nd->attrs.alpha != 1.0 || nd->attrs.beta != 1.0)
@@ -104,15 +112,29 @@ static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t
     case TS_OP_GLOBALAVGPOOL:
     case TS_OP_FLATTEN:
     case TS_OP_RESHAPE:
-    case TS_OP_SOFTMAX: return false;
-    default: return true;
+    case TS_OP_SOFTMAX:
+    case TS_OP_CLIP:
+    case TS_OP_SIGMOID:
+    case TS_OP_TANH:
+    case TS_OP_GELU:
+    case TS_OP_SUB:
+    case TS_OP_MUL:
+    case TS_OP_DIV: return false;
+    default: return !lt_is_hardswish(nd);
     }
 }
 
 static const ts_lower_ops tsp_ops = {
     .family = "TSP",
     .refuse = refuse,
-    .takes = "MatMul, Gemm, Conv, Relu, Add, MaxPool, GlobalAveragePool, Flatten, one-pixel Reshape and Softmax"};
+    .takes = "MatMul, Gemm, Conv, Relu, Add, Sub, Mul, Div, Clip, Sigmoid, Tanh, HardSwish, Gelu, MaxPool, "
+             "GlobalAveragePool, Flatten, layout-keeping Reshape and Softmax"};
+
+static bool is_act(const lt *L, int id)
+{
+    ts_tensor_kind k = ts_graph_get_tensor(L->g, id)->kind;
+    return k == TS_TENSOR_ACTIVATION || k == TS_TENSOR_INPUT;
+}
 
 /* Node ni: its activations that are graph inputs placed on first use (a Conv lays its own out),
  * then the operator's lowering into a new layer. */
@@ -122,7 +144,8 @@ static ts_status lower_node(lt *L, int ni)
     ts_status rc = ts_lower_refused(L->err, L->g, nd, &tsp_ops);
     if (rc != TS_OK)
         return rc;
-    size_t nact = nd->op == TS_OP_ADD ? 2 : nd->op == TS_OP_CONV || nd->nin == 0 ? 0 : 1;
+    bool binary = nd->op == TS_OP_ADD || nd->op == TS_OP_SUB || nd->op == TS_OP_MUL || nd->op == TS_OP_DIV;
+    size_t nact = binary ? 2 : nd->op == TS_OP_CONV || nd->nin == 0 ? 0 : 1;
     for (size_t i = 0; i < nact && i < nd->nin; i++) {
         int id = nd->in[i];
         if (!L->t[id].placed && ts_graph_get_tensor(L->g, id)->kind == TS_TENSOR_INPUT &&
@@ -138,9 +161,20 @@ static ts_status lower_node(lt *L, int ni)
     case TS_OP_GEMM:
     case TS_OP_CONV:
         return lt_lower_product(L, nd, ly);
-    case TS_OP_RELU:
     case TS_OP_ADD:
+        if (!is_act(L, nd->in[0]) || !is_act(L, nd->in[1]))
+            return lt_lower_ewise(L, nd, ly);
         return lt_lower_elem(L, nd, ly);
+    case TS_OP_RELU:
+        return lt_lower_elem(L, nd, ly);
+    case TS_OP_CLIP:
+    case TS_OP_SIGMOID:
+    case TS_OP_TANH:
+    case TS_OP_GELU:
+    case TS_OP_SUB:
+    case TS_OP_MUL:
+    case TS_OP_DIV:
+        return lt_lower_ewise(L, nd, ly);
     case TS_OP_MAXPOOL:
         return lt_lower_maxpool(L, nd, ly);
     case TS_OP_GLOBALAVGPOOL:
@@ -150,7 +184,9 @@ static ts_status lower_node(lt *L, int ni)
         return lower_rename(L, nd, ly);
     case TS_OP_SOFTMAX:
         return lt_lower_softmax(L, nd, ly);
-    default: /* refused above */
+    default: /* refused above, but HardSwish */
+        if (lt_is_hardswish(nd))
+            return lt_lower_ewise(L, nd, ly);
         return ts_err_set(L->err, TS_EINTERNAL, "%s '%s': no room for this operator", ts_graph_op_name(nd->op),
                           nd->name);
     }

@@ -8,6 +8,8 @@
  *   products.c   MatMul, Gemm and Conv as streamed matrix products on the west MXM planes
  *   vxm_ops.c    Relu, Add, MaxPool and GlobalAveragePool on the VXM
  *   softmax.c    Softmax on the VXM, with the row sum on plane W1
+ *   ewise.c      elementwise operators in f32 on the VXM: Clip, Sigmoid, Tanh, HardSwish, Gelu, and
+ *                Add, Sub, Mul, Div with a constant or (Sub, Mul) a second activation
  *   ifetch.c     instruction fetch: ifetches and their text reads for queues longer than the
  *                queue capacity, and the replay that checks every queue
  *   sched.c      the reservation tables (bitmaps over cycles, the undo log, pending instructions,
@@ -175,6 +177,7 @@ bool lt_wr(lt *L, uint32_t mem, uint32_t word, uint64_t tb, uint32_t pp, int dir
  * at cycle t and held (reserved) through cycle `held`. */
 typedef struct val { int alu; int dir, s; uint64_t t, held; } val;
 
+bool lt_hold(lt *L, val *v, uint64_t t);
 bool lt_vop(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val *a, val *b, int pool, int w,
             uint32_t tag, val *out, int *ds);
 bool lt_vin_w(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag, uint64_t lb, val *v);
@@ -224,6 +227,8 @@ ts_status lt_lower_elem(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
 ts_status lt_lower_maxpool(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
 ts_status lt_lower_gap(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
 ts_status lt_lower_softmax(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
+ts_status lt_lower_ewise(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
+bool lt_is_hardswish(const ts_graph_node *nd);
 
 /* ---- instruction fetch (ifetch.c) ---- */
 

@@ -31,6 +31,7 @@ typedef struct prod {
     tens *y;                 /* output */
     uint32_t M, N, K, NT, KT, CT;
     ts_geom_window w;        /* a conv's geometry (zeros for a matrix product) */
+    uint32_t G, Cg, Mg;      /* a conv's groups, input and output channels per group (1, C, M: none) */
     int kind;                /* 0 matrix (B[k][n]), 1 matrix transposed (B[n][k]), 2 conv, 3 conv on host im2col */
     bool relu;
     float scale;
@@ -42,10 +43,22 @@ static int64_t act_vec(const prod *p, uint32_t m, uint32_t kt)
     if (p->kind != 2)
         return (int64_t)m * p->CT + kt;
     uint32_t tap = kt / p->CT, c = kt % p->CT;
-    int64_t iy, ix;
-    if (!ts_geom_window_tap(&p->w, m / p->w.Wo, m % p->w.Wo, tap / p->w.kw, tap % p->w.kw, &iy, &ix))
+    int64_t iy, ix, hw = p->w.Ho * p->w.Wo, b = m / hw, r = m % hw; /* image b, its output pixel r */
+    if (!ts_geom_window_tap(&p->w, r / p->w.Wo, r % p->w.Wo, tap / p->w.kw, tap % p->w.kw, &iy, &ix))
         return -1;
-    return (iy * p->w.W + ix) * p->CT + c;
+    return ((b * p->w.H + iy) * p->w.W + ix) * p->CT + c;
+}
+
+/* Whether block (nt, kt) has a weight other than the zeros between groups: the output channels of
+ * tile nt and the input channels of kt's channel tile meet in some group. */
+static bool blk_used(const prod *p, uint32_t nt, uint32_t kt, uint32_t VL)
+{
+    if (p->G <= 1)
+        return true;
+    uint64_t c0 = (uint64_t)(kt % p->CT) * VL, c1 = c0 + VL; /* input channels c0 .. c1 - 1 */
+    uint64_t n0 = (uint64_t)nt * VL, n1 = n0 + VL < p->N ? n0 + VL : p->N;
+    uint64_t g0 = n0 / p->Mg, g1 = (n1 - 1) / p->Mg; /* the groups of the tile's outputs */
+    return c0 < (g1 + 1) * p->Cg && g0 * p->Cg < c1;
 }
 
 /* The weight multiplying input lane l of block kt for output n, as an element index of the weight
@@ -53,10 +66,10 @@ static int64_t act_vec(const prod *p, uint32_t m, uint32_t kt)
 static int64_t wgt_index(const prod *p, uint32_t n, uint32_t kt, uint32_t l, uint32_t VL)
 {
     if (p->kind == 2) {
-        uint32_t tap = kt / p->CT, c = (kt % p->CT) * VL + l;
-        if (c >= p->w.C)
+        uint32_t tap = kt / p->CT, c = (kt % p->CT) * VL + l, g = n / p->Mg;
+        if (c >= p->w.C || c / p->Cg != g) /* a grouped conv's weights are zero between groups */
             return -1;
-        return (((int64_t)n * p->w.C + c) * p->w.kh + tap / p->w.kw) * p->w.kw + tap % p->w.kw;
+        return (((int64_t)n * p->Cg + (c - g * p->Cg)) * p->w.kh + tap / p->w.kw) * p->w.kw + tap % p->w.kw;
     }
     uint64_t k = (uint64_t)kt * VL + l;
     if (k >= p->K)
@@ -81,7 +94,7 @@ static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
     const ts_geom_window *w = &p->w;
     uint32_t K = (uint32_t)(w->C * w->kh * w->kw);
     memset(x, 0, sizeof *x);
-    x->P = (uint32_t)(w->Ho * w->Wo);
+    x->P = (uint32_t)(w->N * w->Ho * w->Wo);
     x->C = K;
     x->T = 1;
     x->off = L->rot % L->nW;
@@ -101,16 +114,18 @@ static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
     if ((rc = lt_img_init(L, &im, L->nW, x->base, x->nw)) != TS_OK)
         return rc;
     const ts_graph_tensor *t = ts_graph_get_tensor(L->g, xid);
+    int64_t hw = w->Ho * w->Wo;
     for (uint32_t m = 0; m < x->P; m++) {
         uint64_t k = x->off + m;
         uint8_t *vec = im.s[k % L->nW] + (size_t)(k / L->nW) * L->VL;
+        int64_t b = m / hw, r = m % hw; /* image b (NCHW: images one after another), its pixel r */
         for (int64_t c = 0; c < w->C; c++)
             for (int64_t ky = 0; ky < w->kh; ky++)
                 for (int64_t kx = 0; kx < w->kw; kx++) {
                     int64_t iy, ix;
-                    if (!ts_geom_window_tap(w, m / w->Wo, m % w->Wo, ky, kx, &iy, &ix))
+                    if (!ts_geom_window_tap(w, r / w->Wo, r % w->Wo, ky, kx, &iy, &ix))
                         continue;
-                    uint64_t e = (uint64_t)((c * w->H + iy) * w->W + ix);
+                    uint64_t e = (uint64_t)(((b * w->C + c) * w->H + iy) * w->W + ix);
                     vec[(c * w->kh + ky) * w->kw + kx] = (uint8_t)ts_fill_value_i8(t, xid, e);
                 }
     }
@@ -126,13 +141,16 @@ static ts_status conv_shape(lt *L, const ts_graph_node *nd, prod *p, tens *im2)
     if (!ts_geom_window_of(L->g, nd, &p->w)) /* refused before (lower_tsp.c) */
         return ts_err_set(L->err, TS_EINTERNAL, "Conv '%s': not an NCHW image", nd->name);
     p->N = (uint32_t)p->w.M;
-    p->M = (uint32_t)(p->w.Ho * p->w.Wo);
-    p->K = (uint32_t)(p->w.C * p->w.kh * p->w.kw);
+    p->M = (uint32_t)(p->w.N * p->w.Ho * p->w.Wo);
+    p->G = nd->attrs.group > 1 ? (uint32_t)nd->attrs.group : 1;
+    p->Cg = (uint32_t)p->w.C / p->G;
+    p->Mg = (uint32_t)p->w.M / p->G;
+    p->K = (uint32_t)(p->Cg * p->w.kh * p->w.kw);
     if (nd->nin > 2)
         p->bid = nd->in[2];
     bool input = !L->t[xid].placed && ts_graph_get_tensor(L->g, xid)->kind == TS_TENSOR_INPUT;
     ts_status rc;
-    if (input && p->K <= L->VL) {
+    if (input && p->K <= L->VL && p->G == 1) {
         p->kind = 3;
         if ((rc = place_im2col(L, p, xid, im2)) != TS_OK)
             return rc;
@@ -280,7 +298,7 @@ typedef struct psched {
     prod *p;
     pmem m;
     ts_lower_tsp_layer *ly;
-    uint32_t *firstk, *lastk; /* per output vector: its first and last block with an input */
+    uint32_t *firstk, *lastk; /* per output vector and tile: its first and last block with an input */
     uint32_t *rmem, *rword;   /* the current block's rows: slice and word */
     uint64_t *pready;         /* per output vector and tile: partial sum readable from */
     uint8_t *pbuf;            /* ... and the buffer holding it */
@@ -458,7 +476,8 @@ static uint64_t plan_pass(lt *L, const psched *s, uint32_t m, int64_t xv, int j,
     const pmem *pm = &s->m;
     uint32_t kt = s->kt, nt = s->nt;
     int pl = s->planes[j];
-    *ps = (pass){.pl = pl, .xv = xv, .first = kt == s->firstk[m], .final = kt == s->lastk[m]};
+    *ps = (pass){.pl = pl, .xv = xv, .first = kt == s->firstk[(uint64_t)m * p->NT + nt],
+              .final = kt == s->lastk[(uint64_t)m * p->NT + nt]};
     uint64_t pi = (uint64_t)m * p->NT + nt;
     for (int b = 0; b < 4; b++) {
         uint64_t k = pi * 4 + (uint64_t)b;
@@ -542,7 +561,7 @@ static ts_status sched_blocks(lt *L, psched *s)
                 s->rword[r] = s->m.wbase + (uint32_t)(k / L->nW);
             }
             bool any = false;
-            for (uint32_t m = 0; m < p->M && !any; m++)
+            for (uint32_t m = 0; m < p->M && !any && blk_used(p, s->nt, s->kt, VL); m++)
                 any = act_vec(p, m, s->kt) >= 0;
             if (!any)
                 continue;
@@ -557,8 +576,8 @@ static ts_status sched_blocks(lt *L, psched *s)
 static ts_status psched_init(lt *L, psched *s)
 {
     const prod *p = s->p;
-    s->firstk = ts_calloc(p->M, sizeof *s->firstk);
-    s->lastk = ts_calloc(p->M, sizeof *s->lastk);
+    s->firstk = ts_calloc((size_t)p->M * p->NT, sizeof *s->firstk);
+    s->lastk = ts_calloc((size_t)p->M * p->NT, sizeof *s->lastk);
     s->rmem = ts_calloc(L->VL, sizeof *s->rmem);
     s->rword = ts_calloc(L->VL, sizeof *s->rword);
     if (s->m.nparts) {
@@ -567,15 +586,17 @@ static ts_status psched_init(lt *L, psched *s)
     }
     if (!s->firstk || !s->lastk || !s->rmem || !s->rword || (s->m.nparts && (!s->pready || !s->pbuf)))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-    for (uint32_t m = 0; m < p->M; m++) {
-        s->firstk[m] = UINT32_MAX;
-        for (uint32_t kt = 0; kt < p->KT; kt++)
-            if (act_vec(p, m, kt) >= 0) {
-                if (s->firstk[m] == UINT32_MAX)
-                    s->firstk[m] = kt;
-                s->lastk[m] = kt;
-            }
-    }
+    for (uint32_t m = 0; m < p->M; m++)
+        for (uint32_t nt = 0; nt < p->NT; nt++) {
+            uint64_t i = (uint64_t)m * p->NT + nt;
+            s->firstk[i] = UINT32_MAX;
+            for (uint32_t kt = 0; kt < p->KT; kt++)
+                if (act_vec(p, m, kt) >= 0 && blk_used(p, nt, kt, L->VL)) {
+                    if (s->firstk[i] == UINT32_MAX)
+                        s->firstk[i] = kt;
+                    s->lastk[i] = kt;
+                }
+        }
     return TS_OK;
 }
 
