@@ -353,6 +353,77 @@ START_TEST(test_elementwise)
 }
 END_TEST
 
+/* NeRF's skip join, small: Concat of [R, 256] (a MatMul's output, fused Relu) and the [R, 63]
+ * input along the channels (the 63 go to lanes 256..318 through 0/1 blocks on the planes), then a
+ * MatMul with K = 319; and a Concat along the rows of a [1, 2, 40] weight and a [1, 5, 40]
+ * activation (ViT's class token). Bit-exact: the blocks move int8 values unchanged. */
+START_TEST(test_concat)
+{
+    ts_graph *g = ts_graph_create("cat");
+    const int R = 9, D = 256, E = 63, O = 70;
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){R, E});
+    int w1 = tensor_dt(g, "w1", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){E, D});
+    int w2 = tensor_dt(g, "w2", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){D + E, O});
+    int h = chain(g, TS_OP_MATMUL, "fc1", x, w1, NULL);
+    int r = chain(g, TS_OP_RELU, "relu", h, -1, NULL);
+    ts_graph_attrs ax;
+    ts_graph_attrs_init(&ax);
+    ax.axis = -1;
+    int c = tensor_dt(g, "c", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    node(g, TS_OP_CONCAT, "cat", (int[]){r, x}, 2, c, &ax);
+    int y = chain(g, TS_OP_MATMUL, "fc2", c, w2, NULL);
+    int t = tensor_dt(g, "tok", TS_TENSOR_WEIGHT, TS_DT_I8, 3, (int64_t[]){1, 2, 40});
+    int p = tensor_dt(g, "p", TS_TENSOR_INPUT, TS_DT_I8, 3, (int64_t[]){1, 5, 40});
+    ts_graph_attrs a1;
+    ts_graph_attrs_init(&a1);
+    a1.axis = 1;
+    int z = tensor_dt(g, "z", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    node(g, TS_OP_CONCAT, "cat2", (int[]){t, p}, 2, z, &a1);
+    ts_graph_mark_output(g, y);
+    ts_graph_mark_output(g, c);
+    ts_graph_mark_output(g, z);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    int bad = 0;
+    int8_t cv[9][319];
+    float s1 = ts_lower_tsp_scale(E), s2 = ts_lower_tsp_scale(D + E);
+    for (int m = 0; m < R; m++) {
+        for (int n = 0; n < D; n++) {
+            int32_t acc = 0;
+            for (int k = 0; k < E; k++)
+                acc += ts_fill_i8(x, (uint64_t)m * E + k) * ts_fill_i8(w1, (uint64_t)k * D + n);
+            cv[m][n] = requant(acc, s1, true);
+        }
+        for (int k = 0; k < E; k++)
+            cv[m][D + k] = ts_fill_i8(x, (uint64_t)m * E + k);
+        for (int n = 0; n < D + E; n++) {
+            int8_t have = got(&l, c, (uint32_t)m, (uint32_t)n);
+            if (have != cv[m][n] && bad++ < 5)
+                fprintf(stderr, "c[%d][%d] = %d, want %d\n", m, n, have, cv[m][n]);
+        }
+        for (int n = 0; n < O; n++) {
+            int32_t acc = 0;
+            for (int k = 0; k < D + E; k++)
+                acc += cv[m][k] * ts_fill_i8(w2, (uint64_t)k * O + n);
+            int8_t want = requant(acc, s2, false), have = got(&l, y, (uint32_t)m, (uint32_t)n);
+            if (want != have && bad++ < 5)
+                fprintf(stderr, "y[%d][%d] = %d, want %d\n", m, n, have, want);
+        }
+    }
+    for (int m = 0; m < 7; m++)
+        for (int n = 0; n < 40; n++) {
+            int8_t want = m < 2 ? ts_fill_i8(t, (uint64_t)m * 40 + n) : ts_fill_i8(p, (uint64_t)(m - 2) * 40 + n);
+            int8_t have = got(&l, z, (uint32_t)m, (uint32_t)n);
+            if (want != have && bad++ < 5)
+                fprintf(stderr, "z[%d][%d] = %d, want %d\n", m, n, have, want);
+        }
+    ck_assert_int_eq(bad, 0);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("lower_tsp_ops");
@@ -360,6 +431,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_conv_batch_groups);
     tcase_add_test(tc, test_elementwise);
+    tcase_add_test(tc, test_concat);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -119,7 +119,8 @@ static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t
     case TS_OP_GELU:
     case TS_OP_SUB:
     case TS_OP_MUL:
-    case TS_OP_DIV: return false;
+    case TS_OP_DIV:
+    case TS_OP_CONCAT: return false;
     default: return !lt_is_hardswish(nd);
     }
 }
@@ -127,8 +128,8 @@ static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t
 static const ts_lower_ops tsp_ops = {
     .family = "TSP",
     .refuse = refuse,
-    .takes = "MatMul, Gemm, Conv, Relu, Add, Sub, Mul, Div, Clip, Sigmoid, Tanh, HardSwish, Gelu, MaxPool, "
-             "GlobalAveragePool, Flatten, layout-keeping Reshape and Softmax"};
+    .takes = "MatMul, Gemm, Conv, Relu, Add, Sub, Mul, Div, Clip, Sigmoid, Tanh, HardSwish, Gelu, Concat, "
+             "MaxPool, GlobalAveragePool, Flatten, layout-keeping Reshape and Softmax"};
 
 static bool is_act(const lt *L, int id)
 {
@@ -145,10 +146,12 @@ static ts_status lower_node(lt *L, int ni)
     if (rc != TS_OK)
         return rc;
     bool binary = nd->op == TS_OP_ADD || nd->op == TS_OP_SUB || nd->op == TS_OP_MUL || nd->op == TS_OP_DIV;
-    size_t nact = binary ? 2 : nd->op == TS_OP_CONV || nd->nin == 0 ? 0 : 1;
+    size_t nact = binary ? 2 : nd->op == TS_OP_CONCAT ? nd->nin : nd->op == TS_OP_CONV || nd->nin == 0 ? 0 : 1;
     for (size_t i = 0; i < nact && i < nd->nin; i++) {
         int id = nd->in[i];
-        if (!L->t[id].placed && ts_graph_get_tensor(L->g, id)->kind == TS_TENSOR_INPUT &&
+        ts_tensor_kind k = ts_graph_get_tensor(L->g, id)->kind;
+        /* a Concat's weight (ViT's class token) is laid out as an input is */
+        if (!L->t[id].placed && (k == TS_TENSOR_INPUT || (nd->op == TS_OP_CONCAT && k != TS_TENSOR_ACTIVATION)) &&
             (rc = lt_place_input(L, id, nd)) != TS_OK)
             return rc;
     }
@@ -160,6 +163,7 @@ static ts_status lower_node(lt *L, int ni)
     case TS_OP_MATMUL:
     case TS_OP_GEMM:
     case TS_OP_CONV:
+    case TS_OP_CONCAT:
         return lt_lower_product(L, nd, ly);
     case TS_OP_ADD:
         if (!is_act(L, nd->in[0]) || !is_act(L, nd->in[1]))

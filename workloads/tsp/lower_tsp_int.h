@@ -8,6 +8,7 @@
  *   products.c   MatMul, Gemm and Conv as streamed matrix products on the west MXM planes
  *   vxm_ops.c    Relu, Add, MaxPool and GlobalAveragePool on the VXM
  *   softmax.c    Softmax on the VXM, with the row sum on plane W1
+ *   concat.c     Concat as a product of its inputs with 0/1 blocks (products.c runs it)
  *   ewise.c      elementwise operators in f32 on the VXM: Clip, Sigmoid, Tanh, HardSwish, Gelu, and
  *                Add, Sub, Mul, Div with a constant or (Sub, Mul) a second activation
  *   ifetch.c     instruction fetch: ifetches and their text reads for queues longer than the
@@ -218,6 +219,25 @@ ts_status lt_place_input(lt *L, int id, const ts_graph_node *nd);
 
 void lt_span(ts_lower_tsp_layer *y, uint64_t a, uint64_t b);
 int lt_fused_relu(const lt *L, int out);
+
+/* ---- Concat as a product (concat.c): its inputs through 0/1 blocks on the planes ---- */
+
+#define LT_CAT_MAX 8
+typedef struct lt_cat {
+    int n;                          /* inputs */
+    int ids[LT_CAT_MAX];            /* their tensors */
+    tens *x[LT_CAT_MAX];
+    uint32_t kt0[LT_CAT_MAX + 1];   /* input i's channel tiles are blocks kt0[i] .. kt0[i + 1] - 1 */
+    bool chan;                      /* along the channels (else along the pixels) */
+    uint64_t off[LT_CAT_MAX], len[LT_CAT_MAX]; /* input i's offset and extent along the axis */
+    uint64_t outer, axlen, inner;   /* along the pixels: pixel = (outer, axis, inner), row-major */
+} lt_cat;
+
+ts_status lt_cat_shape(lt *L, const ts_graph_node *nd, lt_cat *c, uint32_t *M, uint32_t *N);
+int lt_cat_input(const lt_cat *c, uint32_t kt);
+int64_t lt_cat_vec(const lt_cat *c, uint32_t m, uint32_t kt);
+bool lt_cat_one(const lt_cat *c, uint32_t n, uint32_t kt, uint32_t l, uint32_t VL, uint32_t N);
+bool lt_cat_used(const lt_cat *c, uint32_t nt, uint32_t kt, uint32_t VL, uint32_t N);
 
 /* ---- operators (products.c, vxm_ops.c, softmax.c): each checks what it takes, places its output
  * and schedules its groups into layer ly ---- */

@@ -246,13 +246,13 @@ const int64_t *lt_dims(const lt *L, int id, int *rank)
 }
 
 /* Pixels and channels of an activation (ts_geom_pixels_channels): NCHW (the images one after
- * another: pixel n H W + y W + x), a matrix [M, K] or a vector. */
+ * another: pixel n H W + y W + x), or any other rank row-major with the last axis as channels. */
 ts_status lt_shape_pc(lt *L, const ts_graph_node *nd, int id, uint32_t *P, uint32_t *C)
 {
     int r;
     lt_dims(L, id, &r);
-    if (r != 4 && r != 2 && r != 1)
-        return ts_lower_fail(L->err, nd, "the TSP lowering takes NCHW or 2-D tensors, not rank %d", r);
+    if (r < 0)
+        return ts_lower_fail(L->err, nd, "a tensor without a shape");
     uint64_t p, c;
     ts_geom_pixels_channels(ts_graph_get_tensor(L->g, id), &p, &c);
     *P = (uint32_t)p;

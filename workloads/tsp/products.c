@@ -32,14 +32,24 @@ typedef struct prod {
     uint32_t M, N, K, NT, KT, CT;
     ts_geom_window w;        /* a conv's geometry (zeros for a matrix product) */
     uint32_t G, Cg, Mg;      /* a conv's groups, input and output channels per group (1, C, M: none) */
-    int kind;                /* 0 matrix (B[k][n]), 1 matrix transposed (B[n][k]), 2 conv, 3 conv on host im2col */
+    int kind;                /* 0 matrix (B[k][n]), 1 matrix transposed (B[n][k]), 2 conv, 3 conv on host im2col,
+                              * 4 Concat (0/1 blocks, concat.c) */
+    lt_cat cat;              /* kind 4: the inputs */
     bool relu;
     float scale;
 } prod;
 
-/* The vector of x that pass (m, kt) reads, -1 for zeros (padding). */
+/* The tensor block kt reads. */
+static tens *blk_x(const prod *p, uint32_t kt)
+{
+    return p->kind == 4 ? p->cat.x[lt_cat_input(&p->cat, kt)] : p->x;
+}
+
+/* The vector of x (blk_x) that pass (m, kt) reads, -1 for zeros (padding). */
 static int64_t act_vec(const prod *p, uint32_t m, uint32_t kt)
 {
+    if (p->kind == 4)
+        return lt_cat_vec(&p->cat, m, kt);
     if (p->kind != 2)
         return (int64_t)m * p->CT + kt;
     uint32_t tap = kt / p->CT, c = kt % p->CT;
@@ -53,6 +63,8 @@ static int64_t act_vec(const prod *p, uint32_t m, uint32_t kt)
  * tile nt and the input channels of kt's channel tile meet in some group. */
 static bool blk_used(const prod *p, uint32_t nt, uint32_t kt, uint32_t VL)
 {
+    if (p->kind == 4)
+        return lt_cat_used(&p->cat, nt, kt, VL, p->N);
     if (p->G <= 1)
         return true;
     uint64_t c0 = (uint64_t)(kt % p->CT) * VL, c1 = c0 + VL; /* input channels c0 .. c1 - 1 */
@@ -194,6 +206,23 @@ static ts_status matmul_shape(lt *L, const ts_graph_node *nd, prod *p)
     return TS_OK;
 }
 
+/* A Concat's geometry (concat.c): its inputs through 0/1 blocks, one block per input channel tile. */
+static ts_status cat_shape(lt *L, const ts_graph_node *nd, prod *p)
+{
+    ts_status rc = lt_cat_shape(L, nd, &p->cat, &p->M, &p->N);
+    if (rc != TS_OK)
+        return rc;
+    p->kind = 4;
+    p->x = p->cat.x[0];
+    p->KT = p->cat.kt0[p->cat.n];
+    p->CT = p->KT;
+    p->K = p->N;
+    for (int i = 0; i < p->cat.n; i++)
+        if (!p->cat.x[i]->placed)
+            return ts_lower_fail(L->err, nd, "its input is not an int8 activation the lowering placed");
+    return TS_OK;
+}
+
 /* ---- memory ---- */
 
 /* Where one product's data lives. */
@@ -218,12 +247,12 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
     uint32_t wwords = (uint32_t)ts_geom_cdiv(m->woff + rows, L->nW);
     uint64_t wav;
     char what[96];
-    snprintf(what, sizeof what, "weights '%s'", ts_graph_get_tensor(L->g, p->wid)->name);
+    snprintf(what, sizeof what, "weights '%s'", p->wid >= 0 ? ts_graph_get_tensor(L->g, p->wid)->name : "(0/1 blocks)");
     ts_status rc = lt_region(L, 0, wwords, what, p->nd, true, 1, &m->wbase, &wav);
     image im;
     if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nW, m->wbase, wwords)) != TS_OK)
         return rc;
-    const ts_graph_tensor *wt = ts_graph_get_tensor(L->g, p->wid);
+    const ts_graph_tensor *wt = p->wid >= 0 ? ts_graph_get_tensor(L->g, p->wid) : NULL;
     uint64_t g = 0;
     for (uint32_t nt = 0; nt < p->NT; nt++)
         for (uint32_t kt = 0; kt < p->KT; kt++) {
@@ -231,7 +260,9 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
             for (uint32_t r = 0; r < nv; r++, g++) {
                 uint64_t k = m->woff + g;
                 uint8_t *row = im.s[k % L->nW] + (size_t)(k / L->nW) * VL;
-                for (uint32_t l = 0; l < VL; l++) {
+                for (uint32_t l = 0; l < VL && p->kind == 4; l++)
+                    row[l] = lt_cat_one(&p->cat, nt * VL + r, kt, l, VL, p->N);
+                for (uint32_t l = 0; l < VL && p->kind != 4; l++) {
                     int64_t wi = wgt_index(p, nt * VL + r, kt, l, VL);
                     row[l] = wi < 0 ? 0 : (uint8_t)ts_fill_value_i8(wt, p->wid, (uint64_t)wi);
                 }
@@ -365,6 +396,7 @@ static ts_status install_block(lt *L, psched *s)
 
 typedef struct pass {
     int pl;
+    uint32_t kt;             /* its block */
     int64_t xv;              /* activation vector, -1 zeros */
     bool first, final;
     uint32_t pmem[4], pword[4]; /* partial sums: slices, words read (not first) */
@@ -422,8 +454,9 @@ static bool try_pass(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
         return false;
     if (ps->xv >= 0) {
         uint32_t mem, word;
-        lt_slot(L, p->x, (uint64_t)ps->xv, &mem, &word);
-        if (!lt_rd(L, mem, word, T, pp, WEST, s, tag, p->x->ready[ps->xv]))
+        tens *x = blk_x(p, ps->kt);
+        lt_slot(L, x, (uint64_t)ps->xv, &mem, &word);
+        if (!lt_rd(L, mem, word, T, pp, WEST, s, tag, x->ready[ps->xv]))
             return false;
     } else if (!lt_rd_any(L, 0, 0, T, pp, WEST, s, tag)) {
         return false;
@@ -476,7 +509,7 @@ static uint64_t plan_pass(lt *L, const psched *s, uint32_t m, int64_t xv, int j,
     const pmem *pm = &s->m;
     uint32_t kt = s->kt, nt = s->nt;
     int pl = s->planes[j];
-    *ps = (pass){.pl = pl, .xv = xv, .first = kt == s->firstk[(uint64_t)m * p->NT + nt],
+    *ps = (pass){.pl = pl, .kt = kt, .xv = xv, .first = kt == s->firstk[(uint64_t)m * p->NT + nt],
               .final = kt == s->lastk[(uint64_t)m * p->NT + nt]};
     uint64_t pi = (uint64_t)m * p->NT + nt;
     for (int b = 0; b < 4; b++) {
@@ -501,8 +534,9 @@ static uint64_t plan_pass(lt *L, const psched *s, uint32_t m, int64_t xv, int j,
         T = pm->pav;
     if (xv >= 0) {
         uint32_t xm, xw;
-        lt_slot(L, p->x, (uint64_t)xv, &xm, &xw);
-        uint64_t e = p->x->ready[xv] + L->tg->d_func.read + (lt_mem_pos(L, xm) - L->tg->pos_mxm_w[pl]);
+        tens *x = blk_x(p, kt);
+        lt_slot(L, x, (uint64_t)xv, &xm, &xw);
+        uint64_t e = x->ready[xv] + L->tg->d_func.read + (lt_mem_pos(L, xm) - L->tg->pos_mxm_w[pl]);
         if (e > T)
             T = e;
     }
@@ -623,8 +657,11 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
         psched_free(&s);
         return rc;
     }
-    if (s.rd_last > p->x->last_read)
-        p->x->last_read = s.rd_last;
+    for (int i = 0; i < (p->kind == 4 ? p->cat.n : 1); i++) {
+        tens *x = p->kind == 4 ? p->cat.x[i] : p->x;
+        if (s.rd_last > x->last_read)
+            x->last_read = s.rd_last;
+    }
     if (s.m.pwords) {
         uint64_t pl = 0;
         for (uint64_t i = 0; i < (uint64_t)p->M * p->NT; i++)
@@ -644,10 +681,13 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
  * output is the product's), then its schedule; an im2col input laid out for it is freed after. */
 ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
 {
-    prod p = {.nd = nd, .bid = -1, .wid = nd->in[1]};
+    bool cat = nd->op == TS_OP_CONCAT;
+    prod p = {.nd = nd, .bid = -1, .wid = cat ? -1 : nd->in[1]};
     tens im2 = {0};
     int xid = nd->in[0], out = nd->out[0];
-    ts_status rc = nd->op == TS_OP_CONV ? conv_shape(L, nd, &p, &im2) : matmul_shape(L, nd, &p);
+    ts_status rc = nd->op == TS_OP_CONV ? conv_shape(L, nd, &p, &im2)
+                 : cat                  ? cat_shape(L, nd, &p)
+                                        : matmul_shape(L, nd, &p);
     if (rc == TS_OK && !p.x->placed)
         rc = ts_lower_fail(L->err, nd, "its input is not an int8 activation the lowering placed");
     if (rc != TS_OK) {
@@ -657,7 +697,7 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     p.NT = (uint32_t)ts_geom_cdiv(p.N, L->VL);
     int fu = lt_fused_relu(L, out);
     p.relu = fu >= 0;
-    p.scale = ts_lower_tsp_scale(p.K);
+    p.scale = cat ? 1.0f : ts_lower_tsp_scale(p.K); /* a Concat moves its values unchanged */
     ly->scale = p.scale;
     int yid = fu >= 0 ? ts_graph_get_node(L->g, fu)->out[0] : out;
     if ((rc = lt_place(L, yid, p.M, p.N, nd, false, lt_bank_pref(L, p.x))) != TS_OK) {
@@ -680,6 +720,13 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     }
     if (rc != TS_OK)
         return rc;
-    lt_release(L, xid);
+    for (int i = 0; i < (cat ? p.cat.n : 1); i++) {
+        int id = cat ? p.cat.ids[i] : xid;
+        bool again = false; /* an input given twice is released once */
+        for (int j = 0; j < i; j++)
+            again |= p.cat.ids[j] == id;
+        if (!again)
+            lt_release(L, id);
+    }
     return TS_OK;
 }
