@@ -386,26 +386,32 @@ static void lt_free(lt *L, size_t nt)
             ts_free(L->al[h][k].v);
 }
 
-ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, ts_lower_tsp_report *rep, ts_err *err)
+/* How many times the lowering is tried when the instruction fetches of its schedule cannot be
+ * placed: each later try has every queue ask for text 20 entries earlier (lt.fetch_slack). The
+ * sweep's count of a MEM slice's entries can fall short of the replay's when other queues' text
+ * reads go into a slice whose own fetches run close (NeRF's 4096-row layers: MEM W0 ran dry a few
+ * cycles before its last fetch landed); asking earlier leaves the margin. The first try is the
+ * schedule the lowering always made. */
+#define FETCH_TRIES 4
+
+/* One schedule, with fetch slack `slack`; *fetch_failed when it failed only because the
+ * instruction fetches could not be placed. */
+static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t slack, ts_program **out,
+                            ts_lower_tsp_report *rep, ts_err *err, bool *fetch_failed)
 {
-    const ts_tsp_target *P = &((const ts_lower_tsp_params *)params)->target;
-    *out = NULL;
-    if (rep)
-        memset(rep, 0, sizeof *rep);
-    ts_status rc = check_target(P, err);
-    if (rc == TS_OK)
-        rc = ts_lower_check_ops(g, &tsp_ops, err);
-    if (rc != TS_OK)
-        return rc;
     lt L;
     size_t nt = ts_graph_tensor_count(g), nn = ts_graph_node_count(g);
-    rc = lt_init(&L, g, P, err);
+    ts_status rc = lt_init(&L, g, P, err);
+    L.fetch_slack = slack;
+    *fetch_failed = false;
     for (size_t i = 0; i < nn && rc == TS_OK; i++)
         rc = lower_node(&L, (int)i);
     if (rc == TS_OK && L.oom)
         rc = ts_err_set(err, TS_ENOMEM, "out of memory");
-    if (rc == TS_OK)
+    if (rc == TS_OK) {
         rc = lt_plan_fetches(&L);
+        *fetch_failed = rc == TS_EINPUT;
+    }
     if (rc == TS_OK)
         rc = emit_queues(&L, rep);
     if (rc == TS_OK) {
@@ -424,6 +430,26 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
             ts_free(rep->layers);
             memset(rep, 0, sizeof *rep);
         }
+    }
+    return rc;
+}
+
+ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, ts_lower_tsp_report *rep, ts_err *err)
+{
+    const ts_tsp_target *P = &((const ts_lower_tsp_params *)params)->target;
+    *out = NULL;
+    if (rep)
+        memset(rep, 0, sizeof *rep);
+    ts_status rc = check_target(P, err);
+    if (rc == TS_OK)
+        rc = ts_lower_check_ops(g, &tsp_ops, err);
+    bool again = rc == TS_OK;
+    for (uint32_t k = 0; again && k < FETCH_TRIES; k++) {
+        if (k && err) {
+            ts_err_free(err);
+            ts_err_init(err);
+        }
+        rc = lower_once(g, P, k * 20, out, rep, err, &again);
     }
     return rc;
 }

@@ -122,6 +122,7 @@ typedef struct lt {
     uint32_t fwin;         /* every queue keeps a free cycle in each aligned window of fwin (0: none) */
     uint32_t (*tnext)[2];  /* [MEM data-segment index][bank]: next free word for instruction text */
     uint64_t fetches;
+    uint32_t fetch_slack;  /* entries a queue asks for text ahead of its own count (ifetch.c; 0 on the first try) */
 } lt;
 
 /* Register numbers (the target's numbering): stream s of direction dir, the latch of ALU a. */
