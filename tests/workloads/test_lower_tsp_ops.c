@@ -232,6 +232,37 @@ START_TEST(test_conv_batch_groups)
 }
 END_TEST
 
+/* ViT's patch embedding, small: 16 x 16 patches of stride 16 over 3 x 32 x 48, 40 outputs. K =
+ * 768 spans three vectors; the host lays out the im2col rows (no more vectors than the input), so
+ * the weights are 3 x 3 blocks of 40 rows, not 256 taps of 3-channel blocks. Bit-exact. */
+START_TEST(test_patch_conv)
+{
+    ts_graph *g = ts_graph_create("patch");
+    const int C = 3, H = 32, W = 48, M = 40, k = 16;
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
+    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, C, k, k});
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.strides[0] = a.strides[1] = k;
+    int y = chain(g, TS_OP_CONV, "patch", x, w, &a);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    ck_assert_uint_eq(l.rep.layers[0].blocks, 3);
+    int8_t *xv = ts_calloc((size_t)C * H * W, 1);
+    for (int i = 0; i < C * H * W; i++)
+        xv[i] = ts_fill_i8(x, (uint64_t)i);
+    int Ho, Wo;
+    int8_t *yv = ref_conv(xv, &(cgeom){1, C, H, W, M, k, k, 0, 1, 1}, w, false, &Ho, &Wo);
+    ck_assert_int_eq(check_nchw(&l, y, yv, 1, M, Ho * Wo, "patch"), 0);
+    ts_free(xv);
+    ts_free(yv);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* ---- elementwise operators ---- */
 
 enum { F_CLIP6, F_CLIP, F_SIGMOID, F_TANH, F_GELU, F_HSWISH, F_DIV8, F_MULC, F_ADDS, F_RSUB, F_SUB, F_MUL, F_N };
@@ -430,6 +461,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("lower_tsp_ops");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_conv_batch_groups);
+    tcase_add_test(tc, test_patch_conv);
     tcase_add_test(tc, test_elementwise);
     tcase_add_test(tc, test_concat);
     suite_add_tcase(s, tc);

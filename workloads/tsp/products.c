@@ -99,8 +99,10 @@ static uint32_t tile_rows(const prod *p, uint32_t nt, uint32_t VL)
 
 /* ---- geometry ---- */
 
-/* A Conv whose input is a graph input with C x kh x kw <= VL: the host lays the input out as
- * im2col vectors (one per output pixel), so the layer is one product with K = C kh kw. */
+/* A Conv whose input is a graph input with C x kh x kw <= VL, or whose im2col rows take no more
+ * vectors than the input (ViT's 16 x 16 patches of stride 16): the host lays the input out as
+ * im2col rows (one per output pixel, ceil(K / VL) vectors each), so the layer is one product
+ * with K = C kh kw. */
 static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
 {
     const ts_geom_window *w = &p->w;
@@ -108,16 +110,16 @@ static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
     memset(x, 0, sizeof *x);
     x->P = (uint32_t)(w->N * w->Ho * w->Wo);
     x->C = K;
-    x->T = 1;
+    x->T = (uint32_t)ts_geom_cdiv(K, L->VL);
     x->off = L->rot % L->nW;
-    x->nw = (uint32_t)ts_geom_cdiv((uint64_t)x->off + x->P, L->nW);
+    x->nw = (uint32_t)ts_geom_cdiv((uint64_t)x->off + (uint64_t)x->P * x->T, L->nW);
     uint64_t av;
     char what[96];
     snprintf(what, sizeof what, "the im2col rows of input '%s'", ts_graph_get_tensor(L->g, p->nd->in[0])->name);
     ts_status rc = lt_region(L, 0, x->nw, what, p->nd, true, 0, &x->base, &av);
     if (rc != TS_OK)
         return rc;
-    x->ready = ts_calloc(x->P, sizeof *x->ready);
+    x->ready = ts_calloc((size_t)x->P * x->T, sizeof *x->ready);
     if (!x->ready)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     x->placed = true;
@@ -128,8 +130,6 @@ static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
     const ts_graph_tensor *t = ts_graph_get_tensor(L->g, xid);
     int64_t hw = w->Ho * w->Wo;
     for (uint32_t m = 0; m < x->P; m++) {
-        uint64_t k = x->off + m;
-        uint8_t *vec = im.s[k % L->nW] + (size_t)(k / L->nW) * L->VL;
         int64_t b = m / hw, r = m % hw; /* image b (NCHW: images one after another), its pixel r */
         for (int64_t c = 0; c < w->C; c++)
             for (int64_t ky = 0; ky < w->kh; ky++)
@@ -138,7 +138,8 @@ static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
                     if (!ts_geom_window_tap(w, r / w->Wo, r % w->Wo, ky, kx, &iy, &ix))
                         continue;
                     uint64_t e = (uint64_t)(((b * w->C + c) * w->H + iy) * w->W + ix);
-                    vec[(c * w->kh + ky) * w->kw + kx] = (uint8_t)ts_fill_value_i8(t, xid, e);
+                    uint64_t col = (uint64_t)((c * w->kh + ky) * w->kw + kx), k = x->off + (uint64_t)m * x->T + col / L->VL;
+                    im.s[k % L->nW][(size_t)(k / L->nW) * L->VL + col % L->VL] = (uint8_t)ts_fill_value_i8(t, xid, e);
                 }
     }
     L->words_used += (uint64_t)x->nw * L->nW;
@@ -162,13 +163,15 @@ static ts_status conv_shape(lt *L, const ts_graph_node *nd, prod *p, tens *im2)
         p->bid = nd->in[2];
     bool input = !L->t[xid].placed && ts_graph_get_tensor(L->g, xid)->kind == TS_TENSOR_INPUT;
     ts_status rc;
-    if (input && p->K <= L->VL && p->G == 1) {
+    uint64_t rows = (uint64_t)p->M * ts_geom_cdiv(p->K, L->VL), vecs = (uint64_t)(p->w.N * p->w.H * p->w.W) *
+                                                                      ts_geom_cdiv((uint64_t)p->w.C, L->VL);
+    if (input && p->G == 1 && (p->K <= L->VL || rows <= vecs)) {
         p->kind = 3;
         if ((rc = place_im2col(L, p, xid, im2)) != TS_OK)
             return rc;
         p->x = im2;
-        p->CT = 1;
-        p->KT = 1;
+        p->CT = im2->T;
+        p->KT = im2->T;
         return TS_OK;
     }
     if (input && (rc = lt_place_input(L, xid, nd)) != TS_OK)
