@@ -432,7 +432,8 @@ START_TEST(test_refused)
     finalize(g);
     expect_refused(g, "the TSP lowering does not support 1 operator of this model: Sqrt (node 'sq'); it "
                       "lowers MatMul, Gemm, Conv, Relu, Add, Sub, Mul, Div, Clip, Sigmoid, Tanh, HardSwish, Gelu, "
-                      "Concat, MaxPool, GlobalAveragePool, Flatten, layout-keeping Reshape and Softmax");
+                      "Concat, Slice, Expand, Transpose keeping the channel axis, MaxPool, GlobalAveragePool, "
+                      "Flatten, layout-keeping Reshape and Softmax");
 }
 END_TEST
 
@@ -492,8 +493,9 @@ START_TEST(test_unsupported_all)
     expect_refused(g, "the TSP lowering does not support 5 operators of this model (10 nodes): Sqrt (4 nodes, "
                       "first 't0'), AveragePool (2 nodes, first 'ap0'), Erf (2 nodes, first 's0'), Pow (node "
                       "'m0'), Gemm with transA, alpha or beta other than 1 (node 'ga0'); it lowers MatMul, Gemm, "
-                      "Conv, Relu, Add, Sub, Mul, Div, Clip, Sigmoid, Tanh, HardSwish, Gelu, Concat, MaxPool, "
-                      "GlobalAveragePool, Flatten, layout-keeping Reshape and Softmax");
+                      "Conv, Relu, Add, Sub, Mul, Div, Clip, Sigmoid, Tanh, HardSwish, Gelu, Concat, Slice, Expand, "
+                      "Transpose keeping the channel axis, MaxPool, GlobalAveragePool, Flatten, layout-keeping "
+                      "Reshape and Softmax");
 }
 END_TEST
 

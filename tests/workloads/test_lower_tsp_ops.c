@@ -455,6 +455,74 @@ START_TEST(test_concat)
 }
 END_TEST
 
+/* Values moved through 0/1 blocks, bit-exact, on a [2, 3, 700] input (three channel tiles): a
+ * Slice of the last axis across a tile boundary (channels 301, 303, ..., 699), a Slice of axis 1,
+ * attention's Transpose [1, 0, 2], and an Expand of a [1, 3, 1] weight to [2, 3, 700]. */
+START_TEST(test_move)
+{
+    ts_graph *g = ts_graph_create("move");
+    const int A = 2, B = 3, D = 700;
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 3, (int64_t[]){A, B, D});
+    int e = tensor_dt(g, "e", TS_TENSOR_WEIGHT, TS_DT_I8, 3, (int64_t[]){1, B, 1});
+    ts_graph_attrs s1, s2, tp, ex;
+    ts_graph_attrs_init(&s1);
+    s1.nslice = 3;
+    s1.starts[0] = s1.starts[1] = 0;
+    s1.ends[0] = A;
+    s1.ends[1] = B;
+    s1.steps[0] = s1.steps[1] = 1;
+    s1.starts[2] = 301;
+    s1.ends[2] = D;
+    s1.steps[2] = 2;
+    s2 = s1;
+    s2.starts[1] = 1;
+    s2.starts[2] = 0;
+    s2.steps[2] = 1;
+    ts_graph_attrs_init(&tp);
+    tp.nperm = 3;
+    tp.perm[0] = 1;
+    tp.perm[1] = 0;
+    tp.perm[2] = 2;
+    ts_graph_attrs_init(&ex);
+    ex.nshape = 3;
+    ex.shape[0] = A;
+    ex.shape[1] = B;
+    ex.shape[2] = D;
+    int y1 = chain(g, TS_OP_SLICE, "slc", x, -1, &s1);
+    int y2 = chain(g, TS_OP_SLICE, "slr", x, -1, &s2);
+    int y3 = chain(g, TS_OP_TRANSPOSE, "tp", x, -1, &tp);
+    int y4 = chain(g, TS_OP_EXPAND, "ex", e, -1, &ex);
+    int ys[4] = {y1, y2, y3, y4};
+    for (int i = 0; i < 4; i++)
+        ts_graph_mark_output(g, ys[i]);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    int bad = 0;
+#define XV(a, b, d) ts_fill_i8(x, ((uint64_t)(a) * B + (b)) * D + (d))
+    for (int a = 0; a < A; a++)
+        for (int b = 0; b < B; b++)
+            for (int d = 0; d < D; d++) {
+                int8_t want[4] = {d < 200 ? XV(a, b, 301 + 2 * d) : 0, b < 2 ? XV(a, b + 1, d) : 0, XV(a, b, d),
+                                  ts_fill_i8(e, (uint64_t)b)};
+                bool have_it[4] = {d < 200, b < 2, true, true};
+                uint32_t pix[4] = {(uint32_t)(a * B + b), (uint32_t)(a * 2 + b), (uint32_t)(b * A + a),
+                                   (uint32_t)(a * B + b)};
+                for (int i = 0; i < 4; i++) {
+                    if (!have_it[i])
+                        continue;
+                    int8_t have = got(&l, ys[i], pix[i], (uint32_t)d);
+                    if (have != want[i] && bad++ < 8)
+                        fprintf(stderr, "move %d: [%d][%d][%d] = %d, want %d\n", i, a, b, d, have, want[i]);
+                }
+            }
+#undef XV
+    ck_assert_int_eq(bad, 0);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("lower_tsp_ops");
@@ -464,6 +532,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_patch_conv);
     tcase_add_test(tc, test_elementwise);
     tcase_add_test(tc, test_concat);
+    tcase_add_test(tc, test_move);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -88,6 +88,16 @@ static ts_status lower_rename(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer
     return TS_OK;
 }
 
+/* Whether a Transpose keeps the channel axis (axis 1 of a rank-4 tensor, else the last) in place. */
+static bool keeps_channels(const ts_graph *g, const ts_graph_node *nd)
+{
+    int r = ts_graph_get_tensor(g, nd->in[0])->rank, cax = r == 4 ? 1 : r - 1;
+    if (r < 1)
+        return false;
+    int64_t p = nd->attrs.nperm ? nd->attrs.perm[cax] : r - 1 - cax;
+    return p == cax;
+}
+
 /* The operators the TSP lowering refuses whatever their shapes (ts_lower_ops; lower_node asks it
  * too): kinds it has no room for, a Conv with groups or not of one NCHW image, a Gemm with transA,
  * alpha or beta. */
@@ -120,7 +130,13 @@ static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t
     case TS_OP_SUB:
     case TS_OP_MUL:
     case TS_OP_DIV:
-    case TS_OP_CONCAT: return false;
+    case TS_OP_CONCAT:
+    case TS_OP_SLICE:
+    case TS_OP_EXPAND: return false;
+    case TS_OP_TRANSPOSE:
+        if (!keeps_channels(g, nd))
+            snprintf(why, cap, "that moves the channel axis");
+        return why[0] != '\0';
     default: return !lt_is_hardswish(nd);
     }
 }
@@ -128,8 +144,9 @@ static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t
 static const ts_lower_ops tsp_ops = {
     .family = "TSP",
     .refuse = refuse,
-    .takes = "MatMul, Gemm, Conv, Relu, Add, Sub, Mul, Div, Clip, Sigmoid, Tanh, HardSwish, Gelu, Concat, "
-             "MaxPool, GlobalAveragePool, Flatten, layout-keeping Reshape and Softmax"};
+    .takes = "MatMul, Gemm, Conv, Relu, Add, Sub, Mul, Div, Clip, Sigmoid, Tanh, HardSwish, Gelu, Concat, Slice, "
+             "Expand, Transpose keeping the channel axis, MaxPool, GlobalAveragePool, Flatten, layout-keeping "
+             "Reshape and Softmax"};
 
 static bool is_act(const lt *L, int id)
 {
@@ -146,12 +163,13 @@ static ts_status lower_node(lt *L, int ni)
     if (rc != TS_OK)
         return rc;
     bool binary = nd->op == TS_OP_ADD || nd->op == TS_OP_SUB || nd->op == TS_OP_MUL || nd->op == TS_OP_DIV;
+    bool moves = nd->op == TS_OP_CONCAT || nd->op == TS_OP_SLICE || nd->op == TS_OP_TRANSPOSE || nd->op == TS_OP_EXPAND;
     size_t nact = binary ? 2 : nd->op == TS_OP_CONCAT ? nd->nin : nd->op == TS_OP_CONV || nd->nin == 0 ? 0 : 1;
     for (size_t i = 0; i < nact && i < nd->nin; i++) {
         int id = nd->in[i];
         ts_tensor_kind k = ts_graph_get_tensor(L->g, id)->kind;
-        /* a Concat's weight (ViT's class token) is laid out as an input is */
-        if (!L->t[id].placed && (k == TS_TENSOR_INPUT || (nd->op == TS_OP_CONCAT && k != TS_TENSOR_ACTIVATION)) &&
+        /* a weight that is moved (ViT's class token) is laid out as an input is */
+        if (!L->t[id].placed && (k == TS_TENSOR_INPUT || (moves && k != TS_TENSOR_ACTIVATION)) &&
             (rc = lt_place_input(L, id, nd)) != TS_OK)
             return rc;
     }
@@ -164,6 +182,9 @@ static ts_status lower_node(lt *L, int ni)
     case TS_OP_GEMM:
     case TS_OP_CONV:
     case TS_OP_CONCAT:
+    case TS_OP_SLICE:
+    case TS_OP_TRANSPOSE:
+    case TS_OP_EXPAND:
         return lt_lower_product(L, nd, ly);
     case TS_OP_ADD:
         if (!is_act(L, nd->in[0]) || !is_act(L, nd->in[1]))

@@ -8,7 +8,8 @@
  *   products.c   MatMul, Gemm and Conv as streamed matrix products on the west MXM planes
  *   vxm_ops.c    Relu, Add, MaxPool and GlobalAveragePool on the VXM
  *   softmax.c    Softmax on the VXM, with the row sum on plane W1
- *   concat.c     Concat as a product of its inputs with 0/1 blocks (products.c runs it)
+ *   concat.c     Concat, Slice, Transpose (keeping the channel axis) and Expand as products of
+ *                their inputs with 0/1 blocks (products.c runs them)
  *   ewise.c      elementwise operators in f32 on the VXM: Clip, Sigmoid, Tanh, HardSwish, Gelu, and
  *                Add, Sub, Mul, Div with a constant or (Sub, Mul) a second activation
  *   ifetch.c     instruction fetch: ifetches and their text reads for queues longer than the
@@ -221,17 +222,21 @@ ts_status lt_place_input(lt *L, int id, const ts_graph_node *nd);
 void lt_span(ts_lower_tsp_layer *y, uint64_t a, uint64_t b);
 int lt_fused_relu(const lt *L, int out);
 
-/* ---- Concat as a product (concat.c): its inputs through 0/1 blocks on the planes ---- */
+/* ---- Concat, Slice, Transpose, Expand as products (concat.c): 0/1 blocks on the planes ---- */
 
 #define LT_CAT_MAX 8
 typedef struct lt_cat {
+    int op;                         /* TS_OP_CONCAT, _SLICE, _TRANSPOSE or _EXPAND */
     int n;                          /* inputs */
     int ids[LT_CAT_MAX];            /* their tensors */
     tens *x[LT_CAT_MAX];
     uint32_t kt0[LT_CAT_MAX + 1];   /* input i's channel tiles are blocks kt0[i] .. kt0[i + 1] - 1 */
-    bool chan;                      /* along the channels (else along the pixels) */
-    uint64_t off[LT_CAT_MAX], len[LT_CAT_MAX]; /* input i's offset and extent along the axis */
-    uint64_t outer, axlen, inner;   /* along the pixels: pixel = (outer, axis, inner), row-major */
+    int r, cax;                     /* the output's rank and channel axis */
+    int64_t od[TS_GRAPH_MAX_RANK];  /* the output's dimensions */
+    int64_t id[LT_CAT_MAX][TS_GRAPH_MAX_RANK]; /* each input's, right-aligned to rank r */
+    int64_t ax, off[LT_CAT_MAX];    /* Concat: the axis, each input's offset along it */
+    int64_t start[TS_GRAPH_MAX_RANK], step[TS_GRAPH_MAX_RANK]; /* Slice, per axis */
+    int64_t perm[TS_GRAPH_MAX_RANK]; /* Transpose: output axis k is input axis perm[k] */
 } lt_cat;
 
 ts_status lt_cat_shape(lt *L, const ts_graph_node *nd, lt_cat *c, uint32_t *M, uint32_t *N);

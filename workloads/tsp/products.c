@@ -33,7 +33,7 @@ typedef struct prod {
     ts_geom_window w;        /* a conv's geometry (zeros for a matrix product) */
     uint32_t G, Cg, Mg;      /* a conv's groups, input and output channels per group (1, C, M: none) */
     int kind;                /* 0 matrix (B[k][n]), 1 matrix transposed (B[n][k]), 2 conv, 3 conv on host im2col,
-                              * 4 Concat (0/1 blocks, concat.c) */
+                              * 4 Concat, Slice, Transpose, Expand (0/1 blocks, concat.c) */
     lt_cat cat;              /* kind 4: the inputs */
     bool relu;
     float scale;
@@ -209,7 +209,8 @@ static ts_status matmul_shape(lt *L, const ts_graph_node *nd, prod *p)
     return TS_OK;
 }
 
-/* A Concat's geometry (concat.c): its inputs through 0/1 blocks, one block per input channel tile. */
+/* A Concat's, Slice's, Transpose's or Expand's geometry (concat.c): its inputs through 0/1 blocks,
+ * one block per input channel tile. */
 static ts_status cat_shape(lt *L, const ts_graph_node *nd, prod *p)
 {
     ts_status rc = lt_cat_shape(L, nd, &p->cat, &p->M, &p->N);
@@ -684,7 +685,7 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
  * output is the product's), then its schedule; an im2col input laid out for it is freed after. */
 ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
 {
-    bool cat = nd->op == TS_OP_CONCAT;
+    bool cat = nd->op == TS_OP_CONCAT || nd->op == TS_OP_SLICE || nd->op == TS_OP_TRANSPOSE || nd->op == TS_OP_EXPAND;
     prod p = {.nd = nd, .bid = -1, .wid = cat ? -1 : nd->in[1]};
     tens im2 = {0};
     int xid = nd->in[0], out = nd->out[0];
