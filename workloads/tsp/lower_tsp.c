@@ -115,7 +115,14 @@ static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t
         if (nd->attrs.trans_a || nd->attrs.alpha != 1.0 || nd->attrs.beta != 1.0)
             snprintf(why, cap, "with transA, alpha or beta other than 1");
         return why[0] != '\0';
-    case TS_OP_MATMUL:
+    case TS_OP_MATMUL: {
+        const ts_graph_tensor *a = ts_graph_get_tensor(g, nd->in[0]), *b = ts_graph_get_tensor(g, nd->in[1]);
+        if (b->kind != TS_TENSOR_WEIGHT && b->kind != TS_TENSOR_CONST)
+            snprintf(why, cap, "of two activations");
+        else if (b->rank != 2 || a->rank == 4 || a->rank < 1)
+            snprintf(why, cap, "other than an activation times a 2-D weight");
+        return why[0] != '\0';
+    }
     case TS_OP_RELU:
     case TS_OP_ADD:
     case TS_OP_MAXPOOL:

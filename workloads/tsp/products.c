@@ -183,18 +183,20 @@ static ts_status conv_shape(lt *L, const ts_graph_node *nd, prod *p, tens *im2)
     return TS_OK;
 }
 
-/* A MatMul's or Gemm's geometry: a 2-D activation times a 2-D weight (Gemm: B maybe transposed, a
- * bias of N elements). */
+/* A MatMul's or Gemm's geometry: an activation (its last axis the reduction, the others its rows;
+ * not an NCHW image) times a 2-D weight (Gemm: B maybe transposed, a bias of N elements). */
 static ts_status matmul_shape(lt *L, const ts_graph_node *nd, prod *p)
 {
     const ts_graph_tensor *wt = ts_graph_get_tensor(L->g, nd->in[1]);
     int xr, wr_;
     const int64_t *xd = lt_dims(L, nd->in[0], &xr);
     const int64_t *wd = lt_dims(L, p->wid, &wr_);
-    if (xr != 2 || wr_ != 2 || (wt->kind != TS_TENSOR_WEIGHT && wt->kind != TS_TENSOR_CONST))
-        return ts_lower_fail(L->err, nd, "the TSP lowering takes a 2-D activation times a 2-D weight");
-    p->M = (uint32_t)xd[0];
-    p->K = (uint32_t)xd[1];
+    if (xr < 1 || xr == 4 || wr_ != 2 || (wt->kind != TS_TENSOR_WEIGHT && wt->kind != TS_TENSOR_CONST))
+        return ts_lower_fail(L->err, nd, "the TSP lowering takes an activation times a 2-D weight");
+    p->M = 1;
+    for (int k = 0; k + 1 < xr; k++)
+        p->M *= (uint32_t)xd[k];
+    p->K = (uint32_t)xd[xr - 1];
     bool tb = nd->op == TS_OP_GEMM && nd->attrs.trans_b;
     p->N = (uint32_t)(tb ? wd[0] : wd[1]);
     p->kind = tb ? 1 : 0;
