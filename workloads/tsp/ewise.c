@@ -382,7 +382,7 @@ static bool try_ew(lt *L, const void *arg, uint64_t A, uint64_t *w)
 static ts_status sched_ew(lt *L, const ts_graph_node *nd, ew_arg *e, ts_lower_tsp_layer *ly)
 {
     tens *y = e->y;
-    uint64_t n = (uint64_t)y->P * y->T;
+    uint64_t n = (uint64_t)y->P * y->T, prev = 0;
     for (uint64_t v = 0; v < n; v++) {
         e->v = v;
         e->tile = (uint32_t)(v % y->T);
@@ -394,9 +394,12 @@ static ts_status sched_ew(lt *L, const ts_graph_node *nd, ew_arg *e, ts_lower_ts
             if (lb > A)
                 A = lb;
         }
+        if (prev > A) /* searched from the cycle the group before took (as lt.mono) */
+            A = prev;
         ts_status rc = lt_search(L, try_ew, e, &A, &w, nd, false);
         if (rc != TS_OK)
             return rc;
+        prev = A;
         y->ready[v] = w + L->tg->d_func.write + 1;
         for (int i = 0; i < e->p->nin; i++)
             if (L->rdmax > e->in[i]->last_read)

@@ -372,6 +372,12 @@ static ts_status lt_init(lt *L, const ts_graph *g, const ts_tsp_target *P, ts_er
     L->t = ts_calloc(nt ? nt : 1, sizeof *L->t);
     if (!L->prog || !L->q || !L->bank || !L->t)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
+    for (size_t i = 0; i < ts_graph_node_count(g); i++) {
+        ts_geom_window w;
+        const ts_graph_node *nd = ts_graph_get_node(g, (int)i);
+        if (nd->op == TS_OP_CONV && ts_geom_window_of(g, nd, &w) && w.N > 1)
+            L->mono = true;
+    }
     for (size_t i = 0; i < nt; i++) {
         size_t n;
         ts_graph_consumers(g, (int)i, &n);

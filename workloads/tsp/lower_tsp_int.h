@@ -124,6 +124,9 @@ typedef struct lt {
     uint32_t (*tnext)[2];  /* [MEM data-segment index][bank]: next free word for instruction text */
     uint64_t fetches;
     uint32_t fetch_slack;  /* entries a queue asks for text ahead of its own count (ifetch.c; 0 on the first try) */
+    bool mono;             /* a batch > 1: the VXM groups of one operator are searched from the cycle the one
+                            * before it took (a batch's first images finish while the VXM is busy with the
+                            * others: searching each group from its inputs' cycle costs O(groups x cycles)) */
 } lt;
 
 /* Register numbers (the target's numbering): stream s of direction dir, the latch of ALU a. */

@@ -66,15 +66,18 @@ static bool try_elem(lt *L, const void *arg, uint64_t A, uint64_t *w)
 static ts_status sched_elem(lt *L, const ts_graph_node *nd, tens *a, tens *b, tens *y, bool relu,
                             ts_lower_tsp_layer *ly)
 {
-    uint64_t n = (uint64_t)y->P * y->T;
+    uint64_t n = (uint64_t)y->P * y->T, prev = 0;
     for (uint64_t v = 0; v < n; v++) {
         elem_arg e = {.op = nd->op, .a = a, .b = b, .y = y, .relu = relu, .v = v};
         uint64_t A = start_lb(L, a, v), w;
         if (b && start_lb(L, b, v) > A)
             A = start_lb(L, b, v);
+        if (L->mono && prev > A)
+            A = prev;
         ts_status rc = lt_search(L, try_elem, &e, &A, &w, nd, false);
         if (rc != TS_OK)
             return rc;
+        prev = A;
         y->ready[v] = w + L->tg->d_func.write + 1;
         if (L->rdmax > a->last_read)
             a->last_read = L->rdmax;
@@ -195,7 +198,7 @@ static uint32_t pool_window(const ts_geom_window *w, const tens *x, int64_t b, i
 static ts_status sched_pool(lt *L, const ts_graph_node *nd, const ts_geom_window *g, tens *x, tens *y,
                             ts_lower_tsp_layer *ly)
 {
-    uint64_t win[64];
+    uint64_t win[64], prev = 0;
     for (int64_t px = 0; px < g->N * g->Ho * g->Wo; px++)
         for (uint32_t c = 0; c < y->T; c++) {
             int64_t b = px / (g->Ho * g->Wo), oy = px / g->Wo % g->Ho, ox = px % g->Wo;
@@ -207,9 +210,12 @@ static ts_status sched_pool(lt *L, const ts_graph_node *nd, const ts_geom_window
             for (uint32_t i = 0; i < nwin; i++)
                 if (start_lb(L, x, win[i]) > A)
                     A = start_lb(L, x, win[i]);
+            if (L->mono && prev > A)
+                A = prev;
             ts_status rc = lt_search(L, try_pool, &a, &A, &w, nd, false);
             if (rc != TS_OK)
                 return rc;
+            prev = A;
             y->ready[a.v] = w + L->tg->d_func.write + 1;
             if (L->rdmax > x->last_read)
                 x->last_read = L->rdmax;
@@ -285,6 +291,7 @@ static bool try_gap(lt *L, const void *arg, uint64_t A, uint64_t *w)
 static ts_status sched_gap(lt *L, const ts_graph_node *nd, tens *x, tens *y, ts_lower_tsp_layer *ly)
 {
     uint32_t cbase, hw = x->P / y->P;
+    uint64_t prev = 0;
     float sc = 1.0f / (float)hw;
     ly->scale = sc;
     ts_status rc = lt_scale_const(L, nd, sc, &cbase);
@@ -299,8 +306,11 @@ static ts_status sched_gap(lt *L, const ts_graph_node *nd, tens *x, tens *y, ts_
                 if (start_lb(L, x, v) > A)
                     A = start_lb(L, x, v);
             }
+            if (L->mono && prev > A)
+                A = prev;
             if ((rc = lt_search(L, try_gap, &a, &A, &w, nd, false)) != TS_OK)
                 return rc;
+            prev = A;
             if (L->rdmax > x->last_read)
                 x->last_read = L->rdmax;
             y->ready[(uint64_t)b * y->T + c] = w + L->tg->d_func.write + 1;
