@@ -523,6 +523,38 @@ START_TEST(test_move)
 }
 END_TEST
 
+/* Partial sums of more rows than 3/4 of a bank half of the east slices hold (17,000 rows of two
+ * reduction blocks: 3,091 words a buffer): the rows go in two chunks, each streaming both blocks.
+ * Bit-exact. */
+START_TEST(test_psum_chunks)
+{
+    ts_graph *g = ts_graph_create("chunks");
+    const int M = 17000, K = 400, N = 8;
+    int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, K});
+    int b = tensor_dt(g, "b", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){K, N});
+    int y = chain(g, TS_OP_MATMUL, "mm", a, b, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    ck_assert_uint_eq(l.rep.layers[0].blocks, 8); /* two blocks per chunk, each on both planes */
+    float s = ts_lower_tsp_scale(K);
+    int bad = 0;
+    for (int m = 0; m < M; m += 7)
+        for (int n = 0; n < N; n++) {
+            int32_t acc = 0;
+            for (int k = 0; k < K; k++)
+                acc += ts_fill_i8(a, (uint64_t)m * K + k) * ts_fill_i8(b, (uint64_t)k * N + n);
+            int8_t want = requant(acc, s, false), have = got(&l, y, (uint32_t)m, (uint32_t)n);
+            if (want != have && bad++ < 5)
+                fprintf(stderr, "y[%d][%d] = %d, want %d\n", m, n, have, want);
+        }
+    ck_assert_int_eq(bad, 0);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* NeRF's first five layers at 4096 rays (Gemm + bias + Relu, 63 -> 256 -> ... -> 256): the first
  * schedule's fetches cannot be placed (MEM W0 runs dry a few cycles before its last fetch lands),
  * and a later try, with queues asking for text earlier, compiles. Compiled only (no run: the
@@ -572,6 +604,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_elementwise);
     tcase_add_test(tc, test_concat);
     tcase_add_test(tc, test_move);
+    tcase_add_test(tc, test_psum_chunks);
     tcase_add_test(tc, test_fetch_retry);
     suite_add_tcase(s, tc);
     return s;

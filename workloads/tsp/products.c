@@ -310,9 +310,9 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
 /* Partial sums: 4 words per output vector, striped over the east MEM, in two buffers, each on
  * half of the east slices and in its own bank: a pass reads one and writes the other, so no slice
  * mixes the reads and writes of one block. */
-static ts_status psums(lt *L, const prod *p, pmem *m)
+static ts_status psums(lt *L, const prod *p, uint32_t rows, pmem *m)
 {
-    m->nparts = p->KT > 1 ? (uint64_t)p->M * p->NT * 4 : 0;
+    m->nparts = p->KT > 1 ? (uint64_t)rows * p->NT * 4 : 0;
     m->hE = L->nE / 2;
     m->pbases[0] = m->pbases[1] = 0;
     m->pwords = (uint32_t)ts_geom_cdiv(m->nparts, m->hE);
@@ -342,6 +342,7 @@ typedef struct psched {
     uint64_t rd_last;         /* the last read of the input */
     /* the current block */
     uint32_t kt, nt, nv;
+    uint32_t m0, m1;          /* the output vectors' rows of this chunk (partial sums for them only) */
     int planes[2], np;
     uint64_t lbs[2], last_abcs[2]; /* per plane: first abc after the install, last abc */
 } psched;
@@ -517,9 +518,9 @@ static uint64_t plan_pass(lt *L, const psched *s, uint32_t m, int64_t xv, int j,
     int pl = s->planes[j];
     *ps = (pass){.pl = pl, .kt = kt, .xv = xv, .first = kt == s->firstk[(uint64_t)m * p->NT + nt],
               .final = kt == s->lastk[(uint64_t)m * p->NT + nt]};
-    uint64_t pi = (uint64_t)m * p->NT + nt;
+    uint64_t pi = (uint64_t)m * p->NT + nt, pc = (uint64_t)(m - s->m0) * p->NT + nt;
     for (int b = 0; b < 4; b++) {
-        uint64_t k = pi * 4 + (uint64_t)b;
+        uint64_t k = pc * 4 + (uint64_t)b;
         if (pm->nparts) {
             uint32_t rb = s->pbuf[pi], wb = kt & 1;
             ps->pmem[b] = L->nW + rb * pm->hE + (uint32_t)(k % pm->hE);
@@ -555,7 +556,7 @@ static ts_status stream_block(lt *L, psched *s)
 {
     const prod *p = s->p;
     uint32_t turn = 0;
-    for (uint32_t m = 0; m < p->M; m++) {
+    for (uint32_t m = s->m0; m < s->m1; m++) {
         int64_t xv = act_vec(p, m, s->kt);
         if (xv < 0)
             continue;
@@ -601,7 +602,7 @@ static ts_status sched_blocks(lt *L, psched *s)
                 s->rword[r] = s->m.wbase + (uint32_t)(k / L->nW);
             }
             bool any = false;
-            for (uint32_t m = 0; m < p->M && !any && blk_used(p, s->nt, s->kt, VL); m++)
+            for (uint32_t m = s->m0; m < s->m1 && !any && blk_used(p, s->nt, s->kt, VL); m++)
                 any = act_vec(p, m, s->kt) >= 0;
             if (!any)
                 continue;
@@ -620,11 +621,11 @@ static ts_status psched_init(lt *L, psched *s)
     s->lastk = ts_calloc((size_t)p->M * p->NT, sizeof *s->lastk);
     s->rmem = ts_calloc(L->VL, sizeof *s->rmem);
     s->rword = ts_calloc(L->VL, sizeof *s->rword);
-    if (s->m.nparts) {
+    if (p->KT > 1) {
         s->pready = ts_calloc(p->M * p->NT, sizeof *s->pready);
         s->pbuf = ts_calloc(p->M * p->NT, 1);
     }
-    if (!s->firstk || !s->lastk || !s->rmem || !s->rword || (s->m.nparts && (!s->pready || !s->pbuf)))
+    if (!s->firstk || !s->lastk || !s->rmem || !s->rword || (p->KT > 1 && (!s->pready || !s->pbuf)))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     for (uint32_t m = 0; m < p->M; m++)
         for (uint32_t nt = 0; nt < p->NT; nt++) {
@@ -650,32 +651,49 @@ static void psched_free(psched *s)
     ts_free(s->pbuf);
 }
 
-/* Memory, then the schedule of every block; the partial-sum buffers are freed after their last
- * write. */
+/* The rows of output vectors whose partial sums are kept at once: all of them, unless their
+ * buffer would take more than 3/4 of a bank half of the east slices (ResNet-50's 3 x 3 convs at
+ * batch 8), then chunks that fit, each streaming every block again. */
+static uint32_t chunk_rows(const lt *L, const prod *p)
+{
+    uint64_t hE = L->nE / 2, limit = (uint64_t)L->half * 3 / 4, per = (uint64_t)p->NT * 4;
+    if (p->KT <= 1 || ts_geom_cdiv((uint64_t)p->M * per, hE) <= limit)
+        return p->M;
+    uint64_t rows = limit * hE / per;
+    return rows ? (uint32_t)rows : 1;
+}
+
+/* Memory, then the schedule of every block, chunk by chunk of output rows; each chunk's
+ * partial-sum buffers are freed after their last write. */
 static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
 {
     psched s = {.p = p, .ly = ly};
     ts_status rc;
-    if ((rc = weights(L, p, &s.m)) != TS_OK || (rc = consts(L, p, &s.m)) != TS_OK ||
-        (rc = psums(L, p, &s.m)) != TS_OK)
+    if ((rc = weights(L, p, &s.m)) != TS_OK || (rc = consts(L, p, &s.m)) != TS_OK)
         return rc;
-    if ((rc = psched_init(L, &s)) != TS_OK || (rc = sched_blocks(L, &s)) != TS_OK) {
+    uint32_t rows = chunk_rows(L, p);
+    if ((rc = psched_init(L, &s)) != TS_OK) {
         psched_free(&s);
         return rc;
+    }
+    for (s.m0 = 0; s.m0 < p->M && rc == TS_OK; s.m0 = s.m1) {
+        s.m1 = p->M - s.m0 < rows ? p->M : s.m0 + rows;
+        if ((rc = psums(L, p, s.m1 - s.m0, &s.m)) != TS_OK || (rc = sched_blocks(L, &s)) != TS_OK)
+            break;
+        if (s.m.pwords) {
+            uint64_t pl = 0;
+            for (uint64_t i = (uint64_t)s.m0 * p->NT; i < (uint64_t)s.m1 * p->NT; i++)
+                if (s.pready[i] > pl)
+                    pl = s.pready[i];
+            if (lt_al_put(lt_alloc_of(L, 1, s.m.pbases[0]), s.m.pbases[0], s.m.pwords, pl) ||
+                lt_al_put(lt_alloc_of(L, 1, s.m.pbases[1]), s.m.pbases[1], s.m.pwords, pl))
+                rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        }
     }
     for (int i = 0; i < (p->kind == 4 ? p->cat.n : 1); i++) {
         tens *x = p->kind == 4 ? p->cat.x[i] : p->x;
         if (s.rd_last > x->last_read)
             x->last_read = s.rd_last;
-    }
-    if (s.m.pwords) {
-        uint64_t pl = 0;
-        for (uint64_t i = 0; i < (uint64_t)p->M * p->NT; i++)
-            if (s.pready[i] > pl)
-                pl = s.pready[i];
-        if (lt_al_put(lt_alloc_of(L, 1, s.m.pbases[0]), s.m.pbases[0], s.m.pwords, pl) ||
-            lt_al_put(lt_alloc_of(L, 1, s.m.pbases[1]), s.m.pbases[1], s.m.pwords, pl))
-            rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
     }
     psched_free(&s);
     return rc;
