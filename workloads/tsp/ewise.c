@@ -33,6 +33,8 @@ typedef struct ew_plan {
     ew_step st[EW_MAX_STEPS]; int nst;
     ew_const c[EW_MAX_CONSTS]; int nc;
     bool nonneg;                   /* every result is >= 0 */
+    bool i8;                       /* the chain is in int8 (a Clip with min 0: no conversions, one-byte
+                                    * constants, a quarter of the streams) */
 } ew_plan;
 
 /* Constant modes for a per-channel tensor: its value v times EW_Q, v, or 1 / v. */
@@ -61,6 +63,7 @@ static int step(ew_plan *p, uint16_t op, int a, int b)
 static void plan_clip(ew_plan *p, double lo, double hi)
 {
     int v = 0;
+    p->i8 = lo == 0.0; /* relu, then hi - relu(hi - r) with r in 0..127: no int8 step saturates */
     if (lo > -128.0) {
         if (lo == 0.0) {
             v = step(p, LT_RELU, v, NONE);
@@ -223,10 +226,10 @@ static ts_status plan_of(lt *L, const ts_graph_node *nd, ew_plan *p, int *ai)
  * vector (a scalar) or one per channel tile; *words[k] its first word. */
 static ts_status place_consts(lt *L, const ts_graph_node *nd, const ew_plan *p, uint32_t T, uint32_t *word)
 {
-    uint32_t n = 0;
+    uint32_t n = 0, wpv = p->i8 ? 1 : 4; /* words per vector */
     for (int k = 0; k < p->nc; k++) {
         word[k] = n;
-        n += 4 * (p->c[k].per_tile ? T : 1);
+        n += wpv * (p->c[k].per_tile ? T : 1);
     }
     if (!n)
         return TS_OK;
@@ -249,9 +252,11 @@ static ts_status place_consts(lt *L, const ts_graph_node *nd, const ew_plan *p, 
             float f = (float)v;
             uint32_t b;
             memcpy(&b, &f, 4);
-            uint32_t w = word[k] + 4 * (c->per_tile ? i / L->VL : 0);
+            if (p->i8)
+                b = (uint32_t)(int32_t)v & 0xff;
+            uint32_t w = word[k] + wpv * (c->per_tile ? i / L->VL : 0);
             for (uint32_t e = 0; e < L->nE; e++)
-                for (uint32_t by = 0; by < 4; by++)
+                for (uint32_t by = 0; by < wpv; by++)
                     im.s[e][(size_t)(w + by) * L->VL + i % L->VL] = (uint8_t)(b >> (8 * by));
         }
         word[k] += base;
@@ -285,7 +290,15 @@ static bool operand(lt *L, const ew_arg *e, int o, uint64_t t, uint32_t tag, val
         return true;
     }
     const ew_const *c = &e->p->c[-1 - o];
-    return lt_scale_in(L, e->cword[-1 - o] + (c->per_tile ? 4 * e->tile : 0), t, tag, out);
+    if (!e->p->i8)
+        return lt_scale_in(L, e->cword[-1 - o] + (c->per_tile ? 4 * e->tile : 0), t, tag, out);
+    uint32_t pv = L->tg->pos_vxm; /* one byte plane on one stream */
+    int s;
+    if (!lt_take_group(L, P_E2V_W, 1, t, pv, &s) ||
+        !lt_rd_any(L, 1, e->cword[-1 - o] + (c->per_tile ? e->tile : 0), t, pv, WEST, s, tag))
+        return false;
+    *out = (val){.alu = -1, .dir = WEST, .s = s, .t = t};
+    return true;
 }
 
 /* The inputs read to arrive at A and converted to f32 into vals[0..nin). */
@@ -301,10 +314,15 @@ static bool inputs(lt *L, const ew_arg *e, uint64_t A, uint32_t tag, val *vals)
             return false;
         m0 = mem;
     }
-    for (int i = 0; i < e->p->nin; i++)
+    for (int i = 0; i < e->p->nin; i++) {
+        if (e->p->i8) {
+            vals[i] = raw[i];
+            continue;
+        }
         if (!lt_vop(L, LT_CVT, R->f32, R->i8, A, &raw[i], NULL, -1, 0, tag, &vals[i], NULL) ||
             !lt_hold(L, &vals[i], A + e->last_use[i]))
             return false;
+    }
     return true;
 }
 
@@ -322,7 +340,7 @@ static void plan_times(const lt *L, const ew_plan *p, uint32_t *last_use)
 {
     uint32_t tv[2 + EW_MAX_STEPS];
     for (int i = 0; i < p->nin; i++)
-        tv[i] = last_use[i] = L->tg->d_func.cvt;
+        tv[i] = last_use[i] = p->i8 ? 0 : L->tg->d_func.cvt;
     for (int i = 0; i < p->nst; i++) {
         const ew_step *s = &p->st[i];
         uint32_t t = 0;
@@ -345,6 +363,7 @@ static bool try_ew(lt *L, const void *arg, uint64_t A, uint64_t *w)
     const ts_tsp_regs *R = &L->tg->reg;
     uint32_t tag = L->tag % 65535 + 1;
     val vals[2 + EW_MAX_STEPS], a, b, o;
+    int so = -1;
     if (!inputs(L, e, A, tag, vals))
         return false;
     int last = p->nin - 1;
@@ -359,7 +378,10 @@ static bool try_ew(lt *L, const void *arg, uint64_t A, uint64_t *w)
             return false;
         last = p->nin + i;
         val *pb = s->b == NONE ? NULL : s->b == s->a ? &a : &b; /* x times x: one latch, held once */
-        if (!lt_vop(L, s->op, R->f32, 0, t, &a, pb, -1, 0, tag, &vals[last], NULL) ||
+        bool out8 = p->i8 && i + 1 == p->nst; /* an int8 chain's last step goes to the stream itself */
+        uint16_t op = !p->i8 ? s->op : s->op == LT_SUB ? LT_SUBS : s->op == LT_ADD ? LT_ADDS : s->op;
+        if (!lt_vop(L, op, p->i8 ? R->i8 : R->f32, 0, t, &a, pb, out8 ? P_FROMV_W : -1, 1, tag, &vals[last],
+                    out8 ? &so : NULL) ||
             !lt_hold(L, &vals[last], A + e->last_use[last]))
             return false;
         /* a latch operand's hold is the value's own */
@@ -368,8 +390,9 @@ static bool try_ew(lt *L, const void *arg, uint64_t A, uint64_t *w)
         if (s->b >= 0 && s->b != s->a)
             vals[s->b] = b;
     }
-    int so;
-    if (!lt_vop(L, LT_CVT, R->i8, R->f32, vals[last].t, &vals[last], NULL, P_FROMV_W, 1, tag, &o, &so))
+    if (p->i8)
+        o = vals[last];
+    else if (!lt_vop(L, LT_CVT, R->i8, R->f32, vals[last].t, &vals[last], NULL, P_FROMV_W, 1, tag, &o, &so))
         return false;
     uint32_t om, ow;
     lt_slot(L, e->y, e->v, &om, &ow);

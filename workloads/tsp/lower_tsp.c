@@ -421,22 +421,29 @@ static void lt_free(lt *L, size_t nt)
 }
 
 /* How many times the lowering is tried when the instruction fetches of its schedule cannot be
- * placed: each later try has every queue ask for text 20 entries earlier (lt.fetch_slack). The
- * sweep's count of a MEM slice's entries can fall short of the replay's when other queues' text
- * reads go into a slice whose own fetches run close (NeRF's 4096-row layers: MEM W0 ran dry a few
- * cycles before its last fetch landed); asking earlier leaves the margin. The first try is the
- * schedule the lowering always made. */
+ * placed. Tries 1, 2, 3 have every queue ask for text 20, 20, 40 entries earlier (lt.fetch_slack);
+ * tries 2 and 3 keep a free issue cycle in every 21 cycles instead of every fwin (40 on tsp_v1; 21
+ * is the shortest window a 20-cycle weight install fits beside). The sweep's count
+ * of a MEM slice's entries can fall short of the replay's when other queues' text reads go into a
+ * slice whose own fetches run close (NeRF's 4096-row layers: MEM W0 ran dry a few cycles before
+ * its last fetch landed): asking earlier leaves the margin. A queue that issues in 39 of every 40
+ * cycles (MobileNetV2's elementwise chains on the VXM) has no fetch to spare when one cannot be
+ * placed in its free cycle: more free cycles leave the margin. The first try is the schedule the
+ * lowering always made. */
 #define FETCH_TRIES 4
 
-/* One schedule, with fetch slack `slack`; *fetch_failed when it failed only because the
- * instruction fetches could not be placed. */
-static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t slack, ts_program **out,
+/* Try k of the schedule; *fetch_failed when it failed only because the instruction fetches could
+ * not be placed. */
+static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t k, ts_program **out,
                             ts_lower_tsp_report *rep, ts_err *err, bool *fetch_failed)
 {
     lt L;
     size_t nt = ts_graph_tensor_count(g), nn = ts_graph_node_count(g);
     ts_status rc = lt_init(&L, g, P, err);
-    L.fetch_slack = slack;
+    static const uint32_t slack[FETCH_TRIES] = {0, 20, 20, 40};
+    L.fetch_slack = slack[k];
+    if (k >= 2 && L.fwin > P->superlanes * P->lanes / IW_STREAMS + 1)
+        L.fwin = P->superlanes * P->lanes / IW_STREAMS + 1;
     *fetch_failed = false;
     for (size_t i = 0; i < nn && rc == TS_OK; i++)
         rc = lower_node(&L, (int)i);
@@ -483,7 +490,7 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
             ts_err_free(err);
             ts_err_init(err);
         }
-        rc = lower_once(g, P, k * 20, out, rep, err, &again);
+        rc = lower_once(g, P, k, out, rep, err, &again);
     }
     return rc;
 }
