@@ -46,7 +46,8 @@ static void lower_and_run(const ts_graph *g, lowered *out)
     if (getenv("TS_LOWER_DUMP")) { /* for debugging: the schedule as assembly */
         ts_buf b = TS_BUF_INIT;
         ts_err_init(&e);
-        FILE *fo = ts_disasm(out->prog, ts_tsp_family.isa, &b, &e) == TS_OK ? fopen(getenv("TS_LOWER_DUMP"), "w") : NULL;
+        FILE *fo = ts_disasm(out->prog, ts_tsp_family.isa, &b, &e) == TS_OK ? fopen(getenv("TS_LOWER_DUMP"), "w")
+                                                                             : NULL;
         if (!fo)
             fprintf(stderr, "dump: %s\n", e.msg);
         if (fo) {

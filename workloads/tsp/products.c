@@ -138,7 +138,8 @@ static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
                     if (!ts_geom_window_tap(w, r / w->Wo, r % w->Wo, ky, kx, &iy, &ix))
                         continue;
                     uint64_t e = (uint64_t)(((b * w->C + c) * w->H + iy) * w->W + ix);
-                    uint64_t col = (uint64_t)((c * w->kh + ky) * w->kw + kx), k = x->off + (uint64_t)m * x->T + col / L->VL;
+                    uint64_t col = (uint64_t)((c * w->kh + ky) * w->kw + kx);
+                    uint64_t k = x->off + (uint64_t)m * x->T + col / L->VL;
                     im.s[k % L->nW][(size_t)(k / L->nW) * L->VL + col % L->VL] = (uint8_t)ts_fill_value_i8(t, xid, e);
                 }
     }
