@@ -427,12 +427,13 @@ START_TEST(test_refused)
     ts_graph_attrs at;
     ts_graph_attrs_init(&at);
     at.axis = -1;
-    node(g, TS_OP_SIGMOID, "sg", (int[]){a}, 1, y, &at);
+    node(g, TS_OP_SQRT, "sq", (int[]){a}, 1, y, &at);
     ts_graph_mark_output(g, y);
     finalize(g);
-    expect_refused(g, "the TSP lowering does not support 1 operator of this model: Sigmoid (node 'sg'); it "
-                      "lowers MatMul, Gemm, Conv, Relu, Add, MaxPool, GlobalAveragePool, Flatten, one-pixel "
-                      "Reshape and Softmax");
+    expect_refused(g, "the TSP lowering does not support 1 operator of this model: Sqrt (node 'sq'); it "
+                      "lowers MatMul, Gemm, Conv, Relu, Add, Sub, Mul, Div, Clip, Sigmoid, Tanh, HardSwish, Gelu, "
+                      "Concat, Slice, Expand, Transpose keeping the channel axis, MaxPool, GlobalAveragePool, "
+                      "Flatten, layout-keeping Reshape and Softmax");
 }
 END_TEST
 
@@ -453,36 +454,34 @@ START_TEST(test_too_big)
 }
 END_TEST
 
-/* Ten operators the lowering does not take, of six kinds and forms (grouped Convs, a Gemm with
- * transA), among a Conv and a Relu it takes: one error lists all ten, grouped, with the count and
- * the first node of each. */
+/* Ten operators the lowering does not take, of five kinds and forms (a Gemm with transA), among a
+ * Conv and a Relu it takes: one error lists all ten, grouped, with the count and the first node of
+ * each. */
 START_TEST(test_unsupported_all)
 {
     ts_graph *g = ts_graph_create("ten");
     int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, 4, 8, 8});
     int w1 = tensor_dt(g, "w1", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){4, 4, 3, 3});
-    int w2 = tensor_dt(g, "w2", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){4, 2, 3, 3});
-    int w4 = tensor_dt(g, "w4", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){4, 1, 3, 3});
     int wf = tensor_dt(g, "wf", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){16, 8});
-    ts_graph_attrs c1, c2, c4, ta;
+    ts_graph_attrs c1, ap, ta;
     ts_graph_attrs_init(&c1);
     c1.pads[0] = c1.pads[1] = c1.pads[2] = c1.pads[3] = 1;
-    c2 = c4 = c1;
-    c2.group = 2;
-    c4.group = 4;
+    ts_graph_attrs_init(&ap);
+    ap.kernel[0] = ap.kernel[1] = 3;
+    ap.pads[0] = ap.pads[1] = ap.pads[2] = ap.pads[3] = 1;
     ts_graph_attrs_init(&ta);
     ta.trans_a = true;
-    x = chain(g, TS_OP_TANH, "t0", x, -1, NULL);
-    x = chain(g, TS_OP_CONV, "cg0", x, w2, &c2);
-    x = chain(g, TS_OP_SIGMOID, "s0", x, -1, NULL);
+    x = chain(g, TS_OP_SQRT, "t0", x, -1, NULL);
+    x = chain(g, TS_OP_AVGPOOL, "ap0", x, -1, &ap);
+    x = chain(g, TS_OP_ERF, "s0", x, -1, NULL);
     x = chain(g, TS_OP_CONV, "conv", x, w1, &c1);
-    x = chain(g, TS_OP_MUL, "m0", x, x, NULL);
-    x = chain(g, TS_OP_TANH, "t1", x, -1, NULL);
-    x = chain(g, TS_OP_CONV, "cg1", x, w4, &c4);
+    x = chain(g, TS_OP_POW, "m0", x, x, NULL);
+    x = chain(g, TS_OP_SQRT, "t1", x, -1, NULL);
+    x = chain(g, TS_OP_AVGPOOL, "ap1", x, -1, &ap);
     x = chain(g, TS_OP_RELU, "r0", x, -1, NULL);
     x = chain(g, TS_OP_SQRT, "q0", x, -1, NULL);
-    x = chain(g, TS_OP_SIGMOID, "s1", x, -1, NULL);
-    x = chain(g, TS_OP_TANH, "t2", x, -1, NULL);
+    x = chain(g, TS_OP_ERF, "s1", x, -1, NULL);
+    x = chain(g, TS_OP_SQRT, "t2", x, -1, NULL);
     ts_graph_attrs fl;
     ts_graph_attrs_init(&fl);
     fl.axis = 1;
@@ -491,11 +490,12 @@ START_TEST(test_unsupported_all)
     x = chain(g, TS_OP_GEMM, "ga0", x, wf, &ta); /* transA: 16 x 16 read as its transpose */
     ts_graph_mark_output(g, x);
     finalize(g);
-    expect_refused(g, "the TSP lowering does not support 6 operators of this model (10 nodes): Tanh (3 nodes, "
-                      "first 't0'), Conv with groups (2 nodes, first 'cg0'), Sigmoid (2 nodes, first 's0'), "
-                      "Mul (node 'm0'), Sqrt (node 'q0'), Gemm with transA, alpha or beta other than 1 (node "
-                      "'ga0'); it lowers MatMul, Gemm, Conv, Relu, Add, MaxPool, GlobalAveragePool, Flatten, "
-                      "one-pixel Reshape and Softmax");
+    expect_refused(g, "the TSP lowering does not support 5 operators of this model (10 nodes): Sqrt (4 nodes, "
+                      "first 't0'), AveragePool (2 nodes, first 'ap0'), Erf (2 nodes, first 's0'), Pow (node "
+                      "'m0'), Gemm with transA, alpha or beta other than 1 (node 'ga0'); it lowers MatMul, Gemm, "
+                      "Conv, Relu, Add, Sub, Mul, Div, Clip, Sigmoid, Tanh, HardSwish, Gelu, Concat, Slice, Expand, "
+                      "Transpose keeping the channel axis, MaxPool, GlobalAveragePool, Flatten, layout-keeping "
+                      "Reshape and Softmax");
 }
 END_TEST
 

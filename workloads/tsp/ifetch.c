@@ -268,7 +268,7 @@ static void sweep_queue(lt *L, fplan *fp, uint32_t qi, uint64_t c, ts_status *rc
         f->w++;
     bool busy = f->i < n && q->v[f->i].t == c;
     if (!busy && f->i < n && f->nland < 4 && !occupied(L, qi, c) &&
-        f->F < f->e + nop_entries(q->v[f->i].t - f->now) + f->suf[f->i] + 2) {
+        f->F < f->e + nop_entries(q->v[f->i].t - f->now) + f->suf[f->i] + 2 + L->fetch_slack) {
         uint64_t g = nop_entries(c - f->now) + 1, pc = f->e + g + (f->w - f->i);
         if (pc + C >= f->F + A && f->e + g <= f->avail && try_fetch(L, fp->fs, qi, c)) {
             uint64_t start = c > f->pf ? c : f->pf;

@@ -57,7 +57,17 @@ int lt_fused_relu(const lt *L, int out)
 
 /* ---- the graph ---- */
 
-/* Flatten or Reshape of a one-pixel tensor: the output is another name for the input's region. */
+/* Whether tensor id's pixels x channels hold its elements in row-major order (not an image of
+ * more than one pixel). */
+static bool same_layout(const lt *L, int id)
+{
+    int r;
+    const int64_t *d = lt_dims(L, id, &r);
+    return r != 4 || d[2] * d[3] == 1;
+}
+
+/* Flatten or Reshape that keeps the layout (pixels x channels, channels last: one-pixel images,
+ * or matrices with the same last dimension): the output is another name for the input's region. */
 static ts_status lower_rename(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
 {
     int out = nd->out[0];
@@ -66,7 +76,7 @@ static ts_status lower_rename(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer
     ts_status rc = lt_shape_pc(L, nd, out, &Pp, &C);
     if (rc != TS_OK)
         return rc;
-    if (!x->placed || x->P != 1 || Pp != 1 || C != x->C)
+    if (!x->placed || Pp != x->P || C != x->C || !same_layout(L, nd->in[0]) || !same_layout(L, out))
         return ts_lower_fail(L->err, nd, "the TSP lowering only renames one-pixel tensors (no data movement)");
     *y = *x;
     y->users = 0;
@@ -78,6 +88,16 @@ static ts_status lower_rename(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer
     return TS_OK;
 }
 
+/* Whether a Transpose keeps the channel axis (axis 1 of a rank-4 tensor, else the last) in place. */
+static bool keeps_channels(const ts_graph *g, const ts_graph_node *nd)
+{
+    int r = ts_graph_get_tensor(g, nd->in[0])->rank, cax = r == 4 ? 1 : r - 1;
+    if (r < 1)
+        return false;
+    int64_t p = nd->attrs.nperm ? nd->attrs.perm[cax] : r - 1 - cax;
+    return p == cax;
+}
+
 /* The operators the TSP lowering refuses whatever their shapes (ts_lower_ops; lower_node asks it
  * too): kinds it has no room for, a Conv with groups or not of one NCHW image, a Gemm with transA,
  * alpha or beta. */
@@ -86,33 +106,60 @@ static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t
     ts_geom_window w;
     switch (nd->op) {
     case TS_OP_CONV:
-        if (nd->attrs.group != 1)
-            snprintf(why, cap, "with groups");
-        else if (!ts_geom_window_of(g, nd, &w))
+        if (!ts_geom_window_of(g, nd, &w))
             snprintf(why, cap, "of an image that is not NCHW");
-        else if (w.N != 1)
-            snprintf(why, cap, "with a batch other than 1");
+        else if (nd->attrs.group < 1 || w.C % nd->attrs.group || w.M % nd->attrs.group)
+            snprintf(why, cap, "with groups that do not divide the channels");
         return why[0] != '\0';
     case TS_OP_GEMM:
         if (nd->attrs.trans_a || nd->attrs.alpha != 1.0 || nd->attrs.beta != 1.0)
             snprintf(why, cap, "with transA, alpha or beta other than 1");
         return why[0] != '\0';
-    case TS_OP_MATMUL:
+    case TS_OP_MATMUL: {
+        const ts_graph_tensor *a = ts_graph_get_tensor(g, nd->in[0]), *b = ts_graph_get_tensor(g, nd->in[1]);
+        if (b->kind != TS_TENSOR_WEIGHT && b->kind != TS_TENSOR_CONST)
+            snprintf(why, cap, "of two activations");
+        else if (b->rank != 2 || a->rank == 4 || a->rank < 1)
+            snprintf(why, cap, "other than an activation times a 2-D weight");
+        return why[0] != '\0';
+    }
     case TS_OP_RELU:
     case TS_OP_ADD:
     case TS_OP_MAXPOOL:
     case TS_OP_GLOBALAVGPOOL:
     case TS_OP_FLATTEN:
     case TS_OP_RESHAPE:
-    case TS_OP_SOFTMAX: return false;
-    default: return true;
+    case TS_OP_SOFTMAX:
+    case TS_OP_CLIP:
+    case TS_OP_SIGMOID:
+    case TS_OP_TANH:
+    case TS_OP_GELU:
+    case TS_OP_SUB:
+    case TS_OP_MUL:
+    case TS_OP_DIV:
+    case TS_OP_CONCAT:
+    case TS_OP_SLICE:
+    case TS_OP_EXPAND: return false;
+    case TS_OP_TRANSPOSE:
+        if (!keeps_channels(g, nd))
+            snprintf(why, cap, "that moves the channel axis");
+        return why[0] != '\0';
+    default: return !lt_is_hardswish(nd);
     }
 }
 
 static const ts_lower_ops tsp_ops = {
     .family = "TSP",
     .refuse = refuse,
-    .takes = "MatMul, Gemm, Conv, Relu, Add, MaxPool, GlobalAveragePool, Flatten, one-pixel Reshape and Softmax"};
+    .takes = "MatMul, Gemm, Conv, Relu, Add, Sub, Mul, Div, Clip, Sigmoid, Tanh, HardSwish, Gelu, Concat, Slice, "
+             "Expand, Transpose keeping the channel axis, MaxPool, GlobalAveragePool, Flatten, layout-keeping "
+             "Reshape and Softmax"};
+
+static bool is_act(const lt *L, int id)
+{
+    ts_tensor_kind k = ts_graph_get_tensor(L->g, id)->kind;
+    return k == TS_TENSOR_ACTIVATION || k == TS_TENSOR_INPUT;
+}
 
 /* Node ni: its activations that are graph inputs placed on first use (a Conv lays its own out),
  * then the operator's lowering into a new layer. */
@@ -122,10 +169,14 @@ static ts_status lower_node(lt *L, int ni)
     ts_status rc = ts_lower_refused(L->err, L->g, nd, &tsp_ops);
     if (rc != TS_OK)
         return rc;
-    size_t nact = nd->op == TS_OP_ADD ? 2 : nd->op == TS_OP_CONV || nd->nin == 0 ? 0 : 1;
+    bool binary = nd->op == TS_OP_ADD || nd->op == TS_OP_SUB || nd->op == TS_OP_MUL || nd->op == TS_OP_DIV;
+    bool moves = nd->op == TS_OP_CONCAT || nd->op == TS_OP_SLICE || nd->op == TS_OP_TRANSPOSE || nd->op == TS_OP_EXPAND;
+    size_t nact = binary ? 2 : nd->op == TS_OP_CONCAT ? nd->nin : nd->op == TS_OP_CONV || nd->nin == 0 ? 0 : 1;
     for (size_t i = 0; i < nact && i < nd->nin; i++) {
         int id = nd->in[i];
-        if (!L->t[id].placed && ts_graph_get_tensor(L->g, id)->kind == TS_TENSOR_INPUT &&
+        ts_tensor_kind k = ts_graph_get_tensor(L->g, id)->kind;
+        /* a weight that is moved (ViT's class token) is laid out as an input is */
+        if (!L->t[id].placed && (k == TS_TENSOR_INPUT || (moves && k != TS_TENSOR_ACTIVATION)) &&
             (rc = lt_place_input(L, id, nd)) != TS_OK)
             return rc;
     }
@@ -137,10 +188,25 @@ static ts_status lower_node(lt *L, int ni)
     case TS_OP_MATMUL:
     case TS_OP_GEMM:
     case TS_OP_CONV:
+    case TS_OP_CONCAT:
+    case TS_OP_SLICE:
+    case TS_OP_TRANSPOSE:
+    case TS_OP_EXPAND:
         return lt_lower_product(L, nd, ly);
-    case TS_OP_RELU:
     case TS_OP_ADD:
+        if (!is_act(L, nd->in[0]) || !is_act(L, nd->in[1]))
+            return lt_lower_ewise(L, nd, ly);
         return lt_lower_elem(L, nd, ly);
+    case TS_OP_RELU:
+        return lt_lower_elem(L, nd, ly);
+    case TS_OP_CLIP:
+    case TS_OP_SIGMOID:
+    case TS_OP_TANH:
+    case TS_OP_GELU:
+    case TS_OP_SUB:
+    case TS_OP_MUL:
+    case TS_OP_DIV:
+        return lt_lower_ewise(L, nd, ly);
     case TS_OP_MAXPOOL:
         return lt_lower_maxpool(L, nd, ly);
     case TS_OP_GLOBALAVGPOOL:
@@ -150,7 +216,9 @@ static ts_status lower_node(lt *L, int ni)
         return lower_rename(L, nd, ly);
     case TS_OP_SOFTMAX:
         return lt_lower_softmax(L, nd, ly);
-    default: /* refused above */
+    default: /* refused above, but HardSwish */
+        if (lt_is_hardswish(nd))
+            return lt_lower_ewise(L, nd, ly);
         return ts_err_set(L->err, TS_EINTERNAL, "%s '%s': no room for this operator", ts_graph_op_name(nd->op),
                           nd->name);
     }
@@ -304,6 +372,12 @@ static ts_status lt_init(lt *L, const ts_graph *g, const ts_tsp_target *P, ts_er
     L->t = ts_calloc(nt ? nt : 1, sizeof *L->t);
     if (!L->prog || !L->q || !L->bank || !L->t)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
+    for (size_t i = 0; i < ts_graph_node_count(g); i++) {
+        ts_geom_window w;
+        const ts_graph_node *nd = ts_graph_get_node(g, (int)i);
+        if (nd->op == TS_OP_CONV && ts_geom_window_of(g, nd, &w) && w.N > 1)
+            L->mono = true;
+    }
     for (size_t i = 0; i < nt; i++) {
         size_t n;
         ts_graph_consumers(g, (int)i, &n);
@@ -346,26 +420,39 @@ static void lt_free(lt *L, size_t nt)
             ts_free(L->al[h][k].v);
 }
 
-ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, ts_lower_tsp_report *rep, ts_err *err)
+/* How many times the lowering is tried when the instruction fetches of its schedule cannot be
+ * placed. Tries 1, 2, 3 have every queue ask for text 20, 20, 40 entries earlier (lt.fetch_slack);
+ * tries 2 and 3 keep a free issue cycle in every 21 cycles instead of every fwin (40 on tsp_v1; 21
+ * is the shortest window a 20-cycle weight install fits beside). The sweep's count
+ * of a MEM slice's entries can fall short of the replay's when other queues' text reads go into a
+ * slice whose own fetches run close (NeRF's 4096-row layers: MEM W0 ran dry a few cycles before
+ * its last fetch landed): asking earlier leaves the margin. A queue that issues in 39 of every 40
+ * cycles (MobileNetV2's elementwise chains on the VXM) has no fetch to spare when one cannot be
+ * placed in its free cycle: more free cycles leave the margin. The first try is the schedule the
+ * lowering always made. */
+#define FETCH_TRIES 4
+
+/* Try k of the schedule; *fetch_failed when it failed only because the instruction fetches could
+ * not be placed. */
+static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t k, ts_program **out,
+                            ts_lower_tsp_report *rep, ts_err *err, bool *fetch_failed)
 {
-    const ts_tsp_target *P = &((const ts_lower_tsp_params *)params)->target;
-    *out = NULL;
-    if (rep)
-        memset(rep, 0, sizeof *rep);
-    ts_status rc = check_target(P, err);
-    if (rc == TS_OK)
-        rc = ts_lower_check_ops(g, &tsp_ops, err);
-    if (rc != TS_OK)
-        return rc;
     lt L;
     size_t nt = ts_graph_tensor_count(g), nn = ts_graph_node_count(g);
-    rc = lt_init(&L, g, P, err);
+    ts_status rc = lt_init(&L, g, P, err);
+    static const uint32_t slack[FETCH_TRIES] = {0, 20, 20, 40};
+    L.fetch_slack = slack[k];
+    if (k >= 2 && L.fwin > P->superlanes * P->lanes / IW_STREAMS + 1)
+        L.fwin = P->superlanes * P->lanes / IW_STREAMS + 1;
+    *fetch_failed = false;
     for (size_t i = 0; i < nn && rc == TS_OK; i++)
         rc = lower_node(&L, (int)i);
     if (rc == TS_OK && L.oom)
         rc = ts_err_set(err, TS_ENOMEM, "out of memory");
-    if (rc == TS_OK)
+    if (rc == TS_OK) {
         rc = lt_plan_fetches(&L);
+        *fetch_failed = rc == TS_EINPUT;
+    }
     if (rc == TS_OK)
         rc = emit_queues(&L, rep);
     if (rc == TS_OK) {
@@ -384,6 +471,26 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
             ts_free(rep->layers);
             memset(rep, 0, sizeof *rep);
         }
+    }
+    return rc;
+}
+
+ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, ts_lower_tsp_report *rep, ts_err *err)
+{
+    const ts_tsp_target *P = &((const ts_lower_tsp_params *)params)->target;
+    *out = NULL;
+    if (rep)
+        memset(rep, 0, sizeof *rep);
+    ts_status rc = check_target(P, err);
+    if (rc == TS_OK)
+        rc = ts_lower_check_ops(g, &tsp_ops, err);
+    bool again = rc == TS_OK;
+    for (uint32_t k = 0; again && k < FETCH_TRIES; k++) {
+        if (k && err) {
+            ts_err_free(err);
+            ts_err_init(err);
+        }
+        rc = lower_once(g, P, k, out, rep, err, &again);
     }
     return rc;
 }

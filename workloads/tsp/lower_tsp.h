@@ -16,11 +16,15 @@
  * while the other streams); Conv reads its im2col vectors straight from MEM by address (one
  * kernel tap and channel tile per block, padding taps skipped), or, on a graph input with
  * C kh kw <= 320, from an im2col layout the host writes; partial sums of a multi-block product
- * go through the east MEM as int32. Relu, Add, MaxPool (of a Relu's output) and
- * GlobalAveragePool run on the VXM; Softmax (last axis, <= 320 columns, int8 read as q / 16)
- * uses the VXM's exp and an all-ones f16 block on plane W1 for the row sum, giving f16; Flatten
- * and Reshape of one-pixel tensors are free. Other operators are refused with an error naming
- * them. Values the graph does not carry as int8 (int32 for biases) are filled deterministically.
+ * go through the east MEM as int32; a Conv may have groups (zeros between them, empty blocks
+ * skipped), dilations and a batch (the images one after another). Concat, Slice, Expand and a
+ * Transpose keeping the channel axis are products with 0/1 blocks (exact). Relu, Add, MaxPool (of
+ * a Relu's output) and GlobalAveragePool run on the VXM; Clip, Sigmoid, Tanh, HardSwish, Gelu and
+ * Add/Sub/Mul/Div with constants are f32 chains on the VXM with int8 q read as q / 16; Softmax
+ * (last axis, <= 320 columns, int8 read as q / 16) uses the VXM's exp and an all-ones f16 block
+ * on plane W1 for the row sum, giving f16; Flatten and Reshape that keep the layout are free.
+ * Other operators are refused with an error naming them. Values the graph does not carry as int8
+ * (int32 for biases) are filled deterministically.
  *
  * The lowering knows only the TSP opcode table (arch/tsp/tsp_isa.def) and the machine facts of
  * arch/tsp/tsp_target.h, which come in a ts_lower_tsp_params filled from the chip config.

@@ -8,6 +8,10 @@
  *   products.c   MatMul, Gemm and Conv as streamed matrix products on the west MXM planes
  *   vxm_ops.c    Relu, Add, MaxPool and GlobalAveragePool on the VXM
  *   softmax.c    Softmax on the VXM, with the row sum on plane W1
+ *   concat.c     Concat, Slice, Transpose (keeping the channel axis) and Expand as products of
+ *                their inputs with 0/1 blocks (products.c runs them)
+ *   ewise.c      elementwise operators in f32 on the VXM: Clip, Sigmoid, Tanh, HardSwish, Gelu, and
+ *                Add, Sub, Mul, Div with a constant or (Sub, Mul) a second activation
  *   ifetch.c     instruction fetch: ifetches and their text reads for queues longer than the
  *                queue capacity, and the replay that checks every queue
  *   sched.c      the reservation tables (bitmaps over cycles, the undo log, pending instructions,
@@ -119,6 +123,10 @@ typedef struct lt {
     uint32_t fwin;         /* every queue keeps a free cycle in each aligned window of fwin (0: none) */
     uint32_t (*tnext)[2];  /* [MEM data-segment index][bank]: next free word for instruction text */
     uint64_t fetches;
+    uint32_t fetch_slack;  /* entries a queue asks for text ahead of its own count (ifetch.c; 0 on the first try) */
+    bool mono;             /* a batch > 1: the VXM groups of one operator are searched from the cycle the one
+                            * before it took (a batch's first images finish while the VXM is busy with the
+                            * others: searching each group from its inputs' cycle costs O(groups x cycles)) */
 } lt;
 
 /* Register numbers (the target's numbering): stream s of direction dir, the latch of ALU a. */
@@ -175,6 +183,7 @@ bool lt_wr(lt *L, uint32_t mem, uint32_t word, uint64_t tb, uint32_t pp, int dir
  * at cycle t and held (reserved) through cycle `held`. */
 typedef struct val { int alu; int dir, s; uint64_t t, held; } val;
 
+bool lt_hold(lt *L, val *v, uint64_t t);
 bool lt_vop(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val *a, val *b, int pool, int w,
             uint32_t tag, val *out, int *ds);
 bool lt_vin_w(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag, uint64_t lb, val *v);
@@ -216,6 +225,29 @@ ts_status lt_place_input(lt *L, int id, const ts_graph_node *nd);
 void lt_span(ts_lower_tsp_layer *y, uint64_t a, uint64_t b);
 int lt_fused_relu(const lt *L, int out);
 
+/* ---- Concat, Slice, Transpose, Expand as products (concat.c): 0/1 blocks on the planes ---- */
+
+#define LT_CAT_MAX 8
+typedef struct lt_cat {
+    int op;                         /* TS_OP_CONCAT, _SLICE, _TRANSPOSE or _EXPAND */
+    int n;                          /* inputs */
+    int ids[LT_CAT_MAX];            /* their tensors */
+    tens *x[LT_CAT_MAX];
+    uint32_t kt0[LT_CAT_MAX + 1];   /* input i's channel tiles are blocks kt0[i] .. kt0[i + 1] - 1 */
+    int r, cax;                     /* the output's rank and channel axis */
+    int64_t od[TS_GRAPH_MAX_RANK];  /* the output's dimensions */
+    int64_t id[LT_CAT_MAX][TS_GRAPH_MAX_RANK]; /* each input's, right-aligned to rank r */
+    int64_t ax, off[LT_CAT_MAX];    /* Concat: the axis, each input's offset along it */
+    int64_t start[TS_GRAPH_MAX_RANK], step[TS_GRAPH_MAX_RANK]; /* Slice, per axis */
+    int64_t perm[TS_GRAPH_MAX_RANK]; /* Transpose: output axis k is input axis perm[k] */
+} lt_cat;
+
+ts_status lt_cat_shape(lt *L, const ts_graph_node *nd, lt_cat *c, uint32_t *M, uint32_t *N);
+int lt_cat_input(const lt_cat *c, uint32_t kt);
+int64_t lt_cat_vec(const lt_cat *c, uint32_t m, uint32_t kt);
+bool lt_cat_one(const lt_cat *c, uint32_t n, uint32_t kt, uint32_t l, uint32_t VL, uint32_t N);
+bool lt_cat_used(const lt_cat *c, uint32_t nt, uint32_t kt, uint32_t VL, uint32_t N);
+
 /* ---- operators (products.c, vxm_ops.c, softmax.c): each checks what it takes, places its output
  * and schedules its groups into layer ly ---- */
 
@@ -224,6 +256,8 @@ ts_status lt_lower_elem(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
 ts_status lt_lower_maxpool(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
 ts_status lt_lower_gap(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
 ts_status lt_lower_softmax(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
+ts_status lt_lower_ewise(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
+bool lt_is_hardswish(const ts_graph_node *nd);
 
 /* ---- instruction fetch (ifetch.c) ---- */
 

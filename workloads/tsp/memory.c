@@ -245,14 +245,14 @@ const int64_t *lt_dims(const lt *L, int id, int *rank)
     return t->dims;
 }
 
-/* Pixels and channels of an activation (ts_geom_pixels_channels): NCHW of batch 1, a matrix
- * [M, K] or a vector. */
+/* Pixels and channels of an activation (ts_geom_pixels_channels): NCHW (the images one after
+ * another: pixel n H W + y W + x), or any other rank row-major with the last axis as channels. */
 ts_status lt_shape_pc(lt *L, const ts_graph_node *nd, int id, uint32_t *P, uint32_t *C)
 {
     int r;
-    const int64_t *d = lt_dims(L, id, &r);
-    if (!(r == 4 && d[0] == 1) && r != 2 && r != 1)
-        return ts_lower_fail(L->err, nd, "the TSP lowering takes batch-1 NCHW or 2-D tensors, not rank %d", r);
+    lt_dims(L, id, &r);
+    if (r < 0)
+        return ts_lower_fail(L->err, nd, "a tensor without a shape");
     uint64_t p, c;
     ts_geom_pixels_channels(ts_graph_get_tensor(L->g, id), &p, &c);
     *P = (uint32_t)p;
@@ -269,14 +269,15 @@ ts_status lt_place_input(lt *L, int id, const ts_graph_node *nd)
         return rc;
     tens *x = &L->t[id];
     int r;
-    lt_dims(L, id, &r);
+    const int64_t *d = lt_dims(L, id, &r);
+    uint64_t hw = r == 4 ? (uint64_t)(d[2] * d[3]) : 1;
     image im;
     if ((rc = lt_img_init(L, &im, L->nW, x->base, x->nw)) != TS_OK)
         return rc;
     const ts_graph_tensor *t = ts_graph_get_tensor(L->g, id);
     for (uint32_t px = 0; px < P; px++)
         for (uint32_t c = 0; c < C; c++) {
-            uint64_t e = r == 4 ? (uint64_t)c * P + px : (uint64_t)px * C + c;
+            uint64_t e = r == 4 ? ((uint64_t)px / hw * C + c) * hw + px % hw : (uint64_t)px * C + c;
             int8_t v = ts_fill_value_i8(t, id, e);
             uint64_t k = x->off + (uint64_t)px * x->T + c / L->VL;
             im.s[k % L->nW][(size_t)(k / L->nW) * L->VL + c % L->VL] = (uint8_t)v;

@@ -31,21 +31,46 @@ typedef struct prod {
     tens *y;                 /* output */
     uint32_t M, N, K, NT, KT, CT;
     ts_geom_window w;        /* a conv's geometry (zeros for a matrix product) */
-    int kind;                /* 0 matrix (B[k][n]), 1 matrix transposed (B[n][k]), 2 conv, 3 conv on host im2col */
+    uint32_t G, Cg, Mg;      /* a conv's groups, input and output channels per group (1, C, M: none) */
+    int kind;                /* 0 matrix (B[k][n]), 1 matrix transposed (B[n][k]), 2 conv, 3 conv on host im2col,
+                              * 4 Concat, Slice, Transpose, Expand (0/1 blocks, concat.c) */
+    lt_cat cat;              /* kind 4: the inputs */
     bool relu;
     float scale;
 } prod;
 
-/* The vector of x that pass (m, kt) reads, -1 for zeros (padding). */
+/* The tensor block kt reads. */
+static tens *blk_x(const prod *p, uint32_t kt)
+{
+    return p->kind == 4 ? p->cat.x[lt_cat_input(&p->cat, kt)] : p->x;
+}
+
+/* The vector of x (blk_x) that pass (m, kt) reads, -1 for zeros (padding). */
 static int64_t act_vec(const prod *p, uint32_t m, uint32_t kt)
 {
+    if (p->kind == 4)
+        return lt_cat_vec(&p->cat, m, kt);
     if (p->kind != 2)
         return (int64_t)m * p->CT + kt;
     uint32_t tap = kt / p->CT, c = kt % p->CT;
-    int64_t iy, ix;
-    if (!ts_geom_window_tap(&p->w, m / p->w.Wo, m % p->w.Wo, tap / p->w.kw, tap % p->w.kw, &iy, &ix))
+    int64_t iy, ix, hw = p->w.Ho * p->w.Wo, b = m / hw, r = m % hw; /* image b, its output pixel r */
+    if (!ts_geom_window_tap(&p->w, r / p->w.Wo, r % p->w.Wo, tap / p->w.kw, tap % p->w.kw, &iy, &ix))
         return -1;
-    return (iy * p->w.W + ix) * p->CT + c;
+    return ((b * p->w.H + iy) * p->w.W + ix) * p->CT + c;
+}
+
+/* Whether block (nt, kt) has a weight other than the zeros between groups: the output channels of
+ * tile nt and the input channels of kt's channel tile meet in some group. */
+static bool blk_used(const prod *p, uint32_t nt, uint32_t kt, uint32_t VL)
+{
+    if (p->kind == 4)
+        return lt_cat_used(&p->cat, nt, kt, VL, p->N);
+    if (p->G <= 1)
+        return true;
+    uint64_t c0 = (uint64_t)(kt % p->CT) * VL, c1 = c0 + VL; /* input channels c0 .. c1 - 1 */
+    uint64_t n0 = (uint64_t)nt * VL, n1 = n0 + VL < p->N ? n0 + VL : p->N;
+    uint64_t g0 = n0 / p->Mg, g1 = (n1 - 1) / p->Mg; /* the groups of the tile's outputs */
+    return c0 < (g1 + 1) * p->Cg && g0 * p->Cg < c1;
 }
 
 /* The weight multiplying input lane l of block kt for output n, as an element index of the weight
@@ -53,10 +78,10 @@ static int64_t act_vec(const prod *p, uint32_t m, uint32_t kt)
 static int64_t wgt_index(const prod *p, uint32_t n, uint32_t kt, uint32_t l, uint32_t VL)
 {
     if (p->kind == 2) {
-        uint32_t tap = kt / p->CT, c = (kt % p->CT) * VL + l;
-        if (c >= p->w.C)
+        uint32_t tap = kt / p->CT, c = (kt % p->CT) * VL + l, g = n / p->Mg;
+        if (c >= p->w.C || c / p->Cg != g) /* a grouped conv's weights are zero between groups */
             return -1;
-        return (((int64_t)n * p->w.C + c) * p->w.kh + tap / p->w.kw) * p->w.kw + tap % p->w.kw;
+        return (((int64_t)n * p->Cg + (c - g * p->Cg)) * p->w.kh + tap / p->w.kw) * p->w.kw + tap % p->w.kw;
     }
     uint64_t k = (uint64_t)kt * VL + l;
     if (k >= p->K)
@@ -74,25 +99,27 @@ static uint32_t tile_rows(const prod *p, uint32_t nt, uint32_t VL)
 
 /* ---- geometry ---- */
 
-/* A Conv whose input is a graph input with C x kh x kw <= VL: the host lays the input out as
- * im2col vectors (one per output pixel), so the layer is one product with K = C kh kw. */
+/* A Conv whose input is a graph input with C x kh x kw <= VL, or whose im2col rows take no more
+ * vectors than the input (ViT's 16 x 16 patches of stride 16): the host lays the input out as
+ * im2col rows (one per output pixel, ceil(K / VL) vectors each), so the layer is one product
+ * with K = C kh kw. */
 static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
 {
     const ts_geom_window *w = &p->w;
     uint32_t K = (uint32_t)(w->C * w->kh * w->kw);
     memset(x, 0, sizeof *x);
-    x->P = (uint32_t)(w->Ho * w->Wo);
+    x->P = (uint32_t)(w->N * w->Ho * w->Wo);
     x->C = K;
-    x->T = 1;
+    x->T = (uint32_t)ts_geom_cdiv(K, L->VL);
     x->off = L->rot % L->nW;
-    x->nw = (uint32_t)ts_geom_cdiv((uint64_t)x->off + x->P, L->nW);
+    x->nw = (uint32_t)ts_geom_cdiv((uint64_t)x->off + (uint64_t)x->P * x->T, L->nW);
     uint64_t av;
     char what[96];
     snprintf(what, sizeof what, "the im2col rows of input '%s'", ts_graph_get_tensor(L->g, p->nd->in[0])->name);
     ts_status rc = lt_region(L, 0, x->nw, what, p->nd, true, 0, &x->base, &av);
     if (rc != TS_OK)
         return rc;
-    x->ready = ts_calloc(x->P, sizeof *x->ready);
+    x->ready = ts_calloc((size_t)x->P * x->T, sizeof *x->ready);
     if (!x->ready)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     x->placed = true;
@@ -101,17 +128,19 @@ static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
     if ((rc = lt_img_init(L, &im, L->nW, x->base, x->nw)) != TS_OK)
         return rc;
     const ts_graph_tensor *t = ts_graph_get_tensor(L->g, xid);
+    int64_t hw = w->Ho * w->Wo;
     for (uint32_t m = 0; m < x->P; m++) {
-        uint64_t k = x->off + m;
-        uint8_t *vec = im.s[k % L->nW] + (size_t)(k / L->nW) * L->VL;
+        int64_t b = m / hw, r = m % hw; /* image b (NCHW: images one after another), its pixel r */
         for (int64_t c = 0; c < w->C; c++)
             for (int64_t ky = 0; ky < w->kh; ky++)
                 for (int64_t kx = 0; kx < w->kw; kx++) {
                     int64_t iy, ix;
-                    if (!ts_geom_window_tap(w, m / w->Wo, m % w->Wo, ky, kx, &iy, &ix))
+                    if (!ts_geom_window_tap(w, r / w->Wo, r % w->Wo, ky, kx, &iy, &ix))
                         continue;
-                    uint64_t e = (uint64_t)((c * w->H + iy) * w->W + ix);
-                    vec[(c * w->kh + ky) * w->kw + kx] = (uint8_t)ts_fill_value_i8(t, xid, e);
+                    uint64_t e = (uint64_t)(((b * w->C + c) * w->H + iy) * w->W + ix);
+                    uint64_t col = (uint64_t)((c * w->kh + ky) * w->kw + kx);
+                    uint64_t k = x->off + (uint64_t)m * x->T + col / L->VL;
+                    im.s[k % L->nW][(size_t)(k / L->nW) * L->VL + col % L->VL] = (uint8_t)ts_fill_value_i8(t, xid, e);
                 }
     }
     L->words_used += (uint64_t)x->nw * L->nW;
@@ -126,19 +155,24 @@ static ts_status conv_shape(lt *L, const ts_graph_node *nd, prod *p, tens *im2)
     if (!ts_geom_window_of(L->g, nd, &p->w)) /* refused before (lower_tsp.c) */
         return ts_err_set(L->err, TS_EINTERNAL, "Conv '%s': not an NCHW image", nd->name);
     p->N = (uint32_t)p->w.M;
-    p->M = (uint32_t)(p->w.Ho * p->w.Wo);
-    p->K = (uint32_t)(p->w.C * p->w.kh * p->w.kw);
+    p->M = (uint32_t)(p->w.N * p->w.Ho * p->w.Wo);
+    p->G = nd->attrs.group > 1 ? (uint32_t)nd->attrs.group : 1;
+    p->Cg = (uint32_t)p->w.C / p->G;
+    p->Mg = (uint32_t)p->w.M / p->G;
+    p->K = (uint32_t)(p->Cg * p->w.kh * p->w.kw);
     if (nd->nin > 2)
         p->bid = nd->in[2];
     bool input = !L->t[xid].placed && ts_graph_get_tensor(L->g, xid)->kind == TS_TENSOR_INPUT;
     ts_status rc;
-    if (input && p->K <= L->VL) {
+    uint64_t rows = (uint64_t)p->M * ts_geom_cdiv(p->K, L->VL), vecs = (uint64_t)(p->w.N * p->w.H * p->w.W) *
+                                                                      ts_geom_cdiv((uint64_t)p->w.C, L->VL);
+    if (input && p->G == 1 && (p->K <= L->VL || rows <= vecs)) {
         p->kind = 3;
         if ((rc = place_im2col(L, p, xid, im2)) != TS_OK)
             return rc;
         p->x = im2;
-        p->CT = 1;
-        p->KT = 1;
+        p->CT = im2->T;
+        p->KT = im2->T;
         return TS_OK;
     }
     if (input && (rc = lt_place_input(L, xid, nd)) != TS_OK)
@@ -150,18 +184,20 @@ static ts_status conv_shape(lt *L, const ts_graph_node *nd, prod *p, tens *im2)
     return TS_OK;
 }
 
-/* A MatMul's or Gemm's geometry: a 2-D activation times a 2-D weight (Gemm: B maybe transposed, a
- * bias of N elements). */
+/* A MatMul's or Gemm's geometry: an activation (its last axis the reduction, the others its rows;
+ * not an NCHW image) times a 2-D weight (Gemm: B maybe transposed, a bias of N elements). */
 static ts_status matmul_shape(lt *L, const ts_graph_node *nd, prod *p)
 {
     const ts_graph_tensor *wt = ts_graph_get_tensor(L->g, nd->in[1]);
     int xr, wr_;
     const int64_t *xd = lt_dims(L, nd->in[0], &xr);
     const int64_t *wd = lt_dims(L, p->wid, &wr_);
-    if (xr != 2 || wr_ != 2 || (wt->kind != TS_TENSOR_WEIGHT && wt->kind != TS_TENSOR_CONST))
-        return ts_lower_fail(L->err, nd, "the TSP lowering takes a 2-D activation times a 2-D weight");
-    p->M = (uint32_t)xd[0];
-    p->K = (uint32_t)xd[1];
+    if (xr < 1 || xr == 4 || wr_ != 2 || (wt->kind != TS_TENSOR_WEIGHT && wt->kind != TS_TENSOR_CONST))
+        return ts_lower_fail(L->err, nd, "the TSP lowering takes an activation times a 2-D weight");
+    p->M = 1;
+    for (int k = 0; k + 1 < xr; k++)
+        p->M *= (uint32_t)xd[k];
+    p->K = (uint32_t)xd[xr - 1];
     bool tb = nd->op == TS_OP_GEMM && nd->attrs.trans_b;
     p->N = (uint32_t)(tb ? wd[0] : wd[1]);
     p->kind = tb ? 1 : 0;
@@ -173,6 +209,24 @@ static ts_status matmul_shape(lt *L, const ts_graph_node *nd, prod *p)
     p->x = &L->t[nd->in[0]];
     p->CT = p->x->T;
     p->KT = p->CT;
+    return TS_OK;
+}
+
+/* A Concat's, Slice's, Transpose's or Expand's geometry (concat.c): its inputs through 0/1 blocks,
+ * one block per input channel tile. */
+static ts_status cat_shape(lt *L, const ts_graph_node *nd, prod *p)
+{
+    ts_status rc = lt_cat_shape(L, nd, &p->cat, &p->M, &p->N);
+    if (rc != TS_OK)
+        return rc;
+    p->kind = 4;
+    p->x = p->cat.x[0];
+    p->KT = p->cat.kt0[p->cat.n];
+    p->CT = p->KT;
+    p->K = p->N;
+    for (int i = 0; i < p->cat.n; i++)
+        if (!p->cat.x[i]->placed)
+            return ts_lower_fail(L->err, nd, "its input is not an int8 activation the lowering placed");
     return TS_OK;
 }
 
@@ -200,12 +254,12 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
     uint32_t wwords = (uint32_t)ts_geom_cdiv(m->woff + rows, L->nW);
     uint64_t wav;
     char what[96];
-    snprintf(what, sizeof what, "weights '%s'", ts_graph_get_tensor(L->g, p->wid)->name);
+    snprintf(what, sizeof what, "weights '%s'", p->wid >= 0 ? ts_graph_get_tensor(L->g, p->wid)->name : "(0/1 blocks)");
     ts_status rc = lt_region(L, 0, wwords, what, p->nd, true, 1, &m->wbase, &wav);
     image im;
     if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nW, m->wbase, wwords)) != TS_OK)
         return rc;
-    const ts_graph_tensor *wt = ts_graph_get_tensor(L->g, p->wid);
+    const ts_graph_tensor *wt = p->wid >= 0 ? ts_graph_get_tensor(L->g, p->wid) : NULL;
     uint64_t g = 0;
     for (uint32_t nt = 0; nt < p->NT; nt++)
         for (uint32_t kt = 0; kt < p->KT; kt++) {
@@ -213,7 +267,9 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
             for (uint32_t r = 0; r < nv; r++, g++) {
                 uint64_t k = m->woff + g;
                 uint8_t *row = im.s[k % L->nW] + (size_t)(k / L->nW) * VL;
-                for (uint32_t l = 0; l < VL; l++) {
+                for (uint32_t l = 0; l < VL && p->kind == 4; l++)
+                    row[l] = lt_cat_one(&p->cat, nt * VL + r, kt, l, VL, p->N);
+                for (uint32_t l = 0; l < VL && p->kind != 4; l++) {
                     int64_t wi = wgt_index(p, nt * VL + r, kt, l, VL);
                     row[l] = wi < 0 ? 0 : (uint8_t)ts_fill_value_i8(wt, p->wid, (uint64_t)wi);
                 }
@@ -255,9 +311,9 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
 /* Partial sums: 4 words per output vector, striped over the east MEM, in two buffers, each on
  * half of the east slices and in its own bank: a pass reads one and writes the other, so no slice
  * mixes the reads and writes of one block. */
-static ts_status psums(lt *L, const prod *p, pmem *m)
+static ts_status psums(lt *L, const prod *p, uint32_t rows, pmem *m)
 {
-    m->nparts = p->KT > 1 ? (uint64_t)p->M * p->NT * 4 : 0;
+    m->nparts = p->KT > 1 ? (uint64_t)rows * p->NT * 4 : 0;
     m->hE = L->nE / 2;
     m->pbases[0] = m->pbases[1] = 0;
     m->pwords = (uint32_t)ts_geom_cdiv(m->nparts, m->hE);
@@ -280,13 +336,14 @@ typedef struct psched {
     prod *p;
     pmem m;
     ts_lower_tsp_layer *ly;
-    uint32_t *firstk, *lastk; /* per output vector: its first and last block with an input */
+    uint32_t *firstk, *lastk; /* per output vector and tile: its first and last block with an input */
     uint32_t *rmem, *rword;   /* the current block's rows: slice and word */
     uint64_t *pready;         /* per output vector and tile: partial sum readable from */
     uint8_t *pbuf;            /* ... and the buffer holding it */
     uint64_t rd_last;         /* the last read of the input */
     /* the current block */
     uint32_t kt, nt, nv;
+    uint32_t m0, m1;          /* the output vectors' rows of this chunk (partial sums for them only) */
     int planes[2], np;
     uint64_t lbs[2], last_abcs[2]; /* per plane: first abc after the install, last abc */
 } psched;
@@ -347,6 +404,7 @@ static ts_status install_block(lt *L, psched *s)
 
 typedef struct pass {
     int pl;
+    uint32_t kt;             /* its block */
     int64_t xv;              /* activation vector, -1 zeros */
     bool first, final;
     uint32_t pmem[4], pword[4]; /* partial sums: slices, words read (not first) */
@@ -404,8 +462,9 @@ static bool try_pass(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
         return false;
     if (ps->xv >= 0) {
         uint32_t mem, word;
-        lt_slot(L, p->x, (uint64_t)ps->xv, &mem, &word);
-        if (!lt_rd(L, mem, word, T, pp, WEST, s, tag, p->x->ready[ps->xv]))
+        tens *x = blk_x(p, ps->kt);
+        lt_slot(L, x, (uint64_t)ps->xv, &mem, &word);
+        if (!lt_rd(L, mem, word, T, pp, WEST, s, tag, x->ready[ps->xv]))
             return false;
     } else if (!lt_rd_any(L, 0, 0, T, pp, WEST, s, tag)) {
         return false;
@@ -458,10 +517,11 @@ static uint64_t plan_pass(lt *L, const psched *s, uint32_t m, int64_t xv, int j,
     const pmem *pm = &s->m;
     uint32_t kt = s->kt, nt = s->nt;
     int pl = s->planes[j];
-    *ps = (pass){.pl = pl, .xv = xv, .first = kt == s->firstk[m], .final = kt == s->lastk[m]};
-    uint64_t pi = (uint64_t)m * p->NT + nt;
+    *ps = (pass){.pl = pl, .kt = kt, .xv = xv, .first = kt == s->firstk[(uint64_t)m * p->NT + nt],
+              .final = kt == s->lastk[(uint64_t)m * p->NT + nt]};
+    uint64_t pi = (uint64_t)m * p->NT + nt, pc = (uint64_t)(m - s->m0) * p->NT + nt;
     for (int b = 0; b < 4; b++) {
-        uint64_t k = pi * 4 + (uint64_t)b;
+        uint64_t k = pc * 4 + (uint64_t)b;
         if (pm->nparts) {
             uint32_t rb = s->pbuf[pi], wb = kt & 1;
             ps->pmem[b] = L->nW + rb * pm->hE + (uint32_t)(k % pm->hE);
@@ -482,8 +542,9 @@ static uint64_t plan_pass(lt *L, const psched *s, uint32_t m, int64_t xv, int j,
         T = pm->pav;
     if (xv >= 0) {
         uint32_t xm, xw;
-        lt_slot(L, p->x, (uint64_t)xv, &xm, &xw);
-        uint64_t e = p->x->ready[xv] + L->tg->d_func.read + (lt_mem_pos(L, xm) - L->tg->pos_mxm_w[pl]);
+        tens *x = blk_x(p, kt);
+        lt_slot(L, x, (uint64_t)xv, &xm, &xw);
+        uint64_t e = x->ready[xv] + L->tg->d_func.read + (lt_mem_pos(L, xm) - L->tg->pos_mxm_w[pl]);
         if (e > T)
             T = e;
     }
@@ -496,7 +557,7 @@ static ts_status stream_block(lt *L, psched *s)
 {
     const prod *p = s->p;
     uint32_t turn = 0;
-    for (uint32_t m = 0; m < p->M; m++) {
+    for (uint32_t m = s->m0; m < s->m1; m++) {
         int64_t xv = act_vec(p, m, s->kt);
         if (xv < 0)
             continue;
@@ -542,7 +603,7 @@ static ts_status sched_blocks(lt *L, psched *s)
                 s->rword[r] = s->m.wbase + (uint32_t)(k / L->nW);
             }
             bool any = false;
-            for (uint32_t m = 0; m < p->M && !any; m++)
+            for (uint32_t m = s->m0; m < s->m1 && !any && blk_used(p, s->nt, s->kt, VL); m++)
                 any = act_vec(p, m, s->kt) >= 0;
             if (!any)
                 continue;
@@ -557,25 +618,27 @@ static ts_status sched_blocks(lt *L, psched *s)
 static ts_status psched_init(lt *L, psched *s)
 {
     const prod *p = s->p;
-    s->firstk = ts_calloc(p->M, sizeof *s->firstk);
-    s->lastk = ts_calloc(p->M, sizeof *s->lastk);
+    s->firstk = ts_calloc((size_t)p->M * p->NT, sizeof *s->firstk);
+    s->lastk = ts_calloc((size_t)p->M * p->NT, sizeof *s->lastk);
     s->rmem = ts_calloc(L->VL, sizeof *s->rmem);
     s->rword = ts_calloc(L->VL, sizeof *s->rword);
-    if (s->m.nparts) {
+    if (p->KT > 1) {
         s->pready = ts_calloc(p->M * p->NT, sizeof *s->pready);
         s->pbuf = ts_calloc(p->M * p->NT, 1);
     }
-    if (!s->firstk || !s->lastk || !s->rmem || !s->rword || (s->m.nparts && (!s->pready || !s->pbuf)))
+    if (!s->firstk || !s->lastk || !s->rmem || !s->rword || (p->KT > 1 && (!s->pready || !s->pbuf)))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-    for (uint32_t m = 0; m < p->M; m++) {
-        s->firstk[m] = UINT32_MAX;
-        for (uint32_t kt = 0; kt < p->KT; kt++)
-            if (act_vec(p, m, kt) >= 0) {
-                if (s->firstk[m] == UINT32_MAX)
-                    s->firstk[m] = kt;
-                s->lastk[m] = kt;
-            }
-    }
+    for (uint32_t m = 0; m < p->M; m++)
+        for (uint32_t nt = 0; nt < p->NT; nt++) {
+            uint64_t i = (uint64_t)m * p->NT + nt;
+            s->firstk[i] = UINT32_MAX;
+            for (uint32_t kt = 0; kt < p->KT; kt++)
+                if (act_vec(p, m, kt) >= 0 && blk_used(p, nt, kt, L->VL)) {
+                    if (s->firstk[i] == UINT32_MAX)
+                        s->firstk[i] = kt;
+                    s->lastk[i] = kt;
+                }
+        }
     return TS_OK;
 }
 
@@ -589,29 +652,49 @@ static void psched_free(psched *s)
     ts_free(s->pbuf);
 }
 
-/* Memory, then the schedule of every block; the partial-sum buffers are freed after their last
- * write. */
+/* The rows of output vectors whose partial sums are kept at once: all of them, unless their
+ * buffer would take more than 3/4 of a bank half of the east slices (ResNet-50's 3 x 3 convs at
+ * batch 8), then chunks that fit, each streaming every block again. */
+static uint32_t chunk_rows(const lt *L, const prod *p)
+{
+    uint64_t hE = L->nE / 2, limit = (uint64_t)L->half * 3 / 4, per = (uint64_t)p->NT * 4;
+    if (p->KT <= 1 || ts_geom_cdiv((uint64_t)p->M * per, hE) <= limit)
+        return p->M;
+    uint64_t rows = limit * hE / per;
+    return rows ? (uint32_t)rows : 1;
+}
+
+/* Memory, then the schedule of every block, chunk by chunk of output rows; each chunk's
+ * partial-sum buffers are freed after their last write. */
 static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
 {
     psched s = {.p = p, .ly = ly};
     ts_status rc;
-    if ((rc = weights(L, p, &s.m)) != TS_OK || (rc = consts(L, p, &s.m)) != TS_OK ||
-        (rc = psums(L, p, &s.m)) != TS_OK)
+    if ((rc = weights(L, p, &s.m)) != TS_OK || (rc = consts(L, p, &s.m)) != TS_OK)
         return rc;
-    if ((rc = psched_init(L, &s)) != TS_OK || (rc = sched_blocks(L, &s)) != TS_OK) {
+    uint32_t rows = chunk_rows(L, p);
+    if ((rc = psched_init(L, &s)) != TS_OK) {
         psched_free(&s);
         return rc;
     }
-    if (s.rd_last > p->x->last_read)
-        p->x->last_read = s.rd_last;
-    if (s.m.pwords) {
-        uint64_t pl = 0;
-        for (uint64_t i = 0; i < (uint64_t)p->M * p->NT; i++)
-            if (s.pready[i] > pl)
-                pl = s.pready[i];
-        if (lt_al_put(lt_alloc_of(L, 1, s.m.pbases[0]), s.m.pbases[0], s.m.pwords, pl) ||
-            lt_al_put(lt_alloc_of(L, 1, s.m.pbases[1]), s.m.pbases[1], s.m.pwords, pl))
-            rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (s.m0 = 0; s.m0 < p->M && rc == TS_OK; s.m0 = s.m1) {
+        s.m1 = p->M - s.m0 < rows ? p->M : s.m0 + rows;
+        if ((rc = psums(L, p, s.m1 - s.m0, &s.m)) != TS_OK || (rc = sched_blocks(L, &s)) != TS_OK)
+            break;
+        if (s.m.pwords) {
+            uint64_t pl = 0;
+            for (uint64_t i = (uint64_t)s.m0 * p->NT; i < (uint64_t)s.m1 * p->NT; i++)
+                if (s.pready[i] > pl)
+                    pl = s.pready[i];
+            if (lt_al_put(lt_alloc_of(L, 1, s.m.pbases[0]), s.m.pbases[0], s.m.pwords, pl) ||
+                lt_al_put(lt_alloc_of(L, 1, s.m.pbases[1]), s.m.pbases[1], s.m.pwords, pl))
+                rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        }
+    }
+    for (int i = 0; i < (p->kind == 4 ? p->cat.n : 1); i++) {
+        tens *x = p->kind == 4 ? p->cat.x[i] : p->x;
+        if (s.rd_last > x->last_read)
+            x->last_read = s.rd_last;
     }
     psched_free(&s);
     return rc;
@@ -623,10 +706,13 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
  * output is the product's), then its schedule; an im2col input laid out for it is freed after. */
 ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
 {
-    prod p = {.nd = nd, .bid = -1, .wid = nd->in[1]};
+    bool cat = nd->op == TS_OP_CONCAT || nd->op == TS_OP_SLICE || nd->op == TS_OP_TRANSPOSE || nd->op == TS_OP_EXPAND;
+    prod p = {.nd = nd, .bid = -1, .wid = cat ? -1 : nd->in[1]};
     tens im2 = {0};
     int xid = nd->in[0], out = nd->out[0];
-    ts_status rc = nd->op == TS_OP_CONV ? conv_shape(L, nd, &p, &im2) : matmul_shape(L, nd, &p);
+    ts_status rc = nd->op == TS_OP_CONV ? conv_shape(L, nd, &p, &im2)
+                 : cat                  ? cat_shape(L, nd, &p)
+                                        : matmul_shape(L, nd, &p);
     if (rc == TS_OK && !p.x->placed)
         rc = ts_lower_fail(L->err, nd, "its input is not an int8 activation the lowering placed");
     if (rc != TS_OK) {
@@ -636,7 +722,7 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     p.NT = (uint32_t)ts_geom_cdiv(p.N, L->VL);
     int fu = lt_fused_relu(L, out);
     p.relu = fu >= 0;
-    p.scale = ts_lower_tsp_scale(p.K);
+    p.scale = cat ? 1.0f : ts_lower_tsp_scale(p.K); /* a Concat moves its values unchanged */
     ly->scale = p.scale;
     int yid = fu >= 0 ? ts_graph_get_node(L->g, fu)->out[0] : out;
     if ((rc = lt_place(L, yid, p.M, p.N, nd, false, lt_bank_pref(L, p.x))) != TS_OK) {
@@ -659,6 +745,13 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     }
     if (rc != TS_OK)
         return rc;
-    lt_release(L, xid);
+    for (int i = 0; i < (cat ? p.cat.n : 1); i++) {
+        int id = cat ? p.cat.ids[i] : xid;
+        bool again = false; /* an input given twice is released once */
+        for (int j = 0; j < i; j++)
+            again |= p.cat.ids[j] == id;
+        if (!again)
+            lt_release(L, id);
+    }
     return TS_OK;
 }

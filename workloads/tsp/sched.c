@@ -359,6 +359,13 @@ static bool hold(lt *L, val *v, uint64_t t)
     return true;
 }
 
+/* Keep latch value v through cycle t (taken now, so later choices of ALU see it): false when
+ * another result lands in that latch before. */
+bool lt_hold(lt *L, val *v, uint64_t t)
+{
+    return hold(L, v, t);
+}
+
 /* The register that names v as an operand. */
 static int32_t vreg(const lt *L, const val *v)
 {
@@ -373,7 +380,7 @@ bool lt_vop(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val *a, 
 {
     const ts_tsp_dfunc *f = &L->tg->d_func;
     uint32_t d = op == LT_MUL ? f->mul : op == LT_RELU ? f->relu : op == LT_CVT ? f->cvt
-               : op == LT_EXP ? f->exp : op == LT_RSQRT ? f->rsqrt : f->add;
+               : op == LT_EXP || op == LT_TANH ? f->exp : op == LT_RSQRT ? f->rsqrt : f->add;
     if (!hold(L, a, t) || (b && !hold(L, b, t)))
         return false;
     int s = -1;

@@ -66,15 +66,18 @@ static bool try_elem(lt *L, const void *arg, uint64_t A, uint64_t *w)
 static ts_status sched_elem(lt *L, const ts_graph_node *nd, tens *a, tens *b, tens *y, bool relu,
                             ts_lower_tsp_layer *ly)
 {
-    uint64_t n = (uint64_t)y->P * y->T;
+    uint64_t n = (uint64_t)y->P * y->T, prev = 0;
     for (uint64_t v = 0; v < n; v++) {
         elem_arg e = {.op = nd->op, .a = a, .b = b, .y = y, .relu = relu, .v = v};
         uint64_t A = start_lb(L, a, v), w;
         if (b && start_lb(L, b, v) > A)
             A = start_lb(L, b, v);
+        if (L->mono && prev > A)
+            A = prev;
         ts_status rc = lt_search(L, try_elem, &e, &A, &w, nd, false);
         if (rc != TS_OK)
             return rc;
+        prev = A;
         y->ready[v] = w + L->tg->d_func.write + 1;
         if (L->rdmax > a->last_read)
             a->last_read = L->rdmax;
@@ -178,8 +181,8 @@ static bool try_pool(lt *L, const void *arg, uint64_t A, uint64_t *w)
     return true;
 }
 
-/* The input vectors of output pixel (oy, ox), channel tile c, in window order (at most 64). */
-static uint32_t pool_window(const ts_geom_window *w, const tens *x, int64_t oy, int64_t ox, uint32_t c,
+/* The input vectors of output pixel (oy, ox) of image b, channel tile c, in window order (at most 64). */
+static uint32_t pool_window(const ts_geom_window *w, const tens *x, int64_t b, int64_t oy, int64_t ox, uint32_t c,
                             uint64_t *win)
 {
     uint32_t nwin = 0;
@@ -187,7 +190,7 @@ static uint32_t pool_window(const ts_geom_window *w, const tens *x, int64_t oy, 
         for (int64_t kx = 0; kx < w->kw; kx++) {
             int64_t iy, ix;
             if (ts_geom_window_tap(w, oy, ox, ky, kx, &iy, &ix) && nwin < 64)
-                win[nwin++] = (uint64_t)(iy * w->W + ix) * x->T + c;
+                win[nwin++] = (uint64_t)((b * w->H + iy) * w->W + ix) * x->T + c;
         }
     return nwin;
 }
@@ -195,28 +198,30 @@ static uint32_t pool_window(const ts_geom_window *w, const tens *x, int64_t oy, 
 static ts_status sched_pool(lt *L, const ts_graph_node *nd, const ts_geom_window *g, tens *x, tens *y,
                             ts_lower_tsp_layer *ly)
 {
-    uint64_t win[64];
-    for (int64_t oy = 0; oy < g->Ho; oy++)
-        for (int64_t ox = 0; ox < g->Wo; ox++)
-            for (uint32_t c = 0; c < y->T; c++) {
-                uint32_t nwin = pool_window(g, x, oy, ox, c, win);
-                if (!nwin)
-                    return ts_lower_fail(L->err, nd, "a window holds no input pixel");
-                pool_arg a = {.x = x, .y = y, .win = win, .nwin = nwin,
-                              .v = (uint64_t)(oy * g->Wo + ox) * y->T + c};
-                uint64_t A = 0, w;
-                for (uint32_t i = 0; i < nwin; i++)
-                    if (start_lb(L, x, win[i]) > A)
-                        A = start_lb(L, x, win[i]);
-                ts_status rc = lt_search(L, try_pool, &a, &A, &w, nd, false);
-                if (rc != TS_OK)
-                    return rc;
-                y->ready[a.v] = w + L->tg->d_func.write + 1;
-                if (L->rdmax > x->last_read)
-                    x->last_read = L->rdmax;
-                lt_span(ly, A, w);
-                ly->passes++;
-            }
+    uint64_t win[64], prev = 0;
+    for (int64_t px = 0; px < g->N * g->Ho * g->Wo; px++)
+        for (uint32_t c = 0; c < y->T; c++) {
+            int64_t b = px / (g->Ho * g->Wo), oy = px / g->Wo % g->Ho, ox = px % g->Wo;
+            uint32_t nwin = pool_window(g, x, b, oy, ox, c, win);
+            if (!nwin)
+                return ts_lower_fail(L->err, nd, "a window holds no input pixel");
+            pool_arg a = {.x = x, .y = y, .win = win, .nwin = nwin, .v = (uint64_t)px * y->T + c};
+            uint64_t A = 0, w;
+            for (uint32_t i = 0; i < nwin; i++)
+                if (start_lb(L, x, win[i]) > A)
+                    A = start_lb(L, x, win[i]);
+            if (L->mono && prev > A)
+                A = prev;
+            ts_status rc = lt_search(L, try_pool, &a, &A, &w, nd, false);
+            if (rc != TS_OK)
+                return rc;
+            prev = A;
+            y->ready[a.v] = w + L->tg->d_func.write + 1;
+            if (L->rdmax > x->last_read)
+                x->last_read = L->rdmax;
+            lt_span(ly, A, w);
+            ly->passes++;
+        }
     return TS_OK;
 }
 
@@ -230,7 +235,8 @@ ts_status lt_lower_maxpool(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     ts_geom_window w;
     if (!ts_geom_window_of(L->g, nd, &w))
         return ts_lower_fail(L->err, nd, "the TSP lowering takes NCHW tensors");
-    ts_status rc = lt_place(L, nd->out[0], (uint32_t)(w.Ho * w.Wo), (uint32_t)w.M, nd, false, lt_bank_pref(L, x));
+    ts_status rc = lt_place(L, nd->out[0], (uint32_t)(w.N * w.Ho * w.Wo), (uint32_t)w.M, nd, false,
+                            lt_bank_pref(L, x));
     if (rc != TS_OK)
         return rc;
     y->nonneg = true;
@@ -242,10 +248,10 @@ ts_status lt_lower_maxpool(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
 
 /* ---- GlobalAveragePool ---- */
 
-/* Channel tile c: sum = i32(x0) + i32(x1) + ..., then i8(f32(sum) x scale). */
+/* Channel tile c of image b (hw pixels each): sum = i32(x0) + i32(x1) + ..., then i8(f32(sum) x scale). */
 typedef struct gap_arg {
     tens *x, *y;
-    uint32_t c, sword;
+    uint32_t c, sword, b, hw;
 } gap_arg;
 
 static bool try_gap(lt *L, const void *arg, uint64_t A, uint64_t *w)
@@ -257,8 +263,8 @@ static bool try_gap(lt *L, const void *arg, uint64_t A, uint64_t *w)
     val s = {0}, xi, ci, f, mu, o, scl; /* s is set by the first input (a pool has at least one) */
     int so;
     uint64_t t = A;
-    for (uint32_t i = 0; i < x->P; i++) {
-        uint64_t v = (uint64_t)i * x->T + a->c;
+    for (uint32_t i = 0; i < a->hw; i++) {
+        uint64_t v = ((uint64_t)a->b * a->hw + i) * x->T + a->c;
         lt_slot(L, x, v, &mem, &word);
         if (!lt_vin_w(L, mem, word, t, tag, x->ready[v], &xi))
             return false;
@@ -275,7 +281,7 @@ static bool try_gap(lt *L, const void *arg, uint64_t A, uint64_t *w)
         !lt_vop(L, LT_CVT, R->i8, R->f32, mu.t, &mu, NULL, P_FROMV_W, 1, tag, &o, &so))
         return false;
     uint32_t om, ow;
-    lt_slot(L, a->y, a->c, &om, &ow);
+    lt_slot(L, a->y, (uint64_t)a->b * a->y->T + a->c, &om, &ow);
     if (!lt_wr(L, om, ow, o.t, L->tg->pos_vxm, WEST, so, tag, a->y->avail, w))
         return false;
     L->tag = tag;
@@ -284,36 +290,46 @@ static bool try_gap(lt *L, const void *arg, uint64_t A, uint64_t *w)
 
 static ts_status sched_gap(lt *L, const ts_graph_node *nd, tens *x, tens *y, ts_lower_tsp_layer *ly)
 {
-    uint32_t cbase;
-    float sc = 1.0f / (float)x->P;
+    uint32_t cbase, hw = x->P / y->P;
+    uint64_t prev = 0;
+    float sc = 1.0f / (float)hw;
     ly->scale = sc;
     ts_status rc = lt_scale_const(L, nd, sc, &cbase);
     if (rc != TS_OK)
         return rc;
-    for (uint32_t c = 0; c < y->T; c++) {
-        gap_arg a = {.x = x, .y = y, .c = c, .sword = cbase};
-        uint64_t A = 0, w;
-        for (uint32_t i = 0; i < x->P; i++)
-            if (start_lb(L, x, (uint64_t)i * x->T + c) > A)
-                A = start_lb(L, x, (uint64_t)i * x->T + c);
-        if ((rc = lt_search(L, try_gap, &a, &A, &w, nd, false)) != TS_OK)
-            return rc;
-        if (L->rdmax > x->last_read)
-            x->last_read = L->rdmax;
-        y->ready[c] = w + L->tg->d_func.write + 1;
-        lt_span(ly, A, w);
-        ly->passes++;
-    }
+    for (uint32_t b = 0; b < y->P; b++)
+        for (uint32_t c = 0; c < y->T; c++) {
+            gap_arg a = {.x = x, .y = y, .c = c, .sword = cbase, .b = b, .hw = hw};
+            uint64_t A = 0, w;
+            for (uint32_t i = 0; i < hw; i++) {
+                uint64_t v = ((uint64_t)b * hw + i) * x->T + c;
+                if (start_lb(L, x, v) > A)
+                    A = start_lb(L, x, v);
+            }
+            if (L->mono && prev > A)
+                A = prev;
+            if ((rc = lt_search(L, try_gap, &a, &A, &w, nd, false)) != TS_OK)
+                return rc;
+            prev = A;
+            if (L->rdmax > x->last_read)
+                x->last_read = L->rdmax;
+            y->ready[(uint64_t)b * y->T + c] = w + L->tg->d_func.write + 1;
+            lt_span(ly, A, w);
+            ly->passes++;
+        }
     return TS_OK;
 }
 
-/* GlobalAveragePool: one output pixel, scale 1 / pixels. */
+/* GlobalAveragePool: one output pixel per image, scale 1 / pixels of an image. */
 ts_status lt_lower_gap(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
 {
     tens *x = &L->t[nd->in[0]];
+    ts_geom_window gw;
     if (!x->placed)
         return ts_lower_fail(L->err, nd, "its input is not placed");
-    ts_status rc = lt_place(L, nd->out[0], 1, x->C, nd, false, lt_bank_pref(L, x));
+    if (!ts_geom_window_of(L->g, nd, &gw))
+        return ts_lower_fail(L->err, nd, "the TSP lowering takes NCHW tensors");
+    ts_status rc = lt_place(L, nd->out[0], (uint32_t)gw.N, x->C, nd, false, lt_bank_pref(L, x));
     if (rc != TS_OK || (rc = sched_gap(L, nd, x, &L->t[nd->out[0]], ly)) != TS_OK)
         return rc;
     lt_release(L, nd->in[0]);

@@ -1,0 +1,169 @@
+/* workloads/tsp/concat.c — Concat, Slice, Transpose and Expand as streamed products (see
+ * products.c, docs/lowering-tsp.md, *Moving values*).
+ *
+ * A vector holds 320 channels of one pixel; moving channels to other lanes (NeRF's Concat puts 63
+ * input channels in lanes 256..318, a Slice of the last axis takes channels 768..1535) is not
+ * something the VXM can do, and the planes can: every channel tile of every input is one
+ * reduction block of 0/1 weights (weight 1 from the input lane that output channel n comes from),
+ * the int32 sum is the value itself, and requantisation with scale 1 gives it back as int8,
+ * exactly. Moving whole pixels (a Concat or Slice along another axis, a Transpose that keeps the
+ * channel axis, an Expand) is the same with each output pixel reading the input pixel it comes
+ * from. Lanes past an input's channels meet zero weights, so whatever they hold does not matter.
+ *
+ * A tensor's pixels are its indexes over every axis but the channel axis (axis 1 of an NCHW
+ * image, else the last), row-major; the maps below go from an output index to an input index.
+ */
+#include "workloads/tsp/lower_tsp_int.h"
+
+#include <string.h>
+
+int lt_cat_input(const lt_cat *c, uint32_t kt)
+{
+    int i = 0;
+    while (i + 1 < c->n && kt >= c->kt0[i + 1])
+        i++;
+    return i;
+}
+
+/* The channel of input i that output channel n comes from, -1 for none. */
+static int64_t src_chan(const lt_cat *c, int i, uint64_t n)
+{
+    int64_t ax = c->cax, ch = (int64_t)n;
+    switch (c->op) {
+    case TS_OP_CONCAT:
+        if (c->ax != ax)
+            return ch;
+        return ch >= c->off[i] && ch < c->off[i] + c->id[i][ax] ? ch - c->off[i] : -1;
+    case TS_OP_SLICE: return c->start[ax] + ch * c->step[ax];
+    case TS_OP_EXPAND: return c->id[0][ax] == 1 ? 0 : ch;
+    default: return ch; /* Transpose keeps the channel axis */
+    }
+}
+
+/* The pixel of input i that output pixel m comes from, -1 for none. */
+static int64_t src_pix(const lt_cat *c, int i, uint64_t m)
+{
+    int64_t oi[TS_GRAPH_MAX_RANK], ii[TS_GRAPH_MAX_RANK];
+    for (int k = c->r - 1; k >= 0; k--) {
+        if (k == c->cax) {
+            oi[k] = 0;
+            continue;
+        }
+        oi[k] = (int64_t)(m % (uint64_t)c->od[k]);
+        m /= (uint64_t)c->od[k];
+    }
+    for (int k = 0; k < c->r; k++) {
+        switch (c->op) {
+        case TS_OP_CONCAT:
+            ii[k] = oi[k];
+            if (k == c->ax && k != c->cax) {
+                if (oi[k] < c->off[i] || oi[k] >= c->off[i] + c->id[i][k])
+                    return -1;
+                ii[k] = oi[k] - c->off[i];
+            }
+            break;
+        case TS_OP_SLICE: ii[k] = k == c->cax ? 0 : c->start[k] + oi[k] * c->step[k]; break;
+        case TS_OP_EXPAND: ii[k] = c->id[0][k] == 1 ? 0 : oi[k]; break;
+        default: ii[c->perm[k]] = oi[k]; break; /* Transpose: output axis k is input axis perm[k] */
+        }
+    }
+    int64_t p = 0;
+    for (int k = 0; k < c->r; k++)
+        if (k != c->cax)
+            p = p * c->id[i][k] + ii[k];
+    return p;
+}
+
+int64_t lt_cat_vec(const lt_cat *c, uint32_t m, uint32_t kt)
+{
+    int i = lt_cat_input(c, kt);
+    int64_t p = src_pix(c, i, m);
+    return p < 0 ? -1 : p * c->x[i]->T + (kt - c->kt0[i]);
+}
+
+bool lt_cat_one(const lt_cat *c, uint32_t n, uint32_t kt, uint32_t l, uint32_t VL, uint32_t N)
+{
+    int i = lt_cat_input(c, kt);
+    uint64_t ch = (uint64_t)(kt - c->kt0[i]) * VL + l;
+    return n < N && ch < c->x[i]->C && src_chan(c, i, n) == (int64_t)ch;
+}
+
+/* Whether some output channel of tile nt comes from block kt. */
+bool lt_cat_used(const lt_cat *c, uint32_t nt, uint32_t kt, uint32_t VL, uint32_t N)
+{
+    int i = lt_cat_input(c, kt);
+    int64_t lo = (int64_t)(kt - c->kt0[i]) * VL, hi = lo + VL;
+    for (uint64_t n = (uint64_t)nt * VL; n < N && n < (uint64_t)nt * VL + VL; n++) {
+        int64_t s = src_chan(c, i, n);
+        if (s >= lo && s < hi)
+            return true;
+    }
+    return false;
+}
+
+/* Input i's dimensions, right-aligned to the output's rank (leading 1s). */
+static bool in_dims(lt *L, lt_cat *c, int i, int id)
+{
+    int ri;
+    const int64_t *d = lt_dims(L, id, &ri);
+    if (ri > c->r || (c->r == 4 && ri != 4))
+        return false;
+    for (int k = 0; k < c->r; k++)
+        c->id[i][k] = k < c->r - ri ? 1 : d[k - (c->r - ri)];
+    return true;
+}
+
+/* The operator's own attributes: the axis and offsets of a Concat, the starts and steps of a
+ * Slice, the permutation of a Transpose. */
+static ts_status attrs_of(lt *L, const ts_graph_node *nd, lt_cat *c)
+{
+    const ts_graph_attrs *a = &nd->attrs;
+    c->ax = a->axis < 0 ? a->axis + c->r : a->axis;
+    if (nd->op == TS_OP_CONCAT && (c->ax < 0 || c->ax >= c->r))
+        return ts_lower_fail(L->err, nd, "the Concat's axis is out of range");
+    for (int k = 0; k < c->r; k++) {
+        c->start[k] = nd->op == TS_OP_SLICE && k < a->nslice ? a->starts[k] : 0;
+        c->step[k] = nd->op == TS_OP_SLICE && k < a->nslice ? a->steps[k] : 1;
+        c->perm[k] = a->nperm ? a->perm[k] : c->r - 1 - k;
+        if (c->step[k] < 1)
+            return ts_lower_fail(L->err, nd, "the TSP lowering takes a Slice with positive steps");
+    }
+    if (nd->op == TS_OP_TRANSPOSE && c->perm[c->cax] != c->cax)
+        return ts_lower_fail(L->err, nd, "the TSP lowering takes a Transpose that keeps the channel axis");
+    int64_t off = 0;
+    for (int i = 0; i < c->n; i++) {
+        c->off[i] = off;
+        off += c->id[i][c->ax < c->r ? c->ax : 0];
+    }
+    return TS_OK;
+}
+
+/* The operator's geometry: its inputs and maps, output pixels *M and channels *N. */
+ts_status lt_cat_shape(lt *L, const ts_graph_node *nd, lt_cat *c, uint32_t *M, uint32_t *N)
+{
+    int r;
+    const int64_t *d = lt_dims(L, nd->out[0], &r);
+    size_t nin = nd->op == TS_OP_CONCAT ? nd->nin : 1;
+    if (nin > LT_CAT_MAX || nin < 1 || r < 1)
+        return ts_lower_fail(L->err, nd, "the TSP lowering takes 1 to %d inputs", LT_CAT_MAX);
+    memset(c, 0, sizeof *c);
+    c->op = nd->op;
+    c->n = (int)nin;
+    c->r = r;
+    c->cax = r == 4 ? 1 : r - 1;
+    memcpy(c->od, d, (size_t)r * sizeof *d);
+    for (int i = 0; i < c->n; i++) {
+        c->ids[i] = nd->in[i];
+        c->x[i] = &L->t[nd->in[i]];
+        if (!in_dims(L, c, i, nd->in[i]))
+            return ts_lower_fail(L->err, nd, "the TSP lowering takes inputs of the output's layout");
+        c->kt0[i + 1] = c->kt0[i] + (c->x[i]->placed ? c->x[i]->T : 0);
+    }
+    ts_status rc = attrs_of(L, nd, c);
+    uint32_t P, C;
+    if (rc != TS_OK || (rc = lt_shape_pc(L, nd, nd->out[0], &P, &C)) != TS_OK)
+        return rc;
+    *M = P;
+    *N = C;
+    return TS_OK;
+}

@@ -1,0 +1,468 @@
+/* workloads/tsp/ewise.c — elementwise operators computed in f32 on the VXM: Clip (ReLU6), Sigmoid,
+ * Tanh, HardSwish, Gelu, and Add, Sub, Mul, Div with a constant (a scalar, or one value per
+ * channel) or, for Sub and Mul, a second activation of the same shape (see docs/lowering-tsp.md,
+ * *Elementwise operators*).
+ *
+ * An int8 activation q stands for q / 16 (the fixed point Softmax reads too). Each output vector
+ * is one group: the int8 input(s) read from the west MEM, `cvt f32`, a short chain of f32 steps
+ * through the ALU latches (constants read as f32 vectors from the east MEM, where they are
+ * replicated in every slice), `cvt i8` (round to nearest even, saturating) and one write. The
+ * chain of an operator is its plan (ew_plan): steps over earlier values and constants, so it
+ * can be printed and tested apart from the schedule.
+ */
+#include "workloads/tsp/lower_tsp_int.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/alloc.h"
+
+#define EW_Q 16.0 /* an int8 activation q stands for q / EW_Q */
+#define EW_MAX_STEPS 12
+#define EW_MAX_CONSTS 6
+
+/* A step: op on operands a and b (b = NONE for a unary op): an operand >= 0 is a value (0 the
+ * first input, 1 the second when there is one, then the steps' results in order), -1 .. -EW_MAX_CONSTS
+ * constant -1 - operand. */
+#define NONE (-100)
+typedef struct ew_step { uint16_t op; int a, b; } ew_step;
+typedef struct ew_const { bool per_tile; double v; int id; int mode; } ew_const;
+
+typedef struct ew_plan {
+    int nin;                       /* activations read: 1 or 2 */
+    ew_step st[EW_MAX_STEPS]; int nst;
+    ew_const c[EW_MAX_CONSTS]; int nc;
+    bool nonneg;                   /* every result is >= 0 */
+    bool i8;                       /* the chain is in int8 (a Clip with min 0: no conversions, one-byte
+                                    * constants, a quarter of the streams) */
+} ew_plan;
+
+/* Constant modes for a per-channel tensor: its value v times EW_Q, v, or 1 / v. */
+enum { CM_Q, CM_ONE, CM_INV };
+
+static int k_scalar(ew_plan *p, double v)
+{
+    p->c[p->nc] = (ew_const){.v = v, .id = -1};
+    return -1 - p->nc++;
+}
+
+static int k_tensor(ew_plan *p, int id, int mode, bool per_tile, double v)
+{
+    p->c[p->nc] = (ew_const){.per_tile = per_tile, .v = v, .id = id, .mode = mode};
+    return -1 - p->nc++;
+}
+
+/* Add step op(a, b); its value's number. */
+static int step(ew_plan *p, uint16_t op, int a, int b)
+{
+    p->st[p->nst] = (ew_step){.op = op, .a = a, .b = b};
+    return p->nin + p->nst++;
+}
+
+/* u stands for q (input 0). clamp(u, lo, hi) in q units: relu(u - lo) + lo, then hi - relu(hi - v). */
+static void plan_clip(ew_plan *p, double lo, double hi)
+{
+    int v = 0;
+    p->i8 = lo == 0.0; /* relu, then hi - relu(hi - r) with r in 0..127: no int8 step saturates */
+    if (lo > -128.0) {
+        if (lo == 0.0) {
+            v = step(p, LT_RELU, v, NONE);
+        } else {
+            int k = k_scalar(p, lo);
+            v = step(p, LT_ADD, step(p, LT_RELU, step(p, LT_SUB, v, k), NONE), k);
+        }
+    }
+    if (hi < 127.0) {
+        int k = k_scalar(p, hi);
+        step(p, LT_SUB, k, step(p, LT_RELU, step(p, LT_SUB, k, v), NONE));
+    }
+    p->nonneg = lo >= 0.0;
+}
+
+/* 16 sigmoid(u / 16) = 8 + 8 tanh(u / 32); 16 tanh(u / 16). */
+static void plan_sigmoid(ew_plan *p)
+{
+    int t = step(p, LT_TANH, step(p, LT_MUL, 0, k_scalar(p, 1.0 / (2.0 * EW_Q))), NONE);
+    int k = k_scalar(p, EW_Q / 2.0);
+    step(p, LT_ADD, step(p, LT_MUL, t, k), k);
+    p->nonneg = true;
+}
+
+static void plan_tanh(ew_plan *p)
+{
+    int t = step(p, LT_TANH, step(p, LT_MUL, 0, k_scalar(p, 1.0 / EW_Q)), NONE);
+    step(p, LT_MUL, t, k_scalar(p, EW_Q));
+}
+
+/* x relu6(x + 3) / 6 in q units: u (relu(u + 48) - relu(u - 48)) / 96. */
+static void plan_hardswish(ew_plan *p)
+{
+    int k = k_scalar(p, 3.0 * EW_Q);
+    int a = step(p, LT_RELU, step(p, LT_ADD, 0, k), NONE);
+    int b = step(p, LT_RELU, step(p, LT_SUB, 0, k), NONE);
+    int m = step(p, LT_MUL, step(p, LT_SUB, a, b), 0);
+    step(p, LT_MUL, m, k_scalar(p, 1.0 / (6.0 * EW_Q)));
+}
+
+/* The tanh form of GELU, with x = u / 16: u (0.5 + 0.5 tanh(x (c0 + c1 x^2))), c0 = sqrt(2 / pi),
+ * c1 = 0.044715 c0. It differs from the erf form by at most 3e-4 x 16 = 5e-3 of a step of q. */
+static void plan_gelu(ew_plan *p)
+{
+    double c0 = sqrt(2.0 / 3.14159265358979323846);
+    int x = step(p, LT_MUL, 0, k_scalar(p, 1.0 / EW_Q));
+    int x2 = step(p, LT_MUL, x, x);
+    int in = step(p, LT_ADD, step(p, LT_MUL, x2, k_scalar(p, 0.044715 * c0)), k_scalar(p, c0));
+    int t = step(p, LT_TANH, step(p, LT_MUL, in, x), NONE);
+    int h = k_scalar(p, 0.5);
+    step(p, LT_MUL, step(p, LT_ADD, step(p, LT_MUL, t, h), h), 0);
+}
+
+/* ---- binary operators ---- */
+
+/* Whether tensor b broadcasts against activation a as one value, or one value per channel
+ * (per_tile); false when it does not. */
+static bool bcast_of(const lt *L, int aid, int bid, bool *per_tile)
+{
+    int ra, rb;
+    const int64_t *da = lt_dims(L, aid, &ra), *db = lt_dims(L, bid, &rb);
+    int64_t ne = ts_graph_tensor_elems(ts_graph_get_tensor(L->g, bid));
+    *per_tile = false;
+    if (ne == 1)
+        return true;
+    if (rb > ra)
+        return false;
+    int cax = ra == 4 ? 1 : ra - 1; /* the channel axis of a */
+    for (int i = 0; i < rb; i++) {
+        int ax = ra - rb + i;
+        if (db[i] != 1 && (ax != cax || db[i] != da[ax]))
+            return false;
+    }
+    *per_tile = true;
+    return true;
+}
+
+static bool is_act(const lt *L, int id)
+{
+    ts_tensor_kind k = ts_graph_get_tensor(L->g, id)->kind;
+    return k == TS_TENSOR_ACTIVATION || k == TS_TENSOR_INPUT;
+}
+
+/* Add, Sub, Mul, Div of an activation and a constant (either side), or Sub, Mul of two
+ * activations of one shape; *ai the activation read first. false: a form it does not take. */
+static bool plan_binary(const lt *L, const ts_graph_node *nd, ew_plan *p, int *ai)
+{
+    int x = nd->in[0], y = nd->in[1];
+    bool ax = is_act(L, x), ay = is_act(L, y), pt;
+    *ai = 0;
+    if (ax && ay) {
+        if (nd->op != TS_OP_SUB && nd->op != TS_OP_MUL)
+            return false;
+        p->nin = 2;
+        if (nd->op == TS_OP_SUB)
+            step(p, LT_SUB, 0, 1);
+        else
+            step(p, LT_MUL, step(p, LT_MUL, 0, 1), k_scalar(p, 1.0 / EW_Q));
+        return true;
+    }
+    if (!ax && !ay)
+        return false;
+    int a = ax ? x : y, c = ax ? y : x;
+    *ai = ax ? 0 : 1;
+    if (!bcast_of(L, a, c, &pt))
+        return false;
+    const ts_graph_tensor *ct = ts_graph_get_tensor(L->g, c);
+    double v = pt ? 0.0 : ts_fill_value_f32(ct, c, 0);
+    switch (nd->op) {
+    case TS_OP_ADD:
+    case TS_OP_SUB: {
+        int k = pt ? k_tensor(p, c, CM_Q, true, 0) : k_scalar(p, v * EW_Q);
+        step(p, nd->op == TS_OP_ADD ? LT_ADD : LT_SUB, ax || nd->op == TS_OP_ADD ? 0 : k,
+             ax || nd->op == TS_OP_ADD ? k : 0);
+        return true;
+    }
+    case TS_OP_MUL:
+        step(p, LT_MUL, 0, pt ? k_tensor(p, c, CM_ONE, true, 0) : k_scalar(p, v));
+        return true;
+    case TS_OP_DIV:
+        if (!ax || (!pt && v == 0.0))
+            return false; /* a constant divided by an activation: no reciprocal of an int8 */
+        step(p, LT_MUL, 0, pt ? k_tensor(p, c, CM_INV, true, 0) : k_scalar(p, 1.0 / v));
+        return true;
+    default: return false;
+    }
+}
+
+/* The plan of node nd; *ai the input read first (the activation of a constant form). */
+static ts_status plan_of(lt *L, const ts_graph_node *nd, ew_plan *p, int *ai)
+{
+    memset(p, 0, sizeof *p);
+    p->nin = 1;
+    *ai = 0;
+    double lo, hi;
+    switch (nd->op) {
+    case TS_OP_CLIP:
+        lo = nd->attrs.min * EW_Q;
+        hi = nd->attrs.max * EW_Q;
+        plan_clip(p, lo < -128.0 ? -128.0 : rint(lo), hi > 127.0 ? 127.0 : rint(hi));
+        return TS_OK;
+    case TS_OP_SIGMOID: plan_sigmoid(p); return TS_OK;
+    case TS_OP_TANH: plan_tanh(p); return TS_OK;
+    case TS_OP_GELU: plan_gelu(p); return TS_OK;
+    default:
+        if (lt_is_hardswish(nd)) {
+            plan_hardswish(p);
+            return TS_OK;
+        }
+        if (nd->nin == 2 && plan_binary(L, nd, p, ai))
+            return TS_OK;
+        return ts_lower_fail(L->err, nd, "the TSP lowering takes an activation with a constant (one value or one per "
+                                         "channel), or Sub and Mul of two activations of one shape");
+    }
+}
+
+/* ---- constants ---- */
+
+/* Every constant of the plan as f32 vectors in every east slice: 4 byte planes per vector, one
+ * vector (a scalar) or one per channel tile; *words[k] its first word. */
+static ts_status place_consts(lt *L, const ts_graph_node *nd, const ew_plan *p, uint32_t T, uint32_t *word)
+{
+    uint32_t n = 0, wpv = p->i8 ? 1 : 4; /* words per vector */
+    for (int k = 0; k < p->nc; k++) {
+        word[k] = n;
+        n += wpv * (p->c[k].per_tile ? T : 1);
+    }
+    if (!n)
+        return TS_OK;
+    uint32_t base;
+    uint64_t av;
+    ts_status rc = lt_region(L, 1, n, "the constants", nd, true, 0, &base, &av);
+    image im;
+    if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nE, base, n)) != TS_OK)
+        return rc;
+    for (int k = 0; k < p->nc; k++) {
+        const ew_const *c = &p->c[k];
+        const ts_graph_tensor *ct = c->id >= 0 ? ts_graph_get_tensor(L->g, c->id) : NULL;
+        for (uint32_t i = 0; i < (c->per_tile ? T * L->VL : L->VL); i++) {
+            double v = c->v;
+            if (ct) {
+                uint64_t ne = (uint64_t)ts_graph_tensor_elems(ct);
+                v = i < ne ? ts_fill_value_f32(ct, c->id, i) : 0.0;
+                v = c->mode == CM_Q ? v * EW_Q : c->mode == CM_INV ? (v != 0.0 ? 1.0 / v : 0.0) : v;
+            }
+            float f = (float)v;
+            uint32_t b;
+            memcpy(&b, &f, 4);
+            if (p->i8)
+                b = (uint32_t)(int32_t)v & 0xff;
+            uint32_t w = word[k] + wpv * (c->per_tile ? i / L->VL : 0);
+            for (uint32_t e = 0; e < L->nE; e++)
+                for (uint32_t by = 0; by < wpv; by++)
+                    im.s[e][(size_t)(w + by) * L->VL + i % L->VL] = (uint8_t)(b >> (8 * by));
+        }
+        word[k] += base;
+    }
+    return lt_img_flush(L, &im, L->nW);
+}
+
+/* HardSwish, named by the graph (TS_OP_HARDSWISH where the IR has it; by name, so this file builds
+ * with either IR). */
+bool lt_is_hardswish(const ts_graph_node *nd)
+{
+    return !strcmp(ts_graph_op_name(nd->op), "HardSwish");
+}
+
+/* ---- the schedule ---- */
+
+typedef struct ew_arg {
+    const ew_plan *p;
+    uint32_t last_use[2 + EW_MAX_STEPS]; /* per value: cycle of its last read, from the group's start */
+    const uint32_t *cword;
+    tens *in[2], *y;
+    uint64_t v;
+    uint32_t tile;
+} ew_arg;
+
+/* Operand o of a step at cycle t: a value, or a constant read to arrive then. */
+static bool operand(lt *L, const ew_arg *e, int o, uint64_t t, uint32_t tag, val *vals, val *out)
+{
+    if (o >= 0) {
+        *out = vals[o];
+        return true;
+    }
+    const ew_const *c = &e->p->c[-1 - o];
+    if (!e->p->i8)
+        return lt_scale_in(L, e->cword[-1 - o] + (c->per_tile ? 4 * e->tile : 0), t, tag, out);
+    uint32_t pv = L->tg->pos_vxm; /* one byte plane on one stream */
+    int s;
+    if (!lt_take_group(L, P_E2V_W, 1, t, pv, &s) ||
+        !lt_rd_any(L, 1, e->cword[-1 - o] + (c->per_tile ? e->tile : 0), t, pv, WEST, s, tag))
+        return false;
+    *out = (val){.alu = -1, .dir = WEST, .s = s, .t = t};
+    return true;
+}
+
+/* The inputs read to arrive at A and converted to f32 into vals[0..nin). */
+static bool inputs(lt *L, const ew_arg *e, uint64_t A, uint32_t tag, val *vals)
+{
+    const ts_tsp_regs *R = &L->tg->reg;
+    uint32_t mem, word, m0 = 0;
+    val raw[2];
+    for (int i = 0; i < e->p->nin; i++) {
+        lt_slot(L, e->in[i], e->v, &mem, &word);
+        if (i == 0 ? !lt_vin_w(L, mem, word, A, tag, e->in[i]->ready[e->v], &raw[i])
+                   : !lt_vin_w2(L, mem, word, A, tag, e->in[i]->ready[e->v], &raw[0], m0, &raw[i]))
+            return false;
+        m0 = mem;
+    }
+    for (int i = 0; i < e->p->nin; i++) {
+        if (e->p->i8) {
+            vals[i] = raw[i];
+            continue;
+        }
+        if (!lt_vop(L, LT_CVT, R->f32, R->i8, A, &raw[i], NULL, -1, 0, tag, &vals[i], NULL) ||
+            !lt_hold(L, &vals[i], A + e->last_use[i]))
+            return false;
+    }
+    return true;
+}
+
+/* A VXM op's latency (as lt_vop). */
+static uint32_t op_lat(const lt *L, uint16_t op)
+{
+    const ts_tsp_dfunc *f = &L->tg->d_func;
+    return op == LT_MUL ? f->mul : op == LT_RELU ? f->relu : op == LT_TANH ? f->exp : f->add;
+}
+
+/* The cycle (from the group's start) at which every value is last read: the chain's timing is
+ * fixed, so a value is held in its latch from the start through its last read, and the ALUs
+ * chosen after it see the latch taken. */
+static void plan_times(const lt *L, const ew_plan *p, uint32_t *last_use)
+{
+    uint32_t tv[2 + EW_MAX_STEPS];
+    for (int i = 0; i < p->nin; i++)
+        tv[i] = last_use[i] = p->i8 ? 0 : L->tg->d_func.cvt;
+    for (int i = 0; i < p->nst; i++) {
+        const ew_step *s = &p->st[i];
+        uint32_t t = 0;
+        if (s->a >= 0 && tv[s->a] > t)
+            t = tv[s->a];
+        if (s->b >= 0 && tv[s->b] > t)
+            t = tv[s->b];
+        if (s->a >= 0 && t > last_use[s->a])
+            last_use[s->a] = t;
+        if (s->b >= 0 && t > last_use[s->b])
+            last_use[s->b] = t;
+        tv[p->nin + i] = last_use[p->nin + i] = t + op_lat(L, s->op);
+    }
+}
+
+static bool try_ew(lt *L, const void *arg, uint64_t A, uint64_t *w)
+{
+    const ew_arg *e = arg;
+    const ew_plan *p = e->p;
+    const ts_tsp_regs *R = &L->tg->reg;
+    uint32_t tag = L->tag % 65535 + 1;
+    val vals[2 + EW_MAX_STEPS], a, b, o;
+    int so = -1;
+    if (!inputs(L, e, A, tag, vals))
+        return false;
+    int last = p->nin - 1;
+    for (int i = 0; i < p->nst; i++) {
+        const ew_step *s = &p->st[i];
+        uint64_t t = 0;
+        if (s->a >= 0 && vals[s->a].t > t)
+            t = vals[s->a].t;
+        if (s->b >= 0 && vals[s->b].t > t)
+            t = vals[s->b].t;
+        if (!operand(L, e, s->a, t, tag, vals, &a) || (s->b != NONE && !operand(L, e, s->b, t, tag, vals, &b)))
+            return false;
+        last = p->nin + i;
+        val *pb = s->b == NONE ? NULL : s->b == s->a ? &a : &b; /* x times x: one latch, held once */
+        bool out8 = p->i8 && i + 1 == p->nst; /* an int8 chain's last step goes to the stream itself */
+        uint16_t op = !p->i8 ? s->op : s->op == LT_SUB ? LT_SUBS : s->op == LT_ADD ? LT_ADDS : s->op;
+        if (!lt_vop(L, op, p->i8 ? R->i8 : R->f32, 0, t, &a, pb, out8 ? P_FROMV_W : -1, 1, tag, &vals[last],
+                    out8 ? &so : NULL) ||
+            !lt_hold(L, &vals[last], A + e->last_use[last]))
+            return false;
+        /* a latch operand's hold is the value's own */
+        if (s->a >= 0)
+            vals[s->a] = a;
+        if (s->b >= 0 && s->b != s->a)
+            vals[s->b] = b;
+    }
+    if (p->i8)
+        o = vals[last];
+    else if (!lt_vop(L, LT_CVT, R->i8, R->f32, vals[last].t, &vals[last], NULL, P_FROMV_W, 1, tag, &o, &so))
+        return false;
+    uint32_t om, ow;
+    lt_slot(L, e->y, e->v, &om, &ow);
+    if (!lt_wr(L, om, ow, o.t, L->tg->pos_vxm, WEST, so, tag, e->y->avail, w))
+        return false;
+    L->tag = tag;
+    return true;
+}
+
+static ts_status sched_ew(lt *L, const ts_graph_node *nd, ew_arg *e, ts_lower_tsp_layer *ly)
+{
+    tens *y = e->y;
+    uint64_t n = (uint64_t)y->P * y->T, prev = 0;
+    for (uint64_t v = 0; v < n; v++) {
+        e->v = v;
+        e->tile = (uint32_t)(v % y->T);
+        uint64_t A = 0, w;
+        for (int i = 0; i < e->p->nin; i++) {
+            uint32_t mem, word;
+            lt_slot(L, e->in[i], v, &mem, &word);
+            uint64_t lb = e->in[i]->ready[v] + L->tg->d_func.read + (L->tg->pos_vxm - lt_mem_pos(L, mem));
+            if (lb > A)
+                A = lb;
+        }
+        if (prev > A) /* searched from the cycle the group before took (as lt.mono) */
+            A = prev;
+        ts_status rc = lt_search(L, try_ew, e, &A, &w, nd, false);
+        if (rc != TS_OK)
+            return rc;
+        prev = A;
+        y->ready[v] = w + L->tg->d_func.write + 1;
+        for (int i = 0; i < e->p->nin; i++)
+            if (L->rdmax > e->in[i]->last_read)
+                e->in[i]->last_read = L->rdmax;
+        lt_span(ly, A, w);
+        ly->passes++;
+    }
+    return TS_OK;
+}
+
+/* An elementwise operator of ewise.c: its plan, its constants, its output placed, the schedule. */
+ts_status lt_lower_ewise(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
+{
+    ew_plan p;
+    int ai;
+    ts_status rc = plan_of(L, nd, &p, &ai);
+    if (rc != TS_OK)
+        return rc;
+    ew_arg e = {.p = &p};
+    for (int i = 0; i < p.nin; i++) {
+        e.in[i] = &L->t[nd->in[i == 0 ? ai : 1]];
+        if (!e.in[i]->placed)
+            return ts_lower_fail(L->err, nd, "an input is not an int8 activation the lowering placed");
+    }
+    if (p.nin == 2 && (e.in[0]->P != e.in[1]->P || e.in[0]->C != e.in[1]->C))
+        return ts_lower_fail(L->err, nd, "the TSP lowering takes two activations of one shape (no broadcast)");
+    uint32_t cword[EW_MAX_CONSTS];
+    if ((rc = place_consts(L, nd, &p, e.in[0]->T, cword)) != TS_OK)
+        return rc;
+    e.cword = cword;
+    plan_times(L, &p, e.last_use);
+    int out = nd->out[0];
+    if ((rc = lt_place(L, out, e.in[0]->P, e.in[0]->C, nd, false, lt_bank_pref(L, e.in[0]))) != TS_OK)
+        return rc;
+    e.y = &L->t[out];
+    e.y->nonneg = p.nonneg;
+    if ((rc = sched_ew(L, nd, &e, ly)) != TS_OK)
+        return rc;
+    for (int i = 0; i < p.nin; i++)
+        if (i == 0 || nd->in[1] != nd->in[0])
+            lt_release(L, nd->in[i == 0 ? ai : 1]);
+    return TS_OK;
+}
