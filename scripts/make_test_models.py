@@ -437,18 +437,55 @@ def reference_models():
     ]
 
 
+def tessera_values(tessera, path, name, given):
+    """Write NAME_in.npz from `given` and return every value tessera computes with for the model
+    (`tessera compile --inputs NAME_in.npz --weights-out`)."""
+    import subprocess
+    import tempfile
+    inputs = os.path.join(OUT, name + "_in.npz")
+    np.savez(inputs, **given)
+    with tempfile.TemporaryDirectory() as tmp:
+        w = os.path.join(tmp, "w.npz")
+        subprocess.run([tessera, "compile", "-c", "ipu_mk2", path, "-o", os.path.join(tmp, "p.bin"),
+                        "--inputs", inputs, "--weights-out", w], stderr=subprocess.DEVNULL)
+        return dict(np.load(w))
+
+
+def load_values(module, state, values):
+    """Load tessera's values of the float state into the module, by name."""
+    sd = module.state_dict()
+    for k in state:
+        sd[k] = torch.from_numpy(values[k].astype(np.float32)).reshape(sd[k].shape).to(sd[k].dtype)
+    module.load_state_dict(sd)
+
+
+def calibrate(module, x):
+    """Set every BatchNorm's running statistics to those of 16 random inputs shaped like x, in f64;
+    False when the module has none."""
+    bns = [m for m in module.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    if not bns:
+        return False
+    module.double()
+    for m in bns:
+        m.momentum = 1.0
+        m.train()
+    with torch.no_grad():
+        module(torch.randn(16, *x.shape[1:], dtype=torch.float64))
+    module.eval()
+    return True
+
+
 def references():
     """With --refs: the reduced models, their inputs and torch's outputs for the values tessera
     computes with (docs/values.md). Each model is exported with its state_dict keys as ONNX names
     (training mode preserved, no constant folding) and stripped; NAME_in.npz holds the input and
-    the parameters that must be sane (BatchNorm variances, in [0.5, 1.5)); `tessera compile
+    the parameters that must be sane (the BatchNorm statistics, calibrated on a batch of 16 random
+    inputs so that every BatchNorm normalises and the activations stay near 1); `tessera compile
     --weights-out` gives every value tessera uses (the rest are its fill values), which are
     loaded into the torch module by name, and NAME_ref.npz holds the output torch computes with
     them in f64. The tessera binary is $TESSERA, or build-rel/cli/tessera."""
     if "--refs" not in sys.argv[1:]:
         return False
-    import subprocess
-    import tempfile
     root = os.path.join(os.path.dirname(__file__), "..")
     tessera = os.environ.get("TESSERA", os.path.join(root, "build-rel", "cli", "tessera"))
     for name, module, x, in_name, out_name in reference_models():
@@ -468,19 +505,16 @@ def references():
         for k, v in state.items():
             if k.endswith("running_var"):
                 given[k] = (np.random.RandomState(len(k)).rand(*v.shape) + 0.5).astype(np.float32)
-        np.savez(os.path.join(OUT, name + "_in.npz"), **given)
-        with tempfile.TemporaryDirectory() as tmp:
-            w = os.path.join(tmp, "w.npz")
-            subprocess.run([tessera, "compile", "-c", "ipu_mk2", path, "-o", os.path.join(tmp, "p.bin"),
-                            "--inputs", os.path.join(OUT, name + "_in.npz"), "--weights-out", w],
-                           stderr=subprocess.DEVNULL)
-            values = dict(np.load(w))
-        sd = module.state_dict()
-        for k in state:
-            sd[k] = torch.from_numpy(values[k].astype(np.float32)).reshape(sd[k].shape)
-        module.load_state_dict(sd)
+        load_values(module, state, tessera_values(tessera, path, name, given))
+        if calibrate(module, x):
+            # the BatchNorm statistics of a batch through the model: each BN normalises, so the
+            # activations stay near 1 instead of growing layer after layer with the fill's weights
+            for k, v in module.state_dict().items():
+                if k.endswith("running_var") or k.endswith("running_mean"):
+                    given[k] = v.numpy().astype(np.float32)
+            load_values(module, state, tessera_values(tessera, path, name, given))
         with torch.no_grad():
-            y = module.double()(torch.from_numpy(values[in_name]).double()).numpy()
+            y = module.double()(torch.from_numpy(given[in_name]).double()).numpy()
         np.savez(os.path.join(OUT, name + "_ref.npz"), **{out_name: y})
         print("%-20s %s -> %s %s, max |y| %.4g" % (name, in_name, out_name, y.shape, np.abs(y).max()))
     return True
