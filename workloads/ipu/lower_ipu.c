@@ -70,8 +70,17 @@ static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t 
     case TS_OP_AVGPOOL:
     case TS_OP_GLOBALAVGPOOL:
     case TS_OP_RESHAPE:
-    case TS_OP_FLATTEN: break;
-    default: return true;
+    case TS_OP_FLATTEN:
+    case TS_OP_CLIP:
+    case TS_OP_SIGMOID:
+    case TS_OP_TANH:
+    case TS_OP_CONCAT:
+    case TS_OP_SLICE:
+    case TS_OP_EXPAND: break;
+    default:
+        if (!lwi_unary_op(n->op)) /* HardSwish */
+            return true;
+        break;
     }
     ts_dtype dt0 = n->nin ? ts_graph_get_tensor(g, n->in[0])->dtype : TS_DT_F32;
     for (size_t i = 0; i < n->nin; i++) {
@@ -153,7 +162,13 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
     case TS_OP_SUB:
     case TS_OP_MUL:
     case TS_OP_DIV:
-    case TS_OP_GELU: return lwi_lower_eltwise(L, n, sc);
+    case TS_OP_GELU:
+    case TS_OP_CLIP:
+    case TS_OP_SIGMOID:
+    case TS_OP_TANH: return lwi_lower_eltwise(L, n, sc);
+    case TS_OP_CONCAT:
+    case TS_OP_SLICE:
+    case TS_OP_EXPAND: return lwi_lower_move(L, n, sc);
     case TS_OP_SOFTMAX: return lwi_lower_softmax(L, n, sc);
     case TS_OP_LAYERNORM: return lwi_lower_layernorm(L, n, sc);
     case TS_OP_TRANSPOSE: return lwi_lower_transpose(L, n, sc);
@@ -166,7 +181,9 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
             return rc;
         L->pl[n->out[0]] = L->pl[n->in[0]]; /* same elements in the same order */
         return TS_OK;
-    default: /* refused above */
+    default: /* refused above, but HardSwish */
+        if (lwi_unary_op(n->op))
+            return lwi_lower_eltwise(L, n, sc);
         return ts_err_set(L->err, TS_EINTERNAL, "%s '%s': no room for this operator", ts_graph_op_name(n->op), n->name);
     }
 }
@@ -254,7 +271,7 @@ static ts_status liveness(lw *L)
         L->root[i] = (int)i;
     for (size_t i = 0; i < ts_graph_node_count(g); i++) {
         const ts_graph_node *n = ts_graph_get_node(g, (int)i);
-        if ((n->op == TS_OP_RESHAPE || n->op == TS_OP_FLATTEN) && n->nin && n->nout)
+        if ((n->op == TS_OP_RESHAPE || n->op == TS_OP_FLATTEN || lwi_move_alias(L, n)) && n->nin && n->nout)
             L->root[n->out[0]] = L->root[n->in[0]];
         for (size_t k = 0; k < n->nin; k++)
             L->last[L->root[n->in[k]]] = (int)i;

@@ -8,6 +8,7 @@
  *   lower_ipu_matmul.c     the AMP matrix-product kernel, MatMul and Gemm, MatMul of two activations
  *   lower_ipu_conv.c       Conv (and the one-row Gemm): its plan, memory and kernels
  *   lower_ipu_eltwise.c    elementwise ops, Softmax, LayerNorm, Transpose
+ *   lower_ipu_move.c       Concat, Slice, Expand: copies of runs of elements over the exchange
  *   lower_ipu_pool.c       MaxPool, AveragePool, GlobalAveragePool
  *   lower_ipu_t10_plans.c  planner (b): the operators it takes and their plans (plan_t10.h's model)
  *   lower_ipu_t10.c        planner (b)'s code generation
@@ -146,6 +147,7 @@ void lwi_elem_span(const lw *L, uint64_t addr, uint64_t bytes, uint64_t av[2]);
  * av[0..nav) ([lo, hi) pairs; hi 0: none). */
 uint64_t lwi_alloc(lw *L, uint64_t bytes);
 uint64_t lwi_alloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1);
+uint64_t lwi_alloc_apart(lw *L, uint64_t bytes, const uint64_t (*av)[2], size_t nav);
 void lwi_release(lw *L, uint64_t a);
 uint64_t lwi_talloc(lw *L, uint64_t bytes);
 uint64_t lwi_talloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1);
@@ -232,6 +234,14 @@ ts_status lwi_lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc);   /* low
 ts_status lwi_lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc);
 ts_status lwi_lower_layernorm(lw *L, const ts_graph_node *n, lw_scr *sc);
 ts_status lwi_lower_transpose(lw *L, const ts_graph_node *n, lw_scr *sc);
+/* The IR's HardSwish (TS_OP_COUNT while the IR has none: it is matched by name); whether op is one
+ * of the one-operand elementwise ops (Relu, Gelu, Clip, Sigmoid, Tanh, HardSwish). */
+ts_graph_op lwi_op_hardswish(void);
+bool lwi_unary_op(ts_graph_op op);
+/* Concat, Slice and Expand: data movements (lower_ipu_move.c). */
+ts_status lwi_lower_move(lw *L, const ts_graph_node *n, lw_scr *sc);
+/* Whether move operator n reads its first input in place (its output is that memory). */
+bool lwi_move_alias(lw *L, const ts_graph_node *n);
 ts_status lwi_lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc);      /* lower_ipu_pool.c */
 
 /* ---- planner (b) ---- */
