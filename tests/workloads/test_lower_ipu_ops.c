@@ -291,6 +291,100 @@ START_TEST(test_matmul_odd_k)
 }
 END_TEST
 
+/* ---- Conv on the workers ---- */
+
+typedef struct cv_case {
+    int N, C, H, Wd, M, G, k, s, d, pad;
+    bool bias, half;
+    const char *config;
+} cv_case;
+
+static const cv_case cv_cases[] = {
+    {1, 12, 9, 9, 12, 12, 3, 1, 1, 1, true, false, "ipu_tiny4"},    /* depthwise, more planes than tiles */
+    {1, 3, 11, 10, 3, 3, 3, 2, 1, 1, false, false, "ipu_small16"},  /* depthwise stride 2: rows in blocks */
+    {1, 8, 7, 7, 6, 2, 3, 1, 1, 1, true, false, "ipu_tiny4"},       /* two groups */
+    {1, 4, 10, 10, 5, 1, 3, 1, 2, 2, true, false, "ipu_small16"},   /* dilation 2 */
+    {3, 4, 6, 6, 5, 1, 3, 1, 1, 1, true, false, "ipu_tiny4"},       /* a batch of 3 */
+    {2, 6, 8, 8, 6, 6, 3, 2, 1, 1, true, true, "ipu_small16"},      /* f16 depthwise, batch 2 */
+};
+
+START_TEST(test_conv_workers)
+{
+    /* Convs the AMP kernel does not take, on the workers: the output against a double reference,
+     * |got - want| <= 1e-5 x the sum of |terms| (f32 sums of f32 products); in f16 the weights and
+     * inputs are rounded to f16 in the reference too, the sums f32 as in the lowering. */
+    const cv_case *c = &cv_cases[_i];
+    ts_graph *g = ts_graph_create("dconv");
+    ts_dtype dt = c->half ? TS_DT_F16 : TS_DT_F32;
+    int Cg = c->C / c->G;
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, dt, 4, (int64_t[]){c->N, c->C, c->H, c->Wd});
+    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, dt, 4, (int64_t[]){c->M, Cg, c->k, c->k});
+    int b = c->bias ? tensor_dt(g, "b", TS_TENSOR_WEIGHT, dt, 1, (int64_t[]){c->M}) : -1;
+    int ids[3] = {x, w, b};
+    ts_err e;
+    ts_err_init(&e);
+    for (int i = 0; i < 3 && ids[i] >= 0; i++) {
+        int64_t n = ts_graph_tensor_elems(ts_graph_get_tensor(g, ids[i]));
+        if (!c->half) {
+            fill(g, ids[i]);
+            continue;
+        }
+        uint16_t *h = ts_calloc((size_t)n, 2);
+        for (int64_t k = 0; k < n; k++)
+            h[k] = ts_f32_to_f16(val(ids[i], k));
+        ck_assert_int_eq(ts_graph_set_data(g, ids[i], h, (size_t)n * 2, &e), TS_OK);
+        ts_free(h);
+    }
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.group = c->G;
+    at.strides[0] = at.strides[1] = c->s;
+    at.dilations[0] = at.dilations[1] = c->d;
+    for (int i = 0; i < 4; i++)
+        at.pads[i] = c->pad;
+    int y = tensor_dt(g, "y", TS_TENSOR_ACTIVATION, dt, -1, NULL);
+    node(g, TS_OP_CONV, "conv", (int[]){x, w, b}, c->bias ? 3 : 2, y, &at);
+    ts_graph_attrs r6;
+    ts_graph_attrs_init(&r6);
+    r6.min = 0;
+    r6.max = 6;
+    int z = chain(g, TS_OP_CLIP, "relu6", y, -1, &r6);
+    ts_graph_mark_output(g, y);
+    ts_graph_mark_output(g, z);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, c->config, &L);
+    const ts_graph_tensor *Y = ts_graph_get_tensor(g, y);
+    int Ho = (int)Y->dims[2], Wo = (int)Y->dims[3], Mg = c->M / c->G;
+#define V(t, k) (c->half ? (double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))) : (double)val(t, k))
+    for (int n = 0; n < c->N; n++)
+        for (int m = 0; m < c->M; m++)
+            for (int oy = 0; oy < Ho; oy++)
+                for (int ox = 0; ox < Wo; ox++) {
+                    double s = c->bias ? V(b, m) : 0, mag = fabs(s);
+                    for (int ci = 0; ci < Cg; ci++)
+                        for (int ky = 0; ky < c->k; ky++)
+                            for (int kx = 0; kx < c->k; kx++) {
+                                int iy = oy * c->s + ky * c->d - c->pad, ix = ox * c->s + kx * c->d - c->pad;
+                                if (iy < 0 || iy >= c->H || ix < 0 || ix >= c->Wd)
+                                    continue;
+                                int cin = m / Mg * Cg + ci;
+                                double t = V(x, ((n * c->C + cin) * c->H + iy) * c->Wd + ix) *
+                                           V(w, ((m * Cg + ci) * c->k + ky) * c->k + kx);
+                                s += t;
+                                mag += fabs(t);
+                            }
+                    uint64_t k = (uint64_t)(((n * c->M + m) * Ho + oy) * Wo + ox);
+                    float got = out_at(&L, g, y, k);
+                    within(got, s, 1e-5 * mag + 1e-7, "conv", k);
+                    ck_assert_float_eq(out_at(&L, g, z, k), fminf(fmaxf(got, 0), 6));
+                }
+#undef V
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("lower_ipu_ops");
@@ -299,6 +393,7 @@ int main(void)
     tcase_add_loop_test(tc, test_activations, 0, 2);
     tcase_add_loop_test(tc, test_concat_slice_expand, 0, 2);
     tcase_add_loop_test(tc, test_matmul_odd_k, 0, 2);
+    tcase_add_loop_test(tc, test_conv_workers, 0, (int)(sizeof cv_cases / sizeof cv_cases[0]));
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

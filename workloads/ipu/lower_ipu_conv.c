@@ -666,15 +666,15 @@ ts_status lwi_lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
     const ts_graph_tensor *Wt = ts_graph_get_tensor(g, n->in[1]);
     const ts_graph_attrs *at = &n->attrs;
     ts_geom_window w;
-    if (!ts_geom_window_of(g, n, &w) || w.N != 1)
-        return lwi_unsupported(L, n, "a batch other than 1");
-    if (at->group != 1 || at->dilations[0] != 1 || at->dilations[1] != 1)
-        return lwi_unsupported(L, n, "groups or dilations");
+    if (!ts_geom_window_of(g, n, &w))
+        return lwi_unsupported(L, n, "an input, output or weight that is not 4-d");
     if (Wt->kind == TS_TENSOR_ACTIVATION || Wt->kind == TS_TENSOR_INPUT)
         return lwi_unsupported(L, n, "weights computed at run time");
     ts_status rc = lwi_need_placed(L, n, n->in[0]);
     if (rc != TS_OK)
         return rc;
+    if (w.N != 1 || at->group != 1 || at->dilations[0] != 1 || at->dilations[1] != 1) /* on the workers */
+        return lwi_lower_dconv(L, n, sc, &w);
     cv_shape s = {.C = (uint64_t)w.C, .H = (uint64_t)w.H, .Wd = (uint64_t)w.W, .M = (uint64_t)w.M,
                   .kh = (uint64_t)w.kh, .kw = (uint64_t)w.kw, .sh = (uint64_t)w.sh, .sw = (uint64_t)w.sw,
                   .pt = (uint64_t)w.pt, .pl = (uint64_t)w.pl, .pbot = (uint64_t)w.pb, .pr = (uint64_t)w.pr,

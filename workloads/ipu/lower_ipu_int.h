@@ -8,6 +8,7 @@
  *   lower_ipu_matmul.c     the AMP matrix-product kernel, MatMul and Gemm, MatMul of two activations
  *   lower_ipu_conv.c       Conv (and the one-row Gemm): its plan, memory and kernels
  *   lower_ipu_eltwise.c    elementwise ops, Softmax, LayerNorm, Transpose
+ *   lower_ipu_dconv.c      Conv with groups, dilations or a batch, on the workers
  *   lower_ipu_move.c       Concat, Slice, Expand: copies of runs of elements over the exchange
  *   lower_ipu_pool.c       MaxPool, AveragePool, GlobalAveragePool
  *   lower_ipu_t10_plans.c  planner (b): the operators it takes and their plans (plan_t10.h's model)
@@ -230,6 +231,8 @@ ts_status lwi_lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc);    /* low
 ts_status lwi_lower_bmm(lw *L, const ts_graph_node *n, lw_scr *sc);
 ts_status lwi_lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc);      /* lower_ipu_conv.c */
 ts_status lwi_lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, const cv_shape *s);
+/* A Conv with groups, dilations or a batch, on the workers' f32 units (lower_ipu_dconv.c). */
+ts_status lwi_lower_dconv(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_geom_window *w);
 ts_status lwi_lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc);   /* lower_ipu_eltwise.c */
 ts_status lwi_lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc);
 ts_status lwi_lower_layernorm(lw *L, const ts_graph_node *n, lw_scr *sc);
