@@ -139,7 +139,8 @@ START_TEST(test_concat_slice_expand)
      * [4096, 63]), Concat on axis 1 of a weight [1, 1, 8] and an activation [1, 7, 8] (the ViT
      * class token), Slice of the last axis of [10, 1, 24] into three (the packed attention
      * in-projection), Slice of one row of the sequence axis, a Slice of leading rows (in place),
-     * Expand of [1, 1, 8] to [3, 1, 8] and of [12, 1] to [12, 5]: data movements, so the values
+     * Expand of [1, 1, 8] to [3, 1, 8] and of [12, 1] to [12, 5], Gather by constant indices: data
+     * movements, so the values
      * must be equal, on ipu_tiny4 (_i 0) and ipu_small16 (_i 1). */
     ts_graph *g = ts_graph_create("mv");
     int a = tensor(g, "a", TS_TENSOR_INPUT, 2, (int64_t[]){12, 10});
@@ -186,7 +187,20 @@ START_TEST(test_concat_slice_expand)
     ex.nshape = 2;
     memcpy(ex.shape, (int64_t[]){12, 5}, sizeof(int64_t[2]));
     int e2 = chain(g, TS_OP_EXPAND, "e2", c2, -1, &ex);
-    int outs[] = {cat, tok, sl[0], sl[1], sl[2], sl[3], sl[4], e1, e2};
+    /* Gather of a constant index from an activation: ViT's x[:, 0] ([1, 7, 8] -> [1, 8]), and of
+     * indices {3, -1} */
+    ts_err e;
+    ts_err_init(&e);
+    int i0 = tensor_dt(g, "i0", TS_TENSOR_CONST, TS_DT_I64, 0, NULL);
+    int i1 = tensor_dt(g, "i1", TS_TENSOR_CONST, TS_DT_I64, 1, (int64_t[]){2});
+    int64_t zero = 0, two[2] = {3, -1};
+    ck_assert_int_eq(ts_graph_set_data(g, i0, &zero, 8, &e), TS_OK);
+    ck_assert_int_eq(ts_graph_set_data(g, i1, two, 16, &e), TS_OK);
+    ts_graph_attrs ga;
+    ts_graph_attrs_init(&ga);
+    ga.axis = 1;
+    int g0 = chain(g, TS_OP_GATHER, "g0", p, i0, &ga), g1 = chain(g, TS_OP_GATHER, "g1", p, i1, &ga);
+    int outs[] = {cat, tok, sl[0], sl[1], sl[2], sl[3], sl[4], e1, e2, g0, g1};
     for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++)
         ts_graph_mark_output(g, outs[i]);
     finalize(g);
@@ -210,6 +224,11 @@ START_TEST(test_concat_slice_expand)
         ck_assert_float_eq(out_at(&L, g, e1, (uint64_t)k), val(c1, k % 8));
     for (int k = 0; k < 60; k++)
         ck_assert_float_eq(out_at(&L, g, e2, (uint64_t)k), val(c2, k / 5));
+    for (int d = 0; d < 8; d++) {
+        ck_assert_float_eq(out_at(&L, g, g0, (uint64_t)d), val(p, d));
+        ck_assert_float_eq(out_at(&L, g, g1, (uint64_t)d), val(p, 3 * 8 + d));
+        ck_assert_float_eq(out_at(&L, g, g1, (uint64_t)(8 + d)), val(p, 6 * 8 + d));
+    }
     lowered_free(&L);
     ts_graph_destroy(g);
 }

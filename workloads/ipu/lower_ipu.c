@@ -77,13 +77,21 @@ static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t 
     case TS_OP_CONCAT:
     case TS_OP_SLICE:
     case TS_OP_EXPAND: break;
+    case TS_OP_GATHER: {
+        const ts_graph_tensor *I = n->nin > 1 ? ts_graph_get_tensor(g, n->in[1]) : NULL;
+        if (!I || !I->data || (I->dtype != TS_DT_I64 && I->dtype != TS_DT_I32)) {
+            snprintf(why, cap, "with indices computed at run time (an embedding lookup)");
+            return true;
+        }
+        break;
+    }
     default:
         if (!lwi_unary_op(n->op)) /* HardSwish */
             return true;
         break;
     }
     ts_dtype dt0 = n->nin ? ts_graph_get_tensor(g, n->in[0])->dtype : TS_DT_F32;
-    for (size_t i = 0; i < n->nin; i++) {
+    for (size_t i = 0; i < (n->op == TS_OP_GATHER ? 1 : n->nin); i++) { /* Gather: the data, not its indices */
         ts_dtype dt = ts_graph_get_tensor(g, n->in[i])->dtype;
         if (dt != TS_DT_F32 && dt != TS_DT_F16) {
             snprintf(why, cap, "on %s", ts_dtype_name(dt));
@@ -168,7 +176,8 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
     case TS_OP_TANH: return lwi_lower_eltwise(L, n, sc);
     case TS_OP_CONCAT:
     case TS_OP_SLICE:
-    case TS_OP_EXPAND: return lwi_lower_move(L, n, sc);
+    case TS_OP_EXPAND:
+    case TS_OP_GATHER: return lwi_lower_move(L, n, sc);
     case TS_OP_SOFTMAX: return lwi_lower_softmax(L, n, sc);
     case TS_OP_LAYERNORM: return lwi_lower_layernorm(L, n, sc);
     case TS_OP_TRANSPOSE: return lwi_lower_transpose(L, n, sc);

@@ -1,4 +1,5 @@
-/* workloads/ipu/lower_ipu_move.c — Concat, Slice and Expand on the IPU, planner (a): data movements.
+/* workloads/ipu/lower_ipu_move.c — Concat, Slice, Expand and Gather with constant indices on the IPU,
+ * planner (a): data movements.
  *
  * Each output element is a copy of one element of one input, so the operator is a list of runs:
  * output elements [d, d + n) are input k's elements [s, s + n) (move_runs). The output is placed
@@ -61,6 +62,20 @@ static uint64_t mv_source(const mv *M, const int64_t *idx, uint32_t *k)
             at -= X->dims[ax];
         }
         ii[ax] = at;
+    } else if (n->op == TS_OP_GATHER) { /* constant indices: the axis's index from the table */
+        const ts_graph_tensor *I = ts_graph_get_tensor(g, n->in[1]);
+        int xr = X->rank, ri = I->rank;
+        int64_t ax = n->attrs.axis < 0 ? n->attrs.axis + xr : n->attrs.axis;
+        uint64_t f = 0;
+        for (int a = 0; a < ri; a++)
+            f = f * (uint64_t)I->dims[a] + (uint64_t)idx[ax + a];
+        int64_t v = I->dtype == TS_DT_I32 ? ((const int32_t *)I->data)[f] : ((const int64_t *)I->data)[f];
+        for (int a = 0; a < ax; a++)
+            ii[a] = idx[a];
+        ii[ax] = v < 0 ? v + X->dims[ax] : v;
+        for (int a = (int)ax + 1; a < xr; a++)
+            ii[a] = idx[a - 1 + ri];
+        r = xr;
     } else { /* Expand: the input's axes aligned right, broadcast where it has 1 */
         int off = r - X->rank;
         for (int a = 0; a < X->rank; a++)
@@ -87,6 +102,8 @@ static ts_status mv_runs(mv *M)
                                               Y->dims[a] != X->dims[a]);
         else if (n->op == TS_OP_CONCAT)
             touched = a == (n->attrs.axis < 0 ? n->attrs.axis + r : n->attrs.axis);
+        else if (n->op == TS_OP_GATHER)
+            touched = a == (n->attrs.axis < 0 ? n->attrs.axis + X->rank : n->attrs.axis);
         else
             touched = a >= r - X->rank ? X->dims[a - (r - X->rank)] != Y->dims[a] : true;
         if (touched) {
@@ -266,7 +283,7 @@ static bool mv_in_place(const mv *M)
 
 bool lwi_move_alias(lw *L, const ts_graph_node *n)
 {
-    if (n->op != TS_OP_CONCAT && n->op != TS_OP_SLICE && n->op != TS_OP_EXPAND)
+    if (n->op != TS_OP_CONCAT && n->op != TS_OP_SLICE && n->op != TS_OP_EXPAND && n->op != TS_OP_GATHER)
         return false;
     mv M = {.L = L, .nd = n, .Y = ts_graph_get_tensor(L->g, n->out[0])};
     M.N = (uint64_t)ts_graph_tensor_elems(M.Y);
