@@ -310,7 +310,7 @@ START_TEST(test_matmul_odd_k)
 }
 END_TEST
 
-/* ---- Conv on the workers ---- */
+/* ---- Conv on the workers, and batches on the AMP ---- */
 
 typedef struct cv_case {
     int N, C, H, Wd, M, G, k, s, d, pad;
@@ -325,13 +325,18 @@ static const cv_case cv_cases[] = {
     {1, 4, 10, 10, 5, 1, 3, 1, 2, 2, true, false, "ipu_small16"},   /* dilation 2 */
     {3, 4, 6, 6, 5, 1, 3, 1, 1, 1, true, false, "ipu_tiny4"},       /* a batch of 3 */
     {2, 6, 8, 8, 6, 6, 3, 2, 1, 1, true, true, "ipu_small16"},      /* f16 depthwise, batch 2 */
+    {3, 4, 6, 6, 16, 1, 3, 1, 1, 1, true, false, "ipu_small16"},    /* a batch of 3 on the AMP */
+    {2, 6, 5, 5, 8, 1, 1, 1, 1, 0, false, false, "ipu_tiny4"},      /* a batch of 2, 1x1, on the AMP */
+    {2, 40, 6, 6, 16, 1, 3, 1, 1, 1, true, false, "ipu_small16"},   /* a batch of 2, input channels in parts */
+    {4, 8, 8, 8, 16, 1, 3, 2, 1, 1, true, true, "ipu_small16"},     /* f16 batch of 4 on the AMP */
 };
 
 START_TEST(test_conv_workers)
 {
-    /* Convs the AMP kernel does not take, on the workers: the output against a double reference,
-     * |got - want| <= 1e-5 x the sum of |terms| (f32 sums of f32 products); in f16 the weights and
-     * inputs are rounded to f16 in the reference too, the sums f32 as in the lowering. */
+    /* Convs with groups, dilations or a batch (on the workers, or each image on its own tiles of
+     * the AMP): the output against a double reference, |got - want| <= 1e-5 x the sum of |terms|
+     * (f32 sums of f32 products); in f16 the weights and inputs are rounded to f16 in the reference
+     * too and the sums are f32, as in the lowering (the AMP's f16 products are exact in f32). */
     const cv_case *c = &cv_cases[_i];
     ts_graph *g = ts_graph_create("dconv");
     ts_dtype dt = c->half ? TS_DT_F16 : TS_DT_F32;

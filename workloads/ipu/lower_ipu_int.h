@@ -224,6 +224,7 @@ typedef struct cv_shape {
     int wid, bid;
     int wmode;                      /* 0: Conv [M][C][kh][kw]; 1: Gemm B[N][K] (transB); 2: B[K][N] */
     bool half;                      /* f16: inputs and weights rounded to f16 for f16v4amp (if C is even) */
+    uint64_t N;                     /* images of a batch (0 or 1: one), each on tiles of its own */
 } cv_shape;
 
 /* Each operator: n's output placed in L->pl, its supersteps emitted; sc is scratch. */
