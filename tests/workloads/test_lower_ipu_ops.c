@@ -329,6 +329,8 @@ static const cv_case cv_cases[] = {
     {2, 6, 5, 5, 8, 1, 1, 1, 1, 0, false, false, "ipu_tiny4"},      /* a batch of 2, 1x1, on the AMP */
     {2, 40, 6, 6, 16, 1, 3, 1, 1, 1, true, false, "ipu_small16"},   /* a batch of 2, input channels in parts */
     {4, 8, 8, 8, 16, 1, 3, 2, 1, 1, true, true, "ipu_small16"},     /* f16 batch of 4 on the AMP */
+    {4, 32, 8, 8, 32, 1, 3, 1, 1, 1, true, false, "ipu_tiny4"},     /* weights too big four times over:
+                                                                       the images one after another */
 };
 
 START_TEST(test_conv_workers)

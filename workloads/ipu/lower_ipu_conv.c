@@ -245,7 +245,7 @@ static void conv_ranges(const cv_shape *s, const cv_plan *pn, lw_scr *sc)
     for (uint64_t img = 0; img < pn->nimg; img++)
         for (uint32_t tl = 0; tl < pn->tn; tl++) {
             uint32_t t = conv_gtile(pn, img, tl);
-            uint64_t gr = tl % pn->nrb, gk = tl / pn->tout, x0 = img * C * H * Wd;
+            uint64_t gr = tl % pn->nrb, gk = tl / pn->tout, x0 = s->x0 + img * C * H * Wd;
             uint64_t ci0 = gk * pn->cpk, ci1 = ci0 + pn->cpk < C ? ci0 + pn->cpk : C;
             if (pn->nrb == 1) {
                 sc->lo[t] = x0 + ci0 * H * Wd;
@@ -272,8 +272,13 @@ static void conv_alloc(lw *L, const cv_shape *s, cv_plan *pn)
     pn->colbuf = pn->hwc ? 0 : lwi_talloc(L, L->workers * pn->kpm * 8);
     pn->wbytes = pn->qpt * pn->kpm * pn->U * 8;
     pn->bbytes = pn->qpt * pn->U * 4;
-    pn->waddr = lwi_salloc(L, pn->wbytes);
-    pn->baddr = s->Bt ? lwi_salloc(L, pn->bbytes) : 0;
+    if (s->wkeep && s->wkeep->set) { /* a later image of a batch: the first image's weights */
+        pn->waddr = s->wkeep->waddr;
+        pn->baddr = s->wkeep->baddr;
+    } else {
+        pn->waddr = lwi_salloc(L, pn->wbytes);
+        pn->baddr = s->Bt ? lwi_salloc(L, pn->bbytes) : 0;
+    }
     pn->out = lwi_alloc(L, sums);
     pn->alt = pn->rbuf = 0;
     if (pn->nks > 1) {
@@ -580,7 +585,7 @@ static ts_status conv_tiles(lw *L, const ts_graph_node *n, const cv_shape *s, co
     for (uint64_t i = 0; i < pn->nimg * pn->tn && rc == TS_OK; i++) {
         uint32_t tl = (uint32_t)(i % pn->tn), t = conv_gtile(pn, i / pn->tn, tl);
         cv_tile c = conv_tile(s, pn, sc, tl, t);
-        if ((rc = conv_weights(L, s, pn, &c, t, w)) != TS_OK)
+        if ((!s->wkeep || !s->wkeep->set) && (rc = conv_weights(L, s, pn, &c, t, w)) != TS_OK)
             break;
         if (pn->hwc)
             conv_image_hwc(L, s, pn, &c, t, sc->where[t]);
@@ -666,6 +671,8 @@ ts_status lwi_lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, const 
         return rc;
     if ((rc = conv_tiles(L, n, s, &pn, sc)) != TS_OK)
         return rc;
+    if (s->wkeep && !s->wkeep->set)
+        *s->wkeep = (cv_wkeep){true, pn.waddr, pn.baddr};
     lwi_use_tiles(L, tall);
     lwi_sync_all(L);
     uint64_t fin = conv_reduce(L, &pn);
@@ -706,5 +713,7 @@ ts_status lwi_lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
                   .Ho = (uint64_t)w.Ho, .Wo = (uint64_t)w.Wo, .Wt = Wt, .wid = n->in[1],
                   .Bt = n->nin > 2 ? ts_graph_get_tensor(g, n->in[2]) : NULL, .bid = n->nin > 2 ? n->in[2] : -1,
                   .half = X->dtype == TS_DT_F16, .N = (uint64_t)w.N};
+    if (w.N > 1 && L->mmshare > 4) /* the images side by side did not fit: one after another */
+        return lwi_lower_conv_images(L, n, sc, &s);
     return lwi_lower_conv_shape(L, n, sc, &s);
 }

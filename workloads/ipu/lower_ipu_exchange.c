@@ -148,7 +148,7 @@ static ts_status gather_transfers(gx *G, uint32_t t, size_t pt0)
     const lw_piece *pc = G->pc;
     for (size_t i = pt0; i < G->npc;) {
         size_t k = i + 1;
-        bool direct = true;
+        bool direct = !G->L->staged;
         uint64_t words = pc[i].words;
         while (k < G->npc && pc[k].src == pc[i].src) {
             direct &= pc[k].to == pc[k - 1].to + 4 * pc[k - 1].words;

@@ -8,6 +8,7 @@
  *   lower_ipu_matmul.c     the AMP matrix-product kernel, MatMul and Gemm, MatMul of two activations
  *   lower_ipu_conv.c       Conv (and the one-row Gemm): its plan, memory and kernels
  *   lower_ipu_eltwise.c    elementwise ops, Softmax, LayerNorm, Transpose
+ *   lower_ipu_batch.c      a batched Conv image by image
  *   lower_ipu_dconv.c      Conv with groups, dilations or a batch, on the workers
  *   lower_ipu_move.c       Concat, Slice, Expand: copies of runs of elements over the exchange
  *   lower_ipu_pool.c       MaxPool, AveragePool, GlobalAveragePool
@@ -107,6 +108,7 @@ typedef struct lw {
                            * for staged pieces of equal length equally far apart (Transpose, MatMul of
                            * activations, and the plans of models whose weights do not fit at 1/4) */
     bool stagger;         /* gather: receiver t takes its senders from its (t mod n)-th on (planner (b)'s Convs) */
+    bool staged;          /* gather: every transfer received into the staging buffer, then copied */
     const ts_t10_plan *plans; /* per node: the compute-shift plan (tiles 0 = load-compute-store); NULL = lcs */
 } lw;
 
@@ -225,13 +227,20 @@ typedef struct cv_shape {
     int wmode;                      /* 0: Conv [M][C][kh][kw]; 1: Gemm B[N][K] (transB); 2: B[K][N] */
     bool half;                      /* f16: inputs and weights rounded to f16 for f16v4amp (if C is even) */
     uint64_t N;                     /* images of a batch (0 or 1: one), each on tiles of its own */
+    uint64_t x0;                    /* the input's first element (an image of a batch lowered alone) */
+    struct cv_wkeep *wkeep;         /* NULL; else the weights placed by the first image and reused */
 } cv_shape;
+/* Weights shared by the images of a batch lowered one after another. */
+typedef struct cv_wkeep { bool set; uint64_t waddr, baddr; } cv_wkeep;
 
 /* Each operator: n's output placed in L->pl, its supersteps emitted; sc is scratch. */
 ts_status lwi_lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc);    /* lower_ipu_matmul.c */
 ts_status lwi_lower_bmm(lw *L, const ts_graph_node *n, lw_scr *sc);
 ts_status lwi_lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc);      /* lower_ipu_conv.c */
 ts_status lwi_lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, const cv_shape *s);
+/* A batched Conv one image after another on all tiles, each image's output moved into the batch's
+ * flat layout (lower_ipu_batch.c): when the images side by side replicate the weights too often. */
+ts_status lwi_lower_conv_images(lw *L, const ts_graph_node *n, lw_scr *sc, const cv_shape *s);
 /* A Conv with groups, dilations or a batch, on the workers' f32 units (lower_ipu_dconv.c). */
 ts_status lwi_lower_dconv(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_geom_window *w);
 ts_status lwi_lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc);   /* lower_ipu_eltwise.c */
