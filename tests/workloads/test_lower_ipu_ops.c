@@ -14,6 +14,7 @@
 #include "tests/arch/ipu/ipu_test.h"
 #include "tests/workloads/graph_build.h"
 #include "workloads/ipu/lower_ipu.h"
+#include "workloads/ipu/lower_ipu_int.h"
 
 typedef struct lowered {
     ipu_run run;
@@ -187,6 +188,9 @@ START_TEST(test_concat_slice_expand)
     ex.nshape = 2;
     memcpy(ex.shape, (int64_t[]){12, 5}, sizeof(int64_t[2]));
     int e2 = chain(g, TS_OP_EXPAND, "e2", c2, -1, &ex);
+    ex.nshape = 3; /* a weight expanded: initial data */
+    memcpy(ex.shape, (int64_t[]){2, 1, 8}, sizeof(int64_t[3]));
+    int e3 = chain(g, TS_OP_EXPAND, "e3", cls, -1, &ex);
     /* Gather of a constant index from an activation: ViT's x[:, 0] ([1, 7, 8] -> [1, 8]), and of
      * indices {3, -1} */
     ts_err e;
@@ -200,7 +204,7 @@ START_TEST(test_concat_slice_expand)
     ts_graph_attrs_init(&ga);
     ga.axis = 1;
     int g0 = chain(g, TS_OP_GATHER, "g0", p, i0, &ga), g1 = chain(g, TS_OP_GATHER, "g1", p, i1, &ga);
-    int outs[] = {cat, tok, sl[0], sl[1], sl[2], sl[3], sl[4], e1, e2, g0, g1};
+    int outs[] = {cat, tok, sl[0], sl[1], sl[2], sl[3], sl[4], e1, e2, e3, g0, g1};
     for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++)
         ts_graph_mark_output(g, outs[i]);
     finalize(g);
@@ -224,6 +228,8 @@ START_TEST(test_concat_slice_expand)
         ck_assert_float_eq(out_at(&L, g, e1, (uint64_t)k), val(c1, k % 8));
     for (int k = 0; k < 60; k++)
         ck_assert_float_eq(out_at(&L, g, e2, (uint64_t)k), val(c2, k / 5));
+    for (int k = 0; k < 16; k++)
+        ck_assert_float_eq(out_at(&L, g, e3, (uint64_t)k), val(cls, k % 8));
     for (int d = 0; d < 8; d++) {
         ck_assert_float_eq(out_at(&L, g, g0, (uint64_t)d), val(p, d));
         ck_assert_float_eq(out_at(&L, g, g1, (uint64_t)d), val(p, 3 * 8 + d));
@@ -411,6 +417,43 @@ START_TEST(test_conv_workers)
 }
 END_TEST
 
+/* ---- the check that the exchange cannot hang ---- */
+
+START_TEST(test_exchange_check)
+{
+    /* the records of sends and receives as lwi_send and lwi_recv leave them: paired (in two sends),
+     * a receive of more words than are sent, a send nobody waits for, a send to a tile without a
+     * stream: each unpaired one is a compile error naming the superstep, the tiles and the
+     * operator, instead of a program that hangs */
+    ts_graph *g = ts_graph_create("xc");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){4, 4});
+    ts_graph_mark_output(g, chain(g, TS_OP_RELU, "r", x, -1, NULL));
+    finalize(g);
+    ts_err e;
+    ts_err_init(&e);
+    lw_xrec ok[] = {{3, 1, 0, 8, 0}, {3, 1, 0, -5, 0}, {3, 1, 0, -3, 0}, {4, 0, 1, 2, 0}, {4, 0, 1, -2, 0}};
+    lw L = {.g = g, .err = &e, .used = 2, .xr = ok, .nxr = 5};
+    ck_assert_int_eq(lwi_check_exchange(&L), TS_OK);
+    lw_xrec more[] = {{3, 1, 0, 8, 0}, {3, 1, 0, -5, 0}};
+    L.xr = more, L.nxr = 2;
+    ck_assert_int_eq(lwi_check_exchange(&L), TS_EINTERNAL);
+    ck_assert_str_eq(e.msg, "the program would hang: in superstep 3 tile 0 waits for 3 more words from tile 1 than it "
+                            "sends (Relu 'r')");
+    lw_xrec lone[] = {{2, 0, 1, -4, 0}};
+    L.xr = lone, L.nxr = 1;
+    ck_assert_int_eq(lwi_check_exchange(&L), TS_EINTERNAL);
+    ck_assert_str_eq(e.msg, "the program would hang: in superstep 2 tile 0 sends 4 words to tile 1 that it does not "
+                            "wait for (Relu 'r')");
+    lw_xrec far[] = {{2, 0, 5, -4, 0}, {2, 0, 5, 4, 0}};
+    L.xr = far, L.nxr = 2;
+    ck_assert_int_eq(lwi_check_exchange(&L), TS_EINTERNAL);
+    ck_assert_str_eq(e.msg, "the program would hang: in superstep 2 tile 0 sends 4 words to tile 5 that has no stream "
+                            "(Relu 'r')");
+    ts_err_free(&e);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("lower_ipu_ops");
@@ -419,6 +462,7 @@ int main(void)
     tcase_add_loop_test(tc, test_activations, 0, 2);
     tcase_add_loop_test(tc, test_concat_slice_expand, 0, 2);
     tcase_add_loop_test(tc, test_matmul_odd_k, 0, 2);
+    tcase_add_test(tc, test_exchange_check);
     tcase_add_loop_test(tc, test_conv_workers, 0, (int)(sizeof cv_cases / sizeof cv_cases[0]));
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -408,6 +408,7 @@ static void pass_free(lw_pass *ps)
     ts_free(L->root);
     ts_free(L->last);
     ts_free(L->marks);
+    ts_free(L->xr);
     ts_free(L->layers);
     ts_program_destroy(L->prog);
 }

@@ -114,6 +114,9 @@ ts_status lwi_finish(lw *L, ts_program **out)
         S(t, HALT, 0, 0, 0);
     if (L->oom)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory emitting the program");
+    ts_status xc = lwi_check_exchange(L);
+    if (xc != TS_OK)
+        return xc;
     for (uint32_t t = 0; t < L->used; t++) {
         ts_status rc = emit_stream(L, t);
         if (rc != TS_OK)

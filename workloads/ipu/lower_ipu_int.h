@@ -61,6 +61,9 @@ typedef struct lw_place {
 } lw_place;
 typedef struct lw_blk { uint64_t a, n; } lw_blk; /* a live block of the dynamic region */
 typedef struct lw_tab { uint64_t hash, bytes, addr; uint32_t tiles; } lw_tab; /* static data the same on every tile */
+/* An exchange of the program as emitted: in superstep `step`, tile dst receives (words > 0) or tile
+ * src sends (words < 0) that many words; node: the operator that emitted it. */
+typedef struct lw_xrec { uint32_t step, src, dst; int64_t words; int node; } lw_xrec;
 
 /* The state of one pass of the lowering (lower_ipu.c). */
 typedef struct lw {
@@ -100,6 +103,7 @@ typedef struct lw {
     int *last;            /* per root tensor: its last consumer node; -1 = kept (graph output) */
     uint32_t step;        /* supersteps so far */
     lw_mark *marks; size_t nmarks, capmarks;
+    lw_xrec *xr; size_t nxr, capxr; /* every send and receive, for the check before emission; owned */
     ts_lower_layer *layers; size_t nlayers, caplayers;
     bool oom;
     bool overfull;        /* an operator did not fit tile memory (the t10 planner retries) */
@@ -182,6 +186,10 @@ ts_status lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64
  * to tile dst. */
 void lwi_recv(lw *L, uint32_t t, uint64_t to, uint32_t src, uint64_t words);
 void lwi_send(lw *L, uint32_t t, uint64_t from, uint32_t dst, uint64_t words);
+/* The check before emission that the program cannot hang in the exchange: in every superstep, the
+ * words each tile waits for from another equal the words that tile sends it, and both tiles have
+ * streams. TS_EINTERNAL naming the superstep, the tiles and the operators otherwise. */
+ts_status lwi_check_exchange(lw *L);
 
 /* ---- operators of planner (a) ---- */
 

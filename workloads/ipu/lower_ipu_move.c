@@ -10,8 +10,8 @@
  * are one strided set (lwi_gather's nr ranges); the sets of all tiles with the same input, offset
  * in the chunk and strides are one gather into the output buffer, one exchange (pieces a tile holds
  * itself copied by its supervisor), then a chip-wide sync. Runs of a weight or constant input (the
- * ViT class token) are initial data at the same offsets of a buffer beside the operator's weights,
- * copied into the output by the tile's supervisor. When the input is laid out as the output would
+ * ViT class token, Expand of a weight) are initial data at the same offsets of a buffer beside the
+ * operator's weights, copied into the output by the tile's supervisor. When the input is laid out as the output would
  * be, nothing moves: a Slice of whole leading rows or an Expand that broadcasts nothing reads its
  * input in place, as Reshape does.
  */
@@ -311,8 +311,8 @@ ts_status lwi_lower_move(lw *L, const ts_graph_node *n, lw_scr *sc)
             return lwi_unsupported(L, n, "inputs held as f16 halves and as f32 words");
         es = P->es;
     }
-    if (!placed)
-        return lwi_need_placed(L, n, n->in[0]);
+    if (!placed) /* weights only (ViT's class token expanded): initial data, in f32 words */
+        es = 4;
     if (!M.N)
         return lwi_unsupported(L, n, "an empty output");
     ts_status rc = mv_runs(&M);
