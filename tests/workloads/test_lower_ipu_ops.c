@@ -458,7 +458,7 @@ int main(void)
 {
     Suite *s = suite_create("lower_ipu_ops");
     TCase *tc = tcase_create("ops");
-    tcase_set_timeout(tc, 60);
+    tcase_set_timeout(tc, 180);
     tcase_add_loop_test(tc, test_activations, 0, 2);
     tcase_add_loop_test(tc, test_concat_slice_expand, 0, 2);
     tcase_add_loop_test(tc, test_matmul_odd_k, 0, 2);

@@ -121,6 +121,9 @@ ts_status lwi_finish(lw *L, ts_program **out)
         ts_status rc = emit_stream(L, t);
         if (rc != TS_OK)
             return rc;
+        ts_free(L->tiles[t].sup.v); /* the tile's code is the stream's now: the host holds one copy */
+        ts_free(L->tiles[t].wrk.v);
+        L->tiles[t].sup = L->tiles[t].wrk = (lw_code){0};
     }
     for (size_t i = 0; i < L->nmarks; i++) {
         const lw_mark *k = &L->marks[i];
