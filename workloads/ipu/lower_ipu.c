@@ -445,6 +445,40 @@ static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, con
 
 /* ---- the lowering ---- */
 
+/* All weights are loaded before the run, so a model whose weights alone exceed the tile memory of
+ * the tiles it may use cannot fit, whatever the plan: an error naming the first weight (in the
+ * order of the nodes reading them) past the chip's memory, and the shortfall in bytes. */
+static ts_status check_weights_fit(const ts_graph *g, const ts_lower_ipu_params *p, uint32_t T, ts_err *err)
+{
+    uint64_t cap = (uint64_t)T * p->target.sram_bytes, total = 0;
+    int first = -1, fnode = -1;
+    size_t nt = ts_graph_tensor_count(g);
+    bool *seen = ts_calloc(nt ? nt : 1, sizeof *seen);
+    if (!seen)
+        return ts_err_set(err, TS_ENOMEM, "out of memory lowering '%s'", ts_graph_name(g));
+    for (size_t i = 0; i < ts_graph_node_count(g); i++) {
+        const ts_graph_node *n = ts_graph_get_node(g, (int)i);
+        for (size_t k = 0; k < n->nin; k++) {
+            const ts_graph_tensor *t = ts_graph_get_tensor(g, n->in[k]);
+            if (t->kind != TS_TENSOR_WEIGHT || seen[n->in[k]])
+                continue;
+            seen[n->in[k]] = true;
+            total += (uint64_t)ts_graph_tensor_elems(t) * (t->dtype == TS_DT_F16 ? 2 : 4);
+            if (total > cap && first < 0)
+                first = n->in[k], fnode = (int)i;
+        }
+    }
+    ts_free(seen);
+    if (first < 0)
+        return TS_OK;
+    const ts_graph_node *n = ts_graph_get_node(g, fnode);
+    return ts_err_set(err, TS_EINPUT,
+                      "'%s' does not fit: its weights take %llu bytes, the %u tiles hold %llu (%llu bytes short); "
+                      "the first weight past the chip's memory is '%s' of %s '%s'", ts_graph_name(g),
+                      (unsigned long long)total, T, (unsigned long long)cap, (unsigned long long)(total - cap),
+                      ts_graph_get_tensor(g, first)->name, ts_graph_op_name(n->op), n->name);
+}
+
 void ts_lower_report_free(ts_lower_report *rep)
 {
     if (!rep)
@@ -468,6 +502,9 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
         return ts_err_set(err, TS_EINPUT, "IPU lowering: %u AMP f32 MACs per cycle; the lowering handles 4, 8 or 16",
                           p->target.amp_macs_f32);
     ts_status rc = ts_lower_check_ops(g, &ipu_ops, err);
+    if (rc == TS_OK)
+        rc = check_weights_fit(g, p, p->max_tiles && p->max_tiles < p->target.tiles ? p->max_tiles : p->target.tiles,
+                               err);
     if (rc != TS_OK)
         return rc;
     size_t nn = ts_graph_node_count(g);
