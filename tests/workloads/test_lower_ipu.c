@@ -871,10 +871,17 @@ START_TEST(test_errors)
     ts_err_init(&e);
     ts_program *p = NULL;
     ts_lower_report rep;
-    /* does not fit: a 1024 x 1024 f32 weight is 4 MiB, 1 MiB per tile over 4 column blocks;
-     * ipu_tiny4 tiles have 64 KiB */
+    /* does not fit: a 1024 x 1024 f32 weight is 4 MiB, ipu_tiny4's 4 tiles have 64 KiB each: refused
+     * before planning, naming the weight and the shortfall */
     ts_graph *g = NULL;
     ck_assert_int_eq(ts_wl_builtin("matmul:m=8,k=1024,n=1024", &g, &e), TS_OK);
+    ck_assert_int_eq(compile(g, "ipu_tiny4", NULL, &p, &rep, &e), TS_EINPUT);
+    ck_assert_ptr_null(p);
+    ck_assert_str_eq(e.msg, "'matmul' does not fit: its weights take 4194304 bytes, the 4 tiles hold 262144 (3932160 "
+                            "bytes short); the first weight past the chip's memory is 'B' of MatMul 'matmul'");
+    ts_graph_destroy(g);
+    /* fits the chip but not a tile's share: 512 x 64 f32 weights (128 KiB) with rows of 512 */
+    ck_assert_int_eq(ts_wl_builtin("matmul:m=64,k=512,n=64", &g, &e), TS_OK);
     ck_assert_int_eq(compile(g, "ipu_tiny4", NULL, &p, &rep, &e), TS_EINPUT);
     ck_assert_ptr_null(p);
     ck_assert_msg(strstr(e.msg, "MatMul 'matmul' needs ") && strstr(e.msg, "KiB per tile") &&
