@@ -22,17 +22,19 @@ typedef struct lowered {
     ts_program *prog;
 } lowered;
 
+static const char *const *run_sets; /* config overrides for the lowering and the runs */
+
 static void lower_and_run(const ts_graph *g, const char *config, lowered *L)
 {
     ts_err e;
     ts_err_init(&e);
-    void *cfg = ipu_test_config(config, NULL);
+    void *cfg = ipu_test_config(config, run_sets);
     ts_lower_ipu_params p;
     ck_assert_int_eq(ts_lower_ipu_params_from_config(cfg, &p, &e), TS_OK);
     ts_status rc = ts_lower_ipu(g, &p, &L->prog, &L->rep, &e);
     ts_config_destroy(cfg);
     ck_assert_msg(rc == TS_OK, "lower: %s", e.msg);
-    ipu_test_modes_program(config, NULL, L->prog, &L->run);
+    ipu_test_modes_program(config, run_sets, L->prog, &L->run);
     ck_assert_msg(L->run.rc == TS_OK, "run: tile %lld cycle %lld: %s", (long long)L->run.err.tile,
                   (long long)L->run.err.cycle, L->run.err.msg);
 }
@@ -248,8 +250,11 @@ START_TEST(test_matmul_odd_k)
      * weights), and the NeRF skip: Concat([30, 10] relu'd, A) = [30, 17] x [17, 6]; tolerance 1e-5 x
      * the sum of |products| (f32 accumulation). f16 (_i 1): A[12, 6] x B[6, 10], K padded to 8 for
      * f16v4amp; products of f16 values summed in f32 and the output rounded to f16, so 2^-10 of
-     * the value plus 1e-5 x the sum of |products|. */
-    bool half = _i == 1;
+     * the value plus 1e-5 x the sum of |products|; _i 2: the same on an AMP of 16 f16 units (MK2's),
+     * used as 8. */
+    static const char *const mk2_amp[] = {"amp.macs_per_cycle_f16=64", NULL}; /* 16 f16 units, as MK2 */
+    bool half = _i >= 1;
+    run_sets = _i == 2 ? mk2_amp : NULL;
     int M = half ? 12 : 30, K = half ? 6 : 7, N = 10;
     ts_graph *g = ts_graph_create("oddk");
     ts_dtype dt = half ? TS_DT_F16 : TS_DT_F32;
@@ -313,6 +318,7 @@ START_TEST(test_matmul_odd_k)
     ts_free(cr);
     lowered_free(&L);
     ts_graph_destroy(g);
+    run_sets = NULL;
 }
 END_TEST
 
@@ -345,7 +351,10 @@ START_TEST(test_conv_workers)
      * the AMP): the output against a double reference, |got - want| <= 1e-5 x the sum of |terms|
      * (f32 sums of f32 products); in f16 the weights and inputs are rounded to f16 in the reference
      * too and the sums are f32, as in the lowering (the AMP's f16 products are exact in f32). */
-    const cv_case *c = &cv_cases[_i];
+    static const char *const mk2_amp[] = {"amp.macs_per_cycle_f16=64", NULL};
+    bool extra = _i >= (int)(sizeof cv_cases / sizeof cv_cases[0]); /* the f16 batch on 16 AMP units (MK2's) */
+    const cv_case *c = &cv_cases[extra ? 9 : _i];
+    run_sets = extra ? mk2_amp : NULL;
     ts_graph *g = ts_graph_create("dconv");
     ts_dtype dt = c->half ? TS_DT_F16 : TS_DT_F32;
     int Cg = c->C / c->G;
@@ -414,6 +423,7 @@ START_TEST(test_conv_workers)
 #undef V
     lowered_free(&L);
     ts_graph_destroy(g);
+    run_sets = NULL;
 }
 END_TEST
 
@@ -461,9 +471,9 @@ int main(void)
     tcase_set_timeout(tc, 180);
     tcase_add_loop_test(tc, test_activations, 0, 2);
     tcase_add_loop_test(tc, test_concat_slice_expand, 0, 2);
-    tcase_add_loop_test(tc, test_matmul_odd_k, 0, 2);
+    tcase_add_loop_test(tc, test_matmul_odd_k, 0, 3);
     tcase_add_test(tc, test_exchange_check);
-    tcase_add_loop_test(tc, test_conv_workers, 0, (int)(sizeof cv_cases / sizeof cv_cases[0]));
+    tcase_add_loop_test(tc, test_conv_workers, 0, (int)(sizeof cv_cases / sizeof cv_cases[0]) + 1);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

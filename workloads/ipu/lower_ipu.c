@@ -247,7 +247,9 @@ static ts_status pass_init(lw_pass *ps, const ts_graph *g, const ts_lower_ipu_pa
     L->p = p;
     L->err = err;
     L->units = p->target.amp_units_f32;
-    L->units16 = p->target.amp_units_f16;
+    /* an AMP of more than 8 f16 units (MK2's 16) is used as 8: the routines hold a group's sums in
+     * $a0..$a7 and its bias in $a8..$a15; the other units' sums are never read */
+    L->units16 = p->target.amp_units_f16 > 8 && p->target.amp_units_f16 % 8 == 0 ? 8 : p->target.amp_units_f16;
     L->workers = p->target.workers ? p->target.workers : 6;
     L->T = p->max_tiles && p->max_tiles < p->target.tiles ? p->max_tiles : p->target.tiles;
     size_t nt = ts_graph_tensor_count(g);
