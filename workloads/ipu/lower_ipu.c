@@ -70,11 +70,28 @@ static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t 
     case TS_OP_AVGPOOL:
     case TS_OP_GLOBALAVGPOOL:
     case TS_OP_RESHAPE:
-    case TS_OP_FLATTEN: break;
-    default: return true;
+    case TS_OP_FLATTEN:
+    case TS_OP_CLIP:
+    case TS_OP_SIGMOID:
+    case TS_OP_TANH:
+    case TS_OP_CONCAT:
+    case TS_OP_SLICE:
+    case TS_OP_EXPAND: break;
+    case TS_OP_GATHER: {
+        const ts_graph_tensor *I = n->nin > 1 ? ts_graph_get_tensor(g, n->in[1]) : NULL;
+        if (!I || !I->data || (I->dtype != TS_DT_I64 && I->dtype != TS_DT_I32)) {
+            snprintf(why, cap, "with indices computed at run time (an embedding lookup)");
+            return true;
+        }
+        break;
+    }
+    default:
+        if (!lwi_unary_op(n->op)) /* HardSwish */
+            return true;
+        break;
     }
     ts_dtype dt0 = n->nin ? ts_graph_get_tensor(g, n->in[0])->dtype : TS_DT_F32;
-    for (size_t i = 0; i < n->nin; i++) {
+    for (size_t i = 0; i < (n->op == TS_OP_GATHER ? 1 : n->nin); i++) { /* Gather: the data, not its indices */
         ts_dtype dt = ts_graph_get_tensor(g, n->in[i])->dtype;
         if (dt != TS_DT_F32 && dt != TS_DT_F16) {
             snprintf(why, cap, "on %s", ts_dtype_name(dt));
@@ -153,7 +170,14 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
     case TS_OP_SUB:
     case TS_OP_MUL:
     case TS_OP_DIV:
-    case TS_OP_GELU: return lwi_lower_eltwise(L, n, sc);
+    case TS_OP_GELU:
+    case TS_OP_CLIP:
+    case TS_OP_SIGMOID:
+    case TS_OP_TANH: return lwi_lower_eltwise(L, n, sc);
+    case TS_OP_CONCAT:
+    case TS_OP_SLICE:
+    case TS_OP_EXPAND:
+    case TS_OP_GATHER: return lwi_lower_move(L, n, sc);
     case TS_OP_SOFTMAX: return lwi_lower_softmax(L, n, sc);
     case TS_OP_LAYERNORM: return lwi_lower_layernorm(L, n, sc);
     case TS_OP_TRANSPOSE: return lwi_lower_transpose(L, n, sc);
@@ -166,7 +190,9 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
             return rc;
         L->pl[n->out[0]] = L->pl[n->in[0]]; /* same elements in the same order */
         return TS_OK;
-    default: /* refused above */
+    default: /* refused above, but HardSwish */
+        if (lwi_unary_op(n->op))
+            return lwi_lower_eltwise(L, n, sc);
         return ts_err_set(L->err, TS_EINTERNAL, "%s '%s': no room for this operator", ts_graph_op_name(n->op), n->name);
     }
 }
@@ -221,7 +247,9 @@ static ts_status pass_init(lw_pass *ps, const ts_graph *g, const ts_lower_ipu_pa
     L->p = p;
     L->err = err;
     L->units = p->target.amp_units_f32;
-    L->units16 = p->target.amp_units_f16;
+    /* an AMP of more than 8 f16 units (MK2's 16) is used as 8: the routines hold a group's sums in
+     * $a0..$a7 and its bias in $a8..$a15; the other units' sums are never read */
+    L->units16 = p->target.amp_units_f16 > 8 && p->target.amp_units_f16 % 8 == 0 ? 8 : p->target.amp_units_f16;
     L->workers = p->target.workers ? p->target.workers : 6;
     L->T = p->max_tiles && p->max_tiles < p->target.tiles ? p->max_tiles : p->target.tiles;
     size_t nt = ts_graph_tensor_count(g);
@@ -254,7 +282,7 @@ static ts_status liveness(lw *L)
         L->root[i] = (int)i;
     for (size_t i = 0; i < ts_graph_node_count(g); i++) {
         const ts_graph_node *n = ts_graph_get_node(g, (int)i);
-        if ((n->op == TS_OP_RESHAPE || n->op == TS_OP_FLATTEN) && n->nin && n->nout)
+        if ((n->op == TS_OP_RESHAPE || n->op == TS_OP_FLATTEN || lwi_move_alias(L, n)) && n->nin && n->nout)
             L->root[n->out[0]] = L->root[n->in[0]];
         for (size_t k = 0; k < n->nin; k++)
             L->last[L->root[n->in[k]]] = (int)i;
@@ -382,6 +410,7 @@ static void pass_free(lw_pass *ps)
     ts_free(L->root);
     ts_free(L->last);
     ts_free(L->marks);
+    ts_free(L->xr);
     ts_free(L->layers);
     ts_program_destroy(L->prog);
 }
@@ -418,6 +447,40 @@ static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, con
 
 /* ---- the lowering ---- */
 
+/* All weights are loaded before the run, so a model whose weights alone exceed the tile memory of
+ * the tiles it may use cannot fit, whatever the plan: an error naming the first weight (in the
+ * order of the nodes reading them) past the chip's memory, and the shortfall in bytes. */
+static ts_status check_weights_fit(const ts_graph *g, const ts_lower_ipu_params *p, uint32_t T, ts_err *err)
+{
+    uint64_t cap = (uint64_t)T * p->target.sram_bytes, total = 0;
+    int first = -1, fnode = -1;
+    size_t nt = ts_graph_tensor_count(g);
+    bool *seen = ts_calloc(nt ? nt : 1, sizeof *seen);
+    if (!seen)
+        return ts_err_set(err, TS_ENOMEM, "out of memory lowering '%s'", ts_graph_name(g));
+    for (size_t i = 0; i < ts_graph_node_count(g); i++) {
+        const ts_graph_node *n = ts_graph_get_node(g, (int)i);
+        for (size_t k = 0; k < n->nin; k++) {
+            const ts_graph_tensor *t = ts_graph_get_tensor(g, n->in[k]);
+            if (t->kind != TS_TENSOR_WEIGHT || seen[n->in[k]])
+                continue;
+            seen[n->in[k]] = true;
+            total += (uint64_t)ts_graph_tensor_elems(t) * (t->dtype == TS_DT_F16 ? 2 : 4);
+            if (total > cap && first < 0)
+                first = n->in[k], fnode = (int)i;
+        }
+    }
+    ts_free(seen);
+    if (first < 0)
+        return TS_OK;
+    const ts_graph_node *n = ts_graph_get_node(g, fnode);
+    return ts_err_set(err, TS_EINPUT,
+                      "'%s' does not fit: its weights take %llu bytes, the %u tiles hold %llu (%llu bytes short); "
+                      "the first weight past the chip's memory is '%s' of %s '%s'", ts_graph_name(g),
+                      (unsigned long long)total, T, (unsigned long long)cap, (unsigned long long)(total - cap),
+                      ts_graph_get_tensor(g, first)->name, ts_graph_op_name(n->op), n->name);
+}
+
 void ts_lower_report_free(ts_lower_report *rep)
 {
     if (!rep)
@@ -441,6 +504,9 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
         return ts_err_set(err, TS_EINPUT, "IPU lowering: %u AMP f32 MACs per cycle; the lowering handles 4, 8 or 16",
                           p->target.amp_macs_f32);
     ts_status rc = ts_lower_check_ops(g, &ipu_ops, err);
+    if (rc == TS_OK)
+        rc = check_weights_fit(g, p, p->max_tiles && p->max_tiles < p->target.tiles ? p->max_tiles : p->target.tiles,
+                               err);
     if (rc != TS_OK)
         return rc;
     size_t nn = ts_graph_node_count(g);

@@ -35,7 +35,8 @@ typedef struct cv_plan {
     uint64_t qpt, nrb, rb, nks, cpk;
     /* derived */
     uint64_t ngc;         /* channel groups of tiles */
-    uint32_t tn, tout;    /* tiles; tiles holding the output (gk = 0) */
+    uint32_t tn, tout;    /* tiles; tiles holding the output (gk = 0), of one image */
+    uint64_t nimg;        /* images of the batch, each on tn tiles of its own (conv_gtile) */
     uint64_t pbk;         /* output pixels per channel row of a tile */
     uint64_t NB;          /* input rows of the largest row block */
     uint64_t HI, WIm;     /* the image the kernel reads */
@@ -64,6 +65,14 @@ static float cv_weight(const cv_shape *s, uint64_t m, uint64_t c, uint64_t ky, u
     if (s->wmode == 2)
         return ts_fill_value_f32(s->Wt, s->wid, c * s->M + m);
     return ts_fill_value_f32(s->Wt, s->wid, ((m * s->C + c) * s->kh + ky) * s->kw + kx);
+}
+
+/* The chip's tile of image img's tile t: the output tiles (gk = 0) of the images first, image by
+ * image, so that the batch's output is one layout (its planes the batch's channels), then the
+ * tiles of the other input-channel parts. */
+static uint32_t conv_gtile(const cv_plan *pn, uint64_t img, uint64_t t)
+{
+    return (uint32_t)(t < pn->tout ? img * pn->tout + t : pn->nimg * pn->tout + img * (pn->tn - pn->tout) + t - pn->tout);
 }
 
 /* ---- the plan ---- */
@@ -146,17 +155,23 @@ static void conv_choose(const lw *L, const cv_shape *s, const lw_place *XP, cv_p
 {
     const uint64_t C = s->C, Ho = s->Ho, nq = pn->nq, P = s->Ho * s->Wo;
     const bool half = pn->half;
+    const uint64_t T = L->T / pn->nimg; /* a batch: each image on its own tiles */
     cv_limits lim = {.tb = L->p->target.sram_bytes / 3};
     /* AMP loop issues per input of a group: (U + 2) per step of per inputs, taken as 2 for f32 (as
      * calibrated) and scaled by the f16 loop's ratio to it */
     lim.ki = half ? 2.0 * (pn->U + 2) * 2 / (6.0 * (double)pn->per) : 2.0;
-    lim.wb = (uint64_t)(1.05 * (double)(s->M * C * s->kh * s->kw * pn->eb) / (double)L->T);
+    lim.wb = (uint64_t)(1.05 * (double)(s->M * C * s->kh * s->kw * pn->eb) / (double)T);
     if (lim.wb < 2048)
         lim.wb = 2048;
     double best = 0;
     pn->qpt = pn->nrb = pn->nks = pn->rb = pn->cpk = 0;
-    for (uint64_t q = ts_geom_cdiv(nq, L->T); q <= nq; q = q * 2 > nq && q < nq ? nq : q * 2) {
-        uint64_t ng = ts_geom_cdiv(nq, q), sp = L->T / ng;
+    for (uint64_t q = ts_geom_cdiv(nq, T); q <= nq; q = q * 2 > nq && q < nq ? nq : q * 2) {
+        uint64_t ng = ts_geom_cdiv(nq, q), sp = T / ng;
+        if (pn->nimg > 1 && s->M % (q * pn->U)) { /* a batch: whole channel groups an image */
+            if (q == nq)
+                break;
+            continue;
+        }
         for (uint64_t r = Ho; r >= 1; r--) {
             uint64_t nr_ = ts_geom_cdiv(Ho, r);
             if (r < Ho && ts_geom_cdiv(Ho, r + 1) == nr_)
@@ -227,21 +242,23 @@ static void conv_geometry(const cv_shape *s, cv_plan *pn)
 static void conv_ranges(const cv_shape *s, const cv_plan *pn, lw_scr *sc)
 {
     const uint64_t C = s->C, H = s->H, Wd = s->Wd;
-    for (uint32_t t = 0; t < pn->tn; t++) {
-        uint64_t gr = t % pn->nrb, gk = t / pn->tout;
-        uint64_t ci0 = gk * pn->cpk, ci1 = ci0 + pn->cpk < C ? ci0 + pn->cpk : C;
-        if (pn->nrb == 1) {
-            sc->lo[t] = ci0 * H * Wd;
-            sc->hi[t] = ci1 * H * Wd;
-            sc->nr[t] = 1;
-        } else {
-            uint64_t ya, yb;
-            block_rows(s, pn->rb, gr, &ya, &yb);
-            sc->lo[t] = ci0 * H * Wd + ya * Wd;
-            sc->hi[t] = sc->lo[t] + (yb > ya ? yb - ya : 0) * Wd;
-            sc->nr[t] = (uint32_t)(ci1 - ci0);
+    for (uint64_t img = 0; img < pn->nimg; img++)
+        for (uint32_t tl = 0; tl < pn->tn; tl++) {
+            uint32_t t = conv_gtile(pn, img, tl);
+            uint64_t gr = tl % pn->nrb, gk = tl / pn->tout, x0 = s->x0 + img * C * H * Wd;
+            uint64_t ci0 = gk * pn->cpk, ci1 = ci0 + pn->cpk < C ? ci0 + pn->cpk : C;
+            if (pn->nrb == 1) {
+                sc->lo[t] = x0 + ci0 * H * Wd;
+                sc->hi[t] = x0 + ci1 * H * Wd;
+                sc->nr[t] = 1;
+            } else {
+                uint64_t ya, yb;
+                block_rows(s, pn->rb, gr, &ya, &yb);
+                sc->lo[t] = x0 + ci0 * H * Wd + ya * Wd;
+                sc->hi[t] = sc->lo[t] + (yb > ya ? yb - ya : 0) * Wd;
+                sc->nr[t] = (uint32_t)(ci1 - ci0);
+            }
         }
-    }
 }
 
 /* The memory: the image and the im2col rows (the operator's), the weights and bias (initial
@@ -255,8 +272,13 @@ static void conv_alloc(lw *L, const cv_shape *s, cv_plan *pn)
     pn->colbuf = pn->hwc ? 0 : lwi_talloc(L, L->workers * pn->kpm * 8);
     pn->wbytes = pn->qpt * pn->kpm * pn->U * 8;
     pn->bbytes = pn->qpt * pn->U * 4;
-    pn->waddr = lwi_salloc(L, pn->wbytes);
-    pn->baddr = s->Bt ? lwi_salloc(L, pn->bbytes) : 0;
+    if (s->wkeep && s->wkeep->set) { /* a later image of a batch: the first image's weights */
+        pn->waddr = s->wkeep->waddr;
+        pn->baddr = s->wkeep->baddr;
+    } else {
+        pn->waddr = lwi_salloc(L, pn->wbytes);
+        pn->baddr = s->Bt ? lwi_salloc(L, pn->bbytes) : 0;
+    }
     pn->out = lwi_alloc(L, sums);
     pn->alt = pn->rbuf = 0;
     if (pn->nks > 1) {
@@ -275,13 +297,14 @@ static ts_status conv_bases(lw *L, const ts_graph_node *n, const cv_shape *s, cv
         for (uint64_t ox = 0; ox < s->Wo; ox++)
             bv[ly * s->Wo + ox] = (uint32_t)((ly * s->sh * pn->WIm + ox * s->sw) * pn->Cs * (pn->hwc ? pn->eb : 4));
     ts_status rc = TS_OK;
-    pn->bt = lwi_stable(L, bv, pn->pbk * 4, pn->tn, &rc);
+    pn->bt = lwi_stable(L, bv, pn->pbk * 4, (uint32_t)(pn->nimg * pn->tn), &rc);
     ts_free(bv);
     return rc;
 }
 
-/* Tile t's part of the plan (its input rows from the gather's ranges in sc). */
-static cv_tile conv_tile(const cv_shape *s, const cv_plan *pn, const lw_scr *sc, uint32_t t)
+/* Tile t's part of the plan (of an image; its input rows from the gather's ranges in sc at the
+ * chip's tile tg). */
+static cv_tile conv_tile(const cv_shape *s, const cv_plan *pn, const lw_scr *sc, uint32_t t, uint32_t tg)
 {
     cv_tile c = {.gr = t % pn->nrb, .gc = t / pn->nrb % pn->ngc, .gk = t / pn->tout};
     c.ci0 = c.gk * pn->cpk;
@@ -294,7 +317,7 @@ static cv_tile conv_tile(const cv_shape *s, const cv_plan *pn, const lw_scr *sc,
     c.npx = (oy1 - oy0) * s->Wo;
     c.iylo = (int64_t)(oy0 * s->sh) - (int64_t)s->pt;
     c.ya = c.iylo > 0 ? (uint64_t)c.iylo : 0;
-    c.nbt = pn->nrb == 1 ? s->H : (sc->hi[t] - sc->lo[t]) / s->Wd;
+    c.nbt = pn->nrb == 1 ? s->H : (sc->hi[tg] - sc->lo[tg]) / s->Wd;
     c.bias = s->Bt && c.gk == 0;
     return c;
 }
@@ -559,9 +582,10 @@ static ts_status conv_tiles(lw *L, const ts_graph_node *n, const cv_shape *s, co
     if (!w)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
     ts_status rc = TS_OK;
-    for (uint32_t t = 0; t < pn->tn && rc == TS_OK; t++) {
-        cv_tile c = conv_tile(s, pn, sc, t);
-        if ((rc = conv_weights(L, s, pn, &c, t, w)) != TS_OK)
+    for (uint64_t i = 0; i < pn->nimg * pn->tn && rc == TS_OK; i++) {
+        uint32_t tl = (uint32_t)(i % pn->tn), t = conv_gtile(pn, i / pn->tn, tl);
+        cv_tile c = conv_tile(s, pn, sc, tl, t);
+        if ((!s->wkeep || !s->wkeep->set) && (rc = conv_weights(L, s, pn, &c, t, w)) != TS_OK)
             break;
         if (pn->hwc)
             conv_image_hwc(L, s, pn, &c, t, sc->where[t]);
@@ -584,12 +608,13 @@ static uint64_t conv_reduce(lw *L, const cv_plan *pn)
     const uint32_t tout = pn->tout;
     uint64_t fin = out;
     for (uint64_t d = 1; d < nks; d *= 2) {
-        for (uint32_t t = 0; t < tout; t++) {
+        for (uint64_t i = 0; i < pn->nimg * tout; i++) {
+            uint32_t t = (uint32_t)(i % tout);
             uint64_t gc = t / pn->nrb, q0 = gc * pn->qpt, q1 = q0 + pn->qpt < pn->nq ? q0 + pn->qpt : pn->nq;
             uint64_t nw = (q1 - q0) * pn->U * pn->pbk;
             /* the tile's current buffer: out after an even number of additions */
             for (uint64_t gk = 0; gk + d < nks; gk += 2 * d) {
-                uint32_t tr = (uint32_t)(gk * tout + t), ts_ = (uint32_t)((gk + d) * tout + t);
+                uint32_t tr = conv_gtile(pn, i / tout, gk * tout + t), ts_ = conv_gtile(pn, i / tout, (gk + d) * tout + t);
                 uint64_t adds_r = 0, adds_s = 0;
                 for (uint64_t e = 1; e < d; e *= 2) {
                     adds_r += gk + e < nks;
@@ -629,12 +654,15 @@ static uint64_t conv_reduce(lw *L, const cv_plan *pn)
 
 ts_status lwi_lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, const cv_shape *s)
 {
-    cv_plan pn = {0};
+    cv_plan pn = {.nimg = s->N > 1 ? s->N : 1};
     conv_terms(L, s, &pn);
     conv_choose(L, s, &L->pl[n->in[0]], &pn);
+    if (!pn.qpt) /* a batch whose channels are no whole AMP groups an image */
+        return lwi_unsupported(L, n, "a batch whose output channels are not a multiple of the AMP's units");
     conv_geometry(s, &pn);
     conv_ranges(s, &pn, sc);
-    ts_status rc = lwi_gather(L, n->in[0], pn.tn, sc->lo, sc->hi, sc->nr, s->H * s->Wd, pn.NB * s->Wd, false,
+    uint32_t tall = (uint32_t)(pn.nimg * pn.tn);
+    ts_status rc = lwi_gather(L, n->in[0], tall, sc->lo, sc->hi, sc->nr, s->H * s->Wd, pn.NB * s->Wd, false,
                               sc->where);
     if (rc != TS_OK)
         return rc;
@@ -643,13 +671,15 @@ ts_status lwi_lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, const 
         return rc;
     if ((rc = conv_tiles(L, n, s, &pn, sc)) != TS_OK)
         return rc;
-    lwi_use_tiles(L, pn.tn);
+    if (s->wkeep && !s->wkeep->set)
+        *s->wkeep = (cv_wkeep){true, pn.waddr, pn.baddr};
+    lwi_use_tiles(L, tall);
     lwi_sync_all(L);
     uint64_t fin = conv_reduce(L, &pn);
     if (pn.alt)
         lwi_release(L, fin == pn.out ? pn.alt : pn.out);
     lw_place *o = &L->pl[n->out[0]];
-    *o = (lw_place){.ntiles = pn.tout, .chunk = pn.qpt * pn.U * pn.pbk, .addr = fin, .es = 4};
+    *o = (lw_place){.ntiles = (uint32_t)(pn.nimg * pn.tout), .chunk = pn.qpt * pn.U * pn.pbk, .addr = fin, .es = 4};
     if (pn.nrb > 1) {
         o->inner = s->Ho * s->Wo;
         o->cb = pn.qpt * pn.U;
@@ -666,20 +696,24 @@ ts_status lwi_lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc)
     const ts_graph_tensor *Wt = ts_graph_get_tensor(g, n->in[1]);
     const ts_graph_attrs *at = &n->attrs;
     ts_geom_window w;
-    if (!ts_geom_window_of(g, n, &w) || w.N != 1)
-        return lwi_unsupported(L, n, "a batch other than 1");
-    if (at->group != 1 || at->dilations[0] != 1 || at->dilations[1] != 1)
-        return lwi_unsupported(L, n, "groups or dilations");
+    if (!ts_geom_window_of(g, n, &w))
+        return lwi_unsupported(L, n, "an input, output or weight that is not 4-d");
     if (Wt->kind == TS_TENSOR_ACTIVATION || Wt->kind == TS_TENSOR_INPUT)
         return lwi_unsupported(L, n, "weights computed at run time");
     ts_status rc = lwi_need_placed(L, n, n->in[0]);
     if (rc != TS_OK)
         return rc;
+    /* on the workers: groups, dilations, and a batch the AMP kernel cannot split by images */
+    if (at->group != 1 || at->dilations[0] != 1 || at->dilations[1] != 1 || (uint64_t)w.N > L->T ||
+        (w.N > 1 && ((uint64_t)w.M % L->units || (L->units16 && (uint64_t)w.M % L->units16))))
+        return lwi_lower_dconv(L, n, sc, &w);
     cv_shape s = {.C = (uint64_t)w.C, .H = (uint64_t)w.H, .Wd = (uint64_t)w.W, .M = (uint64_t)w.M,
                   .kh = (uint64_t)w.kh, .kw = (uint64_t)w.kw, .sh = (uint64_t)w.sh, .sw = (uint64_t)w.sw,
                   .pt = (uint64_t)w.pt, .pl = (uint64_t)w.pl, .pbot = (uint64_t)w.pb, .pr = (uint64_t)w.pr,
                   .Ho = (uint64_t)w.Ho, .Wo = (uint64_t)w.Wo, .Wt = Wt, .wid = n->in[1],
                   .Bt = n->nin > 2 ? ts_graph_get_tensor(g, n->in[2]) : NULL, .bid = n->nin > 2 ? n->in[2] : -1,
-                  .half = X->dtype == TS_DT_F16};
+                  .half = X->dtype == TS_DT_F16, .N = (uint64_t)w.N};
+    if (w.N > 1 && L->mmshare > 4) /* the images side by side did not fit: one after another */
+        return lwi_lower_conv_images(L, n, sc, &s);
     return lwi_lower_conv_shape(L, n, sc, &s);
 }

@@ -190,10 +190,109 @@ static ts_status eltwise_bcast(lw *L, const ts_graph_node *n, const lw_place *P,
     return rc;
 }
 
+/* The IR's HardSwish when it has one (matched by name, so that this file builds whether or not the
+ * IR lists the op); TS_OP_COUNT otherwise. */
+ts_graph_op lwi_op_hardswish(void)
+{
+    ts_graph_op op;
+    return ts_graph_op_parse("HardSwish", &op) == 0 ? op : TS_OP_COUNT;
+}
+
+bool lwi_unary_op(ts_graph_op op)
+{
+    return op == TS_OP_RELU || op == TS_OP_GELU || op == TS_OP_CLIP || op == TS_OP_SIGMOID || op == TS_OP_TANH ||
+           op == lwi_op_hardswish();
+}
+
+/* $a2 := |$a2| with the sign of $a0 (uses $m10, $m11). */
+static void emit_copysign(lw *L, uint32_t t)
+{
+    W(t, MOV, RM(10), RA(0), 0);
+    W(t, SHRI, RM(10), RM(10), 31);
+    W(t, SHLI, RM(10), RM(10), 31);
+    W(t, MOV, RM(11), RA(2), 0);
+    W(t, OR, RM(11), RM(11), RM(10));
+    W(t, MOV, RA(2), RM(11), 0);
+}
+
+/* Sigmoid (tanh: false) or Tanh of $a0 into $a2 from e = exp(-|x|) (tanh: exp(-2|x|)), so that exp
+ * never overflows: sigmoid = 1/2 + sign(x) (1/(1 + e) - 1/2), tanh = sign(x) (1 - e) / (1 + e);
+ * uses $a1..$a15, $m8..$m11. */
+static void emit_sigmoid_tanh(lw *L, uint32_t t, bool tanh_)
+{
+    W(t, SETZI, RA(15), 0, 0);
+    W(t, F32SUB, RA(2), RA(15), RA(0));
+    W(t, F32MIN, RA(1), RA(0), RA(2));          /* -|x| */
+    if (tanh_)
+        W(t, F32ADD, RA(1), RA(1), RA(1));
+    emit_exp(L, t);                             /* $a3 = e */
+    W(t, LDCONST, RA(12), lwi_fbits(1.0f), 0);
+    W(t, F32ADD, RA(12), RA(12), RA(3));
+    emit_recip(L, t);                           /* $a4 = 1 / (1 + e) */
+    if (tanh_) {
+        W(t, LDCONST, RA(11), lwi_fbits(1.0f), 0);
+        W(t, F32SUB, RA(11), RA(11), RA(3));
+        W(t, F32MUL, RA(2), RA(11), RA(4));
+        emit_copysign(L, t);
+    } else {
+        W(t, LDCONST, RA(11), lwi_fbits(0.5f), 0);
+        W(t, F32SUB, RA(2), RA(4), RA(11));
+        emit_copysign(L, t);
+        W(t, F32ADD, RA(2), RA(2), RA(11));
+    }
+}
+
+/* The loop of a one-operand op over $m4 elements from $m2 into $m3: Relu, Clip (min, max), HardSwish
+ * (x relu6(x + 3) / 6, times an f32 1/6), Gelu, Sigmoid, Tanh. */
+static void eltwise_unary(lw *L, uint32_t t, const ts_graph_node *n)
+{
+    int op = n->op;
+    if (op == TS_OP_GELU || op == TS_OP_SIGMOID || op == TS_OP_TANH) {
+        size_t rpt = W(t, RPT, RM(4), (int32_t)(gelu_len() + 2), 0);
+        W(t, LD32STEP, RA(0), RM(2), 4);
+        if (op == TS_OP_GELU)
+            emit_gelu(L, t);
+        else
+            emit_sigmoid_tanh(L, t, op == TS_OP_TANH);
+        size_t end = W(t, ST32STEP, RA(2), RM(3), 4);
+        if (!L->oom) /* the body's length, as emitted */
+            L->tiles[t].wrk.v[rpt].a[1] = (int32_t)(end - rpt);
+    } else if (op == TS_OP_CLIP) {
+        W(t, LDCONST, RA(1), lwi_fbits((float)n->attrs.min), 0);
+        W(t, LDCONST, RA(5), lwi_fbits((float)n->attrs.max), 0);
+        W(t, RPT, RM(4), 4, 0);
+        W(t, LD32STEP, RA(0), RM(2), 4);
+        W(t, F32MAX, RA(0), RA(0), RA(1));
+        W(t, F32MIN, RA(0), RA(0), RA(5));
+        W(t, ST32STEP, RA(0), RM(3), 4);
+    } else if (op != TS_OP_RELU) { /* HardSwish */
+        W(t, LDCONST, RA(1), lwi_fbits(3.0f), 0);
+        W(t, SETZI, RA(5), 0, 0);
+        W(t, LDCONST, RA(6), lwi_fbits(6.0f), 0);
+        W(t, LDCONST, RA(7), lwi_fbits(1.0f / 6.0f), 0);
+        W(t, RPT, RM(4), 7, 0);
+        W(t, LD32STEP, RA(0), RM(2), 4);
+        W(t, F32ADD, RA(2), RA(0), RA(1));
+        W(t, F32MAX, RA(2), RA(2), RA(5));
+        W(t, F32MIN, RA(2), RA(2), RA(6));
+        W(t, F32MUL, RA(2), RA(2), RA(0));
+        W(t, F32MUL, RA(2), RA(2), RA(7));
+        W(t, ST32STEP, RA(2), RM(3), 4);
+    } else {
+        W(t, SETZI, RA(1), 0, 0);
+        W(t, RPT, RM(4), 3, 0);
+        W(t, LD32STEP, RA(0), RM(2), 4);
+        W(t, F32MAX, RA(0), RA(0), RA(1));
+        W(t, ST32STEP, RA(0), RM(3), 4);
+    }
+}
+
 /* Tile t's workers on its cnt elements at x (and at b for two operands) into out, every worker a
  * block of ceil(cnt / workers) elements (the last blocks overlap). */
-static void eltwise_kernel(lw *L, uint32_t t, int op, bool two, uint64_t x, uint64_t b, uint64_t out, uint64_t cnt)
+static void eltwise_kernel(lw *L, uint32_t t, const ts_graph_node *n, bool two, uint64_t x, uint64_t b, uint64_t out,
+                           uint64_t cnt)
 {
+    int op = n->op;
     uint32_t rw = (uint32_t)ts_geom_cdiv(cnt, L->workers);
     size_t entry = L->tiles[t].wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)cnt, rw);
@@ -216,23 +315,13 @@ static void eltwise_kernel(lw *L, uint32_t t, int op, bool two, uint64_t x, uint
         else
             W(t, F32MUL, RA(0), RA(0), RA(1));
         W(t, ST32STEP, RA(0), RM(3), 4);
-    } else if (op == TS_OP_GELU) {
-        W(t, RPT, RM(4), (int32_t)(gelu_len() + 2), 0);
-        W(t, LD32STEP, RA(0), RM(2), 4);
-        emit_gelu(L, t);
-        W(t, ST32STEP, RA(2), RM(3), 4);
-    } else {
-        W(t, SETZI, RA(1), 0, 0);
-        W(t, RPT, RM(4), 3, 0);
-        W(t, LD32STEP, RA(0), RM(2), 4);
-        W(t, F32MAX, RA(0), RA(0), RA(1));
-        W(t, ST32STEP, RA(0), RM(3), 4);
-    }
+    } else
+        eltwise_unary(L, t, n);
     W(t, EXIT, 0, 0, 0);
     lwi_run_all(L, t, entry);
 }
 
-/* Elementwise ops on x's chunks: Relu, Gelu; Add, Sub, Mul of two tensors of the same shape, and
+/* Elementwise ops on x's chunks: Relu, Gelu, Clip, Sigmoid, Tanh, HardSwish; Add, Sub, Mul of two tensors of the same shape, and
  * Add, Sub, Mul, Div by a weight or constant broadcast over x (its elements the trailing axes of
  * x, or one value). The broadcast operand is initial data arranged per tile as x's elements there
  * (Div: its f32 reciprocals, so x / b is computed as x * (1/b)). */
@@ -284,7 +373,7 @@ ts_status lwi_lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
     uint64_t out = lwi_alloc(L, P.chunk * 4);
     for (uint32_t t = 0; t < tn; t++)
         if (cnts[t])
-            eltwise_kernel(L, t, n->op, two, P.addr, two ? sc->where[t] : 0, out, cnts[t]);
+            eltwise_kernel(L, t, n, two, P.addr, two ? sc->where[t] : 0, out, cnts[t]);
     ts_free(cnts);
     lwi_use_tiles(L, tn);
     L->pl[n->out[0]] = P;

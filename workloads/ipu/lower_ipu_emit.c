@@ -114,10 +114,16 @@ ts_status lwi_finish(lw *L, ts_program **out)
         S(t, HALT, 0, 0, 0);
     if (L->oom)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory emitting the program");
+    ts_status xc = lwi_check_exchange(L);
+    if (xc != TS_OK)
+        return xc;
     for (uint32_t t = 0; t < L->used; t++) {
         ts_status rc = emit_stream(L, t);
         if (rc != TS_OK)
             return rc;
+        ts_free(L->tiles[t].sup.v); /* the tile's code is the stream's now: the host holds one copy */
+        ts_free(L->tiles[t].wrk.v);
+        L->tiles[t].sup = L->tiles[t].wrk = (lw_code){0};
     }
     for (size_t i = 0; i < L->nmarks; i++) {
         const lw_mark *k = &L->marks[i];

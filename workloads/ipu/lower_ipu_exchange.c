@@ -11,6 +11,7 @@
  * receiver and its transfers (gather_pieces, gather_transfers), then the rounds (gather_rounds)
  * and the local copies (gather_local).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -30,11 +31,24 @@ uint64_t lwi_pl_run(const lw_place *P, uint64_t e, uint32_t *tile, uint64_t *off
     return (end < P->inner ? end : P->inner) - px;
 }
 
+/* The record of one send or receive (not in the first pass, which emits no program). */
+static void xrecord(lw *L, uint32_t src, uint32_t dst, int64_t words)
+{
+    if (L->measure)
+        return;
+    if (ts_grow((void **)&L->xr, &L->capxr, L->nxr + 1, sizeof *L->xr)) {
+        L->oom = true;
+        return;
+    }
+    L->xr[L->nxr++] = (lw_xrec){L->step, src, dst, words, L->cur};
+}
+
 void lwi_recv(lw *L, uint32_t t, uint64_t to, uint32_t src, uint64_t words)
 {
     S(t, SETZI, RM(5), (int32_t)to, 0);
     S(t, SETZI, RM(6), (int32_t)src, 0);
     S(t, RECV, RM(5), RM(6), (int32_t)words);
+    xrecord(L, src, t, (int64_t)words);
 }
 
 void lwi_send(lw *L, uint32_t t, uint64_t from, uint32_t dst, uint64_t words)
@@ -42,6 +56,47 @@ void lwi_send(lw *L, uint32_t t, uint64_t from, uint32_t dst, uint64_t words)
     S(t, SETZI, RM(5), (int32_t)from, 0);
     S(t, SETZI, RM(6), (int32_t)dst, 0);
     S(t, SEND, RM(5), RM(6), (int32_t)words);
+    xrecord(L, t, dst, -(int64_t)words);
+}
+
+static int xrec_cmp(const void *a, const void *b)
+{
+    const lw_xrec *x = a, *y = b;
+    if (x->step != y->step)
+        return x->step < y->step ? -1 : 1;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    if (x->dst != y->dst)
+        return x->dst < y->dst ? -1 : 1;
+    return x->node < y->node ? -1 : x->node > y->node;
+}
+
+ts_status lwi_check_exchange(lw *L)
+{
+    qsort(L->xr, L->nxr, sizeof *L->xr, xrec_cmp);
+    for (size_t i = 0, j; i < L->nxr; i = j) {
+        int64_t sum = 0, sent = 0;
+        for (j = i; j < L->nxr && L->xr[j].step == L->xr[i].step && L->xr[j].src == L->xr[i].src &&
+                    L->xr[j].dst == L->xr[i].dst; j++) {
+            sum += L->xr[j].words;
+            sent -= L->xr[j].words < 0 ? L->xr[j].words : 0;
+        }
+        const lw_xrec *q = &L->xr[i];
+        if (sum == 0 && q->src < L->used && q->dst < L->used)
+            continue;
+        const ts_graph_node *a = ts_graph_get_node(L->g, q->node), *b = ts_graph_get_node(L->g, L->xr[j - 1].node);
+        if (sum > 0)
+            return ts_err_set(L->err, TS_EINTERNAL,
+                              "the program would hang: in superstep %u tile %u waits for %lld more words from tile "
+                              "%u than it sends (%s '%s'%s%s)", q->step, q->dst, (long long)sum, q->src,
+                              ts_graph_op_name(a->op), a->name, a == b ? "" : ", ", a == b ? "" : b->name);
+        return ts_err_set(L->err, TS_EINTERNAL,
+                          "the program would hang: in superstep %u tile %u sends %lld words to tile %u that %s (%s "
+                          "'%s'%s%s)", q->step, q->src, (long long)(sum ? -sum : sent), q->dst,
+                          sum ? "it does not wait for" : "has no stream", ts_graph_op_name(a->op), a->name,
+                          a == b ? "" : ", ", a == b ? "" : b->name);
+    }
+    return TS_OK;
 }
 
 /* ---- the gather ---- */
@@ -148,7 +203,7 @@ static ts_status gather_transfers(gx *G, uint32_t t, size_t pt0)
     const lw_piece *pc = G->pc;
     for (size_t i = pt0; i < G->npc;) {
         size_t k = i + 1;
-        bool direct = true;
+        bool direct = !G->L->staged;
         uint64_t words = pc[i].words;
         while (k < G->npc && pc[k].src == pc[i].src) {
             direct &= pc[k].to == pc[k - 1].to + 4 * pc[k - 1].words;

@@ -8,6 +8,9 @@
  *   lower_ipu_matmul.c     the AMP matrix-product kernel, MatMul and Gemm, MatMul of two activations
  *   lower_ipu_conv.c       Conv (and the one-row Gemm): its plan, memory and kernels
  *   lower_ipu_eltwise.c    elementwise ops, Softmax, LayerNorm, Transpose
+ *   lower_ipu_batch.c      a batched Conv image by image
+ *   lower_ipu_dconv.c      Conv with groups, dilations or a batch, on the workers
+ *   lower_ipu_move.c       Concat, Slice, Expand: copies of runs of elements over the exchange
  *   lower_ipu_pool.c       MaxPool, AveragePool, GlobalAveragePool
  *   lower_ipu_t10_plans.c  planner (b): the operators it takes and their plans (plan_t10.h's model)
  *   lower_ipu_t10.c        planner (b)'s code generation
@@ -58,6 +61,9 @@ typedef struct lw_place {
 } lw_place;
 typedef struct lw_blk { uint64_t a, n; } lw_blk; /* a live block of the dynamic region */
 typedef struct lw_tab { uint64_t hash, bytes, addr; uint32_t tiles; } lw_tab; /* static data the same on every tile */
+/* An exchange of the program as emitted: in superstep `step`, tile dst receives (words > 0) or tile
+ * src sends (words < 0) that many words; node: the operator that emitted it. */
+typedef struct lw_xrec { uint32_t step, src, dst; int64_t words; int node; } lw_xrec;
 
 /* The state of one pass of the lowering (lower_ipu.c). */
 typedef struct lw {
@@ -97,6 +103,7 @@ typedef struct lw {
     int *last;            /* per root tensor: its last consumer node; -1 = kept (graph output) */
     uint32_t step;        /* supersteps so far */
     lw_mark *marks; size_t nmarks, capmarks;
+    lw_xrec *xr; size_t nxr, capxr; /* every send and receive, for the check before emission; owned */
     ts_lower_layer *layers; size_t nlayers, caplayers;
     bool oom;
     bool overfull;        /* an operator did not fit tile memory (the t10 planner retries) */
@@ -105,6 +112,7 @@ typedef struct lw {
                            * for staged pieces of equal length equally far apart (Transpose, MatMul of
                            * activations, and the plans of models whose weights do not fit at 1/4) */
     bool stagger;         /* gather: receiver t takes its senders from its (t mod n)-th on (planner (b)'s Convs) */
+    bool staged;          /* gather: every transfer received into the staging buffer, then copied */
     const ts_t10_plan *plans; /* per node: the compute-shift plan (tiles 0 = load-compute-store); NULL = lcs */
 } lw;
 
@@ -146,6 +154,7 @@ void lwi_elem_span(const lw *L, uint64_t addr, uint64_t bytes, uint64_t av[2]);
  * av[0..nav) ([lo, hi) pairs; hi 0: none). */
 uint64_t lwi_alloc(lw *L, uint64_t bytes);
 uint64_t lwi_alloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1);
+uint64_t lwi_alloc_apart(lw *L, uint64_t bytes, const uint64_t (*av)[2], size_t nav);
 void lwi_release(lw *L, uint64_t a);
 uint64_t lwi_talloc(lw *L, uint64_t bytes);
 uint64_t lwi_talloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1);
@@ -177,6 +186,10 @@ ts_status lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64
  * to tile dst. */
 void lwi_recv(lw *L, uint32_t t, uint64_t to, uint32_t src, uint64_t words);
 void lwi_send(lw *L, uint32_t t, uint64_t from, uint32_t dst, uint64_t words);
+/* The check before emission that the program cannot hang in the exchange: in every superstep, the
+ * words each tile waits for from another equal the words that tile sends it, and both tiles have
+ * streams. TS_EINTERNAL naming the superstep, the tiles and the operators otherwise. */
+ts_status lwi_check_exchange(lw *L);
 
 /* ---- operators of planner (a) ---- */
 
@@ -221,17 +234,35 @@ typedef struct cv_shape {
     int wid, bid;
     int wmode;                      /* 0: Conv [M][C][kh][kw]; 1: Gemm B[N][K] (transB); 2: B[K][N] */
     bool half;                      /* f16: inputs and weights rounded to f16 for f16v4amp (if C is even) */
+    uint64_t N;                     /* images of a batch (0 or 1: one), each on tiles of its own */
+    uint64_t x0;                    /* the input's first element (an image of a batch lowered alone) */
+    struct cv_wkeep *wkeep;         /* NULL; else the weights placed by the first image and reused */
 } cv_shape;
+/* Weights shared by the images of a batch lowered one after another. */
+typedef struct cv_wkeep { bool set; uint64_t waddr, baddr; } cv_wkeep;
 
 /* Each operator: n's output placed in L->pl, its supersteps emitted; sc is scratch. */
 ts_status lwi_lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc);    /* lower_ipu_matmul.c */
 ts_status lwi_lower_bmm(lw *L, const ts_graph_node *n, lw_scr *sc);
 ts_status lwi_lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc);      /* lower_ipu_conv.c */
 ts_status lwi_lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, const cv_shape *s);
+/* A batched Conv one image after another on all tiles, each image's output moved into the batch's
+ * flat layout (lower_ipu_batch.c): when the images side by side replicate the weights too often. */
+ts_status lwi_lower_conv_images(lw *L, const ts_graph_node *n, lw_scr *sc, const cv_shape *s);
+/* A Conv with groups, dilations or a batch, on the workers' f32 units (lower_ipu_dconv.c). */
+ts_status lwi_lower_dconv(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_geom_window *w);
 ts_status lwi_lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc);   /* lower_ipu_eltwise.c */
 ts_status lwi_lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc);
 ts_status lwi_lower_layernorm(lw *L, const ts_graph_node *n, lw_scr *sc);
 ts_status lwi_lower_transpose(lw *L, const ts_graph_node *n, lw_scr *sc);
+/* The IR's HardSwish (TS_OP_COUNT while the IR has none: it is matched by name); whether op is one
+ * of the one-operand elementwise ops (Relu, Gelu, Clip, Sigmoid, Tanh, HardSwish). */
+ts_graph_op lwi_op_hardswish(void);
+bool lwi_unary_op(ts_graph_op op);
+/* Concat, Slice and Expand: data movements (lower_ipu_move.c). */
+ts_status lwi_lower_move(lw *L, const ts_graph_node *n, lw_scr *sc);
+/* Whether move operator n reads its first input in place (its output is that memory). */
+bool lwi_move_alias(lw *L, const ts_graph_node *n);
 ts_status lwi_lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc);      /* lower_ipu_pool.c */
 
 /* ---- planner (b) ---- */

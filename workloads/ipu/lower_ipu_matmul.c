@@ -132,6 +132,7 @@ typedef struct mm_plan {
     int bid, cid;
     bool tb, half;
     uint64_t M, K, N;
+    uint64_t Kp;          /* K padded to whole AMP inputs (zeros in A, zero weights) */
     uint32_t per, U;      /* inputs per AMP unit and instruction; AMP units */
     uint64_t es, nq, kp;  /* bytes per element; output groups; input steps */
     uint64_t qpb, ncb;    /* the columns in ncb blocks of qpb groups */
@@ -183,9 +184,9 @@ static ts_status mm_amp(lw *L, const ts_graph_node *n, mm_plan *mp)
     if (half && !lwi_held_half(L, n->in[0]))
         return lwi_unsupported(L, n, "an f16 input of more than one row held in f32 words (the f16 routine reads halves)");
     mp->per = half ? 4 : 2; /* inputs per AMP unit and instruction */
-    if (mp->K % mp->per)
-        return lwi_unsupported(L, n, half ? "an f16 inner dimension that is not a multiple of 4 (f16v4amp)"
-                                          : "an odd inner dimension (the AMP takes input pairs)");
+    if (half && mp->K % 2)
+        return lwi_unsupported(L, n, "an odd f16 inner dimension (rows of halves are moved in 32-bit words)");
+    mp->Kp = ts_geom_cdiv(mp->K, mp->per) * mp->per; /* one 32-bit word of zeros a row at most */
     if (half && mp->N % 2)
         return lwi_unsupported(L, n, "an odd number of f16 output columns (outputs are stored in pairs)");
     mp->U = half ? L->units16 : L->units;
@@ -193,7 +194,7 @@ static ts_status mm_amp(lw *L, const ts_graph_node *n, mm_plan *mp)
         return lwi_unsupported(L, n, "f16 on an AMP of other than 2, 4 or 8 f16 units");
     mp->es = half ? 2 : 4;
     mp->nq = ts_geom_cdiv(mp->N, mp->U);
-    mp->kp = mp->K / mp->per;
+    mp->kp = mp->Kp / mp->per;
     return TS_OK;
 }
 
@@ -220,7 +221,7 @@ static void mm_partition(const lw *L, mm_plan *mp)
     uint32_t nrg = (uint32_t)ts_geom_cdiv(mp->M, mp->rp);
     mp->tn = (uint32_t)(nrg * ncb);
     uint64_t nks = 1;
-    while (!mp->half && L->mmshare > 4 && mp->rp * (kp / nks) * 8 > share && kp % (2 * nks) == 0)
+    while (!mp->half && mp->Kp == mp->K && L->mmshare > 4 && mp->rp * (kp / nks) * 8 > share && kp % (2 * nks) == 0)
         nks *= 2;
     mp->nks = nks;
     mp->kps = kp / nks;
@@ -249,7 +250,7 @@ static ts_status mm_weights(lw *L, const ts_graph_node *n, const mm_plan *mp)
                     for (uint32_t j = 0; j < per; j++) {
                         uint64_t o = q * U + u, k = per * k2 + j;
                         uint64_t at = (((k2 / kps * qpb + q - q0) * kps + k2 % kps) * U + u) * per + j;
-                        float v = o < N ? ts_fill_value_f32(mp->B, mp->bid, mp->tb ? o * K + k : k * N + o) : 0.0f;
+                        float v = o < N && k < K ? ts_fill_value_f32(mp->B, mp->bid, mp->tb ? o * K + k : k * N + o) : 0.0f;
                         if (mp->half)
                             w16[at] = ts_f32_to_f16(v);
                         else
@@ -280,7 +281,7 @@ static void mm_slice(lw *L, const mm_plan *mp, const lw_scr *sc, const uint32_t 
         uint64_t cbk = t % mp->ncb, q0 = cbk * qpb, q1 = q0 + qpb < nq ? q0 + qpb : nq;
         mm_args m = {.rows = rows[t], .nq = (uint32_t)(q1 - q0), .kp = (uint32_t)kps,
                      .nq_real = (q1 * U < N ? q1 * U : N) - q0 * U, .units = U, .half = mp->half, .out16 = mp->half,
-                     .a = sc->where[t], .a_stride = (nks > 1 ? kps * 2 : mp->K) * es,
+                     .a = sc->where[t], .a_stride = (nks > 1 ? kps * 2 : mp->Kp) * es,
                      .w = mp->waddr + sl * qpb * kps * U * 8, .bias = sl ? 0 : mp->baddr, .out = dst,
                      .out_row = (int64_t)(mp->pbc * es), .out_q = (int64_t)(U * es), .out_u = (int64_t)es,
                      .acc = sl ? prev : 0, .acc_row = (int64_t)(mp->pbc * 4)};
@@ -289,6 +290,31 @@ static void mm_slice(lw *L, const mm_plan *mp, const lw_scr *sc, const uint32_t 
         W(t, EXIT, 0, 0, 0);
         lwi_run_all(L, t, entry);
     }
+}
+
+/* A's rows with K padded to Kp: each tile's rows gathered Kp apart into abuf, the padding word of
+ * every row zeroed first by the tile's supervisor (its weights are zero too, but stale memory could
+ * hold a NaN). */
+static ts_status mm_gather_padded(lw *L, const ts_graph_node *n, lw_scr *sc, const mm_plan *mp, const uint32_t *rows,
+                                  uint64_t abuf)
+{
+    const uint64_t K = mp->K, es = mp->es;
+    for (uint32_t t = 0; t < mp->tn; t++) {
+        sc->lo[t] = t / mp->ncb * mp->rp * K;
+        sc->hi[t] = sc->lo[t] + K;
+        sc->nr[t] = rows[t];
+        if (!rows[t])
+            continue;
+        S(t, SETZI, RM(1), (int32_t)(abuf + K * es), 0);
+        S(t, SETZI, RM(2), 0, 0);
+        S(t, SETZI, RM(3), (int32_t)rows[t], 0);
+        S(t, RPT, RM(3), 1, 0);
+        S(t, ST32STEP, RM(2), RM(1), (int32_t)(mp->Kp * es));
+    }
+    L->into = abuf;
+    ts_status rc = lwi_gather(L, n->in[0], mp->tn, sc->lo, sc->hi, sc->nr, K, mp->Kp, true, sc->where);
+    L->into = 0;
+    return rc;
 }
 
 /* The slices of k in turn; each gathers its columns of A's rows into abuf first (when k is
@@ -302,7 +328,7 @@ static ts_status mm_slices(lw *L, const ts_graph_node *n, lw_scr *sc, const mm_p
         return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
     for (uint32_t t = 0; t < tn; t++)
         rows[t] = (uint32_t)((sc->hi[t] - sc->lo[t]) / K);
-    ts_status rc = TS_OK;
+    ts_status rc = mp->Kp != K ? mm_gather_padded(L, n, sc, mp, rows, abuf) : TS_OK;
     for (uint64_t sl = 0; sl < nks && rc == TS_OK; sl++) {
         if (nks > 1) {
             for (uint32_t t = 0; t < tn; t++) {
@@ -341,7 +367,8 @@ ts_status lwi_lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
         sc->lo[t] = rg * rp * K;
         sc->hi[t] = (rg + 1) * rp < M ? (rg + 1) * rp * K : M * K;
     }
-    if (mp.nks == 1 && (rc = lwi_gather(L, n->in[0], mp.tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where)) != TS_OK)
+    if (mp.nks == 1 && mp.Kp == K &&
+        (rc = lwi_gather(L, n->in[0], mp.tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where)) != TS_OK)
         return rc;
     mp.waddr = lwi_salloc(L, mp.qpb * mp.kp * mp.U * 8);
     mp.baddr = mp.C ? lwi_salloc(L, mp.qpb * mp.U * 4) : 0;
@@ -349,11 +376,11 @@ ts_status lwi_lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
     if ((rc = mm_weights(L, n, &mp)) != TS_OK)
         return rc;
     uint64_t tmp = mp.nks > 1 ? lwi_talloc(L, rp * pbc * 4) : 0, abuf = 0;
-    if (mp.nks > 1) {
+    if (mp.nks > 1 || mp.Kp != K) {
         const lw_place *PA = &L->pl[n->in[0]];
         uint64_t av[2];
-        lwi_elem_span(L, PA->addr, PA->chunk * 4, av);
-        abuf = lwi_talloc_avoid(L, rp * mp.kps * 8, av[0], av[1]);
+        lwi_elem_span(L, PA->addr, PA->chunk * PA->es, av);
+        abuf = lwi_talloc_avoid(L, mp.nks > 1 ? rp * mp.kps * 8 : rp * mp.Kp * mp.es, av[0], av[1]);
     }
     if ((rc = mm_slices(L, n, sc, &mp, tmp, abuf)) != TS_OK)
         return rc;

@@ -66,6 +66,11 @@ uint64_t lwi_alloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1)
 
 uint64_t lwi_alloc(lw *L, uint64_t bytes) { return lwi_alloc_avoid(L, bytes, 0, 0); }
 
+uint64_t lwi_alloc_apart(lw *L, uint64_t bytes, const uint64_t (*av)[2], size_t nav)
+{
+    return alloc_apart(L, bytes, av, nav);
+}
+
 void lwi_release(lw *L, uint64_t a)
 {
     for (size_t k = 0; k < L->nblk; k++)
