@@ -514,8 +514,10 @@ def references():
                     given[k] = v.numpy().astype(np.float32)
             load_values(module, state, tessera_values(tessera, path, name, given))
         with torch.no_grad():
+            y32 = module.float()(torch.from_numpy(given[in_name])).numpy()
             y = module.double()(torch.from_numpy(given[in_name]).double()).numpy()
-        np.savez(os.path.join(OUT, name + "_ref.npz"), **{out_name: y})
+        # torch's own f32 output beside the f64 one: how sensitive the output is to rounding
+        np.savez(os.path.join(OUT, name + "_ref.npz"), **{out_name: y, out_name + "@f32": y32})
         print("%-20s %s -> %s %s, max |y| %.4g" % (name, in_name, out_name, y.shape, np.abs(y).max()))
     return True
 

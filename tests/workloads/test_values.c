@@ -12,7 +12,12 @@
  *   K <= 4,608 here, and a network of about 20 layers adds those errors up, so the largest error
  *   is held to 1e-4 of the output's largest magnitude: about 400 x 2^-24 x sqrt(4608) / 20 for
  *   the typical case, and a wrong element (an index, a missed term, a wrong fill) is wrong by
- *   about its own size, far above it. The runs meet it with 6e-7.
+ *   about its own size, far above it. ResNet-18 meets it with 1.1e-6. A model whose output is
+ *   itself sensitive to rounding (MobileNetV2: a BatchNorm of a channel with a small variance
+ *   scales its input's rounding up) carries torch's own f32 output too (NAME@f32 in NAME_ref.npz):
+ *   its error against f64 measures that sensitivity, and an f32 computation in another summation
+ *   order lands within a few times it, so the bound is the larger of 1e-4 and 8 times torch's
+ *   own f32 error (MobileNetV2: torch's f32 5.4e-5, the IPU 1.4e-4).
  *   f16 (none of these models is f16): the same, with the f16 rounding of every product and sum
  *   over K terms, K x 2^-11 relative.
  *   int8 (the TSP): its numbers are its own int8 domain (workloads/tsp/lower_tsp.h: int8 fill
@@ -228,6 +233,18 @@ static int check_tsp(const ts_lowered *l, const ts_npy_array *out, const char *w
     return bad;
 }
 
+/* The largest difference of a from b (same size) over b's largest magnitude. */
+static double rel_err(const ts_npy_array *a, const ts_npy_array *b)
+{
+    ck_assert_uint_eq(ts_npy_elems(a), ts_npy_elems(b));
+    double worst = 0, scale = 0;
+    for (uint64_t k = 0; k < ts_npy_elems(b); k++) {
+        scale = fmax(scale, fabs(ts_npy_get(b, k)));
+        worst = fmax(worst, fabs(ts_npy_get(a, k) - ts_npy_get(b, k)));
+    }
+    return scale > 0 ? worst / scale : worst;
+}
+
 /* Normwise against torch's f64 output. */
 static double check_f32(const ts_npy_array *out, const ts_npy_array *ref, const char *what)
 {
@@ -278,7 +295,14 @@ START_TEST(test_values)
         } else {
             const ts_npy_array *r = ts_npz_find(&ref, out->v[0].name);
             ck_assert_msg(r != NULL, "%s: the reference has no output '%s'", what, out->v[0].name);
-            ck_assert_msg(check_f32(&out->v[0], r, what) <= 1e-4, "%s: outputs differ from torch's", what);
+            double bound = 1e-4;
+            char f32name[160];
+            snprintf(f32name, sizeof f32name, "%s@f32", out->v[0].name);
+            const ts_npy_array *r32 = ts_npz_find(&ref, f32name);
+            if (r32)
+                bound = fmax(bound, 8 * rel_err(r32, r));
+            ck_assert_msg(check_f32(&out->v[0], r, what) <= bound, "%s: outputs differ from torch's by more than %.3g",
+                          what, bound);
         }
         ts_results_free(&res);
         ts_program_destroy(prog);
