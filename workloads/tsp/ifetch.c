@@ -281,7 +281,7 @@ static ts_status text_fits(lt *L, const fplan *fp)
                       "the instruction text does not fit: the schedule's %" PRIu64 " entries in %" PRIu32
                       " queues need at least %" PRIu64 " fetches of %" PRIu64 " B past the %" PRIu64
                       " entries each queue preloads, %" PRIu64 " words of %" PRIu32 " B; the MEM words above the "
-                      "schedule's data are %" PRIu64 ": %" PRIu64 " words short, %" PRIu64 " bytes",
+                      "schedule's data are %" PRIu64 ": at least %" PRIu64 " words short, %" PRIu64 " bytes",
                       entries, L->nq, fetches, (uint64_t)L->tg->ifetch_bytes, fp->C, fetches * per, L->VL, free,
                       short_w, short_w * L->VL);
 }
