@@ -255,6 +255,37 @@ static ts_status fetch_init(lt *L, fplan *fp)
     return TS_OK;
 }
 
+/* Does the instruction text fit in the MEM words above the schedule's data? A queue of N entries
+ * past its C preloaded ones takes at least ceil(N / (A - 1)) fetches of A entries (each ifetch is
+ * an entry too), each fetch two words; the text reads the fetches add to MEM queues are not counted,
+ * so the need is a lower bound. The schedule is one program without loops: a long one (ResNet-50
+ * at batch 8, MobileNetV2) can need more text than the chip holds. */
+static ts_status text_fits(lt *L, const fplan *fp)
+{
+    uint64_t fetches = 0, entries = 0, free = 0, per = ts_geom_cdiv(L->tg->ifetch_bytes, L->VL);
+    for (uint32_t qi = 0; qi < L->nq; qi++) {
+        const lq *q = &L->q[qi];
+        uint64_t n = q->n ? fp->fs[qi].suf[0] + (q->v[0].t ? nop_entries(q->v[0].t) : 0) : 0;
+        entries += n;
+        if (n > fp->C && fp->A > 1)
+            fetches += ts_geom_cdiv(n - fp->C, fp->A - 1);
+    }
+    for (uint32_t m = 0; m < L->nW + L->nE; m++)
+        for (int b = 0; b < 2; b++)
+            free += L->al[m >= L->nW][b].limit - L->tnext[m][b];
+    if (fetches * per <= free)
+        return TS_OK;
+    L->text_short = true;
+    uint64_t short_w = fetches * per - free;
+    return ts_err_set(L->err, TS_EINPUT,
+                      "the instruction text does not fit: the schedule's %" PRIu64 " entries in %" PRIu32
+                      " queues need at least %" PRIu64 " fetches of %" PRIu64 " B past the %" PRIu64
+                      " entries each queue preloads, %" PRIu64 " words of %" PRIu32 " B; the MEM words above the "
+                      "schedule's data are %" PRIu64 ": at least %" PRIu64 " words short, %" PRIu64 " bytes",
+                      entries, L->nq, fetches, (uint64_t)L->tg->ifetch_bytes, fp->C, fetches * per, L->VL, free,
+                      short_w, short_w * L->VL);
+}
+
 /* Queue qi at cycle c of the sweep: an ifetch if it wants text and one fits, then the entries the
  * queue issues at c. Errors go to *rc (a fetch's own error replaces an earlier one). */
 static void sweep_queue(lt *L, fplan *fp, uint32_t qi, uint64_t c, ts_status *rc)
@@ -313,6 +344,8 @@ ts_status lt_plan_fetches(lt *L)
     fplan fp = {.C = P->queue_capacity, .A = P->ifetch_bytes / P->insn_bytes,
                 .D = ts_geom_cdiv(P->ifetch_bytes, P->fetch_bpc)};
     ts_status rc = fetch_init(L, &fp);
+    if (rc == TS_OK)
+        rc = text_fits(L, &fp);
     uint64_t end = L->last + 1;
     for (uint64_t c = 0; c <= end && rc == TS_OK; c++)
         for (uint32_t qi = 0; qi < L->nq; qi++)

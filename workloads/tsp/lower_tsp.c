@@ -451,7 +451,7 @@ static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t 
         rc = ts_err_set(err, TS_ENOMEM, "out of memory");
     if (rc == TS_OK) {
         rc = lt_plan_fetches(&L);
-        *fetch_failed = rc == TS_EINPUT;
+        *fetch_failed = rc == TS_EINPUT && !L.text_short;
     }
     if (rc == TS_OK)
         rc = emit_queues(&L, rep);

@@ -123,6 +123,7 @@ typedef struct lt {
     uint32_t fwin;         /* every queue keeps a free cycle in each aligned window of fwin (0: none) */
     uint32_t (*tnext)[2];  /* [MEM data-segment index][bank]: next free word for instruction text */
     uint64_t fetches;
+    bool text_short;       /* the instruction text does not fit in MEM (ifetch.c): no later try helps */
     uint32_t fetch_slack;  /* entries a queue asks for text ahead of its own count (ifetch.c; 0 on the first try) */
     bool mono;             /* a batch > 1: the VXM groups of one operator are searched from the cycle the one
                             * before it took (a batch's first images finish while the VXM is busy with the
