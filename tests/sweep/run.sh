@@ -193,6 +193,24 @@ spec_error bad_value.yaml "4:18: clock: expected a frequency like '1.6 GHz', got
 spec_error bad_filter.yaml "5:17: filter: unknown axis 'tile.sram' (a filter names axes of this sweep)"
 spec_error bad_metric.yaml "3:35: metrics: unknown report field 'cycels' (did you mean 'cycles'?)"
 spec_error bad_range.yaml "4:40: tile.sram: unknown key 'facter' (did you mean 'factor'?)"
+spec_error unknown_model.yaml "2:13: workloads: workload 'resnet5' is neither a file nor a built-in program (did you mean the model 'resnet50'?)"
+spec_error unknown_param.yaml "2:13: workloads: matmul: unknown parameter 'q' (parameters: m, k, n, dtype)"
+spec_error unknown_planner.yaml "4:3: planner: unknown planner 't11': lcs (load-compute-store), t10 (compute-shift) or split (t10's partitions, nothing rotating)"
+
+# Models: compiled per point, one compile per (model, keys a lowering reads, planner).
+"$T" sweep "$data/models.yaml" -o "$tmp/models.csv" -j 2 2>"$tmp/err"
+check "a sweep over models exits 0" '[ $? = 0 ]'
+check "8 rows, none an error" '[ "$(tail -n +2 "$tmp/models.csv" | grep -c ",$")" = 8 ]'
+check "the clock shares a compile: 4 for 8 points" 'grep -q "4 compiles for 8 points" "$tmp/err"'
+field() { sed -n "$(($1 + 2))p" "$tmp/models.csv" | awk -F, -v k="$2" '{print $(NF - k)}'; } # k from the end
+check "a shared compile gives the cycles of its own" '[ "$(field 0 3)" = "$(field 1 3)" ]'
+"$T" sweep "$data/models.yaml" -o "$tmp/models1.csv" -j 1 -q
+check "-j 1 and -j 2 give the same rows" 'cmp -s "$tmp/models.csv" "$tmp/models1.csv"'
+for p in 1 2; do
+  "$T" run -c ipu_tiny4 --set tile.sram="$(field $p 5)" --set clock="$(field $p 4)" "matmul:m=32,k=32,n=32" \
+    -f csv -o "$tmp/one.csv" 2>/dev/null
+  check "point $p equals a run of its own" 'grep -q ",$(field $p 3),.*,$(field $p 1)," "$tmp/one.csv"'
+done
 spec_error bad_yaml.yaml "3:5: bad yaml: did not find expected ',' or ']'"
 
 # A point that never ends stops at the default cycle limit: its row says so, the sweep goes on.
