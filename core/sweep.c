@@ -90,6 +90,13 @@ struct ts_sweep {
 static const ts_cfg_key common_keys[] = {
     {"energy.table", TS_CFG_STRING, TS_UNIT_NONE, 0, -1, "horowitz45", "energy table", 0, NULL},
     {"energy.static_power", TS_CFG_FLOAT, TS_UNIT_POWER, 0, 1e6, "0 W", "static power", 0, NULL},
+    {"power.node", TS_CFG_FLOAT, TS_UNIT_LENGTH, 0, 1e-6, "0 nm", "process node", 0, NULL},
+    {"power.vdd", TS_CFG_FLOAT, TS_UNIT_NONE, 0, 5, "0", "supply at power.vdd_clock, V", 0, NULL},
+    {"power.vdd_clock", TS_CFG_FLOAT, TS_UNIT_FREQ, 0, 1e10, "0 Hz", "clock of power.vdd", 0, NULL},
+    {"power.vdd_per_ghz", TS_CFG_FLOAT, TS_UNIT_NONE, 0, 10, "0", "V-f slope, V per GHz", 0, NULL},
+    {"power.vdd_min", TS_CFG_FLOAT, TS_UNIT_NONE, 0, 5, "0", "V-f floor, V", 0, NULL},
+    {"power.clock_power", TS_CFG_FLOAT, TS_UNIT_POWER, 0, 1e6, "0 W", "clock-tree power", 0, NULL},
+    {"power.sram_array", TS_CFG_UINT, TS_UNIT_BYTES, 0, 1e12, "0 B", "one unit's SRAM array", 0, NULL},
 };
 
 /* Settings of the lowering that an axis may sweep (values checked by ts_sweep_check). */
