@@ -186,6 +186,44 @@ static const compiled *cache_get(compile_cache *c, const ts_sweep *s, size_t i, 
     return e;
 }
 
+/* Add the fields a sweep row adds to a run's report (docs/sweep.md, "rows"), as a member "sweep"
+ * before the report's closing brace: the planner, the plan (the report's workload line: what the
+ * lowering chose, units used, supersteps), runs (inferences of the model's batch) per
+ * second and per joule, the chip's peak MACs per cycle (the dtype with the most) and the share of
+ * it the run's MACs used. */
+static void add_sweep_fields(ts_buf *json, const ts_results *res, const ts_family *fam, const ts_config *cfg,
+                             const char *planner)
+{
+    while (json->len && (json->data[json->len - 1] == '\n' || json->data[json->len - 1] == ' '))
+        json->len--;
+    if (!json->len || json->data[json->len - 1] != '}')
+        return;
+    json->len--;
+    double peak = 0;
+    ts_info in = {0};
+    ts_err err;
+    ts_err_init(&err);
+    if (fam->info && fam->info(ts_config_data(cfg), &in, &err) == TS_OK)
+        for (size_t k = 0; k < in.npeak; k++)
+            if (in.peak[k].macs > peak)
+                peak = in.peak[k].macs;
+    ts_err_free(&err);
+    double t = res->clock_hz > 0 ? (double)res->cycles / res->clock_hz : 0;
+    ts_buf_puts(json, ",\n  \"sweep\": {\"planner\": ");
+    ts_buf_json_str(json, planner ? planner : "");
+    ts_buf_puts(json, ", \"plan\": ");
+    ts_buf_json_str(json, res->workload);
+    ts_buf_puts(json, ", \"runs_per_s\": ");
+    ts_buf_json_num(json, t > 0 ? 1 / t : 0);
+    ts_buf_puts(json, ", \"runs_per_j\": ");
+    ts_buf_json_num(json, res->energy_j > 0 ? 1 / res->energy_j : 0);
+    ts_buf_puts(json, ", \"peak_macs_per_cycle\": ");
+    ts_buf_json_num(json, peak);
+    ts_buf_puts(json, ", \"mac_share\": ");
+    ts_buf_json_num(json, peak > 0 && res->cycles ? (double)res->macs / (peak * (double)res->cycles) : 0);
+    ts_buf_puts(json, "}\n}\n");
+}
+
 /* Run point i; the row goes to row, the report (one JSON line, or nothing on error) to jline. A
  * model runs the program of `comp` (compiled for a config that differs from this point's only in
  * keys no lowering reads), or, with comp NULL, is compiled here. */
@@ -246,6 +284,7 @@ static void run_point(const ts_sweep *s, size_t i, const compiled *comp, ts_buf 
     if ((st = ts_lowered_attribute(lowered, &res, energy, &err)) != TS_OK)
         goto done;
     ts_report_json(&res, &json);
+    add_sweep_fields(&json, &res, fam, cfg, ts_sweep_point_planner(s, i));
 done:;
     char msg[2048] = "";
     if (st != TS_OK)

@@ -114,7 +114,9 @@ static const char *const not_lowered[] = {"clock", "energy.", "power.", NULL};
 static const char *const report_fields[] = {
     "schema_version", "arch", "config", "workload", "cycles", "time_s", "clock_hz", "network_name",
     "bytes", "bytes_per_cycle", "bandwidth_bytes_per_s", "utilization", "macs", "flops",
-    "flops_per_s", "energy", "stats", NULL,
+    "flops_per_s", "energy", "stats", "layers", "outputs",
+    "sweep", /* added by tessera sweep: planner, runs_per_s, runs_per_j, peak_macs_per_cycle, mac_share */
+    NULL,
 };
 
 static const char *const spec_keys[] = {

@@ -203,13 +203,19 @@ check "a sweep over models exits 0" '[ $? = 0 ]'
 check "8 rows, none an error" '[ "$(tail -n +2 "$tmp/models.csv" | grep -c ",$")" = 8 ]'
 check "the clock shares a compile: 4 for 8 points" 'grep -q "4 compiles for 8 points" "$tmp/err"'
 field() { sed -n "$(($1 + 2))p" "$tmp/models.csv" | awk -F, -v k="$2" '{print $(NF - k)}'; } # k from the end
-check "a shared compile gives the cycles of its own" '[ "$(field 0 3)" = "$(field 1 3)" ]'
+check "a shared compile gives the cycles of its own" '[ "$(field 0 8)" = "$(field 1 8)" ]'
+check "rows carry runs per second and the MAC share" '[ "$(field 0 3)" != "" ] && [ "$(field 0 1)" != "" ]'
 "$T" sweep "$data/models.yaml" -o "$tmp/models1.csv" -j 1 -q
 check "-j 1 and -j 2 give the same rows" 'cmp -s "$tmp/models.csv" "$tmp/models1.csv"'
+# Along the MK2's V-f curve a lower clock runs on a lower supply: less energy per run, more time.
+printf 'config: ipu_mk2\nworkloads: ["matmul:m=64,k=64,n=64"]\naxes:\n  clock: [0.9 GHz, 1.325 GHz]\nmetrics: [time_s, energy.total_j]\n' >"$tmp/vf.yaml"
+"$T" sweep "$tmp/vf.yaml" -o "$tmp/vf.csv" -q
+check "V-f: one compile for both clocks, both rows clean" '[ $? = 0 ]'
+check "V-f: the lower clock takes longer and less energy" 'awk -F, "NR==2{t0=\$(NF-2);e0=\$(NF-1)} NR==3{t1=\$(NF-2);e1=\$(NF-1)} END{exit !(t0 > t1 && e0 < e1)}" "$tmp/vf.csv"'
 for p in 1 2; do
-  "$T" run -c ipu_tiny4 --set tile.sram="$(field $p 5)" --set clock="$(field $p 4)" "matmul:m=32,k=32,n=32" \
+  "$T" run -c ipu_tiny4 --set tile.sram="$(field $p 10)" --set clock="$(field $p 9)" "matmul:m=32,k=32,n=32" \
     -f csv -o "$tmp/one.csv" 2>/dev/null
-  check "point $p equals a run of its own" 'grep -q ",$(field $p 3),.*,$(field $p 1)," "$tmp/one.csv"'
+  check "point $p equals a run of its own" 'grep -q ",$(field $p 8),.*,$(field $p 6)," "$tmp/one.csv"'
 done
 spec_error bad_yaml.yaml "3:5: bad yaml: did not find expected ',' or ']'"
 
