@@ -207,6 +207,23 @@ check "a shared compile gives the cycles of its own" '[ "$(field 0 8)" = "$(fiel
 check "rows carry runs per second and the MAC share" '[ "$(field 0 3)" != "" ] && [ "$(field 0 1)" != "" ]'
 "$T" sweep "$data/models.yaml" -o "$tmp/models1.csv" -j 1 -q
 check "-j 1 and -j 2 give the same rows" 'cmp -s "$tmp/models.csv" "$tmp/models1.csv"'
+# The keys the compile cache shares over are read by no lowering: on every family, the program
+# compiled with the clock, energy.* and power.* changed is the one compiled without (all but its
+# .config fingerprint line).
+same_program() {
+  local cfg=$1 model=$2; shift 2
+  "$T" compile -c "$cfg" "$model" -o "$tmp/p0.bin" 2>/dev/null && "$T" disasm "$tmp/p0.bin" | grep -v '^\.config' >"$tmp/p0.s" &&
+    "$T" compile -c "$cfg" "$@" "$model" -o "$tmp/p1.bin" 2>/dev/null && "$T" disasm "$tmp/p1.bin" | grep -v '^\.config' >"$tmp/p1.s" &&
+    cmp -s "$tmp/p0.s" "$tmp/p1.s"
+}
+for fc in "ipu ipu_tiny4 matmul:m=32,k=32,n=32" "tsp tsp_v1 matmul:m=8,k=64,n=64" "wse wse_4x4 matmul:m=8,k=8,n=8"; do
+  read -r fam fcfg fmodel <<<"$fc"
+  if "$T" config --list | grep -q "^  $fam "; then
+    check "$fam: the clock, energy and power keys leave the program as it is" \
+      'same_program $fcfg $fmodel --set clock=1.234GHz --set energy.static_power=5W --set power.node=7nm --set power.vdd=0.7 --set power.clock_power=3W'
+  fi
+done
+
 # Along the MK2's V-f curve a lower clock runs on a lower supply: less energy per run, more time.
 printf 'config: ipu_mk2\nworkloads: ["matmul:m=64,k=64,n=64"]\naxes:\n  clock: [0.9 GHz, 1.325 GHz]\nmetrics: [time_s, energy.total_j]\n' >"$tmp/vf.yaml"
 "$T" sweep "$tmp/vf.yaml" -o "$tmp/vf.csv" -q
