@@ -104,10 +104,11 @@ static const ts_cfg_key setting_keys[] = {
     {"planner", TS_CFG_STRING, TS_UNIT_NONE, 0, -1, NULL, "how the lowering plans a model's operators", 0, NULL},
 };
 
-/* Config keys no lowering reads (docs/sweep.md, "compile cache"): the clock (plans are made in
- * cycles), the energy table and power keys (priced after the run). A key ending in '.' is a
- * prefix. Points that differ only in these share one compile; tests/test_sweep.c compiles a
- * model on every family with each changed and checks the program is the same. */
+/* Config keys no lowering reads (docs/sweep.md, "Workloads: programs and models"): the clock
+ * (plans are made in cycles), the energy table and power keys (priced after the run). A key
+ * ending in '.' is a prefix. Points that differ only in these share one compile;
+ * tests/sweep/run.sh compiles a model on every family with them changed and checks the program
+ * is the same. */
 static const char *const not_lowered[] = {"clock", "energy.", "power.", NULL};
 
 /* Top-level fields of a JSON report (docs/report-schema.md): a metric starts with one. */
