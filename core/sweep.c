@@ -996,6 +996,21 @@ static ts_status load_tree(ts_sweep *s, const ts_ynode *root, const ts_config_op
                             first);
                 goto out;
             }
+            static const char *const sweep_fields[] = {"planner", "plan", "runs_per_s", "runs_per_j",
+                                                       "peak_macs_per_cycle", "mac_share", NULL};
+            if (!strcmp(first, "sweep")) {
+                const char *sub = dot ? dot + 1 : "";
+                bool ok = false;
+                for (size_t j = 0; sweep_fields[j] && !ok; j++)
+                    ok = !strcmp(sub, sweep_fields[j]);
+                if (!ok) {
+                    const char *c = closest(sub, sweep_fields);
+                    st = c ? at(s, err, mn, "metrics: unknown sweep field 'sweep.%s' (did you mean 'sweep.%s'?)", sub, c)
+                           : at(s, err, mn, "metrics: unknown sweep field 'sweep.%s' (planner, plan, runs_per_s, "
+                                            "runs_per_j, peak_macs_per_cycle, mac_share)", sub);
+                    goto out;
+                }
+            }
             for (size_t j = 0; j < i; j++)
                 if (!strcmp(s->metrics[j], m)) {
                     st = at(s, err, mn, "metrics: '%s' given twice", m);
