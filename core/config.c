@@ -53,10 +53,10 @@ typedef struct core_vals {
     double vdd_min;      /* V: the curve's floor */
     char *sram_key;      /* owned: family key of one unit's SRAM array, "" for none */
     uint64_t sram_array; /* bytes of one unit's SRAM array when no sram_key names it; 0: none */
-    double clock_power;  /* W at vdd_clock and vdd, drawn whatever the activity */
+    double clock_share;  /* part of static_power that is the clock tree (~ f V^2), 0..1 */
 } core_vals;
 
-enum { CK_ARCH, CK_NAME, CK_DESC, CK_BASE, CK_ETABLE, CK_SPOWER, CK_NODE, CK_VDD, CK_VCLK, CK_VSLOPE, CK_VMIN, CK_SRAMKEY, CK_SRAMARR, CK_CPOWER, NCORE };
+enum { CK_ARCH, CK_NAME, CK_DESC, CK_BASE, CK_ETABLE, CK_SPOWER, CK_NODE, CK_VDD, CK_VCLK, CK_VSLOPE, CK_VMIN, CK_SRAMKEY, CK_SRAMARR, CK_CSHARE, NCORE };
 
 static const ts_cfg_key core_keys[NCORE] = {
     [CK_ARCH] = {"arch", TS_CFG_STRING, TS_UNIT_NONE, 0, -1, NULL,
@@ -73,7 +73,8 @@ static const ts_cfg_key core_keys[NCORE] = {
                    "energy table: a file or a built-in name", offsetof(core_vals, energy_table), NULL},
     /* The 1 MW bound only catches slips of the prefix: no single chip comes near it. */
     [CK_SPOWER] = {"energy.static_power", TS_CFG_FLOAT, TS_UNIT_POWER, 0, 1e6, "0 W",
-                   "static (leakage) power of the chip at power.vdd; 0 uses the family's own figure",
+                   "power drawn whatever the activity at power.vdd and power.vdd_clock: leakage, and the "
+                   "clock tree (power.clock_share); 0 uses the family's own figure",
                    offsetof(core_vals, static_power), NULL},
     /* The power model (docs/energy.md): events priced at the table's node and voltage are scaled
      * to this node and to the voltage the V-f curve gives at the config's clock. */
@@ -100,10 +101,9 @@ static const ts_cfg_key core_keys[NCORE] = {
     [CK_SRAMARR] = {"power.sram_array", TS_CFG_UINT, TS_UNIT_BYTES, 0, 1e12, "0 B",
                     "one unit's SRAM array when power.sram_key names none; 0: the table's 8 KB",
                     offsetof(core_vals, sram_array), NULL},
-    [CK_CPOWER] = {"power.clock_power", TS_CFG_FLOAT, TS_UNIT_POWER, 0, 1e6, "0 W",
-                   "power drawn whatever the activity by what no event counts (clock tree, control), at "
-                   "power.vdd_clock and power.vdd; scales with f V^2 and is reported with static power",
-                   offsetof(core_vals, clock_power), NULL},
+    [CK_CSHARE] = {"power.clock_share", TS_CFG_FLOAT, TS_UNIT_NONE, 0, 1, "0",
+                   "the part of energy.static_power drawn by what no event counts (clock tree, control): it "
+                   "scales with f V^2, the rest (leakage) with V", offsetof(core_vals, clock_share), NULL},
 };
 
 struct ts_config {
@@ -1562,13 +1562,14 @@ double ts_config_static_power(const ts_config *cfg)
         return 0;
     double v = ts_config_vdd(cfg);
     if (!(v > 0))
-        return cfg->core.static_power + cfg->core.clock_power;
+        return cfg->core.static_power;
     uint64_t clk = 0;
     double f = ts_config_u64(cfg, "clock", &clk) == 0 ? (double)clk : 0;
     double f0 = cfg->core.vdd_clock > 0 ? cfg->core.vdd_clock : f;
     double r = v / cfg->core.vdd;
     /* leakage ~ V at a fixed leakage current; the clock tree ~ f V^2 */
-    return cfg->core.static_power * r + cfg->core.clock_power * (f0 > 0 ? f / f0 : 1) * r * r;
+    double c = cfg->core.clock_share;
+    return cfg->core.static_power * ((1 - c) * r + c * (f0 > 0 ? f / f0 : 1) * r * r);
 }
 
 /* ---------------------------------------------------------------------------------------------

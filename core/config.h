@@ -15,7 +15,8 @@
  *                                to this file, or a built-in config name)
  *   energy.table: <name>         optional, energy table file or built-in name, default horowitz45
  *   energy.static_power: <power> optional, static power of the chip, default 0 W
- *   power.node, power.vdd, power.vdd_clock, power.vdd_per_ghz, power.vdd_min, power.sram_key:
+ *   power.node, power.vdd, power.vdd_clock, power.vdd_per_ghz, power.vdd_min, power.sram_key,
+ *   power.sram_array, power.clock_share:
  *                                the power model (docs/energy.md); defaults leave energy unscaled
  */
 #ifndef TS_CORE_CONFIG_H
@@ -102,9 +103,10 @@ uint64_t ts_config_fingerprint(const ts_config *cfg);
  * (a relative path that names a file beside the config that gives it comes back joined to that
  * config's directory). */
 const char *ts_config_energy_table(const ts_config *cfg);
-/* Power drawn whatever the activity, in watts: leakage (`energy.static_power`, default 0 W: use
- * the family's own figure) scaled by V / power.vdd, plus `power.clock_power` scaled by
- * (f / power.vdd_clock) (V / power.vdd)^2, when the config has a V-f curve (docs/energy.md). */
+/* Power drawn whatever the activity, in watts: `energy.static_power` (default 0 W: use the
+ * family's own figure), given at power.vdd and power.vdd_clock. With a V-f curve its leakage part
+ * scales with V / power.vdd and its clock-tree part (`power.clock_share`) with
+ * (f / power.vdd_clock) (V / power.vdd)^2 (docs/energy.md). */
 double ts_config_static_power(const ts_config *cfg);
 /* Process node in metres (`power.node`; 0: price at the energy table's own node, unscaled). */
 double ts_config_node(const ts_config *cfg);

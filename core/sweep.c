@@ -95,7 +95,7 @@ static const ts_cfg_key common_keys[] = {
     {"power.vdd_clock", TS_CFG_FLOAT, TS_UNIT_FREQ, 0, 1e10, "0 Hz", "clock of power.vdd", 0, NULL},
     {"power.vdd_per_ghz", TS_CFG_FLOAT, TS_UNIT_NONE, 0, 10, "0", "V-f slope, V per GHz", 0, NULL},
     {"power.vdd_min", TS_CFG_FLOAT, TS_UNIT_NONE, 0, 5, "0", "V-f floor, V", 0, NULL},
-    {"power.clock_power", TS_CFG_FLOAT, TS_UNIT_POWER, 0, 1e6, "0 W", "clock-tree power", 0, NULL},
+    {"power.clock_share", TS_CFG_FLOAT, TS_UNIT_NONE, 0, 1, "0", "clock-tree share of static power", 0, NULL},
     {"power.sram_array", TS_CFG_UINT, TS_UNIT_BYTES, 0, 1e12, "0 B", "one unit's SRAM array", 0, NULL},
 };
 

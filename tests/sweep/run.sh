@@ -221,7 +221,7 @@ for fc in "ipu ipu_tiny4 matmul:m=32,k=32,n=32" "tsp tsp_v1 matmul:m=8,k=64,n=64
   read -r fam fcfg fmodel <<<"$fc"
   if "$T" config --list | grep -q "^  $fam "; then
     check "$fam: the clock, energy and power keys leave the program as it is" \
-      'same_program $fcfg $fmodel --set clock=1.234GHz --set energy.static_power=5W --set power.node=7nm --set power.vdd=0.7 --set power.clock_power=3W'
+      'same_program $fcfg $fmodel --set clock=1.234GHz --set energy.static_power=5W --set power.node=7nm --set power.vdd=0.7 --set power.clock_share=0.5'
   fi
 done
 
