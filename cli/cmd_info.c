@@ -37,6 +37,62 @@ static const char config_usage[] =
     "source. --list prints the families and built-in configs. Given a CONFIG, prints it\n"
     "resolved: bases followed, overrides applied, defaults filled in.\n";
 
+/* Modelled power at peak activity (docs/energy.md, "power at peak"): every MAC unit busy at the
+ * dtype that costs most, every SRAM port moving its published bytes per cycle, plus static power;
+ * priced with the config's energy table scaled to its node and supply. */
+typedef struct peak_power {
+    bool ok;              /* the table prices what the chip has */
+    const char *mac_dtype;
+    double mac_w, sram_w, static_w, total_w;
+} peak_power;
+
+static const char *mac_event(const char *dtype)
+{
+    if (!strncmp(dtype, "int8", 4))
+        return "int8_mac";
+    if (!strncmp(dtype, "fp16", 4))
+        return "fp16_mac";
+    if (!strncmp(dtype, "fp32", 4))
+        return "fp32_mac";
+    return NULL;
+}
+
+static peak_power power_at_peak(const ts_config *cfg, const ts_info *in)
+{
+    peak_power p = {0};
+    ts_energy_table *t = NULL;
+    ts_err err;
+    ts_err_init(&err);
+    if (cli_load_energy(&t, cfg, NULL, &err) != TS_OK) {
+        ts_err_free(&err);
+        return p;
+    }
+    ts_err_free(&err);
+    for (size_t i = 0; i < in->npeak; i++) {
+        const char *ev = mac_event(in->peak[i].dtype);
+        const ts_energy_entry *e = ev ? ts_energy_find(t, ev) : NULL;
+        double w = e ? in->peak[i].macs * e->joules * in->clock_hz : 0;
+        if (w > p.mac_w) {
+            p.mac_w = w;
+            p.mac_dtype = in->peak[i].dtype;
+        }
+    }
+    const ts_energy_entry *rd = ts_energy_find(t, "sram_read_64b"), *wr = ts_energy_find(t, "sram_write_64b");
+    for (size_t i = 0; i < in->nbw; i++) {
+        const char *n = in->bw[i].name;
+        if (!strstr(n, "sram") && !strstr(n, "memory"))
+            continue;
+        const ts_energy_entry *e = strstr(n, "write") ? wr : rd;
+        if (e)
+            p.sram_w += in->bw[i].bytes_per_cycle / 8.0 * e->joules * in->clock_hz;
+    }
+    p.static_w = ts_config_static_power(cfg);
+    p.total_w = p.mac_w + p.sram_w + p.static_w;
+    p.ok = p.mac_dtype != NULL;
+    ts_energy_destroy(t);
+    return p;
+}
+
 static void info_json(const ts_config *cfg, const ts_info *in, ts_buf *b)
 {
     ts_buf_puts(b, "{\n  \"arch\": ");
@@ -68,6 +124,19 @@ static void info_json(const ts_config *cfg, const ts_info *in, ts_buf *b)
         ts_buf_puts(b, ": ");
         ts_buf_json_num(b, in->bw[i].bytes_per_cycle);
     }
+    peak_power pp = power_at_peak(cfg, in);
+    ts_buf_puts(b, "},\n  \"power_at_peak_w\": {\"total\": ");
+    ts_buf_json_num(b, pp.total_w);
+    ts_buf_puts(b, ", \"macs\": ");
+    ts_buf_json_num(b, pp.mac_w);
+    ts_buf_puts(b, ", \"sram\": ");
+    ts_buf_json_num(b, pp.sram_w);
+    ts_buf_puts(b, ", \"static\": ");
+    ts_buf_json_num(b, pp.static_w);
+    ts_buf_puts(b, ", \"node_m\": ");
+    ts_buf_json_num(b, ts_config_node(cfg));
+    ts_buf_puts(b, ", \"vdd\": ");
+    ts_buf_json_num(b, ts_config_vdd(cfg));
     ts_buf_puts(b, "}\n}\n");
 }
 
@@ -92,6 +161,16 @@ static void info_text(const ts_config *cfg, const ts_info *in, ts_buf *b)
         snprintf(label, sizeof label, "%s", in->bw[i].name);
         ts_unit_format(in->bw[i].bytes_per_cycle * in->clock_hz, TS_UNIT_BANDWIDTH, q, sizeof q);
         ts_buf_printf(b, "  %-28s %.6g B/cycle  (%s)\n", label, in->bw[i].bytes_per_cycle, q);
+    }
+    peak_power pp = power_at_peak(cfg, in);
+    if (pp.ok) {
+        char n[64] = "the table's node", v[64] = "the table's 0.9 V";
+        if (ts_config_node(cfg) > 0)
+            snprintf(n, sizeof n, "%.3g nm", ts_config_node(cfg) * 1e9);
+        if (ts_config_node(cfg) > 0 && ts_config_vdd(cfg) > 0)
+            snprintf(v, sizeof v, "%.3g V", ts_config_vdd(cfg));
+        ts_buf_printf(b, "  %-28s %.4g W  (%s MACs %.4g W, SRAM %.4g W, static %.4g W; %s, %s)\n", "power at peak",
+                      pp.total_w, pp.mac_dtype, pp.mac_w, pp.sram_w, pp.static_w, n, v);
     }
 }
 

@@ -24,12 +24,15 @@
 #include <unistd.h>
 
 #include "cli/common.h"
+#include "cli/lowering.h"
 #include "core/alloc.h"
 #include "core/fileio.h"
 #include "core/report.h"
 #include "core/sim.h"
+#include "core/suggest.h"
 #include "core/sweep.h"
 #include "ts_build.h"
+#include "workloads/workload.h"
 #if TS_HAVE_MPI
 #include <mpi.h>
 #endif
@@ -41,6 +44,9 @@ static const char sweep_usage[] =
     "metrics; see docs/sweep.md) in parallel worker processes. Writes one CSV row per point\n"
     "(point id, workload, axis values, metrics, error) and every full JSON report, one per line.\n"
     "A sweep run again with the same spec and output skips the points already done.\n"
+    "A workload that is a model (a built-in such as resnet50 or matmul:m=256,k=256,n=256, a\n"
+    "workload YAML or an ONNX file) is compiled for each point's config; points that differ only\n"
+    "in keys no lowering reads (clock, energy.*, power.*) share one compile.\n"
     "\n"
     "options:\n"
     "  -o, --output FILE       the CSV to write (required)\n"
@@ -79,8 +85,149 @@ static int write_all(int fd, const char *buf, size_t n)
 /* ---------------------------------------------------------------------------------------------
  * One point, in a worker. */
 
-/* Run point i; the row goes to row, the report (one JSON line, or nothing on error) to jline. */
-static void run_point(const ts_sweep *s, size_t i, ts_buf *row, ts_buf *jline)
+/* A model compiled once for the points that share its compile key (ts_sweep_compile_key). The
+ * parent compiles before it starts a point's worker, which inherits the entry; a compile that
+ * failed is kept as its message, and every point of its key fails with it. */
+typedef struct compiled {
+    char *key;           /* owned */
+    ts_config *cfg;      /* owned: the config of the first point of this key */
+    ts_lowered *lowered; /* owned */
+    ts_program *prog;    /* owned: taken from lowered */
+    ts_status st;
+    char *msg;           /* owned: the failure, or NULL */
+} compiled;
+
+typedef struct compile_cache {
+    compiled *v;
+    size_t n, cap;
+} compile_cache;
+
+static void cache_free(compile_cache *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        ts_free(c->v[i].key);
+        ts_program_destroy(c->v[i].prog);
+        ts_lowered_destroy(c->v[i].lowered);
+        ts_config_destroy(c->v[i].cfg);
+        ts_free(c->v[i].msg);
+    }
+    ts_free(c->v);
+    memset(c, 0, sizeof *c);
+}
+
+/* Point i's overrides as --set values (axes that are lowering settings left out). sets has naxes
+ * entries; returns how many are used. */
+static size_t point_sets(const ts_sweep *s, size_t i, ts_buf *buf, size_t *off, const char **sets)
+{
+    size_t n = 0;
+    ts_sweep_point_sets(s, i, buf, off);
+    for (size_t a = 0; a < ts_sweep_naxes(s); a++)
+        if (!ts_sweep_axis_is_setting(s, a))
+            sets[n++] = buf->data + off[a];
+    return n;
+}
+
+/* Compile point i's model for its config into e. */
+static void compile_point(const ts_sweep *s, size_t i, compiled *e)
+{
+    ts_err err;
+    ts_err_init(&err);
+    size_t na = ts_sweep_naxes(s);
+    ts_buf setbuf = TS_BUF_INIT;
+    size_t *off = ts_calloc(na + 1, sizeof *off);
+    const char **sets = ts_calloc(na + 1, sizeof *sets);
+    const char *planner = ts_sweep_point_planner(s, i);
+    ts_lower_setting settings[] = {{"planner", planner}};
+    ts_lower_opts lopts = {settings, planner ? 1 : 0};
+    if (!off || !sets) {
+        e->st = ts_err_set(&err, TS_ENOMEM, "out of memory");
+    } else {
+        size_t ns = point_sets(s, i, &setbuf, off, sets);
+        if ((e->st = cli_load_config(&e->cfg, ts_sweep_config(s), sets, ns, &err)) == TS_OK &&
+            (e->st = ts_lower_model(ts_sweep_workload_path(s, ts_sweep_point_workload(s, i)), e->cfg, &lopts,
+                                    &e->lowered, &err)) == TS_OK)
+            e->prog = ts_lowered_take_program(e->lowered);
+    }
+    if (e->st != TS_OK) {
+        char msg[2048];
+        ts_err_format(&err, msg, sizeof msg);
+        e->msg = ts_strdup(msg);
+    }
+    ts_buf_free(&setbuf);
+    ts_free(off);
+    ts_free(sets);
+    ts_err_free(&err);
+}
+
+/* The compiled model for point i (compiled now unless its key has been), or NULL when its
+ * workload is a program. *fresh tells whether this call compiled. */
+static const compiled *cache_get(compile_cache *c, const ts_sweep *s, size_t i, bool *fresh)
+{
+    *fresh = false;
+    if (!ts_wl_is_model(ts_sweep_workload_path(s, ts_sweep_point_workload(s, i))))
+        return NULL;
+    ts_buf key = TS_BUF_INIT;
+    ts_sweep_compile_key(s, i, &key);
+    for (size_t k = 0; k < c->n; k++)
+        if (!strcmp(c->v[k].key, ts_buf_str(&key))) {
+            ts_buf_free(&key);
+            return &c->v[k];
+        }
+    if (ts_grow((void **)&c->v, &c->cap, c->n + 1, sizeof *c->v)) {
+        ts_buf_free(&key);
+        return NULL;
+    }
+    compiled *e = &c->v[c->n++];
+    memset(e, 0, sizeof *e);
+    e->key = ts_strdup(ts_buf_str(&key));
+    ts_buf_free(&key);
+    compile_point(s, i, e);
+    *fresh = true;
+    return e;
+}
+
+/* Add the fields a sweep row adds to a run's report (docs/sweep.md, "rows"), as a member "sweep"
+ * before the report's closing brace: the planner, the plan (the report's workload line: what the
+ * lowering chose, units used, supersteps), runs (inferences of the model's batch) per
+ * second and per joule, the chip's peak MACs per cycle (the dtype with the most) and the share of
+ * it the run's MACs used. */
+static void add_sweep_fields(ts_buf *json, const ts_results *res, const ts_family *fam, const ts_config *cfg,
+                             const char *planner)
+{
+    while (json->len && (json->data[json->len - 1] == '\n' || json->data[json->len - 1] == ' '))
+        json->len--;
+    if (!json->len || json->data[json->len - 1] != '}')
+        return;
+    json->len--;
+    double peak = 0;
+    ts_info in = {0};
+    ts_err err;
+    ts_err_init(&err);
+    if (fam->info && fam->info(ts_config_data(cfg), &in, &err) == TS_OK)
+        for (size_t k = 0; k < in.npeak; k++)
+            if (in.peak[k].macs > peak)
+                peak = in.peak[k].macs;
+    ts_err_free(&err);
+    double t = res->clock_hz > 0 ? (double)res->cycles / res->clock_hz : 0;
+    ts_buf_puts(json, ",\n  \"sweep\": {\"planner\": ");
+    ts_buf_json_str(json, planner ? planner : "");
+    ts_buf_puts(json, ", \"plan\": ");
+    ts_buf_json_str(json, res->workload);
+    ts_buf_puts(json, ", \"runs_per_s\": ");
+    ts_buf_json_num(json, t > 0 ? 1 / t : 0);
+    ts_buf_puts(json, ", \"runs_per_j\": ");
+    ts_buf_json_num(json, res->energy_j > 0 ? 1 / res->energy_j : 0);
+    ts_buf_puts(json, ", \"peak_macs_per_cycle\": ");
+    ts_buf_json_num(json, peak);
+    ts_buf_puts(json, ", \"mac_share\": ");
+    ts_buf_json_num(json, peak > 0 && res->cycles ? (double)res->macs / (peak * (double)res->cycles) : 0);
+    ts_buf_puts(json, "}\n}\n");
+}
+
+/* Run point i; the row goes to row, the report (one JSON line, or nothing on error) to jline. A
+ * model runs the program of `comp` (compiled for a config that differs from this point's only in
+ * keys no lowering reads), or, with comp NULL, is compiled here. */
+static void run_point(const ts_sweep *s, size_t i, const compiled *comp, ts_buf *row, ts_buf *jline)
 {
     ts_err err;
     ts_err_init(&err);
@@ -89,35 +236,55 @@ static void run_point(const ts_sweep *s, size_t i, ts_buf *row, ts_buf *jline)
     size_t *off = ts_calloc(na + 1, sizeof *off);
     const char **sets = ts_calloc(na + 1, sizeof *sets);
     ts_config *cfg = NULL;
-    ts_program *prog = NULL;
+    ts_program *prog = NULL, *own_prog = NULL;
+    ts_lowered *lowered = NULL, *own_lowered = NULL;
     ts_energy_table *energy = NULL;
     ts_results res;
     bool have_res = false;
     ts_buf json = TS_BUF_INIT;
     ts_status st = TS_OK;
+    const char *wl = ts_sweep_workload_path(s, ts_sweep_point_workload(s, i));
     if (!off || !sets) {
         st = ts_err_set(&err, TS_ENOMEM, "out of memory");
         goto done;
     }
-    ts_sweep_point_sets(s, i, &setbuf, off);
-    for (size_t a = 0; a < na; a++)
-        sets[a] = setbuf.data + off[a];
-    if ((st = cli_load_config(&cfg, ts_sweep_config(s), sets, na, &err)) != TS_OK)
+    size_t ns = point_sets(s, i, &setbuf, off, sets);
+    if ((st = cli_load_config(&cfg, ts_sweep_config(s), sets, ns, &err)) != TS_OK)
         goto done;
     const ts_family *fam = ts_family_find(ts_config_arch(cfg));
-    if ((st = cli_load_program(&prog, ts_sweep_workload_path(s, ts_sweep_point_workload(s, i)), fam, &err)) !=
-            TS_OK ||
-        (st = cli_load_energy(&energy, cfg, NULL, &err)) != TS_OK)
+    if (comp) {
+        if ((st = comp->st) != TS_OK) {
+            st = ts_err_set(&err, st, "%s", comp->msg ? comp->msg : "out of memory");
+            goto done;
+        }
+        prog = comp->prog;
+        lowered = comp->lowered;
+        prog->config_fp = ts_config_fingerprint(cfg); /* the same program this config compiles to */
+    } else {
+        const char *planner = ts_sweep_point_planner(s, i);
+        ts_lower_setting settings[] = {{"planner", planner}};
+        ts_lower_opts lopts = {settings, planner ? 1 : 0};
+        if ((st = cli_load_workload(&own_prog, wl, cfg, fam, &lopts, &own_lowered, &err)) != TS_OK)
+            goto done;
+        prog = own_prog;
+        lowered = own_lowered;
+    }
+    if ((st = cli_load_energy(&energy, cfg, NULL, &err)) != TS_OK)
         goto done;
     ts_run_opts ro = {.max_cycles = ts_sweep_max_cycles(s)};
     if (!ro.max_cycles) { /* one point that never ends must not hold the sweep */
         ro.max_cycles = TS_SIM_DEFAULT_MAX_CYCLES;
         ro.max_cycles_hint = "a longer point needs max_cycles in the sweep spec";
     }
+    if ((st = ts_lowered_prepare(lowered, &ro, &err)) != TS_OK)
+        goto done;
     if ((st = ts_sim_run(fam, cfg, prog, &ro, energy, &res, &err)) != TS_OK)
         goto done;
     have_res = true;
+    if ((st = ts_lowered_attribute(lowered, &res, energy, &err)) != TS_OK)
+        goto done;
     ts_report_json(&res, &json);
+    add_sweep_fields(&json, &res, fam, cfg, ts_sweep_point_planner(s, i));
 done:;
     char msg[2048] = "";
     if (st != TS_OK)
@@ -135,12 +302,61 @@ done:;
         ts_results_free(&res);
     ts_buf_free(&json);
     ts_energy_destroy(energy);
-    ts_program_destroy(prog);
+    ts_program_destroy(own_prog);
+    ts_lowered_destroy(own_lowered);
     ts_config_destroy(cfg);
     ts_buf_free(&setbuf);
     ts_free(off);
     ts_free(sets);
     ts_err_free(&err);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Checks at load: every workload loads (a did-you-mean for a name close to a built-in), every
+ * planner is one a lowering takes. */
+
+typedef struct check_ctx {
+    const ts_family *fam; /* borrowed: the base config's */
+} check_ctx;
+
+static ts_status check_workload(void *ud, const char *path, ts_err *err)
+{
+    const check_ctx *c = ud;
+    if (ts_wl_is_model(path)) {
+        ts_graph *g = NULL;
+        ts_status st = ts_wl_load_model(path, NULL, NULL, &g, err);
+        ts_graph_destroy(g);
+        return st;
+    }
+    ts_program *p = NULL;
+    ts_status st = cli_load_program(&p, path, c->fam, err);
+    ts_program_destroy(p);
+    if (st != TS_OK && !strchr(path, '/')) {
+        size_t best = 3, pl = strlen(path);
+        const char *pick = NULL;
+        for (size_t i = 0; i < ts_wl_builtin_count(); i++) {
+            const char *n = ts_wl_builtin_name(i);
+            size_t d = ts_edit_distance(path, pl, n, strlen(n), false);
+            if (d < best && d < pl) {
+                best = d;
+                pick = n;
+            }
+        }
+        if (pick) {
+            char msg[1200];
+            ts_err_format(err, msg, sizeof msg);
+            ts_err_free(err);
+            ts_err_init(err);
+            return ts_err_set(err, TS_EINPUT, "%s (did you mean the model '%s'?)", msg, pick);
+        }
+    }
+    return st;
+}
+
+static ts_status check_setting(void *ud, const char *name, const char *value, ts_err *err)
+{
+    (void)ud;
+    return ts_lower_check_setting(name, value, err);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -377,7 +593,7 @@ typedef struct worker {
     ts_buf in;     /* what it sent: the report line, a NUL, the row */
 } worker;
 
-static int start_worker(const ts_sweep *s, size_t i, worker *w, int keep_fds[2])
+static int start_worker(const ts_sweep *s, size_t i, const compiled *comp, worker *w, int keep_fds[2])
 {
     int p[2];
     if (pipe(p))
@@ -396,7 +612,7 @@ static int start_worker(const ts_sweep *s, size_t i, worker *w, int keep_fds[2])
         close(keep_fds[0]);
         close(keep_fds[1]);
         ts_buf row = TS_BUF_INIT, jline = TS_BUF_INIT;
-        run_point(s, i, &row, &jline);
+        run_point(s, i, comp, &row, &jline);
         ts_buf_putc(&jline, 0);
         int bad = row.oom || jline.oom || write_all(p[1], jline.data, jline.len) ||
                   write_all(p[1], ts_buf_str(&row), row.len);
@@ -458,8 +674,9 @@ static long default_jobs(void)
 }
 
 static int run_all(const ts_sweep *s, const bool *done, long jobs, const char *csv, const char *jsonl, bool quiet,
-                   size_t *ninterrupted)
+                   size_t *ninterrupted, size_t *ncompiles)
 {
+    compile_cache cache = {0};
     int csv_fd = open(csv, O_WRONLY | O_APPEND | O_CLOEXEC);
     int jsonl_fd = open(jsonl, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (csv_fd < 0 || jsonl_fd < 0) {
@@ -491,7 +708,10 @@ static int run_all(const ts_sweep *s, const bool *done, long jobs, const char *c
             size_t slot = 0;
             while (ws[slot].pid)
                 slot++;
-            if (start_worker(s, next, &ws[slot], keep)) {
+            bool fresh = false;
+            const compiled *comp = cache_get(&cache, s, next, &fresh);
+            *ncompiles += fresh;
+            if (start_worker(s, next, comp, &ws[slot], keep)) {
                 rc = cli_usage_error("cannot start a worker process: %s", strerror(errno));
                 break;
             }
@@ -552,6 +772,7 @@ static int run_all(const ts_sweep *s, const bool *done, long jobs, const char *c
     if (progress && ran)
         fputs("\r\033[K", stderr);
 out:
+    cache_free(&cache);
     if (ws)
         for (long k = 0; k < jobs; k++)
             ts_buf_free(&ws[k].in);
@@ -590,7 +811,7 @@ static void mpi_worker(const ts_sweep *s)
             break;
         ts_buf_reset(&row);
         ts_buf_reset(&jline);
-        run_point(s, (size_t)idx, &row, &jline);
+        run_point(s, (size_t)idx, NULL, &row, &jline);
         ts_buf_putc(&jline, 0);
         ts_buf_put(&jline, ts_buf_str(&row), row.len);
         MPI_Send(ts_buf_str(&jline), (int)jline.len, MPI_CHAR, 0, TAG_RESULT, MPI_COMM_WORLD);
@@ -754,9 +975,21 @@ static int sweep_main(int argc, char **argv, int rank, int nranks)
     ts_err_init(&err);
     ts_config_opts copts = cli_config_opts(NULL, 0);
     ts_sweep *s = NULL;
-    if (ts_sweep_load(&s, spec, &copts, &err) != TS_OK) {
+    ts_status lst = ts_sweep_load(&s, spec, &copts, &err);
+    if (lst == TS_OK) {
+        ts_config *base = NULL;
+        check_ctx cc = {NULL};
+        ts_sweep_checks chk = {&cc, check_workload, check_setting};
+        if ((lst = cli_load_config(&base, ts_sweep_config(s), NULL, 0, &err)) == TS_OK) {
+            cc.fam = ts_family_find(ts_config_arch(base));
+            lst = ts_sweep_check(s, &chk, &err);
+        }
+        ts_config_destroy(base);
+    }
+    if (lst != TS_OK) {
         int rc = rank ? TS_EXIT_INPUT : cli_fail(&err);
         ts_err_free(&err);
+        ts_sweep_destroy(s);
         return rc;
     }
     ts_err_free(&err);
@@ -823,14 +1056,14 @@ static int sweep_main(int argc, char **argv, int rank, int nranks)
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     signal(SIGPIPE, SIG_IGN);
-    size_t nfailed = 0, ninterrupted = 0;
+    size_t nfailed = 0, ninterrupted = 0, ncompiles = 0;
 #if TS_HAVE_MPI
     if (nranks > 1) {
         stopped = true;
         rc = mpi_run_all(s, done, nranks, output, jsonl);
     } else
 #endif
-        rc = run_all(s, done, jobs, output, jsonl, quiet, &ninterrupted);
+        rc = run_all(s, done, jobs, output, jsonl, quiet, &ninterrupted, &ncompiles);
     sigaction(SIGINT, &old_int, NULL); /* the CLI's: it removes the temporary file of a rewrite */
     sigaction(SIGTERM, &old_term, NULL);
     if (rc)
@@ -850,6 +1083,9 @@ static int sweep_main(int argc, char **argv, int rank, int nranks)
         (rc = write_sorted(&rows, ts_buf_str(&header), output, &nfailed)) != 0 ||
         (rc = write_sorted(&reports, "", jsonl, NULL)) != 0)
         goto out;
+    if (ncompiles && !quiet)
+        fprintf(stderr, "tessera: sweep: %zu compile%s for %zu point%s (points that differ only in keys no lowering "
+                "reads share one)\n", ncompiles, ncompiles == 1 ? "" : "s", np, np == 1 ? "" : "s");
     if (nfailed) {
         fprintf(stderr, "tessera: %zu of %zu points failed (see the error column of %s)\n", nfailed, np, output);
         rc = TS_EXIT_SIM;

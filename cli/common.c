@@ -49,7 +49,10 @@ ts_status cli_load_config(ts_config **out, const char *path, const char *const *
 ts_status cli_load_energy(ts_energy_table **out, const ts_config *cfg, const char *override, ts_err *err)
 {
     const char *name = override ? override : ts_config_energy_table(cfg);
-    return ts_energy_load(out, name, ts_builtin_find, err);
+    ts_status st = ts_energy_load(out, name, ts_builtin_find, err);
+    if (st == TS_OK)
+        ts_energy_scale(*out, ts_config_node(cfg), ts_config_vdd(cfg), ts_config_sram_array(cfg)); /* docs/energy.md */
+    return st;
 }
 
 static bool is_file(const char *path)

@@ -46,9 +46,17 @@ typedef struct core_vals {
     char *base;          /* owned; the top file's base as written */
     char *energy_table;  /* owned */
     double static_power; /* W */
+    double node_m;       /* process node, m; 0: the energy table's own */
+    double vdd;          /* V at vdd_clock; 0: the energy table's voltage */
+    double vdd_clock;    /* Hz; 0: the config's clock */
+    double vdd_per_ghz;  /* V per GHz of clock above (below) vdd_clock */
+    double vdd_min;      /* V: the curve's floor */
+    char *sram_key;      /* owned: family key of one unit's SRAM array, "" for none */
+    uint64_t sram_array; /* bytes of one unit's SRAM array when no sram_key names it; 0: none */
+    double clock_share;  /* part of static_power that is the clock tree (~ f V^2), 0..1 */
 } core_vals;
 
-enum { CK_ARCH, CK_NAME, CK_DESC, CK_BASE, CK_ETABLE, CK_SPOWER, NCORE };
+enum { CK_ARCH, CK_NAME, CK_DESC, CK_BASE, CK_ETABLE, CK_SPOWER, CK_NODE, CK_VDD, CK_VCLK, CK_VSLOPE, CK_VMIN, CK_SRAMKEY, CK_SRAMARR, CK_CSHARE, NCORE };
 
 static const ts_cfg_key core_keys[NCORE] = {
     [CK_ARCH] = {"arch", TS_CFG_STRING, TS_UNIT_NONE, 0, -1, NULL,
@@ -65,8 +73,37 @@ static const ts_cfg_key core_keys[NCORE] = {
                    "energy table: a file or a built-in name", offsetof(core_vals, energy_table), NULL},
     /* The 1 MW bound only catches slips of the prefix: no single chip comes near it. */
     [CK_SPOWER] = {"energy.static_power", TS_CFG_FLOAT, TS_UNIT_POWER, 0, 1e6, "0 W",
-                   "static (leakage) power of the chip; 0 uses the family's own figure",
+                   "power drawn whatever the activity at power.vdd and power.vdd_clock: leakage, and the "
+                   "clock tree (power.clock_share); 0 uses the family's own figure",
                    offsetof(core_vals, static_power), NULL},
+    /* The power model (docs/energy.md): events priced at the table's node and voltage are scaled
+     * to this node and to the voltage the V-f curve gives at the config's clock. */
+    [CK_NODE] = {"power.node", TS_CFG_FLOAT, TS_UNIT_LENGTH, 0, 1e-6, "0 nm",
+                 "process node: event energies scale with node / table node (C ~ feature size, Dennard); "
+                 "0 prices at the table's own node and voltage, unscaled", offsetof(core_vals, node_m), NULL},
+    [CK_VDD] = {"power.vdd", TS_CFG_FLOAT, TS_UNIT_NONE, 0, 5, "0",
+                "core supply in volts at power.vdd_clock: dynamic energy scales with (V / 0.9 V)^2, the table's "
+                "voltage (Horowitz ISSCC 2014: 45 nm, 0.9 V); 0 takes the table's voltage", offsetof(core_vals, vdd),
+                NULL},
+    [CK_VCLK] = {"power.vdd_clock", TS_CFG_FLOAT, TS_UNIT_FREQ, 0, 1e10, "0 Hz",
+                 "clock at which the supply is power.vdd; 0 is the config's own clock",
+                 offsetof(core_vals, vdd_clock), NULL},
+    [CK_VSLOPE] = {"power.vdd_per_ghz", TS_CFG_FLOAT, TS_UNIT_NONE, 0, 10, "0",
+                   "V-f curve: volts per GHz the supply rises above power.vdd_clock and falls below it "
+                   "(linear, floored at power.vdd_min); 0 is a fixed supply", offsetof(core_vals, vdd_per_ghz), NULL},
+    [CK_VMIN] = {"power.vdd_min", TS_CFG_FLOAT, TS_UNIT_NONE, 0, 5, "0",
+                 "lowest supply the V-f curve reaches, volts (near-threshold limit)", offsetof(core_vals, vdd_min),
+                 NULL},
+    [CK_SRAMKEY] = {"power.sram_key", TS_CFG_STRING, TS_UNIT_NONE, 0, -1, "\"\"",
+                    "the family key giving one unit's SRAM array (tile.sram, pe.sram, mem.slice_bytes): SRAM "
+                    "access energy grows with sqrt(array / 8 KB) (Horowitz 2014: 8 KB 10 pJ, 32 KB 20 pJ, 1 MB "
+                    "100 pJ); \"\" for none", offsetof(core_vals, sram_key), NULL},
+    [CK_SRAMARR] = {"power.sram_array", TS_CFG_UINT, TS_UNIT_BYTES, 0, 1e12, "0 B",
+                    "one unit's SRAM array when power.sram_key names none; 0: the table's 8 KB",
+                    offsetof(core_vals, sram_array), NULL},
+    [CK_CSHARE] = {"power.clock_share", TS_CFG_FLOAT, TS_UNIT_NONE, 0, 1, "0",
+                   "the part of energy.static_power drawn by what no event counts (clock tree, control): it "
+                   "scales with f V^2, the rest (leakage) with V", offsetof(core_vals, clock_share), NULL},
 };
 
 struct ts_config {
@@ -1493,7 +1530,47 @@ const char *ts_config_name(const ts_config *cfg) { return cfg ? cfg->core.name :
 const char *ts_config_path(const ts_config *cfg) { return cfg ? cfg->path : ""; }
 uint64_t ts_config_fingerprint(const ts_config *cfg) { return cfg ? cfg->fingerprint : 0; }
 const char *ts_config_energy_table(const ts_config *cfg) { return cfg ? cfg->core.energy_table : "horowitz45"; }
-double ts_config_static_power(const ts_config *cfg) { return cfg ? cfg->core.static_power : 0; }
+double ts_config_node(const ts_config *cfg) { return cfg ? cfg->core.node_m : 0; }
+double ts_config_vdd_nominal(const ts_config *cfg) { return cfg ? cfg->core.vdd : 0; }
+
+double ts_config_vdd(const ts_config *cfg)
+{
+    if (!cfg || !(cfg->core.vdd > 0))
+        return 0;
+    uint64_t clk = 0;
+    double f = ts_config_u64(cfg, "clock", &clk) == 0 ? (double)clk : 0;
+    double f0 = cfg->core.vdd_clock > 0 ? cfg->core.vdd_clock : f;
+    double v = cfg->core.vdd + cfg->core.vdd_per_ghz * (f - f0) / 1e9;
+    return v < cfg->core.vdd_min ? cfg->core.vdd_min : v;
+}
+
+double ts_config_sram_array(const ts_config *cfg)
+{
+    uint64_t v = 0;
+    if (!cfg)
+        return 0;
+    if (!cfg->core.sram_key || !cfg->core.sram_key[0])
+        return (double)cfg->core.sram_array;
+    if (ts_config_u64(cfg, cfg->core.sram_key, &v))
+        return 0;
+    return (double)v;
+}
+
+double ts_config_static_power(const ts_config *cfg)
+{
+    if (!cfg)
+        return 0;
+    double v = ts_config_vdd(cfg);
+    if (!(v > 0))
+        return cfg->core.static_power;
+    uint64_t clk = 0;
+    double f = ts_config_u64(cfg, "clock", &clk) == 0 ? (double)clk : 0;
+    double f0 = cfg->core.vdd_clock > 0 ? cfg->core.vdd_clock : f;
+    double r = v / cfg->core.vdd;
+    /* leakage ~ V at a fixed leakage current; the clock tree ~ f V^2 */
+    double c = cfg->core.clock_share;
+    return cfg->core.static_power * ((1 - c) * r + c * (f0 > 0 ? f / f0 : 1) * r * r);
+}
 
 /* ---------------------------------------------------------------------------------------------
  * Dump and schema print. */

@@ -15,6 +15,9 @@
  *                                to this file, or a built-in config name)
  *   energy.table: <name>         optional, energy table file or built-in name, default horowitz45
  *   energy.static_power: <power> optional, static power of the chip, default 0 W
+ *   power.node, power.vdd, power.vdd_clock, power.vdd_per_ghz, power.vdd_min, power.sram_key,
+ *   power.sram_array, power.clock_share:
+ *                                the power model (docs/energy.md); defaults leave energy unscaled
  */
 #ifndef TS_CORE_CONFIG_H
 #define TS_CORE_CONFIG_H
@@ -100,8 +103,20 @@ uint64_t ts_config_fingerprint(const ts_config *cfg);
  * (a relative path that names a file beside the config that gives it comes back joined to that
  * config's directory). */
 const char *ts_config_energy_table(const ts_config *cfg);
-/* Static power in watts (`energy.static_power`, default 0 W: use the family's own figure). */
+/* Power drawn whatever the activity, in watts: `energy.static_power` (default 0 W: use the
+ * family's own figure), given at power.vdd and power.vdd_clock. With a V-f curve its leakage part
+ * scales with V / power.vdd and its clock-tree part (`power.clock_share`) with
+ * (f / power.vdd_clock) (V / power.vdd)^2 (docs/energy.md). */
 double ts_config_static_power(const ts_config *cfg);
+/* Process node in metres (`power.node`; 0: price at the energy table's own node, unscaled). */
+double ts_config_node(const ts_config *cfg);
+/* `power.vdd` (0: none given), and the supply the V-f curve gives at the config's `clock`:
+ * vdd + vdd_per_ghz x (clock - vdd_clock), at least vdd_min; 0 when no vdd is given. */
+double ts_config_vdd_nominal(const ts_config *cfg);
+double ts_config_vdd(const ts_config *cfg);
+/* Bytes of one unit's SRAM array for the SRAM energy rule: the value of the family key named by
+ * `power.sram_key` (e.g. tile.sram), else `power.sram_array`; 0 when neither is given. */
+double ts_config_sram_array(const ts_config *cfg);
 /* The resolved config as YAML, every key with its value (for reports and `tessera config`). */
 void ts_config_dump(const ts_config *cfg, ts_buf *out);
 

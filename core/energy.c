@@ -424,3 +424,48 @@ ts_status ts_energy_load(ts_energy_table **out, const char *path, ts_builtin_fn 
     return ts_err_set(err, TS_EINPUT, "energy table '%s' is neither a readable file nor a built-in table",
                       path);
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * The power model's scaling of a table to one chip config (docs/energy.md, "scaling rules"). */
+
+/* Horowitz ISSCC 2014 gives his 45 nm table at 0.9 V; every entry is taken at that voltage
+ * (assumed for the 40 nm wire entry of Keckler et al. 2011, whose voltage is not given). */
+#define TABLE_VDD 0.9
+/* The SRAM the table's sram_read_64b and sram_write_64b were measured on: 8 KB (Horowitz 2014). */
+#define TABLE_SRAM_BYTES 8192.0
+
+/* "45 nm" -> 45e-9; 0 when the text is not a length (e.g. "n/a"). */
+static double node_metres(const char *text)
+{
+    double v = 0;
+    char why[128];
+    if (!text || ts_unit_parse(text, TS_UNIT_LENGTH, &v, why, sizeof why))
+        return 0;
+    return v;
+}
+
+double ts_energy_scale_factor(const ts_energy_entry *e, double node_m, double vdd, double sram_bytes)
+{
+    if (!(node_m > 0))
+        return 1;
+    double f = 1;
+    double v = vdd > 0 ? vdd / TABLE_VDD : 1;
+    double from = node_metres(e->node);
+    if (!strcmp(e->component, "offchip"))
+        return 1; /* I/O runs at its own supply and reach: not scaled */
+    if (!strcmp(e->component, "network"))
+        return v * v; /* wire capacitance per mm barely changes with the node: only V^2 */
+    if (from > 0)
+        f = node_m / from; /* C ~ feature size */
+    if ((!strcmp(e->name, "sram_read_64b") || !strcmp(e->name, "sram_write_64b")) && sram_bytes > 0)
+        f *= sqrt(sram_bytes / TABLE_SRAM_BYTES); /* Horowitz: 8 KB 10 pJ, 32 KB 20 pJ, 1 MB 100 pJ */
+    return f * v * v;
+}
+
+void ts_energy_scale(ts_energy_table *t, double node_m, double vdd, double sram_bytes)
+{
+    if (!t || !(node_m > 0))
+        return;
+    for (size_t i = 0; i < t->n; i++)
+        t->e[i].joules *= ts_energy_scale_factor(&t->e[i], node_m, vdd, sram_bytes);
+}

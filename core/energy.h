@@ -41,4 +41,15 @@ const ts_energy_entry *ts_energy_find(const ts_energy_table *t, const char *even
 size_t ts_energy_count(const ts_energy_table *t);
 const ts_energy_entry *ts_energy_at(const ts_energy_table *t, size_t i);
 
+/* The power model (docs/energy.md): the factor entry e is multiplied by on a chip of node node_m
+ * (metres; 0: unscaled, 1 returned) at supply vdd (volts; 0: the table's 0.9 V) whose units have
+ * SRAM arrays of sram_bytes (0: the table's 8 KB). Compute, control and SRAM entries scale with
+ * node / entry node x (vdd / 0.9 V)^2, wires with (vdd / 0.9 V)^2 only, off-chip entries not at
+ * all; the 8 KB SRAM access entries also with sqrt(sram_bytes / 8 KB). */
+double ts_energy_scale_factor(const ts_energy_entry *e, double node_m, double vdd, double sram_bytes);
+/* Scale every entry of t by ts_energy_scale_factor: a config's power.node (ts_config_node), the
+ * V-f curve's supply at its clock (ts_config_vdd) and its units' SRAM array
+ * (ts_config_sram_array); nothing when node_m is 0. */
+void ts_energy_scale(ts_energy_table *t, double node_m, double vdd, double sram_bytes);
+
 #endif

@@ -53,6 +53,8 @@ typedef struct axis {
     char **vals;             /* owned: canonical text per value */
     double *num;             /* owned: numeric value per value (base units), for filters */
     bool numeric;            /* num is meaningful */
+    bool setting;            /* a setting of the lowering (planner), not a config key */
+    int line, col;           /* where the key is written */
     size_t n, cap, numcap;   /* values; room in vals and in num */
 } axis;
 
@@ -66,7 +68,10 @@ struct ts_sweep {
     char *dir;               /* owned: directory of relative paths, "" for the current one */
     char *config;            /* owned: path or built-in name for the loader */
     char **wl_name, **wl_path; /* owned */
+    int *wl_line, *wl_col;   /* owned: where each workload is written */
     size_t nwl;
+    char *planner;           /* owned: the `planner` the spec pins, NULL to let the compiler choose */
+    int planner_line, planner_col;
     axis *axes;              /* owned */
     size_t naxes;
     char **metrics;          /* owned */
@@ -85,17 +90,38 @@ struct ts_sweep {
 static const ts_cfg_key common_keys[] = {
     {"energy.table", TS_CFG_STRING, TS_UNIT_NONE, 0, -1, "horowitz45", "energy table", 0, NULL},
     {"energy.static_power", TS_CFG_FLOAT, TS_UNIT_POWER, 0, 1e6, "0 W", "static power", 0, NULL},
+    {"power.node", TS_CFG_FLOAT, TS_UNIT_LENGTH, 0, 1e-6, "0 nm", "process node", 0, NULL},
+    {"power.vdd", TS_CFG_FLOAT, TS_UNIT_NONE, 0, 5, "0", "supply at power.vdd_clock, V", 0, NULL},
+    {"power.vdd_clock", TS_CFG_FLOAT, TS_UNIT_FREQ, 0, 1e10, "0 Hz", "clock of power.vdd", 0, NULL},
+    {"power.vdd_per_ghz", TS_CFG_FLOAT, TS_UNIT_NONE, 0, 10, "0", "V-f slope, V per GHz", 0, NULL},
+    {"power.vdd_min", TS_CFG_FLOAT, TS_UNIT_NONE, 0, 5, "0", "V-f floor, V", 0, NULL},
+    {"power.clock_share", TS_CFG_FLOAT, TS_UNIT_NONE, 0, 1, "0", "clock-tree share of static power", 0, NULL},
+    {"power.sram_array", TS_CFG_UINT, TS_UNIT_BYTES, 0, 1e12, "0 B", "one unit's SRAM array", 0, NULL},
 };
+
+/* Settings of the lowering that an axis may sweep (values checked by ts_sweep_check). */
+static const ts_cfg_key setting_keys[] = {
+    {"planner", TS_CFG_STRING, TS_UNIT_NONE, 0, -1, NULL, "how the lowering plans a model's operators", 0, NULL},
+};
+
+/* Config keys no lowering reads (docs/sweep.md, "Workloads: programs and models"): the clock
+ * (plans are made in cycles), the energy table and power keys (priced after the run). A key
+ * ending in '.' is a prefix. Points that differ only in these share one compile;
+ * tests/sweep/run.sh compiles a model on every family with them changed and checks the program
+ * is the same. */
+static const char *const not_lowered[] = {"clock", "energy.", "power.", NULL};
 
 /* Top-level fields of a JSON report (docs/report-schema.md): a metric starts with one. */
 static const char *const report_fields[] = {
     "schema_version", "arch", "config", "workload", "cycles", "time_s", "clock_hz", "network_name",
     "bytes", "bytes_per_cycle", "bandwidth_bytes_per_s", "utilization", "macs", "flops",
-    "flops_per_s", "energy", "stats", NULL,
+    "flops_per_s", "energy", "stats", "layers", "outputs",
+    "sweep", /* added by tessera sweep: planner, runs_per_s, runs_per_j, peak_macs_per_cycle, mac_share */
+    NULL,
 };
 
 static const char *const spec_keys[] = {
-    "config", "workloads", "axes", "combine", "filter", "metrics", "max_cycles", "description", NULL,
+    "config", "workloads", "axes", "combine", "filter", "metrics", "max_cycles", "description", "planner", NULL,
 };
 
 static const char *const default_metrics[] = {"cycles", "time_s", "energy.total_j", "bytes.network", NULL};
@@ -127,6 +153,9 @@ void ts_sweep_destroy(ts_sweep *s)
     }
     ts_free(s->wl_name);
     ts_free(s->wl_path);
+    ts_free(s->wl_line);
+    ts_free(s->wl_col);
+    ts_free(s->planner);
     for (size_t a = 0; a < s->naxes; a++) {
         for (size_t k = 0; k < s->axes[a].n; k++)
             ts_free(s->axes[a].vals[k]);
@@ -341,6 +370,8 @@ static ts_status parse_axes(ts_sweep *s, const ts_ynode *m, const ts_schema *sch
             if (!strcmp(s->axes[a].key, k->text))
                 return at(s, err, k, "axis '%s' given twice", k->text);
         axis *ax = &s->axes[s->naxes++];
+        ax->line = k->line;
+        ax->col = k->col;
         if (!(ax->key = ts_strdup(k->text)))
             return ts_err_set(err, TS_ENOMEM, "out of memory");
         for (size_t j = 0; j < sch->nkeys && !ax->ck; j++)
@@ -349,6 +380,11 @@ static ts_status parse_axes(ts_sweep *s, const ts_ynode *m, const ts_schema *sch
         for (size_t j = 0; j < sizeof common_keys / sizeof common_keys[0] && !ax->ck; j++)
             if (!strcmp(common_keys[j].path, k->text))
                 ax->ck = &common_keys[j];
+        for (size_t j = 0; j < sizeof setting_keys / sizeof setting_keys[0] && !ax->ck; j++)
+            if (!strcmp(setting_keys[j].path, k->text)) {
+                ax->ck = &setting_keys[j];
+                ax->setting = true;
+            }
         if (!ax->ck) {
             if (!strcmp(k->text, "arch") || !strcmp(k->text, "base") || !strcmp(k->text, "name") ||
                 !strcmp(k->text, "description"))
@@ -360,6 +396,13 @@ static ts_status parse_axes(ts_sweep *s, const ts_ynode *m, const ts_schema *sch
                 if (d < best && d < kl) {
                     best = d;
                     pick = sch->keys[j].path;
+                }
+            }
+            for (size_t j = 0; j < sizeof common_keys / sizeof common_keys[0]; j++) {
+                size_t d = ts_edit_distance(k->text, kl, common_keys[j].path, strlen(common_keys[j].path), false);
+                if (d < best && d < kl) {
+                    best = d;
+                    pick = common_keys[j].path;
                 }
             }
             if (pick)
@@ -847,6 +890,13 @@ static ts_status load_tree(ts_sweep *s, const ts_ynode *root, const ts_config_op
             filt = v;
         } else if (!strcmp(k->text, "metrics")) {
             mets = v;
+        } else if (!strcmp(k->text, "planner")) {
+            if (v->kind != TS_Y_SCALAR || !v->text[0])
+                return at(s, err, v, "planner: expected a planner's name");
+            if (!(s->planner = ts_strdup(v->text)))
+                return ts_err_set(err, TS_ENOMEM, "out of memory");
+            s->planner_line = v->line;
+            s->planner_col = v->col;
         } else if (!strcmp(k->text, "description")) {
             if (v->kind != TS_Y_SCALAR)
                 return at(s, err, v, "description: expected text, got %s", ts_ynode_kind_name(v));
@@ -864,7 +914,7 @@ static ts_status load_tree(ts_sweep *s, const ts_ynode *root, const ts_config_op
             if (c)
                 return at(s, err, k, "unknown key '%s' (did you mean '%s'?)", k->text, c);
             return at(s, err, k, "unknown key '%s' (a sweep has config, workloads, axes, combine, filter, "
-                                 "metrics, max_cycles and description)", k->text);
+                                 "metrics, max_cycles, planner and description)", k->text);
         }
     }
     if (!cfgv)
@@ -903,17 +953,30 @@ static ts_status load_tree(ts_sweep *s, const ts_ynode *root, const ts_config_op
     }
     s->nwl = nwl;
     s->wl_path = ts_calloc(nwl, sizeof *s->wl_path);
-    if (!s->wl_path) {
+    s->wl_line = ts_calloc(nwl, sizeof *s->wl_line);
+    s->wl_col = ts_calloc(nwl, sizeof *s->wl_col);
+    if (!s->wl_path || !s->wl_line || !s->wl_col) {
         st = ts_err_set(err, TS_ENOMEM, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < nwl; i++)
+    for (size_t i = 0; i < nwl; i++) {
+        const ts_ynode *wn = wls->kind == TS_Y_SCALAR ? wls : wls->kids[i];
+        s->wl_line[i] = wn->line;
+        s->wl_col[i] = wn->col;
         if (!(s->wl_path[i] = resolve(s, s->wl_name[i]))) {
             st = ts_err_set(err, TS_ENOMEM, "out of memory");
             goto out;
         }
+    }
     if (axes && (st = parse_axes(s, axes, sch, err)) != TS_OK)
         goto out;
+    if (s->planner)
+        for (size_t a = 0; a < s->naxes; a++)
+            if (s->axes[a].setting && !strcmp(s->axes[a].key, "planner")) {
+                st = ts_err_at(err, TS_EINPUT, s->file, s->planner_line, s->planner_col,
+                               "planner: pinned here and swept as an axis: give one of them");
+                goto out;
+            }
     if (mets) {
         if ((st = str_list(s, mets, "metrics", &s->metrics, &s->nmetrics, err)) != TS_OK)
             goto out;
@@ -932,6 +995,21 @@ static ts_status load_tree(ts_sweep *s, const ts_ynode *root, const ts_config_op
                        : at(s, err, mn, "metrics: unknown report field '%s' (family statistics are 'stats.NAME')",
                             first);
                 goto out;
+            }
+            static const char *const sweep_fields[] = {"planner", "plan", "runs_per_s", "runs_per_j",
+                                                       "peak_macs_per_cycle", "mac_share", NULL};
+            if (!strcmp(first, "sweep")) {
+                const char *sub = dot ? dot + 1 : "";
+                bool ok = false;
+                for (size_t j = 0; sweep_fields[j] && !ok; j++)
+                    ok = !strcmp(sub, sweep_fields[j]);
+                if (!ok) {
+                    const char *c = closest(sub, sweep_fields);
+                    st = c ? at(s, err, mn, "metrics: unknown sweep field 'sweep.%s' (did you mean 'sweep.%s'?)", sub, c)
+                           : at(s, err, mn, "metrics: unknown sweep field 'sweep.%s' (planner, plan, runs_per_s, "
+                                            "runs_per_j, peak_macs_per_cycle, mac_share)", sub);
+                    goto out;
+                }
             }
             for (size_t j = 0; j < i; j++)
                 if (!strcmp(s->metrics[j], m)) {
@@ -1079,9 +1157,85 @@ void ts_sweep_point_sets(const ts_sweep *s, size_t i, ts_buf *out, size_t *offse
     ts_buf_reset(out);
     for (size_t a = 0; a < s->naxes; a++) {
         offsets[a] = out->len;
-        ts_buf_printf(out, "%s=%s", s->axes[a].key, ts_sweep_point_value(s, i, a));
+        if (!s->axes[a].setting)
+            ts_buf_printf(out, "%s=%s", s->axes[a].key, ts_sweep_point_value(s, i, a));
         ts_buf_putc(out, 0);
     }
+}
+
+bool ts_sweep_axis_is_setting(const ts_sweep *s, size_t a)
+{
+    return s->axes[a].setting;
+}
+
+const char *ts_sweep_point_planner(const ts_sweep *s, size_t i)
+{
+    for (size_t a = 0; a < s->naxes; a++)
+        if (s->axes[a].setting && !strcmp(s->axes[a].key, "planner"))
+            return ts_sweep_point_value(s, i, a);
+    return s->planner;
+}
+
+bool ts_sweep_key_lowered(const char *key)
+{
+    for (size_t j = 0; not_lowered[j]; j++) {
+        size_t n = strlen(not_lowered[j]);
+        if (not_lowered[j][n - 1] == '.' ? !strncmp(key, not_lowered[j], n) : !strcmp(key, not_lowered[j]))
+            return false;
+    }
+    return true;
+}
+
+void ts_sweep_compile_key(const ts_sweep *s, size_t i, ts_buf *out)
+{
+    ts_buf_reset(out);
+    ts_buf_printf(out, "workload=%zu", ts_sweep_point_workload(s, i));
+    const char *pl = ts_sweep_point_planner(s, i);
+    if (pl)
+        ts_buf_printf(out, ";planner=%s", pl);
+    for (size_t a = 0; a < s->naxes; a++)
+        if (!s->axes[a].setting && ts_sweep_key_lowered(s->axes[a].key))
+            ts_buf_printf(out, ";%s=%s", s->axes[a].key, ts_sweep_point_value(s, i, a));
+}
+
+ts_status ts_sweep_check(const ts_sweep *s, const ts_sweep_checks *chk, ts_err *err)
+{
+    char msg[1200];
+    for (size_t w = 0; w < s->nwl && chk->workload; w++) {
+        ts_err e;
+        ts_err_init(&e);
+        ts_status st = chk->workload(chk->ud, s->wl_path[w], &e);
+        if (st != TS_OK) {
+            ts_err_format(&e, msg, sizeof msg);
+            ts_err_free(&e);
+            if (st == TS_ENOMEM)
+                return ts_err_set(err, st, "out of memory");
+            return ts_err_at(err, TS_EINPUT, s->file, s->wl_line[w], s->wl_col[w], "workloads: %s", msg);
+        }
+    }
+    for (size_t a = 0; a <= s->naxes && chk->setting; a++) {
+        bool pinned = a == s->naxes;
+        if (!pinned && !s->axes[a].setting)
+            continue;
+        if (pinned && !s->planner)
+            continue;
+        size_t nv = pinned ? 1 : s->axes[a].n;
+        for (size_t k = 0; k < nv; k++) {
+            const char *val = pinned ? s->planner : s->axes[a].vals[k];
+            ts_err e;
+            ts_err_init(&e);
+            ts_status st = chk->setting(chk->ud, "planner", val, &e);
+            if (st != TS_OK) {
+                ts_err_format(&e, msg, sizeof msg);
+                ts_err_free(&e);
+                if (st == TS_ENOMEM)
+                    return ts_err_set(err, st, "out of memory");
+                int line = pinned ? s->planner_line : s->axes[a].line, col = pinned ? s->planner_col : s->axes[a].col;
+                return ts_err_at(err, TS_EINPUT, s->file, line, col, "planner: %s", msg);
+            }
+        }
+    }
+    return TS_OK;
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -57,8 +57,35 @@ const char *ts_sweep_point_value(const ts_sweep *s, size_t i, size_t a);
 /* Index of the point with this id, or -1 when the spec has no such point (or it is filtered). */
 long ts_sweep_find(const ts_sweep *s, uint64_t id);
 /* The point's overrides, one "key=value" per axis, each NUL-terminated, one after the other in
- * out (cleared first); offsets[a] is where axis a's string starts. offsets has naxes entries. */
+ * out (cleared first); offsets[a] is where axis a's string starts. offsets has naxes entries. An
+ * axis that is a setting of the lowering (ts_sweep_axis_is_setting) gives an empty string. */
 void ts_sweep_point_sets(const ts_sweep *s, size_t i, ts_buf *out, size_t *offsets);
+/* Whether axis a sweeps a setting of the lowering (`planner`) rather than a config key. */
+bool ts_sweep_axis_is_setting(const ts_sweep *s, size_t a);
+/* The planner point i compiles with: its `planner` axis value, else the spec's `planner`, else
+ * NULL (the compiler chooses). Borrowed. */
+const char *ts_sweep_point_planner(const ts_sweep *s, size_t i);
+/* Whether a lowering may read config key `key`. False for the clock, `energy.*` and `power.*`:
+ * plans are made in cycles and priced after the run. */
+bool ts_sweep_key_lowered(const char *key);
+/* The compile cache key of point i into out (cleared first): its workload, its planner and the
+ * values of the axes a lowering may read. Points with equal keys compile to the same program, so
+ * a sweep compiles each model once per key. */
+void ts_sweep_compile_key(const ts_sweep *s, size_t i, ts_buf *out);
+
+/* Checks the caller makes for a spec once it has loaded (this module knows no workload): ud is
+ * passed back; either function may be NULL. */
+typedef struct ts_sweep_checks {
+    void *ud;
+    /* A workload as ts_sweep_workload_path gives it: TS_OK when it loads (a program, or a model
+     * with known parameters), else TS_EINPUT with why (a did-you-mean where one fits). */
+    ts_status (*workload)(void *ud, const char *path, ts_err *err);
+    /* A lowering setting (`planner`) and one value of it. */
+    ts_status (*setting)(void *ud, const char *name, const char *value, ts_err *err);
+} ts_sweep_checks;
+/* Run the checks over every workload and every planner the spec names; the first failure is
+ * TS_EINPUT at the spec's `file:line:col` of the workload or planner. */
+ts_status ts_sweep_check(const ts_sweep *s, const ts_sweep_checks *chk, ts_err *err);
 
 /* CSV: header "point,workload,<axes>,<metrics>,error\n". */
 void ts_sweep_csv_header(const ts_sweep *s, ts_buf *out);

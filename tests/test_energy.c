@@ -441,9 +441,41 @@ START_TEST(test_def_mul_events)
 }
 END_TEST
 
+/* The power model's scaling rules (docs/energy.md): node x V^2 for logic and SRAM, V^2 only for
+ * wires, nothing for off-chip I/O, sqrt(size / 8 KB) for the 8 KB SRAM access entries; node 0 is
+ * no scaling at all. */
+START_TEST(test_scale_rules)
+{
+    ts_energy_table *t = NULL;
+    ts_err err;
+    ts_err_init(&err);
+    ck_assert_int_eq(ts_energy_load(&t, "horowitz45", ts_builtin_find, &err), TS_OK);
+    const ts_energy_entry *mac = ts_energy_find(t, "fp16_mac"), *rd = ts_energy_find(t, "sram_read_64b");
+    const ts_energy_entry *wire = ts_energy_find(t, "wire_bit_mm"), *pcie = ts_energy_find(t, "pcie_bit");
+    ck_assert_ptr_nonnull(mac);
+    ck_assert_ptr_nonnull(rd);
+    ck_assert_ptr_nonnull(wire);
+    ck_assert_ptr_nonnull(pcie);
+    ck_assert_double_eq_tol(ts_energy_scale_factor(mac, 0, 0.5, 1 << 20), 1, 1e-12);
+    ck_assert_double_eq_tol(ts_energy_scale_factor(mac, 45e-9, 0, 0), 1, 1e-12);
+    ck_assert_double_eq_tol(ts_energy_scale_factor(mac, 7e-9, 0.75, 0), 7.0 / 45 * (0.75 / 0.9) * (0.75 / 0.9), 1e-12);
+    ck_assert_double_eq_tol(ts_energy_scale_factor(wire, 7e-9, 0.45, 0), 0.25, 1e-12);
+    ck_assert_double_eq_tol(ts_energy_scale_factor(pcie, 7e-9, 0.45, 0), 1, 1e-12);
+    ck_assert_double_eq_tol(ts_energy_scale_factor(rd, 45e-9, 0.9, 32768), 2, 1e-12);
+    ck_assert_double_eq_tol(ts_energy_scale_factor(rd, 45e-9, 0.9, 8192.0 * 100), 10, 1e-12);
+    double before = mac->joules;
+    ts_energy_scale(t, 0, 0.5, 0); /* no node: unchanged */
+    ck_assert(mac->joules == before);
+    ts_energy_scale(t, 22.5e-9, 0.9, 0);
+    ck_assert_double_eq_tol(mac->joules, before / 2, 1e-24);
+    ts_energy_destroy(t);
+    ts_err_free(&err);
+}
+END_TEST
+
 int main(void)
 {
-    Suite *s = suite_create("energy");
+Suite *s = suite_create("energy");
     TCase *tc = tcase_create("tables");
     tcase_add_test(tc, test_horowitz45);
     tcase_add_test(tc, test_jouppi7);
@@ -453,6 +485,7 @@ int main(void)
     tcase_add_test(tc, test_price);
     tcase_add_test(tc, test_def_events_priced);
     tcase_add_test(tc, test_def_mul_events);
+    tcase_add_test(tc, test_scale_rules);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -193,6 +193,48 @@ spec_error bad_value.yaml "4:18: clock: expected a frequency like '1.6 GHz', got
 spec_error bad_filter.yaml "5:17: filter: unknown axis 'tile.sram' (a filter names axes of this sweep)"
 spec_error bad_metric.yaml "3:35: metrics: unknown report field 'cycels' (did you mean 'cycles'?)"
 spec_error bad_range.yaml "4:40: tile.sram: unknown key 'facter' (did you mean 'factor'?)"
+spec_error unknown_model.yaml "2:13: workloads: workload 'resnet5' is neither a file nor a built-in program (did you mean the model 'resnet50'?)"
+spec_error unknown_param.yaml "2:13: workloads: matmul: unknown parameter 'q' (parameters: m, k, n, dtype)"
+spec_error bad_sweep_metric.yaml "3:19: metrics: unknown sweep field 'sweep.mac_shar' (did you mean 'sweep.mac_share'?)"
+spec_error unknown_planner.yaml "4:3: planner: unknown planner 't11': lcs (load-compute-store), t10 (compute-shift) or split (t10's partitions, nothing rotating)"
+
+# Models: compiled per point, one compile per (model, keys a lowering reads, planner).
+"$T" sweep "$data/models.yaml" -o "$tmp/models.csv" -j 2 2>"$tmp/err"
+check "a sweep over models exits 0" '[ $? = 0 ]'
+check "8 rows, none an error" '[ "$(tail -n +2 "$tmp/models.csv" | grep -c ",$")" = 8 ]'
+check "the clock shares a compile: 4 for 8 points" 'grep -q "4 compiles for 8 points" "$tmp/err"'
+field() { sed -n "$(($1 + 2))p" "$tmp/models.csv" | awk -F, -v k="$2" '{print $(NF - k)}'; } # k from the end
+check "a shared compile gives the cycles of its own" '[ "$(field 0 8)" = "$(field 1 8)" ]'
+check "rows carry runs per second and the MAC share" '[ "$(field 0 3)" != "" ] && [ "$(field 0 1)" != "" ]'
+"$T" sweep "$data/models.yaml" -o "$tmp/models1.csv" -j 1 -q
+check "-j 1 and -j 2 give the same rows" 'cmp -s "$tmp/models.csv" "$tmp/models1.csv"'
+# The keys the compile cache shares over are read by no lowering: on every family, the program
+# compiled with the clock, energy.* and power.* changed is the one compiled without (all but its
+# .config fingerprint line).
+same_program() {
+  local cfg=$1 model=$2; shift 2
+  "$T" compile -c "$cfg" "$model" -o "$tmp/p0.bin" 2>/dev/null && "$T" disasm "$tmp/p0.bin" | grep -v '^\.config' >"$tmp/p0.s" &&
+    "$T" compile -c "$cfg" "$@" "$model" -o "$tmp/p1.bin" 2>/dev/null && "$T" disasm "$tmp/p1.bin" | grep -v '^\.config' >"$tmp/p1.s" &&
+    cmp -s "$tmp/p0.s" "$tmp/p1.s"
+}
+for fc in "ipu ipu_tiny4 matmul:m=32,k=32,n=32" "tsp tsp_v1 matmul:m=8,k=64,n=64" "wse wse_4x4 matmul:m=8,k=8,n=8"; do
+  read -r fam fcfg fmodel <<<"$fc"
+  if "$T" config --list | grep -q "^  $fam "; then
+    check "$fam: the clock, energy and power keys leave the program as it is" \
+      'same_program $fcfg $fmodel --set clock=1.234GHz --set energy.static_power=5W --set power.node=7nm --set power.vdd=0.7 --set power.clock_share=0.5'
+  fi
+done
+
+# Along the MK2's V-f curve a lower clock runs on a lower supply: less energy per run, more time.
+printf 'config: ipu_mk2\nworkloads: ["matmul:m=64,k=64,n=64"]\naxes:\n  clock: [0.9 GHz, 1.325 GHz]\nmetrics: [time_s, energy.total_j]\n' >"$tmp/vf.yaml"
+"$T" sweep "$tmp/vf.yaml" -o "$tmp/vf.csv" -q
+check "V-f: one compile for both clocks, both rows clean" '[ $? = 0 ]'
+check "V-f: the lower clock takes longer and less energy" 'awk -F, "NR==2{t0=\$(NF-2);e0=\$(NF-1)} NR==3{t1=\$(NF-2);e1=\$(NF-1)} END{exit !(t0 > t1 && e0 < e1)}" "$tmp/vf.csv"'
+for p in 1 2; do
+  "$T" run -c ipu_tiny4 --set tile.sram="$(field $p 10)" --set clock="$(field $p 9)" "matmul:m=32,k=32,n=32" \
+    -f csv -o "$tmp/one.csv" 2>/dev/null
+  check "point $p equals a run of its own" 'grep -q ",$(field $p 8),.*,$(field $p 6)," "$tmp/one.csv"'
+done
 spec_error bad_yaml.yaml "3:5: bad yaml: did not find expected ',' or ']'"
 
 # A point that never ends stops at the default cycle limit: its row says so, the sweep goes on.
