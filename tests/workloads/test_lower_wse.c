@@ -663,14 +663,14 @@ START_TEST(test_errors)
     expect_error(g, 32, 32, short_of);
     ts_graph_destroy(g);
 
-    g = ts_graph_create("tanh");
+    g = ts_graph_create("erf");
     x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){2, 8});
     y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
-    node(g, TS_OP_TANH, "t", (int[]){x}, 1, y, NULL);
+    node(g, TS_OP_ERF, "t", (int[]){x}, 1, y, NULL);
     ts_graph_mark_output(g, y);
     finalize(g);
     expect_error(g, 32, 32,
-                 (const char *const[]){"the WSE lowering does not support 1 operator of this model: Tanh (node 't')",
+                 (const char *const[]){"the WSE lowering does not support 1 operator of this model: Erf (node 't')",
                                        NULL});
     ts_graph_destroy(g);
 
@@ -711,23 +711,24 @@ START_TEST(test_unsupported_all)
     ts_graph_attrs_init(&mp);
     mp.kernel[0] = mp.kernel[1] = 1;
     mp.ceil_mode = true;
-    x = chain(g, TS_OP_TANH, "t0", x, -1, NULL);
-    x = chain(g, TS_OP_SIGMOID, "s0", x, -1, NULL);
+    x = chain(g, TS_OP_ERF, "t0", x, -1, NULL);
+    x = chain(g, TS_OP_LAYERNORM, "s0", x, -1, NULL);
     x = chain(g, TS_OP_CONV, "cg0", x, w2, &cg);
     x = chain(g, TS_OP_DIV, "d0", x, x, NULL);
     x = chain(g, TS_OP_CONV, "conv", x, w1, &c1);
     x = chain(g, TS_OP_MAXPOOL, "mp0", x, -1, &mp);
-    x = chain(g, TS_OP_TANH, "t1", x, -1, NULL);
+    x = chain(g, TS_OP_ERF, "t1", x, -1, NULL);
     x = chain(g, TS_OP_RELU, "r0", x, -1, NULL);
     x = chain(g, TS_OP_CONV, "cd0", x, w1, &cd);
     x = chain(g, TS_OP_SQRT, "q0", x, -1, NULL);
-    x = chain(g, TS_OP_SIGMOID, "s1", x, -1, NULL);
-    x = chain(g, TS_OP_TANH, "t2", x, -1, NULL);
+    x = chain(g, TS_OP_LAYERNORM, "s1", x, -1, NULL);
+    x = chain(g, TS_OP_ERF, "t2", x, -1, NULL);
     ts_graph_mark_output(g, x);
     finalize(g);
     expect_error(g, 32, 32,
-                 (const char *const[]){"the WSE lowering does not support 6 operators of this model (10 nodes): Tanh "
-                                       "(3 nodes, first 't0'), Sigmoid (2 nodes, first 's0'), Conv with groups or "
+                 (const char *const[]){"the WSE lowering does not support 6 operators of this model (10 nodes): Erf "
+                                       "(3 nodes, first 't0'), LayerNormalization (2 nodes, first 's0'), Conv with "
+                                       "groups or "
                                        "dilations (2 nodes, first 'cg0'), Div (node 'd0'), MaxPool with ceil_mode "
                                        "(node 'mp0'), Sqrt (node 'q0')",
                                        NULL});

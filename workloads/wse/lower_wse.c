@@ -102,7 +102,11 @@ static ts_status plan_and_emit(lw *L, uint32_t *hm, ts_program **out)
         P->workload = ts_strdup(desc);
     }
     if (!rc)
+        rc = ts_lww_check(L, NULL); /* stages and queues before emission */
+    if (!rc)
         rc = ts_lww_emit(L, P, &G);
+    if (!rc)
+        rc = ts_lww_check(L, P); /* and the routes emitted */
     ts_free(G.pass);
     if (rc)
         ts_program_destroy(P);

@@ -52,7 +52,9 @@ _Static_assert(15 < WSE_NREGS && 15 < WSE_NDSD, "the lowering uses r15 and DSD r
     X(GAP, "avgpool")                   \
     X(ADD, "add")                       \
     X(FIFO, "fifo")                     \
-    X(JOIN, "join")
+    X(JOIN, "join")                     \
+    X(CONCAT, "concat")                 \
+    X(ELEM, "elementwise")
 enum {
 #define LW_KIND_ENUM(k, name) K_##k,
     LW_KINDS(LW_KIND_ENUM)
@@ -70,9 +72,12 @@ typedef struct lw_stage {
     uint32_t cin, cout, cskip;
     uint64_t in_n, out_n, macs, mem;
     /* matmul: rows M of K inputs, N outputs; wt[k * N + n]; bias[N] or NULL (owned) */
-    int64_t M, K, N;
+    int64_t M, K, N; /* concat: M blocks of K main and N skip values */
     float *wt, *bias;
     bool relu;
+    bool clip;      /* matmul, join: a fused Clip to [lo, hi] (ReLU6) */
+    float lo, hi;   /* clip: the bounds; elem: Clip's too */
+    int eop;        /* elem: the graph op (Clip, Sigmoid, Tanh, HardSwish, Gelu) */
     /* image stages: batch, channels, size, window, strides, pads (top, left, bottom, right) */
     int64_t B, C, H, W, kh, kw, sh, sw, pt, pl, pb, pr, Ho, Wo;
     bool in_nhwc;
@@ -136,6 +141,21 @@ ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc);
 /* What the WSE lowering refuses whatever the shapes (lower_wse_stages.c): the pre-pass, build and
  * ts_lww_op_stages all ask it. */
 extern const ts_lower_ops ts_lww_ops;
+
+/* A skip path joined by Concat (lower_wse_concat.c): main_t and skip_t the streams it joins, nhwc
+ * whether they stream pixel by pixel. */
+ts_status ts_lww_concat_stage(lw *L, const ts_graph_node *n, int node, int main_t, int skip_t, bool nhwc);
+
+/* ---- the wait-for graph (lower_wse_check.c) ---- */
+
+/* What the stages of a path from stage `from` (a fork) to stage `to` hold: on the main path, what
+ * it takes in before it gives out (lag); on a skip path, what it can keep (room, its FIFOs' two
+ * halves and what its other stages hold); in values of the fork's stream. */
+uint64_t ts_lww_lag(const lw *L, int from, int to);
+uint64_t ts_lww_room(const lw *L, int from, int to);
+/* No cycle of waiting: the stages' graph, every join's skip path against its main path's lag,
+ * and, with P, the routes of every colour. An error names the operators. */
+ts_status ts_lww_check(const lw *L, const ts_program *P);
 
 /* ---- place (lower_wse_place.c) ---- */
 
@@ -201,6 +221,20 @@ ts_status ts_lww_emit(lw *L, ts_program *P, lw_gen *G);
 ts_status ts_lww_emit_mm(lw *L, ts_program *P, size_t si, lw_gen *G);
 ts_status ts_lww_emit_lb(lw *L, ts_program *P, size_t si, lw_gen *G);
 ts_status ts_lww_emit_single(lw *L, ts_program *P, size_t si, lw_gen *G);
+/* The elementwise PE (lower_wse_elem.c): per element recv, the function, send. */
+/* Whether op is HardSwish (by its name: the IR gains TS_OP_HARDSWISH after Clip). */
+bool ts_lww_is_hardswish(int op);
+void ts_lww_emit_elem(lw_gen *G, const lw_stage *s);
+/* Clamp n words from addr to [lo, hi] in place (uses r5-r9; r15 holds 0). */
+void ts_lww_clip_mem(lw_gen *G, int addr, int64_t n, float lo, float hi);
+/* From lower_wse_emit_pe.c: a float's bits; r3 := exp(r2 - r1) for r2 - r1 <= 0 (constants in
+ * r9, r11-r14 set by ts_lww_exp_consts; uses r4, r5); r1 := 1 / r8 (uses r2, r5). */
+int ts_lww_bits(float f);
+void ts_lww_exp_consts(lw_gen *G);
+void ts_lww_exp(lw_gen *G);
+void ts_lww_recip(lw_gen *G);
+/* A Concat join's PE (lower_wse_concat.c). */
+ts_status ts_lww_emit_concat(lw *L, ts_program *P, size_t si, lw_gen *G);
 
 /* ---- report (lower_wse_report.c) ---- */
 

@@ -177,6 +177,30 @@ static ts_status stage_relu(lw *L, const lw_op *o, bool *out_nhwc)
     return TS_OK;
 }
 
+/* Clip, Sigmoid, Tanh, HardSwish, Gelu: a Clip is fused into the matrix product or join that gives
+ * the stream (as a Relu is), else each is a PE of its own (lower_wse_elem.c). */
+static ts_status stage_elem(lw *L, const lw_op *o, bool *out_nhwc)
+{
+    const ts_graph_node *n = o->n;
+    float lo = (float)n->attrs.min, hi = (float)n->attrs.max;
+    lw_stage *prev = &L->st[o->prev];
+    *out_nhwc = o->c.nhwc;
+    if (n->op == TS_OP_CLIP && (prev->kind == K_MM || prev->kind == K_JOIN) && !prev->clip && !prev->fork) {
+        prev->clip = true; /* fused: after its Relu, if any */
+        prev->lo = lo;
+        prev->hi = hi;
+        return TS_OK;
+    }
+    lw_stage *s = ts_lww_add_stage(L, K_ELEM, o->node);
+    if (!s)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    s->eop = (int)n->op;
+    s->lo = lo;
+    s->hi = hi;
+    s->in_n = s->out_n = (uint64_t)o->nx;
+    return TS_OK;
+}
+
 /* Add, Sub, Mul of the stream and a parameter of the same shape, kept in one PE in stream order. */
 static ts_status stage_binary(lw *L, const lw_op *o, bool *out_nhwc)
 {
@@ -284,8 +308,15 @@ static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t 
     case TS_OP_MAXPOOL:
     case TS_OP_GLOBALAVGPOOL:
     case TS_OP_FLATTEN:
-    case TS_OP_RESHAPE: break;
-    default: return true;
+    case TS_OP_RESHAPE:
+    case TS_OP_CONCAT:
+    case TS_OP_CLIP:
+    case TS_OP_SIGMOID:
+    case TS_OP_TANH:
+    case TS_OP_GELU: break;
+    default:
+        if (!ts_lww_is_hardswish(n->op))
+            return true;
     }
     for (size_t k = 0; k < n->nin; k++) {
         ts_dtype dt = ts_graph_get_tensor(g, n->in[k])->dtype;
@@ -301,6 +332,8 @@ static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t 
         snprintf(why, cap, "with transA");
     else if (n->op == TS_OP_MAXPOOL && a->ceil_mode)
         snprintf(why, cap, "with ceil_mode");
+    else if (n->op == TS_OP_GELU && a->approximate_tanh)
+        snprintf(why, cap, "in the tanh form");
     return why[0] != '\0';
 }
 
@@ -335,7 +368,17 @@ ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc)
             return ts_lower_fail(L->err, o->n,
                                  "its input streams pixel by pixel (a Conv output with more than one pixel)");
         return TS_OK; /* the stream only changes its name */
+    case TS_OP_CLIP:
+    case TS_OP_SIGMOID:
+    case TS_OP_TANH:
+    case TS_OP_GELU:
+        return stage_elem(L, o, out_nhwc);
+    case TS_OP_CONCAT:
+        return ts_lower_fail(L->err, o->n, "joins '%s' with a parameter; the WSE lowering concatenates a skip path only",
+                             o->x->name);
     default: /* refused above */
+        if (ts_lww_is_hardswish(o->n->op))
+            return stage_elem(L, o, out_nhwc);
         return ts_err_set(L->err, TS_EINTERNAL, "%s '%s': no stages for this operator", ts_graph_op_name(o->n->op),
                           o->n->name);
     }

@@ -1,0 +1,294 @@
+/* tests/workloads/test_lower_wse_ops.c — the wafer-mesh lowering's newer operators and forms: a
+ * skip path joined by concatenation (NeRF), FIFOs sized by the main path's lag, and the check of
+ * the wait-for graph. Graphs built through the workloads API are compiled, run on the WSE family
+ * in every mode of tests/arch/arch_modes.h, and their outputs, read back where the lowering
+ * reports them, compared with C references in double.
+ *
+ * Tolerances: values are f32 throughout; each output is within 1e-5 x the sum of the |terms|
+ * that made it (the f32 accumulation runs in another order than the reference, each step
+ * rounding by at most 2^-24 of its partial sum; 1e-5 leaves room for products of up to a few
+ * hundred terms). */
+#include <check.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch/wse/wse.h"
+#include "arch/wse/wse_target.h"
+#include "core/alloc.h"
+#include "core/config.h"
+#include "core/program.h"
+#include "tests/arch/wse/wse_test.h"
+#include "tests/workloads/graph_build.h"
+#include "workloads/graph.h"
+#include "workloads/wse/lower_wse.h"
+
+/* ---- compiling and running ---- */
+
+static ts_wse_target params(uint32_t w, uint32_t h)
+{
+    ts_wse_cfg c = wt_cfg(w, h);
+    return (ts_wse_target){.width = w, .height = h, .sram_bytes = c.sram_bytes, .colours = (uint32_t)c.colours};
+}
+
+typedef struct lowered {
+    ts_model *m;
+    ts_lower_wse_report rep;
+    ts_program *prog;
+    uint64_t cycles;
+} lowered;
+
+static float out_at(const lowered *L, int tensor, uint64_t k)
+{
+    uint32_t x, y;
+    uint64_t addr;
+    ck_assert_int_eq(ts_lower_wse_locate(&L->rep, tensor, k, &x, &y, &addr), 0);
+    float f;
+    ck_assert_int_eq(ts_wse_read_sram(L->m, x, y, addr, &f, 4), 0);
+    return f;
+}
+
+/* What a run must give in every mode besides its report: the output tensor, element by element. */
+typedef struct outputs {
+    const ts_graph *g;
+    const ts_lower_wse_report *rep;
+} outputs;
+
+static void output_bits(ts_model *m, void *ud, ts_buf *out)
+{
+    const outputs *o = ud;
+    int tensor = o->rep->out_tensor;
+    int64_t n = ts_graph_tensor_elems(ts_graph_get_tensor(o->g, tensor));
+    ts_buf_puts(out, "output");
+    for (int64_t k = 0; k < n; k++) {
+        uint32_t x, y, bits;
+        uint64_t addr;
+        ck_assert_int_eq(ts_lower_wse_locate(o->rep, tensor, (uint64_t)k, &x, &y, &addr), 0);
+        ck_assert_int_eq(ts_wse_read_sram(m, x, y, addr, &bits, 4), 0);
+        ts_buf_printf(out, "%s%08x", k % 16 ? " " : "\n", bits);
+    }
+    ts_buf_puts(out, "\n");
+}
+
+/* Lower on a w x h mesh and run in every mode (tests/arch/arch_modes.h): the same report and the
+ * same output, bit for bit, in each; L keeps the fast run's model. */
+static uint64_t lower_sram; /* when not 0, the lowering plans for PEs of this many bytes */
+
+static void lower_and_run(const ts_graph *g, uint32_t w, uint32_t h, lowered *L)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_wse_target p = params(w, h);
+    if (lower_sram)
+        p.sram_bytes = lower_sram;
+    ts_status rc = ts_lower_wse(g, &p, &L->prog, &L->rep, &e);
+    ck_assert_msg(rc == TS_OK, "lower: %s", e.msg);
+    if (getenv("LWSE_VERBOSE")) {
+        fprintf(stderr, "%s: %u PEs\n", ts_graph_name(g), L->rep.pes_used);
+        for (size_t i = 0; i < L->rep.nstages; i++) {
+            const ts_lower_wse_stage *s = &L->rep.stages[i];
+            fprintf(stderr, "  %-8s x %u y %u w %u h %u kr %u kc %u mem %llu colours %u->%u\n", s->what, s->x, s->y,
+                    s->w, s->h, s->kr, s->kc, (unsigned long long)s->mem_bytes, s->colour_in, s->colour_out);
+        }
+    }
+    ts_config *cfg = wt_config(w, h);
+    outputs outs = {g, &L->rep};
+    arch_opts o = {.run = {.max_cycles = 50000000ull}, .state = output_bits, .ud = &outs};
+    arch_run r;
+    arch_modes_check(&ts_wse_family, cfg, L->prog, &o, &r);
+    ck_assert_msg(r.rc == TS_OK, "run: %s", r.errline);
+    L->m = r.m;
+    r.m = NULL;
+    arch_run_free(&r);
+    ts_config_destroy(cfg);
+    ts_wse_counts cn;
+    ts_wse_counts_get(L->m, &cn);
+    L->cycles = cn.cycles;
+}
+
+static void lowered_free(lowered *L)
+{
+    wt_free(L->m);
+    ts_lower_wse_report_free(&L->rep);
+    ts_program_destroy(L->prog);
+}
+
+/* |got - want| <= 1e-5 x (sum of |terms| that made want), or 1e-30 */
+static void near(float got, double want, double scale, const char *what, uint64_t k)
+{
+    double tol = 1e-5 * (scale > 1e-25 ? scale : 1e-25);
+    ck_assert_msg(fabs((double)got - want) <= tol, "%s[%llu]: got %.9g, want %.9g", what, (unsigned long long)k,
+                  (double)got, want);
+}
+
+static const ts_lower_wse_stage *stage_of(const lowered *L, const char *what, size_t nth)
+{
+    for (size_t i = 0; i < L->rep.nstages; i++)
+        if (!strcmp(L->rep.stages[i].what, what) && !nth--)
+            return &L->rep.stages[i];
+    return NULL;
+}
+
+
+/* ---- tests ---- */
+
+/* h = relu(x W1 + b1), h = relu(h W2), y = Concat(h, x) (or (x, h), _i 1) on the last axis,
+ * out = y W3: NeRF's skip join by concatenation, the skip path forked at the source. Two layers
+ * of products hold back more than the rule's FIFOs keep, so the lowering adds FIFOs (lag). */
+START_TEST(test_concat_skip)
+{
+    enum { R = 24, D = 5, H = 8, O = 3 };
+    ts_graph *g = ts_graph_create("nerf");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){R, D});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 2, (int64_t[]){D, H});
+    int b1 = tensor(g, "b1", TS_TENSOR_WEIGHT, 1, (int64_t[]){H});
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, 2, (int64_t[]){H, H});
+    int w3 = tensor(g, "w3", TS_TENSOR_WEIGHT, 2, (int64_t[]){H + D, O});
+    fill(g, x);
+    fill(g, w1);
+    fill(g, b1);
+    fill(g, w2);
+    fill(g, w3);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    int h1 = tensor(g, "h1", TS_TENSOR_ACTIVATION, -1, NULL);
+    node(g, TS_OP_GEMM, "fc1", (int[]){x, w1, b1}, 3, h1, &at);
+    int r1 = chain(g, TS_OP_RELU, "r1", h1, -1, NULL);
+    int h2 = chain(g, TS_OP_MATMUL, "fc2", r1, w2, NULL);
+    int r2 = chain(g, TS_OP_RELU, "r2", h2, -1, NULL);
+    int y = tensor(g, "cat", TS_TENSOR_ACTIVATION, -1, NULL);
+    at.axis = -1;
+    node(g, TS_OP_CONCAT, "concat", _i ? (int[]){x, r2} : (int[]){r2, x}, 2, y, &at);
+    int out = chain(g, TS_OP_MATMUL, "fc3", y, w3, NULL);
+    ts_graph_mark_output(g, out);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 48, 8, &L);
+    ck_assert_ptr_nonnull(stage_of(&L, "concat", 0));
+    size_t fifos = 0;
+    for (size_t i = 0; i < L.rep.nstages; i++)
+        fifos += !strcmp(L.rep.stages[i].what, "fifo");
+    ck_assert_uint_gt(fifos, 2); /* the rule's 2 FIFOs of 3 rows of 5, and more for the lag */
+    for (int i = 0; i < R; i++) {
+        double a[H], b[H], c[H + D], sc[H + D];
+        for (int j = 0; j < H; j++) {
+            a[j] = val(b1, j);
+            for (int k = 0; k < D; k++)
+                a[j] += val(x, i * D + k) * val(w1, k * H + j);
+            a[j] = fmax(a[j], 0);
+        }
+        for (int j = 0; j < H; j++) {
+            b[j] = 0;
+            for (int k = 0; k < H; k++)
+                b[j] += a[k] * val(w2, k * H + j);
+            b[j] = fmax(b[j], 0);
+        }
+        for (int k = 0; k < H + D; k++) {
+            bool from_x = _i ? k < D : k >= H;
+            int kx = _i ? k : k - H, kh = _i ? k - D : k;
+            c[k] = from_x ? val(x, i * D + kx) : b[kh];
+            sc[k] = fabs(c[k]) * 8;
+        }
+        for (int j = 0; j < O; j++) {
+            double t = 0, s = 0;
+            for (int k = 0; k < H + D; k++) {
+                t += c[k] * val(w3, k * O + j);
+                s += sc[k];
+            }
+            near(out_at(&L, out, (uint64_t)(i * O + j)), t, s + 1, "out", (uint64_t)(i * O + j));
+        }
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* Clip (lo -0.5, hi 0.7), Sigmoid, Tanh, Gelu (erf form) on a stream of values in [-6, 6):
+ * elementwise PEs of scalar binary32 code. Tolerance: the exp's polynomial is good to 1e-9, the
+ * Newton reciprocal and the float ops to a few ulp, A&S 7.1.26's erf to 1.5e-7 (times |x| / 2 <= 3
+ * in Gelu): 2e-6 absolute plus 1e-5 relative. Clip is exact. */
+START_TEST(test_elementwise)
+{
+    static const ts_graph_op ops[] = {TS_OP_CLIP, TS_OP_SIGMOID, TS_OP_TANH, TS_OP_GELU};
+    const ts_graph_op op = ops[_i];
+    ts_graph *g = ts_graph_create("elem");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){3, 50});
+    fill_scaled(g, x, 6.0f);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.min = -0.5;
+    at.max = 0.7;
+    int y = chain(g, op, "f", x, -1, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 8, 4, &L);
+    ck_assert_ptr_nonnull(stage_of(&L, "elementwise", 0));
+    for (int k = 0; k < 150; k++) {
+        double v = (double)(val(x, k) * 6.0f), want;
+        switch (op) {
+        case TS_OP_CLIP: want = fmin(fmax(v, -0.5), (double)0.7f); break;
+        case TS_OP_SIGMOID: want = 1 / (1 + exp(-v)); break;
+        case TS_OP_TANH: want = tanh(v); break;
+        default: want = 0.5 * v * (1 + erf(v / sqrt(2.0))); break;
+        }
+        double got = (double)out_at(&L, y, (uint64_t)k);
+        ck_assert_msg(fabs(got - want) <= 2e-6 + 1e-5 * fabs(want), "%s(%g): got %.9g, want %.9g",
+                      ts_graph_op_name(op), v, got, want);
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* Gemm, then a Clip to [0, 6] (ReLU6) fused into the product's row 0; and after a residual join. */
+START_TEST(test_relu6_fused)
+{
+    ts_graph *g = ts_graph_create("relu6");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){4, 12});
+    int w = tensor(g, "w", TS_TENSOR_WEIGHT, 2, (int64_t[]){12, 10});
+    fill_scaled(g, x, 4.0f);
+    fill(g, w);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.min = 0;
+    at.max = 6;
+    int h = chain(g, TS_OP_MATMUL, "mm", x, w, NULL);
+    int y = chain(g, TS_OP_CLIP, "relu6", h, -1, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 16, 8, &L);
+    ck_assert_ptr_null(stage_of(&L, "elementwise", 0)); /* fused */
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 10; j++) {
+            double t = 0, sc = 0;
+            for (int k = 0; k < 12; k++) {
+                t += (double)(val(x, i * 12 + k) * 4.0f) * val(w, k * 10 + j);
+                sc += fabs((double)(val(x, i * 12 + k) * 4.0f) * val(w, k * 10 + j));
+            }
+            near(out_at(&L, y, (uint64_t)(i * 10 + j)), fmin(fmax(t, 0), 6), sc + 1, "y", (uint64_t)(i * 10 + j));
+        }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+int main(void)
+{
+    arch_modes_default = ARCH_MODES_QUICK | 1u << ARCH_THREADS2;
+    Suite *s = suite_create("lower_wse_ops");
+    TCase *tc = tcase_create("lower_wse_ops");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, test_concat_skip, 0, 2);
+    tcase_add_loop_test(tc, test_elementwise, 0, 4);
+    tcase_add_test(tc, test_relu6_fused);
+    suite_add_tcase(s, tc);
+    SRunner *r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
