@@ -276,6 +276,84 @@ START_TEST(test_relu6_fused)
 }
 END_TEST
 
+/* out[m][oy][ox] of a grouped Conv (weights M x C/group x kh x kw, pads p, stride st) of in[C][H][W],
+ * and the sum of the |terms| in *sc. */
+static double conv_ref(const double *in, int C, int H, int W, int wid, int M, int group, int kh, int st, int p,
+                       int m, int oy, int ox, double *sc)
+{
+    const int cg = C / group, g = m / (M / group);
+    double t = 0;
+    *sc = 0;
+    for (int c = 0; c < cg; c++)
+        for (int i = 0; i < kh; i++)
+            for (int j = 0; j < kh; j++) {
+                int iy = oy * st - p + i, ix = ox * st - p + j;
+                if (iy < 0 || ix < 0 || iy >= H || ix >= W)
+                    continue;
+                double v = in[((g * cg + c) * H + iy) * W + ix] * val(wid, ((m * cg + c) * kh + i) * kh + j);
+                t += v;
+                *sc += fabs(v);
+            }
+    return t;
+}
+
+/* MobileNetV2's pieces: a depthwise 3x3 Conv (group = channels, stride 1 or 2 by _i) with bias and
+ * ReLU6, then a grouped 1x1 Conv (2 groups). The product runs over the dense K with the blocks
+ * outside a group zero. */
+START_TEST(test_grouped_conv)
+{
+    enum { C = 6, H = 7, M = 4 };
+    const int st = _i ? 2 : 1, Ho = (H + 2 - 3) / st + 1;
+    ts_graph *g = ts_graph_create("dw");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, C, H, H});
+    int wd = tensor(g, "wd", TS_TENSOR_WEIGHT, 4, (int64_t[]){C, 1, 3, 3});
+    int bd = tensor(g, "bd", TS_TENSOR_WEIGHT, 1, (int64_t[]){C});
+    int wp = tensor(g, "wp", TS_TENSOR_WEIGHT, 4, (int64_t[]){M, C / 2, 1, 1});
+    fill(g, x);
+    fill(g, wd);
+    fill(g, bd);
+    fill(g, wp);
+    ts_graph_attrs ad, ap, ac;
+    ts_graph_attrs_init(&ad);
+    ad.pads[0] = ad.pads[1] = ad.pads[2] = ad.pads[3] = 1;
+    ad.strides[0] = ad.strides[1] = st;
+    ad.group = C;
+    ts_graph_attrs_init(&ap);
+    ap.group = 2;
+    ts_graph_attrs_init(&ac);
+    ac.min = 0;
+    ac.max = 6;
+    int h = tensor(g, "h", TS_TENSOR_ACTIVATION, -1, NULL);
+    node(g, TS_OP_CONV, "dw", (int[]){x, wd, bd}, 3, h, &ad);
+    int r = chain(g, TS_OP_CLIP, "relu6", h, -1, &ac);
+    int y = chain(g, TS_OP_CONV, "pw", r, wp, &ap);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 32, 8, &L);
+    double in[C * H * H], mid[C * Ho * Ho], msc[C * Ho * Ho];
+    for (int k = 0; k < C * H * H; k++)
+        in[k] = val(x, k);
+    for (int c = 0; c < C; c++)
+        for (int oy = 0; oy < Ho; oy++)
+            for (int ox = 0; ox < Ho; ox++) {
+                int k = (c * Ho + oy) * Ho + ox;
+                mid[k] = fmin(fmax(conv_ref(in, C, H, H, wd, C, C, 3, st, 1, c, oy, ox, &msc[k]) + val(bd, c), 0), 6);
+            }
+    for (int m = 0; m < M; m++)
+        for (int oy = 0; oy < Ho; oy++)
+            for (int ox = 0; ox < Ho; ox++) {
+                double sc, t = conv_ref(mid, C, Ho, Ho, wp, M, 2, 1, 1, 0, m, oy, ox, &sc);
+                for (int c = 0; c < C; c++) /* the first Conv's rounding, carried through */
+                    sc += msc[(c * Ho + oy) * Ho + ox];
+                uint64_t k = (uint64_t)((m * Ho + oy) * Ho + ox);
+                near(out_at(&L, y, k), t, sc + 1, "y", k);
+            }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 int main(void)
 {
     arch_modes_default = ARCH_MODES_QUICK | 1u << ARCH_THREADS2;
@@ -285,6 +363,7 @@ int main(void)
     tcase_add_loop_test(tc, test_concat_skip, 0, 2);
     tcase_add_loop_test(tc, test_elementwise, 0, 4);
     tcase_add_test(tc, test_relu6_fused);
+    tcase_add_loop_test(tc, test_grouped_conv, 0, 2);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

@@ -12,17 +12,26 @@
 #include "core/alloc.h"
 #include "workloads/wse/lower_wse_int.h"
 
-/* Matrix product stage from a weight (K x N after transposition) and an optional bias. */
+/* Matrix product stage from a weight (K x N after transposition) and an optional bias. A Conv of
+ * `group` groups (weights M x C/group x kh x kw) becomes one product of K = C kh kw rows whose
+ * blocks outside a group are zero (computed all the same: depthwise costs C times its MACs). */
 static ts_status mm_stage(lw *L, const ts_graph_node *n, int node, int64_t M, int64_t K, int64_t N, int wid,
-                          bool wtrans, double alpha, int bid, double beta)
+                          bool wtrans, double alpha, int bid, double beta, int64_t group)
 {
     const ts_graph_tensor *w = ts_graph_get_tensor(L->g, wid);
     lw_stage *s = ts_lww_add_stage(L, K_MM, node);
     if (!s || !(s->wt = ts_malloc((size_t)(K * N) * 4)))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    const int64_t Kg = K / group, Ng = N / group; /* a group's rows and outputs */
     for (int64_t k = 0; k < K; k++)
-        for (int64_t j = 0; j < N; j++)
-            s->wt[k * N + j] = (float)(alpha * ts_fill_value_f32(w, wid, (uint64_t)(wtrans ? j * K + k : k * N + j)));
+        for (int64_t j = 0; j < N; j++) {
+            if (group > 1 && k / Kg != j / Ng) {
+                s->wt[k * N + j] = 0.0f;
+                continue;
+            }
+            uint64_t at = (uint64_t)(group > 1 ? j * Kg + k % Kg : wtrans ? j * K + k : k * N + j);
+            s->wt[k * N + j] = (float)(alpha * ts_fill_value_f32(w, wid, at));
+        }
     if (bid >= 0) {
         const ts_graph_tensor *b = ts_graph_get_tensor(L->g, bid);
         int64_t nb = ts_graph_tensor_elems(b);
@@ -125,7 +134,7 @@ static ts_status stage_matmul(lw *L, const lw_op *o)
     bool tb = gemm && a->trans_b;
     int64_t K = tb ? w->dims[1] : w->dims[0], N = tb ? w->dims[0] : w->dims[1];
     return mm_stage(L, n, o->node, o->nx / K, K, N, n->in[1], tb, gemm ? a->alpha : 1.0,
-                    gemm && n->nin > 2 ? n->in[2] : -1, gemm ? a->beta : 1.0);
+                    gemm && n->nin > 2 ? n->in[2] : -1, gemm ? a->beta : 1.0, 1);
 }
 
 /* Conv: an im2col line buffer (unless 1 x 1 with stride 1: every pixel is its own im2col row)
@@ -152,7 +161,8 @@ static ts_status stage_conv(lw *L, const lw_op *o, bool *out_nhwc)
         f->out_n = (uint64_t)(P * K);
     }
     size_t fi = L->n - 1;
-    rc = mm_stage(L, n, o->node, P, K, M, n->in[1], true, 1.0, n->nin > 2 ? n->in[2] : -1, 1.0);
+    rc = mm_stage(L, n, o->node, P, K, M, n->in[1], true, 1.0, n->nin > 2 ? n->in[2] : -1, 1.0,
+                  n->attrs.group > 1 ? n->attrs.group : 1);
     if (rc)
         return rc;
     if (f && permute_k(&L->st[L->n - 1], &L->st[fi]))
@@ -326,8 +336,8 @@ static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t 
         }
     }
     const ts_graph_attrs *a = &n->attrs;
-    if (n->op == TS_OP_CONV && (a->group != 1 || a->dilations[0] != 1 || a->dilations[1] != 1))
-        snprintf(why, cap, "with groups or dilations");
+    if (n->op == TS_OP_CONV && (a->dilations[0] != 1 || a->dilations[1] != 1))
+        snprintf(why, cap, "with dilations");
     else if (n->op == TS_OP_GEMM && a->trans_a)
         snprintf(why, cap, "with transA");
     else if (n->op == TS_OP_MAXPOOL && a->ceil_mode)
