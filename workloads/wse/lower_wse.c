@@ -147,6 +147,8 @@ ts_status ts_lower_wse(const ts_graph *g, const ts_wse_target *t, ts_program **o
         rc = plan_and_emit(&L, &hm, &P);
     if (!rc && rep)
         rc = ts_lww_report(&L, hm, output, rep);
+    if (!rc && rep && ts_graph_get_tensor(g, input)->rank == 4)
+        rep->batch = ts_graph_get_tensor(g, input)->dims[0];
     free_stages(&L);
     if (rc) {
         ts_program_destroy(P);
