@@ -95,6 +95,8 @@ static int add_fifo(lw *L, int node, uint64_t chunk, walk *w)
     f->in_n = f->out_n = E;
     f->chunk = chunk;
     f->mem = chunk * 8 + 8;
+    const ts_graph_tensor *t = ts_graph_get_tensor(L->g, w->lane[1].t);
+    f->B = t->rank == 4 ? t->dims[0] : 1; /* images: chunks restart at each (emit_fifo) */
     w->last[1] = (int)L->n - 1;
     return 0;
 }

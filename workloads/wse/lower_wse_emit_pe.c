@@ -27,27 +27,39 @@ static void emit_relu(lw_gen *G, const lw_stage *s)
     ts_lww_loop_end(G, 10, l);
 }
 
+/* The length of chunk k of a FIFO: chunks restart at every image, so none spans two images. */
+static int fifo_len(const lw_stage *s, uint64_t k)
+{
+    const uint64_t B = s->B > 1 ? (uint64_t)s->B : 1, per = s->in_n / B, kper = ts_geom_cdiv(per, s->chunk);
+    const uint64_t j = k % kper;
+    return (int)(j + 1 < kper ? s->chunk : per - j * s->chunk);
+}
+
 /* Two halves of `chunk` values: chunk k is received on microthread 0 into half k mod 2 while
  * chunk k - 1 leaves from the other half on microthread 1. Before a receive overwrites a half, a
- * one-element move on thread 1 waits for the send from it. */
+ * one-element move on thread 1 waits for the send from it. A batch of images is cut into chunks
+ * image by image: a chunk that spanned two images would be released only when the next image
+ * had begun, and the main path cannot take the next image in while a line buffer gives out the
+ * last rows of this one (the join then waits on the skip path, the skip path on the fork, the
+ * fork on the main path: ResNet-50 at batch 8 hung so). */
 static void emit_fifo(lw_gen *G, const lw_stage *s)
 {
     const int n = (int)s->chunk, ZERO = 8 * n, JUNK = ZERO + 4;
     ts_lww_op(G, WSE_OP_DSDM, 4, 14, JUNK, 1, 0);
     ts_lww_op(G, WSE_OP_DSDM, 4, 15, ZERO, 1, 0);
-    uint64_t K = ts_geom_cdiv(s->in_n, s->chunk);
+    const uint64_t B = s->B > 1 ? (uint64_t)s->B : 1, K = B * ts_geom_cdiv(s->in_n / B, s->chunk);
     for (uint64_t k = 0; k <= K; k++) {
         if (k >= 2)
             ts_lww_op(G, WSE_OP_FMOVS, 4, 14, 15, 1, -1);
         if (k < K) {
-            int len = (int)(k + 1 < K ? s->chunk : s->in_n - k * s->chunk);
+            int len = fifo_len(s, k);
             ts_lww_op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, len);
             ts_lww_op(G, WSE_OP_DSDM, 4, 1, (int)(k & 1) * n * 4, len, 1);
             ts_lww_op(G, WSE_OP_FMOVS, 4, 1, 0, 0, -1);
         } else
             ts_lww_op(G, WSE_OP_FMOVS, 4, 14, 15, 0, -1); /* the last receive is done */
         if (k >= 1) {
-            int len = (int)(k < K ? s->chunk : s->in_n - (k - 1) * s->chunk);
+            int len = fifo_len(s, k - 1);
             ts_lww_op(G, WSE_OP_DSDM, 4, 2, (int)((k - 1) & 1) * n * 4, len, 1);
             ts_lww_op(G, WSE_OP_DSDOUT, 4, 3, (int)s->cout, len, 0);
             ts_lww_op(G, WSE_OP_FMOVS, 4, 3, 2, k < K ? 1 : -1, -1);
