@@ -2,7 +2,7 @@
  *
  * Layer pipelining (docs/lowering-wse.md). The graph must be a chain with at most one skip path
  * open at a time (a residual block): one data input, each operator reading the previous one's
- * output, except a skip path that forks from the main stream and joins it again in an Add, Sub or
+ * output, except a skip path that forks from the main stream and joins it again in a Concat, Add, Sub or
  * Mul. Every operator becomes a stage that owns a rectangle of PEs along the top band of the
  * mesh, west to east: the graph input's source PEs, then the stages, then the sink PEs that keep
  * the graph output; skip paths run in the rows below, with FIFO PEs that hold back what the main

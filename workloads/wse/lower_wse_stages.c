@@ -2,9 +2,11 @@
  * wavelets and the SRAM a PE of theirs needs before placement.
  *
  * MatMul and Gemm: a matrix product; Conv: an im2col line buffer (none for 1x1 stride-1
- * convolutions) and a matrix product; Relu: fused into a matrix product or join before it, else a
- * PE of its own; Add, Sub, Mul with a parameter: one PE keeping the parameter; Softmax on the last
- * axis; MaxPool (a line buffer) and GlobalAveragePool; Flatten and Reshape rename the stream.
+ * convolutions) and a matrix product (grouped and depthwise: the dense K, zero outside a group);
+ * Relu and Clip: fused into a matrix product or join before it, else a PE of their own; Sigmoid,
+ * Tanh, HardSwish, Gelu: a PE each (lower_wse_elem.c); Add, Sub, Mul with a parameter: one PE
+ * keeping the parameter; Softmax on the last axis; MaxPool (a line buffer) and
+ * GlobalAveragePool; Flatten and Reshape rename the stream; Concat only joins a skip path.
  */
 #include <stdio.h>
 #include <string.h>
@@ -302,8 +304,8 @@ static ts_status stage_pool(lw *L, const lw_op *o, bool *out_nhwc)
 }
 
 /* The operators the WSE lowering refuses whatever their shapes (ts_lower_ops; build and the
- * dispatch below ask it too): kinds without stages, dtypes other than f32, a Conv with groups or
- * dilations, a Gemm with transA, a MaxPool with ceil_mode. */
+ * dispatch below ask it too): kinds without stages, dtypes other than f32, a Conv with
+ * dilations, a Gemm with transA, a MaxPool with ceil_mode, a Gelu in the tanh form. */
 static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t cap)
 {
     switch (n->op) {
