@@ -713,7 +713,7 @@ START_TEST(test_unsupported_all)
     x = chain(g, TS_OP_ERF, "t0", x, -1, NULL);
     x = chain(g, TS_OP_LAYERNORM, "s0", x, -1, NULL);
     x = chain(g, TS_OP_AVGPOOL, "cg0", x, -1, &ap);
-    x = chain(g, TS_OP_DIV, "d0", x, x, NULL);
+    x = chain(g, TS_OP_POW, "d0", x, x, NULL);
     x = chain(g, TS_OP_CONV, "conv", x, w1, &c1);
     x = chain(g, TS_OP_MAXPOOL, "mp0", x, -1, &mp);
     x = chain(g, TS_OP_ERF, "t1", x, -1, NULL);
@@ -727,7 +727,7 @@ START_TEST(test_unsupported_all)
     expect_error(g, 32, 32,
                  (const char *const[]){"the WSE lowering does not support 7 operators of this model (10 nodes): Erf "
                                        "(3 nodes, first 't0'), LayerNormalization (2 nodes, first 's0'), "
-                                       "AveragePool (node 'cg0'), Div (node 'd0'), MaxPool with ceil_mode (node "
+                                       "AveragePool (node 'cg0'), Pow (node 'd0'), MaxPool with ceil_mode (node "
                                        "'mp0'), Conv with dilations (node 'cd0'), Sqrt (node 'q0')",
                                        NULL});
     ts_graph_destroy(g);

@@ -413,6 +413,70 @@ START_TEST(test_batch_skip)
 }
 END_TEST
 
+/* Broadcasting a parameter over the stream: x [3, 4, 8] / 8 (a scalar constant, as attention's
+ * scale), + b [8] (the last axis), * m [1, 4, 8] (the trailing dims), then a Conv whose image is
+ * scaled per channel (* [4, 1, 1]) and shifted by a scalar (- [1]). Div multiplies by the
+ * reciprocal: exact for 8, within one rounding otherwise; tolerance 1e-5 x the sum of |terms|. */
+START_TEST(test_broadcast)
+{
+    ts_graph *g = ts_graph_create("bcast");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){3, 4, 8});
+    int eight = tensor(g, "eight", TS_TENSOR_CONST, 0, NULL);
+    int b = tensor(g, "b", TS_TENSOR_WEIGHT, 1, (int64_t[]){8});
+    int m = tensor(g, "m", TS_TENSOR_WEIGHT, 3, (int64_t[]){1, 4, 8});
+    fill(g, x);
+    fill(g, b);
+    fill(g, m);
+    float e8 = 8.0f;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_set_data(g, eight, &e8, 4, &e), TS_OK);
+    int d = chain(g, TS_OP_DIV, "div", x, eight, NULL);
+    int a = chain(g, TS_OP_ADD, "add", d, b, NULL);
+    int y = chain(g, TS_OP_MUL, "mul", a, m, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 16, 4, &L);
+    for (int k = 0; k < 96; k++) {
+        double want = ((double)val(x, k) / 8 + val(b, k % 8)) * val(m, k % 32);
+        near(out_at(&L, y, (uint64_t)k), want, fabs(want) + 1, "y", (uint64_t)k);
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+
+    g = ts_graph_create("bcast_img");
+    x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 3, 5, 5});
+    int w = tensor(g, "w", TS_TENSOR_WEIGHT, 4, (int64_t[]){4, 3, 1, 1});
+    int sc = tensor(g, "sc", TS_TENSOR_WEIGHT, 3, (int64_t[]){4, 1, 1});
+    int sh = tensor(g, "sh", TS_TENSOR_WEIGHT, 1, (int64_t[]){1});
+    fill(g, x);
+    fill(g, w);
+    fill(g, sc);
+    fill(g, sh);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    int c = chain(g, TS_OP_CONV, "conv", x, w, &at);
+    int s1 = chain(g, TS_OP_MUL, "scale", c, sc, NULL);
+    y = chain(g, TS_OP_SUB, "shift", s1, sh, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lower_and_run(g, 16, 4, &L);
+    for (int o = 0; o < 4; o++)
+        for (int p = 0; p < 25; p++) {
+            double t = 0, s = 0;
+            for (int ch = 0; ch < 3; ch++) {
+                t += (double)val(x, ch * 25 + p) * val(w, o * 3 + ch);
+                s += fabs((double)val(x, ch * 25 + p) * val(w, o * 3 + ch));
+            }
+            double want = t * val(sc, o) - val(sh, 0);
+            near(out_at(&L, y, (uint64_t)(o * 25 + p)), want, s + 1, "y", (uint64_t)(o * 25 + p));
+        }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 int main(void)
 {
     arch_modes_default = ARCH_MODES_QUICK | 1u << ARCH_THREADS2;
@@ -424,6 +488,7 @@ int main(void)
     tcase_add_test(tc, test_relu6_fused);
     tcase_add_loop_test(tc, test_grouped_conv, 0, 2);
     tcase_add_test(tc, test_batch_skip);
+    tcase_add_test(tc, test_broadcast);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

@@ -71,15 +71,36 @@ static void emit_fifo(lw_gen *G, const lw_stage *s)
  * as the other operand and as the destination. */
 static ts_status emit_add(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
 {
-    for (uint64_t a = 0; a < s->in_n; a += PIECE) {
-        int k = s->in_n - a > PIECE ? PIECE : (int)(s->in_n - a);
-        ts_lww_op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, k);
-        ts_lww_op(G, WSE_OP_DSDM, 4, 1, (int)(a * 4), k, 1);
-        ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, k, 0);
-        ts_lww_op(G, s->vop, 5, 2, s->swap ? 1 : 0, s->swap ? 0 : 1, -1, -1);
-    }
+    if (s->period && s->period < s->in_n) { /* broadcast: the period again for every block */
+        const bool scalar = s->period == 1;
+        const uint64_t per = scalar ? (s->in_n < PIECE ? s->in_n : PIECE) : s->period;
+        int l = ts_lww_loop_head(G, 10, (int64_t)(s->in_n / per));
+        for (uint64_t a = 0; a < per; a += PIECE) {
+            int k = per - a > PIECE ? PIECE : (int)(per - a);
+            ts_lww_op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, k);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 1, scalar ? 0 : (int)(a * 4), k, scalar ? 0 : 1);
+            ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, k, 0);
+            ts_lww_op(G, s->vop, 5, 2, s->swap ? 1 : 0, s->swap ? 0 : 1, -1, -1);
+        }
+        ts_lww_loop_end(G, 10, l);
+        if (scalar && s->in_n % per) { /* the rest of a scalar's stream */
+            int k = (int)(s->in_n % per);
+            ts_lww_op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, k);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 1, 0, k, 0);
+            ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, k, 0);
+            ts_lww_op(G, s->vop, 5, 2, s->swap ? 1 : 0, s->swap ? 0 : 1, -1, -1);
+        }
+    } else
+        for (uint64_t a = 0; a < s->in_n; a += PIECE) {
+            int k = s->in_n - a > PIECE ? PIECE : (int)(s->in_n - a);
+            ts_lww_op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, k);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 1, (int)(a * 4), k, 1);
+            ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, k, 0);
+            ts_lww_op(G, s->vop, 5, 2, s->swap ? 1 : 0, s->swap ? 0 : 1, -1, -1);
+        }
     uint32_t id = s->y0 * L->t->width + s->x;
-    if (ts_program_add_segment(P, WSE_KIND_PE, id, 0, s->vals, (uint32_t)(s->in_n * 4), L->err))
+    uint64_t nv = s->period && s->period < s->in_n ? s->period : s->in_n;
+    if (ts_program_add_segment(P, WSE_KIND_PE, id, 0, s->vals, (uint32_t)(nv * 4), L->err))
         return L->err->status;
     return TS_OK;
 }

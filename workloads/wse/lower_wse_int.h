@@ -86,6 +86,7 @@ typedef struct lw_stage {
     int64_t L;
     /* add: vals[n] in stream order, opcode, operand order; source: vals are the input (owned) */
     float *vals;
+    uint64_t period; /* add: the parameter repeats every period values of the stream */
     int vop;
     bool swap;
     uint32_t kcmin; /* matmul: fewest columns its weights need */

@@ -213,31 +213,60 @@ static ts_status stage_elem(lw *L, const lw_op *o, bool *out_nhwc)
     return TS_OK;
 }
 
-/* Add, Sub, Mul of the stream and a parameter of the same shape, kept in one PE in stream order. */
+/* The period with which parameter p repeats along the stream of x under numpy broadcasting: the
+ * whole stream (the same number of values), 1 (a scalar), the size of p when its dims past its
+ * leading 1s are the trailing dims of x (row-major streams), or C for a per-channel [C, 1, 1] of
+ * an image streamed pixel by pixel; 0 when none of these. */
+static int64_t period_of(const ts_graph_tensor *x, const ts_graph_tensor *p, bool nhwc)
+{
+    const int64_t np = ts_graph_tensor_elems(p), nx = ts_graph_tensor_elems(x);
+    if (np == nx || np == 1)
+        return np;
+    int first = 0, off = x->rank - p->rank;
+    while (first < p->rank && p->dims[first] == 1)
+        first++;
+    if (off < 0)
+        return 0;
+    if (nhwc) /* a per-channel parameter: C, then only 1s */
+        return x->rank == 4 && first < p->rank && off + first == 1 && np == x->dims[1] ? np : 0;
+    for (int k = first; k < p->rank; k++)
+        if (p->dims[k] != x->dims[off + k])
+            return 0;
+    return nx % np ? 0 : np;
+}
+
+/* Add, Sub, Mul, Div of the stream and a parameter, broadcast (period_of): one PE keeping the
+ * parameter's period in stream order (Div: its reciprocals, and a Mul; within one rounding of the
+ * quotient). */
 static ts_status stage_binary(lw *L, const lw_op *o, bool *out_nhwc)
 {
     const ts_graph_node *n = o->n;
     const ts_graph_tensor *x = o->x, *p = o->other < 0 ? NULL : ts_graph_get_tensor(L->g, o->other);
-    const int64_t nx = o->nx;
+    const int64_t nx = o->nx, P = p ? period_of(x, p, o->c.nhwc) : 0;
     const uint64_t sram = L->t->sram_bytes;
-    if (!p || ts_graph_tensor_elems(p) != nx || o->ny != nx)
-        return ts_lower_fail(L->err, n, "the operand besides the stream must be a parameter of the same shape");
+    const bool div = n->op == TS_OP_DIV;
+    if (!p || !P || o->ny != nx)
+        return ts_lower_fail(L->err, n, "the operand besides the stream must be a parameter that broadcasts to it");
+    if (div && o->at != 0)
+        return ts_lower_fail(L->err, n, "divides a parameter by the stream; only the stream by a parameter is lowered");
     lw_stage *s = ts_lww_add_stage(L, K_ADD, o->node);
-    if (!s || !(s->vals = ts_malloc((size_t)nx * 4)))
+    if (!s || !(s->vals = ts_malloc((size_t)P * 4)))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-    for (int64_t i = 0; i < nx; i++) {
+    for (int64_t i = 0; i < P; i++) {
         int64_t e = i; /* graph index of stream element i */
-        if (o->c.nhwc) {
+        if (o->c.nhwc && P == nx) {
             int64_t C = x->dims[1], H = x->dims[2], W = x->dims[3];
             int64_t ch = i % C, px = i / C;
             e = ((px / (H * W)) * C + ch) * H * W + px % (H * W);
         }
-        s->vals[i] = ts_fill_value_f32(p, o->other, (uint64_t)e);
+        double v = ts_fill_value_f32(p, o->other, (uint64_t)e);
+        s->vals[i] = div ? (float)(1.0 / v) : (float)v;
     }
     s->vop = n->op == TS_OP_ADD ? WSE_OP_FADDS : n->op == TS_OP_SUB ? WSE_OP_FSUBS : WSE_OP_FMULS;
     s->swap = o->at != 0;
     s->in_n = s->out_n = (uint64_t)nx;
-    s->mem = (uint64_t)nx * 4;
+    s->period = (uint64_t)P;
+    s->mem = (uint64_t)P * 4;
     if (s->mem > sram)
         return ts_lower_fail(L->err, n,
                              "its operand '%s' needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too much (%llu bytes)",
@@ -316,6 +345,7 @@ static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t 
     case TS_OP_ADD:
     case TS_OP_SUB:
     case TS_OP_MUL:
+    case TS_OP_DIV:
     case TS_OP_SOFTMAX:
     case TS_OP_MAXPOOL:
     case TS_OP_GLOBALAVGPOOL:
@@ -368,6 +398,7 @@ ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc)
     case TS_OP_ADD:
     case TS_OP_SUB:
     case TS_OP_MUL:
+    case TS_OP_DIV:
         return stage_binary(L, o, out_nhwc);
     case TS_OP_SOFTMAX:
         return stage_softmax(L, o);
