@@ -477,6 +477,88 @@ START_TEST(test_broadcast)
 }
 END_TEST
 
+/* Slice: [2, 3, 12] cut on the last axis to [4, 8) (the in-projection's thirds), then on axis 1 to
+ * [1, 3): exact moves. */
+START_TEST(test_slice)
+{
+    ts_graph *g = ts_graph_create("slice");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){2, 3, 12});
+    fill(g, x);
+    ts_graph_attrs a, b;
+    ts_graph_attrs_init(&a);
+    a.nslice = 3;
+    for (int k = 0; k < 3; k++)
+        a.starts[k] = 0, a.ends[k] = k == 2 ? 12 : 3, a.steps[k] = 1;
+    a.ends[0] = 2;
+    b = a;
+    a.starts[2] = 4, a.ends[2] = 8;
+    b.ends[2] = 4;
+    b.starts[1] = 1;
+    int s1 = chain(g, TS_OP_SLICE, "s1", x, -1, &a);
+    int y = chain(g, TS_OP_SLICE, "s2", s1, -1, &b);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 16, 4, &L);
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            for (int k = 0; k < 4; k++) {
+                uint64_t o = (uint64_t)((i * 2 + j) * 4 + k);
+                ck_assert_float_eq(out_at(&L, y, o), val(x, (i * 3 + j + 1) * 12 + 4 + k));
+            }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* Transpose of rank 3 (perm [1, 0, 2]: attention's [S, B, D] to [B, S, D]) and 4 ([0, 2, 1, 3]:
+ * the heads, and [0, 2, 3, 1]): exact moves. */
+START_TEST(test_transpose)
+{
+    static const int64_t perms[3][4] = {{1, 0, 2, 3}, {0, 2, 1, 3}, {0, 2, 3, 1}};
+    static const int64_t dims[4] = {2, 3, 4, 5};
+    const int r = _i ? 4 : 3;
+    ts_graph *g = ts_graph_create("tr");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, r == 3 ? dims : (int64_t[]){6, 4, 5});
+    fill(g, x);
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    int t = x;
+    if (r == 4) { /* a rank-4 graph input would stream as an image: reshape a row-major one */
+        a.nshape = 4;
+        for (int k = 0; k < 4; k++)
+            a.shape[k] = dims[k];
+        t = chain(g, TS_OP_RESHAPE, "rs", x, -1, &a);
+        ts_graph_attrs_init(&a);
+    }
+    a.nperm = r;
+    for (int k = 0; k < r; k++)
+        a.perm[k] = perms[_i][k];
+    int y = chain(g, TS_OP_TRANSPOSE, "t", t, -1, &a);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 16, 4, &L);
+    int64_t od[4], n = 1, st[4];
+    for (int k = r - 1; k >= 0; k--) {
+        st[k] = n;
+        n *= dims[k];
+    }
+    for (int k = 0; k < r; k++)
+        od[k] = dims[perms[_i][k]];
+    for (int64_t o = 0; o < n; o++) {
+        int64_t rem = o, at = 0;
+        for (int k = r - 1; k >= 0; k--) {
+            at += (rem % od[k]) * st[perms[_i][k]];
+            rem /= od[k];
+        }
+        ck_assert_float_eq(out_at(&L, y, (uint64_t)o), val(x, at));
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 int main(void)
 {
     arch_modes_default = ARCH_MODES_QUICK | 1u << ARCH_THREADS2;
@@ -489,6 +571,8 @@ int main(void)
     tcase_add_loop_test(tc, test_grouped_conv, 0, 2);
     tcase_add_test(tc, test_batch_skip);
     tcase_add_test(tc, test_broadcast);
+    tcase_add_test(tc, test_slice);
+    tcase_add_loop_test(tc, test_transpose, 0, 3);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

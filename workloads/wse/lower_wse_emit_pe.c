@@ -262,6 +262,10 @@ ts_status ts_lww_emit_single(lw *L, ts_program *P, size_t si, lw_gen *G)
     case K_ELEM:
         ts_lww_emit_elem(G, s);
         break;
+    case K_SLICE:
+    case K_TRANSPOSE:
+        ts_lww_emit_move(G, s);
+        break;
     default:
         break;
     }

@@ -54,7 +54,9 @@ _Static_assert(15 < WSE_NREGS && 15 < WSE_NDSD, "the lowering uses r15 and DSD r
     X(FIFO, "fifo")                     \
     X(JOIN, "join")                     \
     X(CONCAT, "concat")                 \
-    X(ELEM, "elementwise")
+    X(ELEM, "elementwise")              \
+    X(SLICE, "slice")                   \
+    X(TRANSPOSE, "transpose")
 enum {
 #define LW_KIND_ENUM(k, name) K_##k,
     LW_KINDS(LW_KIND_ENUM)
@@ -72,13 +74,15 @@ typedef struct lw_stage {
     uint32_t cin, cout, cskip;
     uint64_t in_n, out_n, macs, mem;
     /* matmul: rows M of K inputs, N outputs; wt[k * N + n]; bias[N] or NULL (owned) */
-    int64_t M, K, N; /* concat: M blocks of K main and N skip values */
+    int64_t M, K, N; /* concat: M blocks of K main and N skip values; slice: M blocks of K dropped,
+                      * N kept, L dropped */
     float *wt, *bias;
     bool relu;
     bool clip;      /* matmul, join: a fused Clip to [lo, hi] (ReLU6) */
     float lo, hi;   /* clip: the bounds; elem: Clip's too */
     int eop;        /* elem: the graph op (Clip, Sigmoid, Tanh, HardSwish, Gelu) */
-    /* image stages: batch, channels, size, window, strides, pads (top, left, bottom, right) */
+    /* image stages: batch, channels, size, window, strides, pads (top, left, bottom, right);
+     * transpose: the input dims in B, C, H, W, the permutation in kh, kw, sh, sw, the rank in G */
     int64_t B, C, H, W, kh, kw, sh, sw, pt, pl, pb, pr, Ho, Wo;
     bool in_nhwc;
     uint32_t G; /* im2col and maxpool: channel groups, one PE each */
@@ -234,6 +238,10 @@ int ts_lww_bits(float f);
 void ts_lww_exp_consts(lw_gen *G);
 void ts_lww_exp(lw_gen *G);
 void ts_lww_recip(lw_gen *G);
+/* Slice and Transpose (lower_wse_move.c): their stages and their PE's code. */
+ts_status ts_lww_slice_stage(lw *L, const ts_graph_node *n, int node, const ts_graph_tensor *x, bool nhwc);
+ts_status ts_lww_transpose_stage(lw *L, const ts_graph_node *n, int node, const ts_graph_tensor *x, bool nhwc);
+void ts_lww_emit_move(lw_gen *G, const lw_stage *s);
 /* A Concat join's PE (lower_wse_concat.c). */
 ts_status ts_lww_emit_concat(lw *L, ts_program *P, size_t si, lw_gen *G);
 

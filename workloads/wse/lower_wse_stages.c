@@ -352,6 +352,8 @@ static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t 
     case TS_OP_FLATTEN:
     case TS_OP_RESHAPE:
     case TS_OP_CONCAT:
+    case TS_OP_SLICE:
+    case TS_OP_TRANSPOSE:
     case TS_OP_CLIP:
     case TS_OP_SIGMOID:
     case TS_OP_TANH:
@@ -416,6 +418,11 @@ ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc)
     case TS_OP_TANH:
     case TS_OP_GELU:
         return stage_elem(L, o, out_nhwc);
+    case TS_OP_SLICE:
+        *out_nhwc = o->c.nhwc;
+        return ts_lww_slice_stage(L, o->n, o->node, o->x, o->c.nhwc);
+    case TS_OP_TRANSPOSE:
+        return ts_lww_transpose_stage(L, o->n, o->node, o->x, o->c.nhwc);
     case TS_OP_CONCAT:
         return ts_lower_fail(L->err, o->n, "joins '%s' with a parameter; the WSE lowering concatenates a skip path only",
                              o->x->name);
