@@ -135,8 +135,8 @@ static const ts_lower_wse_stage *stage_of(const lowered *L, const char *what, si
 /* ---- tests ---- */
 
 /* h = relu(x W1 + b1), h = relu(h W2), y = Concat(h, x) (or (x, h), _i 1) on the last axis,
- * out = y W3: NeRF's skip join by concatenation, the skip path forked at the source. Two layers
- * of products hold back more than the rule's FIFOs keep, so the lowering adds FIFOs (lag). */
+ * out = y W3: NeRF's skip join by concatenation, the skip path forked at the source, its FIFOs
+ * in the rows below the products. */
 START_TEST(test_concat_skip)
 {
     enum { R = 24, D = 5, H = 8, O = 3 };
@@ -170,7 +170,7 @@ START_TEST(test_concat_skip)
     size_t fifos = 0;
     for (size_t i = 0; i < L.rep.nstages; i++)
         fifos += !strcmp(L.rep.stages[i].what, "fifo");
-    ck_assert_uint_gt(fifos, 2); /* the rule's 2 FIFOs of 3 rows of 5, and more for the lag */
+    ck_assert_uint_ge(fifos, 1);
     for (int i = 0; i < R; i++) {
         double a[H], b[H], c[H + D], sc[H + D];
         for (int j = 0; j < H; j++) {

@@ -118,6 +118,7 @@ static ts_status fork(lw *L, const ts_graph_node *n, int from, lw_cur c, walk *w
         return ts_lower_fail(L->err, n, "a FIFO PE of %llu bytes holds nothing", (unsigned long long)L->t->sram_bytes);
     uint64_t nf = ts_geom_cdiv(hold, 2 * chunk) + 1;
     L->st[w->last[0]].fork = true;
+    L->st[w->last[0]].row = row;
     w->lane[1] = c;
     w->last[1] = w->last[0];
     for (uint64_t i = 0; i < nf; i++)

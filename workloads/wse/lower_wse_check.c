@@ -8,9 +8,10 @@
  *            PE (a wavelet would circle for ever, or two stages would share a queue);
  *   stages   the stages wait on the stages they read (prev, prev2): that graph is acyclic;
  *   queues   at a fork the multicast moves a wavelet only when both paths take it, and the join
- *            takes the skip path's values only as the main path's arrive: the skip path must
- *            hold at least what the main path takes in before it gives out (its lag), else the
- *            fork and the join wait on each other. The same estimate sizes the FIFOs (build).
+ *            takes the skip path's values only as the main path's arrive: the skip path's FIFOs
+ *            must hold at least how far ahead the main path reads (its lag: a row of the forked
+ *            stream, and the rows each window reaches below its output row), else the fork and
+ *            the join wait on each other. The same estimate tops the FIFOs up (build).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,36 +33,38 @@ static void stage_name(const lw *L, int si, char *buf, size_t cap)
 
 /* ---- queues: what a stage takes in before it gives out ---- */
 
-/* The most values of its input stage s holds before giving out the output they make: a matrix
- * product two rows and its outputs, a line buffer the rows its first output row needs (the
- * window below the top pad), an average
- * pool an image, a softmax a row; every other stage a queue's worth. */
-static uint64_t stage_hold(const lw_stage *s)
+/* How far ahead of its output stage s must read its input, in values of its input: a line
+ * buffer the rows its window reaches below the output row's own (kh - pt - 1, at most H - 1), an
+ * average pool an image, a softmax a row; a stage that gives out row by row (a product, a join,
+ * an elementwise PE) nothing beyond the row the fork's stream already counts. */
+static uint64_t stage_ahead(const lw_stage *s)
 {
     switch (s->kind) {
-    case K_MM: return (uint64_t)(2 * s->K + s->N);
     case K_FEED:
-    case K_MAXPOOL: return (uint64_t)((s->kh - s->pt > 1 ? s->kh - s->pt : 1) * s->W * s->C);
+    case K_MAXPOOL: {
+        int64_t rows = s->kh - s->pt - 1 < s->H - 1 ? s->kh - s->pt - 1 : s->H - 1;
+        return rows > 0 ? (uint64_t)(rows * s->W * s->C) : 0;
+    }
     case K_GAP: return (uint64_t)(s->H * s->W * s->C);
     case K_SOFTMAX: return (uint64_t)s->L;
-    case K_FIFO: return 2 * s->chunk;
-    case K_CONCAT: return (uint64_t)s->K;
-    default: return 8;
+    case K_TRANSPOSE: return s->in_n;
+    default: return 0;
     }
 }
 
-/* hold(s) in values of a stream of E values (the fork's), rounded up. */
-static uint64_t in_fork_values(const lw_stage *s, uint64_t E)
+/* v values of stage s's input in values of a stream of E values (the fork's), rounded up. */
+static uint64_t in_fork_values(const lw_stage *s, uint64_t v, uint64_t E)
 {
-    return s->in_n ? (stage_hold(s) * E + s->in_n - 1) / s->in_n : 0;
+    return s->in_n ? (v * E + s->in_n - 1) / s->in_n : 0;
 }
 
 uint64_t ts_lww_lag(const lw *L, int from, int to)
 {
-    const uint64_t E = L->st[from].out_n;
-    uint64_t lag = 0;
+    const lw_stage *f = &L->st[from];
+    const uint64_t E = f->out_n;
+    uint64_t lag = f->row;
     for (int i = to; i >= 0 && i != from; i = L->st[i].prev)
-        lag += in_fork_values(&L->st[i], E);
+        lag += in_fork_values(&L->st[i], stage_ahead(&L->st[i]), E);
     return lag;
 }
 
@@ -70,7 +73,8 @@ uint64_t ts_lww_room(const lw *L, int from, int to)
     const uint64_t E = L->st[from].out_n;
     uint64_t room = 0;
     for (int i = to; i >= 0 && i != from; i = L->st[i].prev)
-        room += in_fork_values(&L->st[i], E);
+        if (L->st[i].kind == K_FIFO)
+            room += in_fork_values(&L->st[i], 2 * L->st[i].chunk, E);
     return room;
 }
 
@@ -98,8 +102,8 @@ static ts_status check_joins(const lw *L)
             stage_name(L, (int)j, a, sizeof a);
             stage_name(L, f, b, sizeof b);
             return ts_err_set(L->err, TS_EINPUT,
-                              "%s and %s would wait on each other: the main path takes in %llu values before it "
-                              "gives them out, the skip path holds %llu (a deadlock)", a, b,
+                              "%s and %s would wait on each other: the main path reads %llu values ahead of what it "
+                              "gives out, the skip path holds %llu (a deadlock)", a, b,
                               (unsigned long long)lag, (unsigned long long)room);
         }
     }

@@ -69,6 +69,7 @@ typedef struct lw_stage {
     int prev, prev2;  /* the stages whose output it reads (prev2: a join's skip input), -1 for none */
     int lane;         /* 0: the main band along the top rows; 1: a skip path in the rows below */
     bool fork;        /* its output also goes down to a skip path */
+    uint64_t row;     /* a fork: one row of its output stream (an image row, or the last axis) */
     uint32_t x, y0, w, h, kr, kc;
     uint32_t set;     /* colour set: colours 4 set .. 4 set + 3 */
     uint32_t cin, cout, cskip;
