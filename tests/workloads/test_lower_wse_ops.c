@@ -396,10 +396,12 @@ START_TEST(test_batch_skip)
             in[k] = val(x, n * N + k);
         for (int m = 0; m < C; m++)
             for (int p = 0; p < H * W; p++)
-                a[m * H * W + p] = fmax(conv_ref(in, C, H, W, w1, C, 1, 1, 1, 0, m, p / W, p % W, &sa[m * H * W + p]), 0);
+                a[m * H * W + p] = fmax(conv_ref(in, C, H, W, w1, C, 1, 1, 1, 0, m, p / W, p % W, &sa[m * H * W + p]),
+                                        0);
         for (int m = 0; m < C; m++)
             for (int p = 0; p < H * W; p++)
-                b[m * H * W + p] = fmax(conv_ref(a, C, H, W, w2, C, 1, 3, 1, 1, m, p / W, p % W, &sb[m * H * W + p]), 0);
+                b[m * H * W + p] = fmax(conv_ref(a, C, H, W, w2, C, 1, 3, 1, 1, m, p / W, p % W, &sb[m * H * W + p]),
+                                        0);
         for (int m = 0; m < C; m++)
             for (int p = 0; p < H * W; p++) {
                 int k = m * H * W + p;

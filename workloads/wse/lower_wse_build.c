@@ -127,25 +127,24 @@ static ts_status fork(lw *L, const ts_graph_node *n, int from, lw_cur c, walk *w
     return TS_OK;
 }
 
-/* Before a join: more FIFOs at the end of the skip path while it holds less than the main path
- * takes in before giving out (ts_lww_lag: deep stacks of products hold back more than the
- * (kh + 2) rows of the rule above, e.g. NeRF's four layers before its skip Concat). */
-static ts_status top_up(lw *L, walk *w)
+/* Before the join n: more FIFOs at the end of the skip path while they keep less than how far
+ * ahead the main path reads (ts_lww_lag: the (kh + 2) rows of the rule above count windows only). */
+static ts_status top_up(lw *L, const ts_graph_node *n, walk *w)
 {
-    int f = w->last[1];
-    while (f >= 0 && L->st[f].lane)
+    int f = w->last[1], first = -1;
+    while (f >= 0 && L->st[f].lane) {
+        first = f;
         f = L->st[f].prev;
-    if (f < 0)
+    }
+    if (f < 0 || first < 0)
         return TS_OK;
-    const lw_stage *first = &L->st[f + 1];
-    uint64_t chunk = first->kind == K_FIFO ? first->chunk : 1;
-    uint64_t lag = ts_lww_lag(L, f, w->last[0]);
+    const uint64_t chunk = L->st[first].kind == K_FIFO ? L->st[first].chunk : 1;
+    const uint64_t lag = ts_lww_lag(L, f, w->last[0]);
     for (int k = 0; ts_lww_room(L, f, w->last[1]) < lag; k++) {
         if (k > 4096)
-            return ts_lower_fail(L->err, ts_graph_get_node(L->g, L->st[w->last[0]].node >= 0 ? L->st[w->last[0]].node : 0),
-                                 "its skip path cannot hold the %llu values its main path holds back",
+            return ts_lower_fail(L->err, n, "its skip path cannot keep the %llu values its main path reads ahead",
                                  (unsigned long long)lag);
-        if (add_fifo(L, L->st[f + 1].node, chunk, w))
+        if (add_fifo(L, L->st[first].node, chunk, w))
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     }
     return TS_OK;
@@ -156,7 +155,7 @@ static ts_status top_up(lw *L, walk *w)
 static ts_status join(lw *L, const ts_graph_node *n, int node, walk *w)
 {
     const ts_graph *g = L->g;
-    ts_status trc = top_up(L, w);
+    ts_status trc = top_up(L, n, w);
     if (trc)
         return trc;
     if (n->op == TS_OP_CONCAT) {

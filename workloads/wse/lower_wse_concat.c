@@ -37,7 +37,8 @@ ts_status ts_lww_concat_stage(lw *L, const ts_graph_node *n, int node, int main_
         return ts_lower_fail(L->err, n, "joins %zu inputs; the WSE lowering joins two streams", n->nin);
     int64_t axis = n->attrs.axis < 0 ? n->attrs.axis + a->rank : n->attrs.axis, outer, na, nb;
     if (axis < 0 || axis >= a->rank || !concat_blocks(a, b, axis, nhwc, &outer, &na, &nb))
-        return ts_lower_fail(L->err, n, "axis %lld of '%s' cuts no block of its stream (an image joins on its channels)",
+        return ts_lower_fail(L->err, n,
+                             "axis %lld of '%s' cuts no block of its stream (an image joins on its channels)",
                              (long long)n->attrs.axis, a->name);
     lw_stage *s = ts_lww_add_stage(L, K_CONCAT, node);
     if (!s)

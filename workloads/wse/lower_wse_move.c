@@ -20,7 +20,8 @@ ts_status ts_lww_slice_stage(lw *L, const ts_graph_node *n, int node, const ts_g
         if (a->starts[k] == 0 && a->ends[k] >= x->dims[k] && a->steps[k] == 1)
             continue;
         if (axis >= 0 || a->steps[k] != 1)
-            return ts_lower_fail(L->err, n, "slices more than one axis or with a step; one axis with step 1 is lowered");
+            return ts_lower_fail(L->err, n,
+                                 "slices more than one axis or with a step; one axis with step 1 is lowered");
         axis = k;
     }
     lw_stage *s = ts_lww_add_stage(L, K_SLICE, node);

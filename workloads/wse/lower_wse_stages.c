@@ -424,7 +424,8 @@ ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc)
     case TS_OP_TRANSPOSE:
         return ts_lww_transpose_stage(L, o->n, o->node, o->x, o->c.nhwc);
     case TS_OP_CONCAT:
-        return ts_lower_fail(L->err, o->n, "joins '%s' with a parameter; the WSE lowering concatenates a skip path only",
+        return ts_lower_fail(L->err, o->n,
+                             "joins '%s' with a parameter; the WSE lowering concatenates a skip path only",
                              o->x->name);
     default: /* refused above */
         if (ts_lww_is_hardswish(o->n->op))
