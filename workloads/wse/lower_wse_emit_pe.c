@@ -266,6 +266,8 @@ ts_status ts_lww_emit_single(lw *L, ts_program *P, size_t si, lw_gen *G)
     case K_TRANSPOSE:
         ts_lww_emit_move(G, s);
         break;
+    case K_NORM:
+        return ts_lww_emit_norm(L, P, G, s);
     default:
         break;
     }

@@ -56,7 +56,8 @@ _Static_assert(15 < WSE_NREGS && 15 < WSE_NDSD, "the lowering uses r15 and DSD r
     X(CONCAT, "concat")                 \
     X(ELEM, "elementwise")              \
     X(SLICE, "slice")                   \
-    X(TRANSPOSE, "transpose")
+    X(TRANSPOSE, "transpose")           \
+    X(NORM, "layernorm")
 enum {
 #define LW_KIND_ENUM(k, name) K_##k,
     LW_KINDS(LW_KIND_ENUM)
@@ -243,6 +244,9 @@ void ts_lww_recip(lw_gen *G);
 ts_status ts_lww_slice_stage(lw *L, const ts_graph_node *n, int node, const ts_graph_tensor *x, bool nhwc);
 ts_status ts_lww_transpose_stage(lw *L, const ts_graph_node *n, int node, const ts_graph_tensor *x, bool nhwc);
 void ts_lww_emit_move(lw_gen *G, const lw_stage *s);
+/* LayerNormalization over the last axis (lower_wse_norm.c): its stage and its PE's code. */
+ts_status ts_lww_norm_stage(lw *L, const ts_graph_node *n, int node, const ts_graph_tensor *x, bool nhwc);
+ts_status ts_lww_emit_norm(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
 /* A Concat join's PE (lower_wse_concat.c). */
 ts_status ts_lww_emit_concat(lw *L, ts_program *P, size_t si, lw_gen *G);
 

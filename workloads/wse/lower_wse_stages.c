@@ -354,6 +354,7 @@ static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t 
     case TS_OP_CONCAT:
     case TS_OP_SLICE:
     case TS_OP_TRANSPOSE:
+    case TS_OP_LAYERNORM:
     case TS_OP_CLIP:
     case TS_OP_SIGMOID:
     case TS_OP_TANH:
@@ -423,6 +424,8 @@ ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc)
         return ts_lww_slice_stage(L, o->n, o->node, o->x, o->c.nhwc);
     case TS_OP_TRANSPOSE:
         return ts_lww_transpose_stage(L, o->n, o->node, o->x, o->c.nhwc);
+    case TS_OP_LAYERNORM:
+        return ts_lww_norm_stage(L, o->n, o->node, o->x, o->c.nhwc);
     case TS_OP_CONCAT:
         return ts_lower_fail(L->err, o->n,
                              "joins '%s' with a parameter; the WSE lowering concatenates a skip path only",
