@@ -604,6 +604,52 @@ START_TEST(test_layernorm)
 }
 END_TEST
 
+/* A dilated Conv: 3x3 with dilation 2 and pad 2 (stride 1, and stride 2 by _i) on 1 x 3 x 9 x 9,
+ * 4 outputs with bias: the line buffer keeps 5 rows and takes every other pixel of them. */
+START_TEST(test_dilated_conv)
+{
+    enum { C = 3, H = 9, M = 4 };
+    const int st = _i ? 2 : 1, Ho = (H + 4 - 5) / st + 1;
+    ts_graph *g = ts_graph_create("dil");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, C, H, H});
+    int w = tensor(g, "w", TS_TENSOR_WEIGHT, 4, (int64_t[]){M, C, 3, 3});
+    int b = tensor(g, "b", TS_TENSOR_WEIGHT, 1, (int64_t[]){M});
+    fill(g, x);
+    fill(g, w);
+    fill(g, b);
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 2;
+    a.dilations[0] = a.dilations[1] = 2;
+    a.strides[0] = a.strides[1] = st;
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    node(g, TS_OP_CONV, "conv", (int[]){x, w, b}, 3, y, &a);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 32, 8, &L);
+    for (int m = 0; m < M; m++)
+        for (int oy = 0; oy < Ho; oy++)
+            for (int ox = 0; ox < Ho; ox++) {
+                double t = val(b, m), sc = fabs((double)val(b, m));
+                for (int c = 0; c < C; c++)
+                    for (int i = 0; i < 3; i++)
+                        for (int j = 0; j < 3; j++) {
+                            int iy = oy * st - 2 + 2 * i, ix = ox * st - 2 + 2 * j;
+                            if (iy < 0 || ix < 0 || iy >= H || ix >= H)
+                                continue;
+                            double v = (double)val(x, (c * H + iy) * H + ix) * val(w, ((m * C + c) * 3 + i) * 3 + j);
+                            t += v;
+                            sc += fabs(v);
+                        }
+                uint64_t k = (uint64_t)((m * Ho + oy) * Ho + ox);
+                near(out_at(&L, y, k), t, sc, "y", k);
+            }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 int main(void)
 {
     arch_modes_default = ARCH_MODES_QUICK | 1u << ARCH_THREADS2;
@@ -619,6 +665,7 @@ int main(void)
     tcase_add_test(tc, test_slice);
     tcase_add_loop_test(tc, test_transpose, 0, 3);
     tcase_add_test(tc, test_layernorm);
+    tcase_add_loop_test(tc, test_dilated_conv, 0, 2);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

@@ -68,8 +68,10 @@ static int64_t tallest_window(const ts_graph *g, int from)
     int64_t kh = 1;
     for (size_t id = (size_t)from; id < ts_graph_node_count(g); id++) {
         const ts_graph_node *m = ts_graph_get_node(g, (int)id);
-        if (m->op == TS_OP_CONV && m->nin > 1)
-            kh = kh > ts_graph_get_tensor(g, m->in[1])->dims[2] ? kh : ts_graph_get_tensor(g, m->in[1])->dims[2];
+        if (m->op == TS_OP_CONV && m->nin > 1) { /* a dilated window spans (k - 1) d + 1 rows */
+            int64_t k = (ts_graph_get_tensor(g, m->in[1])->dims[2] - 1) * m->attrs.dilations[0] + 1;
+            kh = kh > k ? kh : k;
+        }
         if (m->op == TS_OP_MAXPOOL)
             kh = kh > m->attrs.kernel[0] ? kh : m->attrs.kernel[0];
         size_t acts = 0;

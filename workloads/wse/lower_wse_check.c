@@ -42,7 +42,7 @@ static uint64_t stage_ahead(const lw_stage *s)
     switch (s->kind) {
     case K_FEED:
     case K_MAXPOOL: {
-        int64_t rows = s->kh - s->pt - 1 < s->H - 1 ? s->kh - s->pt - 1 : s->H - 1;
+        int64_t rows = s->khe - s->pt - 1 < s->H - 1 ? s->khe - s->pt - 1 : s->H - 1;
         return rows > 0 ? (uint64_t)(rows * s->W * s->C) : 0;
     }
     case K_GAP: return (uint64_t)(s->H * s->W * s->C);

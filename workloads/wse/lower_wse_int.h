@@ -87,6 +87,7 @@ typedef struct lw_stage {
      * transpose: the input dims in B, C, H, W, the permutation in kh, kw, sh, sw, the rank in G */
     int64_t B, C, H, W, kh, kw, sh, sw, pt, pl, pb, pr, Ho, Wo;
     bool in_nhwc;
+    int64_t dh, dw, khe; /* im2col: dilations; the rows its ring keeps, (kh - 1) dh + 1 */
     uint32_t G; /* im2col and maxpool: channel groups, one PE each */
     /* softmax: rows of L */
     int64_t L;

@@ -76,17 +76,18 @@ static ts_status window(lw *L, const ts_graph_node *n, const ts_graph_tensor *x,
     image(s, w);
     s->in_nhwc = true;
     s->kh = w->kh, s->kw = w->kw, s->sh = w->sh, s->sw = w->sw;
+    s->dh = w->dh, s->dw = w->dw, s->khe = (w->kh - 1) * w->dh + 1;
     s->pt = w->pt, s->pl = w->pl, s->pb = w->pb, s->pr = w->pr;
     s->Ho = w->Ho, s->Wo = w->Wo;
     s->in_n = (uint64_t)ts_graph_tensor_elems(x);
-    uint64_t row = (uint64_t)(s->kh * (s->W + s->pl + s->pr)) * 4; /* bytes per channel */
+    uint64_t row = (uint64_t)(s->khe * (s->W + s->pl + s->pr)) * 4; /* bytes per channel */
     uint64_t G = 1;
     while (G <= (uint64_t)s->C && row * ts_geom_cdiv((uint64_t)s->C, G) + 8 > sram)
         G++;
     if (G > (uint64_t)s->C)
         return ts_lower_fail(L->err, n,
                              "its line buffer of %lld rows of %lld pixels of input '%s' needs %.1f KiB for one "
-                             "channel, the PE has %.1f KiB: %.1f KiB too much (%llu bytes)", (long long)s->kh,
+                             "channel, the PE has %.1f KiB: %.1f KiB too much (%llu bytes)", (long long)s->khe,
                              (long long)(s->W + s->pl + s->pr), x->name, (row + 8) / 1024.0, sram / 1024.0,
                              (row + 8 - sram) / 1024.0, (unsigned long long)(row + 8 - sram));
     if (s->kind == K_MAXPOOL && G < ts_geom_cdiv((uint64_t)s->C, 8))
@@ -371,7 +372,7 @@ static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t 
         }
     }
     const ts_graph_attrs *a = &n->attrs;
-    if (n->op == TS_OP_CONV && (a->dilations[0] != 1 || a->dilations[1] != 1))
+    if (n->op == TS_OP_MAXPOOL && (a->dilations[0] != 1 || a->dilations[1] != 1))
         snprintf(why, cap, "with dilations");
     else if (n->op == TS_OP_GEMM && a->trans_a)
         snprintf(why, cap, "with transA");
