@@ -663,14 +663,14 @@ START_TEST(test_errors)
     expect_error(g, 32, 32, short_of);
     ts_graph_destroy(g);
 
-    g = ts_graph_create("tanh");
+    g = ts_graph_create("erf");
     x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){2, 8});
     y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
-    node(g, TS_OP_TANH, "t", (int[]){x}, 1, y, NULL);
+    node(g, TS_OP_ERF, "t", (int[]){x}, 1, y, NULL);
     ts_graph_mark_output(g, y);
     finalize(g);
     expect_error(g, 32, 32,
-                 (const char *const[]){"the WSE lowering does not support 1 operator of this model: Tanh (node 't')",
+                 (const char *const[]){"the WSE lowering does not support 1 operator of this model: Erf (node 't')",
                                        NULL});
     ts_graph_destroy(g);
 
@@ -692,44 +692,44 @@ START_TEST(test_errors)
 }
 END_TEST
 
-/* Ten operators the lowering does not take, of six kinds and forms (Convs with groups or
- * dilations, a MaxPool with ceil_mode), among a Conv and a Relu it takes: one error lists all ten,
- * grouped, with the count and the first node of each, before the graph's shape is looked at. */
+/* Ten operators the lowering does not take, of six kinds and forms (a MaxPool with ceil_mode),
+ * among a Conv and a Relu it takes: one error lists all ten, grouped, with the count and the
+ * first node of each, before the graph's shape is looked at. */
 START_TEST(test_unsupported_all)
 {
     ts_graph *g = ts_graph_create("ten");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 4, 8, 8});
     int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 4, (int64_t[]){4, 4, 3, 3});
-    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, 4, (int64_t[]){4, 2, 3, 3});
-    ts_graph_attrs c1, cg, cd, mp;
+    ts_graph_attrs c1, mp, ap, rm;
     ts_graph_attrs_init(&c1);
     c1.pads[0] = c1.pads[1] = c1.pads[2] = c1.pads[3] = 1;
-    cg = cd = c1;
-    cg.group = 2;
-    cd.dilations[0] = cd.dilations[1] = 2;
-    cd.pads[0] = cd.pads[1] = cd.pads[2] = cd.pads[3] = 2;
     ts_graph_attrs_init(&mp);
     mp.kernel[0] = mp.kernel[1] = 1;
+    ap = mp;
     mp.ceil_mode = true;
-    x = chain(g, TS_OP_TANH, "t0", x, -1, NULL);
-    x = chain(g, TS_OP_SIGMOID, "s0", x, -1, NULL);
-    x = chain(g, TS_OP_CONV, "cg0", x, w2, &cg);
-    x = chain(g, TS_OP_DIV, "d0", x, x, NULL);
+    x = chain(g, TS_OP_ERF, "t0", x, -1, NULL);
+    x = chain(g, TS_OP_SQRT, "s0", x, -1, NULL);
+    x = chain(g, TS_OP_AVGPOOL, "cg0", x, -1, &ap);
+    x = chain(g, TS_OP_POW, "d0", x, x, NULL);
     x = chain(g, TS_OP_CONV, "conv", x, w1, &c1);
     x = chain(g, TS_OP_MAXPOOL, "mp0", x, -1, &mp);
-    x = chain(g, TS_OP_TANH, "t1", x, -1, NULL);
+    x = chain(g, TS_OP_ERF, "t1", x, -1, NULL);
     x = chain(g, TS_OP_RELU, "r0", x, -1, NULL);
-    x = chain(g, TS_OP_CONV, "cd0", x, w1, &cd);
+    ts_graph_attrs_init(&rm);
+    rm.naxes = 1;
+    rm.axes[0] = 1;
+    rm.keepdims = true;
+    x = chain(g, TS_OP_REDUCEMEAN, "cd0", x, -1, &rm);
     x = chain(g, TS_OP_SQRT, "q0", x, -1, NULL);
-    x = chain(g, TS_OP_SIGMOID, "s1", x, -1, NULL);
-    x = chain(g, TS_OP_TANH, "t2", x, -1, NULL);
+    x = chain(g, TS_OP_SQRT, "s1", x, -1, NULL);
+    x = chain(g, TS_OP_ERF, "t2", x, -1, NULL);
     ts_graph_mark_output(g, x);
     finalize(g);
     expect_error(g, 32, 32,
-                 (const char *const[]){"the WSE lowering does not support 6 operators of this model (10 nodes): Tanh "
-                                       "(3 nodes, first 't0'), Sigmoid (2 nodes, first 's0'), Conv with groups or "
-                                       "dilations (2 nodes, first 'cg0'), Div (node 'd0'), MaxPool with ceil_mode "
-                                       "(node 'mp0'), Sqrt (node 'q0')",
+                 (const char *const[]){"the WSE lowering does not support 6 operators of this model (10 nodes): Erf "
+                                       "(3 nodes, first 't0'), Sqrt (3 nodes, first 's0'), AveragePool (node "
+                                       "'cg0'), Pow (node 'd0'), MaxPool with ceil_mode (node 'mp0'), ReduceMean "
+                                       "(node 'cd0')",
                                        NULL});
     ts_graph_destroy(g);
 }

@@ -102,7 +102,11 @@ static ts_status plan_and_emit(lw *L, uint32_t *hm, ts_program **out)
         P->workload = ts_strdup(desc);
     }
     if (!rc)
+        rc = ts_lww_check(L, NULL); /* stages and queues before emission */
+    if (!rc)
         rc = ts_lww_emit(L, P, &G);
+    if (!rc)
+        rc = ts_lww_check(L, P); /* and the routes emitted */
     ts_free(G.pass);
     if (rc)
         ts_program_destroy(P);
@@ -143,6 +147,8 @@ ts_status ts_lower_wse(const ts_graph *g, const ts_wse_target *t, ts_program **o
         rc = plan_and_emit(&L, &hm, &P);
     if (!rc && rep)
         rc = ts_lww_report(&L, hm, output, rep);
+    if (!rc && rep && ts_graph_get_tensor(g, input)->rank == 4)
+        rep->batch = ts_graph_get_tensor(g, input)->dims[0];
     free_stages(&L);
     if (rc) {
         ts_program_destroy(P);

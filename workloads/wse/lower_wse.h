@@ -2,7 +2,7 @@
  *
  * Layer pipelining (docs/lowering-wse.md). The graph must be a chain with at most one skip path
  * open at a time (a residual block): one data input, each operator reading the previous one's
- * output, except a skip path that forks from the main stream and joins it again in an Add, Sub or
+ * output, except a skip path that forks from the main stream and joins it again in a Concat, Add, Sub or
  * Mul. Every operator becomes a stage that owns a rectangle of PEs along the top band of the
  * mesh, west to east: the graph input's source PEs, then the stages, then the sink PEs that keep
  * the graph output; skip paths run in the rows below, with FIFO PEs that hold back what the main
@@ -62,6 +62,7 @@ typedef struct ts_lower_wse_report {
     int64_t out_dims[4];   /* N, C, H, W when out_nhwc */
     uint32_t sink_x;       /* sink PEs (sink_x + j, 0) ... */
     uint64_t sink_chunk;   /* elements per sink PE, from address 0 */
+    int64_t batch;         /* images streamed through the pipeline (the input's N; 0 for other inputs) */
 } ts_lower_wse_report;
 
 void ts_lower_wse_report_free(ts_lower_wse_report *rep);
@@ -85,7 +86,9 @@ ts_status ts_lower_wse_regions(const ts_lower_wse_report *rep, ts_region **out, 
  * PEs, the busiest PE's busy cycles ("busiest", the stage's cycles: a stage works while the
  * pipeline runs, so its time is its busiest PE's) and the wavelets its routers sent over links; -1
  * where the arrays are missing. With the run's table region_events (ts_lower_wse_regions) and an
- * energy table, its dynamic energy ("energy", uJ; -1 without them). */
+ * energy table, its dynamic energy ("energy", uJ; -1 without them). With a batch of more than
+ * one image and the per-PE arrays, also "images_per_s": the pipeline's steady-state throughput,
+ * one image per (busiest stage's busy cycles / batch) at the run's clock. */
 ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh_width, ts_results *res,
                                    const ts_energy_table *energy, ts_err *err);
 

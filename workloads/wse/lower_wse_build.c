@@ -68,8 +68,10 @@ static int64_t tallest_window(const ts_graph *g, int from)
     int64_t kh = 1;
     for (size_t id = (size_t)from; id < ts_graph_node_count(g); id++) {
         const ts_graph_node *m = ts_graph_get_node(g, (int)id);
-        if (m->op == TS_OP_CONV && m->nin > 1)
-            kh = kh > ts_graph_get_tensor(g, m->in[1])->dims[2] ? kh : ts_graph_get_tensor(g, m->in[1])->dims[2];
+        if (m->op == TS_OP_CONV && m->nin > 1) { /* a dilated window spans (k - 1) d + 1 rows */
+            int64_t k = (ts_graph_get_tensor(g, m->in[1])->dims[2] - 1) * m->attrs.dilations[0] + 1;
+            kh = kh > k ? kh : k;
+        }
         if (m->op == TS_OP_MAXPOOL)
             kh = kh > m->attrs.kernel[0] ? kh : m->attrs.kernel[0];
         size_t acts = 0;
@@ -81,6 +83,26 @@ static int64_t tallest_window(const ts_graph *g, int from)
     return kh;
 }
 
+/* A FIFO PE of two halves of chunk values at the end of the skip path (node: the fork's first
+ * reader); nonzero when out of memory. */
+static int add_fifo(lw *L, int node, uint64_t chunk, walk *w)
+{
+    uint64_t E = L->st[w->last[1]].out_n;
+    lw_stage *f = ts_lww_add_stage(L, K_FIFO, -1);
+    if (!f)
+        return -1;
+    f->node = node;
+    f->lane = 1;
+    f->prev = w->last[1];
+    f->in_n = f->out_n = E;
+    f->chunk = chunk;
+    f->mem = chunk * 8 + 8;
+    const ts_graph_tensor *t = ts_graph_get_tensor(L->g, w->lane[1].t);
+    f->B = t->rank == 4 ? t->dims[0] : 1; /* images: chunks restart at each (emit_fifo) */
+    w->last[1] = (int)L->n - 1;
+    return 0;
+}
+
 /* Open a skip path from the main stream's last stage: the stream is multicast down to the rows
  * below, where FIFO PEs hold what the main path has taken in but not yet given out (else the
  * multicast would stall and the join never get its first main value). */
@@ -88,7 +110,7 @@ static ts_status fork(lw *L, const ts_graph_node *n, int from, lw_cur c, walk *w
 {
     const ts_graph_tensor *t = ts_graph_get_tensor(L->g, c.t);
     int64_t kh = tallest_window(L->g, from);
-    uint64_t row, E = (uint64_t)ts_graph_tensor_elems(t);
+    uint64_t row;
     stream_row(t, &row);
     uint64_t hold = (uint64_t)(kh + 2) * row, half = (L->t->sram_bytes - 16) / 8; /* two halves per PE */
     uint64_t chunk = row / 2 ? row / 2 : 1; /* released a chunk at a time: less than the main path's lag */
@@ -98,19 +120,34 @@ static ts_status fork(lw *L, const ts_graph_node *n, int from, lw_cur c, walk *w
         return ts_lower_fail(L->err, n, "a FIFO PE of %llu bytes holds nothing", (unsigned long long)L->t->sram_bytes);
     uint64_t nf = ts_geom_cdiv(hold, 2 * chunk) + 1;
     L->st[w->last[0]].fork = true;
+    L->st[w->last[0]].row = row;
     w->lane[1] = c;
     w->last[1] = w->last[0];
-    for (uint64_t i = 0; i < nf; i++) {
-        lw_stage *f = ts_lww_add_stage(L, K_FIFO, -1);
-        if (!f)
+    for (uint64_t i = 0; i < nf; i++)
+        if (add_fifo(L, from, chunk, w))
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-        f->node = from;
-        f->lane = 1;
-        f->prev = w->last[1];
-        f->in_n = f->out_n = E;
-        f->chunk = chunk;
-        f->mem = chunk * 8 + 8;
-        w->last[1] = (int)L->n - 1;
+    return TS_OK;
+}
+
+/* Before the join n: more FIFOs at the end of the skip path while they keep less than how far
+ * ahead the main path reads (ts_lww_lag: the (kh + 2) rows of the rule above count windows only). */
+static ts_status top_up(lw *L, const ts_graph_node *n, walk *w)
+{
+    int f = w->last[1], first = -1;
+    while (f >= 0 && L->st[f].lane) {
+        first = f;
+        f = L->st[f].prev;
+    }
+    if (f < 0 || first < 0)
+        return TS_OK;
+    const uint64_t chunk = L->st[first].kind == K_FIFO ? L->st[first].chunk : 1;
+    const uint64_t lag = ts_lww_lag(L, f, w->last[0]);
+    for (int k = 0; ts_lww_room(L, f, w->last[1]) < lag; k++) {
+        if (k > 4096)
+            return ts_lower_fail(L->err, n, "its skip path cannot keep the %llu values its main path reads ahead",
+                                 (unsigned long long)lag);
+        if (add_fifo(L, L->st[first].node, chunk, w))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     }
     return TS_OK;
 }
@@ -120,8 +157,22 @@ static ts_status fork(lw *L, const ts_graph_node *n, int from, lw_cur c, walk *w
 static ts_status join(lw *L, const ts_graph_node *n, int node, walk *w)
 {
     const ts_graph *g = L->g;
+    ts_status trc = top_up(L, n, w);
+    if (trc)
+        return trc;
+    if (n->op == TS_OP_CONCAT) {
+        ts_status rc = ts_lww_concat_stage(L, n, node, w->lane[0].t, w->lane[1].t, w->lane[0].nhwc);
+        if (rc)
+            return rc;
+        L->st[L->n - 1].prev = w->last[0];
+        L->st[L->n - 1].prev2 = w->last[1];
+        w->last[0] = (int)L->n - 1;
+        w->lane[0].t = n->out[0];
+        w->fork_t = -1;
+        return TS_OK;
+    }
     if (n->op != TS_OP_ADD && n->op != TS_OP_SUB && n->op != TS_OP_MUL)
-        return ts_lower_fail(L->err, n, "joins a skip path; the WSE lowering joins with Add, Sub or Mul only");
+        return ts_lower_fail(L->err, n, "joins a skip path; the WSE lowering joins with Add, Sub, Mul or Concat only");
     const ts_graph_tensor *a = ts_graph_get_tensor(g, w->lane[0].t), *b = ts_graph_get_tensor(g, w->lane[1].t);
     const ts_graph_tensor *y = ts_graph_get_tensor(g, n->out[0]);
     int64_t E = ts_graph_tensor_elems(y);
@@ -256,9 +307,10 @@ static ts_status check_counts(const lw *L)
     for (size_t i = 1; i < L->n; i++)
         for (int q = 0; q < 2; q++) {
             int pi = q ? L->st[i].prev2 : L->st[i].prev;
-            if ((pi >= 0 || !q) && L->st[i].in_n != L->st[pi].out_n)
+            uint64_t want = q && L->st[i].kind == K_CONCAT ? (uint64_t)(L->st[i].M * L->st[i].N) : L->st[i].in_n;
+            if ((pi >= 0 || !q) && want != L->st[pi].out_n)
                 return ts_err_set(L->err, TS_EINTERNAL, "stage %zu takes %llu wavelets, stage %d gives %llu", i,
-                                  (unsigned long long)L->st[i].in_n, pi, (unsigned long long)L->st[pi].out_n);
+                                  (unsigned long long)want, pi, (unsigned long long)L->st[pi].out_n);
         }
     return TS_OK;
 }

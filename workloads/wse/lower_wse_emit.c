@@ -170,6 +170,8 @@ static ts_status emit_join(lw *L, ts_program *P, size_t si, lw_gen *G)
         }
         if (s->relu)
             ts_lww_relu_mem(G, AA, cg);
+        if (s->clip)
+            ts_lww_clip_mem(G, AA, cg, s->lo, s->hi);
         ts_lww_in_to_out(G, lw_gcol(s, g - 1), lw_gcol(s, g), (uint64_t)c0);
         ts_lww_mem_to_out(G, AA, (uint64_t)cg, lw_gcol(s, g));
         ts_lww_loop_end(G, 10, px);
@@ -188,6 +190,7 @@ ts_status ts_lww_emit(lw *L, ts_program *P, lw_gen *G)
              : k == K_MM                     ? ts_lww_emit_mm(L, P, i, G)
              : k == K_FEED || k == K_MAXPOOL ? ts_lww_emit_lb(L, P, i, G)
              : k == K_JOIN                   ? emit_join(L, P, i, G)
+             : k == K_CONCAT                 ? ts_lww_emit_concat(L, P, i, G)
                                              : ts_lww_emit_single(L, P, i, G);
         if (!rc && G->oom)
             rc = TS_ENOMEM;

@@ -25,7 +25,7 @@ typedef struct lb_pe {
 static void lb_row(lw_gen *G, const lw_stage *s, int64_t pr, const lb_pe *e)
 {
     const int64_t c0 = e->c0, c1 = e->c1, cg = e->cg;
-    uint64_t base = (uint64_t)((pr % s->kh) * e->RB + s->pl * cg * 4);
+    uint64_t base = (uint64_t)((pr % s->khe) * e->RB + s->pl * cg * 4);
     if (pr < s->pt || pr >= s->pt + s->H) {
         for (uint64_t left = (uint64_t)(s->W * cg), a = base; left;) {
             int k = left > PIECE ? PIECE : (int)left;
@@ -67,12 +67,12 @@ static void lb_max(lw_gen *G, const lw_stage *s, int64_t oy, const lb_pe *e)
 {
     ts_lww_op(G, WSE_OP_MOV, 2, 5, 1);
     int lc = ts_lww_loop_head(G, 4, e->cg);
-    ts_lww_op(G, WSE_OP_LD, 3, 8, 5, (int)(((oy * s->sh) % s->kh) * e->RB));
+    ts_lww_op(G, WSE_OP_LD, 3, 8, 5, (int)(((oy * s->sh) % s->khe) * e->RB));
     for (int64_t i = 0; i < s->kh; i++)
         for (int64_t j = 0; j < s->kw; j++) {
             if (!i && !j)
                 continue;
-            ts_lww_op(G, WSE_OP_LD, 3, 9, 5, (int)(((oy * s->sh + i) % s->kh) * e->RB + j * e->cg * 4));
+            ts_lww_op(G, WSE_OP_LD, 3, 9, 5, (int)(((oy * s->sh + i) % s->khe) * e->RB + j * e->cg * 4));
             ts_lww_op(G, WSE_OP_FSUB, 3, 11, 9, 8);
             ts_lww_op(G, WSE_OP_BLT, 3, 11, 15, ts_lww_pc(G) + 2);
             ts_lww_op(G, WSE_OP_MOV, 2, 8, 9);
@@ -89,17 +89,20 @@ static void lb_out_row(lw_gen *G, const lw_stage *s, int64_t oy, const lb_pe *e)
     const bool mp = s->kind == K_MAXPOOL;
     const int64_t cg = e->cg;
     ts_lww_op(G, WSE_OP_LI, 2, 1, 0);
+    const bool dil = s->dw > 1; /* a dilated window row: kw moves of cg */
     if (!mp) {
-        ts_lww_op(G, WSE_OP_DSDM, 4, 2, 0, (int)(s->kw * cg), 1);
-        ts_lww_op(G, WSE_OP_DSDOUT, 4, 3, (int)lw_gcol(s, e->g), (int)(s->kw * cg), 0);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 2, 0, (int)((dil ? 1 : s->kw) * cg), 1);
+        ts_lww_op(G, WSE_OP_DSDOUT, 4, 3, (int)lw_gcol(s, e->g), (int)((dil ? 1 : s->kw) * cg), 0);
     }
     int lx = ts_lww_loop_head(G, 3, s->Wo);
     ts_lww_in_to_out(G, lw_gcol(s, e->g - 1), lw_gcol(s, e->g), (uint64_t)(mp ? e->c0 : e->c0 * s->kh * s->kw));
     if (!mp)
-        for (int64_t i = 0; i < s->kh; i++) {
-            ts_lww_op(G, WSE_OP_DSDBASE, 3, 2, 1, (int)(((oy * s->sh + i) % s->kh) * e->RB));
-            ts_lww_op(G, WSE_OP_FMOVS, 4, 3, 2, -1, -1);
-        }
+        for (int64_t i = 0; i < s->kh; i++)
+            for (int64_t j = 0; j < (dil ? s->kw : 1); j++) {
+                int slot = (int)(((oy * s->sh + i * s->dh) % s->khe) * e->RB + j * s->dw * cg * 4);
+                ts_lww_op(G, WSE_OP_DSDBASE, 3, 2, 1, slot);
+                ts_lww_op(G, WSE_OP_FMOVS, 4, 3, 2, -1, -1);
+            }
     else
         lb_max(G, s, oy, e);
     ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, (int)(s->sw * cg * 4));
@@ -128,7 +131,7 @@ ts_status ts_lww_emit_lb(lw *L, ts_program *P, size_t si, lw_gen *G)
         lb_pe e = {.g = g, .c0 = g * s->C / s->G, .c1 = (g + 1) * s->C / s->G};
         e.cg = e.c1 - e.c0;
         e.RB = (int)(Wp * e.cg * 4);
-        e.PADW = (int)(s->kh * e.RB);
+        e.PADW = (int)(s->khe * e.RB);
         e.JUNK = e.PADW + 4;
         if (!ts_lww_pe_stream(P, L->t, s->x + g, s->y0, G))
             return TS_ENOMEM;
@@ -140,7 +143,7 @@ ts_status ts_lww_emit_lb(lw *L, ts_program *P, size_t si, lw_gen *G)
         int b = ts_lww_loop_head(G, 10, s->B);
         int64_t have = 0;
         for (int64_t oy = 0; oy < s->Ho; oy++) {
-            for (; have < oy * s->sh + s->kh; have++)
+            for (; have < oy * s->sh + s->khe; have++)
                 lb_row(G, s, have, &e);
             lb_out_row(G, s, oy, &e);
         }

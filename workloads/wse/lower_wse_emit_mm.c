@@ -165,6 +165,8 @@ static void mm_code(lw_gen *G, const lw_stage *s, const mm_pe *e)
     if (e->i == 0) {
         if (s->relu)
             ts_lww_relu_mem(G, e->AA, (int64_t)e->nb);
+        if (s->clip)
+            ts_lww_clip_mem(G, e->AA, (int64_t)e->nb, s->lo, s->hi);
         ts_lww_in_to_out(G, lw_gcol(s, e->j - 1), lw_gcol(s, e->j), e->n0);
         ts_lww_mem_to_out(G, (uint64_t)e->AA, e->nb, lw_gcol(s, e->j));
     }

@@ -8,7 +8,7 @@
 
 #include "workloads/wse/lower_wse_int.h"
 
-static int bits(float f)
+int ts_lww_bits(float f)
 {
     int32_t b;
     memcpy(&b, &f, 4);
@@ -27,27 +27,39 @@ static void emit_relu(lw_gen *G, const lw_stage *s)
     ts_lww_loop_end(G, 10, l);
 }
 
+/* The length of chunk k of a FIFO: chunks restart at every image, so none spans two images. */
+static int fifo_len(const lw_stage *s, uint64_t k)
+{
+    const uint64_t B = s->B > 1 ? (uint64_t)s->B : 1, per = s->in_n / B, kper = ts_geom_cdiv(per, s->chunk);
+    const uint64_t j = k % kper;
+    return (int)(j + 1 < kper ? s->chunk : per - j * s->chunk);
+}
+
 /* Two halves of `chunk` values: chunk k is received on microthread 0 into half k mod 2 while
  * chunk k - 1 leaves from the other half on microthread 1. Before a receive overwrites a half, a
- * one-element move on thread 1 waits for the send from it. */
+ * one-element move on thread 1 waits for the send from it. A batch of images is cut into chunks
+ * image by image: a chunk that spanned two images would be released only when the next image
+ * had begun, and the main path cannot take the next image in while a line buffer gives out the
+ * last rows of this one (the join then waits on the skip path, the skip path on the fork, the
+ * fork on the main path: ResNet-50 at batch 8 hung so). */
 static void emit_fifo(lw_gen *G, const lw_stage *s)
 {
     const int n = (int)s->chunk, ZERO = 8 * n, JUNK = ZERO + 4;
     ts_lww_op(G, WSE_OP_DSDM, 4, 14, JUNK, 1, 0);
     ts_lww_op(G, WSE_OP_DSDM, 4, 15, ZERO, 1, 0);
-    uint64_t K = ts_geom_cdiv(s->in_n, s->chunk);
+    const uint64_t B = s->B > 1 ? (uint64_t)s->B : 1, K = B * ts_geom_cdiv(s->in_n / B, s->chunk);
     for (uint64_t k = 0; k <= K; k++) {
         if (k >= 2)
             ts_lww_op(G, WSE_OP_FMOVS, 4, 14, 15, 1, -1);
         if (k < K) {
-            int len = (int)(k + 1 < K ? s->chunk : s->in_n - k * s->chunk);
+            int len = fifo_len(s, k);
             ts_lww_op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, len);
             ts_lww_op(G, WSE_OP_DSDM, 4, 1, (int)(k & 1) * n * 4, len, 1);
             ts_lww_op(G, WSE_OP_FMOVS, 4, 1, 0, 0, -1);
         } else
             ts_lww_op(G, WSE_OP_FMOVS, 4, 14, 15, 0, -1); /* the last receive is done */
         if (k >= 1) {
-            int len = (int)(k < K ? s->chunk : s->in_n - (k - 1) * s->chunk);
+            int len = fifo_len(s, k - 1);
             ts_lww_op(G, WSE_OP_DSDM, 4, 2, (int)((k - 1) & 1) * n * 4, len, 1);
             ts_lww_op(G, WSE_OP_DSDOUT, 4, 3, (int)s->cout, len, 0);
             ts_lww_op(G, WSE_OP_FMOVS, 4, 3, 2, k < K ? 1 : -1, -1);
@@ -59,15 +71,36 @@ static void emit_fifo(lw_gen *G, const lw_stage *s)
  * as the other operand and as the destination. */
 static ts_status emit_add(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
 {
-    for (uint64_t a = 0; a < s->in_n; a += PIECE) {
-        int k = s->in_n - a > PIECE ? PIECE : (int)(s->in_n - a);
-        ts_lww_op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, k);
-        ts_lww_op(G, WSE_OP_DSDM, 4, 1, (int)(a * 4), k, 1);
-        ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, k, 0);
-        ts_lww_op(G, s->vop, 5, 2, s->swap ? 1 : 0, s->swap ? 0 : 1, -1, -1);
-    }
+    if (s->period && s->period < s->in_n) { /* broadcast: the period again for every block */
+        const bool scalar = s->period == 1;
+        const uint64_t per = scalar ? (s->in_n < PIECE ? s->in_n : PIECE) : s->period;
+        int l = ts_lww_loop_head(G, 10, (int64_t)(s->in_n / per));
+        for (uint64_t a = 0; a < per; a += PIECE) {
+            int k = per - a > PIECE ? PIECE : (int)(per - a);
+            ts_lww_op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, k);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 1, scalar ? 0 : (int)(a * 4), k, scalar ? 0 : 1);
+            ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, k, 0);
+            ts_lww_op(G, s->vop, 5, 2, s->swap ? 1 : 0, s->swap ? 0 : 1, -1, -1);
+        }
+        ts_lww_loop_end(G, 10, l);
+        if (scalar && s->in_n % per) { /* the rest of a scalar's stream */
+            int k = (int)(s->in_n % per);
+            ts_lww_op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, k);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 1, 0, k, 0);
+            ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, k, 0);
+            ts_lww_op(G, s->vop, 5, 2, s->swap ? 1 : 0, s->swap ? 0 : 1, -1, -1);
+        }
+    } else
+        for (uint64_t a = 0; a < s->in_n; a += PIECE) {
+            int k = s->in_n - a > PIECE ? PIECE : (int)(s->in_n - a);
+            ts_lww_op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, k);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 1, (int)(a * 4), k, 1);
+            ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, k, 0);
+            ts_lww_op(G, s->vop, 5, 2, s->swap ? 1 : 0, s->swap ? 0 : 1, -1, -1);
+        }
     uint32_t id = s->y0 * L->t->width + s->x;
-    if (ts_program_add_segment(P, WSE_KIND_PE, id, 0, s->vals, (uint32_t)(s->in_n * 4), L->err))
+    uint64_t nv = s->period && s->period < s->in_n ? s->period : s->in_n;
+    if (ts_program_add_segment(P, WSE_KIND_PE, id, 0, s->vals, (uint32_t)(nv * 4), L->err))
         return L->err->status;
     return TS_OK;
 }
@@ -92,7 +125,7 @@ static void softmax_max(lw_gen *G, const lw_stage *s)
  * 1.5 * 2^23 trick, f in [-1/2, 1/2]; 2^f by a degree-7 polynomial; 2^n in the exponent bits
  * ((n + 127) * 2^23); y < -126 gives 0. Constants: r14 log2 e, r13 and r12 1.5 * 2^23 as a float
  * and as its bits, r11 126, r9 2^23. */
-static void softmax_exp(lw_gen *G)
+void ts_lww_exp(lw_gen *G)
 {
     ts_lww_op(G, WSE_OP_FSUB, 3, 2, 2, 1);
     ts_lww_op(G, WSE_OP_FMUL, 3, 2, 2, 14);
@@ -107,9 +140,9 @@ static void softmax_exp(lw_gen *G)
     static const double c[8] = {1.0, 0.6931471805599453, 0.2402265069591007, 0.05550410866482158,
                                 0.009618129107628477, 0.0013333558146428443, 1.5403530393381606e-4,
                                 1.525273380405984e-5};
-    ts_lww_op(G, WSE_OP_FLI, 2, 3, bits((float)c[7]));
+    ts_lww_op(G, WSE_OP_FLI, 2, 3, ts_lww_bits((float)c[7]));
     for (int k = 6; k >= 0; k--) {
-        ts_lww_op(G, WSE_OP_FLI, 2, 5, bits((float)c[k]));
+        ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits((float)c[k]));
         ts_lww_op(G, WSE_OP_FMUL, 3, 3, 3, 2);
         ts_lww_op(G, WSE_OP_FADD, 3, 3, 3, 5);
     }
@@ -120,12 +153,22 @@ static void softmax_exp(lw_gen *G)
         G->s->insn[skip].a[2] = ts_lww_pc(G);
 }
 
+void ts_lww_exp_consts(lw_gen *G)
+{
+    const float magic = 12582912.0f;
+    ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits(1.44269504f));
+    ts_lww_op(G, WSE_OP_FLI, 2, 13, ts_lww_bits(magic));
+    ts_lww_op(G, WSE_OP_LI, 2, 12, ts_lww_bits(magic));
+    ts_lww_op(G, WSE_OP_FLI, 2, 11, ts_lww_bits(126.0f));
+    ts_lww_op(G, WSE_OP_LI, 2, 9, 1 << 23);
+}
+
 /* r1 := 1 / r8: the bit-trick seed, then 4 Newton steps r = r (2 - s r). */
-static void softmax_recip(lw_gen *G)
+void ts_lww_recip(lw_gen *G)
 {
     ts_lww_op(G, WSE_OP_LI, 2, 1, 0x7EF311C7);
     ts_lww_op(G, WSE_OP_SUB, 3, 1, 1, 8);
-    ts_lww_op(G, WSE_OP_FLI, 2, 5, bits(2.0f));
+    ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits(2.0f));
     for (int k = 0; k < 4; k++) {
         ts_lww_op(G, WSE_OP_FMUL, 3, 2, 8, 1);
         ts_lww_op(G, WSE_OP_FSUB, 3, 2, 5, 2);
@@ -138,25 +181,20 @@ static void softmax_recip(lw_gen *G)
 static void emit_softmax(lw_gen *G, const lw_stage *s)
 {
     const int RL = (int)s->L * 4;
-    const float magic = 12582912.0f;
-    ts_lww_op(G, WSE_OP_FLI, 2, 14, bits(1.44269504f));
-    ts_lww_op(G, WSE_OP_FLI, 2, 13, bits(magic));
-    ts_lww_op(G, WSE_OP_LI, 2, 12, bits(magic));
-    ts_lww_op(G, WSE_OP_FLI, 2, 11, bits(126.0f));
-    ts_lww_op(G, WSE_OP_LI, 2, 9, 1 << 23);
+    ts_lww_exp_consts(G);
     int row = ts_lww_loop_head(G, 10, (int64_t)(s->in_n / (uint64_t)s->L));
     ts_lww_in_to_mem(G, s->cin, 0, (uint64_t)s->L, 1);
     softmax_max(G, s);
-    ts_lww_op(G, WSE_OP_FLI, 2, 8, bits(0.0f));
+    ts_lww_op(G, WSE_OP_FLI, 2, 8, ts_lww_bits(0.0f));
     ts_lww_op(G, WSE_OP_LI, 2, 6, 0);
     int e = ts_lww_loop_head(G, 7, s->L);
     ts_lww_op(G, WSE_OP_LD, 3, 2, 6, 0);
-    softmax_exp(G);
+    ts_lww_exp(G);
     ts_lww_op(G, WSE_OP_ST, 3, 3, 6, 0);
     ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 3);
     ts_lww_op(G, WSE_OP_ADDI, 3, 6, 6, 4);
     ts_lww_loop_end(G, 7, e);
-    softmax_recip(G);
+    ts_lww_recip(G);
     ts_lww_op(G, WSE_OP_ST, 3, 1, 15, RL);
     ts_lww_op(G, WSE_OP_DSDM, 4, 0, 0, (int)s->L, 1);
     ts_lww_op(G, WSE_OP_DSDM, 4, 1, RL, (int)s->L, 0);
@@ -170,7 +208,7 @@ static void emit_softmax(lw_gen *G, const lw_stage *s)
 static void emit_gap(lw_gen *G, const lw_stage *s)
 {
     const int AC = 0, INV = (int)s->C * 4, ZA = INV + 4;
-    ts_lww_op(G, WSE_OP_FLI, 2, 14, bits((float)(1.0 / (double)(s->H * s->W))));
+    ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits((float)(1.0 / (double)(s->H * s->W))));
     ts_lww_op(G, WSE_OP_ST, 3, 14, 15, INV);
     int b = ts_lww_loop_head(G, 10, s->B);
     if (s->in_nhwc) {
@@ -186,7 +224,7 @@ static void emit_gap(lw_gen *G, const lw_stage *s)
         ts_lww_op(G, WSE_OP_FMULS, 5, 3, 1, 2, -1, -1);
     } else {
         int lc = ts_lww_loop_head(G, 2, s->C);
-        ts_lww_op(G, WSE_OP_FLI, 2, 8, bits(0.0f));
+        ts_lww_op(G, WSE_OP_FLI, 2, 8, ts_lww_bits(0.0f));
         int l = ts_lww_loop_head(G, 3, s->H * s->W);
         ts_lww_op(G, WSE_OP_RECV, 2, 9, (int)s->cin);
         ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 9);
@@ -221,6 +259,15 @@ ts_status ts_lww_emit_single(lw *L, ts_program *P, size_t si, lw_gen *G)
     case K_GAP:
         emit_gap(G, s);
         break;
+    case K_ELEM:
+        ts_lww_emit_elem(G, s);
+        break;
+    case K_SLICE:
+    case K_TRANSPOSE:
+        ts_lww_emit_move(G, s);
+        break;
+    case K_NORM:
+        return ts_lww_emit_norm(L, P, G, s);
     default:
         break;
     }

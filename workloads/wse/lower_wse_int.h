@@ -52,7 +52,12 @@ _Static_assert(15 < WSE_NREGS && 15 < WSE_NDSD, "the lowering uses r15 and DSD r
     X(GAP, "avgpool")                   \
     X(ADD, "add")                       \
     X(FIFO, "fifo")                     \
-    X(JOIN, "join")
+    X(JOIN, "join")                     \
+    X(CONCAT, "concat")                 \
+    X(ELEM, "elementwise")              \
+    X(SLICE, "slice")                   \
+    X(TRANSPOSE, "transpose")           \
+    X(NORM, "layernorm")
 enum {
 #define LW_KIND_ENUM(k, name) K_##k,
     LW_KINDS(LW_KIND_ENUM)
@@ -65,22 +70,30 @@ typedef struct lw_stage {
     int prev, prev2;  /* the stages whose output it reads (prev2: a join's skip input), -1 for none */
     int lane;         /* 0: the main band along the top rows; 1: a skip path in the rows below */
     bool fork;        /* its output also goes down to a skip path */
+    uint64_t row;     /* a fork: one row of its output stream (an image row, or the last axis) */
     uint32_t x, y0, w, h, kr, kc;
     uint32_t set;     /* colour set: colours 4 set .. 4 set + 3 */
     uint32_t cin, cout, cskip;
     uint64_t in_n, out_n, macs, mem;
     /* matmul: rows M of K inputs, N outputs; wt[k * N + n]; bias[N] or NULL (owned) */
-    int64_t M, K, N;
+    int64_t M, K, N; /* concat: M blocks of K main and N skip values; slice: M blocks of K dropped,
+                      * N kept, L dropped */
     float *wt, *bias;
     bool relu;
-    /* image stages: batch, channels, size, window, strides, pads (top, left, bottom, right) */
+    bool clip;      /* matmul, join: a fused Clip to [lo, hi] (ReLU6) */
+    float lo, hi;   /* clip: the bounds; elem: Clip's too */
+    int eop;        /* elem: the graph op (Clip, Sigmoid, Tanh, HardSwish, Gelu) */
+    /* image stages: batch, channels, size, window, strides, pads (top, left, bottom, right);
+     * transpose: the input dims in B, C, H, W, the permutation in kh, kw, sh, sw, the rank in G */
     int64_t B, C, H, W, kh, kw, sh, sw, pt, pl, pb, pr, Ho, Wo;
     bool in_nhwc;
+    int64_t dh, dw, khe; /* im2col: dilations; the rows its ring keeps, (kh - 1) dh + 1 */
     uint32_t G; /* im2col and maxpool: channel groups, one PE each */
     /* softmax: rows of L */
     int64_t L;
     /* add: vals[n] in stream order, opcode, operand order; source: vals are the input (owned) */
     float *vals;
+    uint64_t period; /* add: the parameter repeats every period values of the stream */
     int vop;
     bool swap;
     uint32_t kcmin; /* matmul: fewest columns its weights need */
@@ -136,6 +149,21 @@ ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc);
 /* What the WSE lowering refuses whatever the shapes (lower_wse_stages.c): the pre-pass, build and
  * ts_lww_op_stages all ask it. */
 extern const ts_lower_ops ts_lww_ops;
+
+/* A skip path joined by Concat (lower_wse_concat.c): main_t and skip_t the streams it joins, nhwc
+ * whether they stream pixel by pixel. */
+ts_status ts_lww_concat_stage(lw *L, const ts_graph_node *n, int node, int main_t, int skip_t, bool nhwc);
+
+/* ---- the wait-for graph (lower_wse_check.c) ---- */
+
+/* What the stages of a path from stage `from` (a fork) to stage `to` hold: on the main path, what
+ * it takes in before it gives out (lag); on a skip path, what it can keep (room, its FIFOs' two
+ * halves and what its other stages hold); in values of the fork's stream. */
+uint64_t ts_lww_lag(const lw *L, int from, int to);
+uint64_t ts_lww_room(const lw *L, int from, int to);
+/* No cycle of waiting: the stages' graph, every join's skip path against its main path's lag,
+ * and, with P, the routes of every colour. An error names the operators. */
+ts_status ts_lww_check(const lw *L, const ts_program *P);
 
 /* ---- place (lower_wse_place.c) ---- */
 
@@ -201,6 +229,27 @@ ts_status ts_lww_emit(lw *L, ts_program *P, lw_gen *G);
 ts_status ts_lww_emit_mm(lw *L, ts_program *P, size_t si, lw_gen *G);
 ts_status ts_lww_emit_lb(lw *L, ts_program *P, size_t si, lw_gen *G);
 ts_status ts_lww_emit_single(lw *L, ts_program *P, size_t si, lw_gen *G);
+/* The elementwise PE (lower_wse_elem.c): per element recv, the function, send. */
+/* Whether op is HardSwish (by its name: the IR gains TS_OP_HARDSWISH after Clip). */
+bool ts_lww_is_hardswish(int op);
+void ts_lww_emit_elem(lw_gen *G, const lw_stage *s);
+/* Clamp n words from addr to [lo, hi] in place (uses r5-r9; r15 holds 0). */
+void ts_lww_clip_mem(lw_gen *G, int addr, int64_t n, float lo, float hi);
+/* From lower_wse_emit_pe.c: a float's bits; r3 := exp(r2 - r1) for r2 - r1 <= 0 (constants in
+ * r9, r11-r14 set by ts_lww_exp_consts; uses r4, r5); r1 := 1 / r8 (uses r2, r5). */
+int ts_lww_bits(float f);
+void ts_lww_exp_consts(lw_gen *G);
+void ts_lww_exp(lw_gen *G);
+void ts_lww_recip(lw_gen *G);
+/* Slice and Transpose (lower_wse_move.c): their stages and their PE's code. */
+ts_status ts_lww_slice_stage(lw *L, const ts_graph_node *n, int node, const ts_graph_tensor *x, bool nhwc);
+ts_status ts_lww_transpose_stage(lw *L, const ts_graph_node *n, int node, const ts_graph_tensor *x, bool nhwc);
+void ts_lww_emit_move(lw_gen *G, const lw_stage *s);
+/* LayerNormalization over the last axis (lower_wse_norm.c): its stage and its PE's code. */
+ts_status ts_lww_norm_stage(lw *L, const ts_graph_node *n, int node, const ts_graph_tensor *x, bool nhwc);
+ts_status ts_lww_emit_norm(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
+/* A Concat join's PE (lower_wse_concat.c). */
+ts_status ts_lww_emit_concat(lw *L, ts_program *P, size_t si, lw_gen *G);
 
 /* ---- report (lower_wse_report.c) ---- */
 

@@ -228,7 +228,7 @@ static ts_status positions(lw *L, uint32_t Hm)
             xs = s->x + s->w;
         } else {
             s->x = xm;
-            if (s->kind == K_JOIN) { /* east of the skip path's last stage too */
+            if (s->kind == K_JOIN || s->kind == K_CONCAT) { /* east of the skip path's last stage too */
                 const lw_stage *sk = &L->st[s->prev2];
                 if (sk->x + sk->w > s->x)
                     s->x = sk->x + sk->w;

@@ -88,7 +88,7 @@ ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh
     const ts_stat *link[4] = {ts_stats_find(stats, WSE_STAT_LINK_NORTH), ts_stats_find(stats, WSE_STAT_LINK_SOUTH),
                               ts_stats_find(stats, WSE_STAT_LINK_EAST), ts_stats_find(stats, WSE_STAT_LINK_WEST)};
     const ts_stat *ev = ts_stats_find(stats, WSE_STAT_REGION_EVENTS);
-    double secs = ts_results_time_s(res);
+    double secs = ts_results_time_s(res), worst = 0;
     int tb = ts_stats_table(stats, "layers", "one row per stage of the WSE lowering (docs/lowering-wse.md); node -1 is "
                             "the input source, the output sink or a skip path's FIFO; bandwidth is its wavelets in "
                             "and out (4 B each) over the run, energy the dynamic energy of its PEs and routers",
@@ -120,6 +120,15 @@ ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh
                           have ? lk : -1, j >= 0 ? j * 1e6 : -1};
         if (ts_stats_row(stats, tb, row))
             return ts_err_set(err, TS_ENOMEM, "cannot add the layer table");
+        worst = have && mx > worst ? mx : worst;
+    }
+    if (rep->batch > 1 && worst > 0 && secs > 0 && res->cycles) {
+        /* in steady state every stage works on its own image; the busiest limits the rate */
+        double per_image = worst / (double)rep->batch * secs / (double)res->cycles;
+        if (ts_stats_f64(stats, "images_per_s", "1/s",
+                         "steady-state images per second of the layer pipeline: one per (busiest stage's busy "
+                         "cycles / batch)", 1.0 / per_image))
+            return ts_err_set(err, TS_ENOMEM, "cannot add images_per_s");
     }
     return TS_OK;
 }

@@ -22,7 +22,7 @@ void ts_lww_colours(lw *L)
         s->set = !pv ? 0 : !s->lane ? (pv->set == 0 ? 1 : 0) : (pv->set == 2 ? 3 : 2);
         s->cin = pv ? pv->cout : 0;
         s->cout = lw_gcol(s, s->w - 1);
-        if (s->kind == K_JOIN)
+        if (s->kind == K_JOIN || s->kind == K_CONCAT)
             s->cskip = L->st[s->prev2].cout;
     }
 }
@@ -66,7 +66,7 @@ ts_status ts_lww_skip_routes(lw *L, uint32_t Hm, lw_pass **v, size_t *n)
                 if (add_pass(L, v, n, &cap, x, 0, s->cin, P_W, P_E))
                     return TS_ENOMEM;
         }
-        if (s->kind == K_JOIN) {
+        if (s->kind == K_JOIN || s->kind == K_CONCAT) {
             const lw_stage *k = &L->st[s->prev2];
             for (uint32_t x = k->x + k->w; x < s->x; x++)
                 if (add_pass(L, v, n, &cap, x, Hm, k->cout, P_W, P_E))

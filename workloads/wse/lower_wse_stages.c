@@ -2,9 +2,11 @@
  * wavelets and the SRAM a PE of theirs needs before placement.
  *
  * MatMul and Gemm: a matrix product; Conv: an im2col line buffer (none for 1x1 stride-1
- * convolutions) and a matrix product; Relu: fused into a matrix product or join before it, else a
- * PE of its own; Add, Sub, Mul with a parameter: one PE keeping the parameter; Softmax on the last
- * axis; MaxPool (a line buffer) and GlobalAveragePool; Flatten and Reshape rename the stream.
+ * convolutions) and a matrix product (grouped and depthwise: the dense K, zero outside a group);
+ * Relu and Clip: fused into a matrix product or join before it, else a PE of their own; Sigmoid,
+ * Tanh, HardSwish, Gelu: a PE each (lower_wse_elem.c); Add, Sub, Mul with a parameter: one PE
+ * keeping the parameter; Softmax on the last axis; MaxPool (a line buffer) and
+ * GlobalAveragePool; Flatten and Reshape rename the stream; Concat only joins a skip path.
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,17 +14,26 @@
 #include "core/alloc.h"
 #include "workloads/wse/lower_wse_int.h"
 
-/* Matrix product stage from a weight (K x N after transposition) and an optional bias. */
+/* Matrix product stage from a weight (K x N after transposition) and an optional bias. A Conv of
+ * `group` groups (weights M x C/group x kh x kw) becomes one product of K = C kh kw rows whose
+ * blocks outside a group are zero (computed all the same: depthwise costs C times its MACs). */
 static ts_status mm_stage(lw *L, const ts_graph_node *n, int node, int64_t M, int64_t K, int64_t N, int wid,
-                          bool wtrans, double alpha, int bid, double beta)
+                          bool wtrans, double alpha, int bid, double beta, int64_t group)
 {
     const ts_graph_tensor *w = ts_graph_get_tensor(L->g, wid);
     lw_stage *s = ts_lww_add_stage(L, K_MM, node);
     if (!s || !(s->wt = ts_malloc((size_t)(K * N) * 4)))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    const int64_t Kg = K / group, Ng = N / group; /* a group's rows and outputs */
     for (int64_t k = 0; k < K; k++)
-        for (int64_t j = 0; j < N; j++)
-            s->wt[k * N + j] = (float)(alpha * ts_fill_value_f32(w, wid, (uint64_t)(wtrans ? j * K + k : k * N + j)));
+        for (int64_t j = 0; j < N; j++) {
+            if (group > 1 && k / Kg != j / Ng) {
+                s->wt[k * N + j] = 0.0f;
+                continue;
+            }
+            uint64_t at = (uint64_t)(group > 1 ? j * Kg + k % Kg : wtrans ? j * K + k : k * N + j);
+            s->wt[k * N + j] = (float)(alpha * ts_fill_value_f32(w, wid, at));
+        }
     if (bid >= 0) {
         const ts_graph_tensor *b = ts_graph_get_tensor(L->g, bid);
         int64_t nb = ts_graph_tensor_elems(b);
@@ -65,17 +76,18 @@ static ts_status window(lw *L, const ts_graph_node *n, const ts_graph_tensor *x,
     image(s, w);
     s->in_nhwc = true;
     s->kh = w->kh, s->kw = w->kw, s->sh = w->sh, s->sw = w->sw;
+    s->dh = w->dh, s->dw = w->dw, s->khe = (w->kh - 1) * w->dh + 1;
     s->pt = w->pt, s->pl = w->pl, s->pb = w->pb, s->pr = w->pr;
     s->Ho = w->Ho, s->Wo = w->Wo;
     s->in_n = (uint64_t)ts_graph_tensor_elems(x);
-    uint64_t row = (uint64_t)(s->kh * (s->W + s->pl + s->pr)) * 4; /* bytes per channel */
+    uint64_t row = (uint64_t)(s->khe * (s->W + s->pl + s->pr)) * 4; /* bytes per channel */
     uint64_t G = 1;
     while (G <= (uint64_t)s->C && row * ts_geom_cdiv((uint64_t)s->C, G) + 8 > sram)
         G++;
     if (G > (uint64_t)s->C)
         return ts_lower_fail(L->err, n,
                              "its line buffer of %lld rows of %lld pixels of input '%s' needs %.1f KiB for one "
-                             "channel, the PE has %.1f KiB: %.1f KiB too much (%llu bytes)", (long long)s->kh,
+                             "channel, the PE has %.1f KiB: %.1f KiB too much (%llu bytes)", (long long)s->khe,
                              (long long)(s->W + s->pl + s->pr), x->name, (row + 8) / 1024.0, sram / 1024.0,
                              (row + 8 - sram) / 1024.0, (unsigned long long)(row + 8 - sram));
     if (s->kind == K_MAXPOOL && G < ts_geom_cdiv((uint64_t)s->C, 8))
@@ -125,7 +137,7 @@ static ts_status stage_matmul(lw *L, const lw_op *o)
     bool tb = gemm && a->trans_b;
     int64_t K = tb ? w->dims[1] : w->dims[0], N = tb ? w->dims[0] : w->dims[1];
     return mm_stage(L, n, o->node, o->nx / K, K, N, n->in[1], tb, gemm ? a->alpha : 1.0,
-                    gemm && n->nin > 2 ? n->in[2] : -1, gemm ? a->beta : 1.0);
+                    gemm && n->nin > 2 ? n->in[2] : -1, gemm ? a->beta : 1.0, 1);
 }
 
 /* Conv: an im2col line buffer (unless 1 x 1 with stride 1: every pixel is its own im2col row)
@@ -152,7 +164,8 @@ static ts_status stage_conv(lw *L, const lw_op *o, bool *out_nhwc)
         f->out_n = (uint64_t)(P * K);
     }
     size_t fi = L->n - 1;
-    rc = mm_stage(L, n, o->node, P, K, M, n->in[1], true, 1.0, n->nin > 2 ? n->in[2] : -1, 1.0);
+    rc = mm_stage(L, n, o->node, P, K, M, n->in[1], true, 1.0, n->nin > 2 ? n->in[2] : -1, 1.0,
+                  n->attrs.group > 1 ? n->attrs.group : 1);
     if (rc)
         return rc;
     if (f && permute_k(&L->st[L->n - 1], &L->st[fi]))
@@ -177,31 +190,84 @@ static ts_status stage_relu(lw *L, const lw_op *o, bool *out_nhwc)
     return TS_OK;
 }
 
-/* Add, Sub, Mul of the stream and a parameter of the same shape, kept in one PE in stream order. */
+/* Clip, Sigmoid, Tanh, HardSwish, Gelu: a Clip is fused into the matrix product or join that gives
+ * the stream (as a Relu is), else each is a PE of its own (lower_wse_elem.c). */
+static ts_status stage_elem(lw *L, const lw_op *o, bool *out_nhwc)
+{
+    const ts_graph_node *n = o->n;
+    float lo = (float)n->attrs.min, hi = (float)n->attrs.max;
+    lw_stage *prev = &L->st[o->prev];
+    *out_nhwc = o->c.nhwc;
+    if (n->op == TS_OP_CLIP && (prev->kind == K_MM || prev->kind == K_JOIN) && !prev->clip && !prev->fork) {
+        prev->clip = true; /* fused: after its Relu, if any */
+        prev->lo = lo;
+        prev->hi = hi;
+        return TS_OK;
+    }
+    lw_stage *s = ts_lww_add_stage(L, K_ELEM, o->node);
+    if (!s)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    s->eop = (int)n->op;
+    s->lo = lo;
+    s->hi = hi;
+    s->in_n = s->out_n = (uint64_t)o->nx;
+    return TS_OK;
+}
+
+/* The period with which parameter p repeats along the stream of x under numpy broadcasting: the
+ * whole stream (the same number of values), 1 (a scalar), the size of p when its dims past its
+ * leading 1s are the trailing dims of x (row-major streams), or C for a per-channel [C, 1, 1] of
+ * an image streamed pixel by pixel; 0 when none of these. */
+static int64_t period_of(const ts_graph_tensor *x, const ts_graph_tensor *p, bool nhwc)
+{
+    const int64_t np = ts_graph_tensor_elems(p), nx = ts_graph_tensor_elems(x);
+    if (np == nx || np == 1)
+        return np;
+    int first = 0, off = x->rank - p->rank;
+    while (first < p->rank && p->dims[first] == 1)
+        first++;
+    if (off < 0)
+        return 0;
+    if (nhwc) /* a per-channel parameter: C, then only 1s */
+        return x->rank == 4 && first < p->rank && off + first == 1 && np == x->dims[1] ? np : 0;
+    for (int k = first; k < p->rank; k++)
+        if (p->dims[k] != x->dims[off + k])
+            return 0;
+    return nx % np ? 0 : np;
+}
+
+/* Add, Sub, Mul, Div of the stream and a parameter, broadcast (period_of): one PE keeping the
+ * parameter's period in stream order (Div: its reciprocals, and a Mul; within one rounding of the
+ * quotient). */
 static ts_status stage_binary(lw *L, const lw_op *o, bool *out_nhwc)
 {
     const ts_graph_node *n = o->n;
     const ts_graph_tensor *x = o->x, *p = o->other < 0 ? NULL : ts_graph_get_tensor(L->g, o->other);
-    const int64_t nx = o->nx;
+    const int64_t nx = o->nx, P = p ? period_of(x, p, o->c.nhwc) : 0;
     const uint64_t sram = L->t->sram_bytes;
-    if (!p || ts_graph_tensor_elems(p) != nx || o->ny != nx)
-        return ts_lower_fail(L->err, n, "the operand besides the stream must be a parameter of the same shape");
+    const bool div = n->op == TS_OP_DIV;
+    if (!p || !P || o->ny != nx)
+        return ts_lower_fail(L->err, n, "the operand besides the stream must be a parameter that broadcasts to it");
+    if (div && o->at != 0)
+        return ts_lower_fail(L->err, n, "divides a parameter by the stream; only the stream by a parameter is lowered");
     lw_stage *s = ts_lww_add_stage(L, K_ADD, o->node);
-    if (!s || !(s->vals = ts_malloc((size_t)nx * 4)))
+    if (!s || !(s->vals = ts_malloc((size_t)P * 4)))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-    for (int64_t i = 0; i < nx; i++) {
+    for (int64_t i = 0; i < P; i++) {
         int64_t e = i; /* graph index of stream element i */
-        if (o->c.nhwc) {
+        if (o->c.nhwc && P == nx) {
             int64_t C = x->dims[1], H = x->dims[2], W = x->dims[3];
             int64_t ch = i % C, px = i / C;
             e = ((px / (H * W)) * C + ch) * H * W + px % (H * W);
         }
-        s->vals[i] = ts_fill_value_f32(p, o->other, (uint64_t)e);
+        double v = ts_fill_value_f32(p, o->other, (uint64_t)e);
+        s->vals[i] = div ? (float)(1.0 / v) : (float)v;
     }
     s->vop = n->op == TS_OP_ADD ? WSE_OP_FADDS : n->op == TS_OP_SUB ? WSE_OP_FSUBS : WSE_OP_FMULS;
     s->swap = o->at != 0;
     s->in_n = s->out_n = (uint64_t)nx;
-    s->mem = (uint64_t)nx * 4;
+    s->period = (uint64_t)P;
+    s->mem = (uint64_t)P * 4;
     if (s->mem > sram)
         return ts_lower_fail(L->err, n,
                              "its operand '%s' needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too much (%llu bytes)",
@@ -268,8 +334,8 @@ static ts_status stage_pool(lw *L, const lw_op *o, bool *out_nhwc)
 }
 
 /* The operators the WSE lowering refuses whatever their shapes (ts_lower_ops; build and the
- * dispatch below ask it too): kinds without stages, dtypes other than f32, a Conv with groups or
- * dilations, a Gemm with transA, a MaxPool with ceil_mode. */
+ * dispatch below ask it too): kinds without stages, dtypes other than f32, a Conv with
+ * dilations, a Gemm with transA, a MaxPool with ceil_mode, a Gelu in the tanh form. */
 static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t cap)
 {
     switch (n->op) {
@@ -280,12 +346,23 @@ static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t 
     case TS_OP_ADD:
     case TS_OP_SUB:
     case TS_OP_MUL:
+    case TS_OP_DIV:
     case TS_OP_SOFTMAX:
     case TS_OP_MAXPOOL:
     case TS_OP_GLOBALAVGPOOL:
     case TS_OP_FLATTEN:
-    case TS_OP_RESHAPE: break;
-    default: return true;
+    case TS_OP_RESHAPE:
+    case TS_OP_CONCAT:
+    case TS_OP_SLICE:
+    case TS_OP_TRANSPOSE:
+    case TS_OP_LAYERNORM:
+    case TS_OP_CLIP:
+    case TS_OP_SIGMOID:
+    case TS_OP_TANH:
+    case TS_OP_GELU: break;
+    default:
+        if (!ts_lww_is_hardswish(n->op))
+            return true;
     }
     for (size_t k = 0; k < n->nin; k++) {
         ts_dtype dt = ts_graph_get_tensor(g, n->in[k])->dtype;
@@ -295,12 +372,14 @@ static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t 
         }
     }
     const ts_graph_attrs *a = &n->attrs;
-    if (n->op == TS_OP_CONV && (a->group != 1 || a->dilations[0] != 1 || a->dilations[1] != 1))
-        snprintf(why, cap, "with groups or dilations");
+    if (n->op == TS_OP_MAXPOOL && (a->dilations[0] != 1 || a->dilations[1] != 1))
+        snprintf(why, cap, "with dilations");
     else if (n->op == TS_OP_GEMM && a->trans_a)
         snprintf(why, cap, "with transA");
     else if (n->op == TS_OP_MAXPOOL && a->ceil_mode)
         snprintf(why, cap, "with ceil_mode");
+    else if (n->op == TS_OP_GELU && a->approximate_tanh)
+        snprintf(why, cap, "in the tanh form");
     return why[0] != '\0';
 }
 
@@ -323,6 +402,7 @@ ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc)
     case TS_OP_ADD:
     case TS_OP_SUB:
     case TS_OP_MUL:
+    case TS_OP_DIV:
         return stage_binary(L, o, out_nhwc);
     case TS_OP_SOFTMAX:
         return stage_softmax(L, o);
@@ -335,7 +415,25 @@ ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc)
             return ts_lower_fail(L->err, o->n,
                                  "its input streams pixel by pixel (a Conv output with more than one pixel)");
         return TS_OK; /* the stream only changes its name */
+    case TS_OP_CLIP:
+    case TS_OP_SIGMOID:
+    case TS_OP_TANH:
+    case TS_OP_GELU:
+        return stage_elem(L, o, out_nhwc);
+    case TS_OP_SLICE:
+        *out_nhwc = o->c.nhwc;
+        return ts_lww_slice_stage(L, o->n, o->node, o->x, o->c.nhwc);
+    case TS_OP_TRANSPOSE:
+        return ts_lww_transpose_stage(L, o->n, o->node, o->x, o->c.nhwc);
+    case TS_OP_LAYERNORM:
+        return ts_lww_norm_stage(L, o->n, o->node, o->x, o->c.nhwc);
+    case TS_OP_CONCAT:
+        return ts_lower_fail(L->err, o->n,
+                             "joins '%s' with a parameter; the WSE lowering concatenates a skip path only",
+                             o->x->name);
     default: /* refused above */
+        if (ts_lww_is_hardswish(o->n->op))
+            return stage_elem(L, o, out_nhwc);
         return ts_err_set(L->err, TS_EINTERNAL, "%s '%s': no stages for this operator", ts_graph_op_name(o->n->op),
                           o->n->name);
     }

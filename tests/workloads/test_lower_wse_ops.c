@@ -1,0 +1,675 @@
+/* tests/workloads/test_lower_wse_ops.c — the wafer-mesh lowering's newer operators and forms: a
+ * skip path joined by concatenation (NeRF), FIFOs sized by the main path's lag, and the check of
+ * the wait-for graph. Graphs built through the workloads API are compiled, run on the WSE family
+ * in every mode of tests/arch/arch_modes.h, and their outputs, read back where the lowering
+ * reports them, compared with C references in double.
+ *
+ * Tolerances: values are f32 throughout; each output is within 1e-5 x the sum of the |terms|
+ * that made it (the f32 accumulation runs in another order than the reference, each step
+ * rounding by at most 2^-24 of its partial sum; 1e-5 leaves room for products of up to a few
+ * hundred terms). */
+#include <check.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch/wse/wse.h"
+#include "arch/wse/wse_target.h"
+#include "core/alloc.h"
+#include "core/config.h"
+#include "core/program.h"
+#include "tests/arch/wse/wse_test.h"
+#include "tests/workloads/graph_build.h"
+#include "workloads/graph.h"
+#include "workloads/wse/lower_wse.h"
+
+/* ---- compiling and running ---- */
+
+static ts_wse_target params(uint32_t w, uint32_t h)
+{
+    ts_wse_cfg c = wt_cfg(w, h);
+    return (ts_wse_target){.width = w, .height = h, .sram_bytes = c.sram_bytes, .colours = (uint32_t)c.colours};
+}
+
+typedef struct lowered {
+    ts_model *m;
+    ts_lower_wse_report rep;
+    ts_program *prog;
+    uint64_t cycles;
+} lowered;
+
+static float out_at(const lowered *L, int tensor, uint64_t k)
+{
+    uint32_t x, y;
+    uint64_t addr;
+    ck_assert_int_eq(ts_lower_wse_locate(&L->rep, tensor, k, &x, &y, &addr), 0);
+    float f;
+    ck_assert_int_eq(ts_wse_read_sram(L->m, x, y, addr, &f, 4), 0);
+    return f;
+}
+
+/* What a run must give in every mode besides its report: the output tensor, element by element. */
+typedef struct outputs {
+    const ts_graph *g;
+    const ts_lower_wse_report *rep;
+} outputs;
+
+static void output_bits(ts_model *m, void *ud, ts_buf *out)
+{
+    const outputs *o = ud;
+    int tensor = o->rep->out_tensor;
+    int64_t n = ts_graph_tensor_elems(ts_graph_get_tensor(o->g, tensor));
+    ts_buf_puts(out, "output");
+    for (int64_t k = 0; k < n; k++) {
+        uint32_t x, y, bits;
+        uint64_t addr;
+        ck_assert_int_eq(ts_lower_wse_locate(o->rep, tensor, (uint64_t)k, &x, &y, &addr), 0);
+        ck_assert_int_eq(ts_wse_read_sram(m, x, y, addr, &bits, 4), 0);
+        ts_buf_printf(out, "%s%08x", k % 16 ? " " : "\n", bits);
+    }
+    ts_buf_puts(out, "\n");
+}
+
+/* Lower on a w x h mesh and run in every mode (tests/arch/arch_modes.h): the same report and the
+ * same output, bit for bit, in each; L keeps the fast run's model. */
+static uint64_t lower_sram; /* when not 0, the lowering plans for PEs of this many bytes */
+
+static void lower_and_run(const ts_graph *g, uint32_t w, uint32_t h, lowered *L)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_wse_target p = params(w, h);
+    if (lower_sram)
+        p.sram_bytes = lower_sram;
+    ts_status rc = ts_lower_wse(g, &p, &L->prog, &L->rep, &e);
+    ck_assert_msg(rc == TS_OK, "lower: %s", e.msg);
+    if (getenv("LWSE_VERBOSE")) {
+        fprintf(stderr, "%s: %u PEs\n", ts_graph_name(g), L->rep.pes_used);
+        for (size_t i = 0; i < L->rep.nstages; i++) {
+            const ts_lower_wse_stage *s = &L->rep.stages[i];
+            fprintf(stderr, "  %-8s x %u y %u w %u h %u kr %u kc %u mem %llu colours %u->%u\n", s->what, s->x, s->y,
+                    s->w, s->h, s->kr, s->kc, (unsigned long long)s->mem_bytes, s->colour_in, s->colour_out);
+        }
+    }
+    ts_config *cfg = wt_config(w, h);
+    outputs outs = {g, &L->rep};
+    arch_opts o = {.run = {.max_cycles = 50000000ull}, .state = output_bits, .ud = &outs};
+    arch_run r;
+    arch_modes_check(&ts_wse_family, cfg, L->prog, &o, &r);
+    ck_assert_msg(r.rc == TS_OK, "run: %s", r.errline);
+    L->m = r.m;
+    r.m = NULL;
+    arch_run_free(&r);
+    ts_config_destroy(cfg);
+    ts_wse_counts cn;
+    ts_wse_counts_get(L->m, &cn);
+    L->cycles = cn.cycles;
+}
+
+static void lowered_free(lowered *L)
+{
+    wt_free(L->m);
+    ts_lower_wse_report_free(&L->rep);
+    ts_program_destroy(L->prog);
+}
+
+/* |got - want| <= 1e-5 x (sum of |terms| that made want), or 1e-30 */
+static void near(float got, double want, double scale, const char *what, uint64_t k)
+{
+    double tol = 1e-5 * (scale > 1e-25 ? scale : 1e-25);
+    ck_assert_msg(fabs((double)got - want) <= tol, "%s[%llu]: got %.9g, want %.9g", what, (unsigned long long)k,
+                  (double)got, want);
+}
+
+static const ts_lower_wse_stage *stage_of(const lowered *L, const char *what, size_t nth)
+{
+    for (size_t i = 0; i < L->rep.nstages; i++)
+        if (!strcmp(L->rep.stages[i].what, what) && !nth--)
+            return &L->rep.stages[i];
+    return NULL;
+}
+
+
+/* ---- tests ---- */
+
+/* h = relu(x W1 + b1), h = relu(h W2), y = Concat(h, x) (or (x, h), _i 1) on the last axis,
+ * out = y W3: NeRF's skip join by concatenation, the skip path forked at the source, its FIFOs
+ * in the rows below the products. */
+START_TEST(test_concat_skip)
+{
+    enum { R = 24, D = 5, H = 8, O = 3 };
+    ts_graph *g = ts_graph_create("nerf");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){R, D});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 2, (int64_t[]){D, H});
+    int b1 = tensor(g, "b1", TS_TENSOR_WEIGHT, 1, (int64_t[]){H});
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, 2, (int64_t[]){H, H});
+    int w3 = tensor(g, "w3", TS_TENSOR_WEIGHT, 2, (int64_t[]){H + D, O});
+    fill(g, x);
+    fill(g, w1);
+    fill(g, b1);
+    fill(g, w2);
+    fill(g, w3);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    int h1 = tensor(g, "h1", TS_TENSOR_ACTIVATION, -1, NULL);
+    node(g, TS_OP_GEMM, "fc1", (int[]){x, w1, b1}, 3, h1, &at);
+    int r1 = chain(g, TS_OP_RELU, "r1", h1, -1, NULL);
+    int h2 = chain(g, TS_OP_MATMUL, "fc2", r1, w2, NULL);
+    int r2 = chain(g, TS_OP_RELU, "r2", h2, -1, NULL);
+    int y = tensor(g, "cat", TS_TENSOR_ACTIVATION, -1, NULL);
+    at.axis = -1;
+    node(g, TS_OP_CONCAT, "concat", _i ? (int[]){x, r2} : (int[]){r2, x}, 2, y, &at);
+    int out = chain(g, TS_OP_MATMUL, "fc3", y, w3, NULL);
+    ts_graph_mark_output(g, out);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 48, 8, &L);
+    ck_assert_ptr_nonnull(stage_of(&L, "concat", 0));
+    size_t fifos = 0;
+    for (size_t i = 0; i < L.rep.nstages; i++)
+        fifos += !strcmp(L.rep.stages[i].what, "fifo");
+    ck_assert_uint_ge(fifos, 1);
+    for (int i = 0; i < R; i++) {
+        double a[H], b[H], c[H + D], sc[H + D];
+        for (int j = 0; j < H; j++) {
+            a[j] = val(b1, j);
+            for (int k = 0; k < D; k++)
+                a[j] += val(x, i * D + k) * val(w1, k * H + j);
+            a[j] = fmax(a[j], 0);
+        }
+        for (int j = 0; j < H; j++) {
+            b[j] = 0;
+            for (int k = 0; k < H; k++)
+                b[j] += a[k] * val(w2, k * H + j);
+            b[j] = fmax(b[j], 0);
+        }
+        for (int k = 0; k < H + D; k++) {
+            bool from_x = _i ? k < D : k >= H;
+            int kx = _i ? k : k - H, kh = _i ? k - D : k;
+            c[k] = from_x ? val(x, i * D + kx) : b[kh];
+            sc[k] = fabs(c[k]) * 8;
+        }
+        for (int j = 0; j < O; j++) {
+            double t = 0, s = 0;
+            for (int k = 0; k < H + D; k++) {
+                t += c[k] * val(w3, k * O + j);
+                s += sc[k];
+            }
+            near(out_at(&L, out, (uint64_t)(i * O + j)), t, s + 1, "out", (uint64_t)(i * O + j));
+        }
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* Clip (lo -0.5, hi 0.7), Sigmoid, Tanh, Gelu (erf form) on a stream of values in [-6, 6):
+ * elementwise PEs of scalar binary32 code. Tolerance: the exp's polynomial is good to 1e-9, the
+ * Newton reciprocal and the float ops to a few ulp, A&S 7.1.26's erf to 1.5e-7 (times |x| / 2 <= 3
+ * in Gelu): 2e-6 absolute plus 1e-5 relative. Clip is exact. */
+START_TEST(test_elementwise)
+{
+    static const ts_graph_op ops[] = {TS_OP_CLIP, TS_OP_SIGMOID, TS_OP_TANH, TS_OP_GELU};
+    const ts_graph_op op = ops[_i];
+    ts_graph *g = ts_graph_create("elem");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){3, 50});
+    fill_scaled(g, x, 6.0f);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.min = -0.5;
+    at.max = 0.7;
+    int y = chain(g, op, "f", x, -1, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 8, 4, &L);
+    ck_assert_ptr_nonnull(stage_of(&L, "elementwise", 0));
+    for (int k = 0; k < 150; k++) {
+        double v = (double)(val(x, k) * 6.0f), want;
+        switch (op) {
+        case TS_OP_CLIP: want = fmin(fmax(v, -0.5), (double)0.7f); break;
+        case TS_OP_SIGMOID: want = 1 / (1 + exp(-v)); break;
+        case TS_OP_TANH: want = tanh(v); break;
+        default: want = 0.5 * v * (1 + erf(v / sqrt(2.0))); break;
+        }
+        double got = (double)out_at(&L, y, (uint64_t)k);
+        ck_assert_msg(fabs(got - want) <= 2e-6 + 1e-5 * fabs(want), "%s(%g): got %.9g, want %.9g",
+                      ts_graph_op_name(op), v, got, want);
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* Gemm, then a Clip to [0, 6] (ReLU6) fused into the product's row 0; and after a residual join. */
+START_TEST(test_relu6_fused)
+{
+    ts_graph *g = ts_graph_create("relu6");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){4, 12});
+    int w = tensor(g, "w", TS_TENSOR_WEIGHT, 2, (int64_t[]){12, 10});
+    fill_scaled(g, x, 4.0f);
+    fill(g, w);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.min = 0;
+    at.max = 6;
+    int h = chain(g, TS_OP_MATMUL, "mm", x, w, NULL);
+    int y = chain(g, TS_OP_CLIP, "relu6", h, -1, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 16, 8, &L);
+    ck_assert_ptr_null(stage_of(&L, "elementwise", 0)); /* fused */
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 10; j++) {
+            double t = 0, sc = 0;
+            for (int k = 0; k < 12; k++) {
+                t += (double)(val(x, i * 12 + k) * 4.0f) * val(w, k * 10 + j);
+                sc += fabs((double)(val(x, i * 12 + k) * 4.0f) * val(w, k * 10 + j));
+            }
+            near(out_at(&L, y, (uint64_t)(i * 10 + j)), fmin(fmax(t, 0), 6), sc + 1, "y", (uint64_t)(i * 10 + j));
+        }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* out[m][oy][ox] of a grouped Conv (weights M x C/group x kh x kw, pads p, stride st) of in[C][H][W],
+ * and the sum of the |terms| in *sc. */
+static double conv_ref(const double *in, int C, int H, int W, int wid, int M, int group, int kh, int st, int p,
+                       int m, int oy, int ox, double *sc)
+{
+    const int cg = C / group, g = m / (M / group);
+    double t = 0;
+    *sc = 0;
+    for (int c = 0; c < cg; c++)
+        for (int i = 0; i < kh; i++)
+            for (int j = 0; j < kh; j++) {
+                int iy = oy * st - p + i, ix = ox * st - p + j;
+                if (iy < 0 || ix < 0 || iy >= H || ix >= W)
+                    continue;
+                double v = in[((g * cg + c) * H + iy) * W + ix] * val(wid, ((m * cg + c) * kh + i) * kh + j);
+                t += v;
+                *sc += fabs(v);
+            }
+    return t;
+}
+
+/* MobileNetV2's pieces: a depthwise 3x3 Conv (group = channels, stride 1 or 2 by _i) with bias and
+ * ReLU6, then a grouped 1x1 Conv (2 groups). The product runs over the dense K with the blocks
+ * outside a group zero. */
+START_TEST(test_grouped_conv)
+{
+    enum { C = 6, H = 7, M = 4 };
+    const int st = _i ? 2 : 1, Ho = (H + 2 - 3) / st + 1;
+    ts_graph *g = ts_graph_create("dw");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, C, H, H});
+    int wd = tensor(g, "wd", TS_TENSOR_WEIGHT, 4, (int64_t[]){C, 1, 3, 3});
+    int bd = tensor(g, "bd", TS_TENSOR_WEIGHT, 1, (int64_t[]){C});
+    int wp = tensor(g, "wp", TS_TENSOR_WEIGHT, 4, (int64_t[]){M, C / 2, 1, 1});
+    fill(g, x);
+    fill(g, wd);
+    fill(g, bd);
+    fill(g, wp);
+    ts_graph_attrs ad, ap, ac;
+    ts_graph_attrs_init(&ad);
+    ad.pads[0] = ad.pads[1] = ad.pads[2] = ad.pads[3] = 1;
+    ad.strides[0] = ad.strides[1] = st;
+    ad.group = C;
+    ts_graph_attrs_init(&ap);
+    ap.group = 2;
+    ts_graph_attrs_init(&ac);
+    ac.min = 0;
+    ac.max = 6;
+    int h = tensor(g, "h", TS_TENSOR_ACTIVATION, -1, NULL);
+    node(g, TS_OP_CONV, "dw", (int[]){x, wd, bd}, 3, h, &ad);
+    int r = chain(g, TS_OP_CLIP, "relu6", h, -1, &ac);
+    int y = chain(g, TS_OP_CONV, "pw", r, wp, &ap);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 32, 8, &L);
+    double in[C * H * H], mid[C * Ho * Ho], msc[C * Ho * Ho];
+    for (int k = 0; k < C * H * H; k++)
+        in[k] = val(x, k);
+    for (int c = 0; c < C; c++)
+        for (int oy = 0; oy < Ho; oy++)
+            for (int ox = 0; ox < Ho; ox++) {
+                int k = (c * Ho + oy) * Ho + ox;
+                mid[k] = fmin(fmax(conv_ref(in, C, H, H, wd, C, C, 3, st, 1, c, oy, ox, &msc[k]) + val(bd, c), 0), 6);
+            }
+    for (int m = 0; m < M; m++)
+        for (int oy = 0; oy < Ho; oy++)
+            for (int ox = 0; ox < Ho; ox++) {
+                double sc, t = conv_ref(mid, C, Ho, Ho, wp, M, 2, 1, 1, 0, m, oy, ox, &sc);
+                for (int c = 0; c < C; c++) /* the first Conv's rounding, carried through */
+                    sc += msc[(c * Ho + oy) * Ho + ox];
+                uint64_t k = (uint64_t)((m * Ho + oy) * Ho + ox);
+                near(out_at(&L, y, k), t, sc + 1, "y", k);
+            }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* ResNet-50 at batch 8 on wse2 hung after 11.1 M cycles: a skip path's FIFO released its chunks
+ * (capped by the PE's SRAM, so they did not divide an image) across the boundary between two
+ * images, while the main path's line buffer gave out the last rows of one image before taking
+ * the next one in. The same here, reduced: a residual block (1x1, 3x3 pad 1, 1x1, plus the
+ * input, Relu) on two 4 x 4 x 256 images, planned for PEs of 4016 bytes (FIFO chunks of 500 values,
+ * images of 4096). Chunks now restart at every image; the run completes and the values match. */
+START_TEST(test_batch_skip)
+{
+    enum { B = 2, C = 4, H = 4, W = 256 };
+    ts_graph *g = ts_graph_create("batch");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){B, C, H, W});
+    int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 4, (int64_t[]){C, C, 1, 1});
+    int w2 = tensor(g, "w2", TS_TENSOR_WEIGHT, 4, (int64_t[]){C, C, 3, 3});
+    int w3 = tensor(g, "w3", TS_TENSOR_WEIGHT, 4, (int64_t[]){C, C, 1, 1});
+    fill(g, x);
+    fill(g, w1);
+    fill(g, w2);
+    fill(g, w3);
+    ts_graph_attrs a1, a3;
+    ts_graph_attrs_init(&a1);
+    ts_graph_attrs_init(&a3);
+    a3.pads[0] = a3.pads[1] = a3.pads[2] = a3.pads[3] = 1;
+    int t1 = chain(g, TS_OP_RELU, "r1", chain(g, TS_OP_CONV, "c1", x, w1, &a1), -1, NULL);
+    int t2 = chain(g, TS_OP_RELU, "r2", chain(g, TS_OP_CONV, "c2", t1, w2, &a3), -1, NULL);
+    int t3 = chain(g, TS_OP_CONV, "c3", t2, w3, &a1);
+    int s = tensor(g, "s", TS_TENSOR_ACTIVATION, -1, NULL);
+    node(g, TS_OP_ADD, "add", (int[]){t3, x}, 2, s, NULL);
+    int y = chain(g, TS_OP_RELU, "r3", s, -1, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_sram = 4016;
+    lower_and_run(g, 64, 16, &L);
+    lower_sram = 0;
+    enum { N = C * H * W };
+    static double a[N], b[N], c[N], sa[N], sb[N], sc[N];
+    for (int n = 0; n < B; n++) {
+        double in[N];
+        for (int k = 0; k < N; k++)
+            in[k] = val(x, n * N + k);
+        for (int m = 0; m < C; m++)
+            for (int p = 0; p < H * W; p++)
+                a[m * H * W + p] = fmax(conv_ref(in, C, H, W, w1, C, 1, 1, 1, 0, m, p / W, p % W, &sa[m * H * W + p]),
+                                        0);
+        for (int m = 0; m < C; m++)
+            for (int p = 0; p < H * W; p++)
+                b[m * H * W + p] = fmax(conv_ref(a, C, H, W, w2, C, 1, 3, 1, 1, m, p / W, p % W, &sb[m * H * W + p]),
+                                        0);
+        for (int m = 0; m < C; m++)
+            for (int p = 0; p < H * W; p++) {
+                int k = m * H * W + p;
+                c[k] = conv_ref(b, C, H, W, w3, C, 1, 1, 1, 0, m, p / W, p % W, &sc[k]);
+                double want = fmax(c[k] + in[k], 0), scale = sc[k] + fabs(in[k]) + 8 * (sa[k] + sb[k]) + 1;
+                near(out_at(&L, y, (uint64_t)(n * N + k)), want, scale, "y", (uint64_t)(n * N + k));
+            }
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* Broadcasting a parameter over the stream: x [3, 4, 8] / 8 (a scalar constant, as attention's
+ * scale), + b [8] (the last axis), * m [1, 4, 8] (the trailing dims), then a Conv whose image is
+ * scaled per channel (* [4, 1, 1]) and shifted by a scalar (- [1]). Div multiplies by the
+ * reciprocal: exact for 8, within one rounding otherwise; tolerance 1e-5 x the sum of |terms|. */
+START_TEST(test_broadcast)
+{
+    ts_graph *g = ts_graph_create("bcast");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){3, 4, 8});
+    int eight = tensor(g, "eight", TS_TENSOR_CONST, 0, NULL);
+    int b = tensor(g, "b", TS_TENSOR_WEIGHT, 1, (int64_t[]){8});
+    int m = tensor(g, "m", TS_TENSOR_WEIGHT, 3, (int64_t[]){1, 4, 8});
+    fill(g, x);
+    fill(g, b);
+    fill(g, m);
+    float e8 = 8.0f;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_set_data(g, eight, &e8, 4, &e), TS_OK);
+    int d = chain(g, TS_OP_DIV, "div", x, eight, NULL);
+    int a = chain(g, TS_OP_ADD, "add", d, b, NULL);
+    int y = chain(g, TS_OP_MUL, "mul", a, m, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 16, 4, &L);
+    for (int k = 0; k < 96; k++) {
+        double want = ((double)val(x, k) / 8 + val(b, k % 8)) * val(m, k % 32);
+        near(out_at(&L, y, (uint64_t)k), want, fabs(want) + 1, "y", (uint64_t)k);
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+
+    g = ts_graph_create("bcast_img");
+    x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 3, 5, 5});
+    int w = tensor(g, "w", TS_TENSOR_WEIGHT, 4, (int64_t[]){4, 3, 1, 1});
+    int sc = tensor(g, "sc", TS_TENSOR_WEIGHT, 3, (int64_t[]){4, 1, 1});
+    int sh = tensor(g, "sh", TS_TENSOR_WEIGHT, 1, (int64_t[]){1});
+    fill(g, x);
+    fill(g, w);
+    fill(g, sc);
+    fill(g, sh);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    int c = chain(g, TS_OP_CONV, "conv", x, w, &at);
+    int s1 = chain(g, TS_OP_MUL, "scale", c, sc, NULL);
+    y = chain(g, TS_OP_SUB, "shift", s1, sh, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lower_and_run(g, 16, 4, &L);
+    for (int o = 0; o < 4; o++)
+        for (int p = 0; p < 25; p++) {
+            double t = 0, s = 0;
+            for (int ch = 0; ch < 3; ch++) {
+                t += (double)val(x, ch * 25 + p) * val(w, o * 3 + ch);
+                s += fabs((double)val(x, ch * 25 + p) * val(w, o * 3 + ch));
+            }
+            double want = t * val(sc, o) - val(sh, 0);
+            near(out_at(&L, y, (uint64_t)(o * 25 + p)), want, s + 1, "y", (uint64_t)(o * 25 + p));
+        }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* Slice: [2, 3, 12] cut on the last axis to [4, 8) (the in-projection's thirds), then on axis 1 to
+ * [1, 3): exact moves. */
+START_TEST(test_slice)
+{
+    ts_graph *g = ts_graph_create("slice");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){2, 3, 12});
+    fill(g, x);
+    ts_graph_attrs a, b;
+    ts_graph_attrs_init(&a);
+    a.nslice = 3;
+    for (int k = 0; k < 3; k++)
+        a.starts[k] = 0, a.ends[k] = k == 2 ? 12 : 3, a.steps[k] = 1;
+    a.ends[0] = 2;
+    b = a;
+    a.starts[2] = 4, a.ends[2] = 8;
+    b.ends[2] = 4;
+    b.starts[1] = 1;
+    int s1 = chain(g, TS_OP_SLICE, "s1", x, -1, &a);
+    int y = chain(g, TS_OP_SLICE, "s2", s1, -1, &b);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 16, 4, &L);
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            for (int k = 0; k < 4; k++) {
+                uint64_t o = (uint64_t)((i * 2 + j) * 4 + k);
+                ck_assert_float_eq(out_at(&L, y, o), val(x, (i * 3 + j + 1) * 12 + 4 + k));
+            }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* Transpose of rank 3 (perm [1, 0, 2]: attention's [S, B, D] to [B, S, D]) and 4 ([0, 2, 1, 3]:
+ * the heads, and [0, 2, 3, 1]): exact moves. */
+START_TEST(test_transpose)
+{
+    static const int64_t perms[3][4] = {{1, 0, 2, 3}, {0, 2, 1, 3}, {0, 2, 3, 1}};
+    static const int64_t dims[4] = {2, 3, 4, 5};
+    const int r = _i ? 4 : 3;
+    ts_graph *g = ts_graph_create("tr");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, r == 3 ? dims : (int64_t[]){6, 4, 5});
+    fill(g, x);
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    int t = x;
+    if (r == 4) { /* a rank-4 graph input would stream as an image: reshape a row-major one */
+        a.nshape = 4;
+        for (int k = 0; k < 4; k++)
+            a.shape[k] = dims[k];
+        t = chain(g, TS_OP_RESHAPE, "rs", x, -1, &a);
+        ts_graph_attrs_init(&a);
+    }
+    a.nperm = r;
+    for (int k = 0; k < r; k++)
+        a.perm[k] = perms[_i][k];
+    int y = chain(g, TS_OP_TRANSPOSE, "t", t, -1, &a);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 16, 4, &L);
+    int64_t od[4], n = 1, st[4];
+    for (int k = r - 1; k >= 0; k--) {
+        st[k] = n;
+        n *= dims[k];
+    }
+    for (int k = 0; k < r; k++)
+        od[k] = dims[perms[_i][k]];
+    for (int64_t o = 0; o < n; o++) {
+        int64_t rem = o, at = 0;
+        for (int k = r - 1; k >= 0; k--) {
+            at += (rem % od[k]) * st[perms[_i][k]];
+            rem /= od[k];
+        }
+        ck_assert_float_eq(out_at(&L, y, (uint64_t)o), val(x, at));
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* LayerNormalization over the last axis of [5, 40] (values in [-3, 3)), with a scale and a bias,
+ * epsilon 1e-5. Tolerance 2e-5 x (|y| + |bias| + 1): the mean and variance sum 40 f32 terms (a few
+ * 1e-6 relative), the square root's Newton steps and the reciprocal a few ulp. */
+START_TEST(test_layernorm)
+{
+    enum { R = 5, D = 40 };
+    ts_graph *g = ts_graph_create("ln");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){R, D});
+    int gm = tensor(g, "gamma", TS_TENSOR_WEIGHT, 1, (int64_t[]){D});
+    int bt = tensor(g, "beta", TS_TENSOR_WEIGHT, 1, (int64_t[]){D});
+    fill_scaled(g, x, 3.0f);
+    fill(g, gm);
+    fill(g, bt);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.axis = -1;
+    at.epsilon = 1e-5;
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    node(g, TS_OP_LAYERNORM, "ln", (int[]){x, gm, bt}, 3, y, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 8, 4, &L);
+    for (int i = 0; i < R; i++) {
+        double m = 0, v = 0;
+        for (int k = 0; k < D; k++)
+            m += (double)(val(x, i * D + k) * 3.0f) / D;
+        for (int k = 0; k < D; k++) {
+            double d = (double)(val(x, i * D + k) * 3.0f) - m;
+            v += d * d / D;
+        }
+        for (int k = 0; k < D; k++) {
+            double want = ((double)(val(x, i * D + k) * 3.0f) - m) / sqrt(v + 1e-5) * val(gm, k) + val(bt, k);
+            double got = (double)out_at(&L, y, (uint64_t)(i * D + k));
+            ck_assert_msg(fabs(got - want) <= 2e-5 * (fabs(want) + fabs((double)val(bt, k)) + 1),
+                          "y[%d][%d]: got %.9g, want %.9g", i, k, got, want);
+        }
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* A dilated Conv: 3x3 with dilation 2 and pad 2 (stride 1, and stride 2 by _i) on 1 x 3 x 9 x 9,
+ * 4 outputs with bias: the line buffer keeps 5 rows and takes every other pixel of them. */
+START_TEST(test_dilated_conv)
+{
+    enum { C = 3, H = 9, M = 4 };
+    const int st = _i ? 2 : 1, Ho = (H + 4 - 5) / st + 1;
+    ts_graph *g = ts_graph_create("dil");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, C, H, H});
+    int w = tensor(g, "w", TS_TENSOR_WEIGHT, 4, (int64_t[]){M, C, 3, 3});
+    int b = tensor(g, "b", TS_TENSOR_WEIGHT, 1, (int64_t[]){M});
+    fill(g, x);
+    fill(g, w);
+    fill(g, b);
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 2;
+    a.dilations[0] = a.dilations[1] = 2;
+    a.strides[0] = a.strides[1] = st;
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    node(g, TS_OP_CONV, "conv", (int[]){x, w, b}, 3, y, &a);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 32, 8, &L);
+    for (int m = 0; m < M; m++)
+        for (int oy = 0; oy < Ho; oy++)
+            for (int ox = 0; ox < Ho; ox++) {
+                double t = val(b, m), sc = fabs((double)val(b, m));
+                for (int c = 0; c < C; c++)
+                    for (int i = 0; i < 3; i++)
+                        for (int j = 0; j < 3; j++) {
+                            int iy = oy * st - 2 + 2 * i, ix = ox * st - 2 + 2 * j;
+                            if (iy < 0 || ix < 0 || iy >= H || ix >= H)
+                                continue;
+                            double v = (double)val(x, (c * H + iy) * H + ix) * val(w, ((m * C + c) * 3 + i) * 3 + j);
+                            t += v;
+                            sc += fabs(v);
+                        }
+                uint64_t k = (uint64_t)((m * Ho + oy) * Ho + ox);
+                near(out_at(&L, y, k), t, sc, "y", k);
+            }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+int main(void)
+{
+    arch_modes_default = ARCH_MODES_QUICK | 1u << ARCH_THREADS2;
+    Suite *s = suite_create("lower_wse_ops");
+    TCase *tc = tcase_create("lower_wse_ops");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, test_concat_skip, 0, 2);
+    tcase_add_loop_test(tc, test_elementwise, 0, 4);
+    tcase_add_test(tc, test_relu6_fused);
+    tcase_add_loop_test(tc, test_grouped_conv, 0, 2);
+    tcase_add_test(tc, test_batch_skip);
+    tcase_add_test(tc, test_broadcast);
+    tcase_add_test(tc, test_slice);
+    tcase_add_loop_test(tc, test_transpose, 0, 3);
+    tcase_add_test(tc, test_layernorm);
+    tcase_add_loop_test(tc, test_dilated_conv, 0, 2);
+    suite_add_tcase(s, tc);
+    SRunner *r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,155 @@
+/* workloads/wse/lower_wse_elem.c — elementwise operators: Clip (ReLU6, fused into the matrix
+ * product or join before it when it can be), Sigmoid, Tanh, HardSwish and Gelu (erf form), each
+ * a PE of its own that receives, computes and sends one element at a time with scalar binary32
+ * ops (the ISA has no vector compare, exp or divide).
+ *
+ *   clip      two sign tests of x - lo and hi - x (blt on the bits);
+ *   sigmoid   e = exp(-|x|) (the softmax's exp, docs/lowering-wse.md), s = 1 / (1 + e) (its
+ *             Newton reciprocal), x >= 0 ? s : e s;
+ *   tanh      e = exp(-2|x|), t = (1 - e) / (1 + e), the sign of x;
+ *   hardswish x clip(x + 3, 0, 6) / 6;
+ *   gelu      x (1 + erf(x / sqrt 2)) / 2, erf by Abramowitz and Stegun 7.1.26 (|error| <= 1.5e-7):
+ *             erf z = 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-z^2), t = 1 / (1 + p z), z >= 0.
+ */
+#include <string.h>
+
+#include "workloads/wse/lower_wse_int.h"
+
+bool ts_lww_is_hardswish(int op) { return !strcmp(ts_graph_op_name((ts_graph_op)op), "HardSwish"); }
+
+/* r1 := clamp(r1, r_lo, r_hi) (uses r2). */
+static void clamp_reg(lw_gen *G, int rlo, int rhi)
+{
+    ts_lww_op(G, WSE_OP_FSUB, 3, 2, 1, rlo);
+    ts_lww_op(G, WSE_OP_BLT, 3, 2, 15, ts_lww_pc(G) + 2);
+    ts_lww_op(G, WSE_OP_BR, 1, ts_lww_pc(G) + 2);
+    ts_lww_op(G, WSE_OP_MOV, 2, 1, rlo);
+    ts_lww_op(G, WSE_OP_FSUB, 3, 2, rhi, 1);
+    ts_lww_op(G, WSE_OP_BLT, 3, 2, 15, ts_lww_pc(G) + 2);
+    ts_lww_op(G, WSE_OP_BR, 1, ts_lww_pc(G) + 2);
+    ts_lww_op(G, WSE_OP_MOV, 2, 1, rhi);
+}
+
+void ts_lww_clip_mem(lw_gen *G, int addr, int64_t n, float lo, float hi)
+{
+    ts_lww_op(G, WSE_OP_FLI, 2, 8, ts_lww_bits(lo));
+    ts_lww_op(G, WSE_OP_FLI, 2, 9, ts_lww_bits(hi));
+    ts_lww_op(G, WSE_OP_LI, 2, 6, addr);
+    int l = ts_lww_loop_head(G, 7, n);
+    ts_lww_op(G, WSE_OP_LD, 3, 1, 6, 0);
+    clamp_reg(G, 8, 9);
+    ts_lww_op(G, WSE_OP_ST, 3, 1, 6, 0);
+    ts_lww_op(G, WSE_OP_ADDI, 3, 6, 6, 4);
+    ts_lww_loop_end(G, 7, l);
+}
+
+/* r2 := -|r6| */
+static void neg_abs(lw_gen *G)
+{
+    ts_lww_op(G, WSE_OP_MOV, 2, 2, 6);
+    ts_lww_op(G, WSE_OP_BLT, 3, 6, 15, ts_lww_pc(G) + 2);
+    ts_lww_op(G, WSE_OP_FSUB, 3, 2, 15, 6);
+}
+
+/* r3 := exp(r2) for r2 <= 0 (r1 := 0 as the exp's subtrahend). */
+static void exp_r2(lw_gen *G)
+{
+    ts_lww_op(G, WSE_OP_LI, 2, 1, 0);
+    ts_lww_exp(G);
+}
+
+/* Per element in r6, the result in r1. */
+static void sigmoid(lw_gen *G)
+{
+    neg_abs(G);
+    exp_r2(G);
+    ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits(1.0f));
+    ts_lww_op(G, WSE_OP_FADD, 3, 8, 3, 5);
+    ts_lww_recip(G);
+    ts_lww_op(G, WSE_OP_BLT, 3, 6, 15, ts_lww_pc(G) + 2); /* x < 0: e / (1 + e) */
+    ts_lww_op(G, WSE_OP_BR, 1, ts_lww_pc(G) + 2);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 1, 1, 3);
+}
+
+static void tanh_(lw_gen *G)
+{
+    neg_abs(G);
+    ts_lww_op(G, WSE_OP_FADD, 3, 2, 2, 2);
+    exp_r2(G);
+    ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits(1.0f));
+    ts_lww_op(G, WSE_OP_FADD, 3, 8, 3, 5);
+    ts_lww_op(G, WSE_OP_FSUB, 3, 7, 5, 3); /* 1 - e */
+    ts_lww_recip(G);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 1, 1, 7);
+    ts_lww_op(G, WSE_OP_BLT, 3, 6, 15, ts_lww_pc(G) + 2);
+    ts_lww_op(G, WSE_OP_BR, 1, ts_lww_pc(G) + 2);
+    ts_lww_op(G, WSE_OP_FSUB, 3, 1, 15, 1);
+}
+
+static void hardswish(lw_gen *G)
+{
+    ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits(3.0f));
+    ts_lww_op(G, WSE_OP_FADD, 3, 1, 6, 5);
+    ts_lww_op(G, WSE_OP_FLI, 2, 8, ts_lww_bits(6.0f));
+    clamp_reg(G, 15, 8);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 1, 1, 6);
+    ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits((float)(1.0 / 6.0)));
+    ts_lww_op(G, WSE_OP_FMUL, 3, 1, 1, 5);
+}
+
+static void gelu(lw_gen *G)
+{
+    static const double a[5] = {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429};
+    neg_abs(G); /* r2 = -|x| */
+    ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits((float)0.70710678118654752));
+    ts_lww_op(G, WSE_OP_FMUL, 3, 2, 2, 5); /* r2 = -z, z = |x| / sqrt 2 */
+    ts_lww_op(G, WSE_OP_FSUB, 3, 7, 15, 2); /* r7 = z */
+    ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits(0.3275911f));
+    ts_lww_op(G, WSE_OP_FMUL, 3, 8, 7, 5);
+    ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits(1.0f));
+    ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 5);  /* r8 = 1 + p z */
+    ts_lww_op(G, WSE_OP_FMUL, 3, 0, 2, 7);  /* r0 = -z^2 */
+    ts_lww_recip(G);                        /* r1 = t */
+    ts_lww_op(G, WSE_OP_MOV, 2, 7, 1);
+    ts_lww_op(G, WSE_OP_FLI, 2, 8, ts_lww_bits((float)a[4]));
+    for (int k = 3; k >= 0; k--) {
+        ts_lww_op(G, WSE_OP_FMUL, 3, 8, 8, 7);
+        ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits((float)a[k]));
+        ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 5);
+    }
+    ts_lww_op(G, WSE_OP_FMUL, 3, 8, 8, 7);  /* r8 = t (a1 + t (...)) */
+    ts_lww_op(G, WSE_OP_MOV, 2, 2, 0);
+    exp_r2(G);                              /* r3 = exp(-z^2) */
+    ts_lww_op(G, WSE_OP_FMUL, 3, 3, 3, 8);
+    ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits(1.0f));
+    ts_lww_op(G, WSE_OP_FSUB, 3, 1, 5, 3);  /* r1 = erf(z) */
+    ts_lww_op(G, WSE_OP_BLT, 3, 6, 15, ts_lww_pc(G) + 2);
+    ts_lww_op(G, WSE_OP_BR, 1, ts_lww_pc(G) + 2);
+    ts_lww_op(G, WSE_OP_FSUB, 3, 1, 15, 1); /* erf(x / sqrt 2) for x < 0 */
+    ts_lww_op(G, WSE_OP_FADD, 3, 1, 1, 5);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 1, 1, 6);
+    ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits(0.5f));
+    ts_lww_op(G, WSE_OP_FMUL, 3, 1, 1, 5);
+}
+
+void ts_lww_emit_elem(lw_gen *G, const lw_stage *s)
+{
+    if (s->eop == TS_OP_SIGMOID || s->eop == TS_OP_TANH || s->eop == TS_OP_GELU)
+        ts_lww_exp_consts(G);
+    int l = ts_lww_loop_head(G, 10, (int64_t)s->in_n);
+    ts_lww_op(G, WSE_OP_RECV, 2, 6, (int)s->cin);
+    switch (s->eop) {
+    case TS_OP_CLIP:
+        ts_lww_op(G, WSE_OP_MOV, 2, 1, 6);
+        ts_lww_op(G, WSE_OP_FLI, 2, 8, ts_lww_bits(s->lo));
+        ts_lww_op(G, WSE_OP_FLI, 2, 9, ts_lww_bits(s->hi));
+        clamp_reg(G, 8, 9);
+        break;
+    case TS_OP_SIGMOID: sigmoid(G); break;
+    case TS_OP_TANH: tanh_(G); break;
+    case TS_OP_GELU: gelu(G); break;
+    default: hardswish(G); break;
+    }
+    ts_lww_op(G, WSE_OP_SEND, 2, (int)s->cout, 1);
+    ts_lww_loop_end(G, 10, l);
+}

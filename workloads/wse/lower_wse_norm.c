@@ -1,0 +1,99 @@
+/* workloads/wse/lower_wse_norm.c — LayerNormalization over the last axis: one PE per stage,
+ * row by row (a row of L values, its scale and bias must fit the PE).
+ *
+ * Per row: receive it; the mean by a scalar sum; x - mean in place (one fsubs, the mean a DSD of
+ * stride 0); the variance by a scalar sum of squares; s = sqrt(var + epsilon) by 20 Newton steps
+ * s = (s + v / s) / 2 from (1 + v) / 2 (each divide the softmax's reciprocal; from 1e-12 to 1e12
+ * this reaches s to a few ulp); 1 / s; then (x - mean) (1 / s) scale + bias to the fabric in
+ * vector ops. Memory: the row at 0, the scale at 4L, the bias at 8L, the mean and 1 / s after.
+ */
+#include "core/alloc.h"
+#include "workloads/wse/lower_wse_int.h"
+
+ts_status ts_lww_norm_stage(lw *L, const ts_graph_node *n, int node, const ts_graph_tensor *x, bool nhwc)
+{
+    const uint64_t sram = L->t->sram_bytes;
+    int64_t axis = n->attrs.axis < 0 ? n->attrs.axis + x->rank : n->attrs.axis;
+    if (nhwc || axis != x->rank - 1)
+        return ts_lower_fail(L->err, n, "normalises from axis %lld of rank %d%s; the last axis is lowered",
+                             (long long)n->attrs.axis, x->rank, nhwc ? " streamed pixel by pixel" : "");
+    lw_stage *s = ts_lww_add_stage(L, K_NORM, node);
+    if (!s)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    s->L = x->dims[x->rank - 1];
+    s->in_n = s->out_n = (uint64_t)ts_graph_tensor_elems(x);
+    s->lo = (float)n->attrs.epsilon;
+    s->mem = (uint64_t)s->L * 12 + 8;
+    if (s->mem > sram)
+        return ts_lower_fail(L->err, n,
+                             "a row of %lld values of '%s' with its scale and bias needs %.1f KiB in one PE of "
+                             "%.1f KiB: %.1f KiB too much (%llu bytes)", (long long)s->L, x->name, s->mem / 1024.0,
+                             sram / 1024.0, (s->mem - sram) / 1024.0, (unsigned long long)(s->mem - sram));
+    if (!(s->vals = ts_malloc((size_t)s->L * 8)))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (int64_t k = 0; k < s->L; k++) { /* scale and bias (1 and 0 when absent) */
+        s->vals[k] = n->nin > 1 ? ts_fill_value_f32(ts_graph_get_tensor(L->g, n->in[1]), n->in[1], (uint64_t)k) : 1.0f;
+        s->vals[s->L + k] =
+            n->nin > 2 ? ts_fill_value_f32(ts_graph_get_tensor(L->g, n->in[2]), n->in[2], (uint64_t)k) : 0.0f;
+    }
+    return TS_OK;
+}
+
+/* r8 := the sum of the L words from 0, squared when sq (uses r2, r3, r6, r7). */
+static void row_sum(lw_gen *G, int64_t L, bool sq)
+{
+    ts_lww_op(G, WSE_OP_LI, 2, 8, 0);
+    ts_lww_op(G, WSE_OP_LI, 2, 6, 0);
+    int l = ts_lww_loop_head(G, 7, L);
+    ts_lww_op(G, WSE_OP_LD, 3, 2, 6, 0);
+    if (sq)
+        ts_lww_op(G, WSE_OP_FMUL, 3, 2, 2, 2);
+    ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 2);
+    ts_lww_op(G, WSE_OP_ADDI, 3, 6, 6, 4);
+    ts_lww_loop_end(G, 7, l);
+}
+
+ts_status ts_lww_emit_norm(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s)
+{
+    const int64_t L = s->L;
+    const int GAM = (int)(4 * L), BET = (int)(8 * L), MEAN = (int)(12 * L), RSTD = MEAN + 4;
+    ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits((float)(1.0 / (double)L)));
+    ts_lww_op(G, WSE_OP_FLI, 2, 13, ts_lww_bits(0.5f));
+    int row = ts_lww_loop_head(G, 10, (int64_t)(s->in_n / (uint64_t)L));
+    ts_lww_in_to_mem(G, s->cin, 0, (uint64_t)L, 1);
+    row_sum(G, L, false);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 8, 8, 14);
+    ts_lww_op(G, WSE_OP_ST, 3, 8, 15, MEAN);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 0, 0, (int)L, 1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 1, MEAN, (int)L, 0);
+    ts_lww_op(G, WSE_OP_FSUBS, 5, 0, 0, 1, -1, -1);
+    row_sum(G, L, true);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 8, 8, 14);
+    ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits(s->lo));
+    ts_lww_op(G, WSE_OP_FADD, 3, 11, 8, 5); /* r11 = v = var + epsilon */
+    ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits(1.0f));
+    ts_lww_op(G, WSE_OP_FADD, 3, 12, 11, 5);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 12, 12, 13); /* r12 = s = (1 + v) / 2 */
+    int it = ts_lww_loop_head(G, 9, 20);
+    ts_lww_op(G, WSE_OP_MOV, 2, 8, 12);
+    ts_lww_recip(G);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 3, 11, 1);
+    ts_lww_op(G, WSE_OP_FADD, 3, 12, 12, 3);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 12, 12, 13);
+    ts_lww_loop_end(G, 9, it);
+    ts_lww_op(G, WSE_OP_MOV, 2, 8, 12);
+    ts_lww_recip(G);
+    ts_lww_op(G, WSE_OP_ST, 3, 1, 15, RSTD);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 1, RSTD, (int)L, 0);
+    ts_lww_op(G, WSE_OP_FMULS, 5, 0, 0, 1, -1, -1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 1, GAM, (int)L, 1);
+    ts_lww_op(G, WSE_OP_FMULS, 5, 0, 0, 1, -1, -1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 1, BET, (int)L, 1);
+    ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, (int)L, 0);
+    ts_lww_op(G, WSE_OP_FADDS, 5, 2, 0, 1, -1, -1);
+    ts_lww_loop_end(G, 10, row);
+    uint32_t id = s->y0 * Lw->t->width + s->x;
+    if (ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)GAM, s->vals, (uint32_t)(L * 8), Lw->err))
+        return Lw->err->status;
+    return TS_OK;
+}
