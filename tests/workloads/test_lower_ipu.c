@@ -20,14 +20,9 @@
 #include "workloads/lower/fill.h"
 #include "workloads/ipu/lower_ipu.h"
 #include "workloads/workload.h"
+#include "tests/workloads/lower_ipu_harness.h"
 
 /* ---- compiling and running ---- */
-
-typedef struct lowered {
-    ipu_run run;
-    ts_lower_report rep;
-    ts_program *prog;
-} lowered;
 
 static int planner;                /* TS_LOWER_PLANNER_* of the lowering */
 static const ts_t10_plan *t10_plan; /* planner (b)'s plan for every MatMul/Gemm; NULL: the cost model's */
@@ -65,21 +60,6 @@ static void lower_and_run(const ts_graph *g, const char *config, lowered *L)
     ipu_test_modes_program(config, run_sets, L->prog, &L->run);
     ck_assert_msg(L->run.rc == TS_OK, "run: tile %lld cycle %lld: %s", (long long)L->run.err.tile,
                   (long long)L->run.err.cycle, L->run.err.msg);
-}
-
-static void lowered_free(lowered *L)
-{
-    ipu_run_free(&L->run);
-    ts_lower_report_free(&L->rep);
-    ts_program_destroy(L->prog);
-}
-
-static float out_at(lowered *L, const ts_graph *g, int tensor, uint64_t k)
-{
-    uint32_t tile;
-    uint64_t addr;
-    ck_assert_int_eq(ts_lower_ipu_locate(&L->rep, g, tensor, k, &tile, &addr), 0);
-    return ipu_peekf(&L->run, tile, addr);
 }
 
 /* |got - want| <= 1e-5 x (sum of |terms| that made want), or 1e-30 */
@@ -184,15 +164,6 @@ START_TEST(test_mlp_softmax)
     ts_graph_destroy(g);
 }
 END_TEST
-
-static float out_f16(lowered *L, const ts_graph *g, int tensor, uint64_t k)
-{
-    uint32_t tile;
-    uint64_t addr;
-    ck_assert_int_eq(ts_lower_ipu_locate(&L->rep, g, tensor, k, &tile, &addr), 0);
-    uint32_t w = ipu_peek32(&L->run, tile, addr & ~(uint64_t)3);
-    return ts_f16_to_f32((uint16_t)(addr & 2 ? w >> 16 : w & 0xffff));
-}
 
 /* f16 results: the AMP accumulates f16 products in f32 and the output is rounded to f16, so
  * |got - want| <= 2^-10 |want| + 1e-5 x sum of |products| */
@@ -1403,7 +1374,6 @@ START_TEST(test_bottleneck_mk1)
 }
 END_TEST
 
-
 /* ---- planner (b): compute-shift plans ---- */
 
 /* A MatMul (or Gemm with transB and bias) M x K x N lowered with one compute-shift plan. */
@@ -1600,7 +1570,6 @@ START_TEST(test_t10_errors)
     ts_err_free(&e);
 }
 END_TEST
-
 
 START_TEST(test_t10_convs)
 {

@@ -15,12 +15,7 @@
 #include "tests/workloads/graph_build.h"
 #include "workloads/ipu/lower_ipu.h"
 #include "workloads/ipu/lower_ipu_int.h"
-
-typedef struct lowered {
-    ipu_run run;
-    ts_lower_report rep;
-    ts_program *prog;
-} lowered;
+#include "tests/workloads/lower_ipu_harness.h"
 
 static const char *const *run_sets; /* config overrides for the lowering and the runs */
 
@@ -37,30 +32,6 @@ static void lower_and_run(const ts_graph *g, const char *config, lowered *L)
     ipu_test_modes_program(config, run_sets, L->prog, &L->run);
     ck_assert_msg(L->run.rc == TS_OK, "run: tile %lld cycle %lld: %s", (long long)L->run.err.tile,
                   (long long)L->run.err.cycle, L->run.err.msg);
-}
-
-static void lowered_free(lowered *L)
-{
-    ipu_run_free(&L->run);
-    ts_lower_report_free(&L->rep);
-    ts_program_destroy(L->prog);
-}
-
-static float out_at(lowered *L, const ts_graph *g, int tensor, uint64_t k)
-{
-    uint32_t tile;
-    uint64_t addr;
-    ck_assert_int_eq(ts_lower_ipu_locate(&L->rep, g, tensor, k, &tile, &addr), 0);
-    return ipu_peekf(&L->run, tile, addr);
-}
-
-static float out_f16(lowered *L, const ts_graph *g, int tensor, uint64_t k)
-{
-    uint32_t tile;
-    uint64_t addr;
-    ck_assert_int_eq(ts_lower_ipu_locate(&L->rep, g, tensor, k, &tile, &addr), 0);
-    uint32_t w = ipu_peek32(&L->run, tile, addr & ~(uint64_t)3);
-    return ts_f16_to_f32((uint16_t)(addr & 2 ? w >> 16 : w & 0xffff));
 }
 
 static void within(double got, double want, double tol, const char *what, uint64_t k)

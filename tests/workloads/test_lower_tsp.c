@@ -19,6 +19,7 @@
 #include "workloads/graph.h"
 #include "workloads/lower/fill.h"
 #include "workloads/tsp/lower_tsp.h"
+#include "tests/workloads/lower_tsp_harness.h"
 
 /* ---- the C reference (int8 NCHW, batch 1, or [M, K] matrices) ---- */
 
@@ -81,12 +82,6 @@ static ts_status compile(const ts_graph *g, ts_program **prog, ts_lower_tsp_repo
     return rc;
 }
 
-typedef struct lowered {
-    tsp_run run;
-    ts_lower_tsp_report rep;
-    ts_program *prog;
-} lowered;
-
 static void lower_and_run(const ts_graph *g, lowered *out)
 {
     ts_err e;
@@ -115,21 +110,7 @@ static void lower_and_run(const ts_graph *g, lowered *out)
     }
 }
 
-static void lowered_free(lowered *l)
-{
-    tsp_run_free(&l->run);
-    ts_lower_tsp_report_free(&l->rep);
-    ts_program_destroy(l->prog);
-}
-
 /* The value the run left for element (pixel, channel) of a tensor. */
-static int8_t got(const lowered *l, int tensor, uint32_t pixel, uint32_t channel)
-{
-    int slice;
-    uint64_t addr;
-    ck_assert_int_eq(ts_lower_tsp_locate(&l->rep, tensor, pixel, channel, 320, &slice, &addr), 0);
-    return (int8_t)tsp_peek(&l->run, slice, addr);
-}
 
 /* ---- tests ---- */
 

@@ -23,14 +23,9 @@
 #include "workloads/graph.h"
 #include "workloads/lower/fill.h"
 #include "workloads/tsp/lower_tsp.h"
+#include "tests/workloads/lower_tsp_harness.h"
 
 /* ---- running (as test_lower_tsp.c) ---- */
-
-typedef struct lowered {
-    tsp_run run;
-    ts_lower_tsp_report rep;
-    ts_program *prog;
-} lowered;
 
 static void lower_and_run(const ts_graph *g, lowered *out)
 {
@@ -64,21 +59,6 @@ static void lower_and_run(const ts_graph *g, lowered *out)
         snprintf(name, sizeof name, "hazards.%s", kinds[k]);
         ck_assert_double_eq(tsp_stat(&out->run, name), 0);
     }
-}
-
-static void lowered_free(lowered *l)
-{
-    tsp_run_free(&l->run);
-    ts_lower_tsp_report_free(&l->rep);
-    ts_program_destroy(l->prog);
-}
-
-static int8_t got(const lowered *l, int tensor, uint32_t pixel, uint32_t channel)
-{
-    int slice;
-    uint64_t addr;
-    ck_assert_int_eq(ts_lower_tsp_locate(&l->rep, tensor, pixel, channel, 320, &slice, &addr), 0);
-    return (int8_t)tsp_peek(&l->run, slice, addr);
 }
 
 static int8_t sat8(double r)
