@@ -73,7 +73,8 @@ static int xrec_cmp(const void *a, const void *b)
 
 ts_status lwi_check_exchange(lw *L)
 {
-    qsort(L->xr, L->nxr, sizeof *L->xr, xrec_cmp);
+    if (L->nxr) /* qsort takes no null array, even of no elements */
+        qsort(L->xr, L->nxr, sizeof *L->xr, xrec_cmp);
     for (size_t i = 0, j; i < L->nxr; i = j) {
         int64_t sum = 0, sent = 0;
         for (j = i; j < L->nxr && L->xr[j].step == L->xr[i].step && L->xr[j].src == L->xr[i].src &&
