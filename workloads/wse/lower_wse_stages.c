@@ -334,7 +334,7 @@ static ts_status stage_pool(lw *L, const lw_op *o, bool *out_nhwc)
 }
 
 /* The operators the WSE lowering refuses whatever their shapes (ts_lower_ops; build and the
- * dispatch below ask it too): kinds without stages, dtypes other than f32, a Conv with
+ * dispatch below ask it too): kinds without stages, dtypes other than f32, a MaxPool with
  * dilations, a Gemm with transA, a MaxPool with ceil_mode, a Gelu in the tanh form. */
 static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t cap)
 {
