@@ -104,10 +104,54 @@ static ts_status workload_bytes(const char *path, const char **text, size_t *len
     return ts_err_set(err, TS_EINPUT, "workload '%s' is neither a file nor a built-in program", path);
 }
 
+/* A program of a family's generator (a spec such as "stencil:nz=128"), for fam or, when fam is
+ * NULL, the first family with a generator of that name; *out NULL when none has one. */
+static ts_status generated_program(ts_program **out, const char *path, const ts_family *fam,
+                                   const ts_config *cfg, const ts_family **by, ts_err *err)
+{
+    *out = NULL;
+    if (is_file(path))
+        return TS_OK;
+    for (size_t i = 0; i < ts_family_count() && !*out; i++) {
+        const ts_family *f = ts_family_at(i);
+        if (!f->generate || (fam && f != fam))
+            continue;
+        ts_status rc = f->generate(path, cfg, out, err);
+        if (rc != TS_OK)
+            return rc;
+        if (*out && by)
+            *by = f;
+    }
+    if (*out || !fam)
+        return TS_OK;
+    /* a generator of another family: say so rather than "neither a file nor a program" */
+    const ts_family *other = NULL;
+    ts_program *p = NULL;
+    ts_err scratch;
+    ts_err_init(&scratch);
+    ts_status rc = generated_program(&p, path, NULL, NULL, &other, &scratch);
+    ts_err_free(&scratch);
+    ts_program_destroy(p);
+    if (rc != TS_OK) /* not a valid spec there either: the caller's own message stands */
+        return TS_OK;
+    if (other)
+        return ts_err_set(err, TS_EINPUT, "'%s' is a program generator of the %s family, not of %s", path,
+                          other->name, fam->name);
+    return TS_OK;
+}
+
 const ts_family *cli_program_family(const char *path, ts_err *err)
 {
     if (ts_wl_is_model(path)) /* a model runs on the family of the first lowering */
         return ts_lowering_at(0) ? ts_family_find(ts_lowering_at(0)->arch) : NULL;
+    ts_program *gen;
+    const ts_family *by = NULL;
+    if (generated_program(&gen, path, NULL, NULL, &by, err) != TS_OK)
+        return NULL;
+    if (gen) {
+        ts_program_destroy(gen);
+        return by;
+    }
     const char *text;
     size_t len;
     char *owned;
@@ -128,7 +172,15 @@ const ts_family *cli_program_family(const char *path, ts_err *err)
 
 ts_status cli_load_program(ts_program **out, const char *path, const ts_family *fam, ts_err *err)
 {
+    return cli_load_program_for(out, path, fam, NULL, err);
+}
+
+ts_status cli_load_program_for(ts_program **out, const char *path, const ts_family *fam, const ts_config *cfg,
+                               ts_err *err)
+{
     *out = NULL;
+    if (generated_program(out, path, fam, cfg, NULL, err) != TS_OK || *out)
+        return *out ? TS_OK : TS_EINPUT;
     const char *text;
     size_t len;
     char *owned;
@@ -198,7 +250,7 @@ ts_status cli_load_workload_values(ts_program **out, const char *path, const ts_
         if (vals && (vals->given || vals->fill))
             return ts_err_set(err, TS_EINPUT, "'%s' is a program, not a model: values (--inputs, --weights-out) "
                               "apply to models", path);
-        return cli_load_program(out, path, fam, err);
+        return cli_load_program_for(out, path, fam, cfg, err);
     }
     *out = NULL;
     if (!cfg)

@@ -29,6 +29,10 @@ ts_status cli_load_energy(ts_energy_table **out, const ts_config *cfg, const cha
  * program name. isa may be NULL: then the arch comes from the file (`.arch` or the binary header).
  * *arch_out receives the family it is for. Other workload kinds are TS_EINPUT for now. */
 ts_status cli_load_program(ts_program **out, const char *path, const ts_family *fam, ts_err *err);
+/* The same for a config (a family's generator, e.g. the wafer's "stencil:...", places its
+ * program on the config's mesh); cfg may be NULL. */
+ts_status cli_load_program_for(ts_program **out, const char *path, const ts_family *fam, const ts_config *cfg,
+                               ts_err *err);
 /* Arch named by a program file or built-in (binary header or `.arch` line); NULL if unknown. */
 const ts_family *cli_program_family(const char *path, ts_err *err);
 

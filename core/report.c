@@ -44,6 +44,16 @@ static double avg_power(const ts_results *r)
     return r->energy_table[0] ? ratio(r->energy_j, ts_results_time_s(r)) : NAN;
 }
 
+/* Power of the whole chip were every unit as active as the occupied ones: static power plus
+ * the run's dynamic power over its occupancy (docs/energy.md); NaN when not known. */
+static double whole_chip_power(const ts_results *r)
+{
+    double t = ts_results_time_s(r);
+    if (!r->energy_table[0] || !(r->occupancy > 0 && r->occupancy < 1) || t <= 0)
+        return NAN;
+    return r->static_w + (r->energy_j / t - r->static_w) / r->occupancy;
+}
+
 static double util_fraction(const ts_results *r, const ts_util *u)
 {
     return ratio((double)u->busy, (double)u->units * (double)r->cycles);
@@ -534,6 +544,11 @@ void ts_report_text(const ts_results *r, ts_buf *out)
         si_text(a, sizeof a, r->static_w, "W");
         tbl_cell(&t, "static power");
         tbl_cell(&t, "%s", a);
+        if (!isnan(whole_chip_power(r))) {
+            si_text(a, sizeof a, whole_chip_power(r), "W");
+            tbl_cell(&t, "whole chip");
+            tbl_cell(&t, "%s (static + dynamic / %.3g %% occupancy)", a, 100 * r->occupancy);
+        }
         tbl_emit(&t, out, 2, "ll");
         tbl_free(&t);
         ts_buf_puts(out, "\n");
@@ -770,6 +785,8 @@ void ts_report_json(const ts_results *r, ts_buf *out)
     jw_num(&w, "total_j", priced ? r->energy_j : NAN);
     jw_num(&w, "avg_power_w", avg_power(r));
     jw_num(&w, "static_w", r->static_w);
+    if (!isnan(whole_chip_power(r)))
+        jw_num(&w, "whole_chip_power_w", whole_chip_power(r));
     jw_key(&w, "by_component");
     jw_open(&w, '{');
     for (size_t i = 0; priced && i < r->ncomponents; i++)

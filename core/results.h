@@ -68,6 +68,10 @@ typedef struct ts_results {
     ts_event_count events[TS_MAX_EVENTS];
     size_t nevents;
     double static_w;                   /* static power, W */
+    /* Share of the chip's units the program occupies (wafer: PEs with code / PEs of the mesh), in
+     * (0, 1); 0 when the family does not say or the program fills the chip. With it the report
+     * gives the power of the whole chip were every unit as active as the occupied ones. */
+    double occupancy;
     /* Filled by ts_results_price(): */
     char energy_table[64];
     double energy_j;

@@ -105,6 +105,12 @@ typedef struct ts_family {
      * the range lies outside the unit's memory. May be NULL (a family whose values cannot be read). */
     ts_status (*read)(ts_model *m, uint64_t unit, uint64_t addr, void *dst, size_t len, ts_err *err);
     void (*destroy)(ts_model *m);
+    /* The family's built-in program generators, given a spec "name:key=value,..." (e.g. the
+     * wafer's "stencil:nz=128") and the config it is for (NULL: any that fits): *out the program,
+     * or NULL with TS_OK when no generator has that name. May be NULL (no generators). */
+    ts_status (*generate)(const char *spec, const ts_config *cfg, ts_program **out, ts_err *err);
+    /* One line per generator, "name:key=default,... what it is", for help texts; NULL if none. */
+    const char *generators;
     const char *default_config;   /* built-in config used when none is given, e.g. "ipu_mk1" */
     const char *default_workload; /* built-in program run when none is given, e.g. "ipu_default" */
 } ts_family;

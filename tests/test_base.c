@@ -11,6 +11,7 @@
 #include "core/fileio.h"
 #include "core/half.h"
 #include "core/limit.h"
+#include "core/spec.h"
 #include "core/suggest.h"
 
 START_TEST(err_formats_position_unit_and_plain)
@@ -273,6 +274,55 @@ START_TEST(edit_distance_counts_swaps_once)
 }
 END_TEST
 
+START_TEST(spec_reads_typed_keys_and_names_unknown_ones)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_spec s;
+    uint64_t u;
+    double d;
+    ck_assert_int_eq(ts_spec_parse(&s, "stencil:nz=128,rate=0.25", &e), TS_OK);
+    ck_assert(ts_spec_is(&s, "stencil"));
+    ck_assert_int_eq(ts_spec_u64(&s, "nz", 8, 1, 600, &u, &e), TS_OK);
+    ck_assert_uint_eq(u, 128);
+    ck_assert_int_eq(ts_spec_u64(&s, "w", 16, 1, 64, &u, &e), TS_OK); /* absent: the default */
+    ck_assert_uint_eq(u, 16);
+    ck_assert_int_eq(ts_spec_f64(&s, "rate", 0.1, 0, 1, &d, &e), TS_OK);
+    ck_assert(d == 0.25);
+    ck_assert_int_eq(ts_spec_done(&s, &e), TS_OK);
+    /* out of range, not a number, a negative unsigned */
+    ck_assert_int_eq(ts_spec_u64(&s, "nz", 8, 1, 100, &u, &e), TS_EINPUT);
+    ck_assert_str_eq(e.msg, "stencil: nz=128: expected an integer in 1..100");
+    ck_assert_int_eq(ts_spec_parse(&s, "g:a=-1,b=x", &e), TS_OK);
+    ck_assert_int_eq(ts_spec_u64(&s, "a", 0, 0, 9, &u, &e), TS_EINPUT);
+    ck_assert_int_eq(ts_spec_f64(&s, "b", 0, 0, 9, &d, &e), TS_EINPUT);
+    /* a key nothing read: the closest known key, or the list */
+    ck_assert_int_eq(ts_spec_parse(&s, "g:radiu=3", &e), TS_OK);
+    ck_assert_int_eq(ts_spec_u64(&s, "radius", 4, 1, 4, &u, &e), TS_OK);
+    ck_assert_int_eq(ts_spec_u64(&s, "steps", 1, 1, 4, &u, &e), TS_OK);
+    ck_assert_int_eq(ts_spec_done(&s, &e), TS_EINPUT);
+    ck_assert_str_eq(e.msg, "g: unknown key 'radiu' (did you mean 'radius'?)");
+    ck_assert_int_eq(ts_spec_parse(&s, "g:zzzzz=3", &e), TS_OK);
+    ck_assert_int_eq(ts_spec_u64(&s, "radius", 4, 1, 4, &u, &e), TS_OK);
+    ck_assert_int_eq(ts_spec_u64(&s, "steps", 1, 1, 4, &u, &e), TS_OK);
+    ck_assert_int_eq(ts_spec_done(&s, &e), TS_EINPUT);
+    ck_assert_str_eq(e.msg, "g: unknown key 'zzzzz' (keys: radius, steps)");
+    /* malformed specs */
+    ck_assert_int_eq(ts_spec_parse(&s, "g:a", &e), TS_EINPUT);
+    ck_assert_int_eq(ts_spec_parse(&s, "g:=1", &e), TS_EINPUT);
+    ck_assert_int_eq(ts_spec_parse(&s, "g:a=1,a=2", &e), TS_EINPUT);
+    ck_assert_str_eq(e.msg, "g: key 'a' given twice");
+    char big[300];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    ck_assert_int_eq(ts_spec_parse(&s, big, &e), TS_EINPUT);
+    ck_assert_int_eq(ts_spec_parse(&s, "plain", &e), TS_OK); /* a name alone has no keys */
+    ck_assert(ts_spec_is(&s, "plain"));
+    ck_assert_int_eq(ts_spec_done(&s, &e), TS_OK);
+    ts_err_free(&e);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("base");
@@ -287,6 +337,7 @@ static Suite *suite(void)
     tcase_add_test(t, hashes_match_reference_values);
     tcase_add_test(t, half_conversions_round_to_nearest_even);
     tcase_add_test(t, edit_distance_counts_swaps_once);
+    tcase_add_test(t, spec_reads_typed_keys_and_names_unknown_ones);
     suite_add_tcase(s, t);
     return s;
 }

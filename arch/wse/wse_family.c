@@ -3,6 +3,9 @@
 
 #include <inttypes.h>
 
+#include "arch/wse/wse_kernels.h"
+#include "core/spec.h"
+
 static ts_status wse_create(ts_model **out, const ts_config *cfg, const ts_run_opts *opts, ts_err *err)
 {
     return ts_wse_create(out, ts_config_data(cfg), opts, err);
@@ -18,6 +21,37 @@ static ts_status wse_read(ts_model *m, uint64_t unit, uint64_t addr, void *dst, 
     return TS_OK;
 }
 
+/* The wafer's program generators (docs/wse.md): "stencil", the star stencil of JAC on a w x h
+ * rectangle of PEs from the north-west corner, with data (its results can be read back). */
+static ts_status wse_generate(const char *text, const ts_config *cfg, ts_program **out, ts_err *err)
+{
+    *out = NULL;
+    ts_spec s;
+    if (ts_spec_parse(&s, text, err) != TS_OK)
+        return TS_EINPUT;
+    if (!ts_spec_is(&s, "stencil"))
+        return TS_OK;
+    uint64_t w, h, nz, radius, steps, data;
+    /* bounds: a mesh up to the largest config's, and a column that fits a PE's 48 KB (80 nz + 64 B) */
+    if (ts_spec_u64(&s, "w", 16, 1, 1024, &w, err) || ts_spec_u64(&s, "h", 16, 1, 1024, &h, err) ||
+        ts_spec_u64(&s, "nz", 128, 1, 600, &nz, err) || ts_spec_u64(&s, "radius", 4, 1, 4, &radius, err) ||
+        ts_spec_u64(&s, "steps", 1, 1, 1000, &steps, err) || ts_spec_u64(&s, "data", 1, 0, 1, &data, err) ||
+        ts_spec_done(&s, err))
+        return TS_EINPUT;
+    /* with data every PE's column is modelled SRAM the host holds: keep that under 1 GiB */
+    uint64_t bytes = w * h * (80 * nz + 64);
+    if (data && bytes > (1ull << 30))
+        return ts_err_set(err, TS_EINPUT, "stencil: %" PRIu64 " x %" PRIu64 " PEs with nz %" PRIu64 " hold %.1f GiB "
+                          "of data; give data=0 (the same cycles without values; with sim.timing_only: true the PEs hold no SRAM)", w, h, nz,
+                          (double)bytes / (1u << 30));
+    const ts_wse_cfg *c = cfg ? ts_config_data(cfg) : NULL;
+    if (c && (w > c->width || h > c->height))
+        return ts_err_set(err, TS_EINPUT, "stencil: %" PRIu64 " x %" PRIu64 " PEs do not fit the %" PRIu64 " x %" PRIu64
+                          " mesh of the config", w, h, (uint64_t)c->width, (uint64_t)c->height);
+    return ts_wse_stencil_program_in(out, c ? (uint32_t)c->width : (uint32_t)w, (uint32_t)w, (uint32_t)h,
+                                     (uint32_t)nz, (uint32_t)radius, (uint32_t)steps, data != 0, err);
+}
+
 const ts_family ts_wse_family = {
     .name = "wse",
     .schema = &ts_wse_schema,
@@ -30,6 +64,8 @@ const ts_family ts_wse_family = {
     .blocked = ts_wse_blocked,
     .read = wse_read,
     .destroy = ts_wse_destroy,
+    .generate = wse_generate,
+    .generators = "stencil:w=16,h=16,nz=128,radius=4,steps=1,data=1   star stencil (radius 4: JAC's 25-point) on w x h PEs\n",
     .default_config = "wse_32x32",
     .default_workload = "wse_default",
 };

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "arch/wse/wse_isa.h"
@@ -35,7 +36,15 @@ static int bits(float f)
 ts_status ts_wse_stencil_program(ts_program **out, uint32_t w, uint32_t h, uint32_t nz, uint32_t radius,
                                  uint32_t steps, bool with_data, ts_err *err)
 {
+    return ts_wse_stencil_program_in(out, w, w, h, nz, radius, steps, with_data, err);
+}
+
+ts_status ts_wse_stencil_program_in(ts_program **out, uint32_t mesh_w, uint32_t w, uint32_t h, uint32_t nz,
+                                    uint32_t radius, uint32_t steps, bool with_data, ts_err *err)
+{
     *out = NULL;
+    if (w > mesh_w)
+        return ts_err_set(err, TS_EINPUT, "stencil: %u PEs wide does not fit a mesh %u PEs wide", w, mesh_w);
     if (!nz || nz > 600 || !steps || radius < 1 || radius > 4)
         return ts_err_set(err, TS_EINPUT, "stencil: nz %u must be 1..600, radius %u 1..4 and steps %u at least 1", nz,
                           radius, steps);
@@ -43,7 +52,9 @@ ts_status ts_wse_stencil_program(ts_program **out, uint32_t w, uint32_t h, uint3
     ts_program *p = ts_program_create("wse");
     if (!p)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
-    p->workload = ts_strdup("25-point stencil, radius 4, fp32");
+    char name[64];
+    snprintf(name, sizeof name, "%u-point stencil, radius %u, fp32", 6 * radius + 1, radius);
+    p->workload = ts_strdup(name);
     /* memory map (bytes) */
     const int Z = (int)nz * 4;
     const int U = 0, PREV = U + Z + 32, ACC = PREV + Z, TMP = ACC + Z, COEF = TMP + Z, BUF = COEF + 32;
@@ -65,7 +76,7 @@ ts_status ts_wse_stencil_program(ts_program **out, uint32_t w, uint32_t h, uint3
         goto oom;
     for (uint32_t y = 0; y < h; y++)
         for (uint32_t x = 0; x < w; x++) {
-            uint32_t id = y * w + x;
+            uint32_t id = y * mesh_w + x;
             ts_stream *s = ts_program_stream(p, WSE_KIND_PE, id);
             if (!s)
                 goto oom;

@@ -21,6 +21,10 @@
  * a whole wafer's program is about 300 bytes per PE). */
 ts_status ts_wse_stencil_program(ts_program **out, uint32_t w, uint32_t h, uint32_t nz, uint32_t radius,
                                  uint32_t steps, bool with_data, ts_err *err);
+/* The same on the north-west w x h corner of a mesh mesh_w PEs wide (PE (x, y) is unit
+ * y mesh_w + x); the PEs around the rectangle take no part. */
+ts_status ts_wse_stencil_program_in(ts_program **out, uint32_t mesh_w, uint32_t w, uint32_t h, uint32_t nz,
+                                    uint32_t radius, uint32_t steps, bool with_data, ts_err *err);
 /* Byte address of the interior of u (cell z is at this + 4 z) in the stencil program. */
 #define TS_WSE_STENCIL_U 16u
 

@@ -362,6 +362,7 @@ static ts_status wse_collect(ts_model *m, ts_results *r, ts_err *err)
     ts_stats *st = r->stats;
 #define U(name, unit, desc, v) CHK(ts_stats_u64(st, name, unit, desc, v) ? ts_err_set(err, TS_ENOMEM, "cannot add %s", name) : TS_OK)
     U("mesh.pes", "", "PEs in the mesh", m->npes);
+    r->occupancy = ces < m->npes ? (double)ces / (double)m->npes : 0;
     U("mesh.pes_touched", "", "PEs with code, data or routes", (uint64_t)m->nalloc);
     U("mesh.pes_with_code", "", "PEs running a program", ces);
     U("pe.busy", "cycles", "PE-cycles issuing an instruction or advancing a vector op", s.busy);

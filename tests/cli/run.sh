@@ -7,6 +7,7 @@
 #   onnx  ONNX models (info, and a model lowered for the IPU): skipped without ONNX support
 #   ipu   configs, runs, programs, reports, signals on the IPU: skipped without the ipu family
 #   tsp   a model lowered for the TSP: skipped without the tsp family
+#   wse   the wafer's program generators and JAC's stencil power: skipped without the wse family
 # A part whose family or feature the build compiled but the binary does not offer fails
 # (tests/need.sh).
 set -u
@@ -231,6 +232,32 @@ part_tsp() {
   fi
 }
 
+part_wse() {
+  # JAC's 25-point stencil (radius 4) on wse2: the wafer's power were every PE as busy as the
+  # 16 x 16 that run it, against JAC's 22.8 kW average (16.1 kW baseline), within 25 % (issue's bound).
+  expect_exit wse-stencil 0 "$T" run -c wse2 -f json stencil:w=16,h=16,nz=128,radius=4
+  python3 - "$tmp/stdout" <<'PY' && ok || bad "stencil power on wse2 is not within 25 % of 22.8 kW"
+import json, sys
+w = json.load(open(sys.argv[1]))["energy"]["whole_chip_power_w"]
+print(f"stencil on wse2: {w:.0f} W whole chip, {w / 22800:.3f} of JAC's 22.8 kW")
+sys.exit(0 if 0.75 <= w / 22800 <= 1.25 else 1)
+PY
+  # a generator is a sweep workload too: on two clocks along the V-f curve, the slower point
+  # draws less power across the whole chip
+  printf 'config: wse2\nworkloads: ["stencil:nz=16"]\naxes:\n  clock: [850 MHz, 600 MHz]\nmetrics: [cycles, energy.whole_chip_power_w]\n' \
+    >"$tmp/stencil_sweep.yaml"
+  expect_exit wse-stencil-sweep 0 "$T" sweep "$tmp/stencil_sweep.yaml" -o "$tmp/stencil.csv"
+  python3 - "$tmp/stencil.csv" <<'PY' && ok || bad "the stencil sweep's rows are wrong: $(cat "$tmp/stencil.csv")"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+fast, slow = (float(r["energy.whole_chip_power_w"]) for r in rows)
+sys.exit(0 if len(rows) == 2 and rows[0]["cycles"] == rows[1]["cycles"] and slow < fast else 1)
+PY
+  golden stencil-unknown-key "$T" run -c wse2 stencil:nz=128,radiu=3
+  golden stencil-other-family "$T" run -c tsp_v1 stencil:nz=8
+  golden stencil-too-big "$T" run -c wse2 stencil:w=700,h=700,nz=600
+}
+
 case "$part" in
   base) part_base ;;
   onnx)
@@ -245,7 +272,8 @@ case "$part" in
     part_onnx ;;
   ipu) need_family "$T" ipu "cli ipu: config, run, program and report cases"; part_ipu ;;
   tsp) need_family "$T" tsp "cli tsp: a model lowered for the TSP"; part_tsp ;;
-  *) echo "usage: run.sh TESSERA base|onnx|ipu|tsp" >&2; exit 2 ;;
+  wse) need_family "$T" wse "cli wse: the wafer's program generators"; part_wse ;;
+  *) echo "usage: run.sh TESSERA base|onnx|ipu|tsp|wse" >&2; exit 2 ;;
 esac
 
 echo "cli $part: $pass passed, $fail failed"
