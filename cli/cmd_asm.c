@@ -38,6 +38,7 @@ static const char compile_usage[] =
     "      --planner NAME    how a model is lowered for the IPU: lcs (load-compute-store, the\n"
     "                        default), t10 (compute-shift MatMul, Gemm, 1x1 Conv) or split\n"
     "                        (t10's partitions, nothing rotating)\n"
+    "      --max-tiles N     a model's plan uses at most the first N tiles (IPU; default all)\n"
     "      --inputs FILE     a model's values: a .npz archive whose arrays name data inputs and\n"
     "                        weights (docs/values.md)\n"
     "      --weights-out FILE  write the values every input and weight of the model is\n"
@@ -62,9 +63,10 @@ static int assemble(int argc, char **argv, const char *usage, bool need_config)
         {"output", required_argument, 0, 'o'}, {"config", required_argument, 0, 'c'},
         {"set", required_argument, 0, 's'},    {"help", no_argument, 0, 'h'},
         {"planner", required_argument, 0, 'R'}, {"inputs", required_argument, 0, 'X'},
-        {"weights-out", required_argument, 0, 'Y'}, {0, 0, 0, 0},
+        {"weights-out", required_argument, 0, 'Y'}, {"max-tiles", required_argument, 0, 'T'}, {0, 0, 0, 0},
     };
     const char *output = NULL, *config = NULL, *planner = NULL, *inputs = NULL, *weights_out = NULL;
+    const char *max_tiles = NULL;
     cli_sets sets = {0};
     int c;
     optind = 1;
@@ -80,6 +82,13 @@ static int assemble(int argc, char **argv, const char *usage, bool need_config)
                 return need_config ? TS_EXIT_INPUT : cli_usage_error("unknown option '--planner'");
             }
             planner = optarg;
+            break;
+        case 'T':
+            if (!need_config || cli_check_setting("max_tiles", optarg)) { /* compile only */
+                cli_sets_free(&sets);
+                return need_config ? TS_EXIT_INPUT : cli_usage_error("unknown option '--max-tiles'");
+            }
+            max_tiles = optarg;
             break;
         case 'X':
         case 'Y':
@@ -120,8 +129,12 @@ static int assemble(int argc, char **argv, const char *usage, bool need_config)
         }
         fam = ts_family_find(ts_config_arch(cfg));
     }
-    ts_lower_setting settings[] = {{"planner", planner}};
-    ts_lower_opts lopts = {settings, planner ? 1 : 0};
+    ts_lower_setting settings[2];
+    ts_lower_opts lopts = {settings, 0};
+    if (planner)
+        settings[lopts.n++] = (ts_lower_setting){"planner", planner};
+    if (max_tiles)
+        settings[lopts.n++] = (ts_lower_setting){"max_tiles", max_tiles};
     ts_lower_values vals = {inputs ? &given : NULL, inputs, inputs || weights_out};
     if (weights_out) { /* first, so that a model a family refuses still gives its values */
         ts_npz w = {0};

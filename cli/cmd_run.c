@@ -55,6 +55,7 @@ static const char run_usage[] =
     "      --planner NAME      how a model is lowered for the IPU: lcs (load-compute-store,\n"
     "                          the default), t10 (compute-shift MatMul, Gemm, 1x1 Conv) or\n"
     "                          split (t10's partitions, nothing rotating)\n"
+    "      --max-tiles N       a model's plan uses at most the first N tiles (IPU; default all)\n"
     "  -j, --threads N         host threads (results do not depend on it)\n"
     "      --lockstep          step every cycle of every unit (reference mode)\n"
     "      --warn              record hazards and go on, where the family has them\n"
@@ -152,10 +153,11 @@ int cmd_run(int argc, char **argv)
         {"frames", required_argument, 0, 'F'},   {"frame-every", required_argument, 0, 'N'},
         {"summary-png", required_argument, 0, 'P'}, {"view", no_argument, 0, 'V'},
         {"trace-limit", required_argument, 0, 'Z'}, {"planner", required_argument, 0, 'R'},
-        {"inputs", required_argument, 0, 'X'},   {"outputs", required_argument, 0, 'Y'},
+        {"max-tiles", required_argument, 0, 'U'}, {"inputs", required_argument, 0, 'X'},   {"outputs", required_argument, 0, 'Y'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     const char *config = NULL, *output = NULL, *trace_path = NULL, *energy_name = NULL, *planner = NULL;
+    const char *max_tiles = NULL;
     const char *frames_dir = NULL, *summary_png = NULL, *inputs = NULL, *outputs = NULL;
     uint64_t frame_every = 0, trace_bytes = 0;
     bool view = false;
@@ -220,6 +222,13 @@ int cmd_run(int argc, char **argv)
             }
             planner = optarg;
             break;
+        case 'U':
+            if (cli_check_setting("max_tiles", optarg)) {
+                cli_sets_free(&sets);
+                return TS_EXIT_INPUT;
+            }
+            max_tiles = optarg;
+            break;
         case 'j':
             if (parse_u64(optarg, &v) || v < 1 || v > 1024) {
                 cli_sets_free(&sets);
@@ -271,8 +280,12 @@ int cmd_run(int argc, char **argv)
     ts_config *cfg = NULL;
     ts_program *prog = NULL;
     ts_lowered *lowered = NULL;
-    ts_lower_setting settings[] = {{"planner", planner}};
-    ts_lower_opts lopts = {settings, planner ? 1 : 0};
+    ts_lower_setting settings[2];
+    ts_lower_opts lopts = {settings, 0};
+    if (planner)
+        settings[lopts.n++] = (ts_lower_setting){"planner", planner};
+    if (max_tiles)
+        settings[lopts.n++] = (ts_lower_setting){"max_tiles", max_tiles};
     ts_energy_table *energy = NULL;
     ts_trace *trace = NULL;
     ts_activity *act = NULL;

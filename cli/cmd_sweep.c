@@ -127,6 +127,19 @@ static size_t point_sets(const ts_sweep *s, size_t i, ts_buf *buf, size_t *off, 
     return n;
 }
 
+/* The lowering settings point i compiles with (its pinned or swept planner and max_tiles), in
+ * settings[TS_SWEEP_SETTINGS]. */
+static ts_lower_opts point_settings(const ts_sweep *s, size_t i, ts_lower_setting *settings)
+{
+    ts_lower_opts o = {settings, 0};
+    for (size_t k = 0; k < TS_SWEEP_SETTINGS; k++) {
+        const char *v = ts_sweep_point_setting(s, i, k);
+        if (v)
+            settings[o.n++] = (ts_lower_setting){ts_sweep_setting_name(k), v};
+    }
+    return o;
+}
+
 /* Compile point i's model for its config into e. */
 static void compile_point(const ts_sweep *s, size_t i, compiled *e)
 {
@@ -136,9 +149,8 @@ static void compile_point(const ts_sweep *s, size_t i, compiled *e)
     ts_buf setbuf = TS_BUF_INIT;
     size_t *off = ts_calloc(na + 1, sizeof *off);
     const char **sets = ts_calloc(na + 1, sizeof *sets);
-    const char *planner = ts_sweep_point_planner(s, i);
-    ts_lower_setting settings[] = {{"planner", planner}};
-    ts_lower_opts lopts = {settings, planner ? 1 : 0};
+    ts_lower_setting settings[TS_SWEEP_SETTINGS];
+    ts_lower_opts lopts = point_settings(s, i, settings);
     if (!off || !sets) {
         e->st = ts_err_set(&err, TS_ENOMEM, "out of memory");
     } else {
@@ -261,9 +273,8 @@ static void run_point(const ts_sweep *s, size_t i, const compiled *comp, ts_buf 
         lowered = comp->lowered;
         prog->config_fp = ts_config_fingerprint(cfg); /* the same program this config compiles to */
     } else {
-        const char *planner = ts_sweep_point_planner(s, i);
-        ts_lower_setting settings[] = {{"planner", planner}};
-        ts_lower_opts lopts = {settings, planner ? 1 : 0};
+        ts_lower_setting settings[TS_SWEEP_SETTINGS];
+        ts_lower_opts lopts = point_settings(s, i, settings);
         if ((st = cli_load_workload(&own_prog, wl, cfg, fam, &lopts, &own_lowered, &err)) != TS_OK)
             goto done;
         prog = own_prog;

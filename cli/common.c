@@ -225,10 +225,15 @@ void cli_sets_free(cli_sets *s)
 
 int cli_check_planner(const char *name)
 {
+    return cli_check_setting("planner", name);
+}
+
+int cli_check_setting(const char *setting, const char *value)
+{
     ts_err err;
     ts_err_init(&err);
     int rc = 0;
-    if (ts_lower_check_setting("planner", name, &err) != TS_OK)
+    if (ts_lower_check_setting(setting, value, &err) != TS_OK)
         rc = cli_usage_error("%s", err.msg);
     ts_err_free(&err);
     return rc;

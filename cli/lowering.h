@@ -36,5 +36,8 @@ ts_status cli_report_outputs(const ts_lowered *l, ts_results *res, const char *p
 /* --planner NAME: 0 when a lowering takes NAME as its planner, else the usage error's exit code
  * (after printing it). */
 int cli_check_planner(const char *name);
+/* The same for any lowering setting (--max-tiles N is max_tiles): 0, or the usage error's exit code
+ * (printed). */
+int cli_check_setting(const char *setting, const char *value);
 
 #endif

@@ -58,6 +58,12 @@ typedef struct axis {
     size_t n, cap, numcap;   /* values; room in vals and in num */
 } axis;
 
+/* A lowering setting the spec pins for every point (`planner: t10`, `max_tiles: 304`). */
+typedef struct pin {
+    char *value;             /* owned; NULL: not pinned (the compiler chooses) */
+    int line, col;
+} pin;
+
 typedef struct filter {
     char *text;              /* owned */
     int line, col;           /* where the expression text starts */
@@ -70,8 +76,7 @@ struct ts_sweep {
     char **wl_name, **wl_path; /* owned */
     int *wl_line, *wl_col;   /* owned: where each workload is written */
     size_t nwl;
-    char *planner;           /* owned: the `planner` the spec pins, NULL to let the compiler choose */
-    int planner_line, planner_col;
+    pin pins[TS_SWEEP_SETTINGS]; /* the settings the spec pins (setting_keys order) */
     axis *axes;              /* owned */
     size_t naxes;
     char **metrics;          /* owned */
@@ -99,10 +104,21 @@ static const ts_cfg_key common_keys[] = {
     {"power.sram_array", TS_CFG_UINT, TS_UNIT_BYTES, 0, 1e12, "0 B", "one unit's SRAM array", 0, NULL},
 };
 
-/* Settings of the lowering that an axis may sweep (values checked by ts_sweep_check). */
-static const ts_cfg_key setting_keys[] = {
+/* Settings of the lowering that the spec may pin or an axis sweep (values checked by
+ * ts_sweep_check against the lowerings that declare them): the mapping of a model. */
+static const ts_cfg_key setting_keys[TS_SWEEP_SETTINGS] = {
     {"planner", TS_CFG_STRING, TS_UNIT_NONE, 0, -1, NULL, "how the lowering plans a model's operators", 0, NULL},
+    {"max_tiles", TS_CFG_UINT, TS_UNIT_NONE, 1, 1e9, NULL, "the most tiles a model's plan may use", 0, NULL},
 };
+
+/* Index of setting `name` in setting_keys, or -1. */
+static int setting_index(const char *name)
+{
+    for (size_t k = 0; k < TS_SWEEP_SETTINGS; k++)
+        if (!strcmp(setting_keys[k].path, name))
+            return (int)k;
+    return -1;
+}
 
 /* Config keys no lowering reads (docs/sweep.md, "Workloads: programs and models"): the clock
  * (plans are made in cycles), the energy table and power keys (priced after the run). A key
@@ -121,7 +137,8 @@ static const char *const report_fields[] = {
 };
 
 static const char *const spec_keys[] = {
-    "config", "workloads", "axes", "combine", "filter", "metrics", "max_cycles", "description", "planner", NULL,
+    "config", "workloads", "axes", "combine", "filter", "metrics", "max_cycles", "description", "planner",
+    "max_tiles", NULL,
 };
 
 static const char *const default_metrics[] = {"cycles", "time_s", "energy.total_j", "bytes.network", NULL};
@@ -155,7 +172,8 @@ void ts_sweep_destroy(ts_sweep *s)
     ts_free(s->wl_path);
     ts_free(s->wl_line);
     ts_free(s->wl_col);
-    ts_free(s->planner);
+    for (size_t k = 0; k < TS_SWEEP_SETTINGS; k++)
+        ts_free(s->pins[k].value);
     for (size_t a = 0; a < s->naxes; a++) {
         for (size_t k = 0; k < s->axes[a].n; k++)
             ts_free(s->axes[a].vals[k]);
@@ -890,13 +908,14 @@ static ts_status load_tree(ts_sweep *s, const ts_ynode *root, const ts_config_op
             filt = v;
         } else if (!strcmp(k->text, "metrics")) {
             mets = v;
-        } else if (!strcmp(k->text, "planner")) {
+        } else if (setting_index(k->text) >= 0) {
+            pin *pn = &s->pins[setting_index(k->text)];
             if (v->kind != TS_Y_SCALAR || !v->text[0])
-                return at(s, err, v, "planner: expected a planner's name");
-            if (!(s->planner = ts_strdup(v->text)))
+                return at(s, err, v, "%s: expected one value", k->text);
+            if (!(pn->value = ts_strdup(v->text)))
                 return ts_err_set(err, TS_ENOMEM, "out of memory");
-            s->planner_line = v->line;
-            s->planner_col = v->col;
+            pn->line = v->line;
+            pn->col = v->col;
         } else if (!strcmp(k->text, "description")) {
             if (v->kind != TS_Y_SCALAR)
                 return at(s, err, v, "description: expected text, got %s", ts_ynode_kind_name(v));
@@ -914,7 +933,7 @@ static ts_status load_tree(ts_sweep *s, const ts_ynode *root, const ts_config_op
             if (c)
                 return at(s, err, k, "unknown key '%s' (did you mean '%s'?)", k->text, c);
             return at(s, err, k, "unknown key '%s' (a sweep has config, workloads, axes, combine, filter, "
-                                 "metrics, max_cycles, planner and description)", k->text);
+                                 "metrics, max_cycles, planner, max_tiles and description)", k->text);
         }
     }
     if (!cfgv)
@@ -970,13 +989,13 @@ static ts_status load_tree(ts_sweep *s, const ts_ynode *root, const ts_config_op
     }
     if (axes && (st = parse_axes(s, axes, sch, err)) != TS_OK)
         goto out;
-    if (s->planner)
-        for (size_t a = 0; a < s->naxes; a++)
-            if (s->axes[a].setting && !strcmp(s->axes[a].key, "planner")) {
-                st = ts_err_at(err, TS_EINPUT, s->file, s->planner_line, s->planner_col,
-                               "planner: pinned here and swept as an axis: give one of them");
-                goto out;
-            }
+    for (size_t a = 0; a < s->naxes; a++)
+        if (s->axes[a].setting && s->pins[setting_index(s->axes[a].key)].value) {
+            const pin *pn = &s->pins[setting_index(s->axes[a].key)];
+            st = ts_err_at(err, TS_EINPUT, s->file, pn->line, pn->col,
+                           "%s: pinned here and swept as an axis: give one of them", s->axes[a].key);
+            goto out;
+        }
     if (mets) {
         if ((st = str_list(s, mets, "metrics", &s->metrics, &s->nmetrics, err)) != TS_OK)
             goto out;
@@ -1168,12 +1187,22 @@ bool ts_sweep_axis_is_setting(const ts_sweep *s, size_t a)
     return s->axes[a].setting;
 }
 
-const char *ts_sweep_point_planner(const ts_sweep *s, size_t i)
+const char *ts_sweep_setting_name(size_t k)
+{
+    return k < TS_SWEEP_SETTINGS ? setting_keys[k].path : NULL;
+}
+
+const char *ts_sweep_point_setting(const ts_sweep *s, size_t i, size_t k)
 {
     for (size_t a = 0; a < s->naxes; a++)
-        if (s->axes[a].setting && !strcmp(s->axes[a].key, "planner"))
+        if (s->axes[a].setting && !strcmp(s->axes[a].key, setting_keys[k].path))
             return ts_sweep_point_value(s, i, a);
-    return s->planner;
+    return s->pins[k].value;
+}
+
+const char *ts_sweep_point_planner(const ts_sweep *s, size_t i)
+{
+    return ts_sweep_point_setting(s, i, 0);
 }
 
 bool ts_sweep_key_lowered(const char *key)
@@ -1190,9 +1219,11 @@ void ts_sweep_compile_key(const ts_sweep *s, size_t i, ts_buf *out)
 {
     ts_buf_reset(out);
     ts_buf_printf(out, "workload=%zu", ts_sweep_point_workload(s, i));
-    const char *pl = ts_sweep_point_planner(s, i);
-    if (pl)
-        ts_buf_printf(out, ";planner=%s", pl);
+    for (size_t k = 0; k < TS_SWEEP_SETTINGS; k++) {
+        const char *v = ts_sweep_point_setting(s, i, k);
+        if (v)
+            ts_buf_printf(out, ";%s=%s", setting_keys[k].path, v);
+    }
     for (size_t a = 0; a < s->naxes; a++)
         if (!s->axes[a].setting && ts_sweep_key_lowered(s->axes[a].key))
             ts_buf_printf(out, ";%s=%s", s->axes[a].key, ts_sweep_point_value(s, i, a));
@@ -1213,25 +1244,25 @@ ts_status ts_sweep_check(const ts_sweep *s, const ts_sweep_checks *chk, ts_err *
             return ts_err_at(err, TS_EINPUT, s->file, s->wl_line[w], s->wl_col[w], "workloads: %s", msg);
         }
     }
-    for (size_t a = 0; a <= s->naxes && chk->setting; a++) {
-        bool pinned = a == s->naxes;
-        if (!pinned && !s->axes[a].setting)
+    /* the axes that are settings, then the pinned settings (a = naxes + k) */
+    for (size_t a = 0; a < s->naxes + TS_SWEEP_SETTINGS && chk->setting; a++) {
+        const pin *pn = a >= s->naxes ? &s->pins[a - s->naxes] : NULL;
+        if (pn ? !pn->value : !s->axes[a].setting)
             continue;
-        if (pinned && !s->planner)
-            continue;
-        size_t nv = pinned ? 1 : s->axes[a].n;
+        const char *name = pn ? setting_keys[a - s->naxes].path : s->axes[a].key;
+        size_t nv = pn ? 1 : s->axes[a].n;
         for (size_t k = 0; k < nv; k++) {
-            const char *val = pinned ? s->planner : s->axes[a].vals[k];
+            const char *val = pn ? pn->value : s->axes[a].vals[k];
             ts_err e;
             ts_err_init(&e);
-            ts_status st = chk->setting(chk->ud, "planner", val, &e);
+            ts_status st = chk->setting(chk->ud, name, val, &e);
             if (st != TS_OK) {
                 ts_err_format(&e, msg, sizeof msg);
                 ts_err_free(&e);
                 if (st == TS_ENOMEM)
                     return ts_err_set(err, st, "out of memory");
-                int line = pinned ? s->planner_line : s->axes[a].line, col = pinned ? s->planner_col : s->axes[a].col;
-                return ts_err_at(err, TS_EINPUT, s->file, line, col, "planner: %s", msg);
+                int line = pn ? pn->line : s->axes[a].line, col = pn ? pn->col : s->axes[a].col;
+                return ts_err_at(err, TS_EINPUT, s->file, line, col, "%s: %s", name, msg);
             }
         }
     }

@@ -60,10 +60,16 @@ long ts_sweep_find(const ts_sweep *s, uint64_t id);
  * out (cleared first); offsets[a] is where axis a's string starts. offsets has naxes entries. An
  * axis that is a setting of the lowering (ts_sweep_axis_is_setting) gives an empty string. */
 void ts_sweep_point_sets(const ts_sweep *s, size_t i, ts_buf *out, size_t *offsets);
-/* Whether axis a sweeps a setting of the lowering (`planner`) rather than a config key. */
+/* Whether axis a sweeps a setting of the lowering (`planner`, `max_tiles`) rather than a config key. */
 bool ts_sweep_axis_is_setting(const ts_sweep *s, size_t a);
-/* The planner point i compiles with: its `planner` axis value, else the spec's `planner`, else
- * NULL (the compiler chooses). Borrowed. */
+/* The lowering settings a spec may pin or sweep: the mapping of its models (`planner`,
+ * `max_tiles`). ts_sweep_setting_name(k) names setting k < TS_SWEEP_SETTINGS. */
+#define TS_SWEEP_SETTINGS 2
+const char *ts_sweep_setting_name(size_t k);
+/* The value of setting k point i compiles with: its axis value, else the spec's pin, else NULL
+ * (the compiler chooses). Borrowed. */
+const char *ts_sweep_point_setting(const ts_sweep *s, size_t i, size_t k);
+/* The planner point i compiles with (setting 0). Borrowed. */
 const char *ts_sweep_point_planner(const ts_sweep *s, size_t i);
 /* Whether a lowering may read config key `key`. False for the clock, `energy.*` and `power.*`:
  * plans are made in cycles and priced after the run. */
@@ -80,11 +86,11 @@ typedef struct ts_sweep_checks {
     /* A workload as ts_sweep_workload_path gives it: TS_OK when it loads (a program, or a model
      * with known parameters), else TS_EINPUT with why (a did-you-mean where one fits). */
     ts_status (*workload)(void *ud, const char *path, ts_err *err);
-    /* A lowering setting (`planner`) and one value of it. */
+    /* A lowering setting (`planner`, `max_tiles`) and one value of it. */
     ts_status (*setting)(void *ud, const char *name, const char *value, ts_err *err);
 } ts_sweep_checks;
-/* Run the checks over every workload and every planner the spec names; the first failure is
- * TS_EINPUT at the spec's `file:line:col` of the workload or planner. */
+/* Run the checks over every workload and every setting value the spec names; the first failure
+ * is TS_EINPUT at the spec's `file:line:col` of the workload or setting. */
 ts_status ts_sweep_check(const ts_sweep *s, const ts_sweep_checks *chk, ts_err *err);
 
 /* CSV: header "point,workload,<axes>,<metrics>,error\n". */

@@ -35,7 +35,7 @@ static const char *const ts_fuzz_tsp_sets[] = {"streams.per_direction=32",
 static ts_config *ts_fuzz_cfg[TS_FUZZ_NCONFIGS];
 static ts_energy_table *ts_fuzz_energy[TS_FUZZ_NCONFIGS];
 
-static void ts_fuzz_lower_init(void)
+static inline void ts_fuzz_lower_init(void)
 {
     static int ready;
     if (ready)
@@ -65,7 +65,7 @@ static void ts_fuzz_lower_init(void)
 }
 
 /* Lower g for every config (planner: the IPU's, chosen by the caller), and run what compiles. */
-static void ts_fuzz_lower_all(const ts_graph *g, const char *planner)
+static inline void ts_fuzz_lower_all(const ts_graph *g, const char *planner)
 {
     ts_lower_setting set[] = {{"planner", planner}};
     ts_lower_opts opts = {set, planner ? 1 : 0};

@@ -197,6 +197,8 @@ spec_error unknown_model.yaml "2:13: workloads: workload 'resnet5' is neither a 
 spec_error unknown_param.yaml "2:13: workloads: matmul: unknown parameter 'q' (parameters: m, k, n, dtype)"
 spec_error bad_sweep_metric.yaml "3:19: metrics: unknown sweep field 'sweep.mac_shar' (did you mean 'sweep.mac_share'?)"
 spec_error unknown_planner.yaml "4:3: planner: unknown planner 't11': lcs (load-compute-store), t10 (compute-shift) or split (t10's partitions, nothing rotating)"
+spec_error max_tiles_twice.yaml "3:12: max_tiles: pinned here and swept as an axis: give one of them"
+spec_error max_tiles_zero.yaml "4:18: max_tiles: 0 is out of range [1, 1000000000]"
 
 # Models: compiled per point, one compile per (model, keys a lowering reads, planner).
 "$T" sweep "$data/models.yaml" -o "$tmp/models.csv" -j 2 2>"$tmp/err"
@@ -208,6 +210,13 @@ check "a shared compile gives the cycles of its own" '[ "$(field 0 8)" = "$(fiel
 check "rows carry runs per second and the MAC share" '[ "$(field 0 3)" != "" ] && [ "$(field 0 1)" != "" ]'
 "$T" sweep "$data/models.yaml" -o "$tmp/models1.csv" -j 1 -q
 check "-j 1 and -j 2 give the same rows" 'cmp -s "$tmp/models.csv" "$tmp/models1.csv"'
+# The mapping pinned (planner) and swept (max_tiles): a compile per tile count, each plan within
+# its count (the row's sweep.plan names the tiles used), fewer tiles never faster on this matmul.
+printf 'config: ipu_tiny4\nworkloads: ["matmul:m=32,k=32,n=32"]\nplanner: lcs\naxes:\n  max_tiles: [1, 2, 4]\nmetrics: [cycles, sweep.planner, sweep.plan]\n' >"$tmp/pin.yaml"
+"$T" sweep "$tmp/pin.yaml" -o "$tmp/pin.csv" 2>"$tmp/err"
+check "a sweep over max_tiles exits 0 with a compile per count" '[ $? = 0 ] && grep -q "3 compiles for 3 points" "$tmp/err"'
+check "each plan uses at most its tiles, with the pinned planner" \
+  'python3 -c "import csv,re,sys; r=list(csv.DictReader(open(sys.argv[1]))); sys.exit(not (len(r)==3 and all(r_[\"sweep.planner\"]==\"lcs\" and int(re.search(r\"(\\d+) tiles?\",r_[\"sweep.plan\"]).group(1))<=int(r_[\"max_tiles\"]) for r_ in r) and int(r[0][\"cycles\"])>=int(r[1][\"cycles\"])>=int(r[2][\"cycles\"])))" "$tmp/pin.csv"'
 # The keys the compile cache shares over are read by no lowering: on every family, the program
 # compiled with the clock, energy.* and power.* changed is the one compiled without (all but its
 # .config fingerprint line).

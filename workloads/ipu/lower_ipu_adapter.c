@@ -1,6 +1,9 @@
 /* workloads/ipu/lower_ipu_adapter.c — the IPU lowering as the registry sees it
  * (workloads/lower/lower.h): the per-layer attribution of a run's results, the parameters from a
  * config, the settings, and the ts_lowering. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -91,8 +94,27 @@ static ts_status ipu_check_planner(const char *value, ts_err *err)
     return ts_lower_ipu_planner(value, &planner, err);
 }
 
+/* max_tiles: a whole number of tiles, 1 or more (a chip with fewer uses all of its own) */
+static ts_status ipu_max_tiles(const char *value, uint32_t *out, ts_err *err)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = value[0] >= '0' && value[0] <= '9' ? strtoull(value, &end, 10) : 0;
+    if (!v || errno || *end || v > UINT32_MAX)
+        return ts_err_set(err, TS_EINPUT, "max_tiles '%s': expected a whole number of tiles, 1 or more", value);
+    *out = (uint32_t)v;
+    return TS_OK;
+}
+
+static ts_status ipu_check_max_tiles(const char *value, ts_err *err)
+{
+    uint32_t t;
+    return ipu_max_tiles(value, &t, err);
+}
+
 static const ts_lower_param ipu_params[] = {
     {"planner", "how MatMul, Gemm and 1x1 Conv are planned: lcs, t10 or split", ipu_check_planner},
+    {"max_tiles", "the most tiles a plan may use (the first N; default all of the chip's)", ipu_check_max_tiles},
 };
 
 static ts_status ipu_create(const ts_config *cfg, const ts_lower_opts *opts, void **state, ts_err *err)
@@ -104,6 +126,9 @@ static ts_status ipu_create(const ts_config *cfg, const ts_lower_opts *opts, voi
     const char *planner = ts_lower_opts_get(opts, "planner");
     if (rc == TS_OK && planner)
         rc = ts_lower_ipu_planner(planner, &s->p.planner, err);
+    const char *tiles = ts_lower_opts_get(opts, "max_tiles");
+    if (rc == TS_OK && tiles)
+        rc = ipu_max_tiles(tiles, &s->p.max_tiles, err);
     return rc;
 }
 
