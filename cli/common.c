@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "arch/wse/wse_traffic.h"
 #include "configs/builtin.h"
 #include "core/alloc.h"
 #include "core/fileio.h"
@@ -106,6 +107,8 @@ static ts_status workload_bytes(const char *path, const char **text, size_t *len
 
 const ts_family *cli_program_family(const char *path, ts_err *err)
 {
+    if (!strncmp(path, "traffic:", 8)) /* synthetic traffic (docs/noc.md) runs on the wafer */
+        return ts_family_find("wse");
     if (ts_wl_is_model(path)) /* a model runs on the family of the first lowering */
         return ts_lowering_at(0) ? ts_family_find(ts_lowering_at(0)->arch) : NULL;
     const char *text;
@@ -194,6 +197,8 @@ ts_status cli_load_workload_values(ts_program **out, const char *path, const ts_
 {
     if (lowered)
         *lowered = NULL;
+    if (!strncmp(path, "traffic:", 8)) /* synthetic traffic (docs/noc.md) */
+        return ts_wse_traffic_load(out, path + 8, cfg, err);
     if (!ts_wl_is_model(path)) {
         if (vals && (vals->given || vals->fill))
             return ts_err_set(err, TS_EINPUT, "'%s' is a program, not a model: values (--inputs, --weights-out) "

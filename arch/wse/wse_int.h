@@ -117,7 +117,28 @@ typedef struct wse_tstats {
     uint64_t link[WSE_NPORTS];            /* wavelets sent per output port (R = to core) */
     uint64_t router_busy;                 /* cycles the router forwarded anything */
     uint64_t evals;                       /* cycles the tile was evaluated (for balancing bands only) */
+    uint64_t tr_accepted;                 /* stamped wavelets that landed in the stamp's window (`stamp`) */
 } wse_tstats;
+
+/* Synthetic traffic (docs/noc.md): what a wavelet of a stamped colour carries, and what the cores
+ * that take them sum per band (summed over bands at collect, so any thread count gives the same).
+ *   bit 0       the last flit of its packet
+ *   bit 1       its packet was created in the measurement window
+ *   bits 2..12  the packet's distance in hops (0 .. 2047)
+ *   bits 13..31 the packet's creation cycle modulo 2^19 (latencies below 2^19 cycles are exact) */
+#define WSE_TR_LAST 1u
+#define WSE_TR_MEASURED 2u
+#define WSE_TR_DIST_SHIFT 2
+#define WSE_TR_DIST_MASK 2047u
+#define WSE_TR_T_SHIFT 13
+#define WSE_TR_T_MASK ((1u << 19) - 1)
+#define WSE_TR_HIST 1024 /* latency histogram: one bucket per cycle, latencies from 1023 in the last */
+typedef struct wse_trstats {
+    uint64_t flits, packets, sum, min, max;
+    uint64_t hist[WSE_TR_HIST];
+    uint64_t dn[WSE_TR_DIST_MASK + 1], dsum[WSE_TR_DIST_MASK + 1]; /* packets and latency sum per distance */
+    uint64_t dmin1[WSE_TR_DIST_MASK + 1];  /* least latency per distance, plus one (0: none yet) */
+} wse_trstats;
 
 typedef struct wse_tile {
     uint32_t id, x, y;
@@ -156,7 +177,7 @@ typedef struct wse_tile {
                                * owner only; wse_pe.c, commit_tile) */
     uint8_t blk_why;          /* what each skipped cycle counts: 0 nothing, else stall and stall_in, _out,
                                * _mem, _thread for 1 .. 4 */
-    uint8_t wup;              /* phase A: input ports 0..3 popped while full (their producer may wait) */
+    uint8_t wup;              /* phase A: input ports 0..3 popped while their producer may wait (wse_pe.c) */
     bool still;               /* phase A: this cycle's evaluation made no progress */
     uint8_t vth;              /* phase A: the one vector thread that moved this cycle, if it alone did and
                                * its operands are all in memory (else WSE_NOQ); asleep: the thread stepped
@@ -164,6 +185,8 @@ typedef struct wse_tile {
     uint32_t vk;              /* phase A: elements it moved */
     uint64_t vfrom;           /* asleep while vector thread vth runs alone: the first cycle it has not
                                * stepped, 0 if none (band owner only) */
+    uint32_t stampm;          /* colours whose data wavelets to the core carry a traffic stamp (`stamp`) */
+    uint64_t st_from, st_to;  /* the window in which they count as accepted */
 } wse_tile;
 
 /* A tile asleep until a known cycle (a core in `wait` or starting a task, nothing else to do). */
@@ -235,6 +258,7 @@ typedef struct wse_band {
     ts_err err;
     wse_sum sum[WSE_NSUM];    /* left after phase B for the decision, by cycle (wse_threads.c) */
     wse_decision last;        /* the band's last decision */
+    wse_trstats *tr;          /* owned, NULL until a stamped packet of the measurement window lands */
     char pad1[WSE_PAD];
     /* cycles (since the step began) whose zone E is through phase A, through phase B, and whose
      * summary is written */

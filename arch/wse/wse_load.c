@@ -87,6 +87,7 @@ void ts_wse_destroy(ts_model *m)
             ts_free(m->band[i].xwake[0]);
             ts_free(m->band[i].xwake[1]);
             ts_free(m->band[i].tm);
+            ts_free(m->band[i].tr);
             ts_err_free(&m->band[i].err);
         }
     ts_free(m->band);
@@ -229,6 +230,15 @@ static ts_status apply_cfg(ts_model *m, wse_tile *t, const ts_stream *s, uint32_
             return load_err(s, pc, err, "'image' must be the last instruction of its stream (the code is the image's)", m);
         if (t->ce->bound)
             return load_err(s, pc, err, "'bind' in a stream with 'image': task bindings come with the image's code", m);
+        return TS_OK;
+    case WSE_OP_STAMP:
+        if (a[1] < 0 || a[2] < a[1]) {
+            snprintf(b, sizeof b, "stamp window %d .. %d is not a range of cycles from 0", a[1], a[2]);
+            return load_err(s, pc, err, b, m);
+        }
+        t->stampm |= 1u << a[0];
+        t->st_from = (uint64_t)a[1];
+        t->st_to = (uint64_t)a[2];
         return TS_OK;
     default:
         return ts_err_set(err, TS_EINTERNAL, "wse: op %u is not a configuration op", in->op);

@@ -449,6 +449,36 @@ static void log_arrival(ts_model *m, wse_tile *t, uint32_t c, uint64_t when, wse
     t->narr[c]++;
 }
 
+/* A wavelet of a stamped colour landed in tile t's core queue in cycle `land` (docs/noc.md): it counts
+ * as accepted in the window, and when its packet was created in the measurement window its flit
+ * counts, and its packet's latency when it is the last flit. Sums of the band, which owns t now. */
+static void traffic_arrival(wse_tile *t, wse_band *b, uint32_t data, uint64_t land)
+{
+    if (land >= t->st_from && land < t->st_to)
+        t->s.tr_accepted++;
+    if (!(data & WSE_TR_MEASURED))
+        return;
+    if (!b->tr && !(b->tr = ts_calloc(1, sizeof *b->tr))) {
+        b->oom = true;
+        return;
+    }
+    wse_trstats *s = b->tr;
+    s->flits++;
+    if (!(data & WSE_TR_LAST))
+        return;
+    uint64_t lat = (land - (data >> WSE_TR_T_SHIFT)) & WSE_TR_T_MASK;
+    uint32_t d = data >> WSE_TR_DIST_SHIFT & WSE_TR_DIST_MASK;
+    s->min = s->packets && s->min < lat ? s->min : lat;
+    s->max = s->max > lat ? s->max : lat;
+    s->packets++;
+    s->sum += lat;
+    s->hist[lat < WSE_TR_HIST ? lat : WSE_TR_HIST - 1]++;
+    s->dn[d]++;
+    s->dsum[d] += lat;
+    if (!s->dmin1[d] || lat + 1 < s->dmin1[d])
+        s->dmin1[d] = lat + 1;
+}
+
 /* Tile o was pushed to in phase B: a tile of the band joins the next active list at once (its stamp
  * is the band's own), a tile of another band is left on the cross-band list its band merges after
  * the barrier. Lockstep evaluates every tile anyway. */
@@ -509,6 +539,8 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
                 t->s.delivered++;
                 if (!e->ctrl)
                     log_arrival(m, t, e->colour, e->land, b);
+                if (!e->ctrl && (t->stampm >> e->colour & 1))
+                    traffic_arrival(t, b, e->data, e->land);
             }
             wake(m, b, o); /* also when o is t: its phase-A view (qleft) did not count this push */
             ln->head = (uint8_t)(ln->head + 1 == ln->cap ? 0 : ln->head + 1);
