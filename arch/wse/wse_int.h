@@ -223,7 +223,7 @@ typedef struct wse_decision {
 } wse_decision;
 
 /* Cache lines written while threads run are kept apart from what other threads read: WSE_PAD bytes
- * between groups (measured: without them, 2 threads on bench_wse_uniform ran 1.4x instead of
+ * between groups (measured: without them, 2 threads on bench_wse_sinks ran 1.4x instead of
  * 1.8x one thread, the lines of the band counters and barrier moving between cores every cycle). */
 #define WSE_PAD 128
 

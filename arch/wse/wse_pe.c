@@ -13,7 +13,7 @@
  * After its commit a tile stays active, sleeps on a timer until a known cycle, sleeps blocked until
  * a push or a pop wakes it, or leaves the active set with nothing left to do. The router, the core
  * and the commit are in this one file so that the compiler inlines them into one loop over the
- * active tiles (measured: each in a file of its own, bench_wse_uniform ran 5% more host
+ * active tiles (measured: each in a file of its own, bench_wse_sinks ran 5% more host
  * instructions); vector ops are in wse_vec.c.
  */
 #include "arch/wse/wse_inline.h"
