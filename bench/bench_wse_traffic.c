@@ -3,8 +3,8 @@
  *   bench_wse_traffic [SPEC] [THREADS] [WIDTH] [HEIGHT] [KEY=VALUE...]
  *
  * Runs `traffic:SPEC` (default pattern=uniform,rate=0.05,warmup=1000,measure=10000) on a WIDTH x
- * HEIGHT mesh (default 16 x 16) of WSE-2 parameters, with config overrides KEY=VALUE (e.g.
- * fabric.routing=xy), to the end of its drain. Prints simulated cycles, the mean packet latency,
+ * HEIGHT mesh (default 16 x 16) of WSE-2 parameters routed X then Y by destination, with config
+ * overrides KEY=VALUE (e.g. fabric.routing=colour, fabric.vcs=1), to the end of its drain. Prints simulated cycles, the mean packet latency,
  * wall time and router-cycles/s (mesh routers x cycles per second; the target is 1e7 on one thread)
  * by wall time and by process CPU time (the latter is what to compare on a shared host). */
 #include <stdio.h>
@@ -37,7 +37,7 @@ int main(int argc, char **argv)
     ts_err err;
     ts_err_init(&err);
     ts_buf yaml = TS_BUF_INIT;
-    ts_buf_printf(&yaml, "arch: wse\nname: bench\nmesh: {width: %u, height: %u}\n", w, h);
+    ts_buf_printf(&yaml, "arch: wse\nname: bench\nmesh: {width: %u, height: %u}\nfabric: {routing: xy}\n", w, h);
     ts_config *cfg = NULL;
     ts_program *p = NULL;
     ts_model *m = NULL;

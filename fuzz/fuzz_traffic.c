@@ -1,6 +1,7 @@
 /* fuzz/fuzz_traffic.c — synthetic traffic specs (`traffic:SPEC`, arch/wse/wse_traffic.c) from
  * arbitrary bytes must parse or fail with a message, never crash, hang or leak; a spec that parses
- * builds its program on a 4 x 4 wafer or is refused with a message.
+ * builds its program on a 4 x 4 wafer (routed by colour or by destination, by the first byte) or is
+ * refused with a message.
  *
  *   CC=clang meson setup build-fuzz -Dfuzz=true && ninja -C build-fuzz fuzz/fuzz_traffic
  *   ./build-fuzz/fuzz/fuzz_traffic fuzz/corpus/traffic
@@ -16,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char spec[512];
-    if (size >= sizeof spec)
+    if (size >= sizeof spec || !size)
         return 0;
     memcpy(spec, data, size);
     spec[size] = 0;
@@ -31,7 +32,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ts_program *p = NULL;
         ts_err_free(&err);
         ts_err_init(&err);
-        st = ts_wse_traffic_program(&p, 4, 4, 24, &t, &err);
+        ts_wse_cfg c;
+        if (ts_wse_cfg_defaults(&c, &err) != TS_OK)
+            __builtin_trap();
+        c.width = c.height = 4;
+        c.routing = data[0] % 4; /* colour, xy, yx, o1turn by the first byte */
+        st = ts_wse_traffic_program(&p, &c, &t, &err);
         if ((st == TS_OK) != (p != NULL) || (st != TS_OK && !err.msg[0]))
             __builtin_trap();
         ts_program_destroy(p);

@@ -12,6 +12,7 @@
 #include "core/sim.h"
 
 enum { WSE_ARB_ROUND_ROBIN = 0, WSE_ARB_FIXED = 1 };
+enum { WSE_ROUTE_COLOUR = 0, WSE_ROUTE_XY, WSE_ROUTE_YX, WSE_ROUTE_O1TURN };
 
 /* The typed config, filled from the schema (wse_cfg.c). Units: cycles, bytes, Hz, metres. */
 typedef struct ts_wse_cfg {
@@ -20,6 +21,8 @@ typedef struct ts_wse_cfg {
     uint64_t colours;            /* fabric.colours */
     uint64_t link_bits;          /* fabric.link_bits (32 only) */
     uint64_t hop_latency;        /* fabric.hop_latency: cycles router to router */
+    int routing;                 /* fabric.routing: WSE_ROUTE_* */
+    uint64_t vcs;                /* fabric.vcs: colours routed by destination unless routing is colour */
     uint64_t ramp_latency;       /* fabric.ramp_latency: cycles core to router and router to core */
     uint64_t queue_depth;        /* router.queue_depth: wavelets per (input port, colour) */
     int arbitration;             /* router.arbitration: WSE_ARB_* */

@@ -132,7 +132,8 @@ static inline bool line_room(const ts_model *m, const wse_tile *t, int l, uint32
 }
 
 /* Put a wavelet of colour c on line l of tile t in cycle `now`: it lands after the line's latency. */
-static inline void line_put(ts_model *m, wse_tile *t, int l, uint32_t data, uint32_t c, bool ctrl, uint64_t now)
+static inline void line_put(ts_model *m, wse_tile *t, int l, uint32_t data, uint32_t c, bool ctrl, uint32_t dst,
+                            uint64_t now)
 {
     wse_line *ln = &t->line[l];
     uint64_t lat = l < 4 ? m->c.hop_latency : m->c.ramp_latency + (l == WSE_LINE_UP ? m->c.pipeline_latency : 0);
@@ -143,6 +144,21 @@ static inline void line_put(ts_model *m, wse_tile *t, int l, uint32_t data, uint
     e->data = data;
     e->colour = (uint8_t)c;
     e->ctrl = ctrl;
+    e->dst = dst;
+}
+
+/* Destination routing: the output port of a wavelet of virtual channel c at tile t on its way to
+ * dst (x | y << 16), in dimension order: X first, or Y first under yx and on the upper half of the
+ * channels under o1turn; the ramp at its destination. */
+static inline uint8_t dest_tx(const ts_model *m, const wse_tile *t, uint32_t dst, uint32_t c)
+{
+    uint32_t dx = dst & 0xffff, dy = dst >> 16;
+    bool yfirst = m->c.routing == WSE_ROUTE_YX || (m->c.routing == WSE_ROUTE_O1TURN && c >= m->vcs / 2);
+    uint8_t xs = dx > t->x ? 1u << WSE_E : dx < t->x ? 1u << WSE_W : 0;
+    uint8_t ys = dy > t->y ? 1u << WSE_S : dy < t->y ? 1u << WSE_N : 0;
+    if (yfirst)
+        return ys ? ys : xs ? xs : 1u << WSE_R;
+    return xs ? xs : ys ? ys : 1u << WSE_R;
 }
 
 /* Pop live queue j of tile t this cycle (phase A; applied in phase B). */

@@ -31,6 +31,7 @@
 typedef struct wse_ent {
     uint64_t land;
     uint32_t data;
+    uint32_t dst;     /* destination routing: x | y << 16 of the PE it goes to */
     uint8_t colour, ctrl;
 } wse_ent;
 
@@ -46,6 +47,7 @@ typedef struct wse_lq {
     uint32_t popped;  /* consumer, committed in phase B */
     uint64_t ctrl;    /* producer: bit i = slot i holds a control wavelet */
     uint32_t *slot;   /* cap payloads */
+    uint32_t *dst;    /* cap destinations (x | y << 16), destination routing only, else NULL */
     uint8_t cap;      /* at most 64 (the schema's range), so ctrl has a bit per slot */
     uint8_t rd, wr;   /* slot of the head (popped % cap, consumer) and of the next push (pushed % cap,
                        * producer), kept as wrapping indices so no cycle divides */
@@ -272,6 +274,7 @@ struct ts_model {
     bool lockstep;
     int nthreads;
     uint32_t w, h, C;
+    uint32_t vcs;             /* colours 0 .. vcs - 1 are routed by destination (0: none, colour routing) */
     uint64_t npes;
     wse_tile **t;             /* owned: npes pointers, NULL for untouched PEs */
     uint32_t *alloc_ids;      /* owned: ids of allocated tiles, ascending */

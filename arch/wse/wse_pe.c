@@ -59,9 +59,16 @@ static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
                 if (q->taken)
                     continue;
                 wse_route *r = &t->route[c];
-                if (!(r->rx[r->pos] >> p & 1))
-                    continue;
-                uint8_t tx = r->tx[r->pos];
+                uint32_t dst = 0;
+                uint8_t tx;
+                if (c < m->vcs) { /* routed by destination */
+                    dst = q->dst[q->rd];
+                    tx = dest_tx(m, t, dst, c);
+                } else {
+                    if (!(r->rx[r->pos] >> p & 1))
+                        continue;
+                    tx = r->tx[r->pos];
+                }
                 if (!tx || (tx & claimed))
                     continue;
                 bool ok = true;
@@ -73,7 +80,7 @@ static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
                 uint32_t data = q_head(q, &ctrl);
                 for (uint32_t ob = tx; ob; ob &= ob - 1) {
                     int o = __builtin_ctz(ob);
-                    line_put(m, t, o, data, c, ctrl, b->now);
+                    line_put(m, t, o, data, c, ctrl, dst, b->now);
                     t->s.link[o]++;
                 }
                 claimed |= tx;
@@ -274,10 +281,25 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
             *why = 2;
             return 0;
         }
-        line_put(m, t, WSE_LINE_UP, (uint32_t)r[a[1]], (uint32_t)a[0], in->op == WSE_OP_SENDC, b->now);
+        line_put(m, t, WSE_LINE_UP, (uint32_t)r[a[1]], (uint32_t)a[0], in->op == WSE_OP_SENDC, 0, b->now);
         *ramp_up = true;
         t->s.injected++;
         break;
+    case WSE_OP_SENDTO: {
+        uint32_t d = (uint32_t)r[a[1]];
+        if (d >= m->npes) {
+            ts_wse_set_err(b, t, b->now, "sendto at pc %u: PE %u is outside the %u x %u mesh", pc, d, m->w, m->h);
+            return 1;
+        }
+        if (*ramp_up || !line_room(m, t, WSE_LINE_UP, (uint32_t)a[0])) {
+            *why = 2;
+            return 0;
+        }
+        line_put(m, t, WSE_LINE_UP, (uint32_t)r[a[2]], (uint32_t)a[0], false, d % m->w | d / m->w << 16, b->now);
+        *ramp_up = true;
+        t->s.injected++;
+        break;
+    }
     case WSE_OP_RECV: {
         uint8_t j = t->qmap[5 * m->C + (uint32_t)a[1]];
         wse_lq *q = &t->lq[j];
@@ -528,6 +550,8 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
             uint32_t slot = q->wr;
             q->wr = (uint8_t)(q->wr + 1 == q->cap ? 0 : q->wr + 1);
             q->slot[slot] = e->data;
+            if (q->dst)
+                q->dst[slot] = e->dst;
             if (e->ctrl)
                 q->ctrl |= 1ull << slot;
             else

@@ -1,6 +1,6 @@
 /* arch/wse/wse_report.c — deadlock detection, blocked-unit descriptions, results collection and
  * the accessors tests read. */
-#include "arch/wse/wse_int.h"
+#include "arch/wse/wse_inline.h"
 #include "arch/wse/wse_target.h" /* the statistics a compiler reads back */
 
 #include <inttypes.h>
@@ -35,9 +35,14 @@ static int64_t edge(const ts_model *m, const wse_tile *t, uint32_t j, int k, con
     if (q->pushed == q->popped)
         return -1;
     const wse_route *r = &t->route[q->colour];
-    if (!(r->rx[r->pos] >> q->port & 1))
-        return -1;
-    uint8_t tx = r->tx[r->pos];
+    uint8_t tx;
+    if (q->colour < m->vcs) {
+        tx = dest_tx(m, t, q->dst[q->rd], q->colour);
+    } else {
+        if (!(r->rx[r->pos] >> q->port & 1))
+            return -1;
+        tx = r->tx[r->pos];
+    }
     int seen = 0;
     for (int p = 0; p < 4; p++) {
         if (!(tx >> p & 1))

@@ -158,11 +158,13 @@ static double unit(uint64_t *s) { return (double)(rnd(s) >> 11) / 90071992547409
 typedef struct pkt {
     uint64_t at;
     uint32_t src, dst;
+    uint32_t vc;    /* destination routing: its virtual channel, drawn per packet */
 } pkt;
 
 /* Every packet of the run, by source then creation cycle: a Bernoulli process per source of
  * rate / flits packets a cycle over warmup + measure cycles (geometric gaps). */
-static ts_status schedule(uint32_t w, uint32_t h, const ts_wse_traffic *t, pkt **out, size_t *n, ts_err *err)
+static ts_status schedule(uint32_t w, uint32_t h, uint32_t vcs, const ts_wse_traffic *t, pkt **out, size_t *n,
+                          ts_err *err)
 {
     uint32_t npes = w * h, hot = h / 2 * w + w / 2;
     double p = t->rate / t->flits;
@@ -193,7 +195,7 @@ static ts_status schedule(uint32_t w, uint32_t h, const ts_wse_traffic *t, pkt *
                 break; /* a PE the pattern maps onto itself sends nothing */
             if (*n == cap && ts_grow((void **)out, &cap, *n + 1, sizeof **out))
                 return ts_err_set(err, TS_ENOMEM, "out of memory building the traffic program");
-            (*out)[(*n)++] = (pkt){at, s, d};
+            (*out)[(*n)++] = (pkt){at, s, d, vcs > 1 ? (uint32_t)(rnd(&st) % vcs) : 0};
             at++;
         }
     }
@@ -296,14 +298,14 @@ static int emit(ts_stream *s, int op, int a0, int a1, int a2, int a3)
     return 0;
 }
 
-/* Take n wavelets of colour k on microthread 0 into one word (the cores' ejection, a wavelet a cycle). */
-static int take(ts_stream *s, int k, uint64_t n)
+/* Take n wavelets of colour k on microthread th into one word (the cores' ejection, a wavelet a cycle). */
+static int take(ts_stream *s, int k, int th, uint64_t n)
 {
     for (; n; ) {
         int m = n > 65535 ? 65535 : (int)n;
         n -= (uint64_t)m;
         if (emit(s, WSE_OP_DSDIN, 0, k, m, 0) || emit(s, WSE_OP_DSDM, 1, 0, m, 0) ||
-            emit(s, WSE_OP_FMOVS, 1, 0, 0, -1))
+            emit(s, WSE_OP_FMOVS, 1, 0, th, -1))
             return -1;
     }
     return 0;
@@ -314,7 +316,7 @@ static int take(ts_stream *s, int k, uint64_t n)
  * flits; a packet whose cycle has passed (the core was stalled on a full ramp) goes at once, so
  * its latency counts the time it waited at the source. */
 static int sends(ts_stream *s, const ts_wse_traffic *t, uint32_t w, const pkt *pk, size_t n, const int *col,
-                 uint64_t cursor)
+                 bool bydest, uint64_t cursor)
 {
     uint64_t end = t->warmup + t->measure;
     for (size_t i = 0; i < n; i++) {
@@ -323,11 +325,13 @@ static int sends(ts_stream *s, const ts_wse_traffic *t, uint32_t w, const pkt *p
         uint32_t stamp = (uint32_t)(pk[i].at & WSE_TR_T_MASK) << WSE_TR_T_SHIFT |
                          (dist & WSE_TR_DIST_MASK) << WSE_TR_DIST_SHIFT |
                          (pk[i].at >= t->warmup && pk[i].at < end ? WSE_TR_MEASURED : 0);
+        if (bydest && emit(s, WSE_OP_LI, 3, (int)pk[i].dst, 0, 0))
+            return -1;
         if (t->flits > 1 && emit(s, WSE_OP_LI, 1, (int)(int32_t)stamp, 0, 0))
             return -1;
         if (emit(s, WSE_OP_LI, 2, (int)(int32_t)(stamp | WSE_TR_LAST), 0, 0))
             return -1;
-        cursor += t->flits > 1 ? 2 : 1;
+        cursor += (t->flits > 1 ? 2u : 1u) + bydest;
         for (; cursor < pk[i].at; ) {
             uint64_t g = pk[i].at - cursor > 1000000 ? 1000000 : pk[i].at - cursor;
             if (emit(s, WSE_OP_WAIT, (int)g, 0, 0, 0))
@@ -335,7 +339,8 @@ static int sends(ts_stream *s, const ts_wse_traffic *t, uint32_t w, const pkt *p
             cursor += g;
         }
         for (uint32_t f = 0; f < t->flits; f++)
-            if (emit(s, WSE_OP_SEND, col[pk[i].dst], f + 1 < t->flits ? 1 : 2, 0, 0))
+            if (bydest ? emit(s, WSE_OP_SENDTO, (int)pk[i].vc, 3, f + 1 < t->flits ? 1 : 2, 0)
+                       : emit(s, WSE_OP_SEND, col[pk[i].dst], f + 1 < t->flits ? 1 : 2, 0, 0))
                 return -1;
         cursor += t->flits;
     }
@@ -350,29 +355,48 @@ static int cmp_dst(const void *a, const void *b)
     return x->src < y->src ? -1 : x->src > y->src;
 }
 
-/* Every PE's stream: its routes, its stamp, its first take, its sends, the rest of its takes. */
+/* Every PE's stream: its routes, its stamps, its first takes, its sends, the rest of its takes.
+ * Colour routing: a PE takes its one colour, col[id], on microthread 0; destination routing
+ * (nvc virtual channels): channel v on microthread v. nin[id * nvc + v]: flits it takes. */
 static ts_status emit_all(ts_program *p, const colouring *c, const ts_wse_traffic *t, const pkt *pk, size_t n,
-                          const int *col, const uint64_t *nin, ts_err *err)
+                          const int *col, uint32_t nvc, const uint64_t *nin, ts_err *err)
 {
     uint32_t npes = c->w * c->h;
     uint64_t end = t->warmup + t->measure;
+    bool bydest = nvc > 0;
+    uint32_t nq = bydest ? nvc : 1;
     for (uint32_t id = 0, i = 0; id < npes; id++) {
         ts_stream *s = ts_program_stream(p, WSE_KIND_PE, id);
         if (!s)
             goto oom;
-        for (uint32_t k = 0; k < c->C; k++) {
+        for (uint32_t k = 0; k < c->C && !bydest; k++) {
             size_t at = (size_t)id * c->C + k;
             if (c->tx[at] && emit(s, WSE_OP_ROUTE, (int)k, c->rx[at], c->tx[at], 0))
                 goto oom;
         }
-        uint64_t first = nin[id] > 65535 ? 65535 : nin[id];
-        if (nin[id] && (emit(s, WSE_OP_STAMP, col[id], (int)t->warmup, (int)end, 0) || take(s, col[id], first)))
-            goto oom;
+        uint64_t cursor = 0;
+        for (uint32_t v = 0; v < nq; v++) {
+            uint64_t left = nin[(size_t)id * nq + v];
+            int k = bydest ? (int)v : col[id];
+            if (left && emit(s, WSE_OP_STAMP, k, (int)t->warmup, (int)end, 0))
+                goto oom;
+        }
+        for (uint32_t v = 0; v < nq; v++) {
+            uint64_t left = nin[(size_t)id * nq + v];
+            if (left && take(s, bydest ? (int)v : col[id], (int)v, left > 65535 ? 65535 : left))
+                goto oom;
+            cursor += left ? 3 : 0;
+        }
         uint32_t j = i;
         while (j < n && pk[j].src == id)
             j++;
-        if (sends(s, t, c->w, pk + i, j - i, col, first ? 3 : 0) || take(s, col[id], nin[id] - first))
+        if (sends(s, t, c->w, pk + i, j - i, col, bydest, cursor))
             goto oom;
+        for (uint32_t v = 0; v < nq; v++) {
+            uint64_t left = nin[(size_t)id * nq + v];
+            if (left > 65535 && take(s, bydest ? (int)v : col[id], (int)v, left - 65535))
+                goto oom;
+        }
         i = j;
     }
     return TS_OK;
@@ -380,12 +404,17 @@ oom:
     return ts_err_set(err, TS_ENOMEM, "out of memory building the traffic program");
 }
 
-ts_status ts_wse_traffic_program(ts_program **out, uint32_t w, uint32_t h, uint32_t colours, const ts_wse_traffic *t,
-                                 ts_err *err)
+ts_status ts_wse_traffic_program(ts_program **out, const ts_wse_cfg *cfg, const ts_wse_traffic *t, ts_err *err)
 {
     *out = NULL;
+    uint32_t w = (uint32_t)cfg->width, h = (uint32_t)cfg->height, colours = (uint32_t)cfg->colours;
+    uint32_t nvc = cfg->routing == WSE_ROUTE_COLOUR ? 0 : (uint32_t)cfg->vcs, nq = nvc ? nvc : 1;
     if (!w || !h || (uint64_t)w * h > (1u << 24) || colours > 32)
         return ts_err_set(err, TS_EINPUT, "traffic: a %u x %u mesh is not one traffic runs on", w, h);
+    if (nvc > cfg->microthreads || !cfg->microthreads)
+        return ts_err_set(err, TS_EINPUT, "traffic: a core takes each virtual channel on a microthread of its own: "
+                          "%u channels (fabric.vcs) need as many pe.microthreads, not %llu", nq,
+                          (unsigned long long)cfg->microthreads);
     uint32_t npes = w * h;
     if (t->pattern == WSE_TR_TRANSPOSE && w != h)
         return ts_err_set(err, TS_EINPUT, "traffic: transpose needs a square mesh, not %u x %u", w, h);
@@ -396,7 +425,7 @@ ts_status ts_wse_traffic_program(ts_program **out, uint32_t w, uint32_t h, uint3
     size_t n = 0;
     colouring c = {w, h, colours, NULL, NULL, NULL, 0, 0};
     int *col = ts_malloc(npes * sizeof *col);
-    uint64_t *nin = ts_calloc(npes, sizeof *nin);
+    uint64_t *nin = ts_calloc((size_t)npes * nq, sizeof *nin);
     ts_program *p = ts_program_create("wse");
     ts_status rc = TS_OK;
     c.tx = ts_calloc((size_t)npes * colours, 1);
@@ -405,7 +434,7 @@ ts_status ts_wse_traffic_program(ts_program **out, uint32_t w, uint32_t h, uint3
         rc = ts_err_set(err, TS_ENOMEM, "out of memory building the traffic program");
         goto out;
     }
-    if ((rc = schedule(w, h, t, &pk, &n, err)) != TS_OK)
+    if ((rc = schedule(w, h, nvc, t, &pk, &n, err)) != TS_OK)
         goto out;
     if (n && !(byd = ts_malloc(n * sizeof *byd))) {
         rc = ts_err_set(err, TS_ENOMEM, "out of memory building the traffic program");
@@ -415,14 +444,14 @@ ts_status ts_wse_traffic_program(ts_program **out, uint32_t w, uint32_t h, uint3
         memcpy(byd, pk, n * sizeof *byd);
     qsort(byd, n, sizeof *byd, cmp_dst);
     for (size_t i = 0; i < n; i++)
-        nin[byd[i].dst] += t->flits;
-    if ((rc = colour_trees(&c, byd, n, t->yx, col, err)) != TS_OK ||
-        (rc = emit_all(p, &c, t, pk, n, col, nin, err)) != TS_OK)
+        nin[(size_t)byd[i].dst * nq + byd[i].vc] += t->flits;
+    if ((!nvc && (rc = colour_trees(&c, byd, n, t->yx, col, err)) != TS_OK) ||
+        (rc = emit_all(p, &c, t, pk, n, col, nvc, nin, err)) != TS_OK)
         goto out;
     char name[160];
-    snprintf(name, sizeof name, "traffic: %s, rate %g flits/node/cycle, %u-flit packets, warm-up %llu, measure %llu",
-             pattern_names[t->pattern], t->rate, t->flits, (unsigned long long)t->warmup,
-             (unsigned long long)t->measure);
+    snprintf(name, sizeof name, "traffic: %s, rate %g flits/node/cycle, %u-flit packets, warm-up %llu, measure %llu, "
+             "%s", pattern_names[t->pattern], t->rate, t->flits, (unsigned long long)t->warmup,
+             (unsigned long long)t->measure, nvc ? "routed by destination" : "colour routes");
     p->workload = ts_strdup(name);
     *out = p;
     p = NULL;
@@ -451,6 +480,6 @@ ts_status ts_wse_traffic_load(ts_program **out, const char *spec, const ts_confi
     ts_wse_traffic_defaults(&t);
     ts_status rc = ts_wse_traffic_parse(&t, spec, err);
     if (rc == TS_OK)
-        rc = ts_wse_traffic_program(out, (uint32_t)c->width, (uint32_t)c->height, (uint32_t)c->colours, &t, err);
+        rc = ts_wse_traffic_program(out, c, &t, err);
     return rc;
 }

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "arch/wse/wse.h"
 #include "core/config.h"
 #include "core/err.h"
 #include "core/program.h"
@@ -56,12 +57,14 @@ const char *ts_wse_traffic_pattern_name(int pattern);
  * the pattern maps onto itself, which then sends nothing. */
 uint32_t ts_wse_traffic_dest(int pattern, uint32_t w, uint32_t h, uint32_t id);
 
-/* Build the program for a w x h mesh with `colours` routable colours. Colours are static routes:
- * each destination gets one colour, its packets follow X-then-Y (or Y-then-X) paths merged into
- * one tree, and destinations share a colour where their trees agree; TS_EINPUT when the pattern
- * needs more colours than there are (uniform traffic: one per PE, so 5 x 5 PEs at most with 32). */
-ts_status ts_wse_traffic_program(ts_program **out, uint32_t w, uint32_t h, uint32_t colours, const ts_wse_traffic *t,
-                                 ts_err *err);
+/* Build the program for the mesh of config c. With fabric.routing colour, colours are static
+ * routes: each destination gets one colour, its packets follow X-then-Y (or Y-then-X, route=yx)
+ * paths merged into one tree, and destinations share a colour where their trees agree; TS_EINPUT
+ * when the pattern needs more colours than there are (uniform traffic: one per PE, so 5 x 5 PEs at
+ * most with 32). Routed by destination (fabric.routing xy, yx, o1turn), each packet goes on a
+ * virtual channel drawn at random when it is created (its flits all on it), with `sendto`; each
+ * core takes channel v on microthread v, so pe.microthreads must be at least fabric.vcs. */
+ts_status ts_wse_traffic_program(ts_program **out, const ts_wse_cfg *c, const ts_wse_traffic *t, ts_err *err);
 
 /* The program of `traffic:SPEC` on a loaded wafer config (its mesh and colours); TS_EINPUT for
  * another family's config or a bad spec. */

@@ -12,11 +12,12 @@
 #include "core/stats.h"
 #include "tests/arch/wse/wse_test.h"
 
-static ts_config *cfg_of(uint32_t n, uint32_t hop, uint32_t colours)
+/* An n x n mesh; routing "colour", "xy", "yx" or "o1turn" (with 2 virtual channels). */
+static ts_config *cfg_of(uint32_t n, uint32_t hop, uint32_t colours, const char *routing)
 {
     char yaml[256];
     snprintf(yaml, sizeof yaml, "arch: wse\nname: noc\nmesh: {width: %u, height: %u}\nfabric: {hop_latency: %u, "
-             "colours: %u}\n", n, n, hop, colours);
+             "colours: %u, routing: %s, vcs: 2}\n", n, n, hop, colours, routing);
     return wt_config_text(yaml);
 }
 
@@ -37,19 +38,22 @@ static double stat_f(const arch_run *r, const char *name)
     return s->f;
 }
 
-/* Loaded transpose traffic past saturation at every hop latency: it finishes (the hang detector
- * stopped the fast mode at 2 and more before the fix) with the same report fast and lockstep, on
- * one thread and two. */
+/* Loaded transpose traffic past saturation at every hop latency, on colour routes and routed by
+ * destination (X then Y, O1TURN): it finishes (the hang detector stopped the fast mode at 2 and
+ * more before the fix) with the same report fast and lockstep, on one thread and two. */
 START_TEST(loaded_every_hop_latency)
 {
-    for (uint32_t hop = 1; hop <= 5; hop++) {
-        ts_config *cfg = cfg_of(8, hop, 24);
-        ts_program *p = traffic(cfg, "pattern=transpose,rate=0.4,warmup=50,measure=300");
+    static const char *const routing[3] = {"colour", "xy", "o1turn"};
+    for (uint32_t i = 0; i < 15; i++) {
+        uint32_t hop = i % 5 + 1;
+        ts_config *cfg = cfg_of(8, hop, 24, routing[i / 5]);
+        ts_program *p = traffic(cfg, i / 5 ? "pattern=uniform,rate=0.4,flits=2,warmup=50,measure=200"
+                                           : "pattern=transpose,rate=0.4,warmup=50,measure=300");
         arch_opts o = {.modes = 1u << ARCH_FAST | 1u << ARCH_LOCKSTEP | 1u << ARCH_THREADS2 |
                                 1u << ARCH_LOCKSTEP_THREADS2};
         arch_run r;
         arch_modes_check(&ts_wse_family, cfg, p, &o, &r);
-        ck_assert_msg(r.rc == TS_OK, "hop latency %u: %s", hop, r.errline);
+        ck_assert_msg(r.rc == TS_OK, "%s, hop latency %u: %s", routing[i / 5], hop, r.errline);
         ck_assert_msg(stat_f(&r, "traffic.packets") > 0, "hop latency %u: no packet measured", hop);
         arch_run_free(&r);
         ts_program_destroy(p);
@@ -58,27 +62,29 @@ START_TEST(loaded_every_hop_latency)
 }
 END_TEST
 
-/* At rate 0.001 a packet of D hops takes a + c * D cycles, c the hop latency, a the same for
- * every D and c: the least latency at every distance is exactly that, the mean within a cycle. */
+/* At rate 0.001 a 1-flit packet of D hops takes a + c * D cycles, c the hop latency, a the same
+ * for every D and c: the least latency at every distance is exactly that, the mean within a cycle;
+ * uniform random traffic routed X then Y by destination, and transpose on colour routes. */
 START_TEST(zero_load_latency)
 {
-    static const uint32_t mesh[2] = {8, 16}, hops[3] = {1, 2, 5};
+    static const uint32_t mesh[2] = {8, 16}, hops[4] = {1, 2, 3, 5};
     double a = -1;
     for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 3; j++) {
-            ts_config *cfg = cfg_of(mesh[i], hops[j], 32);
-            ts_program *p = traffic(cfg, "pattern=transpose,rate=0.001,warmup=0,measure=6000");
+        for (int j = 0; j < 8; j++) {
+            ts_config *cfg = cfg_of(mesh[i], hops[j % 4], 32, j < 4 ? "xy" : "colour");
+            ts_program *p = traffic(cfg, j < 4 ? "pattern=uniform,rate=0.001,warmup=0,measure=3000"
+                                               : "pattern=transpose,rate=0.001,warmup=0,measure=3000");
             arch_run r;
             ck_assert_int_eq(arch_run_mode(&ts_wse_family, cfg, p, NULL, false, 1, &r), TS_OK);
             const ts_stat *t = ts_stats_find(r.r.stats, "traffic.latency_by_distance");
             ck_assert_msg(t && t->nrows >= 4, "%u x %u: too few distances", mesh[i], mesh[i]);
             for (size_t k = 0; k < t->nrows; k++) {
                 const double *row = t->rows + k * t->ncols;
-                double fit = row[3] - hops[j] * row[0];
+                double fit = row[3] - hops[j % 4] * row[0];
                 if (a < 0)
                     a = fit;
                 ck_assert_msg(fit == a, "%u x %u, hop %u, distance %g: least latency %g is not %g + %u * D",
-                              mesh[i], mesh[i], hops[j], row[0], row[3], a, hops[j]);
+                              mesh[i], mesh[i], hops[j % 4], row[0], row[3], a, hops[j % 4]);
                 ck_assert_msg(row[2] - row[3] < 1, "distance %g: mean %g far above least %g", row[0], row[2], row[3]);
             }
             arch_run_free(&r);
@@ -92,7 +98,7 @@ END_TEST
  * every packet created in the window is counted once. */
 START_TEST(offered_accepted)
 {
-    ts_config *cfg = cfg_of(8, 1, 24);
+    ts_config *cfg = cfg_of(8, 1, 24, "colour");
     ts_program *p = traffic(cfg, "pattern=neighbour,rate=0.1,flits=4,warmup=200,measure=4000,seed=7");
     arch_run r;
     ck_assert_int_eq(arch_run_mode(&ts_wse_family, cfg, p, NULL, false, 1, &r), TS_OK);
@@ -113,7 +119,7 @@ START_TEST(bad_specs)
 {
     static const char *const bad[] = {"pattern=ring", "rate=0", "rate=2", "flits=0", "flits=65", "warmup=-1",
                                       "speed=3", "rate", "route=zx", "measure=600000", "pattern=transpose,seed=x"};
-    ts_config *cfg = cfg_of(8, 1, 24);
+    ts_config *cfg = cfg_of(8, 1, 24, "colour");
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         ts_err err;
         ts_err_init(&err);
@@ -128,15 +134,46 @@ START_TEST(bad_specs)
     ts_err err;
     ts_err_init(&err);
     ts_program *p = NULL;
-    cfg = cfg_of(8, 1, 32);
+    cfg = cfg_of(8, 1, 32, "colour");
     ck_assert_int_eq(ts_wse_traffic_load(&p, "pattern=uniform", cfg, &err), TS_EINPUT);
     ck_assert_msg(strstr(err.msg, "colour") != NULL, "%s", err.msg);
     ts_config_destroy(cfg);
-    cfg = cfg_of(4, 1, 24);
+    cfg = cfg_of(4, 1, 24, "colour");
     ck_assert_int_eq(ts_wse_traffic_load(&p, "pattern=uniform,rate=0.2", cfg, &err), TS_OK);
     ts_program_destroy(p);
     ts_config_destroy(cfg);
     ts_err_free(&err);
+}
+END_TEST
+
+/* Destination routing's load checks: sendto needs it, colours that are its channels take no
+ * routes and no plain send; and a wavelet sent by destination arrives. */
+START_TEST(dest_routing_checks)
+{
+    static const struct {
+        const char *fabric, *src, *msg;
+    } cases[] = {
+        {"{routing: colour}", ".arch wse\n.stream pe 0\n    li r1, 1\n    sendto 0, r1, r1\n", "not a virtual channel"},
+        {"{routing: xy}", ".arch wse\n.stream pe 0\n    route 1, 16, 4\n    route 0, 16, 4\n", "takes no routes"},
+        {"{routing: xy}", ".arch wse\n.stream pe 0\n    send 0, r1\n", "send with sendto"},
+        {"{routing: xy, vcs: 3}", ".arch wse\n.stream pe 0\n    sendto 3, r1, r1\n", "not a virtual channel"},
+        {"{routing: o1turn, vcs: 3}", "", "even fabric.vcs"},
+        {"{routing: xy, vcs: 2}", ".arch wse\n.stream pe 0\n    li r1, 99\n    sendto 0, r1, r1\n", "outside the"},
+        {"{routing: yx, vcs: 2}", ".arch wse\n.stream pe 0\n    li r1, 15\n    li r2, 7\n    sendto 1, r1, r2\n"
+                                  ".stream pe 15\n    recv r3, 1\n    st r3, r0, 0\n", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char yaml[200];
+        snprintf(yaml, sizeof yaml, "arch: wse\nname: t\nmesh: {width: 4, height: 4}\nfabric: %s\n", cases[i].fabric);
+        ts_buf out = TS_BUF_INIT;
+        ts_status st = wt_report(yaml, cases[i].src, false, 1, &out);
+        if (cases[i].msg)
+            ck_assert_msg(st != TS_OK && strstr(ts_buf_str(&out), cases[i].msg), "case %zu: %s", i, ts_buf_str(&out));
+        else
+            ck_assert_msg(st == TS_OK && strstr(ts_buf_str(&out), "fabric.wavelets_delivered"), "case %zu: %s", i,
+                          ts_buf_str(&out));
+        ts_buf_free(&out);
+    }
 }
 END_TEST
 
@@ -161,6 +198,7 @@ int main(void)
     tcase_add_test(tc, zero_load_latency);
     tcase_add_test(tc, offered_accepted);
     tcase_add_test(tc, bad_specs);
+    tcase_add_test(tc, dest_routing_checks);
     tcase_add_test(tc, patterns);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
