@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cli/common.h"
+#include "arch/wse/wse_traffic.h"
 #include "cli/lowering.h"
 #include "core/alloc.h"
 #include "core/fileio.h"
@@ -322,6 +323,11 @@ typedef struct check_ctx {
 static ts_status check_workload(void *ud, const char *path, ts_err *err)
 {
     const check_ctx *c = ud;
+    if (!strncmp(path, "traffic:", 8)) { /* synthetic traffic (docs/noc.md): the spec; the mesh when a point runs */
+        ts_wse_traffic t;
+        ts_wse_traffic_defaults(&t);
+        return ts_wse_traffic_parse(&t, path + 8, err);
+    }
     if (ts_wl_is_model(path)) {
         ts_graph *g = NULL;
         ts_status st = ts_wl_load_model(path, NULL, NULL, &g, err);
