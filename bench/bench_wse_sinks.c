@@ -15,14 +15,8 @@
 
 #include "arch/wse/wse.h"
 #include "arch/wse/wse_kernels.h"
+#include "bench/bench_wse_run.h"
 #include "core/program.h"
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
@@ -43,13 +37,10 @@ int main(int argc, char **argv)
     if (ts_wse_sinks_program(&p, w, h, 24, per, rate, 1, &err) || ts_wse_create(&m, &c, &o, &err) ||
         ts_wse_family.load(m, p, &err))
         goto fail;
-    ts_step st = {0};
-    double t0 = now_s();
-    clock_t c0 = clock();
-    while (!st.done)
-        if (ts_wse_family.step(m, st.now + 65536, &st, &err))
-            goto fail;
-    double dt = now_s() - t0, cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
+    ts_step st;
+    double dt, cpu;
+    if (bench_wse_run(m, &st, &dt, &cpu, &err))
+        goto fail;
     ts_wse_counts k;
     ts_wse_counts_get(m, &k);
     double rc = (double)w * h * (double)k.cycles;

@@ -10,22 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "arch/wse/wse.h"
 #include "arch/wse/wse_traffic.h"
+#include "bench/bench_wse_run.h"
 #include "core/buf.h"
 #include "core/config.h"
 #include "core/report.h"
 #include "core/results.h"
 #include "core/stats.h"
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static const ts_schema *lookup(const char *arch) { return strcmp(arch, "wse") ? NULL : &ts_wse_schema; }
 
@@ -45,42 +38,31 @@ int main(int argc, char **argv)
     ts_results_init(&r);
     ts_run_opts o = {.threads = threads};
     ts_config_opts co = {.schema = lookup, .sets = (const char *const *)argv + 5, .nsets = argc > 5 ? (size_t)argc - 5 : 0};
-    if (ts_config_load_string(&cfg, "bench.yaml", ts_buf_str(&yaml), yaml.len, &co, &err) ||
-        ts_wse_traffic_load(&p, spec, cfg, &err) || ts_wse_create(&m, ts_config_data(cfg), &o, &err) ||
-        ts_wse_family.load(m, p, &err))
-        goto fail;
-    ts_step st = {0};
-    double t0 = now_s();
-    clock_t c0 = clock();
-    while (!st.done)
-        if (ts_wse_family.step(m, st.now + 65536, &st, &err))
-            goto fail;
-    double dt = now_s() - t0, cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
-    if (ts_wse_family.collect(m, &r, &err))
-        goto fail;
-    const ts_stat *lat = ts_stats_find(r.stats, "traffic.latency.avg"), *acc = ts_stats_find(r.stats, "traffic.accepted");
-    double rc = (double)w * h * (double)st.now;
-    printf("bench_wse_traffic: %ux%u mesh, %s, %d thread(s)\n", w, h, spec, threads);
-    printf("  simulated cycles      %llu\n", (unsigned long long)st.now);
-    printf("  mean packet latency   %.3f cycles\n", lat ? lat->f : 0);
-    printf("  accepted              %.4f flits/node/cycle\n", acc ? acc->f : 0);
-    printf("  wall time             %.3f s\n", dt);
-    printf("  router-cycles/s       %.3g (%.3g per thread)\n", rc / dt, rc / dt / threads);
-    printf("  cpu time              %.3f s (all threads): %.3g router-cycles per cpu-second\n", cpu, rc / cpu);
+    ts_step st;
+    double dt = 0, cpu = 0;
+    int rc = ts_config_load_string(&cfg, "bench.yaml", ts_buf_str(&yaml), yaml.len, &co, &err) ||
+             ts_wse_traffic_load(&p, spec, cfg, &err) || ts_wse_create(&m, ts_config_data(cfg), &o, &err) ||
+             ts_wse_family.load(m, p, &err) || bench_wse_run(m, &st, &dt, &cpu, &err) ||
+             ts_wse_family.collect(m, &r, &err);
+    if (rc) {
+        fprintf(stderr, "bench_wse_traffic: %s\n", err.msg);
+    } else {
+        const ts_stat *lat = ts_stats_find(r.stats, "traffic.latency.avg");
+        const ts_stat *acc = ts_stats_find(r.stats, "traffic.accepted");
+        double rcs = (double)w * h * (double)st.now;
+        printf("bench_wse_traffic: %ux%u mesh, %s, %d thread(s)\n", w, h, spec, threads);
+        printf("  simulated cycles      %llu\n", (unsigned long long)st.now);
+        printf("  mean packet latency   %.3f cycles\n", lat ? lat->f : 0);
+        printf("  accepted              %.4f flits/node/cycle\n", acc ? acc->f : 0);
+        printf("  wall time             %.3f s\n", dt);
+        printf("  router-cycles/s       %.3g (%.3g per thread)\n", rcs / dt, rcs / dt / threads);
+        printf("  cpu time              %.3f s (all threads): %.3g router-cycles per cpu-second\n", cpu, rcs / cpu);
+    }
     ts_results_free(&r);
     ts_wse_family.destroy(m);
     ts_program_destroy(p);
     ts_config_destroy(cfg);
     ts_buf_free(&yaml);
     ts_err_free(&err);
-    return 0;
-fail:
-    fprintf(stderr, "bench_wse_traffic: %s\n", err.msg);
-    ts_results_free(&r);
-    ts_wse_family.destroy(m);
-    ts_program_destroy(p);
-    ts_config_destroy(cfg);
-    ts_buf_free(&yaml);
-    ts_err_free(&err);
-    return 1;
+    return rc;
 }
