@@ -194,6 +194,15 @@ static inline void count_stall(wse_tile *t, uint8_t why, uint64_t n)
         t->s.stall_thread += n;
 }
 
+/* n cycles a tile slept through, each like its last evaluation: its router's stalled input ports
+ * and the wavelets in its router queues. */
+static inline void count_router_sleep(wse_tile *t, uint64_t n)
+{
+    for (uint32_t pm = t->pstall; pm; pm &= pm - 1)
+        t->s.port_stall[__builtin_ctz(pm)] += n;
+    t->s.rq_occ += (uint64_t)t->rqn * n;
+}
+
 /* Nothing left to do unless woken. In phase B only the tile's own view of its queues (qleft, from
  * phase A) is read: producers push concurrently, and every push wakes the tile anyway. With exact,
  * for single-threaded callers, the queues themselves are read. */

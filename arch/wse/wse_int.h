@@ -120,6 +120,8 @@ typedef struct wse_tstats {
     uint64_t router_busy;                 /* cycles the router forwarded anything */
     uint64_t evals;                       /* cycles the tile was evaluated (for balancing bands only) */
     uint64_t tr_accepted;                 /* stamped wavelets that landed in the stamp's window (`stamp`) */
+    uint64_t port_stall[WSE_NPORTS];      /* cycles router input port p held wavelets and forwarded none */
+    uint64_t rq_occ;                      /* router input queue wavelets summed over cycles (occupancy) */
 } wse_tstats;
 
 /* Synthetic traffic (docs/noc.md): what a wavelet of a stamped colour carries, and what the cores
@@ -187,6 +189,10 @@ typedef struct wse_tile {
     uint32_t vk;              /* phase A: elements it moved */
     uint64_t vfrom;           /* asleep while vector thread vth runs alone: the first cycle it has not
                                * stepped, 0 if none (band owner only) */
+    uint8_t pstall;           /* router input ports that held wavelets and forwarded none at the last
+                               * evaluation, and the wavelets its router queues held then: the same in
+                               * every cycle it sleeps through (a push or pop wakes it) */
+    uint32_t rqn;
     uint32_t stampm;          /* colours whose data wavelets to the core carry a traffic stamp (`stamp`) */
     uint64_t st_from, st_to;  /* the window in which they count as accepted */
 } wse_tile;

@@ -34,6 +34,7 @@
 static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
 {
     uint8_t claimed = 0;
+    uint32_t moved = 0; /* input ports that forwarded */
     bool fixed = m->c.arbitration == WSE_ARB_FIXED;
     int lastp = -1;
     /* ports with wavelets from rr up, then below rr: the mask rotated right by rr, so bit k is port
@@ -84,6 +85,7 @@ static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
                     t->s.link[o]++;
                 }
                 claimed |= tx;
+                moved |= 1u << p;
                 q_pop(t, j);
                 /* room again: the neighbour feeding it may sleep on it. Its room test (line_room)
                  * counts the wavelets still on its line too, at most hop_latency - 1 of them when it
@@ -109,6 +111,7 @@ static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
         t->s.router_busy++;
         t->rr = (uint8_t)(lastp + 1 == WSE_NPORTS ? 0 : lastp + 1);
     }
+    t->pstall = (uint8_t)(pm & ~moved);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -599,6 +602,7 @@ static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
     uint64_t progress = b->progress;
     t->s.evals++;
     if (__builtin_expect((t->blk | t->vfrom) != 0, 0)) {
+        count_router_sleep(t, b->now - (t->blk ? t->blk : t->vfrom));
         if (t->blk) /* the cycles it slept through, each the same stall as its last evaluation */
             count_stall(t, t->blk_why, b->now - t->blk);
         else /* the cycles its vector op ran alone */
@@ -609,13 +613,17 @@ static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
     t->vth = WSE_NOQ;
     for (int p = 0; p < 6; p++) {
         total += pend = t->ppush[p] - t->ppop[p];
+        if (p == 5)
+            t->rqn = total - pend; /* router queues: ports 0 .. 4 */
         pm |= (uint32_t)(pend != 0) << p;
         uint32_t arrived = t->pbits[p] ^ t->pseen[p];
         t->pseen[p] = t->pbits[p];
         t->cbits[p] = pend ? t->cbits[p] | arrived : 0;
     }
+    t->pstall = 0;
     if (pm & 31)
         router_eval(m, t, b, pm & 31);
+    count_router_sleep(t, 1);
     if (t->ce)
         ce_eval(m, t, b, pend);
     t->qleft = total - t->npop;

@@ -476,6 +476,17 @@ static ts_status wse_collect(ts_model *m, ts_results *r, ts_err *err)
     U("fabric.bytes", "B", "wavelet bytes times hops", hops * bytes_w);
     U("fabric.router_busy", "cycles", "router-cycles forwarding at least one wavelet", s.router_busy);
     {
+        double ps[WSE_NPORTS];
+        for (int p = 0; p < WSE_NPORTS; p++)
+            ps[p] = (double)s.port_stall[p];
+        CHK(ts_stats_array(st, "fabric.port_stall", "cycles", "router-cycles an input port (N, S, E, W, R: from the "
+                           "core) held wavelets and forwarded none, summed over PEs", ps, WSE_NPORTS)
+                ? ts_err_set(err, TS_ENOMEM, "out of memory") : TS_OK);
+        CHK(ts_stats_f64(st, "fabric.buffer_occupancy", "", "wavelets in a router's input queues, mean over "
+                         "routers and cycles", m->now ? (double)s.rq_occ / (double)m->npes / (double)m->now : 0)
+                ? ts_err_set(err, TS_ENOMEM, "out of memory") : TS_OK);
+    }
+    {
         double pc[WSE_MAX_COLOURS];
         for (uint32_t c = 0; c < m->C; c++)
             pc[c] = (double)colour[c];

@@ -55,6 +55,10 @@ START_TEST(loaded_every_hop_latency)
         arch_modes_check(&ts_wse_family, cfg, p, &o, &r);
         ck_assert_msg(r.rc == TS_OK, "%s, hop latency %u: %s", routing[i / 5], hop, r.errline);
         ck_assert_msg(stat_f(&r, "traffic.packets") > 0, "hop latency %u: no packet measured", hop);
+        /* past saturation, routers hold wavelets and input ports wait */
+        const ts_stat *ps = ts_stats_find(r.r.stats, "fabric.port_stall");
+        ck_assert_msg(ps && ps->n == 5 && ps->v[0] + ps->v[1] + ps->v[2] + ps->v[3] > 0, "no port stalled");
+        ck_assert_msg(stat_f(&r, "fabric.buffer_occupancy") > 0.1, "empty buffers past saturation");
         arch_run_free(&r);
         ts_program_destroy(p);
         ts_config_destroy(cfg);
@@ -106,6 +110,7 @@ START_TEST(offered_accepted)
     ck_assert_msg(fabs(off - 0.1) < 0.01, "offered %g, asked 0.1", off);
     ck_assert_msg(fabs(acc - off) < 0.01, "accepted %g, offered %g", acc, off);
     ck_assert_msg(stat_f(&r, "traffic.flits") == 4 * stat_f(&r, "traffic.packets"), "4 flits a packet");
+    ck_assert_msg(stat_f(&r, "fabric.buffer_occupancy") < 0.5, "below saturation the queues are nearly empty");
     ck_assert_msg(stat_f(&r, "traffic.latency.min") <= stat_f(&r, "traffic.latency.p50") &&
                   stat_f(&r, "traffic.latency.p50") <= stat_f(&r, "traffic.latency.p99") &&
                   stat_f(&r, "traffic.latency.p99") <= stat_f(&r, "traffic.latency.max"), "percentiles in order");
