@@ -12,7 +12,7 @@
 #include "core/sim.h"
 
 enum { WSE_ARB_ROUND_ROBIN = 0, WSE_ARB_FIXED = 1 };
-enum { WSE_ROUTE_COLOUR = 0, WSE_ROUTE_XY, WSE_ROUTE_YX, WSE_ROUTE_O1TURN };
+enum { WSE_ROUTE_COLOUR = 0, WSE_ROUTE_XY, WSE_ROUTE_YX, WSE_ROUTE_O1TURN, WSE_ROUTE_WESTFIRST };
 
 /* The typed config, filled from the schema (wse_cfg.c). Units: cycles, bytes, Hz, metres. */
 typedef struct ts_wse_cfg {

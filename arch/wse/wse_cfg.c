@@ -12,7 +12,7 @@
 #include "core/units.h"
 
 static const char *const arb_choices[] = {"round_robin", "fixed", NULL};
-static const char *const routing_choices[] = {"colour", "xy", "yx", "o1turn", NULL};
+static const char *const routing_choices[] = {"colour", "xy", "yx", "o1turn", "westfirst", NULL};
 
 #define K(path, type, unit, lo, hi, def, desc, field, ch) \
     {path, type, unit, lo, hi, def, desc, offsetof(ts_wse_cfg, field), ch}
@@ -33,7 +33,8 @@ static const ts_cfg_key wse_keys[] = {
     K("fabric.routing", TS_CFG_ENUM, TS_UNIT_NONE, 0, -1, "colour",
       "colour: every colour follows its static routes (the hardware, s2.4); xy, yx, o1turn: colours 0 .. "
       "fabric.vcs - 1 are virtual channels whose wavelets go to the PE `sendto` names, dimension order X then Y, "
-      "Y then X, or (o1turn) X then Y on the lower half of the channels and Y then X on the upper (docs/noc.md)",
+      "Y then X, (o1turn) X then Y on the lower half of the channels and Y then X on the upper, or (westfirst) "
+      "west hops first, then east, north or south by which output has more room (docs/noc.md)",
       routing, routing_choices),
     K("fabric.vcs", TS_CFG_UINT, TS_UNIT_NONE, 1, 32, "2",
       "virtual channels of destination routing (colours 0 .. vcs - 1; each has its own queue per input port)",

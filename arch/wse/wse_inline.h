@@ -149,7 +149,8 @@ static inline void line_put(ts_model *m, wse_tile *t, int l, uint32_t data, uint
 
 /* Destination routing: the output port of a wavelet of virtual channel c at tile t on its way to
  * dst (x | y << 16), in dimension order: X first, or Y first under yx and on the upper half of the
- * channels under o1turn; the ramp at its destination. */
+ * channels under o1turn; the ramp at its destination. (Under westfirst: the dimension-order choice,
+ * for the deadlock report; the router chooses with dest_tx_adaptive.) */
 static inline uint8_t dest_tx(const ts_model *m, const wse_tile *t, uint32_t dst, uint32_t c)
 {
     uint32_t dx = dst & 0xffff, dy = dst >> 16;
@@ -201,6 +202,30 @@ static inline void count_router_sleep(wse_tile *t, uint64_t n)
     for (uint32_t pm = t->pstall; pm; pm &= pm - 1)
         t->s.port_stall[__builtin_ctz(pm)] += n;
     t->s.rq_occ += (uint64_t)t->rqn * n;
+}
+
+/* Room for more wavelets of colour c through line l of tile t: free slots in the queue it feeds,
+ * less what is on the line (phase A: committed counters only); 0 when the line is full. */
+static inline uint32_t line_free(const ts_model *m, const wse_tile *t, int l, uint32_t c)
+{
+    wse_tile *o;
+    const wse_lq *q = line_target(m, t, l, c, &o);
+    uint32_t used = q_occ(q) + line_count(&t->line[l], c);
+    return t->line[l].n == t->line[l].cap || used >= q->cap ? 0 : q->cap - used;
+}
+
+/* West-first routing (the turn model: no turn into the west, so no cycle of channels): all west
+ * hops first; then east, north or south, whichever minimal output has more room downstream (east
+ * on a tie), so traffic goes around a congested link. */
+static inline uint8_t dest_tx_adaptive(const ts_model *m, const wse_tile *t, uint32_t dst, uint32_t c)
+{
+    uint32_t dx = dst & 0xffff, dy = dst >> 16;
+    if (dx < t->x)
+        return 1u << WSE_W;
+    int ox = dx > t->x ? WSE_E : -1, oy = dy > t->y ? WSE_S : dy < t->y ? WSE_N : -1;
+    if (ox < 0 || oy < 0)
+        return ox >= 0 ? 1u << ox : oy >= 0 ? 1u << oy : 1u << WSE_R;
+    return line_free(m, t, oy, c) > line_free(m, t, ox, c) ? 1u << oy : 1u << ox;
 }
 
 /* Nothing left to do unless woken. In phase B only the tile's own view of its queues (qleft, from

@@ -64,7 +64,7 @@ static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
                 uint8_t tx;
                 if (c < m->vcs) { /* routed by destination */
                     dst = q->dst[q->rd];
-                    tx = dest_tx(m, t, dst, c);
+                    tx = m->c.routing == WSE_ROUTE_WESTFIRST ? dest_tx_adaptive(m, t, dst, c) : dest_tx(m, t, dst, c);
                 } else {
                     if (!(r->rx[r->pos] >> p & 1))
                         continue;

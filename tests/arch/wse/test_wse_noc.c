@@ -39,12 +39,12 @@ static double stat_f(const arch_run *r, const char *name)
 }
 
 /* Loaded transpose traffic past saturation at every hop latency, on colour routes and routed by
- * destination (X then Y, O1TURN): it finishes (the hang detector stopped the fast mode at 2 and
+ * destination (X then Y, O1TURN, west-first): it finishes (the hang detector stopped the fast mode at 2 and
  * more before the fix) with the same report fast and lockstep, on one thread and two. */
 START_TEST(loaded_every_hop_latency)
 {
-    static const char *const routing[3] = {"colour", "xy", "o1turn"};
-    for (uint32_t i = 0; i < 15; i++) {
+    static const char *const routing[4] = {"colour", "xy", "o1turn", "westfirst"};
+    for (uint32_t i = 0; i < 20; i++) {
         uint32_t hop = i % 5 + 1;
         ts_config *cfg = cfg_of(8, hop, 24, routing[i / 5]);
         ts_program *p = traffic(cfg, i / 5 ? "pattern=uniform,rate=0.4,flits=2,warmup=50,measure=200"
@@ -68,16 +68,17 @@ END_TEST
 
 /* At rate 0.001 a 1-flit packet of D hops takes a + c * D cycles, c the hop latency, a the same
  * for every D and c: the least latency at every distance is exactly that, the mean within a cycle;
- * uniform random traffic routed X then Y by destination, and transpose on colour routes. */
+ * uniform random traffic routed X then Y and west-first by destination, and transpose on colour
+ * routes. */
 START_TEST(zero_load_latency)
 {
     static const uint32_t mesh[2] = {8, 16}, hops[4] = {1, 2, 3, 5};
     double a = -1;
     for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 8; j++) {
-            ts_config *cfg = cfg_of(mesh[i], hops[j % 4], 32, j < 4 ? "xy" : "colour");
-            ts_program *p = traffic(cfg, j < 4 ? "pattern=uniform,rate=0.001,warmup=0,measure=3000"
-                                               : "pattern=transpose,rate=0.001,warmup=0,measure=3000");
+        for (int j = 0; j < 12; j++) {
+            ts_config *cfg = cfg_of(mesh[i], hops[j % 4], 32, j < 4 ? "xy" : j < 8 ? "colour" : "westfirst");
+            ts_program *p = traffic(cfg, j < 4 || j >= 8 ? "pattern=uniform,rate=0.001,warmup=0,measure=3000"
+                                                         : "pattern=transpose,rate=0.001,warmup=0,measure=3000");
             arch_run r;
             ck_assert_int_eq(arch_run_mode(&ts_wse_family, cfg, p, NULL, false, 1, &r), TS_OK);
             const ts_stat *t = ts_stats_find(r.r.stats, "traffic.latency_by_distance");
