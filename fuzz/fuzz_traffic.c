@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (ts_wse_cfg_defaults(&c, &err) != TS_OK)
             __builtin_trap();
         c.width = c.height = 4;
-        c.routing = data[0] % 4; /* colour, xy, yx, o1turn by the first byte */
+        c.routing = data[0] % 5; /* colour, xy, yx, o1turn, westfirst by the first byte */
         st = ts_wse_traffic_program(&p, &c, &t, &err);
         if ((st == TS_OK) != (p != NULL) || (st != TS_OK && !err.msg[0]))
             __builtin_trap();
