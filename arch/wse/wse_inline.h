@@ -142,18 +142,18 @@ static inline void line_put(ts_model *m, wse_tile *t, int l, uint32_t data, uint
     t->lmask |= (uint8_t)(1u << l);
     e->land = now + lat;
     e->data = data;
-    e->colour = (uint8_t)c;
+    e->colour = c & 31;
     e->ctrl = ctrl;
-    e->dst = dst;
+    e->dst = dst & 0xffffff;
 }
 
 /* Destination routing: the output port of a wavelet of virtual channel c at tile t on its way to
- * dst (x | y << 16), in dimension order: X first, or Y first under yx and on the upper half of the
+ * dst (x | y << 12), in dimension order: X first, or Y first under yx and on the upper half of the
  * channels under o1turn; the ramp at its destination. (Under westfirst: the dimension-order choice,
  * for the deadlock report; the router chooses with dest_tx_adaptive.) */
 static inline uint8_t dest_tx(const ts_model *m, const wse_tile *t, uint32_t dst, uint32_t c)
 {
-    uint32_t dx = dst & 0xffff, dy = dst >> 16;
+    uint32_t dx = dst & 0xfff, dy = dst >> 12;
     bool yfirst = m->c.routing == WSE_ROUTE_YX || (m->c.routing == WSE_ROUTE_O1TURN && c >= m->vcs / 2);
     uint8_t xs = dx > t->x ? 1u << WSE_E : dx < t->x ? 1u << WSE_W : 0;
     uint8_t ys = dy > t->y ? 1u << WSE_S : dy < t->y ? 1u << WSE_N : 0;
@@ -195,13 +195,11 @@ static inline void count_stall(wse_tile *t, uint8_t why, uint64_t n)
         t->s.stall_thread += n;
 }
 
-/* n cycles a tile slept through, each like its last evaluation: its router's stalled input ports
- * and the wavelets in its router queues. */
+/* n cycles a tile slept through, each like its last evaluation: its router's stalled input ports. */
 static inline void count_router_sleep(wse_tile *t, uint64_t n)
 {
     for (uint32_t pm = t->pstall; pm; pm &= pm - 1)
         t->s.port_stall[__builtin_ctz(pm)] += n;
-    t->s.rq_occ += (uint64_t)t->rqn * n;
 }
 
 /* Room for more wavelets of colour c through line l of tile t: free slots in the queue it feeds,
@@ -219,7 +217,7 @@ static inline uint32_t line_free(const ts_model *m, const wse_tile *t, int l, ui
  * on a tie), so traffic goes around a congested link. */
 static inline uint8_t dest_tx_adaptive(const ts_model *m, const wse_tile *t, uint32_t dst, uint32_t c)
 {
-    uint32_t dx = dst & 0xffff, dy = dst >> 16;
+    uint32_t dx = dst & 0xfff, dy = dst >> 12;
     if (dx < t->x)
         return 1u << WSE_W;
     int ox = dx > t->x ? WSE_E : -1, oy = dy > t->y ? WSE_S : dy < t->y ? WSE_N : -1;

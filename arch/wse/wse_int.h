@@ -27,12 +27,14 @@
 #define WSE_LINE_UP 5
 #define WSE_NOQ 0xff
 
-/* A wavelet on a link: payload, colour, control bit, and the cycle it lands in the next queue. */
+/* A wavelet on a link: payload, colour, control bit, destination, and the cycle it lands in the
+ * next queue; 16 bytes, as before destinations were added (every hop reads and writes them). */
 typedef struct wse_ent {
     uint64_t land;
     uint32_t data;
-    uint32_t dst;     /* destination routing: x | y << 16 of the PE it goes to */
-    uint8_t colour, ctrl;
+    unsigned colour : 5, ctrl : 1;
+    unsigned dst : 24; /* destination routing: x | y << 12 of the PE it goes to (mesh.width and
+                        * mesh.height are at most 4096) */
 } wse_ent;
 
 /* A delay line (one per output): at most one wavelet enters per cycle, so latency entries. */
@@ -47,7 +49,7 @@ typedef struct wse_lq {
     uint32_t popped;  /* consumer, committed in phase B */
     uint64_t ctrl;    /* producer: bit i = slot i holds a control wavelet */
     uint32_t *slot;   /* cap payloads */
-    uint32_t *dst;    /* cap destinations (x | y << 16), destination routing only, else NULL */
+    uint32_t *dst;    /* cap destinations (x | y << 12), destination routing only, else NULL */
     uint8_t cap;      /* at most 64 (the schema's range), so ctrl has a bit per slot */
     uint8_t rd, wr;   /* slot of the head (popped % cap, consumer) and of the next push (pushed % cap,
                        * producer), kept as wrapping indices so no cycle divides */
@@ -121,7 +123,9 @@ typedef struct wse_tstats {
     uint64_t evals;                       /* cycles the tile was evaluated (for balancing bands only) */
     uint64_t tr_accepted;                 /* stamped wavelets that landed in the stamp's window (`stamp`) */
     uint64_t port_stall[WSE_NPORTS];      /* cycles router input port p held wavelets and forwarded none */
-    uint64_t rq_occ;                      /* router input queue wavelets summed over cycles (occupancy) */
+    uint64_t rq_push_at, rq_pop_at;       /* cycles of the pushes into and pops from router input queues,
+                                           * summed: their difference is the queues' occupancy summed
+                                           * over cycles (wse_report.c) */
 } wse_tstats;
 
 /* Synthetic traffic (docs/noc.md): what a wavelet of a stamped colour carries, and what the cores
@@ -190,9 +194,8 @@ typedef struct wse_tile {
     uint64_t vfrom;           /* asleep while vector thread vth runs alone: the first cycle it has not
                                * stepped, 0 if none (band owner only) */
     uint8_t pstall;           /* router input ports that held wavelets and forwarded none at the last
-                               * evaluation, and the wavelets its router queues held then: the same in
-                               * every cycle it sleeps through (a push or pop wakes it) */
-    uint32_t rqn;
+                               * evaluation: the same in every cycle it sleeps through (a push or a
+                               * pop wakes it) */
     uint32_t stampm;          /* colours whose data wavelets to the core carry a traffic stamp (`stamp`) */
     uint64_t st_from, st_to;  /* the window in which they count as accepted */
 } wse_tile;

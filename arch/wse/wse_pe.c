@@ -112,6 +112,8 @@ static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
         t->rr = (uint8_t)(lastp + 1 == WSE_NPORTS ? 0 : lastp + 1);
     }
     t->pstall = (uint8_t)(pm & ~moved);
+    for (uint32_t st = t->pstall; st; st &= st - 1)
+        t->s.port_stall[__builtin_ctz(st)]++;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -298,7 +300,7 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
             *why = 2;
             return 0;
         }
-        line_put(m, t, WSE_LINE_UP, (uint32_t)r[a[2]], (uint32_t)a[0], false, d % m->w | d / m->w << 16, b->now);
+        line_put(m, t, WSE_LINE_UP, (uint32_t)r[a[2]], (uint32_t)a[0], false, d % m->w | d / m->w << 12, b->now);
         *ramp_up = true;
         t->s.injected++;
         break;
@@ -534,6 +536,8 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
         q->popped++;
         q->rd = (uint8_t)(q->rd + 1 == q->cap ? 0 : q->rd + 1);
         t->ppop[q->port]++;
+        if (q->port < 5)
+            t->s.rq_pop_at += b->now;
         q->taken = 0;
     }
     t->npop = 0;
@@ -562,6 +566,8 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
             q->pushed++;
             o->ppush[q->port]++;
             o->pbits[q->port] ^= 1u << e->colour;
+            if (l != WSE_LINE_DOWN)
+                t->s.rq_push_at += b->now;
             if (l == WSE_LINE_DOWN) {
                 t->s.delivered++;
                 if (!e->ctrl)
@@ -613,8 +619,6 @@ static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
     t->vth = WSE_NOQ;
     for (int p = 0; p < 6; p++) {
         total += pend = t->ppush[p] - t->ppop[p];
-        if (p == 5)
-            t->rqn = total - pend; /* router queues: ports 0 .. 4 */
         pm |= (uint32_t)(pend != 0) << p;
         uint32_t arrived = t->pbits[p] ^ t->pseen[p];
         t->pseen[p] = t->pbits[p];
@@ -623,7 +627,6 @@ static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
     t->pstall = 0;
     if (pm & 31)
         router_eval(m, t, b, pm & 31);
-    count_router_sleep(t, 1);
     if (t->ce)
         ce_eval(m, t, b, pend);
     t->qleft = total - t->npop;

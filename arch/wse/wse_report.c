@@ -482,8 +482,17 @@ static ts_status wse_collect(ts_model *m, ts_results *r, ts_err *err)
         CHK(ts_stats_array(st, "fabric.port_stall", "cycles", "router-cycles an input port (N, S, E, W, R: from the "
                            "core) held wavelets and forwarded none, summed over PEs", ps, WSE_NPORTS)
                 ? ts_err_set(err, TS_ENOMEM, "out of memory") : TS_OK);
+        /* a wavelet pushed in cycle c and popped in cycle d was queued at the start of cycles c + 1 .. d;
+         * one still queued at the end, up to the last cycle simulated */
+        uint64_t left = 0;
+        for (size_t i = 0; i < m->nalloc; i++) {
+            const wse_tile *t = m->t[m->alloc_ids[i]];
+            for (uint32_t j = 0; j < t->nrq; j++)
+                left += q_occ(&t->lq[j]);
+        }
+        double occ = (double)(s.rq_pop_at - s.rq_push_at) + (double)left * (double)(m->now ? m->now - 1 : 0);
         CHK(ts_stats_f64(st, "fabric.buffer_occupancy", "", "wavelets in a router's input queues, mean over "
-                         "routers and cycles", m->now ? (double)s.rq_occ / (double)m->npes / (double)m->now : 0)
+                         "routers and cycles", m->now ? occ / (double)m->npes / (double)m->now : 0)
                 ? ts_err_set(err, TS_ENOMEM, "out of memory") : TS_OK);
     }
     {

@@ -72,9 +72,10 @@ static bool set_key(ts_wse_traffic *t, const char *k, const char *v, bool *known
     if (!strcmp(k, "hot"))
         return num(v, 0, 1, &t->hot);
     if (!strcmp(k, "flits")) {
-        bool ok = whole(v, 1, 64, &n);
+        if (!whole(v, 1, 64, &n))
+            return false;
         t->flits = (uint32_t)n;
-        return ok;
+        return true;
     }
     if (!strcmp(k, "warmup"))
         return whole(v, 0, 1u << 30, &t->warmup);
