@@ -391,7 +391,7 @@ static ts_status emit_all(ts_program *p, const colouring *c, const ts_wse_traffi
         uint32_t j = i;
         while (j < n && pk[j].src == id)
             j++;
-        if (sends(s, t, c->w, pk + i, j - i, col, bydest, cursor))
+        if (j > i && sends(s, t, c->w, pk + i, j - i, col, bydest, cursor))
             goto oom;
         for (uint32_t v = 0; v < nq; v++) {
             uint64_t left = nin[(size_t)id * nq + v];
@@ -441,9 +441,10 @@ ts_status ts_wse_traffic_program(ts_program **out, const ts_wse_cfg *cfg, const 
         rc = ts_err_set(err, TS_ENOMEM, "out of memory building the traffic program");
         goto out;
     }
-    if (n)
+    if (n) { /* no packets (a rate too low for the window): no arrays to copy or sort */
         memcpy(byd, pk, n * sizeof *byd);
-    qsort(byd, n, sizeof *byd, cmp_dst);
+        qsort(byd, n, sizeof *byd, cmp_dst);
+    }
     for (size_t i = 0; i < n; i++)
         nin[(size_t)byd[i].dst * nq + byd[i].vc] += t->flits;
     if ((!nvc && (rc = colour_trees(&c, byd, n, t->yx, col, err)) != TS_OK) ||
