@@ -18,20 +18,6 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 . "$root/tests/need.sh"
 need_family "$T" wse "cli noc: traffic runs on the wafer"
 
-# expect NAME CODE TEXT CMD...: the exit status, and TEXT in stderr (TEXT may be empty).
-expect() {
-  local name=$1 code=$2 text=$3; shift 3
-  "$@" >"$tmp/stdout" 2>"$tmp/stderr"
-  local got=$?
-  if [ "$got" != "$code" ]; then
-    bad "$name: exit $got, expected $code"; cat "$tmp/stderr" >&2
-  elif [ -n "$text" ] && ! grep -qF -- "$text" "$tmp/stderr"; then
-    bad "$name: stderr lacks '$text':"; cat "$tmp/stderr" >&2
-  else
-    ok
-  fi
-}
-
 cfg=(-c wse_4x4 -s mesh.width=8 -s mesh.height=8 -s fabric.routing=o1turn -s fabric.hop_latency=2)
 wl=traffic:pattern=uniform,rate=0.3,flits=2,warmup=100,measure=400
 expect run 0 "" "$T" run "${cfg[@]}" -f json -o "$tmp/a.json" "$wl"
