@@ -26,6 +26,9 @@ typedef struct ts_wse_cfg {
     uint64_t ramp_latency;       /* fabric.ramp_latency: cycles core to router and router to core */
     uint64_t queue_depth;        /* router.queue_depth: wavelets per (input port, colour) */
     int arbitration;             /* router.arbitration: WSE_ARB_* */
+    uint64_t route_cycles;       /* router.route_cycles: pipeline stages of every router a wavelet */
+    uint64_t vc_alloc_cycles;    /* router.vc_alloc_cycles: passes, before its switch traversal */
+    uint64_t switch_alloc_cycles; /* router.switch_alloc_cycles */
     uint64_t iq_depth;           /* pe.input_queue_depth: wavelets per colour, router to core */
     uint64_t oq_depth;           /* pe.output_queue_depth: wavelets per colour, core to router */
     uint64_t sram_bytes;         /* pe.sram */

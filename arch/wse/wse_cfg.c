@@ -44,6 +44,15 @@ static const ts_cfg_key wse_keys[] = {
     K("router.queue_depth", TS_CFG_UINT, TS_UNIT_NONE, 1, 64, "2",
       "wavelets buffered per input port and colour (assumed: not public, s7; s8.1 says start with 2)",
       queue_depth, NULL),
+    K("router.route_cycles", TS_CFG_UINT, TS_UNIT_CYCLES, 0, 16, "0",
+      "pipeline stage: cycles of route computation in every router a wavelet passes (assumed: not public; the "
+      "WSE hop of fabric.hop_latency includes it; docs/noc.md)", route_cycles, NULL),
+    K("router.vc_alloc_cycles", TS_CFG_UINT, TS_UNIT_CYCLES, 0, 16, "0",
+      "pipeline stage: cycles of virtual-channel allocation in every router (assumed, as route_cycles)",
+      vc_alloc_cycles, NULL),
+    K("router.switch_alloc_cycles", TS_CFG_UINT, TS_UNIT_CYCLES, 0, 16, "0",
+      "pipeline stage: cycles of switch allocation in every router (assumed, as route_cycles); switch "
+      "traversal and the link are fabric.hop_latency", switch_alloc_cycles, NULL),
     K("router.arbitration", TS_CFG_ENUM, TS_UNIT_NONE, 0, -1, "round_robin",
       "how colours share an output port (assumed: not public, s7; s8.1 suggests round robin)", arbitration,
       arb_choices),

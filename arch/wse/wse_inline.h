@@ -136,7 +136,7 @@ static inline void line_put(ts_model *m, wse_tile *t, int l, uint32_t data, uint
                             uint64_t now)
 {
     wse_line *ln = &t->line[l];
-    uint64_t lat = l < 4 ? m->c.hop_latency : m->c.ramp_latency + (l == WSE_LINE_UP ? m->c.pipeline_latency : 0);
+    uint64_t lat = l < 4 ? m->hop : l == WSE_LINE_UP ? m->up : m->c.ramp_latency;
     uint32_t j = (uint32_t)ln->head + ln->n++;
     wse_ent *e = &ln->e[j >= ln->cap ? j - ln->cap : j];
     t->lmask |= (uint8_t)(1u << l);

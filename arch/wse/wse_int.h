@@ -284,6 +284,9 @@ struct ts_model {
     int nthreads;
     uint32_t w, h, C;
     uint32_t vcs;             /* colours 0 .. vcs - 1 are routed by destination (0: none, colour routing) */
+    uint32_t stages;          /* router pipeline cycles (route, VC and switch allocation), in every router */
+    uint32_t hop, up;         /* cycles on a link to the next router (hop_latency + stages) and from the
+                               * core into its router (ramp + pipeline_latency + stages) */
     uint64_t npes;
     wse_tile **t;             /* owned: npes pointers, NULL for untouched PEs */
     uint32_t *alloc_ids;      /* owned: ids of allocated tiles, ascending */

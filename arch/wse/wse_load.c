@@ -107,6 +107,11 @@ ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *
     m->h = (uint32_t)c->height;
     m->C = (uint32_t)c->colours;
     m->vcs = c->routing == WSE_ROUTE_COLOUR ? 0 : (uint32_t)c->vcs;
+    /* a router's pipeline stages delay a wavelet before its switch traversal; modelled on the line
+     * into the router, which holds its queue slot (line_room) as the stages would */
+    m->stages = (uint32_t)(c->route_cycles + c->vc_alloc_cycles + c->switch_alloc_cycles);
+    m->hop = (uint32_t)c->hop_latency + m->stages;
+    m->up = (uint32_t)(c->ramp_latency + c->pipeline_latency) + m->stages;
     m->npes = c->width * c->height;
     m->lockstep = opts && opts->lockstep;
     m->nthreads = opts && opts->threads > 1 ? opts->threads : 1;
@@ -381,7 +386,7 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
     }
     if (nlq > 255)
         return ts_err_set(err, TS_EINTERNAL, "wse: %zu live queues at PE %u", nlq, t->id);
-    size_t nent = 4 * m->c.hop_latency + 2 * m->c.ramp_latency + m->c.pipeline_latency;
+    size_t nent = 4 * (size_t)m->hop + m->c.ramp_latency + m->up;
     size_t ndst = m->vcs ? nslots : 0; /* destination routing: a destination per slot */
     size_t sz = nlq * sizeof(wse_lq) + nent * sizeof(wse_ent) + (nslots + ndst) * sizeof(uint32_t) + 2 * nlq +
                 4 * (size_t)C;
@@ -437,7 +442,7 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
         t->poff[6] = (uint8_t)n;
     }
     for (int l = 0; l < WSE_NLINES; l++) {
-        t->line[l].cap = (uint8_t)(l < 4 ? m->c.hop_latency : m->c.ramp_latency + (l == WSE_LINE_UP ? m->c.pipeline_latency : 0));
+        t->line[l].cap = (uint8_t)(l < 4 ? m->hop : l == WSE_LINE_UP ? m->up : m->c.ramp_latency);
         t->line[l].e = ent;
         ent += t->line[l].cap;
     }

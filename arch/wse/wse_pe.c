@@ -88,10 +88,11 @@ static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
                 moved |= 1u << p;
                 q_pop(t, j);
                 /* room again: the neighbour feeding it may sleep on it. Its room test (line_room)
-                 * counts the wavelets still on its line too, at most hop_latency - 1 of them when it
-                 * last looked, so it may have blocked with as few as cap - hop_latency + 1 here: wake
-                 * it on any pop from that level up (only on a full queue when a hop takes a cycle) */
-                if (p < 4 && occ + m->c.hop_latency > q->cap)
+                 * counts the wavelets still on its line too, at most hop - 1 of them when it last
+                 * looked (hop: fabric.hop_latency plus the router stages), so it may have blocked
+                 * with as few as cap - hop + 1 here: wake it on any pop from that level up (only on
+                 * a full queue when a hop takes a cycle) */
+                if (p < 4 && occ + m->hop > q->cap)
                     t->wup |= (uint8_t)(1u << p);
                 if (occ == 1)
                     t->cbits[p] &= ~(1u << c); /* a push this cycle sets it again next cycle */

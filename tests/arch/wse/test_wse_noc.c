@@ -68,6 +68,34 @@ START_TEST(loaded_every_hop_latency)
 }
 END_TEST
 
+/* A classic input-queued router (route computation, VC allocation, switch allocation a cycle each,
+ * switch traversal and link 2: fabric.hop_latency): a hop costs 5 cycles, and the source router's
+ * stages add 3 to the constant; loaded, fast and lockstep agree on 1 and 2 threads. */
+START_TEST(router_stages)
+{
+    ts_config *cfg = wt_config_text("arch: wse\nname: noc\nmesh: {width: 8, height: 8}\n"
+                                    "fabric: {hop_latency: 2, routing: xy, vcs: 2}\n"
+                                    "router: {route_cycles: 1, vc_alloc_cycles: 1, switch_alloc_cycles: 1}\n");
+    ts_program *p = traffic(cfg, "pattern=uniform,rate=0.001,warmup=0,measure=3000");
+    arch_run r;
+    ck_assert_int_eq(arch_run_mode(&ts_wse_family, cfg, p, NULL, false, 1, &r), TS_OK);
+    const ts_stat *t = ts_stats_find(r.r.stats, "traffic.latency_by_distance");
+    ck_assert(t && t->nrows >= 4);
+    for (size_t k = 0; k < t->nrows; k++)
+        ck_assert_msg(t->rows[k * t->ncols + 3] == 8 + 5 * t->rows[k * t->ncols], "distance %g: least latency %g, "
+                      "not 8 + 5 D", t->rows[k * t->ncols], t->rows[k * t->ncols + 3]);
+    arch_run_free(&r);
+    ts_program_destroy(p);
+    p = traffic(cfg, "pattern=uniform,rate=0.4,flits=2,warmup=50,measure=150");
+    arch_opts o = {.modes = 1u << ARCH_FAST | 1u << ARCH_LOCKSTEP | 1u << ARCH_THREADS2};
+    arch_modes_check(&ts_wse_family, cfg, p, &o, &r);
+    ck_assert_msg(r.rc == TS_OK, "%s", r.errline);
+    arch_run_free(&r);
+    ts_program_destroy(p);
+    ts_config_destroy(cfg);
+}
+END_TEST
+
 /* At rate 0.001 a 1-flit packet of D hops takes a + c * D cycles, c the hop latency, a the same
  * for every D and c: the least latency at every distance is exactly that, the mean within a cycle;
  * uniform random traffic routed X then Y and west-first by destination, and transpose on colour
@@ -204,6 +232,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, loaded_every_hop_latency);
     tcase_add_test(tc, zero_load_latency);
+    tcase_add_test(tc, router_stages);
     tcase_add_test(tc, offered_accepted);
     tcase_add_test(tc, bad_specs);
     tcase_add_test(tc, dest_routing_checks);
