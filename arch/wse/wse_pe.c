@@ -193,6 +193,21 @@ static bool endless(wse_tile *t, wse_band *b, uint32_t pc)
     return true;
 }
 
+/* A wavelet from the core onto the ramp (send, sendc, sendto; dst for destination routing): false,
+ * stalled on the ramp (*why 2), when it took a wavelet this cycle or the router's queue has no room. */
+static inline bool send_up(ts_model *m, wse_tile *t, const wse_band *b, uint32_t c, uint32_t data, bool ctrl,
+                           uint32_t dst, bool *ramp_up, uint8_t *why)
+{
+    if (*ramp_up || !line_room(m, t, WSE_LINE_UP, c)) {
+        *why = 2;
+        return false;
+    }
+    line_put(m, t, WSE_LINE_UP, data, c, ctrl, dst, b->now);
+    *ramp_up = true;
+    t->s.injected++;
+    return true;
+}
+
 /* Execute the instruction at pc. Returns 1 if issued, 0 if stalled (reason in *why). */
 static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32_t *wr, bool *ramp_up, uint8_t *why)
 {
@@ -283,13 +298,8 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
         break;
     case WSE_OP_SEND:
     case WSE_OP_SENDC:
-        if (*ramp_up || !line_room(m, t, WSE_LINE_UP, (uint32_t)a[0])) {
-            *why = 2;
+        if (!send_up(m, t, b, (uint32_t)a[0], (uint32_t)r[a[1]], in->op == WSE_OP_SENDC, 0, ramp_up, why))
             return 0;
-        }
-        line_put(m, t, WSE_LINE_UP, (uint32_t)r[a[1]], (uint32_t)a[0], in->op == WSE_OP_SENDC, 0, b->now);
-        *ramp_up = true;
-        t->s.injected++;
         break;
     case WSE_OP_SENDTO: {
         uint32_t d = (uint32_t)r[a[1]];
@@ -297,13 +307,8 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
             ts_wse_set_err(b, t, b->now, "sendto at pc %u: PE %u is outside the %u x %u mesh", pc, d, m->w, m->h);
             return 1;
         }
-        if (*ramp_up || !line_room(m, t, WSE_LINE_UP, (uint32_t)a[0])) {
-            *why = 2;
+        if (!send_up(m, t, b, (uint32_t)a[0], (uint32_t)r[a[2]], false, d % m->w | d / m->w << 12, ramp_up, why))
             return 0;
-        }
-        line_put(m, t, WSE_LINE_UP, (uint32_t)r[a[2]], (uint32_t)a[0], false, d % m->w | d / m->w << 12, b->now);
-        *ramp_up = true;
-        t->s.injected++;
         break;
     }
     case WSE_OP_RECV: {
