@@ -14,14 +14,8 @@
 
 #include "arch/wse/wse.h"
 #include "arch/wse/wse_kernels.h"
+#include "bench/bench_wse_run.h"
 #include "core/program.h"
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
@@ -40,19 +34,16 @@ int main(int argc, char **argv)
     c.width = w;
     c.height = h;
     c.timing_only = true;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     if (ts_wse_stencil_program(&p, w, h, nz, radius, steps, false, &err) || ts_wse_create(&m, &c, &o, &err) ||
         ts_wse_family.load(m, p, &err))
         goto fail;
     ts_program_destroy(p); /* the model keeps its own predecoded copy */
     p = NULL;
-    double t1 = now_s();
-    clock_t c0 = clock();
-    ts_step st = {0};
-    while (!st.done)
-        if (ts_wse_family.step(m, st.now + 65536, &st, &err))
-            goto fail;
-    double dt = now_s() - t1, cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
+    double t1 = bench_now_s(), dt, cpu;
+    ts_step st;
+    if (bench_wse_run(m, &st, &dt, &cpu, &err))
+        goto fail;
     ts_wse_counts k;
     ts_wse_counts_get(m, &k);
     struct rusage ru;

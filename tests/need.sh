@@ -35,3 +35,18 @@ need_feature() {
     *) echo "FAIL: $what: $var is '${!var}', not 0 or 1" >&2; exit 1 ;;
   esac
 }
+
+# expect NAME CODE TEXT CMD...: run CMD; its exit status must be CODE and its stderr hold TEXT (TEXT
+# may be empty). Counts with the calling script's ok and bad, writes in its $tmp.
+expect() {
+  local name=$1 code=$2 text=$3; shift 3
+  "$@" >"$tmp/stdout" 2>"$tmp/stderr"
+  local got=$?
+  if [ "$got" != "$code" ]; then
+    bad "$name: exit $got, expected $code"; cat "$tmp/stderr" >&2
+  elif [ -n "$text" ] && ! grep -qF -- "$text" "$tmp/stderr"; then
+    bad "$name: stderr lacks '$text':"; cat "$tmp/stderr" >&2
+  else
+    ok
+  fi
+}

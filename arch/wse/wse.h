@@ -12,6 +12,7 @@
 #include "core/sim.h"
 
 enum { WSE_ARB_ROUND_ROBIN = 0, WSE_ARB_FIXED = 1 };
+enum { WSE_ROUTE_COLOUR = 0, WSE_ROUTE_XY, WSE_ROUTE_YX, WSE_ROUTE_O1TURN, WSE_ROUTE_WESTFIRST };
 
 /* The typed config, filled from the schema (wse_cfg.c). Units: cycles, bytes, Hz, metres. */
 typedef struct ts_wse_cfg {
@@ -20,9 +21,14 @@ typedef struct ts_wse_cfg {
     uint64_t colours;            /* fabric.colours */
     uint64_t link_bits;          /* fabric.link_bits (32 only) */
     uint64_t hop_latency;        /* fabric.hop_latency: cycles router to router */
+    int routing;                 /* fabric.routing: WSE_ROUTE_* */
+    uint64_t vcs;                /* fabric.vcs: colours routed by destination unless routing is colour */
     uint64_t ramp_latency;       /* fabric.ramp_latency: cycles core to router and router to core */
     uint64_t queue_depth;        /* router.queue_depth: wavelets per (input port, colour) */
     int arbitration;             /* router.arbitration: WSE_ARB_* */
+    uint64_t route_cycles;       /* router.route_cycles: pipeline stages of every router a wavelet */
+    uint64_t vc_alloc_cycles;    /* router.vc_alloc_cycles: passes, before its switch traversal */
+    uint64_t switch_alloc_cycles; /* router.switch_alloc_cycles */
     uint64_t iq_depth;           /* pe.input_queue_depth: wavelets per colour, router to core */
     uint64_t oq_depth;           /* pe.output_queue_depth: wavelets per colour, core to router */
     uint64_t sram_bytes;         /* pe.sram */

@@ -12,6 +12,7 @@
 #include "core/units.h"
 
 static const char *const arb_choices[] = {"round_robin", "fixed", NULL};
+static const char *const routing_choices[] = {"colour", "xy", "yx", "o1turn", "westfirst", NULL};
 
 #define K(path, type, unit, lo, hi, def, desc, field, ch) \
     {path, type, unit, lo, hi, def, desc, offsetof(ts_wse_cfg, field), ch}
@@ -29,11 +30,29 @@ static const ts_cfg_key wse_keys[] = {
       "wavelet and link width per direction per cycle (s2.1, JAC; only 32 is modelled)", link_bits, NULL),
     K("fabric.hop_latency", TS_CFG_UINT, TS_UNIT_CYCLES, 1, 16, "1",
       "cycles from router to neighbouring router (s2.5, SDK-CV, HC34)", hop_latency, NULL),
+    K("fabric.routing", TS_CFG_ENUM, TS_UNIT_NONE, 0, -1, "colour",
+      "colour: every colour follows its static routes (the hardware, s2.4); xy, yx, o1turn: colours 0 .. "
+      "fabric.vcs - 1 are virtual channels whose wavelets go to the PE `sendto` names, dimension order X then Y, "
+      "Y then X, (o1turn) X then Y on the lower half of the channels and Y then X on the upper, or (westfirst) "
+      "west hops first, then east, north or south by which output has more room (docs/noc.md)",
+      routing, routing_choices),
+    K("fabric.vcs", TS_CFG_UINT, TS_UNIT_NONE, 1, 32, "2",
+      "virtual channels of destination routing (colours 0 .. vcs - 1; each has its own queue per input port)",
+      vcs, NULL),
     K("fabric.ramp_latency", TS_CFG_UINT, TS_UNIT_CYCLES, 1, 16, "2",
       "cycles from core to router and from router to core, T_R (s2.5, LUC via summary)", ramp_latency, NULL),
     K("router.queue_depth", TS_CFG_UINT, TS_UNIT_NONE, 1, 64, "2",
       "wavelets buffered per input port and colour (assumed: not public, s7; s8.1 says start with 2)",
       queue_depth, NULL),
+    K("router.route_cycles", TS_CFG_UINT, TS_UNIT_CYCLES, 0, 16, "0",
+      "pipeline stage: cycles of route computation in every router a wavelet passes (assumed: not public; the "
+      "WSE hop of fabric.hop_latency includes it; docs/noc.md)", route_cycles, NULL),
+    K("router.vc_alloc_cycles", TS_CFG_UINT, TS_UNIT_CYCLES, 0, 16, "0",
+      "pipeline stage: cycles of virtual-channel allocation in every router (assumed, as route_cycles)",
+      vc_alloc_cycles, NULL),
+    K("router.switch_alloc_cycles", TS_CFG_UINT, TS_UNIT_CYCLES, 0, 16, "0",
+      "pipeline stage: cycles of switch allocation in every router (assumed, as route_cycles); switch "
+      "traversal and the link are fabric.hop_latency", switch_alloc_cycles, NULL),
     K("router.arbitration", TS_CFG_ENUM, TS_UNIT_NONE, 0, -1, "round_robin",
       "how colours share an output port (assumed: not public, s7; s8.1 suggests round robin)", arbitration,
       arb_choices),
@@ -99,6 +118,12 @@ ts_status ts_wse_cfg_check(void *cfgp, ts_err *err)
     if (c->sram_bytes % 4)
         return ts_err_set(err, TS_EINPUT, "pe.sram is %llu bytes, not a multiple of 4",
                           (unsigned long long)c->sram_bytes);
+    if (c->routing != WSE_ROUTE_COLOUR && c->vcs > c->colours)
+        return ts_err_set(err, TS_EINPUT, "fabric.vcs is %llu, more than the %llu fabric.colours",
+                          (unsigned long long)c->vcs, (unsigned long long)c->colours);
+    if (c->routing == WSE_ROUTE_O1TURN && c->vcs % 2)
+        return ts_err_set(err, TS_EINPUT, "fabric.routing o1turn needs an even fabric.vcs (half X first, half Y "
+                          "first), not %llu", (unsigned long long)c->vcs);
     if (c->read_bytes % 4 || c->write_bytes % 4)
         return ts_err_set(err, TS_EINPUT, "pe.sram_read_bytes and pe.sram_write_bytes must be multiples of 4");
     if (c->width * c->height > (uint64_t)1 << 24)

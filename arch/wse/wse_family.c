@@ -2,8 +2,10 @@
 #include "arch/wse/wse_int.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 #include "arch/wse/wse_kernels.h"
+#include "arch/wse/wse_traffic.h"
 #include "core/spec.h"
 
 static ts_status wse_create(ts_model **out, const ts_config *cfg, const ts_run_opts *opts, ts_err *err)
@@ -21,11 +23,25 @@ static ts_status wse_read(ts_model *m, uint64_t unit, uint64_t addr, void *dst, 
     return TS_OK;
 }
 
-/* The wafer's program generators (docs/wse.md): "stencil", the star stencil of JAC on a w x h
- * rectangle of PEs from the north-west corner, with data (its results can be read back). */
+/* The wafer's program generators: "stencil" (docs/wse.md), the star stencil of JAC on a w x h
+ * rectangle of PEs from the north-west corner, with data (its results can be read back), and
+ * "traffic" (docs/noc.md), synthetic network traffic over the whole mesh. */
 static ts_status wse_generate(const char *text, const ts_config *cfg, ts_program **out, ts_err *err)
 {
     *out = NULL;
+    if (!strncmp(text, "traffic:", 8)) {
+        if (cfg)
+            return ts_wse_traffic_load(out, text + 8, cfg, err);
+        /* no config yet (a family look-up, a sweep's check): the program of the default mesh,
+         * routed by destination so that every pattern has one */
+        ts_wse_cfg c;
+        ts_wse_traffic t;
+        ts_wse_traffic_defaults(&t);
+        if (ts_wse_cfg_defaults(&c, err) != TS_OK || ts_wse_traffic_parse(&t, text + 8, err) != TS_OK)
+            return err->status;
+        c.routing = WSE_ROUTE_XY;
+        return ts_wse_traffic_program(out, &c, &t, err);
+    }
     ts_spec s;
     if (ts_spec_parse(&s, text, err) != TS_OK)
         return TS_EINPUT;
@@ -65,7 +81,9 @@ const ts_family ts_wse_family = {
     .read = wse_read,
     .destroy = ts_wse_destroy,
     .generate = wse_generate,
-    .generators = "stencil:w=16,h=16,nz=128,radius=4,steps=1,data=1   star stencil (radius 4: JAC's 25-point) on w x h PEs\n",
+    .generators = "stencil:w=16,h=16,nz=128,radius=4,steps=1,data=1   star stencil (radius 4: JAC's 25-point) on w x h PEs\n"
+                  "traffic:pattern=uniform,rate=0.05,flits=1,warmup=1000,measure=4000,seed=1,hot=0.2,route=xy   "
+                  "synthetic traffic (docs/noc.md)\n",
     .default_config = "wse_32x32",
     .default_workload = "wse_default",
 };

@@ -132,17 +132,34 @@ static inline bool line_room(const ts_model *m, const wse_tile *t, int l, uint32
 }
 
 /* Put a wavelet of colour c on line l of tile t in cycle `now`: it lands after the line's latency. */
-static inline void line_put(ts_model *m, wse_tile *t, int l, uint32_t data, uint32_t c, bool ctrl, uint64_t now)
+static inline void line_put(ts_model *m, wse_tile *t, int l, uint32_t data, uint32_t c, bool ctrl, uint32_t dst,
+                            uint64_t now)
 {
     wse_line *ln = &t->line[l];
-    uint64_t lat = l < 4 ? m->c.hop_latency : m->c.ramp_latency + (l == WSE_LINE_UP ? m->c.pipeline_latency : 0);
+    uint64_t lat = l < 4 ? m->hop : l == WSE_LINE_UP ? m->up : m->c.ramp_latency;
     uint32_t j = (uint32_t)ln->head + ln->n++;
     wse_ent *e = &ln->e[j >= ln->cap ? j - ln->cap : j];
     t->lmask |= (uint8_t)(1u << l);
     e->land = now + lat;
     e->data = data;
-    e->colour = (uint8_t)c;
+    e->colour = c & 31;
     e->ctrl = ctrl;
+    e->dst = dst & 0xffffff;
+}
+
+/* Destination routing: the output port of a wavelet of virtual channel c at tile t on its way to
+ * dst (x | y << 12), in dimension order: X first, or Y first under yx and on the upper half of the
+ * channels under o1turn; the ramp at its destination. (Under westfirst: the dimension-order choice,
+ * for the deadlock report; the router chooses with dest_tx_adaptive.) */
+static inline uint8_t dest_tx(const ts_model *m, const wse_tile *t, uint32_t dst, uint32_t c)
+{
+    uint32_t dx = dst & 0xfff, dy = dst >> 12;
+    bool yfirst = m->c.routing == WSE_ROUTE_YX || (m->c.routing == WSE_ROUTE_O1TURN && c >= m->vcs / 2);
+    uint8_t xs = dx > t->x ? 1u << WSE_E : dx < t->x ? 1u << WSE_W : 0;
+    uint8_t ys = dy > t->y ? 1u << WSE_S : dy < t->y ? 1u << WSE_N : 0;
+    if (yfirst)
+        return ys ? ys : xs ? xs : 1u << WSE_R;
+    return xs ? xs : ys ? ys : 1u << WSE_R;
 }
 
 /* Pop live queue j of tile t this cycle (phase A; applied in phase B). */
@@ -176,6 +193,37 @@ static inline void count_stall(wse_tile *t, uint8_t why, uint64_t n)
         t->s.stall_mem += n;
     else
         t->s.stall_thread += n;
+}
+
+/* n cycles a tile slept through, each like its last evaluation: its router's stalled input ports. */
+static inline void count_router_sleep(wse_tile *t, uint64_t n)
+{
+    for (uint32_t pm = t->pstall; pm; pm &= pm - 1)
+        t->s.port_stall[__builtin_ctz(pm)] += n;
+}
+
+/* Room for more wavelets of colour c through line l of tile t: free slots in the queue it feeds,
+ * less what is on the line (phase A: committed counters only); 0 when the line is full. */
+static inline uint32_t line_free(const ts_model *m, const wse_tile *t, int l, uint32_t c)
+{
+    wse_tile *o;
+    const wse_lq *q = line_target(m, t, l, c, &o);
+    uint32_t used = q_occ(q) + line_count(&t->line[l], c);
+    return t->line[l].n == t->line[l].cap || used >= q->cap ? 0 : q->cap - used;
+}
+
+/* West-first routing (the turn model: no turn into the west, so no cycle of channels): all west
+ * hops first; then east, north or south, whichever minimal output has more room downstream (east
+ * on a tie), so traffic goes around a congested link. */
+static inline uint8_t dest_tx_adaptive(const ts_model *m, const wse_tile *t, uint32_t dst, uint32_t c)
+{
+    uint32_t dx = dst & 0xfff, dy = dst >> 12;
+    if (dx < t->x)
+        return 1u << WSE_W;
+    int ox = dx > t->x ? WSE_E : -1, oy = dy > t->y ? WSE_S : dy < t->y ? WSE_N : -1;
+    if (ox < 0 || oy < 0)
+        return ox >= 0 ? 1u << ox : oy >= 0 ? 1u << oy : 1u << WSE_R;
+    return line_free(m, t, oy, c) > line_free(m, t, ox, c) ? 1u << oy : 1u << ox;
 }
 
 /* Nothing left to do unless woken. In phase B only the tile's own view of its queues (qleft, from

@@ -27,11 +27,14 @@
 #define WSE_LINE_UP 5
 #define WSE_NOQ 0xff
 
-/* A wavelet on a link: payload, colour, control bit, and the cycle it lands in the next queue. */
+/* A wavelet on a link: payload, colour, control bit, destination, and the cycle it lands in the
+ * next queue; 16 bytes, as before destinations were added (every hop reads and writes them). */
 typedef struct wse_ent {
     uint64_t land;
     uint32_t data;
-    uint8_t colour, ctrl;
+    unsigned colour : 5, ctrl : 1;
+    unsigned dst : 24; /* destination routing: x | y << 12 of the PE it goes to (mesh.width and
+                        * mesh.height are at most 4096) */
 } wse_ent;
 
 /* A delay line (one per output): at most one wavelet enters per cycle, so latency entries. */
@@ -46,6 +49,7 @@ typedef struct wse_lq {
     uint32_t popped;  /* consumer, committed in phase B */
     uint64_t ctrl;    /* producer: bit i = slot i holds a control wavelet */
     uint32_t *slot;   /* cap payloads */
+    uint32_t *dst;    /* cap destinations (x | y << 12), destination routing only, else NULL */
     uint8_t cap;      /* at most 64 (the schema's range), so ctrl has a bit per slot */
     uint8_t rd, wr;   /* slot of the head (popped % cap, consumer) and of the next push (pushed % cap,
                        * producer), kept as wrapping indices so no cycle divides */
@@ -117,7 +121,32 @@ typedef struct wse_tstats {
     uint64_t link[WSE_NPORTS];            /* wavelets sent per output port (R = to core) */
     uint64_t router_busy;                 /* cycles the router forwarded anything */
     uint64_t evals;                       /* cycles the tile was evaluated (for balancing bands only) */
+    uint64_t tr_accepted;                 /* stamped wavelets that landed in the stamp's window (`stamp`) */
+    uint64_t port_stall[WSE_NPORTS];      /* cycles router input port p held wavelets and forwarded none */
+    uint64_t rq_push_at, rq_pop_at;       /* cycles of the pushes into and pops from router input queues,
+                                           * summed: their difference is the queues' occupancy summed
+                                           * over cycles (wse_report.c) */
 } wse_tstats;
+
+/* Synthetic traffic (docs/noc.md): what a wavelet of a stamped colour carries, and what the cores
+ * that take them sum per band (summed over bands at collect, so any thread count gives the same).
+ *   bit 0       the last flit of its packet
+ *   bit 1       its packet was created in the measurement window
+ *   bits 2..12  the packet's distance in hops (0 .. 2047)
+ *   bits 13..31 the packet's creation cycle modulo 2^19 (latencies below 2^19 cycles are exact) */
+#define WSE_TR_LAST 1u
+#define WSE_TR_MEASURED 2u
+#define WSE_TR_DIST_SHIFT 2
+#define WSE_TR_DIST_MASK 2047u
+#define WSE_TR_T_SHIFT 13
+#define WSE_TR_T_MASK ((1u << 19) - 1)
+#define WSE_TR_HIST 1024 /* latency histogram: one bucket per cycle, latencies from 1023 in the last */
+typedef struct wse_trstats {
+    uint64_t flits, packets, sum, min, max;
+    uint64_t hist[WSE_TR_HIST];
+    uint64_t dn[WSE_TR_DIST_MASK + 1], dsum[WSE_TR_DIST_MASK + 1]; /* packets and latency sum per distance */
+    uint64_t dmin1[WSE_TR_DIST_MASK + 1];  /* least latency per distance, plus one (0: none yet) */
+} wse_trstats;
 
 typedef struct wse_tile {
     uint32_t id, x, y;
@@ -156,7 +185,7 @@ typedef struct wse_tile {
                                * owner only; wse_pe.c, commit_tile) */
     uint8_t blk_why;          /* what each skipped cycle counts: 0 nothing, else stall and stall_in, _out,
                                * _mem, _thread for 1 .. 4 */
-    uint8_t wup;              /* phase A: input ports 0..3 popped while full (their producer may wait) */
+    uint8_t wup;              /* phase A: input ports 0..3 popped while their producer may wait (wse_pe.c) */
     bool still;               /* phase A: this cycle's evaluation made no progress */
     uint8_t vth;              /* phase A: the one vector thread that moved this cycle, if it alone did and
                                * its operands are all in memory (else WSE_NOQ); asleep: the thread stepped
@@ -164,6 +193,11 @@ typedef struct wse_tile {
     uint32_t vk;              /* phase A: elements it moved */
     uint64_t vfrom;           /* asleep while vector thread vth runs alone: the first cycle it has not
                                * stepped, 0 if none (band owner only) */
+    uint8_t pstall;           /* router input ports that held wavelets and forwarded none at the last
+                               * evaluation: the same in every cycle it sleeps through (a push or a
+                               * pop wakes it) */
+    uint32_t stampm;          /* colours whose data wavelets to the core carry a traffic stamp (`stamp`) */
+    uint64_t st_from, st_to;  /* the window in which they count as accepted */
 } wse_tile;
 
 /* A tile asleep until a known cycle (a core in `wait` or starting a task, nothing else to do). */
@@ -200,7 +234,7 @@ typedef struct wse_decision {
 } wse_decision;
 
 /* Cache lines written while threads run are kept apart from what other threads read: WSE_PAD bytes
- * between groups (measured: without them, 2 threads on bench_wse_uniform ran 1.4x instead of
+ * between groups (measured: without them, 2 threads on bench_wse_sinks ran 1.4x instead of
  * 1.8x one thread, the lines of the band counters and barrier moving between cores every cycle). */
 #define WSE_PAD 128
 
@@ -235,6 +269,7 @@ typedef struct wse_band {
     ts_err err;
     wse_sum sum[WSE_NSUM];    /* left after phase B for the decision, by cycle (wse_threads.c) */
     wse_decision last;        /* the band's last decision */
+    wse_trstats *tr;          /* owned, NULL until a stamped packet of the measurement window lands */
     char pad1[WSE_PAD];
     /* cycles (since the step began) whose zone E is through phase A, through phase B, and whose
      * summary is written */
@@ -248,6 +283,10 @@ struct ts_model {
     bool lockstep;
     int nthreads;
     uint32_t w, h, C;
+    uint32_t vcs;             /* colours 0 .. vcs - 1 are routed by destination (0: none, colour routing) */
+    uint32_t stages;          /* router pipeline cycles (route, VC and switch allocation), in every router */
+    uint32_t hop, up;         /* cycles on a link to the next router (hop_latency + stages) and from the
+                               * core into its router (ramp + pipeline_latency + stages) */
     uint64_t npes;
     wse_tile **t;             /* owned: npes pointers, NULL for untouched PEs */
     uint32_t *alloc_ids;      /* owned: ids of allocated tiles, ascending */

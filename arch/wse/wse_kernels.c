@@ -197,8 +197,8 @@ static uint64_t rnd(uint64_t *s)
     return *s;
 }
 
-ts_status ts_wse_uniform_program(ts_program **out, uint32_t w, uint32_t h, uint32_t sinks, uint32_t per_pe,
-                                 double rate, uint64_t seed, ts_err *err)
+ts_status ts_wse_sinks_program(ts_program **out, uint32_t w, uint32_t h, uint32_t sinks, uint32_t per_pe,
+                               double rate, uint64_t seed, ts_err *err)
 {
     *out = NULL;
     if (!sinks || sinks > 24 || sinks >= w * h || rate <= 0 || rate > 1)
@@ -209,7 +209,7 @@ ts_status ts_wse_uniform_program(ts_program **out, uint32_t w, uint32_t h, uint3
     bool *is_sink = ts_calloc((size_t)w * h, sizeof *is_sink);
     if (!p || !sx || !sy || !count || !is_sink)
         goto oom;
-    p->workload = ts_strdup("uniform random single-wavelet traffic");
+    p->workload = ts_strdup("random single-wavelet traffic to sink PEs");
     uint64_t st = seed ? seed : 88172645463325252ull;
     for (uint32_t c = 0; c < sinks; c++) {
         uint32_t id;

@@ -28,11 +28,12 @@ ts_status ts_wse_stencil_program_in(ts_program **out, uint32_t mesh_w, uint32_t 
 /* Byte address of the interior of u (cell z is at this + 4 z) in the stencil program. */
 #define TS_WSE_STENCIL_U 16u
 
-/* Uniform random single-wavelet traffic on a w x h mesh: `sinks` colours (at most 24), colour c
- * routed X-then-Y from every PE to sink PE c (spread over the mesh); every other PE sends
- * `per_pe` wavelets on uniformly random colours with geometric gaps of mean 1 / rate cycles;
- * sinks consume at one wavelet per cycle with fabric-input moves. Deterministic for a seed. */
-ts_status ts_wse_uniform_program(ts_program **out, uint32_t w, uint32_t h, uint32_t sinks, uint32_t per_pe,
-                                 double rate, uint64_t seed, ts_err *err);
+/* Random single-wavelet traffic to sink PEs on a w x h mesh (true uniform random traffic is
+ * wse_traffic.h's): `sinks` colours (at most 24), colour c routed X-then-Y from every PE to sink
+ * PE c (spread over the mesh); every other PE sends `per_pe` wavelets on uniformly random colours
+ * with geometric gaps of mean 1 / rate cycles; sinks consume at one wavelet per cycle with
+ * fabric-input moves. Deterministic for a seed. */
+ts_status ts_wse_sinks_program(ts_program **out, uint32_t w, uint32_t h, uint32_t sinks, uint32_t per_pe,
+                               double rate, uint64_t seed, ts_err *err);
 
 #endif

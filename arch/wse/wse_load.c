@@ -87,6 +87,7 @@ void ts_wse_destroy(ts_model *m)
             ts_free(m->band[i].xwake[0]);
             ts_free(m->band[i].xwake[1]);
             ts_free(m->band[i].tm);
+            ts_free(m->band[i].tr);
             ts_err_free(&m->band[i].err);
         }
     ts_free(m->band);
@@ -105,6 +106,12 @@ ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *
     m->w = (uint32_t)c->width;
     m->h = (uint32_t)c->height;
     m->C = (uint32_t)c->colours;
+    m->vcs = c->routing == WSE_ROUTE_COLOUR ? 0 : (uint32_t)c->vcs;
+    /* a router's pipeline stages delay a wavelet before its switch traversal; modelled on the line
+     * into the router, which holds its queue slot (line_room) as the stages would */
+    m->stages = (uint32_t)(c->route_cycles + c->vc_alloc_cycles + c->switch_alloc_cycles);
+    m->hop = (uint32_t)c->hop_latency + m->stages;
+    m->up = (uint32_t)(c->ramp_latency + c->pipeline_latency) + m->stages;
     m->npes = c->width * c->height;
     m->lockstep = opts && opts->lockstep;
     m->nthreads = opts && opts->threads > 1 ? opts->threads : 1;
@@ -173,6 +180,11 @@ static ts_status apply_cfg(ts_model *m, wse_tile *t, const ts_stream *s, uint32_
     switch (in->op) {
     case WSE_OP_ROUTE:
     case WSE_OP_SWPOS: {
+        if ((uint32_t)a[0] < m->vcs) {
+            snprintf(b, sizeof b, "colour %d is a virtual channel of destination routing (fabric.routing): it takes "
+                     "no routes", a[0]);
+            return load_err(s, pc, err, b, m);
+        }
         int32_t pos = in->op == WSE_OP_ROUTE ? 0 : a[1];
         int32_t rx = in->op == WSE_OP_ROUTE ? a[1] : a[2], tx = in->op == WSE_OP_ROUTE ? a[2] : a[3];
         if (pos < 0 || pos >= WSE_MAX_POS || (in->op == WSE_OP_SWPOS && pos == 0)) {
@@ -230,6 +242,15 @@ static ts_status apply_cfg(ts_model *m, wse_tile *t, const ts_stream *s, uint32_
         if (t->ce->bound)
             return load_err(s, pc, err, "'bind' in a stream with 'image': task bindings come with the image's code", m);
         return TS_OK;
+    case WSE_OP_STAMP:
+        if (a[1] < 0 || a[2] < a[1]) {
+            snprintf(b, sizeof b, "stamp window %d .. %d is not a range of cycles from 0", a[1], a[2]);
+            return load_err(s, pc, err, b, m);
+        }
+        t->stampm |= 1u << a[0];
+        t->st_from = (uint64_t)a[1];
+        t->st_to = (uint64_t)a[2];
+        return TS_OK;
     default:
         return ts_err_set(err, TS_EINTERNAL, "wse: op %u is not a configuration op", in->op);
     }
@@ -253,6 +274,13 @@ static ts_status check_insn(ts_model *m, const ts_stream *s, uint32_t pc, ts_err
             return load_err(s, pc, err, b, m);
         }
     switch (in->op) {
+    case WSE_OP_SENDTO:
+        if ((uint32_t)a[0] >= m->vcs) {
+            snprintf(b, sizeof b, "sendto on colour %d, which is not a virtual channel of destination routing (%s)",
+                     a[0], m->vcs ? "fabric.vcs" : "fabric.routing is colour");
+            return load_err(s, pc, err, b, m);
+        }
+        return TS_OK;
     case WSE_OP_SEND:
     case WSE_OP_SENDC:
     case WSE_OP_RECV: {
@@ -260,6 +288,11 @@ static ts_status check_insn(ts_model *m, const ts_stream *s, uint32_t pc, ts_err
         ts_status rc = check_colour(m, s, pc, c, err);
         if (rc)
             return rc;
+        if (in->op != WSE_OP_RECV && (uint32_t)c < m->vcs) {
+            snprintf(b, sizeof b, "%s on colour %d, a virtual channel of destination routing: send with sendto",
+                     ts_wse_isa.ops[in->op].mnemonic, c);
+            return load_err(s, pc, err, b, m);
+        }
         wse_tile *t = m->t[s->index];
         if (in->op != WSE_OP_RECV && !(t->route[c].any_rx & (1u << WSE_R))) {
             snprintf(b, sizeof b, "sends on colour %d, but no route of that colour takes wavelets from the ramp", c);
@@ -297,6 +330,11 @@ static ts_status check_insn(ts_model *m, const ts_stream *s, uint32_t pc, ts_err
             if (rc)
                 return rc;
             uint8_t need = in->op == WSE_OP_DSDIN ? m->t[s->index]->route[a[1]].any_tx : m->t[s->index]->route[a[1]].any_rx;
+            if (in->op == WSE_OP_DSDOUT && (uint32_t)a[1] < m->vcs) {
+                snprintf(b, sizeof b, "dsdout on colour %d, a virtual channel of destination routing: send with "
+                         "sendto", a[1]);
+                return load_err(s, pc, err, b, m);
+            }
             if (!(need & (1u << WSE_R))) {
                 snprintf(b, sizeof b, "fabric dsd on colour %d, but no route of that colour %s the ramp", a[1],
                          in->op == WSE_OP_DSDIN ? "sends to" : "takes wavelets from");
@@ -348,8 +386,10 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
     }
     if (nlq > 255)
         return ts_err_set(err, TS_EINTERNAL, "wse: %zu live queues at PE %u", nlq, t->id);
-    size_t nent = 4 * m->c.hop_latency + 2 * m->c.ramp_latency + m->c.pipeline_latency;
-    size_t sz = nlq * sizeof(wse_lq) + nent * sizeof(wse_ent) + nslots * sizeof(uint32_t) + 2 * nlq + 4 * (size_t)C;
+    size_t nent = 4 * (size_t)m->hop + m->c.ramp_latency + m->up;
+    size_t ndst = m->vcs ? nslots : 0; /* destination routing: a destination per slot */
+    size_t sz = nlq * sizeof(wse_lq) + nent * sizeof(wse_ent) + (nslots + ndst) * sizeof(uint32_t) + 2 * nlq +
+                4 * (size_t)C;
     t->block = ts_calloc(1, sz ? sz : 1);
     if (!t->block)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
@@ -357,7 +397,8 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
     t->lq = (wse_lq *)(void *)p0;
     wse_ent *ent = (wse_ent *)(void *)(p0 + nlq * sizeof(wse_lq));
     uint32_t *slots = (uint32_t *)(void *)(p0 + nlq * sizeof(wse_lq) + nent * sizeof(wse_ent));
-    t->pops = (uint8_t *)(slots + nslots);
+    uint32_t *dsts = slots + nslots;
+    t->pops = (uint8_t *)(dsts + ndst);
     /* router queues first, ordered by (colour, port), then core queues */
     size_t j = 0;
     for (uint32_t c = 0; c < C; c++)
@@ -369,6 +410,10 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
                 q->colour = (uint8_t)c;
                 q->slot = slots;
                 slots += q->cap;
+                if (c < m->vcs) {
+                    q->dst = dsts;
+                    dsts += q->cap;
+                }
                 t->qmap[p * C + c] = (uint8_t)j++;
             }
     t->nrq = (uint8_t)j;
@@ -397,12 +442,33 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
         t->poff[6] = (uint8_t)n;
     }
     for (int l = 0; l < WSE_NLINES; l++) {
-        t->line[l].cap = (uint8_t)(l < 4 ? m->c.hop_latency : m->c.ramp_latency + (l == WSE_LINE_UP ? m->c.pipeline_latency : 0));
+        t->line[l].cap = (uint8_t)(l < 4 ? m->hop : l == WSE_LINE_UP ? m->up : m->c.ramp_latency);
         t->line[l].e = ent;
         ent += t->line[l].cap;
     }
     for (int p = 0; p < 4; p++)
         t->nb[p] = tile_at(m, (int64_t)t->x + (p == WSE_E) - (p == WSE_W), (int64_t)t->y + (p == WSE_S) - (p == WSE_N));
+    return TS_OK;
+}
+
+/* Destination routing: every PE of the mesh takes each virtual channel from every side that has a
+ * neighbour and from its core, and may send it to each of them (the router picks by destination,
+ * dest_tx()), so every queue a wavelet may need exists. */
+static ts_status dest_routes(ts_model *m, ts_err *err)
+{
+    for (uint32_t id = 0; id < m->npes; id++) {
+        wse_tile *t;
+        ts_status rc = tile_touch(m, id, &t, err);
+        if (rc)
+            return rc;
+        uint8_t ports = 1u << WSE_R;
+        ports |= (uint8_t)((t->y > 0) << WSE_N | (t->y + 1 < m->h) << WSE_S | (t->x + 1 < m->w) << WSE_E |
+                           (t->x > 0) << WSE_W);
+        for (uint32_t c = 0; c < m->vcs; c++) {
+            wse_route *r = &t->route[c];
+            r->rx[0] = r->tx[0] = r->any_rx = r->any_tx = ports;
+        }
+    }
     return TS_OK;
 }
 
@@ -568,6 +634,8 @@ ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
             memcpy(t->mem + g->addr, g->bytes, g->len);
         }
     }
+    if (m->vcs && (rc = dest_routes(m, err)))
+        return rc;
     /* live queues, links, then operand checks that need routes */
     size_t n = 0;
     for (uint64_t i = 0; i < m->npes; i++)

@@ -13,7 +13,7 @@
  * After its commit a tile stays active, sleeps on a timer until a known cycle, sleeps blocked until
  * a push or a pop wakes it, or leaves the active set with nothing left to do. The router, the core
  * and the commit are in this one file so that the compiler inlines them into one loop over the
- * active tiles (measured: each in a file of its own, bench_wse_uniform ran 5% more host
+ * active tiles (measured: each in a file of its own, bench_wse_sinks ran 5% more host
  * instructions); vector ops are in wse_vec.c.
  */
 #include "arch/wse/wse_inline.h"
@@ -34,6 +34,7 @@
 static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
 {
     uint8_t claimed = 0;
+    uint32_t moved = 0; /* input ports that forwarded */
     bool fixed = m->c.arbitration == WSE_ARB_FIXED;
     int lastp = -1;
     /* ports with wavelets from rr up, then below rr: the mask rotated right by rr, so bit k is port
@@ -59,9 +60,16 @@ static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
                 if (q->taken)
                     continue;
                 wse_route *r = &t->route[c];
-                if (!(r->rx[r->pos] >> p & 1))
-                    continue;
-                uint8_t tx = r->tx[r->pos];
+                uint32_t dst = 0;
+                uint8_t tx;
+                if (c < m->vcs) { /* routed by destination */
+                    dst = q->dst[q->rd];
+                    tx = m->c.routing == WSE_ROUTE_WESTFIRST ? dest_tx_adaptive(m, t, dst, c) : dest_tx(m, t, dst, c);
+                } else {
+                    if (!(r->rx[r->pos] >> p & 1))
+                        continue;
+                    tx = r->tx[r->pos];
+                }
                 if (!tx || (tx & claimed))
                     continue;
                 bool ok = true;
@@ -73,13 +81,19 @@ static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
                 uint32_t data = q_head(q, &ctrl);
                 for (uint32_t ob = tx; ob; ob &= ob - 1) {
                     int o = __builtin_ctz(ob);
-                    line_put(m, t, o, data, c, ctrl, b->now);
+                    line_put(m, t, o, data, c, ctrl, dst, b->now);
                     t->s.link[o]++;
                 }
                 claimed |= tx;
+                moved |= 1u << p;
                 q_pop(t, j);
-                if (occ == q->cap && p < 4)
-                    t->wup |= (uint8_t)(1u << p); /* room again: the neighbour feeding it may sleep on it */
+                /* room again: the neighbour feeding it may sleep on it. Its room test (line_room)
+                 * counts the wavelets still on its line too, at most hop - 1 of them when it last
+                 * looked (hop: fabric.hop_latency plus the router stages), so it may have blocked
+                 * with as few as cap - hop + 1 here: wake it on any pop from that level up (only on
+                 * a full queue when a hop takes a cycle) */
+                if (p < 4 && occ + m->hop > q->cap)
+                    t->wup |= (uint8_t)(1u << p);
                 if (occ == 1)
                     t->cbits[p] &= ~(1u << c); /* a push this cycle sets it again next cycle */
                 t->pcolour[c]++;
@@ -98,6 +112,9 @@ static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
         t->s.router_busy++;
         t->rr = (uint8_t)(lastp + 1 == WSE_NPORTS ? 0 : lastp + 1);
     }
+    t->pstall = (uint8_t)(pm & ~moved);
+    for (uint32_t st = t->pstall; st; st &= st - 1)
+        t->s.port_stall[__builtin_ctz(st)]++;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -173,6 +190,21 @@ static bool endless(wse_tile *t, wse_band *b, uint32_t pc)
     ts_wse_set_err(b, t, b->now, "endless loop at pc %u: this branch comes back to the state it had at cycle %" PRIu64
                    " (every register the same, nothing stored, sent, received or started since), so it repeats "
                    "forever", pc, ce->loop.at);
+    return true;
+}
+
+/* A wavelet from the core onto the ramp (send, sendc, sendto; dst for destination routing): false,
+ * stalled on the ramp (*why 2), when it took a wavelet this cycle or the router's queue has no room. */
+static inline bool send_up(ts_model *m, wse_tile *t, const wse_band *b, uint32_t c, uint32_t data, bool ctrl,
+                           uint32_t dst, bool *ramp_up, uint8_t *why)
+{
+    if (*ramp_up || !line_room(m, t, WSE_LINE_UP, c)) {
+        *why = 2;
+        return false;
+    }
+    line_put(m, t, WSE_LINE_UP, data, c, ctrl, dst, b->now);
+    *ramp_up = true;
+    t->s.injected++;
     return true;
 }
 
@@ -266,14 +298,19 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
         break;
     case WSE_OP_SEND:
     case WSE_OP_SENDC:
-        if (*ramp_up || !line_room(m, t, WSE_LINE_UP, (uint32_t)a[0])) {
-            *why = 2;
+        if (!send_up(m, t, b, (uint32_t)a[0], (uint32_t)r[a[1]], in->op == WSE_OP_SENDC, 0, ramp_up, why))
             return 0;
-        }
-        line_put(m, t, WSE_LINE_UP, (uint32_t)r[a[1]], (uint32_t)a[0], in->op == WSE_OP_SENDC, b->now);
-        *ramp_up = true;
-        t->s.injected++;
         break;
+    case WSE_OP_SENDTO: {
+        uint32_t d = (uint32_t)r[a[1]];
+        if (d >= m->npes) {
+            ts_wse_set_err(b, t, b->now, "sendto at pc %u: PE %u is outside the %u x %u mesh", pc, d, m->w, m->h);
+            return 1;
+        }
+        if (!send_up(m, t, b, (uint32_t)a[0], (uint32_t)r[a[2]], false, d % m->w | d / m->w << 12, ramp_up, why))
+            return 0;
+        break;
+    }
     case WSE_OP_RECV: {
         uint8_t j = t->qmap[5 * m->C + (uint32_t)a[1]];
         wse_lq *q = &t->lq[j];
@@ -445,6 +482,36 @@ static void log_arrival(ts_model *m, wse_tile *t, uint32_t c, uint64_t when, wse
     t->narr[c]++;
 }
 
+/* A wavelet of a stamped colour landed in tile t's core queue in cycle `land` (docs/noc.md): it counts
+ * as accepted in the window, and when its packet was created in the measurement window its flit
+ * counts, and its packet's latency when it is the last flit. Sums of the band, which owns t now. */
+static void traffic_arrival(wse_tile *t, wse_band *b, uint32_t data, uint64_t land)
+{
+    if (land >= t->st_from && land < t->st_to)
+        t->s.tr_accepted++;
+    if (!(data & WSE_TR_MEASURED))
+        return;
+    if (!b->tr && !(b->tr = ts_calloc(1, sizeof *b->tr))) {
+        b->oom = true;
+        return;
+    }
+    wse_trstats *s = b->tr;
+    s->flits++;
+    if (!(data & WSE_TR_LAST))
+        return;
+    uint64_t lat = (land - (data >> WSE_TR_T_SHIFT)) & WSE_TR_T_MASK;
+    uint32_t d = data >> WSE_TR_DIST_SHIFT & WSE_TR_DIST_MASK;
+    s->min = s->packets && s->min < lat ? s->min : lat;
+    s->max = s->max > lat ? s->max : lat;
+    s->packets++;
+    s->sum += lat;
+    s->hist[lat < WSE_TR_HIST ? lat : WSE_TR_HIST - 1]++;
+    s->dn[d]++;
+    s->dsum[d] += lat;
+    if (!s->dmin1[d] || lat + 1 < s->dmin1[d])
+        s->dmin1[d] = lat + 1;
+}
+
 /* Tile o was pushed to in phase B: a tile of the band joins the next active list at once (its stamp
  * is the band's own), a tile of another band is left on the cross-band list its band merges after
  * the barrier. Lockstep evaluates every tile anyway. */
@@ -475,6 +542,8 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
         q->popped++;
         q->rd = (uint8_t)(q->rd + 1 == q->cap ? 0 : q->rd + 1);
         t->ppop[q->port]++;
+        if (q->port < 5)
+            t->s.rq_pop_at += b->now;
         q->taken = 0;
     }
     t->npop = 0;
@@ -494,6 +563,8 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
             uint32_t slot = q->wr;
             q->wr = (uint8_t)(q->wr + 1 == q->cap ? 0 : q->wr + 1);
             q->slot[slot] = e->data;
+            if (q->dst)
+                q->dst[slot] = e->dst;
             if (e->ctrl)
                 q->ctrl |= 1ull << slot;
             else
@@ -501,10 +572,14 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
             q->pushed++;
             o->ppush[q->port]++;
             o->pbits[q->port] ^= 1u << e->colour;
+            if (l != WSE_LINE_DOWN)
+                t->s.rq_push_at += b->now;
             if (l == WSE_LINE_DOWN) {
                 t->s.delivered++;
                 if (!e->ctrl)
                     log_arrival(m, t, e->colour, e->land, b);
+                if (!e->ctrl && (t->stampm >> e->colour & 1))
+                    traffic_arrival(t, b, e->data, e->land);
             }
             wake(m, b, o); /* also when o is t: its phase-A view (qleft) did not count this push */
             ln->head = (uint8_t)(ln->head + 1 == ln->cap ? 0 : ln->head + 1);
@@ -539,6 +614,7 @@ static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
     uint64_t progress = b->progress;
     t->s.evals++;
     if (__builtin_expect((t->blk | t->vfrom) != 0, 0)) {
+        count_router_sleep(t, b->now - (t->blk ? t->blk : t->vfrom));
         if (t->blk) /* the cycles it slept through, each the same stall as its last evaluation */
             count_stall(t, t->blk_why, b->now - t->blk);
         else /* the cycles its vector op ran alone */
@@ -554,6 +630,7 @@ static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
         t->pseen[p] = t->pbits[p];
         t->cbits[p] = pend ? t->cbits[p] | arrived : 0;
     }
+    t->pstall = 0;
     if (pm & 31)
         router_eval(m, t, b, pm & 31);
     if (t->ce)

@@ -1,9 +1,10 @@
 /* arch/wse/wse_report.c — deadlock detection, blocked-unit descriptions, results collection and
  * the accessors tests read. */
-#include "arch/wse/wse_int.h"
+#include "arch/wse/wse_inline.h"
 #include "arch/wse/wse_target.h" /* the statistics a compiler reads back */
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,9 +35,14 @@ static int64_t edge(const ts_model *m, const wse_tile *t, uint32_t j, int k, con
     if (q->pushed == q->popped)
         return -1;
     const wse_route *r = &t->route[q->colour];
-    if (!(r->rx[r->pos] >> q->port & 1))
-        return -1;
-    uint8_t tx = r->tx[r->pos];
+    uint8_t tx;
+    if (q->colour < m->vcs) {
+        tx = dest_tx(m, t, q->dst[q->rd], q->colour);
+    } else {
+        if (!(r->rx[r->pos] >> q->port & 1))
+            return -1;
+        tx = r->tx[r->pos];
+    }
     int seen = 0;
     for (int p = 0; p < 4; p++) {
         if (!(tx >> p & 1))
@@ -313,6 +319,95 @@ static ts_status region_events(const ts_model *m, ts_stats *st, ts_err *err)
     return TS_OK;
 }
 
+/* The value below which a share q of the packets' latencies lie (the histogram's bucket). */
+static double percentile(const wse_trstats *s, double q)
+{
+    uint64_t want = (uint64_t)ceil(q * (double)s->packets), acc = 0;
+    for (size_t i = 0; i < WSE_TR_HIST; i++)
+        if ((acc += s->hist[i]) >= want && want)
+            return i + 1 == WSE_TR_HIST ? (double)s->max : (double)i;
+    return (double)s->max;
+}
+
+/* Synthetic traffic (docs/noc.md): the bands' sums of the stamped packets, and offered against
+ * accepted rate, when the program stamps any colour. */
+static ts_status traffic_stats(const ts_model *m, ts_stats *st, ts_err *err)
+{
+    wse_trstats *s = ts_calloc(1, sizeof *s);
+    uint64_t window = 0, acc = 0, worst = UINT64_MAX;
+    bool any = false;
+    if (!s)
+        return ts_err_set(err, TS_ENOMEM, "out of memory collecting results");
+    for (size_t i = 0; i < m->nalloc; i++) {
+        const wse_tile *t = m->t[m->alloc_ids[i]];
+        if (t->stampm) {
+            any = true;
+            window = t->st_to - t->st_from;
+        }
+        acc += t->s.tr_accepted;
+    }
+    for (uint64_t id = 0; any && id < m->npes; id++) {
+        const wse_tile *t = m->t[id];
+        if (t && t->stampm && t->s.tr_accepted < worst) /* of the PEs the pattern sends to */
+            worst = t->s.tr_accepted;
+    }
+    for (int k = 0; k < m->nthreads; k++) {
+        const wse_trstats *b = m->band[k].tr;
+        if (!b)
+            continue;
+        s->min = !s->packets || (b->packets && b->min < s->min) ? b->min : s->min;
+        s->max = b->max > s->max ? b->max : s->max;
+        s->packets += b->packets;
+        s->flits += b->flits;
+        s->sum += b->sum;
+        for (size_t i = 0; i < WSE_TR_HIST; i++)
+            s->hist[i] += b->hist[i];
+        for (size_t d = 0; d <= WSE_TR_DIST_MASK; d++) {
+            s->dn[d] += b->dn[d];
+            s->dsum[d] += b->dsum[d];
+            if (b->dmin1[d] && (!s->dmin1[d] || b->dmin1[d] < s->dmin1[d]))
+                s->dmin1[d] = b->dmin1[d];
+        }
+    }
+    ts_status rc = TS_OK;
+    double nodes = (double)m->npes, win = window ? (double)window : 1;
+    double avg = s->packets ? (double)s->sum / (double)s->packets : 0;
+    static const char *const cols[4] = {"distance", "packets", "latency", "least"};
+    static const char *const units[4] = {"hops", "", "cycles", "cycles"};
+    int tab = -1;
+#define F(name, unit, desc, v) if (!rc && ts_stats_f64(st, name, unit, desc, v)) rc = TS_ENOMEM
+    if (any) {
+        F("traffic.packets", "", "packets created in the measurement window and delivered", (double)s->packets);
+        F("traffic.flits", "", "their flits", (double)s->flits);
+        F("traffic.latency.avg", "cycles", "packet latency, creation to last flit at the core: mean", avg);
+        F("traffic.latency.min", "cycles", "packet latency: least", (double)s->min);
+        F("traffic.latency.max", "cycles", "packet latency: most", (double)s->max);
+        F("traffic.latency.p50", "cycles", "packet latency: median", percentile(s, 0.5));
+        F("traffic.latency.p90", "cycles", "packet latency: 90th percentile", percentile(s, 0.9));
+        F("traffic.latency.p99", "cycles", "packet latency: 99th percentile", percentile(s, 0.99));
+        F("traffic.offered", "flits/node/cycle", "flits created in the window per PE per window cycle",
+          (double)s->flits / nodes / win);
+        F("traffic.accepted", "flits/node/cycle", "flits taken by cores in the window per PE per window cycle",
+          (double)acc / nodes / win);
+        F("traffic.accepted_min", "flits/node/cycle", "the same at the PE that took least, of those sent to", (double)worst / win);
+        if (!rc && ts_stats_hist(st, "traffic.latency_hist", "cycles", "packets per latency (the last bucket: "
+                                 "1023 cycles or more)", s->hist, s->max + 1 < WSE_TR_HIST ? s->max + 1 : WSE_TR_HIST, 0, 1))
+            rc = TS_ENOMEM;
+        if (!rc && (tab = ts_stats_table(st, "traffic.latency_by_distance", "packet latency per distance: mean and least",
+                                         4, cols, units)) < 0)
+            rc = TS_ENOMEM;
+        for (size_t d = 0; !rc && d <= WSE_TR_DIST_MASK; d++) {
+            double row[4] = {(double)d, (double)s->dn[d], s->dn[d] ? (double)s->dsum[d] / (double)s->dn[d] : 0,
+                             (double)s->dmin1[d] - 1};
+            if (s->dn[d] && ts_stats_row(st, tab, row))
+                rc = TS_ENOMEM;
+        }
+    }
+#undef F
+    ts_free(s);
+    return rc ? ts_err_set(err, rc, "out of memory collecting the traffic statistics") : TS_OK;
+}
+
 static ts_status wse_collect(ts_model *m, ts_results *r, ts_err *err)
 {
     wse_tstats s = {0};
@@ -382,6 +477,26 @@ static ts_status wse_collect(ts_model *m, ts_results *r, ts_err *err)
     U("fabric.bytes", "B", "wavelet bytes times hops", hops * bytes_w);
     U("fabric.router_busy", "cycles", "router-cycles forwarding at least one wavelet", s.router_busy);
     {
+        double ps[WSE_NPORTS];
+        for (int p = 0; p < WSE_NPORTS; p++)
+            ps[p] = (double)s.port_stall[p];
+        CHK(ts_stats_array(st, "fabric.port_stall", "cycles", "router-cycles an input port (N, S, E, W, R: from the "
+                           "core) held wavelets and forwarded none, summed over PEs", ps, WSE_NPORTS)
+                ? ts_err_set(err, TS_ENOMEM, "out of memory") : TS_OK);
+        /* a wavelet pushed in cycle c and popped in cycle d was queued at the start of cycles c + 1 .. d;
+         * one still queued at the end, up to the last cycle simulated */
+        uint64_t left = 0;
+        for (size_t i = 0; i < m->nalloc; i++) {
+            const wse_tile *t = m->t[m->alloc_ids[i]];
+            for (uint32_t j = 0; j < t->nrq; j++)
+                left += q_occ(&t->lq[j]);
+        }
+        double occ = (double)(s.rq_pop_at - s.rq_push_at) + (double)left * (double)(m->now ? m->now - 1 : 0);
+        CHK(ts_stats_f64(st, "fabric.buffer_occupancy", "", "wavelets in a router's input queues, mean over "
+                         "routers and cycles", m->now ? occ / (double)m->npes / (double)m->now : 0)
+                ? ts_err_set(err, TS_ENOMEM, "out of memory") : TS_OK);
+    }
+    {
         double pc[WSE_MAX_COLOURS];
         for (uint32_t c = 0; c < m->C; c++)
             pc[c] = (double)colour[c];
@@ -417,6 +532,7 @@ static ts_status wse_collect(ts_model *m, ts_results *r, ts_err *err)
             CHK(add_array(m, r, ln[p], "", "wavelets each PE's router sent over this link (heat map)",
                           offsetof(wse_tstats, link), (size_t)p, err));
     }
+    CHK(traffic_stats(m, st, err));
 #undef U
 #undef CHK
     return TS_OK;

@@ -276,7 +276,7 @@ uint32_t ts_wse_vec_step(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint
                     b->oom = true;
             }
         } else {
-            line_put(m, t, WSE_LINE_UP, y, v->d.colour, v->d.ctrl, b->now);
+            line_put(m, t, WSE_LINE_UP, y, v->d.colour, v->d.ctrl, 0, b->now);
             *ramp_up = true;
             t->s.injected++;
             t->s.link[WSE_R] += 0; /* the ramp up is counted as injected */

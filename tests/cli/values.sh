@@ -21,20 +21,6 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 need_feature TS_HAS_ONNX "ONNX support" "protobuf-c not found, or -Donnx=disabled" "cli values"
 need_family "$T" ipu "cli values: models lowered for the IPU"
 
-# expect NAME CODE TEXT CMD...: the exit status, and TEXT in stderr (TEXT may be empty).
-expect() {
-  local name=$1 code=$2 text=$3; shift 3
-  "$@" >"$tmp/stdout" 2>"$tmp/stderr"
-  local got=$?
-  if [ "$got" != "$code" ]; then
-    bad "$name: exit $got, expected $code"; cat "$tmp/stderr" >&2
-  elif [ -n "$text" ] && ! grep -qF -- "$text" "$tmp/stderr"; then
-    bad "$name: stderr lacks '$text':"; cat "$tmp/stderr" >&2
-  else
-    ok
-  fi
-}
-
 m=$models/resnet18_32.onnx
 run=("$T" run -q -c ipu_mk2 "$m")
 expect unknown 2 "bad_name.npz: entry 'nosuch': the model has no tensor of this name" \

@@ -228,7 +228,7 @@ START_TEST(modes_uniform_traffic)
     ts_err err;
     ts_err_init(&err);
     ts_program *p = NULL;
-    ck_assert_int_eq(ts_wse_uniform_program(&p, 8, 8, 12, 40, 0.05, 7, &err), TS_OK);
+    ck_assert_int_eq(ts_wse_sinks_program(&p, 8, 8, 12, 40, 0.05, 7, &err), TS_OK);
     ts_buf text = {0};
     ck_assert_int_eq(ts_disasm(p, &ts_wse_isa, &text, &err), TS_OK);
     ts_program_destroy(p);
@@ -245,7 +245,7 @@ START_TEST(modes_rebalanced)
     ts_err err;
     ts_err_init(&err);
     ts_program *p = NULL;
-    ck_assert_int_eq(ts_wse_uniform_program(&p, 8, 8, 5, 500, 0.05, 11, &err), TS_OK);
+    ck_assert_int_eq(ts_wse_sinks_program(&p, 8, 8, 5, 500, 0.05, 11, &err), TS_OK);
     ts_buf text = {0};
     ck_assert_int_eq(ts_disasm(p, &ts_wse_isa, &text, &err), TS_OK);
     ts_program_destroy(p);

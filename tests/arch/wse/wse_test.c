@@ -60,6 +60,11 @@ ts_config *wt_config(uint32_t w, uint32_t h)
 {
     char yaml[128];
     snprintf(yaml, sizeof yaml, "arch: wse\nname: wse_%ux%u\nmesh: {width: %u, height: %u}\n", w, h, w, h);
+    return wt_config_text(yaml);
+}
+
+ts_config *wt_config_text(const char *yaml)
+{
     ts_err err;
     ts_err_init(&err);
     ts_config *cfg = NULL;

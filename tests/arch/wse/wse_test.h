@@ -18,6 +18,8 @@ void wt_free(ts_model *m);
 ts_wse_cfg wt_cfg(uint32_t w, uint32_t h);
 /* The same as a loaded config, for the harness (tests/arch/arch_modes.h); owned by the caller. */
 ts_config *wt_config(uint32_t w, uint32_t h);
+/* A config from YAML text (the test fails on a bad one); owned by the caller. */
+ts_config *wt_config_text(const char *yaml);
 /* Run with a YAML config text as the kernel would (tests/arch/arch_modes.h) and return the text
  * and JSON report in out (or the error message). Returns the status. */
 ts_status wt_report(const char *yaml, const char *src, bool lockstep, int threads, ts_buf *out);

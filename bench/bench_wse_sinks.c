@@ -1,6 +1,6 @@
-/* bench/bench_wse_uniform.c — simulator speed on uniform random single-wavelet traffic.
+/* bench/bench_wse_sinks.c — simulator speed on random single-wavelet traffic to 24 sink PEs.
  *
- *   bench_wse_uniform [RATE] [WAVELETS_PER_PE] [THREADS] [WIDTH] [HEIGHT]
+ *   bench_wse_sinks [RATE] [WAVELETS_PER_PE] [THREADS] [WIDTH] [HEIGHT]
  *
  * A WIDTH x HEIGHT mesh (default 16 x 16) with WSE-2 parameters; 24 sink PEs, one per colour, each
  * colour routed X-then-Y from every PE to its sink (routes are static per colour, so destinations
@@ -15,14 +15,8 @@
 
 #include "arch/wse/wse.h"
 #include "arch/wse/wse_kernels.h"
+#include "bench/bench_wse_run.h"
 #include "core/program.h"
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
@@ -40,20 +34,17 @@ int main(int argc, char **argv)
         goto fail;
     c.width = w;
     c.height = h;
-    if (ts_wse_uniform_program(&p, w, h, 24, per, rate, 1, &err) || ts_wse_create(&m, &c, &o, &err) ||
+    if (ts_wse_sinks_program(&p, w, h, 24, per, rate, 1, &err) || ts_wse_create(&m, &c, &o, &err) ||
         ts_wse_family.load(m, p, &err))
         goto fail;
-    ts_step st = {0};
-    double t0 = now_s();
-    clock_t c0 = clock();
-    while (!st.done)
-        if (ts_wse_family.step(m, st.now + 65536, &st, &err))
-            goto fail;
-    double dt = now_s() - t0, cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
+    ts_step st;
+    double dt, cpu;
+    if (bench_wse_run(m, &st, &dt, &cpu, &err))
+        goto fail;
     ts_wse_counts k;
     ts_wse_counts_get(m, &k);
     double rc = (double)w * h * (double)k.cycles;
-    printf("bench_wse_uniform: %ux%u mesh, rate %.3f, %u wavelets per source, %d thread(s)\n", w, h, rate, per, threads);
+    printf("bench_wse_sinks: %ux%u mesh, rate %.3f, %u wavelets per source, %d thread(s)\n", w, h, rate, per, threads);
     printf("  simulated cycles      %llu\n", (unsigned long long)k.cycles);
     printf("  wavelets delivered    %llu (%.3f per PE per cycle)\n", (unsigned long long)k.wavelets_delivered,
            (double)k.wavelets_delivered / rc);
@@ -68,7 +59,7 @@ int main(int argc, char **argv)
     ts_err_free(&err);
     return 0;
 fail:
-    fprintf(stderr, "bench_wse_uniform: %s\n", err.msg);
+    fprintf(stderr, "bench_wse_sinks: %s\n", err.msg);
     ts_wse_family.destroy(m);
     ts_program_destroy(p);
     ts_err_free(&err);
