@@ -9,6 +9,7 @@
 #include "core/report.h"
 
 #include <inttypes.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -577,74 +578,17 @@ void ts_report_text(const ts_results *r, ts_buf *out)
  * JSON
  * ------------------------------------------------------------------------------------------- */
 
-/* A pretty-printing writer: two spaces per level, one member per line, number arrays inline. */
-typedef struct jw {
-    ts_buf *b;
-    int depth;
-    bool empty[16]; /* no member written yet at this depth */
-} jw;
+/* The report is a jansson tree dumped with two spaces per level, members in insertion order and
+ * reals with TS_JSON_DIGITS significant digits. A member whose value
+ * could not be allocated is left out; the dump then fails and the buffer says out of memory. */
+static void set(json_t *o, const char *k, json_t *v) { json_object_set_new(o, k, v); }
 
-static void jw_sep(jw *w)
+static json_t *jnums(const double *v, size_t n)
 {
-    if (!w->empty[w->depth])
-        ts_buf_putc(w->b, ',');
-    w->empty[w->depth] = false;
-    ts_buf_putc(w->b, '\n');
-    spaces(w->b, 2 * (size_t)w->depth);
-}
-
-static void jw_key(jw *w, const char *k)
-{
-    jw_sep(w);
-    ts_buf_json_str(w->b, k);
-    ts_buf_puts(w->b, ": ");
-}
-
-static void jw_open(jw *w, char c)
-{
-    ts_buf_putc(w->b, c);
-    w->depth++;
-    w->empty[w->depth] = true;
-}
-
-static void jw_close(jw *w, char c)
-{
-    bool was_empty = w->empty[w->depth];
-    w->depth--;
-    if (!was_empty) {
-        ts_buf_putc(w->b, '\n');
-        spaces(w->b, 2 * (size_t)w->depth);
-    }
-    ts_buf_putc(w->b, c);
-}
-
-static void jw_u64(jw *w, const char *k, uint64_t v)
-{
-    jw_key(w, k);
-    ts_buf_printf(w->b, "%" PRIu64, v);
-}
-
-static void jw_num(jw *w, const char *k, double v)
-{
-    jw_key(w, k);
-    ts_buf_json_num(w->b, v);
-}
-
-static void jw_str(jw *w, const char *k, const char *v)
-{
-    jw_key(w, k);
-    ts_buf_json_str(w->b, v);
-}
-
-static void json_nums(ts_buf *b, const double *v, size_t n)
-{
-    ts_buf_putc(b, '[');
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            ts_buf_puts(b, ", ");
-        ts_buf_json_num(b, v[i]);
-    }
-    ts_buf_putc(b, ']');
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, ts_json_num(v[i]));
+    return a;
 }
 
 static const char *kind_name(ts_stat_kind k)
@@ -659,160 +603,151 @@ static const char *kind_name(ts_stat_kind k)
     return "unknown";
 }
 
-static void json_stat(jw *w, const ts_stat *s)
+static json_t *json_table(const ts_stat *s)
 {
-    jw_key(w, s->name);
-    jw_open(w, '{');
-    jw_str(w, "kind", kind_name(s->kind));
-    jw_str(w, "unit", s->unit);
-    jw_str(w, "desc", s->desc);
+    json_t *t = json_object(), *cols = json_array(), *rows = json_array();
+    for (size_t c = 0; c < s->ncols; c++) {
+        json_t *col = json_object();
+        set(col, "name", ts_json_str(s->cols[c]));
+        set(col, "unit", ts_json_str(s->col_units[c]));
+        json_array_append_new(cols, col);
+    }
+    for (size_t r = 0; r < s->nrows; r++)
+        json_array_append_new(rows, jnums(s->rows + r * s->ncols, s->ncols));
+    set(t, "columns", cols);
+    set(t, "rows", rows);
+    return t;
+}
+
+static json_t *json_stat(const ts_stat *s)
+{
+    json_t *o = json_object();
+    set(o, "kind", ts_json_str(kind_name(s->kind)));
+    set(o, "unit", ts_json_str(s->unit));
+    set(o, "desc", ts_json_str(s->desc));
     switch (s->kind) {
     case TS_STAT_U64:
-        jw_u64(w, "value", s->u);
+        set(o, "value", json_integer((json_int_t)s->u));
         break;
     case TS_STAT_F64:
-        jw_num(w, "value", s->f);
+        set(o, "value", ts_json_num(s->f));
         break;
     case TS_STAT_ARRAY:
-        jw_key(w, "values");
-        json_nums(w->b, s->v, s->n);
+        set(o, "values", jnums(s->v, s->n));
         break;
-    case TS_STAT_HIST:
-        jw_key(w, "hist");
-        jw_open(w, '{');
-        jw_num(w, "lo", s->lo);
-        jw_num(w, "width", s->width);
-        jw_key(w, "counts");
-        json_nums(w->b, s->v, s->n);
-        jw_close(w, '}');
-        break;
-    case TS_STAT_TABLE:
-        jw_key(w, "table");
-        jw_open(w, '{');
-        jw_key(w, "columns");
-        jw_open(w, '[');
-        for (size_t c = 0; c < s->ncols; c++) {
-            jw_sep(w);
-            ts_buf_puts(w->b, "{\"name\": ");
-            ts_buf_json_str(w->b, s->cols[c]);
-            ts_buf_puts(w->b, ", \"unit\": ");
-            ts_buf_json_str(w->b, s->col_units[c]);
-            ts_buf_putc(w->b, '}');
-        }
-        jw_close(w, ']');
-        jw_key(w, "rows");
-        jw_open(w, '[');
-        for (size_t r = 0; r < s->nrows; r++) {
-            jw_sep(w);
-            json_nums(w->b, s->rows + r * s->ncols, s->ncols);
-        }
-        jw_close(w, ']');
-        jw_close(w, '}');
+    case TS_STAT_HIST: {
+        json_t *h = json_object();
+        set(h, "lo", ts_json_num(s->lo));
+        set(h, "width", ts_json_num(s->width));
+        set(h, "counts", jnums(s->v, s->n));
+        set(o, "hist", h);
         break;
     }
-    jw_close(w, '}');
+    case TS_STAT_TABLE:
+        set(o, "table", json_table(s));
+        break;
+    }
+    return o;
+}
+
+/* One object of the three memory levels, v[l] each. */
+static json_t *json_levels(const double *v)
+{
+    json_t *o = json_object();
+    for (int l = 0; l < TS_LEVEL_COUNT; l++)
+        set(o, level_key[l], ts_json_num(v[l]));
+    return o;
+}
+
+static json_t *json_energy(const ts_results *r)
+{
+    bool priced = r->energy_table[0] != 0;
+    json_t *e = json_object(), *by = json_object(), *ev = json_object();
+    set(e, "table", priced ? ts_json_str(r->energy_table) : json_null());
+    set(e, "total_j", ts_json_num(priced ? r->energy_j : NAN));
+    set(e, "avg_power_w", ts_json_num(avg_power(r)));
+    set(e, "static_w", ts_json_num(r->static_w));
+    for (size_t i = 0; priced && i < r->ncomponents; i++)
+        set(by, r->by_component[i].name, ts_json_num(r->by_component[i].joules));
+    set(e, "by_component", by);
+    size_t idx[TS_MAX_EVENTS];
+    events_by_name(r, idx);
+    for (size_t i = 0; i < r->nevents; i++)
+        set(ev, r->events[idx[i]].name, ts_json_num(r->events[idx[i]].count));
+    set(e, "events", ev);
+    return e;
+}
+
+static json_t *json_outputs(const ts_results *r)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < r->noutputs; i++) {
+        const ts_result_output *o = &r->outputs[i];
+        char ck[20];
+        snprintf(ck, sizeof ck, "%016" PRIx64, o->checksum);
+        json_t *j = json_object(), *shape = json_array();
+        for (int k = 0; k < o->rank; k++)
+            json_array_append_new(shape, json_integer((json_int_t)o->dims[k]));
+        set(j, "name", ts_json_str(o->name));
+        set(j, "shape", shape);
+        set(j, "checksum", ts_json_str(ck));
+        set(j, "max_abs", ts_json_num(o->max_abs));
+        json_array_append_new(a, j);
+    }
+    return a;
+}
+
+json_t *ts_report_json_tree(const ts_results *r)
+{
+    json_t *j = json_object();
+    double t_s = ts_results_time_s(r), per_cycle[TS_LEVEL_COUNT], per_s[TS_LEVEL_COUNT];
+    json_t *bytes = json_object();
+    for (int l = 0; l < TS_LEVEL_COUNT; l++) {
+        set(bytes, level_key[l], json_integer((json_int_t)r->bytes[l]));
+        per_cycle[l] = ratio((double)r->bytes[l], (double)r->cycles);
+        per_s[l] = ratio((double)r->bytes[l], t_s);
+    }
+    set(j, "schema_version", json_integer(TS_REPORT_SCHEMA_VERSION));
+    set(j, "arch", ts_json_str(r->arch));
+    set(j, "config", ts_json_str(r->config));
+    set(j, "workload", ts_json_str(r->workload));
+    set(j, "cycles", json_integer((json_int_t)r->cycles));
+    set(j, "time_s", ts_json_num(t_s));
+    set(j, "clock_hz", ts_json_num(r->clock_hz));
+    set(j, "network_name", ts_json_str(r->net_name));
+    set(j, "bytes", bytes);
+    set(j, "bytes_per_cycle", json_levels(per_cycle));
+    set(j, "bandwidth_bytes_per_s", json_levels(per_s));
+    json_t *util = json_object();
+    for (size_t i = 0; i < r->nutil; i++) {
+        json_t *u = json_object();
+        set(u, "units", json_integer((json_int_t)r->util[i].units));
+        set(u, "busy_unit_cycles", json_integer((json_int_t)r->util[i].busy));
+        set(u, "fraction", ts_json_num(util_fraction(r, &r->util[i])));
+        set(util, r->util[i].name, u);
+    }
+    set(j, "utilization", util);
+    set(j, "macs", json_integer((json_int_t)r->macs));
+    set(j, "flops", ts_json_num(r->flops));
+    set(j, "flops_per_s", ts_json_num(ratio(r->flops, t_s)));
+    set(j, "energy", json_energy(r));
+    if (r->noutputs)
+        set(j, "outputs", json_outputs(r));
+    json_t *stats = json_object();
+    for (size_t i = 0; i < ts_stats_count(r->stats); i++) {
+        const ts_stat *st = ts_stats_at(r->stats, i);
+        set(stats, st->name, json_stat(st));
+    }
+    set(j, "stats", stats);
+    return j;
 }
 
 void ts_report_json(const ts_results *r, ts_buf *out)
 {
-    jw w = {.b = out};
-    double t_s = ts_results_time_s(r);
-    jw_open(&w, '{');
-    jw_u64(&w, "schema_version", TS_REPORT_SCHEMA_VERSION);
-    jw_str(&w, "arch", r->arch);
-    jw_str(&w, "config", r->config);
-    jw_str(&w, "workload", r->workload);
-    jw_u64(&w, "cycles", r->cycles);
-    jw_num(&w, "time_s", t_s);
-    jw_num(&w, "clock_hz", r->clock_hz);
-    jw_str(&w, "network_name", r->net_name);
-
-    jw_key(&w, "bytes");
-    jw_open(&w, '{');
-    for (int l = 0; l < TS_LEVEL_COUNT; l++)
-        jw_u64(&w, level_key[l], r->bytes[l]);
-    jw_close(&w, '}');
-    jw_key(&w, "bytes_per_cycle");
-    jw_open(&w, '{');
-    for (int l = 0; l < TS_LEVEL_COUNT; l++)
-        jw_num(&w, level_key[l], ratio((double)r->bytes[l], (double)r->cycles));
-    jw_close(&w, '}');
-    jw_key(&w, "bandwidth_bytes_per_s");
-    jw_open(&w, '{');
-    for (int l = 0; l < TS_LEVEL_COUNT; l++)
-        jw_num(&w, level_key[l], ratio((double)r->bytes[l], t_s));
-    jw_close(&w, '}');
-
-    jw_key(&w, "utilization");
-    jw_open(&w, '{');
-    for (size_t i = 0; i < r->nutil; i++) {
-        jw_key(&w, r->util[i].name);
-        jw_open(&w, '{');
-        jw_u64(&w, "units", r->util[i].units);
-        jw_u64(&w, "busy_unit_cycles", r->util[i].busy);
-        jw_num(&w, "fraction", util_fraction(r, &r->util[i]));
-        jw_close(&w, '}');
-    }
-    jw_close(&w, '}');
-
-    jw_u64(&w, "macs", r->macs);
-    jw_num(&w, "flops", r->flops);
-    jw_num(&w, "flops_per_s", ratio(r->flops, t_s));
-
-    bool priced = r->energy_table[0] != 0;
-    jw_key(&w, "energy");
-    jw_open(&w, '{');
-    jw_key(&w, "table");
-    if (priced)
-        ts_buf_json_str(out, r->energy_table);
-    else
-        ts_buf_puts(out, "null");
-    jw_num(&w, "total_j", priced ? r->energy_j : NAN);
-    jw_num(&w, "avg_power_w", avg_power(r));
-    jw_num(&w, "static_w", r->static_w);
-    jw_key(&w, "by_component");
-    jw_open(&w, '{');
-    for (size_t i = 0; priced && i < r->ncomponents; i++)
-        jw_num(&w, r->by_component[i].name, r->by_component[i].joules);
-    jw_close(&w, '}');
-    jw_key(&w, "events");
-    jw_open(&w, '{');
-    size_t idx[TS_MAX_EVENTS];
-    events_by_name(r, idx);
-    for (size_t i = 0; i < r->nevents; i++)
-        jw_num(&w, r->events[idx[i]].name, r->events[idx[i]].count);
-    jw_close(&w, '}');
-    jw_close(&w, '}');
-
-    if (r->noutputs) {
-        jw_key(&w, "outputs");
-        jw_open(&w, '[');
-        for (size_t i = 0; i < r->noutputs; i++) {
-            const ts_result_output *o = &r->outputs[i];
-            char ck[20];
-            snprintf(ck, sizeof ck, "%016" PRIx64, o->checksum);
-            jw_sep(&w);
-            jw_open(&w, '{');
-            jw_str(&w, "name", o->name);
-            jw_key(&w, "shape");
-            ts_buf_putc(out, '[');
-            for (int k = 0; k < o->rank; k++)
-                ts_buf_printf(out, "%s%" PRId64, k ? ", " : "", o->dims[k]);
-            ts_buf_putc(out, ']');
-            jw_str(&w, "checksum", ck);
-            jw_num(&w, "max_abs", o->max_abs);
-            jw_close(&w, '}');
-        }
-        jw_close(&w, ']');
-    }
-
-    jw_key(&w, "stats");
-    jw_open(&w, '{');
-    for (size_t i = 0; i < ts_stats_count(r->stats); i++)
-        json_stat(&w, ts_stats_at(r->stats, i));
-    jw_close(&w, '}');
-    jw_close(&w, '}');
+    json_t *j = ts_report_json_tree(r);
+    ts_buf_json(out, j, JSON_INDENT(2) | JSON_REAL_PRECISION(TS_JSON_DIGITS));
     ts_buf_putc(out, '\n');
+    json_decref(j);
 }
 
 /* ---------------------------------------------------------------------------------------------

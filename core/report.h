@@ -19,6 +19,9 @@ typedef enum ts_format { TS_FMT_TEXT, TS_FMT_JSON, TS_FMT_CSV } ts_format;
 int ts_format_parse(const char *s);
 
 void ts_report_text(const ts_results *r, ts_buf *out);
+/* The JSON report as a jansson tree (a new reference; NULL when out of memory), and as text: two
+ * spaces per level, reals with TS_JSON_DIGITS significant digits, a newline at the end. */
+struct json_t *ts_report_json_tree(const ts_results *r);
 void ts_report_json(const ts_results *r, ts_buf *out);
 /* CSV header line (with newline) and one row (with newline). */
 void ts_report_csv_header(ts_buf *out);

@@ -364,6 +364,12 @@ static size_t csv_split(const char *s, char **out, size_t max)
 static const char csv_header[] = "arch,config,workload,cycles,time_s,clock_hz,sram_bytes,network_bytes,"
                                  "offchip_bytes,sram_bw,network_bw,offchip_bw,macs,flops,energy_j,avg_power_w,outputs\n";
 
+/* Reports write reals with TS_JSON_DIGITS significant digits: equal to 1 part in 10^14. */
+static bool near(double a, double b)
+{
+    return fabs(a - b) <= 1e-14 * fabs(b);
+}
+
 START_TEST(test_csv)
 {
     ts_buf b = TS_BUF_INIT;
@@ -390,18 +396,18 @@ START_TEST(test_csv)
     ck_assert_str_eq(f[2], "two\nlines");
     double t_s = (double)CYCLES / CLOCK;
     ck_assert_str_eq(f[3], "1234567");
-    ck_assert_double_eq(strtod(f[4], NULL), t_s);
-    ck_assert_double_eq(strtod(f[5], NULL), CLOCK);
+    ck_assert_msg(near(strtod(f[4], NULL), t_s), "%s", f[4]);
+    ck_assert_msg(near(strtod(f[5], NULL), CLOCK), "%s", f[5]);
     ck_assert_str_eq(f[6], "987654321");
     ck_assert_str_eq(f[7], "123456789");
     ck_assert_str_eq(f[8], "4096");
-    ck_assert_double_eq(strtod(f[9], NULL), 987654321 / t_s);
-    ck_assert_double_eq(strtod(f[10], NULL), 123456789 / t_s);
-    ck_assert_double_eq(strtod(f[11], NULL), 4096 / t_s);
+    ck_assert_msg(near(strtod(f[9], NULL), 987654321 / t_s), "%s", f[9]);
+    ck_assert_msg(near(strtod(f[10], NULL), 123456789 / t_s), "%s", f[10]);
+    ck_assert_msg(near(strtod(f[11], NULL), 4096 / t_s), "%s", f[11]);
     ck_assert_str_eq(f[12], "8589934592");
-    ck_assert_double_eq(strtod(f[13], NULL), r.flops);
-    ck_assert_double_eq(strtod(f[14], NULL), r.energy_j);
-    ck_assert_double_eq(strtod(f[15], NULL), r.energy_j / t_s);
+    ck_assert_msg(near(strtod(f[13], NULL), r.flops), "%s", f[13]);
+    ck_assert_msg(near(strtod(f[14], NULL), r.energy_j), "%s", f[14]);
+    ck_assert_msg(near(strtod(f[15], NULL), r.energy_j / t_s), "%s", f[15]);
     for (size_t i = 0; i < n; i++)
         ts_free(f[i]);
     ts_buf_free(&b);

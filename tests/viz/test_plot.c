@@ -670,9 +670,9 @@ START_TEST(cli_sweep_then_plot)
     snprintf(path, sizeof path, "%s/out", dir);
     ck_assert_msg(strstr(slurp(path), "Pareto front of time_s,energy.total_j: 3 of 14 rows\n"
                                       "point,workload,clock,energy.static_power,cycles,time_s,energy.total_j\n"
-                                      "18,loop.s,2000000000,1,120099,6.00495e-05,6.5809924e-05\n"
-                                      "9,loop.s,1500000000,0.5,120099,8.0066e-05,4.5793424e-05\n"
-                                      "0,loop.s,1000000000,0.25,120099,0.000120099,3.5785174e-05\n"),
+                                      "18,loop.s,2000000000,1,120099,6.00495e-5,6.5809924e-5\n"
+                                      "9,loop.s,1500000000,0.5,120099,8.0066e-5,4.5793424e-5\n"
+                                      "0,loop.s,1000000000,0.25,120099,0.000120099,3.5785174e-5\n"),
                   "%s", slurp(path));
     snprintf(path, sizeof path, "%s/pareto.png", dir);
     ck_assert_int_eq(img_load(&m, path), 0);
