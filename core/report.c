@@ -754,10 +754,99 @@ void ts_report_json(const ts_results *r, ts_buf *out)
  * CSV (RFC 4180)
  * ------------------------------------------------------------------------------------------- */
 
-void ts_report_csv_header(ts_buf *out)
+/* The JSON paths of the first 17 columns, which keep their names of schema 1; every other scalar
+ * of the JSON report follows them under its own path. */
+static const char *const csv_fixed[] = {
+    "arch", "config", "workload", "cycles", "time_s", "clock_hz", "bytes.sram", "bytes.network",
+    "bytes.offchip", "bandwidth_bytes_per_s.sram", "bandwidth_bytes_per_s.network",
+    "bandwidth_bytes_per_s.offchip", "macs", "flops", "energy.total_j", "energy.avg_power_w",
+};
+
+static bool csv_is_fixed(const char *path)
+{
+    for (size_t i = 0; i < sizeof csv_fixed / sizeof *csv_fixed; i++)
+        if (!strcmp(path, csv_fixed[i]))
+            return true;
+    return false;
+}
+
+static void csv_str(ts_buf *out, const char *s);
+
+/* One field of a JSON scalar: strings quoted as needed, numbers as in JSON, null empty. */
+static void csv_scalar(ts_buf *out, const json_t *v)
+{
+    if (json_is_string(v))
+        csv_str(out, json_string_value(v));
+    else if (json_is_integer(v))
+        ts_buf_printf(out, "%" PRId64, (int64_t)json_integer_value(v));
+    else if (json_is_real(v))
+        ts_buf_json_num(out, json_real_value(v));
+    else if (json_is_boolean(v))
+        ts_buf_puts(out, json_is_true(v) ? "true" : "false");
+}
+
+/* Where a walk of the report is: anywhere, the "stats" object, or one statistic in it. */
+typedef enum csv_where { CSV_PLAIN, CSV_STATS, CSV_STAT } csv_where;
+
+/* The scalars of v under path (dotted), after the fixed columns: their paths into hdr (when not
+ * NULL) and their fields into row (when not NULL), each preceded by a comma. Arrays are left out
+ * (outputs has its own column); a statistic is its value, under "stats.NAME", the path a sweep's
+ * metric names it by, and one with no single value (array, histogram, table) is left out. */
+static void csv_walk(const json_t *v, ts_buf *path, csv_where where, ts_buf *hdr, ts_buf *row)
+{
+    if (where == CSV_STAT && !(v = json_object_get(v, "value")))
+        return;
+    if (json_is_array(v))
+        return;
+    if (!json_is_object(v)) {
+        if (csv_is_fixed(ts_buf_str(path)))
+            return;
+        if (hdr) {
+            ts_buf_putc(hdr, ',');
+            csv_str(hdr, ts_buf_str(path));
+        }
+        if (row) {
+            ts_buf_putc(row, ',');
+            csv_scalar(row, v);
+        }
+        return;
+    }
+    size_t mark = path->len;
+    const char *k;
+    const json_t *m;
+    json_object_foreach((json_t *)v, k, m) {
+        if (mark)
+            ts_buf_putc(path, '.');
+        ts_buf_puts(path, k);
+        csv_where next = where == CSV_STATS ? CSV_STAT : !mark && !strcmp(k, "stats") ? CSV_STATS : CSV_PLAIN;
+        csv_walk(m, path, next, hdr, row);
+        path->len = mark;
+        if (path->data)
+            path->data[mark] = 0;
+    }
+}
+
+/* The columns after the fixed ones, of the report of r. */
+static void csv_rest(const ts_results *r, ts_buf *hdr, ts_buf *row)
+{
+    json_t *j = ts_report_json_tree(r);
+    ts_buf path = TS_BUF_INIT;
+    if (!j)
+        (hdr ? hdr : row)->oom = true;
+    else
+        csv_walk(j, &path, CSV_PLAIN, hdr, row);
+    if (path.oom)
+        (hdr ? hdr : row)->oom = true;
+    ts_buf_free(&path);
+    json_decref(j);
+}
+
+void ts_report_csv_header(const ts_results *r, ts_buf *out)
 {
     ts_buf_puts(out, "arch,config,workload,cycles,time_s,clock_hz,sram_bytes,network_bytes,offchip_bytes,"
-                     "sram_bw,network_bw,offchip_bw,macs,flops,energy_j,avg_power_w,outputs\n");
+                     "sram_bw,network_bw,offchip_bw,macs,flops,energy_j,avg_power_w,outputs");
+    csv_rest(r, out, NULL);
+    ts_buf_putc(out, '\n');
 }
 
 static void csv_str(ts_buf *out, const char *s)
@@ -814,6 +903,7 @@ void ts_report_csv_row(const ts_results *r, ts_buf *out)
     ts_buf_putc(out, ',');
     csv_str(out, ts_buf_str(&b));
     ts_buf_free(&b);
+    csv_rest(r, NULL, out);
     ts_buf_puts(out, "\n");
 }
 
@@ -828,7 +918,7 @@ ts_status ts_report_write(const ts_results *r, ts_format fmt, const char *path, 
         ts_report_json(r, &b);
         break;
     case TS_FMT_CSV:
-        ts_report_csv_header(&b);
+        ts_report_csv_header(r, &b);
         ts_report_csv_row(r, &b);
         break;
     default:

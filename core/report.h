@@ -1,7 +1,7 @@
 /* core/report.h — results written for people (text), tools (JSON) and sweeps (CSV).
  *
  * The JSON schema is versioned and documented in docs/report-schema.md; the CSV has one header
- * line and one row per run with stable columns (ts_report_csv_header). Files are written to a
+ * line and one row per run, every scalar of the JSON (ts_report_csv_header). Files are written to a
  * temporary name and renamed.
  */
 #ifndef TS_CORE_REPORT_H
@@ -23,8 +23,10 @@ void ts_report_text(const ts_results *r, ts_buf *out);
  * spaces per level, reals with TS_JSON_DIGITS significant digits, a newline at the end. */
 struct json_t *ts_report_json_tree(const ts_results *r);
 void ts_report_json(const ts_results *r, ts_buf *out);
-/* CSV header line (with newline) and one row (with newline). */
-void ts_report_csv_header(ts_buf *out);
+/* CSV header line (with newline) and one row (with newline): the 17 columns of schema 1, then
+ * every other scalar of the JSON report under its dotted path (docs/report-schema.md); the header
+ * names the columns of r's report. */
+void ts_report_csv_header(const ts_results *r, ts_buf *out);
 void ts_report_csv_row(const ts_results *r, ts_buf *out);
 
 /* Render in fmt and write atomically to path ("-" or NULL = stdout; CSV includes the header). */
