@@ -45,5 +45,6 @@ int cmd_info(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 #endif

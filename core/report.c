@@ -932,3 +932,232 @@ ts_status ts_report_write(const ts_results *r, ts_format fmt, const char *path, 
     ts_buf_free(&b);
     return st;
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * Two reports side by side (tessera diff)
+ * ------------------------------------------------------------------------------------------- */
+
+/* One metric: its path and its value in each report (borrowed from the trees; NULL where the
+ * report does not have it). */
+typedef struct drow {
+    char *name; /* owned */
+    const json_t *v[2];
+} drow;
+
+typedef struct dlist {
+    drow *rows; /* owned */
+    size_t n, cap;
+    bool oom;
+} dlist;
+
+/* Set side's value of metric name, adding the metric when it is new. Linear search: a report has
+ * a few hundred scalars and a layers table a few thousand cells. */
+static void dl_put(dlist *l, const char *name, int side, const json_t *v)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (!strcmp(l->rows[i].name, name)) {
+            if (!l->rows[i].v[side])
+                l->rows[i].v[side] = v;
+            return;
+        }
+    char *s = ts_strdup(name);
+    if (!s || ts_grow((void **)&l->rows, &l->cap, l->n + 1, sizeof *l->rows)) {
+        ts_free(s);
+        l->oom = true;
+        return;
+    }
+    l->rows[l->n++] = (drow){.name = s, .v = {side == 0 ? v : NULL, side == 1 ? v : NULL}};
+}
+
+/* A table statistic's cells as "stats.NAME[KEY].COLUMN", KEY the row's first cell (the node of a
+ * layers table, the superstep of a BSP table), or "#i" (the row's index) when first cells repeat. */
+static void dl_table(dlist *l, const char *path, const json_t *t, int side)
+{
+    const json_t *cols = json_object_get(t, "columns"), *rows = json_object_get(t, "rows");
+    size_t nr = json_array_size(rows), nc = json_array_size(cols);
+    bool unique = true;
+    for (size_t i = 0; i < nr && unique; i++)
+        for (size_t k = 0; k < i && unique; k++)
+            unique = !json_equal(json_array_get(json_array_get(rows, i), 0),
+                                 json_array_get(json_array_get(rows, k), 0));
+    ts_buf name = TS_BUF_INIT;
+    for (size_t i = 0; i < nr; i++) {
+        const json_t *row = json_array_get(rows, i);
+        for (size_t c = 1; c < nc; c++) {
+            ts_buf_reset(&name);
+            ts_buf_printf(&name, "%s[", path);
+            if (unique)
+                ts_buf_json(&name, json_array_get(row, 0), JSON_REAL_PRECISION(TS_JSON_DIGITS));
+            else
+                ts_buf_printf(&name, "#%zu", i);
+            ts_buf_printf(&name, "].%s", json_string_value(json_object_get(json_array_get(cols, c), "name")));
+            if (!name.oom)
+                dl_put(l, ts_buf_str(&name), side, json_array_get(row, c));
+        }
+    }
+    l->oom |= name.oom;
+    ts_buf_free(&name);
+}
+
+/* Every metric of a report under its dotted path: scalars, statistics by their value (tables cell
+ * by cell); arrays (per-unit figures, histograms, the outputs' shapes) are left out. */
+static void dl_walk(dlist *l, const json_t *v, ts_buf *path, csv_where where, int side)
+{
+    if (where == CSV_STAT) {
+        const json_t *t = json_object_get(v, "table");
+        if (t) {
+            dl_table(l, ts_buf_str(path), t, side);
+            return;
+        }
+        if (!(v = json_object_get(v, "value")))
+            return;
+    }
+    if (json_is_array(v))
+        return;
+    if (!json_is_object(v)) {
+        dl_put(l, ts_buf_str(path), side, v);
+        return;
+    }
+    size_t mark = path->len;
+    const char *k;
+    const json_t *m;
+    json_object_foreach((json_t *)v, k, m) {
+        if (mark)
+            ts_buf_putc(path, '.');
+        ts_buf_puts(path, k);
+        csv_where next = where == CSV_STATS ? CSV_STAT : !mark && !strcmp(k, "stats") ? CSV_STATS : CSV_PLAIN;
+        dl_walk(l, m, path, next, side);
+        path->len = mark;
+        if (path->data)
+            path->data[mark] = 0;
+    }
+}
+
+static bool is_num(const json_t *v) { return json_is_number(v); }
+
+/* B / A of a metric: NAN unless both are numbers and A is not 0 (both 0 gives 1: unchanged). */
+static double drow_ratio(const drow *d)
+{
+    if (!is_num(d->v[0]) || !is_num(d->v[1]))
+        return NAN;
+    double a = json_number_value(d->v[0]), b = json_number_value(d->v[1]);
+    if (a == 0)
+        return b == 0 ? 1 : NAN;
+    return b / a;
+}
+
+/* A value for people: numbers as in the text report, strings as they are, absent as "-". */
+static void dval_text(char *buf, size_t n, const json_t *v)
+{
+    if (json_is_string(v))
+        snprintf(buf, n, "%s", json_string_value(v));
+    else if (json_is_integer(v))
+        num_text(buf, n, (double)json_integer_value(v));
+    else if (json_is_real(v))
+        num_text(buf, n, json_real_value(v));
+    else if (json_is_boolean(v))
+        snprintf(buf, n, "%s", json_is_true(v) ? "true" : "false");
+    else
+        snprintf(buf, n, "-");
+}
+
+static void diff_text(const dlist *l, const char *const names[2], bool changed, ts_buf *out)
+{
+    tbl t;
+    tbl_init(&t, 4);
+    tbl_cell(&t, "metric");
+    tbl_cell(&t, "A");
+    tbl_cell(&t, "B");
+    tbl_cell(&t, "B/A");
+    size_t ndiff = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        const drow *d = &l->rows[i];
+        bool same = d->v[0] && d->v[1] && json_equal(d->v[0], d->v[1]);
+        ndiff += !same;
+        if (changed && same)
+            continue;
+        char a[256], b[256];
+        dval_text(a, sizeof a, d->v[0]);
+        dval_text(b, sizeof b, d->v[1]);
+        double q = drow_ratio(d);
+        tbl_cell(&t, "%s", d->name);
+        tbl_cell(&t, "%s", a);
+        tbl_cell(&t, "%s", b);
+        if (isfinite(q))
+            tbl_cell(&t, "%.4f", q);
+        else
+            tbl_cell(&t, "%s", same ? "" : !d->v[0] ? "only in B" : !d->v[1] ? "only in A" : "differs");
+    }
+    ts_buf_printf(out, "A: %s\nB: %s\n%zu of %zu metrics differ\n\n", names[0], names[1], ndiff, l->n);
+    tbl_emit(&t, out, 0, "lrrr");
+    tbl_free(&t);
+}
+
+static void diff_json(const dlist *l, const char *const names[2], bool changed, ts_buf *out)
+{
+    json_t *j = json_object(), *rows = json_array();
+    json_object_set_new(j, "a", ts_json_str(names[0]));
+    json_object_set_new(j, "b", ts_json_str(names[1]));
+    for (size_t i = 0; i < l->n; i++) {
+        const drow *d = &l->rows[i];
+        if (changed && d->v[0] && d->v[1] && json_equal(d->v[0], d->v[1]))
+            continue;
+        json_t *r = json_object();
+        json_object_set_new(r, "metric", ts_json_str(d->name));
+        json_object_set_new(r, "a", d->v[0] ? json_deep_copy(d->v[0]) : json_null());
+        json_object_set_new(r, "b", d->v[1] ? json_deep_copy(d->v[1]) : json_null());
+        json_object_set_new(r, "ratio", ts_json_num(drow_ratio(d)));
+        json_array_append_new(rows, r);
+    }
+    json_object_set_new(j, "metrics", rows);
+    ts_buf_json(out, j, JSON_INDENT(2) | JSON_REAL_PRECISION(TS_JSON_DIGITS));
+    ts_buf_putc(out, '\n');
+    json_decref(j);
+}
+
+static void diff_csv(const dlist *l, bool changed, ts_buf *out)
+{
+    ts_buf_puts(out, "metric,a,b,ratio\n");
+    for (size_t i = 0; i < l->n; i++) {
+        const drow *d = &l->rows[i];
+        if (changed && d->v[0] && d->v[1] && json_equal(d->v[0], d->v[1]))
+            continue;
+        csv_str(out, d->name);
+        for (int s = 0; s < 2; s++) {
+            ts_buf_putc(out, ',');
+            csv_scalar(out, d->v[s]);
+        }
+        csv_num(out, drow_ratio(d));
+        ts_buf_putc(out, '\n');
+    }
+}
+
+ts_status ts_report_diff(const struct json_t *a, const struct json_t *b, const char *const names[2],
+                         ts_format fmt, bool changed, ts_buf *out, ts_err *err)
+{
+    const json_t *rep[2] = {a, b};
+    for (int s = 0; s < 2; s++)
+        if (!json_is_object(rep[s]) || !json_is_integer(json_object_get(rep[s], "schema_version")))
+            return ts_err_at(err, TS_EINPUT, names[s], 0, 0,
+                             "not a tessera report (no schema_version; write one with 'tessera run -f json')");
+    dlist l = {0};
+    ts_buf path = TS_BUF_INIT;
+    for (int s = 0; s < 2; s++)
+        dl_walk(&l, rep[s], &path, CSV_PLAIN, s);
+    ts_status st = TS_OK;
+    if (l.oom || path.oom)
+        st = ts_err_set(err, TS_ENOMEM, "out of memory comparing reports");
+    else if (fmt == TS_FMT_JSON)
+        diff_json(&l, names, changed, out);
+    else if (fmt == TS_FMT_CSV)
+        diff_csv(&l, changed, out);
+    else
+        diff_text(&l, names, changed, out);
+    for (size_t i = 0; i < l.n; i++)
+        ts_free(l.rows[i].name);
+    ts_free(l.rows);
+    ts_buf_free(&path);
+    if (st == TS_OK && out->oom)
+        st = ts_err_set(err, TS_ENOMEM, "out of memory comparing reports");
+    return st;
+}

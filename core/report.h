@@ -7,6 +7,8 @@
 #ifndef TS_CORE_REPORT_H
 #define TS_CORE_REPORT_H
 
+#include <stdbool.h>
+
 #include "core/buf.h"
 #include "core/err.h"
 #include "core/results.h"
@@ -28,6 +30,14 @@ void ts_report_json(const ts_results *r, ts_buf *out);
  * names the columns of r's report. */
 void ts_report_csv_header(const ts_results *r, ts_buf *out);
 void ts_report_csv_row(const ts_results *r, ts_buf *out);
+
+/* Two JSON reports a and b (jansson trees, as ts_report_json writes them), named names[0] and
+ * names[1], side by side in fmt: every metric (dotted path, as the CSV names it; a table statistic
+ * cell by cell as "stats.NAME[KEY].COLUMN", KEY the row's first cell) with its value in each and
+ * the ratio B/A (none when either is not a number or A is 0; 1 when both are 0). Arrays are left
+ * out. With changed, only metrics that differ. TS_EINPUT when either is not a report. */
+ts_status ts_report_diff(const struct json_t *a, const struct json_t *b, const char *const names[2],
+                         ts_format fmt, bool changed, ts_buf *out, ts_err *err);
 
 /* Render in fmt and write atomically to path ("-" or NULL = stdout; CSV includes the header). */
 ts_status ts_report_write(const ts_results *r, ts_format fmt, const char *path, ts_err *err);

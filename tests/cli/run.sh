@@ -69,6 +69,16 @@ part_base() {
   golden plot-no-rows "$T" plot plot_failed.csv --x clock --y cycles -o never.png
   [ ! -e "$data/never.png" ] && ok || bad "a failed plot left a PNG behind"
   golden view-help "$T" view --help
+  # Two reports side by side: every metric, the ratio, a table statistic row by row.
+  golden diff-help "$T" diff --help
+  golden diff-text "$T" diff diff_a.json diff_b.json
+  golden diff-changed "$T" diff diff_a.json diff_b.json --changed
+  golden diff-json "$T" diff diff_a.json diff_b.json --changed -f json
+  golden diff-csv "$T" diff diff_a.json diff_b.json -f csv
+  golden diff-not-report "$T" diff diff_a.json plot_results.csv
+  golden diff-not-object "$T" diff not_report.json diff_a.json
+  golden diff-one-file "$T" diff diff_a.json
+  golden diff-missing "$T" diff diff_a.json missing.json
   golden bad-threads "$T" run --threads 0
   golden bad-format "$T" run --format xml
   expect_exit version 0 "$T" --version
