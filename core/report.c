@@ -294,25 +294,33 @@ static void text_stat_table(const ts_stat *s, ts_buf *out)
     ts_buf_printf(out, "  %s\n", s->name);
     if (s->desc[0])
         ts_buf_printf(out, "    %s\n", s->desc);
-    /* Text shows the first 16 columns; JSON has them all. */
-    size_t nc = s->ncols < 16 ? s->ncols : 16;
+    /* Text shows the first 16 columns, the text columns (an operator's type and name) after the
+     * first number (its node); JSON has them all. */
+    size_t nl = s->labels ? (s->nlabels < 4 ? s->nlabels : 4) : 0;
+    size_t nc = s->ncols < 16 - nl ? s->ncols : 16 - nl;
     tbl t;
-    tbl_init(&t, nc);
+    tbl_init(&t, nc + nl);
     char align[17];
-    for (size_t c = 0; c < nc; c++) {
-        align[c] = 'r';
+    for (size_t c = 0, k = 0; c < nc; c++) {
+        align[k++] = 'r';
         if (s->col_units[c][0])
             tbl_cell(&t, "%s (%s)", s->cols[c], s->col_units[c]);
         else
             tbl_cell(&t, "%s", s->cols[c]);
+        for (size_t l = 0; c == 0 && l < nl; l++) {
+            align[k++] = 'l';
+            tbl_cell(&t, "%s", s->label_cols[l]);
+        }
     }
-    align[nc] = 0;
+    align[nc + nl] = 0;
     size_t shown = s->nrows < TS_TEXT_MAX_ROWS ? s->nrows : TS_TEXT_MAX_ROWS;
     for (size_t r = 0; r < shown; r++) {
         for (size_t c = 0; c < nc; c++) {
             char v[48];
             num_text(v, sizeof v, s->rows[r * s->ncols + c]);
             tbl_cell(&t, "%s", v);
+            for (size_t l = 0; c == 0 && l < nl; l++)
+                tbl_cell(&t, "%s", s->labels[r * s->nlabels + l]);
         }
     }
     tbl_emit(&t, out, 4, align);
@@ -616,6 +624,21 @@ static json_t *json_table(const ts_stat *s)
         json_array_append_new(rows, jnums(s->rows + r * s->ncols, s->ncols));
     set(t, "columns", cols);
     set(t, "rows", rows);
+    if (s->labels) { /* text columns beside the numbers: names of columns, then rows of strings */
+        json_t *lc = json_array(), *lr = json_array();
+        for (size_t c = 0; c < s->nlabels; c++)
+            json_array_append_new(lc, ts_json_str(s->label_cols[c]));
+        for (size_t r = 0; r < s->nrows; r++) {
+            json_t *row = json_array();
+            for (size_t c = 0; c < s->nlabels; c++)
+                json_array_append_new(row, ts_json_str(s->labels[r * s->nlabels + c]));
+            json_array_append_new(lr, row);
+        }
+        json_t *l = json_object();
+        set(l, "columns", lc);
+        set(l, "rows", lr);
+        set(t, "labels", l);
+    }
     return t;
 }
 
@@ -974,6 +997,8 @@ static void dl_put(dlist *l, const char *name, int side, const json_t *v)
 static void dl_table(dlist *l, const char *path, const json_t *t, int side)
 {
     const json_t *cols = json_object_get(t, "columns"), *rows = json_object_get(t, "rows");
+    const json_t *lab = json_object_get(t, "labels"), *lcols = json_object_get(lab, "columns"),
+                 *lrows = json_object_get(lab, "rows");
     size_t nr = json_array_size(rows), nc = json_array_size(cols);
     bool unique = true;
     for (size_t i = 0; i < nr && unique; i++)
@@ -982,17 +1007,27 @@ static void dl_table(dlist *l, const char *path, const json_t *t, int side)
                                  json_array_get(json_array_get(rows, k), 0));
     ts_buf name = TS_BUF_INIT;
     for (size_t i = 0; i < nr; i++) {
-        const json_t *row = json_array_get(rows, i);
-        for (size_t c = 1; c < nc; c++) {
-            ts_buf_reset(&name);
-            ts_buf_printf(&name, "%s[", path);
-            if (unique)
-                ts_buf_json(&name, json_array_get(row, 0), JSON_REAL_PRECISION(TS_JSON_DIGITS));
-            else
-                ts_buf_printf(&name, "#%zu", i);
-            ts_buf_printf(&name, "].%s", json_string_value(json_object_get(json_array_get(cols, c), "name")));
+        const json_t *row = json_array_get(rows, i), *lrow = json_array_get(lrows, i);
+        ts_buf_reset(&name);
+        ts_buf_printf(&name, "%s[", path);
+        if (unique)
+            ts_buf_json(&name, json_array_get(row, 0), JSON_REAL_PRECISION(TS_JSON_DIGITS));
+        else
+            ts_buf_printf(&name, "#%zu", i);
+        ts_buf_puts(&name, "].");
+        size_t mark = name.len;
+        /* the text columns first (an operator's type and name), as the text report shows them */
+        for (size_t c = 0; c < json_array_size(lcols) + nc; c++) {
+            bool text = c < json_array_size(lcols);
+            size_t k = text ? c : c - json_array_size(lcols);
+            const char *col = text ? json_string_value(json_array_get(lcols, k))
+                                   : json_string_value(json_object_get(json_array_get(cols, k), "name"));
+            if (!text && k == 0)
+                continue; /* the key */
+            name.len = mark;
+            ts_buf_puts(&name, col ? col : "");
             if (!name.oom)
-                dl_put(l, ts_buf_str(&name), side, json_array_get(row, c));
+                dl_put(l, ts_buf_str(&name), side, json_array_get(text ? lrow : row, k));
         }
     }
     l->oom |= name.oom;

@@ -7,6 +7,7 @@
 #   onnx  ONNX models (info, and a model lowered for the IPU): skipped without ONNX support
 #   ipu   configs, runs, programs, reports, signals on the IPU: skipped without the ipu family
 #   tsp   a model lowered for the TSP: skipped without the tsp family
+#   layers  the layers table of a small model on each family compiled (operator type and name)
 # A part whose family or feature the build compiled but the binary does not offer fails
 # (tests/need.sh).
 set -u
@@ -241,8 +242,27 @@ part_tsp() {
   fi
 }
 
+# The layers table names its operators on every family: each row of a model's layers table has
+# the operator type and the node name of the graph (text and JSON), and tessera diff keys them.
+part_layers() {
+  local mlp="mlp:batch=4,in=16,hidden=16,out=8" fc c key
+  for fc in "ipu ipu_tiny4 0" "tsp tsp_v1 0" "wse wse2 1"; do
+    read -r fam c key <<<"$fc"
+    case " $TS_FAMILIES " in *" $fam "*) ;; *) continue ;; esac
+    expect_exit "$fam-layers-text" 0 "$T" run -q -c "$c" "$mlp"
+    grep -Eq "^ +(node|stage) +op_type +name " "$tmp/stdout" && ok || bad "$fam: the layers table has no op_type and name columns"
+    grep -Eq "Gemm +fc1 " "$tmp/stdout" && ok || bad "$fam: the layers table does not name Gemm fc1"
+    expect_exit "$fam-layers-json" 0 "$T" run -q -c "$c" "$mlp" -f json -o "$tmp/$fam.json"
+    expect_exit "$fam-layers-diff" 0 "$T" diff "$tmp/$fam.json" "$tmp/$fam.json" -f csv -o "$tmp/$fam.csv"
+    grep -q "^stats.layers\[$key\].op_type,Gemm,Gemm,$" "$tmp/$fam.csv" && ok || bad "$fam: row $key is not a Gemm"
+    grep -q "^stats.layers\[$key\].name,fc1,fc1,$" "$tmp/$fam.csv" && ok || bad "$fam: row $key is not fc1"
+    grep -q "^stats.layers\[[0-9]*\].name,fc3,fc3,$" "$tmp/$fam.csv" && ok || bad "$fam: no row names fc3"
+  done
+}
+
 case "$part" in
   base) part_base ;;
+  layers) part_layers ;;
   onnx)
     need_feature TS_HAS_ONNX "ONNX support" "protobuf-c not found, or -Donnx=disabled" "cli onnx: ONNX model cases"
     need_family "$T" ipu "cli onnx: an ONNX model lowered for the IPU"

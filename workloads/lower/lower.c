@@ -203,9 +203,44 @@ ts_status ts_lowered_prepare(ts_lowered *l, ts_run_opts *ro, ts_err *err)
     return l && l->lw->prepare ? l->lw->prepare(l->state, ro, err) : TS_OK;
 }
 
+/* Give each row of the run's "layers" table its operator's type and ONNX node name, from the
+ * graph lowered and the row's "node" column (the first on the IPU and TSP, the second on the WSE) (a row of no node, -1, gets empty cells): the same
+ * two text columns on every family. */
+static ts_status label_layers(const ts_graph *g, ts_stats *stats, ts_err *err)
+{
+    int tab = ts_stats_table_handle(stats, "layers");
+    const ts_stat *t = ts_stats_find(stats, "layers");
+    size_t col = 0;
+    while (t && t->kind == TS_STAT_TABLE && col < t->ncols && strcmp(t->cols[col], "node"))
+        col++;
+    if (tab < 0 || !t || t->kind != TS_STAT_TABLE || t->nlabels || col == t->ncols)
+        return TS_OK;
+    const char **cells = ts_calloc(t->nrows ? 2 * t->nrows : 1, sizeof *cells);
+    if (!cells)
+        return ts_err_set(err, TS_ENOMEM, "out of memory naming the layers");
+    size_t nn = ts_graph_node_count(g);
+    for (size_t r = 0; r < t->nrows; r++) {
+        double node = t->rows[r * t->ncols + col];
+        if (node >= 0 && node < (double)nn) {
+            const ts_graph_node *n = ts_graph_get_node(g, (int)node);
+            cells[2 * r] = ts_graph_op_name(n->op);
+            cells[2 * r + 1] = n->name;
+        }
+    }
+    static const char *const cols[] = {"op_type", "name"};
+    ts_status st = ts_stats_table_labels(stats, tab, 2, cols, cells);
+    ts_free(cells);
+    return st == TS_OK ? TS_OK : ts_err_set(err, st, "out of memory naming the layers");
+}
+
 ts_status ts_lowered_attribute(ts_lowered *l, ts_results *res, const ts_energy_table *energy, ts_err *err)
 {
-    return l && l->lw->attribute ? l->lw->attribute(l->state, res, energy, err) : TS_OK;
+    if (!l || !l->lw->attribute)
+        return TS_OK;
+    ts_status st = l->lw->attribute(l->state, res, energy, err);
+    if (st == TS_OK && l->g && res->stats)
+        st = label_layers(l->g, res->stats, err);
+    return st;
 }
 
 void ts_lowered_destroy(ts_lowered *l)
