@@ -528,6 +528,24 @@ void ts_report_text(const ts_results *r, ts_buf *out)
     si_text(a, sizeof a, ratio(r->flops, t_s), "FLOP/s");
     tbl_cell(&t, "achieved");
     tbl_cell(&t, "%s", a);
+    if (r->macs_executed != r->macs) {
+        grouped(a, sizeof a, r->macs_executed);
+        tbl_cell(&t, "MACs executed");
+        tbl_cell(&t, "%s", a);
+    }
+    if (ts_results_peak_macs(r) > 0) {
+        num_text(a, sizeof a, ts_results_peak_macs(r));
+        tbl_cell(&t, "peak MACs/cycle");
+        tbl_cell(&t, "%s", a);
+        pct_text(a, sizeof a, ts_results_mac_share(r));
+        tbl_cell(&t, "share of peak");
+        tbl_cell(&t, "%s", a);
+    }
+    if (r->macs && r->bytes[TS_LEVEL_SRAM]) {
+        snprintf(a, sizeof a, "%.3g", 2.0 * (double)r->macs / (double)r->bytes[TS_LEVEL_SRAM]);
+        tbl_cell(&t, "ops/SRAM byte");
+        tbl_cell(&t, "%s", a);
+    }
     tbl_emit(&t, out, 2, "lr");
     tbl_free(&t);
 
@@ -753,6 +771,16 @@ json_t *ts_report_json_tree(const ts_results *r)
     set(j, "macs", json_integer((json_int_t)r->macs));
     set(j, "flops", ts_json_num(r->flops));
     set(j, "flops_per_s", ts_json_num(ratio(r->flops, t_s)));
+    set(j, "macs_executed", json_integer((json_int_t)r->macs_executed));
+    json_t *peak = json_object();
+    for (size_t i = 0; i < r->npeak; i++)
+        set(peak, r->peak[i].dtype, ts_json_num(r->peak[i].macs_per_cycle));
+    set(j, "peak_macs_per_cycle", peak);
+    set(j, "mac_share", ts_json_num(ts_results_mac_share(r)));
+    double ai[TS_LEVEL_COUNT];
+    for (int l = 0; l < TS_LEVEL_COUNT; l++)
+        ai[l] = ratio(2.0 * (double)r->macs, (double)r->bytes[l]);
+    set(j, "arithmetic_intensity", json_levels(ai));
     set(j, "energy", json_energy(r));
     if (r->noutputs)
         set(j, "outputs", json_outputs(r));

@@ -49,8 +49,15 @@ static void build(ts_results *r)
     r->bytes[TS_LEVEL_NET] = 123456789;
     r->bytes[TS_LEVEL_OFFCHIP] = 4096;
     r->macs = 8589934592ULL;
+    r->macs_executed = 9663676416ULL; /* an eighth more: a padded schedule */
     r->flops = 2.0 * 8589934592.0;
     r->static_w = 12.5;
+    /* MK1's peaks (docs/ipu.md): 64 f16 MACs per tile per cycle, 16 f32 */
+    snprintf(r->peak[0].dtype, sizeof r->peak[0].dtype, "f16");
+    r->peak[0].macs_per_cycle = 64.0 * TILES;
+    snprintf(r->peak[1].dtype, sizeof r->peak[1].dtype, "f32");
+    r->peak[1].macs_per_cycle = 16.0 * TILES;
+    r->npeak = 2;
     ck_assert_int_eq(ts_results_util(r, "tile", TILES, 1000000000ULL, &e), TS_OK);
     ck_assert_int_eq(ts_results_util(r, "amp", TILES, 777777777ULL, &e), TS_OK);
     ck_assert_int_eq(ts_results_event(r, "sram_read_64b", 1.5e8, &e), TS_OK);
@@ -379,6 +386,32 @@ static long column(char **h, size_t n, const char *name)
     return -1;
 }
 
+/* The share of peak and the intensity from their definitions (core/results.h). */
+START_TEST(test_peak_share)
+{
+    ts_results r;
+    build(&r);
+    ck_assert_double_eq(ts_results_peak_macs(&r), 64.0 * TILES);
+    ck_assert(near(ts_results_mac_share(&r), 8589934592.0 / (64.0 * TILES * CYCLES)));
+    ts_buf b = TS_BUF_INIT;
+    ts_report_json(&r, &b);
+    json_t *j = json_loads(ts_buf_str(&b), 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "macs_executed")), 9663676416LL);
+    ck_assert(near(json_number_value(json_object_get(json_object_get(j, "peak_macs_per_cycle"), "f32")), 16.0 * TILES));
+    ck_assert(near(json_number_value(json_object_get(json_object_get(j, "arithmetic_intensity"), "sram")),
+                   2 * 8589934592.0 / 987654321));
+    json_decref(j);
+    ts_buf_reset(&b);
+    ts_report_text(&r, &b);
+    ck_assert_ptr_nonnull(strstr(ts_buf_str(&b), "  MACs executed     9,663,676,416\n"));
+    ts_buf_free(&b);
+    r.npeak = 0; /* no peak known: no share */
+    ck_assert(isnan(ts_results_mac_share(&r)));
+    ts_results_free(&r);
+}
+END_TEST
+
 START_TEST(test_csv)
 {
     ts_buf b = TS_BUF_INIT;
@@ -659,6 +692,7 @@ int main(void)
     TCase *tc = tcase_create("report");
     tcase_add_test(tc, test_format_parse);
     tcase_add_test(tc, test_text_golden);
+    tcase_add_test(tc, test_peak_share);
     tcase_add_test(tc, test_json);
     tcase_add_test(tc, test_json_empty);
     tcase_add_test(tc, test_csv);

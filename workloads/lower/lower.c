@@ -240,6 +240,12 @@ ts_status ts_lowered_attribute(ts_lowered *l, ts_results *res, const ts_energy_t
     ts_status st = l->lw->attribute(l->state, res, energy, err);
     if (st == TS_OK && l->g && res->stats)
         st = label_layers(l->g, res->stats, err);
+    if (st == TS_OK && l->g) { /* the useful MACs: the graph's, whatever the schedule executed */
+        uint64_t macs = 0;
+        for (size_t i = 0; i < ts_graph_node_count(l->g); i++)
+            macs += ts_graph_node_macs(l->g, (int)i);
+        res->macs = macs;
+    }
     return st;
 }
 
