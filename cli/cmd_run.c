@@ -18,6 +18,9 @@
 #include "core/act_trace.h"
 #include "core/fileio.h"
 #include "core/npy.h"
+#include "core/ytree.h"
+#include "configs/builtin.h"
+#include "workloads/workload.h"
 #include "viz/render.h"
 #include "viz/view.h"
 
@@ -33,6 +36,7 @@ static const char run_usage[] =
     "  -c, --config CONFIG     chip config (file or built-in name)\n"
     "  -o, --output FILE       write the report to FILE (default: standard output)\n"
     "  -f, --format FMT        text (default), json or csv\n"
+    "      --list              list the built-in models (with their parameters) and programs\n"
     "      --trace FILE        write a Perfetto / Chrome trace of the run: unit tracks (blocks\n"
     "                          of units on big layouts), bandwidth and power per window\n"
     "      --trace-limit MB    the trace's size limit (default 200)\n"
@@ -138,6 +142,58 @@ static int parse_u64(const char *s, uint64_t *out)
     return 0;
 }
 
+/* One built-in model for --list: its name, its description and its parameters with their
+ * defaults, read from its YAML. */
+static void list_model(size_t i, ts_buf *out)
+{
+    size_t len;
+    const char *text = ts_wl_builtin_text(i, &len), *name = ts_wl_builtin_name(i);
+    ts_ynode *root = NULL;
+    ts_err e;
+    ts_err_init(&e);
+    ts_ytree_opts yo = {.max_depth = TS_YTREE_MAX_DEPTH};
+    ts_buf_printf(out, "  %s\n", name);
+    if (ts_ytree_parse(name, text, len, &yo, &root, &e) == TS_OK && root) {
+        const ts_ynode *d = ts_ynode_get(root, "description"), *p = ts_ynode_get(root, "params");
+        if (d && d->kind == TS_Y_SCALAR)
+            ts_buf_printf(out, "      %s\n", d->text);
+        if (p && p->kind == TS_Y_MAP && p->n) {
+            ts_buf_puts(out, "      ");
+            for (size_t k = 0; k + 1 < p->n; k += 2)
+                ts_buf_printf(out, "%s%s=%s", k ? " " : "", p->kids[k]->text ? p->kids[k]->text : "",
+                              p->kids[k + 1]->text ? p->kids[k + 1]->text : "");
+            ts_buf_putc(out, '\n');
+        }
+    }
+    ts_ynode_destroy(root);
+    ts_err_free(&e);
+}
+
+/* `tessera run --list`: the built-in models, then the built-in programs with their family. */
+static int list_workloads(void)
+{
+    ts_buf out = TS_BUF_INIT;
+    ts_buf_puts(&out, "built-in models (run one as NAME or NAME:KEY=VALUE,...; parameters with defaults):\n");
+    for (size_t i = 0; i < ts_wl_builtin_count(); i++)
+        list_model(i, &out);
+    ts_buf_puts(&out, "built-in programs (for a config of their family):\n");
+    for (size_t i = 0; i < ts_builtin_count(); i++) {
+        const char *text, *name = ts_builtin_name(i);
+        size_t len;
+        if (ts_builtin_find(name, &text, &len) != 0)
+            continue;
+        for (size_t k = 0; k + 6 <= len; k++) /* the ".arch FAMILY" line names a program */
+            if (!memcmp(text + k, ".arch ", 6) && (k == 0 || text[k - 1] == '\n')) {
+                size_t w = strcspn(text + k + 6, " \t\r\n");
+                ts_buf_printf(&out, "  %-14s %.*s\n", name, (int)(w < len - k - 6 ? w : len - k - 6), text + k + 6);
+                break;
+            }
+    }
+    fputs(ts_buf_str(&out), stdout);
+    ts_buf_free(&out);
+    return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -151,6 +207,7 @@ int cmd_run(int argc, char **argv)
         {"summary-png", required_argument, 0, 'P'}, {"view", no_argument, 0, 'V'},
         {"trace-limit", required_argument, 0, 'Z'}, {"planner", required_argument, 0, 'R'},
         {"inputs", required_argument, 0, 'X'},   {"outputs", required_argument, 0, 'Y'},
+        {"list", no_argument, 0, 'l'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     const char *config = NULL, *output = NULL, *trace_path = NULL, *energy_name = NULL, *planner = NULL;
@@ -244,6 +301,7 @@ int cmd_run(int argc, char **argv)
             break;
         case 'q': quiet = true; break;
         case 'h': fputs(run_usage, stdout); cli_sets_free(&sets); return 0;
+        case 'l': cli_sets_free(&sets); return list_workloads();
         case ':': cli_sets_free(&sets); return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
         default: cli_sets_free(&sets); return cli_usage_error("unknown option '%s' (see 'tessera run --help')", argv[optind - 1]);
         }
@@ -286,6 +344,7 @@ int cmd_run(int argc, char **argv)
         if (workload) {
             fam = cli_program_family(workload, &err);
             if (!fam) {
+                cli_workload_hint(workload, &err);
                 rc = cli_fail(&err);
                 goto out;
             }
@@ -322,6 +381,7 @@ int cmd_run(int argc, char **argv)
     ts_lower_values vals = {inputs ? &given : NULL, inputs, inputs != NULL};
     if (cli_load_workload_values(&prog, workload, cfg, fam, &lopts, &vals, &lowered, &err) != TS_OK ||
         cli_load_energy(&energy, cfg, energy_name, &err) != TS_OK || ts_lowered_prepare(lowered, &ro, &err) != TS_OK) {
+        cli_workload_hint(workload, &err);
         rc = cli_fail(&err);
         goto out;
     }

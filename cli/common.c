@@ -10,6 +10,7 @@
 #include "configs/builtin.h"
 #include "core/alloc.h"
 #include "core/fileio.h"
+#include "core/suggest.h"
 #include "workloads/workload.h"
 
 int cli_fail(const ts_err *err)
@@ -87,6 +88,41 @@ static int text_arch(const char *text, size_t len, char arch[16])
     return -1;
 }
 
+/* Is built-in file i a program (an assembly text naming its family), not a config or energy table? */
+static bool builtin_is_program(size_t i)
+{
+    const char *text;
+    size_t len;
+    if (ts_builtin_find(ts_builtin_name(i), &text, &len) != 0)
+        return false;
+    for (size_t k = 0; k + 5 <= len; k++)
+        if (!memcmp(text + k, ".arch", 5))
+            return true;
+    return false;
+}
+
+/* The built-in model or program closest to name (the model part before ':' compared), when it
+ * is within 2 edits and closer than the name's length; NULL otherwise. */
+static const char *suggest_workload(const char *name)
+{
+    size_t nl = strcspn(name, ":"), best = 3;
+    const char *pick = NULL;
+    if (strchr(name, '/'))
+        return NULL;
+    for (size_t i = 0; i < ts_wl_builtin_count() + ts_builtin_count(); i++) {
+        bool model = i < ts_wl_builtin_count();
+        if (!model && !builtin_is_program(i - ts_wl_builtin_count()))
+            continue;
+        const char *n = model ? ts_wl_builtin_name(i) : ts_builtin_name(i - ts_wl_builtin_count());
+        size_t d = ts_edit_distance(name, nl, n, strlen(n), false);
+        if (d < best && d < nl) {
+            best = d;
+            pick = n;
+        }
+    }
+    return pick;
+}
+
 /* Text and length of a workload given by path or built-in name; *owned set when to be freed. */
 static ts_status workload_bytes(const char *path, const char **text, size_t *len, char **owned, ts_err *err)
 {
@@ -102,6 +138,18 @@ static ts_status workload_bytes(const char *path, const char **text, size_t *len
     if (dot && (!strcmp(dot, ".onnx") || !strcmp(dot, ".yaml") || !strcmp(dot, ".yml")))
         return ts_err_at(err, TS_EINPUT, path, 0, 0, "no such file");
     return ts_err_set(err, TS_EINPUT, "workload '%s' is neither a file nor a built-in program", path);
+}
+
+void cli_workload_hint(const char *name, ts_err *err)
+{
+    size_t n = strlen(err->msg);
+    if (err->status != TS_EINPUT || !strstr(err->msg, "is neither a file nor a built-in program"))
+        return;
+    const char *pick = suggest_workload(name);
+    if (pick)
+        snprintf(err->msg + n, sizeof err->msg - n, " (did you mean '%s'?)", pick);
+    else
+        snprintf(err->msg + n, sizeof err->msg - n, " ('tessera run --list' lists them)");
 }
 
 const ts_family *cli_program_family(const char *path, ts_err *err)

@@ -32,6 +32,10 @@ ts_status cli_load_program(ts_program **out, const char *path, const ts_family *
 /* Arch named by a program file or built-in (binary header or `.arch` line); NULL if unknown. */
 const ts_family *cli_program_family(const char *path, ts_err *err);
 
+/* After a workload failed to load as neither a file nor a built-in: add to err's message the
+ * built-in model or program closest to name (within 2 edits), or the hint to list them. */
+void cli_workload_hint(const char *name, ts_err *err);
+
 /* Growable list of --set values (borrowed argv strings). */
 typedef struct cli_sets { const char **v; size_t n, cap; } cli_sets;
 int cli_sets_push(cli_sets *s, const char *kv);

@@ -4,6 +4,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -37,6 +38,18 @@ ts_status ts_view_open(ts_view **out, const char *title, ts_err *err)
     *out = NULL;
     if (SDL_InitSubSystem(SDL_INIT_VIDEO | SDL_INIT_EVENTS))
         return ts_err_set(err, TS_EINPUT, "cannot open the view: %s", SDL_GetError());
+    /* With no display SDL falls back to a driver that shows nothing (offscreen, dummy, or the
+     * console's KMSDRM): the run would go on with no window. Refused unless SDL_VIDEODRIVER asks
+     * for that driver (the tests draw into the dummy one). */
+    const char *drv = SDL_GetCurrentVideoDriver(), *asked = getenv("SDL_VIDEODRIVER");
+    if (drv && (!asked || !*asked) &&
+        (!strcmp(drv, "offscreen") || !strcmp(drv, "dummy") || !strcmp(drv, "KMSDRM") ||
+         !strcmp(drv, "evdev"))) {
+        SDL_QuitSubSystem(SDL_INIT_VIDEO | SDL_INIT_EVENTS);
+        return ts_err_set(err, TS_EINPUT,
+                          "no display for the live view (DISPLAY and WAYLAND_DISPLAY are not set; SDL found "
+                          "only its '%s' driver): --frames DIR or --summary-png FILE draw the run without one", drv);
+    }
     ts_view *v = ts_calloc(1, sizeof *v);
     if (v)
         v->title = ts_strdup(title ? title : "tessera");

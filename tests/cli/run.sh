@@ -84,8 +84,12 @@ part_base() {
   golden bad-format "$T" run --format xml
   expect_exit version 0 "$T" --version
 
-  # Built-in workloads.
+  # Built-in workloads: listed with their parameters; a name close to one is suggested.
   golden info-builtin-matmul "$T" info matmul:m=64,k=32,n=16
+  golden run-list "$T" run --list
+  golden workload-typo "$T" run resnet5
+  golden workload-typo-params "$T" run matmu:m=8
+  golden workload-unknown "$T" run zzz
 
   # Input limits (core/limit.h): each blow-up ends at once with exit 2 and the limit's name.
   golden limit-bad-env env TESSERA_LIMITS=tensor_elems=lots "$T" info matmul
@@ -109,6 +113,11 @@ part_onnx() {
 }
 
 part_ipu() {
+  # The live view with no display is refused at once (exit 2), not run with no window.
+  if [ "${TS_HAS_SDL2:-0}" = 1 ]; then
+    expect_exit view-no-display 2 env -u DISPLAY -u WAYLAND_DISPLAY -u SDL_VIDEODRIVER "$T" run --view -q -c ipu_mk1 -o "$tmp/v.txt"
+    [ ! -e "$tmp/v.txt" ] && ok || bad "a refused --view wrote a report"
+  fi
   # Input limits of the energy tables, read with an IPU config.
   golden limit-energy-nodes env TESSERA_LIMITS=yaml_nodes=100 "$T" run -q -c ipu_tiny4 --energy horowitz45
   # Duplicate energy entries are found by sorting: 100,000 entries load in well under a second (they
