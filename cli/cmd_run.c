@@ -16,12 +16,14 @@
 #include "core/trace.h"
 #include "core/activity.h"
 #include "core/act_trace.h"
+#include "core/alloc.h"
 #include "core/fileio.h"
 #include "core/npy.h"
 #include "core/ytree.h"
 #include "configs/builtin.h"
 #include "workloads/workload.h"
 #include "viz/render.h"
+#include "viz/roofline.h"
 #include "viz/view.h"
 
 static const char run_usage[] =
@@ -47,6 +49,8 @@ static const char run_usage[] =
     "                          z and x zoom, arrows pan, q closes; the mouse shows a unit\n"
     "      --frame-every N     cycles per frame or trace window (default 1000)\n"
     "      --summary-png FILE  write one PNG of the run: per-unit utilization and supersteps\n"
+    "      --roofline FILE     write a roofline PNG: ops per cycle against ops per SRAM byte\n"
+    "                          under the chip's peak and SRAM bandwidth, the run and its layers\n"
     "  -s, --set KEY=VALUE     override a config key (repeatable)\n"
     "      --inputs FILE       a model's values: a .npz archive (or one .npy) whose arrays\n"
     "                          name its data inputs (all of them) and any of its weights\n"
@@ -142,6 +146,55 @@ static int parse_u64(const char *s, uint64_t *out)
     return 0;
 }
 
+/* The column of the layers table that holds a layer's SRAM traffic in bytes, per family: the
+ * TSP's mem_bytes are MEM bytes moved; the IPU's mem_bytes are tile memory held and the wafer's
+ * table counts wavelets, so their layers have no place on the intensity axis. */
+static const char *layer_traffic_column(const char *arch)
+{
+    return !strcmp(arch, "tsp") ? "mem_bytes" : NULL;
+}
+
+/* --roofline FILE: the run (2 ops per useful MAC, per SRAM byte and per cycle) and, where the
+ * layers table gives a layer's MACs, cycles and SRAM traffic, each layer. */
+static ts_status write_roofline(const ts_results *res, const char *path, ts_err *err)
+{
+    const ts_stat *t = ts_stats_find(res->stats, "layers");
+    const char *traffic = layer_traffic_column(res->arch);
+    size_t cm = SIZE_MAX, cc = SIZE_MAX, cb = SIZE_MAX, n = 0;
+    for (size_t c = 0; t && t->kind == TS_STAT_TABLE && c < t->ncols; c++) {
+        cm = strcmp(t->cols[c], "macs") ? cm : c;
+        cc = strcmp(t->cols[c], "cycles") ? cc : c;
+        cb = traffic && !strcmp(t->cols[c], traffic) ? c : cb;
+    }
+    bool layers = t && cm != SIZE_MAX && cc != SIZE_MAX && cb != SIZE_MAX;
+    double *x = ts_calloc(layers && t->nrows ? t->nrows : 1, sizeof *x);
+    double *y = ts_calloc(layers && t->nrows ? t->nrows : 1, sizeof *y);
+    if (!x || !y) {
+        ts_free(x);
+        ts_free(y);
+        return ts_err_set(err, TS_ENOMEM, "out of memory drawing the roofline");
+    }
+    for (size_t r = 0; layers && r < t->nrows; r++) {
+        const double *row = t->rows + r * t->ncols;
+        x[n] = row[cb] > 0 ? 2 * row[cm] / row[cb] : 0;
+        y[n++] = row[cc] > 0 ? 2 * row[cm] / row[cc] : 0;
+    }
+    char title[300];
+    snprintf(title, sizeof title, "roofline: %s on %s", res->workload, res->config);
+    double mac2 = 2.0 * (double)res->macs;
+    ts_roofline rl = {
+        .title = title, .peak_ops = 2 * ts_results_peak_macs(res), .bw = res->peak_sram_bytes_per_cycle,
+        .x = x, .y = y, .n = n,
+        .run_x = res->bytes[TS_LEVEL_SRAM] ? mac2 / (double)res->bytes[TS_LEVEL_SRAM] : 0,
+        .run_y = res->cycles ? mac2 / (double)res->cycles : 0,
+        .note = t && !layers ? "layers: this family's layers table gives no per-layer SRAM traffic" : NULL,
+    };
+    ts_status st = ts_roofline_write_png(&rl, path, err);
+    ts_free(x);
+    ts_free(y);
+    return st;
+}
+
 /* One built-in model for --list: its name, its description and its parameters with their
  * defaults, read from its YAML. */
 static void list_model(size_t i, ts_buf *out)
@@ -207,11 +260,11 @@ int cmd_run(int argc, char **argv)
         {"summary-png", required_argument, 0, 'P'}, {"view", no_argument, 0, 'V'},
         {"trace-limit", required_argument, 0, 'Z'}, {"planner", required_argument, 0, 'R'},
         {"inputs", required_argument, 0, 'X'},   {"outputs", required_argument, 0, 'Y'},
-        {"list", no_argument, 0, 'l'},
+        {"list", no_argument, 0, 'l'},          {"roofline", required_argument, 0, 'O'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     const char *config = NULL, *output = NULL, *trace_path = NULL, *energy_name = NULL, *planner = NULL;
-    const char *frames_dir = NULL, *summary_png = NULL, *inputs = NULL, *outputs = NULL;
+    const char *frames_dir = NULL, *summary_png = NULL, *inputs = NULL, *outputs = NULL, *roofline = NULL;
     uint64_t frame_every = 0, trace_bytes = 0;
     bool view = false;
     int format = TS_FMT_TEXT;
@@ -239,6 +292,7 @@ int cmd_run(int argc, char **argv)
         case 'Y': outputs = optarg; break;
         case 'F': frames_dir = optarg; break;
         case 'P': summary_png = optarg; break;
+        case 'O': roofline = optarg; break;
         case 'V': view = true; break;
         case 'Z':
         {
@@ -363,6 +417,7 @@ int cmd_run(int argc, char **argv)
     }
     /* Outputs that cannot be written fail now, not after the simulation (the trace opens below). */
     if (ts_check_writable(output, &err) != TS_OK || ts_check_writable(summary_png, &err) != TS_OK ||
+        ts_check_writable(roofline, &err) != TS_OK ||
         ts_check_writable(outputs, &err) != TS_OK || (inputs && ts_npz_read(inputs, &given, &err) != TS_OK)) {
         rc = cli_fail(&err);
         goto out;
@@ -457,7 +512,8 @@ int cmd_run(int argc, char **argv)
             goto out;
         }
     }
-    if (ts_report_write(&res, (ts_format)format, output, &err) != TS_OK) {
+    if ((roofline && write_roofline(&res, roofline, &err) != TS_OK) ||
+        ts_report_write(&res, (ts_format)format, output, &err) != TS_OK) {
         rc = cli_fail(&err);
         goto out;
     }

@@ -77,6 +77,9 @@ typedef struct ts_results {
     /* The chip's peak MACs per cycle per dtype (the family's info), for the share of peak. */
     struct { char dtype[8]; double macs_per_cycle; } peak[TS_MAX_PEAK];
     size_t npeak;
+    /* The chip's SRAM bandwidth, reads and writes, in bytes per cycle (the family's info: its
+     * entries named "sram" or "... memory ..."); 0 when unknown. The roofline's slanted roof. */
+    double peak_sram_bytes_per_cycle;
     /* Filled by ts_results_price(): */
     char energy_table[64];
     double energy_j;

@@ -128,6 +128,9 @@ void ts_sim_results_peak(const ts_family *fam, const ts_config *cfg, ts_results 
             snprintf(res->peak[res->npeak].dtype, sizeof res->peak[0].dtype, "%s", info.peak[k].dtype);
             res->peak[res->npeak++].macs_per_cycle = info.peak[k].macs;
         }
+    for (size_t k = 0; k < info.nbw; k++)
+        if (info.bw[k].name && (strstr(info.bw[k].name, "sram") || strstr(info.bw[k].name, "memory")))
+            res->peak_sram_bytes_per_cycle += info.bw[k].bytes_per_cycle;
     ts_err_free(&ierr);
 }
 

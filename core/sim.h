@@ -110,7 +110,7 @@ typedef struct ts_family {
 } ts_family;
 
 /* After a family's collect: macs_executed from the macs it counted, and the chip's peak MACs per
- * cycle per dtype from its info (none when it has no info). ts_sim_run calls it. */
+ * cycle per dtype and SRAM bandwidth from its info (none when it has no info). ts_sim_run calls it. */
 void ts_sim_results_peak(const ts_family *fam, const ts_config *cfg, ts_results *res);
 
 /* Create, load, run to completion, collect and price. On a simulation error the partial results

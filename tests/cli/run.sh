@@ -243,6 +243,11 @@ part_tsp() {
   expect_exit tsp-model 0 "$T" run -q -c tsp_v1 matmul:m=64,k=400,n=350
   grep -q "layers" "$tmp/stdout" && ok || bad "the TSP run has no layers table"
   grep -Eq "queue.ifetches +[1-9]" "$tmp/stdout" && ok || bad "the TSP run fetched no instructions"
+  # The roofline of a model's run: a PNG (with cairo).
+  if [ "${TS_HAS_CAIRO:-0}" = 1 ]; then
+    expect_exit tsp-roofline 0 "$T" run -q -c tsp_v1 matmul:m=64,k=400,n=350 -o "$tmp/r.txt" --roofline "$tmp/roof.png"
+    [ "$(head -c 4 "$tmp/roof.png" | od -An -c | tr -d ' ')" = "211PNG" ] && ok || bad "--roofline wrote no PNG"
+  fi
   expect_exit tsp-queue-capacity 2 "$T" run -q -c tsp_v1 -s icu.queue_capacity=40 matmul:m=64,k=400,n=350
   grep -q "icu.queue_capacity 40" "$tmp/stderr" && ok || bad "the queue-capacity refusal gives no figure"
   # A model with several operators the TSP does not take gets them all in one message (ONNX builds).

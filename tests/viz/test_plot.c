@@ -17,6 +17,7 @@
 #include "core/err.h"
 #include "ts_build.h"
 #include "viz/plot.h"
+#include "viz/roofline.h"
 
 #if TS_HAVE_CAIRO
 #include <cairo.h>
@@ -585,6 +586,61 @@ START_TEST(png_by_pixels)
 }
 END_TEST
 
+/* The roofline by pixels: the roofs where the peak and bandwidth put them, a marker on each
+ * layer's point and on the run's. */
+START_TEST(roofline_by_pixels)
+{
+    const double x[3] = {0.5, 4, 40}, y[3] = {20, 150, 700}; /* ops/B and ops/cycle */
+    ts_roofline r = {.title = "roofline: test", .peak_ops = 1000, .bw = 100, .x = x, .y = y, .n = 3,
+                     .run_x = 2, .run_y = 100, .width = 640, .height = 420};
+    ts_err e;
+    ts_err_init(&e);
+    char dir[] = "/tmp/ts_roof_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/r.png", dir);
+    ts_status st = ts_roofline_write_png(&r, path, &e);
+#if TS_HAVE_CAIRO
+    ck_assert_msg(st == TS_OK, "%s", e.msg);
+    img m;
+    ck_assert_int_eq(img_load(&m, path), 0);
+    ck_assert_int_eq(m.w, 640);
+    ck_assert_int_eq(m.h, 420);
+    double px0, py0;
+    for (size_t i = 0; i < 3; i++) { /* a layer's marker at its point */
+        ck_assert_int_eq(ts_roofline_map(&r, x[i], y[i], &px0, &py0), 0);
+        ck_assert_msg(px(&m, (int)px0, (int)py0) == TS_ROOF_LAYER_RGB, "layer %zu at %.0f,%.0f: %06x", i, px0, py0,
+                      px(&m, (int)px0, (int)py0));
+    }
+    ck_assert_int_eq(ts_roofline_map(&r, 2, 100, &px0, &py0), 0);
+    ck_assert_uint_eq(px(&m, (int)px0, (int)py0), TS_ROOF_RUN_RGB);
+    /* the roofs: slanted below the ridge (10 ops/B), flat at the peak after it; nothing of the
+     * roof colour far below them */
+    static const double on[][2] = {{1, 100}, {3, 300}, {20, 1000}, {60, 1000}};
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_int_eq(ts_roofline_map(&r, on[i][0], on[i][1], &px0, &py0), 0);
+        bool hit = false;
+        for (int dy = -2; dy <= 2; dy++)
+            hit |= px(&m, (int)px0, (int)py0 + dy) == TS_ROOF_RGB;
+        ck_assert_msg(hit, "no roof at %g ops/B, %g ops/cycle", on[i][0], on[i][1]);
+    }
+    ck_assert_int_eq(ts_roofline_map(&r, 60, 50, &px0, &py0), 0);
+    ck_assert_uint_ne(px(&m, (int)px0, (int)py0), TS_ROOF_RGB);
+    ck_assert_int_gt(count_inside(&m, TS_ROOF_RGB, 0), 400);
+    cairo_surface_destroy(m.s);
+#else
+    ck_assert_int_eq(st, TS_EINPUT);
+#endif
+    unlink(path);
+    /* no peak: nothing to draw under */
+    r.peak_ops = 0;
+    ck_assert_int_eq(ts_roofline_write_png(&r, path, &e), TS_EINPUT);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    rmdir(dir);
+    ts_err_free(&e);
+}
+END_TEST
+
 /* ---- the command line: a small sweep, then `tessera plot` ---- */
 
 static const char *tessera(void) { return getenv("TS_TESSERA"); }
@@ -737,6 +793,7 @@ static Suite *suite(bool cli)
     tcase_add_test(c, plot_errors);
     tcase_add_test(c, out_of_memory);
     tcase_add_test(c, png_by_pixels);
+    tcase_add_test(c, roofline_by_pixels);
     suite_add_tcase(s, c);
     return s;
 }
