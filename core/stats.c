@@ -261,7 +261,7 @@ ts_status ts_stats_row(ts_stats *s, int table, const double *vals)
     if (!s || table < 0 || (size_t)table >= s->n || !vals)
         return TS_EINTERNAL;
     stat_rec *r = s->recs[table];
-    if (r->pub.kind != TS_STAT_TABLE)
+    if (r->pub.kind != TS_STAT_TABLE || r->pub.nlabels) /* text columns close a table */
         return TS_EINTERNAL;
     size_t nc = r->pub.ncols;
     if (r->pub.nrows == r->rows_cap) {
@@ -303,6 +303,46 @@ ts_status ts_stats_table_labels(ts_stats *s, int table, size_t n, const char *co
     }
     r->pub.label_cols = (const char *const *)r->label_cols;
     r->pub.labels = (const char *const *)r->labels;
+    return TS_OK;
+}
+
+ts_status ts_stats_table_add_column(ts_stats *s, int table, const char *name, const char *unit,
+                                    const double *vals)
+{
+    if (!s || table < 0 || (size_t)table >= s->n || !name || (!vals && s->recs[table]->pub.nrows))
+        return TS_EINTERNAL;
+    stat_rec *r = s->recs[table];
+    if (r->pub.kind != TS_STAT_TABLE)
+        return TS_EINTERNAL;
+    size_t nc = r->pub.ncols, nr = r->pub.nrows;
+    char **cols = ts_realloc(r->cols, (nc + 1) * sizeof *cols);
+    if (cols)
+        r->cols = cols;
+    char **units = cols ? ts_realloc(r->col_units, (nc + 1) * sizeof *units) : NULL;
+    if (units)
+        r->col_units = units;
+    double *rows = units ? ts_calloc(nr ? nr * (nc + 1) : 1, sizeof *rows) : NULL;
+    char *cn = rows ? ts_strdup(name) : NULL, *cu = cn ? ts_strdup(unit ? unit : "") : NULL;
+    if (!cu) {
+        ts_free(rows);
+        ts_free(cn);
+        r->pub.cols = (const char *const *)r->cols;
+        r->pub.col_units = (const char *const *)r->col_units;
+        return TS_ENOMEM;
+    }
+    for (size_t i = 0; i < nr; i++) {
+        memcpy(rows + i * (nc + 1), r->rows + i * nc, nc * sizeof *rows);
+        rows[i * (nc + 1) + nc] = vals[i];
+    }
+    ts_free(r->rows);
+    r->rows = rows;
+    r->rows_cap = nr;
+    r->cols[nc] = cn;
+    r->col_units[nc] = cu;
+    r->pub.ncols = nc + 1;
+    r->pub.cols = (const char *const *)r->cols;
+    r->pub.col_units = (const char *const *)r->col_units;
+    r->pub.rows = r->rows;
     return TS_OK;
 }
 

@@ -257,7 +257,8 @@ part_tsp() {
 }
 
 # The layers table names its operators on every family: each row of a model's layers table has
-# the operator type and the node name of the graph (text and JSON), and tessera diff keys them.
+# the operator type and the node name of the graph (text and JSON), and tessera diff keys them;
+# every family's table ends with the same three columns.
 part_layers() {
   local mlp="mlp:batch=4,in=16,hidden=16,out=8" fc c key
   for fc in "ipu ipu_tiny4 0" "tsp tsp_v1 0" "wse wse2 1"; do
@@ -271,6 +272,11 @@ part_layers() {
     grep -q "^stats.layers\[$key\].op_type,Gemm,Gemm,$" "$tmp/$fam.csv" && ok || bad "$fam: row $key is not a Gemm"
     grep -q "^stats.layers\[$key\].name,fc1,fc1,$" "$tmp/$fam.csv" && ok || bad "$fam: row $key is not fc1"
     grep -q "^stats.layers\[[0-9]*\].name,fc3,fc3,$" "$tmp/$fam.csv" && ok || bad "$fam: no row names fc3"
+    # the columns every family's table ends with; fc1's MACs at the peak take some cycles
+    for col in share mac_bound_cycles mac_efficiency; do
+      grep -q "^stats.layers\[$key\].$col," "$tmp/$fam.csv" && ok || bad "$fam: no column $col"
+    done
+    grep -Eq "^stats.layers\[$key\].mac_bound_cycles,[0-9.e-]*[1-9]" "$tmp/$fam.csv" && ok || bad "$fam: fc1 has no MAC-bound cycles"
   done
 }
 
