@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,6 +194,54 @@ static ts_status write_roofline(const ts_results *res, const char *path, ts_err 
     ts_free(x);
     ts_free(y);
     return st;
+}
+
+/* A track of the trace with a slice per layer, from the first to the last cycle the layers table
+ * gives it (the IPU's and TSP's tables; the wafer's stages run all at once and have none), named
+ * by its operator type and node name, with its node, type and name as arguments. */
+static void trace_layers(ts_trace *t, const ts_results *res)
+{
+    const ts_stat *s = ts_stats_find(res->stats, "layers");
+    if (!s || s->kind != TS_STAT_TABLE || !s->labels || s->nlabels < 2)
+        return;
+    size_t cf = SIZE_MAX, cl = SIZE_MAX, cn = SIZE_MAX;
+    for (size_t c = 0; c < s->ncols; c++) {
+        cf = strcmp(s->cols[c], "first") ? cf : c;
+        cl = strcmp(s->cols[c], "last") ? cl : c;
+        cn = strcmp(s->cols[c], "node") ? cn : c;
+    }
+    if (cf == SIZE_MAX || cl == SIZE_MAX || cn == SIZE_MAX)
+        return;
+    /* layers that overlap (the TSP's static schedule) get a track each, in-order ones share one */
+    bool overlap = false;
+    for (size_t r = 1; r < s->nrows; r++)
+        overlap |= s->rows[r * s->ncols + cf] <= s->rows[(r - 1) * s->ncols + cl];
+    enum { PID_LAYERS = 2 }; /* the chip's tracks are process 0, the activity's 1 */
+    ts_trace_process(t, PID_LAYERS, "layers");
+    if (!overlap)
+        ts_trace_thread(t, PID_LAYERS, 1, "layers (the report's layers table)");
+    ts_buf args = TS_BUF_INIT;
+    for (size_t r = 0; r < s->nrows; r++) {
+        const double *row = s->rows + r * s->ncols;
+        const char *op = s->labels[r * s->nlabels], *name = s->labels[r * s->nlabels + 1];
+        if (!(row[cl] >= row[cf]) || row[cf] < 0 || (row[cf] == 0 && row[cl] == 0))
+            continue; /* a layer that ran no instruction */
+        json_t *a = json_object();
+        json_object_set_new(a, "node", ts_json_num(row[cn]));
+        json_object_set_new(a, "op_type", ts_json_str(op));
+        json_object_set_new(a, "name", ts_json_str(name));
+        ts_buf_reset(&args);
+        ts_buf_json(&args, a, JSON_COMPACT);
+        json_decref(a);
+        char label[300];
+        snprintf(label, sizeof label, "%s %s", op, name);
+        int tid = overlap ? (int)r + 1 : 1;
+        if (overlap)
+            ts_trace_thread(t, PID_LAYERS, tid, label);
+        ts_trace_slice(t, PID_LAYERS, tid, label, "layer", (uint64_t)row[cf], (uint64_t)(row[cl] - row[cf] + 1),
+                       ts_buf_str(&args));
+    }
+    ts_buf_free(&args);
 }
 
 /* One built-in model for --list: its name, its description and its parameters with their
@@ -520,6 +569,7 @@ int cmd_run(int argc, char **argv)
     if (trace) {
         ts_trace *t = trace;
         trace = NULL;
+        trace_layers(t, &res);
         ts_act_trace_finish(fr.at);
         uint64_t dropped = ts_trace_dropped(t), limit = ts_trace_limit(t);
         if (ts_trace_close(t, &err) != TS_OK) {

@@ -272,6 +272,12 @@ part_layers() {
     grep -q "^stats.layers\[$key\].op_type,Gemm,Gemm,$" "$tmp/$fam.csv" && ok || bad "$fam: row $key is not a Gemm"
     grep -q "^stats.layers\[$key\].name,fc1,fc1,$" "$tmp/$fam.csv" && ok || bad "$fam: row $key is not fc1"
     grep -q "^stats.layers\[[0-9]*\].name,fc3,fc3,$" "$tmp/$fam.csv" && ok || bad "$fam: no row names fc3"
+    # a trace has a slice per layer with its node, type and name (the wafer's stages have no span)
+    if [ "$fam" != wse ]; then
+      expect_exit "$fam-layers-trace" 0 "$T" run -q -c "$c" "$mlp" -o "$tmp/r.txt" --trace "$tmp/$fam.trace"
+      grep -q '"name":"Gemm fc1","cat":"layer",.*"args":{"node":0,"op_type":"Gemm","name":"fc1"}' "$tmp/$fam.trace" &&
+        ok || bad "$fam: the trace has no slice for layer fc1"
+    fi
     # the columns every family's table ends with; fc1's MACs at the peak take some cycles
     for col in share mac_bound_cycles mac_efficiency; do
       grep -q "^stats.layers\[$key\].$col," "$tmp/$fam.csv" && ok || bad "$fam: no column $col"
