@@ -839,27 +839,32 @@ static void csv_scalar(ts_buf *out, const json_t *v)
 /* Where a walk of the report is: anywhere, the "stats" object, or one statistic in it. */
 typedef enum csv_where { CSV_PLAIN, CSV_STATS, CSV_STAT } csv_where;
 
-/* The scalars of v under path (dotted), after the fixed columns: their paths into hdr (when not
- * NULL) and their fields into row (when not NULL), each preceded by a comma. Arrays are left out
- * (outputs has its own column); a statistic is its value, under "stats.NAME", the path a sweep's
- * metric names it by, and one with no single value (array, histogram, table) is left out. */
-static void csv_walk(const json_t *v, ts_buf *path, csv_where where, ts_buf *hdr, ts_buf *row)
+/* What a walk of a report calls: scalar for each scalar under its dotted path, table (when not
+ * NULL) for each table statistic. */
+typedef struct report_visit {
+    void (*scalar)(void *ud, const char *path, const json_t *v);
+    void (*table)(void *ud, const char *path, const json_t *t);
+    void *ud;
+} report_visit;
+
+/* Every scalar of a report under its dotted path; a statistic stands for its value (or, a table,
+ * is handed whole to f->table); arrays (per-unit figures, histograms, the outputs) are left out. */
+static void report_walk(const json_t *v, ts_buf *path, csv_where where, const report_visit *f)
 {
-    if (where == CSV_STAT && !(v = json_object_get(v, "value")))
-        return;
+    if (where == CSV_STAT) {
+        const json_t *t = json_object_get(v, "table");
+        if (t) {
+            if (f->table)
+                f->table(f->ud, ts_buf_str(path), t);
+            return;
+        }
+        if (!(v = json_object_get(v, "value")))
+            return;
+    }
     if (json_is_array(v))
         return;
     if (!json_is_object(v)) {
-        if (csv_is_fixed(ts_buf_str(path)))
-            return;
-        if (hdr) {
-            ts_buf_putc(hdr, ',');
-            csv_str(hdr, ts_buf_str(path));
-        }
-        if (row) {
-            ts_buf_putc(row, ',');
-            csv_scalar(row, v);
-        }
+        f->scalar(f->ud, ts_buf_str(path), v);
         return;
     }
     size_t mark = path->len;
@@ -870,10 +875,28 @@ static void csv_walk(const json_t *v, ts_buf *path, csv_where where, ts_buf *hdr
             ts_buf_putc(path, '.');
         ts_buf_puts(path, k);
         csv_where next = where == CSV_STATS ? CSV_STAT : !mark && !strcmp(k, "stats") ? CSV_STATS : CSV_PLAIN;
-        csv_walk(m, path, next, hdr, row);
+        report_walk(m, path, next, f);
         path->len = mark;
         if (path->data)
             path->data[mark] = 0;
+    }
+}
+
+/* The CSV's columns after the fixed ones: paths into hdr, fields into row (either may be NULL). */
+typedef struct csv_out { ts_buf *hdr, *row; } csv_out;
+
+static void csv_visit(void *ud, const char *path, const json_t *v)
+{
+    const csv_out *o = ud;
+    if (csv_is_fixed(path))
+        return;
+    if (o->hdr) {
+        ts_buf_putc(o->hdr, ',');
+        csv_str(o->hdr, path);
+    }
+    if (o->row) {
+        ts_buf_putc(o->row, ',');
+        csv_scalar(o->row, v);
     }
 }
 
@@ -882,10 +905,12 @@ static void csv_rest(const ts_results *r, ts_buf *hdr, ts_buf *row)
 {
     json_t *j = ts_report_json_tree(r);
     ts_buf path = TS_BUF_INIT;
+    csv_out o = {hdr, row};
+    report_visit f = {csv_visit, NULL, &o};
     if (!j)
         (hdr ? hdr : row)->oom = true;
     else
-        csv_walk(j, &path, CSV_PLAIN, hdr, row);
+        report_walk(j, &path, CSV_PLAIN, &f);
     if (path.oom)
         (hdr ? hdr : row)->oom = true;
     ts_buf_free(&path);
@@ -1062,38 +1087,19 @@ static void dl_table(dlist *l, const char *path, const json_t *t, int side)
     ts_buf_free(&name);
 }
 
-/* Every metric of a report under its dotted path: scalars, statistics by their value (tables cell
- * by cell); arrays (per-unit figures, histograms, the outputs' shapes) are left out. */
-static void dl_walk(dlist *l, const json_t *v, ts_buf *path, csv_where where, int side)
+/* One report's side of the list: a scalar, or a table cell by cell. */
+typedef struct dl_side { dlist *l; int side; } dl_side;
+
+static void dl_scalar(void *ud, const char *path, const json_t *v)
 {
-    if (where == CSV_STAT) {
-        const json_t *t = json_object_get(v, "table");
-        if (t) {
-            dl_table(l, ts_buf_str(path), t, side);
-            return;
-        }
-        if (!(v = json_object_get(v, "value")))
-            return;
-    }
-    if (json_is_array(v))
-        return;
-    if (!json_is_object(v)) {
-        dl_put(l, ts_buf_str(path), side, v);
-        return;
-    }
-    size_t mark = path->len;
-    const char *k;
-    const json_t *m;
-    json_object_foreach((json_t *)v, k, m) {
-        if (mark)
-            ts_buf_putc(path, '.');
-        ts_buf_puts(path, k);
-        csv_where next = where == CSV_STATS ? CSV_STAT : !mark && !strcmp(k, "stats") ? CSV_STATS : CSV_PLAIN;
-        dl_walk(l, m, path, next, side);
-        path->len = mark;
-        if (path->data)
-            path->data[mark] = 0;
-    }
+    const dl_side *d = ud;
+    dl_put(d->l, path, d->side, v);
+}
+
+static void dl_table_visit(void *ud, const char *path, const json_t *t)
+{
+    const dl_side *d = ud;
+    dl_table(d->l, path, t, d->side);
 }
 
 static bool is_num(const json_t *v) { return json_is_number(v); }
@@ -1205,8 +1211,11 @@ ts_status ts_report_diff(const struct json_t *a, const struct json_t *b, const c
                              "not a tessera report (no schema_version; write one with 'tessera run -f json')");
     dlist l = {0};
     ts_buf path = TS_BUF_INIT;
-    for (int s = 0; s < 2; s++)
-        dl_walk(&l, rep[s], &path, CSV_PLAIN, s);
+    for (int s = 0; s < 2; s++) {
+        dl_side d = {&l, s};
+        report_visit f = {dl_scalar, dl_table_visit, &d};
+        report_walk(rep[s], &path, CSV_PLAIN, &f);
+    }
     ts_status st = TS_OK;
     if (l.oom || path.oom)
         st = ts_err_set(err, TS_ENOMEM, "out of memory comparing reports");

@@ -546,6 +546,17 @@ static long count_inside(const img *m, uint32_t rgb, int tol)
 }
 #endif
 
+#if TS_HAVE_CAIRO
+/* A PNG written (st) at path of w x h pixels, loaded into m. */
+static void png_written(img *m, ts_status st, const ts_err *e, const char *path, int w, int h)
+{
+    ck_assert_msg(st == TS_OK, "%s", e->msg);
+    ck_assert_int_eq(img_load(m, path), 0);
+    ck_assert_int_eq(m->w, w);
+    ck_assert_int_eq(m->h, h);
+}
+#endif
+
 START_TEST(png_by_pixels)
 {
     ts_table *t = table(sweep_csv);
@@ -561,11 +572,8 @@ START_TEST(png_by_pixels)
     snprintf(path, sizeof path, "%s/p.png", dir);
     ts_status st = ts_plot_write_png(p, path, &e);
 #if TS_HAVE_CAIRO
-    ck_assert_msg(st == TS_OK, "%s", e.msg);
     img m;
-    ck_assert_int_eq(img_load(&m, path), 0);
-    ck_assert_int_eq(m.w, 640);
-    ck_assert_int_eq(m.h, 400);
+    png_written(&m, st, &e, path, 640, 400);
     ck_assert_msg(m.fx0 > 40 && m.fx1 < 640 - 60 && m.fy0 > 20 && m.fy1 < 400 - 30, "frame %d,%d %d,%d", m.fx0,
                   m.fy0, m.fx1, m.fy1);
     ck_assert_int_gt(count_inside(&m, ts_plot_group_rgb(0), 0), 30);
@@ -601,11 +609,8 @@ START_TEST(roofline_by_pixels)
     snprintf(path, sizeof path, "%s/r.png", dir);
     ts_status st = ts_roofline_write_png(&r, path, &e);
 #if TS_HAVE_CAIRO
-    ck_assert_msg(st == TS_OK, "%s", e.msg);
     img m;
-    ck_assert_int_eq(img_load(&m, path), 0);
-    ck_assert_int_eq(m.w, 640);
-    ck_assert_int_eq(m.h, 420);
+    png_written(&m, st, &e, path, 640, 420);
     double px0, py0;
     for (size_t i = 0; i < 3; i++) { /* a layer's marker at its point */
         ck_assert_int_eq(ts_roofline_map(&r, x[i], y[i], &px0, &py0), 0);
