@@ -552,7 +552,11 @@ int cmd_run(int argc, char **argv)
     }
     if (summary_png) {
         ts_viz_image img = {0};
-        ts_status vs = ts_viz_render_summary(&img, act, NULL, &err);
+        ts_viz_geom g;
+        ts_viz_geometry(act, &g);
+        ts_viz_port fit;
+        ts_viz_port_fit(act, &fit); /* a layout drawn in blocks (the wafer): the units that ran */
+        ts_status vs = ts_viz_render_summary(&img, act, g.agg > 1 ? &fit : NULL, &err);
         if (vs == TS_OK)
             vs = ts_viz_png_write(&img, summary_png, &err);
         ts_viz_image_free(&img);
