@@ -25,6 +25,7 @@ struct ts_view {
     bool to_step;        /* running to the end of superstep `step_target` */
     uint64_t step_target;
     ts_viz_port port;
+    bool fitted;         /* the port was zoomed to the working units once (a block layout) */
     ts_viz_image img;    /* owned: the frame as drawn */
     int mx, my;          /* the mouse, -1 before it moves */
     uint32_t hover, pin; /* units under the mouse and clicked, UINT32_MAX for none */
@@ -252,6 +253,16 @@ ts_status ts_view_frame(ts_view *v, const ts_activity *a, const ts_act_frame *f,
         return TS_OK;
     v->a = a;
     v->f = f;
+    if (!v->fitted && v->port.zoom <= 1) { /* the wafer: open on the units that work, not a dot */
+        ts_viz_geom g;
+        ts_viz_geometry(a, &g);
+        ts_viz_port fit;
+        ts_viz_port_fit(a, &fit);
+        if (g.agg > 1 && fit.zoom > 1) {
+            v->port = fit;
+            v->fitted = true;
+        }
+    }
     ts_viz_port_clamp(a, &v->port);
     ts_status rc = draw(v, err);
     if (rc != TS_OK)

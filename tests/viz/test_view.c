@@ -157,6 +157,51 @@ static ts_status on_frame(void *ud, const ts_activity *a, const ts_act_frame *f,
     return TS_OK;
 }
 
+/* The wafer's view opens zoomed to the PEs its program uses (a block layout fitted once). */
+typedef struct wafer_seen { ts_view *v; ts_viz_port first; uint64_t frames; } wafer_seen;
+
+static ts_status on_wafer_frame(void *ud, const ts_activity *a, const ts_act_frame *f, ts_err *err)
+{
+    wafer_seen *w = ud;
+    ts_status rc = ts_view_frame(w->v, a, f, err);
+    if (!w->frames++) {
+        w->first = ts_view_port(w->v);
+        key(SDLK_q);
+    }
+    return rc;
+}
+
+START_TEST(wafer_opens_on_its_program)
+{
+    ts_err e;
+    ts_err_init(&e);
+    wafer_seen w = {0};
+    ck_assert_msg(ts_view_open(&w.v, "test", &e) == TS_OK, "%s", e.msg);
+    const ts_family *fam = ts_family_find("wse");
+    ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find};
+    ts_config *cfg = NULL;
+    ck_assert_int_eq(ts_config_load(&cfg, "wse2", &co, &e), TS_OK);
+    const char *text;
+    size_t len;
+    ck_assert_int_eq(ts_builtin_find("wse_default", &text, &len), 0);
+    ts_program *p = NULL;
+    ck_assert_int_eq(ts_asm(&p, "wse_default", text, len, fam->isa, &e), TS_OK);
+    ts_activity *a = NULL;
+    ck_assert_int_eq(ts_activity_create(&a, 10, on_wafer_frame, &w, &e), TS_OK);
+    ts_run_opts ro = {.activity = a};
+    ts_results res;
+    ck_assert_msg(ts_sim_run(fam, cfg, p, &ro, NULL, &res, &e) == TS_OK, "%s", e.msg);
+    ck_assert_uint_gt(w.frames, 0);
+    ck_assert_uint_gt(w.first.zoom, 8); /* a handful of PEs of 850,000: far in */
+    ts_results_free(&res);
+    ts_activity_destroy(a);
+    ts_program_destroy(p);
+    ts_config_destroy(cfg);
+    ts_view_close(w.v);
+    ts_err_free(&e);
+}
+END_TEST
+
 START_TEST(drive_a_run)
 {
     ts_err e;
@@ -205,6 +250,7 @@ int main(void)
     Suite *s = suite_create("view");
     TCase *c = tcase_create("sdl");
     tcase_add_test(c, drive_a_run);
+    tcase_add_test(c, wafer_opens_on_its_program);
     tcase_set_timeout(c, 60);
     suite_add_tcase(s, c);
     SRunner *r = srunner_create(s);
