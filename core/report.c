@@ -1104,6 +1104,12 @@ static void dl_table_visit(void *ud, const char *path, const json_t *t)
 
 static bool is_num(const json_t *v) { return json_is_number(v); }
 
+/* Whether a metric is the same in both reports (absent from both counts as the same). */
+static bool drow_same(const drow *d)
+{
+    return d->v[0] && d->v[1] ? json_equal(d->v[0], d->v[1]) : d->v[0] == d->v[1];
+}
+
 /* B / A of a metric: NAN unless both are numbers and A is not 0 (both 0 gives 1: unchanged). */
 static double drow_ratio(const drow *d)
 {
@@ -1141,7 +1147,7 @@ static void diff_text(const dlist *l, const char *const names[2], bool changed, 
     size_t ndiff = 0;
     for (size_t i = 0; i < l->n; i++) {
         const drow *d = &l->rows[i];
-        bool same = d->v[0] && d->v[1] && json_equal(d->v[0], d->v[1]);
+        bool same = drow_same(d);
         ndiff += !same;
         if (changed && same)
             continue;
@@ -1169,7 +1175,7 @@ static void diff_json(const dlist *l, const char *const names[2], bool changed, 
     json_object_set_new(j, "b", ts_json_str(names[1]));
     for (size_t i = 0; i < l->n; i++) {
         const drow *d = &l->rows[i];
-        if (changed && d->v[0] && d->v[1] && json_equal(d->v[0], d->v[1]))
+        if (changed && drow_same(d))
             continue;
         json_t *r = json_object();
         json_object_set_new(r, "metric", ts_json_str(d->name));
@@ -1189,7 +1195,7 @@ static void diff_csv(const dlist *l, bool changed, ts_buf *out)
     ts_buf_puts(out, "metric,a,b,ratio\n");
     for (size_t i = 0; i < l->n; i++) {
         const drow *d = &l->rows[i];
-        if (changed && d->v[0] && d->v[1] && json_equal(d->v[0], d->v[1]))
+        if (changed && drow_same(d))
             continue;
         csv_str(out, d->name);
         for (int s = 0; s < 2; s++) {
