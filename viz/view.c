@@ -83,10 +83,19 @@ static void info_line(ts_view *v)
     if (u != UINT32_MAX && u < v->f->nunits) {
         uint32_t x, y;
         ts_activity_pos(v->a, u, &x, &y);
-        int n = snprintf(v->info, sizeof v->info, "%sUNIT %u (%u,%u) C%" PRIu32 " N%" PRIu32 " S%" PRIu32
-                         " M%" PRIu32 " I%" PRIu32, v->pin != UINT32_MAX ? "[" : "", u, x, y,
-                         v->f->state[TS_ACT_COMPUTE][u], v->f->state[TS_ACT_NETWORK][u], v->f->state[TS_ACT_SYNC][u],
-                         v->f->state[TS_ACT_MEMORY][u], v->f->state[TS_ACT_IDLE][u]);
+        /* in words: the cycles of the frame in each state it spent any in, e.g. "UNIT 100 AT (4,7):
+         * COMPUTE 80 CYC, IDLE 20 CYC" ("[" before it while pinned by a click) */
+        int n = snprintf(v->info, sizeof v->info, "%sUNIT %u AT (%u,%u):", v->pin != UINT32_MAX ? "[" : "", u, x, y);
+        bool first = true;
+        for (int s = 0; s < TS_ACT_NSTATES && n > 0 && (size_t)n < sizeof v->info; s++) {
+            uint32_t c = v->f->state[s][u];
+            if (!c)
+                continue;
+            int k = snprintf(v->info + n, sizeof v->info - (size_t)n, "%s %s %" PRIu32 " CYC", first ? "" : ",",
+                             ts_act_state_name((ts_act_state)s), c);
+            n = k > 0 ? n + k : n;
+            first = false;
+        }
         char fam[160];
         if (n > 0 && (size_t)n < sizeof v->info && ts_activity_describe(v->a, u, fam, sizeof fam) && fam[0])
             snprintf(v->info + n, sizeof v->info - (size_t)n, " %s", fam);

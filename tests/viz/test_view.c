@@ -136,11 +136,11 @@ static ts_status on_frame(void *ud, const ts_activity *a, const ts_act_frame *f,
         break;
     case 5:
         ck_assert_uint_eq(ts_view_unit(v), 100);
-        ck_assert_msg(strstr(ts_view_info(v), "UNIT 100 (") && strstr(ts_view_info(v), "SUP "), "%s", ts_view_info(v));
+        ck_assert_msg(strstr(ts_view_info(v), "UNIT 100 AT (") && strstr(ts_view_info(v), "SUP "), "%s", ts_view_info(v));
         break;
     case 6:
         ck_assert_uint_eq(ts_view_unit(v), 1000); /* the click holds it while the mouse moves on */
-        ck_assert_msg(strstr(ts_view_info(v), "[UNIT 1000 ("), "%s", ts_view_info(v));
+        ck_assert_msg(strstr(ts_view_info(v), "[UNIT 1000 AT ("), "%s", ts_view_info(v));
         check_shot(s, a, f);
         break;
     case 7: ck_assert(ts_view_stepping(v)); break;
