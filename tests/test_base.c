@@ -86,6 +86,13 @@ START_TEST(buf_appends_and_escapes)
     ts_buf_reset(&b);
     ts_buf_json_str(&b, "a\"b\\c\n\x01");
     ck_assert_str_eq(ts_buf_str(&b), "\"a\\\"b\\\\c\\n\\u0001\"");
+    /* UTF-8 as it is; bytes that are not UTF-8 (a Latin-1 path) become '?' rather than lose it */
+    ts_buf_reset(&b);
+    ts_buf_json_str(&b, "caf\xc3\xa9");
+    ck_assert_str_eq(ts_buf_str(&b), "\"caf\xc3\xa9\"");
+    ts_buf_reset(&b);
+    ts_buf_json_str(&b, "caf\xe9.s");
+    ck_assert_str_eq(ts_buf_str(&b), "\"caf?.s\"");
     ts_buf_reset(&b);
     ts_buf_json_num(&b, 3.0);
     ts_buf_putc(&b, ' ');
