@@ -285,14 +285,7 @@ int cmd_config(int argc, char **argv)
         ts_buf_puts(&b, "built-in files:\n");
         for (size_t i = 0; i < ts_builtin_count(); i++)
             ts_buf_printf(&b, "  %-14s %s\n", ts_builtin_name(i), ts_builtin_path(i));
-        ts_buf_puts(&b, "program generators (a workload for run and sweep, keys with their defaults):\n");
-        for (size_t i = 0; i < ts_family_count(); i++)
-            for (const char *g = ts_family_at(i)->generators; g && *g;) {
-                const char *nl = strchr(g, '\n');
-                size_t n = nl ? (size_t)(nl - g) : strlen(g);
-                ts_buf_printf(&b, "  %-6s %.*s\n", ts_family_at(i)->name, (int)n, g);
-                g += n + (nl != NULL);
-            }
+        cli_list_generators(&b);
     } else if (optind == argc - 1) {
         ts_err err;
         ts_err_init(&err);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +17,14 @@
 #include "core/trace.h"
 #include "core/activity.h"
 #include "core/act_trace.h"
+#include "core/alloc.h"
 #include "core/fileio.h"
 #include "core/npy.h"
+#include "core/ytree.h"
+#include "configs/builtin.h"
+#include "workloads/workload.h"
 #include "viz/render.h"
+#include "viz/roofline.h"
 #include "viz/view.h"
 
 static const char run_usage[] =
@@ -27,7 +33,7 @@ static const char run_usage[] =
     "Simulate WORKLOAD on the chip described by CONFIG and write a report.\n"
     "CONFIG is a YAML file or a built-in config name (ipu_mk1, ...). WORKLOAD is a binary\n"
     "program, an assembly file (.s), a built-in program name, a program generator such as\n"
-    "the wafer's stencil:nz=128 (`tessera config --list` names them) or a model (an ONNX\n"
+    "the wafer's stencil:nz=128 (`tessera run --list` names them) or a model (an ONNX\n"
     "file, a workload YAML, resnet50, matmul:m=256,k=256,n=256). With neither, the built-in\n"
     "default workload runs on the default config of the first family.\n"
     "\n"
@@ -35,6 +41,7 @@ static const char run_usage[] =
     "  -c, --config CONFIG     chip config (file or built-in name)\n"
     "  -o, --output FILE       write the report to FILE (default: standard output)\n"
     "  -f, --format FMT        text (default), json or csv\n"
+    "      --list              list the built-in models (with their parameters) and programs\n"
     "      --trace FILE        write a Perfetto / Chrome trace of the run: unit tracks (blocks\n"
     "                          of units on big layouts), bandwidth and power per window\n"
     "      --trace-limit MB    the trace's size limit (default 200)\n"
@@ -45,6 +52,8 @@ static const char run_usage[] =
     "                          z and x zoom, arrows pan, q closes; the mouse shows a unit\n"
     "      --frame-every N     cycles per frame or trace window (default 1000)\n"
     "      --summary-png FILE  write one PNG of the run: per-unit utilization and supersteps\n"
+    "      --roofline FILE     write a roofline PNG: ops per cycle against ops per SRAM byte\n"
+    "                          under the chip's peak and SRAM bandwidth, the run and its layers\n"
     "  -s, --set KEY=VALUE     override a config key (repeatable)\n"
     "      --inputs FILE       a model's values: a .npz archive (or one .npy) whose arrays\n"
     "                          name its data inputs (all of them) and any of its weights\n"
@@ -141,6 +150,156 @@ static int parse_u64(const char *s, uint64_t *out)
     return 0;
 }
 
+/* The column of the layers table that holds a layer's SRAM traffic in bytes, per family: the
+ * TSP's mem_bytes are MEM bytes moved; the IPU's mem_bytes are tile memory held and the wafer's
+ * table counts wavelets, so their layers have no place on the intensity axis. */
+static const char *layer_traffic_column(const char *arch)
+{
+    return !strcmp(arch, "tsp") ? "mem_bytes" : NULL;
+}
+
+/* --roofline FILE: the run (2 ops per useful MAC, per SRAM byte and per cycle) and, where the
+ * layers table gives a layer's MACs, cycles and SRAM traffic, each layer. */
+static ts_status write_roofline(const ts_results *res, const char *path, ts_err *err)
+{
+    const ts_stat *t = ts_stats_find(res->stats, "layers");
+    const char *traffic = layer_traffic_column(res->arch);
+    size_t cm = SIZE_MAX, cc = SIZE_MAX, cb = SIZE_MAX, n = 0;
+    for (size_t c = 0; t && t->kind == TS_STAT_TABLE && c < t->ncols; c++) {
+        cm = strcmp(t->cols[c], "macs") ? cm : c;
+        cc = strcmp(t->cols[c], "cycles") ? cc : c;
+        cb = traffic && !strcmp(t->cols[c], traffic) ? c : cb;
+    }
+    bool layers = t && cm != SIZE_MAX && cc != SIZE_MAX && cb != SIZE_MAX;
+    double *x = ts_calloc(layers && t->nrows ? t->nrows : 1, sizeof *x);
+    double *y = ts_calloc(layers && t->nrows ? t->nrows : 1, sizeof *y);
+    if (!x || !y) {
+        ts_free(x);
+        ts_free(y);
+        return ts_err_set(err, TS_ENOMEM, "out of memory drawing the roofline");
+    }
+    for (size_t r = 0; layers && r < t->nrows; r++) {
+        const double *row = t->rows + r * t->ncols;
+        x[n] = row[cb] > 0 ? 2 * row[cm] / row[cb] : 0;
+        y[n++] = row[cc] > 0 ? 2 * row[cm] / row[cc] : 0;
+    }
+    char title[300];
+    snprintf(title, sizeof title, "roofline: %s on %s", res->workload, res->config);
+    double mac2 = 2.0 * (double)res->macs;
+    ts_roofline rl = {
+        .title = title, .peak_ops = 2 * ts_results_peak_macs(res), .bw = res->peak_sram_bytes_per_cycle,
+        .x = x, .y = y, .n = n,
+        .run_x = res->bytes[TS_LEVEL_SRAM] ? mac2 / (double)res->bytes[TS_LEVEL_SRAM] : 0,
+        .run_y = res->cycles ? mac2 / (double)res->cycles : 0,
+        .note = t && !layers ? "layers: this family's layers table gives no per-layer SRAM traffic" : NULL,
+    };
+    ts_status st = ts_roofline_write_png(&rl, path, err);
+    ts_free(x);
+    ts_free(y);
+    return st;
+}
+
+/* A track of the trace with a slice per layer, from the first to the last cycle the layers table
+ * gives it (the IPU's and TSP's tables; the wafer's stages run all at once and have none), named
+ * by its operator type and node name, with its node, type and name as arguments. */
+static void trace_layers(ts_trace *t, const ts_results *res)
+{
+    const ts_stat *s = ts_stats_find(res->stats, "layers");
+    if (!s || s->kind != TS_STAT_TABLE || !s->labels || s->nlabels < 2)
+        return;
+    size_t cf = SIZE_MAX, cl = SIZE_MAX, cn = SIZE_MAX;
+    for (size_t c = 0; c < s->ncols; c++) {
+        cf = strcmp(s->cols[c], "first") ? cf : c;
+        cl = strcmp(s->cols[c], "last") ? cl : c;
+        cn = strcmp(s->cols[c], "node") ? cn : c;
+    }
+    if (cf == SIZE_MAX || cl == SIZE_MAX || cn == SIZE_MAX)
+        return;
+    /* layers that overlap (the TSP's static schedule) get a track each, in-order ones share one */
+    bool overlap = false;
+    for (size_t r = 1; r < s->nrows; r++)
+        overlap |= s->rows[r * s->ncols + cf] <= s->rows[(r - 1) * s->ncols + cl];
+    enum { PID_LAYERS = 2 }; /* the chip's tracks are process 0, the activity's 1 */
+    ts_trace_process(t, PID_LAYERS, "layers");
+    if (!overlap)
+        ts_trace_thread(t, PID_LAYERS, 1, "layers (the report's layers table)");
+    ts_buf args = TS_BUF_INIT;
+    for (size_t r = 0; r < s->nrows; r++) {
+        const double *row = s->rows + r * s->ncols;
+        const char *op = s->labels[r * s->nlabels], *name = s->labels[r * s->nlabels + 1];
+        if (!(row[cl] >= row[cf]) || row[cf] < 0 || (row[cf] == 0 && row[cl] == 0))
+            continue; /* a layer that ran no instruction */
+        json_t *a = json_object();
+        json_object_set_new(a, "node", ts_json_num(row[cn]));
+        json_object_set_new(a, "op_type", ts_json_str(op));
+        json_object_set_new(a, "name", ts_json_str(name));
+        ts_buf_reset(&args);
+        ts_buf_json(&args, a, JSON_COMPACT);
+        json_decref(a);
+        char label[300];
+        snprintf(label, sizeof label, "%s %s", op, name);
+        int tid = overlap ? (int)r + 1 : 1;
+        if (overlap)
+            ts_trace_thread(t, PID_LAYERS, tid, label);
+        ts_trace_slice(t, PID_LAYERS, tid, label, "layer", (uint64_t)row[cf], (uint64_t)(row[cl] - row[cf] + 1),
+                       ts_buf_str(&args));
+    }
+    ts_buf_free(&args);
+}
+
+/* One built-in model for --list: its name, its description and its parameters with their
+ * defaults, read from its YAML. */
+static void list_model(size_t i, ts_buf *out)
+{
+    size_t len;
+    const char *text = ts_wl_builtin_text(i, &len), *name = ts_wl_builtin_name(i);
+    ts_ynode *root = NULL;
+    ts_err e;
+    ts_err_init(&e);
+    ts_ytree_opts yo = {.max_depth = TS_YTREE_MAX_DEPTH};
+    ts_buf_printf(out, "  %s\n", name);
+    if (ts_ytree_parse(name, text, len, &yo, &root, &e) == TS_OK && root) {
+        const ts_ynode *d = ts_ynode_get(root, "description"), *p = ts_ynode_get(root, "params");
+        if (d && d->kind == TS_Y_SCALAR)
+            ts_buf_printf(out, "      %s\n", d->text);
+        if (p && p->kind == TS_Y_MAP && p->n) {
+            ts_buf_puts(out, "      ");
+            for (size_t k = 0; k + 1 < p->n; k += 2)
+                ts_buf_printf(out, "%s%s=%s", k ? " " : "", p->kids[k]->text ? p->kids[k]->text : "",
+                              p->kids[k + 1]->text ? p->kids[k + 1]->text : "");
+            ts_buf_putc(out, '\n');
+        }
+    }
+    ts_ynode_destroy(root);
+    ts_err_free(&e);
+}
+
+/* `tessera run --list`: the built-in models, then the built-in programs with their family. */
+static int list_workloads(void)
+{
+    ts_buf out = TS_BUF_INIT;
+    ts_buf_puts(&out, "built-in models (run one as NAME or NAME:KEY=VALUE,...; parameters with defaults):\n");
+    for (size_t i = 0; i < ts_wl_builtin_count(); i++)
+        list_model(i, &out);
+    ts_buf_puts(&out, "built-in programs (for a config of their family):\n");
+    for (size_t i = 0; i < ts_builtin_count(); i++) {
+        const char *text, *name = ts_builtin_name(i);
+        size_t len;
+        if (ts_builtin_find(name, &text, &len) != 0)
+            continue;
+        for (size_t k = 0; k + 6 <= len; k++) /* the ".arch FAMILY" line names a program */
+            if (!memcmp(text + k, ".arch ", 6) && (k == 0 || text[k - 1] == '\n')) {
+                size_t w = strcspn(text + k + 6, " \t\r\n");
+                ts_buf_printf(&out, "  %-14s %.*s\n", name, (int)(w < len - k - 6 ? w : len - k - 6), text + k + 6);
+                break;
+            }
+    }
+    cli_list_generators(&out);
+    fputs(ts_buf_str(&out), stdout);
+    ts_buf_free(&out);
+    return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -153,12 +312,14 @@ int cmd_run(int argc, char **argv)
         {"frames", required_argument, 0, 'F'},   {"frame-every", required_argument, 0, 'N'},
         {"summary-png", required_argument, 0, 'P'}, {"view", no_argument, 0, 'V'},
         {"trace-limit", required_argument, 0, 'Z'}, {"planner", required_argument, 0, 'R'},
-        {"max-tiles", required_argument, 0, 'U'}, {"inputs", required_argument, 0, 'X'},   {"outputs", required_argument, 0, 'Y'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
+        {"max-tiles", required_argument, 0, 'U'}, {"inputs", required_argument, 0, 'X'},
+        {"outputs", required_argument, 0, 'Y'},  {"list", no_argument, 0, 'l'},
+        {"roofline", required_argument, 0, 'O'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     const char *config = NULL, *output = NULL, *trace_path = NULL, *energy_name = NULL, *planner = NULL;
     const char *max_tiles = NULL;
-    const char *frames_dir = NULL, *summary_png = NULL, *inputs = NULL, *outputs = NULL;
+    const char *frames_dir = NULL, *summary_png = NULL, *inputs = NULL, *outputs = NULL, *roofline = NULL;
     uint64_t frame_every = 0, trace_bytes = 0;
     bool view = false;
     int format = TS_FMT_TEXT;
@@ -186,6 +347,7 @@ int cmd_run(int argc, char **argv)
         case 'Y': outputs = optarg; break;
         case 'F': frames_dir = optarg; break;
         case 'P': summary_png = optarg; break;
+        case 'O': roofline = optarg; break;
         case 'V': view = true; break;
         case 'Z':
         {
@@ -255,6 +417,7 @@ int cmd_run(int argc, char **argv)
             break;
         case 'q': quiet = true; break;
         case 'h': fputs(run_usage, stdout); cli_sets_free(&sets); return 0;
+        case 'l': cli_sets_free(&sets); return list_workloads();
         case ':': cli_sets_free(&sets); return cli_usage_error("option '%s' needs a value", argv[optind - 1]);
         default: cli_sets_free(&sets); return cli_usage_error("unknown option '%s' (see 'tessera run --help')", argv[optind - 1]);
         }
@@ -301,6 +464,7 @@ int cmd_run(int argc, char **argv)
         if (workload) {
             fam = cli_program_family(workload, &err);
             if (!fam) {
+                cli_workload_hint(workload, &err);
                 rc = cli_fail(&err);
                 goto out;
             }
@@ -319,6 +483,7 @@ int cmd_run(int argc, char **argv)
     }
     /* Outputs that cannot be written fail now, not after the simulation (the trace opens below). */
     if (ts_check_writable(output, &err) != TS_OK || ts_check_writable(summary_png, &err) != TS_OK ||
+        ts_check_writable(roofline, &err) != TS_OK ||
         ts_check_writable(outputs, &err) != TS_OK || (inputs && ts_npz_read(inputs, &given, &err) != TS_OK)) {
         rc = cli_fail(&err);
         goto out;
@@ -337,6 +502,7 @@ int cmd_run(int argc, char **argv)
     ts_lower_values vals = {inputs ? &given : NULL, inputs, inputs != NULL};
     if (cli_load_workload_values(&prog, workload, cfg, fam, &lopts, &vals, &lowered, &err) != TS_OK ||
         cli_load_energy(&energy, cfg, energy_name, &err) != TS_OK || ts_lowered_prepare(lowered, &ro, &err) != TS_OK) {
+        cli_workload_hint(workload, &err);
         rc = cli_fail(&err);
         goto out;
     }
@@ -403,7 +569,11 @@ int cmd_run(int argc, char **argv)
     }
     if (summary_png) {
         ts_viz_image img = {0};
-        ts_status vs = ts_viz_render_summary(&img, act, NULL, &err);
+        ts_viz_geom g;
+        ts_viz_geometry(act, &g);
+        ts_viz_port fit;
+        ts_viz_port_fit(act, &fit); /* a layout drawn in blocks (the wafer): the units that ran */
+        ts_status vs = ts_viz_render_summary(&img, act, g.agg > 1 ? &fit : NULL, &err);
         if (vs == TS_OK)
             vs = ts_viz_png_write(&img, summary_png, &err);
         ts_viz_image_free(&img);
@@ -412,13 +582,15 @@ int cmd_run(int argc, char **argv)
             goto out;
         }
     }
-    if (ts_report_write(&res, (ts_format)format, output, &err) != TS_OK) {
+    if ((roofline && write_roofline(&res, roofline, &err) != TS_OK) ||
+        ts_report_write(&res, (ts_format)format, output, &err) != TS_OK) {
         rc = cli_fail(&err);
         goto out;
     }
     if (trace) {
         ts_trace *t = trace;
         trace = NULL;
+        trace_layers(t, &res);
         ts_act_trace_finish(fr.at);
         uint64_t dropped = ts_trace_dropped(t), limit = ts_trace_limit(t);
         if (ts_trace_close(t, &err) != TS_OK) {

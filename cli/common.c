@@ -10,6 +10,7 @@
 #include "configs/builtin.h"
 #include "core/alloc.h"
 #include "core/fileio.h"
+#include "core/suggest.h"
 #include "workloads/workload.h"
 
 int cli_fail(const ts_err *err)
@@ -87,6 +88,41 @@ static int text_arch(const char *text, size_t len, char arch[16])
     return -1;
 }
 
+/* Is built-in file i a program (an assembly text naming its family), not a config or energy table? */
+static bool builtin_is_program(size_t i)
+{
+    const char *text;
+    size_t len;
+    if (ts_builtin_find(ts_builtin_name(i), &text, &len) != 0)
+        return false;
+    for (size_t k = 0; k + 5 <= len; k++)
+        if (!memcmp(text + k, ".arch", 5))
+            return true;
+    return false;
+}
+
+/* The built-in model or program closest to name (the model part before ':' compared), when it
+ * is within 2 edits and closer than the name's length; NULL otherwise. */
+static const char *suggest_workload(const char *name)
+{
+    size_t nl = strcspn(name, ":"), best = 3;
+    const char *pick = NULL;
+    if (strchr(name, '/'))
+        return NULL;
+    for (size_t i = 0; i < ts_wl_builtin_count() + ts_builtin_count(); i++) {
+        bool model = i < ts_wl_builtin_count();
+        if (!model && !builtin_is_program(i - ts_wl_builtin_count()))
+            continue;
+        const char *n = model ? ts_wl_builtin_name(i) : ts_builtin_name(i - ts_wl_builtin_count());
+        size_t d = ts_edit_distance(name, nl, n, strlen(n), false);
+        if (d < best && d < nl) {
+            best = d;
+            pick = n;
+        }
+    }
+    return pick;
+}
+
 /* Text and length of a workload given by path or built-in name; *owned set when to be freed. */
 static ts_status workload_bytes(const char *path, const char **text, size_t *len, char **owned, ts_err *err)
 {
@@ -138,6 +174,30 @@ static ts_status generated_program(ts_program **out, const char *path, const ts_
         return ts_err_set(err, TS_EINPUT, "'%s' is a program generator of the %s family, not of %s", path,
                           other->name, fam->name);
     return TS_OK;
+}
+
+void cli_workload_hint(const char *name, ts_err *err)
+{
+    size_t n = strlen(err->msg);
+    if (err->status != TS_EINPUT || !strstr(err->msg, "is neither a file nor a built-in program"))
+        return;
+    const char *pick = suggest_workload(name);
+    if (pick)
+        snprintf(err->msg + n, sizeof err->msg - n, " (did you mean '%s'?)", pick);
+    else
+        snprintf(err->msg + n, sizeof err->msg - n, " ('tessera run --list' lists them)");
+}
+
+void cli_list_generators(ts_buf *out)
+{
+    ts_buf_puts(out, "program generators (a workload for run and sweep, keys with their defaults):\n");
+    for (size_t i = 0; i < ts_family_count(); i++)
+        for (const char *g = ts_family_at(i)->generators; g && *g;) {
+            const char *nl = strchr(g, '\n');
+            size_t n = nl ? (size_t)(nl - g) : strlen(g);
+            ts_buf_printf(out, "  %-6s %.*s\n", ts_family_at(i)->name, (int)n, g);
+            g += n + (nl != NULL);
+        }
 }
 
 const ts_family *cli_program_family(const char *path, ts_err *err)

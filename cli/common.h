@@ -33,8 +33,14 @@ ts_status cli_load_program(ts_program **out, const char *path, const ts_family *
  * program on the config's mesh); cfg may be NULL. */
 ts_status cli_load_program_for(ts_program **out, const char *path, const ts_family *fam, const ts_config *cfg,
                                ts_err *err);
+/* "program generators ...:" and one line per family generator (ts_family.generators). */
+void cli_list_generators(ts_buf *out);
 /* Arch named by a program file or built-in (binary header or `.arch` line); NULL if unknown. */
 const ts_family *cli_program_family(const char *path, ts_err *err);
+
+/* After a workload failed to load as neither a file nor a built-in: add to err's message the
+ * built-in model or program closest to name (within 2 edits), or the hint to list them. */
+void cli_workload_hint(const char *name, ts_err *err);
 
 /* Growable list of --set values (borrowed argv strings). */
 typedef struct cli_sets { const char **v; size_t n, cap; } cli_sets;
@@ -49,5 +55,6 @@ int cmd_info(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 #endif

@@ -24,6 +24,7 @@ static const char usage[] =
     "  config    print the documented schema of a family, or a config resolved\n"
     "  sweep     run a design-space sweep: many configs and workloads, one CSV row each\n"
     "  plot      draw sweep results as a line, scatter or Pareto plot (PNG)\n"
+    "  diff      compare two JSON reports: every metric side by side with its ratio\n"
     "  view      run a simulation in the live window (the same as 'run --view')\n"
     "\n"
     "With no command, `tessera` runs the built-in default workload on the default config.\n"
@@ -90,7 +91,7 @@ int main(int argc, char **argv)
         {"run", cmd_run},       {"compile", cmd_compile}, {"asm", cmd_asm},
         {"disasm", cmd_disasm}, {"info", cmd_info},       {"config", cmd_config},
         {"sweep", cmd_sweep},
-        {"plot", cmd_plot},
+        {"plot", cmd_plot},     {"diff", cmd_diff},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(cmd, cmds[i].name))

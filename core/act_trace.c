@@ -15,11 +15,14 @@
 #include "core/act_trace.h"
 
 #include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/buf.h"
 
 #define TRACE_DEFAULT_MAX ((uint64_t)200 * 1000 * 1000) /* as core/trace.c */
 #define PID 1
@@ -171,10 +174,16 @@ static void close_slice(ts_act_trace *x, size_t b, uint64_t end)
 {
     track *r = &x->tr[b];
     if (r->state >= 0 && r->state != TS_ACT_IDLE && end > r->start) {
-        char args[64];
-        snprintf(args, sizeof args, "{\"share\":%.3f}", r->all ? (double)r->in_state / (double)r->all : 0.0);
+        /* the share of the slice's unit-cycles in its state, to 3 decimals */
+        double share = r->all ? (double)r->in_state / (double)r->all : 0.0;
+        json_t *a = json_object();
+        json_object_set_new(a, "share", ts_json_num(round(share * 1000) / 1000));
+        ts_buf args = TS_BUF_INIT;
+        ts_buf_json(&args, a, JSON_COMPACT | JSON_REAL_PRECISION(TS_JSON_DIGITS));
+        json_decref(a);
         ts_trace_slice(x->t, PID, (int)x->tid_of[b], ts_act_state_name((ts_act_state)r->state), "activity",
-                       r->start, end - r->start, args);
+                       r->start, end - r->start, ts_buf_str(&args));
+        ts_buf_free(&args);
     }
     r->state = -1;
 }

@@ -1,6 +1,7 @@
 /* core/buf.c — growable text buffer. */
 #include "core/buf.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,43 +81,56 @@ void ts_buf_printf(ts_buf *b, const char *fmt, ...)
     va_end(ap);
 }
 
+static int dump_to_buf(const char *text, size_t size, void *data)
+{
+    ts_buf_put(data, text, size);
+    return 0;
+}
+
+void ts_buf_json(ts_buf *b, const json_t *v, size_t flags)
+{
+    if (!v || json_dump_callback(v, dump_to_buf, b, flags | JSON_ENCODE_ANY) != 0)
+        b->oom = true;
+}
+
+json_t *ts_json_str(const char *s)
+{
+    json_t *v = json_string(s);
+    if (v)
+        return v;
+    /* not UTF-8 (a path, say): the bytes past ASCII become '?' rather than lose the whole text */
+    char *c = ts_strdup(s);
+    if (!c)
+        return NULL;
+    for (char *p = c; *p; p++)
+        if ((unsigned char)*p >= 0x80)
+            *p = '?';
+    v = json_string(c);
+    ts_free(c);
+    return v;
+}
+
+json_t *ts_json_num(double v)
+{
+    if (!isfinite(v))
+        return json_null();
+    if (fabs(v) < 9.0e15 && v == (double)(long long)v)
+        return json_integer((json_int_t)v);
+    return json_real(v);
+}
+
 void ts_buf_json_str(ts_buf *b, const char *s)
 {
-    ts_buf_putc(b, '"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '"': ts_buf_puts(b, "\\\""); break;
-        case '\\': ts_buf_puts(b, "\\\\"); break;
-        case '\n': ts_buf_puts(b, "\\n"); break;
-        case '\r': ts_buf_puts(b, "\\r"); break;
-        case '\t': ts_buf_puts(b, "\\t"); break;
-        default:
-            if (*p < 0x20)
-                ts_buf_printf(b, "\\u%04x", *p);
-            else
-                ts_buf_putc(b, (char)*p);
-        }
-    }
-    ts_buf_putc(b, '"');
+    json_t *v = ts_json_str(s);
+    ts_buf_json(b, v, 0);
+    json_decref(v);
 }
 
 void ts_buf_json_num(ts_buf *b, double v)
 {
-    if (!isfinite(v)) {
-        ts_buf_puts(b, "null");
-        return;
-    }
-    if (fabs(v) < 9.0e15 && v == (double)(long long)v) {
-        ts_buf_printf(b, "%lld", (long long)v);
-        return;
-    }
-    char tmp[40];
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*g", prec, v);
-        if (strtod(tmp, NULL) == v)
-            break;
-    }
-    ts_buf_puts(b, tmp);
+    json_t *j = ts_json_num(v);
+    ts_buf_json(b, j, JSON_REAL_PRECISION(TS_JSON_DIGITS));
+    json_decref(j);
 }
 
 const char *ts_buf_str(const ts_buf *b) { return b->data ? b->data : ""; }

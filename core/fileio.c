@@ -227,23 +227,3 @@ uint64_t ts_fnv1a(uint64_t seed, const void *data, size_t len)
     }
     return h;
 }
-
-uint32_t ts_crc32(uint32_t crc, const void *data, size_t len)
-{
-    static uint32_t table[256];
-    static int ready;
-    if (!ready) { /* benign race: every thread writes the same values */
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; k++)
-                c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-            table[i] = c;
-        }
-        ready = 1;
-    }
-    const unsigned char *p = data;
-    crc = ~crc;
-    for (size_t i = 0; i < len; i++)
-        crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
-    return ~crc;
-}

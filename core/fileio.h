@@ -46,7 +46,5 @@ void ts_tmp_remove_stale(const char *path);
 /* 64-bit FNV-1a, used for config fingerprints. Chain by passing the previous hash as seed. */
 #define TS_FNV_SEED 0xcbf29ce484222325ULL
 uint64_t ts_fnv1a(uint64_t seed, const void *data, size_t len);
-/* CRC-32 (IEEE), used to detect corrupt program files. */
-uint32_t ts_crc32(uint32_t crc, const void *data, size_t len);
 
 #endif

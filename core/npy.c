@@ -482,7 +482,7 @@ static ts_status zip_data(const unsigned char *d, size_t len, const zip_entry *e
         return fail(err, TS_EINPUT, file, en, "zip compression method %u is not supported (stored or deflate)",
                     e->method);
     }
-    if (ts_crc32(0, *out, (size_t)e->usize) != e->crc) {
+    if ((uint32_t)crc32_z(0, *out, (size_t)e->usize) != e->crc) {
         ts_free(*owned);
         *owned = NULL;
         return fail(err, TS_EINPUT, file, en, "the entry's CRC-32 does not match its data");
@@ -665,7 +665,7 @@ ts_status ts_npz_encode(const ts_npy_array *v, size_t n, ts_buf *out, ts_err *er
             break;
         }
         off[i] = out->len - base;
-        crc[i] = ts_crc32(0, one.data, one.len);
+        crc[i] = (uint32_t)crc32_z(0, (const Bytef *)one.data, one.len);
         size[i] = (uint32_t)one.len;
         ts_buf_put(out, "PK\3\4", 4);
         zip_fields(out, crc[i], size[i], nl + 4);

@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "core/alloc.h"
 #include "core/fileio.h"
@@ -392,8 +393,8 @@ static uint64_t get_u64(const unsigned char *d)
  * sizes and fingerprint matter as much as the payload. */
 static uint32_t file_crc(const unsigned char *d, size_t len)
 {
-    uint32_t crc = ts_crc32(0, d, 72);
-    return ts_crc32(crc, d + 76, len - 76);
+    uLong crc = crc32_z(0, d, 72); /* zlib's CRC-32 (IEEE) */
+    return (uint32_t)crc32_z(crc, d + 76, len - 76);
 }
 
 /* A shallow copy (tables copied, pointed-to data shared) that can be canonicalized without

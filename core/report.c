@@ -9,6 +9,7 @@
 #include "core/report.h"
 
 #include <inttypes.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -303,25 +304,33 @@ static void text_stat_table(const ts_stat *s, ts_buf *out)
     ts_buf_printf(out, "  %s\n", s->name);
     if (s->desc[0])
         ts_buf_printf(out, "    %s\n", s->desc);
-    /* Text shows the first 16 columns; JSON has them all. */
-    size_t nc = s->ncols < 16 ? s->ncols : 16;
+    /* Text shows the first 16 columns, the text columns (an operator's type and name) after the
+     * first number (its node); JSON has them all. */
+    size_t nl = s->labels ? (s->nlabels < 4 ? s->nlabels : 4) : 0;
+    size_t nc = s->ncols < 16 - nl ? s->ncols : 16 - nl;
     tbl t;
-    tbl_init(&t, nc);
+    tbl_init(&t, nc + nl);
     char align[17];
-    for (size_t c = 0; c < nc; c++) {
-        align[c] = 'r';
+    for (size_t c = 0, k = 0; c < nc; c++) {
+        align[k++] = 'r';
         if (s->col_units[c][0])
             tbl_cell(&t, "%s (%s)", s->cols[c], s->col_units[c]);
         else
             tbl_cell(&t, "%s", s->cols[c]);
+        for (size_t l = 0; c == 0 && l < nl; l++) {
+            align[k++] = 'l';
+            tbl_cell(&t, "%s", s->label_cols[l]);
+        }
     }
-    align[nc] = 0;
+    align[nc + nl] = 0;
     size_t shown = s->nrows < TS_TEXT_MAX_ROWS ? s->nrows : TS_TEXT_MAX_ROWS;
     for (size_t r = 0; r < shown; r++) {
         for (size_t c = 0; c < nc; c++) {
             char v[48];
             num_text(v, sizeof v, s->rows[r * s->ncols + c]);
             tbl_cell(&t, "%s", v);
+            for (size_t l = 0; c == 0 && l < nl; l++)
+                tbl_cell(&t, "%s", s->labels[r * s->nlabels + l]);
         }
     }
     tbl_emit(&t, out, 4, align);
@@ -529,6 +538,24 @@ void ts_report_text(const ts_results *r, ts_buf *out)
     si_text(a, sizeof a, ratio(r->flops, t_s), "FLOP/s");
     tbl_cell(&t, "achieved");
     tbl_cell(&t, "%s", a);
+    if (r->macs_executed != r->macs) {
+        grouped(a, sizeof a, r->macs_executed);
+        tbl_cell(&t, "MACs executed");
+        tbl_cell(&t, "%s", a);
+    }
+    if (ts_results_peak_macs(r) > 0) {
+        num_text(a, sizeof a, ts_results_peak_macs(r));
+        tbl_cell(&t, "peak MACs/cycle");
+        tbl_cell(&t, "%s", a);
+        pct_text(a, sizeof a, ts_results_mac_share(r));
+        tbl_cell(&t, "share of peak");
+        tbl_cell(&t, "%s", a);
+    }
+    if (r->macs && r->bytes[TS_LEVEL_SRAM]) {
+        snprintf(a, sizeof a, "%.3g", 2.0 * (double)r->macs / (double)r->bytes[TS_LEVEL_SRAM]);
+        tbl_cell(&t, "ops/SRAM byte");
+        tbl_cell(&t, "%s", a);
+    }
     tbl_emit(&t, out, 2, "lr");
     tbl_free(&t);
 
@@ -592,74 +619,17 @@ void ts_report_text(const ts_results *r, ts_buf *out)
  * JSON
  * ------------------------------------------------------------------------------------------- */
 
-/* A pretty-printing writer: two spaces per level, one member per line, number arrays inline. */
-typedef struct jw {
-    ts_buf *b;
-    int depth;
-    bool empty[16]; /* no member written yet at this depth */
-} jw;
+/* The report is a jansson tree dumped with two spaces per level, members in insertion order and
+ * reals with TS_JSON_DIGITS significant digits. A member whose value
+ * could not be allocated is left out; the dump then fails and the buffer says out of memory. */
+static void set(json_t *o, const char *k, json_t *v) { json_object_set_new(o, k, v); }
 
-static void jw_sep(jw *w)
+static json_t *jnums(const double *v, size_t n)
 {
-    if (!w->empty[w->depth])
-        ts_buf_putc(w->b, ',');
-    w->empty[w->depth] = false;
-    ts_buf_putc(w->b, '\n');
-    spaces(w->b, 2 * (size_t)w->depth);
-}
-
-static void jw_key(jw *w, const char *k)
-{
-    jw_sep(w);
-    ts_buf_json_str(w->b, k);
-    ts_buf_puts(w->b, ": ");
-}
-
-static void jw_open(jw *w, char c)
-{
-    ts_buf_putc(w->b, c);
-    w->depth++;
-    w->empty[w->depth] = true;
-}
-
-static void jw_close(jw *w, char c)
-{
-    bool was_empty = w->empty[w->depth];
-    w->depth--;
-    if (!was_empty) {
-        ts_buf_putc(w->b, '\n');
-        spaces(w->b, 2 * (size_t)w->depth);
-    }
-    ts_buf_putc(w->b, c);
-}
-
-static void jw_u64(jw *w, const char *k, uint64_t v)
-{
-    jw_key(w, k);
-    ts_buf_printf(w->b, "%" PRIu64, v);
-}
-
-static void jw_num(jw *w, const char *k, double v)
-{
-    jw_key(w, k);
-    ts_buf_json_num(w->b, v);
-}
-
-static void jw_str(jw *w, const char *k, const char *v)
-{
-    jw_key(w, k);
-    ts_buf_json_str(w->b, v);
-}
-
-static void json_nums(ts_buf *b, const double *v, size_t n)
-{
-    ts_buf_putc(b, '[');
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            ts_buf_puts(b, ", ");
-        ts_buf_json_num(b, v[i]);
-    }
-    ts_buf_putc(b, ']');
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, ts_json_num(v[i]));
+    return a;
 }
 
 static const char *kind_name(ts_stat_kind k)
@@ -674,172 +644,302 @@ static const char *kind_name(ts_stat_kind k)
     return "unknown";
 }
 
-static void json_stat(jw *w, const ts_stat *s)
+static json_t *json_table(const ts_stat *s)
 {
-    jw_key(w, s->name);
-    jw_open(w, '{');
-    jw_str(w, "kind", kind_name(s->kind));
-    jw_str(w, "unit", s->unit);
-    jw_str(w, "desc", s->desc);
+    json_t *t = json_object(), *cols = json_array(), *rows = json_array();
+    for (size_t c = 0; c < s->ncols; c++) {
+        json_t *col = json_object();
+        set(col, "name", ts_json_str(s->cols[c]));
+        set(col, "unit", ts_json_str(s->col_units[c]));
+        json_array_append_new(cols, col);
+    }
+    for (size_t r = 0; r < s->nrows; r++)
+        json_array_append_new(rows, jnums(s->rows + r * s->ncols, s->ncols));
+    set(t, "columns", cols);
+    set(t, "rows", rows);
+    if (s->labels) { /* text columns beside the numbers: names of columns, then rows of strings */
+        json_t *lc = json_array(), *lr = json_array();
+        for (size_t c = 0; c < s->nlabels; c++)
+            json_array_append_new(lc, ts_json_str(s->label_cols[c]));
+        for (size_t r = 0; r < s->nrows; r++) {
+            json_t *row = json_array();
+            for (size_t c = 0; c < s->nlabels; c++)
+                json_array_append_new(row, ts_json_str(s->labels[r * s->nlabels + c]));
+            json_array_append_new(lr, row);
+        }
+        json_t *l = json_object();
+        set(l, "columns", lc);
+        set(l, "rows", lr);
+        set(t, "labels", l);
+    }
+    return t;
+}
+
+static json_t *json_stat(const ts_stat *s)
+{
+    json_t *o = json_object();
+    set(o, "kind", ts_json_str(kind_name(s->kind)));
+    set(o, "unit", ts_json_str(s->unit));
+    set(o, "desc", ts_json_str(s->desc));
     switch (s->kind) {
     case TS_STAT_U64:
-        jw_u64(w, "value", s->u);
+        set(o, "value", json_integer((json_int_t)s->u));
         break;
     case TS_STAT_F64:
-        jw_num(w, "value", s->f);
+        set(o, "value", ts_json_num(s->f));
         break;
     case TS_STAT_ARRAY:
-        jw_key(w, "values");
-        json_nums(w->b, s->v, s->n);
+        set(o, "values", jnums(s->v, s->n));
         break;
-    case TS_STAT_HIST:
-        jw_key(w, "hist");
-        jw_open(w, '{');
-        jw_num(w, "lo", s->lo);
-        jw_num(w, "width", s->width);
-        jw_key(w, "counts");
-        json_nums(w->b, s->v, s->n);
-        jw_close(w, '}');
-        break;
-    case TS_STAT_TABLE:
-        jw_key(w, "table");
-        jw_open(w, '{');
-        jw_key(w, "columns");
-        jw_open(w, '[');
-        for (size_t c = 0; c < s->ncols; c++) {
-            jw_sep(w);
-            ts_buf_puts(w->b, "{\"name\": ");
-            ts_buf_json_str(w->b, s->cols[c]);
-            ts_buf_puts(w->b, ", \"unit\": ");
-            ts_buf_json_str(w->b, s->col_units[c]);
-            ts_buf_putc(w->b, '}');
-        }
-        jw_close(w, ']');
-        jw_key(w, "rows");
-        jw_open(w, '[');
-        for (size_t r = 0; r < s->nrows; r++) {
-            jw_sep(w);
-            json_nums(w->b, s->rows + r * s->ncols, s->ncols);
-        }
-        jw_close(w, ']');
-        jw_close(w, '}');
+    case TS_STAT_HIST: {
+        json_t *h = json_object();
+        set(h, "lo", ts_json_num(s->lo));
+        set(h, "width", ts_json_num(s->width));
+        set(h, "counts", jnums(s->v, s->n));
+        set(o, "hist", h);
         break;
     }
-    jw_close(w, '}');
+    case TS_STAT_TABLE:
+        set(o, "table", json_table(s));
+        break;
+    }
+    return o;
+}
+
+/* One object of the three memory levels, v[l] each. */
+static json_t *json_levels(const double *v)
+{
+    json_t *o = json_object();
+    for (int l = 0; l < TS_LEVEL_COUNT; l++)
+        set(o, level_key[l], ts_json_num(v[l]));
+    return o;
+}
+
+static json_t *json_energy(const ts_results *r)
+{
+    bool priced = r->energy_table[0] != 0;
+    json_t *e = json_object(), *by = json_object(), *ev = json_object();
+    set(e, "table", priced ? ts_json_str(r->energy_table) : json_null());
+    set(e, "total_j", ts_json_num(priced ? r->energy_j : NAN));
+    set(e, "avg_power_w", ts_json_num(avg_power(r)));
+    set(e, "static_w", ts_json_num(r->static_w));
+    if (!isnan(whole_chip_power(r)))
+        set(e, "whole_chip_power_w", ts_json_num(whole_chip_power(r)));
+    for (size_t i = 0; priced && i < r->ncomponents; i++)
+        set(by, r->by_component[i].name, ts_json_num(r->by_component[i].joules));
+    set(e, "by_component", by);
+    size_t idx[TS_MAX_EVENTS];
+    events_by_name(r, idx);
+    for (size_t i = 0; i < r->nevents; i++)
+        set(ev, r->events[idx[i]].name, ts_json_num(r->events[idx[i]].count));
+    set(e, "events", ev);
+    return e;
+}
+
+static json_t *json_outputs(const ts_results *r)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < r->noutputs; i++) {
+        const ts_result_output *o = &r->outputs[i];
+        char ck[20];
+        snprintf(ck, sizeof ck, "%016" PRIx64, o->checksum);
+        json_t *j = json_object(), *shape = json_array();
+        for (int k = 0; k < o->rank; k++)
+            json_array_append_new(shape, json_integer((json_int_t)o->dims[k]));
+        set(j, "name", ts_json_str(o->name));
+        set(j, "shape", shape);
+        set(j, "checksum", ts_json_str(ck));
+        set(j, "max_abs", ts_json_num(o->max_abs));
+        json_array_append_new(a, j);
+    }
+    return a;
+}
+
+json_t *ts_report_json_tree(const ts_results *r)
+{
+    json_t *j = json_object();
+    double t_s = ts_results_time_s(r), per_cycle[TS_LEVEL_COUNT], per_s[TS_LEVEL_COUNT];
+    json_t *bytes = json_object();
+    for (int l = 0; l < TS_LEVEL_COUNT; l++) {
+        set(bytes, level_key[l], json_integer((json_int_t)r->bytes[l]));
+        per_cycle[l] = ratio((double)r->bytes[l], (double)r->cycles);
+        per_s[l] = ratio((double)r->bytes[l], t_s);
+    }
+    set(j, "schema_version", json_integer(TS_REPORT_SCHEMA_VERSION));
+    set(j, "arch", ts_json_str(r->arch));
+    set(j, "config", ts_json_str(r->config));
+    set(j, "workload", ts_json_str(r->workload));
+    set(j, "cycles", json_integer((json_int_t)r->cycles));
+    set(j, "time_s", ts_json_num(t_s));
+    set(j, "clock_hz", ts_json_num(r->clock_hz));
+    set(j, "network_name", ts_json_str(r->net_name));
+    set(j, "bytes", bytes);
+    set(j, "bytes_per_cycle", json_levels(per_cycle));
+    set(j, "bandwidth_bytes_per_s", json_levels(per_s));
+    json_t *util = json_object();
+    for (size_t i = 0; i < r->nutil; i++) {
+        json_t *u = json_object();
+        set(u, "units", json_integer((json_int_t)r->util[i].units));
+        set(u, "busy_unit_cycles", json_integer((json_int_t)r->util[i].busy));
+        set(u, "fraction", ts_json_num(util_fraction(r, &r->util[i])));
+        set(util, r->util[i].name, u);
+    }
+    set(j, "utilization", util);
+    set(j, "macs", json_integer((json_int_t)r->macs));
+    set(j, "flops", ts_json_num(r->flops));
+    set(j, "flops_per_s", ts_json_num(ratio(r->flops, t_s)));
+    set(j, "macs_executed", json_integer((json_int_t)r->macs_executed));
+    json_t *peak = json_object();
+    for (size_t i = 0; i < r->npeak; i++)
+        set(peak, r->peak[i].dtype, ts_json_num(r->peak[i].macs_per_cycle));
+    set(j, "peak_macs_per_cycle", peak);
+    set(j, "mac_share", ts_json_num(ts_results_mac_share(r)));
+    double ai[TS_LEVEL_COUNT];
+    for (int l = 0; l < TS_LEVEL_COUNT; l++)
+        ai[l] = ratio(2.0 * (double)r->macs, (double)r->bytes[l]);
+    set(j, "arithmetic_intensity", json_levels(ai));
+    set(j, "energy", json_energy(r));
+    if (r->noutputs)
+        set(j, "outputs", json_outputs(r));
+    json_t *stats = json_object();
+    for (size_t i = 0; i < ts_stats_count(r->stats); i++) {
+        const ts_stat *st = ts_stats_at(r->stats, i);
+        set(stats, st->name, json_stat(st));
+    }
+    set(j, "stats", stats);
+    return j;
 }
 
 void ts_report_json(const ts_results *r, ts_buf *out)
 {
-    jw w = {.b = out};
-    double t_s = ts_results_time_s(r);
-    jw_open(&w, '{');
-    jw_u64(&w, "schema_version", TS_REPORT_SCHEMA_VERSION);
-    jw_str(&w, "arch", r->arch);
-    jw_str(&w, "config", r->config);
-    jw_str(&w, "workload", r->workload);
-    jw_u64(&w, "cycles", r->cycles);
-    jw_num(&w, "time_s", t_s);
-    jw_num(&w, "clock_hz", r->clock_hz);
-    jw_str(&w, "network_name", r->net_name);
-
-    jw_key(&w, "bytes");
-    jw_open(&w, '{');
-    for (int l = 0; l < TS_LEVEL_COUNT; l++)
-        jw_u64(&w, level_key[l], r->bytes[l]);
-    jw_close(&w, '}');
-    jw_key(&w, "bytes_per_cycle");
-    jw_open(&w, '{');
-    for (int l = 0; l < TS_LEVEL_COUNT; l++)
-        jw_num(&w, level_key[l], ratio((double)r->bytes[l], (double)r->cycles));
-    jw_close(&w, '}');
-    jw_key(&w, "bandwidth_bytes_per_s");
-    jw_open(&w, '{');
-    for (int l = 0; l < TS_LEVEL_COUNT; l++)
-        jw_num(&w, level_key[l], ratio((double)r->bytes[l], t_s));
-    jw_close(&w, '}');
-
-    jw_key(&w, "utilization");
-    jw_open(&w, '{');
-    for (size_t i = 0; i < r->nutil; i++) {
-        jw_key(&w, r->util[i].name);
-        jw_open(&w, '{');
-        jw_u64(&w, "units", r->util[i].units);
-        jw_u64(&w, "busy_unit_cycles", r->util[i].busy);
-        jw_num(&w, "fraction", util_fraction(r, &r->util[i]));
-        jw_close(&w, '}');
-    }
-    jw_close(&w, '}');
-
-    jw_u64(&w, "macs", r->macs);
-    jw_num(&w, "flops", r->flops);
-    jw_num(&w, "flops_per_s", ratio(r->flops, t_s));
-
-    bool priced = r->energy_table[0] != 0;
-    jw_key(&w, "energy");
-    jw_open(&w, '{');
-    jw_key(&w, "table");
-    if (priced)
-        ts_buf_json_str(out, r->energy_table);
-    else
-        ts_buf_puts(out, "null");
-    jw_num(&w, "total_j", priced ? r->energy_j : NAN);
-    jw_num(&w, "avg_power_w", avg_power(r));
-    jw_num(&w, "static_w", r->static_w);
-    if (!isnan(whole_chip_power(r)))
-        jw_num(&w, "whole_chip_power_w", whole_chip_power(r));
-    jw_key(&w, "by_component");
-    jw_open(&w, '{');
-    for (size_t i = 0; priced && i < r->ncomponents; i++)
-        jw_num(&w, r->by_component[i].name, r->by_component[i].joules);
-    jw_close(&w, '}');
-    jw_key(&w, "events");
-    jw_open(&w, '{');
-    size_t idx[TS_MAX_EVENTS];
-    events_by_name(r, idx);
-    for (size_t i = 0; i < r->nevents; i++)
-        jw_num(&w, r->events[idx[i]].name, r->events[idx[i]].count);
-    jw_close(&w, '}');
-    jw_close(&w, '}');
-
-    if (r->noutputs) {
-        jw_key(&w, "outputs");
-        jw_open(&w, '[');
-        for (size_t i = 0; i < r->noutputs; i++) {
-            const ts_result_output *o = &r->outputs[i];
-            char ck[20];
-            snprintf(ck, sizeof ck, "%016" PRIx64, o->checksum);
-            jw_sep(&w);
-            jw_open(&w, '{');
-            jw_str(&w, "name", o->name);
-            jw_key(&w, "shape");
-            ts_buf_putc(out, '[');
-            for (int k = 0; k < o->rank; k++)
-                ts_buf_printf(out, "%s%" PRId64, k ? ", " : "", o->dims[k]);
-            ts_buf_putc(out, ']');
-            jw_str(&w, "checksum", ck);
-            jw_num(&w, "max_abs", o->max_abs);
-            jw_close(&w, '}');
-        }
-        jw_close(&w, ']');
-    }
-
-    jw_key(&w, "stats");
-    jw_open(&w, '{');
-    for (size_t i = 0; i < ts_stats_count(r->stats); i++)
-        json_stat(&w, ts_stats_at(r->stats, i));
-    jw_close(&w, '}');
-    jw_close(&w, '}');
+    json_t *j = ts_report_json_tree(r);
+    ts_buf_json(out, j, JSON_INDENT(2) | JSON_REAL_PRECISION(TS_JSON_DIGITS));
     ts_buf_putc(out, '\n');
+    json_decref(j);
 }
 
 /* ---------------------------------------------------------------------------------------------
  * CSV (RFC 4180)
  * ------------------------------------------------------------------------------------------- */
 
-void ts_report_csv_header(ts_buf *out)
+/* The JSON paths of the first 17 columns, which keep their names of schema 1; every other scalar
+ * of the JSON report follows them under its own path. */
+static const char *const csv_fixed[] = {
+    "arch", "config", "workload", "cycles", "time_s", "clock_hz", "bytes.sram", "bytes.network",
+    "bytes.offchip", "bandwidth_bytes_per_s.sram", "bandwidth_bytes_per_s.network",
+    "bandwidth_bytes_per_s.offchip", "macs", "flops", "energy.total_j", "energy.avg_power_w",
+};
+
+static bool csv_is_fixed(const char *path)
+{
+    for (size_t i = 0; i < sizeof csv_fixed / sizeof *csv_fixed; i++)
+        if (!strcmp(path, csv_fixed[i]))
+            return true;
+    return false;
+}
+
+static void csv_str(ts_buf *out, const char *s);
+
+/* One field of a JSON scalar: strings quoted as needed, numbers as in JSON, null empty. */
+static void csv_scalar(ts_buf *out, const json_t *v)
+{
+    if (json_is_string(v))
+        csv_str(out, json_string_value(v));
+    else if (json_is_integer(v))
+        ts_buf_printf(out, "%" PRId64, (int64_t)json_integer_value(v));
+    else if (json_is_real(v))
+        ts_buf_json_num(out, json_real_value(v));
+    else if (json_is_boolean(v))
+        ts_buf_puts(out, json_is_true(v) ? "true" : "false");
+}
+
+/* Where a walk of the report is: anywhere, the "stats" object, or one statistic in it. */
+typedef enum csv_where { CSV_PLAIN, CSV_STATS, CSV_STAT } csv_where;
+
+/* What a walk of a report calls: scalar for each scalar under its dotted path, table (when not
+ * NULL) for each table statistic. */
+typedef struct report_visit {
+    void (*scalar)(void *ud, const char *path, const json_t *v);
+    void (*table)(void *ud, const char *path, const json_t *t);
+    void *ud;
+} report_visit;
+
+/* Every scalar of a report under its dotted path; a statistic stands for its value (or, a table,
+ * is handed whole to f->table); arrays (per-unit figures, histograms, the outputs) are left out. */
+static void report_walk(const json_t *v, ts_buf *path, csv_where where, const report_visit *f)
+{
+    if (where == CSV_STAT) {
+        const json_t *t = json_object_get(v, "table");
+        if (t) {
+            if (f->table)
+                f->table(f->ud, ts_buf_str(path), t);
+            return;
+        }
+        if (!(v = json_object_get(v, "value")))
+            return;
+    }
+    if (json_is_array(v))
+        return;
+    if (!json_is_object(v)) {
+        f->scalar(f->ud, ts_buf_str(path), v);
+        return;
+    }
+    size_t mark = path->len;
+    const char *k;
+    const json_t *m;
+    json_object_foreach((json_t *)v, k, m) {
+        if (mark)
+            ts_buf_putc(path, '.');
+        ts_buf_puts(path, k);
+        csv_where next = where == CSV_STATS ? CSV_STAT : !mark && !strcmp(k, "stats") ? CSV_STATS : CSV_PLAIN;
+        report_walk(m, path, next, f);
+        path->len = mark;
+        if (path->data)
+            path->data[mark] = 0;
+    }
+}
+
+/* The CSV's columns after the fixed ones: paths into hdr, fields into row (either may be NULL). */
+typedef struct csv_out { ts_buf *hdr, *row; } csv_out;
+
+static void csv_visit(void *ud, const char *path, const json_t *v)
+{
+    const csv_out *o = ud;
+    if (csv_is_fixed(path))
+        return;
+    if (o->hdr) {
+        ts_buf_putc(o->hdr, ',');
+        csv_str(o->hdr, path);
+    }
+    if (o->row) {
+        ts_buf_putc(o->row, ',');
+        csv_scalar(o->row, v);
+    }
+}
+
+/* The columns after the fixed ones, of the report of r. */
+static void csv_rest(const ts_results *r, ts_buf *hdr, ts_buf *row)
+{
+    json_t *j = ts_report_json_tree(r);
+    ts_buf path = TS_BUF_INIT;
+    csv_out o = {hdr, row};
+    report_visit f = {csv_visit, NULL, &o};
+    if (!j)
+        (hdr ? hdr : row)->oom = true;
+    else
+        report_walk(j, &path, CSV_PLAIN, &f);
+    if (path.oom)
+        (hdr ? hdr : row)->oom = true;
+    ts_buf_free(&path);
+    json_decref(j);
+}
+
+void ts_report_csv_header(const ts_results *r, ts_buf *out)
 {
     ts_buf_puts(out, "arch,config,workload,cycles,time_s,clock_hz,sram_bytes,network_bytes,offchip_bytes,"
-                     "sram_bw,network_bw,offchip_bw,macs,flops,energy_j,avg_power_w,outputs\n");
+                     "sram_bw,network_bw,offchip_bw,macs,flops,energy_j,avg_power_w,outputs");
+    csv_rest(r, out, NULL);
+    ts_buf_putc(out, '\n');
 }
 
 static void csv_str(ts_buf *out, const char *s)
@@ -896,6 +996,7 @@ void ts_report_csv_row(const ts_results *r, ts_buf *out)
     ts_buf_putc(out, ',');
     csv_str(out, ts_buf_str(&b));
     ts_buf_free(&b);
+    csv_rest(r, NULL, out);
     ts_buf_puts(out, "\n");
 }
 
@@ -910,7 +1011,7 @@ ts_status ts_report_write(const ts_results *r, ts_format fmt, const char *path, 
         ts_report_json(r, &b);
         break;
     case TS_FMT_CSV:
-        ts_report_csv_header(&b);
+        ts_report_csv_header(r, &b);
         ts_report_csv_row(r, &b);
         break;
     default:
@@ -922,5 +1023,236 @@ ts_status ts_report_write(const ts_results *r, ts_format fmt, const char *path, 
     }
     ts_status st = ts_write_file_atomic(path, ts_buf_str(&b), b.len, err);
     ts_buf_free(&b);
+    return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Two reports side by side (tessera diff)
+ * ------------------------------------------------------------------------------------------- */
+
+/* One metric: its path and its value in each report (borrowed from the trees; NULL where the
+ * report does not have it). */
+typedef struct drow {
+    char *name; /* owned */
+    const json_t *v[2];
+} drow;
+
+typedef struct dlist {
+    drow *rows; /* owned */
+    size_t n, cap;
+    bool oom;
+} dlist;
+
+/* Set side's value of metric name, adding the metric when it is new. Linear search: a report has
+ * a few hundred scalars and a layers table a few thousand cells. */
+static void dl_put(dlist *l, const char *name, int side, const json_t *v)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (!strcmp(l->rows[i].name, name)) {
+            if (!l->rows[i].v[side])
+                l->rows[i].v[side] = v;
+            return;
+        }
+    char *s = ts_strdup(name);
+    if (!s || ts_grow((void **)&l->rows, &l->cap, l->n + 1, sizeof *l->rows)) {
+        ts_free(s);
+        l->oom = true;
+        return;
+    }
+    l->rows[l->n++] = (drow){.name = s, .v = {side == 0 ? v : NULL, side == 1 ? v : NULL}};
+}
+
+/* A table statistic's cells as "stats.NAME[KEY].COLUMN", KEY the row's first cell (the node of a
+ * layers table, the superstep of a BSP table), or "#i" (the row's index) when first cells repeat. */
+static void dl_table(dlist *l, const char *path, const json_t *t, int side)
+{
+    const json_t *cols = json_object_get(t, "columns"), *rows = json_object_get(t, "rows");
+    const json_t *lab = json_object_get(t, "labels"), *lcols = json_object_get(lab, "columns"),
+                 *lrows = json_object_get(lab, "rows");
+    size_t nr = json_array_size(rows), nc = json_array_size(cols);
+    bool unique = true;
+    for (size_t i = 0; i < nr && unique; i++)
+        for (size_t k = 0; k < i && unique; k++)
+            unique = !json_equal(json_array_get(json_array_get(rows, i), 0),
+                                 json_array_get(json_array_get(rows, k), 0));
+    ts_buf name = TS_BUF_INIT;
+    for (size_t i = 0; i < nr; i++) {
+        const json_t *row = json_array_get(rows, i), *lrow = json_array_get(lrows, i);
+        ts_buf_reset(&name);
+        ts_buf_printf(&name, "%s[", path);
+        if (unique)
+            ts_buf_json(&name, json_array_get(row, 0), JSON_REAL_PRECISION(TS_JSON_DIGITS));
+        else
+            ts_buf_printf(&name, "#%zu", i);
+        ts_buf_puts(&name, "].");
+        size_t mark = name.len;
+        /* the text columns first (an operator's type and name), as the text report shows them */
+        for (size_t c = 0; c < json_array_size(lcols) + nc; c++) {
+            bool text = c < json_array_size(lcols);
+            size_t k = text ? c : c - json_array_size(lcols);
+            const char *col = text ? json_string_value(json_array_get(lcols, k))
+                                   : json_string_value(json_object_get(json_array_get(cols, k), "name"));
+            if (!text && k == 0)
+                continue; /* the key */
+            name.len = mark;
+            ts_buf_puts(&name, col ? col : "");
+            if (!name.oom)
+                dl_put(l, ts_buf_str(&name), side, json_array_get(text ? lrow : row, k));
+        }
+    }
+    l->oom |= name.oom;
+    ts_buf_free(&name);
+}
+
+/* One report's side of the list: a scalar, or a table cell by cell. */
+typedef struct dl_side { dlist *l; int side; } dl_side;
+
+static void dl_scalar(void *ud, const char *path, const json_t *v)
+{
+    const dl_side *d = ud;
+    dl_put(d->l, path, d->side, v);
+}
+
+static void dl_table_visit(void *ud, const char *path, const json_t *t)
+{
+    const dl_side *d = ud;
+    dl_table(d->l, path, t, d->side);
+}
+
+static bool is_num(const json_t *v) { return json_is_number(v); }
+
+/* Whether a metric is the same in both reports (absent from both counts as the same). */
+static bool drow_same(const drow *d)
+{
+    return d->v[0] && d->v[1] ? json_equal(d->v[0], d->v[1]) : d->v[0] == d->v[1];
+}
+
+/* B / A of a metric: NAN unless both are numbers and A is not 0 (both 0 gives 1: unchanged). */
+static double drow_ratio(const drow *d)
+{
+    if (!is_num(d->v[0]) || !is_num(d->v[1]))
+        return NAN;
+    double a = json_number_value(d->v[0]), b = json_number_value(d->v[1]);
+    if (a == 0)
+        return b == 0 ? 1 : NAN;
+    return b / a;
+}
+
+/* A value for people: numbers as in the text report, strings as they are, absent as "-". */
+static void dval_text(char *buf, size_t n, const json_t *v)
+{
+    if (json_is_string(v))
+        snprintf(buf, n, "%s", json_string_value(v));
+    else if (json_is_integer(v))
+        num_text(buf, n, (double)json_integer_value(v));
+    else if (json_is_real(v))
+        num_text(buf, n, json_real_value(v));
+    else if (json_is_boolean(v))
+        snprintf(buf, n, "%s", json_is_true(v) ? "true" : "false");
+    else
+        snprintf(buf, n, "-");
+}
+
+static void diff_text(const dlist *l, const char *const names[2], bool changed, ts_buf *out)
+{
+    tbl t;
+    tbl_init(&t, 4);
+    tbl_cell(&t, "metric");
+    tbl_cell(&t, "A");
+    tbl_cell(&t, "B");
+    tbl_cell(&t, "B/A");
+    size_t ndiff = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        const drow *d = &l->rows[i];
+        bool same = drow_same(d);
+        ndiff += !same;
+        if (changed && same)
+            continue;
+        char a[256], b[256];
+        dval_text(a, sizeof a, d->v[0]);
+        dval_text(b, sizeof b, d->v[1]);
+        double q = drow_ratio(d);
+        tbl_cell(&t, "%s", d->name);
+        tbl_cell(&t, "%s", a);
+        tbl_cell(&t, "%s", b);
+        if (isfinite(q))
+            tbl_cell(&t, "%.4f", q);
+        else
+            tbl_cell(&t, "%s", same ? "" : !d->v[0] ? "only in B" : !d->v[1] ? "only in A" : "differs");
+    }
+    ts_buf_printf(out, "A: %s\nB: %s\n%zu of %zu metrics differ\n\n", names[0], names[1], ndiff, l->n);
+    tbl_emit(&t, out, 0, "lrrr");
+    tbl_free(&t);
+}
+
+static void diff_json(const dlist *l, const char *const names[2], bool changed, ts_buf *out)
+{
+    json_t *j = json_object(), *rows = json_array();
+    json_object_set_new(j, "a", ts_json_str(names[0]));
+    json_object_set_new(j, "b", ts_json_str(names[1]));
+    for (size_t i = 0; i < l->n; i++) {
+        const drow *d = &l->rows[i];
+        if (changed && drow_same(d))
+            continue;
+        json_t *r = json_object();
+        json_object_set_new(r, "metric", ts_json_str(d->name));
+        json_object_set_new(r, "a", d->v[0] ? json_deep_copy(d->v[0]) : json_null());
+        json_object_set_new(r, "b", d->v[1] ? json_deep_copy(d->v[1]) : json_null());
+        json_object_set_new(r, "ratio", ts_json_num(drow_ratio(d)));
+        json_array_append_new(rows, r);
+    }
+    json_object_set_new(j, "metrics", rows);
+    ts_buf_json(out, j, JSON_INDENT(2) | JSON_REAL_PRECISION(TS_JSON_DIGITS));
+    ts_buf_putc(out, '\n');
+    json_decref(j);
+}
+
+static void diff_csv(const dlist *l, bool changed, ts_buf *out)
+{
+    ts_buf_puts(out, "metric,a,b,ratio\n");
+    for (size_t i = 0; i < l->n; i++) {
+        const drow *d = &l->rows[i];
+        if (changed && drow_same(d))
+            continue;
+        csv_str(out, d->name);
+        for (int s = 0; s < 2; s++) {
+            ts_buf_putc(out, ',');
+            csv_scalar(out, d->v[s]);
+        }
+        csv_num(out, drow_ratio(d));
+        ts_buf_putc(out, '\n');
+    }
+}
+
+ts_status ts_report_diff(const struct json_t *a, const struct json_t *b, const char *const names[2],
+                         ts_format fmt, bool changed, ts_buf *out, ts_err *err)
+{
+    const json_t *rep[2] = {a, b};
+    for (int s = 0; s < 2; s++)
+        if (!json_is_object(rep[s]) || !json_is_integer(json_object_get(rep[s], "schema_version")))
+            return ts_err_at(err, TS_EINPUT, names[s], 0, 0,
+                             "not a tessera report (no schema_version; write one with 'tessera run -f json')");
+    dlist l = {0};
+    ts_buf path = TS_BUF_INIT;
+    for (int s = 0; s < 2; s++) {
+        dl_side d = {&l, s};
+        report_visit f = {dl_scalar, dl_table_visit, &d};
+        report_walk(rep[s], &path, CSV_PLAIN, &f);
+    }
+    ts_status st = TS_OK;
+    if (l.oom || path.oom)
+        st = ts_err_set(err, TS_ENOMEM, "out of memory comparing reports");
+    else if (fmt == TS_FMT_JSON)
+        diff_json(&l, names, changed, out);
+    else if (fmt == TS_FMT_CSV)
+        diff_csv(&l, changed, out);
+    else
+        diff_text(&l, names, changed, out);
+    for (size_t i = 0; i < l.n; i++)
+        ts_free(l.rows[i].name);
+    ts_free(l.rows);
+    ts_buf_free(&path);
+    if (st == TS_OK && out->oom)
+        st = ts_err_set(err, TS_ENOMEM, "out of memory comparing reports");
     return st;
 }

@@ -16,6 +16,21 @@ void ts_results_init(ts_results *r)
     r->stats = ts_stats_create();
 }
 
+double ts_results_peak_macs(const ts_results *r)
+{
+    double p = 0;
+    for (size_t i = 0; i < r->npeak; i++)
+        if (r->peak[i].macs_per_cycle > p)
+            p = r->peak[i].macs_per_cycle;
+    return p;
+}
+
+double ts_results_mac_share(const ts_results *r)
+{
+    double p = ts_results_peak_macs(r);
+    return p > 0 && r->cycles ? (double)r->macs / (p * (double)r->cycles) : NAN;
+}
+
 void ts_results_free(ts_results *r)
 {
     if (!r)

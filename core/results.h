@@ -23,6 +23,7 @@ typedef enum ts_level {
 #define TS_MAX_UTIL 16
 #define TS_MAX_EVENTS 64
 #define TS_MAX_COMPONENTS 16
+#define TS_MAX_PEAK 8
 
 typedef struct ts_util {
     char name[32];    /* unit kind, e.g. "tile", "amp", "mxm", "pe", "link" */
@@ -61,7 +62,12 @@ typedef struct ts_results {
     double clock_hz;
     char net_name[24];                 /* "exchange", "streams", "fabric" */
     uint64_t bytes[TS_LEVEL_COUNT];
-    uint64_t macs;                     /* multiply-accumulates executed */
+    /* Multiply-accumulates: macs the useful ones (a lowered model's: the graph's, from its static
+     * shapes, whatever the schedule pads; a program's: those executed), macs_executed those the
+     * units ran (padding, partial tiles and recomputation included). A family's collect sets
+     * macs; the run copies it to macs_executed and a lowered model's attribution sets macs. */
+    uint64_t macs;
+    uint64_t macs_executed;
     double flops;                      /* floating-point operations (a MAC is 2) */
     ts_util util[TS_MAX_UTIL];
     size_t nutil;
@@ -72,6 +78,12 @@ typedef struct ts_results {
      * (0, 1); 0 when the family does not say or the program fills the chip. With it the report
      * gives the power of the whole chip were every unit as active as the occupied ones. */
     double occupancy;
+    /* The chip's peak MACs per cycle per dtype (the family's info), for the share of peak. */
+    struct { char dtype[8]; double macs_per_cycle; } peak[TS_MAX_PEAK];
+    size_t npeak;
+    /* The chip's SRAM bandwidth, reads and writes, in bytes per cycle (the family's info: its
+     * entries named "sram" or "... memory ..."); 0 when unknown. The roofline's slanted roof. */
+    double peak_sram_bytes_per_cycle;
     /* Filled by ts_results_price(): */
     char energy_table[64];
     double energy_j;
@@ -92,6 +104,10 @@ ts_status ts_results_util(ts_results *r, const char *name, uint64_t units, uint6
  * as component "static". */
 ts_status ts_results_price(ts_results *r, const ts_energy_table *t, ts_err *err);
 double ts_results_time_s(const ts_results *r);
+/* The largest peak MACs per cycle over the dtypes (0 when unknown), and the share of it the
+ * run's useful MACs took: macs / (peak x cycles), NAN when either is 0. */
+double ts_results_peak_macs(const ts_results *r);
+double ts_results_mac_share(const ts_results *r);
 /* Add a graph output: name, shape (rank <= TS_OUTPUT_MAX_RANK) and its n values, summarised. */
 ts_status ts_results_output(ts_results *r, const char *name, int rank, const int64_t *dims, const float *v,
                             uint64_t n, ts_err *err);

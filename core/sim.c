@@ -117,6 +117,23 @@ static ts_status energy_so_far(void *ud, ts_act_energy *out, ts_err *err)
     return rc;
 }
 
+void ts_sim_results_peak(const ts_family *fam, const ts_config *cfg, ts_results *res)
+{
+    res->macs_executed = res->macs; /* a lowered model's attribution sets the useful ones */
+    ts_info info = {0};
+    ts_err ierr;
+    ts_err_init(&ierr);
+    if (fam->info && fam->info(ts_config_data(cfg), &info, &ierr) == TS_OK)
+        for (size_t k = 0; k < info.npeak && res->npeak < TS_MAX_PEAK; k++) {
+            snprintf(res->peak[res->npeak].dtype, sizeof res->peak[0].dtype, "%s", info.peak[k].dtype);
+            res->peak[res->npeak++].macs_per_cycle = info.peak[k].macs;
+        }
+    for (size_t k = 0; k < info.nbw; k++)
+        if (info.bw[k].name && (strstr(info.bw[k].name, "sram") || strstr(info.bw[k].name, "memory")))
+            res->peak_sram_bytes_per_cycle += info.bw[k].bytes_per_cycle;
+    ts_err_free(&ierr);
+}
+
 ts_status ts_sim_run(const ts_family *fam, const ts_config *cfg, const ts_program *prog,
                      const ts_run_opts *opts, const ts_energy_table *energy, ts_results *res,
                      ts_err *err)
@@ -158,6 +175,7 @@ ts_status ts_sim_run(const ts_family *fam, const ts_config *cfg, const ts_progra
                 snprintf(res->workload, sizeof res->workload, "%s", prog->workload);
             if (ts_config_static_power(cfg) > 0) /* the config overrides the family's figure */
                 res->static_w = ts_config_static_power(cfg);
+            ts_sim_results_peak(fam, cfg, res);
             if (energy)
                 rc = ts_results_price(res, energy, err);
         }

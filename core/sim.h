@@ -115,6 +115,10 @@ typedef struct ts_family {
     const char *default_workload; /* built-in program run when none is given, e.g. "ipu_default" */
 } ts_family;
 
+/* After a family's collect: macs_executed from the macs it counted, and the chip's peak MACs per
+ * cycle per dtype and SRAM bandwidth from its info (none when it has no info). ts_sim_run calls it. */
+void ts_sim_results_peak(const ts_family *fam, const ts_config *cfg, ts_results *res);
+
 /* Create, load, run to completion, collect and price. On a simulation error the partial results
  * are discarded and err says which unit and cycle. The energy table comes from the caller. */
 ts_status ts_sim_run(const ts_family *fam, const ts_config *cfg, const ts_program *prog,

@@ -6,6 +6,7 @@
  */
 #include "core/stats.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -19,6 +20,7 @@ typedef struct stat_rec {
     char **cols, **col_units;
     double *rows;    /* TABLE rows, row-major */
     size_t rows_cap; /* rows allocated, in rows */
+    char **label_cols, **labels; /* TABLE text columns: pub.nlabels names, nrows * nlabels cells */
 } stat_rec;
 
 struct ts_stats {
@@ -31,6 +33,20 @@ struct ts_stats {
 ts_stats *ts_stats_create(void)
 {
     return ts_calloc(1, sizeof(ts_stats));
+}
+
+/* Free a table's text columns (all or what a failed ts_stats_table_labels copied). */
+static void labels_free(stat_rec *r)
+{
+    for (size_t i = 0; r->label_cols && i < r->pub.nlabels; i++)
+        ts_free(r->label_cols[i]);
+    for (size_t i = 0; r->labels && i < r->pub.nlabels * r->pub.nrows; i++)
+        ts_free(r->labels[i]);
+    ts_free(r->label_cols);
+    ts_free(r->labels);
+    r->label_cols = r->labels = NULL;
+    r->pub.nlabels = 0;
+    r->pub.label_cols = r->pub.labels = NULL;
 }
 
 static void rec_free(stat_rec *r)
@@ -49,6 +65,7 @@ static void rec_free(stat_rec *r)
             ts_free(r->col_units[i]);
     ts_free(r->cols);
     ts_free(r->col_units);
+    labels_free(r);
     ts_free(r->rows);
     ts_free(r);
 }
@@ -244,7 +261,7 @@ ts_status ts_stats_row(ts_stats *s, int table, const double *vals)
     if (!s || table < 0 || (size_t)table >= s->n || !vals)
         return TS_EINTERNAL;
     stat_rec *r = s->recs[table];
-    if (r->pub.kind != TS_STAT_TABLE)
+    if (r->pub.kind != TS_STAT_TABLE || r->pub.nlabels) /* text columns close a table */
         return TS_EINTERNAL;
     size_t nc = r->pub.ncols;
     if (r->pub.nrows == r->rows_cap) {
@@ -261,6 +278,80 @@ ts_status ts_stats_row(ts_stats *s, int table, const double *vals)
     r->pub.nrows++;
     r->pub.rows = r->rows;
     return TS_OK;
+}
+
+ts_status ts_stats_table_labels(ts_stats *s, int table, size_t n, const char *const *cols,
+                                const char *const *cells)
+{
+    if (!s || table < 0 || (size_t)table >= s->n || !n || !cols)
+        return TS_EINTERNAL;
+    stat_rec *r = s->recs[table];
+    if (r->pub.kind != TS_STAT_TABLE || r->pub.nlabels)
+        return TS_EINTERNAL;
+    size_t nr = r->pub.nrows;
+    r->label_cols = ts_calloc(n, sizeof *r->label_cols);
+    r->labels = ts_calloc(nr ? nr * n : 1, sizeof *r->labels);
+    r->pub.nlabels = n; /* set before any copy so labels_free frees what was copied */
+    bool ok = r->label_cols && r->labels;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (r->label_cols[i] = ts_strdup(cols[i] ? cols[i] : "")) != NULL;
+    for (size_t i = 0; ok && i < nr * n; i++)
+        ok = (r->labels[i] = ts_strdup(cells && cells[i] ? cells[i] : "")) != NULL;
+    if (!ok) {
+        labels_free(r);
+        return TS_ENOMEM;
+    }
+    r->pub.label_cols = (const char *const *)r->label_cols;
+    r->pub.labels = (const char *const *)r->labels;
+    return TS_OK;
+}
+
+ts_status ts_stats_table_add_column(ts_stats *s, int table, const char *name, const char *unit,
+                                    const double *vals)
+{
+    if (!s || table < 0 || (size_t)table >= s->n || !name || (!vals && s->recs[table]->pub.nrows))
+        return TS_EINTERNAL;
+    stat_rec *r = s->recs[table];
+    if (r->pub.kind != TS_STAT_TABLE)
+        return TS_EINTERNAL;
+    size_t nc = r->pub.ncols, nr = r->pub.nrows;
+    char **cols = ts_realloc(r->cols, (nc + 1) * sizeof *cols);
+    if (cols)
+        r->cols = cols;
+    char **units = cols ? ts_realloc(r->col_units, (nc + 1) * sizeof *units) : NULL;
+    if (units)
+        r->col_units = units;
+    double *rows = units ? ts_calloc(nr ? nr * (nc + 1) : 1, sizeof *rows) : NULL;
+    char *cn = rows ? ts_strdup(name) : NULL, *cu = cn ? ts_strdup(unit ? unit : "") : NULL;
+    if (!cu) {
+        ts_free(rows);
+        ts_free(cn);
+        r->pub.cols = (const char *const *)r->cols;
+        r->pub.col_units = (const char *const *)r->col_units;
+        return TS_ENOMEM;
+    }
+    for (size_t i = 0; i < nr; i++) {
+        memcpy(rows + i * (nc + 1), r->rows + i * nc, nc * sizeof *rows);
+        rows[i * (nc + 1) + nc] = vals[i];
+    }
+    ts_free(r->rows);
+    r->rows = rows;
+    r->rows_cap = nr;
+    r->cols[nc] = cn;
+    r->col_units[nc] = cu;
+    r->pub.ncols = nc + 1;
+    r->pub.cols = (const char *const *)r->cols;
+    r->pub.col_units = (const char *const *)r->col_units;
+    r->pub.rows = r->rows;
+    return TS_OK;
+}
+
+int ts_stats_table_handle(const ts_stats *s, const char *name)
+{
+    for (size_t i = 0; s && i < s->n && i < 0x7fffffff; i++)
+        if (s->recs[i]->pub.kind == TS_STAT_TABLE && !strcmp(s->recs[i]->name, name))
+            return (int)i;
+    return -1;
 }
 
 size_t ts_stats_count(const ts_stats *s)

@@ -31,6 +31,9 @@ typedef struct ts_stat {
     size_t ncols, nrows;       /* TABLE */
     const char *const *cols, *const *col_units;
     const double *rows;        /* TABLE: nrows * ncols, row-major */
+    size_t nlabels;            /* TABLE: text columns beside the numbers (0 when none) */
+    const char *const *label_cols;
+    const char *const *labels; /* TABLE: nrows * nlabels, row-major */
 } ts_stat;
 
 typedef struct ts_stats ts_stats; /* opaque */
@@ -49,6 +52,16 @@ ts_status ts_stats_hist(ts_stats *s, const char *name, const char *unit, const c
 int ts_stats_table(ts_stats *s, const char *name, const char *desc, size_t ncols,
                    const char *const *cols, const char *const *col_units);
 ts_status ts_stats_row(ts_stats *s, int table, const double *vals);
+/* Text columns of a table whose rows are all added (ts_stats_row refuses a row after them): n column names and nrows * n cells (row-major,
+ * NULL for an empty cell), copied; the layers table's operator type and node name. Set once. */
+ts_status ts_stats_table_labels(ts_stats *s, int table, size_t n, const char *const *cols,
+                                const char *const *cells);
+/* Append a numeric column to a table whose rows are all added: its name, unit and one value per
+ * row (nrows of them), copied. */
+ts_status ts_stats_table_add_column(ts_stats *s, int table, const char *name, const char *unit,
+                                    const double *vals);
+/* The handle of table name for ts_stats_row and ts_stats_table_labels, or -1. */
+int ts_stats_table_handle(const ts_stats *s, const char *name);
 
 size_t ts_stats_count(const ts_stats *s);
 const ts_stat *ts_stats_at(const ts_stats *s, size_t i);

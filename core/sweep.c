@@ -9,6 +9,7 @@
 #include "core/sweep.h"
 
 #include <inttypes.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -1396,192 +1397,69 @@ void ts_sweep_csv_row(const ts_sweep *s, size_t i, const char *report_json, cons
 }
 
 /* ---------------------------------------------------------------------------------------------
- * JSON: just enough to find a field of a report. */
+ * JSON: a field of a report, read with jansson. */
 
-typedef struct jcur { const char *p, *e; int depth; } jcur;
-
-static void jws(jcur *c)
+/* Append the scalar v (strings as they are, numbers as ts_buf_json_num writes them, null as
+ * nothing); an object with a "value" member (a statistic) stands for that value. -1 for arrays,
+ * other objects and a missing v. */
+static int jscalar(const json_t *v, ts_buf *out)
 {
-    while (c->p < c->e && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
-        c->p++;
-}
-
-/* Skip a string starting at its quote; 0 on success. */
-static int jskip_str(jcur *c)
-{
-    if (c->p >= c->e || *c->p != '"')
+    if (json_is_object(v))
+        v = json_object_get(v, "value");
+    if (!v || json_is_object(v) || json_is_array(v))
         return -1;
-    for (c->p++; c->p < c->e; c->p++) {
-        if (*c->p == '\\') {
-            c->p++;
-            continue;
-        }
-        if (*c->p == '"') {
-            c->p++;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-static int jskip(jcur *c)
-{
-    jws(c);
-    if (c->p >= c->e)
-        return -1;
-    char ch = *c->p;
-    if (ch == '"')
-        return jskip_str(c);
-    if (ch == '{' || ch == '[') {
-        if (++c->depth > 64)
-            return -1;
-        char close = ch == '{' ? '}' : ']';
-        c->p++;
-        jws(c);
-        if (c->p < c->e && *c->p == close) {
-            c->p++;
-            c->depth--;
-            return 0;
-        }
-        for (;;) {
-            if (ch == '{') {
-                jws(c);
-                if (jskip_str(c))
-                    return -1;
-                jws(c);
-                if (c->p >= c->e || *c->p != ':')
-                    return -1;
-                c->p++;
-            }
-            if (jskip(c))
-                return -1;
-            jws(c);
-            if (c->p < c->e && *c->p == ',') {
-                c->p++;
-                continue;
-            }
-            if (c->p < c->e && *c->p == close) {
-                c->p++;
-                c->depth--;
-                return 0;
-            }
-            return -1;
-        }
-    }
-    const char *p0 = c->p;
-    while (c->p < c->e && !strchr(",]} \t\r\n", *c->p))
-        c->p++;
-    return c->p > p0 ? 0 : -1;
-}
-
-/* Append the scalar at c to out (strings unescaped, null as nothing); -1 for objects/arrays. */
-static int jscalar(jcur *c, ts_buf *out)
-{
-    jws(c);
-    if (c->p >= c->e || *c->p == '{' || *c->p == '[')
-        return -1;
-    const char *p0 = c->p;
-    if (jskip(c))
-        return -1;
-    if (*p0 == '"') {
-        for (const char *q = p0 + 1; q < c->p - 1; q++) {
-            if (*q == '\\' && q + 1 < c->p - 1) {
-                q++;
-                char e = *q == 'n' ? '\n' : *q == 't' ? '\t' : *q == 'r' ? '\r' : *q;
-                if (*q == 'u') {
-                    ts_buf_putc(out, '?');
-                    q += 4 < c->p - 1 - q ? 4 : 0;
-                    continue;
-                }
-                ts_buf_putc(out, e);
-            } else {
-                ts_buf_putc(out, *q);
-            }
-        }
-        return 0;
-    }
-    size_t n = (size_t)(c->p - p0);
-    if (n == 4 && !memcmp(p0, "null", 4))
-        return 0;
-    ts_buf_put(out, p0, n);
+    if (json_is_string(v))
+        ts_buf_put(out, json_string_value(v), json_string_length(v));
+    else if (json_is_integer(v))
+        ts_buf_printf(out, "%" PRId64, (int64_t)json_integer_value(v));
+    else if (json_is_real(v))
+        ts_buf_json_num(out, json_real_value(v));
+    else if (!json_is_null(v))
+        ts_buf_puts(out, json_is_true(v) ? "true" : "false");
     return 0;
 }
 
-static int jfind(jcur *c, const char *path, ts_buf *out, int depth)
+/* Find path in v: a member whose key is a prefix of path ending at a dot or at its end, then the
+ * rest of path in it, members tried in order. */
+static int jfind(const json_t *v, const char *path, ts_buf *out)
 {
-    jws(c);
-    if (depth > 64 || c->p >= c->e)
+    if (!*path)
+        return jscalar(v, out);
+    if (!json_is_object(v))
         return -1;
-    if (!*path) {
-        if (*c->p == '{') {
-            /* An object with a "value" member (a statistic) stands for that value. */
-            jcur d = *c;
-            if (jfind(&d, "value", out, depth + 1) == 0)
-                return 0;
-            return -1;
-        }
-        return jscalar(c, out);
-    }
-    if (*c->p != '{')
-        return -1;
-    c->p++;
+    const char *k;
+    const json_t *m;
     size_t pl = strlen(path);
-    for (;;) {
-        jws(c);
-        if (c->p < c->e && *c->p == '}')
-            return -1;
-        const char *k0 = c->p + 1;
-        if (jskip_str(c))
-            return -1;
-        size_t kl = (size_t)(c->p - 1 - k0);
-        jws(c);
-        if (c->p >= c->e || *c->p != ':')
-            return -1;
-        c->p++;
-        if (kl <= pl && !memcmp(k0, path, kl) && (path[kl] == 0 || path[kl] == '.')) {
-            jcur d = *c;
+    json_object_foreach((json_t *)v, k, m) {
+        size_t kl = strlen(k);
+        if (kl <= pl && !memcmp(k, path, kl) && (path[kl] == 0 || path[kl] == '.')) {
             size_t mark = out->len;
-            if (jfind(&d, path[kl] ? path + kl + 1 : "", out, depth + 1) == 0)
+            if (jfind(m, path[kl] ? path + kl + 1 : "", out) == 0)
                 return 0;
             out->len = mark;
             if (out->data)
                 out->data[mark] = 0;
         }
-        if (jskip(c))
-            return -1;
-        jws(c);
-        if (c->p < c->e && *c->p == ',') {
-            c->p++;
-            continue;
-        }
-        return -1;
     }
+    return -1;
 }
 
 int ts_json_lookup(const char *json, size_t len, const char *path, ts_buf *out)
 {
     if (!path[0])
         return -1;
-    jcur c = {json, json + len, 0};
-    return jfind(&c, path, out, 0);
+    json_t *root = json_loadb(json, len, 0, NULL);
+    int rc = root ? jfind(root, path, out) : -1;
+    json_decref(root);
+    return rc;
 }
 
 void ts_json_compact(const char *json, size_t len, ts_buf *out)
 {
-    bool in_str = false;
-    for (size_t i = 0; i < len; i++) {
-        char ch = json[i];
-        if (in_str) {
-            ts_buf_putc(out, ch);
-            if (ch == '\\' && i + 1 < len)
-                ts_buf_putc(out, json[++i]);
-            else if (ch == '"')
-                in_str = false;
-        } else if (ch == '"') {
-            in_str = true;
-            ts_buf_putc(out, ch);
-        } else if (ch != ' ' && ch != '\n' && ch != '\t' && ch != '\r') {
-            ts_buf_putc(out, ch);
-        }
-    }
+    json_t *root = json_loadb(json, len, JSON_DECODE_ANY, NULL);
+    if (root)
+        ts_buf_json(out, root, JSON_COMPACT | JSON_REAL_PRECISION(TS_JSON_DIGITS));
+    else
+        ts_buf_puts(out, "null");
+    json_decref(root);
 }

@@ -109,10 +109,11 @@ long ts_csv_split(const char *line, size_t len, ts_buf *out);
 
 /* Look up a dotted path in JSON text. Object keys may themselves hold dots ("stats.a.b" finds
  * member "a.b" of "stats"); an object with a "value" member stands for that value. The scalar
- * found is appended to out: numbers as written, strings unescaped, null as nothing. Returns 0,
+ * found is appended to out: integers in full, reals as ts_buf_json_num writes them, strings unescaped (\u escapes decoded to UTF-8), null as nothing. Returns 0,
  * or -1 when the path is absent, names an array or object, or the JSON is malformed. */
 int ts_json_lookup(const char *json, size_t len, const char *path, ts_buf *out);
-/* Append JSON text with the whitespace between tokens removed (one line). */
+/* Append JSON text on one line, as jansson writes it compact (reals with TS_JSON_DIGITS significant digits);
+ * "null" when the text is not JSON. */
 void ts_json_compact(const char *json, size_t len, ts_buf *out);
 
 #endif

@@ -16,6 +16,9 @@
  * written so the events that did make it stay labelled. The trailer is always written, so the
  * file is valid JSON whatever was dropped.
  *
+ * Each event is a jansson object written compact; the array and trailer around them are the only
+ * text written here.
+ *
  * Times: ts and dur are microseconds, written exactly to the picosecond (6 decimals at most).
  * A cycle count is turned into whole picoseconds with integer arithmetic when the clock is a
  * whole number of hertz (every shipped config), rounding half up; dur is end minus start in
@@ -26,6 +29,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -72,21 +76,39 @@ static uint64_t cycles_to_ps(const ts_trace *t, uint64_t c)
     return (uint64_t)llroundl(v);
 }
 
-/* Picoseconds as microseconds with no trailing zeros: 1250000 -> "1.25", 3000000 -> "3". */
-static void put_us(ts_buf *b, uint64_t ps)
+/* Picoseconds as a JSON number of microseconds: an integer when whole, else a real that needs
+ * *prec significant digits to be written exactly (6 decimals; 17 at most, past 10^11 us). */
+static json_t *us_json(uint64_t ps, int *prec)
 {
-    uint64_t whole = ps / 1000000u, frac = ps % 1000000u;
-    if (!frac) {
-        ts_buf_printf(b, "%" PRIu64, whole);
-        return;
-    }
-    char d[8];
-    snprintf(d, sizeof d, "%06" PRIu64, frac);
-    size_t n = 6;
-    while (d[n - 1] == '0')
-        n--;
-    d[n] = 0;
-    ts_buf_printf(b, "%" PRIu64 ".%s", whole, d);
+    uint64_t whole = ps / 1000000u;
+    if (ps % 1000000u == 0)
+        return json_integer((json_int_t)whole);
+    int digits = 6;
+    for (uint64_t w = whole; w; w /= 10)
+        digits++;
+    if (digits > *prec)
+        *prec = digits > 17 ? 17 : digits;
+    return json_real((double)ps / 1e6);
+}
+
+/* Render the event e (a new reference, consumed) into t->ev with jansson, compact, reals with
+ * prec significant digits. */
+static void render(ts_trace *t, json_t *e, int prec)
+{
+    ts_buf_reset(&t->ev);
+    ts_buf_json(&t->ev, e, JSON_COMPACT | JSON_REAL_PRECISION(prec));
+    json_decref(e);
+}
+
+static json_t *meta(const char *what, int pid, const char *name)
+{
+    json_t *e = json_object(), *args = json_object();
+    json_object_set_new(e, "name", json_string(what));
+    json_object_set_new(e, "ph", json_string("M"));
+    json_object_set_new(e, "pid", json_integer(pid));
+    json_object_set_new(args, "name", ts_json_str(name ? name : ""));
+    json_object_set_new(e, "args", args);
+    return e;
 }
 
 ts_status ts_trace_open(ts_trace **out, const char *path, double clock_hz, uint64_t max_bytes, ts_err *err)
@@ -155,19 +177,11 @@ static void emit(ts_trace *t, bool metadata)
     t->nevents++;
 }
 
-static void begin(ts_trace *t)
-{
-    ts_buf_reset(&t->ev);
-}
-
 void ts_trace_process(ts_trace *t, int pid, const char *name)
 {
     if (!t)
         return;
-    begin(t);
-    ts_buf_printf(&t->ev, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":", pid);
-    ts_buf_json_str(&t->ev, name ? name : "");
-    ts_buf_puts(&t->ev, "}}");
+    render(t, meta("process_name", pid, name), 15);
     emit(t, true);
 }
 
@@ -175,25 +189,14 @@ void ts_trace_thread(ts_trace *t, int pid, int tid, const char *name)
 {
     if (!t)
         return;
-    begin(t);
-    ts_buf_printf(&t->ev, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
-                  pid, tid);
-    ts_buf_json_str(&t->ev, name ? name : "");
-    ts_buf_puts(&t->ev, "}}");
+    json_t *e = meta("thread_name", pid, name);
+    json_object_set_new(e, "tid", json_integer(tid));
+    json_t *args = json_object_get(e, "args");
+    json_incref(args);
+    json_object_del(e, "args"); /* args last, as the other events have it */
+    json_object_set_new(e, "args", args);
+    render(t, e, 15);
     emit(t, true);
-}
-
-/* Is s, trimmed, plausibly a JSON object? Anything else is left out rather than break the file. */
-static bool looks_like_object(const char *s)
-{
-    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
-        s++;
-    if (*s != '{')
-        return false;
-    size_t n = strlen(s);
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
-        n--;
-    return n >= 2 && s[n - 1] == '}';
 }
 
 void ts_trace_slice(ts_trace *t, int pid, int tid, const char *name, const char *cat,
@@ -201,24 +204,23 @@ void ts_trace_slice(ts_trace *t, int pid, int tid, const char *name, const char 
 {
     if (!t)
         return;
-    begin(t);
     uint64_t ps0 = cycles_to_ps(t, start), ps1 = cycles_to_ps(t, start + dur);
-    ts_buf_puts(&t->ev, "{\"name\":");
-    ts_buf_json_str(&t->ev, name ? name : "");
-    if (cat) {
-        ts_buf_puts(&t->ev, ",\"cat\":");
-        ts_buf_json_str(&t->ev, cat);
-    }
-    ts_buf_puts(&t->ev, ",\"ph\":\"X\",\"ts\":");
-    put_us(&t->ev, ps0);
-    ts_buf_puts(&t->ev, ",\"dur\":");
-    put_us(&t->ev, ps1 - ps0);
-    ts_buf_printf(&t->ev, ",\"pid\":%d,\"tid\":%d", pid, tid);
-    if (args_json && looks_like_object(args_json)) {
-        ts_buf_puts(&t->ev, ",\"args\":");
-        ts_buf_puts(&t->ev, args_json);
-    }
-    ts_buf_putc(&t->ev, '}');
+    int prec = 15;
+    json_t *e = json_object();
+    json_object_set_new(e, "name", ts_json_str(name ? name : ""));
+    if (cat)
+        json_object_set_new(e, "cat", ts_json_str(cat));
+    json_object_set_new(e, "ph", json_string("X"));
+    json_object_set_new(e, "ts", us_json(ps0, &prec));
+    json_object_set_new(e, "dur", us_json(ps1 - ps0, &prec));
+    json_object_set_new(e, "pid", json_integer(pid));
+    json_object_set_new(e, "tid", json_integer(tid));
+    /* arguments that do not read as a JSON object are left out rather than break the file */
+    json_t *args = args_json ? json_loads(args_json, 0, NULL) : NULL;
+    if (json_is_object(args))
+        json_object_set(e, "args", args);
+    json_decref(args);
+    render(t, e, prec);
     emit(t, false);
 }
 
@@ -226,14 +228,15 @@ void ts_trace_counter(ts_trace *t, int pid, const char *name, uint64_t at, doubl
 {
     if (!t)
         return;
-    begin(t);
-    ts_buf_puts(&t->ev, "{\"name\":");
-    ts_buf_json_str(&t->ev, name ? name : "");
-    ts_buf_puts(&t->ev, ",\"ph\":\"C\",\"ts\":");
-    put_us(&t->ev, cycles_to_ps(t, at));
-    ts_buf_printf(&t->ev, ",\"pid\":%d,\"args\":{\"value\":", pid);
-    ts_buf_json_num(&t->ev, value);
-    ts_buf_puts(&t->ev, "}}");
+    int prec = 15;
+    json_t *e = json_object(), *args = json_object();
+    json_object_set_new(e, "name", ts_json_str(name ? name : ""));
+    json_object_set_new(e, "ph", json_string("C"));
+    json_object_set_new(e, "ts", us_json(cycles_to_ps(t, at), &prec));
+    json_object_set_new(e, "pid", json_integer(pid));
+    json_object_set_new(args, "value", ts_json_num(value));
+    json_object_set_new(e, "args", args);
+    render(t, e, prec);
     emit(t, false);
 }
 
@@ -260,9 +263,14 @@ ts_status ts_trace_close(ts_trace *t, ts_err *err)
     if (!t)
         return TS_OK;
     ts_buf tail = TS_BUF_INIT;
-    ts_buf_puts(&tail, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"generator\":\"tessera\",\"clock_hz\":");
-    ts_buf_json_num(&tail, t->clock_hz);
-    ts_buf_printf(&tail, ",\"dropped_events\":%" PRIu64 "}}\n", t->dropped);
+    json_t *other = json_object();
+    json_object_set_new(other, "generator", json_string("tessera"));
+    json_object_set_new(other, "clock_hz", ts_json_num(t->clock_hz));
+    json_object_set_new(other, "dropped_events", json_integer((json_int_t)t->dropped));
+    ts_buf_puts(&tail, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":");
+    ts_buf_json(&tail, other, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(other);
+    ts_buf_puts(&tail, "}\n");
     int e = t->io_errno;
     if (tail.oom)
         e = ENOMEM;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "core/fileio.h"
 #include "core/program.h"
@@ -28,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *fixed = NULL;
     if (size >= 80 && (fixed = malloc(size))) {
         memcpy(fixed, data, size);
-        uint32_t crc = ts_crc32(ts_crc32(0, fixed, 72), fixed + 76, size - 76);
+        uint32_t crc = (uint32_t)crc32_z(crc32_z(0, fixed, 72), fixed + 76, size - 76);
         for (int i = 0; i < 4; i++)
             fixed[72 + i] = (uint8_t)(crc >> (8 * i));
     }

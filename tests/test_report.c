@@ -49,8 +49,15 @@ static void build(ts_results *r)
     r->bytes[TS_LEVEL_NET] = 123456789;
     r->bytes[TS_LEVEL_OFFCHIP] = 4096;
     r->macs = 8589934592ULL;
+    r->macs_executed = 9663676416ULL; /* an eighth more: a padded schedule */
     r->flops = 2.0 * 8589934592.0;
     r->static_w = 12.5;
+    /* MK1's peaks (docs/ipu.md): 64 f16 MACs per tile per cycle, 16 f32 */
+    snprintf(r->peak[0].dtype, sizeof r->peak[0].dtype, "f16");
+    r->peak[0].macs_per_cycle = 64.0 * TILES;
+    snprintf(r->peak[1].dtype, sizeof r->peak[1].dtype, "f32");
+    r->peak[1].macs_per_cycle = 16.0 * TILES;
+    r->npeak = 2;
     ck_assert_int_eq(ts_results_util(r, "tile", TILES, 1000000000ULL, &e), TS_OK);
     ck_assert_int_eq(ts_results_util(r, "amp", TILES, 777777777ULL, &e), TS_OK);
     ck_assert_int_eq(ts_results_event(r, "sram_read_64b", 1.5e8, &e), TS_OK);
@@ -364,44 +371,118 @@ static size_t csv_split(const char *s, char **out, size_t max)
 static const char csv_header[] = "arch,config,workload,cycles,time_s,clock_hz,sram_bytes,network_bytes,"
                                  "offchip_bytes,sram_bw,network_bw,offchip_bw,macs,flops,energy_j,avg_power_w,outputs\n";
 
+/* Reports write reals with TS_JSON_DIGITS significant digits: equal to 1 part in 10^14. */
+static bool near(double a, double b)
+{
+    return fabs(a - b) <= 1e-14 * fabs(b);
+}
+
+/* The index of column name in the header fields h[0..n), or -1. */
+static long column(char **h, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(h[i], name))
+            return (long)i;
+    return -1;
+}
+
+/* The share of peak and the intensity from their definitions (core/results.h). */
+START_TEST(test_peak_share)
+{
+    ts_results r;
+    build(&r);
+    ck_assert_double_eq(ts_results_peak_macs(&r), 64.0 * TILES);
+    ck_assert(near(ts_results_mac_share(&r), 8589934592.0 / (64.0 * TILES * CYCLES)));
+    ts_buf b = TS_BUF_INIT;
+    ts_report_json(&r, &b);
+    json_t *j = json_loads(ts_buf_str(&b), 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "macs_executed")), 9663676416LL);
+    ck_assert(near(json_number_value(json_object_get(json_object_get(j, "peak_macs_per_cycle"), "f32")), 16.0 * TILES));
+    ck_assert(near(json_number_value(json_object_get(json_object_get(j, "arithmetic_intensity"), "sram")),
+                   2 * 8589934592.0 / 987654321));
+    json_decref(j);
+    ts_buf_reset(&b);
+    ts_report_text(&r, &b);
+    ck_assert_ptr_nonnull(strstr(ts_buf_str(&b), "  MACs executed     9,663,676,416\n"));
+    ts_buf_free(&b);
+    r.npeak = 0; /* no peak known: no share */
+    ck_assert(isnan(ts_results_mac_share(&r)));
+    ts_results_free(&r);
+}
+END_TEST
+
 START_TEST(test_csv)
 {
     ts_buf b = TS_BUF_INIT;
-    ts_report_csv_header(&b);
-    ck_assert_str_eq(ts_buf_str(&b), csv_header);
-    ts_buf_free(&b);
-
     ts_results r;
     build(&r);
-    ts_report_csv_header(&b);
+    ts_report_csv_header(&r, &b);
+    ck_assert_msg(!strncmp(ts_buf_str(&b), csv_header, strlen(csv_header) - 1), "%s", ts_buf_str(&b));
     ts_report_csv_row(&r, &b);
     golden("report_ipu.csv", &b);
-    ts_buf_free(&b);
+    ts_buf_reset(&b);
+
+    /* After the 17 columns of schema 1, every other scalar of the JSON under its path, once: a
+     * statistic by its value, arrays, histograms and tables left out. */
+    ts_report_csv_header(&r, &b);
+    char *h[128], *v[128];
+    size_t nh = csv_split(ts_buf_str(&b), h, 128);
+    ts_buf_reset(&b);
+    ts_report_csv_row(&r, &b);
+    size_t nv = csv_split(ts_buf_str(&b), v, 128);
+    ck_assert_uint_eq(nh, nv);
+    ck_assert_uint_gt(nh, 17);
+    for (size_t i = 0; i < nh; i++)
+        for (size_t k = i + 1; k < nh; k++)
+            ck_assert_msg(strcmp(h[i], h[k]), "column %s twice", h[i]);
+    static const struct { const char *col, *want; } cells[] = {
+        {"schema_version", "1"}, {"network_name", "exchange"}, {"utilization.amp.units", "1216"},
+        {"utilization.tile.busy_unit_cycles", "1000000000"}, {"energy.table", "golden"},
+        {"energy.static_w", "12.5"}, {"energy.events.fp16_mac", "8589934592"},
+        {"stats.exchange.bytes", "123456789"}, {"stats.ipc", "0.8125"}, {"stats.supersteps", "45"},
+    };
+    for (size_t i = 0; i < sizeof cells / sizeof *cells; i++) {
+        long c = column(h, nh, cells[i].col);
+        ck_assert_msg(c >= 17, "no column %s", cells[i].col);
+        ck_assert_str_eq(v[c], cells[i].want);
+    }
+    ck_assert(near(strtod(v[column(h, nh, "bytes_per_cycle.sram")], NULL), 987654321.0 / CYCLES));
+    ck_assert(near(strtod(v[column(h, nh, "utilization.tile.fraction")], NULL), 1e9 / (1216.0 * CYCLES)));
+    static const char *const absent[] = {"bytes.sram", "energy.total_j", "stats.tile.busy", "stats.msg.size",
+                                         "stats.bsp", "stats.ipc.unit", "outputs.0.name"};
+    for (size_t i = 0; i < sizeof absent / sizeof *absent; i++)
+        ck_assert_msg(column(h, nh, absent[i]) < 0, "column %s", absent[i]);
+    for (size_t i = 0; i < nh; i++) {
+        ts_free(h[i]);
+        ts_free(v[i]);
+    }
+    ts_buf_reset(&b);
 
     /* Fields with commas, quotes and newlines are quoted, and read back the same. */
     snprintf(r.config, sizeof r.config, "mk1, \"fast\"");
     snprintf(r.workload, sizeof r.workload, "two\nlines");
     ts_report_csv_row(&r, &b);
-    char *f[32];
-    size_t n = csv_split(ts_buf_str(&b), f, 32);
-    ck_assert_uint_eq(n, 17);
+    char *f[128];
+    size_t n = csv_split(ts_buf_str(&b), f, 128);
+    ck_assert_uint_eq(n, nh);
     ck_assert_str_eq(f[0], "ipu");
     ck_assert_str_eq(f[1], "mk1, \"fast\"");
     ck_assert_str_eq(f[2], "two\nlines");
     double t_s = (double)CYCLES / CLOCK;
     ck_assert_str_eq(f[3], "1234567");
-    ck_assert_double_eq(strtod(f[4], NULL), t_s);
-    ck_assert_double_eq(strtod(f[5], NULL), CLOCK);
+    ck_assert_msg(near(strtod(f[4], NULL), t_s), "%s", f[4]);
+    ck_assert_msg(near(strtod(f[5], NULL), CLOCK), "%s", f[5]);
     ck_assert_str_eq(f[6], "987654321");
     ck_assert_str_eq(f[7], "123456789");
     ck_assert_str_eq(f[8], "4096");
-    ck_assert_double_eq(strtod(f[9], NULL), 987654321 / t_s);
-    ck_assert_double_eq(strtod(f[10], NULL), 123456789 / t_s);
-    ck_assert_double_eq(strtod(f[11], NULL), 4096 / t_s);
+    ck_assert_msg(near(strtod(f[9], NULL), 987654321 / t_s), "%s", f[9]);
+    ck_assert_msg(near(strtod(f[10], NULL), 123456789 / t_s), "%s", f[10]);
+    ck_assert_msg(near(strtod(f[11], NULL), 4096 / t_s), "%s", f[11]);
     ck_assert_str_eq(f[12], "8589934592");
-    ck_assert_double_eq(strtod(f[13], NULL), r.flops);
-    ck_assert_double_eq(strtod(f[14], NULL), r.energy_j);
-    ck_assert_double_eq(strtod(f[15], NULL), r.energy_j / t_s);
+    ck_assert_msg(near(strtod(f[13], NULL), r.flops), "%s", f[13]);
+    ck_assert_msg(near(strtod(f[14], NULL), r.energy_j), "%s", f[14]);
+    ck_assert_msg(near(strtod(f[15], NULL), r.energy_j / t_s), "%s", f[15]);
     for (size_t i = 0; i < n; i++)
         ts_free(f[i]);
     ts_buf_free(&b);
@@ -410,7 +491,7 @@ START_TEST(test_csv)
     /* Undefined figures are empty fields. */
     ts_results_init(&r);
     ts_report_csv_row(&r, &b);
-    ck_assert_str_eq(ts_buf_str(&b), ",,,0,0,0,0,0,0,,,,0,0,,,\n");
+    ck_assert_msg(!strncmp(ts_buf_str(&b), ",,,0,0,0,0,0,0,,,,0,0,,,,", 25), "%s", ts_buf_str(&b));
     ts_buf_free(&b);
     ts_results_free(&r);
 }
@@ -463,7 +544,7 @@ START_TEST(test_write_atomic)
         else if (fmt == TS_FMT_JSON)
             ts_report_json(&r, &want);
         else {
-            ts_report_csv_header(&want);
+            ts_report_csv_header(&r, &want);
             ts_report_csv_row(&r, &want);
         }
         char *data;
@@ -598,7 +679,7 @@ START_TEST(test_outputs)
     ck_assert_ptr_nonnull(strstr(ts_buf_str(&b), "\"checksum\": \"00f3a969ef350f78\""));
     ts_buf_reset(&b);
     ts_report_csv_row(&r, &b);
-    ck_assert_ptr_nonnull(strstr(ts_buf_str(&b), ",logits[1x3]:00f3a969ef350f78:2.5\n"));
+    ck_assert_ptr_nonnull(strstr(ts_buf_str(&b), ",logits[1x3]:00f3a969ef350f78:2.5,"));
     ts_buf_free(&b);
     ts_results_free(&r);
     ts_err_free(&e);
@@ -611,6 +692,7 @@ int main(void)
     TCase *tc = tcase_create("report");
     tcase_add_test(tc, test_format_parse);
     tcase_add_test(tc, test_text_golden);
+    tcase_add_test(tc, test_peak_share);
     tcase_add_test(tc, test_json);
     tcase_add_test(tc, test_json_empty);
     tcase_add_test(tc, test_csv);

@@ -174,6 +174,35 @@ END_TEST
 
 /* Fail each allocation in turn: every call reports TS_ENOMEM (or -1), leaks nothing (checked by
  * the address sanitizer) and leaves the registry as it was. */
+/* Text columns and an appended column of a finished table. */
+START_TEST(test_table_labels_and_columns)
+{
+    ts_stats *s = ts_stats_create();
+    const char *cols[] = {"node", "cycles"};
+    int t = ts_stats_table(s, "layers", "", 2, cols, NULL);
+    ck_assert_int_eq(ts_stats_table_handle(s, "layers"), t);
+    ck_assert_int_eq(ts_stats_table_handle(s, "nope"), -1);
+    ck_assert_int_eq(ts_stats_row(s, t, (double[]){0, 10}), TS_OK);
+    ck_assert_int_eq(ts_stats_row(s, t, (double[]){1, 30}), TS_OK);
+    const char *lc[] = {"op_type", "name"}, *cells[] = {"Conv", "conv1", NULL, "relu"};
+    ck_assert_int_eq(ts_stats_table_labels(s, t, 2, lc, cells), TS_OK);
+    ck_assert_int_eq(ts_stats_table_labels(s, t, 2, lc, cells), TS_EINTERNAL); /* once */
+    ck_assert_int_eq(ts_stats_table_add_column(s, t, "share", "", (double[]){0.25, 0.75}), TS_OK);
+    const ts_stat *st = ts_stats_find(s, "layers");
+    ck_assert_uint_eq(st->ncols, 3);
+    ck_assert_str_eq(st->cols[2], "share");
+    ck_assert_str_eq(st->col_units[2], "");
+    ck_assert_double_eq(st->rows[1 * 3 + 1], 30);
+    ck_assert_double_eq(st->rows[1 * 3 + 2], 0.75);
+    ck_assert_str_eq(st->labels[0], "Conv");
+    ck_assert_str_eq(st->labels[2], "");
+    ck_assert_str_eq(st->labels[3], "relu");
+    ck_assert_int_eq(ts_stats_row(s, t, (double[]){2, 5, 0.5}), TS_EINTERNAL); /* closed by its labels */
+    ck_assert_uint_eq(ts_stats_find(s, "layers")->nrows, 2);
+    ts_stats_destroy(s);
+}
+END_TEST
+
 START_TEST(test_alloc_failures)
 {
     for (long n = 1; n < 40; n++) {
@@ -218,6 +247,7 @@ int main(void)
     tcase_add_test(tc, test_strings_copied);
     tcase_add_test(tc, test_null_and_destroy);
     tcase_add_test(tc, test_alloc_failures);
+    tcase_add_test(tc, test_table_labels_and_columns);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

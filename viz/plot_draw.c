@@ -292,6 +292,11 @@ ts_status ts_plot_write_png(const ts_plot *p, const char *path, ts_err *err)
     cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, (int)p->width, (int)p->height);
     cairo_t *cr = cairo_create(s);
     draw(p, cr);
+    return ts_plot_finish_png(s, cr, path, err);
+}
+
+ts_status ts_plot_finish_png(cairo_surface_t *s, cairo_t *cr, const char *path, ts_err *err)
+{
     cairo_status_t cs = cairo_status(cr);
     cairo_destroy(cr);
     ts_buf png = TS_BUF_INIT;

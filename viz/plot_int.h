@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "ts_build.h"
 #include "viz/plot.h"
 
 typedef struct ts_plot_pt {
@@ -37,5 +38,12 @@ struct ts_plot {
     char *xlabel, *ylabel, *title, *pareto_label; /* owned */
     const char *group_title;                      /* borrowed: the group column's name or "" */
 };
+
+#if TS_HAVE_CAIRO
+#include <cairo.h>
+/* Destroy cr, write surface s as a PNG at path (atomically) and destroy it, then drop cairo's and
+ * fontconfig's caches (a command draws one picture); cr's error, if any, is the result. */
+ts_status ts_plot_finish_png(cairo_surface_t *s, cairo_t *cr, const char *path, ts_err *err);
+#endif
 
 #endif

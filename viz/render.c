@@ -197,6 +197,44 @@ void ts_viz_port_clamp(const ts_activity *a, ts_viz_port *p)
     p->y0 -= p->y0 % cells;
 }
 
+void ts_viz_port_fit(const ts_activity *a, ts_viz_port *p)
+{
+    *p = (ts_viz_port){.zoom = 1};
+    uint32_t x0 = UINT32_MAX, y0 = UINT32_MAX, x1 = 0, y1 = 0, gw, gh;
+    ts_activity_grid(a, &gw, &gh);
+    for (uint32_t u = 0; u < ts_activity_nunits(a); u++) {
+        uint64_t busy = 0;
+        for (int s = 0; s < TS_ACT_NSTATES; s++)
+            busy += s != TS_ACT_IDLE ? ts_activity_total(a, u, (ts_act_state)s) : 0;
+        if (!busy)
+            continue;
+        uint32_t x, y;
+        ts_activity_pos(a, u, &x, &y);
+        x0 = x < x0 ? x : x0;
+        y0 = y < y0 ? y : y0;
+        x1 = x > x1 ? x : x1;
+        y1 = y > y1 ? y : y1;
+    }
+    if (x0 == UINT32_MAX)
+        return;
+    x0 = x0 ? x0 - 1 : 0; /* a cell of margin */
+    y0 = y0 ? y0 - 1 : 0;
+    x1 = x1 + 1 < gw ? x1 + 1 : x1;
+    y1 = y1 + 1 < gh ? y1 + 1 : y1;
+    ts_viz_geom g;
+    ts_viz_geometry(a, &g);
+    /* the largest zoom whose view holds the box */
+    for (uint32_t z = 2; z <= 64 * g.agg; z *= 2) {
+        ts_viz_port t = {.zoom = z};
+        uint32_t px, cells;
+        ts_viz_port_scale(&g, &t, &px, &cells);
+        if ((uint64_t)(g.map_w / px) * cells < x1 - x0 + 1 || (uint64_t)(g.map_h / px) * cells < y1 - y0 + 1)
+            break;
+        *p = (ts_viz_port){.zoom = z, .x0 = x0, .y0 = y0};
+    }
+    ts_viz_port_clamp(a, p);
+}
+
 void ts_viz_port_scale(const ts_viz_geom *g, const ts_viz_port *p, uint32_t *px, uint32_t *cells)
 {
     uint32_t z = p && p->zoom ? p->zoom : 1;

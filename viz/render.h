@@ -69,6 +69,10 @@ typedef struct ts_viz_port {
 
 /* Clamp a port to the layout (zoom a power of two up to 64 x agg, the origin inside it). */
 void ts_viz_port_clamp(const ts_activity *a, ts_viz_port *p);
+/* The port that shows the units that did anything over the run (their bounding box, with a
+ * cell of margin) as large as the map allows; zoom 1 when none did or they span the layout.
+ * The wafer's summary is drawn so: a small program fills the map instead of a dot in it. */
+void ts_viz_port_fit(const ts_activity *a, ts_viz_port *p);
 /* Pixels per drawn block and layout cells per block side under a port. */
 void ts_viz_port_scale(const ts_viz_geom *g, const ts_viz_port *p, uint32_t *px, uint32_t *cells);
 /* The pixel at the middle of layout cell (x, y)'s square (or of its block's pixel); false when

@@ -4,6 +4,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -24,6 +25,7 @@ struct ts_view {
     bool to_step;        /* running to the end of superstep `step_target` */
     uint64_t step_target;
     ts_viz_port port;
+    bool fitted;         /* the port was zoomed to the working units once (a block layout) */
     ts_viz_image img;    /* owned: the frame as drawn */
     int mx, my;          /* the mouse, -1 before it moves */
     uint32_t hover, pin; /* units under the mouse and clicked, UINT32_MAX for none */
@@ -37,6 +39,18 @@ ts_status ts_view_open(ts_view **out, const char *title, ts_err *err)
     *out = NULL;
     if (SDL_InitSubSystem(SDL_INIT_VIDEO | SDL_INIT_EVENTS))
         return ts_err_set(err, TS_EINPUT, "cannot open the view: %s", SDL_GetError());
+    /* With no display SDL falls back to a driver that shows nothing (offscreen, dummy, or the
+     * console's KMSDRM): the run would go on with no window. Refused unless SDL_VIDEODRIVER asks
+     * for that driver (the tests draw into the dummy one). */
+    const char *drv = SDL_GetCurrentVideoDriver(), *asked = getenv("SDL_VIDEODRIVER");
+    if (drv && (!asked || !*asked) &&
+        (!strcmp(drv, "offscreen") || !strcmp(drv, "dummy") || !strcmp(drv, "KMSDRM") ||
+         !strcmp(drv, "evdev"))) {
+        SDL_QuitSubSystem(SDL_INIT_VIDEO | SDL_INIT_EVENTS);
+        return ts_err_set(err, TS_EINPUT,
+                          "no display for the live view (DISPLAY and WAYLAND_DISPLAY are not set; SDL found "
+                          "only its '%s' driver): --frames DIR or --summary-png FILE draw the run without one", drv);
+    }
     ts_view *v = ts_calloc(1, sizeof *v);
     if (v)
         v->title = ts_strdup(title ? title : "tessera");
@@ -69,10 +83,19 @@ static void info_line(ts_view *v)
     if (u != UINT32_MAX && u < v->f->nunits) {
         uint32_t x, y;
         ts_activity_pos(v->a, u, &x, &y);
-        int n = snprintf(v->info, sizeof v->info, "%sUNIT %u (%u,%u) C%" PRIu32 " N%" PRIu32 " S%" PRIu32
-                         " M%" PRIu32 " I%" PRIu32, v->pin != UINT32_MAX ? "[" : "", u, x, y,
-                         v->f->state[TS_ACT_COMPUTE][u], v->f->state[TS_ACT_NETWORK][u], v->f->state[TS_ACT_SYNC][u],
-                         v->f->state[TS_ACT_MEMORY][u], v->f->state[TS_ACT_IDLE][u]);
+        /* in words: the cycles of the frame in each state it spent any in, e.g. "UNIT 100 AT (4,7):
+         * COMPUTE 80 CYC, IDLE 20 CYC" ("[" before it while pinned by a click) */
+        int n = snprintf(v->info, sizeof v->info, "%sUNIT %u AT (%u,%u):", v->pin != UINT32_MAX ? "[" : "", u, x, y);
+        bool first = true;
+        for (int s = 0; s < TS_ACT_NSTATES && n > 0 && (size_t)n < sizeof v->info; s++) {
+            uint32_t c = v->f->state[s][u];
+            if (!c)
+                continue;
+            int k = snprintf(v->info + n, sizeof v->info - (size_t)n, "%s %s %" PRIu32 " CYC", first ? "" : ",",
+                             ts_act_state_name((ts_act_state)s), c);
+            n = k > 0 ? n + k : n;
+            first = false;
+        }
         char fam[160];
         if (n > 0 && (size_t)n < sizeof v->info && ts_activity_describe(v->a, u, fam, sizeof fam) && fam[0])
             snprintf(v->info + n, sizeof v->info - (size_t)n, " %s", fam);
@@ -239,6 +262,16 @@ ts_status ts_view_frame(ts_view *v, const ts_activity *a, const ts_act_frame *f,
         return TS_OK;
     v->a = a;
     v->f = f;
+    if (!v->fitted && v->port.zoom <= 1) { /* the wafer: open on the units that work, not a dot */
+        ts_viz_geom g;
+        ts_viz_geometry(a, &g);
+        ts_viz_port fit;
+        ts_viz_port_fit(a, &fit);
+        if (g.agg > 1 && fit.zoom > 1) {
+            v->port = fit;
+            v->fitted = true;
+        }
+    }
     ts_viz_port_clamp(a, &v->port);
     ts_status rc = draw(v, err);
     if (rc != TS_OK)

@@ -84,6 +84,7 @@ static ts_status collect(const ts_family *fam, const ts_config *cfg, const ts_pr
         snprintf(r->workload, sizeof r->workload, "%s", p->workload);
     if (ts_config_static_power(cfg) > 0)
         r->static_w = ts_config_static_power(cfg);
+    ts_sim_results_peak(fam, cfg, r);
     return opts && opts->energy ? ts_results_price(r, opts->energy, &out->err) : TS_OK;
 }
 

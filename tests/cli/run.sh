@@ -8,6 +8,7 @@
 #   ipu   configs, runs, programs, reports, signals on the IPU: skipped without the ipu family
 #   tsp   a model lowered for the TSP: skipped without the tsp family
 #   wse   the wafer's program generators and JAC's stencil power: skipped without the wse family
+#   layers  the layers table of a small model on each family compiled (operator type and name)
 # A part whose family or feature the build compiled but the binary does not offer fails
 # (tests/need.sh).
 set -u
@@ -70,12 +71,26 @@ part_base() {
   golden plot-no-rows "$T" plot plot_failed.csv --x clock --y cycles -o never.png
   [ ! -e "$data/never.png" ] && ok || bad "a failed plot left a PNG behind"
   golden view-help "$T" view --help
+  # Two reports side by side: every metric, the ratio, a table statistic row by row.
+  golden diff-help "$T" diff --help
+  golden diff-text "$T" diff diff_a.json diff_b.json
+  golden diff-changed "$T" diff diff_a.json diff_b.json --changed
+  golden diff-json "$T" diff diff_a.json diff_b.json --changed -f json
+  golden diff-csv "$T" diff diff_a.json diff_b.json -f csv
+  golden diff-not-report "$T" diff diff_a.json plot_results.csv
+  golden diff-not-object "$T" diff not_report.json diff_a.json
+  golden diff-one-file "$T" diff diff_a.json
+  golden diff-missing "$T" diff diff_a.json missing.json
   golden bad-threads "$T" run --threads 0
   golden bad-format "$T" run --format xml
   expect_exit version 0 "$T" --version
 
-  # Built-in workloads.
+  # Built-in workloads: listed with their parameters; a name close to one is suggested.
   golden info-builtin-matmul "$T" info matmul:m=64,k=32,n=16
+  golden run-list "$T" run --list
+  golden workload-typo "$T" run resnet5
+  golden workload-typo-params "$T" run matmu:m=8
+  golden workload-unknown "$T" run zzz
 
   # Input limits (core/limit.h): each blow-up ends at once with exit 2 and the limit's name.
   golden limit-bad-env env TESSERA_LIMITS=tensor_elems=lots "$T" info matmul
@@ -99,6 +114,11 @@ part_onnx() {
 }
 
 part_ipu() {
+  # The live view with no display is refused at once (exit 2), not run with no window.
+  if [ "${TS_HAS_SDL2:-0}" = 1 ]; then
+    expect_exit view-no-display 2 env -u DISPLAY -u WAYLAND_DISPLAY -u SDL_VIDEODRIVER "$T" run --view -q -c ipu_mk1 -o "$tmp/v.txt"
+    [ ! -e "$tmp/v.txt" ] && ok || bad "a refused --view wrote a report"
+  fi
   # Input limits of the energy tables, read with an IPU config.
   golden limit-energy-nodes env TESSERA_LIMITS=yaml_nodes=100 "$T" run -q -c ipu_tiny4 --energy horowitz45
   # Duplicate energy entries are found by sorting: 100,000 entries load in well under a second (they
@@ -205,9 +225,9 @@ part_ipu() {
     bad "no plan columns in the layers table with --planner t10"
   expect_exit planner-compile 0 "$T" compile -c ipu_small16 --planner t10 matmul:m=96,k=96,n=96 -o "$tmp/t.bin"
   # --planner split: planner (b)'s plan columns, with nothing rotating (rot, the column before
-  # model_cycles, is 0)
+  # model_cycles, is 0; the columns every table has follow)
   expect_exit planner-split 0 "$T" run -q -c ipu_small16 --planner split matmul:m=96,k=96,n=96 -f json -o "$tmp/s.json"
-  tr -d ' \n' < "$tmp/s.json" | grep -q '"name":"rot","unit":""},{"name":"model_cycles".*"rows":\[\[0,2,16,[^]]*,1,[0-9]*,[0-9]*,[0-9]*,1,1,0,[0-9.e+]*\]' && ok ||
+  tr -d ' \n' < "$tmp/s.json" | grep -q '"name":"rot","unit":""},{"name":"model_cycles".*"rows":\[\[0,2,16,[^]]*,1,[0-9]*,[0-9]*,[0-9]*,1,1,0,[0-9.e+]*,' && ok ||
     bad "no split plan (rot 0) in the layers table with --planner split"
   golden planner-unknown "$T" run -q -c ipu_small16 --planner roller matmul:m=96,k=96,n=96
 
@@ -224,6 +244,11 @@ part_tsp() {
   expect_exit tsp-model 0 "$T" run -q -c tsp_v1 matmul:m=64,k=400,n=350
   grep -q "layers" "$tmp/stdout" && ok || bad "the TSP run has no layers table"
   grep -Eq "queue.ifetches +[1-9]" "$tmp/stdout" && ok || bad "the TSP run fetched no instructions"
+  # The roofline of a model's run: a PNG (with cairo).
+  if [ "${TS_HAS_CAIRO:-0}" = 1 ]; then
+    expect_exit tsp-roofline 0 "$T" run -q -c tsp_v1 matmul:m=64,k=400,n=350 -o "$tmp/r.txt" --roofline "$tmp/roof.png"
+    [ "$(head -c 4 "$tmp/roof.png" | od -An -c | tr -d ' ')" = "211PNG" ] && ok || bad "--roofline wrote no PNG"
+  fi
   expect_exit tsp-queue-capacity 2 "$T" run -q -c tsp_v1 -s icu.queue_capacity=40 matmul:m=64,k=400,n=350
   grep -q "icu.queue_capacity 40" "$tmp/stderr" && ok || bad "the queue-capacity refusal gives no figure"
   # A model with several operators the TSP does not take gets them all in one message (ONNX builds).
@@ -258,8 +283,39 @@ PY
   golden stencil-too-big "$T" run -c wse2 stencil:w=700,h=700,nz=600
 }
 
+# The layers table names its operators on every family: each row of a model's layers table has
+# the operator type and the node name of the graph (text and JSON), and tessera diff keys them;
+# every family's table ends with the same three columns.
+part_layers() {
+  local mlp="mlp:batch=4,in=16,hidden=16,out=8" fc c key
+  for fc in "ipu ipu_tiny4 0" "tsp tsp_v1 0" "wse wse2 1"; do
+    read -r fam c key <<<"$fc"
+    case " $TS_FAMILIES " in *" $fam "*) ;; *) continue ;; esac
+    expect_exit "$fam-layers-text" 0 "$T" run -q -c "$c" "$mlp"
+    grep -Eq "^ +(node|stage) +op_type +name " "$tmp/stdout" && ok || bad "$fam: the layers table has no op_type and name columns"
+    grep -Eq "Gemm +fc1 " "$tmp/stdout" && ok || bad "$fam: the layers table does not name Gemm fc1"
+    expect_exit "$fam-layers-json" 0 "$T" run -q -c "$c" "$mlp" -f json -o "$tmp/$fam.json"
+    expect_exit "$fam-layers-diff" 0 "$T" diff "$tmp/$fam.json" "$tmp/$fam.json" -f csv -o "$tmp/$fam.csv"
+    grep -q "^stats.layers\[$key\].op_type,Gemm,Gemm,$" "$tmp/$fam.csv" && ok || bad "$fam: row $key is not a Gemm"
+    grep -q "^stats.layers\[$key\].name,fc1,fc1,$" "$tmp/$fam.csv" && ok || bad "$fam: row $key is not fc1"
+    grep -q "^stats.layers\[[0-9]*\].name,fc3,fc3,$" "$tmp/$fam.csv" && ok || bad "$fam: no row names fc3"
+    # a trace has a slice per layer with its node, type and name (the wafer's stages have no span)
+    if [ "$fam" != wse ]; then
+      expect_exit "$fam-layers-trace" 0 "$T" run -q -c "$c" "$mlp" -o "$tmp/r.txt" --trace "$tmp/$fam.trace"
+      grep -q '"name":"Gemm fc1","cat":"layer",.*"args":{"node":0,"op_type":"Gemm","name":"fc1"}' "$tmp/$fam.trace" &&
+        ok || bad "$fam: the trace has no slice for layer fc1"
+    fi
+    # the columns every family's table ends with; fc1's MACs at the peak take some cycles
+    for col in share mac_bound_cycles mac_efficiency; do
+      grep -q "^stats.layers\[$key\].$col," "$tmp/$fam.csv" && ok || bad "$fam: no column $col"
+    done
+    grep -Eq "^stats.layers\[$key\].mac_bound_cycles,[0-9.e-]*[1-9]" "$tmp/$fam.csv" && ok || bad "$fam: fc1 has no MAC-bound cycles"
+  done
+}
+
 case "$part" in
   base) part_base ;;
+  layers) part_layers ;;
   onnx)
     need_feature TS_HAS_ONNX "ONNX support" "protobuf-c not found, or -Donnx=disabled" "cli onnx: ONNX model cases"
     need_family "$T" ipu "cli onnx: an ONNX model lowered for the IPU"
@@ -273,7 +329,7 @@ case "$part" in
   ipu) need_family "$T" ipu "cli ipu: config, run, program and report cases"; part_ipu ;;
   tsp) need_family "$T" tsp "cli tsp: a model lowered for the TSP"; part_tsp ;;
   wse) need_family "$T" wse "cli wse: the wafer's program generators"; part_wse ;;
-  *) echo "usage: run.sh TESSERA base|onnx|ipu|tsp|wse" >&2; exit 2 ;;
+  *) echo "usage: run.sh TESSERA base|layers|onnx|ipu|tsp|wse" >&2; exit 2 ;;
 esac
 
 echo "cli $part: $pass passed, $fail failed"

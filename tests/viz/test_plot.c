@@ -17,6 +17,7 @@
 #include "core/err.h"
 #include "ts_build.h"
 #include "viz/plot.h"
+#include "viz/roofline.h"
 
 #if TS_HAVE_CAIRO
 #include <cairo.h>
@@ -545,6 +546,17 @@ static long count_inside(const img *m, uint32_t rgb, int tol)
 }
 #endif
 
+#if TS_HAVE_CAIRO
+/* A PNG written (st) at path of w x h pixels, loaded into m. */
+static void png_written(img *m, ts_status st, const ts_err *e, const char *path, int w, int h)
+{
+    ck_assert_msg(st == TS_OK, "%s", e->msg);
+    ck_assert_int_eq(img_load(m, path), 0);
+    ck_assert_int_eq(m->w, w);
+    ck_assert_int_eq(m->h, h);
+}
+#endif
+
 START_TEST(png_by_pixels)
 {
     ts_table *t = table(sweep_csv);
@@ -560,11 +572,8 @@ START_TEST(png_by_pixels)
     snprintf(path, sizeof path, "%s/p.png", dir);
     ts_status st = ts_plot_write_png(p, path, &e);
 #if TS_HAVE_CAIRO
-    ck_assert_msg(st == TS_OK, "%s", e.msg);
     img m;
-    ck_assert_int_eq(img_load(&m, path), 0);
-    ck_assert_int_eq(m.w, 640);
-    ck_assert_int_eq(m.h, 400);
+    png_written(&m, st, &e, path, 640, 400);
     ck_assert_msg(m.fx0 > 40 && m.fx1 < 640 - 60 && m.fy0 > 20 && m.fy1 < 400 - 30, "frame %d,%d %d,%d", m.fx0,
                   m.fy0, m.fx1, m.fy1);
     ck_assert_int_gt(count_inside(&m, ts_plot_group_rgb(0), 0), 30);
@@ -581,6 +590,58 @@ START_TEST(png_by_pixels)
     rmdir(dir);
     ts_plot_destroy(p);
     ts_table_destroy(t);
+    ts_err_free(&e);
+}
+END_TEST
+
+/* The roofline by pixels: the roofs where the peak and bandwidth put them, a marker on each
+ * layer's point and on the run's. */
+START_TEST(roofline_by_pixels)
+{
+    const double x[3] = {0.5, 4, 40}, y[3] = {20, 150, 700}; /* ops/B and ops/cycle */
+    ts_roofline r = {.title = "roofline: test", .peak_ops = 1000, .bw = 100, .x = x, .y = y, .n = 3,
+                     .run_x = 2, .run_y = 100, .width = 640, .height = 420};
+    ts_err e;
+    ts_err_init(&e);
+    char dir[] = "/tmp/ts_roof_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/r.png", dir);
+    ts_status st = ts_roofline_write_png(&r, path, &e);
+#if TS_HAVE_CAIRO
+    img m;
+    png_written(&m, st, &e, path, 640, 420);
+    double px0, py0;
+    for (size_t i = 0; i < 3; i++) { /* a layer's marker at its point */
+        ck_assert_int_eq(ts_roofline_map(&r, x[i], y[i], &px0, &py0), 0);
+        ck_assert_msg(px(&m, (int)px0, (int)py0) == TS_ROOF_LAYER_RGB, "layer %zu at %.0f,%.0f: %06x", i, px0, py0,
+                      px(&m, (int)px0, (int)py0));
+    }
+    ck_assert_int_eq(ts_roofline_map(&r, 2, 100, &px0, &py0), 0);
+    ck_assert_uint_eq(px(&m, (int)px0, (int)py0), TS_ROOF_RUN_RGB);
+    /* the roofs: slanted below the ridge (10 ops/B), flat at the peak after it; nothing of the
+     * roof colour far below them */
+    static const double on[][2] = {{1, 100}, {3, 300}, {20, 1000}, {60, 1000}};
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_int_eq(ts_roofline_map(&r, on[i][0], on[i][1], &px0, &py0), 0);
+        bool hit = false;
+        for (int dy = -2; dy <= 2; dy++)
+            hit |= px(&m, (int)px0, (int)py0 + dy) == TS_ROOF_RGB;
+        ck_assert_msg(hit, "no roof at %g ops/B, %g ops/cycle", on[i][0], on[i][1]);
+    }
+    ck_assert_int_eq(ts_roofline_map(&r, 60, 50, &px0, &py0), 0);
+    ck_assert_uint_ne(px(&m, (int)px0, (int)py0), TS_ROOF_RGB);
+    ck_assert_int_gt(count_inside(&m, TS_ROOF_RGB, 0), 400);
+    cairo_surface_destroy(m.s);
+#else
+    ck_assert_int_eq(st, TS_EINPUT);
+#endif
+    unlink(path);
+    /* no peak: nothing to draw under */
+    r.peak_ops = 0;
+    ck_assert_int_eq(ts_roofline_write_png(&r, path, &e), TS_EINPUT);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    rmdir(dir);
     ts_err_free(&e);
 }
 END_TEST
@@ -670,9 +731,9 @@ START_TEST(cli_sweep_then_plot)
     snprintf(path, sizeof path, "%s/out", dir);
     ck_assert_msg(strstr(slurp(path), "Pareto front of time_s,energy.total_j: 3 of 14 rows\n"
                                       "point,workload,clock,energy.static_power,cycles,time_s,energy.total_j\n"
-                                      "18,loop.s,2000000000,1,120099,6.00495e-05,6.5809924e-05\n"
-                                      "9,loop.s,1500000000,0.5,120099,8.0066e-05,4.5793424e-05\n"
-                                      "0,loop.s,1000000000,0.25,120099,0.000120099,3.5785174e-05\n"),
+                                      "18,loop.s,2000000000,1,120099,6.00495e-5,6.5809924e-5\n"
+                                      "9,loop.s,1500000000,0.5,120099,8.0066e-5,4.5793424e-5\n"
+                                      "0,loop.s,1000000000,0.25,120099,0.000120099,3.5785174e-5\n"),
                   "%s", slurp(path));
     snprintf(path, sizeof path, "%s/pareto.png", dir);
     ck_assert_int_eq(img_load(&m, path), 0);
@@ -737,6 +798,7 @@ static Suite *suite(bool cli)
     tcase_add_test(c, plot_errors);
     tcase_add_test(c, out_of_memory);
     tcase_add_test(c, png_by_pixels);
+    tcase_add_test(c, roofline_by_pixels);
     suite_add_tcase(s, c);
     return s;
 }

@@ -136,11 +136,11 @@ static ts_status on_frame(void *ud, const ts_activity *a, const ts_act_frame *f,
         break;
     case 5:
         ck_assert_uint_eq(ts_view_unit(v), 100);
-        ck_assert_msg(strstr(ts_view_info(v), "UNIT 100 (") && strstr(ts_view_info(v), "SUP "), "%s", ts_view_info(v));
+        ck_assert_msg(strstr(ts_view_info(v), "UNIT 100 AT (") && strstr(ts_view_info(v), "SUP "), "%s", ts_view_info(v));
         break;
     case 6:
         ck_assert_uint_eq(ts_view_unit(v), 1000); /* the click holds it while the mouse moves on */
-        ck_assert_msg(strstr(ts_view_info(v), "[UNIT 1000 ("), "%s", ts_view_info(v));
+        ck_assert_msg(strstr(ts_view_info(v), "[UNIT 1000 AT ("), "%s", ts_view_info(v));
         check_shot(s, a, f);
         break;
     case 7: ck_assert(ts_view_stepping(v)); break;
@@ -157,6 +157,64 @@ static ts_status on_frame(void *ud, const ts_activity *a, const ts_act_frame *f,
     return TS_OK;
 }
 
+/* The wafer's view opens zoomed to the PEs its program uses (a block layout fitted once). */
+typedef struct wafer_seen { ts_view *v; ts_viz_port first; uint64_t frames; } wafer_seen;
+
+static ts_status on_wafer_frame(void *ud, const ts_activity *a, const ts_act_frame *f, ts_err *err)
+{
+    wafer_seen *w = ud;
+    ts_status rc = ts_view_frame(w->v, a, f, err);
+    if (!w->frames++) {
+        w->first = ts_view_port(w->v);
+        key(SDLK_q);
+    }
+    return rc;
+}
+
+/* Run family's built-in default program on config (a built-in) with activity windows of
+ * `window` cycles calling fn: the cycles it ran. */
+static uint64_t run_with_frames(const char *family, const char *config, const char *program, uint64_t window,
+                                ts_act_frame_fn fn, void *ud)
+{
+    ts_err e;
+    ts_err_init(&e);
+    const ts_family *fam = ts_family_find(family);
+    ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find};
+    ts_config *cfg = NULL;
+    ck_assert_int_eq(ts_config_load(&cfg, config, &co, &e), TS_OK);
+    const char *text;
+    size_t len;
+    ck_assert_int_eq(ts_builtin_find(program, &text, &len), 0);
+    ts_program *p = NULL;
+    ck_assert_int_eq(ts_asm(&p, program, text, len, fam->isa, &e), TS_OK);
+    ts_activity *a = NULL;
+    ck_assert_int_eq(ts_activity_create(&a, window, fn, ud, &e), TS_OK);
+    ts_run_opts ro = {.activity = a};
+    ts_results res;
+    ck_assert_msg(ts_sim_run(fam, cfg, p, &ro, NULL, &res, &e) == TS_OK, "%s", e.msg);
+    uint64_t cycles = res.cycles;
+    ts_results_free(&res);
+    ts_activity_destroy(a);
+    ts_program_destroy(p);
+    ts_config_destroy(cfg);
+    ts_err_free(&e);
+    return cycles;
+}
+
+START_TEST(wafer_opens_on_its_program)
+{
+    ts_err e;
+    ts_err_init(&e);
+    wafer_seen w = {0};
+    ck_assert_msg(ts_view_open(&w.v, "test", &e) == TS_OK, "%s", e.msg);
+    run_with_frames("wse", "wse2", "wse_default", 10, on_wafer_frame, &w);
+    ck_assert_uint_gt(w.frames, 0);
+    ck_assert_uint_gt(w.first.zoom, 8); /* a handful of PEs of 850,000: far in */
+    ts_view_close(w.v);
+    ts_err_free(&e);
+}
+END_TEST
+
 START_TEST(drive_a_run)
 {
     ts_err e;
@@ -167,31 +225,14 @@ START_TEST(drive_a_run)
     ck_assert_int_ge(fd, 0);
     close(fd);
     ck_assert_msg(ts_view_open(&s.v, "test", &e) == TS_OK, "%s", e.msg);
-    const ts_family *fam = ts_family_find("ipu");
-    ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find};
-    ts_config *cfg = NULL;
-    ck_assert_int_eq(ts_config_load(&cfg, "ipu_mk1", &co, &e), TS_OK);
-    const char *text;
-    size_t len;
-    ck_assert_int_eq(ts_builtin_find("ipu_default", &text, &len), 0);
-    ts_program *p = NULL;
-    ck_assert_int_eq(ts_asm(&p, "ipu_default", text, len, fam->isa, &e), TS_OK);
-    ts_activity *a = NULL;
-    ck_assert_int_eq(ts_activity_create(&a, 100, on_frame, &s, &e), TS_OK);
-    ts_run_opts ro = {.activity = a};
-    ts_results res;
-    ck_assert_msg(ts_sim_run(fam, cfg, p, &ro, NULL, &res, &e) == TS_OK, "%s", e.msg);
-    ck_assert_uint_eq(s.frames, (res.cycles + 99) / 100);
+    uint64_t cycles = run_with_frames("ipu", "ipu_mk1", "ipu_default", 100, on_frame, &s);
+    ck_assert_uint_eq(s.frames, (cycles + 99) / 100);
     ck_assert(s.checked_shot);
     ck_assert_uint_gt(s.stepped_to, 0);
     ck_assert_uint_gt(s.shown_at_close, 0);
     ck_assert(ts_view_closed(s.v));
     ck_assert_uint_eq(ts_view_shown(s.v), s.shown_at_close); /* nothing shown after q */
     ck_assert_uint_lt(s.shown_at_close, s.frames);
-    ts_results_free(&res);
-    ts_activity_destroy(a);
-    ts_program_destroy(p);
-    ts_config_destroy(cfg);
     ts_view_close(s.v);
     ts_view_close(NULL);
     ts_viz_image_free(&s.ref);
@@ -205,6 +246,7 @@ int main(void)
     Suite *s = suite_create("view");
     TCase *c = tcase_create("sdl");
     tcase_add_test(c, drive_a_run);
+    tcase_add_test(c, wafer_opens_on_its_program);
     tcase_set_timeout(c, 60);
     suite_add_tcase(s, c);
     SRunner *r = srunner_create(s);

@@ -882,6 +882,14 @@ START_TEST(big_layout_aggregates)
     ck_assert_uint_eq(cy, 600);
     ck_assert_uint_eq(ts_activity_unit_at(a, cx, cy), 600 * W + 400);
     ck_assert(!ts_viz_cell_pixel(&g, &port, 10, 10, &px, &py)); /* outside the port */
+    /* fit to the units that worked: the box from the lone PE to the square, (100..408) x
+     * (200..608) with its margin, fits at zoom 2 (a pixel a cell: 375 x 497 cells), not 4 */
+    ts_viz_port_fit(a, &port);
+    ck_assert_uint_eq(port.zoom, 2);
+    ck_assert_uint_eq(port.x0, 100);
+    ck_assert_uint_eq(port.y0, 200);
+    ck_assert(ts_viz_cell_pixel(&g, &port, 101, 201, &px, &py));
+    ck_assert(ts_viz_cell_pixel(&g, &port, 407, 607, &px, &py));
     /* a port far off the edge is pulled back inside */
     port = (ts_viz_port){3, 100000, 100000};
     ts_viz_port_clamp(a, &port);

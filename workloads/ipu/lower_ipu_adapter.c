@@ -11,6 +11,25 @@
 
 /* ---- the per-layer attribution ---- */
 
+/* The columns first and last (cycles) of the layers table from span (owned, freed here): each
+ * row's first cycle and last cycle, interleaved; the trace's layers track reads them. */
+static ts_status layer_span_columns(ts_stats *s, int tab, double *span, size_t n, ts_err *err)
+{
+    double *col = ts_calloc(n ? 2 * n : 1, sizeof *col);
+    ts_status st = col ? TS_OK : TS_ENOMEM;
+    for (size_t i = 0; col && i < n; i++) {
+        col[i] = span[2 * i];
+        col[n + i] = span[2 * i + 1];
+    }
+    if (st == TS_OK)
+        st = ts_stats_table_add_column(s, tab, "first", "cycles", col);
+    if (st == TS_OK)
+        st = ts_stats_table_add_column(s, tab, "last", "cycles", col + n);
+    ts_free(col);
+    ts_free(span);
+    return st == TS_OK ? TS_OK : ts_err_set(err, st, "out of memory for the layers table");
+}
+
 ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, const ts_energy_table *energy,
                                    ts_err *err)
 {
@@ -34,6 +53,10 @@ ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, 
                              "bytes per second over its cycles and its dynamic energy", nc, cols, units);
     if (tab < 0)
         return ts_err_set(err, TS_ENOMEM, "out of memory for the layers table");
+    double *span = ts_calloc(2 * (rep->nlayers ? rep->nlayers : 1), sizeof *span);
+    size_t nrow = 0;
+    if (!span)
+        return ts_err_set(err, TS_ENOMEM, "out of memory for the layers table");
     for (size_t i = 0; i < rep->nlayers; i++) {
         const ts_lower_layer *l = &rep->layers[i];
         if (!l->steps)
@@ -53,10 +76,17 @@ ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, 
                           secs > 0 ? b / secs / 1e9 : 0, j >= 0 ? j * 1e6 : -1, l->t10, l->fm, l->fn, l->fk, l->ft,
                           l->rp, l->rot, (double)l->model_cycles};
         ts_status rc = ts_stats_row(s, tab, row);
-        if (rc != TS_OK)
+        if (rc != TS_OK) {
+            ts_free(span);
             return ts_err_set(err, rc, "out of memory for the layers table");
+        }
+        /* the cycles its supersteps span: the first's start to the last's end */
+        const double *f = ss->rows + (size_t)l->first_step * ss->ncols,
+                     *e = ss->rows + (size_t)(l->first_step + l->steps - 1) * ss->ncols;
+        span[2 * nrow] = f[1];
+        span[2 * nrow++ + 1] = e[1] + e[2] + e[3] + e[4] - 1;
     }
-    return TS_OK;
+    return layer_span_columns(s, tab, span, nrow, err);
 }
 
 /* ---- parameters from a config ---- */

@@ -2,6 +2,7 @@
  * family's lowering, and carry the program and the lowering's state to the run and back. */
 #include "workloads/lower/lower.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -203,9 +204,94 @@ ts_status ts_lowered_prepare(ts_lowered *l, ts_run_opts *ro, ts_err *err)
     return l && l->lw->prepare ? l->lw->prepare(l->state, ro, err) : TS_OK;
 }
 
+/* Give each row of the run's "layers" table its operator's type and ONNX node name, from the
+ * graph lowered and the row's "node" column (the first on the IPU and TSP, the second on the WSE) (a row of no node, -1, gets empty cells): the same
+ * two text columns on every family. */
+static ts_status label_layers(const ts_graph *g, ts_stats *stats, ts_err *err)
+{
+    int tab = ts_stats_table_handle(stats, "layers");
+    const ts_stat *t = ts_stats_find(stats, "layers");
+    size_t col = 0;
+    while (t && t->kind == TS_STAT_TABLE && col < t->ncols && strcmp(t->cols[col], "node"))
+        col++;
+    if (tab < 0 || !t || t->kind != TS_STAT_TABLE || t->nlabels || col == t->ncols)
+        return TS_OK;
+    const char **cells = ts_calloc(t->nrows ? 2 * t->nrows : 1, sizeof *cells);
+    if (!cells)
+        return ts_err_set(err, TS_ENOMEM, "out of memory naming the layers");
+    size_t nn = ts_graph_node_count(g);
+    for (size_t r = 0; r < t->nrows; r++) {
+        double node = t->rows[r * t->ncols + col];
+        if (node >= 0 && node < (double)nn) {
+            const ts_graph_node *n = ts_graph_get_node(g, (int)node);
+            cells[2 * r] = ts_graph_op_name(n->op);
+            cells[2 * r + 1] = n->name;
+        }
+    }
+    static const char *const cols[] = {"op_type", "name"};
+    ts_status st = ts_stats_table_labels(stats, tab, 2, cols, cells);
+    ts_free(cells);
+    return st == TS_OK ? TS_OK : ts_err_set(err, st, "out of memory naming the layers");
+}
+
+/* The index of the first of the named columns that table t has, or t->ncols. */
+static size_t column_of(const ts_stat *t, const char *const *names, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        for (size_t c = 0; c < t->ncols; c++)
+            if (!strcmp(t->cols[c], names[k]))
+                return c;
+    return t->ncols;
+}
+
+/* The columns every family's layers table ends with, from its own cycles (the wafer's: the
+ * busiest PE's) and useful MACs and the run's: share (of the run's cycles), mac_bound_cycles (its
+ * MACs at the chip's peak) and mac_efficiency (the one over its cycles); null where a figure is
+ * missing. */
+static ts_status common_columns(ts_results *res, ts_err *err)
+{
+    int tab = ts_stats_table_handle(res->stats, "layers");
+    const ts_stat *t = ts_stats_find(res->stats, "layers");
+    if (tab < 0 || !t || t->kind != TS_STAT_TABLE)
+        return TS_OK;
+    static const char *const cyc_names[] = {"cycles", "busiest"}, *const mac_names[] = {"macs"};
+    size_t cc = column_of(t, cyc_names, 2), cm = column_of(t, mac_names, 1), nr = t->nrows, nc = t->ncols;
+    double peak = ts_results_peak_macs(res);
+    double *v = ts_calloc(3 * (nr ? nr : 1), sizeof *v);
+    if (!v)
+        return ts_err_set(err, TS_ENOMEM, "out of memory for the layers table");
+    for (size_t r = 0; r < nr; r++) {
+        const double *row = t->rows + r * nc;
+        double cyc = cc < nc && row[cc] > 0 ? row[cc] : NAN, macs = cm < nc ? row[cm] : NAN;
+        v[r] = res->cycles ? cyc / (double)res->cycles : NAN;
+        v[nr + r] = peak > 0 ? macs / peak : NAN;
+        v[2 * nr + r] = v[nr + r] / cyc;
+    }
+    ts_status st = ts_stats_table_add_column(res->stats, tab, "share", "", v);
+    if (st == TS_OK)
+        st = ts_stats_table_add_column(res->stats, tab, "mac_bound_cycles", "cycles", v + nr);
+    if (st == TS_OK)
+        st = ts_stats_table_add_column(res->stats, tab, "mac_efficiency", "", v + 2 * nr);
+    ts_free(v);
+    return st == TS_OK ? TS_OK : ts_err_set(err, st, "out of memory for the layers table");
+}
+
 ts_status ts_lowered_attribute(ts_lowered *l, ts_results *res, const ts_energy_table *energy, ts_err *err)
 {
-    return l && l->lw->attribute ? l->lw->attribute(l->state, res, energy, err) : TS_OK;
+    if (!l || !l->lw->attribute)
+        return TS_OK;
+    ts_status st = l->lw->attribute(l->state, res, energy, err);
+    if (st == TS_OK && l->g && res->stats)
+        st = label_layers(l->g, res->stats, err);
+    if (st == TS_OK && res->stats)
+        st = common_columns(res, err);
+    if (st == TS_OK && l->g) { /* the useful MACs: the graph's, whatever the schedule executed */
+        uint64_t macs = 0;
+        for (size_t i = 0; i < ts_graph_node_count(l->g); i++)
+            macs += ts_graph_node_macs(l->g, (int)i);
+        res->macs = macs;
+    }
+    return st;
 }
 
 void ts_lowered_destroy(ts_lowered *l)
