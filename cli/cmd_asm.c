@@ -130,11 +130,7 @@ static int assemble(int argc, char **argv, const char *usage, bool need_config)
         fam = ts_family_find(ts_config_arch(cfg));
     }
     ts_lower_setting settings[2];
-    ts_lower_opts lopts = {settings, 0};
-    if (planner)
-        settings[lopts.n++] = (ts_lower_setting){"planner", planner};
-    if (max_tiles)
-        settings[lopts.n++] = (ts_lower_setting){"max_tiles", max_tiles};
+    ts_lower_opts lopts = cli_lower_opts(settings, planner, max_tiles);
     ts_lower_values vals = {inputs ? &given : NULL, inputs, inputs || weights_out};
     if (weights_out) { /* first, so that a model a family refuses still gives its values */
         ts_npz w = {0};

@@ -444,11 +444,7 @@ int cmd_run(int argc, char **argv)
     ts_program *prog = NULL;
     ts_lowered *lowered = NULL;
     ts_lower_setting settings[2];
-    ts_lower_opts lopts = {settings, 0};
-    if (planner)
-        settings[lopts.n++] = (ts_lower_setting){"planner", planner};
-    if (max_tiles)
-        settings[lopts.n++] = (ts_lower_setting){"max_tiles", max_tiles};
+    ts_lower_opts lopts = cli_lower_opts(settings, planner, max_tiles);
     ts_energy_table *energy = NULL;
     ts_trace *trace = NULL;
     ts_activity *act = NULL;

@@ -283,6 +283,16 @@ void cli_sets_free(cli_sets *s)
     memset(s, 0, sizeof *s);
 }
 
+ts_lower_opts cli_lower_opts(ts_lower_setting settings[2], const char *planner, const char *max_tiles)
+{
+    ts_lower_opts o = {settings, 0};
+    if (planner)
+        settings[o.n++] = (ts_lower_setting){"planner", planner};
+    if (max_tiles)
+        settings[o.n++] = (ts_lower_setting){"max_tiles", max_tiles};
+    return o;
+}
+
 int cli_check_planner(const char *name)
 {
     return cli_check_setting("planner", name);

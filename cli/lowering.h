@@ -39,5 +39,7 @@ int cli_check_planner(const char *name);
 /* The same for any lowering setting (--max-tiles N is max_tiles): 0, or the usage error's exit code
  * (printed). */
 int cli_check_setting(const char *setting, const char *value);
+/* The settings of --planner and --max-tiles (each NULL when not given), in settings[2]. */
+ts_lower_opts cli_lower_opts(ts_lower_setting settings[2], const char *planner, const char *max_tiles);
 
 #endif
