@@ -93,16 +93,44 @@ ts_status ts_spec_f64(ts_spec *s, const char *key, double dflt, double lo, doubl
     return TS_OK;
 }
 
+ts_status ts_spec_choice(ts_spec *s, const char *key, const char *const *names, int n, int dflt, int *out,
+                         ts_err *err)
+{
+    const char *v = lookup(s, key);
+    *out = dflt;
+    if (!v)
+        return TS_OK;
+    char list[200] = "";
+    const char *best = NULL;
+    size_t bd = 3;
+    for (int i = 0, at = 0; i < n; i++) {
+        if (!strcmp(v, names[i])) {
+            *out = i;
+            return TS_OK;
+        }
+        size_t d = ts_edit_distance(v, strlen(v), names[i], strlen(names[i]), true);
+        if (d < bd && d < strlen(v)) {
+            bd = d;
+            best = names[i];
+        }
+        if ((size_t)at < sizeof list)
+            at += snprintf(list + at, sizeof list - (size_t)at, "%s%s", i ? ", " : "", names[i]);
+    }
+    if (best)
+        return ts_err_set(err, TS_EINPUT, "%s: %s=%s: not one of %s (did you mean '%s'?)", s->name, key, v, list, best);
+    return ts_err_set(err, TS_EINPUT, "%s: %s=%s: not one of %s", s->name, key, v, list);
+}
+
 ts_status ts_spec_done(const ts_spec *s, ts_err *err)
 {
     for (size_t i = 0; i < s->nkeys; i++) {
         if (s->used[i])
             continue;
         const char *best = NULL;
-        size_t bd = 3; /* suggest within two edits */
+        size_t bd = 3; /* suggest within two edits, fewer than the key's length */
         for (size_t k = 0; k < s->nknown; k++) {
             size_t d = ts_edit_distance(s->key[i], strlen(s->key[i]), s->known[k], strlen(s->known[k]), true);
-            if (d < bd) {
+            if (d < bd && d < strlen(s->key[i])) {
                 bd = d;
                 best = s->known[k];
             }

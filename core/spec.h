@@ -30,6 +30,10 @@ ts_status ts_spec_u64(ts_spec *s, const char *key, uint64_t dflt, uint64_t lo, u
                       ts_err *err);
 /* The finite value of `key` in [lo, hi], or `dflt` when absent. */
 ts_status ts_spec_f64(ts_spec *s, const char *key, double dflt, double lo, double hi, double *out, ts_err *err);
+/* The index in names[0..n) of `key`'s value, or `dflt` when absent; TS_EINPUT listing the names
+ * (with the closest one) otherwise. */
+ts_status ts_spec_choice(ts_spec *s, const char *key, const char *const *names, int n, int dflt, int *out,
+                         ts_err *err);
 /* TS_EINPUT naming the first key no ts_spec_* call read, with the closest known key. */
 ts_status ts_spec_done(const ts_spec *s, ts_err *err);
 

@@ -312,6 +312,18 @@ START_TEST(spec_reads_typed_keys_and_names_unknown_ones)
     ck_assert_int_eq(ts_spec_u64(&s, "steps", 1, 1, 4, &u, &e), TS_OK);
     ck_assert_int_eq(ts_spec_done(&s, &e), TS_EINPUT);
     ck_assert_str_eq(e.msg, "g: unknown key 'zzzzz' (keys: radius, steps)");
+    /* a choice among names */
+    static const char *const names[] = {"uniform", "transpose", "xy"};
+    int c;
+    ck_assert_int_eq(ts_spec_parse(&s, "t:pattern=transpose,route=zz,p2=unifrom", &e), TS_OK);
+    ck_assert_int_eq(ts_spec_choice(&s, "pattern", names, 3, 0, &c, &e), TS_OK);
+    ck_assert_int_eq(c, 1);
+    ck_assert_int_eq(ts_spec_choice(&s, "absent", names, 3, 2, &c, &e), TS_OK);
+    ck_assert_int_eq(c, 2);
+    ck_assert_int_eq(ts_spec_choice(&s, "p2", names, 3, 0, &c, &e), TS_EINPUT);
+    ck_assert_str_eq(e.msg, "t: p2=unifrom: not one of uniform, transpose, xy (did you mean 'uniform'?)");
+    ck_assert_int_eq(ts_spec_choice(&s, "route", names, 3, 0, &c, &e), TS_EINPUT); /* too short to guess */
+    ck_assert_str_eq(e.msg, "t: route=zz: not one of uniform, transpose, xy");
     /* malformed specs */
     ck_assert_int_eq(ts_spec_parse(&s, "g:a", &e), TS_EINPUT);
     ck_assert_int_eq(ts_spec_parse(&s, "g:=1", &e), TS_EINPUT);

@@ -11,6 +11,7 @@
 #include "arch/wse/wse_int.h" /* the stamp's bit fields (WSE_TR_*) */
 #include "arch/wse/wse_isa.h"
 #include "core/alloc.h"
+#include "core/spec.h"
 
 static const char *const pattern_names[WSE_TR_NPATTERNS] = {
     "uniform", "transpose", "bitcomp", "bitrev", "shuffle", "tornado", "neighbour", "hotspot",
@@ -30,87 +31,26 @@ void ts_wse_traffic_defaults(ts_wse_traffic *t)
 /* ------------------------------------------------------------------------------------------ */
 /* the spec */
 
-static bool num(const char *v, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double d = strtod(v, &end);
-    if (!*v || *end || errno || !(d >= lo && d <= hi))
-        return false;
-    *out = d;
-    return true;
-}
-
-static bool whole(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (*v < '0' || *v > '9')
-        return false;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (*end || errno || n < lo || n > hi)
-        return false;
-    *out = n;
-    return true;
-}
-
-/* One key=value of the spec onto t; false when the value is bad (*known false when the key is). */
-static bool set_key(ts_wse_traffic *t, const char *k, const char *v, bool *known)
-{
-    uint64_t n;
-    *known = true;
-    if (!strcmp(k, "pattern")) {
-        for (int p = 0; p < WSE_TR_NPATTERNS; p++)
-            if (!strcmp(v, pattern_names[p]) || (p == WSE_TR_NEIGHBOUR && !strcmp(v, "neighbor"))) {
-                t->pattern = p;
-                return true;
-            }
-        return false;
-    }
-    if (!strcmp(k, "rate"))
-        return num(v, 1e-9, 1, &t->rate);
-    if (!strcmp(k, "hot"))
-        return num(v, 0, 1, &t->hot);
-    if (!strcmp(k, "flits")) {
-        if (!whole(v, 1, 64, &n))
-            return false;
-        t->flits = (uint32_t)n;
-        return true;
-    }
-    if (!strcmp(k, "warmup"))
-        return whole(v, 0, 1u << 30, &t->warmup);
-    if (!strcmp(k, "measure"))
-        return whole(v, 1, 1u << 30, &t->measure);
-    if (!strcmp(k, "seed"))
-        return whole(v, 0, UINT64_MAX >> 1, &t->seed);
-    if (!strcmp(k, "route")) {
-        t->yx = !strcmp(v, "yx");
-        return t->yx || !strcmp(v, "xy");
-    }
-    *known = false;
-    return false;
-}
-
 ts_status ts_wse_traffic_parse(ts_wse_traffic *t, const char *spec, ts_err *err)
 {
-    char item[128];
-    for (const char *p = spec; *p;) {
-        size_t n = strcspn(p, ",");
-        if (n >= sizeof item)
-            return ts_err_set(err, TS_EINPUT, "traffic: '%.40s...' is too long for a key=value", p);
-        memcpy(item, p, n);
-        item[n] = 0;
-        p += n + (p[n] == ',');
-        char *eq = strchr(item, '=');
-        if (!eq)
-            return ts_err_set(err, TS_EINPUT, "traffic: '%s' is not key=value", item);
-        *eq = 0;
-        bool known;
-        if (!set_key(t, item, eq + 1, &known))
-            return known ? ts_err_set(err, TS_EINPUT, "traffic: %s=%s is not a valid value (docs/noc.md)", item, eq + 1)
-                         : ts_err_set(err, TS_EINPUT, "traffic: unknown key '%s' (pattern, rate, flits, warmup, "
-                                      "measure, seed, hot, route)", item);
-    }
+    char text[256];
+    if ((size_t)snprintf(text, sizeof text, "traffic:%s", spec) >= sizeof text)
+        return ts_err_set(err, TS_EINPUT, "traffic: the spec '%.40s...' is too long", spec);
+    static const char *const routes[] = {"xy", "yx"};
+    ts_spec s;
+    uint64_t flits;
+    int yx;
+    if (ts_spec_parse(&s, text, err) ||
+        ts_spec_choice(&s, "pattern", pattern_names, WSE_TR_NPATTERNS, t->pattern, &t->pattern, err) ||
+        ts_spec_f64(&s, "rate", t->rate, 1e-9, 1, &t->rate, err) || ts_spec_f64(&s, "hot", t->hot, 0, 1, &t->hot, err) ||
+        ts_spec_u64(&s, "flits", t->flits, 1, 64, &flits, err) ||
+        ts_spec_u64(&s, "warmup", t->warmup, 0, 1u << 30, &t->warmup, err) ||
+        ts_spec_u64(&s, "measure", t->measure, 1, 1u << 30, &t->measure, err) ||
+        ts_spec_u64(&s, "seed", t->seed, 0, UINT64_MAX >> 1, &t->seed, err) ||
+        ts_spec_choice(&s, "route", routes, 2, t->yx, &yx, err) || ts_spec_done(&s, err))
+        return TS_EINPUT;
+    t->flits = (uint32_t)flits;
+    t->yx = yx != 0;
     if (t->warmup + t->measure > WSE_TR_T_MASK)
         return ts_err_set(err, TS_EINPUT, "traffic: warmup + measure is %llu cycles, more than the stamp's %u",
                           (unsigned long long)(t->warmup + t->measure), WSE_TR_T_MASK);

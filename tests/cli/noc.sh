@@ -27,7 +27,7 @@ if cmp -s "$tmp/a.json" "$tmp/b.json" && cmp -s "$tmp/a.json" "$tmp/c.json"; the
 if grep -q '"traffic.latency.avg"' "$tmp/a.json"; then ok; else bad "no traffic.latency.avg in the report"; fi
 
 expect bad_key 2 "traffic: unknown key 'speed'" "$T" run -c wse_4x4 traffic:speed=3
-expect bad_value 2 "traffic: rate=2 is not a valid value" "$T" run -c wse_4x4 traffic:rate=2
+expect bad_value 2 "traffic: rate=2: expected a number in 1e-09..1" "$T" run -c wse_4x4 traffic:rate=2
 expect other_family 2 "'traffic:rate=0.1' is a program generator of the wse family, not of ipu" "$T" run -c ipu_tiny4 traffic:rate=0.1
 expect colours 2 "find no free colour among 24" "$T" run -c wse_4x4 -s mesh.width=8 -s mesh.height=8 traffic:rate=0.1
 expect o1turn_odd 2 "o1turn needs an even fabric.vcs" "$T" run -c wse_4x4 -s fabric.routing=o1turn -s fabric.vcs=3 traffic:
@@ -43,7 +43,7 @@ expect sweep 0 "" "$T" sweep "$tmp/sweep.yaml" -o "$tmp/s.csv" -q
 # four points, each with an empty error column (the last)
 if [ "$(tail -n +2 "$tmp/s.csv" | grep -c ',$')" = 4 ]; then ok; else bad "sweep rows:"; cat "$tmp/s.csv" >&2; fi
 sed 's/rate=0.05/rate=7/' "$tmp/sweep.yaml" >"$tmp/bad.yaml"
-expect sweep_bad 2 "traffic: rate=7 is not a valid value" "$T" sweep "$tmp/bad.yaml" --list
+expect sweep_bad 2 "traffic: rate=7: expected a number in 1e-09..1" "$T" sweep "$tmp/bad.yaml" --list
 
 echo "cli noc: $pass passed, $fail failed"
 [ "$fail" = 0 ]
