@@ -555,7 +555,8 @@ ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
         size_t slot = (size_t)(hsh & (hcap - 1));
         for (; htab[slot]; slot = (slot + 1) & (hcap - 1)) {
             const wse_code *o = &m->codes[htab[slot] - 1];
-            if (o->n == s->n && o->entry == k && !memcmp(o->insn, s->insn, (size_t)s->n * sizeof *s->insn))
+            if (o->n == s->n && o->entry == k &&
+                (!s->n || !memcmp(o->insn, s->insn, (size_t)s->n * sizeof *s->insn))) /* empty: no arrays */
                 break;
         }
         if (!htab[slot]) {
@@ -572,7 +573,8 @@ ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
                 rc = ts_err_set(err, TS_ENOMEM, "out of memory");
                 break;
             }
-            memcpy(copy, s->insn, (size_t)s->n * sizeof *copy);
+            if (s->n) /* an empty stream has no array to copy */
+                memcpy(copy, s->insn, (size_t)s->n * sizeof *copy);
             wse_code *code = &m->codes[m->ncodes++];
             code->insn = copy;
             code->n = s->n;
