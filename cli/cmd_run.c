@@ -560,6 +560,9 @@ int cmd_run(int argc, char **argv)
             rc = cli_fail(&err);
             goto out;
         }
+        char title[200];
+        snprintf(title, sizeof title, "%s on %s", workload, ts_config_name(cfg));
+        ts_activity_set_title(act, title);
         ro.activity = act;
     }
     if (!max_given) { /* a program that never ends stops, with its own message */

@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -24,6 +25,7 @@ struct ts_activity {
     ts_act_frame_fn fn;
     void *ud;
     char *name;          /* owned layout name */
+    char title[160];     /* the pictures' title line */
     uint32_t nunits, gw, gh;
     uint32_t *x, *y;     /* owned, per unit */
     uint32_t *at;        /* owned: at[y * gw + x] = the unit there, UINT32_MAX for none */
@@ -415,6 +417,13 @@ ts_status ts_activity_finish(ts_activity *a, uint64_t end, ts_err *err)
 uint64_t ts_activity_window(const ts_activity *a) { return a->window; }
 uint32_t ts_activity_nunits(const ts_activity *a) { return a->nunits; }
 const char *ts_activity_layout_name(const ts_activity *a) { return a->name ? a->name : ""; }
+
+void ts_activity_set_title(ts_activity *a, const char *title)
+{
+    snprintf(a->title, sizeof a->title, "%s", title ? title : "");
+}
+
+const char *ts_activity_title(const ts_activity *a) { return a->title; }
 
 void ts_activity_grid(const ts_activity *a, uint32_t *w, uint32_t *h)
 {

@@ -144,6 +144,9 @@ uint32_t ts_activity_unit_at(const ts_activity *a, uint32_t x, uint32_t y);
 uint64_t ts_activity_window(const ts_activity *a);
 uint32_t ts_activity_nunits(const ts_activity *a);
 const char *ts_activity_layout_name(const ts_activity *a); /* "" before the layout is declared */
+/* A title line for the pictures (config and workload; copied, cut at 159 bytes; "" by default). */
+void ts_activity_set_title(ts_activity *a, const char *title);
+const char *ts_activity_title(const ts_activity *a);
 void ts_activity_grid(const ts_activity *a, uint32_t *w, uint32_t *h);
 /* Cell of unit u. */
 void ts_activity_pos(const ts_activity *a, uint32_t u, uint32_t *x, uint32_t *y);

@@ -259,6 +259,30 @@ START_TEST(frame_colours_and_bars)
     /* the legend starts with the compute colour */
     ck_assert(is_rgb(pix(&img, 4 + 3, g.legend_y + 3), ts_viz_state_rgb[TS_ACT_COMPUTE]));
     ck_assert_uint_eq(g.info_y + 7 + 4, img.h);
+    /* the heat scale in the legend ends in the full compute colour: its last column and the
+     * compute square on the legend's middle row */
+    unsigned full = 0;
+    for (uint32_t x = 0; x < img.w; x++)
+        full += is_rgb(pix(&img, x, g.legend_y + 3), ts_viz_state_rgb[TS_ACT_COMPUTE]);
+    ck_assert_uint_eq(full, 8);
+    /* the cycle axis: 100 cycles of supersteps, a tick every 20 cycles and none between */
+    for (uint64_t c = 0; c <= 80; c += 20)
+        ck_assert_msg(!is_rgb(pix(&img, g.tl_x + (uint32_t)(g.tl_w * c / 100), g.axis_y), ts_viz_bg), "no tick at %d",
+                      (int)c);
+    ck_assert(is_rgb(pix(&img, g.tl_x + g.tl_w / 10, g.axis_y), ts_viz_bg));
+    /* no title given: an empty title line; a title: ink there */
+    unsigned ink = 0;
+    for (uint32_t y = g.title_y; y < g.title_y + 7; y++)
+        for (uint32_t x = 0; x < img.w; x++)
+            ink += !is_rgb(pix(&img, x, y), ts_viz_bg);
+    ck_assert_uint_eq(ink, 0);
+    ts_activity_set_title(a, "matmul on ipu_mk1");
+    ck_assert_str_eq(ts_activity_title(a), "matmul on ipu_mk1");
+    ck_assert_int_eq(ts_viz_render_summary(&img, a, NULL, &e), TS_OK);
+    for (uint32_t y = g.title_y; y < g.title_y + 7; y++)
+        for (uint32_t x = 0; x < img.w; x++)
+            ink += !is_rgb(pix(&img, x, y), ts_viz_bg);
+    ck_assert_uint_gt(ink, 50);
     ts_viz_image_free(&img);
     ts_activity_destroy(a);
     ts_buf_free(&r.bytes);
