@@ -26,6 +26,7 @@ struct ts_activity {
     void *ud;
     char *name;          /* owned layout name */
     char title[160];     /* the pictures' title line */
+    char (*col_label)[12]; /* owned, gw labels ("" for none), or NULL */
     uint32_t nunits, gw, gh;
     uint32_t *x, *y;     /* owned, per unit */
     uint32_t *at;        /* owned: at[y * gw + x] = the unit there, UINT32_MAX for none */
@@ -87,6 +88,7 @@ void ts_activity_destroy(ts_activity *a)
         return;
     free_ring(a);
     ts_free(a->name);
+    ts_free(a->col_label);
     ts_free(a->x);
     ts_free(a->y);
     ts_free(a->at);
@@ -424,6 +426,22 @@ void ts_activity_set_title(ts_activity *a, const char *title)
 }
 
 const char *ts_activity_title(const ts_activity *a) { return a->title; }
+
+ts_status ts_activity_column_labels(ts_activity *a, const char *const *labels, ts_err *err)
+{
+    if (!a->gw)
+        return ts_err_set(err, TS_EINTERNAL, "column labels before the activity layout");
+    if (!a->col_label && !(a->col_label = ts_calloc(a->gw, sizeof *a->col_label)))
+        return ts_err_set(err, TS_ENOMEM, "out of memory for %u column labels", a->gw);
+    for (uint32_t x = 0; x < a->gw; x++)
+        snprintf(a->col_label[x], sizeof a->col_label[x], "%s", labels[x] ? labels[x] : "");
+    return TS_OK;
+}
+
+const char *ts_activity_column_label(const ts_activity *a, uint32_t x)
+{
+    return a->col_label && x < a->gw && a->col_label[x][0] ? a->col_label[x] : NULL;
+}
 
 void ts_activity_grid(const ts_activity *a, uint32_t *w, uint32_t *h)
 {

@@ -166,7 +166,8 @@ void ts_viz_geometry(const ts_activity *a, ts_viz_geom *g)
     g->map_y = TEXT_H + 7 + MARGIN;
     g->tl_x = MARGIN;
     g->tl_w = g->w - 2 * MARGIN;
-    g->tl_y = g->map_y + g->map_h + 2 * MARGIN;
+    g->lab_y = g->map_y + g->map_h + MARGIN;
+    g->tl_y = g->lab_y + 7 + 2 * MARGIN;
     if (ts_activity_flow_peak(a) > 0) { /* the flow strips go between the map and the timeline */
         g->flow_y = g->tl_y;
         g->flow_x = MARGIN + FLOW_LABEL_W;
@@ -548,6 +549,53 @@ static void legend(ts_viz_image *img, const ts_viz_geom *g)
     ts_viz_text(img, x + 52, g->legend_y, 1, text_rgb, "100%");
 }
 
+/* Text centred on pixel column cx of the map, if it starts at or after *free (then *free moves
+ * past it, with a gap) and ends inside the map. */
+static void label_at(ts_viz_image *img, const ts_viz_geom *g, uint32_t cx, const char *s, uint32_t *free)
+{
+    uint32_t w = 6 * (uint32_t)strlen(s) - 1;
+    if (cx < w / 2 || cx - w / 2 < *free || cx - w / 2 + w > g->map_x + g->map_w + 8)
+        return;
+    ts_viz_text(img, cx - w / 2, g->lab_y, 1, text_rgb, s);
+    *free = cx - w / 2 + w + 6;
+}
+
+/* Labels under the map's columns: the family's (each run of equal labels once, centred on it),
+ * or else the column number every round step (1, 2, 5, 10, ...) at least 36 pixels apart;
+ * a label that would overlap the one before it is left out. */
+static void column_labels(ts_viz_image *img, const ts_viz_geom *g, const ts_viz_port *port, const ts_activity *a)
+{
+    uint32_t pix, cells, gw, gh, free = 0;
+    ts_viz_port_scale(g, port, &pix, &cells);
+    ts_activity_grid(a, &gw, &gh);
+    uint32_t x0 = port ? port->x0 : 0, bw = g->map_w / pix;
+    char num[16];
+    if (!ts_activity_column_label(a, 0) && !ts_activity_column_label(a, gw > 1 ? 1 : 0)) {
+        uint64_t step = 1;
+        for (int i = 0; step * pix < 36 * (uint64_t)cells; i++)
+            step = i % 3 == 1 ? step / 2 * 5 : step * 2;
+        for (uint64_t x = (x0 + step - 1) / step * step; x < gw && x < x0 + (uint64_t)bw * cells; x += step) {
+            snprintf(num, sizeof num, "%u", (uint32_t)x);
+            uint32_t bx = (uint32_t)(x - x0) / cells;
+            label_at(img, g, g->map_x + bx * pix + pix / 2, num, &free);
+        }
+        return;
+    }
+    for (uint32_t bx = 0; bx < bw && x0 + bx * cells < gw;) {
+        const char *lab = ts_activity_column_label(a, x0 + bx * cells);
+        uint32_t be = bx + 1;
+        while (be < bw && x0 + be * cells < gw && lab) {
+            const char *next = ts_activity_column_label(a, x0 + be * cells);
+            if (!next || strcmp(next, lab))
+                break;
+            be++;
+        }
+        if (lab)
+            label_at(img, g, g->map_x + (bx + be) * pix / 2, lab, &free);
+        bx = be;
+    }
+}
+
 /* The title line: config and workload, when the run gave one. */
 static void title_line(ts_viz_image *img, const ts_viz_geom *g, const ts_activity *a)
 {
@@ -592,6 +640,7 @@ ts_status ts_viz_render_frame(ts_viz_image *img, const ts_activity *a, const ts_
     timeline(img, &g, ss, f->supersteps < nss ? (size_t)f->supersteps : nss);
     legend(img, &g);
     title_line(img, &g, a);
+    column_labels(img, &g, port, a);
     flows(img, &g, a, f->flow, f->cycles);
     char text[160];
     double bpc = f->cycles ? (double)f->bytes / (double)f->cycles : 0;
@@ -618,6 +667,7 @@ ts_status ts_viz_render_summary(ts_viz_image *img, const ts_activity *a, const t
     timeline(img, &g, ss, nss);
     legend(img, &g);
     title_line(img, &g, a);
+    column_labels(img, &g, port, a);
     uint64_t cyc = ts_activity_cycles(a), fl[TS_ACT_NDIRS];
     for (int d = 0; d < TS_ACT_NDIRS; d++)
         fl[d] = ts_activity_total_flow(a, (ts_act_dir)d);

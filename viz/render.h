@@ -8,7 +8,8 @@
  *     pixel per block of cells on a large layout, see ts_viz_geom). Its hue is the unit's busiest
  *     state other than idle (compute green, network blue, sync orange, memory red), grey when it
  *     did nothing; its brightness is the heat: the share of the cycles the unit was working
- *     (compute, network or memory);
+ *     (compute, network or memory); under it a line of column labels (the family's, such as
+ *     the TSP's slice types and the IPU's tile numbers, or column numbers);
  *   - when the family reports flows (the TSP's streams): two strips, bytes sent east (an arrow
  *     growing from the west edge toward the east) and west (from the east edge toward the west),
  *     as long as their bytes per cycle over the family's peak, with the figure beside them;
@@ -51,6 +52,7 @@ typedef struct ts_viz_geom {
     uint32_t agg;                   /* layout cells per block side: 1, or a power of two */
     uint32_t map_x, map_y;          /* top left of layout cell (0, 0) */
     uint32_t map_w, map_h;          /* the map's size */
+    uint32_t lab_y;                 /* the column labels' line under the map */
     uint32_t flow_x, flow_y, flow_w; /* the flow strips (flow_w 0: the family reports no flows):
                                       * east at row flow_y, west at flow_y + FLOW_ROW, each a bar
                                       * of up to flow_w pixels from flow_x, 7 high */
