@@ -139,22 +139,9 @@ static uint32_t ramp(double t)
     return c;
 }
 
-static void rgb(cairo_t *cr, uint32_t c)
-{
-    cairo_set_source_rgb(cr, ((c >> 16) & 255) / 255.0, ((c >> 8) & 255) / 255.0, (c & 255) / 255.0);
-}
-
-static void text_at(cairo_t *cr, const char *s, double x, double y, double anchor)
-{
-    cairo_text_extents_t e;
-    cairo_text_extents(cr, s, &e);
-    cairo_move_to(cr, x - anchor * e.x_advance, y);
-    cairo_show_text(cr, s);
-}
-
 static void fill(cairo_t *cr, const double r[4], uint32_t c)
 {
-    rgb(cr, c);
+    ts_plot_rgb(cr, c);
     cairo_rectangle(cr, r[0], r[1], r[2], r[3]);
     cairo_fill(cr);
 }
@@ -185,23 +172,23 @@ static void coordinates(const ts_links *l, const layout *L, cairo_t *cr)
     double per_pe = L->cell / L->k;
     uint32_t step = (uint32_t)ts_plot_nice(36 / per_pe, false);
     step = step < L->k ? L->k : (step + L->k - 1) / L->k * L->k;
-    rgb(cr, 0x262626);
+    ts_plot_rgb(cr, 0x262626);
     cairo_set_font_size(cr, 11);
     double bottom = M_TOP + L->bh * L->cell, right = M_LEFT + L->bw * L->cell;
     for (uint32_t x = 0; x < l->mw; x += step) {
         snprintf(lab, sizeof lab, "%u", x);
-        text_at(cr, lab, M_LEFT + (x / L->k + 0.5) * L->cell, bottom + 14, 0.5);
+        ts_plot_text_at(cr, lab, M_LEFT + (x / L->k + 0.5) * L->cell, bottom + 14, 0.5);
     }
     for (uint32_t y = 0; y < l->mh; y += step) {
         snprintf(lab, sizeof lab, "%u", y);
-        text_at(cr, lab, M_LEFT - 6, M_TOP + (y / L->k + 0.5) * L->cell + 4, 1);
+        ts_plot_text_at(cr, lab, M_LEFT - 6, M_TOP + (y / L->k + 0.5) * L->cell + 4, 1);
     }
     cairo_set_font_size(cr, 12);
-    text_at(cr, "PE x (east)", (M_LEFT + right) / 2, bottom + 32, 0.5);
+    ts_plot_text_at(cr, "PE x (east)", (M_LEFT + right) / 2, bottom + 32, 0.5);
     cairo_save(cr);
     cairo_translate(cr, 16, (M_TOP + bottom) / 2);
     cairo_rotate(cr, -M_PI / 2);
-    text_at(cr, "PE y (south)", 0, 0, 0.5);
+    ts_plot_text_at(cr, "PE y (south)", 0, 0, 0.5);
     cairo_restore(cr);
 }
 
@@ -213,7 +200,7 @@ static void colour_bar(const layout *L, double top, cairo_t *cr)
         double r[4] = {x, y, 16, 1};
         fill(cr, r, ramp((y1 - 1 - y) / (y1 - y0 - 1))); /* top row 1, bottom row 0 */
     }
-    rgb(cr, 0x262626);
+    ts_plot_rgb(cr, 0x262626);
     cairo_set_line_width(cr, 1);
     cairo_rectangle(cr, x - 0.5, y0 - 0.5, 17, y1 - y0 + 1);
     cairo_stroke(cr);
@@ -222,12 +209,12 @@ static void colour_bar(const layout *L, double top, cairo_t *cr)
     for (int i = 0; i <= 4; i++) {
         double y = y1 - i * (y1 - y0) / 4;
         snprintf(lab, sizeof lab, "%.3g %%", 100 * top * i / 4);
-        text_at(cr, lab, x + 21, y + 4, 0);
+        ts_plot_text_at(cr, lab, x + 21, y + 4, 0);
     }
     cairo_save(cr);
     cairo_translate(cr, L->W - 6, (y0 + y1) / 2);
     cairo_rotate(cr, -M_PI / 2);
-    text_at(cr, "link utilisation (wavelets per cycle)", 0, 0, 0.5);
+    ts_plot_text_at(cr, "link utilisation (wavelets per cycle)", 0, 0, 0.5);
     cairo_restore(cr);
 }
 
@@ -241,18 +228,8 @@ static void draw(const ts_links *l, const layout *L, double top, cairo_t *cr)
     cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
     coordinates(l, L, cr);
     colour_bar(L, top, cr);
-    rgb(cr, 0x262626);
-    cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
-    /* the title shrinks to fit the picture's width, down to 9 px */
-    const char *title = l->title ? l->title : "links";
-    cairo_text_extents_t e;
-    for (double size = 14;; size -= 0.5) {
-        cairo_set_font_size(cr, size);
-        cairo_text_extents(cr, title, &e);
-        if (e.x_advance <= L->W - M_LEFT - 8 || size <= 9)
-            break;
-    }
-    text_at(cr, title, M_LEFT, 20, 0);
+    ts_plot_rgb(cr, 0x262626);
+    ts_plot_title(cr, l->title ? l->title : "links", M_LEFT, 20, L->W - M_LEFT - 8, 14);
     cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
     cairo_set_font_size(cr, 12);
     char lab[200];
@@ -260,8 +237,8 @@ static void draw(const ts_links *l, const layout *L, double top, cairo_t *cr)
                      l->cycles, 100 * top);
     if (L->k > 1 && n > 0 && (size_t)n < sizeof lab)
         snprintf(lab + n, sizeof lab - (size_t)n, "; blocks of %ux%u PEs, the busiest link of each", L->k, L->k);
-    text_at(cr, lab, M_LEFT, 38, 0);
-    text_at(cr, "each gap: east above west, north left of south", M_LEFT, 52, 0);
+    ts_plot_text_at(cr, lab, M_LEFT, 38, 0);
+    ts_plot_text_at(cr, "each gap: east above west, north left of south", M_LEFT, 52, 0);
 }
 
 ts_status ts_links_write_png(const ts_links *l, const char *path, ts_err *err)
