@@ -24,6 +24,7 @@
 #include "configs/builtin.h"
 #include "workloads/workload.h"
 #include "viz/render.h"
+#include "viz/links.h"
 #include "viz/roofline.h"
 #include "viz/view.h"
 
@@ -49,11 +50,14 @@ static const char run_usage[] =
     "                          (DIR/frame_000000.png, ...; DIR is created)\n"
     "      --view              show the frames live in a window (SDL2): space pauses,\n"
     "                          n steps N cycles, s a superstep, + and - change the speed,\n"
-    "                          z and x zoom, arrows pan, q closes; the mouse shows a unit\n"
+    "                          z and x zoom (a right click zooms in there), arrows pan,\n"
+    "                          q closes; the mouse shows a unit\n"
     "      --frame-every N     cycles per frame or trace window (default 1000)\n"
     "      --summary-png FILE  write one PNG of the run: per-unit utilization and supersteps\n"
     "      --roofline FILE     write a roofline PNG: ops per cycle against ops per SRAM byte\n"
     "                          under the chip's peak and SRAM bandwidth, the run and its layers\n"
+    "      --links-png FILE    write a heat map PNG of the mesh's links, each coloured by its\n"
+    "                          utilisation (the wafer only; docs/noc.md)\n"
     "  -s, --set KEY=VALUE     override a config key (repeatable)\n"
     "      --inputs FILE       a model's values: a .npz archive (or one .npy) whose arrays\n"
     "                          name its data inputs (all of them) and any of its weights\n"
@@ -199,6 +203,28 @@ static ts_status write_roofline(const ts_results *res, const char *path, ts_err 
     return st;
 }
 
+/* --links-png FILE: the wafer's per-link counts (fabric.link_*, a value per PE) as a heat map.
+ * The counts are in the report only for meshes up to report.pe_array_limit PEs. */
+static ts_status write_links(const ts_results *res, const ts_config *cfg, const char *path, ts_err *err)
+{
+    static const char *const name[TS_LINK_DIRS] = {"fabric.link_north", "fabric.link_south", "fabric.link_east",
+                                                   "fabric.link_west"};
+    uint64_t w = 0, h = 0;
+    if (ts_config_u64(cfg, "mesh.width", &w) || ts_config_u64(cfg, "mesh.height", &h) || !w || !h)
+        return ts_err_set(err, TS_EINPUT, "--links-png: config %s gives no mesh.width and mesh.height", res->config);
+    char title[300];
+    snprintf(title, sizeof title, "links: %s on %s", res->workload, res->config);
+    ts_links l = {.title = title, .mw = (uint32_t)w, .mh = (uint32_t)h, .cycles = (double)res->cycles};
+    for (int d = 0; d < TS_LINK_DIRS; d++) {
+        const ts_stat *s = ts_stats_find(res->stats, name[d]);
+        if (!s || s->kind != TS_STAT_ARRAY || s->n != w * h)
+            return ts_err_set(err, TS_EINPUT, "--links-png: the report has no per-link counts (a mesh of %" PRIu64
+                              " PEs is over report.pe_array_limit: raise it with --set)", w * h);
+        l.sent[d] = s->v;
+    }
+    return ts_links_write_png(&l, path, err);
+}
+
 /* A track of the trace with a slice per layer, from the first to the last cycle the layers table
  * gives it (the IPU's and TSP's tables; the wafer's stages run all at once and have none), named
  * by its operator type and node name, with its node, type and name as arguments. */
@@ -314,12 +340,14 @@ int cmd_run(int argc, char **argv)
         {"trace-limit", required_argument, 0, 'Z'}, {"planner", required_argument, 0, 'R'},
         {"max-tiles", required_argument, 0, 'U'}, {"inputs", required_argument, 0, 'X'},
         {"outputs", required_argument, 0, 'Y'},  {"list", no_argument, 0, 'l'},
-        {"roofline", required_argument, 0, 'O'}, {"help", no_argument, 0, 'h'},
+        {"roofline", required_argument, 0, 'O'}, {"links-png", required_argument, 0, 'K'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     const char *config = NULL, *output = NULL, *trace_path = NULL, *energy_name = NULL, *planner = NULL;
     const char *max_tiles = NULL;
     const char *frames_dir = NULL, *summary_png = NULL, *inputs = NULL, *outputs = NULL, *roofline = NULL;
+    const char *links_png = NULL;
     uint64_t frame_every = 0, trace_bytes = 0;
     bool view = false;
     int format = TS_FMT_TEXT;
@@ -348,6 +376,7 @@ int cmd_run(int argc, char **argv)
         case 'F': frames_dir = optarg; break;
         case 'P': summary_png = optarg; break;
         case 'O': roofline = optarg; break;
+        case 'K': links_png = optarg; break;
         case 'V': view = true; break;
         case 'Z':
         {
@@ -479,7 +508,7 @@ int cmd_run(int argc, char **argv)
     }
     /* Outputs that cannot be written fail now, not after the simulation (the trace opens below). */
     if (ts_check_writable(output, &err) != TS_OK || ts_check_writable(summary_png, &err) != TS_OK ||
-        ts_check_writable(roofline, &err) != TS_OK ||
+        ts_check_writable(roofline, &err) != TS_OK || ts_check_writable(links_png, &err) != TS_OK ||
         ts_check_writable(outputs, &err) != TS_OK || (inputs && ts_npz_read(inputs, &given, &err) != TS_OK)) {
         rc = cli_fail(&err);
         goto out;
@@ -489,6 +518,10 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     fam = ts_family_find(ts_config_arch(cfg));
+    if (links_png && strcmp(fam->name, "wse")) {
+        rc = cli_usage_error("--links-png draws a mesh's links: the wafer's (wse), not %s's", fam->name);
+        goto out;
+    }
     if (!workload)
         workload = fam->default_workload;
     if (!workload) {
@@ -528,6 +561,9 @@ int cmd_run(int argc, char **argv)
             rc = cli_fail(&err);
             goto out;
         }
+        char title[200];
+        snprintf(title, sizeof title, "%s on %s", workload, ts_config_name(cfg));
+        ts_activity_set_title(act, title);
         ro.activity = act;
     }
     if (!max_given) { /* a program that never ends stops, with its own message */
@@ -579,6 +615,7 @@ int cmd_run(int argc, char **argv)
         }
     }
     if ((roofline && write_roofline(&res, roofline, &err) != TS_OK) ||
+        (links_png && write_links(&res, cfg, links_png, &err) != TS_OK) ||
         ts_report_write(&res, (ts_format)format, output, &err) != TS_OK) {
         rc = cli_fail(&err);
         goto out;

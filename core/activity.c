@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -24,6 +25,8 @@ struct ts_activity {
     ts_act_frame_fn fn;
     void *ud;
     char *name;          /* owned layout name */
+    char title[160];     /* the pictures' title line */
+    char (*col_label)[12]; /* owned, gw labels ("" for none), or NULL */
     uint32_t nunits, gw, gh;
     uint32_t *x, *y;     /* owned, per unit */
     uint32_t *at;        /* owned: at[y * gw + x] = the unit there, UINT32_MAX for none */
@@ -85,6 +88,7 @@ void ts_activity_destroy(ts_activity *a)
         return;
     free_ring(a);
     ts_free(a->name);
+    ts_free(a->col_label);
     ts_free(a->x);
     ts_free(a->y);
     ts_free(a->at);
@@ -415,6 +419,29 @@ ts_status ts_activity_finish(ts_activity *a, uint64_t end, ts_err *err)
 uint64_t ts_activity_window(const ts_activity *a) { return a->window; }
 uint32_t ts_activity_nunits(const ts_activity *a) { return a->nunits; }
 const char *ts_activity_layout_name(const ts_activity *a) { return a->name ? a->name : ""; }
+
+void ts_activity_set_title(ts_activity *a, const char *title)
+{
+    snprintf(a->title, sizeof a->title, "%s", title ? title : "");
+}
+
+const char *ts_activity_title(const ts_activity *a) { return a->title; }
+
+ts_status ts_activity_column_labels(ts_activity *a, const char *const *labels, ts_err *err)
+{
+    if (!a->gw)
+        return ts_err_set(err, TS_EINTERNAL, "column labels before the activity layout");
+    if (!a->col_label && !(a->col_label = ts_calloc(a->gw, sizeof *a->col_label)))
+        return ts_err_set(err, TS_ENOMEM, "out of memory for %u column labels", a->gw);
+    for (uint32_t x = 0; x < a->gw; x++)
+        snprintf(a->col_label[x], sizeof a->col_label[x], "%s", labels[x] ? labels[x] : "");
+    return TS_OK;
+}
+
+const char *ts_activity_column_label(const ts_activity *a, uint32_t x)
+{
+    return a->col_label && x < a->gw && a->col_label[x][0] ? a->col_label[x] : NULL;
+}
 
 void ts_activity_grid(const ts_activity *a, uint32_t *w, uint32_t *h)
 {

@@ -144,6 +144,15 @@ uint32_t ts_activity_unit_at(const ts_activity *a, uint32_t x, uint32_t y);
 uint64_t ts_activity_window(const ts_activity *a);
 uint32_t ts_activity_nunits(const ts_activity *a);
 const char *ts_activity_layout_name(const ts_activity *a); /* "" before the layout is declared */
+/* Labels under the layout's columns (the TSP's slice types, the IPU's tile numbers): labels[x]
+ * for grid column x, NULL for none; copied, each cut at 11 bytes. Called at create, after the
+ * layout; a layout without them is labelled by column number. */
+ts_status ts_activity_column_labels(ts_activity *a, const char *const *labels, ts_err *err);
+/* Column x's label, or NULL when the family gave none. */
+const char *ts_activity_column_label(const ts_activity *a, uint32_t x);
+/* A title line for the pictures (config and workload; copied, cut at 159 bytes; "" by default). */
+void ts_activity_set_title(ts_activity *a, const char *title);
+const char *ts_activity_title(const ts_activity *a);
 void ts_activity_grid(const ts_activity *a, uint32_t *w, uint32_t *h);
 /* Cell of unit u. */
 void ts_activity_pos(const ts_activity *a, uint32_t u, uint32_t *x, uint32_t *y);

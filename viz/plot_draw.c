@@ -22,7 +22,7 @@
 enum { TICK_PX = 12, LABEL_PX = 14, TITLE_PX = 16, LEGEND_PX = 13, TICK_LEN = 5, GAP = 8 };
 #define FONT "sans-serif"
 
-static void rgb(cairo_t *cr, uint32_t c)
+void ts_plot_rgb(cairo_t *cr, uint32_t c)
 {
     cairo_set_source_rgb(cr, ((c >> 16) & 255) / 255.0, ((c >> 8) & 255) / 255.0, (c & 255) / 255.0);
 }
@@ -40,11 +40,21 @@ static double text_w(cairo_t *cr, const char *s)
     return e.x_advance;
 }
 
-/* Text with its anchor at (x, y): ax 0 left, 0.5 centre, 1 right; y is the baseline. */
-static void text_at(cairo_t *cr, const char *s, double x, double y, double ax)
+void ts_plot_text_at(cairo_t *cr, const char *s, double x, double y, double anchor)
 {
-    cairo_move_to(cr, x - ax * text_w(cr, s), y);
+    cairo_move_to(cr, x - anchor * text_w(cr, s), y);
     cairo_show_text(cr, s);
+}
+
+void ts_plot_title(cairo_t *cr, const char *title, double x, double y, double width, double size)
+{
+    cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
+    for (;; size -= 0.5) {
+        cairo_set_font_size(cr, size);
+        if (text_w(cr, title) <= width || size <= 9)
+            break;
+    }
+    ts_plot_text_at(cr, title, x, y, 0);
 }
 
 /* Where v falls between p0 (at a->lo) and p1 (at a->hi). */
@@ -123,7 +133,7 @@ static void draw(const ts_plot *p, cairo_t *cr)
 
     /* Grid lines and ticks. */
     cairo_set_line_width(cr, 1);
-    rgb(cr, grid);
+    ts_plot_rgb(cr, grid);
     for (size_t i = 0; i < p->xa.nticks; i++) {
         double x = floor(map(&p->xa, p->xa.ticks[i], x0, x1)) + 0.5;
         cairo_move_to(cr, x, y0);
@@ -135,7 +145,7 @@ static void draw(const ts_plot *p, cairo_t *cr)
         cairo_line_to(cr, x1, y);
     }
     cairo_stroke(cr);
-    rgb(cr, ink);
+    ts_plot_rgb(cr, ink);
     font(cr, TICK_PX, false);
     double last_right = -1e9;
     for (size_t i = 0; i < p->xa.nticks; i++) {
@@ -145,7 +155,7 @@ static void draw(const ts_plot *p, cairo_t *cr)
         ts_plot_si(p->xa.ticks[i], p->xa.step, lab, sizeof lab);
         double w = text_w(cr, lab);
         if (x - w / 2 > last_right + GAP) { /* a label that would touch the previous one is left out */
-            text_at(cr, lab, x, y1 + TICK_LEN + GAP / 2 + TICK_PX - 2, 0.5);
+            ts_plot_text_at(cr, lab, x, y1 + TICK_LEN + GAP / 2 + TICK_PX - 2, 0.5);
             last_right = x + w / 2;
         }
     }
@@ -154,7 +164,7 @@ static void draw(const ts_plot *p, cairo_t *cr)
         cairo_move_to(cr, x0 - TICK_LEN, y);
         cairo_line_to(cr, x0, y);
         ts_plot_si(p->ya.ticks[i], p->ya.step, lab, sizeof lab);
-        text_at(cr, lab, x0 - TICK_LEN - GAP / 2, y + TICK_PX / 2.0 - 2, 1);
+        ts_plot_text_at(cr, lab, x0 - TICK_LEN - GAP / 2, y + TICK_PX / 2.0 - 2, 1);
     }
     cairo_stroke(cr);
     cairo_rectangle(cr, x0 + 0.5, y0 + 0.5, x1 - x0 - 1, y1 - y0 - 1);
@@ -162,11 +172,11 @@ static void draw(const ts_plot *p, cairo_t *cr)
 
     /* Labels and title. */
     font(cr, LABEL_PX, false);
-    text_at(cr, p->xlabel, (x0 + x1) / 2, H - GAP - 3, 0.5);
+    ts_plot_text_at(cr, p->xlabel, (x0 + x1) / 2, H - GAP - 3, 0.5);
     cairo_save(cr);
     cairo_translate(cr, GAP + LABEL_PX - 2, (y0 + y1) / 2);
     cairo_rotate(cr, -M_PI / 2);
-    text_at(cr, p->ylabel, 0, 0, 0.5);
+    ts_plot_text_at(cr, p->ylabel, 0, 0, 0.5);
     cairo_restore(cr);
     if (p->title[0]) {
         /* over the frame when it fits there, else over the image, in a smaller font if need be */
@@ -179,7 +189,7 @@ static void draw(const ts_plot *p, cairo_t *cr)
             cx = GAP + w / 2;
         if (cx + w / 2 > W - GAP)
             cx = fmax(W - GAP - w / 2, w / 2);
-        text_at(cr, p->title, cx, GAP + TITLE_PX, 0.5);
+        ts_plot_text_at(cr, p->title, cx, GAP + TITLE_PX, 0.5);
     }
 
     /* The data, clipped to the frame. */
@@ -188,7 +198,7 @@ static void draw(const ts_plot *p, cairo_t *cr)
     cairo_clip(cr);
     cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
     if (p->front_line && p->nfront > 1) {
-        rgb(cr, TS_PLOT_PARETO_RGB);
+        ts_plot_rgb(cr, TS_PLOT_PARETO_RGB);
         cairo_set_line_width(cr, 1.5);
         static const double dash[] = {6, 4};
         cairo_set_dash(cr, dash, 2, 0);
@@ -205,7 +215,7 @@ static void draw(const ts_plot *p, cairo_t *cr)
     }
     for (size_t g = 0; g < p->ngroups; g++) {
         const ts_plot_group *gr = &p->groups[g];
-        rgb(cr, ts_plot_group_rgb(g));
+        ts_plot_rgb(cr, ts_plot_group_rgb(g));
         if (!p->scatter && gr->n > 1) {
             cairo_set_line_width(cr, 2);
             for (size_t i = 0; i < gr->n; i++) {
@@ -223,7 +233,7 @@ static void draw(const ts_plot *p, cairo_t *cr)
             marker(cr, g, map(&p->xa, pt->x, x0, x1), map(&p->ya, pt->y, y1, y0), 4.5);
         }
     }
-    rgb(cr, TS_PLOT_PARETO_RGB);
+    ts_plot_rgb(cr, TS_PLOT_PARETO_RGB);
     cairo_set_line_width(cr, 2);
     for (size_t i = 0; i < p->nfront; i++) {
         const ts_plot_pt *pt = &p->pts[p->front[i]];
@@ -242,20 +252,20 @@ static void draw(const ts_plot *p, cairo_t *cr)
     double lx = x1 + 2 * GAP, ly = y0, row_h = LEGEND_PX + 7;
     double lh = GAP + (p->group_title[0] ? row_h : 0) + rows * row_h + GAP / 2;
     cairo_set_line_width(cr, 1);
-    rgb(cr, 0xcccccc);
+    ts_plot_rgb(cr, 0xcccccc);
     cairo_rectangle(cr, round(lx) + 0.5, round(ly) + 0.5, round(legend_w), round(lh));
     cairo_stroke(cr);
     double y = ly + GAP;
     if (p->group_title[0]) {
-        rgb(cr, ink);
+        ts_plot_rgb(cr, ink);
         font(cr, LEGEND_PX, true);
-        text_at(cr, p->group_title, lx + GAP, y + LEGEND_PX - 2, 0);
+        ts_plot_text_at(cr, p->group_title, lx + GAP, y + LEGEND_PX - 2, 0);
         y += row_h;
     }
     font(cr, LEGEND_PX, false);
     for (size_t g = 0; groups && g < p->ngroups; g++) {
         double cy = y + row_h / 2 - 2;
-        rgb(cr, ts_plot_group_rgb(g));
+        ts_plot_rgb(cr, ts_plot_group_rgb(g));
         if (!p->scatter) {
             cairo_set_line_width(cr, 2);
             cairo_move_to(cr, lx + GAP, cy);
@@ -263,13 +273,13 @@ static void draw(const ts_plot *p, cairo_t *cr)
             cairo_stroke(cr);
         }
         marker(cr, g, lx + GAP + 11, cy, 4.5);
-        rgb(cr, ink);
-        text_at(cr, ts_plot_group_label(p, g), lx + GAP + 30, cy + LEGEND_PX / 2.0 - 2, 0);
+        ts_plot_rgb(cr, ink);
+        ts_plot_text_at(cr, ts_plot_group_label(p, g), lx + GAP + 30, cy + LEGEND_PX / 2.0 - 2, 0);
         y += row_h;
     }
     if (p->has_pareto) {
         double cy = y + row_h / 2 - 2;
-        rgb(cr, TS_PLOT_PARETO_RGB);
+        ts_plot_rgb(cr, TS_PLOT_PARETO_RGB);
         if (p->front_line) {
             static const double dash[] = {6, 4};
             cairo_set_dash(cr, dash, 2, 0);
@@ -282,8 +292,8 @@ static void draw(const ts_plot *p, cairo_t *cr)
         cairo_set_line_width(cr, 2);
         cairo_arc(cr, lx + GAP + 11, cy, 7, 0, 2 * M_PI);
         cairo_stroke(cr);
-        rgb(cr, ink);
-        text_at(cr, p->pareto_label, lx + GAP + 30, cy + LEGEND_PX / 2.0 - 2, 0);
+        ts_plot_rgb(cr, ink);
+        ts_plot_text_at(cr, p->pareto_label, lx + GAP + 30, cy + LEGEND_PX / 2.0 - 2, 0);
     }
 }
 

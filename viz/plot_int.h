@@ -44,6 +44,13 @@ struct ts_plot {
 /* Destroy cr, write surface s as a PNG at path (atomically) and destroy it, then drop cairo's and
  * fontconfig's caches (a command draws one picture); cr's error, if any, is the result. */
 ts_status ts_plot_finish_png(cairo_surface_t *s, cairo_t *cr, const char *path, ts_err *err);
+/* The source colour 0xRRGGBB. */
+void ts_plot_rgb(cairo_t *cr, uint32_t c);
+/* Text with its anchor at (x, y): anchor 0 left, 0.5 centre, 1 right; y is the baseline. */
+void ts_plot_text_at(cairo_t *cr, const char *s, double x, double y, double anchor);
+/* A bold title at (x, y), its size shrunk from `size` in half pixels until it fits `width`
+ * (down to 9 px). */
+void ts_plot_title(cairo_t *cr, const char *title, double x, double y, double width, double size);
 #endif
 
 #endif

@@ -23,6 +23,7 @@ static const uint8_t track_rgb[3] = {64, 64, 72}; /* the line a flow bar runs al
 #define TEXT_SCALE 2u
 #define TEXT_H (7u * TEXT_SCALE + 2u * MARGIN)
 #define TL_H 40u
+#define AXIS_H 12u /* a 2-pixel tick, a gap, a 7-pixel label and a gap */
 #define MIN_W 600u /* room for the text line at twice the font size */
 #define MAP_W 640u
 #define FLOW_LABEL_W 18u /* "E>" / "<W" and a gap */
@@ -158,13 +159,15 @@ void ts_viz_geometry(const ts_activity *a, ts_viz_geom *g)
     if (g->w < MIN_W)
         g->w = MIN_W;
     g->text_scale = TEXT_SCALE;
+    g->title_y = MARGIN;
     g->text_x = MARGIN;
-    g->text_y = MARGIN;
+    g->text_y = MARGIN + 7 + MARGIN;
     g->map_x = (g->w - g->map_w) / 2;
-    g->map_y = TEXT_H;
+    g->map_y = TEXT_H + 7 + MARGIN;
     g->tl_x = MARGIN;
     g->tl_w = g->w - 2 * MARGIN;
-    g->tl_y = g->map_y + g->map_h + 2 * MARGIN;
+    g->lab_y = g->map_y + g->map_h + MARGIN;
+    g->tl_y = g->lab_y + 7 + 2 * MARGIN;
     if (ts_activity_flow_peak(a) > 0) { /* the flow strips go between the map and the timeline */
         g->flow_y = g->tl_y;
         g->flow_x = MARGIN + FLOW_LABEL_W;
@@ -172,7 +175,8 @@ void ts_viz_geometry(const ts_activity *a, ts_viz_geom *g)
         g->tl_y += TS_VIZ_FLOW_ROW + 7 + 2 * MARGIN;
     }
     g->tl_h = TL_H;
-    g->legend_y = g->tl_y + g->tl_h + 2 * MARGIN;
+    g->axis_y = g->tl_y + g->tl_h + 1;
+    g->legend_y = g->axis_y + AXIS_H + MARGIN;
     g->info_y = g->legend_y + 7 + 2 * MARGIN;
     g->h = g->info_y + 7 + MARGIN;
 }
@@ -314,6 +318,48 @@ static ts_status alloc_image(ts_viz_image *img, const ts_viz_geom *g, ts_err *er
     return TS_OK;
 }
 
+/* A cycle count in few characters: 950, 12K, 3.5M. */
+static void short_count(uint64_t v, char *out, size_t n)
+{
+    if (v >= 1000000 && v % 100000 == 0)
+        snprintf(out, n, "%.*fM", v % 1000000 ? 1 : 0, (double)v / 1e6);
+    else if (v >= 10000 && v % 1000 == 0)
+        snprintf(out, n, "%" PRIu64 "K", v / 1000);
+    else
+        snprintf(out, n, "%" PRIu64, v);
+}
+
+/* A tick and its label centred under x (the label kept inside the timeline). */
+static void axis_tick(ts_viz_image *img, const ts_viz_geom *g, uint32_t x, const char *lab)
+{
+    rect(img, g->tl_x + x, g->axis_y, 1, 2, text_rgb);
+    uint32_t w = 6 * (uint32_t)strlen(lab), lx = x > w / 2 ? x - w / 2 : 0;
+    if (lx + w > g->tl_w)
+        lx = g->tl_w > w ? g->tl_w - w : 0;
+    ts_viz_text(img, g->tl_x + lx, g->axis_y + 4, 1, text_rgb, lab);
+}
+
+/* The cycle axis under proportional bars: ticks at multiples of a round step (1, 2 or 5 times a
+ * power of ten) at least 80 pixels apart, the last label "CYCLES". */
+static void cycle_axis(ts_viz_image *img, const ts_viz_geom *g, uint64_t total)
+{
+    uint64_t step = 1; /* 1, 2, 5, 10, 20, 50, ... */
+    for (int i = 0; step * g->tl_w < total * 80; i++)
+        step = i % 3 == 1 ? step / 2 * 5 : step * 2;
+    char lab[32];
+    for (uint64_t c = 0; c <= total; c += step) {
+        uint32_t x = (uint32_t)(g->tl_w * c / total);
+        if (x + 60 > g->tl_w && c) /* leave room for the unit at the right end */
+            break;
+        short_count(c, lab, sizeof lab);
+        axis_tick(img, g, x, lab);
+    }
+    short_count(total, lab, sizeof lab);
+    char end[48];
+    snprintf(end, sizeof end, "%s CYCLES", lab);
+    axis_tick(img, g, g->tl_w - 1, end);
+}
+
 /* The timeline: supersteps [0, n). */
 static void timeline(ts_viz_image *img, const ts_viz_geom *g, const ts_act_superstep *ss, size_t n)
 {
@@ -339,6 +385,15 @@ static void timeline(ts_viz_image *img, const ts_viz_geom *g, const ts_act_super
         if (n > fit)
             first = n - fit;
         slot = g->tl_w / (uint32_t)(n - first);
+    }
+    char lab[48];
+    if (prop) {
+        cycle_axis(img, g, total);
+    } else { /* equal slots: the first and last superstep shown */
+        snprintf(lab, sizeof lab, "STEP %zu", first + 1);
+        axis_tick(img, g, 0, lab);
+        snprintf(lab, sizeof lab, "STEP %zu", n);
+        axis_tick(img, g, g->tl_w - 1, lab);
     }
     cum = 0;
     for (size_t k = first; k < n; k++) {
@@ -480,6 +535,71 @@ static void legend(ts_viz_image *img, const ts_viz_geom *g)
         rect(img, x, g->legend_y, 7, 7, ts_viz_state_rgb[s]);
         x = ts_viz_text(img, x + 10, g->legend_y, 1, text_rgb, ts_act_state_name((ts_act_state)s)) + 12;
     }
+    /* the heat scale: the compute hue from the dim floor (0 % working) to full (100 %), as
+     * ts_viz_unit_rgb draws it */
+    x = ts_viz_text(img, x + 6, g->legend_y, 1, text_rgb, "heat 0%") + 4;
+    for (uint32_t i = 0; i < 48; i++) {
+        uint64_t cnt[TS_ACT_NSTATES] = {0};
+        cnt[TS_ACT_COMPUTE] = i + 1;
+        cnt[TS_ACT_IDLE] = 48 - (i + 1);
+        uint8_t rgb[3];
+        ts_viz_unit_rgb(cnt, rgb);
+        rect(img, x + i, g->legend_y, 1, 7, rgb);
+    }
+    ts_viz_text(img, x + 52, g->legend_y, 1, text_rgb, "100%");
+}
+
+/* Text centred on pixel column cx of the map, if it starts at or after *free (then *free moves
+ * past it, with a gap) and ends inside the map. */
+static void label_at(ts_viz_image *img, const ts_viz_geom *g, uint32_t cx, const char *s, uint32_t *free)
+{
+    uint32_t w = 6 * (uint32_t)strlen(s) - 1;
+    if (cx < w / 2 || cx - w / 2 < *free || cx - w / 2 + w > g->map_x + g->map_w + 8)
+        return;
+    ts_viz_text(img, cx - w / 2, g->lab_y, 1, text_rgb, s);
+    *free = cx - w / 2 + w + 6;
+}
+
+/* Labels under the map's columns: the family's (each run of equal labels once, centred on it),
+ * or else the column number every round step (1, 2, 5, 10, ...) at least 36 pixels apart;
+ * a label that would overlap the one before it is left out. */
+static void column_labels(ts_viz_image *img, const ts_viz_geom *g, const ts_viz_port *port, const ts_activity *a)
+{
+    uint32_t pix, cells, gw, gh, free = 0;
+    ts_viz_port_scale(g, port, &pix, &cells);
+    ts_activity_grid(a, &gw, &gh);
+    uint32_t x0 = port ? port->x0 : 0, bw = g->map_w / pix;
+    char num[16];
+    if (!ts_activity_column_label(a, 0) && !ts_activity_column_label(a, gw > 1 ? 1 : 0)) {
+        uint64_t step = 1;
+        for (int i = 0; step * pix < 36 * (uint64_t)cells; i++)
+            step = i % 3 == 1 ? step / 2 * 5 : step * 2;
+        for (uint64_t x = (x0 + step - 1) / step * step; x < gw && x < x0 + (uint64_t)bw * cells; x += step) {
+            snprintf(num, sizeof num, "%u", (uint32_t)x);
+            uint32_t bx = (uint32_t)(x - x0) / cells;
+            label_at(img, g, g->map_x + bx * pix + pix / 2, num, &free);
+        }
+        return;
+    }
+    for (uint32_t bx = 0; bx < bw && x0 + bx * cells < gw;) {
+        const char *lab = ts_activity_column_label(a, x0 + bx * cells);
+        uint32_t be = bx + 1;
+        while (be < bw && x0 + be * cells < gw && lab) {
+            const char *next = ts_activity_column_label(a, x0 + be * cells);
+            if (!next || strcmp(next, lab))
+                break;
+            be++;
+        }
+        if (lab)
+            label_at(img, g, g->map_x + (bx + be) * pix / 2, lab, &free);
+        bx = be;
+    }
+}
+
+/* The title line: config and workload, when the run gave one. */
+static void title_line(ts_viz_image *img, const ts_viz_geom *g, const ts_activity *a)
+{
+    ts_viz_text(img, g->text_x, g->title_y, 1, text_rgb, ts_activity_title(a));
 }
 
 /* The text line at the geometry's scale, or at half of it when it would not fit the width (long
@@ -519,6 +639,8 @@ ts_status ts_viz_render_frame(ts_viz_image *img, const ts_activity *a, const ts_
     const ts_act_superstep *ss = ts_activity_supersteps(a, &nss);
     timeline(img, &g, ss, f->supersteps < nss ? (size_t)f->supersteps : nss);
     legend(img, &g);
+    title_line(img, &g, a);
+    column_labels(img, &g, port, a);
     flows(img, &g, a, f->flow, f->cycles);
     char text[160];
     double bpc = f->cycles ? (double)f->bytes / (double)f->cycles : 0;
@@ -544,6 +666,8 @@ ts_status ts_viz_render_summary(ts_viz_image *img, const ts_activity *a, const t
     const ts_act_superstep *ss = ts_activity_supersteps(a, &nss);
     timeline(img, &g, ss, nss);
     legend(img, &g);
+    title_line(img, &g, a);
+    column_labels(img, &g, port, a);
     uint64_t cyc = ts_activity_cycles(a), fl[TS_ACT_NDIRS];
     for (int d = 0; d < TS_ACT_NDIRS; d++)
         fl[d] = ts_activity_total_flow(a, (ts_act_dir)d);

@@ -1,20 +1,25 @@
 /* viz/render.h — draw activity into RGBA pixels, and write them as PNG.
  *
  * A picture has five parts, top to bottom:
+ *   - a title line: the config and workload (ts_activity_set_title);
  *   - a text line (a built-in 5x7 bitmap font, drawn twice its size): cycle, superstep,
  *     utilization, network bytes per cycle and, when the windows are priced, power in watts;
  *   - the units in their physical arrangement (the family's layout grid), one square each (or one
  *     pixel per block of cells on a large layout, see ts_viz_geom). Its hue is the unit's busiest
  *     state other than idle (compute green, network blue, sync orange, memory red), grey when it
  *     did nothing; its brightness is the heat: the share of the cycles the unit was working
- *     (compute, network or memory);
+ *     (compute, network or memory); under it a line of column labels (the family's, such as
+ *     the TSP's slice types and the IPU's tile numbers, or column numbers);
  *   - when the family reports flows (the TSP's streams): two strips, bytes sent east (an arrow
  *     growing from the west edge toward the east) and west (from the east edge toward the west),
  *     as long as their bytes per cycle over the family's peak, with the figure beside them;
  *   - the superstep timeline: one bar per superstep, as wide as its share of the time shown
  *     (at least 1 pixel, with a 1-pixel gap between bars; when that does not fit, the latest
  *     supersteps that fit in equal slots), stacked bottom to top as compute, exchange and sync;
- *   - a legend: each state's colour and name;
+ *     under it a cycle axis (ticks at round cycle counts; with equal slots, the first and last
+ *     superstep's number);
+ *   - a legend: each state's colour and name, and the heat scale (a unit's brightness from 0 %
+ *     to 100 % of its cycles working, in the compute hue);
  *   - an info line, left empty (the live view writes there).
  * A frame shows one window; the summary shows the whole run (per-unit totals).
  * viz knows no chip: everything comes from core/activity.h.
@@ -47,11 +52,14 @@ typedef struct ts_viz_geom {
     uint32_t agg;                   /* layout cells per block side: 1, or a power of two */
     uint32_t map_x, map_y;          /* top left of layout cell (0, 0) */
     uint32_t map_w, map_h;          /* the map's size */
+    uint32_t lab_y;                 /* the column labels' line under the map */
     uint32_t flow_x, flow_y, flow_w; /* the flow strips (flow_w 0: the family reports no flows):
                                       * east at row flow_y, west at flow_y + FLOW_ROW, each a bar
                                       * of up to flow_w pixels from flow_x, 7 high */
     uint32_t tl_x, tl_y, tl_w, tl_h; /* the timeline strip */
+    uint32_t title_y;                /* the title line (config and workload, at scale 1) */
     uint32_t text_x, text_y, text_scale;
+    uint32_t axis_y;                 /* the timeline's cycle axis: ticks, then their labels */
     uint32_t legend_y;               /* the legend line: each state's colour and name */
     uint32_t info_y;                 /* a line for the live view's notes (empty in files) */
 } ts_viz_geom;

@@ -74,20 +74,6 @@ int ts_roofline_map(const ts_roofline *r, double x, double y, double *px, double
 
 #if TS_HAVE_CAIRO
 
-static void rgb(cairo_t *cr, uint32_t c)
-{
-    cairo_set_source_rgb(cr, ((c >> 16) & 255) / 255.0, ((c >> 8) & 255) / 255.0, (c & 255) / 255.0);
-}
-
-/* Text at (x, y) (baseline), anchored left (0), centred (0.5) or right (1). */
-static void text_at(cairo_t *cr, const char *s, double x, double y, double anchor)
-{
-    cairo_text_extents_t e;
-    cairo_text_extents(cr, s, &e);
-    cairo_move_to(cr, x - anchor * e.x_advance, y);
-    cairo_show_text(cr, s);
-}
-
 static void axes(const layout *L, cairo_t *cr)
 {
     char lab[32];
@@ -96,33 +82,33 @@ static void axes(const layout *L, cairo_t *cr)
     cairo_set_font_size(cr, 12);
     for (size_t i = 0; i < L->ax.nticks; i++) {
         double x = floor(map_x(L, L->ax.ticks[i])) + 0.5;
-        rgb(cr, 0xe6e6e6);
+        ts_plot_rgb(cr, 0xe6e6e6);
         cairo_move_to(cr, x, L->t);
         cairo_line_to(cr, x, L->b);
         cairo_stroke(cr);
-        rgb(cr, 0x262626);
+        ts_plot_rgb(cr, 0x262626);
         ts_plot_si(L->ax.ticks[i], 0, lab, sizeof lab);
-        text_at(cr, lab, x, L->b + 17, 0.5);
+        ts_plot_text_at(cr, lab, x, L->b + 17, 0.5);
     }
     for (size_t i = 0; i < L->ay.nticks; i++) {
         double y = floor(map_y(L, L->ay.ticks[i])) + 0.5;
-        rgb(cr, 0xe6e6e6);
+        ts_plot_rgb(cr, 0xe6e6e6);
         cairo_move_to(cr, L->l, y);
         cairo_line_to(cr, L->r, y);
         cairo_stroke(cr);
-        rgb(cr, 0x262626);
+        ts_plot_rgb(cr, 0x262626);
         ts_plot_si(L->ay.ticks[i], 0, lab, sizeof lab);
-        text_at(cr, lab, L->l - 6, y + 4, 1);
+        ts_plot_text_at(cr, lab, L->l - 6, y + 4, 1);
     }
-    rgb(cr, 0x262626);
+    ts_plot_rgb(cr, 0x262626);
     cairo_rectangle(cr, L->l + 0.5, L->t + 0.5, L->r - L->l - 1, L->b - L->t - 1);
     cairo_stroke(cr);
     cairo_set_font_size(cr, 14);
-    text_at(cr, "arithmetic intensity (ops per SRAM byte)", (L->l + L->r) / 2, L->H - 14, 0.5);
+    ts_plot_text_at(cr, "arithmetic intensity (ops per SRAM byte)", (L->l + L->r) / 2, L->H - 14, 0.5);
     cairo_save(cr);
     cairo_translate(cr, 20, (L->t + L->b) / 2);
     cairo_rotate(cr, -M_PI / 2);
-    text_at(cr, "ops per cycle", 0, 0, 0.5);
+    ts_plot_text_at(cr, "ops per cycle", 0, 0, 0.5);
     cairo_restore(cr);
 }
 
@@ -136,7 +122,7 @@ static void draw(const ts_roofline *r, const layout *L, cairo_t *cr)
     cairo_rectangle(cr, L->l, L->t, L->r - L->l, L->b - L->t);
     cairo_save(cr);
     cairo_clip(cr);
-    rgb(cr, TS_ROOF_RGB);
+    ts_plot_rgb(cr, TS_ROOF_RGB);
     cairo_set_line_width(cr, 2.5);
     cairo_move_to(cr, map_x(L, L->ax.lo), map_y(L, L->ax.lo * r->bw));
     cairo_line_to(cr, map_x(L, ridge), map_y(L, r->peak_ops));
@@ -145,53 +131,42 @@ static void draw(const ts_roofline *r, const layout *L, cairo_t *cr)
     cairo_set_line_width(cr, 1.5);
     for (size_t i = 0; i < r->n; i++)
         if (pos(r->x[i]) && pos(r->y[i])) {
-            rgb(cr, TS_ROOF_LAYER_RGB);
+            ts_plot_rgb(cr, TS_ROOF_LAYER_RGB);
             cairo_arc(cr, map_x(L, r->x[i]), map_y(L, r->y[i]), 4, 0, 2 * M_PI);
             cairo_fill(cr);
         }
     if (pos(r->run_x) && pos(r->run_y)) {
         double x = map_x(L, r->run_x), y = map_y(L, r->run_y);
-        rgb(cr, TS_ROOF_RUN_RGB);
+        ts_plot_rgb(cr, TS_ROOF_RUN_RGB);
         cairo_rectangle(cr, x - 6, y - 6, 12, 12);
         cairo_fill(cr);
     }
     cairo_restore(cr);
     /* title, note and legend */
     char lab[160];
-    rgb(cr, 0x262626);
-    cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
-    /* the title shrinks to fit the picture's width, down to 9 px */
-    const char *title = r->title ? r->title : "roofline";
-    double size = 15;
-    cairo_text_extents_t e;
-    for (;; size -= 0.5) {
-        cairo_set_font_size(cr, size);
-        cairo_text_extents(cr, title, &e);
-        if (e.x_advance <= L->W - L->l - 8 || size <= 9)
-            break;
-    }
-    text_at(cr, title, L->l, 20, 0);
+    ts_plot_rgb(cr, 0x262626);
+    ts_plot_title(cr, r->title ? r->title : "roofline", L->l, 20, L->W - L->l - 8, 15);
     cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
     cairo_set_font_size(cr, 12);
     char pk[32], bw[32];
     ts_plot_si(r->peak_ops, 0, pk, sizeof pk);
     ts_plot_si(r->bw, 0, bw, sizeof bw);
     snprintf(lab, sizeof lab, "roofs: peak %s ops/cycle, SRAM %s B/cycle", pk, bw);
-    text_at(cr, lab, L->l, 38, 0);
+    ts_plot_text_at(cr, lab, L->l, 38, 0);
     if (r->note)
-        text_at(cr, r->note, L->l, 52, 0);
+        ts_plot_text_at(cr, r->note, L->l, 52, 0);
     double lx = L->r - 150, ly = L->b - 40;
-    rgb(cr, TS_ROOF_RUN_RGB);
+    ts_plot_rgb(cr, TS_ROOF_RUN_RGB);
     cairo_rectangle(cr, lx, ly - 9, 10, 10);
     cairo_fill(cr);
-    rgb(cr, 0x262626);
-    text_at(cr, "the whole run", lx + 16, ly, 0);
+    ts_plot_rgb(cr, 0x262626);
+    ts_plot_text_at(cr, "the whole run", lx + 16, ly, 0);
     if (r->n) {
-        rgb(cr, TS_ROOF_LAYER_RGB);
+        ts_plot_rgb(cr, TS_ROOF_LAYER_RGB);
         cairo_arc(cr, lx + 5, ly + 14, 4, 0, 2 * M_PI);
         cairo_fill(cr);
-        rgb(cr, 0x262626);
-        text_at(cr, "a layer", lx + 16, ly + 18, 0);
+        ts_plot_rgb(cr, 0x262626);
+        ts_plot_text_at(cr, "a layer", lx + 16, ly + 18, 0);
     }
 }
 

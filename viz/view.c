@@ -136,14 +136,12 @@ static ts_status draw(ts_view *v, ts_err *err)
     return TS_OK;
 }
 
-/* Zoom by a factor of two (in > 0) or out, keeping the middle of the map where it is. */
-static void zoom(ts_view *v, int in)
+/* Zoom by a factor of two (in > 0) or out, putting layout cell (cx, cy) in the middle of the map. */
+static void zoom_to(ts_view *v, int in, uint64_t cx, uint64_t cy)
 {
     ts_viz_geom g;
     ts_viz_geometry(v->a, &g);
     uint32_t px, cells;
-    ts_viz_port_scale(&g, &v->port, &px, &cells);
-    uint64_t cx = v->port.x0 + (uint64_t)g.map_w / px * cells / 2, cy = v->port.y0 + (uint64_t)g.map_h / px * cells / 2;
     v->port.zoom = in > 0 ? v->port.zoom * 2 : v->port.zoom / 2;
     if (!v->port.zoom)
         v->port.zoom = 1;
@@ -153,6 +151,16 @@ static void zoom(ts_view *v, int in)
     v->port.x0 = cx > hw ? (uint32_t)(cx - hw) : 0;
     v->port.y0 = cy > hh ? (uint32_t)(cy - hh) : 0;
     ts_viz_port_clamp(v->a, &v->port);
+}
+
+/* Zoom by a factor of two (in > 0) or out, keeping the middle of the map where it is. */
+static void zoom(ts_view *v, int in)
+{
+    ts_viz_geom g;
+    ts_viz_geometry(v->a, &g);
+    uint32_t px, cells;
+    ts_viz_port_scale(&g, &v->port, &px, &cells);
+    zoom_to(v, in, v->port.x0 + (uint64_t)g.map_w / px * cells / 2, v->port.y0 + (uint64_t)g.map_h / px * cells / 2);
 }
 
 /* Pan by a quarter of the map (dx, dy in -1, 0, 1). */
@@ -201,6 +209,15 @@ static int handle(ts_view *v, const SDL_Event *e)
         return EV_REDRAW;
     }
     if (e->type == SDL_MOUSEBUTTONDOWN) {
+        ts_viz_geom g;
+        ts_viz_geometry(v->a, &g);
+        uint32_t cx, cy;
+        bool on = e->button.x >= 0 && e->button.y >= 0 &&
+                  ts_viz_pixel_cell(&g, &v->port, (uint32_t)e->button.x, (uint32_t)e->button.y, &cx, &cy);
+        if (on && (e->button.button == SDL_BUTTON_RIGHT || e->button.clicks >= 2)) {
+            zoom_to(v, 1, cx, cy); /* a right or double click zooms in on that cell */
+            return EV_REDRAW;
+        }
         v->pin = unit_under(v, e->button.x, e->button.y);
         return EV_REDRAW;
     }

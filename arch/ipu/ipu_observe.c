@@ -81,6 +81,20 @@ ts_status ts_ipu_act_layout(ts_model *m, ts_err *err)
             h = y[i] + 1;
     }
     ts_status rc = ts_activity_layout(m->act, "ipu columns", m->ntiles, w, h, x, y, err);
+    /* column labels: the number of the column's top tile */
+    char (*lab)[12] = rc == TS_OK ? ts_calloc(w, sizeof *lab) : NULL;
+    const char **labp = lab ? ts_calloc(w, sizeof *labp) : NULL;
+    if (rc == TS_OK && !labp)
+        rc = ts_err_set(err, TS_ENOMEM, "out of memory labelling the tile columns");
+    for (uint32_t i = 0; rc == TS_OK && i < m->ntiles; i++)
+        if (y[i] == 0) {
+            snprintf(lab[x[i]], sizeof lab[x[i]], "%u", i);
+            labp[x[i]] = lab[x[i]];
+        }
+    if (rc == TS_OK)
+        rc = ts_activity_column_labels(m->act, labp, err);
+    ts_free(labp);
+    ts_free(lab);
     ts_free(x);
     ts_free(y);
     ts_activity_describer(m->act, act_describe, m);

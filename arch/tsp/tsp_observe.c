@@ -220,6 +220,24 @@ ts_status ts_tsp_act_layout(ts_model *m, ts_err *err)
         }
     }
     ts_status rc = ts_activity_layout(m->act, "tsp superlanes", n, l->nslices, m->S, x, y, err);
+    /* column labels: each slice's type and hemisphere ("MEM W", "VXM", "MXM E"), its name
+     * without the number, so the pictures label each run of one type once */
+    char (*lab)[16] = rc == TS_OK ? ts_calloc(l->nslices, sizeof *lab) : NULL;
+    const char **labp = lab ? ts_calloc(l->nslices, sizeof *labp) : NULL;
+    if (rc == TS_OK && !labp)
+        rc = ts_err_set(err, TS_ENOMEM, "out of memory labelling the slices");
+    for (uint32_t s = 0; rc == TS_OK && s < l->nslices; s++) {
+        uint32_t rank = x[s * m->S];
+        ts_tsp_slice_name(l, s, lab[rank], sizeof lab[rank]);
+        size_t e = strlen(lab[rank]);
+        while (e && lab[rank][e - 1] >= '0' && lab[rank][e - 1] <= '9')
+            lab[rank][--e] = 0;
+        labp[rank] = lab[rank];
+    }
+    if (rc == TS_OK)
+        rc = ts_activity_column_labels(m->act, labp, err);
+    ts_free(labp);
+    ts_free(lab);
     ts_free(x);
     ts_free(y);
     ts_activity_describer(m->act, act_describe, m);

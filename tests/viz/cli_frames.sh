@@ -49,8 +49,18 @@ if [ "$part" = png ]; then
     check "$c: frames written" test "$(ls "$dir/f_$c" | wc -l)" -ge 2
     check "$c: summary is PNG" png_sig "$dir/$c.png"
   done
+  # the link heat map: a PNG on the wafer (with cairo)
+  if [ "$TS_HAS_CAIRO" = 1 ]; then
+    "$T" run -q -c wse_4x4 traffic:rate=0.05 --links-png "$dir/links.png" > /dev/null
+    check "--links-png: run" test $? -eq 0
+    check "--links-png: a PNG" png_sig "$dir/links.png"
+  fi
   exit $fail
 fi
+"$T" run -q -c tsp_v1 --links-png "$dir/l.png" > /dev/null 2> "$dir/err.txt"
+check "--links-png off the wafer is refused" test $? -eq 2
+check "message says why" grep -q "the wafer's (wse), not tsp's" "$dir/err.txt"
+check "nothing written" test ! -e "$dir/l.png"
 "$T" run -q -c ipu_mk1 --frame-every 100 > /dev/null 2> "$dir/err.txt"
 check "--frame-every alone is refused" test $? -eq 2
 check "message says why" grep -q "needs --frames DIR" "$dir/err.txt"

@@ -17,6 +17,7 @@
 #include "core/err.h"
 #include "ts_build.h"
 #include "viz/plot.h"
+#include "viz/links.h"
 #include "viz/roofline.h"
 
 #if TS_HAVE_CAIRO
@@ -646,6 +647,66 @@ START_TEST(roofline_by_pixels)
 }
 END_TEST
 
+/* The link heat map by pixels: on a 4 x 3 mesh, the busiest link (PE (1, 1) east, half the
+ * cycles) in the colour bar's top colour, a quieter one (PE (2, 0) south) in neither that nor the
+ * idle grey, a link that carried nothing in the idle grey; links off the mesh have no bar. */
+START_TEST(links_by_pixels)
+{
+    double east[12] = {0}, south[12] = {0};
+    east[1 * 4 + 1] = 500;
+    south[0 * 4 + 2] = 100;
+    ts_links l = {.title = "links: test", .mw = 4, .mh = 3, .cycles = 1000, .width = 640, .height = 480};
+    l.sent[TS_LINK_S] = south;
+    l.sent[TS_LINK_E] = east;
+    double top, px0, py0;
+    ck_assert_int_eq(ts_links_scale(&l, &top), 0);
+    ck_assert_double_eq_tol(top, 0.5, 1e-12);
+    ck_assert_int_eq(ts_links_map(&l, 3, 0, TS_LINK_E, &px0, &py0), -1); /* off the east edge */
+    ck_assert_int_eq(ts_links_map(&l, 1, 0, TS_LINK_N, &px0, &py0), -1); /* off the north edge */
+    ck_assert_int_eq(ts_links_map(&l, 4, 0, TS_LINK_W, &px0, &py0), -1); /* no such PE */
+    ts_err e;
+    ts_err_init(&e);
+    char dir[] = "/tmp/ts_links_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/l.png", dir);
+    ts_status st = ts_links_write_png(&l, path, &e);
+#if TS_HAVE_CAIRO
+    img m;
+    png_written(&m, st, &e, path, 640, 480);
+    ck_assert_int_eq(ts_links_map(&l, 1, 1, TS_LINK_E, &px0, &py0), 0);
+    ck_assert_uint_eq(px(&m, (int)px0, (int)py0), TS_LINKS_HIGH_RGB);
+    ck_assert_int_eq(ts_links_map(&l, 2, 0, TS_LINK_S, &px0, &py0), 0);
+    uint32_t quiet = px(&m, (int)px0, (int)py0);
+    ck_assert_msg(quiet != TS_LINKS_HIGH_RGB && quiet != TS_LINKS_IDLE_RGB && quiet != 0xffffffu, "%06x", quiet);
+    /* the same link's other direction (PE (2, 1) north) and a west link carried nothing */
+    ck_assert_int_eq(ts_links_map(&l, 2, 1, TS_LINK_N, &px0, &py0), 0);
+    ck_assert_uint_eq(px(&m, (int)px0, (int)py0), TS_LINKS_IDLE_RGB);
+    ck_assert_int_eq(ts_links_map(&l, 2, 1, TS_LINK_W, &px0, &py0), 0);
+    ck_assert_uint_eq(px(&m, (int)px0, (int)py0), TS_LINKS_IDLE_RGB);
+    /* the colour bar, right of the map: its bottom row the ramp's low end, its top row the high */
+    long low = 0, high = 0;
+    for (int y = 0; y < m.h; y++)
+        for (int x = (int)px0 + 100; x < m.w; x++) {
+            low += px(&m, x, y) == TS_LINKS_LOW_RGB;
+            high += px(&m, x, y) == TS_LINKS_HIGH_RGB;
+        }
+    ck_assert_int_ge(low, 10);
+    ck_assert_int_ge(high, 10);
+    cairo_surface_destroy(m.s);
+#else
+    ck_assert_int_eq(st, TS_EINPUT);
+#endif
+    unlink(path);
+    /* no cycles: nothing to draw */
+    l.cycles = 0;
+    ck_assert_int_eq(ts_links_write_png(&l, path, &e), TS_EINPUT);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    rmdir(dir);
+    ts_err_free(&e);
+}
+END_TEST
+
 /* ---- the command line: a small sweep, then `tessera plot` ---- */
 
 static const char *tessera(void) { return getenv("TS_TESSERA"); }
@@ -799,6 +860,7 @@ static Suite *suite(bool cli)
     tcase_add_test(c, out_of_memory);
     tcase_add_test(c, png_by_pixels);
     tcase_add_test(c, roofline_by_pixels);
+    tcase_add_test(c, links_by_pixels);
     suite_add_tcase(s, c);
     return s;
 }

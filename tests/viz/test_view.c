@@ -158,15 +158,45 @@ static ts_status on_frame(void *ud, const ts_activity *a, const ts_act_frame *f,
 }
 
 /* The wafer's view opens zoomed to the PEs its program uses (a block layout fitted once). */
-typedef struct wafer_seen { ts_view *v; ts_viz_port first; uint64_t frames; } wafer_seen;
+/* Then x zooms out and a right click three quarters across and down the map zooms in there. */
+typedef struct wafer_seen {
+    ts_view *v;
+    ts_viz_port first, out, clicked;
+    uint32_t cell_x, cell_y; /* the cell clicked */
+    uint64_t frames;
+} wafer_seen;
 
 static ts_status on_wafer_frame(void *ud, const ts_activity *a, const ts_act_frame *f, ts_err *err)
 {
     wafer_seen *w = ud;
     ts_status rc = ts_view_frame(w->v, a, f, err);
-    if (!w->frames++) {
+    switch (w->frames++) {
+    case 0:
         w->first = ts_view_port(w->v);
+        key(SDLK_x);
+        break;
+    case 1: {
+        w->out = ts_view_port(w->v);
+        ts_viz_geom g;
+        ts_viz_geometry(a, &g);
+        /* a block three quarters across and down the map */
+        uint32_t px = g.map_x + g.map_w * 3 / 4, py = g.map_y + g.map_h * 3 / 4;
+        ck_assert(ts_viz_pixel_cell(&g, &w->out, px, py, &w->cell_x, &w->cell_y));
+        SDL_Event e;
+        memset(&e, 0, sizeof e);
+        e.type = SDL_MOUSEBUTTONDOWN;
+        e.button.button = SDL_BUTTON_RIGHT;
+        e.button.clicks = 1;
+        e.button.x = (int)px;
+        e.button.y = (int)py;
+        ck_assert_int_eq(SDL_PushEvent(&e), 1);
+        break;
+    }
+    case 2:
+        w->clicked = ts_view_port(w->v);
         key(SDLK_q);
+        break;
+    default: break;
     }
     return rc;
 }
@@ -210,6 +240,14 @@ START_TEST(wafer_opens_on_its_program)
     run_with_frames("wse", "wse2", "wse_default", 10, on_wafer_frame, &w);
     ck_assert_uint_gt(w.frames, 0);
     ck_assert_uint_gt(w.first.zoom, 8); /* a handful of PEs of 850,000: far in */
+    ck_assert_uint_ge(w.frames, 3);
+    ck_assert_uint_eq(w.out.zoom * 2, w.first.zoom);
+    ck_assert_uint_eq(w.clicked.zoom, w.first.zoom);
+    /* the clicked cell is now in the middle: the port moved toward it, past the zoomed-out one */
+    ck_assert_uint_gt(w.clicked.x0, w.out.x0);
+    ck_assert_uint_gt(w.clicked.y0, w.out.y0);
+    ck_assert_uint_lt(w.clicked.x0, w.cell_x);
+    ck_assert_uint_lt(w.clicked.y0, w.cell_y);
     ts_view_close(w.v);
     ts_err_free(&e);
 }

@@ -259,6 +259,36 @@ START_TEST(frame_colours_and_bars)
     /* the legend starts with the compute colour */
     ck_assert(is_rgb(pix(&img, 4 + 3, g.legend_y + 3), ts_viz_state_rgb[TS_ACT_COMPUTE]));
     ck_assert_uint_eq(g.info_y + 7 + 4, img.h);
+    /* the heat scale in the legend ends in the full compute colour: its last column and the
+     * compute square on the legend's middle row */
+    unsigned full = 0;
+    for (uint32_t x = 0; x < img.w; x++)
+        full += is_rgb(pix(&img, x, g.legend_y + 3), ts_viz_state_rgb[TS_ACT_COMPUTE]);
+    ck_assert_uint_eq(full, 8);
+    /* the cycle axis: 100 cycles of supersteps, a tick every 20 cycles and none between */
+    for (uint64_t c = 0; c <= 80; c += 20)
+        ck_assert_msg(!is_rgb(pix(&img, g.tl_x + (uint32_t)(g.tl_w * c / 100), g.axis_y), ts_viz_bg), "no tick at %d",
+                      (int)c);
+    ck_assert(is_rgb(pix(&img, g.tl_x + g.tl_w / 10, g.axis_y), ts_viz_bg));
+    /* no column labels given: the column numbers, "0" under the first column */
+    unsigned lab_ink = 0;
+    for (uint32_t y = g.lab_y; y < g.lab_y + 7; y++)
+        for (uint32_t x = g.map_x; x < g.map_x + g.cell; x++)
+            lab_ink += !is_rgb(pix(&img, x, y), ts_viz_bg);
+    ck_assert_uint_gt(lab_ink, 5);
+    /* no title given: an empty title line; a title: ink there */
+    unsigned ink = 0;
+    for (uint32_t y = g.title_y; y < g.title_y + 7; y++)
+        for (uint32_t x = 0; x < img.w; x++)
+            ink += !is_rgb(pix(&img, x, y), ts_viz_bg);
+    ck_assert_uint_eq(ink, 0);
+    ts_activity_set_title(a, "matmul on ipu_mk1");
+    ck_assert_str_eq(ts_activity_title(a), "matmul on ipu_mk1");
+    ck_assert_int_eq(ts_viz_render_summary(&img, a, NULL, &e), TS_OK);
+    for (uint32_t y = g.title_y; y < g.title_y + 7; y++)
+        for (uint32_t x = 0; x < img.w; x++)
+            ink += !is_rgb(pix(&img, x, y), ts_viz_bg);
+    ck_assert_uint_gt(ink, 50);
     ts_viz_image_free(&img);
     ts_activity_destroy(a);
     ts_buf_free(&r.bytes);
@@ -382,6 +412,10 @@ START_TEST(ipu_fast_equals_lockstep)
     ck_assert(!memcmp(f.r.bytes.data, l.r.bytes.data, f.r.bytes.len));
     ck_assert_uint_eq(f.r.bytes.len, t.r.bytes.len);
     ck_assert(!memcmp(f.r.bytes.data, t.r.bytes.data, f.r.bytes.len));
+    /* the columns are labelled with their top tile's number */
+    uint32_t cx, cy;
+    ts_activity_pos(f.a, 0, &cx, &cy);
+    ck_assert_str_eq(ts_activity_column_label(f.a, cx), "0");
     /* 4 tiles send 16 words in each of 3 supersteps */
     ck_assert_uint_eq(ts_activity_total_bytes(f.a), 4 * 3 * 64);
     /* idle tiles are idle all the time; working tiles compute most, then exchange and sync */
@@ -674,6 +708,18 @@ START_TEST(tsp_frames_by_pixels)
     ck_assert_str_eq(ts_activity_layout_name(f.a), "tsp superlanes");
     uint32_t gw, gh, nmem = 0, nwork = 0;
     ts_activity_grid(f.a, &gw, &gh);
+    /* every column labelled with its slice's type and hemisphere: one VXM, MEM on both sides */
+    unsigned nvxm = 0, nmemw = 0, nmeme = 0;
+    for (uint32_t x = 0; x < gw; x++) {
+        const char *lab = ts_activity_column_label(f.a, x);
+        ck_assert_ptr_nonnull(lab);
+        nvxm += !strcmp(lab, "VXM");
+        nmemw += !strcmp(lab, "MEM W");
+        nmeme += !strcmp(lab, "MEM E");
+    }
+    ck_assert_uint_eq(nvxm, 1);
+    ck_assert_uint_gt(nmemw, 1);
+    ck_assert_uint_eq(nmemw, nmeme);
     ck_assert_uint_eq(gh, 20); /* superlanes */
     for (uint32_t u = 0; u < ts_activity_nunits(f.a); u++) {
         nmem += ts_activity_total(f.a, u, TS_ACT_NETWORK) > 0;
