@@ -69,6 +69,10 @@ typedef struct ts_results {
     uint64_t macs;
     uint64_t macs_executed;
     double flops;                      /* floating-point operations (a MAC is 2) */
+    /* All arithmetic operations executed, integer included (a MAC of any type is 2, an element of
+     * a vector add or multiply 1, a scalar integer add, multiply, logic, shift or compare 1; moves,
+     * constants and address reads are not arithmetic): flops plus the integer work. */
+    double ops;
     ts_util util[TS_MAX_UTIL];
     size_t nutil;
     ts_event_count events[TS_MAX_EVENTS];
