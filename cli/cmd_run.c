@@ -499,6 +499,7 @@ int cmd_run(int argc, char **argv)
         ts_info info = {0};
         if (fam->info(ts_config_data(cfg), &info, &err) != TS_OK ||
             ts_trace_open(&trace, trace_path, info.clock_hz, trace_bytes, &err) != TS_OK ||
+            ts_lowered_trace_layers(lowered, trace, &err) != TS_OK || /* the chip's slices name their layer */
             ts_act_trace_create(&fr.at, trace, &err) != TS_OK) {
             rc = cli_fail(&err);
             goto out;

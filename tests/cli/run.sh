@@ -304,6 +304,9 @@ part_layers() {
       expect_exit "$fam-layers-trace" 0 "$T" run -q -c "$c" "$mlp" -o "$tmp/r.txt" --trace "$tmp/$fam.trace"
       grep -q '"name":"Gemm fc1","cat":"layer",.*"args":{"node":0,"op_type":"Gemm","name":"fc1"}' "$tmp/$fam.trace" &&
         ok || bad "$fam: the trace has no slice for layer fc1"
+      # and the chip's own slices (process 0: supersteps and tiles, queues) name their layer
+      grep -q '"pid":0,"tid":[0-9]*,"args":{[^}]*"layer":"Gemm fc1"' "$tmp/$fam.trace" &&
+        ok || bad "$fam: no slice of the chip carries layer fc1"
     fi
     # the columns every family's table ends with; fc1's MACs at the peak take some cycles
     for col in energy sram_bytes network_bytes offchip_bytes share mac_bound_cycles mac_efficiency; do

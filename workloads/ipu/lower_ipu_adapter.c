@@ -199,6 +199,20 @@ static ts_status ipu_attribute(void *state, ts_results *res, const ts_energy_tab
     return s->rep.nlayers ? ts_lower_ipu_layer_stats(&s->rep, res, energy, err) : TS_OK;
 }
 
+/* Each layer's supersteps, the plan's: the chip's superstep and tile slices carry their number. */
+static ts_status ipu_trace_layers(void *state, const ts_graph *g, ts_trace *t)
+{
+    const ts_lower_report *rep = &((const ipu_lowering *)state)->rep;
+    ts_status st = TS_OK;
+    for (size_t i = 0; i < rep->nlayers && st == TS_OK; i++) {
+        const ts_lower_layer *l = &rep->layers[i];
+        if (l->steps)
+            st = ts_lower_trace_layer(t, g, TS_TRACE_BY_SUPERSTEP, l->first_step, l->first_step + l->steps - 1,
+                                      l->node);
+    }
+    return st;
+}
+
 static void ipu_destroy(void *state)
 {
     ipu_lowering *s = state;
@@ -221,6 +235,7 @@ const ts_lowering ts_ipu_lowering = {
     .lower = ipu_lower,
     .prepare = ipu_prepare,
     .attribute = ipu_attribute,
+    .trace_layers = ipu_trace_layers,
     .destroy = ipu_destroy,
     .read_output = ipu_read_output,
 };

@@ -111,6 +111,20 @@ static ts_status tsp_attribute(void *state, ts_results *res, const ts_energy_tab
     return rc == TS_OK ? TS_OK : ts_err_set(err, rc, "out of memory");
 }
 
+/* Each layer's cycles, first to last instruction of the static schedule: a queue's slice carries
+ * the layers running when it starts (they overlap). */
+static ts_status tsp_trace_layers(void *state, const ts_graph *g, ts_trace *t)
+{
+    const ts_lower_tsp_report *rep = &((const tsp_lowering *)state)->rep;
+    ts_status st = TS_OK;
+    for (size_t i = 0; i < rep->nlayers && st == TS_OK; i++) {
+        const ts_lower_tsp_layer *y = &rep->layers[i];
+        if (y->instructions)
+            st = ts_lower_trace_layer(t, g, TS_TRACE_BY_CYCLE, y->first, y->last, y->node);
+    }
+    return st;
+}
+
 static void tsp_destroy(void *state)
 {
     tsp_lowering *s = state;
@@ -131,6 +145,7 @@ const ts_lowering ts_tsp_lowering = {
     .create = tsp_create,
     .lower = tsp_lower,
     .attribute = tsp_attribute,
+    .trace_layers = tsp_trace_layers,
     .destroy = tsp_destroy,
     .read_output = tsp_read_output,
 };
