@@ -154,25 +154,17 @@ static int parse_u64(const char *s, uint64_t *out)
     return 0;
 }
 
-/* The column of the layers table that holds a layer's SRAM traffic in bytes, per family: the
- * TSP's mem_bytes are MEM bytes moved; the IPU's mem_bytes are tile memory held and the wafer's
- * table counts wavelets, so their layers have no place on the intensity axis. */
-static const char *layer_traffic_column(const char *arch)
-{
-    return !strcmp(arch, "tsp") ? "mem_bytes" : NULL;
-}
-
-/* --roofline FILE: the run (2 ops per useful MAC, per SRAM byte and per cycle) and, where the
- * layers table gives a layer's MACs, cycles and SRAM traffic, each layer. */
+/* --roofline FILE: the run (2 ops per useful MAC, per SRAM byte and per cycle) and each layer,
+ * from the columns every family's layers table has: macs, share (of the run's cycles) and
+ * sram_bytes (docs/report-schema.md). */
 static ts_status write_roofline(const ts_results *res, const char *path, ts_err *err)
 {
     const ts_stat *t = ts_stats_find(res->stats, "layers");
-    const char *traffic = layer_traffic_column(res->arch);
     size_t cm = SIZE_MAX, cc = SIZE_MAX, cb = SIZE_MAX, n = 0;
     for (size_t c = 0; t && t->kind == TS_STAT_TABLE && c < t->ncols; c++) {
         cm = strcmp(t->cols[c], "macs") ? cm : c;
-        cc = strcmp(t->cols[c], "cycles") ? cc : c;
-        cb = traffic && !strcmp(t->cols[c], traffic) ? c : cb;
+        cc = strcmp(t->cols[c], "share") ? cc : c;
+        cb = strcmp(t->cols[c], "sram_bytes") ? cb : c;
     }
     bool layers = t && cm != SIZE_MAX && cc != SIZE_MAX && cb != SIZE_MAX;
     double *x = ts_calloc(layers && t->nrows ? t->nrows : 1, sizeof *x);
@@ -184,8 +176,9 @@ static ts_status write_roofline(const ts_results *res, const char *path, ts_err 
     }
     for (size_t r = 0; layers && r < t->nrows; r++) {
         const double *row = t->rows + r * t->ncols;
+        double cyc = row[cc] * (double)res->cycles; /* NAN share: not drawn */
         x[n] = row[cb] > 0 ? 2 * row[cm] / row[cb] : 0;
-        y[n++] = row[cc] > 0 ? 2 * row[cm] / row[cc] : 0;
+        y[n++] = cyc > 0 ? 2 * row[cm] / cyc : 0;
     }
     char title[300];
     snprintf(title, sizeof title, "roofline: %s on %s", res->workload, res->config);
@@ -539,6 +532,7 @@ int cmd_run(int argc, char **argv)
         ts_info info = {0};
         if (fam->info(ts_config_data(cfg), &info, &err) != TS_OK ||
             ts_trace_open(&trace, trace_path, info.clock_hz, trace_bytes, &err) != TS_OK ||
+            ts_lowered_trace_layers(lowered, trace, &err) != TS_OK || /* the chip's slices name their layer */
             ts_act_trace_create(&fr.at, trace, &err) != TS_OK) {
             rc = cli_fail(&err);
             goto out;

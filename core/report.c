@@ -538,6 +538,11 @@ void ts_report_text(const ts_results *r, ts_buf *out)
     si_text(a, sizeof a, ratio(r->flops, t_s), "FLOP/s");
     tbl_cell(&t, "achieved");
     tbl_cell(&t, "%s", a);
+    if (r->ops != r->flops) { /* integer work: the row only where there is some */
+        num_text(a, sizeof a, r->ops);
+        tbl_cell(&t, "all ops");
+        tbl_cell(&t, "%s", a);
+    }
     if (r->macs_executed != r->macs) {
         grouped(a, sizeof a, r->macs_executed);
         tbl_cell(&t, "MACs executed");
@@ -788,6 +793,8 @@ json_t *ts_report_json_tree(const ts_results *r)
     set(j, "macs", json_integer((json_int_t)r->macs));
     set(j, "flops", ts_json_num(r->flops));
     set(j, "flops_per_s", ts_json_num(ratio(r->flops, t_s)));
+    set(j, "ops", ts_json_num(r->ops));
+    set(j, "ops_per_s", ts_json_num(ratio(r->ops, t_s)));
     set(j, "macs_executed", json_integer((json_int_t)r->macs_executed));
     json_t *peak = json_object();
     for (size_t i = 0; i < r->npeak; i++)

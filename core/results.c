@@ -214,6 +214,30 @@ int ts_results_events_table(ts_stats *s, const char *name, const char *desc, con
     return tab;
 }
 
+double ts_results_sum_rows(const ts_stat *tab, size_t row, size_t n, const char *col)
+{
+    if (!tab || tab->kind != TS_STAT_TABLE || row + n > tab->nrows)
+        return NAN;
+    for (size_t c = 0; c < tab->ncols; c++) {
+        if (strcmp(tab->cols[c], col))
+            continue;
+        double v = 0;
+        for (size_t k = row; k < row + n; k++)
+            v += tab->rows[k * tab->ncols + c];
+        return v;
+    }
+    return NAN;
+}
+
+ts_status ts_results_level_columns(ts_stats *s, int tab, const double *v, size_t n)
+{
+    static const char *const names[TS_LEVEL_COUNT] = {"sram_bytes", "network_bytes", "offchip_bytes"};
+    ts_status st = TS_OK;
+    for (int l = 0; l < TS_LEVEL_COUNT && st == TS_OK; l++)
+        st = ts_stats_table_add_column(s, tab, names[l], "B", v + (size_t)l * n);
+    return st;
+}
+
 double ts_results_price_rows(const ts_stat *tab, size_t row, size_t n, const ts_energy_table *t)
 {
     if (!tab || !t || tab->kind != TS_STAT_TABLE || row + n > tab->nrows)

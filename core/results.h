@@ -69,6 +69,10 @@ typedef struct ts_results {
     uint64_t macs;
     uint64_t macs_executed;
     double flops;                      /* floating-point operations (a MAC is 2) */
+    /* All arithmetic operations executed, integer included (a MAC of any type is 2, an element of
+     * a vector add or multiply 1, a scalar integer add, multiply, logic, shift or compare 1; moves,
+     * constants and address reads are not arithmetic): flops plus the integer work. */
+    double ops;
     ts_util util[TS_MAX_UTIL];
     size_t nutil;
     ts_event_count events[TS_MAX_EVENTS];
@@ -122,5 +126,12 @@ int ts_results_events_table(ts_stats *s, const char *name, const char *desc, con
 /* The joules of rows [row, row + n) of such a table priced with t; -1 if tab is not such a table,
  * has fewer rows, or t lacks one of its events. */
 double ts_results_price_rows(const ts_stat *tab, size_t row, size_t n, const ts_energy_table *t);
+/* The sum of the column named col over rows [row, row + n) of table tab; NAN when tab is not a
+ * table, has fewer rows or no such column. */
+double ts_results_sum_rows(const ts_stat *tab, size_t row, size_t n, const char *col);
+/* Add to table tab of s the columns every family's "layers" table carries for the levels of
+ * memory: sram_bytes, network_bytes and offchip_bytes (B), from v, n rows of each in that order
+ * (level-major); NAN is a level the family cannot attribute (null in JSON). */
+ts_status ts_results_level_columns(ts_stats *s, int tab, const double *v, size_t n);
 
 #endif

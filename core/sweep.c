@@ -131,7 +131,7 @@ static const char *const not_lowered[] = {"clock", "energy.", "power.", NULL};
 /* Top-level fields of a JSON report (docs/report-schema.md): a metric starts with one. */
 static const char *const report_fields[] = {
     "schema_version", "arch", "config", "workload", "cycles", "time_s", "clock_hz", "network_name",
-    "bytes", "bytes_per_cycle", "bandwidth_bytes_per_s", "utilization", "macs", "flops",
+    "bytes", "bytes_per_cycle", "bandwidth_bytes_per_s", "utilization", "macs", "flops", "ops", "ops_per_s",
     "flops_per_s", "energy", "stats", "layers", "outputs",
     "sweep", /* added by tessera sweep: planner, runs_per_s, runs_per_j, peak_macs_per_cycle, mac_share */
     NULL,

@@ -57,6 +57,9 @@ struct ts_trace {
     uint64_t nevents;   /* events written, for the separating commas */
     int io_errno;       /* first write error, 0 if none */
     ts_buf ev;          /* scratch: the event being rendered */
+    struct trace_layer { ts_trace_key key; uint64_t lo, hi; char *label; } *layers; /* owned */
+    size_t nlayers, caplayers;
+    ts_buf lab;         /* scratch: a slice's layer labels */
 };
 
 /* Picoseconds from cycle 0 to cycle c. */
@@ -199,6 +202,50 @@ void ts_trace_thread(ts_trace *t, int pid, int tid, const char *name)
     emit(t, true);
 }
 
+ts_status ts_trace_layer(ts_trace *t, ts_trace_key key, uint64_t lo, uint64_t hi, const char *label)
+{
+    if (!t)
+        return TS_OK;
+    if (t->nlayers == t->caplayers) {
+        size_t cap = t->caplayers ? 2 * t->caplayers : 16;
+        struct trace_layer *l = ts_realloc(t->layers, cap * sizeof *l);
+        if (!l)
+            return TS_ENOMEM;
+        t->layers = l;
+        t->caplayers = cap;
+    }
+    char *s = ts_strdup(label);
+    if (!s)
+        return TS_ENOMEM;
+    t->layers[t->nlayers++] = (struct trace_layer){key, lo, hi, s};
+    return TS_OK;
+}
+
+/* The labels of the layers a chip slice starting at cycle start, with arguments args, belongs to,
+ * joined in t->lab; false when none. */
+static bool slice_layers(ts_trace *t, uint64_t start, const json_t *args)
+{
+    const json_t *ss = json_object_get(args, "superstep");
+    ts_buf_reset(&t->lab);
+    bool any = false;
+    for (size_t i = 0; i < t->nlayers; i++) {
+        const struct trace_layer *l = &t->layers[i];
+        uint64_t at = start;
+        if (l->key == TS_TRACE_BY_SUPERSTEP) {
+            if (!json_is_integer(ss) || json_integer_value(ss) < 0)
+                continue;
+            at = (uint64_t)json_integer_value(ss);
+        }
+        if (at < l->lo || at > l->hi)
+            continue;
+        if (any)
+            ts_buf_puts(&t->lab, ", ");
+        ts_buf_puts(&t->lab, l->label);
+        any = true;
+    }
+    return any;
+}
+
 void ts_trace_slice(ts_trace *t, int pid, int tid, const char *name, const char *cat,
                     uint64_t start, uint64_t dur, const char *args_json)
 {
@@ -217,7 +264,16 @@ void ts_trace_slice(ts_trace *t, int pid, int tid, const char *name, const char 
     json_object_set_new(e, "tid", json_integer(tid));
     /* arguments that do not read as a JSON object are left out rather than break the file */
     json_t *args = args_json ? json_loads(args_json, 0, NULL) : NULL;
-    if (json_is_object(args))
+    if (args && !json_is_object(args)) {
+        json_decref(args);
+        args = NULL;
+    }
+    if (pid == 0 && t->nlayers && slice_layers(t, start, args)) {
+        if (!args)
+            args = json_object();
+        json_object_set_new(args, "layer", ts_json_str(ts_buf_str(&t->lab)));
+    }
+    if (args)
         json_object_set(e, "args", args);
     json_decref(args);
     render(t, e, prec);
@@ -251,6 +307,10 @@ uint64_t ts_trace_limit(const ts_trace *t) { return t ? t->max_bytes : 0; }
 static void trace_free(ts_trace *t)
 {
     ts_tmp_untrack(t->tmp_slot); /* renamed or removed by now */
+    for (size_t i = 0; i < t->nlayers; i++)
+        ts_free(t->layers[i].label);
+    ts_free(t->layers);
+    ts_buf_free(&t->lab);
     ts_buf_free(&t->ev);
     ts_free(t->path);
     ts_free(t->tmp);

@@ -21,6 +21,13 @@ void ts_trace_thread(ts_trace *t, int pid, int tid, const char *name);
 void ts_trace_slice(ts_trace *t, int pid, int tid, const char *name, const char *cat,
                     uint64_t start, uint64_t dur, const char *args_json);
 void ts_trace_counter(ts_trace *t, int pid, const char *name, uint64_t at, double value);
+/* A layer of a lowered model, named label ("Conv conv1"), known before the run: every later slice
+ * of the chip (process 0) that belongs to it gets the argument "layer": label. With key
+ * TS_TRACE_BY_SUPERSTEP a slice belongs to it when its arguments' "superstep" lies in [lo, hi]
+ * (the IPU's plan counts supersteps); with TS_TRACE_BY_CYCLE when its start cycle does (the
+ * TSP's static schedule). Layers that overlap (the TSP's) are joined: "Conv a, Relu b". */
+typedef enum { TS_TRACE_BY_SUPERSTEP, TS_TRACE_BY_CYCLE } ts_trace_key;
+ts_status ts_trace_layer(ts_trace *t, ts_trace_key key, uint64_t lo, uint64_t hi, const char *label);
 uint64_t ts_trace_dropped(const ts_trace *t);
 /* Bytes written so far, and the size limit. */
 uint64_t ts_trace_bytes(const ts_trace *t);

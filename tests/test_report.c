@@ -51,6 +51,7 @@ static void build(ts_results *r)
     r->macs = 8589934592ULL;
     r->macs_executed = 9663676416ULL; /* an eighth more: a padded schedule */
     r->flops = 2.0 * 8589934592.0;
+    r->ops = r->flops + 123456789.0; /* and integer work: address arithmetic */
     r->static_w = 12.5;
     /* MK1's peaks (docs/ipu.md): 64 f16 MACs per tile per cycle, 16 f32 */
     snprintf(r->peak[0].dtype, sizeof r->peak[0].dtype, "f16");

@@ -154,6 +154,38 @@ END_TEST
 
 /* A clock whose period is no whole number of picoseconds: times round to the picosecond, and
  * slices that abut in cycles abut in the trace. */
+/* Slices of the chip (process 0) carry the layers named before the run: by the superstep of their
+ * arguments, or by their start cycle (overlapping layers joined); other processes' slices do not. */
+START_TEST(test_layers)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_trace *t;
+    ck_assert_int_eq(ts_trace_open(&t, path, 1e9, 0, &e), TS_OK);
+    ck_assert_int_eq(ts_trace_layer(t, TS_TRACE_BY_SUPERSTEP, 0, 1, "Conv conv1"), TS_OK);
+    ck_assert_int_eq(ts_trace_layer(t, TS_TRACE_BY_CYCLE, 100, 200, "Relu a"), TS_OK);
+    ck_assert_int_eq(ts_trace_layer(t, TS_TRACE_BY_CYCLE, 150, 300, "Add b"), TS_OK);
+    ts_trace_slice(t, 0, 1, "s1", NULL, 5, 1, "{\"superstep\":1}");  /* conv1 */
+    ts_trace_slice(t, 0, 1, "s2", NULL, 5, 1, "{\"superstep\":2}");  /* none */
+    ts_trace_slice(t, 0, 1, "q1", NULL, 160, 1, NULL);              /* both cycle layers */
+    ts_trace_slice(t, 0, 1, "q2", NULL, 250, 1, NULL);              /* Add b */
+    ts_trace_slice(t, 2, 1, "other", NULL, 160, 1, NULL);           /* not the chip's */
+    ck_assert_int_eq(ts_trace_close(t, &e), TS_OK);
+    json_t *root = load();
+    json_t *ev = json_object_get(root, "traceEvents");
+    ck_assert_uint_eq(json_array_size(ev), 5);
+    const char *want[5] = {"Conv conv1", NULL, "Relu a, Add b", "Add b", NULL};
+    for (size_t i = 0; i < 5; i++) {
+        json_t *layer = json_object_get(json_object_get(json_array_get(ev, i), "args"), "layer");
+        if (want[i])
+            ck_assert_str_eq(json_string_value(layer), want[i]);
+        else
+            ck_assert_ptr_null(layer);
+    }
+    json_decref(root);
+}
+END_TEST
+
 START_TEST(test_rounding)
 {
     ts_err e;
@@ -494,6 +526,7 @@ int main(void)
     TCase *tc = tcase_create("trace");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_events);
+    tcase_add_test(tc, test_layers);
     tcase_add_test(tc, test_rounding);
     tcase_add_test(tc, test_size_bound);
     tcase_add_test(tc, test_errors_and_abort);

@@ -49,7 +49,7 @@ ts_status ts_ipu_collect(ts_model *m, ts_results *r, ts_err *err)
     const ts_ipu_cfg *c = &m->c;
     uint32_t n = m->ntiles;
     double ev[EV_COUNT] = {0};
-    uint64_t issue = 0, amp = 0, macs16 = 0, macs32 = 0, rd = 0, wr = 0, xs = 0, xr = 0, xport = 0, fl = 0;
+    uint64_t issue = 0, amp = 0, macs16 = 0, macs32 = 0, rd = 0, wr = 0, xs = 0, xr = 0, xport = 0, fl = 0, ints = 0;
     double *busy = ts_calloc(n, sizeof *busy), *memu = ts_calloc(n, sizeof *memu), *xb = ts_calloc(n, sizeof *xb);
     if (!busy || !memu || !xb) {
         ts_free(busy);
@@ -79,6 +79,10 @@ ts_status ts_ipu_collect(ts_model *m, ts_results *r, ts_err *err)
             if (ts_ipu_opfacts[op].unit == IPU_U_FPU && op != IPU_OP_F16V2TOF32 && op != IPU_OP_F32V2TOF16 &&
                 op != IPU_OP_F32TOI32 && op != IPU_OP_F32FROMI32)
                 fl += k * (uint64_t)ts_ipu_opfacts[op].ecount * (op == IPU_OP_F32MAC || op == IPU_OP_F32V2MAC ? 2 : 1);
+            /* integer arithmetic: the ALU's ops but its moves, constants and register reads */
+            if (ts_ipu_opfacts[op].unit == IPU_U_ALU && op != IPU_OP_SETZI && op != IPU_OP_LDCONST &&
+                op != IPU_OP_MOV && op != IPU_OP_GET)
+                ints += k;
         }
         amp += opcount[IPU_OP_F16V4AMP] + opcount[IPU_OP_F32V2AMP];
         macs16 += opcount[IPU_OP_F16V4AMP] * c->amp_macs_f16;
@@ -108,6 +112,7 @@ ts_status ts_ipu_collect(ts_model *m, ts_results *r, ts_err *err)
     r->bytes[TS_LEVEL_OFFCHIP] = m->host_bytes_total;
     r->macs = macs16 + macs32 + fmac32;
     r->flops = 2.0 * (double)(macs16 + macs32) + (double)fl;
+    r->ops = r->flops + (double)ints;
     ts_status rc = ts_results_util(r, "tile", n, issue, err);
     if (rc == TS_OK)
         rc = ts_results_util(r, "amp", n, amp, err);

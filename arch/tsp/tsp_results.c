@@ -52,6 +52,11 @@ ts_status ts_tsp_collect(ts_model *m, ts_results *r, ts_err *err)
     /* VXM float work: one flop per element */
     for (int cls = 0; cls < 2; cls++)
         r->flops += m->ev[UK_VXM][TSP_F16][cls] + m->ev[UK_VXM][TSP_F32][cls] + m->ev[UK_MXM][TSP_F32][cls];
+    /* every type's VXM element ops and MXM accumulations, and the int8 MACs */
+    r->ops = 2.0 * (double)macs;
+    for (int t = 0; t < TSP_NTYPES; t++)
+        for (int cls = 0; cls < 2; cls++)
+            r->ops += m->ev[UK_VXM][t][cls] + m->ev[UK_MXM][t][cls];
     uint64_t busy[TSP_S_COUNT] = {0};
     for (uint32_t s = 0; s < l->nslices; s++)
         busy[l->kind[s]] += m->slice_busy[s];

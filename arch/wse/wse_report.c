@@ -267,13 +267,14 @@ static void events_of(const ts_model *m, const wse_evlist *l, const wse_tstats *
         ev[OWN_REGFILE + 1 + e] = (double)def[e];
 }
 
-/* Floating-point operations and MACs of counters s, from the .def rows' units and element
- * operations (wse_isa.c asserts every floating-point op but a move names an event, so has a slot):
- * a scalar FPU op or a vector add, subtract or multiply is one flop per issue or element, a vector
- * multiply-add two and one MAC. */
-static void flops_of(const wse_tstats *s, uint64_t *flops, uint64_t *macs)
+/* Floating-point operations, MACs and integer operations of counters s, from the .def rows' units
+ * and element operations (wse_isa.c asserts every floating-point op but a move names an event, so
+ * has a slot): a scalar FPU op or a vector add, subtract or multiply is one flop per issue or
+ * element, a vector multiply-add two and one MAC; a scalar ALU op with an event (add, subtract,
+ * multiply; not the moves, constants and coordinate reads) one integer op. */
+static void flops_of(const wse_tstats *s, uint64_t *flops, uint64_t *macs, uint64_t *ints)
 {
-    *flops = *macs = 0;
+    *flops = *macs = *ints = 0;
     for (int op = 0; op < WSE_OP_COUNT; op++) {
         const wse_opfacts *f = &ts_wse_opfacts[op];
         if (f->ev == WSE_EV_ROWS)
@@ -282,6 +283,8 @@ static void flops_of(const wse_tstats *s, uint64_t *flops, uint64_t *macs)
             *macs += s->ev[f->ev];
         else if (f->unit == WSE_U_FPU || (f->unit == WSE_U_VEC && f->vop != WSE_V_MOV))
             *flops += s->ev[f->ev];
+        else if (f->unit == WSE_U_ALU)
+            *ints += s->ev[f->ev];
     }
 }
 
@@ -434,10 +437,11 @@ static ts_status wse_collect(ts_model *m, ts_results *r, ts_err *err)
     r->bytes[TS_LEVEL_SRAM] = s.sram_rd + s.sram_wr;
     r->bytes[TS_LEVEL_NET] = hops * bytes_w;
     r->bytes[TS_LEVEL_OFFCHIP] = m->offchip;
-    uint64_t flops, macs;
-    flops_of(&s, &flops, &macs);
+    uint64_t flops, macs, ints;
+    flops_of(&s, &flops, &macs, &ints);
     r->macs = macs;
     r->flops = (double)flops + 2.0 * (double)macs;
+    r->ops = r->flops + (double)ints;
     uint64_t links = 2 * ((m->c.width - 1) * m->c.height + m->c.width * (m->c.height - 1));
     ts_status rc = TS_OK;
 #define CHK(x) do { if ((rc = (x)) != TS_OK) return rc; } while (0)

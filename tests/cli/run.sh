@@ -285,7 +285,7 @@ PY
 
 # The layers table names its operators on every family: each row of a model's layers table has
 # the operator type and the node name of the graph (text and JSON), and tessera diff keys them;
-# every family's table ends with the same three columns.
+# every family's table has the bytes by level and energy and ends with the same three columns.
 part_layers() {
   local mlp="mlp:batch=4,in=16,hidden=16,out=8" fc c key
   for fc in "ipu ipu_tiny4 0" "tsp tsp_v1 0" "wse wse2 1"; do
@@ -304,11 +304,16 @@ part_layers() {
       expect_exit "$fam-layers-trace" 0 "$T" run -q -c "$c" "$mlp" -o "$tmp/r.txt" --trace "$tmp/$fam.trace"
       grep -q '"name":"Gemm fc1","cat":"layer",.*"args":{"node":0,"op_type":"Gemm","name":"fc1"}' "$tmp/$fam.trace" &&
         ok || bad "$fam: the trace has no slice for layer fc1"
+      # and the chip's own slices (process 0: supersteps and tiles, queues) name their layer
+      grep -q '"pid":0,"tid":[0-9]*,"args":{[^}]*"layer":"Gemm fc1"' "$tmp/$fam.trace" &&
+        ok || bad "$fam: no slice of the chip carries layer fc1"
     fi
     # the columns every family's table ends with; fc1's MACs at the peak take some cycles
-    for col in share mac_bound_cycles mac_efficiency; do
+    for col in energy sram_bytes network_bytes offchip_bytes share mac_bound_cycles mac_efficiency; do
       grep -q "^stats.layers\[$key\].$col," "$tmp/$fam.csv" && ok || bad "$fam: no column $col"
     done
+    # fc1 reads its weights and activations from on-chip memory: SRAM bytes to put it on a roofline
+    grep -Eq "^stats.layers\[$key\].sram_bytes,[1-9][0-9]*," "$tmp/$fam.csv" && ok || bad "$fam: fc1 moved no SRAM bytes"
     grep -Eq "^stats.layers\[$key\].mac_bound_cycles,[0-9.e-]*[1-9]" "$tmp/$fam.csv" && ok || bad "$fam: fc1 has no MAC-bound cycles"
   done
 }

@@ -155,11 +155,16 @@ START_TEST(test_stage_energy)
     ck_assert_int_eq(ts_lower_wse_stage_stats(&rep, 32, &res, t, &e), TS_OK);
     const ts_stat *ly = ts_stats_find(res.stats, "layers");
     ck_assert_ptr_nonnull(ly);
-    size_t ecol = ly->ncols - 1, bcol = 0;
-    for (size_t k = 0; k < ly->ncols; k++)
-        if (!strcmp(ly->cols[k], "bandwidth"))
-            bcol = k;
-    ck_assert_str_eq(ly->cols[ecol], "energy");
+    size_t ecol = ly->ncols, bcol = 0, scol = ly->ncols;
+    for (size_t k = 0; k < ly->ncols; k++) {
+        bcol = strcmp(ly->cols[k], "bandwidth") ? bcol : k;
+        ecol = strcmp(ly->cols[k], "energy") ? ecol : k;
+        scol = strcmp(ly->cols[k], "sram_bytes") ? scol : k;
+    }
+    ck_assert_uint_lt(ecol, ly->ncols);
+    ck_assert_uint_lt(scol, ly->ncols);
+    /* the matmul stage's PEs read and write their SRAM: the layer has SRAM bytes */
+    ck_assert_double_gt(ly->rows[mm * ly->ncols + scol], 0);
     double total = 0;
     for (size_t i = 0; i < ly->nrows; i++) {
         ck_assert_double_ge(ly->rows[i * ly->ncols + ecol], 0);

@@ -12,8 +12,9 @@
 /* ---- the per-layer attribution ---- */
 
 /* The columns first and last (cycles) of the layers table from span (owned, freed here): each
- * row's first cycle and last cycle, interleaved; the trace's layers track reads them. */
-static ts_status layer_span_columns(ts_stats *s, int tab, double *span, size_t n, ts_err *err)
+ * row's first cycle and last cycle, interleaved; the trace's layers track reads them. Then the
+ * bytes by level from lv (owned, freed here; n rows of each level). */
+static ts_status layer_span_columns(ts_stats *s, int tab, double *span, double *lv, size_t n, ts_err *err)
 {
     double *col = ts_calloc(n ? 2 * n : 1, sizeof *col);
     ts_status st = col ? TS_OK : TS_ENOMEM;
@@ -25,8 +26,11 @@ static ts_status layer_span_columns(ts_stats *s, int tab, double *span, size_t n
         st = ts_stats_table_add_column(s, tab, "first", "cycles", col);
     if (st == TS_OK)
         st = ts_stats_table_add_column(s, tab, "last", "cycles", col + n);
+    if (st == TS_OK)
+        st = ts_results_level_columns(s, tab, lv, n);
     ts_free(col);
     ts_free(span);
+    ts_free(lv);
     return st == TS_OK ? TS_OK : ts_err_set(err, st, "out of memory for the layers table");
 }
 
@@ -53,10 +57,16 @@ ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, 
                              "bytes per second over its cycles and its dynamic energy", nc, cols, units);
     if (tab < 0)
         return ts_err_set(err, TS_ENOMEM, "out of memory for the layers table");
-    double *span = ts_calloc(2 * (rep->nlayers ? rep->nlayers : 1), sizeof *span);
-    size_t nrow = 0;
-    if (!span)
+    size_t nr = 0, nrow = 0; /* rows: the layers with supersteps */
+    for (size_t i = 0; i < rep->nlayers; i++)
+        nr += rep->layers[i].steps > 0;
+    double *span = ts_calloc(2 * (nr ? nr : 1), sizeof *span);
+    double *lv = ts_calloc(TS_LEVEL_COUNT * (nr ? nr : 1), sizeof *lv);
+    if (!span || !lv) {
+        ts_free(span);
+        ts_free(lv);
         return ts_err_set(err, TS_ENOMEM, "out of memory for the layers table");
+    }
     for (size_t i = 0; i < rep->nlayers; i++) {
         const ts_lower_layer *l = &rep->layers[i];
         if (!l->steps)
@@ -78,15 +88,22 @@ ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, 
         ts_status rc = ts_stats_row(s, tab, row);
         if (rc != TS_OK) {
             ts_free(span);
+            ts_free(lv);
             return ts_err_set(err, rc, "out of memory for the layers table");
         }
+        /* bytes by level from its supersteps' events: tile memory in 64-bit words (ops and the
+         * exchange's reads and writes), the exchange's bytes, the host link in bits */
+        lv[nrow] = 8.0 * (ts_results_sum_rows(ev, l->first_step, l->steps, "sram_read_64b") +
+                          ts_results_sum_rows(ev, l->first_step, l->steps, "sram_write_64b"));
+        lv[nr + nrow] = b;
+        lv[2 * nr + nrow] = ts_results_sum_rows(ev, l->first_step, l->steps, "pcie_bit") / 8.0;
         /* the cycles its supersteps span: the first's start to the last's end */
         const double *f = ss->rows + (size_t)l->first_step * ss->ncols,
                      *e = ss->rows + (size_t)(l->first_step + l->steps - 1) * ss->ncols;
         span[2 * nrow] = f[1];
         span[2 * nrow++ + 1] = e[1] + e[2] + e[3] + e[4] - 1;
     }
-    return layer_span_columns(s, tab, span, nrow, err);
+    return layer_span_columns(s, tab, span, lv, nrow, err);
 }
 
 /* ---- parameters from a config ---- */
@@ -182,6 +199,20 @@ static ts_status ipu_attribute(void *state, ts_results *res, const ts_energy_tab
     return s->rep.nlayers ? ts_lower_ipu_layer_stats(&s->rep, res, energy, err) : TS_OK;
 }
 
+/* Each layer's supersteps, the plan's: the chip's superstep and tile slices carry their number. */
+static ts_status ipu_trace_layers(void *state, const ts_graph *g, ts_trace *t)
+{
+    const ts_lower_report *rep = &((const ipu_lowering *)state)->rep;
+    ts_status st = TS_OK;
+    for (size_t i = 0; i < rep->nlayers && st == TS_OK; i++) {
+        const ts_lower_layer *l = &rep->layers[i];
+        if (l->steps)
+            st = ts_lower_trace_layer(t, g, TS_TRACE_BY_SUPERSTEP, l->first_step, l->first_step + l->steps - 1,
+                                      l->node);
+    }
+    return st;
+}
+
 static void ipu_destroy(void *state)
 {
     ipu_lowering *s = state;
@@ -204,6 +235,7 @@ const ts_lowering ts_ipu_lowering = {
     .lower = ipu_lower,
     .prepare = ipu_prepare,
     .attribute = ipu_attribute,
+    .trace_layers = ipu_trace_layers,
     .destroy = ipu_destroy,
     .read_output = ipu_read_output,
 };

@@ -3,6 +3,7 @@
 #include "workloads/lower/lower.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -292,6 +293,24 @@ ts_status ts_lowered_attribute(ts_lowered *l, ts_results *res, const ts_energy_t
         res->macs = macs;
     }
     return st;
+}
+
+ts_status ts_lowered_trace_layers(const ts_lowered *l, ts_trace *t, ts_err *err)
+{
+    if (!l || !t || !l->g || !l->lw->trace_layers)
+        return TS_OK;
+    ts_status st = l->lw->trace_layers(l->state, l->g, t);
+    return st == TS_OK ? TS_OK : ts_err_set(err, st, "out of memory naming the trace's layers");
+}
+
+ts_status ts_lower_trace_layer(ts_trace *t, const ts_graph *g, ts_trace_key key, uint64_t lo, uint64_t hi, int node)
+{
+    if (node < 0 || (size_t)node >= ts_graph_node_count(g))
+        return TS_OK;
+    const ts_graph_node *n = ts_graph_get_node(g, node);
+    char label[300];
+    snprintf(label, sizeof label, "%s %s", ts_graph_op_name(n->op), n->name);
+    return ts_trace_layer(t, key, lo, hi, label);
 }
 
 void ts_lowered_destroy(ts_lowered *l)

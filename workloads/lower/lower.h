@@ -23,6 +23,7 @@
 #include "core/program.h"
 #include "core/results.h"
 #include "core/sim.h"
+#include "core/trace.h"
 #include "workloads/graph.h"
 
 struct ts_lower_mem;
@@ -65,6 +66,9 @@ typedef struct ts_lowering {
     ts_status (*prepare)(void *state, ts_run_opts *ro, ts_err *err);
     /* After the run: add the per-layer table to res. May be NULL. */
     ts_status (*attribute)(void *state, ts_results *res, const ts_energy_table *energy, ts_err *err);
+    /* Before the run: name in t each layer's supersteps or cycles, from the plan (g the graph
+     * lower compiled; ts_lower_trace_layer), so the chip's slices carry their layer. May be NULL. */
+    ts_status (*trace_layers)(void *state, const ts_graph *g, ts_trace *t);
     void (*destroy)(void *state);
     /* After the run: the values of graph output `tensor` of g (the graph lower compiled), read
      * from the machine's memory where the lowering placed it (mem), as f32 in C order into dst
@@ -150,6 +154,12 @@ void *ts_lowered_state(const ts_lowered *l);
 ts_status ts_lowered_prepare(ts_lowered *l, ts_run_opts *ro, ts_err *err);
 /* After the run: the lowering's per-layer table (nothing for l == NULL). */
 ts_status ts_lowered_attribute(ts_lowered *l, ts_results *res, const ts_energy_table *energy, ts_err *err);
+/* Before the run: the layers of the plan into trace t (the lowering's trace_layers); TS_OK with
+ * no trace or no such hook. */
+ts_status ts_lowered_trace_layers(const ts_lowered *l, ts_trace *t, ts_err *err);
+/* Layer `node` of g over [lo, hi] (supersteps or cycles, by key) into t, labelled as the trace's
+ * layers track labels it: its operator type and node name ("Conv conv1"). */
+ts_status ts_lower_trace_layer(ts_trace *t, const ts_graph *g, ts_trace_key key, uint64_t lo, uint64_t hi, int node);
 void ts_lowered_destroy(ts_lowered *l); /* NULL is a no-op */
 
 #endif

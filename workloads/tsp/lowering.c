@@ -80,7 +80,11 @@ static ts_status tsp_attribute(void *state, ts_results *res, const ts_energy_tab
     const ts_energy_entry *mac = energy ? ts_energy_find(energy, "int8_mac") : NULL;
     const ts_energy_entry *rd = energy ? ts_energy_find(energy, "sram_read_64b") : NULL;
     const ts_energy_entry *is = energy ? ts_energy_find(energy, "insn_issue") : NULL;
-    for (size_t i = 0; i < rep->nlayers; i++) {
+    size_t n = rep->nlayers;
+    double *lv = ts_calloc(TS_LEVEL_COUNT * n, sizeof *lv);
+    if (!lv)
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
         const ts_lower_tsp_layer *y = &rep->layers[i];
         double cyc = y->instructions ? (double)(y->last - y->first + 1) : 0;
         double secs = res->clock_hz > 0 ? cyc / res->clock_hz : 0;
@@ -91,11 +95,34 @@ static ts_status tsp_attribute(void *state, ts_results *res, const ts_energy_tab
                           (double)y->vxm_ops, j * 1e6};
         if (!y->instructions)
             row[1] = row[2] = 0;
+        /* bytes by level, from the schedule: its MEM bytes; the same bytes on the streams (every
+         * byte a layer reads or writes in MEM crosses the streams to or from its units); nothing
+         * off the chip (the weights and inputs are in MEM before the run) */
+        lv[i] = (double)y->mem_bytes;
+        lv[n + i] = (double)y->mem_bytes;
         ts_status rc = ts_stats_row(res->stats, t, row);
-        if (rc != TS_OK)
+        if (rc != TS_OK) {
+            ts_free(lv);
             return ts_err_set(err, rc, "out of memory");
+        }
     }
-    return TS_OK;
+    ts_status rc = ts_results_level_columns(res->stats, t, lv, n);
+    ts_free(lv);
+    return rc == TS_OK ? TS_OK : ts_err_set(err, rc, "out of memory");
+}
+
+/* Each layer's cycles, first to last instruction of the static schedule: a queue's slice carries
+ * the layers running when it starts (they overlap). */
+static ts_status tsp_trace_layers(void *state, const ts_graph *g, ts_trace *t)
+{
+    const ts_lower_tsp_report *rep = &((const tsp_lowering *)state)->rep;
+    ts_status st = TS_OK;
+    for (size_t i = 0; i < rep->nlayers && st == TS_OK; i++) {
+        const ts_lower_tsp_layer *y = &rep->layers[i];
+        if (y->instructions)
+            st = ts_lower_trace_layer(t, g, TS_TRACE_BY_CYCLE, y->first, y->last, y->node);
+    }
+    return st;
 }
 
 static void tsp_destroy(void *state)
@@ -118,6 +145,7 @@ const ts_lowering ts_tsp_lowering = {
     .create = tsp_create,
     .lower = tsp_lower,
     .attribute = tsp_attribute,
+    .trace_layers = tsp_trace_layers,
     .destroy = tsp_destroy,
     .read_output = tsp_read_output,
 };

@@ -2,6 +2,7 @@
  * placed stages, where an output element is after the run, the stages as regions for the run,
  * the per-stage table of the run's results ("layers"), and the lowering in the registry.
  */
+#include <math.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -93,9 +94,11 @@ ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh
                             "the input source, the output sink or a skip path's FIFO; bandwidth is its wavelets in "
                             "and out (4 B each) over the run, energy the dynamic energy of its PEs and routers",
                             NC, cols, units);
-    if (tb < 0)
+    size_t n = rep->nstages;
+    double *lv = tb < 0 ? NULL : ts_calloc(TS_LEVEL_COUNT * (n ? n : 1), sizeof *lv);
+    if (!lv)
         return ts_err_set(err, TS_ENOMEM, "cannot add the layer table");
-    for (size_t i = 0; i < rep->nstages; i++) {
+    for (size_t i = 0; i < n; i++) {
         const ts_lower_wse_stage *s = &rep->stages[i];
         double b = 0, st = 0, mx = 0, lk = 0;
         bool have = busy && stall && busy->kind == TS_STAT_ARRAY && stall->kind == TS_STAT_ARRAY;
@@ -118,10 +121,23 @@ ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh
                           (double)s->in_elems, (double)s->out_elems,
                           secs > 0 ? 4.0 * (double)(s->in_elems + s->out_elems) / secs / 1e9 : 0, have ? mx : -1,
                           have ? lk : -1, j >= 0 ? j * 1e6 : -1};
-        if (ts_stats_row(stats, tb, row))
+        if (ts_stats_row(stats, tb, row)) {
+            ts_free(lv);
             return ts_err_set(err, TS_ENOMEM, "cannot add the layer table");
+        }
         worst = have && mx > worst ? mx : worst;
+        /* bytes by level: its PEs' SRAM words (region_events), the wavelets on its PEs' links (4 B
+         * each, as the bandwidth column), and off the wafer, from the plan: what the source stage
+         * sends and the sink stage receives (the host's data) */
+        lv[i] = 8.0 * (ts_results_sum_rows(ev, i, 1, "sram_read_64b") + ts_results_sum_rows(ev, i, 1, "sram_write_64b"));
+        lv[n + i] = have ? 4.0 * lk : NAN;
+        bool src = s->what && !strcmp(s->what, "source"), snk = s->what && !strcmp(s->what, "sink");
+        lv[2 * n + i] = 4.0 * (double)(src ? s->out_elems : snk ? s->in_elems : 0);
     }
+    ts_status lc = ts_results_level_columns(stats, tb, lv, n);
+    ts_free(lv);
+    if (lc != TS_OK)
+        return ts_err_set(err, lc, "cannot add the layer table");
     if (rep->batch > 1 && worst > 0 && secs > 0 && res->cycles) {
         /* in steady state every stage works on its own image; the busiest limits the rate */
         double per_image = worst / (double)rep->batch * secs / (double)res->cycles;
