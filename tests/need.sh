@@ -50,3 +50,14 @@ expect() {
     ok
   fi
 }
+
+# begin_checks: a scratch directory $tmp (removed at exit) and the counters pass and fail, which
+# ok and bad add to; the script ends with its counts.
+begin_checks() {
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  pass=0
+  fail=0
+}
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }

@@ -7,15 +7,9 @@
 set -u
 T=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 root=${TS_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-
 # shellcheck source=tests/need.sh
 . "$root/tests/need.sh"
+begin_checks
 need_family "$T" wse "cli noc: traffic runs on the wafer"
 
 cfg=(-c wse_4x4 -s mesh.width=8 -s mesh.height=8 -s fabric.routing=o1turn -s fabric.hop_latency=2)

@@ -17,14 +17,6 @@ part=${2:-}
 root=${TS_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 golden=$root/tests/golden/cli
 data=$root/tests/data/cli
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-
 # golden NAME CMD...: run in $data, compare "exit: N" + stdout + stderr with the golden file.
 golden() {
   local name=$1; shift
@@ -52,6 +44,7 @@ expect_exit() {
 
 # shellcheck source=tests/need.sh
 . "$root/tests/need.sh"
+begin_checks
 
 part_base() {
   golden help "$T" --help

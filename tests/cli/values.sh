@@ -9,15 +9,9 @@ T=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 root=${TS_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 models=$root/tests/data/models
 npy=$root/tests/data/npy
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-
 # shellcheck source=tests/need.sh
 . "$root/tests/need.sh"
+begin_checks
 need_feature TS_HAS_ONNX "ONNX support" "protobuf-c not found, or -Donnx=disabled" "cli values"
 need_family "$T" ipu "cli values: models lowered for the IPU"
 

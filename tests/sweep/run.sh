@@ -10,16 +10,11 @@ T=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 part=${2:-local}
 root=${TS_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 data=$root/tests/sweep
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 check() { if eval "$2"; then ok; else bad "$1"; fi; }
 
 # shellcheck source=tests/need.sh
 . "$root/tests/need.sh"
+begin_checks
 need_family "$T" ipu "sweep: the sweeps run IPU points"
 
 # MPI: rank 0 hands out points, the others run them; same files as a local sweep, also resumed.
