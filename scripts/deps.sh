@@ -2,7 +2,7 @@
 # Install the Debian packages tessera needs, if any are missing. Safe to run again.
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config libyaml-dev check libjansson-dev
-      libsdl2-dev libpng-dev libcairo2-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libopenmpi-dev openmpi-bin
+      libsdl2-dev libpng-dev libcairo2-dev fonts-dejavu-core libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libopenmpi-dev openmpi-bin
       clang libclang-rt-14-dev xvfb)
 missing=()
 for p in "${pkgs[@]}"; do

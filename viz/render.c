@@ -7,6 +7,11 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "ts_build.h"
+
+#if TS_HAVE_CAIRO
+#include <cairo.h>
+#endif
 
 const uint8_t ts_viz_bg[3] = {16, 16, 24};
 const uint8_t ts_viz_state_rgb[TS_ACT_NSTATES][3] = {
@@ -114,8 +119,9 @@ static void rect(ts_viz_image *img, uint32_t x, uint32_t y, uint32_t w, uint32_t
         memcpy(row + 4 * (size_t)j * img->w, row, 4 * (size_t)w);
 }
 
-uint32_t ts_viz_text(ts_viz_image *img, uint32_t x, uint32_t y, uint32_t scale, const uint8_t rgb[3],
-                     const char *s)
+/* The built-in 5x7 font: the text's glyphs, or a box for a character it lacks. */
+static uint32_t text_5x7(ts_viz_image *img, uint32_t x, uint32_t y, uint32_t scale, const uint8_t rgb[3],
+                         const char *s)
 {
     for (; *s; s++) {
         const uint8_t *g = ts_viz_glyph(*s);
@@ -128,6 +134,58 @@ uint32_t ts_viz_text(ts_viz_image *img, uint32_t x, uint32_t y, uint32_t scale, 
         x += 6 * scale;
     }
     return x;
+}
+
+#if TS_HAVE_CAIRO
+/* The text in a monospaced outline font through cairo, drawn as coverage into an 8-bit mask and
+ * blended over the image in rgb, each character at the built-in font's pitch (6 x scale pixels)
+ * so that every layout made for it holds: DejaVu Sans Mono (fontconfig's "monospace") has an
+ * advance of 0.602 em and capitals 0.729 em high, so at 10 x scale pixels a capital is 7.3 x scale
+ * pixels high on a 6.0 x scale pitch. The baseline is 7 x scale below y, as the 5x7 capitals'. */
+static bool text_cairo(ts_viz_image *img, uint32_t x, uint32_t y, uint32_t scale, const uint8_t rgb[3],
+                       const char *s, size_t n)
+{
+    int w = (int)(6 * scale * n + 2), h = (int)(10 * scale);
+    cairo_surface_t *m = cairo_image_surface_create(CAIRO_FORMAT_A8, w, h);
+    cairo_t *cr = cairo_create(m);
+    cairo_select_font_face(cr, "monospace", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_font_size(cr, 10.0 * scale);
+    char one[2] = {0, 0};
+    for (size_t i = 0; i < n; i++) {
+        one[0] = s[i];
+        cairo_move_to(cr, 6.0 * scale * (double)i, 7.0 * scale);
+        cairo_show_text(cr, one);
+    }
+    cairo_surface_flush(m);
+    bool ok = cairo_status(cr) == CAIRO_STATUS_SUCCESS;
+    const unsigned char *cov = cairo_image_surface_get_data(m);
+    int stride = cairo_image_surface_get_stride(m);
+    for (int j = 0; ok && j < h; j++)
+        for (int i = 0; i < w; i++) {
+            unsigned a = cov[j * stride + i];
+            uint32_t px = x + (uint32_t)i, py = y + (uint32_t)j;
+            if (!a || px >= img->w || py >= img->h)
+                continue;
+            uint8_t *p = img->px + 4 * ((size_t)py * img->w + px);
+            for (int c = 0; c < 3; c++)
+                p[c] = (uint8_t)((p[c] * (255 - a) + rgb[c] * a + 127) / 255);
+            p[3] = 255;
+        }
+    cairo_destroy(cr);
+    cairo_surface_destroy(m);
+    return ok;
+}
+#endif
+
+uint32_t ts_viz_text(ts_viz_image *img, uint32_t x, uint32_t y, uint32_t scale, const uint8_t rgb[3],
+                     const char *s)
+{
+    size_t n = strlen(s);
+#if TS_HAVE_CAIRO
+    if (n && text_cairo(img, x, y, scale, rgb, s, n))
+        return x + 6 * scale * (uint32_t)n;
+#endif
+    return text_5x7(img, x, y, scale, rgb, s);
 }
 
 void ts_viz_geometry(const ts_activity *a, ts_viz_geom *g)

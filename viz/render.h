@@ -104,9 +104,11 @@ ts_status ts_viz_render_frame(ts_viz_image *img, const ts_activity *a, const ts_
 /* Draw the whole run: per-unit totals of every flushed window and every superstep. */
 ts_status ts_viz_render_summary(ts_viz_image *img, const ts_activity *a, const ts_viz_port *port, ts_err *err);
 
-/* Text in the built-in font: 5x7 glyphs on a 6-pixel pitch, times `scale`. Digits, letters
- * (lowercase drawn as capitals), space and : . % - / = _ , ( ) + < > [ ] ; anything else is drawn as a box.
- * Clipped to the image. Returns the x after the text. */
+/* Text on a 6-pixel pitch, times `scale`, capitals 7 x scale pixels high from y: in a monospaced
+ * outline font through cairo (anti-aliased, blended over the image) when the build has cairo,
+ * else in the built-in 5x7 font (digits, letters with lowercase drawn as capitals, space and
+ * : . % - / = _ , ( ) + < > [ ]; anything else a box). Clipped to the image. Returns the x after
+ * the text. */
 uint32_t ts_viz_text(ts_viz_image *img, uint32_t x, uint32_t y, uint32_t scale, const uint8_t rgb[3],
                      const char *s);
 /* The rows of a glyph (bit 4 = leftmost column); NULL when the font has none. */
