@@ -863,7 +863,9 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
     uint64_t c = m->tnow[ti];
     const uint32_t W = m->W;
     const bool lock = m->lockstep;
-    const uint64_t cap = lock ? h : h + IPU_RUN_AHEAD;
+    uint64_t cap = lock ? h : h + IPU_RUN_AHEAD;
+    if (cap > m->act_cap) /* frames: no tile passes the window boundary (h is never past it) */
+        cap = m->act_cap;
     uint32_t slot = (uint32_t)(c % W);
     bool ro = reads_others(t); /* changes only when the supervisor issues or a receive completes */
     while (t->sup == SUP_RUN) {

@@ -264,6 +264,9 @@ struct ts_model {
     uint8_t *hostmem;
     uint64_t end;
     uint64_t ss_start;
+    uint64_t act_at;         /* with m->act: every tile's states are recorded up to here (>= ss_start) */
+    uint64_t act_cap;        /* with m->act: the next window boundary, where every tile stops (see
+                              * ts_ipu_act_partial); UINT64_MAX without */
     ipu_ss *ss; size_t nss, cap_ss;
     uint64_t xrecv_seen;    /* the tiles' xrecv and wire_bit_mm summed at the last sync */
     double wire_seen;
@@ -366,6 +369,10 @@ ts_status ts_ipu_act_layout(ts_model *m, ts_err *err);
 ts_status ts_ipu_act_superstep(ts_model *m, const ipu_ss *r, uint64_t release, ts_err *err);
 /* ipu_observe.c: record the stretch after the last sync and flush the activity (at the end) */
 ts_status ts_ipu_act_end(ts_model *m, ts_err *err);
+/* Every tile has run exactly up to the window boundary `upto` inside a superstep: record their
+ * states up to there and flush the windows it completes, so that frames come inside long
+ * supersteps too. */
+ts_status ts_ipu_act_partial(ts_model *m, uint64_t upto, ts_err *err);
 /* ipu_observe.c: write superstep r's trace slices (chip row and tile rows) */
 void ts_ipu_trace_superstep(ts_model *m, const ipu_ss *r, uint64_t last, uint64_t release);
 

@@ -43,6 +43,7 @@
 
 #include "arch/ipu/ipu.h"
 #include "arch/ipu/ipu_int.h"
+#include "core/activity.h"
 #include "core/alloc.h"
 #include "core/sim.h"
 
@@ -101,6 +102,7 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
     m->phase_events = opts && opts->phase_events;
     m->trace = opts ? opts->trace : NULL;
     m->act = opts ? opts->activity : NULL;
+    m->act_cap = m->act ? ts_activity_window(m->act) : UINT64_MAX;
     m->W = (uint32_t)c->worker_contexts;
     m->all_workers = (1u << m->W) - 1;
     m->closed_form = !m->lockstep && c->load_latency <= c->worker_contexts;

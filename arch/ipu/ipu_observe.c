@@ -101,25 +101,37 @@ ts_status ts_ipu_act_layout(ts_model *m, ts_err *err)
     return rc;
 }
 
-/* Record tile i over [from, to): compute, with its exchange spans as network, up to busy_end;
- * then `after` (sync wait or idle) up to `to`. Clears the tile's exchange spans. */
-static void act_tile(ts_model *m, uint32_t i, uint64_t from, uint64_t busy_end, ts_act_state after, uint64_t to)
+/* Record tile i from m->act_at to `to`: compute, with its exchange spans as network, up to
+ * busy_end (a tile with a receive armed is on the network from the cycle it armed it); then
+ * `after` (sync wait or idle) up to `to`. Each span's bytes are counted once, at its first cycle
+ * not yet recorded; the spans stay for the superstep's trace slices. */
+static void act_tile(ts_model *m, uint32_t i, uint64_t busy_end, ts_act_state after, uint64_t to, bool armed)
 {
     ipu_tile *t = &m->t[i];
-    uint64_t c = from;
+    uint64_t from = m->act_at, c = from;
+    if (busy_end > to)
+        busy_end = to;
     for (size_t k = 0; k < t->nxs; k++) {
-        const ipu_xspan *x = &t->xs[k];
+        ipu_xspan *x = &t->xs[k];
         uint64_t a = x->a < from ? from : x->a, b = x->b > busy_end ? busy_end : x->b;
-        ts_activity_bytes(m->act, a, x->bytes);
+        if (x->bytes) {
+            ts_activity_bytes(m->act, a, x->bytes);
+            x->bytes = 0;
+        }
         if (b <= a)
             continue;
         ts_activity_span(m->act, i, TS_ACT_COMPUTE, c, a);
         ts_activity_span(m->act, i, TS_ACT_NETWORK, a, b);
         c = b;
     }
+    if (armed && c < busy_end) {
+        uint64_t a = t->rx_armed > c ? t->rx_armed : c;
+        ts_activity_span(m->act, i, TS_ACT_COMPUTE, c, a);
+        ts_activity_span(m->act, i, TS_ACT_NETWORK, a, busy_end);
+        c = busy_end;
+    }
     ts_activity_span(m->act, i, TS_ACT_COMPUTE, c, busy_end);
     ts_activity_span(m->act, i, after, busy_end > from ? busy_end : from, to);
-    t->nxs = 0;
 }
 
 static ts_status act_nomem(ts_model *m, ts_err *err)
@@ -130,21 +142,46 @@ static ts_status act_nomem(ts_model *m, ts_err *err)
     return TS_OK;
 }
 
-/* Record every tile's states over the superstep that ends at `release`, then flush the windows
- * it completes. */
+/* Every tile from m->act_at to `to`, which no tile has passed: a tile at the sync (or halted in
+ * this superstep) is busy up to its arrival and then waits (or idles); a running tile is busy
+ * throughout; a tile that finished in an earlier superstep idles. */
+static void act_tiles(ts_model *m, uint64_t to)
+{
+    for (uint32_t i = 0; i < m->ntiles; i++) {
+        const ipu_tile *t = &m->t[i];
+        uint64_t at;
+        if (ts_ipu_arrived_at(m, t, &at))
+            act_tile(m, i, at + 1, t->sup == SUP_SYNC ? TS_ACT_SYNC : TS_ACT_IDLE, to, false);
+        else if (t->sup == SUP_RUN)
+            act_tile(m, i, to, TS_ACT_IDLE, to, t->rx_left != 0);
+        else
+            act_tile(m, i, m->act_at, TS_ACT_IDLE, to, false);
+    }
+}
+
+ts_status ts_ipu_act_partial(ts_model *m, uint64_t upto, ts_err *err)
+{
+    if (upto <= m->act_at) /* a barrier has recorded past it */
+        return TS_OK;
+    ts_status rc = act_nomem(m, err);
+    if (rc != TS_OK)
+        return rc;
+    act_tiles(m, upto);
+    m->act_at = upto;
+    return ts_activity_advance(m->act, upto, err);
+}
+
+/* Record every tile's states up to the release of the superstep that ends there, then flush the
+ * windows it completes. */
 ts_status ts_ipu_act_superstep(ts_model *m, const ipu_ss *r, uint64_t release, ts_err *err)
 {
     ts_status rc = act_nomem(m, err);
     if (rc != TS_OK)
         return rc;
-    for (uint32_t i = 0; i < m->ntiles; i++) {
-        const ipu_tile *t = &m->t[i];
-        uint64_t at;
-        if (!ts_ipu_arrived_at(m, t, &at))
-            act_tile(m, i, m->ss_start, m->ss_start, TS_ACT_IDLE, release);
-        else
-            act_tile(m, i, m->ss_start, at + 1, t->sup == SUP_SYNC ? TS_ACT_SYNC : TS_ACT_IDLE, release);
-    }
+    act_tiles(m, release);
+    for (uint32_t i = 0; i < m->ntiles; i++)
+        m->t[i].nxs = 0;
+    m->act_at = release;
     ts_act_superstep s = {r->start, r->compute, r->exchange, r->sync};
     rc = ts_activity_superstep(m->act, &s, err);
     if (rc == TS_OK)
@@ -161,7 +198,8 @@ ts_status ts_ipu_act_end(ts_model *m, ts_err *err)
     for (uint32_t i = 0; i < m->ntiles; i++) {
         const ipu_tile *t = &m->t[i];
         uint64_t busy_end = t->finish > m->ss_start ? t->finish : m->ss_start;
-        act_tile(m, i, m->ss_start, busy_end, TS_ACT_IDLE, m->end);
+        act_tile(m, i, busy_end, TS_ACT_IDLE, m->end, false);
+        m->t[i].nxs = 0;
     }
     return ts_activity_finish(m->act, m->end, err);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "arch/ipu/ipu_int.h"
+#include "core/activity.h"
 #include "core/alloc.h"
 #include "core/sim.h"
 
@@ -133,9 +134,18 @@ ts_status ts_ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
     if (!m->loaded)
         return ts_err_set(err, TS_EINTERNAL, "ipu: step before load");
     while (m->now < limit && !m->done) {
+        if (m->now >= m->act_cap) { /* every tile is at the window boundary: frames inside supersteps */
+            ts_status rc = ts_ipu_act_partial(m, m->now, err);
+            if (rc != TS_OK)
+                return rc;
+            uint64_t n = ts_activity_window(m->act);
+            m->act_cap = (m->now / n + 1) * n;
+        }
         uint64_t h = m->now + (m->lockstep ? 1 : m->window);
         if (h > limit)
             h = limit;
+        if (h > m->act_cap)
+            h = m->act_cap;
         m->round_h = h;
         ts_ipu_round(m);
         int bad = -1;
@@ -234,6 +244,8 @@ ts_status ts_ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
                 for (uint32_t i = 0; i < m->ntiles; i++)
                     if (m->t[i].sup == SUP_RUN && m->t[i].cx[0].ready < next)
                         next = m->t[i].cx[0].ready;
+                if (next != UINT64_MAX && next > m->act_cap) /* stop at the window boundary on the way */
+                    next = m->act_cap;
                 if (next != UINT64_MAX && next > m->now)
                     m->now = next < limit ? next : limit;
             }

@@ -474,6 +474,70 @@ START_TEST(ipu_default_fast_equals_lockstep)
 }
 END_TEST
 
+/* Frames come inside supersteps, as their windows complete, not all at the superstep's sync: when
+ * a frame arrives, no superstep recorded so far has its sync after the frame's window (a frame
+ * made at the sync would see its own superstep recorded). Each frame's superstep count is the
+ * supersteps that ended at or before its window. Supersteps of the ring program span several
+ * windows of 97 cycles. */
+typedef struct ss_seen {
+    uint64_t end[256], count[256];
+    unsigned n, late;
+} ss_seen;
+
+static ts_status note_supersteps(void *ud, const ts_activity *a, const ts_act_frame *f, ts_err *err)
+{
+    ss_seen *s = ud;
+    (void)err;
+    size_t nss;
+    const ts_act_superstep *ss = ts_activity_supersteps(a, &nss);
+    for (size_t j = 0; j < nss; j++)
+        s->late += ss[j].start + ss[j].compute + ss[j].exchange > f->start + f->cycles;
+    if (s->n < 256) {
+        s->end[s->n] = f->start + f->cycles;
+        s->count[s->n++] = f->supersteps;
+    }
+    return TS_OK;
+}
+
+START_TEST(ipu_frames_inside_supersteps)
+{
+    char *text = ring_program();
+    for (int mode = 0; mode < 3; mode++) { /* fast, lockstep, fast on 3 threads */
+        ts_err e;
+        ts_err_init(&e);
+        const ts_family *fam = ts_family_find("ipu");
+        ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find};
+        ts_config *cfg = NULL;
+        ck_assert_int_eq(ts_config_load(&cfg, "ipu_small16", &co, &e), TS_OK);
+        ts_program *p = NULL;
+        ck_assert_int_eq(ts_asm(&p, "test.s", text, strlen(text), fam->isa, &e), TS_OK);
+        ss_seen s = {0};
+        ts_activity *a = NULL;
+        ck_assert_int_eq(ts_activity_create(&a, 97, note_supersteps, &s, &e), TS_OK);
+        ts_run_opts ro = {.activity = a, .lockstep = mode == 1, .threads = mode == 2 ? 3 : 1};
+        ts_results res;
+        ck_assert_msg(ts_sim_run(fam, cfg, p, &ro, NULL, &res, &e) == TS_OK, "%s", e.msg);
+        size_t nss;
+        const ts_act_superstep *ss = ts_activity_supersteps(a, &nss);
+        ck_assert_uint_ge(nss, 4);
+        ck_assert_uint_gt(s.n, 2 * nss);
+        ck_assert_uint_eq(s.late, 0);
+        for (unsigned k = 0; k < s.n; k++) {
+            uint64_t ended = 0;
+            for (size_t j = 0; j < nss; j++)
+                ended += ss[j].start + ss[j].compute + ss[j].exchange + ss[j].sync <= s.end[k];
+            ck_assert_uint_eq(s.count[k], ended);
+        }
+        ts_results_free(&res);
+        ts_activity_destroy(a);
+        ts_program_destroy(p);
+        ts_config_destroy(cfg);
+        ts_err_free(&e);
+    }
+    ts_free(text);
+}
+END_TEST
+
 /* Frames of the ring program: active tiles in the compute colour, idle ones in the idle colour,
  * as many timeline bars as supersteps. */
 typedef struct shots {
@@ -975,6 +1039,7 @@ static Suite *suite(void)
     c = tcase_create("ipu");
     tcase_add_test(c, ipu_fast_equals_lockstep);
     tcase_add_test(c, ipu_default_fast_equals_lockstep);
+    tcase_add_test(c, ipu_frames_inside_supersteps);
     tcase_add_test(c, ipu_frames_by_pixels);
     tcase_add_test(c, ipu_frame_error_stops_run);
     suite_add_tcase(s, c);
