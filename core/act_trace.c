@@ -101,6 +101,39 @@ static uint64_t count_blocks(const ts_activity *a, uint32_t bw, uint32_t bh, uin
     return n;
 }
 
+/* Name block b by the numbers of its units ("tiles 0-1, 19-20") when the family asks for it and
+ * they make at most four runs; false to name it by its cells. */
+#define NAME_RUNS 4
+static bool name_by_index(const ts_act_trace *x, const ts_activity *a, size_t b, char *name, size_t size)
+{
+    const char *one, *many;
+    ts_activity_index_names(a, &one, &many);
+    if (!one)
+        return false;
+    uint32_t lo[NAME_RUNS], hi[NAME_RUNS], runs = 0, n = ts_activity_nunits(a);
+    for (uint32_t u = 0; u < n; u++) {
+        if (x->block_of[u] != b)
+            continue;
+        if (runs && hi[runs - 1] + 1 == u) {
+            hi[runs - 1] = u;
+            continue;
+        }
+        if (runs == NAME_RUNS)
+            return false;
+        lo[runs] = hi[runs] = u;
+        runs++;
+    }
+    if (!runs)
+        return false;
+    int k = snprintf(name, size, "%s ", runs == 1 && lo[0] == hi[0] ? one : many);
+    for (uint32_t r = 0; r < runs && k > 0 && (size_t)k < size; r++) {
+        k += snprintf(name + k, size - (size_t)k, "%s%u", r ? ", " : "", lo[r]);
+        if (hi[r] > lo[r] && (size_t)k < size)
+            k += snprintf(name + k, size - (size_t)k, "-%u", hi[r]);
+    }
+    return true;
+}
+
 /* Choose the blocks (the family's group, doubled until the tracks fit), name the tracks. */
 static ts_status lay_out(ts_act_trace *x, const ts_activity *a, ts_err *err)
 {
@@ -120,10 +153,16 @@ static ts_status lay_out(ts_act_trace *x, const ts_activity *a, ts_err *err)
         uint64_t k = count_blocks(a, x->bw, x->bh, seen, x->nbx, x->nby);
         if (k <= limit || (x->bw >= gw && x->bh >= gh))
             break;
-        if (x->bw < gw)
-            x->bw *= 2;
-        if (x->bh < gh)
-            x->bh *= 2;
+        const char *one, *many;
+        ts_activity_index_names(a, &one, &many);
+        if (one && x->bh < gh) /* numbered units: whole columns first, runs of numbers */
+            x->bh = x->bh * 2 < gh ? x->bh * 2 : gh;
+        else {
+            if (x->bw < gw)
+                x->bw *= 2;
+            if (x->bh < gh)
+                x->bh *= 2;
+        }
     }
     size_t nb = (size_t)x->nbx * x->nby;
     x->tid_of = ts_calloc(nb ? nb : 1, sizeof *x->tid_of);
@@ -149,6 +188,11 @@ static ts_status lay_out(ts_act_trace *x, const ts_activity *a, ts_err *err)
         uint32_t bx = (uint32_t)(b % x->nbx) * x->bw, by = (uint32_t)(b / x->nbx) * x->bh;
         uint32_t ex = bx + x->bw - 1 < gw - 1 ? bx + x->bw - 1 : gw - 1;
         uint32_t ey = by + x->bh - 1 < gh - 1 ? by + x->bh - 1 : gh - 1;
+        x->tid_of[b] = ++x->ntracks;
+        if (name_by_index(x, a, b, name, sizeof name)) {
+            ts_trace_thread(x->t, PID, (int)x->tid_of[b], name);
+            continue;
+        }
         int k = snprintf(name, sizeof name, "%s x %u", label, bx);
         if (ex > bx)
             k += snprintf(name + k, sizeof name - (size_t)k, "-%u", ex);
@@ -157,7 +201,6 @@ static ts_status lay_out(ts_act_trace *x, const ts_activity *a, ts_err *err)
             if (ey > by)
                 snprintf(name + k, sizeof name - (size_t)k, "-%u", ey);
         }
-        x->tid_of[b] = ++x->ntracks;
         ts_trace_thread(x->t, PID, (int)x->tid_of[b], name);
     }
     ts_free(seen);

@@ -47,6 +47,7 @@ struct ts_activity {
     double flow_peak;    /* 0: no flows reported */
     uint32_t grp_w, grp_h; /* ts_activity_group, 0 for 1 */
     const char *grp_label; /* static, NULL for "unit" */
+    const char *idx_one, *idx_many; /* ts_activity_name_by_index, NULL when not */
     uint64_t total_flow[TS_ACT_NDIRS];
     bool nomem, finished, stopped;
 };
@@ -207,6 +208,18 @@ void ts_activity_group(ts_activity *a, uint32_t gw, uint32_t gh, const char *lab
     a->grp_w = gw;
     a->grp_h = gh;
     a->grp_label = label;
+}
+
+void ts_activity_name_by_index(ts_activity *a, const char *one, const char *many)
+{
+    a->idx_one = one;
+    a->idx_many = many;
+}
+
+void ts_activity_index_names(const ts_activity *a, const char **one, const char **many)
+{
+    *one = a->idx_one;
+    *many = a->idx_many;
 }
 
 void ts_activity_group_of(const ts_activity *a, uint32_t *gw, uint32_t *gh, const char **label)

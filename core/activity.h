@@ -113,6 +113,11 @@ void ts_activity_bytes(ts_activity *a, uint64_t at, uint64_t bytes);
  * names the tracks. Called at create, after the layout. */
 void ts_activity_group(ts_activity *a, uint32_t gw, uint32_t gh, const char *label);
 void ts_activity_group_of(const ts_activity *a, uint32_t *gw, uint32_t *gh, const char **label);
+/* Name trace tracks by unit number ("tile 5", "tiles 0-18", "tiles 0-1, 19-20") instead of by
+ * layout cell, as a family whose own trace numbers its units does (the IPU): `one` and `many` are
+ * static text. A block whose units make more than four runs of numbers keeps the cell name. */
+void ts_activity_name_by_index(ts_activity *a, const char *one, const char *many);
+void ts_activity_index_names(const ts_activity *a, const char **one, const char **many);
 
 /* The family reports bytes by direction (ts_activity_flow) along x (east, west): declared once,
  * at create, with the most bytes per cycle one way it can move (the pictures' full scale). */

@@ -98,6 +98,8 @@ ts_status ts_ipu_act_layout(ts_model *m, ts_err *err)
     ts_free(x);
     ts_free(y);
     ts_activity_describer(m->act, act_describe, m);
+    ts_activity_group(m->act, 1, 1, "tile");
+    ts_activity_name_by_index(m->act, "tile", "tiles"); /* as the chip's own trace tracks */
     return rc;
 }
 

@@ -400,6 +400,16 @@ START_TEST(trace_per_pe_and_per_slice)
     ck_assert_uint_eq(o.counters, 4 * t.frames); /* bandwidth, power, east, west */
     json_decref(o.root);
     ts_act_trace_destroy(t.at);
+
+    /* the IPU: a track per tile, named as the chip's own tracks are ("tile 5") */
+    seen u = {0};
+    trace_run("ipu", path, 250, &u);
+    parse(path, &o);
+    ck_assert_uint_eq(o.tracks, 1216);
+    ck_assert(has_track(&o, "tile 0") && has_track(&o, "tile 1215"));
+    ck_assert(!has_track(&o, "unit x 0 y 0"));
+    json_decref(o.root);
+    ts_act_trace_destroy(u.at);
     unlink(path);
 }
 END_TEST
@@ -458,6 +468,59 @@ START_TEST(trace_big_layout_aggregates)
     ts_activity_destroy(a);
     ts_err_free(&e);
     unlink(path);
+}
+END_TEST
+
+/* Numbered units (ts_activity_name_by_index) in blocks: tracks are named by their units' numbers
+ * while those make at most four runs, by their cells otherwise. 40 units numbered down 10 columns
+ * of 4 into a 2 MB trace (30 tracks at most) go in whole half-columns ("tiles 0-1"); 64 units
+ * numbered along 8 rows of 8 into 1 MB (15 tracks) go in whole columns, 8 runs each, so by cells. */
+static void numbered_trace(uint32_t cols, uint32_t rows, bool down, uint64_t limit, parsed *o)
+{
+    const uint32_t n = cols * rows;
+    char path[] = "/tmp/ts_trace_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ts_err e;
+    ts_err_init(&e);
+    ts_trace *tr = NULL;
+    ck_assert_int_eq(ts_trace_open(&tr, path, 1e9, limit, &e), TS_OK);
+    seen s = {.clock_hz = 1e9};
+    ck_assert_int_eq(ts_act_trace_create(&s.at, tr, &e), TS_OK);
+    ts_activity *a = NULL;
+    ck_assert_int_eq(ts_activity_create(&a, 100, on_frame, &s, &e), TS_OK);
+    uint32_t x[64], y[64];
+    for (uint32_t u = 0; u < n; u++) {
+        x[u] = down ? u / rows : u % cols;
+        y[u] = down ? u % rows : u / cols;
+    }
+    ck_assert_int_eq(ts_activity_layout(a, "grid", n, cols, rows, x, y, &e), TS_OK);
+    ts_activity_group(a, 1, 1, "tile");
+    ts_activity_name_by_index(a, "tile", "tiles");
+    for (uint32_t u = 0; u < n; u++)
+        ts_activity_span(a, u, TS_ACT_COMPUTE, 0, 100);
+    ck_assert_int_eq(ts_activity_finish(a, 100, &e), TS_OK);
+    ts_act_trace_finish(s.at);
+    ck_assert_int_eq(ts_trace_close(tr, &e), TS_OK);
+    parse(path, o);
+    ts_act_trace_destroy(s.at);
+    ts_activity_destroy(a);
+    ts_err_free(&e);
+    unlink(path);
+}
+
+START_TEST(trace_numbered_units)
+{
+    parsed o;
+    numbered_trace(10, 4, true, 2000000, &o);
+    ck_assert_uint_eq(o.tracks, 20);
+    ck_assert(has_track(&o, "tiles 0-1") && has_track(&o, "tiles 38-39"));
+    json_decref(o.root);
+    numbered_trace(8, 8, false, 1000000, &o);
+    ck_assert_uint_eq(o.tracks, 8);
+    ck_assert(has_track(&o, "tile x 0") && has_track(&o, "tile x 7")); /* whole columns: no y */
+    json_decref(o.root);
 }
 END_TEST
 
@@ -536,6 +599,7 @@ static Suite *suite(void)
     tcase_set_timeout(c, 240);
     tcase_add_test(c, trace_per_pe_and_per_slice);
     tcase_add_test(c, trace_big_layout_aggregates);
+    tcase_add_test(c, trace_numbered_units);
     tcase_add_test(c, trace_long_run_coarsens);
     suite_add_tcase(s, c);
     return s;
