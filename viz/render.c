@@ -244,6 +244,15 @@ void ts_viz_geometry(const ts_activity *a, ts_viz_geom *g)
     g->text_x = MARGIN;
     g->text_y = MARGIN + 7 + MARGIN;
     g->map_x = (g->w - g->map_w) / 2;
+    if (!ts_activity_column_label(a, 0) && !ts_activity_column_label(a, gw > 1 ? 1 : 0)) {
+        /* numbered rows: the widest number, a gap, and a margin left of it */
+        char num[16];
+        g->row_lab = 6 * (uint32_t)snprintf(num, sizeof num, "%u", gh - 1) - 1 + 3;
+        if (g->map_x < g->row_lab + MARGIN) {
+            g->w += g->row_lab + MARGIN - g->map_x;
+            g->map_x = g->row_lab + MARGIN;
+        }
+    }
     g->map_y = TEXT_H + 7 + MARGIN;
     g->tl_x = MARGIN;
     g->tl_w = g->w - 2 * MARGIN;
@@ -677,6 +686,31 @@ static void column_labels(ts_viz_image *img, const ts_viz_geom *g, const ts_viz_
     }
 }
 
+/* Numbers left of the map's rows, for layouts whose columns carry numbers too (the mesh): the row
+ * number every round step (1, 2, 5, 10, ...) at least 12 pixels apart, right-aligned. */
+static void row_labels(ts_viz_image *img, const ts_viz_geom *g, const ts_viz_port *port, const ts_activity *a)
+{
+    if (!g->row_lab)
+        return;
+    uint32_t pix, cells, gw, gh;
+    ts_viz_port_scale(g, port, &pix, &cells);
+    ts_activity_grid(a, &gw, &gh);
+    uint32_t y0 = port ? port->y0 : 0, bh = g->map_h / pix;
+    uint64_t step = 1;
+    for (int i = 0; step * pix < 12 * (uint64_t)cells; i++)
+        step = i % 3 == 1 ? step / 2 * 5 : step * 2;
+    char num[16];
+    for (uint64_t y = (y0 + step - 1) / step * step; y < gh && y < y0 + (uint64_t)bh * cells; y += step) {
+        uint32_t w = 6 * (uint32_t)snprintf(num, sizeof num, "%u", (uint32_t)y) - 1;
+        uint32_t cy = g->map_y + (uint32_t)(y - y0) / cells * pix + pix / 2;
+        uint32_t ty = cy < g->map_y + 3 ? g->map_y : cy - 3; /* inside the map's height */
+        if (ty + 7 > g->map_y + g->map_h)
+            ty = g->map_y + g->map_h >= 7 ? g->map_y + g->map_h - 7 : 0;
+        if (g->map_x >= w + 3)
+            ts_viz_text(img, g->map_x - 3 - w, ty, 1, text_rgb, num);
+    }
+}
+
 /* The title line: config and workload, when the run gave one. */
 static void title_line(ts_viz_image *img, const ts_viz_geom *g, const ts_activity *a)
 {
@@ -722,6 +756,7 @@ ts_status ts_viz_render_frame(ts_viz_image *img, const ts_activity *a, const ts_
     legend(img, &g);
     title_line(img, &g, a);
     column_labels(img, &g, port, a);
+    row_labels(img, &g, port, a);
     flows(img, &g, a, f->flow, f->cycles);
     char text[160];
     double bpc = f->cycles ? (double)f->bytes / (double)f->cycles : 0;
@@ -749,6 +784,7 @@ ts_status ts_viz_render_summary(ts_viz_image *img, const ts_activity *a, const t
     legend(img, &g);
     title_line(img, &g, a);
     column_labels(img, &g, port, a);
+    row_labels(img, &g, port, a);
     uint64_t cyc = ts_activity_cycles(a), fl[TS_ACT_NDIRS];
     for (int d = 0; d < TS_ACT_NDIRS; d++)
         fl[d] = ts_activity_total_flow(a, (ts_act_dir)d);

@@ -53,6 +53,8 @@ typedef struct ts_viz_geom {
     uint32_t map_x, map_y;          /* top left of layout cell (0, 0) */
     uint32_t map_w, map_h;          /* the map's size */
     uint32_t lab_y;                 /* the column labels' line under the map */
+    uint32_t row_lab;               /* a layout without column labels (the mesh): its rows are
+                                     * numbered left of the map, in this many pixels; else 0 */
     uint32_t flow_x, flow_y, flow_w; /* the flow strips (flow_w 0: the family reports no flows):
                                       * east at row flow_y, west at flow_y + FLOW_ROW, each a bar
                                       * of up to flow_w pixels from flow_x, 7 high */

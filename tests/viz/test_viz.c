@@ -276,6 +276,14 @@ START_TEST(frame_colours_and_bars)
         for (uint32_t x = g.map_x; x < g.map_x + g.cell; x++)
             lab_ink += !is_rgb(pix(&img, x, y), ts_viz_bg);
     ck_assert_uint_gt(lab_ink, 5);
+    /* ... and the row numbers left of the map, "0" beside the first row */
+    ck_assert_uint_gt(g.row_lab, 0);
+    ck_assert_uint_ge(g.map_x, g.row_lab);
+    unsigned row_ink = 0;
+    for (uint32_t y = g.map_y; y < g.map_y + g.cell; y++)
+        for (uint32_t x = g.map_x - g.row_lab; x < g.map_x; x++)
+            row_ink += !is_rgb(pix(&img, x, y), ts_viz_bg);
+    ck_assert_uint_gt(row_ink, 5);
     /* no title given: an empty title line; a title: ink there */
     unsigned ink = 0;
     for (uint32_t y = g.title_y; y < g.title_y + 7; y++)
