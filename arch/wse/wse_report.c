@@ -300,9 +300,18 @@ static ts_status region_events(const ts_model *m, ts_stats *st, ts_err *err)
                                       l.n);
     if (tab < 0)
         return ts_err_set(err, TS_ENOMEM, "out of memory for the region_events table");
+    static const char *const rcols[] = {"region", "busy", "stall", "busiest", "link_wavelets"};
+    static const char *const runits[] = {"", "cycles", "cycles", "cycles", ""};
+    int rtab = -1;
+    if (m->npes > m->c.pe_array_limit && /* no per-PE arrays: the regions' own figures */
+        (rtab = ts_stats_table(st, WSE_STAT_REGION_STATS, "per region of PEs asked for: busy and stall cycles of "
+                               "its PEs, its busiest PE's busy cycles, wavelets its routers sent over the links",
+                               5, rcols, runits)) < 0)
+        return ts_err_set(err, TS_ENOMEM, "out of memory for the region_stats table");
     for (size_t i = 0; i < m->nregions; i++) {
         const ts_region *g = &m->regions[i];
         wse_tstats s = {0};
+        uint64_t busiest = 0;
         for (uint64_t y = g->y; y < (uint64_t)g->y + g->h && y < m->h; y++)
             for (uint64_t x = g->x; x < (uint64_t)g->x + g->w && x < m->w; x++) {
                 const wse_tile *t = m->t[y * m->w + x];
@@ -312,12 +321,17 @@ static ts_status region_events(const ts_model *m, ts_stats *st, ts_err *err)
                 uint64_t *d = (uint64_t *)(void *)&s;
                 for (size_t k = 0; k < sizeof s / sizeof(uint64_t); k++)
                     d[k] += a[k];
+                busiest = t->s.busy > busiest ? t->s.busy : busiest;
             }
         double row[1 + EV_MAX];
         row[0] = (double)i;
         events_of(m, &l, &s, row + 1);
         if (ts_stats_row(st, tab, row) != TS_OK)
             return ts_err_set(err, TS_ENOMEM, "out of memory for the region_events table");
+        double rrow[5] = {(double)i, (double)s.busy, (double)s.stall, (double)busiest,
+                          (double)(s.link[WSE_N] + s.link[WSE_S] + s.link[WSE_E] + s.link[WSE_W])};
+        if (rtab >= 0 && ts_stats_row(st, rtab, rrow) != TS_OK)
+            return ts_err_set(err, TS_ENOMEM, "out of memory for the region_stats table");
     }
     return TS_OK;
 }

@@ -308,7 +308,18 @@ part_layers() {
     # fc1 reads its weights and activations from on-chip memory: SRAM bytes to put it on a roofline
     grep -Eq "^stats.layers\[$key\].sram_bytes,[1-9][0-9]*," "$tmp/$fam.csv" && ok || bad "$fam: fc1 moved no SRAM bytes"
     grep -Eq "^stats.layers\[$key\].mac_bound_cycles,[0-9.e-]*[1-9]" "$tmp/$fam.csv" && ok || bad "$fam: fc1 has no MAC-bound cycles"
+    grep -Eq "^stats.layers\[$key\].network_bytes,[1-9][0-9]*," "$tmp/$fam.csv" && ok || bad "$fam: fc1 moved no network bytes"
+    grep -Eq "^stats.layers\[$key\].share,0\.[0-9]*[1-9]" "$tmp/$fam.csv" && ok || bad "$fam: fc1 has no share of the run"
   done
+  # wse2 is past report.pe_array_limit: its stages' busy, stall and link figures come from the
+  # regions' own table, and equal what the per-PE arrays give
+  case " $TS_FAMILIES " in *" wse "*)
+    expect_exit wse-layers-arrays 0 "$T" run -q -c wse2 -s report.pe_array_limit=100000000 "$mlp" -f json -o "$tmp/wa.json"
+    expect_exit wse-layers-arrays-diff 0 "$T" diff "$tmp/wa.json" "$tmp/wa.json" -f csv -o "$tmp/wa.csv"
+    cmp -s <(grep '^stats.layers\[' "$tmp/wse.csv") <(grep '^stats.layers\[' "$tmp/wa.csv") && ok ||
+      bad "wse2: the layers table differs with the per-PE arrays"
+    grep -Eq '^stats.layers\[1\].busy,[1-9]' "$tmp/wa.csv" && ok || bad "wse2: stage 1 has no busy cycles" ;;
+  esac
 }
 
 case "$part" in

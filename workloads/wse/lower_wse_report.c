@@ -89,6 +89,7 @@ ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh
     const ts_stat *link[4] = {ts_stats_find(stats, WSE_STAT_LINK_NORTH), ts_stats_find(stats, WSE_STAT_LINK_SOUTH),
                               ts_stats_find(stats, WSE_STAT_LINK_EAST), ts_stats_find(stats, WSE_STAT_LINK_WEST)};
     const ts_stat *ev = ts_stats_find(stats, WSE_STAT_REGION_EVENTS);
+    const ts_stat *rs = ts_stats_find(stats, WSE_STAT_REGION_STATS); /* instead of the arrays on big meshes */
     double secs = ts_results_time_s(res), worst = 0;
     int tb = ts_stats_table(stats, "layers", "one row per stage of the WSE lowering (docs/lowering-wse.md); node -1 is "
                             "the input source, the output sink or a skip path's FIFO; bandwidth is its wavelets in "
@@ -115,6 +116,14 @@ ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh
                 for (int q = 0; q < 4; q++)
                     lk += link[q] && id < link[q]->n ? link[q]->v[id] : 0;
             }
+        if (!have && rs && rs->kind == TS_STAT_TABLE && i < rs->nrows && rs->ncols == 5) {
+            const double *q = rs->rows + i * rs->ncols; /* region, busy, stall, busiest, link_wavelets */
+            b = q[1];
+            st = q[2];
+            mx = q[3];
+            lk = q[4];
+            have = true;
+        }
         double j = ts_results_price_rows(ev, i, 1, energy);
         double row[NC] = {(double)i, s->what && !strcmp(s->what, "fifo") ? -1 : (double)s->node, s->x, s->y, s->w,
                           s->h, (double)s->w * s->h, (double)s->macs, have ? b : -1, have ? st : -1,
