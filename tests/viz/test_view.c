@@ -2,7 +2,7 @@
  * IPU's default workload on ipu_mk1, 100-cycle windows): the frame callback queues synthetic key
  * and mouse events before each frame, checks what they did, and takes a screenshot, which must
  * show what the renderer draws. With TS_VIEW_SHOT=FILE the screenshot is also written there
- * (docs/img/view.png is made so). */
+ * (docs/img/view.png is made so); the TSP's and the wafer's views are shot too. */
 #include <check.h>
 #include <png.h>
 #include <stdio.h>
@@ -61,12 +61,13 @@ typedef struct script {
     char shot[64];
 } script;
 
-static void check_shot(script *s, const ts_activity *a, const ts_act_frame *f)
+/* The view's screenshot now: the renderer's picture of frame f at the view's port above the info
+ * line, text on the info line; also written to `keep` when it is not NULL. */
+static void check_shot(script *s, const ts_activity *a, const ts_act_frame *f, const char *keep)
 {
     ts_err e;
     ts_err_init(&e);
     ck_assert_int_eq(ts_view_screenshot(s->v, s->shot, &e), TS_OK);
-    const char *keep = getenv("TS_VIEW_SHOT");
     if (keep)
         ck_assert_int_eq(ts_view_screenshot(s->v, keep, &e), TS_OK);
     png_image pi;
@@ -77,7 +78,8 @@ static void check_shot(script *s, const ts_activity *a, const ts_act_frame *f)
     uint8_t *px = malloc(PNG_IMAGE_SIZE(pi));
     ck_assert(png_image_finish_read(&pi, NULL, px, 0, NULL));
     /* the same map, timeline and legend as the renderer draws; the info line has text */
-    ck_assert_int_eq(ts_viz_render_frame(&s->ref, a, f, NULL, &e), TS_OK);
+    ts_viz_port port = ts_view_port(s->v);
+    ck_assert_int_eq(ts_viz_render_frame(&s->ref, a, f, &port, &e), TS_OK);
     ck_assert_uint_eq(pi.width, s->ref.w);
     ck_assert_uint_eq(pi.height, s->ref.h);
     ts_viz_geom g;
@@ -141,7 +143,7 @@ static ts_status on_frame(void *ud, const ts_activity *a, const ts_act_frame *f,
     case 6:
         ck_assert_uint_eq(ts_view_unit(v), 1000); /* the click holds it while the mouse moves on */
         ck_assert_msg(strstr(ts_view_info(v), "[UNIT 1000 AT ("), "%s", ts_view_info(v));
-        check_shot(s, a, f);
+        check_shot(s, a, f, getenv("TS_VIEW_SHOT"));
         break;
     case 7: ck_assert(ts_view_stepping(v)); break;
     default:
@@ -219,6 +221,9 @@ static uint64_t run_with_frames(const char *family, const char *config, const ch
     ck_assert_int_eq(ts_asm(&p, program, text, len, fam->isa, &e), TS_OK);
     ts_activity *a = NULL;
     ck_assert_int_eq(ts_activity_create(&a, window, fn, ud, &e), TS_OK);
+    char title[96];
+    snprintf(title, sizeof title, "%s on %s", program, config); /* as tessera run titles it */
+    ts_activity_set_title(a, title);
     ts_run_opts ro = {.activity = a};
     ts_results res;
     ck_assert_msg(ts_sim_run(fam, cfg, p, &ro, NULL, &res, &e) == TS_OK, "%s", e.msg);
@@ -250,6 +255,60 @@ START_TEST(wafer_opens_on_its_program)
     ck_assert_uint_lt(w.clicked.y0, w.cell_y);
     ts_view_close(w.v);
     ts_err_free(&e);
+}
+END_TEST
+
+/* The TSP's and the wafer's live views: on the second frame the mouse is over a unit; the
+ * screenshot holds the renderer's picture (the wafer's zoomed to its program) and the unit's
+ * words on the info line. With TS_VIEW_SHOT_DIR=DIR the shots are kept there as view-tsp.png and
+ * view-wse.png (docs/img/ has them). */
+typedef struct family_view {
+    script s;
+    uint32_t unit;
+    const char *name;
+} family_view;
+
+static ts_status on_family_frame(void *ud, const ts_activity *a, const ts_act_frame *f, ts_err *err)
+{
+    family_view *w = ud;
+    uint64_t k = w->s.frames++;
+    if (k == 1)
+        mouse(w->s.v, a, w->unit, true);
+    ts_status rc = ts_view_frame(w->s.v, a, f, err);
+    if (rc != TS_OK || k != 1)
+        return rc;
+    char keep[512];
+    const char *dir = getenv("TS_VIEW_SHOT_DIR");
+    if (dir)
+        snprintf(keep, sizeof keep, "%s/view-%s.png", dir, w->name);
+    ck_assert_uint_eq(ts_view_unit(w->s.v), w->unit);
+    check_shot(&w->s, a, f, dir ? keep : NULL);
+    key(SDLK_q);
+    return TS_OK;
+}
+
+static void family_view_run(const char *family, const char *config, const char *program, uint64_t window,
+                            uint32_t unit)
+{
+    ts_err e;
+    ts_err_init(&e);
+    family_view w = {.unit = unit, .name = family};
+    snprintf(w.s.shot, sizeof w.s.shot, "/tmp/ts_view_XXXXXX");
+    int fd = mkstemp(w.s.shot);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_msg(ts_view_open(&w.s.v, "test", &e) == TS_OK, "%s", e.msg);
+    run_with_frames(family, config, program, window, on_family_frame, &w);
+    ck_assert(w.s.checked_shot);
+    ts_view_close(w.s.v);
+    ts_viz_image_free(&w.s.ref);
+    ts_err_free(&e);
+}
+
+START_TEST(tsp_and_wafer_views)
+{
+    family_view_run("tsp", "tsp_v1", "tsp_default", 20, 40);
+    family_view_run("wse", "wse2", "wse_default", 10, 0);
 }
 END_TEST
 
@@ -285,6 +344,7 @@ int main(void)
     TCase *c = tcase_create("sdl");
     tcase_add_test(c, drive_a_run);
     tcase_add_test(c, wafer_opens_on_its_program);
+    tcase_add_test(c, tsp_and_wafer_views);
     tcase_set_timeout(c, 60);
     suite_add_tcase(s, c);
     SRunner *r = srunner_create(s);
