@@ -6,8 +6,8 @@
 # land in the scratch directory. Commands of one file run in order (a compile feeds a disasm). A
 # YAML block with `arch:` is loaded with `tessera config`; one with `workloads:` is listed with
 # `tessera sweep --list`; each examples/*.yaml sweep loads (and runs, with TS_DOCS_FULL=1). Synopses (with CONFIG, [options], a|b)
-# and the lines listed in `skip` below (each with its reason) are not run. Ends with "N passed, N
-# failed".
+# and the lines listed in `skip` below (each with its reason) are not run; a command that ran
+# before, word for word but for its comment, is not run again. Ends with "N passed, N failed".
 set -u
 T=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 root=${TS_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -16,6 +16,7 @@ trap 'rm -rf "$tmp"' EXIT
 pass=0
 fail=0
 nskip=0
+nrepeat=0
 for e in "$root"/*; do [ "$(basename "$e")" = build ] || ln -s "$e" "$tmp/$(basename "$e")"; done
 mkdir -p "$tmp/build/cli" && ln -s "$T" "$tmp/build/cli/tessera"
 
@@ -36,11 +37,15 @@ skipped() {
   return 1
 }
 
+declare -A ran=() # commands already run (without their comment): a repeat in another file passes
 run_cmd() {
-  local file=$1 cmd=$2 why
+  local file=$1 cmd=$2 why key
   if why=$(skipped "$cmd"); then nskip=$((nskip + 1)); return; fi
   cmd=${cmd#build/cli/tessera }
   cmd=${cmd#tessera }
+  key=$(sed 's/[[:space:]]*#.*$//; s/[[:space:]]*$//' <<<"$cmd")
+  if [ -n "${ran[$key]:-}" ]; then nrepeat=$((nrepeat + 1)); return; fi
+  ran[$key]=1
   (cd "$tmp" && eval "\"$T\" $cmd" >"$tmp/out" 2>&1)
   local st=$?
   if [ "$st" = 0 ]; then pass=$((pass + 1)); else
@@ -115,5 +120,5 @@ for ex in "$root"/examples/*.yaml; do
   rm -f "$tmp/ex.csv" "$tmp/ex.csv.jsonl"
 done
 
-echo "docs commands: $pass passed, $fail failed, $nskip not run (synopses and the skip list)"
+echo "docs commands: $pass passed, $fail failed, $nskip not run (synopses and the skip list), $nrepeat repeats of a command run before"
 [ "$fail" = 0 ] && [ "$pass" -gt 0 ]
