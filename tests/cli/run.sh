@@ -293,6 +293,10 @@ part_layers() {
     grep -q "^stats.layers\[$key\].name,fc1,fc1,$" "$tmp/$fam.csv" && ok || bad "$fam: row $key is not fc1"
     grep -q "^stats.layers\[[0-9]*\].name,fc3,fc3,$" "$tmp/$fam.csv" && ok || bad "$fam: no row names fc3"
     # a trace has a slice per layer with its node, type and name (the wafer's stages have no span)
+    if [ "$fam" = ipu ]; then # and each superstep of the report names its layer
+      grep -q '^stats.supersteps\[0\].layer,Gemm fc1,Gemm fc1,$' "$tmp/$fam.csv" && ok || bad "ipu: superstep 0 is not fc1's"
+      grep -q '^stats.supersteps\[[0-9]*\].layer,Gemm fc3,Gemm fc3,$' "$tmp/$fam.csv" && ok || bad "ipu: no superstep is fc3's"
+    fi
     if [ "$fam" != wse ]; then
       expect_exit "$fam-layers-trace" 0 "$T" run -q -c "$c" "$mlp" -o "$tmp/r.txt" --trace "$tmp/$fam.trace"
       grep -q '"name":"Gemm fc1","cat":"layer",.*"args":{"node":0,"op_type":"Gemm","name":"fc1"}' "$tmp/$fam.trace" &&

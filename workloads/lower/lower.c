@@ -277,6 +277,63 @@ static ts_status common_columns(ts_results *res, ts_err *err)
     return st == TS_OK ? TS_OK : ts_err_set(err, st, "out of memory for the layers table");
 }
 
+/* Column name of table t, or t->ncols. */
+static size_t column_named(const ts_stat *t, const char *name)
+{
+    return column_of(t, &name, 1);
+}
+
+/* Each row of the run's "supersteps" table (the IPU's) gets the layer it belongs to: a "node"
+ * column (-1 for a superstep of no layer, such as a host transfer) and a "layer" label ("Conv
+ * conv1"), from the layers table's node and its first and last cycles (each layer's supersteps
+ * are one run of them, so a superstep belongs to the layer whose span holds its start). */
+static ts_status superstep_layers(const ts_graph *g, ts_stats *stats, ts_err *err)
+{
+    int tab = ts_stats_table_handle(stats, "supersteps");
+    const ts_stat *ss = ts_stats_find(stats, "supersteps"), *ly = ts_stats_find(stats, "layers");
+    if (tab < 0 || !ss || !ly || ss->kind != TS_STAT_TABLE || ly->kind != TS_STAT_TABLE || ss->nlabels)
+        return TS_OK;
+    size_t cs = column_named(ss, "start"), cn = column_named(ly, "node"), cf = column_named(ly, "first"),
+           cl = column_named(ly, "last");
+    if (cs == ss->ncols || cn == ly->ncols || cf == ly->ncols || cl == ly->ncols)
+        return TS_OK;
+    size_t nr = ss->nrows, nl = ly->nrows, nn = ts_graph_node_count(g);
+    double *node = ts_malloc((nr ? nr : 1) * sizeof *node);
+    const char **cells = ts_calloc(nr ? nr : 1, sizeof *cells);
+    char **names = ts_calloc(nl ? nl : 1, sizeof *names);
+    ts_status st = node && cells && names ? TS_OK : TS_ENOMEM;
+    for (size_t i = 0; st == TS_OK && i < nl; i++) {
+        double v = ly->rows[i * ly->ncols + cn];
+        if (v < 0 || v >= (double)nn)
+            continue;
+        const ts_graph_node *n = ts_graph_get_node(g, (int)v);
+        size_t len = strlen(ts_graph_op_name(n->op)) + strlen(n->name) + 2;
+        if (!(names[i] = ts_malloc(len)))
+            st = TS_ENOMEM;
+        else
+            snprintf(names[i], len, "%s %s", ts_graph_op_name(n->op), n->name);
+    }
+    for (size_t r = 0, i = 0; st == TS_OK && r < nr; r++) { /* both in time order: one merge */
+        double start = ss->rows[r * ss->ncols + cs];
+        while (i < nl && ly->rows[i * ly->ncols + cl] <= start)
+            i++;
+        bool in = i < nl && ly->rows[i * ly->ncols + cf] <= start;
+        node[r] = in ? ly->rows[i * ly->ncols + cn] : -1;
+        cells[r] = in ? names[i] : NULL;
+    }
+    if (st == TS_OK)
+        st = ts_stats_table_add_column(stats, tab, "node", "", node);
+    static const char *const col[] = {"layer"};
+    if (st == TS_OK)
+        st = ts_stats_table_labels(stats, tab, 1, col, cells);
+    for (size_t i = 0; names && i < nl; i++)
+        ts_free(names[i]);
+    ts_free(names);
+    ts_free(cells);
+    ts_free(node);
+    return st == TS_OK ? TS_OK : ts_err_set(err, st, "out of memory naming the supersteps' layers");
+}
+
 ts_status ts_lowered_attribute(ts_lowered *l, ts_results *res, const ts_energy_table *energy, ts_err *err)
 {
     if (!l || !l->lw->attribute)
@@ -284,6 +341,8 @@ ts_status ts_lowered_attribute(ts_lowered *l, ts_results *res, const ts_energy_t
     ts_status st = l->lw->attribute(l->state, res, energy, err);
     if (st == TS_OK && l->g && res->stats)
         st = label_layers(l->g, res->stats, err);
+    if (st == TS_OK && l->g && res->stats)
+        st = superstep_layers(l->g, res->stats, err);
     if (st == TS_OK && res->stats)
         st = common_columns(res, err);
     if (st == TS_OK && l->g) { /* the useful MACs: the graph's, whatever the schedule executed */
