@@ -414,7 +414,7 @@ START_TEST(trace_per_pe_and_per_slice)
 }
 END_TEST
 
-/* A layout of 1,000 x 1,000 units, every unit switching state every window for 400 windows, into
+/* A layout of 1,000 x 1,000 units, every unit switching state every window for 40 windows, into
  * a trace limited to 2 MB: 2 MB / 64 KiB = 30 tracks at most, so blocks of 256 x 256 units (16
  * tracks); the file stays under the limit, parses, and every block has slices. */
 START_TEST(trace_big_layout_aggregates)
@@ -441,12 +441,12 @@ START_TEST(trace_big_layout_aggregates)
     ck_assert_int_eq(ts_activity_layout(a, "mesh", n, W, H, x, y, &e), TS_OK);
     free(x);
     free(y);
-    for (uint64_t k = 0; k < 400; k++) {
+    for (uint64_t k = 0; k < 40; k++) {
         for (uint32_t u = 0; u < n; u += 7) /* a seventh of the units work, the rest idle */
             ts_activity_span(a, u, k % 2 ? TS_ACT_NETWORK : TS_ACT_COMPUTE, k * 100, k * 100 + 100);
         ck_assert_int_eq(ts_activity_advance(a, (k + 1) * 100, &e), TS_OK);
     }
-    ck_assert_int_eq(ts_activity_finish(a, 400 * 100, &e), TS_OK);
+    ck_assert_int_eq(ts_activity_finish(a, 40 * 100, &e), TS_OK);
     ts_act_trace_finish(s.at);
     ck_assert_int_eq(ts_trace_close(tr, &e), TS_OK);
     uint32_t bw, bh;
@@ -460,7 +460,7 @@ START_TEST(trace_big_layout_aggregates)
     parsed o;
     parse(path, &o);
     ck_assert_uint_eq(o.tracks, 16);
-    ck_assert_uint_eq(o.slices, 16 * 400); /* the busiest state changes every window */
+    ck_assert_uint_eq(o.slices, 16 * 40); /* the busiest state changes every window */
     ck_assert_uint_eq(o.bad_overlap, 0);
     ck_assert(has_track(&o, "unit x 768-999 y 768-999"));
     json_decref(o.root);
