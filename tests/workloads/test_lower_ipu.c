@@ -809,11 +809,11 @@ START_TEST(test_target)
         const ts_ipu_cfg *c = ts_config_data(cfg);
         ck_assert_uint_eq(tg.amp_units_f32, c->amp_units_f32);
         ck_assert_uint_eq(tg.amp_units_f16, c->amp_units_f16);
-        /* the lowering's parameters hold the target, the settings at their defaults */
+        /* the lowering's parameters hold the target, the settings at their defaults (planner auto) */
         ts_lower_ipu_params p;
         ck_assert_int_eq(ts_lower_ipu_params_from_config(cfg, &p, &e), TS_OK);
         ck_assert_int_eq(memcmp(&p.target, &tg, sizeof tg), 0);
-        ck_assert_int_eq(p.planner, TS_LOWER_PLANNER_LCS);
+        ck_assert_int_eq(p.planner, TS_LOWER_PLANNER_AUTO);
         ck_assert_uint_eq(p.max_tiles, 0);
         ck_assert_ptr_null(p.t10_plan);
         ts_config_destroy(cfg);
@@ -1482,8 +1482,9 @@ END_TEST
 START_TEST(test_t10_graph)
 {
     /* MatMul -> Relu -> Gemm (transB, bias) -> Softmax with planner (b) choosing by its cost model
-     * (_i 0) or with its split plans only (_i 1, nothing rotates): the two products get planner
-     * (b)'s plans, Relu and Softmax are lowered as by planner (a) on the products' blocked outputs */
+     * (_i 0), with its split plans only (_i 1, nothing rotates) or under auto (_i 2, load-compute-
+     * store's plans offered too): the two products get a plan the model prices, Relu and Softmax are
+     * lowered as by planner (a) on the products' outputs; each layer names its plan's kind */
     ts_graph *g = ts_graph_create("mlp");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){48, 32});
     int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 2, (int64_t[]){32, 24});
@@ -1508,16 +1509,24 @@ START_TEST(test_t10_graph)
     node(g, TS_OP_SOFTMAX, "sm", (int[]){h2}, 1, y, &at);
     ts_graph_mark_output(g, y);
     finalize(g);
-    planner = _i ? TS_LOWER_PLANNER_SPLIT : TS_LOWER_PLANNER_T10;
+    planner = _i == 2 ? TS_LOWER_PLANNER_AUTO : _i ? TS_LOWER_PLANNER_SPLIT : TS_LOWER_PLANNER_T10;
     lowered L = {0};
     lower_and_run(g, "ipu_small16", &L);
     ck_assert_uint_eq(L.rep.nlayers, 4);
-    ck_assert(L.rep.layers[0].t10 && L.rep.layers[2].t10);
+    if (_i < 2)
+        ck_assert(L.rep.layers[0].t10 && L.rep.layers[2].t10);
     ck_assert_int_eq(L.rep.planner, planner);
-    if (_i)
+    if (_i == 1)
         ck_assert(L.rep.layers[0].rot == TS_T10_ROT_NONE && L.rep.layers[2].rot == TS_T10_ROT_NONE);
     ck_assert(!L.rep.layers[1].t10 && !L.rep.layers[3].t10);
-    ck_assert_uint_gt(L.rep.layers[0].model_cycles, 0);
+    for (int k = 0; k < 4; k += 2) { /* the products: a priced plan, its kind as it was lowered */
+        const ts_lower_layer *ly = &L.rep.layers[k];
+        ck_assert_uint_gt(ly->model_cycles, 0);
+        ck_assert_uint_gt(ly->fm, 0);
+        ck_assert_int_eq(ly->t10, ly->plan != TS_LOWER_PLAN_LCS);
+        ck_assert_int_eq(ly->plan == TS_LOWER_PLAN_SHIFT, ly->rot != TS_T10_ROT_NONE);
+    }
+    ck_assert(L.rep.layers[1].plan == TS_LOWER_PLAN_LCS && !L.rep.layers[1].model_cycles);
     for (int i = 0; i < 48; i++) {
         double hv[24], sv[12], mx = -1e30, sum = 0;
         for (int j = 0; j < 24; j++) {
@@ -1727,6 +1736,12 @@ START_TEST(test_t10_beats_lcs)
     uint64_t sp = measure(g, "ipu_small16", TS_LOWER_PLANNER_SPLIT, &xs);
     ck_assert_msg((double)b <= 1.1 * (double)sp, "compute-shift %llu cycles, split %llu", (unsigned long long)b,
                   (unsigned long long)sp);
+    /* auto, the default, is no slower than the best single planner by more than 2 % */
+    double xo;
+    uint64_t au = measure(g, "ipu_small16", TS_LOWER_PLANNER_AUTO, &xo), best = a < b ? a : b;
+    best = sp < best ? sp : best;
+    ck_assert_msg((double)au <= 1.02 * (double)best, "auto %llu cycles, lcs %llu, t10 %llu, split %llu",
+                  (unsigned long long)au, (unsigned long long)a, (unsigned long long)b, (unsigned long long)sp);
     ts_graph_destroy(g);
     ts_err_free(&e);
 }
@@ -1778,7 +1793,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_unsupported_all);
     tcase_add_test(tc, test_builtin_matmul);
     tcase_add_loop_test(tc, test_t10_plans, 0, (int)(sizeof t10_cases / sizeof t10_cases[0]));
-    tcase_add_loop_test(tc, test_t10_graph, 0, 2);
+    tcase_add_loop_test(tc, test_t10_graph, 0, 3);
     tcase_add_test(tc, test_t10_errors);
     tcase_add_test(tc, test_t10_beats_lcs);
     tcase_add_test(tc, test_t10_convs);

@@ -7,7 +7,9 @@
  * the code generator takes (generable; lower_ipu_t10.c says what it does not take), priced for
  * what a Conv's or an f16 product's code does beyond the model's MatMul, and chooses one per
  * operator for the whole graph within a tile-memory budget (ts_t10_reconcile). Planner (a) lowers
- * every operator it does not take.
+ * every operator it does not take. Under auto (the default planner) a MatMul/Gemm's set holds
+ * load-compute-store's plan too (ts_t10_mm_lcs), so the trade picks it where the model prices it
+ * cheapest; planner (a) then lowers the operator.
  */
 #include <string.h>
 
@@ -183,17 +185,44 @@ static ts_status fixed_plan(const ts_lower_ipu_params *p, const ts_t10_hw *hw, c
     return TS_OK;
 }
 
+/* Under auto, a MatMul/Gemm's load-compute-store plan priced by the same model into *l, if it fits
+ * hw's memory (false otherwise, and for a Conv: planner (a)'s Conv plan has no price in the model).
+ * Load-compute-store keeps a MatMul's weights within a quarter of the whole tile whatever the
+ * budget, so its plan is made for the tile and offered only when it fits the budget. */
+static bool lcs_plan(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const t10_op *s, ts_t10_plan *l)
+{
+    if (p->planner != TS_LOWER_PLANNER_AUTO || s->conv)
+        return false;
+    ts_t10_mm mm = {.m = s->M, .k = s->K, .n = s->N, .es = s->half ? 2 : 4};
+    ts_t10_hw tile = *hw;
+    tile.sram_bytes = p->target.sram_bytes;
+    ts_t10_mm_lcs(&tile, &mm, l);
+    if (s->half)
+        f16_cost(hw, p->target.amp_units_f16, l);
+    return l->mem_bytes <= hw->sram_bytes;
+}
+
 /* The plans of operator s that fit hw's memory and the code generator takes (with planner split,
- * those in which nothing rotates), priced, into *out (owned; NULL when there are none) and their
- * Pareto set over weight bytes; its size (0: planner (a) lowers s). */
+ * those in which nothing rotates; under auto, load-compute-store's too), priced, into *out (owned;
+ * NULL when there are none) and their Pareto set over weight bytes; its size (0: planner (a) lowers
+ * s). */
 static size_t plan_set(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const t10_op *s, ts_t10_plan **out)
 {
     ts_t10_mm mm = {.m = s->M, .k = s->K, .n = s->N, .es = s->half ? 2 : 4};
-    ts_t10_plan *v = NULL;
+    ts_t10_plan *v = NULL, l;
     size_t nv = 0;
     *out = NULL;
+    bool lcs = lcs_plan(p, hw, s, &l);
     if (ts_t10_mm_plans(hw, &mm, &v, &nv, NULL) != TS_OK)
-        return 0; /* nothing fits: planner (a) lowers it (and says by how much it is over) */
+        nv = 0; /* nothing fits: planner (a) lowers it (and says by how much it is over) */
+    if (lcs) { /* one more slot for it */
+        ts_t10_plan *w = ts_realloc(v, (nv + 1) * sizeof *v);
+        if (!w) {
+            ts_free(v);
+            return 0;
+        }
+        v = w;
+    }
     size_t k = 0;
     for (size_t j = 0; j < nv; j++)
         if (generable(p, s, &v[j]) && (p->planner != TS_LOWER_PLANNER_SPLIT || v[j].rot == TS_T10_ROT_NONE)) {
@@ -203,6 +232,8 @@ static size_t plan_set(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const 
                 f16_cost(hw, p->target.amp_units_f16, &v[j]);
             v[k++] = v[j];
         }
+    if (lcs)
+        v[k++] = l;
     if (!k) {
         ts_free(v);
         return 0;
