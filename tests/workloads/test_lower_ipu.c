@@ -25,6 +25,7 @@
 /* ---- compiling and running ---- */
 
 static int planner;                /* TS_LOWER_PLANNER_* of the lowering */
+static uint32_t max_tiles;         /* the lowering's max_tiles setting; 0 = all */
 static const ts_t10_plan *t10_plan; /* planner (b)'s plan for every MatMul/Gemm; NULL: the cost model's */
 
 static ts_status compile(const ts_graph *g, const char *config, const char *const *sets, ts_program **prog,
@@ -34,6 +35,7 @@ static ts_status compile(const ts_graph *g, const char *config, const char *cons
     ts_lower_ipu_params p;
     ck_assert_int_eq(ts_lower_ipu_params_from_config(cfg, &p, e), TS_OK);
     p.planner = planner;
+    p.max_tiles = max_tiles;
     p.t10_plan = t10_plan;
     ts_status rc = ts_lower_ipu(g, &p, prog, rep, e);
     ts_config_destroy(cfg);
@@ -1747,6 +1749,83 @@ START_TEST(test_t10_beats_lcs)
 }
 END_TEST
 
+/* Cycles of g lowered by `pl` on `tiles` tiles of ipu_small16 with tile memory `sram` ("tile.sram=64
+ * KiB"), run fast; 0 if it does not fit. */
+static uint64_t cycles_at(const ts_graph *g, int pl, const char *sram, uint32_t tiles)
+{
+    const char *const sets[] = {sram, NULL};
+    ts_err e;
+    ts_err_init(&e);
+    ts_program *prog = NULL;
+    ts_lower_report rep;
+    planner = pl;
+    max_tiles = tiles;
+    ts_status rc = compile(g, "ipu_small16", sets, &prog, &rep, &e);
+    planner = TS_LOWER_PLANNER_LCS;
+    max_tiles = 0;
+    uint64_t cyc = 0;
+    if (rc == TS_OK) {
+        ipu_run r;
+        run_sets = sets;
+        run_prog("ipu_small16", prog, false, 1, &r);
+        run_sets = NULL;
+        cyc = r.r.cycles;
+        ipu_run_free(&r);
+        ts_lower_report_free(&rep);
+        ts_program_destroy(prog);
+    } else
+        ck_assert_msg(rc == TS_EINPUT, "%s, %u tiles: %s", sram, tiles, e.msg); /* only "does not fit" */
+    ts_err_free(&e);
+    return cyc;
+}
+
+START_TEST(test_auto_monotonic)
+{
+    /* Under auto, the default, more tile memory or more tiles never gives more cycles (nor a model
+     * that no longer fits): a MatMul, a 3x3 Conv and a small BERT layer over tile memories of 64,
+     * 128 and 256 KiB and 2, 4, 8 and 16 tiles of ipu_small16. On the whole chip (16 tiles) auto
+     * is also no slower than any single planner by more than 2 %. */
+    static const char *const models[] = {"matmul:m=96,k=96,n=96", "conv2d:c=16,h=16,w=16,k=32",
+                                         "bert-base-layer:seq=16,hidden=64,heads=2,ffn=128"};
+    static const char *const srams[] = {"tile.sram=64 KiB", "tile.sram=128 KiB", "tile.sram=256 KiB"};
+    static const uint32_t tiles[] = {2, 4, 8, 16};
+    enum { NS = 3, NT = 4 };
+    ts_err e;
+    ts_err_init(&e);
+    ts_graph *g = NULL;
+    ck_assert_int_eq(ts_wl_builtin(models[_i], &g, &e), TS_OK);
+    uint64_t c[NS][NT];
+    for (int s = 0; s < NS; s++)
+        for (int t = 0; t < NT; t++)
+            c[s][t] = cycles_at(g, TS_LOWER_PLANNER_AUTO, srams[s], tiles[t]);
+    ck_assert_msg(c[NS - 1][NT - 1] > 0, "%s does not fit the largest point", models[_i]);
+    for (int s = 0; s < NS; s++)
+        for (int t = 0; t < NT; t++) {
+            if (!c[s][t])
+                continue;
+            /* the next larger memory and the next larger tile count: by induction, every larger point */
+            if (s + 1 < NS)
+                ck_assert_msg(c[s + 1][t] && c[s + 1][t] <= c[s][t], "%s on %u tiles: %s %llu cycles, %s %llu",
+                              models[_i], tiles[t], srams[s], (unsigned long long)c[s][t], srams[s + 1],
+                              (unsigned long long)c[s + 1][t]);
+            if (t + 1 < NT)
+                ck_assert_msg(c[s][t + 1] && c[s][t + 1] <= c[s][t], "%s with %s: %u tiles %llu cycles, %u tiles %llu",
+                              models[_i], srams[s], tiles[t], (unsigned long long)c[s][t], tiles[t + 1],
+                              (unsigned long long)c[s][t + 1]);
+        }
+    static const int single[] = {TS_LOWER_PLANNER_LCS, TS_LOWER_PLANNER_T10, TS_LOWER_PLANNER_SPLIT};
+    for (int s = 0; s < NS; s++)
+        for (int k = 0; k < 3; k++) {
+            uint64_t o = cycles_at(g, single[k], srams[s], 16);
+            ck_assert_msg(!o || (double)c[s][NT - 1] <= 1.02 * (double)o, "%s with %s on 16 tiles: auto %llu cycles, "
+                          "planner %d %llu", models[_i], srams[s], (unsigned long long)c[s][NT - 1], single[k],
+                          (unsigned long long)o);
+        }
+    ts_graph_destroy(g);
+    ts_err_free(&e);
+}
+END_TEST
+
 /* The tests; with `slow`, only the full-size ResNet-50 block instead (the suite "slow": it runs
  * with TS_SLOW_TESTS=1 and is skipped with 77 otherwise, saying so). */
 int main(int argc, char **argv)
@@ -1798,6 +1877,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_t10_beats_lcs);
     tcase_add_test(tc, test_t10_convs);
     tcase_add_loop_test(tc, test_t10_f16, 0, 5);
+    tcase_add_loop_test(tc, test_auto_monotonic, 0, 3);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -202,10 +202,23 @@ static bool lcs_plan(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const t1
     return l->mem_bytes <= hw->sram_bytes;
 }
 
+/* Under auto, whether (b)'s plan pl is load-compute-store's plan l (NULL: none) run by (b)'s code:
+ * the same rows and columns per tile, nothing split along k or rotating, or one tile. The model
+ * prices the two alike, and (b)'s code for them ran 7-9 % slower than (a)'s (its steps read their
+ * addresses from a table; on ipu_small16 with 256 KiB tiles, matmul:m=96,k=96,n=96 on 16 tiles
+ * 49,223 cycles against 45,815; matmul:m=64,k=128,n=96 and a 1x1 Conv of 32 channels on 12 x 12
+ * on one tile likewise), so (a) takes it. */
+static bool same_as_lcs(const ts_t10_plan *pl, const ts_t10_plan *l, const t10_op *s)
+{
+    if (pl->tiles == 1)
+        return true;
+    return l && !s->conv && pl->fk == 1 && pl->rot == TS_T10_ROT_NONE && pl->fm == l->fm && pl->fn == l->fn;
+}
+
 /* The plans of operator s that fit hw's memory and the code generator takes (with planner split,
- * those in which nothing rotates; under auto, load-compute-store's too), priced, into *out (owned;
- * NULL when there are none) and their Pareto set over weight bytes; its size (0: planner (a) lowers
- * s). */
+ * those in which nothing rotates; under auto, load-compute-store's too, less (b)'s plans that are
+ * it, same_as_lcs), priced, into *out (owned; NULL when there are none) and their Pareto set over
+ * weight bytes; its size (0: planner (a) lowers s). */
 static size_t plan_set(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const t10_op *s, ts_t10_plan **out)
 {
     ts_t10_mm mm = {.m = s->M, .k = s->K, .n = s->N, .es = s->half ? 2 : 4};
@@ -225,7 +238,8 @@ static size_t plan_set(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const 
     }
     size_t k = 0;
     for (size_t j = 0; j < nv; j++)
-        if (generable(p, s, &v[j]) && (p->planner != TS_LOWER_PLANNER_SPLIT || v[j].rot == TS_T10_ROT_NONE)) {
+        if (generable(p, s, &v[j]) && (p->planner != TS_LOWER_PLANNER_SPLIT || v[j].rot == TS_T10_ROT_NONE) &&
+            (p->planner != TS_LOWER_PLANNER_AUTO || !same_as_lcs(&v[j], lcs ? &l : NULL, s))) {
             if (s->conv)
                 conv_cost(hw, &mm, &v[j]);
             if (s->half)
