@@ -1783,8 +1783,8 @@ START_TEST(test_auto_monotonic)
 {
     /* Under auto, the default, more tile memory or more tiles never gives more cycles (nor a model
      * that no longer fits): a MatMul, a 3x3 Conv and a small BERT layer over tile memories of 64,
-     * 128 and 256 KiB and 2, 4, 8 and 16 tiles of ipu_small16. On the whole chip (16 tiles) auto
-     * is also no slower than any single planner by more than 2 %. */
+     * 128 and 256 KiB and 2, 4, 8 and 16 tiles of ipu_small16. On 2 and 16 tiles auto is also no
+     * slower than any single planner by more than 2 % (nor fails where one fits). */
     static const char *const models[] = {"matmul:m=96,k=96,n=96", "conv2d:c=16,h=16,w=16,k=32",
                                          "bert-base-layer:seq=16,hidden=64,heads=2,ffn=128"};
     static const char *const srams[] = {"tile.sram=64 KiB", "tile.sram=128 KiB", "tile.sram=256 KiB"};
@@ -1815,12 +1815,13 @@ START_TEST(test_auto_monotonic)
         }
     static const int single[] = {TS_LOWER_PLANNER_LCS, TS_LOWER_PLANNER_T10, TS_LOWER_PLANNER_SPLIT};
     for (int s = 0; s < NS; s++)
-        for (int k = 0; k < 3; k++) {
-            uint64_t o = cycles_at(g, single[k], srams[s], 16);
-            ck_assert_msg(!o || (double)c[s][NT - 1] <= 1.02 * (double)o, "%s with %s on 16 tiles: auto %llu cycles, "
-                          "planner %d %llu", models[_i], srams[s], (unsigned long long)c[s][NT - 1], single[k],
-                          (unsigned long long)o);
-        }
+        for (int t = 0; t < NT; t += NT - 1) /* 2 and 16 tiles */
+            for (int k = 0; k < 3; k++) {
+                uint64_t o = cycles_at(g, single[k], srams[s], tiles[t]);
+                ck_assert_msg(!o || (c[s][t] && (double)c[s][t] <= 1.02 * (double)o), "%s with %s on %u tiles: "
+                              "auto %llu cycles, planner %d %llu", models[_i], srams[s], tiles[t],
+                              (unsigned long long)c[s][t], single[k], (unsigned long long)o);
+            }
     ts_graph_destroy(g);
     ts_err_free(&e);
 }

@@ -51,6 +51,7 @@ typedef struct ts_t10_plan {
     uint32_t ft, rp;         /* temporal factor and rotating pace (1, 1 when nothing rotates) */
     uint32_t rot;            /* TS_T10_ROT_*: which operands rotate */
     bool lcs;                /* load-compute-store's plan (ts_t10_mm_lcs): planner (a) lowers the operator */
+    uint32_t share;          /* lcs: its weights within 1/share of the tile (L->mmshare's role); 0 otherwise */
     /* derived */
     uint32_t tiles;          /* fm * fn * fk */
     uint32_t steps;          /* compute steps: ft * rp */
