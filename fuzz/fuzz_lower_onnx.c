@@ -2,7 +2,7 @@
  *
  * The input is imported as an ONNX model (as in fuzz_onnx.c: an odd first byte names the data
  * inputs "input" and "x" and binds "batch" and "seq"), under the small limits of lower_common.h.
- * A model that imports is lowered for ipu_tiny4 (planner lcs, t10 or split, by the first byte),
+ * A model that imports is lowered for ipu_tiny4 (planner lcs, t10, split or auto, by the first byte),
  * tsp_small and wse_4x4, and each program that compiles runs for at most 200,000 cycles. Errors
  * are fine; a crash, a hang, a leak, undefined behaviour or an internal error is not.
  */
@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char *const names[] = {"input", "x"};
-    static const char *const planners[] = {"lcs", "t10", "split", "lcs"};
+    static const char *const planners[] = {"lcs", "t10", "split", "auto"};
     ts_fuzz_lower_init();
     ts_onnx_opts opts = {names, 2, "batch=1,seq=8"};
     ts_err err;

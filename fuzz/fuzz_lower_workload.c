@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const planners[] = {"lcs", "t10", "split", "lcs"};
+    static const char *const planners[] = {"lcs", "t10", "split", "auto"};
     ts_fuzz_lower_init();
     size_t ylen;
     char *params;

@@ -191,7 +191,7 @@ spec_error bad_range.yaml "4:40: tile.sram: unknown key 'facter' (did you mean '
 spec_error unknown_model.yaml "2:13: workloads: workload 'resnet5' is neither a file nor a built-in program (did you mean the model 'resnet50'?)"
 spec_error unknown_param.yaml "2:13: workloads: matmul: unknown parameter 'q' (parameters: m, k, n, dtype)"
 spec_error bad_sweep_metric.yaml "3:19: metrics: unknown sweep field 'sweep.mac_shar' (did you mean 'sweep.mac_share'?)"
-spec_error unknown_planner.yaml "4:3: planner: unknown planner 't11': lcs (load-compute-store), t10 (compute-shift) or split (t10's partitions, nothing rotating)"
+spec_error unknown_planner.yaml "4:3: planner: unknown planner 't11': auto (the cheapest plan per operator, the default), lcs (load-compute-store), t10 (compute-shift) or split (t10's partitions, nothing rotating)"
 spec_error max_tiles_twice.yaml "3:12: max_tiles: pinned here and swept as an axis: give one of them"
 spec_error max_tiles_zero.yaml "4:18: max_tiles: 0 is out of range [1, 1000000000]"
 

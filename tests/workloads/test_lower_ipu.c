@@ -25,6 +25,7 @@
 /* ---- compiling and running ---- */
 
 static int planner;                /* TS_LOWER_PLANNER_* of the lowering */
+static uint32_t max_tiles;         /* the lowering's max_tiles setting; 0 = all */
 static const ts_t10_plan *t10_plan; /* planner (b)'s plan for every MatMul/Gemm; NULL: the cost model's */
 
 static ts_status compile(const ts_graph *g, const char *config, const char *const *sets, ts_program **prog,
@@ -34,6 +35,7 @@ static ts_status compile(const ts_graph *g, const char *config, const char *cons
     ts_lower_ipu_params p;
     ck_assert_int_eq(ts_lower_ipu_params_from_config(cfg, &p, e), TS_OK);
     p.planner = planner;
+    p.max_tiles = max_tiles;
     p.t10_plan = t10_plan;
     ts_status rc = ts_lower_ipu(g, &p, prog, rep, e);
     ts_config_destroy(cfg);
@@ -809,11 +811,11 @@ START_TEST(test_target)
         const ts_ipu_cfg *c = ts_config_data(cfg);
         ck_assert_uint_eq(tg.amp_units_f32, c->amp_units_f32);
         ck_assert_uint_eq(tg.amp_units_f16, c->amp_units_f16);
-        /* the lowering's parameters hold the target, the settings at their defaults */
+        /* the lowering's parameters hold the target, the settings at their defaults (planner auto) */
         ts_lower_ipu_params p;
         ck_assert_int_eq(ts_lower_ipu_params_from_config(cfg, &p, &e), TS_OK);
         ck_assert_int_eq(memcmp(&p.target, &tg, sizeof tg), 0);
-        ck_assert_int_eq(p.planner, TS_LOWER_PLANNER_LCS);
+        ck_assert_int_eq(p.planner, TS_LOWER_PLANNER_AUTO);
         ck_assert_uint_eq(p.max_tiles, 0);
         ck_assert_ptr_null(p.t10_plan);
         ts_config_destroy(cfg);
@@ -1482,8 +1484,9 @@ END_TEST
 START_TEST(test_t10_graph)
 {
     /* MatMul -> Relu -> Gemm (transB, bias) -> Softmax with planner (b) choosing by its cost model
-     * (_i 0) or with its split plans only (_i 1, nothing rotates): the two products get planner
-     * (b)'s plans, Relu and Softmax are lowered as by planner (a) on the products' blocked outputs */
+     * (_i 0), with its split plans only (_i 1, nothing rotates) or under auto (_i 2, load-compute-
+     * store's plans offered too): the two products get a plan the model prices, Relu and Softmax are
+     * lowered as by planner (a) on the products' outputs; each layer names its plan's kind */
     ts_graph *g = ts_graph_create("mlp");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){48, 32});
     int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 2, (int64_t[]){32, 24});
@@ -1508,16 +1511,24 @@ START_TEST(test_t10_graph)
     node(g, TS_OP_SOFTMAX, "sm", (int[]){h2}, 1, y, &at);
     ts_graph_mark_output(g, y);
     finalize(g);
-    planner = _i ? TS_LOWER_PLANNER_SPLIT : TS_LOWER_PLANNER_T10;
+    planner = _i == 2 ? TS_LOWER_PLANNER_AUTO : _i ? TS_LOWER_PLANNER_SPLIT : TS_LOWER_PLANNER_T10;
     lowered L = {0};
     lower_and_run(g, "ipu_small16", &L);
     ck_assert_uint_eq(L.rep.nlayers, 4);
-    ck_assert(L.rep.layers[0].t10 && L.rep.layers[2].t10);
+    if (_i < 2)
+        ck_assert(L.rep.layers[0].t10 && L.rep.layers[2].t10);
     ck_assert_int_eq(L.rep.planner, planner);
-    if (_i)
+    if (_i == 1)
         ck_assert(L.rep.layers[0].rot == TS_T10_ROT_NONE && L.rep.layers[2].rot == TS_T10_ROT_NONE);
     ck_assert(!L.rep.layers[1].t10 && !L.rep.layers[3].t10);
-    ck_assert_uint_gt(L.rep.layers[0].model_cycles, 0);
+    for (int k = 0; k < 4; k += 2) { /* the products: a priced plan, its kind as it was lowered */
+        const ts_lower_layer *ly = &L.rep.layers[k];
+        ck_assert_uint_gt(ly->model_cycles, 0);
+        ck_assert_uint_gt(ly->fm, 0);
+        ck_assert_int_eq(ly->t10, ly->plan != TS_LOWER_PLAN_LCS);
+        ck_assert_int_eq(ly->plan == TS_LOWER_PLAN_SHIFT, ly->rot != TS_T10_ROT_NONE);
+    }
+    ck_assert(L.rep.layers[1].plan == TS_LOWER_PLAN_LCS && !L.rep.layers[1].model_cycles);
     for (int i = 0; i < 48; i++) {
         double hv[24], sv[12], mx = -1e30, sum = 0;
         for (int j = 0; j < 24; j++) {
@@ -1727,6 +1738,90 @@ START_TEST(test_t10_beats_lcs)
     uint64_t sp = measure(g, "ipu_small16", TS_LOWER_PLANNER_SPLIT, &xs);
     ck_assert_msg((double)b <= 1.1 * (double)sp, "compute-shift %llu cycles, split %llu", (unsigned long long)b,
                   (unsigned long long)sp);
+    /* auto, the default, is no slower than the best single planner by more than 2 % */
+    double xo;
+    uint64_t au = measure(g, "ipu_small16", TS_LOWER_PLANNER_AUTO, &xo), best = a < b ? a : b;
+    best = sp < best ? sp : best;
+    ck_assert_msg((double)au <= 1.02 * (double)best, "auto %llu cycles, lcs %llu, t10 %llu, split %llu",
+                  (unsigned long long)au, (unsigned long long)a, (unsigned long long)b, (unsigned long long)sp);
+    ts_graph_destroy(g);
+    ts_err_free(&e);
+}
+END_TEST
+
+/* Cycles of g lowered by `pl` on `tiles` tiles of ipu_small16 with tile memory `sram` ("tile.sram=64
+ * KiB"), run fast; 0 if it does not fit. */
+static uint64_t cycles_at(const ts_graph *g, int pl, const char *sram, uint32_t tiles)
+{
+    const char *const sets[] = {sram, NULL};
+    ts_err e;
+    ts_err_init(&e);
+    ts_program *prog = NULL;
+    ts_lower_report rep;
+    planner = pl;
+    max_tiles = tiles;
+    ts_status rc = compile(g, "ipu_small16", sets, &prog, &rep, &e);
+    planner = TS_LOWER_PLANNER_LCS;
+    max_tiles = 0;
+    uint64_t cyc = 0;
+    if (rc == TS_OK) {
+        ipu_run r;
+        run_sets = sets;
+        run_prog("ipu_small16", prog, false, 1, &r);
+        run_sets = NULL;
+        cyc = r.r.cycles;
+        ipu_run_free(&r);
+        ts_lower_report_free(&rep);
+        ts_program_destroy(prog);
+    } else
+        ck_assert_msg(rc == TS_EINPUT, "%s, %u tiles: %s", sram, tiles, e.msg); /* only "does not fit" */
+    ts_err_free(&e);
+    return cyc;
+}
+
+START_TEST(test_auto_monotonic)
+{
+    /* Under auto, the default, more tile memory or more tiles never gives more cycles (nor a model
+     * that no longer fits): a MatMul, a 3x3 Conv and a small BERT layer over tile memories of 64,
+     * 128 and 256 KiB and 2, 4, 8 and 16 tiles of ipu_small16. On 2 and 16 tiles auto is also no
+     * slower than any single planner by more than 2 % (nor fails where one fits). */
+    static const char *const models[] = {"matmul:m=96,k=96,n=96", "conv2d:c=16,h=16,w=16,k=32",
+                                         "bert-base-layer:seq=16,hidden=64,heads=2,ffn=128"};
+    static const char *const srams[] = {"tile.sram=64 KiB", "tile.sram=128 KiB", "tile.sram=256 KiB"};
+    static const uint32_t tiles[] = {2, 4, 8, 16};
+    enum { NS = 3, NT = 4 };
+    ts_err e;
+    ts_err_init(&e);
+    ts_graph *g = NULL;
+    ck_assert_int_eq(ts_wl_builtin(models[_i], &g, &e), TS_OK);
+    uint64_t c[NS][NT];
+    for (int s = 0; s < NS; s++)
+        for (int t = 0; t < NT; t++)
+            c[s][t] = cycles_at(g, TS_LOWER_PLANNER_AUTO, srams[s], tiles[t]);
+    ck_assert_msg(c[NS - 1][NT - 1] > 0, "%s does not fit the largest point", models[_i]);
+    for (int s = 0; s < NS; s++)
+        for (int t = 0; t < NT; t++) {
+            if (!c[s][t])
+                continue;
+            /* the next larger memory and the next larger tile count: by induction, every larger point */
+            if (s + 1 < NS)
+                ck_assert_msg(c[s + 1][t] && c[s + 1][t] <= c[s][t], "%s on %u tiles: %s %llu cycles, %s %llu",
+                              models[_i], tiles[t], srams[s], (unsigned long long)c[s][t], srams[s + 1],
+                              (unsigned long long)c[s + 1][t]);
+            if (t + 1 < NT)
+                ck_assert_msg(c[s][t + 1] && c[s][t + 1] <= c[s][t], "%s with %s: %u tiles %llu cycles, %u tiles %llu",
+                              models[_i], srams[s], tiles[t], (unsigned long long)c[s][t], tiles[t + 1],
+                              (unsigned long long)c[s][t + 1]);
+        }
+    static const int single[] = {TS_LOWER_PLANNER_LCS, TS_LOWER_PLANNER_T10, TS_LOWER_PLANNER_SPLIT};
+    for (int s = 0; s < NS; s++)
+        for (int t = 0; t < NT; t += NT - 1) /* 2 and 16 tiles */
+            for (int k = 0; k < 3; k++) {
+                uint64_t o = cycles_at(g, single[k], srams[s], tiles[t]);
+                ck_assert_msg(!o || (c[s][t] && (double)c[s][t] <= 1.02 * (double)o), "%s with %s on %u tiles: "
+                              "auto %llu cycles, planner %d %llu", models[_i], srams[s], tiles[t],
+                              (unsigned long long)c[s][t], single[k], (unsigned long long)o);
+            }
     ts_graph_destroy(g);
     ts_err_free(&e);
 }
@@ -1778,11 +1873,12 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_unsupported_all);
     tcase_add_test(tc, test_builtin_matmul);
     tcase_add_loop_test(tc, test_t10_plans, 0, (int)(sizeof t10_cases / sizeof t10_cases[0]));
-    tcase_add_loop_test(tc, test_t10_graph, 0, 2);
+    tcase_add_loop_test(tc, test_t10_graph, 0, 3);
     tcase_add_test(tc, test_t10_errors);
     tcase_add_test(tc, test_t10_beats_lcs);
     tcase_add_test(tc, test_t10_convs);
     tcase_add_loop_test(tc, test_t10_f16, 0, 5);
+    tcase_add_loop_test(tc, test_auto_monotonic, 0, 3);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

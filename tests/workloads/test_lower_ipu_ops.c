@@ -26,6 +26,7 @@ static void lower_and_run(const ts_graph *g, const char *config, lowered *L)
     void *cfg = ipu_test_config(config, run_sets);
     ts_lower_ipu_params p;
     ck_assert_int_eq(ts_lower_ipu_params_from_config(cfg, &p, &e), TS_OK);
+    p.planner = TS_LOWER_PLANNER_LCS; /* planner (a)'s kernels; test_lower_ipu checks (b)'s and auto's */
     ts_status rc = ts_lower_ipu(g, &p, &L->prog, &L->rep, &e);
     ts_config_destroy(cfg);
     ck_assert_msg(rc == TS_OK, "lower: %s", e.msg);

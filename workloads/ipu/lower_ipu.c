@@ -142,6 +142,9 @@ ts_status lwi_need_placed(lw *L, const ts_graph_node *n, int x)
 
 /* ---- one operator ---- */
 
+/* Whether node id has a plan of (b)'s space (compute-shift or split), which (b)'s code lowers. */
+static bool lw_shift_plan(const lw *L, int id) { return L->plans && L->plans[id].tiles && !L->plans[id].lcs; }
+
 static ts_status lower_node(lw *L, int id, lw_scr *sc)
 {
     const ts_graph_node *n = ts_graph_get_node(L->g, id);
@@ -158,11 +161,11 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
             if (bk == TS_TENSOR_ACTIVATION || bk == TS_TENSOR_INPUT)
                 return lwi_lower_bmm(L, n, sc);
         }
-        if (L->plans && L->plans[id].tiles) /* planner (b) chose a compute-shift plan */
+        if (lw_shift_plan(L, id)) /* planner (b) chose a compute-shift plan */
             return lwi_t10_matmul(L, n, sc, &L->plans[id]);
         return lwi_lower_matmul(L, n, sc);
     case TS_OP_CONV:
-        if (L->plans && L->plans[id].tiles) /* planner (b): a 1x1 Conv as a compute-shift product */
+        if (lw_shift_plan(L, id)) /* planner (b): a 1x1 Conv as a compute-shift product */
             return lwi_t10_matmul(L, n, sc, &L->plans[id]);
         return lwi_lower_conv(L, n, sc);
     case TS_OP_RELU:
@@ -321,9 +324,10 @@ static ts_status record_layer(lw_pass *ps, int i, uint32_t first)
     ts_lower_layer *ly = &L->layers[L->nlayers++];
     *ly = (ts_lower_layer){.node = i, .tiles = L->optiles, .first_step = first, .steps = L->step - first,
                            .mem_bytes = need, .op = (int)nd->op, .macs = ts_graph_node_macs(L->g, i)};
-    if (L->plans && L->plans[i].tiles) {
+    if (L->plans && L->plans[i].tiles) { /* a plan the cost model priced */
         const ts_t10_plan *pl = &L->plans[i];
-        ly->t10 = true;
+        ly->t10 = !pl->lcs;
+        ly->plan = pl->lcs ? TS_LOWER_PLAN_LCS : pl->rot ? TS_LOWER_PLAN_SHIFT : TS_LOWER_PLAN_SPLIT;
         ly->fm = pl->fm, ly->fn = pl->fn, ly->fk = pl->fk, ly->ft = pl->ft, ly->rp = pl->rp, ly->rot = pl->rot;
         ly->model_cycles = pl->cycles;
     }
@@ -366,6 +370,8 @@ static ts_status pass_report(lw_pass *ps, const ts_lower_ipu_params *p, ts_progr
              !L->plans ? "load-compute-store"
              : p->planner == TS_LOWER_PLANNER_SPLIT
                  ? "split plans without rotation for MatMul, Gemm and 1x1 Conv, load-compute-store for the rest"
+             : p->planner == TS_LOWER_PLANNER_AUTO
+                 ? "auto: the cheapest plan per MatMul, Gemm and 1x1 Conv, load-compute-store for the rest"
                  : "compute-shift for MatMul, Gemm and 1x1 Conv, load-compute-store for the rest",
              L->used, L->step);
     prog->workload = ts_strdup(desc);
@@ -511,7 +517,8 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
         return rc;
     size_t nn = ts_graph_node_count(g);
     uint64_t *wsz = ts_calloc(nn ? nn : 1, sizeof *wsz), perm = 0;
-    bool shift = p->planner == TS_LOWER_PLANNER_T10 || p->planner == TS_LOWER_PLANNER_SPLIT;
+    bool shift = p->planner == TS_LOWER_PLANNER_T10 || p->planner == TS_LOWER_PLANNER_SPLIT ||
+                 p->planner == TS_LOWER_PLANNER_AUTO;
     ts_t10_plan *plans = shift ? ts_calloc(nn ? nn : 1, sizeof *plans) : NULL;
     if (!wsz || (shift && !plans)) {
         ts_free(wsz);

@@ -15,7 +15,10 @@
  *
  * With planner (b) (params.planner = TS_LOWER_PLANNER_T10) MatMul, Gemm and 1x1 Convs are lowered
  * as T10's compute-shift plans instead (workloads/ipu/lower_ipu_t10_plans.c, lower_ipu_t10.c,
- * plan_t10.h), every other operator as above. workloads/ipu/lower_ipu_int.h lists the files.
+ * plan_t10.h), every other operator as above. The default, auto (TS_LOWER_PLANNER_AUTO, what
+ * ts_lower_ipu_params_from_config sets), takes per MatMul/Gemm the cheaper by the cost model of
+ * load-compute-store's plan and (b)'s plans (those that rotate and those that split without
+ * rotating), the memory traded across operators. workloads/ipu/lower_ipu_int.h lists the files.
  *
  * The lowering only knows the IPU's opcode table (arch/ipu/ipu_isa.def) and its machine facts
  * (arch/ipu/ipu_target.h), which come in a ts_lower_ipu_params filled from the chip config.
@@ -40,20 +43,29 @@
 typedef struct ts_lower_ipu_params {
     ts_ipu_target target;      /* the chip (ts_ipu_target_from_config); workers 0 = 6 */
     uint32_t max_tiles;        /* use at most this many tiles; 0 = all */
-    int planner;               /* TS_LOWER_PLANNER_*: which planner lowers MatMul/Gemm */
+    int planner;               /* TS_LOWER_PLANNER_*: which planner lowers MatMul/Gemm (0, a zeroed struct:
+                                * load-compute-store; ts_lower_ipu_params_from_config: auto) */
     const ts_t10_plan *t10_plan; /* planner (b) only: this plan's choice (fm, fn, fk, ft, rp, rot) for
                                   * every MatMul/Gemm it takes instead of the cost model's (tests,
                                   * experiments); NULL = the cost model chooses */
 } ts_lower_ipu_params;
 
-/* The planners (docs/lowering-ipu.md): (a) load-compute-store, the default; (b) T10's compute-shift
- * plans with rotating operands for MatMul/Gemm (f32, more than one row), every other operator (and
- * a MatMul/Gemm it cannot plan) lowered as by (a); split: (b)'s plans with nothing rotating (the
+/* The planners (docs/lowering-ipu.md): (a) load-compute-store; (b) T10's compute-shift plans with
+ * rotating operands for MatMul/Gemm (f32, more than one row), every other operator (and a
+ * MatMul/Gemm it cannot plan) lowered as by (a); split: (b)'s plans with nothing rotating (the
  * operands split over tiles in two or three dimensions and loaded once, as a Roller-style
- * load-compute-store compiler tiles them), the baseline against which rotation itself is measured. */
-enum { TS_LOWER_PLANNER_LCS = 0, TS_LOWER_PLANNER_T10 = 1, TS_LOWER_PLANNER_SPLIT = 2 };
+ * load-compute-store compiler tiles them), the baseline against which rotation itself is measured;
+ * auto, the default: per MatMul/Gemm/1x1 Conv the plan of (a), split or (b) the cost model prices
+ * cheapest among those that fit (a 1x1 Conv: split or (b), whose plans beat (a)'s Conv on every
+ * Conv measured; (a)'s Conv plan has no price in the model). */
+enum { TS_LOWER_PLANNER_LCS = 0, TS_LOWER_PLANNER_T10 = 1, TS_LOWER_PLANNER_SPLIT = 2, TS_LOWER_PLANNER_AUTO = 3 };
 
-/* The planner named `name` ("lcs" or "t10") into *out; TS_EINPUT naming the choices otherwise. */
+/* The kind of plan an operator was lowered with (the layers table's `plan` column): planner (a)'s,
+ * one of (b)'s space in which nothing rotates, or one with a rotating operand. */
+enum { TS_LOWER_PLAN_LCS = 0, TS_LOWER_PLAN_SPLIT = 1, TS_LOWER_PLAN_SHIFT = 2 };
+
+/* The planner named `name` ("auto", "lcs", "t10" or "split") into *out; TS_EINPUT naming the choices
+ * otherwise. */
 ts_status ts_lower_ipu_planner(const char *name, int *out, ts_err *err);
 
 /* Fill params from a chip config whose arch is "ipu": its target (ts_ipu_target_from_config), the
@@ -86,9 +98,12 @@ typedef struct ts_lower_layer {
                               * far plus the highest byte of tensors and buffers in use while it runs */
     int op;                  /* its ts_graph_op */
     uint64_t macs;           /* its multiply-accumulates (ts_graph_node_macs) */
-    /* planner (b)'s plan, when it lowered this operator (t10; fm = 0 otherwise): spatial factors,
-     * temporal factor, rotating pace, rotating operand (TS_T10_ROT_*) and the cost model's cycles */
+    /* its plan: planner (b)'s code lowered it (t10), the kind (TS_LOWER_PLAN_*), spatial factors,
+     * temporal factor, rotating pace, rotating operand (TS_T10_ROT_*) and the cost model's cycles;
+     * an operator of planner (a) the model prices (a MatMul/Gemm under auto) has its row groups and
+     * column blocks as fm and fn, every other operator of (a) zeros */
     bool t10;
+    uint32_t plan;
     uint32_t fm, fn, fk, ft, rp, rot;
     uint64_t model_cycles;
 } ts_lower_layer;
@@ -125,8 +140,9 @@ ts_status ts_lower_ipu_read_output(const ts_lower_report *rep, const ts_graph *g
  * of its supersteps (summed from the run's `supersteps` table, which the stats must hold), its
  * tile memory and MACs, its exchange rate over its cycles (bandwidth, GB/s), and its dynamic energy
  * (uJ: its supersteps' rows of the run's `superstep_events` priced with energy; -1 without that
- * table or an energy table); lowered with planner (b), also each operator's plan (t10 1, fm, fn,
- * fk, ft, rp, rot; t10 0 for operators lowered by (a)) and the cost model's cycles for it.
+ * table or an energy table); and, whatever the planner, each operator's plan (t10 1 where (b)'s code
+ * lowered it, fm, fn, fk, ft, rp, rot, the cost model's cycles for it, and the plan's kind,
+ * TS_LOWER_PLAN_*, as `plan`; zeros for the operators the model does not price).
  * TS_EINPUT if there is no `supersteps` table or it has fewer rows than rep's supersteps. */
 ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, const ts_energy_table *energy,
                                    ts_err *err);

@@ -47,14 +47,16 @@ ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, 
     static const char *const cols[] = {"node", "op", "tiles", "supersteps", "cycles", "compute_share",
                                        "exchange_share", "sync_share", "exchange_bytes", "mem_bytes", "macs",
                                        "bandwidth", "energy", "t10", "fm", "fn", "fk", "ft", "rp", "rot",
-                                       "model_cycles"};
+                                       "model_cycles", "plan"};
     static const char *const units[] = {"", "", "", "", "cycles", "", "", "", "B", "B", "", "GB/s", "uJ", "", "",
-                                        "", "", "", "", "", "cycles"};
-    /* the plan columns only for planner (b) */
-    size_t nc = rep->planner != TS_LOWER_PLANNER_LCS ? 21 : 13;
+                                        "", "", "", "", "", "cycles", ""};
+    /* the plan columns whatever the planner: every planner names each operator's plan */
+    size_t nc = sizeof cols / sizeof cols[0];
     int tab = ts_stats_table(s, "layers", "one row per operator of the lowered model: its supersteps' cycles "
                              "and their compute, exchange and sync shares, its tile memory per tile, its exchange "
-                             "bytes per second over its cycles and its dynamic energy", nc, cols, units);
+                             "bytes per second over its cycles, its dynamic energy, and its plan (t10: lowered by "
+                             "the compute-shift code; fm fn fk ft rp rot; the cost model's cycles; plan 0 "
+                             "load-compute-store, 1 split, 2 compute-shift)", nc, cols, units);
     if (tab < 0)
         return ts_err_set(err, TS_ENOMEM, "out of memory for the layers table");
     size_t nr = 0, nrow = 0; /* rows: the layers with supersteps */
@@ -81,10 +83,10 @@ ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, 
         }
         double tot = c + x + y, secs = res->clock_hz > 0 ? tot / res->clock_hz : 0;
         double j = ts_results_price_rows(ev, l->first_step, l->steps, energy);
-        double row[21] = {l->node, l->op, l->tiles, l->steps, tot, tot > 0 ? c / tot : 0, tot > 0 ? x / tot : 0,
+        double row[22] = {l->node, l->op, l->tiles, l->steps, tot, tot > 0 ? c / tot : 0, tot > 0 ? x / tot : 0,
                           tot > 0 ? y / tot : 0, b, (double)l->mem_bytes, (double)l->macs,
                           secs > 0 ? b / secs / 1e9 : 0, j >= 0 ? j * 1e6 : -1, l->t10, l->fm, l->fn, l->fk, l->ft,
-                          l->rp, l->rot, (double)l->model_cycles};
+                          l->rp, l->rot, (double)l->model_cycles, l->plan};
         ts_status rc = ts_stats_row(s, tab, row);
         if (rc != TS_OK) {
             ts_free(span);
@@ -111,20 +113,24 @@ ts_status ts_lower_ipu_layer_stats(const ts_lower_report *rep, ts_results *res, 
 ts_status ts_lower_ipu_params_from_config(const ts_config *cfg, ts_lower_ipu_params *out, ts_err *err)
 {
     memset(out, 0, sizeof *out);
+    out->planner = TS_LOWER_PLANNER_AUTO;
     return ts_ipu_target_from_config(cfg, &out->target, err);
 }
 
 ts_status ts_lower_ipu_planner(const char *name, int *out, ts_err *err)
 {
-    if (!strcmp(name, "lcs"))
+    if (!strcmp(name, "auto"))
+        *out = TS_LOWER_PLANNER_AUTO;
+    else if (!strcmp(name, "lcs"))
         *out = TS_LOWER_PLANNER_LCS;
     else if (!strcmp(name, "t10"))
         *out = TS_LOWER_PLANNER_T10;
     else if (!strcmp(name, "split"))
         *out = TS_LOWER_PLANNER_SPLIT;
     else
-        return ts_err_set(err, TS_EINPUT, "unknown planner '%s': lcs (load-compute-store), t10 (compute-shift) or "
-                          "split (t10's partitions, nothing rotating)", name);
+        return ts_err_set(err, TS_EINPUT, "unknown planner '%s': auto (the cheapest plan per operator, the default), "
+                          "lcs (load-compute-store), t10 (compute-shift) or split (t10's partitions, nothing "
+                          "rotating)", name);
     return TS_OK;
 }
 
@@ -160,7 +166,8 @@ static ts_status ipu_check_max_tiles(const char *value, ts_err *err)
 }
 
 static const ts_lower_param ipu_params[] = {
-    {"planner", "how MatMul, Gemm and 1x1 Conv are planned: lcs, t10 or split", ipu_check_planner},
+    {"planner", "how MatMul, Gemm and 1x1 Conv are planned: auto (the default), lcs, t10 or split",
+     ipu_check_planner},
     {"max_tiles", "the most tiles a plan may use (the first N; default all of the chip's)", ipu_check_max_tiles},
 };
 

@@ -207,7 +207,9 @@ static ts_status mm_amp(lw *L, const ts_graph_node *n, mm_plan *mp)
  * (f32). */
 static void mm_partition(const lw *L, mm_plan *mp)
 {
-    uint64_t nq = mp->nq, kp = mp->kp, U = mp->U, share = L->p->target.sram_bytes / L->mmshare;
+    /* under auto, the share its plan was priced with */
+    uint32_t div = L->plans && L->plans[L->cur].lcs ? L->plans[L->cur].share : L->mmshare;
+    uint64_t nq = mp->nq, kp = mp->kp, U = mp->U, share = L->p->target.sram_bytes / div;
     uint64_t qpb = nq;
     while (qpb > 1 && qpb * kp * U * 8 > share)
         qpb = ts_geom_cdiv(qpb, 2);
@@ -221,7 +223,7 @@ static void mm_partition(const lw *L, mm_plan *mp)
     uint32_t nrg = (uint32_t)ts_geom_cdiv(mp->M, mp->rp);
     mp->tn = (uint32_t)(nrg * ncb);
     uint64_t nks = 1;
-    while (!mp->half && mp->Kp == mp->K && L->mmshare > 4 && mp->rp * (kp / nks) * 8 > share && kp % (2 * nks) == 0)
+    while (!mp->half && mp->Kp == mp->K && div > 4 && mp->rp * (kp / nks) * 8 > share && kp % (2 * nks) == 0)
         nks *= 2;
     mp->nks = nks;
     mp->kps = kp / nks;

@@ -7,7 +7,9 @@
  * the code generator takes (generable; lower_ipu_t10.c says what it does not take), priced for
  * what a Conv's or an f16 product's code does beyond the model's MatMul, and chooses one per
  * operator for the whole graph within a tile-memory budget (ts_t10_reconcile). Planner (a) lowers
- * every operator it does not take.
+ * every operator it does not take. Under auto (the default planner) a MatMul/Gemm's set holds
+ * load-compute-store's plan too (ts_t10_mm_lcs), so the trade picks it where the model prices it
+ * cheapest; planner (a) then lowers the operator.
  */
 #include <string.h>
 
@@ -183,26 +185,85 @@ static ts_status fixed_plan(const ts_lower_ipu_params *p, const ts_t10_hw *hw, c
     return TS_OK;
 }
 
+/* Under auto, a MatMul/Gemm's load-compute-store plans priced by the same model into l (room for
+ * LCS_SHARES); how many (none for a Conv: planner (a)'s Conv plan has no price in the model). Its
+ * weights within 1/4 of the tile, as planner (a) alone keeps them, or 1/8 .. 1/64 (more column
+ * blocks, as planner (a) retries when a model's weights do not fit: on BERT-small's q, 16 x 64 x 64
+ * on 2 tiles of ipu_small16, 1/8 ran 30,697 cycles where 1/4 was priced at 43,258), each a distinct
+ * partition, none that cuts k into slices (the model has no price for the slices), each fitting the
+ * budget; made for the whole tile, since planner (a)'s share is of the whole tile. */
+enum { LCS_SHARES = 5 };
+static size_t lcs_plans(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const t10_op *s, ts_t10_plan *l)
+{
+    if (p->planner != TS_LOWER_PLANNER_AUTO || s->conv)
+        return 0;
+    ts_t10_mm mm = {.m = s->M, .k = s->K, .n = s->N, .es = s->half ? 2 : 4};
+    size_t n = 0;
+    for (uint32_t share = 4, i = 0; i < LCS_SHARES; i++, share *= 2) {
+        ts_t10_hw tile = *hw;
+        tile.sram_bytes = p->target.sram_bytes * 4 / share; /* the model keeps weights within 1/4 of it */
+        ts_t10_plan c;
+        ts_t10_mm_lcs(&tile, &mm, &c);
+        c.share = share;
+        if (s->half)
+            f16_cost(hw, p->target.amp_units_f16, &c);
+        bool sliced = !s->half && share > 4 && c.rows * (s->K / 2) * 8 > p->target.sram_bytes / share;
+        if (c.mem_bytes > hw->sram_bytes || sliced || (n && l[n - 1].fn == c.fn))
+            continue;
+        l[n++] = c;
+    }
+    return n;
+}
+
+/* Under auto, whether (b)'s plan pl is one of load-compute-store's plans l[0..nl) run by (b)'s code:
+ * the same rows and columns per tile, nothing split along k or rotating, or one tile. The model
+ * prices the two alike, and (b)'s code for them ran 7-9 % slower than (a)'s (its steps read their
+ * addresses from a table; on ipu_small16 with 256 KiB tiles, matmul:m=96,k=96,n=96 on 16 tiles
+ * 49,223 cycles against 45,815; matmul:m=64,k=128,n=96 and a 1x1 Conv of 32 channels on 12 x 12
+ * on one tile likewise), so (a) takes it. */
+static bool same_as_lcs(const ts_t10_plan *pl, const ts_t10_plan *l, size_t nl, const t10_op *s)
+{
+    if (pl->tiles == 1)
+        return true;
+    for (size_t i = 0; i < nl && !s->conv && pl->fk == 1 && pl->rot == TS_T10_ROT_NONE; i++)
+        if (pl->fm == l[i].fm && pl->fn == l[i].fn)
+            return true;
+    return false;
+}
+
 /* The plans of operator s that fit hw's memory and the code generator takes (with planner split,
- * those in which nothing rotates), priced, into *out (owned; NULL when there are none) and their
- * Pareto set over weight bytes; its size (0: planner (a) lowers s). */
+ * those in which nothing rotates; under auto, load-compute-store's too, less (b)'s plans that are
+ * it, same_as_lcs), priced, into *out (owned; NULL when there are none) and their Pareto set over
+ * weight bytes; its size (0: planner (a) lowers s). */
 static size_t plan_set(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const t10_op *s, ts_t10_plan **out)
 {
     ts_t10_mm mm = {.m = s->M, .k = s->K, .n = s->N, .es = s->half ? 2 : 4};
-    ts_t10_plan *v = NULL;
+    ts_t10_plan *v = NULL, l[LCS_SHARES];
     size_t nv = 0;
     *out = NULL;
+    size_t nl = lcs_plans(p, hw, s, l);
     if (ts_t10_mm_plans(hw, &mm, &v, &nv, NULL) != TS_OK)
-        return 0; /* nothing fits: planner (a) lowers it (and says by how much it is over) */
+        nv = 0; /* nothing fits: planner (a) lowers it (and says by how much it is over) */
+    if (nl) { /* slots for them */
+        ts_t10_plan *w = ts_realloc(v, (nv + nl) * sizeof *v);
+        if (!w) {
+            ts_free(v);
+            return 0;
+        }
+        v = w;
+    }
     size_t k = 0;
     for (size_t j = 0; j < nv; j++)
-        if (generable(p, s, &v[j]) && (p->planner != TS_LOWER_PLANNER_SPLIT || v[j].rot == TS_T10_ROT_NONE)) {
+        if (generable(p, s, &v[j]) && (p->planner != TS_LOWER_PLANNER_SPLIT || v[j].rot == TS_T10_ROT_NONE) &&
+            (p->planner != TS_LOWER_PLANNER_AUTO || !same_as_lcs(&v[j], l, nl, s))) {
             if (s->conv)
                 conv_cost(hw, &mm, &v[j]);
             if (s->half)
                 f16_cost(hw, p->target.amp_units_f16, &v[j]);
             v[k++] = v[j];
         }
+    for (size_t j = 0; j < nl; j++)
+        v[k++] = l[j];
     if (!k) {
         ts_free(v);
         return 0;

@@ -166,9 +166,9 @@ done:
 
 static int cmp_key(const ts_t10_plan *a, const ts_t10_plan *b)
 {
-    const uint32_t ka[6] = {a->fm, a->fn, a->fk, a->ft, a->rp, a->rot};
-    const uint32_t kb[6] = {b->fm, b->fn, b->fk, b->ft, b->rp, b->rot};
-    for (int i = 0; i < 6; i++)
+    const uint32_t ka[8] = {a->fm, a->fn, a->fk, a->ft, a->rp, a->rot, a->lcs, a->share};
+    const uint32_t kb[8] = {b->fm, b->fn, b->fk, b->ft, b->rp, b->rot, b->lcs, b->share};
+    for (int i = 0; i < 8; i++)
         if (ka[i] != kb[i])
             return ka[i] < kb[i] ? -1 : 1;
     return 0;
@@ -232,6 +232,8 @@ void ts_t10_mm_lcs(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
         ncb = T, qpb = ts_geom_cdiv(nq, ncb), ncb = ts_geom_cdiv(nq, qpb);
     uint64_t rp = ts_geom_cdiv(M, T / ncb), nrg = ts_geom_cdiv(M, rp);
     memset(p, 0, sizeof *p);
+    p->lcs = true;
+    p->share = 4;
     p->fm = (uint32_t)nrg;
     p->fn = (uint32_t)ncb;
     p->fk = p->ft = p->rp = p->steps = 1;

@@ -21,6 +21,7 @@
 #ifndef TS_WORKLOADS_PLAN_T10_H
 #define TS_WORKLOADS_PLAN_T10_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "core/err.h"
@@ -49,6 +50,8 @@ typedef struct ts_t10_plan {
     uint32_t fm, fn, fk;     /* spatial factors: tiles along m, n, k */
     uint32_t ft, rp;         /* temporal factor and rotating pace (1, 1 when nothing rotates) */
     uint32_t rot;            /* TS_T10_ROT_*: which operands rotate */
+    bool lcs;                /* load-compute-store's plan (ts_t10_mm_lcs): planner (a) lowers the operator */
+    uint32_t share;          /* lcs: its weights within 1/share of the tile (L->mmshare's role); 0 otherwise */
     /* derived */
     uint32_t tiles;          /* fm * fn * fk */
     uint32_t steps;          /* compute steps: ft * rp */
@@ -87,8 +90,8 @@ size_t ts_t10_pareto_weights(ts_t10_plan *v, size_t n);
 /* The fastest plan of a Pareto set within mem_limit bytes; NULL if none. */
 const ts_t10_plan *ts_t10_pick(const ts_t10_plan *pareto, size_t n, uint64_t mem_limit);
 
-/* The plan load-compute-store (workloads/ipu/lower_ipu_matmul.c) makes for the same MatMul, costed by the
- * same model: rows over tiles, columns in blocks once the weights pass a quarter of the tile
+/* The plan load-compute-store (workloads/ipu/lower_ipu_matmul.c) makes for the same MatMul (lcs set),
+ * costed by the same model: rows over tiles, columns in blocks once the weights pass a quarter of the tile
  * memory, the A rows gathered from chunks of at least 1024 elements (the senders' ports are the
  * bottleneck when few tiles hold A), nothing rotates. A compute-shift plan pays the same gather of
  * A into its own layout (ts_t10_mm_cost), with fewer copies of a row when A rotates. */
