@@ -414,6 +414,24 @@ START_TEST(trace_per_pe_and_per_slice)
 }
 END_TEST
 
+/* A scratch trace file (path filled in) limited to `limit` bytes, its activity tracks in s->at
+ * and an activity of `window`-cycle windows feeding them. */
+static ts_activity *trace_open_scratch(char *path, uint64_t limit, uint64_t window, seen *s, ts_trace **tr)
+{
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_trace_open(tr, path, 1e9, limit, &e), TS_OK);
+    s->clock_hz = 1e9;
+    ck_assert_int_eq(ts_act_trace_create(&s->at, *tr, &e), TS_OK);
+    ts_activity *a = NULL;
+    ck_assert_int_eq(ts_activity_create(&a, window, on_frame, s, &e), TS_OK);
+    ts_err_free(&e);
+    return a;
+}
+
 /* A layout of 1,000 x 1,000 units, every unit switching state every window for 40 windows, into
  * a trace limited to 2 MB: 2 MB / 64 KiB = 30 tracks at most, so blocks of 256 x 256 units (16
  * tracks); the file stays under the limit, parses, and every block has slices. */
@@ -422,17 +440,11 @@ START_TEST(trace_big_layout_aggregates)
     const uint32_t W = 1000, H = 1000, n = W * H;
     const uint64_t limit = 2000000;
     char path[] = "/tmp/ts_trace_XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
     ts_err e;
     ts_err_init(&e);
     ts_trace *tr = NULL;
-    ck_assert_int_eq(ts_trace_open(&tr, path, 1e9, limit, &e), TS_OK);
-    seen s = {.clock_hz = 1e9};
-    ck_assert_int_eq(ts_act_trace_create(&s.at, tr, &e), TS_OK);
-    ts_activity *a = NULL;
-    ck_assert_int_eq(ts_activity_create(&a, 100, on_frame, &s, &e), TS_OK);
+    seen s = {0};
+    ts_activity *a = trace_open_scratch(path, limit, 100, &s, &tr);
     uint32_t *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
     for (uint32_t u = 0; u < n; u++) {
         x[u] = u % W;
@@ -479,17 +491,11 @@ static void numbered_trace(uint32_t cols, uint32_t rows, bool down, uint64_t lim
 {
     const uint32_t n = cols * rows;
     char path[] = "/tmp/ts_trace_XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
     ts_err e;
     ts_err_init(&e);
     ts_trace *tr = NULL;
-    ck_assert_int_eq(ts_trace_open(&tr, path, 1e9, limit, &e), TS_OK);
-    seen s = {.clock_hz = 1e9};
-    ck_assert_int_eq(ts_act_trace_create(&s.at, tr, &e), TS_OK);
-    ts_activity *a = NULL;
-    ck_assert_int_eq(ts_activity_create(&a, 100, on_frame, &s, &e), TS_OK);
+    seen s = {0};
+    ts_activity *a = trace_open_scratch(path, limit, 100, &s, &tr);
     uint32_t x[64], y[64];
     for (uint32_t u = 0; u < n; u++) {
         x[u] = down ? u / rows : u % cols;
@@ -533,17 +539,11 @@ START_TEST(trace_long_run_coarsens)
     const uint32_t W = 12, n = W * W;
     const uint64_t limit = 300000, windows = 50000;
     char path[] = "/tmp/ts_trace_XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    close(fd);
     ts_err e;
     ts_err_init(&e);
     ts_trace *tr = NULL;
-    ck_assert_int_eq(ts_trace_open(&tr, path, 1e9, limit, &e), TS_OK);
-    seen s = {.clock_hz = 1e9};
-    ck_assert_int_eq(ts_act_trace_create(&s.at, tr, &e), TS_OK);
-    ts_activity *a = NULL;
-    ck_assert_int_eq(ts_activity_create(&a, 10, on_frame, &s, &e), TS_OK);
+    seen s = {0};
+    ts_activity *a = trace_open_scratch(path, limit, 10, &s, &tr);
     uint32_t x[144], y[144];
     for (uint32_t u = 0; u < n; u++) {
         x[u] = u % W;

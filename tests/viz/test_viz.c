@@ -377,6 +377,19 @@ static char *ring_program(void)
     return b.data;
 }
 
+/* ipu_small16 and the ring program assembled for it (the caller frees both). */
+static void ring_setup(ts_config **cfg, ts_program **p, ts_err *e)
+{
+    char *text = ring_program();
+    const ts_family *fam = ts_family_find("ipu");
+    ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find};
+    *cfg = NULL;
+    *p = NULL;
+    ck_assert_int_eq(ts_config_load(cfg, "ipu_small16", &co, e), TS_OK);
+    ck_assert_int_eq(ts_asm(p, "test.s", text, strlen(text), fam->isa, e), TS_OK);
+    ts_free(text);
+}
+
 typedef struct ipu_out {
     rec r;
     ts_activity *a;
@@ -509,16 +522,13 @@ static ts_status note_supersteps(void *ud, const ts_activity *a, const ts_act_fr
 
 START_TEST(ipu_frames_inside_supersteps)
 {
-    char *text = ring_program();
     for (int mode = 0; mode < 3; mode++) { /* fast, lockstep, fast on 3 threads */
         ts_err e;
         ts_err_init(&e);
         const ts_family *fam = ts_family_find("ipu");
-        ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find};
-        ts_config *cfg = NULL;
-        ck_assert_int_eq(ts_config_load(&cfg, "ipu_small16", &co, &e), TS_OK);
-        ts_program *p = NULL;
-        ck_assert_int_eq(ts_asm(&p, "test.s", text, strlen(text), fam->isa, &e), TS_OK);
+        ts_config *cfg;
+        ts_program *p;
+        ring_setup(&cfg, &p, &e);
         ss_seen s = {0};
         ts_activity *a = NULL;
         ck_assert_int_eq(ts_activity_create(&a, 97, note_supersteps, &s, &e), TS_OK);
@@ -542,7 +552,6 @@ START_TEST(ipu_frames_inside_supersteps)
         ts_config_destroy(cfg);
         ts_err_free(&e);
     }
-    ts_free(text);
 }
 END_TEST
 
@@ -582,15 +591,12 @@ static ts_status shoot(void *ud, const ts_activity *a, const ts_act_frame *f, ts
 
 START_TEST(ipu_frames_by_pixels)
 {
-    char *text = ring_program();
     ts_err e;
     ts_err_init(&e);
     const ts_family *fam = ts_family_find("ipu");
-    ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find};
-    ts_config *cfg = NULL;
-    ck_assert_int_eq(ts_config_load(&cfg, "ipu_small16", &co, &e), TS_OK);
-    ts_program *p = NULL;
-    ck_assert_int_eq(ts_asm(&p, "test.s", text, strlen(text), fam->isa, &e), TS_OK);
+    ts_config *cfg;
+    ts_program *p;
+    ring_setup(&cfg, &p, &e);
     shots s = {0};
     ts_activity *a = NULL;
     ck_assert_int_eq(ts_activity_create(&a, 50, shoot, &s, &e), TS_OK);
@@ -641,22 +647,18 @@ START_TEST(ipu_frames_by_pixels)
     ts_program_destroy(p);
     ts_config_destroy(cfg);
     ts_err_free(&e);
-    ts_free(text);
 }
 END_TEST
 
 /* A frame callback that fails stops the run with its error. */
 START_TEST(ipu_frame_error_stops_run)
 {
-    char *text = ring_program();
     ts_err e;
     ts_err_init(&e);
     const ts_family *fam = ts_family_find("ipu");
-    ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find};
-    ts_config *cfg = NULL;
-    ck_assert_int_eq(ts_config_load(&cfg, "ipu_small16", &co, &e), TS_OK);
-    ts_program *p = NULL;
-    ck_assert_int_eq(ts_asm(&p, "test.s", text, strlen(text), fam->isa, &e), TS_OK);
+    ts_config *cfg;
+    ts_program *p;
+    ring_setup(&cfg, &p, &e);
     rec r = {.bytes = TS_BUF_INIT, .fail_at = 2};
     ts_activity *a = NULL;
     ck_assert_int_eq(ts_activity_create(&a, 50, on_frame, &r, &e), TS_OK);
@@ -669,7 +671,6 @@ START_TEST(ipu_frame_error_stops_run)
     ts_program_destroy(p);
     ts_config_destroy(cfg);
     ts_err_free(&e);
-    ts_free(text);
 }
 END_TEST
 
