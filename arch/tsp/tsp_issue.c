@@ -388,7 +388,9 @@ static ts_status cycle(ts_model *m, ts_err *err)
                 continue;
             }
         }
-        m->fl[keep++] = *f;
+        if (keep != i) /* most stay where they are: no copy of a record onto itself */
+            m->fl[keep] = *f;
+        keep++;
     }
     m->nfl = keep;
     if (m->act && m->cyc_bytes)
