@@ -76,18 +76,35 @@ uint32_t lt_new_tag(lt *L)
     return L->tag;
 }
 
+/* Bits i .. i + n - 1 of b (n <= 64, i a multiple of 64 or the n bits within two words), bit 0 first. */
+static uint64_t bits_at(const bits *b, uint64_t i, uint32_t n)
+{
+    size_t k = (size_t)(i >> 6);
+    uint32_t sh = (uint32_t)(i & 63);
+    uint64_t v = k < b->nw ? b->w[k] >> sh : 0;
+    if (sh && sh + n > 64 && k + 1 < b->nw)
+        v |= b->w[k + 1] << (64 - sh);
+    return n == 64 ? v : v & ((1ull << n) - 1);
+}
+
 /* Would taking cycle i of a queue's issue bitmap b leave no free cycle in its aligned window of
- * L->fwin cycles? Every queue keeps one, for an ifetch (ifetch.c). */
+ * L->fwin cycles? Every queue keeps one, for an ifetch (ifetch.c). The window's cycles are read
+ * as words: fwin is at most 64 (the lowering's fetch window, 40 cycles on tsp_v1). */
 static bool window_full(const lt *L, const bits *b, uint64_t i)
 {
     if (!L->fwin || (const void *)b < (const void *)L->q || (const void *)b >= (const void *)(L->q + L->nq))
         return false;
     const lq *q = &L->q[(size_t)((const char *)b - (const char *)L->q) / sizeof *L->q];
     uint64_t w0 = i / L->fwin * L->fwin;
-    for (uint64_t t = w0; t < w0 + L->fwin; t++)
-        if (t != i && !lt_bget(&q->issue, t) && !lt_bget(&q->wr, t))
-            return false;
-    return true;
+    if (L->fwin > 64) { /* not on the targets the lowering knows, but kept exact */
+        for (uint64_t t = w0; t < w0 + L->fwin; t++)
+            if (t != i && !lt_bget(&q->issue, t) && !lt_bget(&q->wr, t))
+                return false;
+        return true;
+    }
+    uint64_t all = L->fwin == 64 ? ~0ull : (1ull << L->fwin) - 1;
+    uint64_t used = bits_at(&q->issue, w0, L->fwin) | bits_at(&q->wr, w0, L->fwin) | 1ull << (i - w0);
+    return used == all;
 }
 
 /* Take bit i of b (logged for undo); false if it is taken or would fill a queue's fetch window. */
@@ -95,7 +112,14 @@ static bool take(lt *L, bits *b, uint64_t i)
 {
     if (lt_bget(b, i) || window_full(L, b, i))
         return false;
-    if (bput(b, i, true) || ts_grow((void **)&L->u, &L->capu, L->nu + 1, sizeof *L->u)) {
+    if (L->nu == L->capu && ts_grow((void **)&L->u, &L->capu, L->nu + 1, sizeof *L->u)) {
+        L->oom = true;
+        return false;
+    }
+    size_t k = (size_t)(i >> 6);
+    if (k < b->nw)
+        b->w[k] |= 1ull << (i & 63);
+    else if (bput(b, i, true)) {
         L->oom = true;
         return false;
     }
@@ -106,9 +130,10 @@ static bool take(lt *L, bits *b, uint64_t i)
 /* Give back the reservations taken since mark and drop the instructions pending since pmark. */
 static void undo_to(lt *L, size_t mark, size_t pmark)
 {
-    while (L->nu > mark) {
+    while (L->nu > mark) { /* every logged bit lies in its map (take grew it) */
         L->nu--;
-        bput(L->u[L->nu].b, L->u[L->nu].i, false);
+        const undo *u = &L->u[L->nu];
+        u->b->w[u->i >> 6] &= ~(1ull << (u->i & 63));
     }
     L->npd = pmark;
 }
@@ -116,7 +141,7 @@ static void undo_to(lt *L, size_t mark, size_t pmark)
 /* A pending instruction: op with n operands a on queue q at cycle t (see E1). */
 static void emit(lt *L, uint32_t q, uint64_t t, uint16_t op, int n, const int32_t *a)
 {
-    if (ts_grow((void **)&L->pd, &L->cappd, L->npd + 1, sizeof *L->pd)) {
+    if (L->npd == L->cappd && ts_grow((void **)&L->pd, &L->cappd, L->npd + 1, sizeof *L->pd)) {
         L->oom = true;
         return;
     }
