@@ -184,11 +184,15 @@ int lt_keep(lt *L)
 }
 
 /* Place a group at the first cycle from *t at which fit succeeds, and keep it: *t and *w (the
- * cycle of its last write) are then the group's. Gives up after GIVE_UP cycles with TS_EINTERNAL
+ * cycle of its last write) are then the group's. A failed try leaves nothing behind: its
+ * reservations, its instructions and its turns of the rotating start of the slice and ALU
+ * choices (L->rot) are given back, so a cycle that cannot hold the group may be skipped without
+ * trying it. Gives up after GIVE_UP cycles with TS_EINTERNAL
  * "<op> '<name>': no cycle found for a group of instructions" (the node's name only if `named`). */
 ts_status lt_search(lt *L, lt_fit fit, const void *arg, uint64_t *t, uint64_t *w, const ts_graph_node *nd,
                     bool named)
 {
+    uint32_t rot = L->rot;
     for (uint64_t t0 = *t;; (*t)++) {
         size_t mark = L->nu, pm = L->npd;
         if (*t - t0 > GIVE_UP) {
@@ -203,6 +207,7 @@ ts_status lt_search(lt *L, lt_fit fit, const void *arg, uint64_t *t, uint64_t *w
         if (fit(L, arg, *t, w))
             break;
         undo_to(L, mark, pm);
+        L->rot = rot; /* a failed try leaves nothing behind, the rotation included */
         if (L->oom)
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     }
