@@ -391,7 +391,7 @@ static ts_status install_block(lt *L, psched *s)
         install_arg a = {.pl = s->planes[j], .rows_mem = s->rmem, .rows_word = s->rword, .nvalid = s->nv,
                          .tag = lt_new_tag(L)};
         uint64_t I = L->plane_busy[a.pl], w;
-        ts_status rc = lt_search(L, try_install, &a, &I, &w, s->p->nd, true);
+        ts_status rc = lt_search(L, try_install, &a, NULL, &I, &w, s->p->nd, true);
         if (rc != TS_OK)
             return rc;
         lt_span(s->ly, I, I + L->VL / IW_STREAMS);
@@ -565,7 +565,7 @@ static ts_status stream_block(lt *L, psched *s)
         pass ps;
         uint64_t T = plan_pass(L, s, m, xv, j, &ps), w;
         pass_arg a = {p, &ps};
-        ts_status rc = lt_search(L, try_pass, &a, &T, &w, p->nd, true);
+        ts_status rc = lt_search(L, try_pass, &a, NULL, &T, &w, p->nd, true);
         if (rc != TS_OK)
             return rc;
         if (ps.xv >= 0 && L->rdmax > s->rd_last)
