@@ -46,6 +46,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "arch/tsp/tsp.h"
 #include "arch/tsp/tsp_int.h"
@@ -229,6 +230,19 @@ struct ts_model {
 /* ---- the stream-register ring (hot: inlined into every reader and the commit) ------------ */
 
 /* Stream-register position of queue q's slice. */
+/* Copy n bytes of one superlane's lanes: n is L or 4 L, and with the research's 16 lanes a
+ * constant size the compiler copies inline instead of calling memcpy (the copies of stream
+ * values, latches and MEM words are the simulator's most frequent operation). */
+static inline void tsp_lanes_copy(const ts_model *m, void *dst, const void *src, size_t n)
+{
+    if (m->L == 16 && n == 16)
+        memcpy(dst, src, 16);
+    else if (m->L == 16 && n == 64)
+        memcpy(dst, src, 64);
+    else
+        memcpy(dst, src, n);
+}
+
 static inline uint32_t q_pos(const ts_model *m, uint32_t q) { return m->lay->pos[m->q[q].slice]; }
 
 /* Index of the slot holding stream s of direction dir at position pos in cycle c, superlane k. */

@@ -42,8 +42,8 @@ ts_status ts_tsp_pw_add(ts_model *m, uint64_t cycle, const tsp_pw *w, const void
     if (b->n && b->cycle != cycle)
         return ts_err_set(err, TS_EINTERNAL, "tsp: result wheel too small for cycle %" PRIu64, cycle);
     b->cycle = cycle;
-    if (ts_grow((void **)&b->w, &b->cap, b->n + 1, sizeof *b->w) ||
-        ts_grow((void **)&b->bytes, &b->capb, b->nb + w->len, 1))
+    if ((b->n == b->cap && ts_grow((void **)&b->w, &b->cap, b->n + 1, sizeof *b->w)) ||
+        (b->nb + w->len > b->capb && ts_grow((void **)&b->bytes, &b->capb, b->nb + w->len, 1)))
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     tsp_pw *p = &b->w[b->n++];
     *p = *w;
@@ -92,7 +92,7 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
                 m->occ -= exit - m->now;
                 m->sr_over++;
             }
-            memcpy(m->sr_data + j * m->L, d, m->L);
+            tsp_lanes_copy(m, m->sr_data + j * m->L, d, m->L);
             m->sr_birth[j] = (int64_t)m->now;
             m->sr_bpos[j] = (uint16_t)w->b;
             m->sr_tag[j] = w->tag;
@@ -126,7 +126,7 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
                 }
                 m->ev[UK_MXM][w->type][EV_ADD] += m->L;
             } else {
-                memcpy(dst, d, 4 * m->L);
+                tsp_lanes_copy(m, dst, d, 4 * (size_t)m->L);
             }
             l->birth[j] = (int64_t)m->now;
             l->tag[j] = w->tag;
@@ -143,7 +143,7 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
                     rc = TS_ENOMEM;
                 break;
             }
-            memcpy(mem + (size_t)w->b * m->VL + (size_t)w->k * m->L, d, m->L);
+            tsp_lanes_copy(m, mem + (size_t)w->b * m->VL + (size_t)w->k * m->L, d, m->L);
             m->mem_wr[w->a] += m->L;
             m->cyc_bytes += m->L;
             break;
@@ -209,12 +209,12 @@ ts_status ts_tsp_sr_read(ts_model *m, const tsp_fl *f, int reg, uint32_t k, uint
                                     : "nothing was ever written there");
     }
     if (itag && m->sr_tag[j] != itag) {
-        memcpy(out, m->sr_data + j * m->L, m->L);
+        tsp_lanes_copy(m, out, m->sr_data + j * m->L, m->L);
         return ts_tsp_hazard(m, err, HZ_NOVALUE, k, m->q[f->q].slice, reg, m->sr_prod[j], PROD(f->q, f->pc),
                              "no value: the stream register holds a value tagged %u, the reader expects tag %u",
                              m->sr_tag[j], itag);
     }
-    memcpy(out, m->sr_data + j * m->L, m->L);
+    tsp_lanes_copy(m, out, m->sr_data + j * m->L, m->L);
     return TS_OK;
 }
 
@@ -232,7 +232,7 @@ ts_status ts_tsp_latch_read(ts_model *m, const tsp_fl *f, tsp_latch *l, size_t j
         return ts_tsp_hazard(m, err, HZ_NOVALUE, k, m->q[f->q].slice, reg, l->prod[j], PROD(f->q, f->pc),
                              "no value: the latch holds a value tagged %u, the reader expects tag %u", l->tag[j], itag);
     }
-    memcpy(out, l->data + j * 4 * m->L, 4 * m->L);
+    tsp_lanes_copy(m, out, l->data + j * 4 * m->L, 4 * (size_t)m->L);
     return TS_OK;
 }
 
