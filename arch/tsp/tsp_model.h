@@ -141,6 +141,8 @@ typedef struct tsp_plane {
     int type;           /* type of the installed weights: TSP_I8 or TSP_F16, -1 none */
     int buf_type;
     int8_t *w8, *b8;    /* array and LW buffer, [row][col] */
+    uint64_t *nz8, *bnz8; /* for w8 and b8: bit j of words [k * ceil(D / 64) ..] set when row j
+                           * has a weight other than 0 in superlane k's lanes (abc skips the others) */
     float *wf, *bf;
     uint32_t iw_row, lw_row;
     uint64_t busy_until;

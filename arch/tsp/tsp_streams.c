@@ -151,6 +151,7 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
         case PW_WEIGHTS: {
             tsp_plane *p = &m->plane[w->a];
             uint32_t D = m->D, L = m->L, k = w->k;
+            uint32_t nwd = (D + 63) / 64;
             if (w->mode == PWW_COPY) {
                 for (uint32_t j = 0; j < D; j++) {
                     if (w->type == TSP_I8)
@@ -158,16 +159,26 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
                     else
                         memcpy(p->wf + (size_t)j * D + k * L, p->bf + (size_t)j * D + k * L, L * sizeof(float));
                 }
+                if (w->type == TSP_I8)
+                    memcpy(p->nz8 + (size_t)k * nwd, p->bnz8 + (size_t)k * nwd, nwd * sizeof *p->nz8);
                 p->type = w->type;
                 break;
             }
             bool buf = w->mode == PWW_BUFFER;
             for (uint32_t r = 0; r < w->tag; r++) {
-                size_t at = (size_t)((w->b + r) % D) * D + k * L;
-                if (w->type == TSP_I8)
-                    memcpy((buf ? p->b8 : p->w8) + at, d + (size_t)r * L, L);
-                else
+                uint32_t j = (w->b + r) % D;
+                size_t at = (size_t)j * D + k * L;
+                if (w->type == TSP_I8) {
+                    const uint8_t *row = d + (size_t)r * L;
+                    uint8_t any = 0;
+                    for (uint32_t x = 0; x < L; x++)
+                        any |= row[x];
+                    uint64_t *nz = (buf ? p->bnz8 : p->nz8) + (size_t)k * nwd + j / 64;
+                    *nz = any ? *nz | 1ull << (j % 64) : *nz & ~(1ull << (j % 64));
+                    memcpy((buf ? p->b8 : p->w8) + at, row, L);
+                } else {
                     memcpy((buf ? p->bf : p->wf) + at, d + (size_t)r * L * 4, L * sizeof(float));
+                }
             }
             if (buf)
                 p->buf_type = w->type;
