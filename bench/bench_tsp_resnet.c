@@ -2,11 +2,12 @@
  *
  * Compiles MODEL (default the built-in resnet50: ResNet-50, batch 1, 224 x 224, int8 with fill
  * values, as `tessera compile -c tsp_v1 resnet50` does) for configs/tsp_v1, then runs the program
- * on one host thread (and on THREADS, default 1, when more). Prints the lowering's time and the
- * instructions it emitted per second, the run's time and the simulated cycles per second, and the
- * sum of both; with THREADS > 1 checks that the reports are identical. Wall-clock seconds on a
- * shared machine vary from run to run: callgrind's instruction counts are the repeatable figure
- * (docs/lowering-tsp.md, *Lowering speed*).
+ * on one host thread (and on THREADS, default 1, when more). Prints the lowering's CPU time and
+ * the instructions it emitted per CPU second, the run's CPU time and the simulated cycles per CPU
+ * second, and the sum of both; with THREADS > 1 checks that the reports are identical (the CPU time
+ * of a threaded run is that of all its threads). CPU seconds on a shared machine still vary from
+ * run to run: callgrind's instruction counts are the repeatable figure (docs/lowering-tsp.md,
+ * *The search*).
  *
  * usage: bench_tsp_resnet [MODEL] [THREADS]
  */
@@ -23,10 +24,12 @@
 #include "core/sim.h"
 #include "workloads/lower/lower.h"
 
+/* Seconds of the process's CPU (all its threads): on a shared host the figure that the other
+ * processes change least. */
 static double now_s(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -81,19 +84,19 @@ int main(int argc, char **argv)
     uint64_t insns = 0;
     for (size_t i = 0; i < p->nstreams; i++)
         insns += p->streams[i].n;
-    printf("lowering %-10s %llu instructions in %.3f s: %.3g instructions/s\n", model, (unsigned long long)insns,
+    printf("lowering %-10s %llu instructions in %.3f s of CPU: %.3g instructions/s\n", model, (unsigned long long)insns,
            lower_s, (double)insns / lower_s);
     ts_buf a = TS_BUF_INIT, b = TS_BUF_INIT;
     double s;
     uint64_t cycles;
     int rc = run(fam, cfg, p, 1, &a, &s, &cycles);
     if (!rc)
-        printf("run, 1 thread       %llu cycles in %.3f s: %.3g cycles/s; compile and run %.3f s\n",
+        printf("run, 1 thread       %llu cycles in %.3f s of CPU: %.3g cycles/s; compile and run %.3f s\n",
                (unsigned long long)cycles, s, (double)cycles / s, lower_s + s);
     if (!rc && threads > 1) {
         rc = run(fam, cfg, p, threads, &b, &s, &cycles);
         if (!rc)
-            printf("run, %2d threads     %llu cycles in %.3f s: %.3g cycles/s\n", threads, (unsigned long long)cycles,
+            printf("run, %2d threads     %llu cycles in %.3f s of CPU: %.3g cycles/s\n", threads, (unsigned long long)cycles,
                    s, (double)cycles / s);
         if (!rc && strcmp(ts_buf_str(&a), ts_buf_str(&b)))
             rc = fprintf(stderr, "bench_tsp_resnet: the %d-thread report differs\n", threads) > 0;
