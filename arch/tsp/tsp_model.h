@@ -126,6 +126,7 @@ typedef struct tsp_fl {
     uint32_t k, skew, dfunc;
     uint32_t row0;      /* MXM row pointer at issue */
     uint8_t *buf;       /* owned scratch (cross-superlane inputs, partial sums) */
+    bool done;          /* past its last superlane: a hole that the next compaction removes */
 } tsp_fl;
 
 /* A latch: VXM ALU output or MXM accumulators, per superlane, 4 bytes per lane. */
@@ -185,8 +186,9 @@ struct ts_model {
     uint32_t wmask;
     size_t npending;
     /* in flight */
-    tsp_fl *fl;
-    size_t nfl, capfl;
+    tsp_fl *fl;         /* in issue order; done ones (nfl_done of them) are removed once they
+                         * are half, so a finishing instruction does not move all behind it */
+    size_t nfl, capfl, nfl_done;
     /* queues, slices, units */
     tsp_queue *q;
     uint32_t nq;
