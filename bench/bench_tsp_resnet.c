@@ -14,48 +14,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "arch/registry.h"
+#include "bench/bench_tsp.h"
 #include "configs/builtin.h"
-#include "core/buf.h"
-#include "core/program.h"
-#include "core/report.h"
-#include "core/sim.h"
 #include "workloads/lower/lower.h"
 
-/* Seconds of the process's CPU (all its threads): on a shared host the figure that the other
- * processes change least. */
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int fail(const ts_err *e)
-{
-    char line[1400];
-    ts_err_format(e, line, sizeof line);
-    fprintf(stderr, "bench_tsp_resnet: %s\n", line);
-    return 1;
-}
+#define CPU CLOCK_PROCESS_CPUTIME_ID
 
 static int run(const ts_family *fam, const ts_config *cfg, const ts_program *p, int threads, ts_buf *json,
                double *secs, uint64_t *cycles)
 {
-    ts_err e;
-    ts_err_init(&e);
-    ts_results r;
-    ts_run_opts o = {.threads = threads};
-    double t0 = now_s();
-    if (ts_sim_run(fam, cfg, p, &o, NULL, &r, &e) != TS_OK)
-        return fail(&e);
-    *secs = now_s() - t0;
-    *cycles = r.cycles;
-    ts_report_json(&r, json);
-    ts_results_free(&r);
-    return 0;
+    uint64_t macs;
+    return bench_tsp_run("bench_tsp_resnet", fam, cfg, p, false, threads, CPU, json, secs, cycles, &macs);
 }
 
 int main(int argc, char **argv)
@@ -72,14 +43,14 @@ int main(int argc, char **argv)
     ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find};
     ts_config *cfg = NULL;
     if (ts_config_load(&cfg, "tsp_v1", &co, &e) != TS_OK)
-        return fail(&e);
+        return bench_fail("bench_tsp_resnet", &e);
     ts_lowered *l = NULL;
-    double t0 = now_s();
+    double t0 = bench_clock_s(CPU);
     if (ts_lower_model_values(model, cfg, NULL, &(ts_lower_values){.fill = true}, &l, &e) != TS_OK) {
         ts_config_destroy(cfg);
-        return fail(&e);
+        return bench_fail("bench_tsp_resnet", &e);
     }
-    double lower_s = now_s() - t0;
+    double lower_s = bench_clock_s(CPU) - t0;
     ts_program *p = ts_lowered_take_program(l);
     uint64_t insns = 0;
     for (size_t i = 0; i < p->nstreams; i++)
