@@ -233,7 +233,6 @@ struct ts_model {
 
 /* ---- the stream-register ring (hot: inlined into every reader and the commit) ------------ */
 
-/* Stream-register position of queue q's slice. */
 /* Copy n bytes of one superlane's lanes: n is L or 4 L, and with the research's 16 lanes a
  * constant size the compiler copies inline instead of calling memcpy (the copies of stream
  * values, latches and MEM words are the simulator's most frequent operation). */
@@ -247,6 +246,7 @@ static inline void tsp_lanes_copy(const ts_model *m, void *dst, const void *src,
         memcpy(dst, src, n);
 }
 
+/* Stream-register position of queue q's slice. */
 static inline uint32_t q_pos(const ts_model *m, uint32_t q) { return m->lay->pos[m->q[q].slice]; }
 
 /* Index of the slot holding stream s of direction dir at position pos in cycle c, superlane k. */
