@@ -265,8 +265,12 @@ ts_status ts_tsp_read_elems(ts_model *m, const tsp_fl *f, int reg, int type, uin
         rc = ts_tsp_sr_read(m, f, reg + (int)b, k, itag, tmp, err);
         if (rc != TS_OK)
             return rc;
-        for (uint32_t x = 0; x < m->L; x++)
-            el[x] |= (uint32_t)tmp[x] << (8 * b);
+        if (m->L == 16) /* the research's 16 lanes: a loop of known length, vectorised */
+            for (uint32_t x = 0; x < 16; x++)
+                el[x] |= (uint32_t)tmp[x] << (8 * b);
+        else
+            for (uint32_t x = 0; x < m->L; x++)
+                el[x] |= (uint32_t)tmp[x] << (8 * b);
     }
     return TS_OK;
 }
@@ -278,8 +282,12 @@ ts_status ts_tsp_write_elems(ts_model *m, const tsp_fl *f, int reg, int type, ui
     uint32_t w = tsp_type_width(type);
     uint8_t tmp[64];
     for (uint32_t b = 0; b < w; b++) {
-        for (uint32_t x = 0; x < m->L; x++)
-            tmp[x] = (uint8_t)(el[x] >> (8 * b));
+        if (m->L == 16) /* as in ts_tsp_read_elems */
+            for (uint32_t x = 0; x < 16; x++)
+                tmp[x] = (uint8_t)(el[x] >> (8 * b));
+        else
+            for (uint32_t x = 0; x < m->L; x++)
+                tmp[x] = (uint8_t)(el[x] >> (8 * b));
         ts_status rc = ts_tsp_sr_schedule(m, f->t0 + f->dfunc + k, reg + (int)b, q_pos(m, f->q), k, tag,
                                           PROD(f->q, f->pc), tmp, err);
         if (rc != TS_OK)
