@@ -12,30 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "arch/registry.h"
 #include "arch/tsp/tsp.h"
+#include "bench/bench_tsp.h"
 #include "configs/builtin.h"
-#include "core/buf.h"
-#include "core/program.h"
-#include "core/report.h"
-#include "core/sim.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int fail(const ts_err *e)
-{
-    char line[1400];
-    ts_err_format(e, line, sizeof line);
-    fprintf(stderr, "bench_tsp_mxm: %s\n", line);
-    return 1;
-}
 
 static void emit(ts_program *p, int q, const char *mn, int n, const int *a)
 {
@@ -83,19 +64,7 @@ static ts_program *build(const void *c, int n)
 static int run(const ts_family *fam, const ts_config *cfg, const ts_program *p, bool lockstep, int threads,
                ts_buf *json, double *secs, uint64_t *cycles, uint64_t *macs)
 {
-    ts_err e;
-    ts_err_init(&e);
-    ts_results r;
-    ts_run_opts o = {.lockstep = lockstep, .threads = threads};
-    double t0 = now_s();
-    if (ts_sim_run(fam, cfg, p, &o, NULL, &r, &e) != TS_OK)
-        return fail(&e);
-    *secs = now_s() - t0;
-    *cycles = r.cycles;
-    *macs = r.macs;
-    ts_report_json(&r, json);
-    ts_results_free(&r);
-    return 0;
+    return bench_tsp_run("bench_tsp_mxm", fam, cfg, p, lockstep, threads, CLOCK_MONOTONIC, json, secs, cycles, macs);
 }
 
 static void show(const char *what, uint64_t cycles, uint64_t macs, double s)
@@ -121,7 +90,7 @@ int main(int argc, char **argv)
     ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find};
     ts_config *cfg = NULL;
     if (ts_config_load(&cfg, "tsp_v1", &co, &e) != TS_OK)
-        return fail(&e);
+        return bench_fail("bench_tsp_mxm", &e);
     ts_program *p = build(ts_config_data(cfg), n);
     ts_buf a = TS_BUF_INIT, b = TS_BUF_INIT;
     double s;

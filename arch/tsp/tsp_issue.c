@@ -358,7 +358,7 @@ static ts_status cycle(ts_model *m, ts_err *err)
     m->njobs = 0;
     for (size_t i = 0; i < m->nfl; i++) {
         tsp_fl *f = &m->fl[i];
-        if (f->t0 + f->skew + f->k == m->now && (rc = step_one(m, f, err)) != TS_OK)
+        if (!f->done && f->t0 + f->skew + f->k == m->now && (rc = step_one(m, f, err)) != TS_OK)
             return rc;
     }
     ts_tsp_run_jobs(m);
@@ -367,10 +367,9 @@ static ts_status cycle(ts_model *m, ts_err *err)
         if (f->k == m->S - 1 && (rc = ts_tsp_abc_finalize(m, f, err)) != TS_OK)
             return rc;
     }
-    size_t keep = 0;
     for (size_t i = 0; i < m->nfl; i++) {
         tsp_fl *f = &m->fl[i];
-        if (f->t0 + f->skew + f->k == m->now) {
+        if (!f->done && f->t0 + f->skew + f->k == m->now) {
             m->work++;
             if (m->act)
                 ts_tsp_act_step(m, f);
@@ -385,12 +384,19 @@ static ts_status cycle(ts_model *m, ts_err *err)
                     m->sweep_max = sweep;
                 ts_free(f->buf);
                 f->buf = NULL;
-                continue;
+                f->done = true;
+                m->nfl_done++;
             }
         }
-        m->fl[keep++] = *f;
     }
-    m->nfl = keep;
+    if (m->nfl_done * 2 > m->nfl) { /* compact, keeping the issue order */
+        size_t keep = 0;
+        for (size_t i = 0; i < m->nfl; i++)
+            if (!m->fl[i].done)
+                m->fl[keep++] = m->fl[i];
+        m->nfl = keep;
+        m->nfl_done = 0;
+    }
     if (m->act && m->cyc_bytes)
         ts_activity_bytes(m->act, m->now, m->cyc_bytes);
     if (m->act)
@@ -405,7 +411,7 @@ static ts_status cycle(ts_model *m, ts_err *err)
 
 static bool finished(const ts_model *m)
 {
-    if (m->nfl || m->npending)
+    if (m->nfl > m->nfl_done || m->npending)
         return false;
     for (uint32_t i = 0; i < m->nq; i++) {
         const tsp_queue *q = &m->q[i];
@@ -426,7 +432,7 @@ static uint64_t next_event(const ts_model *m)
     }
     for (size_t i = 0; i < m->nfl; i++) {
         uint64_t c = m->fl[i].t0 + m->fl[i].skew + m->fl[i].k;
-        if (c < t)
+        if (!m->fl[i].done && c < t)
             t = c;
     }
     if (m->npending)

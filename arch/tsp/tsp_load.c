@@ -74,6 +74,8 @@ void ts_tsp_destroy(ts_model *m)
         for (uint32_t i = 0; i < m->lay->nmxm; i++) {
             ts_free(m->plane[i].w8);
             ts_free(m->plane[i].b8);
+            ts_free(m->plane[i].nz8);
+            ts_free(m->plane[i].bnz8);
             ts_free(m->plane[i].wf);
             ts_free(m->plane[i].bf);
             latch_free(&m->plane[i].acc);

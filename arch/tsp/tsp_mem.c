@@ -73,7 +73,7 @@ ts_status ts_tsp_step_mem(ts_model *m, tsp_fl *f, ts_err *err)
         const uint8_t *mem = ts_tsp_mem_of(m, ms, err);
         if (!mem)
             return TS_ENOMEM;
-        memcpy(buf, mem + (size_t)addr * m->VL + (size_t)k * m->L, m->L);
+        tsp_lanes_copy(m, buf, mem + (size_t)addr * m->VL + (size_t)k * m->L, m->L);
         m->mem_rd[ms] += m->L;
         m->cyc_bytes += m->L;
         uint32_t tag = (uint32_t)(f->in->op == TSP_OP_READ ? o[2] : o[3]);

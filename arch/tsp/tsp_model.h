@@ -46,6 +46,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "arch/tsp/tsp.h"
 #include "arch/tsp/tsp_int.h"
@@ -125,6 +126,7 @@ typedef struct tsp_fl {
     uint32_t k, skew, dfunc;
     uint32_t row0;      /* MXM row pointer at issue */
     uint8_t *buf;       /* owned scratch (cross-superlane inputs, partial sums) */
+    bool done;          /* past its last superlane: a hole that the next compaction removes */
 } tsp_fl;
 
 /* A latch: VXM ALU output or MXM accumulators, per superlane, 4 bytes per lane. */
@@ -140,6 +142,8 @@ typedef struct tsp_plane {
     int type;           /* type of the installed weights: TSP_I8 or TSP_F16, -1 none */
     int buf_type;
     int8_t *w8, *b8;    /* array and LW buffer, [row][col] */
+    uint64_t *nz8, *bnz8; /* for w8 and b8: bit j of words [k * ceil(D / 64) ..] set when row j
+                           * has a weight other than 0 in superlane k's lanes (abc skips the others) */
     float *wf, *bf;
     uint32_t iw_row, lw_row;
     uint64_t busy_until;
@@ -182,8 +186,9 @@ struct ts_model {
     uint32_t wmask;
     size_t npending;
     /* in flight */
-    tsp_fl *fl;
-    size_t nfl, capfl;
+    tsp_fl *fl;         /* in issue order; done ones (nfl_done of them) are removed once they
+                         * are half, so a finishing instruction does not move all behind it */
+    size_t nfl, capfl, nfl_done;
     /* queues, slices, units */
     tsp_queue *q;
     uint32_t nq;
@@ -227,6 +232,19 @@ struct ts_model {
 };
 
 /* ---- the stream-register ring (hot: inlined into every reader and the commit) ------------ */
+
+/* Copy n bytes of one superlane's lanes: n is L or 4 L, and with the research's 16 lanes a
+ * constant size the compiler copies inline instead of calling memcpy (the copies of stream
+ * values, latches and MEM words are the simulator's most frequent operation). */
+static inline void tsp_lanes_copy(const ts_model *m, void *dst, const void *src, size_t n)
+{
+    if (m->L == 16 && n == 16)
+        memcpy(dst, src, 16);
+    else if (m->L == 16 && n == 64)
+        memcpy(dst, src, 64);
+    else
+        memcpy(dst, src, n);
+}
 
 /* Stream-register position of queue q's slice. */
 static inline uint32_t q_pos(const ts_model *m, uint32_t q) { return m->lay->pos[m->q[q].slice]; }

@@ -190,7 +190,7 @@ static void act_describe(void *ud, uint32_t u, char *buf, size_t n)
             k += (size_t)snprintf(buf + k, n - k, " Q%u PC %u/%u %s", qi, m->q[qi].pc, m->q[qi].n,
                                   st[m->q[qi].state]);
     for (size_t i = 0; i < m->nfl; i++)
-        fl += m->q[m->fl[i].q].slice == sl;
+        fl += !m->fl[i].done && m->q[m->fl[i].q].slice == sl;
     if (k < n)
         snprintf(buf + k, n - k, " IN FLIGHT %u", fl);
 }

@@ -42,8 +42,8 @@ ts_status ts_tsp_pw_add(ts_model *m, uint64_t cycle, const tsp_pw *w, const void
     if (b->n && b->cycle != cycle)
         return ts_err_set(err, TS_EINTERNAL, "tsp: result wheel too small for cycle %" PRIu64, cycle);
     b->cycle = cycle;
-    if (ts_grow((void **)&b->w, &b->cap, b->n + 1, sizeof *b->w) ||
-        ts_grow((void **)&b->bytes, &b->capb, b->nb + w->len, 1))
+    if ((b->n == b->cap && ts_grow((void **)&b->w, &b->cap, b->n + 1, sizeof *b->w)) ||
+        (b->nb + w->len > b->capb && ts_grow((void **)&b->bytes, &b->capb, b->nb + w->len, 1)))
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     tsp_pw *p = &b->w[b->n++];
     *p = *w;
@@ -92,7 +92,7 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
                 m->occ -= exit - m->now;
                 m->sr_over++;
             }
-            memcpy(m->sr_data + j * m->L, d, m->L);
+            tsp_lanes_copy(m, m->sr_data + j * m->L, d, m->L);
             m->sr_birth[j] = (int64_t)m->now;
             m->sr_bpos[j] = (uint16_t)w->b;
             m->sr_tag[j] = w->tag;
@@ -126,7 +126,7 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
                 }
                 m->ev[UK_MXM][w->type][EV_ADD] += m->L;
             } else {
-                memcpy(dst, d, 4 * m->L);
+                tsp_lanes_copy(m, dst, d, 4 * (size_t)m->L);
             }
             l->birth[j] = (int64_t)m->now;
             l->tag[j] = w->tag;
@@ -143,7 +143,7 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
                     rc = TS_ENOMEM;
                 break;
             }
-            memcpy(mem + (size_t)w->b * m->VL + (size_t)w->k * m->L, d, m->L);
+            tsp_lanes_copy(m, mem + (size_t)w->b * m->VL + (size_t)w->k * m->L, d, m->L);
             m->mem_wr[w->a] += m->L;
             m->cyc_bytes += m->L;
             break;
@@ -151,6 +151,7 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
         case PW_WEIGHTS: {
             tsp_plane *p = &m->plane[w->a];
             uint32_t D = m->D, L = m->L, k = w->k;
+            uint32_t nwd = (D + 63) / 64;
             if (w->mode == PWW_COPY) {
                 for (uint32_t j = 0; j < D; j++) {
                     if (w->type == TSP_I8)
@@ -158,16 +159,26 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
                     else
                         memcpy(p->wf + (size_t)j * D + k * L, p->bf + (size_t)j * D + k * L, L * sizeof(float));
                 }
+                if (w->type == TSP_I8)
+                    memcpy(p->nz8 + (size_t)k * nwd, p->bnz8 + (size_t)k * nwd, nwd * sizeof *p->nz8);
                 p->type = w->type;
                 break;
             }
             bool buf = w->mode == PWW_BUFFER;
             for (uint32_t r = 0; r < w->tag; r++) {
-                size_t at = (size_t)((w->b + r) % D) * D + k * L;
-                if (w->type == TSP_I8)
-                    memcpy((buf ? p->b8 : p->w8) + at, d + (size_t)r * L, L);
-                else
+                uint32_t j = (w->b + r) % D;
+                size_t at = (size_t)j * D + k * L;
+                if (w->type == TSP_I8) {
+                    const uint8_t *row = d + (size_t)r * L;
+                    uint8_t any = 0;
+                    for (uint32_t x = 0; x < L; x++)
+                        any |= row[x];
+                    uint64_t *nz = (buf ? p->bnz8 : p->nz8) + (size_t)k * nwd + j / 64;
+                    *nz = any ? *nz | 1ull << (j % 64) : *nz & ~(1ull << (j % 64));
+                    memcpy((buf ? p->b8 : p->w8) + at, row, L);
+                } else {
                     memcpy((buf ? p->bf : p->wf) + at, d + (size_t)r * L * 4, L * sizeof(float));
+                }
             }
             if (buf)
                 p->buf_type = w->type;
@@ -209,12 +220,12 @@ ts_status ts_tsp_sr_read(ts_model *m, const tsp_fl *f, int reg, uint32_t k, uint
                                     : "nothing was ever written there");
     }
     if (itag && m->sr_tag[j] != itag) {
-        memcpy(out, m->sr_data + j * m->L, m->L);
+        tsp_lanes_copy(m, out, m->sr_data + j * m->L, m->L);
         return ts_tsp_hazard(m, err, HZ_NOVALUE, k, m->q[f->q].slice, reg, m->sr_prod[j], PROD(f->q, f->pc),
                              "no value: the stream register holds a value tagged %u, the reader expects tag %u",
                              m->sr_tag[j], itag);
     }
-    memcpy(out, m->sr_data + j * m->L, m->L);
+    tsp_lanes_copy(m, out, m->sr_data + j * m->L, m->L);
     return TS_OK;
 }
 
@@ -232,7 +243,7 @@ ts_status ts_tsp_latch_read(ts_model *m, const tsp_fl *f, tsp_latch *l, size_t j
         return ts_tsp_hazard(m, err, HZ_NOVALUE, k, m->q[f->q].slice, reg, l->prod[j], PROD(f->q, f->pc),
                              "no value: the latch holds a value tagged %u, the reader expects tag %u", l->tag[j], itag);
     }
-    memcpy(out, l->data + j * 4 * m->L, 4 * m->L);
+    tsp_lanes_copy(m, out, l->data + j * 4 * m->L, 4 * (size_t)m->L);
     return TS_OK;
 }
 
@@ -254,8 +265,12 @@ ts_status ts_tsp_read_elems(ts_model *m, const tsp_fl *f, int reg, int type, uin
         rc = ts_tsp_sr_read(m, f, reg + (int)b, k, itag, tmp, err);
         if (rc != TS_OK)
             return rc;
-        for (uint32_t x = 0; x < m->L; x++)
-            el[x] |= (uint32_t)tmp[x] << (8 * b);
+        if (m->L == 16) /* the research's 16 lanes: a loop of known length, vectorised */
+            for (uint32_t x = 0; x < 16; x++)
+                el[x] |= (uint32_t)tmp[x] << (8 * b);
+        else
+            for (uint32_t x = 0; x < m->L; x++)
+                el[x] |= (uint32_t)tmp[x] << (8 * b);
     }
     return TS_OK;
 }
@@ -267,8 +282,12 @@ ts_status ts_tsp_write_elems(ts_model *m, const tsp_fl *f, int reg, int type, ui
     uint32_t w = tsp_type_width(type);
     uint8_t tmp[64];
     for (uint32_t b = 0; b < w; b++) {
-        for (uint32_t x = 0; x < m->L; x++)
-            tmp[x] = (uint8_t)(el[x] >> (8 * b));
+        if (m->L == 16) /* as in ts_tsp_read_elems */
+            for (uint32_t x = 0; x < 16; x++)
+                tmp[x] = (uint8_t)(el[x] >> (8 * b));
+        else
+            for (uint32_t x = 0; x < m->L; x++)
+                tmp[x] = (uint8_t)(el[x] >> (8 * b));
         ts_status rc = ts_tsp_sr_schedule(m, f->t0 + f->dfunc + k, reg + (int)b, q_pos(m, f->q), k, tag,
                                           PROD(f->q, f->pc), tmp, err);
         if (rc != TS_OK)

@@ -419,7 +419,7 @@ static ts_status sched_ew(lt *L, const ts_graph_node *nd, ew_arg *e, ts_lower_ts
         }
         if (prev > A) /* searched from the cycle the group before took (as lt.mono) */
             A = prev;
-        ts_status rc = lt_search(L, try_ew, e, &A, &w, nd, false);
+        ts_status rc = lt_search(L, try_ew, e, NULL, &A, &w, nd, false);
         if (rc != TS_OK)
             return rc;
         prev = A;

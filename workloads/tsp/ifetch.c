@@ -95,13 +95,24 @@ static uint64_t read_delta(const lt *L, uint32_t m, const fq *f, uint64_t r)
     return nw - old;
 }
 
+/* The sweep's figures: queue capacity C, entries per fetch A, cycles per fetch D; per queue its
+ * fetch state and its number of recs before text reads were added; the MEM slices at each
+ * stream-register position, in slice order (at[p] .. at[p + 1] - 1 index mem_at). */
+typedef struct fplan {
+    uint64_t C, A, D;
+    fq *fs;
+    size_t *nrec;
+    uint32_t *at, *mem_at;
+} fplan;
+
 /* Two reads of text words, from two MEM slices upstream of position pos, that put them on streams
  * (dir, s) and (dir, s + 1) at pos at cycle t. Each read adds entries to its slice's queue before
  * t, so only where that queue has room for them at every cycle since. */
-static bool fetch_text(lt *L, fq *fs, uint32_t qi, uint64_t t, uint32_t pos, int dir, int s, uint32_t tag,
+static bool fetch_text(lt *L, const fplan *fp, uint32_t qi, uint64_t t, uint32_t pos, int dir, int s, uint32_t tag,
                        uint32_t *ms, uint64_t *rs)
 {
-    uint32_t nm = L->nW + L->nE, got = 0;
+    fq *fs = fp->fs;
+    uint32_t got = 0;
     for (uint32_t d = 1; d < L->tg->npos && got < 2; d++) {
         if (dir == WEST ? pos + d >= L->tg->npos : d > pos)
             break;
@@ -109,8 +120,9 @@ static bool fetch_text(lt *L, fq *fs, uint32_t qi, uint64_t t, uint32_t pos, int
         if (t < L->tg->d_func.read + d || t - r >= FETCH_RING)
             break;
         uint32_t want = dir == WEST ? pos + d : pos - d;
-        for (uint32_t m = 0; m < nm && got < 2; m++) {
-            if (m == qi || (got && m == ms[0]) || lt_mem_pos(L, m) != want)
+        for (uint32_t i = fp->at[want]; i < fp->at[want + 1] && got < 2; i++) {
+            uint32_t m = fp->mem_at[i];
+            if (m == qi || (got && m == ms[0]))
                 continue;
             uint64_t dl = read_delta(L, m, &fs[m], r);
             if (!dl)
@@ -139,8 +151,9 @@ static bool fetch_text(lt *L, fq *fs, uint32_t qi, uint64_t t, uint32_t pos, int
 }
 
 /* An ifetch on queue qi at cycle t with its text, if every reservation is free. */
-static bool try_fetch(lt *L, fq *fs, uint32_t qi, uint64_t t)
+static bool try_fetch(lt *L, const fplan *fp, uint32_t qi, uint64_t t)
 {
+    fq *fs = fp->fs;
     lq *q = &L->q[qi];
     uint32_t pos = queue_pos(L, qi), tag = L->tag % 65535 + 1, ms[2];
     uint64_t rs[2];
@@ -152,7 +165,7 @@ static bool try_fetch(lt *L, fq *fs, uint32_t qi, uint64_t t)
             size_t mark = L->nu, pm = L->npd;
             if (lt_take_stream(L, dir, s, t, pos) && lt_take_stream(L, dir, s + 1, t, pos) &&
                 lt_take(L, &q->issue, t) && (qi >= L->tg->q_vxm || lt_take(L, &q->wr, t)) &&
-                fetch_text(L, fs, qi, t, pos, dir, s, tag, ms, rs)) {
+                fetch_text(L, fp, qi, t, pos, dir, s, tag, ms, rs)) {
                 /* the reads' entries, counted before the reservations are kept */
                 uint64_t dl[2];
                 for (int k = 0; k < 2; k++) {
@@ -215,14 +228,6 @@ static bool check_queue(lt *L, uint32_t qi, uint64_t *fail_t)
     return true;
 }
 
-/* The sweep's figures: queue capacity C, entries per fetch A, cycles per fetch D; per queue its
- * fetch state and its number of recs before text reads were added. */
-typedef struct fplan {
-    uint64_t C, A, D;
-    fq *fs;
-    size_t *nrec;
-} fplan;
-
 /* Before the sweep: text words start above the allocations; every queue sorted, full, with its
  * suffix entry counts. */
 static ts_status fetch_init(lt *L, fplan *fp)
@@ -231,8 +236,18 @@ static ts_status fetch_init(lt *L, fplan *fp)
     L->tnext = ts_calloc(nm, sizeof *L->tnext);
     fp->fs = ts_calloc(L->nq, sizeof *fp->fs);
     fp->nrec = ts_calloc(L->nq, sizeof *fp->nrec);
-    if (!L->tnext || !fp->fs || !fp->nrec)
+    fp->at = ts_calloc((size_t)L->tg->npos + 1, sizeof *fp->at);
+    fp->mem_at = ts_calloc(nm ? nm : 1, sizeof *fp->mem_at);
+    if (!L->tnext || !fp->fs || !fp->nrec || !fp->at || !fp->mem_at)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    uint32_t x = 0; /* the MEM slices at each position, in slice order (once: positions x slices) */
+    for (uint32_t p = 0; p < L->tg->npos; p++) {
+        fp->at[p] = x;
+        for (uint32_t m = 0; m < nm; m++)
+            if (lt_mem_pos(L, m) == p)
+                fp->mem_at[x++] = m;
+    }
+    fp->at[L->tg->npos] = x;
     for (uint32_t m = 0; m < nm; m++)
         for (int b = 0; b < 2; b++)
             L->tnext[m][b] = L->al[m >= L->nW][b].top;
@@ -301,7 +316,7 @@ static void sweep_queue(lt *L, fplan *fp, uint32_t qi, uint64_t c, ts_status *rc
     if (!busy && f->i < n && f->nland < 4 && !occupied(L, qi, c) &&
         f->F < f->e + nop_entries(q->v[f->i].t - f->now) + f->suf[f->i] + 2 + L->fetch_slack) {
         uint64_t g = nop_entries(c - f->now) + 1, pc = f->e + g + (f->w - f->i);
-        if (pc + C >= f->F + A && f->e + g <= f->avail && try_fetch(L, fp->fs, qi, c)) {
+        if (pc + C >= f->F + A && f->e + g <= f->avail && try_fetch(L, fp, qi, c)) {
             uint64_t start = c > f->pf ? c : f->pf;
             if (!issue_gap(f, c, A, C) || f->e >= f->avail)
                 *rc = ts_err_set(L->err, TS_EINTERNAL, "queue %u: ifetch at cycle %" PRIu64 " unfetched", qi, c);
@@ -365,5 +380,7 @@ ts_status lt_plan_fetches(lt *L)
         ts_free(fp.fs[qi].suf);
     ts_free(fp.fs);
     ts_free(fp.nrec);
+    ts_free(fp.at);
+    ts_free(fp.mem_at);
     return rc;
 }

@@ -230,8 +230,12 @@ static ts_status lower_node(lt *L, int ni)
  * starts with the write (docs/tsp.md, Issue). */
 static void issue_order(lq *q)
 {
-    qsort(q->v, q->n, sizeof *q->v, lt_cmp_rec);
-    for (size_t i = 1; i + 1 < q->n; i++)
+    size_t i = 1;
+    while (i < q->n && lt_cmp_rec(&q->v[i - 1], &q->v[i]) <= 0)
+        i++;
+    if (i < q->n) /* the fetch plan leaves every queue sorted (two recs never compare equal) */
+        qsort(q->v, q->n, sizeof *q->v, lt_cmp_rec);
+    for (i = 1; i + 1 < q->n; i++)
         if (q->v[i].t == q->v[i + 1].t && q->v[i - 1].t + 1 == q->v[i].t &&
             (i < 2 || q->v[i - 2].t != q->v[i - 1].t) && q->v[i - 1].in.op == LT_WRITE) {
             rec tmp = q->v[i];

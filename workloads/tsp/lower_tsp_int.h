@@ -161,8 +161,41 @@ int lt_keep(lt *L);
 /* A group of instructions tried at cycle t: true when placed (its reservations taken, its
  * instructions pending), *w then the cycle of its last write. */
 typedef bool (*lt_fit)(lt *L, const void *arg, uint64_t t, uint64_t *w);
-ts_status lt_search(lt *L, lt_fit fit, const void *arg, uint64_t *t, uint64_t *w, const ts_graph_node *nd,
-                    bool named);
+
+/* What a group needs free at every cycle t it could go at, whatever else it chooses: reservations
+ * at fixed offsets from t. A cycle where one is taken cannot hold the group, so the search skips
+ * it without trying (a group's timing is fixed; only its streams, ALUs and replicated slices are
+ * chosen). Only necessary conditions go in: a need left out costs a try, never a different cycle.
+ * Needs past the capacity are dropped for the same reason. */
+#define LT_NEED_MAX 192
+typedef struct lt_need_bit { const bits *b; int64_t off; } lt_need_bit;     /* bit t + off of b free */
+typedef struct lt_need_streams { int pool, w; int64_t off; } lt_need_streams; /* an aligned group of w
+                                                                                * streams of pool free at
+                                                                                * trajectory key t + off */
+typedef struct lt_need_alu { int64_t off; uint32_t d; } lt_need_alu;           /* an ALU whose queue is free
+                                                                                * at t + off and its latch
+                                                                                * at t + off + d */
+typedef struct lt_need {
+    uint64_t tmin;          /* no cycle before this one (a write into a region only after its avail) */
+    uint32_t nb, ns, na;
+    lt_need_bit b[LT_NEED_MAX];
+    lt_need_streams s[LT_NEED_MAX / 2];
+    lt_need_alu a[LT_NEED_MAX / 2];
+} lt_need;
+
+void lt_need_rd(const lt *L, lt_need *n, uint32_t mem, uint32_t word, int64_t ta, uint32_t pc, int dir);
+void lt_need_wr(const lt *L, lt_need *n, uint32_t mem, uint32_t word, int64_t tb, uint32_t pp, int dir,
+                uint64_t lb);
+void lt_need_group(const lt *L, lt_need *n, int pool, int w, int64_t t, uint32_t pos);
+void lt_need_vop(const lt *L, lt_need *n, uint16_t op, int64_t t, int pool, int w);
+void lt_need_vin(const lt *L, lt_need *n, uint32_t mem, uint32_t word, int64_t ta);
+void lt_need_vin2(const lt *L, lt_need *n, uint32_t mem, uint32_t word, int64_t ta, bool other_stream,
+                  uint32_t other_mem);
+uint32_t lt_vop_lat(const lt *L, uint16_t op);
+
+/* need: the group's needs, or NULL to try every cycle. */
+ts_status lt_search(lt *L, lt_fit fit, const void *arg, const lt_need *need, uint64_t *t, uint64_t *w,
+                    const ts_graph_node *nd, bool named);
 
 static inline uint64_t lt_diag_key(int dir, uint64_t t, uint32_t pos)
 {

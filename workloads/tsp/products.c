@@ -91,6 +91,31 @@ static int64_t wgt_index(const prod *p, uint32_t n, uint32_t kt, uint32_t l, uin
     return (int64_t)((uint64_t)n * p->K + k); /* kinds 1 and 3: [N][K] */
 }
 
+/* Row n of block kt (VL lanes, the padding 0): wgt_index is affine in the lane over the lanes
+ * that have a weight, so the row is one strided walk of the weight tensor, the divisions done
+ * once per row (the weights of every block are the lowering's largest image). */
+static void wgt_row(const prod *p, const ts_graph_tensor *wt, uint32_t n, uint32_t kt, uint32_t VL, uint8_t *row)
+{
+    uint32_t lo = 0, hi = 0;
+    int64_t first = 0, step = 1;
+    if (p->kind == 2) {
+        uint32_t c0 = (kt % p->CT) * VL, g = n / p->Mg, g0 = g * p->Cg, g1 = g0 + p->Cg;
+        lo = g0 > c0 ? g0 - c0 : 0; /* lanes l with g0 <= c0 + l < min(g1, C) */
+        hi = (uint32_t)((g1 < p->w.C ? g1 : p->w.C) > c0 ? (g1 < p->w.C ? g1 : p->w.C) - c0 : 0);
+        hi = hi < VL ? hi : VL;
+        step = p->w.kh * p->w.kw;
+        first = lo < hi ? wgt_index(p, n, kt, lo, VL) : 0;
+    } else {
+        uint64_t k0 = (uint64_t)kt * VL;
+        hi = k0 >= p->K ? 0 : p->K - k0 < VL ? (uint32_t)(p->K - k0) : VL;
+        step = p->kind == 0 ? (int64_t)p->N : 1;
+        first = hi ? wgt_index(p, n, kt, 0, VL) : 0;
+    }
+    memset(row, 0, VL);
+    for (uint32_t l = lo; l < hi; l++)
+        row[l] = (uint8_t)ts_fill_value_i8(wt, p->wid, (uint64_t)(first + (int64_t)(l - lo) * step));
+}
+
 /* Valid rows (outputs) of output tile nt: VL but for a short last tile. */
 static uint32_t tile_rows(const prod *p, uint32_t nt, uint32_t VL)
 {
@@ -269,10 +294,8 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
                 uint8_t *row = im.s[k % L->nW] + (size_t)(k / L->nW) * VL;
                 for (uint32_t l = 0; l < VL && p->kind == 4; l++)
                     row[l] = lt_cat_one(&p->cat, nt * VL + r, kt, l, VL, p->N);
-                for (uint32_t l = 0; l < VL && p->kind != 4; l++) {
-                    int64_t wi = wgt_index(p, nt * VL + r, kt, l, VL);
-                    row[l] = wi < 0 ? 0 : (uint8_t)ts_fill_value_i8(wt, p->wid, (uint64_t)wi);
-                }
+                if (p->kind != 4)
+                    wgt_row(p, wt, nt * VL + r, kt, VL, row);
             }
         }
     if ((rc = lt_img_flush(L, &im, 0)) != TS_OK)
@@ -391,7 +414,7 @@ static ts_status install_block(lt *L, psched *s)
         install_arg a = {.pl = s->planes[j], .rows_mem = s->rmem, .rows_word = s->rword, .nvalid = s->nv,
                          .tag = lt_new_tag(L)};
         uint64_t I = L->plane_busy[a.pl], w;
-        ts_status rc = lt_search(L, try_install, &a, &I, &w, s->p->nd, true);
+        ts_status rc = lt_search(L, try_install, &a, NULL, &I, &w, s->p->nd, true);
         if (rc != TS_OK)
             return rc;
         lt_span(s->ly, I, I + L->VL / IW_STREAMS);
@@ -565,7 +588,7 @@ static ts_status stream_block(lt *L, psched *s)
         pass ps;
         uint64_t T = plan_pass(L, s, m, xv, j, &ps), w;
         pass_arg a = {p, &ps};
-        ts_status rc = lt_search(L, try_pass, &a, &T, &w, p->nd, true);
+        ts_status rc = lt_search(L, try_pass, &a, NULL, &T, &w, p->nd, true);
         if (rc != TS_OK)
             return rc;
         if (ps.xv >= 0 && L->rdmax > s->rd_last)

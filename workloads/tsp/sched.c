@@ -76,18 +76,35 @@ uint32_t lt_new_tag(lt *L)
     return L->tag;
 }
 
+/* Bits i .. i + n - 1 of b (n <= 64, i a multiple of 64 or the n bits within two words), bit 0 first. */
+static uint64_t bits_at(const bits *b, uint64_t i, uint32_t n)
+{
+    size_t k = (size_t)(i >> 6);
+    uint32_t sh = (uint32_t)(i & 63);
+    uint64_t v = k < b->nw ? b->w[k] >> sh : 0;
+    if (sh && sh + n > 64 && k + 1 < b->nw)
+        v |= b->w[k + 1] << (64 - sh);
+    return n == 64 ? v : v & ((1ull << n) - 1);
+}
+
 /* Would taking cycle i of a queue's issue bitmap b leave no free cycle in its aligned window of
- * L->fwin cycles? Every queue keeps one, for an ifetch (ifetch.c). */
+ * L->fwin cycles? Every queue keeps one, for an ifetch (ifetch.c). The window's cycles are read
+ * as words: fwin is at most 64 (the lowering's fetch window, 40 cycles on tsp_v1). */
 static bool window_full(const lt *L, const bits *b, uint64_t i)
 {
     if (!L->fwin || (const void *)b < (const void *)L->q || (const void *)b >= (const void *)(L->q + L->nq))
         return false;
     const lq *q = &L->q[(size_t)((const char *)b - (const char *)L->q) / sizeof *L->q];
     uint64_t w0 = i / L->fwin * L->fwin;
-    for (uint64_t t = w0; t < w0 + L->fwin; t++)
-        if (t != i && !lt_bget(&q->issue, t) && !lt_bget(&q->wr, t))
-            return false;
-    return true;
+    if (L->fwin > 64) { /* not on the targets the lowering knows, but kept exact */
+        for (uint64_t t = w0; t < w0 + L->fwin; t++)
+            if (t != i && !lt_bget(&q->issue, t) && !lt_bget(&q->wr, t))
+                return false;
+        return true;
+    }
+    uint64_t all = L->fwin == 64 ? ~0ull : (1ull << L->fwin) - 1;
+    uint64_t used = bits_at(&q->issue, w0, L->fwin) | bits_at(&q->wr, w0, L->fwin) | 1ull << (i - w0);
+    return used == all;
 }
 
 /* Take bit i of b (logged for undo); false if it is taken or would fill a queue's fetch window. */
@@ -95,7 +112,14 @@ static bool take(lt *L, bits *b, uint64_t i)
 {
     if (lt_bget(b, i) || window_full(L, b, i))
         return false;
-    if (bput(b, i, true) || ts_grow((void **)&L->u, &L->capu, L->nu + 1, sizeof *L->u)) {
+    if (L->nu == L->capu && ts_grow((void **)&L->u, &L->capu, L->nu + 1, sizeof *L->u)) {
+        L->oom = true;
+        return false;
+    }
+    size_t k = (size_t)(i >> 6);
+    if (k < b->nw)
+        b->w[k] |= 1ull << (i & 63);
+    else if (bput(b, i, true)) {
         L->oom = true;
         return false;
     }
@@ -106,9 +130,10 @@ static bool take(lt *L, bits *b, uint64_t i)
 /* Give back the reservations taken since mark and drop the instructions pending since pmark. */
 static void undo_to(lt *L, size_t mark, size_t pmark)
 {
-    while (L->nu > mark) {
+    while (L->nu > mark) { /* every logged bit lies in its map (take grew it) */
         L->nu--;
-        bput(L->u[L->nu].b, L->u[L->nu].i, false);
+        const undo *u = &L->u[L->nu];
+        u->b->w[u->i >> 6] &= ~(1ull << (u->i & 63));
     }
     L->npd = pmark;
 }
@@ -116,7 +141,7 @@ static void undo_to(lt *L, size_t mark, size_t pmark)
 /* A pending instruction: op with n operands a on queue q at cycle t (see E1). */
 static void emit(lt *L, uint32_t q, uint64_t t, uint16_t op, int n, const int32_t *a)
 {
-    if (ts_grow((void **)&L->pd, &L->cappd, L->npd + 1, sizeof *L->pd)) {
+    if (L->npd == L->cappd && ts_grow((void **)&L->pd, &L->cappd, L->npd + 1, sizeof *L->pd)) {
         L->oom = true;
         return;
     }
@@ -158,14 +183,23 @@ int lt_keep(lt *L)
     return 0;
 }
 
+/* The first cycle from t (up to end, else end + 1 or a little past) at which every need of n is
+ * free: 64 cycles at a time, each need read as a word of its bitmap. */
+static uint64_t need_next(const lt *L, const lt_need *n, uint64_t t, uint64_t end);
+
 /* Place a group at the first cycle from *t at which fit succeeds, and keep it: *t and *w (the
- * cycle of its last write) are then the group's. Gives up after GIVE_UP cycles with TS_EINTERNAL
+ * cycle of its last write) are then the group's. Cycles where a need of the group is taken are
+ * not tried. A failed try leaves nothing behind, the rotating start of the slice and ALU choices
+ * included, so skipping it changes nothing. Gives up after GIVE_UP cycles with TS_EINTERNAL
  * "<op> '<name>': no cycle found for a group of instructions" (the node's name only if `named`). */
-ts_status lt_search(lt *L, lt_fit fit, const void *arg, uint64_t *t, uint64_t *w, const ts_graph_node *nd,
-                    bool named)
+ts_status lt_search(lt *L, lt_fit fit, const void *arg, const lt_need *need, uint64_t *t, uint64_t *w,
+                    const ts_graph_node *nd, bool named)
 {
+    uint32_t rot = L->rot;
     for (uint64_t t0 = *t;; (*t)++) {
         size_t mark = L->nu, pm = L->npd;
+        if (need)
+            *t = need_next(L, need, *t, t0 + GIVE_UP);
         if (*t - t0 > GIVE_UP) {
             if (named)
                 return ts_err_set(L->err, TS_EINTERNAL, "%s '%s': no cycle found for a group of instructions",
@@ -178,6 +212,7 @@ ts_status lt_search(lt *L, lt_fit fit, const void *arg, uint64_t *t, uint64_t *w
         if (fit(L, arg, *t, w))
             break;
         undo_to(L, mark, pm);
+        L->rot = rot; /* a failed try leaves nothing behind, the rotation included */
         if (L->oom)
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     }
@@ -375,12 +410,18 @@ static int32_t vreg(const lt *L, const val *v)
 /* Issue a VXM instruction at cycle t on some free ALU. op is ADD/ADDS/SUBS/MUL (binary), RELU or
  * CVT (unary; to/from types). pool is the destination stream pool or -1 for the latch only; w the
  * destination width. *out gets the latch value; *ds the destination stream. */
+/* A VXM operation's latency. */
+uint32_t lt_vop_lat(const lt *L, uint16_t op)
+{
+    const ts_tsp_dfunc *f = &L->tg->d_func;
+    return op == LT_MUL ? f->mul : op == LT_RELU ? f->relu : op == LT_CVT ? f->cvt
+         : op == LT_EXP || op == LT_TANH ? f->exp : op == LT_RSQRT ? f->rsqrt : f->add;
+}
+
 bool lt_vop(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val *a, val *b, int pool, int w,
             uint32_t tag, val *out, int *ds)
 {
-    const ts_tsp_dfunc *f = &L->tg->d_func;
-    uint32_t d = op == LT_MUL ? f->mul : op == LT_RELU ? f->relu : op == LT_CVT ? f->cvt
-               : op == LT_EXP || op == LT_TANH ? f->exp : op == LT_RSQRT ? f->rsqrt : f->add;
+    uint32_t d = lt_vop_lat(L, op);
     if (!hold(L, a, t) || (b && !hold(L, b, t)))
         return false;
     int s = -1;
@@ -461,4 +502,127 @@ bool lt_scale_in(lt *L, uint32_t sword, uint64_t t, uint32_t tag, val *v)
             return false;
     *v = (val){.alu = -1, .dir = WEST, .s = sc, .t = t};
     return true;
+}
+
+/* ---- a group's needs ---- */
+
+/* Bits i .. i + 63 of b, bit 0 first; bits before 0 or past the map read as free. */
+static uint64_t word_at(const bits *b, int64_t i)
+{
+    if (i <= -64)
+        return 0;
+    if (i < 0)
+        return word_at(b, 0) << (uint32_t)-i;
+    size_t k = (size_t)((uint64_t)i >> 6);
+    uint32_t sh = (uint32_t)(i & 63);
+    uint64_t lo = k < b->nw ? b->w[k] : 0;
+    if (!sh)
+        return lo;
+    uint64_t hi = k + 1 < b->nw ? b->w[k + 1] : 0;
+    return lo >> sh | hi << (64 - sh);
+}
+
+static uint64_t need_next(const lt *L, const lt_need *n, uint64_t t, uint64_t end)
+{
+    if (t < n->tmin)
+        t = n->tmin;
+    for (;; t += 64) {
+        if (t > end)
+            return t;
+        uint64_t bad = 0;
+        int64_t ti = (int64_t)t;
+        for (uint32_t i = 0; i < n->nb && bad != ~0ull; i++)
+            bad |= word_at(n->b[i].b, ti + n->b[i].off);
+        for (uint32_t i = 0; i < n->ns && bad != ~0ull; i++) {
+            const lt_pool *p = &lt_pools[n->s[i].pool];
+            uint64_t all = ~0ull;
+            for (int g = 0; g + n->s[i].w <= p->n && all; g += n->s[i].w) {
+                uint64_t any = 0;
+                for (int k = 0; k < n->s[i].w; k++)
+                    any |= word_at(&L->diag[p->dir][p->first + g + k], ti + n->s[i].off);
+                all &= any;
+            }
+            bad |= all;
+        }
+        for (uint32_t i = 0; i < n->na && bad != ~0ull; i++) {
+            uint64_t all = ~0ull;
+            for (uint32_t a = 0; a < L->nalu && all; a++)
+                all &= word_at(&L->q[L->tg->q_vxm + a].issue, ti + n->a[i].off) |
+                       word_at(&L->lat[a], ti + n->a[i].off + n->a[i].d);
+            bad |= all;
+        }
+        if (bad != ~0ull)
+            return t + (uint64_t)__builtin_ctzll(~bad);
+    }
+}
+
+static void need_bit(lt_need *n, const bits *b, int64_t off)
+{
+    if (n->nb < LT_NEED_MAX)
+        n->b[n->nb++] = (lt_need_bit){b, off};
+}
+
+/* A MEM read as lt_rd makes it (the stream is the caller's). */
+void lt_need_rd(const lt *L, lt_need *n, uint32_t mem, uint32_t word, int64_t ta, uint32_t pc, int dir)
+{
+    uint32_t ps = lt_mem_pos(L, mem);
+    int64_t dist = dir == WEST ? (int64_t)ps - pc : (int64_t)pc - ps, r = ta - L->tg->d_func.read - dist;
+    if (dist <= 0)
+        return; /* lt_rd fails at every cycle: the try says so */
+    need_bit(n, &L->q[mem].issue, r);
+    need_bit(n, &L->bank[mem][bank_of(L, word)], r);
+}
+
+/* A MEM write as lt_wr makes it, after cycle lb. */
+void lt_need_wr(const lt *L, lt_need *n, uint32_t mem, uint32_t word, int64_t tb, uint32_t pp, int dir,
+                uint64_t lb)
+{
+    uint32_t ps = lt_mem_pos(L, mem);
+    int64_t dist = dir == WEST ? (int64_t)pp - ps : (int64_t)ps - pp;
+    if (dist <= 0)
+        return;
+    if ((int64_t)lb >= tb + dist && (uint64_t)((int64_t)lb - tb - dist) + 1 > n->tmin)
+        n->tmin = (uint64_t)((int64_t)lb - tb - dist) + 1; /* lt_wr: the write's cycle after lb */
+    need_bit(n, &L->q[mem].wr, tb + dist);
+    need_bit(n, &L->bank[mem][bank_of(L, word)], tb + dist + L->tg->d_func.write);
+}
+
+/* A group of w streams of a pool as take_group takes it. */
+void lt_need_group(const lt *L, lt_need *n, int pool, int w, int64_t t, uint32_t pos)
+{
+    (void)L;
+    if (n->ns < LT_NEED_MAX / 2)
+        n->s[n->ns++] = (lt_need_streams){pool, w,
+                                          lt_pools[pool].dir == EAST ? t + DIAG_OFF - pos : t + (int64_t)pos};
+}
+
+/* A VXM operation as lt_vop issues it: an ALU, and the destination streams when pool >= 0. */
+void lt_need_vop(const lt *L, lt_need *n, uint16_t op, int64_t t, int pool, int w)
+{
+    uint32_t d = lt_vop_lat(L, op);
+    if (n->na < LT_NEED_MAX / 2)
+        n->a[n->na++] = (lt_need_alu){t, d};
+    if (pool >= 0)
+        lt_need_group(L, n, pool, w, t + d, L->tg->pos_vxm);
+}
+
+/* A value read from W MEM to the VXM as lt_vin_w reads it. */
+void lt_need_vin(const lt *L, lt_need *n, uint32_t mem, uint32_t word, int64_t ta)
+{
+    lt_need_group(L, n, P_W2V_E, 1, ta, L->tg->pos_vxm);
+    lt_need_rd(L, n, mem, word, ta, L->tg->pos_vxm, EAST);
+}
+
+/* The same as lt_vin_w2 reads it beside a value from other_mem (a stream value when other_stream). */
+void lt_need_vin2(const lt *L, lt_need *n, uint32_t mem, uint32_t word, int64_t ta, bool other_stream,
+                  uint32_t other_mem)
+{
+    if (mem != other_mem || !other_stream) {
+        lt_need_vin(L, n, mem, word, ta);
+        return;
+    }
+    uint32_t d = L->tg->d_func.mask;
+    lt_need_vin(L, n, mem, word, ta - d);
+    if (n->na < LT_NEED_MAX / 2)
+        n->a[n->na++] = (lt_need_alu){ta - d, d};
 }

@@ -133,14 +133,14 @@ static ts_status sched_softmax(lt *L, const ts_graph_node *nd, tens *x, tens *y,
         return rc;
     ones_arg oa = {.N = N, .obase = obase, .tag = lt_new_tag(L)};
     uint64_t I = L->plane_busy[1], w;
-    if ((rc = lt_search(L, try_ones, &oa, &I, &w, nd, false)) != TS_OK)
+    if ((rc = lt_search(L, try_ones, &oa, NULL, &I, &w, nd, false)) != TS_OK)
         return rc;
     ly->blocks++;
     lt_span(ly, I, I + VL / rows_per);
     uint64_t T = I + VL / rows_per - 1 + L->tg->d_func.iw;
     for (uint32_t m = 0; m < x->P; m++) {
         smax_arg a = {.x = x, .y = y, .m = m, .sword = cbase};
-        if ((rc = lt_search(L, try_smax, &a, &T, &w, nd, false)) != TS_OK)
+        if ((rc = lt_search(L, try_smax, &a, NULL, &T, &w, nd, false)) != TS_OK)
             return rc;
         if (L->rdmax > x->last_read)
             x->last_read = L->rdmax;

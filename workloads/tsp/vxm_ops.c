@@ -7,6 +7,8 @@
  */
 #include "workloads/tsp/lower_tsp_int.h"
 
+#include "core/alloc.h"
+
 /* The first cycle at which vector v of x can reach the VXM. */
 static uint64_t start_lb(const lt *L, const tens *x, uint64_t v)
 {
@@ -63,10 +65,34 @@ static bool try_elem(lt *L, const void *arg, uint64_t A, uint64_t *w)
     return true;
 }
 
+/* What every cycle of an elementwise group needs (lt_need): its write, its reads, its ALUs. */
+static void elem_need(const lt *L, const elem_arg *e, lt_need *n)
+{
+    uint32_t am, aw, mem, word, dadd = lt_vop_lat(L, LT_ADDS), drelu = lt_vop_lat(L, LT_RELU);
+    int64_t tb = e->op == TS_OP_RELU ? drelu : e->relu ? dadd + drelu : dadd;
+    *n = (lt_need){0};
+    lt_slot(L, e->y, e->v, &mem, &word);
+    lt_need_wr(L, n, mem, word, tb, L->tg->pos_vxm, WEST, e->y->avail);
+    lt_slot(L, e->a, e->v, &am, &aw);
+    lt_need_vin(L, n, am, aw, 0);
+    if (e->op == TS_OP_RELU) {
+        lt_need_vop(L, n, LT_RELU, 0, P_FROMV_W, 1);
+        return;
+    }
+    lt_slot(L, e->b, e->v, &mem, &word);
+    lt_need_vin2(L, n, mem, word, 0, true, am);
+    lt_need_vop(L, n, LT_ADDS, 0, e->relu ? -1 : P_FROMV_W, 1);
+    if (e->relu)
+        lt_need_vop(L, n, LT_RELU, dadd, P_FROMV_W, 1);
+}
+
 static ts_status sched_elem(lt *L, const ts_graph_node *nd, tens *a, tens *b, tens *y, bool relu,
                             ts_lower_tsp_layer *ly)
 {
     uint64_t n = (uint64_t)y->P * y->T, prev = 0;
+    lt_need *need = ts_malloc(sizeof *need);
+    if (!need)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     for (uint64_t v = 0; v < n; v++) {
         elem_arg e = {.op = nd->op, .a = a, .b = b, .y = y, .relu = relu, .v = v};
         uint64_t A = start_lb(L, a, v), w;
@@ -74,9 +100,12 @@ static ts_status sched_elem(lt *L, const ts_graph_node *nd, tens *a, tens *b, te
             A = start_lb(L, b, v);
         if (L->mono && prev > A)
             A = prev;
-        ts_status rc = lt_search(L, try_elem, &e, &A, &w, nd, false);
-        if (rc != TS_OK)
+        elem_need(L, &e, need);
+        ts_status rc = lt_search(L, try_elem, &e, need, &A, &w, nd, false);
+        if (rc != TS_OK) {
+            ts_free(need);
             return rc;
+        }
         prev = A;
         y->ready[v] = w + L->tg->d_func.write + 1;
         if (L->rdmax > a->last_read)
@@ -86,6 +115,7 @@ static ts_status sched_elem(lt *L, const ts_graph_node *nd, tens *a, tens *b, te
         lt_span(ly, A, w);
         ly->passes++;
     }
+    ts_free(need);
     return TS_OK;
 }
 
@@ -181,6 +211,39 @@ static bool try_pool(lt *L, const void *arg, uint64_t A, uint64_t *w)
     return true;
 }
 
+/* What every cycle of a MaxPool chain needs (lt_need): its write, then step by step as pool_step
+ * takes them its reads and ALUs. */
+static void pool_need(const lt *L, const pool_arg *a, lt_need *n)
+{
+    uint32_t mem, word, mi, wi, dsub = lt_vop_lat(L, LT_SUBS), drelu = lt_vop_lat(L, LT_RELU),
+                                dadd = lt_vop_lat(L, LT_ADDS);
+    *n = (lt_need){0};
+    lt_slot(L, a->y, a->v, &mem, &word);
+    lt_need_wr(L, n, mem, word, a->nwin == 1 ? drelu : (int64_t)(a->nwin - 1) * (dsub + drelu + dadd),
+               L->tg->pos_vxm, WEST, a->y->avail);
+    lt_slot(L, a->x, a->win[0], &mem, &word);
+    if (a->nwin == 1) {
+        lt_need_vin(L, n, mem, word, 0);
+        lt_need_vop(L, n, LT_RELU, 0, P_FROMV_W, 1);
+        return;
+    }
+    int64_t t = 0;
+    for (uint32_t i = 1; i < a->nwin; i++) {
+        lt_slot(L, a->x, a->win[i], &mi, &wi);
+        if (i == 1) {
+            lt_need_vin(L, n, mem, word, t);
+            lt_need_vin2(L, n, mi, wi, t, true, mem);
+        } else {
+            lt_need_vin(L, n, mi, wi, t);
+        }
+        lt_need_vop(L, n, LT_SUBS, t, -1, 0);
+        lt_need_vop(L, n, LT_RELU, t + dsub, -1, 0);
+        lt_need_vin(L, n, mi, wi, t + dsub + drelu);
+        lt_need_vop(L, n, LT_ADDS, t + dsub + drelu, i + 1 == a->nwin ? P_FROMV_W : -1, 1);
+        t += dsub + drelu + dadd;
+    }
+}
+
 /* The input vectors of output pixel (oy, ox) of image b, channel tile c, in window order (at most 64). */
 static uint32_t pool_window(const ts_geom_window *w, const tens *x, int64_t b, int64_t oy, int64_t ox, uint32_t c,
                             uint64_t *win)
@@ -199,12 +262,17 @@ static ts_status sched_pool(lt *L, const ts_graph_node *nd, const ts_geom_window
                             ts_lower_tsp_layer *ly)
 {
     uint64_t win[64], prev = 0;
+    lt_need *need = ts_malloc(sizeof *need);
+    if (!need)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     for (int64_t px = 0; px < g->N * g->Ho * g->Wo; px++)
         for (uint32_t c = 0; c < y->T; c++) {
             int64_t b = px / (g->Ho * g->Wo), oy = px / g->Wo % g->Ho, ox = px % g->Wo;
             uint32_t nwin = pool_window(g, x, b, oy, ox, c, win);
-            if (!nwin)
+            if (!nwin) {
+                ts_free(need);
                 return ts_lower_fail(L->err, nd, "a window holds no input pixel");
+            }
             pool_arg a = {.x = x, .y = y, .win = win, .nwin = nwin, .v = (uint64_t)px * y->T + c};
             uint64_t A = 0, w;
             for (uint32_t i = 0; i < nwin; i++)
@@ -212,9 +280,12 @@ static ts_status sched_pool(lt *L, const ts_graph_node *nd, const ts_geom_window
                     A = start_lb(L, x, win[i]);
             if (L->mono && prev > A)
                 A = prev;
-            ts_status rc = lt_search(L, try_pool, &a, &A, &w, nd, false);
-            if (rc != TS_OK)
+            pool_need(L, &a, need);
+            ts_status rc = lt_search(L, try_pool, &a, need, &A, &w, nd, false);
+            if (rc != TS_OK) {
+                ts_free(need);
                 return rc;
+            }
             prev = A;
             y->ready[a.v] = w + L->tg->d_func.write + 1;
             if (L->rdmax > x->last_read)
@@ -222,6 +293,7 @@ static ts_status sched_pool(lt *L, const ts_graph_node *nd, const ts_geom_window
             lt_span(ly, A, w);
             ly->passes++;
         }
+    ts_free(need);
     return TS_OK;
 }
 
@@ -308,7 +380,7 @@ static ts_status sched_gap(lt *L, const ts_graph_node *nd, tens *x, tens *y, ts_
             }
             if (L->mono && prev > A)
                 A = prev;
-            if ((rc = lt_search(L, try_gap, &a, &A, &w, nd, false)) != TS_OK)
+            if ((rc = lt_search(L, try_gap, &a, NULL, &A, &w, nd, false)) != TS_OK)
                 return rc;
             prev = A;
             if (L->rdmax > x->last_read)
