@@ -176,6 +176,90 @@ static void near16(float got, double want, double mag, const char *what, uint64_
                   (double)got, want);
 }
 
+/* Gemm Y[M,N] = A[M,K] x B[N,K]^T + bias (f32, or f16 with f16 outputs) on config with the run
+ * settings run_sets, checked against a C reference; returns the bundles of the lowered program
+ * (the shared-coefficient AMP kernel's; lwi_emit_mm's routine has none). */
+static size_t gemm_checked(bool half, int M, int K, int N, const char *config)
+{
+    ts_graph *g = ts_graph_create("gemm");
+    ts_err e;
+    ts_err_init(&e);
+    int id[3];
+    const char *names[3] = {"a", "b", "c"};
+    const int64_t dims[3][2] = {{M, K}, {N, K}, {N, 0}};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(ts_graph_add_tensor(g, names[i], i ? TS_TENSOR_WEIGHT : TS_TENSOR_INPUT,
+                                             half ? TS_DT_F16 : TS_DT_F32, i == 2 ? 1 : 2, dims[i], &id[i], &e),
+                         TS_OK);
+        int64_t n = dims[i][0] * (i == 2 ? 1 : dims[i][1]);
+        float *f = calloc((size_t)n, 4);
+        uint16_t *h = (uint16_t *)f;
+        for (int64_t k = 0; k < n; k++)
+            if (half)
+                h[k] = ts_f32_to_f16(val(id[i], k));
+            else
+                f[k] = val(id[i], k);
+        ck_assert_int_eq(ts_graph_set_data(g, id[i], f, (size_t)n * (half ? 2 : 4), &e), TS_OK);
+        free(f);
+    }
+    int y = -1;
+    ck_assert_int_eq(ts_graph_add_tensor(g, "y", TS_TENSOR_ACTIVATION, half ? TS_DT_F16 : TS_DT_F32, -1, NULL, &y, &e),
+                     TS_OK);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.trans_b = true;
+    node(g, TS_OP_GEMM, "fc", id, 3, y, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, config, &L);
+#define V(t, k) (half ? (double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))) : (double)val(t, k))
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = V(id[2], j), m = fabs(s);
+            for (int k = 0; k < K; k++) {
+                s += V(id[0], i * K + k) * V(id[1], j * K + k);
+                m += fabs(V(id[0], i * K + k) * V(id[1], j * K + k));
+            }
+            uint64_t o = (uint64_t)(i * N + j);
+            if (half)
+                near16(out_f16(&L, g, y, o), s, m, "y", o);
+            else
+                near(out_at(&L, g, y, o), s, m, "y", o);
+        }
+#undef V
+    size_t bundles = 0;
+    for (size_t i = 0; i < L.prog->nstreams; i++)
+        for (size_t k = 0; k < L.prog->streams[i].n; k++)
+            bundles += L.prog->streams[i].insn[k].op == IPU_OP_BUNDLE;
+    lowered_free(&L);
+    ts_graph_destroy(g);
+    return bundles;
+}
+
+START_TEST(test_matmul_shared)
+{
+    /* The shared-coefficient AMP kernel (lower_ipu_ampk.c) against C references: _i 0, f32 on 16
+     * tiles (3 rows a tile, some workers repeating rows; 24 inputs, 12 pairs: two bodies of 6; 10
+     * outputs: two groups of 4 and a pair); 1, the same with loads of 9 cycles, where the kernel
+     * is refused (a stalled worker would miss its slot) and lwi_emit_mm's routine runs; 2, f16 (48
+     * inputs: 12 quads; 8 units: a group and a pair); 3, f32 on 4 tiles, 10 rows a tile, three
+     * bodies a group. */
+    static const char *const slow[] = {"tile.load_latency=9", NULL};
+    run_sets = _i == 1 ? slow : NULL;
+    size_t b;
+    if (_i == 3)
+        b = gemm_checked(false, 38, 36, 8, "ipu_tiny4");
+    else
+        b = gemm_checked(_i == 2, 38, _i == 2 ? 48 : 24, 10, "ipu_small16");
+    if (_i == 1)
+        ck_assert_uint_eq(b, 0);
+    else
+        ck_assert_uint_gt(b, 0);
+    run_sets = NULL;
+}
+END_TEST
+
 START_TEST(test_matmul_f16)
 {
     /* Gemm f16: Y[12,10] = A[12,8] x B[10,8]^T + bias, on 4 tiles; 8 f16 AMP units on MK1 tiles,
@@ -1721,11 +1805,14 @@ START_TEST(test_t10_beats_lcs)
 {
     /* A product whose weights planner (a) splits into column blocks, replicating A over them by a
      * gather from the few tiles that hold it (T10's case against load-compute-store): the
-     * compute-shift plan the cost model chooses takes fewer cycles, with a smaller exchange share */
+     * compute-shift plan the cost model chooses takes fewer cycles, with a smaller exchange share.
+     * k = 100 (50 pairs, not a multiple of 6): both planners run lwi_emit_mm's routine; at k = 96
+     * planner (a)'s rows take the shared-coefficient kernel (lower_ipu_ampk.c), whose compute is
+     * 2.6x faster, and (a) wins (30,297 cycles against 52,521) */
     ts_err e;
     ts_err_init(&e);
     ts_graph *g = NULL;
-    ck_assert_int_eq(ts_wl_builtin("matmul:m=96,k=96,n=96", &g, &e), TS_OK);
+    ck_assert_int_eq(ts_wl_builtin("matmul:m=96,k=100,n=96", &g, &e), TS_OK);
     double xa, xb;
     uint64_t a = measure(g, "ipu_small16", TS_LOWER_PLANNER_LCS, &xa);
     uint64_t b = measure(g, "ipu_small16", TS_LOWER_PLANNER_T10, &xb);
@@ -1855,6 +1942,7 @@ int main(int argc, char **argv)
     }
     tcase_add_loop_test(tc, test_matmul, 0, 2);
     tcase_add_test(tc, test_matmul_f16);
+    tcase_add_loop_test(tc, test_matmul_shared, 0, 4);
     tcase_add_test(tc, test_softmax);
     tcase_add_test(tc, test_eltwise_broadcast);
     tcase_add_test(tc, test_layernorm);
