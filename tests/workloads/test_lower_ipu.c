@@ -833,10 +833,10 @@ START_TEST(test_target)
     } cases[] = {
         {"ipu_mk1", {.tiles = 1216, .sram_bytes = 256 * 1024, .element_bytes = 32 * 1024, .interleaved_base = 0,
                      .amp_macs_f32 = 8, .amp_macs_f16 = 32, .amp_units_f32 = 4, .amp_units_f16 = 8, .workers = 6,
-                     .xbytes = 4, .sync_cycles = 90}},
+                     .xbytes = 4, .sync_cycles = 90, .load_latency = 6, .load_bytes = 16}},
         {"ipu_mk2", {.tiles = 1472, .sram_bytes = 624 * 1024, .element_bytes = 32 * 1024, .interleaved_base = 0,
                      .amp_macs_f32 = 16, .amp_macs_f16 = 64, .amp_units_f32 = 8, .amp_units_f16 = 16, .workers = 6,
-                     .xbytes = 4, .sync_cycles = 118}},
+                     .xbytes = 4, .sync_cycles = 118, .load_latency = 6, .load_bytes = 16}},
     };
     ts_err e;
     ts_err_init(&e);
@@ -856,6 +856,8 @@ START_TEST(test_target)
         ck_assert_uint_eq(tg.workers, w->workers);
         ck_assert_uint_eq(tg.xbytes, w->xbytes);
         ck_assert_uint_eq(tg.sync_cycles, w->sync_cycles);
+        ck_assert_uint_eq(tg.load_latency, w->load_latency);
+        ck_assert_uint_eq(tg.load_bytes, w->load_bytes);
         /* the same as the keys read by name, and as the typed config's derived fields */
         ck_assert_uint_eq(tg.tiles, key_u64(cfg, "tiles"));
         ck_assert_uint_eq(tg.sram_bytes, key_u64(cfg, "tile.sram"));
@@ -866,6 +868,8 @@ START_TEST(test_target)
         ck_assert_uint_eq(tg.workers, key_u64(cfg, "tile.worker_contexts"));
         ck_assert_uint_eq(tg.xbytes, key_u64(cfg, "exchange.bytes_per_cycle"));
         ck_assert_uint_eq(tg.sync_cycles, key_u64(cfg, "sync.internal_cycles"));
+        ck_assert_uint_eq(tg.load_latency, key_u64(cfg, "tile.load_latency"));
+        ck_assert_uint_eq(tg.load_bytes, key_u64(cfg, "tile.load_bytes_per_cycle"));
         const ts_ipu_cfg *c = ts_config_data(cfg);
         ck_assert_uint_eq(tg.amp_units_f32, c->amp_units_f32);
         ck_assert_uint_eq(tg.amp_units_f16, c->amp_units_f16);
