@@ -27,6 +27,8 @@ ts_status ts_ipu_target_from_config(const ts_config *cfg, ts_ipu_target *out, ts
     out->amp_units_f32 = c->amp_units_f32;
     out->amp_units_f16 = c->amp_units_f16;
     out->workers = (uint32_t)c->worker_contexts;
+    out->load_latency = (uint32_t)c->load_latency;
+    out->load_bytes = (uint32_t)c->load_bpc;
     out->xbytes = (uint32_t)(uint64_t)c->xch_bpc; /* whole words: the config's check */
     out->sync_cycles = (uint32_t)c->sync_cycles;
     return TS_OK;

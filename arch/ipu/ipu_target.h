@@ -40,6 +40,8 @@ typedef struct ts_ipu_target {
     uint32_t amp_units_f32;    /* AMP f32 units, outputs per pass: 2 MACs each (f32v2amp takes pairs) */
     uint32_t amp_units_f16;    /* AMP f16 units: 4 MACs each (f16v4amp takes quads) */
     uint32_t workers;          /* worker contexts per tile (`tile.worker_contexts`) */
+    uint32_t load_latency;     /* cycles from a load's issue to its result (`tile.load_latency`) */
+    uint32_t load_bytes;       /* widest load per cycle, bytes (`tile.load_bytes_per_cycle`) */
     uint32_t xbytes;           /* exchange bytes a tile sends per cycle (`exchange.bytes_per_cycle`) */
     uint32_t sync_cycles;      /* one chip-wide sync (`sync.internal_cycles`) */
 } ts_ipu_target;

@@ -176,27 +176,45 @@ static void near16(float got, double want, double mag, const char *what, uint64_
                   (double)got, want);
 }
 
-START_TEST(test_matmul_f16)
+/* The bundles in a program (the shared-coefficient AMP kernel's; lwi_emit_mm's routine has none). */
+static size_t count_bundles(const ts_program *prog)
 {
-    /* Gemm f16: Y[12,10] = A[12,8] x B[10,8]^T + bias, on 4 tiles; 8 f16 AMP units on MK1 tiles,
-     * so 10 outputs are one full group and a pair */
-    ts_graph *g = ts_graph_create("mm16");
+    size_t n = 0;
+    for (size_t i = 0; i < prog->nstreams; i++)
+        for (size_t k = 0; k < prog->streams[i].n; k++)
+            n += prog->streams[i].insn[k].op == IPU_OP_BUNDLE;
+    return n;
+}
+
+/* Gemm Y[M,N] = A[M,K] x B[N,K]^T + bias (f32, or f16 with f16 outputs) on config with the run
+ * settings run_sets, checked against a C reference; returns the bundles of the lowered program
+ * (the shared-coefficient AMP kernel's; lwi_emit_mm's routine has none). */
+static size_t gemm_checked(bool half, int M, int K, int N, const char *config)
+{
+    ts_graph *g = ts_graph_create("gemm");
     ts_err e;
     ts_err_init(&e);
     int id[3];
     const char *names[3] = {"a", "b", "c"};
-    const int64_t dims[3][2] = {{12, 8}, {10, 8}, {10, 0}};
+    const int64_t dims[3][2] = {{M, K}, {N, K}, {N, 0}};
     for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(ts_graph_add_tensor(g, names[i], i ? TS_TENSOR_WEIGHT : TS_TENSOR_INPUT, TS_DT_F16,
-                                             i == 2 ? 1 : 2, dims[i], &id[i], &e), TS_OK);
+        ck_assert_int_eq(ts_graph_add_tensor(g, names[i], i ? TS_TENSOR_WEIGHT : TS_TENSOR_INPUT,
+                                             half ? TS_DT_F16 : TS_DT_F32, i == 2 ? 1 : 2, dims[i], &id[i], &e),
+                         TS_OK);
         int64_t n = dims[i][0] * (i == 2 ? 1 : dims[i][1]);
-        uint16_t h[128];
+        float *f = calloc((size_t)n, 4);
+        uint16_t *h = (uint16_t *)f;
         for (int64_t k = 0; k < n; k++)
-            h[k] = ts_f32_to_f16(val(id[i], k));
-        ck_assert_int_eq(ts_graph_set_data(g, id[i], h, (size_t)n * 2, &e), TS_OK);
+            if (half)
+                h[k] = ts_f32_to_f16(val(id[i], k));
+            else
+                f[k] = val(id[i], k);
+        ck_assert_int_eq(ts_graph_set_data(g, id[i], f, (size_t)n * (half ? 2 : 4), &e), TS_OK);
+        free(f);
     }
     int y = -1;
-    ck_assert_int_eq(ts_graph_add_tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_F16, -1, NULL, &y, &e), TS_OK);
+    ck_assert_int_eq(ts_graph_add_tensor(g, "y", TS_TENSOR_ACTIVATION, half ? TS_DT_F16 : TS_DT_F32, -1, NULL, &y, &e),
+                     TS_OK);
     ts_graph_attrs at;
     ts_graph_attrs_init(&at);
     at.trans_b = true;
@@ -204,20 +222,60 @@ START_TEST(test_matmul_f16)
     ts_graph_mark_output(g, y);
     finalize(g);
     lowered L = {0};
-    lower_and_run(g, "ipu_tiny4", &L);
-#define H(t, k) ((double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))))
-    for (int i = 0; i < 12; i++)
-        for (int j = 0; j < 10; j++) {
-            double s = H(id[2], j), m = fabs(s);
-            for (int k = 0; k < 8; k++) {
-                s += H(id[0], i * 8 + k) * H(id[1], j * 8 + k);
-                m += fabs(H(id[0], i * 8 + k) * H(id[1], j * 8 + k));
+    lower_and_run(g, config, &L);
+#define V(t, k) (half ? (double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))) : (double)val(t, k))
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = V(id[2], j), m = fabs(s);
+            for (int k = 0; k < K; k++) {
+                s += V(id[0], i * K + k) * V(id[1], j * K + k);
+                m += fabs(V(id[0], i * K + k) * V(id[1], j * K + k));
             }
-            near16(out_f16(&L, g, y, (uint64_t)(i * 10 + j)), s, m, "y", (uint64_t)(i * 10 + j));
+            uint64_t o = (uint64_t)(i * N + j);
+            if (half)
+                near16(out_f16(&L, g, y, o), s, m, "y", o);
+            else
+                near(out_at(&L, g, y, o), s, m, "y", o);
         }
-#undef H
+#undef V
+    size_t bundles = count_bundles(L.prog);
     lowered_free(&L);
     ts_graph_destroy(g);
+    return bundles;
+}
+
+START_TEST(test_matmul_shared)
+{
+    /* The shared-coefficient AMP kernel (lower_ipu_ampk.c) against C references: _i 0, f32 on 16
+     * tiles (3 rows a tile, some workers repeating rows; 24 inputs, 12 pairs: two bodies of 6; 10
+     * outputs: two groups of 4 and a pair); 1, the same with loads of 9 cycles, where the kernel
+     * is refused (a stalled worker would miss its slot) and lwi_emit_mm's routine runs; 2, f16 (48
+     * inputs: 12 quads; 8 units: a group and a pair); 3, f32 on 4 tiles, 10 rows a tile, three
+     * bodies a group. */
+    static const char *const slow[] = {"tile.load_latency=9", NULL};
+    run_sets = _i == 1 ? slow : NULL;
+    size_t b;
+    if (_i == 3)
+        b = gemm_checked(false, 38, 36, 8, "ipu_tiny4");
+    else
+        b = gemm_checked(_i == 2, 38, _i == 2 ? 48 : 24, 10, "ipu_small16");
+    if (_i == 1)
+        ck_assert_uint_eq(b, 0);
+    else
+        ck_assert_uint_gt(b, 0);
+    run_sets = NULL;
+}
+END_TEST
+
+START_TEST(test_matmul_f16)
+{
+    /* Gemm f16: Y[12,10] = A[12,8] x B[10,8]^T + bias, on 4 tiles; 8 f16 AMP units on MK1 tiles,
+     * so 10 outputs are one full group and a pair */
+    gemm_checked(true, 12, 8, 10, "ipu_tiny4");
+    ts_graph *g = NULL;
+    ts_err e;
+    ts_err_init(&e);
+    lowered L = {0};
     /* the built-in matmul in f16 over 16 tiles, values from the lowering's fill rounded to f16 */
     ck_assert_int_eq(ts_wl_builtin("matmul:m=32,k=16,n=24,dtype=f16", &g, &e), TS_OK);
     lower_and_run(g, "ipu_small16", &L);
@@ -775,10 +833,10 @@ START_TEST(test_target)
     } cases[] = {
         {"ipu_mk1", {.tiles = 1216, .sram_bytes = 256 * 1024, .element_bytes = 32 * 1024, .interleaved_base = 0,
                      .amp_macs_f32 = 8, .amp_macs_f16 = 32, .amp_units_f32 = 4, .amp_units_f16 = 8, .workers = 6,
-                     .xbytes = 4, .sync_cycles = 90}},
+                     .xbytes = 4, .sync_cycles = 90, .load_latency = 6, .load_bytes = 16}},
         {"ipu_mk2", {.tiles = 1472, .sram_bytes = 624 * 1024, .element_bytes = 32 * 1024, .interleaved_base = 0,
                      .amp_macs_f32 = 16, .amp_macs_f16 = 64, .amp_units_f32 = 8, .amp_units_f16 = 16, .workers = 6,
-                     .xbytes = 4, .sync_cycles = 118}},
+                     .xbytes = 4, .sync_cycles = 118, .load_latency = 6, .load_bytes = 16}},
     };
     ts_err e;
     ts_err_init(&e);
@@ -798,6 +856,8 @@ START_TEST(test_target)
         ck_assert_uint_eq(tg.workers, w->workers);
         ck_assert_uint_eq(tg.xbytes, w->xbytes);
         ck_assert_uint_eq(tg.sync_cycles, w->sync_cycles);
+        ck_assert_uint_eq(tg.load_latency, w->load_latency);
+        ck_assert_uint_eq(tg.load_bytes, w->load_bytes);
         /* the same as the keys read by name, and as the typed config's derived fields */
         ck_assert_uint_eq(tg.tiles, key_u64(cfg, "tiles"));
         ck_assert_uint_eq(tg.sram_bytes, key_u64(cfg, "tile.sram"));
@@ -808,6 +868,8 @@ START_TEST(test_target)
         ck_assert_uint_eq(tg.workers, key_u64(cfg, "tile.worker_contexts"));
         ck_assert_uint_eq(tg.xbytes, key_u64(cfg, "exchange.bytes_per_cycle"));
         ck_assert_uint_eq(tg.sync_cycles, key_u64(cfg, "sync.internal_cycles"));
+        ck_assert_uint_eq(tg.load_latency, key_u64(cfg, "tile.load_latency"));
+        ck_assert_uint_eq(tg.load_bytes, key_u64(cfg, "tile.load_bytes_per_cycle"));
         const ts_ipu_cfg *c = ts_config_data(cfg);
         ck_assert_uint_eq(tg.amp_units_f32, c->amp_units_f32);
         ck_assert_uint_eq(tg.amp_units_f16, c->amp_units_f16);
@@ -1419,9 +1481,10 @@ static const t10_case t10_cases[] = {
     {40, 12, 14, true, {.fm = 2, .fn = 2, .fk = 2, .ft = 2, .rp = 1, .rot = TS_T10_ROT_AB}, "ipu_small16", false, 5},
 };
 
-START_TEST(test_t10_plans)
+/* Lower tc with its plan, check the report and the values; with `shared`, that the program has
+ * bundles (the shared-coefficient AMP kernel ran its steps of whole bodies). */
+static void t10_case_check(const t10_case *tc, bool shared)
 {
-    const t10_case *tc = &t10_cases[_i];
     ts_graph *g = ts_graph_create("mm");
     int cw = tc->conv_w;
     int a = cw ? tensor(g, "a", TS_TENSOR_INPUT, 4, (int64_t[]){1, tc->K, tc->M / cw, cw})
@@ -1474,10 +1537,35 @@ START_TEST(test_t10_plans)
             uint64_t at_ = (uint64_t)(cw ? j * tc->M + i : i * tc->N + j);
             near(out_at(&L, g, c, at_), s, m, "c", at_);
         }
+    size_t bundles = count_bundles(L.prog);
+    if (shared)
+        ck_assert_uint_gt(bundles, 0);
     lowered_free(&L);
     ts_graph_destroy(g);
     planner = TS_LOWER_PLANNER_LCS;
     t10_plan = NULL;
+}
+
+START_TEST(test_t10_plans)
+{
+    t10_case_check(&t10_cases[_i], false);
+}
+END_TEST
+
+/* Planner (b) with the shared-coefficient kernel (lower_ipu_ampk.c) reading its table: */
+static const t10_case t10_shared_cases[] = {
+    /* Gemm with bias, A rotating: 2 steps of k 24 (12 pairs, two bodies), the first adding the
+     * bias, the second the partial sums */
+    {24, 48, 16, true, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A}, "ipu_small16", false, 0},
+    /* k 40 in steps of 24 (rounded up to whole bodies: the shared kernel) and 16 (8 pairs:
+     * lwi_emit_mm's routine), B rotating; 13 rows: 4, 4, 4, 1 */
+    {13, 40, 16, false, {.fm = 4, .fn = 1, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B, .bodies = true}, "ipu_small16",
+     false, 0},
+};
+
+START_TEST(test_t10_shared)
+{
+    t10_case_check(&t10_shared_cases[_i], true);
 }
 END_TEST
 
@@ -1721,11 +1809,14 @@ START_TEST(test_t10_beats_lcs)
 {
     /* A product whose weights planner (a) splits into column blocks, replicating A over them by a
      * gather from the few tiles that hold it (T10's case against load-compute-store): the
-     * compute-shift plan the cost model chooses takes fewer cycles, with a smaller exchange share */
+     * compute-shift plan the cost model chooses takes fewer cycles, with a smaller exchange share.
+     * k = 100 (50 pairs, not a multiple of 6): both planners run lwi_emit_mm's routine; at k = 96
+     * planner (a)'s rows take the shared-coefficient kernel (lower_ipu_ampk.c), whose compute is
+     * 2.6x faster, and (a) wins (30,297 cycles against 52,521) */
     ts_err e;
     ts_err_init(&e);
     ts_graph *g = NULL;
-    ck_assert_int_eq(ts_wl_builtin("matmul:m=96,k=96,n=96", &g, &e), TS_OK);
+    ck_assert_int_eq(ts_wl_builtin("matmul:m=96,k=100,n=96", &g, &e), TS_OK);
     double xa, xb;
     uint64_t a = measure(g, "ipu_small16", TS_LOWER_PLANNER_LCS, &xa);
     uint64_t b = measure(g, "ipu_small16", TS_LOWER_PLANNER_T10, &xb);
@@ -1855,6 +1946,7 @@ int main(int argc, char **argv)
     }
     tcase_add_loop_test(tc, test_matmul, 0, 2);
     tcase_add_test(tc, test_matmul_f16);
+    tcase_add_loop_test(tc, test_matmul_shared, 0, 4);
     tcase_add_test(tc, test_softmax);
     tcase_add_test(tc, test_eltwise_broadcast);
     tcase_add_test(tc, test_layernorm);
@@ -1873,6 +1965,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_unsupported_all);
     tcase_add_test(tc, test_builtin_matmul);
     tcase_add_loop_test(tc, test_t10_plans, 0, (int)(sizeof t10_cases / sizeof t10_cases[0]));
+    tcase_add_loop_test(tc, test_t10_shared, 0, (int)(sizeof t10_shared_cases / sizeof t10_shared_cases[0]));
     tcase_add_loop_test(tc, test_t10_graph, 0, 3);
     tcase_add_test(tc, test_t10_errors);
     tcase_add_test(tc, test_t10_beats_lcs);

@@ -6,6 +6,7 @@
  *   lower_ipu_mem.c        tile memory: the dynamic region, weights, shared tables, the graph inputs
  *   lower_ipu_exchange.c   where a tensor's elements lie, the gather over the exchange, sends
  *   lower_ipu_matmul.c     the AMP matrix-product kernel, MatMul and Gemm, MatMul of two activations
+ *   lower_ipu_ampk.c       the AMP kernel whose coefficient loads serve all the workers
  *   lower_ipu_conv.c       Conv (and the one-row Gemm): its plan, memory and kernels
  *   lower_ipu_eltwise.c    elementwise ops, Softmax, LayerNorm, Transpose
  *   lower_ipu_batch.c      a batched Conv image by image
@@ -218,7 +219,8 @@ typedef struct mm_args {
                                 * of a row contiguous) instead of bias */
     int64_t acc_row;
     bool tab;                  /* a, w, out, acc, bias and kp from the six words at $m0 (one routine for
-                                * every step; acc and bias then only say whether there are any) */
+                                * every step; acc and bias then only say whether there are any; under
+                                * the shared-coefficient kernel the sixth word is its repeat count) */
 } mm_args;
 
 /* The AMP matrix-product kernel (lower_ipu_matmul.c): the routine every worker of tile t runs on
@@ -226,6 +228,16 @@ typedef struct mm_args {
  * from $m5, the input from $m2, the bias or partial sums from $m8, the outputs to $m6). */
 void lwi_emit_mm(lw *L, uint32_t t, const mm_args *m);
 void lwi_emit_amp_groups(lw *L, uint32_t t, const mm_args *m);
+/* The end of one group of AMP outputs: the worker's accumulators read, the bias or partial sums at
+ * register rb added (rb stepped), nstore outputs stored at register ro (ro stepped). */
+void lwi_emit_group_out(lw *L, uint32_t t, const mm_args *m, uint32_t nstore, int32_t rb, int32_t ro);
+/* The shared-coefficient AMP kernel (lower_ipu_ampk.c): lwi_emit_mm's routine with one coefficient
+ * load serving all the workers, when the shape and the tile allow it; false (nothing emitted)
+ * otherwise. */
+bool lwi_emit_mm_shared(lw *L, uint32_t t, const mm_args *m);
+/* The bodies of a group under that kernel when it takes m (the repeat count of a table's step is
+ * this less 1), else 0. */
+uint32_t lwi_mm_shared_count(const lw *L, const mm_args *m);
 
 /* A convolution's shape (a Gemm of one row is one of C = K input channels on a 1x1 image). */
 typedef struct cv_shape {

@@ -38,24 +38,30 @@ static void emit_group(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
         W(t, ADDI, RM(4), RM(4), m->tap_skip);
         W(t, BRNZDEC, RM(12), (int32_t)kr, 0);
     }
+    lwi_emit_group_out(L, t, m, nstore, RM(8), RM(6));
+}
+
+void lwi_emit_group_out(lw *L, uint32_t t, const mm_args *m, uint32_t nstore, int32_t rb, int32_t ro)
+{
+    uint32_t U = m->units;
     for (uint32_t s = 0; s < U / 2; s++)
         W(t, AMPGET, RA(2 * s), (int32_t)s, 0);
     if (m->bias || m->acc) {
         for (uint32_t s = 0; s < U / 2; s++) {
-            W(t, LD64, RA(8 + 2 * s), RM(8), (int32_t)(8 * s));
+            W(t, LD64, RA(8 + 2 * s), rb, (int32_t)(8 * s));
             W(t, F32V2ADD, RA(2 * s), RA(2 * s), RA(8 + 2 * s));
         }
-        W(t, ADDI, RM(8), RM(8), (int32_t)(4 * U));
+        W(t, ADDI, rb, rb, (int32_t)(4 * U));
     }
     if (m->out16) /* pairs rounded to f16 (nearest even), one 32-bit store per pair */
         for (uint32_t s = 0; 2 * s < nstore; s++) {
             W(t, F32V2TOF16, RA(s), RA(2 * s), 0);
-            W(t, ST32, RA(s), RM(6), (int32_t)(m->out_u * 2 * s));
+            W(t, ST32, RA(s), ro, (int32_t)(m->out_u * 2 * s));
         }
     else
         for (uint32_t u = 0; u < nstore; u++)
-            W(t, ST32, RA(u), RM(6), (int32_t)(m->out_u * u));
-    W(t, ADDI, RM(6), RM(6), (int32_t)m->out_q);
+            W(t, ST32, RA(u), ro, (int32_t)(m->out_u * u));
+    W(t, ADDI, ro, ro, (int32_t)m->out_q);
 }
 
 void lwi_emit_amp_groups(lw *L, uint32_t t, const mm_args *m)
@@ -79,6 +85,8 @@ void lwi_emit_amp_groups(lw *L, uint32_t t, const mm_args *m)
  * after the last worker's f32v2amp of this one). */
 void lwi_emit_mm(lw *L, uint32_t t, const mm_args *m)
 {
+    if (lwi_emit_mm_shared(L, t, m))
+        return;
     uint32_t rw = (uint32_t)ts_geom_cdiv(m->rows, L->workers);
     lwi_emit_start_row(L, t, m->rows, rw);
     W(t, MULI, RM(2), RM(1), (int32_t)m->a_stride);

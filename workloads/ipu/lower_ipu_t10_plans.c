@@ -88,7 +88,9 @@ static ts_t10_hw t10_hw(const ts_lower_ipu_params *p, uint64_t sram)
     return (ts_t10_hw){.tiles = T, .sram_bytes = sram, .units = p->target.amp_units_f32,
                        .workers = p->target.workers ? p->target.workers : 6,
                        .xbytes = p->target.xbytes ? p->target.xbytes : 4,
-                       .sync_cycles = p->target.sync_cycles ? p->target.sync_cycles : 90, .round_cycles = 30};
+                       .sync_cycles = p->target.sync_cycles ? p->target.sync_cycles : 90, .round_cycles = 30,
+                       .shared_amp = p->target.load_latency <= (p->target.workers ? p->target.workers : 6) &&
+                                     p->target.load_bytes >= 16};
 }
 
 /* A 1x1 Conv's plan priced for what its code does beyond a MatMul's. Its input arrives
@@ -132,12 +134,13 @@ static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
 }
 
 /* An f16 plan's compute: the f16v4amp kernel, (U16 + 2) issues per 4 inputs per group of U16
- * outputs (ts_t10_amp_cycles on half the k with U16 units). */
+ * outputs (ts_t10_amp_cycles on half the k with U16 units), or the shared-coefficient kernel
+ * where it applies (ts_t10_steps_cycles, the same way). */
 static void f16_cost(const ts_t10_hw *hw, uint32_t u16, ts_t10_plan *p)
 {
     ts_t10_hw h = *hw;
     h.units = u16;
-    uint64_t c = p->steps * ts_t10_amp_cycles(&h, p->rows, p->kp / 2, p->cols);
+    uint64_t c = ts_t10_steps_cycles(&h, p->rows, p->kt / 2, p->kp / 2, p->steps, p->cols);
     p->cycles = p->cycles - p->compute_cycles + c;
     p->compute_cycles = c;
 }
@@ -171,7 +174,8 @@ static ts_status fixed_plan(const ts_lower_ipu_params *p, const ts_t10_hw *hw, c
 {
     ts_t10_mm mm = {.m = s->M, .k = s->K, .n = s->N, .es = s->half ? 2 : 4};
     *f = (ts_t10_plan){.fm = p->t10_plan->fm, .fn = p->t10_plan->fn, .fk = p->t10_plan->fk,
-                       .ft = p->t10_plan->ft, .rp = p->t10_plan->rp, .rot = p->t10_plan->rot};
+                       .ft = p->t10_plan->ft, .rp = p->t10_plan->rp, .rot = p->t10_plan->rot,
+                       .bodies = p->t10_plan->bodies};
     ts_status rc = ts_t10_mm_cost(hw, &mm, f, err);
     if (rc != TS_OK)
         return rc;

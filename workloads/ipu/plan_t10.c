@@ -30,6 +30,48 @@ uint64_t ts_t10_amp_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t k, uint6
     return W * (ts_geom_cdiv(rows, W) * (4 + groups * per_group) + 20);
 }
 
+bool ts_t10_amp_body(uint32_t W, uint32_t U, uint32_t *sets, uint32_t *issues, uint32_t *ptrs)
+{
+    if (U < 2 || U > 8 || U % 2 || W < 2 || W > 16)
+        return false;
+    uint32_t len = U / 2 + W, g = len, b = W; /* a set: its U/2 loads and the W workers' AMP ops */
+    while (b) {
+        uint32_t r = g % b;
+        g = b;
+        b = r;
+    }
+    uint32_t S = W / g, I = len / g;            /* a super-period of lcm(len, W) cycles */
+    uint32_t B = S % 2 ? 2 : 1, nA = B * S, nP = B * (I - S), fit = nA - nA / 2;
+    *sets = nA;
+    *issues = B * I + (nP > fit ? nP - fit : 0); /* pointer steps beyond the even sets' bundles */
+    *ptrs = nP;
+    return nP <= 4 && B * I <= 64 && 2 * nA <= 16;
+}
+
+/* Per tile: the workers aligned and dispatched (about 25 + 2W issues with the row pointers); per
+ * row the coefficient pointers and 7 issues; per group of U outputs zeroing, the first input loads
+ * (sets/2), the repeat, the bodies, U/2 ampget, U stores and 2 issues; a worker issues every W
+ * cycles. */
+uint64_t ts_t10_amp_shared_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t k, uint64_t cols)
+{
+    uint32_t U = hw->units, W = hw->workers ? hw->workers : 6, sets, issues, ptrs;
+    uint64_t pairs = k / 2;
+    if (!hw->shared_amp || !ts_t10_amp_body(W, U, &sets, &issues, &ptrs) || !pairs || k % 2 || pairs % sets)
+        return 0;
+    uint64_t nb = pairs / sets, groups = ts_geom_cdiv(cols, U);
+    uint64_t per_group = 2 + sets / 2 + (nb > 1) + nb * issues + U / 2 + U + 2;
+    return W * (ts_geom_cdiv(rows, W) * (ptrs + 7 + groups * per_group) + 25 + 2 * (uint64_t)W);
+}
+
+uint64_t ts_t10_steps_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t kt, uint64_t kp, uint32_t steps, uint64_t cols)
+{
+    uint64_t full = ts_t10_amp_shared_cycles(hw, rows, kp, cols);
+    if (!full)
+        return steps * ts_t10_amp_cycles(hw, rows, kp, cols);
+    uint64_t kl = kt - (steps - 1) * kp, last = kl == kp ? full : ts_t10_amp_shared_cycles(hw, rows, kl, cols);
+    return (steps - 1) * full + (last ? last : ts_t10_amp_cycles(hw, rows, kl, cols));
+}
+
 /* Gathering A (a graph input, or an output in another layout: chunks of whole rows, at least 1024
  * elements or all rows, over the tiles) into tiles of `rows` rows each, every row wanted by
  * `copies` tiles. As the lowering's gather schedules it (workloads/ipu/lower_ipu_exchange.c), a receiver takes
@@ -69,6 +111,12 @@ ts_status ts_t10_mm_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *
     p->cols = ts_geom_cdiv(ts_geom_cdiv(mm->n, p->fn), hw->units) * hw->units; /* whole AMP groups */
     p->kt = even(ts_geom_cdiv(mm->k, p->fk));
     p->kp = even(ts_geom_cdiv(p->kt, p->steps));
+    uint32_t sets, issues, ptrs; /* steps of whole shared-kernel bodies where that keeps the steps */
+    if (p->bodies && hw->shared_amp && p->steps > 1 && ts_t10_amp_body(hw->workers ? hw->workers : 6, hw->units, &sets, &issues, &ptrs)) {
+        uint64_t u = (uint64_t)sets * (mm->es == 2 ? 4 : 2), kb = ts_geom_cdiv(p->kp, u) * u;
+        if (ts_geom_cdiv(p->kt, kb) == p->steps)
+            p->kp = kb;
+    }
     if (ts_geom_cdiv(p->kt, p->kp) != p->steps)
         return ts_err_set(err, TS_EINPUT, "plan: %u steps but only %llu pairs of k per tile", p->steps,
                           (unsigned long long)(p->kt / 2));
@@ -80,7 +128,7 @@ ts_status ts_t10_mm_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *
     p->mem_bytes = (a + b) * es + out;
     p->shift_bytes = (((p->rot & TS_T10_ROT_A) ? p->rows : 0) + ((p->rot & TS_T10_ROT_B) ? p->cols : 0)) * p->kp * es;
     uint64_t xb = hw->xbytes ? hw->xbytes : 4, words = p->rows * p->cols;
-    p->compute_cycles = p->steps * ts_t10_amp_cycles(hw, p->rows, p->kp, p->cols) + levels * 4 * words;
+    p->compute_cycles = ts_t10_steps_cycles(hw, p->rows, p->kt, p->kp, p->steps, p->cols) + levels * 4 * words;
     p->w_bytes = b * es;
     /* A gathered into the plan's layout: each row on fn tiles, fn / ft when A rotates */
     uint32_t rounds;
@@ -143,6 +191,15 @@ ts_status ts_t10_mm_plans(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan 
                                 goto done;
                             }
                             v[nv++] = p;
+                            ts_t10_plan q = {.fm = p.fm, .fn = p.fn, .fk = fk, .ft = p.ft, .rp = rp, .rot = rot, .bodies = true};
+                            if (!hw->shared_amp || ts_t10_mm_cost(hw, mm, &q, NULL) != TS_OK || q.kp == p.kp ||
+                                q.mem_bytes > hw->sram_bytes)
+                                continue;
+                            if (ts_grow((void **)&v, &capv, nv + 1, sizeof *v)) {
+                                rc = ts_err_set(err, TS_ENOMEM, "out of memory");
+                                goto done;
+                            }
+                            v[nv++] = q; /* the same with k per step in whole shared-kernel bodies */
                         }
                         if (!rot)
                             break;
@@ -245,7 +302,8 @@ void ts_t10_mm_lcs(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
     gather_cost(hw, mm, rp, ncb, &p->in_cycles, &rounds);
     p->w_bytes = qpb * U * K * es;
     p->mem_bytes = (rp * K + rp * p->cols) * es + p->w_bytes;
-    p->compute_cycles = ts_t10_amp_cycles(hw, rp, K, p->cols);
+    uint64_t shared = es == 4 ? ts_t10_amp_shared_cycles(hw, rp, K, p->cols) : 0;
+    p->compute_cycles = shared ? shared : ts_t10_amp_cycles(hw, rp, K, p->cols);
     p->exchange_cycles = p->in_cycles;
     p->syncs = rounds + 1;
     p->sync_cycles = (uint64_t)p->syncs * hw->sync_cycles;
