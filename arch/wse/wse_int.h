@@ -77,6 +77,11 @@ typedef struct wse_vop {
     uint16_t op;
     int8_t done_task;
     uint8_t width;   /* elements per cycle after SIMD, bank and stride rules */
+    /* resolved at issue so that a cycle's step does not look them up: the element operation
+     * (WSE_V_*), element bytes, SRAM bytes read and written per element, the energy counter slot,
+     * and whether an operand is on the fabric (then at most one element a cycle) */
+    uint8_t vop, esize, br, bw, ev;
+    bool fab;
     uint32_t i, n;
     uint32_t scalar;
     wse_dsd d, s0, s1;
@@ -296,6 +301,10 @@ struct ts_model {
     uint64_t offchip;         /* bytes loaded from the host */
     wse_band *band;           /* owned: nthreads */
     uint64_t limit;
+    /* per op, resolved once at create (wse_vec.c: ts_wse_op_tables) so that the cycle loop looks
+     * nothing up by name or by walking operand lists: operands, register operands, SIMD width */
+    uint8_t op_nopnds[WSE_OP_COUNT], op_nregs[WSE_OP_COUNT];
+    uint64_t op_simd[WSE_OP_COUNT];
     uint64_t rebalance_at;    /* threads: the cycle at which bands are next re-split by measured work */
     uint64_t *split_w;        /* owned, NULL until the first re-split: each allocated tile's work count then */
     ts_err *run_err;
@@ -339,6 +348,8 @@ bool ts_wse_vec_issue(ts_model *m, wse_tile *t, wse_band *b, const ts_insn *in, 
 /* Advance vector op v by what this cycle's ports allow; the elements done (0: stalled, reason in *why). */
 uint32_t ts_wse_vec_step(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint32_t *rd, uint32_t *wr, bool *ramp_up,
                          uint8_t *why);
+/* Fill the model's per-op tables (op_nopnds, op_nregs, op_simd) from the ISA and the config. */
+void ts_wse_op_tables(ts_model *m);
 /* Step the vector op of a tile asleep while it runs alone through the cycles before `upto`. */
 void ts_wse_vec_catch_up(ts_model *m, wse_tile *t, wse_band *b, uint64_t upto);
 /* wse_band.c */

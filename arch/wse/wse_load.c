@@ -113,6 +113,7 @@ ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *
     m->hop = (uint32_t)c->hop_latency + m->stages;
     m->up = (uint32_t)(c->ramp_latency + c->pipeline_latency) + m->stages;
     m->npes = c->width * c->height;
+    ts_wse_op_tables(m);
     m->lockstep = opts && opts->lockstep;
     m->nthreads = opts && opts->threads > 1 ? opts->threads : 1;
     if ((uint32_t)m->nthreads > m->h)
@@ -348,7 +349,7 @@ static ts_status check_insn(ts_model *m, const ts_stream *s, uint32_t pc, ts_err
         break;
     }
     if (f->unit == WSE_U_VEC) {
-        int nd = ts_isa_nopnds(&ts_wse_isa.ops[in->op]);
+        int nd = m->op_nopnds[in->op];
         int th = a[nd - 2], done = a[nd - 1];
         int nsrc = f->vop == WSE_V_MOV ? 1 : 2;
         for (int j = 0; j <= nsrc; j++)

@@ -342,7 +342,7 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
         break;
     default:
         if (f->unit == WSE_U_VEC) {
-            int nd = ts_isa_nopnds(&ts_wse_isa.ops[in->op]);
+            int nd = m->op_nopnds[in->op];
             int th = a[nd - 2];
             if (ce->th[th + 1].busy) {
                 *why = 4;
@@ -364,9 +364,7 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
     ce->effects += f->effect;
     if (next <= pc && f->unit == WSE_U_CTL && endless(t, b, pc))
         return 1;
-    for (int j = 0; j < TS_MAX_OPNDS && ts_wse_isa.ops[in->op].opnd[j]; j++)
-        if ((ts_wse_isa.ops[in->op].opnd[j] & TS_OK_KIND_MASK) == TS_OK_REG)
-            t->s.regs++;
+    t->s.regs += m->op_nregs[in->op];
     if (ce->state != CE_IDLE || in->op == WSE_OP_EXIT)
         ce->pc = next;
     return 1;

@@ -71,6 +71,8 @@ static uint32_t stride_cap(int32_t stride, uint32_t esize)
 
 static uint64_t simd_width(const ts_model *m, const char *key)
 {
+    if (!key)
+        return m->c.simd_fp32_mov;
     if (!strcmp(key, "pe.simd.fp16"))
         return m->c.simd_fp16;
     if (!strcmp(key, "pe.simd.fp32_add"))
@@ -80,6 +82,21 @@ static uint64_t simd_width(const ts_model *m, const char *key)
     if (!strcmp(key, "pe.simd.fp32_mac"))
         return m->c.simd_fp32_mac;
     return m->c.simd_fp32_mov;
+}
+
+/* Once per model: before, each vector issue compared its width key by name and each instruction
+ * walked its operand list (4 % of bench_wse_stencil 40 40's host instructions). */
+void ts_wse_op_tables(ts_model *m)
+{
+    for (int op = 0; op < WSE_OP_COUNT; op++) {
+        const ts_opinfo *o = &ts_wse_isa.ops[op];
+        uint8_t nregs = 0;
+        for (int j = 0; j < TS_MAX_OPNDS && o->opnd[j]; j++)
+            nregs += (o->opnd[j] & TS_OK_KIND_MASK) == TS_OK_REG;
+        m->op_nopnds[op] = (uint8_t)ts_isa_nopnds(o);
+        m->op_nregs[op] = nregs;
+        m->op_simd[op] = ts_wse_opfacts[op].unit == WSE_U_VEC ? simd_width(m, ts_wse_opfacts[op].width) : 0;
+    }
 }
 
 /* Check a memory DSD covers only SRAM; returns false with a reason. */
@@ -109,7 +126,7 @@ bool ts_wse_vec_issue(ts_model *m, wse_tile *t, wse_band *b, const ts_insn *in, 
     wse_ce *ce = t->ce;
     const wse_opfacts *f = &ts_wse_opfacts[in->op];
     const int32_t *a = in->a;
-    int nd = ts_isa_nopnds(&ts_wse_isa.ops[in->op]);
+    int nd = m->op_nopnds[in->op];
     int th = a[nd - 2];
     wse_vop *v = &ce->th[th + 1];
     memset(v, 0, sizeof *v);
@@ -141,7 +158,7 @@ bool ts_wse_vec_issue(ts_model *m, wse_tile *t, wse_band *b, const ts_insn *in, 
         ts_wse_set_err(b, t, b->now, "%s at pc %u: %s", ts_wse_isa.ops[in->op].mnemonic, pc, why);
         return false;
     }
-    uint64_t w = simd_width(m, f->width);
+    uint64_t w = m->op_simd[in->op];
     if (v->s0.kind == DSD_MEM && f->vop != WSE_V_MOV && v->s1.kind == DSD_MEM) {
         /* two reads in one cycle need banks in different halves (§1.3, SDK-APX); else half width (assumed) */
         uint64_t half = m->c.sram_banks / 2 ? m->c.sram_banks / 2 : 1;
@@ -158,6 +175,12 @@ bool ts_wse_vec_issue(ts_model *m, wse_tile *t, wse_band *b, const ts_insn *in, 
                 w = cap;
         }
     v->width = (uint8_t)(w > 255 ? 255 : w);
+    v->vop = f->vop;
+    v->esize = (uint8_t)esize;
+    v->ev = f->ev;
+    v->br = (uint8_t)((v->s0.kind == DSD_MEM ? esize : 0) + (f->vop != WSE_V_MOV && v->s1.kind == DSD_MEM ? esize : 0));
+    v->bw = (uint8_t)(v->d.kind == DSD_MEM ? esize : 0);
+    v->fab = v->d.kind != DSD_MEM || v->s0.kind != DSD_MEM || (f->vop != WSE_V_MOV && v->s1.kind != DSD_MEM);
     v->busy = v->n > 0;
     if (v->busy)
         ce->vbusy |= 1u << (th + 1);
@@ -169,25 +192,126 @@ bool ts_wse_vec_issue(ts_model *m, wse_tile *t, wse_band *b, const ts_insn *in, 
 /* ------------------------------------------------------------------------------------------ */
 /* a cycle's step */
 
+/* One element's result from its sources' bits (binary32, or binary16 in the low 16 bits). */
+static inline uint32_t vec_elem(const wse_vop *v, uint32_t x0, uint32_t x1)
+{
+    if (v->vop == WSE_V_MOV)
+        return v->esize == 4 ? x0 : x0 & 0xffff;
+    if (v->esize == 4) {
+        float a0 = f32_of(x0), a1 = f32_of(x1), r;
+        switch (v->vop) {
+        case WSE_V_ADD: r = a0 + a1; break;
+        case WSE_V_SUB: r = a0 - a1; break;
+        case WSE_V_MUL: r = a0 * a1; break;
+        default: { /* WSE_V_MAC, the only other VOP (asserted in wse_isa.c) */
+            float p = a1 * f32_of(v->scalar);
+            r = a0 + p;
+            break;
+        }
+        }
+        return bits_of(r);
+    }
+    float a0 = h2f((uint16_t)x0), a1 = h2f((uint16_t)x1), r;
+    switch (v->vop) {
+    case WSE_V_ADD: r = a0 + a1; break;
+    case WSE_V_SUB: r = a0 - a1; break;
+    case WSE_V_MUL: r = a0 * a1; break;
+    default: { /* WSE_V_MAC */
+        float p = a1 * h2f(f2h(f32_of(v->scalar)));
+        p = h2f(f2h(p));
+        r = a0 + p;
+        break;
+    }
+    }
+    return f2h(r);
+}
+
+/* The byte address of element i of memory DSD d (in the SRAM: checked at issue for every element). */
+static inline uint64_t elem_addr(const wse_dsd *d, uint32_t i, uint32_t esize)
+{
+    return (uint64_t)((int64_t)d->base + (int64_t)i * d->stride * (int64_t)esize);
+}
+
+/* Elements [v->i, v->i + k) of an op whose operands are all in memory, the ports already counted:
+ * each element's sources read, its result computed and written before the next, as the cycle
+ * loop does them a cycle at a time, so k elements of several cycles give the same memory. */
+static void vec_mem_elems(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint32_t k)
+{
+    if (m->c.timing_only) {
+        v->i += k;
+        return;
+    }
+    uint8_t *mem = mem_touch(m, t);
+    if (!mem) {
+        b->oom = true;
+        v->i += k;
+        return;
+    }
+    uint32_t esize = v->esize;
+    bool two = v->vop != WSE_V_MOV;
+    for (uint32_t e = 0; e < k; e++, v->i++) {
+        uint32_t x0 = 0, x1 = 0, y;
+        memcpy(&x0, mem + elem_addr(&v->s0, v->i, esize), esize);
+        if (two)
+            memcpy(&x1, mem + elem_addr(&v->s1, v->i, esize), esize);
+        y = vec_elem(v, x0, x1);
+        memcpy(mem + elem_addr(&v->d, v->i, esize), &y, esize);
+    }
+}
+
+/* Elements [v->i, v->i + k) of an op with a fabric operand (k is 1), the ports already counted. */
+static void vec_fab_elems(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint32_t k, const uint8_t qin[2],
+                          bool *ramp_up)
+{
+    bool timing = m->c.timing_only;
+    uint32_t esize = v->esize;
+    const wse_dsd *src[2] = {&v->s0, v->vop != WSE_V_MOV ? &v->s1 : NULL};
+    for (uint32_t e = 0; e < k; e++, v->i++) {
+        uint32_t x[2] = {0, 0};
+        for (int s = 0; s < 2; s++) {
+            if (!src[s])
+                continue;
+            if (src[s]->kind == DSD_MEM) {
+                if (!timing) {
+                    uint64_t a = elem_addr(src[s], v->i, esize);
+                    x[s] = esize == 4 ? ld32(t, a) : ld16(t, a);
+                }
+            } else {
+                bool ctrl;
+                x[s] = q_head(&t->lq[qin[s]], &ctrl);
+                q_pop(t, qin[s]);
+            }
+        }
+        uint32_t y = timing ? 0 : vec_elem(v, x[0], x[1]);
+        if (v->d.kind == DSD_MEM) {
+            if (!timing) {
+                uint8_t *mem = mem_touch(m, t);
+                if (mem)
+                    memcpy(mem + elem_addr(&v->d, v->i, esize), &y, esize);
+                else
+                    b->oom = true;
+            }
+        } else {
+            line_put(m, t, WSE_LINE_UP, y, v->d.colour, v->d.ctrl, 0, b->now);
+            *ramp_up = true;
+            t->s.injected++;
+        }
+    }
+}
+
 /* Advance one vector op by what this cycle's ports allow; returns elements done. */
 uint32_t ts_wse_vec_step(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint32_t *rd, uint32_t *wr, bool *ramp_up,
                          uint8_t *why)
 {
-    const wse_opfacts *f = &ts_wse_opfacts[v->op];
-    uint32_t esize = f->dtype / 8;
     uint32_t k = v->n - v->i;
     if (k > v->width)
         k = v->width;
-    bool two = f->vop != WSE_V_MOV;
-    const wse_dsd *src[2] = {&v->s0, two ? &v->s1 : NULL};
     uint8_t qin[2] = {WSE_NOQ, WSE_NOQ};
-    uint32_t br = 0, bw = v->d.kind == DSD_MEM ? esize : 0;
-    for (int s = 0; s < 2; s++) {
-        if (!src[s])
-            continue;
-        if (src[s]->kind == DSD_MEM) {
-            br += esize;
-        } else {
+    if (v->fab) {
+        const wse_dsd *src[2] = {&v->s0, v->vop != WSE_V_MOV ? &v->s1 : NULL};
+        for (int s = 0; s < 2; s++) {
+            if (!src[s] || src[s]->kind == DSD_MEM)
+                continue;
             k = k > 1 ? 1 : k;
             uint8_t j = t->qmap[5 * m->C + src[s]->colour];
             wse_lq *q = &t->lq[j];
@@ -198,14 +322,15 @@ uint32_t ts_wse_vec_step(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint
             }
             qin[s] = j;
         }
-    }
-    if (v->d.kind == DSD_OUT) {
-        k = k > 1 ? 1 : k;
-        if (*ramp_up || !line_room(m, t, WSE_LINE_UP, v->d.colour)) {
-            *why = 2;
-            return 0;
+        if (v->d.kind == DSD_OUT) {
+            k = k > 1 ? 1 : k;
+            if (*ramp_up || !line_room(m, t, WSE_LINE_UP, v->d.colour)) {
+                *why = 2;
+                return 0;
+            }
         }
     }
+    uint32_t br = v->br, bw = v->bw;
     if (br && *rd / br < k)
         k = *rd / br;
     if (bw && *wr / bw < k)
@@ -216,90 +341,40 @@ uint32_t ts_wse_vec_step(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint
     }
     *rd -= k * br;
     *wr -= k * bw;
-    bool timing = m->c.timing_only;
-    for (uint32_t e = 0; e < k; e++, v->i++) {
-        uint32_t x[2] = {0, 0};
-        for (int s = 0; s < 2; s++) {
-            if (!src[s])
-                continue;
-            if (src[s]->kind == DSD_MEM) {
-                if (!timing) {
-                    uint64_t a = (uint64_t)((int64_t)src[s]->base + (int64_t)v->i * src[s]->stride * (int64_t)esize);
-                    x[s] = esize == 4 ? ld32(t, a) : ld16(t, a);
-                }
-            } else {
-                bool ctrl;
-                x[s] = q_head(&t->lq[qin[s]], &ctrl);
-                q_pop(t, qin[s]);
-            }
-        }
-        uint32_t y = 0;
-        if (!timing) {
-            if (esize == 4) {
-                float a0 = f32_of(x[0]), a1 = f32_of(x[1]), r;
-                switch (f->vop) {
-                case WSE_V_ADD: r = a0 + a1; break;
-                case WSE_V_SUB: r = a0 - a1; break;
-                case WSE_V_MUL: r = a0 * a1; break;
-                case WSE_V_MAC: {
-                    float p = a1 * f32_of(v->scalar);
-                    r = a0 + p;
-                    break;
-                }
-                default: r = a0; break; /* WSE_V_MOV, the only other VOP (asserted in wse_isa.c) */
-                }
-                y = f->vop == WSE_V_MOV ? x[0] : bits_of(r);
-            } else {
-                float a0 = h2f((uint16_t)x[0]), a1 = h2f((uint16_t)x[1]), r;
-                switch (f->vop) {
-                case WSE_V_ADD: r = a0 + a1; break;
-                case WSE_V_SUB: r = a0 - a1; break;
-                case WSE_V_MUL: r = a0 * a1; break;
-                case WSE_V_MAC: {
-                    float p = a1 * h2f(f2h(f32_of(v->scalar)));
-                    p = h2f(f2h(p));
-                    r = a0 + p;
-                    break;
-                }
-                default: r = a0; break; /* WSE_V_MOV, the only other VOP (asserted in wse_isa.c) */
-                }
-                y = f->vop == WSE_V_MOV ? (x[0] & 0xffff) : f2h(r);
-            }
-        }
-        if (v->d.kind == DSD_MEM) {
-            if (!timing) {
-                uint64_t a = (uint64_t)((int64_t)v->d.base + (int64_t)v->i * v->d.stride * (int64_t)esize);
-                uint8_t *mem = mem_touch(m, t);
-                if (mem)
-                    memcpy(mem + a, &y, esize);
-                else
-                    b->oom = true;
-            }
-        } else {
-            line_put(m, t, WSE_LINE_UP, y, v->d.colour, v->d.ctrl, 0, b->now);
-            *ramp_up = true;
-            t->s.injected++;
-            t->s.link[WSE_R] += 0; /* the ramp up is counted as injected */
-        }
-    }
+    if (v->fab)
+        vec_fab_elems(m, t, b, v, k, qin, ramp_up);
+    else
+        vec_mem_elems(m, t, b, v, k);
     t->s.sram_rd += (uint64_t)k * br;
     t->s.sram_wr += (uint64_t)k * bw;
-    t->s.ev[f->ev] += k; /* its .def energy event per element (a move names none) */
+    t->s.ev[v->ev] += k; /* its .def energy event per element (a move names none) */
     return k;
 }
 
 /* Step the vector op of a tile asleep while it runs alone (vth, from cycle vfrom) through the cycles
  * before `upto`: each one as its evaluation would have (the rest of the tile stalls through them,
- * using no port), never its last step. */
+ * using no port), never its last step. With all the ports each of those cycles moves the same kc
+ * elements, so they are done in one go: min(cycles x kc, what is left) elements, one busy cycle
+ * each (before, one vec_step a cycle: 7 % of bench_wse_stencil 40 40's host instructions). */
 void ts_wse_vec_catch_up(ts_model *m, wse_tile *t, wse_band *b, uint64_t upto)
 {
     wse_vop *v = &t->ce->th[t->vth];
-    for (uint64_t c = t->vfrom; c < upto; c++) {
-        uint32_t rd = (uint32_t)m->c.read_bytes, wr = (uint32_t)m->c.write_bytes;
-        bool ramp_up = false;
-        uint8_t why = 0;
-        ts_wse_vec_step(m, t, b, v, &rd, &wr, &ramp_up, &why);
-        t->s.busy++;
-    }
+    uint64_t cycles = upto > t->vfrom ? upto - t->vfrom : 0;
     t->vfrom = upto;
+    if (!cycles)
+        return;
+    uint32_t rd = (uint32_t)m->c.read_bytes, wr = (uint32_t)m->c.write_bytes;
+    uint64_t kc = v->width;
+    if (v->br && rd / v->br < kc)
+        kc = rd / v->br;
+    if (v->bw && wr / v->bw < kc)
+        kc = wr / v->bw;
+    uint64_t left = v->n - v->i, e = cycles * kc < left ? cycles * kc : left;
+    if (e) {
+        vec_mem_elems(m, t, b, v, (uint32_t)e);
+        t->s.sram_rd += e * v->br;
+        t->s.sram_wr += e * v->bw;
+        t->s.ev[v->ev] += e;
+    }
+    t->s.busy += cycles;
 }
