@@ -147,15 +147,16 @@ static ts_status lay_out(ts_act_trace *x, const ts_activity *a, ts_err *err)
     uint8_t *seen = ts_malloc((size_t)((gw + x->bw - 1) / x->bw) * ((gh + x->bh - 1) / x->bh) + 1);
     if (!seen)
         return ts_err_set(err, TS_ENOMEM, "out of memory laying out trace tracks");
+    const char *one, *many;
+    ts_activity_index_names(a, &one, &many);
+    bool numbered = one != NULL;
     for (;;) {
         x->nbx = (gw + x->bw - 1) / x->bw;
         x->nby = (gh + x->bh - 1) / x->bh;
         uint64_t k = count_blocks(a, x->bw, x->bh, seen, x->nbx, x->nby);
         if (k <= limit || (x->bw >= gw && x->bh >= gh))
             break;
-        const char *one, *many;
-        ts_activity_index_names(a, &one, &many);
-        if (one && x->bh < gh) /* numbered units: whole columns first, runs of numbers */
+        if (numbered && x->bh < gh) /* numbered units: whole columns first, runs of numbers */
             x->bh = x->bh * 2 < gh ? x->bh * 2 : gh;
         else {
             if (x->bw < gw)
