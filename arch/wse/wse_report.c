@@ -302,11 +302,10 @@ static ts_status region_events(const ts_model *m, ts_stats *st, ts_err *err)
         return ts_err_set(err, TS_ENOMEM, "out of memory for the region_events table");
     static const char *const rcols[] = {"region", "busy", "stall", "busiest", "link_wavelets"};
     static const char *const runits[] = {"", "cycles", "cycles", "cycles", ""};
-    int rtab = -1;
-    if (m->npes > m->c.pe_array_limit && /* no per-PE arrays: the regions' own figures */
-        (rtab = ts_stats_table(st, WSE_STAT_REGION_STATS, "per region of PEs asked for: busy and stall cycles of "
-                               "its PEs, its busiest PE's busy cycles, wavelets its routers sent over the links",
-                               5, rcols, runits)) < 0)
+    int rtab = ts_stats_table(st, WSE_STAT_REGION_STATS, "per region of PEs asked for: busy and stall cycles of its "
+                              "PEs, its busiest PE's busy cycles, wavelets its routers sent over the links", 5, rcols,
+                              runits);
+    if (rtab < 0)
         return ts_err_set(err, TS_ENOMEM, "out of memory for the region_stats table");
     for (size_t i = 0; i < m->nregions; i++) {
         const ts_region *g = &m->regions[i];
@@ -330,7 +329,7 @@ static ts_status region_events(const ts_model *m, ts_stats *st, ts_err *err)
             return ts_err_set(err, TS_ENOMEM, "out of memory for the region_events table");
         double rrow[5] = {(double)i, (double)s.busy, (double)s.stall, (double)busiest,
                           (double)(s.link[WSE_N] + s.link[WSE_S] + s.link[WSE_E] + s.link[WSE_W])};
-        if (rtab >= 0 && ts_stats_row(st, rtab, rrow) != TS_OK)
+        if (ts_stats_row(st, rtab, rrow) != TS_OK)
             return ts_err_set(err, TS_ENOMEM, "out of memory for the region_stats table");
     }
     return TS_OK;

@@ -51,8 +51,8 @@ enum {
 /* events table: energy events per region of PEs the run options asked for (ts_run_opts.regions) */
 #define WSE_STAT_REGION_EVENTS "region_events"
 /* table: per region, busy and stall cycles of its PEs, its busiest PE's busy cycles and the
- * wavelets its routers sent over the four links; only when the per-PE arrays are left out
- * (report.pe_array_limit), which give the same figures otherwise */
+ * wavelets its routers sent over the four links (on any mesh: the per-PE arrays stop at
+ * report.pe_array_limit) */
 #define WSE_STAT_REGION_STATS "region_stats"
 
 #endif

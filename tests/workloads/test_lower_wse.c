@@ -152,7 +152,33 @@ START_TEST(test_stage_energy)
     ts_energy_table *t = NULL;
     ck_assert_int_eq(ts_energy_load(&t, "horowitz45", ts_builtin_find, &e), TS_OK);
     ck_assert_int_eq(ts_results_price(&res, t, &e), TS_OK);
-    ck_assert_int_eq(ts_lower_wse_stage_stats(&rep, 32, &res, t, &e), TS_OK);
+    /* the regions' own figures equal the per-PE arrays (written on this 32 x 32 mesh) summed over
+     * each rectangle: busy, stall, the busiest PE and the four links */
+    const ts_stat *rs = ts_stats_find(res.stats, WSE_STAT_REGION_STATS);
+    const ts_stat *bu = ts_stats_find(res.stats, WSE_STAT_BUSY_PER_PE), *sl = ts_stats_find(res.stats, WSE_STAT_STALL_PER_PE);
+    const ts_stat *lk[4] = {ts_stats_find(res.stats, WSE_STAT_LINK_NORTH), ts_stats_find(res.stats, WSE_STAT_LINK_SOUTH),
+                            ts_stats_find(res.stats, WSE_STAT_LINK_EAST), ts_stats_find(res.stats, WSE_STAT_LINK_WEST)};
+    ck_assert(rs && bu && sl && lk[0] && lk[1] && lk[2] && lk[3]);
+    ck_assert_uint_eq(rs->nrows, rep.nstages);
+    for (size_t i = 0; i < rep.nstages; i++) {
+        const ts_lower_wse_stage *sg = &rep.stages[i];
+        double bsum = 0, stl = 0, mx = 0, l = 0;
+        for (uint32_t y = sg->y; y < sg->y + sg->h; y++)
+            for (uint32_t x = sg->x; x < sg->x + sg->w; x++) {
+                size_t id = (size_t)y * 32 + x;
+                bsum += bu->v[id];
+                stl += sl->v[id];
+                mx = bu->v[id] > mx ? bu->v[id] : mx;
+                for (int q = 0; q < 4; q++)
+                    l += lk[q]->v[id];
+            }
+        const double *r = rs->rows + i * rs->ncols; /* region, busy, stall, busiest, link_wavelets */
+        ck_assert_double_eq(r[1], bsum);
+        ck_assert_double_eq(r[2], stl);
+        ck_assert_double_eq(r[3], mx);
+        ck_assert_double_eq(r[4], l);
+    }
+    ck_assert_int_eq(ts_lower_wse_stage_stats(&rep, &res, t, &e), TS_OK);
     const ts_stat *ly = ts_stats_find(res.stats, "layers");
     ck_assert_ptr_nonnull(ly);
     size_t ecol = ly->ncols, bcol = 0, scol = ly->ncols;

@@ -81,15 +81,15 @@ ts_status ts_lower_wse(const ts_graph *g, const ts_wse_target *t, ts_program **o
 ts_status ts_lower_wse_regions(const ts_lower_wse_report *rep, ts_region **out, size_t *n, ts_err *err);
 
 /* After a run: add to res->stats the table "layers", one row per stage: its rectangle, MACs,
- * wavelets in and out (4 bytes each) and their rate over the run ("bandwidth"), and, when the run
- * wrote per-PE arrays (meshes up to report.pe_array_limit PEs), the busy and stall PE-cycles of its
- * PEs, the busiest PE's busy cycles ("busiest", the stage's cycles: a stage works while the
- * pipeline runs, so its time is its busiest PE's) and the wavelets its routers sent over links; -1
- * where the arrays are missing. With the run's table region_events (ts_lower_wse_regions) and an
- * energy table, its dynamic energy ("energy", uJ; -1 without them). With a batch of more than
- * one image and the per-PE arrays, also "images_per_s": the pipeline's steady-state throughput,
- * one image per (busiest stage's busy cycles / batch) at the run's clock. */
-ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh_width, ts_results *res,
+ * wavelets in and out (4 bytes each) and their rate over the run ("bandwidth"), and, from the run's
+ * table region_stats (the run given the stages as regions, ts_lower_wse_regions), the busy and
+ * stall PE-cycles of its PEs, the busiest PE's busy cycles ("busiest", the stage's cycles: a stage
+ * works while the pipeline runs, so its time is its busiest PE's) and the wavelets its routers
+ * sent over links; -1 without that table. With the run's table region_events and an energy table,
+ * its dynamic energy ("energy", uJ; -1 without them). With a batch of more than one image, also
+ * "images_per_s": the pipeline's steady-state throughput, one image per (busiest stage's busy
+ * cycles / batch) at the run's clock. */
+ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, ts_results *res,
                                    const ts_energy_table *energy, ts_err *err);
 
 /* PE and byte address of element elem (graph order) of the graph output after the run; -1 if

@@ -73,7 +73,7 @@ ts_status ts_lower_wse_regions(const ts_lower_wse_report *rep, ts_region **out, 
     return TS_OK;
 }
 
-ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh_width, ts_results *res,
+ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, ts_results *res,
                                    const ts_energy_table *energy, ts_err *err)
 {
     static const char *const cols[] = {"stage",       "node",         "x",         "y",       "w",
@@ -84,12 +84,8 @@ ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh
                                         "cycles", "", "uJ"};
     enum { NC = sizeof cols / sizeof *cols };
     ts_stats *stats = res->stats;
-    const ts_stat *busy = ts_stats_find(stats, WSE_STAT_BUSY_PER_PE);
-    const ts_stat *stall = ts_stats_find(stats, WSE_STAT_STALL_PER_PE);
-    const ts_stat *link[4] = {ts_stats_find(stats, WSE_STAT_LINK_NORTH), ts_stats_find(stats, WSE_STAT_LINK_SOUTH),
-                              ts_stats_find(stats, WSE_STAT_LINK_EAST), ts_stats_find(stats, WSE_STAT_LINK_WEST)};
     const ts_stat *ev = ts_stats_find(stats, WSE_STAT_REGION_EVENTS);
-    const ts_stat *rs = ts_stats_find(stats, WSE_STAT_REGION_STATS); /* instead of the arrays on big meshes */
+    const ts_stat *rs = ts_stats_find(stats, WSE_STAT_REGION_STATS);
     double secs = ts_results_time_s(res), worst = 0;
     int tb = ts_stats_table(stats, "layers", "one row per stage of the WSE lowering (docs/lowering-wse.md); node -1 is "
                             "the input source, the output sink or a skip path's FIFO; bandwidth is its wavelets in "
@@ -101,29 +97,10 @@ ts_status ts_lower_wse_stage_stats(const ts_lower_wse_report *rep, uint32_t mesh
         return ts_err_set(err, TS_ENOMEM, "cannot add the layer table");
     for (size_t i = 0; i < n; i++) {
         const ts_lower_wse_stage *s = &rep->stages[i];
-        double b = 0, st = 0, mx = 0, lk = 0;
-        bool have = busy && stall && busy->kind == TS_STAT_ARRAY && stall->kind == TS_STAT_ARRAY;
-        for (uint32_t y = s->y; have && y < s->y + s->h; y++)
-            for (uint32_t x = s->x; x < s->x + s->w; x++) {
-                size_t id = (size_t)y * mesh_width + x;
-                if (id >= busy->n || id >= stall->n) {
-                    have = false;
-                    break;
-                }
-                b += busy->v[id];
-                st += stall->v[id];
-                mx = busy->v[id] > mx ? busy->v[id] : mx;
-                for (int q = 0; q < 4; q++)
-                    lk += link[q] && id < link[q]->n ? link[q]->v[id] : 0;
-            }
-        if (!have && rs && rs->kind == TS_STAT_TABLE && i < rs->nrows && rs->ncols == 5) {
-            const double *q = rs->rows + i * rs->ncols; /* region, busy, stall, busiest, link_wavelets */
-            b = q[1];
-            st = q[2];
-            mx = q[3];
-            lk = q[4];
-            have = true;
-        }
+        /* the run's figures for the stage's rectangle: region, busy, stall, busiest, link_wavelets */
+        bool have = rs && rs->kind == TS_STAT_TABLE && i < rs->nrows && rs->ncols == 5;
+        const double *q = have ? rs->rows + i * rs->ncols : NULL;
+        double b = have ? q[1] : 0, st = have ? q[2] : 0, mx = have ? q[3] : 0, lk = have ? q[4] : 0;
         double j = ts_results_price_rows(ev, i, 1, energy);
         double row[NC] = {(double)i, s->what && !strcmp(s->what, "fifo") ? -1 : (double)s->node, s->x, s->y, s->w,
                           s->h, (double)s->w * s->h, (double)s->macs, have ? b : -1, have ? st : -1,
@@ -194,7 +171,7 @@ static ts_status wse_prepare(void *state, ts_run_opts *ro, ts_err *err)
 static ts_status wse_attribute(void *state, ts_results *res, const ts_energy_table *energy, ts_err *err)
 {
     const wse_lowering *s = state;
-    return s->rep.nstages && res->stats ? ts_lower_wse_stage_stats(&s->rep, s->t.width, res, energy, err) : TS_OK;
+    return s->rep.nstages && res->stats ? ts_lower_wse_stage_stats(&s->rep, res, energy, err) : TS_OK;
 }
 
 static void wse_destroy(void *state)
