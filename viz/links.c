@@ -55,6 +55,7 @@ static bool neighbour(const ts_links *l, uint32_t x, uint32_t y, int d, uint32_t
     }
 }
 
+#if TS_HAVE_CAIRO
 /* The utilisation of block (bx, by)'s bar in direction d: the busiest link from a PE of the block
  * to a PE of another; -1 when no such link exists. */
 static double block_util(const ts_links *l, const layout *L, uint32_t bx, uint32_t by, int d)
@@ -70,6 +71,7 @@ static double block_util(const ts_links *l, const layout *L, uint32_t bx, uint32
         }
     return best;
 }
+#endif
 
 int ts_links_scale(const ts_links *l, double *top)
 {

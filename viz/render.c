@@ -203,8 +203,8 @@ static bool text_cairo(ts_viz_image *img, uint32_t x, uint32_t y, uint32_t scale
 uint32_t ts_viz_text(ts_viz_image *img, uint32_t x, uint32_t y, uint32_t scale, const uint8_t rgb[3],
                      const char *s)
 {
-    size_t n = strlen(s);
 #if TS_HAVE_CAIRO
+    size_t n = strlen(s);
     if (n && text_cairo(img, x, y, scale, rgb, s, n))
         return x + 6 * scale * (uint32_t)n;
 #endif
