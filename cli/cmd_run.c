@@ -280,13 +280,24 @@ static void list_model(size_t i, ts_buf *out)
     ts_buf_printf(out, "  %s\n", name);
     if (ts_ytree_parse(name, text, len, &yo, &root, &e) == TS_OK && root) {
         const ts_ynode *d = ts_ynode_get(root, "description"), *p = ts_ynode_get(root, "params");
+        const ts_ynode *b = ts_ynode_get(root, "base");
         if (d && d->kind == TS_Y_SCALAR)
             ts_buf_printf(out, "      %s\n", d->text);
+        if (b && b->kind == TS_Y_SCALAR)
+            ts_buf_printf(out, "      %s with these defaults (and %s's other parameters):\n", b->text, b->text);
         if (p && p->kind == TS_Y_MAP && p->n) {
             ts_buf_puts(out, "      ");
-            for (size_t k = 0; k + 1 < p->n; k += 2)
+            for (size_t k = 0; k + 1 < p->n; k += 2) {
+                const ts_ynode *v = p->kids[k + 1], *def = ts_ynode_get(v, "default"),
+                               *ch = ts_ynode_get(v, "choices");
+                if (def && def->kind == TS_Y_SCALAR)
+                    v = def; /* a choice: its default, then [the choices] */
                 ts_buf_printf(out, "%s%s=%s", k ? " " : "", p->kids[k]->text ? p->kids[k]->text : "",
-                              p->kids[k + 1]->text ? p->kids[k + 1]->text : "");
+                              v->text ? v->text : "");
+                for (size_t j = 0; ch && ch->kind == TS_Y_SEQ && j < ch->n; j++)
+                    ts_buf_printf(out, "%s%s%s", j ? "|" : "[", ch->kids[j]->text ? ch->kids[j]->text : "",
+                                  j + 1 == ch->n ? "]" : "");
+            }
             ts_buf_putc(out, '\n');
         }
     }

@@ -11,6 +11,7 @@
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "core/fileio.h"
+#include "core/half.h"
 #include "core/ytree.h"
 #include "workloads/onnx.h"
 
@@ -52,6 +53,7 @@ typedef struct ctx {
     ts_dtype dtype;  /* the workload's default dtype */
     const ts_ynode *blocks;
     int depth;       /* block nesting */
+    const char *preset_file; /* a preset's file (base: NAME) while the base is built; else NULL */
 } ctx;
 
 static ts_status at(ctx *c, const ts_ynode *y, ts_status st, const char *fmt, ...)
@@ -87,6 +89,7 @@ typedef struct param {
     bool is_dtype;
     int64_t v;
     ts_dtype dt;
+    const ts_ynode *choices; /* a choice parameter: its names; v is the index of the one chosen */
 } param;
 
 typedef struct scope {
@@ -292,6 +295,19 @@ static ts_status eval_shape(ctx *c, scope *sc, const ts_ynode *y, int64_t *dims,
 
 static ts_status set_param(param *p, const char *value, char *why, size_t n)
 {
+    if (p->choices) {
+        for (size_t i = 0; i < p->choices->n; i++)
+            if (!strcmp(p->choices->kids[i]->text, value)) {
+                p->v = (int64_t)i;
+                return TS_OK;
+            }
+        size_t k = (size_t)snprintf(why, n, "parameter '%s' is one of", p->name);
+        for (size_t i = 0; i < p->choices->n && k < n; i++)
+            k += (size_t)snprintf(why + k, n - k, "%s %s", i ? "," : "", p->choices->kids[i]->text);
+        if (k < n)
+            snprintf(why + k, n - k, "; got '%s'", value);
+        return TS_EINPUT;
+    }
     if (p->is_dtype) {
         if (ts_dtype_parse(value, &p->dt)) {
             snprintf(why, n, "unknown dtype '%s' for parameter '%s' (f32, f16, bf16, f64, i8, u8, i16, i32, i64)",
@@ -350,7 +366,45 @@ static void reposition(ctx *c, const ts_ynode *y)
     ts_err_at(c->err, c->err->status, c->file, y->line, y->col, "%s", msg);
 }
 
-/* Declared tensors: inputs (data) or weights: list of {name, shape, dtype}. */
+static ts_status get_bool(ctx *c, scope *sc, const ts_ynode *y, bool *out);
+
+/* A weight's `values: causal`: the additive mask of causal attention over its last two axes, 0
+ * where the column is at most the row and -30000 above (exp of it is 0 in f32; it is finite in
+ * f16, whose largest magnitude is 65504), the same matrix for every leading index. */
+static ts_status causal_mask(ctx *c, const ts_ynode *vals, int id)
+{
+    const ts_graph_tensor *t = ts_graph_get_tensor(c->g, id);
+    if (vals->kind != TS_Y_SCALAR || strcmp(vals->text, "causal"))
+        return at(c, vals, TS_EINPUT, "values: the one generator is 'causal'");
+    if (t->rank < 2 || (t->dtype != TS_DT_F32 && t->dtype != TS_DT_F16))
+        return at(c, vals, TS_EINPUT, "a causal mask is f32 or f16 with at least two axes");
+    uint64_t n = 1, rows = (uint64_t)t->dims[t->rank - 2], cols = (uint64_t)t->dims[t->rank - 1];
+    for (int i = 0; i < t->rank; i++)
+        n *= (uint64_t)t->dims[i];
+    size_t esz = t->dtype == TS_DT_F32 ? 4 : 2;
+    if (n > ((uint64_t)1 << 26))
+        return at(c, vals, TS_EINPUT, "a causal mask of %llu elements is too large (at most 2^26)",
+                  (unsigned long long)n);
+    unsigned char *d = ts_malloc(n * esz);
+    if (!d)
+        return ts_err_set(c->err, TS_ENOMEM, "out of memory");
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t col = i % cols, row = i / cols % rows;
+        float v = col <= row ? 0.0f : -30000.0f;
+        if (esz == 4) {
+            memcpy(d + 4 * i, &v, 4);
+        } else {
+            uint16_t h = ts_f32_to_f16(v);
+            memcpy(d + 2 * i, &h, 2);
+        }
+    }
+    ts_status st = ts_graph_set_data(c->g, id, d, n * esz, c->err);
+    ts_free(d);
+    return st;
+}
+
+/* Declared tensors: inputs (data) or weights: list of {name, shape, dtype}; a weight with
+ * `values: causal` is a constant (causal_mask). */
 static ts_status declare(ctx *c, scope *sc, const ts_ynode *list, ts_tensor_kind kind)
 {
     if (!list)
@@ -361,6 +415,15 @@ static ts_status declare(ctx *c, scope *sc, const ts_ynode *list, ts_tensor_kind
         const ts_ynode *t = list->kids[i], *nm = ts_ynode_get(t, "name"), *sh = ts_ynode_get(t, "shape");
         if (t->kind != TS_Y_MAP)
             return at(c, t, TS_EINPUT, "a tensor is a map with name and shape, got %s", kind_name(t));
+        const ts_ynode *cond = ts_ynode_get(t, "if");
+        bool on = true;
+        if (cond) {
+            ts_status st = get_bool(c, sc, cond, &on);
+            if (st)
+                return st;
+        }
+        if (!on)
+            continue;
         if (!nm || nm->kind != TS_Y_SCALAR)
             return at(c, t, TS_EINPUT, "tensor without a name");
         if (!sh)
@@ -375,8 +438,15 @@ static ts_status declare(ctx *c, scope *sc, const ts_ynode *list, ts_tensor_kind
         tensor_name(sc, nm->text, name, sizeof name);
         if (!st && ts_graph_find(c->g, name) >= 0)
             return at(c, nm, TS_EINPUT, "tensor '%s' is defined twice", name);
-        if (!st && (st = ts_graph_add_tensor(c->g, name, kind, dt, rank, dims, NULL, c->err)) == TS_EINPUT)
+        const ts_ynode *vals = ts_ynode_get(t, "values");
+        if (!st && vals && kind != TS_TENSOR_WEIGHT)
+            return at(c, vals, TS_EINPUT, "only weights take values");
+        int id;
+        if (!st && (st = ts_graph_add_tensor(c->g, name, vals ? TS_TENSOR_CONST : kind, dt, rank, dims, &id,
+                                              c->err)) == TS_EINPUT)
             reposition(c, sh);
+        if (!st && vals)
+            st = causal_mask(c, vals, id);
         if (st)
             return st;
     }
@@ -449,7 +519,8 @@ static ts_status node_attrs(ctx *c, scope *sc, ts_graph_op op, const ts_ynode *n
     static const char *const known[] = {"op", "name", "in", "out", "if", "kernel", "stride", "pad", "dilation",
                                         "group", "ceil_mode", "count_include_pad", "alpha", "beta", "trans_a",
                                         "trans_b", "axis", "perm", "axes", "keepdims", "shape", "epsilon", "min",
-                                        "max", "approximate", "to", NULL};
+                                        "max", "approximate", "to", "starts", "ends", NULL};
+    int nstarts = -1, nends = -1;
     for (size_t i = 0; i + 1 < nd->n; i += 2) {
         const char *key = nd->kids[i]->text;
         const ts_ynode *v = nd->kids[i + 1];
@@ -481,6 +552,10 @@ static ts_status node_attrs(ctx *c, scope *sc, ts_graph_op op, const ts_ynode *n
             st = eval(c, sc, v, &a->group);
         } else if (!strcmp(key, "axis")) {
             st = eval(c, sc, v, &a->axis);
+        } else if (!strcmp(key, "starts") || !strcmp(key, "ends")) {
+            /* Slice: one start and one end per axis of the input, steps 1 */
+            bool s0 = key[0] == 's';
+            st = eval_list(c, sc, v, s0 ? a->starts : a->ends, TS_GRAPH_MAX_RANK, s0 ? &nstarts : &nends);
         } else if (!strcmp(key, "perm")) {
             st = eval_list(c, sc, v, a->perm, TS_GRAPH_MAX_RANK, &a->nperm);
         } else if (!strcmp(key, "axes")) {
@@ -519,11 +594,21 @@ static ts_status node_attrs(ctx *c, scope *sc, ts_graph_op op, const ts_ynode *n
         if (st)
             return st;
     }
+    if (nstarts >= 0 || nends >= 0) {
+        if (nstarts != nends)
+            return at(c, nd, TS_EINPUT, "starts and ends come together, one of each per axis");
+        a->nslice = nstarts;
+        for (int i = 0; i < nstarts; i++)
+            a->steps[i] = 1;
+    }
     (void)op;
     return TS_OK;
 }
 
-static ts_status build_block(ctx *c, scope *sc, const ts_ynode *nd, const char *iname)
+/* One instance of a block. chain_in and chain_out, when not NULL, replace the tensors of the first
+ * input and of the output (the copies of a repeated block feed one another). */
+static ts_status build_block(ctx *c, scope *sc, const ts_ynode *nd, const char *iname, const char *chain_in,
+                             const char *chain_out)
 {
     const ts_ynode *bn = ts_ynode_get(nd, "block");
     if (bn->kind != TS_Y_SCALAR)
@@ -599,13 +684,19 @@ static ts_status build_block(ctx *c, scope *sc, const ts_ynode *nd, const char *
             if (an->kind != TS_Y_SCALAR || fin->kids[i]->kind != TS_Y_SCALAR)
                 st = at(c, an, TS_EINPUT, "block inputs are tensor names");
             else {
-                tensor_name(sc, an->text, actual[i], sizeof actual[i]);
+                if (i == 0 && chain_in)
+                    snprintf(actual[i], sizeof actual[i], "%s", chain_in);
+                else
+                    tensor_name(sc, an->text, actual[i], sizeof actual[i]);
                 inner->formal[inner->nformal] = fin->kids[i]->text;
                 inner->actual[inner->nformal++] = actual[i];
             }
         }
         if (!st && inner->nformal < 8) {
-            tensor_name(sc, aout->text, actual[8], sizeof actual[8]);
+            if (chain_out)
+                snprintf(actual[8], sizeof actual[8], "%s", chain_out);
+            else
+                tensor_name(sc, aout->text, actual[8], sizeof actual[8]);
             inner->formal[inner->nformal] = fout->text;
             inner->actual[inner->nformal++] = actual[8];
         }
@@ -618,6 +709,29 @@ static ts_status build_block(ctx *c, scope *sc, const ts_ynode *nd, const char *
     if (!st && ts_graph_find(c->g, actual[8]) < 0)
         st = at(c, nd, TS_EINPUT, "block '%s' does not produce its output '%s'", bn->text, fout->text);
     ts_free(inner);
+    return st;
+}
+
+/* A block node, once or `repeat: N` times: copies local.0 .. local.(N-1), each one's output the
+ * next one's first input (layer stacks). */
+static ts_status build_repeat(ctx *c, scope *sc, const ts_ynode *nd, const char *local)
+{
+    const ts_ynode *rep = ts_ynode_get(nd, "repeat");
+    if (!rep)
+        return build_block(c, sc, nd, local, NULL, NULL);
+    int64_t n;
+    ts_status st = eval(c, sc, rep, &n);
+    if (st)
+        return st;
+    if (n < 1 || n > 4096)
+        return at(c, rep, TS_EINPUT, "repeat is %lld; it must be 1 to 4096", (long long)n);
+    char prev[300] = "", next[300], iname[200];
+    for (int64_t i = 0; i < n && !st; i++) {
+        snprintf(iname, sizeof iname, "%s.%lld", local, (long long)i);
+        snprintf(next, sizeof next, "%s%s#out", sc->prefix, iname);
+        st = build_block(c, sc, nd, iname, i ? prev : NULL, i + 1 < n ? next : NULL);
+        memcpy(prev, next, sizeof prev);
+    }
     return st;
 }
 
@@ -646,7 +760,7 @@ static ts_status build_nodes(ctx *c, scope *sc, const ts_ynode *nodes)
         snprintf(gen, sizeof gen, "n%zu", i);
         const char *local = nm && nm->kind == TS_Y_SCALAR ? nm->text : gen;
         if (ts_ynode_get(nd, "block")) {
-            ts_status st = build_block(c, sc, nd, local);
+            ts_status st = build_repeat(c, sc, nd, local);
             if (st)
                 return st;
             continue;
@@ -700,7 +814,39 @@ static ts_status build_nodes(ctx *c, scope *sc, const ts_ynode *nodes)
     return TS_OK;
 }
 
-static ts_status build(ctx *c, const ts_ynode *root, const char *label, const char *params)
+/* One entry of params: a number, a dtype (the parameter named dtype), or a choice
+ * {default: NAME, choices: [NAME, ...]}, which expressions read as the index of the one chosen. */
+static ts_status declare_param(ctx *c, scope *sc, const ts_ynode *k, const ts_ynode *v)
+{
+    if (sc->n == MAX_PARAMS || strlen(k->text) >= sizeof sc->p[0].name)
+        return at(c, k, TS_EINPUT, "too many parameters or name too long");
+    if (find_param(sc, k->text))
+        return at(c, k, TS_EINPUT, "parameter '%s' is declared twice", k->text);
+    param *p = &sc->p[sc->n];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", k->text);
+    p->is_dtype = !strcmp(k->text, "dtype");
+    const ts_ynode *def = v;
+    if (v->kind == TS_Y_MAP && !p->is_dtype) {
+        const ts_ynode *ch = ts_ynode_get(v, "choices");
+        def = ts_ynode_get(v, "default");
+        if (!ch || ch->kind != TS_Y_SEQ || !ch->n || !def || v->n != 4)
+            return at(c, v, TS_EINPUT, "parameter '%s': a choice is {default: NAME, choices: [NAME, ...]}", k->text);
+        for (size_t i = 0; i < ch->n; i++)
+            if (ch->kids[i]->kind != TS_Y_SCALAR)
+                return at(c, ch->kids[i], TS_EINPUT, "parameter '%s': choices are names", k->text);
+        p->choices = ch;
+    }
+    if (def->kind != TS_Y_SCALAR)
+        return at(c, def, TS_EINPUT, "parameter '%s' must have a scalar default", k->text);
+    char why[300];
+    if (set_param(p, def->text, why, sizeof why))
+        return at(c, def, TS_EINPUT, "%s", why);
+    sc->n++;
+    return TS_OK;
+}
+
+static ts_status build(ctx *c, const ts_ynode *root, const char *label, const char *params, const ts_ynode *preset)
 {
     if (!root || root->kind != TS_Y_MAP)
         return at(c, root, TS_EINPUT, "a workload is a map with params, inputs, weights, nodes and outputs");
@@ -722,23 +868,24 @@ static ts_status build(ctx *c, const ts_ynode *root, const char *label, const ch
     const ts_ynode *ps = ts_ynode_get(root, "params");
     if (ps && ps->kind != TS_Y_MAP)
         st = at(c, ps, TS_EINPUT, "params must be a map of name: default");
-    for (size_t i = 0; ps && !st && i + 1 < ps->n; i += 2) {
-        const ts_ynode *k = ps->kids[i], *v = ps->kids[i + 1];
-        if (sc->n == MAX_PARAMS || strlen(k->text) >= sizeof sc->p[0].name) {
-            st = at(c, k, TS_EINPUT, "too many parameters or name too long");
-            break;
-        }
-        if (v->kind != TS_Y_SCALAR) {
+    for (size_t i = 0; ps && !st && i + 1 < ps->n; i += 2)
+        st = declare_param(c, sc, ps->kids[i], ps->kids[i + 1]);
+    /* a preset's defaults (a workload with base:) replace the base's; its errors are in its file */
+    const char *base_file = c->file;
+    if (preset)
+        c->file = c->preset_file;
+    for (size_t i = 0; preset && !st && i + 1 < preset->n; i += 2) {
+        const ts_ynode *k = preset->kids[i], *v = preset->kids[i + 1];
+        param *pp = find_param(sc, k->text);
+        char why[300];
+        if (!pp)
+            st = at(c, k, TS_EINPUT, "the base workload has no parameter '%s'", k->text);
+        else if (v->kind != TS_Y_SCALAR)
             st = at(c, v, TS_EINPUT, "parameter '%s' must have a scalar default", k->text);
-            break;
-        }
-        param *p = &sc->p[sc->n++];
-        snprintf(p->name, sizeof p->name, "%s", k->text);
-        p->is_dtype = !strcmp(k->text, "dtype");
-        char why[200];
-        if (set_param(p, v->text, why, sizeof why))
+        else if (set_param(pp, v->text, why, sizeof why))
             st = at(c, v, TS_EINPUT, "%s", why);
     }
+    c->file = base_file;
     /* overrides "k=v,k=v" */
     if (!st && params && *params) {
         char *copy = ts_strdup(params);
@@ -761,7 +908,7 @@ static ts_status build(ctx *c, const ts_ynode *root, const char *label, const ch
                 ts_buf_free(&names);
                 break;
             }
-            char why[200];
+            char why[300];
             if (set_param(pp, eq + 1, why, sizeof why))
                 st = ts_err_set(c->err, TS_EINPUT, "%s: %s", label, why);
         }
@@ -800,6 +947,40 @@ static ts_status build(ctx *c, const ts_ynode *root, const char *label, const ch
     return st;
 }
 
+/* A preset: a workload with `base: NAME` (a built-in) whose params are new defaults for the base's.
+ * *base gets the base's tree, c->file its path; c->preset_file keeps the preset's for its errors. */
+static ts_status load_base(ctx *c, const ts_ynode *root, const ts_ynode *bn, ts_ynode **base)
+{
+    static const char *const keys[] = {"name", "description", "base", "params", NULL};
+    for (size_t i = 0; i + 1 < root->n; i += 2) {
+        bool ok = false;
+        for (int k = 0; keys[k] && !ok; k++)
+            ok = !strcmp(keys[k], root->kids[i]->text);
+        if (!ok)
+            return at(c, root->kids[i], TS_EINPUT, "a workload with base: takes name, description, base and params, "
+                      "not '%s'", root->kids[i]->text);
+    }
+    const ts_ynode *ps = ts_ynode_get(root, "params");
+    if (ps && ps->kind != TS_Y_MAP)
+        return at(c, ps, TS_EINPUT, "params must be a map of name: default");
+    for (size_t i = 0; i < ts_wl_builtin_nfiles; i++) {
+        const struct ts_builtin_file *f = &ts_wl_builtin_files[i];
+        if (bn->kind != TS_Y_SCALAR || strcmp(f->name, bn->text))
+            continue;
+        c->preset_file = c->file;
+        c->file = f->path;
+        ts_status st = parse_yaml(c, f->text, f->len, base);
+        if (!st && ts_ynode_get(*base, "base")) {
+            ts_ynode_destroy(*base);
+            *base = NULL;
+            c->file = c->preset_file;
+            return at(c, bn, TS_EINPUT, "built-in '%s' has a base itself", f->name);
+        }
+        return st;
+    }
+    return at(c, bn, TS_EINPUT, "base '%s' is not a built-in workload", bn->kind == TS_Y_SCALAR ? bn->text : "?");
+}
+
 ts_status ts_wl_load_text(const char *text, size_t len, const char *file, const char *params, ts_graph **out,
                           ts_err *err)
 {
@@ -807,17 +988,23 @@ ts_status ts_wl_load_text(const char *text, size_t len, const char *file, const 
     ctx c = {0};
     c.file = file ? file : "<workload>";
     c.err = err;
-    ts_ynode *root;
+    ts_ynode *root, *base = NULL;
     ts_status st = parse_yaml(&c, text, len, &root);
     if (st)
         return st;
+    const ts_ynode *bn = root->kind == TS_Y_MAP ? ts_ynode_get(root, "base") : NULL;
+    if (bn && (st = load_base(&c, root, bn, &base))) {
+        ts_ynode_destroy(root);
+        return st;
+    }
     const ts_ynode *nm = ts_ynode_get(root, "name");
     const char *gname = nm && nm->kind == TS_Y_SCALAR ? nm->text : c.file;
     c.g = ts_graph_create(gname);
     if (!c.g)
         st = ts_err_set(err, TS_ENOMEM, "out of memory");
     else
-        st = build(&c, root, gname, params);
+        st = build(&c, base ? base : root, gname, params, base ? ts_ynode_get(root, "params") : NULL);
+    ts_ynode_destroy(base);
     ts_ynode_destroy(root);
     if (st) {
         ts_graph_destroy(c.g);
@@ -942,8 +1129,13 @@ bool ts_wl_is_model(const char *arg)
         c.file = path;
         c.err = &err;
         ts_ynode *root = NULL;
-        if (parse_yaml(&c, text, len, &root) == TS_OK)
-            model = ts_ynode_get(root, "nodes") && !ts_ynode_get(root, "arch");
+        if (parse_yaml(&c, text, len, &root) == TS_OK && !ts_ynode_get(root, "arch")) {
+            /* a workload: nodes, or a preset of a built-in workload (a config's base is a config) */
+            const ts_ynode *b = ts_ynode_get(root, "base");
+            model = ts_ynode_get(root, "nodes") != NULL;
+            for (size_t i = 0; !model && b && b->kind == TS_Y_SCALAR && i < ts_wl_builtin_nfiles; i++)
+                model = !strcmp(ts_wl_builtin_files[i].name, b->text);
+        }
         ts_ynode_destroy(root);
     }
     ts_free(text);

@@ -127,15 +127,15 @@ END_TEST
 
 START_TEST(builtin_list)
 {
-    ck_assert_uint_eq(ts_wl_builtin_count(), 5);
-    const char *want[] = {"matmul", "conv2d", "mlp", "resnet50", "bert-base-layer"};
-    for (size_t i = 0; i < 5; i++) {
+    ck_assert_uint_eq(ts_wl_builtin_count(), 8);
+    const char *want[] = {"matmul", "conv2d", "mlp", "resnet50", "bert-base-layer", "gpt", "gpt2-small", "gpt2-medium"};
+    for (size_t i = 0; i < 8; i++) {
         ck_assert_str_eq(ts_wl_builtin_name(i), want[i]);
         size_t len = 0;
         ck_assert_ptr_nonnull(ts_wl_builtin_text(i, &len));
         ck_assert_uint_gt(len, 0);
     }
-    ck_assert_ptr_null(ts_wl_builtin_name(5));
+    ck_assert_ptr_null(ts_wl_builtin_name(8));
 }
 END_TEST
 
@@ -148,7 +148,8 @@ START_TEST(parameter_errors)
     ck_assert_str_eq(builtin_fail("matmul:dtype=f33"),
                      "matmul: unknown dtype 'f33' for parameter 'dtype' (f32, f16, bf16, f64, i8, u8, i16, i32, i64)");
     ck_assert_str_eq(builtin_fail("nosuch"),
-                     "no built-in workload 'nosuch' (built-ins: matmul, conv2d, mlp, resnet50, bert-base-layer)");
+                     "no built-in workload 'nosuch' (built-ins: matmul, conv2d, mlp, resnet50, bert-base-layer, gpt, "
+                     "gpt2-small, gpt2-medium)");
     /* a zero dimension is caught where the shape is written */
     ck_assert_str_eq(builtin_fail("matmul:m=0"),
                      "workloads/builtin/matmul.yaml:10:23: dimension 'm' is 0; dimensions must be positive");
@@ -264,6 +265,114 @@ START_TEST(file_with_blocks)
     ck_assert_str_eq(ts_graph_name(g), "twice");
     ts_graph_destroy(g);
     ts_err_free(&err);
+}
+END_TEST
+
+/* The decoder: prefill's and decode's MACs and parameters by the formulas of gpt.yaml, the
+ * presets' shapes, the layer stack (repeat) and the causal mask's values. */
+START_TEST(gpt_decoder)
+{
+    ts_graph_totals t;
+    const uint64_t L = 12, H = 768, F = 3072, V = 50257, S = 128;
+    const uint64_t layer_params = 4 * (H * H + H) + 2 * H * F + F + H + 4 * H;
+    ts_graph *g = builtin("gpt2-small", &t);
+    ck_assert_uint_eq(t.macs, L * (4 * S * H * H + 2 * S * S * H + 2 * S * H * F) + H * V);
+    /* GPT-2 small's published 124,439,808 less its 1,024 x 768 position table (added before the
+     * first layer, so outside the graph); its token table is the LM head's weight (tied) */
+    ck_assert_uint_eq(t.params, L * layer_params + 2 * H + H * V);
+    ck_assert_uint_eq(t.params + 1024 * H, 124439808);
+    ck_assert_uint_eq(t.nodes_by_op[TS_OP_LAYERNORM], 2 * L + 1);
+    ck_assert_int_ge(ts_graph_find(g, "layers.11.ln2.w1"), 0);
+    ck_assert_int_lt(ts_graph_find(g, "layers.12.ln2.w1"), 0);
+    /* the mask: 0 on and below the diagonal, -30000 above (f16) */
+    const ts_graph_tensor *m = ts_graph_get_tensor(g, ts_graph_find(g, "mask"));
+    ck_assert_int_eq(m->kind, TS_TENSOR_CONST);
+    ck_assert_ptr_nonnull(m->data);
+    const uint16_t *h = m->data;
+    ck_assert_uint_eq(h[0], 0);
+    ck_assert_uint_eq(h[1], 0xF753); /* -30000 in f16 rounds to -29984 */
+    ck_assert_uint_eq(h[S * S - 1], 0);
+    ck_assert_uint_eq(h[(S - 1) * S], 0);
+    ts_graph_destroy(g);
+    /* decode: one token against seq - 1 cached positions; the cache is held as weights */
+    g = builtin("gpt2-small:phase=decode", &t);
+    ck_assert_uint_eq(t.macs, L * (4 * H * H + 2 * S * H + 2 * H * F) + H * V);
+    ck_assert_uint_eq(t.params, L * (layer_params + 2 * (S - 1) * H) + 2 * H + H * V);
+    ck_assert_int_lt(ts_graph_find(g, "mask"), 0);
+    ts_graph_destroy(g);
+    g = builtin("gpt2-medium:phase=decode,seq=1024", &t);
+    ck_assert_uint_eq(t.macs, 24 * (4 * 1024 * 1024 + 2 * 1024 * 1024 + 2 * 1024 * 4096) + 1024 * V);
+    ts_graph_destroy(g);
+    ck_assert_str_eq(builtin_fail("gpt:phase=train"), "gpt: parameter 'phase' is one of prefill, decode; got 'train'");
+    ck_assert_str_eq(builtin_fail("gpt2-small:phase=decode,seq=1"),
+                     "workloads/builtin/gpt.yaml:69:82: dimension 'seq - 1' is 0; dimensions must be positive");
+    ck_assert_str_eq(builtin_fail("gpt2-small:layers=0"),
+                     "workloads/builtin/gpt.yaml:95:65: repeat is 0; it must be 1 to 4096");
+}
+END_TEST
+
+/* The template features the decoder uses, in a file: repeat, a choice parameter, a preset
+ * (base:), Slice's starts and ends, and their errors. */
+START_TEST(repeat_choice_base)
+{
+    const char *text = "params: {n: 4, depth: 3, act: {default: relu, choices: [none, relu]}}\n"
+                       "blocks:\n"
+                       "  dense:\n"
+                       "    in: [x, w]\n"
+                       "    out: y\n"
+                       "    nodes:\n"
+                       "      - {op: MatMul, name: mm, in: [x, w], out: h, if: 1 - act}\n"
+                       "      - {op: MatMul, name: mm, in: [x, w], out: y, if: act}\n"
+                       "      - {op: Relu, name: r, in: h, out: y, if: 1 - act}\n"
+                       "inputs:\n"
+                       "  - {name: x, shape: [2, n]}\n"
+                       "weights:\n"
+                       "  - {name: w, shape: [n, n]}\n"
+                       "  - {name: unused, if: 0, shape: [n]}\n"
+                       "nodes:\n"
+                       "  - {block: dense, name: l, repeat: depth, in: [x, w], out: y}\n"
+                       "  - {op: Slice, name: s, in: y, out: z, starts: [1, 0], ends: [2, n]}\n"
+                       "outputs: [z]\n";
+    ts_err err;
+    ts_err_init(&err);
+    ts_graph *g = NULL;
+    ck_assert_int_eq(ts_wl_load_text(text, strlen(text), "w.yaml", "depth=5,act=none", &g, &err), TS_OK);
+    ts_graph_totals t;
+    ts_graph_get_totals(g, &t);
+    ck_assert_uint_eq(t.macs, 5 * 2 * 4 * 4);
+    ck_assert_uint_eq(t.nodes_by_op[TS_OP_RELU], 5);
+    ck_assert_int_ge(ts_graph_find(g, "l.3#out"), 0); /* copy 3's output, copy 4's input */
+    ck_assert_int_ge(ts_graph_find(g, "l.4.h"), 0);
+    ck_assert_int_lt(ts_graph_find(g, "unused"), 0);
+    const ts_graph_tensor *z = ts_graph_get_tensor(g, ts_graph_find(g, "z"));
+    ck_assert_int_eq(z->rank, 2);
+    ck_assert_int_eq(z->dims[0], 1);
+    ck_assert_int_eq(z->dims[1], 4);
+    ts_graph_destroy(g);
+    g = NULL;
+    ck_assert_int_eq(ts_wl_load_text(text, strlen(text), "w.yaml", "act=relu", &g, &err), TS_OK);
+    ts_graph_get_totals(g, &t);
+    ck_assert_uint_eq(t.nodes_by_op[TS_OP_RELU], 0);
+    ts_graph_destroy(g);
+    ts_err_free(&err);
+    ck_assert_str_eq(text_fail("params: {a: {default: x}}\n"),
+                     "w.yaml:1:13: parameter 'a': a choice is {default: NAME, choices: [NAME, ...]}");
+    ck_assert_str_eq(text_fail("params: {a: {default: x, choices: [y, z]}}\n"),
+                     "w.yaml:1:23: parameter 'a' is one of y, z; got 'x'");
+    ck_assert_str_eq(text_fail("params: {a: 1, a: 2}\n"), "w.yaml:1:16: parameter 'a' is declared twice");
+    ck_assert_str_eq(text_fail("base: gpt\nparams: {layerz: 2}\n"),
+                     "w.yaml:2:10: the base workload has no parameter 'layerz'");
+    ck_assert_str_eq(text_fail("base: nope\n"), "w.yaml:1:7: base 'nope' is not a built-in workload");
+    ck_assert_str_eq(text_fail("base: gpt2-small\n"), "w.yaml:1:7: built-in 'gpt2-small' has a base itself");
+    ck_assert_str_eq(text_fail("base: gpt\nnodes: []\n"),
+                     "w.yaml:2:1: a workload with base: takes name, description, base and params, not 'nodes'");
+    ck_assert_str_eq(text_fail("inputs:\n  - {name: x, shape: [2, 2]}\nnodes:\n"
+                               "  - {op: Slice, in: x, out: y, starts: [0, 0]}\n"),
+                     "w.yaml:4:5: starts and ends come together, one of each per axis");
+    ck_assert_str_eq(text_fail("weights:\n  - {name: m, shape: [2, 2], values: zeros}\n"),
+                     "w.yaml:2:38: values: the one generator is 'causal'");
+    ck_assert_str_eq(text_fail("inputs:\n  - {name: m, shape: [2, 2], values: causal}\n"),
+                     "w.yaml:2:38: only weights take values");
 }
 END_TEST
 
@@ -384,6 +493,8 @@ int main(void)
     tcase_add_test(tc, file_errors);
     tcase_add_test(tc, limits);
     tcase_add_test(tc, file_with_blocks);
+    tcase_add_test(tc, gpt_decoder);
+    tcase_add_test(tc, repeat_choice_base);
     tcase_add_test(tc, info_for_builtin);
     tcase_add_test(tc, load_model);
     tcase_add_test(tc, alloc_failures);
