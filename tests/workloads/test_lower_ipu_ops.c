@@ -48,9 +48,9 @@ static double hardswish_ref(double x) { return x * fmin(fmax(x + 3.0, 0.0), 6.0)
 
 START_TEST(test_activations)
 {
-    /* Clip as ReLU6 and with other bounds, Sigmoid, Tanh and HardSwish of x [50, 44] times 5 (held
-     * over 3 tiles of ipu_tiny4), in f32 (_i 0) and in f16 (_i 1: f16 values held in f32 words, as
-     * between the f16 Convs). Tolerances: Clip is exact (max and min); Sigmoid and Tanh come from exp
+    /* Clip as ReLU6 and with other bounds, Sigmoid, Tanh, HardSwish and the tanh form of Gelu of x
+     * [50, 44] times 5 (held over 3 tiles of ipu_tiny4), in f32 (_i 0) and in f16 (_i 1: f16 values
+     * held in f32 words, as between the f16 Convs). Tolerances: Clip is exact (max and min); Sigmoid and Tanh come from exp
      * (Taylor, 1e-7 relative) and 1/(1 + e) (four Newton steps: to f32 rounding), so 1e-6; HardSwish
      * multiplies by an f32 1/6, so 2 ulp of f32 (4e-7 relative) plus the rounding of x + 3. */
     bool half = _i == 1;
@@ -77,13 +77,17 @@ START_TEST(test_activations)
     ts_graph_attrs_init(&clip);
     clip.min = -1.5;
     clip.max = 2.25;
-    int y[5];
+    ts_graph_attrs gt;
+    ts_graph_attrs_init(&gt);
+    gt.approximate_tanh = true;
+    int y[6];
+    y[5] = chain(g, TS_OP_GELU, "gelu_tanh", x, -1, &gt);
     y[0] = chain(g, TS_OP_CLIP, "relu6", x, -1, &relu6);
     y[1] = chain(g, TS_OP_CLIP, "clip", x, -1, &clip);
     y[2] = chain(g, TS_OP_SIGMOID, "sig", x, -1, NULL);
     y[3] = chain(g, TS_OP_TANH, "tanh", x, -1, NULL);
     y[4] = has_hs ? chain(g, hs, "hswish", x, -1, NULL) : -1;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         if (y[i] >= 0)
             ts_graph_mark_output(g, y[i]);
     finalize(g);
@@ -98,6 +102,10 @@ START_TEST(test_activations)
         if (y[4] >= 0)
             within(out_at(&L, g, y[4], (uint64_t)k), hardswish_ref(v), 1e-6 * (1 + fabs(v)), "hardswish",
                    (uint64_t)k);
+        /* x sigmoid(2u): the sigmoid's 1e-6 times |x|, plus the f32 rounding of u */
+        double u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
+        within(out_at(&L, g, y[5], (uint64_t)k), 0.5 * v * (1 + tanh(u)), 1e-6 * (1 + fabs(v)), "gelu tanh",
+               (uint64_t)k);
     }
     lowered_free(&L);
     ts_graph_destroy(g);

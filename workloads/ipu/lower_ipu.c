@@ -49,8 +49,7 @@ ts_status lwi_unsupported(lw *L, const ts_graph_node *n, const char *why)
 bool lwi_held_half(const lw *L, int x) { return L->pl[x].ntiles && L->pl[x].es == 2; }
 
 /* The operators the IPU lowering refuses whatever their shapes (ts_lower_ops; the dispatch below
- * asks it too): kinds without a room, Gelu with the tanh approximation, dtypes other than f32 or
- * f16 throughout. */
+ * asks it too): kinds without a room, dtypes other than f32 or f16 throughout. */
 static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t cap)
 {
     switch (n->op) {
@@ -101,10 +100,6 @@ static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t 
             snprintf(why, cap, "mixing %s and %s", ts_dtype_name(dt0), ts_dtype_name(dt));
             return true;
         }
-    }
-    if (n->op == TS_OP_GELU && n->attrs.approximate_tanh) {
-        snprintf(why, cap, "with the tanh approximation");
-        return true;
     }
     return false;
 }

@@ -242,15 +242,34 @@ static void emit_sigmoid_tanh(lw *L, uint32_t t, bool tanh_)
     }
 }
 
+/* Gelu, tanh form, of $a0 into $a2: 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715
+ * x^3), the sigmoid from exp(-|2u|) as above; x waits in $m12. Uses $a1..$a15, $m8..$m12. */
+static void emit_gelu_tanh(lw *L, uint32_t t)
+{
+    W(t, MOV, RM(12), RA(0), 0);
+    W(t, F32MUL, RA(13), RA(0), RA(0));
+    W(t, LDCONST, RA(14), lwi_fbits(0.044715f), 0);
+    W(t, LDCONST, RA(12), lwi_fbits(1.0f), 0);
+    W(t, F32MAC, RA(12), RA(14), RA(13));        /* 1 + 0.044715 x^2 */
+    W(t, LDCONST, RA(14), lwi_fbits(1.5957691216f), 0);
+    W(t, F32MUL, RA(12), RA(12), RA(14));
+    W(t, F32MUL, RA(0), RA(12), RA(0));          /* 2u */
+    emit_sigmoid_tanh(L, t, false);
+    W(t, MOV, RA(0), RM(12), 0);
+    W(t, F32MUL, RA(2), RA(2), RA(0));
+}
+
 /* The loop of a one-operand op over $m4 elements from $m2 into $m3: Relu, Clip (min, max), HardSwish
- * (x relu6(x + 3) / 6, times an f32 1/6), Gelu, Sigmoid, Tanh. */
+ * (x relu6(x + 3) / 6, times an f32 1/6), Gelu (erf or tanh form), Sigmoid, Tanh. */
 static void eltwise_unary(lw *L, uint32_t t, const ts_graph_node *n)
 {
     int op = n->op;
     if (op == TS_OP_GELU || op == TS_OP_SIGMOID || op == TS_OP_TANH) {
         size_t rpt = W(t, RPT, RM(4), (int32_t)(gelu_len() + 2), 0);
         W(t, LD32STEP, RA(0), RM(2), 4);
-        if (op == TS_OP_GELU)
+        if (op == TS_OP_GELU && n->attrs.approximate_tanh)
+            emit_gelu_tanh(L, t);
+        else if (op == TS_OP_GELU)
             emit_gelu(L, t);
         else
             emit_sigmoid_tanh(L, t, op == TS_OP_TANH);
