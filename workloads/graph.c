@@ -231,6 +231,10 @@ const char *ts_graph_name(const ts_graph *g)
     return g->name;
 }
 
+void ts_graph_set_llm(ts_graph *g, const ts_graph_llm *llm) { g->llm = *llm; }
+
+const ts_graph_llm *ts_graph_llm_of(const ts_graph *g) { return &g->llm; }
+
 size_t ts_graph_tensor_count(const ts_graph *g)
 {
     return g->nt;

@@ -197,6 +197,17 @@ void ts_graph_destroy(ts_graph *g);
 /* The graph's name. */
 const char *ts_graph_name(const ts_graph *g);
 
+/* What a decoder language model's run stands for, so that reports can give tokens per second
+ * (decode: one token per sequence of the batch) or the time to the first token (prefill of seq
+ * tokens). phase TS_LLM_NONE: the graph is no such model. */
+typedef enum { TS_LLM_NONE, TS_LLM_PREFILL, TS_LLM_DECODE } ts_llm_phase;
+typedef struct ts_graph_llm {
+    ts_llm_phase phase;
+    int64_t batch, seq, layers;
+} ts_graph_llm;
+void ts_graph_set_llm(ts_graph *g, const ts_graph_llm *llm);
+const ts_graph_llm *ts_graph_llm_of(const ts_graph *g);
+
 /* Add a tensor. rank may be -1 for an activation whose shape inference will fill in. The name must
  * be unique in the graph. *id receives the new tensor's id. */
 ts_status ts_graph_add_tensor(ts_graph *g, const char *name, ts_tensor_kind kind, ts_dtype dtype,

@@ -49,6 +49,7 @@ struct ts_graph {
     int uniq;           /* counter for generated names */
     int *cstart;        /* after finalize: consumers of tensor t are cnodes[cstart[t]..cstart[t+1]) */
     int *cnodes;
+    ts_graph_llm llm;   /* a decoder LLM's phase and shape (TS_LLM_NONE otherwise) */
 };
 
 #endif

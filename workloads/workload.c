@@ -814,6 +814,32 @@ static ts_status build_nodes(ctx *c, scope *sc, const ts_ynode *nodes)
     return TS_OK;
 }
 
+/* `llm: {decode: EXPR, batch: EXPR, seq: EXPR, layers: EXPR}`: the graph is a decoder language
+ * model, decoding one token (decode nonzero) or prefilling seq tokens, for reports' tokens per
+ * second and time to the first token. */
+static ts_status declare_llm(ctx *c, scope *sc, const ts_ynode *y)
+{
+    if (!y)
+        return TS_OK;
+    static const char *const keys[] = {"decode", "batch", "seq", "layers"};
+    int64_t v[4];
+    if (y->kind != TS_Y_MAP || y->n != 8)
+        return at(c, y, TS_EINPUT, "llm is a map of decode, batch, seq and layers");
+    for (int k = 0; k < 4; k++) {
+        const ts_ynode *e = ts_ynode_get(y, keys[k]);
+        if (!e)
+            return at(c, y, TS_EINPUT, "llm needs %s", keys[k]);
+        ts_status st = eval(c, sc, e, &v[k]);
+        if (st)
+            return st;
+        if (k && v[k] < 1)
+            return at(c, e, TS_EINPUT, "llm %s is %lld; it must be positive", keys[k], (long long)v[k]);
+    }
+    ts_graph_llm l = {v[0] ? TS_LLM_DECODE : TS_LLM_PREFILL, v[1], v[2], v[3]};
+    ts_graph_set_llm(c->g, &l);
+    return TS_OK;
+}
+
 /* One entry of params: a number, a dtype (the parameter named dtype), or a choice
  * {default: NAME, choices: [NAME, ...]}, which expressions read as the index of the one chosen. */
 static ts_status declare_param(ctx *c, scope *sc, const ts_ynode *k, const ts_ynode *v)
@@ -851,14 +877,14 @@ static ts_status build(ctx *c, const ts_ynode *root, const char *label, const ch
     if (!root || root->kind != TS_Y_MAP)
         return at(c, root, TS_EINPUT, "a workload is a map with params, inputs, weights, nodes and outputs");
     static const char *const top[] = {"name", "description", "params", "blocks", "inputs", "weights", "nodes",
-                                      "outputs", NULL};
+                                      "outputs", "llm", NULL};
     for (size_t i = 0; i + 1 < root->n; i += 2) {
         bool ok = false;
         for (int k = 0; top[k] && !ok; k++)
             ok = !strcmp(top[k], root->kids[i]->text);
         if (!ok)
             return at(c, root->kids[i], TS_EINPUT, "unknown key '%s' (keys: name, description, params, blocks, "
-                      "inputs, weights, nodes, outputs)", root->kids[i]->text);
+                      "inputs, weights, nodes, outputs, llm)", root->kids[i]->text);
     }
     scope *sc = ts_calloc(1, sizeof *sc);
     if (!sc)
@@ -941,6 +967,8 @@ static ts_status build(ctx *c, const ts_ynode *root, const char *label, const ch
                 ts_graph_mark_output(c->g, id);
         }
     }
+    if (!st)
+        st = declare_llm(c, sc, ts_ynode_get(root, "llm"));
     ts_free(sc);
     if (!st)
         st = ts_graph_finalize(c->g, c->err);

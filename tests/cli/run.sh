@@ -107,6 +107,24 @@ part_onnx() {
 }
 
 part_ipu() {
+  # A decoder LLM's figures: decode's tokens per second and time per token, prefill's time to
+  # the first token and prompt tokens per second, each from the run's cycles and clock.
+  for ph in decode prefill; do
+    expect_exit "gpt-$ph" 0 "$T" run -q -c ipu_mk2 -f json \
+      "gpt:layers=2,hidden=64,heads=2,ffn=128,vocab=100,seq=16,batch=2,dtype=f32,phase=$ph"
+    python3 - "$tmp/stdout" "$ph" <<'PY' && ok || bad "gpt $ph: the decoder figures are wrong"
+import json, sys
+r = json.load(open(sys.argv[1]))
+s, t = r["stats"], r["cycles"] / r["clock_hz"]
+v = {k: s[k]["value"] for k in s if k.endswith("_s") and s[k]["kind"] == "f64"}
+close = lambda a, b: abs(a - b) <= 1e-9 * abs(b)
+if sys.argv[2] == "decode":
+    ok = close(v["time_per_token_s"], t) and close(v["tokens_per_s"], 2 / t) and "time_to_first_token_s" not in v
+else:
+    ok = close(v["time_to_first_token_s"], t) and close(v["prefill_tokens_per_s"], 32 / t) and "tokens_per_s" not in v
+sys.exit(0 if ok and close(v["time_per_layer_s"], t / 2) else 1)
+PY
+  done
   # The live view with no display is refused at once (exit 2), not run with no window.
   if [ "${TS_HAS_SDL2:-0}" = 1 ]; then
     expect_exit view-no-display 2 env -u DISPLAY -u WAYLAND_DISPLAY -u SDL_VIDEODRIVER "$T" run --view -q -c ipu_mk1 -o "$tmp/v.txt"

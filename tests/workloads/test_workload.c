@@ -169,7 +169,7 @@ START_TEST(file_errors)
                      "w.yaml:2:6: bad yaml: did not find expected ',' or '}'");
     ck_assert_str_eq(text_fail("nodez: []\n"),
                      "w.yaml:1:1: unknown key 'nodez' (keys: name, description, params, blocks, inputs, weights, "
-                     "nodes, outputs)");
+                     "nodes, outputs, llm)");
     ck_assert_str_eq(text_fail("inputs:\n  - {name: x, shape: [2, 3]}\nnodes:\n  - {op: Frobnicate, in: x, out: y}\n"),
                      "w.yaml:4:10: unknown op 'Frobnicate'");
     ck_assert_str_eq(text_fail("nodes:\n  - {op: Relu, name: r, in: nope, out: y}\n"),

@@ -334,6 +334,32 @@ static ts_status superstep_layers(const ts_graph *g, ts_stats *stats, ts_err *er
     return st == TS_OK ? TS_OK : ts_err_set(err, st, "out of memory naming the supersteps' layers");
 }
 
+/* A decoder language model's figures (ts_graph_llm): decode's tokens per second (one token per
+ * sequence of the batch per run) and time per token, prefill's time to the first token and tokens
+ * per second; both the run's time over its layers. */
+static ts_status llm_figures(const ts_graph *g, ts_results *res, ts_err *err)
+{
+    const ts_graph_llm *m = ts_graph_llm_of(g);
+    double secs = ts_results_time_s(res);
+    if (m->phase == TS_LLM_NONE || !(secs > 0))
+        return TS_OK;
+    bool dec = m->phase == TS_LLM_DECODE, bad;
+    double toks = (double)m->batch * (dec ? 1.0 : (double)m->seq);
+    if (dec)
+        bad = ts_stats_f64(res->stats, "tokens_per_s", "1/s",
+                           "decode: tokens per second, one per sequence of the batch per step", toks / secs) ||
+              ts_stats_f64(res->stats, "time_per_token_s", "s", "decode: the time of one step", secs);
+    else
+        bad = ts_stats_f64(res->stats, "time_to_first_token_s", "s",
+                           "prefill: the time to take the prompt and give the first token", secs) ||
+              ts_stats_f64(res->stats, "prefill_tokens_per_s", "1/s", "prefill: prompt tokens per second", toks / secs);
+    if (!bad)
+        bad = ts_stats_f64(res->stats, "time_per_layer_s", "s",
+                           "the run's time over its decoder layers (the LM head's share included)",
+                           secs / (double)m->layers);
+    return bad ? ts_err_set(err, TS_ENOMEM, "out of memory for the decoder figures") : TS_OK;
+}
+
 ts_status ts_lowered_attribute(ts_lowered *l, ts_results *res, const ts_energy_table *energy, ts_err *err)
 {
     if (!l || !l->lw->attribute)
@@ -351,6 +377,8 @@ ts_status ts_lowered_attribute(ts_lowered *l, ts_results *res, const ts_energy_t
             macs += ts_graph_node_macs(l->g, (int)i);
         res->macs = macs;
     }
+    if (st == TS_OK && l->g && res->stats)
+        st = llm_figures(l->g, res, err);
     return st;
 }
 
