@@ -742,7 +742,10 @@ static ts_status infer_node(ts_graph *g, int id, ts_err *err)
                 return NODE_ERR(g, nd, "'%s' must have shape [%lld]", in[i]->name, (long long)x->dims[1]);
         set_shape(y, x->dtype, x->rank, x->dims);
         return TS_OK;
-    case TS_OP_LAYERNORM: {
+    case TS_OP_LAYERNORM:
+    case TS_OP_RMSNORM: { /* RMSNormalization: x / sqrt(mean(x^2) + epsilon) * scale, one output */
+        if (nd->op == TS_OP_RMSNORM && (nd->nin != 2 || nd->nout != 1))
+            return NODE_ERR(g, nd, "takes an input and a scale, and gives one output");
         int64_t ax = ts_graph_norm_axis(a->axis, x->rank);
         if (ax < 0 || ax >= x->rank)
             return NODE_ERR(g, nd, "axis %lld is out of range for rank %d", (long long)a->axis, x->rank);

@@ -82,7 +82,8 @@ bool ts_dtype_is_float(ts_dtype dt);
     X(EXPAND, "Expand")                                                                        \
     X(CAST, "Cast")                                                                            \
     X(BATCHNORM, "BatchNormalization")                                                         \
-    X(LAYERNORM, "LayerNormalization")
+    X(LAYERNORM, "LayerNormalization")                                                         \
+    X(RMSNORM, "RMSNormalization")
 
 typedef enum ts_graph_op {
 #define TS_GRAPH_OP_ENUM(e, n) TS_OP_##e,

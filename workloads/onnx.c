@@ -1418,6 +1418,7 @@ static ts_status import_node(imp *im, const Onnx__NodeProto *n)
         a.epsilon = attr_f(n, "epsilon", 1e-5);
         break;
     case TS_OP_LAYERNORM:
+    case TS_OP_RMSNORM:
         a.axis = attr_i(n, "axis", -1);
         a.epsilon = attr_f(n, "epsilon", 1e-5);
         break;

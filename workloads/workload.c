@@ -800,7 +800,7 @@ static ts_status build_nodes(ctx *c, scope *sc, const ts_ynode *nodes)
         ts_graph_attrs_init(&a);
         if (op == TS_OP_FLATTEN)
             a.axis = 1;
-        if (op == TS_OP_SOFTMAX || op == TS_OP_LAYERNORM)
+        if (op == TS_OP_SOFTMAX || op == TS_OP_LAYERNORM || op == TS_OP_RMSNORM)
             a.axis = -1;
         ts_status st = node_attrs(c, sc, op, nd, &a);
         int id;

@@ -233,6 +233,11 @@ START_TEST(reduce_and_norm_shapes)
     int wrong = tensor("wrong", TS_TENSOR_WEIGHT, 1, 767);
     ck_assert_str_eq(bad(TS_OP_LAYERNORM, &a, 2, (int[]){x, wrong}),
                      "node 'n_bad0' (LayerNormalization): 'wrong' [767] does not match the normalised axes");
+    ck_assert_str_eq(ok(TS_OP_RMSNORM, &a, 2, (int[]){x, gam}), "[2,128,768]");
+    ck_assert_str_eq(bad(TS_OP_RMSNORM, &a, 3, (int[]){x, gam, bet}),
+                     "node 'n_bad1' (RMSNormalization): takes an input and a scale, and gives one output");
+    ck_assert_str_eq(bad(TS_OP_RMSNORM, &a, 2, (int[]){x, wrong}),
+                     "node 'n_bad2' (RMSNormalization): 'wrong' [767] does not match the normalised axes");
     int img = in("img", 4, 1, 4, 8, 8);
     int c4[4];
     for (int i = 0; i < 4; i++) {

@@ -971,26 +971,23 @@ START_TEST(test_errors)
 }
 END_TEST
 
-/* Ten operators the lowering does not take, of five kinds and forms, among two it takes (a Relu, a
- * Gelu of the erf form): one error lists all ten before anything is planned, grouped, with the
- * count and the first node of each. */
+/* Ten operators the lowering does not take, of five kinds, among two it takes (a Relu, a Gelu):
+ * one error lists all ten before anything is planned, grouped, with the count and the first node
+ * of each. */
 START_TEST(test_unsupported_all)
 {
-    ts_graph_attrs tanh_gelu;
-    ts_graph_attrs_init(&tanh_gelu);
-    tanh_gelu.approximate_tanh = true;
     static const struct {
         ts_graph_op op;
         const char *name;
-        bool tanh;
-    } v[] = {{TS_OP_ERF, "t0", false},  {TS_OP_SQRT, "s0", false},       {TS_OP_RELU, "r0", false},
-             {TS_OP_ERF, "t1", false},  {TS_OP_GELU, "g0", true},        {TS_OP_REDUCEMEAN, "e0", false},
-             {TS_OP_SQRT, "s1", false}, {TS_OP_GELU, "g1", true},        {TS_OP_GELU, "g2", false},
-             {TS_OP_CAST, "q0", false}, {TS_OP_CAST, "c0", false},       {TS_OP_ERF, "t2", false}};
+        bool self; /* a second input: x itself */
+    } v[] = {{TS_OP_ERF, "t0", false},  {TS_OP_SQRT, "s0", false}, {TS_OP_RELU, "r0", false},
+             {TS_OP_ERF, "t1", false},  {TS_OP_POW, "p0", true},   {TS_OP_REDUCEMEAN, "e0", false},
+             {TS_OP_SQRT, "s1", false}, {TS_OP_POW, "p1", true},   {TS_OP_GELU, "g2", false},
+             {TS_OP_CAST, "q0", false}, {TS_OP_CAST, "c0", false}, {TS_OP_ERF, "t2", false}};
     ts_graph *g = ts_graph_create("ten");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){4, 8});
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
-        x = chain(g, v[i].op, v[i].name, x, -1, v[i].tanh ? &tanh_gelu : NULL);
+        x = chain(g, v[i].op, v[i].name, x, v[i].self ? x : -1, NULL);
     ts_graph_mark_output(g, x);
     finalize(g);
     ts_err e;
@@ -1000,8 +997,8 @@ START_TEST(test_unsupported_all)
     ck_assert_int_eq(compile(g, "ipu_tiny4", NULL, &p, &rep, &e), TS_EINPUT);
     ck_assert_ptr_null(p);
     ck_assert_str_eq(e.msg, "the IPU lowering does not support 5 operators of this model (10 nodes): Erf (3 nodes, "
-                            "first 't0'), Sqrt (2 nodes, first 's0'), Gelu with the tanh approximation (2 nodes, "
-                            "first 'g0'), ReduceMean (node 'e0'), Cast (2 nodes, first 'q0')");
+                            "first 't0'), Sqrt (2 nodes, first 's0'), Pow (2 nodes, first 'p0'), ReduceMean "
+                            "(node 'e0'), Cast (2 nodes, first 'q0')");
     ts_graph_destroy(g);
     ts_err_free(&e);
 }
@@ -1126,8 +1123,8 @@ START_TEST(test_layernorm)
 {
     /* LayerNorm over rows of 40 (27 rows: 7 a tile on ipu_tiny4, rows over the workers; 2 a tile
      * on ipu_small16, each row split over the workers), with scale and bias, and without either,
-     * one row offset by 1000 (the mean is taken out before the variance); f32 within
-     * 2e-6 (1 + |y|) of the double reference */
+     * one row offset by 1000 (the mean is taken out before the variance), and RMSNorm with a scale;
+     * f32 within 2e-6 (1 + |y|) of the double reference */
     ts_graph *g = ts_graph_create("ln");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){1, 27, 40});
     int sc = tensor(g, "scale", TS_TENSOR_WEIGHT, 1, (int64_t[]){40});
@@ -1147,16 +1144,21 @@ START_TEST(test_layernorm)
     at.epsilon = 1e-5;
     node(g, TS_OP_LAYERNORM, "ln", (int[]){x, sc, bi}, 3, y, &at);
     node(g, TS_OP_LAYERNORM, "ln0", (int[]){x}, 1, z, &at);
+    int w = tensor(g, "w", TS_TENSOR_ACTIVATION, -1, NULL);
+    node(g, TS_OP_RMSNORM, "rms", (int[]){x, sc}, 2, w, &at);
     ts_graph_mark_output(g, y);
     ts_graph_mark_output(g, z);
+    ts_graph_mark_output(g, w);
     finalize(g);
     for (int cfg = 0; cfg < 2; cfg++) {
         lowered L = {0};
         lower_and_run(g, cfg ? "ipu_small16" : "ipu_tiny4", &L);
         for (int r = 0; r < 27; r++) {
-            double mean = 0, var = 0;
-            for (int j = 0; j < 40; j++)
+            double mean = 0, var = 0, ms = 0;
+            for (int j = 0; j < 40; j++) {
                 mean += v[r * 40 + j] / 40.0;
+                ms += (double)v[r * 40 + j] * v[r * 40 + j] / 40.0;
+            }
             for (int j = 0; j < 40; j++)
                 var += (v[r * 40 + j] - mean) * (v[r * 40 + j] - mean) / 40.0;
             for (int j = 0; j < 40; j++) {
@@ -1166,6 +1168,10 @@ START_TEST(test_layernorm)
                 double tol = (r == 4 ? 1e-4 : 2e-6) * (1.0 + fabs(nrm));
                 ck_assert_msg(fabs(got - want) <= tol, "y[%d][%d]: got %.9g, want %.9g", r, j, got, want);
                 ck_assert_msg(fabs(got0 - nrm) <= tol, "z[%d][%d]: got %.9g, want %.9g", r, j, got0, nrm);
+                /* RMSNorm: no mean taken out, so no cancellation in any row */
+                double rn = v[r * 40 + j] / sqrt(ms + 1e-5), gotr = out_at(&L, g, w, (uint64_t)(r * 40 + j));
+                ck_assert_msg(fabs(gotr - rn * val(sc, j)) <= 2e-6 * (1.0 + fabs(rn)), "w[%d][%d]: got %.9g, want %.9g",
+                              r, j, gotr, rn * val(sc, j));
             }
         }
         lowered_free(&L);

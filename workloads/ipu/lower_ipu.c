@@ -64,6 +64,7 @@ static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t 
     case TS_OP_GELU:
     case TS_OP_SOFTMAX:
     case TS_OP_LAYERNORM:
+    case TS_OP_RMSNORM:
     case TS_OP_TRANSPOSE:
     case TS_OP_MAXPOOL:
     case TS_OP_AVGPOOL:
@@ -177,7 +178,8 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
     case TS_OP_EXPAND:
     case TS_OP_GATHER: return lwi_lower_move(L, n, sc);
     case TS_OP_SOFTMAX: return lwi_lower_softmax(L, n, sc);
-    case TS_OP_LAYERNORM: return lwi_lower_layernorm(L, n, sc);
+    case TS_OP_LAYERNORM:
+    case TS_OP_RMSNORM: return lwi_lower_layernorm(L, n, sc);
     case TS_OP_TRANSPOSE: return lwi_lower_transpose(L, n, sc);
     case TS_OP_MAXPOOL:
     case TS_OP_AVGPOOL:

@@ -507,7 +507,7 @@ static void emit_row_block(lw *L, uint32_t t, uint64_t Lw, uint32_t cw)
  * the blocks' sums (to part[row][0][w]); the mean and the blocks' sums of (x - mean)^2 (to
  * part[row][1][w]); the mean, 1/sqrt(variance + eps) and the block normalised, scaled, shifted. */
 static void emit_layernorm_split(lw *L, uint32_t t, uint64_t rows, uint64_t Lw, uint64_t in, uint64_t part,
-                                 uint64_t gaddr, uint64_t baddr, uint64_t out, float eps)
+                                 uint64_t gaddr, uint64_t baddr, uint64_t out, float eps, bool rms)
 {
     uint32_t W_ = L->workers, cw = (uint32_t)ts_geom_cdiv(Lw, W_);
     int32_t prow = (int32_t)(2 * W_ * 4);
@@ -526,9 +526,11 @@ static void emit_layernorm_split(lw *L, uint32_t t, uint64_t rows, uint64_t Lw, 
         size_t row = W(t, MOV, RM(4), RM(8), 0);
         if (run == 0) {
             W(t, SETZI, RA(0), 0, 0);
-            W(t, RPT, RM(10), 2, 0);
-            W(t, LD32STEP, RA(1), RM(4), 4);
-            W(t, F32ADD, RA(0), RA(0), RA(1));
+            if (!rms) { /* RMSNorm: the blocks' sums stay 0, so the mean is 0 */
+                W(t, RPT, RM(10), 2, 0);
+                W(t, LD32STEP, RA(1), RM(4), 4);
+                W(t, F32ADD, RA(0), RA(0), RA(1));
+            }
             W(t, ST32, RA(0), RM(9), 0);
         } else {
             W(t, MOV, RM(4), RM(12), 0);             /* the mean from the blocks' sums */
@@ -573,7 +575,7 @@ static void emit_layernorm_split(lw *L, uint32_t t, uint64_t rows, uint64_t Lw, 
 /* LayerNorm of `rows` rows of Lw at `in` on tile t, rows over the workers: per row the mean, the
  * variance, r = 1/sqrt(variance + eps), then (x - mean) * r * scale + bias. */
 static void emit_layernorm_rows(lw *L, uint32_t t, uint64_t rows, uint64_t Lw, uint64_t in, uint64_t gaddr,
-                                uint64_t baddr, uint64_t out, float eps)
+                                uint64_t baddr, uint64_t out, float eps, bool rms)
 {
     uint32_t rw = (uint32_t)ts_geom_cdiv(rows, L->workers);
     size_t entry = L->tiles[t].wrk.n;
@@ -588,10 +590,12 @@ static void emit_layernorm_rows(lw *L, uint32_t t, uint64_t rows, uint64_t Lw, u
     W(t, LDCONST, RA(5), lwi_fbits((float)(1.0 / (double)Lw)), 0);
     size_t row = W(t, MOV, RM(4), RM(2), 0);
     W(t, SETZI, RA(0), 0, 0);
-    W(t, RPT, RM(11), 2, 0);
-    W(t, LD32STEP, RA(1), RM(4), 4);
-    W(t, F32ADD, RA(0), RA(0), RA(1));
-    W(t, F32MUL, RA(0), RA(0), RA(5));       /* mean */
+    if (!rms) { /* RMSNorm: a mean of 0 */
+        W(t, RPT, RM(11), 2, 0);
+        W(t, LD32STEP, RA(1), RM(4), 4);
+        W(t, F32ADD, RA(0), RA(0), RA(1));
+        W(t, F32MUL, RA(0), RA(0), RA(5));   /* mean */
+    }
     W(t, MOV, RM(4), RM(2), 0);
     W(t, SETZI, RA(2), 0, 0);
     W(t, RPT, RM(11), 3, 0);
@@ -614,10 +618,12 @@ static void emit_layernorm_rows(lw *L, uint32_t t, uint64_t rows, uint64_t Lw, u
 
 /* LayerNormalization over the last axis: rows partitioned over tiles as for Softmax; per row the
  * mean, the variance, 1/sqrt(variance + epsilon) by Newton's iteration from a bit-trick seed, then
- * (x - mean) * r * scale + bias, scale and bias initial data on every tile (1 and 0 when absent). */
+ * (x - mean) * r * scale + bias, scale and bias initial data on every tile (1 and 0 when absent).
+ * RMSNormalization is the same with a mean of 0 and no bias. */
 ts_status lwi_lower_layernorm(lw *L, const ts_graph_node *n, lw_scr *sc)
 {
     const ts_graph_tensor *X = ts_graph_get_tensor(L->g, n->in[0]);
+    bool rms = n->op == TS_OP_RMSNORM; /* x / sqrt(mean(x^2) + eps) * scale: the kernels with a mean of 0 */
     int64_t axis = n->attrs.axis < 0 ? n->attrs.axis + X->rank : n->attrs.axis;
     if (axis != X->rank - 1)
         return lwi_unsupported(L, n, "normalising over more than the last axis");
@@ -659,11 +665,11 @@ ts_status lwi_lower_layernorm(lw *L, const ts_graph_node *n, lw_scr *sc)
         uint64_t part = lwi_talloc(L, rp * 2 * L->workers * 4);
         for (uint32_t t = 0; t < tn; t++)
             emit_layernorm_split(L, t, (sc->hi[t] - sc->lo[t]) / Lw, Lw, sc->where[t], part, gaddr, baddr, out,
-                                 (float)n->attrs.epsilon);
+                                 (float)n->attrs.epsilon, rms);
     }
     for (uint32_t t = 0; t < tn && rp >= L->workers; t++)
         emit_layernorm_rows(L, t, (sc->hi[t] - sc->lo[t]) / Lw, Lw, sc->where[t], gaddr, baddr, out,
-                            (float)n->attrs.epsilon);
+                            (float)n->attrs.epsilon, rms);
     lwi_use_tiles(L, tn);
     L->pl[n->out[0]] = (lw_place){.ntiles = tn, .chunk = rp * Lw, .addr = out, .es = 4};
     lwi_sync_all(L);
