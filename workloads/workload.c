@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -368,29 +369,62 @@ static void reposition(ctx *c, const ts_ynode *y)
 
 static ts_status get_bool(ctx *c, scope *sc, const ts_ynode *y, bool *out);
 
-/* A weight's `values: causal`: the additive mask of causal attention over its last two axes, 0
- * where the column is at most the row and -30000 above (exp of it is 0 in f32; it is finite in
- * f16, whose largest magnitude is 65504), the same matrix for every leading index. */
-static ts_status causal_mask(ctx *c, const ts_ynode *vals, int id)
+/* The values of a weight's `values: GENERATOR`, element i of n, given the tensor's shape:
+ *   causal    the additive mask of causal attention over the last two axes: 0 where the column is
+ *             at most the row's position and -30000 above (exp of it is 0 in f32; it is finite in
+ *             f16, whose largest magnitude is 65504). A row's position is its index modulo the
+ *             column count, so that the query rows of grouped heads stacked along the rows
+ *             ([group x seq, seq]) each see their own position.
+ *   rope_cos, rope_sin   rotary embedding tables over [positions, ..., head dim] (Su et al. 2021,
+ *             as Llama's code builds them): position p = first + the index along the first axis,
+ *             element j of the head dim: cos or sin of p theta^(-2 (j mod d/2) / d). */
+typedef enum { GEN_CAUSAL, GEN_COS, GEN_SIN } generator;
+
+static float generated(generator gen, const ts_graph_tensor *t, uint64_t i, uint64_t n, int64_t first, int64_t theta)
+{
+    uint64_t cols = (uint64_t)t->dims[t->rank - 1];
+    if (gen == GEN_CAUSAL) {
+        uint64_t col = i % cols, row = i / cols % (uint64_t)t->dims[t->rank - 2];
+        return col <= row % cols ? 0.0f : -30000.0f;
+    }
+    uint64_t half = cols / 2, j = i % cols % half, p = (uint64_t)first + i / (n / (uint64_t)t->dims[0]);
+    double ang = (double)p * pow((double)theta, -2.0 * (double)j / (double)cols);
+    return (float)(gen == GEN_COS ? cos(ang) : sin(ang));
+}
+
+/* A weight with `values:`: a constant of generated values (generated), f32 or f16. */
+static ts_status generate(ctx *c, scope *sc, const ts_ynode *spec, const ts_ynode *vals, int id)
 {
     const ts_graph_tensor *t = ts_graph_get_tensor(c->g, id);
-    if (vals->kind != TS_Y_SCALAR || strcmp(vals->text, "causal"))
-        return at(c, vals, TS_EINPUT, "values: the one generator is 'causal'");
+    static const char *const names[] = {"causal", "rope_cos", "rope_sin"};
+    int gen = -1;
+    for (int k = 0; k < 3 && vals->kind == TS_Y_SCALAR; k++)
+        if (!strcmp(vals->text, names[k]))
+            gen = k;
+    if (gen < 0)
+        return at(c, vals, TS_EINPUT, "values: the generators are causal, rope_cos and rope_sin");
     if (t->rank < 2 || (t->dtype != TS_DT_F32 && t->dtype != TS_DT_F16))
-        return at(c, vals, TS_EINPUT, "a causal mask is f32 or f16 with at least two axes");
-    uint64_t n = 1, rows = (uint64_t)t->dims[t->rank - 2], cols = (uint64_t)t->dims[t->rank - 1];
-    for (int i = 0; i < t->rank; i++)
-        n *= (uint64_t)t->dims[i];
+        return at(c, vals, TS_EINPUT, "generated values are f32 or f16 with at least two axes");
+    if (gen != GEN_CAUSAL && t->dims[t->rank - 1] % 2)
+        return at(c, vals, TS_EINPUT, "a rotary table's last axis (the head dim) must be even");
+    int64_t first = 0, theta = 10000;
+    const ts_ynode *f = ts_ynode_get(spec, "first"), *th = ts_ynode_get(spec, "theta");
+    ts_status st = TS_OK;
+    if (f && (st = eval(c, sc, f, &first)) == TS_OK && first < 0)
+        st = at(c, f, TS_EINPUT, "first is %lld; it must be 0 or more", (long long)first);
+    if (!st && th && (st = eval(c, sc, th, &theta)) == TS_OK && theta < 2)
+        st = at(c, th, TS_EINPUT, "theta is %lld; it must be 2 or more", (long long)theta);
+    if (st)
+        return st;
+    uint64_t n = (uint64_t)ts_graph_tensor_elems(t);
     size_t esz = t->dtype == TS_DT_F32 ? 4 : 2;
     if (n > ((uint64_t)1 << 26))
-        return at(c, vals, TS_EINPUT, "a causal mask of %llu elements is too large (at most 2^26)",
-                  (unsigned long long)n);
+        return at(c, vals, TS_EINPUT, "%llu generated values are too many (at most 2^26)", (unsigned long long)n);
     unsigned char *d = ts_malloc(n * esz);
     if (!d)
         return ts_err_set(c->err, TS_ENOMEM, "out of memory");
     for (uint64_t i = 0; i < n; i++) {
-        uint64_t col = i % cols, row = i / cols % rows;
-        float v = col <= row ? 0.0f : -30000.0f;
+        float v = generated((generator)gen, t, i, n, first, theta);
         if (esz == 4) {
             memcpy(d + 4 * i, &v, 4);
         } else {
@@ -398,13 +432,13 @@ static ts_status causal_mask(ctx *c, const ts_ynode *vals, int id)
             memcpy(d + 2 * i, &h, 2);
         }
     }
-    ts_status st = ts_graph_set_data(c->g, id, d, n * esz, c->err);
+    st = ts_graph_set_data(c->g, id, d, n * esz, c->err);
     ts_free(d);
     return st;
 }
 
 /* Declared tensors: inputs (data) or weights: list of {name, shape, dtype}; a weight with
- * `values: causal` is a constant (causal_mask). */
+ * `values: GENERATOR` is a constant (generate). */
 static ts_status declare(ctx *c, scope *sc, const ts_ynode *list, ts_tensor_kind kind)
 {
     if (!list)
@@ -446,7 +480,7 @@ static ts_status declare(ctx *c, scope *sc, const ts_ynode *list, ts_tensor_kind
                                               c->err)) == TS_EINPUT)
             reposition(c, sh);
         if (!st && vals)
-            st = causal_mask(c, vals, id);
+            st = generate(c, sc, t, vals, id);
         if (st)
             return st;
     }
@@ -876,15 +910,15 @@ static ts_status build(ctx *c, const ts_ynode *root, const char *label, const ch
 {
     if (!root || root->kind != TS_Y_MAP)
         return at(c, root, TS_EINPUT, "a workload is a map with params, inputs, weights, nodes and outputs");
-    static const char *const top[] = {"name", "description", "params", "blocks", "inputs", "weights", "nodes",
-                                      "outputs", "llm", NULL};
+    static const char *const top[] = {"name", "description", "params", "derived", "blocks", "inputs", "weights",
+                                      "nodes", "outputs", "llm", NULL};
     for (size_t i = 0; i + 1 < root->n; i += 2) {
         bool ok = false;
         for (int k = 0; top[k] && !ok; k++)
             ok = !strcmp(top[k], root->kids[i]->text);
         if (!ok)
-            return at(c, root->kids[i], TS_EINPUT, "unknown key '%s' (keys: name, description, params, blocks, "
-                      "inputs, weights, nodes, outputs, llm)", root->kids[i]->text);
+            return at(c, root->kids[i], TS_EINPUT, "unknown key '%s' (keys: name, description, params, derived, "
+                      "blocks, inputs, weights, nodes, outputs, llm)", root->kids[i]->text);
     }
     scope *sc = ts_calloc(1, sizeof *sc);
     if (!sc)
@@ -939,6 +973,24 @@ static ts_status build(ctx *c, const ts_ynode *root, const char *label, const ch
                 st = ts_err_set(c->err, TS_EINPUT, "%s: %s", label, why);
         }
         ts_free(copy);
+    }
+    /* derived values: name: EXPR of the parameters (and earlier derived values), in order */
+    const ts_ynode *dv = ts_ynode_get(root, "derived");
+    if (!st && dv && dv->kind != TS_Y_MAP)
+        st = at(c, dv, TS_EINPUT, "derived must be a map of name: expression");
+    for (size_t i = 0; dv && !st && i + 1 < dv->n; i += 2) {
+        const ts_ynode *k = dv->kids[i];
+        int64_t v;
+        if (find_param(sc, k->text))
+            st = at(c, k, TS_EINPUT, "'%s' is a parameter already", k->text);
+        else if (sc->n == MAX_PARAMS || strlen(k->text) >= sizeof sc->p[0].name)
+            st = at(c, k, TS_EINPUT, "too many parameters or name too long");
+        else if (!(st = eval(c, sc, dv->kids[i + 1], &v))) {
+            param *p = &sc->p[sc->n++];
+            memset(p, 0, sizeof *p);
+            snprintf(p->name, sizeof p->name, "%s", k->text);
+            p->v = v;
+        }
     }
     if (!st) {
         param *dt = find_param(sc, "dtype");

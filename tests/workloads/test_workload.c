@@ -1,6 +1,7 @@
 /* tests/workloads/test_workload.c — built-in YAML workloads: graphs, totals, parameters, and the
  * errors for bad parameters and bad workload files. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "core/alloc.h"
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/half.h"
 #include "workloads/graph.h"
 #include "workloads/info.h"
 #include "workloads/workload.h"
@@ -127,15 +129,16 @@ END_TEST
 
 START_TEST(builtin_list)
 {
-    ck_assert_uint_eq(ts_wl_builtin_count(), 8);
-    const char *want[] = {"matmul", "conv2d", "mlp", "resnet50", "bert-base-layer", "gpt", "gpt2-small", "gpt2-medium"};
-    for (size_t i = 0; i < 8; i++) {
+    ck_assert_uint_eq(ts_wl_builtin_count(), 9);
+    const char *want[] = {"matmul", "conv2d",     "mlp",         "resnet50", "bert-base-layer",
+                          "gpt",    "gpt2-small", "gpt2-medium", "llama3-8b"};
+    for (size_t i = 0; i < 9; i++) {
         ck_assert_str_eq(ts_wl_builtin_name(i), want[i]);
         size_t len = 0;
         ck_assert_ptr_nonnull(ts_wl_builtin_text(i, &len));
         ck_assert_uint_gt(len, 0);
     }
-    ck_assert_ptr_null(ts_wl_builtin_name(8));
+    ck_assert_ptr_null(ts_wl_builtin_name(9));
 }
 END_TEST
 
@@ -149,7 +152,7 @@ START_TEST(parameter_errors)
                      "matmul: unknown dtype 'f33' for parameter 'dtype' (f32, f16, bf16, f64, i8, u8, i16, i32, i64)");
     ck_assert_str_eq(builtin_fail("nosuch"),
                      "no built-in workload 'nosuch' (built-ins: matmul, conv2d, mlp, resnet50, bert-base-layer, gpt, "
-                     "gpt2-small, gpt2-medium)");
+                     "gpt2-small, gpt2-medium, llama3-8b)");
     /* a zero dimension is caught where the shape is written */
     ck_assert_str_eq(builtin_fail("matmul:m=0"),
                      "workloads/builtin/matmul.yaml:10:23: dimension 'm' is 0; dimensions must be positive");
@@ -168,8 +171,8 @@ START_TEST(file_errors)
     ck_assert_str_eq(text_fail("params: {m: 4\nnodes: ["),
                      "w.yaml:2:6: bad yaml: did not find expected ',' or '}'");
     ck_assert_str_eq(text_fail("nodez: []\n"),
-                     "w.yaml:1:1: unknown key 'nodez' (keys: name, description, params, blocks, inputs, weights, "
-                     "nodes, outputs, llm)");
+                     "w.yaml:1:1: unknown key 'nodez' (keys: name, description, params, derived, blocks, inputs, "
+                     "weights, nodes, outputs, llm)");
     ck_assert_str_eq(text_fail("inputs:\n  - {name: x, shape: [2, 3]}\nnodes:\n  - {op: Frobnicate, in: x, out: y}\n"),
                      "w.yaml:4:10: unknown op 'Frobnicate'");
     ck_assert_str_eq(text_fail("nodes:\n  - {op: Relu, name: r, in: nope, out: y}\n"),
@@ -282,8 +285,8 @@ START_TEST(gpt_decoder)
     ck_assert_uint_eq(t.params, L * layer_params + 2 * H + H * V);
     ck_assert_uint_eq(t.params + 1024 * H, 124439808);
     ck_assert_uint_eq(t.nodes_by_op[TS_OP_LAYERNORM], 2 * L + 1);
-    ck_assert_int_ge(ts_graph_find(g, "layers.11.ln2.w1"), 0);
-    ck_assert_int_lt(ts_graph_find(g, "layers.12.ln2.w1"), 0);
+    ck_assert_int_ge(ts_graph_find(g, "layers.11.ln2.ln.w1"), 0);
+    ck_assert_int_lt(ts_graph_find(g, "layers.12.ln2.ln.w1"), 0);
     /* the mask: 0 on and below the diagonal, -30000 above (f16) */
     const ts_graph_tensor *m = ts_graph_get_tensor(g, ts_graph_find(g, "mask"));
     ck_assert_int_eq(m->kind, TS_TENSOR_CONST);
@@ -303,11 +306,54 @@ START_TEST(gpt_decoder)
     g = builtin("gpt2-medium:phase=decode,seq=1024", &t);
     ck_assert_uint_eq(t.macs, 24 * (4 * 1024 * 1024 + 2 * 1024 * 1024 + 2 * 1024 * 4096) + 1024 * V);
     ts_graph_destroy(g);
+    /* Llama 3 8B: grouped-query attention (8 KV heads of 128), SwiGLU, RMSNorm, no biases; its
+     * published 8,030,261,248 parameters less the token table (outside the graph) */
+    const uint64_t H8 = 4096, K8 = 8 * 128, F8 = 14336, V8 = 128256, L8 = 32;
+    const uint64_t l8 = 2 * H8 * H8 + 2 * H8 * K8 + 3 * H8 * F8 + 2 * H8;
+    g = builtin("llama3-8b", &t);
+    ck_assert_uint_eq(t.params, L8 * l8 + H8 + H8 * V8);
+    ck_assert_uint_eq(t.params + H8 * V8, 8030261248ull);
+    ck_assert_uint_eq(t.macs, L8 * (S * (2 * H8 * H8 + 2 * H8 * K8) + 2 * S * S * H8 + 3 * S * H8 * F8) + H8 * V8);
+    ck_assert_uint_eq(t.nodes_by_op[TS_OP_RMSNORM], 2 * L8 + 1);
+    ck_assert_uint_eq(t.nodes_by_op[TS_OP_LAYERNORM], 0);
+    /* the rotary tables (f16, [seq, heads, 128]): position p, element j: cos and sin of
+     * p 500000^(-2 (j mod 64) / 128), the same for every head */
+    const ts_graph_tensor *cs = ts_graph_get_tensor(g, ts_graph_find(g, "cos"));
+    const ts_graph_tensor *sn = ts_graph_get_tensor(g, ts_graph_find(g, "sin"));
+    ck_assert_int_eq(cs->kind, TS_TENSOR_CONST);
+    for (int p = 0; p < 128; p += 37)
+        for (int j = 0; j < 128; j += 21) {
+            double ang = p * pow(500000.0, -2.0 * (j % 64) / 128.0);
+            size_t at = (size_t)(p * 32 + p % 32) * 128 + (size_t)j; /* head p mod 32 of position p */
+            uint16_t c16 = ((const uint16_t *)cs->data)[at], s16 = ((const uint16_t *)sn->data)[at];
+            ck_assert_uint_eq(c16, ts_f32_to_f16((float)cos(ang)));
+            ck_assert_uint_eq(s16, ts_f32_to_f16((float)sin(ang)));
+        }
+    /* the grouped mask [4 x 128, 128]: query row r is position r mod 128 */
+    const uint16_t *gm = ts_graph_get_tensor(g, ts_graph_find(g, "mask"))->data;
+    ck_assert_uint_eq(gm[(128 + 5) * 128 + 5], 0);
+    ck_assert_uint_eq(gm[(128 + 5) * 128 + 6], 0xF753);
+    ts_graph_destroy(g);
+    g = builtin("llama3-8b:phase=decode,seq=4096", &t);
+    ck_assert_uint_eq(t.macs, L8 * (2 * H8 * H8 + 2 * H8 * K8 + 2 * 4096 * H8 + 3 * H8 * F8) + H8 * V8);
+    ck_assert_uint_eq(t.params, L8 * (l8 + 2 * 4095 * K8) + H8 + H8 * V8);
+    /* decode's tables are one row, at position seq - 1 */
+    cs = ts_graph_get_tensor(g, ts_graph_find(g, "cos"));
+    ck_assert_uint_eq(((const uint16_t *)cs->data)[1], ts_f32_to_f16((float)cos(4095 * pow(500000.0, -2.0 / 128))));
+    ts_graph_destroy(g);
     ck_assert_str_eq(builtin_fail("gpt:phase=train"), "gpt: parameter 'phase' is one of prefill, decode; got 'train'");
-    ck_assert_str_eq(builtin_fail("gpt2-small:phase=decode,seq=1"),
-                     "workloads/builtin/gpt.yaml:69:82: dimension 'seq - 1' is 0; dimensions must be positive");
-    ck_assert_str_eq(builtin_fail("gpt2-small:layers=0"),
-                     "workloads/builtin/gpt.yaml:95:65: repeat is 0; it must be 1 to 4096");
+    /* errors at their place in gpt.yaml: a cache of no positions, no layers */
+    const char *msg = builtin_fail("gpt2-small:phase=decode,seq=1");
+    ck_assert_msg(!strncmp(msg, "workloads/builtin/gpt.yaml:", 27) && strstr(msg, ": dimension 'seq - 1' is 0; dimensions "
+                  "must be positive"), "%s", msg);
+    msg = builtin_fail("gpt2-small:layers=0");
+    ck_assert_msg(!strncmp(msg, "workloads/builtin/gpt.yaml:", 27) && strstr(msg, ": repeat is 0; it must be 1 to 4096"),
+                  "%s", msg);
+    /* kv_heads 0 (the default) is as many as heads; one that does not divide them is refused */
+    ts_graph_totals t2;
+    ts_graph_destroy(builtin("gpt:heads=2,hidden=32,layers=1,seq=8,vocab=10,ffn=8", &t2));
+    msg = builtin_fail("gpt:heads=4,kv_heads=3,hidden=32,layers=1,seq=8,vocab=10,ffn=8");
+    ck_assert_msg(strstr(msg, "cannot reshape"), "%s", msg);
 }
 END_TEST
 
@@ -315,7 +361,8 @@ END_TEST
  * (base:), Slice's starts and ends, and their errors. */
 START_TEST(repeat_choice_base)
 {
-    const char *text = "params: {n: 4, depth: 3, act: {default: relu, choices: [none, relu]}}\n"
+    const char *text = "params: {n: 2, depth: 3, act: {default: relu, choices: [none, relu]}}\n"
+                       "derived: {n2: n * 2}\n"
                        "blocks:\n"
                        "  dense:\n"
                        "    in: [x, w]\n"
@@ -325,13 +372,13 @@ START_TEST(repeat_choice_base)
                        "      - {op: MatMul, name: mm, in: [x, w], out: y, if: act}\n"
                        "      - {op: Relu, name: r, in: h, out: y, if: 1 - act}\n"
                        "inputs:\n"
-                       "  - {name: x, shape: [2, n]}\n"
+                       "  - {name: x, shape: [2, n2]}\n"
                        "weights:\n"
-                       "  - {name: w, shape: [n, n]}\n"
-                       "  - {name: unused, if: 0, shape: [n]}\n"
+                       "  - {name: w, shape: [n2, n2]}\n"
+                       "  - {name: unused, if: 0, shape: [n2]}\n"
                        "nodes:\n"
                        "  - {block: dense, name: l, repeat: depth, in: [x, w], out: y}\n"
-                       "  - {op: Slice, name: s, in: y, out: z, starts: [1, 0], ends: [2, n]}\n"
+                       "  - {op: Slice, name: s, in: y, out: z, starts: [1, 0], ends: [2, n2]}\n"
                        "outputs: [z]\n";
     ts_err err;
     ts_err_init(&err);
@@ -360,6 +407,9 @@ START_TEST(repeat_choice_base)
     ck_assert_str_eq(text_fail("params: {a: {default: x, choices: [y, z]}}\n"),
                      "w.yaml:1:23: parameter 'a' is one of y, z; got 'x'");
     ck_assert_str_eq(text_fail("params: {a: 1, a: 2}\n"), "w.yaml:1:16: parameter 'a' is declared twice");
+    ck_assert_str_eq(text_fail("params: {a: 1}\nderived: {a: 2}\n"), "w.yaml:2:11: 'a' is a parameter already");
+    ck_assert_str_eq(text_fail("params: {a: 1}\nderived: {b: a / 0}\n"),
+                     "w.yaml:2:14: bad expression 'a / 0': division by zero");
     ck_assert_str_eq(text_fail("base: gpt\nparams: {layerz: 2}\n"),
                      "w.yaml:2:10: the base workload has no parameter 'layerz'");
     ck_assert_str_eq(text_fail("base: nope\n"), "w.yaml:1:7: base 'nope' is not a built-in workload");
@@ -370,7 +420,7 @@ START_TEST(repeat_choice_base)
                                "  - {op: Slice, in: x, out: y, starts: [0, 0]}\n"),
                      "w.yaml:4:5: starts and ends come together, one of each per axis");
     ck_assert_str_eq(text_fail("weights:\n  - {name: m, shape: [2, 2], values: zeros}\n"),
-                     "w.yaml:2:38: values: the one generator is 'causal'");
+                     "w.yaml:2:38: values: the generators are causal, rope_cos and rope_sin");
     ck_assert_str_eq(text_fail("inputs:\n  - {name: m, shape: [2, 2], values: causal}\n"),
                      "w.yaml:2:38: only weights take values");
 }
