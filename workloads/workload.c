@@ -521,9 +521,12 @@ static ts_status node_input(ctx *c, scope *sc, const char *node, size_t idx, con
     float v = strtof(k->text, &end);
     if (!*k->text || *end)
         return at(c, k, TS_EINPUT, "const must be a number, got '%s'", k->text);
-    ts_status st = ts_graph_add_tensor(c->g, name, TS_TENSOR_CONST, TS_DT_F32, 0, NULL, id, c->err);
+    /* in the workload's dtype when that is f16 (an operator takes one dtype), else f32 */
+    bool half = c->dtype == TS_DT_F16;
+    uint16_t h = ts_f32_to_f16(v);
+    ts_status st = ts_graph_add_tensor(c->g, name, TS_TENSOR_CONST, half ? TS_DT_F16 : TS_DT_F32, 0, NULL, id, c->err);
     if (!st)
-        st = ts_graph_set_data(c->g, *id, &v, sizeof v, c->err);
+        st = half ? ts_graph_set_data(c->g, *id, &h, sizeof h, c->err) : ts_graph_set_data(c->g, *id, &v, sizeof v, c->err);
     return st;
 }
 

@@ -129,16 +129,16 @@ END_TEST
 
 START_TEST(builtin_list)
 {
-    ck_assert_uint_eq(ts_wl_builtin_count(), 9);
-    const char *want[] = {"matmul", "conv2d",     "mlp",         "resnet50", "bert-base-layer",
-                          "gpt",    "gpt2-small", "gpt2-medium", "llama3-8b"};
-    for (size_t i = 0; i < 9; i++) {
+    ck_assert_uint_eq(ts_wl_builtin_count(), 10);
+    const char *want[] = {"matmul",     "conv2d",      "mlp",       "resnet50", "bert-base-layer",
+                          "gpt",        "gpt2-small",  "gpt2-medium", "llama3-8b", "opt-13b"};
+    for (size_t i = 0; i < 10; i++) {
         ck_assert_str_eq(ts_wl_builtin_name(i), want[i]);
         size_t len = 0;
         ck_assert_ptr_nonnull(ts_wl_builtin_text(i, &len));
         ck_assert_uint_gt(len, 0);
     }
-    ck_assert_ptr_null(ts_wl_builtin_name(9));
+    ck_assert_ptr_null(ts_wl_builtin_name(10));
 }
 END_TEST
 
@@ -152,7 +152,7 @@ START_TEST(parameter_errors)
                      "matmul: unknown dtype 'f33' for parameter 'dtype' (f32, f16, bf16, f64, i8, u8, i16, i32, i64)");
     ck_assert_str_eq(builtin_fail("nosuch"),
                      "no built-in workload 'nosuch' (built-ins: matmul, conv2d, mlp, resnet50, bert-base-layer, gpt, "
-                     "gpt2-small, gpt2-medium, llama3-8b)");
+                     "gpt2-small, gpt2-medium, llama3-8b, opt-13b)");
     /* a zero dimension is caught where the shape is written */
     ck_assert_str_eq(builtin_fail("matmul:m=0"),
                      "workloads/builtin/matmul.yaml:10:23: dimension 'm' is 0; dimensions must be positive");
@@ -342,6 +342,17 @@ START_TEST(gpt_decoder)
     ck_assert_uint_eq(((const uint16_t *)cs->data)[1], ts_f32_to_f16((float)cos(4095 * pow(500000.0, -2.0 / 128))));
     ts_graph_destroy(g);
     ck_assert_str_eq(builtin_fail("gpt:phase=train"), "gpt: parameter 'phase' is one of prefill, decode; got 'train'");
+    /* OPT-13B: ReLU feed-forward, LayerNorm, biases; with its 2,050 x 5,120 position table
+     * (outside the graph) 12,853,473,280 parameters, its token table tied to the LM head */
+    const uint64_t H13 = 5120, F13 = 20480;
+    g = builtin("opt-13b", &t);
+    ck_assert_uint_eq(t.params, 40 * (4 * (H13 * H13 + H13) + 2 * H13 * F13 + F13 + H13 + 4 * H13) + 2 * H13 +
+                                    H13 * 50272);
+    ck_assert_uint_eq(t.params + 2050 * H13, 12853473280ull);
+    ck_assert_uint_eq(t.nodes_by_op[TS_OP_RELU], 40);
+    ck_assert_uint_eq(t.nodes_by_op[TS_OP_GELU], 0);
+    ck_assert_uint_eq(t.nodes_by_op[TS_OP_SIGMOID], 0);
+    ts_graph_destroy(g);
     /* errors at their place in gpt.yaml: a cache of no positions, no layers */
     const char *msg = builtin_fail("gpt2-small:phase=decode,seq=1");
     ck_assert_msg(!strncmp(msg, "workloads/builtin/gpt.yaml:", 27) && strstr(msg, ": dimension 'seq - 1' is 0; dimensions "
