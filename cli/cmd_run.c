@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/common.h"
+#include "cli/layers.h"
 #include "cli/lowering.h"
 #include "core/report.h"
 #include "core/sim.h"
@@ -65,6 +66,9 @@ static const char run_usage[] =
     "      --outputs FILE      write the model's outputs, read back after the run, to FILE\n"
     "                          (.npz, f32); the report shows their checksums either way\n"
     "      --energy TABLE      energy table (file or built-in name) instead of the config's\n"
+    "      --layers-simulated K  a decoder workload (gpt, llama3-8b, ...) of N layers: simulate K\n"
+    "                          (2 or more) in full and scale to N by the difference of K and K - 1\n"
+    "                          layers; the report says so and adds scaled_* figures\n"
     "      --planner NAME      how a model is lowered for the IPU: auto (the cheapest plan per\n"
     "                          operator by the cost model, the default), lcs (load-compute-\n"
     "                          store), t10 (compute-shift MatMul, Gemm, 1x1 Conv) or split\n"
@@ -346,6 +350,7 @@ int cmd_run(int argc, char **argv)
         {"max-tiles", required_argument, 0, 'U'}, {"inputs", required_argument, 0, 'X'},
         {"outputs", required_argument, 0, 'Y'},  {"list", no_argument, 0, 'l'},
         {"roofline", required_argument, 0, 'O'}, {"links-png", required_argument, 0, 'K'},
+        {"layers-simulated", required_argument, 0, 'G'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -353,7 +358,7 @@ int cmd_run(int argc, char **argv)
     const char *max_tiles = NULL;
     const char *frames_dir = NULL, *summary_png = NULL, *inputs = NULL, *outputs = NULL, *roofline = NULL;
     const char *links_png = NULL;
-    uint64_t frame_every = 0, trace_bytes = 0;
+    uint64_t frame_every = 0, trace_bytes = 0, layers_sim = 0;
     bool view = false;
     int format = TS_FMT_TEXT;
     bool quiet = false;
@@ -417,6 +422,13 @@ int cmd_run(int argc, char **argv)
                 return TS_EXIT_INPUT;
             }
             planner = optarg;
+            break;
+        case 'G':
+            if (parse_u64(optarg, &layers_sim) || layers_sim < 2 || layers_sim > 4096) {
+                cli_sets_free(&sets);
+                return cli_usage_error("--layers-simulated takes 2 to 4096 (the per-layer figure is the difference "
+                                       "of K and K - 1 layers), not '%s'", optarg);
+            }
             break;
         case 'U':
             if (cli_check_setting("max_tiles", optarg)) {
@@ -488,6 +500,7 @@ int cmd_run(int argc, char **argv)
     const ts_family *fam = NULL;
     ts_npz given = {0};
     cli_outputs co = {NULL, outputs != NULL};
+    cli_layers lay = {0};
 
     /* Pick the family: from the config, else from the workload, else the first registered. */
     if (!config) {
@@ -534,8 +547,17 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     ts_lower_values vals = {inputs ? &given : NULL, inputs, inputs != NULL};
+    if (layers_sim) { /* the run of one layer fewer first; then this one with K layers */
+        if (cli_load_energy(&energy, cfg, energy_name, &err) != TS_OK ||
+            cli_layers_prepare(&lay, workload, layers_sim, cfg, fam, &lopts, energy, &ro, &err) != TS_OK) {
+            rc = cli_fail(&err);
+            goto out;
+        }
+        workload = lay.spec;
+    }
     if (cli_load_workload_values(&prog, workload, cfg, fam, &lopts, &vals, &lowered, &err) != TS_OK ||
-        cli_load_energy(&energy, cfg, energy_name, &err) != TS_OK || ts_lowered_prepare(lowered, &ro, &err) != TS_OK) {
+        (!energy && cli_load_energy(&energy, cfg, energy_name, &err) != TS_OK) ||
+        ts_lowered_prepare(lowered, &ro, &err) != TS_OK) {
         cli_workload_hint(workload, &err);
         rc = cli_fail(&err);
         goto out;
@@ -596,7 +618,7 @@ int cmd_run(int argc, char **argv)
     }
     have_res = true;
     if (ts_lowered_attribute(lowered, &res, energy, &err) != TS_OK || /* a lowered model's layers */
-        cli_report_outputs(lowered, &res, outputs, &err) != TS_OK) {
+        cli_layers_finish(&lay, &res, &err) != TS_OK || cli_report_outputs(lowered, &res, outputs, &err) != TS_OK) {
         rc = cli_fail(&err);
         goto out;
     }
@@ -657,5 +679,6 @@ out:
     ts_config_destroy(cfg);
     ts_err_free(&err);
     cli_sets_free(&sets);
+    cli_layers_free(&lay);
     return rc;
 }

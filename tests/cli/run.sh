@@ -125,6 +125,24 @@ else:
 sys.exit(0 if ok and close(v["time_per_layer_s"], t / 2) else 1)
 PY
   done
+  # --layers-simulated: 2 of 4 identical layers run in full, scaled by the difference of 2 and 1
+  # layers; on the IPU the layers run one after another, so the scaled cycles and energy are the
+  # 4-layer run's exactly, and the report says what was simulated
+  gpt4="gpt:layers=4,hidden=64,heads=2,ffn=128,vocab=100,seq=16,dtype=f32,phase=decode"
+  expect_exit gpt-four-layers 0 "$T" run -q -c ipu_mk2 -f json -o "$tmp/gpt4.json" "$gpt4"
+  expect_exit gpt-two-of-four 0 "$T" run -q -c ipu_mk2 -f json -o "$tmp/gpt2of4.json" --layers-simulated 2 "$gpt4"
+  python3 - "$tmp/gpt4.json" "$tmp/gpt2of4.json" <<'PY' && ok || bad "--layers-simulated: the scaled figures are wrong"
+import json, sys
+full, part = (json.load(open(p)) for p in sys.argv[1:])
+s = part["stats"]
+ok = (part["cycles"] < full["cycles"] and s["scaled_cycles"]["value"] == full["cycles"]
+      and abs(s["scaled_energy_j"]["value"] - full["energy"]["total_j"]) <= 1e-9 * full["energy"]["total_j"]
+      and s["layers_simulated"]["value"] == 2 and s["layers_total"]["value"] == 4
+      and part["workload"].startswith("2 of 4 layers simulated, scaled_* for all: "))
+sys.exit(0 if ok else 1)
+PY
+  golden layers-simulated-not-decoder "$T" run -q -c ipu_mk2 matmul:m=8,k=8,n=8 --layers-simulated 2
+  golden layers-simulated-one "$T" run --layers-simulated 1
   # The live view with no display is refused at once (exit 2), not run with no window.
   if [ "${TS_HAS_SDL2:-0}" = 1 ]; then
     expect_exit view-no-display 2 env -u DISPLAY -u WAYLAND_DISPLAY -u SDL_VIDEODRIVER "$T" run --view -q -c ipu_mk1 -o "$tmp/v.txt"
