@@ -60,8 +60,7 @@ ts_status cli_layers_prepare(cli_layers *L, const char *workload, uint64_t k, co
     ro.regions = NULL;
     ts_program *p = NULL;
     ts_lowered *lw = NULL;
-    ts_results res;
-    ts_results_init(&res);
+    ts_results res; /* ts_sim_run fills it, and frees what it made when it fails */
     st = ts_lower_model(prev, cfg, lo, &lw, err);
     if (st == TS_OK) {
         p = ts_lowered_take_program(lw);
@@ -73,8 +72,8 @@ ts_status cli_layers_prepare(cli_layers *L, const char *workload, uint64_t k, co
         L->prev_cycles = res.cycles;
         L->prev_energy_j = res.energy_j;
         L->scaled = true;
+        ts_results_free(&res);
     }
-    ts_results_free(&res);
     ts_program_destroy(p);
     ts_lowered_destroy(lw);
     ts_free(prev);
