@@ -122,6 +122,9 @@ if sys.argv[2] == "decode":
     ok = close(v["time_per_token_s"], t) and close(v["tokens_per_s"], 2 / t) and "time_to_first_token_s" not in v
 else:
     ok = close(v["time_to_first_token_s"], t) and close(v["prefill_tokens_per_s"], 32 / t) and "tokens_per_s" not in v
+toks = 2 if sys.argv[2] == "decode" else 32
+ok = ok and close(s["energy_per_token_j"]["value"], r["energy"]["total_j"] / toks)
+ok = ok and close(s["sram_bytes_per_token"]["value"], r["bytes"]["sram"] / toks)
 sys.exit(0 if ok and close(v["time_per_layer_s"], t / 2) else 1)
 PY
   done

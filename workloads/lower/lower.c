@@ -336,7 +336,7 @@ static ts_status superstep_layers(const ts_graph *g, ts_stats *stats, ts_err *er
 
 /* A decoder language model's figures (ts_graph_llm): decode's tokens per second (one token per
  * sequence of the batch per run) and time per token, prefill's time to the first token and tokens
- * per second; both the run's time over its layers. */
+ * per second; both the run's time over its layers, and its energy and on-chip bytes per token. */
 static ts_status llm_figures(const ts_graph *g, ts_results *res, ts_err *err)
 {
     const ts_graph_llm *m = ts_graph_llm_of(g);
@@ -357,6 +357,17 @@ static ts_status llm_figures(const ts_graph *g, ts_results *res, ts_err *err)
         bad = ts_stats_f64(res->stats, "time_per_layer_s", "s",
                            "the run's time over its decoder layers (the LM head's share included)",
                            secs / (double)m->layers);
+    /* per token: the run's energy (static included, when priced) and the bytes it moved on chip */
+    if (!bad && res->energy_j > 0)
+        bad = ts_stats_f64(res->stats, "energy_per_token_j", "J",
+                           dec ? "decode: the step's energy per token" : "prefill: the energy per prompt token",
+                           res->energy_j / toks);
+    if (!bad)
+        bad = ts_stats_f64(res->stats, "sram_bytes_per_token", "B", "on-chip memory bytes read and written per token",
+                           (double)res->bytes[TS_LEVEL_SRAM] / toks) ||
+              ts_stats_f64(res->stats, "network_bytes_per_token", "B",
+                           "on-chip network bytes per token (exchange, streams or fabric)",
+                           (double)res->bytes[TS_LEVEL_NET] / toks);
     return bad ? ts_err_set(err, TS_ENOMEM, "out of memory for the decoder figures") : TS_OK;
 }
 
