@@ -1507,9 +1507,10 @@ static const t10_case t10_cases[] = {
     {40, 12, 14, true, {.fm = 2, .fn = 2, .fk = 2, .ft = 2, .rp = 1, .rot = TS_T10_ROT_AB}, "ipu_small16", false, 5},
 };
 
-START_TEST(test_t10_plans)
+/* Lower tc with its plan, check the report and the values; with `shared`, that the program has
+ * bundles (the shared-coefficient AMP kernel ran its steps of whole bodies). */
+static void t10_case_check(const t10_case *tc, bool shared)
 {
-    const t10_case *tc = &t10_cases[_i];
     ts_graph *g = ts_graph_create("mm");
     int cw = tc->conv_w;
     int a = cw ? tensor(g, "a", TS_TENSOR_INPUT, 4, (int64_t[]){1, tc->K, tc->M / cw, cw})
@@ -1562,10 +1563,37 @@ START_TEST(test_t10_plans)
             uint64_t at_ = (uint64_t)(cw ? j * tc->M + i : i * tc->N + j);
             near(out_at(&L, g, c, at_), s, m, "c", at_);
         }
+    size_t bundles = 0;
+    for (size_t i = 0; i < L.prog->nstreams; i++)
+        for (size_t k = 0; k < L.prog->streams[i].n; k++)
+            bundles += L.prog->streams[i].insn[k].op == IPU_OP_BUNDLE;
+    if (shared)
+        ck_assert_uint_gt(bundles, 0);
     lowered_free(&L);
     ts_graph_destroy(g);
     planner = TS_LOWER_PLANNER_LCS;
     t10_plan = NULL;
+}
+
+START_TEST(test_t10_plans)
+{
+    t10_case_check(&t10_cases[_i], false);
+}
+END_TEST
+
+/* Planner (b) with the shared-coefficient kernel (lower_ipu_ampk.c) reading its table: */
+static const t10_case t10_shared_cases[] = {
+    /* Gemm with bias, A rotating: 2 steps of k 24 (12 pairs, two bodies), the first adding the
+     * bias, the second the partial sums */
+    {24, 48, 16, true, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A}, "ipu_small16", false, 0},
+    /* k 40 in steps of 24 (whole bodies: the shared kernel) and 16 (8 pairs: lwi_emit_mm's
+     * routine), B rotating; 13 rows: 4, 4, 4, 1 */
+    {13, 40, 16, false, {.fm = 4, .fn = 1, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B}, "ipu_small16", false, 0},
+};
+
+START_TEST(test_t10_shared)
+{
+    t10_case_check(&t10_shared_cases[_i], true);
 }
 END_TEST
 
@@ -1965,6 +1993,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_unsupported_all);
     tcase_add_test(tc, test_builtin_matmul);
     tcase_add_loop_test(tc, test_t10_plans, 0, (int)(sizeof t10_cases / sizeof t10_cases[0]));
+    tcase_add_loop_test(tc, test_t10_shared, 0, (int)(sizeof t10_shared_cases / sizeof t10_shared_cases[0]));
     tcase_add_loop_test(tc, test_t10_graph, 0, 3);
     tcase_add_test(tc, test_t10_errors);
     tcase_add_test(tc, test_t10_beats_lcs);

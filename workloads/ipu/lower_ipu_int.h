@@ -234,6 +234,9 @@ void lwi_emit_group_out(lw *L, uint32_t t, const mm_args *m, uint32_t nstore, in
  * load serving all the workers, when the shape and the tile allow it; false (nothing emitted)
  * otherwise. */
 bool lwi_emit_mm_shared(lw *L, uint32_t t, const mm_args *m);
+/* The bodies of a group under that kernel when it takes m (the repeat count of a table's step is
+ * this less 1), else 0. */
+uint32_t lwi_mm_shared_count(const lw *L, const mm_args *m);
 
 /* A convolution's shape (a Gemm of one row is one of C = K input channels on a 1x1 image). */
 typedef struct cv_shape {

@@ -388,7 +388,7 @@ static bool t10_run_alloc(t10_run *r, uint32_t tn, uint32_t steps)
     r->cur = ts_calloc(tn, sizeof *r->cur);
     r->done = ts_calloc(tn, sizeof *r->done);
     r->par = ts_calloc((size_t)tn * steps * 6, sizeof *r->par);
-    r->ent = ts_calloc((size_t)tn * 8, sizeof *r->ent);
+    r->ent = ts_calloc((size_t)tn * 16, sizeof *r->ent);
     r->prv = ts_calloc(tn, sizeof *r->prv), r->nxt = ts_calloc(tn, sizeof *r->nxt);
     r->from = ts_calloc(tn, sizeof *r->from), r->words = ts_calloc(tn, sizeof *r->words);
     if (!r->cur || !r->done || !r->par || !r->ent || !r->prv || !r->nxt || !r->from || !r->words)
@@ -428,12 +428,14 @@ static void t10_compute(lw *L, const t10_gen *G, const t10_op *s, const t10_mem 
                     m.out_q = (int64_t)(U * 2);
                     m.out_u = 2;
                 }
+                m.tab = true;
+                uint32_t nb = lwi_mm_shared_count(L, &m); /* the shared-coefficient kernel's step */
                 uint32_t *pv = &run->par[((size_t)t * G->steps + st) * 6];
                 pv[0] = (uint32_t)m.a, pv[1] = (uint32_t)m.w, pv[2] = (uint32_t)m.out;
-                pv[3] = (uint32_t)m.acc, pv[4] = (uint32_t)m.bias, pv[5] = m.kp;
-                size_t *e = &run->ent[(size_t)t * 8 + (m.bias ? 1 : 0) + (m.acc ? 2 : 0) + (m.out16 ? 4 : 0)];
+                pv[3] = (uint32_t)m.acc, pv[4] = (uint32_t)m.bias, pv[5] = nb ? nb - 1 : m.kp;
+                size_t *e = &run->ent[(size_t)t * 16 + (m.bias ? 1 : 0) + (m.acc ? 2 : 0) + (m.out16 ? 4 : 0) +
+                                      (nb ? 8 : 0)];
                 if (!*e) {
-                    m.tab = true;
                     *e = L->tiles[t].wrk.n + 1;
                     lwi_emit_mm(L, t, &m);
                     W(t, EXIT, 0, 0, 0);

@@ -79,6 +79,11 @@ bool ts_t10_amp_body(uint32_t W, uint32_t U, uint32_t *sets, uint32_t *issues, u
  * lowering would not use it (hw->shared_amp unset, or k/2 not a whole number of bodies). */
 uint64_t ts_t10_amp_shared_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t k, uint64_t cols);
 
+/* A tile's `steps` compute steps over kt of k, kp a step (the last the rest): each by the shared
+ * kernel where it takes the step's k, else by lwi_emit_mm's routine (ts_t10_amp_cycles). Where the
+ * shared kernel does not take kp, steps x ts_t10_amp_cycles(kp), as before it. */
+uint64_t ts_t10_steps_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t kt, uint64_t kp, uint32_t steps, uint64_t cols);
+
 /* Derive p's fields from its choice; TS_EINPUT naming the rule if the choice is not a valid plan
  * (a factor of 0, more tiles than the chip, ft not dividing its ring, rp finer than k allows). The
  * memory limit is not checked here. */
