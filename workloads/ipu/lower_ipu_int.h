@@ -219,7 +219,8 @@ typedef struct mm_args {
                                 * of a row contiguous) instead of bias */
     int64_t acc_row;
     bool tab;                  /* a, w, out, acc, bias and kp from the six words at $m0 (one routine for
-                                * every step; acc and bias then only say whether there are any) */
+                                * every step; acc and bias then only say whether there are any; under
+                                * the shared-coefficient kernel the sixth word is its repeat count) */
 } mm_args;
 
 /* The AMP matrix-product kernel (lower_ipu_matmul.c): the routine every worker of tile t runs on

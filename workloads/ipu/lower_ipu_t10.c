@@ -15,7 +15,8 @@
  * the tile with l = d (mod 2d) sends its sums to l - d (an exchange superstep), which adds them (a
  * compute superstep). The output stays on the l = 0 tiles, blocked (rows of i, columns of j).
  *
- * Each tile has one AMP routine per kind of step (first, adding, last in f16), which reads the
+ * Each tile has one AMP routine per kind of step (first, adding, last in f16; the shared-coefficient
+ * kernel of lower_ipu_ampk.c where the step's k is whole bodies, else lwi_emit_mm's), which reads the
  * step's addresses and k from a table of six words a step (initial data; lwi_emit_mm's `tab`), so the
  * code does not grow with the steps.
  *

@@ -174,7 +174,8 @@ static ts_status fixed_plan(const ts_lower_ipu_params *p, const ts_t10_hw *hw, c
 {
     ts_t10_mm mm = {.m = s->M, .k = s->K, .n = s->N, .es = s->half ? 2 : 4};
     *f = (ts_t10_plan){.fm = p->t10_plan->fm, .fn = p->t10_plan->fn, .fk = p->t10_plan->fk,
-                       .ft = p->t10_plan->ft, .rp = p->t10_plan->rp, .rot = p->t10_plan->rot};
+                       .ft = p->t10_plan->ft, .rp = p->t10_plan->rp, .rot = p->t10_plan->rot,
+                       .bodies = p->t10_plan->bodies};
     ts_status rc = ts_t10_mm_cost(hw, &mm, f, err);
     if (rc != TS_OK)
         return rc;

@@ -112,7 +112,7 @@ ts_status ts_t10_mm_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *
     p->kt = even(ts_geom_cdiv(mm->k, p->fk));
     p->kp = even(ts_geom_cdiv(p->kt, p->steps));
     uint32_t sets, issues, ptrs; /* steps of whole shared-kernel bodies where that keeps the steps */
-    if (hw->shared_amp && p->steps > 1 && ts_t10_amp_body(hw->workers ? hw->workers : 6, hw->units, &sets, &issues, &ptrs)) {
+    if (p->bodies && hw->shared_amp && p->steps > 1 && ts_t10_amp_body(hw->workers ? hw->workers : 6, hw->units, &sets, &issues, &ptrs)) {
         uint64_t u = (uint64_t)sets * (mm->es == 2 ? 4 : 2), kb = ts_geom_cdiv(p->kp, u) * u;
         if (ts_geom_cdiv(p->kt, kb) == p->steps)
             p->kp = kb;
@@ -191,6 +191,15 @@ ts_status ts_t10_mm_plans(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan 
                                 goto done;
                             }
                             v[nv++] = p;
+                            ts_t10_plan q = {.fm = p.fm, .fn = p.fn, .fk = fk, .ft = p.ft, .rp = rp, .rot = rot, .bodies = true};
+                            if (!hw->shared_amp || ts_t10_mm_cost(hw, mm, &q, NULL) != TS_OK || q.kp == p.kp ||
+                                q.mem_bytes > hw->sram_bytes)
+                                continue;
+                            if (ts_grow((void **)&v, &capv, nv + 1, sizeof *v)) {
+                                rc = ts_err_set(err, TS_ENOMEM, "out of memory");
+                                goto done;
+                            }
+                            v[nv++] = q; /* the same with k per step in whole shared-kernel bodies */
                         }
                         if (!rot)
                             break;

@@ -54,6 +54,9 @@ typedef struct ts_t10_plan {
     uint32_t rot;            /* TS_T10_ROT_*: which operands rotate */
     bool lcs;                /* load-compute-store's plan (ts_t10_mm_lcs): planner (a) lowers the operator */
     uint32_t share;          /* lcs: its weights within 1/share of the tile (L->mmshare's role); 0 otherwise */
+    bool bodies;             /* k per step rounded up to whole bodies of the shared-coefficient AMP kernel
+                              * (lower_ipu_ampk.c) where the tile takes it and the steps stay (both
+                              * forms are offered: the rounding costs memory) */
     /* derived */
     uint32_t tiles;          /* fm * fn * fk */
     uint32_t steps;          /* compute steps: ft * rp */
