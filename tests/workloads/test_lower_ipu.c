@@ -1561,6 +1561,12 @@ static const t10_case t10_shared_cases[] = {
      * lwi_emit_mm's routine), B rotating; 13 rows: 4, 4, 4, 1 */
     {13, 40, 16, false, {.fm = 4, .fn = 1, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B, .bodies = true}, "ipu_small16",
      false, 0},
+    /* A rotating at pace 4 (a ring of 5 slots), k 256 in steps of 36 (rounded up to whole bodies;
+     * the last 4): each slot's gather copies the pieces a tile holds itself at the start of the
+     * next slot's first exchange round, tile 0 more than tile 1, so tile 1's words reached tile 0
+     * before it armed its receive and were lost; the round now syncs first (lwi_late) */
+    {12, 256, 16, false, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 4, .rot = TS_T10_ROT_A, .bodies = true}, "ipu_small16",
+     true, 0},
 };
 
 START_TEST(test_t10_shared)

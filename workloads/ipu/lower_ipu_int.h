@@ -63,8 +63,9 @@ typedef struct lw_place {
 typedef struct lw_blk { uint64_t a, n; } lw_blk; /* a live block of the dynamic region */
 typedef struct lw_tab { uint64_t hash, bytes, addr; uint32_t tiles; } lw_tab; /* static data the same on every tile */
 /* An exchange of the program as emitted: in superstep `step`, tile dst receives (words > 0) or tile
- * src sends (words < 0) that many words; node: the operator that emitted it. */
-typedef struct lw_xrec { uint32_t step, src, dst; int64_t words; int node; } lw_xrec;
+ * src sends (words < 0) that many words; node: the operator that emitted it; pc: the receive's or
+ * send's index in its tile's supervisor code. */
+typedef struct lw_xrec { uint32_t step, src, dst; int64_t words; int node; uint32_t pc; } lw_xrec;
 
 /* The state of one pass of the lowering (lower_ipu.c). */
 typedef struct lw {
@@ -187,10 +188,20 @@ ts_status lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64
  * to tile dst. */
 void lwi_recv(lw *L, uint32_t t, uint64_t to, uint32_t src, uint64_t words);
 void lwi_send(lw *L, uint32_t t, uint64_t from, uint32_t dst, uint64_t words);
-/* The check before emission that the program cannot hang in the exchange: in every superstep, the
- * words each tile waits for from another equal the words that tile sends it, and both tiles have
- * streams. TS_EINTERNAL naming the superstep, the tiles and the operators otherwise. */
+/* The check before emission that the program cannot hang or drop words in the exchange: in every
+ * superstep, the words each tile waits for from another equal the words that tile sends it, both
+ * tiles have streams, and the receiver arms its input in time: a word that arrives before its
+ * receiver's input selects the sender is lost. After the chip-wide sync every supervisor starts
+ * together, so a receive is in time when the receiver's supervisor reaches it through code of known
+ * length (setzi, loads, stores, rpt loops of a count set there) in no more cycles than the sender's
+ * reaches its first send to it (a receive after the receiver's rxwait, a second transfer in the
+ * superstep, is not checked). TS_EINTERNAL naming
+ * the superstep, the tiles and the operators otherwise. */
 ts_status lwi_check_exchange(lw *L);
+/* Whether tile r would arm a receive from tile s too late to take its words were both to arm and
+ * send now, in this superstep (by lwi_check_exchange's rule, with what each has issued since the
+ * superstep began: a gather's local copies, say); the caller then syncs first. */
+bool lwi_late(const lw *L, uint32_t r, uint32_t s);
 
 /* ---- operators of planner (a) ---- */
 
