@@ -113,7 +113,7 @@ typedef struct lw {
     bool coalesce;        /* gather: one send for pieces that follow on in the sender's memory, one copy loop
                            * for staged pieces of equal length equally far apart (Transpose, MatMul of
                            * activations, and the plans of models whose weights do not fit at 1/4) */
-    bool stagger;         /* gather: receiver t takes its senders from its (t mod n)-th on (planner (b)'s Convs) */
+    bool stagger;         /* gather: receiver t takes its senders from its (t mod n)-th on (planner (b)'s A) */
     bool staged;          /* gather: every transfer received into the staging buffer, then copied */
     const ts_t10_plan *plans; /* per node: the compute-shift plan (tiles 0 = load-compute-store); NULL = lcs */
 } lw;
