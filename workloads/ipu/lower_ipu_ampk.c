@@ -146,12 +146,55 @@ static void ak_emit_body(lw *L, uint32_t t, const mm_args *m, const ak *k, const
         W(t, ADDI, RM(5 + p), RM(5 + p), k->bodyb);
 }
 
+/* A whole group's sums out (lwi_emit_group_out's work in fewer issues): the pairs read from the
+ * AMP, each in a bundle with the 64-bit load of its bias or partial sums through $m10, added, and
+ * stored 64 bits at a time through $m11, each store in a bundle with the next pair's add: U + 1
+ * issues with bias or partial sums (U / 2 + 1 without) where lwi_emit_group_out takes 2U + 2
+ * (3U / 2 + 1). Only for f32 sums whose U outputs lie one after the other, 8-byte aligned (every
+ * allocation is 16-byte aligned, so a table's other steps are too); false (nothing emitted)
+ * otherwise. */
+static bool ak_group_out(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
+{
+    uint32_t U = m->units, n = U / 2;
+    if (m->out16 || nstore != U || m->out_u != 4 || m->out_q != 4 * (int64_t)U || m->out % 8 || m->out_row % 8 ||
+        ((m->bias || m->acc) && (m->acc ? m->acc % 8 || m->acc_row % 8 : m->bias % 8)))
+        return false;
+    if (!(m->bias || m->acc)) {
+        W(t, AMPGET, RA(0), 0, 0);
+        for (uint32_t s = 1; s < n; s++) {
+            W(t, BUNDLE, 0, 0, 0);
+            W(t, ST64STEP, RA(2 * (s - 1)), RM(11), 8);
+            W(t, AMPGET, RA(2 * s), (int32_t)s, 0);
+            W(t, BUNDLE_END, 0, 0, 0);
+        }
+        W(t, ST64STEP, RA(2 * (n - 1)), RM(11), 8);
+        return true;
+    }
+    for (uint32_t s = 0; s < n; s++) {
+        W(t, BUNDLE, 0, 0, 0);
+        W(t, LD64STEP, RA(8 + 2 * s), RM(10), 8);
+        W(t, AMPGET, RA(2 * s), (int32_t)s, 0);
+        W(t, BUNDLE_END, 0, 0, 0);
+    }
+    W(t, F32V2ADD, RA(0), RA(0), RA(8));
+    for (uint32_t s = 1; s < n; s++) {
+        W(t, BUNDLE, 0, 0, 0);
+        W(t, ST64STEP, RA(2 * (s - 1)), RM(11), 8);
+        W(t, F32V2ADD, RA(2 * s), RA(2 * s), RA(8 + 2 * s));
+        W(t, BUNDLE_END, 0, 0, 0);
+    }
+    W(t, ST64STEP, RA(2 * (n - 1)), RM(11), 8);
+    return true;
+}
+
 /* One group of U outputs (nstore stored) of the row at $m2: zeroed, the first body's inputs
  * loaded, the bodies (the last without loads), the sums out through $m10 and $m11. */
 static void ak_group(lw *L, uint32_t t, const mm_args *m, const ak *k, const ak_body *b, uint32_t nstore)
 {
-    W(t, AMPZERO, 0, 0, 0);
+    W(t, BUNDLE, 0, 0, 0);
     W(t, MOV, RM(4), RM(2), 0);
+    W(t, AMPZERO, 0, 0, 0);
+    W(t, BUNDLE_END, 0, 0, 0);
     for (uint32_t q = 0; q < k->nA / 2; q++)
         W(t, LD128STEP, RA(4 * q), RM(4), 16);
     if (m->tab || k->nb > 1) { /* the table's count ($m13, 0 skips), or nb - 1 */
@@ -162,7 +205,8 @@ static void ak_group(lw *L, uint32_t t, const mm_args *m, const ak *k, const ak_
             L->tiles[t].wrk.v[r].a[1] = (int32_t)(L->tiles[t].wrk.n - s0);
     }
     ak_emit_body(L, t, m, k, b, false);
-    lwi_emit_group_out(L, t, m, nstore, RM(10), RM(11));
+    if (!ak_group_out(L, t, m, nstore))
+        lwi_emit_group_out(L, t, m, nstore, RM(10), RM(11));
 }
 
 /* r := the routine's address word at byte off of the table ($m0), or v when it has none. */
