@@ -404,6 +404,14 @@ END_TEST
 
 /* ---- the check that the exchange cannot hang ---- */
 
+/* The records xr[0..n) refused by the exchange check with message msg. */
+static void refused(lw *L, lw_xrec *xr, size_t n, const char *msg)
+{
+    L->xr = xr, L->nxr = n;
+    ck_assert_int_eq(lwi_check_exchange(L), TS_EINTERNAL);
+    ck_assert_str_eq(L->err->msg, msg);
+}
+
 START_TEST(test_exchange_check)
 {
     /* the records of sends and receives as lwi_send and lwi_recv leave them: paired (in two sends),
@@ -431,37 +439,32 @@ START_TEST(test_exchange_check)
     lw L = {.g = g, .err = &e, .T = 2, .used = 2, .tiles = tiles, .marks = marks, .nmarks = 12, .xr = ok, .nxr = 5};
     ck_assert_int_eq(lwi_check_exchange(&L), TS_OK);
     lw_xrec more[] = {{3, 1, 0, 8, 0, 17}, {3, 1, 0, -5, 0, 17}};
-    L.xr = more, L.nxr = 2;
-    ck_assert_int_eq(lwi_check_exchange(&L), TS_EINTERNAL);
-    ck_assert_str_eq(e.msg, "the program would hang: in superstep 3 tile 0 waits for 3 more words from tile 1 than it "
-                            "sends (Relu 'r')");
+    refused(&L, more, 2,
+            "the program would hang: in superstep 3 tile 0 waits for 3 more words from tile 1 than it "
+            "sends (Relu 'r')");
     lw_xrec lone[] = {{2, 0, 1, -4, 0, 12}};
-    L.xr = lone, L.nxr = 1;
-    ck_assert_int_eq(lwi_check_exchange(&L), TS_EINTERNAL);
-    ck_assert_str_eq(e.msg, "the program would hang: in superstep 2 tile 0 sends 4 words to tile 1 that it does not "
-                            "wait for (Relu 'r')");
+    refused(&L, lone, 1,
+            "the program would hang: in superstep 2 tile 0 sends 4 words to tile 1 that it does not "
+            "wait for (Relu 'r')");
     lw_xrec far[] = {{2, 0, 5, -4, 0, 12}, {2, 0, 5, 4, 0, 12}};
-    L.xr = far, L.nxr = 2;
-    ck_assert_int_eq(lwi_check_exchange(&L), TS_EINTERNAL);
-    ck_assert_str_eq(e.msg, "the program would hang: in superstep 2 tile 0 sends 4 words to tile 5 that has no stream "
-                            "(Relu 'r')");
+    refused(&L, far, 2,
+            "the program would hang: in superstep 2 tile 0 sends 4 words to tile 5 that has no stream "
+            "(Relu 'r')");
     /* tile 0 runs its workers before it arms its receive: tile 1's words may arrive first */
     code[0][15].op = LW_RUNALL;
     lw_xrec late[] = {{3, 1, 0, 4, 0, 17}, {3, 1, 0, -4, 0, 17}};
-    L.xr = late, L.nxr = 2;
-    ck_assert_int_eq(lwi_check_exchange(&L), TS_EINTERNAL);
-    ck_assert_str_eq(e.msg, "the program would drop words: in superstep 3 tile 0 arms its receive from tile 1 after "
-                            "code of unknown length (Relu 'r')");
+    refused(&L, late, 2,
+            "the program would drop words: in superstep 3 tile 0 arms its receive from tile 1 after "
+            "code of unknown length (Relu 'r')");
     /* a second transfer after the receiver's rxwait is not checked */
     code[0][15].op = LW_RXWAIT;
     ck_assert_int_eq(lwi_check_exchange(&L), TS_OK);
     /* the receive one setzi later than the send */
     code[0][15].op = LW_SETZI;
     lw_xrec later[] = {{3, 1, 0, 4, 0, 18}, {3, 1, 0, -4, 0, 17}};
-    L.xr = later, L.nxr = 2;
-    ck_assert_int_eq(lwi_check_exchange(&L), TS_EINTERNAL);
-    ck_assert_str_eq(e.msg, "the program would drop words: in superstep 3 tile 0 arms its receive from tile 1 after "
-                            "more cycles than the sender issues before its send (Relu 'r')");
+    refused(&L, later, 2,
+            "the program would drop words: in superstep 3 tile 0 arms its receive from tile 1 after "
+            "more cycles than the sender issues before its send (Relu 'r')");
     /* a local copy of 4 words (a gather's: setzi of the count, rpt over a load and a store) before
      * the receive, none on the sender: 1 + 1 + 4 x 2 cycles against 2 */
     code[0][15] = (ts_insn){.op = LW_SETZI, .a = {RM(3), 4, 0}};
@@ -469,10 +472,9 @@ START_TEST(test_exchange_check)
     code[0][17].op = LW_LD32STEP;
     code[0][18].op = LW_ST32STEP;
     lw_xrec copied[] = {{3, 1, 0, 4, 0, 19}, {3, 1, 0, -4, 0, 17}};
-    L.xr = copied, L.nxr = 2;
-    ck_assert_int_eq(lwi_check_exchange(&L), TS_EINTERNAL);
-    ck_assert_str_eq(e.msg, "the program would drop words: in superstep 3 tile 0 arms its receive from tile 1 after "
-                            "more cycles than the sender issues before its send (Relu 'r')");
+    refused(&L, copied, 2,
+            "the program would drop words: in superstep 3 tile 0 arms its receive from tile 1 after "
+            "more cycles than the sender issues before its send (Relu 'r')");
     /* the same copy on the sender too: in time */
     memcpy(&code[1][15], &code[0][15], 4 * sizeof code[0][0]);
     lw_xrec both[] = {{3, 1, 0, 4, 0, 19}, {3, 1, 0, -4, 0, 19}};
