@@ -293,7 +293,8 @@ static ts_status t10_alloc(lw *L, const ts_graph_node *n, const t10_gen *G, cons
         mem->ne0 += slice_k(G, 0, sg, &ks) > 0;
     mem->fin = (uint32_t)((mem->ne0 - 1) % 2);
     bool two = G->steps > 1 || G->fk > 1;
-    uint64_t obytes = ts_geom_cdiv(G->rows * G->cols, Wk) * Wk * 4;
+    /* whole worker blocks; of pairs where the tree adds them 64 bits at a time */
+    uint64_t blk = G->fk > 1 ? 2 * Wk : Wk, obytes = ts_geom_cdiv(G->rows * G->cols, blk) * blk * 4;
     mem->yout = s->conv || s->half ? lwi_alloc(L, G->rows * G->cols * es) : 0;
     if (!s->half || two)
         mem->obuf[mem->fin] = s->conv || s->half ? lwi_talloc_apart(L, obytes, NULL, 0) : lwi_alloc(L, obytes);
@@ -475,8 +476,9 @@ static void t10_shifts(lw *L, const t10_gen *G, const t10_mem *mem, t10_run *run
 }
 
 /* Level d of the partial-sum tree over l: the tile l = d (mod 2d) sends its sums to l - d (an
- * exchange superstep), whose workers add them, every worker a block of ceil(words / workers), no
- * overlap (the buffers are padded to whole blocks; a compute superstep). */
+ * exchange superstep), whose workers add them, every worker a block of ceil(words / (2 workers))
+ * pairs, 64 bits at a time, no overlap (the buffers are padded to whole blocks; a compute
+ * superstep). */
 static void t10_tree_level(lw *L, const t10_gen *G, const t10_mem *mem, t10_run *run, uint32_t d)
 {
     const uint32_t tn = G->tn;
@@ -507,20 +509,20 @@ static void t10_tree_level(lw *L, const t10_gen *G, const t10_mem *mem, t10_run 
     for (uint32_t r = 0; r < tn; r++) {
         if (!words[r])
             continue;
-        uint64_t bw_ = ts_geom_cdiv(words[r], L->workers);
+        uint64_t bp = ts_geom_cdiv(words[r], 2 * (uint64_t)L->workers); /* pairs a worker */
         size_t entry = L->tiles[r].wrk.n;
         W(r, GET, RM(1), TS_IPU_CSR_WORKER, 0);
-        W(r, MULI, RM(1), RM(1), (int32_t)(bw_ * 4));
+        W(r, MULI, RM(1), RM(1), (int32_t)(bp * 8));
         W(r, SETZI, RM(2), (int32_t)mem->obuf[cur[r]], 0);
         W(r, ADD, RM(2), RM(2), RM(1));
         W(r, SETZI, RM(3), (int32_t)mem->obuf[1 - cur[r]], 0);
         W(r, ADD, RM(3), RM(3), RM(1));
-        W(r, SETZI, RM(4), (int32_t)bw_, 0);
+        W(r, SETZI, RM(4), (int32_t)bp, 0);
         W(r, RPT, RM(4), 4, 0);
-        W(r, LD32, RA(0), RM(2), 0);
-        W(r, LD32STEP, RA(1), RM(3), 4);
-        W(r, F32ADD, RA(0), RA(0), RA(1));
-        W(r, ST32STEP, RA(0), RM(2), 4);
+        W(r, LD64, RA(0), RM(2), 0);
+        W(r, LD64STEP, RA(2), RM(3), 8);
+        W(r, F32V2ADD, RA(0), RA(0), RA(2));
+        W(r, ST64STEP, RA(0), RM(2), 8);
         W(r, EXIT, 0, 0, 0);
         lwi_run_all(L, r, entry);
     }
