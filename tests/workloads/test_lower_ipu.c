@@ -176,6 +176,16 @@ static void near16(float got, double want, double mag, const char *what, uint64_
                   (double)got, want);
 }
 
+/* The bundles in a program (the shared-coefficient AMP kernel's; lwi_emit_mm's routine has none). */
+static size_t count_bundles(const ts_program *prog)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < prog->nstreams; i++)
+        for (size_t k = 0; k < prog->streams[i].n; k++)
+            n += prog->streams[i].insn[k].op == IPU_OP_BUNDLE;
+    return n;
+}
+
 /* Gemm Y[M,N] = A[M,K] x B[N,K]^T + bias (f32, or f16 with f16 outputs) on config with the run
  * settings run_sets, checked against a C reference; returns the bundles of the lowered program
  * (the shared-coefficient AMP kernel's; lwi_emit_mm's routine has none). */
@@ -228,10 +238,7 @@ static size_t gemm_checked(bool half, int M, int K, int N, const char *config)
                 near(out_at(&L, g, y, o), s, m, "y", o);
         }
 #undef V
-    size_t bundles = 0;
-    for (size_t i = 0; i < L.prog->nstreams; i++)
-        for (size_t k = 0; k < L.prog->streams[i].n; k++)
-            bundles += L.prog->streams[i].insn[k].op == IPU_OP_BUNDLE;
+    size_t bundles = count_bundles(L.prog);
     lowered_free(&L);
     ts_graph_destroy(g);
     return bundles;
@@ -264,44 +271,11 @@ START_TEST(test_matmul_f16)
 {
     /* Gemm f16: Y[12,10] = A[12,8] x B[10,8]^T + bias, on 4 tiles; 8 f16 AMP units on MK1 tiles,
      * so 10 outputs are one full group and a pair */
-    ts_graph *g = ts_graph_create("mm16");
+    gemm_checked(true, 12, 8, 10, "ipu_tiny4");
+    ts_graph *g = NULL;
     ts_err e;
     ts_err_init(&e);
-    int id[3];
-    const char *names[3] = {"a", "b", "c"};
-    const int64_t dims[3][2] = {{12, 8}, {10, 8}, {10, 0}};
-    for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(ts_graph_add_tensor(g, names[i], i ? TS_TENSOR_WEIGHT : TS_TENSOR_INPUT, TS_DT_F16,
-                                             i == 2 ? 1 : 2, dims[i], &id[i], &e), TS_OK);
-        int64_t n = dims[i][0] * (i == 2 ? 1 : dims[i][1]);
-        uint16_t h[128];
-        for (int64_t k = 0; k < n; k++)
-            h[k] = ts_f32_to_f16(val(id[i], k));
-        ck_assert_int_eq(ts_graph_set_data(g, id[i], h, (size_t)n * 2, &e), TS_OK);
-    }
-    int y = -1;
-    ck_assert_int_eq(ts_graph_add_tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_F16, -1, NULL, &y, &e), TS_OK);
-    ts_graph_attrs at;
-    ts_graph_attrs_init(&at);
-    at.trans_b = true;
-    node(g, TS_OP_GEMM, "fc", id, 3, y, &at);
-    ts_graph_mark_output(g, y);
-    finalize(g);
     lowered L = {0};
-    lower_and_run(g, "ipu_tiny4", &L);
-#define H(t, k) ((double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))))
-    for (int i = 0; i < 12; i++)
-        for (int j = 0; j < 10; j++) {
-            double s = H(id[2], j), m = fabs(s);
-            for (int k = 0; k < 8; k++) {
-                s += H(id[0], i * 8 + k) * H(id[1], j * 8 + k);
-                m += fabs(H(id[0], i * 8 + k) * H(id[1], j * 8 + k));
-            }
-            near16(out_f16(&L, g, y, (uint64_t)(i * 10 + j)), s, m, "y", (uint64_t)(i * 10 + j));
-        }
-#undef H
-    lowered_free(&L);
-    ts_graph_destroy(g);
     /* the built-in matmul in f16 over 16 tiles, values from the lowering's fill rounded to f16 */
     ck_assert_int_eq(ts_wl_builtin("matmul:m=32,k=16,n=24,dtype=f16", &g, &e), TS_OK);
     lower_and_run(g, "ipu_small16", &L);
@@ -1513,9 +1487,10 @@ static const t10_case t10_cases[] = {
     {40, 12, 14, true, {.fm = 2, .fn = 2, .fk = 2, .ft = 2, .rp = 1, .rot = TS_T10_ROT_AB}, "ipu_small16", false, 5},
 };
 
-START_TEST(test_t10_plans)
+/* Lower tc with its plan, check the report and the values; with `shared`, that the program has
+ * bundles (the shared-coefficient AMP kernel ran its steps of whole bodies). */
+static void t10_case_check(const t10_case *tc, bool shared)
 {
-    const t10_case *tc = &t10_cases[_i];
     ts_graph *g = ts_graph_create("mm");
     int cw = tc->conv_w;
     int a = cw ? tensor(g, "a", TS_TENSOR_INPUT, 4, (int64_t[]){1, tc->K, tc->M / cw, cw})
@@ -1568,10 +1543,41 @@ START_TEST(test_t10_plans)
             uint64_t at_ = (uint64_t)(cw ? j * tc->M + i : i * tc->N + j);
             near(out_at(&L, g, c, at_), s, m, "c", at_);
         }
+    size_t bundles = count_bundles(L.prog);
+    if (shared)
+        ck_assert_uint_gt(bundles, 0);
     lowered_free(&L);
     ts_graph_destroy(g);
     planner = TS_LOWER_PLANNER_LCS;
     t10_plan = NULL;
+}
+
+START_TEST(test_t10_plans)
+{
+    t10_case_check(&t10_cases[_i], false);
+}
+END_TEST
+
+/* Planner (b) with the shared-coefficient kernel (lower_ipu_ampk.c) reading its table: */
+static const t10_case t10_shared_cases[] = {
+    /* Gemm with bias, A rotating: 2 steps of k 24 (12 pairs, two bodies), the first adding the
+     * bias, the second the partial sums */
+    {24, 48, 16, true, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A}, "ipu_small16", false, 0},
+    /* k 40 in steps of 24 (rounded up to whole bodies: the shared kernel) and 16 (8 pairs:
+     * lwi_emit_mm's routine), B rotating; 13 rows: 4, 4, 4, 1 */
+    {13, 40, 16, false, {.fm = 4, .fn = 1, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B, .bodies = true}, "ipu_small16",
+     false, 0},
+    /* A rotating at pace 4 (a ring of 5 slots), k 256 in steps of 36 (rounded up to whole bodies;
+     * the last 4): each slot's gather copies the pieces a tile holds itself at the start of the
+     * next slot's first exchange round, tile 0 more than tile 1, so tile 1's words reached tile 0
+     * before it armed its receive and were lost; the round now syncs first (lwi_late) */
+    {12, 256, 16, false, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 4, .rot = TS_T10_ROT_A, .bodies = true}, "ipu_small16",
+     true, 0},
+};
+
+START_TEST(test_t10_shared)
+{
+    t10_case_check(&t10_shared_cases[_i], true);
 }
 END_TEST
 
@@ -1971,6 +1977,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_unsupported_all);
     tcase_add_test(tc, test_builtin_matmul);
     tcase_add_loop_test(tc, test_t10_plans, 0, (int)(sizeof t10_cases / sizeof t10_cases[0]));
+    tcase_add_loop_test(tc, test_t10_shared, 0, (int)(sizeof t10_shared_cases / sizeof t10_shared_cases[0]));
     tcase_add_loop_test(tc, test_t10_graph, 0, 3);
     tcase_add_test(tc, test_t10_errors);
     tcase_add_test(tc, test_t10_beats_lcs);

@@ -412,36 +412,82 @@ END_TEST
 
 /* ---- the check that the exchange cannot hang ---- */
 
+/* The records xr[0..n) refused by the exchange check with message msg. */
+static void refused(lw *L, lw_xrec *xr, size_t n, const char *msg)
+{
+    L->xr = xr, L->nxr = n;
+    ck_assert_int_eq(lwi_check_exchange(L), TS_EINTERNAL);
+    ck_assert_str_eq(L->err->msg, msg);
+}
+
 START_TEST(test_exchange_check)
 {
     /* the records of sends and receives as lwi_send and lwi_recv leave them: paired (in two sends),
      * a receive of more words than are sent, a send nobody waits for, a send to a tile without a
-     * stream: each unpaired one is a compile error naming the superstep, the tiles and the
-     * operator, instead of a program that hangs */
+     * stream, a receive armed late: each is a compile error naming the superstep, the tiles and
+     * the operator, instead of a program that hangs or drops words. Two tiles' supervisor code:
+     * superstep s at instructions 5s..5s+4, setzi but where a case says otherwise */
     ts_graph *g = ts_graph_create("xc");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){4, 4});
     ts_graph_mark_output(g, chain(g, TS_OP_RELU, "r", x, -1, NULL));
     finalize(g);
     ts_err e;
     ts_err_init(&e);
-    lw_xrec ok[] = {{3, 1, 0, 8, 0}, {3, 1, 0, -5, 0}, {3, 1, 0, -3, 0}, {4, 0, 1, 2, 0}, {4, 0, 1, -2, 0}};
-    lw L = {.g = g, .err = &e, .used = 2, .xr = ok, .nxr = 5};
+    ts_insn code[2][30];
+    memset(code, 0, sizeof code);
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < 30; i++)
+            code[t][i].op = LW_SETZI;
+    lw_tile tiles[2] = {{.sup = {.v = code[0], .n = 30}}, {.sup = {.v = code[1], .n = 30}}};
+    lw_mark marks[12];
+    for (uint32_t k = 0; k < 12; k++)
+        marks[k] = (lw_mark){k % 2, 5 * (k / 2), k / 2};
+    lw_xrec ok[] = {{3, 1, 0, 8, 0, 17}, {3, 1, 0, -5, 0, 17}, {3, 1, 0, -3, 0, 18}, {4, 0, 1, 2, 0, 22},
+                    {4, 0, 1, -2, 0, 22}};
+    lw L = {.g = g, .err = &e, .T = 2, .used = 2, .tiles = tiles, .marks = marks, .nmarks = 12, .xr = ok, .nxr = 5};
     ck_assert_int_eq(lwi_check_exchange(&L), TS_OK);
-    lw_xrec more[] = {{3, 1, 0, 8, 0}, {3, 1, 0, -5, 0}};
-    L.xr = more, L.nxr = 2;
-    ck_assert_int_eq(lwi_check_exchange(&L), TS_EINTERNAL);
-    ck_assert_str_eq(e.msg, "the program would hang: in superstep 3 tile 0 waits for 3 more words from tile 1 than it "
-                            "sends (Relu 'r')");
-    lw_xrec lone[] = {{2, 0, 1, -4, 0}};
-    L.xr = lone, L.nxr = 1;
-    ck_assert_int_eq(lwi_check_exchange(&L), TS_EINTERNAL);
-    ck_assert_str_eq(e.msg, "the program would hang: in superstep 2 tile 0 sends 4 words to tile 1 that it does not "
-                            "wait for (Relu 'r')");
-    lw_xrec far[] = {{2, 0, 5, -4, 0}, {2, 0, 5, 4, 0}};
-    L.xr = far, L.nxr = 2;
-    ck_assert_int_eq(lwi_check_exchange(&L), TS_EINTERNAL);
-    ck_assert_str_eq(e.msg, "the program would hang: in superstep 2 tile 0 sends 4 words to tile 5 that has no stream "
-                            "(Relu 'r')");
+    lw_xrec more[] = {{3, 1, 0, 8, 0, 17}, {3, 1, 0, -5, 0, 17}};
+    refused(&L, more, 2,
+            "the program would hang: in superstep 3 tile 0 waits for 3 more words from tile 1 than it "
+            "sends (Relu 'r')");
+    lw_xrec lone[] = {{2, 0, 1, -4, 0, 12}};
+    refused(&L, lone, 1,
+            "the program would hang: in superstep 2 tile 0 sends 4 words to tile 1 that it does not "
+            "wait for (Relu 'r')");
+    lw_xrec far[] = {{2, 0, 5, -4, 0, 12}, {2, 0, 5, 4, 0, 12}};
+    refused(&L, far, 2,
+            "the program would hang: in superstep 2 tile 0 sends 4 words to tile 5 that has no stream "
+            "(Relu 'r')");
+    /* tile 0 runs its workers before it arms its receive: tile 1's words may arrive first */
+    code[0][15].op = LW_RUNALL;
+    lw_xrec late[] = {{3, 1, 0, 4, 0, 17}, {3, 1, 0, -4, 0, 17}};
+    refused(&L, late, 2,
+            "the program would drop words: in superstep 3 tile 0 arms its receive from tile 1 after "
+            "code of unknown length (Relu 'r')");
+    /* a second transfer after the receiver's rxwait is not checked */
+    code[0][15].op = LW_RXWAIT;
+    ck_assert_int_eq(lwi_check_exchange(&L), TS_OK);
+    /* the receive one setzi later than the send */
+    code[0][15].op = LW_SETZI;
+    lw_xrec later[] = {{3, 1, 0, 4, 0, 18}, {3, 1, 0, -4, 0, 17}};
+    refused(&L, later, 2,
+            "the program would drop words: in superstep 3 tile 0 arms its receive from tile 1 after "
+            "more cycles than the sender issues before its send (Relu 'r')");
+    /* a local copy of 4 words (a gather's: setzi of the count, rpt over a load and a store) before
+     * the receive, none on the sender: 1 + 1 + 4 x 2 cycles against 2 */
+    code[0][15] = (ts_insn){.op = LW_SETZI, .a = {RM(3), 4, 0}};
+    code[0][16] = (ts_insn){.op = LW_RPT, .a = {RM(3), 2, 0}};
+    code[0][17].op = LW_LD32STEP;
+    code[0][18].op = LW_ST32STEP;
+    lw_xrec copied[] = {{3, 1, 0, 4, 0, 19}, {3, 1, 0, -4, 0, 17}};
+    refused(&L, copied, 2,
+            "the program would drop words: in superstep 3 tile 0 arms its receive from tile 1 after "
+            "more cycles than the sender issues before its send (Relu 'r')");
+    /* the same copy on the sender too: in time */
+    memcpy(&code[1][15], &code[0][15], 4 * sizeof code[0][0]);
+    lw_xrec both[] = {{3, 1, 0, 4, 0, 19}, {3, 1, 0, -4, 0, 19}};
+    L.xr = both, L.nxr = 2;
+    ck_assert_int_eq(lwi_check_exchange(&L), TS_OK);
     ts_err_free(&e);
     ts_graph_destroy(g);
 }

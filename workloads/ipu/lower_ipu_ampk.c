@@ -27,8 +27,9 @@
  *   next body's two input pairs, on even sets the step of a coefficient pointer (one pointer per
  *   load of the body, stepped once a body); steps that do not fit follow the body.
  * Used where the input step count of a group is a whole number of bodies, the rows are 16-byte
- * aligned in interleaved memory, the tile loads 16 bytes a cycle and the addresses are static
- * (not planner (b)'s table); lwi_emit_mm's routine otherwise.
+ * aligned in interleaved memory and the tile loads 16 bytes a cycle; lwi_emit_mm's routine
+ * otherwise. With a table (planner (b): one routine for the steps of a kind), the addresses come
+ * from it and its last word is the repeat count, bodies - 1 (lwi_mm_shared_count), not k.
  */
 #include "workloads/ipu/lower_ipu_int.h"
 
@@ -68,7 +69,7 @@ static bool ak_plan(const lw *L, const mm_args *m, ak *k)
 {
     const ts_ipu_target *tg = &L->p->target;
     uint32_t W = L->workers, U = m->units;
-    if (m->tab || m->taps || U < 2 || U > 8 || U % 2 || W < 2 || W > AK_MAXW || !m->rows || !m->nq_real)
+    if (m->taps || U < 2 || U > 8 || U % 2 || W < 2 || W > AK_MAXW || !m->rows || !m->nq_real)
         return false;
     if (tg->load_latency > W || tg->load_bytes < 16) /* a stalled worker would miss its slot */
         return false;
@@ -145,22 +146,76 @@ static void ak_emit_body(lw *L, uint32_t t, const mm_args *m, const ak *k, const
         W(t, ADDI, RM(5 + p), RM(5 + p), k->bodyb);
 }
 
+/* A whole group's sums out (lwi_emit_group_out's work in fewer issues): the pairs read from the
+ * AMP, each in a bundle with the 64-bit load of its bias or partial sums through $m10, added, and
+ * stored 64 bits at a time through $m11, each store in a bundle with the next pair's add: U + 1
+ * issues with bias or partial sums (U / 2 + 1 without) where lwi_emit_group_out takes 2U + 2
+ * (3U / 2 + 1). Only for f32 sums whose U outputs lie one after the other, 8-byte aligned (every
+ * allocation is 16-byte aligned, so a table's other steps are too); false (nothing emitted)
+ * otherwise. */
+static bool ak_group_out(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
+{
+    uint32_t U = m->units, n = U / 2;
+    if (m->out16 || nstore != U || m->out_u != 4 || m->out_q != 4 * (int64_t)U || m->out % 8 || m->out_row % 8 ||
+        ((m->bias || m->acc) && (m->acc ? m->acc % 8 || m->acc_row % 8 : m->bias % 8)))
+        return false;
+    if (!(m->bias || m->acc)) {
+        W(t, AMPGET, RA(0), 0, 0);
+        for (uint32_t s = 1; s < n; s++) {
+            W(t, BUNDLE, 0, 0, 0);
+            W(t, ST64STEP, RA(2 * (s - 1)), RM(11), 8);
+            W(t, AMPGET, RA(2 * s), (int32_t)s, 0);
+            W(t, BUNDLE_END, 0, 0, 0);
+        }
+        W(t, ST64STEP, RA(2 * (n - 1)), RM(11), 8);
+        return true;
+    }
+    for (uint32_t s = 0; s < n; s++) {
+        W(t, BUNDLE, 0, 0, 0);
+        W(t, LD64STEP, RA(8 + 2 * s), RM(10), 8);
+        W(t, AMPGET, RA(2 * s), (int32_t)s, 0);
+        W(t, BUNDLE_END, 0, 0, 0);
+    }
+    W(t, F32V2ADD, RA(0), RA(0), RA(8));
+    for (uint32_t s = 1; s < n; s++) {
+        W(t, BUNDLE, 0, 0, 0);
+        W(t, ST64STEP, RA(2 * (s - 1)), RM(11), 8);
+        W(t, F32V2ADD, RA(2 * s), RA(2 * s), RA(8 + 2 * s));
+        W(t, BUNDLE_END, 0, 0, 0);
+    }
+    W(t, ST64STEP, RA(2 * (n - 1)), RM(11), 8);
+    return true;
+}
+
 /* One group of U outputs (nstore stored) of the row at $m2: zeroed, the first body's inputs
  * loaded, the bodies (the last without loads), the sums out through $m10 and $m11. */
 static void ak_group(lw *L, uint32_t t, const mm_args *m, const ak *k, const ak_body *b, uint32_t nstore)
 {
-    W(t, AMPZERO, 0, 0, 0);
+    W(t, BUNDLE, 0, 0, 0);
     W(t, MOV, RM(4), RM(2), 0);
+    W(t, AMPZERO, 0, 0, 0);
+    W(t, BUNDLE_END, 0, 0, 0);
     for (uint32_t q = 0; q < k->nA / 2; q++)
         W(t, LD128STEP, RA(4 * q), RM(4), 16);
-    if (k->nb > 1) {
-        size_t r = W(t, RPTI, (int32_t)k->nb - 1, 0, 0);
+    if (m->tab || k->nb > 1) { /* the table's count ($m13, 0 skips), or nb - 1 */
+        size_t r = m->tab ? W(t, RPT, RM(13), 0, 0) : W(t, RPTI, (int32_t)k->nb - 1, 0, 0);
         size_t s0 = L->tiles[t].wrk.n;
         ak_emit_body(L, t, m, k, b, true);
-        L->tiles[t].wrk.v[r].a[1] = (int32_t)(L->tiles[t].wrk.n - s0);
+        if (r < L->tiles[t].wrk.n)
+            L->tiles[t].wrk.v[r].a[1] = (int32_t)(L->tiles[t].wrk.n - s0);
     }
     ak_emit_body(L, t, m, k, b, false);
-    lwi_emit_group_out(L, t, m, nstore, RM(10), RM(11));
+    if (!ak_group_out(L, t, m, nstore))
+        lwi_emit_group_out(L, t, m, nstore, RM(10), RM(11));
+}
+
+/* r := the routine's address word at byte off of the table ($m0), or v when it has none. */
+static void ak_word(lw *L, uint32_t t, const mm_args *m, int32_t r, int32_t off, uint64_t v)
+{
+    if (m->tab)
+        W(t, LD32, r, RM(0), off);
+    else
+        W(t, SETZI, r, (int32_t)v, 0);
 }
 
 /* Worker v's copy: its rows (as lwi_emit_mm's), per row its coefficient pointers set and the
@@ -173,22 +228,32 @@ static void ak_variant(lw *L, uint32_t t, const mm_args *m, const ak *k, uint32_
     uint32_t full = (uint32_t)(m->nq_real / U), tail = (uint32_t)(m->nq_real % U);
     lwi_emit_start_row(L, t, m->rows, rw);
     W(t, MULI, RM(2), RM(1), (int32_t)m->a_stride);
-    W(t, SETZI, RM(3), (int32_t)m->a, 0);
+    ak_word(L, t, m, RM(3), 0, m->a);
     W(t, ADD, RM(2), RM(2), RM(3));
     W(t, MULI, RM(3), RM(1), (int32_t)m->out_row);
-    W(t, SETZI, RM(4), (int32_t)m->out, 0);
+    ak_word(L, t, m, RM(4), 8, m->out);
     W(t, ADD, RM(3), RM(3), RM(4));
     if (m->acc) {
         W(t, MULI, RM(12), RM(1), (int32_t)m->acc_row);
-        W(t, SETZI, RM(4), (int32_t)m->acc, 0);
+        ak_word(L, t, m, RM(4), 12, m->acc);
         W(t, ADD, RM(12), RM(12), RM(4));
     }
     W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
+    if (m->tab) { /* $m15 := w, $m14 := bias, $m13 := the repeat count */
+        W(t, LD32, RM(15), RM(0), 4);
+        W(t, LD32, RM(14), RM(0), 16);
+        W(t, LD32, RM(13), RM(0), 20);
+    }
     size_t row = L->tiles[t].wrk.n;
     for (uint32_t p = 0; p < k->nP; p++)
-        W(t, SETZI, RM(5 + p), (int32_t)((int64_t)m->w + b.init[p]), 0);
+        if (m->tab)
+            W(t, ADDI, RM(5 + p), RM(15), (int32_t)b.init[p]);
+        else
+            W(t, SETZI, RM(5 + p), (int32_t)((int64_t)m->w + b.init[p]), 0);
     if (m->acc)
         W(t, MOV, RM(10), RM(12), 0);
+    else if (m->bias && m->tab)
+        W(t, MOV, RM(10), RM(14), 0);
     else if (m->bias)
         W(t, SETZI, RM(10), (int32_t)m->bias, 0);
     W(t, MOV, RM(11), RM(3), 0);
@@ -212,7 +277,7 @@ static void ak_variant(lw *L, uint32_t t, const mm_args *m, const ak *k, uint32_
 static void ak_align(lw *L, uint32_t t, const mm_args *m)
 {
     lw_code *c = &L->tiles[t].wrk;
-    W(t, SETZI, RM(13), (int32_t)m->out, 0);
+    ak_word(L, t, m, RM(13), 8, m->out);
     W(t, GET, RM(1), TS_IPU_CSR_WORKER, 0);
     W(t, ST32, RM(1), RM(13), 0);
     W(t, LD32, RM(14), RM(13), 0);
@@ -221,6 +286,12 @@ static void ak_align(lw *L, uint32_t t, const mm_args *m)
     W(t, NOP, 0, 0, 0);
     if (br < c->n)
         c->v[br].a[1] = (int32_t)c->n;
+}
+
+uint32_t lwi_mm_shared_count(const lw *L, const mm_args *m)
+{
+    ak k;
+    return ak_plan(L, m, &k) ? k.nb : 0;
 }
 
 bool lwi_emit_mm_shared(lw *L, uint32_t t, const mm_args *m)

@@ -31,7 +31,8 @@ uint64_t lwi_pl_run(const lw_place *P, uint64_t e, uint32_t *tile, uint64_t *off
     return (end < P->inner ? end : P->inner) - px;
 }
 
-/* The record of one send or receive (not in the first pass, which emits no program). */
+/* The record of one send or receive (not in the first pass, which emits no program), just emitted
+ * on tile src (a send) or dst (a receive). */
 static void xrecord(lw *L, uint32_t src, uint32_t dst, int64_t words)
 {
     if (L->measure)
@@ -40,7 +41,8 @@ static void xrecord(lw *L, uint32_t src, uint32_t dst, int64_t words)
         L->oom = true;
         return;
     }
-    L->xr[L->nxr++] = (lw_xrec){L->step, src, dst, words, L->cur};
+    uint32_t pc = (uint32_t)L->tiles[words < 0 ? src : dst].sup.n - 1;
+    L->xr[L->nxr++] = (lw_xrec){L->step, src, dst, words, L->cur, pc};
 }
 
 void lwi_recv(lw *L, uint32_t t, uint64_t to, uint32_t src, uint64_t words)
@@ -68,7 +70,109 @@ static int xrec_cmp(const void *a, const void *b)
         return x->src < y->src ? -1 : 1;
     if (x->dst != y->dst)
         return x->dst < y->dst ? -1 : 1;
+    if (x->pc != y->pc) /* sends and receives are told apart by the sign of words: equal pcs are on two tiles */
+        return x->pc < y->pc ? -1 : 1;
     return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* The issue cycles of tile t's supervisor code [start, end), at least: setzi, stores and other
+ * instructions one each, loads the load latency, rpt loops their count (set by a setzi of the run)
+ * times their body; *exact false when the run holds anything else (a send, a worker run: its time
+ * is not known here, one cycle counted). -2 at an rxwait: what follows waits for a receive. */
+static int64_t run_issues(const lw *L, uint32_t t, size_t start, size_t end, bool *exact)
+{
+    const lw_code *c = &L->tiles[t].sup;
+    int64_t r = 0, lat = L->p && L->p->target.load_latency > 1 ? L->p->target.load_latency : 1;
+    int64_t mval[32] = {0};
+    bool mset[32] = {false};
+    for (size_t i = start; i < end; i++) {
+        const ts_insn *in = &c->v[i];
+        int32_t m = in->a[0] - RM(0);
+        bool reg = m >= 0 && m < 32;
+        switch (in->op) {
+        case LW_RXWAIT:
+            return -2;
+        case LW_SETZI:
+            if (reg)
+                mset[m] = true, mval[m] = in->a[1];
+            r++;
+            break;
+        case LW_RPT: {
+            size_t len = (size_t)in->a[1];
+            if (!reg || !mset[m] || i + 1 + len > end) {
+                *exact = false;
+                r++;
+                break;
+            }
+            int64_t body = run_issues(L, t, i + 1, i + 1 + len, exact);
+            if (body < 0)
+                return body;
+            r += 1 + mval[m] * body;
+            i += len;
+            break;
+        }
+        case LW_LD32STEP:
+        case LW_LD32:
+            r += lat;
+            break;
+        case LW_ST32STEP:
+        case LW_ST32:
+        case LW_MOV:
+        case LW_ADD:
+        case LW_ADDI:
+            r++;
+            break;
+        default:
+            *exact = false;
+            r++;
+            break;
+        }
+    }
+    return r;
+}
+
+/* The issue cycles of tile t's supervisor in superstep `step` before its pc-th instruction
+ * (run_issues). */
+static int64_t issues_before(const lw *L, uint32_t t, uint32_t step, size_t pc, bool *exact)
+{
+    *exact = true;
+    return run_issues(L, t, L->marks[(size_t)step * L->T + t].pc, pc, exact);
+}
+
+bool lwi_late(const lw *L, uint32_t r, uint32_t s)
+{
+    if (L->measure)
+        return false;
+    bool er, es;
+    int64_t nr = issues_before(L, r, L->step, L->tiles[r].sup.n, &er);
+    int64_t ns = issues_before(L, s, L->step, L->tiles[s].sup.n, &es);
+    return nr != -2 && (!er || (ns != -2 && nr > ns));
+}
+
+/* Records xr[i..j) of one superstep, sender and receiver: the first receive armed in time for the
+ * first send (lwi_check_exchange); TS_EINTERNAL otherwise. */
+static ts_status check_in_time(lw *L, size_t i, size_t j)
+{
+    const lw_xrec *r = NULL, *s = NULL;
+    for (size_t k = i; k < j; k++) {
+        const lw_xrec *q = &L->xr[k];
+        if (q->words > 0 && (!r || q->pc < r->pc))
+            r = q;
+        if (q->words < 0 && (!s || q->pc < s->pc))
+            s = q;
+    }
+    if (!r || !s)
+        return TS_OK;
+    bool er, es;
+    int64_t nr = issues_before(L, r->dst, r->step, r->pc, &er), ns = issues_before(L, s->src, s->step, s->pc, &es);
+    if (nr == -2 || (er && (ns == -2 || nr <= ns)))
+        return TS_OK;
+    const ts_graph_node *a = ts_graph_get_node(L->g, r->node);
+    return ts_err_set(L->err, TS_EINTERNAL,
+                      "the program would drop words: in superstep %u tile %u arms its receive from tile %u after %s "
+                      "(%s '%s')", r->step, r->dst, r->src,
+                      !er ? "code of unknown length" : "more cycles than the sender issues before its send",
+                      ts_graph_op_name(a->op), a->name);
 }
 
 ts_status lwi_check_exchange(lw *L)
@@ -83,8 +187,12 @@ ts_status lwi_check_exchange(lw *L)
             sent -= L->xr[j].words < 0 ? L->xr[j].words : 0;
         }
         const lw_xrec *q = &L->xr[i];
-        if (sum == 0 && q->src < L->used && q->dst < L->used)
+        if (sum == 0 && q->src < L->used && q->dst < L->used) {
+            ts_status rc = check_in_time(L, i, j);
+            if (rc != TS_OK)
+                return rc;
             continue;
+        }
         const ts_graph_node *a = ts_graph_get_node(L->g, q->node), *b = ts_graph_get_node(L->g, L->xr[j - 1].node);
         if (sum > 0)
             return ts_err_set(L->err, TS_EINTERNAL,
@@ -303,9 +411,14 @@ static ts_status gather_rounds(gx *G, uint32_t tn)
     for (uint32_t r = 0; r < G->rounds; r++) {
         memset(G->count, 0, tn * sizeof *G->count);
         size_t nsel = 0;
+        bool late = false;
         for (size_t i = 0; i < G->nxf; i++)
-            if (G->count[G->xf[i].dst]++ == r)
+            if (G->count[G->xf[i].dst]++ == r) {
                 sel[nsel++] = i;
+                late = late || (r == 0 && lwi_late(G->L, G->xf[i].dst, G->xf[i].src));
+            }
+        if (late) /* the superstep holds code (a gather's local copies) that would delay a receiver */
+            lwi_sync_all(G->L);
         gather_round(G, sel, nsel);
     }
     ts_free(sel);

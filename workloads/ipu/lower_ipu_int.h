@@ -63,8 +63,9 @@ typedef struct lw_place {
 typedef struct lw_blk { uint64_t a, n; } lw_blk; /* a live block of the dynamic region */
 typedef struct lw_tab { uint64_t hash, bytes, addr; uint32_t tiles; } lw_tab; /* static data the same on every tile */
 /* An exchange of the program as emitted: in superstep `step`, tile dst receives (words > 0) or tile
- * src sends (words < 0) that many words; node: the operator that emitted it. */
-typedef struct lw_xrec { uint32_t step, src, dst; int64_t words; int node; } lw_xrec;
+ * src sends (words < 0) that many words; node: the operator that emitted it; pc: the receive's or
+ * send's index in its tile's supervisor code. */
+typedef struct lw_xrec { uint32_t step, src, dst; int64_t words; int node; uint32_t pc; } lw_xrec;
 
 /* The state of one pass of the lowering (lower_ipu.c). */
 typedef struct lw {
@@ -112,7 +113,7 @@ typedef struct lw {
     bool coalesce;        /* gather: one send for pieces that follow on in the sender's memory, one copy loop
                            * for staged pieces of equal length equally far apart (Transpose, MatMul of
                            * activations, and the plans of models whose weights do not fit at 1/4) */
-    bool stagger;         /* gather: receiver t takes its senders from its (t mod n)-th on (planner (b)'s Convs) */
+    bool stagger;         /* gather: receiver t takes its senders from its (t mod n)-th on (planner (b)'s A) */
     bool staged;          /* gather: every transfer received into the staging buffer, then copied */
     const ts_t10_plan *plans; /* per node: the compute-shift plan (tiles 0 = load-compute-store); NULL = lcs */
 } lw;
@@ -187,10 +188,20 @@ ts_status lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64
  * to tile dst. */
 void lwi_recv(lw *L, uint32_t t, uint64_t to, uint32_t src, uint64_t words);
 void lwi_send(lw *L, uint32_t t, uint64_t from, uint32_t dst, uint64_t words);
-/* The check before emission that the program cannot hang in the exchange: in every superstep, the
- * words each tile waits for from another equal the words that tile sends it, and both tiles have
- * streams. TS_EINTERNAL naming the superstep, the tiles and the operators otherwise. */
+/* The check before emission that the program cannot hang or drop words in the exchange: in every
+ * superstep, the words each tile waits for from another equal the words that tile sends it, both
+ * tiles have streams, and the receiver arms its input in time: a word that arrives before its
+ * receiver's input selects the sender is lost. After the chip-wide sync every supervisor starts
+ * together, so a receive is in time when the receiver's supervisor reaches it through code of known
+ * length (setzi, loads, stores, rpt loops of a count set there) in no more cycles than the sender's
+ * reaches its first send to it (a receive after the receiver's rxwait, a second transfer in the
+ * superstep, is not checked). TS_EINTERNAL naming
+ * the superstep, the tiles and the operators otherwise. */
 ts_status lwi_check_exchange(lw *L);
+/* Whether tile r would arm a receive from tile s too late to take its words were both to arm and
+ * send now, in this superstep (by lwi_check_exchange's rule, with what each has issued since the
+ * superstep began: a gather's local copies, say); the caller then syncs first. */
+bool lwi_late(const lw *L, uint32_t r, uint32_t s);
 
 /* ---- operators of planner (a) ---- */
 
@@ -219,7 +230,8 @@ typedef struct mm_args {
                                 * of a row contiguous) instead of bias */
     int64_t acc_row;
     bool tab;                  /* a, w, out, acc, bias and kp from the six words at $m0 (one routine for
-                                * every step; acc and bias then only say whether there are any) */
+                                * every step; acc and bias then only say whether there are any; under
+                                * the shared-coefficient kernel the sixth word is its repeat count) */
 } mm_args;
 
 /* The AMP matrix-product kernel (lower_ipu_matmul.c): the routine every worker of tile t runs on
@@ -234,6 +246,9 @@ void lwi_emit_group_out(lw *L, uint32_t t, const mm_args *m, uint32_t nstore, in
  * load serving all the workers, when the shape and the tile allow it; false (nothing emitted)
  * otherwise. */
 bool lwi_emit_mm_shared(lw *L, uint32_t t, const mm_args *m);
+/* The bodies of a group under that kernel when it takes m (the repeat count of a table's step is
+ * this less 1), else 0. */
+uint32_t lwi_mm_shared_count(const lw *L, const mm_args *m);
 
 /* A convolution's shape (a Gemm of one row is one of C = K input channels on a 1x1 image). */
 typedef struct cv_shape {

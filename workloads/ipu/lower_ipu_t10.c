@@ -15,12 +15,15 @@
  * the tile with l = d (mod 2d) sends its sums to l - d (an exchange superstep), which adds them (a
  * compute superstep). The output stays on the l = 0 tiles, blocked (rows of i, columns of j).
  *
- * Each tile has one AMP routine per kind of step (first, adding, last in f16), which reads the
+ * Each tile has one AMP routine per kind of step (first, adding, last in f16; the shared-coefficient
+ * kernel of lower_ipu_ampk.c where the step's k is whole bodies, else lwi_emit_mm's), which reads the
  * step's addresses and k from a table of six words a step (initial data; lwi_emit_mm's `tab`), so the
  * code does not grow with the steps.
  *
  * Initial placement: A is gathered from where it lies into the plan's layout by lwi_gather (a
- * rotating A: its first rp slices, into the slots); B is initial data, already in AMP
+ * rotating A: its first rp slices, into the slots), staggered: the holder of a row serves the fn x fk
+ * tiles that want it over the rounds, not all in one (the 29 rounds of the matmul of the issue took
+ * 66.6 k cycles unstaggered, 11.2 k staggered); B is initial data, already in AMP
  * coefficient blocks per slice (a rotating B: its first slice). Weights are placed by salloc as in
  * planner (a). Sends and receives of one superstep never share an SRAM element (`tile.element_bytes`):
  * the slots of a ring are allocated apart, and apart from A's placement.
@@ -290,7 +293,8 @@ static ts_status t10_alloc(lw *L, const ts_graph_node *n, const t10_gen *G, cons
         mem->ne0 += slice_k(G, 0, sg, &ks) > 0;
     mem->fin = (uint32_t)((mem->ne0 - 1) % 2);
     bool two = G->steps > 1 || G->fk > 1;
-    uint64_t obytes = ts_geom_cdiv(G->rows * G->cols, Wk) * Wk * 4;
+    /* whole worker blocks; of pairs where the tree adds them 64 bits at a time */
+    uint64_t blk = G->fk > 1 ? 2 * Wk : Wk, obytes = ts_geom_cdiv(G->rows * G->cols, blk) * blk * 4;
     mem->yout = s->conv || s->half ? lwi_alloc(L, G->rows * G->cols * es) : 0;
     if (!s->half || two)
         mem->obuf[mem->fin] = s->conv || s->half ? lwi_talloc_apart(L, obytes, NULL, 0) : lwi_alloc(L, obytes);
@@ -364,8 +368,10 @@ static ts_status t10_gather_a(lw *L, const t10_gen *G, const t10_op *s, int x, l
                     sc->nr[t] = (uint32_t)r;
                 }
         L->into = G->rota ? mem->aslot[k] : mem->abuf;
+        L->stagger = true; /* a row's holder serves the fn x fk tiles of its rows: not all in one round */
         rc = lwi_gather(L, x, G->tn, sc->lo, sc->hi, sc->nr, G->K, G->rota ? G->kp : G->kt, true, sc->where);
         L->into = 0;
+        L->stagger = false;
     }
     return rc;
 }
@@ -388,7 +394,7 @@ static bool t10_run_alloc(t10_run *r, uint32_t tn, uint32_t steps)
     r->cur = ts_calloc(tn, sizeof *r->cur);
     r->done = ts_calloc(tn, sizeof *r->done);
     r->par = ts_calloc((size_t)tn * steps * 6, sizeof *r->par);
-    r->ent = ts_calloc((size_t)tn * 8, sizeof *r->ent);
+    r->ent = ts_calloc((size_t)tn * 16, sizeof *r->ent);
     r->prv = ts_calloc(tn, sizeof *r->prv), r->nxt = ts_calloc(tn, sizeof *r->nxt);
     r->from = ts_calloc(tn, sizeof *r->from), r->words = ts_calloc(tn, sizeof *r->words);
     if (!r->cur || !r->done || !r->par || !r->ent || !r->prv || !r->nxt || !r->from || !r->words)
@@ -428,12 +434,14 @@ static void t10_compute(lw *L, const t10_gen *G, const t10_op *s, const t10_mem 
                     m.out_q = (int64_t)(U * 2);
                     m.out_u = 2;
                 }
+                m.tab = true;
+                uint32_t nb = lwi_mm_shared_count(L, &m); /* the shared-coefficient kernel's step */
                 uint32_t *pv = &run->par[((size_t)t * G->steps + st) * 6];
                 pv[0] = (uint32_t)m.a, pv[1] = (uint32_t)m.w, pv[2] = (uint32_t)m.out;
-                pv[3] = (uint32_t)m.acc, pv[4] = (uint32_t)m.bias, pv[5] = m.kp;
-                size_t *e = &run->ent[(size_t)t * 8 + (m.bias ? 1 : 0) + (m.acc ? 2 : 0) + (m.out16 ? 4 : 0)];
+                pv[3] = (uint32_t)m.acc, pv[4] = (uint32_t)m.bias, pv[5] = nb ? nb - 1 : m.kp;
+                size_t *e = &run->ent[(size_t)t * 16 + (m.bias ? 1 : 0) + (m.acc ? 2 : 0) + (m.out16 ? 4 : 0) +
+                                      (nb ? 8 : 0)];
                 if (!*e) {
-                    m.tab = true;
                     *e = L->tiles[t].wrk.n + 1;
                     lwi_emit_mm(L, t, &m);
                     W(t, EXIT, 0, 0, 0);
@@ -468,8 +476,9 @@ static void t10_shifts(lw *L, const t10_gen *G, const t10_mem *mem, t10_run *run
 }
 
 /* Level d of the partial-sum tree over l: the tile l = d (mod 2d) sends its sums to l - d (an
- * exchange superstep), whose workers add them, every worker a block of ceil(words / workers), no
- * overlap (the buffers are padded to whole blocks; a compute superstep). */
+ * exchange superstep), whose workers add them, every worker a block of ceil(words / (2 workers))
+ * pairs, 64 bits at a time, no overlap (the buffers are padded to whole blocks; a compute
+ * superstep). */
 static void t10_tree_level(lw *L, const t10_gen *G, const t10_mem *mem, t10_run *run, uint32_t d)
 {
     const uint32_t tn = G->tn;
@@ -500,20 +509,20 @@ static void t10_tree_level(lw *L, const t10_gen *G, const t10_mem *mem, t10_run 
     for (uint32_t r = 0; r < tn; r++) {
         if (!words[r])
             continue;
-        uint64_t bw_ = ts_geom_cdiv(words[r], L->workers);
+        uint64_t bp = ts_geom_cdiv(words[r], 2 * (uint64_t)L->workers); /* pairs a worker */
         size_t entry = L->tiles[r].wrk.n;
         W(r, GET, RM(1), TS_IPU_CSR_WORKER, 0);
-        W(r, MULI, RM(1), RM(1), (int32_t)(bw_ * 4));
+        W(r, MULI, RM(1), RM(1), (int32_t)(bp * 8));
         W(r, SETZI, RM(2), (int32_t)mem->obuf[cur[r]], 0);
         W(r, ADD, RM(2), RM(2), RM(1));
         W(r, SETZI, RM(3), (int32_t)mem->obuf[1 - cur[r]], 0);
         W(r, ADD, RM(3), RM(3), RM(1));
-        W(r, SETZI, RM(4), (int32_t)bw_, 0);
+        W(r, SETZI, RM(4), (int32_t)bp, 0);
         W(r, RPT, RM(4), 4, 0);
-        W(r, LD32, RA(0), RM(2), 0);
-        W(r, LD32STEP, RA(1), RM(3), 4);
-        W(r, F32ADD, RA(0), RA(0), RA(1));
-        W(r, ST32STEP, RA(0), RM(2), 4);
+        W(r, LD64, RA(0), RM(2), 0);
+        W(r, LD64STEP, RA(2), RM(3), 8);
+        W(r, F32V2ADD, RA(0), RA(0), RA(2));
+        W(r, ST64STEP, RA(0), RM(2), 8);
         W(r, EXIT, 0, 0, 0);
         lwi_run_all(L, r, entry);
     }

@@ -134,15 +134,13 @@ static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
 }
 
 /* An f16 plan's compute: the f16v4amp kernel, (U16 + 2) issues per 4 inputs per group of U16
- * outputs (ts_t10_amp_cycles on half the k with U16 units); planner (a)'s rows the shared-
- * coefficient kernel where it applies (ts_t10_amp_shared_cycles, the same way). */
+ * outputs (ts_t10_amp_cycles on half the k with U16 units), or the shared-coefficient kernel
+ * where it applies (ts_t10_steps_cycles, the same way). */
 static void f16_cost(const ts_t10_hw *hw, uint32_t u16, ts_t10_plan *p)
 {
     ts_t10_hw h = *hw;
     h.units = u16;
-    uint64_t c = p->lcs ? ts_t10_amp_shared_cycles(&h, p->rows, p->kp / 2, p->cols) : 0; /* (a)'s rows */
-    if (!c)
-        c = p->steps * ts_t10_amp_cycles(&h, p->rows, p->kp / 2, p->cols);
+    uint64_t c = ts_t10_steps_cycles(&h, p->rows, p->kt / 2, p->kp / 2, p->steps, p->cols);
     p->cycles = p->cycles - p->compute_cycles + c;
     p->compute_cycles = c;
 }
@@ -176,7 +174,8 @@ static ts_status fixed_plan(const ts_lower_ipu_params *p, const ts_t10_hw *hw, c
 {
     ts_t10_mm mm = {.m = s->M, .k = s->K, .n = s->N, .es = s->half ? 2 : 4};
     *f = (ts_t10_plan){.fm = p->t10_plan->fm, .fn = p->t10_plan->fn, .fk = p->t10_plan->fk,
-                       .ft = p->t10_plan->ft, .rp = p->t10_plan->rp, .rot = p->t10_plan->rot};
+                       .ft = p->t10_plan->ft, .rp = p->t10_plan->rp, .rot = p->t10_plan->rot,
+                       .bodies = p->t10_plan->bodies};
     ts_status rc = ts_t10_mm_cost(hw, &mm, f, err);
     if (rc != TS_OK)
         return rc;

@@ -54,6 +54,9 @@ typedef struct ts_t10_plan {
     uint32_t rot;            /* TS_T10_ROT_*: which operands rotate */
     bool lcs;                /* load-compute-store's plan (ts_t10_mm_lcs): planner (a) lowers the operator */
     uint32_t share;          /* lcs: its weights within 1/share of the tile (L->mmshare's role); 0 otherwise */
+    bool bodies;             /* k per step rounded up to whole bodies of the shared-coefficient AMP kernel
+                              * (lower_ipu_ampk.c) where the tile takes it and the steps stay (both
+                              * forms are offered: the rounding costs memory) */
     /* derived */
     uint32_t tiles;          /* fm * fn * fk */
     uint32_t steps;          /* compute steps: ft * rp */
@@ -78,6 +81,11 @@ bool ts_t10_amp_body(uint32_t W, uint32_t U, uint32_t *sets, uint32_t *issues, u
 /* ts_t10_amp_cycles for the shared-coefficient kernel, f32 (k elements, k/2 pairs); 0 where the
  * lowering would not use it (hw->shared_amp unset, or k/2 not a whole number of bodies). */
 uint64_t ts_t10_amp_shared_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t k, uint64_t cols);
+
+/* A tile's `steps` compute steps over kt of k, kp a step (the last the rest): each by the shared
+ * kernel where it takes the step's k, else by lwi_emit_mm's routine (ts_t10_amp_cycles). Where the
+ * shared kernel does not take kp, steps x ts_t10_amp_cycles(kp), as before it. */
+uint64_t ts_t10_steps_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t kt, uint64_t kp, uint32_t steps, uint64_t cols);
 
 /* Derive p's fields from its choice; TS_EINPUT naming the rule if the choice is not a valid plan
  * (a factor of 0, more tiles than the chip, ft not dividing its ring, rp finer than k allows). The
