@@ -17,6 +17,7 @@
 
 #include "arch/tsp/tsp.h"
 #include "core/alloc.h"
+#include "core/half.h"
 #include "core/program.h"
 #include "tests/arch/tsp/tsp_test.h"
 #include "tests/workloads/graph_build.h"
@@ -575,6 +576,121 @@ START_TEST(test_fetch_retry)
 }
 END_TEST
 
+/* ---- LayerNormalization ---- */
+
+/* Row x (D int8 values, q / 16) normalised as the chip does it (workloads/tsp/layernorm.c): the
+ * plane sums f16 inputs exactly and rounds once to f32 per abc, accumulating the tiles in f32;
+ * every VXM step is one f32 operation. g16, b16: 16 gamma, 16 beta. *exact gets the same in
+ * double precision, in units of q. */
+static void ref_ln(const int8_t *x, int D, const float *g16, const float *b16, float eps_q, int8_t *y, double *exact)
+{
+    int T = (D + 319) / 320;
+    float invd = (float)(1.0 / D), acc = 0, acc2 = 0;
+    double md = 0, vd = 0;
+    for (int t = 0; t < T; t++) {
+        double s = 0;
+        for (int c = t * 320; c < D && c < t * 320 + 320; c++)
+            s += (double)ts_f16_to_f32(ts_f32_to_f16((float)x[c]));
+        acc = t ? acc + (float)s : (float)s;
+    }
+    float mean = acc * invd;
+    for (int t = 0; t < T; t++) {
+        double s = 0;
+        for (int c = t * 320; c < D && c < t * 320 + 320; c++) {
+            float d = (float)x[c] - mean;
+            s += (double)ts_f16_to_f32(ts_f32_to_f16(d * d));
+        }
+        acc2 = t ? acc2 + (float)s : (float)s;
+    }
+    float r = 1.0f / sqrtf(acc2 * invd + eps_q);
+    for (int c = 0; c < D; c++)
+        md += x[c];
+    md /= D;
+    for (int c = 0; c < D; c++)
+        vd += (x[c] - md) * (x[c] - md);
+    vd /= D;
+    for (int c = 0; c < D; c++) {
+        y[c] = sat8(nearbyint((double)(((float)x[c] - mean) * r * g16[c] + b16[c])));
+        exact[c] = (x[c] - md) / sqrt(vd + (double)eps_q) * g16[c] + b16[c];
+    }
+}
+
+/* LayerNorm over 700 channels (three tiles, the last 60 lanes of 320: masked) and over 640 (two
+ * full tiles, no gamma or beta), inputs from a MatMul (the int8 domain's largest values) and from
+ * the graph. Bit-exact to the C steps above; against double within 0.5 of a step of q for the
+ * rounding plus 0.05: the f16 rounding of each square (2^-11 relative) moves the variance by at
+ * most 2^-11 and r by half that, 2.5e-4 of an output below 128 steps, 0.03; the f32 steps add
+ * about 1e-5. */
+START_TEST(test_layernorm)
+{
+    ts_graph *g = ts_graph_create("ln");
+    const int M = 5, K = 96, D = 700, M2 = 3, D2 = 640;
+    int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, K});
+    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){K, D});
+    int gm = tensor_dt(g, "gamma", TS_TENSOR_WEIGHT, TS_DT_F32, 1, (int64_t[]){D});
+    int bt = tensor_dt(g, "beta", TS_TENSOR_WEIGHT, TS_DT_F32, 1, (int64_t[]){D});
+    int b = tensor_dt(g, "b", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M2, D2});
+    fill(g, gm);
+    fill(g, bt);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.axis = -1;
+    int h = chain(g, TS_OP_MATMUL, "mm", a, w, NULL);
+    int y = tensor_dt(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int y2 = tensor_dt(g, "y2", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    node(g, TS_OP_LAYERNORM, "ln", (int[]){h, gm, bt}, 3, y, &at);
+    node(g, TS_OP_LAYERNORM, "ln2", (int[]){b}, 1, y2, &at);
+    ts_graph_mark_output(g, y);
+    ts_graph_mark_output(g, y2);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    const ts_graph_node *nd = ts_graph_get_node(g, 1);
+    float eps_q = (float)(nd->attrs.epsilon * 256.0);
+    const float *gv = ts_graph_get_tensor(g, gm)->data, *bv = ts_graph_get_tensor(g, bt)->data;
+    float g16[700], b16[700], ones[640], zeros[640];
+    for (int c = 0; c < D; c++) {
+        g16[c] = (float)(16.0 * gv[c]);
+        b16[c] = (float)(16.0 * bv[c]);
+    }
+    for (int c = 0; c < D2; c++) {
+        ones[c] = 16.0f;
+        zeros[c] = 0.0f;
+    }
+    int bad = 0;
+    double worst = 0;
+    int8_t x[700], want[700];
+    double ex[700];
+    for (int pass = 0; pass < 2; pass++)
+        for (int m = 0; m < (pass ? M2 : M); m++) {
+            int Dm = pass ? D2 : D;
+            for (int c = 0; c < Dm; c++) {
+                if (pass) {
+                    x[c] = (int8_t)ts_fill_i8(b, (uint64_t)m * D2 + c);
+                    continue;
+                }
+                int32_t acc = 0;
+                for (int k = 0; k < K; k++)
+                    acc += ts_fill_i8(a, (uint64_t)m * K + k) * ts_fill_i8(w, (uint64_t)k * D + c);
+                x[c] = requant(acc, ts_lower_tsp_scale(K), false);
+            }
+            ref_ln(x, Dm, pass ? ones : g16, pass ? zeros : b16, eps_q, want, ex);
+            for (int c = 0; c < Dm; c++) {
+                int8_t have = got(&l, pass ? y2 : y, (uint32_t)m, (uint32_t)c);
+                if (have != want[c] && bad++ < 8)
+                    fprintf(stderr, "ln%d: y[%d][%d] = %d, want %d\n", pass + 1, m, c, have, want[c]);
+                if (ex[c] > -128 && ex[c] < 127 && fabs(have - ex[c]) > worst)
+                    worst = fabs(have - ex[c]);
+            }
+        }
+    ck_assert_int_eq(bad, 0);
+    ck_assert_msg(worst <= 0.55, "%g of a step from double", worst);
+    fprintf(stderr, "layernorm: largest distance from double %.4f of a step\n", worst);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("lower_tsp_ops");
@@ -587,6 +703,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_move);
     tcase_add_test(tc, test_psum_chunks);
     tcase_add_test(tc, test_fetch_retry);
+    tcase_add_test(tc, test_layernorm);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -130,6 +130,7 @@ static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t
     case TS_OP_FLATTEN:
     case TS_OP_RESHAPE:
     case TS_OP_SOFTMAX:
+    case TS_OP_LAYERNORM:
     case TS_OP_CLIP:
     case TS_OP_SIGMOID:
     case TS_OP_TANH:
@@ -153,7 +154,7 @@ static const ts_lower_ops tsp_ops = {
     .refuse = refuse,
     .takes = "MatMul, Gemm, Conv, Relu, Add, Sub, Mul, Div, Clip, Sigmoid, Tanh, HardSwish, Gelu, Concat, Slice, "
              "Expand, Transpose keeping the channel axis, MaxPool, GlobalAveragePool, Flatten, layout-keeping "
-             "Reshape and Softmax"};
+             "Reshape, Softmax and LayerNormalization"};
 
 static bool is_act(const lt *L, int id)
 {
@@ -216,6 +217,8 @@ static ts_status lower_node(lt *L, int ni)
         return lower_rename(L, nd, ly);
     case TS_OP_SOFTMAX:
         return lt_lower_softmax(L, nd, ly);
+    case TS_OP_LAYERNORM:
+        return lt_lower_layernorm(L, nd, ly);
     default: /* refused above, but HardSwish */
         if (lt_is_hardswish(nd))
             return lt_lower_ewise(L, nd, ly);

@@ -7,7 +7,8 @@
  *                the images of initial data, graph inputs
  *   products.c   MatMul, Gemm and Conv as streamed matrix products on the west MXM planes
  *   vxm_ops.c    Relu, Add, MaxPool and GlobalAveragePool on the VXM
- *   softmax.c    Softmax on the VXM, with the row sum on plane W1
+ *   softmax.c    Softmax on the VXM, with the row sum on plane W1 (its all-ones f16 block)
+ *   layernorm.c  LayerNormalization on the VXM, with the row sums on plane W1
  *   concat.c     Concat, Slice, Transpose (keeping the channel axis) and Expand as products of
  *                their inputs with 0/1 blocks (products.c runs them)
  *   ewise.c      elementwise operators in f32 on the VXM: Clip, Sigmoid, Tanh, HardSwish, Gelu, and
@@ -290,6 +291,8 @@ ts_status lt_lower_elem(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
 ts_status lt_lower_maxpool(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
 ts_status lt_lower_gap(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
 ts_status lt_lower_softmax(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
+ts_status lt_lower_layernorm(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
+ts_status lt_ones_block(lt *L, const ts_graph_node *nd, uint32_t N, ts_lower_tsp_layer *ly, uint64_t *T);
 ts_status lt_lower_ewise(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
 bool lt_is_hardswish(const ts_graph_node *nd);
 

@@ -107,37 +107,41 @@ static bool try_smax(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     return true;
 }
 
-/* The constants: the scale 1/16 in every east slice (*cbase), the ones' high bytes in every west
- * slice (*obase). */
-static ts_status smax_consts(lt *L, const ts_graph_node *nd, uint32_t N, uint32_t *cbase, uint32_t *obase)
+/* The all-ones f16 block (rows and lanes below N) installed on plane W1 from its last use: the
+ * ones' high bytes in a fresh word of every west slice; *T the first cycle a pass may use it. */
+ts_status lt_ones_block(lt *L, const ts_graph_node *nd, uint32_t N, ts_lower_tsp_layer *ly, uint64_t *T)
 {
+    uint32_t obase, rows_per = IW_STREAMS / 2;
     uint64_t oav;
-    ts_status rc = lt_scale_const(L, nd, 1.0f / 16.0f, cbase);
-    if (rc != TS_OK || (rc = lt_region(L, 0, 1, "the ones", nd, true, 1, obase, &oav)) != TS_OK)
+    ts_status rc = lt_region(L, 0, 1, "the ones", nd, true, 1, &obase, &oav);
+    if (rc != TS_OK)
         return rc;
     image im;
-    if ((rc = lt_img_init(L, &im, L->nW, *obase, 1)) != TS_OK)
+    if ((rc = lt_img_init(L, &im, L->nW, obase, 1)) != TS_OK)
         return rc;
     /* the high byte of f16 1.0 (0x3c00) in the first N lanes, in every west slice */
     for (uint32_t i = 0; i < L->nW; i++)
         for (uint32_t l = 0; l < N; l++)
             im.s[i][l] = 0x3c;
-    return lt_img_flush(L, &im, 0);
-}
-
-static ts_status sched_softmax(lt *L, const ts_graph_node *nd, tens *x, tens *y, uint32_t N, ts_lower_tsp_layer *ly)
-{
-    uint32_t VL = L->VL, cbase, obase, rows_per = IW_STREAMS / 2;
-    ts_status rc = smax_consts(L, nd, N, &cbase, &obase);
-    if (rc != TS_OK)
+    if ((rc = lt_img_flush(L, &im, 0)) != TS_OK)
         return rc;
     ones_arg oa = {.N = N, .obase = obase, .tag = lt_new_tag(L)};
     uint64_t I = L->plane_busy[1], w;
     if ((rc = lt_search(L, try_ones, &oa, NULL, &I, &w, nd, false)) != TS_OK)
         return rc;
     ly->blocks++;
-    lt_span(ly, I, I + VL / rows_per);
-    uint64_t T = I + VL / rows_per - 1 + L->tg->d_func.iw;
+    lt_span(ly, I, I + L->VL / rows_per);
+    *T = I + L->VL / rows_per - 1 + L->tg->d_func.iw;
+    return TS_OK;
+}
+
+static ts_status sched_softmax(lt *L, const ts_graph_node *nd, tens *x, tens *y, uint32_t N, ts_lower_tsp_layer *ly)
+{
+    uint32_t cbase;
+    uint64_t T, w;
+    ts_status rc = lt_scale_const(L, nd, 1.0f / 16.0f, &cbase);
+    if (rc != TS_OK || (rc = lt_ones_block(L, nd, N, ly, &T)) != TS_OK)
+        return rc;
     for (uint32_t m = 0; m < x->P; m++) {
         smax_arg a = {.x = x, .y = y, .m = m, .sword = cbase};
         if ((rc = lt_search(L, try_smax, &a, NULL, &T, &w, nd, false)) != TS_OK)
