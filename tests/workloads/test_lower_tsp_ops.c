@@ -691,6 +691,80 @@ START_TEST(test_layernorm)
 }
 END_TEST
 
+/* ---- MatMul of two activations ---- */
+
+/* Attention's Q Kᵀ, batched over 3 heads: A [3, 5, 100] times the Transpose (1, 2, 0) of
+ * K [7, 3, 100] (a MatMul's output, the heads' keys interleaved as BERT's [S, h, d]); and
+ * unbatched, A [6, 330] times the Transpose of a graph input [9, 330] (two reduction tiles).
+ * The Transposes are never computed: K's vectors are the blocks' rows. Bit-exact: int8 products,
+ * int32 sums, the requantisation of every product. */
+START_TEST(test_matmul_act)
+{
+    ts_graph *g = ts_graph_create("qk");
+    const int H = 3, M = 5, K = 100, N = 7, J = 40, M2 = 6, K2 = 330, N2 = 9;
+    int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 3, (int64_t[]){H, M, K});
+    int x0 = tensor_dt(g, "x0", TS_TENSOR_INPUT, TS_DT_I8, 3, (int64_t[]){N, H, J});
+    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){J, K});
+    int a2 = tensor_dt(g, "a2", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M2, K2});
+    int k2 = tensor_dt(g, "k2", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){N2, K2});
+    int kx = chain(g, TS_OP_MATMUL, "kproj", x0, w, NULL);
+    ts_graph_attrs p3, p2;
+    ts_graph_attrs_init(&p3);
+    p3.nperm = 3;
+    p3.perm[0] = 1;
+    p3.perm[1] = 2;
+    p3.perm[2] = 0;
+    ts_graph_attrs_init(&p2);
+    p2.nperm = 2;
+    p2.perm[0] = 1;
+    p2.perm[1] = 0;
+    int kt = chain(g, TS_OP_TRANSPOSE, "kt", kx, -1, &p3), kt2 = chain(g, TS_OP_TRANSPOSE, "kt2", k2, -1, &p2);
+    int y = chain(g, TS_OP_MATMUL, "qk", a, kt, NULL), y2 = chain(g, TS_OP_MATMUL, "qk2", a2, kt2, NULL);
+    ts_graph_mark_output(g, y);
+    ts_graph_mark_output(g, y2);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    int8_t kv[7][3][100];
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < H; h++)
+            for (int c = 0; c < K; c++) {
+                int32_t acc = 0;
+                for (int j = 0; j < J; j++)
+                    acc += ts_fill_i8(x0, (uint64_t)(n * H + h) * J + j) * ts_fill_i8(w, (uint64_t)j * K + c);
+                kv[n][h][c] = requant(acc, ts_lower_tsp_scale(J), false);
+            }
+    int bad = 0;
+    uint64_t nonzero = 0;
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < M; i++)
+            for (int n = 0; n < N; n++) {
+                int32_t acc = 0;
+                for (int c = 0; c < K; c++)
+                    acc += ts_fill_i8(a, (uint64_t)(h * M + i) * K + c) * kv[n][h][c];
+                int8_t want = requant(acc, ts_lower_tsp_scale(K), false), have = got(&l, y, (uint32_t)(h * M + i),
+                                                                                   (uint32_t)n);
+                nonzero += want != 0;
+                if (want != have && bad++ < 8)
+                    fprintf(stderr, "qk: y[%d][%d][%d] = %d, want %d\n", h, i, n, have, want);
+            }
+    for (int i = 0; i < M2; i++)
+        for (int n = 0; n < N2; n++) {
+            int32_t acc = 0;
+            for (int c = 0; c < K2; c++)
+                acc += ts_fill_i8(a2, (uint64_t)i * K2 + c) * ts_fill_i8(k2, (uint64_t)n * K2 + c);
+            int8_t want = requant(acc, ts_lower_tsp_scale(K2), false), have = got(&l, y2, (uint32_t)i, (uint32_t)n);
+            nonzero += want != 0;
+            if (want != have && bad++ < 8)
+                fprintf(stderr, "qk2: y[%d][%d] = %d, want %d\n", i, n, have, want);
+        }
+    ck_assert_int_eq(bad, 0);
+    ck_assert_uint_gt(nonzero * 2, (uint64_t)(H * M * N + M2 * N2)); /* a reference of zeros proves little */
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("lower_tsp_ops");
@@ -704,6 +778,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_psum_chunks);
     tcase_add_test(tc, test_fetch_retry);
     tcase_add_test(tc, test_layernorm);
+    tcase_add_test(tc, test_matmul_act);
     suite_add_tcase(s, tc);
     return s;
 }

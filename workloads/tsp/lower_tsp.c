@@ -98,6 +98,43 @@ static bool keeps_channels(const ts_graph *g, const ts_graph_node *nd)
     return p == cax;
 }
 
+/* Whether every consumer of a Transpose is a MatMul taking it as its second input, with the
+ * Transpose's input's channel axis (its last) as the MatMul's reduction axis (Kᵀ in attention),
+ * and that input left with zeros past its channels by its producer: then the MatMul reads the
+ * input's vectors as its blocks' rows and the Transpose is never computed (products.c). */
+static bool kt_folds(const ts_graph *g, const ts_graph_node *tr)
+{
+    const ts_graph_tensor *x = ts_graph_get_tensor(g, tr->in[0]), *y = ts_graph_get_tensor(g, tr->out[0]);
+    int r = x->rank;
+    if (r < 2 || r > 3 || r != y->rank || tr->attrs.nperm != r || tr->attrs.perm[r - 2] != r - 1 || y->is_output)
+        return false;
+    if (x->producer >= 0) { /* lanes past the channels: zeros from a product or a LayerNorm */
+        ts_graph_op op = ts_graph_get_node(g, x->producer)->op;
+        if (op != TS_OP_MATMUL && op != TS_OP_GEMM && op != TS_OP_CONV && op != TS_OP_CONCAT && op != TS_OP_SLICE &&
+            op != TS_OP_TRANSPOSE && op != TS_OP_EXPAND && op != TS_OP_LAYERNORM)
+            return false;
+    } else if (x->kind != TS_TENSOR_INPUT) {
+        return false;
+    }
+    size_t n;
+    const int *c = ts_graph_consumers(g, tr->out[0], &n);
+    for (size_t i = 0; i < n; i++) {
+        const ts_graph_node *mm = ts_graph_get_node(g, c[i]);
+        if (mm->op != TS_OP_MATMUL || mm->nin != 2 || mm->in[1] != tr->out[0] || mm->in[0] == tr->out[0])
+            return false;
+    }
+    return n > 0;
+}
+
+const ts_graph_node *lt_kt_source(const ts_graph *g, const ts_graph_node *mm)
+{
+    const ts_graph_tensor *b = ts_graph_get_tensor(g, mm->in[1]);
+    if (b->producer < 0)
+        return NULL;
+    const ts_graph_node *tr = ts_graph_get_node(g, b->producer);
+    return tr->op == TS_OP_TRANSPOSE && kt_folds(g, tr) ? tr : NULL;
+}
+
 /* The operators the TSP lowering refuses whatever their shapes (ts_lower_ops; lower_node asks it
  * too): kinds it has no room for, a Conv with groups or not of one NCHW image, a Gemm with transA,
  * alpha or beta. */
@@ -117,10 +154,12 @@ static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t
         return why[0] != '\0';
     case TS_OP_MATMUL: {
         const ts_graph_tensor *a = ts_graph_get_tensor(g, nd->in[0]), *b = ts_graph_get_tensor(g, nd->in[1]);
-        if (b->kind != TS_TENSOR_WEIGHT && b->kind != TS_TENSOR_CONST)
-            snprintf(why, cap, "of two activations");
-        else if (b->rank != 2 || a->rank == 4 || a->rank < 1)
+        if (b->kind != TS_TENSOR_WEIGHT && b->kind != TS_TENSOR_CONST) {
+            if (!lt_kt_source(g, nd)) /* only Kᵀ's form is taken (kt_folds) */
+                snprintf(why, cap, "of two activations");
+        } else if (b->rank != 2 || a->rank == 4 || a->rank < 1) {
             snprintf(why, cap, "other than an activation times a 2-D weight");
+        }
         return why[0] != '\0';
     }
     case TS_OP_RELU:
@@ -142,7 +181,7 @@ static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t
     case TS_OP_SLICE:
     case TS_OP_EXPAND: return false;
     case TS_OP_TRANSPOSE:
-        if (!keeps_channels(g, nd))
+        if (!keeps_channels(g, nd) && !kt_folds(g, nd))
             snprintf(why, cap, "that moves the channel axis");
         return why[0] != '\0';
     default: return !lt_is_hardswish(nd);
@@ -186,12 +225,17 @@ static ts_status lower_node(lt *L, int ni)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     ly->macs = ts_graph_node_macs(L->g, ni);
     switch (nd->op) {
+    case TS_OP_TRANSPOSE:
+        if (!keeps_channels(L->g, nd)) { /* Kᵀ, read by the MatMul after it (kt_folds) */
+            ly->first = ly->last = 0;
+            return TS_OK;
+        }
+        return lt_lower_product(L, nd, ly);
     case TS_OP_MATMUL:
     case TS_OP_GEMM:
     case TS_OP_CONV:
     case TS_OP_CONCAT:
     case TS_OP_SLICE:
-    case TS_OP_TRANSPOSE:
     case TS_OP_EXPAND:
         return lt_lower_product(L, nd, ly);
     case TS_OP_ADD:

@@ -259,6 +259,8 @@ ts_status lt_place_input(lt *L, int id, const ts_graph_node *nd);
 
 void lt_span(ts_lower_tsp_layer *y, uint64_t a, uint64_t b);
 int lt_fused_relu(const lt *L, int out);
+/* The Transpose whose input's vectors are MatMul mm's blocks' rows (Kᵀ), or NULL. */
+const ts_graph_node *lt_kt_source(const ts_graph *g, const ts_graph_node *mm);
 
 /* ---- Concat, Slice, Transpose, Expand as products (concat.c): 0/1 blocks on the planes ---- */
 

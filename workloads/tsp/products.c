@@ -33,7 +33,12 @@ typedef struct prod {
     ts_geom_window w;        /* a conv's geometry (zeros for a matrix product) */
     uint32_t G, Cg, Mg;      /* a conv's groups, input and output channels per group (1, C, M: none) */
     int kind;                /* 0 matrix (B[k][n]), 1 matrix transposed (B[n][k]), 2 conv, 3 conv on host im2col,
-                              * 4 Concat, Slice, Transpose, Expand (0/1 blocks, concat.c) */
+                              * 4 Concat, Slice, Transpose, Expand (0/1 blocks, concat.c), 5 a MatMul of two
+                              * activations (block rows read from the second's vectors) */
+    tens *r;                 /* kind 5: the tensor whose vectors are the blocks' rows */
+    int rid;
+    uint32_t H, Mh;          /* kind 5: heads (batches), rows of A per head */
+    uint64_t sh, sn;         /* kind 5: row n of head h is r's pixel h sh + n sn */
     lt_cat cat;              /* kind 4: the inputs */
     bool relu;
     float scale;
@@ -50,6 +55,8 @@ static int64_t act_vec(const prod *p, uint32_t m, uint32_t kt)
 {
     if (p->kind == 4)
         return lt_cat_vec(&p->cat, m, kt);
+    if (p->kind == 5) /* a head's rows meet its own blocks only */
+        return m / p->Mh == kt / p->CT ? (int64_t)m * p->CT + kt % p->CT : -1;
     if (p->kind != 2)
         return (int64_t)m * p->CT + kt;
     uint32_t tap = kt / p->CT, c = kt % p->CT;
@@ -209,6 +216,44 @@ static ts_status conv_shape(lt *L, const ts_graph_node *nd, prod *p, tens *im2)
     return TS_OK;
 }
 
+/* A MatMul of two activations A [H, M, K] x B [H, K, N] (or without H), B the Transpose of an
+ * activation X whose channel axis is B's reduction axis (lt_kt_source): row n of head h of every
+ * block is X's vector for (h, n), read from MEM when it is ready, so Kᵀ is never computed. A head's
+ * rows of A meet its own blocks only (act_vec). Lanes past K meet each other, so X must hold zeros
+ * there, as every producer lt_kt_source accepts leaves them. */
+static ts_status act_shape(lt *L, const ts_graph_node *nd, prod *p)
+{
+    int xr, br, r;
+    const int64_t *xd = lt_dims(L, nd->in[0], &xr), *bd = lt_dims(L, nd->in[1], &br);
+    const ts_graph_node *tr = lt_kt_source(L->g, nd);
+    if (!tr || (xr != 2 && xr != 3) || br != xr || (xr == 3 && xd[0] != bd[0]) || xd[xr - 1] != bd[xr - 2])
+        return ts_lower_fail(L->err, nd, "the TSP lowering takes A [H, M, K] times B [H, K, N], B a Transpose that "
+                                         "brings its input's channels to the reduction axis");
+    p->rid = tr->in[0];
+    p->r = &L->t[p->rid];
+    const int64_t *td = lt_dims(L, p->rid, &r);
+    uint64_t st[TS_GRAPH_MAX_RANK], k = 1; /* the strides of X's pixel axes */
+    for (int a = r - 1; a >= 0; a--) {
+        st[a] = a == r - 1 ? 0 : k;
+        k *= a == r - 1 ? 1 : (uint64_t)td[a];
+    }
+    const int64_t *pm = tr->attrs.perm;
+    p->H = xr == 3 ? (uint32_t)xd[0] : 1;
+    p->Mh = (uint32_t)xd[xr - 2];
+    p->sh = xr == 3 ? st[pm[0]] : 0;
+    p->sn = st[pm[xr - 1]];
+    p->M = p->H * p->Mh;
+    p->K = (uint32_t)xd[xr - 1];
+    p->N = (uint32_t)bd[xr - 1];
+    p->kind = 5;
+    p->x = &L->t[nd->in[0]];
+    if (!p->r->placed || !p->x->placed)
+        return ts_lower_fail(L->err, nd, "its inputs are not int8 activations the lowering placed");
+    p->CT = p->x->T;
+    p->KT = p->H * p->CT;
+    return TS_OK;
+}
+
 /* A MatMul's or Gemm's geometry: an activation (its last axis the reduction, the others its rows;
  * not an NCHW image) times a 2-D weight (Gemm: B maybe transposed, a bias of N elements). */
 static ts_status matmul_shape(lt *L, const ts_graph_node *nd, prod *p)
@@ -217,6 +262,8 @@ static ts_status matmul_shape(lt *L, const ts_graph_node *nd, prod *p)
     int xr, wr_;
     const int64_t *xd = lt_dims(L, nd->in[0], &xr);
     const int64_t *wd = lt_dims(L, p->wid, &wr_);
+    if (nd->op == TS_OP_MATMUL && wt->kind != TS_TENSOR_WEIGHT && wt->kind != TS_TENSOR_CONST)
+        return act_shape(L, nd, p);
     if (xr < 1 || xr == 4 || wr_ != 2 || (wt->kind != TS_TENSOR_WEIGHT && wt->kind != TS_TENSOR_CONST))
         return ts_lower_fail(L->err, nd, "the TSP lowering takes an activation times a 2-D weight");
     p->M = 1;
@@ -272,6 +319,8 @@ typedef struct pmem {
 static ts_status weights(lt *L, const prod *p, pmem *m)
 {
     uint32_t VL = L->VL;
+    if (p->kind == 5) /* the rows are the second input's vectors */
+        return TS_OK;
     uint64_t rows = 0;
     for (uint32_t nt = 0; nt < p->NT; nt++)
         rows += (uint64_t)tile_rows(p, nt, VL) * p->KT;
@@ -361,6 +410,7 @@ typedef struct psched {
     ts_lower_tsp_layer *ly;
     uint32_t *firstk, *lastk; /* per output vector and tile: its first and last block with an input */
     uint32_t *rmem, *rword;   /* the current block's rows: slice and word */
+    uint64_t *rlb;            /* kind 5: ... and the cycle each may be read from */
     uint64_t *pready;         /* per output vector and tile: partial sum readable from */
     uint8_t *pbuf;            /* ... and the buffer holding it */
     uint64_t rd_last;         /* the last read of the input */
@@ -375,6 +425,7 @@ typedef struct psched {
 typedef struct install_arg {
     int pl;
     const uint32_t *rows_mem, *rows_word;
+    const uint64_t *rows_lb; /* per row: the cycle its read may issue from (an activation's), NULL: 0 */
     uint32_t nvalid, tag;
 } install_arg;
 
@@ -391,7 +442,8 @@ static bool try_install(lt *L, const void *arg, uint64_t I, uint64_t *w)
             uint32_t r = c * IW_STREAMS + i;
             if (!lt_take_stream(L, WEST, (int)i, t, pp))
                 return false;
-            if (r < a->nvalid ? !lt_rd(L, a->rows_mem[r], a->rows_word[r], t, pp, WEST, (int)i, a->tag, 0)
+            if (r < a->nvalid ? !lt_rd(L, a->rows_mem[r], a->rows_word[r], t, pp, WEST, (int)i, a->tag,
+                                       a->rows_lb ? a->rows_lb[r] : 0)
                               : !lt_rd_any(L, 0, 0, t, pp, WEST, (int)i, a->tag))
                 return false;
         }
@@ -412,9 +464,14 @@ static ts_status install_block(lt *L, psched *s)
     s->lbs[0] = s->lbs[1] = s->last_abcs[0] = s->last_abcs[1] = 0;
     for (int j = 0; j < s->np; j++) {
         install_arg a = {.pl = s->planes[j], .rows_mem = s->rmem, .rows_word = s->rword, .nvalid = s->nv,
-                         .tag = lt_new_tag(L)};
+                         .rows_lb = s->p->kind == 5 ? s->rlb : NULL, .tag = lt_new_tag(L)};
         uint64_t I = L->plane_busy[a.pl], w;
+        for (uint32_t r = 0; a.rows_lb && r < s->nv; r++) /* row r is read about r / 16 cycles after I */
+            if (a.rows_lb[r] > I + L->VL / IW_STREAMS)
+                I = a.rows_lb[r] - L->VL / IW_STREAMS;
         ts_status rc = lt_search(L, try_install, &a, NULL, &I, &w, s->p->nd, true);
+        if (rc == TS_OK && a.rows_lb && L->rdmax > s->p->r->last_read)
+            s->p->r->last_read = L->rdmax;
         if (rc != TS_OK)
             return rc;
         lt_span(s->ly, I, I + L->VL / IW_STREAMS);
@@ -620,7 +677,14 @@ static ts_status sched_blocks(lt *L, psched *s)
             s->nv = tile_rows(p, s->nt, VL);
             /* rows are stored tile by tile, block by block; only the last tile is short */
             uint64_t g = (uint64_t)s->nt * VL * p->KT + (uint64_t)s->kt * s->nv;
-            for (uint32_t r = 0; r < s->nv; r++) {
+            for (uint32_t r = 0; r < s->nv && p->kind == 5; r++) {
+                /* row n of head h: the second input's vector for (h, n), this block's channel tile */
+                uint64_t h = s->kt / p->CT, v = (h * p->sh + (uint64_t)(s->nt * VL + r) * p->sn) * p->r->T +
+                                                s->kt % p->CT;
+                lt_slot(L, p->r, v, &s->rmem[r], &s->rword[r]);
+                s->rlb[r] = p->r->ready[v];
+            }
+            for (uint32_t r = 0; r < s->nv && p->kind != 5; r++) {
                 uint64_t k = s->m.woff + g + r;
                 s->rmem[r] = (uint32_t)(k % L->nW);
                 s->rword[r] = s->m.wbase + (uint32_t)(k / L->nW);
@@ -645,11 +709,12 @@ static ts_status psched_init(lt *L, psched *s)
     s->lastk = ts_calloc((size_t)p->M * p->NT, sizeof *s->lastk);
     s->rmem = ts_calloc(L->VL, sizeof *s->rmem);
     s->rword = ts_calloc(L->VL, sizeof *s->rword);
+    s->rlb = ts_calloc(L->VL, sizeof *s->rlb);
     if (p->KT > 1) {
         s->pready = ts_calloc(p->M * p->NT, sizeof *s->pready);
         s->pbuf = ts_calloc(p->M * p->NT, 1);
     }
-    if (!s->firstk || !s->lastk || !s->rmem || !s->rword || (p->KT > 1 && (!s->pready || !s->pbuf)))
+    if (!s->firstk || !s->lastk || !s->rmem || !s->rword || !s->rlb || (p->KT > 1 && (!s->pready || !s->pbuf)))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     for (uint32_t m = 0; m < p->M; m++)
         for (uint32_t nt = 0; nt < p->NT; nt++) {
@@ -671,6 +736,7 @@ static void psched_free(psched *s)
     ts_free(s->lastk);
     ts_free(s->rmem);
     ts_free(s->rword);
+    ts_free(s->rlb);
     ts_free(s->pready);
     ts_free(s->pbuf);
 }
@@ -768,6 +834,8 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     }
     if (rc != TS_OK)
         return rc;
+    if (p.kind == 5)
+        lt_release(L, p.rid);
     for (int i = 0; i < (cat ? p.cat.n : 1); i++) {
         int id = cat ? p.cat.ids[i] : xid;
         bool again = false; /* an input given twice is released once */
