@@ -765,6 +765,53 @@ START_TEST(test_matmul_act)
 }
 END_TEST
 
+/* Attention's head split and join: [4, 768] reshaped to [4, 12, 64] (each pixel's channels
+ * into 12 pixels of 64: blocks per tile and lane offset), the heads brought first (Transpose
+ * keeping the channels), back, and joined to [4, 768]. The split and the round trip are exact. */
+START_TEST(test_heads)
+{
+    ts_graph *g = ts_graph_create("heads");
+    const int S = 4, H = 12, Dh = 64;
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){S, H * Dh});
+    ts_graph_attrs r3, r2, pt;
+    ts_graph_attrs_init(&r3);
+    r3.nshape = 3;
+    r3.shape[0] = S;
+    r3.shape[1] = H;
+    r3.shape[2] = Dh;
+    ts_graph_attrs_init(&r2);
+    r2.nshape = 2;
+    r2.shape[0] = S;
+    r2.shape[1] = H * Dh;
+    ts_graph_attrs_init(&pt);
+    pt.nperm = 3;
+    pt.perm[0] = 1;
+    pt.perm[1] = 0;
+    pt.perm[2] = 2;
+    int sp = chain(g, TS_OP_RESHAPE, "split", x, -1, &r3);
+    int hf = chain(g, TS_OP_TRANSPOSE, "hfirst", sp, -1, &pt);
+    int sf = chain(g, TS_OP_TRANSPOSE, "sfirst", hf, -1, &pt);
+    int y = chain(g, TS_OP_RESHAPE, "join", sf, -1, &r2);
+    ts_graph_mark_output(g, hf);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    int bad = 0;
+    for (int s = 0; s < S; s++)
+        for (int c = 0; c < H * Dh; c++) {
+            int8_t want = (int8_t)ts_fill_i8(x, (uint64_t)s * H * Dh + c);
+            int8_t h1 = got(&l, hf, (uint32_t)((c / Dh) * S + s), (uint32_t)(c % Dh)), h2 = got(&l, y, (uint32_t)s,
+                                                                                            (uint32_t)c);
+            if ((h1 != want || h2 != want) && bad++ < 8)
+                fprintf(stderr, "x[%d][%d] = %d: heads %d, joined %d\n", s, c, want, h1, h2);
+        }
+    ck_assert_int_eq(bad, 0);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("lower_tsp_ops");
@@ -779,6 +826,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_fetch_retry);
     tcase_add_test(tc, test_layernorm);
     tcase_add_test(tc, test_matmul_act);
+    tcase_add_test(tc, test_heads);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -111,7 +111,8 @@ static bool kt_folds(const ts_graph *g, const ts_graph_node *tr)
     if (x->producer >= 0) { /* lanes past the channels: zeros from a product or a LayerNorm */
         ts_graph_op op = ts_graph_get_node(g, x->producer)->op;
         if (op != TS_OP_MATMUL && op != TS_OP_GEMM && op != TS_OP_CONV && op != TS_OP_CONCAT && op != TS_OP_SLICE &&
-            op != TS_OP_TRANSPOSE && op != TS_OP_EXPAND && op != TS_OP_LAYERNORM)
+            op != TS_OP_TRANSPOSE && op != TS_OP_EXPAND && op != TS_OP_LAYERNORM &&
+            !lt_reshape_moves(g, ts_graph_get_node(g, x->producer)))
             return false;
     } else if (x->kind != TS_TENSOR_INPUT) {
         return false;
@@ -256,8 +257,11 @@ static ts_status lower_node(lt *L, int ni)
         return lt_lower_maxpool(L, nd, ly);
     case TS_OP_GLOBALAVGPOOL:
         return lt_lower_gap(L, nd, ly);
-    case TS_OP_FLATTEN:
     case TS_OP_RESHAPE:
+        if (lt_reshape_moves(L->g, nd))
+            return lt_lower_product(L, nd, ly);
+        return lower_rename(L, nd, ly);
+    case TS_OP_FLATTEN:
         return lower_rename(L, nd, ly);
     case TS_OP_SOFTMAX:
         return lt_lower_softmax(L, nd, ly);

@@ -277,9 +277,13 @@ typedef struct lt_cat {
     int64_t ax, off[LT_CAT_MAX];    /* Concat: the axis, each input's offset along it */
     int64_t start[TS_GRAPH_MAX_RANK], step[TS_GRAPH_MAX_RANK]; /* Slice, per axis */
     int64_t perm[TS_GRAPH_MAX_RANK]; /* Transpose: output axis k is input axis perm[k] */
+    int rs;                         /* Reshape: 1 splits each input pixel's channels into G pixels, 2 joins
+                                     * G pixels' channels into one (attention's heads), 0 neither */
+    int64_t G, Z, Cin, Cout;        /* ... G, groups of Cout (split) or Cin (join) channels per tile Z */
 } lt_cat;
 
 ts_status lt_cat_shape(lt *L, const ts_graph_node *nd, lt_cat *c, uint32_t *M, uint32_t *N);
+bool lt_reshape_moves(const ts_graph *g, const ts_graph_node *nd);
 int lt_cat_input(const lt_cat *c, uint32_t kt);
 int64_t lt_cat_vec(const lt_cat *c, uint32_t m, uint32_t kt);
 bool lt_cat_one(const lt_cat *c, uint32_t n, uint32_t kt, uint32_t l, uint32_t VL, uint32_t N);

@@ -795,7 +795,8 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
  * output is the product's), then its schedule; an im2col input laid out for it is freed after. */
 ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
 {
-    bool cat = nd->op == TS_OP_CONCAT || nd->op == TS_OP_SLICE || nd->op == TS_OP_TRANSPOSE || nd->op == TS_OP_EXPAND;
+    bool cat = nd->op == TS_OP_CONCAT || nd->op == TS_OP_SLICE || nd->op == TS_OP_TRANSPOSE || nd->op == TS_OP_EXPAND ||
+               nd->op == TS_OP_RESHAPE;
     prod p = {.nd = nd, .bid = -1, .wid = cat ? -1 : nd->in[1]};
     tens im2 = {0};
     int xid = nd->in[0], out = nd->out[0];
