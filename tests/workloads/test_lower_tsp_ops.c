@@ -701,7 +701,7 @@ END_TEST
 START_TEST(test_matmul_act)
 {
     ts_graph *g = ts_graph_create("qk");
-    const int H = 3, M = 5, K = 100, N = 7, J = 40, M2 = 6, K2 = 330, N2 = 9;
+    const int H = 3, M = 50, K = 100, N = 7, J = 40, M2 = 6, K2 = 330, N2 = 9, M3 = 5, K3 = 16, N3 = 70;
     int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 3, (int64_t[]){H, M, K});
     int x0 = tensor_dt(g, "x0", TS_TENSOR_INPUT, TS_DT_I8, 3, (int64_t[]){N, H, J});
     int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){J, K});
@@ -720,8 +720,14 @@ START_TEST(test_matmul_act)
     p2.perm[1] = 0;
     int kt = chain(g, TS_OP_TRANSPOSE, "kt", kx, -1, &p3), kt2 = chain(g, TS_OP_TRANSPOSE, "kt2", k2, -1, &p2);
     int y = chain(g, TS_OP_MATMUL, "qk", a, kt, NULL), y2 = chain(g, TS_OP_MATMUL, "qk2", a2, kt2, NULL);
+    int a3 = tensor_dt(g, "a3", TS_TENSOR_INPUT, TS_DT_I8, 3, (int64_t[]){2, M3, K3});
+    int v3 = tensor_dt(g, "v3", TS_TENSOR_INPUT, TS_DT_I8, 3, (int64_t[]){2, K3, N3});
+    int vp = chain(g, TS_OP_MATMUL, "vproj", v3, tensor_dt(g, "wv", TS_TENSOR_WEIGHT, TS_DT_I8, 2,
+                                                               (int64_t[]){N3, N3}), NULL);
+    int y3 = chain(g, TS_OP_MATMUL, "av", a3, vp, NULL); /* A V: V's transpose computed on the planes */
     ts_graph_mark_output(g, y);
     ts_graph_mark_output(g, y2);
+    ts_graph_mark_output(g, y3);
     finalize(g);
     lowered l;
     lower_and_run(g, &l);
@@ -758,8 +764,30 @@ START_TEST(test_matmul_act)
             if (want != have && bad++ < 8)
                 fprintf(stderr, "qk2: y[%d][%d] = %d, want %d\n", i, n, have, want);
         }
+    int wv = ts_graph_find(g, "wv");
+    static int8_t vv[2][16][70];
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < K3; k++)
+            for (int n = 0; n < N3; n++) {
+                int32_t acc = 0;
+                for (int j = 0; j < N3; j++)
+                    acc += ts_fill_i8(v3, (uint64_t)(h * K3 + k) * N3 + j) * ts_fill_i8(wv, (uint64_t)j * N3 + n);
+                vv[h][k][n] = requant(acc, ts_lower_tsp_scale(N3), false);
+            }
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < M3; i++)
+            for (int n = 0; n < N3; n++) {
+                int32_t acc = 0;
+                for (int k = 0; k < K3; k++)
+                    acc += ts_fill_i8(a3, (uint64_t)(h * M3 + i) * K3 + k) * vv[h][k][n];
+                int8_t want = requant(acc, ts_lower_tsp_scale(K3), false), have = got(&l, y3, (uint32_t)(h * M3 + i),
+                                                                                    (uint32_t)n);
+                nonzero += want != 0;
+                if (want != have && bad++ < 8)
+                    fprintf(stderr, "av: y[%d][%d][%d] = %d, want %d\n", h, i, n, have, want);
+            }
     ck_assert_int_eq(bad, 0);
-    ck_assert_uint_gt(nonzero * 2, (uint64_t)(H * M * N + M2 * N2)); /* a reference of zeros proves little */
+    ck_assert_uint_gt(nonzero * 2, (uint64_t)(H * M * N + M2 * N2 + 2 * M3 * N3)); /* zeros would prove little */
     lowered_free(&l);
     ts_graph_destroy(g);
 }

@@ -289,7 +289,7 @@ static ts_status ln_rows(lt *L, ln *n, uint64_t T, ts_lower_tsp_layer *ly)
             lt_span(ly, A, w);
         }
     }
-    L->plane_busy[1] = prev;
+    L->plane_busy[1] = prev + L->tg->d_func.abc; /* an int8 install waits for the f16 abc to drain */
     if (lt_al_put(lt_alloc_of(L, 1, n->sbase), n->sbase, n->swords, sread))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     return TS_OK;

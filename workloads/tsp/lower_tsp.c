@@ -156,8 +156,9 @@ static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t
     case TS_OP_MATMUL: {
         const ts_graph_tensor *a = ts_graph_get_tensor(g, nd->in[0]), *b = ts_graph_get_tensor(g, nd->in[1]);
         if (b->kind != TS_TENSOR_WEIGHT && b->kind != TS_TENSOR_CONST) {
-            if (!lt_kt_source(g, nd)) /* only Kᵀ's form is taken (kt_folds) */
-                snprintf(why, cap, "of two activations");
+            /* A [H, M, K] x B [H, K, N]: B's rows read through a Transpose (Kᵀ, kt_folds) or computed */
+            if (b->rank != a->rank || (a->rank != 2 && a->rank != 3))
+                snprintf(why, cap, "of two activations other than [H, M, K] x [H, K, N]");
         } else if (b->rank != 2 || a->rank == 4 || a->rank < 1) {
             snprintf(why, cap, "other than an activation times a 2-D weight");
         }

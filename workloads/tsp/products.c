@@ -39,6 +39,7 @@ typedef struct prod {
     int rid;
     uint32_t H, Mh;          /* kind 5: heads (batches), rows of A per head */
     uint64_t sh, sn;         /* kind 5: row n of head h is r's pixel h sh + n sn */
+    bool tb;                 /* kind 5: r is B itself, its transpose to be computed first (transpose_rows) */
     lt_cat cat;              /* kind 4: the inputs */
     bool relu;
     float scale;
@@ -226,11 +227,11 @@ static ts_status act_shape(lt *L, const ts_graph_node *nd, prod *p)
     int xr, br, r;
     const int64_t *xd = lt_dims(L, nd->in[0], &xr), *bd = lt_dims(L, nd->in[1], &br);
     const ts_graph_node *tr = lt_kt_source(L->g, nd);
-    if (!tr || (xr != 2 && xr != 3) || br != xr || (xr == 3 && xd[0] != bd[0]) || xd[xr - 1] != bd[xr - 2])
-        return ts_lower_fail(L->err, nd, "the TSP lowering takes A [H, M, K] times B [H, K, N], B a Transpose that "
-                                         "brings its input's channels to the reduction axis");
-    p->rid = tr->in[0];
+    if ((xr != 2 && xr != 3) || br != xr || (xr == 3 && xd[0] != bd[0]) || xd[xr - 1] != bd[xr - 2])
+        return ts_lower_fail(L->err, nd, "the TSP lowering takes A [H, M, K] times B [H, K, N]");
+    p->rid = tr ? tr->in[0] : nd->in[1];
     p->r = &L->t[p->rid];
+    p->tb = !tr;
     const int64_t *td = lt_dims(L, p->rid, &r);
     uint64_t st[TS_GRAPH_MAX_RANK], k = 1; /* the strides of X's pixel axes */
     for (int a = r - 1; a >= 0; a--) {
@@ -240,8 +241,8 @@ static ts_status act_shape(lt *L, const ts_graph_node *nd, prod *p)
     const int64_t *pm = tr->attrs.perm;
     p->H = xr == 3 ? (uint32_t)xd[0] : 1;
     p->Mh = (uint32_t)xd[xr - 2];
-    p->sh = xr == 3 ? st[pm[0]] : 0;
-    p->sn = st[pm[xr - 1]];
+    p->sh = tr && xr == 3 ? st[pm[0]] : 0;
+    p->sn = tr ? st[pm[xr - 1]] : 0; /* B itself: set by transpose_rows */
     p->M = p->H * p->Mh;
     p->K = (uint32_t)xd[xr - 1];
     p->N = (uint32_t)bd[xr - 1];
@@ -426,14 +427,62 @@ typedef struct install_arg {
     int pl;
     const uint32_t *rows_mem, *rows_word;
     const uint64_t *rows_lb; /* per row: the cycle its read may issue from (an activation's), NULL: 0 */
+    const uint8_t *per;      /* with rows_lb: rows installed in each cycle (rows_plan) */
+    uint32_t ncyc;           /* ... over this many cycles */
     uint32_t nvalid, tag;
 } install_arg;
+
+/* An activation's rows lie in any slices, and one slice reads one word a cycle: each cycle of the
+ * install takes the next rows up to 16 while their slices differ (an iw of fewer streams);
+ * returns the cycles. (Q Kᵀ of BERT's [S, h, d] keys: rows 12 vectors apart, 11 rows to a cycle.) */
+static uint32_t rows_plan(const lt *L, const uint32_t *rmem, uint32_t nvalid, uint8_t *per)
+{
+    uint32_t c = 0;
+    for (uint32_t r = 0; r < L->VL; c++) {
+        uint64_t used[4] = {0}; /* slices up to 256 */
+        uint32_t n = 0;
+        while (r < L->VL && n < IW_STREAMS) {
+            if (r < nvalid) {
+                uint32_t m = rmem[r] & 255;
+                if ((used[m >> 6] >> (m & 63)) & 1)
+                    break;
+                used[m >> 6] |= 1ull << (m & 63);
+            }
+            n++;
+            r++;
+        }
+        per[c] = (uint8_t)n;
+    }
+    return c;
+}
+
+/* try_install for rows read from an activation: a->per[c] rows in cycle c. */
+static bool try_install_rows(lt *L, const install_arg *a, uint64_t I)
+{
+    uint32_t pp = L->tg->pos_mxm_w[a->pl], q = L->tg->q_mxm + L->tg->mxm_queues * (uint32_t)a->pl, r = 0;
+    for (uint32_t c = 0; c < a->ncyc; c++) {
+        uint64_t t = I + c;
+        if (!lt_take(L, &L->q[q].issue, t))
+            return false;
+        for (uint32_t i = 0; i < a->per[c]; i++, r++) {
+            if (!lt_take_stream(L, WEST, (int)i, t, pp))
+                return false;
+            if (r < a->nvalid ? !lt_rd(L, a->rows_mem[r], a->rows_word[r], t, pp, WEST, (int)i, a->tag, a->rows_lb[r])
+                              : !lt_rd_any(L, 0, 0, t, pp, WEST, (int)i, a->tag))
+                return false;
+        }
+        E1(L, q, t, LT_IW, L->tg->reg.i8, lt_sreg(L, WEST, 0), (int32_t)a->per[c], (int32_t)a->tag);
+    }
+    return true;
+}
 
 static bool try_install(lt *L, const void *arg, uint64_t I, uint64_t *w)
 {
     const install_arg *a = arg;
     uint32_t pp = L->tg->pos_mxm_w[a->pl], q = L->tg->q_mxm + L->tg->mxm_queues * (uint32_t)a->pl;
     (void)w;
+    if (a->rows_lb)
+        return try_install_rows(L, a, I);
     for (uint32_t c = 0; c < L->VL / IW_STREAMS; c++) {
         uint64_t t = I + c;
         if (!lt_take(L, &L->q[q].issue, t))
@@ -442,8 +491,7 @@ static bool try_install(lt *L, const void *arg, uint64_t I, uint64_t *w)
             uint32_t r = c * IW_STREAMS + i;
             if (!lt_take_stream(L, WEST, (int)i, t, pp))
                 return false;
-            if (r < a->nvalid ? !lt_rd(L, a->rows_mem[r], a->rows_word[r], t, pp, WEST, (int)i, a->tag,
-                                       a->rows_lb ? a->rows_lb[r] : 0)
+            if (r < a->nvalid ? !lt_rd(L, a->rows_mem[r], a->rows_word[r], t, pp, WEST, (int)i, a->tag, 0)
                               : !lt_rd_any(L, 0, 0, t, pp, WEST, (int)i, a->tag))
                 return false;
         }
@@ -462,9 +510,14 @@ static ts_status install_block(lt *L, psched *s)
     if (s->np == 1)
         L->next_plane ^= 1;
     s->lbs[0] = s->lbs[1] = s->last_abcs[0] = s->last_abcs[1] = 0;
+    uint8_t per[TS_TSP_TARGET_MAX_STREAMS * 64];
+    uint32_t ncyc = L->VL / IW_STREAMS;
+    if (s->p->kind == 5 && L->VL <= sizeof per)
+        ncyc = rows_plan(L, s->rmem, s->nv, per);
     for (int j = 0; j < s->np; j++) {
         install_arg a = {.pl = s->planes[j], .rows_mem = s->rmem, .rows_word = s->rword, .nvalid = s->nv,
-                         .rows_lb = s->p->kind == 5 ? s->rlb : NULL, .tag = lt_new_tag(L)};
+                         .rows_lb = s->p->kind == 5 ? s->rlb : NULL, .per = per, .ncyc = ncyc,
+                         .tag = lt_new_tag(L)};
         uint64_t I = L->plane_busy[a.pl], w;
         for (uint32_t r = 0; a.rows_lb && r < s->nv; r++) /* row r is read about r / 16 cycles after I */
             if (a.rows_lb[r] > I + L->VL / IW_STREAMS)
@@ -474,9 +527,9 @@ static ts_status install_block(lt *L, psched *s)
             s->p->r->last_read = L->rdmax;
         if (rc != TS_OK)
             return rc;
-        lt_span(s->ly, I, I + L->VL / IW_STREAMS);
+        lt_span(s->ly, I, I + ncyc);
         s->ly->blocks++;
-        s->lbs[j] = I + L->VL / IW_STREAMS - 1 + L->tg->d_func.iw;
+        s->lbs[j] = I + ncyc - 1 + L->tg->d_func.iw;
         s->last_abcs[j] = I;
     }
     return TS_OK;
@@ -789,6 +842,69 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
     return rc;
 }
 
+/* ---- a MatMul's second activation transposed on the planes ---- */
+
+/* A tensor of P pixels x C channels in a region of the west MEM that is not a graph tensor's (the
+ * one-hot vectors, Bᵀ); fresh: initial data. */
+static ts_status place_temp(lt *L, const ts_graph_node *nd, tens *x, uint32_t P, uint32_t C, const char *what,
+                            bool fresh, int bank)
+{
+    memset(x, 0, sizeof *x);
+    x->P = P;
+    x->C = C;
+    x->T = (uint32_t)ts_geom_cdiv(C, L->VL);
+    x->off = L->rot % L->nW;
+    x->nw = (uint32_t)ts_geom_cdiv((uint64_t)x->off + (uint64_t)P * x->T, L->nW);
+    ts_status rc = lt_region(L, 0, x->nw, what, nd, fresh, bank, &x->base, &x->avail);
+    if (rc != TS_OK)
+        return rc;
+    x->ready = ts_calloc((size_t)P * x->T, sizeof *x->ready);
+    if (!x->ready)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    x->placed = true;
+    x->owner = -1;
+    L->words_used += (uint64_t)x->nw * L->nW;
+    return TS_OK;
+}
+
+static void free_temp(lt *L, tens *x)
+{
+    if (x->placed && lt_al_put(lt_alloc_of(L, 0, x->base), x->base, x->nw, x->last_read))
+        L->oom = true;
+    ts_free(x->ready);
+    x->ready = NULL;
+    x->placed = false;
+}
+
+/* For A V (B = V not a Transpose the product can read through): Bᵀ [H, N, K] into *R, computed on
+ * the planes: the one-hot vectors e_j (*E, initial data) streamed through blocks whose row k of
+ * head h is B's vector (h, k) give output lane k of (h, j) = B[h][k][j], with scale 1 (exact).
+ * Lanes of B past N meet e_j's zeros. Then p's rows are Bᵀ's vectors. */
+static ts_status transpose_rows(lt *L, prod *p, ts_lower_tsp_layer *ly, tens *R, tens *E)
+{
+    uint32_t H = p->H, K = p->K, N = p->N, VL = L->VL;
+    ts_status rc = place_temp(L, p->nd, E, H * N, N, "the one-hot vectors", true, 0);
+    image im;
+    if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nW, E->base, E->nw)) != TS_OK)
+        return rc;
+    for (uint64_t m = 0; m < (uint64_t)H * N; m++) {
+        uint64_t j = m % N, k = E->off + m * E->T + j / VL;
+        im.s[k % L->nW][(size_t)(k / L->nW) * VL + j % VL] = 1;
+    }
+    if ((rc = lt_img_flush(L, &im, 0)) != TS_OK ||
+        (rc = place_temp(L, p->nd, R, H * N, K, "the transposed second input", false, lt_bank_pref(L, p->x))) != TS_OK)
+        return rc;
+    prod t = {.nd = p->nd, .wid = -1, .bid = -1, .x = E, .y = R, .r = p->r, .rid = p->rid, .kind = 5, .H = H,
+              .Mh = N, .sh = K, .sn = 1, .M = H * N, .K = N, .N = K, .CT = E->T, .KT = H * E->T,
+              .NT = (uint32_t)ts_geom_cdiv(K, VL), .scale = 1.0f};
+    if ((rc = sched_product(L, &t, ly)) != TS_OK)
+        return rc;
+    p->r = R;
+    p->sh = N;
+    p->sn = 1;
+    return TS_OK;
+}
+
 /* ---- the operator ---- */
 
 /* MatMul, Gemm or Conv: its geometry, its output placed (a lone Relu after it fused: the Relu's
@@ -827,7 +943,12 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
         L->t[out].ready = NULL;
         L->t[out].placed = false;
     }
-    rc = sched_product(L, &p, ly);
+    tens bt = {0}, onehot = {0};
+    rc = p.tb ? transpose_rows(L, &p, ly, &bt, &onehot) : TS_OK;
+    free_temp(L, &onehot);
+    if (rc == TS_OK)
+        rc = sched_product(L, &p, ly);
+    free_temp(L, &bt);
     if (p.kind == 3) {
         if (lt_al_put(lt_alloc_of(L, 0, im2.base), im2.base, im2.nw, im2.last_read))
             L->oom = true;
