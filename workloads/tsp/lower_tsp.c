@@ -98,6 +98,25 @@ static bool keeps_channels(const ts_graph *g, const ts_graph_node *nd)
     return p == cax;
 }
 
+/* Whether a Transpose leaves every element where it was: its axes longer than 1 keep their order
+ * (BERT's [1, S, D] to [S, 1, D]); then it is a rename. */
+static bool keeps_order(const ts_graph *g, const ts_graph_node *nd)
+{
+    const ts_graph_tensor *x = ts_graph_get_tensor(g, nd->in[0]);
+    int64_t last = -1;
+    if (nd->attrs.nperm != x->rank || x->rank == 4)
+        return false;
+    for (int k = 0; k < x->rank; k++) {
+        int64_t a = nd->attrs.perm[k];
+        if (a < 0 || a >= x->rank || x->dims[a] == 1)
+            continue;
+        if (a < last)
+            return false;
+        last = a;
+    }
+    return true;
+}
+
 /* Whether every consumer of a Transpose is a MatMul taking it as its second input, with the
  * Transpose's input's channel axis (its last) as the MatMul's reduction axis (Kᵀ in attention),
  * and that input left with zeros past its channels by its producer: then the MatMul reads the
@@ -232,6 +251,8 @@ static ts_status lower_node(lt *L, int ni)
             ly->first = ly->last = 0;
             return TS_OK;
         }
+        if (keeps_order(L->g, nd) && L->t[nd->in[0]].placed)
+            return lower_rename(L, nd, ly);
         return lt_lower_product(L, nd, ly);
     case TS_OP_MATMUL:
     case TS_OP_GEMM:
@@ -471,6 +492,10 @@ static void lt_free(lt *L, size_t nt)
     ts_free(L->u);
     ts_free(L->pd);
     ts_free(L->layers);
+    for (size_t i = 0; i < L->ncats; i++)
+        ts_free(L->cats[i].img);
+    ts_free(L->cats);
+    ts_free(L->onehot.ready);
     for (int h = 0; h < 2; h++)
         for (int k = 0; k < 2; k++)
             ts_free(L->al[h][k].v);

@@ -96,6 +96,9 @@ typedef struct tens {
     int owner;              /* tensor whose region this is (aliases), else itself */
 } tens;
 
+/* The 0/1 rows of a moving operator laid out once (products.c: cat_rows). */
+typedef struct lt_rows { uint8_t *img; uint64_t rows; uint32_t woff, wbase; } lt_rows;
+
 typedef struct lt {
     const ts_graph *g;
     const ts_tsp_target *tg;
@@ -126,6 +129,8 @@ typedef struct lt {
     uint64_t fetches;
     bool text_short;       /* the instruction text does not fit in MEM (ifetch.c): no later try helps */
     uint32_t fetch_slack;  /* entries a queue asks for text ahead of its own count (ifetch.c; 0 on the first try) */
+    lt_rows *cats; size_t ncats, capcats; /* the 0/1 rows laid out so far (owned) */
+    tens onehot;           /* the one-hot vectors of A V's transposes (products.c; ready owned) */
     bool mono;             /* a batch > 1: the VXM groups of one operator are searched from the cycle the one
                             * before it took (a batch's first images finish while the VXM is busy with the
                             * others: searching each group from its inputs' cycle costs O(groups x cycles)) */

@@ -130,6 +130,19 @@ static uint32_t tile_rows(const prod *p, uint32_t nt, uint32_t VL)
     return p->N - nt * VL < VL ? p->N - nt * VL : VL;
 }
 
+/* The first of block (nt, kt)'s rows in the product's rows (tile by tile, block by block; a
+ * moving operator stores only the blocks it uses: a Slice of 768 of 2304 channels uses 2 of 8). */
+static uint64_t blk_row0(const prod *p, uint32_t nt, uint32_t kt, uint32_t VL)
+{
+    if (p->kind != 4)
+        return (uint64_t)nt * VL * p->KT + (uint64_t)kt * tile_rows(p, nt, VL);
+    uint64_t g = 0;
+    for (uint32_t a = 0; a <= nt; a++)
+        for (uint32_t b = 0; b < p->KT && (a < nt || b < kt); b++)
+            g += blk_used(p, a, b, VL) ? tile_rows(p, a, VL) : 0;
+    return g;
+}
+
 /* ---- geometry ---- */
 
 /* A Conv whose input is a graph input with C x kh x kw <= VL, or whose im2col rows take no more
@@ -316,34 +329,69 @@ typedef struct pmem {
     uint64_t pav;            /* the buffers may be written after this cycle */
 } pmem;
 
+/* The 0/1 rows of a Concat, Slice, Transpose, Expand or Reshape: the same as an earlier one's
+ * (every layer of BERT moves its values alike: 12 layers' blocks would not fit) are read from where
+ * that one's are; else they are laid out as weights are and remembered. */
+static ts_status cat_rows(lt *L, const prod *p, pmem *m, uint64_t rows, bool *done)
+{
+    uint32_t VL = L->VL;
+    uint8_t *buf = ts_calloc((size_t)(rows ? rows : 1), VL);
+    if (!buf || ts_grow((void **)&L->cats, &L->capcats, L->ncats + 1, sizeof *L->cats)) {
+        ts_free(buf);
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    }
+    uint64_t g = 0;
+    for (uint32_t nt = 0; nt < p->NT; nt++)
+        for (uint32_t kt = 0; kt < p->KT; kt++)
+            for (uint32_t r = 0; r < tile_rows(p, nt, VL) && blk_used(p, nt, kt, VL); r++, g++)
+                for (uint32_t l = 0; l < VL; l++)
+                    buf[g * VL + l] = lt_cat_one(&p->cat, nt * VL + r, kt, l, VL, p->N);
+    for (size_t i = 0; i < L->ncats; i++)
+        if (L->cats[i].rows == rows && !memcmp(L->cats[i].img, buf, (size_t)rows * VL)) {
+            m->woff = L->cats[i].woff;
+            m->wbase = L->cats[i].wbase;
+            ts_free(buf);
+            *done = true;
+            return TS_OK;
+        }
+    L->cats[L->ncats++] = (lt_rows){.img = buf, .rows = rows, .woff = m->woff};
+    *done = false;
+    return TS_OK;
+}
+
 /* The valid rows of every block, striped over the west MEM (fresh words of bank 1). */
 static ts_status weights(lt *L, const prod *p, pmem *m)
 {
     uint32_t VL = L->VL;
     if (p->kind == 5) /* the rows are the second input's vectors */
         return TS_OK;
-    uint64_t rows = 0;
-    for (uint32_t nt = 0; nt < p->NT; nt++)
-        rows += (uint64_t)tile_rows(p, nt, VL) * p->KT;
+    uint64_t rows = blk_row0(p, p->NT - 1, p->KT - 1, VL) +
+                    (p->kind != 4 || blk_used(p, p->NT - 1, p->KT - 1, VL) ? tile_rows(p, p->NT - 1, VL) : 0);
     m->woff = L->rot % L->nW;
+    bool done = false;
+    ts_status rc;
+    if (p->kind == 4 && ((rc = cat_rows(L, p, m, rows, &done)) != TS_OK || done))
+        return rc;
     uint32_t wwords = (uint32_t)ts_geom_cdiv(m->woff + rows, L->nW);
     uint64_t wav;
     char what[96];
     snprintf(what, sizeof what, "weights '%s'", p->wid >= 0 ? ts_graph_get_tensor(L->g, p->wid)->name : "(0/1 blocks)");
-    ts_status rc = lt_region(L, 0, wwords, what, p->nd, true, 1, &m->wbase, &wav);
+    rc = lt_region(L, 0, wwords, what, p->nd, true, 1, &m->wbase, &wav);
     image im;
     if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nW, m->wbase, wwords)) != TS_OK)
         return rc;
+    if (p->kind == 4)
+        L->cats[L->ncats - 1].wbase = m->wbase;
     const ts_graph_tensor *wt = p->wid >= 0 ? ts_graph_get_tensor(L->g, p->wid) : NULL;
     uint64_t g = 0;
     for (uint32_t nt = 0; nt < p->NT; nt++)
         for (uint32_t kt = 0; kt < p->KT; kt++) {
-            uint32_t nv = tile_rows(p, nt, VL);
+            uint32_t nv = p->kind == 4 && !blk_used(p, nt, kt, VL) ? 0 : tile_rows(p, nt, VL);
             for (uint32_t r = 0; r < nv; r++, g++) {
                 uint64_t k = m->woff + g;
                 uint8_t *row = im.s[k % L->nW] + (size_t)(k / L->nW) * VL;
-                for (uint32_t l = 0; l < VL && p->kind == 4; l++)
-                    row[l] = lt_cat_one(&p->cat, nt * VL + r, kt, l, VL, p->N);
+                if (p->kind == 4)
+                    memcpy(row, L->cats[L->ncats - 1].img + g * VL, VL);
                 if (p->kind != 4)
                     wgt_row(p, wt, nt * VL + r, kt, VL, row);
             }
@@ -729,7 +777,7 @@ static ts_status sched_blocks(lt *L, psched *s)
         for (s->nt = 0; s->nt < p->NT; s->nt++) {
             s->nv = tile_rows(p, s->nt, VL);
             /* rows are stored tile by tile, block by block; only the last tile is short */
-            uint64_t g = (uint64_t)s->nt * VL * p->KT + (uint64_t)s->kt * s->nv;
+            uint64_t g = blk_row0(p, s->nt, s->kt, VL);
             for (uint32_t r = 0; r < s->nv && p->kind == 5; r++) {
                 /* row n of head h: the second input's vector for (h, n), this block's channel tile */
                 uint64_t h = s->kt / p->CT, v = (h * p->sh + (uint64_t)(s->nt * VL + r) * p->sn) * p->r->T +
@@ -877,21 +925,27 @@ static void free_temp(lt *L, tens *x)
 }
 
 /* For A V (B = V not a Transpose the product can read through): Bᵀ [H, N, K] into *R, computed on
- * the planes: the one-hot vectors e_j (*E, initial data) streamed through blocks whose row k of
+ * the planes: the one-hot vectors e_j (L->onehot, initial data) streamed through blocks whose row k of
  * head h is B's vector (h, k) give output lane k of (h, j) = B[h][k][j], with scale 1 (exact).
  * Lanes of B past N meet e_j's zeros. Then p's rows are Bᵀ's vectors. */
-static ts_status transpose_rows(lt *L, prod *p, ts_lower_tsp_layer *ly, tens *R, tens *E)
+static ts_status transpose_rows(lt *L, prod *p, ts_lower_tsp_layer *ly, tens *R)
 {
     uint32_t H = p->H, K = p->K, N = p->N, VL = L->VL;
-    ts_status rc = place_temp(L, p->nd, E, H * N, N, "the one-hot vectors", true, 0);
-    image im;
-    if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nW, E->base, E->nw)) != TS_OK)
-        return rc;
-    for (uint64_t m = 0; m < (uint64_t)H * N; m++) {
-        uint64_t j = m % N, k = E->off + m * E->T + j / VL;
-        im.s[k % L->nW][(size_t)(k / L->nW) * VL + j % VL] = 1;
+    tens *E = &L->onehot; /* laid out once: every layer's A V has the same heads and widths */
+    ts_status rc = TS_OK;
+    if (!E->placed || E->P != H * N || E->C != N) {
+        ts_free(E->ready);
+        image im;
+        if ((rc = place_temp(L, p->nd, E, H * N, N, "the one-hot vectors", true, 0)) != TS_OK ||
+            (rc = lt_img_init(L, &im, L->nW, E->base, E->nw)) != TS_OK)
+            return rc;
+        for (uint64_t m = 0; m < (uint64_t)H * N; m++) {
+            uint64_t j = m % N, k = E->off + m * E->T + j / VL;
+            im.s[k % L->nW][(size_t)(k / L->nW) * VL + j % VL] = 1;
+        }
+        rc = lt_img_flush(L, &im, 0);
     }
-    if ((rc = lt_img_flush(L, &im, 0)) != TS_OK ||
+    if (rc != TS_OK ||
         (rc = place_temp(L, p->nd, R, H * N, K, "the transposed second input", false, lt_bank_pref(L, p->x))) != TS_OK)
         return rc;
     prod t = {.nd = p->nd, .wid = -1, .bid = -1, .x = E, .y = R, .r = p->r, .rid = p->rid, .kind = 5, .H = H,
@@ -943,9 +997,8 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
         L->t[out].ready = NULL;
         L->t[out].placed = false;
     }
-    tens bt = {0}, onehot = {0};
-    rc = p.tb ? transpose_rows(L, &p, ly, &bt, &onehot) : TS_OK;
-    free_temp(L, &onehot);
+    tens bt = {0};
+    rc = p.tb ? transpose_rows(L, &p, ly, &bt) : TS_OK;
     if (rc == TS_OK)
         rc = sched_product(L, &p, ly);
     free_temp(L, &bt);
