@@ -146,6 +146,33 @@ static bool kt_folds(const ts_graph *g, const ts_graph_node *tr)
     return n > 0;
 }
 
+/* Whether a Transpose swaps a 2-D weight for MatMuls alone (weights given with their values keep the
+ * exported Transpose): the MatMuls read the weight as B[n][k], as Gemm's transB. */
+static bool wt_folds(const ts_graph *g, const ts_graph_node *tr)
+{
+    const ts_graph_tensor *x = ts_graph_get_tensor(g, tr->in[0]), *y = ts_graph_get_tensor(g, tr->out[0]);
+    if ((x->kind != TS_TENSOR_WEIGHT && x->kind != TS_TENSOR_CONST) || x->rank != 2 || y->is_output ||
+        (tr->attrs.nperm && (tr->attrs.nperm != 2 || tr->attrs.perm[0] != 1)))
+        return false;
+    size_t n;
+    const int *c = ts_graph_consumers(g, tr->out[0], &n);
+    for (size_t i = 0; i < n; i++) {
+        const ts_graph_node *mm = ts_graph_get_node(g, c[i]);
+        if (mm->op != TS_OP_MATMUL || mm->nin != 2 || mm->in[1] != tr->out[0] || mm->in[0] == tr->out[0])
+            return false;
+    }
+    return n > 0;
+}
+
+const ts_graph_node *lt_wt_source(const ts_graph *g, const ts_graph_node *mm)
+{
+    const ts_graph_tensor *b = ts_graph_get_tensor(g, mm->in[1]);
+    if (b->producer < 0)
+        return NULL;
+    const ts_graph_node *tr = ts_graph_get_node(g, b->producer);
+    return tr->op == TS_OP_TRANSPOSE && wt_folds(g, tr) ? tr : NULL;
+}
+
 const ts_graph_node *lt_kt_source(const ts_graph *g, const ts_graph_node *mm)
 {
     const ts_graph_tensor *b = ts_graph_get_tensor(g, mm->in[1]);
@@ -174,7 +201,10 @@ static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t
         return why[0] != '\0';
     case TS_OP_MATMUL: {
         const ts_graph_tensor *a = ts_graph_get_tensor(g, nd->in[0]), *b = ts_graph_get_tensor(g, nd->in[1]);
-        if (b->kind != TS_TENSOR_WEIGHT && b->kind != TS_TENSOR_CONST) {
+        if (lt_wt_source(g, nd)) {
+            if (a->rank == 4 || a->rank < 1)
+                snprintf(why, cap, "other than an activation times a 2-D weight");
+        } else if (b->kind != TS_TENSOR_WEIGHT && b->kind != TS_TENSOR_CONST) {
             /* A [H, M, K] x B [H, K, N]: B's rows read through a Transpose (Kᵀ, kt_folds) or computed */
             if (b->rank != a->rank || (a->rank != 2 && a->rank != 3))
                 snprintf(why, cap, "of two activations other than [H, M, K] x [H, K, N]");
@@ -202,7 +232,7 @@ static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t
     case TS_OP_SLICE:
     case TS_OP_EXPAND: return false;
     case TS_OP_TRANSPOSE:
-        if (!keeps_channels(g, nd) && !kt_folds(g, nd))
+        if (!keeps_channels(g, nd) && !kt_folds(g, nd) && !wt_folds(g, nd))
             snprintf(why, cap, "that moves the channel axis");
         return why[0] != '\0';
     default: return !lt_is_hardswish(nd);
@@ -230,6 +260,10 @@ static ts_status lower_node(lt *L, int ni)
     ts_status rc = ts_lower_refused(L->err, L->g, nd, &tsp_ops);
     if (rc != TS_OK)
         return rc;
+    if (nd->op == TS_OP_TRANSPOSE && wt_folds(L->g, nd)) { /* the MatMuls read the weight as B[n][k] */
+        ts_lower_tsp_layer *ly = layer(L, ni);
+        return ly ? TS_OK : ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    }
     bool binary = nd->op == TS_OP_ADD || nd->op == TS_OP_SUB || nd->op == TS_OP_MUL || nd->op == TS_OP_DIV;
     bool moves = nd->op == TS_OP_CONCAT || nd->op == TS_OP_SLICE || nd->op == TS_OP_TRANSPOSE || nd->op == TS_OP_EXPAND;
     size_t nact = binary ? 2 : nd->op == TS_OP_CONCAT ? nd->nin : nd->op == TS_OP_CONV || nd->nin == 0 ? 0 : 1;

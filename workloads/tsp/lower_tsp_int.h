@@ -266,6 +266,8 @@ void lt_span(ts_lower_tsp_layer *y, uint64_t a, uint64_t b);
 int lt_fused_relu(const lt *L, int out);
 /* The Transpose whose input's vectors are MatMul mm's blocks' rows (Kᵀ), or NULL. */
 const ts_graph_node *lt_kt_source(const ts_graph *g, const ts_graph_node *mm);
+/* The Transpose of a 2-D weight MatMul mm reads as B[n][k], or NULL. */
+const ts_graph_node *lt_wt_source(const ts_graph *g, const ts_graph_node *mm);
 
 /* ---- Concat, Slice, Transpose, Expand as products (concat.c): 0/1 blocks on the planes ---- */
 

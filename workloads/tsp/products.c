@@ -272,7 +272,10 @@ static ts_status act_shape(lt *L, const ts_graph_node *nd, prod *p)
  * not an NCHW image) times a 2-D weight (Gemm: B maybe transposed, a bias of N elements). */
 static ts_status matmul_shape(lt *L, const ts_graph_node *nd, prod *p)
 {
-    const ts_graph_tensor *wt = ts_graph_get_tensor(L->g, nd->in[1]);
+    const ts_graph_node *wtr = nd->op == TS_OP_MATMUL ? lt_wt_source(L->g, nd) : NULL;
+    if (wtr)
+        p->wid = wtr->in[0];
+    const ts_graph_tensor *wt = ts_graph_get_tensor(L->g, p->wid);
     int xr, wr_;
     const int64_t *xd = lt_dims(L, nd->in[0], &xr);
     const int64_t *wd = lt_dims(L, p->wid, &wr_);
@@ -284,7 +287,7 @@ static ts_status matmul_shape(lt *L, const ts_graph_node *nd, prod *p)
     for (int k = 0; k + 1 < xr; k++)
         p->M *= (uint32_t)xd[k];
     p->K = (uint32_t)xd[xr - 1];
-    bool tb = nd->op == TS_OP_GEMM && nd->attrs.trans_b;
+    bool tb = (nd->op == TS_OP_GEMM && nd->attrs.trans_b) || wtr;
     p->N = (uint32_t)(tb ? wd[0] : wd[1]);
     p->kind = tb ? 1 : 0;
     if (nd->op == TS_OP_GEMM && nd->nin > 2) {
