@@ -257,16 +257,22 @@ static uint64_t ln_first(const lt *L, const ln *n, uint32_t m, int phase)
     return lb;
 }
 
+/* Row by row: the sum group, the variance group, the outputs. Each kind of group is searched from
+ * the cycle the one of the row before took, so the sums run ahead of the variances and the mean's
+ * round trip through the east MEM overlaps other rows (one search order for all: 128 rows of
+ * BERT-base's LayerNorm went from 24.8 k to 3.8 k cycles). The groups' abc runs never interleave
+ * (each holds the plane's issue slots for its tiles), and the acc of one comes before the first
+ * result of any abc after it, so groups may be placed out of order in time. */
 static ts_status ln_rows(lt *L, ln *n, uint64_t T, ts_lower_tsp_layer *ly)
 {
-    uint64_t fi = L->tg->fp16_interval, prev = T, w, sread = 0;
+    uint64_t fi = L->tg->fp16_interval, prevs[2] = {T, T}, end = T, w, sread = 0;
     ts_status rc;
     for (uint32_t m = 0; m < n->P; m++) {
         for (int phase = 0; phase < 2; phase++) {
             ln_arg a = {.n = n, .m = m, .phase = phase};
             uint64_t t0 = ln_first(L, n, m, phase);
-            if (t0 < prev)
-                t0 = prev;
+            if (t0 < prevs[phase])
+                t0 = prevs[phase];
             if ((rc = lt_search(L, try_ln_sum, &a, NULL, &t0, &w, n->nd, true)) != TS_OK)
                 return rc;
             if (L->rdmax > n->x->last_read)
@@ -274,7 +280,9 @@ static ts_status ln_rows(lt *L, ln *n, uint64_t T, ts_lower_tsp_layer *ly)
             n->ready[phase][m] = w + L->tg->d_func.write + 1;
             lt_span(ly, t0, w);
             ly->passes += n->T;
-            prev = t0 + n->T * fi;
+            prevs[phase] = t0 + n->T * fi;
+            if (prevs[phase] > end)
+                end = prevs[phase];
         }
         for (uint32_t t = 0; t < n->T; t++) {
             ln_arg a = {.n = n, .m = m, .t = t};
@@ -289,7 +297,7 @@ static ts_status ln_rows(lt *L, ln *n, uint64_t T, ts_lower_tsp_layer *ly)
             lt_span(ly, A, w);
         }
     }
-    L->plane_busy[1] = prev + L->tg->d_func.abc; /* an int8 install waits for the f16 abc to drain */
+    L->plane_busy[1] = end + L->tg->d_func.abc; /* an int8 install waits for the f16 abc to drain */
     if (lt_al_put(lt_alloc_of(L, 1, n->sbase), n->sbase, n->swords, sread))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     return TS_OK;
