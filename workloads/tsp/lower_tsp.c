@@ -66,6 +66,33 @@ static bool same_layout(const lt *L, int id)
     return r != 4 || d[2] * d[3] == 1;
 }
 
+/* Whether a Reshape flattens an NCHW image's pixels, [N, C, H, W] to [N, C, H W], for a Transpose
+ * (0, 2, 1) alone (ViT's patches): the pair is [N, H W, C], the image's own layout, so both are
+ * renames. */
+static bool img_flat(const ts_graph *g, const ts_graph_node *rs)
+{
+    const ts_graph_tensor *x = ts_graph_get_tensor(g, rs->in[0]), *y = ts_graph_get_tensor(g, rs->out[0]);
+    if (rs->op != TS_OP_RESHAPE || x->rank != 4 || y->rank != 3 || y->is_output || y->dims[0] != x->dims[0] ||
+        y->dims[1] != x->dims[1] || y->dims[2] != x->dims[2] * x->dims[3])
+        return false;
+    size_t n;
+    const int *c = ts_graph_consumers(g, rs->out[0], &n);
+    for (size_t i = 0; i < n; i++) {
+        const ts_graph_node *tr = ts_graph_get_node(g, c[i]);
+        if (tr->op != TS_OP_TRANSPOSE || tr->attrs.nperm != 3 || tr->attrs.perm[0] != 0 || tr->attrs.perm[1] != 2 ||
+            tr->attrs.perm[2] != 1)
+            return false;
+    }
+    return n > 0;
+}
+
+/* The Transpose of an img_flat Reshape's output. */
+static bool img_unflat(const ts_graph *g, const ts_graph_node *tr)
+{
+    int p = ts_graph_get_tensor(g, tr->in[0])->producer;
+    return tr->op == TS_OP_TRANSPOSE && p >= 0 && img_flat(g, ts_graph_get_node(g, p));
+}
+
 /* Flatten or Reshape that keeps the layout (pixels x channels, channels last: one-pixel images,
  * or matrices with the same last dimension): the output is another name for the input's region. */
 static ts_status lower_rename(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
@@ -76,7 +103,8 @@ static ts_status lower_rename(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer
     ts_status rc = lt_shape_pc(L, nd, out, &Pp, &C);
     if (rc != TS_OK)
         return rc;
-    if (!x->placed || Pp != x->P || C != x->C || !same_layout(L, nd->in[0]) || !same_layout(L, out))
+    bool flat = img_flat(L->g, nd) || img_unflat(L->g, nd); /* the pair keeps the image's layout */
+    if (!x->placed || (!flat && (Pp != x->P || C != x->C || !same_layout(L, nd->in[0]) || !same_layout(L, out))))
         return ts_lower_fail(L->err, nd, "the TSP lowering only renames one-pixel tensors (no data movement)");
     *y = *x;
     y->users = 0;
@@ -232,7 +260,7 @@ static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t
     case TS_OP_SLICE:
     case TS_OP_EXPAND: return false;
     case TS_OP_TRANSPOSE:
-        if (!keeps_channels(g, nd) && !kt_folds(g, nd) && !wt_folds(g, nd))
+        if (!keeps_channels(g, nd) && !kt_folds(g, nd) && !wt_folds(g, nd) && !img_unflat(g, nd))
             snprintf(why, cap, "that moves the channel axis");
         return why[0] != '\0';
     default: return !lt_is_hardswish(nd);
@@ -250,6 +278,19 @@ static bool is_act(const lt *L, int id)
 {
     ts_tensor_kind k = ts_graph_get_tensor(L->g, id)->kind;
     return k == TS_TENSOR_ACTIVATION || k == TS_TENSOR_INPUT;
+}
+
+/* An Add of an activation and a weight of the same shape (ViT's position embedding): the weight
+ * is laid out as a graph input is and added as a second activation; its index, else -1. */
+static int full_weight(const lt *L, const ts_graph_node *nd)
+{
+    for (int i = 0; i < 2 && nd->op == TS_OP_ADD && nd->nin == 2; i++) {
+        const ts_graph_tensor *w = ts_graph_get_tensor(L->g, nd->in[i]), *a = ts_graph_get_tensor(L->g, nd->in[1 - i]);
+        if (!is_act(L, nd->in[i]) && is_act(L, nd->in[1 - i]) && w->rank == a->rank && a->rank != 4 &&
+            !memcmp(w->dims, a->dims, (size_t)a->rank * sizeof *a->dims) && ts_graph_tensor_elems(w) > 1)
+            return nd->in[i];
+    }
+    return -1;
 }
 
 /* Node ni: its activations that are graph inputs placed on first use (a Conv lays its own out),
@@ -281,11 +322,11 @@ static ts_status lower_node(lt *L, int ni)
     ly->macs = ts_graph_node_macs(L->g, ni);
     switch (nd->op) {
     case TS_OP_TRANSPOSE:
-        if (!keeps_channels(L->g, nd)) { /* Kᵀ, read by the MatMul after it (kt_folds) */
+        if (!keeps_channels(L->g, nd) && !img_unflat(L->g, nd)) { /* Kᵀ, read by the MatMul after it (kt_folds) */
             ly->first = ly->last = 0;
             return TS_OK;
         }
-        if (keeps_order(L->g, nd) && L->t[nd->in[0]].placed)
+        if ((keeps_order(L->g, nd) || img_unflat(L->g, nd)) && L->t[nd->in[0]].placed)
             return lower_rename(L, nd, ly);
         return lt_lower_product(L, nd, ly);
     case TS_OP_MATMUL:
@@ -295,10 +336,14 @@ static ts_status lower_node(lt *L, int ni)
     case TS_OP_SLICE:
     case TS_OP_EXPAND:
         return lt_lower_product(L, nd, ly);
-    case TS_OP_ADD:
-        if (!is_act(L, nd->in[0]) || !is_act(L, nd->in[1]))
+    case TS_OP_ADD: {
+        int fw = full_weight(L, nd);
+        if (fw >= 0 && !L->t[fw].placed && (rc = lt_place_input(L, fw, nd)) != TS_OK)
+            return rc;
+        if (fw < 0 && (!is_act(L, nd->in[0]) || !is_act(L, nd->in[1])))
             return lt_lower_ewise(L, nd, ly);
         return lt_lower_elem(L, nd, ly);
+    }
     case TS_OP_RELU:
         return lt_lower_elem(L, nd, ly);
     case TS_OP_CLIP:
