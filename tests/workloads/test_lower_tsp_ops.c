@@ -25,6 +25,7 @@
 #include "workloads/lower/fill.h"
 #include "workloads/tsp/lower_tsp.h"
 #include "tests/workloads/lower_tsp_harness.h"
+#include "tests/workloads/tsp_ref.h"
 
 /* ---- running (as test_lower_tsp.c) ---- */
 
@@ -584,35 +585,16 @@ END_TEST
  * double precision, in units of q. */
 static void ref_ln(const int8_t *x, int D, const float *g16, const float *b16, float eps_q, int8_t *y, double *exact)
 {
-    int T = (D + 319) / 320;
-    float invd = (float)(1.0 / D), acc = 0, acc2 = 0;
     double md = 0, vd = 0;
-    for (int t = 0; t < T; t++) {
-        double s = 0;
-        for (int c = t * 320; c < D && c < t * 320 + 320; c++)
-            s += (double)ts_f16_to_f32(ts_f32_to_f16((float)x[c]));
-        acc = t ? acc + (float)s : (float)s;
-    }
-    float mean = acc * invd;
-    for (int t = 0; t < T; t++) {
-        double s = 0;
-        for (int c = t * 320; c < D && c < t * 320 + 320; c++) {
-            float d = (float)x[c] - mean;
-            s += (double)ts_f16_to_f32(ts_f32_to_f16(d * d));
-        }
-        acc2 = t ? acc2 + (float)s : (float)s;
-    }
-    float r = 1.0f / sqrtf(acc2 * invd + eps_q);
+    tsp_ref_layernorm(x, D, g16, b16, eps_q, y);
     for (int c = 0; c < D; c++)
         md += x[c];
     md /= D;
     for (int c = 0; c < D; c++)
         vd += (x[c] - md) * (x[c] - md);
     vd /= D;
-    for (int c = 0; c < D; c++) {
-        y[c] = sat8(nearbyint((double)(((float)x[c] - mean) * r * g16[c] + b16[c])));
+    for (int c = 0; c < D; c++)
         exact[c] = (x[c] - md) / sqrt(vd + (double)eps_q) * g16[c] + b16[c];
-    }
 }
 
 /* LayerNorm over 700 channels (three tiles, the last 60 lanes of 320: masked) and over 640 (two

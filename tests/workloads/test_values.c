@@ -48,6 +48,7 @@
 #include "workloads/lower/lower.h"
 #include "workloads/tsp/lower_tsp.h"
 #include "tests/workloads/graph_build.h"
+#include "tests/workloads/tsp_ref.h"
 
 static const char *const models[] = {"resnet18_32", "mobilenetv2_32", "bert2_s16", "nerf_mlp_64"};
 static const char *const configs[] = {"ipu_mk2", "tsp_v1", "wse2"};
@@ -191,12 +192,6 @@ static void matmul_act(const ts_graph *g, const ts_graph_node *nd, int8_t **v)
     v[nd->out[0]] = out;
 }
 
-static int8_t cvt8(float f)
-{
-    double r = nearbyint((double)f);
-    return (int8_t)(r < -128 ? -128 : r > 127 ? 127 : (int)r);
-}
-
 /* Add or Div of an activation and a constant (one value or one per channel): u + 16 c, u (1 / c). */
 static void ewise_const(const ts_graph *g, const ts_graph_node *nd, int8_t **v, int64_t n)
 {
@@ -208,7 +203,7 @@ static void ewise_const(const ts_graph *g, const ts_graph_node *nd, int8_t **v, 
     for (int64_t k = 0; k < n; k++) {
         double cv = ts_fill_value_f32(c, cid, (uint64_t)(nc == 1 ? 0 : k % C));
         float u = (float)a[k];
-        out[k] = cvt8(nd->op == TS_OP_ADD ? u + (float)(cv * 16.0) : u * (float)(1.0 / cv));
+        out[k] = tsp_ref_cvt8(nd->op == TS_OP_ADD ? u + (float)(cv * 16.0) : u * (float)(1.0 / cv));
     }
     v[nd->out[0]] = out;
 }
@@ -220,7 +215,7 @@ static int8_t gelu8(int8_t q)
     float u = (float)q, x = u * (float)(1.0 / 16.0), x2 = x * x;
     float in = x2 * (float)(0.044715 * c0) + (float)c0;
     float t = tanhf(in * x);
-    return cvt8((t * 0.5f + 0.5f) * u);
+    return tsp_ref_cvt8((t * 0.5f + 0.5f) * u);
 }
 
 /* Softmax of rows of N int8 values read as q / 16, int8 out as 127 p (what a MatMul reads). */
@@ -231,31 +226,7 @@ static void softmax8(const int8_t *x, int64_t N, int8_t *y)
         s += (double)ts_f16_to_f32(ts_f32_to_f16(expf((float)x[l] * (1.0f / 16.0f))));
     float r = 1.0f / sqrtf((float)s), inv = r * r;
     for (int64_t l = 0; l < N; l++)
-        y[l] = cvt8(expf((float)x[l] * (1.0f / 16.0f)) * inv * 127.0f);
-}
-
-/* LayerNorm of a row of D values (layernorm.c), gamma and beta times 16. */
-static void layernorm8(const int8_t *x, int64_t D, const float *g16, const float *b16, float eps_q, int8_t *y)
-{
-    float invd = (float)(1.0 / (double)D), acc = 0, acc2 = 0;
-    for (int64_t t = 0; t * 320 < D; t++) {
-        double s = 0;
-        for (int64_t c = t * 320; c < D && c < t * 320 + 320; c++)
-            s += x[c];
-        acc = t ? acc + (float)s : (float)s;
-    }
-    float mean = acc * invd;
-    for (int64_t t = 0; t * 320 < D; t++) {
-        double s = 0;
-        for (int64_t c = t * 320; c < D && c < t * 320 + 320; c++) {
-            float d = (float)x[c] - mean;
-            s += (double)ts_f16_to_f32(ts_f32_to_f16(d * d));
-        }
-        acc2 = t ? acc2 + (float)s : (float)s;
-    }
-    float r = 1.0f / sqrtf(acc2 * invd + eps_q);
-    for (int64_t c = 0; c < D; c++)
-        y[c] = cvt8(((float)x[c] - mean) * r * g16[c] + b16[c]);
+        y[l] = tsp_ref_cvt8(expf((float)x[l] * (1.0f / 16.0f)) * inv * 127.0f);
 }
 
 /* The row-wise operators: Softmax and LayerNorm over the last axis. */
@@ -275,7 +246,7 @@ static void rows8(const ts_graph *g, const ts_graph_node *nd, int8_t **v, int64_
         if (nd->op == TS_OP_SOFTMAX)
             softmax8(v[nd->in[0]] + m * D, D, out + m * D);
         else
-            layernorm8(v[nd->in[0]] + m * D, D, g16, b16, (float)(nd->attrs.epsilon * 256.0), out + m * D);
+            tsp_ref_layernorm(v[nd->in[0]] + m * D, D, g16, b16, (float)(nd->attrs.epsilon * 256.0), out + m * D);
     }
     ts_free(g16);
     ts_free(b16);

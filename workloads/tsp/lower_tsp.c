@@ -145,6 +145,19 @@ static bool keeps_order(const ts_graph *g, const ts_graph_node *nd)
     return true;
 }
 
+/* Whether tensor id is read by MatMuls alone, each as its second input only. */
+static bool only_b_of_matmuls(const ts_graph *g, int id)
+{
+    size_t n;
+    const int *c = ts_graph_consumers(g, id, &n);
+    for (size_t i = 0; i < n; i++) {
+        const ts_graph_node *mm = ts_graph_get_node(g, c[i]);
+        if (mm->op != TS_OP_MATMUL || mm->nin != 2 || mm->in[1] != id || mm->in[0] == id)
+            return false;
+    }
+    return n > 0;
+}
+
 /* Whether every consumer of a Transpose is a MatMul taking it as its second input, with the
  * Transpose's input's channel axis (its last) as the MatMul's reduction axis (Kᵀ in attention),
  * and that input left with zeros past its channels by its producer: then the MatMul reads the
@@ -164,14 +177,7 @@ static bool kt_folds(const ts_graph *g, const ts_graph_node *tr)
     } else if (x->kind != TS_TENSOR_INPUT) {
         return false;
     }
-    size_t n;
-    const int *c = ts_graph_consumers(g, tr->out[0], &n);
-    for (size_t i = 0; i < n; i++) {
-        const ts_graph_node *mm = ts_graph_get_node(g, c[i]);
-        if (mm->op != TS_OP_MATMUL || mm->nin != 2 || mm->in[1] != tr->out[0] || mm->in[0] == tr->out[0])
-            return false;
-    }
-    return n > 0;
+    return only_b_of_matmuls(g, tr->out[0]);
 }
 
 /* Whether a Transpose swaps a 2-D weight for MatMuls alone (weights given with their values keep the
@@ -182,14 +188,7 @@ static bool wt_folds(const ts_graph *g, const ts_graph_node *tr)
     if ((x->kind != TS_TENSOR_WEIGHT && x->kind != TS_TENSOR_CONST) || x->rank != 2 || y->is_output ||
         (tr->attrs.nperm && (tr->attrs.nperm != 2 || tr->attrs.perm[0] != 1)))
         return false;
-    size_t n;
-    const int *c = ts_graph_consumers(g, tr->out[0], &n);
-    for (size_t i = 0; i < n; i++) {
-        const ts_graph_node *mm = ts_graph_get_node(g, c[i]);
-        if (mm->op != TS_OP_MATMUL || mm->nin != 2 || mm->in[1] != tr->out[0] || mm->in[0] == tr->out[0])
-            return false;
-    }
-    return n > 0;
+    return only_b_of_matmuls(g, tr->out[0]);
 }
 
 const ts_graph_node *lt_wt_source(const ts_graph *g, const ts_graph_node *mm)

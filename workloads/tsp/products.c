@@ -251,11 +251,10 @@ static ts_status act_shape(lt *L, const ts_graph_node *nd, prod *p)
         st[a] = a == r - 1 ? 0 : k;
         k *= a == r - 1 ? 1 : (uint64_t)td[a];
     }
-    const int64_t *pm = tr->attrs.perm;
     p->H = xr == 3 ? (uint32_t)xd[0] : 1;
     p->Mh = (uint32_t)xd[xr - 2];
-    p->sh = tr && xr == 3 ? st[pm[0]] : 0;
-    p->sn = tr ? st[pm[xr - 1]] : 0; /* B itself: set by transpose_rows */
+    p->sh = tr && xr == 3 ? st[tr->attrs.perm[0]] : 0;
+    p->sn = tr ? st[tr->attrs.perm[xr - 1]] : 0; /* B itself: set by transpose_rows */
     p->M = p->H * p->Mh;
     p->K = (uint32_t)xd[xr - 1];
     p->N = (uint32_t)bd[xr - 1];
