@@ -601,8 +601,13 @@ static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t 
     ts_status rc = lt_init(&L, g, P, err);
     static const uint32_t slack[FETCH_TRIES] = {0, 20, 20, 40};
     L.fetch_slack = slack[k];
-    if (k >= 2 && L.fwin > P->superlanes * P->lanes / IW_STREAMS + 1)
-        L.fwin = P->superlanes * P->lanes / IW_STREAMS + 1;
+    /* the shorter window still fits a 20-cycle install, and the all-ones f16 block's reads from
+     * each west slice in a row (softmax.c: 4 on a 2-superlane chip with 16 slices) */
+    uint32_t w2 = P->superlanes * P->lanes / IW_STREAMS + 1, w1 = (uint32_t)ts_geom_cdiv(2 * (uint64_t)L.VL, L.nW) + 1;
+    if (w1 > w2)
+        w2 = w1;
+    if (k >= 2 && L.fwin > w2)
+        L.fwin = w2;
     *fetch_failed = false;
     for (size_t i = 0; i < nn && rc == TS_OK; i++)
         rc = lower_node(&L, (int)i);

@@ -9,6 +9,8 @@
  */
 #include "workloads/tsp/lower_tsp_int.h"
 
+#include <inttypes.h>
+
 /* The all-ones block on plane W1: row r is streams 2r (low bytes: zeros) and 2r + 1 (the high
  * byte of f16 1.0 in the first N lanes, word obase of every west slice). */
 typedef struct ones_arg { uint32_t N, obase, tag; } ones_arg;
@@ -123,6 +125,15 @@ ts_status lt_ones_block(lt *L, const ts_graph_node *nd, uint32_t N, ts_lower_tsp
     uint32_t obase = 0, rows_per = IW_STREAMS / 2, k = 0;
     uint64_t oav;
     ts_status rc = TS_OK;
+    /* 2 VL rows' reads spread over the west slices, a slice's in consecutive cycles of its queue,
+     * which must keep a free cycle in every fetch window (a 2-superlane chip with 16 slices: 4 in a
+     * window of 4) */
+    if (L->fwin && ts_geom_cdiv(2 * (uint64_t)L->VL, L->nW) + 1 > L->fwin)
+        return ts_err_set(L->err, TS_EINPUT,
+                          "%s '%s': its all-ones f16 block needs %" PRIu64 " reads in a row from each of the %u west "
+                          "MEM slices, leaving no cycle for instruction fetch in a window of %u",
+                          ts_graph_op_name(nd->op), nd->name, ts_geom_cdiv(2 * (uint64_t)L->VL, L->nW), L->nW,
+                          L->fwin);
     while (k < L->nones && L->ones[k][0] != N) /* one word per width: ViT has 37 of these operators */
         k++;
     if (k < L->nones) {
