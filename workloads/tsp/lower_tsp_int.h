@@ -131,6 +131,8 @@ typedef struct lt {
     uint32_t fetch_slack;  /* entries a queue asks for text ahead of its own count (ifetch.c; 0 on the first try) */
     lt_rows *cats; size_t ncats, capcats; /* the 0/1 rows laid out so far (owned) */
     tens onehot;           /* the one-hot vectors of A V's transposes (products.c; ready owned) */
+#define LT_ZC_MAX 64
+    uint32_t zc[LT_ZC_MAX][3]; uint32_t nzc; /* products' words without a bias laid out: tiles, scale bits, word */
 #define LT_ONES_MAX 8
     uint32_t ones[LT_ONES_MAX][2]; uint32_t nones; /* the all-ones f16 rows laid out: width, word (softmax.c) */
     bool mono;             /* a batch > 1: the VXM groups of one operator are searched from the cycle the one

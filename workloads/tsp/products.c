@@ -407,9 +407,22 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
 /* Bias and scale, replicated in every east slice (4 byte planes per tile of outputs). */
 static ts_status consts(lt *L, const prod *p, pmem *m)
 {
-    uint32_t VL = L->VL, cwords = 4 * p->NT + 4;
+    uint32_t VL = L->VL, cwords = 4 * p->NT + 4, sb;
     uint64_t cav;
+    memcpy(&sb, &p->scale, 4);
+    /* without a bias the words depend on the tiles and the scale alone: laid out once (BERT's moves
+     * and attention products, 12 layers of them, would take the east MEM a batch of 4 needs) */
+    for (uint32_t i = 0; p->bid < 0 && i < L->nzc; i++)
+        if (L->zc[i][0] == p->NT && L->zc[i][1] == sb) {
+            m->cbase = L->zc[i][2];
+            return TS_OK;
+        }
     ts_status rc = lt_region(L, 1, cwords, "the bias and scale", p->nd, true, 0, &m->cbase, &cav);
+    if (rc == TS_OK && p->bid < 0 && L->nzc < LT_ZC_MAX) {
+        L->zc[L->nzc][0] = p->NT;
+        L->zc[L->nzc][1] = sb;
+        L->zc[L->nzc++][2] = m->cbase;
+    }
     image im;
     if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nE, m->cbase, cwords)) != TS_OK)
         return rc;
@@ -422,8 +435,6 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
             for (int by = 0; by < 4; by++)
                 im.s[e][((size_t)(4 * (n / VL) + (uint32_t)by)) * VL + n % VL] = (uint8_t)((uint32_t)b >> (8 * by));
         }
-        uint32_t sb;
-        memcpy(&sb, &p->scale, 4);
         for (uint32_t l = 0; l < VL; l++)
             for (int by = 0; by < 4; by++)
                 im.s[e][((size_t)(4 * p->NT + (uint32_t)by)) * VL + l] = (uint8_t)(sb >> (8 * by));
