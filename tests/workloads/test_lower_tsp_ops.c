@@ -822,6 +822,64 @@ START_TEST(test_heads)
 }
 END_TEST
 
+/* A chain of five MatMuls whose weights (46 and 51 words of each slice) pass what the west MEM of
+ * a chip with 200 words a slice holds: the last ones' rows go to the east slices and are read
+ * westward through the VXM to the planes. Bit-exact, no hazard. */
+START_TEST(test_east_weights)
+{
+    static const char *const small[] = {"mem.slice_bytes=64000", NULL};
+    ts_graph *g = ts_graph_create("east");
+    const int M = 4, n[6] = {320, 2000, 320, 2000, 320, 2000};
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, n[0]}), w[5], y = x;
+    for (int i = 0; i < 5; i++) {
+        char wn[8], yn[8];
+        snprintf(wn, sizeof wn, "w%d", i);
+        snprintf(yn, sizeof yn, "m%d", i);
+        w[i] = tensor_dt(g, wn, TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){n[i], n[i + 1]});
+        y = chain(g, TS_OP_MATMUL, yn, y, w[i], NULL);
+    }
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    ts_err e;
+    ts_err_init(&e);
+    void *cfg = tsp_test_config("tsp_v1", small);
+    ts_lower_tsp_params p;
+    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
+    ts_config_destroy(cfg);
+    lowered l;
+    ck_assert_msg(ts_lower_tsp(g, &p, &l.prog, &l.rep, &e) == TS_OK, "%s", e.msg);
+    ts_err_free(&e);
+    tsp_test_run2("tsp_v1", small, l.prog, &l.run);
+    ck_assert_double_eq(tsp_stat(&l.run, "hazards.stream_collision") + tsp_stat(&l.run, "hazards.no_value") +
+                            tsp_stat(&l.run, "hazards.bank_conflict") + tsp_stat(&l.run, "hazards.resource"),
+                        0);
+    static int8_t a[4][2000], b[4][2000];
+    for (int m = 0; m < M; m++)
+        for (int c = 0; c < n[0]; c++)
+            a[m][c] = (int8_t)ts_fill_i8(x, (uint64_t)m * n[0] + c);
+    for (int i = 0; i < 5; i++) {
+        for (int m = 0; m < M; m++)
+            for (int c = 0; c < n[i + 1]; c++) {
+                int32_t acc = 0;
+                for (int k = 0; k < n[i]; k++)
+                    acc += a[m][k] * ts_fill_i8(w[i], (uint64_t)k * n[i + 1] + c);
+                b[m][c] = requant(acc, ts_lower_tsp_scale((uint64_t)n[i]), false);
+            }
+        memcpy(a, b, sizeof a);
+    }
+    int bad = 0;
+    for (int m = 0; m < M; m++)
+        for (int c = 0; c < n[5]; c++) {
+            int8_t have = got(&l, y, (uint32_t)m, (uint32_t)c);
+            if (have != a[m][c] && bad++ < 8)
+                fprintf(stderr, "y[%d][%d] = %d, want %d\n", m, c, have, a[m][c]);
+        }
+    ck_assert_int_eq(bad, 0);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("lower_tsp_ops");
@@ -837,6 +895,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_layernorm);
     tcase_add_test(tc, test_matmul_act);
     tcase_add_test(tc, test_heads);
+    tcase_add_test(tc, test_east_weights);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -322,8 +322,9 @@ static ts_status cat_shape(lt *L, const ts_graph_node *nd, prod *p)
 
 /* Where one product's data lives. */
 typedef struct pmem {
-    uint32_t woff, wbase;    /* weight rows, tile by tile and block by block: row g is in west slice
-                              * (woff + g) mod nW, word wbase + (woff + g) / nW */
+    uint32_t woff, wbase;    /* weight rows, tile by tile and block by block: row g is in slice
+                              * wfirst + (woff + g) mod wn, word wbase + (woff + g) / wn */
+    uint32_t wfirst, wn;     /* the west slices (0, nW), or the east ones (nW, nE) when the west is full */
     uint32_t cbase;          /* bias (4 byte planes per output tile) then scale (4), every east slice */
     uint64_t nparts;         /* partial-sum words (4 per output vector), 0 for one reduction block */
     uint32_t hE;             /* east slices per partial-sum buffer */
@@ -370,6 +371,8 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
     uint64_t rows = blk_row0(p, p->NT - 1, p->KT - 1, VL) +
                     (p->kind != 4 || blk_used(p, p->NT - 1, p->KT - 1, VL) ? tile_rows(p, p->NT - 1, VL) : 0);
     m->woff = L->rot % L->nW;
+    m->wfirst = 0;
+    m->wn = L->nW;
     bool done = false;
     ts_status rc;
     if (p->kind == 4 && ((rc = cat_rows(L, p, m, rows, &done)) != TS_OK || done))
@@ -379,8 +382,26 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
     char what[96];
     snprintf(what, sizeof what, "weights '%s'", p->wid >= 0 ? ts_graph_get_tensor(L->g, p->wid)->name : "(0/1 blocks)");
     rc = lt_region(L, 0, wwords, what, p->nd, true, 1, &m->wbase, &wav);
+    if (rc == TS_EINPUT && p->kind != 4 && L->err) {
+        /* the west MEM is full (ViT's last layer): the east slices hold the rows, read westward
+         * through the VXM to the planes; where neither has room, the west's shortfall is told */
+        ts_err west = *L->err;
+        west.detail = NULL;
+        ts_err_free(L->err);
+        ts_err_init(L->err);
+        m->woff = L->rot % L->nE;
+        m->wfirst = L->nW;
+        m->wn = L->nE;
+        uint32_t ewords = (uint32_t)ts_geom_cdiv(m->woff + rows, L->nE);
+        if ((rc = lt_region(L, 1, ewords, what, p->nd, true, 1, &m->wbase, &wav)) != TS_OK) {
+            ts_err_free(L->err);
+            *L->err = west;
+            return rc;
+        }
+        wwords = ewords;
+    }
     image im;
-    if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nW, m->wbase, wwords)) != TS_OK)
+    if (rc != TS_OK || (rc = lt_img_init(L, &im, m->wn, m->wbase, wwords)) != TS_OK)
         return rc;
     if (p->kind == 4)
         L->cats[L->ncats - 1].wbase = m->wbase;
@@ -391,16 +412,16 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
             uint32_t nv = p->kind == 4 && !blk_used(p, nt, kt, VL) ? 0 : tile_rows(p, nt, VL);
             for (uint32_t r = 0; r < nv; r++, g++) {
                 uint64_t k = m->woff + g;
-                uint8_t *row = im.s[k % L->nW] + (size_t)(k / L->nW) * VL;
+                uint8_t *row = im.s[k % m->wn] + (size_t)(k / m->wn) * VL;
                 if (p->kind == 4)
                     memcpy(row, L->cats[L->ncats - 1].img + g * VL, VL);
                 if (p->kind != 4)
                     wgt_row(p, wt, nt * VL + r, kt, VL, row);
             }
         }
-    if ((rc = lt_img_flush(L, &im, 0)) != TS_OK)
+    if ((rc = lt_img_flush(L, &im, m->wfirst)) != TS_OK)
         return rc;
-    L->words_used += (uint64_t)wwords * L->nW;
+    L->words_used += (uint64_t)wwords * m->wn;
     return TS_OK;
 }
 
@@ -800,8 +821,8 @@ static ts_status sched_blocks(lt *L, psched *s)
             }
             for (uint32_t r = 0; r < s->nv && p->kind != 5; r++) {
                 uint64_t k = s->m.woff + g + r;
-                s->rmem[r] = (uint32_t)(k % L->nW);
-                s->rword[r] = s->m.wbase + (uint32_t)(k / L->nW);
+                s->rmem[r] = s->m.wfirst + (uint32_t)(k % s->m.wn);
+                s->rword[r] = s->m.wbase + (uint32_t)(k / s->m.wn);
             }
             bool any = false;
             for (uint32_t m = s->m0; m < s->m1 && !any && blk_used(p, s->nt, s->kt, VL); m++)
