@@ -191,22 +191,24 @@ static bool wt_folds(const ts_graph *g, const ts_graph_node *tr)
     return only_b_of_matmuls(g, tr->out[0]);
 }
 
+/* The Transpose that makes a MatMul's second input, or NULL. */
+static const ts_graph_node *b_transpose(const ts_graph *g, const ts_graph_node *mm)
+{
+    int p = ts_graph_get_tensor(g, mm->in[1])->producer;
+    const ts_graph_node *tr = p >= 0 ? ts_graph_get_node(g, p) : NULL;
+    return tr && tr->op == TS_OP_TRANSPOSE ? tr : NULL;
+}
+
 const ts_graph_node *lt_wt_source(const ts_graph *g, const ts_graph_node *mm)
 {
-    const ts_graph_tensor *b = ts_graph_get_tensor(g, mm->in[1]);
-    if (b->producer < 0)
-        return NULL;
-    const ts_graph_node *tr = ts_graph_get_node(g, b->producer);
-    return tr->op == TS_OP_TRANSPOSE && wt_folds(g, tr) ? tr : NULL;
+    const ts_graph_node *tr = b_transpose(g, mm);
+    return tr && wt_folds(g, tr) ? tr : NULL;
 }
 
 const ts_graph_node *lt_kt_source(const ts_graph *g, const ts_graph_node *mm)
 {
-    const ts_graph_tensor *b = ts_graph_get_tensor(g, mm->in[1]);
-    if (b->producer < 0)
-        return NULL;
-    const ts_graph_node *tr = ts_graph_get_node(g, b->producer);
-    return tr->op == TS_OP_TRANSPOSE && kt_folds(g, tr) ? tr : NULL;
+    const ts_graph_node *tr = b_transpose(g, mm);
+    return tr && kt_folds(g, tr) ? tr : NULL;
 }
 
 /* The operators the TSP lowering refuses whatever their shapes (ts_lower_ops; lower_node asks it
