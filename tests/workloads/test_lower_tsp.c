@@ -414,7 +414,7 @@ START_TEST(test_refused)
     expect_refused(g, "the TSP lowering does not support 1 operator of this model: Sqrt (node 'sq'); it "
                       "lowers MatMul, Gemm, Conv, Relu, Add, Sub, Mul, Div, Clip, Sigmoid, Tanh, HardSwish, Gelu, "
                       "Concat, Slice, Expand, Transpose keeping the channel axis, MaxPool, GlobalAveragePool, "
-                      "Flatten, layout-keeping Reshape and Softmax");
+                      "Flatten, layout-keeping Reshape, Softmax and LayerNormalization");
 }
 END_TEST
 
@@ -476,7 +476,7 @@ START_TEST(test_unsupported_all)
                       "'m0'), Gemm with transA, alpha or beta other than 1 (node 'ga0'); it lowers MatMul, Gemm, "
                       "Conv, Relu, Add, Sub, Mul, Div, Clip, Sigmoid, Tanh, HardSwish, Gelu, Concat, Slice, Expand, "
                       "Transpose keeping the channel axis, MaxPool, GlobalAveragePool, Flatten, layout-keeping "
-                      "Reshape and Softmax");
+                      "Reshape, Softmax and LayerNormalization");
 }
 END_TEST
 

@@ -17,6 +17,7 @@
 
 #include "arch/tsp/tsp.h"
 #include "core/alloc.h"
+#include "core/half.h"
 #include "core/program.h"
 #include "tests/arch/tsp/tsp_test.h"
 #include "tests/workloads/graph_build.h"
@@ -24,6 +25,7 @@
 #include "workloads/lower/fill.h"
 #include "workloads/tsp/lower_tsp.h"
 #include "tests/workloads/lower_tsp_harness.h"
+#include "tests/workloads/tsp_ref.h"
 
 /* ---- running (as test_lower_tsp.c) ---- */
 
@@ -575,6 +577,309 @@ START_TEST(test_fetch_retry)
 }
 END_TEST
 
+/* ---- LayerNormalization ---- */
+
+/* Row x (D int8 values, q / 16) normalised as the chip does it (workloads/tsp/layernorm.c): the
+ * plane sums f16 inputs exactly and rounds once to f32 per abc, accumulating the tiles in f32;
+ * every VXM step is one f32 operation. g16, b16: 16 gamma, 16 beta. *exact gets the same in
+ * double precision, in units of q. */
+static void ref_ln(const int8_t *x, int D, const float *g16, const float *b16, float eps_q, int8_t *y, double *exact)
+{
+    double md = 0, vd = 0;
+    tsp_ref_layernorm(x, D, g16, b16, eps_q, y);
+    for (int c = 0; c < D; c++)
+        md += x[c];
+    md /= D;
+    for (int c = 0; c < D; c++)
+        vd += (x[c] - md) * (x[c] - md);
+    vd /= D;
+    for (int c = 0; c < D; c++)
+        exact[c] = (x[c] - md) / sqrt(vd + (double)eps_q) * g16[c] + b16[c];
+}
+
+/* LayerNorm over 700 channels (three tiles, the last 60 lanes of 320: masked) and over 640 (two
+ * full tiles, no gamma or beta), inputs from a MatMul (the int8 domain's largest values) and from
+ * the graph. Bit-exact to the C steps above; against double within 0.5 of a step of q for the
+ * rounding plus 0.05: the f16 rounding of each square (2^-11 relative) moves the variance by at
+ * most 2^-11 and r by half that, 2.5e-4 of an output below 128 steps, 0.03; the f32 steps add
+ * about 1e-5. */
+START_TEST(test_layernorm)
+{
+    ts_graph *g = ts_graph_create("ln");
+    const int M = 5, K = 96, D = 700, M2 = 3, D2 = 640;
+    int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, K});
+    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){K, D});
+    int gm = tensor_dt(g, "gamma", TS_TENSOR_WEIGHT, TS_DT_F32, 1, (int64_t[]){D});
+    int bt = tensor_dt(g, "beta", TS_TENSOR_WEIGHT, TS_DT_F32, 1, (int64_t[]){D});
+    int b = tensor_dt(g, "b", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M2, D2});
+    fill(g, gm);
+    fill(g, bt);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.axis = -1;
+    int h = chain(g, TS_OP_MATMUL, "mm", a, w, NULL);
+    int y = tensor_dt(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int y2 = tensor_dt(g, "y2", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    node(g, TS_OP_LAYERNORM, "ln", (int[]){h, gm, bt}, 3, y, &at);
+    node(g, TS_OP_LAYERNORM, "ln2", (int[]){b}, 1, y2, &at);
+    ts_graph_mark_output(g, y);
+    ts_graph_mark_output(g, y2);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    const ts_graph_node *nd = ts_graph_get_node(g, 1);
+    float eps_q = (float)(nd->attrs.epsilon * 256.0);
+    const float *gv = ts_graph_get_tensor(g, gm)->data, *bv = ts_graph_get_tensor(g, bt)->data;
+    float g16[700], b16[700], ones[640], zeros[640];
+    for (int c = 0; c < D; c++) {
+        g16[c] = (float)(16.0 * gv[c]);
+        b16[c] = (float)(16.0 * bv[c]);
+    }
+    for (int c = 0; c < D2; c++) {
+        ones[c] = 16.0f;
+        zeros[c] = 0.0f;
+    }
+    int bad = 0;
+    double worst = 0;
+    int8_t x[700], want[700];
+    double ex[700];
+    for (int pass = 0; pass < 2; pass++)
+        for (int m = 0; m < (pass ? M2 : M); m++) {
+            int Dm = pass ? D2 : D;
+            for (int c = 0; c < Dm; c++) {
+                if (pass) {
+                    x[c] = (int8_t)ts_fill_i8(b, (uint64_t)m * D2 + c);
+                    continue;
+                }
+                int32_t acc = 0;
+                for (int k = 0; k < K; k++)
+                    acc += ts_fill_i8(a, (uint64_t)m * K + k) * ts_fill_i8(w, (uint64_t)k * D + c);
+                x[c] = requant(acc, ts_lower_tsp_scale(K), false);
+            }
+            ref_ln(x, Dm, pass ? ones : g16, pass ? zeros : b16, eps_q, want, ex);
+            for (int c = 0; c < Dm; c++) {
+                int8_t have = got(&l, pass ? y2 : y, (uint32_t)m, (uint32_t)c);
+                if (have != want[c] && bad++ < 8)
+                    fprintf(stderr, "ln%d: y[%d][%d] = %d, want %d\n", pass + 1, m, c, have, want[c]);
+                if (ex[c] > -128 && ex[c] < 127 && fabs(have - ex[c]) > worst)
+                    worst = fabs(have - ex[c]);
+            }
+        }
+    ck_assert_int_eq(bad, 0);
+    ck_assert_msg(worst <= 0.55, "%g of a step from double", worst);
+    fprintf(stderr, "layernorm: largest distance from double %.4f of a step\n", worst);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* ---- MatMul of two activations ---- */
+
+/* Attention's Q Kᵀ, batched over 3 heads: A [3, 5, 100] times the Transpose (1, 2, 0) of
+ * K [7, 3, 100] (a MatMul's output, the heads' keys interleaved as BERT's [S, h, d]); and
+ * unbatched, A [6, 330] times the Transpose of a graph input [9, 330] (two reduction tiles).
+ * The Transposes are never computed: K's vectors are the blocks' rows. Bit-exact: int8 products,
+ * int32 sums, the requantisation of every product. */
+START_TEST(test_matmul_act)
+{
+    ts_graph *g = ts_graph_create("qk");
+    const int H = 3, M = 50, K = 100, N = 7, J = 40, M2 = 6, K2 = 330, N2 = 9, M3 = 5, K3 = 16, N3 = 70;
+    int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 3, (int64_t[]){H, M, K});
+    int x0 = tensor_dt(g, "x0", TS_TENSOR_INPUT, TS_DT_I8, 3, (int64_t[]){N, H, J});
+    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){J, K});
+    int a2 = tensor_dt(g, "a2", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M2, K2});
+    int k2 = tensor_dt(g, "k2", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){N2, K2});
+    int kx = chain(g, TS_OP_MATMUL, "kproj", x0, w, NULL);
+    ts_graph_attrs p3, p2;
+    ts_graph_attrs_init(&p3);
+    p3.nperm = 3;
+    p3.perm[0] = 1;
+    p3.perm[1] = 2;
+    p3.perm[2] = 0;
+    ts_graph_attrs_init(&p2);
+    p2.nperm = 2;
+    p2.perm[0] = 1;
+    p2.perm[1] = 0;
+    int kt = chain(g, TS_OP_TRANSPOSE, "kt", kx, -1, &p3), kt2 = chain(g, TS_OP_TRANSPOSE, "kt2", k2, -1, &p2);
+    int y = chain(g, TS_OP_MATMUL, "qk", a, kt, NULL), y2 = chain(g, TS_OP_MATMUL, "qk2", a2, kt2, NULL);
+    int a3 = tensor_dt(g, "a3", TS_TENSOR_INPUT, TS_DT_I8, 3, (int64_t[]){2, M3, K3});
+    int v3 = tensor_dt(g, "v3", TS_TENSOR_INPUT, TS_DT_I8, 3, (int64_t[]){2, K3, N3});
+    int vp = chain(g, TS_OP_MATMUL, "vproj", v3, tensor_dt(g, "wv", TS_TENSOR_WEIGHT, TS_DT_I8, 2,
+                                                               (int64_t[]){N3, N3}), NULL);
+    int y3 = chain(g, TS_OP_MATMUL, "av", a3, vp, NULL); /* A V: V's transpose computed on the planes */
+    ts_graph_mark_output(g, y);
+    ts_graph_mark_output(g, y2);
+    ts_graph_mark_output(g, y3);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    int8_t kv[7][3][100];
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < H; h++)
+            for (int c = 0; c < K; c++) {
+                int32_t acc = 0;
+                for (int j = 0; j < J; j++)
+                    acc += ts_fill_i8(x0, (uint64_t)(n * H + h) * J + j) * ts_fill_i8(w, (uint64_t)j * K + c);
+                kv[n][h][c] = requant(acc, ts_lower_tsp_scale(J), false);
+            }
+    int bad = 0;
+    uint64_t nonzero = 0;
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < M; i++)
+            for (int n = 0; n < N; n++) {
+                int32_t acc = 0;
+                for (int c = 0; c < K; c++)
+                    acc += ts_fill_i8(a, (uint64_t)(h * M + i) * K + c) * kv[n][h][c];
+                int8_t want = requant(acc, ts_lower_tsp_scale(K), false), have = got(&l, y, (uint32_t)(h * M + i),
+                                                                                   (uint32_t)n);
+                nonzero += want != 0;
+                if (want != have && bad++ < 8)
+                    fprintf(stderr, "qk: y[%d][%d][%d] = %d, want %d\n", h, i, n, have, want);
+            }
+    for (int i = 0; i < M2; i++)
+        for (int n = 0; n < N2; n++) {
+            int32_t acc = 0;
+            for (int c = 0; c < K2; c++)
+                acc += ts_fill_i8(a2, (uint64_t)i * K2 + c) * ts_fill_i8(k2, (uint64_t)n * K2 + c);
+            int8_t want = requant(acc, ts_lower_tsp_scale(K2), false), have = got(&l, y2, (uint32_t)i, (uint32_t)n);
+            nonzero += want != 0;
+            if (want != have && bad++ < 8)
+                fprintf(stderr, "qk2: y[%d][%d] = %d, want %d\n", i, n, have, want);
+        }
+    int wv = ts_graph_find(g, "wv");
+    static int8_t vv[2][16][70];
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < K3; k++)
+            for (int n = 0; n < N3; n++) {
+                int32_t acc = 0;
+                for (int j = 0; j < N3; j++)
+                    acc += ts_fill_i8(v3, (uint64_t)(h * K3 + k) * N3 + j) * ts_fill_i8(wv, (uint64_t)j * N3 + n);
+                vv[h][k][n] = requant(acc, ts_lower_tsp_scale(N3), false);
+            }
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < M3; i++)
+            for (int n = 0; n < N3; n++) {
+                int32_t acc = 0;
+                for (int k = 0; k < K3; k++)
+                    acc += ts_fill_i8(a3, (uint64_t)(h * M3 + i) * K3 + k) * vv[h][k][n];
+                int8_t want = requant(acc, ts_lower_tsp_scale(K3), false), have = got(&l, y3, (uint32_t)(h * M3 + i),
+                                                                                    (uint32_t)n);
+                nonzero += want != 0;
+                if (want != have && bad++ < 8)
+                    fprintf(stderr, "av: y[%d][%d][%d] = %d, want %d\n", h, i, n, have, want);
+            }
+    ck_assert_int_eq(bad, 0);
+    ck_assert_uint_gt(nonzero * 2, (uint64_t)(H * M * N + M2 * N2 + 2 * M3 * N3)); /* zeros would prove little */
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* Attention's head split and join: [4, 768] reshaped to [4, 12, 64] (each pixel's channels
+ * into 12 pixels of 64: blocks per tile and lane offset), the heads brought first (Transpose
+ * keeping the channels), back, and joined to [4, 768]. The split and the round trip are exact. */
+START_TEST(test_heads)
+{
+    ts_graph *g = ts_graph_create("heads");
+    const int S = 4, H = 12, Dh = 64;
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){S, H * Dh});
+    ts_graph_attrs r3, r2, pt;
+    ts_graph_attrs_init(&r3);
+    r3.nshape = 3;
+    r3.shape[0] = S;
+    r3.shape[1] = H;
+    r3.shape[2] = Dh;
+    ts_graph_attrs_init(&r2);
+    r2.nshape = 2;
+    r2.shape[0] = S;
+    r2.shape[1] = H * Dh;
+    ts_graph_attrs_init(&pt);
+    pt.nperm = 3;
+    pt.perm[0] = 1;
+    pt.perm[1] = 0;
+    pt.perm[2] = 2;
+    int sp = chain(g, TS_OP_RESHAPE, "split", x, -1, &r3);
+    int hf = chain(g, TS_OP_TRANSPOSE, "hfirst", sp, -1, &pt);
+    int sf = chain(g, TS_OP_TRANSPOSE, "sfirst", hf, -1, &pt);
+    int y = chain(g, TS_OP_RESHAPE, "join", sf, -1, &r2);
+    ts_graph_mark_output(g, hf);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    int bad = 0;
+    for (int s = 0; s < S; s++)
+        for (int c = 0; c < H * Dh; c++) {
+            int8_t want = (int8_t)ts_fill_i8(x, (uint64_t)s * H * Dh + c);
+            int8_t h1 = got(&l, hf, (uint32_t)((c / Dh) * S + s), (uint32_t)(c % Dh)), h2 = got(&l, y, (uint32_t)s,
+                                                                                            (uint32_t)c);
+            if ((h1 != want || h2 != want) && bad++ < 8)
+                fprintf(stderr, "x[%d][%d] = %d: heads %d, joined %d\n", s, c, want, h1, h2);
+        }
+    ck_assert_int_eq(bad, 0);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* A chain of five MatMuls whose weights (46 and 51 words of each slice) pass what the west MEM of
+ * a chip with 200 words a slice holds: the last ones' rows go to the east slices and are read
+ * westward through the VXM to the planes. Bit-exact, no hazard. */
+START_TEST(test_east_weights)
+{
+    static const char *const small[] = {"mem.slice_bytes=64000", NULL};
+    ts_graph *g = ts_graph_create("east");
+    const int M = 4, n[6] = {320, 2000, 320, 2000, 320, 2000};
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, n[0]}), w[5], y = x;
+    for (int i = 0; i < 5; i++) {
+        char wn[8], yn[8];
+        snprintf(wn, sizeof wn, "w%d", i);
+        snprintf(yn, sizeof yn, "m%d", i);
+        w[i] = tensor_dt(g, wn, TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){n[i], n[i + 1]});
+        y = chain(g, TS_OP_MATMUL, yn, y, w[i], NULL);
+    }
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    ts_err e;
+    ts_err_init(&e);
+    void *cfg = tsp_test_config("tsp_v1", small);
+    ts_lower_tsp_params p;
+    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
+    ts_config_destroy(cfg);
+    lowered l;
+    ck_assert_msg(ts_lower_tsp(g, &p, &l.prog, &l.rep, &e) == TS_OK, "%s", e.msg);
+    ts_err_free(&e);
+    tsp_test_run2("tsp_v1", small, l.prog, &l.run);
+    ck_assert_double_eq(tsp_stat(&l.run, "hazards.stream_collision") + tsp_stat(&l.run, "hazards.no_value") +
+                            tsp_stat(&l.run, "hazards.bank_conflict") + tsp_stat(&l.run, "hazards.resource"),
+                        0);
+    static int8_t a[4][2000], b[4][2000];
+    for (int m = 0; m < M; m++)
+        for (int c = 0; c < n[0]; c++)
+            a[m][c] = (int8_t)ts_fill_i8(x, (uint64_t)m * n[0] + c);
+    for (int i = 0; i < 5; i++) {
+        for (int m = 0; m < M; m++)
+            for (int c = 0; c < n[i + 1]; c++) {
+                int32_t acc = 0;
+                for (int k = 0; k < n[i]; k++)
+                    acc += a[m][k] * ts_fill_i8(w[i], (uint64_t)k * n[i + 1] + c);
+                b[m][c] = requant(acc, ts_lower_tsp_scale((uint64_t)n[i]), false);
+            }
+        memcpy(a, b, sizeof a);
+    }
+    int bad = 0;
+    for (int m = 0; m < M; m++)
+        for (int c = 0; c < n[5]; c++) {
+            int8_t have = got(&l, y, (uint32_t)m, (uint32_t)c);
+            if (have != a[m][c] && bad++ < 8)
+                fprintf(stderr, "y[%d][%d] = %d, want %d\n", m, c, have, a[m][c]);
+        }
+    ck_assert_int_eq(bad, 0);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("lower_tsp_ops");
@@ -587,6 +892,10 @@ static Suite *suite(void)
     tcase_add_test(tc, test_move);
     tcase_add_test(tc, test_psum_chunks);
     tcase_add_test(tc, test_fetch_retry);
+    tcase_add_test(tc, test_layernorm);
+    tcase_add_test(tc, test_matmul_act);
+    tcase_add_test(tc, test_heads);
+    tcase_add_test(tc, test_east_weights);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -74,8 +74,58 @@ static int64_t src_pix(const lt_cat *c, int i, uint64_t m)
     return p;
 }
 
+/* ---- Reshape that moves channels to pixels or back (attention's head split and join) ---- */
+
+/* A Reshape of a row-major tensor [P, G C] to [P G, C] (split) or back (join), rank 4 images
+ * aside, with C dividing VL: each group of C channels lies in one vector. */
+static int reshape_kind(const ts_graph *g, const ts_graph_node *nd, int64_t *Gp, int64_t *Cin, int64_t *Cout)
+{
+    const ts_graph_tensor *x = ts_graph_get_tensor(g, nd->in[0]), *y = ts_graph_get_tensor(g, nd->out[0]);
+    if (x->rank < 1 || y->rank < 1 || x->rank == 4 || y->rank == 4)
+        return 0;
+    int64_t ci = x->dims[x->rank - 1], co = y->dims[y->rank - 1];
+    *Cin = ci;
+    *Cout = co;
+    if (ci > co && co > 0 && ci % co == 0 && 320 % co == 0) {
+        *Gp = ci / co;
+        return 1;
+    }
+    if (co > ci && ci > 0 && co % ci == 0 && 320 % ci == 0) {
+        *Gp = co / ci;
+        return 2;
+    }
+    return 0;
+}
+
+bool lt_reshape_moves(const ts_graph *g, const ts_graph_node *nd)
+{
+    int64_t G, a, b;
+    return nd->op == TS_OP_RESHAPE && reshape_kind(g, nd, &G, &a, &b) != 0;
+}
+
+/* Split: block kt = tile kt / Z, group slot kt % Z; output pixel m (input pixel m / G, group m % G)
+ * reads the block of its group. Join: block kt = group g, output pixel m reads pixel m G + g. */
+static int64_t reshape_vec(const lt_cat *c, uint32_t m, uint32_t kt)
+{
+    if (c->rs == 2)
+        return ((int64_t)m * c->G + kt) * c->x[0]->T;
+    int64_t g = m % c->G, off = g * c->Cout;
+    if ((off / 320) * c->Z + (off % 320) / c->Cout != kt)
+        return -1;
+    return (int64_t)(m / c->G) * c->x[0]->T + kt / c->Z;
+}
+
+static bool reshape_one(const lt_cat *c, uint32_t n, uint32_t kt, uint32_t l, uint32_t VL)
+{
+    if (c->rs == 2)
+        return (int64_t)n / c->Cin == kt && (int64_t)l == n % c->Cin && (int64_t)n < c->Cout;
+    return (int64_t)n < c->Cout && (int64_t)l == (kt % c->Z) * c->Cout + n && (kt / c->Z) * VL + l < c->Cin;
+}
+
 int64_t lt_cat_vec(const lt_cat *c, uint32_t m, uint32_t kt)
 {
+    if (c->rs)
+        return reshape_vec(c, m, kt);
     int i = lt_cat_input(c, kt);
     int64_t p = src_pix(c, i, m);
     return p < 0 ? -1 : p * c->x[i]->T + (kt - c->kt0[i]);
@@ -83,6 +133,8 @@ int64_t lt_cat_vec(const lt_cat *c, uint32_t m, uint32_t kt)
 
 bool lt_cat_one(const lt_cat *c, uint32_t n, uint32_t kt, uint32_t l, uint32_t VL, uint32_t N)
 {
+    if (c->rs)
+        return reshape_one(c, n, kt, l, VL);
     int i = lt_cat_input(c, kt);
     uint64_t ch = (uint64_t)(kt - c->kt0[i]) * VL + l;
     return n < N && ch < c->x[i]->C && src_chan(c, i, n) == (int64_t)ch;
@@ -91,6 +143,10 @@ bool lt_cat_one(const lt_cat *c, uint32_t n, uint32_t kt, uint32_t l, uint32_t V
 /* Whether some output channel of tile nt comes from block kt. */
 bool lt_cat_used(const lt_cat *c, uint32_t nt, uint32_t kt, uint32_t VL, uint32_t N)
 {
+    if (c->rs == 2)
+        return (int64_t)kt * c->Cin >= (int64_t)nt * VL && (int64_t)kt * c->Cin < (int64_t)nt * VL + VL;
+    if (c->rs == 1)
+        return nt == 0;
     int i = lt_cat_input(c, kt);
     int64_t lo = (int64_t)(kt - c->kt0[i]) * VL, hi = lo + VL;
     for (uint64_t n = (uint64_t)nt * VL; n < N && n < (uint64_t)nt * VL + VL; n++) {
@@ -148,6 +204,22 @@ ts_status lt_cat_shape(lt *L, const ts_graph_node *nd, lt_cat *c, uint32_t *M, u
         return ts_lower_fail(L->err, nd, "the TSP lowering takes 1 to %d inputs", LT_CAT_MAX);
     memset(c, 0, sizeof *c);
     c->op = nd->op;
+    if (nd->op == TS_OP_RESHAPE) {
+        c->n = 1;
+        c->ids[0] = nd->in[0];
+        c->x[0] = &L->t[nd->in[0]];
+        c->rs = reshape_kind(L->g, nd, &c->G, &c->Cin, &c->Cout);
+        c->Z = c->rs == 1 ? L->VL / c->Cout : 1;
+        c->kt0[1] = c->rs == 1 ? (uint32_t)(c->x[0]->T * c->Z) : (uint32_t)c->G;
+        if (!c->rs || !c->x[0]->placed || (c->rs == 2 && c->x[0]->T != 1))
+            return ts_lower_fail(L->err, nd, "the TSP lowering takes a Reshape that keeps the layout, or splits a "
+                                             "pixel's channels into pixels of a divisor of 320 channels, or joins them");
+        uint32_t P, C;
+        ts_status rc = lt_shape_pc(L, nd, nd->out[0], &P, &C);
+        *M = P;
+        *N = C;
+        return rc;
+    }
     c->n = (int)nin;
     c->r = r;
     c->cax = r == 4 ? 1 : r - 1;

@@ -66,6 +66,33 @@ static bool same_layout(const lt *L, int id)
     return r != 4 || d[2] * d[3] == 1;
 }
 
+/* Whether a Reshape flattens an NCHW image's pixels, [N, C, H, W] to [N, C, H W], for a Transpose
+ * (0, 2, 1) alone (ViT's patches): the pair is [N, H W, C], the image's own layout, so both are
+ * renames. */
+static bool img_flat(const ts_graph *g, const ts_graph_node *rs)
+{
+    const ts_graph_tensor *x = ts_graph_get_tensor(g, rs->in[0]), *y = ts_graph_get_tensor(g, rs->out[0]);
+    if (rs->op != TS_OP_RESHAPE || x->rank != 4 || y->rank != 3 || y->is_output || y->dims[0] != x->dims[0] ||
+        y->dims[1] != x->dims[1] || y->dims[2] != x->dims[2] * x->dims[3])
+        return false;
+    size_t n;
+    const int *c = ts_graph_consumers(g, rs->out[0], &n);
+    for (size_t i = 0; i < n; i++) {
+        const ts_graph_node *tr = ts_graph_get_node(g, c[i]);
+        if (tr->op != TS_OP_TRANSPOSE || tr->attrs.nperm != 3 || tr->attrs.perm[0] != 0 || tr->attrs.perm[1] != 2 ||
+            tr->attrs.perm[2] != 1)
+            return false;
+    }
+    return n > 0;
+}
+
+/* The Transpose of an img_flat Reshape's output. */
+static bool img_unflat(const ts_graph *g, const ts_graph_node *tr)
+{
+    int p = ts_graph_get_tensor(g, tr->in[0])->producer;
+    return tr->op == TS_OP_TRANSPOSE && p >= 0 && img_flat(g, ts_graph_get_node(g, p));
+}
+
 /* Flatten or Reshape that keeps the layout (pixels x channels, channels last: one-pixel images,
  * or matrices with the same last dimension): the output is another name for the input's region. */
 static ts_status lower_rename(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
@@ -76,7 +103,8 @@ static ts_status lower_rename(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer
     ts_status rc = lt_shape_pc(L, nd, out, &Pp, &C);
     if (rc != TS_OK)
         return rc;
-    if (!x->placed || Pp != x->P || C != x->C || !same_layout(L, nd->in[0]) || !same_layout(L, out))
+    bool flat = img_flat(L->g, nd) || img_unflat(L->g, nd); /* the pair keeps the image's layout */
+    if (!x->placed || (!flat && (Pp != x->P || C != x->C || !same_layout(L, nd->in[0]) || !same_layout(L, out))))
         return ts_lower_fail(L->err, nd, "the TSP lowering only renames one-pixel tensors (no data movement)");
     *y = *x;
     y->users = 0;
@@ -98,6 +126,91 @@ static bool keeps_channels(const ts_graph *g, const ts_graph_node *nd)
     return p == cax;
 }
 
+/* Whether a Transpose leaves every element where it was: its axes longer than 1 keep their order
+ * (BERT's [1, S, D] to [S, 1, D]); then it is a rename. */
+static bool keeps_order(const ts_graph *g, const ts_graph_node *nd)
+{
+    const ts_graph_tensor *x = ts_graph_get_tensor(g, nd->in[0]);
+    int64_t last = -1;
+    if (nd->attrs.nperm != x->rank || x->rank == 4)
+        return false;
+    for (int k = 0; k < x->rank; k++) {
+        int64_t a = nd->attrs.perm[k];
+        if (a < 0 || a >= x->rank || x->dims[a] == 1)
+            continue;
+        if (a < last)
+            return false;
+        last = a;
+    }
+    return true;
+}
+
+/* Whether tensor id is read by MatMuls alone, each as its second input only. */
+static bool only_b_of_matmuls(const ts_graph *g, int id)
+{
+    size_t n;
+    const int *c = ts_graph_consumers(g, id, &n);
+    for (size_t i = 0; i < n; i++) {
+        const ts_graph_node *mm = ts_graph_get_node(g, c[i]);
+        if (mm->op != TS_OP_MATMUL || mm->nin != 2 || mm->in[1] != id || mm->in[0] == id)
+            return false;
+    }
+    return n > 0;
+}
+
+/* Whether every consumer of a Transpose is a MatMul taking it as its second input, with the
+ * Transpose's input's channel axis (its last) as the MatMul's reduction axis (Kᵀ in attention),
+ * and that input left with zeros past its channels by its producer: then the MatMul reads the
+ * input's vectors as its blocks' rows and the Transpose is never computed (products.c). */
+static bool kt_folds(const ts_graph *g, const ts_graph_node *tr)
+{
+    const ts_graph_tensor *x = ts_graph_get_tensor(g, tr->in[0]), *y = ts_graph_get_tensor(g, tr->out[0]);
+    int r = x->rank;
+    if (r < 2 || r > 3 || r != y->rank || tr->attrs.nperm != r || tr->attrs.perm[r - 2] != r - 1 || y->is_output)
+        return false;
+    if (x->producer >= 0) { /* lanes past the channels: zeros from a product or a LayerNorm */
+        ts_graph_op op = ts_graph_get_node(g, x->producer)->op;
+        if (op != TS_OP_MATMUL && op != TS_OP_GEMM && op != TS_OP_CONV && op != TS_OP_CONCAT && op != TS_OP_SLICE &&
+            op != TS_OP_TRANSPOSE && op != TS_OP_EXPAND && op != TS_OP_LAYERNORM &&
+            !lt_reshape_moves(g, ts_graph_get_node(g, x->producer)))
+            return false;
+    } else if (x->kind != TS_TENSOR_INPUT) {
+        return false;
+    }
+    return only_b_of_matmuls(g, tr->out[0]);
+}
+
+/* Whether a Transpose swaps a 2-D weight for MatMuls alone (weights given with their values keep the
+ * exported Transpose): the MatMuls read the weight as B[n][k], as Gemm's transB. */
+static bool wt_folds(const ts_graph *g, const ts_graph_node *tr)
+{
+    const ts_graph_tensor *x = ts_graph_get_tensor(g, tr->in[0]), *y = ts_graph_get_tensor(g, tr->out[0]);
+    if ((x->kind != TS_TENSOR_WEIGHT && x->kind != TS_TENSOR_CONST) || x->rank != 2 || y->is_output ||
+        (tr->attrs.nperm && (tr->attrs.nperm != 2 || tr->attrs.perm[0] != 1)))
+        return false;
+    return only_b_of_matmuls(g, tr->out[0]);
+}
+
+/* The Transpose that makes a MatMul's second input, or NULL. */
+static const ts_graph_node *b_transpose(const ts_graph *g, const ts_graph_node *mm)
+{
+    int p = ts_graph_get_tensor(g, mm->in[1])->producer;
+    const ts_graph_node *tr = p >= 0 ? ts_graph_get_node(g, p) : NULL;
+    return tr && tr->op == TS_OP_TRANSPOSE ? tr : NULL;
+}
+
+const ts_graph_node *lt_wt_source(const ts_graph *g, const ts_graph_node *mm)
+{
+    const ts_graph_node *tr = b_transpose(g, mm);
+    return tr && wt_folds(g, tr) ? tr : NULL;
+}
+
+const ts_graph_node *lt_kt_source(const ts_graph *g, const ts_graph_node *mm)
+{
+    const ts_graph_node *tr = b_transpose(g, mm);
+    return tr && kt_folds(g, tr) ? tr : NULL;
+}
+
 /* The operators the TSP lowering refuses whatever their shapes (ts_lower_ops; lower_node asks it
  * too): kinds it has no room for, a Conv with groups or not of one NCHW image, a Gemm with transA,
  * alpha or beta. */
@@ -117,10 +230,16 @@ static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t
         return why[0] != '\0';
     case TS_OP_MATMUL: {
         const ts_graph_tensor *a = ts_graph_get_tensor(g, nd->in[0]), *b = ts_graph_get_tensor(g, nd->in[1]);
-        if (b->kind != TS_TENSOR_WEIGHT && b->kind != TS_TENSOR_CONST)
-            snprintf(why, cap, "of two activations");
-        else if (b->rank != 2 || a->rank == 4 || a->rank < 1)
+        if (lt_wt_source(g, nd)) {
+            if (a->rank == 4 || a->rank < 1)
+                snprintf(why, cap, "other than an activation times a 2-D weight");
+        } else if (b->kind != TS_TENSOR_WEIGHT && b->kind != TS_TENSOR_CONST) {
+            /* A [H, M, K] x B [H, K, N]: B's rows read through a Transpose (Kᵀ, kt_folds) or computed */
+            if (b->rank != a->rank || (a->rank != 2 && a->rank != 3))
+                snprintf(why, cap, "of two activations other than [H, M, K] x [H, K, N]");
+        } else if (b->rank != 2 || a->rank == 4 || a->rank < 1) {
             snprintf(why, cap, "other than an activation times a 2-D weight");
+        }
         return why[0] != '\0';
     }
     case TS_OP_RELU:
@@ -130,6 +249,7 @@ static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t
     case TS_OP_FLATTEN:
     case TS_OP_RESHAPE:
     case TS_OP_SOFTMAX:
+    case TS_OP_LAYERNORM:
     case TS_OP_CLIP:
     case TS_OP_SIGMOID:
     case TS_OP_TANH:
@@ -141,7 +261,7 @@ static bool refuse(const ts_graph *g, const ts_graph_node *nd, char *why, size_t
     case TS_OP_SLICE:
     case TS_OP_EXPAND: return false;
     case TS_OP_TRANSPOSE:
-        if (!keeps_channels(g, nd))
+        if (!keeps_channels(g, nd) && !kt_folds(g, nd) && !wt_folds(g, nd) && !img_unflat(g, nd))
             snprintf(why, cap, "that moves the channel axis");
         return why[0] != '\0';
     default: return !lt_is_hardswish(nd);
@@ -153,12 +273,25 @@ static const ts_lower_ops tsp_ops = {
     .refuse = refuse,
     .takes = "MatMul, Gemm, Conv, Relu, Add, Sub, Mul, Div, Clip, Sigmoid, Tanh, HardSwish, Gelu, Concat, Slice, "
              "Expand, Transpose keeping the channel axis, MaxPool, GlobalAveragePool, Flatten, layout-keeping "
-             "Reshape and Softmax"};
+             "Reshape, Softmax and LayerNormalization"};
 
 static bool is_act(const lt *L, int id)
 {
     ts_tensor_kind k = ts_graph_get_tensor(L->g, id)->kind;
     return k == TS_TENSOR_ACTIVATION || k == TS_TENSOR_INPUT;
+}
+
+/* An Add of an activation and a weight of the same shape (ViT's position embedding): the weight
+ * is laid out as a graph input is and added as a second activation; its index, else -1. */
+static int full_weight(const lt *L, const ts_graph_node *nd)
+{
+    for (int i = 0; i < 2 && nd->op == TS_OP_ADD && nd->nin == 2; i++) {
+        const ts_graph_tensor *w = ts_graph_get_tensor(L->g, nd->in[i]), *a = ts_graph_get_tensor(L->g, nd->in[1 - i]);
+        if (!is_act(L, nd->in[i]) && is_act(L, nd->in[1 - i]) && w->rank == a->rank && a->rank != 4 &&
+            !memcmp(w->dims, a->dims, (size_t)a->rank * sizeof *a->dims) && ts_graph_tensor_elems(w) > 1)
+            return nd->in[i];
+    }
+    return -1;
 }
 
 /* Node ni: its activations that are graph inputs placed on first use (a Conv lays its own out),
@@ -169,6 +302,10 @@ static ts_status lower_node(lt *L, int ni)
     ts_status rc = ts_lower_refused(L->err, L->g, nd, &tsp_ops);
     if (rc != TS_OK)
         return rc;
+    if (nd->op == TS_OP_TRANSPOSE && wt_folds(L->g, nd)) { /* the MatMuls read the weight as B[n][k] */
+        ts_lower_tsp_layer *ly = layer(L, ni);
+        return ly ? TS_OK : ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    }
     bool binary = nd->op == TS_OP_ADD || nd->op == TS_OP_SUB || nd->op == TS_OP_MUL || nd->op == TS_OP_DIV;
     bool moves = nd->op == TS_OP_CONCAT || nd->op == TS_OP_SLICE || nd->op == TS_OP_TRANSPOSE || nd->op == TS_OP_EXPAND;
     size_t nact = binary ? 2 : nd->op == TS_OP_CONCAT ? nd->nin : nd->op == TS_OP_CONV || nd->nin == 0 ? 0 : 1;
@@ -185,18 +322,29 @@ static ts_status lower_node(lt *L, int ni)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     ly->macs = ts_graph_node_macs(L->g, ni);
     switch (nd->op) {
+    case TS_OP_TRANSPOSE:
+        if (!keeps_channels(L->g, nd) && !img_unflat(L->g, nd)) { /* Kᵀ, read by the MatMul after it (kt_folds) */
+            ly->first = ly->last = 0;
+            return TS_OK;
+        }
+        if ((keeps_order(L->g, nd) || img_unflat(L->g, nd)) && L->t[nd->in[0]].placed)
+            return lower_rename(L, nd, ly);
+        return lt_lower_product(L, nd, ly);
     case TS_OP_MATMUL:
     case TS_OP_GEMM:
     case TS_OP_CONV:
     case TS_OP_CONCAT:
     case TS_OP_SLICE:
-    case TS_OP_TRANSPOSE:
     case TS_OP_EXPAND:
         return lt_lower_product(L, nd, ly);
-    case TS_OP_ADD:
-        if (!is_act(L, nd->in[0]) || !is_act(L, nd->in[1]))
+    case TS_OP_ADD: {
+        int fw = full_weight(L, nd);
+        if (fw >= 0 && !L->t[fw].placed && (rc = lt_place_input(L, fw, nd)) != TS_OK)
+            return rc;
+        if (fw < 0 && (!is_act(L, nd->in[0]) || !is_act(L, nd->in[1])))
             return lt_lower_ewise(L, nd, ly);
         return lt_lower_elem(L, nd, ly);
+    }
     case TS_OP_RELU:
         return lt_lower_elem(L, nd, ly);
     case TS_OP_CLIP:
@@ -211,11 +359,16 @@ static ts_status lower_node(lt *L, int ni)
         return lt_lower_maxpool(L, nd, ly);
     case TS_OP_GLOBALAVGPOOL:
         return lt_lower_gap(L, nd, ly);
-    case TS_OP_FLATTEN:
     case TS_OP_RESHAPE:
+        if (lt_reshape_moves(L->g, nd))
+            return lt_lower_product(L, nd, ly);
+        return lower_rename(L, nd, ly);
+    case TS_OP_FLATTEN:
         return lower_rename(L, nd, ly);
     case TS_OP_SOFTMAX:
         return lt_lower_softmax(L, nd, ly);
+    case TS_OP_LAYERNORM:
+        return lt_lower_layernorm(L, nd, ly);
     default: /* refused above, but HardSwish */
         if (lt_is_hardswish(nd))
             return lt_lower_ewise(L, nd, ly);
@@ -419,6 +572,10 @@ static void lt_free(lt *L, size_t nt)
     ts_free(L->u);
     ts_free(L->pd);
     ts_free(L->layers);
+    for (size_t i = 0; i < L->ncats; i++)
+        ts_free(L->cats[i].img);
+    ts_free(L->cats);
+    ts_free(L->onehot.ready);
     for (int h = 0; h < 2; h++)
         for (int k = 0; k < 2; k++)
             ts_free(L->al[h][k].v);
@@ -446,8 +603,13 @@ static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t 
     ts_status rc = lt_init(&L, g, P, err);
     static const uint32_t slack[FETCH_TRIES] = {0, 20, 20, 40};
     L.fetch_slack = slack[k];
-    if (k >= 2 && L.fwin > P->superlanes * P->lanes / IW_STREAMS + 1)
-        L.fwin = P->superlanes * P->lanes / IW_STREAMS + 1;
+    /* the shorter window still fits a 20-cycle install, and the all-ones f16 block's reads from
+     * each west slice in a row (softmax.c: 4 on a 2-superlane chip with 16 slices) */
+    uint32_t w2 = P->superlanes * P->lanes / IW_STREAMS + 1, w1 = (uint32_t)ts_geom_cdiv(2 * (uint64_t)L.VL, L.nW) + 1;
+    if (w1 > w2)
+        w2 = w1;
+    if (k >= 2 && L.fwin > w2)
+        L.fwin = w2;
     *fetch_failed = false;
     for (size_t i = 0; i < nn && rc == TS_OK; i++)
         rc = lower_node(&L, (int)i);

@@ -7,7 +7,8 @@
  *                the images of initial data, graph inputs
  *   products.c   MatMul, Gemm and Conv as streamed matrix products on the west MXM planes
  *   vxm_ops.c    Relu, Add, MaxPool and GlobalAveragePool on the VXM
- *   softmax.c    Softmax on the VXM, with the row sum on plane W1
+ *   softmax.c    Softmax on the VXM, with the row sum on plane W1 (its all-ones f16 block)
+ *   layernorm.c  LayerNormalization on the VXM, with the row sums on plane W1
  *   concat.c     Concat, Slice, Transpose (keeping the channel axis) and Expand as products of
  *                their inputs with 0/1 blocks (products.c runs them)
  *   ewise.c      elementwise operators in f32 on the VXM: Clip, Sigmoid, Tanh, HardSwish, Gelu, and
@@ -95,6 +96,9 @@ typedef struct tens {
     int owner;              /* tensor whose region this is (aliases), else itself */
 } tens;
 
+/* The 0/1 rows of a moving operator laid out once (products.c: cat_rows). */
+typedef struct lt_rows { uint8_t *img; uint64_t rows; uint32_t woff, wbase; } lt_rows;
+
 typedef struct lt {
     const ts_graph *g;
     const ts_tsp_target *tg;
@@ -125,6 +129,12 @@ typedef struct lt {
     uint64_t fetches;
     bool text_short;       /* the instruction text does not fit in MEM (ifetch.c): no later try helps */
     uint32_t fetch_slack;  /* entries a queue asks for text ahead of its own count (ifetch.c; 0 on the first try) */
+    lt_rows *cats; size_t ncats, capcats; /* the 0/1 rows laid out so far (owned) */
+    tens onehot;           /* the one-hot vectors of A V's transposes (products.c; ready owned) */
+#define LT_ZC_MAX 64
+    uint32_t zc[LT_ZC_MAX][3]; uint32_t nzc; /* products' words without a bias laid out: tiles, scale bits, word */
+#define LT_ONES_MAX 8
+    uint32_t ones[LT_ONES_MAX][2]; uint32_t nones; /* the all-ones f16 rows laid out: width, word (softmax.c) */
     bool mono;             /* a batch > 1: the VXM groups of one operator are searched from the cycle the one
                             * before it took (a batch's first images finish while the VXM is busy with the
                             * others: searching each group from its inputs' cycle costs O(groups x cycles)) */
@@ -258,6 +268,10 @@ ts_status lt_place_input(lt *L, int id, const ts_graph_node *nd);
 
 void lt_span(ts_lower_tsp_layer *y, uint64_t a, uint64_t b);
 int lt_fused_relu(const lt *L, int out);
+/* The Transpose whose input's vectors are MatMul mm's blocks' rows (Kᵀ), or NULL. */
+const ts_graph_node *lt_kt_source(const ts_graph *g, const ts_graph_node *mm);
+/* The Transpose of a 2-D weight MatMul mm reads as B[n][k], or NULL. */
+const ts_graph_node *lt_wt_source(const ts_graph *g, const ts_graph_node *mm);
 
 /* ---- Concat, Slice, Transpose, Expand as products (concat.c): 0/1 blocks on the planes ---- */
 
@@ -274,9 +288,13 @@ typedef struct lt_cat {
     int64_t ax, off[LT_CAT_MAX];    /* Concat: the axis, each input's offset along it */
     int64_t start[TS_GRAPH_MAX_RANK], step[TS_GRAPH_MAX_RANK]; /* Slice, per axis */
     int64_t perm[TS_GRAPH_MAX_RANK]; /* Transpose: output axis k is input axis perm[k] */
+    int rs;                         /* Reshape: 1 splits each input pixel's channels into G pixels, 2 joins
+                                     * G pixels' channels into one (attention's heads), 0 neither */
+    int64_t G, Z, Cin, Cout;        /* ... G, groups of Cout (split) or Cin (join) channels per tile Z */
 } lt_cat;
 
 ts_status lt_cat_shape(lt *L, const ts_graph_node *nd, lt_cat *c, uint32_t *M, uint32_t *N);
+bool lt_reshape_moves(const ts_graph *g, const ts_graph_node *nd);
 int lt_cat_input(const lt_cat *c, uint32_t kt);
 int64_t lt_cat_vec(const lt_cat *c, uint32_t m, uint32_t kt);
 bool lt_cat_one(const lt_cat *c, uint32_t n, uint32_t kt, uint32_t l, uint32_t VL, uint32_t N);
@@ -290,6 +308,8 @@ ts_status lt_lower_elem(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
 ts_status lt_lower_maxpool(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
 ts_status lt_lower_gap(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
 ts_status lt_lower_softmax(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
+ts_status lt_lower_layernorm(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
+ts_status lt_ones_block(lt *L, const ts_graph_node *nd, uint32_t N, ts_lower_tsp_layer *ly, uint64_t *T);
 ts_status lt_lower_ewise(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly);
 bool lt_is_hardswish(const ts_graph_node *nd);
 

@@ -33,7 +33,13 @@ typedef struct prod {
     ts_geom_window w;        /* a conv's geometry (zeros for a matrix product) */
     uint32_t G, Cg, Mg;      /* a conv's groups, input and output channels per group (1, C, M: none) */
     int kind;                /* 0 matrix (B[k][n]), 1 matrix transposed (B[n][k]), 2 conv, 3 conv on host im2col,
-                              * 4 Concat, Slice, Transpose, Expand (0/1 blocks, concat.c) */
+                              * 4 Concat, Slice, Transpose, Expand (0/1 blocks, concat.c), 5 a MatMul of two
+                              * activations (block rows read from the second's vectors) */
+    tens *r;                 /* kind 5: the tensor whose vectors are the blocks' rows */
+    int rid;
+    uint32_t H, Mh;          /* kind 5: heads (batches), rows of A per head */
+    uint64_t sh, sn;         /* kind 5: row n of head h is r's pixel h sh + n sn */
+    bool tb;                 /* kind 5: r is B itself, its transpose to be computed first (transpose_rows) */
     lt_cat cat;              /* kind 4: the inputs */
     bool relu;
     float scale;
@@ -50,6 +56,8 @@ static int64_t act_vec(const prod *p, uint32_t m, uint32_t kt)
 {
     if (p->kind == 4)
         return lt_cat_vec(&p->cat, m, kt);
+    if (p->kind == 5) /* a head's rows meet its own blocks only */
+        return m / p->Mh == kt / p->CT ? (int64_t)m * p->CT + kt % p->CT : -1;
     if (p->kind != 2)
         return (int64_t)m * p->CT + kt;
     uint32_t tap = kt / p->CT, c = kt % p->CT;
@@ -120,6 +128,19 @@ static void wgt_row(const prod *p, const ts_graph_tensor *wt, uint32_t n, uint32
 static uint32_t tile_rows(const prod *p, uint32_t nt, uint32_t VL)
 {
     return p->N - nt * VL < VL ? p->N - nt * VL : VL;
+}
+
+/* The first of block (nt, kt)'s rows in the product's rows (tile by tile, block by block; a
+ * moving operator stores only the blocks it uses: a Slice of 768 of 2304 channels uses 2 of 8). */
+static uint64_t blk_row0(const prod *p, uint32_t nt, uint32_t kt, uint32_t VL)
+{
+    if (p->kind != 4)
+        return (uint64_t)nt * VL * p->KT + (uint64_t)kt * tile_rows(p, nt, VL);
+    uint64_t g = 0;
+    for (uint32_t a = 0; a <= nt; a++)
+        for (uint32_t b = 0; b < p->KT && (a < nt || b < kt); b++)
+            g += blk_used(p, a, b, VL) ? tile_rows(p, a, VL) : 0;
+    return g;
 }
 
 /* ---- geometry ---- */
@@ -209,21 +230,63 @@ static ts_status conv_shape(lt *L, const ts_graph_node *nd, prod *p, tens *im2)
     return TS_OK;
 }
 
+/* A MatMul of two activations A [H, M, K] x B [H, K, N] (or without H), B the Transpose of an
+ * activation X whose channel axis is B's reduction axis (lt_kt_source): row n of head h of every
+ * block is X's vector for (h, n), read from MEM when it is ready, so Kᵀ is never computed. A head's
+ * rows of A meet its own blocks only (act_vec). Lanes past K meet each other, so X must hold zeros
+ * there, as every producer lt_kt_source accepts leaves them. */
+static ts_status act_shape(lt *L, const ts_graph_node *nd, prod *p)
+{
+    int xr, br, r;
+    const int64_t *xd = lt_dims(L, nd->in[0], &xr), *bd = lt_dims(L, nd->in[1], &br);
+    const ts_graph_node *tr = lt_kt_source(L->g, nd);
+    if ((xr != 2 && xr != 3) || br != xr || (xr == 3 && xd[0] != bd[0]) || xd[xr - 1] != bd[xr - 2])
+        return ts_lower_fail(L->err, nd, "the TSP lowering takes A [H, M, K] times B [H, K, N]");
+    p->rid = tr ? tr->in[0] : nd->in[1];
+    p->r = &L->t[p->rid];
+    p->tb = !tr;
+    const int64_t *td = lt_dims(L, p->rid, &r);
+    uint64_t st[TS_GRAPH_MAX_RANK], k = 1; /* the strides of X's pixel axes */
+    for (int a = r - 1; a >= 0; a--) {
+        st[a] = a == r - 1 ? 0 : k;
+        k *= a == r - 1 ? 1 : (uint64_t)td[a];
+    }
+    p->H = xr == 3 ? (uint32_t)xd[0] : 1;
+    p->Mh = (uint32_t)xd[xr - 2];
+    p->sh = tr && xr == 3 ? st[tr->attrs.perm[0]] : 0;
+    p->sn = tr ? st[tr->attrs.perm[xr - 1]] : 0; /* B itself: set by transpose_rows */
+    p->M = p->H * p->Mh;
+    p->K = (uint32_t)xd[xr - 1];
+    p->N = (uint32_t)bd[xr - 1];
+    p->kind = 5;
+    p->x = &L->t[nd->in[0]];
+    if (!p->r->placed || !p->x->placed)
+        return ts_lower_fail(L->err, nd, "its inputs are not int8 activations the lowering placed");
+    p->CT = p->x->T;
+    p->KT = p->H * p->CT;
+    return TS_OK;
+}
+
 /* A MatMul's or Gemm's geometry: an activation (its last axis the reduction, the others its rows;
  * not an NCHW image) times a 2-D weight (Gemm: B maybe transposed, a bias of N elements). */
 static ts_status matmul_shape(lt *L, const ts_graph_node *nd, prod *p)
 {
-    const ts_graph_tensor *wt = ts_graph_get_tensor(L->g, nd->in[1]);
+    const ts_graph_node *wtr = nd->op == TS_OP_MATMUL ? lt_wt_source(L->g, nd) : NULL;
+    if (wtr)
+        p->wid = wtr->in[0];
+    const ts_graph_tensor *wt = ts_graph_get_tensor(L->g, p->wid);
     int xr, wr_;
     const int64_t *xd = lt_dims(L, nd->in[0], &xr);
     const int64_t *wd = lt_dims(L, p->wid, &wr_);
+    if (nd->op == TS_OP_MATMUL && wt->kind != TS_TENSOR_WEIGHT && wt->kind != TS_TENSOR_CONST)
+        return act_shape(L, nd, p);
     if (xr < 1 || xr == 4 || wr_ != 2 || (wt->kind != TS_TENSOR_WEIGHT && wt->kind != TS_TENSOR_CONST))
         return ts_lower_fail(L->err, nd, "the TSP lowering takes an activation times a 2-D weight");
     p->M = 1;
     for (int k = 0; k + 1 < xr; k++)
         p->M *= (uint32_t)xd[k];
     p->K = (uint32_t)xd[xr - 1];
-    bool tb = nd->op == TS_OP_GEMM && nd->attrs.trans_b;
+    bool tb = (nd->op == TS_OP_GEMM && nd->attrs.trans_b) || wtr;
     p->N = (uint32_t)(tb ? wd[0] : wd[1]);
     p->kind = tb ? 1 : 0;
     if (nd->op == TS_OP_GEMM && nd->nin > 2) {
@@ -259,8 +322,9 @@ static ts_status cat_shape(lt *L, const ts_graph_node *nd, prod *p)
 
 /* Where one product's data lives. */
 typedef struct pmem {
-    uint32_t woff, wbase;    /* weight rows, tile by tile and block by block: row g is in west slice
-                              * (woff + g) mod nW, word wbase + (woff + g) / nW */
+    uint32_t woff, wbase;    /* weight rows, tile by tile and block by block: row g is in slice
+                              * wfirst + (woff + g) mod wn, word wbase + (woff + g) / wn */
+    uint32_t wfirst, wn;     /* the west slices (0, nW), or the east ones (nW, nE) when the west is full */
     uint32_t cbase;          /* bias (4 byte planes per output tile) then scale (4), every east slice */
     uint64_t nparts;         /* partial-sum words (4 per output vector), 0 for one reduction block */
     uint32_t hE;             /* east slices per partial-sum buffer */
@@ -268,48 +332,118 @@ typedef struct pmem {
     uint64_t pav;            /* the buffers may be written after this cycle */
 } pmem;
 
+/* The 0/1 rows of a Concat, Slice, Transpose, Expand or Reshape: the same as an earlier one's
+ * (every layer of BERT moves its values alike: 12 layers' blocks would not fit) are read from where
+ * that one's are; else they are laid out as weights are and remembered. */
+static ts_status cat_rows(lt *L, const prod *p, pmem *m, uint64_t rows, bool *done)
+{
+    uint32_t VL = L->VL;
+    uint8_t *buf = ts_calloc((size_t)(rows ? rows : 1), VL);
+    if (!buf || ts_grow((void **)&L->cats, &L->capcats, L->ncats + 1, sizeof *L->cats)) {
+        ts_free(buf);
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    }
+    uint64_t g = 0;
+    for (uint32_t nt = 0; nt < p->NT; nt++)
+        for (uint32_t kt = 0; kt < p->KT; kt++)
+            for (uint32_t r = 0; r < tile_rows(p, nt, VL) && blk_used(p, nt, kt, VL); r++, g++)
+                for (uint32_t l = 0; l < VL; l++)
+                    buf[g * VL + l] = lt_cat_one(&p->cat, nt * VL + r, kt, l, VL, p->N);
+    for (size_t i = 0; i < L->ncats; i++)
+        if (L->cats[i].rows == rows && !memcmp(L->cats[i].img, buf, (size_t)rows * VL)) {
+            m->woff = L->cats[i].woff;
+            m->wbase = L->cats[i].wbase;
+            ts_free(buf);
+            *done = true;
+            return TS_OK;
+        }
+    L->cats[L->ncats++] = (lt_rows){.img = buf, .rows = rows, .woff = m->woff};
+    *done = false;
+    return TS_OK;
+}
+
 /* The valid rows of every block, striped over the west MEM (fresh words of bank 1). */
 static ts_status weights(lt *L, const prod *p, pmem *m)
 {
     uint32_t VL = L->VL;
-    uint64_t rows = 0;
-    for (uint32_t nt = 0; nt < p->NT; nt++)
-        rows += (uint64_t)tile_rows(p, nt, VL) * p->KT;
+    if (p->kind == 5) /* the rows are the second input's vectors */
+        return TS_OK;
+    uint64_t rows = blk_row0(p, p->NT - 1, p->KT - 1, VL) +
+                    (p->kind != 4 || blk_used(p, p->NT - 1, p->KT - 1, VL) ? tile_rows(p, p->NT - 1, VL) : 0);
     m->woff = L->rot % L->nW;
+    m->wfirst = 0;
+    m->wn = L->nW;
+    bool done = false;
+    ts_status rc;
+    if (p->kind == 4 && ((rc = cat_rows(L, p, m, rows, &done)) != TS_OK || done))
+        return rc;
     uint32_t wwords = (uint32_t)ts_geom_cdiv(m->woff + rows, L->nW);
     uint64_t wav;
     char what[96];
     snprintf(what, sizeof what, "weights '%s'", p->wid >= 0 ? ts_graph_get_tensor(L->g, p->wid)->name : "(0/1 blocks)");
-    ts_status rc = lt_region(L, 0, wwords, what, p->nd, true, 1, &m->wbase, &wav);
+    rc = lt_region(L, 0, wwords, what, p->nd, true, 1, &m->wbase, &wav);
+    if (rc == TS_EINPUT && p->kind != 4 && L->err) {
+        /* the west MEM is full (ViT's last layer): the east slices hold the rows, read westward
+         * through the VXM to the planes; where neither has room, the west's shortfall is told */
+        ts_err west = *L->err;
+        west.detail = NULL;
+        ts_err_free(L->err);
+        ts_err_init(L->err);
+        m->woff = L->rot % L->nE;
+        m->wfirst = L->nW;
+        m->wn = L->nE;
+        uint32_t ewords = (uint32_t)ts_geom_cdiv(m->woff + rows, L->nE);
+        if ((rc = lt_region(L, 1, ewords, what, p->nd, true, 1, &m->wbase, &wav)) != TS_OK) {
+            ts_err_free(L->err);
+            *L->err = west;
+            return rc;
+        }
+        wwords = ewords;
+    }
     image im;
-    if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nW, m->wbase, wwords)) != TS_OK)
+    if (rc != TS_OK || (rc = lt_img_init(L, &im, m->wn, m->wbase, wwords)) != TS_OK)
         return rc;
+    if (p->kind == 4)
+        L->cats[L->ncats - 1].wbase = m->wbase;
     const ts_graph_tensor *wt = p->wid >= 0 ? ts_graph_get_tensor(L->g, p->wid) : NULL;
     uint64_t g = 0;
     for (uint32_t nt = 0; nt < p->NT; nt++)
         for (uint32_t kt = 0; kt < p->KT; kt++) {
-            uint32_t nv = tile_rows(p, nt, VL);
+            uint32_t nv = p->kind == 4 && !blk_used(p, nt, kt, VL) ? 0 : tile_rows(p, nt, VL);
             for (uint32_t r = 0; r < nv; r++, g++) {
                 uint64_t k = m->woff + g;
-                uint8_t *row = im.s[k % L->nW] + (size_t)(k / L->nW) * VL;
-                for (uint32_t l = 0; l < VL && p->kind == 4; l++)
-                    row[l] = lt_cat_one(&p->cat, nt * VL + r, kt, l, VL, p->N);
+                uint8_t *row = im.s[k % m->wn] + (size_t)(k / m->wn) * VL;
+                if (p->kind == 4)
+                    memcpy(row, L->cats[L->ncats - 1].img + g * VL, VL);
                 if (p->kind != 4)
                     wgt_row(p, wt, nt * VL + r, kt, VL, row);
             }
         }
-    if ((rc = lt_img_flush(L, &im, 0)) != TS_OK)
+    if ((rc = lt_img_flush(L, &im, m->wfirst)) != TS_OK)
         return rc;
-    L->words_used += (uint64_t)wwords * L->nW;
+    L->words_used += (uint64_t)wwords * m->wn;
     return TS_OK;
 }
 
 /* Bias and scale, replicated in every east slice (4 byte planes per tile of outputs). */
 static ts_status consts(lt *L, const prod *p, pmem *m)
 {
-    uint32_t VL = L->VL, cwords = 4 * p->NT + 4;
+    uint32_t VL = L->VL, cwords = 4 * p->NT + 4, sb;
     uint64_t cav;
+    memcpy(&sb, &p->scale, 4);
+    /* without a bias the words depend on the tiles and the scale alone: laid out once (BERT's moves
+     * and attention products, 12 layers of them, would take the east MEM a batch of 4 needs) */
+    for (uint32_t i = 0; p->bid < 0 && i < L->nzc; i++)
+        if (L->zc[i][0] == p->NT && L->zc[i][1] == sb) {
+            m->cbase = L->zc[i][2];
+            return TS_OK;
+        }
     ts_status rc = lt_region(L, 1, cwords, "the bias and scale", p->nd, true, 0, &m->cbase, &cav);
+    if (rc == TS_OK && p->bid < 0 && L->nzc < LT_ZC_MAX) {
+        L->zc[L->nzc][0] = p->NT;
+        L->zc[L->nzc][1] = sb;
+        L->zc[L->nzc++][2] = m->cbase;
+    }
     image im;
     if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nE, m->cbase, cwords)) != TS_OK)
         return rc;
@@ -322,8 +456,6 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
             for (int by = 0; by < 4; by++)
                 im.s[e][((size_t)(4 * (n / VL) + (uint32_t)by)) * VL + n % VL] = (uint8_t)((uint32_t)b >> (8 * by));
         }
-        uint32_t sb;
-        memcpy(&sb, &p->scale, 4);
         for (uint32_t l = 0; l < VL; l++)
             for (int by = 0; by < 4; by++)
                 im.s[e][((size_t)(4 * p->NT + (uint32_t)by)) * VL + l] = (uint8_t)(sb >> (8 * by));
@@ -361,6 +493,7 @@ typedef struct psched {
     ts_lower_tsp_layer *ly;
     uint32_t *firstk, *lastk; /* per output vector and tile: its first and last block with an input */
     uint32_t *rmem, *rword;   /* the current block's rows: slice and word */
+    uint64_t *rlb;            /* kind 5: ... and the cycle each may be read from */
     uint64_t *pready;         /* per output vector and tile: partial sum readable from */
     uint8_t *pbuf;            /* ... and the buffer holding it */
     uint64_t rd_last;         /* the last read of the input */
@@ -375,14 +508,63 @@ typedef struct psched {
 typedef struct install_arg {
     int pl;
     const uint32_t *rows_mem, *rows_word;
+    const uint64_t *rows_lb; /* per row: the cycle its read may issue from (an activation's), NULL: 0 */
+    const uint8_t *per;      /* with rows_lb: rows installed in each cycle (rows_plan) */
+    uint32_t ncyc;           /* ... over this many cycles */
     uint32_t nvalid, tag;
 } install_arg;
+
+/* An activation's rows lie in any slices, and one slice reads one word a cycle: each cycle of the
+ * install takes the next rows up to 16 while their slices differ (an iw of fewer streams);
+ * returns the cycles. (Q Kᵀ of BERT's [S, h, d] keys: rows 12 vectors apart, 11 rows to a cycle.) */
+static uint32_t rows_plan(const lt *L, const uint32_t *rmem, uint32_t nvalid, uint8_t *per)
+{
+    uint32_t c = 0;
+    for (uint32_t r = 0; r < L->VL; c++) {
+        uint64_t used[4] = {0}; /* slices up to 256 */
+        uint32_t n = 0;
+        while (r < L->VL && n < IW_STREAMS) {
+            if (r < nvalid) {
+                uint32_t m = rmem[r] & 255;
+                if ((used[m >> 6] >> (m & 63)) & 1)
+                    break;
+                used[m >> 6] |= 1ull << (m & 63);
+            }
+            n++;
+            r++;
+        }
+        per[c] = (uint8_t)n;
+    }
+    return c;
+}
+
+/* try_install for rows read from an activation: a->per[c] rows in cycle c. */
+static bool try_install_rows(lt *L, const install_arg *a, uint64_t I)
+{
+    uint32_t pp = L->tg->pos_mxm_w[a->pl], q = L->tg->q_mxm + L->tg->mxm_queues * (uint32_t)a->pl, r = 0;
+    for (uint32_t c = 0; c < a->ncyc; c++) {
+        uint64_t t = I + c;
+        if (!lt_take(L, &L->q[q].issue, t))
+            return false;
+        for (uint32_t i = 0; i < a->per[c]; i++, r++) {
+            if (!lt_take_stream(L, WEST, (int)i, t, pp))
+                return false;
+            if (r < a->nvalid ? !lt_rd(L, a->rows_mem[r], a->rows_word[r], t, pp, WEST, (int)i, a->tag, a->rows_lb[r])
+                              : !lt_rd_any(L, 0, 0, t, pp, WEST, (int)i, a->tag))
+                return false;
+        }
+        E1(L, q, t, LT_IW, L->tg->reg.i8, lt_sreg(L, WEST, 0), (int32_t)a->per[c], (int32_t)a->tag);
+    }
+    return true;
+}
 
 static bool try_install(lt *L, const void *arg, uint64_t I, uint64_t *w)
 {
     const install_arg *a = arg;
     uint32_t pp = L->tg->pos_mxm_w[a->pl], q = L->tg->q_mxm + L->tg->mxm_queues * (uint32_t)a->pl;
     (void)w;
+    if (a->rows_lb)
+        return try_install_rows(L, a, I);
     for (uint32_t c = 0; c < L->VL / IW_STREAMS; c++) {
         uint64_t t = I + c;
         if (!lt_take(L, &L->q[q].issue, t))
@@ -410,16 +592,26 @@ static ts_status install_block(lt *L, psched *s)
     if (s->np == 1)
         L->next_plane ^= 1;
     s->lbs[0] = s->lbs[1] = s->last_abcs[0] = s->last_abcs[1] = 0;
+    uint8_t per[TS_TSP_TARGET_MAX_STREAMS * 64];
+    uint32_t ncyc = L->VL / IW_STREAMS;
+    if (s->p->kind == 5 && L->VL <= sizeof per)
+        ncyc = rows_plan(L, s->rmem, s->nv, per);
     for (int j = 0; j < s->np; j++) {
         install_arg a = {.pl = s->planes[j], .rows_mem = s->rmem, .rows_word = s->rword, .nvalid = s->nv,
+                         .rows_lb = s->p->kind == 5 ? s->rlb : NULL, .per = per, .ncyc = ncyc,
                          .tag = lt_new_tag(L)};
         uint64_t I = L->plane_busy[a.pl], w;
+        for (uint32_t r = 0; a.rows_lb && r < s->nv; r++) /* row r is read about r / 16 cycles after I */
+            if (a.rows_lb[r] > I + L->VL / IW_STREAMS)
+                I = a.rows_lb[r] - L->VL / IW_STREAMS;
         ts_status rc = lt_search(L, try_install, &a, NULL, &I, &w, s->p->nd, true);
+        if (rc == TS_OK && a.rows_lb && L->rdmax > s->p->r->last_read)
+            s->p->r->last_read = L->rdmax;
         if (rc != TS_OK)
             return rc;
-        lt_span(s->ly, I, I + L->VL / IW_STREAMS);
+        lt_span(s->ly, I, I + ncyc);
         s->ly->blocks++;
-        s->lbs[j] = I + L->VL / IW_STREAMS - 1 + L->tg->d_func.iw;
+        s->lbs[j] = I + ncyc - 1 + L->tg->d_func.iw;
         s->last_abcs[j] = I;
     }
     return TS_OK;
@@ -619,11 +811,18 @@ static ts_status sched_blocks(lt *L, psched *s)
         for (s->nt = 0; s->nt < p->NT; s->nt++) {
             s->nv = tile_rows(p, s->nt, VL);
             /* rows are stored tile by tile, block by block; only the last tile is short */
-            uint64_t g = (uint64_t)s->nt * VL * p->KT + (uint64_t)s->kt * s->nv;
-            for (uint32_t r = 0; r < s->nv; r++) {
+            uint64_t g = blk_row0(p, s->nt, s->kt, VL);
+            for (uint32_t r = 0; r < s->nv && p->kind == 5; r++) {
+                /* row n of head h: the second input's vector for (h, n), this block's channel tile */
+                uint64_t h = s->kt / p->CT, v = (h * p->sh + (uint64_t)(s->nt * VL + r) * p->sn) * p->r->T +
+                                                s->kt % p->CT;
+                lt_slot(L, p->r, v, &s->rmem[r], &s->rword[r]);
+                s->rlb[r] = p->r->ready[v];
+            }
+            for (uint32_t r = 0; r < s->nv && p->kind != 5; r++) {
                 uint64_t k = s->m.woff + g + r;
-                s->rmem[r] = (uint32_t)(k % L->nW);
-                s->rword[r] = s->m.wbase + (uint32_t)(k / L->nW);
+                s->rmem[r] = s->m.wfirst + (uint32_t)(k % s->m.wn);
+                s->rword[r] = s->m.wbase + (uint32_t)(k / s->m.wn);
             }
             bool any = false;
             for (uint32_t m = s->m0; m < s->m1 && !any && blk_used(p, s->nt, s->kt, VL); m++)
@@ -645,11 +844,12 @@ static ts_status psched_init(lt *L, psched *s)
     s->lastk = ts_calloc((size_t)p->M * p->NT, sizeof *s->lastk);
     s->rmem = ts_calloc(L->VL, sizeof *s->rmem);
     s->rword = ts_calloc(L->VL, sizeof *s->rword);
+    s->rlb = ts_calloc(L->VL, sizeof *s->rlb);
     if (p->KT > 1) {
         s->pready = ts_calloc(p->M * p->NT, sizeof *s->pready);
         s->pbuf = ts_calloc(p->M * p->NT, 1);
     }
-    if (!s->firstk || !s->lastk || !s->rmem || !s->rword || (p->KT > 1 && (!s->pready || !s->pbuf)))
+    if (!s->firstk || !s->lastk || !s->rmem || !s->rword || !s->rlb || (p->KT > 1 && (!s->pready || !s->pbuf)))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     for (uint32_t m = 0; m < p->M; m++)
         for (uint32_t nt = 0; nt < p->NT; nt++) {
@@ -671,6 +871,7 @@ static void psched_free(psched *s)
     ts_free(s->lastk);
     ts_free(s->rmem);
     ts_free(s->rword);
+    ts_free(s->rlb);
     ts_free(s->pready);
     ts_free(s->pbuf);
 }
@@ -723,13 +924,83 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
     return rc;
 }
 
+/* ---- a MatMul's second activation transposed on the planes ---- */
+
+/* A tensor of P pixels x C channels in a region of the west MEM that is not a graph tensor's (the
+ * one-hot vectors, Bᵀ); fresh: initial data. */
+static ts_status place_temp(lt *L, const ts_graph_node *nd, tens *x, uint32_t P, uint32_t C, const char *what,
+                            bool fresh, int bank)
+{
+    memset(x, 0, sizeof *x);
+    x->P = P;
+    x->C = C;
+    x->T = (uint32_t)ts_geom_cdiv(C, L->VL);
+    x->off = L->rot % L->nW;
+    x->nw = (uint32_t)ts_geom_cdiv((uint64_t)x->off + (uint64_t)P * x->T, L->nW);
+    ts_status rc = lt_region(L, 0, x->nw, what, nd, fresh, bank, &x->base, &x->avail);
+    if (rc != TS_OK)
+        return rc;
+    x->ready = ts_calloc((size_t)P * x->T, sizeof *x->ready);
+    if (!x->ready)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    x->placed = true;
+    x->owner = -1;
+    L->words_used += (uint64_t)x->nw * L->nW;
+    return TS_OK;
+}
+
+static void free_temp(lt *L, tens *x)
+{
+    if (x->placed && lt_al_put(lt_alloc_of(L, 0, x->base), x->base, x->nw, x->last_read))
+        L->oom = true;
+    ts_free(x->ready);
+    x->ready = NULL;
+    x->placed = false;
+}
+
+/* For A V (B = V not a Transpose the product can read through): Bᵀ [H, N, K] into *R, computed on
+ * the planes: the one-hot vectors e_j (L->onehot, initial data) streamed through blocks whose row k of
+ * head h is B's vector (h, k) give output lane k of (h, j) = B[h][k][j], with scale 1 (exact).
+ * Lanes of B past N meet e_j's zeros. Then p's rows are Bᵀ's vectors. */
+static ts_status transpose_rows(lt *L, prod *p, ts_lower_tsp_layer *ly, tens *R)
+{
+    uint32_t H = p->H, K = p->K, N = p->N, VL = L->VL;
+    tens *E = &L->onehot; /* laid out once: every layer's A V has the same heads and widths */
+    ts_status rc = TS_OK;
+    if (!E->placed || E->P != H * N || E->C != N) {
+        ts_free(E->ready);
+        image im;
+        if ((rc = place_temp(L, p->nd, E, H * N, N, "the one-hot vectors", true, 0)) != TS_OK ||
+            (rc = lt_img_init(L, &im, L->nW, E->base, E->nw)) != TS_OK)
+            return rc;
+        for (uint64_t m = 0; m < (uint64_t)H * N; m++) {
+            uint64_t j = m % N, k = E->off + m * E->T + j / VL;
+            im.s[k % L->nW][(size_t)(k / L->nW) * VL + j % VL] = 1;
+        }
+        rc = lt_img_flush(L, &im, 0);
+    }
+    if (rc != TS_OK ||
+        (rc = place_temp(L, p->nd, R, H * N, K, "the transposed second input", false, lt_bank_pref(L, p->x))) != TS_OK)
+        return rc;
+    prod t = {.nd = p->nd, .wid = -1, .bid = -1, .x = E, .y = R, .r = p->r, .rid = p->rid, .kind = 5, .H = H,
+              .Mh = N, .sh = K, .sn = 1, .M = H * N, .K = N, .N = K, .CT = E->T, .KT = H * E->T,
+              .NT = (uint32_t)ts_geom_cdiv(K, VL), .scale = 1.0f};
+    if ((rc = sched_product(L, &t, ly)) != TS_OK)
+        return rc;
+    p->r = R;
+    p->sh = N;
+    p->sn = 1;
+    return TS_OK;
+}
+
 /* ---- the operator ---- */
 
 /* MatMul, Gemm or Conv: its geometry, its output placed (a lone Relu after it fused: the Relu's
  * output is the product's), then its schedule; an im2col input laid out for it is freed after. */
 ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
 {
-    bool cat = nd->op == TS_OP_CONCAT || nd->op == TS_OP_SLICE || nd->op == TS_OP_TRANSPOSE || nd->op == TS_OP_EXPAND;
+    bool cat = nd->op == TS_OP_CONCAT || nd->op == TS_OP_SLICE || nd->op == TS_OP_TRANSPOSE || nd->op == TS_OP_EXPAND ||
+               nd->op == TS_OP_RESHAPE;
     prod p = {.nd = nd, .bid = -1, .wid = cat ? -1 : nd->in[1]};
     tens im2 = {0};
     int xid = nd->in[0], out = nd->out[0];
@@ -760,7 +1031,11 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
         L->t[out].ready = NULL;
         L->t[out].placed = false;
     }
-    rc = sched_product(L, &p, ly);
+    tens bt = {0};
+    rc = p.tb ? transpose_rows(L, &p, ly, &bt) : TS_OK;
+    if (rc == TS_OK)
+        rc = sched_product(L, &p, ly);
+    free_temp(L, &bt);
     if (p.kind == 3) {
         if (lt_al_put(lt_alloc_of(L, 0, im2.base), im2.base, im2.nw, im2.last_read))
             L->oom = true;
@@ -768,6 +1043,8 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     }
     if (rc != TS_OK)
         return rc;
+    if (p.kind == 5)
+        lt_release(L, p.rid);
     for (int i = 0; i < (cat ? p.cat.n : 1); i++) {
         int id = cat ? p.cat.ids[i] : xid;
         bool again = false; /* an input given twice is released once */

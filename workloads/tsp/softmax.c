@@ -9,6 +9,8 @@
  */
 #include "workloads/tsp/lower_tsp_int.h"
 
+#include <inttypes.h>
+
 /* The all-ones block on plane W1: row r is streams 2r (low bytes: zeros) and 2r + 1 (the high
  * byte of f16 1.0 in the first N lanes, word obase of every west slice). */
 typedef struct ones_arg { uint32_t N, obase, tag; } ones_arg;
@@ -36,7 +38,8 @@ static bool try_ones(lt *L, const void *arg, uint64_t I, uint64_t *w)
 /* Row m, its abc on plane W1 at cycle T (the plane busy for fp16_interval cycles). */
 typedef struct smax_arg {
     tens *x, *y;
-    uint32_t m, sword;
+    uint32_t m, sword, kword; /* the scale 1/16, and 127 */
+    bool i8;                 /* int8 out: 127 p (a MatMul reads it), else f16 */
 } smax_arg;
 
 static bool try_smax(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
@@ -89,14 +92,22 @@ static bool try_smax(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     int so;
     if (!lt_vop(L, LT_MUL, R->f32, 0, w0.t, &w0, &scl, -1, 0, tag, &w1, NULL) ||
         !lt_vop(L, LT_EXP, R->f32, 0, w1.t, &w1, NULL, -1, 0, tag, &e, NULL) || e.t != C ||
-        !lt_vop(L, LT_MUL, R->f32, 0, C, &e, &inv, -1, 0, tag, &pr, NULL) ||
-        !lt_vop(L, LT_CVT, R->f16, R->f32, pr.t, &pr, NULL, P_FROMV_W, 2, tag, &o, &so))
+        !lt_vop(L, LT_MUL, R->f32, 0, C, &e, &inv, -1, 0, tag, &pr, NULL))
         return false;
+    if (a->i8) { /* 127 p to int8: one byte plane */
+        val k, p8;
+        if (!lt_scale_in(L, a->kword, pr.t, tag, &k) ||
+            !lt_vop(L, LT_MUL, R->f32, 0, pr.t, &pr, &k, -1, 0, tag, &p8, NULL) ||
+            !lt_vop(L, LT_CVT, R->i8, R->f32, p8.t, &p8, NULL, P_FROMV_W, 1, tag, &o, &so))
+            return false;
+    } else if (!lt_vop(L, LT_CVT, R->f16, R->f32, pr.t, &pr, NULL, P_FROMV_W, 2, tag, &o, &so)) {
+        return false;
+    }
     uint64_t last = 0;
-    for (int b = 0; b < 2; b++) {
+    for (int b = 0; b < (a->i8 ? 1 : 2); b++) {
         uint32_t om, ow;
         uint64_t w;
-        lt_slot(L, y, (uint64_t)a->m * 2 + (uint64_t)b, &om, &ow);
+        lt_slot(L, y, (uint64_t)a->m * y->T + (uint64_t)b, &om, &ow);
         if (!lt_wr(L, om, ow, o.t, pv, WEST, so + b, tag, y->avail, &w))
             return false;
         if (w > last)
@@ -107,49 +118,78 @@ static bool try_smax(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     return true;
 }
 
-/* The constants: the scale 1/16 in every east slice (*cbase), the ones' high bytes in every west
- * slice (*obase). */
-static ts_status smax_consts(lt *L, const ts_graph_node *nd, uint32_t N, uint32_t *cbase, uint32_t *obase)
+/* The all-ones f16 block (rows and lanes below N) installed on plane W1 from its last use: the
+ * ones' high bytes in a fresh word of every west slice; *T the first cycle a pass may use it. */
+ts_status lt_ones_block(lt *L, const ts_graph_node *nd, uint32_t N, ts_lower_tsp_layer *ly, uint64_t *T)
 {
+    uint32_t obase = 0, rows_per = IW_STREAMS / 2, k = 0;
     uint64_t oav;
-    ts_status rc = lt_scale_const(L, nd, 1.0f / 16.0f, cbase);
-    if (rc != TS_OK || (rc = lt_region(L, 0, 1, "the ones", nd, true, 1, obase, &oav)) != TS_OK)
+    ts_status rc = TS_OK;
+    /* 2 VL rows' reads spread over the west slices, a slice's in consecutive cycles of its queue,
+     * which must keep a free cycle in every fetch window (a 2-superlane chip with 16 slices: 4 in a
+     * window of 4) */
+    if (L->fwin && ts_geom_cdiv(2 * (uint64_t)L->VL, L->nW) + 1 > L->fwin)
+        return ts_err_set(L->err, TS_EINPUT,
+                          "%s '%s': its all-ones f16 block needs %" PRIu64 " reads in a row from each of the %u west "
+                          "MEM slices, leaving no cycle for instruction fetch in a window of %u",
+                          ts_graph_op_name(nd->op), nd->name, ts_geom_cdiv(2 * (uint64_t)L->VL, L->nW), L->nW,
+                          L->fwin);
+    while (k < L->nones && L->ones[k][0] != N) /* one word per width: ViT has 37 of these operators */
+        k++;
+    if (k < L->nones) {
+        obase = L->ones[k][1];
+    } else {
+        if ((rc = lt_region(L, 0, 1, "the ones", nd, true, 1, &obase, &oav)) != TS_OK)
+            return rc;
+        image im;
+        if ((rc = lt_img_init(L, &im, L->nW, obase, 1)) != TS_OK)
+            return rc;
+        /* the high byte of f16 1.0 (0x3c00) in the first N lanes, in every west slice */
+        for (uint32_t i = 0; i < L->nW; i++)
+            for (uint32_t l = 0; l < N; l++)
+                im.s[i][l] = 0x3c;
+        if ((rc = lt_img_flush(L, &im, 0)) != TS_OK)
+            return rc;
+        if (L->nones < LT_ONES_MAX) {
+            L->ones[L->nones][0] = N;
+            L->ones[L->nones++][1] = obase;
+        }
+    }
+    ones_arg oa = {.N = N, .obase = obase, .tag = lt_new_tag(L)};
+    /* after the plane's last abc has stepped through every superlane: the plane's weights have one
+     * type at a time, and the abc checks it at every step */
+    uint64_t I = L->plane_busy[1] ? L->plane_busy[1] + L->tg->d_func.abc : 0, w;
+    if ((rc = lt_search(L, try_ones, &oa, NULL, &I, &w, nd, false)) != TS_OK)
         return rc;
-    image im;
-    if ((rc = lt_img_init(L, &im, L->nW, *obase, 1)) != TS_OK)
-        return rc;
-    /* the high byte of f16 1.0 (0x3c00) in the first N lanes, in every west slice */
-    for (uint32_t i = 0; i < L->nW; i++)
-        for (uint32_t l = 0; l < N; l++)
-            im.s[i][l] = 0x3c;
-    return lt_img_flush(L, &im, 0);
+    ly->blocks++;
+    lt_span(ly, I, I + L->VL / rows_per);
+    *T = I + L->VL / rows_per - 1 + L->tg->d_func.iw;
+    return TS_OK;
 }
 
 static ts_status sched_softmax(lt *L, const ts_graph_node *nd, tens *x, tens *y, uint32_t N, ts_lower_tsp_layer *ly)
 {
-    uint32_t VL = L->VL, cbase, obase, rows_per = IW_STREAMS / 2;
-    ts_status rc = smax_consts(L, nd, N, &cbase, &obase);
-    if (rc != TS_OK)
+    uint32_t cbase, kbase = 0;
+    uint64_t T, w;
+    bool i8 = y->T == 1;
+    ts_status rc = lt_scale_const(L, nd, 1.0f / 16.0f, &cbase);
+    if (rc == TS_OK && i8)
+        rc = lt_scale_const(L, nd, 127.0f, &kbase);
+    if (rc != TS_OK || (rc = lt_ones_block(L, nd, N, ly, &T)) != TS_OK)
         return rc;
-    ones_arg oa = {.N = N, .obase = obase, .tag = lt_new_tag(L)};
-    uint64_t I = L->plane_busy[1], w;
-    if ((rc = lt_search(L, try_ones, &oa, NULL, &I, &w, nd, false)) != TS_OK)
-        return rc;
-    ly->blocks++;
-    lt_span(ly, I, I + VL / rows_per);
-    uint64_t T = I + VL / rows_per - 1 + L->tg->d_func.iw;
     for (uint32_t m = 0; m < x->P; m++) {
-        smax_arg a = {.x = x, .y = y, .m = m, .sword = cbase};
+        smax_arg a = {.x = x, .y = y, .m = m, .sword = cbase, .kword = kbase, .i8 = i8};
         if ((rc = lt_search(L, try_smax, &a, NULL, &T, &w, nd, false)) != TS_OK)
             return rc;
         if (L->rdmax > x->last_read)
             x->last_read = L->rdmax;
-        y->ready[2 * m] = y->ready[2 * m + 1] = w + L->tg->d_func.write + 1;
+        for (uint32_t b = 0; b < y->T; b++)
+            y->ready[(uint64_t)y->T * m + b] = w + L->tg->d_func.write + 1;
         lt_span(ly, T, w);
         ly->passes++;
         T += L->tg->fp16_interval;
     }
-    L->plane_busy[1] = T;
+    L->plane_busy[1] = T + L->tg->d_func.abc; /* an int8 install waits for the f16 abc to drain */
     return TS_OK;
 }
 
@@ -159,11 +199,17 @@ ts_status lt_lower_softmax(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     tens *x = &L->t[nd->in[0]];
     int xr;
     const int64_t *xd = lt_dims(L, nd->in[0], &xr);
-    if (!x->placed || xr != 2 || (nd->attrs.axis != -1 && nd->attrs.axis != 1) || x->C > L->VL)
+    if (!x->placed || xr < 1 || xr == 4 || (nd->attrs.axis != -1 && nd->attrs.axis != xr - 1) || x->C > L->VL)
         return ts_lower_fail(L->err, nd,
-                             "the TSP lowering takes the last axis of a 2-D int8 tensor of at most %u columns", L->VL);
-    ts_status rc = lt_place(L, nd->out[0], x->P, 2 * L->VL, nd, false, lt_bank_pref(L, x));
-    if (rc != TS_OK || (rc = sched_softmax(L, nd, x, &L->t[nd->out[0]], (uint32_t)xd[1], ly)) != TS_OK)
+                             "the TSP lowering takes the last axis of an int8 tensor of at most %u columns", L->VL);
+    /* probabilities a MatMul reads are int8 (127 p), the others f16 */
+    size_t nc;
+    const int *c = ts_graph_consumers(L->g, nd->out[0], &nc);
+    bool i8 = nc > 0;
+    for (size_t i = 0; i < nc; i++)
+        i8 &= ts_graph_get_node(L->g, c[i])->op == TS_OP_MATMUL;
+    ts_status rc = lt_place(L, nd->out[0], x->P, i8 ? x->C : 2 * L->VL, nd, false, lt_bank_pref(L, x));
+    if (rc != TS_OK || (rc = sched_softmax(L, nd, x, &L->t[nd->out[0]], (uint32_t)xd[xr - 1], ly)) != TS_OK)
         return rc;
     lt_release(L, nd->in[0]);
     return TS_OK;
