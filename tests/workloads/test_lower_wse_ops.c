@@ -456,6 +456,30 @@ START_TEST(test_transpose)
 }
 END_TEST
 
+/* A Transpose that moves only an axis of 1 ([100, 1, 200] to [1, 100, 200], as torch's attention
+ * exports [seq, batch 1, hidden] to [batch, seq, hidden]) keeps the stream's order: the tensor
+ * (78 KiB, more than a PE holds) passes through, each value in place. */
+START_TEST(test_transpose_in_place)
+{
+    ts_graph *g = ts_graph_create("tr1");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){100, 1, 200});
+    fill(g, x);
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.nperm = 3;
+    memcpy(a.perm, (int64_t[]){1, 0, 2}, sizeof(int64_t[3]));
+    int y = chain(g, TS_OP_TRANSPOSE, "t", x, -1, &a);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 16, 4, &L);
+    for (uint64_t k = 0; k < 100 * 200; k++)
+        ck_assert_float_eq(out_at(&L, y, k), val(x, (int64_t)k));
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* LayerNormalization over the last axis of [5, 40] (values in [-3, 3)), with a scale and a bias,
  * epsilon 1e-5. Tolerance 2e-5 x (|y| + |bias| + 1): the mean and variance sum 40 f32 terms (a few
  * 1e-6 relative), the square root's Newton steps and the reciprocal a few ulp. */
@@ -558,6 +582,7 @@ int main(void)
     tcase_add_test(tc, test_batch_skip);
     tcase_add_test(tc, test_broadcast);
     tcase_add_test(tc, test_slice);
+    tcase_add_test(tc, test_transpose_in_place);
     tcase_add_loop_test(tc, test_transpose, 0, 3);
     tcase_add_test(tc, test_layernorm);
     tcase_add_loop_test(tc, test_dilated_conv, 0, 2);

@@ -8,7 +8,8 @@
  *   transpose  one PE keeping the whole tensor (rank 3 or 4, row-major), then sending it in the
  *              permuted order: per output index but the last, one move of the last output axis's
  *              values, strided by that axis's stride in the input. A tensor larger than the PE
- *              does not fit (the error says by how much).
+ *              does not fit (the error says by how much). A permutation that moves only axes of 1
+ *              keeps the order of the stream: a slice stage passing the whole tensor on.
  */
 #include "workloads/wse/lower_wse_int.h"
 
@@ -53,10 +54,35 @@ ts_status ts_lww_slice_stage(lw *L, const ts_graph_node *n, int node, const ts_g
     return TS_OK;
 }
 
+/* Whether the permutation keeps every element in place: the axes longer than 1 stay in order (a
+ * Transpose that moves only axes of 1, such as [seq, 1, hidden] to [1, seq, hidden]). */
+static bool keeps_layout(const ts_graph_attrs *a, const ts_graph_tensor *x)
+{
+    int last = -1;
+    for (int k = 0; k < x->rank; k++) {
+        int from = (int)(a->nperm ? a->perm[k] : x->rank - 1 - k);
+        if (x->dims[from] == 1)
+            continue;
+        if (from < last)
+            return false;
+        last = from;
+    }
+    return true;
+}
+
 ts_status ts_lww_transpose_stage(lw *L, const ts_graph_node *n, int node, const ts_graph_tensor *x, bool nhwc)
 {
     const ts_graph_attrs *a = &n->attrs;
     const uint64_t sram = L->t->sram_bytes;
+    if (!nhwc && keeps_layout(a, x)) { /* a stream in the same order: the whole tensor passed on */
+        lw_stage *s = ts_lww_add_stage(L, K_SLICE, node);
+        if (!s)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        s->M = 1, s->K = 0, s->N = ts_graph_tensor_elems(x), s->L = 0;
+        s->in_n = s->out_n = (uint64_t)s->N;
+        s->mem = 4;
+        return TS_OK;
+    }
     if (nhwc || x->rank < 2 || x->rank > 4)
         return ts_lower_fail(L->err, n, "transposes '%s' of rank %d%s; ranks 2 to 4 in row-major order are lowered",
                              x->name, x->rank, nhwc ? " streamed pixel by pixel" : "");
