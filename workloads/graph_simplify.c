@@ -18,7 +18,8 @@
 #include "core/alloc.h"
 #include "workloads/graph_int.h"
 
-/* Layout folds rearrange at most this many elements (an Expand of a constant may grow it). */
+/* An Expand of a constant is folded into at most this many elements (the other layout folds
+ * make no more values than their input holds already). */
 #define FOLD_MAX_ELEMS (INT64_C(1) << 20)
 
 static bool same_shape(const ts_graph_tensor *a, const ts_graph_tensor *b)
@@ -194,7 +195,9 @@ static ts_status fold_layout(ts_graph *g, int node, ts_err *err)
         return TS_OK;
     if (xt->data) {
         size_t es = ts_dtype_size(xt->dtype);
-        if (ts_graph_tensor_elems(yt) > FOLD_MAX_ELEMS || !es || yt->dtype != xt->dtype || !slice_inside(nd, xt, yt))
+        /* only an Expand can make more values than its input has: the others are bounded by it */
+        if ((nd->op == TS_OP_EXPAND && ts_graph_tensor_elems(yt) > FOLD_MAX_ELEMS) || !es || yt->dtype != xt->dtype ||
+            !slice_inside(nd, xt, yt))
             return TS_OK;
         void *v = rearrange(nd, xt, yt, es);
         if (!v)
