@@ -102,28 +102,20 @@ static inline void gref_node(const ts_graph *g, gref *r, const ts_graph_node *n)
     case TS_OP_RESHAPE:
         memcpy(o, x, (size_t)ny * sizeof *o);
         break;
-    case TS_OP_TRANSPOSE: {
-        int64_t sa[TS_GRAPH_MAX_RANK];
+    case TS_OP_TRANSPOSE: case TS_OP_SLICE: { /* each output axis steps through the input by a stride */
+        int64_t sa[TS_GRAPH_MAX_RANK], st[TS_GRAPH_MAX_RANK], base = 0;
         gref_strides(a, sa);
-        for (int64_t k = 0; k < ny; k++) {
-            gref_unravel(y, k, idx);
-            int64_t s = 0;
-            for (int d = 0; d < y->rank; d++)
-                s += idx[d] * sa[at->perm[d]];
-            o[k] = x[s];
+        for (int d = 0; d < y->rank; d++) {
+            bool tr = n->op == TS_OP_TRANSPOSE;
+            ck_assert(tr || at->steps[d] == 1);
+            st[d] = sa[tr ? at->perm[d] : d];
+            base += tr ? 0 : at->starts[d] * sa[d];
         }
-        break;
-    }
-    case TS_OP_SLICE: {
-        int64_t sa[TS_GRAPH_MAX_RANK];
-        gref_strides(a, sa);
         for (int64_t k = 0; k < ny; k++) {
             gref_unravel(y, k, idx);
-            int64_t s = 0;
-            for (int d = 0; d < y->rank; d++) {
-                ck_assert_int_eq(at->steps[d], 1);
-                s += (idx[d] + at->starts[d]) * sa[d];
-            }
+            int64_t s = base;
+            for (int d = 0; d < y->rank; d++)
+                s += idx[d] * st[d];
             o[k] = x[s];
         }
         break;
