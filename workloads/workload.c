@@ -1075,7 +1075,7 @@ ts_status ts_wl_load_text(const char *text, size_t len, const char *file, const 
     ts_status st = parse_yaml(&c, text, len, &root);
     if (st)
         return st;
-    const ts_ynode *bn = root->kind == TS_Y_MAP ? ts_ynode_get(root, "base") : NULL;
+    const ts_ynode *bn = root && root->kind == TS_Y_MAP ? ts_ynode_get(root, "base") : NULL;
     if (bn && (st = load_base(&c, root, bn, &base))) {
         ts_ynode_destroy(root);
         return st;

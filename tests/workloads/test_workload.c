@@ -424,6 +424,8 @@ START_TEST(repeat_choice_base)
     ck_assert_str_eq(text_fail("base: gpt\nparams: {layerz: 2}\n"),
                      "w.yaml:2:10: the base workload has no parameter 'layerz'");
     ck_assert_str_eq(text_fail("base: nope\n"), "w.yaml:1:7: base 'nope' is not a built-in workload");
+    /* an empty file has no tree at all (found by fuzz_workload) */
+    ck_assert_str_eq(text_fail(""), "w.yaml: a workload is a map with params, inputs, weights, nodes and outputs");
     ck_assert_str_eq(text_fail("base: gpt2-small\n"), "w.yaml:1:7: built-in 'gpt2-small' has a base itself");
     ck_assert_str_eq(text_fail("base: gpt\nnodes: []\n"),
                      "w.yaml:2:1: a workload with base: takes name, description, base and params, not 'nodes'");
