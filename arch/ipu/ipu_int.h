@@ -236,6 +236,26 @@ typedef struct ipu_tsum {
     char pad[128 - 4 * sizeof(uint64_t) - 3 * sizeof(uint32_t) - 2 * sizeof(bool)];
 } ipu_tsum;
 
+/* A thread's cursors over its columns, one per phase of a round (run, then commit), each on its
+ * own cache line: the owner takes its columns through them, and the others once they have
+ * taken theirs (take_column in ipu_threads.c). */
+typedef struct ipu_cursor {
+    _Atomic uint32_t run;
+    char pad0[64 - sizeof(uint32_t)];
+    _Atomic uint32_t fin;
+    char pad1[64 - sizeof(uint32_t)];
+} ipu_cursor;
+
+/* The host threads' profile (ts_ipu_profile_on, ipu.h): rounds, barrier meetings, and each round's
+ * work per column, for the benchmark that bounds the speed-up of any thread count. */
+typedef struct ipu_prof {
+    uint64_t rounds;        /* rounds run */
+    uint64_t meetings;      /* barrier meetings the threads would have (nthreads > 1) */
+    uint64_t *colw;         /* rounds x ncols: colw of every round, in order */
+    size_t n, cap;          /* uint64_t values in colw, allocated */
+    bool nomem;             /* growing colw failed: the profile is incomplete */
+} ipu_prof;
+
 typedef struct ipu_terr {
     ts_err err;       /* the thread's earliest error (lowest cycle, then tile) */
     ts_err scratch;   /* where a tile writes its error */
@@ -289,6 +309,11 @@ struct ts_model {
     uint64_t *spine_e;       /* per column: the first cycle its next words may enter the spine
                               * (one cycle after its last ones, see ts_ipu_spine_column) */
     uint32_t ncols;
+    uint32_t *split;         /* nthreads + 1 column bounds: thread i owns columns [split[i], split[i + 1]) */
+    ipu_cursor *cur;         /* one per thread: the next of its columns to take (ipu_threads.c) */
+    uint64_t *colw;          /* per column: the host work of its tiles in the last round (finish_range) */
+    uint64_t *colseen;       /* per column: its tiles' work counters at the end of the last round */
+    ipu_prof *prof;          /* owned, NULL unless ts_ipu_profile_on: the rounds' work per column */
     ipu_terr *terr;
     ipu_tsum *tsum;          /* one per thread */
 };

@@ -150,8 +150,10 @@ ts_status ts_ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
         ts_ipu_round(m);
         int bad = -1;
         for (int i = 0; i < m->nthreads; i++)
-            if (m->terr[i].failed && (bad < 0 || m->terr[i].err.cycle < m->terr[bad].err.cycle))
-                bad = i;
+            if (m->terr[i].failed && (bad < 0 || m->terr[i].err.cycle < m->terr[bad].err.cycle ||
+                                      (m->terr[i].err.cycle == m->terr[bad].err.cycle &&
+                                       m->terr[i].err.tile < m->terr[bad].err.tile)))
+                bad = i; /* the earliest error, then the lowest tile: whichever thread ran it */
         if (bad >= 0) {
             /* An error stops the run once no other tile can still fail earlier: every other
              * running tile has passed its cycle (tiles run ahead of each other inside a round). */

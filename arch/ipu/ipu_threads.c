@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "arch/ipu/ipu.h"
 #include "arch/ipu/ipu_int.h"
 #include "core/alloc.h"
 
@@ -16,29 +17,85 @@ typedef struct ipu_thread_arg {
     int id;
 } ipu_thread_arg;
 
-/* The tiles of thread id: whole columns (so that a column's spine stage is one thread's), split
- * as evenly as columns allow. */
-static void thread_range(const ts_model *m, int id, uint32_t *lo, uint32_t *hi)
+void ts_ipu_split(const uint64_t *cost, uint32_t ncols, uint32_t k, uint32_t *bounds)
 {
-    uint64_t k = (uint64_t)m->nthreads, tpc = m->c.tiles_per_column;
-    uint64_t a = m->ncols * (uint64_t)id / k * tpc, b = m->ncols * ((uint64_t)id + 1) / k * tpc;
-    *lo = (uint32_t)(a < m->ntiles ? a : m->ntiles);
-    *hi = (uint32_t)(b < m->ntiles ? b : m->ntiles);
+    uint64_t total = 0;
+    for (uint32_t c = 0; c < ncols; c++)
+        total += cost[c];
+    bounds[0] = 0;
+    if (!total) {
+        for (uint32_t i = 1; i <= k; i++)
+            bounds[i] = (uint32_t)((uint64_t)ncols * i / k);
+        return;
+    }
+    /* bound i is the column boundary whose prefix cost is nearest to total * i / k (the prefix
+     * sums of the cost are non-decreasing, so are the bounds) */
+    uint32_t c = 0;
+    uint64_t pre = 0; /* cost of columns [0, c) */
+    for (uint32_t i = 1; i < k; i++) {
+        double target = (double)total * i / k;
+        while (c < ncols && (double)(pre + cost[c]) <= target) {
+            pre += cost[c];
+            c++;
+        }
+        /* columns [0, c) cost at most the target; taking column c too may come nearer */
+        if (c < ncols && (double)(pre + cost[c]) - target < target - (double)pre) {
+            pre += cost[c];
+            c++;
+        }
+        bounds[i] = c;
+    }
+    bounds[k] = ncols;
 }
 
-/* Run tiles [lo, hi) to round_h; record the first error of each thread (lowest cycle, then tile). */
-static void run_range(ts_model *m, int id)
+/* Who runs which column. Thread i owns columns split[i] .. split[i + 1] (an even split, set at
+ * start) and takes them in turn through its cursor; once its own are taken it takes the next
+ * untaken column of the threads after it (stealing): a round's work sits on a few columns when
+ * only some tiles are busy (a layer of ResNet-50 on a part of the chip, the receivers of an
+ * exchange), and no split fixed before the round knows which (bench_ipu_balance: splitting by
+ * the last round's work bounds ResNet-50's 16-thread speed-up at 1.8, evenly at 7.0). A column
+ * is taken whole, by one thread (its spine stage needs all its words), and which thread takes it
+ * never changes a result: the rounds are conservative windows, the summaries are sums and
+ * maxima, and errors are ordered by cycle and tile. The cursors are reset by the main thread
+ * before the round (the barrier publishes them); relaxed atomics suffice, the barriers order the
+ * tiles' state. */
+static void cursors_reset(ts_model *m)
 {
-    uint32_t lo, hi;
-    thread_range(m, id, &lo, &hi);
-    ipu_terr *te = &m->terr[id];
-    for (uint32_t i = lo; i < hi; i++) {
+    for (int i = 0; i < m->nthreads; i++) {
+        atomic_store_explicit(&m->cur[i].run, m->split[i], memory_order_relaxed);
+        atomic_store_explicit(&m->cur[i].fin, m->split[i], memory_order_relaxed);
+    }
+}
+
+/* The next column for thread id in the run phase, or with `fin` the commit phase, or UINT32_MAX when every column is taken. *from is the thread whose columns it
+ * takes now (id at first); a cursor past its end stays there, so it is not visited again. */
+static uint32_t take_column(ts_model *m, int id, bool fin, int *from)
+{
+    for (; *from < id + m->nthreads; (*from)++) {
+        int j = *from % m->nthreads;
+        _Atomic uint32_t *c = fin ? &m->cur[j].fin : &m->cur[j].run;
+        uint32_t end = m->split[j + 1];
+        if (atomic_load_explicit(c, memory_order_relaxed) >= end)
+            continue; /* a plain read first: a taken range costs no write to another thread's line */
+        uint32_t col = atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+        if (col < end)
+            return col;
+    }
+    return UINT32_MAX;
+}
+
+/* Run column col's tiles to round_h; keep thread te's first error (lowest cycle, then tile). */
+static void run_column(ts_model *m, uint32_t col, ipu_terr *te)
+{
+    const uint64_t tpc = m->c.tiles_per_column;
+    uint32_t hi = (uint32_t)((col + 1) * tpc < m->ntiles ? (col + 1) * tpc : m->ntiles);
+    for (uint32_t i = (uint32_t)(col * tpc); i < hi; i++) {
         if (m->t[i].failed || m->t[i].sup != SUP_RUN)
             continue;
         ts_err *e = &te->scratch;
         if (ts_ipu_tile_run(m, i, m->round_h, e) != TS_OK) {
             m->t[i].failed = true;
-            if (!te->failed || e->cycle < te->err.cycle) {
+            if (!te->failed || e->cycle < te->err.cycle || (e->cycle == te->err.cycle && e->tile < te->err.tile)) {
                 ts_err_free(&te->err);
                 te->err = *e;
                 te->failed = true;
@@ -50,50 +107,82 @@ static void run_range(ts_model *m, int id)
     }
 }
 
-/* Tiles [lo, hi) of thread id: commit the words they sent this round to their logs (no thread
- * reads a log while this runs: it comes between two barriers) and summarise their state for the
- * main thread's decision. */
-static void finish_range(ts_model *m, int id)
+/* The run phase of thread id: run the columns it takes. */
+static __attribute__((noinline)) void run_range(ts_model *m, int id)
 {
-    uint32_t lo, hi;
-    thread_range(m, id, &lo, &hi);
+    int from = id;
+    uint32_t col;
+    while ((col = take_column(m, id, false, &from)) != UINT32_MAX)
+        run_column(m, col, &m->terr[id]);
+}
+
+/* Commit the words tile t sent this round to its log; false when that runs out of memory. */
+static bool commit_words(ipu_tile *t)
+{
+    if (!t->pend.n)
+        return true;
+    if (t->log.n + t->pend.n > t->log.cap) {
+        void *v = t->log.v;
+        if (ts_grow(&v, &t->log.cap, t->log.n + t->pend.n, sizeof(ipu_word)))
+            return false;
+        t->log.v = v;
+    }
+    memcpy(t->log.v + t->log.n, t->pend.v, t->pend.n * sizeof(ipu_word));
+    t->log.n += t->pend.n;
+    t->pend.n = 0;
+    return true;
+}
+
+/* Add tile t's state to its thread's summary s. */
+static void summarise(const ts_model *m, const ipu_tile *t, ipu_tsum *s)
+{
+    s->work += t->work;
+    s->uni += t->ss_uni;
+    s->claims += t->ss_claims;
+    uint64_t at;
+    if (t->sup == SUP_DONE) { /* halted during this superstep: arrived from its halt */
+        if (ts_ipu_arrived_at(m, t, &at) && at > s->last_arrival)
+            s->last_arrival = at;
+        return;
+    }
+    s->pending |= t->failed;
+    s->live++;
+    if (t->sup == SUP_SYNC) {
+        s->at_sync++;
+        if (t->arrival > s->last_arrival)
+            s->last_arrival = t->arrival;
+    }
+    s->waiting += t->sup == SUP_RUN && !t->running && t->rx_left && t->cx[0].pc < t->n &&
+                  t->code[t->cx[0].pc].op == IPU_OP_RXWAIT;
+}
+
+/* The commit phase of thread id, column by column, the columns it takes: commit the words their tiles sent this round to
+ * their logs (no thread reads a log while this runs: it comes between two barriers), set the
+ * spine delays of the column's words, measure the column's work in the round (for the next
+ * split and the profile) and summarise the tiles for the main thread's decision. */
+static __attribute__((noinline)) void finish_range(ts_model *m, int id)
+{
+    const uint64_t tpc = m->c.tiles_per_column;
     ipu_tsum s = {0};
     s.nomem = m->tsum[id].nomem;
-    for (uint32_t i = lo; i < hi; i++) {
-        ipu_tile *t = &m->t[i];
-        if (t->pend.n) {
-            if (t->log.n + t->pend.n > t->log.cap) {
-                void *v = t->log.v;
-                if (ts_grow(&v, &t->log.cap, t->log.n + t->pend.n, sizeof(ipu_word))) {
-                    s.nomem = true;
-                    continue;
-                }
-                t->log.v = v;
+    int from = id;
+    uint32_t col;
+    while ((col = take_column(m, id, true, &from)) != UINT32_MAX) {
+        uint32_t lo = (uint32_t)(col * tpc), hi = (uint32_t)((col + 1) * tpc < m->ntiles ? (col + 1) * tpc : m->ntiles);
+        uint64_t work = 0, running = 0;
+        for (uint32_t i = lo; i < hi; i++) {
+            ipu_tile *t = &m->t[i];
+            if (!commit_words(t)) {
+                s.nomem = true;
+                continue;
             }
-            memcpy(t->log.v + t->log.n, t->pend.v, t->pend.n * sizeof(ipu_word));
-            t->log.n += t->pend.n;
-            t->pend.n = 0;
+            work += t->work;
+            running += t->sup == SUP_RUN;
+            summarise(m, t, &s);
         }
-        if (i + 1 == hi || (i + 1) % m->c.tiles_per_column == 0)
-            ts_ipu_spine_column(m, (uint32_t)(i / m->c.tiles_per_column), m->round_h);
-        s.work += t->work;
-        s.uni += t->ss_uni;
-        s.claims += t->ss_claims;
-        uint64_t at;
-        if (t->sup == SUP_DONE) { /* halted during this superstep: arrived from its halt */
-            if (ts_ipu_arrived_at(m, t, &at) && at > s.last_arrival)
-                s.last_arrival = at;
-            continue;
-        }
-        s.pending |= t->failed;
-        s.live++;
-        if (t->sup == SUP_SYNC) {
-            s.at_sync++;
-            if (t->arrival > s.last_arrival)
-                s.last_arrival = t->arrival;
-        }
-        s.waiting += t->sup == SUP_RUN && !t->running && t->rx_left && t->cx[0].pc < t->n &&
-                     t->code[t->cx[0].pc].op == IPU_OP_RXWAIT;
+        ts_ipu_spine_column(m, col, m->round_h);
+        m->colw[col] = work - m->colseen[col] + running;
+        m->colseen[col] = work;
     }
     m->tsum[id] = s;
 }
@@ -135,27 +224,79 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* Keep the round's work per column in the profile (main thread, after the round). */
+static void profile_round(ts_model *m, uint64_t meetings)
+{
+    ipu_prof *p = m->prof;
+    p->rounds++;
+    p->meetings += meetings;
+    if (p->nomem)
+        return;
+    if (p->n + m->ncols > p->cap) {
+        void *v = p->colw;
+        if (ts_grow(&v, &p->cap, p->n + m->ncols, sizeof *p->colw)) {
+            p->nomem = true;
+            return;
+        }
+        p->colw = v;
+    }
+    memcpy(p->colw + p->n, m->colw, m->ncols * sizeof *m->colw);
+    p->n += m->ncols;
+}
+
 /* One round on every thread, to m->round_h: each runs its tiles, then commits their words and
  * summarises them; the helpers and the main thread (thread 0) meet at the barrier before each
  * phase and after the last. */
 void ts_ipu_round(ts_model *m)
 {
     if (m->nthreads > 1) {
+        cursors_reset(m);
         bar_wait(m, &m->main_sense);
         run_range(m, 0);
         bar_wait(m, &m->main_sense);
         finish_range(m, 0);
         bar_wait(m, &m->main_sense);
     } else {
+        cursors_reset(m);
         run_range(m, 0);
         finish_range(m, 0);
     }
+    if (m->prof)
+        profile_round(m, 3);
+}
+
+ts_status ts_ipu_profile_on(ts_model *m, ts_err *err)
+{
+    if (!m->prof && !(m->prof = ts_calloc(1, sizeof *m->prof)))
+        return ts_err_set(err, TS_ENOMEM, "out of memory for the threads' profile");
+    return TS_OK;
+}
+
+void ts_ipu_profile_get(const ts_model *m, ts_ipu_profile *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!m->prof)
+        return;
+    out->rounds = m->prof->rounds;
+    out->meetings = m->prof->meetings;
+    out->supersteps = m->nss;
+    out->ncols = m->ncols;
+    out->tiles_per_column = (uint32_t)m->c.tiles_per_column;
+    out->colw = m->prof->colw;
+    out->complete = !m->prof->nomem;
 }
 
 /* Start threads 1 .. nthreads - 1 (at create). They wait at the gate until every one has started,
  * so that a failure can send them home before the barrier, which counts every thread, is used. */
 ts_status ts_ipu_threads_start(ts_model *m, ts_err *err)
 {
+    m->split = ts_malloc(((size_t)m->nthreads + 1) * sizeof *m->split);
+    m->colw = ts_calloc(m->ncols ? m->ncols : 1, sizeof *m->colw);
+    m->colseen = ts_calloc(m->ncols ? m->ncols : 1, sizeof *m->colseen);
+    m->cur = ts_calloc((size_t)m->nthreads, sizeof *m->cur);
+    if (!m->split || !m->colw || !m->colseen || !m->cur)
+        return ts_err_set(err, TS_ENOMEM, "out of memory for the host threads");
+    ts_ipu_split(m->colw, m->ncols, (uint32_t)m->nthreads, m->split); /* all zero: evenly */
     if (m->nthreads > 1) {
         ts_status rc = ts_barrier_init(&m->bar, (uint32_t)m->nthreads, IPU_SPINS, IPU_YIELDS, true, err);
         if (rc)
@@ -208,6 +349,13 @@ void ts_ipu_threads_stop(ts_model *m)
             pthread_join(m->th[i], NULL);
     }
     ts_free(m->th);
+    ts_free(m->split);
+    ts_free(m->cur);
+    ts_free(m->colw);
+    ts_free(m->colseen);
+    if (m->prof)
+        ts_free(m->prof->colw);
+    ts_free(m->prof);
     ts_barrier_destroy(&m->bar);
     if (m->gate_init) {
         pthread_mutex_destroy(&m->gate_mu);
