@@ -335,6 +335,14 @@ static inline double wire_mm(const ts_ipu_cfg *c, uint32_t s, uint32_t d)
     return (double)(llabs(cs - cd) + llabs(rs - rd)) * c->tile_pitch_m * 1e3;
 }
 
+/* Tile t is idle at rxwait: the threads' summaries count these, the main thread asks whether
+ * they are stuck (ipu_step.c). */
+static inline bool ts_ipu_tile_waiting(const ipu_tile *t)
+{
+    return t->sup == SUP_RUN && !t->running && t->rx_left && t->cx[0].pc < t->n &&
+           t->code[t->cx[0].pc].op == IPU_OP_RXWAIT;
+}
+
 /* ---- tile memory, paged (inline: the executor's loads and stores; the rest is in ipu_mem.c) ---- */
 
 static inline const uint8_t *rd_ptr(ts_model *m, ipu_tile *t, uint64_t a)

@@ -120,11 +120,9 @@ static ts_status barrier(ts_model *m, ts_err *err)
     return TS_OK;
 }
 
+/* A waiting tile t is stuck: its sender is at a sync or done and sent nothing it has not read. */
 static bool tile_stuck(const ts_model *m, const ipu_tile *t)
 {
-    if (t->sup != SUP_RUN || t->running || !t->rx_left || t->cx[0].pc >= t->n ||
-        t->code[t->cx[0].pc].op != IPU_OP_RXWAIT)
-        return false;
     const ipu_tile *s = &m->t[t->rx_src];
     return (s->sup == SUP_SYNC || s->sup == SUP_DONE) && t->rx_cursor >= s->log.n;
 }
@@ -193,10 +191,20 @@ ts_status ts_ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
         if (nomem)
             return ts_err_set(err, TS_ENOMEM, "out of memory for exchange words");
         m->work = work + m->nss;
-        if (waiting && waiting + at_sync == live) /* only then can every live tile be stuck or at a sync */
-            for (uint32_t i = 0; i < m->ntiles; i++)
-                if (tile_stuck(m, &m->t[i]) && !stuck++)
+        /* Only when every live tile waits or is at a sync can every waiting tile be stuck, and
+         * the verdict below needs all of them stuck: the scan (the main thread's alone, every
+         * round of an exchange) stops at the first waiting tile that is not. */
+        if (waiting && waiting + at_sync == live)
+            for (uint32_t i = 0; i < m->ntiles; i++) {
+                if (!ts_ipu_tile_waiting(&m->t[i]))
+                    continue;
+                if (!tile_stuck(m, &m->t[i])) {
+                    stuck = 0;
+                    break;
+                }
+                if (!stuck++)
                     first_stuck = i;
+            }
         if (pending)
             continue; /* no barrier and no verdict on receives while an error waits */
         if (!live) {

@@ -152,8 +152,7 @@ static void summarise(const ts_model *m, const ipu_tile *t, ipu_tsum *s)
         if (t->arrival > s->last_arrival)
             s->last_arrival = t->arrival;
     }
-    s->waiting += t->sup == SUP_RUN && !t->running && t->rx_left && t->cx[0].pc < t->n &&
-                  t->code[t->cx[0].pc].op == IPU_OP_RXWAIT;
+    s->waiting += ts_ipu_tile_waiting(t);
 }
 
 /* The commit phase of thread id, column by column, the columns it takes: commit the words their tiles sent this round to
