@@ -161,6 +161,8 @@ int main(int argc, char **argv)
            "%.4g work units, %u columns of %u tiles\n",
            prog, cname, pr.rounds, pr.supersteps, (double)pr.rounds / ss, (double)pr.meetings / ss, total, pr.ncols,
            pr.tiles_per_column);
+    printf("the main thread alone visits %.1f tiles per round, %.0f per superstep (of %u)\n",
+           (double)pr.visits / (double)(pr.rounds ? pr.rounds : 1), (double)pr.visits / ss, pr.ncols * pr.tiles_per_column);
     printf("speed-up bound of the parallel phase, sum(work) / sum(busiest thread's work):\n");
     printf("  threads   even columns   even, then stealing (model)   by own round (best contiguous split)\n");
     for (uint32_t k = 2; k <= 16; k *= 2) {

@@ -42,6 +42,7 @@ typedef struct ts_ipu_profile {
     uint64_t rounds;          /* rounds run */
     uint64_t meetings;        /* barrier meetings of the host threads (with more than one) */
     uint64_t supersteps;      /* chip-wide syncs passed */
+    uint64_t visits;          /* tiles the main thread visited alone (its serial passes) */
     uint32_t ncols;           /* columns (the unit of the split) */
     uint32_t tiles_per_column;
     const uint64_t *colw;     /* rounds x ncols: each round's host work per column, in the model's

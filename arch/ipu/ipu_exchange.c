@@ -100,6 +100,7 @@ void ts_ipu_spine_column(ts_model *m, uint32_t col, uint64_t h)
  * the words are checked (at a barrier, at the end, when every tile waits). */
 static void spine_all(ts_model *m)
 {
+    ts_ipu_visits(m, m->ntiles);
     for (uint32_t col = 0; col < m->ncols; col++)
         ts_ipu_spine_column(m, col, UINT64_MAX);
 }

@@ -251,6 +251,9 @@ typedef struct ipu_cursor {
 typedef struct ipu_prof {
     uint64_t rounds;        /* rounds run */
     uint64_t meetings;      /* barrier meetings the threads would have (nthreads > 1) */
+    uint64_t visits;        /* tiles the main thread visits alone between rounds (its passes over
+                             * the tiles: each touches a few of a tile's cache lines, which on
+                             * many cores are in another core's cache) */
     uint64_t *colw;         /* rounds x ncols: colw of every round, in order */
     size_t n, cap;          /* uint64_t values in colw, allocated */
     bool nomem;             /* growing colw failed: the profile is incomplete */
@@ -341,6 +344,13 @@ static inline bool ts_ipu_tile_waiting(const ipu_tile *t)
 {
     return t->sup == SUP_RUN && !t->running && t->rx_left && t->cx[0].pc < t->n &&
            t->code[t->cx[0].pc].op == IPU_OP_RXWAIT;
+}
+
+/* Count n tiles visited by the main thread alone (the profile's visits). */
+static inline void ts_ipu_visits(ts_model *m, uint64_t n)
+{
+    if (m->prof)
+        m->prof->visits += n;
 }
 
 /* ---- tile memory, paged (inline: the executor's loads and stores; the rest is in ipu_mem.c) ---- */

@@ -35,6 +35,7 @@ static ts_status barrier(ts_model *m, ts_err *err)
         return rc;
     uint64_t last = 0, crit = 0, hbytes = 0, xbytes = 0;
     bool any = false;
+    ts_ipu_visits(m, 4 * (uint64_t)m->ntiles); /* this pass, the release below, the next issue and tnow after */
     for (uint32_t i = 0; i < m->ntiles; i++) {
         ipu_tile *t = &m->t[i];
         uint64_t at;
@@ -199,11 +200,14 @@ ts_status ts_ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
                 if (!ts_ipu_tile_waiting(&m->t[i]))
                     continue;
                 if (!tile_stuck(m, &m->t[i])) {
+                    ts_ipu_visits(m, i + 1);
                     stuck = 0;
                     break;
                 }
                 if (!stuck++)
                     first_stuck = i;
+                if (i + 1 == m->ntiles)
+                    ts_ipu_visits(m, m->ntiles);
             }
         if (pending)
             continue; /* no barrier and no verdict on receives while an error waits */

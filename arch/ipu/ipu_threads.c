@@ -278,6 +278,7 @@ void ts_ipu_profile_get(const ts_model *m, ts_ipu_profile *out)
         return;
     out->rounds = m->prof->rounds;
     out->meetings = m->prof->meetings;
+    out->visits = m->prof->visits;
     out->supersteps = m->nss;
     out->ncols = m->ncols;
     out->tiles_per_column = (uint32_t)m->c.tiles_per_column;
