@@ -228,13 +228,22 @@ typedef struct ipu_tsum {
     uint64_t work;          /* sum of the tiles' work counters */
     uint64_t uni, claims;   /* sums of ss_uni and ss_claims */
     uint64_t last_arrival;  /* latest arrival at the pending sync (a halt this superstep counts) */
+    uint64_t hbytes;        /* host bytes of the tiles that arrived (their host ops) */
+    uint64_t xbytes;        /* exchange bytes sent this superstep by the tiles that arrived */
     uint32_t live;          /* tiles not done */
     uint32_t at_sync;       /* tiles at a chip-wide sync */
     uint32_t waiting;       /* tiles idle at rxwait (may be stuck: see tile_stuck) */
+    uint32_t crit;          /* the lowest tile that arrived at last_arrival (if arrived) */
+    uint32_t first_sync;    /* the lowest tile at a sync (if at_sync) */
+    bool arrived;           /* some tile arrived at the pending sync */
     bool pending;           /* a tile failed and its error is not reported yet */
     bool nomem;             /* committing words ran out of memory */
-    char pad[128 - 4 * sizeof(uint64_t) - 3 * sizeof(uint32_t) - 2 * sizeof(bool)];
+    char pad[128 - 6 * sizeof(uint64_t) - 5 * sizeof(uint32_t) - 3 * sizeof(bool)];
 } ipu_tsum;
+_Static_assert(sizeof(ipu_tsum) == 128, "one summary per pair of cache lines");
+
+/* The helpers' jobs: a round (run, then commit), or the release of the tiles from a sync. */
+enum { IPU_JOB_ROUND, IPU_JOB_RELEASE };
 
 /* A thread's cursors over its columns, one per phase of a round (run, then commit), each on its
  * own cache line: the owner takes its columns through them, and the others once they have
@@ -308,6 +317,10 @@ struct ts_model {
     int gate;                /* 0 wait, 1 go, 2 quit */
     bool gate_init, quit;
     uint64_t round_h;
+    uint64_t release;        /* the cycle the chip-wide sync just passed releases the tiles */
+    int job;                 /* what the helpers do when the main thread lets them go: IPU_JOB_* */
+    uint8_t *spine_final;    /* per column: every word it sent this superstep has its spine delay
+                              * (its tiles all at the sync or done: they send nothing more) */
     uint32_t *tgroup;        /* per tile: its column group (tile / tiles_per_column / columns_per_group) */
     uint64_t *spine_e;       /* per column: the first cycle its next words may enter the spine
                               * (one cycle after its last ones, see ts_ipu_spine_column) */
@@ -398,6 +411,11 @@ ts_status ts_ipu_threads_start(ts_model *m, ts_err *err);
 void ts_ipu_threads_stop(ts_model *m);
 /* ipu_threads.c: one round to m->round_h on every thread: run the tiles, commit and summarise */
 void ts_ipu_round(ts_model *m);
+
+/* ipu_threads.c: release the tiles from the sync just passed, on every thread (release_tiles) */
+void ts_ipu_release(ts_model *m);
+/* ipu_step.c: release tiles [lo, hi) at m->release and bring their cycles up to m->now */
+void ts_ipu_release_tiles(ts_model *m, uint32_t lo, uint32_t hi);
 
 /* ipu_step.c: when tile t arrived at the pending sync (a halt this superstep counts), if it did */
 bool ts_ipu_arrived_at(const ts_model *m, const ipu_tile *t, uint64_t *at);

@@ -133,24 +133,32 @@ static bool commit_words(ipu_tile *t)
     return true;
 }
 
-/* Add tile t's state to its thread's summary s. */
-static void summarise(const ts_model *m, const ipu_tile *t, ipu_tsum *s)
+/* Add tile i's state to its thread's summary s (the columns come in any order: the summary
+ * keeps sums, maxima and lowest tiles). */
+static void summarise(const ts_model *m, uint32_t i, const ipu_tile *t, ipu_tsum *s)
 {
     s->work += t->work;
     s->uni += t->ss_uni;
     s->claims += t->ss_claims;
     uint64_t at;
-    if (t->sup == SUP_DONE) { /* halted during this superstep: arrived from its halt */
-        if (ts_ipu_arrived_at(m, t, &at) && at > s->last_arrival)
+    if (ts_ipu_arrived_at(m, t, &at)) { /* what the sync needs: the critical tile, the bytes moved */
+        if (!s->arrived || at > s->last_arrival || (at == s->last_arrival && i < s->crit)) {
             s->last_arrival = at;
-        return;
+            s->crit = i;
+            s->arrived = true;
+        }
+        for (size_t k = 0; k < t->nhost; k++)
+            s->hbytes += t->host[k].bytes;
+        s->xbytes += t->ss_xbytes;
     }
+    if (t->sup == SUP_DONE)
+        return;
     s->pending |= t->failed;
     s->live++;
     if (t->sup == SUP_SYNC) {
+        if (!s->at_sync || i < s->first_sync)
+            s->first_sync = i;
         s->at_sync++;
-        if (t->arrival > s->last_arrival)
-            s->last_arrival = t->arrival;
     }
     s->waiting += ts_ipu_tile_waiting(t);
 }
@@ -177,9 +185,13 @@ static __attribute__((noinline)) void finish_range(ts_model *m, int id)
             }
             work += t->work;
             running += t->sup == SUP_RUN;
-            summarise(m, t, &s);
+            summarise(m, i, t, &s);
         }
-        ts_ipu_spine_column(m, col, m->round_h);
+        /* a column whose tiles are all at the sync or done sends nothing more this superstep:
+         * every word it sent gets its delay now, in parallel, instead of in the sync's pass over
+         * every column on the main thread (spine_all skips the column) */
+        m->spine_final[col] = !running;
+        ts_ipu_spine_column(m, col, running ? m->round_h : UINT64_MAX);
         m->colw[col] = work - m->colseen[col] + running;
         m->colseen[col] = work;
     }
@@ -195,6 +207,32 @@ static __attribute__((noinline)) void finish_range(ts_model *m, int id)
 static inline void bar_wait(ts_model *m, uint32_t *sense)
 {
     ts_barrier_wait(&m->bar, sense, NULL);
+}
+
+/* Thread id's share of a release from the sync: its own columns (every tile's work is the same). */
+static void release_range(ts_model *m, int id)
+{
+    uint64_t tpc = m->c.tiles_per_column, lo = m->split[id] * tpc, hi = m->split[id + 1] * tpc;
+    ts_ipu_release_tiles(m, (uint32_t)(lo < m->ntiles ? lo : m->ntiles), (uint32_t)(hi < m->ntiles ? hi : m->ntiles));
+    for (uint32_t col = m->split[id]; col < m->split[id + 1]; col++)
+        m->spine_final[col] = 0;
+}
+
+/* The release from a chip-wide sync on every thread: the main thread lets the helpers go with
+ * the release job (they wait at the barrier after a round) and meets them when all are done. */
+void ts_ipu_release(ts_model *m)
+{
+    if (m->nthreads > 1) {
+        m->job = IPU_JOB_RELEASE;
+        bar_wait(m, &m->main_sense);
+        release_range(m, 0);
+        bar_wait(m, &m->main_sense);
+        m->job = IPU_JOB_ROUND;
+    } else {
+        release_range(m, 0);
+    }
+    if (m->prof)
+        m->prof->meetings += 2;
 }
 
 static void *worker_main(void *arg)
@@ -215,6 +253,11 @@ static void *worker_main(void *arg)
         bar_wait(m, &sense);
         if (m->quit)
             break;
+        if (m->job == IPU_JOB_RELEASE) {
+            release_range(m, id);
+            bar_wait(m, &sense);
+            continue;
+        }
         run_range(m, id);
         bar_wait(m, &sense);
         finish_range(m, id);
@@ -294,7 +337,8 @@ ts_status ts_ipu_threads_start(ts_model *m, ts_err *err)
     m->colw = ts_calloc(m->ncols ? m->ncols : 1, sizeof *m->colw);
     m->colseen = ts_calloc(m->ncols ? m->ncols : 1, sizeof *m->colseen);
     m->cur = ts_calloc((size_t)m->nthreads, sizeof *m->cur);
-    if (!m->split || !m->colw || !m->colseen || !m->cur)
+    m->spine_final = ts_calloc(m->ncols ? m->ncols : 1, 1);
+    if (!m->split || !m->colw || !m->colseen || !m->cur || !m->spine_final)
         return ts_err_set(err, TS_ENOMEM, "out of memory for the host threads");
     ts_ipu_split(m->colw, m->ncols, (uint32_t)m->nthreads, m->split); /* all zero: evenly */
     if (m->nthreads > 1) {
@@ -351,6 +395,7 @@ void ts_ipu_threads_stop(ts_model *m)
     ts_free(m->th);
     ts_free(m->split);
     ts_free(m->cur);
+    ts_free(m->spine_final);
     ts_free(m->colw);
     ts_free(m->colseen);
     if (m->prof)
