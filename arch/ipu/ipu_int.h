@@ -317,6 +317,7 @@ struct ts_model {
     int gate;                /* 0 wait, 1 go, 2 quit */
     bool gate_init, quit;
     uint64_t round_h;
+    uint32_t scan_hint;      /* the waiting tile that was not stuck at the last scan (count_stuck) */
     uint64_t release;        /* the cycle the chip-wide sync just passed releases the tiles */
     int job;                 /* what the helpers do when the main thread lets them go: IPU_JOB_* */
     uint8_t *spine_final;    /* per column: every word it sent this superstep has its spine delay

@@ -129,6 +129,35 @@ static bool tile_stuck(const ts_model *m, const ipu_tile *t)
     return (s->sup == SUP_SYNC || s->sup == SUP_DONE) && t->rx_cursor >= s->log.n;
 }
 
+/* The waiting tiles, when every one of them is stuck (first_stuck the lowest), else 0: the
+ * verdict on receives needs all of them stuck, so the scan (the main thread's alone, in every
+ * round of an exchange where no tile runs) stops at the first waiting tile that is not, and
+ * looks first at the one that stopped the last scan (in an exchange it usually still waits for
+ * words on their way): the same answer, mostly from one tile instead of a pass over the chip. */
+static uint32_t count_stuck(ts_model *m, uint32_t *first_stuck)
+{
+    uint32_t h = m->scan_hint;
+    if (h < m->ntiles && ts_ipu_tile_waiting(&m->t[h]) && !tile_stuck(m, &m->t[h])) {
+        ts_ipu_visits(m, 1);
+        return 0;
+    }
+    uint32_t stuck = 0, i;
+    for (i = 0; i < m->ntiles; i++) {
+        if (!ts_ipu_tile_waiting(&m->t[i]))
+            continue;
+        if (!tile_stuck(m, &m->t[i])) {
+            m->scan_hint = i;
+            stuck = 0;
+            i++;
+            break;
+        }
+        if (!stuck++)
+            *first_stuck = i;
+    }
+    ts_ipu_visits(m, i);
+    return stuck;
+}
+
 ts_status ts_ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
 {
     if (!m->loaded)
@@ -204,23 +233,8 @@ ts_status ts_ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
         if (nomem)
             return ts_err_set(err, TS_ENOMEM, "out of memory for exchange words");
         m->work = work + m->nss;
-        /* Only when every live tile waits or is at a sync can every waiting tile be stuck, and
-         * the verdict below needs all of them stuck: the scan (the main thread's alone, every
-         * round of an exchange) stops at the first waiting tile that is not. */
-        if (waiting && waiting + at_sync == live)
-            for (uint32_t i = 0; i < m->ntiles; i++) {
-                if (!ts_ipu_tile_waiting(&m->t[i]))
-                    continue;
-                if (!tile_stuck(m, &m->t[i])) {
-                    ts_ipu_visits(m, i + 1);
-                    stuck = 0;
-                    break;
-                }
-                if (!stuck++)
-                    first_stuck = i;
-                if (i + 1 == m->ntiles)
-                    ts_ipu_visits(m, m->ntiles);
-            }
+        if (waiting && waiting + at_sync == live) /* only then can every live tile be stuck or at a sync */
+            stuck = count_stuck(m, &first_stuck);
         if (pending)
             continue; /* no barrier and no verdict on receives while an error waits */
         if (!live) {
