@@ -308,8 +308,10 @@ struct ts_model {
     /* threads */
     pthread_t *th;
     int nstarted;            /* helper threads running (1 .. nthreads - 1 once all started) */
-    /* the main thread and the helpers meet at this barrier three times per round (run, commit,
-     * decide); it spins, then yields, then sleeps (ipu_threads.c) */
+    /* the main thread and the helpers meet at this barrier twice per round (before the run, before
+     * the commit; the main thread gathers the helpers after the commit and decides alone before
+     * letting them go) and once per sync (the release); it spins, then yields, then sleeps
+     * (ipu_threads.c) */
     ts_barrier bar;
     uint32_t main_sense;     /* the main thread's sense */
     pthread_mutex_t gate_mu; /* helpers wait at the gate until every one of them has started */

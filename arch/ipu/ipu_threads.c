@@ -219,20 +219,21 @@ static void release_range(ts_model *m, int id)
 }
 
 /* The release from a chip-wide sync on every thread: the main thread lets the helpers go with
- * the release job (they wait at the barrier after a round) and meets them when all are done. */
+ * the release job (they wait at the barrier after a round) and waits until all are done and
+ * back at the barrier (ts_barrier_gather), where they stay until the next round. */
 void ts_ipu_release(ts_model *m)
 {
     if (m->nthreads > 1) {
         m->job = IPU_JOB_RELEASE;
         bar_wait(m, &m->main_sense);
         release_range(m, 0);
-        bar_wait(m, &m->main_sense);
+        ts_barrier_gather(&m->bar);
         m->job = IPU_JOB_ROUND;
     } else {
         release_range(m, 0);
     }
     if (m->prof)
-        m->prof->meetings += 2;
+        m->prof->meetings += 1;
 }
 
 static void *worker_main(void *arg)
@@ -255,13 +256,11 @@ static void *worker_main(void *arg)
             break;
         if (m->job == IPU_JOB_RELEASE) {
             release_range(m, id);
-            bar_wait(m, &sense);
             continue;
         }
         run_range(m, id);
         bar_wait(m, &sense);
         finish_range(m, id);
-        bar_wait(m, &sense);
     }
     return NULL;
 }
@@ -287,8 +286,10 @@ static void profile_round(ts_model *m, uint64_t meetings)
 }
 
 /* One round on every thread, to m->round_h: each runs its tiles, then commits their words and
- * summarises them; the helpers and the main thread (thread 0) meet at the barrier before each
- * phase and after the last. */
+ * summarises them. Two meetings a round: the helpers, done committing, arrive at the barrier
+ * that starts the next round and wait there; the main thread waits until all have arrived
+ * (ts_barrier_gather), decides alone, and arrives last at the start of the next round, which
+ * lets them go (the arrival after the commit and the start of the next round are one meeting). */
 void ts_ipu_round(ts_model *m)
 {
     if (m->nthreads > 1) {
@@ -297,14 +298,14 @@ void ts_ipu_round(ts_model *m)
         run_range(m, 0);
         bar_wait(m, &m->main_sense);
         finish_range(m, 0);
-        bar_wait(m, &m->main_sense);
+        ts_barrier_gather(&m->bar);
     } else {
         cursors_reset(m);
         run_range(m, 0);
         finish_range(m, 0);
     }
     if (m->prof)
-        profile_round(m, 3);
+        profile_round(m, 2);
 }
 
 ts_status ts_ipu_profile_on(ts_model *m, ts_err *err)
