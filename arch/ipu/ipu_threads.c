@@ -1,7 +1,8 @@
-/* arch/ipu/ipu_threads.c — the model's host threads: which tiles each one runs (whole columns),
- * the two phases of a round each runs (run its tiles; commit their words and summarise them), the
- * barrier they meet at (core/barrier.h), and starting and stopping them. The main thread is
- * thread 0; with one thread there are no helpers and no barrier.
+/* arch/ipu/ipu_threads.c — the model's host threads: which columns each one takes (its own even
+ * range, then the others' untaken ones), the two phases of a round (run the tiles; commit their
+ * words and summarise them) and the release from a sync, the barrier they meet at
+ * (core/barrier.h), the profile of the rounds (bench_ipu_balance), and starting and stopping
+ * them. The main thread is thread 0; with one thread there are no helpers and no barrier.
  */
 #include <pthread.h>
 #include <sched.h>
