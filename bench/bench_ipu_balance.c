@@ -12,8 +12,8 @@
  *   - for 2, 4, 8 and 16 threads, the speed-up bound of the parallel phase,
  *     sum over rounds of the work / sum over rounds of the busiest thread's work, when the
  *     columns are split evenly, split evenly with the threads that finish first taking the
- *     others' untaken columns (what the model does), and split by the round's own work (the
- *     best contiguous split, known only after the round).
+ *     others' untaken parts of columns (what the model's run phase does), and split by the
+ *     round's own work (the best contiguous split of whole columns, known only after the round).
  *
  * The serial part (the main thread's work between rounds) is measured by bench/ipu_threads.sh
  * with callgrind. A benchmark, not a test.
@@ -57,14 +57,17 @@ static ts_status run(const ts_family *fam, const ts_config *cfg, const ts_progra
     return rc;
 }
 
-/* The longest thread of one round whose column work is w, when k threads each start on their
- * own even range and then take the next untaken column of the threads after them (the model's
- * take_column), the thread that is free first taking next (ties: the lowest). */
-static uint64_t stealing_makespan(const uint64_t *w, const uint32_t *even, uint32_t k)
+/* The longest thread of one round whose work per part of a column is w, when k threads each
+ * start on the parts of their own even range of columns and then take the next untaken part of
+ * the threads after them (the model's take_column), the thread that is free first taking next
+ * (ties: the lowest). */
+static uint64_t stealing_makespan(const uint64_t *w, const uint32_t *even_cols, uint32_t parts, uint32_t k)
 {
     uint64_t t[16] = {0}, max = 0;
-    uint32_t cur[16], from[16];
+    uint32_t cur[16], from[16], even[17];
     bool done[16] = {false};
+    for (uint32_t i = 0; i <= k; i++)
+        even[i] = even_cols[i] * parts;
     for (uint32_t i = 0; i < k; i++) {
         cur[i] = even[i];
         from[i] = i;
@@ -89,20 +92,25 @@ static uint64_t stealing_makespan(const uint64_t *w, const uint32_t *even, uint3
     }
 }
 
-/* Sum over rounds of the busiest of k threads' work, the columns split by `how`: 0 evenly, 1
- * evenly with stealing (the model), 2 by the round's own work (the best contiguous split, known
- * only after the round). */
+/* Sum over rounds of the busiest of k threads' work, the columns split by `how`: 0 evenly (whole
+ * columns), 1 evenly with stealing of parts of columns (the model), 2 by the round's own work
+ * (the best contiguous split of whole columns, known only after the round). */
 static double busiest_sum(const ts_ipu_profile *pr, uint32_t k, int how)
 {
-    uint64_t *zero = ts_calloc(pr->ncols, sizeof *zero);
+    uint64_t *zero = ts_calloc(pr->ncols, sizeof *zero), *w = ts_calloc(pr->ncols, sizeof *w);
     uint32_t even[17], bounds[17];
     double sum = 0;
     ts_ipu_split(zero, pr->ncols, k, even);
     for (uint64_t r = 0; r < pr->rounds; r++) {
-        const uint64_t *w = pr->colw + r * pr->ncols;
+        const uint64_t *wp = pr->colw + r * pr->ncols * pr->parts;
         if (how == 1) {
-            sum += (double)stealing_makespan(w, even, k);
+            sum += (double)stealing_makespan(wp, even, pr->parts, k);
             continue;
+        }
+        for (uint32_t c = 0; c < pr->ncols; c++) { /* the columns' work */
+            w[c] = 0;
+            for (uint32_t q = 0; q < pr->parts; q++)
+                w[c] += wp[c * pr->parts + q];
         }
         memcpy(bounds, even, sizeof even);
         if (how == 2)
@@ -118,6 +126,7 @@ static double busiest_sum(const ts_ipu_profile *pr, uint32_t k, int how)
         sum += (double)max;
     }
     ts_free(zero);
+    ts_free(w);
     return sum;
 }
 
@@ -154,7 +163,7 @@ int main(int argc, char **argv)
         return fprintf(stderr, "bench_ipu_balance: out of memory for the profile\n"), 1;
     }
     double total = 0;
-    for (uint64_t i = 0; i < pr.rounds * pr.ncols; i++)
+    for (uint64_t i = 0; i < pr.rounds * pr.ncols * pr.parts; i++)
         total += (double)pr.colw[i];
     double ss = pr.supersteps ? (double)pr.supersteps : 1;
     printf("%s on %s: %" PRIu64 " rounds, %" PRIu64 " supersteps: %.1f rounds and %.1f barrier meetings per superstep; "
@@ -164,12 +173,13 @@ int main(int argc, char **argv)
     printf("the main thread alone visits %.1f tiles per round, %.0f per superstep (of %u)\n",
            (double)pr.visits / (double)(pr.rounds ? pr.rounds : 1), (double)pr.visits / ss, pr.ncols * pr.tiles_per_column);
     printf("speed-up bound of the parallel phase, sum(work) / sum(busiest thread's work):\n");
-    printf("  threads   even columns   even, then stealing (model)   by own round (best contiguous split)\n");
+    printf("  threads   even columns   even, then stealing %u parts a column (model)   by own round (best contiguous split)\n",
+           pr.parts);
     for (uint32_t k = 2; k <= 16; k *= 2) {
         double b[3];
         for (int how = 0; how < 3; how++)
             b[how] = total / busiest_sum(&pr, k, how);
-        printf("  %7u   %12.2f   %27.2f   %36.2f\n", k, b[0], b[1], b[2]);
+        printf("  %7u   %12.2f   %44.2f   %36.2f\n", k, b[0], b[1], b[2]);
     }
     fam->destroy(m);
     ts_program_destroy(p);

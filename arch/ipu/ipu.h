@@ -45,9 +45,10 @@ typedef struct ts_ipu_profile {
     uint64_t visits;          /* tiles the main thread visited alone (its serial passes) */
     uint32_t ncols;           /* columns (the unit of the split) */
     uint32_t tiles_per_column;
-    const uint64_t *colw;     /* rounds x ncols: each round's host work per column, in the model's
-                               * units: instructions issued and words received, plus one per tile
-                               * running (the cost of visiting it) */
+    uint32_t parts;           /* parts per column: the run phase's grain */
+    const uint64_t *colw;     /* rounds x ncols x parts: each round's host work per part of a
+                               * column, in the model's units: instructions issued and words
+                               * received, plus one per tile running (the cost of visiting it) */
     bool complete;            /* false when recording ran out of memory (colw then stops short) */
 } ts_ipu_profile;
 

@@ -63,19 +63,20 @@ void ts_ipu_split(const uint64_t *cost, uint32_t ncols, uint32_t k, uint32_t *bo
 static void cursors_reset(ts_model *m)
 {
     for (int i = 0; i < m->nthreads; i++) {
-        atomic_store_explicit(&m->cur[i].run, m->split[i], memory_order_relaxed);
+        atomic_store_explicit(&m->cur[i].run, m->split[i] * IPU_RUN_PARTS, memory_order_relaxed);
         atomic_store_explicit(&m->cur[i].fin, m->split[i], memory_order_relaxed);
     }
 }
 
-/* The next column for thread id in the run phase, or with `fin` the commit phase, or UINT32_MAX when every column is taken. *from is the thread whose columns it
+/* The next part of a column for thread id in the run phase (IPU_RUN_PARTS per column), or with
+ * `fin` the next column in the commit phase, or UINT32_MAX when every column is taken. *from is the thread whose columns it
  * takes now (id at first); a cursor past its end stays there, so it is not visited again. */
 static uint32_t take_column(ts_model *m, int id, bool fin, int *from)
 {
     for (; *from < id + m->nthreads; (*from)++) {
         int j = *from % m->nthreads;
         _Atomic uint32_t *c = fin ? &m->cur[j].fin : &m->cur[j].run;
-        uint32_t end = m->split[j + 1];
+        uint32_t end = m->split[j + 1] * (fin ? 1 : IPU_RUN_PARTS);
         if (atomic_load_explicit(c, memory_order_relaxed) >= end)
             continue; /* a plain read first: a taken range costs no write to another thread's line */
         uint32_t col = atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
@@ -85,12 +86,24 @@ static uint32_t take_column(ts_model *m, int id, bool fin, int *from)
     return UINT32_MAX;
 }
 
-/* Run column col's tiles to round_h; keep thread te's first error (lowest cycle, then tile). */
-static void run_column(ts_model *m, uint32_t col, ipu_terr *te)
+/* The tiles [lo, hi) of part u of the columns' parts (IPU_RUN_PARTS per column, of part_tiles
+ * tiles each but the last). */
+static void part_range(const ts_model *m, uint32_t u, uint32_t *lo, uint32_t *hi)
 {
-    const uint64_t tpc = m->c.tiles_per_column;
-    uint32_t hi = (uint32_t)((col + 1) * tpc < m->ntiles ? (col + 1) * tpc : m->ntiles);
-    for (uint32_t i = (uint32_t)(col * tpc); i < hi; i++) {
+    const uint64_t tpc = m->c.tiles_per_column, per = (tpc + IPU_RUN_PARTS - 1) / IPU_RUN_PARTS;
+    uint64_t col = u / IPU_RUN_PARTS, a = col * tpc + (u % IPU_RUN_PARTS) * per, b = a + per;
+    if (b > (col + 1) * tpc)
+        b = (col + 1) * tpc;
+    *lo = (uint32_t)(a < m->ntiles ? a : m->ntiles);
+    *hi = (uint32_t)(b < m->ntiles ? b : m->ntiles);
+}
+
+/* Run part u's tiles to round_h; keep thread te's first error (lowest cycle, then tile). */
+static void run_part(ts_model *m, uint32_t u, ipu_terr *te)
+{
+    uint32_t lo, hi;
+    part_range(m, u, &lo, &hi);
+    for (uint32_t i = lo; i < hi; i++) {
         if (m->t[i].failed || m->t[i].sup != SUP_RUN)
             continue;
         ts_err *e = &te->scratch;
@@ -108,13 +121,13 @@ static void run_column(ts_model *m, uint32_t col, ipu_terr *te)
     }
 }
 
-/* The run phase of thread id: run the columns it takes. */
+/* The run phase of thread id: run the parts of columns it takes. */
 static __attribute__((noinline)) void run_range(ts_model *m, int id)
 {
     int from = id;
-    uint32_t col;
-    while ((col = take_column(m, id, false, &from)) != UINT32_MAX)
-        run_column(m, col, &m->terr[id]);
+    uint32_t u;
+    while ((u = take_column(m, id, false, &from)) != UINT32_MAX)
+        run_part(m, u, &m->terr[id]);
 }
 
 /* Commit the words tile t sent this round to its log; false when that runs out of memory. */
@@ -177,14 +190,16 @@ static __attribute__((noinline)) void finish_range(ts_model *m, int id)
     uint32_t col;
     while ((col = take_column(m, id, true, &from)) != UINT32_MAX) {
         uint32_t lo = (uint32_t)(col * tpc), hi = (uint32_t)((col + 1) * tpc < m->ntiles ? (col + 1) * tpc : m->ntiles);
-        uint64_t work = 0, running = 0;
+        const uint64_t per = (tpc + IPU_RUN_PARTS - 1) / IPU_RUN_PARTS;
+        uint64_t work[IPU_RUN_PARTS] = {0}, run[IPU_RUN_PARTS] = {0}, running = 0;
         for (uint32_t i = lo; i < hi; i++) {
             ipu_tile *t = &m->t[i];
             if (!commit_words(t)) {
                 s.nomem = true;
                 continue;
             }
-            work += t->work;
+            work[(i - lo) / per] += t->work;
+            run[(i - lo) / per] += t->sup == SUP_RUN;
             running += t->sup == SUP_RUN;
             summarise(m, i, t, &s);
         }
@@ -193,8 +208,11 @@ static __attribute__((noinline)) void finish_range(ts_model *m, int id)
          * every column on the main thread (spine_all skips the column) */
         m->spine_final[col] = !running;
         ts_ipu_spine_column(m, col, running ? m->round_h : UINT64_MAX);
-        m->colw[col] = work - m->colseen[col] + running;
-        m->colseen[col] = work;
+        for (uint32_t k = 0; k < IPU_RUN_PARTS; k++) {
+            uint32_t u = col * IPU_RUN_PARTS + k;
+            m->colw[u] = work[k] - m->colseen[u] + run[k];
+            m->colseen[u] = work[k];
+        }
     }
     m->tsum[id] = s;
 }
@@ -274,16 +292,17 @@ static void profile_round(ts_model *m, uint64_t meetings)
     p->meetings += meetings;
     if (p->nomem)
         return;
-    if (p->n + m->ncols > p->cap) {
+    const size_t n = (size_t)m->ncols * IPU_RUN_PARTS;
+    if (p->n + n > p->cap) {
         void *v = p->colw;
-        if (ts_grow(&v, &p->cap, p->n + m->ncols, sizeof *p->colw)) {
+        if (ts_grow(&v, &p->cap, p->n + n, sizeof *p->colw)) {
             p->nomem = true;
             return;
         }
         p->colw = v;
     }
-    memcpy(p->colw + p->n, m->colw, m->ncols * sizeof *m->colw);
-    p->n += m->ncols;
+    memcpy(p->colw + p->n, m->colw, n * sizeof *m->colw);
+    p->n += n;
 }
 
 /* One round on every thread, to m->round_h: each runs its tiles, then commits their words and
@@ -326,6 +345,7 @@ void ts_ipu_profile_get(const ts_model *m, ts_ipu_profile *out)
     out->visits = m->prof->visits;
     out->supersteps = m->nss;
     out->ncols = m->ncols;
+    out->parts = IPU_RUN_PARTS;
     out->tiles_per_column = (uint32_t)m->c.tiles_per_column;
     out->colw = m->prof->colw;
     out->complete = !m->prof->nomem;
@@ -336,8 +356,8 @@ void ts_ipu_profile_get(const ts_model *m, ts_ipu_profile *out)
 ts_status ts_ipu_threads_start(ts_model *m, ts_err *err)
 {
     m->split = ts_malloc(((size_t)m->nthreads + 1) * sizeof *m->split);
-    m->colw = ts_calloc(m->ncols ? m->ncols : 1, sizeof *m->colw);
-    m->colseen = ts_calloc(m->ncols ? m->ncols : 1, sizeof *m->colseen);
+    m->colw = ts_calloc((m->ncols ? m->ncols : 1) * (size_t)IPU_RUN_PARTS, sizeof *m->colw);
+    m->colseen = ts_calloc((m->ncols ? m->ncols : 1) * (size_t)IPU_RUN_PARTS, sizeof *m->colseen);
     m->cur = ts_calloc((size_t)m->nthreads, sizeof *m->cur);
     m->spine_final = ts_calloc(m->ncols ? m->ncols : 1, 1);
     if (!m->split || !m->colw || !m->colseen || !m->cur || !m->spine_final)
