@@ -49,17 +49,18 @@ void ts_ipu_split(const uint64_t *cost, uint32_t ncols, uint32_t k, uint32_t *bo
     bounds[k] = ncols;
 }
 
-/* Who runs which column. Thread i owns columns split[i] .. split[i + 1] (an even split, set at
- * start) and takes them in turn through its cursor; once its own are taken it takes the next
- * untaken column of the threads after it (stealing): a round's work sits on a few columns when
- * only some tiles are busy (a layer of ResNet-50 on a part of the chip, the receivers of an
- * exchange), and no split fixed before the round knows which (bench_ipu_balance: splitting by
- * the last round's work bounds ResNet-50's 16-thread speed-up at 1.8, evenly at 7.0). A column
- * is taken whole, by one thread (its spine stage needs all its words), and which thread takes it
- * never changes a result: the rounds are conservative windows, the summaries are sums and
- * maxima, and errors are ordered by cycle and tile. The cursors are reset by the main thread
- * before the round (the barrier publishes them); relaxed atomics suffice, the barriers order the
- * tiles' state. */
+/* Who runs which tiles. Thread i owns columns split[i] .. split[i + 1] (an even split, set at
+ * start) and takes their parts in turn through its cursor (IPU_RUN_PARTS per column in the run
+ * phase, whole columns in the commit phase, where a column's spine stage needs all its words);
+ * once its own are taken it takes the next untaken ones of the threads after it (stealing): a
+ * round's work sits on a few columns when only some tiles are busy (a layer of ResNet-50 on a
+ * part of the chip, the receivers of an exchange), and no split fixed before the round knows
+ * which (bench_ipu_balance: splitting by the last round's work bounds ResNet-50's 16-thread
+ * speed-up at 1.8, evenly at 7.0, stealing quarters at 12.2). Which thread takes a part never
+ * changes a result: the rounds are conservative windows, the summaries are sums, maxima and
+ * lowest tiles, and errors are ordered by cycle and tile. The cursors are reset by the main
+ * thread before the round (the barrier publishes them); relaxed atomics suffice, the barriers
+ * order the tiles' state. */
 static void cursors_reset(ts_model *m)
 {
     for (int i = 0; i < m->nthreads; i++) {
