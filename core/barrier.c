@@ -3,6 +3,7 @@
 #include "core/barrier.h"
 
 #include <string.h>
+#include <time.h>
 
 ts_status ts_barrier_init(ts_barrier *b, uint32_t nthreads, uint32_t spins, uint32_t yields, bool sleep,
                           ts_err *err)
@@ -73,4 +74,20 @@ bool ts_barrier_sleep_(ts_barrier *b, uint32_t s, const _Atomic uint32_t *abort_
     atomic_fetch_sub_explicit(&b->sleepers, 1, memory_order_relaxed);
     pthread_mutex_unlock(&b->mu);
     return arrived;
+}
+
+void ts_barrier_gather(ts_barrier *b)
+{
+    const uint32_t spins = b->spins, budget = b->spins + b->yields, others = b->nthreads - 1;
+    for (uint32_t i = 0; atomic_load_explicit(&b->count, memory_order_acquire) < others; i++) {
+        if (i < spins)
+            continue;
+        if (b->sleep && i >= budget) {
+            /* 20 us: a round of the IPU model on 16 threads takes tens of microseconds */
+            struct timespec nap = {0, 20000};
+            nanosleep(&nap, NULL);
+        } else {
+            sched_yield();
+        }
+    }
 }

@@ -93,6 +93,16 @@ void ts_barrier_reset(ts_barrier *b);
  * abort flag that sleepers of b may be reading. A no-op on a barrier that does not sleep. */
 void ts_barrier_wake(ts_barrier *b);
 
+/* Wait until every thread but the caller has arrived at b's current barrier; the caller then
+ * arrives last with ts_barrier_wait, which lets them all go. Between the two it acts alone while
+ * the others wait (a serial step between two parallel ones, for one meeting instead of two). The
+ * load that sees nthreads - 1 arrivals (acquire) reads the last of the arrivals' read-modify-
+ * writes, which continue the release sequence of each earlier one: the caller sees everything
+ * every other thread did before arriving. It spins `spins` times, then yields `yields` times,
+ * then (with `sleep`) naps a few microseconds at a time: no thread wakes the caller, and the
+ * others arrive within a phase of work. Not with an abort flag. */
+void ts_barrier_gather(ts_barrier *b);
+
 /* Slow paths of ts_barrier_wait (core/barrier.c), kept out of line. */
 void ts_barrier_wake_sleepers_(ts_barrier *b);
 bool ts_barrier_sleep_(ts_barrier *b, uint32_t s, const _Atomic uint32_t *abort_flag);

@@ -210,6 +210,69 @@ START_TEST(abort_ends_the_wait)
 }
 END_TEST
 
+/* Gather: helpers write their slot (plain) and arrive; the main thread gathers them, reads every
+ * slot and writes the round's value alone, then arrives last, which lets them go; the helpers
+ * check the main thread's value. In each mode (spinning, yielding, napping). */
+typedef struct gather_test {
+    ts_barrier bar;
+    int nthreads, rounds;
+    int slot[MAXT];
+    int serial;                 /* written by the main thread alone, between gather and wait */
+    _Atomic uint32_t wrong;
+} gather_test;
+
+typedef struct garg {
+    gather_test *g;
+    int id;
+} garg;
+
+static void *gather_helper(void *p)
+{
+    garg *a = p;
+    gather_test *g = a->g;
+    uint32_t sense = 0;
+    for (int r = 0; r < g->rounds; r++) {
+        g->slot[a->id] = r;
+        ts_barrier_wait(&g->bar, &sense, NULL);
+        if (g->serial != r)
+            atomic_fetch_add(&g->wrong, 1);
+    }
+    return NULL;
+}
+
+static void gather_case(uint32_t spins, uint32_t yields, bool sleep)
+{
+    gather_test g = {.nthreads = 4, .rounds = 100, .serial = -1};
+    ck_assert_int_eq(ts_barrier_init(&g.bar, 4, spins, yields, sleep, NULL), TS_OK);
+    pthread_t th[MAXT];
+    garg args[MAXT];
+    for (int i = 1; i < g.nthreads; i++) {
+        args[i] = (garg){&g, i};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, gather_helper, &args[i]), 0);
+    }
+    uint32_t sense = 0;
+    for (int r = 0; r < g.rounds; r++) {
+        ts_barrier_gather(&g.bar);
+        for (int i = 1; i < g.nthreads; i++)
+            if (g.slot[i] != r)
+                atomic_fetch_add(&g.wrong, 1);
+        g.serial = r;
+        ts_barrier_wait(&g.bar, &sense, NULL);
+    }
+    for (int i = 1; i < g.nthreads; i++)
+        pthread_join(th[i], NULL);
+    ck_assert_uint_eq(atomic_load(&g.wrong), 0);
+    ts_barrier_destroy(&g.bar);
+}
+
+START_TEST(gather_then_release)
+{
+    gather_case(1000000, 0, false);
+    gather_case(0, 1000000, false);
+    gather_case(0, 2, true);
+}
+END_TEST
+
 static Suite *barrier_suite(void)
 {
     Suite *s = suite_create("barrier");
@@ -218,6 +281,7 @@ static Suite *barrier_suite(void)
     tcase_add_test(tc, meets_yielding_and_sleeping);
     tcase_add_test(tc, sleepers_are_woken);
     tcase_add_test(tc, one_thread_and_no_ops);
+    tcase_add_test(tc, gather_then_release);
     tcase_add_test(tc, abort_ends_the_wait);
     suite_add_tcase(s, tc);
     return s;

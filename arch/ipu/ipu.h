@@ -24,4 +24,35 @@ ts_status ts_ipu_read(ts_model *m, uint32_t tile, uint64_t addr, void *dst, size
  * give equal hashes. */
 uint64_t ts_ipu_memhash(ts_model *m);
 
+/* ---- the host threads (arch/ipu/ipu_threads.c; bench/bench_ipu_balance.c) ---- */
+
+/* Split ncols columns over k threads by their measured cost: bounds[0 .. k] (bounds[0] = 0,
+ * bounds[k] = ncols, non-decreasing), thread i taking columns [bounds[i], bounds[i + 1]), each
+ * range's cost as near the mean (the total over k) as whole columns allow. A zero total splits
+ * the columns evenly. */
+void ts_ipu_split(const uint64_t *cost, uint32_t ncols, uint32_t k, uint32_t *bounds);
+
+/* Record the host threads' profile of the run to come (call after create, before load): the
+ * rounds, the barrier meetings and every round's work per column. TS_ENOMEM when it cannot be
+ * allocated. */
+ts_status ts_ipu_profile_on(ts_model *m, ts_err *err);
+
+/* The profile recorded so far (borrowed: valid until the model steps again or is destroyed). */
+typedef struct ts_ipu_profile {
+    uint64_t rounds;          /* rounds run */
+    uint64_t meetings;        /* barrier meetings of the host threads (with more than one) */
+    uint64_t supersteps;      /* chip-wide syncs passed */
+    uint64_t visits;          /* tiles the main thread visited alone (its serial passes) */
+    uint32_t ncols;           /* columns (the unit of the split) */
+    uint32_t tiles_per_column;
+    uint32_t parts;           /* parts per column: the run phase's grain */
+    const uint64_t *colw;     /* rounds x ncols x parts: each round's host work per part of a
+                               * column, in the model's units: instructions issued and words
+                               * received, plus one per tile running (the cost of visiting it) */
+    bool complete;            /* false when recording ran out of memory (colw then stops short) */
+} ts_ipu_profile;
+
+/* Fill *out with m's profile; all zero when ts_ipu_profile_on was not called. */
+void ts_ipu_profile_get(const ts_model *m, ts_ipu_profile *out);
+
 #endif

@@ -97,11 +97,15 @@ void ts_ipu_spine_column(ts_model *m, uint32_t col, uint64_t h)
 }
 
 /* Set the spine delay of every word still without one: when no tile will send again before
- * the words are checked (at a barrier, at the end, when every tile waits). */
+ * the words are checked (at a barrier, at the end, when every tile waits). A column whose tiles
+ * were all at the sync or done after the last round had them set then (spine_final). */
 static void spine_all(ts_model *m)
 {
     for (uint32_t col = 0; col < m->ncols; col++)
-        ts_ipu_spine_column(m, col, UINT64_MAX);
+        if (!m->spine_final[col]) { /* else the commit phase set them (finish_range) */
+            ts_ipu_visits(m, m->c.tiles_per_column);
+            ts_ipu_spine_column(m, col, UINT64_MAX);
+        }
 }
 
 static int cmp_u64x3(const void *pa, const void *pb)

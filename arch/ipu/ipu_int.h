@@ -228,13 +228,50 @@ typedef struct ipu_tsum {
     uint64_t work;          /* sum of the tiles' work counters */
     uint64_t uni, claims;   /* sums of ss_uni and ss_claims */
     uint64_t last_arrival;  /* latest arrival at the pending sync (a halt this superstep counts) */
+    uint64_t hbytes;        /* host bytes of the tiles that arrived (their host ops) */
+    uint64_t xbytes;        /* exchange bytes sent this superstep by the tiles that arrived */
     uint32_t live;          /* tiles not done */
     uint32_t at_sync;       /* tiles at a chip-wide sync */
     uint32_t waiting;       /* tiles idle at rxwait (may be stuck: see tile_stuck) */
+    uint32_t crit;          /* the lowest tile that arrived at last_arrival (if arrived) */
+    uint32_t first_sync;    /* the lowest tile at a sync (if at_sync) */
+    bool arrived;           /* some tile arrived at the pending sync */
     bool pending;           /* a tile failed and its error is not reported yet */
     bool nomem;             /* committing words ran out of memory */
-    char pad[128 - 4 * sizeof(uint64_t) - 3 * sizeof(uint32_t) - 2 * sizeof(bool)];
+    char pad[128 - 6 * sizeof(uint64_t) - 5 * sizeof(uint32_t) - 3 * sizeof(bool)];
 } ipu_tsum;
+_Static_assert(sizeof(ipu_tsum) == 128, "one summary per pair of cache lines");
+
+/* The run phase's grain: parts per column (the commit phase takes whole columns). Where a few
+ * columns hold a round's work, quarters lift ResNet-50's 16-thread bound from 9.43 (whole
+ * columns) to 12.23 (halves 11.02; bench_ipu_balance). */
+#define IPU_RUN_PARTS 4
+
+/* The helpers' jobs: a round (run, then commit), or the release of the tiles from a sync. */
+enum { IPU_JOB_ROUND, IPU_JOB_RELEASE };
+
+/* A thread's cursors over its columns, one per phase of a round (run, then commit), each on its
+ * own cache line: the owner takes its columns through them, and the others once they have
+ * taken theirs (take_column in ipu_threads.c). */
+typedef struct ipu_cursor {
+    _Atomic uint32_t run;
+    char pad0[64 - sizeof(uint32_t)];
+    _Atomic uint32_t fin;
+    char pad1[64 - sizeof(uint32_t)];
+} ipu_cursor;
+
+/* The host threads' profile (ts_ipu_profile_on, ipu.h): rounds, barrier meetings, and each round's
+ * work per column, for the benchmark that bounds the speed-up of any thread count. */
+typedef struct ipu_prof {
+    uint64_t rounds;        /* rounds run */
+    uint64_t meetings;      /* barrier meetings the threads would have (nthreads > 1) */
+    uint64_t visits;        /* tiles the main thread visits alone between rounds (its passes over
+                             * the tiles: each touches a few of a tile's cache lines, which on
+                             * many cores are in another core's cache) */
+    uint64_t *colw;         /* rounds x ncols: colw of every round, in order */
+    size_t n, cap;          /* uint64_t values in colw, allocated */
+    bool nomem;             /* growing colw failed: the profile is incomplete */
+} ipu_prof;
 
 typedef struct ipu_terr {
     ts_err err;       /* the thread's earliest error (lowest cycle, then tile) */
@@ -276,8 +313,10 @@ struct ts_model {
     /* threads */
     pthread_t *th;
     int nstarted;            /* helper threads running (1 .. nthreads - 1 once all started) */
-    /* the main thread and the helpers meet at this barrier three times per round (run, commit,
-     * decide); it spins, then yields, then sleeps (ipu_threads.c) */
+    /* the main thread and the helpers meet at this barrier twice per round (before the run, before
+     * the commit; the main thread gathers the helpers after the commit and decides alone before
+     * letting them go) and once per sync (the release); it spins, then yields, then sleeps
+     * (ipu_threads.c) */
     ts_barrier bar;
     uint32_t main_sense;     /* the main thread's sense */
     pthread_mutex_t gate_mu; /* helpers wait at the gate until every one of them has started */
@@ -285,10 +324,21 @@ struct ts_model {
     int gate;                /* 0 wait, 1 go, 2 quit */
     bool gate_init, quit;
     uint64_t round_h;
+    uint32_t scan_hint;      /* the waiting tile that was not stuck at the last scan (count_stuck) */
+    uint64_t release;        /* the cycle the chip-wide sync just passed releases the tiles */
+    int job;                 /* what the helpers do when the main thread lets them go: IPU_JOB_* */
+    uint8_t *spine_final;    /* per column: every word it sent this superstep has its spine delay
+                              * (its tiles all at the sync or done: they send nothing more) */
     uint32_t *tgroup;        /* per tile: its column group (tile / tiles_per_column / columns_per_group) */
     uint64_t *spine_e;       /* per column: the first cycle its next words may enter the spine
                               * (one cycle after its last ones, see ts_ipu_spine_column) */
     uint32_t ncols;
+    uint32_t *split;         /* nthreads + 1 column bounds: thread i owns columns [split[i], split[i + 1]) */
+    ipu_cursor *cur;         /* one per thread: the next of its columns to take (ipu_threads.c) */
+    uint64_t *colw;          /* per part of a column (IPU_RUN_PARTS each): the host work of its tiles in
+                              * the last round (finish_range) */
+    uint64_t *colseen;       /* per part: its tiles' work counters at the end of the last round */
+    ipu_prof *prof;          /* owned, NULL unless ts_ipu_profile_on: the rounds' work per column */
     ipu_terr *terr;
     ipu_tsum *tsum;          /* one per thread */
 };
@@ -308,6 +358,21 @@ static inline double wire_mm(const ts_ipu_cfg *c, uint32_t s, uint32_t d)
     tile_pos(c, s, &cs, &rs);
     tile_pos(c, d, &cd, &rd);
     return (double)(llabs(cs - cd) + llabs(rs - rd)) * c->tile_pitch_m * 1e3;
+}
+
+/* Tile t is idle at rxwait: the threads' summaries count these, the main thread asks whether
+ * they are stuck (ipu_step.c). */
+static inline bool ts_ipu_tile_waiting(const ipu_tile *t)
+{
+    return t->sup == SUP_RUN && !t->running && t->rx_left && t->cx[0].pc < t->n &&
+           t->code[t->cx[0].pc].op == IPU_OP_RXWAIT;
+}
+
+/* Count n tiles visited by the main thread alone (the profile's visits). */
+static inline void ts_ipu_visits(ts_model *m, uint64_t n)
+{
+    if (m->prof)
+        m->prof->visits += n;
 }
 
 /* ---- tile memory, paged (inline: the executor's loads and stores; the rest is in ipu_mem.c) ---- */
@@ -355,6 +420,11 @@ ts_status ts_ipu_threads_start(ts_model *m, ts_err *err);
 void ts_ipu_threads_stop(ts_model *m);
 /* ipu_threads.c: one round to m->round_h on every thread: run the tiles, commit and summarise */
 void ts_ipu_round(ts_model *m);
+
+/* ipu_threads.c: release the tiles from the sync just passed, on every thread (release_tiles) */
+void ts_ipu_release(ts_model *m);
+/* ipu_step.c: release tiles [lo, hi) at m->release and bring their cycles up to m->now */
+void ts_ipu_release_tiles(ts_model *m, uint32_t lo, uint32_t hi);
 
 /* ipu_step.c: when tile t arrived at the pending sync (a halt this superstep counts), if it did */
 bool ts_ipu_arrived_at(const ts_model *m, const ipu_tile *t, uint64_t *at);

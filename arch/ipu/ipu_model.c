@@ -32,7 +32,7 @@
  *   ipu_exec.c      the executor: one tile's cycles, every instruction, the idle jump and the
  *                   closed form (the hot path, one translation unit)
  *   ipu_exchange.c  the interconnect: latency, the spine's buffered stage, the exchange check
- *   ipu_threads.c   host threads: each one's tiles, the two phases of a round, their barrier
+ *   ipu_threads.c   host threads: who takes which column, the phases of a round and the release, the profile
  *   ipu_step.c      the kernel's step: rounds, the verdicts between them, the chip-wide sync
  *   ipu_observe.c   activity sampling and trace slices
  *   ipu_energy.c    energy events per op and per superstep

@@ -27,30 +27,26 @@ bool ts_ipu_arrived_at(const ts_model *m, const ipu_tile *t, uint64_t *at)
     return false;
 }
 
-/* All live tiles are at the barrier: move the host data, release them, record the superstep. */
-static ts_status barrier(ts_model *m, ts_err *err)
+/* What the threads' summaries of the last round say of the sync (merged in ts_ipu_step). */
+typedef struct ipu_arrivals {
+    uint64_t last;        /* the latest arrival */
+    uint32_t crit;        /* the lowest tile that arrived then: the critical tile */
+    uint32_t first_sync;  /* the lowest tile at the sync (released first: the skew grows with the id) */
+    uint64_t hbytes, xbytes;
+} ipu_arrivals;
+
+/* All live tiles are at the barrier: move the host data and record the superstep; the tiles are
+ * released afterwards, on every thread (ts_ipu_release). The arrivals come from the threads'
+ * summaries, so that the main thread visits no tile here unless host data moves. */
+static ts_status barrier(ts_model *m, const ipu_arrivals *a, ts_err *err)
 {
     ts_status rc = ts_ipu_check_exchange(m, err);
     if (rc != TS_OK)
         return rc;
-    uint64_t last = 0, crit = 0, hbytes = 0, xbytes = 0;
-    bool any = false;
-    for (uint32_t i = 0; i < m->ntiles; i++) {
-        ipu_tile *t = &m->t[i];
-        uint64_t at;
-        if (!ts_ipu_arrived_at(m, t, &at))
-            continue;
-        if (!any || at > last) { /* critical tile: the first (lowest id) of those that came last */
-            last = at;
-            crit = i;
-            any = true;
-        }
-        for (size_t k = 0; k < t->nhost; k++)
-            hbytes += t->host[k].bytes;
-        xbytes += t->ss_xbytes;
-    }
+    uint64_t last = a->last, crit = a->crit, hbytes = a->hbytes, xbytes = a->xbytes;
     uint64_t host_cycles = 0;
     if (hbytes) {
+        ts_ipu_visits(m, 2 * (uint64_t)m->ntiles);
         if (!m->hostmem) {
             m->hostmem = ts_calloc(1, m->c.host_bytes ? m->c.host_bytes : 1);
             if (!m->hostmem)
@@ -100,8 +96,14 @@ static ts_status barrier(ts_model *m, ts_err *err)
     if (m->act && (rc = ts_ipu_act_superstep(m, r, release, err)) != TS_OK)
         return rc;
     m->ss_start = release;
+    m->release = release;
+    return TS_OK;
+}
+
+void ts_ipu_release_tiles(ts_model *m, uint32_t lo, uint32_t hi)
+{
     uint64_t span = m->ntiles > 1 ? m->ntiles - 1 : 1;
-    for (uint32_t i = 0; i < m->ntiles; i++) {
+    for (uint32_t i = lo; i < hi; i++) {
         ipu_tile *t = &m->t[i];
         t->log.n = 0;
         t->fin = 0;
@@ -111,22 +113,49 @@ static ts_status barrier(ts_model *m, ts_err *err)
         t->xch_cycles = 0;
         t->xch_until = 0;
         t->rx_src = -1;
-        if (t->sup != SUP_SYNC)
-            continue;
-        t->sup = SUP_RUN;
-        t->cx[0].ready = release + m->c.sync_skew * i / span;
-        m->tnow[i] = release;
+        if (t->sup == SUP_SYNC) {
+            t->sup = SUP_RUN;
+            t->cx[0].ready = m->release + m->c.sync_skew * i / span;
+            m->tnow[i] = m->release;
+        }
+        if (m->tnow[i] < m->now)
+            m->tnow[i] = m->now;
     }
-    return TS_OK;
 }
 
 static bool tile_stuck(const ts_model *m, const ipu_tile *t)
 {
-    if (t->sup != SUP_RUN || t->running || !t->rx_left || t->cx[0].pc >= t->n ||
-        t->code[t->cx[0].pc].op != IPU_OP_RXWAIT)
-        return false;
     const ipu_tile *s = &m->t[t->rx_src];
     return (s->sup == SUP_SYNC || s->sup == SUP_DONE) && t->rx_cursor >= s->log.n;
+}
+
+/* The waiting tiles, when every one of them is stuck (first_stuck the lowest), else 0: the
+ * verdict on receives needs all of them stuck, so the scan (the main thread's alone, in every
+ * round of an exchange where no tile runs) stops at the first waiting tile that is not, and
+ * looks first at the one that stopped the last scan (in an exchange it usually still waits for
+ * words on their way): the same answer, mostly from one tile instead of a pass over the chip. */
+static uint32_t count_stuck(ts_model *m, uint32_t *first_stuck)
+{
+    uint32_t h = m->scan_hint;
+    if (h < m->ntiles && ts_ipu_tile_waiting(&m->t[h]) && !tile_stuck(m, &m->t[h])) {
+        ts_ipu_visits(m, 1);
+        return 0;
+    }
+    uint32_t stuck = 0, i;
+    for (i = 0; i < m->ntiles; i++) {
+        if (!ts_ipu_tile_waiting(&m->t[i]))
+            continue;
+        if (!tile_stuck(m, &m->t[i])) {
+            m->scan_hint = i;
+            stuck = 0;
+            i++;
+            break;
+        }
+        if (!stuck++)
+            *first_stuck = i;
+    }
+    ts_ipu_visits(m, i);
+    return stuck;
 }
 
 ts_status ts_ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
@@ -150,8 +179,10 @@ ts_status ts_ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
         ts_ipu_round(m);
         int bad = -1;
         for (int i = 0; i < m->nthreads; i++)
-            if (m->terr[i].failed && (bad < 0 || m->terr[i].err.cycle < m->terr[bad].err.cycle))
-                bad = i;
+            if (m->terr[i].failed && (bad < 0 || m->terr[i].err.cycle < m->terr[bad].err.cycle ||
+                                      (m->terr[i].err.cycle == m->terr[bad].err.cycle &&
+                                       m->terr[i].err.tile < m->terr[bad].err.tile)))
+                bad = i; /* the earliest error, then the lowest tile: whichever thread ran it */
         if (bad >= 0) {
             /* An error stops the run once no other tile can still fail earlier: every other
              * running tile has passed its cycle (tiles run ahead of each other inside a round). */
@@ -176,12 +207,23 @@ ts_status ts_ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
         m->now = h;
         uint64_t work = 0, last_arrival = 0;
         uint32_t live = 0, at_sync = 0, waiting = 0, stuck = 0, first_stuck = 0;
-        bool pending = false, nomem = false;
+        bool pending = false, nomem = false, arrived = false;
+        ipu_arrivals arr = {0};
         for (int i = 0; i < m->nthreads; i++) {
             const ipu_tsum *q = &m->tsum[i];
             work += q->work;
             if (q->last_arrival > last_arrival)
                 last_arrival = q->last_arrival;
+            if (q->arrived && (!arrived || q->last_arrival > arr.last ||
+                               (q->last_arrival == arr.last && q->crit < arr.crit))) {
+                arr.last = q->last_arrival;
+                arr.crit = q->crit;
+                arrived = true;
+            }
+            if (q->at_sync && (!at_sync || q->first_sync < arr.first_sync))
+                arr.first_sync = q->first_sync;
+            arr.hbytes += q->hbytes;
+            arr.xbytes += q->xbytes;
             live += q->live;
             at_sync += q->at_sync;
             waiting += q->waiting;
@@ -192,9 +234,7 @@ ts_status ts_ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
             return ts_err_set(err, TS_ENOMEM, "out of memory for exchange words");
         m->work = work + m->nss;
         if (waiting && waiting + at_sync == live) /* only then can every live tile be stuck or at a sync */
-            for (uint32_t i = 0; i < m->ntiles; i++)
-                if (tile_stuck(m, &m->t[i]) && !stuck++)
-                    first_stuck = i;
+            stuck = count_stuck(m, &first_stuck);
         if (pending)
             continue; /* no barrier and no verdict on receives while an error waits */
         if (!live) {
@@ -236,22 +276,18 @@ ts_status ts_ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
                               "nothing more", first_stuck, t->rx_left, t->rx_n, t->rx_src);
         }
         if (at_sync == live) {
-            ts_status rc = barrier(m, err);
+            ts_status rc = barrier(m, &arr, err);
             if (rc != TS_OK)
                 return rc;
-            if (!m->lockstep) { /* nothing happens before the release */
-                uint64_t next = UINT64_MAX;
-                for (uint32_t i = 0; i < m->ntiles; i++)
-                    if (m->t[i].sup == SUP_RUN && m->t[i].cx[0].ready < next)
-                        next = m->t[i].cx[0].ready;
-                if (next != UINT64_MAX && next > m->act_cap) /* stop at the window boundary on the way */
+            if (!m->lockstep) { /* nothing happens before the release of the first tile */
+                uint64_t span = m->ntiles > 1 ? m->ntiles - 1 : 1;
+                uint64_t next = m->release + m->c.sync_skew * arr.first_sync / span;
+                if (next > m->act_cap) /* stop at the window boundary on the way */
                     next = m->act_cap;
-                if (next != UINT64_MAX && next > m->now)
+                if (next > m->now)
                     m->now = next < limit ? next : limit;
             }
-            for (uint32_t i = 0; i < m->ntiles; i++)
-                if (m->tnow[i] < m->now)
-                    m->tnow[i] = m->now;
+            ts_ipu_release(m); /* every tile's cycle brought up to m->now too */
         }
     }
     st->now = m->now;

@@ -14,6 +14,7 @@
 #include "core/alloc.h"
 #include "core/energy.h"
 #include "core/program.h"
+#include "core/report.h"
 #include "core/trace.h"
 #include "tests/arch/ipu/ipu_test.h"
 
@@ -444,6 +445,99 @@ START_TEST(superstep_events_sum_to_run)
 }
 END_TEST
 
+/* The split of the columns over the threads by measured cost: contiguous, every column once,
+ * each boundary where the prefix cost is nearest to its share; evenly when nothing was measured. */
+START_TEST(split_by_cost)
+{
+    uint32_t b[5];
+    const uint64_t zero[8] = {0};
+    ts_ipu_split(zero, 8, 4, b);
+    const uint32_t even[5] = {0, 2, 4, 6, 8};
+    ck_assert_mem_eq(b, even, sizeof even);
+    /* 200 in all: column 0 alone is half, column 7 nearly the other half */
+    const uint64_t skew[8] = {100, 1, 1, 1, 1, 1, 1, 94};
+    ts_ipu_split(skew, 8, 2, b);
+    ck_assert_uint_eq(b[0], 0);
+    ck_assert_uint_eq(b[1], 1); /* 100 | 100 */
+    ck_assert_uint_eq(b[2], 8);
+    ts_ipu_split(skew, 8, 4, b); /* shares of 50: 0 | 100 | 6 | 94, the heavy columns alone */
+    const uint32_t four[5] = {0, 0, 1, 7, 8};
+    ck_assert_mem_eq(b, four, sizeof four);
+    ts_ipu_split(skew, 3, 4, b); /* more threads than columns: some take none */
+    ck_assert_uint_eq(b[0], 0);
+    ck_assert_uint_eq(b[4], 3);
+    for (int i = 0; i < 4; i++)
+        ck_assert_uint_le(b[i], b[i + 1]);
+}
+END_TEST
+
+/* Work on one column of four (small16: columns of 4 tiles): with as many threads as columns
+ * each thread owns one, and the three idle ones take what they can of the busy one's parts; with more threads than columns some own none. The report is the same for every
+ * count. The profile sees the work on that column only, and two meetings a round plus one a
+ * sync. */
+START_TEST(busy_column_any_threads)
+{
+    char *p = ipu_test_expand(".arch ipu\n.stream tile 0-11\n  setzi $m1, 4\nl:\n  sync 1\n  brnzdec $m1, l\n  halt\n"
+                              ".stream tile 12-15\n  setzi $m1, 4\nl:\n  setzi $m2, 300\nk:\n  addi $m3, $m3, 1\n"
+                              "  brnzdec $m2, k\n  sync 1\n  brnzdec $m1, l\n  halt\n");
+    ipu_run ref;
+    ipu_test_run3("ipu_small16", NULL, p, &ref);
+    ts_buf want = TS_BUF_INIT;
+    ts_report_json(&ref.r, &want);
+    for (int threads = 4; threads <= 16; threads *= 4) {
+        ipu_run r;
+        ipu_test_run("ipu_small16", NULL, p, false, threads, &r);
+        ck_assert_int_eq(r.rc, TS_OK);
+        ts_buf got = TS_BUF_INIT;
+        ts_report_json(&r.r, &got);
+        ck_assert_str_eq(ts_buf_str(&got), ts_buf_str(&want));
+        for (unsigned t = 12; t < 16; t++)
+            ck_assert_uint_eq(ipu_peek32(&r, t, 0), ipu_peek32(&ref, t, 0));
+        ts_buf_free(&got);
+        ipu_run_free(&r);
+    }
+    ts_buf_free(&want);
+    ipu_run_free(&ref);
+    /* the profile of a one-thread run */
+    void *cfg = ipu_test_config("ipu_small16", NULL);
+    ts_program *prog = NULL;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_asm(&prog, "t.s", p, strlen(p), &ts_ipu_isa, &e), TS_OK);
+    ts_run_opts o = {.threads = 1};
+    ts_model *m = NULL;
+    ck_assert_int_eq(ts_ipu_family.create(&m, cfg, &o, &e), TS_OK);
+    ck_assert_int_eq(ts_ipu_profile_on(m, &e), TS_OK);
+    ck_assert_int_eq(ts_ipu_family.load(m, prog, &e), TS_OK);
+    ts_step st = {0};
+    while (!st.done)
+        ck_assert_int_eq(ts_ipu_family.step(m, st.now + 65536, &st, &e), TS_OK);
+    ts_ipu_profile pr;
+    ts_ipu_profile_get(m, &pr);
+    ck_assert(pr.complete);
+    ck_assert_uint_eq(pr.ncols, 4);
+    ck_assert_uint_eq(pr.supersteps, 5);
+    ck_assert_uint_gt(pr.rounds, 0);
+    ck_assert_uint_eq(pr.meetings, 2 * pr.rounds + pr.supersteps);
+    uint64_t busy = 0, idle = 0;
+    const uint32_t n = 4 * pr.parts; /* values per round: the parts of column 3 come last */
+    for (uint64_t k = 0; k < pr.rounds; k++)
+        for (uint32_t u = 0; u < n; u++) {
+            uint64_t w = pr.colw[k * n + u];
+            if (u < 3 * pr.parts)
+                idle = w > idle ? w : idle;
+            else
+                busy += w;
+        }
+    ck_assert_uint_gt(busy, 5 * 4 * 300 * 2); /* the loops' addi and brnzdec, on four tiles */
+    ck_assert_uint_lt(idle, 4 * 3);           /* a few instructions a round elsewhere */
+    ts_ipu_family.destroy(m);
+    ts_program_destroy(prog);
+    ts_config_destroy(cfg);
+    free(p);
+}
+END_TEST
+
 /* Every allocation of create, load, run and collect may fail: each failure is TS_ENOMEM, and
  * nothing leaks (the sanitizer build checks), with one thread and with three. */
 START_TEST(allocation_failures)
@@ -554,6 +648,8 @@ static Suite *suite(void)
     tcase_add_test(t, energy_events_priced);
     tcase_add_test(t, energy_int_mul);
     tcase_add_test(t, superstep_events_sum_to_run);
+    tcase_add_test(t, split_by_cost);
+    tcase_add_test(t, busy_column_any_threads);
     tcase_add_test(t, allocation_failures);
     tcase_add_test(t, trace_slices);
     suite_add_tcase(s, t);
