@@ -295,6 +295,9 @@ typedef struct lt_cat {
 
 ts_status lt_cat_shape(lt *L, const ts_graph_node *nd, lt_cat *c, uint32_t *M, uint32_t *N);
 bool lt_reshape_moves(const ts_graph *g, const ts_graph_node *nd);
+/* squeeze.c: *out a copy of g whose rank-4 tensors of a batch of 1 are rank 3 (same ids, names
+ * and values), or NULL when g has none, holds an image operator or a node that cannot follow. */
+ts_status lt_squeeze(const ts_graph *g, ts_graph **out, ts_err *err);
 int lt_cat_input(const lt_cat *c, uint32_t kt);
 int64_t lt_cat_vec(const lt_cat *c, uint32_t m, uint32_t kt);
 bool lt_cat_one(const lt_cat *c, uint32_t n, uint32_t kt, uint32_t l, uint32_t VL, uint32_t N);
