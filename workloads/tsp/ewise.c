@@ -248,13 +248,40 @@ static ts_status plan_of(lt *L, const ts_graph_node *nd, ew_plan *p, int *ai)
 /* Every constant of the plan as f32 vectors in every east slice: 4 byte planes per vector, one
  * vector (a scalar), one per channel tile, or one per row and channel tile (row r's tile t is
  * vector r T + t); *words[k] its first word. */
+/* The key of a tensor constant in L->ewc (its id, mode, rows, int8, tiles); false for a scalar. */
+static bool ewc_key(const ew_plan *p, int k, uint32_t T, uint32_t key[5])
+{
+    const ew_const *c = &p->c[k];
+    if (c->id < 0)
+        return false;
+    uint32_t v[5] = {(uint32_t)c->id, (uint32_t)c->mode, c->rows, p->i8, T};
+    memcpy(key, v, sizeof v);
+    return true;
+}
+
+/* Constant k's word when a node before laid out the same (L->ewc), else UINT32_MAX. */
+static uint32_t ewc_find(const lt *L, const ew_plan *p, int k, uint32_t T)
+{
+    uint32_t key[5];
+    for (uint32_t i = 0; ewc_key(p, k, T, key) && i < L->newc; i++)
+        if (!memcmp(L->ewc[i], key, sizeof key))
+            return L->ewc[i][5];
+    return UINT32_MAX;
+}
+
 static ts_status place_consts(lt *L, const ts_graph_node *nd, const ew_plan *p, uint32_t T, uint32_t *word)
 {
     uint32_t n = 0, wpv = p->i8 ? 1 : 4; /* words per vector */
+    uint32_t known[EW_MAX_CONSTS];
     for (int k = 0; k < p->nc; k++) {
+        known[k] = ewc_find(L, p, k, T);
         word[k] = n;
-        n += wpv * (p->c[k].per_tile ? T * (p->c[k].rows ? p->c[k].rows : 1) : 1);
+        if (known[k] == UINT32_MAX)
+            n += wpv * (p->c[k].per_tile ? T * (p->c[k].rows ? p->c[k].rows : 1) : 1);
     }
+    for (int k = 0; k < p->nc; k++)
+        if (known[k] != UINT32_MAX)
+            word[k] = known[k];
     if (!n)
         return TS_OK;
     uint32_t base;
@@ -266,6 +293,8 @@ static ts_status place_consts(lt *L, const ts_graph_node *nd, const ew_plan *p, 
     for (int k = 0; k < p->nc; k++) {
         const ew_const *c = &p->c[k];
         const ts_graph_tensor *ct = c->id >= 0 ? ts_graph_get_tensor(L->g, c->id) : NULL;
+        if (known[k] != UINT32_MAX)
+            continue;
         uint32_t nv = c->per_tile ? T * (c->rows ? c->rows : 1) : 1;
         for (uint32_t i = 0; i < nv * L->VL; i++) {
             double v = c->v;
@@ -292,6 +321,11 @@ static ts_status place_consts(lt *L, const ts_graph_node *nd, const ew_plan *p, 
                     im.s[e][(size_t)(w + by) * L->VL + i % L->VL] = (uint8_t)(b >> (8 * by));
         }
         word[k] += base;
+        uint32_t key[5];
+        if (ewc_key(p, k, T, key) && L->newc < LT_EWC_MAX) {
+            memcpy(L->ewc[L->newc], key, sizeof key);
+            L->ewc[L->newc++][5] = word[k];
+        }
     }
     return lt_img_flush(L, &im, L->nW);
 }

@@ -133,6 +133,10 @@ typedef struct lt {
     tens onehot;           /* the one-hot vectors of A V's transposes (products.c; ready owned) */
 #define LT_ZC_MAX 64
     uint32_t zc[LT_ZC_MAX][3]; uint32_t nzc; /* products' words without a bias laid out: tiles, scale bits, word */
+#define LT_EWC_MAX 16
+    /* the tensor constants of ewise.c laid out: tensor, mode, rows, int8 (0/1), tiles, word (every layer of a
+     * decoder adds the same causal mask) */
+    uint32_t ewc[LT_EWC_MAX][6]; uint32_t newc;
 #define LT_ONES_MAX 8
     uint32_t ones[LT_ONES_MAX][2]; uint32_t nones; /* the all-ones f16 rows laid out: width, word (softmax.c) */
     bool mono;             /* a batch > 1: the VXM groups of one operator are searched from the cycle the one
