@@ -587,9 +587,12 @@ int main(void)
     TCase *tc = tcase_create("values");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_fold_partial);
-    tcase_add_loop_test(tc, test_gpt_tsp, 0, 2);
     tcase_add_loop_test(tc, test_values, 0, (int)(NMODELS * NCONFIGS));
     suite_add_tcase(s, tc);
+    TCase *gpt = tcase_create("gpt"); /* alone: CK_RUN_CASE=gpt */
+    tcase_set_timeout(gpt, 120);
+    tcase_add_loop_test(gpt, test_gpt_tsp, 0, 2);
+    suite_add_tcase(s, gpt);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
     int failed = srunner_ntests_failed(r);
