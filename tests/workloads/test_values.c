@@ -441,6 +441,23 @@ static double check_f32(const ts_npy_array *out, const ts_npy_array *ref, const 
     return worst / scale;
 }
 
+/* Run the lowered model l on cfg (its program taken into *prog, the results into *res, owned by
+ * the caller); its one output read back. */
+static const ts_npy_array *run_lowered(ts_lowered *l, const ts_family *fam, const ts_config *cfg, const char *what,
+                                       ts_program **prog, ts_results *res)
+{
+    ts_err e;
+    ts_err_init(&e);
+    *prog = ts_lowered_take_program(l);
+    ts_run_opts ro = {.max_cycles = TS_SIM_DEFAULT_MAX_CYCLES, .finished = read_back, .finished_ud = l};
+    ck_assert_msg(ts_lowered_prepare(l, &ro, &e) == TS_OK, "%s", e.msg);
+    ck_assert_msg(ts_sim_run(fam, cfg, *prog, &ro, NULL, res, &e) == TS_OK, "%s: %s", what, e.msg);
+    const ts_npz *out = ts_lowered_outputs(l);
+    ck_assert_uint_eq(out->n, 1);
+    ts_err_free(&e);
+    return &out->v[0];
+}
+
 START_TEST(test_values)
 {
     const char *model = models[_i / NCONFIGS], *config = configs[_i % NCONFIGS];
@@ -471,25 +488,21 @@ START_TEST(test_values)
         printf("skipped %s: the lowering refuses it today: %s\n", what, e.msg);
     } else {
         ck_assert_msg(rc == TS_OK, "%s: %s", what, e.msg);
-        ts_program *prog = ts_lowered_take_program(l);
-        ts_run_opts ro = {.max_cycles = TS_SIM_DEFAULT_MAX_CYCLES, .finished = read_back, .finished_ud = l};
-        ck_assert_msg(ts_lowered_prepare(l, &ro, &e) == TS_OK, "%s", e.msg);
+        ts_program *prog;
         ts_results res;
-        ck_assert_msg(ts_sim_run(fam, cfg, prog, &ro, NULL, &res, &e) == TS_OK, "%s: %s", what, e.msg);
-        const ts_npz *out = ts_lowered_outputs(l);
-        ck_assert_uint_eq(out->n, 1);
+        const ts_npy_array *o = run_lowered(l, fam, cfg, what, &prog, &res);
         if (!strcmp(config, "tsp_v1")) {
-            ck_assert_int_eq(check_tsp(l, &out->v[0], what, must), 0);
+            ck_assert_int_eq(check_tsp(l, o, what, must), 0);
         } else {
-            const ts_npy_array *r = ts_npz_find(&ref, out->v[0].name);
-            ck_assert_msg(r != NULL, "%s: the reference has no output '%s'", what, out->v[0].name);
+            const ts_npy_array *r = ts_npz_find(&ref, o->name);
+            ck_assert_msg(r != NULL, "%s: the reference has no output '%s'", what, o->name);
             double bound = 1e-4;
             char f32name[160];
-            snprintf(f32name, sizeof f32name, "%s@f32", out->v[0].name);
+            snprintf(f32name, sizeof f32name, "%s@f32", o->name);
             const ts_npy_array *r32 = ts_npz_find(&ref, f32name);
             if (r32)
                 bound = fmax(bound, 8 * rel_err(r32, r));
-            ck_assert_msg(check_f32(&out->v[0], r, what) <= bound, "%s: outputs differ from torch's by more than %.3g",
+            ck_assert_msg(check_f32(o, r, what) <= bound, "%s: outputs differ from torch's by more than %.3g",
                           what, bound);
         }
         ts_results_free(&res);
@@ -521,14 +534,9 @@ START_TEST(test_gpt_tsp)
     const ts_family *fam = ts_family_find(ts_config_arch(cfg));
     ts_lowered *l = NULL;
     ck_assert_msg(ts_lower_model(spec, cfg, NULL, &l, &e) == TS_OK, "%s: %s", what, e.msg);
-    ts_program *prog = ts_lowered_take_program(l);
-    ts_run_opts ro = {.max_cycles = TS_SIM_DEFAULT_MAX_CYCLES, .finished = read_back, .finished_ud = l};
-    ck_assert_msg(ts_lowered_prepare(l, &ro, &e) == TS_OK, "%s", e.msg);
+    ts_program *prog;
     ts_results res;
-    ck_assert_msg(ts_sim_run(fam, cfg, prog, &ro, NULL, &res, &e) == TS_OK, "%s: %s", what, e.msg);
-    const ts_npz *out = ts_lowered_outputs(l);
-    ck_assert_uint_eq(out->n, 1);
-    ck_assert_int_eq(check_tsp(l, &out->v[0], what, true), 0);
+    ck_assert_int_eq(check_tsp(l, run_lowered(l, fam, cfg, what, &prog, &res), what, true), 0);
     ts_results_free(&res);
     ts_program_destroy(prog);
     ts_lowered_destroy(l);
