@@ -285,7 +285,7 @@ part_tsp() {
   grep -q "icu.queue_capacity 40" "$tmp/stderr" && ok || bad "the queue-capacity refusal gives no figure"
   # A model with several operators the TSP does not take gets them all in one message (ONNX builds).
   if [ "${TS_HAS_ONNX:-0}" = 1 ]; then
-    golden tsp-unsupported "$T" compile -c tsp_v1 "$models/bert_layer.onnx" -o "$tmp/bert.tsp"
+    golden tsp-unsupported "$T" compile -c tsp_v1 "$models/ops.onnx" -o "$tmp/ops.tsp"
   fi
 }
 

@@ -177,12 +177,14 @@ static int64_t src_elem(const ts_graph *g, const ts_graph_node *nd, int64_t k)
     return e;
 }
 
-/* A [H, M, K] x B [H, K, N], both activations. */
+/* A [H, M, K] x B [H, K, N], both activations (H: the leading axes, gpt's [1, h, ..]). */
 static void matmul_act(const ts_graph *g, const ts_graph_node *nd, int8_t **v)
 {
     const ts_graph_tensor *x = ts_graph_get_tensor(g, nd->in[0]), *b = ts_graph_get_tensor(g, nd->in[1]);
     int r = x->rank;
-    int64_t H = r == 3 ? x->dims[0] : 1, M = x->dims[r - 2], K = x->dims[r - 1], N = b->dims[r - 1];
+    int64_t H = 1, M = x->dims[r - 2], K = x->dims[r - 1], N = b->dims[r - 1];
+    for (int a = 0; a < r - 2; a++)
+        H *= x->dims[a];
     int8_t *out = ts_calloc((size_t)(H * M * N), 1), *A = v[nd->in[0]], *B = v[nd->in[1]];
     for (int64_t h = 0; h < H; h++)
         for (int64_t i = 0; i < M; i++)
@@ -195,7 +197,8 @@ static void matmul_act(const ts_graph *g, const ts_graph_node *nd, int8_t **v)
     v[nd->out[0]] = out;
 }
 
-/* Add or Div of an activation and a constant (one value or one per channel): u + 16 c, u (1 / c). */
+/* Add or Div of an activation and a constant (one value, one per channel, or a matrix over the last
+ * two axes: gpt's causal mask, broadcast over the heads): u + 16 c, u (1 / c). */
 static void ewise_const(const ts_graph *g, const ts_graph_node *nd, int8_t **v, int64_t n)
 {
     bool a0 = v[nd->in[0]] != NULL;
@@ -204,7 +207,7 @@ static void ewise_const(const ts_graph *g, const ts_graph_node *nd, int8_t **v, 
     int64_t C = y->dims[y->rank - 1], nc = ts_graph_tensor_elems(c);
     int8_t *a = v[nd->in[a0 ? 0 : 1]], *out = ts_calloc((size_t)n, 1);
     for (int64_t k = 0; k < n; k++) {
-        double cv = ts_fill_value_f32(c, cid, (uint64_t)(nc == 1 ? 0 : k % C));
+        double cv = ts_fill_value_f32(c, cid, (uint64_t)(nc == 1 ? 0 : nc > C ? k % nc : k % C));
         float u = (float)a[k];
         out[k] = tsp_ref_cvt8(nd->op == TS_OP_ADD ? u + (float)(cv * 16.0) : u * (float)(1.0 / cv));
     }
@@ -256,6 +259,31 @@ static void rows8(const ts_graph *g, const ts_graph_node *nd, int8_t **v, int64_
     v[nd->out[0]] = out;
 }
 
+/* Concat: element k of the output from the input that holds it (an activation's int8 values, or a
+ * weight's fill values: gpt decode's KV cache). */
+static void concat8(const ts_graph *g, const ts_graph_node *nd, int8_t **v, int64_t n)
+{
+    const ts_graph_tensor *y = ts_graph_get_tensor(g, nd->out[0]);
+    int ax = (int)(nd->attrs.axis < 0 ? nd->attrs.axis + y->rank : nd->attrs.axis);
+    int64_t inner = 1;
+    for (int a = ax + 1; a < y->rank; a++)
+        inner *= y->dims[a];
+    v[nd->out[0]] = ts_calloc((size_t)n, 1);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t outer = k / (inner * y->dims[ax]), pos = k / inner % y->dims[ax], off = 0;
+        for (size_t i = 0; i < nd->nin; i++) {
+            const ts_graph_tensor *x = ts_graph_get_tensor(g, nd->in[i]);
+            int64_t len = x->dims[ax];
+            if (pos < off + len) {
+                int64_t e = (outer * len + pos - off) * inner + k % inner;
+                v[nd->out[0]][k] = v[nd->in[i]] ? v[nd->in[i]][e] : ts_fill_value_i8(x, nd->in[i], (uint64_t)e);
+                break;
+            }
+            off += len;
+        }
+    }
+}
+
 /* The operators ref_int8 takes beyond ResNet's; false for another. */
 static bool ref_bert(const ts_graph *g, const ts_graph_node *nd, int8_t **v, int64_t n)
 {
@@ -269,6 +297,7 @@ static bool ref_bert(const ts_graph *g, const ts_graph_node *nd, int8_t **v, int
             v[nd->out[0]][k] = v[nd->in[0]][src_elem(g, nd, k)];
         return true;
     case TS_OP_MATMUL: matmul_act(g, nd, v); return true;
+    case TS_OP_CONCAT: concat8(g, nd, v, n); return true;
     case TS_OP_DIV:
     case TS_OP_ADD: ewise_const(g, nd, v, n); return true;
     case TS_OP_GELU:
@@ -442,6 +471,23 @@ static double check_f32(const ts_npy_array *out, const ts_npy_array *ref, const 
     return worst / scale;
 }
 
+/* Run the lowered model l on cfg (its program taken into *prog, the results into *res, owned by
+ * the caller); its one output read back. */
+static const ts_npy_array *run_lowered(ts_lowered *l, const ts_family *fam, const ts_config *cfg, const char *what,
+                                       ts_program **prog, ts_results *res)
+{
+    ts_err e;
+    ts_err_init(&e);
+    *prog = ts_lowered_take_program(l);
+    ts_run_opts ro = {.max_cycles = TS_SIM_DEFAULT_MAX_CYCLES, .finished = read_back, .finished_ud = l};
+    ck_assert_msg(ts_lowered_prepare(l, &ro, &e) == TS_OK, "%s", e.msg);
+    ck_assert_msg(ts_sim_run(fam, cfg, *prog, &ro, NULL, res, &e) == TS_OK, "%s: %s", what, e.msg);
+    const ts_npz *out = ts_lowered_outputs(l);
+    ck_assert_uint_eq(out->n, 1);
+    ts_err_free(&e);
+    return &out->v[0];
+}
+
 START_TEST(test_values)
 {
     const char *model = models[_i / NCONFIGS], *config = configs[_i % NCONFIGS];
@@ -472,25 +518,21 @@ START_TEST(test_values)
         printf("skipped %s: the lowering refuses it today: %s\n", what, e.msg);
     } else {
         ck_assert_msg(rc == TS_OK, "%s: %s", what, e.msg);
-        ts_program *prog = ts_lowered_take_program(l);
-        ts_run_opts ro = {.max_cycles = TS_SIM_DEFAULT_MAX_CYCLES, .finished = read_back, .finished_ud = l};
-        ck_assert_msg(ts_lowered_prepare(l, &ro, &e) == TS_OK, "%s", e.msg);
+        ts_program *prog;
         ts_results res;
-        ck_assert_msg(ts_sim_run(fam, cfg, prog, &ro, NULL, &res, &e) == TS_OK, "%s: %s", what, e.msg);
-        const ts_npz *out = ts_lowered_outputs(l);
-        ck_assert_uint_eq(out->n, 1);
+        const ts_npy_array *o = run_lowered(l, fam, cfg, what, &prog, &res);
         if (!strcmp(config, "tsp_v1")) {
-            ck_assert_int_eq(check_tsp(l, &out->v[0], what, must), 0);
+            ck_assert_int_eq(check_tsp(l, o, what, must), 0);
         } else {
-            const ts_npy_array *r = ts_npz_find(&ref, out->v[0].name);
-            ck_assert_msg(r != NULL, "%s: the reference has no output '%s'", what, out->v[0].name);
+            const ts_npy_array *r = ts_npz_find(&ref, o->name);
+            ck_assert_msg(r != NULL, "%s: the reference has no output '%s'", what, o->name);
             double bound = 1e-4;
             char f32name[160];
-            snprintf(f32name, sizeof f32name, "%s@f32", out->v[0].name);
+            snprintf(f32name, sizeof f32name, "%s@f32", o->name);
             const ts_npy_array *r32 = ts_npz_find(&ref, f32name);
             if (r32)
                 bound = fmax(bound, 8 * rel_err(r32, r));
-            ck_assert_msg(check_f32(&out->v[0], r, what) <= bound, "%s: outputs differ from torch's by more than %.3g",
+            ck_assert_msg(check_f32(o, r, what) <= bound, "%s: outputs differ from torch's by more than %.3g",
                           what, bound);
         }
         ts_results_free(&res);
@@ -499,6 +541,35 @@ START_TEST(test_values)
     ts_lowered_destroy(l);
     ts_npz_free(&in);
     ts_npz_free(&ref);
+    ts_config_destroy(cfg);
+    ts_err_free(&e);
+}
+END_TEST
+
+/* The built-in decoder `gpt` (GPT-2's form: LayerNorm, tanh Gelu, biases; docs/llm.md), 2 layers,
+ * decode against its KV cache and prefill under the causal mask, on tsp_v1: hazard-free (the run
+ * stops on one) and its logits bit for bit the int8 reference's. Its attention is rank 4 with a
+ * batch of 1, lowered as rank 3 (workloads/tsp/squeeze.c). */
+START_TEST(test_gpt_tsp)
+{
+    static const char *const phases[] = {"decode", "prefill"};
+    char spec[160], what[200];
+    snprintf(spec, sizeof spec, "gpt:layers=2,hidden=64,heads=2,ffn=128,vocab=100,seq=16,phase=%s", phases[_i]);
+    snprintf(what, sizeof what, "%s on tsp_v1", spec);
+    ts_err e;
+    ts_err_init(&e);
+    ts_config *cfg = NULL;
+    ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find};
+    ck_assert_msg(ts_config_load(&cfg, "tsp_v1", &co, &e) == TS_OK, "%s", e.msg);
+    const ts_family *fam = ts_family_find(ts_config_arch(cfg));
+    ts_lowered *l = NULL;
+    ck_assert_msg(ts_lower_model(spec, cfg, NULL, &l, &e) == TS_OK, "%s: %s", what, e.msg);
+    ts_program *prog;
+    ts_results res;
+    ck_assert_int_eq(check_tsp(l, run_lowered(l, fam, cfg, what, &prog, &res), what, true), 0);
+    ts_results_free(&res);
+    ts_program_destroy(prog);
+    ts_lowered_destroy(l);
     ts_config_destroy(cfg);
     ts_err_free(&e);
 }
@@ -556,6 +627,10 @@ int main(void)
     tcase_add_test(tc, test_fold_partial);
     tcase_add_loop_test(tc, test_values, 0, (int)(NMODELS * NCONFIGS));
     suite_add_tcase(s, tc);
+    TCase *gpt = tcase_create("gpt"); /* alone: CK_RUN_CASE=gpt */
+    tcase_set_timeout(gpt, 120);
+    tcase_add_loop_test(gpt, test_gpt_tsp, 0, 2);
+    suite_add_tcase(s, gpt);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
     int failed = srunner_ntests_failed(r);

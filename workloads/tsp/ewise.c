@@ -26,7 +26,10 @@
  * constant -1 - operand. */
 #define NONE (-100)
 typedef struct ew_step { uint16_t op; int a, b; } ew_step;
-typedef struct ew_const { bool per_tile; double v; int id; int mode; } ew_const;
+/* A constant: one value v, or a tensor's values one per channel (per_tile), or one per channel of
+ * each of its rows (rows > 0: a matrix [rows, channels] over an activation's last two axes, pixel p
+ * reading row p mod rows: attention's causal mask over its heads). */
+typedef struct ew_const { bool per_tile; uint32_t rows; double v; int id; int mode; } ew_const;
 
 typedef struct ew_plan {
     int nin;                       /* activations read: 1 or 2 */
@@ -46,9 +49,9 @@ static int k_scalar(ew_plan *p, double v)
     return -1 - p->nc++;
 }
 
-static int k_tensor(ew_plan *p, int id, int mode, bool per_tile, double v)
+static int k_tensor(ew_plan *p, int id, int mode, uint32_t rows, double v)
 {
-    p->c[p->nc] = (ew_const){.per_tile = per_tile, .v = v, .id = id, .mode = mode};
+    p->c[p->nc] = (ew_const){.per_tile = true, .rows = rows, .v = v, .id = id, .mode = mode};
     return -1 - p->nc++;
 }
 
@@ -119,18 +122,36 @@ static void plan_gelu(ew_plan *p)
 
 /* ---- binary operators ---- */
 
+/* Whether a matrix b [R, C] (leading axes of 1) is the last two axes of activation a (not an image):
+ * each pixel p of a reads row p mod R. */
+static bool bcast_rows(const int64_t *da, int ra, const int64_t *db, int rb)
+{
+    if (rb < 2 || ra < rb || ra == 4 || db[rb - 2] == 1 || db[rb - 1] != da[ra - 1] || db[rb - 2] != da[ra - 2])
+        return false;
+    for (int i = 0; i < rb - 2; i++)
+        if (db[i] != 1)
+            return false;
+    return true;
+}
+
 /* Whether tensor b broadcasts against activation a as one value, or one value per channel
- * (per_tile); false when it does not. */
-static bool bcast_of(const lt *L, int aid, int bid, bool *per_tile)
+ * (per_tile), or per channel of each row (*rows > 0, bcast_rows); false when it does not. */
+static bool bcast_of(const lt *L, int aid, int bid, bool *per_tile, uint32_t *rows)
 {
     int ra, rb;
     const int64_t *da = lt_dims(L, aid, &ra), *db = lt_dims(L, bid, &rb);
     int64_t ne = ts_graph_tensor_elems(ts_graph_get_tensor(L->g, bid));
     *per_tile = false;
+    *rows = 0;
     if (ne == 1)
         return true;
     if (rb > ra)
         return false;
+    if (bcast_rows(da, ra, db, rb)) {
+        *rows = (uint32_t)db[rb - 2];
+        *per_tile = true;
+        return true;
+    }
     int cax = ra == 4 ? 1 : ra - 1; /* the channel axis of a */
     for (int i = 0; i < rb; i++) {
         int ax = ra - rb + i;
@@ -153,6 +174,7 @@ static bool plan_binary(const lt *L, const ts_graph_node *nd, ew_plan *p, int *a
 {
     int x = nd->in[0], y = nd->in[1];
     bool ax = is_act(L, x), ay = is_act(L, y), pt;
+    uint32_t rows;
     *ai = 0;
     if (ax && ay) {
         if (nd->op != TS_OP_SUB && nd->op != TS_OP_MUL)
@@ -168,25 +190,25 @@ static bool plan_binary(const lt *L, const ts_graph_node *nd, ew_plan *p, int *a
         return false;
     int a = ax ? x : y, c = ax ? y : x;
     *ai = ax ? 0 : 1;
-    if (!bcast_of(L, a, c, &pt))
+    if (!bcast_of(L, a, c, &pt, &rows))
         return false;
     const ts_graph_tensor *ct = ts_graph_get_tensor(L->g, c);
     double v = pt ? 0.0 : ts_fill_value_f32(ct, c, 0);
     switch (nd->op) {
     case TS_OP_ADD:
     case TS_OP_SUB: {
-        int k = pt ? k_tensor(p, c, CM_Q, true, 0) : k_scalar(p, v * EW_Q);
+        int k = pt ? k_tensor(p, c, CM_Q, rows, 0) : k_scalar(p, v * EW_Q);
         step(p, nd->op == TS_OP_ADD ? LT_ADD : LT_SUB, ax || nd->op == TS_OP_ADD ? 0 : k,
              ax || nd->op == TS_OP_ADD ? k : 0);
         return true;
     }
     case TS_OP_MUL:
-        step(p, LT_MUL, 0, pt ? k_tensor(p, c, CM_ONE, true, 0) : k_scalar(p, v));
+        step(p, LT_MUL, 0, pt ? k_tensor(p, c, CM_ONE, rows, 0) : k_scalar(p, v));
         return true;
     case TS_OP_DIV:
         if (!ax || (!pt && v == 0.0))
             return false; /* a constant divided by an activation: no reciprocal of an int8 */
-        step(p, LT_MUL, 0, pt ? k_tensor(p, c, CM_INV, true, 0) : k_scalar(p, 1.0 / v));
+        step(p, LT_MUL, 0, pt ? k_tensor(p, c, CM_INV, rows, 0) : k_scalar(p, 1.0 / v));
         return true;
     default: return false;
     }
@@ -215,22 +237,51 @@ static ts_status plan_of(lt *L, const ts_graph_node *nd, ew_plan *p, int *ai)
         }
         if (nd->nin == 2 && plan_binary(L, nd, p, ai))
             return TS_OK;
-        return ts_lower_fail(L->err, nd, "the TSP lowering takes an activation with a constant (one value or one per "
-                                         "channel), or Sub and Mul of two activations of one shape");
+        return ts_lower_fail(L->err, nd, "the TSP lowering takes an activation with a constant (one value, one per "
+                                         "channel or a matrix over its last two axes), or Sub and Mul of two "
+                                         "activations of one shape");
     }
 }
 
 /* ---- constants ---- */
 
 /* Every constant of the plan as f32 vectors in every east slice: 4 byte planes per vector, one
- * vector (a scalar) or one per channel tile; *words[k] its first word. */
+ * vector (a scalar), one per channel tile, or one per row and channel tile (row r's tile t is
+ * vector r T + t); *words[k] its first word. */
+/* The key of a tensor constant in L->ewc (its id, mode, rows, int8, tiles); false for a scalar. */
+static bool ewc_key(const ew_plan *p, int k, uint32_t T, uint32_t key[5])
+{
+    const ew_const *c = &p->c[k];
+    if (c->id < 0)
+        return false;
+    uint32_t v[5] = {(uint32_t)c->id, (uint32_t)c->mode, c->rows, p->i8, T};
+    memcpy(key, v, sizeof v);
+    return true;
+}
+
+/* Constant k's word when a node before laid out the same (L->ewc), else UINT32_MAX. */
+static uint32_t ewc_find(const lt *L, const ew_plan *p, int k, uint32_t T)
+{
+    uint32_t key[5];
+    for (uint32_t i = 0; ewc_key(p, k, T, key) && i < L->newc; i++)
+        if (!memcmp(L->ewc[i], key, sizeof key))
+            return L->ewc[i][5];
+    return UINT32_MAX;
+}
+
 static ts_status place_consts(lt *L, const ts_graph_node *nd, const ew_plan *p, uint32_t T, uint32_t *word)
 {
     uint32_t n = 0, wpv = p->i8 ? 1 : 4; /* words per vector */
+    uint32_t known[EW_MAX_CONSTS];
     for (int k = 0; k < p->nc; k++) {
+        known[k] = ewc_find(L, p, k, T);
         word[k] = n;
-        n += wpv * (p->c[k].per_tile ? T : 1);
+        if (known[k] == UINT32_MAX)
+            n += wpv * (p->c[k].per_tile ? T * (p->c[k].rows ? p->c[k].rows : 1) : 1);
     }
+    for (int k = 0; k < p->nc; k++)
+        if (known[k] != UINT32_MAX)
+            word[k] = known[k];
     if (!n)
         return TS_OK;
     uint32_t base;
@@ -242,11 +293,21 @@ static ts_status place_consts(lt *L, const ts_graph_node *nd, const ew_plan *p, 
     for (int k = 0; k < p->nc; k++) {
         const ew_const *c = &p->c[k];
         const ts_graph_tensor *ct = c->id >= 0 ? ts_graph_get_tensor(L->g, c->id) : NULL;
-        for (uint32_t i = 0; i < (c->per_tile ? T * L->VL : L->VL); i++) {
+        if (known[k] != UINT32_MAX)
+            continue;
+        uint32_t nv = c->per_tile ? T * (c->rows ? c->rows : 1) : 1;
+        for (uint32_t i = 0; i < nv * L->VL; i++) {
             double v = c->v;
             if (ct) {
-                uint64_t ne = (uint64_t)ts_graph_tensor_elems(ct);
-                v = i < ne ? ts_fill_value_f32(ct, c->id, i) : 0.0;
+                /* element: channel i of a per-channel constant, channel (i / VL mod T) VL + lane of row
+                 * i / (T VL) of a per-row one */
+                uint64_t ne = (uint64_t)ts_graph_tensor_elems(ct), cols = ne, el = i;
+                if (c->rows) {
+                    cols = ne / c->rows;
+                    uint64_t ch = (uint64_t)(i / L->VL % T) * L->VL + i % L->VL;
+                    el = ch < cols ? (uint64_t)(i / (T * L->VL)) * cols + ch : ne;
+                }
+                v = el < ne ? ts_fill_value_f32(ct, c->id, el) : 0.0;
                 v = c->mode == CM_Q ? v * EW_Q : c->mode == CM_INV ? (v != 0.0 ? 1.0 / v : 0.0) : v;
             }
             float f = (float)v;
@@ -260,6 +321,11 @@ static ts_status place_consts(lt *L, const ts_graph_node *nd, const ew_plan *p, 
                     im.s[e][(size_t)(w + by) * L->VL + i % L->VL] = (uint8_t)(b >> (8 * by));
         }
         word[k] += base;
+        uint32_t key[5];
+        if (ewc_key(p, k, T, key) && L->newc < LT_EWC_MAX) {
+            memcpy(L->ewc[L->newc], key, sizeof key);
+            L->ewc[L->newc++][5] = word[k];
+        }
     }
     return lt_img_flush(L, &im, L->nW);
 }
@@ -280,6 +346,7 @@ typedef struct ew_arg {
     tens *in[2], *y;
     uint64_t v;
     uint32_t tile;
+    uint32_t pix; /* the output vector's pixel (a per-row constant's row is pix mod rows) */
 } ew_arg;
 
 /* Operand o of a step at cycle t: a value, or a constant read to arrive then. */
@@ -290,12 +357,13 @@ static bool operand(lt *L, const ew_arg *e, int o, uint64_t t, uint32_t tag, val
         return true;
     }
     const ew_const *c = &e->p->c[-1 - o];
+    uint32_t vec = c->per_tile ? e->tile + (c->rows ? e->pix % c->rows * e->y->T : 0) : 0; /* place_consts */
     if (!e->p->i8)
-        return lt_scale_in(L, e->cword[-1 - o] + (c->per_tile ? 4 * e->tile : 0), t, tag, out);
+        return lt_scale_in(L, e->cword[-1 - o] + 4 * vec, t, tag, out);
     uint32_t pv = L->tg->pos_vxm; /* one byte plane on one stream */
     int s;
     if (!lt_take_group(L, P_E2V_W, 1, t, pv, &s) ||
-        !lt_rd_any(L, 1, e->cword[-1 - o] + (c->per_tile ? e->tile : 0), t, pv, WEST, s, tag))
+        !lt_rd_any(L, 1, e->cword[-1 - o] + vec, t, pv, WEST, s, tag))
         return false;
     *out = (val){.alu = -1, .dir = WEST, .s = s, .t = t};
     return true;
@@ -409,6 +477,7 @@ static ts_status sched_ew(lt *L, const ts_graph_node *nd, ew_arg *e, ts_lower_ts
     for (uint64_t v = 0; v < n; v++) {
         e->v = v;
         e->tile = (uint32_t)(v % y->T);
+        e->pix = (uint32_t)(v / y->T);
         uint64_t A = 0, w;
         for (int i = 0; i < e->p->nin; i++) {
             uint32_t mem, word;

@@ -168,6 +168,10 @@ static bool kt_folds(const ts_graph *g, const ts_graph_node *tr)
     int r = x->rank;
     if (r < 2 || r > 3 || r != y->rank || tr->attrs.nperm != r || tr->attrs.perm[r - 2] != r - 1 || y->is_output)
         return false;
+    /* a Reshape that renames (gpt's k_same) keeps its input's lanes */
+    while (x->producer >= 0 && ts_graph_get_node(g, x->producer)->op == TS_OP_RESHAPE &&
+           !lt_reshape_moves(g, ts_graph_get_node(g, x->producer)))
+        x = ts_graph_get_tensor(g, ts_graph_get_node(g, x->producer)->in[0]);
     if (x->producer >= 0) { /* lanes past the channels: zeros from a product or a LayerNorm */
         ts_graph_op op = ts_graph_get_node(g, x->producer)->op;
         if (op != TS_OP_MATMUL && op != TS_OP_GEMM && op != TS_OP_CONV && op != TS_OP_CONCAT && op != TS_OP_SLICE &&
@@ -648,6 +652,11 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
     if (rep)
         memset(rep, 0, sizeof *rep);
     ts_status rc = check_target(P, err);
+    ts_graph *sq = NULL; /* a batch of 1 in rank 4 read as rank 3 (squeeze.c) */
+    if (rc == TS_OK)
+        rc = lt_squeeze(g, &sq, err);
+    if (sq)
+        g = sq;
     if (rc == TS_OK)
         rc = ts_lower_check_ops(g, &tsp_ops, err);
     bool again = rc == TS_OK;
@@ -658,6 +667,7 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
         }
         rc = lower_once(g, P, k, out, rep, err, &again);
     }
+    ts_graph_destroy(sq);
     return rc;
 }
 

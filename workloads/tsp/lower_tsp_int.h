@@ -133,6 +133,10 @@ typedef struct lt {
     tens onehot;           /* the one-hot vectors of A V's transposes (products.c; ready owned) */
 #define LT_ZC_MAX 64
     uint32_t zc[LT_ZC_MAX][3]; uint32_t nzc; /* products' words without a bias laid out: tiles, scale bits, word */
+#define LT_EWC_MAX 16
+    /* the tensor constants of ewise.c laid out: tensor, mode, rows, int8 (0/1), tiles, word (every layer of a
+     * decoder adds the same causal mask) */
+    uint32_t ewc[LT_EWC_MAX][6]; uint32_t newc;
 #define LT_ONES_MAX 8
     uint32_t ones[LT_ONES_MAX][2]; uint32_t nones; /* the all-ones f16 rows laid out: width, word (softmax.c) */
     bool mono;             /* a batch > 1: the VXM groups of one operator are searched from the cycle the one
@@ -295,6 +299,9 @@ typedef struct lt_cat {
 
 ts_status lt_cat_shape(lt *L, const ts_graph_node *nd, lt_cat *c, uint32_t *M, uint32_t *N);
 bool lt_reshape_moves(const ts_graph *g, const ts_graph_node *nd);
+/* squeeze.c: *out a copy of g whose rank-4 tensors of a batch of 1 are rank 3 (same ids, names
+ * and values), or NULL when g has none, holds an image operator or a node that cannot follow. */
+ts_status lt_squeeze(const ts_graph *g, ts_graph **out, ts_err *err);
 int lt_cat_input(const lt_cat *c, uint32_t kt);
 int64_t lt_cat_vec(const lt_cat *c, uint32_t m, uint32_t kt);
 bool lt_cat_one(const lt_cat *c, uint32_t n, uint32_t kt, uint32_t l, uint32_t VL, uint32_t N);
