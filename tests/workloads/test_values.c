@@ -361,24 +361,6 @@ static bool ref_int8(const ts_graph *g, int8_t **v)
                 v[nd->out[0]][k] = (int8_t)fmin(fmax((double)a[k], fmax(lo, -128.0)), fmin(hi, 127.0));
             break;
         }
-        case TS_OP_CONCAT: { /* values moved unchanged (the planes' 0/1 blocks, scale 1) */
-            const ts_graph_tensor *y = ts_graph_get_tensor(g, nd->out[0]);
-            int64_t ax = nd->attrs.axis < 0 ? nd->attrs.axis + y->rank : nd->attrs.axis, inner = 1, outer = 1, at = 0;
-            for (int d = (int)ax + 1; d < y->rank; d++)
-                inner *= y->dims[d];
-            for (int d = 0; d < ax; d++)
-                outer *= y->dims[d];
-            v[nd->out[0]] = ts_calloc((size_t)n, 1);
-            for (size_t j = 0; j < nd->nin; j++) {
-                int64_t len = ts_graph_get_tensor(g, nd->in[j])->dims[ax] * inner;
-                if (!v[nd->in[j]])
-                    return false;
-                for (int64_t o = 0; o < outer; o++)
-                    memcpy(v[nd->out[0]] + o * y->dims[ax] * inner + at, v[nd->in[j]] + o * len, (size_t)len);
-                at += len;
-            }
-            break;
-        }
         case TS_OP_GLOBALAVGPOOL: {
             const ts_graph_tensor *x = ts_graph_get_tensor(g, nd->in[0]);
             int64_t P = x->dims[2] * x->dims[3];
