@@ -108,9 +108,10 @@ part_onnx() {
 
 part_ipu() {
   # A decoder LLM's figures: decode's tokens per second and time per token, prefill's time to
-  # the first token and prompt tokens per second, each from the run's cycles and clock.
+  # the first token and prompt tokens per second, each from the run's cycles and clock (on 16
+  # tiles of 256 KiB: a reduced decoder does not need the whole chip).
   for ph in decode prefill; do
-    expect_exit "gpt-$ph" 0 "$T" run -q -c ipu_mk2 -f json \
+    expect_exit "gpt-$ph" 0 "$T" run -q -c ipu_small16 -s "tile.sram=256 KiB" -f json \
       "gpt:layers=2,hidden=64,heads=2,ffn=128,vocab=100,seq=16,batch=2,dtype=f32,phase=$ph"
     python3 - "$tmp/stdout" "$ph" <<'PY' && ok || bad "gpt $ph: the decoder figures are wrong"
 import json, sys
@@ -130,16 +131,17 @@ PY
   done
   # --layers-simulated: 2 of 4 identical layers run in full, scaled by the difference of 2 and 1
   # layers; on the IPU the layers run one after another, so the scaled cycles and energy are the
-  # 4-layer run's exactly, and the report says what was simulated
+  # 4-layer run's up to a cycle a layer of alignment (1e-4 here), and the report says what was
+  # simulated
   gpt4="gpt:layers=4,hidden=64,heads=2,ffn=128,vocab=100,seq=16,dtype=f32,phase=decode"
-  expect_exit gpt-four-layers 0 "$T" run -q -c ipu_mk2 -f json -o "$tmp/gpt4.json" "$gpt4"
-  expect_exit gpt-two-of-four 0 "$T" run -q -c ipu_mk2 -f json -o "$tmp/gpt2of4.json" --layers-simulated 2 "$gpt4"
+  expect_exit gpt-four-layers 0 "$T" run -q -c ipu_small16 -s "tile.sram=256 KiB" -f json -o "$tmp/gpt4.json" "$gpt4"
+  expect_exit gpt-two-of-four 0 "$T" run -q -c ipu_small16 -s "tile.sram=256 KiB" -f json -o "$tmp/gpt2of4.json" --layers-simulated 2 "$gpt4"
   python3 - "$tmp/gpt4.json" "$tmp/gpt2of4.json" <<'PY' && ok || bad "--layers-simulated: the scaled figures are wrong"
 import json, sys
 full, part = (json.load(open(p)) for p in sys.argv[1:])
 s = part["stats"]
-ok = (part["cycles"] < full["cycles"] and s["scaled_cycles"]["value"] == full["cycles"]
-      and abs(s["scaled_energy_j"]["value"] - full["energy"]["total_j"]) <= 1e-9 * full["energy"]["total_j"]
+ok = (part["cycles"] < full["cycles"] and abs(s["scaled_cycles"]["value"] - full["cycles"]) <= 1e-4 * full["cycles"]
+      and abs(s["scaled_energy_j"]["value"] - full["energy"]["total_j"]) <= 1e-4 * full["energy"]["total_j"]
       and s["layers_simulated"]["value"] == 2 and s["layers_total"]["value"] == 4
       and part["workload"].startswith("2 of 4 layers simulated, scaled_* for all: "))
 sys.exit(0 if ok else 1)
