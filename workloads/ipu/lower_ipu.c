@@ -254,9 +254,11 @@ static ts_status pass_init(lw_pass *ps, const ts_graph *g, const ts_lower_ipu_pa
     L->T = p->max_tiles && p->max_tiles < p->target.tiles ? p->max_tiles : p->target.tiles;
     size_t nt = ts_graph_tensor_count(g);
     L->tiles = ts_calloc(L->T, sizeof *L->tiles);
+    L->code0 = ts_calloc(L->T, sizeof *L->code0);
+    L->ctop = ts_calloc(L->T, sizeof *L->ctop);
     L->pl = ts_calloc(nt ? nt : 1, sizeof *L->pl);
     L->prog = ts_program_create("ipu");
-    if (!L->tiles || !L->pl || !L->prog)
+    if (!L->tiles || !L->code0 || !L->ctop || !L->pl || !L->prog)
         return ts_err_set(err, TS_ENOMEM, "out of memory lowering '%s'", ts_graph_name(g));
     ts_status rc = scratch(L, &ps->sc);
     if (rc != TS_OK)
@@ -347,9 +349,13 @@ static ts_status lower_op(lw_pass *ps, int i)
     for (size_t k = 0; k < L->nblk; k++)
         if (L->blk[k].a + L->blk[k].n > L->hw)
             L->hw = L->blk[k].a + L->blk[k].n;
+    L->base = 0;
     ts_status rc = lower_node(L, i, &ps->sc);
+    L->base = 0;
     if (rc == TS_OK)
         rc = lwi_check_fit(L, ts_graph_op_name(nd->op), nd->name);
+    if (rc == TS_OK)
+        rc = lwi_check_code(L);
     if (rc != TS_OK)
         return rc;
     ps->in_hw = 0;
@@ -393,7 +399,7 @@ static ts_status pass_report(lw_pass *ps, const ts_lower_ipu_params *p, ts_progr
         if (L->pl[i].ntiles)
             rep->places[k++] = (ts_lower_place){(int)i, L->pl[i].ntiles, L->pl[i].chunk, L->pl[i].addr,
                                                 L->pl[i].inner, L->pl[i].cb, L->pl[i].pb, L->pl[i].nrb,
-                                                L->pl[i].es};
+                                                L->pl[i].es, L->pl[i].t0};
     return TS_OK;
 }
 
@@ -406,6 +412,8 @@ static void pass_free(lw_pass *ps)
         ts_free(L->tiles[t].wrk.v);
     }
     ts_free(L->tiles);
+    ts_free(L->code0);
+    ts_free(L->ctop);
     ts_free(L->pl);
     ts_free(L->blk);
     ts_free(L->tabs);
@@ -561,7 +569,7 @@ int ts_lower_ipu_locate(const ts_lower_report *rep, const ts_graph *g, int tenso
         if (!t || elem >= (uint64_t)ts_graph_tensor_elems(t))
             return -1;
         lw_place P = {.ntiles = p->ntiles, .chunk = p->chunk, .addr = p->addr, .inner = p->inner, .cb = p->cb,
-                      .pb = p->pb, .nrb = p->nrb};
+                      .pb = p->pb, .nrb = p->nrb, .t0 = p->t0};
         uint64_t off;
         lwi_pl_run(&P, elem, tile, &off);
         *addr = p->addr + off * (p->es ? p->es : ts_dtype_size(t->dtype));
