@@ -333,6 +333,39 @@ static ts_status record_layer(lw_pass *ps, int i, uint32_t first)
     return TS_OK;
 }
 
+/* f16 activations held as the operator reads them, for it alone (lwi_reheld): the first input of a
+ * MatMul/Gemm by a weight of more than one row as halves (the f16 routine reads halves; one row
+ * goes to the Conv routine, which reads f32 words), and inputs held as halves as f32 words for
+ * the operators that read words (all but views, data movements and those MatMuls). */
+static ts_status reheld_inputs(lw *L, const ts_graph_node *n)
+{
+    const ts_graph *g = L->g;
+    bool mm = (n->op == TS_OP_MATMUL || n->op == TS_OP_GEMM) && n->nin >= 2;
+    if (mm) {
+        ts_tensor_kind bk = ts_graph_get_tensor(g, n->in[1])->kind;
+        mm = bk != TS_TENSOR_ACTIVATION && bk != TS_TENSOR_INPUT;
+    }
+    if (n->op == TS_OP_RESHAPE || n->op == TS_OP_FLATTEN || n->op == TS_OP_CONCAT || n->op == TS_OP_SLICE ||
+        n->op == TS_OP_EXPAND || n->op == TS_OP_GATHER)
+        return TS_OK;
+    for (size_t k = 0; k < n->nin; k++) {
+        const ts_graph_tensor *x = ts_graph_get_tensor(g, n->in[k]);
+        if (x->dtype != TS_DT_F16 || (x->kind != TS_TENSOR_ACTIVATION && x->kind != TS_TENSOR_INPUT) ||
+            !L->pl[n->in[k]].ntiles)
+            continue;
+        ts_status rc = TS_OK;
+        if (mm && k == 0) {
+            uint64_t K = x->rank > 0 ? (uint64_t)x->dims[x->rank - 1] : 0;
+            if (K && (uint64_t)ts_graph_tensor_elems(x) / K > 1)
+                rc = lwi_reheld(L, n->in[k], 2);
+        } else if (!mm && lwi_held_half(L, n->in[k]))
+            rc = lwi_reheld(L, n->in[k], 4);
+        if (rc != TS_OK)
+            return rc;
+    }
+    return TS_OK;
+}
+
 /* Operator i: its weights and the dynamic bytes in use counted from the start, lowered, checked
  * against the tile, its memory freed, its row recorded. */
 static ts_status lower_op(lw_pass *ps, int i)
@@ -350,7 +383,17 @@ static ts_status lower_op(lw_pass *ps, int i)
         if (L->blk[k].a + L->blk[k].n > L->hw)
             L->hw = L->blk[k].a + L->blk[k].n;
     L->base = 0;
-    ts_status rc = lower_node(L, i, &ps->sc);
+    lw_place *keep = ts_calloc(nd->nin ? nd->nin : 1, sizeof *keep);
+    if (!keep)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", nd->name);
+    for (size_t k = 0; k < nd->nin; k++)
+        keep[k] = L->pl[nd->in[k]];
+    ts_status rc = reheld_inputs(L, nd);
+    if (rc == TS_OK)
+        rc = lower_node(L, i, &ps->sc);
+    for (size_t k = nd->nin; k-- > 0;) /* the inputs as they were held */
+        L->pl[nd->in[k]] = keep[k];
+    ts_free(keep);
     L->base = 0;
     if (rc == TS_OK)
         rc = lwi_check_fit(L, ts_graph_op_name(nd->op), nd->name);

@@ -289,6 +289,11 @@ typedef struct cv_wkeep { bool set; uint64_t waddr, baddr; } cv_wkeep;
 /* Each operator: n's output placed in L->pl, its supersteps emitted; sc is scratch. */
 ts_status lwi_lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc);    /* lower_ipu_matmul.c */
 ts_status lwi_lower_bmm(lw *L, const ts_graph_node *n, lw_scr *sc);
+/* f16 tensor x held the other way for the current operator alone (es 2: halves, 4: f32 words): each
+ * tile holding it converts its elements into a buffer of the operator in one compute superstep, and
+ * x's placement names that buffer (the caller puts the placement back after the operator). Nothing
+ * when x is held so already, blocked, or of an odd number of elements. */
+ts_status lwi_reheld(lw *L, int x, uint32_t es);
 ts_status lwi_lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc);      /* lower_ipu_conv.c */
 ts_status lwi_lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, const cv_shape *s);
 /* A batched Conv one image after another on all tiles, each image's output moved into the batch's
