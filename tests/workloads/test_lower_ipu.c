@@ -1248,6 +1248,33 @@ START_TEST(test_code_fits)
 }
 END_TEST
 
+START_TEST(test_auto_falls_back)
+{
+    /* GPT-2's reduced form in f16, prefill, on ipu_small16 (64 KiB tiles): planner (b)'s plans do
+     * not split f16 products along k and no budget of them fits, so --planner t10 fails naming the
+     * operator short of memory, while auto lowers the model as load-compute-store does, and runs */
+    ts_graph *g = NULL;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_wl_builtin("gpt:layers=2,hidden=32,heads=2,ffn=64,vocab=40,seq=8,phase=prefill", &g, &e),
+                     TS_OK);
+    ts_program *p = NULL;
+    ts_lower_report rep;
+    planner = TS_LOWER_PLANNER_T10;
+    ck_assert_int_eq(compile(g, "ipu_small16", NULL, &p, &rep, &e), TS_EINPUT);
+    ck_assert_ptr_null(p);
+    ck_assert_msg(strstr(e.msg, " needs ") && strstr(e.msg, " bytes short"), "%s", e.msg);
+    planner = TS_LOWER_PLANNER_AUTO;
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    ck_assert_int_eq(L.rep.planner, TS_LOWER_PLANNER_LCS);
+    lowered_free(&L);
+    planner = TS_LOWER_PLANNER_LCS;
+    ts_err_free(&e);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_transpose)
 {
     /* [1, 12, 6, 8] split into heads as BERT does: perm [0, 2, 1, 3] (rows of 8 move whole, two a
@@ -2058,6 +2085,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_layernorm);
     tcase_add_test(tc, test_spread);
     tcase_add_test(tc, test_code_fits);
+    tcase_add_test(tc, test_auto_falls_back);
     tcase_add_test(tc, test_transpose);
     tcase_add_loop_test(tc, test_batched_matmul, 0, 2);
     tcase_add_loop_test(tc, test_bert_layer, 0, 2);

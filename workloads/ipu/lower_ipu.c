@@ -588,12 +588,18 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
         rc = lower_pass(g, p, plans, true, mmshare, wsz, &perm, out, NULL, NULL, err);
         if (rc == TS_OK)
             rc = lower_pass(g, p, plans, false, mmshare, wsz, &perm, out, rep, &overfull, err);
-        if (rc == TS_OK || !overfull || (plans && budget / 4 * 3 < p->target.sram_bytes / 8) ||
-            (!plans && mmshare >= 64))
+        bool spent = plans && budget / 4 * 3 < p->target.sram_bytes / 8;
+        if (rc == TS_OK || !overfull || (spent && p->planner != TS_LOWER_PLANNER_AUTO) || (!plans && mmshare >= 64))
             break;
         if (err) {
             ts_err_free(err);
             ts_err_init(err);
+        }
+        if (spent) { /* auto: no plan fits down to an eighth of the tile; load-compute-store's shares next
+                      * (f16 products, which planner (b) does not split along k) */
+            ts_free(plans);
+            plans = NULL;
+            mmshare = 2; /* doubled to 4 as the loop goes on */
         }
     }
     ts_free(plans);

@@ -292,7 +292,7 @@ ts_status lwi_lower_bmm(lw *L, const ts_graph_node *n, lw_scr *sc);
 /* f16 tensor x held the other way for the current operator alone (es 2: halves, 4: f32 words): each
  * tile holding it converts its elements into a buffer of the operator in one compute superstep, and
  * x's placement names that buffer (the caller puts the placement back after the operator). Nothing
- * when x is held so already, blocked, or of an odd number of elements. */
+ * when x is held so already, or its chunk (flat: its elements) is odd. */
 ts_status lwi_reheld(lw *L, int x, uint32_t es);
 ts_status lwi_lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc);      /* lower_ipu_conv.c */
 ts_status lwi_lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, const cv_shape *s);

@@ -180,12 +180,14 @@ ts_status lwi_reheld(lw *L, int x, uint32_t es)
 {
     const lw_place P = L->pl[x];
     uint64_t total = (uint64_t)ts_graph_tensor_elems(ts_graph_get_tensor(L->g, x));
-    if (!P.ntiles || P.es == es || P.inner || P.chunk % 2 || total % 2)
+    if (!P.ntiles || P.es == es || P.chunk % 2 || (!P.inner && total % 2))
         return TS_OK; /* left to the operator's own checks */
     bool up = es == 4; /* halves to words (f16v2tof32), else words to halves (f32v2tof16, nearest even) */
     uint64_t out = lwi_talloc(L, P.chunk * es);
     for (uint32_t i = 0; i < P.ntiles; i++) {
-        uint64_t e0 = (uint64_t)i * P.chunk, cnt = e0 < total ? umin(P.chunk, total - e0) : 0;
+        /* flat: the tile's elements; blocked: its whole chunk (the slots past the last channel are
+         * converted too, and never read) */
+        uint64_t e0 = (uint64_t)i * P.chunk, cnt = P.inner ? P.chunk : e0 < total ? umin(P.chunk, total - e0) : 0;
         if (!cnt)
             continue;
         uint32_t t = P.t0 + i, pairs = (uint32_t)(cnt / 2), rw = (uint32_t)ts_geom_cdiv(pairs, L->workers);
