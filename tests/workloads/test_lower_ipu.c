@@ -1154,6 +1154,127 @@ START_TEST(test_layernorm)
 }
 END_TEST
 
+START_TEST(test_spread)
+{
+    /* One row (a decode step's) through LayerNorm, Relu, LayerNorm on ipu_small16: an operator of
+     * one tile starts at a tile chosen by its kind and shapes, not at tile 0, the Relu runs where
+     * its input lies, and the second LayerNorm (the same kind and shapes) lands where the first
+     * did; the values are the double reference's within 2e-6 (1 + |y|) */
+    ts_graph *g = ts_graph_create("spread");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){1, 1, 40});
+    fill(g, x);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.axis = -1;
+    at.epsilon = 1e-5;
+    int a = chain(g, TS_OP_LAYERNORM, "ln_a", x, -1, &at);
+    int r = chain(g, TS_OP_RELU, "relu", a, -1, NULL);
+    int b = chain(g, TS_OP_LAYERNORM, "ln_b", r, -1, &at);
+    ts_graph_mark_output(g, a);
+    ts_graph_mark_output(g, b);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    uint32_t t0[3] = {0}, seen = 0;
+    for (size_t i = 0; i < L.rep.nplaces; i++)
+        for (int k = 0; k < 3; k++)
+            if (L.rep.places[i].tensor == (int[]){a, r, b}[k]) {
+                t0[k] = L.rep.places[i].t0;
+                ck_assert_uint_eq(L.rep.places[i].ntiles, 1);
+                seen |= 1u << k;
+            }
+    ck_assert_uint_eq(seen, 7);
+    ck_assert_uint_ne(t0[0], 0);
+    ck_assert_uint_eq(t0[1], t0[0]);
+    ck_assert_uint_eq(t0[2], t0[0]);
+    ck_assert_uint_gt(L.rep.tiles_used, t0[0]);
+    double v[40], m = 0, q = 0, m2 = 0, q2 = 0;
+    for (int j = 0; j < 40; j++)
+        m += val(x, j) / 40.0;
+    for (int j = 0; j < 40; j++)
+        q += (val(x, j) - m) * (val(x, j) - m) / 40.0;
+    for (int j = 0; j < 40; j++) {
+        v[j] = (val(x, j) - m) / sqrt(q + 1e-5);
+        double got = out_at(&L, g, a, (uint64_t)j);
+        ck_assert_msg(fabs(got - v[j]) <= 2e-6 * (1 + fabs(v[j])), "a[%d]: got %.9g, want %.9g", j, got, v[j]);
+        v[j] = v[j] > 0 ? v[j] : 0;
+        m2 += v[j] / 40.0;
+    }
+    for (int j = 0; j < 40; j++)
+        q2 += (v[j] - m2) * (v[j] - m2) / 40.0;
+    for (int j = 0; j < 40; j++) {
+        double want = (v[j] - m2) / sqrt(q2 + 1e-5), got = out_at(&L, g, b, (uint64_t)j);
+        ck_assert_msg(fabs(got - want) <= 2e-6 * (1 + fabs(want)), "b[%d]: got %.9g, want %.9g", j, got, want);
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_code_fits)
+{
+    /* A chain of 800 Relus of one row on ipu_tiny4 (64 KiB tiles, 16,384 instructions): the data
+     * fits, the code does not; the lowering says which tile, by how many bytes, and names the
+     * operators that put the most code there (the first of equals) */
+    ts_graph *g = ts_graph_create("long");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){1, 8});
+    fill(g, x);
+    for (int i = 0; i < 800; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "r%d", i);
+        x = chain(g, TS_OP_RELU, nm, x, -1, NULL);
+    }
+    ts_graph_mark_output(g, x);
+    finalize(g);
+    ts_err e;
+    ts_err_init(&e);
+    ts_program *p = NULL;
+    ts_lower_report rep;
+    ck_assert_int_eq(compile(g, "ipu_tiny4", NULL, &p, &rep, &e), TS_EINPUT);
+    ck_assert_ptr_null(p);
+    unsigned n = 0, bytes = 0, cap = 0, over = 0, most = 0;
+    ck_assert_msg(sscanf(e.msg, "tile 0: code of %u instructions (%u bytes) does not fit its memory of %u bytes: %u "
+                         "bytes over (the most instructions from Relu 'r0' %u, Relu 'r1' ", &n, &bytes, &cap, &over,
+                         &most) == 5, "%s", e.msg);
+    ck_assert_uint_eq(cap, 65536);
+    ck_assert_uint_eq(bytes, 4 * n);
+    ck_assert_uint_eq(over, bytes - cap);
+    ck_assert_uint_gt(most, 0);
+    ck_assert_uint_le(over, 4 * most); /* it fails at the operator that takes it over */
+    ck_assert_msg(strstr(e.msg, ", Relu 'r2' ") && strstr(e.msg, "bytes over (the most instructions from Relu 'r0' "),
+                  "%s", e.msg);
+    ts_err_free(&e);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_auto_falls_back)
+{
+    /* GPT-2's reduced form in f16, prefill, on ipu_small16 (64 KiB tiles): planner (b)'s plans do
+     * not split f16 products along k and no budget of them fits, so --planner t10 fails naming the
+     * operator short of memory, while auto lowers the model as load-compute-store does, and runs */
+    ts_graph *g = NULL;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_wl_builtin("gpt:layers=2,hidden=32,heads=2,ffn=64,vocab=40,seq=8,phase=prefill", &g, &e),
+                     TS_OK);
+    ts_program *p = NULL;
+    ts_lower_report rep;
+    planner = TS_LOWER_PLANNER_T10;
+    ck_assert_int_eq(compile(g, "ipu_small16", NULL, &p, &rep, &e), TS_EINPUT);
+    ck_assert_ptr_null(p);
+    ck_assert_msg(strstr(e.msg, " needs ") && strstr(e.msg, " bytes short"), "%s", e.msg);
+    planner = TS_LOWER_PLANNER_AUTO;
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    ck_assert_int_eq(L.rep.planner, TS_LOWER_PLANNER_LCS);
+    lowered_free(&L);
+    planner = TS_LOWER_PLANNER_LCS;
+    ts_err_free(&e);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_transpose)
 {
     /* [1, 12, 6, 8] split into heads as BERT does: perm [0, 2, 1, 3] (rows of 8 move whole, two a
@@ -1962,6 +2083,9 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_softmax);
     tcase_add_test(tc, test_eltwise_broadcast);
     tcase_add_test(tc, test_layernorm);
+    tcase_add_test(tc, test_spread);
+    tcase_add_test(tc, test_code_fits);
+    tcase_add_test(tc, test_auto_falls_back);
     tcase_add_test(tc, test_transpose);
     tcase_add_loop_test(tc, test_batched_matmul, 0, 2);
     tcase_add_loop_test(tc, test_bert_layer, 0, 2);

@@ -254,9 +254,11 @@ static ts_status pass_init(lw_pass *ps, const ts_graph *g, const ts_lower_ipu_pa
     L->T = p->max_tiles && p->max_tiles < p->target.tiles ? p->max_tiles : p->target.tiles;
     size_t nt = ts_graph_tensor_count(g);
     L->tiles = ts_calloc(L->T, sizeof *L->tiles);
+    L->code0 = ts_calloc(L->T, sizeof *L->code0);
+    L->ctop = ts_calloc(L->T, sizeof *L->ctop);
     L->pl = ts_calloc(nt ? nt : 1, sizeof *L->pl);
     L->prog = ts_program_create("ipu");
-    if (!L->tiles || !L->pl || !L->prog)
+    if (!L->tiles || !L->code0 || !L->ctop || !L->pl || !L->prog)
         return ts_err_set(err, TS_ENOMEM, "out of memory lowering '%s'", ts_graph_name(g));
     ts_status rc = scratch(L, &ps->sc);
     if (rc != TS_OK)
@@ -331,6 +333,39 @@ static ts_status record_layer(lw_pass *ps, int i, uint32_t first)
     return TS_OK;
 }
 
+/* f16 activations held as the operator reads them, for it alone (lwi_reheld): the first input of a
+ * MatMul/Gemm by a weight of more than one row as halves (the f16 routine reads halves; one row
+ * goes to the Conv routine, which reads f32 words), and inputs held as halves as f32 words for
+ * the operators that read words (all but views, data movements and those MatMuls). */
+static ts_status reheld_inputs(lw *L, const ts_graph_node *n)
+{
+    const ts_graph *g = L->g;
+    bool mm = (n->op == TS_OP_MATMUL || n->op == TS_OP_GEMM) && n->nin >= 2;
+    if (mm) {
+        ts_tensor_kind bk = ts_graph_get_tensor(g, n->in[1])->kind;
+        mm = bk != TS_TENSOR_ACTIVATION && bk != TS_TENSOR_INPUT;
+    }
+    if (n->op == TS_OP_RESHAPE || n->op == TS_OP_FLATTEN || n->op == TS_OP_CONCAT || n->op == TS_OP_SLICE ||
+        n->op == TS_OP_EXPAND || n->op == TS_OP_GATHER)
+        return TS_OK;
+    for (size_t k = 0; k < n->nin; k++) {
+        const ts_graph_tensor *x = ts_graph_get_tensor(g, n->in[k]);
+        if (x->dtype != TS_DT_F16 || (x->kind != TS_TENSOR_ACTIVATION && x->kind != TS_TENSOR_INPUT) ||
+            !L->pl[n->in[k]].ntiles)
+            continue;
+        ts_status rc = TS_OK;
+        if (mm && k == 0) {
+            uint64_t K = x->rank > 0 ? (uint64_t)x->dims[x->rank - 1] : 0;
+            if (K && (uint64_t)ts_graph_tensor_elems(x) / K > 1)
+                rc = lwi_reheld(L, n->in[k], 2);
+        } else if (!mm && lwi_held_half(L, n->in[k]))
+            rc = lwi_reheld(L, n->in[k], 4);
+        if (rc != TS_OK)
+            return rc;
+    }
+    return TS_OK;
+}
+
 /* Operator i: its weights and the dynamic bytes in use counted from the start, lowered, checked
  * against the tile, its memory freed, its row recorded. */
 static ts_status lower_op(lw_pass *ps, int i)
@@ -347,9 +382,23 @@ static ts_status lower_op(lw_pass *ps, int i)
     for (size_t k = 0; k < L->nblk; k++)
         if (L->blk[k].a + L->blk[k].n > L->hw)
             L->hw = L->blk[k].a + L->blk[k].n;
-    ts_status rc = lower_node(L, i, &ps->sc);
+    L->base = 0;
+    lw_place *keep = ts_calloc(nd->nin ? nd->nin : 1, sizeof *keep);
+    if (!keep)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", nd->name);
+    for (size_t k = 0; k < nd->nin; k++)
+        keep[k] = L->pl[nd->in[k]];
+    ts_status rc = reheld_inputs(L, nd);
+    if (rc == TS_OK)
+        rc = lower_node(L, i, &ps->sc);
+    for (size_t k = nd->nin; k-- > 0;) /* the inputs as they were held */
+        L->pl[nd->in[k]] = keep[k];
+    ts_free(keep);
+    L->base = 0;
     if (rc == TS_OK)
         rc = lwi_check_fit(L, ts_graph_op_name(nd->op), nd->name);
+    if (rc == TS_OK)
+        rc = lwi_check_code(L);
     if (rc != TS_OK)
         return rc;
     ps->in_hw = 0;
@@ -393,7 +442,7 @@ static ts_status pass_report(lw_pass *ps, const ts_lower_ipu_params *p, ts_progr
         if (L->pl[i].ntiles)
             rep->places[k++] = (ts_lower_place){(int)i, L->pl[i].ntiles, L->pl[i].chunk, L->pl[i].addr,
                                                 L->pl[i].inner, L->pl[i].cb, L->pl[i].pb, L->pl[i].nrb,
-                                                L->pl[i].es};
+                                                L->pl[i].es, L->pl[i].t0};
     return TS_OK;
 }
 
@@ -406,6 +455,8 @@ static void pass_free(lw_pass *ps)
         ts_free(L->tiles[t].wrk.v);
     }
     ts_free(L->tiles);
+    ts_free(L->code0);
+    ts_free(L->ctop);
     ts_free(L->pl);
     ts_free(L->blk);
     ts_free(L->tabs);
@@ -537,12 +588,18 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
         rc = lower_pass(g, p, plans, true, mmshare, wsz, &perm, out, NULL, NULL, err);
         if (rc == TS_OK)
             rc = lower_pass(g, p, plans, false, mmshare, wsz, &perm, out, rep, &overfull, err);
-        if (rc == TS_OK || !overfull || (plans && budget / 4 * 3 < p->target.sram_bytes / 8) ||
-            (!plans && mmshare >= 64))
+        bool spent = plans && budget / 4 * 3 < p->target.sram_bytes / 8;
+        if (rc == TS_OK || !overfull || (spent && p->planner != TS_LOWER_PLANNER_AUTO) || (!plans && mmshare >= 64))
             break;
         if (err) {
             ts_err_free(err);
             ts_err_init(err);
+        }
+        if (spent) { /* auto: no plan fits down to an eighth of the tile; load-compute-store's shares next
+                      * (f16 products, which planner (b) does not split along k) */
+            ts_free(plans);
+            plans = NULL;
+            mmshare = 2; /* doubled to 4 as the loop goes on */
         }
     }
     ts_free(plans);
@@ -561,7 +618,7 @@ int ts_lower_ipu_locate(const ts_lower_report *rep, const ts_graph *g, int tenso
         if (!t || elem >= (uint64_t)ts_graph_tensor_elems(t))
             return -1;
         lw_place P = {.ntiles = p->ntiles, .chunk = p->chunk, .addr = p->addr, .inner = p->inner, .cb = p->cb,
-                      .pb = p->pb, .nrb = p->nrb};
+                      .pb = p->pb, .nrb = p->nrb, .t0 = p->t0};
         uint64_t off;
         lwi_pl_run(&P, elem, tile, &off);
         *addr = p->addr + off * (p->es ? p->es : ts_dtype_size(t->dtype));

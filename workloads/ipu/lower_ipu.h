@@ -79,13 +79,14 @@ ts_status ts_lower_ipu_params_from_config(const ts_config *cfg, ts_lower_ipu_par
  * outputs are still there (ts_lower_ipu_locate). */
 typedef struct ts_lower_place {
     int tensor;        /* graph tensor id */
-    uint32_t ntiles;   /* tiles 0..ntiles-1 hold it */
+    uint32_t ntiles;   /* tiles t0..t0 + ntiles - 1 hold it */
     uint64_t chunk;    /* elements per tile (the last tile may hold fewer) */
     uint64_t addr;     /* byte address on every tile */
     uint64_t inner;    /* blocked: pixels per channel (0 = flat) */
     uint64_t cb, pb;   /* blocked: channels per tile, pixels per channel per tile */
     uint32_t nrb;      /* blocked: row blocks */
     uint32_t es;       /* bytes per element: 2 for f16 halves, 4 for f32 words (f16 values included) */
+    uint32_t t0;       /* first tile */
 } ts_lower_place;
 
 /* One operator as planned. */

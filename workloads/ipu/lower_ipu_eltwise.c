@@ -184,7 +184,7 @@ static ts_status eltwise_bcast(lw *L, const ts_graph_node *n, const lw_place *P,
                 v[j * dstr + i] = n->op == TS_OP_DIV ? (float)(1.0 / (double)b) : b;
             }
         sc->where[t] = baddr;
-        rc = lwi_seg(L, t, baddr, v, cnts[t] * 4);
+        rc = lwi_seg(L, P->t0 + t, baddr, v, cnts[t] * 4);
     }
     ts_free(v);
     return rc;
@@ -381,6 +381,7 @@ ts_status lwi_lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
     if (!cnts)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
     eltwise_ranges(&P, total, sc, cnts);
+    L->base = P.t0; /* on x's tiles */
     if (two && !bcast)
         rc = lwi_gather(L, y, tn, sc->lo, sc->hi, sc->nr, P.inner, P.pb, false, sc->where);
     else if (bcast)
@@ -392,7 +393,7 @@ ts_status lwi_lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
     uint64_t out = lwi_alloc(L, P.chunk * 4);
     for (uint32_t t = 0; t < tn; t++)
         if (cnts[t])
-            eltwise_kernel(L, t, n, two, P.addr, two ? sc->where[t] : 0, out, cnts[t]);
+            eltwise_kernel(L, P.t0 + t, n, two, P.addr, two ? sc->where[t] : 0, out, cnts[t]);
     ts_free(cnts);
     lwi_use_tiles(L, tn);
     L->pl[n->out[0]] = P;
@@ -421,16 +422,20 @@ ts_status lwi_lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc)
         sc->lo[t] = t * rp * Lw;
         sc->hi[t] = ((t + 1) * rp < R ? (t + 1) * rp : R) * Lw;
     }
+    /* Softmax stays on tiles 0..tn-1: spread by lwi_spread, a decoder's layers came to differ by a
+     * cycle, so --layers-simulated no longer scaled them exactly */
+    const uint32_t b = 0;
     if ((rc = lwi_gather(L, n->in[0], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where)) != TS_OK)
         return rc;
     uint64_t out = lwi_alloc(L, rp * Lw * 4);
-    for (uint32_t t = 0; t < tn; t++) {
-        uint64_t rows = (sc->hi[t] - sc->lo[t]) / Lw;
+    for (uint32_t i = 0; i < tn; i++) {
+        uint32_t t = b + i;
+        uint64_t rows = (sc->hi[i] - sc->lo[i]) / Lw;
         uint32_t rw = (uint32_t)ts_geom_cdiv(rows, L->workers);
         size_t entry = L->tiles[t].wrk.n;
         lwi_emit_start_row(L, t, (uint32_t)rows, rw);
         W(t, MULI, RM(1), RM(1), (int32_t)(Lw * 4));
-        W(t, SETZI, RM(2), (int32_t)sc->where[t], 0);
+        W(t, SETZI, RM(2), (int32_t)sc->where[i], 0);
         W(t, ADD, RM(2), RM(2), RM(1));
         W(t, SETZI, RM(3), (int32_t)out, 0);
         W(t, ADD, RM(3), RM(3), RM(1));
@@ -457,7 +462,7 @@ ts_status lwi_lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc)
         W(t, SUB, RM(9), RM(9), RM(8));
         W(t, MOV, RA(4), RM(9), 0);
         W(t, LDCONST, RA(9), lwi_fbits(2.0f), 0);
-        for (int i = 0; i < 4; i++) {
+        for (int k = 0; k < 4; k++) {
             W(t, F32MUL, RA(8), RA(2), RA(4));
             W(t, F32SUB, RA(8), RA(9), RA(8));
             W(t, F32MUL, RA(4), RA(4), RA(8));
@@ -474,7 +479,7 @@ ts_status lwi_lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc)
         lwi_run_all(L, t, entry);
     }
     lwi_use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){.ntiles = tn, .chunk = rp * Lw, .addr = out, .es = 4};
+    L->pl[n->out[0]] = (lw_place){.ntiles = tn, .t0 = b, .chunk = rp * Lw, .addr = out, .es = 4};
     lwi_sync_all(L);
     return TS_OK;
 }
@@ -642,6 +647,7 @@ ts_status lwi_lower_layernorm(lw *L, const ts_graph_node *n, lw_scr *sc)
         sc->lo[t] = t * rp * Lw;
         sc->hi[t] = ((t + 1) * rp < R ? (t + 1) * rp : R) * Lw;
     }
+    uint32_t b = lwi_spread(L, tn);
     if ((rc = lwi_gather(L, n->in[0], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where)) != TS_OK)
         return rc;
     uint64_t gaddr = lwi_salloc(L, Lw * 4), baddr = lwi_salloc(L, Lw * 4);
@@ -653,9 +659,9 @@ ts_status lwi_lower_layernorm(lw *L, const ts_graph_node *n, lw_scr *sc)
         v[Lw + i] = n->nin > 2 ? ts_fill_value_f32(ts_graph_get_tensor(L->g, n->in[2]), n->in[2], i) : 0.0f;
     }
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
-        rc = lwi_seg(L, t, gaddr, v, Lw * 4);
+        rc = lwi_seg(L, b + t, gaddr, v, Lw * 4);
         if (rc == TS_OK)
-            rc = lwi_seg(L, t, baddr, v + Lw, Lw * 4);
+            rc = lwi_seg(L, b + t, baddr, v + Lw, Lw * 4);
     }
     ts_free(v);
     if (rc != TS_OK)
@@ -664,14 +670,14 @@ ts_status lwi_lower_layernorm(lw *L, const ts_graph_node *n, lw_scr *sc)
     if (rp < L->workers) { /* fewer rows than workers: each row split over the workers */
         uint64_t part = lwi_talloc(L, rp * 2 * L->workers * 4);
         for (uint32_t t = 0; t < tn; t++)
-            emit_layernorm_split(L, t, (sc->hi[t] - sc->lo[t]) / Lw, Lw, sc->where[t], part, gaddr, baddr, out,
+            emit_layernorm_split(L, b + t, (sc->hi[t] - sc->lo[t]) / Lw, Lw, sc->where[t], part, gaddr, baddr, out,
                                  (float)n->attrs.epsilon, rms);
     }
     for (uint32_t t = 0; t < tn && rp >= L->workers; t++)
-        emit_layernorm_rows(L, t, (sc->hi[t] - sc->lo[t]) / Lw, Lw, sc->where[t], gaddr, baddr, out,
+        emit_layernorm_rows(L, b + t, (sc->hi[t] - sc->lo[t]) / Lw, Lw, sc->where[t], gaddr, baddr, out,
                             (float)n->attrs.epsilon, rms);
     lwi_use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){.ntiles = tn, .chunk = rp * Lw, .addr = out, .es = 4};
+    L->pl[n->out[0]] = (lw_place){.ntiles = tn, .t0 = b, .chunk = rp * Lw, .addr = out, .es = 4};
     lwi_sync_all(L);
     return TS_OK;
 }

@@ -1,6 +1,7 @@
 /* workloads/ipu/lower_ipu_emit.c — the IPU lowering's instructions: each tile's supervisor and
  * worker code, the workers started and awaited, chip-wide syncs and their superstep marks, and the
  * program the tiles' code becomes (lower_ipu_int.h). */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -18,6 +19,7 @@ size_t lwi_emit(lw *L, lw_code *c, int op, int32_t a0, int32_t a1, int32_t a2)
     in->a[0] = a0;
     in->a[1] = a1;
     in->a[2] = a2;
+    c->ncode += op != LW_BUNDLE && op != LW_BUNDLE_END;
     return c->n++;
 }
 
@@ -78,8 +80,78 @@ void lwi_use_tiles(lw *L, uint32_t n)
 {
     if (n > L->optiles)
         L->optiles = n;
-    if (n > L->used)
-        L->used = n;
+    if (L->base + n > L->used)
+        L->used = L->base + n;
+}
+
+/* FNV-1a over v's n bytes, from h. */
+static uint64_t fnv(uint64_t h, const void *v, size_t n)
+{
+    const unsigned char *c = v;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ c[i]) * 0x100000001b3ull;
+    return h;
+}
+
+uint32_t lwi_spread(lw *L, uint32_t tn)
+{
+    /* few: an eighth of the chip at most (a decode step's rows, a head's Softmax); operators of more
+     * tiles start at tile 0 as before */
+    L->base = 0;
+    if (!tn || (uint64_t)tn * 8 > L->T)
+        return 0;
+    /* the first tile from the operator's kind and shapes: operators of one layer land on different
+     * tiles, while the same operator of every layer of a decoder lands on the same ones, so that
+     * identical layers cost the same (--layers-simulated scales them exactly) */
+    const ts_graph_node *n = ts_graph_get_node(L->g, L->cur);
+    uint64_t h = fnv(0xcbf29ce484222325ull, &n->op, sizeof n->op);
+    for (size_t k = 0; k < n->nin + n->nout; k++) {
+        const ts_graph_tensor *x = ts_graph_get_tensor(L->g, k < n->nin ? n->in[k] : n->out[k - n->nin]);
+        h = fnv(h, &x->rank, sizeof x->rank);
+        h = fnv(h, x->dims, (size_t)(x->rank > 0 ? x->rank : 0) * sizeof *x->dims);
+    }
+    L->base = (uint32_t)(h % (L->T - tn + 1));
+    return L->base;
+}
+
+/* Operator `node` put n instructions on a tile whose most are *c: kept among them if among the most. */
+static void ctop_add(lw_ctop *c, int node, uint32_t n)
+{
+    for (int k = 0; k < LW_CODE_TOP && n; k++) {
+        if (n <= c->n[k])
+            continue;
+        for (int j = LW_CODE_TOP - 1; j > k; j--)
+            c->node[j] = c->node[j - 1], c->n[j] = c->n[j - 1];
+        c->node[k] = node, c->n[k] = n;
+        return;
+    }
+}
+
+ts_status lwi_check_code(lw *L)
+{
+    uint64_t cap = L->p->target.sram_bytes;
+    for (uint32_t t = 0; t < L->T; t++) {
+        size_t now = L->tiles[t].sup.ncode + L->tiles[t].wrk.ncode;
+        if (now > L->code0[t])
+            ctop_add(&L->ctop[t], L->cur, (uint32_t)(now - L->code0[t]));
+        L->code0[t] = (uint32_t)now;
+        uint64_t bytes = ((uint64_t)now + 1) * LW_INSN_BYTES; /* and its halt */
+        if (bytes <= cap || L->measure) /* the first pass's memory is not checked: its code neither */
+            continue;
+        char most[320] = "";
+        size_t k = 0;
+        for (int j = 0; j < LW_CODE_TOP && L->ctop[t].n[j] && k < sizeof most; j++) {
+            const ts_graph_node *n = ts_graph_get_node(L->g, L->ctop[t].node[j]);
+            int w = snprintf(most + k, sizeof most - k, "%s%s '%s' %u", j ? ", " : "", ts_graph_op_name(n->op),
+                             n->name, L->ctop[t].n[j]);
+            k += w > 0 ? (size_t)w : 0;
+        }
+        return ts_err_set(L->err, TS_EINPUT,
+                          "tile %u: code of %zu instructions (%llu bytes) does not fit its memory of %llu bytes: "
+                          "%llu bytes over (the most instructions from %s)", t, now + 1, (unsigned long long)bytes,
+                          (unsigned long long)cap, (unsigned long long)(bytes - cap), most);
+    }
+    return TS_OK;
 }
 
 /* Tile t's stream: its supervisor code, then its worker code, the labels of the worker code (run,

@@ -20,12 +20,12 @@
 uint64_t lwi_pl_run(const lw_place *P, uint64_t e, uint32_t *tile, uint64_t *off)
 {
     if (!P->inner) {
-        *tile = (uint32_t)(e / P->chunk);
+        *tile = P->t0 + (uint32_t)(e / P->chunk);
         *off = e % P->chunk;
         return P->chunk - *off;
     }
     uint64_t c = e / P->inner, px = e % P->inner;
-    *tile = (uint32_t)((c / P->cb) * P->nrb + px / P->pb);
+    *tile = P->t0 + (uint32_t)((c / P->cb) * P->nrb + px / P->pb);
     *off = (c % P->cb) * P->pb + px % P->pb;
     uint64_t end = (px / P->pb + 1) * P->pb;
     return (end < P->inner ? end : P->inner) - px;
@@ -228,7 +228,7 @@ typedef struct gx {
     size_t nxf, capx;
     uint32_t rounds;    /* the most transfers of one receiver */
     uint64_t stage;     /* words of the largest staged transfer */
-    uint32_t *count;    /* per receiver tile, owned */
+    uint32_t *count;    /* per receiver tile (all L->T of them), owned */
 } gx;
 
 static ts_status gather_oom(const gx *G)
@@ -254,7 +254,7 @@ static uint64_t gather_need(const gx *G, uint32_t tn, const uint64_t *lo, const 
             uint64_t off, run = lwi_pl_run(G->P, lo[t] + j * sst, &s, &off);
             if (!j)
                 off0 = off;
-            local = s == t && run >= len && off == off0 + j * dstr;
+            local = s == G->L->base + t && run >= len && off == off0 + j * dstr;
         }
         if (local) {
             where[t] = G->P->addr + off0 * G->es;
@@ -403,13 +403,13 @@ static void gather_round(const gx *G, const size_t *sel, size_t nsel)
 }
 
 /* The exchange rounds: round r carries the r-th transfer of every receiver. */
-static ts_status gather_rounds(gx *G, uint32_t tn)
+static ts_status gather_rounds(gx *G)
 {
     size_t *sel = ts_calloc(G->nxf ? G->nxf : 1, sizeof *sel);
     if (!sel)
         return gather_oom(G);
     for (uint32_t r = 0; r < G->rounds; r++) {
-        memset(G->count, 0, tn * sizeof *G->count);
+        memset(G->count, 0, G->L->T * sizeof *G->count);
         size_t nsel = 0;
         bool late = false;
         for (size_t i = 0; i < G->nxf; i++)
@@ -442,9 +442,9 @@ static void gather_local(const gx *G)
     }
 }
 
-/* Tile t < tn needs nr[t] (NULL: 1) ranges of tensor x, the j-th [lo[t] + j*sst, hi[t] + j*sst),
- * at element offsets j*dstr of one contiguous slice of its memory; where[t] gets the slice's
- * address. In place when every range lies on the tile itself at those offsets (unless force);
+/* Tile L->base + t, t < tn, needs nr[t] (NULL: 1) ranges of tensor x, the j-th [lo[t] + j*sst,
+ * hi[t] + j*sst), at element offsets j*dstr of one contiguous slice of its memory; where[t] gets the
+ * slice's address. In place when every range lies on the tile itself at those offsets (unless force);
  * otherwise gathered into one buffer (same address on every tile, freed with the operator; the
  * caller's when L->into is set), as the top of this file says. */
 ts_status lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64_t *hi, const uint32_t *nr,
@@ -463,18 +463,19 @@ ts_status lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64
     uint64_t av[2];
     lwi_elem_span(L, G.P->addr, G.P->chunk * G.es, av);
     uint64_t g = L->into ? L->into : lwi_talloc_avoid(L, need, av[0], av[1]);
-    G.count = ts_calloc(tn, sizeof *G.count);
+    G.count = ts_calloc(L->T, sizeof *G.count);
     ts_status rc = G.count ? TS_OK : gather_oom(&G);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
         if (!remote[t])
             continue;
         where[t] = g;
         size_t pt0 = G.npc, x0 = G.nxf;
-        rc = gather_pieces(&G, t, lo[t], hi[t], nr ? nr[t] : 1, sst, dstr, g);
+        uint32_t d = L->base + t; /* the receiver */
+        rc = gather_pieces(&G, d, lo[t], hi[t], nr ? nr[t] : 1, sst, dstr, g);
         if (rc != TS_OK)
             break;
-        sort_by_sender(&G, t, pt0);
-        rc = gather_transfers(&G, t, pt0);
+        sort_by_sender(&G, d, pt0);
+        rc = gather_transfers(&G, d, pt0);
         if (rc == TS_OK && L->stagger)
             stagger(&G, t, x0);
     }
@@ -483,7 +484,7 @@ ts_status lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64
         if (G.xf[i].staged)
             G.xf[i].to = sbuf;
     if (rc == TS_OK)
-        rc = gather_rounds(&G, tn);
+        rc = gather_rounds(&G);
     if (rc == TS_OK)
         gather_local(&G);
     ts_free(G.pc);

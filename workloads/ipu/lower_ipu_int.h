@@ -47,14 +47,18 @@ enum lw_op {
 
 static inline uint64_t umin(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
-typedef struct lw_code { ts_insn *v; size_t n, cap; } lw_code;
+/* A tile's code: n entries, ncode of them instructions that take code memory (a bundle's braces
+ * take none, as the loader counts them). */
+typedef struct lw_code { ts_insn *v; size_t n, cap, ncode; } lw_code;
 typedef struct lw_tile { lw_code sup, wrk; } lw_tile;
 typedef struct lw_mark { uint32_t tile, pc, id; } lw_mark;
-/* Where a tensor lives. Flat (inner = 0): element e on tile e / chunk at element e % chunk.
- * Blocked (inner > 0, a Conv output split by rows too): e = c * inner + p is on tile
- * (c / cb) * nrb + p / pb at element (c % cb) * pb + p % pb; chunk = cb * pb. */
+/* Where a tensor lives, on tiles t0..t0 + ntiles - 1. Flat (inner = 0): element e on tile
+ * t0 + e / chunk at element e % chunk. Blocked (inner > 0, a Conv output split by rows too):
+ * e = c * inner + p is on tile t0 + (c / cb) * nrb + p / pb at element (c % cb) * pb + p % pb;
+ * chunk = cb * pb. */
 typedef struct lw_place {
     uint32_t ntiles;
+    uint32_t t0;              /* first tile (an operator of few tiles spread over the chip) */
     uint64_t chunk, addr;
     uint32_t es;              /* bytes per element */
     uint64_t inner, cb, pb;   /* blocked layout; inner 0 = flat */
@@ -66,6 +70,13 @@ typedef struct lw_tab { uint64_t hash, bytes, addr; uint32_t tiles; } lw_tab; /*
  * src sends (words < 0) that many words; node: the operator that emitted it; pc: the receive's or
  * send's index in its tile's supervisor code. */
 typedef struct lw_xrec { uint32_t step, src, dst; int64_t words; int node; uint32_t pc; } lw_xrec;
+/* The operators that put the most code on one tile: node, instructions (LW_CODE_TOP of them). */
+#define LW_CODE_TOP 3
+typedef struct lw_ctop { int node[LW_CODE_TOP]; uint32_t n[LW_CODE_TOP]; } lw_ctop;
+/* Code bytes per instruction: `tile.insn_bytes` of every shipped IPU config (32-bit instructions,
+ * HC33; research §1.2). ipu_target.h does not carry the key, so the lowering's check of each tile's
+ * code (lwi_check_code) assumes it; the loader checks again with the config's own. */
+#define LW_INSN_BYTES 4
 
 /* The state of one pass of the lowering (lower_ipu.c). */
 typedef struct lw {
@@ -76,6 +87,9 @@ typedef struct lw {
     uint32_t T;           /* tiles the plan may use */
     uint32_t used;        /* tiles that got work: streams are emitted for 0..used-1 */
     uint32_t optiles;     /* tiles the current operator uses */
+    uint32_t base;        /* the current operator's first tile: lwi_gather's receivers are base + t */
+    uint32_t *code0;      /* per tile: its instructions before the current operator, owned */
+    lw_ctop *ctop;        /* per tile: the operators that put the most code there, owned */
     uint32_t units;       /* AMP f32 units: outputs per AMP pass */
     uint32_t units16;     /* AMP f16 units (4 inputs each) */
     uint32_t workers;     /* worker contexts per tile */
@@ -139,8 +153,16 @@ void lwi_run_all(lw *L, uint32_t t, size_t entry);
 void lwi_run_all_m0(lw *L, uint32_t t, size_t entry, uint64_t v);
 /* $m1 := this worker's first row of `rows` in blocks of rw (the last blocks overlap). */
 void lwi_emit_start_row(lw *L, uint32_t t, uint32_t rows, uint32_t rw);
-/* The current operator uses tiles 0..n-1. */
+/* The current operator uses tiles base..base + n - 1. */
 void lwi_use_tiles(lw *L, uint32_t n);
+/* An operator of tn tiles, few against the chip (a decode step's LayerNorm of one row, its
+ * Softmax), starts at a tile chosen by its kind and shapes rather than at tile 0, so that their
+ * code does not pile up on tile 0: sets and returns L->base. Operators of more tiles keep base 0. */
+uint32_t lwi_spread(lw *L, uint32_t tn);
+/* After each operator: each tile's code against its memory (LW_INSN_BYTES an instruction, the halt
+ * to come counted); TS_EINPUT naming the tile, the bytes over and the operators that put the most
+ * code there. */
+ts_status lwi_check_code(lw *L);
 /* The tiles' code as the program's streams (worker code after the supervisor's), the marks; *out
  * takes L->prog. */
 ts_status lwi_finish(lw *L, ts_program **out);
@@ -179,7 +201,7 @@ ts_status lwi_place_inputs(lw *L);
 /* Element e of a tensor placed at P: its tile, its element index there, and how many elements from
  * e on lie contiguously on that tile. */
 uint64_t lwi_pl_run(const lw_place *P, uint64_t e, uint32_t *tile, uint64_t *off);
-/* Tile t < tn needs nr[t] (NULL: 1) ranges of tensor x, the j-th [lo[t] + j*sst, hi[t] + j*sst),
+/* Tile L->base + t, t < tn, needs nr[t] (NULL: 1) ranges of tensor x, the j-th [lo[t] + j*sst, hi[t] + j*sst),
  * at element offsets j*dstr of one contiguous slice of its memory; where[t] gets the slice's
  * address (see lower_ipu_exchange.c). */
 ts_status lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64_t *hi, const uint32_t *nr,
@@ -267,6 +289,11 @@ typedef struct cv_wkeep { bool set; uint64_t waddr, baddr; } cv_wkeep;
 /* Each operator: n's output placed in L->pl, its supersteps emitted; sc is scratch. */
 ts_status lwi_lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc);    /* lower_ipu_matmul.c */
 ts_status lwi_lower_bmm(lw *L, const ts_graph_node *n, lw_scr *sc);
+/* f16 tensor x held the other way for the current operator alone (es 2: halves, 4: f32 words): each
+ * tile holding it converts its elements into a buffer of the operator in one compute superstep, and
+ * x's placement names that buffer (the caller puts the placement back after the operator). Nothing
+ * when x is held so already, or its chunk (flat: its elements) is odd. */
+ts_status lwi_reheld(lw *L, int x, uint32_t es);
 ts_status lwi_lower_conv(lw *L, const ts_graph_node *n, lw_scr *sc);      /* lower_ipu_conv.c */
 ts_status lwi_lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, const cv_shape *s);
 /* A batched Conv one image after another on all tiles, each image's output moved into the batch's

@@ -176,6 +176,55 @@ static ts_status mm_shape(lw *L, const ts_graph_node *n, mm_plan *mp)
     return TS_OK;
 }
 
+ts_status lwi_reheld(lw *L, int x, uint32_t es)
+{
+    const lw_place P = L->pl[x];
+    uint64_t total = (uint64_t)ts_graph_tensor_elems(ts_graph_get_tensor(L->g, x));
+    if (!P.ntiles || P.es == es || P.chunk % 2 || (!P.inner && total % 2))
+        return TS_OK; /* left to the operator's own checks */
+    bool up = es == 4; /* halves to words (f16v2tof32), else words to halves (f32v2tof16, nearest even) */
+    uint64_t out = lwi_talloc(L, P.chunk * es);
+    for (uint32_t i = 0; i < P.ntiles; i++) {
+        /* flat: the tile's elements; blocked: its whole chunk (the slots past the last channel are
+         * converted too, and never read) */
+        uint64_t e0 = (uint64_t)i * P.chunk, cnt = P.inner ? P.chunk : e0 < total ? umin(P.chunk, total - e0) : 0;
+        if (!cnt)
+            continue;
+        uint32_t t = P.t0 + i, pairs = (uint32_t)(cnt / 2), rw = (uint32_t)ts_geom_cdiv(pairs, L->workers);
+        size_t entry = L->tiles[t].wrk.n;
+        lwi_emit_start_row(L, t, pairs, rw); /* $m1: this worker's first pair */
+        W(t, MULI, RM(2), RM(1), up ? 4 : 8);
+        W(t, SETZI, RM(4), (int32_t)P.addr, 0);
+        W(t, ADD, RM(2), RM(2), RM(4));      /* its pairs as held */
+        W(t, MULI, RM(3), RM(1), up ? 8 : 4);
+        W(t, SETZI, RM(4), (int32_t)out, 0);
+        W(t, ADD, RM(3), RM(3), RM(4));      /* and as they are to be held */
+        W(t, SETZI, RM(5), (int32_t)rw, 0);
+        W(t, RPT, RM(5), 4, 0);
+        if (up) {
+            W(t, LD32STEP, RA(0), RM(2), 4);
+            W(t, F16V2TOF32, RA(2), RA(0), 0);
+            W(t, ST32STEP, RA(2), RM(3), 4);
+            W(t, ST32STEP, RA(3), RM(3), 4);
+        } else {
+            W(t, LD32, RA(1), RM(2), 4);
+            W(t, LD32STEP, RA(0), RM(2), 8);
+            W(t, F32V2TOF16, RA(0), RA(0), 0);
+            W(t, ST32STEP, RA(0), RM(3), 4);
+        }
+        W(t, EXIT, 0, 0, 0);
+        lwi_run_all(L, t, entry);
+    }
+    uint32_t b = L->base;
+    L->base = P.t0;
+    lwi_use_tiles(L, P.ntiles);
+    L->base = b;
+    lwi_sync_all(L);
+    L->pl[x].addr = out;
+    L->pl[x].es = es;
+    return TS_OK;
+}
+
 /* One row: a 1x1 Conv of K channels, the weights split over the columns. */
 static ts_status mm_one_row(lw *L, const ts_graph_node *n, lw_scr *sc, const mm_plan *mp)
 {
