@@ -111,6 +111,22 @@ static param *find_param(scope *s, const char *name)
     return NULL;
 }
 
+/* A new parameter named after node k at the end of sc, zeroed: the one place that checks the
+ * scope's room and the name's length. */
+static ts_status new_param(ctx *c, scope *sc, const ts_ynode *k, param **out)
+{
+    if (sc->n == MAX_PARAMS)
+        return at(c, k, TS_EINPUT, "more than %d parameters", MAX_PARAMS);
+    if (strlen(k->text) >= sizeof sc->p[0].name)
+        return at(c, k, TS_EINPUT, "parameter name '%s' longer than %zu characters", k->text,
+                  sizeof sc->p[0].name - 1);
+    param *p = &sc->p[sc->n++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", k->text);
+    *out = p;
+    return TS_OK;
+}
+
 typedef struct lexer {
     const char *s;
     int depth; /* parentheses and unary minus nesting, bounded so a file cannot exhaust the stack */
@@ -683,15 +699,9 @@ static ts_status build_block(ctx *c, scope *sc, const ts_ynode *nd, const char *
             st = eval(c, sc, v, &val);
         if (!st) {
             param *p = find_param(inner, f->text);
-            if (!p) {
-                if (inner->n == MAX_PARAMS)
-                    st = at(c, f, TS_EINPUT, "more than %d parameters", MAX_PARAMS);
-                else {
-                    p = &inner->p[inner->n++];
-                    snprintf(p->name, sizeof p->name, "%s", f->text);
-                }
-            }
-            if (p) {
+            if (!p)
+                st = new_param(c, inner, f, &p);
+            if (!st) {
                 p->is_dtype = false;
                 p->v = val;
             }
@@ -881,13 +891,12 @@ static ts_status declare_llm(ctx *c, scope *sc, const ts_ynode *y)
  * {default: NAME, choices: [NAME, ...]}, which expressions read as the index of the one chosen. */
 static ts_status declare_param(ctx *c, scope *sc, const ts_ynode *k, const ts_ynode *v)
 {
-    if (sc->n == MAX_PARAMS || strlen(k->text) >= sizeof sc->p[0].name)
-        return at(c, k, TS_EINPUT, "too many parameters or name too long");
     if (find_param(sc, k->text))
         return at(c, k, TS_EINPUT, "parameter '%s' is declared twice", k->text);
-    param *p = &sc->p[sc->n];
-    memset(p, 0, sizeof *p);
-    snprintf(p->name, sizeof p->name, "%s", k->text);
+    param *p = NULL;
+    ts_status st = new_param(c, sc, k, &p);
+    if (st)
+        return st;
     p->is_dtype = !strcmp(k->text, "dtype");
     const ts_ynode *def = v;
     if (v->kind == TS_Y_MAP && !p->is_dtype) {
@@ -905,7 +914,6 @@ static ts_status declare_param(ctx *c, scope *sc, const ts_ynode *k, const ts_yn
     char why[300];
     if (set_param(p, def->text, why, sizeof why))
         return at(c, def, TS_EINPUT, "%s", why);
-    sc->n++;
     return TS_OK;
 }
 
@@ -986,13 +994,10 @@ static ts_status build(ctx *c, const ts_ynode *root, const char *label, const ch
         int64_t v;
         if (find_param(sc, k->text))
             st = at(c, k, TS_EINPUT, "'%s' is a parameter already", k->text);
-        else if (sc->n == MAX_PARAMS || strlen(k->text) >= sizeof sc->p[0].name)
-            st = at(c, k, TS_EINPUT, "too many parameters or name too long");
         else if (!(st = eval(c, sc, dv->kids[i + 1], &v))) {
-            param *p = &sc->p[sc->n++];
-            memset(p, 0, sizeof *p);
-            snprintf(p->name, sizeof p->name, "%s", k->text);
-            p->v = v;
+            param *p = NULL;
+            if (!(st = new_param(c, sc, k, &p)))
+                p->v = v;
         }
     }
     if (!st) {

@@ -419,6 +419,16 @@ START_TEST(repeat_choice_base)
                      "w.yaml:1:23: parameter 'a' is one of y, z; got 'x'");
     ck_assert_str_eq(text_fail("params: {a: 1, a: 2}\n"), "w.yaml:1:16: parameter 'a' is declared twice");
     ck_assert_str_eq(text_fail("params: {a: 1}\nderived: {a: 2}\n"), "w.yaml:2:11: 'a' is a parameter already");
+    /* params and derived values both check the name's length (47 characters at most) */
+    char yaml[256], want[256], longname[49];
+    memset(longname, 'n', 48);
+    longname[48] = 0;
+    snprintf(yaml, sizeof yaml, "params: {%s: 1}\n", longname);
+    snprintf(want, sizeof want, "w.yaml:1:10: parameter name '%s' longer than 47 characters", longname);
+    ck_assert_str_eq(text_fail(yaml), want);
+    snprintf(yaml, sizeof yaml, "params: {a: 1}\nderived: {%s: 2}\n", longname);
+    snprintf(want, sizeof want, "w.yaml:2:11: parameter name '%s' longer than 47 characters", longname);
+    ck_assert_str_eq(text_fail(yaml), want);
     ck_assert_str_eq(text_fail("params: {a: 1}\nderived: {b: a / 0}\n"),
                      "w.yaml:2:14: bad expression 'a / 0': division by zero");
     ck_assert_str_eq(text_fail("base: gpt\nparams: {layerz: 2}\n"),
