@@ -60,9 +60,8 @@ static ts_status fail(ipu_tile *t, uint32_t ti, int ctx, uint32_t pc, uint64_t c
 static uint64_t tile_effects(const ipu_tile *t)
 {
     uint64_t n = t->effects;
-    for (uint32_t pc = 0; pc < t->n; pc++)
-        if (ts_ipu_opfacts[t->code[pc].op].effect)
-            n += t->code[pc].hits;
+    for (uint32_t k = 0; k < t->neffpc; k++)
+        n += t->code[t->effpc[k]].hits;
     return n;
 }
 
@@ -233,6 +232,8 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
             x->rpt_start = pc + 1;
             x->rpt_end = pc + 1 + len;
             x->rpt_left = count;
+            if (ctx && in->pure)
+                t->pure_rpt |= 1u << (ctx - 1);
         }
         break;
     }
@@ -426,6 +427,7 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
                 wx->r[0] = a0; /* the "lm" classes put the register in r0 */
                 wx->pc = in->tgt;
                 wx->rpt_left = 0;
+                t->pure_rpt &= ~(1u << w);
                 wx->ready = c + 1;
             }
         t->running |= start;
@@ -671,6 +673,8 @@ static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_
     if (x->rpt_left && next == x->rpt_end) {
         if (--x->rpt_left > 0)
             next = x->rpt_start;
+        else if (ctx)
+            t->pure_rpt &= ~(1u << (ctx - 1));
     }
     x->pc = next;
     return TS_OK;
@@ -877,7 +881,7 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
                 return rc;
             ro = reads_others(t);
         }
-        if (m->closed_form && t->running == m->all_workers && !t->rx_left) {
+        if (m->closed_form && t->running == m->all_workers && t->pure_rpt == m->all_workers && !t->rx_left) {
             uint64_t k = closed_form_turns(m, t, c, ro ? h : cap);
             if (k) {
                 ts_status rc = closed_form_run(m, ti, t, c, k, err);

@@ -201,6 +201,10 @@ typedef struct ipu_tile {
     uint64_t effects;       /* words received and bulk copies into its memory; with the hits of its
                              * instructions that have an effect, all that changes the tile beyond
                              * its contexts' registers (core/loopmark.h) */
+    const uint32_t *effpc;  /* the pcs of its instructions that have an effect (ipu_opfacts.effect) */
+    uint32_t neffpc;
+    uint32_t pure_rpt;      /* bit w: worker w is inside a repeat whose body is pure (rpt_left > 0 and
+                             * the rpt's `pure`), the closed form's first test, kept as it changes */
     ipu_hostop *host; size_t nhost, cap_host;
     /* counters (instructions are counted in ipu_insn.hits) */
     uint64_t xsent, xrecv, xport; /* bytes sent, bytes received, send-port cycles */
@@ -297,6 +301,7 @@ struct ts_model {
     ipu_tile *t;
     uint64_t *tnow;          /* per-tile cycle (SoA hot state) */
     ipu_insn *code;          /* owned, all streams back to back */
+    uint32_t *effpc;         /* owned: each tile's pcs of instructions with an effect, back to back */
     uint8_t *zero_page;
     uint8_t *hostmem;
     uint64_t end;
