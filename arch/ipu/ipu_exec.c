@@ -871,17 +871,23 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
     if (cap > m->act_cap) /* frames: no tile passes the window boundary (h is never past it) */
         cap = m->act_cap;
     uint32_t slot = (uint32_t)(c % W);
-    bool ro = reads_others(t); /* changes only when the supervisor issues or a receive completes */
+    const bool cf = m->closed_form;
+    const uint32_t all = m->all_workers;
+    /* where the tile stops: the horizon while it reads other tiles' words (ro), else the cap
+     * (cap >= h); ro changes only when the supervisor issues or a receive completes */
+    bool ro = reads_others(t);
+    uint64_t stop = ro ? h : cap;
     while (t->sup == SUP_RUN) {
-        if (c >= h && (c >= cap || ro))
+        if (c >= stop)
             break;
         if (t->rx_left) {
             ts_status rc = rx_arrivals(m, ti, t, c, err);
             if (rc != TS_OK)
                 return rc;
             ro = reads_others(t);
+            stop = ro ? h : cap;
         }
-        if (m->closed_form && t->running == m->all_workers && t->pure_rpt == m->all_workers && !t->rx_left) {
+        if (t->pure_rpt == all && cf && t->running == all && !t->rx_left) {
             uint64_t k = closed_form_turns(m, t, c, ro ? h : cap);
             if (k) {
                 ts_status rc = closed_form_run(m, ti, t, c, k, err);
@@ -903,8 +909,10 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
             ts_status rc = exec(m, ti, t, ctx, c, err);
             if (rc != TS_OK)
                 return rc;
-            if (ctx == 0)
+            if (ctx == 0) {
                 ro = reads_others(t);
+                stop = ro ? h : cap;
+            }
         }
         c++;
         if (++slot == W)
