@@ -556,6 +556,81 @@ START_TEST(test_text_too_big)
 }
 END_TEST
 
+/* Text below the data: where the words above the schedule's data cannot hold the instruction text,
+ * it also goes into words the schedule writes later, each read as text before its first write. The
+ * chain of test_text_too_big on MEM slices of 140 words does not fit above its data and runs
+ * hazard-free with text read from words its activations take later, to the same outputs and cycles
+ * as on the stock tsp_v1, where all of its text is above the data. */
+START_TEST(test_text_below_data)
+{
+    ts_err e;
+    ts_err_init(&e);
+    static const char *const small[] = {"mem.slice_bytes=44800", NULL};
+    void *cfg = tsp_test_config("tsp_v1", small);
+    ts_lower_tsp_params p;
+    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
+    ts_config_destroy(cfg);
+    ts_graph *g = ts_graph_create("chain");
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){600, 64});
+    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){64, 64});
+    for (int i = 0; i < 8; i++) {
+        char yn[8];
+        snprintf(yn, sizeof yn, "y%d", i);
+        int y = tensor_dt(g, yn, TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+        node(g, TS_OP_MATMUL, yn, (int[]){x, w}, 2, y, NULL);
+        x = y;
+    }
+    finalize(g);
+    lowered s = {0}, l;
+    ts_status rc = ts_lower_tsp(g, &p, &s.prog, &s.rep, &e);
+    ck_assert_msg(rc == TS_OK, "%s", e.msg);
+    ts_err_free(&e);
+    tsp_test_run2("tsp_v1", small, s.prog, &s.run);
+    static const char *const kinds[] = {"stream_collision", "no_value", "bank_conflict", "queue_underrun", "resource"};
+    for (int k = 0; k < 5; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "hazards.%s", kinds[k]);
+        ck_assert_double_eq(tsp_stat(&s.run, name), 0);
+    }
+    ck_assert_double_gt(tsp_stat(&s.run, "queue.ifetches"), 0);
+    /* text reads (a read tagged as an ifetch) of words a later write of the same slice fills */
+    const ts_isa *isa = ts_tsp_family.isa;
+    int op_if = ts_isa_find(isa, "ifetch", 6), op_rd = ts_isa_find(isa, "read", 4);
+    int op_wr = ts_isa_find(isa, "write", 5);
+    bool *itag = ts_calloc(65536, sizeof *itag), *text = ts_calloc(140, sizeof *text);
+    for (size_t k = 0; k < s.prog->nstreams; k++)
+        for (uint32_t i = 0; i < s.prog->streams[k].n; i++)
+            if (s.prog->streams[k].insn[i].op == op_if)
+                itag[s.prog->streams[k].insn[i].a[1] & 0xffff] = true;
+    uint64_t below = 0;
+    for (size_t k = 0; k < s.prog->nstreams; k++) {
+        memset(text, 0, 140 * sizeof *text);
+        for (uint32_t i = 0; i < s.prog->streams[k].n; i++) {
+            const ts_insn *in = &s.prog->streams[k].insn[i];
+            if (in->op == op_rd && itag[in->a[2] & 0xffff] && in->a[0] >= 0 && in->a[0] < 140)
+                text[in->a[0]] = true;
+            else if (in->op == op_wr && in->a[0] >= 0 && in->a[0] < 140 && text[in->a[0]]) {
+                below++;
+                text[in->a[0]] = false;
+            }
+        }
+    }
+    ts_free(itag);
+    ts_free(text);
+    ck_assert_uint_gt(below, 0);
+    /* the stock tsp_v1: the same schedule, its text above the data */
+    lower_and_run(g, &l);
+    ck_assert_uint_eq(l.rep.cycles, s.rep.cycles);
+    ck_assert_uint_eq(l.run.r.cycles, s.run.r.cycles);
+    for (uint32_t px = 0; px < 600; px++)
+        for (uint32_t c = 0; c < 64; c++)
+            ck_assert_int_eq(got(&l, x, px, c), got(&s, x, px, c));
+    lowered_free(&s);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* ---- the target ---- */
 
 /* The machine facts of tsp_v1: the figures the lowering's own parameters held before they came
@@ -731,6 +806,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_too_big);
     tcase_add_test(tc, test_config_limits);
     tcase_add_test(tc, test_text_too_big);
+    tcase_add_test(tc, test_text_below_data);
     tcase_add_test(tc, test_target_v1);
     tcase_add_test(tc, test_target_numbering);
     tcase_add_test(tc, test_target_upper_case);

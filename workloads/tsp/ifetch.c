@@ -2,7 +2,8 @@
  * fetch).
  *
  * The first icu.queue_capacity entries of every queue are preloaded; the rest come by ifetch from
- * instruction text in MEM words above everything the schedule allocated. While scheduling, every
+ * instruction text in MEM words above everything the schedule allocated, or, where those are too
+ * few, also in words below that hold no data until the schedule first writes them. While scheduling, every
  * queue keeps one free cycle in each aligned window of fetch cycles (sched.c); afterwards one sweep
  * over the cycles places the ifetches and their text reads (lt_plan_fetches), and every queue is
  * replayed as the simulator issues it (check_queue).
@@ -103,12 +104,20 @@ typedef struct fplan {
     fq *fs;
     size_t *nrec;
     uint32_t *at, *mem_at;
+    /* Text below the data (live_words): per slice and bank (index 2 m + b) the words free until the
+     * schedule first writes them, latest last: lw[lb[x] .. lb[x + 1]) with their first writes ldl,
+     * lp[x] the next one to try. */
+    bool live;
+    uint32_t *lw;
+    uint64_t *ldl;
+    size_t *lb, *lp;
+    bool dry;   /* a text read found no word left in a slice it tried */
 } fplan;
 
 /* Two reads of text words, from two MEM slices upstream of position pos, that put them on streams
  * (dir, s) and (dir, s + 1) at pos at cycle t. Each read adds entries to its slice's queue before
  * t, so only where that queue has room for them at every cycle since. */
-static bool fetch_text(lt *L, const fplan *fp, uint32_t qi, uint64_t t, uint32_t pos, int dir, int s, uint32_t tag,
+static bool fetch_text(lt *L, fplan *fp, uint32_t qi, uint64_t t, uint32_t pos, int dir, int s, uint32_t tag,
                        uint32_t *ms, uint64_t *rs)
 {
     fq *fs = fp->fs;
@@ -134,11 +143,25 @@ static bool fetch_text(lt *L, const fplan *fp, uint32_t qi, uint64_t t, uint32_t
                 continue;
             for (uint32_t b = 0; b < 2; b++) {
                 uint32_t h = m >= L->nW, word = L->tnext[m][b];
-                if (word >= L->al[h][b].limit)
+                size_t li = 2 * (size_t)m + b;
+                if (fp->live) {
+                    while (fp->lp[li] < fp->lb[li + 1] && fp->ldl[fp->lp[li]] <= r)
+                        fp->lp[li]++; /* written by the schedule before r: no longer free for text */
+                    if (fp->lp[li] == fp->lb[li + 1]) {
+                        fp->dry = true;
+                        continue;
+                    }
+                    word = fp->lw[fp->lp[li]];
+                } else if (word >= L->al[h][b].limit) {
+                    fp->dry = true;
                     continue;
+                }
                 size_t mark = L->nu, pm = L->npd;
                 if (lt_rd(L, m, word, t, pos, dir, s + (int)got, tag, 0)) {
-                    L->tnext[m][b]++;
+                    if (fp->live)
+                        fp->lp[li]++;
+                    else
+                        L->tnext[m][b]++;
                     ms[got] = m;
                     rs[got++] = r;
                     break;
@@ -151,7 +174,7 @@ static bool fetch_text(lt *L, const fplan *fp, uint32_t qi, uint64_t t, uint32_t
 }
 
 /* An ifetch on queue qi at cycle t with its text, if every reservation is free. */
-static bool try_fetch(lt *L, const fplan *fp, uint32_t qi, uint64_t t)
+static bool try_fetch(lt *L, fplan *fp, uint32_t qi, uint64_t t)
 {
     fq *fs = fp->fs;
     lq *q = &L->q[qi];
@@ -270,12 +293,80 @@ static ts_status fetch_init(lt *L, fplan *fp)
     return TS_OK;
 }
 
-/* Does the instruction text fit in the MEM words above the schedule's data? A queue of N entries
- * past its C preloaded ones takes at least ceil(N / (A - 1)) fetches of A entries (each ifetch is
- * an entry too), each fetch two words; the text reads the fetches add to MEM queues are not counted,
- * so the need is a lower bound. The schedule is one program without loops: a long one (ResNet-50
- * at batch 8, MobileNetV2) can need more text than the chip holds. */
-static ts_status text_fits(lt *L, const fplan *fp)
+/* Text below the data: a word the schedule first writes at cycle w holds nothing before w, so it
+ * can hold text read before w; a word it never reads or writes can hold text at any time. Words
+ * whose first access is a read hold data from the start (weights, inputs, constants, the zeros of
+ * word 0) and are left alone. Builds fp's lists, every slice's and bank's words sorted by first
+ * write (never written last); returns the number of words. */
+typedef struct lword { uint64_t dl; uint32_t w; } lword;
+
+static int cmp_lword(const void *a, const void *b)
+{
+    const lword *x = a, *y = b;
+    return x->dl != y->dl ? (x->dl > y->dl) - (x->dl < y->dl) : (x->w > y->w) - (x->w < y->w);
+}
+
+static ts_status live_words(lt *L, fplan *fp, uint64_t *nwords)
+{
+    uint32_t nm = L->nW + L->nE, W = (uint32_t)L->tg->words;
+    uint64_t *first = ts_malloc((size_t)W * sizeof *first);
+    lword *pairs = ts_malloc((size_t)W * sizeof *pairs);
+    fp->lw = ts_malloc((size_t)nm * W * sizeof *fp->lw);
+    fp->ldl = ts_malloc((size_t)nm * W * sizeof *fp->ldl);
+    fp->lb = ts_calloc(2 * (size_t)nm + 1, sizeof *fp->lb);
+    fp->lp = ts_calloc(2 * (size_t)nm + 1, sizeof *fp->lp);
+    if (!first || !pairs || !fp->lw || !fp->ldl || !fp->lb || !fp->lp) {
+        ts_free(first);
+        ts_free(pairs);
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    }
+    size_t n = 0;
+    for (uint32_t m = 0; m < nm; m++) {
+        const lq *q = &L->q[m]; /* MEM slice m's queue is queue m, its recs sorted */
+        for (uint32_t w = 0; w < W; w++)
+            first[w] = UINT64_MAX;
+        for (size_t i = 0; i < q->n; i++) {
+            const ts_insn *in = &q->v[i].in;
+            if ((in->op != LT_READ && in->op != LT_WRITE) || in->a[0] < 0 || (uint32_t)in->a[0] >= W)
+                continue;
+            uint32_t w = (uint32_t)in->a[0];
+            if (first[w] == UINT64_MAX)
+                first[w] = in->op == LT_READ ? 0 : q->v[i].t; /* first read: data from the start */
+        }
+        for (uint32_t b = 0; b < 2; b++) {
+            size_t x = 2 * (size_t)m + b, from = n;
+            fp->lb[x] = fp->lp[x] = n;
+            for (uint32_t w = b ? L->half : 0; w < (b ? W : L->half); w++)
+                if (first[w] > 0) {
+                    fp->lw[n] = w;
+                    fp->ldl[n++] = first[w];
+                }
+            /* latest first write last */
+            for (size_t i = from; i < n; i++)
+                pairs[i - from] = (lword){fp->ldl[i], fp->lw[i]};
+            qsort(pairs, n - from, sizeof *pairs, cmp_lword);
+            for (size_t i = from; i < n; i++) {
+                fp->ldl[i] = pairs[i - from].dl;
+                fp->lw[i] = pairs[i - from].w;
+            }
+        }
+    }
+    fp->lb[2 * (size_t)nm] = n;
+    ts_free(first);
+    ts_free(pairs);
+    fp->live = true;
+    *nwords = n;
+    return TS_OK;
+}
+
+/* Does the instruction text fit in MEM? A queue of N entries past its C preloaded ones takes at
+ * least ceil(N / (A - 1)) fetches of A entries (each ifetch is an entry too), each fetch two words;
+ * the text reads the fetches add to MEM queues are not counted, so the need is a lower bound. The
+ * schedule is one program without loops: a long one (ResNet-50 at batch 8, BERT-base) can need more
+ * text than the chip holds. Where the words above the schedule's data hold the text, it goes there
+ * (every program that fitted so far); otherwise also into words below, each until the schedule
+ * first writes it (live_words), and the sweep places what it can. */
+static ts_status text_fits(lt *L, fplan *fp)
 {
     uint64_t fetches = 0, entries = 0, free = 0, per = ts_geom_cdiv(L->tg->ifetch_bytes, L->VL);
     for (uint32_t qi = 0; qi < L->nq; qi++) {
@@ -288,17 +379,44 @@ static ts_status text_fits(lt *L, const fplan *fp)
     for (uint32_t m = 0; m < L->nW + L->nE; m++)
         for (int b = 0; b < 2; b++)
             free += L->al[m >= L->nW][b].limit - L->tnext[m][b];
-    if (fetches * per <= free)
+    if (fetches * per <= free && !L->text_live)
         return TS_OK;
+    uint64_t live = 0;
+    ts_status rc = live_words(L, fp, &live);
+    if (rc != TS_OK || fetches * per <= live)
+        return rc;
     L->text_short = true;
-    uint64_t short_w = fetches * per - free;
+    uint64_t short_w = fetches * per - live;
     return ts_err_set(L->err, TS_EINPUT,
                       "the instruction text does not fit: the schedule's %" PRIu64 " entries in %" PRIu32
                       " queues need at least %" PRIu64 " fetches of %" PRIu64 " B past the %" PRIu64
-                      " entries each queue preloads, %" PRIu64 " words of %" PRIu32 " B; the MEM words above the "
-                      "schedule's data are %" PRIu64 ": at least %" PRIu64 " words short, %" PRIu64 " bytes",
-                      entries, L->nq, fetches, (uint64_t)L->tg->ifetch_bytes, fp->C, fetches * per, L->VL, free,
+                      " entries each queue preloads, %" PRIu64 " words of %" PRIu32 " B; the MEM words that hold no "
+                      "data when the program starts are %" PRIu64 " (%" PRIu64
+                      " above the schedule's data): at least %" PRIu64 " words short, %" PRIu64 " bytes",
+                      entries, L->nq, fetches, (uint64_t)L->tg->ifetch_bytes, fp->C, fetches * per, L->VL, live, free,
                       short_w, short_w * L->VL);
+}
+
+/* The sweep stopped at cycle c with the text words used up (fp->dry): the error, with the fetches
+ * the queues still need at least, counted as text_fits counts them. */
+static ts_status text_ran_out(lt *L, const fplan *fp, uint64_t c)
+{
+    uint64_t fetches = 0, per = ts_geom_cdiv(L->tg->ifetch_bytes, L->VL);
+    for (uint32_t qi = 0; qi < L->nq; qi++) {
+        const fq *f = &fp->fs[qi];
+        if (f->i >= fp->nrec[qi])
+            continue;
+        uint64_t rem = f->suf[f->i], have = f->F > f->e ? f->F - f->e : 0;
+        if (rem > have && fp->A > 1)
+            fetches += ts_geom_cdiv(rem - have, fp->A - 1);
+    }
+    L->text_short = true;
+    return ts_err_set(L->err, TS_EINPUT,
+                      "the instruction text does not fit: by cycle %" PRIu64 " of %" PRIu64 " its reads have taken "
+                      "every MEM word free of data until then in the slices that could feed a queue, and the queues "
+                      "still need at least %" PRIu64 " fetches of %" PRIu64 " B: at least %" PRIu64
+                      " words short, %" PRIu64 " bytes",
+                      c, L->last + 1, fetches, (uint64_t)L->tg->ifetch_bytes, fetches * per, fetches * per * L->VL);
 }
 
 /* Queue qi at cycle c of the sweep: an ifetch if it wants text and one fits, then the entries the
@@ -345,9 +463,10 @@ static void sweep_queue(lt *L, fplan *fp, uint32_t qi, uint64_t c, ts_status *rc
 }
 
 /* Place the ifetches of every queue longer than icu.queue_capacity, their text in MEM words above
- * everything the schedule allocated. One sweep over the cycles keeps every queue's count of
- * issued, landed and requested entries; a queue that wants text takes an ifetch at the first
- * free cycle where the fetch cannot overfill it on landing, a stream pair and two text reads are
+ * everything the schedule allocated (below it too where those are too few: text_fits; a sweep that
+ * runs out of words above sets L->text_out, and the lowering tries again with L->text_live). One
+ * sweep over the cycles keeps every queue's count of issued, landed and requested entries; a queue
+ * that wants text takes an ifetch at the first free cycle where the fetch cannot overfill it on landing, a stream pair and two text reads are
  * free. A text read adds entries to a MEM queue before the current cycle, where that queue had
  * room for them. Every queue is then replayed as the simulator issues it. */
 ts_status lt_plan_fetches(lt *L)
@@ -362,9 +481,14 @@ ts_status lt_plan_fetches(lt *L)
     if (rc == TS_OK)
         rc = text_fits(L, &fp);
     uint64_t end = L->last + 1;
-    for (uint64_t c = 0; c <= end && rc == TS_OK; c++)
+    uint64_t c = 0;
+    for (; c <= end && rc == TS_OK; c++)
         for (uint32_t qi = 0; qi < L->nq; qi++)
             sweep_queue(L, &fp, qi, c, &rc);
+    if (rc == TS_EINPUT && fp.dry && !fp.live)
+        L->text_out = true; /* the words above the data ran out: the lowering tries again with text below */
+    else if (rc == TS_EINPUT && fp.dry && !L->text_short)
+        rc = text_ran_out(L, &fp, c - 1);
     for (uint32_t qi = 0; qi < L->nq && rc == TS_OK; qi++) {
         lq *q = &L->q[qi];
         if (q->n)
@@ -382,5 +506,9 @@ ts_status lt_plan_fetches(lt *L)
     ts_free(fp.nrec);
     ts_free(fp.at);
     ts_free(fp.mem_at);
+    ts_free(fp.lw);
+    ts_free(fp.ldl);
+    ts_free(fp.lb);
+    ts_free(fp.lp);
     return rc;
 }

@@ -599,7 +599,7 @@ static void lt_free(lt *L, size_t nt)
 
 /* Try k of the schedule; *fetch_failed when it failed only because the instruction fetches could
  * not be placed. */
-static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t k, ts_program **out,
+static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t k, bool *live, ts_program **out,
                             ts_lower_tsp_report *rep, ts_err *err, bool *fetch_failed)
 {
     lt L;
@@ -607,6 +607,7 @@ static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t 
     ts_status rc = lt_init(&L, g, P, err);
     static const uint32_t slack[FETCH_TRIES] = {0, 20, 20, 40};
     L.fetch_slack = slack[k];
+    L.text_live = *live;
     /* the shorter window still fits a 20-cycle install, and the all-ones f16 block's reads from
      * each west slice in a row (softmax.c: 4 on a 2-superlane chip with 16 slices) */
     uint32_t w2 = P->superlanes * P->lanes / IW_STREAMS + 1, w1 = (uint32_t)ts_geom_cdiv(2 * (uint64_t)L.VL, L.nW) + 1;
@@ -622,6 +623,7 @@ static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t 
     if (rc == TS_OK) {
         rc = lt_plan_fetches(&L);
         *fetch_failed = rc == TS_EINPUT && !L.text_short;
+        *live = *live || L.text_out;
     }
     if (rc == TS_OK)
         rc = emit_queues(&L, rep);
@@ -659,13 +661,21 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
         g = sq;
     if (rc == TS_OK)
         rc = ts_lower_check_ops(g, &tsp_ops, err);
-    bool again = rc == TS_OK;
+    bool again = rc == TS_OK, live = false;
     for (uint32_t k = 0; again && k < FETCH_TRIES; k++) {
         if (k && err) {
             ts_err_free(err);
             ts_err_init(err);
         }
-        rc = lower_once(g, P, k, out, rep, err, &again);
+        bool was = live;
+        rc = lower_once(g, P, k, &live, out, rep, err, &again);
+        if (again && live && !was) { /* the same try again with text below the data */
+            if (err) {
+                ts_err_free(err);
+                ts_err_init(err);
+            }
+            rc = lower_once(g, P, k, &live, out, rep, err, &again);
+        }
     }
     ts_graph_destroy(sq);
     return rc;

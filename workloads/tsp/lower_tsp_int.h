@@ -128,6 +128,8 @@ typedef struct lt {
     uint32_t (*tnext)[2];  /* [MEM data-segment index][bank]: next free word for instruction text */
     uint64_t fetches;
     bool text_short;       /* the instruction text does not fit in MEM (ifetch.c): no later try helps */
+    bool text_live;        /* text also below the data, in words free until first written (ifetch.c) */
+    bool text_out;         /* the words above the data ran out while fetches were placed (ifetch.c) */
     uint32_t fetch_slack;  /* entries a queue asks for text ahead of its own count (ifetch.c; 0 on the first try) */
     lt_rows *cats; size_t ncats, capcats; /* the 0/1 rows laid out so far (owned) */
     tens onehot;           /* the one-hot vectors of A V's transposes (products.c; ready owned) */
