@@ -221,8 +221,12 @@ static __attribute__((noinline)) void finish_range(ts_model *m, int id)
 /* The threads' barrier (core/barrier.h): a thread spins for a while (a round takes microseconds, a
  * futex wake-up about as long), then spins yielding the core (on a busy host the thread it waits
  * for may need that core), and then sleeps; the last to arrive wakes the sleepers. */
+#ifndef IPU_SPINS
 #define IPU_SPINS 4000  /* plain spins (a few microseconds) */
+#endif
+#ifndef IPU_YIELDS
 #define IPU_YIELDS 2000 /* then spins that yield the core (about a millisecond when it is free) */
+#endif
 
 static inline void bar_wait(ts_model *m, uint32_t *sense)
 {
