@@ -95,18 +95,27 @@ static ts_status loop_back(ts_model *m, ipu_tile *t, uint32_t ti, int ctx, ipu_c
                         (int64_t)(addr), (unsigned)(width));                                        \
     } while (0)
 
+/* A coefficient slot changed: its f32 view at once (a copy), its f16 view converted when an f16
+ * AMP op next reads it (w16_stale), so f32 work converts nothing. */
 static void coef_update(ipu_tile *t, uint32_t slot)
 {
-    for (uint32_t k = slot * 8; k < slot * 8 + 8; k++) {
-        uint16_t h;
-        memcpy(&h, t->coef + 2 * k, 2);
-        t->w16[k] = ts_f16_to_f32(h);
+    memcpy(t->w32 + 4 * slot, t->coef + 16 * slot, 16);
+    t->w16_stale |= (uint16_t)(1u << slot);
+}
+
+static void w16_refresh(ipu_tile *t) __attribute__((noinline));
+
+static void w16_refresh(ipu_tile *t)
+{
+    for (uint32_t st = t->w16_stale; st; st &= st - 1) {
+        uint32_t slot = (uint32_t)__builtin_ctz(st);
+        for (uint32_t k = slot * 8; k < slot * 8 + 8; k++) {
+            uint16_t h;
+            memcpy(&h, t->coef + 2 * k, 2);
+            t->w16[k] = ts_f16_to_f32(h);
+        }
     }
-    for (uint32_t k = slot * 4; k < slot * 4 + 4; k++) {
-        float f;
-        memcpy(&f, t->coef + 4 * k, 4);
-        t->w32[k] = f;
-    }
+    t->w16_stale = 0;
 }
 
 static inline uint32_t h2op(uint32_t a, uint32_t b, int op)
@@ -394,6 +403,8 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
         in4[1] = ts_f16_to_f32((uint16_t)(r[in->r0] >> 16));
         in4[2] = ts_f16_to_f32((uint16_t)r[in->r0 + 1]);
         in4[3] = ts_f16_to_f32((uint16_t)(r[in->r0 + 1] >> 16));
+        if (t->w16_stale)
+            w16_refresh(t);
         const float *w = t->w16;
         for (uint32_t u = 0; u < m->c.amp_units_f16; u++) {
             float s = w[4 * u] * in4[0] + w[4 * u + 1] * in4[1];

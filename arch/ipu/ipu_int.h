@@ -181,6 +181,7 @@ typedef struct ipu_tile {
     /* AMP coefficient state, shared by the workers (research §2.2) */
     uint8_t coef[256];
     float w16[128], w32[64];
+    uint16_t w16_stale;     /* coefficient slots whose w16 view is not converted yet (coef_update) */
     /* receive side */
     int32_t rx_src;         /* -1 = input mux off */
     uint32_t rx_addr, rx_left, rx_n, rx_lat;
