@@ -579,6 +579,7 @@ static void lt_free(lt *L, size_t nt)
     for (size_t i = 0; i < L->ncats; i++)
         ts_free(L->cats[i].img);
     ts_free(L->cats);
+    ts_free(L->wts);
     ts_free(L->onehot.ready);
     for (int h = 0; h < 2; h++)
         for (int k = 0; k < 2; k++)

@@ -99,6 +99,11 @@ typedef struct tens {
 /* The 0/1 rows of a moving operator laid out once (products.c: cat_rows). */
 typedef struct lt_rows { uint8_t *img; uint64_t rows; uint32_t woff, wbase; } lt_rows;
 
+/* A weight tensor's rows laid out for a matrix product (products.c: weights), kept so that another
+ * product reading the same tensor the same way (a tied embedding and LM head, a weight shared by
+ * two MatMuls) reads them from there instead of a second copy. */
+typedef struct lt_wrows { int wid, kind; uint32_t N, K, KT, woff, wbase, wfirst, wn; } lt_wrows;
+
 typedef struct lt {
     const ts_graph *g;
     const ts_tsp_target *tg;
@@ -132,6 +137,7 @@ typedef struct lt {
     bool text_out;         /* the words above the data ran out while fetches were placed (ifetch.c) */
     uint32_t fetch_slack;  /* entries a queue asks for text ahead of its own count (ifetch.c; 0 on the first try) */
     lt_rows *cats; size_t ncats, capcats; /* the 0/1 rows laid out so far (owned) */
+    lt_wrows *wts; size_t nwts, capwts;   /* the matrix products' weight rows laid out so far */
     tens onehot;           /* the one-hot vectors of A V's transposes (products.c; ready owned) */
 #define LT_ZC_MAX 64
     uint32_t zc[LT_ZC_MAX][3]; uint32_t nzc; /* products' words without a bias laid out: tiles, scale bits, word */

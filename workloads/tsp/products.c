@@ -362,11 +362,42 @@ static ts_status cat_rows(lt *L, const prod *p, pmem *m, uint64_t rows, bool *do
     return TS_OK;
 }
 
-/* The valid rows of every block, striped over the west MEM (fresh words of bank 1). */
+/* Whether the rows of a matrix product's weight (kinds 0 and 1) were laid out by an earlier
+ * product reading the same tensor the same way: then *m reads them from there (one copy of a weight
+ * that several products read). */
+static bool shared_rows(const lt *L, const prod *p, pmem *m)
+{
+    for (size_t i = 0; (p->kind == 0 || p->kind == 1) && p->wid >= 0 && i < L->nwts; i++) {
+        const lt_wrows *w = &L->wts[i];
+        if (w->wid == p->wid && w->kind == p->kind && w->N == p->N && w->K == p->K && w->KT == p->KT) {
+            m->woff = w->woff;
+            m->wbase = w->wbase;
+            m->wfirst = w->wfirst;
+            m->wn = w->wn;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Remember where a matrix product's weight rows lie (shared_rows). */
+static ts_status keep_rows(lt *L, const prod *p, const pmem *m)
+{
+    if ((p->kind != 0 && p->kind != 1) || p->wid < 0)
+        return TS_OK;
+    if (ts_grow((void **)&L->wts, &L->capwts, L->nwts + 1, sizeof *L->wts))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    L->wts[L->nwts++] = (lt_wrows){.wid = p->wid, .kind = p->kind, .N = p->N, .K = p->K, .KT = p->KT,
+                                   .woff = m->woff, .wbase = m->wbase, .wfirst = m->wfirst, .wn = m->wn};
+    return TS_OK;
+}
+
+/* The valid rows of every block, striped over the west MEM (fresh words of bank 1); a weight an
+ * earlier product laid out the same way is read from there. */
 static ts_status weights(lt *L, const prod *p, pmem *m)
 {
     uint32_t VL = L->VL;
-    if (p->kind == 5) /* the rows are the second input's vectors */
+    if (p->kind == 5 || shared_rows(L, p, m)) /* kind 5: the rows are the second input's vectors */
         return TS_OK;
     uint64_t rows = blk_row0(p, p->NT - 1, p->KT - 1, VL) +
                     (p->kind != 4 || blk_used(p, p->NT - 1, p->KT - 1, VL) ? tile_rows(p, p->NT - 1, VL) : 0);
@@ -422,7 +453,7 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
     if ((rc = lt_img_flush(L, &im, m->wfirst)) != TS_OK)
         return rc;
     L->words_used += (uint64_t)wwords * m->wn;
-    return TS_OK;
+    return keep_rows(L, p, m);
 }
 
 /* Bias and scale, replicated in every east slice (4 byte planes per tile of outputs). */
