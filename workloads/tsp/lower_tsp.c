@@ -603,8 +603,10 @@ static void lt_free(lt *L, size_t nt)
  * the compact layout (L->compact), which gives up nothing but the identity of the programs that
  * fit: the one-hot vectors of A V's transposes laid out once per shape instead of again whenever
  * the shape changes (a decoder's q Kᵀ and p V alternate: 54 words of each west slice a layer of
- * GPT-2 small), and a product without a bias reads one set of 4 zero words for every tile of
- * outputs instead of 4 words a tile (GPT-2's LM head: 636 words of each east slice, 9 MB). */
+ * GPT-2 small); a product without a bias reads one set of 4 zero words for every tile of outputs
+ * instead of 4 words a tile (GPT-2's LM head: 636 words of each east slice, 9 MB); and the
+ * constants read from any east slice lie in one of LT_CGROUPS groups of east slices instead of
+ * all (memory.c, lt_const_region). */
 
 /* Try k of the schedule, in the compact layout or not; *fetch_failed when it failed only because
  * the instruction fetches could not be placed, *room_short when a region found no room. */
