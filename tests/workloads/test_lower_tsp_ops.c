@@ -940,9 +940,9 @@ END_TEST
 
 /* Six MatMuls in a chain reading one weight of 1280 x 1280 (a weight shared as a tied embedding
  * and LM head are): its rows, 117 words of each of the 44 west slices, are laid out once and every
- * product reads them there. On a chip of 250 words a slice (125 a bank half) a second copy would
- * take the other half of the west slices and the third and fourth the east ones, and the fifth
- * would not fit: it lowers only because the rows are shared. Bit-exact, no hazard. */
+ * product reads them there. On a chip of 250 words a slice (125 a bank half) each copy takes a bank
+ * half of its own, and without the sharing the fourth (MatMul 'm3') finds none: it lowers only
+ * because the rows are shared. Bit-exact, no hazard. */
 START_TEST(test_shared_weight)
 {
     static const char *const small[] = {"mem.slice_bytes=80000", NULL};
