@@ -536,8 +536,8 @@ END_TEST
  * batch of 1, lowered as rank 3 (workloads/tsp/squeeze.c). The third case decodes on a tsp_v1 of
  * 200 words a MEM slice, where the layout as always finds no room for layer 1's bias constants
  * (`Add 'layers.1.o.bias': no room for the constants`): it fits in the compact layout
- * (docs/lowering-tsp.md, *Placement*: the compact layout), whose constants lie in a quarter of the east slices
- * each, with the same logits. */
+ * (docs/lowering-tsp.md, *Placement*), whose constants lie in a quarter of the east slices each,
+ * with the same logits. */
 START_TEST(test_gpt_tsp)
 {
     static const char *const phases[] = {"decode", "prefill", "decode"};
