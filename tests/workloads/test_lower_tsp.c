@@ -558,7 +558,9 @@ END_TEST
 
 /* Text below the data: where the words above the schedule's data cannot hold the instruction text,
  * it also goes into words the schedule writes later, each read as text before its first write. The
- * chain of test_text_too_big on MEM slices of 140 words does not fit above its data and runs
+ * chain of test_text_too_big, with a weight of its own for each MatMul (one weight shared by the
+ * eight is laid out once, and the text would fit above it), on MEM slices of 140 words does not
+ * fit above its data and runs
  * hazard-free with text read from words its activations take later, to the same outputs and cycles
  * as on the stock tsp_v1, where all of its text is above the data. */
 START_TEST(test_text_below_data)
@@ -572,10 +574,11 @@ START_TEST(test_text_below_data)
     ts_config_destroy(cfg);
     ts_graph *g = ts_graph_create("chain");
     int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){600, 64});
-    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){64, 64});
     for (int i = 0; i < 8; i++) {
-        char yn[8];
+        char yn[8], wn[8];
         snprintf(yn, sizeof yn, "y%d", i);
+        snprintf(wn, sizeof wn, "w%d", i);
+        int w = tensor_dt(g, wn, TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){64, 64});
         int y = tensor_dt(g, yn, TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
         node(g, TS_OP_MATMUL, yn, (int[]){x, w}, 2, y, NULL);
         x = y;

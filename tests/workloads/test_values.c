@@ -533,17 +533,23 @@ END_TEST
 /* The built-in decoder `gpt` (GPT-2's form: LayerNorm, tanh Gelu, biases; docs/llm.md), 2 layers,
  * decode against its KV cache and prefill under the causal mask, on tsp_v1: hazard-free (the run
  * stops on one) and its logits bit for bit the int8 reference's. Its attention is rank 4 with a
- * batch of 1, lowered as rank 3 (workloads/tsp/squeeze.c). */
+ * batch of 1, lowered as rank 3 (workloads/tsp/squeeze.c). The third case decodes on a tsp_v1 of
+ * 200 words a MEM slice, where the layout as always finds no room for layer 1's bias constants
+ * (`Add 'layers.1.o.bias': no room for the constants`): it fits in the compact layout
+ * (docs/lowering-tsp.md, *Placement*), whose constants lie in a quarter of the east slices each,
+ * with the same logits. */
 START_TEST(test_gpt_tsp)
 {
-    static const char *const phases[] = {"decode", "prefill"};
+    static const char *const phases[] = {"decode", "prefill", "decode"};
+    static const char *const small[] = {"mem.slice_bytes=64000"};
     char spec[160], what[200];
     snprintf(spec, sizeof spec, "gpt:layers=2,hidden=64,heads=2,ffn=128,vocab=100,seq=16,phase=%s", phases[_i]);
-    snprintf(what, sizeof what, "%s on tsp_v1", spec);
+    snprintf(what, sizeof what, "%s on tsp_v1%s", spec, _i == 2 ? " with 200 words a MEM slice" : "");
     ts_err e;
     ts_err_init(&e);
     ts_config *cfg = NULL;
-    ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find};
+    ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find, .sets = _i == 2 ? small : NULL,
+                         .nsets = _i == 2 ? 1 : 0};
     ck_assert_msg(ts_config_load(&cfg, "tsp_v1", &co, &e) == TS_OK, "%s", e.msg);
     const ts_family *fam = ts_family_find(ts_config_arch(cfg));
     ts_lowered *l = NULL;
@@ -613,7 +619,7 @@ int main(void)
     suite_add_tcase(s, tc);
     TCase *gpt = tcase_create("gpt"); /* alone: CK_RUN_CASE=gpt */
     tcase_set_timeout(gpt, 120);
-    tcase_add_loop_test(gpt, test_gpt_tsp, 0, 2);
+    tcase_add_loop_test(gpt, test_gpt_tsp, 0, 3);
     suite_add_tcase(s, gpt);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

@@ -285,8 +285,7 @@ static ts_status place_consts(lt *L, const ts_graph_node *nd, const ew_plan *p, 
     if (!n)
         return TS_OK;
     uint32_t base;
-    uint64_t av;
-    ts_status rc = lt_region(L, 1, n, "the constants", nd, true, 0, &base, &av);
+    ts_status rc = lt_const_region(L, n, "the constants", nd, &base);
     image im;
     if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nE, base, n)) != TS_OK)
         return rc;
@@ -327,7 +326,7 @@ static ts_status place_consts(lt *L, const ts_graph_node *nd, const ew_plan *p, 
             L->ewc[L->newc++][5] = word[k];
         }
     }
-    return lt_img_flush(L, &im, L->nW);
+    return lt_const_flush(L, &im);
 }
 
 /* HardSwish, named by the graph (TS_OP_HARDSWISH where the IR has it; by name, so this file builds

@@ -206,8 +206,7 @@ static ts_status ln_memory(lt *L, ln *n)
 {
     const ts_graph_node *nd = n->nd;
     uint32_t words = 4 * (LC_GAMMA + 2 * n->T);
-    uint64_t av;
-    ts_status rc = lt_region(L, 1, words, "the LayerNorm constants", nd, true, 0, &n->cbase, &av);
+    ts_status rc = lt_const_region(L, words, "the LayerNorm constants", nd, &n->cbase);
     image im;
     if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nE, n->cbase, words)) != TS_OK)
         return rc;
@@ -229,7 +228,7 @@ static ts_status ln_memory(lt *L, ln *n)
                 for (uint32_t by = 0; by < 4; by++)
                     im.s[e][(size_t)(4 * k + by) * L->VL + l] = (uint8_t)(b >> (8 * by));
         }
-    if ((rc = lt_img_flush(L, &im, L->nW)) != TS_OK)
+    if ((rc = lt_const_flush(L, &im)) != TS_OK)
         return rc;
     n->swords = (uint32_t)ts_geom_cdiv((uint64_t)n->P * 8, L->nE);
     return lt_region(L, 1, n->swords, "the LayerNorm means and deviations", nd, false, 1, &n->sbase, &n->sav);

@@ -579,7 +579,9 @@ static void lt_free(lt *L, size_t nt)
     for (size_t i = 0; i < L->ncats; i++)
         ts_free(L->cats[i].img);
     ts_free(L->cats);
-    ts_free(L->onehot.ready);
+    ts_free(L->wts);
+    for (int i = 0; i < LT_ONEHOT_MAX; i++)
+        ts_free(L->onehot[i].ready);
     for (int h = 0; h < 2; h++)
         for (int k = 0; k < 2; k++)
             ts_free(L->al[h][k].v);
@@ -597,14 +599,25 @@ static void lt_free(lt *L, size_t nt)
  * lowering always made. */
 #define FETCH_TRIES 4
 
-/* Try k of the schedule; *fetch_failed when it failed only because the instruction fetches could
- * not be placed. */
-static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t k, bool *live, ts_program **out,
-                            ts_lower_tsp_report *rep, ts_err *err, bool *fetch_failed)
+/* COMPACT: where the layout as always leaves a tensor without room, the lowering is tried again in
+ * the compact layout (L->compact), which gives up nothing but the identity of the programs that
+ * fit: the one-hot vectors of A V's transposes laid out once per shape instead of again whenever
+ * the shape changes (a decoder's q Kᵀ and p V alternate: 54 words of each west slice a layer of
+ * GPT-2 small); a product without a bias reads one set of 4 zero words for every tile of outputs
+ * instead of 4 words a tile (GPT-2's LM head: 636 words of each east slice, 9 MB); and the
+ * constants read from any east slice lie in one of LT_CGROUPS groups of east slices instead of
+ * all (memory.c, lt_const_region). */
+
+/* Try k of the schedule, in the compact layout or not; *fetch_failed when it failed only because
+ * the instruction fetches could not be placed, *room_short when a region found no room. */
+static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t k, bool compact, bool *live,
+                            ts_program **out, ts_lower_tsp_report *rep, ts_err *err, bool *fetch_failed,
+                            bool *room_short)
 {
     lt L;
     size_t nt = ts_graph_tensor_count(g), nn = ts_graph_node_count(g);
     ts_status rc = lt_init(&L, g, P, err);
+    L.compact = compact;
     static const uint32_t slack[FETCH_TRIES] = {0, 20, 20, 40};
     L.fetch_slack = slack[k];
     L.text_live = *live;
@@ -633,6 +646,7 @@ static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t 
     }
     if (rc == TS_OK && rep)
         rc = fill_report(&L, rep, nt);
+    *room_short = rc == TS_EINPUT && L.room_short;
     lt_free(&L, nt);
     if (rc == TS_OK) {
         *out = L.prog;
@@ -661,20 +675,24 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
         g = sq;
     if (rc == TS_OK)
         rc = ts_lower_check_ops(g, &tsp_ops, err);
-    bool again = rc == TS_OK, live = false;
-    for (uint32_t k = 0; again && k < FETCH_TRIES; k++) {
-        if (k && err) {
-            ts_err_free(err);
-            ts_err_init(err);
-        }
-        bool was = live;
-        rc = lower_once(g, P, k, &live, out, rep, err, &again);
-        if (again && live && !was) { /* the same try again with text below the data */
-            if (err) {
+    /* the layout as always first; where a region finds no room, the compact one (COMPACT above) */
+    bool ok = rc == TS_OK, room = false;
+    for (int compact = 0; ok && compact < 2 && (!compact || room); compact++) {
+        bool again = true, live = false;
+        for (uint32_t k = 0; again && k < FETCH_TRIES; k++) {
+            if ((k || compact) && err) {
                 ts_err_free(err);
                 ts_err_init(err);
             }
-            rc = lower_once(g, P, k, &live, out, rep, err, &again);
+            bool was = live;
+            rc = lower_once(g, P, k, compact, &live, out, rep, err, &again, &room);
+            if (again && live && !was) { /* the same try again with text below the data */
+                if (err) {
+                    ts_err_free(err);
+                    ts_err_init(err);
+                }
+                rc = lower_once(g, P, k, compact, &live, out, rep, err, &again, &room);
+            }
         }
     }
     ts_graph_destroy(sq);

@@ -99,6 +99,11 @@ typedef struct tens {
 /* The 0/1 rows of a moving operator laid out once (products.c: cat_rows). */
 typedef struct lt_rows { uint8_t *img; uint64_t rows; uint32_t woff, wbase; } lt_rows;
 
+/* A weight tensor's rows laid out for a matrix product (products.c: weights), kept so that another
+ * product reading the same tensor the same way (a tied embedding and LM head, a weight shared by
+ * two MatMuls) reads them from there instead of a second copy. */
+typedef struct lt_wrows { int wid, kind; uint32_t N, K, KT, woff, wbase, wfirst, wn; } lt_wrows;
+
 typedef struct lt {
     const ts_graph *g;
     const ts_tsp_target *tg;
@@ -132,7 +137,18 @@ typedef struct lt {
     bool text_out;         /* the words above the data ran out while fetches were placed (ifetch.c) */
     uint32_t fetch_slack;  /* entries a queue asks for text ahead of its own count (ifetch.c; 0 on the first try) */
     lt_rows *cats; size_t ncats, capcats; /* the 0/1 rows laid out so far (owned) */
-    tens onehot;           /* the one-hot vectors of A V's transposes (products.c; ready owned) */
+    lt_wrows *wts; size_t nwts, capwts;   /* the matrix products' weight rows laid out so far */
+#define LT_ONEHOT_MAX 4
+#define LT_CGROUPS 4      /* the compact layout's groups of east slices holding constants */
+#define LT_CPOOL 64       /* words of a pool of constants (or more for a larger constant) */
+#define LT_GSHIFT 24      /* a constant's word: the real word plus (group + 1) << LT_GSHIFT (lt_rd_any) */
+    tens onehot[LT_ONEHOT_MAX]; /* the one-hot vectors of A V's transposes (products.c; ready owned); [0] alone
+                                 * but in the compact layout */
+    bool compact;          /* the compact layout, tried when the first does not fit (lower_tsp.c) */
+    bool room_short;       /* a region found no room (memory.c) */
+    /* the compact layout's constants (memory.c, lt_const_region): a pool of words whose LT_CGROUPS groups
+     * of east slices hold different constants, each filled from the pool's first word */
+    uint32_t cpool_base, cpool_words, cpool_fill[LT_CGROUPS];
 #define LT_ZC_MAX 64
     uint32_t zc[LT_ZC_MAX][3]; uint32_t nzc; /* products' words without a bias laid out: tiles, scale bits, word */
 #define LT_EWC_MAX 16
@@ -264,6 +280,8 @@ typedef struct image { uint8_t **s; uint32_t n, words, base; } image;
 
 ts_status lt_img_init(lt *L, image *im, uint32_t nslices, uint32_t base, uint32_t words);
 ts_status lt_img_flush(lt *L, image *im, uint32_t first);
+ts_status lt_const_region(lt *L, uint32_t words, const char *what, const ts_graph_node *nd, uint32_t *base);
+ts_status lt_const_flush(lt *L, image *im);
 ts_status lt_scale_const(lt *L, const ts_graph_node *nd, float sc, uint32_t *base);
 
 const int64_t *lt_dims(const lt *L, int id, int *rank);

@@ -84,6 +84,7 @@ static ts_status region_short(lt *L, int hemi, uint32_t words, const char *what,
             room = r;
     }
     uint64_t short_w = words - room, slices = hemi ? L->nE : L->nW;
+    L->room_short = true;
     return ts_err_set(L->err, TS_EINPUT,
                       "%s '%s': no room for %s: %" PRIu32 " words are needed in one bank half (%" PRIu32 " words) of "
                       "each %s MEM slice, the most free in a half is %" PRIu64 " (%" PRIu64 " of the slice's %" PRIu64
@@ -215,12 +216,53 @@ ts_status lt_img_flush(lt *L, image *im, uint32_t first)
     return rc;
 }
 
+/* Fresh words of every east slice for constants read by lt_rd_any; in the compact layout, words of
+ * one group of LT_CGROUPS groups of east slices (the other groups hold other constants in the same
+ * words): *base is then the word plus (group + 1) << LT_GSHIFT, which lt_rd_any reads from the
+ * group's slices and lt_const_flush writes there. */
+ts_status lt_const_region(lt *L, uint32_t words, const char *what, const ts_graph_node *nd, uint32_t *base)
+{
+    uint64_t av;
+    if (!L->compact)
+        return lt_region(L, 1, words, what, nd, true, 0, base, &av);
+    int g = -1;
+    for (int k = 0; k < LT_CGROUPS && g < 0; k++)
+        if (L->cpool_words && L->cpool_fill[k] + words <= L->cpool_words)
+            g = k;
+    if (g < 0) {
+        uint32_t n = words > LT_CPOOL ? words : LT_CPOOL;
+        ts_status rc = lt_region(L, 1, n, what, nd, true, 0, &L->cpool_base, &av);
+        if (rc == TS_EINPUT && n > words) /* the last words of the hemisphere */
+            rc = lt_region(L, 1, n = words, what, nd, true, 0, &L->cpool_base, &av);
+        if (rc != TS_OK)
+            return rc;
+        L->cpool_words = n;
+        memset(L->cpool_fill, 0, sizeof L->cpool_fill);
+        g = 0;
+    }
+    *base = (L->cpool_base + L->cpool_fill[g]) | (uint32_t)(g + 1) << LT_GSHIFT;
+    L->cpool_fill[g] += words;
+    return TS_OK;
+}
+
+/* Add an image of constants made for every east slice at the word lt_const_region gave: in the
+ * compact layout only its group's slices are written. */
+ts_status lt_const_flush(lt *L, image *im)
+{
+    uint32_t g = im->base >> LT_GSHIFT, n = L->nE / LT_CGROUPS;
+    if (g)
+        for (uint32_t e = 0; e < im->n; e++)
+            if (e / n != g - 1 || e >= n * LT_CGROUPS)
+                memset(im->s[e], 0, (size_t)im->words * L->VL);
+    im->base &= (1u << LT_GSHIFT) - 1;
+    return lt_img_flush(L, im, L->nW);
+}
+
 /* An f32 scale in 4 fresh words of every east MEM slice (byte plane b in word *base + b, every
  * lane), as lt_scale_in reads it. */
 ts_status lt_scale_const(lt *L, const ts_graph_node *nd, float sc, uint32_t *base)
 {
-    uint64_t av;
-    ts_status rc = lt_region(L, 1, 4, "the scale", nd, true, 0, base, &av);
+    ts_status rc = lt_const_region(L, 4, "the scale", nd, base);
     if (rc != TS_OK)
         return rc;
     image im;
@@ -232,7 +274,7 @@ ts_status lt_scale_const(lt *L, const ts_graph_node *nd, float sc, uint32_t *bas
         for (uint32_t l = 0; l < L->VL; l++)
             for (int by = 0; by < 4; by++)
                 im.s[e][(size_t)by * L->VL + l] = (uint8_t)(sb >> (8 * by));
-    return lt_img_flush(L, &im, L->nW);
+    return lt_const_flush(L, &im);
 }
 
 /* ---- graph inputs ---- */

@@ -326,6 +326,7 @@ typedef struct pmem {
                               * wfirst + (woff + g) mod wn, word wbase + (woff + g) / wn */
     uint32_t wfirst, wn;     /* the west slices (0, nW), or the east ones (nW, nE) when the west is full */
     uint32_t cbase;          /* bias (4 byte planes per output tile) then scale (4), every east slice */
+    uint32_t ct;             /* the tiles cbase holds a bias for: NT, or 1 (zeros every tile reads) */
     uint64_t nparts;         /* partial-sum words (4 per output vector), 0 for one reduction block */
     uint32_t hE;             /* east slices per partial-sum buffer */
     uint32_t pbases[2], pwords; /* the two buffers: first word, words */
@@ -362,11 +363,42 @@ static ts_status cat_rows(lt *L, const prod *p, pmem *m, uint64_t rows, bool *do
     return TS_OK;
 }
 
-/* The valid rows of every block, striped over the west MEM (fresh words of bank 1). */
+/* Whether the rows of a matrix product's weight (kinds 0 and 1) were laid out by an earlier
+ * product reading the same tensor the same way: then *m reads them from there (one copy of a weight
+ * that several products read). */
+static bool shared_rows(const lt *L, const prod *p, pmem *m)
+{
+    for (size_t i = 0; (p->kind == 0 || p->kind == 1) && p->wid >= 0 && i < L->nwts; i++) {
+        const lt_wrows *w = &L->wts[i];
+        if (w->wid == p->wid && w->kind == p->kind && w->N == p->N && w->K == p->K && w->KT == p->KT) {
+            m->woff = w->woff;
+            m->wbase = w->wbase;
+            m->wfirst = w->wfirst;
+            m->wn = w->wn;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Remember where a matrix product's weight rows lie (shared_rows). */
+static ts_status keep_rows(lt *L, const prod *p, const pmem *m)
+{
+    if ((p->kind != 0 && p->kind != 1) || p->wid < 0)
+        return TS_OK;
+    if (ts_grow((void **)&L->wts, &L->capwts, L->nwts + 1, sizeof *L->wts))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    L->wts[L->nwts++] = (lt_wrows){.wid = p->wid, .kind = p->kind, .N = p->N, .K = p->K, .KT = p->KT,
+                                   .woff = m->woff, .wbase = m->wbase, .wfirst = m->wfirst, .wn = m->wn};
+    return TS_OK;
+}
+
+/* The valid rows of every block, striped over the west MEM (fresh words of bank 1); a weight an
+ * earlier product laid out the same way is read from there. */
 static ts_status weights(lt *L, const prod *p, pmem *m)
 {
     uint32_t VL = L->VL;
-    if (p->kind == 5) /* the rows are the second input's vectors */
+    if (p->kind == 5 || shared_rows(L, p, m)) /* kind 5: the rows are the second input's vectors */
         return TS_OK;
     uint64_t rows = blk_row0(p, p->NT - 1, p->KT - 1, VL) +
                     (p->kind != 4 || blk_used(p, p->NT - 1, p->KT - 1, VL) ? tile_rows(p, p->NT - 1, VL) : 0);
@@ -398,6 +430,7 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
             *L->err = west;
             return rc;
         }
+        L->room_short = false; /* the east had room */
         wwords = ewords;
     }
     image im;
@@ -422,25 +455,26 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
     if ((rc = lt_img_flush(L, &im, m->wfirst)) != TS_OK)
         return rc;
     L->words_used += (uint64_t)wwords * m->wn;
-    return TS_OK;
+    return keep_rows(L, p, m);
 }
 
-/* Bias and scale, replicated in every east slice (4 byte planes per tile of outputs). */
+/* Bias and scale, replicated in every east slice (4 byte planes per tile of outputs). Without a
+ * bias in the compact layout (L->compact) every tile reads the same 4 words of zeros. */
 static ts_status consts(lt *L, const prod *p, pmem *m)
 {
-    uint32_t VL = L->VL, cwords = 4 * p->NT + 4, sb;
-    uint64_t cav;
+    m->ct = L->compact && p->bid < 0 ? 1 : p->NT;
+    uint32_t VL = L->VL, NT = m->ct, cwords = 4 * NT + 4, sb;
     memcpy(&sb, &p->scale, 4);
     /* without a bias the words depend on the tiles and the scale alone: laid out once (BERT's moves
      * and attention products, 12 layers of them, would take the east MEM a batch of 4 needs) */
     for (uint32_t i = 0; p->bid < 0 && i < L->nzc; i++)
-        if (L->zc[i][0] == p->NT && L->zc[i][1] == sb) {
+        if (L->zc[i][0] == NT && L->zc[i][1] == sb) {
             m->cbase = L->zc[i][2];
             return TS_OK;
         }
-    ts_status rc = lt_region(L, 1, cwords, "the bias and scale", p->nd, true, 0, &m->cbase, &cav);
+    ts_status rc = lt_const_region(L, cwords, "the bias and scale", p->nd, &m->cbase);
     if (rc == TS_OK && p->bid < 0 && L->nzc < LT_ZC_MAX) {
-        L->zc[L->nzc][0] = p->NT;
+        L->zc[L->nzc][0] = NT;
         L->zc[L->nzc][1] = sb;
         L->zc[L->nzc++][2] = m->cbase;
     }
@@ -448,7 +482,7 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
     if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nE, m->cbase, cwords)) != TS_OK)
         return rc;
     for (uint32_t e = 0; e < L->nE; e++) {
-        for (uint32_t n = 0; n < p->NT * VL; n++) {
+        for (uint32_t n = 0; n < NT * VL; n++) {
             int32_t b = p->bid >= 0 && n < p->N ? ts_fill_bias(p->bid, n) : 0;
             const ts_graph_tensor *bt = p->bid >= 0 ? ts_graph_get_tensor(L->g, p->bid) : NULL;
             if (bt && bt->data && bt->dtype == TS_DT_I32 && n < p->N)
@@ -458,9 +492,9 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
         }
         for (uint32_t l = 0; l < VL; l++)
             for (int by = 0; by < 4; by++)
-                im.s[e][((size_t)(4 * p->NT + (uint32_t)by)) * VL + l] = (uint8_t)(sb >> (8 * by));
+                im.s[e][((size_t)(4 * NT + (uint32_t)by)) * VL + l] = (uint8_t)(sb >> (8 * by));
     }
-    return lt_img_flush(L, &im, L->nW);
+    return lt_const_flush(L, &im);
 }
 
 /* Partial sums: 4 words per output vector, striped over the east MEM, in two buffers, each on
@@ -746,8 +780,8 @@ static uint64_t plan_pass(lt *L, const psched *s, uint32_t m, int64_t xv, int j,
         }
     }
     ps->pready = pm->nparts ? s->pready[pi] : 0;
-    ps->bword = pm->cbase + 4 * nt;
-    ps->sword = pm->cbase + 4 * p->NT;
+    ps->bword = pm->cbase + 4 * (pm->ct > 1 ? nt : 0);
+    ps->sword = pm->cbase + 4 * pm->ct;
     if (ps->final)
         lt_slot(L, p->y, (uint64_t)m * p->y->T + nt, &ps->omem, &ps->oword);
     uint64_t T = s->lbs[j] > s->last_abcs[j] ? s->lbs[j] : s->last_abcs[j];
@@ -965,7 +999,14 @@ static void free_temp(lt *L, tens *x)
 static ts_status transpose_rows(lt *L, prod *p, ts_lower_tsp_layer *ly, tens *R)
 {
     uint32_t H = p->H, K = p->K, N = p->N, VL = L->VL;
-    tens *E = &L->onehot; /* laid out once: every layer's A V has the same heads and widths */
+    /* laid out once: every layer's A V has the same heads and widths; in the compact layout one set
+     * per shape (a decoder's q Kᵀ and p V alternate) */
+    tens *E = &L->onehot[0];
+    for (uint32_t i = 0; L->compact && i < LT_ONEHOT_MAX; i++) {
+        E = &L->onehot[i];
+        if (!E->placed || (E->P == H * N && E->C == N))
+            break;
+    }
     ts_status rc = TS_OK;
     if (!E->placed || E->P != H * N || E->C != N) {
         ts_free(E->ready);

@@ -340,10 +340,16 @@ bool lt_rd(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t pc, int dir
     return true;
 }
 
-/* The same from any slice of a hemisphere that holds the word (replicated constants, zeros). */
+/* The same from any slice of a hemisphere that holds the word (replicated constants, zeros); a word
+ * of the compact layout's constants (lt_const_region) from the slices of its group. */
 bool lt_rd_any(lt *L, int hemi, uint32_t word, uint64_t ta, uint32_t pc, int dir, int s, uint32_t tag)
 {
     uint32_t n = hemi ? L->nE : L->nW, b = hemi ? L->nW : 0;
+    if (hemi && word >> LT_GSHIFT) {
+        n = L->nE / LT_CGROUPS;
+        b = L->nW + ((word >> LT_GSHIFT) - 1) * n;
+        word &= (1u << LT_GSHIFT) - 1;
+    }
     for (uint32_t i = 0; i < n; i++) {
         uint32_t mem = b + (L->rot + i) % n;
         size_t mark = L->nu, pm = L->npd;
