@@ -101,18 +101,21 @@ static void run_meet(meet *g, int nthreads, int rounds, uint32_t spins, uint32_t
 START_TEST(meets_spinning)
 {
     static meet g; /* a ts_barrier is a few hundred bytes of padding: keep it off the stack */
-    /* pure spinning only with two threads: more would take turns on a busy host's cores */
-    run_meet(&g, 2, 2000, UINT32_MAX, 0, false, -1);
-    run_meet(&g, 4, 5000, 4000, 0, false, -1); /* as the wafer mesh: spins, then yields */
+    /* pure spinning only with two threads and few rounds: on a loaded 2-core host a spinning
+     * thread may wait a whole time slice for the other to be scheduled, every round */
+    run_meet(&g, 2, 200, UINT32_MAX, 0, false, -1);
+    run_meet(&g, 4, 1000, 4000, 0, false, -1); /* as the wafer mesh: spins, then yields */
 }
 END_TEST
 
+/* Rounds are few enough that a loaded host, where a yielding thread may hand its core to
+ * another process for a whole time slice, still runs them in seconds. */
 START_TEST(meets_yielding_and_sleeping)
 {
     static meet g;
-    run_meet(&g, 4, 5000, 0, 0, false, -1);        /* yields at once */
-    run_meet(&g, 3, 5000, 4000, 2000, true, -1);   /* as the IPU: spins, yields, sleeps */
-    run_meet(&g, MAXT, 2000, 1, 1, true, -1);      /* sleeps almost at once, more threads than cores */
+    run_meet(&g, 4, 1000, 0, 0, false, -1);        /* yields at once */
+    run_meet(&g, 3, 1000, 4000, 2000, true, -1);   /* as the IPU: spins, yields, sleeps */
+    run_meet(&g, MAXT, 500, 1, 1, true, -1);      /* sleeps almost at once, more threads than cores */
 }
 END_TEST
 
@@ -267,7 +270,7 @@ static void gather_case(uint32_t spins, uint32_t yields, bool sleep)
 
 START_TEST(gather_then_release)
 {
-    gather_case(1000000, 0, false);
+    gather_case(20000, 0, false); /* spins (then yields, so a loaded host cannot stall it) */
     gather_case(0, 1000000, false);
     gather_case(0, 2, true);
 }
