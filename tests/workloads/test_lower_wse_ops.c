@@ -523,6 +523,126 @@ START_TEST(test_layernorm)
 }
 END_TEST
 
+/* Multi-head attention as torch's nn.MultiheadAttention exports it, in small: x [1, S, D] to
+ * [S, 1, D] (an in-place Transpose), the packed in-projection (MatMul by [D, 3D], Add of the
+ * bias), three Slices, each Reshaped to [S, H, dh] and Transposed to heads first, the queries
+ * divided by sqrt(dh), the keys transposed to [H, dh, S], Q K^T, Softmax, times V, the heads
+ * back side by side ([S, H, dh], Reshape [S, D]), then out = that + x (Reshaped back): a fork
+ * into three, two products of activations, and a residual skip path over the attention (the
+ * FIFOs hold all of x: the stage reads the whole sequence first). _i 1: the slices in the order
+ * v, q, k of the packed projection and the scale a Mul of the scores by 0.3 instead (a region
+ * read whatever the exporter's arrangement). Tolerance: 1e-5 x the sum of |terms| of each
+ * output (products of dh and S terms in f32, the softmax's exp and reciprocal within 1e-6). */
+START_TEST(test_attention)
+{
+    enum { S = 5, H = 2, DH = 4, D = H * DH };
+    ts_graph *g = ts_graph_create("attn");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){1, S, D});
+    int w = tensor(g, "w_in", TS_TENSOR_WEIGHT, 2, (int64_t[]){D, 3 * D});
+    int bi = tensor(g, "b_in", TS_TENSOR_WEIGHT, 1, (int64_t[]){3 * D});
+    int sc = tensor(g, "scale", TS_TENSOR_CONST, 0, NULL);
+    fill(g, x);
+    fill(g, w);
+    fill(g, bi);
+    const float scale = _i ? 0.3f : sqrtf((float)DH);
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_set_data(g, sc, &scale, 4, &e), TS_OK);
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.nperm = 3;
+    memcpy(a.perm, (int64_t[]){1, 0, 2}, sizeof(int64_t[3]));
+    int xt = chain(g, TS_OP_TRANSPOSE, "t0", x, -1, &a);
+    int p = chain(g, TS_OP_MATMUL, "inproj", xt, w, NULL);
+    int pb = chain(g, TS_OP_ADD, "inbias", p, bi, NULL);
+    int part[3]; /* q, k, v */
+    static const char *const names[3] = {"q", "k", "v"};
+    for (int r = 0; r < 3; r++) {
+        int third = _i ? (r + 1) % 3 : r; /* _i 1: [v | q | k] */
+        ts_graph_attrs_init(&a);
+        a.nslice = 3;
+        for (int k = 0; k < 3; k++)
+            a.starts[k] = 0, a.ends[k] = k == 0 ? S : k == 1 ? 1 : 3 * D, a.steps[k] = 1;
+        a.starts[2] = third * D, a.ends[2] = (third + 1) * D;
+        char nm[16];
+        snprintf(nm, sizeof nm, "sl_%s", names[r]);
+        int sl = chain(g, TS_OP_SLICE, nm, pb, -1, &a);
+        ts_graph_attrs_init(&a);
+        a.nshape = 3;
+        memcpy(a.shape, (int64_t[]){S, H, DH}, sizeof(int64_t[3]));
+        snprintf(nm, sizeof nm, "rs_%s", names[r]);
+        int rs = chain(g, TS_OP_RESHAPE, nm, sl, -1, &a);
+        ts_graph_attrs_init(&a);
+        a.nperm = 3;
+        memcpy(a.perm, r == 1 ? (int64_t[]){1, 2, 0} : (int64_t[]){1, 0, 2}, sizeof(int64_t[3]));
+        snprintf(nm, sizeof nm, "tr_%s", names[r]);
+        part[r] = chain(g, TS_OP_TRANSPOSE, nm, rs, -1, &a);
+    }
+    if (!_i)
+        part[0] = chain(g, TS_OP_DIV, "qscale", part[0], sc, NULL);
+    int s = chain(g, TS_OP_MATMUL, "qk", part[0], part[1], NULL);
+    if (_i)
+        s = chain(g, TS_OP_MUL, "sscale", s, sc, NULL);
+    ts_graph_attrs_init(&a);
+    a.axis = -1;
+    int pr = chain(g, TS_OP_SOFTMAX, "softmax", s, -1, &a);
+    int o = chain(g, TS_OP_MATMUL, "pv", pr, part[2], NULL);
+    ts_graph_attrs_init(&a);
+    a.nperm = 3;
+    memcpy(a.perm, (int64_t[]){1, 0, 2}, sizeof(int64_t[3]));
+    int ot = chain(g, TS_OP_TRANSPOSE, "t_o", o, -1, &a);
+    ts_graph_attrs_init(&a);
+    a.nshape = 3;
+    memcpy(a.shape, (int64_t[]){1, S, D}, sizeof(int64_t[3]));
+    int orr = chain(g, TS_OP_RESHAPE, "rs_o", ot, -1, &a);
+    int y = chain(g, TS_OP_ADD, "residual", orr, x, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 48, 16, &L);
+    ck_assert_ptr_nonnull(stage_of(&L, "attention", 0));
+    /* the reference in double, with the sum of |terms| of each value */
+    double P[S][3 * D], Pa[S][3 * D];
+    for (int r = 0; r < S; r++)
+        for (int c = 0; c < 3 * D; c++) {
+            P[r][c] = val(bi, c);
+            Pa[r][c] = fabs(P[r][c]);
+            for (int k = 0; k < D; k++) {
+                P[r][c] += (double)val(x, r * D + k) * val(w, k * 3 * D + c);
+                Pa[r][c] += fabs((double)val(x, r * D + k) * val(w, k * 3 * D + c));
+            }
+        }
+    const int q0 = _i ? D : 0, k0 = _i ? 2 * D : D, v0 = _i ? 0 : 2 * D;
+    const double f = _i ? (double)scale : 1.0 / (double)scale;
+    for (int h = 0; h < H; h++)
+        for (int m = 0; m < S; m++) {
+            double sco[S], mx = -1e300, sum = 0, mag = 0;
+            for (int n = 0; n < S; n++) {
+                sco[n] = 0;
+                for (int c = 0; c < DH; c++) {
+                    sco[n] += P[m][q0 + h * DH + c] * P[n][k0 + h * DH + c] * f;
+                    mag += Pa[m][q0 + h * DH + c] * Pa[n][k0 + h * DH + c] * f;
+                }
+                mx = fmax(mx, sco[n]);
+            }
+            for (int n = 0; n < S; n++)
+                sum += (sco[n] = exp(sco[n] - mx));
+            for (int c = 0; c < DH; c++) {
+                double want = val(x, m * D + h * DH + c), terms = fabs(want);
+                for (int n = 0; n < S; n++) {
+                    want += sco[n] / sum * P[n][v0 + h * DH + c];
+                    terms += sco[n] / sum * Pa[n][v0 + h * DH + c];
+                }
+                /* an error e in a score moves the probabilities by about e: mag bounds the scores' */
+                near(out_at(&L, y, (uint64_t)(m * D + h * DH + c)), want, terms * (1 + mag), "y",
+                     (uint64_t)(m * D + h * DH + c));
+            }
+        }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* A dilated Conv: 3x3 with dilation 2 and pad 2 (stride 1, and stride 2 by _i) on 1 x 3 x 9 x 9,
  * 4 outputs with bias: the line buffer keeps 5 rows and takes every other pixel of them. */
 START_TEST(test_dilated_conv)
@@ -586,6 +706,7 @@ int main(void)
     tcase_add_loop_test(tc, test_transpose, 0, 3);
     tcase_add_test(tc, test_layernorm);
     tcase_add_loop_test(tc, test_dilated_conv, 0, 2);
+    tcase_add_loop_test(tc, test_attention, 0, 2);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

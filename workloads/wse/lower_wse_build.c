@@ -16,6 +16,7 @@ typedef struct walk {
     lw_cur lane[2];
     int last[2];
     int fork_t;
+    bool *done; /* nodes an attention stage has taken */
 } walk;
 
 static bool reads(const ts_graph_node *n, int t)
@@ -233,6 +234,8 @@ static ts_status build_node(lw *L, walk *w, int node)
 {
     const ts_graph *g = L->g;
     const ts_graph_node *n = ts_graph_get_node(g, node);
+    if (w->done[node])
+        return TS_OK;
     ts_status rc = ts_lower_refused(L->err, g, n, &ts_lww_ops); /* kinds, forms and dtypes */
     if (rc)
         return rc;
@@ -249,6 +252,18 @@ static ts_status build_node(lw *L, walk *w, int node)
     lw_cur c = w->lane[ln];
     size_t nc = 0;
     ts_graph_consumers(g, c.t, &nc);
+    if (nc > 2 && ln == 0 && c.t != w->fork_t) { /* q, k and v: an attention (lower_wse_attn.c) */
+        size_t first = L->n;
+        int out_t = -1;
+        if ((rc = ts_lww_attn_stage(L, c.t, node, w->done, &out_t)))
+            return rc;
+        L->st[first].lane = 0;
+        L->st[first].prev = w->last[0];
+        w->last[0] = (int)first;
+        w->lane[0].t = out_t;
+        w->lane[0].nhwc = false;
+        return TS_OK;
+    }
     if (nc > 1 && c.t != w->fork_t) {
         if (ln != 0 || w->fork_t >= 0 || nc > 2)
             return ts_lower_fail(L->err, n,
@@ -318,14 +333,18 @@ static ts_status check_counts(const lw *L)
 ts_status ts_lww_build(lw *L, int input, int output)
 {
     walk w = {.last = {0, -1}, .fork_t = -1};
+    if (!(w.done = ts_calloc(ts_graph_node_count(L->g) + 1, 1)))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     ts_status rc = build_source(L, input, &w.lane[0]);
-    if (rc)
+    if (rc) {
+        ts_free(w.done);
         return rc;
+    }
     w.lane[1] = w.lane[0];
-    for (size_t id = 0; id < ts_graph_node_count(L->g); id++)
-        if ((rc = build_node(L, &w, (int)id)))
-            return rc;
-    if ((rc = build_sink(L, &w, output)))
-        return rc;
-    return check_counts(L);
+    for (size_t id = 0; !rc && id < ts_graph_node_count(L->g); id++)
+        rc = build_node(L, &w, (int)id);
+    if (!rc)
+        rc = build_sink(L, &w, output);
+    ts_free(w.done);
+    return rc ? rc : check_counts(L);
 }

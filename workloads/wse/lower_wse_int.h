@@ -57,7 +57,8 @@ _Static_assert(15 < WSE_NREGS && 15 < WSE_NDSD, "the lowering uses r15 and DSD r
     X(ELEM, "elementwise")              \
     X(SLICE, "slice")                   \
     X(TRANSPOSE, "transpose")           \
-    X(NORM, "layernorm")
+    X(NORM, "layernorm")                \
+    X(ATTN, "attention")
 enum {
 #define LW_KIND_ENUM(k, name) K_##k,
     LW_KINDS(LW_KIND_ENUM)
@@ -98,6 +99,9 @@ typedef struct lw_stage {
     bool swap;
     uint32_t kcmin; /* matmul: fewest columns its weights need */
     uint64_t chunk; /* source and sink: elements per PE */
+    /* attention (lower_wse_attn.c): M rows of F of L values, N heads, K per query and key, C per
+     * value; cols[3 j .. 3 j + 2] head j's first q, k and v columns of F (owned); lo the scale */
+    int64_t *cols;
 } lw_stage;
 
 /* The lowering of one graph: its stages in stream order, west to east. */
@@ -250,6 +254,11 @@ ts_status ts_lww_norm_stage(lw *L, const ts_graph_node *n, int node, const ts_gr
 ts_status ts_lww_emit_norm(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
 /* A Concat join's PE (lower_wse_concat.c). */
 ts_status ts_lww_emit_concat(lw *L, ts_program *P, size_t si, lw_gen *G);
+
+/* Attention (lower_wse_attn.c): the region of the graph from stream F (read first by node
+ * `first`) as one stage appended to L->st; its nodes marked in done, *out_t the tensor it gives. */
+ts_status ts_lww_attn_stage(lw *L, int F, int first, bool *done, int *out_t);
+ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G);
 
 /* ---- report (lower_wse_report.c) ---- */
 

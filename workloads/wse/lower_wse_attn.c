@@ -1,0 +1,599 @@
+/* workloads/wse/lower_wse_attn.c — multi-head attention as one stage of the layer pipeline.
+ *
+ * Region. A stream tensor F that feeds three or more operators opens an attention region: the
+ * operators from there on whose activations all come from F or from the region, up to the first
+ * point where one tensor is left that later operators read. The region is read symbolically,
+ * whatever the exporter's arrangement of Slices, Reshapes and Transposes:
+ *   moves   Slice, Reshape, Flatten, Transpose: each element of their output is an element of F
+ *           (a map, element by element), optionally times a scale (Div or Mul by a scalar);
+ *   scores  a MatMul of two moves A [.., M, K] x B [.., K, N]: per batch index b (an instance:
+ *           a head), A's row m must be F's row m and its column k F's column qc(b) + k, B's
+ *           (k, n) F's row n, column kc(b) + k: Q K^T of one head over every row of F;
+ *   probs   a Softmax over the scores' last axis (a scalar Div or Mul before it scales them);
+ *   out     a MatMul of probs [.., M, N] x a move V [.., N, DV] whose (n, c) is F's row n,
+ *           column vc(b) + c; then moves again, until the region's output, whose row m and
+ *           column oc(b) + c must be instance b's output (m, c), the instances' blocks tiling
+ *           each output row.
+ * Anything else in the region (a mask added to the scores, rows of another sequence) is refused
+ * with the operator's name.
+ *
+ * Stage. nb columns (one per instance, in output order) by 3 rows of PEs. Every row of F is
+ * multicast to all of them (east along row 0, south down each column, as a product's rows);
+ * each PE keeps its instance's columns and drops the rest into a junk word:
+ *   row 2 (Q)  Q[m][0..K) for every row; once every row is in, sends them one by one north;
+ *   row 1 (K)  K^T[k][n] (stored with stride N); per query row from the south: the scores row
+ *              (fmacs of K^T's rows by q[k]), the softmax (max, exp of the scaled difference,
+ *              sum, reciprocal: the scale folded into the exponent), the probabilities north;
+ *   row 0 (V)  V[n][0..DV); per probabilities row: the output row (fmacs of V's rows by p[n]),
+ *              then the row chain east: PE j passes on the outputs of the instances west of
+ *              it, then sends its own.
+ * The stage reads the whole of F before it gives anything out (the skip path's lag).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "workloads/wse/lower_wse_int.h"
+
+enum { AV_NONE, AV_MOVE, AV_SCORES, AV_PROBS, AV_OUT };
+
+/* What the region knows of one tensor: its kind; a move's or an out's map (element to F's
+ * element, or to (b M + m) DV + c of the instances' outputs), owned; scores and probs: their
+ * instances' q and k columns (qc, kc, owned) and the scale. */
+typedef struct av {
+    int kind;
+    int64_t *map;
+    int64_t *qc, *kc, *vc;
+    int64_t nb, M, N, K, DV;
+    double scale;
+} av;
+
+typedef struct region {
+    const ts_graph *g;
+    av *v;         /* per tensor */
+    int F;         /* the tensor the region starts from */
+    int64_t R, W;  /* F as R rows of W */
+    const int64_t *qc, *kc, *vc; /* the out tensor's instances (borrowed from v) */
+    int64_t nb, M, N, K, DV;
+    double scale;
+} region;
+
+static void av_free(av *a)
+{
+    ts_free(a->map);
+    ts_free(a->qc);
+    ts_free(a->kc);
+    ts_free(a->vc);
+    memset(a, 0, sizeof *a);
+}
+
+/* The input element of each output element of a move node (Slice, Reshape, Flatten, Transpose);
+ * map[i] for output element i (owned by the caller); NULL when out of memory. */
+static int64_t *move_map(const ts_graph_node *n, const ts_graph_tensor *x, const ts_graph_tensor *y)
+{
+    const int64_t ny = ts_graph_tensor_elems(y);
+    int64_t *m = ts_malloc((size_t)(ny ? ny : 1) * sizeof *m);
+    if (!m)
+        return NULL;
+    int64_t xs[TS_GRAPH_MAX_RANK]; /* x's strides */
+    for (int k = x->rank - 1, st = 1; k >= 0; k--) {
+        xs[k] = st;
+        st *= (int)x->dims[k];
+    }
+    for (int64_t i = 0; i < ny; i++) {
+        if (n->op != TS_OP_TRANSPOSE && n->op != TS_OP_SLICE) {
+            m[i] = i;
+            continue;
+        }
+        int64_t o[TS_GRAPH_MAX_RANK], r = i, src = 0;
+        for (int k = y->rank - 1; k >= 0; k--) {
+            o[k] = r % y->dims[k];
+            r /= y->dims[k];
+        }
+        const ts_graph_attrs *a = &n->attrs;
+        for (int k = 0; k < y->rank; k++)
+            if (n->op == TS_OP_TRANSPOSE)
+                src += o[k] * xs[a->nperm ? a->perm[k] : y->rank - 1 - k];
+            else
+                src += (a->nslice ? a->starts[k] + o[k] * a->steps[k] : o[k]) * xs[k];
+        m[i] = src;
+    }
+    return m;
+}
+
+/* The batch count and the last two dims of t. */
+static void mat_dims(const ts_graph_tensor *t, int64_t *nb, int64_t *r, int64_t *c)
+{
+    *c = t->dims[t->rank - 1];
+    *r = t->rank > 1 ? t->dims[t->rank - 2] : 1;
+    *nb = ts_graph_tensor_elems(t) / (*r * *c);
+}
+
+/* A product of two moves, Q K^T: per instance b the q and k columns, every row of F. */
+static ts_status scores(lw *L, region *G, const ts_graph_node *n, av *a, av *b, av *y)
+{
+    int64_t nb, M, K, nb2, K2, N;
+    mat_dims(ts_graph_get_tensor(G->g, n->in[0]), &nb, &M, &K);
+    mat_dims(ts_graph_get_tensor(G->g, n->in[1]), &nb2, &K2, &N);
+    if (nb != nb2 || K != K2 || M != G->R || N != G->R)
+        return ts_lower_fail(L->err, n, "multiplies two activations that are not one head's queries by its keys over "
+                             "every row of '%s' (a batch broadcast, or rows of another sequence)",
+                             ts_graph_get_tensor(G->g, G->F)->name);
+    y->qc = ts_malloc((size_t)nb * sizeof *y->qc);
+    y->kc = ts_malloc((size_t)nb * sizeof *y->kc);
+    if (!y->qc || !y->kc)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (int64_t i = 0; i < nb; i++) {
+        y->qc[i] = a->map[i * M * K] % G->W;
+        y->kc[i] = b->map[i * K * N] % G->W;
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t k = 0; k < K; k++) {
+                int64_t fa = a->map[(i * M + m) * K + k];
+                if (fa / G->W != m || fa % G->W != y->qc[i] + k)
+                    return ts_lower_fail(L->err, n, "its first operand's element (%lld, %lld, %lld) is not a query "
+                                         "of one head (row %lld, a column range of '%s')", (long long)i, (long long)m,
+                                         (long long)k, (long long)m, ts_graph_get_tensor(G->g, G->F)->name);
+            }
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t c = 0; c < N; c++) {
+                int64_t fb = b->map[(i * K + k) * N + c];
+                if (fb / G->W != c || fb % G->W != y->kc[i] + k)
+                    return ts_lower_fail(L->err, n, "its second operand's element (%lld, %lld, %lld) is not a key "
+                                         "of one head (transposed: row %lld, a column range of '%s')", (long long)i,
+                                         (long long)k, (long long)c, (long long)c,
+                                         ts_graph_get_tensor(G->g, G->F)->name);
+            }
+    }
+    y->kind = AV_SCORES;
+    y->nb = nb, y->M = M, y->N = N, y->K = K;
+    y->scale = a->scale * b->scale;
+    return TS_OK;
+}
+
+/* Probabilities times a move V: the instances' outputs. */
+static ts_status outputs(lw *L, region *G, const ts_graph_node *n, av *p, av *v, av *y)
+{
+    int64_t nb, M, N, nb2, N2, DV;
+    mat_dims(ts_graph_get_tensor(G->g, n->in[0]), &nb, &M, &N);
+    mat_dims(ts_graph_get_tensor(G->g, n->in[1]), &nb2, &N2, &DV);
+    if (nb != nb2 || N != N2 || nb != p->nb)
+        return ts_lower_fail(L->err, n, "multiplies attention probabilities by values of another shape");
+    if (v->scale != 1.0)
+        return ts_lower_fail(L->err, n, "multiplies by scaled values; a scale before the Softmax is lowered");
+    y->vc = ts_malloc((size_t)nb * sizeof *y->vc);
+    y->qc = ts_malloc((size_t)nb * sizeof *y->qc);
+    y->kc = ts_malloc((size_t)nb * sizeof *y->kc);
+    y->map = ts_malloc((size_t)(nb * M * DV) * sizeof *y->map);
+    if (!y->vc || !y->qc || !y->kc || !y->map)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    memcpy(y->qc, p->qc, (size_t)nb * sizeof *y->qc);
+    memcpy(y->kc, p->kc, (size_t)nb * sizeof *y->kc);
+    for (int64_t i = 0; i < nb; i++) {
+        y->vc[i] = v->map[i * N * DV] % G->W;
+        for (int64_t r = 0; r < N; r++)
+            for (int64_t c = 0; c < DV; c++) {
+                int64_t f = v->map[(i * N + r) * DV + c];
+                if (f / G->W != r || f % G->W != y->vc[i] + c)
+                    return ts_lower_fail(L->err, n, "its second operand's element (%lld, %lld, %lld) is not a value "
+                                         "of one head (row %lld, a column range of '%s')", (long long)i, (long long)r,
+                                         (long long)c, (long long)r, ts_graph_get_tensor(G->g, G->F)->name);
+            }
+    }
+    for (int64_t i = 0; i < nb * M * DV; i++)
+        y->map[i] = i;
+    y->kind = AV_OUT;
+    y->nb = nb, y->M = M, y->N = N, y->K = p->K, y->DV = DV;
+    y->scale = p->scale;
+    return TS_OK;
+}
+
+/* The scalar of a Div or Mul by a one-element parameter, or NAN. */
+static double scalar_of(const ts_graph *g, const ts_graph_node *n, int *act)
+{
+    if (n->nin != 2)
+        return NAN;
+    for (int q = 0; q < 2; q++) {
+        const ts_graph_tensor *t = ts_graph_get_tensor(g, n->in[q]);
+        if (lw_is_param(t) && ts_graph_tensor_elems(t) == 1) {
+            *act = n->in[1 - q];
+            double v = ts_fill_value_f32(t, n->in[q], 0);
+            return n->op == TS_OP_DIV ? (q == 1 ? 1.0 / v : NAN) : v;
+        }
+    }
+    return NAN;
+}
+
+/* One node of the region read symbolically. */
+static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
+{
+    const ts_graph *g = G->g;
+    av *y = &G->v[n->out[0]];
+    const ts_graph_tensor *yt = ts_graph_get_tensor(g, n->out[0]);
+    switch (n->op) {
+    case TS_OP_SLICE:
+    case TS_OP_RESHAPE:
+    case TS_OP_FLATTEN:
+    case TS_OP_TRANSPOSE: {
+        av *x = &G->v[n->in[0]];
+        if (x->kind != AV_MOVE && x->kind != AV_OUT)
+            return ts_lower_fail(L->err, n, "moves attention scores or probabilities; only queries, keys, values and "
+                                 "outputs are moved");
+        int64_t *m = move_map(n, ts_graph_get_tensor(g, n->in[0]), yt);
+        if (!m)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        for (int64_t i = 0; i < ts_graph_tensor_elems(yt); i++)
+            m[i] = x->map[m[i]];
+        *y = *x;
+        y->map = m;
+        y->qc = y->kc = y->vc = NULL;
+        if (x->kind == AV_OUT) { /* the instances' columns stay with the first out tensor */
+            y->qc = ts_malloc((size_t)x->nb * sizeof *y->qc);
+            y->kc = ts_malloc((size_t)x->nb * sizeof *y->kc);
+            y->vc = ts_malloc((size_t)x->nb * sizeof *y->vc);
+            if (!y->qc || !y->kc || !y->vc)
+                return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+            memcpy(y->qc, x->qc, (size_t)x->nb * sizeof *y->qc);
+            memcpy(y->kc, x->kc, (size_t)x->nb * sizeof *y->kc);
+            memcpy(y->vc, x->vc, (size_t)x->nb * sizeof *y->vc);
+        }
+        return TS_OK;
+    }
+    case TS_OP_DIV:
+    case TS_OP_MUL: {
+        int act = -1;
+        double s = scalar_of(g, n, &act);
+        av *x = act >= 0 ? &G->v[act] : NULL;
+        if (!isfinite(s) || !x || (x->kind != AV_MOVE && x->kind != AV_SCORES))
+            return ts_lower_fail(L->err, n, "in attention: a scale by a scalar constant of queries, keys or scores is "
+                                 "lowered, nothing else");
+        *y = *x;
+        y->map = NULL, y->qc = y->kc = y->vc = NULL;
+        if (x->map && !(y->map = ts_malloc((size_t)ts_graph_tensor_elems(yt) * sizeof *y->map)))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        if (x->map)
+            memcpy(y->map, x->map, (size_t)ts_graph_tensor_elems(yt) * sizeof *y->map);
+        if (x->qc) {
+            y->qc = ts_malloc((size_t)x->nb * sizeof *y->qc);
+            y->kc = ts_malloc((size_t)x->nb * sizeof *y->kc);
+            if (!y->qc || !y->kc)
+                return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+            memcpy(y->qc, x->qc, (size_t)x->nb * sizeof *y->qc);
+            memcpy(y->kc, x->kc, (size_t)x->nb * sizeof *y->kc);
+        }
+        y->scale = x->scale * s;
+        return TS_OK;
+    }
+    case TS_OP_SOFTMAX: {
+        av *x = &G->v[n->in[0]];
+        const ts_graph_tensor *xt = ts_graph_get_tensor(g, n->in[0]);
+        int64_t ax = n->attrs.axis < 0 ? n->attrs.axis + xt->rank : n->attrs.axis;
+        if (x->kind != AV_SCORES || ax != xt->rank - 1)
+            return ts_lower_fail(L->err, n, "in attention: a Softmax over the last axis of the scores is lowered");
+        if (!(x->scale > 0))
+            return ts_lower_fail(L->err, n, "scales its scores by %g; a positive scale is lowered", x->scale);
+        *y = *x;
+        y->map = NULL;
+        y->qc = ts_malloc((size_t)x->nb * sizeof *y->qc);
+        y->kc = ts_malloc((size_t)x->nb * sizeof *y->kc);
+        if (!y->qc || !y->kc)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        memcpy(y->qc, x->qc, (size_t)x->nb * sizeof *y->qc);
+        memcpy(y->kc, x->kc, (size_t)x->nb * sizeof *y->kc);
+        y->kind = AV_PROBS;
+        return TS_OK;
+    }
+    case TS_OP_MATMUL: {
+        if (n->nin != 2)
+            break;
+        av *a = &G->v[n->in[0]], *b = &G->v[n->in[1]];
+        if (a->kind == AV_MOVE && b->kind == AV_MOVE)
+            return scores(L, G, n, a, b, y);
+        if (a->kind == AV_PROBS && b->kind == AV_MOVE)
+            return outputs(L, G, n, a, b, y);
+        return ts_lower_fail(L->err, n, "multiplies two activations other than queries by keys or probabilities by "
+                             "values");
+    }
+    case TS_OP_ADD:
+        if (G->v[n->in[0]].kind == AV_SCORES || (n->nin > 1 && G->v[n->in[1]].kind == AV_SCORES))
+            return ts_lower_fail(L->err, n, "adds a mask to the attention scores; the WSE lowering takes unmasked "
+                                 "attention");
+        break;
+    default: break;
+    }
+    return ts_lower_fail(L->err, n, "is part of an attention (from '%s') that the WSE lowering does not map",
+                         ts_graph_get_tensor(g, G->F)->name);
+}
+
+/* The region's nodes from `first` (inreg: its tensors; done: its nodes), up to the node whose
+ * output is the one tensor of the region read after it; *last that node. */
+static ts_status collect(lw *L, int F, int first, bool *inreg, bool *done, int *last)
+{
+    const ts_graph *g = L->g;
+    const size_t nn = ts_graph_node_count(g);
+    inreg[F] = true;
+    *last = -1;
+    for (size_t id = (size_t)first; id < nn; id++) {
+        const ts_graph_node *n = ts_graph_get_node(g, (int)id);
+        bool in = false, other = false;
+        for (size_t k = 0; k < n->nin; k++) {
+            const ts_graph_tensor *t = ts_graph_get_tensor(g, n->in[k]);
+            if (inreg[n->in[k]])
+                in = true;
+            else if (!lw_is_param(t))
+                other = true;
+        }
+        if (!in)
+            continue;
+        if (other)
+            return ts_lower_fail(L->err, n, "reads an activation from outside the attention that starts at '%s'",
+                                 ts_graph_get_tensor(g, F)->name);
+        done[id] = true;
+        for (size_t k = 0; k < n->nout; k++)
+            inreg[n->out[k]] = true;
+        /* the tensors of the region still read by nodes not yet in it */
+        size_t live = 0;
+        int only = -1;
+        for (size_t t = 0; t < ts_graph_tensor_count(g); t++) {
+            if (!inreg[t])
+                continue;
+            size_t nc = 0;
+            const int *c = ts_graph_consumers(g, (int)t, &nc);
+            bool open = ts_graph_get_tensor(g, (int)t)->is_output;
+            for (size_t q = 0; q < nc; q++)
+                open |= !done[c[q]];
+            if (open) {
+                live++;
+                only = (int)t;
+            }
+        }
+        if (live == 1 && only == n->out[0]) { /* closed: the moves after it go with it */
+            size_t nc = 0;
+            const int *c = ts_graph_consumers(g, only, &nc);
+            ts_graph_op op = nc == 1 ? ts_graph_get_node(g, c[0])->op : TS_OP_COUNT;
+            if (op != TS_OP_RESHAPE && op != TS_OP_FLATTEN && op != TS_OP_TRANSPOSE) {
+                *last = (int)id;
+                return TS_OK;
+            }
+        }
+    }
+    return ts_err_set(L->err, TS_EINPUT, "the attention from '%s' never closes into one tensor",
+                      ts_graph_get_tensor(g, F)->name);
+}
+
+ts_status ts_lww_attn_stage(lw *L, int F, int first, bool *done, int *out_t)
+{
+    const ts_graph *g = L->g;
+    const size_t nt = ts_graph_tensor_count(g), nn = ts_graph_node_count(g);
+    region G = {.g = g, .F = F};
+    const ts_graph_tensor *ft = ts_graph_get_tensor(g, F);
+    G.W = ft->dims[ft->rank - 1];
+    G.R = ts_graph_tensor_elems(ft) / G.W;
+    G.v = ts_calloc(nt, sizeof *G.v);
+    bool *inreg = ts_calloc(nt, 1), *mine = ts_calloc(nn, 1);
+    ts_status rc = TS_OK;
+    int last = -1;
+    if (!G.v || !inreg || !mine)
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    if (!rc)
+        rc = collect(L, F, first, inreg, mine, &last);
+    if (!rc) {
+        av *f = &G.v[F];
+        f->kind = AV_MOVE;
+        f->scale = 1.0;
+        if (!(f->map = ts_malloc((size_t)ts_graph_tensor_elems(ft) * sizeof *f->map)))
+            rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        for (int64_t i = 0; !rc && i < ts_graph_tensor_elems(ft); i++)
+            f->map[i] = i;
+    }
+    for (size_t id = (size_t)first; !rc && id <= (size_t)last; id++)
+        if (mine[id])
+            rc = region_node(L, &G, ts_graph_get_node(g, (int)id));
+    const ts_graph_node *ln = last >= 0 ? ts_graph_get_node(g, last) : NULL;
+    const av *o = ln ? &G.v[ln->out[0]] : NULL;
+    if (!rc && o->kind != AV_OUT)
+        rc = ts_lower_fail(L->err, ln, "ends an attention region without its output (probabilities times values)");
+    int64_t *order = NULL;
+    if (!rc) { /* output row m, column oc(b) + c is instance b's (m, c); the blocks tile the row */
+        const ts_graph_tensor *yt = ts_graph_get_tensor(g, ln->out[0]);
+        const int64_t Wo = yt->dims[yt->rank - 1], nb = o->nb, M = o->M, DV = o->DV;
+        order = ts_malloc((size_t)nb * sizeof *order);
+        if (!order)
+            rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        if (!rc && (Wo != nb * DV || ts_graph_tensor_elems(yt) != M * Wo))
+            rc = ts_lower_fail(L->err, ln, "gives attention outputs in rows of %lld, not the %lld heads' %lld "
+                               "values side by side", (long long)Wo, (long long)nb, (long long)DV);
+        for (int64_t j = 0; !rc && j < nb; j++) /* column block j: the instance of its first element */
+            order[j] = o->map[j * DV] / (M * DV);
+        for (int64_t i = 0; !rc && i < M * Wo; i++) {
+            int64_t e = o->map[i], b = e / (M * DV), m = e / DV % M, c = e % DV;
+            if (m != i / Wo || b != order[i % Wo / DV] || c != i % DV)
+                rc = ts_lower_fail(L->err, ln, "element %lld of its output is head %lld's (%lld, %lld): the heads' "
+                                   "outputs must lie side by side in each row", (long long)i, (long long)b,
+                                   (long long)m, (long long)c);
+        }
+    }
+    lw_stage *s = NULL;
+    if (!rc && !(s = ts_lww_add_stage(L, K_ATTN, last)))
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    if (!rc && !(s->cols = ts_malloc((size_t)(3 * o->nb) * sizeof *s->cols)))
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    if (!rc) {
+        s->M = G.R, s->L = G.W, s->N = o->nb, s->K = o->K, s->C = o->DV;
+        s->lo = (float)o->scale;
+        for (int64_t j = 0; j < o->nb; j++) {
+            s->cols[3 * j] = o->qc[order[j]];
+            s->cols[3 * j + 1] = o->kc[order[j]];
+            s->cols[3 * j + 2] = o->vc[order[j]];
+        }
+        s->in_n = (uint64_t)(G.R * G.W);
+        s->out_n = (uint64_t)(G.R * o->nb * o->DV);
+        s->macs = (uint64_t)(o->nb * G.R * G.R * (o->K + o->DV));
+        s->w = (uint32_t)o->nb;
+        s->h = 3;
+        const uint64_t R = (uint64_t)G.R, K = (uint64_t)o->K, DV = (uint64_t)o->DV;
+        uint64_t mq = R * K * 4 + 4, mk = R * 4 + 4 + K * 4 + K * R * 4 + 8, mv = DV * 4 + R * 4 + R * DV * 4 + 8;
+        s->mem = mq > mk ? (mq > mv ? mq : mv) : (mk > mv ? mk : mv);
+        if (s->mem > L->t->sram_bytes)
+            rc = ts_lower_fail(L->err, ln, "keeps one head's queries, keys or values of %lld rows: %.1f KiB in one PE "
+                               "of %.1f KiB: does not fit by %.1f KiB (%llu bytes)", (long long)G.R, s->mem / 1024.0,
+                               L->t->sram_bytes / 1024.0, (s->mem - L->t->sram_bytes) / 1024.0,
+                               (unsigned long long)(s->mem - L->t->sram_bytes));
+    }
+    if (!rc) {
+        for (size_t id = 0; id < nn; id++)
+            done[id] |= mine[id];
+        *out_t = ln->out[0];
+    }
+    ts_free(order);
+    for (size_t t = 0; G.v && t < nt; t++)
+        av_free(&G.v[t]);
+    ts_free(G.v);
+    ts_free(inreg);
+    ts_free(mine);
+    return rc;
+}
+
+/* ---- emission ---- */
+
+/* Every row of F: the columns [col, col + len) to addr + r * rowstep with stride, the rest into
+ * the junk word. */
+static void attn_in(lw_gen *G, const lw_stage *s, int64_t col, int64_t len, uint64_t addr, uint64_t rowstep,
+                    int stride, int junk)
+{
+    for (int64_t r = 0; r < s->M; r++) {
+        if (col)
+            ts_lww_in_to_mem(G, s->cin, (uint64_t)junk, (uint64_t)col, 0);
+        ts_lww_in_to_mem(G, s->cin, addr + (uint64_t)r * rowstep, (uint64_t)len, stride);
+        if (s->L - col - len)
+            ts_lww_in_to_mem(G, s->cin, (uint64_t)junk, (uint64_t)(s->L - col - len), 0);
+    }
+}
+
+/* DSD 2 += DSD 4 (based at w + k * wstep) times x[k] for k < n (x at xa): unrolled by 8
+ * (r1 the scalars, r2 the rows, r3 the count, r4 the scalar). */
+static void attn_macs(lw_gen *G, int xa, int wa, int64_t n, int wstep)
+{
+    enum { U = 8 };
+    ts_lww_op(G, WSE_OP_LI, 2, 1, xa);
+    ts_lww_op(G, WSE_OP_LI, 2, 2, wa);
+    if (n / U) {
+        int l = ts_lww_loop_head(G, 3, n / U);
+        for (int u = 0; u < U; u++) {
+            ts_lww_op(G, WSE_OP_LD, 3, 4, 1, 4 * u);
+            ts_lww_op(G, WSE_OP_DSDBASE, 3, 4, 2, u * wstep);
+            ts_lww_op(G, WSE_OP_FMACS, 6, 2, 2, 4, 4, -1, -1);
+        }
+        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, 4 * U);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 2, 2, U * wstep);
+        ts_lww_loop_end(G, 3, l);
+    }
+    for (int u = 0; u < (int)(n % U); u++) {
+        ts_lww_op(G, WSE_OP_LD, 3, 4, 1, 4 * u);
+        ts_lww_op(G, WSE_OP_DSDBASE, 3, 4, 2, u * wstep);
+        ts_lww_op(G, WSE_OP_FMACS, 6, 2, 2, 4, 4, -1, -1);
+    }
+}
+
+/* The K PE's softmax of the scores row at 0 (N values), the scale in r14 (log2 e times it):
+ * max, exp and sum, reciprocal at RCP, the row times it north on colour c. */
+static void attn_softmax(lw_gen *G, int64_t N, int RCP, uint32_t c)
+{
+    ts_lww_op(G, WSE_OP_LD, 3, 1, 15, 0);
+    if (N > 1) {
+        ts_lww_op(G, WSE_OP_LI, 2, 6, 4);
+        int m = ts_lww_loop_head(G, 7, N - 1);
+        ts_lww_op(G, WSE_OP_LD, 3, 2, 6, 0);
+        ts_lww_op(G, WSE_OP_FSUB, 3, 3, 2, 1);
+        ts_lww_op(G, WSE_OP_BLT, 3, 3, 15, m + 4);
+        ts_lww_op(G, WSE_OP_MOV, 2, 1, 2);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 6, 6, 4);
+        ts_lww_loop_end(G, 7, m);
+    }
+    ts_lww_op(G, WSE_OP_FLI, 2, 8, ts_lww_bits(0.0f));
+    ts_lww_op(G, WSE_OP_LI, 2, 6, 0);
+    int e = ts_lww_loop_head(G, 7, N);
+    ts_lww_op(G, WSE_OP_LD, 3, 2, 6, 0);
+    ts_lww_exp(G);
+    ts_lww_op(G, WSE_OP_ST, 3, 3, 6, 0);
+    ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 3);
+    ts_lww_op(G, WSE_OP_ADDI, 3, 6, 6, 4);
+    ts_lww_loop_end(G, 7, e);
+    ts_lww_recip(G);
+    ts_lww_op(G, WSE_OP_ST, 3, 1, 15, RCP);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 0, 0, (int)N, 1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 1, RCP, (int)N, 0);
+    ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)c, (int)N, 0);
+    ts_lww_op(G, WSE_OP_FMULS, 5, 5, 0, 1, -1, -1);
+}
+
+ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
+{
+    const lw_stage *s = &L->st[si];
+    const int64_t R = s->M, K = s->K, DV = s->C, nb = s->N;
+    const uint32_t cq = lw_rcol(s, 0), ck = lw_rcol(s, 1); /* Q to K, K to V: north in each column */
+    for (uint32_t j = 0; j < (uint32_t)nb; j++) {
+        const int64_t qc = s->cols[3 * j], kc = s->cols[3 * j + 1], vc = s->cols[3 * j + 2];
+        const bool more = j + 1 < (uint32_t)nb;
+        /* row 0: V */
+        if (!ts_lww_pe_stream(P, L->t, s->x + j, s->y0, G))
+            return TS_ENOMEM;
+        {
+            const int ACC = 0, PB = (int)DV * 4, VA = PB + (int)R * 4, ZA = VA + (int)(R * DV) * 4, JA = ZA + 4;
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R | P_S | (more ? P_E : 0));
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ck, P_S, P_R);
+            if (j)
+                ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_gcol(s, j - 1), P_W, P_R);
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_gcol(s, j), P_R, lw_outp(s, !more));
+            ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
+            ts_lww_op(G, WSE_OP_ST, 3, 15, 15, ZA);
+            attn_in(G, s, vc, DV, (uint64_t)VA, (uint64_t)DV * 4, 1, JA);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 2, ACC, (int)DV, 1);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)DV, 0);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 4, VA, (int)DV, 1);
+            int row = ts_lww_loop_head(G, 10, R);
+            ts_lww_in_to_mem(G, ck, (uint64_t)PB, (uint64_t)R, 1);
+            ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
+            attn_macs(G, PB, VA, R, (int)DV * 4);
+            ts_lww_in_to_out(G, lw_gcol(s, j - 1), lw_gcol(s, j), (uint64_t)(j * DV));
+            ts_lww_mem_to_out(G, (uint64_t)ACC, (uint64_t)DV, lw_gcol(s, j));
+            ts_lww_loop_end(G, 10, row);
+        }
+        /* row 1: K */
+        if (!ts_lww_pe_stream(P, L->t, s->x + j, s->y0 + 1, G))
+            return TS_ENOMEM;
+        {
+            const int SC = 0, RCP = (int)R * 4, QB = RCP + 4, KT = QB + (int)K * 4, ZA = KT + (int)(K * R) * 4,
+                      JA = ZA + 4;
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_R | P_S);
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)cq, P_S, P_R);
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ck, P_R, P_N);
+            ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
+            ts_lww_op(G, WSE_OP_ST, 3, 15, 15, ZA);
+            attn_in(G, s, kc, K, (uint64_t)KT, 4, (int)R, JA);
+            ts_lww_exp_consts(G);
+            ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits((float)(1.4426950408889634 * s->lo)));
+            ts_lww_op(G, WSE_OP_DSDM, 4, 2, SC, (int)R, 1);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)R, 0);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 4, KT, (int)R, 1);
+            int row = ts_lww_loop_head(G, 10, R);
+            ts_lww_in_to_mem(G, cq, (uint64_t)QB, (uint64_t)K, 1);
+            ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
+            attn_macs(G, QB, KT, K, (int)R * 4);
+            attn_softmax(G, R, RCP, ck);
+            ts_lww_loop_end(G, 10, row);
+        }
+        /* row 2: Q */
+        if (!ts_lww_pe_stream(P, L->t, s->x + j, s->y0 + 2, G))
+            return TS_ENOMEM;
+        {
+            const int QA = 0, JA = (int)(R * K) * 4;
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_R);
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)cq, P_R, P_N);
+            attn_in(G, s, qc, K, (uint64_t)QA, (uint64_t)K * 4, 1, JA);
+            for (int64_t m = 0; m < R; m++)
+                ts_lww_mem_to_out(G, (uint64_t)(QA + m * K * 4), (uint64_t)K, cq);
+        }
+    }
+    return TS_OK;
+}
