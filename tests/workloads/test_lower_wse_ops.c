@@ -531,8 +531,11 @@ END_TEST
  * into three, two products of activations, and a residual skip path over the attention (the
  * FIFOs hold all of x: the stage reads the whole sequence first). _i 1: the slices in the order
  * v, q, k of the packed projection and the scale a Mul of the scores by 0.3 instead (a region
- * read whatever the exporter's arrangement). Tolerance: 1e-5 x the sum of |terms| of each
- * output (products of dh and S terms in f32, the softmax's exp and reciprocal within 1e-6). */
+ * read whatever the exporter's arrangement). _i 2: the first again, planned for PEs of 120 bytes:
+ * each head's queries and keys split over 2 PEs (the partial scores added on their way north),
+ * its values over 2 (the probabilities multicast to both). Tolerance: 1e-5 x the sum of |terms|
+ * of each output (products of dh and S terms in f32, the softmax's exp and reciprocal within
+ * 1e-6), the scores' own error carried through the softmax (times 1 + the sum of their |terms|). */
 START_TEST(test_attention)
 {
     enum { S = 5, H = 2, DH = 4, D = H * DH };
@@ -544,7 +547,8 @@ START_TEST(test_attention)
     fill(g, x);
     fill(g, w);
     fill(g, bi);
-    const float scale = _i ? 0.3f : sqrtf((float)DH);
+    const bool alt = _i == 1;
+    const float scale = alt ? 0.3f : sqrtf((float)DH);
     ts_err e;
     ts_err_init(&e);
     ck_assert_int_eq(ts_graph_set_data(g, sc, &scale, 4, &e), TS_OK);
@@ -558,7 +562,7 @@ START_TEST(test_attention)
     int part[3]; /* q, k, v */
     static const char *const names[3] = {"q", "k", "v"};
     for (int r = 0; r < 3; r++) {
-        int third = _i ? (r + 1) % 3 : r; /* _i 1: [v | q | k] */
+        int third = alt ? (r + 1) % 3 : r; /* _i 1: [v | q | k] */
         ts_graph_attrs_init(&a);
         a.nslice = 3;
         for (int k = 0; k < 3; k++)
@@ -578,10 +582,10 @@ START_TEST(test_attention)
         snprintf(nm, sizeof nm, "tr_%s", names[r]);
         part[r] = chain(g, TS_OP_TRANSPOSE, nm, rs, -1, &a);
     }
-    if (!_i)
+    if (!alt)
         part[0] = chain(g, TS_OP_DIV, "qscale", part[0], sc, NULL);
     int s = chain(g, TS_OP_MATMUL, "qk", part[0], part[1], NULL);
-    if (_i)
+    if (alt)
         s = chain(g, TS_OP_MUL, "sscale", s, sc, NULL);
     ts_graph_attrs_init(&a);
     a.axis = -1;
@@ -599,8 +603,12 @@ START_TEST(test_attention)
     ts_graph_mark_output(g, y);
     finalize(g);
     lowered L = {0};
-    lower_and_run(g, 48, 16, &L);
-    ck_assert_ptr_nonnull(stage_of(&L, "attention", 0));
+    lower_sram = _i == 2 ? 120 : 0;
+    lower_and_run(g, 64, 32, &L);
+    lower_sram = 0;
+    const ts_lower_wse_stage *st = stage_of(&L, "attention", 0);
+    ck_assert_ptr_nonnull(st);
+    ck_assert_uint_eq(st->w * st->h, _i == 2 ? 2 * H * 3 : H * 2); /* V parts x (1 + K parts) */
     /* the reference in double, with the sum of |terms| of each value */
     double P[S][3 * D], Pa[S][3 * D];
     for (int r = 0; r < S; r++)
@@ -612,8 +620,8 @@ START_TEST(test_attention)
                 Pa[r][c] += fabs((double)val(x, r * D + k) * val(w, k * 3 * D + c));
             }
         }
-    const int q0 = _i ? D : 0, k0 = _i ? 2 * D : D, v0 = _i ? 0 : 2 * D;
-    const double f = _i ? (double)scale : 1.0 / (double)scale;
+    const int q0 = alt ? D : 0, k0 = alt ? 2 * D : D, v0 = alt ? 0 : 2 * D;
+    const double f = alt ? (double)scale : 1.0 / (double)scale;
     for (int h = 0; h < H; h++)
         for (int m = 0; m < S; m++) {
             double sco[S], mx = -1e300, sum = 0, mag = 0;
@@ -706,7 +714,7 @@ int main(void)
     tcase_add_loop_test(tc, test_transpose, 0, 3);
     tcase_add_test(tc, test_layernorm);
     tcase_add_loop_test(tc, test_dilated_conv, 0, 2);
-    tcase_add_loop_test(tc, test_attention, 0, 2);
+    tcase_add_loop_test(tc, test_attention, 0, 3);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

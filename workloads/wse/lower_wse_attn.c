@@ -361,6 +361,11 @@ static ts_status collect(lw *L, int F, int first, bool *inreg, bool *done, int *
                       ts_graph_get_tensor(g, F)->name);
 }
 
+/* SRAM of a K part (cs query and key columns of R rows, the scores row, its reciprocal, a zero
+ * and a junk word, the query row's address) and of a V part (cv value columns, the probabilities row, the outputs). */
+static uint64_t attn_kmem(uint64_t R, uint64_t cs) { return 2 * R * cs * 4 + R * 4 + 16; }
+static uint64_t attn_vmem(uint64_t R, uint64_t cv) { return R * cv * 4 + R * 4 + cv * 4 + 8; }
+
 ts_status ts_lww_attn_stage(lw *L, int F, int first, bool *done, int *out_t)
 {
     const ts_graph *g = L->g;
@@ -429,16 +434,31 @@ ts_status ts_lww_attn_stage(lw *L, int F, int first, bool *done, int *out_t)
         s->in_n = (uint64_t)(G.R * G.W);
         s->out_n = (uint64_t)(G.R * o->nb * o->DV);
         s->macs = (uint64_t)(o->nb * G.R * G.R * (o->K + o->DV));
-        s->w = (uint32_t)o->nb;
-        s->h = 3;
-        const uint64_t R = (uint64_t)G.R, K = (uint64_t)o->K, DV = (uint64_t)o->DV;
-        uint64_t mq = R * K * 4 + 4, mk = R * 4 + 4 + K * 4 + K * R * 4 + 8, mv = DV * 4 + R * 4 + R * DV * 4 + 8;
-        s->mem = mq > mk ? (mq > mv ? mq : mv) : (mk > mv ? mk : mv);
-        if (s->mem > L->t->sram_bytes)
-            rc = ts_lower_fail(L->err, ln, "keeps one head's queries, keys or values of %lld rows: %.1f KiB in one PE "
-                               "of %.1f KiB: does not fit by %.1f KiB (%llu bytes)", (long long)G.R, s->mem / 1024.0,
-                               L->t->sram_bytes / 1024.0, (s->mem - L->t->sram_bytes) / 1024.0,
-                               (unsigned long long)(s->mem - L->t->sram_bytes));
+        /* the fewest K parts (queries' and keys' columns split) and V parts (values' columns) whose
+         * PEs fit */
+        const uint64_t R = (uint64_t)G.R, K = (uint64_t)o->K, DV = (uint64_t)o->DV, sram = L->t->sram_bytes;
+        uint64_t kp = 1, vp = 1;
+        while (kp < K && attn_kmem(R, ts_geom_cdiv(K, kp)) > sram)
+            kp++;
+        while (vp < DV && attn_vmem(R, ts_geom_cdiv(DV, vp)) > sram)
+            vp++;
+        s->kr = (uint32_t)kp;
+        s->kc = (uint32_t)vp;
+        s->w = (uint32_t)(o->nb * (int64_t)vp);
+        s->h = (uint32_t)(1 + kp);
+        uint64_t mk = attn_kmem(R, ts_geom_cdiv(K, kp)), mv = attn_vmem(R, ts_geom_cdiv(DV, vp));
+        s->mem = mk > mv ? mk : mv;
+        if (s->mem > sram)
+            rc = ts_lower_fail(L->err, ln, "keeps a score row and one query and key column of %lld rows: %.1f KiB in "
+                               "one PE of %.1f KiB: does not fit by %.1f KiB (%llu bytes)", (long long)G.R,
+                               s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0,
+                               (unsigned long long)(s->mem - sram));
+        for (int64_t j = 0; !rc && j < o->nb; j++) {
+            int64_t q0 = s->cols[3 * j], k0 = s->cols[3 * j + 1];
+            if (q0 < k0 + o->K && k0 < q0 + o->K)
+                rc = ts_lower_fail(L->err, ln, "reads head %lld's queries and keys from overlapping columns of '%s'",
+                                   (long long)j, ft->name);
+        }
     }
     if (!rc) {
         for (size_t id = 0; id < nn; id++)
@@ -456,26 +476,33 @@ ts_status ts_lww_attn_stage(lw *L, int F, int first, bool *done, int *out_t)
 
 /* ---- emission ---- */
 
-/* Every row of F: the columns [col, col + len) to addr + r * rowstep with stride, the rest into
- * the junk word. */
-static void attn_in(lw_gen *G, const lw_stage *s, int64_t col, int64_t len, uint64_t addr, uint64_t rowstep,
-                    int stride, int junk)
+/* Every row of F: up to two column ranges [col[q], col[q] + len) to addr[q] + r * step[q] with
+ * stride[q] (in column order, not overlapping), the rest into the junk word. */
+static void attn_in(lw_gen *G, const lw_stage *s, int n, const int64_t *col, int64_t len, const uint64_t *addr,
+                    const uint64_t *step, const int *stride, int junk)
 {
+    int o[2] = {0, 1};
+    if (n == 2 && col[1] < col[0])
+        o[0] = 1, o[1] = 0;
     for (int64_t r = 0; r < s->M; r++) {
-        if (col)
-            ts_lww_in_to_mem(G, s->cin, (uint64_t)junk, (uint64_t)col, 0);
-        ts_lww_in_to_mem(G, s->cin, addr + (uint64_t)r * rowstep, (uint64_t)len, stride);
-        if (s->L - col - len)
-            ts_lww_in_to_mem(G, s->cin, (uint64_t)junk, (uint64_t)(s->L - col - len), 0);
+        int64_t at = 0;
+        for (int q = 0; q < n; q++) {
+            const int k = o[q];
+            if (col[k] > at)
+                ts_lww_in_to_mem(G, s->cin, (uint64_t)junk, (uint64_t)(col[k] - at), 0);
+            ts_lww_in_to_mem(G, s->cin, addr[k] + (uint64_t)r * step[k], (uint64_t)len, stride[k]);
+            at = col[k] + len;
+        }
+        if (s->L > at)
+            ts_lww_in_to_mem(G, s->cin, (uint64_t)junk, (uint64_t)(s->L - at), 0);
     }
 }
 
-/* DSD 2 += DSD 4 (based at w + k * wstep) times x[k] for k < n (x at xa): unrolled by 8
- * (r1 the scalars, r2 the rows, r3 the count, r4 the scalar). */
-static void attn_macs(lw_gen *G, int xa, int wa, int64_t n, int wstep)
+/* DSD 2 += DSD 4 (based at w + k * wstep) times x[k] for k < n (x from r1): unrolled by 8
+ * (r2 the rows, r3 the count, r4 the scalar). */
+static void attn_macs(lw_gen *G, int wa, int64_t n, int wstep)
 {
     enum { U = 8 };
-    ts_lww_op(G, WSE_OP_LI, 2, 1, xa);
     ts_lww_op(G, WSE_OP_LI, 2, 2, wa);
     if (n / U) {
         int l = ts_lww_loop_head(G, 3, n / U);
@@ -495,8 +522,8 @@ static void attn_macs(lw_gen *G, int xa, int wa, int64_t n, int wstep)
     }
 }
 
-/* The K PE's softmax of the scores row at 0 (N values), the scale in r14 (log2 e times it):
- * max, exp and sum, reciprocal at RCP, the row times it north on colour c. */
+/* The top K part's softmax of the scores row at 0 (N values), the scale in r14 (log2 e times
+ * it): max, exp and sum, reciprocal at RCP, the row times it north on colour c. */
 static void attn_softmax(lw_gen *G, int64_t N, int RCP, uint32_t c)
 {
     ts_lww_op(G, WSE_OP_LD, 3, 1, 15, 0);
@@ -527,72 +554,105 @@ static void attn_softmax(lw_gen *G, int64_t N, int RCP, uint32_t c)
     ts_lww_op(G, WSE_OP_FMULS, 5, 5, 0, 1, -1, -1);
 }
 
+/* K part i of head j (row 1 + i of the head's first column): columns [c0, c1) of the queries
+ * and keys; per query row the partial scores, added on their way north (the bottom part sends,
+ * the parts between add from the fabric to the fabric, the top adds into memory), then the top
+ * part's softmax north to the V parts. */
+static void attn_kpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t i)
+{
+    const int64_t R = s->M, kp = s->kr, c0 = i * s->K / kp, c1 = (i + 1) * s->K / kp, cs = c1 - c0;
+    const int SC = 0, RCP = (int)R * 4, QA = RCP + 4, KT = QA + (int)(R * cs) * 4, ZA = KT + (int)(cs * R) * 4,
+              JA = ZA + 4, QP = JA + 4;
+    const uint32_t r = 1 + i;
+    const bool bottom = i + 1 == (uint32_t)kp;
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_R | (bottom ? 0 : P_S));
+    if (!bottom)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, r + 1), P_S, P_R);
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, r), P_R, P_N);
+    ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
+    ts_lww_op(G, WSE_OP_ST, 3, 15, 15, ZA);
+    const int64_t col[2] = {s->cols[3 * j] + c0, s->cols[3 * j + 1] + c0};
+    const uint64_t addr[2] = {(uint64_t)QA, (uint64_t)KT}, step[2] = {(uint64_t)cs * 4, 4};
+    const int stride[2] = {1, (int)R};
+    attn_in(G, s, 2, col, cs, addr, step, stride, JA);
+    if (i == 0) {
+        ts_lww_exp_consts(G);
+        ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits((float)(1.4426950408889634 * s->lo)));
+    }
+    ts_lww_op(G, WSE_OP_DSDM, 4, 2, SC, (int)R, 1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)R, 0);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 4, KT, (int)R, 1);
+    ts_lww_op(G, WSE_OP_LI, 2, 1, QA); /* the query row m's address, kept at QP */
+    ts_lww_op(G, WSE_OP_ST, 3, 1, 15, QP);
+    int row = ts_lww_loop_head(G, 10, R);
+    ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
+    ts_lww_op(G, WSE_OP_LD, 3, 1, 15, QP);
+    attn_macs(G, KT, cs, (int)R * 4);
+    ts_lww_op(G, WSE_OP_LD, 3, 1, 15, QP);
+    ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, (int)cs * 4);
+    ts_lww_op(G, WSE_OP_ST, 3, 1, 15, QP);
+    if (kp > 1 && bottom) {
+        ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, r), (int)R, 0);
+        ts_lww_op(G, WSE_OP_FMOVS, 4, 5, 2, -1, -1);
+    } else if (kp > 1 && i > 0) {
+        ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, r), (int)R, 0);
+        ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, r + 1), (int)R);
+        ts_lww_op(G, WSE_OP_FADDS, 5, 5, 2, 6, -1, -1);
+    } else if (kp > 1) {
+        ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, r + 1), (int)R);
+        ts_lww_op(G, WSE_OP_FADDS, 5, 2, 2, 6, -1, -1);
+    }
+    if (i == 0)
+        attn_softmax(G, R, RCP, lw_rcol(s, r));
+    ts_lww_loop_end(G, 10, row);
+}
+
+/* V part t of head j (row 0, column j vp + t): columns [c0, c1) of the values; per
+ * probabilities row (from the south on the first part, multicast east to the others) the
+ * outputs, then the row chain east. */
+static void attn_vpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t t)
+{
+    const int64_t R = s->M, vp = s->kc, DV = s->C, c0 = t * DV / vp, c1 = (t + 1) * DV / vp, cv = c1 - c0;
+    const uint32_t x = j * (uint32_t)vp + t, cp = lw_rcol(s, 1);
+    const bool more = x + 1 < s->w, lastp = t + 1 == (uint32_t)vp;
+    const int ACC = 0, PB = (int)cv * 4, VA = PB + (int)R * 4, ZA = VA + (int)(R * cv) * 4, JA = ZA + 4;
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R | (t == 0 ? P_S : 0) | (more ? P_E : 0));
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)cp, t == 0 ? P_S : P_W, P_R | (lastp ? 0 : P_E));
+    if (x)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_gcol(s, x - 1), P_W, P_R);
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_gcol(s, x), P_R, lw_outp(s, !more));
+    ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
+    ts_lww_op(G, WSE_OP_ST, 3, 15, 15, ZA);
+    const int64_t col[1] = {s->cols[3 * j + 2] + c0};
+    const uint64_t addr[1] = {(uint64_t)VA}, step[1] = {(uint64_t)cv * 4};
+    const int stride[1] = {1};
+    attn_in(G, s, 1, col, cv, addr, step, stride, JA);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 2, ACC, (int)cv, 1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)cv, 0);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 4, VA, (int)cv, 1);
+    int row = ts_lww_loop_head(G, 10, R);
+    ts_lww_in_to_mem(G, cp, (uint64_t)PB, (uint64_t)R, 1);
+    ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
+    ts_lww_op(G, WSE_OP_LI, 2, 1, PB);
+    attn_macs(G, VA, R, (int)cv * 4);
+    ts_lww_in_to_out(G, lw_gcol(s, x - 1), lw_gcol(s, x), (uint64_t)(j * DV + c0));
+    ts_lww_mem_to_out(G, (uint64_t)ACC, (uint64_t)cv, lw_gcol(s, x));
+    ts_lww_loop_end(G, 10, row);
+}
+
 ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
 {
     const lw_stage *s = &L->st[si];
-    const int64_t R = s->M, K = s->K, DV = s->C, nb = s->N;
-    const uint32_t cq = lw_rcol(s, 0), ck = lw_rcol(s, 1); /* Q to K, K to V: north in each column */
-    for (uint32_t j = 0; j < (uint32_t)nb; j++) {
-        const int64_t qc = s->cols[3 * j], kc = s->cols[3 * j + 1], vc = s->cols[3 * j + 2];
-        const bool more = j + 1 < (uint32_t)nb;
-        /* row 0: V */
-        if (!ts_lww_pe_stream(P, L->t, s->x + j, s->y0, G))
-            return TS_ENOMEM;
-        {
-            const int ACC = 0, PB = (int)DV * 4, VA = PB + (int)R * 4, ZA = VA + (int)(R * DV) * 4, JA = ZA + 4;
-            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R | P_S | (more ? P_E : 0));
-            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ck, P_S, P_R);
-            if (j)
-                ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_gcol(s, j - 1), P_W, P_R);
-            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_gcol(s, j), P_R, lw_outp(s, !more));
-            ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
-            ts_lww_op(G, WSE_OP_ST, 3, 15, 15, ZA);
-            attn_in(G, s, vc, DV, (uint64_t)VA, (uint64_t)DV * 4, 1, JA);
-            ts_lww_op(G, WSE_OP_DSDM, 4, 2, ACC, (int)DV, 1);
-            ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)DV, 0);
-            ts_lww_op(G, WSE_OP_DSDM, 4, 4, VA, (int)DV, 1);
-            int row = ts_lww_loop_head(G, 10, R);
-            ts_lww_in_to_mem(G, ck, (uint64_t)PB, (uint64_t)R, 1);
-            ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
-            attn_macs(G, PB, VA, R, (int)DV * 4);
-            ts_lww_in_to_out(G, lw_gcol(s, j - 1), lw_gcol(s, j), (uint64_t)(j * DV));
-            ts_lww_mem_to_out(G, (uint64_t)ACC, (uint64_t)DV, lw_gcol(s, j));
-            ts_lww_loop_end(G, 10, row);
+    for (uint32_t j = 0; j < (uint32_t)s->N; j++) {
+        for (uint32_t t = 0; t < s->kc; t++) {
+            if (!ts_lww_pe_stream(P, L->t, s->x + j * s->kc + t, s->y0, G))
+                return TS_ENOMEM;
+            attn_vpart(G, s, j, t);
         }
-        /* row 1: K */
-        if (!ts_lww_pe_stream(P, L->t, s->x + j, s->y0 + 1, G))
-            return TS_ENOMEM;
-        {
-            const int SC = 0, RCP = (int)R * 4, QB = RCP + 4, KT = QB + (int)K * 4, ZA = KT + (int)(K * R) * 4,
-                      JA = ZA + 4;
-            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_R | P_S);
-            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)cq, P_S, P_R);
-            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ck, P_R, P_N);
-            ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
-            ts_lww_op(G, WSE_OP_ST, 3, 15, 15, ZA);
-            attn_in(G, s, kc, K, (uint64_t)KT, 4, (int)R, JA);
-            ts_lww_exp_consts(G);
-            ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits((float)(1.4426950408889634 * s->lo)));
-            ts_lww_op(G, WSE_OP_DSDM, 4, 2, SC, (int)R, 1);
-            ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)R, 0);
-            ts_lww_op(G, WSE_OP_DSDM, 4, 4, KT, (int)R, 1);
-            int row = ts_lww_loop_head(G, 10, R);
-            ts_lww_in_to_mem(G, cq, (uint64_t)QB, (uint64_t)K, 1);
-            ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
-            attn_macs(G, QB, KT, K, (int)R * 4);
-            attn_softmax(G, R, RCP, ck);
-            ts_lww_loop_end(G, 10, row);
-        }
-        /* row 2: Q */
-        if (!ts_lww_pe_stream(P, L->t, s->x + j, s->y0 + 2, G))
-            return TS_ENOMEM;
-        {
-            const int QA = 0, JA = (int)(R * K) * 4;
-            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_R);
-            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)cq, P_R, P_N);
-            attn_in(G, s, qc, K, (uint64_t)QA, (uint64_t)K * 4, 1, JA);
-            for (int64_t m = 0; m < R; m++)
-                ts_lww_mem_to_out(G, (uint64_t)(QA + m * K * 4), (uint64_t)K, cq);
+        for (uint32_t i = 0; i < s->kr; i++) {
+            if (!ts_lww_pe_stream(P, L->t, s->x + j * s->kc, s->y0 + 1 + i, G))
+                return TS_ENOMEM;
+            attn_kpart(G, s, j, i);
         }
     }
     return TS_OK;

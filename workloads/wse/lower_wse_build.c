@@ -141,8 +141,14 @@ static ts_status top_up(lw *L, const ts_graph_node *n, walk *w)
     }
     if (f < 0 || first < 0)
         return TS_OK;
-    const uint64_t chunk = L->st[first].kind == K_FIFO ? L->st[first].chunk : 1;
-    const uint64_t lag = ts_lww_lag(L, f, w->last[0]);
+    uint64_t chunk = L->st[first].kind == K_FIFO ? L->st[first].chunk : 1;
+    const uint64_t lag = ts_lww_lag(L, f, w->last[0]), room = ts_lww_room(L, f, w->last[1]);
+    const uint64_t half = (L->t->sram_bytes - 16) / 8, E = L->st[f].out_n;
+    if (lag >= E && room < lag && half > chunk) { /* the main path reads the whole stream first (an
+                                                   * attention): the fewest PEs, each as full as it goes */
+        uint64_t nf = ts_geom_cdiv(lag - room, 2 * half);
+        chunk = ts_geom_cdiv(lag - room, 2 * nf);
+    }
     for (int k = 0; ts_lww_room(L, f, w->last[1]) < lag; k++) {
         if (k > 4096)
             return ts_lower_fail(L->err, n, "its skip path cannot keep the %llu values its main path reads ahead",
@@ -282,8 +288,10 @@ static ts_status build_node(lw *L, walk *w, int node)
         rc = ts_lww_op_stages(L, &o, &out_nhwc);
     if (rc)
         return rc;
-    if (L->n == first) { /* the stream only changes its name */
+    if (L->n == first) { /* the stream only changes its name (and a move, maybe its order's name) */
         w->lane[ln].t = n->out[0];
+        if (n->op == TS_OP_RESHAPE || n->op == TS_OP_FLATTEN || n->op == TS_OP_TRANSPOSE)
+            w->lane[ln].nhwc = out_nhwc;
         return TS_OK;
     }
     for (size_t k = first; k < L->n; k++) {

@@ -58,7 +58,8 @@ _Static_assert(15 < WSE_NREGS && 15 < WSE_NDSD, "the lowering uses r15 and DSD r
     X(SLICE, "slice")                   \
     X(TRANSPOSE, "transpose")           \
     X(NORM, "layernorm")                \
-    X(ATTN, "attention")
+    X(ATTN, "attention")              \
+    X(PCAT, "concat-param")
 enum {
 #define LW_KIND_ENUM(k, name) K_##k,
     LW_KINDS(LW_KIND_ENUM)
@@ -112,6 +113,7 @@ typedef struct lw {
     lw_stage *st;           /* owned; n of cap */
     size_t n, cap;
     uint64_t T;             /* the balanced pipeline's cycles by the cost model (place) */
+    bool narrow;            /* place: products split for the fewest columns, not the fewest PEs */
 } lw;
 
 static inline bool lw_is_param(const ts_graph_tensor *t)
