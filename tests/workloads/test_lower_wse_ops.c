@@ -651,6 +651,114 @@ START_TEST(test_attention)
 }
 END_TEST
 
+/* Attention with separate projections, as the built-in bert-base-layer and gpt write it: x
+ * [1, S, D] feeds three MatMuls (q and v with a bias Add, k without) and the residual Add: a
+ * fork into four, lowered as one product of the three weights side by side (the biases folded
+ * in), the attention stage on its stream, and a skip path for the residual. The heads in rank 4
+ * ([1, S, H, dh] to [1, H, S, dh]; the keys to [1, H, dh, S]), the scores divided by sqrt(dh).
+ * Tolerance as test_attention's. */
+START_TEST(test_attention_proj)
+{
+    enum { S = 6, H = 3, DH = 4, D = H * DH };
+    ts_graph *g = ts_graph_create("attn_proj");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){1, S, D});
+    int sc = tensor(g, "scale", TS_TENSOR_CONST, 0, NULL);
+    fill(g, x);
+    const float scale = sqrtf((float)DH);
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_set_data(g, sc, &scale, 4, &e), TS_OK);
+    static const char *const names[3] = {"q", "k", "v"};
+    int wts[3], bs[3] = {-1, -1, -1}, part[3];
+    for (int r = 0; r < 3; r++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "w_%s", names[r]);
+        wts[r] = tensor(g, nm, TS_TENSOR_WEIGHT, 2, (int64_t[]){D, D});
+        fill(g, wts[r]);
+        int t = chain(g, TS_OP_MATMUL, names[r], x, wts[r], NULL);
+        if (r != 1) {
+            snprintf(nm, sizeof nm, "b_%s", names[r]);
+            bs[r] = tensor(g, nm, TS_TENSOR_WEIGHT, 1, (int64_t[]){D});
+            fill(g, bs[r]);
+            snprintf(nm, sizeof nm, "bias_%s", names[r]);
+            t = chain(g, TS_OP_ADD, nm, t, bs[r], NULL);
+        }
+        ts_graph_attrs a;
+        ts_graph_attrs_init(&a);
+        a.nshape = 4;
+        memcpy(a.shape, (int64_t[]){1, S, H, DH}, sizeof(int64_t[4]));
+        snprintf(nm, sizeof nm, "rs_%s", names[r]);
+        t = chain(g, TS_OP_RESHAPE, nm, t, -1, &a);
+        ts_graph_attrs_init(&a);
+        a.nperm = 4;
+        memcpy(a.perm, r == 1 ? (int64_t[]){0, 2, 3, 1} : (int64_t[]){0, 2, 1, 3}, sizeof(int64_t[4]));
+        snprintf(nm, sizeof nm, "tr_%s", names[r]);
+        part[r] = chain(g, TS_OP_TRANSPOSE, nm, t, -1, &a);
+    }
+    int s = chain(g, TS_OP_MATMUL, "qk", part[0], part[1], NULL);
+    s = chain(g, TS_OP_DIV, "sscale", s, sc, NULL);
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.axis = -1;
+    int pr = chain(g, TS_OP_SOFTMAX, "softmax", s, -1, &a);
+    int o = chain(g, TS_OP_MATMUL, "pv", pr, part[2], NULL);
+    ts_graph_attrs_init(&a);
+    a.nperm = 4;
+    memcpy(a.perm, (int64_t[]){0, 2, 1, 3}, sizeof(int64_t[4]));
+    int ot = chain(g, TS_OP_TRANSPOSE, "t_o", o, -1, &a);
+    ts_graph_attrs_init(&a);
+    a.nshape = 3;
+    memcpy(a.shape, (int64_t[]){1, S, D}, sizeof(int64_t[3]));
+    int orr = chain(g, TS_OP_RESHAPE, "rs_o", ot, -1, &a);
+    int y = chain(g, TS_OP_ADD, "residual", orr, x, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 64, 32, &L);
+    ck_assert_ptr_nonnull(stage_of(&L, "attention", 0));
+    ck_assert_ptr_nonnull(stage_of(&L, "join", 0));
+    const ts_lower_wse_stage *mm = stage_of(&L, "matmul", 0);
+    ck_assert_ptr_nonnull(mm);
+    ck_assert_uint_eq(mm->macs, (uint64_t)(S * D * 3 * D)); /* the three projections in one product */
+    double P[3][S][D], Pa[3][S][D];
+    for (int t = 0; t < 3; t++)
+        for (int r = 0; r < S; r++)
+            for (int c = 0; c < D; c++) {
+                P[t][r][c] = bs[t] >= 0 ? val(bs[t], c) : 0;
+                Pa[t][r][c] = fabs(P[t][r][c]);
+                for (int k = 0; k < D; k++) {
+                    P[t][r][c] += (double)val(x, r * D + k) * val(wts[t], k * D + c);
+                    Pa[t][r][c] += fabs((double)val(x, r * D + k) * val(wts[t], k * D + c));
+                }
+            }
+    for (int h = 0; h < H; h++)
+        for (int m = 0; m < S; m++) {
+            double sco[S], mx = -1e300, sum = 0, mag = 0;
+            for (int n = 0; n < S; n++) {
+                sco[n] = 0;
+                for (int c = 0; c < DH; c++) {
+                    sco[n] += P[0][m][h * DH + c] * P[1][n][h * DH + c] / scale;
+                    mag += Pa[0][m][h * DH + c] * Pa[1][n][h * DH + c] / scale;
+                }
+                mx = fmax(mx, sco[n]);
+            }
+            for (int n = 0; n < S; n++)
+                sum += (sco[n] = exp(sco[n] - mx));
+            for (int c = 0; c < DH; c++) {
+                double want = val(x, m * D + h * DH + c), terms = fabs(want);
+                for (int n = 0; n < S; n++) {
+                    want += sco[n] / sum * P[2][n][h * DH + c];
+                    terms += sco[n] / sum * Pa[2][n][h * DH + c];
+                }
+                near(out_at(&L, y, (uint64_t)(m * D + h * DH + c)), want, terms * (1 + mag), "y",
+                     (uint64_t)(m * D + h * DH + c));
+            }
+        }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* A dilated Conv: 3x3 with dilation 2 and pad 2 (stride 1, and stride 2 by _i) on 1 x 3 x 9 x 9,
  * 4 outputs with bias: the line buffer keeps 5 rows and takes every other pixel of them. */
 START_TEST(test_dilated_conv)
@@ -715,6 +823,7 @@ int main(void)
     tcase_add_test(tc, test_layernorm);
     tcase_add_loop_test(tc, test_dilated_conv, 0, 2);
     tcase_add_loop_test(tc, test_attention, 0, 3);
+    tcase_add_test(tc, test_attention_proj);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

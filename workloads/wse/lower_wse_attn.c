@@ -307,11 +307,12 @@ static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
 
 /* The region's nodes from `first` (inreg: its tensors; done: its nodes), up to the node whose
  * output is the one tensor of the region read after it; *last that node. */
-static ts_status collect(lw *L, int F, int first, bool *inreg, bool *done, int *last)
+static ts_status collect(lw *L, int F, const int *seed, int nseed, int first, bool *inreg, bool *done, int *last)
 {
     const ts_graph *g = L->g;
     const size_t nn = ts_graph_node_count(g);
-    inreg[F] = true;
+    for (int q = 0; q < nseed; q++)
+        inreg[seed[q]] = true;
     *last = -1;
     for (size_t id = (size_t)first; id < nn; id++) {
         const ts_graph_node *n = ts_graph_get_node(g, (int)id);
@@ -366,14 +367,20 @@ static ts_status collect(lw *L, int F, int first, bool *inreg, bool *done, int *
 static uint64_t attn_kmem(uint64_t R, uint64_t cs) { return 2 * R * cs * 4 + R * 4 + 16; }
 static uint64_t attn_vmem(uint64_t R, uint64_t cv) { return R * cv * 4 + R * 4 + cv * 4 + 8; }
 
-ts_status ts_lww_attn_stage(lw *L, int F, int first, bool *done, int *out_t)
+/* The region from the seeds: seed q's element i is the stream's row i / its last dim, column
+ * off[q] + i % its last dim (the stream: rows of W); F names it in messages. */
+static ts_status attn_region(lw *L, int F, const int *seed, const int64_t *off, int nseed, int64_t W, int first,
+                             bool *done, int *out_t)
 {
     const ts_graph *g = L->g;
     const size_t nt = ts_graph_tensor_count(g), nn = ts_graph_node_count(g);
     region G = {.g = g, .F = F};
     const ts_graph_tensor *ft = ts_graph_get_tensor(g, F);
-    G.W = ft->dims[ft->rank - 1];
-    G.R = ts_graph_tensor_elems(ft) / G.W;
+    G.W = W;
+    {
+        const ts_graph_tensor *t0 = ts_graph_get_tensor(g, seed[0]);
+        G.R = ts_graph_tensor_elems(t0) / t0->dims[t0->rank - 1];
+    }
     G.v = ts_calloc(nt, sizeof *G.v);
     bool *inreg = ts_calloc(nt, 1), *mine = ts_calloc(nn, 1);
     ts_status rc = TS_OK;
@@ -381,15 +388,19 @@ ts_status ts_lww_attn_stage(lw *L, int F, int first, bool *done, int *out_t)
     if (!G.v || !inreg || !mine)
         rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
     if (!rc)
-        rc = collect(L, F, first, inreg, mine, &last);
-    if (!rc) {
-        av *f = &G.v[F];
+        rc = collect(L, F, seed, nseed, first, inreg, mine, &last);
+    for (int q = 0; !rc && q < nseed; q++) {
+        av *f = &G.v[seed[q]];
+        const ts_graph_tensor *st = ts_graph_get_tensor(g, seed[q]);
+        const int64_t n = ts_graph_tensor_elems(st), c = st->dims[st->rank - 1];
         f->kind = AV_MOVE;
         f->scale = 1.0;
-        if (!(f->map = ts_malloc((size_t)ts_graph_tensor_elems(ft) * sizeof *f->map)))
+        if (n / c != G.R)
+            rc = ts_err_set(L->err, TS_EINPUT, "the attention's projections of '%s' have different rows", ft->name);
+        else if (!(f->map = ts_malloc((size_t)n * sizeof *f->map)))
             rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
-        for (int64_t i = 0; !rc && i < ts_graph_tensor_elems(ft); i++)
-            f->map[i] = i;
+        for (int64_t i = 0; !rc && i < n; i++)
+            f->map[i] = i / c * W + off[q] + i % c;
     }
     for (size_t id = (size_t)first; !rc && id <= (size_t)last; id++)
         if (mine[id])
@@ -656,4 +667,84 @@ ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
         }
     }
     return TS_OK;
+}
+
+ts_status ts_lww_attn_stage(lw *L, int F, int first, bool *done, int *out_t)
+{
+    const ts_graph_tensor *ft = ts_graph_get_tensor(L->g, F);
+    const int64_t off = 0;
+    return attn_region(L, F, &F, &off, 1, ft->dims[ft->rank - 1], first, done, out_t);
+}
+
+bool ts_lww_is_proj(const ts_graph *g, int node, int F)
+{
+    const ts_graph_node *n = ts_graph_get_node(g, node);
+    if (n->op != TS_OP_MATMUL || n->nin != 2 || n->in[0] != F)
+        return false;
+    const ts_graph_tensor *w = ts_graph_get_tensor(g, n->in[1]), *f = ts_graph_get_tensor(g, F);
+    return lw_is_param(w) && w->rank == 2 && w->dims[0] == f->dims[f->rank - 1];
+}
+
+ts_status ts_lww_attn_proj(lw *L, int F, int first, bool *done, int *out_t)
+{
+    const ts_graph *g = L->g;
+    size_t nc = 0;
+    const int *c = ts_graph_consumers(g, F, &nc);
+    int seed[16];
+    int64_t off[16], W = 0;
+    int np = 0;
+    bool bias = false;
+    const ts_graph_tensor *ft = ts_graph_get_tensor(g, F);
+    const int64_t K = ft->dims[ft->rank - 1], M = ts_graph_tensor_elems(ft) / K;
+    for (size_t q = 0; q < nc && np < 16; q++) { /* the projections in node order, each with its bias Add */
+        int best = -1;
+        for (size_t r = 0; r < nc; r++)
+            if (ts_lww_is_proj(g, c[r], F) && !done[c[r]] && (best < 0 || c[r] < best))
+                best = c[r];
+        if (best < 0)
+            break;
+        done[best] = true;
+        const ts_graph_node *n = ts_graph_get_node(g, best);
+        seed[np] = n->out[0];
+        off[np] = W;
+        size_t nb = 0;
+        const int *b = ts_graph_consumers(g, n->out[0], &nb);
+        const ts_graph_node *a = nb == 1 ? ts_graph_get_node(g, b[0]) : NULL;
+        const int64_t N = ts_graph_get_tensor(g, n->in[1])->dims[1];
+        if (a && a->op == TS_OP_ADD && a->nin == 2) {
+            int p = a->in[0] == n->out[0] ? a->in[1] : a->in[0];
+            const ts_graph_tensor *pt = ts_graph_get_tensor(g, p);
+            if (lw_is_param(pt) && ts_graph_tensor_elems(pt) == N) {
+                done[b[0]] = true;
+                seed[np] = a->out[0];
+                bias = true;
+            }
+        }
+        W += N;
+        np++;
+    }
+    lw_stage *s = ts_lww_add_stage(L, K_MM, first);
+    if (!s || !(s->wt = ts_malloc((size_t)(K * W) * 4)) || (bias && !(s->bias = ts_calloc((size_t)W, 4))))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (int q = 0; q < np; q++) { /* the weights side by side, the biases too */
+        const ts_graph_node *n = ts_graph_get_node(g, ts_graph_get_tensor(g, seed[q])->producer);
+        if (n->op == TS_OP_ADD) {
+            int p = ts_graph_get_tensor(g, n->in[0])->kind == TS_TENSOR_ACTIVATION ? n->in[1] : n->in[0];
+            int mm = n->in[0] == p ? n->in[1] : n->in[0];
+            for (int64_t j = 0; j < (q + 1 < np ? off[q + 1] : W) - off[q]; j++)
+                s->bias[off[q] + j] = (float)ts_fill_value_f32(ts_graph_get_tensor(g, p), p, (uint64_t)j);
+            n = ts_graph_get_node(g, ts_graph_get_tensor(g, mm)->producer);
+        }
+        const int wid = n->in[1];
+        const ts_graph_tensor *w = ts_graph_get_tensor(g, wid);
+        const int64_t N = w->dims[1];
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < N; j++)
+                s->wt[k * W + off[q] + j] = (float)ts_fill_value_f32(w, wid, (uint64_t)(k * N + j));
+    }
+    s->M = M, s->K = K, s->N = W;
+    s->in_n = (uint64_t)(M * K);
+    s->out_n = (uint64_t)(M * W);
+    s->macs = (uint64_t)(M * K * W);
+    return attn_region(L, F, seed, off, np, W, first, done, out_t);
 }

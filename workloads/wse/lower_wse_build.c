@@ -259,13 +259,33 @@ static ts_status build_node(lw *L, walk *w, int node)
     size_t nc = 0;
     ts_graph_consumers(g, c.t, &nc);
     if (nc > 2 && ln == 0 && c.t != w->fork_t) { /* q, k and v: an attention (lower_wse_attn.c) */
+        const int *cs = ts_graph_consumers(g, c.t, &nc);
+        size_t np = 0, other = 0;
+        for (size_t q = 0; q < nc; q++) {
+            np += ts_lww_is_proj(g, cs[q], c.t);
+            other = ts_lww_is_proj(g, cs[q], c.t) ? other : (size_t)cs[q];
+        }
+        if (np >= 3 && nc - np > 1)
+            return ts_lower_fail(L->err, n, "'%s' feeds %zu projections and %zu other operators; the WSE lowering "
+                                 "streams one skip path at a time", ts_graph_get_tensor(g, c.t)->name, np, nc - np);
+        if (np >= 3 && nc - np == 1) { /* the residual: a skip path around the attention */
+            if (w->fork_t >= 0)
+                return ts_lower_fail(L->err, n, "'%s' feeds an attention and a skip path while another is open",
+                                     ts_graph_get_tensor(g, c.t)->name);
+            if ((rc = fork(L, ts_graph_get_node(g, (int)other), node, c, w)))
+                return rc;
+            w->fork_t = c.t;
+        }
         size_t first = L->n;
         int out_t = -1;
-        if ((rc = ts_lww_attn_stage(L, c.t, node, w->done, &out_t)))
+        if ((rc = np >= 3 ? ts_lww_attn_proj(L, c.t, node, w->done, &out_t)
+                          : ts_lww_attn_stage(L, c.t, node, w->done, &out_t)))
             return rc;
-        L->st[first].lane = 0;
-        L->st[first].prev = w->last[0];
-        w->last[0] = (int)first;
+        for (size_t k = first; k < L->n; k++) {
+            L->st[k].lane = 0;
+            L->st[k].prev = k == first ? w->last[0] : (int)k - 1;
+        }
+        w->last[0] = (int)L->n - 1;
         w->lane[0].t = out_t;
         w->lane[0].nhwc = false;
         return TS_OK;

@@ -260,6 +260,11 @@ ts_status ts_lww_emit_concat(lw *L, ts_program *P, size_t si, lw_gen *G);
 /* Attention (lower_wse_attn.c): the region of the graph from stream F (read first by node
  * `first`) as one stage appended to L->st; its nodes marked in done, *out_t the tensor it gives. */
 ts_status ts_lww_attn_stage(lw *L, int F, int first, bool *done, int *out_t);
+/* Whether node is a projection of F (a MatMul of F by a 2-d weight); the attention of three or
+ * more projections of F: one product of their weights side by side (their bias Adds folded in),
+ * then the attention stage on its stream (two stages appended). */
+bool ts_lww_is_proj(const ts_graph *g, int node, int F);
+ts_status ts_lww_attn_proj(lw *L, int F, int first, bool *done, int *out_t);
 ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G);
 
 /* ---- report (lower_wse_report.c) ---- */
