@@ -24,6 +24,8 @@
 #include "tests/workloads/graph_build.h"
 #include "workloads/graph.h"
 #include "workloads/wse/lower_wse.h"
+#include "workloads/workload.h"
+#include "tests/workloads/graph_ref.h"
 
 #include "tests/workloads/lower_wse_harness.h"
 
@@ -106,8 +108,9 @@ END_TEST
  * in Gelu): 2e-6 absolute plus 1e-5 relative. Clip is exact. */
 START_TEST(test_elementwise)
 {
-    static const ts_graph_op ops[] = {TS_OP_CLIP, TS_OP_SIGMOID, TS_OP_TANH, TS_OP_GELU};
+    static const ts_graph_op ops[] = {TS_OP_CLIP, TS_OP_SIGMOID, TS_OP_TANH, TS_OP_GELU, TS_OP_GELU};
     const ts_graph_op op = ops[_i];
+    const bool tanh_form = _i == 4; /* Gelu's tanh form (GPT-2's): x sigmoid(2 u) */
     ts_graph *g = ts_graph_create("elem");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){3, 50});
     fill_scaled(g, x, 6.0f);
@@ -115,6 +118,7 @@ START_TEST(test_elementwise)
     ts_graph_attrs_init(&at);
     at.min = -0.5;
     at.max = 0.7;
+    at.approximate_tanh = tanh_form;
     int y = chain(g, op, "f", x, -1, &at);
     ts_graph_mark_output(g, y);
     finalize(g);
@@ -127,7 +131,10 @@ START_TEST(test_elementwise)
         case TS_OP_CLIP: want = fmin(fmax(v, -0.5), (double)0.7f); break;
         case TS_OP_SIGMOID: want = 1 / (1 + exp(-v)); break;
         case TS_OP_TANH: want = tanh(v); break;
-        default: want = 0.5 * v * (1 + erf(v / sqrt(2.0))); break;
+        default:
+            want = tanh_form ? 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)))
+                             : 0.5 * v * (1 + erf(v / sqrt(2.0)));
+            break;
         }
         double got = (double)out_at(&L, y, (uint64_t)k);
         ck_assert_msg(fabs(got - want) <= 2e-6 + 1e-5 * fabs(want), "%s(%g): got %.9g, want %.9g",
@@ -759,6 +766,37 @@ START_TEST(test_attention_proj)
 }
 END_TEST
 
+/* The built-in decoder `gpt` in GPT-2's reduced form (LayerNorm, tanh Gelu, biases; docs/llm.md),
+ * 2 layers, prefill of 8 tokens under its causal mask: each layer's q, k and v projections one
+ * product, the mask kept by the top K part of each head and added to its scores, the residuals
+ * as skip paths. Its logits against the double interpreter of the same graph (graph_ref.h) within
+ * 2e-5 (1 + |y|), as test_llm holds the IPU to: f32 sums of at most 64 terms, the exp, reciprocal
+ * and square root within about 1e-7 relative. */
+START_TEST(test_gpt_prefill)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_graph *g = NULL;
+    ck_assert_msg(ts_wl_builtin("gpt:layers=2,hidden=32,heads=2,ffn=64,kv_heads=2,vocab=40,seq=8,dtype=f32,"
+                                "phase=prefill", &g, &e) == TS_OK, "%s", e.msg);
+    lowered L = {0};
+    lower_and_run(g, 96, 32, &L);
+    ck_assert_ptr_nonnull(stage_of(&L, "attention", 1));
+    gref r;
+    gref_run(g, &r);
+    int y = ts_graph_find(g, "logits");
+    const ts_graph_tensor *t = ts_graph_get_tensor(g, y);
+    for (int64_t k = 0; k < ts_graph_tensor_elems(t); k++) {
+        double got = out_at(&L, y, (uint64_t)k), want = r.v[y][k];
+        ck_assert_msg(fabs(got - want) <= 2e-5 * (1 + fabs(want)), "logits[%lld]: got %.9g, want %.9g", (long long)k,
+                      got, want);
+    }
+    gref_free(&r);
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* A dilated Conv: 3x3 with dilation 2 and pad 2 (stride 1, and stride 2 by _i) on 1 x 3 x 9 x 9,
  * 4 outputs with bias: the line buffer keeps 5 rows and takes every other pixel of them. */
 START_TEST(test_dilated_conv)
@@ -812,7 +850,7 @@ int main(void)
     TCase *tc = tcase_create("lower_wse_ops");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_concat_skip, 0, 2);
-    tcase_add_loop_test(tc, test_elementwise, 0, 4);
+    tcase_add_loop_test(tc, test_elementwise, 0, 5);
     tcase_add_test(tc, test_relu6_fused);
     tcase_add_loop_test(tc, test_grouped_conv, 0, 2);
     tcase_add_test(tc, test_batch_skip);
@@ -824,6 +862,7 @@ int main(void)
     tcase_add_loop_test(tc, test_dilated_conv, 0, 2);
     tcase_add_loop_test(tc, test_attention, 0, 3);
     tcase_add_test(tc, test_attention_proj);
+    tcase_add_test(tc, test_gpt_prefill);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

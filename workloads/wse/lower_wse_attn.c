@@ -47,6 +47,7 @@ typedef struct av {
     int64_t *qc, *kc, *vc;
     int64_t nb, M, N, K, DV;
     double scale;
+    float *mask; /* scores, probs, out: added to instance b's scores before the scale, [b][m][n] (owned) */
 } av;
 
 typedef struct region {
@@ -65,7 +66,21 @@ static void av_free(av *a)
     ts_free(a->qc);
     ts_free(a->kc);
     ts_free(a->vc);
+    ts_free(a->mask);
     memset(a, 0, sizeof *a);
+}
+
+/* A copy of x's mask into y (none when x has none); nonzero when out of memory. */
+static int copy_mask(const av *x, av *y)
+{
+    y->mask = NULL;
+    if (!x->mask)
+        return 0;
+    size_t n = (size_t)(x->nb * x->M * x->N);
+    if (!(y->mask = ts_malloc(n * sizeof *y->mask)))
+        return -1;
+    memcpy(y->mask, x->mask, n * sizeof *y->mask);
+    return 0;
 }
 
 /* The input element of each output element of a move node (Slice, Reshape, Flatten, Transpose);
@@ -169,6 +184,8 @@ static ts_status outputs(lw *L, region *G, const ts_graph_node *n, av *p, av *v,
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     memcpy(y->qc, p->qc, (size_t)nb * sizeof *y->qc);
     memcpy(y->kc, p->kc, (size_t)nb * sizeof *y->kc);
+    if (copy_mask(p, y))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     for (int64_t i = 0; i < nb; i++) {
         y->vc[i] = v->map[i * N * DV] % G->W;
         for (int64_t r = 0; r < N; r++)
@@ -227,6 +244,8 @@ static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
         *y = *x;
         y->map = m;
         y->qc = y->kc = y->vc = NULL;
+        if (copy_mask(x, y))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         if (x->kind == AV_OUT) { /* the instances' columns stay with the first out tensor */
             y->qc = ts_malloc((size_t)x->nb * sizeof *y->qc);
             y->kc = ts_malloc((size_t)x->nb * sizeof *y->kc);
@@ -249,6 +268,8 @@ static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
                                  "lowered, nothing else");
         *y = *x;
         y->map = NULL, y->qc = y->kc = y->vc = NULL;
+        if (copy_mask(x, y))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         if (x->map && !(y->map = ts_malloc((size_t)ts_graph_tensor_elems(yt) * sizeof *y->map)))
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         if (x->map)
@@ -274,6 +295,9 @@ static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
             return ts_lower_fail(L->err, n, "scales its scores by %g; a positive scale is lowered", x->scale);
         *y = *x;
         y->map = NULL;
+        y->vc = NULL;
+        if (copy_mask(x, y))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         y->qc = ts_malloc((size_t)x->nb * sizeof *y->qc);
         y->kc = ts_malloc((size_t)x->nb * sizeof *y->kc);
         if (!y->qc || !y->kc)
@@ -294,11 +318,30 @@ static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
         return ts_lower_fail(L->err, n, "multiplies two activations other than queries by keys or probabilities by "
                              "values");
     }
-    case TS_OP_ADD:
-        if (G->v[n->in[0]].kind == AV_SCORES || (n->nin > 1 && G->v[n->in[1]].kind == AV_SCORES))
-            return ts_lower_fail(L->err, n, "adds a mask to the attention scores; the WSE lowering takes unmasked "
-                                 "attention");
-        break;
+    case TS_OP_ADD: { /* a mask: a parameter of the scores' shape, or one [M, N] for every instance */
+        int q = n->nin == 2 && G->v[n->in[0]].kind == AV_SCORES ? 0 : n->nin == 2 && G->v[n->in[1]].kind == AV_SCORES ? 1 : -1;
+        if (q < 0)
+            break;
+        av *x = &G->v[n->in[q]];
+        const ts_graph_tensor *mt = ts_graph_get_tensor(g, n->in[1 - q]);
+        const int64_t per = x->M * x->N, nm = ts_graph_tensor_elems(mt);
+        if (!lw_is_param(mt) || (nm != per && nm != x->nb * per) || mt->dims[mt->rank - 1] != x->N)
+            return ts_lower_fail(L->err, n, "adds '%s' to the attention scores; a parameter mask of the scores' shape "
+                                 "(or one for every head) is lowered", mt->name);
+        *y = *x;
+        y->map = NULL, y->vc = NULL;
+        y->qc = ts_malloc((size_t)x->nb * sizeof *y->qc);
+        y->kc = ts_malloc((size_t)x->nb * sizeof *y->kc);
+        y->mask = ts_malloc((size_t)(x->nb * per) * sizeof *y->mask);
+        if (!y->qc || !y->kc || !y->mask)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        memcpy(y->qc, x->qc, (size_t)x->nb * sizeof *y->qc);
+        memcpy(y->kc, x->kc, (size_t)x->nb * sizeof *y->kc);
+        for (int64_t i = 0; i < x->nb * per; i++) /* the kernel scales the sum: the mask over the scale so far */
+            y->mask[i] = (x->mask ? x->mask[i] : 0.0f) +
+                         (float)(ts_fill_value_f32(mt, n->in[1 - q], (uint64_t)(i % nm)) / x->scale);
+        return TS_OK;
+    }
     default: break;
     }
     return ts_lower_fail(L->err, n, "is part of an attention (from '%s') that the WSE lowering does not map",
@@ -436,6 +479,13 @@ static ts_status attn_region(lw *L, int F, const int *seed, const int64_t *off, 
         rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
     if (!rc) {
         s->M = G.R, s->L = G.W, s->N = o->nb, s->K = o->K, s->C = o->DV;
+        if (o->mask) { /* per head in output order: the top K part's */
+            const size_t per = (size_t)(G.R * G.R);
+            if (!(s->vals = ts_malloc((size_t)o->nb * per * 4)))
+                rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+            for (int64_t j = 0; !rc && j < o->nb; j++)
+                memcpy(s->vals + (size_t)j * per, o->mask + (size_t)order[j] * per, per * 4);
+        }
         s->lo = (float)o->scale;
         for (int64_t j = 0; j < o->nb; j++) {
             s->cols[3 * j] = o->qc[order[j]];
@@ -449,7 +499,8 @@ static ts_status attn_region(lw *L, int F, const int *seed, const int64_t *off, 
          * PEs fit */
         const uint64_t R = (uint64_t)G.R, K = (uint64_t)o->K, DV = (uint64_t)o->DV, sram = L->t->sram_bytes;
         uint64_t kp = 1, vp = 1;
-        while (kp < K && attn_kmem(R, ts_geom_cdiv(K, kp)) > sram)
+        const uint64_t mb = o->mask ? R * R * 4 : 0; /* the mask, in the top K part */
+        while (kp < K && attn_kmem(R, ts_geom_cdiv(K, kp)) + mb > sram)
             kp++;
         while (vp < DV && attn_vmem(R, ts_geom_cdiv(DV, vp)) > sram)
             vp++;
@@ -457,11 +508,12 @@ static ts_status attn_region(lw *L, int F, const int *seed, const int64_t *off, 
         s->kc = (uint32_t)vp;
         s->w = (uint32_t)(o->nb * (int64_t)vp);
         s->h = (uint32_t)(1 + kp);
-        uint64_t mk = attn_kmem(R, ts_geom_cdiv(K, kp)), mv = attn_vmem(R, ts_geom_cdiv(DV, vp));
+        uint64_t mk = attn_kmem(R, ts_geom_cdiv(K, kp)) + mb, mv = attn_vmem(R, ts_geom_cdiv(DV, vp));
         s->mem = mk > mv ? mk : mv;
         if (s->mem > sram)
-            rc = ts_lower_fail(L->err, ln, "keeps a score row and one query and key column of %lld rows: %.1f KiB in "
-                               "one PE of %.1f KiB: does not fit by %.1f KiB (%llu bytes)", (long long)G.R,
+            rc = ts_lower_fail(L->err, ln, "keeps a score row%s and one query and key column of %lld rows: %.1f KiB in "
+                               "one PE of %.1f KiB: does not fit by %.1f KiB (%llu bytes)", mb ? ", the mask" : "",
+                               (long long)G.R,
                                s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0,
                                (unsigned long long)(s->mem - sram));
         for (int64_t j = 0; !rc && j < o->nb; j++) {
@@ -569,11 +621,13 @@ static void attn_softmax(lw_gen *G, int64_t N, int RCP, uint32_t c)
  * and keys; per query row the partial scores, added on their way north (the bottom part sends,
  * the parts between add from the fabric to the fabric, the top adds into memory), then the top
  * part's softmax north to the V parts. */
-static void attn_kpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t i)
+static void attn_kpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t i, int *ma)
 {
     const int64_t R = s->M, kp = s->kr, c0 = i * s->K / kp, c1 = (i + 1) * s->K / kp, cs = c1 - c0;
     const int SC = 0, RCP = (int)R * 4, QA = RCP + 4, KT = QA + (int)(R * cs) * 4, ZA = KT + (int)(cs * R) * 4,
-              JA = ZA + 4, QP = JA + 4;
+              JA = ZA + 4, QP = JA + 4, MP = QP + 4, MA = MP + 4;
+    const bool mask = i == 0 && s->vals;
+    *ma = MA;
     const uint32_t r = 1 + i;
     const bool bottom = i + 1 == (uint32_t)kp;
     ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_R | (bottom ? 0 : P_S));
@@ -595,6 +649,11 @@ static void attn_kpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t i)
     ts_lww_op(G, WSE_OP_DSDM, 4, 4, KT, (int)R, 1);
     ts_lww_op(G, WSE_OP_LI, 2, 1, QA); /* the query row m's address, kept at QP */
     ts_lww_op(G, WSE_OP_ST, 3, 1, 15, QP);
+    if (mask) {
+        ts_lww_op(G, WSE_OP_LI, 2, 1, MA); /* the mask's row m's address, kept at MP */
+        ts_lww_op(G, WSE_OP_ST, 3, 1, 15, MP);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 7, MA, (int)R, 1);
+    }
     int row = ts_lww_loop_head(G, 10, R);
     ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
     ts_lww_op(G, WSE_OP_LD, 3, 1, 15, QP);
@@ -612,6 +671,13 @@ static void attn_kpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t i)
     } else if (kp > 1) {
         ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, r + 1), (int)R);
         ts_lww_op(G, WSE_OP_FADDS, 5, 2, 2, 6, -1, -1);
+    }
+    if (mask) {
+        ts_lww_op(G, WSE_OP_LD, 3, 1, 15, MP);
+        ts_lww_op(G, WSE_OP_DSDBASE, 3, 7, 1, 0);
+        ts_lww_op(G, WSE_OP_FADDS, 5, 2, 2, 7, -1, -1);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, (int)R * 4);
+        ts_lww_op(G, WSE_OP_ST, 3, 1, 15, MP);
     }
     if (i == 0)
         attn_softmax(G, R, RCP, lw_rcol(s, r));
@@ -663,7 +729,13 @@ ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
         for (uint32_t i = 0; i < s->kr; i++) {
             if (!ts_lww_pe_stream(P, L->t, s->x + j * s->kc, s->y0 + 1 + i, G))
                 return TS_ENOMEM;
-            attn_kpart(G, s, j, i);
+            int ma = 0;
+            attn_kpart(G, s, j, i, &ma);
+            const size_t per = (size_t)(s->M * s->M);
+            if (i == 0 && s->vals &&
+                ts_program_add_segment(P, WSE_KIND_PE, (s->y0 + 1) * L->t->width + s->x + j * s->kc, (uint64_t)ma,
+                                       s->vals + j * per, (uint32_t)(per * 4), L->err))
+                return L->err->status;
         }
     }
     return TS_OK;

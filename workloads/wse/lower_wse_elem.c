@@ -9,7 +9,8 @@
  *   tanh      e = exp(-2|x|), t = (1 - e) / (1 + e), the sign of x;
  *   hardswish x clip(x + 3, 0, 6) / 6;
  *   gelu      x (1 + erf(x / sqrt 2)) / 2, erf by Abramowitz and Stegun 7.1.26 (|error| <= 1.5e-7):
- *             erf z = 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-z^2), t = 1 / (1 + p z), z >= 0.
+ *             erf z = 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-z^2), t = 1 / (1 + p z), z >= 0;
+ *   gelu tanh x (1 + tanh u) / 2 = x sigmoid(2 u), u = sqrt(2 / pi) (x + 0.044715 x^3) (GPT-2's form).
  */
 #include <string.h>
 
@@ -132,6 +133,21 @@ static void gelu(lw_gen *G)
     ts_lww_op(G, WSE_OP_FMUL, 3, 1, 1, 5);
 }
 
+/* Gelu's tanh form: x sigmoid(2 u) (x kept in r0). */
+static void gelu_tanh(lw_gen *G)
+{
+    ts_lww_op(G, WSE_OP_MOV, 2, 0, 6);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 5, 6, 6);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 5, 5, 6);
+    ts_lww_op(G, WSE_OP_FLI, 2, 7, ts_lww_bits(0.044715f));
+    ts_lww_op(G, WSE_OP_FMUL, 3, 5, 5, 7);
+    ts_lww_op(G, WSE_OP_FADD, 3, 5, 5, 6);
+    ts_lww_op(G, WSE_OP_FLI, 2, 7, ts_lww_bits((float)1.5957691216057308)); /* 2 sqrt(2 / pi) */
+    ts_lww_op(G, WSE_OP_FMUL, 3, 6, 5, 7);
+    sigmoid(G);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 1, 1, 0);
+}
+
 void ts_lww_emit_elem(lw_gen *G, const lw_stage *s)
 {
     if (s->eop == TS_OP_SIGMOID || s->eop == TS_OP_TANH || s->eop == TS_OP_GELU)
@@ -147,7 +163,12 @@ void ts_lww_emit_elem(lw_gen *G, const lw_stage *s)
         break;
     case TS_OP_SIGMOID: sigmoid(G); break;
     case TS_OP_TANH: tanh_(G); break;
-    case TS_OP_GELU: gelu(G); break;
+    case TS_OP_GELU:
+        if (s->vop)
+            gelu_tanh(G);
+        else
+            gelu(G);
+        break;
     default: hardswish(G); break;
     }
     ts_lww_op(G, WSE_OP_SEND, 2, (int)s->cout, 1);

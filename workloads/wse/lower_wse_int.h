@@ -84,7 +84,7 @@ typedef struct lw_stage {
     bool relu;
     bool clip;      /* matmul, join: a fused Clip to [lo, hi] (ReLU6) */
     float lo, hi;   /* clip: the bounds; elem: Clip's too */
-    int eop;        /* elem: the graph op (Clip, Sigmoid, Tanh, HardSwish, Gelu) */
+    int eop;        /* elem: the graph op (Clip, Sigmoid, Tanh, HardSwish, Gelu; vop 1: Gelu's tanh form) */
     /* image stages: batch, channels, size, window, strides, pads (top, left, bottom, right);
      * transpose: the input dims in B, C, H, W, the permutation in kh, kw, sh, sw, the rank in G */
     int64_t B, C, H, W, kh, kw, sh, sw, pt, pl, pb, pr, Ho, Wo;

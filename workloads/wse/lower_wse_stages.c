@@ -208,6 +208,7 @@ static ts_status stage_elem(lw *L, const lw_op *o, bool *out_nhwc)
     if (!s)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     s->eop = (int)n->op;
+    s->vop = n->op == TS_OP_GELU && n->attrs.approximate_tanh; /* Gelu's tanh form */
     s->lo = lo;
     s->hi = hi;
     s->in_n = s->out_n = (uint64_t)o->nx;
@@ -375,7 +376,7 @@ static ts_status stage_pool(lw *L, const lw_op *o, bool *out_nhwc)
 
 /* The operators the WSE lowering refuses whatever their shapes (ts_lower_ops; build and the
  * dispatch below ask it too): kinds without stages, dtypes other than f32, a MaxPool with
- * dilations, a Gemm with transA, a MaxPool with ceil_mode, a Gelu in the tanh form. */
+ * dilations, a Gemm with transA, a MaxPool with ceil_mode. */
 static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t cap)
 {
     switch (n->op) {
@@ -418,8 +419,6 @@ static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t 
         snprintf(why, cap, "with transA");
     else if (n->op == TS_OP_MAXPOOL && a->ceil_mode)
         snprintf(why, cap, "with ceil_mode");
-    else if (n->op == TS_OP_GELU && a->approximate_tanh)
-        snprintf(why, cap, "in the tanh form");
     return why[0] != '\0';
 }
 
