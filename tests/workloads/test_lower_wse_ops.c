@@ -767,18 +767,22 @@ START_TEST(test_attention_proj)
 END_TEST
 
 /* The built-in decoder `gpt` in GPT-2's reduced form (LayerNorm, tanh Gelu, biases; docs/llm.md),
- * 2 layers, prefill of 8 tokens under its causal mask: each layer's q, k and v projections one
- * product, the mask kept by the top K part of each head and added to its scores, the residuals
- * as skip paths. Its logits against the double interpreter of the same graph (graph_ref.h) within
- * 2e-5 (1 + |y|), as test_llm holds the IPU to: f32 sums of at most 64 terms, the exp, reciprocal
- * and square root within about 1e-7 relative. */
+ * 2 layers: prefill of 8 tokens under its causal mask (_i 0) and decode of one token against its
+ * KV cache of 7 (_i 1). Each layer's q, k and v projections one product; prefill's mask kept by the
+ * top K part of each head and added to its scores; decode's cached keys and values (the
+ * parameters its Concats join to the new key and value) kept by the K and V parts before the
+ * stream's; the residuals as skip paths. Its logits against the double interpreter of the same
+ * graph (graph_ref.h) within 2e-5 (1 + |y|), as test_llm holds the IPU to: f32 sums of at most 64
+ * terms, the exp, reciprocal and square root within about 1e-7 relative. */
 START_TEST(test_gpt_prefill)
 {
     ts_err e;
     ts_err_init(&e);
     ts_graph *g = NULL;
-    ck_assert_msg(ts_wl_builtin("gpt:layers=2,hidden=32,heads=2,ffn=64,kv_heads=2,vocab=40,seq=8,dtype=f32,"
-                                "phase=prefill", &g, &e) == TS_OK, "%s", e.msg);
+    char spec[160];
+    snprintf(spec, sizeof spec, "gpt:layers=2,hidden=32,heads=2,ffn=64,kv_heads=2,vocab=40,seq=8,dtype=f32,phase=%s",
+             _i ? "decode" : "prefill");
+    ck_assert_msg(ts_wl_builtin(spec, &g, &e) == TS_OK, "%s", e.msg);
     lowered L = {0};
     lower_and_run(g, 96, 32, &L);
     ck_assert_ptr_nonnull(stage_of(&L, "attention", 1));
@@ -788,8 +792,8 @@ START_TEST(test_gpt_prefill)
     const ts_graph_tensor *t = ts_graph_get_tensor(g, y);
     for (int64_t k = 0; k < ts_graph_tensor_elems(t); k++) {
         double got = out_at(&L, y, (uint64_t)k), want = r.v[y][k];
-        ck_assert_msg(fabs(got - want) <= 2e-5 * (1 + fabs(want)), "logits[%lld]: got %.9g, want %.9g", (long long)k,
-                      got, want);
+        ck_assert_msg(fabs(got - want) <= 2e-5 * (1 + fabs(want)), "%s: logits[%lld]: got %.9g, want %.9g", spec,
+                      (long long)k, got, want);
     }
     gref_free(&r);
     lowered_free(&L);
@@ -862,7 +866,7 @@ int main(void)
     tcase_add_loop_test(tc, test_dilated_conv, 0, 2);
     tcase_add_loop_test(tc, test_attention, 0, 3);
     tcase_add_test(tc, test_attention_proj);
-    tcase_add_test(tc, test_gpt_prefill);
+    tcase_add_loop_test(tc, test_gpt_prefill, 0, 2);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

@@ -55,10 +55,36 @@ typedef struct region {
     av *v;         /* per tensor */
     int F;         /* the tensor the region starts from */
     int64_t R, W;  /* F as R rows of W */
-    const int64_t *qc, *kc, *vc; /* the out tensor's instances (borrowed from v) */
-    int64_t nb, M, N, K, DV;
-    double scale;
+    /* parameters joined to the keys and values (a KV cache): element e of pt_t[q] is coded in a
+     * map as -(1 + pt_base[q] + e) */
+    int pt_t[8];
+    int64_t pt_base[8], pt_next;
+    int npt;
+    int64_t Nc;             /* the keys and values before the stream's: the cache's */
+    float *kcache, *vcache; /* per instance: K x Nc keys, Nc x DV values (owned) */
 } region;
+
+/* The value of a parameter code (a map entry < 0). */
+static float param_at(const region *G, int64_t code)
+{
+    int64_t idx = -code - 1;
+    for (int q = 0; q < G->npt; q++) {
+        const ts_graph_tensor *t = ts_graph_get_tensor(G->g, G->pt_t[q]);
+        if (idx >= G->pt_base[q] && idx < G->pt_base[q] + ts_graph_tensor_elems(t))
+            return (float)ts_fill_value_f32(t, G->pt_t[q], (uint64_t)(idx - G->pt_base[q]));
+    }
+    return 0.0f;
+}
+
+/* The number of leading keys (n < Nc) of instance i that are parameters: along axis `n` of a
+ * map of nb x A x B (keys: A = K, B = N, n the column; values: A = N, n the row). */
+static int64_t cache_len(const av *x, int64_t i, int64_t A, int64_t B, bool keys_last)
+{
+    int64_t n = 0, lim = keys_last ? B : A;
+    while (n < lim && x->map[keys_last ? (i * A) * B + n : (i * A + n) * B] < 0)
+        n++;
+    return n;
+}
 
 static void av_free(av *a)
 {
@@ -131,17 +157,21 @@ static ts_status scores(lw *L, region *G, const ts_graph_node *n, av *a, av *b, 
     int64_t nb, M, K, nb2, K2, N;
     mat_dims(ts_graph_get_tensor(G->g, n->in[0]), &nb, &M, &K);
     mat_dims(ts_graph_get_tensor(G->g, n->in[1]), &nb2, &K2, &N);
-    if (nb != nb2 || K != K2 || M != G->R || N != G->R)
+    const int64_t Nc = nb ? cache_len(b, 0, K, N, true) : 0;
+    if (nb != nb2 || K != K2 || M != G->R || N - Nc != G->R)
         return ts_lower_fail(L->err, n, "multiplies two activations that are not one head's queries by its keys over "
                              "every row of '%s' (a batch broadcast, or rows of another sequence)",
                              ts_graph_get_tensor(G->g, G->F)->name);
     y->qc = ts_malloc((size_t)nb * sizeof *y->qc);
     y->kc = ts_malloc((size_t)nb * sizeof *y->kc);
+    G->Nc = Nc;
+    if (Nc && !(G->kcache = ts_malloc((size_t)(nb * K * Nc) * sizeof *G->kcache)))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     if (!y->qc || !y->kc)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     for (int64_t i = 0; i < nb; i++) {
         y->qc[i] = a->map[i * M * K] % G->W;
-        y->kc[i] = b->map[i * K * N] % G->W;
+        y->kc[i] = b->map[i * K * N + Nc] % G->W;
         for (int64_t m = 0; m < M; m++)
             for (int64_t k = 0; k < K; k++) {
                 int64_t fa = a->map[(i * M + m) * K + k];
@@ -153,10 +183,14 @@ static ts_status scores(lw *L, region *G, const ts_graph_node *n, av *a, av *b, 
         for (int64_t k = 0; k < K; k++)
             for (int64_t c = 0; c < N; c++) {
                 int64_t fb = b->map[(i * K + k) * N + c];
-                if (fb / G->W != c || fb % G->W != y->kc[i] + k)
+                if (c < Nc && fb < 0) { /* a cached key */
+                    G->kcache[(i * K + k) * Nc + c] = param_at(G, fb);
+                    continue;
+                }
+                if (fb < 0 || c < Nc || fb / G->W != c - Nc || fb % G->W != y->kc[i] + k)
                     return ts_lower_fail(L->err, n, "its second operand's element (%lld, %lld, %lld) is not a key "
                                          "of one head (transposed: row %lld, a column range of '%s')", (long long)i,
-                                         (long long)k, (long long)c, (long long)c,
+                                         (long long)k, (long long)c, (long long)(c - Nc),
                                          ts_graph_get_tensor(G->g, G->F)->name);
             }
     }
@@ -172,8 +206,12 @@ static ts_status outputs(lw *L, region *G, const ts_graph_node *n, av *p, av *v,
     int64_t nb, M, N, nb2, N2, DV;
     mat_dims(ts_graph_get_tensor(G->g, n->in[0]), &nb, &M, &N);
     mat_dims(ts_graph_get_tensor(G->g, n->in[1]), &nb2, &N2, &DV);
-    if (nb != nb2 || N != N2 || nb != p->nb)
-        return ts_lower_fail(L->err, n, "multiplies attention probabilities by values of another shape");
+    if (nb != nb2 || N != N2 || nb != p->nb || (nb && cache_len(v, 0, N, DV, false) != G->Nc))
+        return ts_lower_fail(L->err, n, "multiplies attention probabilities by values of another shape (or another "
+                             "number of cached values than keys)");
+    const int64_t Nc = G->Nc;
+    if (Nc && !(G->vcache = ts_malloc((size_t)(nb * Nc * DV) * sizeof *G->vcache)))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     if (v->scale != 1.0)
         return ts_lower_fail(L->err, n, "multiplies by scaled values; a scale before the Softmax is lowered");
     y->vc = ts_malloc((size_t)nb * sizeof *y->vc);
@@ -187,14 +225,18 @@ static ts_status outputs(lw *L, region *G, const ts_graph_node *n, av *p, av *v,
     if (copy_mask(p, y))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     for (int64_t i = 0; i < nb; i++) {
-        y->vc[i] = v->map[i * N * DV] % G->W;
+        y->vc[i] = v->map[(i * N + Nc) * DV] % G->W;
         for (int64_t r = 0; r < N; r++)
             for (int64_t c = 0; c < DV; c++) {
                 int64_t f = v->map[(i * N + r) * DV + c];
-                if (f / G->W != r || f % G->W != y->vc[i] + c)
+                if (r < Nc && f < 0) { /* a cached value */
+                    G->vcache[(i * Nc + r) * DV + c] = param_at(G, f);
+                    continue;
+                }
+                if (f < 0 || r < Nc || f / G->W != r - Nc || f % G->W != y->vc[i] + c)
                     return ts_lower_fail(L->err, n, "its second operand's element (%lld, %lld, %lld) is not a value "
                                          "of one head (row %lld, a column range of '%s')", (long long)i, (long long)r,
-                                         (long long)c, (long long)r, ts_graph_get_tensor(G->g, G->F)->name);
+                                         (long long)c, (long long)(r - Nc), ts_graph_get_tensor(G->g, G->F)->name);
             }
     }
     for (int64_t i = 0; i < nb * M * DV; i++)
@@ -256,6 +298,38 @@ static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
             memcpy(y->kc, x->kc, (size_t)x->nb * sizeof *y->kc);
             memcpy(y->vc, x->vc, (size_t)x->nb * sizeof *y->vc);
         }
+        return TS_OK;
+    }
+    case TS_OP_CONCAT: { /* keys or values joined to parameters (a KV cache): parameter codes in the map */
+        const int64_t ny = ts_graph_tensor_elems(yt);
+        int64_t ax = n->attrs.axis < 0 ? n->attrs.axis + yt->rank : n->attrs.axis, inner = 1, off = 0;
+        for (int k = (int)ax + 1; k < yt->rank; k++)
+            inner *= yt->dims[k];
+        y->kind = AV_MOVE;
+        y->scale = 1.0;
+        if (!(y->map = ts_malloc((size_t)ny * sizeof *y->map)))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        for (size_t q = 0; q < n->nin; q++) {
+            const ts_graph_tensor *xt = ts_graph_get_tensor(g, n->in[q]);
+            const av *x = &G->v[n->in[q]];
+            const int64_t w = xt->dims[ax] * inner, nx = ts_graph_tensor_elems(xt);
+            int64_t base = 0;
+            if (lw_is_param(xt)) {
+                if (G->npt == 8)
+                    break;
+                G->pt_t[G->npt] = n->in[q];
+                G->pt_base[G->npt++] = base = G->pt_next;
+                G->pt_next += nx;
+            } else if (x->kind != AV_MOVE || x->scale != 1.0)
+                return ts_lower_fail(L->err, n, "joins attention tensors other than keys or values");
+            for (int64_t e = 0; e < nx; e++) { /* element e of input q: block e / w, position e % w */
+                int64_t at = (e / w) * (yt->dims[ax] * inner) + off + e % w;
+                y->map[at] = lw_is_param(xt) ? -(1 + base + e) : x->map[e];
+            }
+            off += w;
+        }
+        if (off != yt->dims[ax] * inner)
+            return ts_lower_fail(L->err, n, "joins too many parameters in an attention");
         return TS_OK;
     }
     case TS_OP_DIV:
@@ -405,10 +479,10 @@ static ts_status collect(lw *L, int F, const int *seed, int nseed, int first, bo
                       ts_graph_get_tensor(g, F)->name);
 }
 
-/* SRAM of a K part (cs query and key columns of R rows, the scores row, its reciprocal, a zero
- * and a junk word, the query row's address) and of a V part (cv value columns, the probabilities row, the outputs). */
-static uint64_t attn_kmem(uint64_t R, uint64_t cs) { return 2 * R * cs * 4 + R * 4 + 16; }
-static uint64_t attn_vmem(uint64_t R, uint64_t cv) { return R * cv * 4 + R * 4 + cv * 4 + 8; }
+/* SRAM of a K part (cs query columns of R rows, cs key columns of N keys, the scores row, its
+ * reciprocal, a zero and a junk word, the query row's address) and of a V part (cv value columns, the probabilities row, the outputs). */
+static uint64_t attn_kmem(uint64_t R, uint64_t N, uint64_t cs) { return R * cs * 4 + cs * N * 4 + N * 4 + 16; }
+static uint64_t attn_vmem(uint64_t N, uint64_t cv) { return N * cv * 4 + N * 4 + cv * 4 + 8; }
 
 /* The region from the seeds: seed q's element i is the stream's row i / its last dim, column
  * off[q] + i % its last dim (the stream: rows of W); F names it in messages. */
@@ -479,8 +553,19 @@ static ts_status attn_region(lw *L, int F, const int *seed, const int64_t *off, 
         rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
     if (!rc) {
         s->M = G.R, s->L = G.W, s->N = o->nb, s->K = o->K, s->C = o->DV;
-        if (o->mask) { /* per head in output order: the top K part's */
-            const size_t per = (size_t)(G.R * G.R);
+        s->nc = G.Nc;
+        const int64_t NK = G.R + G.Nc; /* keys: the cache's, then the stream's */
+        if (G.Nc) { /* per head in output order: its cached keys (K x Nc), then values (Nc x DV) */
+            const size_t kn = (size_t)(o->K * G.Nc), vn = (size_t)(G.Nc * o->DV);
+            if (!(s->cache = ts_malloc((size_t)o->nb * (kn + vn) * 4)))
+                rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+            for (int64_t j = 0; !rc && j < o->nb; j++) {
+                memcpy(s->cache + (size_t)j * (kn + vn), G.kcache + (size_t)order[j] * kn, kn * 4);
+                memcpy(s->cache + (size_t)j * (kn + vn) + kn, G.vcache + (size_t)order[j] * vn, vn * 4);
+            }
+        }
+        if (!rc && o->mask) { /* per head in output order: the top K part's */
+            const size_t per = (size_t)(G.R * NK);
             if (!(s->vals = ts_malloc((size_t)o->nb * per * 4)))
                 rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
             for (int64_t j = 0; !rc && j < o->nb; j++)
@@ -494,21 +579,21 @@ static ts_status attn_region(lw *L, int F, const int *seed, const int64_t *off, 
         }
         s->in_n = (uint64_t)(G.R * G.W);
         s->out_n = (uint64_t)(G.R * o->nb * o->DV);
-        s->macs = (uint64_t)(o->nb * G.R * G.R * (o->K + o->DV));
+        s->macs = (uint64_t)(o->nb * G.R * NK * (o->K + o->DV));
         /* the fewest K parts (queries' and keys' columns split) and V parts (values' columns) whose
          * PEs fit */
         const uint64_t R = (uint64_t)G.R, K = (uint64_t)o->K, DV = (uint64_t)o->DV, sram = L->t->sram_bytes;
         uint64_t kp = 1, vp = 1;
-        const uint64_t mb = o->mask ? R * R * 4 : 0; /* the mask, in the top K part */
-        while (kp < K && attn_kmem(R, ts_geom_cdiv(K, kp)) + mb > sram)
+        const uint64_t N = (uint64_t)NK, mb = o->mask ? R * N * 4 : 0; /* the mask, in the top K part */
+        while (kp < K && attn_kmem(R, N, ts_geom_cdiv(K, kp)) + mb > sram)
             kp++;
-        while (vp < DV && attn_vmem(R, ts_geom_cdiv(DV, vp)) > sram)
+        while (vp < DV && attn_vmem(N, ts_geom_cdiv(DV, vp)) > sram)
             vp++;
         s->kr = (uint32_t)kp;
         s->kc = (uint32_t)vp;
         s->w = (uint32_t)(o->nb * (int64_t)vp);
         s->h = (uint32_t)(1 + kp);
-        uint64_t mk = attn_kmem(R, ts_geom_cdiv(K, kp)) + mb, mv = attn_vmem(R, ts_geom_cdiv(DV, vp));
+        uint64_t mk = attn_kmem(R, N, ts_geom_cdiv(K, kp)) + mb, mv = attn_vmem(N, ts_geom_cdiv(DV, vp));
         s->mem = mk > mv ? mk : mv;
         if (s->mem > sram)
             rc = ts_lower_fail(L->err, ln, "keeps a score row%s and one query and key column of %lld rows: %.1f KiB in "
@@ -529,6 +614,8 @@ static ts_status attn_region(lw *L, int F, const int *seed, const int64_t *off, 
         *out_t = ln->out[0];
     }
     ts_free(order);
+    ts_free(G.kcache);
+    ts_free(G.vcache);
     for (size_t t = 0; G.v && t < nt; t++)
         av_free(&G.v[t]);
     ts_free(G.v);
@@ -621,13 +708,14 @@ static void attn_softmax(lw_gen *G, int64_t N, int RCP, uint32_t c)
  * and keys; per query row the partial scores, added on their way north (the bottom part sends,
  * the parts between add from the fabric to the fabric, the top adds into memory), then the top
  * part's softmax north to the V parts. */
-static void attn_kpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t i, int *ma)
+static void attn_kpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t i, int *ma, int *kt)
 {
-    const int64_t R = s->M, kp = s->kr, c0 = i * s->K / kp, c1 = (i + 1) * s->K / kp, cs = c1 - c0;
-    const int SC = 0, RCP = (int)R * 4, QA = RCP + 4, KT = QA + (int)(R * cs) * 4, ZA = KT + (int)(cs * R) * 4,
+    const int64_t R = s->M, N = R + s->nc, kp = s->kr, c0 = i * s->K / kp, c1 = (i + 1) * s->K / kp, cs = c1 - c0;
+    const int SC = 0, RCP = (int)N * 4, QA = RCP + 4, KT = QA + (int)(R * cs) * 4, ZA = KT + (int)(cs * N) * 4,
               JA = ZA + 4, QP = JA + 4, MP = QP + 4, MA = MP + 4;
     const bool mask = i == 0 && s->vals;
     *ma = MA;
+    *kt = KT;
     const uint32_t r = 1 + i;
     const bool bottom = i + 1 == (uint32_t)kp;
     ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_R | (bottom ? 0 : P_S));
@@ -637,62 +725,63 @@ static void attn_kpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t i, int
     ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
     ts_lww_op(G, WSE_OP_ST, 3, 15, 15, ZA);
     const int64_t col[2] = {s->cols[3 * j] + c0, s->cols[3 * j + 1] + c0};
-    const uint64_t addr[2] = {(uint64_t)QA, (uint64_t)KT}, step[2] = {(uint64_t)cs * 4, 4};
-    const int stride[2] = {1, (int)R};
+    const uint64_t addr[2] = {(uint64_t)QA, (uint64_t)(KT + s->nc * 4)}, step[2] = {(uint64_t)cs * 4, 4};
+    const int stride[2] = {1, (int)N}; /* the stream's keys after the cache's */
     attn_in(G, s, 2, col, cs, addr, step, stride, JA);
     if (i == 0) {
         ts_lww_exp_consts(G);
         ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits((float)(1.4426950408889634 * s->lo)));
     }
-    ts_lww_op(G, WSE_OP_DSDM, 4, 2, SC, (int)R, 1);
-    ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)R, 0);
-    ts_lww_op(G, WSE_OP_DSDM, 4, 4, KT, (int)R, 1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 2, SC, (int)N, 1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)N, 0);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 4, KT, (int)N, 1);
     ts_lww_op(G, WSE_OP_LI, 2, 1, QA); /* the query row m's address, kept at QP */
     ts_lww_op(G, WSE_OP_ST, 3, 1, 15, QP);
     if (mask) {
         ts_lww_op(G, WSE_OP_LI, 2, 1, MA); /* the mask's row m's address, kept at MP */
         ts_lww_op(G, WSE_OP_ST, 3, 1, 15, MP);
-        ts_lww_op(G, WSE_OP_DSDM, 4, 7, MA, (int)R, 1);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 7, MA, (int)N, 1);
     }
     int row = ts_lww_loop_head(G, 10, R);
     ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
     ts_lww_op(G, WSE_OP_LD, 3, 1, 15, QP);
-    attn_macs(G, KT, cs, (int)R * 4);
+    attn_macs(G, KT, cs, (int)N * 4);
     ts_lww_op(G, WSE_OP_LD, 3, 1, 15, QP);
     ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, (int)cs * 4);
     ts_lww_op(G, WSE_OP_ST, 3, 1, 15, QP);
     if (kp > 1 && bottom) {
-        ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, r), (int)R, 0);
+        ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, r), (int)N, 0);
         ts_lww_op(G, WSE_OP_FMOVS, 4, 5, 2, -1, -1);
     } else if (kp > 1 && i > 0) {
-        ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, r), (int)R, 0);
-        ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, r + 1), (int)R);
+        ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, r), (int)N, 0);
+        ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, r + 1), (int)N);
         ts_lww_op(G, WSE_OP_FADDS, 5, 5, 2, 6, -1, -1);
     } else if (kp > 1) {
-        ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, r + 1), (int)R);
+        ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, r + 1), (int)N);
         ts_lww_op(G, WSE_OP_FADDS, 5, 2, 2, 6, -1, -1);
     }
     if (mask) {
         ts_lww_op(G, WSE_OP_LD, 3, 1, 15, MP);
         ts_lww_op(G, WSE_OP_DSDBASE, 3, 7, 1, 0);
         ts_lww_op(G, WSE_OP_FADDS, 5, 2, 2, 7, -1, -1);
-        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, (int)R * 4);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, (int)N * 4);
         ts_lww_op(G, WSE_OP_ST, 3, 1, 15, MP);
     }
     if (i == 0)
-        attn_softmax(G, R, RCP, lw_rcol(s, r));
+        attn_softmax(G, N, RCP, lw_rcol(s, r));
     ts_lww_loop_end(G, 10, row);
 }
 
 /* V part t of head j (row 0, column j vp + t): columns [c0, c1) of the values; per
  * probabilities row (from the south on the first part, multicast east to the others) the
  * outputs, then the row chain east. */
-static void attn_vpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t t)
+static void attn_vpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t t, int *va)
 {
-    const int64_t R = s->M, vp = s->kc, DV = s->C, c0 = t * DV / vp, c1 = (t + 1) * DV / vp, cv = c1 - c0;
+    const int64_t R = s->M, N = R + s->nc, vp = s->kc, DV = s->C, c0 = t * DV / vp, c1 = (t + 1) * DV / vp, cv = c1 - c0;
     const uint32_t x = j * (uint32_t)vp + t, cp = lw_rcol(s, 1);
     const bool more = x + 1 < s->w, lastp = t + 1 == (uint32_t)vp;
-    const int ACC = 0, PB = (int)cv * 4, VA = PB + (int)R * 4, ZA = VA + (int)(R * cv) * 4, JA = ZA + 4;
+    const int ACC = 0, PB = (int)cv * 4, VA = PB + (int)N * 4, ZA = VA + (int)(N * cv) * 4, JA = ZA + 4;
+    *va = VA;
     ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R | (t == 0 ? P_S : 0) | (more ? P_E : 0));
     ts_lww_op(G, WSE_OP_ROUTE, 3, (int)cp, t == 0 ? P_S : P_W, P_R | (lastp ? 0 : P_E));
     if (x)
@@ -701,17 +790,17 @@ static void attn_vpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t t)
     ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
     ts_lww_op(G, WSE_OP_ST, 3, 15, 15, ZA);
     const int64_t col[1] = {s->cols[3 * j + 2] + c0};
-    const uint64_t addr[1] = {(uint64_t)VA}, step[1] = {(uint64_t)cv * 4};
+    const uint64_t addr[1] = {(uint64_t)(VA + s->nc * cv * 4)}, step[1] = {(uint64_t)cv * 4};
     const int stride[1] = {1};
     attn_in(G, s, 1, col, cv, addr, step, stride, JA);
     ts_lww_op(G, WSE_OP_DSDM, 4, 2, ACC, (int)cv, 1);
     ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)cv, 0);
     ts_lww_op(G, WSE_OP_DSDM, 4, 4, VA, (int)cv, 1);
     int row = ts_lww_loop_head(G, 10, R);
-    ts_lww_in_to_mem(G, cp, (uint64_t)PB, (uint64_t)R, 1);
+    ts_lww_in_to_mem(G, cp, (uint64_t)PB, (uint64_t)N, 1);
     ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
     ts_lww_op(G, WSE_OP_LI, 2, 1, PB);
-    attn_macs(G, VA, R, (int)cv * 4);
+    attn_macs(G, VA, N, (int)cv * 4);
     ts_lww_in_to_out(G, lw_gcol(s, x - 1), lw_gcol(s, x), (uint64_t)(j * DV + c0));
     ts_lww_mem_to_out(G, (uint64_t)ACC, (uint64_t)cv, lw_gcol(s, x));
     ts_lww_loop_end(G, 10, row);
@@ -724,14 +813,44 @@ ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
         for (uint32_t t = 0; t < s->kc; t++) {
             if (!ts_lww_pe_stream(P, L->t, s->x + j * s->kc + t, s->y0, G))
                 return TS_ENOMEM;
-            attn_vpart(G, s, j, t);
+            int va = 0;
+            attn_vpart(G, s, j, t, &va);
+            if (s->nc) { /* the cached values of its columns, before the stream's */
+                const int64_t DV = s->C, c0 = t * DV / s->kc, c1 = (t + 1) * DV / s->kc, cv = c1 - c0;
+                const float *vc = s->cache + (size_t)j * (size_t)(s->K * s->nc + s->nc * DV) + s->K * s->nc;
+                float *blk = ts_malloc((size_t)(s->nc * cv) * 4);
+                if (!blk)
+                    return TS_ENOMEM;
+                for (int64_t r = 0; r < s->nc; r++)
+                    memcpy(blk + r * cv, vc + r * DV + c0, (size_t)cv * 4);
+                ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, s->y0 * L->t->width + s->x + j * s->kc + t,
+                                                      (uint64_t)va, blk, (uint32_t)(s->nc * cv * 4), L->err);
+                ts_free(blk);
+                if (rc)
+                    return L->err->status;
+            }
         }
         for (uint32_t i = 0; i < s->kr; i++) {
             if (!ts_lww_pe_stream(P, L->t, s->x + j * s->kc, s->y0 + 1 + i, G))
                 return TS_ENOMEM;
-            int ma = 0;
-            attn_kpart(G, s, j, i, &ma);
-            const size_t per = (size_t)(s->M * s->M);
+            int ma = 0, kt = 0;
+            attn_kpart(G, s, j, i, &ma, &kt);
+            const int64_t N = s->M + s->nc;
+            const size_t per = (size_t)(s->M * N);
+            if (s->nc) { /* the cached keys of its columns (K^T rows of N, the cache's first) */
+                const int64_t c0 = i * s->K / s->kr, c1 = (i + 1) * s->K / s->kr;
+                const float *kc = s->cache + (size_t)j * (size_t)(s->K * s->nc + s->nc * s->C);
+                float *blk = ts_calloc((size_t)((c1 - c0) * N), 4);
+                if (!blk)
+                    return TS_ENOMEM;
+                for (int64_t c = c0; c < c1; c++)
+                    memcpy(blk + (c - c0) * N, kc + c * s->nc, (size_t)s->nc * 4);
+                ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, (s->y0 + 1 + i) * L->t->width + s->x + j * s->kc,
+                                                      (uint64_t)kt, blk, (uint32_t)((c1 - c0) * N * 4), L->err);
+                ts_free(blk);
+                if (rc)
+                    return L->err->status;
+            }
             if (i == 0 && s->vals &&
                 ts_program_add_segment(P, WSE_KIND_PE, (s->y0 + 1) * L->t->width + s->x + j * s->kc, (uint64_t)ma,
                                        s->vals + j * per, (uint32_t)(per * 4), L->err))

@@ -103,6 +103,8 @@ typedef struct lw_stage {
     /* attention (lower_wse_attn.c): M rows of F of L values, N heads, K per query and key, C per
      * value; cols[3 j .. 3 j + 2] head j's first q, k and v columns of F (owned); lo the scale */
     int64_t *cols;
+    int64_t nc;   /* attention: keys and values before the stream's (a KV cache's) */
+    float *cache; /* attention: per head its nc cached keys (K x nc), then values (nc x C) (owned) */
 } lw_stage;
 
 /* The lowering of one graph: its stages in stream order, west to east. */
