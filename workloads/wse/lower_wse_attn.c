@@ -547,7 +547,11 @@ static ts_status attn_region(lw *L, int F, const int *seed, const int64_t *off, 
         }
     }
     lw_stage *s = NULL;
-    if (!rc && !(s = ts_lww_add_stage(L, K_ATTN, last)))
+    int named = last; /* the stage goes by the region's Softmax in reports */
+    for (int id = first; !rc && id <= last; id++)
+        if (mine[id] && ts_graph_get_node(g, id)->op == TS_OP_SOFTMAX)
+            named = id;
+    if (!rc && !(s = ts_lww_add_stage(L, K_ATTN, named)))
         rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
     if (!rc && !(s->cols = ts_malloc((size_t)(3 * o->nb) * sizeof *s->cols)))
         rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
