@@ -148,12 +148,18 @@ static void gelu_tanh(lw_gen *G)
     ts_lww_op(G, WSE_OP_FMUL, 3, 1, 1, 0);
 }
 
-void ts_lww_emit_elem(lw_gen *G, const lw_stage *s)
+/* Part g of G of an elementwise stage's row of L values: [a, b). */
+static void elem_part(const lw_stage *s, uint32_t g, int64_t *a, int64_t *b)
 {
-    if (s->eop == TS_OP_SIGMOID || s->eop == TS_OP_TANH || s->eop == TS_OP_GELU)
-        ts_lww_exp_consts(G);
-    int l = ts_lww_loop_head(G, 10, (int64_t)s->in_n);
-    ts_lww_op(G, WSE_OP_RECV, 2, 6, (int)s->cin);
+    *a = g * s->L / s->G;
+    *b = (g + 1) * s->L / s->G;
+}
+
+/* The function on n elements from ci to co (r10 the count; the function's registers). */
+static void elem_loop(lw_gen *G, const lw_stage *s, uint32_t ci, uint32_t co, int64_t n)
+{
+    int l = ts_lww_loop_head(G, 10, n);
+    ts_lww_op(G, WSE_OP_RECV, 2, 6, (int)ci);
     switch (s->eop) {
     case TS_OP_CLIP:
         ts_lww_op(G, WSE_OP_MOV, 2, 1, 6);
@@ -171,6 +177,41 @@ void ts_lww_emit_elem(lw_gen *G, const lw_stage *s)
         break;
     default: hardswish(G); break;
     }
-    ts_lww_op(G, WSE_OP_SEND, 2, (int)s->cout, 1);
+    ts_lww_op(G, WSE_OP_SEND, 2, (int)co, 1);
     ts_lww_loop_end(G, 10, l);
+}
+
+void ts_lww_emit_elem(lw_gen *G, const lw_stage *s)
+{
+    if (s->eop == TS_OP_SIGMOID || s->eop == TS_OP_TANH || s->eop == TS_OP_GELU)
+        ts_lww_exp_consts(G);
+    elem_loop(G, s, s->cin, s->cout, (int64_t)s->in_n);
+}
+
+ts_status ts_lww_emit_elem_split(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
+{
+    const int CNT = 0; /* the rows left, in memory (the function uses every register but r10 and r15) */
+    for (uint32_t g = 0; g < s->G; g++) {
+        const uint32_t ci = g ? lw_gcol(s, g - 1) : s->cin, co = lw_gcol(s, g);
+        int64_t a, b;
+        elem_part(s, g, &a, &b);
+        if (!ts_lww_pe_stream(P, L->t, s->x + g, s->y0, G))
+            return TS_ENOMEM;
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)co, P_R, lw_outp(s, g + 1 == s->G));
+        ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
+        if (s->eop == TS_OP_SIGMOID || s->eop == TS_OP_TANH || s->eop == TS_OP_GELU)
+            ts_lww_exp_consts(G);
+        ts_lww_op(G, WSE_OP_LI, 2, 1, (int)(s->in_n / (uint64_t)s->L));
+        ts_lww_op(G, WSE_OP_ST, 3, 1, 15, CNT);
+        int row = ts_lww_pc(G);
+        ts_lww_in_to_out(G, ci, co, (uint64_t)a);
+        elem_loop(G, s, ci, co, b - a);
+        ts_lww_in_to_out(G, ci, co, (uint64_t)(s->L - b));
+        ts_lww_op(G, WSE_OP_LD, 3, 1, 15, CNT);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, -1);
+        ts_lww_op(G, WSE_OP_ST, 3, 1, 15, CNT);
+        ts_lww_op(G, WSE_OP_BNZ, 2, 1, row);
+    }
+    return TS_OK;
 }

@@ -241,6 +241,9 @@ ts_status ts_lww_emit_single(lw *L, ts_program *P, size_t si, lw_gen *G);
 /* Whether op is HardSwish (by its name: the IR gains TS_OP_HARDSWISH after Clip). */
 bool ts_lww_is_hardswish(int op);
 void ts_lww_emit_elem(lw_gen *G, const lw_stage *s);
+/* An elementwise stage split over s->G PEs in a row (place): PE g passes on the values of each row
+ * before its part, applies the function to its part, passes on the rest. */
+ts_status ts_lww_emit_elem_split(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
 /* Clamp n words from addr to [lo, hi] in place (uses r5-r9; r15 holds 0). */
 void ts_lww_clip_mem(lw_gen *G, int addr, int64_t n, float lo, float hi);
 /* From lower_wse_emit_pe.c: a float's bits; r3 := exp(r2 - r1) for r2 - r1 <= 0 (constants in

@@ -255,6 +255,47 @@ static ts_status positions(lw *L, uint32_t Hm)
     return TS_OK;
 }
 
+/* Cycles an elementwise PE spends on one element (its scalar code, about). */
+static uint64_t elem_cost(const lw_stage *s)
+{
+    switch (s->eop) {
+    case TS_OP_CLIP: return 12;
+    case TS_OP_SIGMOID: return 50;
+    case TS_OP_TANH: return 55;
+    case TS_OP_GELU: return s->vop ? 65 : 90;
+    default: return 25;
+    }
+}
+
+/* Positions, with an elementwise stage slower than the pipeline time T split over up to 8 PEs in a
+ * row (each its part of every row of the stream), as many as the mesh's width leaves: 8, else 4,
+ * 2, 1 for all of them. */
+static ts_status elem_widths(lw *L, uint32_t Hm)
+{
+    bool slow = false;
+    for (size_t i = 0; i < L->n; i++)
+        slow |= L->st[i].kind == K_ELEM && L->st[i].in_n * elem_cost(&L->st[i]) > L->T;
+    if (!slow)
+        return positions(L, Hm);
+    for (uint64_t gmax = 8;; gmax /= 2) {
+        for (size_t i = 0; i < L->n; i++) {
+            lw_stage *s = &L->st[i];
+            if (s->kind != K_ELEM)
+                continue;
+            uint64_t g = ts_geom_cdiv(s->in_n * elem_cost(s), L->T ? L->T : 1);
+            g = g < gmax ? g : gmax;
+            g = g < (uint64_t)s->L ? g : (uint64_t)s->L; /* at most one PE per element of a row */
+            s->G = (uint32_t)(g ? g : 1);
+            s->w = s->G;
+        }
+        ts_status rc = positions(L, Hm);
+        if (!rc || gmax == 1)
+            return rc;
+        ts_err_free(L->err); /* too wide: fewer PEs each */
+        ts_err_init(L->err);
+    }
+}
+
 ts_status ts_lww_place(lw *L, uint32_t *hm)
 {
     const ts_wse_target *t = L->t;
@@ -280,5 +321,5 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
     /* the main band is as tall as its tallest stage: skip paths run just below it */
     if (forks)
         *hm = band_height(L);
-    return positions(L, *hm);
+    return elem_widths(L, *hm);
 }

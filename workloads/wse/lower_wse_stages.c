@@ -209,6 +209,8 @@ static ts_status stage_elem(lw *L, const lw_op *o, bool *out_nhwc)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     s->eop = (int)n->op;
     s->vop = n->op == TS_OP_GELU && n->attrs.approximate_tanh; /* Gelu's tanh form */
+    s->L = o->c.nhwc ? o->x->dims[1] : o->x->dims[o->x->rank - 1]; /* a row: split over s->G PEs (place) */
+    s->G = 1;
     s->lo = lo;
     s->hi = hi;
     s->in_n = s->out_n = (uint64_t)o->nx;
