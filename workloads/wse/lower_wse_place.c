@@ -267,6 +267,13 @@ static uint64_t elem_cost(const lw_stage *s)
     }
 }
 
+/* Whether elementwise stage s is slower than the pipeline time T and has at most 4,096 rows (its
+ * split PEs' code is unrolled over the rows). */
+static bool elem_splits(const lw *L, const lw_stage *s)
+{
+    return s->kind == K_ELEM && s->L > 1 && s->in_n * elem_cost(s) > L->T && s->in_n / (uint64_t)s->L <= 4096;
+}
+
 /* Positions, with an elementwise stage slower than the pipeline time T split over up to 8 PEs in a
  * row (each its part of every row of the stream), as many as the mesh's width leaves: 8, else 4,
  * 2, 1 for all of them. */
@@ -274,13 +281,13 @@ static ts_status elem_widths(lw *L, uint32_t Hm)
 {
     bool slow = false;
     for (size_t i = 0; i < L->n; i++)
-        slow |= L->st[i].kind == K_ELEM && L->st[i].in_n * elem_cost(&L->st[i]) > L->T;
+        slow |= elem_splits(L, &L->st[i]);
     if (!slow)
         return positions(L, Hm);
     for (uint64_t gmax = 8;; gmax /= 2) {
         for (size_t i = 0; i < L->n; i++) {
             lw_stage *s = &L->st[i];
-            if (s->kind != K_ELEM)
+            if (!elem_splits(L, s))
                 continue;
             uint64_t g = ts_geom_cdiv(s->in_n * elem_cost(s), L->T ? L->T : 1);
             g = g < gmax ? g : gmax;
