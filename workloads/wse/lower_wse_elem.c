@@ -148,11 +148,16 @@ static void gelu_tanh(lw_gen *G)
     ts_lww_op(G, WSE_OP_FMUL, 3, 1, 1, 0);
 }
 
-/* Part g of G of an elementwise stage's row of L values: [a, b). */
+/* The part of an elementwise stage's row of L values that PE g of G computes: [a, b), part
+ * G - 1 - g. The first PE takes the last part: it passes the raw parts before it on at once and
+ * computes its part while the next PE computes the part before it, the computed parts following
+ * behind; in the other order PE g could take part g only once PE g - 1 had computed its own, and
+ * the parts of a row were computed one after the other. */
 static void elem_part(const lw_stage *s, uint32_t g, int64_t *a, int64_t *b)
 {
-    *a = g * s->L / s->G;
-    *b = (g + 1) * s->L / s->G;
+    const uint32_t p = s->G - 1 - g;
+    *a = p * s->L / s->G;
+    *b = (p + 1) * s->L / s->G;
 }
 
 /* The function on n elements from ci to co (r10 the count; the function's registers). */

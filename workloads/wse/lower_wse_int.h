@@ -242,7 +242,7 @@ ts_status ts_lww_emit_single(lw *L, ts_program *P, size_t si, lw_gen *G);
 bool ts_lww_is_hardswish(int op);
 void ts_lww_emit_elem(lw_gen *G, const lw_stage *s);
 /* An elementwise stage split over s->G PEs in a row (place): PE g passes on the values of each row
- * before its part, applies the function to its part, passes on the rest. */
+ * before its part (part G - 1 - g), applies the function to its part, passes on the rest. */
 ts_status ts_lww_emit_elem_split(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
 /* Clamp n words from addr to [lo, hi] in place (uses r5-r9; r15 holds 0). */
 void ts_lww_clip_mem(lw_gen *G, int addr, int64_t n, float lo, float hi);
