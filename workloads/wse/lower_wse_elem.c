@@ -149,10 +149,10 @@ static void gelu_tanh(lw_gen *G)
 }
 
 /* The part of an elementwise stage's row of L values that PE g of G computes: [a, b), part
- * G - 1 - g. The first PE takes the last part: it passes the raw parts before it on at once and
- * computes its part while the next PE computes the part before it, the computed parts following
- * behind; in the other order PE g could take part g only once PE g - 1 had computed its own, and
- * the parts of a row were computed one after the other. */
+ * G - 1 - g. Each PE passes the raw parts before its own on at once, takes its own into memory,
+ * computes it there and sends it, then passes on the computed parts after it: the first PE takes
+ * the last part, and all compute side by side (a PE that computed as it received would hold the
+ * PEs before it to its pace, and the parts of a row would be computed one after the other). */
 static void elem_part(const lw_stage *s, uint32_t g, int64_t *a, int64_t *b)
 {
     const uint32_t p = s->G - 1 - g;
@@ -160,11 +160,21 @@ static void elem_part(const lw_stage *s, uint32_t g, int64_t *a, int64_t *b)
     *b = (p + 1) * s->L / s->G;
 }
 
+/* The function of r6 into r1 (every register but r10 and r15). */
+static void elem_fn(lw_gen *G, const lw_stage *s);
+
 /* The function on n elements from ci to co (r10 the count; the function's registers). */
 static void elem_loop(lw_gen *G, const lw_stage *s, uint32_t ci, uint32_t co, int64_t n)
 {
     int l = ts_lww_loop_head(G, 10, n);
     ts_lww_op(G, WSE_OP_RECV, 2, 6, (int)ci);
+    elem_fn(G, s);
+    ts_lww_op(G, WSE_OP_SEND, 2, (int)co, 1);
+    ts_lww_loop_end(G, 10, l);
+}
+
+static void elem_fn(lw_gen *G, const lw_stage *s)
+{
     switch (s->eop) {
     case TS_OP_CLIP:
         ts_lww_op(G, WSE_OP_MOV, 2, 1, 6);
@@ -182,8 +192,6 @@ static void elem_loop(lw_gen *G, const lw_stage *s, uint32_t ci, uint32_t co, in
         break;
     default: hardswish(G); break;
     }
-    ts_lww_op(G, WSE_OP_SEND, 2, (int)co, 1);
-    ts_lww_loop_end(G, 10, l);
 }
 
 void ts_lww_emit_elem(lw_gen *G, const lw_stage *s)
@@ -208,9 +216,20 @@ ts_status ts_lww_emit_elem_split(lw *L, ts_program *P, lw_gen *G, const lw_stage
         ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
         if (s->eop == TS_OP_SIGMOID || s->eop == TS_OP_TANH || s->eop == TS_OP_GELU)
             ts_lww_exp_consts(G);
+        const int BUF = 0, END = (int)(b - a) * 4;
         for (uint64_t r = 0; r < s->in_n / (uint64_t)s->L; r++) {
             ts_lww_in_to_out(G, ci, co, (uint64_t)a);
-            elem_loop(G, s, ci, co, b - a);
+            ts_lww_in_to_mem(G, ci, (uint64_t)BUF, (uint64_t)(b - a), 1);
+            ts_lww_op(G, WSE_OP_LI, 2, 10, BUF); /* r10 the element; r2, r3 free after the function */
+            int l = ts_lww_pc(G);
+            ts_lww_op(G, WSE_OP_LD, 3, 6, 10, 0);
+            elem_fn(G, s);
+            ts_lww_op(G, WSE_OP_ST, 3, 1, 10, 0);
+            ts_lww_op(G, WSE_OP_ADDI, 3, 10, 10, 4);
+            ts_lww_op(G, WSE_OP_LI, 2, 2, END);
+            ts_lww_op(G, WSE_OP_SUB, 3, 3, 10, 2);
+            ts_lww_op(G, WSE_OP_BNZ, 2, 3, l);
+            ts_lww_mem_to_out(G, (uint64_t)BUF, (uint64_t)(b - a), co);
             ts_lww_in_to_out(G, ci, co, (uint64_t)(s->L - b));
         }
     }

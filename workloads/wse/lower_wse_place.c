@@ -292,8 +292,11 @@ static ts_status elem_widths(lw *L, uint32_t Hm)
             uint64_t g = ts_geom_cdiv(s->in_n * elem_cost(s), L->T ? L->T : 1);
             g = g < gmax ? g : gmax;
             g = g < (uint64_t)s->L ? g : (uint64_t)s->L; /* at most one PE per element of a row */
+            if (g > 1 && ts_geom_cdiv((uint64_t)s->L, g) * 4 > L->t->sram_bytes)
+                g = 1; /* a PE keeps its part of a row */
             s->G = (uint32_t)(g ? g : 1);
             s->w = s->G;
+            s->mem = s->G > 1 ? ts_geom_cdiv((uint64_t)s->L, s->G) * 4 : 0;
         }
         ts_status rc = positions(L, Hm);
         if (!rc || gmax == 1)
