@@ -24,6 +24,8 @@
 #include "tests/workloads/graph_build.h"
 #include "workloads/graph.h"
 #include "workloads/wse/lower_wse.h"
+#include "workloads/workload.h"
+#include "tests/workloads/graph_ref.h"
 
 #include "tests/workloads/lower_wse_harness.h"
 
@@ -100,14 +102,15 @@ START_TEST(test_concat_skip)
 }
 END_TEST
 
-/* Clip (lo -0.5, hi 0.7), Sigmoid, Tanh, Gelu (erf form) on a stream of values in [-6, 6):
- * elementwise PEs of scalar binary32 code. Tolerance: the exp's polynomial is good to 1e-9, the
+/* Clip (lo -0.5, hi 0.7), Sigmoid, Tanh, Gelu (erf form, and its tanh form) on a stream of values
+ * in [-6, 6): elementwise PEs of scalar binary32 code, each row of 50 split over 4 PEs. Tolerance: the exp's polynomial is good to 1e-9, the
  * Newton reciprocal and the float ops to a few ulp, A&S 7.1.26's erf to 1.5e-7 (times |x| / 2 <= 3
  * in Gelu): 2e-6 absolute plus 1e-5 relative. Clip is exact. */
 START_TEST(test_elementwise)
 {
-    static const ts_graph_op ops[] = {TS_OP_CLIP, TS_OP_SIGMOID, TS_OP_TANH, TS_OP_GELU};
+    static const ts_graph_op ops[] = {TS_OP_CLIP, TS_OP_SIGMOID, TS_OP_TANH, TS_OP_GELU, TS_OP_GELU};
     const ts_graph_op op = ops[_i];
+    const bool tanh_form = _i == 4; /* Gelu's tanh form (GPT-2's): x sigmoid(2 u) */
     ts_graph *g = ts_graph_create("elem");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){3, 50});
     fill_scaled(g, x, 6.0f);
@@ -115,19 +118,25 @@ START_TEST(test_elementwise)
     ts_graph_attrs_init(&at);
     at.min = -0.5;
     at.max = 0.7;
+    at.approximate_tanh = tanh_form;
     int y = chain(g, op, "f", x, -1, &at);
     ts_graph_mark_output(g, y);
     finalize(g);
     lowered L = {0};
     lower_and_run(g, 8, 4, &L);
-    ck_assert_ptr_nonnull(stage_of(&L, "elementwise", 0));
+    const ts_lower_wse_stage *st = stage_of(&L, "elementwise", 0);
+    ck_assert_ptr_nonnull(st);
+    ck_assert_uint_eq(st->w, 4); /* slower than the pipeline: split over the 4 PEs the mesh's 8 columns leave */
     for (int k = 0; k < 150; k++) {
         double v = (double)(val(x, k) * 6.0f), want;
         switch (op) {
         case TS_OP_CLIP: want = fmin(fmax(v, -0.5), (double)0.7f); break;
         case TS_OP_SIGMOID: want = 1 / (1 + exp(-v)); break;
         case TS_OP_TANH: want = tanh(v); break;
-        default: want = 0.5 * v * (1 + erf(v / sqrt(2.0))); break;
+        default:
+            want = tanh_form ? 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)))
+                             : 0.5 * v * (1 + erf(v / sqrt(2.0)));
+            break;
         }
         double got = (double)out_at(&L, y, (uint64_t)k);
         ck_assert_msg(fabs(got - want) <= 2e-6 + 1e-5 * fabs(want), "%s(%g): got %.9g, want %.9g",
@@ -523,6 +532,277 @@ START_TEST(test_layernorm)
 }
 END_TEST
 
+/* Multi-head attention as torch's nn.MultiheadAttention exports it, in small: x [1, S, D] to
+ * [S, 1, D] (an in-place Transpose), the packed in-projection (MatMul by [D, 3D], Add of the
+ * bias), three Slices, each Reshaped to [S, H, dh] and Transposed to heads first, the queries
+ * divided by sqrt(dh), the keys transposed to [H, dh, S], Q K^T, Softmax, times V, the heads
+ * back side by side ([S, H, dh], Reshape [S, D]), then out = that + x (Reshaped back): a fork
+ * into three, two products of activations, and a residual skip path over the attention (the
+ * FIFOs hold all of x: the stage reads the whole sequence first). _i 1: the slices in the order
+ * v, q, k of the packed projection and the scale a Mul of the scores by 0.3 instead (a region
+ * read whatever the exporter's arrangement). _i 2: the first again, planned for PEs of 120 bytes:
+ * each head's queries and keys split over 2 PEs (the partial scores added on their way north),
+ * its values over 2 (the probabilities multicast to both). Tolerance: 1e-5 x the sum of |terms|
+ * of each output (products of dh and S terms in f32, the softmax's exp and reciprocal within
+ * 1e-6), the scores' own error carried through the softmax (times 1 + the sum of their |terms|). */
+START_TEST(test_attention)
+{
+    enum { S = 5, H = 2, DH = 4, D = H * DH };
+    ts_graph *g = ts_graph_create("attn");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){1, S, D});
+    int w = tensor(g, "w_in", TS_TENSOR_WEIGHT, 2, (int64_t[]){D, 3 * D});
+    int bi = tensor(g, "b_in", TS_TENSOR_WEIGHT, 1, (int64_t[]){3 * D});
+    int sc = tensor(g, "scale", TS_TENSOR_CONST, 0, NULL);
+    fill(g, x);
+    fill(g, w);
+    fill(g, bi);
+    const bool alt = _i == 1;
+    const float scale = alt ? 0.3f : sqrtf((float)DH);
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_set_data(g, sc, &scale, 4, &e), TS_OK);
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.nperm = 3;
+    memcpy(a.perm, (int64_t[]){1, 0, 2}, sizeof(int64_t[3]));
+    int xt = chain(g, TS_OP_TRANSPOSE, "t0", x, -1, &a);
+    int p = chain(g, TS_OP_MATMUL, "inproj", xt, w, NULL);
+    int pb = chain(g, TS_OP_ADD, "inbias", p, bi, NULL);
+    int part[3]; /* q, k, v */
+    static const char *const names[3] = {"q", "k", "v"};
+    for (int r = 0; r < 3; r++) {
+        int third = alt ? (r + 1) % 3 : r; /* _i 1: [v | q | k] */
+        ts_graph_attrs_init(&a);
+        a.nslice = 3;
+        for (int k = 0; k < 3; k++)
+            a.starts[k] = 0, a.ends[k] = k == 0 ? S : k == 1 ? 1 : 3 * D, a.steps[k] = 1;
+        a.starts[2] = third * D, a.ends[2] = (third + 1) * D;
+        char nm[16];
+        snprintf(nm, sizeof nm, "sl_%s", names[r]);
+        int sl = chain(g, TS_OP_SLICE, nm, pb, -1, &a);
+        ts_graph_attrs_init(&a);
+        a.nshape = 3;
+        memcpy(a.shape, (int64_t[]){S, H, DH}, sizeof(int64_t[3]));
+        snprintf(nm, sizeof nm, "rs_%s", names[r]);
+        int rs = chain(g, TS_OP_RESHAPE, nm, sl, -1, &a);
+        ts_graph_attrs_init(&a);
+        a.nperm = 3;
+        memcpy(a.perm, r == 1 ? (int64_t[]){1, 2, 0} : (int64_t[]){1, 0, 2}, sizeof(int64_t[3]));
+        snprintf(nm, sizeof nm, "tr_%s", names[r]);
+        part[r] = chain(g, TS_OP_TRANSPOSE, nm, rs, -1, &a);
+    }
+    if (!alt)
+        part[0] = chain(g, TS_OP_DIV, "qscale", part[0], sc, NULL);
+    int s = chain(g, TS_OP_MATMUL, "qk", part[0], part[1], NULL);
+    if (alt)
+        s = chain(g, TS_OP_MUL, "sscale", s, sc, NULL);
+    ts_graph_attrs_init(&a);
+    a.axis = -1;
+    int pr = chain(g, TS_OP_SOFTMAX, "softmax", s, -1, &a);
+    int o = chain(g, TS_OP_MATMUL, "pv", pr, part[2], NULL);
+    ts_graph_attrs_init(&a);
+    a.nperm = 3;
+    memcpy(a.perm, (int64_t[]){1, 0, 2}, sizeof(int64_t[3]));
+    int ot = chain(g, TS_OP_TRANSPOSE, "t_o", o, -1, &a);
+    ts_graph_attrs_init(&a);
+    a.nshape = 3;
+    memcpy(a.shape, (int64_t[]){1, S, D}, sizeof(int64_t[3]));
+    int orr = chain(g, TS_OP_RESHAPE, "rs_o", ot, -1, &a);
+    int y = chain(g, TS_OP_ADD, "residual", orr, x, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_sram = _i == 2 ? 120 : 0;
+    lower_and_run(g, 64, 32, &L);
+    lower_sram = 0;
+    const ts_lower_wse_stage *st = stage_of(&L, "attention", 0);
+    ck_assert_ptr_nonnull(st);
+    ck_assert_uint_eq(st->w * st->h, _i == 2 ? 2 * H * 3 : H * 2); /* V parts x (1 + K parts) */
+    /* the reference in double, with the sum of |terms| of each value */
+    double P[S][3 * D], Pa[S][3 * D];
+    for (int r = 0; r < S; r++)
+        for (int c = 0; c < 3 * D; c++) {
+            P[r][c] = val(bi, c);
+            Pa[r][c] = fabs(P[r][c]);
+            for (int k = 0; k < D; k++) {
+                P[r][c] += (double)val(x, r * D + k) * val(w, k * 3 * D + c);
+                Pa[r][c] += fabs((double)val(x, r * D + k) * val(w, k * 3 * D + c));
+            }
+        }
+    const int q0 = alt ? D : 0, k0 = alt ? 2 * D : D, v0 = alt ? 0 : 2 * D;
+    const double f = alt ? (double)scale : 1.0 / (double)scale;
+    for (int h = 0; h < H; h++)
+        for (int m = 0; m < S; m++) {
+            double sco[S], mx = -1e300, sum = 0, mag = 0;
+            for (int n = 0; n < S; n++) {
+                sco[n] = 0;
+                for (int c = 0; c < DH; c++) {
+                    sco[n] += P[m][q0 + h * DH + c] * P[n][k0 + h * DH + c] * f;
+                    mag += Pa[m][q0 + h * DH + c] * Pa[n][k0 + h * DH + c] * f;
+                }
+                mx = fmax(mx, sco[n]);
+            }
+            for (int n = 0; n < S; n++)
+                sum += (sco[n] = exp(sco[n] - mx));
+            for (int c = 0; c < DH; c++) {
+                double want = val(x, m * D + h * DH + c), terms = fabs(want);
+                for (int n = 0; n < S; n++) {
+                    want += sco[n] / sum * P[n][v0 + h * DH + c];
+                    terms += sco[n] / sum * Pa[n][v0 + h * DH + c];
+                }
+                /* an error e in a score moves the probabilities by about e: mag bounds the scores' */
+                near(out_at(&L, y, (uint64_t)(m * D + h * DH + c)), want, terms * (1 + mag), "y",
+                     (uint64_t)(m * D + h * DH + c));
+            }
+        }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* Attention with separate projections, as the built-in bert-base-layer and gpt write it: x
+ * [1, S, D] feeds three MatMuls (q and v with a bias Add, k without) and the residual Add: a
+ * fork into four, lowered as one product of the three weights side by side (the biases folded
+ * in), the attention stage on its stream, and a skip path for the residual. The heads in rank 4
+ * ([1, S, H, dh] to [1, H, S, dh]; the keys to [1, H, dh, S]), the scores divided by sqrt(dh).
+ * Tolerance as test_attention's. */
+START_TEST(test_attention_proj)
+{
+    enum { S = 6, H = 3, DH = 4, D = H * DH };
+    ts_graph *g = ts_graph_create("attn_proj");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){1, S, D});
+    int sc = tensor(g, "scale", TS_TENSOR_CONST, 0, NULL);
+    fill(g, x);
+    const float scale = sqrtf((float)DH);
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_set_data(g, sc, &scale, 4, &e), TS_OK);
+    static const char *const names[3] = {"q", "k", "v"};
+    int wts[3], bs[3] = {-1, -1, -1}, part[3];
+    for (int r = 0; r < 3; r++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "w_%s", names[r]);
+        wts[r] = tensor(g, nm, TS_TENSOR_WEIGHT, 2, (int64_t[]){D, D});
+        fill(g, wts[r]);
+        int t = chain(g, TS_OP_MATMUL, names[r], x, wts[r], NULL);
+        if (r != 1) {
+            snprintf(nm, sizeof nm, "b_%s", names[r]);
+            bs[r] = tensor(g, nm, TS_TENSOR_WEIGHT, 1, (int64_t[]){D});
+            fill(g, bs[r]);
+            snprintf(nm, sizeof nm, "bias_%s", names[r]);
+            t = chain(g, TS_OP_ADD, nm, t, bs[r], NULL);
+        }
+        ts_graph_attrs a;
+        ts_graph_attrs_init(&a);
+        a.nshape = 4;
+        memcpy(a.shape, (int64_t[]){1, S, H, DH}, sizeof(int64_t[4]));
+        snprintf(nm, sizeof nm, "rs_%s", names[r]);
+        t = chain(g, TS_OP_RESHAPE, nm, t, -1, &a);
+        ts_graph_attrs_init(&a);
+        a.nperm = 4;
+        memcpy(a.perm, r == 1 ? (int64_t[]){0, 2, 3, 1} : (int64_t[]){0, 2, 1, 3}, sizeof(int64_t[4]));
+        snprintf(nm, sizeof nm, "tr_%s", names[r]);
+        part[r] = chain(g, TS_OP_TRANSPOSE, nm, t, -1, &a);
+    }
+    int s = chain(g, TS_OP_MATMUL, "qk", part[0], part[1], NULL);
+    s = chain(g, TS_OP_DIV, "sscale", s, sc, NULL);
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.axis = -1;
+    int pr = chain(g, TS_OP_SOFTMAX, "softmax", s, -1, &a);
+    int o = chain(g, TS_OP_MATMUL, "pv", pr, part[2], NULL);
+    ts_graph_attrs_init(&a);
+    a.nperm = 4;
+    memcpy(a.perm, (int64_t[]){0, 2, 1, 3}, sizeof(int64_t[4]));
+    int ot = chain(g, TS_OP_TRANSPOSE, "t_o", o, -1, &a);
+    ts_graph_attrs_init(&a);
+    a.nshape = 3;
+    memcpy(a.shape, (int64_t[]){1, S, D}, sizeof(int64_t[3]));
+    int orr = chain(g, TS_OP_RESHAPE, "rs_o", ot, -1, &a);
+    int y = chain(g, TS_OP_ADD, "residual", orr, x, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 64, 32, &L);
+    ck_assert_ptr_nonnull(stage_of(&L, "attention", 0));
+    ck_assert_ptr_nonnull(stage_of(&L, "join", 0));
+    const ts_lower_wse_stage *mm = stage_of(&L, "matmul", 0);
+    ck_assert_ptr_nonnull(mm);
+    ck_assert_uint_eq(mm->macs, (uint64_t)(S * D * 3 * D)); /* the three projections in one product */
+    double P[3][S][D], Pa[3][S][D];
+    for (int t = 0; t < 3; t++)
+        for (int r = 0; r < S; r++)
+            for (int c = 0; c < D; c++) {
+                P[t][r][c] = bs[t] >= 0 ? val(bs[t], c) : 0;
+                Pa[t][r][c] = fabs(P[t][r][c]);
+                for (int k = 0; k < D; k++) {
+                    P[t][r][c] += (double)val(x, r * D + k) * val(wts[t], k * D + c);
+                    Pa[t][r][c] += fabs((double)val(x, r * D + k) * val(wts[t], k * D + c));
+                }
+            }
+    for (int h = 0; h < H; h++)
+        for (int m = 0; m < S; m++) {
+            double sco[S], mx = -1e300, sum = 0, mag = 0;
+            for (int n = 0; n < S; n++) {
+                sco[n] = 0;
+                for (int c = 0; c < DH; c++) {
+                    sco[n] += P[0][m][h * DH + c] * P[1][n][h * DH + c] / scale;
+                    mag += Pa[0][m][h * DH + c] * Pa[1][n][h * DH + c] / scale;
+                }
+                mx = fmax(mx, sco[n]);
+            }
+            for (int n = 0; n < S; n++)
+                sum += (sco[n] = exp(sco[n] - mx));
+            for (int c = 0; c < DH; c++) {
+                double want = val(x, m * D + h * DH + c), terms = fabs(want);
+                for (int n = 0; n < S; n++) {
+                    want += sco[n] / sum * P[2][n][h * DH + c];
+                    terms += sco[n] / sum * Pa[2][n][h * DH + c];
+                }
+                near(out_at(&L, y, (uint64_t)(m * D + h * DH + c)), want, terms * (1 + mag), "y",
+                     (uint64_t)(m * D + h * DH + c));
+            }
+        }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* The built-in decoder `gpt` in GPT-2's reduced form (LayerNorm, tanh Gelu, biases; docs/llm.md),
+ * 2 layers: prefill of 8 tokens under its causal mask (_i 0) and decode of one token against its
+ * KV cache of 7 (_i 1). Each layer's q, k and v projections one product; prefill's mask kept by the
+ * top K part of each head and added to its scores; decode's cached keys and values (the
+ * parameters its Concats join to the new key and value) kept by the K and V parts before the
+ * stream's; the residuals as skip paths. Its logits against the double interpreter of the same
+ * graph (graph_ref.h) within 2e-5 (1 + |y|), as test_llm holds the IPU to: f32 sums of at most 64
+ * terms, the exp, reciprocal and square root within about 1e-7 relative. */
+START_TEST(test_gpt_prefill)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_graph *g = NULL;
+    char spec[160];
+    snprintf(spec, sizeof spec, "gpt:layers=2,hidden=32,heads=2,ffn=64,kv_heads=2,vocab=40,seq=8,dtype=f32,phase=%s",
+             _i ? "decode" : "prefill");
+    ck_assert_msg(ts_wl_builtin(spec, &g, &e) == TS_OK, "%s", e.msg);
+    lowered L = {0};
+    lower_and_run(g, 96, 32, &L);
+    ck_assert_ptr_nonnull(stage_of(&L, "attention", 1));
+    gref r;
+    gref_run(g, &r);
+    int y = ts_graph_find(g, "logits");
+    const ts_graph_tensor *t = ts_graph_get_tensor(g, y);
+    for (int64_t k = 0; k < ts_graph_tensor_elems(t); k++) {
+        double got = out_at(&L, y, (uint64_t)k), want = r.v[y][k];
+        ck_assert_msg(fabs(got - want) <= 2e-5 * (1 + fabs(want)), "%s: logits[%lld]: got %.9g, want %.9g", spec,
+                      (long long)k, got, want);
+    }
+    gref_free(&r);
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* A dilated Conv: 3x3 with dilation 2 and pad 2 (stride 1, and stride 2 by _i) on 1 x 3 x 9 x 9,
  * 4 outputs with bias: the line buffer keeps 5 rows and takes every other pixel of them. */
 START_TEST(test_dilated_conv)
@@ -576,7 +856,7 @@ int main(void)
     TCase *tc = tcase_create("lower_wse_ops");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_concat_skip, 0, 2);
-    tcase_add_loop_test(tc, test_elementwise, 0, 4);
+    tcase_add_loop_test(tc, test_elementwise, 0, 5);
     tcase_add_test(tc, test_relu6_fused);
     tcase_add_loop_test(tc, test_grouped_conv, 0, 2);
     tcase_add_test(tc, test_batch_skip);
@@ -586,6 +866,9 @@ int main(void)
     tcase_add_loop_test(tc, test_transpose, 0, 3);
     tcase_add_test(tc, test_layernorm);
     tcase_add_loop_test(tc, test_dilated_conv, 0, 2);
+    tcase_add_loop_test(tc, test_attention, 0, 3);
+    tcase_add_test(tc, test_attention_proj);
+    tcase_add_loop_test(tc, test_gpt_prefill, 0, 2);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

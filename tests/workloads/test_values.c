@@ -28,8 +28,10 @@
  *   the planes' f16 sums exact and rounded once to f32: ref_bert). It must match bit for bit (the
  *   LayerNorm's and elementwise chains' distance from double precision is bounded and checked per
  *   operator in test_lower_tsp_ops).
- * Every model must pass on every family but the 2-layer BERT on wse2, which the wafer's lowering
- * refuses today (the refusal is printed). */
+ * Every model must pass on every family. The 2-layer BERT on wse2 (its attention one stage of the
+ * layer pipeline, workloads/wse/lower_wse_attn.c) is held to the same f32 bound: its softmax's
+ * exp polynomial (1e-9) and Newton reciprocal (a few ulp) are far below the sums' rounding; it
+ * lands at 3.4e-6 of the output's largest magnitude (torch's own f32: 1.6e-5). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -497,16 +499,13 @@ START_TEST(test_values)
     ts_lower_values vals = {&in, model_path(model, "_in.npz"), true};
     ts_lowered *l = NULL;
     ts_status rc = ts_lower_model_values(model_path(model, ".onnx"), cfg, NULL, &vals, &l, &e);
-    bool must = strcmp(model, "bert2_s16") || strcmp(config, "wse2"); /* all but attention on the wafer */
-    if (rc != TS_OK && !must) {
-        printf("skipped %s: the lowering refuses it today: %s\n", what, e.msg);
-    } else {
+    {
         ck_assert_msg(rc == TS_OK, "%s: %s", what, e.msg);
         ts_program *prog;
         ts_results res;
         const ts_npy_array *o = run_lowered(l, fam, cfg, what, &prog, &res);
         if (!strcmp(config, "tsp_v1")) {
-            ck_assert_int_eq(check_tsp(l, o, what, must), 0);
+            ck_assert_int_eq(check_tsp(l, o, what, true), 0);
         } else {
             const ts_npy_array *r = ts_npz_find(&ref, o->name);
             ck_assert_msg(r != NULL, "%s: the reference has no output '%s'", what, o->name);

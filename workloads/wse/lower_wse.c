@@ -49,6 +49,8 @@ static void free_stages(lw *L)
         ts_free(L->st[i].wt);
         ts_free(L->st[i].bias);
         ts_free(L->st[i].vals);
+        ts_free(L->st[i].cols);
+        ts_free(L->st[i].cache);
     }
     ts_free(L->st);
 }

@@ -16,6 +16,7 @@ typedef struct walk {
     lw_cur lane[2];
     int last[2];
     int fork_t;
+    bool *done; /* nodes an attention stage has taken */
 } walk;
 
 static bool reads(const ts_graph_node *n, int t)
@@ -140,8 +141,14 @@ static ts_status top_up(lw *L, const ts_graph_node *n, walk *w)
     }
     if (f < 0 || first < 0)
         return TS_OK;
-    const uint64_t chunk = L->st[first].kind == K_FIFO ? L->st[first].chunk : 1;
-    const uint64_t lag = ts_lww_lag(L, f, w->last[0]);
+    uint64_t chunk = L->st[first].kind == K_FIFO ? L->st[first].chunk : 1;
+    const uint64_t lag = ts_lww_lag(L, f, w->last[0]), room = ts_lww_room(L, f, w->last[1]);
+    const uint64_t half = (L->t->sram_bytes - 16) / 8, E = L->st[f].out_n;
+    if (lag >= E && room < lag && half > chunk) { /* the main path reads the whole stream first (an
+                                                   * attention): the fewest PEs, each as full as it goes */
+        uint64_t nf = ts_geom_cdiv(lag - room, 2 * half);
+        chunk = ts_geom_cdiv(lag - room, 2 * nf);
+    }
     for (int k = 0; ts_lww_room(L, f, w->last[1]) < lag; k++) {
         if (k > 4096)
             return ts_lower_fail(L->err, n, "its skip path cannot keep the %llu values its main path reads ahead",
@@ -233,6 +240,8 @@ static ts_status build_node(lw *L, walk *w, int node)
 {
     const ts_graph *g = L->g;
     const ts_graph_node *n = ts_graph_get_node(g, node);
+    if (w->done[node])
+        return TS_OK;
     ts_status rc = ts_lower_refused(L->err, g, n, &ts_lww_ops); /* kinds, forms and dtypes */
     if (rc)
         return rc;
@@ -249,6 +258,38 @@ static ts_status build_node(lw *L, walk *w, int node)
     lw_cur c = w->lane[ln];
     size_t nc = 0;
     ts_graph_consumers(g, c.t, &nc);
+    if (nc > 2 && ln == 0 && c.t != w->fork_t) { /* q, k and v: an attention (lower_wse_attn.c) */
+        const int *cs = ts_graph_consumers(g, c.t, &nc);
+        size_t np = 0, other = 0;
+        for (size_t q = 0; q < nc; q++) {
+            np += ts_lww_is_proj(g, cs[q], c.t);
+            other = ts_lww_is_proj(g, cs[q], c.t) ? other : (size_t)cs[q];
+        }
+        if (np >= 3 && nc - np > 1)
+            return ts_lower_fail(L->err, n, "'%s' feeds %zu projections and %zu other operators; the WSE lowering "
+                                 "streams one skip path at a time", ts_graph_get_tensor(g, c.t)->name, np, nc - np);
+        if (np >= 3 && nc - np == 1) { /* the residual: a skip path around the attention */
+            if (w->fork_t >= 0)
+                return ts_lower_fail(L->err, n, "'%s' feeds an attention and a skip path while another is open",
+                                     ts_graph_get_tensor(g, c.t)->name);
+            if ((rc = fork(L, ts_graph_get_node(g, (int)other), node, c, w)))
+                return rc;
+            w->fork_t = c.t;
+        }
+        size_t first = L->n;
+        int out_t = -1;
+        if ((rc = np >= 3 ? ts_lww_attn_proj(L, c.t, node, w->done, &out_t)
+                          : ts_lww_attn_stage(L, c.t, node, w->done, &out_t)))
+            return rc;
+        for (size_t k = first; k < L->n; k++) {
+            L->st[k].lane = 0;
+            L->st[k].prev = k == first ? w->last[0] : (int)k - 1;
+        }
+        w->last[0] = (int)L->n - 1;
+        w->lane[0].t = out_t;
+        w->lane[0].nhwc = false;
+        return TS_OK;
+    }
     if (nc > 1 && c.t != w->fork_t) {
         if (ln != 0 || w->fork_t >= 0 || nc > 2)
             return ts_lower_fail(L->err, n,
@@ -267,8 +308,10 @@ static ts_status build_node(lw *L, walk *w, int node)
         rc = ts_lww_op_stages(L, &o, &out_nhwc);
     if (rc)
         return rc;
-    if (L->n == first) { /* the stream only changes its name */
+    if (L->n == first) { /* the stream only changes its name (and a move, maybe its order's name) */
         w->lane[ln].t = n->out[0];
+        if (n->op == TS_OP_RESHAPE || n->op == TS_OP_FLATTEN || n->op == TS_OP_TRANSPOSE)
+            w->lane[ln].nhwc = out_nhwc;
         return TS_OK;
     }
     for (size_t k = first; k < L->n; k++) {
@@ -318,14 +361,18 @@ static ts_status check_counts(const lw *L)
 ts_status ts_lww_build(lw *L, int input, int output)
 {
     walk w = {.last = {0, -1}, .fork_t = -1};
+    if (!(w.done = ts_calloc(ts_graph_node_count(L->g) + 1, 1)))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     ts_status rc = build_source(L, input, &w.lane[0]);
-    if (rc)
+    if (rc) {
+        ts_free(w.done);
         return rc;
+    }
     w.lane[1] = w.lane[0];
-    for (size_t id = 0; id < ts_graph_node_count(L->g); id++)
-        if ((rc = build_node(L, &w, (int)id)))
-            return rc;
-    if ((rc = build_sink(L, &w, output)))
-        return rc;
-    return check_counts(L);
+    for (size_t id = 0; !rc && id < ts_graph_node_count(L->g); id++)
+        rc = build_node(L, &w, (int)id);
+    if (!rc)
+        rc = build_sink(L, &w, output);
+    ts_free(w.done);
+    return rc ? rc : check_counts(L);
 }

@@ -9,7 +9,8 @@
  *   tanh      e = exp(-2|x|), t = (1 - e) / (1 + e), the sign of x;
  *   hardswish x clip(x + 3, 0, 6) / 6;
  *   gelu      x (1 + erf(x / sqrt 2)) / 2, erf by Abramowitz and Stegun 7.1.26 (|error| <= 1.5e-7):
- *             erf z = 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-z^2), t = 1 / (1 + p z), z >= 0.
+ *             erf z = 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-z^2), t = 1 / (1 + p z), z >= 0;
+ *   gelu tanh x (1 + tanh u) / 2 = x sigmoid(2 u), u = sqrt(2 / pi) (x + 0.044715 x^3) (GPT-2's form).
  */
 #include <string.h>
 
@@ -132,12 +133,48 @@ static void gelu(lw_gen *G)
     ts_lww_op(G, WSE_OP_FMUL, 3, 1, 1, 5);
 }
 
-void ts_lww_emit_elem(lw_gen *G, const lw_stage *s)
+/* Gelu's tanh form: x sigmoid(2 u) (x kept in r0). */
+static void gelu_tanh(lw_gen *G)
 {
-    if (s->eop == TS_OP_SIGMOID || s->eop == TS_OP_TANH || s->eop == TS_OP_GELU)
-        ts_lww_exp_consts(G);
-    int l = ts_lww_loop_head(G, 10, (int64_t)s->in_n);
-    ts_lww_op(G, WSE_OP_RECV, 2, 6, (int)s->cin);
+    ts_lww_op(G, WSE_OP_MOV, 2, 0, 6);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 5, 6, 6);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 5, 5, 6);
+    ts_lww_op(G, WSE_OP_FLI, 2, 7, ts_lww_bits(0.044715f));
+    ts_lww_op(G, WSE_OP_FMUL, 3, 5, 5, 7);
+    ts_lww_op(G, WSE_OP_FADD, 3, 5, 5, 6);
+    ts_lww_op(G, WSE_OP_FLI, 2, 7, ts_lww_bits((float)1.5957691216057308)); /* 2 sqrt(2 / pi) */
+    ts_lww_op(G, WSE_OP_FMUL, 3, 6, 5, 7);
+    sigmoid(G);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 1, 1, 0);
+}
+
+/* The part of an elementwise stage's row of L values that PE g of G computes: [a, b), part
+ * G - 1 - g. Each PE passes the raw parts before its own on at once, takes its own into memory,
+ * computes it there and sends it, then passes on the computed parts after it: the first PE takes
+ * the last part, and all compute side by side (a PE that computed as it received would hold the
+ * PEs before it to its pace, and the parts of a row would be computed one after the other). */
+static void elem_part(const lw_stage *s, uint32_t g, int64_t *a, int64_t *b)
+{
+    const uint32_t p = s->G - 1 - g;
+    *a = p * s->L / s->G;
+    *b = (p + 1) * s->L / s->G;
+}
+
+/* The function of r6 into r1 (every register but r10 and r15). */
+static void elem_fn(lw_gen *G, const lw_stage *s);
+
+/* The function on n elements from ci to co (r10 the count; the function's registers). */
+static void elem_loop(lw_gen *G, const lw_stage *s, uint32_t ci, uint32_t co, int64_t n)
+{
+    int l = ts_lww_loop_head(G, 10, n);
+    ts_lww_op(G, WSE_OP_RECV, 2, 6, (int)ci);
+    elem_fn(G, s);
+    ts_lww_op(G, WSE_OP_SEND, 2, (int)co, 1);
+    ts_lww_loop_end(G, 10, l);
+}
+
+static void elem_fn(lw_gen *G, const lw_stage *s)
+{
     switch (s->eop) {
     case TS_OP_CLIP:
         ts_lww_op(G, WSE_OP_MOV, 2, 1, 6);
@@ -147,9 +184,54 @@ void ts_lww_emit_elem(lw_gen *G, const lw_stage *s)
         break;
     case TS_OP_SIGMOID: sigmoid(G); break;
     case TS_OP_TANH: tanh_(G); break;
-    case TS_OP_GELU: gelu(G); break;
+    case TS_OP_GELU:
+        if (s->vop)
+            gelu_tanh(G);
+        else
+            gelu(G);
+        break;
     default: hardswish(G); break;
     }
-    ts_lww_op(G, WSE_OP_SEND, 2, (int)s->cout, 1);
-    ts_lww_loop_end(G, 10, l);
+}
+
+void ts_lww_emit_elem(lw_gen *G, const lw_stage *s)
+{
+    if (s->eop == TS_OP_SIGMOID || s->eop == TS_OP_TANH || s->eop == TS_OP_GELU)
+        ts_lww_exp_consts(G);
+    elem_loop(G, s, s->cin, s->cout, (int64_t)s->in_n);
+}
+
+ts_status ts_lww_emit_elem_split(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
+{
+    /* the rows unrolled: the function takes every register but r10 (its count) and r15 (zero), and a
+     * count kept in memory would not hold under sim.timing_only (loads read 0) */
+    for (uint32_t g = 0; g < s->G; g++) {
+        const uint32_t ci = g ? lw_gcol(s, g - 1) : s->cin, co = lw_gcol(s, g);
+        int64_t a, b;
+        elem_part(s, g, &a, &b);
+        if (!ts_lww_pe_stream(P, L->t, s->x + g, s->y0, G))
+            return TS_ENOMEM;
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)co, P_R, lw_outp(s, g + 1 == s->G));
+        ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
+        if (s->eop == TS_OP_SIGMOID || s->eop == TS_OP_TANH || s->eop == TS_OP_GELU)
+            ts_lww_exp_consts(G);
+        const int BUF = 0, END = (int)(b - a) * 4;
+        for (uint64_t r = 0; r < s->in_n / (uint64_t)s->L; r++) {
+            ts_lww_in_to_out(G, ci, co, (uint64_t)a);
+            ts_lww_in_to_mem(G, ci, (uint64_t)BUF, (uint64_t)(b - a), 1);
+            ts_lww_op(G, WSE_OP_LI, 2, 10, BUF); /* r10 the element; r2, r3 free after the function */
+            int l = ts_lww_pc(G);
+            ts_lww_op(G, WSE_OP_LD, 3, 6, 10, 0);
+            elem_fn(G, s);
+            ts_lww_op(G, WSE_OP_ST, 3, 1, 10, 0);
+            ts_lww_op(G, WSE_OP_ADDI, 3, 10, 10, 4);
+            ts_lww_op(G, WSE_OP_LI, 2, 2, END);
+            ts_lww_op(G, WSE_OP_SUB, 3, 3, 10, 2);
+            ts_lww_op(G, WSE_OP_BNZ, 2, 3, l);
+            ts_lww_mem_to_out(G, (uint64_t)BUF, (uint64_t)(b - a), co);
+            ts_lww_in_to_out(G, ci, co, (uint64_t)(s->L - b));
+        }
+    }
+    return TS_OK;
 }

@@ -191,6 +191,7 @@ ts_status ts_lww_emit(lw *L, ts_program *P, lw_gen *G)
              : k == K_FEED || k == K_MAXPOOL ? ts_lww_emit_lb(L, P, i, G)
              : k == K_JOIN                   ? emit_join(L, P, i, G)
              : k == K_CONCAT                 ? ts_lww_emit_concat(L, P, i, G)
+             : k == K_ATTN                   ? ts_lww_emit_attn(L, P, i, G)
                                              : ts_lww_emit_single(L, P, i, G);
         if (!rc && G->oom)
             rc = TS_ENOMEM;

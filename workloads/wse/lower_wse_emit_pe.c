@@ -236,9 +236,45 @@ static void emit_gap(lw_gen *G, const lw_stage *s)
     ts_lww_loop_end(G, 10, b);
 }
 
+/* An add whose period is split over s->G PEs in a row (a parameter larger than a PE): PE j keeps
+ * part j of the period; per period it passes on the values before its part, applies its part
+ * (the fabric as operand and destination), passes on the rest; the stream runs east through the
+ * row (PE j sends on the colour of column j). */
+static ts_status emit_add_split(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
+{
+    const uint64_t per = s->period, part = ts_geom_cdiv(per, s->G);
+    for (uint32_t j = 0; j < s->G; j++) {
+        const uint64_t a = j * part < per ? j * part : per, b = a + part < per ? a + part : per;
+        const uint32_t ci = j ? lw_gcol(s, j - 1) : s->cin, co = lw_gcol(s, j);
+        if (!ts_lww_pe_stream(P, L->t, s->x + j, s->y0, G))
+            return TS_ENOMEM;
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)co, P_R, lw_outp(s, j + 1 == s->G));
+        int l = ts_lww_loop_head(G, 10, (int64_t)(s->in_n / per));
+        ts_lww_in_to_out(G, ci, co, a);
+        for (uint64_t c = a; c < b; c += PIECE) {
+            int k = b - c > PIECE ? PIECE : (int)(b - c);
+            ts_lww_op(G, WSE_OP_DSDIN, 3, 0, (int)ci, k);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 1, (int)((c - a) * 4), k, 1);
+            ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)co, k, 0);
+            ts_lww_op(G, s->vop, 5, 2, s->swap ? 1 : 0, s->swap ? 0 : 1, -1, -1);
+        }
+        ts_lww_in_to_out(G, ci, co, per - b);
+        ts_lww_loop_end(G, 10, l);
+        if (b > a && ts_program_add_segment(P, WSE_KIND_PE, s->y0 * L->t->width + s->x + j, 0, s->vals + a,
+                                            (uint32_t)((b - a) * 4), L->err))
+            return L->err->status;
+    }
+    return TS_OK;
+}
+
 ts_status ts_lww_emit_single(lw *L, ts_program *P, size_t si, lw_gen *G)
 {
     const lw_stage *s = &L->st[si];
+    if (s->kind == K_ADD && s->G > 1)
+        return emit_add_split(L, P, G, s);
+    if (s->kind == K_ELEM && s->G > 1)
+        return ts_lww_emit_elem_split(L, P, G, s);
     if (!ts_lww_pe_stream(P, L->t, s->x, s->y0, G))
         return TS_ENOMEM;
     ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R);
@@ -268,6 +304,19 @@ ts_status ts_lww_emit_single(lw *L, ts_program *P, size_t si, lw_gen *G)
         break;
     case K_NORM:
         return ts_lww_emit_norm(L, P, G, s);
+    case K_PCAT: { /* per block: the parameter's part and the stream's, in the operands' order */
+        for (int64_t b = 0; b < s->M; b++) {
+            if (s->swap)
+                ts_lww_in_to_out(G, s->cin, s->cout, (uint64_t)s->N);
+            ts_lww_mem_to_out(G, (uint64_t)(b * s->K * 4), (uint64_t)s->K, s->cout);
+            if (!s->swap)
+                ts_lww_in_to_out(G, s->cin, s->cout, (uint64_t)s->N);
+        }
+        uint32_t id = s->y0 * L->t->width + s->x;
+        if (ts_program_add_segment(P, WSE_KIND_PE, id, 0, s->vals, (uint32_t)(s->M * s->K * 4), L->err))
+            return L->err->status;
+        break;
+    }
     default:
         break;
     }

@@ -57,7 +57,9 @@ _Static_assert(15 < WSE_NREGS && 15 < WSE_NDSD, "the lowering uses r15 and DSD r
     X(ELEM, "elementwise")              \
     X(SLICE, "slice")                   \
     X(TRANSPOSE, "transpose")           \
-    X(NORM, "layernorm")
+    X(NORM, "layernorm")                \
+    X(ATTN, "attention")              \
+    X(PCAT, "concat-param")
 enum {
 #define LW_KIND_ENUM(k, name) K_##k,
     LW_KINDS(LW_KIND_ENUM)
@@ -82,7 +84,7 @@ typedef struct lw_stage {
     bool relu;
     bool clip;      /* matmul, join: a fused Clip to [lo, hi] (ReLU6) */
     float lo, hi;   /* clip: the bounds; elem: Clip's too */
-    int eop;        /* elem: the graph op (Clip, Sigmoid, Tanh, HardSwish, Gelu) */
+    int eop;        /* elem: the graph op (Clip, Sigmoid, Tanh, HardSwish, Gelu; vop 1: Gelu's tanh form) */
     /* image stages: batch, channels, size, window, strides, pads (top, left, bottom, right);
      * transpose: the input dims in B, C, H, W, the permutation in kh, kw, sh, sw, the rank in G */
     int64_t B, C, H, W, kh, kw, sh, sw, pt, pl, pb, pr, Ho, Wo;
@@ -98,6 +100,11 @@ typedef struct lw_stage {
     bool swap;
     uint32_t kcmin; /* matmul: fewest columns its weights need */
     uint64_t chunk; /* source and sink: elements per PE */
+    /* attention (lower_wse_attn.c): M rows of F of L values, N heads, K per query and key, C per
+     * value; cols[3 j .. 3 j + 2] head j's first q, k and v columns of F (owned); lo the scale */
+    int64_t *cols;
+    int64_t nc;   /* attention: keys and values before the stream's (a KV cache's) */
+    float *cache; /* attention: per head its nc cached keys (K x nc), then values (nc x C) (owned) */
 } lw_stage;
 
 /* The lowering of one graph: its stages in stream order, west to east. */
@@ -108,6 +115,7 @@ typedef struct lw {
     lw_stage *st;           /* owned; n of cap */
     size_t n, cap;
     uint64_t T;             /* the balanced pipeline's cycles by the cost model (place) */
+    bool narrow;            /* place: products split for the fewest columns, not the fewest PEs */
 } lw;
 
 static inline bool lw_is_param(const ts_graph_tensor *t)
@@ -233,6 +241,9 @@ ts_status ts_lww_emit_single(lw *L, ts_program *P, size_t si, lw_gen *G);
 /* Whether op is HardSwish (by its name: the IR gains TS_OP_HARDSWISH after Clip). */
 bool ts_lww_is_hardswish(int op);
 void ts_lww_emit_elem(lw_gen *G, const lw_stage *s);
+/* An elementwise stage split over s->G PEs in a row (place): PE g passes on the values of each row
+ * before its part (part G - 1 - g), applies the function to its part, passes on the rest. */
+ts_status ts_lww_emit_elem_split(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
 /* Clamp n words from addr to [lo, hi] in place (uses r5-r9; r15 holds 0). */
 void ts_lww_clip_mem(lw_gen *G, int addr, int64_t n, float lo, float hi);
 /* From lower_wse_emit_pe.c: a float's bits; r3 := exp(r2 - r1) for r2 - r1 <= 0 (constants in
@@ -250,6 +261,16 @@ ts_status ts_lww_norm_stage(lw *L, const ts_graph_node *n, int node, const ts_gr
 ts_status ts_lww_emit_norm(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
 /* A Concat join's PE (lower_wse_concat.c). */
 ts_status ts_lww_emit_concat(lw *L, ts_program *P, size_t si, lw_gen *G);
+
+/* Attention (lower_wse_attn.c): the region of the graph from stream F (read first by node
+ * `first`) as one stage appended to L->st; its nodes marked in done, *out_t the tensor it gives. */
+ts_status ts_lww_attn_stage(lw *L, int F, int first, bool *done, int *out_t);
+/* Whether node is a projection of F (a MatMul of F by a 2-d weight); the attention of three or
+ * more projections of F: one product of their weights side by side (their bias Adds folded in),
+ * then the attention stage on its stream (two stages appended). */
+bool ts_lww_is_proj(const ts_graph *g, int node, int F);
+ts_status ts_lww_attn_proj(lw *L, int F, int first, bool *done, int *out_t);
+ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G);
 
 /* ---- report (lower_wse_report.c) ---- */
 

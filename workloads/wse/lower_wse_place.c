@@ -20,9 +20,10 @@ static uint64_t mm_cost(const lw_stage *s, uint64_t kr, uint64_t kc)
 }
 
 /* The fewest PEs (kr x kc, kr <= hmax, kc <= wmax) whose rows take at most T cycles by mm_cost
- * and whose blocks fit the SRAM; false when none does. */
-static bool mm_pick(const lw_stage *s, uint64_t T, uint64_t hmax, uint64_t wmax, uint64_t sram, uint64_t *kr,
-                    uint64_t *kc)
+ * and whose blocks fit the SRAM (narrow: the fewest columns, then the fewest PEs); false when
+ * none does. */
+static bool mm_pick(const lw_stage *s, uint64_t T, uint64_t hmax, uint64_t wmax, uint64_t sram, bool narrow,
+                    uint64_t *kr, uint64_t *kc)
 {
     const uint64_t K = (uint64_t)s->K, N = (uint64_t)s->N, rows = (uint64_t)s->M;
     uint64_t best = UINT64_MAX, bcost = UINT64_MAX;
@@ -38,9 +39,9 @@ static bool mm_pick(const lw_stage *s, uint64_t T, uint64_t hmax, uint64_t wmax,
             else
                 lo = mid + 1;
         }
-        uint64_t cost = mm_cost(s, r, lo);
-        if (r * lo < best || (r * lo == best && cost < bcost)) {
-            best = r * lo;
+        uint64_t cost = mm_cost(s, r, lo), key = narrow ? lo * (hmax + 1) + r : r * lo;
+        if (key < best || (key == best && cost < bcost)) {
+            best = key;
             bcost = cost;
             *kr = r;
             *kc = lo;
@@ -69,7 +70,7 @@ static bool fits_at(const lw *L, uint64_t T, uint32_t Hm, uint64_t avail)
             continue;
         uint64_t hmax, wmax, kr = 0, kc = 0;
         mm_bounds(L, s, Hm, avail, &hmax, &wmax);
-        if (wmax < s->kcmin || !mm_pick(s, T, hmax, wmax, L->t->sram_bytes, &kr, &kc))
+        if (wmax < s->kcmin || !mm_pick(s, T, hmax, wmax, L->t->sram_bytes, L->narrow, &kr, &kc))
             return false;
         cols += s->lane ? 0 : kc;
     }
@@ -152,9 +153,14 @@ static ts_status columns_left(lw *L, uint32_t Hm, uint64_t fixed, uint64_t need,
 /* Balance the pipeline: L->T, the smallest T such that every matrix product, given the fewest
  * PEs that take its rows in at most T cycles, still fits the columns left (skip paths below are
  * not counted: they only push a join east). Stages with few rows then get few PEs. From the
- * longest stream of a product up, doubling, then bisecting. */
+ * longest stream of a product up, doubling, then bisecting. When the fewest PEs of every product
+ * take more columns than are left at any T (products split wide and short to save PEs), the
+ * products take the fewest columns instead (L->narrow: tall splits, as many rows as they need). */
 static ts_status balance(lw *L, uint32_t Hm, uint64_t avail)
 {
+    uint64_t Tmax = UINT64_MAX >> 2;
+    if (!fits_at(L, Tmax, Hm, avail))
+        L->narrow = true;
     uint64_t T = 1;
     for (size_t i = 0; i < L->n; i++) {
         const lw_stage *s = &L->st[i];
@@ -164,7 +170,7 @@ static ts_status balance(lw *L, uint32_t Hm, uint64_t avail)
     if (!fits_at(L, T, Hm, avail)) {
         uint64_t lo = T;
         do {
-            if (T > (UINT64_MAX >> 2))
+            if (T > Tmax)
                 return ts_err_set(L->err, TS_EINTERNAL, "no placement of the matrix products fits");
             lo = T + 1;
             T *= 2;
@@ -190,7 +196,7 @@ static ts_status split(lw *L, uint32_t Hm, uint64_t avail)
             continue;
         uint64_t hmax, wmax, kr = 0, kc = 0;
         mm_bounds(L, s, Hm, avail, &hmax, &wmax);
-        if (!mm_pick(s, L->T, hmax, wmax, L->t->sram_bytes, &kr, &kc))
+        if (!mm_pick(s, L->T, hmax, wmax, L->t->sram_bytes, L->narrow, &kr, &kc))
             return ts_err_set(L->err, TS_EINTERNAL, "no split of matmul stage %zu fits", i);
         s->kr = (uint32_t)kr;
         s->kc = (uint32_t)kc;
@@ -249,6 +255,57 @@ static ts_status positions(lw *L, uint32_t Hm)
     return TS_OK;
 }
 
+/* Cycles an elementwise PE spends on one element (its scalar code, about). */
+static uint64_t elem_cost(const lw_stage *s)
+{
+    switch (s->eop) {
+    case TS_OP_CLIP: return 12;
+    case TS_OP_SIGMOID: return 50;
+    case TS_OP_TANH: return 55;
+    case TS_OP_GELU: return s->vop ? 65 : 90;
+    default: return 25;
+    }
+}
+
+/* Whether elementwise stage s is slower than the pipeline time T and has at most 4,096 rows (its
+ * split PEs' code is unrolled over the rows). */
+static bool elem_splits(const lw *L, const lw_stage *s)
+{
+    return s->kind == K_ELEM && s->L > 1 && s->in_n * elem_cost(s) > L->T && s->in_n / (uint64_t)s->L <= 4096;
+}
+
+/* Positions, with an elementwise stage slower than the pipeline time T split over up to 8 PEs in a
+ * row (each its part of every row of the stream), as many as the mesh's width leaves: 8, else 4,
+ * 2, 1 for all of them. */
+static ts_status elem_widths(lw *L, uint32_t Hm)
+{
+    bool slow = false;
+    for (size_t i = 0; i < L->n; i++)
+        slow |= elem_splits(L, &L->st[i]);
+    if (!slow)
+        return positions(L, Hm);
+    for (uint64_t gmax = 8;; gmax /= 2) {
+        for (size_t i = 0; i < L->n; i++) {
+            lw_stage *s = &L->st[i];
+            if (!elem_splits(L, s))
+                continue;
+            uint64_t g = ts_geom_cdiv(s->in_n * elem_cost(s), L->T ? L->T : 1);
+            g = g < gmax ? g : gmax;
+            g = g < (uint64_t)s->L ? g : (uint64_t)s->L; /* at most one PE per element of a row */
+            if (g > 1 && ts_geom_cdiv((uint64_t)s->L, g) * 4 > L->t->sram_bytes)
+                g = 1; /* a PE keeps its part of a row */
+            s->G = (uint32_t)(g ? g : 1);
+            s->w = s->G;
+            s->mem = s->G > 1 ? ts_geom_cdiv((uint64_t)s->L, s->G) * 4 : 0;
+        }
+        ts_status rc = positions(L, Hm);
+        if (!rc || gmax == 1)
+            return rc;
+        ts_err_free(L->err); /* too wide: fewer PEs each */
+        ts_err_init(L->err);
+    }
+}
+
 ts_status ts_lww_place(lw *L, uint32_t *hm)
 {
     const ts_wse_target *t = L->t;
@@ -274,5 +331,5 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
     /* the main band is as tall as its tallest stage: skip paths run just below it */
     if (forks)
         *hm = band_height(L);
-    return positions(L, *hm);
+    return elem_widths(L, *hm);
 }

@@ -208,6 +208,9 @@ static ts_status stage_elem(lw *L, const lw_op *o, bool *out_nhwc)
     if (!s)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     s->eop = (int)n->op;
+    s->vop = n->op == TS_OP_GELU && n->attrs.approximate_tanh; /* Gelu's tanh form */
+    s->L = o->c.nhwc ? o->x->dims[1] : o->x->dims[o->x->rank - 1]; /* a row: split over s->G PEs (place) */
+    s->G = 1;
     s->lo = lo;
     s->hi = hi;
     s->in_n = s->out_n = (uint64_t)o->nx;
@@ -268,12 +271,52 @@ static ts_status stage_binary(lw *L, const lw_op *o, bool *out_nhwc)
     s->in_n = s->out_n = (uint64_t)nx;
     s->period = (uint64_t)P;
     s->mem = (uint64_t)P * 4;
+    if (s->mem > sram && P > 1) { /* split over PEs in a row, each keeping a part of the period */
+        s->G = (uint32_t)ts_geom_cdiv((uint64_t)P * 4, sram);
+        s->w = s->G;
+        s->mem = ts_geom_cdiv((uint64_t)P, s->G) * 4;
+    }
     if (s->mem > sram)
         return ts_lower_fail(L->err, n,
                              "its operand '%s' needs %.1f KiB in one PE of %.1f KiB: %.1f KiB too much (%llu bytes)",
                              p->name, s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0,
                              (unsigned long long)(s->mem - sram));
     *out_nhwc = o->c.nhwc;
+    return TS_OK;
+}
+
+/* Concat of the stream and one parameter (ViT's class token before its patches): one PE keeping
+ * the parameter; per block (the dims before the axis) it sends the parameter's part from memory
+ * and passes the stream's on, in the operands' order. */
+static ts_status stage_concat_param(lw *L, const lw_op *o)
+{
+    const ts_graph_node *n = o->n;
+    if (n->nin != 2 || o->other < 0 || o->c.nhwc)
+        return ts_lower_fail(L->err, n, "joins '%s' with a parameter%s; the WSE lowering concatenates two operands, "
+                             "a skip path or one parameter with a row-major stream", o->x->name,
+                             o->c.nhwc ? " pixel by pixel" : "");
+    const ts_graph_tensor *p = ts_graph_get_tensor(L->g, o->other);
+    int64_t ax = n->attrs.axis < 0 ? n->attrs.axis + o->y->rank : n->attrs.axis, outer = 1;
+    for (int k = 0; k < ax; k++)
+        outer *= o->y->dims[k];
+    lw_stage *s = ts_lww_add_stage(L, K_PCAT, o->node);
+    const int64_t np = ts_graph_tensor_elems(p);
+    if (!s || !(s->vals = ts_malloc((size_t)np * 4)))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (int64_t i = 0; i < np; i++)
+        s->vals[i] = (float)ts_fill_value_f32(p, o->other, (uint64_t)i);
+    s->M = outer;
+    s->K = np / outer;
+    s->N = o->nx / outer;
+    s->swap = o->at == 0; /* the stream first */
+    s->in_n = (uint64_t)o->nx;
+    s->out_n = (uint64_t)o->ny;
+    s->mem = (uint64_t)np * 4;
+    if (s->mem > L->t->sram_bytes)
+        return ts_lower_fail(L->err, n, "its operand '%s' needs %.1f KiB in one PE of %.1f KiB: does not fit by %.1f "
+                             "KiB (%llu bytes)", p->name, s->mem / 1024.0, L->t->sram_bytes / 1024.0,
+                             (s->mem - L->t->sram_bytes) / 1024.0,
+                             (unsigned long long)(s->mem - L->t->sram_bytes));
     return TS_OK;
 }
 
@@ -335,7 +378,7 @@ static ts_status stage_pool(lw *L, const lw_op *o, bool *out_nhwc)
 
 /* The operators the WSE lowering refuses whatever their shapes (ts_lower_ops; build and the
  * dispatch below ask it too): kinds without stages, dtypes other than f32, a MaxPool with
- * dilations, a Gemm with transA, a MaxPool with ceil_mode, a Gelu in the tanh form. */
+ * dilations, a Gemm with transA, a MaxPool with ceil_mode. */
 static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t cap)
 {
     switch (n->op) {
@@ -378,9 +421,25 @@ static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t 
         snprintf(why, cap, "with transA");
     else if (n->op == TS_OP_MAXPOOL && a->ceil_mode)
         snprintf(why, cap, "with ceil_mode");
-    else if (n->op == TS_OP_GELU && a->approximate_tanh)
-        snprintf(why, cap, "in the tanh form");
     return why[0] != '\0';
+}
+
+/* Whether o is a Reshape of an image streamed pixel by pixel [B, C, H, W] to [B, C, H W] read only
+ * by a Transpose to [B, H W, C] (ViT's patches): the pixel stream is that Transpose's output in
+ * row-major order, so both only rename it. */
+static bool pixels_to_rows(const ts_graph *g, const lw_op *o)
+{
+    const ts_graph_tensor *x = o->x, *y = o->y;
+    if (o->n->op != TS_OP_RESHAPE || x->rank != 4 || y->rank != 3 || y->dims[0] != x->dims[0] ||
+        y->dims[1] != x->dims[1] || y->dims[2] != x->dims[2] * x->dims[3])
+        return false;
+    size_t nc = 0;
+    const int *c = ts_graph_consumers(g, o->n->out[0], &nc);
+    if (nc != 1)
+        return false;
+    const ts_graph_node *t = ts_graph_get_node(g, c[0]);
+    return t->op == TS_OP_TRANSPOSE && t->attrs.nperm == 3 && t->attrs.perm[0] == 0 && t->attrs.perm[1] == 2 &&
+           t->attrs.perm[2] == 1;
 }
 
 const ts_lower_ops ts_lww_ops = {.family = "WSE", .refuse = refuse, .takes = NULL};
@@ -411,6 +470,10 @@ ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc)
         return stage_pool(L, o, out_nhwc);
     case TS_OP_FLATTEN:
     case TS_OP_RESHAPE:
+        if (o->c.nhwc && pixels_to_rows(L->g, o)) { /* [B, C, H, W] to [B, C, H W], then to [B, H W, C] */
+            *out_nhwc = true;
+            return TS_OK;
+        }
         if (o->c.nhwc)
             return ts_lower_fail(L->err, o->n,
                                  "its input streams pixel by pixel (a Conv output with more than one pixel)");
@@ -424,13 +487,13 @@ ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc)
         *out_nhwc = o->c.nhwc;
         return ts_lww_slice_stage(L, o->n, o->node, o->x, o->c.nhwc);
     case TS_OP_TRANSPOSE:
+        if (o->c.nhwc && o->x->rank == 3) /* after pixels_to_rows: the pixel stream in row-major order */
+            return TS_OK;
         return ts_lww_transpose_stage(L, o->n, o->node, o->x, o->c.nhwc);
     case TS_OP_LAYERNORM:
         return ts_lww_norm_stage(L, o->n, o->node, o->x, o->c.nhwc);
     case TS_OP_CONCAT:
-        return ts_lower_fail(L->err, o->n,
-                             "joins '%s' with a parameter; the WSE lowering concatenates a skip path only",
-                             o->x->name);
+        return stage_concat_param(L, o);
     default: /* refused above */
         if (ts_lww_is_hardswish(o->n->op))
             return stage_elem(L, o, out_nhwc);

@@ -1,0 +1,945 @@
+/* workloads/wse/lower_wse_attn.c — multi-head attention as one stage of the layer pipeline.
+ *
+ * Region. A stream tensor F that feeds three or more operators opens an attention region: the
+ * operators from there on whose activations all come from F or from the region, up to the first
+ * point where one tensor is left that later operators read. The region is read symbolically,
+ * whatever the exporter's arrangement of Slices, Reshapes and Transposes:
+ *   moves   Slice, Reshape, Flatten, Transpose: each element of their output is an element of F
+ *           (a map, element by element), optionally times a scale (Div or Mul by a scalar);
+ *   scores  a MatMul of two moves A [.., M, K] x B [.., K, N]: per batch index b (an instance:
+ *           a head), A's row m must be F's row m and its column k F's column qc(b) + k, B's
+ *           (k, n) F's row n, column kc(b) + k: Q K^T of one head over every row of F;
+ *   probs   a Softmax over the scores' last axis (a scalar Div or Mul before it scales them);
+ *   out     a MatMul of probs [.., M, N] x a move V [.., N, DV] whose (n, c) is F's row n,
+ *           column vc(b) + c; then moves again, until the region's output, whose row m and
+ *           column oc(b) + c must be instance b's output (m, c), the instances' blocks tiling
+ *           each output row.
+ * Anything else in the region (a mask added to the scores, rows of another sequence) is refused
+ * with the operator's name.
+ *
+ * Stage. nb columns (one per instance, in output order) by 3 rows of PEs. Every row of F is
+ * multicast to all of them (east along row 0, south down each column, as a product's rows);
+ * each PE keeps its instance's columns and drops the rest into a junk word:
+ *   row 2 (Q)  Q[m][0..K) for every row; once every row is in, sends them one by one north;
+ *   row 1 (K)  K^T[k][n] (stored with stride N); per query row from the south: the scores row
+ *              (fmacs of K^T's rows by q[k]), the softmax (max, exp of the scaled difference,
+ *              sum, reciprocal: the scale folded into the exponent), the probabilities north;
+ *   row 0 (V)  V[n][0..DV); per probabilities row: the output row (fmacs of V's rows by p[n]),
+ *              then the row chain east: PE j passes on the outputs of the instances west of
+ *              it, then sends its own.
+ * The stage reads the whole of F before it gives anything out (the skip path's lag).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "workloads/wse/lower_wse_int.h"
+
+enum { AV_NONE, AV_MOVE, AV_SCORES, AV_PROBS, AV_OUT };
+
+/* What the region knows of one tensor: its kind; a move's or an out's map (element to F's
+ * element, or to (b M + m) DV + c of the instances' outputs), owned; scores and probs: their
+ * instances' q and k columns (qc, kc, owned) and the scale. */
+typedef struct av {
+    int kind;
+    int64_t *map;
+    int64_t *qc, *kc, *vc;
+    int64_t nb, M, N, K, DV;
+    double scale;
+    float *mask; /* scores, probs, out: added to instance b's scores before the scale, [b][m][n] (owned) */
+} av;
+
+typedef struct region {
+    const ts_graph *g;
+    av *v;         /* per tensor */
+    int F;         /* the tensor the region starts from */
+    int64_t R, W;  /* F as R rows of W */
+    /* parameters joined to the keys and values (a KV cache): element e of pt_t[q] is coded in a
+     * map as -(1 + pt_base[q] + e) */
+    int pt_t[8];
+    int64_t pt_base[8], pt_next;
+    int npt;
+    int64_t Nc;             /* the keys and values before the stream's: the cache's */
+    float *kcache, *vcache; /* per instance: K x Nc keys, Nc x DV values (owned) */
+} region;
+
+/* The value of a parameter code (a map entry < 0). */
+static float param_at(const region *G, int64_t code)
+{
+    int64_t idx = -code - 1;
+    for (int q = 0; q < G->npt; q++) {
+        const ts_graph_tensor *t = ts_graph_get_tensor(G->g, G->pt_t[q]);
+        if (idx >= G->pt_base[q] && idx < G->pt_base[q] + ts_graph_tensor_elems(t))
+            return (float)ts_fill_value_f32(t, G->pt_t[q], (uint64_t)(idx - G->pt_base[q]));
+    }
+    return 0.0f;
+}
+
+/* The number of leading keys (n < Nc) of instance i that are parameters: along axis `n` of a
+ * map of nb x A x B (keys: A = K, B = N, n the column; values: A = N, n the row). */
+static int64_t cache_len(const av *x, int64_t i, int64_t A, int64_t B, bool keys_last)
+{
+    int64_t n = 0, lim = keys_last ? B : A;
+    while (n < lim && x->map[keys_last ? (i * A) * B + n : (i * A + n) * B] < 0)
+        n++;
+    return n;
+}
+
+static void av_free(av *a)
+{
+    ts_free(a->map);
+    ts_free(a->qc);
+    ts_free(a->kc);
+    ts_free(a->vc);
+    ts_free(a->mask);
+    memset(a, 0, sizeof *a);
+}
+
+/* A copy of x's mask into y (none when x has none); nonzero when out of memory. */
+static int copy_mask(const av *x, av *y)
+{
+    y->mask = NULL;
+    if (!x->mask)
+        return 0;
+    size_t n = (size_t)(x->nb * x->M * x->N);
+    if (!(y->mask = ts_malloc(n * sizeof *y->mask)))
+        return -1;
+    memcpy(y->mask, x->mask, n * sizeof *y->mask);
+    return 0;
+}
+
+/* The input element of each output element of a move node (Slice, Reshape, Flatten, Transpose);
+ * map[i] for output element i (owned by the caller); NULL when out of memory. */
+static int64_t *move_map(const ts_graph_node *n, const ts_graph_tensor *x, const ts_graph_tensor *y)
+{
+    const int64_t ny = ts_graph_tensor_elems(y);
+    int64_t *m = ts_malloc((size_t)(ny ? ny : 1) * sizeof *m);
+    if (!m)
+        return NULL;
+    int64_t xs[TS_GRAPH_MAX_RANK]; /* x's strides */
+    for (int k = x->rank - 1, st = 1; k >= 0; k--) {
+        xs[k] = st;
+        st *= (int)x->dims[k];
+    }
+    for (int64_t i = 0; i < ny; i++) {
+        if (n->op != TS_OP_TRANSPOSE && n->op != TS_OP_SLICE) {
+            m[i] = i;
+            continue;
+        }
+        int64_t o[TS_GRAPH_MAX_RANK], r = i, src = 0;
+        for (int k = y->rank - 1; k >= 0; k--) {
+            o[k] = r % y->dims[k];
+            r /= y->dims[k];
+        }
+        const ts_graph_attrs *a = &n->attrs;
+        for (int k = 0; k < y->rank; k++)
+            if (n->op == TS_OP_TRANSPOSE)
+                src += o[k] * xs[a->nperm ? a->perm[k] : y->rank - 1 - k];
+            else
+                src += (a->nslice ? a->starts[k] + o[k] * a->steps[k] : o[k]) * xs[k];
+        m[i] = src;
+    }
+    return m;
+}
+
+/* The batch count and the last two dims of t. */
+static void mat_dims(const ts_graph_tensor *t, int64_t *nb, int64_t *r, int64_t *c)
+{
+    *c = t->dims[t->rank - 1];
+    *r = t->rank > 1 ? t->dims[t->rank - 2] : 1;
+    *nb = ts_graph_tensor_elems(t) / (*r * *c);
+}
+
+/* A product of two moves, Q K^T: per instance b the q and k columns, every row of F. */
+static ts_status scores(lw *L, region *G, const ts_graph_node *n, av *a, av *b, av *y)
+{
+    int64_t nb, M, K, nb2, K2, N;
+    mat_dims(ts_graph_get_tensor(G->g, n->in[0]), &nb, &M, &K);
+    mat_dims(ts_graph_get_tensor(G->g, n->in[1]), &nb2, &K2, &N);
+    const int64_t Nc = nb ? cache_len(b, 0, K, N, true) : 0;
+    if (nb != nb2 || K != K2 || M != G->R || N - Nc != G->R)
+        return ts_lower_fail(L->err, n, "multiplies two activations that are not one head's queries by its keys over "
+                             "every row of '%s' (a batch broadcast, or rows of another sequence)",
+                             ts_graph_get_tensor(G->g, G->F)->name);
+    y->qc = ts_malloc((size_t)nb * sizeof *y->qc);
+    y->kc = ts_malloc((size_t)nb * sizeof *y->kc);
+    G->Nc = Nc;
+    if (Nc && !(G->kcache = ts_malloc((size_t)(nb * K * Nc) * sizeof *G->kcache)))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    if (!y->qc || !y->kc)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (int64_t i = 0; i < nb; i++) {
+        y->qc[i] = a->map[i * M * K] % G->W;
+        y->kc[i] = b->map[i * K * N + Nc] % G->W;
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t k = 0; k < K; k++) {
+                int64_t fa = a->map[(i * M + m) * K + k];
+                if (fa / G->W != m || fa % G->W != y->qc[i] + k)
+                    return ts_lower_fail(L->err, n, "its first operand's element (%lld, %lld, %lld) is not a query "
+                                         "of one head (row %lld, a column range of '%s')", (long long)i, (long long)m,
+                                         (long long)k, (long long)m, ts_graph_get_tensor(G->g, G->F)->name);
+            }
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t c = 0; c < N; c++) {
+                int64_t fb = b->map[(i * K + k) * N + c];
+                if (c < Nc && fb < 0) { /* a cached key */
+                    G->kcache[(i * K + k) * Nc + c] = param_at(G, fb);
+                    continue;
+                }
+                if (fb < 0 || c < Nc || fb / G->W != c - Nc || fb % G->W != y->kc[i] + k)
+                    return ts_lower_fail(L->err, n, "its second operand's element (%lld, %lld, %lld) is not a key "
+                                         "of one head (transposed: row %lld, a column range of '%s')", (long long)i,
+                                         (long long)k, (long long)c, (long long)(c - Nc),
+                                         ts_graph_get_tensor(G->g, G->F)->name);
+            }
+    }
+    y->kind = AV_SCORES;
+    y->nb = nb, y->M = M, y->N = N, y->K = K;
+    y->scale = a->scale * b->scale;
+    return TS_OK;
+}
+
+/* Probabilities times a move V: the instances' outputs. */
+static ts_status outputs(lw *L, region *G, const ts_graph_node *n, av *p, av *v, av *y)
+{
+    int64_t nb, M, N, nb2, N2, DV;
+    mat_dims(ts_graph_get_tensor(G->g, n->in[0]), &nb, &M, &N);
+    mat_dims(ts_graph_get_tensor(G->g, n->in[1]), &nb2, &N2, &DV);
+    if (nb != nb2 || N != N2 || nb != p->nb || (nb && cache_len(v, 0, N, DV, false) != G->Nc))
+        return ts_lower_fail(L->err, n, "multiplies attention probabilities by values of another shape (or another "
+                             "number of cached values than keys)");
+    const int64_t Nc = G->Nc;
+    if (Nc && !(G->vcache = ts_malloc((size_t)(nb * Nc * DV) * sizeof *G->vcache)))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    if (v->scale != 1.0)
+        return ts_lower_fail(L->err, n, "multiplies by scaled values; a scale before the Softmax is lowered");
+    y->vc = ts_malloc((size_t)nb * sizeof *y->vc);
+    y->qc = ts_malloc((size_t)nb * sizeof *y->qc);
+    y->kc = ts_malloc((size_t)nb * sizeof *y->kc);
+    y->map = ts_malloc((size_t)(nb * M * DV) * sizeof *y->map);
+    if (!y->vc || !y->qc || !y->kc || !y->map)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    memcpy(y->qc, p->qc, (size_t)nb * sizeof *y->qc);
+    memcpy(y->kc, p->kc, (size_t)nb * sizeof *y->kc);
+    if (copy_mask(p, y))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (int64_t i = 0; i < nb; i++) {
+        y->vc[i] = v->map[(i * N + Nc) * DV] % G->W;
+        for (int64_t r = 0; r < N; r++)
+            for (int64_t c = 0; c < DV; c++) {
+                int64_t f = v->map[(i * N + r) * DV + c];
+                if (r < Nc && f < 0) { /* a cached value */
+                    G->vcache[(i * Nc + r) * DV + c] = param_at(G, f);
+                    continue;
+                }
+                if (f < 0 || r < Nc || f / G->W != r - Nc || f % G->W != y->vc[i] + c)
+                    return ts_lower_fail(L->err, n, "its second operand's element (%lld, %lld, %lld) is not a value "
+                                         "of one head (row %lld, a column range of '%s')", (long long)i, (long long)r,
+                                         (long long)c, (long long)(r - Nc), ts_graph_get_tensor(G->g, G->F)->name);
+            }
+    }
+    for (int64_t i = 0; i < nb * M * DV; i++)
+        y->map[i] = i;
+    y->kind = AV_OUT;
+    y->nb = nb, y->M = M, y->N = N, y->K = p->K, y->DV = DV;
+    y->scale = p->scale;
+    return TS_OK;
+}
+
+/* The scalar of a Div or Mul by a one-element parameter, or NAN. */
+static double scalar_of(const ts_graph *g, const ts_graph_node *n, int *act)
+{
+    if (n->nin != 2)
+        return NAN;
+    for (int q = 0; q < 2; q++) {
+        const ts_graph_tensor *t = ts_graph_get_tensor(g, n->in[q]);
+        if (lw_is_param(t) && ts_graph_tensor_elems(t) == 1) {
+            *act = n->in[1 - q];
+            double v = ts_fill_value_f32(t, n->in[q], 0);
+            return n->op == TS_OP_DIV ? (q == 1 ? 1.0 / v : NAN) : v;
+        }
+    }
+    return NAN;
+}
+
+/* One node of the region read symbolically. */
+static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
+{
+    const ts_graph *g = G->g;
+    av *y = &G->v[n->out[0]];
+    const ts_graph_tensor *yt = ts_graph_get_tensor(g, n->out[0]);
+    switch (n->op) {
+    case TS_OP_SLICE:
+    case TS_OP_RESHAPE:
+    case TS_OP_FLATTEN:
+    case TS_OP_TRANSPOSE: {
+        av *x = &G->v[n->in[0]];
+        if (x->kind != AV_MOVE && x->kind != AV_OUT)
+            return ts_lower_fail(L->err, n, "moves attention scores or probabilities; only queries, keys, values and "
+                                 "outputs are moved");
+        int64_t *m = move_map(n, ts_graph_get_tensor(g, n->in[0]), yt);
+        if (!m)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        for (int64_t i = 0; i < ts_graph_tensor_elems(yt); i++)
+            m[i] = x->map[m[i]];
+        *y = *x;
+        y->map = m;
+        y->qc = y->kc = y->vc = NULL;
+        if (copy_mask(x, y))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        if (x->kind == AV_OUT) { /* the instances' columns stay with the first out tensor */
+            y->qc = ts_malloc((size_t)x->nb * sizeof *y->qc);
+            y->kc = ts_malloc((size_t)x->nb * sizeof *y->kc);
+            y->vc = ts_malloc((size_t)x->nb * sizeof *y->vc);
+            if (!y->qc || !y->kc || !y->vc)
+                return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+            memcpy(y->qc, x->qc, (size_t)x->nb * sizeof *y->qc);
+            memcpy(y->kc, x->kc, (size_t)x->nb * sizeof *y->kc);
+            memcpy(y->vc, x->vc, (size_t)x->nb * sizeof *y->vc);
+        }
+        return TS_OK;
+    }
+    case TS_OP_CONCAT: { /* keys or values joined to parameters (a KV cache): parameter codes in the map */
+        const int64_t ny = ts_graph_tensor_elems(yt);
+        int64_t ax = n->attrs.axis < 0 ? n->attrs.axis + yt->rank : n->attrs.axis, inner = 1, off = 0;
+        for (int k = (int)ax + 1; k < yt->rank; k++)
+            inner *= yt->dims[k];
+        y->kind = AV_MOVE;
+        y->scale = 1.0;
+        if (!(y->map = ts_malloc((size_t)ny * sizeof *y->map)))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        for (size_t q = 0; q < n->nin; q++) {
+            const ts_graph_tensor *xt = ts_graph_get_tensor(g, n->in[q]);
+            const av *x = &G->v[n->in[q]];
+            const int64_t w = xt->dims[ax] * inner, nx = ts_graph_tensor_elems(xt);
+            int64_t base = 0;
+            if (lw_is_param(xt)) {
+                if (G->npt == 8)
+                    break;
+                G->pt_t[G->npt] = n->in[q];
+                G->pt_base[G->npt++] = base = G->pt_next;
+                G->pt_next += nx;
+            } else if (x->kind != AV_MOVE || x->scale != 1.0)
+                return ts_lower_fail(L->err, n, "joins attention tensors other than keys or values");
+            for (int64_t e = 0; e < nx; e++) { /* element e of input q: block e / w, position e % w */
+                int64_t at = (e / w) * (yt->dims[ax] * inner) + off + e % w;
+                y->map[at] = lw_is_param(xt) ? -(1 + base + e) : x->map[e];
+            }
+            off += w;
+        }
+        if (off != yt->dims[ax] * inner)
+            return ts_lower_fail(L->err, n, "joins too many parameters in an attention");
+        return TS_OK;
+    }
+    case TS_OP_DIV:
+    case TS_OP_MUL: {
+        int act = -1;
+        double s = scalar_of(g, n, &act);
+        av *x = act >= 0 ? &G->v[act] : NULL;
+        if (!isfinite(s) || !x || (x->kind != AV_MOVE && x->kind != AV_SCORES))
+            return ts_lower_fail(L->err, n, "in attention: a scale by a scalar constant of queries, keys or scores is "
+                                 "lowered, nothing else");
+        *y = *x;
+        y->map = NULL, y->qc = y->kc = y->vc = NULL;
+        if (copy_mask(x, y))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        if (x->map && !(y->map = ts_malloc((size_t)ts_graph_tensor_elems(yt) * sizeof *y->map)))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        if (x->map)
+            memcpy(y->map, x->map, (size_t)ts_graph_tensor_elems(yt) * sizeof *y->map);
+        if (x->qc) {
+            y->qc = ts_malloc((size_t)x->nb * sizeof *y->qc);
+            y->kc = ts_malloc((size_t)x->nb * sizeof *y->kc);
+            if (!y->qc || !y->kc)
+                return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+            memcpy(y->qc, x->qc, (size_t)x->nb * sizeof *y->qc);
+            memcpy(y->kc, x->kc, (size_t)x->nb * sizeof *y->kc);
+        }
+        y->scale = x->scale * s;
+        return TS_OK;
+    }
+    case TS_OP_SOFTMAX: {
+        av *x = &G->v[n->in[0]];
+        const ts_graph_tensor *xt = ts_graph_get_tensor(g, n->in[0]);
+        int64_t ax = n->attrs.axis < 0 ? n->attrs.axis + xt->rank : n->attrs.axis;
+        if (x->kind != AV_SCORES || ax != xt->rank - 1)
+            return ts_lower_fail(L->err, n, "in attention: a Softmax over the last axis of the scores is lowered");
+        if (!(x->scale > 0))
+            return ts_lower_fail(L->err, n, "scales its scores by %g; a positive scale is lowered", x->scale);
+        *y = *x;
+        y->map = NULL;
+        y->vc = NULL;
+        if (copy_mask(x, y))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        y->qc = ts_malloc((size_t)x->nb * sizeof *y->qc);
+        y->kc = ts_malloc((size_t)x->nb * sizeof *y->kc);
+        if (!y->qc || !y->kc)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        memcpy(y->qc, x->qc, (size_t)x->nb * sizeof *y->qc);
+        memcpy(y->kc, x->kc, (size_t)x->nb * sizeof *y->kc);
+        y->kind = AV_PROBS;
+        return TS_OK;
+    }
+    case TS_OP_MATMUL: {
+        if (n->nin != 2)
+            break;
+        av *a = &G->v[n->in[0]], *b = &G->v[n->in[1]];
+        if (a->kind == AV_MOVE && b->kind == AV_MOVE)
+            return scores(L, G, n, a, b, y);
+        if (a->kind == AV_PROBS && b->kind == AV_MOVE)
+            return outputs(L, G, n, a, b, y);
+        return ts_lower_fail(L->err, n, "multiplies two activations other than queries by keys or probabilities by "
+                             "values");
+    }
+    case TS_OP_ADD: { /* a mask: a parameter of the scores' shape, or one [M, N] for every instance */
+        int q = n->nin == 2 && G->v[n->in[0]].kind == AV_SCORES ? 0 : n->nin == 2 && G->v[n->in[1]].kind == AV_SCORES ? 1 : -1;
+        if (q < 0)
+            break;
+        av *x = &G->v[n->in[q]];
+        const ts_graph_tensor *mt = ts_graph_get_tensor(g, n->in[1 - q]);
+        const int64_t per = x->M * x->N, nm = ts_graph_tensor_elems(mt);
+        if (!lw_is_param(mt) || (nm != per && nm != x->nb * per) || mt->dims[mt->rank - 1] != x->N)
+            return ts_lower_fail(L->err, n, "adds '%s' to the attention scores; a parameter mask of the scores' shape "
+                                 "(or one for every head) is lowered", mt->name);
+        *y = *x;
+        y->map = NULL, y->vc = NULL;
+        y->qc = ts_malloc((size_t)x->nb * sizeof *y->qc);
+        y->kc = ts_malloc((size_t)x->nb * sizeof *y->kc);
+        y->mask = ts_malloc((size_t)(x->nb * per) * sizeof *y->mask);
+        if (!y->qc || !y->kc || !y->mask)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        memcpy(y->qc, x->qc, (size_t)x->nb * sizeof *y->qc);
+        memcpy(y->kc, x->kc, (size_t)x->nb * sizeof *y->kc);
+        for (int64_t i = 0; i < x->nb * per; i++) /* the kernel scales the sum: the mask over the scale so far */
+            y->mask[i] = (x->mask ? x->mask[i] : 0.0f) +
+                         (float)(ts_fill_value_f32(mt, n->in[1 - q], (uint64_t)(i % nm)) / x->scale);
+        return TS_OK;
+    }
+    default: break;
+    }
+    return ts_lower_fail(L->err, n, "is part of an attention (from '%s') that the WSE lowering does not map",
+                         ts_graph_get_tensor(g, G->F)->name);
+}
+
+/* The region's nodes from `first` (inreg: its tensors; done: its nodes), up to the node whose
+ * output is the one tensor of the region read after it; *last that node. */
+static ts_status collect(lw *L, int F, const int *seed, int nseed, int first, bool *inreg, bool *done, int *last)
+{
+    const ts_graph *g = L->g;
+    const size_t nn = ts_graph_node_count(g);
+    for (int q = 0; q < nseed; q++)
+        inreg[seed[q]] = true;
+    *last = -1;
+    for (size_t id = (size_t)first; id < nn; id++) {
+        const ts_graph_node *n = ts_graph_get_node(g, (int)id);
+        bool in = false, other = false;
+        for (size_t k = 0; k < n->nin; k++) {
+            const ts_graph_tensor *t = ts_graph_get_tensor(g, n->in[k]);
+            if (inreg[n->in[k]])
+                in = true;
+            else if (!lw_is_param(t))
+                other = true;
+        }
+        if (!in)
+            continue;
+        if (other)
+            return ts_lower_fail(L->err, n, "reads an activation from outside the attention that starts at '%s'",
+                                 ts_graph_get_tensor(g, F)->name);
+        done[id] = true;
+        for (size_t k = 0; k < n->nout; k++)
+            inreg[n->out[k]] = true;
+        /* the tensors of the region still read by nodes not yet in it */
+        size_t live = 0;
+        int only = -1;
+        for (size_t t = 0; t < ts_graph_tensor_count(g); t++) {
+            if (!inreg[t])
+                continue;
+            size_t nc = 0;
+            const int *c = ts_graph_consumers(g, (int)t, &nc);
+            bool open = ts_graph_get_tensor(g, (int)t)->is_output;
+            for (size_t q = 0; q < nc; q++)
+                open |= !done[c[q]];
+            if (open) {
+                live++;
+                only = (int)t;
+            }
+        }
+        if (live == 1 && only == n->out[0]) { /* closed: the moves after it go with it */
+            size_t nc = 0;
+            const int *c = ts_graph_consumers(g, only, &nc);
+            ts_graph_op op = nc == 1 ? ts_graph_get_node(g, c[0])->op : TS_OP_COUNT;
+            if (op != TS_OP_RESHAPE && op != TS_OP_FLATTEN && op != TS_OP_TRANSPOSE) {
+                *last = (int)id;
+                return TS_OK;
+            }
+        }
+    }
+    return ts_err_set(L->err, TS_EINPUT, "the attention from '%s' never closes into one tensor",
+                      ts_graph_get_tensor(g, F)->name);
+}
+
+/* SRAM of a K part (cs query columns of R rows, cs key columns of N keys, the scores row, its
+ * reciprocal, a zero and a junk word, the query row's address) and of a V part (cv value columns, the probabilities row, the outputs). */
+static uint64_t attn_kmem(uint64_t R, uint64_t N, uint64_t cs) { return R * cs * 4 + cs * N * 4 + N * 4 + 16; }
+static uint64_t attn_vmem(uint64_t N, uint64_t cv) { return N * cv * 4 + N * 4 + cv * 4 + 8; }
+
+/* The region from the seeds: seed q's element i is the stream's row i / its last dim, column
+ * off[q] + i % its last dim (the stream: rows of W); F names it in messages. */
+static ts_status attn_region(lw *L, int F, const int *seed, const int64_t *off, int nseed, int64_t W, int first,
+                             bool *done, int *out_t)
+{
+    const ts_graph *g = L->g;
+    const size_t nt = ts_graph_tensor_count(g), nn = ts_graph_node_count(g);
+    region G = {.g = g, .F = F};
+    const ts_graph_tensor *ft = ts_graph_get_tensor(g, F);
+    G.W = W;
+    {
+        const ts_graph_tensor *t0 = ts_graph_get_tensor(g, seed[0]);
+        G.R = ts_graph_tensor_elems(t0) / t0->dims[t0->rank - 1];
+    }
+    G.v = ts_calloc(nt, sizeof *G.v);
+    bool *inreg = ts_calloc(nt, 1), *mine = ts_calloc(nn, 1);
+    ts_status rc = TS_OK;
+    int last = -1;
+    if (!G.v || !inreg || !mine)
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    if (!rc)
+        rc = collect(L, F, seed, nseed, first, inreg, mine, &last);
+    for (int q = 0; !rc && q < nseed; q++) {
+        av *f = &G.v[seed[q]];
+        const ts_graph_tensor *st = ts_graph_get_tensor(g, seed[q]);
+        const int64_t n = ts_graph_tensor_elems(st), c = st->dims[st->rank - 1];
+        f->kind = AV_MOVE;
+        f->scale = 1.0;
+        if (n / c != G.R)
+            rc = ts_err_set(L->err, TS_EINPUT, "the attention's projections of '%s' have different rows", ft->name);
+        else if (!(f->map = ts_malloc((size_t)n * sizeof *f->map)))
+            rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        for (int64_t i = 0; !rc && i < n; i++)
+            f->map[i] = i / c * W + off[q] + i % c;
+    }
+    for (size_t id = (size_t)first; !rc && id <= (size_t)last; id++)
+        if (mine[id])
+            rc = region_node(L, &G, ts_graph_get_node(g, (int)id));
+    const ts_graph_node *ln = last >= 0 ? ts_graph_get_node(g, last) : NULL;
+    const av *o = ln ? &G.v[ln->out[0]] : NULL;
+    if (!rc && o->kind != AV_OUT)
+        rc = ts_lower_fail(L->err, ln, "ends an attention region without its output (probabilities times values)");
+    int64_t *order = NULL;
+    if (!rc) { /* output row m, column oc(b) + c is instance b's (m, c); the blocks tile the row */
+        const ts_graph_tensor *yt = ts_graph_get_tensor(g, ln->out[0]);
+        const int64_t Wo = yt->dims[yt->rank - 1], nb = o->nb, M = o->M, DV = o->DV;
+        order = ts_malloc((size_t)nb * sizeof *order);
+        if (!order)
+            rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        if (!rc && (Wo != nb * DV || ts_graph_tensor_elems(yt) != M * Wo))
+            rc = ts_lower_fail(L->err, ln, "gives attention outputs in rows of %lld, not the %lld heads' %lld "
+                               "values side by side", (long long)Wo, (long long)nb, (long long)DV);
+        for (int64_t j = 0; !rc && j < nb; j++) /* column block j: the instance of its first element */
+            order[j] = o->map[j * DV] / (M * DV);
+        for (int64_t i = 0; !rc && i < M * Wo; i++) {
+            int64_t e = o->map[i], b = e / (M * DV), m = e / DV % M, c = e % DV;
+            if (m != i / Wo || b != order[i % Wo / DV] || c != i % DV)
+                rc = ts_lower_fail(L->err, ln, "element %lld of its output is head %lld's (%lld, %lld): the heads' "
+                                   "outputs must lie side by side in each row", (long long)i, (long long)b,
+                                   (long long)m, (long long)c);
+        }
+    }
+    lw_stage *s = NULL;
+    int named = last; /* the stage goes by the region's Softmax in reports */
+    for (int id = first; !rc && id <= last; id++)
+        if (mine[id] && ts_graph_get_node(g, id)->op == TS_OP_SOFTMAX)
+            named = id;
+    if (!rc && !(s = ts_lww_add_stage(L, K_ATTN, named)))
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    if (!rc && !(s->cols = ts_malloc((size_t)(3 * o->nb) * sizeof *s->cols)))
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    if (!rc) {
+        s->M = G.R, s->L = G.W, s->N = o->nb, s->K = o->K, s->C = o->DV;
+        s->nc = G.Nc;
+        const int64_t NK = G.R + G.Nc; /* keys: the cache's, then the stream's */
+        if (G.Nc) { /* per head in output order: its cached keys (K x Nc), then values (Nc x DV) */
+            const size_t kn = (size_t)(o->K * G.Nc), vn = (size_t)(G.Nc * o->DV);
+            if (!(s->cache = ts_malloc((size_t)o->nb * (kn + vn) * 4)))
+                rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+            for (int64_t j = 0; !rc && j < o->nb; j++) {
+                memcpy(s->cache + (size_t)j * (kn + vn), G.kcache + (size_t)order[j] * kn, kn * 4);
+                memcpy(s->cache + (size_t)j * (kn + vn) + kn, G.vcache + (size_t)order[j] * vn, vn * 4);
+            }
+        }
+        if (!rc && o->mask) { /* per head in output order: the top K part's */
+            const size_t per = (size_t)(G.R * NK);
+            if (!(s->vals = ts_malloc((size_t)o->nb * per * 4)))
+                rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+            for (int64_t j = 0; !rc && j < o->nb; j++)
+                memcpy(s->vals + (size_t)j * per, o->mask + (size_t)order[j] * per, per * 4);
+        }
+        s->lo = (float)o->scale;
+        for (int64_t j = 0; j < o->nb; j++) {
+            s->cols[3 * j] = o->qc[order[j]];
+            s->cols[3 * j + 1] = o->kc[order[j]];
+            s->cols[3 * j + 2] = o->vc[order[j]];
+        }
+        s->in_n = (uint64_t)(G.R * G.W);
+        s->out_n = (uint64_t)(G.R * o->nb * o->DV);
+        s->macs = (uint64_t)(o->nb * G.R * NK * (o->K + o->DV));
+        /* the fewest K parts (queries' and keys' columns split) and V parts (values' columns) whose
+         * PEs fit */
+        const uint64_t R = (uint64_t)G.R, K = (uint64_t)o->K, DV = (uint64_t)o->DV, sram = L->t->sram_bytes;
+        uint64_t kp = 1, vp = 1;
+        const uint64_t N = (uint64_t)NK, mb = o->mask ? R * N * 4 : 0; /* the mask, in the top K part */
+        while (kp < K && attn_kmem(R, N, ts_geom_cdiv(K, kp)) + mb > sram)
+            kp++;
+        while (vp < DV && attn_vmem(N, ts_geom_cdiv(DV, vp)) > sram)
+            vp++;
+        s->kr = (uint32_t)kp;
+        s->kc = (uint32_t)vp;
+        s->w = (uint32_t)(o->nb * (int64_t)vp);
+        s->h = (uint32_t)(1 + kp);
+        uint64_t mk = attn_kmem(R, N, ts_geom_cdiv(K, kp)) + mb, mv = attn_vmem(N, ts_geom_cdiv(DV, vp));
+        s->mem = mk > mv ? mk : mv;
+        if (s->mem > sram)
+            rc = ts_lower_fail(L->err, ln, "keeps a score row%s and one query and key column of %lld rows: %.1f KiB in "
+                               "one PE of %.1f KiB: does not fit by %.1f KiB (%llu bytes)", mb ? ", the mask" : "",
+                               (long long)G.R,
+                               s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0,
+                               (unsigned long long)(s->mem - sram));
+        for (int64_t j = 0; !rc && j < o->nb; j++) {
+            int64_t q0 = s->cols[3 * j], k0 = s->cols[3 * j + 1];
+            if (q0 < k0 + o->K && k0 < q0 + o->K)
+                rc = ts_lower_fail(L->err, ln, "reads head %lld's queries and keys from overlapping columns of '%s'",
+                                   (long long)j, ft->name);
+        }
+    }
+    if (!rc) {
+        for (size_t id = 0; id < nn; id++)
+            done[id] |= mine[id];
+        *out_t = ln->out[0];
+    }
+    ts_free(order);
+    ts_free(G.kcache);
+    ts_free(G.vcache);
+    for (size_t t = 0; G.v && t < nt; t++)
+        av_free(&G.v[t]);
+    ts_free(G.v);
+    ts_free(inreg);
+    ts_free(mine);
+    return rc;
+}
+
+/* ---- emission ---- */
+
+/* Every row of F: up to two column ranges [col[q], col[q] + len) to addr[q] + r * step[q] with
+ * stride[q] (in column order, not overlapping), the rest into the junk word. */
+static void attn_in(lw_gen *G, const lw_stage *s, int n, const int64_t *col, int64_t len, const uint64_t *addr,
+                    const uint64_t *step, const int *stride, int junk)
+{
+    int o[2] = {0, 1};
+    if (n == 2 && col[1] < col[0])
+        o[0] = 1, o[1] = 0;
+    for (int64_t r = 0; r < s->M; r++) {
+        int64_t at = 0;
+        for (int q = 0; q < n; q++) {
+            const int k = o[q];
+            if (col[k] > at)
+                ts_lww_in_to_mem(G, s->cin, (uint64_t)junk, (uint64_t)(col[k] - at), 0);
+            ts_lww_in_to_mem(G, s->cin, addr[k] + (uint64_t)r * step[k], (uint64_t)len, stride[k]);
+            at = col[k] + len;
+        }
+        if (s->L > at)
+            ts_lww_in_to_mem(G, s->cin, (uint64_t)junk, (uint64_t)(s->L - at), 0);
+    }
+}
+
+/* DSD 2 += DSD 4 (based at w + k * wstep) times x[k] for k < n (x from r1): unrolled by 8
+ * (r2 the rows, r3 the count, r4 the scalar). */
+static void attn_macs(lw_gen *G, int wa, int64_t n, int wstep)
+{
+    enum { U = 8 };
+    ts_lww_op(G, WSE_OP_LI, 2, 2, wa);
+    if (n / U) {
+        int l = ts_lww_loop_head(G, 3, n / U);
+        for (int u = 0; u < U; u++) {
+            ts_lww_op(G, WSE_OP_LD, 3, 4, 1, 4 * u);
+            ts_lww_op(G, WSE_OP_DSDBASE, 3, 4, 2, u * wstep);
+            ts_lww_op(G, WSE_OP_FMACS, 6, 2, 2, 4, 4, -1, -1);
+        }
+        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, 4 * U);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 2, 2, U * wstep);
+        ts_lww_loop_end(G, 3, l);
+    }
+    for (int u = 0; u < (int)(n % U); u++) {
+        ts_lww_op(G, WSE_OP_LD, 3, 4, 1, 4 * u);
+        ts_lww_op(G, WSE_OP_DSDBASE, 3, 4, 2, u * wstep);
+        ts_lww_op(G, WSE_OP_FMACS, 6, 2, 2, 4, 4, -1, -1);
+    }
+}
+
+/* The top K part's softmax of the scores row at 0 (N values), the scale in r14 (log2 e times
+ * it): max, exp and sum, reciprocal at RCP, the row times it north on colour c. */
+static void attn_softmax(lw_gen *G, int64_t N, int RCP, uint32_t c)
+{
+    ts_lww_op(G, WSE_OP_LD, 3, 1, 15, 0);
+    if (N > 1) {
+        ts_lww_op(G, WSE_OP_LI, 2, 6, 4);
+        int m = ts_lww_loop_head(G, 7, N - 1);
+        ts_lww_op(G, WSE_OP_LD, 3, 2, 6, 0);
+        ts_lww_op(G, WSE_OP_FSUB, 3, 3, 2, 1);
+        ts_lww_op(G, WSE_OP_BLT, 3, 3, 15, m + 4);
+        ts_lww_op(G, WSE_OP_MOV, 2, 1, 2);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 6, 6, 4);
+        ts_lww_loop_end(G, 7, m);
+    }
+    ts_lww_op(G, WSE_OP_FLI, 2, 8, ts_lww_bits(0.0f));
+    ts_lww_op(G, WSE_OP_LI, 2, 6, 0);
+    int e = ts_lww_loop_head(G, 7, N);
+    ts_lww_op(G, WSE_OP_LD, 3, 2, 6, 0);
+    ts_lww_exp(G);
+    ts_lww_op(G, WSE_OP_ST, 3, 3, 6, 0);
+    ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 3);
+    ts_lww_op(G, WSE_OP_ADDI, 3, 6, 6, 4);
+    ts_lww_loop_end(G, 7, e);
+    ts_lww_recip(G);
+    ts_lww_op(G, WSE_OP_ST, 3, 1, 15, RCP);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 0, 0, (int)N, 1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 1, RCP, (int)N, 0);
+    ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)c, (int)N, 0);
+    ts_lww_op(G, WSE_OP_FMULS, 5, 5, 0, 1, -1, -1);
+}
+
+/* K part i of head j (row 1 + i of the head's first column): columns [c0, c1) of the queries
+ * and keys; per query row the partial scores, added on their way north (the bottom part sends,
+ * the parts between add from the fabric to the fabric, the top adds into memory), then the top
+ * part's softmax north to the V parts. */
+static void attn_kpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t i, int *ma, int *kt)
+{
+    const int64_t R = s->M, N = R + s->nc, kp = s->kr, c0 = i * s->K / kp, c1 = (i + 1) * s->K / kp, cs = c1 - c0;
+    const int SC = 0, RCP = (int)N * 4, QA = RCP + 4, KT = QA + (int)(R * cs) * 4, ZA = KT + (int)(cs * N) * 4,
+              JA = ZA + 4, QP = JA + 4, MP = QP + 4, MA = MP + 4;
+    const bool mask = i == 0 && s->vals;
+    *ma = MA;
+    *kt = KT;
+    const uint32_t r = 1 + i;
+    const bool bottom = i + 1 == (uint32_t)kp;
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_R | (bottom ? 0 : P_S));
+    if (!bottom)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, r + 1), P_S, P_R);
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, r), P_R, P_N);
+    ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
+    ts_lww_op(G, WSE_OP_ST, 3, 15, 15, ZA);
+    const int64_t col[2] = {s->cols[3 * j] + c0, s->cols[3 * j + 1] + c0};
+    const uint64_t addr[2] = {(uint64_t)QA, (uint64_t)(KT + s->nc * 4)}, step[2] = {(uint64_t)cs * 4, 4};
+    const int stride[2] = {1, (int)N}; /* the stream's keys after the cache's */
+    attn_in(G, s, 2, col, cs, addr, step, stride, JA);
+    if (i == 0) {
+        ts_lww_exp_consts(G);
+        ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits((float)(1.4426950408889634 * s->lo)));
+    }
+    ts_lww_op(G, WSE_OP_DSDM, 4, 2, SC, (int)N, 1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)N, 0);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 4, KT, (int)N, 1);
+    ts_lww_op(G, WSE_OP_LI, 2, 1, QA); /* the query row m's address, kept at QP */
+    ts_lww_op(G, WSE_OP_ST, 3, 1, 15, QP);
+    if (mask) {
+        ts_lww_op(G, WSE_OP_LI, 2, 1, MA); /* the mask's row m's address, kept at MP */
+        ts_lww_op(G, WSE_OP_ST, 3, 1, 15, MP);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 7, MA, (int)N, 1);
+    }
+    int row = ts_lww_loop_head(G, 10, R);
+    ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
+    ts_lww_op(G, WSE_OP_LD, 3, 1, 15, QP);
+    attn_macs(G, KT, cs, (int)N * 4);
+    ts_lww_op(G, WSE_OP_LD, 3, 1, 15, QP);
+    ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, (int)cs * 4);
+    ts_lww_op(G, WSE_OP_ST, 3, 1, 15, QP);
+    if (kp > 1 && bottom) {
+        ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, r), (int)N, 0);
+        ts_lww_op(G, WSE_OP_FMOVS, 4, 5, 2, -1, -1);
+    } else if (kp > 1 && i > 0) {
+        ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, r), (int)N, 0);
+        ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, r + 1), (int)N);
+        ts_lww_op(G, WSE_OP_FADDS, 5, 5, 2, 6, -1, -1);
+    } else if (kp > 1) {
+        ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, r + 1), (int)N);
+        ts_lww_op(G, WSE_OP_FADDS, 5, 2, 2, 6, -1, -1);
+    }
+    if (mask) {
+        ts_lww_op(G, WSE_OP_LD, 3, 1, 15, MP);
+        ts_lww_op(G, WSE_OP_DSDBASE, 3, 7, 1, 0);
+        ts_lww_op(G, WSE_OP_FADDS, 5, 2, 2, 7, -1, -1);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, (int)N * 4);
+        ts_lww_op(G, WSE_OP_ST, 3, 1, 15, MP);
+    }
+    if (i == 0)
+        attn_softmax(G, N, RCP, lw_rcol(s, r));
+    ts_lww_loop_end(G, 10, row);
+}
+
+/* V part t of head j (row 0, column j vp + t): columns [c0, c1) of the values; per
+ * probabilities row (from the south on the first part, multicast east to the others) the
+ * outputs, then the row chain east. */
+static void attn_vpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t t, int *va)
+{
+    const int64_t R = s->M, N = R + s->nc, vp = s->kc, DV = s->C, c0 = t * DV / vp, c1 = (t + 1) * DV / vp, cv = c1 - c0;
+    const uint32_t x = j * (uint32_t)vp + t, cp = lw_rcol(s, 1);
+    const bool more = x + 1 < s->w, lastp = t + 1 == (uint32_t)vp;
+    const int ACC = 0, PB = (int)cv * 4, VA = PB + (int)N * 4, ZA = VA + (int)(N * cv) * 4, JA = ZA + 4;
+    *va = VA;
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R | (t == 0 ? P_S : 0) | (more ? P_E : 0));
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)cp, t == 0 ? P_S : P_W, P_R | (lastp ? 0 : P_E));
+    if (x)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_gcol(s, x - 1), P_W, P_R);
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_gcol(s, x), P_R, lw_outp(s, !more));
+    ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
+    ts_lww_op(G, WSE_OP_ST, 3, 15, 15, ZA);
+    const int64_t col[1] = {s->cols[3 * j + 2] + c0};
+    const uint64_t addr[1] = {(uint64_t)(VA + s->nc * cv * 4)}, step[1] = {(uint64_t)cv * 4};
+    const int stride[1] = {1};
+    attn_in(G, s, 1, col, cv, addr, step, stride, JA);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 2, ACC, (int)cv, 1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)cv, 0);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 4, VA, (int)cv, 1);
+    int row = ts_lww_loop_head(G, 10, R);
+    ts_lww_in_to_mem(G, cp, (uint64_t)PB, (uint64_t)N, 1);
+    ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
+    ts_lww_op(G, WSE_OP_LI, 2, 1, PB);
+    attn_macs(G, VA, N, (int)cv * 4);
+    ts_lww_in_to_out(G, lw_gcol(s, x - 1), lw_gcol(s, x), (uint64_t)(j * DV + c0));
+    ts_lww_mem_to_out(G, (uint64_t)ACC, (uint64_t)cv, lw_gcol(s, x));
+    ts_lww_loop_end(G, 10, row);
+}
+
+ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
+{
+    const lw_stage *s = &L->st[si];
+    for (uint32_t j = 0; j < (uint32_t)s->N; j++) {
+        for (uint32_t t = 0; t < s->kc; t++) {
+            if (!ts_lww_pe_stream(P, L->t, s->x + j * s->kc + t, s->y0, G))
+                return TS_ENOMEM;
+            int va = 0;
+            attn_vpart(G, s, j, t, &va);
+            if (s->nc) { /* the cached values of its columns, before the stream's */
+                const int64_t DV = s->C, c0 = t * DV / s->kc, c1 = (t + 1) * DV / s->kc, cv = c1 - c0;
+                const float *vc = s->cache + (size_t)j * (size_t)(s->K * s->nc + s->nc * DV) + s->K * s->nc;
+                float *blk = ts_malloc((size_t)(s->nc * cv) * 4);
+                if (!blk)
+                    return TS_ENOMEM;
+                for (int64_t r = 0; r < s->nc; r++)
+                    memcpy(blk + r * cv, vc + r * DV + c0, (size_t)cv * 4);
+                ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, s->y0 * L->t->width + s->x + j * s->kc + t,
+                                                      (uint64_t)va, blk, (uint32_t)(s->nc * cv * 4), L->err);
+                ts_free(blk);
+                if (rc)
+                    return L->err->status;
+            }
+        }
+        for (uint32_t i = 0; i < s->kr; i++) {
+            if (!ts_lww_pe_stream(P, L->t, s->x + j * s->kc, s->y0 + 1 + i, G))
+                return TS_ENOMEM;
+            int ma = 0, kt = 0;
+            attn_kpart(G, s, j, i, &ma, &kt);
+            const int64_t N = s->M + s->nc;
+            const size_t per = (size_t)(s->M * N);
+            if (s->nc) { /* the cached keys of its columns (K^T rows of N, the cache's first) */
+                const int64_t c0 = i * s->K / s->kr, c1 = (i + 1) * s->K / s->kr;
+                const float *kc = s->cache + (size_t)j * (size_t)(s->K * s->nc + s->nc * s->C);
+                float *blk = ts_calloc((size_t)((c1 - c0) * N), 4);
+                if (!blk)
+                    return TS_ENOMEM;
+                for (int64_t c = c0; c < c1; c++)
+                    memcpy(blk + (c - c0) * N, kc + c * s->nc, (size_t)s->nc * 4);
+                ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, (s->y0 + 1 + i) * L->t->width + s->x + j * s->kc,
+                                                      (uint64_t)kt, blk, (uint32_t)((c1 - c0) * N * 4), L->err);
+                ts_free(blk);
+                if (rc)
+                    return L->err->status;
+            }
+            if (i == 0 && s->vals &&
+                ts_program_add_segment(P, WSE_KIND_PE, (s->y0 + 1) * L->t->width + s->x + j * s->kc, (uint64_t)ma,
+                                       s->vals + j * per, (uint32_t)(per * 4), L->err))
+                return L->err->status;
+        }
+    }
+    return TS_OK;
+}
+
+ts_status ts_lww_attn_stage(lw *L, int F, int first, bool *done, int *out_t)
+{
+    const ts_graph_tensor *ft = ts_graph_get_tensor(L->g, F);
+    const int64_t off = 0;
+    return attn_region(L, F, &F, &off, 1, ft->dims[ft->rank - 1], first, done, out_t);
+}
+
+bool ts_lww_is_proj(const ts_graph *g, int node, int F)
+{
+    const ts_graph_node *n = ts_graph_get_node(g, node);
+    if (n->op != TS_OP_MATMUL || n->nin != 2 || n->in[0] != F)
+        return false;
+    const ts_graph_tensor *w = ts_graph_get_tensor(g, n->in[1]), *f = ts_graph_get_tensor(g, F);
+    return lw_is_param(w) && w->rank == 2 && w->dims[0] == f->dims[f->rank - 1];
+}
+
+ts_status ts_lww_attn_proj(lw *L, int F, int first, bool *done, int *out_t)
+{
+    const ts_graph *g = L->g;
+    size_t nc = 0;
+    const int *c = ts_graph_consumers(g, F, &nc);
+    int seed[16];
+    int64_t off[16], W = 0;
+    int np = 0;
+    bool bias = false;
+    const ts_graph_tensor *ft = ts_graph_get_tensor(g, F);
+    const int64_t K = ft->dims[ft->rank - 1], M = ts_graph_tensor_elems(ft) / K;
+    for (size_t q = 0; q < nc && np < 16; q++) { /* the projections in node order, each with its bias Add */
+        int best = -1;
+        for (size_t r = 0; r < nc; r++)
+            if (ts_lww_is_proj(g, c[r], F) && !done[c[r]] && (best < 0 || c[r] < best))
+                best = c[r];
+        if (best < 0)
+            break;
+        done[best] = true;
+        const ts_graph_node *n = ts_graph_get_node(g, best);
+        seed[np] = n->out[0];
+        off[np] = W;
+        size_t nb = 0;
+        const int *b = ts_graph_consumers(g, n->out[0], &nb);
+        const ts_graph_node *a = nb == 1 ? ts_graph_get_node(g, b[0]) : NULL;
+        const int64_t N = ts_graph_get_tensor(g, n->in[1])->dims[1];
+        if (a && a->op == TS_OP_ADD && a->nin == 2) {
+            int p = a->in[0] == n->out[0] ? a->in[1] : a->in[0];
+            const ts_graph_tensor *pt = ts_graph_get_tensor(g, p);
+            if (lw_is_param(pt) && ts_graph_tensor_elems(pt) == N) {
+                done[b[0]] = true;
+                seed[np] = a->out[0];
+                bias = true;
+            }
+        }
+        W += N;
+        np++;
+    }
+    lw_stage *s = ts_lww_add_stage(L, K_MM, first);
+    if (!s || !(s->wt = ts_malloc((size_t)(K * W) * 4)) || (bias && !(s->bias = ts_calloc((size_t)W, 4))))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (int q = 0; q < np; q++) { /* the weights side by side, the biases too */
+        const ts_graph_node *n = ts_graph_get_node(g, ts_graph_get_tensor(g, seed[q])->producer);
+        if (n->op == TS_OP_ADD) {
+            int p = ts_graph_get_tensor(g, n->in[0])->kind == TS_TENSOR_ACTIVATION ? n->in[1] : n->in[0];
+            int mm = n->in[0] == p ? n->in[1] : n->in[0];
+            for (int64_t j = 0; j < (q + 1 < np ? off[q + 1] : W) - off[q]; j++)
+                s->bias[off[q] + j] = (float)ts_fill_value_f32(ts_graph_get_tensor(g, p), p, (uint64_t)j);
+            n = ts_graph_get_node(g, ts_graph_get_tensor(g, mm)->producer);
+        }
+        const int wid = n->in[1];
+        const ts_graph_tensor *w = ts_graph_get_tensor(g, wid);
+        const int64_t N = w->dims[1];
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < N; j++)
+                s->wt[k * W + off[q] + j] = (float)ts_fill_value_f32(w, wid, (uint64_t)(k * N + j));
+    }
+    s->M = M, s->K = K, s->N = W;
+    s->in_n = (uint64_t)(M * K);
+    s->out_n = (uint64_t)(M * W);
+    s->macs = (uint64_t)(M * K * W);
+    return attn_region(L, F, seed, off, np, W, first, done, out_t);
+}
