@@ -330,11 +330,9 @@ static void scan_occupancy(ts_model *m)
     uint64_t live = 0;
     for (int dir = 0; dir < 2; dir++)
         for (uint32_t s = 0; s < m->NS; s++)
-            for (uint32_t pos = 0; pos < m->P; pos++) {
-                size_t j = sr_index(m, dir, s, pos, m->now, 0);
+            for (uint32_t pos = 0; pos < m->P; pos++)
                 for (uint32_t k = 0; k < m->S; k++)
-                    live += sr_live(m, j + k, dir, pos, m->now);
-            }
+                    live += sr_live(m, sr_index(m, dir, s, pos, m->now, k), dir, pos, m->now);
     m->occ_scan += live;
 }
 
@@ -405,7 +403,7 @@ static ts_status cycle(ts_model *m, ts_err *err)
         m->peak_bytes = m->cyc_bytes;
     if (m->cyc_macs > m->peak_macs)
         m->peak_macs = m->cyc_macs;
-    m->now++;
+    tsp_set_now(m, m->now + 1);
     return TS_OK;
 }
 
@@ -462,7 +460,7 @@ ts_status ts_tsp_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
                         stop = m->q[i].next;
                 if (m->act && stop > m->act_next)
                     stop = m->act_next; /* a window ends there: priced at its end, as in lockstep */
-                m->now = stop < limit ? stop : limit;
+                tsp_set_now(m, stop < limit ? stop : limit);
                 if (m->act && m->now >= m->act_next) {
                     ts_status rc = ts_tsp_act_flush(m, m->now, false, err);
                     if (rc != TS_OK)
