@@ -60,9 +60,29 @@ ts_status ts_tsp_sr_schedule(ts_model *m, uint64_t cycle, int reg, uint32_t pos,
 {
     if (m->lockstep && role_check(m, prod, reg, TS_OR_WRITE, err) != TS_OK)
         return TS_EINTERNAL;
-    tsp_pw w = {.kind = PW_SR, .dir = (uint8_t)(reg >= TSP_REG_WEST), .k = (uint16_t)k,
-                .a = (uint32_t)reg % TSP_MAX_STREAMS, .b = pos, .tag = tag, .prod = prod, .len = m->L};
-    return ts_tsp_pw_add(m, cycle, &w, data, err);
+    /* ts_tsp_pw_add for the commonest result, the record filled in place */
+    tsp_bucket *b = &m->wheel[cycle & m->wmask];
+    if (b->n && b->cycle != cycle)
+        return ts_err_set(err, TS_EINTERNAL, "tsp: result wheel too small for cycle %" PRIu64, cycle);
+    b->cycle = cycle;
+    if ((b->n == b->cap && ts_grow((void **)&b->w, &b->cap, b->n + 1, sizeof *b->w)) ||
+        (b->nb + m->L > b->capb && ts_grow((void **)&b->bytes, &b->capb, b->nb + m->L, 1)))
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    tsp_pw *p = &b->w[b->n++];
+    p->kind = PW_SR;
+    p->dir = (uint8_t)(reg >= TSP_REG_WEST);
+    p->mode = p->type = 0;
+    p->k = (uint16_t)k;
+    p->a = (uint32_t)reg % TSP_MAX_STREAMS;
+    p->b = pos;
+    p->tag = tag;
+    p->prod = prod;
+    p->off = (uint32_t)b->nb;
+    p->len = m->L;
+    tsp_lanes_copy(m, b->bytes + b->nb, data, m->L);
+    b->nb += m->L;
+    m->npending++;
+    return TS_OK;
 }
 
 ts_status ts_tsp_commit(ts_model *m, ts_err *err)
@@ -262,17 +282,27 @@ ts_status ts_tsp_read_elems(ts_model *m, const tsp_fl *f, int reg, int type, uin
             memcpy(&el[x], tmp + 4 * x, 4);
         return rc;
     }
-    memset(el, 0, m->L * sizeof *el);
     for (uint32_t b = 0; b < w; b++) {
         rc = ts_tsp_sr_read(m, f, reg + (int)b, k, itag, tmp, err);
-        if (rc != TS_OK)
+        if (rc != TS_OK) {
+            if (b == 0)
+                memset(el, 0, m->L * sizeof *el);
             return rc;
-        if (m->L == 16) /* the research's 16 lanes: a loop of known length, vectorised */
+        }
+        if (b == 0) { /* the low byte sets the element, the others are or-ed in */
+            if (m->L == 16) /* the research's 16 lanes: a loop of known length, vectorised */
+                for (uint32_t x = 0; x < 16; x++)
+                    el[x] = tmp[x];
+            else
+                for (uint32_t x = 0; x < m->L; x++)
+                    el[x] = tmp[x];
+        } else if (m->L == 16) {
             for (uint32_t x = 0; x < 16; x++)
                 el[x] |= (uint32_t)tmp[x] << (8 * b);
-        else
+        } else {
             for (uint32_t x = 0; x < m->L; x++)
                 el[x] |= (uint32_t)tmp[x] << (8 * b);
+        }
     }
     return TS_OK;
 }
