@@ -54,6 +54,7 @@ void ts_tsp_destroy(ts_model *m)
     for (size_t i = 0; i < m->nfl; i++)
         ts_free(m->fl[i].buf);
     ts_free(m->fl);
+    ts_free(m->due);
     if (m->q)
         for (uint32_t i = 0; i < m->nq; i++)
             ts_free(m->q[i].dec);

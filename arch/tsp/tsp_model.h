@@ -195,6 +195,7 @@ struct ts_model {
     tsp_fl *fl;         /* in issue order; done ones (nfl_done of them) are removed once they
                          * are half, so a finishing instruction does not move all behind it */
     size_t nfl, capfl, nfl_done;
+    size_t *due, capdue; /* indices into fl of the instructions stepping this cycle */
     /* queues, slices, units */
     tsp_queue *q;
     uint32_t nq;
