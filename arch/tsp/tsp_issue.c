@@ -330,11 +330,9 @@ static void scan_occupancy(ts_model *m)
     uint64_t live = 0;
     for (int dir = 0; dir < 2; dir++)
         for (uint32_t s = 0; s < m->NS; s++)
-            for (uint32_t pos = 0; pos < m->P; pos++) {
-                size_t j = sr_index(m, dir, s, pos, m->now, 0);
+            for (uint32_t pos = 0; pos < m->P; pos++)
                 for (uint32_t k = 0; k < m->S; k++)
-                    live += sr_live(m, j + k, dir, pos, m->now);
-            }
+                    live += sr_live(m, sr_index(m, dir, s, pos, m->now, k), dir, pos, m->now);
     m->occ_scan += live;
 }
 
@@ -356,10 +354,21 @@ static ts_status cycle(ts_model *m, ts_err *err)
     /* evaluate: every instruction due steps its superlane; then the abc multiply-adds (possibly
      * on host threads); then the abc results that are complete */
     m->njobs = 0;
+    if (m->capdue < m->nfl) {
+        size_t *d = ts_realloc(m->due, m->nfl * sizeof *d);
+        if (!d)
+            return ts_err_set(err, TS_ENOMEM, "out of memory");
+        m->due = d;
+        m->capdue = m->nfl;
+    }
+    size_t ndue = 0; /* the instructions stepped this cycle, in issue order (no step launches one) */
     for (size_t i = 0; i < m->nfl; i++) {
         tsp_fl *f = &m->fl[i];
-        if (!f->done && f->t0 + f->skew + f->k == m->now && (rc = step_one(m, f, err)) != TS_OK)
-            return rc;
+        if (!f->done && f->t0 + f->skew + f->k == m->now) {
+            m->due[ndue++] = i;
+            if ((rc = step_one(m, f, err)) != TS_OK)
+                return rc;
+        }
     }
     ts_tsp_run_jobs(m);
     for (size_t j = 0; j < m->njobs; j++) {
@@ -367,26 +376,24 @@ static ts_status cycle(ts_model *m, ts_err *err)
         if (f->k == m->S - 1 && (rc = ts_tsp_abc_finalize(m, f, err)) != TS_OK)
             return rc;
     }
-    for (size_t i = 0; i < m->nfl; i++) {
-        tsp_fl *f = &m->fl[i];
-        if (!f->done && f->t0 + f->skew + f->k == m->now) {
-            m->work++;
-            if (m->act)
-                ts_tsp_act_step(m, f);
-            if (++f->k == m->S) {
-                uint64_t sweep = m->now - (f->t0 + f->skew) + 1; /* first to last superlane step */
-                if (m->trace) { /* from dispatch to the last superlane's result */
-                    uint64_t end = f->dfunc ? f->t0 + f->dfunc + m->S : m->now + 1;
-                    ts_tsp_trace_insn(m, f->q, ts_tsp_isa.ops[f->in->op].mnemonic, ts_tsp_unit_names[f->d->unit],
-                                      f->t0, end - f->t0);
-                }
-                if (sweep > m->sweep_max)
-                    m->sweep_max = sweep;
-                ts_free(f->buf);
-                f->buf = NULL;
-                f->done = true;
-                m->nfl_done++;
+    for (size_t di = 0; di < ndue; di++) {
+        tsp_fl *f = &m->fl[m->due[di]];
+        m->work++;
+        if (m->act)
+            ts_tsp_act_step(m, f);
+        if (++f->k == m->S) {
+            uint64_t sweep = m->now - (f->t0 + f->skew) + 1; /* first to last superlane step */
+            if (m->trace) { /* from dispatch to the last superlane's result */
+                uint64_t end = f->dfunc ? f->t0 + f->dfunc + m->S : m->now + 1;
+                ts_tsp_trace_insn(m, f->q, ts_tsp_isa.ops[f->in->op].mnemonic, ts_tsp_unit_names[f->d->unit],
+                                  f->t0, end - f->t0);
             }
+            if (sweep > m->sweep_max)
+                m->sweep_max = sweep;
+            ts_free(f->buf);
+            f->buf = NULL;
+            f->done = true;
+            m->nfl_done++;
         }
     }
     if (m->nfl_done * 2 > m->nfl) { /* compact, keeping the issue order */
@@ -405,7 +412,7 @@ static ts_status cycle(ts_model *m, ts_err *err)
         m->peak_bytes = m->cyc_bytes;
     if (m->cyc_macs > m->peak_macs)
         m->peak_macs = m->cyc_macs;
-    m->now++;
+    tsp_set_now(m, m->now + 1);
     return TS_OK;
 }
 
@@ -421,19 +428,31 @@ static bool finished(const ts_model *m)
     return true;
 }
 
-/* The next cycle at which anything happens; UINT64_MAX if nothing ever will. */
+/* The next cycle at which anything happens; UINT64_MAX if nothing ever will. Anything due by
+ * now makes it now, so each scan stops at the first such (in a busy stretch, at once). */
 static uint64_t next_event(const ts_model *m)
 {
-    uint64_t t = UINT64_MAX;
-    for (uint32_t i = 0; i < m->nq; i++) {
-        const tsp_queue *q = &m->q[i];
-        if (q->state == Q_RUN && (q->pc < q->n || q->rep_left) && q->next < t)
-            t = q->next;
+    uint64_t t = UINT64_MAX, now = m->now;
+    if (m->npending) {
+        const tsp_bucket *b = &m->wheel[now & m->wmask];
+        if (b->n && b->cycle <= now)
+            return now;
     }
     for (size_t i = 0; i < m->nfl; i++) {
         uint64_t c = m->fl[i].t0 + m->fl[i].skew + m->fl[i].k;
-        if (!m->fl[i].done && c < t)
+        if (!m->fl[i].done && c < t) {
+            if (c <= now)
+                return now;
             t = c;
+        }
+    }
+    for (uint32_t i = 0; i < m->nq; i++) {
+        const tsp_queue *q = &m->q[i];
+        if (q->state == Q_RUN && (q->pc < q->n || q->rep_left) && q->next < t) {
+            if (q->next <= now)
+                return now;
+            t = q->next;
+        }
     }
     if (m->npending)
         for (uint32_t i = 0; i <= m->wmask; i++)
@@ -445,7 +464,7 @@ static uint64_t next_event(const ts_model *m)
     for (uint32_t i = 0; i < m->nq && m->nlanding; i++)
         if (m->q[i].nland && m->q[i].land[0] + 1 < t)
             t = m->q[i].land[0] + 1;
-    return t < m->now ? m->now : t;
+    return t < now ? now : t;
 }
 
 ts_status ts_tsp_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
@@ -462,7 +481,7 @@ ts_status ts_tsp_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
                         stop = m->q[i].next;
                 if (m->act && stop > m->act_next)
                     stop = m->act_next; /* a window ends there: priced at its end, as in lockstep */
-                m->now = stop < limit ? stop : limit;
+                tsp_set_now(m, stop < limit ? stop : limit);
                 if (m->act && m->now >= m->act_next) {
                     ts_status rc = ts_tsp_act_flush(m, m->now, false, err);
                     if (rc != TS_OK)

@@ -44,11 +44,7 @@ void ts_tsp_destroy(ts_model *m)
     ts_free(m->act_upto);
     ts_free(m->act_park);
     ts_free(m->jobs);
-    ts_free(m->sr_data);
-    ts_free(m->sr_tag);
-    ts_free(m->sr_birth);
-    ts_free(m->sr_bpos);
-    ts_free(m->sr_prod);
+    ts_free(m->sr);
     if (m->wheel)
         for (uint32_t i = 0; i <= m->wmask; i++) {
             ts_free(m->wheel[i].w);
@@ -58,6 +54,7 @@ void ts_tsp_destroy(ts_model *m)
     for (size_t i = 0; i < m->nfl; i++)
         ts_free(m->fl[i].buf);
     ts_free(m->fl);
+    ts_free(m->due);
     if (m->q)
         for (uint32_t i = 0; i < m->nq; i++)
             ts_free(m->q[i].dec);
@@ -139,11 +136,8 @@ ts_status ts_tsp_create(ts_model **out, const ts_config *config, const ts_run_op
     while (w < span)
         w <<= 1;
     m->wmask = (uint32_t)(w - 1);
-    m->sr_data = ts_calloc(m->nslots, m->L);
-    m->sr_tag = ts_calloc(m->nslots, sizeof *m->sr_tag);
-    m->sr_birth = ts_malloc(m->nslots * sizeof *m->sr_birth);
-    m->sr_bpos = ts_calloc(m->nslots, sizeof *m->sr_bpos);
-    m->sr_prod = ts_calloc(m->nslots, sizeof *m->sr_prod);
+    m->sr_stride = sizeof(tsp_slot) + (m->L + 7) / 8 * 8;
+    m->sr = ts_calloc(m->nslots, m->sr_stride);
     m->wheel = ts_calloc(w, sizeof *m->wheel);
     m->q = ts_calloc(m->nq ? m->nq : 1, sizeof *m->q);
     m->slice_busy = ts_calloc(l->nslices, sizeof *m->slice_busy);
@@ -156,7 +150,7 @@ ts_status ts_tsp_create(ts_model **out, const ts_config *config, const ts_run_op
     m->mem_rd = ts_calloc(l->nmem ? l->nmem : 1, sizeof *m->mem_rd);
     m->mem_wr = ts_calloc(l->nmem ? l->nmem : 1, sizeof *m->mem_wr);
     m->scratch = ts_malloc((size_t)m->NS * m->L * 4);
-    bool ok = m->sr_data && m->sr_tag && m->sr_birth && m->sr_bpos && m->sr_prod && m->wheel && m->q &&
+    bool ok = m->sr && m->wheel && m->q &&
               m->slice_busy && m->slice_last && m->mem && m->bank && m->plane && m->link && m->transposes &&
               m->mem_rd && m->mem_wr && m->scratch && !latch_init(&m->alu, (size_t)m->cfg.vxm_alus * m->S, m->L);
     for (uint32_t i = 0; ok && i < l->nmxm; i++) {
@@ -169,7 +163,7 @@ ts_status ts_tsp_create(ts_model **out, const ts_config *config, const ts_run_op
         return ts_err_set(err, TS_ENOMEM, "out of memory creating a tsp model");
     }
     for (size_t i = 0; i < m->nslots; i++)
-        m->sr_birth[i] = -1;
+        sr_slot(m, i)->birth = -1;
     for (size_t i = 0; i < (size_t)l->nmem * m->S; i++)
         m->bank[i].rd_cycle = m->bank[i].wr_cycle = -1;
     for (uint32_t i = 0; i < m->nq; i++) {

@@ -168,19 +168,25 @@ typedef struct tsp_hz_row {
     double v[9];
 } tsp_hz_row;
 
+/* A stream-register slot's bookkeeping; its L value bytes follow it (sr_bytes). */
+typedef struct tsp_slot {
+    int64_t birth; /* cycle the value was written; -1: never */
+    uint64_t prod; /* the instruction that wrote it (PROD) */
+    uint32_t tag;
+    uint16_t bpos; /* position it was written at */
+} tsp_slot;
+
 struct ts_model {
     ts_tsp_cfg cfg;
     tsp_layout *lay;
     bool lockstep, warn;
     uint32_t S, L, VL, P, NS, D, words;
     uint64_t now, work;
-    /* stream registers, index ((dir * NS + s) * P + slot) * S + k */
-    size_t nslots;
-    uint8_t *sr_data;
-    uint32_t *sr_tag;
-    int64_t *sr_birth;
-    uint16_t *sr_bpos;
-    uint64_t *sr_prod;
+    uint32_t now_p; /* now % P, kept with now (tsp_set_now) */
+    /* stream registers, index ((dir * NS + s) * P + row) * S + k (sr_index): sr_stride bytes each, a
+     * tsp_slot then its L bytes (sr_slot, sr_bytes), so a read touches one or two cache lines */
+    size_t nslots, sr_stride;
+    uint8_t *sr;
     /* pending results */
     tsp_bucket *wheel;
     uint32_t wmask;
@@ -189,6 +195,7 @@ struct ts_model {
     tsp_fl *fl;         /* in issue order; done ones (nfl_done of them) are removed once they
                          * are half, so a finishing instruction does not move all behind it */
     size_t nfl, capfl, nfl_done;
+    size_t *due, capdue; /* indices into fl of the instructions stepping this cycle */
     /* queues, slices, units */
     tsp_queue *q;
     uint32_t nq;
@@ -249,21 +256,42 @@ static inline void tsp_lanes_copy(const ts_model *m, void *dst, const void *src,
 /* Stream-register position of queue q's slice. */
 static inline uint32_t q_pos(const ts_model *m, uint32_t q) { return m->lay->pos[m->q[q].slice]; }
 
-/* Index of the slot holding stream s of direction dir at position pos in cycle c, superlane k. */
+/* Index of the slot holding stream s of direction dir at position pos in cycle c, superlane k.
+ * The ring slot is (pos - c) mod P eastward, (pos + c) mod P westward; superlane k's slots are
+ * stored rotated by k (row = slot + k eastward, slot - k westward), so an instruction sweeping
+ * superlanes 0..S-1 in consecutive cycles touches consecutive slots in memory. */
 static inline size_t sr_index(const ts_model *m, int dir, uint32_t s, uint32_t pos, uint64_t c, uint32_t k)
 {
-    uint64_t slot = dir == 0 ? (pos + m->P - (c % m->P)) % m->P : (pos + c) % m->P;
-    return (((size_t)dir * m->NS + s) * m->P + slot) * m->S + k;
+    uint32_t P = m->P;
+    uint32_t cp = c == m->now ? m->now_p : (uint32_t)(c % P); /* now_p: no division per access */
+    uint32_t kp = k < P ? k : k % P;
+    uint32_t a = dir == 0 ? pos + kp : pos + cp, b = dir == 0 ? cp : kp; /* row = a - b mod P, a < 2P */
+    uint32_t row = a >= b ? a - b : a + P - b;
+    if (row >= P)
+        row -= P;
+    return (((size_t)dir * m->NS + s) * P + row) * m->S + k;
 }
+
+/* Advance the clock to c. */
+static inline void tsp_set_now(ts_model *m, uint64_t c)
+{
+    m->now_p = c == m->now + 1 ? (m->now_p + 1 == m->P ? 0 : m->now_p + 1) : (uint32_t)(c % m->P);
+    m->now = c;
+}
+
+/* Slot i's bookkeeping and its L value bytes. */
+static inline tsp_slot *sr_slot(const ts_model *m, size_t i) { return (tsp_slot *)(void *)(m->sr + i * m->sr_stride); }
+static inline uint8_t *sr_bytes(const ts_model *m, size_t i) { return m->sr + i * m->sr_stride + sizeof(tsp_slot); }
 
 /* Is the value in slot i live at position pos in cycle c? */
 static inline bool sr_live(const ts_model *m, size_t i, int dir, uint32_t pos, uint64_t c)
 {
-    int64_t b = m->sr_birth[i];
+    const tsp_slot *sl = sr_slot(m, i);
+    int64_t b = sl->birth;
     if (b < 0 || (uint64_t)b > c)
         return false;
     uint64_t age = c - (uint64_t)b;
-    return dir == 0 ? m->sr_bpos[i] + age == pos : m->sr_bpos[i] >= age && m->sr_bpos[i] - age == pos;
+    return dir == 0 ? sl->bpos + age == pos : sl->bpos >= age && sl->bpos - age == pos;
 }
 
 /* Cycles a value written at pos stays on chip. */

@@ -68,7 +68,13 @@ ts_status ts_tsp_step_mxm(ts_model *m, tsp_fl *f, ts_err *err)
             uint32_t wd = tsp_type_width(type), rows = (uint32_t)o[2] / wd, esz = type == TSP_I8 ? 1 : 4;
             uint8_t *buf = m->scratch;
             for (uint32_t r = 0; r < rows; r++) {
-                if ((rc = ts_tsp_read_elems(m, f, o[1] + (int)(r * wd), type, k, (uint32_t)o[3], el, err)) != TS_OK)
+                int reg = o[1] + (int)(r * wd);
+                if (type == TSP_I8 && reg < TSP_REG_ALU) { /* the stream's bytes are the weights */
+                    if ((rc = ts_tsp_sr_read(m, f, reg, k, (uint32_t)o[3], buf + (size_t)r * L, err)) != TS_OK)
+                        return rc;
+                    continue;
+                }
+                if ((rc = ts_tsp_read_elems(m, f, reg, type, k, (uint32_t)o[3], el, err)) != TS_OK)
                     return rc;
                 for (uint32_t x = 0; x < L; x++) {
                     uint8_t *at = buf + ((size_t)r * L + x) * esz;

@@ -21,12 +21,13 @@ ts_status ts_tsp_collect(ts_model *m, ts_results *r, ts_err *err)
     uint64_t occ = m->occ;
     for (int dir = 0; dir < 2; dir++)
         for (uint32_t s = 0; s < m->NS; s++)
-            for (uint32_t slot = 0; slot < m->P; slot++)
+            for (uint32_t row = 0; row < m->P; row++)
                 for (uint32_t k = 0; k < m->S; k++) {
-                    size_t j = (((size_t)dir * m->NS + s) * m->P + slot) * m->S + k;
-                    if (m->sr_birth[j] < 0)
+                    size_t j = (((size_t)dir * m->NS + s) * m->P + row) * m->S + k; /* every slot once */
+                    const tsp_slot *sl = sr_slot(m, j);
+                    if (sl->birth < 0)
                         continue;
-                    uint64_t exit = (uint64_t)m->sr_birth[j] + sr_life(m, dir, m->sr_bpos[j]);
+                    uint64_t exit = (uint64_t)sl->birth + sr_life(m, dir, sl->bpos);
                     /* the value is still the slot's: it lived until exit unless the run ended first */
                     if (exit > m->now)
                         occ -= exit - m->now;

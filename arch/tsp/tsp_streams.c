@@ -60,9 +60,29 @@ ts_status ts_tsp_sr_schedule(ts_model *m, uint64_t cycle, int reg, uint32_t pos,
 {
     if (m->lockstep && role_check(m, prod, reg, TS_OR_WRITE, err) != TS_OK)
         return TS_EINTERNAL;
-    tsp_pw w = {.kind = PW_SR, .dir = (uint8_t)(reg >= TSP_REG_WEST), .k = (uint16_t)k,
-                .a = (uint32_t)reg % TSP_MAX_STREAMS, .b = pos, .tag = tag, .prod = prod, .len = m->L};
-    return ts_tsp_pw_add(m, cycle, &w, data, err);
+    /* ts_tsp_pw_add for the commonest result, the record filled in place */
+    tsp_bucket *b = &m->wheel[cycle & m->wmask];
+    if (b->n && b->cycle != cycle)
+        return ts_err_set(err, TS_EINTERNAL, "tsp: result wheel too small for cycle %" PRIu64, cycle);
+    b->cycle = cycle;
+    if ((b->n == b->cap && ts_grow((void **)&b->w, &b->cap, b->n + 1, sizeof *b->w)) ||
+        (b->nb + m->L > b->capb && ts_grow((void **)&b->bytes, &b->capb, b->nb + m->L, 1)))
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    tsp_pw *p = &b->w[b->n++];
+    p->kind = PW_SR;
+    p->dir = (uint8_t)(reg >= TSP_REG_WEST);
+    p->mode = p->type = 0;
+    p->k = (uint16_t)k;
+    p->a = (uint32_t)reg % TSP_MAX_STREAMS;
+    p->b = pos;
+    p->tag = tag;
+    p->prod = prod;
+    p->off = (uint32_t)b->nb;
+    p->len = m->L;
+    tsp_lanes_copy(m, b->bytes + b->nb, data, m->L);
+    b->nb += m->L;
+    m->npending++;
+    return TS_OK;
 }
 
 ts_status ts_tsp_commit(ts_model *m, ts_err *err)
@@ -77,26 +97,27 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
         switch (w->kind) {
         case PW_SR: {
             size_t j = sr_index(m, w->dir, w->a, w->b, m->now, w->k);
-            if (m->sr_birth[j] == (int64_t)m->now && m->sr_bpos[j] == w->b) {
+            tsp_slot *sl = sr_slot(m, j);
+            if (sl->birth == (int64_t)m->now && sl->bpos == w->b) {
                 uint32_t at = 0;
                 while (at + 1 < m->lay->nslices && m->lay->pos[at] < w->b)
                     at++;
                 rc = ts_tsp_hazard(m, err, HZ_COLLISION, w->k, at, (int)(w->dir * TSP_MAX_STREAMS + w->a),
-                                   m->sr_prod[j], w->prod,
+                                   sl->prod, w->prod,
                                    "stream collision: two results reach one stream register in one cycle");
                 if (rc != TS_OK)
                     break;
             }
             if (sr_live(m, j, w->dir, w->b, m->now)) {
-                uint64_t exit = (uint64_t)m->sr_birth[j] + sr_life(m, w->dir, m->sr_bpos[j]);
+                uint64_t exit = (uint64_t)sl->birth + sr_life(m, w->dir, sl->bpos);
                 m->occ -= exit - m->now;
                 m->sr_over++;
             }
-            tsp_lanes_copy(m, m->sr_data + j * m->L, d, m->L);
-            m->sr_birth[j] = (int64_t)m->now;
-            m->sr_bpos[j] = (uint16_t)w->b;
-            m->sr_tag[j] = w->tag;
-            m->sr_prod[j] = w->prod;
+            tsp_lanes_copy(m, sr_bytes(m, j), d, m->L);
+            sl->birth = (int64_t)m->now;
+            sl->bpos = (uint16_t)w->b;
+            sl->tag = w->tag;
+            sl->prod = w->prod;
             m->occ += sr_life(m, w->dir, w->b);
             m->sr_writes++;
             if (m->act)
@@ -211,21 +232,22 @@ ts_status ts_tsp_sr_read(ts_model *m, const tsp_fl *f, int reg, uint32_t k, uint
     uint32_t s = (uint32_t)reg % TSP_MAX_STREAMS, pos = q_pos(m, f->q);
     size_t j = sr_index(m, dir, s, pos, m->now, k);
     m->reg_reads += m->L;
+    const tsp_slot *sl = sr_slot(m, j);
     if (!sr_live(m, j, dir, pos, m->now)) {
         memset(out, 0, m->L);
-        int64_t b = m->sr_birth[j];
-        return ts_tsp_hazard(m, err, HZ_NOVALUE, k, m->q[f->q].slice, reg, b >= 0 ? m->sr_prod[j] : NOPROD,
+        int64_t b = sl->birth;
+        return ts_tsp_hazard(m, err, HZ_NOVALUE, k, m->q[f->q].slice, reg, b >= 0 ? sl->prod : NOPROD,
                              PROD(f->q, f->pc), "no value: the reader finds no live value in the stream register (%s)",
                              b >= 0 ? "the first instruction named wrote the last one there"
                                     : "nothing was ever written there");
     }
-    if (itag && m->sr_tag[j] != itag) {
-        tsp_lanes_copy(m, out, m->sr_data + j * m->L, m->L);
-        return ts_tsp_hazard(m, err, HZ_NOVALUE, k, m->q[f->q].slice, reg, m->sr_prod[j], PROD(f->q, f->pc),
+    if (itag && sl->tag != itag) {
+        tsp_lanes_copy(m, out, sr_bytes(m, j), m->L);
+        return ts_tsp_hazard(m, err, HZ_NOVALUE, k, m->q[f->q].slice, reg, sl->prod, PROD(f->q, f->pc),
                              "no value: the stream register holds a value tagged %u, the reader expects tag %u",
-                             m->sr_tag[j], itag);
+                             sl->tag, itag);
     }
-    tsp_lanes_copy(m, out, m->sr_data + j * m->L, m->L);
+    tsp_lanes_copy(m, out, sr_bytes(m, j), m->L);
     return TS_OK;
 }
 
@@ -260,17 +282,27 @@ ts_status ts_tsp_read_elems(ts_model *m, const tsp_fl *f, int reg, int type, uin
             memcpy(&el[x], tmp + 4 * x, 4);
         return rc;
     }
-    memset(el, 0, m->L * sizeof *el);
     for (uint32_t b = 0; b < w; b++) {
         rc = ts_tsp_sr_read(m, f, reg + (int)b, k, itag, tmp, err);
-        if (rc != TS_OK)
+        if (rc != TS_OK) {
+            if (b == 0)
+                memset(el, 0, m->L * sizeof *el);
             return rc;
-        if (m->L == 16) /* the research's 16 lanes: a loop of known length, vectorised */
+        }
+        if (b == 0) { /* the low byte sets the element, the others are or-ed in */
+            if (m->L == 16) /* the research's 16 lanes: a loop of known length, vectorised */
+                for (uint32_t x = 0; x < 16; x++)
+                    el[x] = tmp[x];
+            else
+                for (uint32_t x = 0; x < m->L; x++)
+                    el[x] = tmp[x];
+        } else if (m->L == 16) {
             for (uint32_t x = 0; x < 16; x++)
                 el[x] |= (uint32_t)tmp[x] << (8 * b);
-        else
+        } else {
             for (uint32_t x = 0; x < m->L; x++)
                 el[x] |= (uint32_t)tmp[x] << (8 * b);
+        }
     }
     return TS_OK;
 }
