@@ -1388,32 +1388,42 @@ END_TEST
 
 START_TEST(test_batched_matmul)
 {
-    /* A[2, 3, 6, 8] x B[2, 3, 8, N] (two activations, 6 batches) on 16 tiles: 2 tiles a batch, 3
-     * rows each; N = 7 one output at a time (_i 0), N = 12 four at a time (_i 1); f32 within
-     * 1e-5 x sum |terms| */
-    const int N = _i ? 12 : 7;
+    /* _i 0, 1: A[2, 3, 6, 8] x B[2, 3, 8, N] (two activations, 6 batches) on 16 tiles: 2 tiles a
+     * batch, 3 rows each. _i 2, 3: A[2, 13, 8] x B[2, 8, N], 13 rows a batch (prime): 2 rows a tile
+     * over 7 tiles a batch, the last one row, the output blocked by batch (rather than one tile a
+     * batch), and a Relu reading it in that layout. N = 7 one output at a time (even _i), N = 12
+     * four at a time (odd _i); f32 within 1e-5 x sum |terms| */
+    const int N = _i % 2 ? 12 : 7, nb = _i < 2 ? 6 : 2, M = _i < 2 ? 6 : 13;
     ts_graph *g = ts_graph_create("bmm");
-    int a = tensor(g, "a", TS_TENSOR_INPUT, 4, (int64_t[]){2, 3, 6, 8});
-    int b = tensor(g, "b", TS_TENSOR_INPUT, 4, (int64_t[]){2, 3, 8, N});
+    int a = _i < 2 ? tensor(g, "a", TS_TENSOR_INPUT, 4, (int64_t[]){2, 3, 6, 8})
+                   : tensor(g, "a", TS_TENSOR_INPUT, 3, (int64_t[]){2, 13, 8});
+    int b = _i < 2 ? tensor(g, "b", TS_TENSOR_INPUT, 4, (int64_t[]){2, 3, 8, N})
+                   : tensor(g, "b", TS_TENSOR_INPUT, 3, (int64_t[]){2, 8, N});
     int c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL);
     fill(g, a);
     fill(g, b);
     node(g, TS_OP_MATMUL, "bmm", (int[]){a, b}, 2, c, NULL);
     ts_graph_mark_output(g, c);
+    int r = _i < 2 ? -1 : chain(g, TS_OP_RELU, "relu", c, -1, NULL);
+    if (r >= 0)
+        ts_graph_mark_output(g, r);
     finalize(g);
     lowered L = {0};
     lower_and_run(g, "ipu_small16", &L);
-    ck_assert_uint_eq(L.rep.tiles_used, 12);
-    for (int bt = 0; bt < 6; bt++)
-        for (int i = 0; i < 6; i++)
+    ck_assert_uint_eq(L.rep.tiles_used, _i < 2 ? 12 : 14);
+    for (int bt = 0; bt < nb; bt++)
+        for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++) {
                 double s = 0, m = 0;
                 for (int k = 0; k < 8; k++) {
-                    double t = (double)val(a, (bt * 6 + i) * 8 + k) * val(b, (bt * 8 + k) * N + j);
+                    double t = (double)val(a, (bt * M + i) * 8 + k) * val(b, (bt * 8 + k) * N + j);
                     s += t;
                     m += fabs(t);
                 }
-                near(out_at(&L, g, c, (uint64_t)((bt * 6 + i) * N + j)), s, m, "c", (uint64_t)((bt * 6 + i) * N + j));
+                uint64_t e = (uint64_t)((bt * M + i) * N + j);
+                near(out_at(&L, g, c, e), s, m, "c", e);
+                if (r >= 0)
+                    ck_assert_float_eq(out_at(&L, g, r, e), fmaxf(out_at(&L, g, c, e), 0.0f));
             }
     lowered_free(&L);
     ts_graph_destroy(g);
@@ -2160,7 +2170,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_code_fits);
     tcase_add_test(tc, test_auto_falls_back);
     tcase_add_test(tc, test_transpose);
-    tcase_add_loop_test(tc, test_batched_matmul, 0, 2);
+    tcase_add_loop_test(tc, test_batched_matmul, 0, 4);
     tcase_add_loop_test(tc, test_bert_layer, 0, 2);
     tcase_add_test(tc, test_mlp_softmax);
     tcase_add_test(tc, test_conv);
