@@ -438,7 +438,7 @@ START_TEST(test_exchange_check)
     finalize(g);
     ts_err e;
     ts_err_init(&e);
-    ts_insn code[2][30];
+    lw_insn code[2][30];
     memset(code, 0, sizeof code);
     for (int t = 0; t < 2; t++)
         for (int i = 0; i < 30; i++)
@@ -480,8 +480,8 @@ START_TEST(test_exchange_check)
             "more cycles than the sender issues before its send (Relu 'r')");
     /* a local copy of 4 words (a gather's: setzi of the count, rpt over a load and a store) before
      * the receive, none on the sender: 1 + 1 + 4 x 2 cycles against 2 */
-    code[0][15] = (ts_insn){.op = LW_SETZI, .a = {RM(3), 4, 0}};
-    code[0][16] = (ts_insn){.op = LW_RPT, .a = {RM(3), 2, 0}};
+    code[0][15] = (lw_insn){.op = LW_SETZI, .a = {RM(3), 4, 0}};
+    code[0][16] = (lw_insn){.op = LW_RPT, .a = {RM(3), 2, 0}};
     code[0][17].op = LW_LD32STEP;
     code[0][18].op = LW_ST32STEP;
     lw_xrec copied[] = {{3, 1, 0, 4, 0, 19}, {3, 1, 0, -4, 0, 17}};

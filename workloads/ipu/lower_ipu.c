@@ -473,7 +473,7 @@ static void pass_free(lw_pass *ps)
  * (*perm) are found; otherwise they place the static data, and *out gets the program. */
 static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, const ts_t10_plan *plans, bool measure,
                             uint32_t mmshare, uint64_t *wsz, uint64_t *perm, ts_program **out, ts_lower_report *rep,
-                            bool *overfull, ts_err *err)
+                            uint64_t *overfull, ts_err *err)
 {
     lw_pass ps = {0};
     lw *L = &ps.L;
@@ -491,8 +491,8 @@ static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, con
         ts_program_destroy(*out);
         *out = NULL;
     }
-    if (overfull)
-        *overfull = L->overfull;
+    if (overfull) /* the bytes short when an operator did not fit, else 0 */
+        *overfull = L->overfull ? L->short_by : 0;
     pass_free(&ps);
     if (rc != TS_OK && rep)
         ts_lower_report_free(rep);
@@ -578,12 +578,17 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
      * MatMul/Gemm keeps its weights within 1/4 of the tile memory per tile; if an operator does not
      * fit (all weights are loaded before the run), within 1/8, then 1/16, down to 1/64. */
     uint32_t mmshare = 4;
+    /* the message of the plan that came closest to fitting (the fewest bytes short), kept: when a
+     * smaller plan tried after it runs out of host memory, the model does not fit, and that is the
+     * message */
+    char *closest = NULL;
+    uint64_t closest_by = 0;
     for (uint64_t budget = p->target.sram_bytes;; budget = budget / 4 * 3, mmshare *= plans ? 1 : 2) {
         memset(wsz, 0, nn * sizeof *wsz);
         perm = 0;
         if (plans && (rc = lwi_t10_plans(g, p, budget, plans, err)) != TS_OK)
             break;
-        bool overfull = false;
+        uint64_t overfull = 0;
         /* the same plan twice: first the sizes of the static data, then with its addresses */
         rc = lower_pass(g, p, plans, true, mmshare, wsz, &perm, out, NULL, NULL, err);
         if (rc == TS_OK)
@@ -592,6 +597,11 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
         if (rc == TS_OK || !overfull || (spent && p->planner != TS_LOWER_PLANNER_AUTO) || (!plans && mmshare >= 64))
             break;
         if (err) {
+            if (!closest || overfull < closest_by) {
+                ts_free(closest);
+                closest = ts_strdup(err->msg);
+                closest_by = overfull;
+            }
             ts_err_free(err);
             ts_err_init(err);
         }
@@ -602,6 +612,10 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
             mmshare = 2; /* doubled to 4 as the loop goes on */
         }
     }
+    if (rc == TS_ENOMEM && closest)
+        rc = ts_err_set(err, TS_EINPUT, "'%s' does not fit: %s (of the plans tried the closest; the next ran out of host "
+                        "memory)", ts_graph_name(g), closest);
+    ts_free(closest);
     ts_free(plans);
     ts_free(wsz);
     return rc;

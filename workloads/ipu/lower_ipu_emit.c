@@ -13,12 +13,7 @@ size_t lwi_emit(lw *L, lw_code *c, int op, int32_t a0, int32_t a1, int32_t a2)
         L->oom = true;
         return c->n;
     }
-    ts_insn *in = &c->v[c->n];
-    memset(in, 0, sizeof *in);
-    in->op = (uint16_t)op;
-    in->a[0] = a0;
-    in->a[1] = a1;
-    in->a[2] = a2;
+    c->v[c->n] = (lw_insn){.op = (uint16_t)op, .a = {a0, a1, a2}};
     c->ncode += op != LW_BUNDLE && op != LW_BUNDLE_END;
     return c->n++;
 }
@@ -155,27 +150,29 @@ ts_status lwi_check_code(lw *L)
 }
 
 /* Tile t's stream: its supervisor code, then its worker code, the labels of the worker code (run,
- * runall, branches) moved past the supervisor's. */
+ * runall, branches) moved past the supervisor's. The stream is allocated at its length once (no
+ * room to grow: the program is held through the run). */
 static ts_status emit_stream(lw *L, uint32_t t)
 {
     ts_stream *s = ts_program_stream(L->prog, 0, t);
-    if (!s)
-        return ts_err_set(L->err, TS_ENOMEM, "out of memory emitting the program");
     lw_tile *T = &L->tiles[t];
+    size_t n = T->sup.n + T->wrk.n;
+    if (!s || n > UINT32_MAX || !(s->insn = ts_calloc(n ? n : 1, sizeof *s->insn)))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory emitting the program");
+    s->n = s->cap = (uint32_t)n;
     int32_t off = (int32_t)T->sup.n;
-    for (size_t i = 0; i < T->sup.n + T->wrk.n; i++) {
+    for (size_t i = 0; i < n; i++) {
         bool w = i >= T->sup.n;
-        ts_insn in = w ? T->wrk.v[i - T->sup.n] : T->sup.v[i];
+        lw_insn in = w ? T->wrk.v[i - T->sup.n] : T->sup.v[i];
         if (in.op == LW_RUN || in.op == LW_RUNALL)
             in.a[0] += off;
         else if (w && (in.op == LW_BR))
             in.a[0] += off;
         else if (w && (in.op == LW_BRZ || in.op == LW_BRNZ || in.op == LW_BRNEG || in.op == LW_BRNZDEC))
             in.a[1] += off;
-        ts_insn *d = ts_stream_emit(s, in.op);
-        if (!d)
-            return ts_err_set(L->err, TS_ENOMEM, "out of memory emitting the program");
-        memcpy(d->a, in.a, sizeof d->a);
+        ts_insn *d = &s->insn[i];
+        d->op = in.op;
+        memcpy(d->a, in.a, sizeof in.a);
     }
     return TS_OK;
 }
@@ -189,6 +186,9 @@ ts_status lwi_finish(lw *L, ts_program **out)
     ts_status xc = lwi_check_exchange(L);
     if (xc != TS_OK)
         return xc;
+    ts_free(L->xr); /* checked: the records are not needed again */
+    L->xr = NULL;
+    L->nxr = L->capxr = 0;
     for (uint32_t t = 0; t < L->used; t++) {
         ts_status rc = emit_stream(L, t);
         if (rc != TS_OK)
@@ -196,6 +196,15 @@ ts_status lwi_finish(lw *L, ts_program **out)
         ts_free(L->tiles[t].sup.v); /* the tile's code is the stream's now: the host holds one copy */
         ts_free(L->tiles[t].wrk.v);
         L->tiles[t].sup = L->tiles[t].wrk = (lw_code){0};
+    }
+    /* the program's marks at their number at once (no room to grow), then the lowering's freed */
+    size_t nm = 0;
+    for (size_t i = 0; i < L->nmarks; i++)
+        nm += L->marks[i].tile < L->used;
+    if (nm && !L->prog->marks) {
+        if (!(L->prog->marks = ts_calloc(nm, sizeof *L->prog->marks)))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory emitting the program");
+        L->prog->cap_marks = nm;
     }
     for (size_t i = 0; i < L->nmarks; i++) {
         const lw_mark *k = &L->marks[i];
@@ -206,6 +215,9 @@ ts_status lwi_finish(lw *L, ts_program **out)
         if (rc != TS_OK)
             return rc;
     }
+    ts_free(L->marks);
+    L->marks = NULL;
+    L->nmarks = L->capmarks = 0;
     ts_program_canonicalize(L->prog);
     *out = L->prog;
     L->prog = NULL;

@@ -86,7 +86,7 @@ static int64_t run_issues(const lw *L, uint32_t t, size_t start, size_t end, boo
     int64_t mval[32] = {0};
     bool mset[32] = {false};
     for (size_t i = start; i < end; i++) {
-        const ts_insn *in = &c->v[i];
+        const lw_insn *in = &c->v[i];
         int32_t m = in->a[0] - RM(0);
         bool reg = m >= 0 && m < 32;
         switch (in->op) {

@@ -47,9 +47,13 @@ enum lw_op {
 
 static inline uint64_t umin(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
+/* An instruction as the lowering holds it until the program is written: the opcode and the three
+ * operands the IPU's instructions take (ts_insn has room for seven; a program of tens of millions of
+ * instructions is held in half the host memory so). */
+typedef struct lw_insn { uint16_t op; int32_t a[3]; } lw_insn;
 /* A tile's code: n entries, ncode of them instructions that take code memory (a bundle's braces
  * take none, as the loader counts them). */
-typedef struct lw_code { ts_insn *v; size_t n, cap, ncode; } lw_code;
+typedef struct lw_code { lw_insn *v; size_t n, cap, ncode; } lw_code;
 typedef struct lw_tile { lw_code sup, wrk; } lw_tile;
 typedef struct lw_mark { uint32_t tile, pc, id; } lw_mark;
 /* Where a tensor lives, on tiles t0..t0 + ntiles - 1. Flat (inner = 0): element e on tile
@@ -123,6 +127,7 @@ typedef struct lw {
     ts_lower_layer *layers; size_t nlayers, caplayers;
     bool oom;
     bool overfull;        /* an operator did not fit tile memory (the t10 planner retries) */
+    uint64_t short_by;    /* then the bytes it was short (at least 1) */
     uint32_t mmshare;     /* planner (a): a MatMul/Gemm's weights take at most 1/mmshare of the tile memory */
     bool coalesce;        /* gather: one send for pieces that follow on in the sender's memory, one copy loop
                            * for staged pieces of equal length equally far apart (Transpose, MatMul of

@@ -535,7 +535,8 @@ static void bmm_dots(lw *L, uint32_t t, uint64_t a, uint64_t b, uint64_t out, ui
 }
 
 /* MatMul of two activations A[..., M, K] x B[..., K, N] over the same batch dimensions: the rows of
- * each batch over its own tiles (rp rows a tile, rp dividing M so that the output stays flat); a
+ * each batch over its own tiles (rp rows a tile, rp dividing M so that the output stays flat, or
+ * when that would take fewer than half the tiles, blocks of rp rows, the output blocked by batch); a
  * tile gathers its rows of A and the whole of its batch's B (staggered, so that the tiles of a
  * batch read its holders in turn), and its workers split the N columns: four outputs at a time
  * (N a multiple of 4), per k an element of A loaded and doubled into a pair, two pairs of B's row
@@ -561,13 +562,22 @@ ts_status lwi_lower_bmm(lw *L, const ts_graph_node *n, lw_scr *sc)
     uint64_t N = (uint64_t)B->dims[B->rank - 1], nb = (uint64_t)ts_graph_tensor_elems(A) / (M * K);
     if (nb > L->T)
         return lwi_unsupported(L, n, "more batches than tiles");
-    uint64_t rp = ts_geom_cdiv(M, L->T / nb);
+    /* rp rows a tile: the fewest that the batch's tiles take, rounded up to divide M (the output
+     * flat); when that would leave fewer than half the tiles (M prime or nearly: ViT's 197 tokens
+     * took one tile per head, each holding its head's whole score matrix), the batch's rows in
+     * blocks of rp0 over nrb tiles, the last block shorter, the output blocked by batch */
+    uint64_t rp0 = ts_geom_cdiv(M, L->T / nb), rp = rp0;
     while (M % rp)
         rp++;
-    uint32_t tn = (uint32_t)(nb * M / rp);
+    uint64_t nrb = M / rp;
+    bool blocked = rp > 2 * rp0;
+    if (blocked)
+        rp = rp0, nrb = ts_geom_cdiv(M, rp0);
+    uint32_t tn = (uint32_t)(nb * nrb);
     for (uint32_t t = 0; t < tn; t++) {
-        sc->lo[t] = t * rp * K;
-        sc->hi[t] = (t + 1) * rp * K;
+        uint64_t r0 = t / nrb * M + t % nrb * rp; /* the tile's first row of A's nb * M */
+        sc->lo[t] = r0 * K;
+        sc->hi[t] = (r0 + umin(rp, M - t % nrb * rp)) * K;
     }
     if ((rc = lwi_gather(L, n->in[0], tn, sc->lo, sc->hi, NULL, 0, 0, false, sc->where)) != TS_OK)
         return rc;
@@ -577,7 +587,7 @@ ts_status lwi_lower_bmm(lw *L, const ts_graph_node *n, lw_scr *sc)
     memcpy(wa, sc->where, tn * sizeof *wa);
     lwi_sync_all(L); /* A's pieces a tile holds itself are copied before B's receivers arm */
     for (uint32_t t = 0; t < tn; t++) {
-        uint64_t b = t * rp / M;
+        uint64_t b = t / nrb;
         sc->lo[t] = b * K * N;
         sc->hi[t] = (b + 1) * K * N;
     }
@@ -589,16 +599,20 @@ ts_status lwi_lower_bmm(lw *L, const ts_graph_node *n, lw_scr *sc)
     uint64_t out = lwi_alloc(L, rp * N * 4);
     uint32_t cw = (uint32_t)ts_geom_cdiv(N, L->workers), cq = (uint32_t)ts_geom_cdiv(N / 4, L->workers);
     for (uint32_t t = 0; t < tn && rc == TS_OK; t++) {
+        uint64_t rows = umin(rp, M - t % nrb * rp);
         if (N % 4 == 0 && sc->where[t] % 16 == 0)
-            bmm_quads(L, t, wa[t], sc->where[t], out, rp, K, N, cq);
+            bmm_quads(L, t, wa[t], sc->where[t], out, rows, K, N, cq);
         else
-            bmm_dots(L, t, wa[t], sc->where[t], out, rp, K, N, cw);
+            bmm_dots(L, t, wa[t], sc->where[t], out, rows, K, N, cw);
     }
     ts_free(wa);
     if (rc != TS_OK)
         return rc;
     lwi_use_tiles(L, tn);
     L->pl[n->out[0]] = (lw_place){.ntiles = tn, .chunk = rp * N, .addr = out, .es = 4};
+    if (blocked) /* batch b's rows r on tile b * nrb + r / rp */
+        L->pl[n->out[0]].inner = M * N, L->pl[n->out[0]].cb = 1, L->pl[n->out[0]].pb = rp * N,
+        L->pl[n->out[0]].nrb = (uint32_t)nrb;
     lwi_sync_all(L);
     return TS_OK;
 }

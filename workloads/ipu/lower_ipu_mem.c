@@ -172,6 +172,7 @@ ts_status lwi_check_fit(lw *L, const char *what, const char *name)
     if (L->measure || (need <= top && wbase(L) >= L->p->target.interleaved_base))
         return TS_OK;
     L->overfull = true;
+    L->short_by = need > top ? need - top : 1;
     /* the operator with the most weights still to be used */
     int big = L->cur;
     for (size_t j = (size_t)L->cur; j < ts_graph_node_count(L->g); j++)
