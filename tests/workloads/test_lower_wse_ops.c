@@ -532,6 +532,41 @@ START_TEST(test_layernorm)
 }
 END_TEST
 
+/* The attention of test_attention and test_attention_proj checked against the double reference:
+ * y = x + softmax(f q k^T) v per head, q, k and v of S rows of ld values (head h at columns
+ * h DH ..), with qa, ka, va the sums of their terms' magnitudes. An error e in a score moves the
+ * probabilities by about e, so the scores' magnitudes (mag) scale each output's bound. */
+static void check_attention(const lowered *L, int y, int x, int S, int H, int DH, int ld, double f,
+                            const double *q, const double *k, const double *v, const double *qa,
+                            const double *ka, const double *va)
+{
+    const int D = H * DH;
+    ck_assert_int_le(S, 64);
+    for (int h = 0; h < H; h++)
+        for (int m = 0; m < S; m++) {
+            double sco[64], mx = -1e300, sum = 0, mag = 0;
+            for (int n = 0; n < S; n++) {
+                sco[n] = 0;
+                for (int c = 0; c < DH; c++) {
+                    sco[n] += q[m * ld + h * DH + c] * k[n * ld + h * DH + c] * f;
+                    mag += qa[m * ld + h * DH + c] * ka[n * ld + h * DH + c] * f;
+                }
+                mx = fmax(mx, sco[n]);
+            }
+            for (int n = 0; n < S; n++)
+                sum += (sco[n] = exp(sco[n] - mx));
+            for (int c = 0; c < DH; c++) {
+                double want = val(x, m * D + h * DH + c), terms = fabs(want);
+                for (int n = 0; n < S; n++) {
+                    want += sco[n] / sum * v[n * ld + h * DH + c];
+                    terms += sco[n] / sum * va[n * ld + h * DH + c];
+                }
+                near(out_at(L, y, (uint64_t)(m * D + h * DH + c)), want, terms * (1 + mag), "y",
+                     (uint64_t)(m * D + h * DH + c));
+            }
+        }
+}
+
 /* Multi-head attention as torch's nn.MultiheadAttention exports it, in small: x [1, S, D] to
  * [S, 1, D] (an in-place Transpose), the packed in-projection (MatMul by [D, 3D], Add of the
  * bias), three Slices, each Reshaped to [S, H, dh] and Transposed to heads first, the queries
@@ -631,30 +666,8 @@ START_TEST(test_attention)
         }
     const int q0 = alt ? D : 0, k0 = alt ? 2 * D : D, v0 = alt ? 0 : 2 * D;
     const double f = alt ? (double)scale : 1.0 / (double)scale;
-    for (int h = 0; h < H; h++)
-        for (int m = 0; m < S; m++) {
-            double sco[S], mx = -1e300, sum = 0, mag = 0;
-            for (int n = 0; n < S; n++) {
-                sco[n] = 0;
-                for (int c = 0; c < DH; c++) {
-                    sco[n] += P[m][q0 + h * DH + c] * P[n][k0 + h * DH + c] * f;
-                    mag += Pa[m][q0 + h * DH + c] * Pa[n][k0 + h * DH + c] * f;
-                }
-                mx = fmax(mx, sco[n]);
-            }
-            for (int n = 0; n < S; n++)
-                sum += (sco[n] = exp(sco[n] - mx));
-            for (int c = 0; c < DH; c++) {
-                double want = val(x, m * D + h * DH + c), terms = fabs(want);
-                for (int n = 0; n < S; n++) {
-                    want += sco[n] / sum * P[n][v0 + h * DH + c];
-                    terms += sco[n] / sum * Pa[n][v0 + h * DH + c];
-                }
-                /* an error e in a score moves the probabilities by about e: mag bounds the scores' */
-                near(out_at(&L, y, (uint64_t)(m * D + h * DH + c)), want, terms * (1 + mag), "y",
-                     (uint64_t)(m * D + h * DH + c));
-            }
-        }
+    check_attention(&L, y, x, S, H, DH, 3 * D, f, &P[0][q0], &P[0][k0], &P[0][v0], &Pa[0][q0], &Pa[0][k0],
+                    &Pa[0][v0]);
     lowered_free(&L);
     ts_graph_destroy(g);
 }
@@ -740,29 +753,8 @@ START_TEST(test_attention_proj)
                     Pa[t][r][c] += fabs((double)val(x, r * D + k) * val(wts[t], k * D + c));
                 }
             }
-    for (int h = 0; h < H; h++)
-        for (int m = 0; m < S; m++) {
-            double sco[S], mx = -1e300, sum = 0, mag = 0;
-            for (int n = 0; n < S; n++) {
-                sco[n] = 0;
-                for (int c = 0; c < DH; c++) {
-                    sco[n] += P[0][m][h * DH + c] * P[1][n][h * DH + c] / scale;
-                    mag += Pa[0][m][h * DH + c] * Pa[1][n][h * DH + c] / scale;
-                }
-                mx = fmax(mx, sco[n]);
-            }
-            for (int n = 0; n < S; n++)
-                sum += (sco[n] = exp(sco[n] - mx));
-            for (int c = 0; c < DH; c++) {
-                double want = val(x, m * D + h * DH + c), terms = fabs(want);
-                for (int n = 0; n < S; n++) {
-                    want += sco[n] / sum * P[2][n][h * DH + c];
-                    terms += sco[n] / sum * Pa[2][n][h * DH + c];
-                }
-                near(out_at(&L, y, (uint64_t)(m * D + h * DH + c)), want, terms * (1 + mag), "y",
-                     (uint64_t)(m * D + h * DH + c));
-            }
-        }
+    check_attention(&L, y, x, S, H, DH, D, 1.0 / scale, &P[0][0][0], &P[1][0][0], &P[2][0][0], &Pa[0][0][0],
+                    &Pa[1][0][0], &Pa[2][0][0]);
     lowered_free(&L);
     ts_graph_destroy(g);
 }
