@@ -19,11 +19,12 @@ ninja -C build-asan
 # Timeouts are about 5x each test's time in the normal build (docs/testing.md). The ASan + UBSan
 # build (unoptimised) ran the tests 2 to 7 times slower: its run multiplies them by 4, meson's and
 # Check's alike. The docs suite (every command of the docs, as written: whole models) runs in the
-# normal build only; the code it reaches is the code the cli suites run here. TS_SANITIZED=1 tells
-# test_values to check the wafer's values on ResNet-18 alone (docs/testing.md).
+# normal build only; the code it reaches is the code the cli suites run here. So do the calibration
+# suites (published figures of the models the other suites run here). TS_SANITIZED=1 trims the
+# longest tests to what they must show (docs/testing.md).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   TS_SANITIZED=1 CK_FORK=yes CK_TIMEOUT_MULTIPLIER=4 meson test -C build-asan --print-errorlogs --num-processes "$jobs" \
-  --no-suite docs --timeout-multiplier 4 | tee -a "$log"
+  --no-suite docs --no-suite calibration --timeout-multiplier 4 | tee -a "$log"
 
 [ -d build-tsan ] || meson setup build-tsan --buildtype=debugoptimized -Db_sanitize=thread \
   -Db_lundef=false -Dwerror=true >/dev/null
