@@ -80,7 +80,7 @@ START_TEST(test_roundtrip)
 {
     /* every dtype, ranks 0 to 8, through .npz and .npy files */
     ts_npy_array v[TS_NPY_DTYPE_COUNT];
-    char names[TS_NPY_DTYPE_COUNT][8];
+    char names[TS_NPY_DTYPE_COUNT][16];
     for (int t = 0; t < TS_NPY_DTYPE_COUNT; t++) {
         ts_npy_array *a = &v[t];
         memset(a, 0, sizeof *a);

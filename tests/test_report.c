@@ -579,7 +579,7 @@ START_TEST(test_text_edges)
     ts_results r;
     ts_results_init(&r);
     const char *cols[20];
-    char names[20][8];
+    char names[20][16];
     for (int i = 0; i < 20; i++) {
         snprintf(names[i], sizeof names[i], "c%d", i);
         cols[i] = names[i];

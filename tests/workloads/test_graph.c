@@ -241,7 +241,7 @@ START_TEST(reduce_and_norm_shapes)
     int img = in("img", 4, 1, 4, 8, 8);
     int c4[4];
     for (int i = 0; i < 4; i++) {
-        char n[8];
+        char n[16];
         snprintf(n, sizeof n, "bn%d", i);
         c4[i] = tensor(n, TS_TENSOR_WEIGHT, 1, 4);
     }
@@ -422,7 +422,7 @@ START_TEST(batchnorm_folding)
     ck_assert_int_eq(node(TS_OP_CONV, NULL, "c", 2, (int[]){x, w}, &c), TS_OK);
     int p[4];
     for (int i = 0; i < 4; i++) {
-        char n[8];
+        char n[16];
         snprintf(n, sizeof n, "bn%d", i);
         p[i] = tensor(n, TS_TENSOR_WEIGHT, 1, 16);
     }

@@ -515,7 +515,7 @@ START_TEST(test_residual)
     int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 4, (int64_t[]){C, C, 3, 3});
     int bn[4];
     for (int i = 0; i < 4; i++) {
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "bn%d", i);
         bn[i] = tensor(g, nm, TS_TENSOR_WEIGHT, 1, (int64_t[]){C});
     }
@@ -1024,7 +1024,7 @@ START_TEST(test_eltwise_broadcast)
     int m = tensor(g, "m", TS_TENSOR_WEIGHT, 2, (int64_t[]){50, 44});
     int y[6];
     for (int i = 0; i < 6; i++) {
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "y%d", i);
         y[i] = tensor(g, nm, TS_TENSOR_ACTIVATION, -1, NULL);
     }
@@ -1596,7 +1596,7 @@ START_TEST(test_bottleneck_mk1)
     fill(g, bd);
     int t[8];
     for (int i = 0; i < 8; i++) {
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "t%d", i);
         t[i] = tensor(g, nm, TS_TENSOR_ACTIVATION, -1, NULL);
     }

@@ -158,7 +158,7 @@ START_TEST(test_concat_slice_expand)
             s.starts[0] = 4, s.ends[0] = 5;
         else
             s.ends[0] = 6; /* leading rows: in place */
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "s%d", i);
         sl[i] = chain(g, TS_OP_SLICE, nm, q, -1, &s);
     }

@@ -538,7 +538,7 @@ START_TEST(test_text_too_big)
     int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){600, 64});
     int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){64, 64});
     for (int i = 0; i < 8; i++) {
-        char yn[8];
+        char yn[16];
         snprintf(yn, sizeof yn, "y%d", i);
         int y = tensor_dt(g, yn, TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
         node(g, TS_OP_MATMUL, yn, (int[]){x, w}, 2, y, NULL);
@@ -575,7 +575,7 @@ START_TEST(test_text_below_data)
     ts_graph *g = ts_graph_create("chain");
     int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){600, 64});
     for (int i = 0; i < 8; i++) {
-        char yn[8], wn[8];
+        char yn[16], wn[16];
         snprintf(yn, sizeof yn, "y%d", i);
         snprintf(wn, sizeof wn, "w%d", i);
         int w = tensor_dt(g, wn, TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){64, 64});

@@ -565,7 +565,7 @@ START_TEST(test_fetch_retry)
     ts_graph_attrs_init(&fc);
     fc.trans_b = true;
     for (int i = 0; i < 5; i++) {
-        char wn[8], bn[8], nm[8], rn[8];
+        char wn[16], bn[16], nm[16], rn[16];
         snprintf(wn, sizeof wn, "w%d", i);
         snprintf(bn, sizeof bn, "b%d", i);
         snprintf(nm, sizeof nm, "fc%d", i);
@@ -905,7 +905,7 @@ START_TEST(test_east_weights)
     const int M = 4, n[6] = {320, 2000, 320, 2000, 320, 2000};
     int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, n[0]}), w[5], y = x;
     for (int i = 0; i < 5; i++) {
-        char wn[8], yn[8];
+        char wn[16], yn[16];
         snprintf(wn, sizeof wn, "w%d", i);
         snprintf(yn, sizeof yn, "m%d", i);
         w[i] = tensor_dt(g, wn, TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){n[i], n[i + 1]});
@@ -966,7 +966,7 @@ START_TEST(test_shared_weight)
     int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, K}), y = x;
     int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){K, K});
     for (int i = 0; i < L; i++) {
-        char yn[8];
+        char yn[16];
         snprintf(yn, sizeof yn, "m%d", i);
         y = chain(g, TS_OP_MATMUL, yn, y, w, NULL);
     }

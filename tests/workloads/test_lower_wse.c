@@ -462,7 +462,7 @@ START_TEST(test_residual)
     int wf = tensor(g, "wf", TS_TENSOR_WEIGHT, 2, (int64_t[]){8, 3});
     int t[10];
     for (int k = 0; k < 10; k++) {
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "t%d", k);
         t[k] = tensor(g, nm, TS_TENSOR_ACTIVATION, -1, NULL);
     }

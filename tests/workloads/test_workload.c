@@ -218,7 +218,7 @@ START_TEST(limits)
     for (int l = 0; l < 6; l++) {
         ts_buf_printf(&b, "  b%d:\n    in: [x]\n    out: y\n    nodes:\n", l);
         for (int k = 0; k < 10; k++) {
-            char in[8] = "x", out[8] = "y";
+            char in[16] = "x", out[16] = "y";
             if (k)
                 snprintf(in, sizeof in, "t%d", k - 1);
             if (k < 9)

@@ -431,8 +431,8 @@ static uint32_t out_elem(const tsp_run *r, int l, int D)
 
 static void matvec_int8(const char *cfgname, int D)
 {
-    int8_t *Wm = malloc((size_t)D * D), *x = malloc((size_t)D);
-    uint32_t *bias = malloc((size_t)D * 4);
+    int8_t *Wm = calloc((size_t)D * D, 1), *x = calloc((size_t)D, 1);
+    uint32_t *bias = calloc((size_t)D, 4);
     uint32_t seed = 12345;
     for (int i = 0; i < D * D; i++) {
         seed = seed * 1103515245u + 12345u;
@@ -466,8 +466,8 @@ static void matvec_int8(const char *cfgname, int D)
 
 static void matvec_fp16(const char *cfgname, int D)
 {
-    uint16_t *Wm = malloc((size_t)D * D * 2), *x = malloc((size_t)D * 2);
-    uint32_t *bias = malloc((size_t)D * 4);
+    uint16_t *Wm = calloc((size_t)D * D, 2), *x = calloc((size_t)D, 2);
+    uint32_t *bias = calloc((size_t)D, 4);
     uint32_t seed = 777;
     for (int i = 0; i < D * D; i++) {
         seed = seed * 1103515245u + 12345u;
