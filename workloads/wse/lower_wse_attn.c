@@ -691,21 +691,7 @@ static void attn_softmax(lw_gen *G, int64_t N, int RCP, uint32_t c)
         ts_lww_op(G, WSE_OP_ADDI, 3, 6, 6, 4);
         ts_lww_loop_end(G, 7, m);
     }
-    ts_lww_op(G, WSE_OP_FLI, 2, 8, ts_lww_bits(0.0f));
-    ts_lww_op(G, WSE_OP_LI, 2, 6, 0);
-    int e = ts_lww_loop_head(G, 7, N);
-    ts_lww_op(G, WSE_OP_LD, 3, 2, 6, 0);
-    ts_lww_exp(G);
-    ts_lww_op(G, WSE_OP_ST, 3, 3, 6, 0);
-    ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 3);
-    ts_lww_op(G, WSE_OP_ADDI, 3, 6, 6, 4);
-    ts_lww_loop_end(G, 7, e);
-    ts_lww_recip(G);
-    ts_lww_op(G, WSE_OP_ST, 3, 1, 15, RCP);
-    ts_lww_op(G, WSE_OP_DSDM, 4, 0, 0, (int)N, 1);
-    ts_lww_op(G, WSE_OP_DSDM, 4, 1, RCP, (int)N, 0);
-    ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)c, (int)N, 0);
-    ts_lww_op(G, WSE_OP_FMULS, 5, 5, 0, 1, -1, -1);
+    ts_lww_softmax_scale(G, N, RCP, 5, (int)c);
 }
 
 /* K part i of head j (row 1 + i of the head's first column): columns [c0, c1) of the queries

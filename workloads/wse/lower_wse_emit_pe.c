@@ -176,6 +176,28 @@ void ts_lww_recip(lw_gen *G)
     }
 }
 
+/* The end of a softmax of the n words at address 0, whose max is in r1: exp(x - max) in place,
+ * their sum in r8, 1/sum stored at rcp, then the n words times 1/sum sent on colour c through
+ * output descriptor dsd in one fmuls. */
+void ts_lww_softmax_scale(lw_gen *G, int64_t n, int rcp, int dsd, int c)
+{
+    ts_lww_op(G, WSE_OP_FLI, 2, 8, ts_lww_bits(0.0f));
+    ts_lww_op(G, WSE_OP_LI, 2, 6, 0);
+    int e = ts_lww_loop_head(G, 7, n);
+    ts_lww_op(G, WSE_OP_LD, 3, 2, 6, 0);
+    ts_lww_exp(G);
+    ts_lww_op(G, WSE_OP_ST, 3, 3, 6, 0);
+    ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 3);
+    ts_lww_op(G, WSE_OP_ADDI, 3, 6, 6, 4);
+    ts_lww_loop_end(G, 7, e);
+    ts_lww_recip(G);
+    ts_lww_op(G, WSE_OP_ST, 3, 1, 15, rcp);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 0, 0, (int)n, 1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 1, rcp, (int)n, 0);
+    ts_lww_op(G, WSE_OP_DSDOUT, 4, dsd, c, (int)n, 0);
+    ts_lww_op(G, WSE_OP_FMULS, 5, dsd, 0, 1, -1, -1);
+}
+
 /* Per row: keep it, its max, exp(x - max) in place and their sum (r8), 1/sum, then the row times
  * 1/sum to the fabric in one fmuls. */
 static void emit_softmax(lw_gen *G, const lw_stage *s)
@@ -185,21 +207,7 @@ static void emit_softmax(lw_gen *G, const lw_stage *s)
     int row = ts_lww_loop_head(G, 10, (int64_t)(s->in_n / (uint64_t)s->L));
     ts_lww_in_to_mem(G, s->cin, 0, (uint64_t)s->L, 1);
     softmax_max(G, s);
-    ts_lww_op(G, WSE_OP_FLI, 2, 8, ts_lww_bits(0.0f));
-    ts_lww_op(G, WSE_OP_LI, 2, 6, 0);
-    int e = ts_lww_loop_head(G, 7, s->L);
-    ts_lww_op(G, WSE_OP_LD, 3, 2, 6, 0);
-    ts_lww_exp(G);
-    ts_lww_op(G, WSE_OP_ST, 3, 3, 6, 0);
-    ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 3);
-    ts_lww_op(G, WSE_OP_ADDI, 3, 6, 6, 4);
-    ts_lww_loop_end(G, 7, e);
-    ts_lww_recip(G);
-    ts_lww_op(G, WSE_OP_ST, 3, 1, 15, RL);
-    ts_lww_op(G, WSE_OP_DSDM, 4, 0, 0, (int)s->L, 1);
-    ts_lww_op(G, WSE_OP_DSDM, 4, 1, RL, (int)s->L, 0);
-    ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, (int)s->L, 0);
-    ts_lww_op(G, WSE_OP_FMULS, 5, 2, 0, 1, -1, -1);
+    ts_lww_softmax_scale(G, s->L, RL, 2, (int)s->cout);
     ts_lww_loop_end(G, 10, row);
 }
 

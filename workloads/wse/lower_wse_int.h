@@ -252,6 +252,9 @@ int ts_lww_bits(float f);
 void ts_lww_exp_consts(lw_gen *G);
 void ts_lww_exp(lw_gen *G);
 void ts_lww_recip(lw_gen *G);
+/* A softmax's end over n words at address 0 with their max in r1 (lower_wse_emit_pe.c): exp in
+ * place, 1/sum at rcp, the row times it out on colour c through output descriptor dsd. */
+void ts_lww_softmax_scale(lw_gen *G, int64_t n, int rcp, int dsd, int c);
 /* Slice and Transpose (lower_wse_move.c): their stages and their PE's code. */
 ts_status ts_lww_slice_stage(lw *L, const ts_graph_node *n, int node, const ts_graph_tensor *x, bool nhwc);
 ts_status ts_lww_transpose_stage(lw *L, const ts_graph_node *n, int node, const ts_graph_tensor *x, bool nhwc);
