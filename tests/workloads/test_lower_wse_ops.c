@@ -769,8 +769,11 @@ END_TEST
 
 /* The built-in decoder `gpt` in GPT-2's reduced form (LayerNorm, tanh Gelu, biases; docs/llm.md),
  * 2 layers: prefill of 8 tokens under its causal mask (_i 0) and decode of one token against its
- * KV cache of 7 (_i 1). Each layer's q, k and v projections one product; prefill's mask kept by the
- * top K part of each head and added to its scores; decode's cached keys and values (the
+ * KV cache of 7 (_i 1); prefill under a mask constant along no diagonal (_i 2: causal, and some
+ * earlier keys hidden from later rows) and under a sliding window of 3 keys either side (_i 3).
+ * Each layer's q, k and v projections one product; prefill's mask kept by the top K part of each
+ * head and added to its scores (a mask constant along its diagonals, _i 0 and 3, as the 15
+ * values of its diagonals, the top part's memory then smaller by 49 values); decode's cached keys and values (the
  * parameters its Concats join to the new key and value) kept by the K and V parts before the
  * stream's; the residuals as skip paths. Its logits against the double interpreter of the same
  * graph (graph_ref.h) within 2e-5 (1 + |y|), as test_llm holds the IPU to: f32 sums of at most 64
@@ -782,11 +785,19 @@ START_TEST(test_gpt_prefill)
     ts_graph *g = NULL;
     char spec[160];
     snprintf(spec, sizeof spec, "gpt:layers=2,hidden=32,heads=2,ffn=64,kv_heads=2,vocab=40,seq=8,dtype=f32,phase=%s",
-             _i ? "decode" : "prefill");
+             _i == 1 ? "decode" : "prefill");
     ck_assert_msg(ts_wl_builtin(spec, &g, &e) == TS_OK, "%s", e.msg);
+    float m[8][8];
+    if (_i >= 2) {
+        for (int r = 0; r < 8; r++)
+            for (int c = 0; c < 8; c++)
+                m[r][c] = (_i == 2 ? c > r || (c % 3 == 1 && r > c + 1) : abs(c - r) > 3) ? -1e4f : 0.0f;
+        ck_assert_int_eq(ts_graph_set_data(g, ts_graph_find(g, "mask"), m, sizeof m, &e), TS_OK);
+    }
     lowered L = {0};
     lower_and_run(g, 96, 32, &L);
-    ck_assert_ptr_nonnull(stage_of(&L, "attention", 1));
+    const ts_lower_wse_stage *at = stage_of(&L, "attention", 1);
+    ck_assert_ptr_nonnull(at);
     gref r;
     gref_run(g, &r);
     int y = ts_graph_find(g, "logits");
@@ -797,6 +808,17 @@ START_TEST(test_gpt_prefill)
                       (long long)k, got, want);
     }
     gref_free(&r);
+    if (_i == 3) { /* one value off its diagonal: the whole 8 x 8 mask is kept, 49 values more */
+        m[4][2] = -5.0f;
+        ck_assert_int_eq(ts_graph_set_data(g, ts_graph_find(g, "mask"), m, sizeof m, &e), TS_OK);
+        ts_program *p2 = NULL;
+        ts_lower_wse_report r2 = {0};
+        ts_wse_target tp = params(96, 32);
+        ck_assert_msg(ts_lower_wse(g, &tp, &p2, &r2, &e) == TS_OK, "%s", e.msg);
+        ck_assert_uint_eq(at->mem_bytes + 49 * 4, r2.stages[at - L.rep.stages].mem_bytes);
+        ts_lower_wse_report_free(&r2);
+        ts_program_destroy(p2);
+    }
     lowered_free(&L);
     ts_graph_destroy(g);
 }
@@ -867,7 +889,7 @@ int main(void)
     tcase_add_loop_test(tc, test_dilated_conv, 0, 2);
     tcase_add_loop_test(tc, test_attention, 0, 3);
     tcase_add_test(tc, test_attention_proj);
-    tcase_add_loop_test(tc, test_gpt_prefill, 0, 2);
+    tcase_add_loop_test(tc, test_gpt_prefill, 0, 4);
     suite_add_tcase(s, tc);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

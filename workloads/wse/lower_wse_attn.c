@@ -479,6 +479,21 @@ static ts_status collect(lw *L, int F, const int *seed, int nseed, int first, bo
                       ts_graph_get_tensor(g, F)->name);
 }
 
+/* Whether every one of the nb masks of R x N is constant along its diagonals (m[r][c] depends on
+ * c - r alone, as a causal or sliding-window mask is): then R + N - 1 values hold each. */
+static bool mask_is_band(const float *mask, int64_t nb, int64_t R, int64_t N)
+{
+    for (int64_t j = 0; j < nb; j++)
+        for (int64_t r = 1; r < R; r++)
+            for (int64_t c = 1; c < N; c++)
+                if (memcmp(&mask[(j * R + r) * N + c], &mask[(j * R + r - 1) * N + c - 1], 4))
+                    return false;
+    return true;
+}
+
+/* Values of one head's mask the top K part keeps. */
+static size_t mask_keep(bool band, int64_t R, int64_t N) { return (size_t)(band ? R + N - 1 : R * N); }
+
 /* SRAM of a K part (cs query columns of R rows, cs key columns of N keys, the scores row, its
  * reciprocal, a zero and a junk word, the query row's address) and of a V part (cv value columns, the probabilities row, the outputs). */
 static uint64_t attn_kmem(uint64_t R, uint64_t N, uint64_t cs) { return R * cs * 4 + cs * N * 4 + N * 4 + 16; }
@@ -570,10 +585,21 @@ static ts_status attn_region(lw *L, int F, const int *seed, const int64_t *off, 
         }
         if (!rc && o->mask) { /* per head in output order: the top K part's */
             const size_t per = (size_t)(G.R * NK);
-            if (!(s->vals = ts_malloc((size_t)o->nb * per * 4)))
+            s->band = mask_is_band(o->mask, o->nb, G.R, NK);
+            const size_t keep = mask_keep(s->band, G.R, NK);
+            if (!(s->vals = ts_malloc((size_t)o->nb * keep * 4)))
                 rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
-            for (int64_t j = 0; !rc && j < o->nb; j++)
-                memcpy(s->vals + (size_t)j * per, o->mask + (size_t)order[j] * per, per * 4);
+            for (int64_t j = 0; !rc && j < o->nb; j++) {
+                const float *m = o->mask + (size_t)order[j] * per;
+                float *d = s->vals + (size_t)j * keep;
+                if (!s->band)
+                    memcpy(d, m, per * 4);
+                else { /* d[R - 1 - r + c] = m[r][c]: the first column upwards, then row 0 */
+                    for (int64_t r = 0; r < G.R; r++)
+                        d[G.R - 1 - r] = m[r * NK];
+                    memcpy(d + G.R - 1, m, (size_t)NK * 4);
+                }
+            }
         }
         s->lo = (float)o->scale;
         for (int64_t j = 0; j < o->nb; j++) {
@@ -588,7 +614,7 @@ static ts_status attn_region(lw *L, int F, const int *seed, const int64_t *off, 
          * PEs fit */
         const uint64_t R = (uint64_t)G.R, K = (uint64_t)o->K, DV = (uint64_t)o->DV, sram = L->t->sram_bytes;
         uint64_t kp = 1, vp = 1;
-        const uint64_t N = (uint64_t)NK, mb = o->mask ? R * N * 4 : 0; /* the mask, in the top K part */
+        const uint64_t N = (uint64_t)NK, mb = o->mask ? mask_keep(s->band, G.R, NK) * 4 : 0; /* in the top K part */
         while (kp < K && attn_kmem(R, N, ts_geom_cdiv(K, kp)) + mb > sram)
             kp++;
         while (vp < DV && attn_vmem(N, ts_geom_cdiv(DV, vp)) > sram)
@@ -728,7 +754,7 @@ static void attn_kpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t i, int
     ts_lww_op(G, WSE_OP_LI, 2, 1, QA); /* the query row m's address, kept at QP */
     ts_lww_op(G, WSE_OP_ST, 3, 1, 15, QP);
     if (mask) {
-        ts_lww_op(G, WSE_OP_LI, 2, 1, MA); /* the mask's row m's address, kept at MP */
+        ts_lww_op(G, WSE_OP_LI, 2, 1, s->band ? MA + (int)(R - 1) * 4 : MA); /* row m's address, kept at MP */
         ts_lww_op(G, WSE_OP_ST, 3, 1, 15, MP);
         ts_lww_op(G, WSE_OP_DSDM, 4, 7, MA, (int)N, 1);
     }
@@ -754,7 +780,7 @@ static void attn_kpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t i, int
         ts_lww_op(G, WSE_OP_LD, 3, 1, 15, MP);
         ts_lww_op(G, WSE_OP_DSDBASE, 3, 7, 1, 0);
         ts_lww_op(G, WSE_OP_FADDS, 5, 2, 2, 7, -1, -1);
-        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, (int)N * 4);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, s->band ? -4 : (int)N * 4); /* a band's next row starts a value before */
         ts_lww_op(G, WSE_OP_ST, 3, 1, 15, MP);
     }
     if (i == 0)
@@ -826,7 +852,7 @@ ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
             int ma = 0, kt = 0;
             attn_kpart(G, s, j, i, &ma, &kt);
             const int64_t N = s->M + s->nc;
-            const size_t per = (size_t)(s->M * N);
+            const size_t per = mask_keep(s->band, s->M, N);
             if (s->nc) { /* the cached keys of its columns (K^T rows of N, the cache's first) */
                 const int64_t c0 = i * s->K / s->kr, c1 = (i + 1) * s->K / s->kr;
                 const float *kc = s->cache + (size_t)j * (size_t)(s->K * s->nc + s->nc * s->C);

@@ -105,6 +105,8 @@ typedef struct lw_stage {
     int64_t *cols;
     int64_t nc;   /* attention: keys and values before the stream's (a KV cache's) */
     float *cache; /* attention: per head its nc cached keys (K x nc), then values (nc x C) (owned) */
+    bool band;    /* attention: every head's mask is constant along its diagonals (a causal or sliding-
+                   * window mask): vals keeps M + nc + M - 1 values a head, row m its [M - 1 - m, +N) */
 } lw_stage;
 
 /* The lowering of one graph: its stages in stream order, west to east. */
