@@ -129,6 +129,8 @@ typedef struct lt {
     tens *t;               /* per graph tensor */
     /* per-plane: the last abc of the block it holds */
     uint64_t plane_busy[2];
+    uint64_t buf_free[2];  /* per plane: the first cycle an lw may fill its weight buffer (products.c,
+                            * install_buffered: one after the last iw that copied it) */
     int next_plane;
     ts_lower_tsp_layer *layers; size_t nlayers, caplayers;
     uint64_t words_used;

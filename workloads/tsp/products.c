@@ -760,6 +760,61 @@ static bool try_install(lt *L, const void *arg, uint64_t I, uint64_t *w)
     return true;
 }
 
+/* One lw of an install through the weight buffer: rows c 16 .. c 16 + 15 of the block at cycle t. */
+typedef struct lw_arg { const install_arg *a; uint32_t c; } lw_arg;
+
+static bool try_lw(lt *L, const void *arg, uint64_t t, uint64_t *w)
+{
+    const install_arg *a = ((const lw_arg *)arg)->a;
+    uint32_t c = ((const lw_arg *)arg)->c, pp = L->tg->pos_mxm_w[a->pl], q = L->tg->q_mxm + L->tg->mxm_queues * (uint32_t)a->pl;
+    (void)w;
+    if (!lt_take(L, &L->q[q].issue, t))
+        return false;
+    for (uint32_t i = 0; i < IW_STREAMS; i++) {
+        uint32_t r = c * IW_STREAMS + i - a->row0; /* wraps below row0 */
+        if (!lt_take_stream(L, WEST, (int)i, t, pp))
+            return false;
+        if (r < a->nvalid ? !lt_rd(L, a->rows_mem[r], a->rows_word[r], t, pp, WEST, (int)i, a->tag, 0)
+                          : !lt_rd_any(L, 0, 0, t, pp, WEST, (int)i, a->tag))
+            return false;
+    }
+    E1(L, q, t, LT_LW, L->tg->reg.i8, lt_sreg(L, WEST, 0), IW_STREAMS, (int32_t)a->tag);
+    return true;
+}
+
+/* The iw that copies the weight buffer into the plane at cycle t. */
+static bool try_iw_buf(lt *L, const void *arg, uint64_t t, uint64_t *w)
+{
+    const install_arg *a = arg;
+    uint32_t q = L->tg->q_mxm + L->tg->mxm_queues * (uint32_t)a->pl;
+    (void)w;
+    if (!lt_take(L, &L->q[q].issue, t))
+        return false;
+    E1(L, q, t, LT_IW, L->tg->reg.i8, L->tg->reg.nul, 0, 0);
+    return true;
+}
+
+/* An install through the weight buffer (a packed Conv's blocks and its producer's slots, many blocks
+ * each): the VL / 16 lw fill the buffer while the plane still streams the block before, from the
+ * cycle after that block's own copy, each where its reads fit; one iw copies the buffer after the
+ * plane's last abc, so the plane waits one cycle instead of the install's 20 and its reads' turns
+ * among the passes around. *I the iw's cycle. */
+static ts_status install_buffered(lt *L, const install_arg *a, const ts_graph_node *nd, uint64_t *I)
+{
+    uint64_t t = L->buf_free[a->pl], w;
+    ts_status rc = TS_OK;
+    for (uint32_t c = 0; c < L->VL / IW_STREAMS && rc == TS_OK; c++, t++) {
+        lw_arg la = {a, c};
+        rc = lt_search(L, try_lw, &la, NULL, &t, &w, nd, true);
+    }
+    if (rc != TS_OK)
+        return rc;
+    *I = t > L->plane_busy[a->pl] ? t : L->plane_busy[a->pl]; /* after the last lw and the last abc */
+    if ((rc = lt_search(L, try_iw_buf, a, NULL, I, &w, nd, true)) == TS_OK)
+        L->buf_free[a->pl] = *I + 1;
+    return rc;
+}
+
 /* Install the current block: a block with many passes goes on both planes, which take every other
  * pass; else the blocks alternate between the planes, one installing while the other streams. */
 static ts_status install_block(lt *L, psched *s)
@@ -783,6 +838,16 @@ static ts_status install_block(lt *L, psched *s)
         for (uint32_t r = 0; a.rows_lb && r < s->nv; r++) /* row r is read about r / 16 cycles after I */
             if (a.rows_lb[r] > I + L->VL / IW_STREAMS)
                 I = a.rows_lb[r] - L->VL / IW_STREAMS;
+        if (s->p->kind == 6 || s->p->rep) {
+            ts_status rc = install_buffered(L, &a, s->p->nd, &I);
+            if (rc != TS_OK)
+                return rc;
+            lt_span(s->ly, I, I + 1);
+            s->ly->blocks++;
+            s->lbs[j] = I + L->tg->d_func.iw;
+            s->last_abcs[j] = I;
+            continue;
+        }
         ts_status rc = lt_search(L, try_install, &a, NULL, &I, &w, s->p->nd, true);
         if (rc == TS_OK && a.rows_lb && L->rdmax > s->p->r->last_read)
             s->p->r->last_read = L->rdmax;
