@@ -40,8 +40,8 @@ const lt_pool lt_pools[P_COUNT] = {
     [P_W2V_E] = {EAST, 0, 20},   /* W MEM and W MXM -> VXM: activations, products */
     [P_FROMV_E] = {EAST, 20, 12},/* VXM -> E MEM: partial sums */
     [P_PACK_W] = {WEST, 16, 16}, /* VXM -> W MEM: packed taps (products.c), on the streams of P_E2V_W and
-                                  * P_FROMV_W whose trajectories are free (a value read at the VXM from the
-                                  * east leaves the west's positions free) */
+                                  * P_FROMV_W where their trajectories are free (a stream is reserved per
+                                  * trajectory, whichever pool takes it) */
 };
 
 /* ---- bitmaps over cycles ---- */
