@@ -222,6 +222,73 @@ START_TEST(test_conv_batch_groups)
 }
 END_TEST
 
+
+/* Convs that pack their taps (docs/lowering-tsp.md, *Packed taps*): 1x1 Convs + Relu write their
+ * outputs in slots for 3x3 Convs of 64 channels (5 slots, stride 1), 128 (2 slots, stride 2, one
+ * base) and 96 (3 slots, dilation 2; the slots do not fall on superlanes), two images each. Bit-exact,
+ * with the groups' passes (G a pixel at most) instead of one per tap. A fourth 1x1 Conv's output is
+ * also a graph output: written as always (bit-exact there too), its 3x3 Conv passes every tap. */
+START_TEST(test_packed_taps)
+{
+    ts_graph *g = ts_graph_create("pack");
+    const int N = 2, C = 16, H = 12, W = 11;
+    static const struct { int M, M2, stride, pad, dil, G; const char *c1, *r1, *c2; } cs[4] = {
+        {64, 64, 1, 1, 1, 2, "c1_64", "r1_64", "c2_64"},
+        {128, 40, 2, 1, 1, 5, "c1_128", "r1_128", "c2_128"},
+        {96, 32, 1, 2, 2, 3, "c1_96", "r1_96", "c2_96"},
+        {64, 24, 1, 1, 1, 9, "c1_out", "r1_out", "c2_out"}}; /* G 9: not packed */
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){N, C, H, W});
+    int w1[4], w2[4], y[4], r[4];
+    for (int i = 0; i < 4; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "w1_%d", i);
+        w1[i] = tensor_dt(g, nm, TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){cs[i].M, C, 1, 1});
+        snprintf(nm, sizeof nm, "w2_%d", i);
+        w2[i] = tensor_dt(g, nm, TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){cs[i].M2, cs[i].M, 3, 3});
+        ts_graph_attrs a;
+        ts_graph_attrs_init(&a);
+        a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = cs[i].pad;
+        a.strides[0] = a.strides[1] = cs[i].stride;
+        a.dilations[0] = a.dilations[1] = cs[i].dil;
+        int h = chain(g, TS_OP_CONV, cs[i].c1, x, w1[i], NULL);
+        r[i] = chain(g, TS_OP_RELU, cs[i].r1, h, -1, NULL);
+        y[i] = chain(g, TS_OP_CONV, cs[i].c2, r[i], w2[i], &a);
+        ts_graph_mark_output(g, y[i]);
+    }
+    ts_graph_mark_output(g, r[3]);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    int64_t nx = (int64_t)N * C * H * W;
+    int8_t *xv = ts_calloc((size_t)nx, 1);
+    for (int64_t i = 0; i < nx; i++)
+        xv[i] = ts_fill_i8(x, (uint64_t)i);
+    int bad = 0;
+    for (int i = 0; i < 4; i++) {
+        int Ho, Wo, Ho2, Wo2;
+        int8_t *y1 = ref_conv(xv, &(cgeom){N, C, H, W, cs[i].M, 1, 1, 0, 1, 1}, w1[i], true, &Ho, &Wo);
+        int8_t *y2 = ref_conv(y1, &(cgeom){N, cs[i].M, Ho, Wo, cs[i].M2, 3, cs[i].stride, cs[i].pad, cs[i].dil, 1},
+                              w2[i], false, &Ho2, &Wo2);
+        bad += check_nchw(&l, y[i], y2, N, cs[i].M2, Ho2 * Wo2, cs[i].c2);
+        if (i == 3)
+            bad += check_nchw(&l, r[i], y1, N, cs[i].M, Ho * Wo, cs[i].r1);
+        /* node 3 i + 2 is the 3x3 Conv: G passes a pixel at most (9 unpacked, fewer at the borders) */
+        ck_assert_uint_le(l.rep.layers[3 * i + 2].passes, (uint64_t)cs[i].G * N * Ho2 * Wo2);
+        ck_assert_uint_gt(l.rep.layers[3 * i + 2].passes, (uint64_t)(cs[i].G - (i == 3 ? 2 : 1)) * N * Ho2 * Wo2);
+        int nz = 0;
+        for (int k = 0; k < N * cs[i].M2 * Ho2 * Wo2; k++)
+            nz += y2[k] != 0;
+        ck_assert_int_gt(nz, N * cs[i].M2 * Ho2 * Wo2 / 2);
+        ts_free(y1);
+        ts_free(y2);
+    }
+    ck_assert_int_eq(bad, 0);
+    ts_free(xv);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* ViT's patch embedding, small: 16 x 16 patches of stride 16 over 3 x 32 x 48, 40 outputs. K =
  * 768 spans three vectors; the host lays out the im2col rows (no more vectors than the input), so
  * the weights are 3 x 3 blocks of 40 rows, not 256 taps of 3-channel blocks. Bit-exact. */
@@ -1023,6 +1090,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("lower_tsp_ops");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_conv_batch_groups);
+    tcase_add_test(tc, test_packed_taps);
     tcase_add_test(tc, test_patch_conv);
     tcase_add_test(tc, test_elementwise);
     tcase_add_test(tc, test_concat);

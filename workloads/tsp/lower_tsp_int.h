@@ -51,7 +51,7 @@ enum { EAST = 0, WEST = 1 };
 
 /* Stream pools (32 streams per direction): first stream and count. Groups of 4 (int32, f32) start
  * at multiples of 4. */
-enum { P_WGT, P_ACT, P_E2V_W, P_FROMV_W, P_W2V_E, P_FROMV_E, P_COUNT };
+enum { P_WGT, P_ACT, P_E2V_W, P_FROMV_W, P_W2V_E, P_FROMV_E, P_PACK_W, P_COUNT };
 typedef struct lt_pool { int dir; int first, n; } lt_pool;
 extern const lt_pool lt_pools[P_COUNT];
 
@@ -94,6 +94,9 @@ typedef struct tens {
     uint64_t last_read;
     int users;              /* consumer nodes not yet scheduled */
     int owner;              /* tensor whose region this is (aliases), else itself */
+    uint32_t rep, repk;     /* a product's output written for Convs that pack their taps (products.c,
+                             * pack_slots): pixel (y, x)'s C channels lie in slot (x + repk y) mod rep, lanes
+                             * slot C .. slot C + C - 1, the other lanes 0; rep 0: in lanes 0 .. C - 1 */
 } tens;
 
 /* The 0/1 rows of a moving operator laid out once (products.c: cat_rows). */
@@ -126,6 +129,8 @@ typedef struct lt {
     tens *t;               /* per graph tensor */
     /* per-plane: the last abc of the block it holds */
     uint64_t plane_busy[2];
+    uint64_t buf_free[2];  /* per plane: the first cycle an lw may fill its weight buffer (products.c,
+                            * install_buffered: one after the last iw that copied it) */
     int next_plane;
     ts_lower_tsp_layer *layers; size_t nlayers, caplayers;
     uint64_t words_used;

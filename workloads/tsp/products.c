@@ -24,6 +24,15 @@ float ts_lower_tsp_scale(uint64_t k)
     return (float)(1.0 / (8.0 * sqrt((double)(k ? k : 1))));
 }
 
+/* A Conv's taps packed into vectors of R slots of C lanes (kind 6, docs/lowering-tsp.md *Packed
+ * taps*). Its input's producer writes pixel (y, x) in slot (x + k y) mod R only (pack_slots), so tap
+ * (ky, kx) of output pixel p lies in slot (base(p) + c) mod R, c = kx dw + k ky dh: a packed vector
+ * is the plain sum of its taps' input vectors when its taps have distinct c. The taps go in G
+ * groups of distinct c (tap[g][c], -1 for none), and each group has R blocks, one per base. */
+#define PACK_MAX 16  /* slots a vector holds at most */
+#define PACK_TAPS 64 /* taps of a packed Conv at most */
+typedef struct pplan { uint32_t R, k, G, nb; int8_t tap[PACK_TAPS][PACK_MAX]; } pplan; /* nb: bases used */
+
 typedef struct prod {
     const ts_graph_node *nd;
     int wid, bid;            /* weight and bias tensors (bias -1) */
@@ -34,7 +43,13 @@ typedef struct prod {
     uint32_t G, Cg, Mg;      /* a conv's groups, input and output channels per group (1, C, M: none) */
     int kind;                /* 0 matrix (B[k][n]), 1 matrix transposed (B[n][k]), 2 conv, 3 conv on host im2col,
                               * 4 Concat, Slice, Transpose, Expand (0/1 blocks, concat.c), 5 a MatMul of two
-                              * activations (block rows read from the second's vectors) */
+                              * activations (block rows read from the second's vectors), 6 conv on packed
+                              * taps (pack_taps) */
+    pplan pl;                /* kind 6: the taps' slots */
+    uint32_t rep, repk;      /* the output written in slots (pack_slots): output tiles 0 .. rep - 1 are the
+                              * slots, pixel m's channels in tile pslot(m) only; 0: as always */
+    int64_t pW, pHW;         /* rep: the image's columns and pixels */
+    tens *x0;                /* kind 6: the conv's input, written in slots, which pack_block sums */
     tens *r;                 /* kind 5: the tensor whose vectors are the blocks' rows */
     int rid;
     uint32_t H, Mh;          /* kind 5: heads (batches), rows of A per head */
@@ -51,6 +66,62 @@ static tens *blk_x(const prod *p, uint32_t kt)
     return p->kind == 4 ? p->cat.x[lt_cat_input(&p->cat, kt)] : p->x;
 }
 
+/* The input pixel (a vector of p->x0) that tap `tap` of output pixel m reads, -1 for padding. */
+static int64_t tap_vec(const prod *p, uint32_t m, uint32_t tap)
+{
+    int64_t iy, ix, hw = p->w.Ho * p->w.Wo, b = m / hw, r = m % hw; /* image b, its output pixel r */
+    if (!ts_geom_window_tap(&p->w, r / p->w.Wo, r % p->w.Wo, tap / p->w.kw, tap % p->w.kw, &iy, &ix))
+        return -1;
+    return (b * p->w.H + iy) * p->w.W + ix;
+}
+
+static uint32_t pmod(int64_t a, uint32_t R)
+{
+    int64_t r = a % (int64_t)R;
+    return (uint32_t)(r < 0 ? r + R : r);
+}
+
+/* The slot of pixel m of a product written in slots (rep). */
+static uint32_t pslot(const prod *p, uint32_t m)
+{
+    int64_t r = m % p->pHW;
+    return pmod(r % p->pW + (int64_t)p->repk * (r / p->pW), p->rep);
+}
+
+/* Whether output pixel m has outputs in tile nt (written in slots: in its slot's tile only). */
+static bool pix_in(const prod *p, uint32_t m, uint32_t nt)
+{
+    return !p->rep || pslot(p, m) == nt;
+}
+
+/* The buffer the partial sums of block kt go to: they alternate with the blocks, with the groups of
+ * a packed Conv (whose R blocks of a group write disjoint pixels'). */
+static uint32_t wbuf(const prod *p, uint32_t kt)
+{
+    return (p->kind == 6 ? kt / p->pl.R + kt % p->pl.R : kt) & 1;
+}
+
+/* Kind 6: the base of output pixel m (the slot of its tap (0, 0), in the pads or not). */
+static uint32_t pbase(const prod *p, uint32_t m)
+{
+    int64_t hw = p->w.Ho * p->w.Wo, r = m % hw, iy = r / p->w.Wo * p->w.sh - p->w.pt, ix = r % p->w.Wo * p->w.sw - p->w.pl;
+    return pmod(ix + (int64_t)p->pl.k * iy, p->pl.R);
+}
+
+/* Kind 6: group g of output pixel m's taps outside the pads: their input vectors into src (may be
+ * NULL); returns how many. */
+static uint32_t pack_taps(const prod *p, uint32_t m, uint32_t g, int64_t *src)
+{
+    uint32_t n = 0;
+    for (uint32_t c = 0; c < p->pl.R; c++) {
+        int64_t v = p->pl.tap[g][c] < 0 ? -1 : tap_vec(p, m, (uint32_t)p->pl.tap[g][c]);
+        if (v >= 0 && src)
+            src[n] = v;
+        n += v >= 0;
+    }
+    return n;
+}
+
 /* The vector of x (blk_x) that pass (m, kt) reads, -1 for zeros (padding). */
 static int64_t act_vec(const prod *p, uint32_t m, uint32_t kt)
 {
@@ -58,6 +129,9 @@ static int64_t act_vec(const prod *p, uint32_t m, uint32_t kt)
         return lt_cat_vec(&p->cat, m, kt);
     if (p->kind == 5) /* a head's rows meet its own blocks only */
         return m / p->Mh == kt / p->CT ? (int64_t)m * p->CT + kt % p->CT : -1;
+    if (p->kind == 6) /* block kt: group kt / R for the pixels of base kt mod R */
+        return pbase(p, m) == kt % p->pl.R && pack_taps(p, m, kt / p->pl.R, NULL) ? (int64_t)m * p->CT + kt / p->pl.R
+                                                                                 : -1;
     if (p->kind != 2)
         return (int64_t)m * p->CT + kt;
     uint32_t tap = kt / p->CT, c = kt % p->CT;
@@ -85,6 +159,13 @@ static bool blk_used(const prod *p, uint32_t nt, uint32_t kt, uint32_t VL)
  * tensor; -1 for none. */
 static int64_t wgt_index(const prod *p, uint32_t n, uint32_t kt, uint32_t l, uint32_t VL)
 {
+    if (p->kind == 6) { /* lane l: channel l mod C of the tap of group kt / R in slot l / C for base kt mod R */
+        uint32_t C = (uint32_t)p->w.C, R = p->pl.R, j = l / C, c = l % C;
+        int tap = j < R ? p->pl.tap[kt / R][(j + R - kt % R) % R] : -1;
+        if (tap < 0)
+            return -1;
+        return (((int64_t)n * C + c) * p->w.kh + tap / p->w.kw) * p->w.kw + tap % p->w.kw;
+    }
     if (p->kind == 2) {
         uint32_t tap = kt / p->CT, c = (kt % p->CT) * VL + l, g = n / p->Mg;
         if (c >= p->w.C || c / p->Cg != g) /* a grouped conv's weights are zero between groups */
@@ -106,6 +187,13 @@ static void wgt_row(const prod *p, const ts_graph_tensor *wt, uint32_t n, uint32
 {
     uint32_t lo = 0, hi = 0;
     int64_t first = 0, step = 1;
+    if (p->kind == 6) { /* affine per slot only */
+        for (uint32_t l = 0; l < VL; l++) {
+            int64_t e = wgt_index(p, n, kt, l, VL);
+            row[l] = e < 0 ? 0 : (uint8_t)ts_fill_value_i8(wt, p->wid, (uint64_t)e);
+        }
+        return;
+    }
     if (p->kind == 2) {
         uint32_t c0 = (kt % p->CT) * VL, g = n / p->Mg, g0 = g * p->Cg, g1 = g0 + p->Cg;
         lo = g0 > c0 ? g0 - c0 : 0; /* lanes l with g0 <= c0 + l < min(g1, C) */
@@ -124,9 +212,12 @@ static void wgt_row(const prod *p, const ts_graph_tensor *wt, uint32_t n, uint32
         row[l] = (uint8_t)ts_fill_value_i8(wt, p->wid, (uint64_t)(first + (int64_t)(l - lo) * step));
 }
 
-/* Valid rows (outputs) of output tile nt: VL but for a short last tile. */
+/* Valid rows (outputs) of output tile nt: VL but for a short last tile; N for an output written in
+ * slots (each tile is a slot: its rows are installed from row nt N, install_block). */
 static uint32_t tile_rows(const prod *p, uint32_t nt, uint32_t VL)
 {
+    if (p->rep)
+        return p->N;
     return p->N - nt * VL < VL ? p->N - nt * VL : VL;
 }
 
@@ -134,6 +225,8 @@ static uint32_t tile_rows(const prod *p, uint32_t nt, uint32_t VL)
  * moving operator stores only the blocks it uses: a Slice of 768 of 2304 channels uses 2 of 8). */
 static uint64_t blk_row0(const prod *p, uint32_t nt, uint32_t kt, uint32_t VL)
 {
+    if (p->rep)
+        return ((uint64_t)nt * p->KT + kt) * p->N;
     if (p->kind != 4)
         return (uint64_t)nt * VL * p->KT + (uint64_t)kt * tile_rows(p, nt, VL);
     uint64_t g = 0;
@@ -144,6 +237,38 @@ static uint64_t blk_row0(const prod *p, uint32_t nt, uint32_t kt, uint32_t VL)
 }
 
 /* ---- geometry ---- */
+
+/* Whether Conv nd can pack its taps (pplan): one group, C <= VL / 2 channels (R = VL / C slots),
+ * and fewer groups of taps than taps. Of the factors k, the first giving the fewest groups. */
+static bool packable(const lt *L, const ts_graph_node *nd, pplan *pl, ts_geom_window *w)
+{
+    if (nd->op != TS_OP_CONV || nd->attrs.group > 1 || !ts_geom_window_of(L->g, nd, w) || w->C < 1 ||
+        w->C > L->VL / 2 || L->VL / w->C > PACK_MAX || w->kh * w->kw > PACK_TAPS)
+        return false;
+    uint32_t R = L->VL / (uint32_t)w->C, taps = (uint32_t)(w->kh * w->kw), best = taps, bk = 0;
+    for (uint32_t k = 0; k < R; k++) {
+        uint32_t cnt[PACK_MAX] = {0}, G = 0;
+        for (uint32_t t = 0; t < taps; t++) {
+            uint32_t c = pmod(t % w->kw * w->dw + (int64_t)k * (t / w->kw) * w->dh, R);
+            G = ++cnt[c] > G ? cnt[c] : G;
+        }
+        if (G < best) {
+            best = G;
+            bk = k;
+        }
+    }
+    if (best >= taps)
+        return false;
+    *pl = (pplan){.R = R, .k = bk, .G = best};
+    memset(pl->tap, -1, sizeof pl->tap);
+    for (uint32_t t = 0; t < taps; t++) {
+        uint32_t c = pmod(t % w->kw * w->dw + (int64_t)bk * (t / w->kw) * w->dh, R), g = 0;
+        while (pl->tap[g][c] >= 0)
+            g++;
+        pl->tap[g][c] = (int8_t)t;
+    }
+    return true;
+}
 
 /* A Conv whose input is a graph input with C x kh x kw <= VL, or whose im2col rows take no more
  * vectors than the input (ViT's 16 x 16 patches of stride 16): the host lays the input out as
@@ -227,6 +352,21 @@ static ts_status conv_shape(lt *L, const ts_graph_node *nd, prod *p, tens *im2)
     p->x = &L->t[xid];
     p->CT = p->x->T;
     p->KT = (uint32_t)(p->w.kh * p->w.kw) * p->CT;
+    ts_geom_window w;
+    if (p->x->rep >= 2 && p->x->T == 1 && packable(L, nd, &p->pl, &w) && p->pl.R == p->x->rep &&
+        p->pl.k == p->x->repk) {
+        /* its input was written in slots: G packed vectors a pixel (pack_block), R blocks each */
+        p->kind = 6;
+        p->x0 = p->x;
+        p->KT = p->pl.G * p->pl.R;
+        p->CT = p->pl.G;
+        bool used[PACK_MAX] = {false};
+        for (uint32_t m = 0; m < p->M; m++) {
+            uint32_t v = pbase(p, m);
+            p->pl.nb += !used[v];
+            used[v] = true;
+        }
+    }
     return TS_OK;
 }
 
@@ -368,7 +508,7 @@ static ts_status cat_rows(lt *L, const prod *p, pmem *m, uint64_t rows, bool *do
  * that several products read). */
 static bool shared_rows(const lt *L, const prod *p, pmem *m)
 {
-    for (size_t i = 0; (p->kind == 0 || p->kind == 1) && p->wid >= 0 && i < L->nwts; i++) {
+    for (size_t i = 0; (p->kind == 0 || p->kind == 1) && !p->rep && p->wid >= 0 && i < L->nwts; i++) {
         const lt_wrows *w = &L->wts[i];
         if (w->wid == p->wid && w->kind == p->kind && w->N == p->N && w->K == p->K && w->KT == p->KT) {
             m->woff = w->woff;
@@ -384,7 +524,7 @@ static bool shared_rows(const lt *L, const prod *p, pmem *m)
 /* Remember where a matrix product's weight rows lie (shared_rows). */
 static ts_status keep_rows(lt *L, const prod *p, const pmem *m)
 {
-    if ((p->kind != 0 && p->kind != 1) || p->wid < 0)
+    if ((p->kind != 0 && p->kind != 1) || p->rep || p->wid < 0)
         return TS_OK;
     if (ts_grow((void **)&L->wts, &L->capwts, L->nwts + 1, sizeof *L->wts))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
@@ -449,7 +589,7 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
                 if (p->kind == 4)
                     memcpy(row, L->cats[L->ncats - 1].img + g * VL, VL);
                 if (p->kind != 4)
-                    wgt_row(p, wt, nt * VL + r, kt, VL, row);
+                    wgt_row(p, wt, p->rep ? r : nt * VL + r, kt, VL, row);
             }
         }
     if ((rc = lt_img_flush(L, &im, m->wfirst)) != TS_OK)
@@ -482,13 +622,16 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
     if (rc != TS_OK || (rc = lt_img_init(L, &im, L->nE, m->cbase, cwords)) != TS_OK)
         return rc;
     for (uint32_t e = 0; e < L->nE; e++) {
-        for (uint32_t n = 0; n < NT * VL; n++) {
+        for (uint32_t l = 0; l < NT * VL; l++) {
+            uint32_t n = l; /* lane l computes output n; written in slots, tile r's slot r only */
+            if (p->rep)
+                n = l % VL >= l / VL * p->N && l % VL < (l / VL + 1) * p->N ? l % VL - l / VL * p->N : p->N;
             int32_t b = p->bid >= 0 && n < p->N ? ts_fill_bias(p->bid, n) : 0;
             const ts_graph_tensor *bt = p->bid >= 0 ? ts_graph_get_tensor(L->g, p->bid) : NULL;
             if (bt && bt->data && bt->dtype == TS_DT_I32 && n < p->N)
                 b = ((const int32_t *)bt->data)[n];
             for (int by = 0; by < 4; by++)
-                im.s[e][((size_t)(4 * (n / VL) + (uint32_t)by)) * VL + n % VL] = (uint8_t)((uint32_t)b >> (8 * by));
+                im.s[e][((size_t)(4 * (l / VL) + (uint32_t)by)) * VL + l % VL] = (uint8_t)((uint32_t)b >> (8 * by));
         }
         for (uint32_t l = 0; l < VL; l++)
             for (int by = 0; by < 4; by++)
@@ -546,6 +689,7 @@ typedef struct install_arg {
     const uint8_t *per;      /* with rows_lb: rows installed in each cycle (rows_plan) */
     uint32_t ncyc;           /* ... over this many cycles */
     uint32_t nvalid, tag;
+    uint32_t row0;           /* the rows are block rows row0 .. row0 + nvalid - 1, the others zeros */
 } install_arg;
 
 /* An activation's rows lie in any slices, and one slice reads one word a cycle: each cycle of the
@@ -604,7 +748,7 @@ static bool try_install(lt *L, const void *arg, uint64_t I, uint64_t *w)
         if (!lt_take(L, &L->q[q].issue, t))
             return false;
         for (uint32_t i = 0; i < IW_STREAMS; i++) {
-            uint32_t r = c * IW_STREAMS + i;
+            uint32_t r = c * IW_STREAMS + i - a->row0; /* wraps below row0 */
             if (!lt_take_stream(L, WEST, (int)i, t, pp))
                 return false;
             if (r < a->nvalid ? !lt_rd(L, a->rows_mem[r], a->rows_word[r], t, pp, WEST, (int)i, a->tag, 0)
@@ -616,11 +760,67 @@ static bool try_install(lt *L, const void *arg, uint64_t I, uint64_t *w)
     return true;
 }
 
+/* One lw of an install through the weight buffer: rows c 16 .. c 16 + 15 of the block at cycle t. */
+typedef struct lw_arg { const install_arg *a; uint32_t c; } lw_arg;
+
+static bool try_lw(lt *L, const void *arg, uint64_t t, uint64_t *w)
+{
+    const install_arg *a = ((const lw_arg *)arg)->a;
+    uint32_t c = ((const lw_arg *)arg)->c, pp = L->tg->pos_mxm_w[a->pl], q = L->tg->q_mxm + L->tg->mxm_queues * (uint32_t)a->pl;
+    (void)w;
+    if (!lt_take(L, &L->q[q].issue, t))
+        return false;
+    for (uint32_t i = 0; i < IW_STREAMS; i++) {
+        uint32_t r = c * IW_STREAMS + i - a->row0; /* wraps below row0 */
+        if (!lt_take_stream(L, WEST, (int)i, t, pp))
+            return false;
+        if (r < a->nvalid ? !lt_rd(L, a->rows_mem[r], a->rows_word[r], t, pp, WEST, (int)i, a->tag, 0)
+                          : !lt_rd_any(L, 0, 0, t, pp, WEST, (int)i, a->tag))
+            return false;
+    }
+    E1(L, q, t, LT_LW, L->tg->reg.i8, lt_sreg(L, WEST, 0), IW_STREAMS, (int32_t)a->tag);
+    return true;
+}
+
+/* The iw that copies the weight buffer into the plane at cycle t. */
+static bool try_iw_buf(lt *L, const void *arg, uint64_t t, uint64_t *w)
+{
+    const install_arg *a = arg;
+    uint32_t q = L->tg->q_mxm + L->tg->mxm_queues * (uint32_t)a->pl;
+    (void)w;
+    if (!lt_take(L, &L->q[q].issue, t))
+        return false;
+    E1(L, q, t, LT_IW, L->tg->reg.i8, L->tg->reg.nul, 0, 0);
+    return true;
+}
+
+/* An install through the weight buffer (a packed Conv's blocks and its producer's slots, many blocks
+ * each): the VL / 16 lw fill the buffer while the plane still streams the block before, from the
+ * cycle after that block's own copy, each where its reads fit; one iw copies the buffer after the
+ * plane's last abc, so the plane waits one cycle instead of the install's 20 and its reads' turns
+ * among the passes around. *I the iw's cycle. */
+static ts_status install_buffered(lt *L, const install_arg *a, const ts_graph_node *nd, uint64_t *I)
+{
+    uint64_t t = L->buf_free[a->pl], w;
+    ts_status rc = TS_OK;
+    for (uint32_t c = 0; c < L->VL / IW_STREAMS && rc == TS_OK; c++, t++) {
+        lw_arg la = {a, c};
+        rc = lt_search(L, try_lw, &la, NULL, &t, &w, nd, true);
+    }
+    if (rc != TS_OK)
+        return rc;
+    *I = t > L->plane_busy[a->pl] ? t : L->plane_busy[a->pl]; /* after the last lw and the last abc */
+    if ((rc = lt_search(L, try_iw_buf, a, NULL, I, &w, nd, true)) == TS_OK)
+        L->buf_free[a->pl] = *I + 1;
+    return rc;
+}
+
 /* Install the current block: a block with many passes goes on both planes, which take every other
  * pass; else the blocks alternate between the planes, one installing while the other streams. */
 static ts_status install_block(lt *L, psched *s)
 {
-    s->np = s->p->M >= DUAL_PASSES ? 2 : 1;
+    /* a packed Conv with several bases: the planes take the blocks in turn (sched_blocks) */
+    s->np = s->p->M >= DUAL_PASSES && (s->p->kind != 6 || s->p->pl.nb < 2) ? 2 : 1;
     s->planes[0] = s->np == 2 ? 0 : L->next_plane;
     s->planes[1] = 1;
     if (s->np == 1)
@@ -633,11 +833,21 @@ static ts_status install_block(lt *L, psched *s)
     for (int j = 0; j < s->np; j++) {
         install_arg a = {.pl = s->planes[j], .rows_mem = s->rmem, .rows_word = s->rword, .nvalid = s->nv,
                          .rows_lb = s->p->kind == 5 ? s->rlb : NULL, .per = per, .ncyc = ncyc,
-                         .tag = lt_new_tag(L)};
+                         .tag = lt_new_tag(L), .row0 = s->p->rep ? s->nt * s->p->N : 0};
         uint64_t I = L->plane_busy[a.pl], w;
         for (uint32_t r = 0; a.rows_lb && r < s->nv; r++) /* row r is read about r / 16 cycles after I */
             if (a.rows_lb[r] > I + L->VL / IW_STREAMS)
                 I = a.rows_lb[r] - L->VL / IW_STREAMS;
+        if (s->p->kind == 6 || s->p->rep) {
+            ts_status rc = install_buffered(L, &a, s->p->nd, &I);
+            if (rc != TS_OK)
+                return rc;
+            lt_span(s->ly, I, I + 1);
+            s->ly->blocks++;
+            s->lbs[j] = I + L->tg->d_func.iw;
+            s->last_abcs[j] = I;
+            continue;
+        }
         ts_status rc = lt_search(L, try_install, &a, NULL, &I, &w, s->p->nd, true);
         if (rc == TS_OK && a.rows_lb && L->rdmax > s->p->r->last_read)
             s->p->r->last_read = L->rdmax;
@@ -772,7 +982,7 @@ static uint64_t plan_pass(lt *L, const psched *s, uint32_t m, int64_t xv, int j,
     for (int b = 0; b < 4; b++) {
         uint64_t k = pc * 4 + (uint64_t)b;
         if (pm->nparts) {
-            uint32_t rb = s->pbuf[pi], wb = kt & 1;
+            uint32_t rb = s->pbuf[pi], wb = wbuf(p, kt);
             ps->pmem[b] = L->nW + rb * pm->hE + (uint32_t)(k % pm->hE);
             ps->pword[b] = pm->pbases[rb] + (uint32_t)(k / pm->hE);
             ps->wmem[b] = L->nW + wb * pm->hE + (uint32_t)(k % pm->hE);
@@ -783,7 +993,7 @@ static uint64_t plan_pass(lt *L, const psched *s, uint32_t m, int64_t xv, int j,
     ps->bword = pm->cbase + 4 * (pm->ct > 1 ? nt : 0);
     ps->sword = pm->cbase + 4 * pm->ct;
     if (ps->final)
-        lt_slot(L, p->y, (uint64_t)m * p->y->T + nt, &ps->omem, &ps->oword);
+        lt_slot(L, p->y, (uint64_t)m * p->y->T + (p->rep ? 0 : nt), &ps->omem, &ps->oword);
     uint64_t T = s->lbs[j] > s->last_abcs[j] ? s->lbs[j] : s->last_abcs[j];
     if (!ps->first && ps->pready > T)
         T = ps->pready;
@@ -807,7 +1017,7 @@ static ts_status stream_block(lt *L, psched *s)
     const prod *p = s->p;
     uint32_t turn = 0;
     for (uint32_t m = s->m0; m < s->m1; m++) {
-        int64_t xv = act_vec(p, m, s->kt);
+        int64_t xv = pix_in(p, m, s->nt) ? act_vec(p, m, s->kt) : -1;
         if (xv < 0)
             continue;
         int j = (int)(turn++ % (uint32_t)s->np);
@@ -821,10 +1031,10 @@ static ts_status stream_block(lt *L, psched *s)
             s->rd_last = L->rdmax;
         uint64_t pi = (uint64_t)m * p->NT + s->nt;
         if (ps.final) {
-            p->y->ready[(uint64_t)m * p->y->T + s->nt] = w + L->tg->d_func.write + 1;
+            p->y->ready[(uint64_t)m * p->y->T + (p->rep ? 0 : s->nt)] = w + L->tg->d_func.write + 1;
         } else {
             s->pready[pi] = w + L->tg->d_func.write + 1;
-            s->pbuf[pi] = (uint8_t)(s->kt & 1);
+            s->pbuf[pi] = (uint8_t)wbuf(p, s->kt);
         }
         lt_span(s->ly, T, w);
         s->last_abcs[j] = T;
@@ -835,14 +1045,30 @@ static ts_status stream_block(lt *L, psched *s)
     return TS_OK;
 }
 
+/* Kind 6: the b-th block, by anti-diagonals of (group, base): block (g, v) beside (g + 1, v - 1),
+ * which reads the partial sums (g, v - 1) wrote, in the other buffer than (g, v) writes (wbuf). */
+static uint32_t pack_order(const prod *p, uint32_t b)
+{
+    uint32_t G = p->pl.G, R = p->pl.R;
+    for (uint32_t d = 0, i = 0; d + 1 < G + R; d++)
+        for (uint32_t g = 0; g < G; g++)
+            if (d >= g && d - g < R && i++ == b)
+                return g * R + (d - g);
+    return b;
+}
+
 /* Every block, reduction-major: the output tiles' partial-sum chains interleave, so a block need
  * not wait for the previous block of its own tile to write its partial sums. */
 static ts_status sched_blocks(lt *L, psched *s)
 {
     const prod *p = s->p;
     uint32_t VL = L->VL;
-    for (s->kt = 0; s->kt < p->KT; s->kt++)
+    for (uint32_t b = 0; b < p->KT; b++)
         for (s->nt = 0; s->nt < p->NT; s->nt++) {
+            /* a packed Conv: by anti-diagonals (pack_order), the planes taking the blocks in turn, so
+             * a group's passes (bias read, partial sums written) run beside the next group's (partial
+             * sums and scale read), which share the streams from the east */
+            s->kt = p->kind == 6 ? pack_order(p, b) : b;
             s->nv = tile_rows(p, s->nt, VL);
             /* rows are stored tile by tile, block by block; only the last tile is short */
             uint64_t g = blk_row0(p, s->nt, s->kt, VL);
@@ -860,7 +1086,7 @@ static ts_status sched_blocks(lt *L, psched *s)
             }
             bool any = false;
             for (uint32_t m = s->m0; m < s->m1 && !any && blk_used(p, s->nt, s->kt, VL); m++)
-                any = act_vec(p, m, s->kt) >= 0;
+                any = pix_in(p, m, s->nt) && act_vec(p, m, s->kt) >= 0;
             if (!any)
                 continue;
             ts_status rc = install_block(L, s);
@@ -889,7 +1115,7 @@ static ts_status psched_init(lt *L, psched *s)
         for (uint32_t nt = 0; nt < p->NT; nt++) {
             uint64_t i = (uint64_t)m * p->NT + nt;
             s->firstk[i] = UINT32_MAX;
-            for (uint32_t kt = 0; kt < p->KT; kt++)
+            for (uint32_t kt = 0; kt < p->KT && pix_in(p, m, nt); kt++)
                 if (act_vec(p, m, kt) >= 0 && blk_used(p, nt, kt, L->VL)) {
                     if (s->firstk[i] == UINT32_MAX)
                         s->firstk[i] = kt;
@@ -1034,6 +1260,144 @@ static ts_status transpose_rows(lt *L, prod *p, ts_lower_tsp_layer *ly, tens *R)
     return TS_OK;
 }
 
+/* ---- a narrow Conv's taps packed into one vector (kind 6) ---- */
+
+/* Whether product p writes its output y (tensor yid) in slots for Convs that pack their taps: every
+ * reader of y is such a Conv (packable) with the same slots and factor, and the passes its packing
+ * saves outnumber the cycles p's R - 1 more installs per block cost (40 each, with their latency).
+ * Then p->rep, p->pl, p->pW, p->pHW are set: p's output tiles are the slots. */
+static bool pack_slots(const lt *L, prod *p, int yid)
+{
+    if (p->kind == 4 || p->kind == 5 || p->G > 1 || p->N > L->VL / 2 || L->t[yid].output ||
+        ts_graph_get_tensor(L->g, yid)->is_output)
+        return false;
+    size_t n;
+    const int *c = ts_graph_consumers(L->g, yid, &n);
+    pplan pl = {0};
+    ts_geom_window w = {0};
+    uint64_t saved = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ts_graph_node *nd = ts_graph_get_node(L->g, c[i]);
+        pplan q;
+        ts_geom_window v;
+        for (size_t k = 1; k < nd->nin; k++)
+            if (nd->in[k] == yid)
+                return false;
+        if (nd->in[0] != yid || !packable(L, nd, &q, &v) || (i && (q.R != pl.R || q.k != pl.k)) ||
+            v.C != p->N || (uint64_t)(v.N * v.H * v.W) != p->M)
+            return false;
+        pl = q;
+        w = v;
+        saved += (uint64_t)(v.kh * v.kw - q.G) * (uint64_t)(v.N * v.Ho * v.Wo) / 2;
+    }
+    if (!n || pl.R * p->N > L->VL || saved <= (uint64_t)(pl.R - 1) * p->KT * 40)
+        return false;
+    p->rep = pl.R;
+    p->repk = pl.k;
+    p->pW = w.W;
+    p->pHW = w.H * w.W;
+    return true;
+}
+
+/* One packed vector v of pk: the sum of its taps' input vectors, each written in its slot. */
+typedef struct pack_arg {
+    tens *x0, *pk;
+    uint64_t v;
+    uint32_t n;
+    int64_t src[PACK_MAX];
+} pack_arg;
+
+/* Cycle of the VXM at which term i arrives: the first two at A, then one a cycle. */
+static uint64_t term_at(uint32_t i)
+{
+    return i ? i - 1 : 0;
+}
+
+/* The sum as a chain of adds through the latches, add i (of term i) at A + i - 1, the last one's
+ * result to the west MEM; a lone term is added to the zeros of word 0 of the next slice. */
+static bool try_pack(lt *L, const void *arg, uint64_t A, uint64_t *w)
+{
+    const pack_arg *a = arg;
+    uint32_t tag = L->tag % 65535 + 1, pv = L->tg->pos_vxm, m0, w0, mem, word;
+    int32_t i8 = L->tg->reg.i8;
+    val acc, y;
+    int so = -1;
+    lt_slot(L, a->x0, (uint64_t)a->src[0], &m0, &w0);
+    if (!lt_vin_w(L, m0, w0, A, tag, a->x0->ready[a->src[0]], &acc))
+        return false;
+    if (a->n == 1 && (!lt_vin_w(L, (m0 + 1) % L->nW, 0, A, tag, 0, &y) ||
+                      !lt_vop(L, LT_ADD, i8, 0, A, &acc, &y, P_PACK_W, 1, tag, &acc, &so)))
+        return false;
+    for (uint32_t i = 1; i < a->n; i++) {
+        uint64_t t = A + term_at(i);
+        bool ok;
+        lt_slot(L, a->x0, (uint64_t)a->src[i], &mem, &word);
+        ok = i == 1 ? lt_vin_w2(L, mem, word, t, tag, a->x0->ready[a->src[i]], &acc, m0, &y)
+                    : lt_vin_w(L, mem, word, t, tag, a->x0->ready[a->src[i]], &y);
+        if (!ok || !lt_vop(L, LT_ADD, i8, 0, t, &acc, &y, i + 1 == a->n ? P_PACK_W : -1, 1, tag, &acc, &so))
+            return false;
+    }
+    lt_slot(L, a->pk, a->v, &mem, &word);
+    if (!lt_wr(L, mem, word, acc.t, pv, WEST, so, tag, a->pk->avail, w))
+        return false;
+    L->tag = tag;
+    return true;
+}
+
+/* What every cycle of a packing group needs (lt_need): its reads, its adds, its write. */
+static void pack_need(const lt *L, const pack_arg *a, lt_need *n)
+{
+    uint32_t m0, w0, mem, word, d = lt_vop_lat(L, LT_ADD);
+    *n = (lt_need){0};
+    lt_slot(L, a->x0, (uint64_t)a->src[0], &m0, &w0);
+    lt_need_vin(L, n, m0, w0, 0);
+    for (uint32_t i = 1; i < a->n; i++) {
+        lt_slot(L, a->x0, (uint64_t)a->src[i], &mem, &word);
+        if (i == 1)
+            lt_need_vin2(L, n, mem, word, 0, true, m0);
+        else
+            lt_need_vin(L, n, mem, word, (int64_t)term_at(i));
+        lt_need_vop(L, n, LT_ADD, (int64_t)term_at(i), i + 1 == a->n ? P_PACK_W : -1, 1);
+    }
+    if (a->n == 1)
+        lt_need_vop(L, n, LT_ADD, 0, P_PACK_W, 1);
+    lt_slot(L, a->pk, a->v, &mem, &word);
+    lt_need_wr(L, n, mem, word, (int64_t)(term_at(a->n > 1 ? a->n - 1 : 0) + d), L->tg->pos_vxm, WEST, a->pk->avail);
+}
+
+/* The packed vectors (pk: G a pixel), each one VXM group: the sum of its taps' input vectors, each
+ * in its own slot. A packed vector all of whose taps fall in the pads is not written (act_vec reads
+ * zeros for it). */
+static ts_status pack_block(lt *L, prod *p, tens *pk, ts_lower_tsp_layer *ly)
+{
+    pack_arg a = {.x0 = p->x0, .pk = pk};
+    lt_need *need = ts_malloc(sizeof *need);
+    ts_status rc = need ? TS_OK : ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (uint32_t m = 0; m < p->M && rc == TS_OK; m++)
+        for (uint32_t g = 0; g < p->pl.G && rc == TS_OK; g++) {
+            a.v = (uint64_t)m * pk->T + g;
+            if (!(a.n = pack_taps(p, m, g, a.src)))
+                continue;
+            uint64_t A = 0, w;
+            for (uint32_t i = 0; i < a.n; i++) {
+                uint32_t mem, word;
+                lt_slot(L, a.x0, (uint64_t)a.src[i], &mem, &word);
+                uint64_t e = a.x0->ready[a.src[i]] + L->tg->d_func.read + (L->tg->pos_vxm - lt_mem_pos(L, mem));
+                if (e > A + term_at(i))
+                    A = e - term_at(i);
+            }
+            pack_need(L, &a, need);
+            if ((rc = lt_search(L, try_pack, &a, need, &A, &w, p->nd, true)) != TS_OK)
+                break;
+                    pk->ready[a.v] = w + L->tg->d_func.write + 1;
+            if (L->rdmax > a.x0->last_read)
+                a.x0->last_read = L->rdmax;
+            lt_span(ly, A, w);
+        }
+    ts_free(need);
+    return rc;
+}
+
 /* ---- the operator ---- */
 
 /* MatMul, Gemm or Conv: its geometry, its output placed (a lone Relu after it fused: the Relu's
@@ -1060,11 +1424,21 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     p.scale = cat ? 1.0f : ts_lower_tsp_scale(p.K); /* a Concat moves its values unchanged */
     ly->scale = p.scale;
     int yid = fu >= 0 ? ts_graph_get_node(L->g, fu)->out[0] : out;
-    if ((rc = lt_place(L, yid, p.M, p.N, nd, false, lt_bank_pref(L, p.x))) != TS_OK) {
+    tens pk = {0};
+    if (p.kind == 6) { /* the packed vectors in the other bank than the input, the output in the input's */
+        rc = place_temp(L, nd, &pk, p.M, p.CT * L->VL, "the packed taps", false, lt_bank_pref(L, p.x0));
+        p.x = &pk;
+    }
+    if (rc != TS_OK || (rc = lt_place(L, yid, p.M, p.N, nd, false, lt_bank_pref(L, p.x))) != TS_OK) {
         ts_free(im2.ready);
+        free_temp(L, &pk);
         return rc;
     }
     p.y = &L->t[yid];
+    if (pack_slots(L, &p, yid))
+        p.NT = p.rep; /* the slots are its output tiles */
+    p.y->rep = p.rep;
+    p.y->repk = p.repk;
     p.y->nonneg = p.relu;
     if (fu >= 0) {
         /* the Relu is done: its output is this product's */
@@ -1073,10 +1447,11 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
         L->t[out].placed = false;
     }
     tens bt = {0};
-    rc = p.tb ? transpose_rows(L, &p, ly, &bt) : TS_OK;
+    rc = p.tb ? transpose_rows(L, &p, ly, &bt) : p.kind == 6 ? pack_block(L, &p, &pk, ly) : TS_OK;
     if (rc == TS_OK)
         rc = sched_product(L, &p, ly);
     free_temp(L, &bt);
+    free_temp(L, &pk);
     if (p.kind == 3) {
         if (lt_al_put(lt_alloc_of(L, 0, im2.base), im2.base, im2.nw, im2.last_read))
             L->oom = true;

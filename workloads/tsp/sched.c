@@ -39,6 +39,9 @@ const lt_pool lt_pools[P_COUNT] = {
     [P_FROMV_W] = {WEST, 30, 2}, /* VXM -> W MEM: int8 results */
     [P_W2V_E] = {EAST, 0, 20},   /* W MEM and W MXM -> VXM: activations, products */
     [P_FROMV_E] = {EAST, 20, 12},/* VXM -> E MEM: partial sums */
+    [P_PACK_W] = {WEST, 16, 16}, /* VXM -> W MEM: packed taps (products.c), on the streams of P_E2V_W and
+                                  * P_FROMV_W where their trajectories are free (a stream is reserved per
+                                  * trajectory, whichever pool takes it) */
 };
 
 /* ---- bitmaps over cycles ---- */
