@@ -344,11 +344,55 @@ static void stagger(gx *G, uint32_t t, size_t x0)
     }
 }
 
-/* A staged transfer, received: its pieces copied from the staging buffer to their places. */
+/* copy_staged by the receiver's workers (L->wlocal), 64 bits a load: per run of pieces of equal
+ * length equally far apart, each piece's pairs over the workers (overlapping blocks copy the same
+ * values);
+ * false (nothing emitted) unless every piece is whole pairs at 8-byte aligned places. */
+static bool copy_staged_workers(const gx *G, const lw_xfer *q)
+{
+    lw *L = G->L;
+    const lw_piece *pc = G->pc;
+    if (q->to % 8)
+        return false;
+    for (size_t i = q->p0; i < q->p1; i++)
+        if (pc[i].words % 2 || pc[i].to % 8)
+            return false;
+    size_t entry = L->tiles[q->dst].wrk.n;
+    uint32_t t = q->dst;
+    for (size_t i = q->p0, j, at = q->to; i < q->p1; i = j) {
+        int64_t st = i + 1 < q->p1 ? (int64_t)(pc[i + 1].to - pc[i].to) : 0;
+        for (j = i + 1; j < q->p1 && pc[j].words == pc[i].words && (int64_t)(pc[j].to - pc[j - 1].to) == st; j++)
+            ;
+        uint32_t n = (uint32_t)(j - i), w = (uint32_t)pc[i].words, pp = (uint32_t)ts_geom_cdiv(w / 2, L->workers);
+        lwi_emit_start_row(L, t, w / 2, pp); /* $m1: the worker's first pair of each piece */
+        W(t, SHLI, RM(1), RM(1), 3);
+        W(t, SETZI, RM(2), (int32_t)at, 0);
+        W(t, ADD, RM(2), RM(2), RM(1));
+        W(t, SETZI, RM(3), (int32_t)pc[i].to, 0);
+        W(t, ADD, RM(3), RM(3), RM(1));
+        W(t, SETZI, RM(5), (int32_t)pp, 0);
+        W(t, SETZI, RM(6), (int32_t)n - 1, 0);
+        size_t loop = W(t, RPT, RM(5), 2, 0);
+        W(t, LD64STEP, RA(0), RM(2), 8);
+        W(t, ST64STEP, RA(0), RM(3), 8);
+        W(t, ADDI, RM(2), RM(2), (int32_t)(4 * (int64_t)w - 8 * (int64_t)pp));
+        W(t, ADDI, RM(3), RM(3), (int32_t)(st - 8 * (int64_t)pp));
+        W(t, BRNZDEC, RM(6), (int32_t)loop, 0);
+        at += 4 * (size_t)w * n;
+    }
+    W(t, EXIT, 0, 0, 0);
+    lwi_run_all(L, t, entry);
+    return true;
+}
+
+/* A staged transfer, received: its pieces copied from the staging buffer to their places (by the
+ * receiver's supervisor, or its workers: copy_staged_workers). */
 static void copy_staged(const gx *G, const lw_xfer *q)
 {
     lw *L = G->L;
     const lw_piece *pc = G->pc;
+    if (L->wlocal && copy_staged_workers(G, q))
+        return;
     for (size_t i = q->p0, j, at = q->to; i < q->p1; i = j) {
         /* coalesce: a run of pieces of equal length whose places are equally far apart is copied
          * in one loop */
