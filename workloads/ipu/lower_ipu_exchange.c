@@ -422,12 +422,12 @@ static void copy_staged(const gx *G, const lw_xfer *q)
  * and a sender's receivers: a receiver's senders then fall in distinct rounds, and so do a
  * sender's receivers. Into xf[].round and *used; false (rounds unset) when a round would hold two
  * transfers of one tile after all. */
-static bool pack_modular(gx *G, uint32_t cap, uint8_t *sbusy, uint8_t *rbusy, uint32_t *used)
+static bool pack_modular(gx *G, uint32_t cap, uint8_t *sbusy, uint8_t *rbusy, uint32_t *lo, uint32_t *hi,
+                         uint32_t *used)
 {
     lw *L = G->L;
     uint32_t n = 1;
     for (int side = 0; side < 2; side++) {
-        uint32_t *lo = (uint32_t *)sbusy, *hi = (uint32_t *)rbusy; /* scratch: L->T words each */
         for (uint32_t t = 0; t < L->T; t++)
             lo[t] = UINT32_MAX, hi[t] = 0;
         for (size_t i = 0; i < G->nxf; i++) {
@@ -501,10 +501,11 @@ static ts_status gather_pack(gx *G)
             most = sends[G->xf[i].src];
     for (size_t i = G->nxf; i-- > 0;) /* each receiver's first transfer (they are by receiver) */
         first[G->xf[i].dst] = i + 1;
-    uint32_t cap = G->rounds + most + 4; /* a greedy colouring needs fewer; room for 4-byte scratch */
+    uint32_t cap = G->rounds + most; /* a greedy colouring needs fewer */
     uint8_t *sbusy = ts_calloc((size_t)L->T * cap, 1), *rbusy = ts_calloc((size_t)L->T * cap, 1);
     uint32_t *greedy = ts_calloc(G->nxf ? G->nxf : 1, sizeof *greedy);
-    ts_status rc = sbusy && rbusy && greedy ? TS_OK : gather_oom(G);
+    uint32_t *lo = ts_calloc(L->T, sizeof *lo), *hi = ts_calloc(L->T, sizeof *hi);
+    ts_status rc = sbusy && rbusy && greedy && lo && hi ? TS_OK : gather_oom(G);
     uint32_t used = 0, mused = 0;
     for (uint32_t p = 0; p < G->rounds && rc == TS_OK; p++)
         for (uint32_t t = 0; t < L->T; t++) {
@@ -521,7 +522,7 @@ static ts_status gather_pack(gx *G)
             if (r + 1 > used)
                 used = r + 1;
         }
-    if (rc == TS_OK && !(pack_modular(G, cap, sbusy, rbusy, &mused) && mused < used)) {
+    if (rc == TS_OK && !(pack_modular(G, cap, sbusy, rbusy, lo, hi, &mused) && mused < used)) {
         for (size_t i = 0; i < G->nxf; i++)
             G->xf[i].round = greedy[i];
         mused = used;
@@ -539,6 +540,8 @@ static ts_status gather_pack(gx *G)
     ts_free(sbusy);
     ts_free(rbusy);
     ts_free(greedy);
+    ts_free(lo);
+    ts_free(hi);
     return rc;
 }
 
