@@ -440,7 +440,8 @@ static void t10_compute(lw *L, const t10_gen *G, const t10_op *s, const t10_mem 
                 if (!kv || !r || !cv)
                     continue;
                 int cur = run->cur[t], o = cur < 0 ? 0 : 1 - cur;
-                mm_args m = {.rows = (uint32_t)r, .nq = (uint32_t)ts_geom_cdiv(cv, U), .kp = (uint32_t)(kc_of(G, kv) / G->per),
+                mm_args m = {.rows = (uint32_t)r, .nq = (uint32_t)ts_geom_cdiv(cv, U),
+                             .kp = (uint32_t)(kc_of(G, kv) / G->per),
                              .nq_real = cv, .units = U, .half = s->half,
                              .a = G->rota ? mem->aslot[st % (G->rp + 1)] : mem->abuf + (uint64_t)sg * G->kp * es,
                              .a_stride = G->astr * es,

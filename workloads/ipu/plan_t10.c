@@ -63,7 +63,8 @@ uint64_t ts_t10_amp_shared_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t k
     return W * (ts_geom_cdiv(rows, W) * (ptrs + 7 + groups * per_group) + 25 + 2 * (uint64_t)W);
 }
 
-uint64_t ts_t10_steps_cycles_padded(const ts_t10_hw *hw, uint64_t rows, uint64_t kt, uint64_t kp, uint32_t steps, uint64_t cols)
+uint64_t ts_t10_steps_cycles_padded(const ts_t10_hw *hw, uint64_t rows, uint64_t kt, uint64_t kp, uint32_t steps,
+                                    uint64_t cols)
 {
     uint32_t W = hw->workers ? hw->workers : 6, sets, issues, ptrs;
     uint64_t full = ts_t10_amp_shared_cycles(hw, rows, kp, cols);
@@ -160,7 +161,8 @@ ts_status ts_t10_mm_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *
     p->kt = even(ts_geom_cdiv(mm->k, p->fk));
     p->kp = even(ts_geom_cdiv(p->kt, p->steps));
     uint32_t sets, issues, ptrs; /* steps of whole shared-kernel bodies where that keeps the steps */
-    if (p->bodies && hw->shared_amp && (p->steps > 1 || (mm->es == 2 && chunk_rows(hw, mm) == 1)) && ts_t10_amp_body(hw->workers ? hw->workers : 6, hw->units, &sets, &issues, &ptrs)) {
+    if (p->bodies && hw->shared_amp && (p->steps > 1 || (mm->es == 2 && chunk_rows(hw, mm) == 1)) &&
+        ts_t10_amp_body(hw->workers ? hw->workers : 6, hw->units, &sets, &issues, &ptrs)) {
         uint64_t u = (uint64_t)sets * (mm->es == 2 ? 4 : 2), kb = ts_geom_cdiv(p->kp, u) * u;
         if (ts_geom_cdiv(p->kt, kb) == p->steps)
             p->kp = kb;
