@@ -119,8 +119,12 @@ static void ak_body_plan(const ak *k, uint32_t v, ak_body *b)
     b->extra = nL - p;
 }
 
-/* The body; with `loads`, the bundles of odd sets load the next body's input pairs. */
-static void ak_emit_body(lw *L, uint32_t t, const mm_args *m, const ak *k, const ak_body *b, bool loads)
+/* How a body's odd sets load: not at all, the next body's input pairs (through $m4, stepped), or
+ * the next group's first (from the row's start, $m2; ak_prefetch). */
+enum { AK_NOLOAD, AK_LOAD, AK_NEXT };
+
+/* The body; its odd sets' bundles load as `loads` says. */
+static void ak_emit_body(lw *L, uint32_t t, const mm_args *m, const ak *k, const ak_body *b, int loads)
 {
     for (uint32_t i = 0; i < b->n; i++) {
         if (b->load[i]) {
@@ -128,10 +132,12 @@ static void ak_emit_body(lw *L, uint32_t t, const mm_args *m, const ak *k, const
             continue;
         }
         uint32_t s = b->arg[i];
-        bool ld = loads && s % 2, st = !ld && s % 2 == 0 && b->step[i] >= 0;
+        bool ld = loads != AK_NOLOAD && s % 2, st = !ld && s % 2 == 0 && b->step[i] >= 0;
         if (ld || st)
             W(t, BUNDLE, 0, 0, 0);
-        if (ld)
+        if (ld && loads == AK_NEXT)
+            W(t, LD128, RA(4 * (s / 2)), RM(2), (int32_t)(16 * (s / 2)));
+        else if (ld)
             W(t, LD128STEP, RA(4 * (s / 2)), RM(4), 16);
         else if (st)
             W(t, ADDI, RM(5 + b->step[i]), RM(5 + b->step[i]), k->bodyb);
@@ -153,10 +159,84 @@ static void ak_emit_body(lw *L, uint32_t t, const mm_args *m, const ak *k, const
  * (3U / 2 + 1). Only for f32 sums whose U outputs lie one after the other, 8-byte aligned (every
  * allocation is 16-byte aligned, so a table's other steps are too); false (nothing emitted)
  * otherwise. */
+static bool ak_group_out16(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
+{
+    uint32_t U = m->units, n = U / 2;
+    if (nstore != U || U % 4 || m->out_u != 2 || m->out_q != 2 * (int64_t)U || m->out % 8 || m->out_row % 8 ||
+        ((m->bias || m->acc) && (m->acc ? m->acc % 8 || m->acc_row % 8 : m->bias % 8)))
+        return false;
+    if (m->bias || m->acc) {
+        for (uint32_t s = 0; s < n; s++) {
+            W(t, BUNDLE, 0, 0, 0);
+            W(t, LD64STEP, RA(8 + 2 * s), RM(10), 8);
+            W(t, AMPGET, RA(2 * s), (int32_t)s, 0);
+            W(t, BUNDLE_END, 0, 0, 0);
+        }
+        for (uint32_t s = 0; s < n; s++)
+            W(t, F32V2ADD, RA(2 * s), RA(2 * s), RA(8 + 2 * s));
+    }
+    /* the halves of pairs 2h and 2h + 1 in $a(8 + 2h), $a(9 + 2h), stored 64 bits at a time */
+    for (uint32_t h = 0; h < n / 2; h++) {
+        bool got = m->bias || m->acc;
+        if (!got) {
+            W(t, AMPGET, RA(4 * h), (int32_t)(2 * h), 0);
+            W(t, AMPGET, RA(4 * h + 2), (int32_t)(2 * h + 1), 0);
+        }
+        W(t, F32V2TOF16, RA(8 + 2 * h), RA(4 * h), 0);
+        bool last = h + 1 == n / 2;
+        if (h && !last)
+            W(t, ST64STEP, RA(8 + 2 * (h - 1)), RM(11), 8);
+        if (h && last) { /* the previous store in a bundle with this pair's second conversion */
+            W(t, BUNDLE, 0, 0, 0);
+            W(t, ST64STEP, RA(8 + 2 * (h - 1)), RM(11), 8);
+            W(t, F32V2TOF16, RA(9 + 2 * h), RA(4 * h + 2), 0);
+            W(t, BUNDLE_END, 0, 0, 0);
+        } else
+            W(t, F32V2TOF16, RA(9 + 2 * h), RA(4 * h + 2), 0);
+    }
+    W(t, ST64STEP, RA(8 + 2 * (n / 2 - 1)), RM(11), 8);
+    return true;
+}
+
+/* Whether the groups of m prefetch: f16 outputs without bias or partial sums, stored 64 bits at a
+ * time (ak_group_out16's layout). The last body of a group loads the next group's first input pairs
+ * from the row's start (its odd sets' bundles, which otherwise load nothing), the group's sums go
+ * out through $a12..$a15 so those inputs stay, and a row loads its first group's inputs before its
+ * groups: 1 + sets / 2 issues fewer a group where the prologue loaded them. */
+static bool ak_prefetch(const mm_args *m)
+{
+    uint32_t U = m->units;
+    return m->half && m->out16 && !m->bias && !m->acc && U % 4 == 0 && m->out_u == 2 &&
+           m->out_q == 2 * (int64_t)U && m->out % 8 == 0 && m->out_row % 8 == 0;
+}
+
+/* ak_group_out16 for a prefetching group: the U / 2 pairs through $a12..$a15, 2U + 1 / 2 issues. */
+static void ak_group_out_pf(lw *L, uint32_t t, const mm_args *m)
+{
+    uint32_t n = m->units / 2;
+    for (uint32_t h = 0; h < n / 2; h++) {
+        uint32_t a = h % 2 ? 14 : 12, b = h % 2 ? 12 : 14; /* this half's pairs land in $a(a), $a(b) */
+        if (!h)
+            W(t, AMPGET, RA(a), 0, 0);
+        W(t, AMPGET, RA(b), (int32_t)(2 * h + 1), 0);
+        W(t, F32V2TOF16, RA(a), RA(a), 0);
+        W(t, F32V2TOF16, RA(a + 1), RA(b), 0);
+        if (h + 1 < n / 2) { /* the store in a bundle with the next half's first read */
+            W(t, BUNDLE, 0, 0, 0);
+            W(t, ST64STEP, RA(a), RM(11), 8);
+            W(t, AMPGET, RA(b), (int32_t)(2 * h + 2), 0);
+            W(t, BUNDLE_END, 0, 0, 0);
+        } else
+            W(t, ST64STEP, RA(a), RM(11), 8);
+    }
+}
+
 static bool ak_group_out(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
 {
     uint32_t U = m->units, n = U / 2;
-    if (m->out16 || nstore != U || m->out_u != 4 || m->out_q != 4 * (int64_t)U || m->out % 8 || m->out_row % 8 ||
+    if (m->out16)
+        return ak_group_out16(L, t, m, nstore);
+    if (nstore != U || m->out_u != 4 || m->out_q != 4 * (int64_t)U || m->out % 8 || m->out_row % 8 ||
         ((m->bias || m->acc) && (m->acc ? m->acc % 8 || m->acc_row % 8 : m->bias % 8)))
         return false;
     if (!(m->bias || m->acc)) {
@@ -191,21 +271,27 @@ static bool ak_group_out(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
  * loaded, the bodies (the last without loads), the sums out through $m10 and $m11. */
 static void ak_group(lw *L, uint32_t t, const mm_args *m, const ak *k, const ak_body *b, uint32_t nstore)
 {
+    bool pf = ak_prefetch(m);
     W(t, BUNDLE, 0, 0, 0);
-    W(t, MOV, RM(4), RM(2), 0);
+    if (pf) /* the first body's inputs are in: the row's start and the sets' pairs after it */
+        W(t, ADDI, RM(4), RM(2), (int32_t)(16 * (k->nA / 2)));
+    else
+        W(t, MOV, RM(4), RM(2), 0);
     W(t, AMPZERO, 0, 0, 0);
     W(t, BUNDLE_END, 0, 0, 0);
-    for (uint32_t q = 0; q < k->nA / 2; q++)
+    for (uint32_t q = 0; !pf && q < k->nA / 2; q++)
         W(t, LD128STEP, RA(4 * q), RM(4), 16);
     if (m->tab || k->nb > 1) { /* the table's count ($m13, 0 skips), or nb - 1 */
         size_t r = m->tab ? W(t, RPT, RM(13), 0, 0) : W(t, RPTI, (int32_t)k->nb - 1, 0, 0);
         size_t s0 = L->tiles[t].wrk.n;
-        ak_emit_body(L, t, m, k, b, true);
+        ak_emit_body(L, t, m, k, b, AK_LOAD);
         if (r < L->tiles[t].wrk.n)
             L->tiles[t].wrk.v[r].a[1] = (int32_t)(L->tiles[t].wrk.n - s0);
     }
-    ak_emit_body(L, t, m, k, b, false);
-    if (!ak_group_out(L, t, m, nstore))
+    ak_emit_body(L, t, m, k, b, pf ? AK_NEXT : AK_NOLOAD);
+    if (pf && nstore == m->units)
+        ak_group_out_pf(L, t, m);
+    else if (!ak_group_out(L, t, m, nstore))
         lwi_emit_group_out(L, t, m, nstore, RM(10), RM(11));
 }
 
@@ -257,6 +343,8 @@ static void ak_variant(lw *L, uint32_t t, const mm_args *m, const ak *k, uint32_
     else if (m->bias)
         W(t, SETZI, RM(10), (int32_t)m->bias, 0);
     W(t, MOV, RM(11), RM(3), 0);
+    for (uint32_t q = 0; ak_prefetch(m) && q < k->nA / 2; q++) /* the first group's inputs */
+        W(t, LD128, RA(4 * q), RM(2), (int32_t)(16 * q));
     if (full) {
         W(t, SETZI, RM(9), (int32_t)full - 1, 0);
         size_t q = L->tiles[t].wrk.n;

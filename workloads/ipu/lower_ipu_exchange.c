@@ -214,7 +214,7 @@ ts_status lwi_check_exchange(lw *L)
 typedef struct lw_piece { uint32_t src, dst; uint64_t from, to, words; } lw_piece;
 /* A receiver's transfer: pieces p0..p1-1 of one sender, received at `to` (staged: into the staging
  * buffer, then copied to their places). */
-typedef struct lw_xfer { uint32_t src, dst; uint64_t to, words; size_t p0, p1; bool staged; } lw_xfer;
+typedef struct lw_xfer { uint32_t src, dst; uint64_t to, words; size_t p0, p1; bool staged; uint32_t round; } lw_xfer;
 
 /* One gather of tensor x. */
 typedef struct gx {
@@ -322,7 +322,7 @@ static ts_status gather_transfers(gx *G, uint32_t t, size_t pt0)
         if (pc[i].src != t) {
             if (ts_grow((void **)&G->xf, &G->capx, G->nxf + 1, sizeof *G->xf))
                 return gather_oom(G);
-            G->xf[G->nxf++] = (lw_xfer){pc[i].src, t, direct ? pc[i].to : 0, words, i, k, !direct};
+            G->xf[G->nxf++] = (lw_xfer){pc[i].src, t, direct ? pc[i].to : 0, words, i, k, !direct, 0};
             if (!direct && words > G->stage)
                 G->stage = words;
             if (++G->count[t] > G->rounds)
@@ -344,11 +344,55 @@ static void stagger(gx *G, uint32_t t, size_t x0)
     }
 }
 
-/* A staged transfer, received: its pieces copied from the staging buffer to their places. */
+/* copy_staged by the receiver's workers (L->wlocal), 64 bits a load: per run of pieces of equal
+ * length equally far apart, each piece's pairs over the workers (overlapping blocks copy the same
+ * values);
+ * false (nothing emitted) unless every piece is whole pairs at 8-byte aligned places. */
+static bool copy_staged_workers(const gx *G, const lw_xfer *q)
+{
+    lw *L = G->L;
+    const lw_piece *pc = G->pc;
+    if (q->to % 8)
+        return false;
+    for (size_t i = q->p0; i < q->p1; i++)
+        if (pc[i].words % 2 || pc[i].to % 8)
+            return false;
+    size_t entry = L->tiles[q->dst].wrk.n;
+    uint32_t t = q->dst;
+    for (size_t i = q->p0, j, at = q->to; i < q->p1; i = j) {
+        int64_t st = i + 1 < q->p1 ? (int64_t)(pc[i + 1].to - pc[i].to) : 0;
+        for (j = i + 1; j < q->p1 && pc[j].words == pc[i].words && (int64_t)(pc[j].to - pc[j - 1].to) == st; j++)
+            ;
+        uint32_t n = (uint32_t)(j - i), w = (uint32_t)pc[i].words, pp = (uint32_t)ts_geom_cdiv(w / 2, L->workers);
+        lwi_emit_start_row(L, t, w / 2, pp); /* $m1: the worker's first pair of each piece */
+        W(t, SHLI, RM(1), RM(1), 3);
+        W(t, SETZI, RM(2), (int32_t)at, 0);
+        W(t, ADD, RM(2), RM(2), RM(1));
+        W(t, SETZI, RM(3), (int32_t)pc[i].to, 0);
+        W(t, ADD, RM(3), RM(3), RM(1));
+        W(t, SETZI, RM(5), (int32_t)pp, 0);
+        W(t, SETZI, RM(6), (int32_t)n - 1, 0);
+        size_t loop = W(t, RPT, RM(5), 2, 0);
+        W(t, LD64STEP, RA(0), RM(2), 8);
+        W(t, ST64STEP, RA(0), RM(3), 8);
+        W(t, ADDI, RM(2), RM(2), (int32_t)(4 * (int64_t)w - 8 * (int64_t)pp));
+        W(t, ADDI, RM(3), RM(3), (int32_t)(st - 8 * (int64_t)pp));
+        W(t, BRNZDEC, RM(6), (int32_t)loop, 0);
+        at += 4 * (size_t)w * n;
+    }
+    W(t, EXIT, 0, 0, 0);
+    lwi_run_all(L, t, entry);
+    return true;
+}
+
+/* A staged transfer, received: its pieces copied from the staging buffer to their places (by the
+ * receiver's supervisor, or its workers: copy_staged_workers). */
 static void copy_staged(const gx *G, const lw_xfer *q)
 {
     lw *L = G->L;
     const lw_piece *pc = G->pc;
+    if (L->wlocal && copy_staged_workers(G, q))
+        return;
     for (size_t i = q->p0, j, at = q->to; i < q->p1; i = j) {
         /* coalesce: a run of pieces of equal length whose places are equally far apart is copied
          * in one loop */
@@ -372,6 +416,133 @@ static void copy_staged(const gx *G, const lw_xfer *q)
         }
         at += 4 * pc[i].words * (j - i);
     }
+}
+
+/* Rounds by (sender - receiver) mod n, n the widest span of tile numbers among a receiver's senders
+ * and a sender's receivers: a receiver's senders then fall in distinct rounds, and so do a
+ * sender's receivers. Into xf[].round and *used; false (rounds unset) when a round would hold two
+ * transfers of one tile after all. */
+static bool pack_modular(gx *G, uint32_t cap, uint8_t *sbusy, uint8_t *rbusy, uint32_t *lo, uint32_t *hi,
+                         uint32_t *used)
+{
+    lw *L = G->L;
+    uint32_t n = 1;
+    for (int side = 0; side < 2; side++) {
+        for (uint32_t t = 0; t < L->T; t++)
+            lo[t] = UINT32_MAX, hi[t] = 0;
+        for (size_t i = 0; i < G->nxf; i++) {
+            uint32_t k = side ? G->xf[i].src : G->xf[i].dst, v = side ? G->xf[i].dst : G->xf[i].src;
+            lo[k] = v < lo[k] ? v : lo[k];
+            hi[k] = v > hi[k] ? v : hi[k];
+        }
+        for (uint32_t t = 0; t < L->T; t++)
+            if (lo[t] <= hi[t] && hi[t] - lo[t] + 1 > n)
+                n = hi[t] - lo[t] + 1;
+    }
+    if (n > cap)
+        return false;
+    memset(sbusy, 0, (size_t)L->T * cap);
+    memset(rbusy, 0, (size_t)L->T * cap);
+    *used = 0;
+    for (size_t i = 0; i < G->nxf; i++) {
+        lw_xfer *q = &G->xf[i];
+        uint32_t r = (uint32_t)(((int64_t)q->src - (int64_t)q->dst) % (int64_t)n + n) % n;
+        if (sbusy[(size_t)q->src * cap + r] || rbusy[(size_t)q->dst * cap + r])
+            return false;
+        sbusy[(size_t)q->src * cap + r] = rbusy[(size_t)q->dst * cap + r] = 1;
+        q->round = r;
+        *used = r + 1 > *used ? r + 1 : *used;
+    }
+    return true;
+}
+
+/* The cycles the rounds of xf[].round (or, with `count`, "the r-th transfer of every receiver") take
+ * by an estimate: per round the most words one sender sends at the exchange's rate, plus a round's
+ * fixed cost (a sync, and about 60 cycles of latency and arming: assumed). */
+static uint64_t rounds_cost(gx *G, bool count, uint32_t rounds, uint64_t *words)
+{
+    lw *L = G->L;
+    uint64_t xw = L->p->target.xbytes >= 4 ? L->p->target.xbytes / 4 : 1, total = 0;
+    uint32_t *k = G->count;
+    for (uint32_t r = 0; r < rounds; r++) {
+        uint64_t most = 0;
+        memset(words, 0, L->T * sizeof *words);
+        memset(k, 0, L->T * sizeof *k);
+        for (size_t i = 0; i < G->nxf; i++) {
+            const lw_xfer *q = &G->xf[i];
+            if (count ? k[q->dst]++ == r : q->round == r) {
+                words[q->src] += q->words;
+                most = words[q->src] > most ? words[q->src] : most;
+            }
+        }
+        total += ts_geom_cdiv(most, xw) + (L->p->target.sync_cycles ? L->p->target.sync_cycles : 90) + 60;
+    }
+    return total;
+}
+
+/* Packed rounds (L->pack): the p-th transfer of every receiver, p = 0, 1, .., in the first round in
+ * which neither its receiver nor its sender has one, so that a sender serves one receiver a round
+ * (a receiver may idle in one) where "the r-th transfer of every receiver" would have a sender
+ * serve several at once; or, where it takes fewer rounds, pack_modular's. G->rounds becomes the
+ * rounds used. Where the rounds unpacked cost less by rounds_cost (a sender with many receivers
+ * and few rounds: more rounds cost more syncs), they stay (L->pack cleared). */
+static ts_status gather_pack(gx *G)
+{
+    lw *L = G->L;
+    uint32_t *sends = ts_calloc(L->T, sizeof *sends), most = 0;
+    size_t *first = ts_calloc((size_t)L->T + 1, sizeof *first);
+    if (!sends || !first) {
+        ts_free(sends);
+        ts_free(first);
+        return gather_oom(G);
+    }
+    for (size_t i = 0; i < G->nxf; i++)
+        if (++sends[G->xf[i].src] > most)
+            most = sends[G->xf[i].src];
+    for (size_t i = G->nxf; i-- > 0;) /* each receiver's first transfer (they are by receiver) */
+        first[G->xf[i].dst] = i + 1;
+    uint32_t cap = G->rounds + most; /* a greedy colouring needs fewer */
+    uint8_t *sbusy = ts_calloc((size_t)L->T * cap, 1), *rbusy = ts_calloc((size_t)L->T * cap, 1);
+    uint32_t *greedy = ts_calloc(G->nxf ? G->nxf : 1, sizeof *greedy);
+    uint32_t *lo = ts_calloc(L->T, sizeof *lo), *hi = ts_calloc(L->T, sizeof *hi);
+    ts_status rc = sbusy && rbusy && greedy && lo && hi ? TS_OK : gather_oom(G);
+    uint32_t used = 0, mused = 0;
+    for (uint32_t p = 0; p < G->rounds && rc == TS_OK; p++)
+        for (uint32_t t = 0; t < L->T; t++) {
+            size_t i = first[t] ? first[t] - 1 + p : G->nxf;
+            if (i >= G->nxf || G->xf[i].dst != t)
+                continue;
+            lw_xfer *q = &G->xf[i];
+            uint8_t *sb = &sbusy[(size_t)q->src * cap], *rb = &rbusy[(size_t)t * cap];
+            uint32_t r = 0;
+            while (r + 1 < cap && (rb[r] || sb[r]))
+                r++;
+            greedy[i] = r;
+            rb[r] = sb[r] = 1;
+            if (r + 1 > used)
+                used = r + 1;
+        }
+    if (rc == TS_OK && !(pack_modular(G, cap, sbusy, rbusy, lo, hi, &mused) && mused < used)) {
+        for (size_t i = 0; i < G->nxf; i++)
+            G->xf[i].round = greedy[i];
+        mused = used;
+    }
+    uint64_t *words = rc == TS_OK ? ts_calloc(L->T, sizeof *words) : NULL;
+    if (rc == TS_OK && !words)
+        rc = gather_oom(G);
+    if (rc == TS_OK && rounds_cost(G, true, G->rounds, words) <= rounds_cost(G, false, mused, words))
+        L->pack = false;
+    else if (rc == TS_OK)
+        G->rounds = mused;
+    ts_free(words);
+    ts_free(sends);
+    ts_free(first);
+    ts_free(sbusy);
+    ts_free(rbusy);
+    ts_free(greedy);
+    ts_free(lo);
+    ts_free(hi);
+    return rc;
 }
 
 /* One exchange round: the transfers sel[0..nsel) (one per receiver, by receiver). */
@@ -413,7 +584,7 @@ static ts_status gather_rounds(gx *G)
         size_t nsel = 0;
         bool late = false;
         for (size_t i = 0; i < G->nxf; i++)
-            if (G->count[G->xf[i].dst]++ == r) {
+            if (G->L->pack ? G->xf[i].round == r : G->count[G->xf[i].dst]++ == r) {
                 sel[nsel++] = i;
                 late = late || (r == 0 && lwi_late(G->L, G->xf[i].dst, G->xf[i].src));
             }
@@ -425,13 +596,56 @@ static ts_status gather_rounds(gx *G)
     return TS_OK;
 }
 
-/* What a tile holds itself: its supervisor copies it (start of the compute superstep). */
+/* Tile t's pieces it holds itself copied by its workers (L->wlocal): per piece, each worker a block
+ * of ceil(pairs / workers) pairs (overlapping blocks copy the same values), a 64-bit load and store
+ * a pair; false (nothing emitted) unless every such piece is 8-byte aligned and whole pairs. */
+static bool gather_local_workers(const gx *G, uint32_t t)
+{
+    lw *L = G->L;
+    size_t n = 0;
+    for (size_t i = 0; i < G->npc; i++) {
+        const lw_piece *q = &G->pc[i];
+        if (q->src == t && q->dst == t && (q->from % 8 || q->to % 8 || q->words % 2))
+            return false;
+        n += q->src == t && q->dst == t;
+    }
+    if (!n)
+        return true;
+    size_t entry = L->tiles[t].wrk.n;
+    for (size_t i = 0; i < G->npc; i++) {
+        const lw_piece *q = &G->pc[i];
+        if (q->src != t || q->dst != t)
+            continue;
+        uint32_t pairs = (uint32_t)(q->words / 2), pw = (uint32_t)ts_geom_cdiv(pairs, L->workers);
+        lwi_emit_start_row(L, t, pairs, pw); /* $m1: the worker's first pair */
+        W(t, SHLI, RM(1), RM(1), 3);
+        W(t, SETZI, RM(2), (int32_t)q->from, 0);
+        W(t, ADD, RM(2), RM(2), RM(1));
+        W(t, SETZI, RM(3), (int32_t)q->to, 0);
+        W(t, ADD, RM(3), RM(3), RM(1));
+        W(t, SETZI, RM(4), (int32_t)pw, 0);
+        W(t, RPT, RM(4), 2, 0);
+        W(t, LD64STEP, RA(0), RM(2), 8);
+        W(t, ST64STEP, RA(0), RM(3), 8);
+    }
+    W(t, EXIT, 0, 0, 0);
+    lwi_run_all(L, t, entry);
+    return true;
+}
+
+/* What a tile holds itself: its supervisor copies it (start of the compute superstep), or its
+ * workers (L->wlocal). */
 static void gather_local(const gx *G)
 {
     lw *L = G->L;
+    uint8_t *how = L->wlocal ? ts_calloc(L->T, 1) : NULL; /* per tile: 0 not yet, 1 its workers, 2 its supervisor */
     for (size_t i = 0; i < G->npc; i++) {
         const lw_piece *q = &G->pc[i];
         if (q->src != q->dst)
+            continue;
+        if (how && !how[q->dst])
+            how[q->dst] = gather_local_workers(G, q->dst) ? 1 : 2;
+        if (how && how[q->dst] == 1)
             continue;
         S(q->dst, SETZI, RM(1), (int32_t)q->from, 0);
         S(q->dst, SETZI, RM(2), (int32_t)q->to, 0);
@@ -440,6 +654,7 @@ static void gather_local(const gx *G)
         S(q->dst, LD32STEP, RM(4), RM(1), 4);
         S(q->dst, ST32STEP, RM(4), RM(2), 4);
     }
+    ts_free(how);
 }
 
 /* Tile L->base + t, t < tn, needs nr[t] (NULL: 1) ranges of tensor x, the j-th [lo[t] + j*sst,
@@ -483,6 +698,8 @@ ts_status lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64
     for (size_t i = 0; i < G.nxf; i++)
         if (G.xf[i].staged)
             G.xf[i].to = sbuf;
+    if (rc == TS_OK && L->pack)
+        rc = gather_pack(&G);
     if (rc == TS_OK)
         rc = gather_rounds(&G);
     if (rc == TS_OK)

@@ -134,6 +134,9 @@ typedef struct lw {
                            * activations, and the plans of models whose weights do not fit at 1/4) */
     bool stagger;         /* gather: receiver t takes its senders from its (t mod n)-th on (planner (b)'s A) */
     bool staged;          /* gather: every transfer received into the staging buffer, then copied */
+    bool pack;            /* gather: rounds packed so that a sender serves one receiver a round (gather_pack) */
+    bool wlocal;          /* gather: what a tile holds itself copied by its workers, 64 bits a load (where
+                           * every such piece is 8-byte aligned and whole pairs), not its supervisor */
     const ts_t10_plan *plans; /* per node: the compute-shift plan (tiles 0 = load-compute-store); NULL = lcs */
 } lw;
 

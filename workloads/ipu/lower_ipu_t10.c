@@ -62,6 +62,9 @@ typedef struct t10_gen {
     uint64_t rows, cols, kt, kp, M, K, N;
     uint32_t U, tn;    /* AMP units (f32 or f16), tiles */
     uint64_t es, per;  /* A and B element bytes, inputs per AMP step */
+    uint64_t body;     /* f16 whose kp is whole bodies of the shared kernel: k of a body, the last slice
+                        * padded to it (zeros in A's and B's padding); 0 otherwise */
+    uint64_t astr;     /* k of a row of A as held: kp in a slot, else its whole k-range (padded) */
 } t10_gen;
 
 static uint32_t tile_of(const t10_gen *G, uint32_t i, uint32_t j, uint32_t l)
@@ -79,6 +82,13 @@ static uint64_t slice_k(const t10_gen *G, uint32_t l, uint32_t sigma, uint64_t *
     uint64_t k0 = (uint64_t)l * G->kt, k1 = umin(G->K, k0 + G->kt);
     *ks = k0 + (uint64_t)sigma * G->kp;
     return *ks < k1 ? umin(G->kp, k1 - *ks) : 0;
+}
+
+/* The k the kernel runs for a slice of kv: kv, or (f16, kp whole bodies) kv rounded up to whole
+ * bodies, the padding zero in A and B, so every step takes the shared-coefficient kernel. */
+static uint64_t kc_of(const t10_gen *G, uint64_t kv)
+{
+    return G->body && kv ? umin(G->kp, ts_geom_cdiv(kv, G->body) * G->body) : kv;
 }
 
 /* The sub-tensor tile (i, j) holds first: its position in its ring (both rings with Cannon's skew). */
@@ -119,18 +129,20 @@ static void span(const lw *L, uint64_t a, uint64_t bytes, uint64_t *out)
     out[1] = ts_geom_cdiv(a + (bytes ? bytes : 1), eb) * eb;
 }
 
-/* Coefficient blocks of B for columns [c0, c0 + cols) and k [ks, ks + kv): [group][pair][unit][2],
- * packed with kv (the kernel's step), zero past N. */
-static void build_b(lw *L, const t10_op *s, int bid, float *w, uint64_t c0, uint64_t cols, uint64_t ks, uint64_t kv)
+/* Coefficient blocks of B for columns [c0, c0 + cols) and k [ks, ks + kc): [group][pair][unit][2],
+ * packed with kc (the kernel's step), zero past N and past the slice's valid kv. */
+static void build_b(lw *L, const t10_op *s, int bid, float *w, uint64_t c0, uint64_t cols, uint64_t ks, uint64_t kv,
+                    uint64_t kc)
 {
     uint32_t U = s->half ? L->units16 : L->units, per = s->half ? 4 : 2; /* f16: [group][step][unit][4] halves */
     uint16_t *w16 = (uint16_t *)w;
     for (uint64_t q = 0; q < cols / U; q++)
-        for (uint64_t k2 = 0; k2 < kv / per; k2++)
+        for (uint64_t k2 = 0; k2 < kc / per; k2++)
             for (uint32_t u = 0; u < U; u++)
                 for (uint32_t jj = 0; jj < per; jj++) {
-                    uint64_t o = c0 + q * U + u, k = ks + per * k2 + jj, at = ((q * (kv / per) + k2) * U + u) * per + jj;
-                    float v = o < s->N ? ts_fill_value_f32(s->B, bid, s->tb ? o * s->K + k : k * s->N + o) : 0.0f;
+                    uint64_t o = c0 + q * U + u, k = ks + per * k2 + jj, at = ((q * (kc / per) + k2) * U + u) * per + jj;
+                    float v = o < s->N && k < ks + kv ? ts_fill_value_f32(s->B, bid, s->tb ? o * s->K + k : k * s->N + o)
+                                                      : 0.0f;
                     if (s->half)
                         w16[at] = ts_f32_to_f16(v);
                     else
@@ -244,6 +256,12 @@ static ts_status t10_layout(lw *L, const ts_graph_node *n, const ts_t10_plan *pl
     G->tn = G->fm * G->fn * G->fk;
     G->es = s->half ? 2 : 4;
     G->per = s->half ? 4 : 2;
+    uint32_t sets, issues, ptrs;
+    if (s->half && L->p->target.load_latency <= L->workers && L->p->target.load_bytes >= 16 &&
+        ts_t10_amp_body(L->workers, G->U, &sets, &issues, &ptrs) && G->kp % (sets * G->per) == 0 &&
+        (G->rota || G->steps * G->kp <= G->kt || L->pl[x].chunk <= G->K)) /* ts_t10_pads_a */
+        G->body = sets * G->per;
+    G->astr = G->rota ? G->kp : G->body ? (G->steps * G->kp > G->kt ? G->steps * G->kp : G->kt) : G->kt;
     if (G->tn > L->T || G->cols % G->U || G->kp % G->per || (G->rotb && G->rp != 1) || (s->half && G->fk > 1))
         return lwi_unsupported(L, n, "this compute-shift plan");
     if (s->half != (L->pl[x].es == 2))
@@ -278,7 +296,7 @@ static ts_status t10_alloc(lw *L, const ts_graph_node *n, const t10_gen *G, cons
             mem->aslot[k] = lwi_talloc_apart(L, mem->aslot_b, (const uint64_t(*)[2])sv, nav);
         }
     } else
-        mem->abuf = lwi_talloc_apart(L, G->rows * G->kt * es, (const uint64_t(*)[2])mem->av, 1);
+        mem->abuf = lwi_talloc_apart(L, G->rows * G->astr * es, (const uint64_t(*)[2])mem->av, 1);
     if (G->rotb) {
         mem->bslot[0] = lwi_salloc(L, mem->bslot_b);
         uint64_t bsp[1][2];
@@ -318,13 +336,14 @@ static ts_status t10_place_b(lw *L, const ts_graph_node *n, const t10_gen *G, co
         for (uint32_t j = 0; j < G->fn && rc == TS_OK; j++)
             for (uint32_t sg = 0; sg < G->steps && rc == TS_OK; sg++) {
                 uint64_t kv = slice_k(G, l, sg, &ks);
+                uint64_t kc = kc_of(G, kv);
                 memset(w, 0, bslot_b);
-                build_b(L, s, n->in[1], w, (uint64_t)j * G->cols, G->cols, ks, kv);
+                build_b(L, s, n->in[1], w, (uint64_t)j * G->cols, G->cols, ks, kv, kc);
                 for (uint32_t i = 0; i < G->fm && rc == TS_OK; i++) {
                     uint32_t t = tile_of(G, i, j, l);
                     if (G->rotb && base_of(G, i, j) * G->rp != sg)
                         continue;
-                    rc = lwi_seg(L, t, G->rotb ? mem->bslot[0] : mem->bw + sg * bslot_b, w, G->cols * kv * G->es);
+                    rc = lwi_seg(L, t, G->rotb ? mem->bslot[0] : mem->bw + sg * bslot_b, w, G->cols * kc * G->es);
                 }
             }
     for (uint32_t j = 0; s->C && j < G->fn && rc == TS_OK; j++) {
@@ -369,9 +388,11 @@ static ts_status t10_gather_a(lw *L, const t10_gen *G, const t10_op *s, int x, l
                 }
         L->into = G->rota ? mem->aslot[k] : mem->abuf;
         L->stagger = true; /* a row's holder serves the fn x fk tiles of its rows: not all in one round */
-        rc = lwi_gather(L, x, G->tn, sc->lo, sc->hi, sc->nr, G->K, G->rota ? G->kp : G->kt, true, sc->where);
+        /* f16 in whole bodies: the rows a tile holds itself copied by its workers, the rounds packed */
+        L->wlocal = L->pack = G->body > 0;
+        rc = lwi_gather(L, x, G->tn, sc->lo, sc->hi, sc->nr, G->K, G->astr, true, sc->where);
         L->into = 0;
-        L->stagger = false;
+        L->stagger = L->wlocal = L->pack = false;
     }
     return rc;
 }
@@ -419,10 +440,11 @@ static void t10_compute(lw *L, const t10_gen *G, const t10_op *s, const t10_mem 
                 if (!kv || !r || !cv)
                     continue;
                 int cur = run->cur[t], o = cur < 0 ? 0 : 1 - cur;
-                mm_args m = {.rows = (uint32_t)r, .nq = (uint32_t)ts_geom_cdiv(cv, U), .kp = (uint32_t)(kv / G->per),
+                mm_args m = {.rows = (uint32_t)r, .nq = (uint32_t)ts_geom_cdiv(cv, U),
+                             .kp = (uint32_t)(kc_of(G, kv) / G->per),
                              .nq_real = cv, .units = U, .half = s->half,
                              .a = G->rota ? mem->aslot[st % (G->rp + 1)] : mem->abuf + (uint64_t)sg * G->kp * es,
-                             .a_stride = (G->rota ? G->kp : G->kt) * es,
+                             .a_stride = G->astr * es,
                              .w = G->rotb ? mem->bslot[st % 2] : mem->bw + sg * mem->bslot_b,
                              .bias = cur < 0 && l == 0 ? mem->baddr : 0, .out = mem->obuf[o],
                              .out_row = (int64_t)(G->cols * 4), .out_q = (int64_t)(U * 4), .out_u = 4,
@@ -529,10 +551,55 @@ static void t10_tree_level(lw *L, const t10_gen *G, const t10_mem *mem, t10_run 
     lwi_sync_all(L);
 }
 
+/* Zeros in bytes [off, off + nb) of each of the r rows (stride bytes apart) from a on tile t, by its
+ * workers (rows over them, overlapping blocks write the same zeros), 64 bits a store. */
+static void zero_rows(lw *L, uint32_t t, uint64_t a, uint64_t r, uint64_t stride, uint64_t off, uint64_t nb)
+{
+    uint32_t rw = (uint32_t)ts_geom_cdiv(r, L->workers);
+    size_t entry = L->tiles[t].wrk.n;
+    lwi_emit_start_row(L, t, (uint32_t)r, rw);
+    W(t, MULI, RM(2), RM(1), (int32_t)stride);
+    W(t, SETZI, RM(3), (int32_t)(a + off), 0);
+    W(t, ADD, RM(2), RM(2), RM(3));
+    W(t, SETZI, RA(0), 0, 0);
+    W(t, SETZI, RA(1), 0, 0);
+    W(t, SETZI, RM(6), (int32_t)rw - 1, 0);
+    W(t, SETZI, RM(4), (int32_t)(nb / 8), 0);
+    size_t row = W(t, MOV, RM(7), RM(2), 0);
+    W(t, RPT, RM(4), 1, 0);
+    W(t, ST64STEP, RA(0), RM(7), 8);
+    W(t, ADDI, RM(2), RM(2), (int32_t)stride);
+    W(t, BRNZDEC, RM(6), (int32_t)row, 0);
+    W(t, EXIT, 0, 0, 0);
+    lwi_run_all(L, t, entry);
+}
+
+/* The padding of the slices padded to whole bodies (kc_of) zeroed in A as held, before the first
+ * step (in its superstep): a rotating A's in the slots the tile fills first (a shift sends a
+ * slot's whole rows, padding with them), else in its k-range. B's are zero in its initial data. */
+static void t10_zero_pads(lw *L, const t10_gen *G, const t10_mem *mem)
+{
+    uint64_t ks;
+    for (uint32_t l = 0; G->body && l < G->fk; l++)
+        for (uint32_t i = 0; i < G->fm; i++)
+            for (uint32_t j = 0; j < G->fn; j++) {
+                uint32_t t = tile_of(G, i, j, l);
+                uint64_t r = rows_of(G, i);
+                for (uint32_t k = 0; r && cols_of(G, j) && k < (G->rota ? G->rp : G->steps); k++) {
+                    uint32_t sg = G->rota ? base_of(G, i, j) * G->rp + k : k;
+                    uint64_t kv = slice_k(G, l, sg, &ks), kc = kc_of(G, kv);
+                    uint64_t a = G->rota ? mem->aslot[k] : mem->abuf + (uint64_t)sg * G->kp * G->es;
+                    if (kc > kv)
+                        zero_rows(L, t, a, r, G->astr * G->es, kv * G->es, (kc - kv) * G->es);
+                }
+            }
+}
+
 /* The steps: each a compute superstep, then (but for the last) the shifts; the step table as
  * initial data; the partial-sum tree over l. */
 static ts_status t10_steps(lw *L, const t10_gen *G, const t10_op *s, const t10_mem *mem, t10_run *run)
 {
+    t10_zero_pads(L, G, mem);
     for (uint32_t st = 0; st < G->steps; st++) {
         t10_compute(L, G, s, mem, run, st);
         lwi_sync_all(L);

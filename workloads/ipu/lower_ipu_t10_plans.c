@@ -136,13 +136,20 @@ static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
 /* An f16 plan's compute: the f16v4amp kernel, (U16 + 2) issues per 4 inputs per group of U16
  * outputs (ts_t10_amp_cycles on half the k with U16 units), or the shared-coefficient kernel
  * where it applies (ts_t10_steps_cycles, the same way). */
-static void f16_cost(const ts_t10_hw *hw, uint32_t u16, ts_t10_plan *p)
+static void f16_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, uint32_t u16, ts_t10_plan *p)
 {
     ts_t10_hw h = *hw;
     h.units = u16;
-    uint64_t c = ts_t10_steps_cycles(&h, p->rows, p->kt / 2, p->kp / 2, p->steps, p->cols);
+    uint64_t c = p->lcs || !ts_t10_pads_a(hw, mm, p)
+                     ? ts_t10_steps_cycles(&h, p->rows, p->kt / 2, p->kp / 2, p->steps, p->cols)
+                     : ts_t10_steps_cycles_padded(&h, p->rows, p->kt / 2, p->kp / 2, p->steps, p->cols);
     p->cycles = p->cycles - p->compute_cycles + c;
     p->compute_cycles = c;
+    /* (b)'s plans whose k per step is whole bodies: their gather's rounds are packed */
+    uint32_t sets, issues, ptrs;
+    if (!p->lcs && hw->shared_amp && ts_t10_amp_body(hw->workers ? hw->workers : 6, u16, &sets, &issues, &ptrs) &&
+        p->kp % (4 * (uint64_t)sets) == 0)
+        ts_t10_gather_packed(hw, mm, p);
 }
 
 /* Plans the code generator takes (see the top of lower_ipu_t10.c). */
@@ -182,7 +189,7 @@ static ts_status fixed_plan(const ts_lower_ipu_params *p, const ts_t10_hw *hw, c
     if (s->conv)
         conv_cost(hw, &mm, f);
     if (s->half)
-        f16_cost(hw, p->target.amp_units_f16, f);
+        f16_cost(hw, &mm, p->target.amp_units_f16, f);
     if (!generable(p, s, f))
         return ts_err_set(err, TS_EINPUT, "plan: not generated (a rotating B needs rp 1 and 128-bit loads "
                                           "everywhere, a rotating A at rp > 1 four SRAM elements per tile)");
@@ -210,7 +217,7 @@ static size_t lcs_plans(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const
         ts_t10_mm_lcs(&tile, &mm, &c);
         c.share = share;
         if (s->half)
-            f16_cost(hw, p->target.amp_units_f16, &c);
+            f16_cost(hw, &mm, p->target.amp_units_f16, &c);
         bool sliced = !s->half && share > 4 && c.rows * (s->K / 2) * 8 > p->target.sram_bytes / share;
         if (c.mem_bytes > hw->sram_bytes || sliced || (n && l[n - 1].fn == c.fn))
             continue;
@@ -263,7 +270,7 @@ static size_t plan_set(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const 
             if (s->conv)
                 conv_cost(hw, &mm, &v[j]);
             if (s->half)
-                f16_cost(hw, p->target.amp_units_f16, &v[j]);
+                f16_cost(hw, &mm, p->target.amp_units_f16, &v[j]);
             v[k++] = v[j];
         }
     for (size_t j = 0; j < nl; j++)

@@ -63,6 +63,17 @@ uint64_t ts_t10_amp_shared_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t k
     return W * (ts_geom_cdiv(rows, W) * (ptrs + 7 + groups * per_group) + 25 + 2 * (uint64_t)W);
 }
 
+uint64_t ts_t10_steps_cycles_padded(const ts_t10_hw *hw, uint64_t rows, uint64_t kt, uint64_t kp, uint32_t steps,
+                                    uint64_t cols)
+{
+    uint32_t W = hw->workers ? hw->workers : 6, sets, issues, ptrs;
+    uint64_t full = ts_t10_amp_shared_cycles(hw, rows, kp, cols);
+    if (!full || !ts_t10_amp_body(W, hw->units, &sets, &issues, &ptrs))
+        return ts_t10_steps_cycles(hw, rows, kt, kp, steps, cols);
+    uint64_t kl = kt - (steps - 1) * kp, u = 2 * (uint64_t)sets, kb = ts_geom_cdiv(kl, u) * u;
+    return (steps - 1) * full + ts_t10_amp_shared_cycles(hw, rows, kb < kp ? kb : kp, cols);
+}
+
 uint64_t ts_t10_steps_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t kt, uint64_t kp, uint32_t steps, uint64_t cols)
 {
     uint64_t full = ts_t10_amp_shared_cycles(hw, rows, kp, cols);
@@ -91,6 +102,44 @@ static void gather_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, uint64_t rows,
     *cycles = r * (ts_geom_cdiv(crow * mm->k * mm->es * copies, xb) + hw->round_cycles);
 }
 
+/* Rows of A a holder holds (a graph input's chunks: at least 1024 elements of whole rows). */
+static uint64_t chunk_rows(const ts_t10_hw *hw, const ts_t10_mm *mm)
+{
+    uint64_t crow = ts_geom_cdiv(mm->m, hw->tiles);
+    if (crow * mm->k < 1024)
+        crow = ts_geom_cdiv(1024, mm->k);
+    return crow > mm->m ? mm->m : crow;
+}
+
+bool ts_t10_pads_a(const ts_t10_hw *hw, const ts_t10_mm *mm, const ts_t10_plan *p)
+{
+    return (p->rot & TS_T10_ROT_A) || (uint64_t)p->steps * p->kp <= p->kt || chunk_rows(hw, mm) == 1;
+}
+
+void ts_t10_gather_packed(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
+{
+    uint64_t old, crow = ts_geom_cdiv(mm->m, hw->tiles);
+    uint32_t rounds;
+    bool rota = p->rot & TS_T10_ROT_A;
+    gather_cost(hw, mm, p->rows, rota ? p->fn / p->ft : p->fn, &old, &rounds);
+    if (crow * mm->k < 1024)
+        crow = ts_geom_cdiv(1024, mm->k);
+    if (crow > mm->m)
+        crow = mm->m;
+    /* a holder's chunk goes to the fn tiles of every row block it meets */
+    uint64_t xb = hw->xbytes ? hw->xbytes : 4, recv = p->fn * ts_geom_cdiv(crow + p->rows - 1, p->rows);
+    uint64_t n = rounds > recv ? rounds : recv;
+    uint64_t packed = n * (rota ? p->rp : 1), piece = crow * (rota ? p->kp : p->kt) * mm->es;
+    uint64_t in = packed * (ts_geom_cdiv(piece, xb) + hw->round_cycles);
+    if (in + packed * hw->sync_cycles >= old + (uint64_t)rounds * hw->sync_cycles)
+        return; /* the lowering keeps the rounds unpacked (gather_pack) */
+    p->exchange_cycles = p->exchange_cycles - p->in_cycles + in;
+    p->in_cycles = in;
+    p->syncs = (uint32_t)(p->syncs - rounds + packed);
+    p->sync_cycles = (uint64_t)p->syncs * hw->sync_cycles;
+    p->cycles = p->compute_cycles + p->exchange_cycles + p->sync_cycles;
+}
+
 ts_status ts_t10_mm_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p, ts_err *err)
 {
     if (!p->fm || !p->fn || !p->fk || !p->ft || !p->rp || p->rot > TS_T10_ROT_AB)
@@ -112,7 +161,8 @@ ts_status ts_t10_mm_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *
     p->kt = even(ts_geom_cdiv(mm->k, p->fk));
     p->kp = even(ts_geom_cdiv(p->kt, p->steps));
     uint32_t sets, issues, ptrs; /* steps of whole shared-kernel bodies where that keeps the steps */
-    if (p->bodies && hw->shared_amp && p->steps > 1 && ts_t10_amp_body(hw->workers ? hw->workers : 6, hw->units, &sets, &issues, &ptrs)) {
+    if (p->bodies && hw->shared_amp && (p->steps > 1 || (mm->es == 2 && chunk_rows(hw, mm) == 1)) &&
+        ts_t10_amp_body(hw->workers ? hw->workers : 6, hw->units, &sets, &issues, &ptrs)) {
         uint64_t u = (uint64_t)sets * (mm->es == 2 ? 4 : 2), kb = ts_geom_cdiv(p->kp, u) * u;
         if (ts_geom_cdiv(p->kt, kb) == p->steps)
             p->kp = kb;
@@ -121,7 +171,9 @@ ts_status ts_t10_mm_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *
         return ts_err_set(err, TS_EINPUT, "plan: %u steps but only %llu pairs of k per tile", p->steps,
                           (unsigned long long)(p->kt / 2));
     uint64_t es = mm->es, held = p->kp * p->rp; /* k of a held sub-tensor: kt / ft */
-    uint64_t a = p->rows * ((p->rot & TS_T10_ROT_A) ? held + p->kp : p->kt);
+    /* f16 whose k per step is whole bodies: the last slice is padded to whole bodies (so is A's row) */
+    uint64_t ka = mm->es == 2 && p->steps * p->kp > p->kt && chunk_rows(hw, mm) == 1 ? p->steps * p->kp : p->kt;
+    uint64_t a = p->rows * ((p->rot & TS_T10_ROT_A) ? held + p->kp : ka);
     uint64_t b = p->cols * ((p->rot & TS_T10_ROT_B) ? held + p->kp : p->kt);
     uint32_t levels = ilog2c(p->fk);
     uint64_t out = p->rows * p->cols * (levels ? 8 : es); /* f32 partials and their receive buffer */

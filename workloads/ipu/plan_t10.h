@@ -87,6 +87,26 @@ uint64_t ts_t10_amp_shared_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t k
  * shared kernel does not take kp, steps x ts_t10_amp_cycles(kp), as before it. */
 uint64_t ts_t10_steps_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t kt, uint64_t kp, uint32_t steps, uint64_t cols);
 
+/* ts_t10_steps_cycles where the lowering pads the last step to whole bodies of the shared kernel
+ * (f16, lower_ipu_t10.c): where the shared kernel takes kp, the last step is priced by it at its k
+ * rounded up to whole bodies; otherwise ts_t10_steps_cycles. */
+uint64_t ts_t10_steps_cycles_padded(const ts_t10_hw *hw, uint64_t rows, uint64_t kt, uint64_t kp, uint32_t steps,
+                                    uint64_t cols);
+
+/* Whether the lowering pads an f16 plan's last slice (kp whole bodies) where A does not rotate and
+ * its rows, padded, lie further apart than k: only where a holder of A holds one row (a graph
+ * input's chunks), since a transfer of several rows into padded rows lands in a staging buffer
+ * that the supervisor copies word by word. Always where A rotates or needs no padding. */
+bool ts_t10_pads_a(const ts_t10_hw *hw, const ts_t10_mm *mm, const ts_t10_plan *p);
+
+/* p's gather of A (a MatMul's, ts_t10_mm_cost's) repriced for the packed rounds of the lowering's
+ * f16 plans in whole bodies (lower_ipu_exchange.c, gather_pack): a sender serves one receiver a
+ * round, so max(rounds, its receivers) rounds (per slice held first when A rotates; its receivers:
+ * the fn tiles of each row block its chunk meets), each one piece of crow rows by the tile's k (a
+ * rotating A's: a slice's), plus a round's fixed cost and a sync; unchanged where that is not
+ * cheaper (the lowering then keeps the rounds unpacked). */
+void ts_t10_gather_packed(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p);
+
 /* Derive p's fields from its choice; TS_EINPUT naming the rule if the choice is not a valid plan
  * (a factor of 0, more tiles than the chip, ft not dividing its ring, rp finer than k allows). The
  * memory limit is not checked here. */
