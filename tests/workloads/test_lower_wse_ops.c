@@ -497,40 +497,44 @@ START_TEST(test_transpose_in_place)
 END_TEST
 
 /* LayerNormalization over the last axis of [5, 40] (values in [-3, 3)), with a scale and a bias,
- * epsilon 1e-5. Tolerance 2e-5 x (|y| + |bias| + 1): the mean and variance sum 40 f32 terms (a few
- * 1e-6 relative), the square root's Newton steps and the reciprocal a few ulp. */
+ * epsilon 1e-5 (_i 0), and RMSNormalization (Llama's: x / sqrt(mean(x^2) + epsilon) times the
+ * scale, no mean, no bias; _i 1). Tolerance 2e-5 x (|y| + |bias| + 1): the mean and variance sum
+ * 40 f32 terms (a few 1e-6 relative), the square root's Newton steps and the reciprocal a few ulp. */
 START_TEST(test_layernorm)
 {
+    const bool rms = _i == 1;
     enum { R = 5, D = 40 };
     ts_graph *g = ts_graph_create("ln");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){R, D});
     int gm = tensor(g, "gamma", TS_TENSOR_WEIGHT, 1, (int64_t[]){D});
-    int bt = tensor(g, "beta", TS_TENSOR_WEIGHT, 1, (int64_t[]){D});
+    int bt = rms ? -1 : tensor(g, "beta", TS_TENSOR_WEIGHT, 1, (int64_t[]){D});
     fill_scaled(g, x, 3.0f);
     fill(g, gm);
-    fill(g, bt);
+    if (!rms)
+        fill(g, bt);
     ts_graph_attrs at;
     ts_graph_attrs_init(&at);
     at.axis = -1;
     at.epsilon = 1e-5;
     int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
-    node(g, TS_OP_LAYERNORM, "ln", (int[]){x, gm, bt}, 3, y, &at);
+    node(g, rms ? TS_OP_RMSNORM : TS_OP_LAYERNORM, "ln", (int[]){x, gm, bt}, rms ? 2 : 3, y, &at);
     ts_graph_mark_output(g, y);
     finalize(g);
     lowered L = {0};
     lower_and_run(g, 8, 4, &L);
     for (int i = 0; i < R; i++) {
         double m = 0, v = 0;
-        for (int k = 0; k < D; k++)
+        for (int k = 0; k < D && !rms; k++)
             m += (double)(val(x, i * D + k) * 3.0f) / D;
         for (int k = 0; k < D; k++) {
             double d = (double)(val(x, i * D + k) * 3.0f) - m;
             v += d * d / D;
         }
         for (int k = 0; k < D; k++) {
-            double want = ((double)(val(x, i * D + k) * 3.0f) - m) / sqrt(v + 1e-5) * val(gm, k) + val(bt, k);
+            const double b = rms ? 0.0 : val(bt, k);
+            double want = ((double)(val(x, i * D + k) * 3.0f) - m) / sqrt(v + 1e-5) * val(gm, k) + b;
             double got = (double)out_at(&L, y, (uint64_t)(i * D + k));
-            ck_assert_msg(fabs(got - want) <= 2e-5 * (fabs(want) + fabs((double)val(bt, k)) + 1),
+            ck_assert_msg(fabs(got - want) <= 2e-5 * (fabs(want) + fabs(b) + 1),
                           "y[%d][%d]: got %.9g, want %.9g", i, k, got, want);
         }
     }
@@ -885,7 +889,7 @@ int main(void)
     tcase_add_test(tc, test_slice);
     tcase_add_test(tc, test_transpose_in_place);
     tcase_add_loop_test(tc, test_transpose, 0, 3);
-    tcase_add_test(tc, test_layernorm);
+    tcase_add_loop_test(tc, test_layernorm, 0, 2);
     tcase_add_loop_test(tc, test_dilated_conv, 0, 2);
     tcase_add_loop_test(tc, test_attention, 0, 3);
     tcase_add_test(tc, test_attention_proj);

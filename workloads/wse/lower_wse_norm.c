@@ -1,8 +1,9 @@
-/* workloads/wse/lower_wse_norm.c — LayerNormalization over the last axis: one PE per stage,
- * row by row (a row of L values, its scale and bias must fit the PE).
+/* workloads/wse/lower_wse_norm.c — LayerNormalization and RMSNormalization over the last axis: one
+ * PE per stage, row by row (a row of L values, its scale and bias must fit the PE).
  *
  * Per row: receive it; the mean by a scalar sum; x - mean in place (one fsubs, the mean a DSD of
- * stride 0); the variance by a scalar sum of squares; s = sqrt(var + epsilon) by 20 Newton steps
+ * stride 0); the variance by a scalar sum of squares (RMSNormalization: no mean, the mean of the
+ * squares, no bias); s = sqrt(var + epsilon) by 20 Newton steps
  * s = (s + v / s) / 2 from (1 + v) / 2 (each divide the softmax's reciprocal; from 1e-12 to 1e12
  * this reaches s to a few ulp); 1 / s; then (x - mean) (1 / s) scale + bias to the fabric in
  * vector ops. Memory: the row at 0, the scale at 4L, the bias at 8L, the mean and 1 / s after.
@@ -20,6 +21,7 @@ ts_status ts_lww_norm_stage(lw *L, const ts_graph_node *n, int node, const ts_gr
     lw_stage *s = ts_lww_add_stage(L, K_NORM, node);
     if (!s)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    s->vop = n->op == TS_OP_RMSNORM;
     s->L = x->dims[x->rank - 1];
     s->in_n = s->out_n = (uint64_t)ts_graph_tensor_elems(x);
     s->lo = (float)n->attrs.epsilon;
@@ -34,7 +36,7 @@ ts_status ts_lww_norm_stage(lw *L, const ts_graph_node *n, int node, const ts_gr
     for (int64_t k = 0; k < s->L; k++) { /* scale and bias (1 and 0 when absent) */
         s->vals[k] = n->nin > 1 ? ts_fill_value_f32(ts_graph_get_tensor(L->g, n->in[1]), n->in[1], (uint64_t)k) : 1.0f;
         s->vals[s->L + k] =
-            n->nin > 2 ? ts_fill_value_f32(ts_graph_get_tensor(L->g, n->in[2]), n->in[2], (uint64_t)k) : 0.0f;
+            !s->vop && n->nin > 2 ? ts_fill_value_f32(ts_graph_get_tensor(L->g, n->in[2]), n->in[2], (uint64_t)k) : 0.0f;
     }
     return TS_OK;
 }
@@ -61,12 +63,16 @@ ts_status ts_lww_emit_norm(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s)
     ts_lww_op(G, WSE_OP_FLI, 2, 13, ts_lww_bits(0.5f));
     int row = ts_lww_loop_head(G, 10, (int64_t)(s->in_n / (uint64_t)L));
     ts_lww_in_to_mem(G, s->cin, 0, (uint64_t)L, 1);
-    row_sum(G, L, false);
-    ts_lww_op(G, WSE_OP_FMUL, 3, 8, 8, 14);
-    ts_lww_op(G, WSE_OP_ST, 3, 8, 15, MEAN);
+    if (!s->vop) {
+        row_sum(G, L, false);
+        ts_lww_op(G, WSE_OP_FMUL, 3, 8, 8, 14);
+        ts_lww_op(G, WSE_OP_ST, 3, 8, 15, MEAN);
+    }
     ts_lww_op(G, WSE_OP_DSDM, 4, 0, 0, (int)L, 1);
-    ts_lww_op(G, WSE_OP_DSDM, 4, 1, MEAN, (int)L, 0);
-    ts_lww_op(G, WSE_OP_FSUBS, 5, 0, 0, 1, -1, -1);
+    if (!s->vop) {
+        ts_lww_op(G, WSE_OP_DSDM, 4, 1, MEAN, (int)L, 0);
+        ts_lww_op(G, WSE_OP_FSUBS, 5, 0, 0, 1, -1, -1);
+    }
     row_sum(G, L, true);
     ts_lww_op(G, WSE_OP_FMUL, 3, 8, 8, 14);
     ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits(s->lo));
@@ -87,10 +93,15 @@ ts_status ts_lww_emit_norm(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s)
     ts_lww_op(G, WSE_OP_DSDM, 4, 1, RSTD, (int)L, 0);
     ts_lww_op(G, WSE_OP_FMULS, 5, 0, 0, 1, -1, -1);
     ts_lww_op(G, WSE_OP_DSDM, 4, 1, GAM, (int)L, 1);
-    ts_lww_op(G, WSE_OP_FMULS, 5, 0, 0, 1, -1, -1);
-    ts_lww_op(G, WSE_OP_DSDM, 4, 1, BET, (int)L, 1);
-    ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, (int)L, 0);
-    ts_lww_op(G, WSE_OP_FADDS, 5, 2, 0, 1, -1, -1);
+    if (s->vop) { /* RMSNormalization: times the scale, out */
+        ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, (int)L, 0);
+        ts_lww_op(G, WSE_OP_FMULS, 5, 2, 0, 1, -1, -1);
+    } else {
+        ts_lww_op(G, WSE_OP_FMULS, 5, 0, 0, 1, -1, -1);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 1, BET, (int)L, 1);
+        ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, (int)L, 0);
+        ts_lww_op(G, WSE_OP_FADDS, 5, 2, 0, 1, -1, -1);
+    }
     ts_lww_loop_end(G, 10, row);
     uint32_t id = s->y0 * Lw->t->width + s->x;
     if (ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)GAM, s->vals, (uint32_t)(L * 8), Lw->err))

@@ -399,6 +399,7 @@ static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t 
     case TS_OP_SLICE:
     case TS_OP_TRANSPOSE:
     case TS_OP_LAYERNORM:
+    case TS_OP_RMSNORM:
     case TS_OP_CLIP:
     case TS_OP_SIGMOID:
     case TS_OP_TANH:
@@ -491,6 +492,7 @@ ts_status ts_lww_op_stages(lw *L, const lw_op *o, bool *out_nhwc)
             return TS_OK;
         return ts_lww_transpose_stage(L, o->n, o->node, o->x, o->c.nhwc);
     case TS_OP_LAYERNORM:
+    case TS_OP_RMSNORM:
         return ts_lww_norm_stage(L, o->n, o->node, o->x, o->c.nhwc);
     case TS_OP_CONCAT:
         return stage_concat_param(L, o);
