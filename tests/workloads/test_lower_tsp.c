@@ -112,6 +112,29 @@ static void lower_and_run(const ts_graph *g, lowered *out)
 
 /* The value the run left for element (pixel, channel) of a tensor. */
 
+/* How many lines of the program's assembly start (after their indent) with text. */
+static int count_insns(const ts_program *prog, const char *text)
+{
+    ts_buf b = TS_BUF_INIT;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_msg(ts_disasm(prog, ts_tsp_family.isa, &b, &e) == TS_OK, "%s", e.msg);
+    ts_err_free(&e);
+    int n = 0;
+    size_t len = strlen(text);
+    for (size_t i = 0; i < b.len;) {
+        const char *line = (const char *)b.data + i, *end = memchr(line, '\n', b.len - i);
+        size_t ll = end ? (size_t)(end - line) : b.len - i;
+        while (ll && (*line == ' ' || *line == '\t'))
+            line++, ll--;
+        if (ll >= len && memcmp(line, text, len) == 0)
+            n++;
+        i = end ? (size_t)(end - (const char *)b.data) + 1 : b.len;
+    }
+    ts_buf_free(&b);
+    return n;
+}
+
 /* ---- tests ---- */
 
 /* Y = A x B with K and N over one vector (two blocks each: partial sums through MEM). */
@@ -130,6 +153,12 @@ START_TEST(test_matmul)
     ck_assert_uint_eq(l.rep.nlayers, 1);
     ck_assert_uint_eq(l.rep.layers[0].blocks, 4);
     ck_assert_uint_eq(l.rep.layers[0].passes, 4 * M);
+    /* the blocks alternate between the planes: each plane's first block is read by 20 iw (nothing
+     * streams yet to overlap), its second fills the weight buffer with 20 lw while the plane still
+     * streams the first and is copied by one iw nul */
+    ck_assert_int_eq(count_insns(l.prog, "iw i8, s0w,"), 2 * 20);
+    ck_assert_int_eq(count_insns(l.prog, "lw i8, s0w,"), 2 * 20);
+    ck_assert_int_eq(count_insns(l.prog, "iw i8, nul"), 2);
     float s = ts_lower_tsp_scale(K);
     int8_t *av = input_of(g, a);
     int bad = 0;

@@ -794,11 +794,11 @@ static bool try_iw_buf(lt *L, const void *arg, uint64_t t, uint64_t *w)
     return true;
 }
 
-/* An install through the weight buffer (a packed Conv's blocks and its producer's slots, many blocks
- * each): the VL / 16 lw fill the buffer while the plane still streams the block before, from the
- * cycle after that block's own copy, each where its reads fit; one iw copies the buffer after the
- * plane's last abc, so the plane waits one cycle instead of the install's 20 and its reads' turns
- * among the passes around. *I the iw's cycle. */
+/* An install through the weight buffer (every block whose rows are laid-out weights): the VL / 16 lw
+ * fill the buffer while the plane still streams the block before, from the cycle after that
+ * block's own copy, each where its reads fit; one iw copies the buffer after the plane's last abc,
+ * so the plane waits one cycle instead of the install's 20 and its reads' turns among the passes
+ * around. *I the iw's cycle. */
 static ts_status install_buffered(lt *L, const install_arg *a, const ts_graph_node *nd, uint64_t *I)
 {
     uint64_t t = L->buf_free[a->pl], w;
@@ -816,7 +816,12 @@ static ts_status install_buffered(lt *L, const install_arg *a, const ts_graph_no
 }
 
 /* Install the current block: a block with many passes goes on both planes, which take every other
- * pass; else the blocks alternate between the planes, one installing while the other streams. */
+ * pass; else the blocks alternate between the planes, one installing while the other streams. A
+ * block of weights installs through the plane's weight buffer (install_buffered) where the plane
+ * still streams after the buffer's last copy (buf_free < plane_busy), so the lw overlap its passes;
+ * on a plane with nothing to overlap (its first block) the 20 lw and the copy would take a cycle
+ * more than the 20 iw. A block whose rows are an activation's vectors (kind 5, Q Kᵀ) is read by iw
+ * as its rows become ready, a few rows a cycle where they share a slice (rows_plan). */
 static ts_status install_block(lt *L, psched *s)
 {
     /* a packed Conv with several bases: the planes take the blocks in turn (sched_blocks) */
@@ -838,7 +843,7 @@ static ts_status install_block(lt *L, psched *s)
         for (uint32_t r = 0; a.rows_lb && r < s->nv; r++) /* row r is read about r / 16 cycles after I */
             if (a.rows_lb[r] > I + L->VL / IW_STREAMS)
                 I = a.rows_lb[r] - L->VL / IW_STREAMS;
-        if (s->p->kind == 6 || s->p->rep) {
+        if (!a.rows_lb && L->buf_free[a.pl] < L->plane_busy[a.pl]) {
             ts_status rc = install_buffered(L, &a, s->p->nd, &I);
             if (rc != TS_OK)
                 return rc;
