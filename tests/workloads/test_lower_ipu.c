@@ -1931,32 +1931,27 @@ START_TEST(test_t10_convs)
 }
 END_TEST
 
-START_TEST(test_t10_f16)
+/* An f16 Gemm (transB, bias) Y[M,N] = A[M,K] x B[N,K]^T + bias lowered by planner (b) with plan
+ * pick (the cost model's when NULL) on ipu_small16, against the double reference of the f16
+ * values; tolerance as planner (a)'s f16 (near16). ft: the report's ft must be pick's. */
+static void t10_f16_gemm(const char *name, int M, int K, int N, const ts_t10_plan *pick, bool ft)
 {
-    /* f16 Gemm (transB, bias) Y[24,16] = A[24,32] x B[16,32]^T + bias with compute-shift plans: A
-     * rotating, B rotating, both, none, and the cost model's; partial sums in f32 between the steps,
-     * the output rounded to f16 at the last; tolerance as planner (a)'s f16 (near16) */
-    static const ts_t10_plan plans[] = {
-        {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A},
-        {.fm = 4, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B},
-        {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_AB},
-        {.fm = 4, .fn = 1, .fk = 1, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE},
-    };
-    const ts_t10_plan *pick = _i < 4 ? &plans[_i] : NULL;
-    ts_graph *g = ts_graph_create("mm16");
+    ts_graph *g = ts_graph_create(name);
     ts_err e;
     ts_err_init(&e);
     int id[3];
     const char *names[3] = {"a", "b", "c"};
-    const int64_t dims[3][2] = {{24, 32}, {16, 32}, {16, 0}};
+    const int64_t dims[3][2] = {{M, K}, {N, K}, {N, 0}};
     for (int i = 0; i < 3; i++) {
         ck_assert_int_eq(ts_graph_add_tensor(g, names[i], i ? TS_TENSOR_WEIGHT : TS_TENSOR_INPUT, TS_DT_F16,
                                              i == 2 ? 1 : 2, dims[i], &id[i], &e), TS_OK);
         int64_t n = dims[i][0] * (i == 2 ? 1 : dims[i][1]);
-        uint16_t h[24 * 32];
+        uint16_t *h = ts_malloc((size_t)n * 2);
+        ck_assert_ptr_nonnull(h);
         for (int64_t k = 0; k < n; k++)
             h[k] = ts_f32_to_f16(val(id[i], k));
         ck_assert_int_eq(ts_graph_set_data(g, id[i], h, (size_t)n * 2, &e), TS_OK);
+        ts_free(h);
     }
     int y = -1;
     ck_assert_int_eq(ts_graph_add_tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_F16, -1, NULL, &y, &e), TS_OK);
@@ -1975,85 +1970,52 @@ START_TEST(test_t10_f16)
     ck_assert(L.rep.layers[0].t10);
     if (pick)
         ck_assert_uint_eq(L.rep.layers[0].rot, pick->rot);
+    if (pick && ft)
+        ck_assert_uint_eq(L.rep.layers[0].ft, pick->ft);
 #define H(t, k) ((double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))))
-    for (int i = 0; i < 24; i++)
-        for (int j = 0; j < 16; j++) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
             double s = H(id[2], j), m = fabs(s);
-            for (int k = 0; k < 32; k++) {
-                s += H(id[0], i * 32 + k) * H(id[1], j * 32 + k);
-                m += fabs(H(id[0], i * 32 + k) * H(id[1], j * 32 + k));
+            for (int k = 0; k < K; k++) {
+                s += H(id[0], i * K + k) * H(id[1], j * K + k);
+                m += fabs(H(id[0], i * K + k) * H(id[1], j * K + k));
             }
-            near16(out_f16(&L, g, y, (uint64_t)(i * 16 + j)), s, m, "y", (uint64_t)(i * 16 + j));
+            near16(out_f16(&L, g, y, (uint64_t)(i * N + j)), s, m, "y", (uint64_t)(i * N + j));
         }
 #undef H
     lowered_free(&L);
     ts_graph_destroy(g);
     ts_err_free(&e);
 }
+
+START_TEST(test_t10_f16)
+{
+    /* Y[24,16] = A[24,32] x B[16,32]^T + bias with compute-shift plans: A rotating, B rotating,
+     * both, none, and the cost model's; partial sums in f32 between the steps, the output rounded
+     * to f16 at the last */
+    static const ts_t10_plan plans[] = {
+        {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A},
+        {.fm = 4, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B},
+        {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_AB},
+        {.fm = 4, .fn = 1, .fk = 1, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE},
+    };
+    t10_f16_gemm("mm16", 24, 32, 16, _i < 4 ? &plans[_i] : NULL, false);
+}
 END_TEST
 
 START_TEST(test_t10_f16_padded)
 {
-    /* f16 Gemm (transB, bias) Y[20,16] = A[20,56] x B[16,56]^T + bias with plans whose k per step is
-     * whole bodies of the shared-coefficient kernel (24 inputs on these tiles), so that the last
-     * slice (8 of 48, or all 56 of 72 in one step) is padded to a whole body, zeros in A's and B's
-     * padding: A rotating, B rotating, both, nothing (A's whole k-range padded), and the cost
-     * model's; tolerance as planner (a)'s f16 (near16) */
+    /* Y[20,16] = A[20,56] x B[16,56]^T + bias with plans whose k per step is whole bodies of the
+     * shared-coefficient kernel (24 inputs on these tiles), so that the last slice (8 of 48, or
+     * all 56 of 72 in one step) is padded to a whole body, zeros in A's and B's padding: A
+     * rotating, B rotating, both, nothing (A's whole k-range padded), and the cost model's */
     static const ts_t10_plan plans[] = {
         {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A, .bodies = true},
         {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B, .bodies = true},
         {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_AB, .bodies = true},
         {.fm = 4, .fn = 1, .fk = 1, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE, .bodies = true},
     };
-    const ts_t10_plan *pick = _i < 4 ? &plans[_i] : NULL;
-    ts_graph *g = ts_graph_create("mm16p");
-    ts_err e;
-    ts_err_init(&e);
-    int id[3];
-    const char *names[3] = {"a", "b", "c"};
-    const int64_t dims[3][2] = {{20, 56}, {16, 56}, {16, 0}};
-    for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(ts_graph_add_tensor(g, names[i], i ? TS_TENSOR_WEIGHT : TS_TENSOR_INPUT, TS_DT_F16,
-                                             i == 2 ? 1 : 2, dims[i], &id[i], &e), TS_OK);
-        int64_t n = dims[i][0] * (i == 2 ? 1 : dims[i][1]);
-        uint16_t h[20 * 56];
-        for (int64_t k = 0; k < n; k++)
-            h[k] = ts_f32_to_f16(val(id[i], k));
-        ck_assert_int_eq(ts_graph_set_data(g, id[i], h, (size_t)n * 2, &e), TS_OK);
-    }
-    int y = -1;
-    ck_assert_int_eq(ts_graph_add_tensor(g, "y", TS_TENSOR_ACTIVATION, TS_DT_F16, -1, NULL, &y, &e), TS_OK);
-    ts_graph_attrs at;
-    ts_graph_attrs_init(&at);
-    at.trans_b = true;
-    node(g, TS_OP_GEMM, "fc", id, 3, y, &at);
-    ts_graph_mark_output(g, y);
-    finalize(g);
-    planner = TS_LOWER_PLANNER_T10;
-    t10_plan = pick;
-    lowered L = {0};
-    lower_and_run(g, "ipu_small16", &L);
-    planner = TS_LOWER_PLANNER_LCS;
-    t10_plan = NULL;
-    ck_assert(L.rep.layers[0].t10);
-    if (pick) {
-        ck_assert_uint_eq(L.rep.layers[0].rot, pick->rot);
-        ck_assert_uint_eq(L.rep.layers[0].ft, pick->ft);
-    }
-#define H(t, k) ((double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))))
-    for (int i = 0; i < 20; i++)
-        for (int j = 0; j < 16; j++) {
-            double s = H(id[2], j), m = fabs(s);
-            for (int k = 0; k < 56; k++) {
-                s += H(id[0], i * 56 + k) * H(id[1], j * 56 + k);
-                m += fabs(H(id[0], i * 56 + k) * H(id[1], j * 56 + k));
-            }
-            near16(out_f16(&L, g, y, (uint64_t)(i * 16 + j)), s, m, "y", (uint64_t)(i * 16 + j));
-        }
-#undef H
-    lowered_free(&L);
-    ts_graph_destroy(g);
-    ts_err_free(&e);
+    t10_f16_gemm("mm16p", 20, 56, 16, _i < 4 ? &plans[_i] : NULL, true);
 }
 END_TEST
 

@@ -85,6 +85,16 @@ static int8_t requant(int32_t acc, float scale, bool relu)
 
 typedef struct cgeom { int N, C, H, W, M, k, stride, pad, dil, group; } cgeom;
 
+/* The n int8 values the lowering gives input tensor x (its fill), in a new array. */
+static int8_t *input_i8(int x, int64_t n)
+{
+    int8_t *v = ts_calloc((size_t)n, 1);
+    ck_assert_ptr_nonnull(v);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = ts_fill_i8(x, (uint64_t)i);
+    return v;
+}
+
 /* y[n][m][p] (NCHW) of a convolution with groups and dilations, int8 requantised as the lowering. */
 static int8_t *ref_conv(const int8_t *x, const cgeom *c, int wid, bool relu, int *Ho, int *Wo)
 {
@@ -171,10 +181,7 @@ START_TEST(test_conv_batch_groups)
     finalize(g);
     lowered l;
     lower_and_run(g, &l);
-    int64_t nx = (int64_t)N * C * H * W;
-    int8_t *xv = ts_calloc((size_t)nx, 1);
-    for (int64_t i = 0; i < nx; i++)
-        xv[i] = ts_fill_i8(x, (uint64_t)i);
+    int8_t *xv = input_i8(x, (int64_t)N * C * H * W);
     int Ho, Wo, Ho1, Wo1, Ho2, Wo2;
     int8_t *y0 = ref_conv(xv, &(cgeom){N, C, H, W, M, 3, 1, 1, 1, 1}, w0, true, &Ho, &Wo);
     int8_t *y1 = ref_conv(y0, &(cgeom){N, M, Ho, Wo, M, 3, 1, 1, 1, M}, w1, true, &Ho1, &Wo1);
@@ -260,10 +267,7 @@ START_TEST(test_packed_taps)
     finalize(g);
     lowered l;
     lower_and_run(g, &l);
-    int64_t nx = (int64_t)N * C * H * W;
-    int8_t *xv = ts_calloc((size_t)nx, 1);
-    for (int64_t i = 0; i < nx; i++)
-        xv[i] = ts_fill_i8(x, (uint64_t)i);
+    int8_t *xv = input_i8(x, (int64_t)N * C * H * W);
     int bad = 0;
     for (int i = 0; i < 4; i++) {
         int Ho, Wo, Ho2, Wo2;
@@ -308,9 +312,7 @@ START_TEST(test_patch_conv)
     lowered l;
     lower_and_run(g, &l);
     ck_assert_uint_eq(l.rep.layers[0].blocks, 3);
-    int8_t *xv = ts_calloc((size_t)C * H * W, 1);
-    for (int i = 0; i < C * H * W; i++)
-        xv[i] = ts_fill_i8(x, (uint64_t)i);
+    int8_t *xv = input_i8(x, (int64_t)C * H * W);
     int Ho, Wo;
     int8_t *yv = ref_conv(xv, &(cgeom){1, C, H, W, M, k, k, 0, 1, 1}, w, false, &Ho, &Wo);
     ck_assert_int_eq(check_nchw(&l, y, yv, 1, M, Ho * Wo, "patch"), 0);

@@ -736,38 +736,11 @@ static bool try_install_rows(lt *L, const install_arg *a, uint64_t I)
     return true;
 }
 
-static bool try_install(lt *L, const void *arg, uint64_t I, uint64_t *w)
+/* Rows c 16 .. c 16 + 15 of a's block, read from the west MEM onto the 16 streams into plane pp by
+ * one instruction op (iw or lw) of queue q at cycle t (rows past the block's valid ones read
+ * anything). */
+static bool rows16(lt *L, const install_arg *a, uint32_t c, uint64_t t, uint32_t pp, uint32_t q, int op)
 {
-    const install_arg *a = arg;
-    uint32_t pp = L->tg->pos_mxm_w[a->pl], q = L->tg->q_mxm + L->tg->mxm_queues * (uint32_t)a->pl;
-    (void)w;
-    if (a->rows_lb)
-        return try_install_rows(L, a, I);
-    for (uint32_t c = 0; c < L->VL / IW_STREAMS; c++) {
-        uint64_t t = I + c;
-        if (!lt_take(L, &L->q[q].issue, t))
-            return false;
-        for (uint32_t i = 0; i < IW_STREAMS; i++) {
-            uint32_t r = c * IW_STREAMS + i - a->row0; /* wraps below row0 */
-            if (!lt_take_stream(L, WEST, (int)i, t, pp))
-                return false;
-            if (r < a->nvalid ? !lt_rd(L, a->rows_mem[r], a->rows_word[r], t, pp, WEST, (int)i, a->tag, 0)
-                              : !lt_rd_any(L, 0, 0, t, pp, WEST, (int)i, a->tag))
-                return false;
-        }
-        E1(L, q, t, LT_IW, L->tg->reg.i8, lt_sreg(L, WEST, 0), IW_STREAMS, (int32_t)a->tag);
-    }
-    return true;
-}
-
-/* One lw of an install through the weight buffer: rows c 16 .. c 16 + 15 of the block at cycle t. */
-typedef struct lw_arg { const install_arg *a; uint32_t c; } lw_arg;
-
-static bool try_lw(lt *L, const void *arg, uint64_t t, uint64_t *w)
-{
-    const install_arg *a = ((const lw_arg *)arg)->a;
-    uint32_t c = ((const lw_arg *)arg)->c, pp = L->tg->pos_mxm_w[a->pl], q = L->tg->q_mxm + L->tg->mxm_queues * (uint32_t)a->pl;
-    (void)w;
     if (!lt_take(L, &L->q[q].issue, t))
         return false;
     for (uint32_t i = 0; i < IW_STREAMS; i++) {
@@ -778,8 +751,32 @@ static bool try_lw(lt *L, const void *arg, uint64_t t, uint64_t *w)
                           : !lt_rd_any(L, 0, 0, t, pp, WEST, (int)i, a->tag))
             return false;
     }
-    E1(L, q, t, LT_LW, L->tg->reg.i8, lt_sreg(L, WEST, 0), IW_STREAMS, (int32_t)a->tag);
+    E1(L, q, t, op, L->tg->reg.i8, lt_sreg(L, WEST, 0), IW_STREAMS, (int32_t)a->tag);
     return true;
+}
+
+static bool try_install(lt *L, const void *arg, uint64_t I, uint64_t *w)
+{
+    const install_arg *a = arg;
+    uint32_t pp = L->tg->pos_mxm_w[a->pl], q = L->tg->q_mxm + L->tg->mxm_queues * (uint32_t)a->pl;
+    (void)w;
+    if (a->rows_lb)
+        return try_install_rows(L, a, I);
+    for (uint32_t c = 0; c < L->VL / IW_STREAMS; c++)
+        if (!rows16(L, a, c, I + c, pp, q, LT_IW))
+            return false;
+    return true;
+}
+
+/* One lw of an install through the weight buffer: rows c 16 .. c 16 + 15 of the block at cycle t. */
+typedef struct lw_arg { const install_arg *a; uint32_t c; } lw_arg;
+
+static bool try_lw(lt *L, const void *arg, uint64_t t, uint64_t *w)
+{
+    const install_arg *a = ((const lw_arg *)arg)->a;
+    (void)w;
+    return rows16(L, a, ((const lw_arg *)arg)->c, t, L->tg->pos_mxm_w[a->pl],
+                  L->tg->q_mxm + L->tg->mxm_queues * (uint32_t)a->pl, LT_LW);
 }
 
 /* The iw that copies the weight buffer into the plane at cycle t. */
