@@ -241,8 +241,8 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
             x->rpt_start = pc + 1;
             x->rpt_end = pc + 1 + len;
             x->rpt_left = count;
-            if (ctx && in->pure)
-                t->pure_rpt |= 1u << (ctx - 1);
+            if (ctx)
+                t->in_rpt |= 1u << (ctx - 1);
         }
         break;
     }
@@ -438,7 +438,7 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
                 wx->r[0] = a0; /* the "lm" classes put the register in r0 */
                 wx->pc = in->tgt;
                 wx->rpt_left = 0;
-                t->pure_rpt &= ~(1u << w);
+                t->in_rpt &= ~(1u << w);
                 wx->ready = c + 1;
             }
         t->running |= start;
@@ -685,7 +685,7 @@ static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_
         if (--x->rpt_left > 0)
             next = x->rpt_start;
         else if (ctx)
-            t->pure_rpt &= ~(1u << (ctx - 1));
+            t->in_rpt &= ~(1u << (ctx - 1));
     }
     x->pc = next;
     return TS_OK;
@@ -802,12 +802,16 @@ static bool reads_others(const ipu_tile *t)
 
 /* Closed form for repeat loops. When every slot belongs to a running worker (so the supervisor
  * cannot issue), no receive is armed (so tile memory changes only by the workers' own stores) and
- * every worker is inside a repeat body that stores nothing and loads no coefficients, the workers
- * cannot see each other for as long as they all stay in their bodies: worker w issues at cycle
- * c + ((w - c) mod W) + j W for j = 0, 1, ... (loads are ready by its next turn because
- * tile.load_latency <= W). So the next k turns can be run worker by worker, each with its exact
- * issue cycles, and give what cycle-by-cycle issue gives. Returns k (0 when the form does not
- * apply), at most what keeps the tile below `limit`. */
+ * every worker is inside a repeat body (straight-line work: no branch, no exit, nothing that
+ * stalls), worker w issues at cycle c + ((w - c) mod W) + j W for j = 0, 1, ... for as long as
+ * they all stay in their bodies (loads are ready by its next turn because tile.load_latency <=
+ * W). So the next k turns can be run without the barrel's bookkeeping, each instruction with its
+ * exact issue cycle: turn by turn, each worker in its slot's order, which is the order of
+ * cycle-by-cycle issue itself (closed_form_turns_run); or, where every body is pure (it stores
+ * nothing and loads no coefficients, so the workers cannot see each other), worker by worker,
+ * which keeps one context in the cache at a time (closed_form_run). Returns k (0 when the form
+ * does not apply), at most what keeps the tile below `limit`; *pure says whether every body is
+ * pure. */
 static uint64_t body_issues(const ipu_tile *t, uint32_t from, uint32_t to)
 {
     uint64_t n = 0;
@@ -816,15 +820,17 @@ static uint64_t body_issues(const ipu_tile *t, uint32_t from, uint32_t to)
     return n;
 }
 
-static uint64_t closed_form_turns(const ts_model *m, const ipu_tile *t, uint64_t c, uint64_t limit)
+static uint64_t closed_form_turns(const ts_model *m, const ipu_tile *t, uint64_t c, uint64_t limit, bool *pure)
 {
     const uint32_t W = m->W;
     uint64_t k = limit > c ? (limit - c) / W : 0;
     uint32_t slot = (uint32_t)(c % W);
+    *pure = true;
     for (uint32_t w = 0; w < W && k >= 2; w++) {
         const ipu_ctx *x = &t->cx[1 + w];
-        if (!x->rpt_left || !t->code[x->rpt_start - 1].pure || x->pc < x->rpt_start || x->pc >= x->rpt_end)
+        if (!x->rpt_left || x->pc < x->rpt_start || x->pc >= x->rpt_end)
             return 0;
+        *pure &= t->code[x->rpt_start - 1].pure != 0;
         if (x->ready > c + (w + W - slot) % W)
             return 0;
         uint64_t rem = (uint64_t)(x->rpt_end - x->pc) + (uint64_t)(x->rpt_left - 1) * (x->rpt_end - x->rpt_start);
@@ -837,13 +843,30 @@ static uint64_t closed_form_turns(const ts_model *m, const ipu_tile *t, uint64_t
     return k >= 2 ? k : 0;
 }
 
-/* Run k turns in closed form (see closed_form_turns). An error stops its worker; the earliest
- * one over all workers is reported, as cycle-by-cycle issue would. */
+/* Run k turns in closed form, turn by turn (see closed_form_turns): the first error is the one
+ * cycle-by-cycle issue meets first. */
+static ts_status closed_form_turns_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, uint64_t k, ts_err *err)
+{
+    const uint32_t W = m->W;
+    uint32_t slot = (uint32_t)(c % W);
+    t->cf_turns += k;
+    for (uint64_t j = 0; j < k; j++)
+        for (uint32_t w = slot, i = 0; i < W; i++, c++, w = w + 1 == W ? 0 : w + 1) {
+            ts_status rc = exec(m, ti, t, 1 + (int)w, c, err);
+            if (rc != TS_OK)
+                return rc;
+        }
+    return TS_OK;
+}
+
+/* Run k turns in closed form, worker by worker (every body pure: see closed_form_turns). An error
+ * stops its worker; the earliest one over all workers is reported, as cycle-by-cycle issue would. */
 static ts_status closed_form_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, uint64_t k, ts_err *err)
 {
     const uint32_t W = m->W;
     uint32_t slot = (uint32_t)(c % W);
     ts_status first = TS_OK;
+    t->cf_turns += k;
     for (uint32_t w = 0; w < W; w++) {
         uint64_t at = c + (w + W - slot) % W;
         for (uint64_t j = 0; j < k; j++, at += W) {
@@ -898,10 +921,11 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
             ro = reads_others(t);
             stop = ro ? h : cap;
         }
-        if (t->pure_rpt == all && cf && t->running == all && !t->rx_left) {
-            uint64_t k = closed_form_turns(m, t, c, ro ? h : cap);
+        if (t->in_rpt == all && cf && t->running == all && !t->rx_left) {
+            bool pure;
+            uint64_t k = closed_form_turns(m, t, c, ro ? h : cap, &pure);
             if (k) {
-                ts_status rc = closed_form_run(m, ti, t, c, k, err);
+                ts_status rc = pure ? closed_form_run(m, ti, t, c, k, err) : closed_form_turns_run(m, ti, t, c, k, err);
                 if (rc != TS_OK)
                     return rc;
                 c += k * W;

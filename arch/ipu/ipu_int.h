@@ -204,8 +204,9 @@ typedef struct ipu_tile {
                              * its contexts' registers (core/loopmark.h) */
     const uint32_t *effpc;  /* the pcs of its instructions that have an effect (ipu_opfacts.effect) */
     uint32_t neffpc;
-    uint32_t pure_rpt;      /* bit w: worker w is inside a repeat whose body is pure (rpt_left > 0 and
-                             * the rpt's `pure`), the closed form's first test, kept as it changes */
+    uint32_t in_rpt;        /* bit w: worker w is inside a repeat body (rpt_left > 0), the closed
+                             * form's first test, kept as it changes */
+    uint64_t cf_turns;      /* turns each worker ran in closed form (tests and benchmarks read it) */
     ipu_hostop *host; size_t nhost, cap_host;
     /* counters (instructions are counted in ipu_insn.hits) */
     uint64_t xsent, xrecv, xport; /* bytes sent, bytes received, send-port cycles */
