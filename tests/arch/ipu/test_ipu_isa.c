@@ -213,8 +213,8 @@ START_TEST(closed_form_error_order)
 }
 END_TEST
 
-/* Repeat loops that store or load coefficients run in closed form too (turn by turn, in the order
- * of cycle-by-cycle issue: closed_form_turns in ipu_exec.c), and give what issue by issue gives
+/* Worker loops that store or load coefficients run without the barrel's bookkeeping too (in the
+ * order of cycle-by-cycle issue: workers_run in ipu_exec.c), and give what issue by issue gives
  * (ipu_test_run3 compares the modes, tile memory included): each worker copies its own block; all
  * six copy one block into one place; all six load the same coefficient blocks, the first AMP op
  * of the body before its loads; all six accumulate into one word through one pointer, reading
@@ -233,7 +233,7 @@ static uint64_t loop_run(const char *body, ipu_run *r)
     snprintf(p, n, "%s%s", loop_head, body);
     ipu_test_run3("ipu_tiny4", NULL, p, r);
     free(p);
-    return r->m->t[0].cf_turns;
+    return r->m->t[0].cf_turns; /* turns without the barrel */
 }
 
 START_TEST(closed_form_stores)

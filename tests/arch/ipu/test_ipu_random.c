@@ -226,7 +226,7 @@ END_TEST
 
 /* Six workers in repeat loops that store, load coefficients and step pointers, set up so that
  * their bytes are apart, overlap, or are the same (workers whose ids are masked to the same value
- * do the same work): the fast mode runs such loops in closed form, turn by turn (closed_form_turns
+ * do the same work): the fast mode runs such loops without the barrel's bookkeeping (workers_run
  * in ipu_exec.c), which must give what the barrel's issue cycle by cycle gives. */
 static char *loop_program(void)
 {
@@ -255,6 +255,8 @@ static char *loop_program(void)
                       strides[rnd(7)], regs[i], regs[i], base);
     }
     ts_buf_puts(&b, "  setzi $m9, 4\n  ampzero\n  ld64 $a0, $m2, 0\n  ld64 $a2, $m6, 0\n");
+    if (rnd(2)) /* workers that end one after another while the supervisor waits at sync 0 */
+        ts_buf_puts(&b, "  add $m0, $m0, $m1\n");
     unsigned n = 1 + rnd(5), len = 0;
     ts_buf body = TS_BUF_INIT;
     for (unsigned k = 0; k < n; k++) {
