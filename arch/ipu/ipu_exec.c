@@ -1010,7 +1010,7 @@ static uint64_t closed_form_turns(const ts_model *m, const ipu_tile *t, uint64_t
  * worker, if it runs, issues when it is ready, and nothing else happens: cycle-by-cycle issue
  * without the barrel's other tests (its supervisor, receive and idle-jump checks, and the whole
  * executor inlined, cost more than most instructions). Runs from *cp to `limit`, or to the cycle
- * after a worker exits; *cp is where it stopped. */
+ * after a worker exits or the last one enters a repeat body; *cp is where it stopped. */
 static ts_status workers_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp, uint64_t limit, ts_err *err)
 {
     const uint32_t W = m->W, run0 = t->running;
@@ -1019,10 +1019,13 @@ static ts_status workers_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
     ts_status rc = TS_OK;
     while (c < limit) {
         if (run0 >> w & 1 && t->cx[1 + w].ready <= c) {
+            uint32_t inr = t->in_rpt;
             rc = body_issue(m, ti, t, 1 + (int)w, c, err);
             if (rc != TS_OK)
                 return rc;
-            if (t->running != run0) {
+            /* a worker ended, or all of them are now in repeat bodies: back to the caller, which
+             * runs pure bodies worker by worker (closed_form_run) */
+            if (t->running != run0 || (t->in_rpt != inr && t->in_rpt == m->all_workers)) {
                 c++;
                 break;
             }
