@@ -729,7 +729,7 @@ static const uint8_t ipu_fast[256] = {
  * aligned and, for a store, on a page already there; anything else (another op, a bundle, a
  * branch, an access that fails or needs a page, a pc past the code) goes through exec. */
 static inline __attribute__((always_inline)) ts_status body_issue(ts_model *m, uint32_t ti, ipu_tile *t, int ctx,
-                                                                uint64_t c, ts_err *err)
+                                                                uint64_t c, ts_err *err, bool *slowp)
 {
     ipu_ctx *x = &t->cx[ctx];
     uint32_t pc = x->pc;
@@ -853,6 +853,7 @@ static inline __attribute__((always_inline)) ts_status body_issue(ts_model *m, u
     x->pc = pc;
     return TS_OK;
 slow:
+    *slowp = true;
     return exec_slow(m, ti, t, ctx, c, err);
 }
 
@@ -1019,13 +1020,14 @@ static ts_status workers_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
     ts_status rc = TS_OK;
     while (c < limit) {
         if (run0 >> w & 1 && t->cx[1 + w].ready <= c) {
-            uint32_t inr = t->in_rpt;
-            rc = body_issue(m, ti, t, 1 + (int)w, c, err);
+            bool slow = false;
+            rc = body_issue(m, ti, t, 1 + (int)w, c, err, &slow);
             if (rc != TS_OK)
                 return rc;
-            /* a worker ended, or all of them are now in repeat bodies: back to the caller, which
-             * runs pure bodies worker by worker (closed_form_run) */
-            if (t->running != run0 || (t->in_rpt != inr && t->in_rpt == m->all_workers)) {
+            /* a worker ended, or all of them are in repeat bodies after an op that body_issue
+             * does not do itself (a `rpt` is one): back to the caller, which runs pure bodies
+             * worker by worker (closed_form_run) */
+            if (t->running != run0 || (slow && t->in_rpt == m->all_workers)) {
                 c++;
                 break;
             }
@@ -1056,7 +1058,8 @@ static ts_status closed_form_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t
                 ts_err_init(&later);
                 dst = &later;
             }
-            ts_status rc = body_issue(m, ti, t, 1 + (int)w, at, dst);
+            bool slow = false;
+            ts_status rc = body_issue(m, ti, t, 1 + (int)w, at, dst, &slow);
             if (rc == TS_OK)
                 continue;
             if (first == TS_OK) {
