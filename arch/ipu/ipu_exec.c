@@ -112,10 +112,24 @@ static void w16_refresh(ipu_tile *t)
         for (uint32_t k = slot * 8; k < slot * 8 + 8; k++) {
             uint16_t h;
             memcpy(&h, t->coef + 2 * k, 2);
-            t->w16[k] = ts_f16_to_f32(h);
+            t->w16[(k & 3) * 32 + (k >> 2)] = ts_f16_to_f32(h); /* half j of unit u at 32 j + u */
         }
     }
     t->w16_stale = 0;
+}
+
+/* f16v4amp's units: acc[u] += ((w0 x0 + w1 x1) + w2 x2) + w3 x3 with unit u's weights at
+ * w[32 j + u], so that the loop over the units runs over consecutive floats (and the compiler
+ * can do several units at once: each lane rounds as the scalar code does). */
+static inline void amp_f16(const float *w, uint32_t units, float i0, float i1, float i2, float i3, float *acc)
+{
+    const float *w0 = w, *w1 = w + 32, *w2 = w + 64, *w3 = w + 96;
+    for (uint32_t u = 0; u < units; u++) {
+        float s = w0[u] * i0 + w1[u] * i1;
+        s += w2[u] * i2;
+        s += w3[u] * i3;
+        acc[u] += s;
+    }
 }
 
 static inline uint32_t h2op(uint32_t a, uint32_t b, int op)
@@ -241,8 +255,8 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
             x->rpt_start = pc + 1;
             x->rpt_end = pc + 1 + len;
             x->rpt_left = count;
-            if (ctx && in->pure)
-                t->pure_rpt |= 1u << (ctx - 1);
+            if (ctx)
+                t->in_rpt |= 1u << (ctx - 1);
         }
         break;
     }
@@ -405,13 +419,7 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
         in4[3] = ts_f16_to_f32((uint16_t)(r[in->r0 + 1] >> 16));
         if (t->w16_stale)
             w16_refresh(t);
-        const float *w = t->w16;
-        for (uint32_t u = 0; u < m->c.amp_units_f16; u++) {
-            float s = w[4 * u] * in4[0] + w[4 * u + 1] * in4[1];
-            s += w[4 * u + 2] * in4[2];
-            s += w[4 * u + 3] * in4[3];
-            x->acc[u] += s;
-        }
+        amp_f16(t->w16, m->c.amp_units_f16, in4[0], in4[1], in4[2], in4[3], x->acc);
         break;
     }
     case IPU_OP_AMPZERO: memset(x->acc, 0, sizeof x->acc); break;
@@ -438,7 +446,7 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
                 wx->r[0] = a0; /* the "lm" classes put the register in r0 */
                 wx->pc = in->tgt;
                 wx->rpt_left = 0;
-                t->pure_rpt &= ~(1u << w);
+                t->in_rpt &= ~(1u << w);
                 wx->ready = c + 1;
             }
         t->running |= start;
@@ -685,10 +693,168 @@ static inline __attribute__((always_inline)) ts_status exec(ts_model *m, uint32_
         if (--x->rpt_left > 0)
             next = x->rpt_start;
         else if (ctx)
-            t->pure_rpt &= ~(1u << (ctx - 1));
+            t->in_rpt &= ~(1u << (ctx - 1));
     }
     x->pc = next;
     return TS_OK;
+}
+
+/* exec out of line: body_issue's way for what it does not do itself, so that the closed form's
+ * loops stay small enough to keep their state in registers (inlined, the whole executor came
+ * with them and the loops spilled to the stack). */
+static ts_status exec_slow(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c, ts_err *err)
+    __attribute__((noinline));
+
+static ts_status exec_slow(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c, ts_err *err)
+{
+    return exec(m, ti, t, ctx, c, err);
+}
+
+/* The ops body_issue does itself, numbered densely so that its switch is one jump table. */
+enum {
+    F_SLOW, F_SETZI, F_MOV, F_ADD, F_ADDI, F_NOP, F_LD32, F_LD32STEP, F_LD64, F_LD64STEP, F_ST32, F_ST32STEP,
+    F_F32ADD, F_F32MAX, F_F32V2ADD, F_F32V2TOF16, F_LD128PUTCS, F_F32V2AMP, F_F16V4AMP, F_AMPZERO, F_AMPGET
+};
+static const uint8_t ipu_fast[256] = {
+    [IPU_OP_SETZI] = F_SETZI, [IPU_OP_MOV] = F_MOV, [IPU_OP_ADD] = F_ADD, [IPU_OP_ADDI] = F_ADDI,
+    [IPU_OP_NOP] = F_NOP, [IPU_OP_LD32] = F_LD32, [IPU_OP_LD32STEP] = F_LD32STEP, [IPU_OP_LD64] = F_LD64,
+    [IPU_OP_LD64STEP] = F_LD64STEP, [IPU_OP_ST32] = F_ST32, [IPU_OP_ST32STEP] = F_ST32STEP,
+    [IPU_OP_F32ADD] = F_F32ADD, [IPU_OP_F32MAX] = F_F32MAX, [IPU_OP_F32V2ADD] = F_F32V2ADD,
+    [IPU_OP_F32V2TOF16] = F_F32V2TOF16, [IPU_OP_LD128PUTCS] = F_LD128PUTCS, [IPU_OP_F32V2AMP] = F_F32V2AMP,
+    [IPU_OP_F16V4AMP] = F_F16V4AMP, [IPU_OP_AMPZERO] = F_AMPZERO, [IPU_OP_AMPGET] = F_AMPGET,
+};
+
+/* One issue of worker ctx at cycle c (workers_run, closed_form_run): the ops that fill ResNet-50's
+ * loops, each as exec_op does it, with its memory reached directly once the access is in range,
+ * aligned and, for a store, on a page already there; anything else (another op, a bundle, a
+ * branch, an access that fails or needs a page, a pc past the code) goes through exec. */
+static inline __attribute__((always_inline)) ts_status body_issue(ts_model *m, uint32_t ti, ipu_tile *t, int ctx,
+                                                                uint64_t c, ts_err *err, bool *slowp)
+{
+    ipu_ctx *x = &t->cx[ctx];
+    uint32_t pc = x->pc;
+    if (pc >= t->n)
+        goto slow;
+    ipu_insn *in = &t->code[pc];
+    uint32_t *r = x->r;
+    const uint64_t sram = m->c.sram_bytes;
+    int64_t a;
+    uint8_t *p;
+    uint64_t ready = c + 1;
+/* a load or store of `width` bytes at a (an int64_t), else the slow path */
+#define FAST_ADDR(width) if (a < 0 || (uint64_t)a + (width) > sram || (a & ((width) - 1))) goto slow
+    const uint8_t fast = ipu_fast[in->op];
+    switch (fast) {
+    case F_SETZI: r[in->r0] = (uint32_t)in->imm; break;
+    case F_MOV: r[in->r0] = r[in->r1]; break;
+    case F_ADD: r[in->r0] = r[in->r1] + r[in->r2]; break;
+    case F_ADDI: r[in->r0] = r[in->r1] + (uint32_t)in->imm; break;
+    case F_NOP: break;
+    case F_LD32:
+        a = (int64_t)(int32_t)r[in->r1] + in->imm;
+        FAST_ADDR(4);
+        memcpy(&r[in->r0], rd_ptr(m, t, (uint64_t)a), 4);
+        ready = c + m->c.load_latency;
+        break;
+    case F_LD32STEP:
+        a = (int64_t)(int32_t)r[in->r1];
+        FAST_ADDR(4);
+        memcpy(&r[in->r0], rd_ptr(m, t, (uint64_t)a), 4);
+        r[in->r1] = (uint32_t)a + (uint32_t)in->imm; /* the base as read: the load may have written it */
+        ready = c + m->c.load_latency;
+        break;
+    case F_LD64:
+    case F_LD64STEP:
+        if (m->c.load_bpc < 8)
+            goto slow;
+        a = (int64_t)(int32_t)r[in->r1] + (fast == F_LD64 ? in->imm : 0);
+        FAST_ADDR(8);
+        memcpy(&r[in->r0], rd_ptr(m, t, (uint64_t)a), 8);
+        if (fast == F_LD64STEP)
+            r[in->r1] = (uint32_t)a + (uint32_t)in->imm;
+        ready = c + m->c.load_latency;
+        break;
+    case F_ST32:
+    case F_ST32STEP:
+        a = (int64_t)(int32_t)r[in->r1] + (fast == F_ST32 ? in->imm : 0);
+        FAST_ADDR(4);
+        if (!(p = t->page[(uint64_t)a >> IPU_PAGE_SHIFT]))
+            goto slow;
+        if ((uint64_t)a + 4 > t->mem_hi)
+            t->mem_hi = (uint64_t)a + 4;
+        memcpy(p + (a & (IPU_PAGE_SIZE - 1)), &r[in->r0], 4);
+        if (fast == F_ST32STEP)
+            r[in->r1] = r[in->r1] + (uint32_t)in->imm;
+        break;
+    case F_F32ADD: r[in->r0] = fr(rf(r[in->r1]) + rf(r[in->r2])); break;
+    case F_F32MAX: r[in->r0] = fr(fmaxf(rf(r[in->r1]), rf(r[in->r2]))); break;
+    case F_F32V2ADD: {
+        float y0 = rf(r[in->r1]) + rf(r[in->r2]), y1 = rf(r[in->r1 + 1]) + rf(r[in->r2 + 1]);
+        r[in->r0] = fr(y0);
+        r[in->r0 + 1] = fr(y1);
+        break;
+    }
+    case F_F32V2TOF16:
+        r[in->r0] = (uint32_t)ts_f32_to_f16(rf(r[in->r1])) | (uint32_t)ts_f32_to_f16(rf(r[in->r1 + 1])) << 16;
+        break;
+    case F_LD128PUTCS: {
+        if (in->imm < 0 || in->imm >= 16)
+            goto slow;
+        a = (int64_t)(int32_t)r[in->r0];
+        FAST_ADDR(16);
+        const uint8_t *src = rd_ptr(m, t, (uint64_t)a);
+        uint8_t *dst = t->coef + 16 * in->imm;
+        if (memcmp(dst, src, 16)) {
+            memcpy(dst, src, 16);
+            coef_update(t, (uint32_t)in->imm);
+        }
+        ready = c + m->c.load_latency;
+        break;
+    }
+    case F_F32V2AMP: {
+        float i0 = rf(r[in->r0]), i1 = rf(r[in->r0 + 1]);
+        const float *w = t->w32;
+        for (uint32_t u = 0; u < m->c.amp_units_f32; u++) {
+            float s = w[2 * u] * i0 + w[2 * u + 1] * i1;
+            x->acc[u] += s;
+        }
+        break;
+    }
+    case F_F16V4AMP: {
+        float i0 = ts_f16_to_f32((uint16_t)r[in->r0]), i1 = ts_f16_to_f32((uint16_t)(r[in->r0] >> 16));
+        float i2 = ts_f16_to_f32((uint16_t)r[in->r0 + 1]), i3 = ts_f16_to_f32((uint16_t)(r[in->r0 + 1] >> 16));
+        if (t->w16_stale)
+            w16_refresh(t);
+        amp_f16(t->w16, m->c.amp_units_f16, i0, i1, i2, i3, x->acc);
+        break;
+    }
+    case F_AMPZERO: memset(x->acc, 0, sizeof x->acc); break;
+    case F_AMPGET:
+        if (in->imm < 0 || in->imm >= IPU_ACC_MAX / 2)
+            goto slow;
+        r[in->r0] = fr(x->acc[2 * in->imm]);
+        r[in->r0 + 1] = fr(x->acc[2 * in->imm + 1]);
+        break;
+    default:
+        goto slow;
+    }
+#undef FAST_ADDR
+    x->ready = ready;
+    in->hits++;
+    if (t->opcnt)
+        t->opcnt[in->op]++;
+    t->work++;
+    if (++pc == x->rpt_end && x->rpt_left) {
+        if (--x->rpt_left > 0)
+            pc = x->rpt_start;
+        else
+            t->in_rpt &= ~(1u << (ctx - 1));
+    }
+    x->pc = pc;
+    return TS_OK;
+slow:
+    *slowp = true;
+    return exec_slow(m, ti, t, ctx, c, err);
 }
 
 /* Words that reach tile ti at cycle c while its input selects their sender. */
@@ -807,7 +973,8 @@ static bool reads_others(const ipu_tile *t)
  * c + ((w - c) mod W) + j W for j = 0, 1, ... (loads are ready by its next turn because
  * tile.load_latency <= W). So the next k turns can be run worker by worker, each with its exact
  * issue cycles, and give what cycle-by-cycle issue gives. Returns k (0 when the form does not
- * apply), at most what keeps the tile below `limit`. */
+ * apply), at most what keeps the tile below `limit`. (Other bodies, and the code around them,
+ * run in workers_run.) */
 static uint64_t body_issues(const ipu_tile *t, uint32_t from, uint32_t to)
 {
     uint64_t n = 0;
@@ -837,13 +1004,51 @@ static uint64_t closed_form_turns(const ts_model *m, const ipu_tile *t, uint64_t
     return k >= 2 ? k : 0;
 }
 
-/* Run k turns in closed form (see closed_form_turns). An error stops its worker; the earliest
- * one over all workers is reported, as cycle-by-cycle issue would. */
+/* Workers run, no receive is armed and the supervisor cannot issue until one of them exits
+ * (every slot is a running worker's, or the supervisor waits for the workers at `sync`, `runall`
+ * or `halt`, or for a free one at `run`): nothing arrives, a worker cannot arm a receive or stall
+ * past its next turn (its longest wait is a load's, tile.load_latency <= W), so each cycle's
+ * worker, if it runs, issues when it is ready, and nothing else happens: cycle-by-cycle issue
+ * without the barrel's other tests (its supervisor, receive and idle-jump checks, and the whole
+ * executor inlined, cost more than most instructions). Runs from *cp to `limit`, or to the cycle
+ * after a worker exits or the last one enters a repeat body; *cp is where it stopped. */
+static ts_status workers_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp, uint64_t limit, ts_err *err)
+{
+    const uint32_t W = m->W, run0 = t->running;
+    uint64_t c = *cp, c0 = c;
+    uint32_t w = (uint32_t)(c % W);
+    ts_status rc = TS_OK;
+    while (c < limit) {
+        if (run0 >> w & 1 && t->cx[1 + w].ready <= c) {
+            bool slow = false;
+            rc = body_issue(m, ti, t, 1 + (int)w, c, err, &slow);
+            if (rc != TS_OK)
+                return rc;
+            /* a worker ended, or all of them are in repeat bodies after an op that body_issue
+             * does not do itself (a `rpt` is one): back to the caller, which runs pure bodies
+             * worker by worker (closed_form_run) */
+            if (t->running != run0 || (slow && t->in_rpt == m->all_workers)) {
+                c++;
+                break;
+            }
+        }
+        c++;
+        if (++w == W)
+            w = 0;
+    }
+    t->cf_turns += (c - c0) / W;
+    *cp = c;
+    return rc;
+}
+
+/* Run k turns in closed form, worker by worker (every body pure: see closed_form_turns). An error
+ * stops its worker; the earliest one over all workers is reported, as cycle-by-cycle issue would. */
 static ts_status closed_form_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, uint64_t k, ts_err *err)
 {
     const uint32_t W = m->W;
     uint32_t slot = (uint32_t)(c % W);
     ts_status first = TS_OK;
+    t->cf_turns += k;
     for (uint32_t w = 0; w < W; w++) {
         uint64_t at = c + (w + W - slot) % W;
         for (uint64_t j = 0; j < k; j++, at += W) {
@@ -853,7 +1058,8 @@ static ts_status closed_form_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t
                 ts_err_init(&later);
                 dst = &later;
             }
-            ts_status rc = exec(m, ti, t, 1 + (int)w, at, dst);
+            bool slow = false;
+            ts_status rc = body_issue(m, ti, t, 1 + (int)w, at, dst, &slow);
             if (rc == TS_OK)
                 continue;
             if (first == TS_OK) {
@@ -898,15 +1104,19 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
             ro = reads_others(t);
             stop = ro ? h : cap;
         }
-        if (t->pure_rpt == all && cf && t->running == all && !t->rx_left) {
-            uint64_t k = closed_form_turns(m, t, c, ro ? h : cap);
+        if (cf && t->running && !t->rx_left && c < stop && (t->running == all || !sup_can_issue(m, t))) {
+            uint64_t k = t->in_rpt == all && t->running == all ? closed_form_turns(m, t, c, stop) : 0;
+            ts_status rc;
             if (k) {
-                ts_status rc = closed_form_run(m, ti, t, c, k, err);
-                if (rc != TS_OK)
-                    return rc;
+                rc = closed_form_run(m, ti, t, c, k, err);
                 c += k * W;
-                continue;
+            } else {
+                rc = workers_run(m, ti, t, &c, stop, err);
             }
+            if (rc != TS_OK)
+                return rc;
+            slot = (uint32_t)(c % W);
+            continue;
         }
         int ctx = -1;
         if (t->running >> slot & 1) {

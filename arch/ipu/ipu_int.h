@@ -180,7 +180,8 @@ typedef struct ipu_tile {
     uint8_t sup;            /* SUP_* */
     /* AMP coefficient state, shared by the workers (research §2.2) */
     uint8_t coef[256];
-    float w16[128], w32[64];
+    float w16[128], w32[64]; /* the coefficients as f32: w32 as stored, w16 converted from f16 with
+                             * half j of unit u at w16[32 j + u] (amp_f16) */
     uint16_t w16_stale;     /* coefficient slots whose w16 view is not converted yet (coef_update) */
     /* receive side */
     int32_t rx_src;         /* -1 = input mux off */
@@ -204,8 +205,9 @@ typedef struct ipu_tile {
                              * its contexts' registers (core/loopmark.h) */
     const uint32_t *effpc;  /* the pcs of its instructions that have an effect (ipu_opfacts.effect) */
     uint32_t neffpc;
-    uint32_t pure_rpt;      /* bit w: worker w is inside a repeat whose body is pure (rpt_left > 0 and
-                             * the rpt's `pure`), the closed form's first test, kept as it changes */
+    uint32_t in_rpt;        /* bit w: worker w is inside a repeat body (rpt_left > 0), the closed
+                             * form's first test, kept as it changes */
+    uint64_t cf_turns;      /* turns run in workers_run or the closed form (tests read it) */
     ipu_hostop *host; size_t nhost, cap_host;
     /* counters (instructions are counted in ipu_insn.hits) */
     uint64_t xsent, xrecv, xport; /* bytes sent, bytes received, send-port cycles */

@@ -4,6 +4,7 @@
  * in the fast mode, in lockstep and on three threads, which must agree (ipu_test_run3). */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -209,6 +210,65 @@ START_TEST(closed_form_error_order)
                     "w:\n  get $m1, 2\n  muli $m2, $m1, 3\n  setzi $m3, 20\n  sub $m3, $m3, $m2\n  shli $m3, $m3, 2\n"
                     "  setzi $m4, 65536\n  sub $m4, $m4, $m3\n  rpti 100, 1\n  ld32step $a0, $m4, 4\n  exit\n";
     expect_error(p, "ipu_tiny4", NULL, "ld32 address 65536 is out of range (tile memory is 65536 bytes): worker 5 at pc 12", 0);
+}
+END_TEST
+
+/* Worker loops that store or load coefficients run without the barrel's bookkeeping too (in the
+ * order of cycle-by-cycle issue: workers_run in ipu_exec.c), and give what issue by issue gives
+ * (ipu_test_run3 compares the modes, tile memory included): each worker copies its own block; all
+ * six copy one block into one place; all six load the same coefficient blocks, the first AMP op
+ * of the body before its loads; all six accumulate into one word through one pointer, reading
+ * what the others stored. */
+static const char loop_head[] = ".arch ipu\n.data tile 0 0x2000\n"
+                                "  .f32 1.5, -2.25, 0.5, 4.0, 3.0, 0.125, -1.0, 2.5\n"
+                                "  .f32 0.75, 1.25, -0.5, 6.0, 2.0, -3.5, 1.0, 0.25\n"
+                                ".stream tile 0\n  setzi $m1, 12\n  runall w, $m1\n  sync 0\n  halt\n"
+                                "w:\n  get $m1, 2\n  shli $m7, $m1, 4\n  addi $m7, $m7, 0x7000\n";
+
+static uint64_t loop_run(const char *body, ipu_run *r)
+{
+    size_t n = strlen(loop_head) + strlen(body) + 1;
+    char *p = malloc(n);
+    ck_assert_ptr_nonnull(p);
+    snprintf(p, n, "%s%s", loop_head, body);
+    ipu_test_run3("ipu_tiny4", NULL, p, r);
+    free(p);
+    return r->m->t[0].cf_turns; /* turns without the barrel */
+}
+
+START_TEST(closed_form_stores)
+{
+    ipu_run r;
+    /* each worker its own 48 bytes: ($m1 x 48) */
+    ck_assert_uint_gt(loop_run("  muli $m3, $m1, 48\n  addi $m3, $m3, 0x3000\n  setzi $m2, 0x2000\n"
+                               "  rpt $m0, 2\n  ld32step $a1, $m2, 4\n  st32step $a1, $m3, 4\n  exit\n", &r), 0);
+    for (unsigned w = 0; w < 6; w++)
+        ck_assert_float_eq(ipu_peekf(&r, 0, 0x3000 + 48 * w + 44), 6.0f); /* word 11 */
+    ipu_run_free(&r);
+    /* all six the same: one place */
+    ck_assert_uint_gt(loop_run("  setzi $m3, 0x3000\n  setzi $m2, 0x2000\n"
+                               "  rpt $m0, 2\n  ld32step $a1, $m2, 4\n  st32step $a1, $m3, 4\n  exit\n", &r), 0);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x3000 + 4), -2.25f);
+    ipu_run_free(&r);
+    /* the same coefficient blocks: slot 0 from 0x2000, then 0x2010, ...; the AMP first */
+    ck_assert_uint_gt(loop_run("  setzi $m5, 0x2000\n  ld128putcs $m5, 0\n  shli $m2, $m1, 3\n  addi $m2, $m2, 0x2000\n"
+                               "  ld64 $a0, $m2, 0\n  ampzero\n  setzi $m4, 3\n"
+                               "  rpt $m4, 3\n  f32v2amp $a0\n  addi $m5, $m5, 16\n  ld128putcs $m5, 0\n"
+                               "  ampget $a2, 0\n  st64 $a2, $m7, 0\n  exit\n", &r), 0);
+    for (unsigned w = 0; w < 6; w++) { /* unit 0 += c0 x0 + c1 x1 over the blocks at 0x2000, 0x2010, 0x2020 */
+        float x0 = ipu_peekf(&r, 0, 0x2000 + 8 * w), x1 = ipu_peekf(&r, 0, 0x2004 + 8 * w), acc = 0.0f;
+        for (unsigned b = 0; b < 3; b++) {
+            float s = ipu_peekf(&r, 0, 0x2000 + 16 * b) * x0 + ipu_peekf(&r, 0, 0x2004 + 16 * b) * x1;
+            acc += s;
+        }
+        ck_assert_float_eq(ipu_peekf(&r, 0, 0x7000 + 16 * w), acc);
+    }
+    ipu_run_free(&r);
+    /* one word, read back by every worker */
+    ck_assert_uint_gt(loop_run("  setzi $m3, 0x3000\n  shli $m2, $m1, 2\n  addi $m2, $m2, 0x2000\n  ld32 $a2, $m2, 0\n"
+                               "  rpt $m0, 3\n  ld32 $a1, $m3, 0\n  f32add $a1, $a1, $a2\n  st32 $a1, $m3, 0\n  exit\n", &r),
+                      0);
+    ipu_run_free(&r);
 }
 END_TEST
 
@@ -672,6 +732,7 @@ static Suite *suite(void)
     tcase_add_test(t, access_rules);
     tcase_add_test(t, context_rules);
     tcase_add_test(t, closed_form_error_order);
+    tcase_add_test(t, closed_form_stores);
     tcase_add_test(t, float_arithmetic);
     tcase_add_test(t, half_conversion);
     tcase_add_test(t, amp_values);

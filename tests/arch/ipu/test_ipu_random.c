@@ -224,6 +224,89 @@ START_TEST(random_streams_agree)
 }
 END_TEST
 
+/* Six workers in repeat loops that store, load coefficients and step pointers, set up so that
+ * their bytes are apart, overlap, or are the same (workers whose ids are masked to the same value
+ * do the same work): the fast mode runs such loops without the barrel's bookkeeping (workers_run
+ * in ipu_exec.c), which must give what the barrel's issue cycle by cycle gives. */
+static char *loop_program(void)
+{
+    static const char *const body_ops[] = {
+        "  ld32step $a%u, $m2, 4\n", "  ld32step $a%u, $m2, 8\n", "  st32step $a%u, $m3, 4\n",
+        "  st32step $a%u, $m3, 8\n", "  st32step $a%u, $m3, -4\n", "  f32add $a%u, $a1, $a2\n",
+        "  addi $m2, $m2, 4\n", "  addi $m3, $m3, 8\n", "  ld32 $a%u, $m2, 12\n", "  st32 $a%u, $m3, 4\n",
+        "  ld128putcs $m5, %u\n  addi $m5, $m5, 16\n", "  f32v2amp $a0\n", "  f16v4amp $a0\n",
+        "  ld64step $a0, $m6, 8\n", "  st64step $a4, $m3, 8\n", "  ldst64pace $a6, $a0, $m2, $m3\n",
+        "  ld32 $a%u, $m3, 0\n", "  st32 $a%u, $m2, 0\n",
+        "  add $m3, $m3, $m9\n", "  ld32step $m3, $m6, 4\n", "  addi $m9, $m9, 1\n",
+    };
+    static const unsigned masks[] = {7, 7, 1, 6, 0}, strides[] = {0, 8, 16, 32, 64, 256, 512};
+    ts_buf b = TS_BUF_INIT;
+    ts_buf_puts(&b, ".arch ipu\n.data tile 0 0x2000\n");
+    for (int k = 0; k < 1024; k++)
+        ts_buf_printf(&b, "%s0x%x%s", k % 8 ? ", " : "  .word ", 0x3f800000u + rnd(1u << 23) + (rnd(4) << 24),
+                      k % 8 == 7 ? "\n" : "");
+    ts_buf_printf(&b, ".stream tile 0\n  setzi $m1, %u\n  runall w, $m1\n  sync 0\n", 1 + rnd(40));
+    ts_buf_puts(&b, "  halt\nw:\n  get $m1, 2\n");
+    /* $m2 and $m6 read, $m3 stores, $m5 loads coefficients: each from its base at id x stride */
+    static const char regs[] = {2, 6, 3, 5};
+    for (int i = 0; i < 4; i++) {
+        unsigned base = i == 2 && rnd(3) ? 0x2000 + 8 * rnd(512) : i == 3 ? 0x2000 + 16 * rnd(128) : 0x2000 + 8 * rnd(256);
+        ts_buf_printf(&b, "  andi $m8, $m1, %u\n  muli $m%d, $m8, %u\n  addi $m%d, $m%d, %u\n", masks[rnd(5)], regs[i],
+                      strides[rnd(7)], regs[i], regs[i], base);
+    }
+    ts_buf_puts(&b, "  setzi $m9, 4\n  ampzero\n  ld64 $a0, $m2, 0\n  ld64 $a2, $m6, 0\n");
+    if (rnd(2)) /* workers that end one after another while the supervisor waits at sync 0 */
+        ts_buf_puts(&b, "  add $m0, $m0, $m1\n");
+    unsigned n = 1 + rnd(5), len = 0;
+    ts_buf body = TS_BUF_INIT;
+    for (unsigned k = 0; k < n; k++) {
+        unsigned op = rnd(sizeof body_ops / sizeof body_ops[0]);
+        if (op >= 18 && rnd(3)) /* pointers written otherwise than by steps: now and then */
+            op = rnd(18);
+        ts_buf_printf(&body, body_ops[op], op == 10 ? rnd(4) : 1 + rnd(3));
+        len += op == 10 ? 2 : 1;
+    }
+    ts_buf_printf(&b, "  rpt $m0, %u\n%s", len, ts_buf_str(&body));
+    ts_buf_free(&body);
+    ts_buf_puts(&b, "  ampget $a0, 0\n  ampget $a2, 1\n  shli $m7, $m1, 4\n  addi $m7, $m7, 0x7000\n"
+                    "  st64 $a0, $m7, 0\n  st64 $a2, $m7, 8\n  exit\n");
+    return b.data;
+}
+
+START_TEST(random_loops_agree)
+{
+    void *cfg = ipu_test_config("ipu_tiny4", NULL);
+    arch_opts o = ipu_test_opts();
+    o.run.max_cycles = 20000;
+    unsigned finished = 0, closed = 0;
+    for (int n = 0; n < 600; n++) {
+        char *text = loop_program();
+        ts_program *p = NULL;
+        ts_err ae;
+        ts_err_init(&ae);
+        ck_assert_msg(ts_asm(&p, "x.s", text, strlen(text), &ts_ipu_isa, &ae) == TS_OK, "%s\n%s", ae.msg, text);
+        arch_run a;
+        ts_buf diff = TS_BUF_INIT;
+        if (!arch_modes_compare(&ts_ipu_family, cfg, p, &o, &a, &diff)) {
+            dump(p);
+            ck_abort_msg("program %d: %s", n, ts_buf_str(&diff));
+        }
+        finished += a.rc == TS_OK;
+        closed += a.m && a.m->t[0].cf_turns > 0;
+        arch_run_free(&a);
+        ts_buf_free(&diff);
+        ts_program_destroy(p);
+        ts_free(text);
+    }
+    if (getenv("IPU_RANDOM_VERBOSE"))
+        fprintf(stderr, "loops: %u finished, %u closed\n", finished, closed);
+    /* most finish, and most ran loops in closed form */
+    ck_assert_uint_gt(finished, 300);
+    ck_assert_uint_gt(closed, 100);
+    ts_config_destroy(cfg);
+}
+END_TEST
+
 int main(void)
 {
     arch_modes_default = ARCH_MODES_QUICK; /* a thousand programs: lockstep on threads would take half a minute */
@@ -231,6 +314,7 @@ int main(void)
     TCase *t = tcase_create("random");
     tcase_set_timeout(t, 300);
     tcase_add_test(t, random_streams_agree);
+    tcase_add_test(t, random_loops_agree);
     suite_add_tcase(s, t);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
