@@ -265,6 +265,7 @@ typedef struct wse_band {
     uint32_t par;             /* parity of the cycles simulated since the step began */
     wse_list act[WSE_NZ];     /* active tiles this cycle, per zone (wse_inline.h: zone()) */
     wse_list next[WSE_NZ];    /* tiles active next cycle: survivors and own-band wakes */
+    uint32_t *sort; size_t cap_sort; /* scratch list of the sort by id (wse_band.c: sort_list) */
     uint32_t *xwake[2]; size_t nxwake[2], cap_xwake[2]; /* tiles of other bands pushed to, per parity */
     wse_timer *tm; size_t ntm, cap_tm;       /* min-heap of sleeping tiles by (at, id) */
     uint64_t progress;        /* events this cycle */

@@ -99,6 +99,7 @@ void ts_wse_destroy(ts_model *m)
             ts_free(m->band[i].xwake[0]);
             ts_free(m->band[i].xwake[1]);
             ts_free(m->band[i].tm);
+            ts_free(m->band[i].sort);
             ts_free(m->band[i].tr);
             ts_err_free(&m->band[i].err);
         }
