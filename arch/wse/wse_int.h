@@ -176,6 +176,7 @@ typedef struct wse_tile {
     uint8_t pstall;           /* router input ports that held wavelets and forwarded none at the last
                                * evaluation: the same in every cycle it sleeps through (a push or a
                                * pop wakes it) */
+    uint8_t lports;           /* ports 0..5 with live queues: the others never hold a wavelet */
     uint16_t npop;
     uint32_t vk;              /* phase A: elements it moved */
     wse_lq *lq;               /* owned: nlq live queues, router queues first sorted by (colour, port) */

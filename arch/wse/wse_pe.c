@@ -608,7 +608,7 @@ static bool tile_sleeps(const ts_model *m, const wse_band *b, const wse_tile *t,
 
 static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
 {
-    uint32_t pend, total = 0, pm = 0;
+    uint32_t total = 0, pm = 0;
     uint64_t progress = b->progress;
     t->s.evals++;
     if (__builtin_expect((t->blk | t->vfrom) != 0, 0)) {
@@ -621,18 +621,24 @@ static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
         b->nblk--;
     }
     t->vth = WSE_NOQ;
-    for (int p = 0; p < 6; p++) {
-        total += pend = t->ppush[p] - t->ppop[p];
+    /* only ports with live queues: nothing is ever pushed to the others (their counters, bits and
+     * colours stay 0) */
+    uint32_t pend5 = 0;
+    for (uint32_t lp = t->lports; lp; lp &= lp - 1) {
+        int p = __builtin_ctz(lp);
+        uint32_t pend = t->ppush[p] - t->ppop[p];
+        total += pend;
         pm |= (uint32_t)(pend != 0) << p;
         uint32_t arrived = t->pbits[p] ^ t->pseen[p];
         t->pseen[p] = t->pbits[p];
         t->cbits[p] = pend ? t->cbits[p] | arrived : 0;
+        pend5 = pend; /* port 5 (the core's queues) comes last */
     }
     t->pstall = 0;
     if (pm & 31)
         router_eval(m, t, b, pm & 31);
     if (t->ce)
-        ce_eval(m, t, b, pend);
+        ce_eval(m, t, b, t->lports >> 5 & 1 ? pend5 : 0);
     t->qleft = total - t->npop;
     t->still = b->progress == progress;
     if (t->vth != WSE_NOQ && b->progress - progress != t->vk)
