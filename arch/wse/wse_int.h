@@ -207,8 +207,8 @@ typedef struct wse_tile {
     uint8_t poff[7];          /* pidx[poff[p] .. poff[p + 1]) are port p's queues; port 5 = core inputs */
     bool packed;              /* one piece with its core, queues and routes (pack_tiles): freed as one */
     uint8_t *mem;             /* owned, NULL until first write */
-    uint64_t *log;            /* owned, NULL until first arrival: WSE_ARRIVAL_LOG per colour */
-    uint64_t *narr;           /* owned with log: arrivals per colour */
+    uint64_t *log;            /* owned by block: WSE_ARRIVAL_LOG cycles per core input queue (lq[nrq ..]) */
+    uint64_t *narr;           /* owned by block: data wavelets delivered per core input queue */
     void *block;              /* owned: one allocation for the variable-size arrays */
     size_t block_sz;          /* its bytes */
     uint32_t stampm;          /* colours whose data wavelets to the core carry a traffic stamp (`stamp`) */

@@ -56,8 +56,6 @@ static void tile_free(wse_tile *t)
         return;
     if (t->packed) { /* the rest is in a slab of the model (pack_tiles) */
         ts_free(t->mem);
-        ts_free(t->log);
-        ts_free(t->narr);
         return;
     }
     if (t->ce)
@@ -67,8 +65,6 @@ static void tile_free(wse_tile *t)
     ts_free(t->qmap);
     ts_free(t->block);
     ts_free(t->mem);
-    ts_free(t->log);
-    ts_free(t->narr);
     ts_free(t);
 }
 
@@ -386,7 +382,7 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
     if (!t->qmap)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     memset(t->qmap, WSE_NOQ, 6 * (size_t)C);
-    size_t nlq = 0, nslots = 0;
+    size_t nlq = 0, nslots = 0, ncq = 0;
     for (uint32_t c = 0; c < C; c++) {
         for (int p = 0; p < WSE_NPORTS; p++)
             if (t->route[c].any_rx >> p & 1) {
@@ -395,6 +391,7 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
             }
         if (t->route[c].any_tx >> WSE_R & 1) {
             nlq++;
+            ncq++;
             nslots += m->c.iq_depth;
         }
     }
@@ -402,8 +399,9 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
         return ts_err_set(err, TS_EINTERNAL, "wse: %zu live queues at PE %u", nlq, t->id);
     size_t nent = 4 * (size_t)m->hop + m->c.ramp_latency + m->up;
     size_t ndst = m->vcs ? nslots : 0; /* destination routing: a destination per slot */
-    size_t sz = nlq * sizeof(wse_lq) + nent * sizeof(wse_ent) + (nslots + ndst) * sizeof(uint32_t) + 2 * nlq +
-                4 * (size_t)C;
+    size_t nlog = ncq * (WSE_ARRIVAL_LOG + 1); /* arrival log and count per core queue */
+    size_t sz = nlq * sizeof(wse_lq) + nent * sizeof(wse_ent) + nlog * sizeof(uint64_t) +
+                (nslots + ndst) * sizeof(uint32_t) + 2 * nlq + 4 * (size_t)C;
     t->block = ts_calloc(1, sz ? sz : 1);
     t->block_sz = sz;
     if (!t->block)
@@ -411,7 +409,9 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
     char *p0 = t->block;
     t->lq = (wse_lq *)(void *)p0;
     wse_ent *ent = (wse_ent *)(void *)(p0 + nlq * sizeof(wse_lq));
-    uint32_t *slots = (uint32_t *)(void *)(p0 + nlq * sizeof(wse_lq) + nent * sizeof(wse_ent));
+    t->log = (uint64_t *)(void *)(p0 + nlq * sizeof(wse_lq) + nent * sizeof(wse_ent));
+    t->narr = t->log + ncq * WSE_ARRIVAL_LOG;
+    uint32_t *slots = (uint32_t *)(void *)(t->narr + ncq);
     uint32_t *dsts = slots + nslots;
     t->pops = (uint8_t *)(dsts + ndst);
     /* router queues first, ordered by (colour, port), then core queues */
@@ -515,7 +515,7 @@ static ts_status check_links(ts_model *m, wse_tile *t, ts_err *err)
 /* ------------------------------------------------------------------------------------------ */
 /* packing */
 
-#define WSE_SLAB ((size_t)64 << 20)
+#define WSE_SLAB ((size_t)16 << 20)
 
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
 
@@ -582,6 +582,8 @@ static ts_status pack_tiles(ts_model *m, ts_err *err)
         }
         for (int l = 0; l < WSE_NLINES; l++)
             t->line[l].e = (wse_ent *)(void *)((char *)o->line[l].e + d);
+        t->log = (uint64_t *)(void *)((char *)o->log + d);
+        t->narr = (uint64_t *)(void *)((char *)o->narr + d);
         t->pops = o->pops + d;
         t->pidx = o->pidx + d;
         t->tq = o->tq + d;
@@ -593,8 +595,6 @@ static ts_status pack_tiles(ts_model *m, ts_err *err)
         t->packed = true;
         m->t[t->id] = t;
         o->mem = NULL; /* moved with the tile */
-        o->log = NULL;
-        o->narr = NULL;
         tile_free(o);
     }
 #ifdef __GLIBC__

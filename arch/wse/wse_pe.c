@@ -462,22 +462,14 @@ static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
 /* ------------------------------------------------------------------------------------------ */
 /* phase B */
 
-static void log_arrival(ts_model *m, wse_tile *t, uint32_t c, uint64_t when, wse_band *b)
+/* A data wavelet landed in core input queue j of tile t in cycle `when`: its count, and its cycle
+ * among the first WSE_ARRIVAL_LOG of the queue (ts_wse_arrival). */
+static inline void log_arrival(wse_tile *t, uint32_t j, uint64_t when)
 {
-    if (!t->log) {
-        t->log = ts_calloc((size_t)m->C * WSE_ARRIVAL_LOG, sizeof *t->log);
-        t->narr = ts_calloc(m->C, sizeof *t->narr);
-        if (!t->log || !t->narr) {
-            ts_free(t->log);
-            ts_free(t->narr);
-            t->log = t->narr = NULL;
-            b->oom = true;
-            return;
-        }
-    }
-    if (t->narr[c] < WSE_ARRIVAL_LOG)
-        t->log[c * WSE_ARRIVAL_LOG + t->narr[c]] = when;
-    t->narr[c]++;
+    uint32_t k = j - t->nrq;
+    if (t->narr[k] < WSE_ARRIVAL_LOG)
+        t->log[k * WSE_ARRIVAL_LOG + t->narr[k]] = when;
+    t->narr[k]++;
 }
 
 /* A wavelet of a stamped colour landed in tile t's core queue in cycle `land` (docs/noc.md): it counts
@@ -575,7 +567,7 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
             if (l == WSE_LINE_DOWN) {
                 t->s.delivered++;
                 if (!e->ctrl)
-                    log_arrival(m, t, e->colour, e->land, b);
+                    log_arrival(t, (uint32_t)(q - t->lq), e->land);
                 if (!e->ctrl && (t->stampm >> e->colour & 1))
                     traffic_arrival(t, b, e->data, e->land);
             }
