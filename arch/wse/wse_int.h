@@ -32,10 +32,13 @@
 typedef struct wse_ent {
     uint64_t land;
     uint32_t data;
-    unsigned colour : 5, ctrl : 1;
-    unsigned dst : 24; /* destination routing: x | y << 12 of the PE it goes to (mesh.width and
-                        * mesh.height are at most 4096) */
+    uint32_t meta; /* colour in bits 0..4, control bit 5, from bit 8 its destination (destination
+                    * routing): x | y << 12 of the PE it goes to (mesh.width and mesh.height are at
+                    * most 4096); one word written and read whole (WSE_ENT_*) */
 } wse_ent;
+#define WSE_ENT_COLOUR(m) ((m) & 31u)
+#define WSE_ENT_CTRL(m) ((m) >> 5 & 1u)
+#define WSE_ENT_DST(m) ((m) >> 8)
 
 /* A delay line (one per output): at most one wavelet enters per cycle, so latency entries. */
 typedef struct wse_line {

@@ -548,27 +548,29 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
         wse_line *ln = &t->line[l];
         while (ln->n && ln->e[ln->head].land <= b->now + 1) {
             wse_ent *e = &ln->e[ln->head];
+            uint32_t meta = e->meta, c = WSE_ENT_COLOUR(meta);
+            bool ctrl = WSE_ENT_CTRL(meta);
             wse_tile *o;
-            wse_lq *q = line_target(m, t, l, e->colour, &o);
+            wse_lq *q = line_target(m, t, l, c, &o);
             uint32_t slot = q->wr;
             q->wr = (uint8_t)(q->wr + 1 == q->cap ? 0 : q->wr + 1);
             q->slot[slot] = e->data;
             if (q->dst)
-                q->dst[slot] = e->dst;
-            if (e->ctrl)
+                q->dst[slot] = WSE_ENT_DST(meta);
+            if (ctrl)
                 q->ctrl |= 1ull << slot;
             else
                 q->ctrl &= ~(1ull << slot);
             q->pushed++;
             o->ppush[q->port]++;
-            o->pbits[q->port] ^= 1u << e->colour;
+            o->pbits[q->port] ^= 1u << c;
             if (l != WSE_LINE_DOWN)
                 t->s.rq_push_at += b->now;
             if (l == WSE_LINE_DOWN) {
                 t->s.delivered++;
-                if (!e->ctrl)
+                if (!ctrl)
                     log_arrival(t, (uint32_t)(q - t->lq), e->land);
-                if (!e->ctrl && (t->stampm >> e->colour & 1))
+                if (!ctrl && (t->stampm >> c & 1))
                     traffic_arrival(t, b, e->data, e->land);
             }
             wake(m, b, o); /* also when o is t: its phase-A view (qleft) did not count this push */
