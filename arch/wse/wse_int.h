@@ -109,8 +109,8 @@ typedef struct wse_ce {
     uint32_t vbusy;         /* bit i set while th[i].busy: the cycle loop visits only busy threads */
     uint64_t until;
     wse_vop *th;            /* 1 + microthreads; th[0] is the main thread's */
-    uint64_t effects;       /* instructions with an effect (wse_opfacts.effect) */
     uint64_t active, blocked, bound, data_task;
+    uint64_t effects;       /* instructions with an effect (wse_opfacts.effect) */
     int32_t r[WSE_NREGS];
     wse_dsd dsd[WSE_NDSD];
     uint32_t task_pc[WSE_NTASKS];
@@ -182,7 +182,6 @@ typedef struct wse_tile {
     uint8_t lports;           /* ports 0..5 with live queues: the others never hold a wavelet */
     uint16_t npop;
     uint32_t vk;              /* phase A: elements it moved */
-    uint32_t stampm;          /* colours whose data wavelets to the core carry a traffic stamp (`stamp`) */
     wse_lq *lq;               /* owned: nlq live queues, router queues first sorted by (colour, port) */
     uint8_t *qmap;            /* owned: 6 * colours entries: (port, colour) -> live queue or WSE_NOQ */
     wse_route *route;         /* owned: colours entries */
@@ -215,6 +214,7 @@ typedef struct wse_tile {
     uint64_t *narr;           /* owned by block: data wavelets delivered per core input queue */
     void *block;              /* owned: one allocation for the variable-size arrays */
     size_t block_sz;          /* its bytes */
+    uint32_t stampm;          /* colours whose data wavelets to the core carry a traffic stamp (`stamp`) */
     uint64_t st_from, st_to;  /* the window in which they count as accepted */
 } wse_tile;
 
