@@ -105,7 +105,7 @@ static inline uint32_t line_count(const wse_line *l, uint32_t c)
 {
     uint32_t k = 0;
     for (uint32_t i = 0, j = l->head; i < l->n; i++, j = j + 1 == l->cap ? 0 : j + 1)
-        k += l->e[j].colour == c;
+        k += WSE_ENT_COLOUR(l->e[j].meta) == c;
     return k;
 }
 
@@ -142,9 +142,7 @@ static inline void line_put(ts_model *m, wse_tile *t, int l, uint32_t data, uint
     t->lmask |= (uint8_t)(1u << l);
     e->land = now + lat;
     e->data = data;
-    e->colour = c & 31;
-    e->ctrl = ctrl;
-    e->dst = dst & 0xffffff;
+    e->meta = (c & 31) | (uint32_t)ctrl << 5 | (dst & 0xffffff) << 8;
 }
 
 /* Destination routing: the output port of a wavelet of virtual channel c at tile t on its way to

@@ -32,10 +32,13 @@
 typedef struct wse_ent {
     uint64_t land;
     uint32_t data;
-    unsigned colour : 5, ctrl : 1;
-    unsigned dst : 24; /* destination routing: x | y << 12 of the PE it goes to (mesh.width and
-                        * mesh.height are at most 4096) */
+    uint32_t meta; /* colour in bits 0..4, control bit 5, from bit 8 its destination (destination
+                    * routing): x | y << 12 of the PE it goes to (mesh.width and mesh.height are at
+                    * most 4096); one word written and read whole (WSE_ENT_*) */
 } wse_ent;
+#define WSE_ENT_COLOUR(m) ((m) & 31u)
+#define WSE_ENT_CTRL(m) ((m) >> 5 & 1u)
+#define WSE_ENT_DST(m) ((m) >> 8)
 
 /* A delay line (one per output): at most one wavelet enters per cycle, so latency entries. */
 typedef struct wse_line {
@@ -96,41 +99,43 @@ typedef struct wse_code {
 } wse_code;
 
 typedef struct wse_ce {
+    /* what most cycles read or write first: the issue state, the registers, the busy threads */
     const wse_code *code;
     uint32_t pc;
     int32_t task;           /* -1 main, 0..63 a task, -2 none */
     uint8_t state;
-    uint64_t until;
-    int32_t r[WSE_NREGS];
-    wse_dsd dsd[WSE_NDSD];
-    uint64_t active, blocked, bound, data_task;
-    uint32_t task_pc[WSE_NTASKS];
-    wse_vop *th;            /* 1 + microthreads; th[0] is the main thread's */
-    uint32_t vbusy;         /* bit i set while th[i].busy: the cycle loop visits only busy threads */
     bool main_done;
     bool image;             /* the code is another PE's (`image`): checked against this PE's routes */
+    uint32_t vbusy;         /* bit i set while th[i].busy: the cycle loop visits only busy threads */
+    uint64_t until;
+    wse_vop *th;            /* 1 + microthreads; th[0] is the main thread's */
+    uint64_t active, blocked, bound, data_task;
     uint64_t effects;       /* instructions with an effect (wse_opfacts.effect) */
+    int32_t r[WSE_NREGS];
+    wse_dsd dsd[WSE_NDSD];
+    uint32_t task_pc[WSE_NTASKS];
     ts_loopmark loop;       /* the endless-loop check at backward branches (core/loopmark.h) */
 } wse_ce;
 
-/* Per-tile counters (summed in PE order at collect, so any thread count gives the same sums). */
+/* Per-tile counters (summed in PE order at collect, so any thread count gives the same sums). The
+ * ones most cycles write come first, so that an evaluation touches one or two of their lines. */
 typedef struct wse_tstats {
-    uint64_t busy, stall, stall_in, stall_out, stall_mem, stall_thread;
-    uint64_t insns, tasks;
-    uint64_t sram_rd, sram_wr;            /* bytes */
-    uint64_t regs;                        /* 32-bit register file accesses */
-    uint64_t ev[WSE_EV_ROWS + 1];         /* per .def row naming an energy event (wse_isa.h: its
-                                           * issues, or a vector op's elements); the last slot counts
-                                           * the rows naming none and is never charged */
-    uint64_t injected, delivered;         /* wavelets core to fabric, fabric to core */
-    uint64_t link[WSE_NPORTS];            /* wavelets sent per output port (R = to core) */
-    uint64_t router_busy;                 /* cycles the router forwarded anything */
     uint64_t evals;                       /* cycles the tile was evaluated (for balancing bands only) */
-    uint64_t tr_accepted;                 /* stamped wavelets that landed in the stamp's window (`stamp`) */
-    uint64_t port_stall[WSE_NPORTS];      /* cycles router input port p held wavelets and forwarded none */
+    uint64_t busy, stall, stall_in, stall_out, stall_mem, stall_thread;
+    uint64_t insns, regs;                 /* regs: 32-bit register file accesses */
+    uint64_t router_busy;                 /* cycles the router forwarded anything */
+    uint64_t link[WSE_NPORTS];            /* wavelets sent per output port (R = to core) */
+    uint64_t injected, delivered;         /* wavelets core to fabric, fabric to core */
     uint64_t rq_push_at, rq_pop_at;       /* cycles of the pushes into and pops from router input queues,
                                            * summed: their difference is the queues' occupancy summed
                                            * over cycles (wse_report.c) */
+    uint64_t port_stall[WSE_NPORTS];      /* cycles router input port p held wavelets and forwarded none */
+    uint64_t sram_rd, sram_wr;            /* bytes */
+    uint64_t ev[WSE_EV_ROWS + 1];         /* per .def row naming an energy event (wse_isa.h: its
+                                           * issues, or a vector op's elements); the last slot counts
+                                           * the rows naming none and is never charged */
+    uint64_t tasks;
+    uint64_t tr_accepted;                 /* stamped wavelets that landed in the stamp's window (`stamp`) */
 } wse_tstats;
 
 /* Synthetic traffic (docs/noc.md): what a wavelet of a stamped colour carries, and what the cores
@@ -153,41 +158,17 @@ typedef struct wse_trstats {
     uint64_t dmin1[WSE_TR_DIST_MASK + 1];  /* least latency per distance, plus one (0: none yet) */
 } wse_trstats;
 
+/* A tile. After loading, each tile is one piece of memory (wse_load.c: pack_tiles), tiles in id
+ * order: this struct, its core, its vector threads, its live queues, delay-line entries, queue slots
+ * and index arrays, its qmap and routes. The fields an evaluation reads or writes come first (the
+ * first five cache lines, counters included), what only loading, reports or rare events use last. */
 typedef struct wse_tile {
     uint32_t id, x, y;
-    struct wse_tile *nb[4];   /* neighbours N S E W, NULL if none allocated / off mesh */
-    wse_route *route;         /* owned: colours entries */
-    uint8_t *qmap;            /* owned: 6 * colours entries: (port, colour) -> live queue or WSE_NOQ */
-    wse_lq *lq;               /* owned: nlq live queues, router queues first sorted by (colour, port) */
+    uint32_t qleft;           /* consumer: wavelets left in its queues after this cycle's pops (phase A) */
     uint8_t nlq, nrq;         /* live queues, of which router inputs */
     uint8_t rr;               /* round robin: the input port to look at first */
-    uint8_t rrc[WSE_NPORTS];  /* round robin: per input port, the colour to look at first */
-    uint8_t *pidx;            /* owned by block: live queue indices ordered by (port, colour) */
-    uint8_t *tq;              /* owned by block: 4 * colours entries: (line to neighbour p, colour) -> the
-                               * neighbour's live queue, WSE_NOQ if not routed (saves reading its qmap) */
-    uint8_t poff[7];          /* pidx[poff[p] .. poff[p + 1]) are port p's queues; port 5 = core inputs */
-    uint32_t ppush[6];        /* wavelets pushed into port p's queues: written by p's one producer, phase B */
-    uint32_t ppop[6];         /* wavelets popped from port p's queues: consumer, phase B */
-    uint32_t qleft;           /* consumer: wavelets left in its queues after this cycle's pops (phase A) */
-    uint32_t pbits[6];        /* producer of port p toggles bit c on each push of colour c (phase B) */
-    uint32_t pseen[6];        /* consumer: pbits as last seen; at most one push per port lands between two
-                               * evaluations, so pbits ^ pseen names the colour that arrived */
-    uint32_t cbits[6];        /* consumer: colours whose queue at port p may hold wavelets */
-    wse_line line[WSE_NLINES];
     uint8_t lmask;            /* bit l set while line[l] holds a wavelet */
-    uint16_t npop;
-    uint8_t *pops;            /* owned: live queue indices popped this cycle */
-    uint8_t *mem;             /* owned, NULL until first write */
-    wse_ce *ce;               /* owned, NULL if no code */
-    uint64_t stamp;           /* cycle for which it is on an active list (band owner only) */
-    uint64_t sleep_at;        /* cycle of its pending timer, 0 if none (band owner only) */
-    uint64_t *log;            /* owned, NULL until first arrival: WSE_ARRIVAL_LOG per colour */
-    uint64_t *narr;           /* owned with log: arrivals per colour */
-    wse_tstats s;
-    uint64_t pcolour[WSE_MAX_COLOURS]; /* wavelets forwarded per colour */
-    void *block;              /* owned: one allocation for the variable-size arrays */
-    uint64_t blk;             /* blocked asleep: the first cycle whose evaluation it skips, 0 if awake (band
-                               * owner only; wse_pe.c, commit_tile) */
+    uint8_t rrc[WSE_NPORTS];  /* round robin: per input port, the colour to look at first */
     uint8_t blk_why;          /* what each skipped cycle counts: 0 nothing, else stall and stall_in, _out,
                                * _mem, _thread for 1 .. 4 */
     uint8_t wup;              /* phase A: input ports 0..3 popped while their producer may wait (wse_pe.c) */
@@ -195,12 +176,44 @@ typedef struct wse_tile {
     uint8_t vth;              /* phase A: the one vector thread that moved this cycle, if it alone did and
                                * its operands are all in memory (else WSE_NOQ); asleep: the thread stepped
                                * later */
-    uint32_t vk;              /* phase A: elements it moved */
-    uint64_t vfrom;           /* asleep while vector thread vth runs alone: the first cycle it has not
-                               * stepped, 0 if none (band owner only) */
     uint8_t pstall;           /* router input ports that held wavelets and forwarded none at the last
                                * evaluation: the same in every cycle it sleeps through (a push or a
                                * pop wakes it) */
+    uint8_t lports;           /* ports 0..5 with live queues: the others never hold a wavelet */
+    uint16_t npop;
+    uint32_t vk;              /* phase A: elements it moved */
+    wse_lq *lq;               /* owned: nlq live queues, router queues first sorted by (colour, port) */
+    uint8_t *qmap;            /* owned: 6 * colours entries: (port, colour) -> live queue or WSE_NOQ */
+    wse_route *route;         /* owned: colours entries */
+    wse_ce *ce;               /* owned, NULL if no code */
+    uint8_t *tq;              /* owned by block: 4 * colours entries: (line to neighbour p, colour) -> the
+                               * neighbour's live queue, WSE_NOQ if not routed (saves reading its qmap) */
+    uint8_t *pops;            /* owned: live queue indices popped this cycle */
+    struct wse_tile *nb[4];   /* neighbours N S E W, NULL if none allocated / off mesh */
+    uint32_t ppush[6];        /* wavelets pushed into port p's queues: written by p's one producer, phase B */
+    uint32_t ppop[6];         /* wavelets popped from port p's queues: consumer, phase B */
+    uint32_t pbits[6];        /* producer of port p toggles bit c on each push of colour c (phase B) */
+    uint32_t pseen[6];        /* consumer: pbits as last seen; at most one push per port lands between two
+                               * evaluations, so pbits ^ pseen names the colour that arrived */
+    uint32_t cbits[6];        /* consumer: colours whose queue at port p may hold wavelets */
+    wse_line line[WSE_NLINES];
+    uint64_t stamp;           /* cycle for which it is on an active list (band owner only) */
+    uint64_t sleep_at;        /* cycle of its pending timer, 0 if none (band owner only) */
+    uint64_t blk;             /* blocked asleep: the first cycle whose evaluation it skips, 0 if awake (band
+                               * owner only; wse_pe.c, commit_tile) */
+    uint64_t vfrom;           /* asleep while vector thread vth runs alone: the first cycle it has not
+                               * stepped, 0 if none (band owner only) */
+    wse_tstats s;
+    uint64_t pcolour[WSE_MAX_COLOURS]; /* wavelets forwarded per colour */
+    /* cold */
+    uint8_t *pidx;            /* owned by block: live queue indices ordered by (port, colour) */
+    uint8_t poff[7];          /* pidx[poff[p] .. poff[p + 1]) are port p's queues; port 5 = core inputs */
+    bool packed;              /* one piece with its core, queues and routes (pack_tiles): freed as one */
+    uint8_t *mem;             /* owned, NULL until first write */
+    uint64_t *log;            /* owned by block: WSE_ARRIVAL_LOG cycles per core input queue (lq[nrq ..]) */
+    uint64_t *narr;           /* owned by block: data wavelets delivered per core input queue */
+    void *block;              /* owned: one allocation for the variable-size arrays */
+    size_t block_sz;          /* its bytes */
     uint32_t stampm;          /* colours whose data wavelets to the core carry a traffic stamp (`stamp`) */
     uint64_t st_from, st_to;  /* the window in which they count as accepted */
 } wse_tile;
@@ -256,6 +269,7 @@ typedef struct wse_band {
     uint32_t par;             /* parity of the cycles simulated since the step began */
     wse_list act[WSE_NZ];     /* active tiles this cycle, per zone (wse_inline.h: zone()) */
     wse_list next[WSE_NZ];    /* tiles active next cycle: survivors and own-band wakes */
+    uint32_t *sort; size_t cap_sort; /* scratch list of the sort by id (wse_band.c: sort_list) */
     uint32_t *xwake[2]; size_t nxwake[2], cap_xwake[2]; /* tiles of other bands pushed to, per parity */
     wse_timer *tm; size_t ntm, cap_tm;       /* min-heap of sleeping tiles by (at, id) */
     uint64_t progress;        /* events this cycle */
@@ -297,6 +311,7 @@ struct ts_model {
     uint32_t *alloc_ids;      /* owned: ids of allocated tiles, ascending */
     size_t nalloc;
     wse_code *codes; size_t ncodes, cap_codes; /* owned */
+    void **slabs; size_t nslabs, cap_slabs; /* owned: the packed tiles (wse_load.c: pack_tiles) */
     bool loaded;
     uint64_t offchip;         /* bytes loaded from the host */
     wse_band *band;           /* owned: nthreads */

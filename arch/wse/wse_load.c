@@ -9,6 +9,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h> /* malloc_trim */
+#endif
 
 #include "core/alloc.h"
 
@@ -51,6 +54,10 @@ static void tile_free(wse_tile *t)
 {
     if (!t)
         return;
+    if (t->packed) { /* the rest is in a slab of the model (pack_tiles) */
+        ts_free(t->mem);
+        return;
+    }
     if (t->ce)
         ts_free(t->ce->th);
     ts_free(t->ce);
@@ -58,8 +65,6 @@ static void tile_free(wse_tile *t)
     ts_free(t->qmap);
     ts_free(t->block);
     ts_free(t->mem);
-    ts_free(t->log);
-    ts_free(t->narr);
     ts_free(t);
 }
 
@@ -78,6 +83,9 @@ void ts_wse_destroy(ts_model *m)
     for (size_t i = 0; i < m->ncodes; i++)
         ts_free((void *)m->codes[i].insn);
     ts_free(m->codes);
+    for (size_t i = 0; i < m->nslabs; i++)
+        ts_free(m->slabs[i]);
+    ts_free(m->slabs);
     if (m->band)
         for (int i = 0; i < m->nthreads; i++) {
             for (int z = 0; z < WSE_NZ; z++) {
@@ -87,6 +95,7 @@ void ts_wse_destroy(ts_model *m)
             ts_free(m->band[i].xwake[0]);
             ts_free(m->band[i].xwake[1]);
             ts_free(m->band[i].tm);
+            ts_free(m->band[i].sort);
             ts_free(m->band[i].tr);
             ts_err_free(&m->band[i].err);
         }
@@ -373,7 +382,7 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
     if (!t->qmap)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     memset(t->qmap, WSE_NOQ, 6 * (size_t)C);
-    size_t nlq = 0, nslots = 0;
+    size_t nlq = 0, nslots = 0, ncq = 0;
     for (uint32_t c = 0; c < C; c++) {
         for (int p = 0; p < WSE_NPORTS; p++)
             if (t->route[c].any_rx >> p & 1) {
@@ -382,6 +391,7 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
             }
         if (t->route[c].any_tx >> WSE_R & 1) {
             nlq++;
+            ncq++;
             nslots += m->c.iq_depth;
         }
     }
@@ -389,15 +399,19 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
         return ts_err_set(err, TS_EINTERNAL, "wse: %zu live queues at PE %u", nlq, t->id);
     size_t nent = 4 * (size_t)m->hop + m->c.ramp_latency + m->up;
     size_t ndst = m->vcs ? nslots : 0; /* destination routing: a destination per slot */
-    size_t sz = nlq * sizeof(wse_lq) + nent * sizeof(wse_ent) + (nslots + ndst) * sizeof(uint32_t) + 2 * nlq +
-                4 * (size_t)C;
+    size_t nlog = ncq * (WSE_ARRIVAL_LOG + 1); /* arrival log and count per core queue */
+    size_t sz = nlq * sizeof(wse_lq) + nent * sizeof(wse_ent) + nlog * sizeof(uint64_t) +
+                (nslots + ndst) * sizeof(uint32_t) + 2 * nlq + 4 * (size_t)C;
     t->block = ts_calloc(1, sz ? sz : 1);
+    t->block_sz = sz;
     if (!t->block)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     char *p0 = t->block;
     t->lq = (wse_lq *)(void *)p0;
     wse_ent *ent = (wse_ent *)(void *)(p0 + nlq * sizeof(wse_lq));
-    uint32_t *slots = (uint32_t *)(void *)(p0 + nlq * sizeof(wse_lq) + nent * sizeof(wse_ent));
+    t->log = (uint64_t *)(void *)(p0 + nlq * sizeof(wse_lq) + nent * sizeof(wse_ent));
+    t->narr = t->log + ncq * WSE_ARRIVAL_LOG;
+    uint32_t *slots = (uint32_t *)(void *)(t->narr + ncq);
     uint32_t *dsts = slots + nslots;
     t->pops = (uint8_t *)(dsts + ndst);
     /* router queues first, ordered by (colour, port), then core queues */
@@ -441,6 +455,8 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
                     t->pidx[n++] = (uint8_t)q;
         }
         t->poff[6] = (uint8_t)n;
+        for (int p = 0; p <= 5; p++)
+            t->lports |= (uint8_t)((t->poff[p] < t->poff[p + 1]) << p);
     }
     for (int l = 0; l < WSE_NLINES; l++) {
         t->line[l].cap = (uint8_t)(l < 4 ? m->hop : l == WSE_LINE_UP ? m->up : m->c.ramp_latency);
@@ -495,6 +511,102 @@ static ts_status check_links(ts_model *m, wse_tile *t, ts_err *err)
 
 #define WSE_WEIGHT_QUEUE 1
 #define WSE_WEIGHT_CORE 1
+
+/* ------------------------------------------------------------------------------------------ */
+/* packing */
+
+#define WSE_SLAB ((size_t)16 << 20)
+
+static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* The bytes of tile t in one piece (pack_tiles). */
+static size_t packed_size(const ts_model *m, const wse_tile *t)
+{
+    size_t n = up64(sizeof *t);
+    if (t->ce)
+        n += up64(sizeof *t->ce) + up64((1 + (size_t)m->c.microthreads) * sizeof *t->ce->th);
+    return n + up64(t->block_sz) + up64(6 * (size_t)m->C) + up64((size_t)m->C * sizeof *t->route);
+}
+
+/* Move every allocated tile into one piece of memory, in id order in slabs of WSE_SLAB bytes: the
+ * tile, its core and vector threads, its queues, delay-line entries and slots, its qmap and routes.
+ * A cycle then reads a tile's state from a few consecutive cache lines, and the tiles of the active
+ * lists (in id order) from memory in order; before, a tile was six allocations made at different
+ * times of loading, and the whole-wafer stencil spent most of its time waiting for their lines. */
+static ts_status pack_tiles(ts_model *m, ts_err *err)
+{
+    char *cur = NULL, *end = NULL;
+    for (size_t i = 0; i < m->nalloc; i++) {
+        wse_tile *o = m->t[m->alloc_ids[i]];
+        size_t sz = packed_size(m, o);
+        if ((size_t)(end - cur) < sz) {
+            size_t left = 0;
+            for (size_t j = i; j < m->nalloc && left < WSE_SLAB; j++)
+                left += packed_size(m, m->t[m->alloc_ids[j]]);
+            size_t n = (left > sz ? left : sz) + 64;
+            void *slab = NULL;
+            if (ts_grow((void **)&m->slabs, &m->cap_slabs, m->nslabs + 1, sizeof *m->slabs) || !(slab = ts_malloc(n)))
+                return ts_err_set(err, TS_ENOMEM, "out of memory packing PE %u", o->id);
+            m->slabs[m->nslabs++] = slab;
+            cur = (char *)slab + ((64 - (uintptr_t)slab % 64) % 64);
+            end = (char *)slab + n;
+#ifdef __GLIBC__
+            malloc_trim(0); /* give back the pages of the tiles packed so far */
+#endif
+        }
+        char *p = cur;
+        cur += sz;
+        wse_tile *t = (wse_tile *)(void *)p;
+        memcpy(t, o, sizeof *t);
+        p += up64(sizeof *t);
+        if (o->ce) {
+            t->ce = (wse_ce *)(void *)p;
+            memcpy(t->ce, o->ce, sizeof *t->ce);
+            p += up64(sizeof *t->ce);
+            size_t nth = (1 + (size_t)m->c.microthreads) * sizeof *t->ce->th;
+            t->ce->th = (wse_vop *)(void *)p;
+            memcpy(t->ce->th, o->ce->th, nth);
+            p += up64(nth);
+        }
+        /* the block: queues, entries, slots and index arrays point into it */
+        char *ob = o->block;
+        ptrdiff_t d = p - ob;
+        t->block = p;
+        memcpy(p, ob, o->block_sz);
+        p += up64(o->block_sz);
+        t->lq = (wse_lq *)(void *)((char *)o->lq + d);
+        for (uint32_t j = 0; j < t->nlq; j++) {
+            t->lq[j].slot = (uint32_t *)(void *)((char *)t->lq[j].slot + d);
+            if (t->lq[j].dst)
+                t->lq[j].dst = (uint32_t *)(void *)((char *)t->lq[j].dst + d);
+        }
+        for (int l = 0; l < WSE_NLINES; l++)
+            t->line[l].e = (wse_ent *)(void *)((char *)o->line[l].e + d);
+        t->log = (uint64_t *)(void *)((char *)o->log + d);
+        t->narr = (uint64_t *)(void *)((char *)o->narr + d);
+        t->pops = o->pops + d;
+        t->pidx = o->pidx + d;
+        t->tq = o->tq + d;
+        t->qmap = (uint8_t *)p;
+        memcpy(t->qmap, o->qmap, 6 * (size_t)m->C);
+        p += up64(6 * (size_t)m->C);
+        t->route = (wse_route *)(void *)p;
+        memcpy(t->route, o->route, (size_t)m->C * sizeof *t->route);
+        t->packed = true;
+        m->t[t->id] = t;
+        o->mem = NULL; /* moved with the tile */
+        tile_free(o);
+    }
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    for (size_t i = 0; i < m->nalloc; i++) {
+        wse_tile *t = m->t[m->alloc_ids[i]];
+        for (int p = 0; p < 4; p++)
+            t->nb[p] = tile_at(m, (int64_t)t->x + (p == WSE_E) - (p == WSE_W), (int64_t)t->y + (p == WSE_S) - (p == WSE_N));
+    }
+    return TS_OK;
+}
 
 ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
 {
@@ -689,6 +801,8 @@ ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
             }
     }
     ts_free(byid);
+    if ((rc = pack_tiles(m, err)))
+        return rc;
     /* bands of about equal work: a tile weighs its live queues (the routes converging on it) and one
      * for its core */
     if (m->nthreads > 1) {

@@ -462,22 +462,14 @@ static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
 /* ------------------------------------------------------------------------------------------ */
 /* phase B */
 
-static void log_arrival(ts_model *m, wse_tile *t, uint32_t c, uint64_t when, wse_band *b)
+/* A data wavelet landed in core input queue j of tile t in cycle `when`: its count, and its cycle
+ * among the first WSE_ARRIVAL_LOG of the queue (ts_wse_arrival). */
+static inline void log_arrival(wse_tile *t, uint32_t j, uint64_t when)
 {
-    if (!t->log) {
-        t->log = ts_calloc((size_t)m->C * WSE_ARRIVAL_LOG, sizeof *t->log);
-        t->narr = ts_calloc(m->C, sizeof *t->narr);
-        if (!t->log || !t->narr) {
-            ts_free(t->log);
-            ts_free(t->narr);
-            t->log = t->narr = NULL;
-            b->oom = true;
-            return;
-        }
-    }
-    if (t->narr[c] < WSE_ARRIVAL_LOG)
-        t->log[c * WSE_ARRIVAL_LOG + t->narr[c]] = when;
-    t->narr[c]++;
+    uint32_t k = j - t->nrq;
+    if (t->narr[k] < WSE_ARRIVAL_LOG)
+        t->log[k * WSE_ARRIVAL_LOG + t->narr[k]] = when;
+    t->narr[k]++;
 }
 
 /* A wavelet of a stamped colour landed in tile t's core queue in cycle `land` (docs/noc.md): it counts
@@ -556,27 +548,29 @@ static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
         wse_line *ln = &t->line[l];
         while (ln->n && ln->e[ln->head].land <= b->now + 1) {
             wse_ent *e = &ln->e[ln->head];
+            uint32_t meta = e->meta, c = WSE_ENT_COLOUR(meta);
+            bool ctrl = WSE_ENT_CTRL(meta);
             wse_tile *o;
-            wse_lq *q = line_target(m, t, l, e->colour, &o);
+            wse_lq *q = line_target(m, t, l, c, &o);
             uint32_t slot = q->wr;
             q->wr = (uint8_t)(q->wr + 1 == q->cap ? 0 : q->wr + 1);
             q->slot[slot] = e->data;
             if (q->dst)
-                q->dst[slot] = e->dst;
-            if (e->ctrl)
+                q->dst[slot] = WSE_ENT_DST(meta);
+            if (ctrl)
                 q->ctrl |= 1ull << slot;
             else
                 q->ctrl &= ~(1ull << slot);
             q->pushed++;
             o->ppush[q->port]++;
-            o->pbits[q->port] ^= 1u << e->colour;
+            o->pbits[q->port] ^= 1u << c;
             if (l != WSE_LINE_DOWN)
                 t->s.rq_push_at += b->now;
             if (l == WSE_LINE_DOWN) {
                 t->s.delivered++;
-                if (!e->ctrl)
-                    log_arrival(m, t, e->colour, e->land, b);
-                if (!e->ctrl && (t->stampm >> e->colour & 1))
+                if (!ctrl)
+                    log_arrival(t, (uint32_t)(q - t->lq), e->land);
+                if (!ctrl && (t->stampm >> c & 1))
                     traffic_arrival(t, b, e->data, e->land);
             }
             wake(m, b, o); /* also when o is t: its phase-A view (qleft) did not count this push */
@@ -608,7 +602,7 @@ static bool tile_sleeps(const ts_model *m, const wse_band *b, const wse_tile *t,
 
 static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
 {
-    uint32_t pend, total = 0, pm = 0;
+    uint32_t total = 0, pm = 0;
     uint64_t progress = b->progress;
     t->s.evals++;
     if (__builtin_expect((t->blk | t->vfrom) != 0, 0)) {
@@ -621,18 +615,24 @@ static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
         b->nblk--;
     }
     t->vth = WSE_NOQ;
-    for (int p = 0; p < 6; p++) {
-        total += pend = t->ppush[p] - t->ppop[p];
+    /* only ports with live queues: nothing is ever pushed to the others (their counters, bits and
+     * colours stay 0) */
+    uint32_t pend5 = 0;
+    for (uint32_t lp = t->lports; lp; lp &= lp - 1) {
+        int p = __builtin_ctz(lp);
+        uint32_t pend = t->ppush[p] - t->ppop[p];
+        total += pend;
         pm |= (uint32_t)(pend != 0) << p;
         uint32_t arrived = t->pbits[p] ^ t->pseen[p];
         t->pseen[p] = t->pbits[p];
         t->cbits[p] = pend ? t->cbits[p] | arrived : 0;
+        pend5 = pend; /* port 5 (the core's queues) comes last */
     }
     t->pstall = 0;
     if (pm & 31)
         router_eval(m, t, b, pm & 31);
     if (t->ce)
-        ce_eval(m, t, b, pend);
+        ce_eval(m, t, b, t->lports >> 5 & 1 ? pend5 : 0);
     t->qleft = total - t->npop;
     t->still = b->progress == progress;
     if (t->vth != WSE_NOQ && b->progress - progress != t->vk)

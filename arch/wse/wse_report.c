@@ -590,9 +590,10 @@ uint64_t ts_wse_arrival(const ts_model *m, uint32_t x, uint32_t y, uint32_t c, u
     if (x >= m->w || y >= m->h || c >= m->C || k >= WSE_ARRIVAL_LOG)
         return UINT64_MAX;
     const wse_tile *t = m->t[(uint64_t)y * m->w + x];
-    if (!t || !t->log || t->narr[c] <= k)
+    uint8_t j = t && t->narr ? t->qmap[5 * m->C + c] : WSE_NOQ; /* narr: the queues are built */
+    if (j == WSE_NOQ || t->narr[j - t->nrq] <= k)
         return UINT64_MAX;
-    return t->log[c * WSE_ARRIVAL_LOG + k];
+    return t->log[(j - t->nrq) * WSE_ARRIVAL_LOG + k];
 }
 
 uint64_t ts_wse_arrivals(const ts_model *m, uint32_t x, uint32_t y, uint32_t c)
@@ -600,7 +601,8 @@ uint64_t ts_wse_arrivals(const ts_model *m, uint32_t x, uint32_t y, uint32_t c)
     if (x >= m->w || y >= m->h || c >= m->C)
         return 0;
     const wse_tile *t = m->t[(uint64_t)y * m->w + x];
-    return t && t->narr ? t->narr[c] : 0;
+    uint8_t j = t && t->narr ? t->qmap[5 * m->C + c] : WSE_NOQ; /* narr: the queues are built */
+    return j == WSE_NOQ ? 0 : t->narr[j - t->nrq];
 }
 
 /* for the family table */

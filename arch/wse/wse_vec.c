@@ -249,6 +249,58 @@ static void vec_mem_elems(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uin
     }
     uint32_t esize = v->esize;
     bool two = v->vop != WSE_V_MOV;
+    if (esize == 4) {
+        /* binary32: one loop per operation, addresses stepped by their strides (the same elements
+         * and the same arithmetic, element by element, as below) */
+        int64_t ad = (int64_t)elem_addr(&v->d, v->i, 4), a0 = (int64_t)elem_addr(&v->s0, v->i, 4);
+        int64_t a1 = two ? (int64_t)elem_addr(&v->s1, v->i, 4) : 0;
+        int64_t sd = (int64_t)v->d.stride * 4, s0 = (int64_t)v->s0.stride * 4, s1 = (int64_t)v->s1.stride * 4;
+        float x0, x1, r, sc = f32_of(v->scalar);
+        uint32_t w;
+        switch (v->vop) {
+        case WSE_V_MOV:
+            for (uint32_t e = 0; e < k; e++, ad += sd, a0 += s0) {
+                memcpy(&w, mem + a0, 4);
+                memcpy(mem + ad, &w, 4);
+            }
+            break;
+        case WSE_V_ADD:
+            for (uint32_t e = 0; e < k; e++, ad += sd, a0 += s0, a1 += s1) {
+                memcpy(&x0, mem + a0, 4);
+                memcpy(&x1, mem + a1, 4);
+                r = x0 + x1;
+                memcpy(mem + ad, &r, 4);
+            }
+            break;
+        case WSE_V_SUB:
+            for (uint32_t e = 0; e < k; e++, ad += sd, a0 += s0, a1 += s1) {
+                memcpy(&x0, mem + a0, 4);
+                memcpy(&x1, mem + a1, 4);
+                r = x0 - x1;
+                memcpy(mem + ad, &r, 4);
+            }
+            break;
+        case WSE_V_MUL:
+            for (uint32_t e = 0; e < k; e++, ad += sd, a0 += s0, a1 += s1) {
+                memcpy(&x0, mem + a0, 4);
+                memcpy(&x1, mem + a1, 4);
+                r = x0 * x1;
+                memcpy(mem + ad, &r, 4);
+            }
+            break;
+        default: /* WSE_V_MAC */
+            for (uint32_t e = 0; e < k; e++, ad += sd, a0 += s0, a1 += s1) {
+                memcpy(&x0, mem + a0, 4);
+                memcpy(&x1, mem + a1, 4);
+                float p = x1 * sc;
+                r = x0 + p;
+                memcpy(mem + ad, &r, 4);
+            }
+            break;
+        }
+        v->i += k;
+        return;
+    }
     for (uint32_t e = 0; e < k; e++, v->i++) {
         uint32_t x0 = 0, x1 = 0, y;
         memcpy(&x0, mem + elem_addr(&v->s0, v->i, esize), esize);
