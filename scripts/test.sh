@@ -24,9 +24,17 @@ ninja -C build-asan
 # normal build only; the code it reaches is the code the cli suites run here. So do the calibration
 # suites (published figures of the models the other suites run here). TS_SANITIZED=1 trims the
 # longest tests to what they must show (docs/testing.md).
+# Three end-to-end scripts of the cli suite run in the normal build only as well: sweep (the
+# parallel runner, killed and resumed; its code runs here in test_sweep), cli_values and cli_ipu
+# (whole models through the command line; their lowerings and runs are test_lower_ipu*'s here, the
+# command line's paths the cli test's). docs/testing.md.
+asan_tests=$(meson test -C build-asan --list --no-rebuild --no-suite docs --no-suite calibration |
+  sed -n 's|^[^ ]* / ||p' | grep -vxE 'sweep|cli_values|cli_ipu')
+[ -n "$asan_tests" ] || { echo "no test to run under ASan + UBSan" >&2; exit 1; }
+# shellcheck disable=SC2086 # one test name per word
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  TS_SANITIZED=1 CK_FORK=yes CK_TIMEOUT_MULTIPLIER=4 meson test -C build-asan --print-errorlogs --num-processes "$jobs" \
-  --no-suite docs --no-suite calibration --timeout-multiplier 4 | tee -a "$log"
+  TS_SANITIZED=1 CK_FORK=yes CK_TIMEOUT_MULTIPLIER=4 meson test -C build-asan --no-rebuild --print-errorlogs \
+  --num-processes "$jobs" --timeout-multiplier 4 $asan_tests | tee -a "$log"
 
 [ -d build-tsan ] || meson setup build-tsan --buildtype=debugoptimized -Db_sanitize=thread \
   -Db_lundef=false -Dwerror=true >/dev/null
