@@ -103,6 +103,26 @@ static void coef_update(ipu_tile *t, uint32_t slot)
     t->w16_stale |= (uint16_t)(1u << slot);
 }
 
+/* ld128putcs's effect: the 16 bytes at src into coefficient slot `slot`, converted only when they
+ * differ (the workers of a routine load the same block one after another). */
+static inline void coef_put(ipu_tile *t, uint32_t slot, const uint8_t *src)
+{
+    if (memcmp(t->coef + 16 * slot, src, 16)) {
+        memcpy(t->coef + 16 * slot, src, 16);
+        coef_update(t, slot);
+    }
+}
+
+/* f32v2amp: every f32 AMP unit's two coefficients times the inputs i0, i1, into its accumulator. */
+static inline void amp_f32(const ts_model *m, const ipu_tile *t, ipu_ctx *x, float i0, float i1)
+{
+    const float *w = t->w32;
+    for (uint32_t u = 0; u < m->c.amp_units_f32; u++) {
+        float s = w[2 * u] * i0 + w[2 * u + 1] * i1;
+        x->acc[u] += s;
+    }
+}
+
 static void w16_refresh(ipu_tile *t) __attribute__((noinline));
 
 static void w16_refresh(ipu_tile *t)
@@ -392,25 +412,10 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
         if (in->imm < 0 || in->imm >= 16)
             return fail(t, ti, ctx, pc, c, err, "ld128putcs: coefficient slot %d is not in 0..15", in->imm);
         CHECK_ADDR(addr, 16, "ld128putcs");
-        {
-            /* the workers of a routine load the same block one after another: convert it once */
-            const uint8_t *src = rd_ptr(m, t, (uint64_t)addr);
-            if (memcmp(t->coef + 16 * in->imm, src, 16)) {
-                memcpy(t->coef + 16 * in->imm, src, 16);
-                coef_update(t, (uint32_t)in->imm);
-            }
-        }
+        coef_put(t, (uint32_t)in->imm, rd_ptr(m, t, (uint64_t)addr));
         x->ready = c + m->c.load_latency;
         break;
-    case IPU_OP_F32V2AMP: {
-        float i0 = rf(r[in->r0]), i1 = rf(r[in->r0 + 1]);
-        const float *w = t->w32;
-        for (uint32_t u = 0; u < m->c.amp_units_f32; u++) {
-            float s = w[2 * u] * i0 + w[2 * u + 1] * i1;
-            x->acc[u] += s;
-        }
-        break;
-    }
+    case IPU_OP_F32V2AMP: amp_f32(m, t, x, rf(r[in->r0]), rf(r[in->r0 + 1])); break;
     case IPU_OP_F16V4AMP: {
         float in4[4];
         in4[0] = ts_f16_to_f32((uint16_t)r[in->r0]);
@@ -802,24 +807,11 @@ static inline __attribute__((always_inline)) ts_status body_issue(ts_model *m, u
             goto slow;
         a = (int64_t)(int32_t)r[in->r0];
         FAST_ADDR(16);
-        const uint8_t *src = rd_ptr(m, t, (uint64_t)a);
-        uint8_t *dst = t->coef + 16 * in->imm;
-        if (memcmp(dst, src, 16)) {
-            memcpy(dst, src, 16);
-            coef_update(t, (uint32_t)in->imm);
-        }
+        coef_put(t, (uint32_t)in->imm, rd_ptr(m, t, (uint64_t)a));
         ready = c + m->c.load_latency;
         break;
     }
-    case F_F32V2AMP: {
-        float i0 = rf(r[in->r0]), i1 = rf(r[in->r0 + 1]);
-        const float *w = t->w32;
-        for (uint32_t u = 0; u < m->c.amp_units_f32; u++) {
-            float s = w[2 * u] * i0 + w[2 * u + 1] * i1;
-            x->acc[u] += s;
-        }
-        break;
-    }
+    case F_F32V2AMP: amp_f32(m, t, x, rf(r[in->r0]), rf(r[in->r0 + 1])); break;
     case F_F16V4AMP: {
         float i0 = ts_f16_to_f32((uint16_t)r[in->r0]), i1 = ts_f16_to_f32((uint16_t)(r[in->r0] >> 16));
         float i2 = ts_f16_to_f32((uint16_t)r[in->r0 + 1]), i3 = ts_f16_to_f32((uint16_t)(r[in->r0 + 1] >> 16));
