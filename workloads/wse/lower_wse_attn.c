@@ -706,17 +706,7 @@ static void attn_macs(lw_gen *G, int wa, int64_t n, int wstep)
  * it): max, exp and sum, reciprocal at RCP, the row times it north on colour c. */
 static void attn_softmax(lw_gen *G, int64_t N, int RCP, uint32_t c)
 {
-    ts_lww_op(G, WSE_OP_LD, 3, 1, 15, 0);
-    if (N > 1) {
-        ts_lww_op(G, WSE_OP_LI, 2, 6, 4);
-        int m = ts_lww_loop_head(G, 7, N - 1);
-        ts_lww_op(G, WSE_OP_LD, 3, 2, 6, 0);
-        ts_lww_op(G, WSE_OP_FSUB, 3, 3, 2, 1);
-        ts_lww_op(G, WSE_OP_BLT, 3, 3, 15, m + 4);
-        ts_lww_op(G, WSE_OP_MOV, 2, 1, 2);
-        ts_lww_op(G, WSE_OP_ADDI, 3, 6, 6, 4);
-        ts_lww_loop_end(G, 7, m);
-    }
+    ts_lww_row_max(G, N);
     ts_lww_softmax_scale(G, N, RCP, 5, (int)c);
 }
 

@@ -105,13 +105,13 @@ static ts_status emit_add(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
     return TS_OK;
 }
 
-/* r1 := the max of the row in memory (fsub, sign test, mov). */
-static void softmax_max(lw_gen *G, const lw_stage *s)
+/* r1 := the max of the n words at address 0 (fsub, sign test, mov). */
+void ts_lww_row_max(lw_gen *G, int64_t n)
 {
     ts_lww_op(G, WSE_OP_LD, 3, 1, 15, 0);
-    if (s->L > 1) {
+    if (n > 1) {
         ts_lww_op(G, WSE_OP_LI, 2, 6, 4);
-        int m = ts_lww_loop_head(G, 7, s->L - 1);
+        int m = ts_lww_loop_head(G, 7, n - 1);
         ts_lww_op(G, WSE_OP_LD, 3, 2, 6, 0);
         ts_lww_op(G, WSE_OP_FSUB, 3, 3, 2, 1);
         ts_lww_op(G, WSE_OP_BLT, 3, 3, 15, m + 4);
@@ -206,7 +206,7 @@ static void emit_softmax(lw_gen *G, const lw_stage *s)
     ts_lww_exp_consts(G);
     int row = ts_lww_loop_head(G, 10, (int64_t)(s->in_n / (uint64_t)s->L));
     ts_lww_in_to_mem(G, s->cin, 0, (uint64_t)s->L, 1);
-    softmax_max(G, s);
+    ts_lww_row_max(G, s->L);
     ts_lww_softmax_scale(G, s->L, RL, 2, (int)s->cout);
     ts_lww_loop_end(G, 10, row);
 }
