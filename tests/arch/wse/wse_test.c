@@ -116,13 +116,19 @@ ts_status wt_report(const char *yaml, const char *src, bool lockstep, int thread
 
 void wt_modes(const char *yaml, const char *src)
 {
+    wt_modes_in(yaml, src, 0);
+}
+
+void wt_modes_in(const char *yaml, const char *src, unsigned modes)
+{
     ts_err err;
     ts_err_init(&err);
     ts_config *cfg;
     ts_program *p;
     ck_assert_msg(prepare(yaml, src, &cfg, &p, &err) == TS_OK, "%s", err.msg);
+    arch_opts o = {.modes = modes};
     arch_run r;
-    arch_modes_check(&ts_wse_family, cfg, p, NULL, &r);
+    arch_modes_check(&ts_wse_family, cfg, p, &o, &r);
     arch_run_free(&r);
     ts_program_destroy(p);
     ts_config_destroy(cfg);

@@ -26,6 +26,9 @@ ts_status wt_report(const char *yaml, const char *src, bool lockstep, int thread
 /* Run in every mode of the harness (tests/arch/arch_modes.h) and assert that all give the same
  * report, or fail with the same message. */
 void wt_modes(const char *yaml, const char *src);
+/* The same in the modes of tests/arch/arch_modes.h that modes names (bit i for arch_modes[i]; 0:
+ * the default set). */
+void wt_modes_in(const char *yaml, const char *src, unsigned modes);
 
 /* Program builders: port masks and X-then-Y routes for one colour from (sx, sy) to (dx, dy). */
 enum { WT_N = 1, WT_S = 2, WT_E = 4, WT_W = 8, WT_R = 16 };
