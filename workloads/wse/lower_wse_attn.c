@@ -771,6 +771,37 @@ static ts_status attn_region(lw *L, int F, const int64_t *rows, const int *seed,
 
 /* ---- emission ---- */
 
+/* A sequence of a batch (s->nseq > 1) in a loop over its rows (r10 the count, the addresses in
+ * r1 and r2, DSD 13 based on them): its code is then once per sequence, not once per row (a
+ * sequence's rows unrolled, BERT-base's 4 sequences took about 250 KB of code per PE). The exp
+ * constants (r9, r11-r14) are left alone: they hold across the sequences. */
+static void attn_in_loop(lw_gen *G, const lw_stage *s, int n, const int *o, const int64_t *col, int64_t len,
+                         const uint64_t *addr, const uint64_t *step, const int *stride, int junk)
+{
+    for (int q = 0; q < n; q++)
+        ts_lww_op(G, WSE_OP_LI, 2, 1 + q, (int)addr[q]);
+    int row = ts_lww_loop_head(G, 10, s->M);
+    int64_t at = 0;
+    for (int q = 0; q < n; q++) {
+        const int k = o[q];
+        if (col[k] > at)
+            ts_lww_in_to_mem(G, s->cin, (uint64_t)junk, (uint64_t)(col[k] - at), 0);
+        for (int64_t a = 0; a < len; a += PIECE) {
+            const int c = len - a > PIECE ? PIECE : (int)(len - a);
+            ts_lww_op(G, WSE_OP_DSDIN, 3, 12, (int)s->cin, c);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 13, 0, c, stride[k]);
+            ts_lww_op(G, WSE_OP_DSDBASE, 3, 13, 1 + k, (int)(a * stride[k] * 4));
+            ts_lww_op(G, WSE_OP_FMOVS, 4, 13, 12, -1, -1);
+        }
+        at = col[k] + len;
+    }
+    if (s->L > at)
+        ts_lww_in_to_mem(G, s->cin, (uint64_t)junk, (uint64_t)(s->L - at), 0);
+    for (int q = 0; q < n; q++)
+        ts_lww_op(G, WSE_OP_ADDI, 3, 1 + q, 1 + q, (int)step[q]);
+    ts_lww_loop_end(G, 10, row);
+}
+
 /* Every row of F: up to two column ranges [col[q], col[q] + len) to addr[q] + r * step[q] with
  * stride[q] (in column order, not overlapping), the rest into the junk word. */
 static void attn_in(lw_gen *G, const lw_stage *s, int n, const int64_t *col, int64_t len, const uint64_t *addr,
@@ -779,6 +810,10 @@ static void attn_in(lw_gen *G, const lw_stage *s, int n, const int64_t *col, int
     int o[2] = {0, 1};
     if (n == 2 && col[1] < col[0])
         o[0] = 1, o[1] = 0;
+    if (s->nseq > 1) {
+        attn_in_loop(G, s, n, o, col, len, addr, step, stride, junk);
+        return;
+    }
     for (int64_t r = 0; r < s->M; r++) {
         int64_t at = 0;
         for (int q = 0; q < n; q++) {
