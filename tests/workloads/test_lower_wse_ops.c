@@ -956,6 +956,79 @@ START_TEST(test_attention_batch)
 }
 END_TEST
 
+/* A Transpose of rows too big for a PE (x [4, 6, 8], planned for PEs of 512 bytes) moves nothing:
+ * the stream keeps x's order, the Relu after it takes the rows as they come, and the sink's rows
+ * are found through their order (ts_lower_wse_locate): y[s][b][c] = relu(x[b][s][c]), exact. _i 1:
+ * a Slice of the first axis after it does not take rows one by one: refused, naming it. */
+START_TEST(test_transpose_rows)
+{
+    enum { B = 4, S = 6, D = 8 };
+    ts_graph *g = ts_graph_create("trows");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){B, S, D});
+    fill(g, x);
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.nperm = 3;
+    memcpy(a.perm, (int64_t[]){1, 0, 2}, sizeof(int64_t[3]));
+    int t = chain(g, TS_OP_TRANSPOSE, "t", x, -1, &a);
+    ts_graph_attrs_init(&a);
+    if (_i == 1) {
+        a.nslice = 3;
+        for (int k = 0; k < 3; k++)
+            a.starts[k] = 0, a.ends[k] = k == 0 ? 2 : k == 1 ? B : D, a.steps[k] = 1;
+    }
+    int y = chain(g, _i ? TS_OP_SLICE : TS_OP_RELU, _i ? "first" : "r", t, -1, &a);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    if (_i == 1) {
+        ts_err e;
+        ts_err_init(&e);
+        ts_wse_target p = params(16, 4);
+        p.sram_bytes = 512;
+        ts_program *prog = NULL;
+        ts_lower_wse_report rep = {0};
+        ck_assert_int_ne(ts_lower_wse(g, &p, &prog, &rep, &e), TS_OK);
+        ck_assert_msg(strstr(e.msg, "Slice 'first': its input 't.y' streams its rows in another order than its layout"),
+                      "%s", e.msg);
+        ts_graph_destroy(g);
+        return;
+    }
+    lowered L = {0};
+    lower_sram = 512;
+    lower_and_run(g, 16, 4, &L);
+    lower_sram = 0;
+    ck_assert_ptr_null(stage_of(&L, "transpose", 0));
+    ck_assert_ptr_nonnull(L.rep.out_rows);
+    for (int s = 0; s < S; s++)
+        for (int b = 0; b < B; b++)
+            for (int c = 0; c < D; c++) {
+                float v = val(x, (b * S + s) * D + c);
+                ck_assert_float_eq(out_at(&L, y, (uint64_t)((s * B + b) * D + c)), v > 0 ? v : 0.0f);
+            }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* A batch of sequences decoding against their KV caches is refused (the attention stage keeps one
+ * sequence's cache), naming the operator that closes the attention. */
+START_TEST(test_attention_batch_cache)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_graph *g = NULL;
+    ck_assert(ts_wl_builtin("gpt:layers=1,hidden=32,heads=2,ffn=64,vocab=40,seq=8,dtype=f32,batch=2,phase=decode", &g,
+                            &e) == TS_OK);
+    ts_wse_target p = params(96, 32);
+    ts_program *prog = NULL;
+    ts_lower_wse_report rep = {0};
+    ck_assert_int_ne(ts_lower_wse(g, &p, &prog, &rep, &e), TS_OK);
+    ck_assert_str_eq(e.msg, "Reshape 'layers.0.c_flat': keeps a KV cache for a batch of 2 sequences; the WSE "
+                            "lowering keeps one sequence's");
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* A dilated Conv: 3x3 with dilation 2 and pad 2 (stride 1, and stride 2 by _i) on 1 x 3 x 9 x 9,
  * 4 outputs with bias: the line buffer keeps 5 rows and takes every other pixel of them. */
 START_TEST(test_dilated_conv)
@@ -1027,6 +1100,8 @@ int main(void)
     tcase_set_timeout(tb, 300);
     tcase_add_test(tb, test_attention_batch);
     tcase_add_loop_test(tb, test_gpt_prefill, 4, 7);
+    tcase_add_loop_test(tb, test_transpose_rows, 0, 2);
+    tcase_add_test(tb, test_attention_batch_cache);
     suite_add_tcase(s, tb);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

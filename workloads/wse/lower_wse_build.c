@@ -296,6 +296,22 @@ static bool row_by_row(const ts_graph *g, const ts_graph_node *n, const ts_graph
     }
 }
 
+/* Whether tensor t reaches an attention (a tensor read by three or more operators) through
+ * operators that work row by row, each the only reader of the tensor before it. */
+static bool feeds_attention(const ts_graph *g, int t)
+{
+    for (int hop = 0; hop < 64; hop++) {
+        size_t nc = 0;
+        const int *c = ts_graph_consumers(g, t, &nc);
+        if (nc >= 3)
+            return true;
+        if (nc != 1 || !row_by_row(g, ts_graph_get_node(g, c[0]), ts_graph_get_tensor(g, t)))
+            return false;
+        t = ts_graph_get_node(g, c[0])->out[0];
+    }
+    return false;
+}
+
 /* One node: the join of the open skip path, or its operator's stages on the lane it reads (after
  * opening a skip path if its stream feeds a second node). */
 static ts_status build_node(lw *L, walk *w, int node)
@@ -364,9 +380,13 @@ static ts_status build_node(lw *L, walk *w, int node)
             return rc;
         w->fork_t = c.t;
     }
-    if (n->op == TS_OP_TRANSPOSE && !c.nhwc) { /* rows reordered: nothing moves (lower_wse_move.c) */
+    const ts_graph_tensor *ct = ts_graph_get_tensor(g, c.t);
+    if (n->op == TS_OP_TRANSPOSE && !c.nhwc &&
+        (c.rows || feeds_attention(g, n->out[0]) || (uint64_t)ts_graph_tensor_elems(ct) * 4 + 4 > L->t->sram_bytes)) {
+        /* rows reordered on their way to an attention, after another such Transpose, or more than a
+         * PE keeps: nothing moves (lower_wse_move.c); else a transpose PE sends them in order */
         const int64_t *rows = NULL;
-        if (ts_lww_transpose_rows(L, n, ts_graph_get_tensor(g, c.t), c.rows, &rows, &rc)) {
+        if (ts_lww_transpose_rows(L, n, ct, c.rows, &rows, &rc)) {
             w->lane[ln].t = n->out[0];
             w->lane[ln].rows = rows;
             return rc;
