@@ -566,6 +566,10 @@ static ts_status out_heads(lw *L, const region *G, const ts_graph_node *ln, cons
         }
     }
     for (int64_t u = 0; !rc && u < nu; u++) { /* a head reads the same columns in every sequence */
+        if (uh[u] < 0) {
+            rc = ts_lower_fail(L->err, ln, "gives out no output of query head %lld (another's twice)", (long long)u);
+            break;
+        }
         const int64_t v = hd[uh[u]];
         if (o->qc[u] != o->qc[v] || o->kc[u / grp] != o->kc[v / grp] || o->vc[u / grp] != o->vc[v / grp])
             rc = ts_lower_fail(L->err, ln, "gives head %lld the outputs of other columns of '%s' in another sequence",

@@ -262,8 +262,11 @@ static bool row_by_row(const ts_graph *g, const ts_graph_node *n, const ts_graph
     const ts_graph_tensor *y = ts_graph_get_tensor(g, n->out[0]);
     const int64_t W = x->dims[x->rank - 1];
     switch (n->op) {
+    case TS_OP_GEMM: /* a bias of one row only */
+        if (n->nin > 2 && ts_graph_tensor_elems(ts_graph_get_tensor(g, n->in[2])) > y->dims[y->rank - 1])
+            return false;
+        return true;
     case TS_OP_MATMUL:
-    case TS_OP_GEMM:
     case TS_OP_RELU:
     case TS_OP_CLIP:
     case TS_OP_SIGMOID:
