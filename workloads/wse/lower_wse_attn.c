@@ -613,6 +613,84 @@ static ts_status head_masks(lw *L, const ts_graph_node *ln, const av *o, int64_t
     return TS_OK;
 }
 
+/* The attention stage s of the region G (its output o, given by node ln; F its stream ft): H
+ * query heads (head[j] the sub-instance of head j, hmask their masks or NULL), its sequences,
+ * cached keys and values, masks and columns, and the fewest K and V parts whose PEs fit. */
+static ts_status fill_stage(lw *L, const region *G, const av *o, const ts_graph_node *ln, const ts_graph_tensor *ft,
+                            int64_t H, const int64_t *head, const float *hmask, lw_stage *s)
+{
+    ts_status rc = TS_OK;
+    const int64_t S = G->S, nseq = G->R / S, NK = S + G->Nc;
+    s->M = S, s->L = G->W, s->N = H, s->K = o->K, s->C = o->DV;
+    s->nc = G->Nc;
+    s->nseq = nseq;
+    if (G->Nc) { /* per head in output order: its cached keys (K x Nc), then values (Nc x DV) */
+        const size_t kn = (size_t)(o->K * G->Nc), vn = (size_t)(G->Nc * o->DV);
+        if (!(s->cache = ts_malloc((size_t)H * (kn + vn) * 4)))
+            rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        for (int64_t j = 0; !rc && j < H; j++) {
+            const size_t i = (size_t)(head[j] / o->grp);
+            memcpy(s->cache + (size_t)j * (kn + vn), G->kcache + i * kn, kn * 4);
+            memcpy(s->cache + (size_t)j * (kn + vn) + kn, G->vcache + i * vn, vn * 4);
+        }
+    }
+    if (!rc && hmask) { /* per head in output order: the top K part's */
+        const size_t per = (size_t)(S * NK);
+        s->band = mask_is_band(hmask, H, S, NK);
+        const size_t keep = mask_keep(s->band, S, NK);
+        if (!(s->vals = ts_malloc((size_t)H * keep * 4)))
+            rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        for (int64_t j = 0; !rc && j < H; j++) {
+            const float *m = hmask + (size_t)j * per;
+            float *d = s->vals + (size_t)j * keep;
+            if (!s->band)
+                memcpy(d, m, per * 4);
+            else { /* d[S - 1 - r + c] = m[r][c]: the first column upwards, then row 0 */
+                for (int64_t r = 0; r < S; r++)
+                    d[S - 1 - r] = m[r * NK];
+                memcpy(d + S - 1, m, (size_t)NK * 4);
+            }
+        }
+    }
+    s->lo = (float)o->scale;
+    for (int64_t j = 0; j < H; j++) {
+        s->cols[3 * j] = o->qc[head[j]];
+        s->cols[3 * j + 1] = o->kc[head[j] / o->grp];
+        s->cols[3 * j + 2] = o->vc[head[j] / o->grp];
+    }
+    s->in_n = (uint64_t)(G->R * G->W);
+    s->out_n = (uint64_t)(G->R * H * o->DV);
+    s->macs = (uint64_t)(H * nseq * S * NK * (o->K + o->DV));
+    /* the fewest K parts (queries' and keys' columns split) and V parts (values' columns) whose
+     * PEs fit */
+    const uint64_t R = (uint64_t)S, K = (uint64_t)o->K, DV = (uint64_t)o->DV, sram = L->t->sram_bytes;
+    uint64_t kp = 1, vp = 1;
+    const uint64_t N = (uint64_t)NK, mb = hmask ? mask_keep(s->band, S, NK) * 4 : 0; /* in the top K part */
+    while (kp < K && attn_kmem(R, N, ts_geom_cdiv(K, kp)) + mb > sram)
+        kp++;
+    while (vp < DV && attn_vmem(N, ts_geom_cdiv(DV, vp)) > sram)
+        vp++;
+    s->kr = (uint32_t)kp;
+    s->kc = (uint32_t)vp;
+    s->w = (uint32_t)(H * (int64_t)vp);
+    s->h = (uint32_t)(1 + kp);
+    uint64_t mk = attn_kmem(R, N, ts_geom_cdiv(K, kp)) + mb, mv = attn_vmem(N, ts_geom_cdiv(DV, vp));
+    s->mem = mk > mv ? mk : mv;
+    if (s->mem > sram)
+        rc = ts_lower_fail(L->err, ln, "keeps a score row%s and one query and key column of %lld rows: %.1f KiB in "
+                           "one PE of %.1f KiB: does not fit by %.1f KiB (%llu bytes)", mb ? ", the mask" : "",
+                           (long long)S,
+                           s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0,
+                           (unsigned long long)(s->mem - sram));
+    for (int64_t j = 0; !rc && j < H; j++) {
+        int64_t q0 = s->cols[3 * j], k0 = s->cols[3 * j + 1];
+        if (q0 < k0 + o->K && k0 < q0 + o->K)
+            rc = ts_lower_fail(L->err, ln, "reads head %lld's queries and keys from overlapping columns of '%s'",
+                               (long long)j, ft->name);
+    }
+    return rc;
+}
+
 /* The region from the seeds: seed q's element i is the stream's row rows[i / its last dim] (i / its
  * last dim when rows is NULL), column off[q] + i % its last dim (the stream: rows of W); F names
  * it in messages. */
@@ -675,75 +753,8 @@ static ts_status attn_region(lw *L, int F, const int64_t *rows, const int *seed,
         rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
     if (!rc && !(s->cols = ts_malloc((size_t)(3 * H) * sizeof *s->cols)))
         rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
-    if (!rc) {
-        s->M = S, s->L = G.W, s->N = H, s->K = o->K, s->C = o->DV;
-        s->nc = G.Nc;
-        s->nseq = nseq;
-        if (G.Nc) { /* per head in output order: its cached keys (K x Nc), then values (Nc x DV) */
-            const size_t kn = (size_t)(o->K * G.Nc), vn = (size_t)(G.Nc * o->DV);
-            if (!(s->cache = ts_malloc((size_t)H * (kn + vn) * 4)))
-                rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
-            for (int64_t j = 0; !rc && j < H; j++) {
-                const size_t i = (size_t)(head[j] / o->grp);
-                memcpy(s->cache + (size_t)j * (kn + vn), G.kcache + i * kn, kn * 4);
-                memcpy(s->cache + (size_t)j * (kn + vn) + kn, G.vcache + i * vn, vn * 4);
-            }
-        }
-        if (!rc && hmask) { /* per head in output order: the top K part's */
-            const size_t per = (size_t)(S * NK);
-            s->band = mask_is_band(hmask, H, S, NK);
-            const size_t keep = mask_keep(s->band, S, NK);
-            if (!(s->vals = ts_malloc((size_t)H * keep * 4)))
-                rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
-            for (int64_t j = 0; !rc && j < H; j++) {
-                const float *m = hmask + (size_t)j * per;
-                float *d = s->vals + (size_t)j * keep;
-                if (!s->band)
-                    memcpy(d, m, per * 4);
-                else { /* d[S - 1 - r + c] = m[r][c]: the first column upwards, then row 0 */
-                    for (int64_t r = 0; r < S; r++)
-                        d[S - 1 - r] = m[r * NK];
-                    memcpy(d + S - 1, m, (size_t)NK * 4);
-                }
-            }
-        }
-        s->lo = (float)o->scale;
-        for (int64_t j = 0; j < H; j++) {
-            s->cols[3 * j] = o->qc[head[j]];
-            s->cols[3 * j + 1] = o->kc[head[j] / o->grp];
-            s->cols[3 * j + 2] = o->vc[head[j] / o->grp];
-        }
-        s->in_n = (uint64_t)(G.R * G.W);
-        s->out_n = (uint64_t)(G.R * H * o->DV);
-        s->macs = (uint64_t)(H * nseq * S * NK * (o->K + o->DV));
-        /* the fewest K parts (queries' and keys' columns split) and V parts (values' columns) whose
-         * PEs fit */
-        const uint64_t R = (uint64_t)S, K = (uint64_t)o->K, DV = (uint64_t)o->DV, sram = L->t->sram_bytes;
-        uint64_t kp = 1, vp = 1;
-        const uint64_t N = (uint64_t)NK, mb = hmask ? mask_keep(s->band, S, NK) * 4 : 0; /* in the top K part */
-        while (kp < K && attn_kmem(R, N, ts_geom_cdiv(K, kp)) + mb > sram)
-            kp++;
-        while (vp < DV && attn_vmem(N, ts_geom_cdiv(DV, vp)) > sram)
-            vp++;
-        s->kr = (uint32_t)kp;
-        s->kc = (uint32_t)vp;
-        s->w = (uint32_t)(H * (int64_t)vp);
-        s->h = (uint32_t)(1 + kp);
-        uint64_t mk = attn_kmem(R, N, ts_geom_cdiv(K, kp)) + mb, mv = attn_vmem(N, ts_geom_cdiv(DV, vp));
-        s->mem = mk > mv ? mk : mv;
-        if (s->mem > sram)
-            rc = ts_lower_fail(L->err, ln, "keeps a score row%s and one query and key column of %lld rows: %.1f KiB in "
-                               "one PE of %.1f KiB: does not fit by %.1f KiB (%llu bytes)", mb ? ", the mask" : "",
-                               (long long)S,
-                               s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0,
-                               (unsigned long long)(s->mem - sram));
-        for (int64_t j = 0; !rc && j < H; j++) {
-            int64_t q0 = s->cols[3 * j], k0 = s->cols[3 * j + 1];
-            if (q0 < k0 + o->K && k0 < q0 + o->K)
-                rc = ts_lower_fail(L->err, ln, "reads head %lld's queries and keys from overlapping columns of '%s'",
-                                   (long long)j, ft->name);
-        }
-    }
+    if (!rc)
+        rc = fill_stage(L, &G, o, ln, ft, H, head, hmask, s);
     if (!rc) { /* the output's rows in the stream's order: row orow[p] of the output is the p-th */
         bool same = true;
         for (int64_t p = 0; p < G.R; p++)
