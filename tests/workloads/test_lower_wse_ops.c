@@ -776,9 +776,10 @@ END_TEST
  * KV cache of 7 (_i 1); prefill under a mask constant along no diagonal (_i 2: causal, and some
  * earlier keys hidden from later rows) and under a sliding window of 3 keys either side (_i 3).
  * Grouped-query heads, 4 query heads on 2 key/value heads (Llama 3's form; the queries of a key
- * head stacked along the rows in prefill): prefill (_i 4), decode (_i 5), and prefill of a batch
- * of 2 sequences (_i 6: the attention stage takes them one after the other, the causal mask the
- * same for both); each query head a column of PEs keeping its key head's keys and values.
+ * head stacked along the rows in prefill): prefill (_i 4), decode (_i 5), and a batch of 2
+ * sequences, the attention stage taking them one after the other: prefill (_i 6, the causal mask
+ * the same for both) and decode (_i 7, each sequence's cache kept beside the other's); each query
+ * head a column of PEs keeping its key head's keys and values.
  * Each layer's q, k and v projections one product; prefill's mask kept by the top K part of each
  * head and added to its scores (a mask constant along its diagonals, _i 0 and 3, as the 15
  * values of its diagonals, the top part's memory then smaller by 49 values); decode's cached keys and values (the
@@ -793,7 +794,7 @@ START_TEST(test_gpt_prefill)
     ts_graph *g = NULL;
     char spec[160];
     snprintf(spec, sizeof spec, "gpt:layers=2,hidden=32,heads=%d,ffn=64,kv_heads=2,vocab=40,seq=8,dtype=f32,batch=%d,"
-             "phase=%s", _i >= 4 ? 4 : 2, _i == 6 ? 2 : 1, _i == 1 || _i == 5 ? "decode" : "prefill");
+             "phase=%s", _i >= 4 ? 4 : 2, _i >= 6 ? 2 : 1, _i == 1 || _i == 5 || _i == 7 ? "decode" : "prefill");
     ck_assert_msg(ts_wl_builtin(spec, &g, &e) == TS_OK, "%s", e.msg);
     float m[8][8];
     if (_i == 2 || _i == 3) {
@@ -808,7 +809,7 @@ START_TEST(test_gpt_prefill)
     ck_assert_ptr_nonnull(at);
     if (_i >= 4) { /* one column of PEs per query head, each keeping its key head's keys and values */
         ck_assert_uint_eq(at->w, 4);
-        ck_assert_uint_eq(at->macs, (uint64_t)((_i == 6 ? 2 : 1) * 4 * (_i == 5 ? 1 : 8) * 8 * 2 * 8));
+        ck_assert_uint_eq(at->macs, (uint64_t)((_i >= 6 ? 2 : 1) * 4 * (_i == 5 || _i == 7 ? 1 : 8) * 8 * 2 * 8));
     }
     gref r;
     gref_run(g, &r);
@@ -850,8 +851,10 @@ static int torch_encoder_layer(ts_graph *g, int x, int l, int B, int S, int D, i
     char nm[32];
     ts_graph_attrs a;
 #define NM(fmt) (snprintf(nm, sizeof nm, "l%d." fmt, l), nm)
-#define PERM(...) (ts_graph_attrs_init(&a), a.nperm = 3, memcpy(a.perm, (int64_t[]){__VA_ARGS__}, sizeof(int64_t[3])), &a)
-#define SHAPE(n, ...) (ts_graph_attrs_init(&a), a.nshape = n, memcpy(a.shape, (int64_t[]){__VA_ARGS__}, sizeof(int64_t[n])), &a)
+#define PERM(...)                                                                                 \
+    (ts_graph_attrs_init(&a), a.nperm = 3, memcpy(a.perm, (int64_t[]){__VA_ARGS__}, sizeof(int64_t[3])), &a)
+#define SHAPE(n, ...)                                                                             \
+    (ts_graph_attrs_init(&a), a.nshape = n, memcpy(a.shape, (int64_t[]){__VA_ARGS__}, sizeof(int64_t[n])), &a)
     int sc = tensor(g, NM("scale"), TS_TENSOR_CONST, 0, NULL);
     const float sq = sqrtf((float)dh);
     ts_err e;
@@ -1010,25 +1013,6 @@ START_TEST(test_transpose_rows)
 }
 END_TEST
 
-/* A batch of sequences decoding against their KV caches is refused (the attention stage keeps one
- * sequence's cache), naming the operator that closes the attention. */
-START_TEST(test_attention_batch_cache)
-{
-    ts_err e;
-    ts_err_init(&e);
-    ts_graph *g = NULL;
-    ck_assert(ts_wl_builtin("gpt:layers=1,hidden=32,heads=2,ffn=64,vocab=40,seq=8,dtype=f32,batch=2,phase=decode", &g,
-                            &e) == TS_OK);
-    ts_wse_target p = params(96, 32);
-    ts_program *prog = NULL;
-    ts_lower_wse_report rep = {0};
-    ck_assert_int_ne(ts_lower_wse(g, &p, &prog, &rep, &e), TS_OK);
-    ck_assert_str_eq(e.msg, "Reshape 'layers.0.c_flat': keeps a KV cache for a batch of 2 sequences; the WSE "
-                            "lowering keeps one sequence's");
-    ts_graph_destroy(g);
-}
-END_TEST
-
 /* A dilated Conv: 3x3 with dilation 2 and pad 2 (stride 1, and stride 2 by _i) on 1 x 3 x 9 x 9,
  * 4 outputs with bias: the line buffer keeps 5 rows and takes every other pixel of them. */
 START_TEST(test_dilated_conv)
@@ -1099,9 +1083,8 @@ int main(void)
     TCase *tb = tcase_create("batch_gqa"); /* attention over a batch of sequences, grouped-query heads */
     tcase_set_timeout(tb, 300);
     tcase_add_test(tb, test_attention_batch);
-    tcase_add_loop_test(tb, test_gpt_prefill, 4, 7);
+    tcase_add_loop_test(tb, test_gpt_prefill, 4, 8);
     tcase_add_loop_test(tb, test_transpose_rows, 0, 2);
-    tcase_add_test(tb, test_attention_batch_cache);
     suite_add_tcase(s, tb);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);

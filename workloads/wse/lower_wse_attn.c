@@ -519,16 +519,25 @@ static bool mask_is_band(const float *mask, int64_t nb, int64_t R, int64_t N)
 /* Values of one head's mask the top K part keeps. */
 static size_t mask_keep(bool band, int64_t R, int64_t N) { return (size_t)(band ? R + N - 1 : R * N); }
 
-/* SRAM of a K part (cs query columns of R rows, cs key columns of N keys, the scores row, its
- * reciprocal, a zero and a junk word, the query row's address) and of a V part (cv value columns, the probabilities row, the outputs). */
-static uint64_t attn_kmem(uint64_t R, uint64_t N, uint64_t cs) { return R * cs * 4 + cs * N * 4 + N * 4 + 16; }
-static uint64_t attn_vmem(uint64_t N, uint64_t cv) { return N * cv * 4 + N * 4 + cv * 4 + 8; }
+/* SRAM of a K part (cs query columns of R rows, cs key columns of N keys for each of nkv
+ * sequences, the scores row, its reciprocal, a zero and a junk word, the query row's address)
+ * and of a V part (cv value columns of N for each of nkv sequences, the probabilities row, the
+ * outputs). nkv: the sequences whose keys and values are kept at once (1, or a batch's when each
+ * has its cache). */
+static uint64_t attn_kmem(uint64_t R, uint64_t N, uint64_t cs, uint64_t nkv)
+{
+    return R * cs * 4 + nkv * cs * N * 4 + N * 4 + 16;
+}
+static uint64_t attn_vmem(uint64_t N, uint64_t cv, uint64_t nkv) { return nkv * N * cv * 4 + N * 4 + cv * 4 + 8; }
+/* The sequences whose keys and values a stage keeps at once. */
+static int64_t attn_nkv(const lw_stage *s) { return s->nc && s->nseq > 1 ? s->nseq : 1; }
 
 /* The heads of the region's output o (its tensor ln's output): output row lr, columns
  * [j DV, (j + 1) DV) must be one query head's outputs (a sub-instance u = b grp + g: instance b's
  * query block g) at one row of its sequence, each head (column block j) reading the same columns
- * of F in every sequence. *H the heads; head[j] the sub-instance of head j in the first sequence;
- * orow[p] the output row the stream's row p (sequence p / S, its row p % S) is (owned). */
+ * of F in every sequence. *H the heads; head[j nseq + q] the sub-instance of head j in sequence q
+ * (nseq = R / S); orow[p] the output row the stream's row p (sequence p / S, its row p % S) is
+ * (owned). */
 static ts_status out_heads(lw *L, const region *G, const ts_graph_node *ln, const av *o, int64_t *H, int64_t **head,
                            int64_t **orow)
 {
@@ -539,14 +548,14 @@ static ts_status out_heads(lw *L, const region *G, const ts_graph_node *ln, cons
     if (Wo % DV || ny != o->nb * M * DV || ny != R * Wo)
         return ts_lower_fail(L->err, ln, "gives attention outputs in rows of %lld, not the %lld heads' %lld values "
                              "side by side", (long long)Wo, (long long)(nu * S / (R ? R : 1)), (long long)DV);
-    const int64_t nh = Wo / DV;
-    int64_t *hd = ts_malloc((size_t)nh * sizeof *hd), *ow = ts_malloc((size_t)R * sizeof *ow);
+    const int64_t nh = Wo / DV, nseq = R / S;
+    int64_t *hd = ts_malloc((size_t)(nh * nseq) * sizeof *hd), *ow = ts_malloc((size_t)R * sizeof *ow);
     int64_t *uh = ts_malloc((size_t)nu * sizeof *uh);
     bool *seen = ts_calloc((size_t)ny, 1);
     ts_status rc = TS_OK;
     if (!hd || !ow || !uh || !seen)
         rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
-    for (int64_t j = 0; !rc && j < nh; j++)
+    for (int64_t j = 0; !rc && j < nh * nseq; j++)
         hd[j] = -1;
     for (int64_t p = 0; !rc && p < R; p++)
         ow[p] = -1;
@@ -561,8 +570,7 @@ static ts_status out_heads(lw *L, const region *G, const ts_graph_node *ln, cons
                                (long long)m, (long long)(src % DV));
         else {
             uh[u] = j, ow[pr] = lr, seen[pr * Wo + e % Wo] = true;
-            if (hd[j] < 0 || o->base[hd[j] / grp] > o->base[b])
-                hd[j] = u;
+            hd[j * nseq + o->base[b] / S] = u;
         }
     }
     for (int64_t u = 0; !rc && u < nu; u++) { /* a head reads the same columns in every sequence */
@@ -570,7 +578,7 @@ static ts_status out_heads(lw *L, const region *G, const ts_graph_node *ln, cons
             rc = ts_lower_fail(L->err, ln, "gives out no output of query head %lld (another's twice)", (long long)u);
             break;
         }
-        const int64_t v = hd[uh[u]];
+        const int64_t v = hd[uh[u] * nseq];
         if (o->qc[u] != o->qc[v] || o->kc[u / grp] != o->kc[v / grp] || o->vc[u / grp] != o->vc[v / grp])
             rc = ts_lower_fail(L->err, ln, "gives head %lld the outputs of other columns of '%s' in another sequence",
                                (long long)uh[u], ts_graph_get_tensor(G->g, G->F)->name);
@@ -589,20 +597,22 @@ static ts_status out_heads(lw *L, const region *G, const ts_graph_node *ln, cons
 /* The mask of each head (S x NK, in head order; owned): the rows of its query block; the same in
  * every sequence of the batch, which the top K part takes one after another. */
 static ts_status head_masks(lw *L, const ts_graph_node *ln, const av *o, int64_t S, int64_t NK, int64_t H,
-                            const int64_t *head, float **out)
+                            int64_t nseq, const int64_t *head, float **out)
 {
     const size_t per = (size_t)(S * NK);
     float *hm = ts_malloc((size_t)H * per * 4);
     if (!hm)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-    for (int64_t j = 0; j < H; j++) /* instance b's rows (g S ..) */
-        memcpy(hm + (size_t)j * per, o->mask + (size_t)((head[j] / o->grp * o->M + head[j] % o->grp * S) * NK), per * 4);
+    for (int64_t j = 0; j < H; j++) { /* instance b's rows (g S ..) */
+        const int64_t u = head[j * nseq];
+        memcpy(hm + (size_t)j * per, o->mask + (size_t)((u / o->grp * o->M + u % o->grp * S) * NK), per * 4);
+    }
     for (int64_t u = 0; u < o->nb * o->grp; u++) {
         const float *m = o->mask + (size_t)((u / o->grp * o->M + u % o->grp * S) * NK);
         bool found = false;
         for (int64_t j = 0; j < H && !found; j++)
-            found = !memcmp(m, hm + (size_t)j * per, per * 4) &&
-                    o->qc[u] == o->qc[head[j]] && o->kc[u / o->grp] == o->kc[head[j] / o->grp];
+            found = !memcmp(m, hm + (size_t)j * per, per * 4) && o->qc[u] == o->qc[head[j * nseq]] &&
+                    o->kc[u / o->grp] == o->kc[head[j * nseq] / o->grp];
         if (!found) {
             ts_free(hm);
             return ts_lower_fail(L->err, ln, "adds another mask to query head %lld's scores in another sequence; one "
@@ -614,8 +624,9 @@ static ts_status head_masks(lw *L, const ts_graph_node *ln, const av *o, int64_t
 }
 
 /* The attention stage s of the region G (its output o, given by node ln; F its stream ft): H
- * query heads (head[j] the sub-instance of head j, hmask their masks or NULL), its sequences,
- * cached keys and values, masks and columns, and the fewest K and V parts whose PEs fit. */
+ * query heads (head[j nseq + q] the sub-instance of head j in sequence q, hmask their masks or
+ * NULL), its sequences, cached keys and values (each sequence's: a batch decoding), masks and
+ * columns, and the fewest K and V parts whose PEs fit. */
 static ts_status fill_stage(lw *L, const region *G, const av *o, const ts_graph_node *ln, const ts_graph_tensor *ft,
                             int64_t H, const int64_t *head, const float *hmask, lw_stage *s)
 {
@@ -624,11 +635,11 @@ static ts_status fill_stage(lw *L, const region *G, const av *o, const ts_graph_
     s->M = S, s->L = G->W, s->N = H, s->K = o->K, s->C = o->DV;
     s->nc = G->Nc;
     s->nseq = nseq;
-    if (G->Nc) { /* per head in output order: its cached keys (K x Nc), then values (Nc x DV) */
+    if (G->Nc) { /* per head in output order and sequence: its cached keys (K x Nc), then values (Nc x DV) */
         const size_t kn = (size_t)(o->K * G->Nc), vn = (size_t)(G->Nc * o->DV);
-        if (!(s->cache = ts_malloc((size_t)H * (kn + vn) * 4)))
+        if (!(s->cache = ts_malloc((size_t)(H * nseq) * (kn + vn) * 4)))
             rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
-        for (int64_t j = 0; !rc && j < H; j++) {
+        for (int64_t j = 0; !rc && j < H * nseq; j++) {
             const size_t i = (size_t)(head[j] / o->grp);
             memcpy(s->cache + (size_t)j * (kn + vn), G->kcache + i * kn, kn * 4);
             memcpy(s->cache + (size_t)j * (kn + vn) + kn, G->vcache + i * vn, vn * 4);
@@ -654,9 +665,9 @@ static ts_status fill_stage(lw *L, const region *G, const av *o, const ts_graph_
     }
     s->lo = (float)o->scale;
     for (int64_t j = 0; j < H; j++) {
-        s->cols[3 * j] = o->qc[head[j]];
-        s->cols[3 * j + 1] = o->kc[head[j] / o->grp];
-        s->cols[3 * j + 2] = o->vc[head[j] / o->grp];
+        s->cols[3 * j] = o->qc[head[j * nseq]];
+        s->cols[3 * j + 1] = o->kc[head[j * nseq] / o->grp];
+        s->cols[3 * j + 2] = o->vc[head[j * nseq] / o->grp];
     }
     s->in_n = (uint64_t)(G->R * G->W);
     s->out_n = (uint64_t)(G->R * H * o->DV);
@@ -666,15 +677,16 @@ static ts_status fill_stage(lw *L, const region *G, const av *o, const ts_graph_
     const uint64_t R = (uint64_t)S, K = (uint64_t)o->K, DV = (uint64_t)o->DV, sram = L->t->sram_bytes;
     uint64_t kp = 1, vp = 1;
     const uint64_t N = (uint64_t)NK, mb = hmask ? mask_keep(s->band, S, NK) * 4 : 0; /* in the top K part */
-    while (kp < K && attn_kmem(R, N, ts_geom_cdiv(K, kp)) + mb > sram)
+    const uint64_t nkv = (uint64_t)attn_nkv(s);
+    while (kp < K && attn_kmem(R, N, ts_geom_cdiv(K, kp), nkv) + mb > sram)
         kp++;
-    while (vp < DV && attn_vmem(N, ts_geom_cdiv(DV, vp)) > sram)
+    while (vp < DV && attn_vmem(N, ts_geom_cdiv(DV, vp), nkv) > sram)
         vp++;
     s->kr = (uint32_t)kp;
     s->kc = (uint32_t)vp;
     s->w = (uint32_t)(H * (int64_t)vp);
     s->h = (uint32_t)(1 + kp);
-    uint64_t mk = attn_kmem(R, N, ts_geom_cdiv(K, kp)) + mb, mv = attn_vmem(N, ts_geom_cdiv(DV, vp));
+    uint64_t mk = attn_kmem(R, N, ts_geom_cdiv(K, kp), nkv) + mb, mv = attn_vmem(N, ts_geom_cdiv(DV, vp), nkv);
     s->mem = mk > mv ? mk : mv;
     if (s->mem > sram)
         rc = ts_lower_fail(L->err, ln, "keeps a score row%s and one query and key column of %lld rows: %.1f KiB in "
@@ -739,11 +751,8 @@ static ts_status attn_region(lw *L, int F, const int64_t *rows, const int *seed,
     if (!rc)
         rc = out_heads(L, &G, ln, o, &H, &head, &orow);
     const int64_t S = G.S, nseq = H ? G.R / S : 0, NK = S + G.Nc; /* keys: the cache's, then the stream's */
-    if (!rc && G.Nc && nseq > 1)
-        rc = ts_lower_fail(L->err, ln, "keeps a KV cache for a batch of %lld sequences; the WSE lowering keeps one "
-                           "sequence's", (long long)nseq);
     if (!rc && o->mask)
-        rc = head_masks(L, ln, o, S, NK, H, head, &hmask);
+        rc = head_masks(L, ln, o, S, NK, H, nseq, head, &hmask);
     lw_stage *s = NULL;
     int named = last; /* the stage goes by the region's Softmax in reports */
     for (int id = first; !rc && id <= last; id++)
@@ -882,7 +891,8 @@ static void attn_softmax(lw_gen *G, int64_t N, int RCP, uint32_t c)
 static void attn_kpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t i, int *ma, int *kt)
 {
     const int64_t R = s->M, N = R + s->nc, kp = s->kr, c0 = i * s->K / kp, c1 = (i + 1) * s->K / kp, cs = c1 - c0;
-    const int SC = 0, RCP = (int)N * 4, QA = RCP + 4, KT = QA + (int)(R * cs) * 4, ZA = KT + (int)(cs * N) * 4,
+    const int nkv = (int)attn_nkv(s); /* a batch decoding: each sequence's keys at KT + q (its block) */
+    const int SC = 0, RCP = (int)N * 4, QA = RCP + 4, KT = QA + (int)(R * cs) * 4, ZA = KT + nkv * (int)(cs * N) * 4,
               JA = ZA + 4, QP = JA + 4, MP = QP + 4, MA = MP + 4;
     const bool mask = i == 0 && s->vals;
     *ma = MA;
@@ -896,9 +906,10 @@ static void attn_kpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t i, int
     ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
     ts_lww_op(G, WSE_OP_ST, 3, 15, 15, ZA);
     const int64_t col[2] = {s->cols[3 * j] + c0, s->cols[3 * j + 1] + c0};
-    const uint64_t addr[2] = {(uint64_t)QA, (uint64_t)(KT + s->nc * 4)}, step[2] = {(uint64_t)cs * 4, 4};
     const int stride[2] = {1, (int)N}; /* the stream's keys after the cache's */
     for (int64_t q = 0; q < (s->nseq > 1 ? s->nseq : 1); q++) { /* the sequences one after another */
+        const int KQ = KT + (int)(q % nkv * cs * N) * 4;
+        const uint64_t addr[2] = {(uint64_t)QA, (uint64_t)(KQ + s->nc * 4)}, step[2] = {(uint64_t)cs * 4, 4};
         attn_in(G, s, 2, col, cs, addr, step, stride, JA);
         if (i == 0 && q == 0) {
             ts_lww_exp_consts(G);
@@ -906,7 +917,7 @@ static void attn_kpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t i, int
         }
         ts_lww_op(G, WSE_OP_DSDM, 4, 2, SC, (int)N, 1);
         ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)N, 0);
-        ts_lww_op(G, WSE_OP_DSDM, 4, 4, KT, (int)N, 1);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 4, KQ, (int)N, 1);
         ts_lww_op(G, WSE_OP_LI, 2, 1, QA); /* the query row m's address, kept at QP */
         ts_lww_op(G, WSE_OP_ST, 3, 1, 15, QP);
         if (mask) {
@@ -917,7 +928,7 @@ static void attn_kpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t i, int
         int row = ts_lww_loop_head(G, 10, R);
         ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
         ts_lww_op(G, WSE_OP_LD, 3, 1, 15, QP);
-        attn_macs(G, KT, cs, (int)N * 4);
+        attn_macs(G, KQ, cs, (int)N * 4);
         ts_lww_op(G, WSE_OP_LD, 3, 1, 15, QP);
         ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, (int)cs * 4);
         ts_lww_op(G, WSE_OP_ST, 3, 1, 15, QP);
@@ -953,7 +964,8 @@ static void attn_vpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t t, int
     const int64_t R = s->M, N = R + s->nc, vp = s->kc, DV = s->C, c0 = t * DV / vp, c1 = (t + 1) * DV / vp, cv = c1 - c0;
     const uint32_t x = j * (uint32_t)vp + t, cp = lw_rcol(s, 1);
     const bool more = x + 1 < s->w, lastp = t + 1 == (uint32_t)vp;
-    const int ACC = 0, PB = (int)cv * 4, VA = PB + (int)N * 4, ZA = VA + (int)(N * cv) * 4, JA = ZA + 4;
+    const int nkv = (int)attn_nkv(s); /* a batch decoding: each sequence's values at VA + q (its block) */
+    const int ACC = 0, PB = (int)cv * 4, VA = PB + (int)N * 4, ZA = VA + nkv * (int)(N * cv) * 4, JA = ZA + 4;
     *va = VA;
     ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R | (t == 0 ? P_S : 0) | (more ? P_E : 0));
     ts_lww_op(G, WSE_OP_ROUTE, 3, (int)cp, t == 0 ? P_S : P_W, P_R | (lastp ? 0 : P_E));
@@ -963,18 +975,19 @@ static void attn_vpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t t, int
     ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
     ts_lww_op(G, WSE_OP_ST, 3, 15, 15, ZA);
     const int64_t col[1] = {s->cols[3 * j + 2] + c0};
-    const uint64_t addr[1] = {(uint64_t)(VA + s->nc * cv * 4)}, step[1] = {(uint64_t)cv * 4};
     const int stride[1] = {1};
     for (int64_t q = 0; q < (s->nseq > 1 ? s->nseq : 1); q++) { /* the sequences one after another */
+        const int VQ = VA + (int)(q % nkv * N * cv) * 4;
+        const uint64_t addr[1] = {(uint64_t)(VQ + s->nc * cv * 4)}, step[1] = {(uint64_t)cv * 4};
         attn_in(G, s, 1, col, cv, addr, step, stride, JA);
         ts_lww_op(G, WSE_OP_DSDM, 4, 2, ACC, (int)cv, 1);
         ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)cv, 0);
-        ts_lww_op(G, WSE_OP_DSDM, 4, 4, VA, (int)cv, 1);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 4, VQ, (int)cv, 1);
         int row = ts_lww_loop_head(G, 10, R);
         ts_lww_in_to_mem(G, cp, (uint64_t)PB, (uint64_t)N, 1);
         ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
         ts_lww_op(G, WSE_OP_LI, 2, 1, PB);
-        attn_macs(G, VA, N, (int)cv * 4);
+        attn_macs(G, VQ, N, (int)cv * 4);
         ts_lww_in_to_out(G, lw_gcol(s, x - 1), lw_gcol(s, x), (uint64_t)(j * DV + c0));
         ts_lww_mem_to_out(G, (uint64_t)ACC, (uint64_t)cv, lw_gcol(s, x));
         ts_lww_loop_end(G, 10, row);
@@ -984,22 +997,24 @@ static void attn_vpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t t, int
 ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
 {
     const lw_stage *s = &L->st[si];
+    const int64_t nkv = attn_nkv(s);
     for (uint32_t j = 0; j < (uint32_t)s->N; j++) {
         for (uint32_t t = 0; t < s->kc; t++) {
             if (!ts_lww_pe_stream(P, L->t, s->x + j * s->kc + t, s->y0, G))
                 return TS_ENOMEM;
             int va = 0;
             attn_vpart(G, s, j, t, &va);
-            if (s->nc) { /* the cached values of its columns, before the stream's */
+            for (int64_t q = 0; s->nc && q < nkv; q++) { /* its columns' cached values, before the stream's */
                 const int64_t DV = s->C, c0 = t * DV / s->kc, c1 = (t + 1) * DV / s->kc, cv = c1 - c0;
-                const float *vc = s->cache + (size_t)j * (size_t)(s->K * s->nc + s->nc * DV) + s->K * s->nc;
+                const float *vc = s->cache + (size_t)(j * nkv + q) * (size_t)(s->K * s->nc + s->nc * DV) + s->K * s->nc;
                 float *blk = ts_malloc((size_t)(s->nc * cv) * 4);
                 if (!blk)
                     return TS_ENOMEM;
                 for (int64_t r = 0; r < s->nc; r++)
                     memcpy(blk + r * cv, vc + r * DV + c0, (size_t)cv * 4);
                 ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, s->y0 * L->t->width + s->x + j * s->kc + t,
-                                                      (uint64_t)va, blk, (uint32_t)(s->nc * cv * 4), L->err);
+                                                      (uint64_t)(va + q * (s->M + s->nc) * cv * 4), blk,
+                                                      (uint32_t)(s->nc * cv * 4), L->err);
                 ts_free(blk);
                 if (rc)
                     return L->err->status;
@@ -1012,16 +1027,17 @@ ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
             attn_kpart(G, s, j, i, &ma, &kt);
             const int64_t N = s->M + s->nc;
             const size_t per = mask_keep(s->band, s->M, N);
-            if (s->nc) { /* the cached keys of its columns (K^T rows of N, the cache's first) */
+            for (int64_t q = 0; s->nc && q < nkv; q++) { /* its columns' cached keys (K^T rows of N) */
                 const int64_t c0 = i * s->K / s->kr, c1 = (i + 1) * s->K / s->kr;
-                const float *kc = s->cache + (size_t)j * (size_t)(s->K * s->nc + s->nc * s->C);
+                const float *kc = s->cache + (size_t)(j * nkv + q) * (size_t)(s->K * s->nc + s->nc * s->C);
                 float *blk = ts_calloc((size_t)((c1 - c0) * N), 4);
                 if (!blk)
                     return TS_ENOMEM;
                 for (int64_t c = c0; c < c1; c++)
                     memcpy(blk + (c - c0) * N, kc + c * s->nc, (size_t)s->nc * 4);
                 ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, (s->y0 + 1 + i) * L->t->width + s->x + j * s->kc,
-                                                      (uint64_t)kt, blk, (uint32_t)((c1 - c0) * N * 4), L->err);
+                                                      (uint64_t)(kt + q * (c1 - c0) * N * 4), blk,
+                                                      (uint32_t)((c1 - c0) * N * 4), L->err);
                 ts_free(blk);
                 if (rc)
                     return L->err->status;
