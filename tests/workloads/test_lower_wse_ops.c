@@ -775,6 +775,11 @@ END_TEST
  * 2 layers: prefill of 8 tokens under its causal mask (_i 0) and decode of one token against its
  * KV cache of 7 (_i 1); prefill under a mask constant along no diagonal (_i 2: causal, and some
  * earlier keys hidden from later rows) and under a sliding window of 3 keys either side (_i 3).
+ * Grouped-query heads, 4 query heads on 2 key/value heads (Llama 3's form; the queries of a key
+ * head stacked along the rows in prefill): prefill (_i 4), decode (_i 5), and a batch of 2
+ * sequences, the attention stage taking them one after the other: prefill (_i 6, the causal mask
+ * the same for both) and decode (_i 7, each sequence's cache kept beside the other's); each query
+ * head a column of PEs keeping its key head's keys and values.
  * Each layer's q, k and v projections one product; prefill's mask kept by the top K part of each
  * head and added to its scores (a mask constant along its diagonals, _i 0 and 3, as the 15
  * values of its diagonals, the top part's memory then smaller by 49 values); decode's cached keys and values (the
@@ -788,11 +793,11 @@ START_TEST(test_gpt_prefill)
     ts_err_init(&e);
     ts_graph *g = NULL;
     char spec[160];
-    snprintf(spec, sizeof spec, "gpt:layers=2,hidden=32,heads=2,ffn=64,kv_heads=2,vocab=40,seq=8,dtype=f32,phase=%s",
-             _i == 1 ? "decode" : "prefill");
+    snprintf(spec, sizeof spec, "gpt:layers=2,hidden=32,heads=%d,ffn=64,kv_heads=2,vocab=40,seq=8,dtype=f32,batch=%d,"
+             "phase=%s", _i >= 4 ? 4 : 2, _i >= 6 ? 2 : 1, _i == 1 || _i == 5 || _i == 7 ? "decode" : "prefill");
     ck_assert_msg(ts_wl_builtin(spec, &g, &e) == TS_OK, "%s", e.msg);
     float m[8][8];
-    if (_i >= 2) {
+    if (_i == 2 || _i == 3) {
         for (int r = 0; r < 8; r++)
             for (int c = 0; c < 8; c++)
                 m[r][c] = (_i == 2 ? c > r || (c % 3 == 1 && r > c + 1) : abs(c - r) > 3) ? -1e4f : 0.0f;
@@ -802,6 +807,10 @@ START_TEST(test_gpt_prefill)
     lower_and_run(g, 96, 32, &L);
     const ts_lower_wse_stage *at = stage_of(&L, "attention", 1);
     ck_assert_ptr_nonnull(at);
+    if (_i >= 4) { /* one column of PEs per query head, each keeping its key head's keys and values */
+        ck_assert_uint_eq(at->w, 4);
+        ck_assert_uint_eq(at->macs, (uint64_t)((_i >= 6 ? 2 : 1) * 4 * (_i == 5 || _i == 7 ? 1 : 8) * 8 * 2 * 8));
+    }
     gref r;
     gref_run(g, &r);
     int y = ts_graph_find(g, "logits");
@@ -823,6 +832,182 @@ START_TEST(test_gpt_prefill)
         ts_lower_wse_report_free(&r2);
         ts_program_destroy(p2);
     }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* One layer of nn.TransformerEncoderLayer (batch_first, post-LayerNorm, erf Gelu) as torch
+ * exports it, on x [B, S, D]: the attention's Transpose to [S, B, D], the packed in-projection
+ * (MatMul, then the bias Add), three Slices, the heads Reshaped to [S, B H, dh] and Transposed to
+ * [B H, S, dh] (the keys to [B H, dh, S]), the queries divided by sqrt(dh), Q K^T, Softmax, P V,
+ * Transposed back to [S, B H, dh] and Reshaped to [S B, D], the out-projection (MatMul and Add:
+ * torch's Gemm), Reshaped to [S, B, D] and Transposed back to [B, S, D]; the residual, LayerNorm,
+ * the feed-forward (MatMul, Add, Gelu, MatMul, Add), the residual, LayerNorm. Weights take the
+ * lowering's fill. */
+static int torch_encoder_layer(ts_graph *g, int x, int l, int B, int S, int D, int H, int F)
+{
+    const int dh = D / H;
+    char nm[32];
+    ts_graph_attrs a;
+#define NM(fmt) (snprintf(nm, sizeof nm, "l%d." fmt, l), nm)
+#define PERM(...)                                                                                 \
+    (ts_graph_attrs_init(&a), a.nperm = 3, memcpy(a.perm, (int64_t[]){__VA_ARGS__}, sizeof(int64_t[3])), &a)
+#define SHAPE(n, ...)                                                                             \
+    (ts_graph_attrs_init(&a), a.nshape = n, memcpy(a.shape, (int64_t[]){__VA_ARGS__}, sizeof(int64_t[n])), &a)
+    int sc = tensor(g, NM("scale"), TS_TENSOR_CONST, 0, NULL);
+    const float sq = sqrtf((float)dh);
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_set_data(g, sc, &sq, 4, &e), TS_OK);
+    int t0 = chain(g, TS_OP_TRANSPOSE, NM("t0"), x, -1, PERM(1, 0, 2));
+    int p = chain(g, TS_OP_MATMUL, NM("inproj"), t0, tensor(g, NM("w_in"), TS_TENSOR_WEIGHT, 2, (int64_t[]){D, 3 * D}),
+                  NULL);
+    p = chain(g, TS_OP_ADD, NM("inbias"), tensor(g, NM("b_in"), TS_TENSOR_WEIGHT, 1, (int64_t[]){3 * D}), p, NULL);
+    int part[3];
+    for (int r = 0; r < 3; r++) {
+        ts_graph_attrs_init(&a);
+        a.nslice = 3;
+        for (int k = 0; k < 3; k++)
+            a.starts[k] = 0, a.ends[k] = k == 0 ? S : k == 1 ? B : 3 * D, a.steps[k] = 1;
+        a.starts[2] = r * D, a.ends[2] = (r + 1) * D;
+        snprintf(nm, sizeof nm, "l%d.sl%d", l, r);
+        int t = chain(g, TS_OP_SLICE, nm, p, -1, &a);
+        snprintf(nm, sizeof nm, "l%d.rs%d", l, r);
+        t = chain(g, TS_OP_RESHAPE, nm, t, -1, SHAPE(3, S, B * H, dh));
+        snprintf(nm, sizeof nm, "l%d.tr%d", l, r);
+        part[r] = chain(g, TS_OP_TRANSPOSE, nm, t, -1, r == 1 ? PERM(1, 2, 0) : PERM(1, 0, 2));
+    }
+    int q = chain(g, TS_OP_DIV, NM("qscale"), part[0], sc, NULL);
+    int s = chain(g, TS_OP_MATMUL, NM("qk"), q, part[1], NULL);
+    ts_graph_attrs_init(&a);
+    a.axis = -1;
+    int pr = chain(g, TS_OP_SOFTMAX, NM("softmax"), s, -1, &a);
+    int o = chain(g, TS_OP_MATMUL, NM("pv"), pr, part[2], NULL);
+    o = chain(g, TS_OP_TRANSPOSE, NM("t_o"), o, -1, PERM(1, 0, 2));
+    o = chain(g, TS_OP_RESHAPE, NM("rs_o"), o, -1, SHAPE(2, S * B, D));
+    o = chain(g, TS_OP_MATMUL, NM("outproj"), o, tensor(g, NM("w_out"), TS_TENSOR_WEIGHT, 2, (int64_t[]){D, D}), NULL);
+    o = chain(g, TS_OP_ADD, NM("outbias"), tensor(g, NM("b_out"), TS_TENSOR_WEIGHT, 1, (int64_t[]){D}), o, NULL);
+    o = chain(g, TS_OP_RESHAPE, NM("rs_b"), o, -1, SHAPE(3, S, B, D));
+    o = chain(g, TS_OP_TRANSPOSE, NM("t5"), o, -1, PERM(1, 0, 2));
+    int y = chain(g, TS_OP_ADD, NM("res1"), x, o, NULL);
+    for (int h = 0; h < 2; h++) {
+        if (h) { /* the feed-forward */
+            int f = chain(g, TS_OP_MATMUL, NM("fc1"), y, tensor(g, NM("w1"), TS_TENSOR_WEIGHT, 2, (int64_t[]){D, F}),
+                          NULL);
+            f = chain(g, TS_OP_ADD, NM("b1"), tensor(g, NM("b1w"), TS_TENSOR_WEIGHT, 1, (int64_t[]){F}), f, NULL);
+            ts_graph_attrs_init(&a);
+            f = chain(g, TS_OP_GELU, NM("gelu"), f, -1, &a);
+            f = chain(g, TS_OP_MATMUL, NM("fc2"), f, tensor(g, NM("w2"), TS_TENSOR_WEIGHT, 2, (int64_t[]){F, D}),
+                      NULL);
+            f = chain(g, TS_OP_ADD, NM("b2"), tensor(g, NM("b2w"), TS_TENSOR_WEIGHT, 1, (int64_t[]){D}), f, NULL);
+            y = chain(g, TS_OP_ADD, NM("res2"), y, f, NULL);
+        }
+        ts_graph_attrs_init(&a);
+        a.axis = -1;
+        a.epsilon = 1e-5;
+        int n = tensor(g, h ? NM("ln2.y") : NM("ln1.y"), TS_TENSOR_ACTIVATION, -1, NULL);
+        int gm = tensor(g, h ? NM("ln2.g") : NM("ln1.g"), TS_TENSOR_WEIGHT, 1, (int64_t[]){D});
+        int bt = tensor(g, h ? NM("ln2.b") : NM("ln1.b"), TS_TENSOR_WEIGHT, 1, (int64_t[]){D});
+        node(g, TS_OP_LAYERNORM, h ? NM("ln2") : NM("ln1"), (int[]){y, gm, bt}, 3, n, &a);
+        y = n;
+    }
+#undef NM
+#undef PERM
+#undef SHAPE
+    return y;
+}
+
+/* A batch of sequences through the attention: 2 layers of torch's nn.TransformerEncoder (batch
+ * first; torch_encoder_layer) at batch 2, sequence 16, d 16, 2 heads, ffn 32 (BERT's form in
+ * small, the export's layout at batch 2 as bert_encoder_b4's at 4). The Transposes of [B, S, D]
+ * to [S, B, D] and back move nothing: the stream stays in batch order, and the attention stage
+ * takes each sequence's 16 rows one after the other (2 sequences, 2 heads of 2 PEs). Its output
+ * against the double interpreter (graph_ref.h) within 2e-5 (1 + |y|), as test_gpt_prefill: f32
+ * sums of at most 64 terms, the softmax's exp and reciprocal and the LayerNorms' square roots
+ * within about 1e-7 relative. */
+START_TEST(test_attention_batch)
+{
+    enum { B = 2, S = 16, D = 16, H = 2, F = 32 };
+    ts_graph *g = ts_graph_create("encoder_b2");
+    int x = tensor(g, "hidden", TS_TENSOR_INPUT, 3, (int64_t[]){B, S, D});
+    fill(g, x);
+    int y = x;
+    for (int l = 0; l < 2; l++)
+        y = torch_encoder_layer(g, y, l, B, S, D, H, F);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_and_run(g, 96, 32, &L);
+    for (size_t i = 0; i < L.rep.nstages; i++)
+        ck_assert_str_ne(L.rep.stages[i].what, "transpose"); /* the rows' Transposes move nothing */
+    const ts_lower_wse_stage *at = stage_of(&L, "attention", 1);
+    ck_assert_ptr_nonnull(at);
+    ck_assert_uint_eq(at->w * at->h, H * 2);
+    ck_assert_uint_eq(at->in_elems, (uint64_t)(B * S * 3 * D));
+    ck_assert_uint_eq(at->macs, (uint64_t)(B * H * S * S * 2 * (D / H)));
+    gref r;
+    gref_run(g, &r);
+    for (int64_t k = 0; k < B * S * D; k++) {
+        double got = out_at(&L, y, (uint64_t)k), want = r.v[y][k];
+        ck_assert_msg(fabs(got - want) <= 2e-5 * (1 + fabs(want)), "out[%lld]: got %.9g, want %.9g", (long long)k,
+                      got, want);
+    }
+    gref_free(&r);
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* A Transpose of rows too big for a PE (x [4, 6, 8], planned for PEs of 512 bytes) moves nothing:
+ * the stream keeps x's order, the Relu after it takes the rows as they come, and the sink's rows
+ * are found through their order (ts_lower_wse_locate): y[s][b][c] = relu(x[b][s][c]), exact. _i 1:
+ * a Slice of the first axis after it does not take rows one by one: refused, naming it. */
+START_TEST(test_transpose_rows)
+{
+    enum { B = 4, S = 6, D = 8 };
+    ts_graph *g = ts_graph_create("trows");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){B, S, D});
+    fill(g, x);
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.nperm = 3;
+    memcpy(a.perm, (int64_t[]){1, 0, 2}, sizeof(int64_t[3]));
+    int t = chain(g, TS_OP_TRANSPOSE, "t", x, -1, &a);
+    ts_graph_attrs_init(&a);
+    if (_i == 1) {
+        a.nslice = 3;
+        for (int k = 0; k < 3; k++)
+            a.starts[k] = 0, a.ends[k] = k == 0 ? 2 : k == 1 ? B : D, a.steps[k] = 1;
+    }
+    int y = chain(g, _i ? TS_OP_SLICE : TS_OP_RELU, _i ? "first" : "r", t, -1, &a);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    if (_i == 1) {
+        ts_err e;
+        ts_err_init(&e);
+        ts_wse_target p = params(16, 4);
+        p.sram_bytes = 512;
+        ts_program *prog = NULL;
+        ts_lower_wse_report rep = {0};
+        ck_assert_int_ne(ts_lower_wse(g, &p, &prog, &rep, &e), TS_OK);
+        ck_assert_msg(strstr(e.msg, "Slice 'first': its input 't.y' streams its rows in another order than its layout"),
+                      "%s", e.msg);
+        ts_graph_destroy(g);
+        return;
+    }
+    lowered L = {0};
+    lower_sram = 512;
+    lower_and_run(g, 16, 4, &L);
+    lower_sram = 0;
+    ck_assert_ptr_null(stage_of(&L, "transpose", 0));
+    ck_assert_ptr_nonnull(L.rep.out_rows);
+    for (int s = 0; s < S; s++)
+        for (int b = 0; b < B; b++)
+            for (int c = 0; c < D; c++) {
+                float v = val(x, (b * S + s) * D + c);
+                ck_assert_float_eq(out_at(&L, y, (uint64_t)((s * B + b) * D + c)), v > 0 ? v : 0.0f);
+            }
     lowered_free(&L);
     ts_graph_destroy(g);
 }
@@ -895,6 +1080,12 @@ int main(void)
     tcase_add_test(tc, test_attention_proj);
     tcase_add_loop_test(tc, test_gpt_prefill, 0, 4);
     suite_add_tcase(s, tc);
+    TCase *tb = tcase_create("batch_gqa"); /* attention over a batch of sequences, grouped-query heads */
+    tcase_set_timeout(tb, 300);
+    tcase_add_test(tb, test_attention_batch);
+    tcase_add_loop_test(tb, test_gpt_prefill, 4, 8);
+    tcase_add_loop_test(tb, test_transpose_rows, 0, 2);
+    suite_add_tcase(s, tb);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
     int failed = srunner_ntests_failed(r);

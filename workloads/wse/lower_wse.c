@@ -43,8 +43,30 @@ lw_stage *ts_lww_add_stage(lw *L, int kind, int node)
     return s;
 }
 
+int64_t *ts_lww_new_rows(lw *L, int64_t n)
+{
+    int64_t *m = ts_malloc((size_t)(n ? n : 1) * sizeof *m);
+    if (!m || ts_grow((void **)&L->maps, &L->capmaps, L->nmaps + 1, sizeof *L->maps)) {
+        ts_free(m);
+        return NULL;
+    }
+    L->maps[L->nmaps++] = m;
+    return m;
+}
+
+bool ts_lww_same_rows(const int64_t *a, const int64_t *b, int64_t n)
+{
+    for (int64_t r = 0; r < n && (a || b); r++)
+        if ((a ? a[r] : r) != (b ? b[r] : r))
+            return false;
+    return true;
+}
+
 static void free_stages(lw *L)
 {
+    for (size_t i = 0; i < L->nmaps; i++)
+        ts_free(L->maps[i]);
+    ts_free(L->maps);
     for (size_t i = 0; i < L->n; i++) {
         ts_free(L->st[i].wt);
         ts_free(L->st[i].bias);
@@ -122,6 +144,7 @@ void ts_lower_wse_report_free(ts_lower_wse_report *rep)
     if (!rep)
         return;
     ts_free(rep->stages);
+    ts_free(rep->out_rows);
     memset(rep, 0, sizeof *rep);
 }
 

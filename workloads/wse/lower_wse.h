@@ -60,6 +60,10 @@ typedef struct ts_lower_wse_report {
     int out_tensor;
     bool out_nhwc;         /* stored in N, H, W, C order (a 4-d output of a Conv) */
     int64_t out_dims[4];   /* N, C, H, W when out_nhwc */
+    int64_t *out_rows;     /* the place of each row (last axis, out_row_len values) of the output in
+                            * the sink, when the stream carries its rows in another order (a
+                            * Transpose of the rows before); NULL: row-major (owned) */
+    uint64_t out_row_len;
     uint32_t sink_x;       /* sink PEs (sink_x + j, 0) ... */
     uint64_t sink_chunk;   /* elements per sink PE, from address 0 */
     int64_t batch;         /* images streamed through the pipeline (the input's N; 0 for other inputs) */

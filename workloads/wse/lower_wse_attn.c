@@ -7,17 +7,25 @@
  *   moves   Slice, Reshape, Flatten, Transpose: each element of their output is an element of F
  *           (a map, element by element), optionally times a scale (Div or Mul by a scalar);
  *   scores  a MatMul of two moves A [.., M, K] x B [.., K, N]: per batch index b (an instance:
- *           a head), A's row m must be F's row m and its column k F's column qc(b) + k, B's
- *           (k, n) F's row n, column kc(b) + k: Q K^T of one head over every row of F;
+ *           a head of one sequence), B's (k, n) must be F's row base(b) + n, column kc(b) + k
+ *           (the keys of a sequence of S = N rows, base(b) a multiple of S), A's row m F's row
+ *           base(b) + m % S and its column k F's column qc(b, m / S) + k: Q K^T of one head
+ *           over the rows of one sequence; M / S query heads stacked along the rows share the
+ *           instance's keys (grouped-query attention). F's rows are those of the stream, in its
+ *           order: after a Transpose of rows (torch's [batch, seq, d] to [seq, batch, d]) a
+ *           sequence's rows are consecutive in the stream though not in the tensor;
  *   probs   a Softmax over the scores' last axis (a scalar Div or Mul before it scales them);
- *   out     a MatMul of probs [.., M, N] x a move V [.., N, DV] whose (n, c) is F's row n,
- *           column vc(b) + c; then moves again, until the region's output, whose row m and
- *           column oc(b) + c must be instance b's output (m, c), the instances' blocks tiling
- *           each output row.
- * Anything else in the region (a mask added to the scores, rows of another sequence) is refused
- * with the operator's name.
+ *   mask    a parameter added to the scores (kept per head; the same in every sequence);
+ *   out     a MatMul of probs [.., M, N] x a move V [.., N, DV] whose (n, c) is F's row
+ *           base(b) + n, column vc(b) + c; then moves again, until the region's output, each of
+ *           whose rows must hold one row of every query head of one sequence side by side, each
+ *           head (column block) reading the same columns of F in every sequence; the stream's
+ *           order of the output's rows (sequence after sequence) goes with it to the operators
+ *           after (lw_cur.rows).
+ * Anything else in the region is refused with the operator's name.
  *
- * Stage. nb columns (one per instance, in output order) by 3 rows of PEs. Every row of F is
+ * Stage (below in more detail: K parts and V parts). One column per query head, in output order,
+ * a query head of a group keeping its key head's keys and values. Every row of F is
  * multicast to all of them (east along row 0, south down each column, as a product's rows);
  * each PE keeps its instance's columns and drops the rest into a junk word:
  *   row 2 (Q)  Q[m][0..K) for every row; once every row is in, sends them one by one north;
@@ -27,7 +35,10 @@
  *   row 0 (V)  V[n][0..DV); per probabilities row: the output row (fmacs of V's rows by p[n]),
  *              then the row chain east: PE j passes on the outputs of the instances west of
  *              it, then sends its own.
- * The stage reads the whole of F before it gives anything out (the skip path's lag).
+ * The stage reads the whole of F before it gives anything out (the skip path's lag). A batch of
+ * sequences (F's rows in the stream: sequence after sequence) goes through it one sequence after
+ * another, every PE keeping one sequence's keys and values at a time: the same PEs and memory as
+ * one sequence, its code once per sequence, and a lag of one sequence.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -45,6 +56,9 @@ typedef struct av {
     int kind;
     int64_t *map;
     int64_t *qc, *kc, *vc;
+    int64_t *base; /* scores, probs, out: per instance the first row of its sequence in the stream (owned) */
+    int64_t grp;   /* scores, probs, out: query heads per instance (its rows: grp blocks of a sequence's
+                    * S rows, each block a query head's, qc[b grp + g]; grouped-query attention) */
     int64_t nb, M, N, K, DV;
     double scale;
     float *mask; /* scores, probs, out: added to instance b's scores before the scale, [b][m][n] (owned) */
@@ -54,7 +68,8 @@ typedef struct region {
     const ts_graph *g;
     av *v;         /* per tensor */
     int F;         /* the tensor the region starts from */
-    int64_t R, W;  /* F as R rows of W */
+    int64_t R, W;  /* F as R rows of W, in the stream's order */
+    int64_t S;     /* the rows of one sequence (the keys from the stream of one instance) */
     /* parameters joined to the keys and values (a KV cache): element e of pt_t[q] is coded in a
      * map as -(1 + pt_base[q] + e) */
     int pt_t[8];
@@ -92,8 +107,29 @@ static void av_free(av *a)
     ts_free(a->qc);
     ts_free(a->kc);
     ts_free(a->vc);
+    ts_free(a->base);
     ts_free(a->mask);
     memset(a, 0, sizeof *a);
+}
+
+/* y's copies of x's instances' columns and first rows (qc, kc, vc when x has them, base; owned),
+ * and its grp; nonzero when out of memory. */
+static int copy_cols(const av *x, av *y)
+{
+    const int64_t nb = x->nb, nq = x->nb * x->grp;
+    y->grp = x->grp;
+    y->qc = ts_malloc((size_t)(nq ? nq : 1) * sizeof *y->qc);
+    y->kc = ts_malloc((size_t)(nb ? nb : 1) * sizeof *y->kc);
+    y->base = ts_malloc((size_t)(nb ? nb : 1) * sizeof *y->base);
+    y->vc = x->vc ? ts_malloc((size_t)(nb ? nb : 1) * sizeof *y->vc) : NULL;
+    if (!y->qc || !y->kc || !y->base || (x->vc && !y->vc))
+        return -1;
+    memcpy(y->qc, x->qc, (size_t)nq * sizeof *y->qc);
+    memcpy(y->kc, x->kc, (size_t)nb * sizeof *y->kc);
+    memcpy(y->base, x->base, (size_t)nb * sizeof *y->base);
+    if (x->vc)
+        memcpy(y->vc, x->vc, (size_t)nb * sizeof *y->vc);
+    return 0;
 }
 
 /* A copy of x's mask into y (none when x has none); nonzero when out of memory. */
@@ -151,34 +187,46 @@ static void mat_dims(const ts_graph_tensor *t, int64_t *nb, int64_t *r, int64_t 
     *nb = ts_graph_tensor_elems(t) / (*r * *c);
 }
 
-/* A product of two moves, Q K^T: per instance b the q and k columns, every row of F. */
+/* A product of two moves, Q K^T: per instance b its keys are one sequence's S rows of F (from row
+ * base(b), after Nc cached ones) at columns kc(b); its M query rows are grp blocks of those S rows
+ * (one block a query head, at columns qc(b grp + g): grouped-query attention stacks a key head's
+ * query heads along the rows). */
 static ts_status scores(lw *L, region *G, const ts_graph_node *n, av *a, av *b, av *y)
 {
     int64_t nb, M, K, nb2, K2, N;
     mat_dims(ts_graph_get_tensor(G->g, n->in[0]), &nb, &M, &K);
     mat_dims(ts_graph_get_tensor(G->g, n->in[1]), &nb2, &K2, &N);
-    const int64_t Nc = nb ? cache_len(b, 0, K, N, true) : 0;
-    if (nb != nb2 || K != K2 || M != G->R || N - Nc != G->R)
+    const int64_t Nc = nb ? cache_len(b, 0, K, N, true) : 0, S = N - Nc;
+    const char *fn = ts_graph_get_tensor(G->g, G->F)->name;
+    if (nb != nb2 || K != K2 || S < 1 || M % S || G->R % S)
         return ts_lower_fail(L->err, n, "multiplies two activations that are not one head's queries by its keys over "
-                             "every row of '%s' (a batch broadcast, or rows of another sequence)",
-                             ts_graph_get_tensor(G->g, G->F)->name);
-    y->qc = ts_malloc((size_t)nb * sizeof *y->qc);
+                             "every row of a sequence of '%s' (a batch broadcast, or rows of another sequence)", fn);
+    const int64_t grp = M / S;
+    y->qc = ts_malloc((size_t)(nb * grp) * sizeof *y->qc);
     y->kc = ts_malloc((size_t)nb * sizeof *y->kc);
+    y->base = ts_malloc((size_t)nb * sizeof *y->base);
     G->Nc = Nc;
+    G->S = S;
     if (Nc && !(G->kcache = ts_malloc((size_t)(nb * K * Nc) * sizeof *G->kcache)))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-    if (!y->qc || !y->kc)
+    if (!y->qc || !y->kc || !y->base)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     for (int64_t i = 0; i < nb; i++) {
-        y->qc[i] = a->map[i * M * K] % G->W;
-        y->kc[i] = b->map[i * K * N + Nc] % G->W;
+        const int64_t f0 = b->map[i * K * N + Nc];
+        y->base[i] = f0 < 0 ? -1 : f0 / G->W;
+        y->kc[i] = f0 < 0 ? -1 : f0 % G->W;
+        if (y->base[i] < 0 || y->base[i] % S)
+            return ts_lower_fail(L->err, n, "its second operand's keys of instance %lld do not start a sequence "
+                                 "of %lld rows of '%s'", (long long)i, (long long)S, fn);
+        for (int64_t g = 0; g < grp; g++)
+            y->qc[i * grp + g] = a->map[(i * M + g * S) * K] % G->W;
         for (int64_t m = 0; m < M; m++)
             for (int64_t k = 0; k < K; k++) {
                 int64_t fa = a->map[(i * M + m) * K + k];
-                if (fa / G->W != m || fa % G->W != y->qc[i] + k)
+                if (fa < 0 || fa / G->W != y->base[i] + m % S || fa % G->W != y->qc[i * grp + m / S] + k)
                     return ts_lower_fail(L->err, n, "its first operand's element (%lld, %lld, %lld) is not a query "
                                          "of one head (row %lld, a column range of '%s')", (long long)i, (long long)m,
-                                         (long long)k, (long long)m, ts_graph_get_tensor(G->g, G->F)->name);
+                                         (long long)k, (long long)(y->base[i] + m % S), fn);
             }
         for (int64_t k = 0; k < K; k++)
             for (int64_t c = 0; c < N; c++) {
@@ -187,14 +235,14 @@ static ts_status scores(lw *L, region *G, const ts_graph_node *n, av *a, av *b, 
                     G->kcache[(i * K + k) * Nc + c] = param_at(G, fb);
                     continue;
                 }
-                if (fb < 0 || c < Nc || fb / G->W != c - Nc || fb % G->W != y->kc[i] + k)
+                if (fb < 0 || c < Nc || fb / G->W != y->base[i] + c - Nc || fb % G->W != y->kc[i] + k)
                     return ts_lower_fail(L->err, n, "its second operand's element (%lld, %lld, %lld) is not a key "
                                          "of one head (transposed: row %lld, a column range of '%s')", (long long)i,
-                                         (long long)k, (long long)c, (long long)(c - Nc),
-                                         ts_graph_get_tensor(G->g, G->F)->name);
+                                         (long long)k, (long long)c, (long long)(y->base[i] + c - Nc), fn);
             }
     }
     y->kind = AV_SCORES;
+    y->grp = grp;
     y->nb = nb, y->M = M, y->N = N, y->K = K;
     y->scale = a->scale * b->scale;
     return TS_OK;
@@ -214,14 +262,12 @@ static ts_status outputs(lw *L, region *G, const ts_graph_node *n, av *p, av *v,
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     if (v->scale != 1.0)
         return ts_lower_fail(L->err, n, "multiplies by scaled values; a scale before the Softmax is lowered");
-    y->vc = ts_malloc((size_t)nb * sizeof *y->vc);
-    y->qc = ts_malloc((size_t)nb * sizeof *y->qc);
-    y->kc = ts_malloc((size_t)nb * sizeof *y->kc);
-    y->map = ts_malloc((size_t)(nb * M * DV) * sizeof *y->map);
-    if (!y->vc || !y->qc || !y->kc || !y->map)
+    if (copy_cols(p, y)) /* p has no value columns: y's are new */
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-    memcpy(y->qc, p->qc, (size_t)nb * sizeof *y->qc);
-    memcpy(y->kc, p->kc, (size_t)nb * sizeof *y->kc);
+    y->vc = ts_malloc((size_t)nb * sizeof *y->vc);
+    y->map = ts_malloc((size_t)(nb * M * DV) * sizeof *y->map);
+    if (!y->vc || !y->map)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     if (copy_mask(p, y))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     for (int64_t i = 0; i < nb; i++) {
@@ -233,10 +279,11 @@ static ts_status outputs(lw *L, region *G, const ts_graph_node *n, av *p, av *v,
                     G->vcache[(i * Nc + r) * DV + c] = param_at(G, f);
                     continue;
                 }
-                if (f < 0 || r < Nc || f / G->W != r - Nc || f % G->W != y->vc[i] + c)
+                if (f < 0 || r < Nc || f / G->W != p->base[i] + r - Nc || f % G->W != y->vc[i] + c)
                     return ts_lower_fail(L->err, n, "its second operand's element (%lld, %lld, %lld) is not a value "
                                          "of one head (row %lld, a column range of '%s')", (long long)i, (long long)r,
-                                         (long long)c, (long long)(r - Nc), ts_graph_get_tensor(G->g, G->F)->name);
+                                         (long long)c, (long long)(p->base[i] + r - Nc),
+                                         ts_graph_get_tensor(G->g, G->F)->name);
             }
     }
     for (int64_t i = 0; i < nb * M * DV; i++)
@@ -288,16 +335,9 @@ static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
         y->qc = y->kc = y->vc = NULL;
         if (copy_mask(x, y))
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-        if (x->kind == AV_OUT) { /* the instances' columns stay with the first out tensor */
-            y->qc = ts_malloc((size_t)x->nb * sizeof *y->qc);
-            y->kc = ts_malloc((size_t)x->nb * sizeof *y->kc);
-            y->vc = ts_malloc((size_t)x->nb * sizeof *y->vc);
-            if (!y->qc || !y->kc || !y->vc)
-                return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-            memcpy(y->qc, x->qc, (size_t)x->nb * sizeof *y->qc);
-            memcpy(y->kc, x->kc, (size_t)x->nb * sizeof *y->kc);
-            memcpy(y->vc, x->vc, (size_t)x->nb * sizeof *y->vc);
-        }
+        y->base = NULL;
+        if (x->kind == AV_OUT && copy_cols(x, y)) /* the instances' columns stay with the out tensors */
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         return TS_OK;
     }
     case TS_OP_CONCAT: { /* keys or values joined to parameters (a KV cache): parameter codes in the map */
@@ -341,21 +381,15 @@ static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
             return ts_lower_fail(L->err, n, "in attention: a scale by a scalar constant of queries, keys or scores is "
                                  "lowered, nothing else");
         *y = *x;
-        y->map = NULL, y->qc = y->kc = y->vc = NULL;
+        y->map = NULL, y->qc = y->kc = y->vc = y->base = NULL;
         if (copy_mask(x, y))
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         if (x->map && !(y->map = ts_malloc((size_t)ts_graph_tensor_elems(yt) * sizeof *y->map)))
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         if (x->map)
             memcpy(y->map, x->map, (size_t)ts_graph_tensor_elems(yt) * sizeof *y->map);
-        if (x->qc) {
-            y->qc = ts_malloc((size_t)x->nb * sizeof *y->qc);
-            y->kc = ts_malloc((size_t)x->nb * sizeof *y->kc);
-            if (!y->qc || !y->kc)
-                return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-            memcpy(y->qc, x->qc, (size_t)x->nb * sizeof *y->qc);
-            memcpy(y->kc, x->kc, (size_t)x->nb * sizeof *y->kc);
-        }
+        if (x->qc && copy_cols(x, y))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         y->scale = x->scale * s;
         return TS_OK;
     }
@@ -369,15 +403,9 @@ static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
             return ts_lower_fail(L->err, n, "scales its scores by %g; a positive scale is lowered", x->scale);
         *y = *x;
         y->map = NULL;
-        y->vc = NULL;
-        if (copy_mask(x, y))
+        y->qc = y->kc = y->vc = y->base = NULL;
+        if (copy_mask(x, y) || copy_cols(x, y))
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-        y->qc = ts_malloc((size_t)x->nb * sizeof *y->qc);
-        y->kc = ts_malloc((size_t)x->nb * sizeof *y->kc);
-        if (!y->qc || !y->kc)
-            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-        memcpy(y->qc, x->qc, (size_t)x->nb * sizeof *y->qc);
-        memcpy(y->kc, x->kc, (size_t)x->nb * sizeof *y->kc);
         y->kind = AV_PROBS;
         return TS_OK;
     }
@@ -403,14 +431,11 @@ static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
             return ts_lower_fail(L->err, n, "adds '%s' to the attention scores; a parameter mask of the scores' shape "
                                  "(or one for every head) is lowered", mt->name);
         *y = *x;
-        y->map = NULL, y->vc = NULL;
-        y->qc = ts_malloc((size_t)x->nb * sizeof *y->qc);
-        y->kc = ts_malloc((size_t)x->nb * sizeof *y->kc);
+        y->map = NULL;
+        y->qc = y->kc = y->vc = y->base = NULL;
         y->mask = ts_malloc((size_t)(x->nb * per) * sizeof *y->mask);
-        if (!y->qc || !y->kc || !y->mask)
+        if (!y->mask || copy_cols(x, y))
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-        memcpy(y->qc, x->qc, (size_t)x->nb * sizeof *y->qc);
-        memcpy(y->kc, x->kc, (size_t)x->nb * sizeof *y->kc);
         for (int64_t i = 0; i < x->nb * per; i++) /* the kernel scales the sum: the mask over the scale so far */
             y->mask[i] = (x->mask ? x->mask[i] : 0.0f) +
                          (float)(ts_fill_value_f32(mt, n->in[1 - q], (uint64_t)(i % nm)) / x->scale);
@@ -494,15 +519,195 @@ static bool mask_is_band(const float *mask, int64_t nb, int64_t R, int64_t N)
 /* Values of one head's mask the top K part keeps. */
 static size_t mask_keep(bool band, int64_t R, int64_t N) { return (size_t)(band ? R + N - 1 : R * N); }
 
-/* SRAM of a K part (cs query columns of R rows, cs key columns of N keys, the scores row, its
- * reciprocal, a zero and a junk word, the query row's address) and of a V part (cv value columns, the probabilities row, the outputs). */
-static uint64_t attn_kmem(uint64_t R, uint64_t N, uint64_t cs) { return R * cs * 4 + cs * N * 4 + N * 4 + 16; }
-static uint64_t attn_vmem(uint64_t N, uint64_t cv) { return N * cv * 4 + N * 4 + cv * 4 + 8; }
+/* SRAM of a K part (cs query columns of R rows, cs key columns of N keys for each of nkv
+ * sequences, the scores row, its reciprocal, a zero and a junk word, the query row's address)
+ * and of a V part (cv value columns of N for each of nkv sequences, the probabilities row, the
+ * outputs). nkv: the sequences whose keys and values are kept at once (1, or a batch's when each
+ * has its cache). */
+static uint64_t attn_kmem(uint64_t R, uint64_t N, uint64_t cs, uint64_t nkv)
+{
+    return R * cs * 4 + nkv * cs * N * 4 + N * 4 + 16;
+}
+static uint64_t attn_vmem(uint64_t N, uint64_t cv, uint64_t nkv) { return nkv * N * cv * 4 + N * 4 + cv * 4 + 8; }
+/* The sequences whose keys and values a stage keeps at once. */
+static int64_t attn_nkv(const lw_stage *s) { return s->nc && s->nseq > 1 ? s->nseq : 1; }
 
-/* The region from the seeds: seed q's element i is the stream's row i / its last dim, column
- * off[q] + i % its last dim (the stream: rows of W); F names it in messages. */
-static ts_status attn_region(lw *L, int F, const int *seed, const int64_t *off, int nseed, int64_t W, int first,
-                             bool *done, int *out_t)
+/* The heads of the region's output o (its tensor ln's output): output row lr, columns
+ * [j DV, (j + 1) DV) must be one query head's outputs (a sub-instance u = b grp + g: instance b's
+ * query block g) at one row of its sequence, each head (column block j) reading the same columns
+ * of F in every sequence. *H the heads; head[j nseq + q] the sub-instance of head j in sequence q
+ * (nseq = R / S); orow[p] the output row the stream's row p (sequence p / S, its row p % S) is
+ * (owned). */
+static ts_status out_heads(lw *L, const region *G, const ts_graph_node *ln, const av *o, int64_t *H, int64_t **head,
+                           int64_t **orow)
+{
+    const ts_graph_tensor *yt = ts_graph_get_tensor(G->g, ln->out[0]);
+    const int64_t Wo = yt->dims[yt->rank - 1], DV = o->DV, M = o->M, S = G->S, grp = o->grp, nu = o->nb * grp;
+    const int64_t ny = ts_graph_tensor_elems(yt), R = G->R;
+    *H = 0;
+    if (Wo % DV || ny != o->nb * M * DV || ny != R * Wo)
+        return ts_lower_fail(L->err, ln, "gives attention outputs in rows of %lld, not the %lld heads' %lld values "
+                             "side by side", (long long)Wo, (long long)(nu * S / (R ? R : 1)), (long long)DV);
+    const int64_t nh = Wo / DV, nseq = R / S;
+    int64_t *hd = ts_malloc((size_t)(nh * nseq) * sizeof *hd), *ow = ts_malloc((size_t)R * sizeof *ow);
+    int64_t *uh = ts_malloc((size_t)nu * sizeof *uh);
+    bool *seen = ts_calloc((size_t)ny, 1);
+    ts_status rc = TS_OK;
+    if (!hd || !ow || !uh || !seen)
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (int64_t j = 0; !rc && j < nh * nseq; j++)
+        hd[j] = -1;
+    for (int64_t p = 0; !rc && p < R; p++)
+        ow[p] = -1;
+    for (int64_t u = 0; !rc && u < nu; u++)
+        uh[u] = -1;
+    for (int64_t e = 0; !rc && e < ny; e++) {
+        const int64_t lr = e / Wo, j = e % Wo / DV, c = e % DV, src = o->map[e];
+        const int64_t b = src / (M * DV), m = src / DV % M, u = b * grp + m / S, pr = o->base[b] + m % S;
+        if (src % DV != c || (uh[u] >= 0 && uh[u] != j) || (ow[pr] >= 0 && ow[pr] != lr) || seen[pr * Wo + e % Wo])
+            rc = ts_lower_fail(L->err, ln, "element %lld of its output is head %lld's (%lld, %lld): the heads' "
+                               "outputs must lie side by side in each row", (long long)e, (long long)u,
+                               (long long)m, (long long)(src % DV));
+        else {
+            uh[u] = j, ow[pr] = lr, seen[pr * Wo + e % Wo] = true;
+            hd[j * nseq + o->base[b] / S] = u;
+        }
+    }
+    for (int64_t u = 0; !rc && u < nu; u++) { /* a head reads the same columns in every sequence */
+        if (uh[u] < 0) {
+            rc = ts_lower_fail(L->err, ln, "gives out no output of query head %lld (another's twice)", (long long)u);
+            break;
+        }
+        const int64_t v = hd[uh[u] * nseq];
+        if (o->qc[u] != o->qc[v] || o->kc[u / grp] != o->kc[v / grp] || o->vc[u / grp] != o->vc[v / grp])
+            rc = ts_lower_fail(L->err, ln, "gives head %lld the outputs of other columns of '%s' in another sequence",
+                               (long long)uh[u], ts_graph_get_tensor(G->g, G->F)->name);
+    }
+    ts_free(uh);
+    ts_free(seen);
+    if (rc) {
+        ts_free(hd);
+        ts_free(ow);
+        return rc;
+    }
+    *H = nh, *head = hd, *orow = ow;
+    return TS_OK;
+}
+
+/* The mask of each head (S x NK, in head order; owned): the rows of its query block; the same in
+ * every sequence of the batch, which the top K part takes one after another. */
+static ts_status head_masks(lw *L, const ts_graph_node *ln, const av *o, int64_t S, int64_t NK, int64_t H,
+                            int64_t nseq, const int64_t *head, float **out)
+{
+    const size_t per = (size_t)(S * NK);
+    float *hm = ts_malloc((size_t)H * per * 4);
+    if (!hm)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (int64_t j = 0; j < H; j++) { /* instance b's rows (g S ..) */
+        const int64_t u = head[j * nseq];
+        memcpy(hm + (size_t)j * per, o->mask + (size_t)((u / o->grp * o->M + u % o->grp * S) * NK), per * 4);
+    }
+    for (int64_t u = 0; u < o->nb * o->grp; u++) {
+        const float *m = o->mask + (size_t)((u / o->grp * o->M + u % o->grp * S) * NK);
+        bool found = false;
+        for (int64_t j = 0; j < H && !found; j++)
+            found = !memcmp(m, hm + (size_t)j * per, per * 4) && o->qc[u] == o->qc[head[j * nseq]] &&
+                    o->kc[u / o->grp] == o->kc[head[j * nseq] / o->grp];
+        if (!found) {
+            ts_free(hm);
+            return ts_lower_fail(L->err, ln, "adds another mask to query head %lld's scores in another sequence; one "
+                                 "mask per head is kept", (long long)u);
+        }
+    }
+    *out = hm;
+    return TS_OK;
+}
+
+/* The attention stage s of the region G (its output o, given by node ln; F its stream ft): H
+ * query heads (head[j nseq + q] the sub-instance of head j in sequence q, hmask their masks or
+ * NULL), its sequences, cached keys and values (each sequence's: a batch decoding), masks and
+ * columns, and the fewest K and V parts whose PEs fit. */
+static ts_status fill_stage(lw *L, const region *G, const av *o, const ts_graph_node *ln, const ts_graph_tensor *ft,
+                            int64_t H, const int64_t *head, const float *hmask, lw_stage *s)
+{
+    ts_status rc = TS_OK;
+    const int64_t S = G->S, nseq = G->R / S, NK = S + G->Nc;
+    s->M = S, s->L = G->W, s->N = H, s->K = o->K, s->C = o->DV;
+    s->nc = G->Nc;
+    s->nseq = nseq;
+    if (G->Nc) { /* per head in output order and sequence: its cached keys (K x Nc), then values (Nc x DV) */
+        const size_t kn = (size_t)(o->K * G->Nc), vn = (size_t)(G->Nc * o->DV);
+        if (!(s->cache = ts_malloc((size_t)(H * nseq) * (kn + vn) * 4)))
+            rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        for (int64_t j = 0; !rc && j < H * nseq; j++) {
+            const size_t i = (size_t)(head[j] / o->grp);
+            memcpy(s->cache + (size_t)j * (kn + vn), G->kcache + i * kn, kn * 4);
+            memcpy(s->cache + (size_t)j * (kn + vn) + kn, G->vcache + i * vn, vn * 4);
+        }
+    }
+    if (!rc && hmask) { /* per head in output order: the top K part's */
+        const size_t per = (size_t)(S * NK);
+        s->band = mask_is_band(hmask, H, S, NK);
+        const size_t keep = mask_keep(s->band, S, NK);
+        if (!(s->vals = ts_malloc((size_t)H * keep * 4)))
+            rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        for (int64_t j = 0; !rc && j < H; j++) {
+            const float *m = hmask + (size_t)j * per;
+            float *d = s->vals + (size_t)j * keep;
+            if (!s->band)
+                memcpy(d, m, per * 4);
+            else { /* d[S - 1 - r + c] = m[r][c]: the first column upwards, then row 0 */
+                for (int64_t r = 0; r < S; r++)
+                    d[S - 1 - r] = m[r * NK];
+                memcpy(d + S - 1, m, (size_t)NK * 4);
+            }
+        }
+    }
+    s->lo = (float)o->scale;
+    for (int64_t j = 0; j < H; j++) {
+        s->cols[3 * j] = o->qc[head[j * nseq]];
+        s->cols[3 * j + 1] = o->kc[head[j * nseq] / o->grp];
+        s->cols[3 * j + 2] = o->vc[head[j * nseq] / o->grp];
+    }
+    s->in_n = (uint64_t)(G->R * G->W);
+    s->out_n = (uint64_t)(G->R * H * o->DV);
+    s->macs = (uint64_t)(H * nseq * S * NK * (o->K + o->DV));
+    /* the fewest K parts (queries' and keys' columns split) and V parts (values' columns) whose
+     * PEs fit */
+    const uint64_t R = (uint64_t)S, K = (uint64_t)o->K, DV = (uint64_t)o->DV, sram = L->t->sram_bytes;
+    uint64_t kp = 1, vp = 1;
+    const uint64_t N = (uint64_t)NK, mb = hmask ? mask_keep(s->band, S, NK) * 4 : 0; /* in the top K part */
+    const uint64_t nkv = (uint64_t)attn_nkv(s);
+    while (kp < K && attn_kmem(R, N, ts_geom_cdiv(K, kp), nkv) + mb > sram)
+        kp++;
+    while (vp < DV && attn_vmem(N, ts_geom_cdiv(DV, vp), nkv) > sram)
+        vp++;
+    s->kr = (uint32_t)kp;
+    s->kc = (uint32_t)vp;
+    s->w = (uint32_t)(H * (int64_t)vp);
+    s->h = (uint32_t)(1 + kp);
+    uint64_t mk = attn_kmem(R, N, ts_geom_cdiv(K, kp), nkv) + mb, mv = attn_vmem(N, ts_geom_cdiv(DV, vp), nkv);
+    s->mem = mk > mv ? mk : mv;
+    if (s->mem > sram)
+        rc = ts_lower_fail(L->err, ln, "keeps a score row%s and one query and key column of %lld rows: %.1f KiB in "
+                           "one PE of %.1f KiB: does not fit by %.1f KiB (%llu bytes)", mb ? ", the mask" : "",
+                           (long long)S,
+                           s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0,
+                           (unsigned long long)(s->mem - sram));
+    for (int64_t j = 0; !rc && j < H; j++) {
+        int64_t q0 = s->cols[3 * j], k0 = s->cols[3 * j + 1];
+        if (q0 < k0 + o->K && k0 < q0 + o->K)
+            rc = ts_lower_fail(L->err, ln, "reads head %lld's queries and keys from overlapping columns of '%s'",
+                               (long long)j, ft->name);
+    }
+    return rc;
+}
+
+/* The region from the seeds: seed q's element i is the stream's row rows[i / its last dim] (i / its
+ * last dim when rows is NULL), column off[q] + i % its last dim (the stream: rows of W); F names
+ * it in messages. */
+static ts_status attn_region(lw *L, int F, const int64_t *rows, const int *seed, const int64_t *off, int nseed,
+                             int64_t W, int first, bool *done, int *out_t, const int64_t **out_rows)
 {
     const ts_graph *g = L->g;
     const size_t nt = ts_graph_tensor_count(g), nn = ts_graph_node_count(g);
@@ -532,7 +737,7 @@ static ts_status attn_region(lw *L, int F, const int *seed, const int64_t *off, 
         else if (!(f->map = ts_malloc((size_t)n * sizeof *f->map)))
             rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
         for (int64_t i = 0; !rc && i < n; i++)
-            f->map[i] = i / c * W + off[q] + i % c;
+            f->map[i] = (rows ? rows[i / c] : i / c) * W + off[q] + i % c;
     }
     for (size_t id = (size_t)first; !rc && id <= (size_t)last; id++)
         if (mine[id])
@@ -541,26 +746,13 @@ static ts_status attn_region(lw *L, int F, const int *seed, const int64_t *off, 
     const av *o = ln ? &G.v[ln->out[0]] : NULL;
     if (!rc && o->kind != AV_OUT)
         rc = ts_lower_fail(L->err, ln, "ends an attention region without its output (probabilities times values)");
-    int64_t *order = NULL;
-    if (!rc) { /* output row m, column oc(b) + c is instance b's (m, c); the blocks tile the row */
-        const ts_graph_tensor *yt = ts_graph_get_tensor(g, ln->out[0]);
-        const int64_t Wo = yt->dims[yt->rank - 1], nb = o->nb, M = o->M, DV = o->DV;
-        order = ts_malloc((size_t)nb * sizeof *order);
-        if (!order)
-            rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
-        if (!rc && (Wo != nb * DV || ts_graph_tensor_elems(yt) != M * Wo))
-            rc = ts_lower_fail(L->err, ln, "gives attention outputs in rows of %lld, not the %lld heads' %lld "
-                               "values side by side", (long long)Wo, (long long)nb, (long long)DV);
-        for (int64_t j = 0; !rc && j < nb; j++) /* column block j: the instance of its first element */
-            order[j] = o->map[j * DV] / (M * DV);
-        for (int64_t i = 0; !rc && i < M * Wo; i++) {
-            int64_t e = o->map[i], b = e / (M * DV), m = e / DV % M, c = e % DV;
-            if (m != i / Wo || b != order[i % Wo / DV] || c != i % DV)
-                rc = ts_lower_fail(L->err, ln, "element %lld of its output is head %lld's (%lld, %lld): the heads' "
-                                   "outputs must lie side by side in each row", (long long)i, (long long)b,
-                                   (long long)m, (long long)c);
-        }
-    }
+    int64_t H = 0, *head = NULL, *orow = NULL;
+    float *hmask = NULL;
+    if (!rc)
+        rc = out_heads(L, &G, ln, o, &H, &head, &orow);
+    const int64_t S = G.S, nseq = H ? G.R / S : 0, NK = S + G.Nc; /* keys: the cache's, then the stream's */
+    if (!rc && o->mask)
+        rc = head_masks(L, ln, o, S, NK, H, nseq, head, &hmask);
     lw_stage *s = NULL;
     int named = last; /* the stage goes by the region's Softmax in reports */
     for (int id = first; !rc && id <= last; id++)
@@ -568,82 +760,29 @@ static ts_status attn_region(lw *L, int F, const int *seed, const int64_t *off, 
             named = id;
     if (!rc && !(s = ts_lww_add_stage(L, K_ATTN, named)))
         rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
-    if (!rc && !(s->cols = ts_malloc((size_t)(3 * o->nb) * sizeof *s->cols)))
+    if (!rc && !(s->cols = ts_malloc((size_t)(3 * H) * sizeof *s->cols)))
         rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
-    if (!rc) {
-        s->M = G.R, s->L = G.W, s->N = o->nb, s->K = o->K, s->C = o->DV;
-        s->nc = G.Nc;
-        const int64_t NK = G.R + G.Nc; /* keys: the cache's, then the stream's */
-        if (G.Nc) { /* per head in output order: its cached keys (K x Nc), then values (Nc x DV) */
-            const size_t kn = (size_t)(o->K * G.Nc), vn = (size_t)(G.Nc * o->DV);
-            if (!(s->cache = ts_malloc((size_t)o->nb * (kn + vn) * 4)))
-                rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
-            for (int64_t j = 0; !rc && j < o->nb; j++) {
-                memcpy(s->cache + (size_t)j * (kn + vn), G.kcache + (size_t)order[j] * kn, kn * 4);
-                memcpy(s->cache + (size_t)j * (kn + vn) + kn, G.vcache + (size_t)order[j] * vn, vn * 4);
-            }
-        }
-        if (!rc && o->mask) { /* per head in output order: the top K part's */
-            const size_t per = (size_t)(G.R * NK);
-            s->band = mask_is_band(o->mask, o->nb, G.R, NK);
-            const size_t keep = mask_keep(s->band, G.R, NK);
-            if (!(s->vals = ts_malloc((size_t)o->nb * keep * 4)))
-                rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
-            for (int64_t j = 0; !rc && j < o->nb; j++) {
-                const float *m = o->mask + (size_t)order[j] * per;
-                float *d = s->vals + (size_t)j * keep;
-                if (!s->band)
-                    memcpy(d, m, per * 4);
-                else { /* d[R - 1 - r + c] = m[r][c]: the first column upwards, then row 0 */
-                    for (int64_t r = 0; r < G.R; r++)
-                        d[G.R - 1 - r] = m[r * NK];
-                    memcpy(d + G.R - 1, m, (size_t)NK * 4);
-                }
-            }
-        }
-        s->lo = (float)o->scale;
-        for (int64_t j = 0; j < o->nb; j++) {
-            s->cols[3 * j] = o->qc[order[j]];
-            s->cols[3 * j + 1] = o->kc[order[j]];
-            s->cols[3 * j + 2] = o->vc[order[j]];
-        }
-        s->in_n = (uint64_t)(G.R * G.W);
-        s->out_n = (uint64_t)(G.R * o->nb * o->DV);
-        s->macs = (uint64_t)(o->nb * G.R * NK * (o->K + o->DV));
-        /* the fewest K parts (queries' and keys' columns split) and V parts (values' columns) whose
-         * PEs fit */
-        const uint64_t R = (uint64_t)G.R, K = (uint64_t)o->K, DV = (uint64_t)o->DV, sram = L->t->sram_bytes;
-        uint64_t kp = 1, vp = 1;
-        const uint64_t N = (uint64_t)NK, mb = o->mask ? mask_keep(s->band, G.R, NK) * 4 : 0; /* in the top K part */
-        while (kp < K && attn_kmem(R, N, ts_geom_cdiv(K, kp)) + mb > sram)
-            kp++;
-        while (vp < DV && attn_vmem(N, ts_geom_cdiv(DV, vp)) > sram)
-            vp++;
-        s->kr = (uint32_t)kp;
-        s->kc = (uint32_t)vp;
-        s->w = (uint32_t)(o->nb * (int64_t)vp);
-        s->h = (uint32_t)(1 + kp);
-        uint64_t mk = attn_kmem(R, N, ts_geom_cdiv(K, kp)) + mb, mv = attn_vmem(N, ts_geom_cdiv(DV, vp));
-        s->mem = mk > mv ? mk : mv;
-        if (s->mem > sram)
-            rc = ts_lower_fail(L->err, ln, "keeps a score row%s and one query and key column of %lld rows: %.1f KiB in "
-                               "one PE of %.1f KiB: does not fit by %.1f KiB (%llu bytes)", mb ? ", the mask" : "",
-                               (long long)G.R,
-                               s->mem / 1024.0, sram / 1024.0, (s->mem - sram) / 1024.0,
-                               (unsigned long long)(s->mem - sram));
-        for (int64_t j = 0; !rc && j < o->nb; j++) {
-            int64_t q0 = s->cols[3 * j], k0 = s->cols[3 * j + 1];
-            if (q0 < k0 + o->K && k0 < q0 + o->K)
-                rc = ts_lower_fail(L->err, ln, "reads head %lld's queries and keys from overlapping columns of '%s'",
-                                   (long long)j, ft->name);
-        }
+    if (!rc)
+        rc = fill_stage(L, &G, o, ln, ft, H, head, hmask, s);
+    if (!rc) { /* the output's rows in the stream's order: row orow[p] of the output is the p-th */
+        bool same = true;
+        for (int64_t p = 0; p < G.R; p++)
+            same &= orow[p] == p;
+        int64_t *m = same ? NULL : ts_lww_new_rows(L, G.R);
+        if (!same && !m)
+            rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        for (int64_t p = 0; m && p < G.R; p++)
+            m[orow[p]] = p;
+        *out_rows = m;
     }
     if (!rc) {
         for (size_t id = 0; id < nn; id++)
             done[id] |= mine[id];
         *out_t = ln->out[0];
     }
-    ts_free(order);
+    ts_free(head);
+    ts_free(orow);
+    ts_free(hmask);
     ts_free(G.kcache);
     ts_free(G.vcache);
     for (size_t t = 0; G.v && t < nt; t++)
@@ -656,6 +795,37 @@ static ts_status attn_region(lw *L, int F, const int *seed, const int64_t *off, 
 
 /* ---- emission ---- */
 
+/* A sequence of a batch (s->nseq > 1) in a loop over its rows (r10 the count, the addresses in
+ * r1 and r2, DSD 13 based on them): its code is then once per sequence, not once per row (a
+ * sequence's rows unrolled, BERT-base's 4 sequences took about 250 KB of code per PE). The exp
+ * constants (r9, r11-r14) are left alone: they hold across the sequences. */
+static void attn_in_loop(lw_gen *G, const lw_stage *s, int n, const int *o, const int64_t *col, int64_t len,
+                         const uint64_t *addr, const uint64_t *step, const int *stride, int junk)
+{
+    for (int q = 0; q < n; q++)
+        ts_lww_op(G, WSE_OP_LI, 2, 1 + q, (int)addr[q]);
+    int row = ts_lww_loop_head(G, 10, s->M);
+    int64_t at = 0;
+    for (int q = 0; q < n; q++) {
+        const int k = o[q];
+        if (col[k] > at)
+            ts_lww_in_to_mem(G, s->cin, (uint64_t)junk, (uint64_t)(col[k] - at), 0);
+        for (int64_t a = 0; a < len; a += PIECE) {
+            const int c = len - a > PIECE ? PIECE : (int)(len - a);
+            ts_lww_op(G, WSE_OP_DSDIN, 3, 12, (int)s->cin, c);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 13, 0, c, stride[k]);
+            ts_lww_op(G, WSE_OP_DSDBASE, 3, 13, 1 + k, (int)(a * stride[k] * 4));
+            ts_lww_op(G, WSE_OP_FMOVS, 4, 13, 12, -1, -1);
+        }
+        at = col[k] + len;
+    }
+    if (s->L > at)
+        ts_lww_in_to_mem(G, s->cin, (uint64_t)junk, (uint64_t)(s->L - at), 0);
+    for (int q = 0; q < n; q++)
+        ts_lww_op(G, WSE_OP_ADDI, 3, 1 + q, 1 + q, (int)step[q]);
+    ts_lww_loop_end(G, 10, row);
+}
+
 /* Every row of F: up to two column ranges [col[q], col[q] + len) to addr[q] + r * step[q] with
  * stride[q] (in column order, not overlapping), the rest into the junk word. */
 static void attn_in(lw_gen *G, const lw_stage *s, int n, const int64_t *col, int64_t len, const uint64_t *addr,
@@ -664,6 +834,10 @@ static void attn_in(lw_gen *G, const lw_stage *s, int n, const int64_t *col, int
     int o[2] = {0, 1};
     if (n == 2 && col[1] < col[0])
         o[0] = 1, o[1] = 0;
+    if (s->nseq > 1) {
+        attn_in_loop(G, s, n, o, col, len, addr, step, stride, junk);
+        return;
+    }
     for (int64_t r = 0; r < s->M; r++) {
         int64_t at = 0;
         for (int q = 0; q < n; q++) {
@@ -717,7 +891,8 @@ static void attn_softmax(lw_gen *G, int64_t N, int RCP, uint32_t c)
 static void attn_kpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t i, int *ma, int *kt)
 {
     const int64_t R = s->M, N = R + s->nc, kp = s->kr, c0 = i * s->K / kp, c1 = (i + 1) * s->K / kp, cs = c1 - c0;
-    const int SC = 0, RCP = (int)N * 4, QA = RCP + 4, KT = QA + (int)(R * cs) * 4, ZA = KT + (int)(cs * N) * 4,
+    const int nkv = (int)attn_nkv(s); /* a batch decoding: each sequence's keys at KT + q (its block) */
+    const int SC = 0, RCP = (int)N * 4, QA = RCP + 4, KT = QA + (int)(R * cs) * 4, ZA = KT + nkv * (int)(cs * N) * 4,
               JA = ZA + 4, QP = JA + 4, MP = QP + 4, MA = MP + 4;
     const bool mask = i == 0 && s->vals;
     *ma = MA;
@@ -731,51 +906,54 @@ static void attn_kpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t i, int
     ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
     ts_lww_op(G, WSE_OP_ST, 3, 15, 15, ZA);
     const int64_t col[2] = {s->cols[3 * j] + c0, s->cols[3 * j + 1] + c0};
-    const uint64_t addr[2] = {(uint64_t)QA, (uint64_t)(KT + s->nc * 4)}, step[2] = {(uint64_t)cs * 4, 4};
     const int stride[2] = {1, (int)N}; /* the stream's keys after the cache's */
-    attn_in(G, s, 2, col, cs, addr, step, stride, JA);
-    if (i == 0) {
-        ts_lww_exp_consts(G);
-        ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits((float)(1.4426950408889634 * s->lo)));
+    for (int64_t q = 0; q < (s->nseq > 1 ? s->nseq : 1); q++) { /* the sequences one after another */
+        const int KQ = KT + (int)(q % nkv * cs * N) * 4;
+        const uint64_t addr[2] = {(uint64_t)QA, (uint64_t)(KQ + s->nc * 4)}, step[2] = {(uint64_t)cs * 4, 4};
+        attn_in(G, s, 2, col, cs, addr, step, stride, JA);
+        if (i == 0 && q == 0) {
+            ts_lww_exp_consts(G);
+            ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits((float)(1.4426950408889634 * s->lo)));
+        }
+        ts_lww_op(G, WSE_OP_DSDM, 4, 2, SC, (int)N, 1);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)N, 0);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 4, KQ, (int)N, 1);
+        ts_lww_op(G, WSE_OP_LI, 2, 1, QA); /* the query row m's address, kept at QP */
+        ts_lww_op(G, WSE_OP_ST, 3, 1, 15, QP);
+        if (mask) {
+            ts_lww_op(G, WSE_OP_LI, 2, 1, s->band ? MA + (int)(R - 1) * 4 : MA); /* row m's address, kept at MP */
+            ts_lww_op(G, WSE_OP_ST, 3, 1, 15, MP);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 7, MA, (int)N, 1);
+        }
+        int row = ts_lww_loop_head(G, 10, R);
+        ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
+        ts_lww_op(G, WSE_OP_LD, 3, 1, 15, QP);
+        attn_macs(G, KQ, cs, (int)N * 4);
+        ts_lww_op(G, WSE_OP_LD, 3, 1, 15, QP);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, (int)cs * 4);
+        ts_lww_op(G, WSE_OP_ST, 3, 1, 15, QP);
+        if (kp > 1 && bottom) {
+            ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, r), (int)N, 0);
+            ts_lww_op(G, WSE_OP_FMOVS, 4, 5, 2, -1, -1);
+        } else if (kp > 1 && i > 0) {
+            ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, r), (int)N, 0);
+            ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, r + 1), (int)N);
+            ts_lww_op(G, WSE_OP_FADDS, 5, 5, 2, 6, -1, -1);
+        } else if (kp > 1) {
+            ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, r + 1), (int)N);
+            ts_lww_op(G, WSE_OP_FADDS, 5, 2, 2, 6, -1, -1);
+        }
+        if (mask) {
+            ts_lww_op(G, WSE_OP_LD, 3, 1, 15, MP);
+            ts_lww_op(G, WSE_OP_DSDBASE, 3, 7, 1, 0);
+            ts_lww_op(G, WSE_OP_FADDS, 5, 2, 2, 7, -1, -1);
+            ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, s->band ? -4 : (int)N * 4); /* a band's next row starts a value before */
+            ts_lww_op(G, WSE_OP_ST, 3, 1, 15, MP);
+        }
+        if (i == 0)
+            attn_softmax(G, N, RCP, lw_rcol(s, r));
+        ts_lww_loop_end(G, 10, row);
     }
-    ts_lww_op(G, WSE_OP_DSDM, 4, 2, SC, (int)N, 1);
-    ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)N, 0);
-    ts_lww_op(G, WSE_OP_DSDM, 4, 4, KT, (int)N, 1);
-    ts_lww_op(G, WSE_OP_LI, 2, 1, QA); /* the query row m's address, kept at QP */
-    ts_lww_op(G, WSE_OP_ST, 3, 1, 15, QP);
-    if (mask) {
-        ts_lww_op(G, WSE_OP_LI, 2, 1, s->band ? MA + (int)(R - 1) * 4 : MA); /* row m's address, kept at MP */
-        ts_lww_op(G, WSE_OP_ST, 3, 1, 15, MP);
-        ts_lww_op(G, WSE_OP_DSDM, 4, 7, MA, (int)N, 1);
-    }
-    int row = ts_lww_loop_head(G, 10, R);
-    ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
-    ts_lww_op(G, WSE_OP_LD, 3, 1, 15, QP);
-    attn_macs(G, KT, cs, (int)N * 4);
-    ts_lww_op(G, WSE_OP_LD, 3, 1, 15, QP);
-    ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, (int)cs * 4);
-    ts_lww_op(G, WSE_OP_ST, 3, 1, 15, QP);
-    if (kp > 1 && bottom) {
-        ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, r), (int)N, 0);
-        ts_lww_op(G, WSE_OP_FMOVS, 4, 5, 2, -1, -1);
-    } else if (kp > 1 && i > 0) {
-        ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, r), (int)N, 0);
-        ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, r + 1), (int)N);
-        ts_lww_op(G, WSE_OP_FADDS, 5, 5, 2, 6, -1, -1);
-    } else if (kp > 1) {
-        ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, r + 1), (int)N);
-        ts_lww_op(G, WSE_OP_FADDS, 5, 2, 2, 6, -1, -1);
-    }
-    if (mask) {
-        ts_lww_op(G, WSE_OP_LD, 3, 1, 15, MP);
-        ts_lww_op(G, WSE_OP_DSDBASE, 3, 7, 1, 0);
-        ts_lww_op(G, WSE_OP_FADDS, 5, 2, 2, 7, -1, -1);
-        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, s->band ? -4 : (int)N * 4); /* a band's next row starts a value before */
-        ts_lww_op(G, WSE_OP_ST, 3, 1, 15, MP);
-    }
-    if (i == 0)
-        attn_softmax(G, N, RCP, lw_rcol(s, r));
-    ts_lww_loop_end(G, 10, row);
 }
 
 /* V part t of head j (row 0, column j vp + t): columns [c0, c1) of the values; per
@@ -786,7 +964,8 @@ static void attn_vpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t t, int
     const int64_t R = s->M, N = R + s->nc, vp = s->kc, DV = s->C, c0 = t * DV / vp, c1 = (t + 1) * DV / vp, cv = c1 - c0;
     const uint32_t x = j * (uint32_t)vp + t, cp = lw_rcol(s, 1);
     const bool more = x + 1 < s->w, lastp = t + 1 == (uint32_t)vp;
-    const int ACC = 0, PB = (int)cv * 4, VA = PB + (int)N * 4, ZA = VA + (int)(N * cv) * 4, JA = ZA + 4;
+    const int nkv = (int)attn_nkv(s); /* a batch decoding: each sequence's values at VA + q (its block) */
+    const int ACC = 0, PB = (int)cv * 4, VA = PB + (int)N * 4, ZA = VA + nkv * (int)(N * cv) * 4, JA = ZA + 4;
     *va = VA;
     ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R | (t == 0 ? P_S : 0) | (more ? P_E : 0));
     ts_lww_op(G, WSE_OP_ROUTE, 3, (int)cp, t == 0 ? P_S : P_W, P_R | (lastp ? 0 : P_E));
@@ -796,41 +975,46 @@ static void attn_vpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t t, int
     ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
     ts_lww_op(G, WSE_OP_ST, 3, 15, 15, ZA);
     const int64_t col[1] = {s->cols[3 * j + 2] + c0};
-    const uint64_t addr[1] = {(uint64_t)(VA + s->nc * cv * 4)}, step[1] = {(uint64_t)cv * 4};
     const int stride[1] = {1};
-    attn_in(G, s, 1, col, cv, addr, step, stride, JA);
-    ts_lww_op(G, WSE_OP_DSDM, 4, 2, ACC, (int)cv, 1);
-    ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)cv, 0);
-    ts_lww_op(G, WSE_OP_DSDM, 4, 4, VA, (int)cv, 1);
-    int row = ts_lww_loop_head(G, 10, R);
-    ts_lww_in_to_mem(G, cp, (uint64_t)PB, (uint64_t)N, 1);
-    ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
-    ts_lww_op(G, WSE_OP_LI, 2, 1, PB);
-    attn_macs(G, VA, N, (int)cv * 4);
-    ts_lww_in_to_out(G, lw_gcol(s, x - 1), lw_gcol(s, x), (uint64_t)(j * DV + c0));
-    ts_lww_mem_to_out(G, (uint64_t)ACC, (uint64_t)cv, lw_gcol(s, x));
-    ts_lww_loop_end(G, 10, row);
+    for (int64_t q = 0; q < (s->nseq > 1 ? s->nseq : 1); q++) { /* the sequences one after another */
+        const int VQ = VA + (int)(q % nkv * N * cv) * 4;
+        const uint64_t addr[1] = {(uint64_t)(VQ + s->nc * cv * 4)}, step[1] = {(uint64_t)cv * 4};
+        attn_in(G, s, 1, col, cv, addr, step, stride, JA);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 2, ACC, (int)cv, 1);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)cv, 0);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 4, VQ, (int)cv, 1);
+        int row = ts_lww_loop_head(G, 10, R);
+        ts_lww_in_to_mem(G, cp, (uint64_t)PB, (uint64_t)N, 1);
+        ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
+        ts_lww_op(G, WSE_OP_LI, 2, 1, PB);
+        attn_macs(G, VQ, N, (int)cv * 4);
+        ts_lww_in_to_out(G, lw_gcol(s, x - 1), lw_gcol(s, x), (uint64_t)(j * DV + c0));
+        ts_lww_mem_to_out(G, (uint64_t)ACC, (uint64_t)cv, lw_gcol(s, x));
+        ts_lww_loop_end(G, 10, row);
+    }
 }
 
 ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
 {
     const lw_stage *s = &L->st[si];
+    const int64_t nkv = attn_nkv(s);
     for (uint32_t j = 0; j < (uint32_t)s->N; j++) {
         for (uint32_t t = 0; t < s->kc; t++) {
             if (!ts_lww_pe_stream(P, L->t, s->x + j * s->kc + t, s->y0, G))
                 return TS_ENOMEM;
             int va = 0;
             attn_vpart(G, s, j, t, &va);
-            if (s->nc) { /* the cached values of its columns, before the stream's */
+            for (int64_t q = 0; s->nc && q < nkv; q++) { /* its columns' cached values, before the stream's */
                 const int64_t DV = s->C, c0 = t * DV / s->kc, c1 = (t + 1) * DV / s->kc, cv = c1 - c0;
-                const float *vc = s->cache + (size_t)j * (size_t)(s->K * s->nc + s->nc * DV) + s->K * s->nc;
+                const float *vc = s->cache + (size_t)(j * nkv + q) * (size_t)(s->K * s->nc + s->nc * DV) + s->K * s->nc;
                 float *blk = ts_malloc((size_t)(s->nc * cv) * 4);
                 if (!blk)
                     return TS_ENOMEM;
                 for (int64_t r = 0; r < s->nc; r++)
                     memcpy(blk + r * cv, vc + r * DV + c0, (size_t)cv * 4);
                 ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, s->y0 * L->t->width + s->x + j * s->kc + t,
-                                                      (uint64_t)va, blk, (uint32_t)(s->nc * cv * 4), L->err);
+                                                      (uint64_t)(va + q * (s->M + s->nc) * cv * 4), blk,
+                                                      (uint32_t)(s->nc * cv * 4), L->err);
                 ts_free(blk);
                 if (rc)
                     return L->err->status;
@@ -843,16 +1027,17 @@ ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
             attn_kpart(G, s, j, i, &ma, &kt);
             const int64_t N = s->M + s->nc;
             const size_t per = mask_keep(s->band, s->M, N);
-            if (s->nc) { /* the cached keys of its columns (K^T rows of N, the cache's first) */
+            for (int64_t q = 0; s->nc && q < nkv; q++) { /* its columns' cached keys (K^T rows of N) */
                 const int64_t c0 = i * s->K / s->kr, c1 = (i + 1) * s->K / s->kr;
-                const float *kc = s->cache + (size_t)j * (size_t)(s->K * s->nc + s->nc * s->C);
+                const float *kc = s->cache + (size_t)(j * nkv + q) * (size_t)(s->K * s->nc + s->nc * s->C);
                 float *blk = ts_calloc((size_t)((c1 - c0) * N), 4);
                 if (!blk)
                     return TS_ENOMEM;
                 for (int64_t c = c0; c < c1; c++)
                     memcpy(blk + (c - c0) * N, kc + c * s->nc, (size_t)s->nc * 4);
                 ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, (s->y0 + 1 + i) * L->t->width + s->x + j * s->kc,
-                                                      (uint64_t)kt, blk, (uint32_t)((c1 - c0) * N * 4), L->err);
+                                                      (uint64_t)(kt + q * (c1 - c0) * N * 4), blk,
+                                                      (uint32_t)((c1 - c0) * N * 4), L->err);
                 ts_free(blk);
                 if (rc)
                     return L->err->status;
@@ -866,11 +1051,12 @@ ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
     return TS_OK;
 }
 
-ts_status ts_lww_attn_stage(lw *L, int F, int first, bool *done, int *out_t)
+ts_status ts_lww_attn_stage(lw *L, int F, const int64_t *rows, int first, bool *done, int *out_t,
+                            const int64_t **out_rows)
 {
     const ts_graph_tensor *ft = ts_graph_get_tensor(L->g, F);
     const int64_t off = 0;
-    return attn_region(L, F, &F, &off, 1, ft->dims[ft->rank - 1], first, done, out_t);
+    return attn_region(L, F, rows, &F, &off, 1, ft->dims[ft->rank - 1], first, done, out_t, out_rows);
 }
 
 bool ts_lww_is_proj(const ts_graph *g, int node, int F)
@@ -882,7 +1068,8 @@ bool ts_lww_is_proj(const ts_graph *g, int node, int F)
     return lw_is_param(w) && w->rank == 2 && w->dims[0] == f->dims[f->rank - 1];
 }
 
-ts_status ts_lww_attn_proj(lw *L, int F, int first, bool *done, int *out_t)
+ts_status ts_lww_attn_proj(lw *L, int F, const int64_t *rows, int first, bool *done, int *out_t,
+                           const int64_t **out_rows)
 {
     const ts_graph *g = L->g;
     size_t nc = 0;
@@ -943,5 +1130,5 @@ ts_status ts_lww_attn_proj(lw *L, int F, int first, bool *done, int *out_t)
     s->in_n = (uint64_t)(M * K);
     s->out_n = (uint64_t)(M * W);
     s->macs = (uint64_t)(M * K * W);
-    return attn_region(L, F, seed, off, np, W, first, done, out_t);
+    return attn_region(L, F, rows, seed, off, np, W, first, done, out_t, out_rows);
 }

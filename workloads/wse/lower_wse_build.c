@@ -37,7 +37,7 @@ static void stream_row(const ts_graph_tensor *t, uint64_t *row)
 static ts_status build_source(lw *L, int input, lw_cur *start)
 {
     const ts_graph *g = L->g;
-    *start = (lw_cur){input, false};
+    *start = (lw_cur){input, false, NULL};
     lw_stage *src = ts_lww_add_stage(L, K_SOURCE, -1);
     const ts_graph_tensor *it = ts_graph_get_tensor(g, input);
     uint64_t nin = (uint64_t)ts_graph_tensor_elems(it);
@@ -142,10 +142,18 @@ static ts_status top_up(lw *L, const ts_graph_node *n, walk *w)
     if (f < 0 || first < 0)
         return TS_OK;
     uint64_t chunk = L->st[first].kind == K_FIFO ? L->st[first].chunk : 1;
-    const uint64_t lag = ts_lww_lag(L, f, w->last[0]), room = ts_lww_room(L, f, w->last[1]);
     const uint64_t half = (L->t->sram_bytes - 16) / 8, E = L->st[f].out_n;
-    if (lag >= E && room < lag && half > chunk) { /* the main path reads the whole stream first (an
-                                                   * attention): the fewest PEs, each as full as it goes */
+    int64_t nseq = 1; /* an attention over a batch of sequences on the main path: it reads one at a time */
+    for (int i = w->last[0]; i >= 0 && i != f; i = L->st[i].prev)
+        if (L->st[i].kind == K_ATTN && L->st[i].nseq > 1)
+            nseq = L->st[i].nseq;
+    const bool seqs = nseq > 1 && E % (uint64_t)nseq == 0;
+    /* chunks restart at each sequence (as at each image), the last of a sequence short: one
+     * sequence's room less a chunk, so a chunk more */
+    const uint64_t lag = ts_lww_lag(L, f, w->last[0]) + (seqs ? chunk : 0), room = ts_lww_room(L, f, w->last[1]);
+    if ((lag >= E || seqs) && room < lag && half > chunk) { /* the main path reads the whole stream (or a
+                                                             * whole sequence) first (an attention): the
+                                                             * fewest PEs, each as full as it goes */
         uint64_t nf = ts_geom_cdiv(lag - room, 2 * half);
         chunk = ts_geom_cdiv(lag - room, 2 * nf);
     }
@@ -156,6 +164,9 @@ static ts_status top_up(lw *L, const ts_graph_node *n, walk *w)
         if (add_fifo(L, L->st[first].node, chunk, w))
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     }
+    for (int i = w->last[1]; seqs && i >= 0 && L->st[i].lane; i = L->st[i].prev)
+        if (L->st[i].kind == K_FIFO)
+            L->st[i].B = nseq;
     return TS_OK;
 }
 
@@ -167,6 +178,14 @@ static ts_status join(lw *L, const ts_graph_node *n, int node, walk *w)
     ts_status trc = top_up(L, n, w);
     if (trc)
         return trc;
+    {
+        const ts_graph_tensor *a = ts_graph_get_tensor(g, w->lane[0].t);
+        const int64_t W = a->rank ? a->dims[a->rank - 1] : 1;
+        if ((n->op == TS_OP_CONCAT && (w->lane[0].rows || w->lane[1].rows)) ||
+            !ts_lww_same_rows(w->lane[0].rows, w->lane[1].rows, ts_graph_tensor_elems(a) / (W ? W : 1)))
+            return ts_lower_fail(L->err, n, "joins '%s' and '%s', whose rows stream in different orders (a Transpose "
+                                 "of the rows on one path)", a->name, ts_graph_get_tensor(g, w->lane[1].t)->name);
+    }
     if (n->op == TS_OP_CONCAT) {
         ts_status rc = ts_lww_concat_stage(L, n, node, w->lane[0].t, w->lane[1].t, w->lane[0].nhwc);
         if (rc)
@@ -234,6 +253,68 @@ static ts_status operands(lw *L, lw_op *o)
     return TS_OK;
 }
 
+/* Whether node n takes the rows of its stream x one by one, each on its own, so that it works on
+ * a stream whose rows travel in another order than the tensor's (lw_cur.rows): products by a
+ * weight, elementwise functions, operators over the last axis, a parameter repeated within each
+ * row, a Slice of the last axis, a Reshape or Flatten that keeps the last axis. */
+static bool row_by_row(const ts_graph *g, const ts_graph_node *n, const ts_graph_tensor *x)
+{
+    const ts_graph_tensor *y = ts_graph_get_tensor(g, n->out[0]);
+    const int64_t W = x->dims[x->rank - 1];
+    switch (n->op) {
+    case TS_OP_GEMM: /* a bias of one row only */
+        if (n->nin > 2 && ts_graph_tensor_elems(ts_graph_get_tensor(g, n->in[2])) > y->dims[y->rank - 1])
+            return false;
+        return true;
+    case TS_OP_MATMUL:
+    case TS_OP_RELU:
+    case TS_OP_CLIP:
+    case TS_OP_SIGMOID:
+    case TS_OP_TANH:
+    case TS_OP_GELU:
+    case TS_OP_LAYERNORM:
+    case TS_OP_RMSNORM:
+    case TS_OP_SOFTMAX: return true;
+    case TS_OP_ADD:
+    case TS_OP_SUB:
+    case TS_OP_MUL:
+    case TS_OP_DIV:
+        for (size_t k = 0; k < n->nin; k++) {
+            const ts_graph_tensor *p = ts_graph_get_tensor(g, n->in[k]);
+            if (p == x)
+                continue;
+            int64_t np = ts_graph_tensor_elems(p);
+            if (np != 1 && (np != W || p->dims[p->rank - 1] != W))
+                return false;
+        }
+        return true;
+    case TS_OP_SLICE:
+        for (int k = 0; k + 1 < x->rank && k < n->attrs.nslice; k++)
+            if (n->attrs.starts[k] != 0 || n->attrs.ends[k] < x->dims[k] || n->attrs.steps[k] != 1)
+                return false;
+        return true;
+    case TS_OP_RESHAPE:
+    case TS_OP_FLATTEN: return y->rank >= 1 && y->dims[y->rank - 1] == W;
+    default: return ts_lww_is_hardswish(n->op);
+    }
+}
+
+/* Whether tensor t reaches an attention (a tensor read by three or more operators) through
+ * operators that work row by row, each the only reader of the tensor before it. */
+static bool feeds_attention(const ts_graph *g, int t)
+{
+    for (int hop = 0; hop < 64; hop++) {
+        size_t nc = 0;
+        const int *c = ts_graph_consumers(g, t, &nc);
+        if (nc >= 3)
+            return true;
+        if (nc != 1 || !row_by_row(g, ts_graph_get_node(g, c[0]), ts_graph_get_tensor(g, t)))
+            return false;
+        t = ts_graph_get_node(g, c[0])->out[0];
+    }
+    return false;
+}
+
 /* One node: the join of the open skip path, or its operator's stages on the lane it reads (after
  * opening a skip path if its stream feeds a second node). */
 static ts_status build_node(lw *L, walk *w, int node)
@@ -278,8 +359,9 @@ static ts_status build_node(lw *L, walk *w, int node)
         }
         size_t first = L->n;
         int out_t = -1;
-        if ((rc = np >= 3 ? ts_lww_attn_proj(L, c.t, node, w->done, &out_t)
-                          : ts_lww_attn_stage(L, c.t, node, w->done, &out_t)))
+        const int64_t *out_rows = NULL;
+        if ((rc = np >= 3 ? ts_lww_attn_proj(L, c.t, c.rows, node, w->done, &out_t, &out_rows)
+                          : ts_lww_attn_stage(L, c.t, c.rows, node, w->done, &out_t, &out_rows)))
             return rc;
         for (size_t k = first; k < L->n; k++) {
             L->st[k].lane = 0;
@@ -288,6 +370,7 @@ static ts_status build_node(lw *L, walk *w, int node)
         w->last[0] = (int)L->n - 1;
         w->lane[0].t = out_t;
         w->lane[0].nhwc = false;
+        w->lane[0].rows = out_rows;
         return TS_OK;
     }
     if (nc > 1 && c.t != w->fork_t) {
@@ -300,6 +383,22 @@ static ts_status build_node(lw *L, walk *w, int node)
             return rc;
         w->fork_t = c.t;
     }
+    const ts_graph_tensor *ct = ts_graph_get_tensor(g, c.t);
+    if (n->op == TS_OP_TRANSPOSE && !c.nhwc &&
+        (c.rows || feeds_attention(g, n->out[0]) || (uint64_t)ts_graph_tensor_elems(ct) * 4 + 4 > L->t->sram_bytes)) {
+        /* rows reordered on their way to an attention, after another such Transpose, or more than a
+         * PE keeps: nothing moves (lower_wse_move.c); else a transpose PE sends them in order */
+        const int64_t *rows = NULL;
+        if (ts_lww_transpose_rows(L, n, ct, c.rows, &rows, &rc)) {
+            w->lane[ln].t = n->out[0];
+            w->lane[ln].rows = rows;
+            return rc;
+        }
+    }
+    if (c.rows && !row_by_row(g, n, ts_graph_get_tensor(g, c.t)))
+        return ts_lower_fail(L->err, n, "its input '%s' streams its rows in another order than its layout (after a "
+                             "Transpose of its rows); on such a stream the WSE lowering takes operators that work "
+                             "row by row", ts_graph_get_tensor(g, c.t)->name);
     lw_op o = {.n = n, .node = node, .c = c, .prev = w->last[ln]};
     rc = operands(L, &o);
     size_t first = L->n;
@@ -341,6 +440,7 @@ static ts_status build_sink(lw *L, const walk *w, int output)
     k->prev = w->last[0];
     k->in_n = k->out_n = (uint64_t)ts_graph_tensor_elems(ts_graph_get_tensor(g, output));
     k->in_nhwc = end.nhwc;
+    L->out_rows = end.rows;
     return TS_OK;
 }
 

@@ -104,6 +104,7 @@ typedef struct lw_stage {
      * value; cols[3 j .. 3 j + 2] head j's first q, k and v columns of F (owned); lo the scale */
     int64_t *cols;
     int64_t nc;   /* attention: keys and values before the stream's (a KV cache's) */
+    int64_t nseq; /* attention: the sequences of M rows it takes one after another (a batch) */
     float *cache; /* attention: per head its nc cached keys (K x nc), then values (nc x C) (owned) */
     bool band;    /* attention: every head's mask is constant along its diagonals (a causal or sliding-
                    * window mask): vals keeps M + nc + M - 1 values a head, row m its [M - 1 - m, +N) */
@@ -118,6 +119,9 @@ typedef struct lw {
     size_t n, cap;
     uint64_t T;             /* the balanced pipeline's cycles by the cost model (place) */
     bool narrow;            /* place: products split for the fewest columns, not the fewest PEs */
+    int64_t **maps;         /* the row orders of streams (lw_cur.rows), owned; nmaps of capmaps */
+    size_t nmaps, capmaps;
+    const int64_t *out_rows; /* the graph output's row order at the sink, or NULL (one of maps) */
 } lw;
 
 static inline bool lw_is_param(const ts_graph_tensor *t)
@@ -135,7 +139,21 @@ lw_stage *ts_lww_add_stage(lw *L, int kind, int node);
 typedef struct lw_cur {
     int t;     /* the tensor the stream carries */
     bool nhwc; /* streamed pixel by pixel (a 4-d Conv output with H * W > 1) */
+    /* the stream's order of the tensor's rows (its last axis) when it is not the tensor's own:
+     * rows[r] is where row r travels (a Transpose of the rows before, which moved nothing); NULL
+     * when the stream is in row-major order (borrowed from L->maps) */
+    const int64_t *rows;
 } lw_cur;
+
+/* A new row order of n rows owned by L (NULL when out of memory). */
+int64_t *ts_lww_new_rows(lw *L, int64_t n);
+/* Whether two row orders of n rows are the same (NULL: row-major). */
+bool ts_lww_same_rows(const int64_t *a, const int64_t *b, int64_t n);
+/* A Transpose that keeps the last axis where it is and moves rows (x's rows in order rows, NULL
+ * for row-major): no stage; *out the order of its output's rows in the stream (NULL when that is
+ * row-major). False when the permutation moves the last axis. */
+bool ts_lww_transpose_rows(lw *L, const ts_graph_node *n, const ts_graph_tensor *x, const int64_t *rows,
+                           const int64_t **out, ts_status *rc);
 
 /* What the stage builder of one operator sees: the operator, the stream it reads (in[at]), its
  * parameter operand besides the stream (other, -1 if none), the tensors in and out. */
@@ -270,13 +288,16 @@ ts_status ts_lww_emit_norm(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
 ts_status ts_lww_emit_concat(lw *L, ts_program *P, size_t si, lw_gen *G);
 
 /* Attention (lower_wse_attn.c): the region of the graph from stream F (read first by node
- * `first`) as one stage appended to L->st; its nodes marked in done, *out_t the tensor it gives. */
-ts_status ts_lww_attn_stage(lw *L, int F, int first, bool *done, int *out_t);
+ * `first`, its rows in order rows) as one stage appended to L->st; its nodes marked in done, *out_t
+ * the tensor it gives and *out_rows the order of its rows (NULL: row-major). */
+ts_status ts_lww_attn_stage(lw *L, int F, const int64_t *rows, int first, bool *done, int *out_t,
+                            const int64_t **out_rows);
 /* Whether node is a projection of F (a MatMul of F by a 2-d weight); the attention of three or
  * more projections of F: one product of their weights side by side (their bias Adds folded in),
  * then the attention stage on its stream (two stages appended). */
 bool ts_lww_is_proj(const ts_graph *g, int node, int F);
-ts_status ts_lww_attn_proj(lw *L, int F, int first, bool *done, int *out_t);
+ts_status ts_lww_attn_proj(lw *L, int F, const int64_t *rows, int first, bool *done, int *out_t,
+                           const int64_t **out_rows);
 ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G);
 
 /* ---- report (lower_wse_report.c) ---- */

@@ -9,7 +9,11 @@
  *              permuted order: per output index but the last, one move of the last output axis's
  *              values, strided by that axis's stride in the input. A tensor larger than the PE
  *              does not fit (the error says by how much). A permutation that moves only axes of 1
- *              keeps the order of the stream: a slice stage passing the whole tensor on.
+ *              keeps the order of the stream: a slice stage passing the whole tensor on;
+ *   rows       a Transpose that keeps the last axis last only reorders rows: no stage, no value
+ *              moves; the stream keeps its order and carries the tensor's rows in another order
+ *              (lw_cur.rows), which the operators after it take row by row (torch's [batch, seq,
+ *              d] to [seq, batch, d] around its attention).
  */
 #include "workloads/wse/lower_wse_int.h"
 
@@ -67,6 +71,42 @@ static bool keeps_layout(const ts_graph_attrs *a, const ts_graph_tensor *x)
             return false;
         last = from;
     }
+    return true;
+}
+
+bool ts_lww_transpose_rows(lw *L, const ts_graph_node *n, const ts_graph_tensor *x, const int64_t *rows,
+                           const int64_t **out, ts_status *rc)
+{
+    const ts_graph_attrs *a = &n->attrs;
+    const int r = x->rank;
+    *rc = TS_OK;
+    *out = rows;
+    if (r < 2 || (a->nperm ? a->perm[r - 1] : 0) != r - 1 || keeps_layout(a, x))
+        return false;
+    const int64_t W = x->dims[r - 1], R = ts_graph_tensor_elems(x) / (W ? W : 1);
+    int64_t xs[TS_GRAPH_MAX_RANK], od[TS_GRAPH_MAX_RANK]; /* x's row strides over its leading axes; y's dims */
+    for (int k = r - 2, st = 1; k >= 0; k--) {
+        xs[k] = st;
+        st *= (int)x->dims[k];
+    }
+    for (int k = 0; k < r - 1; k++)
+        od[k] = x->dims[a->perm[k]];
+    int64_t *m = ts_lww_new_rows(L, R);
+    if (!m) {
+        *rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        return true;
+    }
+    bool same = true;
+    for (int64_t y = 0; y < R; y++) { /* y's row y is x's row src */
+        int64_t rem = y, src = 0;
+        for (int k = r - 2; k >= 0; k--) {
+            src += (rem % od[k]) * xs[a->perm[k]];
+            rem /= od[k];
+        }
+        m[y] = rows ? rows[src] : src;
+        same &= m[y] == y;
+    }
+    *out = same ? NULL : m;
     return true;
 }
 

@@ -37,6 +37,13 @@ ts_status ts_lww_report(const lw *L, uint32_t hm, int output, ts_lower_wse_repor
         rep->out_dims[d] = o->dims[d];
     rep->sink_x = k->x;
     rep->sink_chunk = k->chunk;
+    if (L->out_rows) {
+        const int64_t W = o->rank ? o->dims[o->rank - 1] : 1, R = ts_graph_tensor_elems(o) / (W ? W : 1);
+        if (!(rep->out_rows = ts_malloc((size_t)R * sizeof *rep->out_rows)))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        memcpy(rep->out_rows, L->out_rows, (size_t)R * sizeof *rep->out_rows);
+        rep->out_row_len = (uint64_t)W;
+    }
     return TS_OK;
 }
 
@@ -51,6 +58,8 @@ int ts_lower_wse_locate(const ts_lower_wse_report *rep, int tensor, uint64_t ele
         uint64_t px = elem % HW, ch = (elem / HW) % C, n = elem / (HW * C);
         s = (n * HW + px) * C + ch;
     }
+    if (rep->out_rows) /* the row's place in the stream */
+        s = (uint64_t)rep->out_rows[elem / rep->out_row_len] * rep->out_row_len + elem % rep->out_row_len;
     *x = rep->sink_x + (uint32_t)(s / rep->sink_chunk);
     *y = 0;
     *addr = (s % rep->sink_chunk) * 4;
