@@ -404,7 +404,7 @@ static ts_status text_fits(lt *L, fplan *fp)
     ts_status rc = live_words(L, fp, &live);
     if (rc != TS_OK || fetches * per <= live)
         return rc;
-    L->text_short = true;
+    L->text_short = L->text_over = true;
     uint64_t short_w = fetches * per - live;
     return ts_err_set(L->err, TS_EINPUT,
                       "the instruction text does not fit: the schedule's %" PRIu64 " entries in %" PRIu32

@@ -162,6 +162,8 @@ typedef struct lt {
     uint32_t (*tnext)[2];  /* [MEM data-segment index][bank]: next free word for instruction text */
     uint64_t fetches;
     bool text_short;       /* the instruction text does not fit in MEM (ifetch.c): no later try helps */
+    bool text_over;        /* ... its count alone is over every word free of data (ifetch.c, text_fits): no
+                            * other schedule helps either (lower_tsp.c, MODES) */
     bool text_live;        /* text also below the data, in words free until first written (ifetch.c) */
     bool text_out;         /* the words above the data ran out while fetches were placed (ifetch.c) */
     uint32_t fetch_slack;  /* entries a queue asks for text ahead of its own count (ifetch.c; 0 on the first try) */
