@@ -302,6 +302,9 @@ START_TEST(test_conv)
     ck_assert_uint_eq(l.rep.nlayers, 3);
     ck_assert_uint_eq(l.rep.layers[0].blocks, 1);
     ck_assert_uint_eq(l.rep.layers[2].blocks, 9);
+    /* c1's bias rides in its block (K = 27: lanes past 27 of every im2col row hold 1), so each pass's
+     * VXM chain is cvt, mul, cvt, relu: no add of a bias read from the east MEM */
+    ck_assert_uint_eq(l.rep.layers[0].vxm_ops, 4 * l.rep.layers[0].passes);
     int8_t *xv = input_of(g, x);
     int Ho, Wo, Ho2, Wo2;
     int8_t *hv = ref_conv(xv, C, H, W, w1, b1, M1, 3, 1, 1, true, &Ho, &Wo);

@@ -59,6 +59,8 @@ typedef struct prod {
     lt_cat cat;              /* kind 4: the inputs */
     bool relu;
     float scale;
+    uint32_t blanes;         /* kind 3 of one block: the bias in the MXM, lanes K .. K + blanes - 1 of every im2col
+                              * row holding 1 and of every weight row parts of its bias (bias_lanes); 0: none */
 } prod;
 
 /* The tensor block kt reads. */
@@ -181,10 +183,49 @@ static int64_t wgt_index(const prod *p, uint32_t n, uint32_t kt, uint32_t l, uin
     return (int64_t)((uint64_t)n * p->K + k); /* kinds 1 and 3: [N][K] */
 }
 
+/* The bias of output n (a graph's int32 values, else the fill), 0 without one. */
+static int32_t bias_of(const lt *L, const prod *p, uint32_t n)
+{
+    if (p->bid < 0 || n >= p->N)
+        return 0;
+    const ts_graph_tensor *bt = ts_graph_get_tensor(L->g, p->bid);
+    if (bt && bt->data && bt->dtype == TS_DT_I32)
+        return ((const int32_t *)bt->data)[n];
+    return ts_fill_bias(p->bid, n);
+}
+
+#define BIAS_LANES_MAX 8
+/* A conv on host im2col of one block with a bias and lanes to spare: the bias goes into the block,
+ * |b| <= 127 per lane, so each pass's VXM chain drops its add and its bias read (conv1 of ResNet:
+ * K = 147, biases of the fill in -256 .. 255, 3 lanes). The int32 sum is the same. Returns the
+ * lanes, 0 where the bias does not fit in BIAS_LANES_MAX or the lanes past K. */
+static uint32_t bias_lanes(const lt *L, const prod *p)
+{
+    if (p->kind != 3 || p->bid < 0 || p->K >= L->VL)
+        return 0;
+    int64_t most = 0;
+    for (uint32_t n = 0; n < p->N; n++) {
+        int64_t b = bias_of(L, p, n);
+        most = b < -most ? -b : b > most ? b : most;
+    }
+    uint32_t lanes = (uint32_t)((most + 126) / 127);
+    return lanes && lanes <= BIAS_LANES_MAX && p->K + lanes <= L->VL ? lanes : 0;
+}
+
+/* Lane j of the bias lanes of output n's weight row: the parts of its bias, 127 at most each. */
+static int8_t bias_part(const lt *L, const prod *p, uint32_t n, uint32_t j)
+{
+    int32_t b = bias_of(L, p, n);
+    for (uint32_t i = 0; i < j; i++)
+        b -= b > 127 ? 127 : b < -127 ? -127 : b;
+    return (int8_t)(b > 127 ? 127 : b < -127 ? -127 : b);
+}
+
 /* Row n of block kt (VL lanes, the padding 0): wgt_index is affine in the lane over the lanes
  * that have a weight, so the row is one strided walk of the weight tensor, the divisions done
  * once per row (the weights of every block are the lowering's largest image). */
-static void wgt_row(const prod *p, const ts_graph_tensor *wt, uint32_t n, uint32_t kt, uint32_t VL, uint8_t *row)
+static void wgt_row(const lt *L, const prod *p, const ts_graph_tensor *wt, uint32_t n, uint32_t kt, uint32_t VL,
+                    uint8_t *row)
 {
     uint32_t lo = 0, hi = 0;
     int64_t first = 0, step = 1;
@@ -211,6 +252,8 @@ static void wgt_row(const prod *p, const ts_graph_tensor *wt, uint32_t n, uint32
     memset(row, 0, VL);
     for (uint32_t l = lo; l < hi; l++)
         row[l] = (uint8_t)ts_fill_value_i8(wt, p->wid, (uint64_t)(first + (int64_t)(l - lo) * step));
+    for (uint32_t j = 0; j < p->blanes; j++) /* kind 3's bias in the block (bias_lanes) */
+        row[p->K + j] = (uint8_t)bias_part(L, p, n, j);
 }
 
 /* Valid rows (outputs) of output tile nt: VL but for a short last tile; N for an output written in
@@ -314,6 +357,10 @@ static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
                     uint64_t k = x->off + (uint64_t)m * x->T + col / L->VL;
                     im.s[k % L->nW][(size_t)(k / L->nW) * L->VL + col % L->VL] = (uint8_t)ts_fill_value_i8(t, xid, e);
                 }
+        for (uint32_t j = 0; j < p->blanes; j++) { /* the bias lanes (bias_lanes): 1 */
+            uint64_t k = x->off + (uint64_t)m * x->T + (K + j) / L->VL;
+            im.s[k % L->nW][(size_t)(k / L->nW) * L->VL + (K + j) % L->VL] = 1;
+        }
     }
     L->words_used += (uint64_t)x->nw * L->nW;
     return lt_img_flush(L, &im, 0);
@@ -340,6 +387,7 @@ static ts_status conv_shape(lt *L, const ts_graph_node *nd, prod *p, tens *im2)
                                                                       ts_geom_cdiv((uint64_t)p->w.C, L->VL);
     if (input && p->G == 1 && (p->K <= L->VL || rows <= vecs)) {
         p->kind = 3;
+        p->blanes = bias_lanes(L, p);
         if ((rc = place_im2col(L, p, xid, im2)) != TS_OK)
             return rc;
         p->x = im2;
@@ -658,7 +706,7 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
                 if (p->kind == 4)
                     memcpy(row, L->cats[L->ncats - 1].img + g * VL, VL);
                 if (p->kind != 4)
-                    wgt_row(p, wt, p->rep ? r : nt * VL + r, kt, VL, row);
+                    wgt_row(L, p, wt, p->rep ? r : nt * VL + r, kt, VL, row);
             }
         }
     if ((rc = east_rows(L, p, m, rows, &im)) != TS_OK || (rc = lt_img_flush(L, &im, m->wfirst)) != TS_OK)
@@ -1031,6 +1079,12 @@ static bool try_pass(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
         return false;
     E1(L, q + 2, T + P->d_func.abc, LT_ACC, lt_sreg(L, out, sa), (int32_t)tag, (int32_t)tag);
     val acc = {.alu = -1, .dir = out, .s = sa, .t = A};
+    if (ps->first && ps->final && p->blanes) { /* the bias came through the block (bias_lanes) */
+        if (!requant(L, p, ps, &acc, tag, wdone))
+            return false;
+        L->tag = tag;
+        return true;
+    }
     /* bias or partial sums, westward from the east MEM */
     int sb;
     if (!lt_take_group(L, P_E2V_W, 4, A, pv, &sb))
