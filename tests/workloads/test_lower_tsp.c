@@ -179,6 +179,61 @@ START_TEST(test_matmul)
 }
 END_TEST
 
+/* A MatMul of 256 rows (blocks of 256 passes or more go on all four planes): the east planes take
+ * every other pair of passes, their rows from a copy in the east MEM flowing east (iw and lw of s0e),
+ * their activations from the west MEM eastward past the VXM, their products back westward to it;
+ * partial sums through both halves of the reduction, bit-exact. */
+START_TEST(test_east_planes)
+{
+    ts_graph *g = ts_graph_create("mm");
+    const int M = 256, K = 400, N = 350;
+    int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, K});
+    int b = tensor_dt(g, "b", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){K, N});
+    int y = tensor_dt(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    node(g, TS_OP_MATMUL, "mm", (int[]){a, b}, 2, y, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    ck_assert_uint_eq(l.rep.layers[0].blocks, 4 * 4); /* 2 x 2 blocks, each on four planes */
+    ck_assert_uint_eq(l.rep.layers[0].passes, 4 * M);
+    ck_assert_int_gt(count_insns(l.prog, "iw i8, s0e,") + count_insns(l.prog, "lw i8, s0e,"), 0);
+    /* the abc of each plane: its queue is q_mxm + mxm_queues plane + 1 (W0, W1, E0, E1) */
+    ts_err e;
+    ts_err_init(&e);
+    void *cfg = tsp_test_config("tsp_v1", NULL);
+    ts_lower_tsp_params p;
+    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
+    ts_config_destroy(cfg);
+    int op_abc = ts_isa_find(ts_tsp_family.isa, "abc", 3);
+    uint32_t abc[4] = {0};
+    for (size_t k = 0; k < l.prog->nstreams; k++)
+        for (int pl = 0; pl < 4; pl++)
+            if (l.prog->streams[k].index == p.target.q_mxm + p.target.mxm_queues * (uint32_t)pl + 1)
+                for (uint32_t i = 0; i < l.prog->streams[k].n; i++)
+                    abc[pl] += l.prog->streams[k].insn[i].op == op_abc;
+    for (int pl = 0; pl < 4; pl++)
+        ck_assert_uint_eq(abc[pl], M); /* a quarter of the 4 M passes each */
+    float s = ts_lower_tsp_scale(K);
+    int8_t *av = input_of(g, a);
+    int bad = 0;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            int32_t acc = 0;
+            for (int k = 0; k < K; k++)
+                acc += av[m * K + k] * ts_fill_i8(b, (uint64_t)k * N + n);
+            int8_t want = requant(acc, s, false), have = got(&l, y, (uint32_t)m, (uint32_t)n);
+            if (want != have && bad++ < 5)
+                fprintf(stderr, "y[%d][%d] = %d, want %d\n", m, n, have, want);
+        }
+    ck_assert_int_eq(bad, 0);
+    ck_assert_double_eq(tsp_stat(&l.run, "mxm.macs"), (double)l.rep.layers[0].passes * 320 * 320);
+    ts_free(av);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* Gemm with transB and a bias, fused Relu. */
 START_TEST(test_gemm_relu)
 {
@@ -247,6 +302,9 @@ START_TEST(test_conv)
     ck_assert_uint_eq(l.rep.nlayers, 3);
     ck_assert_uint_eq(l.rep.layers[0].blocks, 1);
     ck_assert_uint_eq(l.rep.layers[2].blocks, 9);
+    /* c1's bias rides in its block (K = 27: lanes past 27 of every im2col row hold 1), so each pass's
+     * VXM chain is cvt, mul, cvt, relu: no add of a bias read from the east MEM */
+    ck_assert_uint_eq(l.rep.layers[0].vxm_ops, 4 * l.rep.layers[0].passes);
     int8_t *xv = input_of(g, x);
     int Ho, Wo, Ho2, Wo2;
     int8_t *hv = ref_conv(xv, C, H, W, w1, b1, M1, 3, 1, 1, true, &Ho, &Wo);
@@ -520,7 +578,7 @@ START_TEST(test_config_limits)
     ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
     ts_config_destroy(cfg);
     ts_graph *g = ts_graph_create("mm");
-    int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){200, 64});
+    int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){400, 64});
     int b = tensor_dt(g, "b", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){64, 64});
     int y = tensor_dt(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
     node(g, TS_OP_MATMUL, "mm", (int[]){a, b}, 2, y, NULL);
@@ -835,6 +893,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("lower_tsp");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_matmul);
+    tcase_add_test(tc, test_east_planes);
     tcase_add_test(tc, test_gemm_relu);
     tcase_add_test(tc, test_conv);
     tcase_add_test(tc, test_block);

@@ -31,7 +31,8 @@ static uint32_t queue_pos(const lt *L, uint32_t qi)
         return lt_mem_pos(L, qi);
     if (qi < P->q_mxm)
         return P->pos_vxm;
-    return P->pos_mxm_w[(qi - P->q_mxm) / P->mxm_queues > 0];
+    uint32_t pl = (qi - P->q_mxm) / P->mxm_queues; /* west planes from the VXM outward, then east */
+    return pl < P->mxm_west ? P->pos_mxm_w[pl] : P->pos_mxm_e[pl - P->mxm_west];
 }
 
 /* The fetch state of one queue during the sweep (plan_fetches). */
@@ -173,6 +174,24 @@ static bool fetch_text(lt *L, fplan *fp, uint32_t qi, uint64_t t, uint32_t pos, 
     return got == 2;
 }
 
+/* The stretches of the streams between positions a and b (lower_tsp_int.h, SEG_W ...). */
+static unsigned seg_of(const lt *L, uint32_t a, uint32_t b)
+{
+    uint32_t lo = a < b ? a : b, hi = a < b ? b : a, pv = L->tg->pos_vxm;
+    return (lo < pv ? SEG_W : 0) | (lo <= pv && pv <= hi ? SEG_V : 0) | (hi > pv ? SEG_E : 0);
+}
+
+/* The stream pair (dir, s) of an ifetch at position pos and cycle t, reserved where its text runs:
+ * from the farther of the two slices ms that read it to pos. */
+static bool take_text_streams(lt *L, int dir, int s, uint64_t t, uint32_t pos, const uint32_t *ms)
+{
+    uint32_t far = lt_mem_pos(L, ms[0]), p1 = lt_mem_pos(L, ms[1]);
+    if ((p1 > pos ? p1 - pos : pos - p1) > (far > pos ? far - pos : pos - far))
+        far = p1;
+    unsigned seg = L->mode ? SEG_ALL : seg_of(L, pos, far); /* as before the east planes but in mode 0 */
+    return lt_take_stream(L, dir, s, t, pos, seg) && lt_take_stream(L, dir, s + 1, t, pos, seg);
+}
+
 /* An ifetch on queue qi at cycle t with its text, if every reservation is free. */
 static bool try_fetch(lt *L, fplan *fp, uint32_t qi, uint64_t t)
 {
@@ -183,12 +202,12 @@ static bool try_fetch(lt *L, fplan *fp, uint32_t qi, uint64_t t)
     for (int dir = 0; dir < 2; dir++)
         for (int s = 0; s + 1 < LT_STREAMS; s += 2) {
             uint64_t key = lt_diag_key(dir, t, pos);
-            if (lt_bget(&L->diag[dir][s], key) || lt_bget(&L->diag[dir][s + 1], key))
+            unsigned here = L->mode ? SEG_ALL : seg_of(L, pos, pos);
+            if (!lt_stream_free(L, dir, s, key, here) || !lt_stream_free(L, dir, s + 1, key, here))
                 continue;
             size_t mark = L->nu, pm = L->npd;
-            if (lt_take_stream(L, dir, s, t, pos) && lt_take_stream(L, dir, s + 1, t, pos) &&
-                lt_take(L, &q->issue, t) && (qi >= L->tg->q_vxm || lt_take(L, &q->wr, t)) &&
-                fetch_text(L, fp, qi, t, pos, dir, s, tag, ms, rs)) {
+            if (lt_take(L, &q->issue, t) && (qi >= L->tg->q_vxm || lt_take(L, &q->wr, t)) &&
+                fetch_text(L, fp, qi, t, pos, dir, s, tag, ms, rs) && take_text_streams(L, dir, s, t, pos, ms)) {
                 /* the reads' entries, counted before the reservations are kept */
                 uint64_t dl[2];
                 for (int k = 0; k < 2; k++) {
@@ -385,7 +404,7 @@ static ts_status text_fits(lt *L, fplan *fp)
     ts_status rc = live_words(L, fp, &live);
     if (rc != TS_OK || fetches * per <= live)
         return rc;
-    L->text_short = true;
+    L->text_short = L->text_over = true;
     uint64_t short_w = fetches * per - live;
     return ts_err_set(L->err, TS_EINPUT,
                       "the instruction text does not fit: the schedule's %" PRIu64 " entries in %" PRIu32

@@ -570,9 +570,10 @@ static void lt_free(lt *L, size_t nt)
     ts_free(L->bank);
     for (int i = 0; i < TS_TSP_TARGET_MAX_ALUS; i++)
         ts_free(L->lat[i].w);
-    for (int d = 0; d < 2; d++)
-        for (int s = 0; s < TS_TSP_TARGET_MAX_STREAMS; s++)
-            ts_free(L->diag[d][s].w);
+    for (int g = 0; g < LT_SEGS; g++)
+        for (int d = 0; d < 2; d++)
+            for (int s = 0; s < TS_TSP_TARGET_MAX_STREAMS; s++)
+                ts_free(L->diag[g][d][s].w);
     ts_free(L->u);
     ts_free(L->pd);
     ts_free(L->layers);
@@ -599,6 +600,15 @@ static void lt_free(lt *L, size_t nt)
  * lowering always made. */
 #define FETCH_TRIES 4
 
+/* MODES: the lowering is tried first with the east planes taking the blocks of the products that
+ * stream many vectors, on the wide stream pools (sched.c, lt_pool_sets; docs/lowering-tsp.md, *The
+ * east planes*). Their schedule is shorter but issues more instructions a cycle, and where its text
+ * does not fit (MobileNetV2's; a matrix product of 17,000 rows, whose text ran 10 words short) it is
+ * tried again on the west planes alone (where mode 0 used the east planes), then with the narrow pools
+ * too, which is the schedule every program had before the east planes: whatever compiled before still
+ * compiles. A text whose count alone is over every word free of data (ifetch.c, L->text_over) is
+ * refused in mode 0: ResNet-50 at batch 8, ViT-B/16, BERT-base. */
+
 /* COMPACT: where the layout as always leaves a tensor without room, the lowering is tried again in
  * the compact layout (L->compact), which gives up nothing but the identity of the programs that
  * fit: the one-hot vectors of A V's transposes laid out once per shape instead of again whenever
@@ -610,14 +620,16 @@ static void lt_free(lt *L, size_t nt)
 
 /* Try k of the schedule, in the compact layout or not; *fetch_failed when it failed only because
  * the instruction fetches could not be placed, *room_short when a region found no room. */
-static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t k, bool compact, bool *live,
-                            ts_program **out, ts_lower_tsp_report *rep, ts_err *err, bool *fetch_failed,
-                            bool *room_short)
+static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t k, bool compact, int mode,
+                            bool *live, ts_program **out, ts_lower_tsp_report *rep, ts_err *err, bool *fetch_failed,
+                            bool *room_short, bool *east_used, bool *text_over)
 {
     lt L;
     size_t nt = ts_graph_tensor_count(g), nn = ts_graph_node_count(g);
     ts_status rc = lt_init(&L, g, P, err);
     L.compact = compact;
+    L.mode = mode;
+    L.pools = lt_pool_sets[mode];
     static const uint32_t slack[FETCH_TRIES] = {0, 20, 20, 40};
     L.fetch_slack = slack[k];
     L.text_live = *live;
@@ -647,6 +659,8 @@ static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t 
     if (rc == TS_OK && rep)
         rc = fill_report(&L, rep, nt);
     *room_short = rc == TS_EINPUT && L.room_short;
+    *east_used = *east_used || L.east_used;
+    *text_over = rc == TS_EINPUT && L.text_over;
     lt_free(&L, nt);
     if (rc == TS_OK) {
         *out = L.prog;
@@ -675,23 +689,31 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
         g = sq;
     if (rc == TS_OK)
         rc = ts_lower_check_ops(g, &tsp_ops, err);
-    /* the layout as always first; where a region finds no room, the compact one (COMPACT above) */
-    bool ok = rc == TS_OK, room = false;
-    for (int compact = 0; ok && compact < 2 && (!compact || room); compact++) {
-        bool again = true, live = false;
-        for (uint32_t k = 0; again && k < FETCH_TRIES; k++) {
-            if ((k || compact) && err) {
-                ts_err_free(err);
-                ts_err_init(err);
-            }
-            bool was = live;
-            rc = lower_once(g, P, k, compact, &live, out, rep, err, &again, &room);
-            if (again && live && !was) { /* the same try again with text below the data */
-                if (err) {
+    /* the layout as always first; where a region finds no room, the compact one (COMPACT above); where
+     * the instruction text of a schedule on the east planes too does not fit, the west planes alone,
+     * then the narrow pools as well: the schedule of before the east planes (MODES) */
+    bool ok = rc == TS_OK, room = false, east = false, over = false;
+    for (int mode = 0; ok && mode < 3; mode++) {
+        if (mode && (rc != TS_EINPUT || room || over))
+            break; /* compiled, or refused for a reason another mode does not change */
+        if (mode == 1 && !east)
+            continue; /* the same schedule as mode 0 */
+        for (int compact = 0; compact < 2 && (!compact || room); compact++) {
+            bool again = true, live = false;
+            for (uint32_t k = 0; again && k < FETCH_TRIES; k++) {
+                if ((k || compact || mode) && err) {
                     ts_err_free(err);
                     ts_err_init(err);
                 }
-                rc = lower_once(g, P, k, compact, &live, out, rep, err, &again, &room);
+                bool was = live;
+                rc = lower_once(g, P, k, compact, mode, &live, out, rep, err, &again, &room, &east, &over);
+                if (again && live && !was) { /* the same try again with text below the data */
+                    if (err) {
+                        ts_err_free(err);
+                        ts_err_init(err);
+                    }
+                    rc = lower_once(g, P, k, compact, mode, &live, out, rep, err, &again, &room, &east, &over);
+                }
             }
         }
     }

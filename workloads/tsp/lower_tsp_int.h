@@ -5,7 +5,8 @@
  *                the instruction fetches, emits the queues and fills the report
  *   memory.c     MEM allocation (free ranges per hemisphere and bank) and tensor placement,
  *                the images of initial data, graph inputs
- *   products.c   MatMul, Gemm and Conv as streamed matrix products on the west MXM planes
+ *   products.c   MatMul, Gemm and Conv as streamed matrix products on the MXM planes (the east ones for
+ *                blocks of many passes)
  *   vxm_ops.c    Relu, Add, MaxPool and GlobalAveragePool on the VXM
  *   softmax.c    Softmax on the VXM, with the row sum on plane W1 (its all-ones f16 block)
  *   layernorm.c  LayerNormalization on the VXM, with the row sums on plane W1
@@ -51,13 +52,25 @@ enum { EAST = 0, WEST = 1 };
 
 /* Stream pools (32 streams per direction): first stream and count. Groups of 4 (int32, f32) start
  * at multiples of 4. */
-enum { P_WGT, P_ACT, P_E2V_W, P_FROMV_W, P_W2V_E, P_FROMV_E, P_PACK_W, P_COUNT };
-typedef struct lt_pool { int dir; int first, n; } lt_pool;
-extern const lt_pool lt_pools[P_COUNT];
+enum { P_WGT, P_ACT, P_E2V_W, P_FROMV_W, P_W2V_E, P_FROMV_E, P_PACK_W, P_EACT, P_COUNT };
+/* The stretches of a stream a value needs, from its producer to its consumer: west of the VXM, at the
+ * VXM, east of it (a mask of them). Two values on one stream and trajectory meet only where their
+ * stretches do: a weight row from the west MEM to a west plane never meets a value the VXM reads
+ * from the east (docs/lowering-tsp.md, *Stream stretches*). */
+enum { SEG_W = 1, SEG_V = 2, SEG_E = 4, SEG_ALL = 7, LT_SEGS = 3 };
+typedef struct lt_pool {
+    int dir;
+    int first, n;  /* streams first .. first + n - 1 */
+    unsigned seg;  /* the stretches its values need */
+    int from;      /* groups are tried from stream first + from on, then from first (a pool that grew over
+                    * streams others use takes its own first) */
+} lt_pool;
+extern const lt_pool lt_pool_sets[3][P_COUNT];
 
 #define LT_STREAMS 32    /* streams per direction the pools use (the lowering needs that many) */
 #define IW_STREAMS 16
-#define DUAL_PASSES 128  /* a block streaming this many vectors is installed on both west planes */
+#define DUAL_PASSES 128  /* a block streaming this many vectors is installed on two planes */
+#define QUAD_PASSES 256  /* ... and this many on all four (products.c, install_block) */
 #define GIVE_UP 1000000u /* cycles searched for one group before the lowering gives up */
 #define DIAG_OFF 65536u
 
@@ -105,7 +118,12 @@ typedef struct lt_rows { uint8_t *img; uint64_t rows; uint32_t woff, wbase; } lt
 /* A weight tensor's rows laid out for a matrix product (products.c: weights), kept so that another
  * product reading the same tensor the same way (a tied embedding and LM head, a weight shared by
  * two MatMuls) reads them from there instead of a second copy. */
-typedef struct lt_wrows { int wid, kind; uint32_t N, K, KT, woff, wbase, wfirst, wn; } lt_wrows;
+typedef struct lt_wrows {
+    int wid, kind;
+    uint32_t N, K, KT, woff, wbase, wfirst, wn;
+    bool east;              /* ... and their east copy (products.c, east_rows) */
+    uint32_t ewoff, ewbase;
+} lt_wrows;
 
 typedef struct lt {
     const ts_graph *g;
@@ -116,7 +134,7 @@ typedef struct lt {
     lq *q;
     bits (*bank)[2];       /* [MEM data-segment index][bank] */
     bits lat[TS_TSP_TARGET_MAX_ALUS];
-    bits diag[2][TS_TSP_TARGET_MAX_STREAMS];
+    bits diag[LT_SEGS][2][TS_TSP_TARGET_MAX_STREAMS]; /* [stretch][direction][stream], by trajectory */
     undo *u; size_t nu, capu;
     pend *pd; size_t npd, cappd;
     bool oom;
@@ -127,10 +145,16 @@ typedef struct lt {
     alloc al[2][2];        /* [hemisphere][bank]: west, east; words below and above half */
     uint32_t half;         /* first word of bank 1 */
     tens *t;               /* per graph tensor */
-    /* per-plane: the last abc of the block it holds */
-    uint64_t plane_busy[2];
-    uint64_t buf_free[2];  /* per plane: the first cycle an lw may fill its weight buffer (products.c,
+    /* per plane (W0, W1, E0, E1: products.c, plane_pos): the last abc of the block it holds */
+    uint64_t plane_busy[4];
+    uint64_t buf_free[4];  /* per plane: the first cycle an lw may fill its weight buffer (products.c,
                             * install_buffered: one after the last iw that copied it) */
+    int mode;              /* lower_tsp.c, MODES: 0 the east planes too and the wide pools, 1 the west planes
+                            * alone, 2 and the narrow pools (the schedule of before the east planes) */
+    const lt_pool *pools;  /* lt_pool_sets[mode] */
+    bool east_used;        /* a product's blocks went on the east planes */
+    uint32_t ezero;        /* 1 + a word of zeros in every east slice (rows past a block's valid ones on
+                            * an east plane), 0 until laid out (products.c, east_rows) */
     int next_plane;
     ts_lower_tsp_layer *layers; size_t nlayers, caplayers;
     uint64_t words_used;
@@ -138,6 +162,8 @@ typedef struct lt {
     uint32_t (*tnext)[2];  /* [MEM data-segment index][bank]: next free word for instruction text */
     uint64_t fetches;
     bool text_short;       /* the instruction text does not fit in MEM (ifetch.c): no later try helps */
+    bool text_over;        /* ... its count alone is over every word free of data (ifetch.c, text_fits): no
+                            * other schedule helps either (lower_tsp.c, MODES) */
     bool text_live;        /* text also below the data, in words free until first written (ifetch.c) */
     bool text_out;         /* the words above the data ran out while fetches were placed (ifetch.c) */
     uint32_t fetch_slack;  /* entries a queue asks for text ahead of its own count (ifetch.c; 0 on the first try) */
@@ -239,7 +265,8 @@ static inline uint64_t lt_diag_key(int dir, uint64_t t, uint32_t pos)
     return dir == EAST ? t + DIAG_OFF - pos : t + pos;
 }
 
-bool lt_take_stream(lt *L, int dir, int s, uint64_t t, uint32_t pos);
+bool lt_take_stream(lt *L, int dir, int s, uint64_t t, uint32_t pos, unsigned seg);
+bool lt_stream_free(const lt *L, int dir, int s, uint64_t key, unsigned seg);
 bool lt_take_group(lt *L, int pool, int w, uint64_t t, uint32_t pos, int *s);
 int lt_cmp_rec(const void *a, const void *b);
 

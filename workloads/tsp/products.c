@@ -2,7 +2,8 @@
  * docs/lowering-tsp.md).
  *
  * A product is blocks of one 320 x 320 int8 weight block each (output tile nt, reduction tile kt)
- * on the two west MXM planes. Its passes, in order:
+ * on the two west MXM planes, and on the two east ones too where a block streams QUAD_PASSES vectors
+ * or more (east_rows). Its passes, in order:
  *   geometry   the product's shape from the node (conv_shape, matmul_shape), its input placed;
  *   memory     the weight rows striped over the west MEM, bias and scale replicated in every east
  *              slice, and two int32 partial-sum buffers on the east MEM (weights, consts, psums);
@@ -58,6 +59,8 @@ typedef struct prod {
     lt_cat cat;              /* kind 4: the inputs */
     bool relu;
     float scale;
+    uint32_t blanes;         /* kind 3 of one block: the bias in the MXM, lanes K .. K + blanes - 1 of every im2col
+                              * row holding 1 and of every weight row parts of its bias (bias_lanes); 0: none */
 } prod;
 
 /* The tensor block kt reads. */
@@ -180,10 +183,49 @@ static int64_t wgt_index(const prod *p, uint32_t n, uint32_t kt, uint32_t l, uin
     return (int64_t)((uint64_t)n * p->K + k); /* kinds 1 and 3: [N][K] */
 }
 
+/* The bias of output n (a graph's int32 values, else the fill), 0 without one. */
+static int32_t bias_of(const lt *L, const prod *p, uint32_t n)
+{
+    if (p->bid < 0 || n >= p->N)
+        return 0;
+    const ts_graph_tensor *bt = ts_graph_get_tensor(L->g, p->bid);
+    if (bt && bt->data && bt->dtype == TS_DT_I32)
+        return ((const int32_t *)bt->data)[n];
+    return ts_fill_bias(p->bid, n);
+}
+
+#define BIAS_LANES_MAX 8
+/* A conv on host im2col of one block with a bias and lanes to spare: the bias goes into the block,
+ * |b| <= 127 per lane, so each pass's VXM chain drops its add and its bias read (conv1 of ResNet:
+ * K = 147, biases of the fill in -256 .. 255, 3 lanes). The int32 sum is the same. Returns the
+ * lanes, 0 where the bias does not fit in BIAS_LANES_MAX or the lanes past K. */
+static uint32_t bias_lanes(const lt *L, const prod *p)
+{
+    if (p->kind != 3 || p->bid < 0 || p->K >= L->VL)
+        return 0;
+    int64_t most = 0;
+    for (uint32_t n = 0; n < p->N; n++) {
+        int64_t b = bias_of(L, p, n);
+        most = b < -most ? -b : b > most ? b : most;
+    }
+    uint32_t lanes = (uint32_t)((most + 126) / 127);
+    return lanes && lanes <= BIAS_LANES_MAX && p->K + lanes <= L->VL ? lanes : 0;
+}
+
+/* Lane j of the bias lanes of output n's weight row: the parts of its bias, 127 at most each. */
+static int8_t bias_part(const lt *L, const prod *p, uint32_t n, uint32_t j)
+{
+    int32_t b = bias_of(L, p, n);
+    for (uint32_t i = 0; i < j; i++)
+        b -= b > 127 ? 127 : b < -127 ? -127 : b;
+    return (int8_t)(b > 127 ? 127 : b < -127 ? -127 : b);
+}
+
 /* Row n of block kt (VL lanes, the padding 0): wgt_index is affine in the lane over the lanes
  * that have a weight, so the row is one strided walk of the weight tensor, the divisions done
  * once per row (the weights of every block are the lowering's largest image). */
-static void wgt_row(const prod *p, const ts_graph_tensor *wt, uint32_t n, uint32_t kt, uint32_t VL, uint8_t *row)
+static void wgt_row(const lt *L, const prod *p, const ts_graph_tensor *wt, uint32_t n, uint32_t kt, uint32_t VL,
+                    uint8_t *row)
 {
     uint32_t lo = 0, hi = 0;
     int64_t first = 0, step = 1;
@@ -210,6 +252,8 @@ static void wgt_row(const prod *p, const ts_graph_tensor *wt, uint32_t n, uint32
     memset(row, 0, VL);
     for (uint32_t l = lo; l < hi; l++)
         row[l] = (uint8_t)ts_fill_value_i8(wt, p->wid, (uint64_t)(first + (int64_t)(l - lo) * step));
+    for (uint32_t j = 0; j < p->blanes; j++) /* kind 3's bias in the block (bias_lanes) */
+        row[p->K + j] = (uint8_t)bias_part(L, p, n, j);
 }
 
 /* Valid rows (outputs) of output tile nt: VL but for a short last tile; N for an output written in
@@ -313,6 +357,10 @@ static ts_status place_im2col(lt *L, prod *p, int xid, tens *x)
                     uint64_t k = x->off + (uint64_t)m * x->T + col / L->VL;
                     im.s[k % L->nW][(size_t)(k / L->nW) * L->VL + col % L->VL] = (uint8_t)ts_fill_value_i8(t, xid, e);
                 }
+        for (uint32_t j = 0; j < p->blanes; j++) { /* the bias lanes (bias_lanes): 1 */
+            uint64_t k = x->off + (uint64_t)m * x->T + (K + j) / L->VL;
+            im.s[k % L->nW][(size_t)(k / L->nW) * L->VL + (K + j) % L->VL] = 1;
+        }
     }
     L->words_used += (uint64_t)x->nw * L->nW;
     return lt_img_flush(L, &im, 0);
@@ -339,6 +387,7 @@ static ts_status conv_shape(lt *L, const ts_graph_node *nd, prod *p, tens *im2)
                                                                       ts_geom_cdiv((uint64_t)p->w.C, L->VL);
     if (input && p->G == 1 && (p->K <= L->VL || rows <= vecs)) {
         p->kind = 3;
+        p->blanes = bias_lanes(L, p);
         if ((rc = place_im2col(L, p, xid, im2)) != TS_OK)
             return rc;
         p->x = im2;
@@ -465,6 +514,8 @@ typedef struct pmem {
     uint32_t woff, wbase;    /* weight rows, tile by tile and block by block: row g is in slice
                               * wfirst + (woff + g) mod wn, word wbase + (woff + g) / wn */
     uint32_t wfirst, wn;     /* the west slices (0, nW), or the east ones (nW, nE) when the west is full */
+    bool east;               /* the east planes can take the blocks: their rows lie in the east MEM too */
+    uint32_t ewoff, ewbase;  /* ... row g in east slice (ewoff + g) mod nE, word ewbase + (ewoff + g) / nE */
     uint32_t cbase;          /* bias (4 byte planes per output tile) then scale (4), every east slice */
     uint32_t ct;             /* the tiles cbase holds a bias for: NT, or 1 (zeros every tile reads) */
     uint64_t nparts;         /* partial-sum words (4 per output vector), 0 for one reduction block */
@@ -515,6 +566,9 @@ static bool shared_rows(const lt *L, const prod *p, pmem *m)
             m->wbase = w->wbase;
             m->wfirst = w->wfirst;
             m->wn = w->wn;
+            m->east = w->east;
+            m->ewoff = w->ewoff;
+            m->ewbase = w->ewbase;
             return true;
         }
     }
@@ -529,7 +583,70 @@ static ts_status keep_rows(lt *L, const prod *p, const pmem *m)
     if (ts_grow((void **)&L->wts, &L->capwts, L->nwts + 1, sizeof *L->wts))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     L->wts[L->nwts++] = (lt_wrows){.wid = p->wid, .kind = p->kind, .N = p->N, .K = p->K, .KT = p->KT,
-                                   .woff = m->woff, .wbase = m->wbase, .wfirst = m->wfirst, .wn = m->wn};
+                                   .woff = m->woff, .wbase = m->wbase, .wfirst = m->wfirst, .wn = m->wn,
+                                   .east = m->east, .ewoff = m->ewoff, .ewbase = m->ewbase};
+    return TS_OK;
+}
+
+/* Whether product p's blocks go on the east planes too: blocks of laid-out weights (not a moving
+ * operator's 0/1 rows, not Q Kᵀ's activation rows) streaming QUAD_PASSES vectors or more, in the
+ * first mode of the lowering (lower_tsp.c, MODES), on a chip with two east planes east of every east
+ * MEM slice. A product of fewer rows keeps to the west planes: its blocks' installs, not their
+ * passes, are its time (docs/lowering-tsp.md, *The east planes*). */
+static bool east_kind(const lt *L, const prod *p)
+{
+    uint32_t far = lt_mem_pos(L, L->nW + L->nE - 1);
+    return !L->mode && L->tg->mxm_east >= 2 && L->tg->pos_mxm_e[0] > far && L->tg->pos_mxm_e[1] > far &&
+           p->kind != 4 && p->kind != 5 && p->M >= QUAD_PASSES;
+}
+
+/* The rows for the east planes (docs/lowering-tsp.md, *The east planes*): rows laid out in the east
+ * MEM already (the west was full) are read there eastward; rows in the west get a copy striped over
+ * the east slices (fresh words of bank 1), from the west image im, and the word of zeros the rows
+ * past a block's valid ones read is laid out once. Where the east has no room the product keeps to
+ * the west planes. */
+static ts_status east_rows(lt *L, const prod *p, pmem *m, uint64_t rows, const image *im)
+{
+    m->east = false;
+    if (!east_kind(L, p))
+        return TS_OK;
+    bool short_before = L->room_short;
+    uint64_t av;
+    ts_status rc = TS_OK;
+    if (!L->ezero) {
+        uint32_t zw;
+        if ((rc = lt_region(L, 1, 1, "a word of zeros", p->nd, true, 1, &zw, &av)) == TS_OK)
+            L->ezero = zw + 1;
+    }
+    if (rc == TS_OK && m->wfirst == L->nW) {
+        m->east = L->east_used = true;
+        m->ewoff = m->woff;
+        m->ewbase = m->wbase;
+        return TS_OK;
+    }
+    m->ewoff = L->rot % L->nE;
+    uint32_t ewords = (uint32_t)ts_geom_cdiv(m->ewoff + rows, L->nE);
+    if (rc == TS_OK)
+        rc = lt_region(L, 1, ewords, "an east copy of the weights", p->nd, true, 1, &m->ewbase, &av);
+    if (rc == TS_EINPUT) { /* no room: the west planes alone, the error forgotten */
+        if (L->err) {
+            ts_err_free(L->err);
+            ts_err_init(L->err);
+        }
+        L->room_short = short_before;
+        return TS_OK;
+    }
+    image ei;
+    if (rc != TS_OK || (rc = lt_img_init(L, &ei, L->nE, m->ewbase, ewords)) != TS_OK)
+        return rc;
+    for (uint64_t g = 0; g < rows; g++) {
+        uint64_t k = m->woff + g, e = m->ewoff + g;
+        memcpy(ei.s[e % L->nE] + (size_t)(e / L->nE) * L->VL, im->s[k % m->wn] + (size_t)(k / m->wn) * L->VL, L->VL);
+    }
+    if ((rc = lt_img_flush(L, &ei, L->nW)) != TS_OK)
+        return rc;
+    L->words_used += (uint64_t)ewords * L->nE;
+    m->east = L->east_used = true;
     return TS_OK;
 }
 
@@ -589,10 +706,10 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
                 if (p->kind == 4)
                     memcpy(row, L->cats[L->ncats - 1].img + g * VL, VL);
                 if (p->kind != 4)
-                    wgt_row(p, wt, p->rep ? r : nt * VL + r, kt, VL, row);
+                    wgt_row(L, p, wt, p->rep ? r : nt * VL + r, kt, VL, row);
             }
         }
-    if ((rc = lt_img_flush(L, &im, m->wfirst)) != TS_OK)
+    if ((rc = east_rows(L, p, m, rows, &im)) != TS_OK || (rc = lt_img_flush(L, &im, m->wfirst)) != TS_OK)
         return rc;
     L->words_used += (uint64_t)wwords * m->wn;
     return keep_rows(L, p, m);
@@ -670,6 +787,7 @@ typedef struct psched {
     ts_lower_tsp_layer *ly;
     uint32_t *firstk, *lastk; /* per output vector and tile: its first and last block with an input */
     uint32_t *rmem, *rword;   /* the current block's rows: slice and word */
+    uint32_t *ermem, *erword; /* ... their east copy (pm.east) */
     uint64_t *rlb;            /* kind 5: ... and the cycle each may be read from */
     uint64_t *pready;         /* per output vector and tile: partial sum readable from */
     uint8_t *pbuf;            /* ... and the buffer holding it */
@@ -677,9 +795,26 @@ typedef struct psched {
     /* the current block */
     uint32_t kt, nt, nv;
     uint32_t m0, m1;          /* the output vectors' rows of this chunk (partial sums for them only) */
-    int planes[2], np;
-    uint64_t lbs[2], last_abcs[2]; /* per plane: first abc after the install, last abc */
+    int planes[4], np;
+    uint64_t lbs[4], last_abcs[4]; /* per plane: first abc after the install, last abc */
 } psched;
+
+/* The planes: 0 and 1 the west ones (W0, W1), 2 and 3 the east ones (E0, E1). A west plane takes its
+ * values flowing west, an east one flowing east. */
+static uint32_t plane_pos(const lt *L, int pl)
+{
+    return pl < 2 ? L->tg->pos_mxm_w[pl] : L->tg->pos_mxm_e[pl - 2];
+}
+
+static uint32_t plane_q(const lt *L, int pl)
+{
+    return L->tg->q_mxm + L->tg->mxm_queues * (pl < 2 ? (uint32_t)pl : L->tg->mxm_west + (uint32_t)pl - 2);
+}
+
+static int plane_dir(int pl)
+{
+    return pl < 2 ? WEST : EAST;
+}
 
 /* An iw of one block's rows on plane pl at cycles I .. I + VL / 16 - 1 (16 rows a cycle). */
 typedef struct install_arg {
@@ -690,6 +825,7 @@ typedef struct install_arg {
     uint32_t ncyc;           /* ... over this many cycles */
     uint32_t nvalid, tag;
     uint32_t row0;           /* the rows are block rows row0 .. row0 + nvalid - 1, the others zeros */
+    unsigned seg;            /* the stretches of the rows' streams (west rows to a west plane: SEG_W) */
 } install_arg;
 
 /* An activation's rows lie in any slices, and one slice reads one word a cycle: each cycle of the
@@ -725,7 +861,7 @@ static bool try_install_rows(lt *L, const install_arg *a, uint64_t I)
         if (!lt_take(L, &L->q[q].issue, t))
             return false;
         for (uint32_t i = 0; i < a->per[c]; i++, r++) {
-            if (!lt_take_stream(L, WEST, (int)i, t, pp))
+            if (!lt_take_stream(L, WEST, (int)i, t, pp, SEG_W))
                 return false;
             if (r < a->nvalid ? !lt_rd(L, a->rows_mem[r], a->rows_word[r], t, pp, WEST, (int)i, a->tag, a->rows_lb[r])
                               : !lt_rd_any(L, 0, 0, t, pp, WEST, (int)i, a->tag))
@@ -741,24 +877,26 @@ static bool try_install_rows(lt *L, const install_arg *a, uint64_t I)
  * anything). */
 static bool rows16(lt *L, const install_arg *a, uint32_t c, uint64_t t, uint32_t pp, uint32_t q, int op)
 {
+    int dir = plane_dir(a->pl);
     if (!lt_take(L, &L->q[q].issue, t))
         return false;
     for (uint32_t i = 0; i < IW_STREAMS; i++) {
         uint32_t r = c * IW_STREAMS + i - a->row0; /* wraps below row0 */
-        if (!lt_take_stream(L, WEST, (int)i, t, pp))
+        if (!lt_take_stream(L, dir, (int)i, t, pp, a->seg))
             return false;
-        if (r < a->nvalid ? !lt_rd(L, a->rows_mem[r], a->rows_word[r], t, pp, WEST, (int)i, a->tag, 0)
-                          : !lt_rd_any(L, 0, 0, t, pp, WEST, (int)i, a->tag))
+        if (r < a->nvalid ? !lt_rd(L, a->rows_mem[r], a->rows_word[r], t, pp, dir, (int)i, a->tag, 0)
+            : dir == WEST ? !lt_rd_any(L, 0, 0, t, pp, WEST, (int)i, a->tag)
+                          : !lt_rd_any(L, 1, L->ezero - 1, t, pp, EAST, (int)i, a->tag))
             return false;
     }
-    E1(L, q, t, op, L->tg->reg.i8, lt_sreg(L, WEST, 0), IW_STREAMS, (int32_t)a->tag);
+    E1(L, q, t, op, L->tg->reg.i8, lt_sreg(L, dir, 0), IW_STREAMS, (int32_t)a->tag);
     return true;
 }
 
 static bool try_install(lt *L, const void *arg, uint64_t I, uint64_t *w)
 {
     const install_arg *a = arg;
-    uint32_t pp = L->tg->pos_mxm_w[a->pl], q = L->tg->q_mxm + L->tg->mxm_queues * (uint32_t)a->pl;
+    uint32_t pp = plane_pos(L, a->pl), q = plane_q(L, a->pl);
     (void)w;
     if (a->rows_lb)
         return try_install_rows(L, a, I);
@@ -775,15 +913,14 @@ static bool try_lw(lt *L, const void *arg, uint64_t t, uint64_t *w)
 {
     const install_arg *a = ((const lw_arg *)arg)->a;
     (void)w;
-    return rows16(L, a, ((const lw_arg *)arg)->c, t, L->tg->pos_mxm_w[a->pl],
-                  L->tg->q_mxm + L->tg->mxm_queues * (uint32_t)a->pl, LT_LW);
+    return rows16(L, a, ((const lw_arg *)arg)->c, t, plane_pos(L, a->pl), plane_q(L, a->pl), LT_LW);
 }
 
 /* The iw that copies the weight buffer into the plane at cycle t. */
 static bool try_iw_buf(lt *L, const void *arg, uint64_t t, uint64_t *w)
 {
     const install_arg *a = arg;
-    uint32_t q = L->tg->q_mxm + L->tg->mxm_queues * (uint32_t)a->pl;
+    uint32_t q = plane_q(L, a->pl);
     (void)w;
     if (!lt_take(L, &L->q[q].issue, t))
         return false;
@@ -822,20 +959,24 @@ static ts_status install_buffered(lt *L, const install_arg *a, const ts_graph_no
 static ts_status install_block(lt *L, psched *s)
 {
     /* a packed Conv with several bases: the planes take the blocks in turn (sched_blocks) */
-    s->np = s->p->M >= DUAL_PASSES && (s->p->kind != 6 || s->p->pl.nb < 2) ? 2 : 1;
-    s->planes[0] = s->np == 2 ? 0 : L->next_plane;
-    s->planes[1] = 1;
+    bool many = s->p->M >= DUAL_PASSES && (s->p->kind != 6 || s->p->pl.nb < 2), east = s->m.east;
+    int npl = east ? 4 : 2;
+    s->np = many ? npl : 1;
+    for (int j = 0; j < s->np; j++)
+        s->planes[j] = s->np == 1 ? L->next_plane % npl : j;
     if (s->np == 1)
-        L->next_plane ^= 1;
+        L->next_plane = (L->next_plane % npl + 1) % npl;
     s->lbs[0] = s->lbs[1] = s->last_abcs[0] = s->last_abcs[1] = 0;
     uint8_t per[TS_TSP_TARGET_MAX_STREAMS * 64];
     uint32_t ncyc = L->VL / IW_STREAMS;
     if (s->p->kind == 5 && L->VL <= sizeof per)
         ncyc = rows_plan(L, s->rmem, s->nv, per);
     for (int j = 0; j < s->np; j++) {
-        install_arg a = {.pl = s->planes[j], .rows_mem = s->rmem, .rows_word = s->rword, .nvalid = s->nv,
-                         .rows_lb = s->p->kind == 5 ? s->rlb : NULL, .per = per, .ncyc = ncyc,
-                         .tag = lt_new_tag(L), .row0 = s->p->rep ? s->nt * s->p->N : 0};
+        int pl = s->planes[j];
+        install_arg a = {.pl = pl, .rows_mem = pl < 2 ? s->rmem : s->ermem, .rows_word = pl < 2 ? s->rword : s->erword,
+                         .nvalid = s->nv, .rows_lb = s->p->kind == 5 ? s->rlb : NULL, .per = per, .ncyc = ncyc,
+                         .tag = lt_new_tag(L), .row0 = s->p->rep ? s->nt * s->p->N : 0,
+                         .seg = pl >= 2 ? SEG_E : s->m.wfirst == L->nW ? SEG_ALL : SEG_W};
         uint64_t I = L->plane_busy[a.pl], w;
         for (uint32_t r = 0; a.rows_lb && r < s->nv; r++) /* row r is read about r / 16 cycles after I */
             if (a.rows_lb[r] > I + L->VL / IW_STREAMS)
@@ -913,31 +1054,37 @@ static bool try_pass(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     const prod *p = ((const pass_arg *)arg)->p;
     const pass *ps = ((const pass_arg *)arg)->ps;
     const ts_tsp_target *P = L->tg;
-    uint32_t pp = P->pos_mxm_w[ps->pl], q = P->q_mxm + P->mxm_queues * (uint32_t)ps->pl, pv = P->pos_vxm;
+    uint32_t pp = plane_pos(L, ps->pl), q = plane_q(L, ps->pl), pv = P->pos_vxm;
     uint32_t tag = L->tag % 65535 + 1;
-    int s;
+    int s, in = plane_dir(ps->pl), out = in == WEST ? EAST : WEST; /* to the plane, from it to the VXM */
     if (!lt_take(L, &L->q[q + 1].issue, T) || !lt_take(L, &L->q[q + 2].issue, T + P->d_func.abc))
         return false;
-    /* the activation, westward to the plane */
-    if (!lt_take_group(L, P_ACT, 1, T, pp, &s))
+    /* the activation from the west MEM to the plane: westward, or eastward past the VXM and the east MEM */
+    if (!lt_take_group(L, in == WEST ? P_ACT : P_EACT, 1, T, pp, &s))
         return false;
     if (ps->xv >= 0) {
         uint32_t mem, word;
         tens *x = blk_x(p, ps->kt);
         lt_slot(L, x, (uint64_t)ps->xv, &mem, &word);
-        if (!lt_rd(L, mem, word, T, pp, WEST, s, tag, x->ready[ps->xv]))
+        if (!lt_rd(L, mem, word, T, pp, in, s, tag, x->ready[ps->xv]))
             return false;
-    } else if (!lt_rd_any(L, 0, 0, T, pp, WEST, s, tag)) {
+    } else if (!lt_rd_any(L, 0, 0, T, pp, in, s, tag)) {
         return false;
     }
-    E1(L, q + 1, T, LT_ABC, P->reg.i8, lt_sreg(L, WEST, s), 0, (int32_t)tag, (int32_t)tag);
-    /* the products, eastward to the VXM */
-    uint64_t ta = T + P->d_func.abc + P->d_func.acc, A = ta + (pv - pp);
+    E1(L, q + 1, T, LT_ABC, P->reg.i8, lt_sreg(L, in, s), 0, (int32_t)tag, (int32_t)tag);
+    /* the products to the VXM: eastward from a west plane, westward (as the east MEM's values) from an east one */
+    uint64_t ta = T + P->d_func.abc + P->d_func.acc, A = ta + (out == EAST ? pv - pp : pp - pv);
     int sa;
-    if (!lt_take_group(L, P_W2V_E, 4, ta, pp, &sa))
+    if (!lt_take_group(L, out == EAST ? P_W2V_E : P_E2V_W, 4, ta, pp, &sa))
         return false;
-    E1(L, q + 2, T + P->d_func.abc, LT_ACC, lt_sreg(L, EAST, sa), (int32_t)tag, (int32_t)tag);
-    val acc = {.alu = -1, .dir = EAST, .s = sa, .t = A};
+    E1(L, q + 2, T + P->d_func.abc, LT_ACC, lt_sreg(L, out, sa), (int32_t)tag, (int32_t)tag);
+    val acc = {.alu = -1, .dir = out, .s = sa, .t = A};
+    if (ps->first && ps->final && p->blanes) { /* the bias came through the block (bias_lanes) */
+        if (!requant(L, p, ps, &acc, tag, wdone))
+            return false;
+        L->tag = tag;
+        return true;
+    }
     /* bias or partial sums, westward from the east MEM */
     int sb;
     if (!lt_take_group(L, P_E2V_W, 4, A, pv, &sb))
@@ -1005,7 +1152,8 @@ static uint64_t plan_pass(lt *L, const psched *s, uint32_t m, int64_t xv, int j,
         uint32_t xm, xw;
         tens *x = blk_x(p, kt);
         lt_slot(L, x, (uint64_t)xv, &xm, &xw);
-        uint64_t e = x->ready[xv] + L->tg->d_func.read + (lt_mem_pos(L, xm) - L->tg->pos_mxm_w[pl]);
+        uint32_t xp = lt_mem_pos(L, xm), pp = plane_pos(L, pl);
+        uint64_t e = x->ready[xv] + L->tg->d_func.read + (xp > pp ? xp - pp : pp - xp);
         if (e > T)
             T = e;
     }
@@ -1082,9 +1230,11 @@ static ts_status sched_blocks(lt *L, psched *s)
                 s->rlb[r] = p->r->ready[v];
             }
             for (uint32_t r = 0; r < s->nv && p->kind != 5; r++) {
-                uint64_t k = s->m.woff + g + r;
+                uint64_t k = s->m.woff + g + r, e = s->m.ewoff + g + r;
                 s->rmem[r] = s->m.wfirst + (uint32_t)(k % s->m.wn);
                 s->rword[r] = s->m.wbase + (uint32_t)(k / s->m.wn);
+                s->ermem[r] = L->nW + (uint32_t)(e % L->nE);
+                s->erword[r] = s->m.ewbase + (uint32_t)(e / L->nE);
             }
             bool any = false;
             for (uint32_t m = s->m0; m < s->m1 && !any && blk_used(p, s->nt, s->kt, VL); m++)
@@ -1106,12 +1256,15 @@ static ts_status psched_init(lt *L, psched *s)
     s->lastk = ts_calloc((size_t)p->M * p->NT, sizeof *s->lastk);
     s->rmem = ts_calloc(L->VL, sizeof *s->rmem);
     s->rword = ts_calloc(L->VL, sizeof *s->rword);
+    s->ermem = ts_calloc(L->VL, sizeof *s->ermem);
+    s->erword = ts_calloc(L->VL, sizeof *s->erword);
     s->rlb = ts_calloc(L->VL, sizeof *s->rlb);
     if (p->KT > 1) {
         s->pready = ts_calloc(p->M * p->NT, sizeof *s->pready);
         s->pbuf = ts_calloc(p->M * p->NT, 1);
     }
-    if (!s->firstk || !s->lastk || !s->rmem || !s->rword || !s->rlb || (p->KT > 1 && (!s->pready || !s->pbuf)))
+    if (!s->firstk || !s->lastk || !s->rmem || !s->rword || !s->ermem || !s->erword || !s->rlb ||
+        (p->KT > 1 && (!s->pready || !s->pbuf)))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     for (uint32_t m = 0; m < p->M; m++)
         for (uint32_t nt = 0; nt < p->NT; nt++) {
@@ -1133,6 +1286,8 @@ static void psched_free(psched *s)
     ts_free(s->lastk);
     ts_free(s->rmem);
     ts_free(s->rword);
+    ts_free(s->ermem);
+    ts_free(s->erword);
     ts_free(s->rlb);
     ts_free(s->pready);
     ts_free(s->pbuf);

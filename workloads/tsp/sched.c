@@ -32,16 +32,50 @@
 #undef E1
 #define E1(L, q, t, op, ...) emit(L, q, t, op, LT_NOPND(__VA_ARGS__), (int32_t[]){__VA_ARGS__})
 
-const lt_pool lt_pools[P_COUNT] = {
-    [P_WGT] = {WEST, 0, 16},     /* W MEM -> MXM: weight rows, one iw of 16 streams */
-    [P_E2V_W] = {WEST, 16, 12},  /* E MEM -> VXM: partial sums, bias, scales */
-    [P_ACT] = {WEST, 28, 2},     /* W MEM -> MXM: activations */
-    [P_FROMV_W] = {WEST, 30, 2}, /* VXM -> W MEM: int8 results */
-    [P_W2V_E] = {EAST, 0, 20},   /* W MEM and W MXM -> VXM: activations, products */
-    [P_FROMV_E] = {EAST, 20, 12},/* VXM -> E MEM: partial sums */
-    [P_PACK_W] = {WEST, 16, 16}, /* VXM -> W MEM: packed taps (products.c), on the streams of P_E2V_W and
-                                  * P_FROMV_W where their trajectories are free (a stream is reserved per
-                                  * trajectory, whichever pool takes it) */
+/* The pools, in three sets, one per mode of the lowering (lower_tsp.c, MODES): [0] the wide ones, where
+ * values the VXM reads from the east and its int8 results to the west MEM may take the streams of the
+ * others' stretches, their own streams first; [1] the same, from their first stream on (the order
+ * whose text fits where [0]'s with the west planes alone does not: MobileNetV2's); [2] the narrow ones
+ * every program was scheduled with before (the last try of a model whose text does not fit otherwise). */
+const lt_pool lt_pool_sets[3][P_COUNT] = {
+    {
+        [P_WGT] = {WEST, 0, 16, SEG_W, 0},              /* W MEM -> MXM: weight rows, one iw of 16 streams */
+        [P_E2V_W] = {WEST, 0, 28, SEG_V | SEG_E, 16},   /* E MEM -> VXM: partial sums, bias, scales, the east
+                                                         * planes' products; s16w-s27w first, then beside
+                                                         * P_WGT's rows (other stretches) */
+        [P_ACT] = {WEST, 28, 2, SEG_W | SEG_V, 0},      /* W MEM, VXM -> MXM: activations */
+        [P_FROMV_W] = {WEST, 16, 16, SEG_W | SEG_V, 14}, /* VXM -> W MEM: int8 results; s30w-s31w first, then
+                                                         * where P_E2V_W and P_ACT leave a trajectory free */
+        [P_W2V_E] = {EAST, 0, 20, SEG_W | SEG_V, 0},    /* W MEM and W MXM -> VXM: activations, products */
+        [P_FROMV_E] = {EAST, 20, 12, SEG_V | SEG_E, 0}, /* VXM -> E MEM: partial sums */
+        [P_PACK_W] = {WEST, 16, 16, SEG_W | SEG_V, 0},  /* VXM -> W MEM: packed taps (products.c), on the
+                                                         * streams of P_E2V_W and P_FROMV_W where their
+                                                         * trajectories are free (a stream is reserved per
+                                                         * trajectory and stretch, whichever pool takes it) */
+        [P_EACT] = {EAST, 0, 20, SEG_ALL, 0},           /* W MEM -> MXM E0/E1: activations, past the VXM and
+                                                         * the east MEM (E MEM -> MXM E0/E1 weight rows take
+                                                         * s0e-s15e east of the VXM: SEG_E) */
+    },
+    {
+        [P_WGT] = {WEST, 0, 16, SEG_W, 0},
+        [P_E2V_W] = {WEST, 0, 28, SEG_V | SEG_E, 0},
+        [P_ACT] = {WEST, 28, 2, SEG_W | SEG_V, 0},
+        [P_FROMV_W] = {WEST, 16, 16, SEG_W | SEG_V, 0},
+        [P_W2V_E] = {EAST, 0, 20, SEG_W | SEG_V, 0},
+        [P_FROMV_E] = {EAST, 20, 12, SEG_V | SEG_E, 0},
+        [P_PACK_W] = {WEST, 16, 16, SEG_W | SEG_V, 0},
+        [P_EACT] = {EAST, 0, 20, SEG_ALL, 0},
+    },
+    {
+        [P_WGT] = {WEST, 0, 16, SEG_W, 0},
+        [P_E2V_W] = {WEST, 16, 12, SEG_V | SEG_E, 0},
+        [P_ACT] = {WEST, 28, 2, SEG_W | SEG_V, 0},
+        [P_FROMV_W] = {WEST, 30, 2, SEG_W | SEG_V, 0},
+        [P_W2V_E] = {EAST, 0, 20, SEG_W | SEG_V, 0},
+        [P_FROMV_E] = {EAST, 20, 12, SEG_V | SEG_E, 0},
+        [P_PACK_W] = {WEST, 16, 16, SEG_W | SEG_V, 0},
+        [P_EACT] = {EAST, 0, 20, SEG_ALL, 0},
+    },
 };
 
 /* ---- bitmaps over cycles ---- */
@@ -226,24 +260,43 @@ ts_status lt_search(lt *L, lt_fit fit, const void *arg, const lt_need *need, uin
 
 /* ---- stream registers ---- */
 
-/* Reserve stream s of pool direction dir for a value that is at position pos at cycle t. */
-static bool take_stream(lt *L, int dir, int s, uint64_t t, uint32_t pos)
+/* Whether stream s of direction dir is free on trajectory key in every stretch of seg. */
+static bool stream_free(const lt *L, int dir, int s, uint64_t key, unsigned seg)
 {
-    return take(L, &L->diag[dir][s], lt_diag_key(dir, t, pos));
+    for (int g = 0; g < LT_SEGS; g++)
+        if ((seg >> g & 1) && lt_bget(&L->diag[g][dir][s], key))
+            return false;
+    return true;
+}
+
+/* Reserve stream s of direction dir, in the stretches seg, for a value that is at position pos at
+ * cycle t. */
+static bool take_stream(lt *L, int dir, int s, uint64_t t, uint32_t pos, unsigned seg)
+{
+    uint64_t key = lt_diag_key(dir, t, pos);
+    for (int g = 0; g < LT_SEGS; g++)
+        if ((seg >> g & 1) && !take(L, &L->diag[g][dir][s], key))
+            return false;
+    return true;
 }
 
 /* Reserve an aligned group of w streams of a pool; *s gets the first. */
 static bool take_group(lt *L, int pool, int w, uint64_t t, uint32_t pos, int *s)
 {
-    int dir = lt_pools[pool].dir;
-    for (int i = 0; i + w <= lt_pools[pool].n; i += w) {
+    const lt_pool *p = &L->pools[pool];
+    int dir = p->dir;
+    unsigned seg = p->seg;
+    int n = p->n, from = p->from;
+    for (int j = 0; j + w <= n; j += w) {
         size_t mark = L->nu, pm = L->npd;
-        int f = lt_pools[pool].first + i, k;
-        for (k = 0; k < w && !lt_bget(&L->diag[dir][f + k], lt_diag_key(dir, t, pos)); k++)
+        int i = from + j < n ? from + j : from + j - n, f = p->first + i, k;
+        if (i + w > n)
+            continue;
+        for (k = 0; k < w && stream_free(L, dir, f + k, lt_diag_key(dir, t, pos), seg); k++)
             ;
         if (k < w)
             continue;
-        for (k = 0; k < w && take_stream(L, dir, f + k, t, pos); k++)
+        for (k = 0; k < w && take_stream(L, dir, f + k, t, pos, seg); k++)
             ;
         if (k == w) {
             *s = f;
@@ -287,9 +340,14 @@ void lt_emit(lt *L, uint32_t q, uint64_t t, uint16_t op, int n, const int32_t *a
     emit(L, q, t, op, n, a);
 }
 
-bool lt_take_stream(lt *L, int dir, int s, uint64_t t, uint32_t pos)
+bool lt_take_stream(lt *L, int dir, int s, uint64_t t, uint32_t pos, unsigned seg)
 {
-    return take_stream(L, dir, s, t, pos);
+    return take_stream(L, dir, s, t, pos, seg);
+}
+
+bool lt_stream_free(const lt *L, int dir, int s, uint64_t key, unsigned seg)
+{
+    return stream_free(L, dir, s, key, seg);
 }
 
 bool lt_take_group(lt *L, int pool, int w, uint64_t t, uint32_t pos, int *s)
@@ -442,7 +500,7 @@ bool lt_vop(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val *a, 
         if (lt_bget(&L->q[q].issue, t) || lt_bget(&L->lat[alu], t + d))
             continue;
         if (take(L, &L->q[q].issue, t) && take(L, &L->lat[alu], t + d)) {
-            int32_t dst = s >= 0 ? lt_sreg(L, lt_pools[pool].dir, s) : L->tg->reg.nul;
+            int32_t dst = s >= 0 ? lt_sreg(L, L->pools[pool].dir, s) : L->tg->reg.nul;
             if (op == LT_CVT)
                 E1(L, q, t, op, type, from, dst, vreg(L, a), (int32_t)tag, (int32_t)tag);
             else if (b)
@@ -543,12 +601,14 @@ static uint64_t need_next(const lt *L, const lt_need *n, uint64_t t, uint64_t en
         for (uint32_t i = 0; i < n->nb && bad != ~0ull; i++)
             bad |= word_at(n->b[i].b, ti + n->b[i].off);
         for (uint32_t i = 0; i < n->ns && bad != ~0ull; i++) {
-            const lt_pool *p = &lt_pools[n->s[i].pool];
+            const lt_pool *p = &L->pools[n->s[i].pool];
             uint64_t all = ~0ull;
             for (int g = 0; g + n->s[i].w <= p->n && all; g += n->s[i].w) {
                 uint64_t any = 0;
                 for (int k = 0; k < n->s[i].w; k++)
-                    any |= word_at(&L->diag[p->dir][p->first + g + k], ti + n->s[i].off);
+                    for (int sg = 0; sg < LT_SEGS; sg++)
+                        if (p->seg >> sg & 1)
+                            any |= word_at(&L->diag[sg][p->dir][p->first + g + k], ti + n->s[i].off);
                 all &= any;
             }
             bad |= all;
@@ -602,7 +662,7 @@ void lt_need_group(const lt *L, lt_need *n, int pool, int w, int64_t t, uint32_t
     (void)L;
     if (n->ns < LT_NEED_MAX / 2)
         n->s[n->ns++] = (lt_need_streams){pool, w,
-                                          lt_pools[pool].dir == EAST ? t + DIAG_OFF - pos : t + (int64_t)pos};
+                                          L->pools[pool].dir == EAST ? t + DIAG_OFF - pos : t + (int64_t)pos};
 }
 
 /* A VXM operation as lt_vop issues it: an ALU, and the destination streams when pool >= 0. */

@@ -26,7 +26,7 @@ static bool try_ones(lt *L, const void *arg, uint64_t I, uint64_t *w)
         ok = lt_take(L, &L->q[q].issue, t);
         for (uint32_t i = 0; ok && i < IW_STREAMS; i++) {
             uint32_t r = c * rows_per + i / 2;
-            ok = lt_take_stream(L, WEST, (int)i, t, pp) &&
+            ok = lt_take_stream(L, WEST, (int)i, t, pp, SEG_W) &&
                  lt_rd_any(L, 0, (i & 1) && r < a->N ? a->obase : 0, t, pp, WEST, (int)i, a->tag);
         }
         if (ok)
