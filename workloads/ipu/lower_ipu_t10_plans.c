@@ -3,10 +3,10 @@
  * are plan_t10.h's).
  *
  * It takes MatMul and Gemm by a weight (f32, or f16 throughout; more than one row, even k) and 1x1
- * Convs (no padding, any stride, batch 1; f32, or f16 throughout), as lwi_t10_shape says; of each one's plans it offers those
- * the code generator takes (generable; lower_ipu_t10.c says what it does not take), priced for
- * what a Conv's or an f16 product's code does beyond the model's MatMul, and chooses one per
- * operator for the whole graph within a tile-memory budget (ts_t10_reconcile). Planner (a) lowers
+ * Convs (no padding, any stride, batch 1; f32, or f16 throughout), as lwi_t10_shape says; of each
+ * one's plans it offers those the code generator takes (generable; lower_ipu_t10.c says what it
+ * does not take), priced for what a Conv's or an f16 product's code does beyond the model's MatMul,
+ * and chooses one per operator for the whole graph within a tile-memory budget (ts_t10_reconcile). Planner (a) lowers
  * every operator it does not take. Under auto (the default planner) a MatMul/Gemm's set holds
  * load-compute-store's plan too (ts_t10_mm_lcs), so the trade picks it where the model prices it
  * cheapest; planner (a) then lowers the operator.
@@ -101,17 +101,6 @@ static ts_t10_hw t10_hw(const ts_lower_ipu_params *p, uint64_t sram)
                                      p->target.load_bytes >= 16};
 }
 
-/* A 1x1 Conv's plan priced for what its code does beyond a MatMul's. Its input arrives
- * channel-major and is turned into rows of pixels (2 issues per element, pixels over the workers),
- * its output, computed pixel-major, is turned channel-major (2 issues per element, channels over
- * the workers). Its gather reads a piece per input channel (of its k-range, or of the slices it
- * holds first when A rotates, each pixel block then read by fn / ft tiles instead of fn) from the
- * holders of the input placed as a graph input (chunks of at least 1024 elements): one round per
- * holder a tile reads from (staggered, so a holder serves its readers spread over the rounds), each
- * a sync, the holder's share of its sends (its words, and 18 cycles each for setting up and issuing
- * the send) and an exchange superstep's fixed cost; this replaces the MatMul's gather of A rows. A
- * strided Conv's tile reads its output rows' input rows whole, (rows / wo - 1) st + 1 of them, as
- * planner (a)'s Convs do. */
 /* A 1x1 Conv's gather as conv_cost prices it. */
 typedef struct conv_gx {
     uint64_t kin;     /* channels a tile gathers */
@@ -151,6 +140,17 @@ static conv_gx conv_gather(uint32_t tiles, const ts_t10_mm *mm, const t10_op *s,
     return x;
 }
 
+/* A 1x1 Conv's plan priced for what its code does beyond a MatMul's. Its input arrives
+ * channel-major and is turned into rows of pixels (2 issues per element, pixels over the workers),
+ * its output, computed pixel-major, is turned channel-major (2 issues per element, channels over
+ * the workers). Its gather reads a piece per input channel (of its k-range, or of the slices it
+ * holds first when A rotates, each pixel block then read by fn / ft tiles instead of fn) from the
+ * holders of the input placed as a graph input (chunks of at least 1024 elements): one round per
+ * holder a tile reads from (staggered, so a holder serves its readers spread over the rounds), each
+ * a sync, the holder's share of its sends (its words, and 18 cycles each for setting up and issuing
+ * the send) and an exchange superstep's fixed cost; this replaces the MatMul's gather of A rows. A
+ * strided Conv's tile reads its output rows' input rows whole, (rows / wo - 1) st + 1 of them, as
+ * planner (a)'s Convs do. */
 static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, const t10_op *s, ts_t10_plan *p)
 {
     uint64_t W = hw->workers ? hw->workers : 6, xb = hw->xbytes ? hw->xbytes : 4;
@@ -197,8 +197,8 @@ static void f16_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, uint32_t u16, boo
     /* (b)'s plans whose k per step is whole bodies: their gather's rounds are packed (a MatMul's
      * gather of rows of A; a Conv's gather of channels is priced by conv_cost) */
     uint32_t sets, issues, ptrs;
-    if (!p->lcs && !conv && hw->shared_amp && ts_t10_amp_body(hw->workers ? hw->workers : 6, u16, &sets, &issues, &ptrs) &&
-        p->kp % (4 * (uint64_t)sets) == 0)
+    if (!p->lcs && !conv && hw->shared_amp &&
+        ts_t10_amp_body(hw->workers ? hw->workers : 6, u16, &sets, &issues, &ptrs) && p->kp % (4 * (uint64_t)sets) == 0)
         ts_t10_gather_packed(hw, mm, p);
 }
 
