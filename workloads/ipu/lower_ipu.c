@@ -453,6 +453,7 @@ static void pass_free(lw_pass *ps)
     for (uint32_t t = 0; L->tiles && t < L->T; t++) {
         ts_free(L->tiles[t].sup.v);
         ts_free(L->tiles[t].wrk.v);
+        ts_free(L->tiles[t].rout);
     }
     ts_free(L->tiles);
     ts_free(L->code0);

@@ -25,6 +25,70 @@ int32_t lwi_fbits(float f)
     return b;
 }
 
+/* Operand of instruction i that is a branch target (a wrk index), or -1. */
+static int label_operand(const lw_insn *i)
+{
+    switch (i->op) {
+    case LW_BR: return 0;
+    case LW_BRZ:
+    case LW_BRNZ:
+    case LW_BRNEG:
+    case LW_BRNZDEC: return 1;
+    default: return -1;
+    }
+}
+
+/* Operand k of instruction i as it compares: a branch target relative to the routine's start. */
+static int64_t operand_at(const lw_insn *i, int k, size_t start)
+{
+    return label_operand(i) == k ? (int64_t)i->a[k] - (int64_t)start : (int64_t)i->a[k];
+}
+
+static uint64_t routine_hash(const lw_insn *v, size_t start, size_t len)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over opcodes and operands */
+    for (size_t i = 0; i < len; i++) {
+        const lw_insn *x = &v[start + i];
+        uint64_t w[4] = {x->op, (uint64_t)operand_at(x, 0, start), (uint64_t)operand_at(x, 1, start),
+                         (uint64_t)operand_at(x, 2, start)};
+        for (int k = 0; k < 4; k++) {
+            h ^= w[k];
+            h *= 1099511628211ull;
+        }
+    }
+    return h;
+}
+
+static bool routine_same(const lw_insn *v, size_t a, size_t b, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        for (int k = 0; k < 3; k++)
+            if (v[a + i].op != v[b + i].op || operand_at(&v[a + i], k, a) != operand_at(&v[b + i], k, b))
+                return false;
+    return true;
+}
+
+size_t lwi_reuse_routine(lw *L, uint32_t t, size_t start, size_t ncode0)
+{
+    lw_tile *T = &L->tiles[t];
+    size_t len = T->wrk.n - start;
+    if (L->oom || !len)
+        return start;
+    uint64_t h = routine_hash(T->wrk.v, start, len);
+    for (size_t r = 0; r < T->nrout; r++)
+        if (T->rout[r].hash == h && T->rout[r].len == len && routine_same(T->wrk.v, T->rout[r].start, start, len)) {
+            T->wrk.n = start; /* taken back */
+            T->wrk.ncode = ncode0;
+            return T->rout[r].start;
+        }
+    if (ts_grow((void **)&T->rout, &T->caprout, T->nrout + 1, sizeof *T->rout)) {
+        L->oom = true;
+        return start;
+    }
+    T->rout[T->nrout++] = (lw_rout){.start = start, .len = len, .hash = h};
+    return start;
+}
+
 void lwi_mark(lw *L, uint32_t t)
 {
     if (ts_grow((void **)&L->marks, &L->capmarks, L->nmarks + 1, sizeof *L->marks)) {

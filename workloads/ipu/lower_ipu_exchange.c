@@ -561,7 +561,12 @@ static void gather_round(const gx *G, const size_t *sel, size_t nsel)
             uint64_t words = pc[i].words; /* coalesce: pieces that follow on in the sender's memory */
             for (j = i + 1; L->coalesce && j < q->p1 && pc[j].from == pc[j - 1].from + 4 * pc[j - 1].words; j++)
                 words += pc[j].words;
-            lwi_send(L, q->src, pc[i].from, q->dst, words);
+            if (L->onedst && i > q->p0) { /* $m6 holds q->dst since the transfer's first send */
+                S(q->src, SETZI, RM(5), (int32_t)pc[i].from, 0);
+                S(q->src, SEND, RM(5), RM(6), (int32_t)words);
+                xrecord(L, q->src, q->dst, -(int64_t)words);
+            } else
+                lwi_send(L, q->src, pc[i].from, q->dst, words);
         }
     }
     for (size_t k = 0; k < nsel; k++) {

@@ -54,7 +54,12 @@ typedef struct lw_insn { uint16_t op; int32_t a[3]; } lw_insn;
 /* A tile's code: n entries, ncode of them instructions that take code memory (a bundle's braces
  * take none, as the loader counts them). */
 typedef struct lw_code { lw_insn *v; size_t n, cap, ncode; } lw_code;
-typedef struct lw_tile { lw_code sup, wrk; } lw_tile;
+/* A worker routine registered for reuse (lwi_reuse_routine): its first entry, length and hash. */
+typedef struct lw_rout { size_t start, len; uint64_t hash; } lw_rout;
+typedef struct lw_tile {
+    lw_code sup, wrk;
+    lw_rout *rout; size_t nrout, caprout; /* routines to reuse, owned */
+} lw_tile;
 typedef struct lw_mark { uint32_t tile, pc, id; } lw_mark;
 /* Where a tensor lives, on tiles t0..t0 + ntiles - 1. Flat (inner = 0): element e on tile
  * t0 + e / chunk at element e % chunk. Blocked (inner > 0, a Conv output split by rows too):
@@ -135,6 +140,8 @@ typedef struct lw {
     bool stagger;         /* gather: receiver t takes its senders from its (t mod n)-th on (planner (b)'s A) */
     bool staged;          /* gather: every transfer received into the staging buffer, then copied */
     bool pack;            /* gather: rounds packed so that a sender serves one receiver a round (gather_pack) */
+    bool onedst;          /* gather: the sends of a transfer after its first leave the receiver's number
+                           * in $m6 as the first set it (2 instructions a piece, not 3) */
     bool wlocal;          /* gather: what a tile holds itself copied by its workers, 64 bits a load (where
                            * every such piece is 8-byte aligned and whole pairs), not its supervisor */
     const ts_t10_plan *plans; /* per node: the compute-shift plan (tiles 0 = load-compute-store); NULL = lcs */
@@ -152,6 +159,11 @@ size_t lwi_emit(lw *L, lw_code *c, int op, int32_t a0, int32_t a1, int32_t a2);
 #define W(t, op, a, b, c) lwi_emit(L, &L->tiles[t].wrk, LW_##op, (a), (b), (c))
 /* The bits of f, an immediate of ldconst or setzi. */
 int32_t lwi_fbits(float f);
+/* The worker routine just emitted on tile t, wrk entries [start, wrk.n) (ncode0: wrk.ncode before
+ * it), self-contained (its branches inside it): if tile t holds one the same but for where it lies
+ * (branch targets taken from each routine's start), the new one is taken back and the old one's
+ * start returned; else the new one is registered and start returned. */
+size_t lwi_reuse_routine(lw *L, uint32_t t, size_t start, size_t ncode0);
 /* A superstep mark at tile t's next supervisor instruction. */
 void lwi_mark(lw *L, uint32_t t);
 /* Every tile ends the superstep with a chip-wide sync. */
@@ -330,9 +342,10 @@ typedef struct t10_op {
     const ts_graph_tensor *A, *B, *C;
     uint64_t M, K, N;
     bool tb;   /* Gemm transB: B is [N][K] */
-    bool conv; /* a 1x1 Conv (stride 1, no padding): M = pixels, K = input channels, N = output channels */
+    bool conv; /* a 1x1 Conv (no padding): M = output pixels, K = input channels, N = output channels */
     bool half; /* f16 throughout (a MatMul/Gemm): halves in and out, f32 partial sums, f16v4amp */
     uint64_t wo; /* a Conv's output row (pixels) */
+    uint64_t st, wi, hwi; /* a Conv's stride (1 but for a strided 1x1), input row and input pixels */
     bool read; /* a Conv's output is read by another operator */
 } t10_op;
 

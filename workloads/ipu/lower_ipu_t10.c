@@ -28,11 +28,14 @@
  * planner (a). Sends and receives of one superstep never share an SRAM element (`tile.element_bytes`):
  * the slots of a ring are allocated apart, and apart from A's placement.
  *
- * A 1x1 Conv (stride 1, no padding) is the product of its pixels by its input channels by its
- * output channels: its input is gathered channel-major and turned into pixel rows on the tile, its
+ * A 1x1 Conv (no padding) is the product of its output pixels by its input channels by its output
+ * channels: its input is gathered channel-major and turned into pixel rows on the tile, its
  * output turned channel-major at the end (conv_rows, t10_conv_out); a Conv
- * another operator reads keeps blocks of whole image rows and at most 16 channels. f16
- * MatMul/Gemm hold halves in A and B, keep f32 partial sums between the steps and round at the last.
+ * another operator reads keeps blocks of whole image rows and at most 16 channels. A strided one is
+ * a 1x1 Conv on the subsampled image: a tile of whole output rows gathers their input rows, whole,
+ * and picks its pixels by a table of offsets. f16 MatMul/Gemm hold halves in A and B, keep f32
+ * partial sums between the steps and round at the last; an f16 Conv reads f32 words (as planner
+ * (a)'s), rounds them to halves in its pixel rows, and leaves f32 outputs (so its k may be split).
  *
  * The passes: the plan laid over the tiles (t10_layout), its memory (t10_alloc), B as initial data
  * (t10_place_b), A gathered (t10_gather_a), the steps and the tree (t10_steps), a Conv's output
@@ -41,9 +44,9 @@
  * What the code generator does not take (the plan is then not offered, lower_ipu_t10_plans.c): a rotating B with rp > 1
  * (its slots would have to lie apart in the static region, whose addresses the first pass does not
  * know) or on a tile whose low memory does not take 128-bit loads (its free slot is dynamic); a
- * rotating A at rp > 1 on tiles of fewer than four SRAM elements; f16 with k split over tiles;
- * MatMul/Gemm of one row, odd k, transA/alpha/beta, Convs other than 1x1, f16 Convs (planner (a)
- * lowers them).
+ * rotating A at rp > 1 on tiles of fewer than four SRAM elements; f16 MatMul/Gemm with k split over
+ * tiles; MatMul/Gemm of one row, odd k, transA/alpha/beta, Convs other than 1x1, padded or batched
+ * (planner (a) lowers them).
  */
 
 #include <string.h>
@@ -59,7 +62,10 @@ typedef struct t10_gen {
     uint32_t fm, fn, fk, ft, rp, steps;
     bool rota, rotb;
     bool cm; /* output blocks numbered channel-major (a Conv): t = (l * fn + j) * fm + i */
+    bool out16; /* the last step rounds the outputs to halves (an f16 MatMul/Gemm; an f16 Conv's are f32) */
     uint64_t rows, cols, kt, kp, M, K, N;
+    uint64_t st, wo, wi, hwi; /* a Conv's stride, output row, input row, input pixels */
+    uint64_t span;     /* a Conv: input pixels a tile gathers per channel, the most (rows at stride 1) */
     uint32_t U, tn;    /* AMP units (f32 or f16), tiles */
     uint64_t es, per;  /* A and B element bytes, inputs per AMP step */
     uint64_t body;     /* f16 whose kp is whole bodies of the shared kernel: k of a body, the last slice
@@ -151,8 +157,9 @@ static void build_b(lw *L, const t10_op *s, int bid, float *w, uint64_t c0, uint
 }
 
 /* A 1x1 Conv's A: tile (i, j, l) gathers channels [l kt, ..) of its pixels [i rows, ..) of x
- * (channel-major, rows pixels a channel) into cbuf, then its workers turn them into rows of pixels
- * at dst ([rows][dk]; pixels over the workers, overlapping blocks write the same values). With
+ * (channel-major, rows pixels a channel, f32 words) into cbuf, then its workers turn them into rows
+ * of pixels at dst ([rows][dk]; pixels over the workers, overlapping blocks write the same values;
+ * f16: each pair of channels rounded into one word of halves, as planner (a)'s im2col row). With
  * slot >= 0 (a rotating A) only the slice the tile holds in that slot, into the slot. */
 static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *sc, uint64_t cbuf, int slot,
                            uint64_t dst, uint64_t dk)
@@ -171,39 +178,81 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
                 uint64_t r = rows_of(G, i);
                 if (!kv || !r)
                     continue;
-                sc->lo[t] = ks * G->M + i * G->rows;
-                sc->hi[t] = sc->lo[t] + r;
+                if (G->st > 1) { /* input rows i rows / wo st .. of the block's last output row, whole */
+                    sc->lo[t] = ks * G->hwi + i * G->rows / G->wo * G->st * G->wi;
+                    sc->hi[t] = sc->lo[t] + ((r / G->wo - 1) * G->st + 1) * G->wi;
+                } else {
+                    sc->lo[t] = ks * G->M + i * G->rows;
+                    sc->hi[t] = sc->lo[t] + r;
+                }
                 sc->nr[t] = (uint32_t)kv;
             }
     L->into = cbuf;
     L->stagger = true; /* a channel's holder serves all its pixel blocks: not all in one round */
-    ts_status rc = lwi_gather(L, x, tn, sc->lo, sc->hi, sc->nr, G->M, G->rows, false, sc->where);
+    /* the channels a holder sends a tile that lie one after another in its memory (a blocked
+     * input whose pixel block is the tile's) go in one send */
+    bool co = L->coalesce;
+    L->coalesce = L->onedst = true; /* and a piece a channel costs its holder 2 instructions, not 3 */
+    ts_status rc = lwi_gather(L, x, tn, sc->lo, sc->hi, sc->nr, G->st > 1 ? G->hwi : G->M, G->span, false,
+                              sc->where);
+    L->coalesce = co;
+    L->onedst = false;
     L->into = 0;
     L->stagger = false;
     if (rc != TS_OK)
         return rc;
+    uint64_t tab = 0; /* strided: the byte offset of each output pixel's input in a block's rows */
+    if (G->st > 1) {
+        uint32_t *bv = ts_calloc(G->rows, 4);
+        if (!bv)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering a Conv");
+        for (uint64_t q = 0; q < G->rows; q++)
+            bv[q] = (uint32_t)((q / G->wo * G->st * G->wi + q % G->wo * G->st) * 4);
+        tab = lwi_stable(L, bv, G->rows * 4, tn, &rc);
+        ts_free(bv);
+        if (rc != TS_OK)
+            return rc;
+    }
     for (uint32_t t = 0; t < tn; t++) {
         if (!sc->nr[t])
             continue;
-        uint64_t r = sc->hi[t] - sc->lo[t], kv = sc->nr[t], src = sc->where[t];
+        uint64_t kv = sc->nr[t], src = sc->where[t], cs = G->span * 4; /* a channel's stride in cbuf */
+        uint64_t r = G->st > 1 ? (sc->hi[t] - sc->lo[t] - G->wi) / (G->st * G->wi) * G->wo + G->wo
+                               : sc->hi[t] - sc->lo[t];
         uint32_t rw = (uint32_t)ts_geom_cdiv(r, L->workers);
         size_t entry = L->tiles[t].wrk.n;
-        /* $m1 := first pixel; $m2 := src + 4 $m1 (channel 0 of it); $m3 := dst + $m1 dk 4 */
+        /* $m1 := first pixel; $m2 := src + 4 $m1 (channel 0 of it), strided: its entry in tab;
+         * $m3 := dst + $m1 dk es */
         lwi_emit_start_row(L, t, (uint32_t)r, rw);
         W(t, SHLI, RM(2), RM(1), 2);
-        W(t, SETZI, RM(4), (int32_t)src, 0);
+        W(t, SETZI, RM(4), (int32_t)(tab ? tab : src), 0);
         W(t, ADD, RM(2), RM(2), RM(4));
-        W(t, MULI, RM(3), RM(1), (int32_t)(dk * 4));
+        W(t, MULI, RM(3), RM(1), (int32_t)(dk * G->es));
         W(t, SETZI, RM(4), (int32_t)dst, 0);
         W(t, ADD, RM(3), RM(3), RM(4));
         W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
-        W(t, SETZI, RM(5), (int32_t)kv, 0);
-        size_t px = W(t, MOV, RM(6), RM(2), 0);
-        W(t, RPT, RM(5), 2, 0);
-        W(t, LD32STEP, RA(0), RM(6), (int32_t)(G->rows * 4));
-        W(t, ST32STEP, RA(0), RM(3), 4);
-        W(t, ADDI, RM(2), RM(2), 4);
-        W(t, ADDI, RM(3), RM(3), (int32_t)((dk - kv) * 4));
+        W(t, SETZI, RM(5), (int32_t)(G->es == 2 ? kv / 2 : kv), 0);
+        size_t px;
+        if (tab) { /* $m6 := src + the pixel's offset; $m2 steps through tab */
+            W(t, SETZI, RM(7), (int32_t)src, 0);
+            px = W(t, LD32STEP, RM(6), RM(2), 4);
+            W(t, ADD, RM(6), RM(6), RM(7));
+        } else
+            px = W(t, MOV, RM(6), RM(2), 0);
+        if (G->es == 2) { /* channels c and c + 1 of the pixel rounded into one word */
+            W(t, RPT, RM(5), 4, 0);
+            W(t, LD32, RA(1), RM(6), (int32_t)cs);
+            W(t, LD32STEP, RA(0), RM(6), (int32_t)(2 * cs));
+            W(t, F32V2TOF16, RA(0), RA(0), 0);
+            W(t, ST32STEP, RA(0), RM(3), 4);
+        } else {
+            W(t, RPT, RM(5), 2, 0);
+            W(t, LD32STEP, RA(0), RM(6), (int32_t)cs);
+            W(t, ST32STEP, RA(0), RM(3), 4);
+        }
+        if (!tab)
+            W(t, ADDI, RM(2), RM(2), 4);
+        W(t, ADDI, RM(3), RM(3), (int32_t)((dk - kv) * G->es));
         W(t, BRNZDEC, RM(1), (int32_t)px, 0);
         W(t, EXIT, 0, 0, 0);
         lwi_run_all(L, t, entry);
@@ -251,7 +300,11 @@ static ts_status t10_layout(lw *L, const ts_graph_node *n, const ts_t10_plan *pl
         return lwi_unsupported(L, n, "an input that is not an activation or a graph input");
     *G = (t10_gen){.fm = pl->fm, .fn = pl->fn, .fk = pl->fk, .ft = pl->ft, .rp = pl->rp, .steps = pl->ft * pl->rp,
                    .rota = pl->rot & TS_T10_ROT_A, .rotb = pl->rot & TS_T10_ROT_B, .rows = pl->rows,
-                   .cols = pl->cols, .kt = pl->kt, .kp = pl->kp, .M = s->M, .K = s->K, .N = s->N, .cm = s->conv};
+                   .cols = pl->cols, .kt = pl->kt, .kp = pl->kp, .M = s->M, .K = s->K, .N = s->N, .cm = s->conv,
+                   .out16 = s->half && !s->conv, .st = s->st ? s->st : 1, .wo = s->wo, .wi = s->wi,
+                   .hwi = s->hwi};
+    /* a strided Conv's tile reads its output rows' input rows, whole */
+    G->span = G->st > 1 ? ((G->rows / G->wo - 1) * G->st + 1) * G->wi : G->rows;
     G->U = s->half ? L->units16 : L->units;
     G->tn = G->fm * G->fn * G->fk;
     G->es = s->half ? 2 : 4;
@@ -259,13 +312,14 @@ static ts_status t10_layout(lw *L, const ts_graph_node *n, const ts_t10_plan *pl
     uint32_t sets, issues, ptrs;
     if (s->half && L->p->target.load_latency <= L->workers && L->p->target.load_bytes >= 16 &&
         ts_t10_amp_body(L->workers, G->U, &sets, &issues, &ptrs) && G->kp % (sets * G->per) == 0 &&
-        (G->rota || G->steps * G->kp <= G->kt || L->pl[x].chunk <= G->K)) /* ts_t10_pads_a */
+        (G->rota || G->steps * G->kp <= G->kt || L->pl[x].chunk <= G->K || s->conv)) /* ts_t10_pads_a */
         G->body = sets * G->per;
     G->astr = G->rota ? G->kp : G->body ? (G->steps * G->kp > G->kt ? G->steps * G->kp : G->kt) : G->kt;
-    if (G->tn > L->T || G->cols % G->U || G->kp % G->per || (G->rotb && G->rp != 1) || (s->half && G->fk > 1))
+    if (G->tn > L->T || G->cols % G->U || G->kp % G->per || (G->rotb && G->rp != 1) || (G->out16 && G->fk > 1) ||
+        (G->st > 1 && (G->rows % G->wo || !G->rows)))
         return lwi_unsupported(L, n, "this compute-shift plan");
-    if (s->half != (L->pl[x].es == 2))
-        return lwi_unsupported(L, n, "an f16 input held in f32 words");
+    if (G->out16 != (L->pl[x].es == 2)) /* an f16 Conv reads f32 words, as planner (a)'s */
+        return lwi_unsupported(L, n, G->out16 ? "an f16 input held in f32 words" : "an f16 input held as halves");
     return TS_OK;
 }
 
@@ -313,8 +367,8 @@ static ts_status t10_alloc(lw *L, const ts_graph_node *n, const t10_gen *G, cons
     bool two = G->steps > 1 || G->fk > 1;
     /* whole worker blocks; of pairs where the tree adds them 64 bits at a time */
     uint64_t blk = G->fk > 1 ? 2 * Wk : Wk, obytes = ts_geom_cdiv(G->rows * G->cols, blk) * blk * 4;
-    mem->yout = s->conv || s->half ? lwi_alloc(L, G->rows * G->cols * es) : 0;
-    if (!s->half || two)
+    mem->yout = s->conv || s->half ? lwi_alloc(L, G->rows * G->cols * (s->conv ? 4 : es)) : 0;
+    if (!G->out16 || two)
         mem->obuf[mem->fin] = s->conv || s->half ? lwi_talloc_apart(L, obytes, NULL, 0) : lwi_alloc(L, obytes);
     if (two)
         mem->obuf[1 - mem->fin] = lwi_talloc_apart(L, obytes, NULL, 0);
@@ -364,10 +418,10 @@ static ts_status t10_gather_a(lw *L, const t10_gen *G, const t10_op *s, int x, l
     ts_status rc = TS_OK;
     uint64_t ks;
     if (s->conv) { /* the channel-major buffer receives while x's holders send: apart from x's elements */
-        uint64_t cbuf = lwi_talloc_apart(L, G->rows * (G->rota ? G->kp : G->kt) * 4, (const uint64_t(*)[2])mem->av, 1);
+        uint64_t cbuf = lwi_talloc_apart(L, G->span * (G->rota ? G->kp : G->kt) * 4, (const uint64_t(*)[2])mem->av, 1);
         for (uint32_t k = 0; k < (G->rota ? G->rp : 1) && rc == TS_OK; k++)
             rc = conv_rows(L, G, x, G->tn, sc, cbuf, G->rota ? (int)k : -1, G->rota ? mem->aslot[k] : mem->abuf,
-                           G->rota ? G->kp : G->kt);
+                           G->astr);
         return rc;
     }
     for (uint32_t k = 0; k < (G->rota ? G->rp : 1) && rc == TS_OK; k++) {
@@ -449,7 +503,7 @@ static void t10_compute(lw *L, const t10_gen *G, const t10_op *s, const t10_mem 
                              .bias = cur < 0 && l == 0 ? mem->baddr : 0, .out = mem->obuf[o],
                              .out_row = (int64_t)(G->cols * 4), .out_q = (int64_t)(U * 4), .out_u = 4,
                              .acc = cur < 0 ? 0 : mem->obuf[cur], .acc_row = (int64_t)(G->cols * 4)};
-                if (s->half && ++run->done[t] == mem->ne0) { /* f16's last step: rounded to halves, in pairs */
+                if (G->out16 && ++run->done[t] == mem->ne0) { /* f16's last step: rounded to halves, in pairs */
                     m.out16 = true;
                     m.out = mem->yout;
                     m.out_row = (int64_t)(G->cols * 2);
@@ -464,9 +518,14 @@ static void t10_compute(lw *L, const t10_gen *G, const t10_op *s, const t10_mem 
                 size_t *e = &run->ent[(size_t)t * 16 + (m.bias ? 1 : 0) + (m.acc ? 2 : 0) + (m.out16 ? 4 : 0) +
                                       (nb ? 8 : 0)];
                 if (!*e) {
-                    *e = L->tiles[t].wrk.n + 1;
+                    size_t at = L->tiles[t].wrk.n, nc = L->tiles[t].wrk.ncode;
                     lwi_emit_mm(L, t, &m);
                     W(t, EXIT, 0, 0, 0);
+                    /* a Conv's routine is the same as an earlier Conv's of the same block on this tile
+                     * (its addresses are in the table): that one is run (ResNet-50's fullest tile on
+                     * ipu_mk1 held 65,567 instructions of 65,536 with a copy each); MatMul/Gemm
+                     * programs are kept as they were */
+                    *e = (s->conv ? lwi_reuse_routine(L, t, at, nc) : at) + 1;
                 }
                 lwi_run_all_m0(L, t, *e - 1, mem->ptab + (uint64_t)st * 24);
                 run->cur[t] = o;

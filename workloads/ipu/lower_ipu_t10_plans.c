@@ -3,10 +3,10 @@
  * are plan_t10.h's).
  *
  * It takes MatMul and Gemm by a weight (f32, or f16 throughout; more than one row, even k) and 1x1
- * Convs (stride 1, no padding, f32), as lwi_t10_shape says; of each one's plans it offers those
- * the code generator takes (generable; lower_ipu_t10.c says what it does not take), priced for
- * what a Conv's or an f16 product's code does beyond the model's MatMul, and chooses one per
- * operator for the whole graph within a tile-memory budget (ts_t10_reconcile). Planner (a) lowers
+ * Convs (no padding, any stride, batch 1; f32, or f16 throughout), as lwi_t10_shape says; of each
+ * one's plans it offers those the code generator takes (generable; lower_ipu_t10.c says what it
+ * does not take), priced for what a Conv's or an f16 product's code does beyond the model's MatMul,
+ * and chooses one per operator for the whole graph within a tile-memory budget (ts_t10_reconcile). Planner (a) lowers
  * every operator it does not take. Under auto (the default planner) a MatMul/Gemm's set holds
  * load-compute-store's plan too (ts_t10_mm_lcs), so the trade picks it where the model prices it
  * cheapest; planner (a) then lowers the operator.
@@ -16,8 +16,9 @@
 #include "core/alloc.h"
 #include "workloads/ipu/lower_ipu_int.h"
 
-/* A 1x1 Conv (stride 1, no padding, f32) as the product of its pixels by its input channels by its
- * output channels. */
+/* A 1x1 Conv (no padding, the same stride along both axes; f32, or f16 throughout on input channels
+ * a multiple of 4 and an even number of output channels) as the product of its output pixels by its
+ * input channels by its output channels: a strided 1x1 Conv is a 1x1 Conv on the subsampled image. */
 static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
 {
     const ts_graph_tensor *X = ts_graph_get_tensor(g, n->in[0]), *Wt = ts_graph_get_tensor(g, n->in[1]);
@@ -27,19 +28,26 @@ static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
     s->C = n->nin > 2 ? ts_graph_get_tensor(g, n->in[2]) : NULL;
     if (!ts_geom_window_of(g, n, &w) || w.N != 1 || n->attrs.group != 1)
         return false;
-    if (Wt->kind == TS_TENSOR_ACTIVATION || Wt->kind == TS_TENSOR_INPUT || !ts_geom_window_pointwise(&w) ||
-        w.dh != 1 || w.dw != 1)
+    if (Wt->kind == TS_TENSOR_ACTIVATION || Wt->kind == TS_TENSOR_INPUT || w.kh != 1 || w.kw != 1 || w.pt ||
+        w.pl || w.pb || w.pr || w.sh != w.sw || w.sh < 1 || w.dh != 1 || w.dw != 1)
         return false;
-    if (X->dtype != TS_DT_F32 || Wt->dtype != TS_DT_F32 || (s->C && s->C->dtype != TS_DT_F32))
+    s->half = X->dtype == TS_DT_F16;
+    ts_dtype dt = s->half ? TS_DT_F16 : TS_DT_F32;
+    if (X->dtype != dt || Wt->dtype != dt || (s->C && s->C->dtype != dt))
         return false;
-    s->conv = s->tb = true; /* W[M][C][1][1] is B[N][K]: M pixels of K channels */
-    ts_geom_pixels_channels(X, &s->M, &s->K);
+    s->conv = s->tb = true; /* W[M][C][1][1] is B[N][K]: M output pixels of K channels */
+    ts_geom_pixels_channels(X, &s->hwi, &s->K);
+    s->M = (uint64_t)(w.Ho * w.Wo);
+    s->st = (uint64_t)w.sh;
+    s->wi = (uint64_t)w.W;
     s->N = (uint64_t)w.M;
     s->wo = (uint64_t)w.Wo;
     size_t nc = 0;
     ts_graph_consumers(g, n->out[0], &nc);
     s->read = nc > 0;
     if (s->C && ts_graph_tensor_elems(s->C) != (int64_t)s->N)
+        return false;
+    if (s->half && (s->K % 4 || s->N % 2))
         return false;
     return s->M > 1 && s->K >= 2 && s->K % 2 == 0 && s->N > 0;
 }
@@ -93,6 +101,45 @@ static ts_t10_hw t10_hw(const ts_lower_ipu_params *p, uint64_t sram)
                                      p->target.load_bytes >= 16};
 }
 
+/* A 1x1 Conv's gather as conv_cost prices it. */
+typedef struct conv_gx {
+    uint64_t kin;     /* channels a tile gathers */
+    uint64_t span;    /* input pixels a tile reads per channel */
+    uint64_t cph;     /* whole channels a holder holds (1 when it holds part of one) */
+    uint64_t senders; /* holders a tile reads from */
+    uint64_t readers; /* tiles reading one holder */
+} conv_gx;
+
+static conv_gx conv_gather(uint32_t tiles, const ts_t10_mm *mm, const t10_op *s, const ts_t10_plan *p)
+{
+    conv_gx x = {.cph = 1};
+    /* channels a tile gathers: its k-range, or (A rotating) its first rp slices; the copies of a
+     * pixel block's channels: one per channel block, or per ring */
+    bool rota = p->rot & TS_T10_ROT_A;
+    uint64_t copies = rota ? p->fn / p->ft : p->fn;
+    x.kin = rota ? p->kp * p->rp : p->kt;
+    /* input pixels a tile reads per channel (strided: its output rows' input rows, whole) and the
+     * input pixels its block covers */
+    uint64_t px = mm->m, cover = p->rows;
+    x.span = p->rows;
+    if (s->st > 1) {
+        px = s->hwi;
+        uint64_t nro = p->rows / s->wo ? p->rows / s->wo : 1;
+        x.span = ((nro - 1) * s->st + 1) * s->wi;
+        cover = p->rows * s->st * s->st;
+    }
+    uint64_t ch = ts_geom_cdiv(mm->k * px, tiles);
+    if (ch < 1024)
+        ch = 1024;
+    if (ch >= px) { /* a holder holds whole channels */
+        x.cph = ch / px;
+        x.senders = ts_geom_cdiv(x.kin, x.cph);
+    } else
+        x.senders = x.kin * ts_geom_cdiv(x.span, ch);
+    x.readers = copies * ts_geom_cdiv(ch < px ? ch : px, cover);
+    return x;
+}
+
 /* A 1x1 Conv's plan priced for what its code does beyond a MatMul's. Its input arrives
  * channel-major and is turned into rows of pixels (2 issues per element, pixels over the workers),
  * its output, computed pixel-major, is turned channel-major (2 issues per element, channels over
@@ -101,27 +148,19 @@ static ts_t10_hw t10_hw(const ts_lower_ipu_params *p, uint64_t sram)
  * holders of the input placed as a graph input (chunks of at least 1024 elements): one round per
  * holder a tile reads from (staggered, so a holder serves its readers spread over the rounds), each
  * a sync, the holder's share of its sends (its words, and 18 cycles each for setting up and issuing
- * the send) and an exchange superstep's fixed cost; this replaces the MatMul's gather of A rows. */
-static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
+ * the send) and an exchange superstep's fixed cost; this replaces the MatMul's gather of A rows. A
+ * strided Conv's tile reads its output rows' input rows whole, (rows / wo - 1) st + 1 of them, as
+ * planner (a)'s Convs do. */
+static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, const t10_op *s, ts_t10_plan *p)
 {
     uint64_t W = hw->workers ? hw->workers : 6, xb = hw->xbytes ? hw->xbytes : 4;
-    /* channels a tile gathers: its k-range, or (A rotating) its first rp slices; the copies of a
-     * pixel block's channels: one per channel block, or per ring */
-    bool rota = p->rot & TS_T10_ROT_A;
-    uint64_t kin = rota ? p->kp * p->rp : p->kt, copies = rota ? p->fn / p->ft : p->fn;
-    uint64_t c = W * (ts_geom_cdiv(p->rows, W) * (2 * kin + 8) + 20) +
+    conv_gx x = conv_gather(hw->tiles, mm, s, p);
+    uint64_t c = W * (ts_geom_cdiv(p->rows, W) * (2 * x.kin + 8) + 20) +
                  W * (ts_geom_cdiv(p->cols, W) * (2 * p->rows + 8) + 20);
     p->compute_cycles += c;
-    uint64_t ch = ts_geom_cdiv(mm->k * mm->m, hw->tiles), cph = 1, senders;
-    if (ch < 1024)
-        ch = 1024;
-    if (ch >= mm->m) { /* a holder holds whole channels */
-        cph = ch / mm->m;
-        senders = ts_geom_cdiv(kin, cph);
-    } else
-        senders = kin * ts_geom_cdiv(p->rows, ch);
-    uint64_t readers = copies * ts_geom_cdiv(ch < mm->m ? ch : mm->m, p->rows); /* tiles reading one holder */
-    uint64_t per_round = ts_geom_cdiv(readers, senders) * (ts_geom_cdiv(p->rows * cph * 4, xb) + 18) + hw->round_cycles;
+    uint64_t senders = x.senders;
+    uint64_t per_round =
+        ts_geom_cdiv(x.readers, senders) * (ts_geom_cdiv(x.span * x.cph * 4, xb) + 18) + hw->round_cycles;
     uint32_t levels = 0;
     while ((1u << levels) < p->fk)
         levels++;
@@ -133,38 +172,66 @@ static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p)
     p->cycles = p->compute_cycles + p->exchange_cycles + p->sync_cycles;
 }
 
+/* The f16 AMP units a plan of s uses: the lowering's (lower_ipu.c: 8 of an AMP of 16, as planner (a)
+ * holds a group's sums in $a0..$a7) for a Conv; the target's for a MatMul/Gemm, whose f16 plans on
+ * an AMP of more than 8 units are left to planner (a) (generable). */
+static uint32_t units16(const ts_lower_ipu_params *p, const t10_op *s)
+{
+    uint32_t u = p->target.amp_units_f16;
+    return s->conv && u > 8 && u % 8 == 0 ? 8 : u;
+}
+
 /* An f16 plan's compute: the f16v4amp kernel, (U16 + 2) issues per 4 inputs per group of U16
  * outputs (ts_t10_amp_cycles on half the k with U16 units), or the shared-coefficient kernel
  * where it applies (ts_t10_steps_cycles, the same way). */
-static void f16_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, uint32_t u16, ts_t10_plan *p)
+static void f16_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, uint32_t u16, bool conv, ts_t10_plan *p)
 {
     ts_t10_hw h = *hw;
     h.units = u16;
-    uint64_t c = p->lcs || !ts_t10_pads_a(hw, mm, p)
+    /* a Conv's rows of pixels are built on the tile (conv_rows), so its padding is always zeroed */
+    uint64_t c = p->lcs || (!conv && !ts_t10_pads_a(hw, mm, p))
                      ? ts_t10_steps_cycles(&h, p->rows, p->kt / 2, p->kp / 2, p->steps, p->cols)
                      : ts_t10_steps_cycles_padded(&h, p->rows, p->kt / 2, p->kp / 2, p->steps, p->cols);
     p->cycles = p->cycles - p->compute_cycles + c;
     p->compute_cycles = c;
-    /* (b)'s plans whose k per step is whole bodies: their gather's rounds are packed */
+    /* (b)'s plans whose k per step is whole bodies: their gather's rounds are packed (a MatMul's
+     * gather of rows of A; a Conv's gather of channels is priced by conv_cost) */
     uint32_t sets, issues, ptrs;
-    if (!p->lcs && hw->shared_amp && ts_t10_amp_body(hw->workers ? hw->workers : 6, u16, &sets, &issues, &ptrs) &&
-        p->kp % (4 * (uint64_t)sets) == 0)
+    if (!p->lcs && !conv && hw->shared_amp &&
+        ts_t10_amp_body(hw->workers ? hw->workers : 6, u16, &sets, &issues, &ptrs) && p->kp % (4 * (uint64_t)sets) == 0)
         ts_t10_gather_packed(hw, mm, p);
 }
 
 /* Plans the code generator takes (see the top of lower_ipu_t10.c). */
 static bool generable(const ts_lower_ipu_params *p, const t10_op *s, const ts_t10_plan *pl)
 {
-    /* f16: whole f16v4amp groups and steps of 4 inputs, k not split (its partial sums would need a
-     * rounding pass after the tree) */
-    uint32_t u16 = p->target.amp_units_f16;
-    if (s->half && (u16 < 2 || u16 > 8 || u16 % 2 || pl->cols % u16 || pl->kp % 4 || pl->kt % 4 || pl->fk > 1))
+    /* f16: whole f16v4amp groups and steps of 4 inputs; k not split for a MatMul/Gemm (its partial
+     * sums would need a rounding pass after the tree; an f16 Conv's outputs are f32) */
+    uint32_t u16 = units16(p, s);
+    if (s->half && (u16 < 2 || u16 > 8 || u16 % 2 || pl->cols % u16 || pl->kp % 4 || pl->kt % 4 ||
+                    (pl->fk > 1 && !s->conv)))
         return false;
     /* a Conv another operator reads: blocks of whole image rows and at most 16 channels, as planner
      * (a)'s Convs leave theirs, since its reader gathers a piece per channel and block (smaller
      * blocks made ResNet-50's exchange code outgrow the tile memory) */
     if (s->conv && s->read && ((pl->rows % s->wo && pl->rows < s->M) || pl->cols > 16))
         return false;
+    /* a strided Conv: blocks of whole output rows (conv_rows reads each pixel's input from a table
+     * of offsets shared by the blocks) */
+    if (s->conv && s->st > 1 && pl->rows % s->wo)
+        return false;
+    /* a Conv's code: a holder of its input sends a piece per channel to each tile reading it, two
+     * instructions (8 bytes) each; at most 1/64 of the tile memory of them per holder, and 512 sends
+     * on any tile (so on ipu_mk1, where ResNet-50's layer3 in f16 chose 14 x 64 plans whose 1,120
+     * sends a holder, with the 3 x 3 Convs' code beside them, took tile 8's code past its 65,536
+     * instructions; 1,248 on ipu_mk2) */
+    if (s->conv) {
+        ts_t10_mm mm = {.m = s->M, .k = s->K, .n = s->N, .es = s->half ? 2 : 4};
+        uint32_t T = p->max_tiles && p->max_tiles < p->target.tiles ? p->max_tiles : p->target.tiles;
+        conv_gx x = conv_gather(T, &mm, s, pl);
+        if (x.readers * x.cph > (p->target.sram_bytes / 512 > 512 ? p->target.sram_bytes / 512 : 512))
+            return false;
+    }
     if (pl->rot & TS_T10_ROT_B)
         return pl->rp == 1 && !p->target.interleaved_base;
     /* a ring of rp + 1 > 2 slots needs three elements apart from the one A lies in */
@@ -186,13 +253,15 @@ static ts_status fixed_plan(const ts_lower_ipu_params *p, const ts_t10_hw *hw, c
     ts_status rc = ts_t10_mm_cost(hw, &mm, f, err);
     if (rc != TS_OK)
         return rc;
+    if (s->half) /* before conv_cost, which adds to the compute */
+        f16_cost(hw, &mm, units16(p, s), s->conv, f);
     if (s->conv)
-        conv_cost(hw, &mm, f);
-    if (s->half)
-        f16_cost(hw, &mm, p->target.amp_units_f16, f);
+        conv_cost(hw, &mm, s, f);
     if (!generable(p, s, f))
         return ts_err_set(err, TS_EINPUT, "plan: not generated (a rotating B needs rp 1 and 128-bit loads "
-                                          "everywhere, a rotating A at rp > 1 four SRAM elements per tile)");
+                                          "everywhere, a rotating A at rp > 1 four SRAM elements per tile; a "
+                                          "Conv's blocks need whole output rows when strided, and its input's "
+                                          "holders at most max(512, tile bytes / 512) sends)");
     return TS_OK;
 }
 
@@ -217,7 +286,7 @@ static size_t lcs_plans(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const
         ts_t10_mm_lcs(&tile, &mm, &c);
         c.share = share;
         if (s->half)
-            f16_cost(hw, &mm, p->target.amp_units_f16, &c);
+            f16_cost(hw, &mm, units16(p, s), false, &c);
         bool sliced = !s->half && share > 4 && c.rows * (s->K / 2) * 8 > p->target.sram_bytes / share;
         if (c.mem_bytes > hw->sram_bytes || sliced || (n && l[n - 1].fn == c.fn))
             continue;
@@ -267,10 +336,10 @@ static size_t plan_set(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const 
     for (size_t j = 0; j < nv; j++)
         if (generable(p, s, &v[j]) && (p->planner != TS_LOWER_PLANNER_SPLIT || v[j].rot == TS_T10_ROT_NONE) &&
             (p->planner != TS_LOWER_PLANNER_AUTO || !same_as_lcs(&v[j], l, nl, s))) {
+            if (s->half) /* before conv_cost, which adds to the compute */
+                f16_cost(hw, &mm, units16(p, s), s->conv, &v[j]);
             if (s->conv)
-                conv_cost(hw, &mm, &v[j]);
-            if (s->half)
-                f16_cost(hw, &mm, p->target.amp_units_f16, &v[j]);
+                conv_cost(hw, &mm, s, &v[j]);
             v[k++] = v[j];
         }
     for (size_t j = 0; j < nl; j++)
