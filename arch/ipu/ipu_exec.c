@@ -728,7 +728,9 @@ static ts_status exec_slow(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint6
 /* The ops body_issue does itself, numbered densely so that its switch is one jump table. */
 enum {
     F_SLOW, F_SETZI, F_MOV, F_ADD, F_ADDI, F_NOP, F_LD32, F_LD32STEP, F_LD64, F_LD64STEP, F_ST32, F_ST32STEP,
-    F_F32ADD, F_F32MAX, F_F32V2ADD, F_F32V2TOF16, F_LD128PUTCS, F_F32V2AMP, F_F16V4AMP, F_AMPZERO, F_AMPGET
+    F_F32ADD, F_F32MAX, F_F32V2ADD, F_F32V2TOF16, F_LD128PUTCS, F_F32V2AMP, F_F16V4AMP, F_AMPZERO, F_AMPGET,
+    /* done by in_step_run only (body_issue hands them to exec) */
+    F_RPT, F_BR, F_BRZ, F_BRNZ, F_BRNEG, F_BRNZDEC
 };
 static const uint8_t ipu_fast[256] = {
     [IPU_OP_SETZI] = F_SETZI, [IPU_OP_MOV] = F_MOV, [IPU_OP_ADD] = F_ADD, [IPU_OP_ADDI] = F_ADDI,
@@ -737,6 +739,8 @@ static const uint8_t ipu_fast[256] = {
     [IPU_OP_F32ADD] = F_F32ADD, [IPU_OP_F32MAX] = F_F32MAX, [IPU_OP_F32V2ADD] = F_F32V2ADD,
     [IPU_OP_F32V2TOF16] = F_F32V2TOF16, [IPU_OP_LD128PUTCS] = F_LD128PUTCS, [IPU_OP_F32V2AMP] = F_F32V2AMP,
     [IPU_OP_F16V4AMP] = F_F16V4AMP, [IPU_OP_AMPZERO] = F_AMPZERO, [IPU_OP_AMPGET] = F_AMPGET,
+    [IPU_OP_RPT] = F_RPT, [IPU_OP_RPTI] = F_RPT, [IPU_OP_BR] = F_BR, [IPU_OP_BRZ] = F_BRZ, [IPU_OP_BRNZ] = F_BRNZ,
+    [IPU_OP_BRNEG] = F_BRNEG, [IPU_OP_BRNZDEC] = F_BRNZDEC,
 };
 
 /* One issue of worker ctx at cycle c (workers_run, closed_form_run): the ops that fill ResNet-50's
@@ -916,32 +920,42 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
         return TS_OK;
     uint32_t pc = xs[0]->pc;
     bool body = xs[0]->rpt_left > 0;
-    uint32_t rs = xs[0]->rpt_start, re = xs[0]->rpt_end, bodymask = 0;
+    uint32_t rs = xs[0]->rpt_start, re = xs[0]->rpt_end, wmask = 0;
     for (uint32_t i = 0; i < nw; i++) {
         const ipu_ctx *x = xs[i];
         if (x->pc != pc || x->ready > c + d[i] || (x->rpt_left > 0) != body ||
             (body && (x->rpt_start != rs || x->rpt_end != re)))
             return TS_OK;
-        bodymask |= 1u << (x - t->cx - 1);
+        wmask |= 1u << (x - t->cx - 1);
     }
-    if (pc >= t->n || limit < c + W)
+    if (pc >= t->n || limit < c + W || m->c.sram_bytes < 16) /* (STEP_ADDRS subtracts up to 16) */
         return TS_OK;
     const uint64_t sram = m->c.sram_bytes;
     const uint32_t units16 = m->c.amp_units_f16;
-    uint64_t last = UINT64_MAX, lat = 1; /* the cycle of the last turn done in step, its latency */
+    uint64_t last = UINT64_MAX, turns = 0, fast = 0; /* the cycle of the last turn done in step; turns
+                                                    * run, those of them done here */
+    uint8_t lastf = F_NOP;                  /* that turn's op (its latency) */
     int64_t a[IPU_MAX_CTX];
     ts_status rc = TS_OK;
-/* the turn's accesses of `width` bytes: each in range and aligned, else the turn goes slow */
+/* the turn's accesses of `width` bytes: each in range (a negative one is a large unsigned) and
+ * aligned, else the turn goes slow; one test for all of them */
 #define STEP_ADDRS(width, base, off)                                                                \
-    for (uint32_t i = 0; i < nw; i++) {                                                             \
-        a[i] = (int64_t)(int32_t)xs[i]->r[base] + (off);                                            \
-        if (a[i] < 0 || (uint64_t)a[i] + (width) > sram || (a[i] & ((width) - 1)))                  \
+    {                                                                                               \
+        uint64_t any_ = 0;                                                                          \
+        bool out_ = false;                                                                          \
+        for (uint32_t i = 0; i < nw; i++) {                                                         \
+            a[i] = (int64_t)(int32_t)xs[i]->r[base] + (off);                                        \
+            out_ |= (uint64_t)a[i] > sram - (width);                                                \
+            any_ |= (uint64_t)a[i];                                                                 \
+        }                                                                                           \
+        if (out_ || (any_ & ((width) - 1)))                                                         \
             goto slow;                                                                              \
     }
 #define EACH for (uint32_t i = 0; i < nw; i++)
     while (c + W <= limit) {
         ipu_insn *in = &t->code[pc];
         const uint8_t f = in->fast;
+        uint32_t next = pc + 1;
         const uint8_t r0 = in->r0, r1 = in->r1, r2 = in->r2;
         const int32_t imm = in->imm;
         switch (f) {
@@ -1034,82 +1048,141 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
                 xs[i]->r[r0 + 1] = fr(xs[i]->acc[2 * imm + 1]);
             }
             break;
+        case F_RPT: { /* every worker enters the body, or every one skips it */
+            const bool reg = in->op == IPU_OP_RPT;
+            const uint32_t rlen = (uint32_t)(reg ? imm : in->imm2);
+            uint32_t zeros = 0;
+            EACH zeros += (reg ? xs[i]->r[r0] : (uint32_t)imm) == 0;
+            if (body || (zeros && zeros != nw)) /* the error, or workers that part: as exec does */
+                goto slow;
+            if (zeros) {
+                next = pc + 1 + rlen;
+                break;
+            }
+            EACH {
+                xs[i]->rpt_start = pc + 1;
+                xs[i]->rpt_end = pc + 1 + rlen;
+                xs[i]->rpt_left = reg ? xs[i]->r[r0] : (uint32_t)imm;
+            }
+            t->in_rpt |= wmask;
+            body = true;
+            rs = pc + 1;
+            re = pc + 1 + rlen;
+            break;
+        }
+        case F_BR:
+        case F_BRZ:
+        case F_BRNZ:
+        case F_BRNEG:
+        case F_BRNZDEC: { /* every worker takes the branch, or none does */
+            uint32_t taken = 0;
+            EACH {
+                const uint32_t v = xs[i]->r[r0];
+                taken += f == F_BR || (f == F_BRZ ? v == 0 : f == F_BRNEG ? (int32_t)v < 0 : v != 0);
+            }
+            if (taken && taken != nw)
+                goto slow;
+            if (!taken)
+                break;
+            const uint32_t hint = f == F_BR ? 0 : r0;
+            EACH {
+                ipu_ctx *x = xs[i];
+                int k;
+                if (in->tgt <= pc && (k = ts_loop_step(&x->loop, pc, x->r, IPU_NREGS, hint)) != TS_LOOP_PASS &&
+                    (rc = loop_back(m, t, ti, (int)(x - t->cx), x, pc, k, c + d[i], err)) != TS_OK)
+                    goto out;
+                if (f == F_BRNZDEC)
+                    x->r[r0]--;
+            }
+            next = in->tgt;
+            break;
+        }
         default:
             goto slow;
         }
         in->hits += nw;
         if (t->opcnt)
             t->opcnt[in->op] += nw;
-        t->work += nw;
         last = c;
-        lat = fast_load(f) ? m->c.load_latency : 1;
+        lastf = f;
         c += W;
-        t->step_turns++;
-        t->cf_turns++;
-        if (++pc == re && body) { /* the end of the body: each worker's repeats */
+        turns++;
+        fast++;
+        if (next == re && body) { /* the end of the body: each worker's repeats */
             uint32_t ended = 0;
             EACH ended += --xs[i]->rpt_left == 0;
             if (ended == 0) {
-                pc = rs;
+                next = rs;
             } else if (ended == nw) {
                 body = false;
-                t->in_rpt &= ~bodymask;
+                t->in_rpt &= ~wmask;
             } else { /* some leave the body, the others go round again: no longer in step */
                 EACH {
                     xs[i]->pc = xs[i]->rpt_left ? rs : re;
-                    xs[i]->ready = last + d[i] + lat;
                     if (!xs[i]->rpt_left)
                         t->in_rpt &= ~(1u << (xs[i] - t->cx - 1));
                 }
-                *cp = c;
-                return TS_OK;
+                pc = UINT32_MAX;
+                break;
             }
         }
+        pc = next;
         continue;
     slow: /* this turn through the full executor, worker by worker at their cycles */
-        EACH {
-            xs[i]->pc = pc;
-            if (last != UINT64_MAX)
-                xs[i]->ready = last + d[i] + lat;
+        if (last != UINT64_MAX) {
+            const uint64_t lat = fast_load(lastf) ? m->c.load_latency : 1;
+            EACH xs[i]->ready = last + d[i] + lat;
         }
+        EACH xs[i]->pc = pc;
         last = UINT64_MAX;
         for (uint32_t i = 0; i < nw; i++) {
             int ctx = (int)(xs[i] - t->cx);
             rc = exec_slow(m, ti, t, ctx, c + d[i], err);
             if (rc != TS_OK)
-                return rc;
+                goto out;
             if (t->running != run0) { /* an exit: the slots after it may change hands */
-                *cp = c + d[i] + 1;
-                return TS_OK;
+                c += d[i] + 1;
+                pc = UINT32_MAX;
+                break;
             }
         }
+        if (pc == UINT32_MAX)
+            break;
         c += W;
-        t->step_turns++;
-        t->cf_turns++;
+        turns++;
         pc = xs[0]->pc;
         body = xs[0]->rpt_left > 0;
         rs = xs[0]->rpt_start;
         re = xs[0]->rpt_end;
+        bool apart = pc >= t->n;
         for (uint32_t i = 0; i < nw; i++) {
             const ipu_ctx *x = xs[i];
-            if (x->pc != pc || x->ready > c + d[i] || (x->rpt_left > 0) != body ||
-                (body && (x->rpt_start != rs || x->rpt_end != re))) {
-                *cp = c;
-                return TS_OK;
-            }
+            apart |= x->pc != pc || x->ready > c + d[i] || (x->rpt_left > 0) != body ||
+                     (body && (x->rpt_start != rs || x->rpt_end != re));
         }
-        if (pc >= t->n)
+        if (apart) {
+            pc = UINT32_MAX;
             break;
+        }
+    }
+    /* the state of a turn done in step that is not in the contexts yet: their pc, when they are
+     * still together, and when each may issue again */
+    if (last != UINT64_MAX) {
+        const uint64_t lat = fast_load(lastf) ? m->c.load_latency : 1;
+        EACH {
+            if (pc != UINT32_MAX)
+                xs[i]->pc = pc;
+            xs[i]->ready = last + d[i] + lat;
+        }
     }
 #undef EACH
 #undef STEP_ADDRS
-    if (last != UINT64_MAX)
-        for (uint32_t i = 0; i < nw; i++) {
-            xs[i]->pc = pc;
-            xs[i]->ready = last + d[i] + lat;
-        }
+out: /* the turns' counts (on an error too: the tests read them) */
+    t->work += (uint64_t)nw * fast;
+    t->step_turns += turns;
+    t->cf_turns += turns;
     *cp = c;
-    return TS_OK;
+    return rc;
 }
 
 /* Words that reach tile ti at cycle c while its input selects their sender. */
