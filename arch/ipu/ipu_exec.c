@@ -139,10 +139,17 @@ static void w16_refresh(ipu_tile *t)
 {
     for (uint32_t st = t->w16_stale; st; st &= st - 1) {
         uint32_t slot = (uint32_t)__builtin_ctz(st);
-        for (uint32_t k = slot * 8; k < slot * 8 + 8; k++) {
-            uint16_t h;
-            memcpy(&h, t->coef + 2 * k, 2);
-            t->w16[(k & 3) * 32 + (k >> 2)] = h2f(h); /* half j of unit u at 32 j + u */
+        uint16_t h[8];
+        float v[8];
+        memcpy(h, t->coef + 16 * slot, 16);
+        uint32_t odd = 0; /* a half that is not a normal number: all eight by ts_f16_to_f32 */
+        for (uint32_t k = 0; k < 8; k++)
+            odd |= (uint16_t)((h[k] & 0x7c00u) - 0x0400u) >= 0x7800u;
+        for (uint32_t k = 0; k < 8; k++)
+            v[k] = odd ? ts_f16_to_f32(h[k]) : h2f(h[k]);
+        for (uint32_t j = 0; j < 4; j++) { /* half j of unit u at 32 j + u: the slot holds units 2 slot, 2 slot + 1 */
+            t->w16[32 * j + 2 * slot] = v[j];
+            t->w16[32 * j + 2 * slot + 1] = v[4 + j];
         }
     }
     t->w16_stale = 0;
@@ -932,6 +939,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
         return TS_OK;
     const uint64_t sram = m->c.sram_bytes;
     const uint32_t units16 = m->c.amp_units_f16;
+    uint64_t *const opcnt = t->opcnt;
     uint64_t last = UINT64_MAX, turns = 0, fast = 0; /* the cycle of the last turn done in step; turns
                                                     * run, those of them done here */
     uint8_t lastf = F_NOP;                  /* that turn's op (its latency) */
@@ -1101,8 +1109,8 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
             goto slow;
         }
         in->hits += nw;
-        if (t->opcnt)
-            t->opcnt[in->op] += nw;
+        if (opcnt)
+            opcnt[in->op] += nw;
         last = c;
         lastf = f;
         c += W;
@@ -1241,7 +1249,7 @@ static inline uint32_t slot_of(uint64_t r, uint64_t c, uint32_t cs, uint32_t W)
     return s >= W ? s - W : s;
 }
 
-static uint64_t next_event(const ts_model *m, const ipu_tile *t, uint64_t c, uint32_t cs, uint64_t h)
+static uint64_t next_event(const ts_model *m, ipu_tile *t, uint64_t c, uint32_t cs, uint64_t h)
 {
     uint64_t best = h;
     uint32_t W = m->W;
@@ -1265,9 +1273,10 @@ static uint64_t next_event(const ts_model *m, const ipu_tile *t, uint64_t c, uin
     }
     if (t->rx_left) {
         const ipu_wlog *lg = &m->t[t->rx_src].log;
-        size_t k = t->rx_cursor; /* the next word to this tile (rx_arrivals passes over the others) */
+        size_t k = t->rx_cursor; /* the next word to this tile: rx_arrivals passes over the others */
         while (k < lg->n && lg->v[k].dst != -1 && lg->v[k].dst != (int32_t)(t - m->t))
             k++;
+        t->rx_cursor = k; /* whenever they arrive, so they need not be looked at again */
         if (k < lg->n) {
             uint64_t a = lg->v[k].t + lg->v[k].delay + t->rx_lat;
             if (a < best)
