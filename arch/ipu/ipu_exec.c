@@ -1,7 +1,8 @@
 /* arch/ipu/ipu_exec.c — the executor: one tile's cycles (ts_ipu_tile_run), its barrel of a
  * supervisor and W workers, every instruction's semantics and timing (exec_op, bundles, repeat
  * loops), receives as words arrive, and the fast mode's shortcuts: the jump over cycles in which
- * nothing can happen (next_event) and repeat loops in closed form. This is the hot path: all of
+ * nothing can happen (next_event), workers in step (a turn's instruction done for all of them at
+ * once: in_step_run) and repeat loops in closed form. This is the hot path: all of
  * it is one translation unit so that exec inlines into the loops that call it (the time model is
  * described at the top of ipu_model.c).
  */
@@ -145,8 +146,15 @@ static void w16_refresh(ipu_tile *t)
         uint32_t odd = 0; /* a half that is not a normal number: all eight by ts_f16_to_f32 */
         for (uint32_t k = 0; k < 8; k++)
             odd |= (uint16_t)((h[k] & 0x7c00u) - 0x0400u) >= 0x7800u;
-        for (uint32_t k = 0; k < 8; k++)
-            v[k] = odd ? ts_f16_to_f32(h[k]) : h2f(h[k]);
+        if (odd) {
+            for (uint32_t k = 0; k < 8; k++)
+                v[k] = ts_f16_to_f32(h[k]);
+        } else { /* h2f's bit move, eight at once */
+            uint32_t b[8];
+            for (uint32_t k = 0; k < 8; k++)
+                b[k] = (uint32_t)(h[k] & 0x8000u) << 16 | (((uint32_t)(h[k] & 0x7fffu) << 13) + 0x38000000u);
+            memcpy(v, b, sizeof v);
+        }
         for (uint32_t j = 0; j < 4; j++) { /* half j of unit u at 32 j + u: the slot holds units 2 slot, 2 slot + 1 */
             t->w16[32 * j + 2 * slot] = v[j];
             t->w16[32 * j + 2 * slot + 1] = v[4 + j];
