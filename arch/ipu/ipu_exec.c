@@ -969,6 +969,8 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
     }
 #define EACH for (uint32_t i = 0; i < nw; i++)
     while (c + W <= limit) {
+        if (pc >= t->n) /* past the end of the code: the full executor reports it, at this turn */
+            break;
         ipu_insn *in = &t->code[pc];
         const uint8_t f = in->fast;
         uint32_t next = pc + 1;
