@@ -1,7 +1,8 @@
 /* arch/ipu/ipu_exec.c — the executor: one tile's cycles (ts_ipu_tile_run), its barrel of a
  * supervisor and W workers, every instruction's semantics and timing (exec_op, bundles, repeat
  * loops), receives as words arrive, and the fast mode's shortcuts: the jump over cycles in which
- * nothing can happen (next_event) and repeat loops in closed form. This is the hot path: all of
+ * nothing can happen (next_event), workers in step (a turn's instruction done for all of them at
+ * once: in_step_run) and repeat loops in closed form. This is the hot path: all of
  * it is one translation unit so that exec inlines into the loops that call it (the time model is
  * described at the top of ipu_model.c).
  */
@@ -18,6 +19,16 @@
 
 static inline float rf(uint32_t v) { float f; memcpy(&f, &v, 4); return f; }
 static inline uint32_t fr(float f) { uint32_t v; memcpy(&v, &f, 4); return v; }
+
+/* f16 -> f32, exactly as ts_f16_to_f32: normal numbers (exponent 1 to 30, the usual weights and
+ * activations) by moving the bits, in a few operations; zeros, subnormals, infinities and NaNs
+ * by ts_f16_to_f32. */
+static inline float h2f(uint16_t h)
+{
+    if ((uint16_t)((h & 0x7c00u) - 0x0400u) < 0x7800u)
+        return rf((uint32_t)(h & 0x8000u) << 16 | (((uint32_t)(h & 0x7fffu) << 13) + 0x38000000u));
+    return ts_f16_to_f32(h);
+}
 
 /* Count [a, b) as cycles of exchange activity (send port busy, a receive armed, a delay),
  * without counting a cycle twice when intervals overlap. */
@@ -129,10 +140,24 @@ static void w16_refresh(ipu_tile *t)
 {
     for (uint32_t st = t->w16_stale; st; st &= st - 1) {
         uint32_t slot = (uint32_t)__builtin_ctz(st);
-        for (uint32_t k = slot * 8; k < slot * 8 + 8; k++) {
-            uint16_t h;
-            memcpy(&h, t->coef + 2 * k, 2);
-            t->w16[(k & 3) * 32 + (k >> 2)] = ts_f16_to_f32(h); /* half j of unit u at 32 j + u */
+        uint16_t h[8];
+        float v[8];
+        memcpy(h, t->coef + 16 * slot, 16);
+        uint32_t odd = 0; /* a half that is not a normal number: all eight by ts_f16_to_f32 */
+        for (uint32_t k = 0; k < 8; k++)
+            odd |= (uint16_t)((h[k] & 0x7c00u) - 0x0400u) >= 0x7800u;
+        if (odd) {
+            for (uint32_t k = 0; k < 8; k++)
+                v[k] = ts_f16_to_f32(h[k]);
+        } else { /* h2f's bit move, eight at once */
+            uint32_t b[8];
+            for (uint32_t k = 0; k < 8; k++)
+                b[k] = (uint32_t)(h[k] & 0x8000u) << 16 | (((uint32_t)(h[k] & 0x7fffu) << 13) + 0x38000000u);
+            memcpy(v, b, sizeof v);
+        }
+        for (uint32_t j = 0; j < 4; j++) { /* half j of unit u at 32 j + u: the slot holds units 2 slot, 2 slot + 1 */
+            t->w16[32 * j + 2 * slot] = v[j];
+            t->w16[32 * j + 2 * slot + 1] = v[4 + j];
         }
     }
     t->w16_stale = 0;
@@ -418,10 +443,10 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
     case IPU_OP_F32V2AMP: amp_f32(m, t, x, rf(r[in->r0]), rf(r[in->r0 + 1])); break;
     case IPU_OP_F16V4AMP: {
         float in4[4];
-        in4[0] = ts_f16_to_f32((uint16_t)r[in->r0]);
-        in4[1] = ts_f16_to_f32((uint16_t)(r[in->r0] >> 16));
-        in4[2] = ts_f16_to_f32((uint16_t)r[in->r0 + 1]);
-        in4[3] = ts_f16_to_f32((uint16_t)(r[in->r0 + 1] >> 16));
+        in4[0] = h2f((uint16_t)r[in->r0]);
+        in4[1] = h2f((uint16_t)(r[in->r0] >> 16));
+        in4[2] = h2f((uint16_t)r[in->r0 + 1]);
+        in4[3] = h2f((uint16_t)(r[in->r0 + 1] >> 16));
         if (t->w16_stale)
             w16_refresh(t);
         amp_f16(t->w16, m->c.amp_units_f16, in4[0], in4[1], in4[2], in4[3], x->acc);
@@ -718,7 +743,9 @@ static ts_status exec_slow(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint6
 /* The ops body_issue does itself, numbered densely so that its switch is one jump table. */
 enum {
     F_SLOW, F_SETZI, F_MOV, F_ADD, F_ADDI, F_NOP, F_LD32, F_LD32STEP, F_LD64, F_LD64STEP, F_ST32, F_ST32STEP,
-    F_F32ADD, F_F32MAX, F_F32V2ADD, F_F32V2TOF16, F_LD128PUTCS, F_F32V2AMP, F_F16V4AMP, F_AMPZERO, F_AMPGET
+    F_F32ADD, F_F32MAX, F_F32V2ADD, F_F32V2TOF16, F_LD128PUTCS, F_F32V2AMP, F_F16V4AMP, F_AMPZERO, F_AMPGET,
+    /* done by in_step_run only (body_issue hands them to exec) */
+    F_RPT, F_BR, F_BRZ, F_BRNZ, F_BRNEG, F_BRNZDEC
 };
 static const uint8_t ipu_fast[256] = {
     [IPU_OP_SETZI] = F_SETZI, [IPU_OP_MOV] = F_MOV, [IPU_OP_ADD] = F_ADD, [IPU_OP_ADDI] = F_ADDI,
@@ -727,6 +754,8 @@ static const uint8_t ipu_fast[256] = {
     [IPU_OP_F32ADD] = F_F32ADD, [IPU_OP_F32MAX] = F_F32MAX, [IPU_OP_F32V2ADD] = F_F32V2ADD,
     [IPU_OP_F32V2TOF16] = F_F32V2TOF16, [IPU_OP_LD128PUTCS] = F_LD128PUTCS, [IPU_OP_F32V2AMP] = F_F32V2AMP,
     [IPU_OP_F16V4AMP] = F_F16V4AMP, [IPU_OP_AMPZERO] = F_AMPZERO, [IPU_OP_AMPGET] = F_AMPGET,
+    [IPU_OP_RPT] = F_RPT, [IPU_OP_RPTI] = F_RPT, [IPU_OP_BR] = F_BR, [IPU_OP_BRZ] = F_BRZ, [IPU_OP_BRNZ] = F_BRNZ,
+    [IPU_OP_BRNEG] = F_BRNEG, [IPU_OP_BRNZDEC] = F_BRNZDEC,
 };
 
 /* One issue of worker ctx at cycle c (workers_run, closed_form_run): the ops that fill ResNet-50's
@@ -813,8 +842,8 @@ static inline __attribute__((always_inline)) ts_status body_issue(ts_model *m, u
     }
     case F_F32V2AMP: amp_f32(m, t, x, rf(r[in->r0]), rf(r[in->r0 + 1])); break;
     case F_F16V4AMP: {
-        float i0 = ts_f16_to_f32((uint16_t)r[in->r0]), i1 = ts_f16_to_f32((uint16_t)(r[in->r0] >> 16));
-        float i2 = ts_f16_to_f32((uint16_t)r[in->r0 + 1]), i3 = ts_f16_to_f32((uint16_t)(r[in->r0 + 1] >> 16));
+        float i0 = h2f((uint16_t)r[in->r0]), i1 = h2f((uint16_t)(r[in->r0] >> 16));
+        float i2 = h2f((uint16_t)r[in->r0 + 1]), i3 = h2f((uint16_t)(r[in->r0 + 1] >> 16));
         if (t->w16_stale)
             w16_refresh(t);
         amp_f16(t->w16, m->c.amp_units_f16, i0, i1, i2, i3, x->acc);
@@ -847,6 +876,331 @@ static inline __attribute__((always_inline)) ts_status body_issue(ts_model *m, u
 slow:
     *slowp = true;
     return exec_slow(m, ti, t, ctx, c, err);
+}
+
+/* ---- workers in step: every running worker at one pc ---- */
+
+uint8_t ts_ipu_fast_code(const ipu_insn *in)
+{
+    uint8_t f = ipu_fast[in->op];
+    if (!(in->ctx_ok & 2) || in->member)
+        return F_SLOW;
+    if (f == F_LD128PUTCS && (in->imm < 0 || in->imm >= 16))
+        return F_SLOW;
+    if (f == F_AMPGET && (in->imm < 0 || in->imm >= IPU_ACC_MAX / 2))
+        return F_SLOW;
+    return f;
+}
+
+static inline bool fast_load(uint8_t f)
+{
+    return f == F_LD32 || f == F_LD32STEP || f == F_LD64 || f == F_LD64STEP || f == F_LD128PUTCS;
+}
+
+/* The running workers are in step at cycle c when they are all at one pc, in one repeat body or
+ * none, each ready by its slot's cycle in the turn of W cycles from c (runall starts them so, and
+ * code whose workers issue as many instructions as each other keeps them so). Then, while every
+ * slot not theirs is idle (the caller's test: every slot a running worker's, or the supervisor
+ * waiting for a worker's exit), no receive is armed and they stay in step, each turn has every
+ * worker issue the same instruction, in the order of their slots from c's.
+ *
+ * in_step_run does a turn's instruction for all of them at once, in that order: one fetch, one
+ * dispatch and one count of hits, ops and work per turn instead of one per worker, the registers
+ * of each worker as the op defines them. The order is the cycle-by-cycle order (a store comes
+ * before a later slot's load of the same bytes, coefficients are loaded in order and an AMP op
+ * sees those loaded before it), so whatever the workers read and write, the tile ends as issue
+ * cycle by cycle leaves it. A turn's accesses are all checked first (in range, aligned, a store's
+ * page there); a turn that is not safe so, or whose op is not one of body_issue's (a branch, a
+ * `rpt`, an exit, a bundle), goes through the full executor worker by worker at their cycles
+ * (exec_slow: errors, loop marks, pages as ever). After such a turn, or at the end of a repeat
+ * body, the run goes on only while the workers are still in step and none has exited.
+ *
+ * Runs from *cp up to `limit`; *cp is where it stopped, a turn's start unless a worker exited.
+ * Returns TS_OK, or a worker's error (the first in cycle order, as issue cycle by cycle gives). */
+static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp, uint64_t limit, ts_err *err)
+{
+    const uint32_t W = m->W, run0 = t->running;
+    uint64_t c = *cp;
+    const uint32_t slot = (uint32_t)(c % W);
+    ipu_ctx *xs[IPU_MAX_CTX];
+    uint32_t d[IPU_MAX_CTX], nw = 0;
+    for (uint32_t i = 0; i < W; i++) {
+        uint32_t w = slot + i < W ? slot + i : slot + i - W;
+        if (!(run0 >> w & 1))
+            continue;
+        xs[nw] = &t->cx[1 + w];
+        d[nw++] = i;
+    }
+    if (!nw)
+        return TS_OK;
+    uint32_t pc = xs[0]->pc;
+    bool body = xs[0]->rpt_left > 0;
+    uint32_t rs = xs[0]->rpt_start, re = xs[0]->rpt_end, wmask = 0;
+    for (uint32_t i = 0; i < nw; i++) {
+        const ipu_ctx *x = xs[i];
+        if (x->pc != pc || x->ready > c + d[i] || (x->rpt_left > 0) != body ||
+            (body && (x->rpt_start != rs || x->rpt_end != re)))
+            return TS_OK;
+        wmask |= 1u << (x - t->cx - 1);
+    }
+    if (pc >= t->n || limit < c + W || m->c.sram_bytes < 16) /* (STEP_ADDRS subtracts up to 16) */
+        return TS_OK;
+    const uint64_t sram = m->c.sram_bytes;
+    const uint32_t units16 = m->c.amp_units_f16;
+    uint64_t *const opcnt = t->opcnt;
+    uint64_t last = UINT64_MAX, turns = 0, fast = 0; /* the cycle of the last turn done in step; turns
+                                                    * run, those of them done here */
+    uint8_t lastf = F_NOP;                  /* that turn's op (its latency) */
+    int64_t a[IPU_MAX_CTX];
+    ts_status rc = TS_OK;
+/* the turn's accesses of `width` bytes: each in range (a negative one is a large unsigned) and
+ * aligned, else the turn goes slow; one test for all of them */
+#define STEP_ADDRS(width, base, off)                                                                \
+    {                                                                                               \
+        uint64_t any_ = 0;                                                                          \
+        bool out_ = false;                                                                          \
+        for (uint32_t i = 0; i < nw; i++) {                                                         \
+            a[i] = (int64_t)(int32_t)xs[i]->r[base] + (off);                                        \
+            out_ |= (uint64_t)a[i] > sram - (width);                                                \
+            any_ |= (uint64_t)a[i];                                                                 \
+        }                                                                                           \
+        if (out_ || (any_ & ((width) - 1)))                                                         \
+            goto slow;                                                                              \
+    }
+#define EACH for (uint32_t i = 0; i < nw; i++)
+    while (c + W <= limit) {
+        if (pc >= t->n) /* past the end of the code: the full executor reports it, at this turn */
+            break;
+        ipu_insn *in = &t->code[pc];
+        const uint8_t f = in->fast;
+        uint32_t next = pc + 1;
+        const uint8_t r0 = in->r0, r1 = in->r1, r2 = in->r2;
+        const int32_t imm = in->imm;
+        switch (f) {
+        case F_SETZI: EACH xs[i]->r[r0] = (uint32_t)imm; break;
+        case F_MOV: EACH xs[i]->r[r0] = xs[i]->r[r1]; break;
+        case F_ADD: EACH xs[i]->r[r0] = xs[i]->r[r1] + xs[i]->r[r2]; break;
+        case F_ADDI: EACH xs[i]->r[r0] = xs[i]->r[r1] + (uint32_t)imm; break;
+        case F_NOP: break;
+        case F_LD32:
+        case F_LD32STEP:
+            STEP_ADDRS(4, r1, f == F_LD32 ? imm : 0);
+            EACH {
+                memcpy(&xs[i]->r[r0], rd_ptr(m, t, (uint64_t)a[i]), 4);
+                if (f == F_LD32STEP) /* the base as read: the load may have written it */
+                    xs[i]->r[r1] = (uint32_t)a[i] + (uint32_t)imm;
+            }
+            break;
+        case F_LD64:
+        case F_LD64STEP:
+            if (m->c.load_bpc < 8)
+                goto slow;
+            STEP_ADDRS(8, r1, f == F_LD64 ? imm : 0);
+            EACH {
+                memcpy(&xs[i]->r[r0], rd_ptr(m, t, (uint64_t)a[i]), 8);
+                if (f == F_LD64STEP)
+                    xs[i]->r[r1] = (uint32_t)a[i] + (uint32_t)imm;
+            }
+            break;
+        case F_ST32:
+        case F_ST32STEP: {
+            STEP_ADDRS(4, r1, f == F_ST32 ? imm : 0);
+            uint64_t hi = 0;
+            EACH {
+                if (!t->page[(uint64_t)a[i] >> IPU_PAGE_SHIFT])
+                    goto slow;
+                if ((uint64_t)a[i] + 4 > hi)
+                    hi = (uint64_t)a[i] + 4;
+            }
+            if (hi > t->mem_hi)
+                t->mem_hi = hi;
+            EACH {
+                memcpy(t->page[(uint64_t)a[i] >> IPU_PAGE_SHIFT] + (a[i] & (IPU_PAGE_SIZE - 1)), &xs[i]->r[r0], 4);
+                if (f == F_ST32STEP)
+                    xs[i]->r[r1] += (uint32_t)imm;
+            }
+            break;
+        }
+        case F_F32ADD: EACH xs[i]->r[r0] = fr(rf(xs[i]->r[r1]) + rf(xs[i]->r[r2])); break;
+        case F_F32MAX: EACH xs[i]->r[r0] = fr(fmaxf(rf(xs[i]->r[r1]), rf(xs[i]->r[r2]))); break;
+        case F_F32V2ADD:
+            EACH {
+                uint32_t *r = xs[i]->r;
+                float y0 = rf(r[r1]) + rf(r[r2]), y1 = rf(r[r1 + 1]) + rf(r[r2 + 1]);
+                r[r0] = fr(y0);
+                r[r0 + 1] = fr(y1);
+            }
+            break;
+        case F_F32V2TOF16:
+            EACH {
+                uint32_t *r = xs[i]->r;
+                r[r0] = (uint32_t)ts_f32_to_f16(rf(r[r1])) | (uint32_t)ts_f32_to_f16(rf(r[r1 + 1])) << 16;
+            }
+            break;
+        case F_LD128PUTCS: {
+            STEP_ADDRS(16, r0, 0);
+            /* workers that load the bytes the one before them loaded change nothing (coef_put) */
+            int64_t prev = -1;
+            EACH {
+                if (a[i] != prev)
+                    coef_put(t, (uint32_t)imm, rd_ptr(m, t, (uint64_t)a[i]));
+                prev = a[i];
+            }
+            break;
+        }
+        case F_F32V2AMP: EACH amp_f32(m, t, xs[i], rf(xs[i]->r[r0]), rf(xs[i]->r[r0 + 1])); break;
+        case F_F16V4AMP:
+            if (t->w16_stale) /* no coefficient changes within the turn: one refresh serves all */
+                w16_refresh(t);
+            EACH {
+                const uint32_t *r = xs[i]->r;
+                float i0 = h2f((uint16_t)r[r0]), i1 = h2f((uint16_t)(r[r0] >> 16));
+                float i2 = h2f((uint16_t)r[r0 + 1]), i3 = h2f((uint16_t)(r[r0 + 1] >> 16));
+                amp_f16(t->w16, units16, i0, i1, i2, i3, xs[i]->acc);
+            }
+            break;
+        case F_AMPZERO: EACH memset(xs[i]->acc, 0, sizeof xs[i]->acc); break;
+        case F_AMPGET:
+            EACH {
+                xs[i]->r[r0] = fr(xs[i]->acc[2 * imm]);
+                xs[i]->r[r0 + 1] = fr(xs[i]->acc[2 * imm + 1]);
+            }
+            break;
+        case F_RPT: { /* every worker enters the body, or every one skips it */
+            const bool reg = in->op == IPU_OP_RPT;
+            const uint32_t rlen = (uint32_t)(reg ? imm : in->imm2);
+            uint32_t zeros = 0;
+            EACH zeros += (reg ? xs[i]->r[r0] : (uint32_t)imm) == 0;
+            if (body || (zeros && zeros != nw)) /* the error, or workers that part: as exec does */
+                goto slow;
+            if (zeros) {
+                next = pc + 1 + rlen;
+                break;
+            }
+            EACH {
+                xs[i]->rpt_start = pc + 1;
+                xs[i]->rpt_end = pc + 1 + rlen;
+                xs[i]->rpt_left = reg ? xs[i]->r[r0] : (uint32_t)imm;
+            }
+            t->in_rpt |= wmask;
+            body = true;
+            rs = pc + 1;
+            re = pc + 1 + rlen;
+            break;
+        }
+        case F_BR:
+        case F_BRZ:
+        case F_BRNZ:
+        case F_BRNEG:
+        case F_BRNZDEC: { /* every worker takes the branch, or none does */
+            uint32_t taken = 0;
+            EACH {
+                const uint32_t v = xs[i]->r[r0];
+                taken += f == F_BR || (f == F_BRZ ? v == 0 : f == F_BRNEG ? (int32_t)v < 0 : v != 0);
+            }
+            if (taken && taken != nw)
+                goto slow;
+            if (!taken)
+                break;
+            const uint32_t hint = f == F_BR ? 0 : r0;
+            EACH {
+                ipu_ctx *x = xs[i];
+                int k;
+                if (in->tgt <= pc && (k = ts_loop_step(&x->loop, pc, x->r, IPU_NREGS, hint)) != TS_LOOP_PASS &&
+                    (rc = loop_back(m, t, ti, (int)(x - t->cx), x, pc, k, c + d[i], err)) != TS_OK)
+                    goto out;
+                if (f == F_BRNZDEC)
+                    x->r[r0]--;
+            }
+            next = in->tgt;
+            break;
+        }
+        default:
+            goto slow;
+        }
+        in->hits += nw;
+        if (opcnt)
+            opcnt[in->op] += nw;
+        last = c;
+        lastf = f;
+        c += W;
+        turns++;
+        fast++;
+        if (next == re && body) { /* the end of the body: each worker's repeats */
+            uint32_t ended = 0;
+            EACH ended += --xs[i]->rpt_left == 0;
+            if (ended == 0) {
+                next = rs;
+            } else if (ended == nw) {
+                body = false;
+                t->in_rpt &= ~wmask;
+            } else { /* some leave the body, the others go round again: no longer in step */
+                EACH {
+                    xs[i]->pc = xs[i]->rpt_left ? rs : re;
+                    if (!xs[i]->rpt_left)
+                        t->in_rpt &= ~(1u << (xs[i] - t->cx - 1));
+                }
+                pc = UINT32_MAX;
+                break;
+            }
+        }
+        pc = next;
+        continue;
+    slow: /* this turn through the full executor, worker by worker at their cycles */
+        if (last != UINT64_MAX) {
+            const uint64_t lat = fast_load(lastf) ? m->c.load_latency : 1;
+            EACH xs[i]->ready = last + d[i] + lat;
+        }
+        EACH xs[i]->pc = pc;
+        last = UINT64_MAX;
+        for (uint32_t i = 0; i < nw; i++) {
+            int ctx = (int)(xs[i] - t->cx);
+            rc = exec_slow(m, ti, t, ctx, c + d[i], err);
+            if (rc != TS_OK)
+                goto out;
+            if (t->running != run0) { /* an exit: the slots after it may change hands */
+                c += d[i] + 1;
+                pc = UINT32_MAX;
+                break;
+            }
+        }
+        if (pc == UINT32_MAX)
+            break;
+        c += W;
+        turns++;
+        pc = xs[0]->pc;
+        body = xs[0]->rpt_left > 0;
+        rs = xs[0]->rpt_start;
+        re = xs[0]->rpt_end;
+        bool apart = pc >= t->n;
+        for (uint32_t i = 0; i < nw; i++) {
+            const ipu_ctx *x = xs[i];
+            apart |= x->pc != pc || x->ready > c + d[i] || (x->rpt_left > 0) != body ||
+                     (body && (x->rpt_start != rs || x->rpt_end != re));
+        }
+        if (apart) {
+            pc = UINT32_MAX;
+            break;
+        }
+    }
+    /* the state of a turn done in step that is not in the contexts yet: their pc, when they are
+     * still together, and when each may issue again */
+    if (last != UINT64_MAX) {
+        const uint64_t lat = fast_load(lastf) ? m->c.load_latency : 1;
+        EACH {
+            if (pc != UINT32_MAX)
+                xs[i]->pc = pc;
+            xs[i]->ready = last + d[i] + lat;
+        }
+    }
+#undef EACH
+#undef STEP_ADDRS
+out: /* the turns' counts (on an error too: the tests read them) */
+    t->work += (uint64_t)nw * fast;
+    t->step_turns += turns;
+    t->cf_turns += turns;
+    *cp = c;
+    return rc;
 }
 
 /* Words that reach tile ti at cycle c while its input selects their sender. */
@@ -905,7 +1259,7 @@ static inline uint32_t slot_of(uint64_t r, uint64_t c, uint32_t cs, uint32_t W)
     return s >= W ? s - W : s;
 }
 
-static uint64_t next_event(const ts_model *m, const ipu_tile *t, uint64_t c, uint32_t cs, uint64_t h)
+static uint64_t next_event(const ts_model *m, ipu_tile *t, uint64_t c, uint32_t cs, uint64_t h)
 {
     uint64_t best = h;
     uint32_t W = m->W;
@@ -929,9 +1283,10 @@ static uint64_t next_event(const ts_model *m, const ipu_tile *t, uint64_t c, uin
     }
     if (t->rx_left) {
         const ipu_wlog *lg = &m->t[t->rx_src].log;
-        size_t k = t->rx_cursor; /* the next word to this tile (rx_arrivals passes over the others) */
+        size_t k = t->rx_cursor; /* the next word to this tile: rx_arrivals passes over the others */
         while (k < lg->n && lg->v[k].dst != -1 && lg->v[k].dst != (int32_t)(t - m->t))
             k++;
+        t->rx_cursor = k; /* whenever they arrive, so they need not be looked at again */
         if (k < lg->n) {
             uint64_t a = lg->v[k].t + lg->v[k].delay + t->rx_lat;
             if (a < best)
@@ -1097,13 +1452,28 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
             stop = ro ? h : cap;
         }
         if (cf && t->running && !t->rx_left && c < stop && (t->running == all || !sup_can_issue(m, t))) {
-            uint64_t k = t->in_rpt == all && t->running == all ? closed_form_turns(m, t, c, stop) : 0;
-            ts_status rc;
+            uint64_t k = 0, lim = stop, c0 = c;
+            ts_status rc = in_step_run(m, ti, t, &c, stop, err);
+            if (rc != TS_OK)
+                return rc;
+            if (c != c0) {
+                t->step_at = slot + 1;
+                slot = (uint32_t)(c % W);
+                continue;
+            }
+            if (c + W > stop) /* the round's end: its last cycles one by one, the turns' slot kept */
+                ;
+            else if (t->step_at && t->step_at != slot + 1) /* in step from another slot: up to it */
+                lim = c + (t->step_at - 1 + W - slot) % W;
+            else
+                t->step_at = 0;
+            if (lim == stop && t->in_rpt == all && t->running == all)
+                k = closed_form_turns(m, t, c, stop);
             if (k) {
                 rc = closed_form_run(m, ti, t, c, k, err);
                 c += k * W;
             } else {
-                rc = workers_run(m, ti, t, &c, stop, err);
+                rc = workers_run(m, ti, t, &c, lim, err);
             }
             if (rc != TS_OK)
                 return rc;

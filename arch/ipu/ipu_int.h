@@ -119,6 +119,8 @@ typedef struct ipu_insn {
     uint8_t ctx_ok;         /* bit 0: the supervisor may issue it, bit 1: a worker may */
     uint8_t pure;           /* rpt/rpti: the body writes nothing another context reads (no store,
                              * no coefficient load), so turns of it can run in closed form */
+    uint8_t fast;           /* how in_step_run does it for all the workers at once (ts_ipu_fast_code):
+                             * 0, through the full executor */
     uint64_t hits;          /* times issued: counted here, on the line the fetch has just read,
                              * rather than in a per-op table elsewhere (about 5 % of the
                              * executor's time in bench_ipu_bsp) */
@@ -208,6 +210,8 @@ typedef struct ipu_tile {
     uint32_t in_rpt;        /* bit w: worker w is inside a repeat body (rpt_left > 0), the closed
                              * form's first test, kept as it changes */
     uint64_t cf_turns;      /* turns run in workers_run or the closed form (tests read it) */
+    uint64_t step_turns;    /* turns of them run with the workers in step (in_step_run; tests read it) */
+    uint32_t step_at;       /* 1 + the slot the workers' turns in step last started at, 0 if none */
     ipu_hostop *host; size_t nhost, cap_host;
     /* counters (instructions are counted in ipu_insn.hits) */
     uint64_t xsent, xrecv, xport; /* bytes sent, bytes received, send-port cycles */
@@ -414,6 +418,9 @@ void ts_ipu_mem_read_bytes(ts_model *m, ipu_tile *t, uint64_t a, uint8_t *dst, u
 /* ipu_load.c: validate a program and predecode its streams into the tiles (the family's load) */
 ts_status ts_ipu_load(ts_model *m, const ts_program *p, ts_err *err);
 
+/* ipu_exec.c: how the executor does an instruction for every worker in step at once (ipu_insn.fast,
+ * set by the loader) */
+uint8_t ts_ipu_fast_code(const ipu_insn *in);
 /* ipu_exec.c: run tile ti to cycle h (past it while it reads no other tile) until a sync or halt */
 ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err);
 

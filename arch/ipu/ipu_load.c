@@ -162,6 +162,8 @@ static ts_status load_program(ts_model *m, const ts_program *p, ts_err *err)
         ts_status brc = check_bundles(s, code, err);
         if (brc != TS_OK)
             return brc;
+        for (uint32_t pc = 0; pc < s->n; pc++)
+            code[pc].fast = ts_ipu_fast_code(&code[pc]);
         for (uint32_t pc = 0; pc < s->n; pc++) { /* repeat bodies: straight-line work only */
             if (code[pc].op != IPU_OP_RPT && code[pc].op != IPU_OP_RPTI)
                 continue;

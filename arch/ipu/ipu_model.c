@@ -21,7 +21,8 @@
  * result does not depend on their order or number. Words sent in a round are appended to a
  * per-tile pending log and committed between rounds. The fast mode also lets a tile run past
  * the round while it reads no other tile's words (see reads_others), skips cycles in which no
- * context can issue and nothing arrives, and runs store-free repeat loops in closed form (see
+ * context can issue and nothing arrives, does a turn's instruction for all the workers at once
+ * while they are at one pc (see in_step_run) and runs store-free repeat loops in closed form (see
  * closed_form_turns); --lockstep uses one-cycle rounds and visits every cycle of every tile. Both
  * follow the same per-cycle rule, so their reports are equal (every test program checks it).
  *

@@ -272,6 +272,76 @@ START_TEST(closed_form_stores)
 }
 END_TEST
 
+/* The lowering's loop bodies with six workers in step (started by one runall, running the same
+ * code): the fast mode does each turn's instruction for all six at once (in_step_run in
+ * ipu_exec.c), and ipu_test_run3 checks it against issue cycle by cycle, tile memory included.
+ * The AMP body as lwi_emit_mm emits it (four coefficient loads through one pointer, an input pair,
+ * f16v4amp), a copy-and-add body with stores, repeat counts that differ between the workers (they
+ * leave the body apart), and stores into a page that is not there yet (that turn goes through the
+ * full executor, which adds the page). */
+static uint64_t step_run(const char *body, ipu_run *r)
+{
+    loop_run(body, r);
+    return r->m->t[0].step_turns;
+}
+
+START_TEST(in_step_bodies)
+{
+    ipu_run r;
+    static const char amp[] = "  rpt $m0, 10\n  ld128putcs $m5, 0\n  addi $m5, $m5, 16\n  ld128putcs $m5, 1\n"
+                              "  addi $m5, $m5, 16\n  ld128putcs $m5, 2\n  addi $m5, $m5, 16\n  ld128putcs $m5, 3\n"
+                              "  addi $m5, $m5, 16\n  ld64step $a0, $m4, 8\n  f16v4amp $a0\n"
+                              "  ampget $a2, 0\n  st64 $a2, $m7, 0\n  exit\n";
+    char text[1024];
+    /* one pass: unit 0's four halves are the first 8 bytes at 0x2000, the inputs each worker's 8 */
+    snprintf(text, sizeof text, "  setzi $m5, 0x2000\n  shli $m4, $m1, 3\n  addi $m4, $m4, 0x2000\n  ampzero\n"
+                                "  setzi $m0, 1\n%s", amp);
+    ck_assert_uint_ge(step_run(text, &r), 10);
+    for (unsigned w = 0; w < 6; w++) {
+        float wt[4], in[4];
+        for (unsigned j = 0; j < 4; j++) {
+            wt[j] = ts_f16_to_f32((uint16_t)(ipu_peek32(&r, 0, 0x2000 + 4 * (j / 2)) >> (16 * (j % 2))));
+            in[j] = ts_f16_to_f32((uint16_t)(ipu_peek32(&r, 0, 0x2000 + 8 * w + 4 * (j / 2)) >> (16 * (j % 2))));
+        }
+        float s = wt[0] * in[0] + wt[1] * in[1];
+        s += wt[2] * in[2];
+        s += wt[3] * in[3];
+        ck_assert_float_eq(ipu_peekf(&r, 0, 0x7000 + 16 * w), 0.0f + s);
+    }
+    ipu_run_free(&r);
+    /* twelve passes over 768 bytes of weights, the inputs of workers 0, 2 and 4 (1, 3, 5) the same */
+    snprintf(text, sizeof text, "  setzi $m5, 0x2000\n  andi $m8, $m1, 1\n  shli $m4, $m8, 3\n  addi $m4, $m4, 0x2000\n"
+                                "  ampzero\n%s", amp);
+    ck_assert_uint_ge(step_run(text, &r), 120);
+    ipu_run_free(&r);
+    /* rows added and stored, each worker its own output row: 12 passes of 4 */
+    static const char add[] = "  shli $m2, $m1, 2\n  addi $m2, $m2, 0x2000\n  addi $m6, $m2, 8\n"
+                              "  muli $m3, $m1, 48\n  addi $m3, $m3, %s\n"
+                              "  rpt $m0, 4\n  ld32step $a1, $m2, 4\n  ld32step $a2, $m6, 4\n  f32add $a3, $a1, $a2\n"
+                              "  st32step $a3, $m3, 4\n  exit\n";
+    snprintf(text, sizeof text, add, "0x3000");
+    ck_assert_uint_ge(step_run(text, &r), 48);
+    for (unsigned w = 0; w < 6; w++)
+        for (unsigned k = 0; k < 12; k++) {
+            unsigned i = w + k; /* words 0x2000 + 4i and 0x2008 + 4i */
+            float want = (i < 16 ? ipu_peekf(&r, 0, 0x2000 + 4 * i) : 0.0f) + (i + 2 < 16 ? ipu_peekf(&r, 0, 0x2008 + 4 * i) : 0.0f);
+            ck_assert_float_eq(ipu_peekf(&r, 0, 0x3000 + 48 * w + 4 * k), want);
+        }
+    ipu_run_free(&r);
+    /* the same into page 9, not there until the first store */
+    snprintf(text, sizeof text, add, "0x9000");
+    ck_assert_uint_ge(step_run(text, &r), 40);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x9000 + 48 * 5 + 4 * 11), 0.0f);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x9000), ipu_peekf(&r, 0, 0x2000) + ipu_peekf(&r, 0, 0x2008));
+    ipu_run_free(&r);
+    /* repeat counts 12 to 17: the workers leave the body one by one, out of step */
+    snprintf(text, sizeof text, "  setzi $m5, 0x2000\n  shli $m4, $m1, 3\n  addi $m4, $m4, 0x2000\n  ampzero\n"
+                                "  add $m0, $m0, $m1\n%s", amp);
+    ck_assert_uint_ge(step_run(text, &r), 120);
+    ipu_run_free(&r);
+}
+END_TEST
+
 START_TEST(context_rules)
 {
     expect_error(".arch ipu\n.stream tile 1\n  nop\n  f32add $a0, $a1, $a2\n  halt\n", "ipu_tiny4", NULL,
@@ -733,6 +803,7 @@ static Suite *suite(void)
     tcase_add_test(t, context_rules);
     tcase_add_test(t, closed_form_error_order);
     tcase_add_test(t, closed_form_stores);
+    tcase_add_test(t, in_step_bodies);
     tcase_add_test(t, float_arithmetic);
     tcase_add_test(t, half_conversion);
     tcase_add_test(t, amp_values);
