@@ -7,6 +7,7 @@
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "core/alloc.h"
 #include "workloads/graph.h"
@@ -64,6 +65,16 @@ static inline int chain(ts_graph *g, ts_graph_op op, const char *name, int x, in
     int y = tensor_dt(g, yn, TS_TENSOR_ACTIVATION, ts_graph_get_tensor(g, x)->dtype, -1, NULL);
     node(g, op, name, (int[]){x, w}, w >= 0 ? 2 : 1, y, a);
     return y;
+}
+
+/* A Transpose of a rank-3 x by the permutation (p0, p1, p2), as a step of a chain. */
+static inline int transpose3(ts_graph *g, const char *name, int x, int64_t p0, int64_t p1, int64_t p2)
+{
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.nperm = 3;
+    memcpy(a.perm, (int64_t[]){p0, p1, p2}, sizeof(int64_t[3]));
+    return chain(g, TS_OP_TRANSPOSE, name, x, -1, &a);
 }
 
 static inline void finalize(ts_graph *g)

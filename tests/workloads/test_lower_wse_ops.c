@@ -480,11 +480,7 @@ START_TEST(test_transpose_in_place)
     ts_graph *g = ts_graph_create("tr1");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){100, 1, 200});
     fill(g, x);
-    ts_graph_attrs a;
-    ts_graph_attrs_init(&a);
-    a.nperm = 3;
-    memcpy(a.perm, (int64_t[]){1, 0, 2}, sizeof(int64_t[3]));
-    int y = chain(g, TS_OP_TRANSPOSE, "t", x, -1, &a);
+    int y = transpose3(g, "t", x, 1, 0, 2);
     ts_graph_mark_output(g, y);
     finalize(g);
     lowered L = {0};
@@ -608,10 +604,7 @@ START_TEST(test_attention)
     ts_err_init(&e);
     ck_assert_int_eq(ts_graph_set_data(g, sc, &scale, 4, &e), TS_OK);
     ts_graph_attrs a;
-    ts_graph_attrs_init(&a);
-    a.nperm = 3;
-    memcpy(a.perm, (int64_t[]){1, 0, 2}, sizeof(int64_t[3]));
-    int xt = chain(g, TS_OP_TRANSPOSE, "t0", x, -1, &a);
+    int xt = transpose3(g, "t0", x, 1, 0, 2);
     int p = chain(g, TS_OP_MATMUL, "inproj", xt, w, NULL);
     int pb = chain(g, TS_OP_ADD, "inbias", p, bi, NULL);
     int part[3]; /* q, k, v */
@@ -631,11 +624,8 @@ START_TEST(test_attention)
         memcpy(a.shape, (int64_t[]){S, H, DH}, sizeof(int64_t[3]));
         snprintf(nm, sizeof nm, "rs_%s", names[r]);
         int rs = chain(g, TS_OP_RESHAPE, nm, sl, -1, &a);
-        ts_graph_attrs_init(&a);
-        a.nperm = 3;
-        memcpy(a.perm, r == 1 ? (int64_t[]){1, 2, 0} : (int64_t[]){1, 0, 2}, sizeof(int64_t[3]));
         snprintf(nm, sizeof nm, "tr_%s", names[r]);
-        part[r] = chain(g, TS_OP_TRANSPOSE, nm, rs, -1, &a);
+        part[r] = transpose3(g, nm, rs, 1, r == 1 ? 2 : 0, r == 1 ? 0 : 2);
     }
     if (!alt)
         part[0] = chain(g, TS_OP_DIV, "qscale", part[0], sc, NULL);
@@ -646,10 +636,7 @@ START_TEST(test_attention)
     a.axis = -1;
     int pr = chain(g, TS_OP_SOFTMAX, "softmax", s, -1, &a);
     int o = chain(g, TS_OP_MATMUL, "pv", pr, part[2], NULL);
-    ts_graph_attrs_init(&a);
-    a.nperm = 3;
-    memcpy(a.perm, (int64_t[]){1, 0, 2}, sizeof(int64_t[3]));
-    int ot = chain(g, TS_OP_TRANSPOSE, "t_o", o, -1, &a);
+    int ot = transpose3(g, "t_o", o, 1, 0, 2);
     ts_graph_attrs_init(&a);
     a.nshape = 3;
     memcpy(a.shape, (int64_t[]){1, S, D}, sizeof(int64_t[3]));
@@ -969,11 +956,8 @@ START_TEST(test_transpose_rows)
     ts_graph *g = ts_graph_create("trows");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){B, S, D});
     fill(g, x);
+    int t = transpose3(g, "t", x, 1, 0, 2);
     ts_graph_attrs a;
-    ts_graph_attrs_init(&a);
-    a.nperm = 3;
-    memcpy(a.perm, (int64_t[]){1, 0, 2}, sizeof(int64_t[3]));
-    int t = chain(g, TS_OP_TRANSPOSE, "t", x, -1, &a);
     ts_graph_attrs_init(&a);
     if (_i == 1) {
         a.nslice = 3;
