@@ -51,7 +51,7 @@ for t in json.load(sys.stdin):
 ninja -C build-tsan $tsan_targets
 # ThreadSanitizer ran the threaded models' tests 20 to 45 times slower (test_wse_modes 69 s for 1.7 s,
 # test_ipu_kernels 56 s for 1.7 s): its run multiplies the timeouts by 10. TS_SANITIZED=1 trims
-# test_wse_modes' sorted-lists case to its threaded run (docs/testing.md).
+# test_wse_modes' sorted-lists and re-split cases to their threaded runs (docs/testing.md).
 TSAN_OPTIONS=halt_on_error=1 TS_SANITIZED=1 CK_TIMEOUT_MULTIPLIER=10 meson test -C build-tsan --no-rebuild --suite ipu \
   --suite wse --print-errorlogs --num-processes "$jobs" --timeout-multiplier 10 | tee -a "$log"
 # meson stops the script above on any failure (pipefail); here every suite of the three builds passed.
