@@ -475,8 +475,9 @@ static int32_t vreg(const lt *L, const val *v)
 }
 
 /* Issue a VXM instruction at cycle t on some free ALU. op is ADD/ADDS/SUBS/MUL (binary), RELU,
- * CVT (unary; to/from types) or MASK (unary; from is the immediate). pool is the destination stream pool or -1 for the latch only; w the
- * destination width. *out gets the latch value; *ds the destination stream. */
+ * CVT (unary; to/from types) or MASK (unary; from is the immediate). pool is the destination
+ * stream pool or -1 for the latch only; w the destination width. *out gets the latch value; *ds
+ * the destination stream. */
 /* A VXM operation's latency. */
 uint32_t lt_vop_lat(const lt *L, uint16_t op)
 {
