@@ -421,6 +421,83 @@ START_TEST(test_block)
 }
 END_TEST
 
+/* MaxPool 3x3/2 (padding 1) and 2x2/1 of a Relu's output over the whole range 0..127 (a graph
+ * input through a Relu on the VXM): windows of 4 vectors or more run offset by -128, 2 operations a
+ * comparison, 2 n a window of n (an add of the constant 0x80, subs and add per step, a mask with
+ * 0x7f); smaller windows take x + relu(m - x), 3 (n - 1). Bit-exact against the C maximum,
+ * 127 and 0 among the outputs. */
+START_TEST(test_maxpool_offset)
+{
+    ts_graph *g = ts_graph_create("mp");
+    const int C = 70, H = 7, W = 7;
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
+    int r = tensor_dt(g, "r", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int8_t *xv = ts_calloc((size_t)C * H * W, 1); /* every int8 value, not only the fill's -16..15 */
+    for (int k = 0; k < C * H * W; k++)
+        xv[k] = (int8_t)((k * 73 + 11) % 256 - 128);
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_set_data(g, x, xv, (size_t)C * H * W, &e), TS_OK);
+    ts_err_free(&e);
+    int y[3];
+    for (int i = 0; i < 3; i++)
+        y[i] = tensor_dt(g, (const char *[]){"y0", "y1", "y2"}[i], TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    /* 3x3/2 padded (windows of 4, 6, 9), 2x2/1 (4), 1x3/1 padded (2 and 3: the relu form) */
+    const int kh[3] = {3, 2, 1}, kw[3] = {3, 2, 3}, st[3] = {2, 1, 1}, pd[3] = {1, 0, 1};
+    node(g, TS_OP_RELU, "relu", (int[]){x}, 1, r, NULL);
+    for (int i = 0; i < 3; i++) {
+        ts_graph_attrs a;
+        ts_graph_attrs_init(&a);
+        a.kernel[0] = kh[i];
+        a.kernel[1] = kw[i];
+        a.strides[0] = a.strides[1] = st[i];
+        a.pads[0] = a.pads[2] = kh[i] > 1 ? pd[i] : 0;
+        a.pads[1] = a.pads[3] = pd[i];
+        node(g, TS_OP_MAXPOOL, (const char *[]){"mp0", "mp1", "mp2"}[i], (int[]){r}, 1, y[i], &a);
+        ts_graph_mark_output(g, y[i]);
+    }
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    ck_assert_uint_eq(l.rep.nlayers, 4);
+    int bad = 0, top = 0, zero = 0;
+    for (int i = 0; i < 3; i++) {
+        int ph = kh[i] > 1 ? pd[i] : 0, Ho = (H + 2 * ph - kh[i]) / st[i] + 1, Wo = (W + 2 * pd[i] - kw[i]) / st[i] + 1;
+        uint64_t ops = 0;
+        for (int oy = 0; oy < Ho; oy++)
+            for (int ox = 0; ox < Wo; ox++) {
+                int n = 0;
+                for (int c = 0; c < C; c++) {
+                    int v = 0;
+                    n = 0;
+                    for (int ky = 0; ky < kh[i]; ky++)
+                        for (int kx = 0; kx < kw[i]; kx++) {
+                            int iy = oy * st[i] - ph + ky, ix = ox * st[i] - pd[i] + kx;
+                            if (iy < 0 || ix < 0 || iy >= H || ix >= W)
+                                continue;
+                            n++;
+                            int xe = xv[((size_t)c * H + iy) * W + ix];
+                            v = xe > v ? xe : v; /* max of the Relu's outputs */
+                        }
+                    int8_t have = got(&l, y[i], (uint32_t)(oy * Wo + ox), (uint32_t)c);
+                    top += i == 0 && v == 127;
+                    zero += i == 0 && v == 0;
+                    if (have != v && bad++ < 5)
+                        fprintf(stderr, "y%d[%d][%d][%d] = %d, want %d\n", i, c, oy, ox, have, v);
+                }
+                ops += n >= 4 ? 2u * (uint64_t)n : n > 1 ? 3u * (uint64_t)(n - 1) : 1;
+            }
+        ck_assert_uint_eq(l.rep.layers[1 + i].vxm_ops, ops); /* one vector of 70 channels a pixel */
+    }
+    ck_assert_int_eq(bad, 0);
+    ck_assert_int_gt(top, 0);
+    ck_assert_int_gt(zero, 0);
+    ts_free(xv);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* Softmax over rows of int8 values read as q / 16: f16 probabilities. The C reference repeats the
  * chip's steps (f32 exp, f16 to the plane, a sum in lane order rounded once to f32, rsqrt squared)
  * and must match bit for bit; against softmax in double precision the tolerance is 2e-3 absolute
@@ -897,6 +974,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_gemm_relu);
     tcase_add_test(tc, test_conv);
     tcase_add_test(tc, test_block);
+    tcase_add_test(tc, test_maxpool_offset);
     tcase_add_test(tc, test_softmax);
     tcase_add_test(tc, test_refused);
     tcase_add_test(tc, test_unsupported_all);

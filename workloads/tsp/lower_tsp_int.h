@@ -288,6 +288,7 @@ bool lt_vin_w(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag, uin
 bool lt_vin_w2(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag, uint64_t lb, const val *other,
                uint32_t other_mem, val *v);
 bool lt_scale_in(lt *L, uint32_t sword, uint64_t t, uint32_t tag, val *v);
+bool lt_byte_in(lt *L, uint32_t word, uint64_t t, uint32_t tag, val *v);
 
 /* ---- MEM regions and placement (memory.c) ---- */
 
@@ -315,6 +316,7 @@ ts_status lt_img_flush(lt *L, image *im, uint32_t first);
 ts_status lt_const_region(lt *L, uint32_t words, const char *what, const ts_graph_node *nd, uint32_t *base);
 ts_status lt_const_flush(lt *L, image *im);
 ts_status lt_scale_const(lt *L, const ts_graph_node *nd, float sc, uint32_t *base);
+ts_status lt_byte_const(lt *L, const ts_graph_node *nd, uint8_t byte, uint32_t *word);
 
 const int64_t *lt_dims(const lt *L, int id, int *rank);
 ts_status lt_shape_pc(lt *L, const ts_graph_node *nd, int id, uint32_t *P, uint32_t *C);

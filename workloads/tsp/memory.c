@@ -277,6 +277,21 @@ ts_status lt_scale_const(lt *L, const ts_graph_node *nd, float sc, uint32_t *bas
     return lt_const_flush(L, &im);
 }
 
+/* An int8 constant (`byte` in every lane) in a fresh word of every east MEM slice, as lt_byte_in
+ * reads it. */
+ts_status lt_byte_const(lt *L, const ts_graph_node *nd, uint8_t byte, uint32_t *word)
+{
+    ts_status rc = lt_const_region(L, 1, "the constant", nd, word);
+    if (rc != TS_OK)
+        return rc;
+    image im;
+    if ((rc = lt_img_init(L, &im, L->nE, *word, 1)) != TS_OK)
+        return rc;
+    for (uint32_t e = 0; e < L->nE; e++)
+        memset(im.s[e], byte, L->VL);
+    return lt_const_flush(L, &im);
+}
+
 /* ---- graph inputs ---- */
 
 /* The dimensions and rank of tensor id. */

@@ -474,14 +474,15 @@ static int32_t vreg(const lt *L, const val *v)
     return v->alu >= 0 ? lt_areg(L, v->alu) : lt_sreg(L, v->dir, v->s);
 }
 
-/* Issue a VXM instruction at cycle t on some free ALU. op is ADD/ADDS/SUBS/MUL (binary), RELU or
- * CVT (unary; to/from types). pool is the destination stream pool or -1 for the latch only; w the
- * destination width. *out gets the latch value; *ds the destination stream. */
+/* Issue a VXM instruction at cycle t on some free ALU. op is ADD/ADDS/SUBS/MUL (binary), RELU,
+ * CVT (unary; to/from types) or MASK (unary; from is the immediate). pool is the destination
+ * stream pool or -1 for the latch only; w the destination width. *out gets the latch value; *ds
+ * the destination stream. */
 /* A VXM operation's latency. */
 uint32_t lt_vop_lat(const lt *L, uint16_t op)
 {
     const ts_tsp_dfunc *f = &L->tg->d_func;
-    return op == LT_MUL ? f->mul : op == LT_RELU ? f->relu : op == LT_CVT ? f->cvt
+    return op == LT_MUL ? f->mul : op == LT_RELU ? f->relu : op == LT_CVT ? f->cvt : op == LT_MASK ? f->mask
          : op == LT_EXP || op == LT_TANH ? f->exp : op == LT_RSQRT ? f->rsqrt : f->add;
 }
 
@@ -503,6 +504,8 @@ bool lt_vop(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val *a, 
             int32_t dst = s >= 0 ? lt_sreg(L, L->pools[pool].dir, s) : L->tg->reg.nul;
             if (op == LT_CVT)
                 E1(L, q, t, op, type, from, dst, vreg(L, a), (int32_t)tag, (int32_t)tag);
+            else if (op == LT_MASK) /* from: the immediate */
+                E1(L, q, t, op, type, dst, vreg(L, a), from, (int32_t)tag, (int32_t)tag);
             else if (b)
                 E1(L, q, t, op, type, dst, vreg(L, a), vreg(L, b), (int32_t)tag, (int32_t)tag);
             else
@@ -568,6 +571,18 @@ bool lt_scale_in(lt *L, uint32_t sword, uint64_t t, uint32_t tag, val *v)
         if (!lt_rd_any(L, 1, sword + (uint32_t)b, t, pv, WEST, sc + b, tag))
             return false;
     *v = (val){.alu = -1, .dir = WEST, .s = sc, .t = t};
+    return true;
+}
+
+/* An int8 constant vector in word `word` of the east MEM (lt_byte_const) reaching the VXM at cycle t
+ * on one stream of pool P_E2V_W. */
+bool lt_byte_in(lt *L, uint32_t word, uint64_t t, uint32_t tag, val *v)
+{
+    uint32_t pv = L->tg->pos_vxm;
+    int s;
+    if (!take_group(L, P_E2V_W, 1, t, pv, &s) || !lt_rd_any(L, 1, word, t, pv, WEST, s, tag))
+        return false;
+    *v = (val){.alu = -1, .dir = WEST, .s = s, .t = t};
     return true;
 }
 

@@ -149,14 +149,43 @@ ts_status lt_lower_elem(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
 
 /* ---- MaxPool ---- */
 
-/* MaxPool of non-negative int8 (max(m, x) = x + relu(m - x), exact for values in 0..127): a chain
- * through the ALU latches over the window's vectors win[0..nwin-1] into vector v of y. */
+/* MaxPool of non-negative int8 (exact for values in 0..127): a chain through the ALU latches over
+ * the window's vectors win[0..nwin-1] into vector v of y. A window of 2 or 3 vectors takes
+ * max(m, x) = x + relu(m - x), 3 operations a step; a larger one runs offset by -128 (the constant
+ * in word kword of the east MEM): M = m - 128 lies in -128..-1, so subs(M, x) = relu(m - x) - 128
+ * saturates exactly where m < x, and M' = subs(M, x) + x = max(m, x) - 128: 2 operations a step,
+ * one to offset x0 and a mask with 0x7f to take the offset off (2 n instead of 3 (n - 1)). */
 typedef struct pool_arg {
     tens *x, *y;
     const uint64_t *win;
-    uint32_t nwin;
+    uint32_t nwin, kword;
     uint64_t v;
 } pool_arg;
+
+/* The offset chain from a window of this many vectors on (2 n operations against 3 (n - 1)). */
+#define POOL_OFFSET_MIN 4
+
+/* The offset chain at cycle A (pool_arg): *m the result, on stream *so. */
+static bool pool_offset(lt *L, const pool_arg *a, uint64_t A, uint32_t tag, val *m, int *so)
+{
+    const ts_tsp_regs *R = &L->tg->reg;
+    tens *x = a->x;
+    uint32_t mem, word;
+    val x0, k, d, xi, M;
+    lt_slot(L, x, a->win[0], &mem, &word);
+    if (!lt_byte_in(L, a->kword, A, tag, &k) || !lt_vin_w(L, mem, word, A, tag, x->ready[a->win[0]], &x0) ||
+        !lt_vop(L, LT_ADD, R->i8, 0, A, &x0, &k, -1, 0, tag, &M, NULL))
+        return false;
+    for (uint32_t i = 1; i < a->nwin; i++) {
+        lt_slot(L, x, a->win[i], &mem, &word);
+        if (!lt_vin_w(L, mem, word, M.t, tag, x->ready[a->win[i]], &xi) ||
+            !lt_vop(L, LT_SUBS, R->i8, 0, M.t, &M, &xi, -1, 0, tag, &d, NULL) ||
+            !lt_vin_w(L, mem, word, d.t, tag, x->ready[a->win[i]], &xi) ||
+            !lt_vop(L, LT_ADD, R->i8, 0, d.t, &d, &xi, -1, 0, tag, &M, NULL))
+            return false;
+    }
+    return lt_vop(L, LT_MASK, R->i8, 0x7f, M.t, &M, NULL, P_FROMV_W, 1, tag, m, so);
+}
 
 /* Step i >= 1 of the chain at cycle t: m = x_i + relu(m - x_i), x_i read twice, so the running
  * maximum waits in a latch for one cycle only (m starts as x0, read from MEM); the last step's
@@ -191,7 +220,10 @@ static bool try_pool(lt *L, const void *arg, uint64_t A, uint64_t *w)
     val m = {0}, x0; /* m is set by the chain's last step (a window has at least one vector) */
     int so = -1;
     lt_slot(L, a->x, a->win[0], &mem, &word);
-    if (a->nwin == 1) {
+    if (a->nwin >= POOL_OFFSET_MIN) {
+        if (!pool_offset(L, a, A, tag, &m, &so))
+            return false;
+    } else if (a->nwin == 1) {
         if (!lt_vin_w(L, mem, word, A, tag, a->x->ready[a->win[0]], &x0) ||
             !lt_vop(L, LT_RELU, L->tg->reg.i8, 0, A, &x0, NULL, P_FROMV_W, 1, tag, &m, &so))
             return false;
@@ -219,6 +251,25 @@ static void pool_need(const lt *L, const pool_arg *a, lt_need *n)
                                 dadd = lt_vop_lat(L, LT_ADDS);
     *n = (lt_need){0};
     lt_slot(L, a->y, a->v, &mem, &word);
+    if (a->nwin >= POOL_OFFSET_MIN) {
+        int64_t dmask = lt_vop_lat(L, LT_MASK), t = dadd;
+        lt_need_wr(L, n, mem, word, dadd + (int64_t)(a->nwin - 1) * (dsub + dadd) + dmask, L->tg->pos_vxm, WEST,
+                   a->y->avail);
+        lt_need_group(L, n, P_E2V_W, 1, 0, L->tg->pos_vxm);
+        lt_slot(L, a->x, a->win[0], &mem, &word);
+        lt_need_vin(L, n, mem, word, 0);
+        lt_need_vop(L, n, LT_ADD, 0, -1, 0);
+        for (uint32_t i = 1; i < a->nwin; i++) {
+            lt_slot(L, a->x, a->win[i], &mi, &wi);
+            lt_need_vin(L, n, mi, wi, t);
+            lt_need_vop(L, n, LT_SUBS, t, -1, 0);
+            lt_need_vin(L, n, mi, wi, t + dsub);
+            lt_need_vop(L, n, LT_ADD, t + dsub, -1, 0);
+            t += dsub + dadd;
+        }
+        lt_need_vop(L, n, LT_MASK, t, P_FROMV_W, 1);
+        return;
+    }
     lt_need_wr(L, n, mem, word, a->nwin == 1 ? drelu : (int64_t)(a->nwin - 1) * (dsub + drelu + dadd),
                L->tg->pos_vxm, WEST, a->y->avail);
     lt_slot(L, a->x, a->win[0], &mem, &word);
@@ -262,6 +313,12 @@ static ts_status sched_pool(lt *L, const ts_graph_node *nd, const ts_geom_window
                             ts_lower_tsp_layer *ly)
 {
     uint64_t win[64], prev = 0;
+    uint32_t kword = 0;
+    if (g->kh * g->kw >= POOL_OFFSET_MIN) {
+        ts_status rc = lt_byte_const(L, nd, 0x80, &kword);
+        if (rc != TS_OK)
+            return rc;
+    }
     lt_need *need = ts_malloc(sizeof *need);
     if (!need)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
@@ -273,7 +330,7 @@ static ts_status sched_pool(lt *L, const ts_graph_node *nd, const ts_geom_window
                 ts_free(need);
                 return ts_lower_fail(L->err, nd, "a window holds no input pixel");
             }
-            pool_arg a = {.x = x, .y = y, .win = win, .nwin = nwin, .v = (uint64_t)px * y->T + c};
+            pool_arg a = {.x = x, .y = y, .win = win, .nwin = nwin, .kword = kword, .v = (uint64_t)px * y->T + c};
             uint64_t A = 0, w;
             for (uint32_t i = 0; i < nwin; i++)
                 if (start_lb(L, x, win[i]) > A)
