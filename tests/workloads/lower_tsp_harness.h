@@ -10,6 +10,19 @@ typedef struct lowered {
     ts_program *prog;
 } lowered;
 
+/* The lowering's parameters for the stock tsp_v1. */
+static inline ts_lower_tsp_params v1_params(void)
+{
+    ts_err e;
+    ts_err_init(&e);
+    void *cfg = tsp_test_config("tsp_v1", NULL);
+    ts_lower_tsp_params p;
+    ck_assert_msg(ts_lower_tsp_params_from_config(cfg, &p, &e) == TS_OK, "%s", e.msg);
+    ts_config_destroy(cfg);
+    ts_err_free(&e);
+    return p;
+}
+
 static inline void lowered_free(lowered *l)
 {
     tsp_run_free(&l->run);

@@ -137,17 +137,46 @@ static int count_insns(const ts_program *prog, const char *text)
 
 /* ---- tests ---- */
 
-/* Y = A x B with K and N over one vector (two blocks each: partial sums through MEM). */
-START_TEST(test_matmul)
+/* The graph Y[M, N] = A[M, K] x B[K, N] in int8: its tensors a, b, y are 0, 1, 2. */
+static ts_graph *matmul_graph(int M, int K, int N)
 {
     ts_graph *g = ts_graph_create("mm");
-    const int M = 5, K = 400, N = 350;
     int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, K});
     int b = tensor_dt(g, "b", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){K, N});
     int y = tensor_dt(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    ck_assert(a == 0 && b == 1 && y == 2);
     node(g, TS_OP_MATMUL, "mm", (int[]){a, b}, 2, y, NULL);
     ts_graph_mark_output(g, y);
     finalize(g);
+    return g;
+}
+
+/* matmul_graph's Y as run, bit-exact against the C reference, and the MXM's MACs those of the
+ * layer's passes. */
+static void check_matmul(const lowered *l, ts_graph *g, int M, int K, int N)
+{
+    float s = ts_lower_tsp_scale(K);
+    int8_t *av = input_of(g, 0);
+    int bad = 0;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            int32_t acc = 0;
+            for (int k = 0; k < K; k++)
+                acc += av[m * K + k] * ts_fill_i8(1, (uint64_t)k * N + n);
+            int8_t want = requant(acc, s, false), have = got(l, 2, (uint32_t)m, (uint32_t)n);
+            if (want != have && bad++ < 5)
+                fprintf(stderr, "y[%d][%d] = %d, want %d\n", m, n, have, want);
+        }
+    ck_assert_int_eq(bad, 0);
+    ck_assert_double_eq(tsp_stat(&l->run, "mxm.macs"), (double)l->rep.layers[0].passes * 320 * 320);
+    ts_free(av);
+}
+
+/* Y = A x B with K and N over one vector (two blocks each: partial sums through MEM). */
+START_TEST(test_matmul)
+{
+    const int M = 5, K = 400, N = 350;
+    ts_graph *g = matmul_graph(M, K, N);
     lowered l;
     lower_and_run(g, &l);
     ck_assert_uint_eq(l.rep.nlayers, 1);
@@ -159,21 +188,7 @@ START_TEST(test_matmul)
     ck_assert_int_eq(count_insns(l.prog, "iw i8, s0w,"), 2 * 20);
     ck_assert_int_eq(count_insns(l.prog, "lw i8, s0w,"), 2 * 20);
     ck_assert_int_eq(count_insns(l.prog, "iw i8, nul"), 2);
-    float s = ts_lower_tsp_scale(K);
-    int8_t *av = input_of(g, a);
-    int bad = 0;
-    for (int m = 0; m < M; m++)
-        for (int n = 0; n < N; n++) {
-            int32_t acc = 0;
-            for (int k = 0; k < K; k++)
-                acc += av[m * K + k] * ts_fill_i8(b, (uint64_t)k * N + n);
-            int8_t want = requant(acc, s, false), have = got(&l, y, (uint32_t)m, (uint32_t)n);
-            if (want != have && bad++ < 5)
-                fprintf(stderr, "y[%d][%d] = %d, want %d\n", m, n, have, want);
-        }
-    ck_assert_int_eq(bad, 0);
-    ck_assert_double_eq(tsp_stat(&l.run, "mxm.macs"), (double)l.rep.layers[0].passes * 320 * 320);
-    ts_free(av);
+    check_matmul(&l, g, M, K, N);
     lowered_free(&l);
     ts_graph_destroy(g);
 }
@@ -185,26 +200,15 @@ END_TEST
  * partial sums through both halves of the reduction, bit-exact. */
 START_TEST(test_east_planes)
 {
-    ts_graph *g = ts_graph_create("mm");
     const int M = 256, K = 400, N = 350;
-    int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, K});
-    int b = tensor_dt(g, "b", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){K, N});
-    int y = tensor_dt(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
-    node(g, TS_OP_MATMUL, "mm", (int[]){a, b}, 2, y, NULL);
-    ts_graph_mark_output(g, y);
-    finalize(g);
+    ts_graph *g = matmul_graph(M, K, N);
     lowered l;
     lower_and_run(g, &l);
     ck_assert_uint_eq(l.rep.layers[0].blocks, 4 * 4); /* 2 x 2 blocks, each on four planes */
     ck_assert_uint_eq(l.rep.layers[0].passes, 4 * M);
     ck_assert_int_gt(count_insns(l.prog, "iw i8, s0e,") + count_insns(l.prog, "lw i8, s0e,"), 0);
     /* the abc of each plane: its queue is q_mxm + mxm_queues plane + 1 (W0, W1, E0, E1) */
-    ts_err e;
-    ts_err_init(&e);
-    void *cfg = tsp_test_config("tsp_v1", NULL);
-    ts_lower_tsp_params p;
-    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
-    ts_config_destroy(cfg);
+    ts_lower_tsp_params p = v1_params();
     int op_abc = ts_isa_find(ts_tsp_family.isa, "abc", 3);
     uint32_t abc[4] = {0};
     for (size_t k = 0; k < l.prog->nstreams; k++)
@@ -214,21 +218,7 @@ START_TEST(test_east_planes)
                     abc[pl] += l.prog->streams[k].insn[i].op == op_abc;
     for (int pl = 0; pl < 4; pl++)
         ck_assert_uint_eq(abc[pl], M); /* a quarter of the 4 M passes each */
-    float s = ts_lower_tsp_scale(K);
-    int8_t *av = input_of(g, a);
-    int bad = 0;
-    for (int m = 0; m < M; m++)
-        for (int n = 0; n < N; n++) {
-            int32_t acc = 0;
-            for (int k = 0; k < K; k++)
-                acc += av[m * K + k] * ts_fill_i8(b, (uint64_t)k * N + n);
-            int8_t want = requant(acc, s, false), have = got(&l, y, (uint32_t)m, (uint32_t)n);
-            if (want != have && bad++ < 5)
-                fprintf(stderr, "y[%d][%d] = %d, want %d\n", m, n, have, want);
-        }
-    ck_assert_int_eq(bad, 0);
-    ck_assert_double_eq(tsp_stat(&l.run, "mxm.macs"), (double)l.rep.layers[0].passes * 320 * 320);
-    ts_free(av);
+    check_matmul(&l, g, M, K, N);
     lowered_free(&l);
     ts_graph_destroy(g);
 }

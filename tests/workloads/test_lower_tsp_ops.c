@@ -650,10 +650,7 @@ START_TEST(test_fetch_retry)
     finalize(g);
     ts_err e;
     ts_err_init(&e);
-    void *cfg = tsp_test_config("tsp_v1", NULL);
-    ts_lower_tsp_params p;
-    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
-    ts_config_destroy(cfg);
+    ts_lower_tsp_params p = v1_params();
     ts_program *prog = NULL;
     ck_assert_msg(ts_lower_tsp(g, &p, &prog, NULL, &e) == TS_OK, "%s", e.msg);
     ts_err_free(&e);
