@@ -258,15 +258,22 @@ ts_status lt_const_flush(lt *L, image *im)
     return lt_img_flush(L, im, L->nW);
 }
 
+/* n fresh words of every east MEM slice for a constant (what: its name in a refusal) at *base,
+ * and the image that fills them (flushed by lt_const_flush). */
+static ts_status const_image(lt *L, const ts_graph_node *nd, uint32_t n, const char *what, uint32_t *base,
+                             image *im)
+{
+    ts_status rc = lt_const_region(L, n, what, nd, base);
+    return rc != TS_OK ? rc : lt_img_init(L, im, L->nE, *base, n);
+}
+
 /* An f32 scale in 4 fresh words of every east MEM slice (byte plane b in word *base + b, every
  * lane), as lt_scale_in reads it. */
 ts_status lt_scale_const(lt *L, const ts_graph_node *nd, float sc, uint32_t *base)
 {
-    ts_status rc = lt_const_region(L, 4, "the scale", nd, base);
-    if (rc != TS_OK)
-        return rc;
     image im;
-    if ((rc = lt_img_init(L, &im, L->nE, *base, 4)) != TS_OK)
+    ts_status rc = const_image(L, nd, 4, "the scale", base, &im);
+    if (rc != TS_OK)
         return rc;
     uint32_t sb;
     memcpy(&sb, &sc, 4);
@@ -281,11 +288,9 @@ ts_status lt_scale_const(lt *L, const ts_graph_node *nd, float sc, uint32_t *bas
  * reads it. */
 ts_status lt_byte_const(lt *L, const ts_graph_node *nd, uint8_t byte, uint32_t *word)
 {
-    ts_status rc = lt_const_region(L, 1, "the constant", nd, word);
-    if (rc != TS_OK)
-        return rc;
     image im;
-    if ((rc = lt_img_init(L, &im, L->nE, *word, 1)) != TS_OK)
+    ts_status rc = const_image(L, nd, 1, "the constant", word, &im);
+    if (rc != TS_OK)
         return rc;
     for (uint32_t e = 0; e < L->nE; e++)
         memset(im.s[e], byte, L->VL);
