@@ -1931,6 +1931,17 @@ START_TEST(test_t10_convs)
 }
 END_TEST
 
+/* g lowered by planner (b) with plan pick (the cost model's when NULL) on ipu_small16 and run
+ * (lower_and_run), the planner and the plan set back to planner (a)'s defaults after. */
+static void lower_t10(ts_graph *g, const ts_t10_plan *pick, lowered *L)
+{
+    planner = TS_LOWER_PLANNER_T10;
+    t10_plan = pick;
+    lower_and_run(g, "ipu_small16", L);
+    planner = TS_LOWER_PLANNER_LCS;
+    t10_plan = NULL;
+}
+
 /* An f16 Gemm (transB, bias) Y[M,N] = A[M,K] x B[N,K]^T + bias lowered by planner (b) with plan
  * pick (the cost model's when NULL) on ipu_small16, against the double reference of the f16
  * values; tolerance as planner (a)'s f16 (near16). ft: the report's ft must be pick's. */
@@ -1961,12 +1972,8 @@ static void t10_f16_gemm(const char *name, int M, int K, int N, const ts_t10_pla
     node(g, TS_OP_GEMM, "fc", id, 3, y, &at);
     ts_graph_mark_output(g, y);
     finalize(g);
-    planner = TS_LOWER_PLANNER_T10;
-    t10_plan = pick;
     lowered L = {0};
-    lower_and_run(g, "ipu_small16", &L);
-    planner = TS_LOWER_PLANNER_LCS;
-    t10_plan = NULL;
+    lower_t10(g, pick, &L);
     ck_assert(L.rep.layers[0].t10);
     if (pick)
         ck_assert_uint_eq(L.rep.layers[0].rot, pick->rot);
@@ -2044,12 +2051,8 @@ static void t10_conv1x1(bool half, int C, int H, int Wd, int M, int st, const ts
     node(g, TS_OP_CONV, "conv", (int[]){x, w, b}, 3, y, &at);
     ts_graph_mark_output(g, y);
     finalize(g);
-    planner = TS_LOWER_PLANNER_T10;
-    t10_plan = pick;
     lowered L = {0};
-    lower_and_run(g, "ipu_small16", &L);
-    planner = TS_LOWER_PLANNER_LCS;
-    t10_plan = NULL;
+    lower_t10(g, pick, &L);
     ck_assert(L.rep.layers[0].t10);
     if (pick)
         ck_assert(L.rep.layers[0].rot == pick->rot && L.rep.layers[0].fk == pick->fk);
@@ -2156,12 +2159,8 @@ START_TEST(test_t10_conv_reuse)
             node(g, TS_OP_CONV, "c2", (int[]){h, w2}, 2, y, &at);
         ts_graph_mark_output(g, two ? y : h);
         finalize(g);
-        planner = TS_LOWER_PLANNER_T10;
-        t10_plan = &pl;
         lowered L = {0};
-        lower_and_run(g, "ipu_small16", &L);
-        planner = TS_LOWER_PLANNER_LCS;
-        t10_plan = NULL;
+        lower_t10(g, &pl, &L);
         ck_assert(L.rep.layers[0].t10 && (!two || L.rep.layers[1].t10));
         amp[two] = amp16_count(L.prog);
 #define H16(t, k) ((double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))))
@@ -2218,12 +2217,8 @@ START_TEST(test_t10_f16_gather_packed)
     node(g, TS_OP_MATMUL, "mm", id, 2, y, NULL);
     ts_graph_mark_output(g, y);
     finalize(g);
-    planner = TS_LOWER_PLANNER_T10;
-    t10_plan = &plan;
     lowered L = {0};
-    lower_and_run(g, "ipu_small16", &L);
-    planner = TS_LOWER_PLANNER_LCS;
-    t10_plan = NULL;
+    lower_t10(g, &plan, &L);
     ck_assert(L.rep.layers[0].t10);
     ck_assert_uint_eq(L.rep.layers[0].fm, 6);
 #define H(t, k) ((double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))))
