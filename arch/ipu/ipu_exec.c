@@ -532,6 +532,7 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
             memcpy(&w->val, rd_ptr(m, t, (uint64_t)addr + 4ull * i), 4);
             w->dst = dst;
             w->claimed = 0;
+            w->rest = (uint16_t)(nw - 1 - i < UINT16_MAX ? nw - 1 - i : UINT16_MAX);
             w->delay = 0;
         }
         uint64_t cyc = (nw + wpc - 1) / wpc;
@@ -1210,8 +1211,8 @@ static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, 
     ipu_wlog *lg = &s->log;
     while (t->rx_left && t->rx_cursor < lg->n) {
         ipu_word *w = &lg->v[t->rx_cursor];
-        if (w->dst != -1 && w->dst != (int32_t)ti) { /* to another tile: its arrival is no order for ours */
-            t->rx_cursor++;
+        if (w->dst != -1 && w->dst != (int32_t)ti) { /* to another tile: its arrival is no order for ours, */
+            t->rx_cursor += 1 + (size_t)w->rest; /* nor are those of the rest of its send (same dst) */
             continue;
         }
         uint64_t a = w->t + w->delay + t->rx_lat;
@@ -1285,7 +1286,7 @@ static uint64_t next_event(const ts_model *m, ipu_tile *t, uint64_t c, uint32_t 
         const ipu_wlog *lg = &m->t[t->rx_src].log;
         size_t k = t->rx_cursor; /* the next word to this tile: rx_arrivals passes over the others */
         while (k < lg->n && lg->v[k].dst != -1 && lg->v[k].dst != (int32_t)(t - m->t))
-            k++;
+            k += 1 + (size_t)lg->v[k].rest; /* the rest of that send goes to the same tile */
         t->rx_cursor = k; /* whenever they arrive, so they need not be looked at again */
         if (k < lg->n) {
             uint64_t a = lg->v[k].t + lg->v[k].delay + t->rx_lat;

@@ -141,6 +141,8 @@ typedef struct ipu_word {
     uint32_t val;
     int32_t dst;            /* receiving tile, -1 = any tile listening */
     uint8_t claimed;        /* set by the receiver of a unicast word */
+    uint16_t rest;          /* words of the same send after this one (at most 65535): a receiver
+                             * the send is not for passes over them all at once (rx_arrivals) */
     uint32_t delay;         /* cycles it waited in the spine's buffered stage (see ts_ipu_spine_column);
                              * set once every tile has passed t, 0 until then */
 } ipu_word;

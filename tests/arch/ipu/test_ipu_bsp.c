@@ -139,6 +139,35 @@ START_TEST(exchange_mux_and_pointer)
 }
 END_TEST
 
+/* One sender serves three receivers in turn, its sends to each interleaved with the others':
+ * tile 0 sends 3 words to tile 2, 2 to tile 1, 4 to tile 3, 1 to tile 1 and 1 to tile 2. Every
+ * receiver listens from the start, so it passes over the sends meant for the others (a whole
+ * send at a time) and must still take each of its own words, in order, from every send. */
+START_TEST(exchange_interleaved_receivers)
+{
+    const char *p =
+        ".arch ipu\n"
+        ".stream tile 0\n  setzi $m1, 0x100\n  setzi $m2, 2\n  send $m1, $m2, 3\n"
+        "  setzi $m1, 0x10c\n  setzi $m2, 1\n  send $m1, $m2, 2\n"
+        "  setzi $m1, 0x114\n  setzi $m2, 3\n  send $m1, $m2, 4\n"
+        "  setzi $m1, 0x124\n  setzi $m2, 1\n  send $m1, $m2, 1\n"
+        "  setzi $m1, 0x128\n  setzi $m2, 2\n  send $m1, $m2, 1\n  sync 1\n  halt\n"
+        ".data tile 0 0x100\n  .word 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11\n"
+        ".stream tile 1\n  setzi $m1, 0x200\n  setzi $m2, 0\n  recv $m1, $m2, 3\n  rxwait\n  sync 1\n  halt\n"
+        ".stream tile 2\n  setzi $m1, 0x200\n  setzi $m2, 0\n  recv $m1, $m2, 4\n  rxwait\n  sync 1\n  halt\n"
+        ".stream tile 3\n  setzi $m1, 0x200\n  setzi $m2, 0\n  recv $m1, $m2, 4\n  rxwait\n  sync 1\n  halt\n";
+    static const uint32_t want[4][4] = {{0}, {4, 5, 10, 0}, {1, 2, 3, 11}, {6, 7, 8, 9}};
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, p, &r);
+    ck_assert_int_eq(r.rc, TS_OK);
+    for (unsigned d = 1; d < 4; d++)
+        for (unsigned i = 0; i < 4; i++)
+            ck_assert_uint_eq(ipu_peek32(&r, d, 0x200 + 4 * i), want[d][i]);
+    ck_assert_uint_eq(r.r.bytes[TS_LEVEL_NET], 44);
+    ipu_run_free(&r);
+}
+END_TEST
+
 /* The exchange spine on small16 (tile t in column t / 4, row t % 4, every column its own group;
  * L = 30 + 6 x column distance + 2 x row distance), with a 10-cycle buffered stage. Each tile
  * gets a role: "r S N" receives N words from tile S, "s D N" sends N words to tile D (after
@@ -641,6 +670,7 @@ static Suite *suite(void)
     tcase_add_test(t, exchange_spine);
     tcase_add_test(t, exchange_spine_out_of_order);
     tcase_add_test(t, exchange_mux_and_pointer);
+    tcase_add_test(t, exchange_interleaved_receivers);
     tcase_add_test(t, exchange_errors);
     tcase_add_test(t, sync_cost);
     tcase_add_test(t, release_skew);
