@@ -183,6 +183,31 @@ static void dump(const ts_program *p)
     ts_err_free(&de);
 }
 
+/* The end of a worker's program: its AMP's two accumulator pairs stored at 0x7000 + 16 x its
+ * worker index, so that the tile memory the modes compare holds them. */
+#define AMP_OUT                                                                                      \
+    "  ampget $a0, 0\n  ampget $a2, 1\n  shli $m7, $m1, 4\n  addi $m7, $m7, 0x7000\n"               \
+    "  st64 $a0, $m7, 0\n  st64 $a2, $m7, 8\n  exit\n"
+
+/* text (freed) assembled and run in the modes of o: the test stops, naming program n and dumping
+ * it, where a mode differs from the reference, whose run is then in *a (the caller frees it and the
+ * program returned, after reading the model). */
+static ts_program *agree(void *cfg, const arch_opts *o, int n, char *text, arch_run *a)
+{
+    ts_program *p = NULL;
+    ts_err ae;
+    ts_err_init(&ae);
+    ck_assert_msg(ts_asm(&p, "x.s", text, strlen(text), &ts_ipu_isa, &ae) == TS_OK, "%s\n%s", ae.msg, text);
+    ts_buf diff = TS_BUF_INIT;
+    if (!arch_modes_compare(&ts_ipu_family, cfg, p, o, a, &diff)) {
+        dump(p);
+        ck_abort_msg("program %d: %s", n, ts_buf_str(&diff));
+    }
+    ts_buf_free(&diff);
+    ts_free(text);
+    return p;
+}
+
 START_TEST(random_streams_agree)
 {
     void *cfg = ipu_test_config("ipu_tiny4", NULL);
@@ -268,8 +293,7 @@ static char *loop_program(void)
     }
     ts_buf_printf(&b, "  rpt $m0, %u\n%s", len, ts_buf_str(&body));
     ts_buf_free(&body);
-    ts_buf_puts(&b, "  ampget $a0, 0\n  ampget $a2, 1\n  shli $m7, $m1, 4\n  addi $m7, $m7, 0x7000\n"
-                    "  st64 $a0, $m7, 0\n  st64 $a2, $m7, 8\n  exit\n");
+    ts_buf_puts(&b, AMP_OUT);
     return b.data;
 }
 
@@ -280,23 +304,12 @@ START_TEST(random_loops_agree)
     o.run.max_cycles = 20000;
     unsigned finished = 0, closed = 0;
     for (int n = 0; n < 600; n++) {
-        char *text = loop_program();
-        ts_program *p = NULL;
-        ts_err ae;
-        ts_err_init(&ae);
-        ck_assert_msg(ts_asm(&p, "x.s", text, strlen(text), &ts_ipu_isa, &ae) == TS_OK, "%s\n%s", ae.msg, text);
         arch_run a;
-        ts_buf diff = TS_BUF_INIT;
-        if (!arch_modes_compare(&ts_ipu_family, cfg, p, &o, &a, &diff)) {
-            dump(p);
-            ck_abort_msg("program %d: %s", n, ts_buf_str(&diff));
-        }
+        ts_program *p = agree(cfg, &o, n, loop_program(), &a);
         finished += a.rc == TS_OK;
         closed += a.m && a.m->t[0].cf_turns > 0;
         arch_run_free(&a);
-        ts_buf_free(&diff);
         ts_program_destroy(p);
-        ts_free(text);
     }
     if (getenv("IPU_RANDOM_VERBOSE"))
         fprintf(stderr, "loops: %u finished, %u closed\n", finished, closed);
@@ -383,8 +396,7 @@ static char *step_program(bool *run_one)
         }
         ts_buf_free(&body);
     }
-    ts_buf_puts(&b, "E:\n  ampget $a0, 0\n  ampget $a2, 1\n  shli $m7, $m1, 4\n  addi $m7, $m7, 0x7000\n"
-                    "  st64 $a0, $m7, 0\n  st64 $a2, $m7, 8\n  exit\n");
+    ts_buf_puts(&b, "E:\n" AMP_OUT);
     return b.data;
 }
 
@@ -396,25 +408,14 @@ START_TEST(random_steps_agree)
     unsigned finished = 0, failed = 0, stepped = 0, apart = 0;
     for (int n = 0; n < 400; n++) {
         bool run_one;
-        char *text = step_program(&run_one);
-        ts_program *p = NULL;
-        ts_err ae;
-        ts_err_init(&ae);
-        ck_assert_msg(ts_asm(&p, "x.s", text, strlen(text), &ts_ipu_isa, &ae) == TS_OK, "%s\n%s", ae.msg, text);
         arch_run a;
-        ts_buf diff = TS_BUF_INIT;
-        if (!arch_modes_compare(&ts_ipu_family, cfg, p, &o, &a, &diff)) {
-            dump(p);
-            ck_abort_msg("program %d: %s", n, ts_buf_str(&diff));
-        }
+        ts_program *p = agree(cfg, &o, n, step_program(&run_one), &a);
         finished += a.rc == TS_OK;
         failed += a.rc == TS_ESIM;
         stepped += a.m && a.m->t[0].step_turns > 0;
         apart += run_one && a.m && a.m->t[0].step_turns == 0;
         arch_run_free(&a);
-        ts_buf_free(&diff);
         ts_program_destroy(p);
-        ts_free(text);
     }
     if (getenv("IPU_RANDOM_VERBOSE"))
         fprintf(stderr, "steps: %u finished, %u failed, %u in step, %u never in step\n", finished, failed, stepped, apart);
