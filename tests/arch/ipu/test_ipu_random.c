@@ -249,6 +249,16 @@ START_TEST(random_streams_agree)
 }
 END_TEST
 
+/* The header of a random worker program and its data: 1024 random f32 words in [1, 16) at 0x2000
+ * of tile 0. */
+static void data_words(ts_buf *b)
+{
+    ts_buf_puts(b, ".arch ipu\n.data tile 0 0x2000\n");
+    for (int k = 0; k < 1024; k++)
+        ts_buf_printf(b, "%s0x%x%s", k % 8 ? ", " : "  .word ", 0x3f800000u + rnd(1u << 23) + (rnd(4) << 24),
+                      k % 8 == 7 ? "\n" : "");
+}
+
 /* Six workers in repeat loops that store, load coefficients and step pointers, set up so that
  * their bytes are apart, overlap, or are the same (workers whose ids are masked to the same value
  * do the same work): the fast mode runs such loops without the barrel's bookkeeping (workers_run
@@ -266,10 +276,7 @@ static char *loop_program(void)
     };
     static const unsigned masks[] = {7, 7, 1, 6, 0}, strides[] = {0, 8, 16, 32, 64, 256, 512};
     ts_buf b = TS_BUF_INIT;
-    ts_buf_puts(&b, ".arch ipu\n.data tile 0 0x2000\n");
-    for (int k = 0; k < 1024; k++)
-        ts_buf_printf(&b, "%s0x%x%s", k % 8 ? ", " : "  .word ", 0x3f800000u + rnd(1u << 23) + (rnd(4) << 24),
-                      k % 8 == 7 ? "\n" : "");
+    data_words(&b);
     ts_buf_printf(&b, ".stream tile 0\n  setzi $m1, %u\n  runall w, $m1\n  sync 0\n", 1 + rnd(40));
     ts_buf_puts(&b, "  halt\nw:\n  get $m1, 2\n");
     /* $m2 and $m6 read, $m3 stores, $m5 loads coefficients: each from its base at id x stride */
@@ -340,10 +347,7 @@ static char *step_program(bool *run_one)
     };
     static const unsigned masks[] = {7, 7, 1, 6, 0}, strides[] = {0, 8, 16, 32, 64, 256, 4096};
     ts_buf b = TS_BUF_INIT;
-    ts_buf_puts(&b, ".arch ipu\n.data tile 0 0x2000\n");
-    for (int k = 0; k < 1024; k++)
-        ts_buf_printf(&b, "%s0x%x%s", k % 8 ? ", " : "  .word ", 0x3f800000u + rnd(1u << 23) + (rnd(4) << 24),
-                      k % 8 == 7 ? "\n" : "");
+    data_words(&b);
     *run_one = rnd(6) == 0; /* three workers started turns apart: not in step */
     unsigned cnt = 1 + rnd(12);
     if (*run_one)
