@@ -778,7 +778,7 @@ static inline __attribute__((always_inline)) ts_status body_issue(ts_model *m, u
     uint64_t ready = c + 1;
 /* a load or store of `width` bytes at a (an int64_t), else the slow path */
 #define FAST_ADDR(width) if (a < 0 || (uint64_t)a + (width) > sram || (a & ((width) - 1))) goto slow
-    const uint8_t fast = ipu_fast[in->op];
+    const uint8_t fast = in->fast; /* ts_ipu_fast_code: an out-of-range immediate already F_SLOW */
     switch (fast) {
     case F_SETZI: r[in->r0] = (uint32_t)in->imm; break;
     case F_MOV: r[in->r0] = r[in->r1]; break;
@@ -833,8 +833,6 @@ static inline __attribute__((always_inline)) ts_status body_issue(ts_model *m, u
         r[in->r0] = (uint32_t)ts_f32_to_f16(rf(r[in->r1])) | (uint32_t)ts_f32_to_f16(rf(r[in->r1 + 1])) << 16;
         break;
     case F_LD128PUTCS: {
-        if (in->imm < 0 || in->imm >= 16)
-            goto slow;
         a = (int64_t)(int32_t)r[in->r0];
         FAST_ADDR(16);
         coef_put(t, (uint32_t)in->imm, rd_ptr(m, t, (uint64_t)a));
@@ -852,8 +850,6 @@ static inline __attribute__((always_inline)) ts_status body_issue(ts_model *m, u
     }
     case F_AMPZERO: memset(x->acc, 0, sizeof x->acc); break;
     case F_AMPGET:
-        if (in->imm < 0 || in->imm >= IPU_ACC_MAX / 2)
-            goto slow;
         r[in->r0] = fr(x->acc[2 * in->imm]);
         r[in->r0 + 1] = fr(x->acc[2 * in->imm + 1]);
         break;
@@ -898,6 +894,33 @@ static inline bool fast_load(uint8_t f)
     return f == F_LD32 || f == F_LD32STEP || f == F_LD64 || f == F_LD64STEP || f == F_LD128PUTCS;
 }
 
+/* Whether the workers xs (worker i in slot d[i] of the turn from c) are in step at c: all at
+ * xs[0]'s pc, each ready by its slot's cycle, all in xs[0]'s repeat body or all outside one. */
+static inline bool workers_in_step(ipu_ctx *const *xs, const uint32_t *d, uint32_t nw, uint64_t c)
+{
+    const ipu_ctx *x0 = xs[0];
+    const bool body = x0->rpt_left > 0;
+    for (uint32_t i = 0; i < nw; i++) {
+        const ipu_ctx *x = xs[i];
+        if (x->pc != x0->pc || x->ready > c + d[i] || (x->rpt_left > 0) != body ||
+            (body && (x->rpt_start != x0->rpt_start || x->rpt_end != x0->rpt_end)))
+            return false;
+    }
+    return true;
+}
+
+/* After turns done in step, the last at cycle `last` with op lastf (none: UINT64_MAX): when each
+ * worker may issue again. */
+static inline void step_ready(const ts_model *m, ipu_ctx *const *xs, const uint32_t *d, uint32_t nw, uint64_t last,
+                              uint8_t lastf)
+{
+    if (last == UINT64_MAX)
+        return;
+    const uint64_t lat = fast_load(lastf) ? m->c.load_latency : 1;
+    for (uint32_t i = 0; i < nw; i++)
+        xs[i]->ready = last + d[i] + lat;
+}
+
 /* The running workers are in step at cycle c when they are all at one pc, in one repeat body or
  * none, each ready by its slot's cycle in the turn of W cycles from c (runall starts them so, and
  * code whose workers issue as many instructions as each other keeps them so). Then, while every
@@ -924,26 +947,20 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
     uint64_t c = *cp;
     const uint32_t slot = (uint32_t)(c % W);
     ipu_ctx *xs[IPU_MAX_CTX];
-    uint32_t d[IPU_MAX_CTX], nw = 0;
+    uint32_t d[IPU_MAX_CTX], nw = 0, wmask = 0;
     for (uint32_t i = 0; i < W; i++) {
         uint32_t w = slot + i < W ? slot + i : slot + i - W;
         if (!(run0 >> w & 1))
             continue;
         xs[nw] = &t->cx[1 + w];
         d[nw++] = i;
+        wmask |= 1u << w;
     }
-    if (!nw)
+    if (!nw || !workers_in_step(xs, d, nw, c))
         return TS_OK;
     uint32_t pc = xs[0]->pc;
     bool body = xs[0]->rpt_left > 0;
-    uint32_t rs = xs[0]->rpt_start, re = xs[0]->rpt_end, wmask = 0;
-    for (uint32_t i = 0; i < nw; i++) {
-        const ipu_ctx *x = xs[i];
-        if (x->pc != pc || x->ready > c + d[i] || (x->rpt_left > 0) != body ||
-            (body && (x->rpt_start != rs || x->rpt_end != re)))
-            return TS_OK;
-        wmask |= 1u << (x - t->cx - 1);
-    }
+    uint32_t rs = xs[0]->rpt_start, re = xs[0]->rpt_end;
     if (pc >= t->n || limit < c + W || m->c.sram_bytes < 16) /* (STEP_ADDRS subtracts up to 16) */
         return TS_OK;
     const uint64_t sram = m->c.sram_bytes;
@@ -1148,10 +1165,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
         pc = next;
         continue;
     slow: /* this turn through the full executor, worker by worker at their cycles */
-        if (last != UINT64_MAX) {
-            const uint64_t lat = fast_load(lastf) ? m->c.load_latency : 1;
-            EACH xs[i]->ready = last + d[i] + lat;
-        }
+        step_ready(m, xs, d, nw, last, lastf);
         EACH xs[i]->pc = pc;
         last = UINT64_MAX;
         for (uint32_t i = 0; i < nw; i++) {
@@ -1173,27 +1187,16 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
         body = xs[0]->rpt_left > 0;
         rs = xs[0]->rpt_start;
         re = xs[0]->rpt_end;
-        bool apart = pc >= t->n;
-        for (uint32_t i = 0; i < nw; i++) {
-            const ipu_ctx *x = xs[i];
-            apart |= x->pc != pc || x->ready > c + d[i] || (x->rpt_left > 0) != body ||
-                     (body && (x->rpt_start != rs || x->rpt_end != re));
-        }
-        if (apart) {
+        if (pc >= t->n || !workers_in_step(xs, d, nw, c)) {
             pc = UINT32_MAX;
             break;
         }
     }
     /* the state of a turn done in step that is not in the contexts yet: their pc, when they are
      * still together, and when each may issue again */
-    if (last != UINT64_MAX) {
-        const uint64_t lat = fast_load(lastf) ? m->c.load_latency : 1;
-        EACH {
-            if (pc != UINT32_MAX)
-                xs[i]->pc = pc;
-            xs[i]->ready = last + d[i] + lat;
-        }
-    }
+    if (last != UINT64_MAX && pc != UINT32_MAX)
+        EACH xs[i]->pc = pc;
+    step_ready(m, xs, d, nw, last, lastf);
 #undef EACH
 #undef STEP_ADDRS
 out: /* the turns' counts (on an error too: the tests read them) */
