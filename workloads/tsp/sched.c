@@ -559,31 +559,33 @@ bool lt_vin_w2(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag, ui
     return false;
 }
 
+/* A constant of n words (word .. word + n - 1 of every east MEM slice) reaching the VXM at cycle t
+ * on a group of n streams of pool P_E2V_W, word i on the group's stream i. */
+static bool east_const_in(lt *L, uint32_t word, int n, uint64_t t, uint32_t tag, val *v)
+{
+    uint32_t pv = L->tg->pos_vxm;
+    int s;
+    if (!take_group(L, P_E2V_W, n, t, pv, &s))
+        return false;
+    for (int b = 0; b < n; b++)
+        if (!lt_rd_any(L, 1, word + (uint32_t)b, t, pv, WEST, s + b, tag))
+            return false;
+    *v = (val){.alu = -1, .dir = WEST, .s = s, .t = t};
+    return true;
+}
+
 /* An f32 scale, replicated in words sword..sword + 3 of every east MEM slice (one byte plane each),
  * reaching the VXM at cycle t on a group of 4 streams (pool P_E2V_W). */
 bool lt_scale_in(lt *L, uint32_t sword, uint64_t t, uint32_t tag, val *v)
 {
-    uint32_t pv = L->tg->pos_vxm;
-    int sc;
-    if (!take_group(L, P_E2V_W, 4, t, pv, &sc))
-        return false;
-    for (int b = 0; b < 4; b++)
-        if (!lt_rd_any(L, 1, sword + (uint32_t)b, t, pv, WEST, sc + b, tag))
-            return false;
-    *v = (val){.alu = -1, .dir = WEST, .s = sc, .t = t};
-    return true;
+    return east_const_in(L, sword, 4, t, tag, v);
 }
 
 /* An int8 constant vector in word `word` of the east MEM (lt_byte_const) reaching the VXM at cycle t
  * on one stream of pool P_E2V_W. */
 bool lt_byte_in(lt *L, uint32_t word, uint64_t t, uint32_t tag, val *v)
 {
-    uint32_t pv = L->tg->pos_vxm;
-    int s;
-    if (!take_group(L, P_E2V_W, 1, t, pv, &s) || !lt_rd_any(L, 1, word, t, pv, WEST, s, tag))
-        return false;
-    *v = (val){.alu = -1, .dir = WEST, .s = s, .t = t};
-    return true;
+    return east_const_in(L, word, 1, t, tag, v);
 }
 
 /* ---- a group's needs ---- */
