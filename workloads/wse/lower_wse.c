@@ -43,6 +43,14 @@ lw_stage *ts_lww_add_stage(lw *L, int kind, int node)
     return s;
 }
 
+int64_t ts_lww_rows(const ts_graph_tensor *t, int64_t *width)
+{
+    const int64_t W = t->rank ? t->dims[t->rank - 1] : 1;
+    if (width)
+        *width = W;
+    return ts_graph_tensor_elems(t) / (W ? W : 1);
+}
+
 int64_t *ts_lww_new_rows(lw *L, int64_t n)
 {
     int64_t *m = ts_malloc((size_t)(n ? n : 1) * sizeof *m);

@@ -714,10 +714,7 @@ static ts_status attn_region(lw *L, int F, const int64_t *rows, const int *seed,
     region G = {.g = g, .F = F};
     const ts_graph_tensor *ft = ts_graph_get_tensor(g, F);
     G.W = W;
-    {
-        const ts_graph_tensor *t0 = ts_graph_get_tensor(g, seed[0]);
-        G.R = ts_graph_tensor_elems(t0) / t0->dims[t0->rank - 1];
-    }
+    G.R = ts_lww_rows(ts_graph_get_tensor(g, seed[0]), NULL);
     G.v = ts_calloc(nt, sizeof *G.v);
     bool *inreg = ts_calloc(nt, 1), *mine = ts_calloc(nn, 1);
     ts_status rc = TS_OK;
@@ -1079,7 +1076,8 @@ ts_status ts_lww_attn_proj(lw *L, int F, const int64_t *rows, int first, bool *d
     int np = 0;
     bool bias = false;
     const ts_graph_tensor *ft = ts_graph_get_tensor(g, F);
-    const int64_t K = ft->dims[ft->rank - 1], M = ts_graph_tensor_elems(ft) / K;
+    int64_t K;
+    const int64_t M = ts_lww_rows(ft, &K);
     for (size_t q = 0; q < nc && np < 16; q++) { /* the projections in node order, each with its bias Add */
         int best = -1;
         for (size_t r = 0; r < nc; r++)

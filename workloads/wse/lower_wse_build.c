@@ -180,9 +180,8 @@ static ts_status join(lw *L, const ts_graph_node *n, int node, walk *w)
         return trc;
     {
         const ts_graph_tensor *a = ts_graph_get_tensor(g, w->lane[0].t);
-        const int64_t W = a->rank ? a->dims[a->rank - 1] : 1;
         if ((n->op == TS_OP_CONCAT && (w->lane[0].rows || w->lane[1].rows)) ||
-            !ts_lww_same_rows(w->lane[0].rows, w->lane[1].rows, ts_graph_tensor_elems(a) / (W ? W : 1)))
+            !ts_lww_same_rows(w->lane[0].rows, w->lane[1].rows, ts_lww_rows(a, NULL)))
             return ts_lower_fail(L->err, n, "joins '%s' and '%s', whose rows stream in different orders (a Transpose "
                                  "of the rows on one path)", a->name, ts_graph_get_tensor(g, w->lane[1].t)->name);
     }

@@ -145,6 +145,8 @@ typedef struct lw_cur {
     const int64_t *rows;
 } lw_cur;
 
+/* The rows of tensor t (its elements over its last axis, of *width elements each; 1 for a scalar). */
+int64_t ts_lww_rows(const ts_graph_tensor *t, int64_t *width);
 /* A new row order of n rows owned by L (NULL when out of memory). */
 int64_t *ts_lww_new_rows(lw *L, int64_t n);
 /* Whether two row orders of n rows are the same (NULL: row-major). */

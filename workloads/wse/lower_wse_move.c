@@ -83,7 +83,7 @@ bool ts_lww_transpose_rows(lw *L, const ts_graph_node *n, const ts_graph_tensor 
     *out = rows;
     if (r < 2 || (a->nperm ? a->perm[r - 1] : 0) != r - 1 || keeps_layout(a, x))
         return false;
-    const int64_t W = x->dims[r - 1], R = ts_graph_tensor_elems(x) / (W ? W : 1);
+    const int64_t R = ts_lww_rows(x, NULL);
     int64_t xs[TS_GRAPH_MAX_RANK], od[TS_GRAPH_MAX_RANK]; /* x's row strides over its leading axes; y's dims */
     for (int k = r - 2, st = 1; k >= 0; k--) {
         xs[k] = st;

@@ -38,7 +38,8 @@ ts_status ts_lww_report(const lw *L, uint32_t hm, int output, ts_lower_wse_repor
     rep->sink_x = k->x;
     rep->sink_chunk = k->chunk;
     if (L->out_rows) {
-        const int64_t W = o->rank ? o->dims[o->rank - 1] : 1, R = ts_graph_tensor_elems(o) / (W ? W : 1);
+        int64_t W;
+        const int64_t R = ts_lww_rows(o, &W);
         if (!(rep->out_rows = ts_malloc((size_t)R * sizeof *rep->out_rows)))
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         memcpy(rep->out_rows, L->out_rows, (size_t)R * sizeof *rep->out_rows);
