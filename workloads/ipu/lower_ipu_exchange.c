@@ -53,12 +53,19 @@ void lwi_recv(lw *L, uint32_t t, uint64_t to, uint32_t src, uint64_t words)
     xrecord(L, src, t, (int64_t)words);
 }
 
-void lwi_send(lw *L, uint32_t t, uint64_t from, uint32_t dst, uint64_t words)
+/* lwi_send, where dst_set leaves out the setting of $m6 to dst (a send before it set it). */
+static void send_words(lw *L, uint32_t t, uint64_t from, uint32_t dst, uint64_t words, bool dst_set)
 {
     S(t, SETZI, RM(5), (int32_t)from, 0);
-    S(t, SETZI, RM(6), (int32_t)dst, 0);
+    if (!dst_set)
+        S(t, SETZI, RM(6), (int32_t)dst, 0);
     S(t, SEND, RM(5), RM(6), (int32_t)words);
     xrecord(L, t, dst, -(int64_t)words);
+}
+
+void lwi_send(lw *L, uint32_t t, uint64_t from, uint32_t dst, uint64_t words)
+{
+    send_words(L, t, from, dst, words, false);
 }
 
 static int xrec_cmp(const void *a, const void *b)
@@ -561,12 +568,8 @@ static void gather_round(const gx *G, const size_t *sel, size_t nsel)
             uint64_t words = pc[i].words; /* coalesce: pieces that follow on in the sender's memory */
             for (j = i + 1; L->coalesce && j < q->p1 && pc[j].from == pc[j - 1].from + 4 * pc[j - 1].words; j++)
                 words += pc[j].words;
-            if (L->onedst && i > q->p0) { /* $m6 holds q->dst since the transfer's first send */
-                S(q->src, SETZI, RM(5), (int32_t)pc[i].from, 0);
-                S(q->src, SEND, RM(5), RM(6), (int32_t)words);
-                xrecord(L, q->src, q->dst, -(int64_t)words);
-            } else
-                lwi_send(L, q->src, pc[i].from, q->dst, words);
+            /* with onedst, $m6 holds q->dst since the transfer's first send */
+            send_words(L, q->src, pc[i].from, q->dst, words, L->onedst && i > q->p0);
         }
     }
     for (size_t k = 0; k < nsel; k++) {
