@@ -159,6 +159,13 @@ size_t lwi_emit(lw *L, lw_code *c, int op, int32_t a0, int32_t a1, int32_t a2);
 #define W(t, op, a, b, c) lwi_emit(L, &L->tiles[t].wrk, LW_##op, (a), (b), (c))
 /* The bits of f, an immediate of ldconst or setzi. */
 int32_t lwi_fbits(float f);
+/* A strided 1x1 Conv (stride st, output rows of wo pixels, input rows of wi): the input pixels that
+ * `rows` output pixels of whole output rows read, their input rows whole (one row at least). */
+static inline uint64_t lwi_conv_span(uint64_t rows, uint64_t wo, uint64_t st, uint64_t wi)
+{
+    uint64_t nro = rows / wo ? rows / wo : 1;
+    return ((nro - 1) * st + 1) * wi;
+}
 /* The worker routine just emitted on tile t, wrk entries [start, wrk.n) (ncode0: wrk.ncode before
  * it), self-contained (its branches inside it): if tile t holds one the same but for where it lies
  * (branch targets taken from each routine's start), the new one is taken back and the old one's

@@ -180,7 +180,7 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
                     continue;
                 if (G->st > 1) { /* input rows i rows / wo st .. of the block's last output row, whole */
                     sc->lo[t] = ks * G->hwi + i * G->rows / G->wo * G->st * G->wi;
-                    sc->hi[t] = sc->lo[t] + ((r / G->wo - 1) * G->st + 1) * G->wi;
+                    sc->hi[t] = sc->lo[t] + lwi_conv_span(r, G->wo, G->st, G->wi);
                 } else {
                     sc->lo[t] = ks * G->M + i * G->rows;
                     sc->hi[t] = sc->lo[t] + r;
@@ -304,7 +304,7 @@ static ts_status t10_layout(lw *L, const ts_graph_node *n, const ts_t10_plan *pl
                    .out16 = s->half && !s->conv, .st = s->st ? s->st : 1, .wo = s->wo, .wi = s->wi,
                    .hwi = s->hwi};
     /* a strided Conv's tile reads its output rows' input rows, whole */
-    G->span = G->st > 1 ? ((G->rows / G->wo - 1) * G->st + 1) * G->wi : G->rows;
+    G->span = G->st > 1 ? lwi_conv_span(G->rows, G->wo, G->st, G->wi) : G->rows;
     G->U = s->half ? L->units16 : L->units;
     G->tn = G->fm * G->fn * G->fk;
     G->es = s->half ? 2 : 4;

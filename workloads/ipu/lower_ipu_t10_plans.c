@@ -124,8 +124,7 @@ static conv_gx conv_gather(uint32_t tiles, const ts_t10_mm *mm, const t10_op *s,
     x.span = p->rows;
     if (s->st > 1) {
         px = s->hwi;
-        uint64_t nro = p->rows / s->wo ? p->rows / s->wo : 1;
-        x.span = ((nro - 1) * s->st + 1) * s->wi;
+        x.span = lwi_conv_span(p->rows, s->wo, s->st, s->wi);
         cover = p->rows * s->st * s->st;
     }
     uint64_t ch = ts_geom_cdiv(mm->k * px, tiles);
