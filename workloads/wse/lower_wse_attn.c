@@ -594,6 +594,12 @@ static ts_status out_heads(lw *L, const region *G, const ts_graph_node *ln, cons
     return TS_OK;
 }
 
+/* The mask rows (S x NK) of sub-instance u (instance u / grp's query block u % grp). */
+static const float *sub_mask(const av *o, int64_t u, int64_t S, int64_t NK)
+{
+    return o->mask + (size_t)((u / o->grp * o->M + u % o->grp * S) * NK);
+}
+
 /* The mask of each head (S x NK, in head order; owned): the rows of its query block; the same in
  * every sequence of the batch, which the top K part takes one after another. */
 static ts_status head_masks(lw *L, const ts_graph_node *ln, const av *o, int64_t S, int64_t NK, int64_t H,
@@ -605,10 +611,10 @@ static ts_status head_masks(lw *L, const ts_graph_node *ln, const av *o, int64_t
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     for (int64_t j = 0; j < H; j++) { /* instance b's rows (g S ..) */
         const int64_t u = head[j * nseq];
-        memcpy(hm + (size_t)j * per, o->mask + (size_t)((u / o->grp * o->M + u % o->grp * S) * NK), per * 4);
+        memcpy(hm + (size_t)j * per, sub_mask(o, u, S, NK), per * 4);
     }
     for (int64_t u = 0; u < o->nb * o->grp; u++) {
-        const float *m = o->mask + (size_t)((u / o->grp * o->M + u % o->grp * S) * NK);
+        const float *m = sub_mask(o, u, S, NK);
         bool found = false;
         for (int64_t j = 0; j < H && !found; j++)
             found = !memcmp(m, hm + (size_t)j * per, per * 4) && o->qc[u] == o->qc[head[j * nseq]] &&
