@@ -168,10 +168,11 @@ typedef struct tsp_hz_row {
     double v[9];
 } tsp_hz_row;
 
-/* A stream-register slot's bookkeeping; its L value bytes follow it (sr_bytes). */
+/* A stream-register slot's bookkeeping; its L value bytes follow it (sr_bytes). 16 bytes, so
+ * that with 16 lanes a slot is 32 bytes and never straddles a cache line; the instruction that
+ * wrote it, needed only to name it in a hazard, is kept apart (m->sr_prod). */
 typedef struct tsp_slot {
     int64_t birth; /* cycle the value was written; -1: never */
-    uint64_t prod; /* the instruction that wrote it (PROD) */
     uint32_t tag;
     uint16_t bpos; /* position it was written at */
 } tsp_slot;
@@ -184,9 +185,11 @@ struct ts_model {
     uint64_t now, work;
     uint32_t now_p; /* now % P, kept with now (tsp_set_now) */
     /* stream registers, index ((dir * NS + s) * P + row) * S + k (sr_index): sr_stride bytes each, a
-     * tsp_slot then its L bytes (sr_slot, sr_bytes), so a read touches one or two cache lines */
+     * tsp_slot then its L bytes (sr_slot, sr_bytes), from a cache-line boundary, so a read touches
+     * one cache line (L = 16) or the fewest; sr_prod[i]: the instruction that wrote slot i */
     size_t nslots, sr_stride;
-    uint8_t *sr;
+    uint8_t *sr, *sr_mem; /* sr_mem: the allocation, sr aligned within it */
+    uint64_t *sr_prod;
     /* pending results */
     tsp_bucket *wheel;
     uint32_t wmask;

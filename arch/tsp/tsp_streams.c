@@ -103,7 +103,7 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
                 while (at + 1 < m->lay->nslices && m->lay->pos[at] < w->b)
                     at++;
                 rc = ts_tsp_hazard(m, err, HZ_COLLISION, w->k, at, (int)(w->dir * TSP_MAX_STREAMS + w->a),
-                                   sl->prod, w->prod,
+                                   m->sr_prod[j], w->prod,
                                    "stream collision: two results reach one stream register in one cycle");
                 if (rc != TS_OK)
                     break;
@@ -117,7 +117,7 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
             sl->birth = (int64_t)m->now;
             sl->bpos = (uint16_t)w->b;
             sl->tag = w->tag;
-            sl->prod = w->prod;
+            m->sr_prod[j] = w->prod;
             m->occ += sr_life(m, w->dir, w->b);
             m->sr_writes++;
             if (m->act)
@@ -236,14 +236,14 @@ ts_status ts_tsp_sr_read(ts_model *m, const tsp_fl *f, int reg, uint32_t k, uint
     if (!sr_live(m, j, dir, pos, m->now)) {
         memset(out, 0, m->L);
         int64_t b = sl->birth;
-        return ts_tsp_hazard(m, err, HZ_NOVALUE, k, m->q[f->q].slice, reg, b >= 0 ? sl->prod : NOPROD,
+        return ts_tsp_hazard(m, err, HZ_NOVALUE, k, m->q[f->q].slice, reg, b >= 0 ? m->sr_prod[j] : NOPROD,
                              PROD(f->q, f->pc), "no value: the reader finds no live value in the stream register (%s)",
                              b >= 0 ? "the first instruction named wrote the last one there"
                                     : "nothing was ever written there");
     }
     if (itag && sl->tag != itag) {
         tsp_lanes_copy(m, out, sr_bytes(m, j), m->L);
-        return ts_tsp_hazard(m, err, HZ_NOVALUE, k, m->q[f->q].slice, reg, sl->prod, PROD(f->q, f->pc),
+        return ts_tsp_hazard(m, err, HZ_NOVALUE, k, m->q[f->q].slice, reg, m->sr_prod[j], PROD(f->q, f->pc),
                              "no value: the stream register holds a value tagged %u, the reader expects tag %u",
                              sl->tag, itag);
     }
