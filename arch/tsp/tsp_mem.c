@@ -74,6 +74,8 @@ ts_status ts_tsp_step_mem(ts_model *m, tsp_fl *f, ts_err *err)
         if (!mem)
             return TS_ENOMEM;
         tsp_lanes_copy(m, buf, mem + (size_t)addr * m->VL + (size_t)k * m->L, m->L);
+        if (f->in->op == TSP_OP_READ && k + 4 < m->S) /* the word's superlanes are read in turn */
+            __builtin_prefetch(mem + (size_t)addr * m->VL + (size_t)(k + 4) * m->L, 0);
         m->mem_rd[ms] += m->L;
         m->cyc_bytes += m->L;
         uint32_t tag = (uint32_t)(f->in->op == TSP_OP_READ ? o[2] : o[3]);

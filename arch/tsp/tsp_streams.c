@@ -97,6 +97,8 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
         switch (w->kind) {
         case PW_SR: {
             size_t j = sr_index(m, w->dir, w->a, w->b, m->now, w->k);
+            if (w->k + 1u < m->S) /* the producer's next superlane lands in slot j + 1 next cycle */
+                __builtin_prefetch(sr_slot(m, j + 1), 1);
             tsp_slot *sl = sr_slot(m, j);
             if (sl->birth == (int64_t)m->now && sl->bpos == w->b) {
                 uint32_t at = 0;
@@ -165,6 +167,8 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
                 break;
             }
             tsp_lanes_copy(m, mem + (size_t)w->b * m->VL + (size_t)w->k * m->L, d, m->L);
+            if (w->k + 4u < m->S) /* a write's superlanes land in turn */
+                __builtin_prefetch(mem + (size_t)w->b * m->VL + (size_t)(w->k + 4) * m->L, 1);
             m->mem_wr[w->a] += m->L;
             m->cyc_bytes += m->L;
             break;
@@ -231,6 +235,8 @@ ts_status ts_tsp_sr_read(ts_model *m, const tsp_fl *f, int reg, uint32_t k, uint
     int dir = reg >= TSP_REG_WEST;
     uint32_t s = (uint32_t)reg % TSP_MAX_STREAMS, pos = q_pos(m, f->q);
     size_t j = sr_index(m, dir, s, pos, m->now, k);
+    if (k + 1 < m->S) /* the reader reads superlane k + 1 from slot j + 1 next cycle */
+        __builtin_prefetch(sr_slot(m, j + 1), 0);
     m->reg_reads += m->L;
     const tsp_slot *sl = sr_slot(m, j);
     if (!sr_live(m, j, dir, pos, m->now)) {
