@@ -119,14 +119,14 @@ typedef struct tsp_bucket {
 
 /* An instruction sweeping the superlanes. */
 typedef struct tsp_fl {
-    uint32_t q, pc;
-    const ts_insn *in;
-    const tsp_dec *d;
-    uint64_t t0;
+    uint64_t t0;        /* first the fields that the cycle loop scans every cycle */
     uint32_t k, skew, dfunc;
+    bool done;          /* past its last superlane: a hole that the next compaction removes */
+    uint32_t q, pc;
     uint32_t row0;      /* MXM row pointer at issue */
     uint8_t *buf;       /* owned scratch (cross-superlane inputs, partial sums) */
-    bool done;          /* past its last superlane: a hole that the next compaction removes */
+    tsp_dec d;          /* copies of the predecoded facts and the instruction, read at every */
+    ts_insn in;         /* superlane step: kept here, not in the program's far-apart arrays */
 } tsp_fl;
 
 /* A latch: VXM ALU output or MXM accumulators, per superlane, 4 bytes per lane. */

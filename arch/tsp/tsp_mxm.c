@@ -70,16 +70,16 @@ static inline int32_t dot16(const int8_t *w, dot16_x x)
 
 ts_status ts_tsp_step_mxm(ts_model *m, tsp_fl *f, ts_err *err)
 {
-    const int32_t *o = f->in->a;
+    const int32_t *o = f->in.a;
     uint32_t pl = m->lay->num[m->q[f->q].slice], k = f->k, L = m->L, D = m->D;
     tsp_plane *p = &m->plane[pl];
     ts_status rc;
     uint32_t el[64];
-    switch (f->in->op) {
+    switch (f->in.op) {
     case TSP_OP_LW:
     case TSP_OP_IW: {
         int type = o[0] - TSP_REG_TYPE;
-        bool lw = f->in->op == TSP_OP_LW;
+        bool lw = f->in.op == TSP_OP_LW;
         if ((rc = ensure_plane(m, p, type, err)) != TS_OK)
             return rc;
         /* the weights latch d_func after the stream is read, like any result (a pending write) */
@@ -183,7 +183,7 @@ static void abc_compute(const ts_model *m, tsp_fl *f)
     const tsp_plane *p = &m->plane[m->lay->num[m->q[f->q].slice]];
     uint32_t k = f->k, L = m->L, D = m->D;
     const uint8_t *xs = f->buf + (size_t)D * sizeof(double);
-    if (f->in->a[0] - TSP_REG_TYPE == TSP_I8) {
+    if (f->in.a[0] - TSP_REG_TYPE == TSP_I8) {
         int32_t *ps = (int32_t *)(void *)f->buf;
         int16_t x[64];
         memcpy(x, xs, 2 * (size_t)L);
@@ -231,7 +231,7 @@ static void abc_compute(const ts_model *m, tsp_fl *f)
 /* After the last superlane: the results leave superlane kk at t + d_func + kk. */
 ts_status ts_tsp_abc_finalize(ts_model *m, tsp_fl *f, ts_err *err)
 {
-    const int32_t *o = f->in->a;
+    const int32_t *o = f->in.a;
     uint32_t pl = m->lay->num[m->q[f->q].slice], L = m->L;
     int type = o[0] - TSP_REG_TYPE;
     uint8_t lb[4 * 64];

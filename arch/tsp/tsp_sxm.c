@@ -9,11 +9,11 @@
 
 ts_status ts_tsp_step_sxm(ts_model *m, tsp_fl *f, ts_err *err)
 {
-    const int32_t *o = f->in->a;
+    const int32_t *o = f->in.a;
     uint32_t k = f->k, L = m->L, VL = m->VL;
     uint8_t in[64], mp[64], lo[64], out[64];
     ts_status rc;
-    int op = f->in->op;
+    int op = f->in.op;
     switch (op) {
     case TSP_OP_SHIFT:
     case TSP_OP_ROTATE:
@@ -96,11 +96,11 @@ ts_status ts_tsp_step_sxm(ts_model *m, tsp_fl *f, ts_err *err)
 
 ts_status ts_tsp_step_c2c(ts_model *m, tsp_fl *f, ts_err *err)
 {
-    const int32_t *o = f->in->a;
+    const int32_t *o = f->in.a;
     uint32_t k = f->k, L = m->L;
     tsp_link *lk = &m->link[o[0]];
     ts_status rc;
-    if (f->in->op == TSP_OP_SEND) {
+    if (f->in.op == TSP_OP_SEND) {
         if (k == 0) {
             if (ts_grow((void **)&lk->ready, &lk->cap, lk->head + lk->n + 1, sizeof *lk->ready))
                 return ts_err_set(err, TS_ENOMEM, "out of memory");
@@ -122,7 +122,7 @@ ts_status ts_tsp_step_c2c(ts_model *m, tsp_fl *f, ts_err *err)
         size_t e = lk->head + lk->n - 1;
         return ts_tsp_sr_read(m, f, o[1], k, (uint32_t)o[2], lk->data + e * m->VL + (size_t)k * L, err);
     }
-    if (f->in->op == TSP_OP_RECEIVE) {
+    if (f->in.op == TSP_OP_RECEIVE) {
         if (k == 0) {
             if (!lk->n || lk->ready[lk->head] > m->now) {
                 uint64_t pa = lk->n ? lk->prod[lk->head] : NOPROD;

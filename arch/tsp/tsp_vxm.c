@@ -103,7 +103,7 @@ static void count_ev(ts_model *m, int unit, int type, int cls, double n) { m->ev
 
 ts_status ts_tsp_step_vxm(ts_model *m, tsp_fl *f, ts_err *err)
 {
-    const ts_insn *in = f->in;
+    const ts_insn *in = &f->in;
     int op = in->op, k = (int)f->k;
     uint32_t a[64], b[64], r[64];
     const int32_t *o = in->a;
@@ -123,7 +123,7 @@ ts_status ts_tsp_step_vxm(ts_model *m, tsp_fl *f, ts_err *err)
     } else {
         type = o[0] - TSP_REG_TYPE;
         dst = o[1];
-        bool binary = f->d->binary;
+        bool binary = f->d.binary;
         int32_t imm = op == TSP_OP_MASK ? o[3] : 0;
         itag = (uint32_t)(binary || op == TSP_OP_MASK ? o[4] : o[3]);
         otag = (uint32_t)(binary || op == TSP_OP_MASK ? o[5] : o[4]);
@@ -137,8 +137,8 @@ ts_status ts_tsp_step_vxm(ts_model *m, tsp_fl *f, ts_err *err)
         if (bad)
             return ts_tsp_no_case(m, f, err);
     }
-    if (f->d->ev)
-        count_ev(m, UK_VXM, type, f->d->ev == 2 ? EV_MUL : EV_ADD, m->L);
+    if (f->d.ev)
+        count_ev(m, UK_VXM, type, f->d.ev == 2 ? EV_MUL : EV_ADD, m->L);
     /* the ALU latch (chaining within a lane, research §1.6) */
     uint8_t lb[4 * 64];
     for (uint32_t x = 0; x < m->L; x++)
