@@ -55,19 +55,24 @@ ts_status ts_tsp_pw_add(ts_model *m, uint64_t cycle, const tsp_pw *w, const void
     return TS_OK;
 }
 
-ts_status ts_tsp_sr_schedule(ts_model *m, uint64_t cycle, int reg, uint32_t pos, uint32_t k, uint32_t tag,
-                             uint64_t prod, const uint8_t *data, ts_err *err)
+/* *out: the bucket of `cycle`, with room for n more stream-register results (n L bytes). */
+static ts_status sr_bucket(ts_model *m, uint64_t cycle, size_t n, tsp_bucket **out, ts_err *err)
 {
-    if (m->lockstep && role_check(m, prod, reg, TS_OR_WRITE, err) != TS_OK)
-        return TS_EINTERNAL;
-    /* ts_tsp_pw_add for the commonest result, the record filled in place */
     tsp_bucket *b = &m->wheel[cycle & m->wmask];
     if (b->n && b->cycle != cycle)
         return ts_err_set(err, TS_EINTERNAL, "tsp: result wheel too small for cycle %" PRIu64, cycle);
     b->cycle = cycle;
-    if ((b->n == b->cap && ts_grow((void **)&b->w, &b->cap, b->n + 1, sizeof *b->w)) ||
-        (b->nb + m->L > b->capb && ts_grow((void **)&b->bytes, &b->capb, b->nb + m->L, 1)))
+    if ((b->n + n > b->cap && ts_grow((void **)&b->w, &b->cap, b->n + n, sizeof *b->w)) ||
+        (b->nb + n * m->L > b->capb && ts_grow((void **)&b->bytes, &b->capb, b->nb + n * m->L, 1)))
         return ts_err_set(err, TS_ENOMEM, "out of memory");
+    *out = b;
+    return TS_OK;
+}
+
+/* Fill the next record of bucket b (with room for it): L bytes for stream register reg. */
+static inline void sr_fill(ts_model *m, tsp_bucket *b, int reg, uint32_t pos, uint32_t k, uint32_t tag,
+                           uint64_t prod, const uint8_t *data)
+{
     tsp_pw *p = &b->w[b->n++];
     p->kind = PW_SR;
     p->dir = (uint8_t)(reg >= TSP_REG_WEST);
@@ -82,6 +87,19 @@ ts_status ts_tsp_sr_schedule(ts_model *m, uint64_t cycle, int reg, uint32_t pos,
     tsp_lanes_copy(m, b->bytes + b->nb, data, m->L);
     b->nb += m->L;
     m->npending++;
+}
+
+ts_status ts_tsp_sr_schedule(ts_model *m, uint64_t cycle, int reg, uint32_t pos, uint32_t k, uint32_t tag,
+                             uint64_t prod, const uint8_t *data, ts_err *err)
+{
+    if (m->lockstep && role_check(m, prod, reg, TS_OR_WRITE, err) != TS_OK)
+        return TS_EINTERNAL;
+    /* ts_tsp_pw_add for the commonest result, the record filled in place */
+    tsp_bucket *b = NULL;
+    ts_status rc = sr_bucket(m, cycle, 1, &b, err);
+    if (rc != TS_OK)
+        return rc;
+    sr_fill(m, b, reg, pos, k, tag, prod, data);
     return TS_OK;
 }
 
@@ -288,6 +306,46 @@ ts_status ts_tsp_read_elems(ts_model *m, const tsp_fl *f, int reg, int type, uin
             memcpy(&el[x], tmp + 4 * x, 4);
         return rc;
     }
+    int dir = reg >= TSP_REG_WEST;
+    uint32_t s0 = (uint32_t)reg % TSP_MAX_STREAMS, pos = q_pos(m, f->q);
+    if (m->L == 16 && !m->lockstep && s0 + w <= m->NS) {
+        /* the group's byte planes lie P * S slots apart: one index, and each plane whose value is
+         * live (and tagged itag) read straight from its slot; any other plane goes through
+         * ts_tsp_sr_read for its hazard, as before */
+        size_t j = sr_index(m, dir, s0, pos, m->now, k), stride = (size_t)m->P * m->S;
+        uint32_t b = 0;
+        for (; b < w; b++, j += stride) {
+            const tsp_slot *sl = sr_slot(m, j);
+            if (!sr_live(m, j, dir, pos, m->now) || (itag && sl->tag != itag))
+                break;
+            if (k + 1 < m->S)
+                __builtin_prefetch(sr_slot(m, j + 1), 0);
+            m->reg_reads += 16;
+            const uint8_t *v = sr_bytes(m, j);
+            if (b == 0)
+                for (uint32_t x = 0; x < 16; x++)
+                    el[x] = v[x];
+            else
+                for (uint32_t x = 0; x < 16; x++)
+                    el[x] |= (uint32_t)v[x] << (8 * b);
+        }
+        if (b == w)
+            return TS_OK;
+        rc = ts_tsp_sr_read(m, f, reg + (int)b, k, itag, tmp, err); /* the plane's hazard */
+        if (b == 0)
+            memset(el, 0, m->L * sizeof *el);
+        if (rc != TS_OK)
+            return rc;
+        for (uint32_t x = 0; x < 16; x++)
+            el[x] = b == 0 ? tmp[x] : el[x] | (uint32_t)tmp[x] << (8 * b);
+        for (b++; b < w; b++) {
+            if ((rc = ts_tsp_sr_read(m, f, reg + (int)b, k, itag, tmp, err)) != TS_OK)
+                return rc;
+            for (uint32_t x = 0; x < 16; x++)
+                el[x] |= (uint32_t)tmp[x] << (8 * b);
+        }
+        return TS_OK;
+    }
     for (uint32_t b = 0; b < w; b++) {
         rc = ts_tsp_sr_read(m, f, reg + (int)b, k, itag, tmp, err);
         if (rc != TS_OK) {
@@ -319,6 +377,18 @@ ts_status ts_tsp_write_elems(ts_model *m, const tsp_fl *f, int reg, int type, ui
 {
     uint32_t w = tsp_type_width(type);
     uint8_t tmp[64];
+    if (m->L == 16 && !m->lockstep) { /* the group's planes into one bucket, its room made once */
+        tsp_bucket *bk = NULL;
+        ts_status rc = sr_bucket(m, f->t0 + f->dfunc + k, w, &bk, err);
+        if (rc != TS_OK)
+            return rc;
+        for (uint32_t b = 0; b < w; b++) {
+            for (uint32_t x = 0; x < 16; x++)
+                tmp[x] = (uint8_t)(el[x] >> (8 * b));
+            sr_fill(m, bk, reg + (int)b, q_pos(m, f->q), k, tag, PROD(f->q, f->pc), tmp);
+        }
+        return TS_OK;
+    }
     for (uint32_t b = 0; b < w; b++) {
         if (m->L == 16) /* as in ts_tsp_read_elems */
             for (uint32_t x = 0; x < 16; x++)
