@@ -99,6 +99,8 @@ static ts_status launch(ts_model *m, uint32_t qi, uint32_t pc, ts_err *err)
     memset(f, 0, sizeof *f);
     f->q = qi;
     f->pc = pc;
+    f->pos = m->lay->pos[q->slice];
+    f->num = m->lay->num[q->slice];
     f->in = *in;
     f->t0 = m->now;
     f->d = *d;

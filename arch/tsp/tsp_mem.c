@@ -49,7 +49,7 @@ ts_status ts_tsp_bank_access(ts_model *m, uint32_t ms, uint32_t k, uint32_t bank
 ts_status ts_tsp_step_mem(ts_model *m, tsp_fl *f, ts_err *err)
 {
     const int32_t *o = f->in.a;
-    uint32_t ms = m->lay->num[m->q[f->q].slice], k = f->k;
+    uint32_t ms = f->num, k = f->k;
     uint64_t prod = PROD(f->q, f->pc);
     uint8_t buf[64], map[64];
     ts_status rc;
@@ -79,7 +79,7 @@ ts_status ts_tsp_step_mem(ts_model *m, tsp_fl *f, ts_err *err)
         m->mem_rd[ms] += m->L;
         m->cyc_bytes += m->L;
         uint32_t tag = (uint32_t)(f->in.op == TSP_OP_READ ? o[2] : o[3]);
-        return ts_tsp_sr_schedule(m, f->t0 + f->dfunc + k, o[1], q_pos(m, f->q), k, tag, prod, buf, err);
+        return ts_tsp_sr_schedule(m, f->t0 + f->dfunc + k, o[1], f->pos, k, tag, prod, buf, err);
     }
     case TSP_OP_WRITE:
     case TSP_OP_SCATTER: {

@@ -123,6 +123,7 @@ typedef struct tsp_fl {
     uint32_t k, skew, dfunc;
     bool done;          /* past its last superlane: a hole that the next compaction removes */
     uint32_t q, pc;
+    uint16_t pos, num;  /* its slice's stream-register position and MEM, plane or SXM number */
     uint32_t row0;      /* MXM row pointer at issue */
     uint8_t *buf;       /* owned scratch (cross-superlane inputs, partial sums) */
     tsp_dec d;          /* copies of the predecoded facts and the instruction, read at every */

@@ -71,7 +71,7 @@ static inline int32_t dot16(const int8_t *w, dot16_x x)
 ts_status ts_tsp_step_mxm(ts_model *m, tsp_fl *f, ts_err *err)
 {
     const int32_t *o = f->in.a;
-    uint32_t pl = m->lay->num[m->q[f->q].slice], k = f->k, L = m->L, D = m->D;
+    uint32_t pl = f->num, k = f->k, L = m->L, D = m->D;
     tsp_plane *p = &m->plane[pl];
     ts_status rc;
     uint32_t el[64];
@@ -180,7 +180,7 @@ ts_status ts_tsp_step_mxm(ts_model *m, tsp_fl *f, ts_err *err)
  * W[j][l] x[l], into the instruction's own partial sums. Reads only committed weights. */
 static void abc_compute(const ts_model *m, tsp_fl *f)
 {
-    const tsp_plane *p = &m->plane[m->lay->num[m->q[f->q].slice]];
+    const tsp_plane *p = &m->plane[f->num];
     uint32_t k = f->k, L = m->L, D = m->D;
     const uint8_t *xs = f->buf + (size_t)D * sizeof(double);
     if (f->in.a[0] - TSP_REG_TYPE == TSP_I8) {
@@ -232,7 +232,7 @@ static void abc_compute(const ts_model *m, tsp_fl *f)
 ts_status ts_tsp_abc_finalize(ts_model *m, tsp_fl *f, ts_err *err)
 {
     const int32_t *o = f->in.a;
-    uint32_t pl = m->lay->num[m->q[f->q].slice], L = m->L;
+    uint32_t pl = f->num, L = m->L;
     int type = o[0] - TSP_REG_TYPE;
     uint8_t lb[4 * 64];
     for (uint32_t kk = 0; kk < m->S; kk++) {

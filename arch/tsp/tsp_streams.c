@@ -251,7 +251,7 @@ ts_status ts_tsp_sr_read(ts_model *m, const tsp_fl *f, int reg, uint32_t k, uint
     if (m->lockstep && role_check(m, PROD(f->q, f->pc), reg, TS_OR_READ, err) != TS_OK)
         return TS_EINTERNAL;
     int dir = reg >= TSP_REG_WEST;
-    uint32_t s = (uint32_t)reg % TSP_MAX_STREAMS, pos = q_pos(m, f->q);
+    uint32_t s = (uint32_t)reg % TSP_MAX_STREAMS, pos = f->pos;
     size_t j = sr_index(m, dir, s, pos, m->now, k);
     if (k + 1 < m->S) /* the reader reads superlane k + 1 from slot j + 1 next cycle */
         __builtin_prefetch(sr_slot(m, j + 1), 0);
@@ -307,7 +307,7 @@ ts_status ts_tsp_read_elems(ts_model *m, const tsp_fl *f, int reg, int type, uin
         return rc;
     }
     int dir = reg >= TSP_REG_WEST;
-    uint32_t s0 = (uint32_t)reg % TSP_MAX_STREAMS, pos = q_pos(m, f->q);
+    uint32_t s0 = (uint32_t)reg % TSP_MAX_STREAMS, pos = f->pos;
     if (m->L == 16 && !m->lockstep && s0 + w <= m->NS) {
         /* the group's byte planes lie P * S slots apart: one index, and each plane whose value is
          * live (and tagged itag) read straight from its slot; any other plane goes through
@@ -385,7 +385,7 @@ ts_status ts_tsp_write_elems(ts_model *m, const tsp_fl *f, int reg, int type, ui
         for (uint32_t b = 0; b < w; b++) {
             for (uint32_t x = 0; x < 16; x++)
                 tmp[x] = (uint8_t)(el[x] >> (8 * b));
-            sr_fill(m, bk, reg + (int)b, q_pos(m, f->q), k, tag, PROD(f->q, f->pc), tmp);
+            sr_fill(m, bk, reg + (int)b, f->pos, k, tag, PROD(f->q, f->pc), tmp);
         }
         return TS_OK;
     }
@@ -396,7 +396,7 @@ ts_status ts_tsp_write_elems(ts_model *m, const tsp_fl *f, int reg, int type, ui
         else
             for (uint32_t x = 0; x < m->L; x++)
                 tmp[x] = (uint8_t)(el[x] >> (8 * b));
-        ts_status rc = ts_tsp_sr_schedule(m, f->t0 + f->dfunc + k, reg + (int)b, q_pos(m, f->q), k, tag,
+        ts_status rc = ts_tsp_sr_schedule(m, f->t0 + f->dfunc + k, reg + (int)b, f->pos, k, tag,
                                           PROD(f->q, f->pc), tmp, err);
         if (rc != TS_OK)
             return rc;
