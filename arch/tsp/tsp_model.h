@@ -333,6 +333,10 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err);
 /* Read L bytes of stream register reg at f's slice in superlane k this cycle (tag itag if not 0). */
 ts_status ts_tsp_sr_read(ts_model *m, const tsp_fl *f, int reg, uint32_t k, uint32_t itag, uint8_t *out,
                          ts_err *err);
+/* Read n stream registers from reg on (one group of rows, n L bytes into out), as n calls of
+ * ts_tsp_sr_read in turn. */
+ts_status ts_tsp_sr_read_rows(ts_model *m, const tsp_fl *f, int reg, uint32_t n, uint32_t k, uint32_t itag,
+                              uint8_t *out, ts_err *err);
 /* Read latch entry j (4 L bytes) for f; reg is the latch's register for checks, -1 for none. */
 ts_status ts_tsp_latch_read(ts_model *m, const tsp_fl *f, tsp_latch *l, size_t j, int reg, uint32_t k,
                             uint32_t itag, uint8_t *out, ts_err *err);

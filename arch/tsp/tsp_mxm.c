@@ -96,7 +96,10 @@ ts_status ts_tsp_step_mxm(ts_model *m, tsp_fl *f, ts_err *err)
         } else {
             uint32_t wd = tsp_type_width(type), rows = (uint32_t)o[2] / wd, esz = type == TSP_I8 ? 1 : 4;
             uint8_t *buf = m->scratch;
-            for (uint32_t r = 0; r < rows; r++) {
+            bool rows_sr = type == TSP_I8 && o[1] + (int)rows <= TSP_REG_ALU; /* every row a stream */
+            if (rows_sr && (rc = ts_tsp_sr_read_rows(m, f, o[1], rows, k, (uint32_t)o[3], buf, err)) != TS_OK)
+                return rc; /* the streams' bytes are the weights */
+            for (uint32_t r = 0; r < rows && !rows_sr; r++) {
                 int reg = o[1] + (int)(r * wd);
                 if (type == TSP_I8 && reg < TSP_REG_ALU) { /* the stream's bytes are the weights */
                     if ((rc = ts_tsp_sr_read(m, f, reg, k, (uint32_t)o[3], buf + (size_t)r * L, err)) != TS_OK)
@@ -165,11 +168,8 @@ ts_status ts_tsp_step_mxm(ts_model *m, tsp_fl *f, ts_err *err)
         return TS_OK;
     }
     case TSP_OP_ACC: {
-        uint8_t lb[4 * 64];
-        if ((rc = ts_tsp_latch_read(m, f, &p->acc, k, -1, k, (uint32_t)o[1], lb, err)) != TS_OK)
+        if ((rc = ts_tsp_latch_read(m, f, &p->acc, k, -1, k, (uint32_t)o[1], (uint8_t *)el, err)) != TS_OK)
             return rc;
-        for (uint32_t x = 0; x < L; x++)
-            memcpy(&el[x], lb + 4 * x, 4);
         return ts_tsp_write_elems(m, f, o[0], TSP_I32, k, (uint32_t)o[2], el, err);
     }
     default: return ts_tsp_no_case(m, f, err);

@@ -275,6 +275,31 @@ ts_status ts_tsp_sr_read(ts_model *m, const tsp_fl *f, int reg, uint32_t k, uint
     return TS_OK;
 }
 
+ts_status ts_tsp_sr_read_rows(ts_model *m, const tsp_fl *f, int reg, uint32_t n, uint32_t k, uint32_t itag,
+                              uint8_t *out, ts_err *err)
+{
+    /* the rows' slots lie P * S apart: one index; a row with no live value (or the wrong tag), and
+     * every row in lockstep, goes through ts_tsp_sr_read for its checks and hazard */
+    int dir = reg >= TSP_REG_WEST;
+    uint32_t s0 = (uint32_t)reg % TSP_MAX_STREAMS;
+    bool fast = !m->lockstep && s0 + n <= m->NS;
+    size_t j = fast ? sr_index(m, dir, s0, f->pos, m->now, k) : 0, stride = (size_t)m->P * m->S;
+    for (uint32_t r = 0; r < n; r++, j += stride) {
+        uint8_t *o = out + (size_t)r * m->L;
+        if (fast && sr_live(m, j, dir, f->pos, m->now) && (!itag || sr_slot(m, j)->tag == itag)) {
+            if (k + 1 < m->S)
+                __builtin_prefetch(sr_slot(m, j + 1), 0);
+            m->reg_reads += m->L;
+            tsp_lanes_copy(m, o, sr_bytes(m, j), m->L);
+            continue;
+        }
+        ts_status rc = ts_tsp_sr_read(m, f, reg + (int)r, k, itag, o, err);
+        if (rc != TS_OK)
+            return rc;
+    }
+    return TS_OK;
+}
+
 ts_status ts_tsp_latch_read(ts_model *m, const tsp_fl *f, tsp_latch *l, size_t j, int reg, uint32_t k,
                             uint32_t itag, uint8_t *out, ts_err *err)
 {
@@ -301,10 +326,9 @@ ts_status ts_tsp_read_elems(ts_model *m, const tsp_fl *f, int reg, int type, uin
     uint8_t tmp[4 * 64];
     ts_status rc;
     if (reg >= TSP_REG_ALU && reg < TSP_REG_NUL) {
-        rc = ts_tsp_latch_read(m, f, &m->alu, (size_t)(reg - TSP_REG_ALU) * m->S + k, reg, k, itag, tmp, err);
-        for (uint32_t x = 0; x < m->L; x++)
-            memcpy(&el[x], tmp + 4 * x, 4);
-        return rc;
+        /* the latch holds the elements as 32-bit containers already: copied straight into el */
+        return ts_tsp_latch_read(m, f, &m->alu, (size_t)(reg - TSP_REG_ALU) * m->S + k, reg, k, itag,
+                                 (uint8_t *)el, err);
     }
     int dir = reg >= TSP_REG_WEST;
     uint32_t s0 = (uint32_t)reg % TSP_MAX_STREAMS, pos = f->pos;
