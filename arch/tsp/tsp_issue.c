@@ -170,6 +170,10 @@ static ts_status issue_one(ts_model *m, uint32_t qi, uint32_t pc, bool *again, t
         q->busy++;
     }
     q->next = m->now + 1;
+    if (pc + 2 < q->n) { /* the queue's next instructions, read at its next issues */
+        __builtin_prefetch(&q->code[pc + 2], 0);
+        __builtin_prefetch(&q->dec[pc + 2], 0);
+    }
     switch (in->op) {
     case TSP_OP_NOP:
         q->next = m->now + (uint64_t)in->a[0];
