@@ -126,6 +126,11 @@ ts_status ts_tsp_create(ts_model **out, const ts_config *config, const ts_run_op
     m->NS = (uint32_t)m->cfg.streams;
     m->D = (uint32_t)m->cfg.mxm_dim;
     m->words = (uint32_t)(m->cfg.mem_slice_bytes / m->VL);
+    m->bank_words = (uint32_t)(m->words / m->cfg.mem_banks);
+    m->bank_shift = -1;
+    for (int sh = 0; sh < 32 && m->bank_words; sh++)
+        if (m->bank_words == 1u << sh)
+            m->bank_shift = sh;
     m->nq = l->nqueues;
     m->powered = (int)m->S;
     m->nslots = 2 * (size_t)m->NS * m->P * m->S;

@@ -67,7 +67,7 @@ ts_status ts_tsp_step_mem(ts_model *m, tsp_fl *f, ts_err *err)
                 return ts_err_sim(err, m->q[f->q].slice, (int64_t)m->now,
                                   "gather address %u in superlane %u is past the slice's %u words", addr, k, m->words);
         }
-        uint32_t bank = addr / (m->words / (uint32_t)m->cfg.mem_banks);
+        uint32_t bank = tsp_bank_of(m, addr);
         if ((rc = ts_tsp_bank_access(m, ms, k, bank, false, prod, err)) != TS_OK)
             return rc;
         const uint8_t *mem = ts_tsp_mem_of(m, ms, err);

@@ -183,6 +183,8 @@ struct ts_model {
     tsp_layout *lay;
     bool lockstep, warn;
     uint32_t S, L, VL, P, NS, D, words;
+    uint32_t bank_words;     /* MEM words per bank */
+    int bank_shift;          /* log2 of bank_words when a power of two, else -1 (tsp_bank_of) */
     uint64_t now, work;
     uint32_t now_p; /* now % P, kept with now (tsp_set_now) */
     /* stream registers, index ((dir * NS + s) * P + row) * S + k (sr_index): sr_stride bytes each, a
@@ -255,6 +257,12 @@ static inline void tsp_lanes_copy(const ts_model *m, void *dst, const void *src,
         memcpy(dst, src, 64);
     else
         memcpy(dst, src, n);
+}
+
+/* The bank of MEM word addr: addr / (words / banks), a shift when that is a power of two. */
+static inline uint32_t tsp_bank_of(const ts_model *m, uint32_t addr)
+{
+    return m->bank_shift >= 0 ? addr >> m->bank_shift : addr / m->bank_words;
 }
 
 /* Stream-register position of queue q's slice. */

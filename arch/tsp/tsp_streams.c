@@ -176,7 +176,7 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
             break;
         }
         case PW_BANK: {
-            uint32_t bank = (uint32_t)(w->b / (m->words / m->cfg.mem_banks));
+            uint32_t bank = tsp_bank_of(m, w->b);
             rc = ts_tsp_bank_access(m, w->a, w->k, bank, true, w->prod, err);
             uint8_t *mem = rc == TS_OK ? ts_tsp_mem_of(m, w->a, err) : NULL;
             if (!mem) {
