@@ -73,10 +73,10 @@ ts_status ts_tsp_no_case(ts_model *m, const tsp_fl *f, ts_err *err)
     uint32_t slice = m->q[f->q].slice;
     insn_name(m, PROD(f->q, f->pc), in, sizeof in);
     ts_tsp_slice_name(m->lay, slice, sl, sizeof sl);
-    if (f->d->unit < TSP_U_COUNT)
-        snprintf(un, sizeof un, "%s", ts_tsp_unit_names[f->d->unit]);
+    if (f->d.unit < TSP_U_COUNT)
+        snprintf(un, sizeof un, "%s", ts_tsp_unit_names[f->d.unit]);
     else
-        snprintf(un, sizeof un, "unit %u", f->d->unit);
+        snprintf(un, sizeof un, "unit %u", f->d.unit);
     return ts_err_sim(err, slice, (int64_t)m->now,
                       "the %s executor has no case for %s: %s, superlane %u, cycle %" PRIu64, un, in, sl, f->k,
                       m->now);

@@ -20,10 +20,10 @@ static ts_status step_ifetch(ts_model *m, tsp_fl *f, ts_err *err)
 {
     uint8_t tmp[64];
     ts_status rc;
-    if (f->in->op != TSP_OP_IFETCH) /* the ICU's other instructions act at issue (issue_one) */
+    if (f->in.op != TSP_OP_IFETCH) /* the ICU's other instructions act at issue (issue_one) */
         return ts_tsp_no_case(m, f, err);
     for (int b = 0; b < 2; b++)
-        if ((rc = ts_tsp_sr_read(m, f, f->in->a[0] + b, f->k, (uint32_t)f->in->a[1], tmp, err)) != TS_OK)
+        if ((rc = ts_tsp_sr_read(m, f, f->in.a[0] + b, f->k, (uint32_t)f->in.a[1], tmp, err)) != TS_OK)
             return rc;
     if (f->k < m->S - 1)
         return TS_OK;
@@ -33,7 +33,7 @@ static ts_status step_ifetch(ts_model *m, tsp_fl *f, ts_err *err)
     uint64_t land = start + len - 1 > m->now ? start + len - 1 : m->now;
     q->fetch_free = start + len;
     if (q->nland == TSP_MAX_FETCHES) {
-        rc = ts_tsp_hazard(m, err, HZ_RESOURCE, f->k, q->slice, f->in->a[0], q->land_prod[0], PROD(f->q, f->pc),
+        rc = ts_tsp_hazard(m, err, HZ_RESOURCE, f->k, q->slice, f->in.a[0], q->land_prod[0], PROD(f->q, f->pc),
                            "queue overflow: more than %d ifetches in flight", TSP_MAX_FETCHES);
         if (rc != TS_OK)
             return rc;
@@ -99,9 +99,11 @@ static ts_status launch(ts_model *m, uint32_t qi, uint32_t pc, ts_err *err)
     memset(f, 0, sizeof *f);
     f->q = qi;
     f->pc = pc;
-    f->in = in;
+    f->pos = m->lay->pos[q->slice];
+    f->num = m->lay->num[q->slice];
+    f->in = *in;
     f->t0 = m->now;
-    f->d = d;
+    f->d = *d;
     f->skew = d->skew;
     f->dfunc = d->dfunc;
     size_t sc = fl_scratch(m, op);
@@ -168,6 +170,10 @@ static ts_status issue_one(ts_model *m, uint32_t qi, uint32_t pc, bool *again, t
         q->busy++;
     }
     q->next = m->now + 1;
+    if (pc + 2 < q->n) { /* the queue's next instructions, read at its next issues */
+        __builtin_prefetch(&q->code[pc + 2], 0);
+        __builtin_prefetch(&q->dec[pc + 2], 0);
+    }
     switch (in->op) {
     case TSP_OP_NOP:
         q->next = m->now + (uint64_t)in->a[0];
@@ -290,7 +296,7 @@ static ts_status step_one(ts_model *m, tsp_fl *f, ts_err *err)
         m->slice_last[s] = m->now + 1;
         m->slice_busy[s]++;
     }
-    switch (f->d->unit) {
+    switch (f->d.unit) {
     case TSP_U_MEM: return ts_tsp_step_mem(m, f, err);
     case TSP_U_VXM: return ts_tsp_step_vxm(m, f, err);
     case TSP_U_MXM: return ts_tsp_step_mxm(m, f, err);
@@ -385,7 +391,7 @@ static ts_status cycle(ts_model *m, ts_err *err)
             uint64_t sweep = m->now - (f->t0 + f->skew) + 1; /* first to last superlane step */
             if (m->trace) { /* from dispatch to the last superlane's result */
                 uint64_t end = f->dfunc ? f->t0 + f->dfunc + m->S : m->now + 1;
-                ts_tsp_trace_insn(m, f->q, ts_tsp_isa.ops[f->in->op].mnemonic, ts_tsp_unit_names[f->d->unit],
+                ts_tsp_trace_insn(m, f->q, ts_tsp_isa.ops[f->in.op].mnemonic, ts_tsp_unit_names[f->d.unit],
                                   f->t0, end - f->t0);
             }
             if (sweep > m->sweep_max)

@@ -44,7 +44,8 @@ void ts_tsp_destroy(ts_model *m)
     ts_free(m->act_upto);
     ts_free(m->act_park);
     ts_free(m->jobs);
-    ts_free(m->sr);
+    ts_free(m->sr_mem);
+    ts_free(m->sr_prod);
     if (m->wheel)
         for (uint32_t i = 0; i <= m->wmask; i++) {
             ts_free(m->wheel[i].w);
@@ -125,6 +126,11 @@ ts_status ts_tsp_create(ts_model **out, const ts_config *config, const ts_run_op
     m->NS = (uint32_t)m->cfg.streams;
     m->D = (uint32_t)m->cfg.mxm_dim;
     m->words = (uint32_t)(m->cfg.mem_slice_bytes / m->VL);
+    m->bank_words = (uint32_t)(m->words / m->cfg.mem_banks);
+    m->bank_shift = -1;
+    for (int sh = 0; sh < 32 && m->bank_words; sh++)
+        if (m->bank_words == 1u << sh)
+            m->bank_shift = sh;
     m->nq = l->nqueues;
     m->powered = (int)m->S;
     m->nslots = 2 * (size_t)m->NS * m->P * m->S;
@@ -136,8 +142,10 @@ ts_status ts_tsp_create(ts_model **out, const ts_config *config, const ts_run_op
     while (w < span)
         w <<= 1;
     m->wmask = (uint32_t)(w - 1);
-    m->sr_stride = sizeof(tsp_slot) + (m->L + 7) / 8 * 8;
-    m->sr = ts_calloc(m->nslots, m->sr_stride);
+    m->sr_stride = sizeof(tsp_slot) + (m->L + 15) / 16 * 16;
+    m->sr_mem = m->nslots * m->sr_stride / m->sr_stride == m->nslots ? ts_malloc(m->nslots * m->sr_stride + 63) : NULL;
+    m->sr = m->sr_mem ? m->sr_mem + (64 - (uintptr_t)m->sr_mem % 64) % 64 : NULL;
+    m->sr_prod = ts_calloc(m->nslots, sizeof *m->sr_prod);
     m->wheel = ts_calloc(w, sizeof *m->wheel);
     m->q = ts_calloc(m->nq ? m->nq : 1, sizeof *m->q);
     m->slice_busy = ts_calloc(l->nslices, sizeof *m->slice_busy);
@@ -150,7 +158,7 @@ ts_status ts_tsp_create(ts_model **out, const ts_config *config, const ts_run_op
     m->mem_rd = ts_calloc(l->nmem ? l->nmem : 1, sizeof *m->mem_rd);
     m->mem_wr = ts_calloc(l->nmem ? l->nmem : 1, sizeof *m->mem_wr);
     m->scratch = ts_malloc((size_t)m->NS * m->L * 4);
-    bool ok = m->sr && m->wheel && m->q &&
+    bool ok = m->sr && m->sr_prod && m->wheel && m->q &&
               m->slice_busy && m->slice_last && m->mem && m->bank && m->plane && m->link && m->transposes &&
               m->mem_rd && m->mem_wr && m->scratch && !latch_init(&m->alu, (size_t)m->cfg.vxm_alus * m->S, m->L);
     for (uint32_t i = 0; ok && i < l->nmxm; i++) {
@@ -162,6 +170,7 @@ ts_status ts_tsp_create(ts_model **out, const ts_config *config, const ts_run_op
         ts_tsp_destroy(m);
         return ts_err_set(err, TS_ENOMEM, "out of memory creating a tsp model");
     }
+    memset(m->sr, 0, m->nslots * m->sr_stride);
     for (size_t i = 0; i < m->nslots; i++)
         sr_slot(m, i)->birth = -1;
     for (size_t i = 0; i < (size_t)l->nmem * m->S; i++)

@@ -48,16 +48,16 @@ ts_status ts_tsp_bank_access(ts_model *m, uint32_t ms, uint32_t k, uint32_t bank
 
 ts_status ts_tsp_step_mem(ts_model *m, tsp_fl *f, ts_err *err)
 {
-    const int32_t *o = f->in->a;
-    uint32_t ms = m->lay->num[m->q[f->q].slice], k = f->k;
+    const int32_t *o = f->in.a;
+    uint32_t ms = f->num, k = f->k;
     uint64_t prod = PROD(f->q, f->pc);
     uint8_t buf[64], map[64];
     ts_status rc;
     uint32_t addr;
-    switch (f->in->op) {
+    switch (f->in.op) {
     case TSP_OP_READ:
     case TSP_OP_GATHER: {
-        if (f->in->op == TSP_OP_READ) {
+        if (f->in.op == TSP_OP_READ) {
             addr = (uint32_t)o[0];
         } else {
             if ((rc = ts_tsp_sr_read(m, f, o[0], k, (uint32_t)o[2], map, err)) != TS_OK)
@@ -67,21 +67,23 @@ ts_status ts_tsp_step_mem(ts_model *m, tsp_fl *f, ts_err *err)
                 return ts_err_sim(err, m->q[f->q].slice, (int64_t)m->now,
                                   "gather address %u in superlane %u is past the slice's %u words", addr, k, m->words);
         }
-        uint32_t bank = addr / (m->words / (uint32_t)m->cfg.mem_banks);
+        uint32_t bank = tsp_bank_of(m, addr);
         if ((rc = ts_tsp_bank_access(m, ms, k, bank, false, prod, err)) != TS_OK)
             return rc;
         const uint8_t *mem = ts_tsp_mem_of(m, ms, err);
         if (!mem)
             return TS_ENOMEM;
         tsp_lanes_copy(m, buf, mem + (size_t)addr * m->VL + (size_t)k * m->L, m->L);
+        if (f->in.op == TSP_OP_READ && k + 4 < m->S) /* the word's superlanes are read in turn */
+            __builtin_prefetch(mem + (size_t)addr * m->VL + (size_t)(k + 4) * m->L, 0);
         m->mem_rd[ms] += m->L;
         m->cyc_bytes += m->L;
-        uint32_t tag = (uint32_t)(f->in->op == TSP_OP_READ ? o[2] : o[3]);
-        return ts_tsp_sr_schedule(m, f->t0 + f->dfunc + k, o[1], q_pos(m, f->q), k, tag, prod, buf, err);
+        uint32_t tag = (uint32_t)(f->in.op == TSP_OP_READ ? o[2] : o[3]);
+        return ts_tsp_sr_schedule(m, f->t0 + f->dfunc + k, o[1], f->pos, k, tag, prod, buf, err);
     }
     case TSP_OP_WRITE:
     case TSP_OP_SCATTER: {
-        if (f->in->op == TSP_OP_WRITE) {
+        if (f->in.op == TSP_OP_WRITE) {
             addr = (uint32_t)o[0];
             if ((rc = ts_tsp_sr_read(m, f, o[1], k, (uint32_t)o[2], buf, err)) != TS_OK)
                 return rc;

@@ -119,14 +119,15 @@ typedef struct tsp_bucket {
 
 /* An instruction sweeping the superlanes. */
 typedef struct tsp_fl {
-    uint32_t q, pc;
-    const ts_insn *in;
-    const tsp_dec *d;
-    uint64_t t0;
+    uint64_t t0;        /* first the fields that the cycle loop scans every cycle */
     uint32_t k, skew, dfunc;
+    bool done;          /* past its last superlane: a hole that the next compaction removes */
+    uint32_t q, pc;
+    uint16_t pos, num;  /* its slice's stream-register position and MEM, plane or SXM number */
     uint32_t row0;      /* MXM row pointer at issue */
     uint8_t *buf;       /* owned scratch (cross-superlane inputs, partial sums) */
-    bool done;          /* past its last superlane: a hole that the next compaction removes */
+    tsp_dec d;          /* copies of the predecoded facts and the instruction, read at every */
+    ts_insn in;         /* superlane step: kept here, not in the program's far-apart arrays */
 } tsp_fl;
 
 /* A latch: VXM ALU output or MXM accumulators, per superlane, 4 bytes per lane. */
@@ -168,10 +169,11 @@ typedef struct tsp_hz_row {
     double v[9];
 } tsp_hz_row;
 
-/* A stream-register slot's bookkeeping; its L value bytes follow it (sr_bytes). */
+/* A stream-register slot's bookkeeping; its L value bytes follow it (sr_bytes). 16 bytes, so
+ * that with 16 lanes a slot is 32 bytes and never straddles a cache line; the instruction that
+ * wrote it, needed only to name it in a hazard, is kept apart (m->sr_prod). */
 typedef struct tsp_slot {
     int64_t birth; /* cycle the value was written; -1: never */
-    uint64_t prod; /* the instruction that wrote it (PROD) */
     uint32_t tag;
     uint16_t bpos; /* position it was written at */
 } tsp_slot;
@@ -181,12 +183,16 @@ struct ts_model {
     tsp_layout *lay;
     bool lockstep, warn;
     uint32_t S, L, VL, P, NS, D, words;
+    uint32_t bank_words;     /* MEM words per bank */
+    int bank_shift;          /* log2 of bank_words when a power of two, else -1 (tsp_bank_of) */
     uint64_t now, work;
     uint32_t now_p; /* now % P, kept with now (tsp_set_now) */
     /* stream registers, index ((dir * NS + s) * P + row) * S + k (sr_index): sr_stride bytes each, a
-     * tsp_slot then its L bytes (sr_slot, sr_bytes), so a read touches one or two cache lines */
+     * tsp_slot then its L bytes (sr_slot, sr_bytes), from a cache-line boundary, so a read touches
+     * one cache line (L = 16) or the fewest; sr_prod[i]: the instruction that wrote slot i */
     size_t nslots, sr_stride;
-    uint8_t *sr;
+    uint8_t *sr, *sr_mem; /* sr_mem: the allocation, sr aligned within it */
+    uint64_t *sr_prod;
     /* pending results */
     tsp_bucket *wheel;
     uint32_t wmask;
@@ -251,6 +257,12 @@ static inline void tsp_lanes_copy(const ts_model *m, void *dst, const void *src,
         memcpy(dst, src, 64);
     else
         memcpy(dst, src, n);
+}
+
+/* The bank of MEM word addr: addr / (words / banks), a shift when that is a power of two. */
+static inline uint32_t tsp_bank_of(const ts_model *m, uint32_t addr)
+{
+    return m->bank_shift >= 0 ? addr >> m->bank_shift : addr / m->bank_words;
 }
 
 /* Stream-register position of queue q's slice. */
@@ -329,6 +341,10 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err);
 /* Read L bytes of stream register reg at f's slice in superlane k this cycle (tag itag if not 0). */
 ts_status ts_tsp_sr_read(ts_model *m, const tsp_fl *f, int reg, uint32_t k, uint32_t itag, uint8_t *out,
                          ts_err *err);
+/* Read n stream registers from reg on (one group of rows, n L bytes into out), as n calls of
+ * ts_tsp_sr_read in turn. */
+ts_status ts_tsp_sr_read_rows(ts_model *m, const tsp_fl *f, int reg, uint32_t n, uint32_t k, uint32_t itag,
+                              uint8_t *out, ts_err *err);
 /* Read latch entry j (4 L bytes) for f; reg is the latch's register for checks, -1 for none. */
 ts_status ts_tsp_latch_read(ts_model *m, const tsp_fl *f, tsp_latch *l, size_t j, int reg, uint32_t k,
                             uint32_t itag, uint8_t *out, ts_err *err);

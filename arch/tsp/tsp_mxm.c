@@ -5,6 +5,9 @@
 
 #include <pthread.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "core/alloc.h"
 
@@ -31,26 +34,52 @@ static ts_status ensure_plane(ts_model *m, tsp_plane *p, int type, ts_err *err)
     return TS_OK;
 }
 
-static inline int32_t dot16(const int8_t *w, const int16_t *x)
+/* The sum of 16 products of an int8 weight row and int16 activations (int8 values). Every
+ * product fits 15 bits and the sum 19, so the order of the additions does not change it. With
+ * SSE2 (every x86-64) two multiply-add-pairs (pmaddwd) and a horizontal sum; compilers left to
+ * themselves emit 16 scalar multiplies for the loop below. */
+#if defined(__SSE2__)
+typedef struct dot16_x {
+    __m128i lo, hi;
+} dot16_x;
+static inline dot16_x dot16_prep(const int16_t *x)
+{
+    return (dot16_x){_mm_loadu_si128((const __m128i *)(const void *)x),
+                     _mm_loadu_si128((const __m128i *)(const void *)(x + 8))};
+}
+static inline int32_t dot16(const int8_t *w, dot16_x x)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)w);
+    __m128i lo = _mm_srai_epi16(_mm_unpacklo_epi8(v, v), 8), hi = _mm_srai_epi16(_mm_unpackhi_epi8(v, v), 8);
+    __m128i s = _mm_add_epi32(_mm_madd_epi16(lo, x.lo), _mm_madd_epi16(hi, x.hi));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+#else
+typedef const int16_t *dot16_x;
+static inline dot16_x dot16_prep(const int16_t *x) { return x; }
+static inline int32_t dot16(const int8_t *w, dot16_x x)
 {
     int32_t s = 0;
     for (int l = 0; l < 16; l++)
         s += (int16_t)w[l] * x[l];
     return s;
 }
+#endif
 
 ts_status ts_tsp_step_mxm(ts_model *m, tsp_fl *f, ts_err *err)
 {
-    const int32_t *o = f->in->a;
-    uint32_t pl = m->lay->num[m->q[f->q].slice], k = f->k, L = m->L, D = m->D;
+    const int32_t *o = f->in.a;
+    uint32_t pl = f->num, k = f->k, L = m->L, D = m->D;
     tsp_plane *p = &m->plane[pl];
     ts_status rc;
     uint32_t el[64];
-    switch (f->in->op) {
+    switch (f->in.op) {
     case TSP_OP_LW:
     case TSP_OP_IW: {
         int type = o[0] - TSP_REG_TYPE;
-        bool lw = f->in->op == TSP_OP_LW;
+        bool lw = f->in.op == TSP_OP_LW;
         if ((rc = ensure_plane(m, p, type, err)) != TS_OK)
             return rc;
         /* the weights latch d_func after the stream is read, like any result (a pending write) */
@@ -67,7 +96,10 @@ ts_status ts_tsp_step_mxm(ts_model *m, tsp_fl *f, ts_err *err)
         } else {
             uint32_t wd = tsp_type_width(type), rows = (uint32_t)o[2] / wd, esz = type == TSP_I8 ? 1 : 4;
             uint8_t *buf = m->scratch;
-            for (uint32_t r = 0; r < rows; r++) {
+            bool rows_sr = type == TSP_I8 && o[1] + (int)rows <= TSP_REG_ALU; /* every row a stream */
+            if (rows_sr && (rc = ts_tsp_sr_read_rows(m, f, o[1], rows, k, (uint32_t)o[3], buf, err)) != TS_OK)
+                return rc; /* the streams' bytes are the weights */
+            for (uint32_t r = 0; r < rows && !rows_sr; r++) {
                 int reg = o[1] + (int)(r * wd);
                 if (type == TSP_I8 && reg < TSP_REG_ALU) { /* the stream's bytes are the weights */
                     if ((rc = ts_tsp_sr_read(m, f, reg, k, (uint32_t)o[3], buf + (size_t)r * L, err)) != TS_OK)
@@ -136,11 +168,8 @@ ts_status ts_tsp_step_mxm(ts_model *m, tsp_fl *f, ts_err *err)
         return TS_OK;
     }
     case TSP_OP_ACC: {
-        uint8_t lb[4 * 64];
-        if ((rc = ts_tsp_latch_read(m, f, &p->acc, k, -1, k, (uint32_t)o[1], lb, err)) != TS_OK)
+        if ((rc = ts_tsp_latch_read(m, f, &p->acc, k, -1, k, (uint32_t)o[1], (uint8_t *)el, err)) != TS_OK)
             return rc;
-        for (uint32_t x = 0; x < L; x++)
-            memcpy(&el[x], lb + 4 * x, 4);
         return ts_tsp_write_elems(m, f, o[0], TSP_I32, k, (uint32_t)o[2], el, err);
     }
     default: return ts_tsp_no_case(m, f, err);
@@ -151,10 +180,10 @@ ts_status ts_tsp_step_mxm(ts_model *m, tsp_fl *f, ts_err *err)
  * W[j][l] x[l], into the instruction's own partial sums. Reads only committed weights. */
 static void abc_compute(const ts_model *m, tsp_fl *f)
 {
-    const tsp_plane *p = &m->plane[m->lay->num[m->q[f->q].slice]];
+    const tsp_plane *p = &m->plane[f->num];
     uint32_t k = f->k, L = m->L, D = m->D;
     const uint8_t *xs = f->buf + (size_t)D * sizeof(double);
-    if (f->in->a[0] - TSP_REG_TYPE == TSP_I8) {
+    if (f->in.a[0] - TSP_REG_TYPE == TSP_I8) {
         int32_t *ps = (int32_t *)(void *)f->buf;
         int16_t x[64];
         memcpy(x, xs, 2 * (size_t)L);
@@ -170,10 +199,11 @@ static void abc_compute(const ts_model *m, tsp_fl *f)
                         * are all 0 add nothing (a block of 64 outputs fills 64 of 320 rows) */
             uint32_t nwd = (D + 63) / 64;
             const uint64_t *nz = p->nz8 + (size_t)k * nwd;
+            dot16_x xv = dot16_prep(x);
             for (uint32_t wd = 0; wd < nwd; wd++)
                 for (uint64_t b = nz[wd]; b; b &= b - 1) {
                     uint32_t j = wd * 64 + (uint32_t)__builtin_ctzll(b);
-                    ps[j] = (int32_t)((uint32_t)ps[j] + (uint32_t)dot16(p->w8 + (size_t)j * D + k * 16, x));
+                    ps[j] = (int32_t)((uint32_t)ps[j] + (uint32_t)dot16(p->w8 + (size_t)j * D + k * 16, xv));
                 }
         } else {
             for (uint32_t j = 0; j < D; j++) {
@@ -201,8 +231,8 @@ static void abc_compute(const ts_model *m, tsp_fl *f)
 /* After the last superlane: the results leave superlane kk at t + d_func + kk. */
 ts_status ts_tsp_abc_finalize(ts_model *m, tsp_fl *f, ts_err *err)
 {
-    const int32_t *o = f->in->a;
-    uint32_t pl = m->lay->num[m->q[f->q].slice], L = m->L;
+    const int32_t *o = f->in.a;
+    uint32_t pl = f->num, L = m->L;
     int type = o[0] - TSP_REG_TYPE;
     uint8_t lb[4 * 64];
     for (uint32_t kk = 0; kk < m->S; kk++) {

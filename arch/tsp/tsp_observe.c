@@ -100,7 +100,7 @@ void ts_tsp_act_step(ts_model *m, const tsp_fl *f)
     if (m->act_upto[u] > m->now)
         return; /* another queue of the slice already stepped this superlane this cycle */
     act_gap(m, u, m->now);
-    ts_activity_span(m->act, u, f->d->unit == TSP_U_MEM || f->d->unit == TSP_U_C2C ? TS_ACT_NETWORK : TS_ACT_COMPUTE,
+    ts_activity_span(m->act, u, f->d.unit == TSP_U_MEM || f->d.unit == TSP_U_C2C ? TS_ACT_NETWORK : TS_ACT_COMPUTE,
                      m->now, m->now + 1);
     m->act_upto[u] = m->now + 1;
 }

@@ -55,19 +55,24 @@ ts_status ts_tsp_pw_add(ts_model *m, uint64_t cycle, const tsp_pw *w, const void
     return TS_OK;
 }
 
-ts_status ts_tsp_sr_schedule(ts_model *m, uint64_t cycle, int reg, uint32_t pos, uint32_t k, uint32_t tag,
-                             uint64_t prod, const uint8_t *data, ts_err *err)
+/* *out: the bucket of `cycle`, with room for n more stream-register results (n L bytes). */
+static ts_status sr_bucket(ts_model *m, uint64_t cycle, size_t n, tsp_bucket **out, ts_err *err)
 {
-    if (m->lockstep && role_check(m, prod, reg, TS_OR_WRITE, err) != TS_OK)
-        return TS_EINTERNAL;
-    /* ts_tsp_pw_add for the commonest result, the record filled in place */
     tsp_bucket *b = &m->wheel[cycle & m->wmask];
     if (b->n && b->cycle != cycle)
         return ts_err_set(err, TS_EINTERNAL, "tsp: result wheel too small for cycle %" PRIu64, cycle);
     b->cycle = cycle;
-    if ((b->n == b->cap && ts_grow((void **)&b->w, &b->cap, b->n + 1, sizeof *b->w)) ||
-        (b->nb + m->L > b->capb && ts_grow((void **)&b->bytes, &b->capb, b->nb + m->L, 1)))
+    if ((b->n + n > b->cap && ts_grow((void **)&b->w, &b->cap, b->n + n, sizeof *b->w)) ||
+        (b->nb + n * m->L > b->capb && ts_grow((void **)&b->bytes, &b->capb, b->nb + n * m->L, 1)))
         return ts_err_set(err, TS_ENOMEM, "out of memory");
+    *out = b;
+    return TS_OK;
+}
+
+/* Fill the next record of bucket b (with room for it): L bytes for stream register reg. */
+static inline void sr_fill(ts_model *m, tsp_bucket *b, int reg, uint32_t pos, uint32_t k, uint32_t tag,
+                           uint64_t prod, const uint8_t *data)
+{
     tsp_pw *p = &b->w[b->n++];
     p->kind = PW_SR;
     p->dir = (uint8_t)(reg >= TSP_REG_WEST);
@@ -82,6 +87,19 @@ ts_status ts_tsp_sr_schedule(ts_model *m, uint64_t cycle, int reg, uint32_t pos,
     tsp_lanes_copy(m, b->bytes + b->nb, data, m->L);
     b->nb += m->L;
     m->npending++;
+}
+
+ts_status ts_tsp_sr_schedule(ts_model *m, uint64_t cycle, int reg, uint32_t pos, uint32_t k, uint32_t tag,
+                             uint64_t prod, const uint8_t *data, ts_err *err)
+{
+    if (m->lockstep && role_check(m, prod, reg, TS_OR_WRITE, err) != TS_OK)
+        return TS_EINTERNAL;
+    /* ts_tsp_pw_add for the commonest result, the record filled in place */
+    tsp_bucket *b = NULL;
+    ts_status rc = sr_bucket(m, cycle, 1, &b, err);
+    if (rc != TS_OK)
+        return rc;
+    sr_fill(m, b, reg, pos, k, tag, prod, data);
     return TS_OK;
 }
 
@@ -97,13 +115,15 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
         switch (w->kind) {
         case PW_SR: {
             size_t j = sr_index(m, w->dir, w->a, w->b, m->now, w->k);
+            if (w->k + 1u < m->S) /* the producer's next superlane lands in slot j + 1 next cycle */
+                __builtin_prefetch(sr_slot(m, j + 1), 1);
             tsp_slot *sl = sr_slot(m, j);
             if (sl->birth == (int64_t)m->now && sl->bpos == w->b) {
                 uint32_t at = 0;
                 while (at + 1 < m->lay->nslices && m->lay->pos[at] < w->b)
                     at++;
                 rc = ts_tsp_hazard(m, err, HZ_COLLISION, w->k, at, (int)(w->dir * TSP_MAX_STREAMS + w->a),
-                                   sl->prod, w->prod,
+                                   m->sr_prod[j], w->prod,
                                    "stream collision: two results reach one stream register in one cycle");
                 if (rc != TS_OK)
                     break;
@@ -117,7 +137,7 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
             sl->birth = (int64_t)m->now;
             sl->bpos = (uint16_t)w->b;
             sl->tag = w->tag;
-            sl->prod = w->prod;
+            m->sr_prod[j] = w->prod;
             m->occ += sr_life(m, w->dir, w->b);
             m->sr_writes++;
             if (m->act)
@@ -156,7 +176,7 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
             break;
         }
         case PW_BANK: {
-            uint32_t bank = (uint32_t)(w->b / (m->words / m->cfg.mem_banks));
+            uint32_t bank = tsp_bank_of(m, w->b);
             rc = ts_tsp_bank_access(m, w->a, w->k, bank, true, w->prod, err);
             uint8_t *mem = rc == TS_OK ? ts_tsp_mem_of(m, w->a, err) : NULL;
             if (!mem) {
@@ -165,6 +185,8 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
                 break;
             }
             tsp_lanes_copy(m, mem + (size_t)w->b * m->VL + (size_t)w->k * m->L, d, m->L);
+            if (w->k + 4u < m->S) /* a write's superlanes land in turn */
+                __builtin_prefetch(mem + (size_t)w->b * m->VL + (size_t)(w->k + 4) * m->L, 1);
             m->mem_wr[w->a] += m->L;
             m->cyc_bytes += m->L;
             break;
@@ -229,25 +251,52 @@ ts_status ts_tsp_sr_read(ts_model *m, const tsp_fl *f, int reg, uint32_t k, uint
     if (m->lockstep && role_check(m, PROD(f->q, f->pc), reg, TS_OR_READ, err) != TS_OK)
         return TS_EINTERNAL;
     int dir = reg >= TSP_REG_WEST;
-    uint32_t s = (uint32_t)reg % TSP_MAX_STREAMS, pos = q_pos(m, f->q);
+    uint32_t s = (uint32_t)reg % TSP_MAX_STREAMS, pos = f->pos;
     size_t j = sr_index(m, dir, s, pos, m->now, k);
+    if (k + 1 < m->S) /* the reader reads superlane k + 1 from slot j + 1 next cycle */
+        __builtin_prefetch(sr_slot(m, j + 1), 0);
     m->reg_reads += m->L;
     const tsp_slot *sl = sr_slot(m, j);
     if (!sr_live(m, j, dir, pos, m->now)) {
         memset(out, 0, m->L);
         int64_t b = sl->birth;
-        return ts_tsp_hazard(m, err, HZ_NOVALUE, k, m->q[f->q].slice, reg, b >= 0 ? sl->prod : NOPROD,
+        return ts_tsp_hazard(m, err, HZ_NOVALUE, k, m->q[f->q].slice, reg, b >= 0 ? m->sr_prod[j] : NOPROD,
                              PROD(f->q, f->pc), "no value: the reader finds no live value in the stream register (%s)",
                              b >= 0 ? "the first instruction named wrote the last one there"
                                     : "nothing was ever written there");
     }
     if (itag && sl->tag != itag) {
         tsp_lanes_copy(m, out, sr_bytes(m, j), m->L);
-        return ts_tsp_hazard(m, err, HZ_NOVALUE, k, m->q[f->q].slice, reg, sl->prod, PROD(f->q, f->pc),
+        return ts_tsp_hazard(m, err, HZ_NOVALUE, k, m->q[f->q].slice, reg, m->sr_prod[j], PROD(f->q, f->pc),
                              "no value: the stream register holds a value tagged %u, the reader expects tag %u",
                              sl->tag, itag);
     }
     tsp_lanes_copy(m, out, sr_bytes(m, j), m->L);
+    return TS_OK;
+}
+
+ts_status ts_tsp_sr_read_rows(ts_model *m, const tsp_fl *f, int reg, uint32_t n, uint32_t k, uint32_t itag,
+                              uint8_t *out, ts_err *err)
+{
+    /* the rows' slots lie P * S apart: one index; a row with no live value (or the wrong tag), and
+     * every row in lockstep, goes through ts_tsp_sr_read for its checks and hazard */
+    int dir = reg >= TSP_REG_WEST;
+    uint32_t s0 = (uint32_t)reg % TSP_MAX_STREAMS;
+    bool fast = !m->lockstep && s0 + n <= m->NS;
+    size_t j = fast ? sr_index(m, dir, s0, f->pos, m->now, k) : 0, stride = (size_t)m->P * m->S;
+    for (uint32_t r = 0; r < n; r++, j += stride) {
+        uint8_t *o = out + (size_t)r * m->L;
+        if (fast && sr_live(m, j, dir, f->pos, m->now) && (!itag || sr_slot(m, j)->tag == itag)) {
+            if (k + 1 < m->S)
+                __builtin_prefetch(sr_slot(m, j + 1), 0);
+            m->reg_reads += m->L;
+            tsp_lanes_copy(m, o, sr_bytes(m, j), m->L);
+            continue;
+        }
+        ts_status rc = ts_tsp_sr_read(m, f, reg + (int)r, k, itag, o, err);
+        if (rc != TS_OK)
+            return rc;
+    }
     return TS_OK;
 }
 
@@ -277,10 +326,49 @@ ts_status ts_tsp_read_elems(ts_model *m, const tsp_fl *f, int reg, int type, uin
     uint8_t tmp[4 * 64];
     ts_status rc;
     if (reg >= TSP_REG_ALU && reg < TSP_REG_NUL) {
-        rc = ts_tsp_latch_read(m, f, &m->alu, (size_t)(reg - TSP_REG_ALU) * m->S + k, reg, k, itag, tmp, err);
-        for (uint32_t x = 0; x < m->L; x++)
-            memcpy(&el[x], tmp + 4 * x, 4);
-        return rc;
+        /* the latch holds the elements as 32-bit containers already: copied straight into el */
+        return ts_tsp_latch_read(m, f, &m->alu, (size_t)(reg - TSP_REG_ALU) * m->S + k, reg, k, itag,
+                                 (uint8_t *)el, err);
+    }
+    int dir = reg >= TSP_REG_WEST;
+    uint32_t s0 = (uint32_t)reg % TSP_MAX_STREAMS, pos = f->pos;
+    if (m->L == 16 && !m->lockstep && s0 + w <= m->NS) {
+        /* the group's byte planes lie P * S slots apart: one index, and each plane whose value is
+         * live (and tagged itag) read straight from its slot; any other plane goes through
+         * ts_tsp_sr_read for its hazard, as before */
+        size_t j = sr_index(m, dir, s0, pos, m->now, k), stride = (size_t)m->P * m->S;
+        uint32_t b = 0;
+        for (; b < w; b++, j += stride) {
+            const tsp_slot *sl = sr_slot(m, j);
+            if (!sr_live(m, j, dir, pos, m->now) || (itag && sl->tag != itag))
+                break;
+            if (k + 1 < m->S)
+                __builtin_prefetch(sr_slot(m, j + 1), 0);
+            m->reg_reads += 16;
+            const uint8_t *v = sr_bytes(m, j);
+            if (b == 0)
+                for (uint32_t x = 0; x < 16; x++)
+                    el[x] = v[x];
+            else
+                for (uint32_t x = 0; x < 16; x++)
+                    el[x] |= (uint32_t)v[x] << (8 * b);
+        }
+        if (b == w)
+            return TS_OK;
+        rc = ts_tsp_sr_read(m, f, reg + (int)b, k, itag, tmp, err); /* the plane's hazard */
+        if (b == 0)
+            memset(el, 0, m->L * sizeof *el);
+        if (rc != TS_OK)
+            return rc;
+        for (uint32_t x = 0; x < 16; x++)
+            el[x] = b == 0 ? tmp[x] : el[x] | (uint32_t)tmp[x] << (8 * b);
+        for (b++; b < w; b++) {
+            if ((rc = ts_tsp_sr_read(m, f, reg + (int)b, k, itag, tmp, err)) != TS_OK)
+                return rc;
+            for (uint32_t x = 0; x < 16; x++)
+                el[x] |= (uint32_t)tmp[x] << (8 * b);
+        }
+        return TS_OK;
     }
     for (uint32_t b = 0; b < w; b++) {
         rc = ts_tsp_sr_read(m, f, reg + (int)b, k, itag, tmp, err);
@@ -313,6 +401,18 @@ ts_status ts_tsp_write_elems(ts_model *m, const tsp_fl *f, int reg, int type, ui
 {
     uint32_t w = tsp_type_width(type);
     uint8_t tmp[64];
+    if (m->L == 16 && !m->lockstep) { /* the group's planes into one bucket, its room made once */
+        tsp_bucket *bk = NULL;
+        ts_status rc = sr_bucket(m, f->t0 + f->dfunc + k, w, &bk, err);
+        if (rc != TS_OK)
+            return rc;
+        for (uint32_t b = 0; b < w; b++) {
+            for (uint32_t x = 0; x < 16; x++)
+                tmp[x] = (uint8_t)(el[x] >> (8 * b));
+            sr_fill(m, bk, reg + (int)b, f->pos, k, tag, PROD(f->q, f->pc), tmp);
+        }
+        return TS_OK;
+    }
     for (uint32_t b = 0; b < w; b++) {
         if (m->L == 16) /* as in ts_tsp_read_elems */
             for (uint32_t x = 0; x < 16; x++)
@@ -320,7 +420,7 @@ ts_status ts_tsp_write_elems(ts_model *m, const tsp_fl *f, int reg, int type, ui
         else
             for (uint32_t x = 0; x < m->L; x++)
                 tmp[x] = (uint8_t)(el[x] >> (8 * b));
-        ts_status rc = ts_tsp_sr_schedule(m, f->t0 + f->dfunc + k, reg + (int)b, q_pos(m, f->q), k, tag,
+        ts_status rc = ts_tsp_sr_schedule(m, f->t0 + f->dfunc + k, reg + (int)b, f->pos, k, tag,
                                           PROD(f->q, f->pc), tmp, err);
         if (rc != TS_OK)
             return rc;

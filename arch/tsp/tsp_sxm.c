@@ -9,11 +9,11 @@
 
 ts_status ts_tsp_step_sxm(ts_model *m, tsp_fl *f, ts_err *err)
 {
-    const int32_t *o = f->in->a;
+    const int32_t *o = f->in.a;
     uint32_t k = f->k, L = m->L, VL = m->VL;
     uint8_t in[64], mp[64], lo[64], out[64];
     ts_status rc;
-    int op = f->in->op;
+    int op = f->in.op;
     switch (op) {
     case TSP_OP_SHIFT:
     case TSP_OP_ROTATE:
@@ -57,7 +57,7 @@ ts_status ts_tsp_step_sxm(ts_model *m, tsp_fl *f, ts_err *err)
             }
         }
         for (uint32_t kk = 0; kk < m->S; kk++)
-            if ((rc = ts_tsp_sr_schedule(m, f->t0 + f->dfunc + kk, o[1], q_pos(m, f->q), kk, (uint32_t)o[4],
+            if ((rc = ts_tsp_sr_schedule(m, f->t0 + f->dfunc + kk, o[1], f->pos, kk, (uint32_t)o[4],
                                          PROD(f->q, f->pc), res + (size_t)kk * L, err)) != TS_OK)
                 return rc;
         return TS_OK;
@@ -68,7 +68,7 @@ ts_status ts_tsp_step_sxm(ts_model *m, tsp_fl *f, ts_err *err)
             return rc;
         for (uint32_t x = 0; x < L; x++)
             out[x] = mp[x] == 0xff ? 0 : in[mp[x] % L];
-        return ts_tsp_sr_schedule(m, f->t0 + f->dfunc + k, o[1], q_pos(m, f->q), k, (uint32_t)o[4],
+        return ts_tsp_sr_schedule(m, f->t0 + f->dfunc + k, o[1], f->pos, k, (uint32_t)o[4],
                                   PROD(f->q, f->pc), out, err);
     case TSP_OP_TRANSPOSE: {
         uint8_t blk[16][16];
@@ -80,12 +80,12 @@ ts_status ts_tsp_step_sxm(ts_model *m, tsp_fl *f, ts_err *err)
         for (int j = 0; j < 16; j++) {
             for (int i = 0; i < 16; i++)
                 out[i] = blk[i][j];
-            if ((rc = ts_tsp_sr_schedule(m, f->t0 + f->dfunc + k, o[1] + j, q_pos(m, f->q), k, (uint32_t)o[3],
+            if ((rc = ts_tsp_sr_schedule(m, f->t0 + f->dfunc + k, o[1] + j, f->pos, k, (uint32_t)o[3],
                                          PROD(f->q, f->pc), out, err)) != TS_OK)
                 return rc;
         }
         if (k == m->S - 1)
-            m->transposes[m->lay->num[m->q[f->q].slice]]--;
+            m->transposes[f->num]--;
         return TS_OK;
     }
     default: return ts_tsp_no_case(m, f, err);
@@ -96,11 +96,11 @@ ts_status ts_tsp_step_sxm(ts_model *m, tsp_fl *f, ts_err *err)
 
 ts_status ts_tsp_step_c2c(ts_model *m, tsp_fl *f, ts_err *err)
 {
-    const int32_t *o = f->in->a;
+    const int32_t *o = f->in.a;
     uint32_t k = f->k, L = m->L;
     tsp_link *lk = &m->link[o[0]];
     ts_status rc;
-    if (f->in->op == TSP_OP_SEND) {
+    if (f->in.op == TSP_OP_SEND) {
         if (k == 0) {
             if (ts_grow((void **)&lk->ready, &lk->cap, lk->head + lk->n + 1, sizeof *lk->ready))
                 return ts_err_set(err, TS_ENOMEM, "out of memory");
@@ -122,7 +122,7 @@ ts_status ts_tsp_step_c2c(ts_model *m, tsp_fl *f, ts_err *err)
         size_t e = lk->head + lk->n - 1;
         return ts_tsp_sr_read(m, f, o[1], k, (uint32_t)o[2], lk->data + e * m->VL + (size_t)k * L, err);
     }
-    if (f->in->op == TSP_OP_RECEIVE) {
+    if (f->in.op == TSP_OP_RECEIVE) {
         if (k == 0) {
             if (!lk->n || lk->ready[lk->head] > m->now) {
                 uint64_t pa = lk->n ? lk->prod[lk->head] : NOPROD;
@@ -139,7 +139,7 @@ ts_status ts_tsp_step_c2c(ts_model *m, tsp_fl *f, ts_err *err)
                     lk->head = 0;
             }
         }
-        return ts_tsp_sr_schedule(m, f->t0 + f->dfunc + k, o[1], q_pos(m, f->q), k, (uint32_t)o[2], PROD(f->q, f->pc),
+        return ts_tsp_sr_schedule(m, f->t0 + f->dfunc + k, o[1], f->pos, k, (uint32_t)o[2], PROD(f->q, f->pc),
                                   f->buf + (size_t)k * L, err);
     }
     return ts_tsp_no_case(m, f, err); /* deskew acts at issue (tsp_issue.c) and never gets here */

@@ -66,7 +66,8 @@ static uint32_t convert(uint32_t v, int to, int from)
 /* One element of a VXM op other than cvt. *bad is set for an op and type with no case here (the
  * loader keeps the saturating ops to integers and tanh, exp and rsqrt to floats: TSP_F_INT,
  * TSP_F_FLOAT), so a .def row without a case fails instead of giving zeros. */
-static uint32_t vxm_elem(int op, int type, uint32_t a, uint32_t b, int32_t imm, bool *bad)
+static inline __attribute__((always_inline)) uint32_t vxm_elem(int op, int type, uint32_t a, uint32_t b,
+                                                                int32_t imm, bool *bad)
 {
     if (is_float(type)) {
         float x = fl_in(a, type), y = fl_in(b, type), r;
@@ -99,11 +100,49 @@ static uint32_t vxm_elem(int op, int type, uint32_t a, uint32_t b, int32_t imm, 
     }
 }
 
+/* vxm_elem over 16 lanes with op and type constants where it is expanded (vxm_lanes16), so that
+ * the compiler folds its switches out of the loop: the same results, element by element. */
+static inline __attribute__((always_inline)) void vxm_loop16(int op, int type, const uint32_t *a, const uint32_t *b,
+                                                             int32_t imm, uint32_t *r, bool *bad)
+{
+    for (uint32_t x = 0; x < 16; x++)
+        r[x] = vxm_elem(op, type, a[x], b[x], imm, bad);
+}
+
+#define VXM_OP16(OP)                                                                                    \
+    case OP:                                                                                            \
+        switch (type) {                                                                                 \
+        case TSP_I8: vxm_loop16(OP, TSP_I8, a, b, imm, r, bad); break;                                  \
+        case TSP_I16: vxm_loop16(OP, TSP_I16, a, b, imm, r, bad); break;                                \
+        case TSP_I32: vxm_loop16(OP, TSP_I32, a, b, imm, r, bad); break;                                \
+        case TSP_F16: vxm_loop16(OP, TSP_F16, a, b, imm, r, bad); break;                                \
+        default: vxm_loop16(OP, TSP_F32, a, b, imm, r, bad); break;                                     \
+        }                                                                                               \
+        break;
+
+/* The 16 lanes of a VXM op other than cvt (b: zeros for a unary op); *bad as in vxm_elem. */
+static void vxm_lanes16(int op, int type, const uint32_t *a, const uint32_t *b, int32_t imm, uint32_t *r, bool *bad)
+{
+    switch (op) {
+    VXM_OP16(TSP_OP_ADD)
+    VXM_OP16(TSP_OP_ADDS)
+    VXM_OP16(TSP_OP_SUB)
+    VXM_OP16(TSP_OP_SUBS)
+    VXM_OP16(TSP_OP_MUL)
+    VXM_OP16(TSP_OP_MULS)
+    VXM_OP16(TSP_OP_NEG)
+    VXM_OP16(TSP_OP_MASK)
+    VXM_OP16(TSP_OP_RELU)
+    default: vxm_loop16(op, type, a, b, imm, r, bad); break; /* tanh, exp, rsqrt: the call dominates */
+    }
+}
+#undef VXM_OP16
+
 static void count_ev(ts_model *m, int unit, int type, int cls, double n) { m->ev[unit][type][cls] += n; }
 
 ts_status ts_tsp_step_vxm(ts_model *m, tsp_fl *f, ts_err *err)
 {
-    const ts_insn *in = f->in;
+    const ts_insn *in = &f->in;
     int op = in->op, k = (int)f->k;
     uint32_t a[64], b[64], r[64];
     const int32_t *o = in->a;
@@ -123,7 +162,7 @@ ts_status ts_tsp_step_vxm(ts_model *m, tsp_fl *f, ts_err *err)
     } else {
         type = o[0] - TSP_REG_TYPE;
         dst = o[1];
-        bool binary = f->d->binary;
+        bool binary = f->d.binary;
         int32_t imm = op == TSP_OP_MASK ? o[3] : 0;
         itag = (uint32_t)(binary || op == TSP_OP_MASK ? o[4] : o[3]);
         otag = (uint32_t)(binary || op == TSP_OP_MASK ? o[5] : o[4]);
@@ -132,13 +171,20 @@ ts_status ts_tsp_step_vxm(ts_model *m, tsp_fl *f, ts_err *err)
         if (binary && (rc = ts_tsp_read_elems(m, f, o[3], type, (uint32_t)k, itag, b, err)) != TS_OK)
             return rc;
         bool bad = false;
-        for (uint32_t x = 0; x < m->L; x++)
-            r[x] = vxm_elem(op, type, a[x], binary ? b[x] : 0, imm, &bad);
+        if (m->L == 16) {
+            if (!binary)
+                for (uint32_t x = 0; x < 16; x++)
+                    b[x] = 0;
+            vxm_lanes16(op, type, a, b, imm, r, &bad);
+        } else {
+            for (uint32_t x = 0; x < m->L; x++)
+                r[x] = vxm_elem(op, type, a[x], binary ? b[x] : 0, imm, &bad);
+        }
         if (bad)
             return ts_tsp_no_case(m, f, err);
     }
-    if (f->d->ev)
-        count_ev(m, UK_VXM, type, f->d->ev == 2 ? EV_MUL : EV_ADD, m->L);
+    if (f->d.ev)
+        count_ev(m, UK_VXM, type, f->d.ev == 2 ? EV_MUL : EV_ADD, m->L);
     /* the ALU latch (chaining within a lane, research §1.6) */
     uint8_t lb[4 * 64];
     for (uint32_t x = 0; x < m->L; x++)
