@@ -280,6 +280,12 @@ START_TEST(test_packed_taps)
         /* node 3 i + 2 is the 3x3 Conv: G passes a pixel at most (9 unpacked, fewer at the borders) */
         ck_assert_uint_le(l.rep.layers[3 * i + 2].passes, (uint64_t)cs[i].G * N * Ho2 * Wo2);
         ck_assert_uint_gt(l.rep.layers[3 * i + 2].passes, (uint64_t)(cs[i].G - (i == 3 ? 2 : 1)) * N * Ho2 * Wo2);
+        if (i == 0 && N == 2) {
+            /* two groups, 264 pixels: a base's two blocks on a pair of planes, W0 and W1 or E0 and E1
+             * (5 bases, 20 installs), a pixel's two products added on the VXM: 2 passes every pixel */
+            ck_assert_uint_eq(l.rep.layers[2].passes, 2u * N * Ho2 * Wo2);
+            ck_assert_uint_eq(l.rep.layers[2].blocks, 20);
+        }
         int nz = 0;
         for (int k = 0; k < N * cs[i].M2 * Ho2 * Wo2; k++)
             nz += y2[k] != 0;
@@ -288,6 +294,44 @@ START_TEST(test_packed_taps)
         ts_free(y2);
     }
     ck_assert_int_eq(bad, 0);
+    ts_free(xv);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* ResNet-18's stage-1 pair, small: a 3 x 3 conv + Relu written in slots for a 3 x 3 conv of 64
+ * channels without a Relu after it (its outputs negative too), 16 x 16 pixels: the four planes in
+ * pairs. Bit-exact. */
+START_TEST(test_packed_pairs)
+{
+    ts_graph *g = ts_graph_create("pairs");
+    const int C = 16, H = 16, W = 16, M = 64;
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
+    int w1 = tensor_dt(g, "w1", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, C, 3, 3});
+    int w2 = tensor_dt(g, "w2", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, M, 3, 3});
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 1;
+    int h = chain(g, TS_OP_CONV, "c1", x, w1, &a);
+    int r = chain(g, TS_OP_RELU, "r1", h, -1, NULL);
+    int y = chain(g, TS_OP_CONV, "c2", r, w2, &a);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    int8_t *xv = input_i8(x, (int64_t)C * H * W);
+    int Ho, Wo, Ho2, Wo2;
+    int8_t *y1 = ref_conv(xv, &(cgeom){1, C, H, W, M, 3, 1, 1, 1, 1}, w1, true, &Ho, &Wo);
+    int8_t *y2 = ref_conv(y1, &(cgeom){1, M, Ho, Wo, M, 3, 1, 1, 1, 1}, w2, false, &Ho2, &Wo2);
+    ck_assert_int_eq(check_nchw(&l, y, y2, 1, M, Ho2 * Wo2, "c2"), 0);
+    ck_assert_uint_eq(l.rep.layers[2].passes, 2u * Ho2 * Wo2);
+    int neg = 0;
+    for (int k = 0; k < M * Ho2 * Wo2; k++)
+        neg += y2[k] < 0;
+    ck_assert_int_gt(neg, M * Ho2 * Wo2 / 4);
+    ts_free(y1);
+    ts_free(y2);
     ts_free(xv);
     lowered_free(&l);
     ts_graph_destroy(g);
@@ -1091,6 +1135,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_conv_batch_groups);
     tcase_add_test(tc, test_packed_taps);
+    tcase_add_test(tc, test_packed_pairs);
     tcase_add_test(tc, test_patch_conv);
     tcase_add_test(tc, test_elementwise);
     tcase_add_test(tc, test_concat);

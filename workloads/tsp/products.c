@@ -760,9 +760,9 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
 /* Partial sums: 4 words per output vector, striped over the east MEM, in two buffers, each on
  * half of the east slices and in its own bank: a pass reads one and writes the other, so no slice
  * mixes the reads and writes of one block. */
-static ts_status psums(lt *L, const prod *p, uint32_t rows, pmem *m)
+static ts_status psums(lt *L, const prod *p, uint32_t rows, bool need, pmem *m)
 {
-    m->nparts = p->KT > 1 ? (uint64_t)rows * p->NT * 4 : 0;
+    m->nparts = p->KT > 1 && need ? (uint64_t)rows * p->NT * 4 : 0;
     m->hE = L->nE / 2;
     m->pbases[0] = m->pbases[1] = 0;
     m->pwords = (uint32_t)ts_geom_cdiv(m->nparts, m->hE);
@@ -949,6 +949,45 @@ static ts_status install_buffered(lt *L, const install_arg *a, const ts_graph_no
     return rc;
 }
 
+/* Install the current block on plane s->planes[j]: through the weight buffer where the plane still
+ * streams, else by iw; s->lbs[j] its first abc's cycle from then on. */
+static ts_status install_on(lt *L, psched *s, int j)
+{
+    uint8_t per[TS_TSP_TARGET_MAX_STREAMS * 64];
+    uint32_t ncyc = L->VL / IW_STREAMS;
+    if (s->p->kind == 5 && L->VL <= sizeof per)
+        ncyc = rows_plan(L, s->rmem, s->nv, per);
+    int pl = s->planes[j];
+    install_arg a = {.pl = pl, .rows_mem = pl < 2 ? s->rmem : s->ermem, .rows_word = pl < 2 ? s->rword : s->erword,
+                     .nvalid = s->nv, .rows_lb = s->p->kind == 5 ? s->rlb : NULL, .per = per, .ncyc = ncyc,
+                     .tag = lt_new_tag(L), .row0 = s->p->rep ? s->nt * s->p->N : 0,
+                     .seg = pl >= 2 ? SEG_E : s->m.wfirst == L->nW ? SEG_ALL : SEG_W};
+    uint64_t I = L->plane_busy[a.pl], w;
+    for (uint32_t r = 0; a.rows_lb && r < s->nv; r++) /* row r is read about r / 16 cycles after I */
+        if (a.rows_lb[r] > I + L->VL / IW_STREAMS)
+            I = a.rows_lb[r] - L->VL / IW_STREAMS;
+    if (!a.rows_lb && L->buf_free[a.pl] < L->plane_busy[a.pl]) {
+        ts_status rc = install_buffered(L, &a, s->p->nd, &I);
+        if (rc != TS_OK)
+            return rc;
+        lt_span(s->ly, I, I + 1);
+        s->ly->blocks++;
+        s->lbs[j] = I + L->tg->d_func.iw;
+        s->last_abcs[j] = I;
+        return TS_OK;
+    }
+    ts_status rc = lt_search(L, try_install, &a, NULL, &I, &w, s->p->nd, true);
+    if (rc == TS_OK && a.rows_lb && L->rdmax > s->p->r->last_read)
+        s->p->r->last_read = L->rdmax;
+    if (rc != TS_OK)
+        return rc;
+    lt_span(s->ly, I, I + ncyc);
+    s->ly->blocks++;
+    s->lbs[j] = I + ncyc - 1 + L->tg->d_func.iw;
+    s->last_abcs[j] = I;
+    return TS_OK;
+}
+
 /* Install the current block: a block with many passes goes on both planes, which take every other
  * pass; else the blocks alternate between the planes, one installing while the other streams. A
  * block of weights installs through the plane's weight buffer (install_buffered) where the plane
@@ -967,39 +1006,10 @@ static ts_status install_block(lt *L, psched *s)
     if (s->np == 1)
         L->next_plane = (L->next_plane % npl + 1) % npl;
     s->lbs[0] = s->lbs[1] = s->last_abcs[0] = s->last_abcs[1] = 0;
-    uint8_t per[TS_TSP_TARGET_MAX_STREAMS * 64];
-    uint32_t ncyc = L->VL / IW_STREAMS;
-    if (s->p->kind == 5 && L->VL <= sizeof per)
-        ncyc = rows_plan(L, s->rmem, s->nv, per);
     for (int j = 0; j < s->np; j++) {
-        int pl = s->planes[j];
-        install_arg a = {.pl = pl, .rows_mem = pl < 2 ? s->rmem : s->ermem, .rows_word = pl < 2 ? s->rword : s->erword,
-                         .nvalid = s->nv, .rows_lb = s->p->kind == 5 ? s->rlb : NULL, .per = per, .ncyc = ncyc,
-                         .tag = lt_new_tag(L), .row0 = s->p->rep ? s->nt * s->p->N : 0,
-                         .seg = pl >= 2 ? SEG_E : s->m.wfirst == L->nW ? SEG_ALL : SEG_W};
-        uint64_t I = L->plane_busy[a.pl], w;
-        for (uint32_t r = 0; a.rows_lb && r < s->nv; r++) /* row r is read about r / 16 cycles after I */
-            if (a.rows_lb[r] > I + L->VL / IW_STREAMS)
-                I = a.rows_lb[r] - L->VL / IW_STREAMS;
-        if (!a.rows_lb && L->buf_free[a.pl] < L->plane_busy[a.pl]) {
-            ts_status rc = install_buffered(L, &a, s->p->nd, &I);
-            if (rc != TS_OK)
-                return rc;
-            lt_span(s->ly, I, I + 1);
-            s->ly->blocks++;
-            s->lbs[j] = I + L->tg->d_func.iw;
-            s->last_abcs[j] = I;
-            continue;
-        }
-        ts_status rc = lt_search(L, try_install, &a, NULL, &I, &w, s->p->nd, true);
-        if (rc == TS_OK && a.rows_lb && L->rdmax > s->p->r->last_read)
-            s->p->r->last_read = L->rdmax;
+        ts_status rc = install_on(L, s, j);
         if (rc != TS_OK)
             return rc;
-        lt_span(s->ly, I, I + ncyc);
-        s->ly->blocks++;
-        s->lbs[j] = I + ncyc - 1 + L->tg->d_func.iw;
-        s->last_abcs[j] = I;
     }
     return TS_OK;
 }
@@ -1049,13 +1059,12 @@ static bool requant(lt *L, const prod *p, const pass *ps, val *sum, uint32_t tag
  * last block, requantised to the output); *wdone the cycle of its last write. */
 typedef struct pass_arg { const prod *p; const pass *ps; } pass_arg;
 
-static bool try_pass(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
+/* The plane half of a pass with its abc at T: the activation to the plane, the abc, the acc; *acc
+ * the products as they reach the VXM. */
+static bool pass_plane(lt *L, const prod *p, const pass *ps, uint64_t T, uint32_t tag, val *acc)
 {
-    const prod *p = ((const pass_arg *)arg)->p;
-    const pass *ps = ((const pass_arg *)arg)->ps;
     const ts_tsp_target *P = L->tg;
     uint32_t pp = plane_pos(L, ps->pl), q = plane_q(L, ps->pl), pv = P->pos_vxm;
-    uint32_t tag = L->tag % 65535 + 1;
     int s, in = plane_dir(ps->pl), out = in == WEST ? EAST : WEST; /* to the plane, from it to the VXM */
     if (!lt_take(L, &L->q[q + 1].issue, T) || !lt_take(L, &L->q[q + 2].issue, T + P->d_func.abc))
         return false;
@@ -1078,7 +1087,21 @@ static bool try_pass(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     if (!lt_take_group(L, out == EAST ? P_W2V_E : P_E2V_W, 4, ta, pp, &sa))
         return false;
     E1(L, q + 2, T + P->d_func.abc, LT_ACC, lt_sreg(L, out, sa), (int32_t)tag, (int32_t)tag);
-    val acc = {.alu = -1, .dir = out, .s = sa, .t = A};
+    *acc = (val){.alu = -1, .dir = out, .s = sa, .t = A};
+    return true;
+}
+
+static bool try_pass(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
+{
+    const prod *p = ((const pass_arg *)arg)->p;
+    const pass *ps = ((const pass_arg *)arg)->ps;
+    const ts_tsp_target *P = L->tg;
+    uint32_t pv = P->pos_vxm;
+    uint32_t tag = L->tag % 65535 + 1;
+    val acc;
+    if (!pass_plane(L, p, ps, T, tag, &acc))
+        return false;
+    uint64_t A = acc.t;
     if (ps->first && ps->final && p->blanes) { /* the bias came through the block (bias_lanes) */
         if (!requant(L, p, ps, &acc, tag, wdone))
             return false;
@@ -1207,12 +1230,137 @@ static uint32_t pack_order(const prod *p, uint32_t b)
     return b;
 }
 
+/* The current block's laid-out rows (block row g on): their slices and words, west and east. */
+static void blk_rows(lt *L, psched *s, uint64_t g)
+{
+    for (uint32_t r = 0; r < s->nv; r++) {
+        uint64_t k = s->m.woff + g + r, e = s->m.ewoff + g + r;
+        s->rmem[r] = s->m.wfirst + (uint32_t)(k % s->m.wn);
+        s->rword[r] = s->m.wbase + (uint32_t)(k / s->m.wn);
+        s->ermem[r] = L->nW + (uint32_t)(e % L->nE);
+        s->erword[r] = s->m.ewbase + (uint32_t)(e / L->nE);
+    }
+}
+
+/* A packed Conv of two groups on four planes (pair_mode): its two blocks of a base on a pair of
+ * planes at once (W0 and W1, or E0 and E1), a pixel's two abc timed so that both products reach the
+ * VXM in one cycle, where they are added, with the bias, to be requantised: no partial sums in the
+ * east MEM. */
+static bool pair_mode(const lt *L, const psched *s)
+{
+    const prod *p = s->p;
+    return p->kind == 6 && p->pl.G == 2 && p->NT == 1 && !p->rep && s->m.east && L->tg->mxm_east >= 2;
+}
+
+typedef struct pair_arg { const prod *p; const pass *ps[2]; } pair_arg;
+
+/* The pair's abc: the second plane's (the farther from the VXM) earlier by the difference. */
+static uint64_t pair_lag(const lt *L, const pass *a, const pass *b)
+{
+    uint32_t pv = L->tg->pos_vxm, pa = plane_pos(L, a->pl), pb = plane_pos(L, b->pl);
+    uint32_t da = pa > pv ? pa - pv : pv - pa, db = pb > pv ? pb - pv : pv - pb;
+    return db - da; /* db >= da: the pair's planes are given nearer first */
+}
+
+static bool try_pair(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
+{
+    const pair_arg *a = arg;
+    const ts_tsp_target *P = L->tg;
+    uint32_t tag = L->tag % 65535 + 1;
+    uint64_t lag = pair_lag(L, a->ps[0], a->ps[1]);
+    val x0, x1, s1, bias, s2;
+    if (T < lag || !pass_plane(L, a->p, a->ps[0], T, tag, &x0) ||
+        !pass_plane(L, a->p, a->ps[1], T - lag, tag, &x1) ||
+        !lt_vop(L, LT_ADD, P->reg.i32, 0, x0.t, &x0, &x1, -1, 0, tag, &s1, NULL) ||
+        !lt_bias_in(L, a->ps[0]->bword, s1.t, tag, &bias) ||
+        !lt_vop(L, LT_ADD, P->reg.i32, 0, s1.t, &s1, &bias, -1, 0, tag, &s2, NULL) ||
+        !requant(L, a->p, a->ps[0], &s2, tag, wdone))
+        return false;
+    L->tag = tag;
+    return true;
+}
+
+/* The earliest abc of plane j's pass of activation vector xv (-1: zeros). */
+static uint64_t pass_lb(lt *L, const psched *s, int j, int64_t xv)
+{
+    uint64_t T = s->lbs[j] > s->last_abcs[j] ? s->lbs[j] : s->last_abcs[j];
+    if (xv >= 0) {
+        uint32_t xm, xw;
+        lt_slot(L, s->p->x, (uint64_t)xv, &xm, &xw);
+        uint32_t xp = lt_mem_pos(L, xm), pp = plane_pos(L, s->planes[j]);
+        uint64_t e = s->p->x->ready[xv] + L->tg->d_func.read + (xp > pp ? xp - pp : pp - xp);
+        if (e > T)
+            T = e;
+    }
+    return T;
+}
+
+/* Base by base: its group-0 block on W0 and E0, its group-1 block on W1 and E1, the pixels of the
+ * base alternating between the west and the east pair. */
+static ts_status sched_pairs(lt *L, psched *s)
+{
+    prod *p = s->p;
+    uint32_t R = p->pl.R;
+    s->np = 4;
+    for (int j = 0; j < 4; j++)
+        s->planes[j] = j;
+    s->nt = 0;
+    s->nv = tile_rows(p, 0, L->VL);
+    for (uint32_t b = 0; b < R; b++) {
+        bool any = false;
+        for (uint32_t m = 0; m < p->M && !any; m++)
+            any = pbase(p, m) == b;
+        if (!any)
+            continue;
+        for (int j = 0; j < 4; j++) { /* W0, W1, E0, E1: groups 0, 1, 0, 1 */
+            s->kt = (uint32_t)(j & 1) * R + b;
+            blk_rows(L, s, blk_row0(p, 0, s->kt, L->VL));
+            ts_status rc = install_on(L, s, j);
+            if (rc != TS_OK)
+                return rc;
+        }
+        uint32_t turn = 0;
+        for (uint32_t m = 0; m < p->M; m++) {
+            if (pbase(p, m) != b)
+                continue;
+            int j0 = (int)(turn++ % 2) * 2; /* the pair's nearer plane: W0 or E0 */
+            pass ps[2];
+            for (int g = 0; g < 2; g++) {
+                uint32_t kt = (uint32_t)g * R + b;
+                ps[g] = (pass){.pl = s->planes[j0 + g], .kt = kt, .xv = act_vec(p, m, kt), .first = true, .final = true,
+                               .bword = s->m.cbase, .sword = s->m.cbase + 4 * s->m.ct};
+            }
+            lt_slot(L, p->y, (uint64_t)m * p->y->T, &ps[0].omem, &ps[0].oword);
+            pair_arg a = {p, {&ps[0], &ps[1]}};
+            uint64_t lag = pair_lag(L, &ps[0], &ps[1]), T = pass_lb(L, s, j0, ps[0].xv), w;
+            uint64_t T1 = pass_lb(L, s, j0 + 1, ps[1].xv);
+            if (T1 + lag > T)
+                T = T1 + lag;
+            ts_status rc = lt_search(L, try_pair, &a, NULL, &T, &w, p->nd, true);
+            if (rc != TS_OK)
+                return rc;
+            if (L->rdmax > s->rd_last)
+                s->rd_last = L->rdmax;
+            p->y->ready[(uint64_t)m * p->y->T] = w + L->tg->d_func.write + 1;
+            lt_span(s->ly, T - lag, w);
+            s->last_abcs[j0] = T;
+            s->last_abcs[j0 + 1] = T - lag;
+            s->ly->passes += 2;
+        }
+        for (int j = 0; j < 4; j++)
+            L->plane_busy[j] = s->last_abcs[j];
+    }
+    return TS_OK;
+}
+
 /* Every block, reduction-major: the output tiles' partial-sum chains interleave, so a block need
  * not wait for the previous block of its own tile to write its partial sums. */
 static ts_status sched_blocks(lt *L, psched *s)
 {
     const prod *p = s->p;
     uint32_t VL = L->VL;
+    if (pair_mode(L, s))
+        return sched_pairs(L, s);
     for (uint32_t b = 0; b < p->KT; b++)
         for (s->nt = 0; s->nt < p->NT; s->nt++) {
             /* a packed Conv: by anti-diagonals (pack_order), the planes taking the blocks in turn, so
@@ -1229,13 +1377,8 @@ static ts_status sched_blocks(lt *L, psched *s)
                 lt_slot(L, p->r, v, &s->rmem[r], &s->rword[r]);
                 s->rlb[r] = p->r->ready[v];
             }
-            for (uint32_t r = 0; r < s->nv && p->kind != 5; r++) {
-                uint64_t k = s->m.woff + g + r, e = s->m.ewoff + g + r;
-                s->rmem[r] = s->m.wfirst + (uint32_t)(k % s->m.wn);
-                s->rword[r] = s->m.wbase + (uint32_t)(k / s->m.wn);
-                s->ermem[r] = L->nW + (uint32_t)(e % L->nE);
-                s->erword[r] = s->m.ewbase + (uint32_t)(e / L->nE);
-            }
+            if (p->kind != 5)
+                blk_rows(L, s, g);
             bool any = false;
             for (uint32_t m = s->m0; m < s->m1 && !any && blk_used(p, s->nt, s->kt, VL); m++)
                 any = pix_in(p, m, s->nt) && act_vec(p, m, s->kt) >= 0;
@@ -1313,14 +1456,15 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
     ts_status rc;
     if ((rc = weights(L, p, &s.m)) != TS_OK || (rc = consts(L, p, &s.m)) != TS_OK)
         return rc;
-    uint32_t rows = chunk_rows(L, p);
+    bool pair = pair_mode(L, &s); /* no partial sums */
+    uint32_t rows = pair ? p->M : chunk_rows(L, p);
     if ((rc = psched_init(L, &s)) != TS_OK) {
         psched_free(&s);
         return rc;
     }
     for (s.m0 = 0; s.m0 < p->M && rc == TS_OK; s.m0 = s.m1) {
         s.m1 = p->M - s.m0 < rows ? p->M : s.m0 + rows;
-        if ((rc = psums(L, p, s.m1 - s.m0, &s.m)) != TS_OK || (rc = sched_blocks(L, &s)) != TS_OK)
+        if ((rc = psums(L, p, s.m1 - s.m0, !pair, &s.m)) != TS_OK || (rc = sched_blocks(L, &s)) != TS_OK)
             break;
         if (s.m.pwords) {
             uint64_t pl = 0;
