@@ -300,13 +300,16 @@ START_TEST(test_packed_taps)
 }
 END_TEST
 
-/* ResNet-18's stage-1 pair, small: a 3 x 3 conv + Relu written in slots for a 3 x 3 conv of 64
- * channels without a Relu after it (its outputs negative too), 16 x 16 pixels: the four planes in
- * pairs. Bit-exact. */
-START_TEST(test_packed_pairs)
+/* ResNet's packed 3 x 3 convs on four planes, small, 16 x 16 pixels: a 3 x 3 conv + Relu written in
+ * slots for a 3 x 3 conv without a Relu after it (its outputs negative too), of 64 channels (case
+ * 0: 5 slots, 2 groups, pairs of planes, a pixel's two products added on the VXM) or of 128 (case
+ * 1: 2 slots, 5 groups, group 4's pass with the partial sum, then groups 0 to 3 on the four planes
+ * at once). Bit-exact; every pixel takes G passes. */
+START_TEST(test_packed_sets)
 {
-    ts_graph *g = ts_graph_create("pairs");
-    const int C = 16, H = 16, W = 16, M = 64;
+    static const struct { int M, G, blocks; } cs[2] = {{64, 2, 4 * 5}, {128, 5, 8 * 2}};
+    const int C = 16, H = 16, W = 16, M = cs[_i].M;
+    ts_graph *g = ts_graph_create("sets");
     int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
     int w1 = tensor_dt(g, "w1", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, C, 3, 3});
     int w2 = tensor_dt(g, "w2", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, M, 3, 3});
@@ -325,7 +328,8 @@ START_TEST(test_packed_pairs)
     int8_t *y1 = ref_conv(xv, &(cgeom){1, C, H, W, M, 3, 1, 1, 1, 1}, w1, true, &Ho, &Wo);
     int8_t *y2 = ref_conv(y1, &(cgeom){1, M, Ho, Wo, M, 3, 1, 1, 1, 1}, w2, false, &Ho2, &Wo2);
     ck_assert_int_eq(check_nchw(&l, y, y2, 1, M, Ho2 * Wo2, "c2"), 0);
-    ck_assert_uint_eq(l.rep.layers[2].passes, 2u * Ho2 * Wo2);
+    ck_assert_uint_eq(l.rep.layers[2].passes, (uint64_t)cs[_i].G * Ho2 * Wo2);
+    ck_assert_uint_eq(l.rep.layers[2].blocks, (uint64_t)cs[_i].blocks);
     int neg = 0;
     for (int k = 0; k < M * Ho2 * Wo2; k++)
         neg += y2[k] < 0;
@@ -1135,7 +1139,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_conv_batch_groups);
     tcase_add_test(tc, test_packed_taps);
-    tcase_add_test(tc, test_packed_pairs);
+    tcase_add_loop_test(tc, test_packed_sets, 0, 2);
     tcase_add_test(tc, test_patch_conv);
     tcase_add_test(tc, test_elementwise);
     tcase_add_test(tc, test_concat);

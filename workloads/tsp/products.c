@@ -1242,6 +1242,18 @@ static void blk_rows(lt *L, psched *s, uint64_t g)
     }
 }
 
+/* The rows of output vectors whose partial sums are kept at once: all of them, unless their
+ * buffer would take more than 3/4 of a bank half of the east slices (ResNet-50's 3 x 3 convs at
+ * batch 8), then chunks that fit, each streaming every block again. */
+static uint32_t chunk_rows(const lt *L, const prod *p)
+{
+    uint64_t hE = L->nE / 2, limit = (uint64_t)L->half * 3 / 4, per = (uint64_t)p->NT * 4;
+    if (p->KT <= 1 || ts_geom_cdiv((uint64_t)p->M * per, hE) <= limit)
+        return p->M;
+    uint64_t rows = limit * hE / per;
+    return rows ? (uint32_t)rows : 1;
+}
+
 /* A packed Conv of two groups on four planes (pair_mode): its two blocks of a base on a pair of
  * planes at once (W0 and W1, or E0 and E1), a pixel's two abc timed so that both products reach the
  * VXM in one cycle, where they are added, with the bias, to be requantised: no partial sums in the
@@ -1353,6 +1365,171 @@ static ts_status sched_pairs(lt *L, psched *s)
     return TS_OK;
 }
 
+/* A packed Conv of five groups on four planes (quad_mode; ResNet's 128-channel 3 x 3 convs, 2 slots):
+ * per base, group 4's block on the four planes first, whose passes (the planes in turn) add the bias
+ * and write their partial sums, then groups 0 to 3 on W0, W1, E0, E1 at once: a pixel's four abc
+ * timed so that the products reach the VXM in one cycle, added two and two, then together, then to
+ * the partial sum, and requantised. One partial sum a pixel, not four. */
+static bool quad_mode(const lt *L, const psched *s)
+{
+    const prod *p = s->p;
+    return p->kind == 6 && p->pl.G == 5 && p->NT == 1 && !p->rep && s->m.east && L->tg->mxm_east >= 2 &&
+           chunk_rows(L, p) == p->M;
+}
+
+typedef struct quad_arg { const prod *p; const pass *ps[4]; } quad_arg;
+
+/* A plane's distance from the VXM. */
+static uint32_t plane_dist(const lt *L, int pl)
+{
+    uint32_t pv = L->tg->pos_vxm, pp = plane_pos(L, pl);
+    return pp > pv ? pp - pv : pv - pp;
+}
+
+static bool try_quad(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
+{
+    const quad_arg *a = arg;
+    const pass *ps = a->ps[0];
+    const ts_tsp_target *P = L->tg;
+    uint32_t tag = L->tag % 65535 + 1, pv = P->pos_vxm, d0 = plane_dist(L, ps->pl);
+    val x[4], s01, s23, sum, part, fin;
+    for (int i = 0; i < 4; i++) { /* a farther plane's abc earlier, so every product arrives with W0's */
+        uint64_t lag = plane_dist(L, a->ps[i]->pl) - d0;
+        if (T < lag || !pass_plane(L, a->p, a->ps[i], T - lag, tag, &x[i]))
+            return false;
+    }
+    int sb;
+    if (!lt_vop(L, LT_ADD, P->reg.i32, 0, x[0].t, &x[0], &x[1], -1, 0, tag, &s01, NULL) ||
+        !lt_vop(L, LT_ADD, P->reg.i32, 0, x[2].t, &x[2], &x[3], -1, 0, tag, &s23, NULL) ||
+        !lt_vop(L, LT_ADD, P->reg.i32, 0, s01.t, &s01, &s23, -1, 0, tag, &sum, NULL) ||
+        !lt_take_group(L, P_E2V_W, 4, sum.t, pv, &sb))
+        return false;
+    for (int b = 0; b < 4; b++)
+        if (!lt_rd(L, ps->pmem[b], ps->pword[b], sum.t, pv, WEST, sb + b, tag, ps->pready))
+            return false;
+    part = (val){.alu = -1, .dir = WEST, .s = sb, .t = sum.t};
+    if (!lt_vop(L, LT_ADD, P->reg.i32, 0, sum.t, &sum, &part, -1, 0, tag, &fin, NULL) ||
+        !requant(L, a->p, ps, &fin, tag, wdone))
+        return false;
+    L->tag = tag;
+    return true;
+}
+
+/* The partial-sum words of output pixel m in buffer buf. */
+static void psum_at(const lt *L, const psched *s, uint32_t m, uint32_t buf, uint32_t *mem, uint32_t *word)
+{
+    for (uint32_t b = 0; b < 4; b++) {
+        uint64_t k = (uint64_t)(m - s->m0) * 4 + b;
+        mem[b] = L->nW + buf * s->m.hE + (uint32_t)(k % s->m.hE);
+        word[b] = s->m.pbases[buf] + (uint32_t)(k / s->m.hE);
+    }
+}
+
+/* Group g's block of base b on plane j. */
+static ts_status install_group(lt *L, psched *s, uint32_t g, uint32_t b, int j)
+{
+    s->kt = g * s->p->pl.R + b;
+    blk_rows(L, s, blk_row0(s->p, 0, s->kt, L->VL));
+    return install_on(L, s, j);
+}
+
+/* Base b's group-4 passes, the four planes in turn: bias added, partial sums written to buffer b & 1. */
+static ts_status quad_lead(lt *L, psched *s, uint32_t b)
+{
+    prod *p = s->p;
+    uint32_t turn = 0, buf = b & 1, kt = 4 * p->pl.R + b;
+    for (uint32_t m = 0; m < p->M; m++) {
+        if (pbase(p, m) != b)
+            continue;
+        int j = (int)(turn++ % 4);
+        pass ps = {.pl = s->planes[j], .kt = kt, .xv = act_vec(p, m, kt), .first = true, .bword = s->m.cbase};
+        psum_at(L, s, m, buf, ps.wmem, ps.wword);
+        uint64_t T = pass_lb(L, s, j, ps.xv), w;
+        if (s->m.pav > T)
+            T = s->m.pav;
+        pass_arg a = {p, &ps};
+        ts_status rc = lt_search(L, try_pass, &a, NULL, &T, &w, p->nd, true);
+        if (rc != TS_OK)
+            return rc;
+        if (L->rdmax > s->rd_last)
+            s->rd_last = L->rdmax;
+        s->pready[m] = w + L->tg->d_func.write + 1;
+        s->pbuf[m] = (uint8_t)buf;
+        lt_span(s->ly, T, w);
+        s->last_abcs[j] = T;
+        s->ly->passes++;
+    }
+    for (int j = 0; j < 4; j++)
+        L->plane_busy[j] = s->last_abcs[j];
+    return TS_OK;
+}
+
+/* Base b's pixels through groups 0 to 3 on the four planes at once. */
+static ts_status quad_main(lt *L, psched *s, uint32_t b)
+{
+    prod *p = s->p;
+    for (uint32_t m = 0; m < p->M; m++) {
+        if (pbase(p, m) != b)
+            continue;
+        pass ps[4];
+        uint64_t T = 0, w;
+        uint32_t d0 = plane_dist(L, s->planes[0]);
+        for (int g = 0; g < 4; g++) {
+            uint32_t kt = (uint32_t)g * p->pl.R + b;
+            ps[g] = (pass){.pl = s->planes[g], .kt = kt, .xv = act_vec(p, m, kt), .final = true};
+            uint64_t t = pass_lb(L, s, g, ps[g].xv) + plane_dist(L, s->planes[g]) - d0;
+            T = t > T ? t : T;
+        }
+        psum_at(L, s, m, s->pbuf[m], ps[0].pmem, ps[0].pword);
+        ps[0].pready = s->pready[m];
+        ps[0].sword = s->m.cbase + 4 * s->m.ct;
+        lt_slot(L, p->y, (uint64_t)m * p->y->T, &ps[0].omem, &ps[0].oword);
+        quad_arg a = {p, {&ps[0], &ps[1], &ps[2], &ps[3]}};
+        ts_status rc = lt_search(L, try_quad, &a, NULL, &T, &w, p->nd, true);
+        if (rc != TS_OK)
+            return rc;
+        if (L->rdmax > s->rd_last)
+            s->rd_last = L->rdmax;
+        p->y->ready[(uint64_t)m * p->y->T] = w + L->tg->d_func.write + 1;
+        for (int g = 0; g < 4; g++) {
+            uint64_t tg = T - (plane_dist(L, s->planes[g]) - d0);
+            s->last_abcs[g] = tg;
+            lt_span(s->ly, tg, w);
+        }
+        s->ly->passes += 4;
+    }
+    for (int j = 0; j < 4; j++)
+        L->plane_busy[j] = s->last_abcs[j];
+    return TS_OK;
+}
+
+static ts_status sched_quads(lt *L, psched *s)
+{
+    prod *p = s->p;
+    s->np = 4;
+    for (int j = 0; j < 4; j++)
+        s->planes[j] = j;
+    s->nt = 0;
+    s->nv = tile_rows(p, 0, L->VL);
+    for (uint32_t b = 0; b < p->pl.R; b++) {
+        bool any = false;
+        for (uint32_t m = 0; m < p->M && !any; m++)
+            any = pbase(p, m) == b;
+        ts_status rc = TS_OK;
+        for (int j = 0; j < 4 && any && rc == TS_OK; j++)
+            rc = install_group(L, s, 4, b, j);
+        if (any && rc == TS_OK)
+            rc = quad_lead(L, s, b);
+        for (int j = 0; j < 4 && any && rc == TS_OK; j++)
+            rc = install_group(L, s, (uint32_t)j, b, j);
+        if (any && rc == TS_OK)
+            rc = quad_main(L, s, b);
+        if (rc != TS_OK)
+            return rc;
+    }
+    return TS_OK;
+}
+
 /* Every block, reduction-major: the output tiles' partial-sum chains interleave, so a block need
  * not wait for the previous block of its own tile to write its partial sums. */
 static ts_status sched_blocks(lt *L, psched *s)
@@ -1361,6 +1538,8 @@ static ts_status sched_blocks(lt *L, psched *s)
     uint32_t VL = L->VL;
     if (pair_mode(L, s))
         return sched_pairs(L, s);
+    if (quad_mode(L, s))
+        return sched_quads(L, s);
     for (uint32_t b = 0; b < p->KT; b++)
         for (s->nt = 0; s->nt < p->NT; s->nt++) {
             /* a packed Conv: by anti-diagonals (pack_order), the planes taking the blocks in turn, so
@@ -1434,18 +1613,6 @@ static void psched_free(psched *s)
     ts_free(s->rlb);
     ts_free(s->pready);
     ts_free(s->pbuf);
-}
-
-/* The rows of output vectors whose partial sums are kept at once: all of them, unless their
- * buffer would take more than 3/4 of a bank half of the east slices (ResNet-50's 3 x 3 convs at
- * batch 8), then chunks that fit, each streaming every block again. */
-static uint32_t chunk_rows(const lt *L, const prod *p)
-{
-    uint64_t hE = L->nE / 2, limit = (uint64_t)L->half * 3 / 4, per = (uint64_t)p->NT * 4;
-    if (p->KT <= 1 || ts_geom_cdiv((uint64_t)p->M * per, hE) <= limit)
-        return p->M;
-    uint64_t rows = limit * hE / per;
-    return rows ? (uint32_t)rows : 1;
 }
 
 /* Memory, then the schedule of every block, chunk by chunk of output rows; each chunk's
