@@ -342,6 +342,41 @@ START_TEST(test_packed_sets)
 }
 END_TEST
 
+/* ResNet's stage-3 3 x 3 convs, small: 12 x 12 pixels (144: the west planes, both), a 3 x 3 conv of a
+ * 40-channel input (9 taps, one block each) to 64 channels, no Relu: its blocks two by two on W0 and
+ * W1 at once, a pixel's two products added on the VXM before its partial sum, the ninth block on
+ * both planes as always. Bit-exact; 10 installs (18 with both planes taking every block). */
+START_TEST(test_west_pairs)
+{
+    const int C = 40, H = 12, W = 12, M = 64;
+    ts_graph *g = ts_graph_create("wpairs");
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
+    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, C, 3, 3});
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 1;
+    int y = chain(g, TS_OP_CONV, "c", x, w, &a);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    int8_t *xv = input_i8(x, (int64_t)C * H * W);
+    int Ho, Wo;
+    int8_t *yv = ref_conv(xv, &(cgeom){1, C, H, W, M, 3, 1, 1, 1, 1}, w, false, &Ho, &Wo);
+    ck_assert_int_eq(check_nchw(&l, y, yv, 1, M, Ho * Wo, "c"), 0);
+    ck_assert_uint_eq(l.rep.layers[0].blocks, 10);
+    ck_assert_uint_eq(l.rep.layers[0].passes, 9 * 10 * 10 + 6 * 4 * 10 + 4 * 4); /* the taps inside */
+    int neg = 0;
+    for (int k = 0; k < M * Ho * Wo; k++)
+        neg += yv[k] < 0;
+    ck_assert_int_gt(neg, M * Ho * Wo / 4);
+    ts_free(xv);
+    ts_free(yv);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* ViT's patch embedding, small: 16 x 16 patches of stride 16 over 3 x 32 x 48, 40 outputs. K =
  * 768 spans three vectors; the host lays out the im2col rows (no more vectors than the input), so
  * the weights are 3 x 3 blocks of 40 rows, not 256 taps of 3-channel blocks. Bit-exact. */
@@ -1140,6 +1175,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_conv_batch_groups);
     tcase_add_test(tc, test_packed_taps);
     tcase_add_loop_test(tc, test_packed_sets, 0, 2);
+    tcase_add_test(tc, test_west_pairs);
     tcase_add_test(tc, test_patch_conv);
     tcase_add_test(tc, test_elementwise);
     tcase_add_test(tc, test_concat);

@@ -1530,41 +1530,183 @@ static ts_status sched_quads(lt *L, psched *s)
     return TS_OK;
 }
 
+/* Block (s->kt, s->nt): its rows, its install, its passes; nothing where no pixel has an input. */
+static ts_status sched_one(lt *L, psched *s)
+{
+    const prod *p = s->p;
+    uint32_t VL = L->VL;
+    s->nv = tile_rows(p, s->nt, VL);
+    /* rows are stored tile by tile, block by block; only the last tile is short */
+    uint64_t g = blk_row0(p, s->nt, s->kt, VL);
+    for (uint32_t r = 0; r < s->nv && p->kind == 5; r++) {
+        /* row n of head h: the second input's vector for (h, n), this block's channel tile */
+        uint64_t h = s->kt / p->CT, v = (h * p->sh + (uint64_t)(s->nt * VL + r) * p->sn) * p->r->T + s->kt % p->CT;
+        lt_slot(L, p->r, v, &s->rmem[r], &s->rword[r]);
+        s->rlb[r] = p->r->ready[v];
+    }
+    if (p->kind != 5)
+        blk_rows(L, s, g);
+    bool any = false;
+    for (uint32_t m = s->m0; m < s->m1 && !any && blk_used(p, s->nt, s->kt, VL); m++)
+        any = pix_in(p, m, s->nt) && act_vec(p, m, s->kt) >= 0;
+    if (!any)
+        return TS_OK;
+    ts_status rc = install_block(L, s);
+    return rc != TS_OK ? rc : stream_block(L, s);
+}
+
+/* A Conv of 128 to 255 pixels on the west planes (wpair_mode; ResNet's stage 3): its reduction
+ * blocks two by two, block k on W0 and k + 1 on W1 at once, a pixel's two abc timed so that both
+ * products reach the VXM in one cycle, added, then to the bias or the partial sum: one partial sum
+ * written and read a pixel for two blocks. */
+static bool wpair_mode(const lt *L, const psched *s)
+{
+    const prod *p = s->p;
+    return p->kind == 2 && p->w.kh * p->w.kw > 1 && !L->mode && p->G == 1 && !p->rep && !s->m.east && p->KT >= 2 && p->M >= DUAL_PASSES &&
+           s->m0 == 0 && s->m1 == p->M && L->tg->mxm_west >= 2;
+}
+
+typedef struct wpair_arg { const prod *p; const pass *ps[2]; } wpair_arg;
+
+static bool try_wpair(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
+{
+    const wpair_arg *a = arg;
+    const pass *ps = a->ps[0];
+    const ts_tsp_target *P = L->tg;
+    uint32_t tag = L->tag % 65535 + 1, pv = P->pos_vxm;
+    uint64_t lag = pair_lag(L, a->ps[0], a->ps[1]);
+    val x0, x1, s1, part, sum;
+    int sb, sd;
+    if (T < lag || !pass_plane(L, a->p, a->ps[0], T, tag, &x0) ||
+        !pass_plane(L, a->p, a->ps[1], T - lag, tag, &x1) ||
+        !lt_vop(L, LT_ADD, P->reg.i32, 0, x0.t, &x0, &x1, -1, 0, tag, &s1, NULL) ||
+        !lt_take_group(L, P_E2V_W, 4, s1.t, pv, &sb))
+        return false;
+    for (int b = 0; b < 4; b++)
+        if (ps->first ? !lt_rd_any(L, 1, ps->bword + (uint32_t)b, s1.t, pv, WEST, sb + b, tag)
+                      : !lt_rd(L, ps->pmem[b], ps->pword[b], s1.t, pv, WEST, sb + b, tag, ps->pready))
+            return false;
+    part = (val){.alu = -1, .dir = WEST, .s = sb, .t = s1.t};
+    if (ps->final) {
+        if (!lt_vop(L, LT_ADD, P->reg.i32, 0, s1.t, &s1, &part, -1, 0, tag, &sum, NULL) ||
+            !requant(L, a->p, ps, &sum, tag, wdone))
+            return false;
+        L->tag = tag;
+        return true;
+    }
+    if (!lt_vop(L, LT_ADD, P->reg.i32, 0, s1.t, &s1, &part, P_FROMV_E, 4, tag, &sum, &sd))
+        return false;
+    uint64_t last = 0;
+    for (int b = 0; b < 4; b++) {
+        uint64_t w;
+        if (!lt_wr(L, ps->wmem[b], ps->wword[b], s1.t + P->d_func.add, pv, EAST, sd + b, tag, 0, &w))
+            return false;
+        last = w > last ? w : last;
+    }
+    *wdone = last;
+    L->tag = tag;
+    return true;
+}
+
+/* Blocks k (on W0) and k + 1 (on W1) of output tile s->nt: installed, then every pixel with an input
+ * in both as a pair, one with an input in one of them as a pass of its own. */
+static ts_status wpair_block(lt *L, psched *s, uint32_t k)
+{
+    prod *p = s->p;
+    uint32_t nt = s->nt, VL = L->VL;
+    s->nv = tile_rows(p, nt, VL);
+    s->np = 2;
+    for (int j = 0; j < 2; j++) {
+        s->planes[j] = j;
+        s->kt = k + (uint32_t)j;
+        blk_rows(L, s, blk_row0(p, nt, s->kt, VL));
+        ts_status rc = install_on(L, s, j);
+        if (rc != TS_OK)
+            return rc;
+    }
+    for (uint32_t m = s->m0; m < s->m1; m++) {
+        int64_t xa = act_vec(p, m, k), xb = act_vec(p, m, k + 1);
+        if (xa < 0 && xb < 0)
+            continue;
+        uint64_t pi = (uint64_t)m * p->NT + nt, T, w;
+        pass ps[2];
+        int j = xa >= 0 ? 0 : 1; /* a lone pass: the plane of its block */
+        s->kt = k + (uint32_t)j;
+        T = plan_pass(L, s, m, j ? xb : xa, j, &ps[0]);
+        bool pair = xa >= 0 && xb >= 0;
+        if (pair) {
+            /* the pair is first if no block before k has an input, final if none after k + 1 */
+            ps[0].final = s->lastk[pi] == k + 1;
+            if (ps[0].final)
+                lt_slot(L, p->y, (uint64_t)m * p->y->T + nt, &ps[0].omem, &ps[0].oword);
+            s->kt = k + 1;
+            uint64_t t1 = plan_pass(L, s, m, xb, 1, &ps[1]) + pair_lag(L, &ps[0], &ps[1]);
+            T = t1 > T ? t1 : T;
+            if (!ps[0].final && s->m.pav > T)
+                T = s->m.pav;
+        }
+        /* the partial sums go to the buffer the pixel's last ones are not in */
+        uint32_t wb = ps[0].first ? (k / 2) & 1 : s->pbuf[pi] ^ 1u;
+        for (uint32_t b = 0; b < 4; b++) {
+            uint64_t kk = ((uint64_t)(m - s->m0) * p->NT + nt) * 4 + b;
+            ps[0].wmem[b] = L->nW + wb * s->m.hE + (uint32_t)(kk % s->m.hE);
+            ps[0].wword[b] = s->m.pbases[wb] + (uint32_t)(kk / s->m.hE);
+        }
+        ts_status rc;
+        if (pair) {
+            wpair_arg a = {p, {&ps[0], &ps[1]}};
+            rc = lt_search(L, try_wpair, &a, NULL, &T, &w, p->nd, true);
+        } else {
+            pass_arg a = {p, &ps[0]};
+            rc = lt_search(L, try_pass, &a, NULL, &T, &w, p->nd, true);
+        }
+        if (rc != TS_OK)
+            return rc;
+        if (L->rdmax > s->rd_last)
+            s->rd_last = L->rdmax;
+        if (ps[0].final) {
+            p->y->ready[(uint64_t)m * p->y->T + nt] = w + L->tg->d_func.write + 1;
+        } else {
+            s->pready[pi] = w + L->tg->d_func.write + 1;
+            s->pbuf[pi] = (uint8_t)wb;
+        }
+        uint64_t lag = pair ? pair_lag(L, &ps[0], &ps[1]) : 0;
+        lt_span(s->ly, T - lag, w);
+        s->last_abcs[j] = T;
+        if (pair)
+            s->last_abcs[1] = T - lag;
+        s->ly->passes += pair ? 2 : 1;
+    }
+    for (int j = 0; j < 2; j++)
+        L->plane_busy[j] = s->last_abcs[j];
+    return TS_OK;
+}
+
 /* Every block, reduction-major: the output tiles' partial-sum chains interleave, so a block need
  * not wait for the previous block of its own tile to write its partial sums. */
 static ts_status sched_blocks(lt *L, psched *s)
 {
     const prod *p = s->p;
-    uint32_t VL = L->VL;
     if (pair_mode(L, s))
         return sched_pairs(L, s);
     if (quad_mode(L, s))
         return sched_quads(L, s);
+    bool wp = wpair_mode(L, s);
     for (uint32_t b = 0; b < p->KT; b++)
         for (s->nt = 0; s->nt < p->NT; s->nt++) {
+            ts_status rc;
+            if (wp && b + 1 < p->KT && blk_used(p, s->nt, b, L->VL) && blk_used(p, s->nt, b + 1, L->VL)) {
+                if ((rc = wpair_block(L, s, b)) != TS_OK)
+                    return rc;
+                if (s->nt + 1 == p->NT)
+                    b++;
+                continue;
+            }
             /* a packed Conv: by anti-diagonals (pack_order), the planes taking the blocks in turn, so
              * a group's passes (bias read, partial sums written) run beside the next group's (partial
              * sums and scale read), which share the streams from the east */
             s->kt = p->kind == 6 ? pack_order(p, b) : b;
-            s->nv = tile_rows(p, s->nt, VL);
-            /* rows are stored tile by tile, block by block; only the last tile is short */
-            uint64_t g = blk_row0(p, s->nt, s->kt, VL);
-            for (uint32_t r = 0; r < s->nv && p->kind == 5; r++) {
-                /* row n of head h: the second input's vector for (h, n), this block's channel tile */
-                uint64_t h = s->kt / p->CT, v = (h * p->sh + (uint64_t)(s->nt * VL + r) * p->sn) * p->r->T +
-                                                s->kt % p->CT;
-                lt_slot(L, p->r, v, &s->rmem[r], &s->rword[r]);
-                s->rlb[r] = p->r->ready[v];
-            }
-            if (p->kind != 5)
-                blk_rows(L, s, g);
-            bool any = false;
-            for (uint32_t m = s->m0; m < s->m1 && !any && blk_used(p, s->nt, s->kt, VL); m++)
-                any = pix_in(p, m, s->nt) && act_vec(p, m, s->kt) >= 0;
-            if (!any)
-                continue;
-            ts_status rc = install_block(L, s);
-            if (rc != TS_OK || (rc = stream_block(L, s)) != TS_OK)
+            if ((rc = sched_one(L, s)) != TS_OK)
                 return rc;
         }
     return TS_OK;
