@@ -342,35 +342,45 @@ START_TEST(test_packed_sets)
 }
 END_TEST
 
-/* ResNet's stage-3 3 x 3 convs, small: 12 x 12 pixels (144: the west planes, both), a 3 x 3 conv of a
- * 40-channel input (9 taps, one block each) to 64 channels, no Relu: its blocks two by two on W0 and
- * W1 at once, a pixel's two products added on the VXM before its partial sum, the ninth block on
- * both planes as always. Bit-exact; 10 installs (18 with both planes taking every block). */
+/* ResNet's stage-3 and stage-4 convs, small, on the west planes: case 0 a 3 x 3 conv of a 40-channel
+ * input over 12 x 12 (144 pixels, 9 taps, one block each) to 64 channels; case 1 a 1 x 1 conv of 700
+ * channels (3 blocks) over 8 x 8 (64 pixels, under 128) to 64, its input a 1 x 1 conv + Relu. No
+ * Relu after them: their blocks two by two on W0 and W1 at once, a pixel's two products added on
+ * the VXM before its partial sum, a last odd block on both planes as always. Bit-exact; 10 and 3
+ * installs (18 and 6 with both planes taking every block). */
 START_TEST(test_west_pairs)
 {
-    const int C = 40, H = 12, W = 12, M = 64;
+    const int H = _i ? 8 : 12, W = H, C = _i ? 16 : 40, K = _i ? 700 : 40, M = 64, k = _i ? 1 : 3;
     ts_graph *g = ts_graph_create("wpairs");
     int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
-    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, C, 3, 3});
+    int w0 = _i ? tensor_dt(g, "w0", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){K, C, 1, 1}) : -1;
+    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, K, k, k});
     ts_graph_attrs a;
     ts_graph_attrs_init(&a);
-    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 1;
-    int y = chain(g, TS_OP_CONV, "c", x, w, &a);
+    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = k / 2;
+    int in = x;
+    if (_i)
+        in = chain(g, TS_OP_RELU, "r0", chain(g, TS_OP_CONV, "c0", x, w0, NULL), -1, NULL);
+    int y = chain(g, TS_OP_CONV, "c", in, w, &a);
     ts_graph_mark_output(g, y);
     finalize(g);
     lowered l;
     lower_and_run(g, &l);
-    int8_t *xv = input_i8(x, (int64_t)C * H * W);
-    int Ho, Wo;
-    int8_t *yv = ref_conv(xv, &(cgeom){1, C, H, W, M, 3, 1, 1, 1, 1}, w, false, &Ho, &Wo);
+    int8_t *xv = input_i8(x, (int64_t)C * H * W), *x1 = NULL;
+    int Ho, Wo, node = _i ? 2 : 0;
+    if (_i)
+        x1 = ref_conv(xv, &(cgeom){1, C, H, W, K, 1, 1, 0, 1, 1}, w0, true, &Ho, &Wo);
+    int8_t *yv = ref_conv(_i ? x1 : xv, &(cgeom){1, K, H, W, M, k, 1, k / 2, 1, 1}, w, false, &Ho, &Wo);
     ck_assert_int_eq(check_nchw(&l, y, yv, 1, M, Ho * Wo, "c"), 0);
-    ck_assert_uint_eq(l.rep.layers[0].blocks, 10);
-    ck_assert_uint_eq(l.rep.layers[0].passes, 9 * 10 * 10 + 6 * 4 * 10 + 4 * 4); /* the taps inside */
+    ck_assert_uint_eq(l.rep.layers[node].blocks, _i ? 3 : 10);
+    /* the taps inside: 9 for 10 x 10 pixels, 6 on the edges, 4 at the corners; 3 blocks a pixel */
+    ck_assert_uint_eq(l.rep.layers[node].passes, _i ? 3 * 64 : 9 * 10 * 10 + 6 * 4 * 10 + 4 * 4);
     int neg = 0;
-    for (int k = 0; k < M * Ho * Wo; k++)
-        neg += yv[k] < 0;
+    for (int i = 0; i < M * Ho * Wo; i++)
+        neg += yv[i] < 0;
     ck_assert_int_gt(neg, M * Ho * Wo / 4);
     ts_free(xv);
+    ts_free(x1);
     ts_free(yv);
     lowered_free(&l);
     ts_graph_destroy(g);
@@ -1175,7 +1185,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_conv_batch_groups);
     tcase_add_test(tc, test_packed_taps);
     tcase_add_loop_test(tc, test_packed_sets, 0, 2);
-    tcase_add_test(tc, test_west_pairs);
+    tcase_add_loop_test(tc, test_west_pairs, 0, 2);
     tcase_add_test(tc, test_patch_conv);
     tcase_add_test(tc, test_elementwise);
     tcase_add_test(tc, test_concat);
