@@ -280,6 +280,12 @@ START_TEST(test_packed_taps)
         /* node 3 i + 2 is the 3x3 Conv: G passes a pixel at most (9 unpacked, fewer at the borders) */
         ck_assert_uint_le(l.rep.layers[3 * i + 2].passes, (uint64_t)cs[i].G * N * Ho2 * Wo2);
         ck_assert_uint_gt(l.rep.layers[3 * i + 2].passes, (uint64_t)(cs[i].G - (i == 3 ? 2 : 1)) * N * Ho2 * Wo2);
+        if (i == 0 && N == 2) {
+            /* two groups, 264 pixels: a base's two blocks on a pair of planes, W0 and W1 or E0 and E1
+             * (5 bases, 20 installs), a pixel's two products added on the VXM: 2 passes every pixel */
+            ck_assert_uint_eq(l.rep.layers[2].passes, 2u * N * Ho2 * Wo2);
+            ck_assert_uint_eq(l.rep.layers[2].blocks, 20);
+        }
         int nz = 0;
         for (int k = 0; k < N * cs[i].M2 * Ho2 * Wo2; k++)
             nz += y2[k] != 0;
@@ -289,6 +295,93 @@ START_TEST(test_packed_taps)
     }
     ck_assert_int_eq(bad, 0);
     ts_free(xv);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* ResNet's packed 3 x 3 convs on four planes, small, 16 x 16 pixels: a 3 x 3 conv + Relu written in
+ * slots for a 3 x 3 conv without a Relu after it (its outputs negative too), of 64 channels (case
+ * 0: 5 slots, 2 groups, pairs of planes, a pixel's two products added on the VXM) or of 128 (case
+ * 1: 2 slots, 5 groups, group 4's pass with the partial sum, then groups 0 to 3 on the four planes
+ * at once). Bit-exact; every pixel takes G passes. */
+START_TEST(test_packed_sets)
+{
+    static const struct { int M, G, blocks; } cs[2] = {{64, 2, 4 * 5}, {128, 5, 8 * 2}};
+    const int C = 16, H = 16, W = 16, M = cs[_i].M;
+    ts_graph *g = ts_graph_create("sets");
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
+    int w1 = tensor_dt(g, "w1", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, C, 3, 3});
+    int w2 = tensor_dt(g, "w2", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, M, 3, 3});
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 1;
+    int h = chain(g, TS_OP_CONV, "c1", x, w1, &a);
+    int r = chain(g, TS_OP_RELU, "r1", h, -1, NULL);
+    int y = chain(g, TS_OP_CONV, "c2", r, w2, &a);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    int8_t *xv = input_i8(x, (int64_t)C * H * W);
+    int Ho, Wo, Ho2, Wo2;
+    int8_t *y1 = ref_conv(xv, &(cgeom){1, C, H, W, M, 3, 1, 1, 1, 1}, w1, true, &Ho, &Wo);
+    int8_t *y2 = ref_conv(y1, &(cgeom){1, M, Ho, Wo, M, 3, 1, 1, 1, 1}, w2, false, &Ho2, &Wo2);
+    ck_assert_int_eq(check_nchw(&l, y, y2, 1, M, Ho2 * Wo2, "c2"), 0);
+    ck_assert_uint_eq(l.rep.layers[2].passes, (uint64_t)cs[_i].G * Ho2 * Wo2);
+    ck_assert_uint_eq(l.rep.layers[2].blocks, (uint64_t)cs[_i].blocks);
+    int neg = 0;
+    for (int k = 0; k < M * Ho2 * Wo2; k++)
+        neg += y2[k] < 0;
+    ck_assert_int_gt(neg, M * Ho2 * Wo2 / 4);
+    ts_free(y1);
+    ts_free(y2);
+    ts_free(xv);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* ResNet's stage-3 and stage-4 convs, small, on the west planes: case 0 a 3 x 3 conv of a 40-channel
+ * input over 12 x 12 (144 pixels, 9 taps, one block each) to 64 channels; case 1 a 1 x 1 conv of 700
+ * channels (3 blocks) over 8 x 8 (64 pixels, under 128) to 64, its input a 1 x 1 conv + Relu. No
+ * Relu after them: their blocks two by two on W0 and W1 at once, a pixel's two products added on
+ * the VXM before its partial sum, a last odd block on both planes as always. Bit-exact; 10 and 3
+ * installs (18 and 6 with both planes taking every block). */
+START_TEST(test_west_pairs)
+{
+    const int H = _i ? 8 : 12, W = H, C = _i ? 16 : 40, K = _i ? 700 : 40, M = 64, k = _i ? 1 : 3;
+    ts_graph *g = ts_graph_create("wpairs");
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
+    int w0 = _i ? tensor_dt(g, "w0", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){K, C, 1, 1}) : -1;
+    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, K, k, k});
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = k / 2;
+    int in = x;
+    if (_i)
+        in = chain(g, TS_OP_RELU, "r0", chain(g, TS_OP_CONV, "c0", x, w0, NULL), -1, NULL);
+    int y = chain(g, TS_OP_CONV, "c", in, w, &a);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    int8_t *xv = input_i8(x, (int64_t)C * H * W), *x1 = NULL;
+    int Ho, Wo, node = _i ? 2 : 0;
+    if (_i)
+        x1 = ref_conv(xv, &(cgeom){1, C, H, W, K, 1, 1, 0, 1, 1}, w0, true, &Ho, &Wo);
+    int8_t *yv = ref_conv(_i ? x1 : xv, &(cgeom){1, K, H, W, M, k, 1, k / 2, 1, 1}, w, false, &Ho, &Wo);
+    ck_assert_int_eq(check_nchw(&l, y, yv, 1, M, Ho * Wo, "c"), 0);
+    ck_assert_uint_eq(l.rep.layers[node].blocks, _i ? 3 : 10);
+    /* the taps inside: 9 for 10 x 10 pixels, 6 on the edges, 4 at the corners; 3 blocks a pixel */
+    ck_assert_uint_eq(l.rep.layers[node].passes, _i ? 3 * 64 : 9 * 10 * 10 + 6 * 4 * 10 + 4 * 4);
+    int neg = 0;
+    for (int i = 0; i < M * Ho * Wo; i++)
+        neg += yv[i] < 0;
+    ck_assert_int_gt(neg, M * Ho * Wo / 4);
+    ts_free(xv);
+    ts_free(x1);
+    ts_free(yv);
     lowered_free(&l);
     ts_graph_destroy(g);
 }
@@ -1091,6 +1184,8 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_conv_batch_groups);
     tcase_add_test(tc, test_packed_taps);
+    tcase_add_loop_test(tc, test_packed_sets, 0, 2);
+    tcase_add_loop_test(tc, test_west_pairs, 0, 2);
     tcase_add_test(tc, test_patch_conv);
     tcase_add_test(tc, test_elementwise);
     tcase_add_test(tc, test_concat);

@@ -288,6 +288,7 @@ bool lt_vin_w(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag, uin
 bool lt_vin_w2(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag, uint64_t lb, const val *other,
                uint32_t other_mem, val *v);
 bool lt_scale_in(lt *L, uint32_t sword, uint64_t t, uint32_t tag, val *v);
+bool lt_bias_in(lt *L, uint32_t bword, uint64_t t, uint32_t tag, val *v);
 bool lt_byte_in(lt *L, uint32_t word, uint64_t t, uint32_t tag, val *v);
 
 /* ---- MEM regions and placement (memory.c) ---- */

@@ -760,9 +760,9 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
 /* Partial sums: 4 words per output vector, striped over the east MEM, in two buffers, each on
  * half of the east slices and in its own bank: a pass reads one and writes the other, so no slice
  * mixes the reads and writes of one block. */
-static ts_status psums(lt *L, const prod *p, uint32_t rows, pmem *m)
+static ts_status psums(lt *L, const prod *p, uint32_t rows, bool need, pmem *m)
 {
-    m->nparts = p->KT > 1 ? (uint64_t)rows * p->NT * 4 : 0;
+    m->nparts = p->KT > 1 && need ? (uint64_t)rows * p->NT * 4 : 0;
     m->hE = L->nE / 2;
     m->pbases[0] = m->pbases[1] = 0;
     m->pwords = (uint32_t)ts_geom_cdiv(m->nparts, m->hE);
@@ -949,6 +949,45 @@ static ts_status install_buffered(lt *L, const install_arg *a, const ts_graph_no
     return rc;
 }
 
+/* Install the current block on plane s->planes[j]: through the weight buffer where the plane still
+ * streams, else by iw; s->lbs[j] its first abc's cycle from then on. */
+static ts_status install_on(lt *L, psched *s, int j)
+{
+    uint8_t per[TS_TSP_TARGET_MAX_STREAMS * 64];
+    uint32_t ncyc = L->VL / IW_STREAMS;
+    if (s->p->kind == 5 && L->VL <= sizeof per)
+        ncyc = rows_plan(L, s->rmem, s->nv, per);
+    int pl = s->planes[j];
+    install_arg a = {.pl = pl, .rows_mem = pl < 2 ? s->rmem : s->ermem, .rows_word = pl < 2 ? s->rword : s->erword,
+                     .nvalid = s->nv, .rows_lb = s->p->kind == 5 ? s->rlb : NULL, .per = per, .ncyc = ncyc,
+                     .tag = lt_new_tag(L), .row0 = s->p->rep ? s->nt * s->p->N : 0,
+                     .seg = pl >= 2 ? SEG_E : s->m.wfirst == L->nW ? SEG_ALL : SEG_W};
+    uint64_t I = L->plane_busy[a.pl], w;
+    for (uint32_t r = 0; a.rows_lb && r < s->nv; r++) /* row r is read about r / 16 cycles after I */
+        if (a.rows_lb[r] > I + L->VL / IW_STREAMS)
+            I = a.rows_lb[r] - L->VL / IW_STREAMS;
+    if (!a.rows_lb && L->buf_free[a.pl] < L->plane_busy[a.pl]) {
+        ts_status rc = install_buffered(L, &a, s->p->nd, &I);
+        if (rc != TS_OK)
+            return rc;
+        lt_span(s->ly, I, I + 1);
+        s->ly->blocks++;
+        s->lbs[j] = I + L->tg->d_func.iw;
+        s->last_abcs[j] = I;
+        return TS_OK;
+    }
+    ts_status rc = lt_search(L, try_install, &a, NULL, &I, &w, s->p->nd, true);
+    if (rc == TS_OK && a.rows_lb && L->rdmax > s->p->r->last_read)
+        s->p->r->last_read = L->rdmax;
+    if (rc != TS_OK)
+        return rc;
+    lt_span(s->ly, I, I + ncyc);
+    s->ly->blocks++;
+    s->lbs[j] = I + ncyc - 1 + L->tg->d_func.iw;
+    s->last_abcs[j] = I;
+    return TS_OK;
+}
+
 /* Install the current block: a block with many passes goes on both planes, which take every other
  * pass; else the blocks alternate between the planes, one installing while the other streams. A
  * block of weights installs through the plane's weight buffer (install_buffered) where the plane
@@ -967,39 +1006,10 @@ static ts_status install_block(lt *L, psched *s)
     if (s->np == 1)
         L->next_plane = (L->next_plane % npl + 1) % npl;
     s->lbs[0] = s->lbs[1] = s->last_abcs[0] = s->last_abcs[1] = 0;
-    uint8_t per[TS_TSP_TARGET_MAX_STREAMS * 64];
-    uint32_t ncyc = L->VL / IW_STREAMS;
-    if (s->p->kind == 5 && L->VL <= sizeof per)
-        ncyc = rows_plan(L, s->rmem, s->nv, per);
     for (int j = 0; j < s->np; j++) {
-        int pl = s->planes[j];
-        install_arg a = {.pl = pl, .rows_mem = pl < 2 ? s->rmem : s->ermem, .rows_word = pl < 2 ? s->rword : s->erword,
-                         .nvalid = s->nv, .rows_lb = s->p->kind == 5 ? s->rlb : NULL, .per = per, .ncyc = ncyc,
-                         .tag = lt_new_tag(L), .row0 = s->p->rep ? s->nt * s->p->N : 0,
-                         .seg = pl >= 2 ? SEG_E : s->m.wfirst == L->nW ? SEG_ALL : SEG_W};
-        uint64_t I = L->plane_busy[a.pl], w;
-        for (uint32_t r = 0; a.rows_lb && r < s->nv; r++) /* row r is read about r / 16 cycles after I */
-            if (a.rows_lb[r] > I + L->VL / IW_STREAMS)
-                I = a.rows_lb[r] - L->VL / IW_STREAMS;
-        if (!a.rows_lb && L->buf_free[a.pl] < L->plane_busy[a.pl]) {
-            ts_status rc = install_buffered(L, &a, s->p->nd, &I);
-            if (rc != TS_OK)
-                return rc;
-            lt_span(s->ly, I, I + 1);
-            s->ly->blocks++;
-            s->lbs[j] = I + L->tg->d_func.iw;
-            s->last_abcs[j] = I;
-            continue;
-        }
-        ts_status rc = lt_search(L, try_install, &a, NULL, &I, &w, s->p->nd, true);
-        if (rc == TS_OK && a.rows_lb && L->rdmax > s->p->r->last_read)
-            s->p->r->last_read = L->rdmax;
+        ts_status rc = install_on(L, s, j);
         if (rc != TS_OK)
             return rc;
-        lt_span(s->ly, I, I + ncyc);
-        s->ly->blocks++;
-        s->lbs[j] = I + ncyc - 1 + L->tg->d_func.iw;
-        s->last_abcs[j] = I;
     }
     return TS_OK;
 }
@@ -1049,13 +1059,12 @@ static bool requant(lt *L, const prod *p, const pass *ps, val *sum, uint32_t tag
  * last block, requantised to the output); *wdone the cycle of its last write. */
 typedef struct pass_arg { const prod *p; const pass *ps; } pass_arg;
 
-static bool try_pass(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
+/* The plane half of a pass with its abc at T: the activation to the plane, the abc, the acc; *acc
+ * the products as they reach the VXM. */
+static bool pass_plane(lt *L, const prod *p, const pass *ps, uint64_t T, uint32_t tag, val *acc)
 {
-    const prod *p = ((const pass_arg *)arg)->p;
-    const pass *ps = ((const pass_arg *)arg)->ps;
     const ts_tsp_target *P = L->tg;
     uint32_t pp = plane_pos(L, ps->pl), q = plane_q(L, ps->pl), pv = P->pos_vxm;
-    uint32_t tag = L->tag % 65535 + 1;
     int s, in = plane_dir(ps->pl), out = in == WEST ? EAST : WEST; /* to the plane, from it to the VXM */
     if (!lt_take(L, &L->q[q + 1].issue, T) || !lt_take(L, &L->q[q + 2].issue, T + P->d_func.abc))
         return false;
@@ -1078,7 +1087,21 @@ static bool try_pass(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     if (!lt_take_group(L, out == EAST ? P_W2V_E : P_E2V_W, 4, ta, pp, &sa))
         return false;
     E1(L, q + 2, T + P->d_func.abc, LT_ACC, lt_sreg(L, out, sa), (int32_t)tag, (int32_t)tag);
-    val acc = {.alu = -1, .dir = out, .s = sa, .t = A};
+    *acc = (val){.alu = -1, .dir = out, .s = sa, .t = A};
+    return true;
+}
+
+static bool try_pass(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
+{
+    const prod *p = ((const pass_arg *)arg)->p;
+    const pass *ps = ((const pass_arg *)arg)->ps;
+    const ts_tsp_target *P = L->tg;
+    uint32_t pv = P->pos_vxm;
+    uint32_t tag = L->tag % 65535 + 1;
+    val acc;
+    if (!pass_plane(L, p, ps, T, tag, &acc))
+        return false;
+    uint64_t A = acc.t;
     if (ps->first && ps->final && p->blanes) { /* the bias came through the block (bias_lanes) */
         if (!requant(L, p, ps, &acc, tag, wdone))
             return false;
@@ -1207,42 +1230,485 @@ static uint32_t pack_order(const prod *p, uint32_t b)
     return b;
 }
 
+/* The current block's laid-out rows (block row g on): their slices and words, west and east. */
+static void blk_rows(lt *L, psched *s, uint64_t g)
+{
+    for (uint32_t r = 0; r < s->nv; r++) {
+        uint64_t k = s->m.woff + g + r, e = s->m.ewoff + g + r;
+        s->rmem[r] = s->m.wfirst + (uint32_t)(k % s->m.wn);
+        s->rword[r] = s->m.wbase + (uint32_t)(k / s->m.wn);
+        s->ermem[r] = L->nW + (uint32_t)(e % L->nE);
+        s->erword[r] = s->m.ewbase + (uint32_t)(e / L->nE);
+    }
+}
+
+/* The rows of output vectors whose partial sums are kept at once: all of them, unless their
+ * buffer would take more than 3/4 of a bank half of the east slices (ResNet-50's 3 x 3 convs at
+ * batch 8), then chunks that fit, each streaming every block again. */
+static uint32_t chunk_rows(const lt *L, const prod *p)
+{
+    uint64_t hE = L->nE / 2, limit = (uint64_t)L->half * 3 / 4, per = (uint64_t)p->NT * 4;
+    if (p->KT <= 1 || ts_geom_cdiv((uint64_t)p->M * per, hE) <= limit)
+        return p->M;
+    uint64_t rows = limit * hE / per;
+    return rows ? (uint32_t)rows : 1;
+}
+
+/* A packed Conv of two groups on four planes (pair_mode): its two blocks of a base on a pair of
+ * planes at once (W0 and W1, or E0 and E1), a pixel's two abc timed so that both products reach the
+ * VXM in one cycle, where they are added, with the bias, to be requantised: no partial sums in the
+ * east MEM. */
+static bool pair_mode(const lt *L, const psched *s)
+{
+    const prod *p = s->p;
+    return p->kind == 6 && p->pl.G == 2 && p->NT == 1 && !p->rep && s->m.east && L->tg->mxm_east >= 2;
+}
+
+typedef struct pair_arg { const prod *p; const pass *ps[2]; } pair_arg;
+
+/* The pair's abc: the second plane's (the farther from the VXM) earlier by the difference. */
+static uint64_t pair_lag(const lt *L, const pass *a, const pass *b)
+{
+    uint32_t pv = L->tg->pos_vxm, pa = plane_pos(L, a->pl), pb = plane_pos(L, b->pl);
+    uint32_t da = pa > pv ? pa - pv : pv - pa, db = pb > pv ? pb - pv : pv - pb;
+    return db - da; /* db >= da: the pair's planes are given nearer first */
+}
+
+static bool try_pair(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
+{
+    const pair_arg *a = arg;
+    const ts_tsp_target *P = L->tg;
+    uint32_t tag = L->tag % 65535 + 1;
+    uint64_t lag = pair_lag(L, a->ps[0], a->ps[1]);
+    val x0, x1, s1, bias, s2;
+    if (T < lag || !pass_plane(L, a->p, a->ps[0], T, tag, &x0) ||
+        !pass_plane(L, a->p, a->ps[1], T - lag, tag, &x1) ||
+        !lt_vop(L, LT_ADD, P->reg.i32, 0, x0.t, &x0, &x1, -1, 0, tag, &s1, NULL) ||
+        !lt_bias_in(L, a->ps[0]->bword, s1.t, tag, &bias) ||
+        !lt_vop(L, LT_ADD, P->reg.i32, 0, s1.t, &s1, &bias, -1, 0, tag, &s2, NULL) ||
+        !requant(L, a->p, a->ps[0], &s2, tag, wdone))
+        return false;
+    L->tag = tag;
+    return true;
+}
+
+/* The earliest abc of plane j's pass of activation vector xv (-1: zeros). */
+static uint64_t pass_lb(lt *L, const psched *s, int j, int64_t xv)
+{
+    uint64_t T = s->lbs[j] > s->last_abcs[j] ? s->lbs[j] : s->last_abcs[j];
+    if (xv >= 0) {
+        uint32_t xm, xw;
+        lt_slot(L, s->p->x, (uint64_t)xv, &xm, &xw);
+        uint32_t xp = lt_mem_pos(L, xm), pp = plane_pos(L, s->planes[j]);
+        uint64_t e = s->p->x->ready[xv] + L->tg->d_func.read + (xp > pp ? xp - pp : pp - xp);
+        if (e > T)
+            T = e;
+    }
+    return T;
+}
+
+/* Base by base: its group-0 block on W0 and E0, its group-1 block on W1 and E1, the pixels of the
+ * base alternating between the west and the east pair. */
+static ts_status sched_pairs(lt *L, psched *s)
+{
+    prod *p = s->p;
+    uint32_t R = p->pl.R;
+    s->np = 4;
+    for (int j = 0; j < 4; j++)
+        s->planes[j] = j;
+    s->nt = 0;
+    s->nv = tile_rows(p, 0, L->VL);
+    for (uint32_t b = 0; b < R; b++) {
+        bool any = false;
+        for (uint32_t m = 0; m < p->M && !any; m++)
+            any = pbase(p, m) == b;
+        if (!any)
+            continue;
+        for (int j = 0; j < 4; j++) { /* W0, W1, E0, E1: groups 0, 1, 0, 1 */
+            s->kt = (uint32_t)(j & 1) * R + b;
+            blk_rows(L, s, blk_row0(p, 0, s->kt, L->VL));
+            ts_status rc = install_on(L, s, j);
+            if (rc != TS_OK)
+                return rc;
+        }
+        uint32_t turn = 0;
+        for (uint32_t m = 0; m < p->M; m++) {
+            if (pbase(p, m) != b)
+                continue;
+            int j0 = (int)(turn++ % 2) * 2; /* the pair's nearer plane: W0 or E0 */
+            pass ps[2];
+            for (int g = 0; g < 2; g++) {
+                uint32_t kt = (uint32_t)g * R + b;
+                ps[g] = (pass){.pl = s->planes[j0 + g], .kt = kt, .xv = act_vec(p, m, kt), .first = true, .final = true,
+                               .bword = s->m.cbase, .sword = s->m.cbase + 4 * s->m.ct};
+            }
+            lt_slot(L, p->y, (uint64_t)m * p->y->T, &ps[0].omem, &ps[0].oword);
+            pair_arg a = {p, {&ps[0], &ps[1]}};
+            uint64_t lag = pair_lag(L, &ps[0], &ps[1]), T = pass_lb(L, s, j0, ps[0].xv), w;
+            uint64_t T1 = pass_lb(L, s, j0 + 1, ps[1].xv);
+            if (T1 + lag > T)
+                T = T1 + lag;
+            ts_status rc = lt_search(L, try_pair, &a, NULL, &T, &w, p->nd, true);
+            if (rc != TS_OK)
+                return rc;
+            if (L->rdmax > s->rd_last)
+                s->rd_last = L->rdmax;
+            p->y->ready[(uint64_t)m * p->y->T] = w + L->tg->d_func.write + 1;
+            lt_span(s->ly, T - lag, w);
+            s->last_abcs[j0] = T;
+            s->last_abcs[j0 + 1] = T - lag;
+            s->ly->passes += 2;
+        }
+        for (int j = 0; j < 4; j++)
+            L->plane_busy[j] = s->last_abcs[j];
+    }
+    return TS_OK;
+}
+
+/* A packed Conv of five groups on four planes (quad_mode; ResNet's 128-channel 3 x 3 convs, 2 slots):
+ * per base, group 4's block on the four planes first, whose passes (the planes in turn) add the bias
+ * and write their partial sums, then groups 0 to 3 on W0, W1, E0, E1 at once: a pixel's four abc
+ * timed so that the products reach the VXM in one cycle, added two and two, then together, then to
+ * the partial sum, and requantised. One partial sum a pixel, not four. */
+static bool quad_mode(const lt *L, const psched *s)
+{
+    const prod *p = s->p;
+    return p->kind == 6 && p->pl.G == 5 && p->NT == 1 && !p->rep && s->m.east && L->tg->mxm_east >= 2 &&
+           chunk_rows(L, p) == p->M;
+}
+
+typedef struct quad_arg { const prod *p; const pass *ps[4]; } quad_arg;
+
+/* A plane's distance from the VXM. */
+static uint32_t plane_dist(const lt *L, int pl)
+{
+    uint32_t pv = L->tg->pos_vxm, pp = plane_pos(L, pl);
+    return pp > pv ? pp - pv : pv - pp;
+}
+
+static bool try_quad(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
+{
+    const quad_arg *a = arg;
+    const pass *ps = a->ps[0];
+    const ts_tsp_target *P = L->tg;
+    uint32_t tag = L->tag % 65535 + 1, pv = P->pos_vxm, d0 = plane_dist(L, ps->pl);
+    val x[4], s01, s23, sum, part, fin;
+    for (int i = 0; i < 4; i++) { /* a farther plane's abc earlier, so every product arrives with W0's */
+        uint64_t lag = plane_dist(L, a->ps[i]->pl) - d0;
+        if (T < lag || !pass_plane(L, a->p, a->ps[i], T - lag, tag, &x[i]))
+            return false;
+    }
+    int sb;
+    if (!lt_vop(L, LT_ADD, P->reg.i32, 0, x[0].t, &x[0], &x[1], -1, 0, tag, &s01, NULL) ||
+        !lt_vop(L, LT_ADD, P->reg.i32, 0, x[2].t, &x[2], &x[3], -1, 0, tag, &s23, NULL) ||
+        !lt_vop(L, LT_ADD, P->reg.i32, 0, s01.t, &s01, &s23, -1, 0, tag, &sum, NULL) ||
+        !lt_take_group(L, P_E2V_W, 4, sum.t, pv, &sb))
+        return false;
+    for (int b = 0; b < 4; b++)
+        if (!lt_rd(L, ps->pmem[b], ps->pword[b], sum.t, pv, WEST, sb + b, tag, ps->pready))
+            return false;
+    part = (val){.alu = -1, .dir = WEST, .s = sb, .t = sum.t};
+    if (!lt_vop(L, LT_ADD, P->reg.i32, 0, sum.t, &sum, &part, -1, 0, tag, &fin, NULL) ||
+        !requant(L, a->p, ps, &fin, tag, wdone))
+        return false;
+    L->tag = tag;
+    return true;
+}
+
+/* The partial-sum words of output pixel m in buffer buf. */
+static void psum_at(const lt *L, const psched *s, uint32_t m, uint32_t buf, uint32_t *mem, uint32_t *word)
+{
+    for (uint32_t b = 0; b < 4; b++) {
+        uint64_t k = (uint64_t)(m - s->m0) * 4 + b;
+        mem[b] = L->nW + buf * s->m.hE + (uint32_t)(k % s->m.hE);
+        word[b] = s->m.pbases[buf] + (uint32_t)(k / s->m.hE);
+    }
+}
+
+/* Group g's block of base b on plane j. */
+static ts_status install_group(lt *L, psched *s, uint32_t g, uint32_t b, int j)
+{
+    s->kt = g * s->p->pl.R + b;
+    blk_rows(L, s, blk_row0(s->p, 0, s->kt, L->VL));
+    return install_on(L, s, j);
+}
+
+/* Base b's group-4 passes, the four planes in turn: bias added, partial sums written to buffer b & 1. */
+static ts_status quad_lead(lt *L, psched *s, uint32_t b)
+{
+    prod *p = s->p;
+    uint32_t turn = 0, buf = b & 1, kt = 4 * p->pl.R + b;
+    for (uint32_t m = 0; m < p->M; m++) {
+        if (pbase(p, m) != b)
+            continue;
+        int j = (int)(turn++ % 4);
+        pass ps = {.pl = s->planes[j], .kt = kt, .xv = act_vec(p, m, kt), .first = true, .bword = s->m.cbase};
+        psum_at(L, s, m, buf, ps.wmem, ps.wword);
+        uint64_t T = pass_lb(L, s, j, ps.xv), w;
+        if (s->m.pav > T)
+            T = s->m.pav;
+        pass_arg a = {p, &ps};
+        ts_status rc = lt_search(L, try_pass, &a, NULL, &T, &w, p->nd, true);
+        if (rc != TS_OK)
+            return rc;
+        if (L->rdmax > s->rd_last)
+            s->rd_last = L->rdmax;
+        s->pready[m] = w + L->tg->d_func.write + 1;
+        s->pbuf[m] = (uint8_t)buf;
+        lt_span(s->ly, T, w);
+        s->last_abcs[j] = T;
+        s->ly->passes++;
+    }
+    for (int j = 0; j < 4; j++)
+        L->plane_busy[j] = s->last_abcs[j];
+    return TS_OK;
+}
+
+/* Base b's pixels through groups 0 to 3 on the four planes at once. */
+static ts_status quad_main(lt *L, psched *s, uint32_t b)
+{
+    prod *p = s->p;
+    for (uint32_t m = 0; m < p->M; m++) {
+        if (pbase(p, m) != b)
+            continue;
+        pass ps[4];
+        uint64_t T = 0, w;
+        uint32_t d0 = plane_dist(L, s->planes[0]);
+        for (int g = 0; g < 4; g++) {
+            uint32_t kt = (uint32_t)g * p->pl.R + b;
+            ps[g] = (pass){.pl = s->planes[g], .kt = kt, .xv = act_vec(p, m, kt), .final = true};
+            uint64_t t = pass_lb(L, s, g, ps[g].xv) + plane_dist(L, s->planes[g]) - d0;
+            T = t > T ? t : T;
+        }
+        psum_at(L, s, m, s->pbuf[m], ps[0].pmem, ps[0].pword);
+        ps[0].pready = s->pready[m];
+        ps[0].sword = s->m.cbase + 4 * s->m.ct;
+        lt_slot(L, p->y, (uint64_t)m * p->y->T, &ps[0].omem, &ps[0].oword);
+        quad_arg a = {p, {&ps[0], &ps[1], &ps[2], &ps[3]}};
+        ts_status rc = lt_search(L, try_quad, &a, NULL, &T, &w, p->nd, true);
+        if (rc != TS_OK)
+            return rc;
+        if (L->rdmax > s->rd_last)
+            s->rd_last = L->rdmax;
+        p->y->ready[(uint64_t)m * p->y->T] = w + L->tg->d_func.write + 1;
+        for (int g = 0; g < 4; g++) {
+            uint64_t tg = T - (plane_dist(L, s->planes[g]) - d0);
+            s->last_abcs[g] = tg;
+            lt_span(s->ly, tg, w);
+        }
+        s->ly->passes += 4;
+    }
+    for (int j = 0; j < 4; j++)
+        L->plane_busy[j] = s->last_abcs[j];
+    return TS_OK;
+}
+
+static ts_status sched_quads(lt *L, psched *s)
+{
+    prod *p = s->p;
+    s->np = 4;
+    for (int j = 0; j < 4; j++)
+        s->planes[j] = j;
+    s->nt = 0;
+    s->nv = tile_rows(p, 0, L->VL);
+    for (uint32_t b = 0; b < p->pl.R; b++) {
+        bool any = false;
+        for (uint32_t m = 0; m < p->M && !any; m++)
+            any = pbase(p, m) == b;
+        ts_status rc = TS_OK;
+        for (int j = 0; j < 4 && any && rc == TS_OK; j++)
+            rc = install_group(L, s, 4, b, j);
+        if (any && rc == TS_OK)
+            rc = quad_lead(L, s, b);
+        for (int j = 0; j < 4 && any && rc == TS_OK; j++)
+            rc = install_group(L, s, (uint32_t)j, b, j);
+        if (any && rc == TS_OK)
+            rc = quad_main(L, s, b);
+        if (rc != TS_OK)
+            return rc;
+    }
+    return TS_OK;
+}
+
+/* Block (s->kt, s->nt): its rows, its install, its passes; nothing where no pixel has an input. */
+static ts_status sched_one(lt *L, psched *s)
+{
+    const prod *p = s->p;
+    uint32_t VL = L->VL;
+    s->nv = tile_rows(p, s->nt, VL);
+    /* rows are stored tile by tile, block by block; only the last tile is short */
+    uint64_t g = blk_row0(p, s->nt, s->kt, VL);
+    for (uint32_t r = 0; r < s->nv && p->kind == 5; r++) {
+        /* row n of head h: the second input's vector for (h, n), this block's channel tile */
+        uint64_t h = s->kt / p->CT, v = (h * p->sh + (uint64_t)(s->nt * VL + r) * p->sn) * p->r->T + s->kt % p->CT;
+        lt_slot(L, p->r, v, &s->rmem[r], &s->rword[r]);
+        s->rlb[r] = p->r->ready[v];
+    }
+    if (p->kind != 5)
+        blk_rows(L, s, g);
+    bool any = false;
+    for (uint32_t m = s->m0; m < s->m1 && !any && blk_used(p, s->nt, s->kt, VL); m++)
+        any = pix_in(p, m, s->nt) && act_vec(p, m, s->kt) >= 0;
+    if (!any)
+        return TS_OK;
+    ts_status rc = install_block(L, s);
+    return rc != TS_OK ? rc : stream_block(L, s);
+}
+
+/* A 3 x 3 (or larger) Conv of 32 pixels or more, or a 1 x 1 one of 32 to 127, without the east copy,
+ * on the west planes (wpair_mode; ResNet's stages 3 and 4, 196 and 49 pixels; stage 3's 1 x 1 convs
+ * too left MEM W0's text unfetchable in time): its reduction blocks two by two, block
+ * k on W0 and k + 1 on W1 at once, a pixel's two abc timed so that both products reach the VXM in
+ * one cycle, added, then to the bias or the partial sum: one partial sum written and read a pixel
+ * for two blocks. */
+static bool wpair_mode(const lt *L, const psched *s)
+{
+    const prod *p = s->p;
+    return p->kind == 2 && (p->w.kh * p->w.kw > 1 || p->M < DUAL_PASSES) && !L->mode && p->G == 1 && !p->rep &&
+           !s->m.east && p->KT >= 2 && p->M >= 32 && s->m0 == 0 && s->m1 == p->M && L->tg->mxm_west >= 2;
+}
+
+typedef struct wpair_arg { const prod *p; const pass *ps[2]; } wpair_arg;
+
+static bool try_wpair(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
+{
+    const wpair_arg *a = arg;
+    const pass *ps = a->ps[0];
+    const ts_tsp_target *P = L->tg;
+    uint32_t tag = L->tag % 65535 + 1, pv = P->pos_vxm;
+    uint64_t lag = pair_lag(L, a->ps[0], a->ps[1]);
+    val x0, x1, s1, part, sum;
+    int sb, sd;
+    if (T < lag || !pass_plane(L, a->p, a->ps[0], T, tag, &x0) ||
+        !pass_plane(L, a->p, a->ps[1], T - lag, tag, &x1) ||
+        !lt_vop(L, LT_ADD, P->reg.i32, 0, x0.t, &x0, &x1, -1, 0, tag, &s1, NULL) ||
+        !lt_take_group(L, P_E2V_W, 4, s1.t, pv, &sb))
+        return false;
+    for (int b = 0; b < 4; b++)
+        if (ps->first ? !lt_rd_any(L, 1, ps->bword + (uint32_t)b, s1.t, pv, WEST, sb + b, tag)
+                      : !lt_rd(L, ps->pmem[b], ps->pword[b], s1.t, pv, WEST, sb + b, tag, ps->pready))
+            return false;
+    part = (val){.alu = -1, .dir = WEST, .s = sb, .t = s1.t};
+    if (ps->final) {
+        if (!lt_vop(L, LT_ADD, P->reg.i32, 0, s1.t, &s1, &part, -1, 0, tag, &sum, NULL) ||
+            !requant(L, a->p, ps, &sum, tag, wdone))
+            return false;
+        L->tag = tag;
+        return true;
+    }
+    if (!lt_vop(L, LT_ADD, P->reg.i32, 0, s1.t, &s1, &part, P_FROMV_E, 4, tag, &sum, &sd))
+        return false;
+    uint64_t last = 0;
+    for (int b = 0; b < 4; b++) {
+        uint64_t w;
+        if (!lt_wr(L, ps->wmem[b], ps->wword[b], s1.t + P->d_func.add, pv, EAST, sd + b, tag, 0, &w))
+            return false;
+        last = w > last ? w : last;
+    }
+    *wdone = last;
+    L->tag = tag;
+    return true;
+}
+
+/* Blocks k (on W0) and k + 1 (on W1) of output tile s->nt: installed, then every pixel with an input
+ * in both as a pair, one with an input in one of them as a pass of its own. */
+static ts_status wpair_block(lt *L, psched *s, uint32_t k)
+{
+    prod *p = s->p;
+    uint32_t nt = s->nt, VL = L->VL;
+    s->nv = tile_rows(p, nt, VL);
+    s->np = 2;
+    for (int j = 0; j < 2; j++) {
+        s->planes[j] = j;
+        s->kt = k + (uint32_t)j;
+        blk_rows(L, s, blk_row0(p, nt, s->kt, VL));
+        ts_status rc = install_on(L, s, j);
+        if (rc != TS_OK)
+            return rc;
+    }
+    for (uint32_t m = s->m0; m < s->m1; m++) {
+        int64_t xa = act_vec(p, m, k), xb = act_vec(p, m, k + 1);
+        if (xa < 0 && xb < 0)
+            continue;
+        uint64_t pi = (uint64_t)m * p->NT + nt, T, w;
+        pass ps[2];
+        int j = xa >= 0 ? 0 : 1; /* a lone pass: the plane of its block */
+        s->kt = k + (uint32_t)j;
+        T = plan_pass(L, s, m, j ? xb : xa, j, &ps[0]);
+        bool pair = xa >= 0 && xb >= 0;
+        if (pair) {
+            /* the pair is first if no block before k has an input, final if none after k + 1 */
+            ps[0].final = s->lastk[pi] == k + 1;
+            if (ps[0].final)
+                lt_slot(L, p->y, (uint64_t)m * p->y->T + nt, &ps[0].omem, &ps[0].oword);
+            s->kt = k + 1;
+            uint64_t t1 = plan_pass(L, s, m, xb, 1, &ps[1]) + pair_lag(L, &ps[0], &ps[1]);
+            T = t1 > T ? t1 : T;
+            if (!ps[0].final && s->m.pav > T)
+                T = s->m.pav;
+        }
+        /* the partial sums go to the buffer the pixel's last ones are not in */
+        uint32_t wb = ps[0].first ? (k / 2) & 1 : s->pbuf[pi] ^ 1u;
+        for (uint32_t b = 0; b < 4; b++) {
+            uint64_t kk = ((uint64_t)(m - s->m0) * p->NT + nt) * 4 + b;
+            ps[0].wmem[b] = L->nW + wb * s->m.hE + (uint32_t)(kk % s->m.hE);
+            ps[0].wword[b] = s->m.pbases[wb] + (uint32_t)(kk / s->m.hE);
+        }
+        ts_status rc;
+        if (pair) {
+            wpair_arg a = {p, {&ps[0], &ps[1]}};
+            rc = lt_search(L, try_wpair, &a, NULL, &T, &w, p->nd, true);
+        } else {
+            pass_arg a = {p, &ps[0]};
+            rc = lt_search(L, try_pass, &a, NULL, &T, &w, p->nd, true);
+        }
+        if (rc != TS_OK)
+            return rc;
+        if (L->rdmax > s->rd_last)
+            s->rd_last = L->rdmax;
+        if (ps[0].final) {
+            p->y->ready[(uint64_t)m * p->y->T + nt] = w + L->tg->d_func.write + 1;
+        } else {
+            s->pready[pi] = w + L->tg->d_func.write + 1;
+            s->pbuf[pi] = (uint8_t)wb;
+        }
+        uint64_t lag = pair ? pair_lag(L, &ps[0], &ps[1]) : 0;
+        lt_span(s->ly, T - lag, w);
+        s->last_abcs[j] = T;
+        if (pair)
+            s->last_abcs[1] = T - lag;
+        s->ly->passes += pair ? 2 : 1;
+    }
+    for (int j = 0; j < 2; j++)
+        L->plane_busy[j] = s->last_abcs[j];
+    return TS_OK;
+}
+
 /* Every block, reduction-major: the output tiles' partial-sum chains interleave, so a block need
  * not wait for the previous block of its own tile to write its partial sums. */
 static ts_status sched_blocks(lt *L, psched *s)
 {
     const prod *p = s->p;
-    uint32_t VL = L->VL;
+    if (pair_mode(L, s))
+        return sched_pairs(L, s);
+    if (quad_mode(L, s))
+        return sched_quads(L, s);
+    bool wp = wpair_mode(L, s);
     for (uint32_t b = 0; b < p->KT; b++)
         for (s->nt = 0; s->nt < p->NT; s->nt++) {
+            ts_status rc;
+            if (wp && b + 1 < p->KT && blk_used(p, s->nt, b, L->VL) && blk_used(p, s->nt, b + 1, L->VL)) {
+                if ((rc = wpair_block(L, s, b)) != TS_OK)
+                    return rc;
+                if (s->nt + 1 == p->NT)
+                    b++;
+                continue;
+            }
             /* a packed Conv: by anti-diagonals (pack_order), the planes taking the blocks in turn, so
              * a group's passes (bias read, partial sums written) run beside the next group's (partial
              * sums and scale read), which share the streams from the east */
             s->kt = p->kind == 6 ? pack_order(p, b) : b;
-            s->nv = tile_rows(p, s->nt, VL);
-            /* rows are stored tile by tile, block by block; only the last tile is short */
-            uint64_t g = blk_row0(p, s->nt, s->kt, VL);
-            for (uint32_t r = 0; r < s->nv && p->kind == 5; r++) {
-                /* row n of head h: the second input's vector for (h, n), this block's channel tile */
-                uint64_t h = s->kt / p->CT, v = (h * p->sh + (uint64_t)(s->nt * VL + r) * p->sn) * p->r->T +
-                                                s->kt % p->CT;
-                lt_slot(L, p->r, v, &s->rmem[r], &s->rword[r]);
-                s->rlb[r] = p->r->ready[v];
-            }
-            for (uint32_t r = 0; r < s->nv && p->kind != 5; r++) {
-                uint64_t k = s->m.woff + g + r, e = s->m.ewoff + g + r;
-                s->rmem[r] = s->m.wfirst + (uint32_t)(k % s->m.wn);
-                s->rword[r] = s->m.wbase + (uint32_t)(k / s->m.wn);
-                s->ermem[r] = L->nW + (uint32_t)(e % L->nE);
-                s->erword[r] = s->m.ewbase + (uint32_t)(e / L->nE);
-            }
-            bool any = false;
-            for (uint32_t m = s->m0; m < s->m1 && !any && blk_used(p, s->nt, s->kt, VL); m++)
-                any = pix_in(p, m, s->nt) && act_vec(p, m, s->kt) >= 0;
-            if (!any)
-                continue;
-            ts_status rc = install_block(L, s);
-            if (rc != TS_OK || (rc = stream_block(L, s)) != TS_OK)
+            if ((rc = sched_one(L, s)) != TS_OK)
                 return rc;
         }
     return TS_OK;
@@ -1293,18 +1759,6 @@ static void psched_free(psched *s)
     ts_free(s->pbuf);
 }
 
-/* The rows of output vectors whose partial sums are kept at once: all of them, unless their
- * buffer would take more than 3/4 of a bank half of the east slices (ResNet-50's 3 x 3 convs at
- * batch 8), then chunks that fit, each streaming every block again. */
-static uint32_t chunk_rows(const lt *L, const prod *p)
-{
-    uint64_t hE = L->nE / 2, limit = (uint64_t)L->half * 3 / 4, per = (uint64_t)p->NT * 4;
-    if (p->KT <= 1 || ts_geom_cdiv((uint64_t)p->M * per, hE) <= limit)
-        return p->M;
-    uint64_t rows = limit * hE / per;
-    return rows ? (uint32_t)rows : 1;
-}
-
 /* Memory, then the schedule of every block, chunk by chunk of output rows; each chunk's
  * partial-sum buffers are freed after their last write. */
 static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
@@ -1313,14 +1767,15 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
     ts_status rc;
     if ((rc = weights(L, p, &s.m)) != TS_OK || (rc = consts(L, p, &s.m)) != TS_OK)
         return rc;
-    uint32_t rows = chunk_rows(L, p);
+    bool pair = pair_mode(L, &s); /* no partial sums */
+    uint32_t rows = pair ? p->M : chunk_rows(L, p);
     if ((rc = psched_init(L, &s)) != TS_OK) {
         psched_free(&s);
         return rc;
     }
     for (s.m0 = 0; s.m0 < p->M && rc == TS_OK; s.m0 = s.m1) {
         s.m1 = p->M - s.m0 < rows ? p->M : s.m0 + rows;
-        if ((rc = psums(L, p, s.m1 - s.m0, &s.m)) != TS_OK || (rc = sched_blocks(L, &s)) != TS_OK)
+        if ((rc = psums(L, p, s.m1 - s.m0, !pair, &s.m)) != TS_OK || (rc = sched_blocks(L, &s)) != TS_OK)
             break;
         if (s.m.pwords) {
             uint64_t pl = 0;

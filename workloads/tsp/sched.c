@@ -581,6 +581,12 @@ bool lt_scale_in(lt *L, uint32_t sword, uint64_t t, uint32_t tag, val *v)
     return east_const_in(L, sword, 4, t, tag, v);
 }
 
+/* An int32 bias, words bword..bword + 3 of every east MEM slice (one byte plane each), the same way. */
+bool lt_bias_in(lt *L, uint32_t bword, uint64_t t, uint32_t tag, val *v)
+{
+    return east_const_in(L, bword, 4, t, tag, v);
+}
+
 /* An int8 constant vector in word `word` of the east MEM (lt_byte_const) reaching the VXM at cycle t
  * on one stream of pool P_E2V_W. */
 bool lt_byte_in(lt *L, uint32_t word, uint64_t t, uint32_t tag, val *v)
