@@ -2032,11 +2032,12 @@ END_TEST
  * halves in its rows of pixels (exact: x holds f16 values), multiplies on f16v4amp (products of
  * halves exact in f32) and sums in f32 (between the steps, and over the tree where k is split); its
  * outputs are f32 words, not rounded: so both within 1e-5 x the sum of |terms|, f32's tolerance. */
-static void t10_convk(bool half, int C, int H, int Wd, int M, int kk, int st, int pad, const ts_t10_plan *pick)
+static void t10_convk(bool half, int NB, int C, int H, int Wd, int M, int kk, int st, int pad,
+                      const ts_t10_plan *pick)
 {
     ts_graph *g = ts_graph_create("conv");
     int (*mk)(ts_graph *, const char *, ts_tensor_kind, int, const int64_t *) = half ? tensor16 : tensor;
-    int x = mk(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, C, H, Wd});
+    int x = mk(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){NB, C, H, Wd});
     int w = mk(g, "w", TS_TENSOR_WEIGHT, 4, (int64_t[]){M, C, kk, kk});
     int b = mk(g, "b", TS_TENSOR_WEIGHT, 1, (int64_t[]){M});
     int y = mk(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
@@ -2064,6 +2065,7 @@ static void t10_convk(bool half, int C, int H, int Wd, int M, int kk, int st, in
     ck_assert_uint_gt(amp, 0);
     int Ho = (H + 2 * pad - kk) / st + 1, Wo = (Wd + 2 * pad - kk) / st + 1;
 #define H16(t, k) (half ? (double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))) : (double)val(t, k))
+    for (int nb = 0; nb < NB; nb++)
     for (int m = 0; m < M; m++)
         for (int oy = 0; oy < Ho; oy++)
             for (int ox = 0; ox < Wo; ox++) {
@@ -2074,11 +2076,12 @@ static void t10_convk(bool half, int C, int H, int Wd, int M, int kk, int st, in
                             int iy = oy * st + ky - pad, ix = ox * st + kx - pad;
                             if (iy < 0 || iy >= H || ix < 0 || ix >= Wd)
                                 continue;
-                            double t = H16(x, (c * H + iy) * Wd + ix) * H16(w, ((m * C + c) * kk + ky) * kk + kx);
+                            double t = H16(x, ((nb * C + c) * H + iy) * Wd + ix) *
+                                       H16(w, ((m * C + c) * kk + ky) * kk + kx);
                             v += t;
                             mg += fabs(t);
                         }
-                uint64_t k = (uint64_t)((m * Ho + oy) * Wo + ox);
+                uint64_t k = (uint64_t)(((nb * M + m) * Ho + oy) * Wo + ox);
                 near(out_at(&L, g, y, k), v, mg, "y", k);
             }
 #undef H16
@@ -2088,7 +2091,7 @@ static void t10_convk(bool half, int C, int H, int Wd, int M, int kk, int st, in
 
 static void t10_conv1x1(bool half, int C, int H, int Wd, int M, int st, const ts_t10_plan *pick)
 {
-    t10_convk(half, C, H, Wd, M, 1, st, 0, pick);
+    t10_convk(half, 1, C, H, Wd, M, 1, st, 0, pick);
 }
 
 START_TEST(test_t10_conv3)
@@ -2120,7 +2123,33 @@ START_TEST(test_t10_conv3)
         {false, 9, 1, {.fm = 5, .fn = 1, .fk = 2, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}},
         {false, 9, 2, {0}},
     };
-    t10_convk(cs[_i].half, 16, cs[_i].H, 4, 16, 3, cs[_i].st, 1, cs[_i].p.fm ? &cs[_i].p : NULL);
+    t10_convk(cs[_i].half, 1, 16, cs[_i].H, 4, 16, 3, cs[_i].st, 1, cs[_i].p.fm ? &cs[_i].p : NULL);
+}
+END_TEST
+
+START_TEST(test_t10_conv_batch)
+{
+    /* a batch of 2 images folded into the pixels (image by image, each image's pixels whole blocks,
+     * the output the blocked layout of the batch's planes): 3x3 Convs of padding 1, 16 -> 16
+     * channels on 8 x 4, f16 with A rotating (2 blocks of 4 output rows an image), with B rotating
+     * (4 blocks of 2 rows), k split in two, the model's plan, and f32 at stride 2; a 1x1 Conv 56 ->
+     * 16 on 5 x 4, f16 with A rotating (blocks of 10 pixels), and strided 1x1 (24 -> 16 on 13 x 6
+     * at stride 2, f32) with the model's plan. Tolerance as test_t10_conv3's. */
+    static const ts_t10_plan plans[] = {
+        {.fm = 4, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A},
+        {.fm = 8, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B},
+        {.fm = 4, .fn = 1, .fk = 2, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE},
+    };
+    if (_i < 3)
+        t10_convk(true, 2, 16, 8, 4, 16, 3, 1, 1, &plans[_i]);
+    else if (_i == 3)
+        t10_convk(true, 2, 16, 8, 4, 16, 3, 1, 1, NULL);
+    else if (_i == 4)
+        t10_convk(false, 2, 16, 8, 4, 16, 3, 2, 1, NULL);
+    else if (_i == 5)
+        t10_convk(true, 2, 56, 5, 4, 16, 1, 1, 0, &plans[0]);
+    else
+        t10_convk(false, 2, 24, 13, 6, 16, 1, 2, 0, NULL);
 }
 END_TEST
 
@@ -2516,6 +2545,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_t10_conv_f16, 0, 8);
     tcase_add_loop_test(tc, test_t10_conv_strided, 0, 8);
     tcase_add_loop_test(tc, test_t10_conv3, 0, 12);
+    tcase_add_loop_test(tc, test_t10_conv_batch, 0, 7);
     tcase_add_test(tc, test_t10_conv_reuse);
     tcase_add_loop_test(tc, test_t10_conv_auto, 0, 2);
     tcase_add_loop_test(tc, test_auto_monotonic, 0, 3);

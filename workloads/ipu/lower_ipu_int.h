@@ -365,6 +365,7 @@ typedef struct t10_op {
     uint64_t taps;        /* a Conv's kernel positions kh x kw (1: a 1x1 Conv); k = channel x taps + tap */
     uint64_t kh, kw, hin; /* a Conv's kernel, input rows */
     uint64_t pt, pl, pr;  /* a Conv's padding: top, left, right (the bottom is implied by the output rows) */
+    uint64_t nimg;        /* a Conv's images (its batch, folded into M: image by image) */
     bool read; /* a Conv's output is read by another operator */
 } t10_op;
 

@@ -34,7 +34,9 @@
  * its im2col held in the tile, k = channel x taps + tap (the ONNX weight's order): a tile of whole
  * output rows gathers the band of input rows they read for the channels of its k-range, pads it on
  * the tile and builds each pixel's row from the padded image by a table of pixel offsets
- * (conv_image_rows); the steps, rotations and tree are the MatMul's. A Conv
+ * (conv_image_rows); the steps, rotations and tree are the MatMul's. A batch is folded into the
+ * pixels, image by image: each block lies in one image and each image's output channels are whole
+ * column blocks, so the output is the blocked layout of the batch's planes (tile_of). A Conv
  * another operator reads keeps blocks of whole image rows and at most 16 channels. A strided one is
  * a 1x1 Conv on the subsampled image: a tile of whole output rows gathers their input rows, whole,
  * and picks its pixels by a table of offsets. f16 MatMul/Gemm hold halves in A and B, keep f32
@@ -49,7 +51,8 @@
  * (its slots would have to lie apart in the static region, whose addresses the first pass does not
  * know) or on a tile whose low memory does not take 128-bit loads (its free slot is dynamic); a
  * rotating A at rp > 1 on tiles of fewer than four SRAM elements; f16 MatMul/Gemm with k split over
- * tiles; MatMul/Gemm of one row, odd k, transA/alpha/beta; batched or grouped Convs, a 1x1 Conv with
+ * tiles; MatMul/Gemm of one row, odd k, transA/alpha/beta; grouped Convs, a batch whose blocks straddle
+ * images or whose output channels are not whole column blocks, a 1x1 Conv with
  * padding, a larger kernel whose k-ranges or slices are not whole channels (f16 on an odd number of
  * taps: pairs of channels) or with a pad as large as the kernel (planner (a) lowers them).
  */
@@ -73,6 +76,8 @@ typedef struct t10_gen {
     uint64_t span;     /* a Conv: input pixels a tile gathers per channel, the most (rows at stride 1) */
     uint64_t taps, kh, kw, hin, pt, pl; /* a Conv's kernel positions (1: 1x1), kernel, input rows, pads */
     uint64_t hb, wp;   /* a larger kernel: the padded image of a block's band, rows and pixels a row */
+    uint32_t nimg, nrb; /* a Conv's images, pixel blocks an image (fm / nimg) */
+    uint64_t hwo, cin; /* a Conv's output pixels, input channels, of an image */
     uint32_t U, tn;    /* AMP units (f32 or f16), tiles */
     uint64_t es, per;  /* A and B element bytes, inputs per AMP step */
     uint64_t body;     /* f16 whose kp is whole bodies of the shared kernel: k of a body, the last slice
@@ -82,7 +87,9 @@ typedef struct t10_gen {
 
 static uint32_t tile_of(const t10_gen *G, uint32_t i, uint32_t j, uint32_t l)
 {
-    return G->cm ? (l * G->fn + j) * G->fm + i : (l * G->fm + i) * G->fn + j;
+    /* a Conv: image i / nrb's planes (its output channels) of block j, its pixel block i % nrb, as the
+     * blocked layout of the batch's planes numbers them */
+    return G->cm ? ((l * G->nimg + i / G->nrb) * G->fn + j) * G->nrb + i % G->nrb : (l * G->fm + i) * G->fn + j;
 }
 
 /* Rows, columns (valid outputs) of block (i, j); k-range of part l. */
@@ -172,8 +179,9 @@ static void build_b(lw *L, const t10_op *s, int bid, float *w, uint64_t c0, uint
  * row of the padded image ya is (the padding rows above it). */
 static uint64_t conv_band(const t10_gen *G, uint32_t i, uint64_t r, uint64_t *ya, uint64_t *yb)
 {
-    int64_t lo = (int64_t)(i * G->rows / G->wo * G->st) - (int64_t)G->pt;
-    int64_t hi = (int64_t)((i * G->rows / G->wo + r / G->wo - 1) * G->st + G->kh) - (int64_t)G->pt;
+    uint64_t ib = i % G->nrb; /* in its image */
+    int64_t lo = (int64_t)(ib * G->rows / G->wo * G->st) - (int64_t)G->pt;
+    int64_t hi = (int64_t)((ib * G->rows / G->wo + r / G->wo - 1) * G->st + G->kh) - (int64_t)G->pt;
     *ya = lo > 0 ? (uint64_t)lo : 0;
     *yb = hi < (int64_t)G->hin ? (uint64_t)hi : G->hin;
     return (uint64_t)((int64_t)*ya - lo);
@@ -280,16 +288,17 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
                 if (G->taps > 1) { /* the band of input rows the block reads, whole */
                     uint64_t ya, yb;
                     conv_band(G, i, r, &ya, &yb);
-                    sc->lo[t] = ks / G->taps * G->hwi + ya * G->wi;
+                    sc->lo[t] = (i / G->nrb * G->cin + ks / G->taps) * G->hwi + ya * G->wi;
                     sc->hi[t] = sc->lo[t] + (yb - ya) * G->wi;
                     sc->nr[t] = (uint32_t)(kv / G->taps);
                     continue;
                 }
                 if (G->st > 1) { /* input rows i rows / wo st .. of the block's last output row, whole */
-                    sc->lo[t] = ks * G->hwi + i * G->rows / G->wo * G->st * G->wi;
+                    sc->lo[t] = (i / G->nrb * G->cin + ks) * G->hwi + i % G->nrb * G->rows / G->wo * G->st * G->wi;
                     sc->hi[t] = sc->lo[t] + lwi_conv_span(r, G->wo, G->st, G->wi);
                 } else {
-                    sc->lo[t] = ks * G->M + i * G->rows;
+                    sc->lo[t] = G->nimg > 1 ? (i / G->nrb * G->cin + ks) * G->hwi + i % G->nrb * G->rows
+                                            : ks * G->M + i * G->rows;
                     sc->hi[t] = sc->lo[t] + r;
                 }
                 sc->nr[t] = (uint32_t)kv;
@@ -300,8 +309,8 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
      * input whose pixel block is the tile's) go in one send */
     bool co = L->coalesce;
     L->coalesce = L->onedst = true; /* and a piece a channel costs its holder 2 instructions, not 3 */
-    ts_status rc = lwi_gather(L, x, tn, sc->lo, sc->hi, sc->nr, G->st > 1 || G->taps > 1 ? G->hwi : G->M, G->span,
-                              false, sc->where);
+    ts_status rc = lwi_gather(L, x, tn, sc->lo, sc->hi, sc->nr,
+                              G->st > 1 || G->taps > 1 || G->nimg > 1 ? G->hwi : G->M, G->span, false, sc->where);
     L->coalesce = co;
     L->onedst = false;
     L->into = 0;
@@ -322,9 +331,13 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
         if (rc != TS_OK)
             return rc;
     }
-    for (uint32_t t = 0; t < tn && G->taps > 1; t++)
-        if (sc->nr[t])
-            conv_image_rows(L, G, t, t % G->fm, sc->nr[t], sc->where[t], img, tab, dst, dk);
+    for (uint32_t l = 0; l < G->fk && G->taps > 1; l++)
+        for (uint32_t i = 0; i < G->fm; i++)
+            for (uint32_t j = 0; j < G->fn; j++) {
+                uint32_t t = tile_of(G, i, j, l);
+                if (sc->nr[t])
+                    conv_image_rows(L, G, t, i, sc->nr[t], sc->where[t], img, tab, dst, dk);
+            }
     for (uint32_t t = 0; t < tn && G->taps == 1; t++) {
         if (!sc->nr[t])
             continue;
@@ -418,6 +431,10 @@ static ts_status t10_layout(lw *L, const ts_graph_node *n, const ts_t10_plan *pl
     /* a strided Conv's tile reads its output rows' input rows, whole; a larger kernel's their band */
     G->span = G->st > 1 ? lwi_conv_span(G->rows, G->wo, G->st, G->wi) : G->rows;
     G->taps = s->conv && s->taps ? s->taps : 1;
+    G->nimg = s->conv && s->nimg ? (uint32_t)s->nimg : 1;
+    G->nrb = G->fm / G->nimg;
+    G->hwo = s->M / G->nimg;
+    G->cin = s->K / G->taps;
     if (G->taps > 1) {
         G->kh = s->kh, G->kw = s->kw, G->hin = s->hin, G->pt = s->pt, G->pl = s->pl;
         G->span = lwi_conv_band(G->rows, G->wo, G->st, G->kh, G->hin, G->wi);
@@ -436,6 +453,8 @@ static ts_status t10_layout(lw *L, const ts_graph_node *n, const ts_t10_plan *pl
     G->astr = G->rota ? G->kp : G->body ? (G->steps * G->kp > G->kt ? G->steps * G->kp : G->kt) : G->kt;
     if (G->tn > L->T || G->cols % G->U || G->kp % G->per || (G->rotb && G->rp != 1) || (G->out16 && G->fk > 1) ||
         ((G->st > 1 || G->taps > 1) && (G->rows % G->wo || !G->rows)) ||
+        (G->nimg > 1 && (G->fm % G->nimg || G->hwo % G->rows || G->nrb * G->rows != G->hwo || G->N % G->cols ||
+                         G->fn * G->cols != G->N)) ||
         (G->taps > 1 && (G->kt % ((s->half && G->taps % 2 ? 2 : 1) * G->taps) ||
                          G->kp % ((s->half && G->taps % 2 ? 2 : 1) * G->taps))))
         return lwi_unsupported(L, n, "this compute-shift plan");
@@ -837,11 +856,11 @@ static void t10_place_out(lw *L, const ts_graph_node *n, const t10_gen *G, const
     lw_place *o = &L->pl[n->out[0]];
     if (s->conv) {
         *o = (lw_place){.ntiles = G->fm * G->fn, .chunk = G->rows * G->cols, .addr = mem->yout, .es = 4};
-        if (G->fm > 1 || G->rows != G->M) {
-            o->inner = G->M;
+        if (G->fm > 1 || G->rows != G->M) { /* the batch's planes (image, channel) of hwo pixels */
+            o->inner = G->hwo;
             o->cb = G->cols;
             o->pb = G->rows;
-            o->nrb = G->fm;
+            o->nrb = G->nrb;
         }
         return;
     }

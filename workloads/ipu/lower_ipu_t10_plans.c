@@ -4,8 +4,8 @@
  *
  * It takes MatMul and Gemm by a weight (f32, or f16 throughout; more than one row, even k) and Convs
  * (1x1 without padding, or larger kernels with pads smaller than the kernel, such as 3x3 with
- * padding 1; any stride, batch 1; f32, or f16 throughout), as lwi_t10_shape says; of each
- * one's plans it offers those the code generator takes (generable; lower_ipu_t10.c says what it
+ * padding 1; any stride; a batch folded into the pixels; f32, or f16 throughout), as lwi_t10_shape
+ * says; of each one's plans it offers those the code generator takes (generable; lower_ipu_t10.c says what it
  * does not take), priced for what a Conv's or an f16 product's code does beyond the model's MatMul,
  * and chooses one per operator for the whole graph within a tile-memory budget (ts_t10_reconcile). Planner (a) lowers
  * every operator it does not take. Under auto (the default planner) a MatMul/Gemm's set holds
@@ -29,7 +29,7 @@ static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
     s->A = X;
     s->B = Wt;
     s->C = n->nin > 2 ? ts_graph_get_tensor(g, n->in[2]) : NULL;
-    if (!ts_geom_window_of(g, n, &w) || w.N != 1 || n->attrs.group != 1)
+    if (!ts_geom_window_of(g, n, &w) || w.N < 1 || n->attrs.group != 1)
         return false;
     if (Wt->kind == TS_TENSOR_ACTIVATION || Wt->kind == TS_TENSOR_INPUT || w.sh != w.sw || w.sh < 1 ||
         w.dh != 1 || w.dw != 1)
@@ -54,7 +54,9 @@ static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
     s->pl = (uint64_t)w.pl;
     s->pr = (uint64_t)w.pr;
     s->K *= s->taps; /* W[M][C][kh][kw] is B[N][K], k = c taps + tap */
-    s->M = (uint64_t)(w.Ho * w.Wo);
+    s->nimg = (uint64_t)w.N;
+    s->hwi = (uint64_t)(w.H * w.W); /* an image's */
+    s->M = (uint64_t)(w.N * w.Ho * w.Wo);
     s->st = (uint64_t)w.sh;
     s->wi = (uint64_t)w.W;
     s->N = (uint64_t)w.M;
@@ -137,7 +139,7 @@ static conv_gx conv_gather(uint32_t tiles, const ts_t10_mm *mm, const t10_op *s,
     x.kin = (rota ? p->kp * p->rp : p->kt) / taps;
     /* input pixels a tile reads per channel (strided, or a larger kernel: its output rows' input
      * rows, whole) and the input pixels its block covers */
-    uint64_t px = mm->m, cover = p->rows;
+    uint64_t px = s->nimg > 1 ? s->hwi : mm->m, cover = p->rows;
     x.span = p->rows;
     if (taps > 1) {
         px = s->hwi;
@@ -148,7 +150,7 @@ static conv_gx conv_gather(uint32_t tiles, const ts_t10_mm *mm, const t10_op *s,
         x.span = lwi_conv_span(p->rows, s->wo, s->st, s->wi);
         cover = p->rows * s->st * s->st;
     }
-    uint64_t ch = ts_geom_cdiv(mm->k / taps * px, tiles);
+    uint64_t ch = ts_geom_cdiv(mm->k / taps * px * (s->nimg ? s->nimg : 1), tiles);
     if (ch < 1024)
         ch = 1024;
     if (ch >= px) { /* a holder holds whole channels */
@@ -248,6 +250,14 @@ static bool generable(const ts_lower_ipu_params *p, const t10_op *s, const ts_t1
      * of offsets shared by the blocks) */
     if (s->conv && s->st > 1 && pl->rows % s->wo)
         return false;
+    /* a batch: blocks within one image (each image's pixels whole blocks) and each image's output
+     * channels whole column blocks, so that the output is the blocked layout of the batch's planes */
+    if (s->conv && s->nimg > 1) {
+        uint64_t hwo = s->M / s->nimg;
+        if (hwo % pl->rows || (uint64_t)pl->fm * pl->rows != s->M || s->N % pl->cols ||
+            (uint64_t)pl->fn * pl->cols != s->N)
+            return false;
+    }
     /* a larger kernel: blocks of whole output rows (their input rows a band, padded on the tile), k
      * ranges and slices of whole channels (f16 on an odd number of taps: of channel pairs, whose
      * rows of halves round pairs of k) */
