@@ -243,10 +243,11 @@ static bool generable(const ts_lower_ipu_params *p, const t10_op *s, const ts_t1
         return false;
     /* a Conv another operator reads: blocks of whole image rows and at most 16 channels, as planner
      * (a)'s Convs leave theirs, since its reader gathers a piece per channel and block (smaller
-     * blocks made ResNet-50's exchange code outgrow the tile memory); a batch's at most 32 channels
+     * blocks made ResNet-50's exchange code outgrow the tile memory); a batch's at most 64 channels
      * (its blocks are larger: resnet50:batch=4 on ipu_mk2 9,404,728 cycles with 16, 7,285,282 with
-     * 32, the bottlenecks' conv3 and downsamples read by their Add in fewer column blocks) */
-    if (s->conv && s->read && ((pl->rows % s->wo && pl->rows < s->M) || pl->cols > (s->nimg > 1 ? 32u : 16u)))
+     * 32, 6,907,720 with 64 and the same with 128, the bottlenecks' conv3 and downsamples read by
+     * their Add in fewer column blocks) */
+    if (s->conv && s->read && ((pl->rows % s->wo && pl->rows < s->M) || pl->cols > (s->nimg > 1 ? 64u : 16u)))
         return false;
     /* a strided Conv: blocks of whole output rows (conv_rows reads each pixel's input from a table
      * of offsets shared by the blocks) */
