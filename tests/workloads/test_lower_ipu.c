@@ -1887,8 +1887,8 @@ END_TEST
 
 START_TEST(test_t10_convs)
 {
-    /* Conv 3x3 (planner (a): planner (b) takes 1x1 Convs only) -> Conv 1x1 (a compute-shift plan
-     * chosen by the cost model, reading the blocked output of the first) -> Relu */
+    /* Conv 3x3 -> Conv 1x1 (reading the blocked output of the first) -> Relu, both Convs by
+     * compute-shift plans the cost model chose, the Relu by planner (a) */
     ts_graph *g = ts_graph_create("convs");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 8, 6, 6});
     int w1 = tensor(g, "w1", TS_TENSOR_WEIGHT, 4, (int64_t[]){16, 8, 3, 3});
@@ -1916,7 +1916,7 @@ START_TEST(test_t10_convs)
     lowered L = {0};
     lower_and_run(g, "ipu_small16", &L);
     planner = TS_LOWER_PLANNER_LCS;
-    ck_assert(!L.rep.layers[0].t10 && L.rep.layers[1].t10 && !L.rep.layers[2].t10);
+    ck_assert(L.rep.layers[0].t10 && L.rep.layers[1].t10 && !L.rep.layers[2].t10);
     double in[8 * 36], inmag[8 * 36], hv[16 * 36], hm[16 * 36], ov[12 * 36], om[12 * 36];
     for (int k = 0; k < 8 * 36; k++) {
         in[k] = val(x, k);
@@ -2032,12 +2032,13 @@ END_TEST
  * halves in its rows of pixels (exact: x holds f16 values), multiplies on f16v4amp (products of
  * halves exact in f32) and sums in f32 (between the steps, and over the tree where k is split); its
  * outputs are f32 words, not rounded: so both within 1e-5 x the sum of |terms|, f32's tolerance. */
-static void t10_conv1x1(bool half, int C, int H, int Wd, int M, int st, const ts_t10_plan *pick)
+static void t10_convk(bool half, int NB, int C, int H, int Wd, int M, int kk, int st, int pad,
+                      const ts_t10_plan *pick)
 {
-    ts_graph *g = ts_graph_create("conv1x1");
+    ts_graph *g = ts_graph_create("conv");
     int (*mk)(ts_graph *, const char *, ts_tensor_kind, int, const int64_t *) = half ? tensor16 : tensor;
-    int x = mk(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, C, H, Wd});
-    int w = mk(g, "w", TS_TENSOR_WEIGHT, 4, (int64_t[]){M, C, 1, 1});
+    int x = mk(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){NB, C, H, Wd});
+    int w = mk(g, "w", TS_TENSOR_WEIGHT, 4, (int64_t[]){M, C, kk, kk});
     int b = mk(g, "b", TS_TENSOR_WEIGHT, 1, (int64_t[]){M});
     int y = mk(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
     if (!half) {
@@ -2048,6 +2049,7 @@ static void t10_conv1x1(bool half, int C, int H, int Wd, int M, int st, const ts
     ts_graph_attrs at;
     ts_graph_attrs_init(&at);
     at.strides[0] = at.strides[1] = st;
+    at.pads[0] = at.pads[1] = at.pads[2] = at.pads[3] = pad;
     node(g, TS_OP_CONV, "conv", (int[]){x, w, b}, 3, y, &at);
     ts_graph_mark_output(g, y);
     finalize(g);
@@ -2061,24 +2063,95 @@ static void t10_conv1x1(bool half, int C, int H, int Wd, int M, int st, const ts
         for (uint32_t k = 0; k < L.prog->streams[i].n; k++)
             amp += L.prog->streams[i].insn[k].op == (half ? OP_F16V4AMP : OP_F32V2AMP);
     ck_assert_uint_gt(amp, 0);
-    int Ho = (H - 1) / st + 1, Wo = (Wd - 1) / st + 1;
+    int Ho = (H + 2 * pad - kk) / st + 1, Wo = (Wd + 2 * pad - kk) / st + 1;
 #define H16(t, k) (half ? (double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))) : (double)val(t, k))
+    for (int nb = 0; nb < NB; nb++)
     for (int m = 0; m < M; m++)
         for (int oy = 0; oy < Ho; oy++)
             for (int ox = 0; ox < Wo; ox++) {
                 double v = H16(b, m), mg = fabs(v);
-                for (int c = 0; c < C; c++) {
-                    double t = H16(x, (c * H + oy * st) * Wd + ox * st) * H16(w, m * C + c);
-                    v += t;
-                    mg += fabs(t);
-                }
-                uint64_t k = (uint64_t)((m * Ho + oy) * Wo + ox);
+                for (int c = 0; c < C; c++)
+                    for (int ky = 0; ky < kk; ky++)
+                        for (int kx = 0; kx < kk; kx++) {
+                            int iy = oy * st + ky - pad, ix = ox * st + kx - pad;
+                            if (iy < 0 || iy >= H || ix < 0 || ix >= Wd)
+                                continue;
+                            double t = H16(x, ((nb * C + c) * H + iy) * Wd + ix) *
+                                       H16(w, ((m * C + c) * kk + ky) * kk + kx);
+                            v += t;
+                            mg += fabs(t);
+                        }
+                uint64_t k = (uint64_t)(((nb * M + m) * Ho + oy) * Wo + ox);
                 near(out_at(&L, g, y, k), v, mg, "y", k);
             }
 #undef H16
     lowered_free(&L);
     ts_graph_destroy(g);
 }
+
+static void t10_conv1x1(bool half, int C, int H, int Wd, int M, int st, const ts_t10_plan *pick)
+{
+    t10_convk(half, 1, C, H, Wd, M, 1, st, 0, pick);
+}
+
+START_TEST(test_t10_conv3)
+{
+    /* a 3x3 Conv of padding 1 (an im2col held in the tile: k = channel x 9 + tap, each tile's band
+     * of input rows padded on the tile), f16 and f32, 16 -> 16 channels: on 9 x 4 (36 pixels) in
+     * blocks of 2 output rows (the last one of 1), the first and last blocks' bands at the padding,
+     * with A rotating (slices of 72 inputs, eight channels), k split in two (f32 sums added in the
+     * tree), blocks of 1 row with A rotating and with nothing, and the cost model's; on 8 x 4 with
+     * B rotating and with both; at stride 2 (5 x 2 outputs of 9 x 4) with A rotating and the
+     * model's. An f16 Conv's inputs and weights are f16 values, its products exact in f32 and its
+     * sums f32 (its outputs f32 words, not rounded): within 1e-5 x the sum of |terms|, f32's
+     * tolerance, as the 1x1 Convs. */
+    static const struct {
+        bool half;
+        int H, st;
+        ts_t10_plan p;
+    } cs[] = {
+        {true, 9, 1, {.fm = 5, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A}},
+        {true, 9, 1, {.fm = 5, .fn = 1, .fk = 2, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}},
+        {true, 8, 1, {.fm = 8, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A}},
+        {true, 9, 1, {.fm = 9, .fn = 1, .fk = 1, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}},
+        {true, 9, 1, {0}},
+        {true, 8, 1, {.fm = 4, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B}},
+        {true, 8, 1, {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_AB}},
+        {true, 9, 2, {.fm = 3, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A}},
+        {true, 9, 2, {0}},
+        {false, 9, 1, {.fm = 5, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A}},
+        {false, 9, 1, {.fm = 5, .fn = 1, .fk = 2, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}},
+        {false, 9, 2, {0}},
+    };
+    t10_convk(cs[_i].half, 1, 16, cs[_i].H, 4, 16, 3, cs[_i].st, 1, cs[_i].p.fm ? &cs[_i].p : NULL);
+}
+END_TEST
+
+START_TEST(test_t10_conv_batch)
+{
+    /* a batch of 2 images folded into the pixels (image by image, each image's pixels whole blocks,
+     * the output the blocked layout of the batch's planes): 3x3 Convs of padding 1, 16 -> 16
+     * channels on 8 x 4, f16 with A rotating (2 blocks of 4 output rows an image), with B rotating
+     * (4 blocks of 2 rows), k split in two, the model's plan, and f32 at stride 2; a 1x1 Conv 56 ->
+     * 16 on 5 x 4, f16 with A rotating (blocks of 10 pixels), and strided 1x1 (24 -> 16 on 13 x 6
+     * at stride 2, f32) with the model's plan. Tolerance as test_t10_conv3's. */
+    static const ts_t10_plan plans[] = {
+        {.fm = 4, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A},
+        {.fm = 8, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B},
+        {.fm = 4, .fn = 1, .fk = 2, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE},
+    };
+    if (_i < 3)
+        t10_convk(true, 2, 16, 8, 4, 16, 3, 1, 1, &plans[_i]);
+    else if (_i == 3)
+        t10_convk(true, 2, 16, 8, 4, 16, 3, 1, 1, NULL);
+    else if (_i == 4)
+        t10_convk(false, 2, 16, 8, 4, 16, 3, 2, 1, NULL);
+    else if (_i == 5)
+        t10_convk(true, 2, 56, 5, 4, 16, 1, 1, 0, &plans[0]);
+    else
+        t10_convk(false, 2, 24, 13, 6, 16, 1, 2, 0, NULL);
+}
+END_TEST
 
 START_TEST(test_t10_conv_f16)
 {
@@ -2471,6 +2544,8 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_t10_f16_gather_packed);
     tcase_add_loop_test(tc, test_t10_conv_f16, 0, 8);
     tcase_add_loop_test(tc, test_t10_conv_strided, 0, 8);
+    tcase_add_loop_test(tc, test_t10_conv3, 0, 12);
+    tcase_add_loop_test(tc, test_t10_conv_batch, 0, 7);
     tcase_add_test(tc, test_t10_conv_reuse);
     tcase_add_loop_test(tc, test_t10_conv_auto, 0, 2);
     tcase_add_loop_test(tc, test_auto_monotonic, 0, 3);

@@ -166,6 +166,15 @@ static inline uint64_t lwi_conv_span(uint64_t rows, uint64_t wo, uint64_t st, ui
     uint64_t nro = rows / wo ? rows / wo : 1;
     return ((nro - 1) * st + 1) * wi;
 }
+/* A Conv of kh x kw taps (taps > 1) on input rows of wi pixels, hin of them: the input pixels that
+ * `rows` output pixels of whole output rows read at the most, (rows / wo - 1) st + kh input rows
+ * (the padding rows not read), whole. */
+static inline uint64_t lwi_conv_band(uint64_t rows, uint64_t wo, uint64_t st, uint64_t kh, uint64_t hin,
+                                     uint64_t wi)
+{
+    uint64_t nro = rows / wo ? rows / wo : 1, nb = (nro - 1) * st + kh;
+    return (nb < hin ? nb : hin) * wi;
+}
 /* The worker routine just emitted on tile t, wrk entries [start, wrk.n) (ncode0: wrk.ncode before
  * it), self-contained (its branches inside it): if tile t holds one the same but for where it lies
  * (branch targets taken from each routine's start), the new one is taken back and the old one's
@@ -349,10 +358,14 @@ typedef struct t10_op {
     const ts_graph_tensor *A, *B, *C;
     uint64_t M, K, N;
     bool tb;   /* Gemm transB: B is [N][K] */
-    bool conv; /* a 1x1 Conv (no padding): M = output pixels, K = input channels, N = output channels */
+    bool conv; /* a Conv: M = output pixels, K = input channels x taps, N = output channels */
     bool half; /* f16 throughout (a MatMul/Gemm): halves in and out, f32 partial sums, f16v4amp */
     uint64_t wo; /* a Conv's output row (pixels) */
     uint64_t st, wi, hwi; /* a Conv's stride (1 but for a strided 1x1), input row and input pixels */
+    uint64_t taps;        /* a Conv's kernel positions kh x kw (1: a 1x1 Conv); k = channel x taps + tap */
+    uint64_t kh, kw, hin; /* a Conv's kernel, input rows */
+    uint64_t pt, pl, pr;  /* a Conv's padding: top, left, right (the bottom is implied by the output rows) */
+    uint64_t nimg;        /* a Conv's images (its batch, folded into M: image by image) */
     bool read; /* a Conv's output is read by another operator */
 } t10_op;
 

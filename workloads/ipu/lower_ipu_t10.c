@@ -30,7 +30,13 @@
  *
  * A 1x1 Conv (no padding) is the product of its output pixels by its input channels by its output
  * channels: its input is gathered channel-major and turned into pixel rows on the tile, its
- * output turned channel-major at the end (conv_rows, t10_conv_out); a Conv
+ * output turned channel-major at the end (conv_rows, t10_conv_out). A larger kernel (a 3x3 Conv) is
+ * its im2col held in the tile, k = channel x taps + tap (the ONNX weight's order): a tile of whole
+ * output rows gathers the band of input rows they read for the channels of its k-range, pads it on
+ * the tile and builds each pixel's row from the padded image by a table of pixel offsets
+ * (conv_image_rows); the steps, rotations and tree are the MatMul's. A batch is folded into the
+ * pixels, image by image: each block lies in one image and each image's output channels are whole
+ * column blocks, so the output is the blocked layout of the batch's planes (tile_of). A Conv
  * another operator reads keeps blocks of whole image rows and at most 16 channels. A strided one is
  * a 1x1 Conv on the subsampled image: a tile of whole output rows gathers their input rows, whole,
  * and picks its pixels by a table of offsets. f16 MatMul/Gemm hold halves in A and B, keep f32
@@ -45,8 +51,10 @@
  * (its slots would have to lie apart in the static region, whose addresses the first pass does not
  * know) or on a tile whose low memory does not take 128-bit loads (its free slot is dynamic); a
  * rotating A at rp > 1 on tiles of fewer than four SRAM elements; f16 MatMul/Gemm with k split over
- * tiles; MatMul/Gemm of one row, odd k, transA/alpha/beta, Convs other than 1x1, padded or batched
- * (planner (a) lowers them).
+ * tiles; MatMul/Gemm of one row, odd k, transA/alpha/beta; grouped Convs, a batch whose blocks straddle
+ * images or whose output channels are not whole column blocks, a 1x1 Conv with
+ * padding, a larger kernel whose k-ranges or slices are not whole channels (f16 on an odd number of
+ * taps: pairs of channels) or with a pad as large as the kernel (planner (a) lowers them).
  */
 
 #include <string.h>
@@ -66,6 +74,10 @@ typedef struct t10_gen {
     uint64_t rows, cols, kt, kp, M, K, N;
     uint64_t st, wo, wi, hwi; /* a Conv's stride, output row, input row, input pixels */
     uint64_t span;     /* a Conv: input pixels a tile gathers per channel, the most (rows at stride 1) */
+    uint64_t taps, kh, kw, hin, pt, pl; /* a Conv's kernel positions (1: 1x1), kernel, input rows, pads */
+    uint64_t hb, wp;   /* a larger kernel: the padded image of a block's band, rows and pixels a row */
+    uint32_t nimg, nrb; /* a Conv's images, pixel blocks an image (fm / nimg) */
+    uint64_t hwo, cin; /* a Conv's output pixels, input channels, of an image */
     uint32_t U, tn;    /* AMP units (f32 or f16), tiles */
     uint64_t es, per;  /* A and B element bytes, inputs per AMP step */
     uint64_t body;     /* f16 whose kp is whole bodies of the shared kernel: k of a body, the last slice
@@ -75,7 +87,9 @@ typedef struct t10_gen {
 
 static uint32_t tile_of(const t10_gen *G, uint32_t i, uint32_t j, uint32_t l)
 {
-    return G->cm ? (l * G->fn + j) * G->fm + i : (l * G->fm + i) * G->fn + j;
+    /* a Conv: image i / nrb's planes (its output channels) of block j, its pixel block i % nrb, as the
+     * blocked layout of the batch's planes numbers them */
+    return G->cm ? ((l * G->nimg + i / G->nrb) * G->fn + j) * G->nrb + i % G->nrb : (l * G->fm + i) * G->fn + j;
 }
 
 /* Rows, columns (valid outputs) of block (i, j); k-range of part l. */
@@ -161,8 +175,101 @@ static void build_b(lw *L, const t10_op *s, int bid, float *w, uint64_t c0, uint
  * of pixels at dst ([rows][dk]; pixels over the workers, overlapping blocks write the same values;
  * f16: each pair of channels rounded into one word of halves, as planner (a)'s im2col row). With
  * slot >= 0 (a rotating A) only the slice the tile holds in that slot, into the slot. */
-static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *sc, uint64_t cbuf, int slot,
-                           uint64_t dst, uint64_t dk)
+/* A larger kernel's block i (r output pixels, whole rows): the input rows [ya, yb) it reads and the
+ * row of the padded image ya is (the padding rows above it). */
+static uint64_t conv_band(const t10_gen *G, uint32_t i, uint64_t r, uint64_t *ya, uint64_t *yb)
+{
+    uint64_t ib = i % G->nrb; /* in its image */
+    int64_t lo = (int64_t)(ib * G->rows / G->wo * G->st) - (int64_t)G->pt;
+    int64_t hi = (int64_t)((ib * G->rows / G->wo + r / G->wo - 1) * G->st + G->kh) - (int64_t)G->pt;
+    *ya = lo > 0 ? (uint64_t)lo : 0;
+    *yb = hi < (int64_t)G->hin ? (uint64_t)hi : G->hin;
+    return (uint64_t)((int64_t)*ya - lo);
+}
+
+/* A larger kernel's rows of pixels on tile t (block i of r pixels, nch channels of its band gathered
+ * at src, G->span words a channel): the band copied into a padded image at img (channels over the
+ * workers; the padding written as zeros), then each pixel's row of nch x taps inputs at dst ([r][dk],
+ * k = channel x taps + tap) read from the image at the pixel's offset (a table shared by the blocks)
+ * plus each tap's (immediates): a block of channels (two for f16 on an odd number of taps, whose
+ * pairs of k are rounded into one word of halves) a repeat of 2 issues per input. */
+static void conv_image_rows(lw *L, const t10_gen *G, uint32_t t, uint32_t i, uint64_t nch, uint64_t src,
+                            uint64_t img, uint64_t tab, uint64_t dst, uint64_t dk)
+{
+    uint64_t r = rows_of(G, i), ya, yb, top = conv_band(G, i, r, &ya, &yb), nbt = yb - ya;
+    uint64_t hbi = (r / G->wo - 1) * G->st + G->kh, bot = hbi - top - nbt, pr = G->wp - G->wi - G->pl;
+    uint32_t rwc = (uint32_t)ts_geom_cdiv(nch, L->workers);
+    size_t entry = L->tiles[t].wrk.n;
+    lwi_emit_start_row(L, t, (uint32_t)nch, rwc);
+    W(t, MULI, RM(2), RM(1), (int32_t)(G->span * 4));
+    W(t, SETZI, RM(4), (int32_t)src, 0);
+    W(t, ADD, RM(2), RM(2), RM(4));
+    W(t, MULI, RM(3), RM(1), (int32_t)(G->hb * G->wp * 4));
+    W(t, SETZI, RM(4), (int32_t)img, 0);
+    W(t, ADD, RM(3), RM(3), RM(4));
+    W(t, SETZI, RM(5), (int32_t)rwc - 1, 0);
+    W(t, SETZI, RA(1), 0, 0);
+    W(t, SETZI, RM(8), (int32_t)G->wi, 0);
+    W(t, SETZI, RM(9), (int32_t)(top * G->wp), 0);
+    W(t, SETZI, RM(10), (int32_t)(bot * G->wp), 0);
+    size_t ch = W(t, RPT, RM(9), 1, 0); /* the padding rows above the band */
+    W(t, ST32STEP, RA(1), RM(3), 4);
+    W(t, SETZI, RM(6), (int32_t)nbt - 1, 0);
+    size_t row = L->tiles[t].wrk.n;
+    for (uint64_t q = 0; q < G->pl; q++)
+        W(t, ST32STEP, RA(1), RM(3), 4);
+    W(t, RPT, RM(8), 2, 0);
+    W(t, LD32STEP, RA(0), RM(2), 4);
+    W(t, ST32STEP, RA(0), RM(3), 4);
+    for (uint64_t q = 0; q < pr; q++)
+        W(t, ST32STEP, RA(1), RM(3), 4);
+    W(t, BRNZDEC, RM(6), (int32_t)row, 0);
+    W(t, RPT, RM(10), 1, 0); /* below it */
+    W(t, ST32STEP, RA(1), RM(3), 4);
+    W(t, ADDI, RM(2), RM(2), (int32_t)((G->span - nbt * G->wi) * 4));
+    W(t, ADDI, RM(3), RM(3), (int32_t)((G->hb - hbi) * G->wp * 4));
+    W(t, BRNZDEC, RM(5), (int32_t)ch, 0);
+    W(t, EXIT, 0, 0, 0);
+    lwi_run_all(L, t, entry);
+
+    const uint64_t bc = G->es == 2 && G->taps % 2 ? 2 : 1, blk = bc * G->taps, cst = G->hb * G->wp * 4;
+    const uint64_t kv = nch * G->taps;
+    uint32_t rw = (uint32_t)ts_geom_cdiv(r, L->workers);
+    entry = L->tiles[t].wrk.n;
+    /* $m2 := tab + 4 $m1 (the first pixel's offset); $m3 := dst + $m1 dk es; $m7 := img */
+    lwi_emit_start_row(L, t, (uint32_t)r, rw);
+    W(t, SHLI, RM(2), RM(1), 2);
+    W(t, SETZI, RM(4), (int32_t)tab, 0);
+    W(t, ADD, RM(2), RM(2), RM(4));
+    W(t, MULI, RM(3), RM(1), (int32_t)(dk * G->es));
+    W(t, SETZI, RM(4), (int32_t)dst, 0);
+    W(t, ADD, RM(3), RM(3), RM(4));
+    W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
+    W(t, SETZI, RM(5), (int32_t)(kv / blk), 0);
+    W(t, SETZI, RM(7), (int32_t)img, 0);
+    size_t px = W(t, LD32STEP, RM(6), RM(2), 4);
+    W(t, ADD, RM(6), RM(6), RM(7));
+    W(t, RPT, RM(5), (int32_t)(2 * blk + 1), 0);
+    for (uint64_t k = 0; k < blk; k += G->es == 2 ? 2 : 1) {
+#define TAP_OFF(k) (int32_t)((k) / G->taps * cst + ((k) % G->taps / G->kw * G->wp + (k) % G->taps % G->kw) * 4)
+        if (G->es == 2) { /* k and k + 1 rounded into one word */
+            W(t, LD32, RA(1), RM(6), TAP_OFF(k + 1));
+            W(t, LD32, RA(0), RM(6), TAP_OFF(k));
+            W(t, F32V2TOF16, RA(0), RA(0), 0);
+        } else
+            W(t, LD32, RA(0), RM(6), TAP_OFF(k));
+        W(t, ST32STEP, RA(0), RM(3), 4);
+#undef TAP_OFF
+    }
+    W(t, ADDI, RM(6), RM(6), (int32_t)(bc * cst));
+    W(t, ADDI, RM(3), RM(3), (int32_t)((dk - kv) * G->es));
+    W(t, BRNZDEC, RM(1), (int32_t)px, 0);
+    W(t, EXIT, 0, 0, 0);
+    lwi_run_all(L, t, entry);
+}
+
+static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *sc, uint64_t cbuf, uint64_t img,
+                           int slot, uint64_t dst, uint64_t dk)
 {
     for (uint32_t t = 0; t < L->T; t++)
         sc->lo[t] = sc->hi[t] = 0, sc->nr[t] = 0;
@@ -178,11 +285,20 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
                 uint64_t r = rows_of(G, i);
                 if (!kv || !r)
                     continue;
+                if (G->taps > 1) { /* the band of input rows the block reads, whole */
+                    uint64_t ya, yb;
+                    conv_band(G, i, r, &ya, &yb);
+                    sc->lo[t] = (i / G->nrb * G->cin + ks / G->taps) * G->hwi + ya * G->wi;
+                    sc->hi[t] = sc->lo[t] + (yb - ya) * G->wi;
+                    sc->nr[t] = (uint32_t)(kv / G->taps);
+                    continue;
+                }
                 if (G->st > 1) { /* input rows i rows / wo st .. of the block's last output row, whole */
-                    sc->lo[t] = ks * G->hwi + i * G->rows / G->wo * G->st * G->wi;
+                    sc->lo[t] = (i / G->nrb * G->cin + ks) * G->hwi + i % G->nrb * G->rows / G->wo * G->st * G->wi;
                     sc->hi[t] = sc->lo[t] + lwi_conv_span(r, G->wo, G->st, G->wi);
                 } else {
-                    sc->lo[t] = ks * G->M + i * G->rows;
+                    sc->lo[t] = G->nimg > 1 ? (i / G->nrb * G->cin + ks) * G->hwi + i % G->nrb * G->rows
+                                            : ks * G->M + i * G->rows;
                     sc->hi[t] = sc->lo[t] + r;
                 }
                 sc->nr[t] = (uint32_t)kv;
@@ -193,27 +309,36 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
      * input whose pixel block is the tile's) go in one send */
     bool co = L->coalesce;
     L->coalesce = L->onedst = true; /* and a piece a channel costs its holder 2 instructions, not 3 */
-    ts_status rc = lwi_gather(L, x, tn, sc->lo, sc->hi, sc->nr, G->st > 1 ? G->hwi : G->M, G->span, false,
-                              sc->where);
+    ts_status rc = lwi_gather(L, x, tn, sc->lo, sc->hi, sc->nr,
+                              G->st > 1 || G->taps > 1 || G->nimg > 1 ? G->hwi : G->M, G->span, false, sc->where);
     L->coalesce = co;
     L->onedst = false;
     L->into = 0;
     L->stagger = false;
     if (rc != TS_OK)
         return rc;
-    uint64_t tab = 0; /* strided: the byte offset of each output pixel's input in a block's rows */
-    if (G->st > 1) {
+    uint64_t tab = 0; /* strided: the byte offset of each output pixel's input in a block's rows (a
+                       * larger kernel: of its first tap in the padded image) */
+    if (G->st > 1 || G->taps > 1) {
         uint32_t *bv = ts_calloc(G->rows, 4);
         if (!bv)
             return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering a Conv");
+        uint64_t wr = G->taps > 1 ? G->wp : G->wi;
         for (uint64_t q = 0; q < G->rows; q++)
-            bv[q] = (uint32_t)((q / G->wo * G->st * G->wi + q % G->wo * G->st) * 4);
+            bv[q] = (uint32_t)((q / G->wo * G->st * wr + q % G->wo * G->st) * 4);
         tab = lwi_stable(L, bv, G->rows * 4, tn, &rc);
         ts_free(bv);
         if (rc != TS_OK)
             return rc;
     }
-    for (uint32_t t = 0; t < tn; t++) {
+    for (uint32_t l = 0; l < G->fk && G->taps > 1; l++)
+        for (uint32_t i = 0; i < G->fm; i++)
+            for (uint32_t j = 0; j < G->fn; j++) {
+                uint32_t t = tile_of(G, i, j, l);
+                if (sc->nr[t])
+                    conv_image_rows(L, G, t, i, sc->nr[t], sc->where[t], img, tab, dst, dk);
+            }
+    for (uint32_t t = 0; t < tn && G->taps == 1; t++) {
         if (!sc->nr[t])
             continue;
         uint64_t kv = sc->nr[t], src = sc->where[t], cs = G->span * 4; /* a channel's stride in cbuf */
@@ -303,8 +428,19 @@ static ts_status t10_layout(lw *L, const ts_graph_node *n, const ts_t10_plan *pl
                    .cols = pl->cols, .kt = pl->kt, .kp = pl->kp, .M = s->M, .K = s->K, .N = s->N, .cm = s->conv,
                    .out16 = s->half && !s->conv, .st = s->st ? s->st : 1, .wo = s->wo, .wi = s->wi,
                    .hwi = s->hwi};
-    /* a strided Conv's tile reads its output rows' input rows, whole */
+    /* a strided Conv's tile reads its output rows' input rows, whole; a larger kernel's their band */
     G->span = G->st > 1 ? lwi_conv_span(G->rows, G->wo, G->st, G->wi) : G->rows;
+    G->taps = s->conv && s->taps ? s->taps : 1;
+    G->nimg = s->conv && s->nimg ? (uint32_t)s->nimg : 1;
+    G->nrb = G->fm / G->nimg;
+    G->hwo = s->M / G->nimg;
+    G->cin = s->K / G->taps;
+    if (G->taps > 1) {
+        G->kh = s->kh, G->kw = s->kw, G->hin = s->hin, G->pt = s->pt, G->pl = s->pl;
+        G->span = lwi_conv_band(G->rows, G->wo, G->st, G->kh, G->hin, G->wi);
+        G->hb = (G->rows / G->wo - 1) * G->st + G->kh;
+        G->wp = G->wi + s->pl + s->pr;
+    }
     G->U = s->half ? L->units16 : L->units;
     G->tn = G->fm * G->fn * G->fk;
     G->es = s->half ? 2 : 4;
@@ -316,7 +452,11 @@ static ts_status t10_layout(lw *L, const ts_graph_node *n, const ts_t10_plan *pl
         G->body = sets * G->per;
     G->astr = G->rota ? G->kp : G->body ? (G->steps * G->kp > G->kt ? G->steps * G->kp : G->kt) : G->kt;
     if (G->tn > L->T || G->cols % G->U || G->kp % G->per || (G->rotb && G->rp != 1) || (G->out16 && G->fk > 1) ||
-        (G->st > 1 && (G->rows % G->wo || !G->rows)))
+        ((G->st > 1 || G->taps > 1) && (G->rows % G->wo || !G->rows)) ||
+        (G->nimg > 1 && (G->fm % G->nimg || G->hwo % G->rows || G->nrb * G->rows != G->hwo || G->N % G->cols ||
+                         G->fn * G->cols != G->N)) ||
+        (G->taps > 1 && (G->kt % ((s->half && G->taps % 2 ? 2 : 1) * G->taps) ||
+                         G->kp % ((s->half && G->taps % 2 ? 2 : 1) * G->taps))))
         return lwi_unsupported(L, n, "this compute-shift plan");
     if (G->out16 != (L->pl[x].es == 2)) /* an f16 Conv reads f32 words, as planner (a)'s */
         return lwi_unsupported(L, n, G->out16 ? "an f16 input held in f32 words" : "an f16 input held as halves");
@@ -418,10 +558,12 @@ static ts_status t10_gather_a(lw *L, const t10_gen *G, const t10_op *s, int x, l
     ts_status rc = TS_OK;
     uint64_t ks;
     if (s->conv) { /* the channel-major buffer receives while x's holders send: apart from x's elements */
-        uint64_t cbuf = lwi_talloc_apart(L, G->span * (G->rota ? G->kp : G->kt) * 4, (const uint64_t(*)[2])mem->av, 1);
+        uint64_t nch = (G->rota ? G->kp : G->kt) / G->taps; /* channels of the k-range or slot */
+        uint64_t cbuf = lwi_talloc_apart(L, G->span * nch * 4, (const uint64_t(*)[2])mem->av, 1);
+        uint64_t img = G->taps > 1 ? lwi_talloc(L, nch * G->hb * G->wp * 4) : 0; /* its padded image */
         for (uint32_t k = 0; k < (G->rota ? G->rp : 1) && rc == TS_OK; k++)
-            rc = conv_rows(L, G, x, G->tn, sc, cbuf, G->rota ? (int)k : -1, G->rota ? mem->aslot[k] : mem->abuf,
-                           G->astr);
+            rc = conv_rows(L, G, x, G->tn, sc, cbuf, img, G->rota ? (int)k : -1,
+                           G->rota ? mem->aslot[k] : mem->abuf, G->astr);
         return rc;
     }
     for (uint32_t k = 0; k < (G->rota ? G->rp : 1) && rc == TS_OK; k++) {
@@ -714,11 +856,11 @@ static void t10_place_out(lw *L, const ts_graph_node *n, const t10_gen *G, const
     lw_place *o = &L->pl[n->out[0]];
     if (s->conv) {
         *o = (lw_place){.ntiles = G->fm * G->fn, .chunk = G->rows * G->cols, .addr = mem->yout, .es = 4};
-        if (G->fm > 1 || G->rows != G->M) {
-            o->inner = G->M;
+        if (G->fm > 1 || G->rows != G->M) { /* the batch's planes (image, channel) of hwo pixels */
+            o->inner = G->hwo;
             o->cb = G->cols;
             o->pb = G->rows;
-            o->nrb = G->fm;
+            o->nrb = G->nrb;
         }
         return;
     }

@@ -2,9 +2,10 @@
  * and their compute-shift plans (research/graphcore_ipu.md §4.5, §5; the plan space and cost model
  * are plan_t10.h's).
  *
- * It takes MatMul and Gemm by a weight (f32, or f16 throughout; more than one row, even k) and 1x1
- * Convs (no padding, any stride, batch 1; f32, or f16 throughout), as lwi_t10_shape says; of each
- * one's plans it offers those the code generator takes (generable; lower_ipu_t10.c says what it
+ * It takes MatMul and Gemm by a weight (f32, or f16 throughout; more than one row, even k) and Convs
+ * (1x1 without padding, or larger kernels with pads smaller than the kernel, such as 3x3 with
+ * padding 1; any stride; a batch folded into the pixels; f32, or f16 throughout), as lwi_t10_shape
+ * says; of each one's plans it offers those the code generator takes (generable; lower_ipu_t10.c says what it
  * does not take), priced for what a Conv's or an f16 product's code does beyond the model's MatMul,
  * and chooses one per operator for the whole graph within a tile-memory budget (ts_t10_reconcile). Planner (a) lowers
  * every operator it does not take. Under auto (the default planner) a MatMul/Gemm's set holds
@@ -16,9 +17,11 @@
 #include "core/alloc.h"
 #include "workloads/ipu/lower_ipu_int.h"
 
-/* A 1x1 Conv (no padding, the same stride along both axes; f32, or f16 throughout on input channels
- * a multiple of 4 and an even number of output channels) as the product of its output pixels by its
- * input channels by its output channels: a strided 1x1 Conv is a 1x1 Conv on the subsampled image. */
+/* A Conv (the same stride along both axes; f32, or f16 throughout on input channels a multiple of 4
+ * and an even number of output channels) as the product of its output pixels by its input channels
+ * x taps by its output channels: a 1x1 Conv without padding (a strided one is a 1x1 Conv on the
+ * subsampled image), or a larger kernel whose pads are each smaller than it, its im2col (k =
+ * channel x taps + tap, the order of the ONNX weight W[M][C][kh][kw]). */
 static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
 {
     const ts_graph_tensor *X = ts_graph_get_tensor(g, n->in[0]), *Wt = ts_graph_get_tensor(g, n->in[1]);
@@ -26,18 +29,34 @@ static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
     s->A = X;
     s->B = Wt;
     s->C = n->nin > 2 ? ts_graph_get_tensor(g, n->in[2]) : NULL;
-    if (!ts_geom_window_of(g, n, &w) || w.N != 1 || n->attrs.group != 1)
+    if (!ts_geom_window_of(g, n, &w) || w.N < 1 || n->attrs.group != 1)
         return false;
-    if (Wt->kind == TS_TENSOR_ACTIVATION || Wt->kind == TS_TENSOR_INPUT || w.kh != 1 || w.kw != 1 || w.pt ||
-        w.pl || w.pb || w.pr || w.sh != w.sw || w.sh < 1 || w.dh != 1 || w.dw != 1)
+    if (Wt->kind == TS_TENSOR_ACTIVATION || Wt->kind == TS_TENSOR_INPUT || w.sh != w.sw || w.sh < 1 ||
+        w.dh != 1 || w.dw != 1)
+        return false;
+    /* a larger kernel: each pad smaller than the kernel (every block of output rows reads an input
+     * row), taps not both odd and f16 (its pixel rows round pairs of k in blocks of two channels) */
+    if ((w.kh != 1 || w.kw != 1) && (w.pt >= w.kh || w.pb >= w.kh || w.pl >= w.kw || w.pr >= w.kw))
+        return false;
+    if (w.kh == 1 && w.kw == 1 && (w.pt || w.pl || w.pb || w.pr))
         return false;
     s->half = X->dtype == TS_DT_F16;
     ts_dtype dt = s->half ? TS_DT_F16 : TS_DT_F32;
     if (X->dtype != dt || Wt->dtype != dt || (s->C && s->C->dtype != dt))
         return false;
-    s->conv = s->tb = true; /* W[M][C][1][1] is B[N][K]: M output pixels of K channels */
+    s->conv = s->tb = true; /* W[M][C][kh][kw] is B[N][K]: M output pixels of K inputs */
     ts_geom_pixels_channels(X, &s->hwi, &s->K);
-    s->M = (uint64_t)(w.Ho * w.Wo);
+    s->taps = (uint64_t)(w.kh * w.kw);
+    s->kh = (uint64_t)w.kh;
+    s->kw = (uint64_t)w.kw;
+    s->hin = (uint64_t)w.H;
+    s->pt = (uint64_t)w.pt;
+    s->pl = (uint64_t)w.pl;
+    s->pr = (uint64_t)w.pr;
+    s->K *= s->taps; /* W[M][C][kh][kw] is B[N][K], k = c taps + tap */
+    s->nimg = (uint64_t)w.N;
+    s->hwi = (uint64_t)(w.H * w.W); /* an image's */
+    s->M = (uint64_t)(w.N * w.Ho * w.Wo);
     s->st = (uint64_t)w.sh;
     s->wi = (uint64_t)w.W;
     s->N = (uint64_t)w.M;
@@ -47,7 +66,7 @@ static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
     s->read = nc > 0;
     if (s->C && ts_graph_tensor_elems(s->C) != (int64_t)s->N)
         return false;
-    if (s->half && (s->K % 4 || s->N % 2))
+    if (s->half && (s->K / s->taps % 4 || s->N % 2))
         return false;
     return s->M > 1 && s->K >= 2 && s->K % 2 == 0 && s->N > 0;
 }
@@ -116,18 +135,22 @@ static conv_gx conv_gather(uint32_t tiles, const ts_t10_mm *mm, const t10_op *s,
     /* channels a tile gathers: its k-range, or (A rotating) its first rp slices; the copies of a
      * pixel block's channels: one per channel block, or per ring */
     bool rota = p->rot & TS_T10_ROT_A;
-    uint64_t copies = rota ? p->fn / p->ft : p->fn;
-    x.kin = rota ? p->kp * p->rp : p->kt;
-    /* input pixels a tile reads per channel (strided: its output rows' input rows, whole) and the
-     * input pixels its block covers */
-    uint64_t px = mm->m, cover = p->rows;
+    uint64_t copies = rota ? p->fn / p->ft : p->fn, taps = s->taps ? s->taps : 1;
+    x.kin = (rota ? p->kp * p->rp : p->kt) / taps;
+    /* input pixels a tile reads per channel (strided, or a larger kernel: its output rows' input
+     * rows, whole) and the input pixels its block covers */
+    uint64_t px = s->nimg > 1 ? s->hwi : mm->m, cover = p->rows;
     x.span = p->rows;
-    if (s->st > 1) {
+    if (taps > 1) {
+        px = s->hwi;
+        x.span = lwi_conv_band(p->rows, s->wo, s->st, s->kh, s->hin, s->wi);
+        cover = p->rows * s->st * s->st;
+    } else if (s->st > 1) {
         px = s->hwi;
         x.span = lwi_conv_span(p->rows, s->wo, s->st, s->wi);
         cover = p->rows * s->st * s->st;
     }
-    uint64_t ch = ts_geom_cdiv(mm->k * px, tiles);
+    uint64_t ch = ts_geom_cdiv(mm->k / taps * px * (s->nimg ? s->nimg : 1), tiles);
     if (ch < 1024)
         ch = 1024;
     if (ch >= px) { /* a holder holds whole channels */
@@ -156,6 +179,14 @@ static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, const t10_op *s,
     conv_gx x = conv_gather(hw->tiles, mm, s, p);
     uint64_t c = W * (ts_geom_cdiv(p->rows, W) * (2 * x.kin + 8) + 20) +
                  W * (ts_geom_cdiv(p->cols, W) * (2 * p->rows + 8) + 20);
+    if (s->taps > 1) { /* rows of kin x taps inputs, from a padded image of the band copied first */
+        uint64_t ke = x.kin * s->taps, blk = (s->half && s->taps % 2 ? 2 : 1) * s->taps;
+        uint64_t hb = (p->rows / s->wo - 1) * s->st + s->kh, wp = s->wi + s->pl + s->pr, nb = x.span / s->wi;
+        c = W * (ts_geom_cdiv(p->rows, W) * (2 * ke + ke / blk + 12) + 20) +
+            W * (ts_geom_cdiv(x.kin, W) * (nb * (2 * s->wi + s->pl + s->pr + 4) + (hb - nb) * wp + 4) + 20) +
+            W * (ts_geom_cdiv(p->cols, W) * (2 * p->rows + 8) + 20);
+        p->mem_bytes += x.kin * (x.span + hb * wp) * 4; /* the band as gathered and the padded image */
+    }
     p->compute_cycles += c;
     uint64_t senders = x.senders;
     uint64_t per_round =
@@ -212,13 +243,32 @@ static bool generable(const ts_lower_ipu_params *p, const t10_op *s, const ts_t1
         return false;
     /* a Conv another operator reads: blocks of whole image rows and at most 16 channels, as planner
      * (a)'s Convs leave theirs, since its reader gathers a piece per channel and block (smaller
-     * blocks made ResNet-50's exchange code outgrow the tile memory) */
-    if (s->conv && s->read && ((pl->rows % s->wo && pl->rows < s->M) || pl->cols > 16))
+     * blocks made ResNet-50's exchange code outgrow the tile memory); a batch's at most 64 channels
+     * (its blocks are larger: resnet50:batch=4 on ipu_mk2 9,404,728 cycles with 16, 7,285,282 with
+     * 32, 6,907,720 with 64 and the same with 128, the bottlenecks' conv3 and downsamples read by
+     * their Add in fewer column blocks) */
+    if (s->conv && s->read && ((pl->rows % s->wo && pl->rows < s->M) || pl->cols > (s->nimg > 1 ? 64u : 16u)))
         return false;
     /* a strided Conv: blocks of whole output rows (conv_rows reads each pixel's input from a table
      * of offsets shared by the blocks) */
     if (s->conv && s->st > 1 && pl->rows % s->wo)
         return false;
+    /* a batch: blocks within one image (each image's pixels whole blocks) and each image's output
+     * channels whole column blocks, so that the output is the blocked layout of the batch's planes */
+    if (s->conv && s->nimg > 1) {
+        uint64_t hwo = s->M / s->nimg;
+        if (hwo % pl->rows || (uint64_t)pl->fm * pl->rows != s->M || s->N % pl->cols ||
+            (uint64_t)pl->fn * pl->cols != s->N)
+            return false;
+    }
+    /* a larger kernel: blocks of whole output rows (their input rows a band, padded on the tile), k
+     * ranges and slices of whole channels (f16 on an odd number of taps: of channel pairs, whose
+     * rows of halves round pairs of k) */
+    if (s->conv && s->taps > 1) {
+        uint64_t blk = (s->half && s->taps % 2 ? 2 : 1) * s->taps;
+        if (pl->rows % s->wo || pl->kt % blk || pl->kp % blk)
+            return false;
+    }
     /* a Conv's code: a holder of its input sends a piece per channel to each tile reading it, two
      * instructions (8 bytes) each; at most 1/64 of the tile memory of them per holder, and 512 sends
      * on any tile (so on ipu_mk1, where ResNet-50's layer3 in f16 chose 14 x 64 plans whose 1,120
@@ -339,6 +389,8 @@ static size_t plan_set(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const 
                 f16_cost(hw, &mm, units16(p, s), s->conv, &v[j]);
             if (s->conv)
                 conv_cost(hw, &mm, s, &v[j]);
+            if (s->conv && s->taps > 1 && v[j].mem_bytes > hw->sram_bytes) /* its band and image */
+                continue;
             v[k++] = v[j];
         }
     for (size_t j = 0; j < nl; j++)
