@@ -824,6 +824,51 @@ START_TEST(test_gpt_prefill)
 }
 END_TEST
 
+/* The gpt built-in in Llama's feed-forward form (RMSNorm, SwiGLU, no biases; _i 2: biases, 4 query
+ * heads on 2 key heads), prefill (_i 0, 2) and decode (_i 1): the gate and up projections are one
+ * product of their weights side by side (columns interleaved, 2 x 64 of them), then one
+ * elementwise stage takes each (gate, up) pair to SiLU(gate) up (two values in, one out). Logits
+ * against the double interpreter within 2e-5 (1 + |y|), as test_gpt_prefill: f32 sums of at most
+ * 64 terms, and the sigmoid's exp and Newton reciprocal within about 1e-7 relative, as the
+ * softmax's. */
+START_TEST(test_gpt_swiglu)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_graph *g = NULL;
+    char spec[200];
+    snprintf(spec, sizeof spec, "gpt:layers=2,hidden=32,heads=%d,kv_heads=2,ffn=64,vocab=40,seq=8,dtype=f32,"
+             "norm=rmsnorm,act=swiglu,bias=%d,phase=%s", _i == 2 ? 4 : 2, _i == 2, _i == 1 ? "decode" : "prefill");
+    ck_assert_msg(ts_wl_builtin(spec, &g, &e) == TS_OK, "%s", e.msg);
+    lowered L = {0};
+    lower_and_run(g, 96, 32, &L);
+    const int64_t M = _i == 1 ? 1 : 8;
+    for (size_t l = 0; l < 2; l++) { /* one gate per layer: 2 x 64 values in a row, 64 out */
+        const ts_lower_wse_stage *gate = NULL;
+        for (size_t i = 0, seen = 0; i < L.rep.nstages && !gate; i++)
+            if (!strcmp(L.rep.stages[i].what, "elementwise") && L.rep.stages[i].in_elems == 2 * L.rep.stages[i].out_elems &&
+                seen++ == l)
+                gate = &L.rep.stages[i];
+        ck_assert_ptr_nonnull(gate);
+        ck_assert_uint_eq(gate->out_elems, (uint64_t)(M * 64));
+        ck_assert_str_eq(gate[-1].what, "matmul");
+        ck_assert_uint_eq(gate[-1].macs, (uint64_t)(M * 32 * 128));
+    }
+    gref r;
+    gref_run(g, &r);
+    int y = ts_graph_find(g, "logits");
+    const ts_graph_tensor *t = ts_graph_get_tensor(g, y);
+    for (int64_t k = 0; k < ts_graph_tensor_elems(t); k++) {
+        double got = out_at(&L, y, (uint64_t)k), want = r.v[y][k];
+        ck_assert_msg(fabs(got - want) <= 2e-5 * (1 + fabs(want)), "%s: logits[%lld]: got %.9g, want %.9g", spec,
+                      (long long)k, got, want);
+    }
+    gref_free(&r);
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* One layer of nn.TransformerEncoderLayer (batch_first, post-LayerNorm, erf Gelu) as torch
  * exports it, on x [B, S, D]: the attention's Transpose to [S, B, D], the packed in-projection
  * (MatMul, then the bias Add), three Slices, the heads Reshaped to [S, B H, dh] and Transposed to
@@ -1063,6 +1108,7 @@ int main(void)
     tcase_add_loop_test(tc, test_attention, 0, 3);
     tcase_add_test(tc, test_attention_proj);
     tcase_add_loop_test(tc, test_gpt_prefill, 0, 4);
+    tcase_add_loop_test(tc, test_gpt_swiglu, 0, 3);
     suite_add_tcase(s, tc);
     TCase *tb = tcase_create("batch_gqa"); /* attention over a batch of sequences, grouped-query heads */
     tcase_set_timeout(tb, 300);

@@ -84,7 +84,8 @@ typedef struct lw_stage {
     bool relu;
     bool clip;      /* matmul, join: a fused Clip to [lo, hi] (ReLU6) */
     float lo, hi;   /* clip: the bounds; elem: Clip's too */
-    int eop;        /* elem: the graph op (Clip, Sigmoid, Tanh, HardSwish, Gelu; vop 1: Gelu's tanh form) */
+    int eop;        /* elem: the graph op (Clip, Sigmoid, Tanh, HardSwish, Gelu; vop 1: Gelu's tanh form;
+                     * Mul: SwiGLU, two values in per value out, rows of L out) */
     /* image stages: batch, channels, size, window, strides, pads (top, left, bottom, right);
      * transpose: the input dims in B, C, H, W, the permutation in kh, kw, sh, sw, the rank in G */
     int64_t B, C, H, W, kh, kw, sh, sw, pt, pl, pb, pr, Ho, Wo;
@@ -266,6 +267,14 @@ void ts_lww_emit_elem(lw_gen *G, const lw_stage *s);
 /* An elementwise stage split over s->G PEs in a row (place): PE g passes on the values of each row
  * before its part (part G - 1 - g), applies the function to its part, passes on the rest. */
 ts_status ts_lww_emit_elem_split(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
+/* SwiGLU from stream F (lower_wse_elem.c): F read by two projections only (ts_lww_is_proj, each with
+ * its bias Add or none), the gate's output a by a Sigmoid and by the Mul of a and the Sigmoid's
+ * output (SiLU), that by one Mul with the up projection's output. nodes: the gate and up MatMuls,
+ * their bias Adds (-1: none), the Sigmoid, the SiLU Mul, the last Mul, and whether either has a
+ * bias. Its stages: one product of both weights, their columns interleaved (gate j, up j), then
+ * an elementwise stage (eop Mul) taking each pair to SiLU(gate) up. */
+bool ts_lww_is_glu(const ts_graph *g, int F, int nodes[8]);
+ts_status ts_lww_glu_stages(lw *L, int F, const int nodes[8]);
 /* Clamp n words from addr to [lo, hi] in place (uses r5-r9; r15 holds 0). */
 void ts_lww_clip_mem(lw_gen *G, int addr, int64_t n, float lo, float hi);
 /* From lower_wse_emit_pe.c: a float's bits; r3 := exp(r2 - r1) for r2 - r1 <= 0 (constants in

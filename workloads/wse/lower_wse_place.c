@@ -263,15 +263,16 @@ static uint64_t elem_cost(const lw_stage *s)
     case TS_OP_SIGMOID: return 50;
     case TS_OP_TANH: return 55;
     case TS_OP_GELU: return s->vop ? 65 : 90;
+    case TS_OP_MUL: return 30; /* SwiGLU: a SiLU and a product for every two values */
     default: return 25;
     }
 }
 
-/* Whether elementwise stage s is slower than the pipeline time T and has at most 4,096 rows (its
- * split PEs' code is unrolled over the rows). */
+/* Whether elementwise stage s is slower than the pipeline time T and has at most 4,096 rows of L
+ * values out (its split PEs' code is unrolled over the rows). */
 static bool elem_splits(const lw *L, const lw_stage *s)
 {
-    return s->kind == K_ELEM && s->L > 1 && s->in_n * elem_cost(s) > L->T && s->in_n / (uint64_t)s->L <= 4096;
+    return s->kind == K_ELEM && s->L > 1 && s->in_n * elem_cost(s) > L->T && s->out_n / (uint64_t)s->L <= 4096;
 }
 
 /* Positions, with an elementwise stage slower than the pipeline time T split over up to 8 PEs in a
@@ -292,11 +293,12 @@ static ts_status elem_widths(lw *L, uint32_t Hm)
             uint64_t g = ts_geom_cdiv(s->in_n * elem_cost(s), L->T ? L->T : 1);
             g = g < gmax ? g : gmax;
             g = g < (uint64_t)s->L ? g : (uint64_t)s->L; /* at most one PE per element of a row */
-            if (g > 1 && ts_geom_cdiv((uint64_t)s->L, g) * 4 > L->t->sram_bytes)
+            const uint64_t per = s->in_n / s->out_n * 4; /* bytes a PE keeps per value of its part */
+            if (g > 1 && ts_geom_cdiv((uint64_t)s->L, g) * per > L->t->sram_bytes)
                 g = 1; /* a PE keeps its part of a row */
             s->G = (uint32_t)(g ? g : 1);
             s->w = s->G;
-            s->mem = s->G > 1 ? ts_geom_cdiv((uint64_t)s->L, s->G) * 4 : 0;
+            s->mem = s->G > 1 ? ts_geom_cdiv((uint64_t)s->L, s->G) * per : 0;
         }
         ts_status rc = positions(L, Hm);
         if (!rc || gmax == 1)
