@@ -824,13 +824,16 @@ START_TEST(test_gpt_prefill)
 }
 END_TEST
 
-/* The gpt built-in in Llama's feed-forward form (RMSNorm, SwiGLU, no biases; _i 2: biases, 4 query
- * heads on 2 key heads), prefill (_i 0, 2) and decode (_i 1): the gate and up projections are one
- * product of their weights side by side (columns interleaved, 2 x 64 of them), then one
- * elementwise stage takes each (gate, up) pair to SiLU(gate) up (two values in, one out). Logits
- * against the double interpreter within 2e-5 (1 + |y|), as test_gpt_prefill: f32 sums of at most
- * 64 terms, and the sigmoid's exp and Newton reciprocal within about 1e-7 relative, as the
- * softmax's. */
+/* The gpt built-in in Llama's form (RMSNorm, SwiGLU, no biases; _i 2: biases, 4 query heads on 2
+ * key heads; _i 3 and 4: rotary positions, 4 query heads on 2 key heads), prefill (_i 0, 2, 3) and
+ * decode (_i 1, 4): the gate and up projections are one product of their weights side by side
+ * (columns interleaved, 2 x 64 of them), then one elementwise stage takes each (gate, up) pair to
+ * SiLU(gate) up (two values in, one out); with rotary positions a stage before each attention
+ * rotates the 32 query and 16 key columns of every row (x cos + rotate_half(x) sin at its
+ * position; decode: the new token's, the cache given rotated). Logits against the double
+ * interpreter within 2e-5 (1 + |y|), as test_gpt_prefill: f32 sums of at most 64 terms, the
+ * sigmoid's exp and Newton reciprocal within about 1e-7 relative, as the softmax's, and the
+ * rotation's two products and sum a few ulp. */
 START_TEST(test_gpt_swiglu)
 {
     ts_err e;
@@ -838,11 +841,19 @@ START_TEST(test_gpt_swiglu)
     ts_graph *g = NULL;
     char spec[200];
     snprintf(spec, sizeof spec, "gpt:layers=2,hidden=32,heads=%d,kv_heads=2,ffn=64,vocab=40,seq=8,dtype=f32,"
-             "norm=rmsnorm,act=swiglu,bias=%d,phase=%s", _i == 2 ? 4 : 2, _i == 2, _i == 1 ? "decode" : "prefill");
+             "norm=rmsnorm,act=swiglu,bias=%d,rope=%d,phase=%s", _i >= 2 ? 4 : 2, _i == 2, _i >= 3,
+             _i == 1 || _i == 4 ? "decode" : "prefill");
     ck_assert_msg(ts_wl_builtin(spec, &g, &e) == TS_OK, "%s", e.msg);
     lowered L = {0};
     lower_and_run(g, 96, 32, &L);
-    const int64_t M = _i == 1 ? 1 : 8;
+    const int64_t M = _i == 1 || _i == 4 ? 1 : 8;
+    const ts_lower_wse_stage *rot = stage_of(&L, "rotary", 0);
+    ck_assert(_i >= 3 ? rot != NULL : rot == NULL);
+    if (rot) { /* before the attention, the rows of the q, k and v product (32 + 16 + 16 columns) */
+        ck_assert_uint_eq(rot->in_elems, (uint64_t)(M * 64));
+        ck_assert_str_eq(rot[1].what, "attention");
+        ck_assert_ptr_nonnull(stage_of(&L, "rotary", 1));
+    }
     for (size_t l = 0; l < 2; l++) { /* one gate per layer: 2 x 64 values in a row, 64 out */
         const ts_lower_wse_stage *gate = NULL;
         for (size_t i = 0, seen = 0; i < L.rep.nstages && !gate; i++)
@@ -1108,7 +1119,7 @@ int main(void)
     tcase_add_loop_test(tc, test_attention, 0, 3);
     tcase_add_test(tc, test_attention_proj);
     tcase_add_loop_test(tc, test_gpt_prefill, 0, 4);
-    tcase_add_loop_test(tc, test_gpt_swiglu, 0, 3);
+    tcase_add_loop_test(tc, test_gpt_swiglu, 0, 5);
     suite_add_tcase(s, tc);
     TCase *tb = tcase_create("batch_gqa"); /* attention over a batch of sequences, grouped-query heads */
     tcase_set_timeout(tb, 300);

@@ -312,6 +312,8 @@ ts_status ts_lww_emit_single(lw *L, ts_program *P, size_t si, lw_gen *G)
         break;
     case K_NORM:
         return ts_lww_emit_norm(L, P, G, s);
+    case K_ROPE:
+        return ts_lww_emit_rope(L, P, G, s);
     case K_PCAT: { /* per block: the parameter's part and the stream's, in the operands' order */
         for (int64_t b = 0; b < s->M; b++) {
             if (s->swap)

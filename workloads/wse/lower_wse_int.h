@@ -59,7 +59,8 @@ _Static_assert(15 < WSE_NREGS && 15 < WSE_NDSD, "the lowering uses r15 and DSD r
     X(TRANSPOSE, "transpose")           \
     X(NORM, "layernorm")                \
     X(ATTN, "attention")              \
-    X(PCAT, "concat-param")
+    X(PCAT, "concat-param")             \
+    X(ROPE, "rotary")
 enum {
 #define LW_KIND_ENUM(k, name) K_##k,
     LW_KINDS(LW_KIND_ENUM)
@@ -310,6 +311,10 @@ bool ts_lww_is_proj(const ts_graph *g, int node, int F);
 ts_status ts_lww_attn_proj(lw *L, int F, const int64_t *rows, int first, bool *done, int *out_t,
                            const int64_t **out_rows);
 ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G);
+/* The rotary stage before an attention (lower_wse_attn.c): per row of the stream (M rows of L),
+ * the N columns its queries and keys read rotated, each c1 x + c2 x' of its own value x and its
+ * partner's x' in the row; vals: the N (own, partner) byte addresses, then per row the N (c1, c2). */
+ts_status ts_lww_emit_rope(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
 
 /* ---- report (lower_wse_report.c) ---- */
 
