@@ -825,8 +825,9 @@ START_TEST(test_gpt_prefill)
 END_TEST
 
 /* The gpt built-in in Llama's form (RMSNorm, SwiGLU, no biases; _i 2: biases, 4 query heads on 2
- * key heads; _i 3 and 4: rotary positions, 4 query heads on 2 key heads), prefill (_i 0, 2, 3) and
- * decode (_i 1, 4): the gate and up projections are one product of their weights side by side
+ * key heads; _i 3 to 5: rotary positions, 4 query heads on 2 key heads; _i 5 planned for PEs of
+ * 2,048 bytes, the rotary stage split over PEs by heads), prefill (_i 0, 2, 3, 5) and decode (_i 1,
+ * 4): the gate and up projections are one product of their weights side by side
  * (columns interleaved, 2 x 64 of them), then one elementwise stage takes each (gate, up) pair to
  * SiLU(gate) up (two values in, one out); with rotary positions a stage before each attention
  * rotates the 32 query and 16 key columns of every row (x cos + rotate_half(x) sin at its
@@ -845,7 +846,9 @@ START_TEST(test_gpt_swiglu)
              _i == 1 || _i == 4 ? "decode" : "prefill");
     ck_assert_msg(ts_wl_builtin(spec, &g, &e) == TS_OK, "%s", e.msg);
     lowered L = {0};
+    lower_sram = _i == 5 ? 2048 : 0; /* 48 rotated columns of 8 rows: 3,840 bytes of values and tables */
     lower_and_run(g, 96, 32, &L);
+    lower_sram = 0;
     const int64_t M = _i == 1 || _i == 4 ? 1 : 8;
     const ts_lower_wse_stage *rot = stage_of(&L, "rotary", 0);
     ck_assert(_i >= 3 ? rot != NULL : rot == NULL);
@@ -853,6 +856,8 @@ START_TEST(test_gpt_swiglu)
         ck_assert_uint_eq(rot->in_elems, (uint64_t)(M * 64));
         ck_assert_str_eq(rot[1].what, "attention");
         ck_assert_ptr_nonnull(stage_of(&L, "rotary", 1));
+        ck_assert_uint_eq(rot->w, _i == 5 ? 2 : 1);
+        ck_assert_uint_le(rot->mem_bytes, _i == 5 ? 2048 : 64 * 4 + 48 * 16 + 2 * 8 * 48 * 4);
     }
     for (size_t l = 0; l < 2; l++) { /* one gate per layer: 2 x 64 values in a row, 64 out */
         const ts_lower_wse_stage *gate = NULL;
@@ -1119,7 +1124,7 @@ int main(void)
     tcase_add_loop_test(tc, test_attention, 0, 3);
     tcase_add_test(tc, test_attention_proj);
     tcase_add_loop_test(tc, test_gpt_prefill, 0, 4);
-    tcase_add_loop_test(tc, test_gpt_swiglu, 0, 5);
+    tcase_add_loop_test(tc, test_gpt_swiglu, 0, 6);
     suite_add_tcase(s, tc);
     TCase *tb = tcase_create("batch_gqa"); /* attention over a batch of sequences, grouped-query heads */
     tcase_set_timeout(tb, 300);

@@ -901,45 +901,94 @@ static ts_status fill_stage(lw *L, const region *G, const av *o, const ts_graph_
     return rc;
 }
 
+/* Bytes a rotary PE keeps for column c of rows of R: the value, and for a rotated one its
+ * rotated value, its (own, partner) addresses and its two coefficients per row. */
+static uint64_t rope_cost(bool rot, int64_t R) { return rot ? 16 + 8 * (uint64_t)R : 4; }
+
 /* The rotary stage of region G (its rotation tables): the columns rotated must be the same in
- * every row of F; node ln names it. */
+ * every row of F, each with the same partner; split over PEs in a row by column ranges that keep
+ * each partner with its column (the fewest, each as wide as its SRAM allows); node ln names it. */
 static ts_status rope_stage(lw *L, const region *G, const ts_graph_node *ln, int node)
 {
     const int64_t R = G->R, W = G->W;
+    const char *fn = ts_graph_get_tensor(G->g, G->F)->name;
     int64_t nr = 0;
     for (int64_t c = 0; c < W; c++)
         nr += G->rset[c];
     for (int64_t e = 0; e < R * W; e++)
-        if (G->rset[e] != G->rset[e % W])
-            return ts_lower_fail(L->err, ln, "rotates other columns of '%s' in row %lld than in row 0",
-                                 ts_graph_get_tensor(G->g, G->F)->name, (long long)(e / W));
-    lw_stage *s = ts_lww_add_stage(L, K_ROPE, node);
-    if (!s || !(s->vals = ts_malloc((size_t)(2 * nr + 2 * R * nr) * 4)))
-        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        if (G->rset[e] != G->rset[e % W] || (G->rset[e] && G->rp[e] % W != G->rp[e % W] % W))
+            return ts_lower_fail(L->err, ln, "rotates other columns of '%s' in row %lld than in row 0 (or with other "
+                                 "partners)", fn, (long long)(e / W));
+    int *span = ts_calloc((size_t)W + 2, sizeof *span); /* pairs across each cut: span[p] > 0 for a cut before p */
+    int64_t *cuts = ts_malloc((size_t)(2 * (nr ? nr : 1)) * sizeof *cuts);
+    lw_stage *s = NULL;
+    ts_status rc = TS_OK;
+    if (!span || !cuts)
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (int64_t c = 0; !rc && c < W; c++)
+        if (G->rset[c]) {
+            const int64_t p = G->rp[c] % W, lo = c < p ? c : p, hi = c < p ? p : c;
+            span[lo + 1]++, span[hi + 1]--;
+        }
+    for (int64_t p = 1; !rc && p <= W; p++)
+        span[p] += span[p - 1];
+    const uint64_t sram = L->t->sram_bytes - 16;
+    int64_t np = 0, a = 0;
+    uint64_t most = 0;
+    while (!rc) {
+        while (a < W && !G->rset[a])
+            a++;
+        if (a >= W)
+            break;
+        int64_t b = -1, last = -1;
+        uint64_t mem = 0;
+        for (int64_t p = a + 1; p <= W; p++) { /* the part [a, p) */
+            mem += rope_cost(G->rset[p - 1], R);
+            if (mem > sram)
+                break;
+            last = G->rset[p - 1] ? p - 1 : last;
+            if (!span[p])
+                b = last + 1;
+        }
+        if (b <= a) {
+            rc = ts_lower_fail(L->err, ln, "rotates columns of '%s' whose pair (from column %lld) and tables for %lld "
+                               "rows do not fit one PE of %.1f KiB", fn, (long long)a, (long long)R,
+                               L->t->sram_bytes / 1024.0);
+            break;
+        }
+        uint64_t m = 0;
+        for (int64_t c = a; c < b; c++)
+            m += rope_cost(G->rset[c], R);
+        most = m > most ? m : most;
+        cuts[2 * np] = a, cuts[2 * np + 1] = b;
+        np++;
+        a = b;
+    }
+    ts_free(span);
+    if (!rc && (!(s = ts_lww_add_stage(L, K_ROPE, node)) || !(s->vals = ts_malloc((size_t)(2 * nr + 2 * R * nr) * 4))))
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    if (rc) {
+        ts_free(cuts);
+        return rc;
+    }
+    s->cols = cuts;
+    s->G = (uint32_t)np;
+    s->w = s->G;
     s->M = R, s->L = W, s->N = nr;
     s->in_n = s->out_n = (uint64_t)(R * W);
-    s->mem = (uint64_t)(W + nr + 2 * nr + 2 * R * nr) * 4;
+    s->mem = most;
     for (int64_t c = 0, j = 0; c < W; c++) {
         if (!G->rset[c])
             continue;
-        const int32_t own = (int32_t)(c * 4), par = (int32_t)(G->rp[c] % W * 4);
+        const int32_t own = (int32_t)c, par = (int32_t)(G->rp[c] % W);
         memcpy(&s->vals[2 * j], &own, 4);
         memcpy(&s->vals[2 * j + 1], &par, 4);
         for (int64_t r = 0; r < R; r++) {
-            const int64_t e = r * W + c;
-            if (G->rp[e] % W != G->rp[c] % W)
-                return ts_lower_fail(L->err, ln, "rotates column %lld of '%s' with another column in row %lld than in "
-                                     "row 0", (long long)c, ts_graph_get_tensor(G->g, G->F)->name, (long long)r);
-            s->vals[2 * nr + 2 * (r * nr + j)] = G->rc1[e];
-            s->vals[2 * nr + 2 * (r * nr + j) + 1] = G->rc2[e];
+            s->vals[2 * nr + 2 * (r * nr + j)] = G->rc1[r * W + c];
+            s->vals[2 * nr + 2 * (r * nr + j) + 1] = G->rc2[r * W + c];
         }
         j++;
     }
-    if (s->mem > L->t->sram_bytes)
-        return ts_lower_fail(L->err, ln, "rotates %lld columns of %lld rows of '%s': a row and its tables take %.1f KiB "
-                             "in one PE of %.1f KiB: does not fit by %.1f KiB (%llu bytes)", (long long)nr, (long long)R,
-                             ts_graph_get_tensor(G->g, G->F)->name, s->mem / 1024.0, L->t->sram_bytes / 1024.0,
-                             (s->mem - L->t->sram_bytes) / 1024.0, (unsigned long long)(s->mem - L->t->sram_bytes));
     return TS_OK;
 }
 
@@ -1384,44 +1433,85 @@ ts_status ts_lww_attn_proj(lw *L, int F, const int64_t *rows, int first, bool *d
 
 ts_status ts_lww_emit_rope(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
 {
-    /* the row at BUF, the rotated values at T, the (own, partner) addresses at TAB, then per row
-     * its coefficients; r1 the pairs, r2 the coefficients (on from row to row), r9 the values */
-    const int64_t W = s->L, nr = s->N;
-    const int BUF = 0, T = (int)W * 4, TAB = T + (int)nr * 4;
-    uint32_t id = s->y0 * L->t->width + s->x;
-    if (ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)TAB, s->vals, (uint32_t)((2 * nr + 2 * s->M * nr) * 4),
-                               L->err))
-        return L->err->status;
-    ts_lww_op(G, WSE_OP_LI, 2, 2, TAB + (int)nr * 8);
-    int row = ts_lww_loop_head(G, 10, s->M);
-    ts_lww_in_to_mem(G, s->cin, (uint64_t)BUF, (uint64_t)W, 1);
-    ts_lww_op(G, WSE_OP_LI, 2, 1, TAB);
-    ts_lww_op(G, WSE_OP_LI, 2, 9, T);
-    int l = ts_lww_loop_head(G, 11, nr);
-    ts_lww_op(G, WSE_OP_LD, 3, 3, 1, 0);
-    ts_lww_op(G, WSE_OP_LD, 3, 4, 1, 4);
-    ts_lww_op(G, WSE_OP_LD, 3, 5, 3, 0);
-    ts_lww_op(G, WSE_OP_LD, 3, 6, 4, 0);
-    ts_lww_op(G, WSE_OP_LD, 3, 7, 2, 0);
-    ts_lww_op(G, WSE_OP_LD, 3, 8, 2, 4);
-    ts_lww_op(G, WSE_OP_FMUL, 3, 5, 5, 7);
-    ts_lww_op(G, WSE_OP_FMUL, 3, 6, 6, 8);
-    ts_lww_op(G, WSE_OP_FADD, 3, 5, 5, 6);
-    ts_lww_op(G, WSE_OP_ST, 3, 5, 9, 0);
-    ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, 8);
-    ts_lww_op(G, WSE_OP_ADDI, 3, 2, 2, 8);
-    ts_lww_op(G, WSE_OP_ADDI, 3, 9, 9, 4);
-    ts_lww_loop_end(G, 11, l);
-    ts_lww_op(G, WSE_OP_LI, 2, 1, TAB); /* then over the row: every partner read before any is written */
-    ts_lww_op(G, WSE_OP_LI, 2, 9, T);
-    l = ts_lww_loop_head(G, 11, nr);
-    ts_lww_op(G, WSE_OP_LD, 3, 3, 1, 0);
-    ts_lww_op(G, WSE_OP_LD, 3, 5, 9, 0);
-    ts_lww_op(G, WSE_OP_ST, 3, 5, 3, 0);
-    ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, 8);
-    ts_lww_op(G, WSE_OP_ADDI, 3, 9, 9, 4);
-    ts_lww_loop_end(G, 11, l);
-    ts_lww_mem_to_out(G, (uint64_t)BUF, (uint64_t)W, s->cout);
-    ts_lww_loop_end(G, 10, row);
+    /* PE g: columns [a, b) of each row; the part at BUF, the rotated values at T, the (own, partner)
+     * addresses at TAB, then per row the coefficients; r1 the pairs, r2 the coefficients (on from
+     * row to row), r9 the values */
+    const int64_t W = s->L, nr = s->N, R = s->M;
+    int64_t j0 = 0;
+    for (uint32_t g = 0; g < s->G; g++) {
+        const int64_t a = s->cols[2 * g], b = s->cols[2 * g + 1];
+        int64_t n = 0; /* its rotated columns: j0 .. j0 + n of the stage's, in column order */
+        while (j0 + n < nr) {
+            int32_t c;
+            memcpy(&c, &s->vals[2 * (j0 + n)], 4);
+            if (c >= b)
+                break;
+            n++;
+        }
+        const uint32_t ci = g ? lw_gcol(s, g - 1) : s->cin, co = lw_gcol(s, g);
+        const int BUF = 0, T = (int)(b - a) * 4, TAB = T + (int)n * 4;
+        float *tab = ts_malloc((size_t)(2 * n + 2 * R * n) * 4);
+        if (!tab)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        for (int64_t j = 0; j < n; j++) {
+            int32_t c, p;
+            memcpy(&c, &s->vals[2 * (j0 + j)], 4);
+            memcpy(&p, &s->vals[2 * (j0 + j) + 1], 4);
+            c = (int32_t)((c - a) * 4), p = (int32_t)((p - a) * 4);
+            memcpy(&tab[2 * j], &c, 4);
+            memcpy(&tab[2 * j + 1], &p, 4);
+            for (int64_t r = 0; r < R; r++) {
+                tab[2 * n + 2 * (r * n + j)] = s->vals[2 * nr + 2 * (r * nr + j0 + j)];
+                tab[2 * n + 2 * (r * n + j) + 1] = s->vals[2 * nr + 2 * (r * nr + j0 + j) + 1];
+            }
+        }
+        j0 += n;
+        const uint32_t id = s->y0 * L->t->width + s->x + g;
+        ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)TAB, tab, (uint32_t)((2 * n + 2 * R * n) * 4),
+                                              L->err);
+        ts_free(tab);
+        if (rc)
+            return rc;
+        if (!ts_lww_pe_stream(P, L->t, s->x + g, s->y0, G))
+            return TS_ENOMEM;
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)co, P_R, lw_outp(s, g + 1 == s->G));
+        ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
+        ts_lww_op(G, WSE_OP_LI, 2, 2, TAB + (int)n * 8);
+        int row = ts_lww_loop_head(G, 10, R);
+        if (a)
+            ts_lww_in_to_out(G, ci, co, (uint64_t)a);
+        ts_lww_in_to_mem(G, ci, (uint64_t)BUF, (uint64_t)(b - a), 1);
+        ts_lww_op(G, WSE_OP_LI, 2, 1, TAB);
+        ts_lww_op(G, WSE_OP_LI, 2, 9, T);
+        int l = ts_lww_loop_head(G, 11, n);
+        ts_lww_op(G, WSE_OP_LD, 3, 3, 1, 0);
+        ts_lww_op(G, WSE_OP_LD, 3, 4, 1, 4);
+        ts_lww_op(G, WSE_OP_LD, 3, 5, 3, 0);
+        ts_lww_op(G, WSE_OP_LD, 3, 6, 4, 0);
+        ts_lww_op(G, WSE_OP_LD, 3, 7, 2, 0);
+        ts_lww_op(G, WSE_OP_LD, 3, 8, 2, 4);
+        ts_lww_op(G, WSE_OP_FMUL, 3, 5, 5, 7);
+        ts_lww_op(G, WSE_OP_FMUL, 3, 6, 6, 8);
+        ts_lww_op(G, WSE_OP_FADD, 3, 5, 5, 6);
+        ts_lww_op(G, WSE_OP_ST, 3, 5, 9, 0);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, 8);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 2, 2, 8);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 9, 9, 4);
+        ts_lww_loop_end(G, 11, l);
+        ts_lww_op(G, WSE_OP_LI, 2, 1, TAB); /* then over the part: every partner read before any is written */
+        ts_lww_op(G, WSE_OP_LI, 2, 9, T);
+        l = ts_lww_loop_head(G, 11, n);
+        ts_lww_op(G, WSE_OP_LD, 3, 3, 1, 0);
+        ts_lww_op(G, WSE_OP_LD, 3, 5, 9, 0);
+        ts_lww_op(G, WSE_OP_ST, 3, 5, 3, 0);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, 8);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 9, 9, 4);
+        ts_lww_loop_end(G, 11, l);
+        ts_lww_mem_to_out(G, (uint64_t)BUF, (uint64_t)(b - a), co);
+        if (W > b)
+            ts_lww_in_to_out(G, ci, co, (uint64_t)(W - b));
+        ts_lww_loop_end(G, 10, row);
+    }
     return TS_OK;
 }

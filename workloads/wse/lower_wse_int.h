@@ -313,7 +313,8 @@ ts_status ts_lww_attn_proj(lw *L, int F, const int64_t *rows, int first, bool *d
 ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G);
 /* The rotary stage before an attention (lower_wse_attn.c): per row of the stream (M rows of L),
  * the N columns its queries and keys read rotated, each c1 x + c2 x' of its own value x and its
- * partner's x' in the row; vals: the N (own, partner) byte addresses, then per row the N (c1, c2). */
+ * partner's x' in the row; vals: the N (own, partner) columns (int32), then per row the N (c1,
+ * c2); over G PEs in a row, PE g the columns [cols[2 g], cols[2 g + 1]) (owned). */
 ts_status ts_lww_emit_rope(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
 
 /* ---- report (lower_wse_report.c) ---- */

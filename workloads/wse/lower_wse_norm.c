@@ -6,7 +6,9 @@
  * squares, no bias); s = sqrt(var + epsilon) by 20 Newton steps
  * s = (s + v / s) / 2 from (1 + v) / 2 (each divide the softmax's reciprocal; from 1e-12 to 1e12
  * this reaches s to a few ulp); 1 / s; then (x - mean) (1 / s) scale + bias to the fabric in
- * vector ops. Memory: the row at 0, the scale at 4L, the bias at 8L, the mean and 1 / s after.
+ * vector ops. Memory: the row at 0, the scale at 4L, the bias at 8L, the mean and 1 / s after
+ * (RMSNormalization: no bias and no mean, 1 / s at 8L: 8L + 8 bytes, Llama 3 8B's row of 4,096 in
+ * 32 KiB).
  */
 #include "core/alloc.h"
 #include "workloads/wse/lower_wse_int.h"
@@ -25,11 +27,11 @@ ts_status ts_lww_norm_stage(lw *L, const ts_graph_node *n, int node, const ts_gr
     s->L = x->dims[x->rank - 1];
     s->in_n = s->out_n = (uint64_t)ts_graph_tensor_elems(x);
     s->lo = (float)n->attrs.epsilon;
-    s->mem = (uint64_t)s->L * 12 + 8;
+    s->mem = (uint64_t)s->L * (s->vop ? 8 : 12) + 8;
     if (s->mem > sram)
         return ts_lower_fail(L->err, n,
-                             "a row of %lld values of '%s' with its scale and bias needs %.1f KiB in one PE of "
-                             "%.1f KiB: %.1f KiB too much (%llu bytes)", (long long)s->L, x->name, s->mem / 1024.0,
+                             "a row of %lld values of '%s' with its scale%s needs %.1f KiB in one PE of "
+                             "%.1f KiB: %.1f KiB too much (%llu bytes)", (long long)s->L, x->name, s->vop ? "" : " and bias", s->mem / 1024.0,
                              sram / 1024.0, (s->mem - sram) / 1024.0, (unsigned long long)(s->mem - sram));
     if (!(s->vals = ts_malloc((size_t)s->L * 8)))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
@@ -58,7 +60,7 @@ static void row_sum(lw_gen *G, int64_t L, bool sq)
 ts_status ts_lww_emit_norm(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s)
 {
     const int64_t L = s->L;
-    const int GAM = (int)(4 * L), BET = (int)(8 * L), MEAN = (int)(12 * L), RSTD = MEAN + 4;
+    const int GAM = (int)(4 * L), BET = (int)(8 * L), MEAN = (int)(12 * L), RSTD = s->vop ? BET : MEAN + 4;
     ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits((float)(1.0 / (double)L)));
     ts_lww_op(G, WSE_OP_FLI, 2, 13, ts_lww_bits(0.5f));
     int row = ts_lww_loop_head(G, 10, (int64_t)(s->in_n / (uint64_t)L));
@@ -104,7 +106,7 @@ ts_status ts_lww_emit_norm(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s)
     }
     ts_lww_loop_end(G, 10, row);
     uint32_t id = s->y0 * Lw->t->width + s->x;
-    if (ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)GAM, s->vals, (uint32_t)(L * 8), Lw->err))
+    if (ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)GAM, s->vals, (uint32_t)(L * (s->vop ? 4 : 8)), Lw->err))
         return Lw->err->status;
     return TS_OK;
 }

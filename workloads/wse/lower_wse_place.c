@@ -123,9 +123,18 @@ static ts_status min_widths(lw *L, uint32_t Hm, uint64_t *fixed, uint64_t *need)
 static ts_status columns_left(lw *L, uint32_t Hm, uint64_t fixed, uint64_t need, uint64_t *avail)
 {
     const ts_wse_target *t = L->t;
-    if (fixed > t->width)
-        return ts_err_set(L->err, TS_EINPUT, "the stages without weights need %llu columns of PEs, the mesh has %u",
-                          (unsigned long long)fixed, t->width);
+    if (fixed > t->width) { /* the widest of them named, with what its PEs keep */
+        const lw_stage *wide = NULL;
+        for (size_t i = 0; i < L->n; i++)
+            if (L->st[i].kind != K_MM && !L->st[i].lane && (!wide || L->st[i].w > wide->w))
+                wide = &L->st[i];
+        const ts_graph_node *n = wide && wide->node >= 0 ? ts_graph_get_node(L->g, wide->node) : NULL;
+        return ts_err_set(L->err, TS_EINPUT, "the stages without weights need %llu columns of PEs, the mesh has %u: "
+                          "%llu columns short; the widest, %s%s%s%s (%s), takes %u columns of %u PEs, up to %.1f "
+                          "KiB each", (unsigned long long)fixed, t->width, (unsigned long long)(fixed - t->width),
+                          n ? ts_graph_op_name(n->op) : "the", n ? " '" : " ", n ? n->name : "", n ? "'" : "",
+                          ts_lww_kind_name[wide->kind], wide->w, wide->h, wide->mem / 1024.0);
+    }
     *avail = t->width - fixed;
     if (need <= *avail)
         return TS_OK;
