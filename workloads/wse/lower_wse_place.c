@@ -285,22 +285,26 @@ static bool elem_splits(const lw *L, const lw_stage *s)
 }
 
 /* Positions, with an elementwise stage slower than the pipeline time T split over up to 8 PEs in a
- * row (each its part of every row of the stream), as many as the mesh's width leaves: 8, else 4,
- * 2, 1 for all of them. */
+ * row (each its part of every row of the stream; SwiGLU's gate, the widest rows of a decoder, up
+ * to 64), as many as the mesh's width leaves: the gate 64, 32, 16, then 8, 4, 2, 1 for all of
+ * them. */
 static ts_status elem_widths(lw *L, uint32_t Hm)
 {
-    bool slow = false;
-    for (size_t i = 0; i < L->n; i++)
+    bool slow = false, gate = false;
+    for (size_t i = 0; i < L->n; i++) {
         slow |= elem_splits(L, &L->st[i]);
+        gate |= elem_splits(L, &L->st[i]) && L->st[i].eop == TS_OP_MUL;
+    }
     if (!slow)
         return positions(L, Hm);
-    for (uint64_t gmax = 8;; gmax /= 2) {
+    for (uint64_t gmax = gate ? 64 : 8;; gmax /= 2) {
         for (size_t i = 0; i < L->n; i++) {
             lw_stage *s = &L->st[i];
             if (!elem_splits(L, s))
                 continue;
             uint64_t g = ts_geom_cdiv(s->in_n * elem_cost(s), L->T ? L->T : 1);
-            g = g < gmax ? g : gmax;
+            const uint64_t most = s->eop == TS_OP_MUL || gmax < 8 ? gmax : 8; /* SwiGLU's gate: up to 64 */
+            g = g < most ? g : most;
             g = g < (uint64_t)s->L ? g : (uint64_t)s->L; /* at most one PE per element of a row */
             const uint64_t per = s->in_n / s->out_n * 4; /* bytes a PE keeps per value of its part */
             if (g > 1 && ts_geom_cdiv((uint64_t)s->L, g) * per > L->t->sram_bytes)
