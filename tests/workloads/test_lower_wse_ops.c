@@ -494,12 +494,14 @@ END_TEST
 
 /* LayerNormalization over the last axis of [5, 40] (values in [-3, 3)), with a scale and a bias,
  * epsilon 1e-5 (_i 0), and RMSNormalization (Llama's: x / sqrt(mean(x^2) + epsilon) times the
- * scale, no mean, no bias; _i 1). Tolerance 2e-5 x (|y| + |bias| + 1): the mean and variance sum
+ * scale, no mean, no bias; _i 1; _i 2 over [5, 300]: its squares summed in 4 blocks of 64 and 44
+ * values more, then the 64 partial sums). Tolerance 2e-5 x (|y| + |bias| + 1): the mean and variance sum
  * 40 f32 terms (a few 1e-6 relative), the square root's Newton steps and the reciprocal a few ulp. */
 START_TEST(test_layernorm)
 {
-    const bool rms = _i == 1;
-    enum { R = 5, D = 40 };
+    const bool rms = _i >= 1;
+    enum { R = 5 };
+    const int D = _i == 2 ? 300 : 40;
     ts_graph *g = ts_graph_create("ln");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){R, D});
     int gm = tensor(g, "gamma", TS_TENSOR_WEIGHT, 1, (int64_t[]){D});
@@ -1119,7 +1121,7 @@ int main(void)
     tcase_add_test(tc, test_slice);
     tcase_add_test(tc, test_transpose_in_place);
     tcase_add_loop_test(tc, test_transpose, 0, 3);
-    tcase_add_loop_test(tc, test_layernorm, 0, 2);
+    tcase_add_loop_test(tc, test_layernorm, 0, 3);
     tcase_add_loop_test(tc, test_dilated_conv, 0, 2);
     tcase_add_loop_test(tc, test_attention, 0, 3);
     tcase_add_test(tc, test_attention_proj);
