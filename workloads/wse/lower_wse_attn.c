@@ -907,7 +907,10 @@ static uint64_t rope_cost(bool rot, int64_t R) { return rot ? 16 + 8 * (uint64_t
 
 /* The rotary stage of region G (its rotation tables): the columns rotated must be the same in
  * every row of F, each with the same partner; split over PEs in a row by column ranges that keep
- * each partner with its column (the fewest, each as wide as its SRAM allows); node ln names it. */
+ * each partner with its column: each as wide as its SRAM allows, and with at most a share of the
+ * rotated columns that keeps a PE's work (about 30 cycles a column and row) near ROPE_CYCLES, up to
+ * 64 PEs; node ln names it. */
+enum { ROPE_CYCLES = 16384 };
 static ts_status rope_stage(lw *L, const region *G, const ts_graph_node *ln, int node)
 {
     const int64_t R = G->R, W = G->W;
@@ -933,6 +936,9 @@ static ts_status rope_stage(lw *L, const region *G, const ts_graph_node *ln, int
     for (int64_t p = 1; !rc && p <= W; p++)
         span[p] += span[p - 1];
     const uint64_t sram = L->t->sram_bytes - 16;
+    uint64_t want = ts_geom_cdiv((uint64_t)(R * nr) * 30, ROPE_CYCLES);
+    want = want < 1 ? 1 : want > 64 ? 64 : want;
+    const int64_t cap = (int64_t)ts_geom_cdiv((uint64_t)nr, want); /* rotated columns a PE takes, about */
     int64_t np = 0, a = 0;
     uint64_t most = 0;
     while (!rc) {
@@ -940,11 +946,12 @@ static ts_status rope_stage(lw *L, const region *G, const ts_graph_node *ln, int
             a++;
         if (a >= W)
             break;
-        int64_t b = -1, last = -1;
+        int64_t b = -1, last = -1, nrp = 0;
         uint64_t mem = 0;
         for (int64_t p = a + 1; p <= W; p++) { /* the part [a, p) */
             mem += rope_cost(G->rset[p - 1], R);
-            if (mem > sram)
+            nrp += G->rset[p - 1];
+            if (mem > sram || (nrp > cap && b > a))
                 break;
             last = G->rset[p - 1] ? p - 1 : last;
             if (!span[p])
@@ -1433,20 +1440,20 @@ ts_status ts_lww_attn_proj(lw *L, int F, const int64_t *rows, int first, bool *d
 
 ts_status ts_lww_emit_rope(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
 {
-    /* PE g: columns [a, b) of each row; the part at BUF, the rotated values at T, the (own, partner)
-     * addresses at TAB, then per row the coefficients; r1 the pairs, r2 the coefficients (on from
-     * row to row), r9 the values */
+    /* PE g: part G - 1 - g, columns [a, b) of each row (the first PE the last part: it passes the
+     * parts before on at once, and all compute side by side, as the elementwise stages' parts);
+     * the part at BUF, the rotated values at T, the (own, partner) addresses at TAB, then per row
+     * the coefficients; r1 the pairs, r2 the coefficients (on from row to row), r9 the values */
     const int64_t W = s->L, nr = s->N, R = s->M;
-    int64_t j0 = 0;
     for (uint32_t g = 0; g < s->G; g++) {
-        const int64_t a = s->cols[2 * g], b = s->cols[2 * g + 1];
-        int64_t n = 0; /* its rotated columns: j0 .. j0 + n of the stage's, in column order */
-        while (j0 + n < nr) {
+        const uint32_t pt = s->G - 1 - g;
+        const int64_t a = s->cols[2 * pt], b = s->cols[2 * pt + 1];
+        int64_t j0 = 0, n = 0; /* its rotated columns: j0 .. j0 + n of the stage's, in column order */
+        for (int64_t j = 0; j < nr; j++) {
             int32_t c;
-            memcpy(&c, &s->vals[2 * (j0 + n)], 4);
-            if (c >= b)
-                break;
-            n++;
+            memcpy(&c, &s->vals[2 * j], 4);
+            j0 += c < a;
+            n += c >= a && c < b;
         }
         const uint32_t ci = g ? lw_gcol(s, g - 1) : s->cin, co = lw_gcol(s, g);
         const int BUF = 0, T = (int)(b - a) * 4, TAB = T + (int)n * 4;
@@ -1465,7 +1472,6 @@ ts_status ts_lww_emit_rope(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
                 tab[2 * n + 2 * (r * n + j) + 1] = s->vals[2 * nr + 2 * (r * nr + j0 + j) + 1];
             }
         }
-        j0 += n;
         const uint32_t id = s->y0 * L->t->width + s->x + g;
         ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)TAB, tab, (uint32_t)((2 * n + 2 * R * n) * 4),
                                               L->err);
