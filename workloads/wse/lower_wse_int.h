@@ -314,7 +314,7 @@ ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G);
 /* The rotary stage before an attention (lower_wse_attn.c): per row of the stream (M rows of L),
  * the N columns its queries and keys read rotated, each c1 x + c2 x' of its own value x and its
  * partner's x' in the row; vals: the N (own, partner) columns (int32), then per row the N (c1,
- * c2); over G PEs in a row, PE g the columns [cols[2 g], cols[2 g + 1]) (owned). */
+ * c2); over G PEs in a row, part p the columns [cols[2 p], cols[2 p + 1]) (owned), PE g part G - 1 - g. */
 ts_status ts_lww_emit_rope(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
 
 /* ---- report (lower_wse_report.c) ---- */
