@@ -494,12 +494,14 @@ END_TEST
 
 /* LayerNormalization over the last axis of [5, 40] (values in [-3, 3)), with a scale and a bias,
  * epsilon 1e-5 (_i 0), and RMSNormalization (Llama's: x / sqrt(mean(x^2) + epsilon) times the
- * scale, no mean, no bias; _i 1). Tolerance 2e-5 x (|y| + |bias| + 1): the mean and variance sum
+ * scale, no mean, no bias; _i 1; _i 2 over [5, 300]: its squares summed in 4 blocks of 64 and 44
+ * values more, then the 64 partial sums). Tolerance 2e-5 x (|y| + |bias| + 1): the mean and variance sum
  * 40 f32 terms (a few 1e-6 relative), the square root's Newton steps and the reciprocal a few ulp. */
 START_TEST(test_layernorm)
 {
-    const bool rms = _i == 1;
-    enum { R = 5, D = 40 };
+    const bool rms = _i >= 1;
+    enum { R = 5 };
+    const int D = _i == 2 ? 300 : 40;
     ts_graph *g = ts_graph_create("ln");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){R, D});
     int gm = tensor(g, "gamma", TS_TENSOR_WEIGHT, 1, (int64_t[]){D});
@@ -824,6 +826,67 @@ START_TEST(test_gpt_prefill)
 }
 END_TEST
 
+/* The gpt built-in in Llama's form (RMSNorm, SwiGLU, no biases; _i 2: biases, 4 query heads on 2
+ * key heads; _i 3 to 5: rotary positions, 4 query heads on 2 key heads; _i 5 planned for PEs of
+ * 2,048 bytes, the rotary stage split over PEs by heads), prefill (_i 0, 2, 3, 5) and decode (_i 1,
+ * 4): the gate and up projections are one product of their weights side by side
+ * (columns interleaved, 2 x 64 of them), then one elementwise stage takes each (gate, up) pair to
+ * SiLU(gate) up (two values in, one out); with rotary positions a stage before each attention
+ * rotates the 32 query and 16 key columns of every row (x cos + rotate_half(x) sin at its
+ * position; decode: the new token's, the cache given rotated). Logits against the double
+ * interpreter within 2e-5 (1 + |y|), as test_gpt_prefill: f32 sums of at most 64 terms, the
+ * sigmoid's exp and Newton reciprocal within about 1e-7 relative, as the softmax's, and the
+ * rotation's two products and sum a few ulp. */
+START_TEST(test_gpt_swiglu)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_graph *g = NULL;
+    char spec[200];
+    snprintf(spec, sizeof spec, "gpt:layers=2,hidden=32,heads=%d,kv_heads=2,ffn=64,vocab=40,seq=8,dtype=f32,"
+             "norm=rmsnorm,act=swiglu,bias=%d,rope=%d,phase=%s", _i >= 2 ? 4 : 2, _i == 2, _i >= 3,
+             _i == 1 || _i == 4 ? "decode" : "prefill");
+    ck_assert_msg(ts_wl_builtin(spec, &g, &e) == TS_OK, "%s", e.msg);
+    lowered L = {0};
+    lower_sram = _i == 5 ? 2048 : 0; /* 48 rotated columns of 8 rows: 3,840 bytes of values and tables */
+    lower_and_run(g, 96, 32, &L);
+    lower_sram = 0;
+    const int64_t M = _i == 1 || _i == 4 ? 1 : 8;
+    const ts_lower_wse_stage *rot = stage_of(&L, "rotary", 0);
+    ck_assert(_i >= 3 ? rot != NULL : rot == NULL);
+    if (rot) { /* before the attention, the rows of the q, k and v product (32 + 16 + 16 columns) */
+        ck_assert_uint_eq(rot->in_elems, (uint64_t)(M * 64));
+        ck_assert_str_eq(rot[1].what, "attention");
+        ck_assert_ptr_nonnull(stage_of(&L, "rotary", 1));
+        ck_assert_uint_eq(rot->w, _i == 5 ? 2 : 1);
+        ck_assert_uint_le(rot->mem_bytes, _i == 5 ? 2048 : 64 * 4 + 48 * 16 + 2 * 8 * 48 * 4);
+    }
+    for (size_t l = 0; l < 2; l++) { /* one gate per layer: 2 x 64 values in a row, 64 out */
+        const ts_lower_wse_stage *gate = NULL;
+        for (size_t i = 0, seen = 0; i < L.rep.nstages && !gate; i++)
+            if (!strcmp(L.rep.stages[i].what, "elementwise") && L.rep.stages[i].in_elems == 2 * L.rep.stages[i].out_elems &&
+                seen++ == l)
+                gate = &L.rep.stages[i];
+        ck_assert_ptr_nonnull(gate);
+        ck_assert_uint_eq(gate->out_elems, (uint64_t)(M * 64));
+        ck_assert_str_eq(gate[-1].what, "matmul");
+        ck_assert_uint_eq(gate[-1].macs, (uint64_t)(M * 32 * 128));
+    }
+    gref r;
+    gref_run(g, &r);
+    int y = ts_graph_find(g, "logits");
+    const ts_graph_tensor *t = ts_graph_get_tensor(g, y);
+    for (int64_t k = 0; k < ts_graph_tensor_elems(t); k++) {
+        double got = out_at(&L, y, (uint64_t)k), want = r.v[y][k];
+        ck_assert_msg(fabs(got - want) <= 2e-5 * (1 + fabs(want)), "%s: logits[%lld]: got %.9g, want %.9g", spec,
+                      (long long)k, got, want);
+    }
+    gref_free(&r);
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* One layer of nn.TransformerEncoderLayer (batch_first, post-LayerNorm, erf Gelu) as torch
  * exports it, on x [B, S, D]: the attention's Transpose to [S, B, D], the packed in-projection
  * (MatMul, then the bias Add), three Slices, the heads Reshaped to [S, B H, dh] and Transposed to
@@ -1058,11 +1121,12 @@ int main(void)
     tcase_add_test(tc, test_slice);
     tcase_add_test(tc, test_transpose_in_place);
     tcase_add_loop_test(tc, test_transpose, 0, 3);
-    tcase_add_loop_test(tc, test_layernorm, 0, 2);
+    tcase_add_loop_test(tc, test_layernorm, 0, 3);
     tcase_add_loop_test(tc, test_dilated_conv, 0, 2);
     tcase_add_loop_test(tc, test_attention, 0, 3);
     tcase_add_test(tc, test_attention_proj);
     tcase_add_loop_test(tc, test_gpt_prefill, 0, 4);
+    tcase_add_loop_test(tc, test_gpt_swiglu, 0, 6);
     suite_add_tcase(s, tc);
     TCase *tb = tcase_create("batch_gqa"); /* attention over a batch of sequences, grouped-query heads */
     tcase_set_timeout(tb, 300);

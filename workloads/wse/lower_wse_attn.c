@@ -14,6 +14,11 @@
  *           instance's keys (grouped-query attention). F's rows are those of the stream, in its
  *           order: after a Transpose of rows (torch's [batch, seq, d] to [seq, batch, d]) a
  *           sequence's rows are consecutive in the stream though not in the tensor;
+ *   rotary  a Mul of a move by a parameter broadcast to its shape (cos, sin tables), Concats of
+ *           scaled moves (rotate_half's -x2 and x1), the Add of two such: each element a sum of
+ *           two elements of one row of F, c1 F[e] + c2 F[e'] (av.cf, cf2, map2); the scores read
+ *           F's element e rotated (region.rc1, rc2, rp) and a stage before the attention
+ *           (K_ROPE, ts_lww_emit_rope) rotates those columns of each row;
  *   probs   a Softmax over the scores' last axis (a scalar Div or Mul before it scales them);
  *   mask    a parameter added to the scores (kept per head; the same in every sequence);
  *   out     a MatMul of probs [.., M, N] x a move V [.., N, DV] whose (n, c) is F's row
@@ -62,6 +67,11 @@ typedef struct av {
     int64_t nb, M, N, K, DV;
     double scale;
     float *mask; /* scores, probs, out: added to instance b's scores before the scale, [b][m][n] (owned) */
+    /* a move that is a sum of two (rotary positions): element i is scale (cf[i] F[map[i]] + cf2[i]
+     * F[map2[i]]) (owned; NULL: a plain move, scale F[map[i]]); a parameter's element (map < 0) has
+     * cf 1 and cf2 0 */
+    float *cf, *cf2;
+    int64_t *map2;
 } av;
 
 typedef struct region {
@@ -77,6 +87,11 @@ typedef struct region {
     int npt;
     int64_t Nc;             /* the keys and values before the stream's: the cache's */
     float *kcache, *vcache; /* per instance: K x Nc keys, Nc x DV values (owned) */
+    /* rotary positions: F's element e read by the scores as rc1[e] F[e] + rc2[e] F[rp[e]] (rp[e] in
+     * e's row), where rset[e] (R x W each, owned; NULL when nothing is rotated) */
+    float *rc1, *rc2;
+    int64_t *rp;
+    bool *rset;
 } region;
 
 /* The value of a parameter code (a map entry < 0). */
@@ -109,6 +124,9 @@ static void av_free(av *a)
     ts_free(a->vc);
     ts_free(a->base);
     ts_free(a->mask);
+    ts_free(a->cf);
+    ts_free(a->cf2);
+    ts_free(a->map2);
     memset(a, 0, sizeof *a);
 }
 
@@ -143,6 +161,34 @@ static int copy_mask(const av *x, av *y)
         return -1;
     memcpy(y->mask, x->mask, n * sizeof *y->mask);
     return 0;
+}
+
+/* y's sum-of-two terms: element i is x's element at[i] (at NULL: i), n elements; nonzero when out of
+ * memory. */
+static int copy_terms(const av *x, av *y, const int64_t *at, int64_t n)
+{
+    y->cf = y->cf2 = NULL;
+    y->map2 = NULL;
+    if (!x->cf)
+        return 0;
+    y->cf = ts_malloc((size_t)(n ? n : 1) * 4);
+    y->cf2 = ts_malloc((size_t)(n ? n : 1) * 4);
+    y->map2 = ts_malloc((size_t)(n ? n : 1) * sizeof *y->map2);
+    if (!y->cf || !y->cf2 || !y->map2)
+        return -1;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t j = at ? at[i] : i;
+        y->cf[i] = x->cf[j], y->cf2[i] = x->cf2[j], y->map2[i] = x->map2[j];
+    }
+    return 0;
+}
+
+/* x's element i as a sum of two: coefficients (the scale included) and F's second element. */
+static void term_of(const av *x, int64_t i, float *c1, float *c2, int64_t *e2)
+{
+    *c1 = (float)x->scale * (x->cf ? x->cf[i] : 1.0f);
+    *c2 = x->cf ? (float)x->scale * x->cf2[i] : 0.0f;
+    *e2 = x->cf ? x->map2[i] : x->map[i];
 }
 
 /* The input element of each output element of a move node (Slice, Reshape, Flatten, Transpose);
@@ -187,6 +233,39 @@ static void mat_dims(const ts_graph_tensor *t, int64_t *nb, int64_t *r, int64_t 
     *nb = ts_graph_tensor_elems(t) / (*r * *c);
 }
 
+/* The rotation of scores operand x (a sum of two: rotary positions) into G's tables: F's element
+ * e = map[i] is read as rc1[e] F[e] + rc2[e] F[rp[e]], the same wherever it is read; a cached key
+ * (a parameter) must be taken as it is. Its scale is then 1. */
+static ts_status absorb_terms(lw *L, region *G, const ts_graph_node *n, const av *x, int64_t nx, double *scale)
+{
+    *scale = x->scale;
+    if (!x->cf)
+        return TS_OK;
+    *scale = 1.0;
+    const size_t nf = (size_t)(G->R * G->W);
+    if (!G->rset && (!(G->rc1 = ts_malloc(nf * 4)) || !(G->rc2 = ts_malloc(nf * 4)) ||
+                     !(G->rp = ts_malloc(nf * sizeof *G->rp)) || !(G->rset = ts_calloc(nf, 1))))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (int64_t i = 0; i < nx; i++) {
+        float c1, c2;
+        int64_t e2, e = x->map[i];
+        term_of(x, i, &c1, &c2, &e2);
+        if (e < 0) {
+            if (c1 != 1.0f || c2 != 0.0f)
+                return ts_lower_fail(L->err, n, "scales or rotates a cached key; the cache is kept as it is given");
+            continue;
+        }
+        if (e2 < 0 || e2 / G->W != e / G->W)
+            return ts_lower_fail(L->err, n, "rotates a query or key of '%s' with an element of another row",
+                                 ts_graph_get_tensor(G->g, G->F)->name);
+        if (G->rset[e] && (G->rc1[e] != c1 || G->rc2[e] != c2 || G->rp[e] != e2))
+            return ts_lower_fail(L->err, n, "reads element %lld of '%s' rotated in two ways", (long long)e,
+                                 ts_graph_get_tensor(G->g, G->F)->name);
+        G->rset[e] = true, G->rc1[e] = c1, G->rc2[e] = c2, G->rp[e] = e2;
+    }
+    return TS_OK;
+}
+
 /* A product of two moves, Q K^T: per instance b its keys are one sequence's S rows of F (from row
  * base(b), after Nc cached ones) at columns kc(b); its M query rows are grp blocks of those S rows
  * (one block a query head, at columns qc(b grp + g): grouped-query attention stacks a key head's
@@ -202,6 +281,12 @@ static ts_status scores(lw *L, region *G, const ts_graph_node *n, av *a, av *b, 
         return ts_lower_fail(L->err, n, "multiplies two activations that are not one head's queries by its keys over "
                              "every row of a sequence of '%s' (a batch broadcast, or rows of another sequence)", fn);
     const int64_t grp = M / S;
+    double sa, sb;
+    ts_status trc = absorb_terms(L, G, n, a, nb * M * K, &sa);
+    if (!trc)
+        trc = absorb_terms(L, G, n, b, nb * K * N, &sb);
+    if (trc)
+        return trc;
     y->qc = ts_malloc((size_t)(nb * grp) * sizeof *y->qc);
     y->kc = ts_malloc((size_t)nb * sizeof *y->kc);
     y->base = ts_malloc((size_t)nb * sizeof *y->base);
@@ -244,7 +329,7 @@ static ts_status scores(lw *L, region *G, const ts_graph_node *n, av *a, av *b, 
     y->kind = AV_SCORES;
     y->grp = grp;
     y->nb = nb, y->M = M, y->N = N, y->K = K;
-    y->scale = a->scale * b->scale;
+    y->scale = sa * sb;
     return TS_OK;
 }
 
@@ -260,8 +345,8 @@ static ts_status outputs(lw *L, region *G, const ts_graph_node *n, av *p, av *v,
     const int64_t Nc = G->Nc;
     if (Nc && !(G->vcache = ts_malloc((size_t)(nb * Nc * DV) * sizeof *G->vcache)))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
-    if (v->scale != 1.0)
-        return ts_lower_fail(L->err, n, "multiplies by scaled values; a scale before the Softmax is lowered");
+    if (v->scale != 1.0 || v->cf)
+        return ts_lower_fail(L->err, n, "multiplies by scaled or rotated values; a scale before the Softmax is lowered");
     if (copy_cols(p, y)) /* p has no value columns: y's are new */
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     y->vc = ts_malloc((size_t)nb * sizeof *y->vc);
@@ -310,6 +395,87 @@ static double scalar_of(const ts_graph *g, const ts_graph_node *n, int *act)
     return NAN;
 }
 
+/* A Mul of a move by a parameter broadcast to its shape (rotary positions' cos and sin tables): a
+ * sum of two whose coefficients are the products. */
+static ts_status table_mul(lw *L, region *G, const ts_graph_node *n, av *y)
+{
+    const ts_graph *g = G->g;
+    const int q = n->nin == 2 && lw_is_param(ts_graph_get_tensor(g, n->in[1])) ? 1 : 0;
+    const ts_graph_tensor *pt = ts_graph_get_tensor(g, n->in[q]), *yt = ts_graph_get_tensor(g, n->out[0]);
+    const av *x = n->nin == 2 ? &G->v[n->in[1 - q]] : NULL;
+    if (!x || !lw_is_param(pt) || x->kind != AV_MOVE || pt->rank > yt->rank ||
+        ts_graph_tensor_elems(ts_graph_get_tensor(g, n->in[1 - q])) != ts_graph_tensor_elems(yt))
+        return ts_lower_fail(L->err, n, "in attention: a product of queries or keys by a parameter broadcast to their "
+                             "shape (rotary positions' tables) or by a scalar is lowered, nothing else");
+    for (int k = 0; k < pt->rank; k++)
+        if (pt->dims[k] != 1 && pt->dims[k] != yt->dims[yt->rank - pt->rank + k])
+            return ts_lower_fail(L->err, n, "multiplies attention queries or keys by '%s', which does not broadcast to "
+                                 "their shape", pt->name);
+    const int64_t ny = ts_graph_tensor_elems(yt);
+    *y = *x;
+    y->qc = y->kc = y->vc = y->base = NULL;
+    y->mask = NULL;
+    y->cf = ts_malloc((size_t)ny * 4);
+    y->cf2 = ts_malloc((size_t)ny * 4);
+    y->map = ts_malloc((size_t)ny * sizeof *y->map);
+    y->map2 = ts_malloc((size_t)ny * sizeof *y->map2);
+    if (!y->cf || !y->cf2 || !y->map || !y->map2)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    y->scale = 1.0;
+    for (int64_t i = 0; i < ny; i++) {
+        int64_t r = i, at = 0, st = 1; /* the parameter's element under broadcasting */
+        for (int k = yt->rank - 1; k >= 0; k--) {
+            const int64_t o = r % yt->dims[k];
+            r /= yt->dims[k];
+            const int kp = k - (yt->rank - pt->rank);
+            if (kp >= 0) {
+                at += (pt->dims[kp] == 1 ? 0 : o) * st;
+                st *= pt->dims[kp];
+            }
+        }
+        const float v = (float)ts_fill_value_f32(pt, n->in[q], (uint64_t)at);
+        float c1, c2;
+        term_of(x, i, &c1, &c2, &y->map2[i]);
+        y->map[i] = x->map[i];
+        y->cf[i] = c1 * v, y->cf2[i] = c2 * v;
+    }
+    return TS_OK;
+}
+
+/* The Add of two moves of the same shape, each of one term of F's element in the same row (the
+ * halves of rotary positions: x cos + rotate_half(x) sin): a sum of two. */
+static ts_status move_sum(lw *L, region *G, const ts_graph_node *n, av *y)
+{
+    const ts_graph *g = G->g;
+    const av *a = &G->v[n->in[0]], *b = &G->v[n->in[1]];
+    const int64_t ny = ts_graph_tensor_elems(ts_graph_get_tensor(g, n->out[0]));
+    if (ts_graph_tensor_elems(ts_graph_get_tensor(g, n->in[0])) != ny ||
+        ts_graph_tensor_elems(ts_graph_get_tensor(g, n->in[1])) != ny)
+        return ts_lower_fail(L->err, n, "adds attention queries or keys of another shape (no broadcasting)");
+    *y = *a;
+    y->qc = y->kc = y->vc = y->base = NULL;
+    y->mask = NULL;
+    y->cf = ts_malloc((size_t)(ny ? ny : 1) * 4);
+    y->cf2 = ts_malloc((size_t)(ny ? ny : 1) * 4);
+    y->map = ts_malloc((size_t)(ny ? ny : 1) * sizeof *y->map);
+    y->map2 = ts_malloc((size_t)(ny ? ny : 1) * sizeof *y->map2);
+    if (!y->cf || !y->cf2 || !y->map || !y->map2)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    y->scale = 1.0;
+    for (int64_t i = 0; i < ny; i++) {
+        float a1, a2, b1, b2;
+        int64_t ea, eb;
+        term_of(a, i, &a1, &a2, &ea);
+        term_of(b, i, &b1, &b2, &eb);
+        if (a2 != 0.0f || b2 != 0.0f || a->map[i] < 0 || b->map[i] < 0 || a->map[i] / G->W != b->map[i] / G->W)
+            return ts_lower_fail(L->err, n, "adds attention queries or keys that are not each one element of one row "
+                                 "of '%s' (element %lld)", ts_graph_get_tensor(g, G->F)->name, (long long)i);
+        y->map[i] = a->map[i], y->cf[i] = a1;
+        y->map2[i] = b->map[i], y->cf2[i] = b1;
+    }
+    return TS_OK;
+}
+
 /* One node of the region read symbolically. */
 static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
 {
@@ -328,9 +494,13 @@ static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
         int64_t *m = move_map(n, ts_graph_get_tensor(g, n->in[0]), yt);
         if (!m)
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        *y = *x;
+        if (copy_terms(x, y, m, ts_graph_tensor_elems(yt))) {
+            ts_free(m);
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        }
         for (int64_t i = 0; i < ts_graph_tensor_elems(yt); i++)
             m[i] = x->map[m[i]];
-        *y = *x;
         y->map = m;
         y->qc = y->kc = y->vc = NULL;
         if (copy_mask(x, y))
@@ -349,6 +519,14 @@ static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
         y->scale = 1.0;
         if (!(y->map = ts_malloc((size_t)ny * sizeof *y->map)))
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        bool terms = false; /* a scaled or summed input (rotary positions' halves): y a sum of two */
+        for (size_t q = 0; q < n->nin; q++) {
+            const av *x = &G->v[n->in[q]];
+            terms |= !lw_is_param(ts_graph_get_tensor(g, n->in[q])) && x->kind == AV_MOVE && (x->cf || x->scale != 1.0);
+        }
+        if (terms && (!(y->cf = ts_malloc((size_t)ny * 4)) || !(y->cf2 = ts_malloc((size_t)ny * 4)) ||
+                      !(y->map2 = ts_malloc((size_t)ny * sizeof *y->map2))))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         for (size_t q = 0; q < n->nin; q++) {
             const ts_graph_tensor *xt = ts_graph_get_tensor(g, n->in[q]);
             const av *x = &G->v[n->in[q]];
@@ -360,11 +538,17 @@ static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
                 G->pt_t[G->npt] = n->in[q];
                 G->pt_base[G->npt++] = base = G->pt_next;
                 G->pt_next += nx;
-            } else if (x->kind != AV_MOVE || x->scale != 1.0)
+            } else if (x->kind != AV_MOVE || (!terms && x->scale != 1.0))
                 return ts_lower_fail(L->err, n, "joins attention tensors other than keys or values");
             for (int64_t e = 0; e < nx; e++) { /* element e of input q: block e / w, position e % w */
                 int64_t at = (e / w) * (yt->dims[ax] * inner) + off + e % w;
                 y->map[at] = lw_is_param(xt) ? -(1 + base + e) : x->map[e];
+                if (!terms)
+                    continue;
+                if (lw_is_param(xt))
+                    y->cf[at] = 1.0f, y->cf2[at] = 0.0f, y->map2[at] = y->map[at];
+                else
+                    term_of(x, e, &y->cf[at], &y->cf2[at], &y->map2[at]);
             }
             off += w;
         }
@@ -377,10 +561,14 @@ static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
         int act = -1;
         double s = scalar_of(g, n, &act);
         av *x = act >= 0 ? &G->v[act] : NULL;
+        if (n->op == TS_OP_MUL && !isfinite(s))
+            return table_mul(L, G, n, y);
         if (!isfinite(s) || !x || (x->kind != AV_MOVE && x->kind != AV_SCORES))
             return ts_lower_fail(L->err, n, "in attention: a scale by a scalar constant of queries, keys or scores is "
                                  "lowered, nothing else");
         *y = *x;
+        y->cf = y->cf2 = NULL;
+        y->map2 = NULL;
         y->map = NULL, y->qc = y->kc = y->vc = y->base = NULL;
         if (copy_mask(x, y))
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
@@ -388,6 +576,8 @@ static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         if (x->map)
             memcpy(y->map, x->map, (size_t)ts_graph_tensor_elems(yt) * sizeof *y->map);
+        if (copy_terms(x, y, NULL, ts_graph_tensor_elems(yt)))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         if (x->qc && copy_cols(x, y))
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         y->scale = x->scale * s;
@@ -421,6 +611,8 @@ static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
                              "values");
     }
     case TS_OP_ADD: { /* a mask: a parameter of the scores' shape, or one [M, N] for every instance */
+        if (n->nin == 2 && G->v[n->in[0]].kind == AV_MOVE && G->v[n->in[1]].kind == AV_MOVE)
+            return move_sum(L, G, n, y);
         int q = n->nin == 2 && G->v[n->in[0]].kind == AV_SCORES ? 0 : n->nin == 2 && G->v[n->in[1]].kind == AV_SCORES ? 1 : -1;
         if (q < 0)
             break;
@@ -709,6 +901,104 @@ static ts_status fill_stage(lw *L, const region *G, const av *o, const ts_graph_
     return rc;
 }
 
+/* Bytes a rotary PE keeps for column c of rows of R: the value, and for a rotated one its
+ * rotated value, its (own, partner) addresses and its two coefficients per row. */
+static uint64_t rope_cost(bool rot, int64_t R) { return rot ? 16 + 8 * (uint64_t)R : 4; }
+
+/* The rotary stage of region G (its rotation tables): the columns rotated must be the same in
+ * every row of F, each with the same partner; split over PEs in a row by column ranges that keep
+ * each partner with its column: each as wide as its SRAM allows, and with at most a share of the
+ * rotated columns that keeps a PE's work (about 30 cycles a column and row) near ROPE_CYCLES, up to
+ * 64 PEs; node ln names it. */
+enum { ROPE_CYCLES = 16384 };
+static ts_status rope_stage(lw *L, const region *G, const ts_graph_node *ln, int node)
+{
+    const int64_t R = G->R, W = G->W;
+    const char *fn = ts_graph_get_tensor(G->g, G->F)->name;
+    int64_t nr = 0;
+    for (int64_t c = 0; c < W; c++)
+        nr += G->rset[c];
+    for (int64_t e = 0; e < R * W; e++)
+        if (G->rset[e] != G->rset[e % W] || (G->rset[e] && G->rp[e] % W != G->rp[e % W] % W))
+            return ts_lower_fail(L->err, ln, "rotates other columns of '%s' in row %lld than in row 0 (or with other "
+                                 "partners)", fn, (long long)(e / W));
+    int *span = ts_calloc((size_t)W + 2, sizeof *span); /* pairs across each cut: span[p] > 0 for a cut before p */
+    int64_t *cuts = ts_malloc((size_t)(2 * (nr ? nr : 1)) * sizeof *cuts);
+    lw_stage *s = NULL;
+    ts_status rc = TS_OK;
+    if (!span || !cuts)
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (int64_t c = 0; !rc && c < W; c++)
+        if (G->rset[c]) {
+            const int64_t p = G->rp[c] % W, lo = c < p ? c : p, hi = c < p ? p : c;
+            span[lo + 1]++, span[hi + 1]--;
+        }
+    for (int64_t p = 1; !rc && p <= W; p++)
+        span[p] += span[p - 1];
+    const uint64_t sram = L->t->sram_bytes - 16;
+    uint64_t want = ts_geom_cdiv((uint64_t)(R * nr) * 30, ROPE_CYCLES);
+    want = want < 1 ? 1 : want > 64 ? 64 : want;
+    const int64_t cap = (int64_t)ts_geom_cdiv((uint64_t)nr, want); /* rotated columns a PE takes, about */
+    int64_t np = 0, a = 0;
+    uint64_t most = 0;
+    while (!rc) {
+        while (a < W && !G->rset[a])
+            a++;
+        if (a >= W)
+            break;
+        int64_t b = -1, last = -1, nrp = 0;
+        uint64_t mem = 0;
+        for (int64_t p = a + 1; p <= W; p++) { /* the part [a, p) */
+            mem += rope_cost(G->rset[p - 1], R);
+            nrp += G->rset[p - 1];
+            if (mem > sram || (nrp > cap && b > a))
+                break;
+            last = G->rset[p - 1] ? p - 1 : last;
+            if (!span[p])
+                b = last + 1;
+        }
+        if (b <= a) {
+            rc = ts_lower_fail(L->err, ln, "rotates columns of '%s' whose pair (from column %lld) and tables for %lld "
+                               "rows do not fit one PE of %.1f KiB", fn, (long long)a, (long long)R,
+                               L->t->sram_bytes / 1024.0);
+            break;
+        }
+        uint64_t m = 0;
+        for (int64_t c = a; c < b; c++)
+            m += rope_cost(G->rset[c], R);
+        most = m > most ? m : most;
+        cuts[2 * np] = a, cuts[2 * np + 1] = b;
+        np++;
+        a = b;
+    }
+    ts_free(span);
+    if (!rc && (!(s = ts_lww_add_stage(L, K_ROPE, node)) || !(s->vals = ts_malloc((size_t)(2 * nr + 2 * R * nr) * 4))))
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    if (rc) {
+        ts_free(cuts);
+        return rc;
+    }
+    s->cols = cuts;
+    s->G = (uint32_t)np;
+    s->w = s->G;
+    s->M = R, s->L = W, s->N = nr;
+    s->in_n = s->out_n = (uint64_t)(R * W);
+    s->mem = most;
+    for (int64_t c = 0, j = 0; c < W; c++) {
+        if (!G->rset[c])
+            continue;
+        const int32_t own = (int32_t)c, par = (int32_t)(G->rp[c] % W);
+        memcpy(&s->vals[2 * j], &own, 4);
+        memcpy(&s->vals[2 * j + 1], &par, 4);
+        for (int64_t r = 0; r < R; r++) {
+            s->vals[2 * nr + 2 * (r * nr + j)] = G->rc1[r * W + c];
+            s->vals[2 * nr + 2 * (r * nr + j) + 1] = G->rc2[r * W + c];
+        }
+        j++;
+    }
+    return TS_OK;
+}
+
 /* The region from the seeds: seed q's element i is the stream's row rows[i / its last dim] (i / its
  * last dim when rows is NULL), column off[q] + i % its last dim (the stream: rows of W); F names
  * it in messages. */
@@ -761,6 +1051,13 @@ static ts_status attn_region(lw *L, int F, const int64_t *rows, const int *seed,
     for (int id = first; !rc && id <= last; id++)
         if (mine[id] && ts_graph_get_node(g, id)->op == TS_OP_SOFTMAX)
             named = id;
+    if (!rc && G.rset) { /* rotary positions: a stage before that rotates the queries' and keys' columns */
+        int rn = named;
+        for (int id = first; id <= last; id++)
+            if (mine[id] && ts_graph_get_node(g, id)->op == TS_OP_MUL && rn == named)
+                rn = id;
+        rc = rope_stage(L, &G, ln, rn);
+    }
     if (!rc && !(s = ts_lww_add_stage(L, K_ATTN, named)))
         rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
     if (!rc && !(s->cols = ts_malloc((size_t)(3 * H) * sizeof *s->cols)))
@@ -788,6 +1085,10 @@ static ts_status attn_region(lw *L, int F, const int64_t *rows, const int *seed,
     ts_free(hmask);
     ts_free(G.kcache);
     ts_free(G.vcache);
+    ts_free(G.rc1);
+    ts_free(G.rc2);
+    ts_free(G.rp);
+    ts_free(G.rset);
     for (size_t t = 0; G.v && t < nt; t++)
         av_free(&G.v[t]);
     ts_free(G.v);
@@ -1135,4 +1436,88 @@ ts_status ts_lww_attn_proj(lw *L, int F, const int64_t *rows, int first, bool *d
     s->out_n = (uint64_t)(M * W);
     s->macs = (uint64_t)(M * K * W);
     return attn_region(L, F, rows, seed, off, np, W, first, done, out_t, out_rows);
+}
+
+ts_status ts_lww_emit_rope(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
+{
+    /* PE g: part G - 1 - g, columns [a, b) of each row (the first PE the last part: it passes the
+     * parts before on at once, and all compute side by side, as the elementwise stages' parts);
+     * the part at BUF, the rotated values at T, the (own, partner) addresses at TAB, then per row
+     * the coefficients; r1 the pairs, r2 the coefficients (on from row to row), r9 the values */
+    const int64_t W = s->L, nr = s->N, R = s->M;
+    for (uint32_t g = 0; g < s->G; g++) {
+        const uint32_t pt = s->G - 1 - g;
+        const int64_t a = s->cols[2 * pt], b = s->cols[2 * pt + 1];
+        int64_t j0 = 0, n = 0; /* its rotated columns: j0 .. j0 + n of the stage's, in column order */
+        for (int64_t j = 0; j < nr; j++) {
+            int32_t c;
+            memcpy(&c, &s->vals[2 * j], 4);
+            j0 += c < a;
+            n += c >= a && c < b;
+        }
+        const uint32_t ci = g ? lw_gcol(s, g - 1) : s->cin, co = lw_gcol(s, g);
+        const int BUF = 0, T = (int)(b - a) * 4, TAB = T + (int)n * 4;
+        float *tab = ts_malloc((size_t)(2 * n + 2 * R * n) * 4);
+        if (!tab)
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        for (int64_t j = 0; j < n; j++) {
+            int32_t c, p;
+            memcpy(&c, &s->vals[2 * (j0 + j)], 4);
+            memcpy(&p, &s->vals[2 * (j0 + j) + 1], 4);
+            c = (int32_t)((c - a) * 4), p = (int32_t)((p - a) * 4);
+            memcpy(&tab[2 * j], &c, 4);
+            memcpy(&tab[2 * j + 1], &p, 4);
+            for (int64_t r = 0; r < R; r++) {
+                tab[2 * n + 2 * (r * n + j)] = s->vals[2 * nr + 2 * (r * nr + j0 + j)];
+                tab[2 * n + 2 * (r * n + j) + 1] = s->vals[2 * nr + 2 * (r * nr + j0 + j) + 1];
+            }
+        }
+        const uint32_t id = s->y0 * L->t->width + s->x + g;
+        ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)TAB, tab, (uint32_t)((2 * n + 2 * R * n) * 4),
+                                              L->err);
+        ts_free(tab);
+        if (rc)
+            return rc;
+        if (!ts_lww_pe_stream(P, L->t, s->x + g, s->y0, G))
+            return TS_ENOMEM;
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)co, P_R, lw_outp(s, g + 1 == s->G));
+        ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
+        ts_lww_op(G, WSE_OP_LI, 2, 2, TAB + (int)n * 8);
+        int row = ts_lww_loop_head(G, 10, R);
+        if (a)
+            ts_lww_in_to_out(G, ci, co, (uint64_t)a);
+        ts_lww_in_to_mem(G, ci, (uint64_t)BUF, (uint64_t)(b - a), 1);
+        ts_lww_op(G, WSE_OP_LI, 2, 1, TAB);
+        ts_lww_op(G, WSE_OP_LI, 2, 9, T);
+        int l = ts_lww_loop_head(G, 11, n);
+        ts_lww_op(G, WSE_OP_LD, 3, 3, 1, 0);
+        ts_lww_op(G, WSE_OP_LD, 3, 4, 1, 4);
+        ts_lww_op(G, WSE_OP_LD, 3, 5, 3, 0);
+        ts_lww_op(G, WSE_OP_LD, 3, 6, 4, 0);
+        ts_lww_op(G, WSE_OP_LD, 3, 7, 2, 0);
+        ts_lww_op(G, WSE_OP_LD, 3, 8, 2, 4);
+        ts_lww_op(G, WSE_OP_FMUL, 3, 5, 5, 7);
+        ts_lww_op(G, WSE_OP_FMUL, 3, 6, 6, 8);
+        ts_lww_op(G, WSE_OP_FADD, 3, 5, 5, 6);
+        ts_lww_op(G, WSE_OP_ST, 3, 5, 9, 0);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, 8);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 2, 2, 8);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 9, 9, 4);
+        ts_lww_loop_end(G, 11, l);
+        ts_lww_op(G, WSE_OP_LI, 2, 1, TAB); /* then over the part: every partner read before any is written */
+        ts_lww_op(G, WSE_OP_LI, 2, 9, T);
+        l = ts_lww_loop_head(G, 11, n);
+        ts_lww_op(G, WSE_OP_LD, 3, 3, 1, 0);
+        ts_lww_op(G, WSE_OP_LD, 3, 5, 9, 0);
+        ts_lww_op(G, WSE_OP_ST, 3, 5, 3, 0);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, 8);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 9, 9, 4);
+        ts_lww_loop_end(G, 11, l);
+        ts_lww_mem_to_out(G, (uint64_t)BUF, (uint64_t)(b - a), co);
+        if (W > b)
+            ts_lww_in_to_out(G, ci, co, (uint64_t)(W - b));
+        ts_lww_loop_end(G, 10, row);
+    }
+    return TS_OK;
 }

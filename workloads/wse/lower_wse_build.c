@@ -3,7 +3,9 @@
  * The source first (the graph input, images reordered to pixel order), then the nodes in graph
  * order: each reads the main stream or the open skip path; the first tensor read by two nodes
  * opens a skip path (fork: FIFO PEs below the main band), the node that reads both streams closes
- * it (join); every other node becomes its operator's stages (lower_wse_stages.c). The sink last.
+ * it (join), except a tensor read by two projections that make a SwiGLU (one product and one gate,
+ * lower_wse_elem.c) or by three or more (an attention, lower_wse_attn.c); every other node becomes
+ * its operator's stages (lower_wse_stages.c). The sink last.
  */
 #include <string.h>
 
@@ -370,6 +372,22 @@ static ts_status build_node(lw *L, walk *w, int node)
         w->lane[0].t = out_t;
         w->lane[0].nhwc = false;
         w->lane[0].rows = out_rows;
+        return TS_OK;
+    }
+    int glu[8];
+    if (nc == 2 && c.t != w->fork_t && ts_lww_is_glu(g, c.t, glu)) { /* SwiGLU: one product, one gate */
+        size_t first = L->n;
+        if ((rc = ts_lww_glu_stages(L, c.t, glu)))
+            return rc;
+        for (int q = 0; q < 7; q++)
+            if (glu[q] >= 0)
+                w->done[glu[q]] = true;
+        for (size_t k = first; k < L->n; k++) {
+            L->st[k].lane = ln;
+            L->st[k].prev = k == first ? w->last[ln] : (int)k - 1;
+        }
+        w->last[ln] = (int)L->n - 1;
+        w->lane[ln].t = ts_graph_get_node(g, glu[6])->out[0];
         return TS_OK;
     }
     if (nc > 1 && c.t != w->fork_t) {

@@ -48,6 +48,7 @@ static uint64_t stage_ahead(const lw_stage *s)
     case K_GAP: return (uint64_t)(s->H * s->W * s->C);
     case K_SOFTMAX: return (uint64_t)s->L;
     case K_TRANSPOSE: return s->in_n;
+    case K_ROPE: return (uint64_t)s->L;
     case K_ATTN: return s->in_n / (uint64_t)(s->nseq > 1 ? s->nseq : 1); /* a sequence at a time */
     default: return 0;
     }

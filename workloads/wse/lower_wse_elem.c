@@ -10,10 +10,14 @@
  *   hardswish x clip(x + 3, 0, 6) / 6;
  *   gelu      x (1 + erf(x / sqrt 2)) / 2, erf by Abramowitz and Stegun 7.1.26 (|error| <= 1.5e-7):
  *             erf z = 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-z^2), t = 1 / (1 + p z), z >= 0;
- *   gelu tanh x (1 + tanh u) / 2 = x sigmoid(2 u), u = sqrt(2 / pi) (x + 0.044715 x^3) (GPT-2's form).
+ *   gelu tanh x (1 + tanh u) / 2 = x sigmoid(2 u), u = sqrt(2 / pi) (x + 0.044715 x^3) (GPT-2's form);
+ *   swiglu    SiLU(a) b = a sigmoid(a) b of a pair (a, b) of the stream (eop Mul: Llama's gate, the
+ *             stage after one product of the gate's and the up projection's weights, their columns
+ *             interleaved, so each pair comes out side by side): two values in, one out.
  */
 #include <string.h>
 
+#include "core/alloc.h"
 #include "workloads/wse/lower_wse_int.h"
 
 bool ts_lww_is_hardswish(int op) { return !strcmp(ts_graph_op_name((ts_graph_op)op), "HardSwish"); }
@@ -163,14 +167,28 @@ static void elem_part(const lw_stage *s, uint32_t g, int64_t *a, int64_t *b)
 /* The function of r6 into r1 (every register but r10 and r15). */
 static void elem_fn(lw_gen *G, const lw_stage *s);
 
+/* Values of the stream in per value out: 2 for SwiGLU's pairs, else 1. */
+static int64_t elem_in_per_out(const lw_stage *s) { return s->eop == TS_OP_MUL ? 2 : 1; }
+
 /* The function on n elements from ci to co (r10 the count; the function's registers). */
 static void elem_loop(lw_gen *G, const lw_stage *s, uint32_t ci, uint32_t co, int64_t n)
 {
     int l = ts_lww_loop_head(G, 10, n);
     ts_lww_op(G, WSE_OP_RECV, 2, 6, (int)ci);
     elem_fn(G, s);
+    if (s->eop == TS_OP_MUL) { /* SwiGLU: times the pair's second value */
+        ts_lww_op(G, WSE_OP_RECV, 2, 6, (int)ci);
+        ts_lww_op(G, WSE_OP_FMUL, 3, 1, 1, 6);
+    }
     ts_lww_op(G, WSE_OP_SEND, 2, (int)co, 1);
     ts_lww_loop_end(G, 10, l);
+}
+
+/* SwiGLU's SiLU: r1 := r6 sigmoid(r6) (r0, r6, r7, r10 and r15 kept). */
+static void silu(lw_gen *G)
+{
+    sigmoid(G);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 1, 1, 6);
 }
 
 static void elem_fn(lw_gen *G, const lw_stage *s)
@@ -183,6 +201,7 @@ static void elem_fn(lw_gen *G, const lw_stage *s)
         clamp_reg(G, 8, 9);
         break;
     case TS_OP_SIGMOID: sigmoid(G); break;
+    case TS_OP_MUL: silu(G); break;
     case TS_OP_TANH: tanh_(G); break;
     case TS_OP_GELU:
         if (s->vop)
@@ -196,15 +215,17 @@ static void elem_fn(lw_gen *G, const lw_stage *s)
 
 void ts_lww_emit_elem(lw_gen *G, const lw_stage *s)
 {
-    if (s->eop == TS_OP_SIGMOID || s->eop == TS_OP_TANH || s->eop == TS_OP_GELU)
+    if (s->eop == TS_OP_SIGMOID || s->eop == TS_OP_TANH || s->eop == TS_OP_GELU || s->eop == TS_OP_MUL)
         ts_lww_exp_consts(G);
-    elem_loop(G, s, s->cin, s->cout, (int64_t)s->in_n);
+    elem_loop(G, s, s->cin, s->cout, (int64_t)s->out_n);
 }
 
 ts_status ts_lww_emit_elem_split(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
 {
     /* the rows unrolled: the function takes every register but r10 (its count) and r15 (zero), and a
-     * count kept in memory would not hold under sim.timing_only (loads read 0) */
+     * count kept in memory would not hold under sim.timing_only (loads read 0); SwiGLU's pairs: r10
+     * reads them, r7 writes the results over them (its function keeps r7) */
+    const int64_t k = elem_in_per_out(s);
     for (uint32_t g = 0; g < s->G; g++) {
         const uint32_t ci = g ? lw_gcol(s, g - 1) : s->cin, co = lw_gcol(s, g);
         int64_t a, b;
@@ -214,18 +235,26 @@ ts_status ts_lww_emit_elem_split(lw *L, ts_program *P, lw_gen *G, const lw_stage
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)co, P_R, lw_outp(s, g + 1 == s->G));
         ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
-        if (s->eop == TS_OP_SIGMOID || s->eop == TS_OP_TANH || s->eop == TS_OP_GELU)
+        if (s->eop == TS_OP_SIGMOID || s->eop == TS_OP_TANH || s->eop == TS_OP_GELU || s->eop == TS_OP_MUL)
             ts_lww_exp_consts(G);
-        const int BUF = 0, END = (int)(b - a) * 4;
-        for (uint64_t r = 0; r < s->in_n / (uint64_t)s->L; r++) {
-            ts_lww_in_to_out(G, ci, co, (uint64_t)a);
-            ts_lww_in_to_mem(G, ci, (uint64_t)BUF, (uint64_t)(b - a), 1);
+        const int BUF = 0, END = (int)(k * (b - a)) * 4;
+        for (uint64_t r = 0; r < s->out_n / (uint64_t)s->L; r++) {
+            ts_lww_in_to_out(G, ci, co, (uint64_t)(k * a));
+            ts_lww_in_to_mem(G, ci, (uint64_t)BUF, (uint64_t)(k * (b - a)), 1);
             ts_lww_op(G, WSE_OP_LI, 2, 10, BUF); /* r10 the element; r2, r3 free after the function */
+            if (k > 1)
+                ts_lww_op(G, WSE_OP_LI, 2, 7, BUF);
             int l = ts_lww_pc(G);
             ts_lww_op(G, WSE_OP_LD, 3, 6, 10, 0);
             elem_fn(G, s);
-            ts_lww_op(G, WSE_OP_ST, 3, 1, 10, 0);
-            ts_lww_op(G, WSE_OP_ADDI, 3, 10, 10, 4);
+            if (k > 1) {
+                ts_lww_op(G, WSE_OP_LD, 3, 6, 10, 4);
+                ts_lww_op(G, WSE_OP_FMUL, 3, 1, 1, 6);
+                ts_lww_op(G, WSE_OP_ST, 3, 1, 7, 0);
+                ts_lww_op(G, WSE_OP_ADDI, 3, 7, 7, 4);
+            } else
+                ts_lww_op(G, WSE_OP_ST, 3, 1, 10, 0);
+            ts_lww_op(G, WSE_OP_ADDI, 3, 10, 10, (int)(4 * k));
             ts_lww_op(G, WSE_OP_LI, 2, 2, END);
             ts_lww_op(G, WSE_OP_SUB, 3, 3, 10, 2);
             ts_lww_op(G, WSE_OP_BNZ, 2, 3, l);
@@ -233,5 +262,133 @@ ts_status ts_lww_emit_elem_split(lw *L, ts_program *P, lw_gen *G, const lw_stage
             ts_lww_in_to_out(G, ci, co, (uint64_t)(s->L - b));
         }
     }
+    return TS_OK;
+}
+
+/* ---- SwiGLU: a gate of two projections ---- */
+
+/* The output of projection node p of F (ts_lww_is_proj) after its bias Add, if it is the MatMul's one
+ * reader and adds a parameter of one value per output (*bias that parameter, else -1). */
+static int glu_proj_out(const ts_graph *g, int p, int *bias)
+{
+    const ts_graph_node *n = ts_graph_get_node(g, p);
+    const int64_t N = ts_graph_get_tensor(g, n->in[1])->dims[1];
+    size_t nb = 0;
+    const int *b = ts_graph_consumers(g, n->out[0], &nb);
+    *bias = -1;
+    if (nb != 1)
+        return n->out[0];
+    const ts_graph_node *a = ts_graph_get_node(g, b[0]);
+    if (a->op != TS_OP_ADD || a->nin != 2)
+        return n->out[0];
+    const int q = a->in[0] == n->out[0] ? a->in[1] : a->in[0];
+    const ts_graph_tensor *pt = ts_graph_get_tensor(g, q);
+    if (!lw_is_param(pt) || ts_graph_tensor_elems(pt) != N || pt->dims[pt->rank - 1] != N)
+        return n->out[0];
+    *bias = q;
+    return a->out[0];
+}
+
+/* The one reader of tensor t, or -1. */
+static int glu_only_reader(const ts_graph *g, int t)
+{
+    size_t nc = 0;
+    const int *c = ts_graph_consumers(g, t, &nc);
+    return nc == 1 ? c[0] : -1;
+}
+
+/* Whether binary node n reads tensors a and b (in either order). */
+static bool glu_reads(const ts_graph_node *n, int a, int b)
+{
+    return n->nin == 2 && ((n->in[0] == a && n->in[1] == b) || (n->in[0] == b && n->in[1] == a));
+}
+
+/* Gate a (the output of projection `gate`) and up b: a read by a Sigmoid s and by a Mul of a and
+ * s (SiLU) only, s by that Mul only, the Mul's output by one Mul with b, b by it only. */
+static bool glu_gate(const ts_graph *g, int a, int b, int nodes[3])
+{
+    size_t nc = 0;
+    const int *c = ts_graph_consumers(g, a, &nc);
+    if (nc != 2 || glu_only_reader(g, b) < 0)
+        return false;
+    for (int q = 0; q < 2; q++) {
+        const ts_graph_node *sg = ts_graph_get_node(g, c[q]), *m = ts_graph_get_node(g, c[1 - q]);
+        if (sg->op != TS_OP_SIGMOID || sg->in[0] != a || m->op != TS_OP_MUL || !glu_reads(m, a, sg->out[0]) ||
+            glu_only_reader(g, sg->out[0]) != c[1 - q])
+            continue;
+        const int last = glu_only_reader(g, m->out[0]);
+        if (last < 0 || last != glu_only_reader(g, b))
+            return false;
+        const ts_graph_node *o = ts_graph_get_node(g, last);
+        if (o->op != TS_OP_MUL || !glu_reads(o, m->out[0], b))
+            return false;
+        nodes[0] = c[q], nodes[1] = c[1 - q], nodes[2] = last;
+        return true;
+    }
+    return false;
+}
+
+bool ts_lww_is_glu(const ts_graph *g, int F, int nodes[8])
+{
+    size_t nc = 0;
+    const int *c = ts_graph_consumers(g, F, &nc);
+    if (nc != 2 || !ts_lww_is_proj(g, c[0], F) || !ts_lww_is_proj(g, c[1], F))
+        return false;
+    const ts_graph_tensor *w0 = ts_graph_get_tensor(g, ts_graph_get_node(g, c[0])->in[1]);
+    const ts_graph_tensor *w1 = ts_graph_get_tensor(g, ts_graph_get_node(g, c[1])->in[1]);
+    if (w0->dims[1] != w1->dims[1])
+        return false;
+    for (int q = 0; q < 2; q++) { /* c[q] the gate, c[1 - q] the up projection */
+        int ba, bb;
+        const int a = glu_proj_out(g, c[q], &ba), b = glu_proj_out(g, c[1 - q], &bb);
+        int tail[3];
+        if (!glu_gate(g, a, b, tail))
+            continue;
+        nodes[0] = c[q], nodes[1] = c[1 - q];
+        nodes[2] = ba >= 0 ? ts_graph_get_tensor(g, a)->producer : -1;
+        nodes[3] = bb >= 0 ? ts_graph_get_tensor(g, b)->producer : -1;
+        nodes[4] = tail[0], nodes[5] = tail[1], nodes[6] = tail[2];
+        nodes[7] = (ba >= 0) | (bb >= 0) << 1;
+        return true;
+    }
+    return false;
+}
+
+ts_status ts_lww_glu_stages(lw *L, int F, const int nodes[8])
+{
+    const ts_graph *g = L->g;
+    const ts_graph_tensor *ft = ts_graph_get_tensor(g, F);
+    int64_t K;
+    const int64_t M = ts_lww_rows(ft, &K);
+    const ts_graph_node *pn[2] = {ts_graph_get_node(g, nodes[0]), ts_graph_get_node(g, nodes[1])};
+    const int64_t N = ts_graph_get_tensor(g, pn[0]->in[1])->dims[1];
+    lw_stage *s = ts_lww_add_stage(L, K_MM, nodes[0]);
+    if (!s || !(s->wt = ts_malloc((size_t)(K * 2 * N) * 4)) || (nodes[7] && !(s->bias = ts_calloc((size_t)(2 * N), 4))))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (int q = 0; q < 2; q++) { /* column 2 j + q: the gate's (q 0) or the up projection's output j */
+        const int wid = pn[q]->in[1];
+        const ts_graph_tensor *w = ts_graph_get_tensor(g, wid);
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t j = 0; j < N; j++)
+                s->wt[k * 2 * N + 2 * j + q] = (float)ts_fill_value_f32(w, wid, (uint64_t)(k * N + j));
+        if (nodes[2 + q] < 0)
+            continue;
+        const ts_graph_node *a = ts_graph_get_node(g, nodes[2 + q]);
+        const int p = a->in[0] == pn[q]->out[0] ? a->in[1] : a->in[0];
+        for (int64_t j = 0; j < N; j++)
+            s->bias[2 * j + q] = (float)ts_fill_value_f32(ts_graph_get_tensor(g, p), p, (uint64_t)j);
+    }
+    s->M = M, s->K = K, s->N = 2 * N;
+    s->in_n = (uint64_t)(M * K);
+    s->out_n = (uint64_t)(M * 2 * N);
+    s->macs = (uint64_t)(M * K * 2 * N);
+    lw_stage *e = ts_lww_add_stage(L, K_ELEM, nodes[6]);
+    if (!e)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    e->eop = TS_OP_MUL;
+    e->L = N;
+    e->G = 1;
+    e->in_n = (uint64_t)(M * 2 * N);
+    e->out_n = (uint64_t)(M * N);
     return TS_OK;
 }

@@ -59,7 +59,8 @@ _Static_assert(15 < WSE_NREGS && 15 < WSE_NDSD, "the lowering uses r15 and DSD r
     X(TRANSPOSE, "transpose")           \
     X(NORM, "layernorm")                \
     X(ATTN, "attention")              \
-    X(PCAT, "concat-param")
+    X(PCAT, "concat-param")             \
+    X(ROPE, "rotary")
 enum {
 #define LW_KIND_ENUM(k, name) K_##k,
     LW_KINDS(LW_KIND_ENUM)
@@ -84,7 +85,8 @@ typedef struct lw_stage {
     bool relu;
     bool clip;      /* matmul, join: a fused Clip to [lo, hi] (ReLU6) */
     float lo, hi;   /* clip: the bounds; elem: Clip's too */
-    int eop;        /* elem: the graph op (Clip, Sigmoid, Tanh, HardSwish, Gelu; vop 1: Gelu's tanh form) */
+    int eop;        /* elem: the graph op (Clip, Sigmoid, Tanh, HardSwish, Gelu; vop 1: Gelu's tanh form;
+                     * Mul: SwiGLU, two values in per value out, rows of L out) */
     /* image stages: batch, channels, size, window, strides, pads (top, left, bottom, right);
      * transpose: the input dims in B, C, H, W, the permutation in kh, kw, sh, sw, the rank in G */
     int64_t B, C, H, W, kh, kw, sh, sw, pt, pl, pb, pr, Ho, Wo;
@@ -266,6 +268,14 @@ void ts_lww_emit_elem(lw_gen *G, const lw_stage *s);
 /* An elementwise stage split over s->G PEs in a row (place): PE g passes on the values of each row
  * before its part (part G - 1 - g), applies the function to its part, passes on the rest. */
 ts_status ts_lww_emit_elem_split(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
+/* SwiGLU from stream F (lower_wse_elem.c): F read by two projections only (ts_lww_is_proj, each with
+ * its bias Add or none), the gate's output a by a Sigmoid and by the Mul of a and the Sigmoid's
+ * output (SiLU), that by one Mul with the up projection's output. nodes: the gate and up MatMuls,
+ * their bias Adds (-1: none), the Sigmoid, the SiLU Mul, the last Mul, and whether either has a
+ * bias. Its stages: one product of both weights, their columns interleaved (gate j, up j), then
+ * an elementwise stage (eop Mul) taking each pair to SiLU(gate) up. */
+bool ts_lww_is_glu(const ts_graph *g, int F, int nodes[8]);
+ts_status ts_lww_glu_stages(lw *L, int F, const int nodes[8]);
 /* Clamp n words from addr to [lo, hi] in place (uses r5-r9; r15 holds 0). */
 void ts_lww_clip_mem(lw_gen *G, int addr, int64_t n, float lo, float hi);
 /* From lower_wse_emit_pe.c: a float's bits; r3 := exp(r2 - r1) for r2 - r1 <= 0 (constants in
@@ -301,6 +311,11 @@ bool ts_lww_is_proj(const ts_graph *g, int node, int F);
 ts_status ts_lww_attn_proj(lw *L, int F, const int64_t *rows, int first, bool *done, int *out_t,
                            const int64_t **out_rows);
 ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G);
+/* The rotary stage before an attention (lower_wse_attn.c): per row of the stream (M rows of L),
+ * the N columns its queries and keys read rotated, each c1 x + c2 x' of its own value x and its
+ * partner's x' in the row; vals: the N (own, partner) columns (int32), then per row the N (c1,
+ * c2); over G PEs in a row, part p the columns [cols[2 p], cols[2 p + 1]) (owned), PE g part G - 1 - g. */
+ts_status ts_lww_emit_rope(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
 
 /* ---- report (lower_wse_report.c) ---- */
 

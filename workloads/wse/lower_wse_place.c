@@ -123,9 +123,18 @@ static ts_status min_widths(lw *L, uint32_t Hm, uint64_t *fixed, uint64_t *need)
 static ts_status columns_left(lw *L, uint32_t Hm, uint64_t fixed, uint64_t need, uint64_t *avail)
 {
     const ts_wse_target *t = L->t;
-    if (fixed > t->width)
-        return ts_err_set(L->err, TS_EINPUT, "the stages without weights need %llu columns of PEs, the mesh has %u",
-                          (unsigned long long)fixed, t->width);
+    if (fixed > t->width) { /* the widest of them named, with what its PEs keep */
+        const lw_stage *wide = NULL;
+        for (size_t i = 0; i < L->n; i++)
+            if (L->st[i].kind != K_MM && !L->st[i].lane && (!wide || L->st[i].w > wide->w))
+                wide = &L->st[i];
+        const ts_graph_node *n = wide && wide->node >= 0 ? ts_graph_get_node(L->g, wide->node) : NULL;
+        return ts_err_set(L->err, TS_EINPUT, "the stages without weights need %llu columns of PEs, the mesh has %u: "
+                          "%llu columns short; the widest, %s%s%s%s (%s), takes %u columns of %u PEs, up to %.1f "
+                          "KiB each", (unsigned long long)fixed, t->width, (unsigned long long)(fixed - t->width),
+                          n ? ts_graph_op_name(n->op) : "the", n ? " '" : " ", n ? n->name : "", n ? "'" : "",
+                          ts_lww_kind_name[wide->kind], wide->w, wide->h, wide->mem / 1024.0);
+    }
     *avail = t->width - fixed;
     if (need <= *avail)
         return TS_OK;
@@ -263,40 +272,46 @@ static uint64_t elem_cost(const lw_stage *s)
     case TS_OP_SIGMOID: return 50;
     case TS_OP_TANH: return 55;
     case TS_OP_GELU: return s->vop ? 65 : 90;
+    case TS_OP_MUL: return 30; /* SwiGLU: a SiLU and a product for every two values */
     default: return 25;
     }
 }
 
-/* Whether elementwise stage s is slower than the pipeline time T and has at most 4,096 rows (its
- * split PEs' code is unrolled over the rows). */
+/* Whether elementwise stage s is slower than the pipeline time T and has at most 4,096 rows of L
+ * values out (its split PEs' code is unrolled over the rows). */
 static bool elem_splits(const lw *L, const lw_stage *s)
 {
-    return s->kind == K_ELEM && s->L > 1 && s->in_n * elem_cost(s) > L->T && s->in_n / (uint64_t)s->L <= 4096;
+    return s->kind == K_ELEM && s->L > 1 && s->in_n * elem_cost(s) > L->T && s->out_n / (uint64_t)s->L <= 4096;
 }
 
 /* Positions, with an elementwise stage slower than the pipeline time T split over up to 8 PEs in a
- * row (each its part of every row of the stream), as many as the mesh's width leaves: 8, else 4,
- * 2, 1 for all of them. */
+ * row (each its part of every row of the stream; SwiGLU's gate, the widest rows of a decoder, up
+ * to 64), as many as the mesh's width leaves: the gate 64, 32, 16, then 8, 4, 2, 1 for all of
+ * them. */
 static ts_status elem_widths(lw *L, uint32_t Hm)
 {
-    bool slow = false;
-    for (size_t i = 0; i < L->n; i++)
+    bool slow = false, gate = false;
+    for (size_t i = 0; i < L->n; i++) {
         slow |= elem_splits(L, &L->st[i]);
+        gate |= elem_splits(L, &L->st[i]) && L->st[i].eop == TS_OP_MUL;
+    }
     if (!slow)
         return positions(L, Hm);
-    for (uint64_t gmax = 8;; gmax /= 2) {
+    for (uint64_t gmax = gate ? 64 : 8;; gmax /= 2) {
         for (size_t i = 0; i < L->n; i++) {
             lw_stage *s = &L->st[i];
             if (!elem_splits(L, s))
                 continue;
             uint64_t g = ts_geom_cdiv(s->in_n * elem_cost(s), L->T ? L->T : 1);
-            g = g < gmax ? g : gmax;
+            const uint64_t most = s->eop == TS_OP_MUL || gmax < 8 ? gmax : 8; /* SwiGLU's gate: up to 64 */
+            g = g < most ? g : most;
             g = g < (uint64_t)s->L ? g : (uint64_t)s->L; /* at most one PE per element of a row */
-            if (g > 1 && ts_geom_cdiv((uint64_t)s->L, g) * 4 > L->t->sram_bytes)
+            const uint64_t per = s->in_n / s->out_n * 4; /* bytes a PE keeps per value of its part */
+            if (g > 1 && ts_geom_cdiv((uint64_t)s->L, g) * per > L->t->sram_bytes)
                 g = 1; /* a PE keeps its part of a row */
             s->G = (uint32_t)(g ? g : 1);
             s->w = s->G;
-            s->mem = s->G > 1 ? ts_geom_cdiv((uint64_t)s->L, s->G) * 4 : 0;
+            s->mem = s->G > 1 ? ts_geom_cdiv((uint64_t)s->L, s->G) * per : 0;
         }
         ts_status rc = positions(L, Hm);
         if (!rc || gmax == 1)
