@@ -1309,7 +1309,7 @@ static uint64_t pass_lb(lt *L, const psched *s, int j, int64_t xv)
     return T;
 }
 
-static ts_status pack_pixel(lt *L, const prod *p, tens *pk, ts_lower_tsp_layer *ly, uint32_t m, lt_need *need);
+static ts_status pack_pixel(lt *L, const prod *p, tens *pk, ts_lower_tsp_layer *ly, uint32_t m, uint32_t g0, uint32_t g1, lt_need *need);
 static ts_status pack_block(lt *L, prod *p, tens *pk, ts_lower_tsp_layer *ly);
 
 /* Base by base: its group-0 block on W0 and E0, its group-1 block on W1 and E1, the pixels of the
@@ -1342,7 +1342,7 @@ static ts_status sched_pairs(lt *L, psched *s)
                 continue;
             int j0 = (int)(turn++ % 2) * 2; /* the pair's nearer plane: W0 or E0 */
             if (!p->packed) { /* its packed vectors just before its passes, so that the VXM takes both in turn */
-                ts_status rc = pack_pixel(L, p, p->x, s->ly, m, s->need);
+                ts_status rc = pack_pixel(L, p, p->x, s->ly, m, 0, 2, s->need);
                 if (rc != TS_OK)
                     return rc;
             }
@@ -1452,8 +1452,8 @@ static ts_status quad_lead(lt *L, psched *s, uint32_t b)
         if (pbase(p, m) != b)
             continue;
         int j = (int)(turn++ % 4);
-        if (!p->packed) { /* its five packed vectors just before its first pass (as in sched_pairs) */
-            ts_status rc = pack_pixel(L, p, p->x, s->ly, m, s->need);
+        if (!p->packed) { /* its group-4 packed vector just before this pass (as in sched_pairs) */
+            ts_status rc = pack_pixel(L, p, p->x, s->ly, m, 4, 5, s->need);
             if (rc != TS_OK)
                 return rc;
         }
@@ -1486,6 +1486,11 @@ static ts_status quad_main(lt *L, psched *s, uint32_t b)
     for (uint32_t m = 0; m < p->M; m++) {
         if (pbase(p, m) != b)
             continue;
+        if (!p->packed) { /* its packed vectors of groups 0 to 3 just before these passes */
+            ts_status rc = pack_pixel(L, p, p->x, s->ly, m, 0, 4, s->need);
+            if (rc != TS_OK)
+                return rc;
+        }
         pass ps[4];
         uint64_t T = 0, w;
         uint32_t d0 = plane_dist(L, s->planes[0]);
@@ -1997,13 +2002,13 @@ static void pack_need(const lt *L, const pack_arg *a, lt_need *n)
     lt_need_wr(L, n, mem, word, (int64_t)(term_at(a->n > 1 ? a->n - 1 : 0) + d), L->tg->pos_vxm, WEST, a->pk->avail);
 }
 
-/* Pixel m's packed vectors (pk: G a pixel), each one VXM group: the sum of its taps' input vectors,
+/* Pixel m's packed vectors of groups g0 .. g1 - 1 (pk: G a pixel), each one VXM group: the sum of its taps' input vectors,
  * each in its own slot. A packed vector all of whose taps fall in the pads is not written (act_vec
  * reads zeros for it). */
-static ts_status pack_pixel(lt *L, const prod *p, tens *pk, ts_lower_tsp_layer *ly, uint32_t m, lt_need *need)
+static ts_status pack_pixel(lt *L, const prod *p, tens *pk, ts_lower_tsp_layer *ly, uint32_t m, uint32_t g0, uint32_t g1, lt_need *need)
 {
     pack_arg a = {.x0 = p->x0, .pk = pk};
-    for (uint32_t g = 0; g < p->pl.G; g++) {
+    for (uint32_t g = g0; g < g1; g++) {
         a.v = (uint64_t)m * pk->T + g;
         if (!(a.n = pack_taps(p, m, g, a.src)))
             continue;
@@ -2033,7 +2038,7 @@ static ts_status pack_block(lt *L, prod *p, tens *pk, ts_lower_tsp_layer *ly)
     lt_need *need = ts_malloc(sizeof *need);
     ts_status rc = need ? TS_OK : ts_err_set(L->err, TS_ENOMEM, "out of memory");
     for (uint32_t m = 0; m < p->M && rc == TS_OK; m++)
-        rc = pack_pixel(L, p, pk, ly, m, need);
+        rc = pack_pixel(L, p, pk, ly, m, 0, p->pl.G, need);
     ts_free(need);
     return rc;
 }
@@ -2088,7 +2093,7 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     }
     tens bt = {0};
     /* a packed Conv that may go in pairs or quads packs each pixel just before its passes
-     * (sched_pairs, quad_lead); had
+     * (sched_pairs; quad_lead and quad_main); had
      * every pixel been packed first, the adds would take the VXM's ALUs until the producer's last
      * slot, and the passes, whose VXM operations must fall on given cycles, would wait for them */
     p.packed = p.kind == 6 && !((p.pl.G == 2 || p.pl.G == 5) && p.NT == 1 && !p.rep && east_kind(L, &p));
