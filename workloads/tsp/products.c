@@ -51,6 +51,7 @@ typedef struct prod {
                               * slots, pixel m's channels in tile pslot(m) only; 0: as always */
     int64_t pW, pHW;         /* rep: the image's columns and pixels */
     tens *x0;                /* kind 6: the conv's input, written in slots, which pack_block sums */
+    bool packed;             /* kind 6: its packed vectors scheduled already (else beside its passes, in pairs) */
     tens *r;                 /* kind 5: the tensor whose vectors are the blocks' rows */
     int rid;
     uint32_t H, Mh;          /* kind 5: heads (batches), rows of A per head */
@@ -791,6 +792,7 @@ typedef struct psched {
     uint64_t *rlb;            /* kind 5: ... and the cycle each may be read from */
     uint64_t *pready;         /* per output vector and tile: partial sum readable from */
     uint8_t *pbuf;            /* ... and the buffer holding it */
+    lt_need *need;            /* kind 6 in pairs or quads: a packing group's needs (pack_pixel) */
     uint64_t rd_last;         /* the last read of the input */
     /* the current block */
     uint32_t kt, nt, nv;
@@ -1307,6 +1309,9 @@ static uint64_t pass_lb(lt *L, const psched *s, int j, int64_t xv)
     return T;
 }
 
+static ts_status pack_pixel(lt *L, const prod *p, tens *pk, ts_lower_tsp_layer *ly, uint32_t m, uint32_t g0, uint32_t g1, lt_need *need);
+static ts_status pack_block(lt *L, prod *p, tens *pk, ts_lower_tsp_layer *ly);
+
 /* Base by base: its group-0 block on W0 and E0, its group-1 block on W1 and E1, the pixels of the
  * base alternating between the west and the east pair. */
 static ts_status sched_pairs(lt *L, psched *s)
@@ -1336,6 +1341,11 @@ static ts_status sched_pairs(lt *L, psched *s)
             if (pbase(p, m) != b)
                 continue;
             int j0 = (int)(turn++ % 2) * 2; /* the pair's nearer plane: W0 or E0 */
+            if (!p->packed) { /* its packed vectors just before its passes, so that the VXM takes both in turn */
+                ts_status rc = pack_pixel(L, p, p->x, s->ly, m, 0, 2, s->need);
+                if (rc != TS_OK)
+                    return rc;
+            }
             pass ps[2];
             for (int g = 0; g < 2; g++) {
                 uint32_t kt = (uint32_t)g * R + b;
@@ -1442,6 +1452,11 @@ static ts_status quad_lead(lt *L, psched *s, uint32_t b)
         if (pbase(p, m) != b)
             continue;
         int j = (int)(turn++ % 4);
+        if (!p->packed) { /* its group-4 packed vector just before this pass (as in sched_pairs) */
+            ts_status rc = pack_pixel(L, p, p->x, s->ly, m, 4, 5, s->need);
+            if (rc != TS_OK)
+                return rc;
+        }
         pass ps = {.pl = s->planes[j], .kt = kt, .xv = act_vec(p, m, kt), .first = true, .bword = s->m.cbase};
         psum_at(L, s, m, buf, ps.wmem, ps.wword);
         uint64_t T = pass_lb(L, s, j, ps.xv), w;
@@ -1471,6 +1486,11 @@ static ts_status quad_main(lt *L, psched *s, uint32_t b)
     for (uint32_t m = 0; m < p->M; m++) {
         if (pbase(p, m) != b)
             continue;
+        if (!p->packed) { /* its packed vectors of groups 0 to 3 just before these passes */
+            ts_status rc = pack_pixel(L, p, p->x, s->ly, m, 0, 4, s->need);
+            if (rc != TS_OK)
+                return rc;
+        }
         pass ps[4];
         uint64_t T = 0, w;
         uint32_t d0 = plane_dist(L, s->planes[0]);
@@ -1725,6 +1745,8 @@ static ts_status psched_init(lt *L, psched *s)
     s->ermem = ts_calloc(L->VL, sizeof *s->ermem);
     s->erword = ts_calloc(L->VL, sizeof *s->erword);
     s->rlb = ts_calloc(L->VL, sizeof *s->rlb);
+    if (p->kind == 6 && !(s->need = ts_malloc(sizeof *s->need)))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     if (p->KT > 1) {
         s->pready = ts_calloc(p->M * p->NT, sizeof *s->pready);
         s->pbuf = ts_calloc(p->M * p->NT, 1);
@@ -1757,6 +1779,7 @@ static void psched_free(psched *s)
     ts_free(s->rlb);
     ts_free(s->pready);
     ts_free(s->pbuf);
+    ts_free(s->need);
 }
 
 /* Memory, then the schedule of every block, chunk by chunk of output rows; each chunk's
@@ -1768,6 +1791,8 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
     if ((rc = weights(L, p, &s.m)) != TS_OK || (rc = consts(L, p, &s.m)) != TS_OK)
         return rc;
     bool pair = pair_mode(L, &s); /* no partial sums */
+    if (p->kind == 6 && !p->packed && !pair && !quad_mode(L, &s) && (rc = pack_block(L, p, p->x, ly)) != TS_OK)
+        return rc;
     uint32_t rows = pair ? p->M : chunk_rows(L, p);
     if ((rc = psched_init(L, &s)) != TS_OK) {
         psched_free(&s);
@@ -1977,35 +2002,43 @@ static void pack_need(const lt *L, const pack_arg *a, lt_need *n)
     lt_need_wr(L, n, mem, word, (int64_t)(term_at(a->n > 1 ? a->n - 1 : 0) + d), L->tg->pos_vxm, WEST, a->pk->avail);
 }
 
-/* The packed vectors (pk: G a pixel), each one VXM group: the sum of its taps' input vectors, each
- * in its own slot. A packed vector all of whose taps fall in the pads is not written (act_vec reads
- * zeros for it). */
-static ts_status pack_block(lt *L, prod *p, tens *pk, ts_lower_tsp_layer *ly)
+/* Pixel m's packed vectors of groups g0 .. g1 - 1 (pk: G a pixel), each one VXM group: the sum of its taps' input vectors,
+ * each in its own slot. A packed vector all of whose taps fall in the pads is not written (act_vec
+ * reads zeros for it). */
+static ts_status pack_pixel(lt *L, const prod *p, tens *pk, ts_lower_tsp_layer *ly, uint32_t m, uint32_t g0, uint32_t g1, lt_need *need)
 {
     pack_arg a = {.x0 = p->x0, .pk = pk};
+    for (uint32_t g = g0; g < g1; g++) {
+        a.v = (uint64_t)m * pk->T + g;
+        if (!(a.n = pack_taps(p, m, g, a.src)))
+            continue;
+        uint64_t A = 0, w;
+        for (uint32_t i = 0; i < a.n; i++) {
+            uint32_t mem, word;
+            lt_slot(L, a.x0, (uint64_t)a.src[i], &mem, &word);
+            uint64_t e = a.x0->ready[a.src[i]] + L->tg->d_func.read + (L->tg->pos_vxm - lt_mem_pos(L, mem));
+            if (e > A + term_at(i))
+                A = e - term_at(i);
+        }
+        pack_need(L, &a, need);
+        ts_status rc = lt_search(L, try_pack, &a, need, &A, &w, p->nd, true);
+        if (rc != TS_OK)
+            return rc;
+        pk->ready[a.v] = w + L->tg->d_func.write + 1;
+        if (L->rdmax > a.x0->last_read)
+            a.x0->last_read = L->rdmax;
+        lt_span(ly, A, w);
+    }
+    return TS_OK;
+}
+
+/* Every pixel's packed vectors, before the first pass (a packed Conv in neither pairs nor quads). */
+static ts_status pack_block(lt *L, prod *p, tens *pk, ts_lower_tsp_layer *ly)
+{
     lt_need *need = ts_malloc(sizeof *need);
     ts_status rc = need ? TS_OK : ts_err_set(L->err, TS_ENOMEM, "out of memory");
     for (uint32_t m = 0; m < p->M && rc == TS_OK; m++)
-        for (uint32_t g = 0; g < p->pl.G && rc == TS_OK; g++) {
-            a.v = (uint64_t)m * pk->T + g;
-            if (!(a.n = pack_taps(p, m, g, a.src)))
-                continue;
-            uint64_t A = 0, w;
-            for (uint32_t i = 0; i < a.n; i++) {
-                uint32_t mem, word;
-                lt_slot(L, a.x0, (uint64_t)a.src[i], &mem, &word);
-                uint64_t e = a.x0->ready[a.src[i]] + L->tg->d_func.read + (L->tg->pos_vxm - lt_mem_pos(L, mem));
-                if (e > A + term_at(i))
-                    A = e - term_at(i);
-            }
-            pack_need(L, &a, need);
-            if ((rc = lt_search(L, try_pack, &a, need, &A, &w, p->nd, true)) != TS_OK)
-                break;
-                    pk->ready[a.v] = w + L->tg->d_func.write + 1;
-            if (L->rdmax > a.x0->last_read)
-                a.x0->last_read = L->rdmax;
-            lt_span(ly, A, w);
-        }
+        rc = pack_pixel(L, p, pk, ly, m, 0, p->pl.G, need);
     ts_free(need);
     return rc;
 }
@@ -2059,7 +2092,12 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
         L->t[out].placed = false;
     }
     tens bt = {0};
-    rc = p.tb ? transpose_rows(L, &p, ly, &bt) : p.kind == 6 ? pack_block(L, &p, &pk, ly) : TS_OK;
+    /* a packed Conv that may go in pairs or quads packs each pixel just before its passes
+     * (sched_pairs; quad_lead and quad_main); had
+     * every pixel been packed first, the adds would take the VXM's ALUs until the producer's last
+     * slot, and the passes, whose VXM operations must fall on given cycles, would wait for them */
+    p.packed = p.kind == 6 && !((p.pl.G == 2 || p.pl.G == 5) && p.NT == 1 && !p.rep && east_kind(L, &p));
+    rc = p.tb ? transpose_rows(L, &p, ly, &bt) : p.packed ? pack_block(L, &p, &pk, ly) : TS_OK;
     if (rc == TS_OK)
         rc = sched_product(L, &p, ly);
     free_temp(L, &bt);
