@@ -366,6 +366,8 @@ typedef struct t10_op {
     uint64_t kh, kw, hin; /* a Conv's kernel, input rows */
     uint64_t pt, pl, pr;  /* a Conv's padding: top, left, right (the bottom is implied by the output rows) */
     uint64_t nimg;        /* a Conv's images (its batch, folded into M: image by image) */
+    uint64_t creal;       /* a Conv's input channels (K / taps, or fewer where an f16 Conv's are padded
+                           * to a multiple of 4 with zero channels) */
     bool read; /* a Conv's output is read by another operator */
 } t10_op;
 

@@ -53,6 +53,14 @@ static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
     s->pt = (uint64_t)w.pt;
     s->pl = (uint64_t)w.pl;
     s->pr = (uint64_t)w.pr;
+    s->creal = s->K;
+    /* f16 on a number of input channels not a multiple of 4 (conv1's 3), a larger kernel, a batch:
+     * the channels padded to a multiple of 4 with zeros (zero weights, zero planes in the tile's
+     * padded image). At batch 1 planner (a) keeps it: ResNet-50's conv1 under (b) ran 218,428 ->
+     * 226,501 cycles on ipu_mk2, and its memory in the trade moved the other Convs to slower plans
+     * (on ipu_mk1 the whole network 4,024,766 -> 5,278,646); at batch 4 on ipu_mk2 685,287 -> 345,441 */
+    if (s->half && s->taps > 1 && s->K % 4 && w.N > 1)
+        s->K = (s->K + 3) / 4 * 4;
     s->K *= s->taps; /* W[M][C][kh][kw] is B[N][K], k = c taps + tap */
     s->nimg = (uint64_t)w.N;
     s->hwi = (uint64_t)(w.H * w.W); /* an image's */
