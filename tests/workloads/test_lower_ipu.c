@@ -2174,6 +2174,51 @@ START_TEST(test_t10_conv_padded)
 }
 END_TEST
 
+START_TEST(test_t10_gemm_relu16)
+{
+    /* an f16 Gemm (transB, bias) Y[4,32] = relu(x)[4,48] x B[32,48]^T + b whose A is a Relu's
+     * output (held in f32 words, converted to halves for the Gemm) on ipu_small16 with an AMP of
+     * 16 f16 units, of which (b)'s code uses 8 (as a Conv's): A rotating, and the cost model's
+     * plan (ResNet's fc at batch 4). Tolerance as planner (a)'s f16 (near16). */
+    static const char *const wide[] = {"amp.macs_per_cycle_f16=64", NULL};
+    static const ts_t10_plan plans[] = {
+        {.fm = 2, .fn = 4, .fk = 1, .ft = 4, .rp = 1, .rot = TS_T10_ROT_A},
+    };
+    run_sets = wide;
+    ts_graph *g = ts_graph_create("fc16");
+    int x = tensor16(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){4, 48});
+    int w = tensor16(g, "w", TS_TENSOR_WEIGHT, 2, (int64_t[]){32, 48});
+    int b = tensor16(g, "b", TS_TENSOR_WEIGHT, 1, (int64_t[]){32});
+    int r = tensor16(g, "r", TS_TENSOR_ACTIVATION, -1, NULL);
+    int y = tensor16(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    node(g, TS_OP_RELU, "relu", (int[]){x}, 1, r, NULL);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.trans_b = true;
+    node(g, TS_OP_GEMM, "fc", (int[]){r, w, b}, 3, y, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_t10(g, _i < 1 ? &plans[_i] : NULL, &L);
+    run_sets = NULL;
+    ck_assert(L.rep.layers[1].t10);
+#define H(t, k) ((double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))))
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 32; j++) {
+            double s = H(b, j), m = fabs(s);
+            for (int k = 0; k < 48; k++) {
+                double a = H(x, i * 48 + k) > 0 ? H(x, i * 48 + k) : 0, t = a * H(w, j * 48 + k);
+                s += t;
+                m += fabs(t);
+            }
+            near16(out_f16(&L, g, y, (uint64_t)(i * 32 + j)), s, m, "y", (uint64_t)(i * 32 + j));
+        }
+#undef H
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_t10_conv_batch)
 {
     /* a batch of 2 images folded into the pixels (image by image, each image's pixels whole blocks,
@@ -2593,6 +2638,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_t10_conv_strided, 0, 8);
     tcase_add_loop_test(tc, test_t10_conv3, 0, 12);
     tcase_add_loop_test(tc, test_t10_conv_padded, 0, 8);
+    tcase_add_loop_test(tc, test_t10_gemm_relu16, 0, 2);
     tcase_add_loop_test(tc, test_t10_conv_batch, 0, 7);
     tcase_add_test(tc, test_t10_conv_reuse);
     tcase_add_loop_test(tc, test_t10_conv_auto, 0, 2);

@@ -358,6 +358,7 @@ typedef struct t10_op {
     const ts_graph_tensor *A, *B, *C;
     uint64_t M, K, N;
     bool tb;   /* Gemm transB: B is [N][K] */
+    bool gemm; /* a Gemm */
     bool conv; /* a Conv: M = output pixels, K = input channels x taps, N = output channels */
     bool half; /* f16 throughout (a MatMul/Gemm): halves in and out, f32 partial sums, f16v4amp */
     uint64_t wo; /* a Conv's output row (pixels) */
