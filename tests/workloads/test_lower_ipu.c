@@ -2127,6 +2127,98 @@ START_TEST(test_t10_conv3)
 }
 END_TEST
 
+START_TEST(test_t10_conv_padded)
+{
+    /* f16 batched Convs on a number of input channels not a multiple of 4, their channels padded
+     * to one with zeros (zero weights, zero planes in the tile's padded image), batch 2: conv1's
+     * shape (3 channels, 7x7 of stride 2 and padding 3, k = 4 x 49) on 11 x 8 in blocks of 2 output
+     * rows and of 1 (its k of 196 is one step: 98, a pair of channels, is not whole groups of 4),
+     * the model's plan, and at batch 3; 5 channels (padded to 8) 3x3 with A rotating and with B
+     * rotating (slices of channels 0-3 and 4-7: one input channel, three zero ones); 2 channels
+     * (padded to 4) 4x4 of stride 2 with k split in two (the second part all zero channels:
+     * nothing gathered). Tolerance as test_t10_conv3's. At batch 1 such a Conv is planner (a)'s. */
+    static const struct {
+        int NB, C, H, Wd, kk, st, pad;
+        ts_t10_plan p;
+    } cs[] = {
+        {2, 3, 11, 8, 7, 2, 3, {.fm = 6, .fn = 2, .fk = 1, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}},
+        {2, 3, 11, 8, 7, 2, 3, {.fm = 12, .fn = 1, .fk = 1, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}},
+        {2, 3, 11, 8, 7, 2, 3, {0}},
+        {3, 3, 11, 8, 7, 2, 3, {0}},
+        {2, 5, 8, 4, 3, 1, 1, {.fm = 8, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A}},
+        {2, 5, 8, 4, 3, 1, 1, {.fm = 8, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B}},
+        {2, 2, 8, 8, 4, 2, 1, {.fm = 4, .fn = 2, .fk = 2, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}},
+        {1, 3, 11, 8, 7, 2, 3, {0}},
+    };
+    if (cs[_i].NB == 1) { /* planner (a)'s at batch 1 */
+        ts_graph *g = ts_graph_create("conv1");
+        int x = tensor16(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){1, 3, 11, 8});
+        int w = tensor16(g, "w", TS_TENSOR_WEIGHT, 4, (int64_t[]){16, 3, 7, 7});
+        int y = tensor16(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+        ts_graph_attrs at;
+        ts_graph_attrs_init(&at);
+        at.strides[0] = at.strides[1] = 2;
+        at.pads[0] = at.pads[1] = at.pads[2] = at.pads[3] = 3;
+        node(g, TS_OP_CONV, "conv", (int[]){x, w}, 2, y, &at);
+        ts_graph_mark_output(g, y);
+        finalize(g);
+        lowered L = {0};
+        lower_t10(g, NULL, &L);
+        ck_assert(!L.rep.layers[0].t10);
+        lowered_free(&L);
+        ts_graph_destroy(g);
+        return;
+    }
+    t10_convk(true, cs[_i].NB, cs[_i].C, cs[_i].H, cs[_i].Wd, 16, cs[_i].kk, cs[_i].st, cs[_i].pad,
+              cs[_i].p.fm ? &cs[_i].p : NULL);
+}
+END_TEST
+
+START_TEST(test_t10_gemm_relu16)
+{
+    /* an f16 Gemm (transB, bias) Y[4,32] = relu(x)[4,48] x B[32,48]^T + b whose A is a Relu's
+     * output (held in f32 words, converted to halves for the Gemm) on ipu_small16 with an AMP of
+     * 16 f16 units, of which (b)'s code uses 8 (as a Conv's): A rotating, and the cost model's
+     * plan (ResNet's fc at batch 4). Tolerance as planner (a)'s f16 (near16). */
+    static const char *const wide[] = {"amp.macs_per_cycle_f16=64", NULL};
+    static const ts_t10_plan plans[] = {
+        {.fm = 2, .fn = 4, .fk = 1, .ft = 4, .rp = 1, .rot = TS_T10_ROT_A},
+    };
+    run_sets = wide;
+    ts_graph *g = ts_graph_create("fc16");
+    int x = tensor16(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){4, 48});
+    int w = tensor16(g, "w", TS_TENSOR_WEIGHT, 2, (int64_t[]){32, 48});
+    int b = tensor16(g, "b", TS_TENSOR_WEIGHT, 1, (int64_t[]){32});
+    int r = tensor16(g, "r", TS_TENSOR_ACTIVATION, -1, NULL);
+    int y = tensor16(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    node(g, TS_OP_RELU, "relu", (int[]){x}, 1, r, NULL);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.trans_b = true;
+    node(g, TS_OP_GEMM, "fc", (int[]){r, w, b}, 3, y, &at);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered L = {0};
+    lower_t10(g, _i < 1 ? &plans[_i] : NULL, &L);
+    run_sets = NULL;
+    ck_assert(L.rep.layers[1].t10);
+#define H(t, k) ((double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))))
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 32; j++) {
+            double s = H(b, j), m = fabs(s);
+            for (int k = 0; k < 48; k++) {
+                double a = H(x, i * 48 + k) > 0 ? H(x, i * 48 + k) : 0, t = a * H(w, j * 48 + k);
+                s += t;
+                m += fabs(t);
+            }
+            near16(out_f16(&L, g, y, (uint64_t)(i * 32 + j)), s, m, "y", (uint64_t)(i * 32 + j));
+        }
+#undef H
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_t10_conv_batch)
 {
     /* a batch of 2 images folded into the pixels (image by image, each image's pixels whole blocks,
@@ -2545,6 +2637,8 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_t10_conv_f16, 0, 8);
     tcase_add_loop_test(tc, test_t10_conv_strided, 0, 8);
     tcase_add_loop_test(tc, test_t10_conv3, 0, 12);
+    tcase_add_loop_test(tc, test_t10_conv_padded, 0, 8);
+    tcase_add_loop_test(tc, test_t10_gemm_relu16, 0, 2);
     tcase_add_loop_test(tc, test_t10_conv_batch, 0, 7);
     tcase_add_test(tc, test_t10_conv_reuse);
     tcase_add_loop_test(tc, test_t10_conv_auto, 0, 2);

@@ -358,6 +358,7 @@ typedef struct t10_op {
     const ts_graph_tensor *A, *B, *C;
     uint64_t M, K, N;
     bool tb;   /* Gemm transB: B is [N][K] */
+    bool gemm; /* a Gemm */
     bool conv; /* a Conv: M = output pixels, K = input channels x taps, N = output channels */
     bool half; /* f16 throughout (a MatMul/Gemm): halves in and out, f32 partial sums, f16v4amp */
     uint64_t wo; /* a Conv's output row (pixels) */
@@ -366,6 +367,8 @@ typedef struct t10_op {
     uint64_t kh, kw, hin; /* a Conv's kernel, input rows */
     uint64_t pt, pl, pr;  /* a Conv's padding: top, left, right (the bottom is implied by the output rows) */
     uint64_t nimg;        /* a Conv's images (its batch, folded into M: image by image) */
+    uint64_t creal;       /* a Conv's input channels (K / taps, or fewer where an f16 Conv's are padded
+                           * to a multiple of 4 with zero channels) */
     bool read; /* a Conv's output is read by another operator */
 } t10_op;
 

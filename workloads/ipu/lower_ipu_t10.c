@@ -77,7 +77,7 @@ typedef struct t10_gen {
     uint64_t taps, kh, kw, hin, pt, pl; /* a Conv's kernel positions (1: 1x1), kernel, input rows, pads */
     uint64_t hb, wp;   /* a larger kernel: the padded image of a block's band, rows and pixels a row */
     uint32_t nimg, nrb; /* a Conv's images, pixel blocks an image (fm / nimg) */
-    uint64_t hwo, cin; /* a Conv's output pixels, input channels, of an image */
+    uint64_t hwo, cin; /* a Conv's output pixels, input channels (not the zero ones), of an image */
     uint32_t U, tn;    /* AMP units (f32 or f16), tiles */
     uint64_t es, per;  /* A and B element bytes, inputs per AMP step */
     uint64_t body;     /* f16 whose kp is whole bodies of the shared kernel: k of a body, the last slice
@@ -156,13 +156,16 @@ static void build_b(lw *L, const t10_op *s, int bid, float *w, uint64_t c0, uint
 {
     uint32_t U = s->half ? L->units16 : L->units, per = s->half ? 4 : 2; /* f16: [group][step][unit][4] halves */
     uint16_t *w16 = (uint16_t *)w;
+    /* a Conv whose channels are padded: W[M][creal][kh][kw], zero for the channels past creal */
+    const uint64_t kb = s->conv && s->creal ? s->creal * s->taps : s->K;
     for (uint64_t q = 0; q < cols / U; q++)
         for (uint64_t k2 = 0; k2 < kc / per; k2++)
             for (uint32_t u = 0; u < U; u++)
                 for (uint32_t jj = 0; jj < per; jj++) {
                     uint64_t o = c0 + q * U + u, k = ks + per * k2 + jj, at = ((q * (kc / per) + k2) * U + u) * per + jj;
-                    float v = o < s->N && k < ks + kv ? ts_fill_value_f32(s->B, bid, s->tb ? o * s->K + k : k * s->N + o)
-                                                      : 0.0f;
+                    float v = o < s->N && k < ks + kv && k < kb
+                                  ? ts_fill_value_f32(s->B, bid, s->tb ? o * kb + k : k * s->N + o)
+                                  : 0.0f;
                     if (s->half)
                         w16[at] = ts_f32_to_f16(v);
                     else
@@ -193,45 +196,62 @@ static uint64_t conv_band(const t10_gen *G, uint32_t i, uint64_t r, uint64_t *ya
  * k = channel x taps + tap) read from the image at the pixel's offset (a table shared by the blocks)
  * plus each tap's (immediates): a block of channels (two for f16 on an odd number of taps, whose
  * pairs of k are rounded into one word of halves) a repeat of 2 issues per input. */
-static void conv_image_rows(lw *L, const t10_gen *G, uint32_t t, uint32_t i, uint64_t nch, uint64_t src,
-                            uint64_t img, uint64_t tab, uint64_t dst, uint64_t dk)
+static void conv_image_rows(lw *L, const t10_gen *G, uint32_t t, uint32_t i, uint64_t ncr, uint64_t nch,
+                            uint64_t src, uint64_t img, uint64_t tab, uint64_t dst, uint64_t dk)
 {
     uint64_t r = rows_of(G, i), ya, yb, top = conv_band(G, i, r, &ya, &yb), nbt = yb - ya;
     uint64_t hbi = (r / G->wo - 1) * G->st + G->kh, bot = hbi - top - nbt, pr = G->wp - G->wi - G->pl;
-    uint32_t rwc = (uint32_t)ts_geom_cdiv(nch, L->workers);
-    size_t entry = L->tiles[t].wrk.n;
-    lwi_emit_start_row(L, t, (uint32_t)nch, rwc);
-    W(t, MULI, RM(2), RM(1), (int32_t)(G->span * 4));
-    W(t, SETZI, RM(4), (int32_t)src, 0);
-    W(t, ADD, RM(2), RM(2), RM(4));
-    W(t, MULI, RM(3), RM(1), (int32_t)(G->hb * G->wp * 4));
-    W(t, SETZI, RM(4), (int32_t)img, 0);
-    W(t, ADD, RM(3), RM(3), RM(4));
-    W(t, SETZI, RM(5), (int32_t)rwc - 1, 0);
-    W(t, SETZI, RA(1), 0, 0);
-    W(t, SETZI, RM(8), (int32_t)G->wi, 0);
-    W(t, SETZI, RM(9), (int32_t)(top * G->wp), 0);
-    W(t, SETZI, RM(10), (int32_t)(bot * G->wp), 0);
-    size_t ch = W(t, RPT, RM(9), 1, 0); /* the padding rows above the band */
-    W(t, ST32STEP, RA(1), RM(3), 4);
-    W(t, SETZI, RM(6), (int32_t)nbt - 1, 0);
-    size_t row = L->tiles[t].wrk.n;
-    for (uint64_t q = 0; q < G->pl; q++)
+    size_t entry;
+    if (nch > ncr) { /* the padding channels past the input's: zero planes, words over the workers */
+        uint64_t z = (nch - ncr) * G->hb * G->wp;
+        uint32_t zw = (uint32_t)ts_geom_cdiv(z, L->workers);
+        entry = L->tiles[t].wrk.n;
+        lwi_emit_start_row(L, t, (uint32_t)z, zw);
+        W(t, SHLI, RM(3), RM(1), 2);
+        W(t, SETZI, RM(4), (int32_t)(img + ncr * G->hb * G->wp * 4), 0);
+        W(t, ADD, RM(3), RM(3), RM(4));
+        W(t, SETZI, RM(5), (int32_t)zw, 0);
+        W(t, SETZI, RA(1), 0, 0);
+        W(t, RPT, RM(5), 1, 0);
         W(t, ST32STEP, RA(1), RM(3), 4);
-    W(t, RPT, RM(8), 2, 0);
-    W(t, LD32STEP, RA(0), RM(2), 4);
-    W(t, ST32STEP, RA(0), RM(3), 4);
-    for (uint64_t q = 0; q < pr; q++)
+        W(t, EXIT, 0, 0, 0);
+        lwi_run_all(L, t, entry);
+    }
+    if (ncr) { /* the band's channels into the image */
+        uint32_t rwc = (uint32_t)ts_geom_cdiv(ncr, L->workers);
+        entry = L->tiles[t].wrk.n;
+        lwi_emit_start_row(L, t, (uint32_t)ncr, rwc);
+        W(t, MULI, RM(2), RM(1), (int32_t)(G->span * 4));
+        W(t, SETZI, RM(4), (int32_t)src, 0);
+        W(t, ADD, RM(2), RM(2), RM(4));
+        W(t, MULI, RM(3), RM(1), (int32_t)(G->hb * G->wp * 4));
+        W(t, SETZI, RM(4), (int32_t)img, 0);
+        W(t, ADD, RM(3), RM(3), RM(4));
+        W(t, SETZI, RM(5), (int32_t)rwc - 1, 0);
+        W(t, SETZI, RA(1), 0, 0);
+        W(t, SETZI, RM(8), (int32_t)G->wi, 0);
+        W(t, SETZI, RM(9), (int32_t)(top * G->wp), 0);
+        W(t, SETZI, RM(10), (int32_t)(bot * G->wp), 0);
+        size_t ch = W(t, RPT, RM(9), 1, 0); /* the padding rows above the band */
         W(t, ST32STEP, RA(1), RM(3), 4);
-    W(t, BRNZDEC, RM(6), (int32_t)row, 0);
-    W(t, RPT, RM(10), 1, 0); /* below it */
-    W(t, ST32STEP, RA(1), RM(3), 4);
-    W(t, ADDI, RM(2), RM(2), (int32_t)((G->span - nbt * G->wi) * 4));
-    W(t, ADDI, RM(3), RM(3), (int32_t)((G->hb - hbi) * G->wp * 4));
-    W(t, BRNZDEC, RM(5), (int32_t)ch, 0);
-    W(t, EXIT, 0, 0, 0);
-    lwi_run_all(L, t, entry);
-
+        W(t, SETZI, RM(6), (int32_t)nbt - 1, 0);
+        size_t row = L->tiles[t].wrk.n;
+        for (uint64_t q = 0; q < G->pl; q++)
+            W(t, ST32STEP, RA(1), RM(3), 4);
+        W(t, RPT, RM(8), 2, 0);
+        W(t, LD32STEP, RA(0), RM(2), 4);
+        W(t, ST32STEP, RA(0), RM(3), 4);
+        for (uint64_t q = 0; q < pr; q++)
+            W(t, ST32STEP, RA(1), RM(3), 4);
+        W(t, BRNZDEC, RM(6), (int32_t)row, 0);
+        W(t, RPT, RM(10), 1, 0); /* below it */
+        W(t, ST32STEP, RA(1), RM(3), 4);
+        W(t, ADDI, RM(2), RM(2), (int32_t)((G->span - nbt * G->wi) * 4));
+        W(t, ADDI, RM(3), RM(3), (int32_t)((G->hb - hbi) * G->wp * 4));
+        W(t, BRNZDEC, RM(5), (int32_t)ch, 0);
+        W(t, EXIT, 0, 0, 0);
+        lwi_run_all(L, t, entry);
+    }
     const uint64_t bc = G->es == 2 && G->taps % 2 ? 2 : 1, blk = bc * G->taps, cst = G->hb * G->wp * 4;
     const uint64_t kv = nch * G->taps;
     uint32_t rw = (uint32_t)ts_geom_cdiv(r, L->workers);
@@ -290,7 +310,8 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
                     conv_band(G, i, r, &ya, &yb);
                     sc->lo[t] = (i / G->nrb * G->cin + ks / G->taps) * G->hwi + ya * G->wi;
                     sc->hi[t] = sc->lo[t] + (yb - ya) * G->wi;
-                    sc->nr[t] = (uint32_t)(kv / G->taps);
+                    /* the channels that are not padding (the zero ones are written into the image) */
+                    sc->nr[t] = ks / G->taps < G->cin ? (uint32_t)umin(kv / G->taps, G->cin - ks / G->taps) : 0;
                     continue;
                 }
                 if (G->st > 1) { /* input rows i rows / wo st .. of the block's last output row, whole */
@@ -335,8 +356,11 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
         for (uint32_t i = 0; i < G->fm; i++)
             for (uint32_t j = 0; j < G->fn; j++) {
                 uint32_t t = tile_of(G, i, j, l);
-                if (sc->nr[t])
-                    conv_image_rows(L, G, t, i, sc->nr[t], sc->where[t], img, tab, dst, dk);
+                uint64_t ks, kv = slot >= 0 ? slice_k(G, l, base_of(G, i, j) * G->rp + (uint32_t)slot, &ks)
+                                  : slice_k(G, l, 0, &ks) ? umin(G->K, (uint64_t)l * G->kt + G->kt) - ks
+                                                          : 0;
+                if (kv && rows_of(G, i))
+                    conv_image_rows(L, G, t, i, sc->nr[t], kv / G->taps, sc->where[t], img, tab, dst, dk);
             }
     for (uint32_t t = 0; t < tn && G->taps == 1; t++) {
         if (!sc->nr[t])
@@ -434,7 +458,7 @@ static ts_status t10_layout(lw *L, const ts_graph_node *n, const ts_t10_plan *pl
     G->nimg = s->conv && s->nimg ? (uint32_t)s->nimg : 1;
     G->nrb = G->fm / G->nimg;
     G->hwo = s->M / G->nimg;
-    G->cin = s->K / G->taps;
+    G->cin = s->conv && s->creal ? s->creal : s->K / G->taps;
     if (G->taps > 1) {
         G->kh = s->kh, G->kw = s->kw, G->hin = s->hin, G->pt = s->pt, G->pl = s->pl;
         G->span = lwi_conv_band(G->rows, G->wo, G->st, G->kh, G->hin, G->wi);

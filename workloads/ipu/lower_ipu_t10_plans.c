@@ -53,6 +53,14 @@ static bool conv_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
     s->pt = (uint64_t)w.pt;
     s->pl = (uint64_t)w.pl;
     s->pr = (uint64_t)w.pr;
+    s->creal = s->K;
+    /* f16 on a number of input channels not a multiple of 4 (conv1's 3), a larger kernel, a batch:
+     * the channels padded to a multiple of 4 with zeros (zero weights, zero planes in the tile's
+     * padded image). At batch 1 planner (a) keeps it: ResNet-50's conv1 under (b) ran 218,428 ->
+     * 226,501 cycles on ipu_mk2, and its memory in the trade moved the other Convs to slower plans
+     * (on ipu_mk1 the whole network 4,024,766 -> 5,278,646); at batch 4 on ipu_mk2 685,287 -> 345,441 */
+    if (s->half && s->taps > 1 && s->K % 4 && w.N > 1)
+        s->K = (s->K + 3) / 4 * 4;
     s->K *= s->taps; /* W[M][C][kh][kw] is B[N][K], k = c taps + tap */
     s->nimg = (uint64_t)w.N;
     s->hwi = (uint64_t)(w.H * w.W); /* an image's */
@@ -90,12 +98,14 @@ bool lwi_t10_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s)
     ts_dtype dt = s->half ? TS_DT_F16 : TS_DT_F32;
     if (s->A->dtype != dt || s->B->dtype != dt || (s->C && s->C->dtype != dt))
         return false;
-    /* f16: A held as halves (a graph input read by a MatMul/Gemm, or the output of one) */
-    if (s->half && s->A->kind != TS_TENSOR_INPUT &&
+    /* f16: A held as halves (a graph input read by a MatMul/Gemm, or the output of one; a Gemm's
+     * other activations are converted to halves for it, lwi_reheld: ResNet's fc after the pool) */
+    if (s->half && !gemm && s->A->kind != TS_TENSOR_INPUT &&
         (s->A->producer < 0 || (ts_graph_get_node(g, s->A->producer)->op != TS_OP_MATMUL &&
                                 ts_graph_get_node(g, s->A->producer)->op != TS_OP_GEMM)))
         return false;
     s->tb = gemm && n->attrs.trans_b;
+    s->gemm = gemm;
     s->K = (uint64_t)s->A->dims[s->A->rank - 1];
     s->N = (uint64_t)(s->tb ? s->B->dims[0] : s->B->dims[1]);
     s->M = s->K ? (uint64_t)ts_graph_tensor_elems(s->A) / s->K : 0;
@@ -203,12 +213,13 @@ static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, const t10_op *s,
 }
 
 /* The f16 AMP units a plan of s uses: the lowering's (lower_ipu.c: 8 of an AMP of 16, as planner (a)
- * holds a group's sums in $a0..$a7) for a Conv; the target's for a MatMul/Gemm, whose f16 plans on
- * an AMP of more than 8 units are left to planner (a) (generable). */
+ * holds a group's sums in $a0..$a7) for a Conv and a Gemm; the target's for a MatMul, whose f16 plans
+ * on an AMP of more than 8 units are left to planner (a) (generable), and for load-compute-store's
+ * plans (lcs_plans). */
 static uint32_t units16(const ts_lower_ipu_params *p, const t10_op *s)
 {
     uint32_t u = p->target.amp_units_f16;
-    return s->conv && u > 8 && u % 8 == 0 ? 8 : u;
+    return (s->conv || s->gemm) && u > 8 && u % 8 == 0 ? 8 : u;
 }
 
 /* An f16 plan's compute: the f16v4amp kernel, (U16 + 2) issues per 4 inputs per group of U16
@@ -335,7 +346,7 @@ static size_t lcs_plans(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const
         ts_t10_mm_lcs(&tile, &mm, &c);
         c.share = share;
         if (s->half)
-            f16_cost(hw, &mm, units16(p, s), false, &c);
+            f16_cost(hw, &mm, p->target.amp_units_f16, false, &c);
         bool sliced = !s->half && share > 4 && c.rows * (s->K / 2) * 8 > p->target.sram_bytes / share;
         if (c.mem_bytes > hw->sram_bytes || sliced || (n && l[n - 1].fn == c.fn))
             continue;
