@@ -887,6 +887,52 @@ START_TEST(test_gpt_swiglu)
 }
 END_TEST
 
+/* Decode against a KV cache of 63 (seq 64) planned for PEs of 1,024 bytes: a K part keeps 2 key
+ * columns of 64 positions, a V part 2 value columns, so with 2 heads of 16 columns (_i 0: 8 K and
+ * 8 V parts a head) or 4 query heads of 8 on 2 key heads (_i 1: 4 and 4) each head's V parts
+ * after its first are folded down the column east of its K parts: 2 columns a head, not 8 or 4
+ * (the chain down that column and back up on its own colour to the next head, the last head's
+ * out of the stage). GPT-2's reduced form, one layer. Logits against the double interpreter within 2e-5 (1 + |y|),
+ * as test_gpt_prefill: the probabilities' sums over 64 positions and the heads' 16, f32, the exp
+ * and reciprocal within about 1e-7 relative. */
+START_TEST(test_gpt_cache_fold)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_graph *g = NULL;
+    char spec[160];
+    const int H = _i ? 4 : 2;
+    snprintf(spec, sizeof spec, "gpt:layers=1,hidden=32,heads=%d,ffn=64,kv_heads=2,vocab=40,seq=64,dtype=f32,"
+             "phase=decode", H);
+    ck_assert_msg(ts_wl_builtin(spec, &g, &e) == TS_OK, "%s", e.msg);
+    lowered L = {0};
+    lower_sram = 1024;
+    lower_and_run(g, 96, 32, &L);
+    lower_sram = 0;
+    {
+        const ts_lower_wse_stage *at = stage_of(&L, "attention", 0);
+        ck_assert_ptr_nonnull(at);
+        ck_assert_uint_eq(at->kr, (uint32_t)(16 / H)); /* 2 of the head's 32 / H columns each */
+        ck_assert_uint_eq(at->kc, (uint32_t)(16 / H));
+        ck_assert_uint_eq(at->w, (uint32_t)(2 * H)); /* along row 0: 16 of them */
+        ck_assert_uint_eq(at->h, (uint32_t)(1 + 16 / H));
+        ck_assert_uint_le(at->mem_bytes, 1024);
+    }
+    gref r;
+    gref_run(g, &r);
+    int y = ts_graph_find(g, "logits");
+    const ts_graph_tensor *t = ts_graph_get_tensor(g, y);
+    for (int64_t k = 0; k < ts_graph_tensor_elems(t); k++) {
+        double got = out_at(&L, y, (uint64_t)k), want = r.v[y][k];
+        ck_assert_msg(fabs(got - want) <= 2e-5 * (1 + fabs(want)), "%s: logits[%lld]: got %.9g, want %.9g", spec,
+                      (long long)k, got, want);
+    }
+    gref_free(&r);
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* One layer of nn.TransformerEncoderLayer (batch_first, post-LayerNorm, erf Gelu) as torch
  * exports it, on x [B, S, D]: the attention's Transpose to [S, B, D], the packed in-projection
  * (MatMul, then the bias Add), three Slices, the heads Reshaped to [S, B H, dh] and Transposed to
@@ -1132,6 +1178,7 @@ int main(void)
     tcase_set_timeout(tb, 300);
     tcase_add_test(tb, test_attention_batch);
     tcase_add_loop_test(tb, test_gpt_prefill, 4, 8);
+    tcase_add_loop_test(tb, test_gpt_cache_fold, 0, 2);
     tcase_add_loop_test(tb, test_transpose_rows, 0, 2);
     suite_add_tcase(s, tb);
     SRunner *r = srunner_create(s);

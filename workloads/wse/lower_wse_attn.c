@@ -882,8 +882,11 @@ static ts_status fill_stage(lw *L, const region *G, const av *o, const ts_graph_
         vp++;
     s->kr = (uint32_t)kp;
     s->kc = (uint32_t)vp;
-    s->w = (uint32_t)(H * (int64_t)vp);
-    s->h = (uint32_t)(1 + kp);
+    /* three V parts or more: a head's V parts after its first go down the column east of its K
+     * parts (two columns a head), not along row 0 (vp columns a head) */
+    s->fold = vp >= 3;
+    s->w = (uint32_t)(H * (int64_t)(s->fold ? 2 : vp));
+    s->h = (uint32_t)(1 + (s->fold && vp - 2 > kp ? vp - 2 : kp));
     uint64_t mk = attn_kmem(R, N, ts_geom_cdiv(K, kp), nkv) + mb, mv = attn_vmem(N, ts_geom_cdiv(DV, vp), nkv);
     s->mem = mk > mv ? mk : mv;
     if (s->mem > sram)
@@ -1260,22 +1263,56 @@ static void attn_kpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t i, int
     }
 }
 
-/* V part t of head j (row 0, column j vp + t): columns [c0, c1) of the values; per
- * probabilities row (from the south on the first part, multicast east to the others) the
- * outputs, then the row chain east. */
+/* Where V part t of head j is (column x, row y of the stage) and its first K part's column:
+ * along row 0 (column j vp + t), or folded (s->fold: the first at column 2 j, row 0, the others
+ * down column 2 j + 1 from row 0). */
+static void attn_vat(const lw_stage *s, uint32_t j, uint32_t t, uint32_t *x, uint32_t *y)
+{
+    *x = s->fold ? 2 * j + (t > 0) : j * s->kc + t;
+    *y = s->fold && t > 0 ? t - 1 : 0;
+}
+static uint32_t attn_kx(const lw_stage *s, uint32_t j) { return s->fold ? 2 * j : j * s->kc; }
+
+/* V part t of head j (attn_vat): columns [c0, c1) of the values; per probabilities row (from the
+ * south on the first part, multicast east, and folded down, to the others) the outputs, then the
+ * row chain (east; folded, down the head's second column and, on colour rcol 0, back up to row 0
+ * and east). */
 static void attn_vpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t t, int *va)
 {
     const int64_t R = s->M, N = R + s->nc, vp = s->kc, DV = s->C, c0 = t * DV / vp, c1 = (t + 1) * DV / vp, cv = c1 - c0;
-    const uint32_t x = j * (uint32_t)vp + t, cp = lw_rcol(s, 1);
-    const bool more = x + 1 < s->w, lastp = t + 1 == (uint32_t)vp;
+    const uint32_t x = j * (uint32_t)vp + t, cp = lw_rcol(s, 1), back = lw_rcol(s, 0);
+    const bool more = x + 1 < (uint32_t)(s->N * vp), lastp = t + 1 == (uint32_t)vp;
     const int nkv = (int)attn_nkv(s); /* a batch decoding: each sequence's values at VA + q (its block) */
     const int ACC = 0, PB = (int)cv * 4, VA = PB + (int)N * 4, ZA = VA + nkv * (int)(N * cv) * 4, JA = ZA + 4;
     *va = VA;
-    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R | (t == 0 ? P_S : 0) | (more ? P_E : 0));
-    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)cp, t == 0 ? P_S : P_W, P_R | (lastp ? 0 : P_E));
-    if (x)
-        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_gcol(s, x - 1), P_W, P_R);
-    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_gcol(s, x), P_R, lw_outp(s, !more));
+    const bool nexth = j + 1 < (uint32_t)s->N;
+    uint32_t ci = lw_gcol(s, x - 1), co = lw_gcol(s, x);
+    if (!s->fold) {
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R | (t == 0 ? P_S : 0) | (more ? P_E : 0));
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)cp, t == 0 ? P_S : P_W, P_R | (lastp ? 0 : P_E));
+        if (x)
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)co, P_R, lw_outp(s, !more));
+    } else if (t == 0) { /* row 0 of the head's first column: the K parts below, part 1 east */
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R | P_S | P_E);
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)cp, P_S, P_R | P_E);
+        if (j) /* the previous head's chain, back up its second column */
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)(ci = back), P_W, P_R);
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)co, P_R, P_E);
+    } else { /* down the head's second column: row t - 1 */
+        const int from = t == 1 ? P_W : P_N;
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, from, P_R | (lastp ? 0 : P_S) | (t == 1 && nexth ? P_E : 0));
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)cp, from, P_R | (lastp ? 0 : P_S));
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ci, from, P_R);
+        if (lastp) /* the head's chain goes back up on colour back */
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)(co = back), P_R, P_N);
+        else
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)co, P_R, P_S);
+        if (t == 1) /* the head's chain east to the next head (the stage's output after the last) */
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)back, P_S, lw_outp(s, !nexth));
+        else if (!lastp)
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)back, P_S, P_N);
+    }
     ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
     ts_lww_op(G, WSE_OP_ST, 3, 15, 15, ZA);
     const int64_t col[1] = {s->cols[3 * j + 2] + c0};
@@ -1292,8 +1329,8 @@ static void attn_vpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t t, int
         ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
         ts_lww_op(G, WSE_OP_LI, 2, 1, PB);
         attn_macs(G, VQ, N, (int)cv * 4);
-        ts_lww_in_to_out(G, lw_gcol(s, x - 1), lw_gcol(s, x), (uint64_t)(j * DV + c0));
-        ts_lww_mem_to_out(G, (uint64_t)ACC, (uint64_t)cv, lw_gcol(s, x));
+        ts_lww_in_to_out(G, ci, co, (uint64_t)(j * DV + c0));
+        ts_lww_mem_to_out(G, (uint64_t)ACC, (uint64_t)cv, co);
         ts_lww_loop_end(G, 10, row);
     }
 }
@@ -1302,9 +1339,15 @@ ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
 {
     const lw_stage *s = &L->st[si];
     const int64_t nkv = attn_nkv(s);
+    if (s->fold && s->fork) /* its output would go back down the column it comes up */
+        return ts_lower_fail(L->err, ts_graph_get_node(L->g, s->node),
+                             "is an attention whose heads take %u V parts each (folded into a column) and whose "
+                             "output also goes to a skip path: not lowered", s->kc);
     for (uint32_t j = 0; j < (uint32_t)s->N; j++) {
         for (uint32_t t = 0; t < s->kc; t++) {
-            if (!ts_lww_pe_stream(P, L->t, s->x + j * s->kc + t, s->y0, G))
+            uint32_t vx = 0, vy = 0;
+            attn_vat(s, j, t, &vx, &vy);
+            if (!ts_lww_pe_stream(P, L->t, s->x + vx, s->y0 + vy, G))
                 return TS_ENOMEM;
             int va = 0;
             attn_vpart(G, s, j, t, &va);
@@ -1316,7 +1359,7 @@ ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
                     return TS_ENOMEM;
                 for (int64_t r = 0; r < s->nc; r++)
                     memcpy(blk + r * cv, vc + r * DV + c0, (size_t)cv * 4);
-                ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, s->y0 * L->t->width + s->x + j * s->kc + t,
+                ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, (s->y0 + vy) * L->t->width + s->x + vx,
                                                       (uint64_t)(va + q * (s->M + s->nc) * cv * 4), blk,
                                                       (uint32_t)(s->nc * cv * 4), L->err);
                 ts_free(blk);
@@ -1325,7 +1368,7 @@ ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
             }
         }
         for (uint32_t i = 0; i < s->kr; i++) {
-            if (!ts_lww_pe_stream(P, L->t, s->x + j * s->kc, s->y0 + 1 + i, G))
+            if (!ts_lww_pe_stream(P, L->t, s->x + attn_kx(s, j), s->y0 + 1 + i, G))
                 return TS_ENOMEM;
             int ma = 0, kt = 0;
             attn_kpart(G, s, j, i, &ma, &kt);
@@ -1339,7 +1382,7 @@ ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
                     return TS_ENOMEM;
                 for (int64_t c = c0; c < c1; c++)
                     memcpy(blk + (c - c0) * N, kc + c * s->nc, (size_t)s->nc * 4);
-                ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, (s->y0 + 1 + i) * L->t->width + s->x + j * s->kc,
+                ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, (s->y0 + 1 + i) * L->t->width + s->x + attn_kx(s, j),
                                                       (uint64_t)(kt + q * (c1 - c0) * N * 4), blk,
                                                       (uint32_t)((c1 - c0) * N * 4), L->err);
                 ts_free(blk);
@@ -1347,7 +1390,7 @@ ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
                     return L->err->status;
             }
             if (i == 0 && s->vals &&
-                ts_program_add_segment(P, WSE_KIND_PE, (s->y0 + 1) * L->t->width + s->x + j * s->kc, (uint64_t)ma,
+                ts_program_add_segment(P, WSE_KIND_PE, (s->y0 + 1) * L->t->width + s->x + attn_kx(s, j), (uint64_t)ma,
                                        s->vals + j * per, (uint32_t)(per * 4), L->err))
                 return L->err->status;
         }

@@ -108,6 +108,8 @@ typedef struct lw_stage {
     int64_t nc;   /* attention: keys and values before the stream's (a KV cache's) */
     int64_t nseq; /* attention: the sequences of M rows it takes one after another (a batch) */
     float *cache; /* attention: per head its nc cached keys (K x nc), then values (nc x C) (owned) */
+    bool fold;    /* attention: each head's V parts after its first down the column east of its K parts
+                   * (lower_wse_attn.c), not along row 0 */
     bool band;    /* attention: every head's mask is constant along its diagonals (a causal or sliding-
                    * window mask): vals keeps M + nc + M - 1 values a head, row m its [M - 1 - m, +N) */
 } lw_stage;

@@ -21,7 +21,7 @@ void ts_lww_colours(lw *L)
          * 3) likewise; a stage's input colour is its predecessor's output colour */
         s->set = !pv ? 0 : !s->lane ? (pv->set == 0 ? 1 : 0) : (pv->set == 2 ? 3 : 2);
         s->cin = pv ? pv->cout : 0;
-        s->cout = lw_gcol(s, s->w - 1);
+        s->cout = s->fold ? lw_rcol(s, 0) : lw_gcol(s, s->w - 1); /* a folded attention's: up its last column */
         if (s->kind == K_JOIN || s->kind == K_CONCAT)
             s->cskip = L->st[s->prev2].cout;
     }
