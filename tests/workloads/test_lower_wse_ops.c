@@ -760,6 +760,22 @@ START_TEST(test_attention_proj)
 }
 END_TEST
 
+/* The run's logits against the double interpreter within 2e-5 (1 + |y|) (the decoder tests below
+ * say why that tolerance holds). */
+static void check_logits(const ts_graph *g, const lowered *L, const char *spec)
+{
+    gref r;
+    gref_run(g, &r);
+    int y = ts_graph_find(g, "logits");
+    const ts_graph_tensor *t = ts_graph_get_tensor(g, y);
+    for (int64_t k = 0; k < ts_graph_tensor_elems(t); k++) {
+        double got = out_at(L, y, (uint64_t)k), want = r.v[y][k];
+        ck_assert_msg(fabs(got - want) <= 2e-5 * (1 + fabs(want)), "%s: logits[%lld]: got %.9g, want %.9g", spec,
+                      (long long)k, got, want);
+    }
+    gref_free(&r);
+}
+
 /* The built-in decoder `gpt` in GPT-2's reduced form (LayerNorm, tanh Gelu, biases; docs/llm.md),
  * 2 layers: prefill of 8 tokens under its causal mask (_i 0) and decode of one token against its
  * KV cache of 7 (_i 1); prefill under a mask constant along no diagonal (_i 2: causal, and some
@@ -800,16 +816,7 @@ START_TEST(test_gpt_prefill)
         ck_assert_uint_eq(at->w, 4);
         ck_assert_uint_eq(at->macs, (uint64_t)((_i >= 6 ? 2 : 1) * 4 * (_i == 5 || _i == 7 ? 1 : 8) * 8 * 2 * 8));
     }
-    gref r;
-    gref_run(g, &r);
-    int y = ts_graph_find(g, "logits");
-    const ts_graph_tensor *t = ts_graph_get_tensor(g, y);
-    for (int64_t k = 0; k < ts_graph_tensor_elems(t); k++) {
-        double got = out_at(&L, y, (uint64_t)k), want = r.v[y][k];
-        ck_assert_msg(fabs(got - want) <= 2e-5 * (1 + fabs(want)), "%s: logits[%lld]: got %.9g, want %.9g", spec,
-                      (long long)k, got, want);
-    }
-    gref_free(&r);
+    check_logits(g, &L, spec);
     if (_i == 3) { /* one value off its diagonal: the whole 8 x 8 mask is kept, 49 values more */
         m[4][2] = -5.0f;
         ck_assert_int_eq(ts_graph_set_data(g, ts_graph_find(g, "mask"), m, sizeof m, &e), TS_OK);
@@ -872,16 +879,7 @@ START_TEST(test_gpt_swiglu)
         ck_assert_str_eq(gate[-1].what, "matmul");
         ck_assert_uint_eq(gate[-1].macs, (uint64_t)(M * 32 * 128));
     }
-    gref r;
-    gref_run(g, &r);
-    int y = ts_graph_find(g, "logits");
-    const ts_graph_tensor *t = ts_graph_get_tensor(g, y);
-    for (int64_t k = 0; k < ts_graph_tensor_elems(t); k++) {
-        double got = out_at(&L, y, (uint64_t)k), want = r.v[y][k];
-        ck_assert_msg(fabs(got - want) <= 2e-5 * (1 + fabs(want)), "%s: logits[%lld]: got %.9g, want %.9g", spec,
-                      (long long)k, got, want);
-    }
-    gref_free(&r);
+    check_logits(g, &L, spec);
     lowered_free(&L);
     ts_graph_destroy(g);
 }
@@ -918,16 +916,7 @@ START_TEST(test_gpt_cache_fold)
         ck_assert_uint_eq(at->h, (uint32_t)(1 + 16 / H));
         ck_assert_uint_le(at->mem_bytes, 1024);
     }
-    gref r;
-    gref_run(g, &r);
-    int y = ts_graph_find(g, "logits");
-    const ts_graph_tensor *t = ts_graph_get_tensor(g, y);
-    for (int64_t k = 0; k < ts_graph_tensor_elems(t); k++) {
-        double got = out_at(&L, y, (uint64_t)k), want = r.v[y][k];
-        ck_assert_msg(fabs(got - want) <= 2e-5 * (1 + fabs(want)), "%s: logits[%lld]: got %.9g, want %.9g", spec,
-                      (long long)k, got, want);
-    }
-    gref_free(&r);
+    check_logits(g, &L, spec);
     lowered_free(&L);
     ts_graph_destroy(g);
 }
