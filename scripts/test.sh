@@ -17,7 +17,6 @@ meson test -C build-test --print-errorlogs --num-processes "$jobs" | tee "$log"
 # (test_lower_tsp 33 s of CPU against 77 s), for about 80 s more of compiling (docs/testing.md).
 [ -d build-asan ] || meson setup build-asan --buildtype=debug -Doptimization=1 \
   -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true >/dev/null
-ninja -C build-asan
 # Timeouts are about 5x each test's time in the normal build (docs/testing.md). The ASan + UBSan
 # build ran the tests 2 to 7 times slower unoptimised: its run multiplies them by 4, meson's and
 # Check's alike. The docs suite (every command of the docs, as written: whole models) runs in the
@@ -31,6 +30,26 @@ ninja -C build-asan
 asan_tests=$(meson test -C build-asan --list --no-rebuild --no-suite docs --no-suite calibration |
   sed -n 's|^[^ ]* / ||p' | grep -vxE 'sweep|cli_values|cli_ipu')
 [ -n "$asan_tests" ] || { echo "no test to run under ASan + UBSan" >&2; exit 1; }
+# Only what these tests run is built here (their executables and the programs they depend on), not
+# the benchmarks, the calibration suites or the tools: the test list is read before the build.
+asan_targets=$(meson introspect build-asan --tests --targets | python3 -c '
+import json, os, sys
+root = os.path.abspath(sys.argv[1])
+names = set(sys.argv[2].split())
+info = json.load(sys.stdin)
+files = {t["id"]: t["filename"] for t in info["targets"]}
+out = set()
+for t in info["tests"]:
+    if t["name"] not in names:
+        continue
+    if os.path.abspath(t["cmd"][0]).startswith(root + os.sep):
+        out.add(os.path.relpath(t["cmd"][0], root))
+    for d in t["depends"]:
+        out.update(os.path.relpath(f, root) for f in files.get(d, []))
+print("\n".join(sorted(out)))' build-asan "$asan_tests")
+[ -n "$asan_targets" ] || { echo "no target to build under ASan + UBSan" >&2; exit 1; }
+# shellcheck disable=SC2086 # one target per word
+ninja -C build-asan $asan_targets
 # shellcheck disable=SC2086 # one test name per word
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   TS_SANITIZED=1 CK_FORK=yes CK_TIMEOUT_MULTIPLIER=4 meson test -C build-asan --no-rebuild --print-errorlogs \
