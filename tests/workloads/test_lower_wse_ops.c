@@ -895,37 +895,49 @@ START_TEST(test_gpt_swiglu)
 }
 END_TEST
 
-/* Decode against a KV cache of 63 (seq 64) planned for PEs of 1,024 bytes: a K part keeps 2 key
- * columns of 64 positions, a V part 2 value columns, so with 2 heads of 16 columns (_i 0: 8 K and
- * 8 V parts a head) or 4 query heads of 8 on 2 key heads (_i 1: 4 and 4) each head's V parts
- * after its first are folded down the column east of its K parts: 2 columns a head, not 8 or 4
- * (the chain down that column and back up on its own colour to the next head, the last head's
- * out of the stage). GPT-2's reduced form, one layer. Logits against the double interpreter within 2e-5 (1 + |y|),
- * as test_gpt_prefill: the probabilities' sums over 64 positions and the heads' 16, f32, the exp
- * and reciprocal within about 1e-7 relative. */
+/* Decode against a KV cache of 63 (seq 64), GPT-2's reduced form, one layer, on PEs too small for
+ * a head's positions in one K or V part. _i 0 and 1: the head's positions split in blocks, one PE
+ * each down the head's column (2 heads of 16 columns on PEs of 2,304 bytes: 4 blocks of 16; 4
+ * query heads of 8 on 2 key heads on 800 bytes: 7 blocks, 6 of 10 and the last of 4): each block
+ * its scores, max, exp and sum and its outputs, combined up the column with the online softmax's
+ * rescaling, the top block dividing by the sum.
+ * _i 2: a batch of 2 sequences, each its own cache (not split), on PEs of 1,024 bytes: a K part
+ * keeps one key column of both sequences' 64 positions, a V part one value column, 16 K and 16
+ * V parts a head, the V parts after the first folded down the column east of the K parts: 2
+ * columns a head, not 16 (the chain down that column and back up on its own colour to the next
+ * head, the last head's out of the stage). Logits against the double interpreter within 2e-5
+ * (1 + |y|), as test_gpt_prefill: f32 sums of at most 64 terms (a block's 16 probabilities and
+ * value rows, the 4 blocks' rescaled sums), the exp and reciprocal within about 1e-7 relative. */
 START_TEST(test_gpt_cache_fold)
 {
     ts_err e;
     ts_err_init(&e);
     ts_graph *g = NULL;
     char spec[160];
-    const int H = _i ? 4 : 2;
+    const int H = _i == 1 ? 4 : 2;
     snprintf(spec, sizeof spec, "gpt:layers=1,hidden=32,heads=%d,ffn=64,kv_heads=2,vocab=40,seq=64,dtype=f32,"
-             "phase=decode", H);
+             "phase=decode,batch=%d", H, _i == 2 ? 2 : 1);
     ck_assert_msg(ts_wl_builtin(spec, &g, &e) == TS_OK, "%s", e.msg);
     lowered L = {0};
-    lower_sram = 1024;
+    lower_sram = _i == 0 ? 2304 : _i == 1 ? 800 : 1024;
     lower_and_run(g, 96, 32, &L);
-    lower_sram = 0;
     {
         const ts_lower_wse_stage *at = stage_of(&L, "attention", 0);
         ck_assert_ptr_nonnull(at);
-        ck_assert_uint_eq(at->kr, (uint32_t)(16 / H)); /* 2 of the head's 32 / H columns each */
-        ck_assert_uint_eq(at->kc, (uint32_t)(16 / H));
-        ck_assert_uint_eq(at->w, (uint32_t)(2 * H)); /* along row 0: 16 of them */
-        ck_assert_uint_eq(at->h, (uint32_t)(1 + 16 / H));
-        ck_assert_uint_le(at->mem_bytes, 1024);
+        ck_assert_uint_le(at->mem_bytes, lower_sram);
+        if (_i < 2) { /* a column of blocks a head, each all of its columns */
+            ck_assert_uint_eq(at->kr, 1);
+            ck_assert_uint_eq(at->kc, 1);
+            ck_assert_uint_eq(at->w, (uint32_t)H);
+            ck_assert_uint_eq(at->h, _i ? 7 : 4);
+        } else { /* one of the head's 16 columns each, along row 0: 32 columns */
+            ck_assert_uint_eq(at->kr, 16);
+            ck_assert_uint_eq(at->kc, 16);
+            ck_assert_uint_eq(at->w, (uint32_t)(2 * H));
+            ck_assert_uint_eq(at->h, 17);
+        }
     }
+    lower_sram = 0;
     check_logits(g, &L, spec);
     lowered_free(&L);
     ts_graph_destroy(g);
@@ -1177,7 +1189,7 @@ int main(void)
     tcase_set_timeout(tb, 300);
     tcase_add_test(tb, test_attention_batch);
     tcase_add_loop_test(tb, test_gpt_prefill, 4, 8);
-    tcase_add_loop_test(tb, test_gpt_cache_fold, 0, 2);
+    tcase_add_loop_test(tb, test_gpt_cache_fold, 0, 3);
     tcase_add_loop_test(tb, test_transpose_rows, 0, 2);
     suite_add_tcase(s, tb);
     SRunner *r = srunner_create(s);

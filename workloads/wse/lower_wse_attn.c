@@ -40,6 +40,10 @@
  *   row 0 (V)  V[n][0..DV); per probabilities row: the output row (fmacs of V's rows by p[n]),
  *              then the row chain east: PE j passes on the outputs of the instances west of
  *              it, then sends its own.
+ * A decode head too long for one K and one V part (three V parts or more; one row against a cache,
+ * no mask) is split by positions instead (s->nbk, attn_block): a column of PEs, each a block of
+ * the positions' keys and values of every column, its scores, max, exps, sum and outputs, combined
+ * up the column with the online softmax's rescaling; the top block divides and joins the chain.
  * The stage reads the whole of F before it gives anything out (the skip path's lag). A batch of
  * sequences (F's rows in the stream: sequence after sequence) goes through it one sequence after
  * another, every PE keeping one sequence's keys and values at a time: the same PEs and memory as
@@ -721,6 +725,13 @@ static uint64_t attn_kmem(uint64_t R, uint64_t N, uint64_t cs, uint64_t nkv)
     return R * cs * 4 + nkv * cs * N * 4 + N * 4 + 16;
 }
 static uint64_t attn_vmem(uint64_t N, uint64_t cv, uint64_t nkv) { return nkv * N * cv * 4 + N * 4 + cv * 4 + 8; }
+/* SRAM of a block PE of a decode head whose positions are split (s->nbk): the scores of nb
+ * positions, the block's header (max, sum) and outputs, the header from below, a scalar, a zero
+ * and a junk word, the query, the block's keys (K x nb) and values (nb x DV). */
+static uint64_t attn_bmem(uint64_t K, uint64_t DV, uint64_t nb)
+{
+    return (nb + 2 + DV + 2 + 3 + K + K * nb + nb * DV) * 4;
+}
 /* The sequences whose keys and values a stage keeps at once. */
 static int64_t attn_nkv(const lw_stage *s) { return s->nc && s->nseq > 1 ? s->nseq : 1; }
 
@@ -821,6 +832,26 @@ static ts_status head_masks(lw *L, const ts_graph_node *ln, const av *o, int64_t
     return TS_OK;
 }
 
+/* Whether a decode head (one query row against a cache, no mask) is split by positions: blocks
+ * of s->nbk positions, one PE each down the head's column, the fewest whose PE fits, as even as
+ * they go (at least two; the value columns apart from the query and key columns). */
+static bool split_blocks(lw_stage *s, const av *o, uint64_t sram)
+{
+    const uint64_t N = (uint64_t)(s->M + s->nc), K = (uint64_t)o->K, DV = (uint64_t)o->DV;
+    for (int64_t j = 0; j < s->N; j++) {
+        const int64_t q0 = s->cols[3 * j], k0 = s->cols[3 * j + 1], v0 = s->cols[3 * j + 2];
+        if ((v0 < q0 + o->K && q0 < v0 + o->DV) || (v0 < k0 + o->K && k0 < v0 + o->DV))
+            return false;
+    }
+    uint64_t nb = 0;
+    while (nb < N && attn_bmem(K, DV, nb + 1) <= sram)
+        nb++;
+    if (nb == 0 || nb >= N)
+        return false;
+    s->nbk = (int64_t)ts_geom_cdiv(N, ts_geom_cdiv(N, nb));
+    return true;
+}
+
 /* The attention stage s of the region G (its output o, given by node ln; F its stream ft): H
  * query heads (head[j nseq + q] the sub-instance of head j in sequence q, hmask their masks or
  * NULL), its sequences, cached keys and values (each sequence's: a batch decoding), masks and
@@ -883,12 +914,22 @@ static ts_status fill_stage(lw *L, const region *G, const av *o, const ts_graph_
     s->kr = (uint32_t)kp;
     s->kc = (uint32_t)vp;
     /* three V parts or more: a head's V parts after its first go down the column east of its K
-     * parts (two columns a head), not along row 0 (vp columns a head) */
+     * parts (two columns a head), not along row 0 (vp columns a head); or, decoding one row
+     * against a cache with no mask, the head's positions split in blocks down one column, each
+     * PE a block's keys and values of every column (split_blocks) */
     s->fold = vp >= 3;
-    s->w = (uint32_t)(H * (int64_t)(s->fold ? 2 : vp));
-    s->h = (uint32_t)(1 + (s->fold && vp - 2 > kp ? vp - 2 : kp));
-    uint64_t mk = attn_kmem(R, N, ts_geom_cdiv(K, kp), nkv) + mb, mv = attn_vmem(N, ts_geom_cdiv(DV, vp), nkv);
-    s->mem = mk > mv ? mk : mv;
+    if (s->fold && G->Nc && nseq == 1 && S == 1 && !hmask && split_blocks(s, o, sram)) {
+        s->fold = false;
+        s->kr = s->kc = 1;
+        s->w = (uint32_t)H;
+        s->h = (uint32_t)ts_geom_cdiv(N, (uint64_t)s->nbk);
+        s->mem = attn_bmem(K, DV, (uint64_t)s->nbk);
+    } else {
+        s->w = (uint32_t)(H * (int64_t)(s->fold ? 2 : vp));
+        s->h = (uint32_t)(1 + (s->fold && vp - 2 > kp ? vp - 2 : kp));
+        uint64_t mk = attn_kmem(R, N, ts_geom_cdiv(K, kp), nkv) + mb, mv = attn_vmem(N, ts_geom_cdiv(DV, vp), nkv);
+        s->mem = mk > mv ? mk : mv;
+    }
     if (s->mem > sram)
         rc = ts_lower_fail(L->err, ln, "keeps a score row%s and one query and key column of %lld rows: %.1f KiB in "
                            "one PE of %.1f KiB: does not fit by %.1f KiB (%llu bytes)", mb ? ", the mask" : "",
@@ -1335,6 +1376,178 @@ static void attn_vpart(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t t, int
     }
 }
 
+/* Patch the label of the branch at pc (operand a) to the next instruction. */
+static void attn_patch(lw_gen *G, int pc, int a)
+{
+    if (!G->oom)
+        G->s->insn[pc].a[a] = ts_lww_pc(G);
+}
+
+/* Block b of head j's positions (s->nbk: [b nbk, +cnt) of the N = nc + 1), the PE at row b of
+ * the head's column: it keeps the query, the block's keys (K^T rows of cnt) and values (cnt rows
+ * of DV); the last block also the new token's key and value from the stream. From the row of F:
+ * the block's scores, their max m and exp(scale (x - m)) in place, their sum l, the outputs
+ * o = sum of p[n] v[n]; then, from the block below, (m', l') and its outputs o', combined with
+ * the online softmax's rescaling: M = max(m, m'), a = exp(scale (m' - M)), c = exp(scale (m - M))
+ * (one of them 1), l := a l' + c l, o := a o' + c o; sent north (M, l, o), the header first and
+ * the outputs as they come (o' times a plus c o in one fmacs from the fabric to the fabric). The
+ * top block divides o by l and joins the heads' row chain east along row 0. Nothing of a block
+ * waits on another before its own outputs: the blocks compute side by side, the combining goes up
+ * the column one block after another. */
+static void attn_block(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int *kt, int *va)
+{
+    const int64_t N = s->M + s->nc, nbk = s->nbk, B = (int64_t)ts_geom_cdiv((uint64_t)N, (uint64_t)nbk),
+                  n0 = (int64_t)b * nbk, cnt = N - n0 < nbk ? N - n0 : nbk, K = s->K, DV = s->C;
+    const bool top = b == 0, bottom = (int64_t)b + 1 == B, nexth = j + 1 < (uint32_t)s->N;
+    const int SC = 0, HD = (int)nbk * 4, ACC = HD + 8, IN = ACC + (int)DV * 4, CW = IN + 8, ZA = CW + 4, JA = ZA + 4,
+              QA = JA + 4, KT = QA + (int)K * 4, VA = KT + (int)(K * nbk) * 4;
+    const uint32_t up = lw_rcol(s, b), below = lw_rcol(s, b + 1), ci = lw_gcol(s, j - 1), co = lw_gcol(s, j);
+    *kt = KT;
+    *va = VA;
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, top ? P_W : P_N, P_R | (bottom ? 0 : P_S) | (top && nexth ? P_E : 0));
+    if (!bottom)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)below, P_S, P_R);
+    if (!top)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)up, P_R, P_N);
+    if (top && j)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
+    if (top)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)co, P_R, lw_outp(s, !nexth));
+    ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
+    ts_lww_op(G, WSE_OP_ST, 3, 15, 15, ZA);
+    /* the row of F: the query; the last block the new key (at its column of K^T) and value */
+    {
+        const int64_t ls = s->nc - n0; /* the new token's place in the last block */
+        int64_t col[3] = {s->cols[3 * j], s->cols[3 * j + 1], s->cols[3 * j + 2]}, len[3] = {K, K, DV};
+        uint64_t addr[3] = {(uint64_t)QA, (uint64_t)(KT + ls * 4), (uint64_t)(VA + ls * DV * 4)};
+        int stride[3] = {1, (int)cnt, 1}, o[3] = {0, 1, 2};
+        const int n = bottom ? 3 : 1;
+        for (int a = 0; a < n; a++) /* in column order */
+            for (int c = a + 1; c < n; c++)
+                if (col[o[c]] < col[o[a]]) {
+                    const int t = o[a];
+                    o[a] = o[c], o[c] = t;
+                }
+        int64_t at = 0;
+        for (int a = 0; a < n; a++) {
+            const int k = o[a];
+            if (col[k] > at)
+                ts_lww_in_to_mem(G, s->cin, (uint64_t)JA, (uint64_t)(col[k] - at), 0);
+            ts_lww_in_to_mem(G, s->cin, addr[k], (uint64_t)len[k], stride[k]);
+            at = col[k] + len[k];
+        }
+        if (s->L > at)
+            ts_lww_in_to_mem(G, s->cin, (uint64_t)JA, (uint64_t)(s->L - at), 0);
+    }
+    ts_lww_exp_consts(G);
+    ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits((float)(1.4426950408889634 * s->lo)));
+    /* the block's scores, their max (r1), exp in place and sum (r8), kept at HD */
+    ts_lww_op(G, WSE_OP_DSDM, 4, 2, SC, (int)cnt, 1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)cnt, 0);
+    ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 4, KT, (int)cnt, 1);
+    ts_lww_op(G, WSE_OP_LI, 2, 1, QA);
+    attn_macs(G, KT, K, (int)cnt * 4);
+    ts_lww_row_max(G, cnt);
+    ts_lww_op(G, WSE_OP_FLI, 2, 8, ts_lww_bits(0.0f));
+    ts_lww_op(G, WSE_OP_LI, 2, 6, SC);
+    int e = ts_lww_loop_head(G, 7, cnt);
+    ts_lww_op(G, WSE_OP_LD, 3, 2, 6, 0);
+    ts_lww_exp(G);
+    ts_lww_op(G, WSE_OP_ST, 3, 3, 6, 0);
+    ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 3);
+    ts_lww_op(G, WSE_OP_ADDI, 3, 6, 6, 4);
+    ts_lww_loop_end(G, 7, e);
+    ts_lww_op(G, WSE_OP_ST, 3, 1, 15, HD);
+    ts_lww_op(G, WSE_OP_ST, 3, 8, 15, HD + 4);
+    /* its outputs: sum of p[n] v[n] */
+    ts_lww_op(G, WSE_OP_DSDM, 4, 2, ACC, (int)DV, 1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)DV, 0);
+    ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 4, VA, (int)DV, 1);
+    ts_lww_op(G, WSE_OP_LI, 2, 1, SC);
+    attn_macs(G, VA, cnt, (int)DV * 4);
+    if (bottom) { /* (m, l) and o north */
+        ts_lww_mem_to_out(G, (uint64_t)HD, (uint64_t)(2 + DV), up);
+        return;
+    }
+    /* (m', l') from below; M in r1, a in r6, c in r7 */
+    ts_lww_in_to_mem(G, below, (uint64_t)IN, 2, 1);
+    ts_lww_op(G, WSE_OP_LD, 3, 1, 15, HD);
+    ts_lww_op(G, WSE_OP_LD, 3, 2, 15, IN);
+    ts_lww_op(G, WSE_OP_FSUB, 3, 3, 2, 1);
+    const int own = ts_lww_pc(G);
+    ts_lww_op(G, WSE_OP_BLT, 3, 3, 15, 0); /* m' < m: M = m */
+    ts_lww_op(G, WSE_OP_MOV, 2, 1, 2);     /* M = m', a = 1, c = exp(scale (m - m')) */
+    ts_lww_op(G, WSE_OP_LD, 3, 2, 15, HD);
+    ts_lww_exp(G);
+    ts_lww_op(G, WSE_OP_MOV, 2, 7, 3);
+    ts_lww_op(G, WSE_OP_FLI, 2, 6, ts_lww_bits(1.0f));
+    const int done = ts_lww_pc(G);
+    ts_lww_op(G, WSE_OP_BR, 1, 0);
+    attn_patch(G, own, 2);
+    ts_lww_op(G, WSE_OP_LD, 3, 2, 15, IN); /* M = m, a = exp(scale (m' - m)), c = 1 */
+    ts_lww_exp(G);
+    ts_lww_op(G, WSE_OP_MOV, 2, 6, 3);
+    ts_lww_op(G, WSE_OP_FLI, 2, 7, ts_lww_bits(1.0f));
+    attn_patch(G, done, 0);
+    ts_lww_op(G, WSE_OP_LD, 3, 2, 15, IN + 4); /* l = a l' + c l */
+    ts_lww_op(G, WSE_OP_FMUL, 3, 2, 2, 6);
+    ts_lww_op(G, WSE_OP_LD, 3, 3, 15, HD + 4);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 3, 3, 7);
+    ts_lww_op(G, WSE_OP_FADD, 3, 8, 2, 3);
+    ts_lww_op(G, WSE_OP_ST, 3, 1, 15, HD);
+    ts_lww_op(G, WSE_OP_ST, 3, 8, 15, HD + 4);
+    ts_lww_op(G, WSE_OP_ST, 3, 7, 15, CW); /* o := c o, then a o' + it */
+    ts_lww_op(G, WSE_OP_DSDM, 4, 3, CW, (int)DV, 0);
+    ts_lww_op(G, WSE_OP_FMULS, 5, 2, 2, 3, -1, -1);
+    ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)below, (int)DV);
+    if (!top) {
+        ts_lww_mem_to_out(G, (uint64_t)HD, 2, up);
+        ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)up, (int)DV, 0);
+        ts_lww_op(G, WSE_OP_FMACS, 6, 5, 2, 6, 6, -1, -1);
+        return;
+    }
+    ts_lww_op(G, WSE_OP_FMACS, 6, 2, 2, 6, 6, -1, -1);
+    ts_lww_recip(G); /* o / l, then the row chain: the heads west of it, then its own */
+    ts_lww_op(G, WSE_OP_ST, 3, 1, 15, CW);
+    ts_lww_op(G, WSE_OP_FMULS, 5, 2, 2, 3, -1, -1);
+    if (j)
+        ts_lww_in_to_out(G, ci, co, (uint64_t)(j * DV));
+    ts_lww_mem_to_out(G, (uint64_t)ACC, (uint64_t)DV, co);
+}
+
+/* The PEs of a stage whose heads' positions are split (s->nbk): head j's blocks down column j,
+ * each with its cached keys and values. */
+static ts_status emit_blocks(lw *L, ts_program *P, const lw_stage *s, lw_gen *G)
+{
+    const int64_t N = s->M + s->nc, nbk = s->nbk, K = s->K, DV = s->C;
+    const uint32_t B = (uint32_t)ts_geom_cdiv((uint64_t)N, (uint64_t)nbk);
+    for (uint32_t j = 0; j < (uint32_t)s->N; j++)
+        for (uint32_t b = 0; b < B; b++) {
+            const uint32_t pe = (s->y0 + b) * L->t->width + s->x + j;
+            if (!ts_lww_pe_stream(P, L->t, s->x + j, s->y0 + b, G))
+                return TS_ENOMEM;
+            int kt = 0, va = 0;
+            attn_block(G, s, j, b, &kt, &va);
+            const int64_t n0 = (int64_t)b * nbk, cnt = N - n0 < nbk ? N - n0 : nbk,
+                          nch = s->nc - n0 < cnt ? s->nc - n0 : cnt; /* its cached positions */
+            const float *kc = s->cache + (size_t)j * (size_t)(K * s->nc + s->nc * DV), *vc = kc + K * s->nc;
+            float *blk = ts_calloc((size_t)(K * cnt), 4);
+            if (!blk)
+                return TS_ENOMEM;
+            for (int64_t k = 0; k < K; k++) /* K^T rows of cnt */
+                memcpy(blk + k * cnt, kc + k * s->nc + n0, (size_t)nch * 4);
+            ts_status rc =
+                ts_program_add_segment(P, WSE_KIND_PE, pe, (uint64_t)kt, blk, (uint32_t)(K * cnt * 4), L->err);
+            ts_free(blk);
+            if (rc || (nch && ts_program_add_segment(P, WSE_KIND_PE, pe, (uint64_t)va, vc + n0 * DV,
+                                                     (uint32_t)(nch * DV * 4), L->err)))
+                return L->err->status;
+        }
+    return TS_OK;
+}
+
 ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
 {
     const lw_stage *s = &L->st[si];
@@ -1343,6 +1556,8 @@ ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)
         return ts_lower_fail(L->err, ts_graph_get_node(L->g, s->node),
                              "is an attention whose heads take %u V parts each (folded into a column) and whose "
                              "output also goes to a skip path: not lowered", s->kc);
+    if (s->nbk)
+        return emit_blocks(L, P, s, G);
     for (uint32_t j = 0; j < (uint32_t)s->N; j++) {
         for (uint32_t t = 0; t < s->kc; t++) {
             uint32_t vx = 0, vy = 0;

@@ -112,6 +112,8 @@ typedef struct lw_stage {
                    * (lower_wse_attn.c), not along row 0 */
     bool band;    /* attention: every head's mask is constant along its diagonals (a causal or sliding-
                    * window mask): vals keeps M + nc + M - 1 values a head, row m its [M - 1 - m, +N) */
+    int64_t nbk;  /* attention: a decode head's positions split in blocks of nbk over a column of PEs
+                   * (lower_wse_attn.c, each a block's keys and values), 0 when not split */
 } lw_stage;
 
 /* The lowering of one graph: its stages in stream order, west to east. */

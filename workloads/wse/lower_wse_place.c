@@ -302,7 +302,13 @@ static ts_status elem_widths(lw *L, uint32_t Hm)
             lw_stage *s = &L->st[i];
             if (!elem_splits(L, s))
                 continue;
-            uint64_t g = ts_geom_cdiv(s->in_n * elem_cost(s), L->T ? L->T : 1);
+            /* SwiGLU's gate whose stream is half the pipeline time or more (a decode's long row):
+             * its first PE also passes on the stream's other parts (about a cycle a value) before
+             * its own part comes, so its part must fit in what T leaves (all it may take when
+             * nothing is left) */
+            const bool pass = s->eop == TS_OP_MUL && 2 * s->in_n >= L->T;
+            const uint64_t T = pass && L->T > s->in_n ? L->T - s->in_n : L->T;
+            uint64_t g = pass && L->T <= s->in_n ? gmax : ts_geom_cdiv(s->in_n * elem_cost(s), T ? T : 1);
             const uint64_t most = s->eop == TS_OP_MUL || gmax < 8 ? gmax : 8; /* SwiGLU's gate: up to 64 */
             g = g < most ? g : most;
             g = g < (uint64_t)s->L ? g : (uint64_t)s->L; /* at most one PE per element of a row */
