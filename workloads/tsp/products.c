@@ -1575,16 +1575,16 @@ static ts_status sched_one(lt *L, psched *s)
     return rc != TS_OK ? rc : stream_block(L, s);
 }
 
-/* A 3 x 3 (or larger) Conv of 32 pixels or more, or a 1 x 1 one of 32 to 127, without the east copy,
- * on the west planes (wpair_mode; ResNet's stages 3 and 4, 196 and 49 pixels; stage 3's 1 x 1 convs
- * too left MEM W0's text unfetchable in time): its reduction blocks two by two, block
+/* A 3 x 3 (or larger) Conv of 32 pixels or more, or a 1 x 1 one of 32 to 255 (fewer than QUAD_PASSES:
+ * no east copy), without the east copy, on the west planes (wpair_mode; ResNet's stages 3 and 4, 196
+ * and 49 pixels): its reduction blocks two by two, block
  * k on W0 and k + 1 on W1 at once, a pixel's two abc timed so that both products reach the VXM in
  * one cycle, added, then to the bias or the partial sum: one partial sum written and read a pixel
  * for two blocks. */
 static bool wpair_mode(const lt *L, const psched *s)
 {
     const prod *p = s->p;
-    return p->kind == 2 && (p->w.kh * p->w.kw > 1 || p->M < DUAL_PASSES) && !L->mode && p->G == 1 && !p->rep &&
+    return p->kind == 2 && (p->w.kh * p->w.kw > 1 || p->M < QUAD_PASSES) && !L->mode && p->G == 1 && !p->rep &&
            !s->m.east && p->KT >= 2 && p->M >= 32 && s->m0 == 0 && s->m1 == p->M && L->tg->mxm_west >= 2;
 }
 
