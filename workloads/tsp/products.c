@@ -1259,10 +1259,13 @@ static uint32_t chunk_rows(const lt *L, const prod *p)
 /* A packed Conv of two groups on four planes (pair_mode): its two blocks of a base on a pair of
  * planes at once (W0 and W1, or E0 and E1), a pixel's two abc timed so that both products reach the
  * VXM in one cycle, where they are added, with the bias, to be requantised: no partial sums in the
- * east MEM. */
+ * east MEM. A 1 x 1 Conv of two reduction blocks with the east copy goes the same way. */
 static bool pair_mode(const lt *L, const psched *s)
 {
     const prod *p = s->p;
+    if (p->kind == 2) /* a 1 x 1 Conv of two blocks, written in slots or not */
+        return p->KT == 2 && p->w.kh * p->w.kw == 1 && p->G == 1 && (p->NT == 1 || p->rep) && s->m.east &&
+               L->tg->mxm_east >= 2;
     return p->kind == 6 && p->pl.G == 2 && p->NT == 1 && !p->rep && s->m.east && L->tg->mxm_east >= 2;
 }
 
@@ -1313,11 +1316,13 @@ static ts_status pack_pixel(lt *L, const prod *p, tens *pk, ts_lower_tsp_layer *
 static ts_status pack_block(lt *L, prod *p, tens *pk, ts_lower_tsp_layer *ly);
 
 /* Base by base: its group-0 block on W0 and E0, its group-1 block on W1 and E1, the pixels of the
- * base alternating between the west and the east pair. */
+ * base alternating between the west and the east pair. A 1 x 1 Conv of two reduction blocks (ResNet's
+ * 512-channel ones of 784 pixels) goes the same way, its blocks for groups, the slots of its output
+ * for bases (one base if it writes no slots): no partial sums. */
 static ts_status sched_pairs(lt *L, psched *s)
 {
     prod *p = s->p;
-    uint32_t R = p->pl.R;
+    uint32_t R = p->kind == 6 ? p->pl.R : p->NT; /* a 1 x 1 Conv of two blocks: a base per slot */
     s->np = 4;
     for (int j = 0; j < 4; j++)
         s->planes[j] = j;
@@ -1326,31 +1331,36 @@ static ts_status sched_pairs(lt *L, psched *s)
     for (uint32_t b = 0; b < R; b++) {
         bool any = false;
         for (uint32_t m = 0; m < p->M && !any; m++)
-            any = pbase(p, m) == b;
+            any = p->kind == 6 ? pbase(p, m) == b : pix_in(p, m, b);
         if (!any)
             continue;
-        for (int j = 0; j < 4; j++) { /* W0, W1, E0, E1: groups 0, 1, 0, 1 */
-            s->kt = (uint32_t)(j & 1) * R + b;
-            blk_rows(L, s, blk_row0(p, 0, s->kt, L->VL));
+        if (p->kind != 6) { /* slot b's tile: its weight rows at row offset b C (install_on) */
+            s->nt = b;
+            s->nv = tile_rows(p, b, L->VL);
+        }
+        for (int j = 0; j < 4; j++) { /* W0, W1, E0, E1: groups (blocks) 0, 1, 0, 1 */
+            s->kt = p->kind == 6 ? (uint32_t)(j & 1) * R + b : (uint32_t)(j & 1);
+            blk_rows(L, s, blk_row0(p, s->nt, s->kt, L->VL));
             ts_status rc = install_on(L, s, j);
             if (rc != TS_OK)
                 return rc;
         }
         uint32_t turn = 0;
         for (uint32_t m = 0; m < p->M; m++) {
-            if (pbase(p, m) != b)
+            if (p->kind == 6 ? pbase(p, m) != b : !pix_in(p, m, b))
                 continue;
             int j0 = (int)(turn++ % 2) * 2; /* the pair's nearer plane: W0 or E0 */
-            if (!p->packed) { /* its packed vectors just before its passes, so that the VXM takes both in turn */
+            /* a packed Conv's packed vectors just before its passes, so that the VXM takes both in turn */
+            if (p->kind == 6 && !p->packed) {
                 ts_status rc = pack_pixel(L, p, p->x, s->ly, m, 0, 2, s->need);
                 if (rc != TS_OK)
                     return rc;
             }
             pass ps[2];
             for (int g = 0; g < 2; g++) {
-                uint32_t kt = (uint32_t)g * R + b;
+                uint32_t kt = p->kind == 6 ? (uint32_t)g * R + b : (uint32_t)g;
                 ps[g] = (pass){.pl = s->planes[j0 + g], .kt = kt, .xv = act_vec(p, m, kt), .first = true, .final = true,
-                               .bword = s->m.cbase, .sword = s->m.cbase + 4 * s->m.ct};
+                               .bword = s->m.cbase + 4 * (s->m.ct > 1 ? s->nt : 0), .sword = s->m.cbase + 4 * s->m.ct};
             }
             lt_slot(L, p->y, (uint64_t)m * p->y->T, &ps[0].omem, &ps[0].oword);
             pair_arg a = {p, {&ps[0], &ps[1]}};
