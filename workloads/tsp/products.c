@@ -999,8 +999,14 @@ static ts_status install_on(lt *L, psched *s, int j)
  * as its rows become ready, a few rows a cycle where they share a slice (rows_plan). */
 static ts_status install_block(lt *L, psched *s)
 {
-    /* a packed Conv with several bases: the planes take the blocks in turn (sched_blocks) */
-    bool many = s->p->M >= DUAL_PASSES && (s->p->kind != 6 || s->p->pl.nb < 2), east = s->m.east;
+    const prod *p = s->p;
+    bool east = s->m.east;
+    /* a Conv of one reduction block and several output tiles on the west planes alone (ResNet-50's
+     * 256 -> 1024 1 x 1 convs of 196 pixels): its blocks alternate, one plane installing the next
+     * tile while the other streams, rather than each block on both planes; a packed Conv with
+     * several bases: the planes take the blocks in turn (sched_blocks) */
+    bool turns = !L->mode && p->kind == 2 && p->KT == 1 && p->NT >= 2 && !east;
+    bool many = p->M >= DUAL_PASSES && (p->kind != 6 || p->pl.nb < 2) && !turns;
     int npl = east ? 4 : 2;
     s->np = many ? npl : 1;
     for (int j = 0; j < s->np; j++)
