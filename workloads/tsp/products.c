@@ -1002,10 +1002,12 @@ static ts_status install_block(lt *L, psched *s)
     const prod *p = s->p;
     bool east = s->m.east;
     /* a Conv of one reduction block and several output tiles on the west planes alone (ResNet-50's
-     * 256 -> 1024 1 x 1 convs of 196 pixels): its blocks alternate, one plane installing the next
-     * tile while the other streams, rather than each block on both planes; a packed Conv with
-     * several bases: the planes take the blocks in turn (sched_blocks) */
-    bool turns = !L->mode && p->kind == 2 && p->KT == 1 && p->NT >= 2 && !east;
+     * 256 -> 1024 1 x 1 convs of 196 pixels), or of as many tiles as planes or more on all four
+     * (the 1 x 1 convs written in 5 slots for stage 1's packed 3 x 3 convs): its blocks go to the
+     * planes in turn, one plane installing the next tile while the others stream, rather than each
+     * block on every plane; a packed Conv with several bases: the planes take the blocks in turn
+     * (sched_blocks) */
+    bool turns = !L->mode && p->kind == 2 && p->KT == 1 && p->NT >= (east ? 4u : 2u);
     bool many = p->M >= DUAL_PASSES && (p->kind != 6 || p->pl.nb < 2) && !turns;
     int npl = east ? 4 : 2;
     s->np = many ? npl : 1;
