@@ -224,6 +224,105 @@ START_TEST(test_east_planes)
 }
 END_TEST
 
+/* A 1x1 conv of two reduction blocks (330 channels, written by a first conv) on 256 pixels, with the
+ * east copy: its blocks on a pair of planes each (W0 and W1, E0 and E1), a pixel's two products added
+ * on the VXM, no partial sums; bit-exact against the C reference. */
+START_TEST(test_conv1x1_pairs)
+{
+    ts_graph *g = ts_graph_create("conv1x1");
+    const int C = 2, H = 16, W = 16, M1 = 330, M2 = 16;
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
+    int w1 = tensor_dt(g, "w1", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M1, C, 1, 1});
+    int b1 = tensor_dt(g, "b1", TS_TENSOR_WEIGHT, TS_DT_I32, 1, (int64_t[]){M1});
+    int w2 = tensor_dt(g, "w2", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M2, M1, 1, 1});
+    int b2 = tensor_dt(g, "b2", TS_TENSOR_WEIGHT, TS_DT_I32, 1, (int64_t[]){M2});
+    int h = tensor_dt(g, "h", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int r = tensor_dt(g, "r", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int z = tensor_dt(g, "z", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int y = tensor_dt(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    node(g, TS_OP_CONV, "c1", (int[]){x, w1, b1}, 3, h, &a);
+    node(g, TS_OP_RELU, "relu1", (int[]){h}, 1, r, NULL);
+    node(g, TS_OP_CONV, "c2", (int[]){r, w2, b2}, 3, z, &a);
+    node(g, TS_OP_RELU, "relu2", (int[]){z}, 1, y, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    /* c2: one install of each block on each pair's planes (4), not each block on the four planes (8) */
+    ck_assert_uint_eq(l.rep.nlayers, 4);
+    ck_assert_uint_eq(l.rep.layers[2].blocks, 4);
+    ck_assert_uint_eq(l.rep.layers[2].passes, 2 * H * W);
+    int8_t *xv = input_of(g, x);
+    int Ho, Wo;
+    int8_t *rv = ref_conv(xv, C, H, W, w1, b1, M1, 1, 1, 0, true, &Ho, &Wo);
+    int8_t *yv = ref_conv(rv, M1, H, W, w2, b2, M2, 1, 1, 0, true, &Ho, &Wo);
+    int bad = 0, pos = 0;
+    for (int n = 0; n < M2; n++)
+        for (int p = 0; p < Ho * Wo; p++) {
+            int8_t want = yv[(size_t)n * Ho * Wo + p], have = got(&l, y, (uint32_t)p, (uint32_t)n);
+            pos += want > 0;
+            if (want != have && bad++ < 5)
+                fprintf(stderr, "y[%d][%d] = %d, want %d\n", n, p, have, want);
+        }
+    ck_assert_int_eq(bad, 0);
+    ck_assert_int_gt(pos, M2 * Ho * Wo / 8); /* the values are not all clipped (24 % are positive) */
+    ts_free(xv);
+    ts_free(rv);
+    ts_free(yv);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* A 1x1 conv of one reduction block and two output tiles (64 -> 400 channels) on 144 pixels, on the
+ * west planes alone: its two blocks in turn on W0 and W1, not each on both; bit-exact. */
+START_TEST(test_conv1x1_turns)
+{
+    ts_graph *g = ts_graph_create("conv1x1_turns");
+    const int C = 2, H = 12, W = 12, M1 = 64, M2 = 400;
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
+    int w1 = tensor_dt(g, "w1", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M1, C, 1, 1});
+    int w2 = tensor_dt(g, "w2", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M2, M1, 1, 1});
+    int b2 = tensor_dt(g, "b2", TS_TENSOR_WEIGHT, TS_DT_I32, 1, (int64_t[]){M2});
+    int h = tensor_dt(g, "h", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int r = tensor_dt(g, "r", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    int y = tensor_dt(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    node(g, TS_OP_CONV, "c1", (int[]){x, w1}, 2, h, &a);
+    node(g, TS_OP_RELU, "relu1", (int[]){h}, 1, r, NULL);
+    node(g, TS_OP_CONV, "c2", (int[]){r, w2, b2}, 3, y, &a);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    ck_assert_uint_eq(l.rep.nlayers, 3);
+    ck_assert_uint_eq(l.rep.layers[2].blocks, 2); /* one install a tile (4 with each on both planes) */
+    ck_assert_uint_eq(l.rep.layers[2].passes, 2 * H * W);
+    int8_t *xv = input_of(g, x);
+    int Ho, Wo;
+    int8_t *rv = ref_conv(xv, C, H, W, w1, -1, M1, 1, 1, 0, true, &Ho, &Wo);
+    int8_t *yv = ref_conv(rv, M1, H, W, w2, b2, M2, 1, 1, 0, false, &Ho, &Wo);
+    int bad = 0, nz = 0;
+    for (int n = 0; n < M2; n++)
+        for (int p = 0; p < Ho * Wo; p++) {
+            int8_t want = yv[(size_t)n * Ho * Wo + p], have = got(&l, y, (uint32_t)p, (uint32_t)n);
+            nz += want != 0;
+            if (want != have && bad++ < 5)
+                fprintf(stderr, "y[%d][%d] = %d, want %d\n", n, p, have, want);
+        }
+    ck_assert_int_eq(bad, 0);
+    ck_assert_int_gt(nz, M2 * Ho * Wo / 4);
+    ts_free(xv);
+    ts_free(rv);
+    ts_free(yv);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* Gemm with transB and a bias, fused Relu. */
 START_TEST(test_gemm_relu)
 {
@@ -961,6 +1060,8 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_matmul);
     tcase_add_test(tc, test_east_planes);
+    tcase_add_test(tc, test_conv1x1_pairs);
+    tcase_add_test(tc, test_conv1x1_turns);
     tcase_add_test(tc, test_gemm_relu);
     tcase_add_test(tc, test_conv);
     tcase_add_test(tc, test_block);

@@ -999,8 +999,16 @@ static ts_status install_on(lt *L, psched *s, int j)
  * as its rows become ready, a few rows a cycle where they share a slice (rows_plan). */
 static ts_status install_block(lt *L, psched *s)
 {
-    /* a packed Conv with several bases: the planes take the blocks in turn (sched_blocks) */
-    bool many = s->p->M >= DUAL_PASSES && (s->p->kind != 6 || s->p->pl.nb < 2), east = s->m.east;
+    const prod *p = s->p;
+    bool east = s->m.east;
+    /* a Conv of one reduction block and several output tiles on the west planes alone (ResNet-50's
+     * 256 -> 1024 1 x 1 convs of 196 pixels), or of as many tiles as planes or more on all four
+     * (the 1 x 1 convs written in 5 slots for stage 1's packed 3 x 3 convs): its blocks go to the
+     * planes in turn, one plane installing the next tile while the others stream, rather than each
+     * block on every plane; a packed Conv with several bases: the planes take the blocks in turn
+     * (sched_blocks) */
+    bool turns = !L->mode && p->kind == 2 && p->KT == 1 && p->NT >= (east ? 4u : 2u);
+    bool many = p->M >= DUAL_PASSES && (p->kind != 6 || p->pl.nb < 2) && !turns;
     int npl = east ? 4 : 2;
     s->np = many ? npl : 1;
     for (int j = 0; j < s->np; j++)
@@ -1259,10 +1267,13 @@ static uint32_t chunk_rows(const lt *L, const prod *p)
 /* A packed Conv of two groups on four planes (pair_mode): its two blocks of a base on a pair of
  * planes at once (W0 and W1, or E0 and E1), a pixel's two abc timed so that both products reach the
  * VXM in one cycle, where they are added, with the bias, to be requantised: no partial sums in the
- * east MEM. */
+ * east MEM. A 1 x 1 Conv of two reduction blocks with the east copy goes the same way. */
 static bool pair_mode(const lt *L, const psched *s)
 {
     const prod *p = s->p;
+    if (p->kind == 2) /* a 1 x 1 Conv of two blocks, written in slots or not */
+        return p->KT == 2 && p->w.kh * p->w.kw == 1 && p->G == 1 && (p->NT == 1 || p->rep) && s->m.east &&
+               L->tg->mxm_east >= 2;
     return p->kind == 6 && p->pl.G == 2 && p->NT == 1 && !p->rep && s->m.east && L->tg->mxm_east >= 2;
 }
 
@@ -1313,11 +1324,13 @@ static ts_status pack_pixel(lt *L, const prod *p, tens *pk, ts_lower_tsp_layer *
 static ts_status pack_block(lt *L, prod *p, tens *pk, ts_lower_tsp_layer *ly);
 
 /* Base by base: its group-0 block on W0 and E0, its group-1 block on W1 and E1, the pixels of the
- * base alternating between the west and the east pair. */
+ * base alternating between the west and the east pair. A 1 x 1 Conv of two reduction blocks (ResNet's
+ * 512-channel ones of 784 pixels) goes the same way, its blocks for groups, the slots of its output
+ * for bases (one base if it writes no slots): no partial sums. */
 static ts_status sched_pairs(lt *L, psched *s)
 {
     prod *p = s->p;
-    uint32_t R = p->pl.R;
+    uint32_t R = p->kind == 6 ? p->pl.R : p->NT; /* a 1 x 1 Conv of two blocks: a base per slot */
     s->np = 4;
     for (int j = 0; j < 4; j++)
         s->planes[j] = j;
@@ -1326,31 +1339,36 @@ static ts_status sched_pairs(lt *L, psched *s)
     for (uint32_t b = 0; b < R; b++) {
         bool any = false;
         for (uint32_t m = 0; m < p->M && !any; m++)
-            any = pbase(p, m) == b;
+            any = p->kind == 6 ? pbase(p, m) == b : pix_in(p, m, b);
         if (!any)
             continue;
-        for (int j = 0; j < 4; j++) { /* W0, W1, E0, E1: groups 0, 1, 0, 1 */
-            s->kt = (uint32_t)(j & 1) * R + b;
-            blk_rows(L, s, blk_row0(p, 0, s->kt, L->VL));
+        if (p->kind != 6) { /* slot b's tile: its weight rows at row offset b C (install_on) */
+            s->nt = b;
+            s->nv = tile_rows(p, b, L->VL);
+        }
+        for (int j = 0; j < 4; j++) { /* W0, W1, E0, E1: groups (blocks) 0, 1, 0, 1 */
+            s->kt = p->kind == 6 ? (uint32_t)(j & 1) * R + b : (uint32_t)(j & 1);
+            blk_rows(L, s, blk_row0(p, s->nt, s->kt, L->VL));
             ts_status rc = install_on(L, s, j);
             if (rc != TS_OK)
                 return rc;
         }
         uint32_t turn = 0;
         for (uint32_t m = 0; m < p->M; m++) {
-            if (pbase(p, m) != b)
+            if (p->kind == 6 ? pbase(p, m) != b : !pix_in(p, m, b))
                 continue;
             int j0 = (int)(turn++ % 2) * 2; /* the pair's nearer plane: W0 or E0 */
-            if (!p->packed) { /* its packed vectors just before its passes, so that the VXM takes both in turn */
+            /* a packed Conv's packed vectors just before its passes, so that the VXM takes both in turn */
+            if (p->kind == 6 && !p->packed) {
                 ts_status rc = pack_pixel(L, p, p->x, s->ly, m, 0, 2, s->need);
                 if (rc != TS_OK)
                     return rc;
             }
             pass ps[2];
             for (int g = 0; g < 2; g++) {
-                uint32_t kt = (uint32_t)g * R + b;
+                uint32_t kt = p->kind == 6 ? (uint32_t)g * R + b : (uint32_t)g;
                 ps[g] = (pass){.pl = s->planes[j0 + g], .kt = kt, .xv = act_vec(p, m, kt), .first = true, .final = true,
-                               .bword = s->m.cbase, .sword = s->m.cbase + 4 * s->m.ct};
+                               .bword = s->m.cbase + 4 * (s->m.ct > 1 ? s->nt : 0), .sword = s->m.cbase + 4 * s->m.ct};
             }
             lt_slot(L, p->y, (uint64_t)m * p->y->T, &ps[0].omem, &ps[0].oword);
             pair_arg a = {p, {&ps[0], &ps[1]}};
@@ -1575,16 +1593,16 @@ static ts_status sched_one(lt *L, psched *s)
     return rc != TS_OK ? rc : stream_block(L, s);
 }
 
-/* A 3 x 3 (or larger) Conv of 32 pixels or more, or a 1 x 1 one of 32 to 127, without the east copy,
- * on the west planes (wpair_mode; ResNet's stages 3 and 4, 196 and 49 pixels; stage 3's 1 x 1 convs
- * too left MEM W0's text unfetchable in time): its reduction blocks two by two, block
+/* A 3 x 3 (or larger) Conv of 32 pixels or more, or a 1 x 1 one of 32 to 255 (fewer than QUAD_PASSES:
+ * no east copy), without the east copy, on the west planes (wpair_mode; ResNet's stages 3 and 4, 196
+ * and 49 pixels): its reduction blocks two by two, block
  * k on W0 and k + 1 on W1 at once, a pixel's two abc timed so that both products reach the VXM in
  * one cycle, added, then to the bias or the partial sum: one partial sum written and read a pixel
  * for two blocks. */
 static bool wpair_mode(const lt *L, const psched *s)
 {
     const prod *p = s->p;
-    return p->kind == 2 && (p->w.kh * p->w.kw > 1 || p->M < DUAL_PASSES) && !L->mode && p->G == 1 && !p->rep &&
+    return p->kind == 2 && (p->w.kh * p->w.kw > 1 || p->M < QUAD_PASSES) && !L->mode && p->G == 1 && !p->rep &&
            !s->m.east && p->KT >= 2 && p->M >= 32 && s->m0 == 0 && s->m1 == p->M && L->tg->mxm_west >= 2;
 }
 
