@@ -593,12 +593,16 @@ static ts_status keep_rows(lt *L, const prod *p, const pmem *m)
  * operator's 0/1 rows, not Q Kᵀ's activation rows) streaming QUAD_PASSES vectors or more, in the
  * first mode of the lowering (lower_tsp.c, MODES), on a chip with two east planes east of every east
  * MEM slice. A product of fewer rows keeps to the west planes: its blocks' installs, not their
- * passes, are its time (docs/lowering-tsp.md, *The east planes*). */
+ * passes, are its time (docs/lowering-tsp.md, *The east planes*); but a Conv of one reduction block
+ * and four output tiles or more streaming DUAL_PASSES vectors or more (ResNet-50's stage-3 conv3,
+ * 256 -> 1,024 channels, 196 pixels) installs each tile's block on one plane, the planes in turn
+ * (install_block), so the east planes take a tile each without installing it twice. */
 static bool east_kind(const lt *L, const prod *p)
 {
     uint32_t far = lt_mem_pos(L, L->nW + L->nE - 1);
     return !L->mode && L->tg->mxm_east >= 2 && L->tg->pos_mxm_e[0] > far && L->tg->pos_mxm_e[1] > far &&
-           p->kind != 4 && p->kind != 5 && p->M >= QUAD_PASSES;
+           p->kind != 4 && p->kind != 5 &&
+           (p->M >= QUAD_PASSES || (p->kind == 2 && p->KT == 1 && p->NT >= 4 && p->M >= DUAL_PASSES));
 }
 
 /* The rows for the east planes (docs/lowering-tsp.md, *The east planes*): rows laid out in the east
