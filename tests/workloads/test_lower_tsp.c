@@ -231,13 +231,15 @@ START_TEST(test_east_planes)
 }
 END_TEST
 
-/* A 1x1 conv of two reduction blocks (330 channels, written by a first conv) on 256 pixels, with the
+/* A 1x1 conv of two reduction blocks (330 channels, written by a first conv) on H x H pixels, with the
  * east copy: its blocks on a pair of planes each (W0 and W1, E0 and E1), a pixel's two products added
- * on the VXM, no partial sums; bit-exact against the C reference. */
-START_TEST(test_conv1x1_pairs)
+ * on the VXM, no partial sums; bit-exact against the C reference. Of one output tile (16 channels,
+ * 256 pixels): the pixels alternate between the pairs. Of two (400 channels, 144 pixels): a tile on
+ * each pair. */
+static void conv1x1_pairs(int H, int M2)
 {
     ts_graph *g = ts_graph_create("conv1x1");
-    const int C = 2, H = 16, W = 16, M1 = 330, M2 = 16;
+    const int C = 2, W = H, M1 = 330, NT = (M2 + 319) / 320;
     int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
     int w1 = tensor_dt(g, "w1", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M1, C, 1, 1});
     int b1 = tensor_dt(g, "b1", TS_TENSOR_WEIGHT, TS_DT_I32, 1, (int64_t[]){M1});
@@ -257,10 +259,17 @@ START_TEST(test_conv1x1_pairs)
     finalize(g);
     lowered l;
     lower_and_run(g, &l);
-    /* c2: one install of each block on each pair's planes (4), not each block on the four planes (8) */
+    /* c2: one install of each block on each pair's planes (4), not each block on the four planes (8);
+     * of two tiles, each tile's two blocks on its pair alone (4) */
     ck_assert_uint_eq(l.rep.nlayers, 4);
     ck_assert_uint_eq(l.rep.layers[2].blocks, 4);
-    ck_assert_uint_eq(l.rep.layers[2].passes, 2 * H * W);
+    ck_assert_uint_eq(l.rep.layers[2].passes, (uint32_t)(2 * NT * H * W));
+    if (NT > 1) {
+        uint32_t abc[4];
+        plane_abcs(&l, abc); /* c1 (2 tiles, west) 144 on W0 and W1; c2's tile 0 on W0, W1, tile 1 on E0, E1 */
+        for (int pl = 0; pl < 4; pl++)
+            ck_assert_uint_eq(abc[pl], (uint32_t)(pl < 2 ? 2 * H * W : H * W));
+    }
     int8_t *xv = input_of(g, x);
     int Ho, Wo;
     int8_t *rv = ref_conv(xv, C, H, W, w1, b1, M1, 1, 1, 0, true, &Ho, &Wo);
@@ -280,6 +289,17 @@ START_TEST(test_conv1x1_pairs)
     ts_free(yv);
     lowered_free(&l);
     ts_graph_destroy(g);
+}
+
+START_TEST(test_conv1x1_pairs)
+{
+    conv1x1_pairs(16, 16);
+}
+END_TEST
+
+START_TEST(test_conv1x1_pairs_tiles)
+{
+    conv1x1_pairs(12, 400);
 }
 END_TEST
 
@@ -1085,6 +1105,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_matmul);
     tcase_add_test(tc, test_east_planes);
     tcase_add_test(tc, test_conv1x1_pairs);
+    tcase_add_test(tc, test_conv1x1_pairs_tiles);
     tcase_add_test(tc, test_conv1x1_turns);
     tcase_add_test(tc, test_conv1x1_turns_east);
     tcase_add_test(tc, test_gemm_relu);

@@ -596,13 +596,16 @@ static ts_status keep_rows(lt *L, const prod *p, const pmem *m)
  * passes, are its time (docs/lowering-tsp.md, *The east planes*); but a Conv of one reduction block
  * and four output tiles or more streaming DUAL_PASSES vectors or more (ResNet-50's stage-3 conv3,
  * 256 -> 1,024 channels, 196 pixels) installs each tile's block on one plane, the planes in turn
- * (install_block), so the east planes take a tile each without installing it twice. */
+ * (install_block), so the east planes take a tile each without installing it twice; and a 1 x 1 Conv
+ * of two reduction blocks and several tiles from DUAL_PASSES vectors on (layer3.0.downsample) goes in
+ * pairs of planes, a tile on each pair (pair_mode, sched_pairs). */
 static bool east_kind(const lt *L, const prod *p)
 {
     uint32_t far = lt_mem_pos(L, L->nW + L->nE - 1);
     return !L->mode && L->tg->mxm_east >= 2 && L->tg->pos_mxm_e[0] > far && L->tg->pos_mxm_e[1] > far &&
            p->kind != 4 && p->kind != 5 &&
-           (p->M >= QUAD_PASSES || (p->kind == 2 && p->KT == 1 && p->NT >= 4 && p->M >= DUAL_PASSES));
+           (p->M >= QUAD_PASSES || (p->kind == 2 && p->M >= DUAL_PASSES &&
+                                     ((p->KT == 1 && p->NT >= 4) || (p->KT == 2 && p->NT >= 2 && p->w.kh * p->w.kw == 1))));
 }
 
 /* The rows for the east planes (docs/lowering-tsp.md, *The east planes*): rows laid out in the east
@@ -1271,13 +1274,13 @@ static uint32_t chunk_rows(const lt *L, const prod *p)
 /* A packed Conv of two groups on four planes (pair_mode): its two blocks of a base on a pair of
  * planes at once (W0 and W1, or E0 and E1), a pixel's two abc timed so that both products reach the
  * VXM in one cycle, where they are added, with the bias, to be requantised: no partial sums in the
- * east MEM. A 1 x 1 Conv of two reduction blocks with the east copy goes the same way. */
+ * east MEM. A 1 x 1 Conv of two reduction blocks with the east copy goes the same way; of several
+ * output tiles not in slots, a tile on each pair in turn. */
 static bool pair_mode(const lt *L, const psched *s)
 {
     const prod *p = s->p;
     if (p->kind == 2) /* a 1 x 1 Conv of two blocks, written in slots or not */
-        return p->KT == 2 && p->w.kh * p->w.kw == 1 && p->G == 1 && (p->NT == 1 || p->rep) && s->m.east &&
-               L->tg->mxm_east >= 2;
+        return p->KT == 2 && p->w.kh * p->w.kw == 1 && p->G == 1 && s->m.east && L->tg->mxm_east >= 2;
     return p->kind == 6 && p->pl.G == 2 && p->NT == 1 && !p->rep && s->m.east && L->tg->mxm_east >= 2;
 }
 
@@ -1350,7 +1353,11 @@ static ts_status sched_pairs(lt *L, psched *s)
             s->nt = b;
             s->nv = tile_rows(p, b, L->VL);
         }
+        /* a 1 x 1 Conv of several output tiles, not in slots: tile b on one pair, the pairs in turn */
+        bool tiles = p->kind == 2 && !p->rep && p->NT > 1;
         for (int j = 0; j < 4; j++) { /* W0, W1, E0, E1: groups (blocks) 0, 1, 0, 1 */
+            if (tiles && j / 2 != (int)(b % 2))
+                continue;
             s->kt = p->kind == 6 ? (uint32_t)(j & 1) * R + b : (uint32_t)(j & 1);
             blk_rows(L, s, blk_row0(p, s->nt, s->kt, L->VL));
             ts_status rc = install_on(L, s, j);
@@ -1361,7 +1368,7 @@ static ts_status sched_pairs(lt *L, psched *s)
         for (uint32_t m = 0; m < p->M; m++) {
             if (p->kind == 6 ? pbase(p, m) != b : !pix_in(p, m, b))
                 continue;
-            int j0 = (int)(turn++ % 2) * 2; /* the pair's nearer plane: W0 or E0 */
+            int j0 = tiles ? (int)(b % 2) * 2 : (int)(turn++ % 2) * 2; /* the pair's nearer plane: W0 or E0 */
             /* a packed Conv's packed vectors just before its passes, so that the VXM takes both in turn */
             if (p->kind == 6 && !p->packed) {
                 ts_status rc = pack_pixel(L, p, p->x, s->ly, m, 0, 2, s->need);
@@ -1374,7 +1381,8 @@ static ts_status sched_pairs(lt *L, psched *s)
                 ps[g] = (pass){.pl = s->planes[j0 + g], .kt = kt, .xv = act_vec(p, m, kt), .first = true, .final = true,
                                .bword = s->m.cbase + 4 * (s->m.ct > 1 ? s->nt : 0), .sword = s->m.cbase + 4 * s->m.ct};
             }
-            lt_slot(L, p->y, (uint64_t)m * p->y->T, &ps[0].omem, &ps[0].oword);
+            uint64_t yi = (uint64_t)m * p->y->T + (p->kind == 6 || p->rep ? 0 : s->nt); /* its tile's vector */
+            lt_slot(L, p->y, yi, &ps[0].omem, &ps[0].oword);
             pair_arg a = {p, {&ps[0], &ps[1]}};
             uint64_t lag = pair_lag(L, &ps[0], &ps[1]), T = pass_lb(L, s, j0, ps[0].xv), w;
             uint64_t T1 = pass_lb(L, s, j0 + 1, ps[1].xv);
@@ -1385,14 +1393,15 @@ static ts_status sched_pairs(lt *L, psched *s)
                 return rc;
             if (L->rdmax > s->rd_last)
                 s->rd_last = L->rdmax;
-            p->y->ready[(uint64_t)m * p->y->T] = w + L->tg->d_func.write + 1;
+            p->y->ready[yi] = w + L->tg->d_func.write + 1;
             lt_span(s->ly, T - lag, w);
             s->last_abcs[j0] = T;
             s->last_abcs[j0 + 1] = T - lag;
             s->ly->passes += 2;
         }
         for (int j = 0; j < 4; j++)
-            L->plane_busy[j] = s->last_abcs[j];
+            if (!tiles || j / 2 == (int)(b % 2)) /* the other pair's planes were not this tile's */
+                L->plane_busy[j] = s->last_abcs[j];
     }
     return TS_OK;
 }
