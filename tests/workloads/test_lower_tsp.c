@@ -235,7 +235,8 @@ END_TEST
  * east copy: its blocks on a pair of planes each (W0 and W1, E0 and E1), a pixel's two products added
  * on the VXM, no partial sums; bit-exact against the C reference. Of one output tile (16 channels,
  * 256 pixels): the pixels alternate between the pairs. Of two (400 channels, 144 pixels): a tile on
- * each pair. Of four reduction blocks (1,200 channels, 144 pixels, one tile): block j on plane j. */
+ * each pair. Of four reduction blocks (1,200 channels to 400, 144 pixels, two tiles): block j on plane
+ * j, one tile after the other. */
 static void conv1x1_pairs(int H, int M1, int M2)
 {
     ts_graph *g = ts_graph_create("conv1x1");
@@ -262,13 +263,13 @@ static void conv1x1_pairs(int H, int M1, int M2)
     /* c2: one install of each block on each pair's planes (4), not each block on the four planes (8);
      * of two tiles, each tile's two blocks on its pair alone (4) */
     ck_assert_uint_eq(l.rep.nlayers, 4);
-    ck_assert_uint_eq(l.rep.layers[2].blocks, 4);
+    ck_assert_uint_eq(l.rep.layers[2].blocks, (uint32_t)(M1 > 960 ? 4 * NT : 4));
     ck_assert_uint_eq(l.rep.layers[2].passes, (uint32_t)((M1 + 319) / 320 * NT * H * W));
-    if (M1 > 960) { /* c2's four blocks, block j on plane j: H W abc each; c1 (host im2col) on the west planes */
+    if (M1 > 960) { /* c2's four blocks, block j on plane j: NT H W abc each; c1 (host im2col) 2 H W on W0, W1 */
         uint32_t abc[4];
         plane_abcs(&l, abc);
         for (int pl = 0; pl < 4; pl++)
-            ck_assert_uint_eq(abc[pl], (uint32_t)((pl < 2 ? 3 : 1) * H * W));
+            ck_assert_uint_eq(abc[pl], (uint32_t)((pl < 2 ? 2 + NT : NT) * H * W));
     } else if (NT > 1) {
         uint32_t abc[4];
         plane_abcs(&l, abc); /* c1 (2 tiles, west) 144 on W0 and W1; c2's tile 0 on W0, W1, tile 1 on E0, E1 */
@@ -310,7 +311,7 @@ END_TEST
 
 START_TEST(test_conv1x1_quads)
 {
-    conv1x1_pairs(12, 1200, 16);
+    conv1x1_pairs(12, 1200, 400);
 }
 END_TEST
 

@@ -599,7 +599,7 @@ static ts_status keep_rows(lt *L, const prod *p, const pmem *m)
  * (install_block), so the east planes take a tile each without installing it twice; and a 1 x 1 Conv
  * of two reduction blocks and several tiles from DUAL_PASSES vectors on (layer3.0.downsample) goes in
  * pairs of planes, a tile on each pair (pair_mode, sched_pairs); one of four reduction blocks and one
- * tile (layer3.1-3.5.conv1) a block on each plane at once (q1_mode, sched_q1). */
+ * tile or more (layer3.1-3.5.conv1, layer4.0.conv1) a block on each plane at once (q1_mode, sched_q1). */
 static bool east_kind(const lt *L, const prod *p)
 {
     uint32_t far = lt_mem_pos(L, L->nW + L->nE - 1);
@@ -607,7 +607,7 @@ static bool east_kind(const lt *L, const prod *p)
            p->kind != 4 && p->kind != 5 &&
            (p->M >= QUAD_PASSES || (p->kind == 2 && p->M >= DUAL_PASSES &&
                                      ((p->KT == 1 && p->NT >= 4) || (p->KT == 2 && p->NT >= 2 && p->w.kh * p->w.kw == 1) ||
-                                      (p->KT == 4 && p->NT == 1 && p->w.kh * p->w.kw == 1))));
+                                      (p->KT == 4 && p->w.kh * p->w.kw == 1))));
 }
 
 /* The rows for the east planes (docs/lowering-tsp.md, *The east planes*): rows laid out in the east
@@ -1589,14 +1589,15 @@ static ts_status sched_quads(lt *L, psched *s)
     return TS_OK;
 }
 
-/* A 1 x 1 Conv of four reduction blocks and one output tile with the east copy (q1_mode; ResNet-50's
- * layer3.1-3.5.conv1, 1,024 -> 256 channels, 196 pixels): block j on plane j (W0, W1, E0, E1), a
+/* A 1 x 1 Conv of four reduction blocks with the east copy (q1_mode; ResNet-50's layer3.1-3.5.conv1,
+ * 1,024 -> 256 channels, and layer4.0.conv1, 1,024 -> 512, 196 pixels), tile after tile: block j on
+ * plane j (W0, W1, E0, E1), a
  * pixel's four abc timed so that the products reach the VXM in one cycle, added two and two, then
  * together, then to the bias, and requantised (try_quad): no partial sums. */
 static bool q1_mode(const lt *L, const psched *s)
 {
     const prod *p = s->p;
-    return p->kind == 2 && p->KT == 4 && p->NT == 1 && p->w.kh * p->w.kw == 1 && p->G == 1 && !p->rep &&
+    return p->kind == 2 && p->KT == 4 && p->w.kh * p->w.kw == 1 && p->G == 1 && !p->rep &&
            s->m.east && L->tg->mxm_east >= 2 && s->m0 == 0 && s->m1 == p->M;
 }
 
@@ -1604,45 +1605,47 @@ static ts_status sched_q1(lt *L, psched *s)
 {
     prod *p = s->p;
     s->np = 4;
-    s->nt = 0;
-    s->nv = tile_rows(p, 0, L->VL);
-    for (int j = 0; j < 4; j++) {
-        s->planes[j] = j;
-        s->kt = (uint32_t)j;
-        blk_rows(L, s, blk_row0(p, 0, s->kt, L->VL));
-        ts_status rc = install_on(L, s, j);
-        if (rc != TS_OK)
-            return rc;
-    }
-    uint32_t d0 = plane_dist(L, s->planes[0]);
-    for (uint32_t m = 0; m < p->M; m++) {
-        pass ps[4];
-        uint64_t T = 0, w;
-        for (int g = 0; g < 4; g++) {
-            ps[g] = (pass){.pl = s->planes[g], .kt = (uint32_t)g, .xv = act_vec(p, m, (uint32_t)g), .first = true,
-                           .final = true};
-            uint64_t t = pass_lb(L, s, g, ps[g].xv) + plane_dist(L, s->planes[g]) - d0;
-            T = t > T ? t : T;
+    for (s->nt = 0; s->nt < p->NT; s->nt++) {
+        uint32_t nt = s->nt;
+        s->nv = tile_rows(p, nt, L->VL);
+        for (int j = 0; j < 4; j++) {
+            s->planes[j] = j;
+            s->kt = (uint32_t)j;
+            blk_rows(L, s, blk_row0(p, nt, s->kt, L->VL));
+            ts_status rc = install_on(L, s, j);
+            if (rc != TS_OK)
+                return rc;
         }
-        ps[0].bword = s->m.cbase;
-        ps[0].sword = s->m.cbase + 4 * s->m.ct;
-        lt_slot(L, p->y, (uint64_t)m * p->y->T, &ps[0].omem, &ps[0].oword);
-        quad_arg a = {p, {&ps[0], &ps[1], &ps[2], &ps[3]}, true};
-        ts_status rc = lt_search(L, try_quad, &a, NULL, &T, &w, p->nd, true);
-        if (rc != TS_OK)
-            return rc;
-        if (L->rdmax > s->rd_last)
-            s->rd_last = L->rdmax;
-        p->y->ready[(uint64_t)m * p->y->T] = w + L->tg->d_func.write + 1;
-        for (int g = 0; g < 4; g++) {
-            uint64_t tg = T - (plane_dist(L, s->planes[g]) - d0);
-            s->last_abcs[g] = tg;
-            lt_span(s->ly, tg, w);
+        uint32_t d0 = plane_dist(L, s->planes[0]);
+        for (uint32_t m = 0; m < p->M; m++) {
+            pass ps[4];
+            uint64_t T = 0, w;
+            for (int g = 0; g < 4; g++) {
+                ps[g] = (pass){.pl = s->planes[g], .kt = (uint32_t)g, .xv = act_vec(p, m, (uint32_t)g), .first = true,
+                               .final = true};
+                uint64_t t = pass_lb(L, s, g, ps[g].xv) + plane_dist(L, s->planes[g]) - d0;
+                T = t > T ? t : T;
+            }
+            ps[0].bword = s->m.cbase + 4 * (s->m.ct > 1 ? nt : 0);
+            ps[0].sword = s->m.cbase + 4 * s->m.ct;
+            lt_slot(L, p->y, (uint64_t)m * p->y->T + nt, &ps[0].omem, &ps[0].oword);
+            quad_arg a = {p, {&ps[0], &ps[1], &ps[2], &ps[3]}, true};
+            ts_status rc = lt_search(L, try_quad, &a, NULL, &T, &w, p->nd, true);
+            if (rc != TS_OK)
+                return rc;
+            if (L->rdmax > s->rd_last)
+                s->rd_last = L->rdmax;
+            p->y->ready[(uint64_t)m * p->y->T + nt] = w + L->tg->d_func.write + 1;
+            for (int g = 0; g < 4; g++) {
+                uint64_t tg = T - (plane_dist(L, s->planes[g]) - d0);
+                s->last_abcs[g] = tg;
+                lt_span(s->ly, tg, w);
+            }
+            s->ly->passes += 4;
         }
-        s->ly->passes += 4;
+        for (int j = 0; j < 4; j++)
+            L->plane_busy[j] = s->last_abcs[j];
     }
-    for (int j = 0; j < 4; j++)
-        L->plane_busy[j] = s->last_abcs[j];
     return TS_OK;
 }
 
