@@ -239,14 +239,15 @@ typedef struct pool_blk {
 } pool_blk;
 
 /* The blocked partition of MaxPool w on input placement P, false where it does not apply (not
- * MaxPool, not blocked in whole rows of f32 words, too many tiles or output rows a block). */
+ * MaxPool, not blocked in whole rows of f32 words, a window below the image, too many tiles or
+ * output rows a block). */
 static bool pool_blocked_shape(const lw *L, const ts_graph_node *n, const ts_geom_window *w, const lw_place *P,
                                pool_blk *b)
 {
     uint64_t H = (uint64_t)w->H, Wd = (uint64_t)w->W, Ho = (uint64_t)w->Ho, R = (uint64_t)(w->N * w->C);
     if (n->op != TS_OP_MAXPOOL || !P->inner || P->es != 4 || P->inner != H * Wd || P->pb % Wd || !P->nrb ||
-        w->pt >= w->kh || w->pb >= w->kh)
-        return false;
+        w->pt >= w->kh || w->pb >= w->kh || (Ho - 1) * (uint64_t)w->sh >= H + (uint64_t)w->pt)
+        return false; /* (every window reads a row of the image) */
     *b = (pool_blk){.W = Wd, .inner = H * Wd};
     b->ro = ts_geom_cdiv(Ho, P->nrb);
     b->nrbo = ts_geom_cdiv(Ho, b->ro);
