@@ -351,6 +351,50 @@ static void stagger(gx *G, uint32_t t, size_t x0)
     }
 }
 
+/* Balanced stagger (L->balance): receiver by receiver (t its index among the gather's), its n
+ * transfers rotated by the s that makes the most words a sender of them sends in the round it falls
+ * in fewest (of the 64 from the stagger's on), counting the receivers before (ties: s = t mod n, the
+ * stagger's), so that the readers
+ * of one holder spread over the rounds even where they share t mod n (a Conv's readers of one
+ * channel block in the rings of a rotating A: every reader of a holder took it in the same round). */
+static ts_status gather_balance(gx *G)
+{
+    lw *L = G->L;
+    uint32_t R = G->rounds ? G->rounds : 1;
+    uint64_t *load = ts_calloc((size_t)L->T * R, sizeof *load);
+    lw_xfer *tmp = ts_calloc(R, sizeof *tmp);
+    if (!load || !tmp) {
+        ts_free(load);
+        ts_free(tmp);
+        return gather_oom(G);
+    }
+    for (size_t x0 = 0, x1; x0 < G->nxf; x0 = x1) {
+        for (x1 = x0 + 1; x1 < G->nxf && G->xf[x1].dst == G->xf[x0].dst; x1++)
+            ;
+        size_t n = x1 - x0, best = (G->xf[x0].dst - L->base) % n;
+        uint64_t most = UINT64_MAX;
+        for (size_t k = 0; k < n && k < 64; k++) { /* 64 tried at most: n^2 work a receiver */
+            size_t s = (best + k) % n; /* from the stagger's on, so that it wins ties */
+            uint64_t m = 0;
+            for (size_t i = 0; i < n; i++) {
+                const lw_xfer *q = &G->xf[x0 + i];
+                uint64_t v = load[(size_t)q->src * R + (i + n - s) % n] + q->words;
+                m = v > m ? v : m;
+            }
+            if (m < most)
+                most = m, best = s;
+        }
+        for (size_t i = 0; i < n; i++)
+            tmp[(i + n - best) % n] = G->xf[x0 + i];
+        memcpy(&G->xf[x0], tmp, n * sizeof *tmp);
+        for (size_t r = 0; r < n; r++)
+            load[(size_t)G->xf[x0 + r].src * R + r] += G->xf[x0 + r].words;
+    }
+    ts_free(load);
+    ts_free(tmp);
+    return TS_OK;
+}
+
 /* copy_staged by the receiver's workers (L->wlocal), 64 bits a load: per run of pieces of equal
  * length equally far apart, each piece's pairs over the workers (overlapping blocks copy the same
  * values);
@@ -699,9 +743,11 @@ ts_status lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64
             break;
         sort_by_sender(&G, d, pt0);
         rc = gather_transfers(&G, d, pt0);
-        if (rc == TS_OK && L->stagger)
+        if (rc == TS_OK && L->stagger && !L->balance)
             stagger(&G, t, x0);
     }
+    if (rc == TS_OK && L->stagger && L->balance)
+        rc = gather_balance(&G);
     uint64_t sbuf = G.stage ? lwi_talloc_avoid(L, G.stage * 4, av[0], av[1]) : 0;
     for (size_t i = 0; i < G.nxf; i++)
         if (G.xf[i].staged)
