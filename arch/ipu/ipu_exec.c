@@ -190,10 +190,8 @@ static inline uint32_t h2op(uint32_t a, uint32_t b, int op)
 
 static bool sup_can_issue(const ts_model *m, const ipu_tile *t)
 {
-    const ipu_ctx *s = &t->cx[0];
-    if (s->pc >= t->n)
-        return t->running == 0;
-    switch (t->code[s->pc].op) {
+    switch (t->sup_op) {
+    case IPU_OP_COUNT: return t->running == 0; /* past the end: the supervisor halts */
     case IPU_OP_RUN: return t->running != (1u << m->W) - 1;
     case IPU_OP_RUNALL:
     case IPU_OP_SYNC:
@@ -1252,6 +1250,35 @@ static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, 
     return TS_OK;
 }
 
+/* rx_arrivals at every cycle a word reaches tile t from *cp on, while nothing else can happen on
+ * the tile: no worker runs and the supervisor waits at `rxwait` for this receive (it issues again
+ * only once the last word is in). Stops at the cycle the receive completes (*cp that cycle: the
+ * supervisor may issue in it), or at h, the round's horizon, when the next word arrives at or
+ * after it (*cp = h, the receive still armed). The same arrivals at the same cycles as the main
+ * loop's, which would find each next arrival by next_event, one cycle at a time. */
+static ts_status rx_drain(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp, uint64_t h, ts_err *err)
+{
+    uint64_t c = *cp;
+    const ipu_wlog *lg = &m->t[t->rx_src].log;
+    for (;;) {
+        ts_status rc = rx_arrivals(m, ti, t, c, err);
+        if (rc != TS_OK || !t->rx_left) {
+            *cp = c;
+            return rc;
+        }
+        size_t k = t->rx_cursor; /* the next word to this tile: it arrives after c */
+        while (k < lg->n && lg->v[k].dst != -1 && lg->v[k].dst != (int32_t)ti)
+            k += 1 + (size_t)lg->v[k].rest;
+        t->rx_cursor = k;
+        uint64_t a = k < lg->n ? lg->v[k].t + lg->v[k].delay + t->rx_lat : UINT64_MAX;
+        if (a >= h) {
+            *cp = h;
+            return TS_OK;
+        }
+        c = a > c ? a : c + 1;
+    }
+}
+
 /* The next cycle >= c at which something can happen on tile t (fast mode), at most h. */
 /* r mod W for r >= c, from cs = c mod W: no division when r is within W cycles of c (a
  * division costs tens of cycles, and this runs on every cycle a tile does not issue). */
@@ -1300,6 +1327,26 @@ static uint64_t next_event(const ts_model *m, ipu_tile *t, uint64_t c, uint32_t 
     return best;
 }
 
+/* A receiver that stopped at the round's horizon with nothing to do but wait for its words
+ * (the supervisor at `rxwait`, no worker running, a receive armed) can do nothing until the next
+ * word to it arrives. Every word sent in the next round (at or after this round's horizon)
+ * arrives after that round, so only words already in the sender's log can: the first of them to
+ * this tile (as rx_arrivals and next_event find it, passing those to other tiles) arrives at
+ * its send cycle + spine delay + latency or later (a delay not set yet is 0 and only grows).
+ * ts_ipu_tile_run skips the tile for as long as that bound is past the round's horizon and the
+ * sender's log has not grown, which is what running it would do: no issue, no arrival, the
+ * tile's cycle brought to the horizon. */
+static void park(const ts_model *m, ipu_tile *t, int32_t ti)
+{
+    const ipu_wlog *lg = &m->t[t->rx_src].log;
+    size_t k = t->rx_cursor;
+    while (k < lg->n && lg->v[k].dst != -1 && lg->v[k].dst != ti)
+        k += 1 + (size_t)lg->v[k].rest;
+    t->rx_cursor = k;
+    t->rx_park = k < lg->n ? lg->v[k].t + lg->v[k].delay + t->rx_lat : UINT64_MAX;
+    t->rx_park_n = lg->n;
+}
+
 /* How far a tile may run past the round's horizon when it does not read another tile's words:
  * bounded so that the kernel still sees progress (or a hang) this often. */
 #define IPU_RUN_AHEAD 65536u
@@ -1311,10 +1358,7 @@ static uint64_t next_event(const ts_model *m, ipu_tile *t, uint64_t c, uint32_t 
  * arrives, at least a window after it left. */
 static bool reads_others(const ipu_tile *t)
 {
-    if (t->rx_left)
-        return true;
-    uint32_t pc = t->cx[0].pc;
-    return pc < t->n && (t->code[pc].op == IPU_OP_RECV || t->code[pc].op == IPU_OP_RXSEL);
+    return t->rx_left || t->sup_op == IPU_OP_RECV || t->sup_op == IPU_OP_RXSEL;
 }
 
 /* Closed form for repeat loops. When every slot belongs to a running worker (so the supervisor
@@ -1433,6 +1477,13 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
 {
     ipu_tile *t = &m->t[ti];
     uint64_t c = m->tnow[ti];
+    if (t->rx_park_n != SIZE_MAX) { /* parked at a receive in the round before */
+        if (t->rx_park_n == m->t[t->rx_src].log.n && t->rx_park >= h && c < h) {
+            m->tnow[ti] = h; /* no new word, and none of the old ones arrives before h */
+            return TS_OK;
+        }
+        t->rx_park_n = SIZE_MAX;
+    }
     const uint32_t W = m->W;
     const bool lock = m->lockstep;
     uint64_t cap = lock ? h : h + IPU_RUN_AHEAD;
@@ -1449,9 +1500,19 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
         if (c >= stop)
             break;
         if (t->rx_left) {
-            ts_status rc = rx_arrivals(m, ti, t, c, err);
-            if (rc != TS_OK)
-                return rc;
+            if (!lock && !t->running && t->sup_op == IPU_OP_RXWAIT) { /* only words can come */
+                uint64_t c0 = c;
+                ts_status rc = rx_drain(m, ti, t, &c, h, err);
+                if (rc != TS_OK)
+                    return rc;
+                slot = slot_of(c, c0, slot, W);
+                if (t->rx_left) /* at the horizon, still waiting */
+                    continue;
+            } else {
+                ts_status rc = rx_arrivals(m, ti, t, c, err);
+                if (rc != TS_OK)
+                    return rc;
+            }
             ro = reads_others(t);
             stop = ro ? h : cap;
         }
@@ -1494,6 +1555,8 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
         bool issued = ctx >= 0;
         if (issued) {
             ts_status rc = exec(m, ti, t, ctx, c, err);
+            if (ctx == 0)
+                ipu_sup_op(t);
             if (rc != TS_OK)
                 return rc;
             if (ctx == 0) {
@@ -1514,5 +1577,7 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
         }
     }
     m->tnow[ti] = t->sup == SUP_RUN && c < h ? h : c;
+    if (!lock && t->sup == SUP_RUN && c == h && t->rx_left && !t->running && t->sup_op == IPU_OP_RXWAIT)
+        park(m, t, (int32_t)ti);
     return TS_OK;
 }
