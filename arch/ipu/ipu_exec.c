@@ -1205,6 +1205,37 @@ out: /* the turns' counts (on an error too: the tests read them) */
     return rc;
 }
 
+/* Word w, its own or a broadcast, reaches tile ti at cycle c while its input selects the sender:
+ * into the tile's memory. */
+static inline ts_status rx_take(ts_model *m, uint32_t ti, ipu_tile *t, ipu_word *w, uint64_t c, ts_err *err)
+{
+    /* a send of this tile reading the element this word writes, in the same cycle */
+    if (c >= t->tx_t0 && c < t->tx_end) {
+        uint64_t i = (c - t->tx_t0) * m->c.words_per_cycle;
+        uint64_t raddr = t->tx_addr + 4 * i;
+        if (raddr / m->c.element_bytes == t->rx_addr / m->c.element_bytes)
+            return ts_err_sim(err, ti, (int64_t)c,
+                              "memory element conflict: the word from tile %d is written at %u while this tile's send reads %" PRIu64
+                              " in the same element", t->rx_src, t->rx_addr, raddr);
+    }
+    uint8_t *p = wr_ptr(t, t->rx_addr, 4);
+    if (!p)
+        return ts_err_set(err, TS_ENOMEM, "out of memory for tile memory");
+    memcpy(p, &w->val, 4);
+    if (w->dst == (int32_t)ti) {
+        w->claimed = 1;
+        t->ss_claims++;
+    }
+    t->rx_addr += 4;
+    t->rx_left--;
+    t->xrecv += 4;
+    t->work++;
+    t->effects++;
+    if (!t->rx_left)
+        xch_busy(t, t->rx_armed, c + 1, 0);
+    return TS_OK;
+}
+
 /* Words that reach tile ti at cycle c while its input selects their sender. */
 static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, ts_err *err)
 {
@@ -1222,30 +1253,9 @@ static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, 
         t->rx_cursor++;
         if (a < c)
             continue;
-        /* a send of this tile reading the element this word writes, in the same cycle */
-        if (c >= t->tx_t0 && c < t->tx_end) {
-            uint64_t i = (c - t->tx_t0) * m->c.words_per_cycle;
-            uint64_t raddr = t->tx_addr + 4 * i;
-            if (raddr / m->c.element_bytes == t->rx_addr / m->c.element_bytes)
-                return ts_err_sim(err, ti, (int64_t)c,
-                                  "memory element conflict: the word from tile %d is written at %u while this tile's send reads %" PRIu64
-                                  " in the same element", t->rx_src, t->rx_addr, raddr);
-        }
-        uint8_t *p = wr_ptr(t, t->rx_addr, 4);
-        if (!p)
-            return ts_err_set(err, TS_ENOMEM, "out of memory for tile memory");
-        memcpy(p, &w->val, 4);
-        if (w->dst == (int32_t)ti) {
-            w->claimed = 1;
-            t->ss_claims++;
-        }
-        t->rx_addr += 4;
-        t->rx_left--;
-        t->xrecv += 4;
-        t->work++;
-        t->effects++;
-        if (!t->rx_left)
-            xch_busy(t, t->rx_armed, c + 1, 0);
+        ts_status rc = rx_take(m, ti, t, w, c, err);
+        if (rc != TS_OK)
+            return rc;
     }
     return TS_OK;
 }
@@ -1254,29 +1264,43 @@ static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, 
  * the tile: no worker runs and the supervisor waits at `rxwait` for this receive (it issues again
  * only once the last word is in). Stops at the cycle the receive completes (*cp that cycle: the
  * supervisor may issue in it), or at h, the round's horizon, when the next word arrives at or
- * after it (*cp = h, the receive still armed). The same arrivals at the same cycles as the main
- * loop's, which would find each next arrival by next_event, one cycle at a time. */
+ * after it (*cp = h, the receive still armed). One pass over the sender's log, with what
+ * rx_arrivals does at each cycle (cycle c takes the words that arrive at c and passes over those
+ * that arrived before it) and the main loop between (next_event: the next cycle is the next
+ * word's arrival, or h), so the same words at the same cycles. */
 static ts_status rx_drain(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp, uint64_t h, ts_err *err)
 {
     uint64_t c = *cp;
-    const ipu_wlog *lg = &m->t[t->rx_src].log;
-    for (;;) {
-        ts_status rc = rx_arrivals(m, ti, t, c, err);
-        if (rc != TS_OK || !t->rx_left) {
-            *cp = c;
-            return rc;
+    ipu_wlog *lg = &m->t[t->rx_src].log;
+    size_t k = t->rx_cursor;
+    ts_status rc = TS_OK;
+    while (t->rx_left) {
+        if (k >= lg->n) {
+            c = h;
+            break;
         }
-        size_t k = t->rx_cursor; /* the next word to this tile: it arrives after c */
-        while (k < lg->n && lg->v[k].dst != -1 && lg->v[k].dst != (int32_t)ti)
-            k += 1 + (size_t)lg->v[k].rest;
-        t->rx_cursor = k;
-        uint64_t a = k < lg->n ? lg->v[k].t + lg->v[k].delay + t->rx_lat : UINT64_MAX;
-        if (a >= h) {
-            *cp = h;
-            return TS_OK;
+        ipu_word *w = &lg->v[k];
+        if (w->dst != -1 && w->dst != (int32_t)ti) {
+            k += 1 + (size_t)w->rest;
+            continue;
         }
-        c = a > c ? a : c + 1;
+        uint64_t a = w->t + w->delay + t->rx_lat;
+        if (a > c) {
+            if (a >= h) {
+                c = h;
+                break;
+            }
+            c = a;
+        }
+        k++;
+        if (a < c)
+            continue;
+        if ((rc = rx_take(m, ti, t, w, c, err)) != TS_OK)
+            break;
     }
+    t->rx_cursor = k;
+    *cp = c;
+    return rc;
 }
 
 /* The next cycle >= c at which something can happen on tile t (fast mode), at most h. */
