@@ -293,6 +293,9 @@ void ts_lww_exp(lw_gen *G);
 void ts_lww_recip(lw_gen *G);
 /* r1 := the max of the n words at address 0 (lower_wse_emit_pe.c; uses r2, r3, r6, r7). */
 void ts_lww_row_max(lw_gen *G, int64_t n);
+/* exp(x - max) in place of the n words at base with their max in r1, their sum in r8
+ * (lower_wse_emit_pe.c; uses r2, r3, r6, r7). */
+void ts_lww_exp_sum(lw_gen *G, int64_t n, int base);
 /* A softmax's end over n words at address 0 with their max in r1 (lower_wse_emit_pe.c): exp in
  * place, 1/sum at rcp, the row times it out on colour c through output descriptor dsd. */
 void ts_lww_softmax_scale(lw_gen *G, int64_t n, int rcp, int dsd, int c);
