@@ -9,7 +9,7 @@
 
 size_t lwi_emit(lw *L, lw_code *c, int op, int32_t a0, int32_t a1, int32_t a2)
 {
-    if (ts_grow((void **)&c->v, &c->cap, c->n + 1, sizeof *c->v)) {
+    if (c->n >= c->cap && ts_grow((void **)&c->v, &c->cap, c->n + 1, sizeof *c->v)) { /* grown only when full */
         L->oom = true;
         return c->n;
     }
