@@ -650,24 +650,21 @@ static ts_status gather_rounds(gx *G)
 
 /* Tile t's pieces it holds itself copied by its workers (L->wlocal): per piece, each worker a block
  * of ceil(pairs / workers) pairs (overlapping blocks copy the same values), a 64-bit load and store
- * a pair; false (nothing emitted) unless every such piece is 8-byte aligned and whole pairs. */
-static bool gather_local_workers(const gx *G, uint32_t t)
+ * a pair; false (nothing emitted) unless every such piece is 8-byte aligned and whole pairs. The
+ * pieces: first, then next[first], ... (in the order of the pieces; SIZE_MAX ends). */
+static bool gather_local_workers(const gx *G, uint32_t t, size_t first, const size_t *next)
 {
     lw *L = G->L;
-    size_t n = 0;
-    for (size_t i = 0; i < G->npc; i++) {
+    for (size_t i = first; i != SIZE_MAX; i = next[i]) {
         const lw_piece *q = &G->pc[i];
-        if (q->src == t && q->dst == t && (q->from % 8 || q->to % 8 || q->words % 2))
+        if (q->from % 8 || q->to % 8 || q->words % 2)
             return false;
-        n += q->src == t && q->dst == t;
     }
-    if (!n)
+    if (first == SIZE_MAX)
         return true;
     size_t entry = L->tiles[t].wrk.n;
-    for (size_t i = 0; i < G->npc; i++) {
+    for (size_t i = first; i != SIZE_MAX; i = next[i]) {
         const lw_piece *q = &G->pc[i];
-        if (q->src != t || q->dst != t)
-            continue;
         uint32_t pairs = (uint32_t)(q->words / 2), pw = (uint32_t)ts_geom_cdiv(pairs, L->workers);
         lwi_emit_start_row(L, t, pairs, pw); /* $m1: the worker's first pair */
         W(t, SHLI, RM(1), RM(1), 3);
@@ -686,17 +683,32 @@ static bool gather_local_workers(const gx *G, uint32_t t)
 }
 
 /* What a tile holds itself: its supervisor copies it (start of the compute superstep), or its
- * workers (L->wlocal). */
+ * workers (L->wlocal). A tile's own pieces are chained once (first[t], next[i]), so that each
+ * tile's are visited alone. */
 static void gather_local(const gx *G)
 {
     lw *L = G->L;
     uint8_t *how = L->wlocal ? ts_calloc(L->T, 1) : NULL; /* per tile: 0 not yet, 1 its workers, 2 its supervisor */
+    size_t *first = how ? ts_malloc((L->T + G->npc) * sizeof *first) : NULL, *next = first ? first + L->T : NULL;
+    if (how && !first) { /* no chains: the supervisors copy */
+        ts_free(how);
+        how = NULL;
+    }
+    if (how) {
+        for (uint32_t t = 0; t < L->T; t++)
+            first[t] = SIZE_MAX;
+        for (size_t i = G->npc; i-- > 0;)
+            if (G->pc[i].src == G->pc[i].dst) {
+                next[i] = first[G->pc[i].dst];
+                first[G->pc[i].dst] = i;
+            }
+    }
     for (size_t i = 0; i < G->npc; i++) {
         const lw_piece *q = &G->pc[i];
         if (q->src != q->dst)
             continue;
         if (how && !how[q->dst])
-            how[q->dst] = gather_local_workers(G, q->dst) ? 1 : 2;
+            how[q->dst] = gather_local_workers(G, q->dst, first[q->dst], next) ? 1 : 2;
         if (how && how[q->dst] == 1)
             continue;
         S(q->dst, SETZI, RM(1), (int32_t)q->from, 0);
@@ -706,6 +718,7 @@ static void gather_local(const gx *G)
         S(q->dst, LD32STEP, RM(4), RM(1), 4);
         S(q->dst, ST32STEP, RM(4), RM(2), 4);
     }
+    ts_free(first);
     ts_free(how);
 }
 
