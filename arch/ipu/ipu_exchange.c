@@ -65,21 +65,25 @@ void ts_ipu_spine_column(ts_model *m, uint32_t col, uint64_t h)
         return;
     }
     for (;;) {
-        uint64_t tmin = UINT64_MAX;
+        /* the earliest send cycle still without delays, and the column's words that enter the
+         * spine then (counted for the earliest cycle seen so far, restarted when one is earlier) */
+        uint64_t tmin = UINT64_MAX, crossing = 0;
         for (uint32_t i = lo; i < hi; i++) {
             const ipu_tile *t = &m->t[i];
-            if (t->fin < t->log.n && t->log.v[t->fin].t < h && t->log.v[t->fin].t < tmin)
-                tmin = t->log.v[t->fin].t;
+            if (t->fin >= t->log.n)
+                continue;
+            uint64_t t0 = t->log.v[t->fin].t;
+            if (t0 >= h || t0 > tmin)
+                continue;
+            if (t0 < tmin) {
+                tmin = t0;
+                crossing = 0;
+            }
+            for (size_t k = t->fin; k < t->log.n && t->log.v[k].t == t0; k++)
+                crossing += crosses(m, t->log.v[k].dst, group);
         }
         if (tmin == UINT64_MAX)
             return;
-        uint64_t crossing = 0; /* this column's words that enter the spine at tmin */
-        for (uint32_t i = lo; i < hi; i++) {
-            const ipu_tile *t = &m->t[i];
-            for (size_t k = t->fin; k < t->log.n && t->log.v[k].t == tmin; k++) {
-                crossing += crosses(m, t->log.v[k].dst, group);
-            }
-        }
         uint64_t e = tmin + (crossing > m->c.spine_port_words ? m->c.spine_buffer_cycles : 0);
         if (crossing && e < m->spine_e[col])
             e = m->spine_e[col];

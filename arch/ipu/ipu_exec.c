@@ -190,10 +190,8 @@ static inline uint32_t h2op(uint32_t a, uint32_t b, int op)
 
 static bool sup_can_issue(const ts_model *m, const ipu_tile *t)
 {
-    const ipu_ctx *s = &t->cx[0];
-    if (s->pc >= t->n)
-        return t->running == 0;
-    switch (t->code[s->pc].op) {
+    switch (t->sup_op) {
+    case IPU_OP_COUNT: return t->running == 0; /* past the end: the supervisor halts */
     case IPU_OP_RUN: return t->running != (1u << m->W) - 1;
     case IPU_OP_RUNALL:
     case IPU_OP_SYNC:
@@ -1207,6 +1205,37 @@ out: /* the turns' counts (on an error too: the tests read them) */
     return rc;
 }
 
+/* Word w, its own or a broadcast, reaches tile ti at cycle c while its input selects the sender:
+ * into the tile's memory. */
+static inline ts_status rx_take(ts_model *m, uint32_t ti, ipu_tile *t, ipu_word *w, uint64_t c, ts_err *err)
+{
+    /* a send of this tile reading the element this word writes, in the same cycle */
+    if (c >= t->tx_t0 && c < t->tx_end) {
+        uint64_t i = (c - t->tx_t0) * m->c.words_per_cycle;
+        uint64_t raddr = t->tx_addr + 4 * i;
+        if (raddr / m->c.element_bytes == t->rx_addr / m->c.element_bytes)
+            return ts_err_sim(err, ti, (int64_t)c,
+                              "memory element conflict: the word from tile %d is written at %u while this tile's send reads %" PRIu64
+                              " in the same element", t->rx_src, t->rx_addr, raddr);
+    }
+    uint8_t *p = wr_ptr(t, t->rx_addr, 4);
+    if (!p)
+        return ts_err_set(err, TS_ENOMEM, "out of memory for tile memory");
+    memcpy(p, &w->val, 4);
+    if (w->dst == (int32_t)ti) {
+        w->claimed = 1;
+        t->ss_claims++;
+    }
+    t->rx_addr += 4;
+    t->rx_left--;
+    t->xrecv += 4;
+    t->work++;
+    t->effects++;
+    if (!t->rx_left)
+        xch_busy(t, t->rx_armed, c + 1, 0);
+    return TS_OK;
+}
+
 /* Words that reach tile ti at cycle c while its input selects their sender. */
 static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, ts_err *err)
 {
@@ -1224,32 +1253,54 @@ static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, 
         t->rx_cursor++;
         if (a < c)
             continue;
-        /* a send of this tile reading the element this word writes, in the same cycle */
-        if (c >= t->tx_t0 && c < t->tx_end) {
-            uint64_t i = (c - t->tx_t0) * m->c.words_per_cycle;
-            uint64_t raddr = t->tx_addr + 4 * i;
-            if (raddr / m->c.element_bytes == t->rx_addr / m->c.element_bytes)
-                return ts_err_sim(err, ti, (int64_t)c,
-                                  "memory element conflict: the word from tile %d is written at %u while this tile's send reads %" PRIu64
-                                  " in the same element", t->rx_src, t->rx_addr, raddr);
-        }
-        uint8_t *p = wr_ptr(t, t->rx_addr, 4);
-        if (!p)
-            return ts_err_set(err, TS_ENOMEM, "out of memory for tile memory");
-        memcpy(p, &w->val, 4);
-        if (w->dst == (int32_t)ti) {
-            w->claimed = 1;
-            t->ss_claims++;
-        }
-        t->rx_addr += 4;
-        t->rx_left--;
-        t->xrecv += 4;
-        t->work++;
-        t->effects++;
-        if (!t->rx_left)
-            xch_busy(t, t->rx_armed, c + 1, 0);
+        ts_status rc = rx_take(m, ti, t, w, c, err);
+        if (rc != TS_OK)
+            return rc;
     }
     return TS_OK;
+}
+
+/* rx_arrivals at every cycle a word reaches tile t from *cp on, while nothing else can happen on
+ * the tile: no worker runs and the supervisor waits at `rxwait` for this receive (it issues again
+ * only once the last word is in). Stops at the cycle the receive completes (*cp that cycle: the
+ * supervisor may issue in it), or at h, the round's horizon, when the next word arrives at or
+ * after it (*cp = h, the receive still armed). One pass over the sender's log, with what
+ * rx_arrivals does at each cycle (cycle c takes the words that arrive at c and passes over those
+ * that arrived before it) and the main loop between (next_event: the next cycle is the next
+ * word's arrival, or h), so the same words at the same cycles. */
+static ts_status rx_drain(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp, uint64_t h, ts_err *err)
+{
+    uint64_t c = *cp;
+    ipu_wlog *lg = &m->t[t->rx_src].log;
+    size_t k = t->rx_cursor;
+    ts_status rc = TS_OK;
+    while (t->rx_left) {
+        if (k >= lg->n) {
+            c = h;
+            break;
+        }
+        ipu_word *w = &lg->v[k];
+        if (w->dst != -1 && w->dst != (int32_t)ti) {
+            k += 1 + (size_t)w->rest;
+            continue;
+        }
+        uint64_t a = w->t + w->delay + t->rx_lat;
+        if (a > c) {
+            if (a >= h) {
+                c = h;
+                break;
+            }
+            c = a;
+        }
+        k++;
+        if (a < c)
+            continue;
+        if ((rc = rx_take(m, ti, t, w, c, err)) != TS_OK)
+            break;
+    }
+    t->rx_cursor = k;
+    *cp = c;
+    return rc;
 }
 
 /* The next cycle >= c at which something can happen on tile t (fast mode), at most h. */
@@ -1300,6 +1351,26 @@ static uint64_t next_event(const ts_model *m, ipu_tile *t, uint64_t c, uint32_t 
     return best;
 }
 
+/* A receiver that stopped at the round's horizon with nothing to do but wait for its words
+ * (the supervisor at `rxwait`, no worker running, a receive armed) can do nothing until the next
+ * word to it arrives. Every word sent in the next round (at or after this round's horizon)
+ * arrives after that round, so only words already in the sender's log can: the first of them to
+ * this tile (as rx_arrivals and next_event find it, passing those to other tiles) arrives at
+ * its send cycle + spine delay + latency or later (a delay not set yet is 0 and only grows).
+ * ts_ipu_tile_run skips the tile for as long as that bound is past the round's horizon and the
+ * sender's log has not grown, which is what running it would do: no issue, no arrival, the
+ * tile's cycle brought to the horizon. */
+static void park(const ts_model *m, ipu_tile *t, int32_t ti)
+{
+    const ipu_wlog *lg = &m->t[t->rx_src].log;
+    size_t k = t->rx_cursor;
+    while (k < lg->n && lg->v[k].dst != -1 && lg->v[k].dst != ti)
+        k += 1 + (size_t)lg->v[k].rest;
+    t->rx_cursor = k;
+    t->rx_park = k < lg->n ? lg->v[k].t + lg->v[k].delay + t->rx_lat : UINT64_MAX;
+    t->rx_park_n = lg->n;
+}
+
 /* How far a tile may run past the round's horizon when it does not read another tile's words:
  * bounded so that the kernel still sees progress (or a hang) this often. */
 #define IPU_RUN_AHEAD 65536u
@@ -1311,10 +1382,7 @@ static uint64_t next_event(const ts_model *m, ipu_tile *t, uint64_t c, uint32_t 
  * arrives, at least a window after it left. */
 static bool reads_others(const ipu_tile *t)
 {
-    if (t->rx_left)
-        return true;
-    uint32_t pc = t->cx[0].pc;
-    return pc < t->n && (t->code[pc].op == IPU_OP_RECV || t->code[pc].op == IPU_OP_RXSEL);
+    return t->rx_left || t->sup_op == IPU_OP_RECV || t->sup_op == IPU_OP_RXSEL;
 }
 
 /* Closed form for repeat loops. When every slot belongs to a running worker (so the supervisor
@@ -1433,6 +1501,13 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
 {
     ipu_tile *t = &m->t[ti];
     uint64_t c = m->tnow[ti];
+    if (t->rx_park_n != SIZE_MAX) { /* parked at a receive in the round before */
+        if (t->rx_park_n == m->t[t->rx_src].log.n && t->rx_park >= h && c < h) {
+            m->tnow[ti] = h; /* no new word, and none of the old ones arrives before h */
+            return TS_OK;
+        }
+        t->rx_park_n = SIZE_MAX;
+    }
     const uint32_t W = m->W;
     const bool lock = m->lockstep;
     uint64_t cap = lock ? h : h + IPU_RUN_AHEAD;
@@ -1449,9 +1524,19 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
         if (c >= stop)
             break;
         if (t->rx_left) {
-            ts_status rc = rx_arrivals(m, ti, t, c, err);
-            if (rc != TS_OK)
-                return rc;
+            if (!lock && !t->running && t->sup_op == IPU_OP_RXWAIT) { /* only words can come */
+                uint64_t c0 = c;
+                ts_status rc = rx_drain(m, ti, t, &c, h, err);
+                if (rc != TS_OK)
+                    return rc;
+                slot = slot_of(c, c0, slot, W);
+                if (t->rx_left) /* at the horizon, still waiting */
+                    continue;
+            } else {
+                ts_status rc = rx_arrivals(m, ti, t, c, err);
+                if (rc != TS_OK)
+                    return rc;
+            }
             ro = reads_others(t);
             stop = ro ? h : cap;
         }
@@ -1494,6 +1579,8 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
         bool issued = ctx >= 0;
         if (issued) {
             ts_status rc = exec(m, ti, t, ctx, c, err);
+            if (ctx == 0)
+                ipu_sup_op(t);
             if (rc != TS_OK)
                 return rc;
             if (ctx == 0) {
@@ -1514,5 +1601,7 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
         }
     }
     m->tnow[ti] = t->sup == SUP_RUN && c < h ? h : c;
+    if (!lock && t->sup == SUP_RUN && c == h && t->rx_left && !t->running && t->sup_op == IPU_OP_RXWAIT)
+        park(m, t, (int32_t)ti);
     return TS_OK;
 }

@@ -167,11 +167,34 @@ typedef struct ipu_hostop {
 enum { SUP_RUN, SUP_SYNC, SUP_DONE };
 
 typedef struct ipu_tile {
+    /* What every round reads of every tile (the run phase's test, a waiting receiver's park, the
+     * commit phase's summary and spine stage), first, in two cache lines: in an exchange most
+     * tiles only wait, and a round of 30 cycles visits all 1216 of them. */
     ipu_insn *code;         /* borrowed from the model's decoded program (hit counts written) */
-    uint32_t n;
-    uint32_t ncode;         /* instructions that take code memory (the bundle braces take none) */
     uint64_t work;          /* instructions issued + words received (the hang detector's counter);
                              * next to the code pointer so the issue path touches one line */
+    uint32_t n;
+    uint32_t running;       /* bit w: worker w runs */
+    uint8_t sup;            /* SUP_* */
+    uint8_t sup_op;         /* the op at the supervisor's pc (IPU_OP_COUNT past the end): kept as
+                             * the pc changes (ipu_sup_op), so that the per-cycle and per-round
+                             * tests do not read the code */
+    bool failed;            /* stopped by an error that is not reported yet */
+    uint32_t rx_left;
+    int32_t rx_src;         /* -1 = input mux off */
+    uint32_t rx_lat;
+    size_t rx_cursor;
+    size_t rx_park_n;       /* the sender's log.n when rx_park was set; SIZE_MAX when not set */
+    uint64_t rx_park;       /* no word of the sender's log (its first rx_park_n words) reaches
+                             * this tile before this cycle (ts_ipu_tile_run's parked receiver) */
+    ipu_wlog pend, log;     /* this round's words; committed words of this superstep */
+    size_t fin;             /* log words before this have their spine delay set */
+    uint64_t ss_uni, ss_claims; /* unicast words sent this superstep; words addressed to this tile
+                             * that it received (all received when the sums are equal) */
+    uint64_t arrival;       /* cycle of the last sync 1 */
+    uint64_t finish;        /* cycle after halt */
+    /* the rest */
+    uint32_t ncode;         /* instructions that take code memory (the bundle braces take none) */
     uint64_t *opcnt;        /* executions per op (IPU_OP_COUNT; the `{` of a bundle counts as
                              * IPU_OP_BUNDLE, its members as their ops), in the model's op_block;
                              * NULL unless the run asked for superstep_events (opts.phase_events) */
@@ -180,30 +203,22 @@ typedef struct ipu_tile {
     uint32_t nops;
     uint8_t **page;         /* owned pages, allocated on first write */
     ipu_ctx cx[IPU_MAX_CTX]; /* 0 = supervisor, 1..W = workers */
-    uint32_t running;       /* bit w: worker w runs */
-    uint8_t sup;            /* SUP_* */
     /* AMP coefficient state, shared by the workers (research §2.2) */
     uint8_t coef[256];
     float w16[128], w32[64]; /* the coefficients as f32: w32 as stored, w16 converted from f16 with
                              * half j of unit u at w16[32 j + u] (amp_f16) */
     uint16_t w16_stale;     /* coefficient slots whose w16 view is not converted yet (coef_update) */
-    /* receive side */
-    int32_t rx_src;         /* -1 = input mux off */
-    uint32_t rx_addr, rx_left, rx_n, rx_lat;
+    /* receive side (and above) */
+    uint32_t rx_addr, rx_n;
     uint64_t rx_armed;
-    size_t rx_cursor;
     /* send side */
     uint64_t tx_t0, tx_end;
     uint32_t tx_addr, tx_n;
-    ipu_wlog pend, log;     /* this round's words; committed words of this superstep */
-    size_t fin;             /* log words before this have their spine delay set */
     uint64_t xch_until;     /* exchange activity is counted up to this cycle */
     uint64_t xch_cycles;    /* cycles with exchange activity this superstep */
     ipu_xspan *xs; size_t nxs, cap_xs; /* those cycles as spans, kept only with opts.activity */
     bool rec;               /* keep xs (opts.activity or opts.trace is set) */
     bool rec_nomem;         /* growing xs failed */
-    uint64_t arrival;       /* cycle of the last sync 1 */
-    uint64_t finish;        /* cycle after halt */
     uint64_t effects;       /* words received and bulk copies into its memory; with the hits of its
                              * instructions that have an effect, all that changes the tile beyond
                              * its contexts' registers (core/loopmark.h) */
@@ -220,9 +235,6 @@ typedef struct ipu_tile {
     double wire_bit_mm;
     uint64_t mem_hi;
     uint64_t ss_xbytes;     /* bytes sent this superstep */
-    uint64_t ss_uni, ss_claims; /* unicast words sent this superstep; words addressed to this tile
-                             * that it received (all received when the sums are equal) */
-    bool failed;            /* stopped by an error that is not reported yet */
 } ipu_tile;
 
 /* Energy events, named as in the shipped tables (ts_ipu_collect). */
@@ -378,8 +390,16 @@ static inline double wire_mm(const ts_ipu_cfg *c, uint32_t s, uint32_t d)
  * they are stuck (ipu_step.c). */
 static inline bool ts_ipu_tile_waiting(const ipu_tile *t)
 {
-    return t->sup == SUP_RUN && !t->running && t->rx_left && t->cx[0].pc < t->n &&
-           t->code[t->cx[0].pc].op == IPU_OP_RXWAIT;
+    return t->sup == SUP_RUN && !t->running && t->rx_left && t->sup_op == IPU_OP_RXWAIT;
+}
+
+_Static_assert(IPU_OP_COUNT <= UINT8_MAX, "ipu_tile.sup_op holds every op and IPU_OP_COUNT");
+
+/* Keep t->sup_op, the op at the supervisor's pc, after the pc changed. */
+static inline void ipu_sup_op(ipu_tile *t)
+{
+    uint32_t pc = t->cx[0].pc;
+    t->sup_op = (uint8_t)(pc < t->n ? t->code[pc].op : IPU_OP_COUNT);
 }
 
 /* Count n tiles visited by the main thread alone (the profile's visits). */

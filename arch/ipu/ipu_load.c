@@ -198,6 +198,8 @@ static ts_status load_program(ts_model *m, const ts_program *p, ts_err *err)
         t->n = s->n;
         t->ncode = ncode;
         t->sup = s->n ? SUP_RUN : SUP_DONE;
+        ipu_sup_op(t);
+        t->rx_park_n = SIZE_MAX;
         off += s->n;
     }
     /* per tile: the pcs of its instructions with an effect, which the endless-loop check sums the

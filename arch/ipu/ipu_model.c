@@ -145,6 +145,7 @@ ts_status ts_ipu_create_cfg(ts_model **out, const void *cfgp, const ts_run_opts 
         }
         t->sup = SUP_DONE; /* tiles without a stream do nothing */
         t->rx_src = -1;
+        t->rx_park_n = SIZE_MAX;
         t->rec = m->act != NULL || m->trace != NULL; /* the exchange spans feed both */
     }
     if (m->act) {

@@ -113,6 +113,7 @@ void ts_ipu_release_tiles(ts_model *m, uint32_t lo, uint32_t hi)
         t->xch_cycles = 0;
         t->xch_until = 0;
         t->rx_src = -1;
+        t->rx_park_n = SIZE_MAX;
         if (t->sup == SUP_SYNC) {
             t->sup = SUP_RUN;
             t->cx[0].ready = m->release + m->c.sync_skew * i / span;

@@ -159,7 +159,7 @@ static char *toy_diff(int which, void (*state)(ts_model *, void *, ts_buf *))
     ok(ts_config_load_string(&cfg, "toy.yaml", toy_yaml, strlen(toy_yaml), &co, &e), &e, "toy config");
     ts_program *p = NULL;
     ok(ts_asm(&p, "toy.s", toy_prog, strlen(toy_prog), f.isa, &e), &e, "toy program");
-    arch_opts o = {.state = state};
+    arch_opts o = {.state = state, .modes = ARCH_MODES_ALL}; /* every mode, under the sanitizers too */
     arch_run run;
     ts_buf diff = TS_BUF_INIT;
     bool same = arch_modes_compare(&f, cfg, p, &o, &run, &diff);

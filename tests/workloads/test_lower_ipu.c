@@ -2174,6 +2174,61 @@ START_TEST(test_t10_conv_padded)
 }
 END_TEST
 
+START_TEST(test_t10_conv_maxpool)
+{
+    /* ResNet's MaxPool (3x3, stride 2, padding 1) after a batched Conv of planner (b), pooled where
+     * the Conv's blocks lie (its output blocked as well): 8 -> 8 channels at batch 2, f32, on 7 x 5
+     * in blocks of one row (the last window's bottom row and right column padding), and on 8 x 5 in
+     * blocks of 4 rows (two output rows a tile); exactly the maximum of the Conv's outputs read */
+    static const struct { int H, fm; } cs[] = {{7, 14}, {8, 4}};
+    const int NB = 2, C = 8, M = 8, Wd = 5, H = cs[_i].H, Ho = (H - 1) / 2 + 1, Wo = (Wd - 1) / 2 + 1;
+    const ts_t10_plan pick = {.fm = (uint32_t)cs[_i].fm, .fn = 1, .fk = 1, .ft = 1, .rp = 1,
+                              .rot = TS_T10_ROT_NONE};
+    ts_graph *g = ts_graph_create("conv_pool");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 4, (int64_t[]){NB, C, H, Wd});
+    int w = tensor(g, "w", TS_TENSOR_WEIGHT, 4, (int64_t[]){M, C, 1, 1});
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    int z = tensor(g, "z", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, x);
+    fill(g, w);
+    ts_graph_attrs a1, ap;
+    ts_graph_attrs_init(&a1);
+    a1.strides[0] = a1.strides[1] = 1;
+    node(g, TS_OP_CONV, "conv", (int[]){x, w}, 2, y, &a1);
+    ts_graph_attrs_init(&ap);
+    ap.kernel[0] = ap.kernel[1] = 3;
+    ap.strides[0] = ap.strides[1] = 2;
+    ap.pads[0] = ap.pads[1] = ap.pads[2] = ap.pads[3] = 1;
+    node(g, TS_OP_MAXPOOL, "mp", (int[]){y}, 1, z, &ap);
+    ts_graph_mark_output(g, y);
+    ts_graph_mark_output(g, z);
+    finalize(g);
+    lowered L = {0};
+    lower_t10(g, &pick, &L);
+    ck_assert(L.rep.layers[0].t10);
+    bool blocked = false;
+    for (size_t i = 0; i < L.rep.nplaces; i++)
+        blocked |= L.rep.places[i].tensor == z && L.rep.places[i].inner == (uint64_t)(Ho * Wo);
+    ck_assert_msg(blocked, "the MaxPool's output is not blocked");
+    for (int p = 0; p < NB * M; p++)
+        for (int oy = 0; oy < Ho; oy++)
+            for (int ox = 0; ox < Wo; ox++) {
+                float m = -INFINITY;
+                for (int ky = 0; ky < 3; ky++)
+                    for (int kx = 0; kx < 3; kx++) {
+                        int iy = oy * 2 + ky - 1, ix = ox * 2 + kx - 1;
+                        if (iy >= 0 && ix >= 0 && iy < H && ix < Wd)
+                            m = fmaxf(m, out_at(&L, g, y, (uint64_t)((p * H + iy) * Wd + ix)));
+                    }
+                uint64_t e = (uint64_t)((p * Ho + oy) * Wo + ox);
+                ck_assert_msg(out_at(&L, g, z, e) == m, "z[%llu]: got %g, want %g", (unsigned long long)e,
+                              (double)out_at(&L, g, z, e), (double)m);
+            }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 START_TEST(test_t10_gemm_relu16)
 {
     /* an f16 Gemm (transB, bias) Y[4,32] = relu(x)[4,48] x B[32,48]^T + b whose A is a Relu's
@@ -2640,6 +2695,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_t10_conv_padded, 0, 8);
     tcase_add_loop_test(tc, test_t10_gemm_relu16, 0, 2);
     tcase_add_loop_test(tc, test_t10_conv_batch, 0, 7);
+    tcase_add_loop_test(tc, test_t10_conv_maxpool, 0, 2);
     tcase_add_test(tc, test_t10_conv_reuse);
     tcase_add_loop_test(tc, test_t10_conv_auto, 0, 2);
     tcase_add_loop_test(tc, test_auto_monotonic, 0, 3);

@@ -495,13 +495,15 @@ END_TEST
 /* LayerNormalization over the last axis of [5, 40] (values in [-3, 3)), with a scale and a bias,
  * epsilon 1e-5 (_i 0), and RMSNormalization (Llama's: x / sqrt(mean(x^2) + epsilon) times the
  * scale, no mean, no bias; _i 1; _i 2 over [5, 300]: its squares summed in 4 blocks of 64 and 44
- * values more, then the 64 partial sums). Tolerance 2e-5 x (|y| + |bias| + 1): the mean and variance sum
- * 40 f32 terms (a few 1e-6 relative), the square root's Newton steps and the reciprocal a few ulp. */
+ * values more, then the 64 partial sums; _i 3 over [2, 1027], a long row: over 5 PEs in a row, parts
+ * of 205 or 206 values, their partial sums added PE by PE west, 1 / s sent back east). Tolerance
+ * 2e-5 x (|y| + |bias| + 1): the mean and variance sum 40 f32 terms (a few 1e-6 relative; the split
+ * row's squares are at most 4 block adds, 64 partial sums and 5 parts deep, 73 ulp at worst), the
+ * square root's Newton steps and the reciprocal a few ulp. */
 START_TEST(test_layernorm)
 {
     const bool rms = _i >= 1;
-    enum { R = 5 };
-    const int D = _i == 2 ? 300 : 40;
+    const int R = _i == 3 ? 2 : 5, D = _i == 3 ? 1027 : _i == 2 ? 300 : 40;
     ts_graph *g = ts_graph_create("ln");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){R, D});
     int gm = tensor(g, "gamma", TS_TENSOR_WEIGHT, 1, (int64_t[]){D});
@@ -520,6 +522,7 @@ START_TEST(test_layernorm)
     finalize(g);
     lowered L = {0};
     lower_and_run(g, 8, 4, &L);
+    ck_assert_uint_eq(stage_of(&L, "layernorm", 0)->w, _i == 3 ? 5 : 1);
     for (int i = 0; i < R; i++) {
         double m = 0, v = 0;
         for (int k = 0; k < D && !rms; k++)
@@ -895,6 +898,37 @@ START_TEST(test_gpt_swiglu)
 }
 END_TEST
 
+/* Llama's reduced form decoding one token against its cache of 7 (d 64, one layer) on PEs of 512
+ * bytes: a RMSNorm's row of 64 with its scale (520 bytes) does not fit one PE, so each of the three
+ * RMSNorms (the layer's two and the final one before the head) takes 2 PEs in a row, 32 values each,
+ * their partial sums of squares added west and 1 / s sent back east. Logits against the double
+ * interpreter within 2e-5 (1 + |y|), as test_gpt_prefill: the split adds one f32 add to the 64
+ * squares' sum. */
+START_TEST(test_gpt_norm_split)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_graph *g = NULL;
+    const char *spec = "gpt:layers=1,hidden=64,heads=2,kv_heads=2,ffn=64,vocab=40,seq=8,dtype=f32,norm=rmsnorm,"
+                       "act=swiglu,bias=0,phase=decode";
+    ck_assert_msg(ts_wl_builtin(spec, &g, &e) == TS_OK, "%s", e.msg);
+    lowered L = {0};
+    lower_sram = 512;
+    lower_and_run(g, 96, 32, &L);
+    lower_sram = 0;
+    for (size_t k = 0; k < 3; k++) { /* the layer's two and the final one, each over 2 PEs */
+        const ts_lower_wse_stage *n = stage_of(&L, "layernorm", k);
+        ck_assert_ptr_nonnull(n);
+        ck_assert_uint_eq(n->w, 2);
+        ck_assert_uint_le(n->mem_bytes, 512);
+    }
+    ck_assert_ptr_null(stage_of(&L, "layernorm", 3));
+    check_logits(g, &L, spec);
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* Decode against a KV cache of 63 (seq 64), GPT-2's reduced form, one layer, on PEs too small for
  * a head's positions in one K or V part. _i 0 and 1: the head's positions split in blocks, one PE
  * each down the head's column (2 heads of 16 columns on PEs of 2,304 bytes: 4 blocks of 16; 4
@@ -1178,12 +1212,13 @@ int main(void)
     tcase_add_test(tc, test_slice);
     tcase_add_test(tc, test_transpose_in_place);
     tcase_add_loop_test(tc, test_transpose, 0, 3);
-    tcase_add_loop_test(tc, test_layernorm, 0, 3);
+    tcase_add_loop_test(tc, test_layernorm, 0, 4);
     tcase_add_loop_test(tc, test_dilated_conv, 0, 2);
     tcase_add_loop_test(tc, test_attention, 0, 3);
     tcase_add_test(tc, test_attention_proj);
     tcase_add_loop_test(tc, test_gpt_prefill, 0, 4);
     tcase_add_loop_test(tc, test_gpt_swiglu, 0, 6);
+    tcase_add_test(tc, test_gpt_norm_split);
     suite_add_tcase(s, tc);
     TCase *tb = tcase_create("batch_gqa"); /* attention over a batch of sequences, grouped-query heads */
     tcase_set_timeout(tb, 300);

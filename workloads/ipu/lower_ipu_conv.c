@@ -324,9 +324,10 @@ static cv_tile conv_tile(const cv_shape *s, const cv_plan *pn, const lw_scr *sc,
 
 /* ---- per tile ---- */
 
-/* The tile's coefficient blocks [q][k/per][u][per] (f16: halves) and bias (f32) as initial data;
- * w holds wbytes + bbytes. */
-static ts_status conv_weights(lw *L, const cv_shape *s, const cv_plan *pn, const cv_tile *c, uint32_t t, float *w)
+/* The coefficient blocks [q][k/per][u][per] (f16: halves) and bias (f32) of the tiles of c's channel
+ * group and input-channel part (the same on each of their row blocks and images) into w, which
+ * holds wbytes + bbytes. */
+static void conv_weights_build(const cv_shape *s, const cv_plan *pn, const cv_tile *c, float *w)
 {
     const uint64_t kh = s->kh, kw = s->kw, Cs = pn->Cs, per = pn->per, K = c->K, kp = c->kp;
     const uint32_t U = pn->U;
@@ -353,9 +354,14 @@ static ts_status conv_weights(lw *L, const cv_shape *s, const cv_plan *pn, const
             if (c->bias)
                 bb[(q - c->q0) * U + u] = ts_fill_value_f32(s->Bt, s->bid, m);
         }
-    ts_status rc = lwi_seg(L, t, pn->waddr, w, (c->q1 - c->q0) * kp * U * 8);
+}
+
+/* Tile t's weights and bias (built in w by conv_weights_build) as its initial data. */
+static ts_status conv_weights(lw *L, const cv_plan *pn, const cv_tile *c, uint32_t t, const float *w)
+{
+    ts_status rc = lwi_seg(L, t, pn->waddr, w, (c->q1 - c->q0) * c->kp * pn->U * 8);
     if (rc == TS_OK && c->bias)
-        rc = lwi_seg(L, t, pn->baddr, bb, pn->bbytes);
+        rc = lwi_seg(L, t, pn->baddr, w + pn->wbytes / 4, pn->bbytes);
     return rc;
 }
 
@@ -582,10 +588,18 @@ static ts_status conv_tiles(lw *L, const ts_graph_node *n, const cv_shape *s, co
     if (!w)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
     ts_status rc = TS_OK;
+    /* the weights are built once for consecutive tiles of the same channel group and part (the
+     * row blocks, innermost), and not at all in the first pass, which places no data */
+    const bool place = (!s->wkeep || !s->wkeep->set) && !L->measure;
+    uint64_t wgc = UINT64_MAX, wgk = UINT64_MAX;
     for (uint64_t i = 0; i < pn->nimg * pn->tn && rc == TS_OK; i++) {
         uint32_t tl = (uint32_t)(i % pn->tn), t = conv_gtile(pn, i / pn->tn, tl);
         cv_tile c = conv_tile(s, pn, sc, tl, t);
-        if ((!s->wkeep || !s->wkeep->set) && (rc = conv_weights(L, s, pn, &c, t, w)) != TS_OK)
+        if (place && (c.gc != wgc || c.gk != wgk)) {
+            conv_weights_build(s, pn, &c, w);
+            wgc = c.gc, wgk = c.gk;
+        }
+        if (place && (rc = conv_weights(L, pn, &c, t, w)) != TS_OK)
             break;
         if (pn->hwc)
             conv_image_hwc(L, s, pn, &c, t, sc->where[t]);

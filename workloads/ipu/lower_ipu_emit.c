@@ -9,7 +9,7 @@
 
 size_t lwi_emit(lw *L, lw_code *c, int op, int32_t a0, int32_t a1, int32_t a2)
 {
-    if (ts_grow((void **)&c->v, &c->cap, c->n + 1, sizeof *c->v)) {
+    if (c->n >= c->cap && ts_grow((void **)&c->v, &c->cap, c->n + 1, sizeof *c->v)) { /* grown only when full */
         L->oom = true;
         return c->n;
     }
@@ -44,27 +44,33 @@ static int64_t operand_at(const lw_insn *i, int k, size_t start)
     return label_operand(i) == k ? (int64_t)i->a[k] - (int64_t)start : (int64_t)i->a[k];
 }
 
+/* A routine's hash, to find its copies: each instruction (branch targets relative to the start)
+ * mixed into one word by two independent multiplies, the words summed into a rotated sum (a short
+ * dependency chain per instruction; a collision costs one routine_same, never a wrong reuse). */
 static uint64_t routine_hash(const lw_insn *v, size_t start, size_t len)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a over opcodes and operands */
+    uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < len; i++) {
         const lw_insn *x = &v[start + i];
-        uint64_t w[4] = {x->op, (uint64_t)operand_at(x, 0, start), (uint64_t)operand_at(x, 1, start),
-                         (uint64_t)operand_at(x, 2, start)};
-        for (int k = 0; k < 4; k++) {
-            h ^= w[k];
-            h *= 1099511628211ull;
-        }
+        const uint64_t a0 = (uint32_t)operand_at(x, 0, start), a1 = (uint32_t)operand_at(x, 1, start),
+                       a2 = (uint32_t)operand_at(x, 2, start);
+        uint64_t w = (a0 << 32 | a1) * 0x9e3779b97f4a7c15ull + (a2 << 16 | x->op) * 0xc2b2ae3d27d4eb4full;
+        h = ((h << 23) | (h >> 41)) + (w ^ (w >> 29));
     }
     return h;
 }
 
 static bool routine_same(const lw_insn *v, size_t a, size_t b, size_t len)
 {
-    for (size_t i = 0; i < len; i++)
+    for (size_t i = 0; i < len; i++) {
+        const lw_insn *x = &v[a + i], *y = &v[b + i];
+        if (x->op != y->op)
+            return false;
+        const int l = label_operand(x);
         for (int k = 0; k < 3; k++)
-            if (v[a + i].op != v[b + i].op || operand_at(&v[a + i], k, a) != operand_at(&v[b + i], k, b))
+            if (k == l ? (int64_t)x->a[k] - (int64_t)a != (int64_t)y->a[k] - (int64_t)b : x->a[k] != y->a[k])
                 return false;
+    }
     return true;
 }
 

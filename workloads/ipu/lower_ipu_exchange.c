@@ -351,6 +351,50 @@ static void stagger(gx *G, uint32_t t, size_t x0)
     }
 }
 
+/* Balanced stagger (L->balance): receiver by receiver (t its index among the gather's), its n
+ * transfers rotated by the s that makes the most words a sender of them sends in the round it falls
+ * in fewest (of the 64 from the stagger's on), counting the receivers before (ties: s = t mod n, the
+ * stagger's), so that the readers
+ * of one holder spread over the rounds even where they share t mod n (a Conv's readers of one
+ * channel block in the rings of a rotating A: every reader of a holder took it in the same round). */
+static ts_status gather_balance(gx *G)
+{
+    lw *L = G->L;
+    uint32_t R = G->rounds ? G->rounds : 1;
+    uint64_t *load = ts_calloc((size_t)L->T * R, sizeof *load);
+    lw_xfer *tmp = ts_calloc(R, sizeof *tmp);
+    if (!load || !tmp) {
+        ts_free(load);
+        ts_free(tmp);
+        return gather_oom(G);
+    }
+    for (size_t x0 = 0, x1; x0 < G->nxf; x0 = x1) {
+        for (x1 = x0 + 1; x1 < G->nxf && G->xf[x1].dst == G->xf[x0].dst; x1++)
+            ;
+        size_t n = x1 - x0, best = (G->xf[x0].dst - L->base) % n;
+        uint64_t most = UINT64_MAX;
+        for (size_t k = 0; k < n && k < 64; k++) { /* 64 tried at most: n^2 work a receiver */
+            size_t s = (best + k) % n; /* from the stagger's on, so that it wins ties */
+            uint64_t m = 0;
+            for (size_t i = 0; i < n; i++) {
+                const lw_xfer *q = &G->xf[x0 + i];
+                uint64_t v = load[(size_t)q->src * R + (i + n - s) % n] + q->words;
+                m = v > m ? v : m;
+            }
+            if (m < most)
+                most = m, best = s;
+        }
+        for (size_t i = 0; i < n; i++)
+            tmp[(i + n - best) % n] = G->xf[x0 + i];
+        memcpy(&G->xf[x0], tmp, n * sizeof *tmp);
+        for (size_t r = 0; r < n; r++)
+            load[(size_t)G->xf[x0 + r].src * R + r] += G->xf[x0 + r].words;
+    }
+    ts_free(load);
+    ts_free(tmp);
+    return TS_OK;
+}
+
 /* copy_staged by the receiver's workers (L->wlocal), 64 bits a load: per run of pieces of equal
  * length equally far apart, each piece's pairs over the workers (overlapping blocks copy the same
  * values);
@@ -606,24 +650,21 @@ static ts_status gather_rounds(gx *G)
 
 /* Tile t's pieces it holds itself copied by its workers (L->wlocal): per piece, each worker a block
  * of ceil(pairs / workers) pairs (overlapping blocks copy the same values), a 64-bit load and store
- * a pair; false (nothing emitted) unless every such piece is 8-byte aligned and whole pairs. */
-static bool gather_local_workers(const gx *G, uint32_t t)
+ * a pair; false (nothing emitted) unless every such piece is 8-byte aligned and whole pairs. The
+ * pieces: first, then next[first], ... (in the order of the pieces; SIZE_MAX ends). */
+static bool gather_local_workers(const gx *G, uint32_t t, size_t first, const size_t *next)
 {
     lw *L = G->L;
-    size_t n = 0;
-    for (size_t i = 0; i < G->npc; i++) {
+    for (size_t i = first; i != SIZE_MAX; i = next[i]) {
         const lw_piece *q = &G->pc[i];
-        if (q->src == t && q->dst == t && (q->from % 8 || q->to % 8 || q->words % 2))
+        if (q->from % 8 || q->to % 8 || q->words % 2)
             return false;
-        n += q->src == t && q->dst == t;
     }
-    if (!n)
+    if (first == SIZE_MAX)
         return true;
     size_t entry = L->tiles[t].wrk.n;
-    for (size_t i = 0; i < G->npc; i++) {
+    for (size_t i = first; i != SIZE_MAX; i = next[i]) {
         const lw_piece *q = &G->pc[i];
-        if (q->src != t || q->dst != t)
-            continue;
         uint32_t pairs = (uint32_t)(q->words / 2), pw = (uint32_t)ts_geom_cdiv(pairs, L->workers);
         lwi_emit_start_row(L, t, pairs, pw); /* $m1: the worker's first pair */
         W(t, SHLI, RM(1), RM(1), 3);
@@ -642,17 +683,32 @@ static bool gather_local_workers(const gx *G, uint32_t t)
 }
 
 /* What a tile holds itself: its supervisor copies it (start of the compute superstep), or its
- * workers (L->wlocal). */
+ * workers (L->wlocal). A tile's own pieces are chained once (first[t], next[i]), so that each
+ * tile's are visited alone. */
 static void gather_local(const gx *G)
 {
     lw *L = G->L;
     uint8_t *how = L->wlocal ? ts_calloc(L->T, 1) : NULL; /* per tile: 0 not yet, 1 its workers, 2 its supervisor */
+    size_t *first = how ? ts_malloc((L->T + G->npc) * sizeof *first) : NULL, *next = first ? first + L->T : NULL;
+    if (how && !first) { /* no chains: the supervisors copy */
+        ts_free(how);
+        how = NULL;
+    }
+    if (how) {
+        for (uint32_t t = 0; t < L->T; t++)
+            first[t] = SIZE_MAX;
+        for (size_t i = G->npc; i-- > 0;)
+            if (G->pc[i].src == G->pc[i].dst) {
+                next[i] = first[G->pc[i].dst];
+                first[G->pc[i].dst] = i;
+            }
+    }
     for (size_t i = 0; i < G->npc; i++) {
         const lw_piece *q = &G->pc[i];
         if (q->src != q->dst)
             continue;
         if (how && !how[q->dst])
-            how[q->dst] = gather_local_workers(G, q->dst) ? 1 : 2;
+            how[q->dst] = gather_local_workers(G, q->dst, first[q->dst], next) ? 1 : 2;
         if (how && how[q->dst] == 1)
             continue;
         S(q->dst, SETZI, RM(1), (int32_t)q->from, 0);
@@ -662,6 +718,7 @@ static void gather_local(const gx *G)
         S(q->dst, LD32STEP, RM(4), RM(1), 4);
         S(q->dst, ST32STEP, RM(4), RM(2), 4);
     }
+    ts_free(first);
     ts_free(how);
 }
 
@@ -699,9 +756,11 @@ ts_status lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64
             break;
         sort_by_sender(&G, d, pt0);
         rc = gather_transfers(&G, d, pt0);
-        if (rc == TS_OK && L->stagger)
+        if (rc == TS_OK && L->stagger && !L->balance)
             stagger(&G, t, x0);
     }
+    if (rc == TS_OK && L->stagger && L->balance)
+        rc = gather_balance(&G);
     uint64_t sbuf = G.stage ? lwi_talloc_avoid(L, G.stage * 4, av[0], av[1]) : 0;
     for (size_t i = 0; i < G.nxf; i++)
         if (G.xf[i].staged)

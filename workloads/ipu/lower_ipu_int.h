@@ -139,6 +139,8 @@ typedef struct lw {
                            * activations, and the plans of models whose weights do not fit at 1/4) */
     bool stagger;         /* gather: receiver t takes its senders from its (t mod n)-th on (planner (b)'s A) */
     bool staged;          /* gather: every transfer received into the staging buffer, then copied */
+    bool balance;         /* gather, with stagger: each receiver's rotation the one that loads the busiest of its
+                           * senders in their rounds least (gather_balance) */
     bool pack;            /* gather: rounds packed so that a sender serves one receiver a round (gather_pack) */
     bool onedst;          /* gather: the sends of a transfer after its first leave the receiver's number
                            * in $m6 as the first set it (2 instructions a piece, not 3) */

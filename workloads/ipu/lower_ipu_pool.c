@@ -6,7 +6,15 @@
  * is scaled by 1 / the number of positions its window counts (a table). With one plane a tile the
  * image is filled first (a superstep of its own) and the plane's rows are gathered straight into
  * it; otherwise the planes are gathered, then copied in plane by plane.
+ *
+ * A MaxPool whose input is blocked in whole image rows (a Conv's output: blocks of channels by
+ * rows, lw_place.inner) is pooled where those blocks lie instead (pool_blocked): a tile takes a
+ * block of output rows of some of a block's channels, gathers the input rows its windows read (its
+ * rows and the halo rows of the blocks beside), a row of all its channels a round, and its workers
+ * take its channels: per output row the kernel rows' maximum column by column into a row padded
+ * with -FLT_MAX, then the windows along it. The output keeps the blocked layout.
  */
+#include <assert.h>
 #include <float.h>
 
 #include "core/alloc.h"
@@ -219,6 +227,155 @@ static void pool_planes(lw *L, uint32_t t, const pool_plan *pp, uint32_t planes,
     }
 }
 
+/* A blocked MaxPool's partition: output blocks of ro rows (nrbo an image plane) by cbo channels of
+ * the batch's planes, tn = ncbo * nrbo tiles, tile (c / cbo) * nrbo + (output row / ro); band rows
+ * nb = (ro - 1) sy + kh, band row k of a block being input row o0 sy - pt + k. */
+typedef struct pool_blk {
+    uint64_t W, inner;       /* input row, plane */
+    uint64_t ro, nrbo, cbo, ncbo;
+    uint64_t nb;             /* band rows */
+    uint32_t tn;
+    uint64_t band, row, out; /* the band (nb rows of cbo channels), a padded row per worker, output */
+} pool_blk;
+
+/* The blocked partition of MaxPool w on input placement P, false where it does not apply (not
+ * MaxPool, not blocked in whole rows of f32 words, a window below the image, too many tiles or
+ * output rows a block). */
+static bool pool_blocked_shape(const lw *L, const ts_graph_node *n, const ts_geom_window *w, const lw_place *P,
+                               pool_blk *b)
+{
+    uint64_t H = (uint64_t)w->H, Wd = (uint64_t)w->W, Ho = (uint64_t)w->Ho, R = (uint64_t)(w->N * w->C);
+    if (n->op != TS_OP_MAXPOOL || !P->inner || P->es != 4 || P->inner != H * Wd || P->pb % Wd || !P->nrb ||
+        w->pt >= w->kh || w->pb >= w->kh || (Ho - 1) * (uint64_t)w->sh >= H + (uint64_t)w->pt)
+        return false; /* (every window reads a row of the image) */
+    *b = (pool_blk){.W = Wd, .inner = H * Wd};
+    b->ro = ts_geom_cdiv(Ho, P->nrb);
+    b->nrbo = ts_geom_cdiv(Ho, b->ro);
+    b->nb = (b->ro - 1) * (uint64_t)w->sh + (uint64_t)w->kh;
+    if (b->ro > 8) /* the rows are emitted one by one */
+        return false;
+    /* the input's channel blocks split as far as the tiles go */
+    for (uint64_t q = P->cb; q >= 1; q--)
+        if (P->cb % q == 0 && ts_geom_cdiv(R, P->cb / q) * b->nrbo <= L->T) {
+            b->cbo = P->cb / q;
+            break;
+        }
+    if (!b->cbo)
+        return false;
+    b->ncbo = ts_geom_cdiv(R, b->cbo);
+    b->tn = (uint32_t)(b->ncbo * b->nrbo);
+    return true;
+}
+
+/* Tile t's ranges of band row k: input row o0 sy - pt + k of its channels (empty outside the
+ * image). */
+static void pool_band_ranges(const pool_plan *pp, const pool_blk *b, uint64_t k, lw_scr *sc)
+{
+    for (uint32_t t = 0; t < b->tn; t++) {
+        uint64_t cb = t / b->nrbo, o0 = t % b->nrbo * b->ro, c0 = cb * b->cbo;
+        int64_t r = (int64_t)(o0 * pp->sy + k) - (int64_t)pp->pt;
+        uint64_t cn = pp->R - c0 < b->cbo ? pp->R - c0 : b->cbo;
+        sc->nr[t] = (uint32_t)cn;
+        sc->lo[t] = sc->hi[t] = 0;
+        if (r >= 0 && (uint64_t)r < pp->H) {
+            sc->lo[t] = c0 * b->inner + (uint64_t)r * b->W;
+            sc->hi[t] = sc->lo[t] + b->W;
+        }
+    }
+}
+
+/* Tile t's workers over its cn channels: per output row o < rot, the maximum of band rows
+ * [ka, kb) (those of the image among o sy .. o sy + kh - 1) into the worker's padded row, then its
+ * windows into the output. */
+static void pool_blocked_tile(lw *L, uint32_t t, const pool_plan *pp, const pool_blk *b, uint32_t cn, uint64_t rot,
+                              int64_t r0)
+{
+    uint32_t rw = (uint32_t)ts_geom_cdiv(cn, L->workers);
+    int32_t rs = (int32_t)(b->cbo * b->W * 4); /* band row stride */
+    size_t entry = L->tiles[t].wrk.n;
+    lwi_emit_start_row(L, t, cn, rw);
+    W(t, GET, RM(10), TS_IPU_CSR_WORKER, 0);
+    W(t, MULI, RM(10), RM(10), (int32_t)(pp->WP * 4));
+    W(t, SETZI, RM(2), (int32_t)b->row, 0);
+    W(t, ADD, RM(10), RM(10), RM(2));
+    W(t, LDCONST, RA(0), lwi_fbits(-FLT_MAX), 0);
+    W(t, MOV, RM(2), RM(10), 0);
+    W(t, SETZI, RM(3), (int32_t)pp->pl, 0);
+    W(t, RPT, RM(3), 1, 0);
+    W(t, ST32STEP, RA(0), RM(2), 4);
+    W(t, ADDI, RM(2), RM(2), (int32_t)(b->W * 4));
+    W(t, SETZI, RM(3), (int32_t)(pp->WP - pp->pl - b->W), 0);
+    W(t, RPT, RM(3), 1, 0);
+    W(t, ST32STEP, RA(0), RM(2), 4);
+    W(t, SETZI, RM(8), (int32_t)b->W, 0);
+    W(t, SETZI, RM(13), (int32_t)pp->Wo, 0);
+    W(t, SETZI, RM(11), (int32_t)rw - 1, 0);
+    size_t chan = W(t, MULI, RM(5), RM(1), (int32_t)(b->W * 4));
+    W(t, SETZI, RM(3), (int32_t)b->band, 0);
+    W(t, ADD, RM(5), RM(5), RM(3));
+    W(t, MULI, RM(6), RM(1), (int32_t)(b->ro * pp->Wo * 4));
+    W(t, SETZI, RM(3), (int32_t)b->out, 0);
+    W(t, ADD, RM(6), RM(6), RM(3));
+    for (uint64_t o = 0; o < rot; o++) {
+        int64_t lo = (int64_t)(o * pp->sy), hi = lo + (int64_t)pp->kh;
+        int64_t ka = lo > -r0 ? lo : -r0, kb = hi < (int64_t)pp->H - r0 ? hi : (int64_t)pp->H - r0;
+        assert(kb > ka);
+        W(t, ADDI, RM(2), RM(5), (int32_t)ka * rs);
+        W(t, ADDI, RM(3), RM(10), (int32_t)(pp->pl * 4));
+        W(t, RPT, RM(8), (int32_t)(2 * (kb - ka)), 0);
+        W(t, LD32STEP, RA(0), RM(2), 4);
+        for (int64_t k = 1; k < kb - ka; k++) {
+            W(t, LD32, RA(1), RM(2), (int32_t)k * rs - 4);
+            W(t, F32MAX, RA(0), RA(0), RA(1));
+        }
+        W(t, ST32STEP, RA(0), RM(3), 4);
+        W(t, MOV, RM(9), RM(10), 0);
+        W(t, RPT, RM(13), (int32_t)(2 * pp->kw), 0);
+        W(t, LD32STEP, RA(0), RM(9), (int32_t)(pp->sx * 4));
+        for (uint64_t x = 1; x < pp->kw; x++) {
+            W(t, LD32, RA(1), RM(9), (int32_t)x * 4 - (int32_t)(pp->sx * 4));
+            W(t, F32MAX, RA(0), RA(0), RA(1));
+        }
+        W(t, ST32STEP, RA(0), RM(6), 4);
+    }
+    W(t, ADDI, RM(1), RM(1), 1);
+    W(t, BRNZDEC, RM(11), (int32_t)chan, 0);
+    W(t, EXIT, 0, 0, 0);
+    lwi_run_all(L, t, entry);
+}
+
+/* MaxPool where its blocked input lies (pool_blk): the band gathered a row at a time (each a row of
+ * the tile's channels, whole from one holder where the input's blocks are one row), then pooled. */
+static ts_status pool_blocked(lw *L, const ts_graph_node *n, lw_scr *sc, const pool_plan *pp, pool_blk *b)
+{
+    const lw_place *XP = &L->pl[n->in[0]];
+    uint64_t av[2];
+    lwi_elem_span(L, XP->addr, XP->chunk * XP->es, av);
+    b->band = lwi_talloc_avoid(L, b->nb * b->cbo * b->W * 4, av[0], av[1]);
+    for (uint64_t k = 0; k < b->nb; k++) {
+        pool_band_ranges(pp, b, k, sc);
+        L->into = b->band + k * b->cbo * b->W * 4;
+        L->wlocal = true; /* a row the tile holds itself: its workers copy it (its supervisor took 8 times as long) */
+        ts_status rc = lwi_gather(L, n->in[0], b->tn, sc->lo, sc->hi, sc->nr, b->inner, b->W, true, sc->where);
+        L->into = 0;
+        L->wlocal = false;
+        if (rc != TS_OK)
+            return rc;
+    }
+    b->row = lwi_talloc(L, L->workers * pp->WP * 4);
+    b->out = lwi_alloc(L, b->cbo * b->ro * pp->Wo * 4);
+    for (uint32_t t = 0; t < b->tn; t++) {
+        uint64_t c0 = t / b->nrbo * b->cbo, o0 = t % b->nrbo * b->ro;
+        uint64_t cn = pp->R - c0 < b->cbo ? pp->R - c0 : b->cbo, rot = pp->Ho - o0 < b->ro ? pp->Ho - o0 : b->ro;
+        pool_blocked_tile(L, t, pp, b, (uint32_t)cn, rot, (int64_t)(o0 * pp->sy) - (int64_t)pp->pt);
+    }
+    lwi_use_tiles(L, b->tn);
+    L->pl[n->out[0]] = (lw_place){.ntiles = b->tn, .chunk = b->cbo * b->ro * pp->Wo, .addr = b->out, .es = 4,
+                                  .inner = pp->P, .cb = b->cbo, .pb = b->ro * pp->Wo, .nrb = (uint32_t)b->nrbo};
+    lwi_sync_all(L);
+    return TS_OK;
+}
+
 ts_status lwi_lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
 {
     ts_geom_window w;
@@ -232,6 +389,9 @@ ts_status lwi_lower_pool(lw *L, const ts_graph_node *n, lw_scr *sc)
         return rc;
     pool_plan pp;
     pool_shape(L, n, &w, &pp);
+    pool_blk b;
+    if (pool_blocked_shape(L, n, &w, &L->pl[n->in[0]], &b))
+        return pool_blocked(L, n, sc, &pp, &b);
     for (uint32_t t = 0; t < pp.tn; t++) {
         sc->lo[t] = t * pp.rp * pp.HW;
         sc->hi[t] = ((t + 1) * pp.rp < pp.R ? (t + 1) * pp.rp : pp.R) * pp.HW;

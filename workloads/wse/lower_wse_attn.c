@@ -1383,6 +1383,18 @@ static void attn_patch(lw_gen *G, int pc, int a)
         G->s->insn[pc].a[a] = ts_lww_pc(G);
 }
 
+/* n sums at dst (zeroed from the word at za) of rows products: sum over r of the word at
+ * vec + 4 r times the n words at mat + 4 n r (attn_macs). */
+static void block_macs(lw_gen *G, int dst, int64_t n, int za, int mat, int64_t rows, int vec)
+{
+    ts_lww_op(G, WSE_OP_DSDM, 4, 2, dst, (int)n, 1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 3, za, (int)n, 0);
+    ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 4, mat, (int)n, 1);
+    ts_lww_op(G, WSE_OP_LI, 2, 1, vec);
+    attn_macs(G, mat, rows, (int)n * 4);
+}
+
 /* Block b of head j's positions (s->nbk: [b nbk, +cnt) of the N = nc + 1), the PE at row b of
  * the head's column: it keeps the query, the block's keys (K^T rows of cnt) and values (cnt rows
  * of DV); the last block also the new token's key and value from the stream. From the row of F:
@@ -1442,31 +1454,13 @@ static void attn_block(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int
     ts_lww_exp_consts(G);
     ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits((float)(1.4426950408889634 * s->lo)));
     /* the block's scores, their max (r1), exp in place and sum (r8), kept at HD */
-    ts_lww_op(G, WSE_OP_DSDM, 4, 2, SC, (int)cnt, 1);
-    ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)cnt, 0);
-    ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
-    ts_lww_op(G, WSE_OP_DSDM, 4, 4, KT, (int)cnt, 1);
-    ts_lww_op(G, WSE_OP_LI, 2, 1, QA);
-    attn_macs(G, KT, K, (int)cnt * 4);
+    block_macs(G, SC, cnt, ZA, KT, K, QA);
     ts_lww_row_max(G, cnt);
-    ts_lww_op(G, WSE_OP_FLI, 2, 8, ts_lww_bits(0.0f));
-    ts_lww_op(G, WSE_OP_LI, 2, 6, SC);
-    int e = ts_lww_loop_head(G, 7, cnt);
-    ts_lww_op(G, WSE_OP_LD, 3, 2, 6, 0);
-    ts_lww_exp(G);
-    ts_lww_op(G, WSE_OP_ST, 3, 3, 6, 0);
-    ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 3);
-    ts_lww_op(G, WSE_OP_ADDI, 3, 6, 6, 4);
-    ts_lww_loop_end(G, 7, e);
+    ts_lww_exp_sum(G, cnt, SC);
     ts_lww_op(G, WSE_OP_ST, 3, 1, 15, HD);
     ts_lww_op(G, WSE_OP_ST, 3, 8, 15, HD + 4);
     /* its outputs: sum of p[n] v[n] */
-    ts_lww_op(G, WSE_OP_DSDM, 4, 2, ACC, (int)DV, 1);
-    ts_lww_op(G, WSE_OP_DSDM, 4, 3, ZA, (int)DV, 0);
-    ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
-    ts_lww_op(G, WSE_OP_DSDM, 4, 4, VA, (int)DV, 1);
-    ts_lww_op(G, WSE_OP_LI, 2, 1, SC);
-    attn_macs(G, VA, cnt, (int)DV * 4);
+    block_macs(G, ACC, DV, ZA, VA, cnt, SC);
     if (bottom) { /* (m, l) and o north */
         ts_lww_mem_to_out(G, (uint64_t)HD, (uint64_t)(2 + DV), up);
         return;

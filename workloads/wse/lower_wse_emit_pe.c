@@ -176,13 +176,12 @@ void ts_lww_recip(lw_gen *G)
     }
 }
 
-/* The end of a softmax of the n words at address 0, whose max is in r1: exp(x - max) in place,
- * their sum in r8, 1/sum stored at rcp, then the n words times 1/sum sent on colour c through
- * output descriptor dsd in one fmuls. */
-void ts_lww_softmax_scale(lw_gen *G, int64_t n, int rcp, int dsd, int c)
+/* exp(x - max) in place of the n words at address base, whose max is in r1, their sum in r8 (r6
+ * and r7 used). */
+void ts_lww_exp_sum(lw_gen *G, int64_t n, int base)
 {
     ts_lww_op(G, WSE_OP_FLI, 2, 8, ts_lww_bits(0.0f));
-    ts_lww_op(G, WSE_OP_LI, 2, 6, 0);
+    ts_lww_op(G, WSE_OP_LI, 2, 6, base);
     int e = ts_lww_loop_head(G, 7, n);
     ts_lww_op(G, WSE_OP_LD, 3, 2, 6, 0);
     ts_lww_exp(G);
@@ -190,6 +189,14 @@ void ts_lww_softmax_scale(lw_gen *G, int64_t n, int rcp, int dsd, int c)
     ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 3);
     ts_lww_op(G, WSE_OP_ADDI, 3, 6, 6, 4);
     ts_lww_loop_end(G, 7, e);
+}
+
+/* The end of a softmax of the n words at address 0, whose max is in r1: exp(x - max) in place,
+ * their sum in r8, 1/sum stored at rcp, then the n words times 1/sum sent on colour c through
+ * output descriptor dsd in one fmuls. */
+void ts_lww_softmax_scale(lw_gen *G, int64_t n, int rcp, int dsd, int c)
+{
+    ts_lww_exp_sum(G, n, 0);
     ts_lww_recip(G);
     ts_lww_op(G, WSE_OP_ST, 3, 1, 15, rcp);
     ts_lww_op(G, WSE_OP_DSDM, 4, 0, 0, (int)n, 1);
@@ -283,6 +290,8 @@ ts_status ts_lww_emit_single(lw *L, ts_program *P, size_t si, lw_gen *G)
         return emit_add_split(L, P, G, s);
     if (s->kind == K_ELEM && s->G > 1)
         return ts_lww_emit_elem_split(L, P, G, s);
+    if (s->kind == K_NORM && s->G > 1)
+        return ts_lww_emit_norm_split(L, P, G, s);
     if (s->kind == K_ROPE)
         return ts_lww_emit_rope(L, P, G, s);
     if (!ts_lww_pe_stream(P, L->t, s->x, s->y0, G))

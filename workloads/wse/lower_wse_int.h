@@ -100,7 +100,10 @@ typedef struct lw_stage {
     uint64_t period; /* add: the parameter repeats every period values of the stream */
     int vop;
     bool swap;
-    uint32_t kcmin; /* matmul: fewest columns its weights need */
+    uint32_t kcmin; /* matmul: fewest columns its weights need; RMSNormalization: fewest PEs its row's
+                     * parts need (G > 1: split, lower_wse_norm.c) */
+    uint32_t gwant; /* RMSNormalization of a long row: the PEs it would take (place gives it what the
+                     * mesh's width leaves, at least kcmin) */
     uint64_t chunk; /* source and sink: elements per PE */
     /* attention (lower_wse_attn.c): M rows of F of L values, N heads, K per query and key, C per
      * value; cols[3 j .. 3 j + 2] head j's first q, k and v columns of F (owned); lo the scale */
@@ -290,6 +293,9 @@ void ts_lww_exp(lw_gen *G);
 void ts_lww_recip(lw_gen *G);
 /* r1 := the max of the n words at address 0 (lower_wse_emit_pe.c; uses r2, r3, r6, r7). */
 void ts_lww_row_max(lw_gen *G, int64_t n);
+/* exp(x - max) in place of the n words at base with their max in r1, their sum in r8
+ * (lower_wse_emit_pe.c; uses r2, r3, r6, r7). */
+void ts_lww_exp_sum(lw_gen *G, int64_t n, int base);
 /* A softmax's end over n words at address 0 with their max in r1 (lower_wse_emit_pe.c): exp in
  * place, 1/sum at rcp, the row times it out on colour c through output descriptor dsd. */
 void ts_lww_softmax_scale(lw_gen *G, int64_t n, int rcp, int dsd, int c);
@@ -300,6 +306,15 @@ void ts_lww_emit_move(lw_gen *G, const lw_stage *s);
 /* LayerNormalization over the last axis (lower_wse_norm.c): its stage and its PE's code. */
 ts_status ts_lww_norm_stage(lw *L, const ts_graph_node *n, int node, const ts_graph_tensor *x, bool nhwc);
 ts_status ts_lww_emit_norm(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
+/* SRAM of a PE of RMSNormalization's row of L values over g PEs: one PE the row, its scale, 1 / s
+ * and from 256 values the 64 partial sums of squares and a block's squares; split, a part's. */
+static inline uint64_t lw_rms_mem(uint64_t L, uint64_t g)
+{
+    const uint64_t n = (L + g - 1) / g;
+    return g > 1 ? 8 * n + 4 + (n >= 64 ? 8 * 64 : 0) : 8 * L + (L >= 256 ? 8 * 64 + 4 : 8);
+}
+/* A split RMSNormalization (s->G > 1 PEs in a row, lower_wse_norm.c). */
+ts_status ts_lww_emit_norm_split(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
 /* A Concat join's PE (lower_wse_concat.c). */
 ts_status ts_lww_emit_concat(lw *L, ts_program *P, size_t si, lw_gen *G);
 

@@ -11,9 +11,23 @@
  * 64 partial sums of squares and 64 squares: 8L + 516 bytes, Llama 3 8B's row of 4,096 in 32.5 KiB:
  * its sum of squares by vector ops, the row's blocks of 64 squared and added into the partial
  * sums, which a scalar loop then adds: about 2.3 cycles a value against the scalar loop's 9).
+ *
+ * RMSNormalization of a long row (1,024 values or more: Llama 3 8B's 4,096) or of a row that does
+ * not fit one PE runs over G PEs in a row (ts_lww_emit_norm_split), PE g the row's part
+ * G - 1 - g (as the elementwise stages' split, lower_wse_elem.c): it passes the parts of the PEs
+ * east of it on, takes its own into memory and sums its squares; the partial sums go west PE by
+ * PE (colours R(g), each PE adding its own), the first PE computes 1 / s from the whole sum and
+ * sends it east down the chain after the raw parts, each PE passing it on and scaling its part,
+ * which it sends before passing on the scaled parts from the west.
  */
 #include "core/alloc.h"
 #include "workloads/wse/lower_wse_int.h"
+
+/* RMSNormalization's split (ts_lww_emit_norm_split): a row of NORM_LONG values or more would take
+ * parts of about NORM_PART values, one PE each, at most NORM_MAX PEs (gwant; place gives it what
+ * the mesh's width leaves); a row that does not fit one PE takes at least the fewest PEs whose
+ * parts fit (kcmin). */
+enum { NORM_LONG = 1024, NORM_PART = 256, NORM_MAX = 16 };
 
 ts_status ts_lww_norm_stage(lw *L, const ts_graph_node *n, int node, const ts_graph_tensor *x, bool nhwc)
 {
@@ -30,6 +44,17 @@ ts_status ts_lww_norm_stage(lw *L, const ts_graph_node *n, int node, const ts_gr
     s->in_n = s->out_n = (uint64_t)ts_graph_tensor_elems(x);
     s->lo = (float)n->attrs.epsilon;
     s->mem = (uint64_t)s->L * (s->vop ? 8 : 12) + (s->vop && s->L >= 256 ? 8 * 64 + 4 : 8);
+    if (s->vop && (s->L >= NORM_LONG || s->mem > sram)) { /* RMSNormalization over G PEs in a row */
+        const uint64_t most = (uint64_t)s->L < NORM_MAX ? (uint64_t)s->L : NORM_MAX;
+        uint64_t g = 1, want = s->L >= NORM_LONG ? ts_geom_cdiv((uint64_t)s->L, NORM_PART) : 1;
+        while (g < most && lw_rms_mem((uint64_t)s->L, g) > sram)
+            g++;
+        want = want < most ? want : most;
+        s->G = s->kcmin = (uint32_t)g;
+        s->gwant = (uint32_t)(want > g ? want : g);
+        s->w = s->G;
+        s->mem = lw_rms_mem((uint64_t)s->L, g);
+    }
     if (s->mem > sram)
         return ts_lower_fail(L->err, n,
                              "a row of %lld values of '%s' with its scale%s needs %.1f KiB in one PE of "
@@ -94,6 +119,35 @@ static void row_sum_squares(lw_gen *G, int64_t L, int ACC, int SQ)
     ts_lww_loop_end(G, 7, l);
 }
 
+/* The sum of the squares of the n words from 0 into r8 (part of a split RMSNormalization). */
+static void part_sum_squares(lw_gen *G, int64_t n, int at)
+{
+    if (n >= 64)
+        row_sum_squares(G, n, at, at + 64 * 4);
+    else
+        row_sum(G, n, true);
+}
+
+/* r1 := 1 / sqrt(r8 / L + epsilon) (r14 holds 1 / L, r13 0.5; uses r2, r3, r5, r8, r9, r11, r12). */
+static void norm_rstd(lw_gen *G, const lw_stage *s)
+{
+    ts_lww_op(G, WSE_OP_FMUL, 3, 8, 8, 14);
+    ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits(s->lo));
+    ts_lww_op(G, WSE_OP_FADD, 3, 11, 8, 5); /* r11 = v = var + epsilon */
+    ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits(1.0f));
+    ts_lww_op(G, WSE_OP_FADD, 3, 12, 11, 5);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 12, 12, 13); /* r12 = s = (1 + v) / 2 */
+    int it = ts_lww_loop_head(G, 9, 20);
+    ts_lww_op(G, WSE_OP_MOV, 2, 8, 12);
+    ts_lww_recip(G);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 3, 11, 1);
+    ts_lww_op(G, WSE_OP_FADD, 3, 12, 12, 3);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 12, 12, 13);
+    ts_lww_loop_end(G, 9, it);
+    ts_lww_op(G, WSE_OP_MOV, 2, 8, 12);
+    ts_lww_recip(G);
+}
+
 ts_status ts_lww_emit_norm(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s)
 {
     const int64_t L = s->L;
@@ -116,21 +170,7 @@ ts_status ts_lww_emit_norm(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s)
         row_sum_squares(G, L, RSTD + 4, RSTD + 4 + 64 * 4);
     else
         row_sum(G, L, true);
-    ts_lww_op(G, WSE_OP_FMUL, 3, 8, 8, 14);
-    ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits(s->lo));
-    ts_lww_op(G, WSE_OP_FADD, 3, 11, 8, 5); /* r11 = v = var + epsilon */
-    ts_lww_op(G, WSE_OP_FLI, 2, 5, ts_lww_bits(1.0f));
-    ts_lww_op(G, WSE_OP_FADD, 3, 12, 11, 5);
-    ts_lww_op(G, WSE_OP_FMUL, 3, 12, 12, 13); /* r12 = s = (1 + v) / 2 */
-    int it = ts_lww_loop_head(G, 9, 20);
-    ts_lww_op(G, WSE_OP_MOV, 2, 8, 12);
-    ts_lww_recip(G);
-    ts_lww_op(G, WSE_OP_FMUL, 3, 3, 11, 1);
-    ts_lww_op(G, WSE_OP_FADD, 3, 12, 12, 3);
-    ts_lww_op(G, WSE_OP_FMUL, 3, 12, 12, 13);
-    ts_lww_loop_end(G, 9, it);
-    ts_lww_op(G, WSE_OP_MOV, 2, 8, 12);
-    ts_lww_recip(G);
+    norm_rstd(G, s);
     ts_lww_op(G, WSE_OP_ST, 3, 1, 15, RSTD);
     ts_lww_op(G, WSE_OP_DSDM, 4, 1, RSTD, (int)L, 0);
     ts_lww_op(G, WSE_OP_FMULS, 5, 0, 0, 1, -1, -1);
@@ -148,5 +188,55 @@ ts_status ts_lww_emit_norm(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s)
     uint32_t id = s->y0 * Lw->t->width + s->x;
     if (ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)GAM, s->vals, (uint32_t)(L * (s->vop ? 4 : 8)), Lw->err))
         return Lw->err->status;
+    return TS_OK;
+}
+
+ts_status ts_lww_emit_norm_split(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s)
+{
+    const int64_t L = s->L;
+    for (uint32_t g = 0; g < s->G; g++) {
+        const uint32_t ci = g ? lw_gcol(s, g - 1) : s->cin, co = lw_gcol(s, g);
+        const bool last = g + 1 == s->G;
+        const int64_t p = s->G - 1 - g, a = p * L / s->G, b = (p + 1) * L / s->G, n = b - a;
+        const int GAM = (int)(4 * n), RSTD = (int)(8 * n);
+        if (!ts_lww_pe_stream(P, Lw->t, s->x + g, s->y0, G))
+            return TS_ENOMEM;
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)co, P_R, lw_outp(s, last));
+        if (!last) /* the partial sum of the PEs east of it */
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, g + 1), P_E, P_R);
+        if (g) /* its own and theirs, west */
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, g), P_R, P_W);
+        ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
+        ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits((float)(1.0 / (double)L)));
+        ts_lww_op(G, WSE_OP_FLI, 2, 13, ts_lww_bits(0.5f));
+        int row = ts_lww_loop_head(G, 10, (int64_t)(s->in_n / (uint64_t)L));
+        ts_lww_in_to_out(G, ci, co, (uint64_t)a);
+        ts_lww_in_to_mem(G, ci, 0, (uint64_t)n, 1);
+        part_sum_squares(G, n, RSTD + 4);
+        if (!last) {
+            ts_lww_op(G, WSE_OP_RECV, 2, 2, (int)lw_rcol(s, g + 1));
+            ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 2);
+        }
+        if (g) {
+            ts_lww_op(G, WSE_OP_SEND, 2, (int)lw_rcol(s, g), 8);
+            ts_lww_op(G, WSE_OP_RECV, 2, 1, (int)ci); /* 1 / s from the west */
+        } else
+            norm_rstd(G, s);
+        if (!last)
+            ts_lww_op(G, WSE_OP_SEND, 2, (int)co, 1);
+        ts_lww_op(G, WSE_OP_ST, 3, 1, 15, RSTD);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 0, 0, (int)n, 1);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 1, RSTD, (int)n, 0);
+        ts_lww_op(G, WSE_OP_FMULS, 5, 0, 0, 1, -1, -1);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 1, GAM, (int)n, 1);
+        ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)co, (int)n, 0);
+        ts_lww_op(G, WSE_OP_FMULS, 5, 2, 0, 1, -1, -1);
+        ts_lww_in_to_out(G, ci, co, (uint64_t)(L - b));
+        ts_lww_loop_end(G, 10, row);
+        if (ts_program_add_segment(P, WSE_KIND_PE, s->y0 * Lw->t->width + s->x + g, (uint64_t)GAM, s->vals + a,
+                                   (uint32_t)(n * 4), Lw->err))
+            return Lw->err->status;
+    }
     return TS_OK;
 }

@@ -327,6 +327,45 @@ static ts_status elem_widths(lw *L, uint32_t Hm)
     }
 }
 
+/* The RMSNormalizations of long rows (gwant above their G): the columns the mesh's width leaves
+ * east of the band's last stage, shared among them, each up to gwant PEs (positions again); as
+ * they were when the band does not fit then. */
+static ts_status norm_widths(lw *L, uint32_t Hm)
+{
+    uint64_t end = 0, k = 0;
+    for (size_t i = 0; i < L->n; i++) {
+        const lw_stage *s = &L->st[i];
+        end = s->x + s->w > end ? s->x + s->w : end;
+        k += s->kind == K_NORM && s->gwant > s->G;
+    }
+    if (!k || end >= L->t->width)
+        return TS_OK;
+    const uint64_t per = (L->t->width - end) / k;
+    if (!per)
+        return TS_OK;
+    for (size_t i = 0; i < L->n; i++) {
+        lw_stage *s = &L->st[i];
+        if (s->kind != K_NORM || s->gwant <= s->G)
+            continue;
+        s->G = (uint32_t)(s->G + per < s->gwant ? s->G + per : s->gwant);
+        s->w = s->G;
+        s->mem = lw_rms_mem((uint64_t)s->L, s->G);
+    }
+    ts_status rc = positions(L, Hm);
+    if (!rc)
+        return TS_OK;
+    ts_err_free(L->err); /* too wide after all: as they were */
+    ts_err_init(L->err);
+    for (size_t i = 0; i < L->n; i++) {
+        lw_stage *s = &L->st[i];
+        if (s->kind == K_NORM && s->gwant > s->kcmin) {
+            s->G = s->w = s->kcmin;
+            s->mem = lw_rms_mem((uint64_t)s->L, s->G);
+        }
+    }
+    return positions(L, Hm);
+}
+
 ts_status ts_lww_place(lw *L, uint32_t *hm)
 {
     const ts_wse_target *t = L->t;
@@ -352,5 +391,6 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
     /* the main band is as tall as its tallest stage: skip paths run just below it */
     if (forks)
         *hm = band_height(L);
-    return elem_widths(L, *hm);
+    rc = elem_widths(L, *hm);
+    return rc ? rc : norm_widths(L, *hm);
 }

@@ -168,6 +168,38 @@ START_TEST(exchange_interleaved_receivers)
 }
 END_TEST
 
+/* Receivers that wait at `rxwait` over many rounds: tile 0 waits 200 cycles, sends 2 words to
+ * tile 2 and 3 to tile 1, waits 150 more and sends 2 more to tile 1. Tile 1 waits for all 5 from
+ * the start: it passes over tile 2's words, takes its 3, waits again (rounds in which its
+ * sender's log has nothing new for it) and takes the last 2. The fast run (whose receivers take
+ * their words in one pass and skip the rounds with none due) and the threaded one must give the
+ * lockstep reference's report and memory; the words land in order and the receive ends after
+ * the second send, so the exchange of the superstep covers both waits. */
+START_TEST(exchange_parked_receivers)
+{
+    const char *p =
+        ".arch ipu\n"
+        ".stream tile 0\n  setzi $m1, 0x100\n  setzi $m2, 2\n  delay 200\n  send $m1, $m2, 2\n"
+        "  setzi $m1, 0x108\n  setzi $m2, 1\n  send $m1, $m2, 3\n  delay 150\n"
+        "  setzi $m1, 0x114\n  send $m1, $m2, 2\n  sync 1\n  halt\n"
+        ".data tile 0 0x100\n  .word 1, 2, 3, 4, 5, 6, 7\n"
+        ".stream tile 1\n  setzi $m1, 0x200\n  setzi $m2, 0\n  recv $m1, $m2, 5\n  rxwait\n  sync 1\n  halt\n"
+        ".stream tile 2\n  setzi $m1, 0x200\n  setzi $m2, 0\n  recv $m1, $m2, 2\n  rxwait\n  sync 1\n  halt\n"
+        ".stream tile 3\n  sync 1\n  halt\n";
+    static const uint32_t want1[5] = {3, 4, 5, 6, 7};
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, p, &r);
+    ck_assert_int_eq(r.rc, TS_OK);
+    for (unsigned i = 0; i < 5; i++)
+        ck_assert_uint_eq(ipu_peek32(&r, 1, 0x200 + 4 * i), want1[i]);
+    ck_assert_uint_eq(ipu_peek32(&r, 2, 0x200), 1);
+    ck_assert_uint_eq(ipu_peek32(&r, 2, 0x204), 2);
+    ck_assert_uint_eq(r.r.bytes[TS_LEVEL_NET], 28);
+    ck_assert_double_gt(ipu_cell(&r, "supersteps", 0, "exchange"), 350);
+    ipu_run_free(&r);
+}
+END_TEST
+
 /* The exchange spine on small16 (tile t in column t / 4, row t % 4, every column its own group;
  * L = 30 + 6 x column distance + 2 x row distance), with a 10-cycle buffered stage. Each tile
  * gets a role: "r S N" receives N words from tile S, "s D N" sends N words to tile D (after
@@ -671,6 +703,7 @@ static Suite *suite(void)
     tcase_add_test(t, exchange_spine_out_of_order);
     tcase_add_test(t, exchange_mux_and_pointer);
     tcase_add_test(t, exchange_interleaved_receivers);
+    tcase_add_test(t, exchange_parked_receivers);
     tcase_add_test(t, exchange_errors);
     tcase_add_test(t, sync_cost);
     tcase_add_test(t, release_skew);
