@@ -593,12 +593,21 @@ static ts_status keep_rows(lt *L, const prod *p, const pmem *m)
  * operator's 0/1 rows, not Q Kᵀ's activation rows) streaming QUAD_PASSES vectors or more, in the
  * first mode of the lowering (lower_tsp.c, MODES), on a chip with two east planes east of every east
  * MEM slice. A product of fewer rows keeps to the west planes: its blocks' installs, not their
- * passes, are its time (docs/lowering-tsp.md, *The east planes*). */
+ * passes, are its time (docs/lowering-tsp.md, *The east planes*); but a Conv of one reduction block
+ * and four output tiles or more streaming DUAL_PASSES vectors or more (ResNet-50's stage-3 conv3,
+ * 256 -> 1,024 channels, 196 pixels) installs each tile's block on one plane, the planes in turn
+ * (install_block), so the east planes take a tile each without installing it twice; and a 1 x 1 Conv
+ * of two reduction blocks and several tiles from DUAL_PASSES vectors on (layer3.0.downsample) goes in
+ * pairs of planes, a tile on each pair (pair_mode, sched_pairs); one of four reduction blocks and one
+ * tile or more (layer3.1-3.5.conv1, layer4.0.conv1) a block on each plane at once (q1_mode, sched_q1). */
 static bool east_kind(const lt *L, const prod *p)
 {
     uint32_t far = lt_mem_pos(L, L->nW + L->nE - 1);
     return !L->mode && L->tg->mxm_east >= 2 && L->tg->pos_mxm_e[0] > far && L->tg->pos_mxm_e[1] > far &&
-           p->kind != 4 && p->kind != 5 && p->M >= QUAD_PASSES;
+           p->kind != 4 && p->kind != 5 &&
+           (p->M >= QUAD_PASSES || (p->kind == 2 && p->M >= DUAL_PASSES &&
+                                     ((p->KT == 1 && p->NT >= 4) || (p->KT == 2 && p->NT >= 2 && p->w.kh * p->w.kw == 1) ||
+                                      (p->KT == 4 && p->w.kh * p->w.kw == 1))));
 }
 
 /* The rows for the east planes (docs/lowering-tsp.md, *The east planes*): rows laid out in the east
@@ -1267,13 +1276,13 @@ static uint32_t chunk_rows(const lt *L, const prod *p)
 /* A packed Conv of two groups on four planes (pair_mode): its two blocks of a base on a pair of
  * planes at once (W0 and W1, or E0 and E1), a pixel's two abc timed so that both products reach the
  * VXM in one cycle, where they are added, with the bias, to be requantised: no partial sums in the
- * east MEM. A 1 x 1 Conv of two reduction blocks with the east copy goes the same way. */
+ * east MEM. A 1 x 1 Conv of two reduction blocks with the east copy goes the same way; of several
+ * output tiles not in slots, a tile on each pair in turn. */
 static bool pair_mode(const lt *L, const psched *s)
 {
     const prod *p = s->p;
     if (p->kind == 2) /* a 1 x 1 Conv of two blocks, written in slots or not */
-        return p->KT == 2 && p->w.kh * p->w.kw == 1 && p->G == 1 && (p->NT == 1 || p->rep) && s->m.east &&
-               L->tg->mxm_east >= 2;
+        return p->KT == 2 && p->w.kh * p->w.kw == 1 && p->G == 1 && s->m.east && L->tg->mxm_east >= 2;
     return p->kind == 6 && p->pl.G == 2 && p->NT == 1 && !p->rep && s->m.east && L->tg->mxm_east >= 2;
 }
 
@@ -1346,7 +1355,11 @@ static ts_status sched_pairs(lt *L, psched *s)
             s->nt = b;
             s->nv = tile_rows(p, b, L->VL);
         }
+        /* a 1 x 1 Conv of several output tiles, not in slots: tile b on one pair, the pairs in turn */
+        bool tiles = p->kind == 2 && !p->rep && p->NT > 1;
         for (int j = 0; j < 4; j++) { /* W0, W1, E0, E1: groups (blocks) 0, 1, 0, 1 */
+            if (tiles && j / 2 != (int)(b % 2))
+                continue;
             s->kt = p->kind == 6 ? (uint32_t)(j & 1) * R + b : (uint32_t)(j & 1);
             blk_rows(L, s, blk_row0(p, s->nt, s->kt, L->VL));
             ts_status rc = install_on(L, s, j);
@@ -1357,7 +1370,7 @@ static ts_status sched_pairs(lt *L, psched *s)
         for (uint32_t m = 0; m < p->M; m++) {
             if (p->kind == 6 ? pbase(p, m) != b : !pix_in(p, m, b))
                 continue;
-            int j0 = (int)(turn++ % 2) * 2; /* the pair's nearer plane: W0 or E0 */
+            int j0 = tiles ? (int)(b % 2) * 2 : (int)(turn++ % 2) * 2; /* the pair's nearer plane: W0 or E0 */
             /* a packed Conv's packed vectors just before its passes, so that the VXM takes both in turn */
             if (p->kind == 6 && !p->packed) {
                 ts_status rc = pack_pixel(L, p, p->x, s->ly, m, 0, 2, s->need);
@@ -1370,7 +1383,8 @@ static ts_status sched_pairs(lt *L, psched *s)
                 ps[g] = (pass){.pl = s->planes[j0 + g], .kt = kt, .xv = act_vec(p, m, kt), .first = true, .final = true,
                                .bword = s->m.cbase + 4 * (s->m.ct > 1 ? s->nt : 0), .sword = s->m.cbase + 4 * s->m.ct};
             }
-            lt_slot(L, p->y, (uint64_t)m * p->y->T, &ps[0].omem, &ps[0].oword);
+            uint64_t yi = (uint64_t)m * p->y->T + (p->kind == 6 || p->rep ? 0 : s->nt); /* its tile's vector */
+            lt_slot(L, p->y, yi, &ps[0].omem, &ps[0].oword);
             pair_arg a = {p, {&ps[0], &ps[1]}};
             uint64_t lag = pair_lag(L, &ps[0], &ps[1]), T = pass_lb(L, s, j0, ps[0].xv), w;
             uint64_t T1 = pass_lb(L, s, j0 + 1, ps[1].xv);
@@ -1381,14 +1395,15 @@ static ts_status sched_pairs(lt *L, psched *s)
                 return rc;
             if (L->rdmax > s->rd_last)
                 s->rd_last = L->rdmax;
-            p->y->ready[(uint64_t)m * p->y->T] = w + L->tg->d_func.write + 1;
+            p->y->ready[yi] = w + L->tg->d_func.write + 1;
             lt_span(s->ly, T - lag, w);
             s->last_abcs[j0] = T;
             s->last_abcs[j0 + 1] = T - lag;
             s->ly->passes += 2;
         }
         for (int j = 0; j < 4; j++)
-            L->plane_busy[j] = s->last_abcs[j];
+            if (!tiles || j / 2 == (int)(b % 2)) /* the other pair's planes were not this tile's */
+                L->plane_busy[j] = s->last_abcs[j];
     }
     return TS_OK;
 }
@@ -1405,7 +1420,7 @@ static bool quad_mode(const lt *L, const psched *s)
            chunk_rows(L, p) == p->M;
 }
 
-typedef struct quad_arg { const prod *p; const pass *ps[4]; } quad_arg;
+typedef struct quad_arg { const prod *p; const pass *ps[4]; bool bias; /* the bias, not a partial sum */ } quad_arg;
 
 /* A plane's distance from the VXM. */
 static uint32_t plane_dist(const lt *L, int pl)
@@ -1429,13 +1444,19 @@ static bool try_quad(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     int sb;
     if (!lt_vop(L, LT_ADD, P->reg.i32, 0, x[0].t, &x[0], &x[1], -1, 0, tag, &s01, NULL) ||
         !lt_vop(L, LT_ADD, P->reg.i32, 0, x[2].t, &x[2], &x[3], -1, 0, tag, &s23, NULL) ||
-        !lt_vop(L, LT_ADD, P->reg.i32, 0, s01.t, &s01, &s23, -1, 0, tag, &sum, NULL) ||
-        !lt_take_group(L, P_E2V_W, 4, sum.t, pv, &sb))
+        !lt_vop(L, LT_ADD, P->reg.i32, 0, s01.t, &s01, &s23, -1, 0, tag, &sum, NULL))
         return false;
-    for (int b = 0; b < 4; b++)
-        if (!lt_rd(L, ps->pmem[b], ps->pword[b], sum.t, pv, WEST, sb + b, tag, ps->pready))
+    if (a->bias) {
+        if (!lt_bias_in(L, ps->bword, sum.t, tag, &part))
             return false;
-    part = (val){.alu = -1, .dir = WEST, .s = sb, .t = sum.t};
+    } else {
+        if (!lt_take_group(L, P_E2V_W, 4, sum.t, pv, &sb))
+            return false;
+        for (int b = 0; b < 4; b++)
+            if (!lt_rd(L, ps->pmem[b], ps->pword[b], sum.t, pv, WEST, sb + b, tag, ps->pready))
+                return false;
+        part = (val){.alu = -1, .dir = WEST, .s = sb, .t = sum.t};
+    }
     if (!lt_vop(L, LT_ADD, P->reg.i32, 0, sum.t, &sum, &part, -1, 0, tag, &fin, NULL) ||
         !requant(L, a->p, ps, &fin, tag, wdone))
         return false;
@@ -1522,7 +1543,7 @@ static ts_status quad_main(lt *L, psched *s, uint32_t b)
         ps[0].pready = s->pready[m];
         ps[0].sword = s->m.cbase + 4 * s->m.ct;
         lt_slot(L, p->y, (uint64_t)m * p->y->T, &ps[0].omem, &ps[0].oword);
-        quad_arg a = {p, {&ps[0], &ps[1], &ps[2], &ps[3]}};
+        quad_arg a = {p, {&ps[0], &ps[1], &ps[2], &ps[3]}, false};
         ts_status rc = lt_search(L, try_quad, &a, NULL, &T, &w, p->nd, true);
         if (rc != TS_OK)
             return rc;
@@ -1564,6 +1585,66 @@ static ts_status sched_quads(lt *L, psched *s)
             rc = quad_main(L, s, b);
         if (rc != TS_OK)
             return rc;
+    }
+    return TS_OK;
+}
+
+/* A 1 x 1 Conv of four reduction blocks with the east copy (q1_mode; ResNet-50's layer3.1-3.5.conv1,
+ * 1,024 -> 256 channels, and layer4.0.conv1, 1,024 -> 512, 196 pixels), tile after tile: block j on
+ * plane j (W0, W1, E0, E1), a
+ * pixel's four abc timed so that the products reach the VXM in one cycle, added two and two, then
+ * together, then to the bias, and requantised (try_quad): no partial sums. */
+static bool q1_mode(const lt *L, const psched *s)
+{
+    const prod *p = s->p;
+    return p->kind == 2 && p->KT == 4 && p->w.kh * p->w.kw == 1 && p->G == 1 && !p->rep &&
+           s->m.east && L->tg->mxm_east >= 2 && s->m0 == 0 && s->m1 == p->M;
+}
+
+static ts_status sched_q1(lt *L, psched *s)
+{
+    prod *p = s->p;
+    s->np = 4;
+    for (s->nt = 0; s->nt < p->NT; s->nt++) {
+        uint32_t nt = s->nt;
+        s->nv = tile_rows(p, nt, L->VL);
+        for (int j = 0; j < 4; j++) {
+            s->planes[j] = j;
+            s->kt = (uint32_t)j;
+            blk_rows(L, s, blk_row0(p, nt, s->kt, L->VL));
+            ts_status rc = install_on(L, s, j);
+            if (rc != TS_OK)
+                return rc;
+        }
+        uint32_t d0 = plane_dist(L, s->planes[0]);
+        for (uint32_t m = 0; m < p->M; m++) {
+            pass ps[4];
+            uint64_t T = 0, w;
+            for (int g = 0; g < 4; g++) {
+                ps[g] = (pass){.pl = s->planes[g], .kt = (uint32_t)g, .xv = act_vec(p, m, (uint32_t)g), .first = true,
+                               .final = true};
+                uint64_t t = pass_lb(L, s, g, ps[g].xv) + plane_dist(L, s->planes[g]) - d0;
+                T = t > T ? t : T;
+            }
+            ps[0].bword = s->m.cbase + 4 * (s->m.ct > 1 ? nt : 0);
+            ps[0].sword = s->m.cbase + 4 * s->m.ct;
+            lt_slot(L, p->y, (uint64_t)m * p->y->T + nt, &ps[0].omem, &ps[0].oword);
+            quad_arg a = {p, {&ps[0], &ps[1], &ps[2], &ps[3]}, true};
+            ts_status rc = lt_search(L, try_quad, &a, NULL, &T, &w, p->nd, true);
+            if (rc != TS_OK)
+                return rc;
+            if (L->rdmax > s->rd_last)
+                s->rd_last = L->rdmax;
+            p->y->ready[(uint64_t)m * p->y->T + nt] = w + L->tg->d_func.write + 1;
+            for (int g = 0; g < 4; g++) {
+                uint64_t tg = T - (plane_dist(L, s->planes[g]) - d0);
+                s->last_abcs[g] = tg;
+                lt_span(s->ly, tg, w);
+            }
+            s->ly->passes += 4;
+        }
+        for (int j = 0; j < 4; j++)
+            L->plane_busy[j] = s->last_abcs[j];
     }
     return TS_OK;
 }
@@ -1731,6 +1812,8 @@ static ts_status sched_blocks(lt *L, psched *s)
         return sched_pairs(L, s);
     if (quad_mode(L, s))
         return sched_quads(L, s);
+    if (q1_mode(L, s))
+        return sched_q1(L, s);
     bool wp = wpair_mode(L, s);
     for (uint32_t b = 0; b < p->KT; b++)
         for (s->nt = 0; s->nt < p->NT; s->nt++) {
