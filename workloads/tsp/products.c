@@ -1518,6 +1518,22 @@ static ts_status quad_lead(lt *L, psched *s, uint32_t b)
     return TS_OK;
 }
 
+/* After a quad's search (its lead pass at T, the output written at w): the reads' last cycle,
+ * output slot yi of the product ready after the write, each plane's last abc (the lead plane's
+ * distance d0) and the layer's span and passes. */
+static void quad_done(lt *L, psched *s, uint64_t yi, uint64_t T, uint64_t w, uint32_t d0)
+{
+    if (L->rdmax > s->rd_last)
+        s->rd_last = L->rdmax;
+    s->p->y->ready[yi] = w + L->tg->d_func.write + 1;
+    for (int g = 0; g < 4; g++) {
+        uint64_t tg = T - (plane_dist(L, s->planes[g]) - d0);
+        s->last_abcs[g] = tg;
+        lt_span(s->ly, tg, w);
+    }
+    s->ly->passes += 4;
+}
+
 /* Base b's pixels through groups 0 to 3 on the four planes at once. */
 static ts_status quad_main(lt *L, psched *s, uint32_t b)
 {
@@ -1547,15 +1563,7 @@ static ts_status quad_main(lt *L, psched *s, uint32_t b)
         ts_status rc = lt_search(L, try_quad, &a, NULL, &T, &w, p->nd, true);
         if (rc != TS_OK)
             return rc;
-        if (L->rdmax > s->rd_last)
-            s->rd_last = L->rdmax;
-        p->y->ready[(uint64_t)m * p->y->T] = w + L->tg->d_func.write + 1;
-        for (int g = 0; g < 4; g++) {
-            uint64_t tg = T - (plane_dist(L, s->planes[g]) - d0);
-            s->last_abcs[g] = tg;
-            lt_span(s->ly, tg, w);
-        }
-        s->ly->passes += 4;
+        quad_done(L, s, (uint64_t)m * p->y->T, T, w, d0);
     }
     for (int j = 0; j < 4; j++)
         L->plane_busy[j] = s->last_abcs[j];
@@ -1633,15 +1641,7 @@ static ts_status sched_q1(lt *L, psched *s)
             ts_status rc = lt_search(L, try_quad, &a, NULL, &T, &w, p->nd, true);
             if (rc != TS_OK)
                 return rc;
-            if (L->rdmax > s->rd_last)
-                s->rd_last = L->rdmax;
-            p->y->ready[(uint64_t)m * p->y->T + nt] = w + L->tg->d_func.write + 1;
-            for (int g = 0; g < 4; g++) {
-                uint64_t tg = T - (plane_dist(L, s->planes[g]) - d0);
-                s->last_abcs[g] = tg;
-                lt_span(s->ly, tg, w);
-            }
-            s->ly->passes += 4;
+            quad_done(L, s, (uint64_t)m * p->y->T + nt, T, w, d0);
         }
         for (int j = 0; j < 4; j++)
             L->plane_busy[j] = s->last_abcs[j];
