@@ -38,4 +38,21 @@ static inline int8_t got(const lowered *l, int tensor, uint32_t pixel, uint32_t 
     return (int8_t)tsp_peek(&l->run, slice, addr);
 }
 
+/* Tensor y of M channels by P pixels against want (want[n P + p]), the first 5 differences
+ * printed: how many differ. *pos counts the wanted values above 0, *nz those not 0. */
+static inline int diff_conv(const lowered *l, int y, const int8_t *want, int M, int P, int *pos, int *nz)
+{
+    int bad = 0;
+    *pos = *nz = 0;
+    for (int n = 0; n < M; n++)
+        for (int p = 0; p < P; p++) {
+            int8_t w = want[(size_t)n * P + p], have = got(l, y, (uint32_t)p, (uint32_t)n);
+            *pos += w > 0;
+            *nz += w != 0;
+            if (w != have && bad++ < 5)
+                fprintf(stderr, "y[%d][%d] = %d, want %d\n", n, p, have, w);
+        }
+    return bad;
+}
+
 #endif
