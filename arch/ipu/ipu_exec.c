@@ -1236,17 +1236,26 @@ static inline ts_status rx_take(ts_model *m, uint32_t ti, ipu_tile *t, ipu_word 
     return TS_OK;
 }
 
+/* From index k of a sender's log, past the words meant for other tiles than ti (a send's rest
+ * goes to the same tile as its first word): the index of the next word to ti (its own or a
+ * broadcast), or the log's length. */
+static inline size_t rx_next_own(const ipu_wlog *lg, size_t k, int32_t ti)
+{
+    while (k < lg->n && lg->v[k].dst != -1 && lg->v[k].dst != ti)
+        k += 1 + (size_t)lg->v[k].rest;
+    return k;
+}
+
 /* Words that reach tile ti at cycle c while its input selects their sender. */
 static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, ts_err *err)
 {
     ipu_tile *s = &m->t[t->rx_src];
     ipu_wlog *lg = &s->log;
-    while (t->rx_left && t->rx_cursor < lg->n) {
+    while (t->rx_left) {
+        /* words to other tiles: their arrival is no order for ours */
+        if ((t->rx_cursor = rx_next_own(lg, t->rx_cursor, (int32_t)ti)) >= lg->n)
+            break;
         ipu_word *w = &lg->v[t->rx_cursor];
-        if (w->dst != -1 && w->dst != (int32_t)ti) { /* to another tile: its arrival is no order for ours, */
-            t->rx_cursor += 1 + (size_t)w->rest; /* nor are those of the rest of its send (same dst) */
-            continue;
-        }
         uint64_t a = w->t + w->delay + t->rx_lat;
         if (a > c)
             break;
@@ -1275,15 +1284,11 @@ static ts_status rx_drain(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp, u
     size_t k = t->rx_cursor;
     ts_status rc = TS_OK;
     while (t->rx_left) {
-        if (k >= lg->n) {
+        if ((k = rx_next_own(lg, k, (int32_t)ti)) >= lg->n) {
             c = h;
             break;
         }
         ipu_word *w = &lg->v[k];
-        if (w->dst != -1 && w->dst != (int32_t)ti) {
-            k += 1 + (size_t)w->rest;
-            continue;
-        }
         uint64_t a = w->t + w->delay + t->rx_lat;
         if (a > c) {
             if (a >= h) {
@@ -1338,10 +1343,9 @@ static uint64_t next_event(const ts_model *m, ipu_tile *t, uint64_t c, uint32_t 
     }
     if (t->rx_left) {
         const ipu_wlog *lg = &m->t[t->rx_src].log;
-        size_t k = t->rx_cursor; /* the next word to this tile: rx_arrivals passes over the others */
-        while (k < lg->n && lg->v[k].dst != -1 && lg->v[k].dst != (int32_t)(t - m->t))
-            k += 1 + (size_t)lg->v[k].rest; /* the rest of that send goes to the same tile */
-        t->rx_cursor = k; /* whenever they arrive, so they need not be looked at again */
+        /* the next word to this tile: rx_arrivals passes over the others whenever they arrive, so
+         * they need not be looked at again */
+        size_t k = t->rx_cursor = rx_next_own(lg, t->rx_cursor, (int32_t)(t - m->t));
         if (k < lg->n) {
             uint64_t a = lg->v[k].t + lg->v[k].delay + t->rx_lat;
             if (a < best)
@@ -1363,10 +1367,7 @@ static uint64_t next_event(const ts_model *m, ipu_tile *t, uint64_t c, uint32_t 
 static void park(const ts_model *m, ipu_tile *t, int32_t ti)
 {
     const ipu_wlog *lg = &m->t[t->rx_src].log;
-    size_t k = t->rx_cursor;
-    while (k < lg->n && lg->v[k].dst != -1 && lg->v[k].dst != ti)
-        k += 1 + (size_t)lg->v[k].rest;
-    t->rx_cursor = k;
+    size_t k = t->rx_cursor = rx_next_own(lg, t->rx_cursor, ti);
     t->rx_park = k < lg->n ? lg->v[k].t + lg->v[k].delay + t->rx_lat : UINT64_MAX;
     t->rx_park_n = lg->n;
 }
