@@ -343,6 +343,33 @@ static void conv1x1_turns(int M2)
     plane_abcs(&l, abc);
     for (int pl = 0; pl < 4; pl++) /* c1 (one block, 144 passes) on both west planes: 72 each */
         ck_assert_uint_eq(abc[pl], (pl < 2 ? H * W / 2 : 0) + (NT >= 4 || pl < 2 ? NT * H * W / (NT >= 4 ? 4 : 2) : 0));
+    /* every final pass multiplies by the scale kept in an ALU's latch (lt_kept_in), not read from the
+     * east MEM each time; a latch is loaded by one mask, 4 at most a product (LT_KEPT_MAX) for the
+     * scale and as many for c1's bias (of zeros: one tile) */
+    ts_lower_tsp_params p = v1_params();
+    const ts_isa *isa = ts_tsp_family.isa;
+    int op_mul = ts_isa_find(isa, "mul", 3), op_mask = ts_isa_find(isa, "mask", 4);
+    uint32_t muls = 0, masks = 0;
+    for (size_t k = 0; k < l.prog->nstreams; k++) {
+        uint32_t q = l.prog->streams[k].index;
+        if (q < p.target.q_vxm || q >= p.target.q_vxm + p.target.vxm_alus)
+            continue;
+        for (uint32_t i = 0; i < l.prog->streams[k].n; i++) {
+            const ts_insn *in = &l.prog->streams[k].insn[i];
+            if (in->op == op_mul) {
+                ck_assert_int_ge(in->a[3], p.target.reg.alu);
+                ck_assert_int_lt(in->a[3], p.target.reg.alu + (int32_t)p.target.vxm_alus);
+                muls++;
+            }
+            masks += in->op == op_mask;
+        }
+    }
+    ck_assert_uint_eq(muls, (uint32_t)(H * W + NT * H * W));
+    ck_assert_uint_ge(masks, 3);
+    ck_assert_uint_le(masks, 3 * 4);
+    /* c2's passes: add of the bias (one a tile, read from the east MEM), cvt, mul, cvt */
+    ck_assert_uint_ge(l.rep.layers[2].vxm_ops, 4 * l.rep.layers[2].passes + 1);
+    ck_assert_uint_le(l.rep.layers[2].vxm_ops, 4 * l.rep.layers[2].passes + 4);
     int8_t *xv = input_of(g, x);
     int Ho, Wo;
     int8_t *rv = ref_conv(xv, C, H, W, w1, -1, M1, 1, 1, 0, true, &Ho, &Wo);
@@ -440,8 +467,10 @@ START_TEST(test_conv)
     ck_assert_uint_eq(l.rep.layers[0].blocks, 1);
     ck_assert_uint_eq(l.rep.layers[2].blocks, 9);
     /* c1's bias rides in its block (K = 27: lanes past 27 of every im2col row hold 1), so each pass's
-     * VXM chain is cvt, mul, cvt, relu: no add of a bias read from the east MEM */
-    ck_assert_uint_eq(l.rep.layers[0].vxm_ops, 4 * l.rep.layers[0].passes);
+     * VXM chain is cvt, mul, cvt, relu: no add of a bias read from the east MEM; and a mask for each
+     * latch its scale is kept in (lt_kept_in: 4 at most) */
+    ck_assert_uint_ge(l.rep.layers[0].vxm_ops, 4 * l.rep.layers[0].passes + 1);
+    ck_assert_uint_le(l.rep.layers[0].vxm_ops, 4 * l.rep.layers[0].passes + 4);
     int8_t *xv = input_of(g, x);
     int Ho, Wo, Ho2, Wo2;
     int8_t *hv = ref_conv(xv, C, H, W, w1, b1, M1, 3, 1, 1, true, &Ho, &Wo);

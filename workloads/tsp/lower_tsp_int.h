@@ -125,6 +125,15 @@ typedef struct lt_wrows {
     uint32_t ewoff, ewbase;
 } lt_wrows;
 
+/* A constant of 4 words of every east slice (an f32 scale) kept in ALU latches while a product's
+ * passes read it (sched.c, lt_kept_in): the word, and up to LT_KEPT_MAX latches loaded with it, each
+ * its ALU, the tag it carries and the cycles from its commit through `held` reserved for it. */
+#define LT_KEPT_MAX 4
+typedef struct lt_kept {
+    uint32_t word, n;
+    struct { uint32_t alu, tag; uint64_t t0, used, held; } l[LT_KEPT_MAX]; /* used: its last read */
+} lt_kept;
+
 typedef struct lt {
     const ts_graph *g;
     const ts_tsp_target *tg;
@@ -156,6 +165,9 @@ typedef struct lt {
     uint32_t ezero;        /* 1 + a word of zeros in every east slice (rows past a block's valid ones on
                             * an east plane), 0 until laid out (products.c, east_rows) */
     int next_plane;
+    bool keep_scale;       /* the final passes of the product being placed read its scale from a latch (ks) */
+    bool keep_bias;        /* ... and its first passes its bias (kb), where it has one bias vector */
+    lt_kept ks, kb;        /* ... those (lt_search puts them back after a failed try) */
     ts_lower_tsp_layer *layers; size_t nlayers, caplayers;
     uint64_t words_used;
     uint32_t fwin;         /* every queue keeps a free cycle in each aligned window of fwin (0: none) */
@@ -284,6 +296,10 @@ typedef struct val { int alu; int dir, s; uint64_t t, held; } val;
 bool lt_hold(lt *L, val *v, uint64_t t);
 bool lt_vop(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val *a, val *b, int pool, int w,
             uint32_t tag, val *out, int *ds);
+bool lt_vop_tags(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val *a, val *b, int pool, int w,
+                 uint32_t itag, uint32_t otag, val *out, int *ds);
+bool lt_kept_in(lt *L, lt_kept *k, uint32_t word, int32_t type, uint64_t t, uint32_t tag, val *v, uint32_t *ktag);
+void lt_kept_end(lt *L, lt_kept *k);
 bool lt_vin_w(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag, uint64_t lb, val *v);
 bool lt_vin_w2(lt *L, uint32_t mem, uint32_t word, uint64_t ta, uint32_t tag, uint64_t lb, const val *other,
                uint32_t other_mem, val *v);

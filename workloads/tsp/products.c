@@ -1048,15 +1048,17 @@ typedef struct pass {
 
 /* The VXM half of a final pass: sum (int32, in a latch) to f32, times the scale, to int8 (and
  * Relu), written to the output vector; *wdone the write's cycle. */
-static bool requant(lt *L, const prod *p, const pass *ps, val *sum, uint32_t tag, uint64_t *wdone)
+static bool requant(lt *L, const prod *p, const pass *ps, val *sum, uint32_t tag, bool kept, uint64_t *wdone)
 {
     const ts_tsp_regs *R = &L->tg->reg;
     val v1, v2, v3, v4, scl;
-    if (!lt_vop(L, LT_CVT, R->f32, R->i32, sum->t, sum, NULL, -1, 0, tag, &v1, NULL))
+    uint32_t stag = tag; /* the scale's tag, which the f32 sum takes on to meet it */
+    kept = kept && lt_kept_in(L, &L->ks, ps->sword, R->f32, sum->t + lt_vop_lat(L, LT_CVT), tag, &scl, &stag);
+    if (!lt_vop_tags(L, LT_CVT, R->f32, R->i32, sum->t, sum, NULL, -1, 0, tag, stag, &v1, NULL))
         return false;
-    if (!lt_scale_in(L, ps->sword, v1.t, tag, &scl))
+    if (!kept && !lt_scale_in(L, ps->sword, v1.t, tag, &scl))
         return false;
-    if (!lt_vop(L, LT_MUL, R->f32, 0, v1.t, &v1, &scl, -1, 0, tag, &v2, NULL))
+    if (!lt_vop_tags(L, LT_MUL, R->f32, 0, v1.t, &v1, &scl, -1, 0, stag, tag, &v2, NULL))
         return false;
     int so;
     uint64_t tb;
@@ -1073,14 +1075,22 @@ static bool requant(lt *L, const prod *p, const pass *ps, val *sum, uint32_t tag
     return lt_wr(L, ps->omem, ps->oword, tb, L->tg->pos_vxm, WEST, so, tag, p->y->avail, wdone);
 }
 
+/* A first pass's bias at the VXM at cycle t from a latch where the product keeps it (lt_kept_in):
+ * *btag its tag, which the value it is added to takes on. False (nothing taken, *btag as it was)
+ * where the pass reads it from the east MEM. */
+static bool kept_bias(lt *L, uint32_t bword, uint64_t t, uint32_t tag, val *v, uint32_t *btag)
+{
+    return L->keep_bias && lt_kept_in(L, &L->kb, bword, L->tg->reg.i32, t, tag, v, btag);
+}
+
 /* One pass with its abc at T: the activation westward to the plane, the products eastward to the
  * VXM, the bias or partial sums westward from the east MEM, their sum to the east MEM (or, on the
  * last block, requantised to the output); *wdone the cycle of its last write. */
 typedef struct pass_arg { const prod *p; const pass *ps; } pass_arg;
 
 /* The plane half of a pass with its abc at T: the activation to the plane, the abc, the acc; *acc
- * the products as they reach the VXM. */
-static bool pass_plane(lt *L, const prod *p, const pass *ps, uint64_t T, uint32_t tag, val *acc)
+ * the products as they reach the VXM, tagged atag (a kept bias's tag where they meet it). */
+static bool pass_plane(lt *L, const prod *p, const pass *ps, uint64_t T, uint32_t tag, uint32_t atag, val *acc)
 {
     const ts_tsp_target *P = L->tg;
     uint32_t pp = plane_pos(L, ps->pl), q = plane_q(L, ps->pl), pv = P->pos_vxm;
@@ -1105,7 +1115,7 @@ static bool pass_plane(lt *L, const prod *p, const pass *ps, uint64_t T, uint32_
     int sa;
     if (!lt_take_group(L, out == EAST ? P_W2V_E : P_E2V_W, 4, ta, pp, &sa))
         return false;
-    E1(L, q + 2, T + P->d_func.abc, LT_ACC, lt_sreg(L, out, sa), (int32_t)tag, (int32_t)tag);
+    E1(L, q + 2, T + P->d_func.abc, LT_ACC, lt_sreg(L, out, sa), (int32_t)tag, (int32_t)atag);
     *acc = (val){.alu = -1, .dir = out, .s = sa, .t = A};
     return true;
 }
@@ -1116,36 +1126,41 @@ static bool try_pass(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     const pass *ps = ((const pass_arg *)arg)->ps;
     const ts_tsp_target *P = L->tg;
     uint32_t pv = P->pos_vxm;
-    uint32_t tag = L->tag % 65535 + 1;
-    val acc;
-    if (!pass_plane(L, p, ps, T, tag, &acc))
+    uint32_t tag = L->tag % 65535 + 1, btag = tag, pp = plane_pos(L, ps->pl);
+    val acc, part, sum;
+    bool blk = ps->first && ps->final && p->blanes; /* the bias comes through the block (bias_lanes) */
+    bool kept = ps->first && !blk &&
+                kept_bias(L, ps->bword, T + P->d_func.abc + P->d_func.acc + (pp > pv ? pp - pv : pv - pp), tag, &part,
+                          &btag);
+    if (!pass_plane(L, p, ps, T, tag, btag, &acc))
         return false;
     uint64_t A = acc.t;
-    if (ps->first && ps->final && p->blanes) { /* the bias came through the block (bias_lanes) */
-        if (!requant(L, p, ps, &acc, tag, wdone))
+    if (blk) {
+        if (!requant(L, p, ps, &acc, tag, L->keep_scale, wdone))
             return false;
         L->tag = tag;
         return true;
     }
-    /* bias or partial sums, westward from the east MEM */
-    int sb;
-    if (!lt_take_group(L, P_E2V_W, 4, A, pv, &sb))
-        return false;
-    for (int b = 0; b < 4; b++) {
-        if (ps->first ? !lt_rd_any(L, 1, ps->bword + (uint32_t)b, A, pv, WEST, sb + b, tag)
-                      : !lt_rd(L, ps->pmem[b], ps->pword[b], A, pv, WEST, sb + b, tag, ps->pready))
+    if (!kept) { /* bias or partial sums, westward from the east MEM */
+        int sb;
+        if (!lt_take_group(L, P_E2V_W, 4, A, pv, &sb))
             return false;
+        for (int b = 0; b < 4; b++) {
+            if (ps->first ? !lt_rd_any(L, 1, ps->bword + (uint32_t)b, A, pv, WEST, sb + b, tag)
+                          : !lt_rd(L, ps->pmem[b], ps->pword[b], A, pv, WEST, sb + b, tag, ps->pready))
+                return false;
+        }
+        part = (val){.alu = -1, .dir = WEST, .s = sb, .t = A};
     }
-    val part = {.alu = -1, .dir = WEST, .s = sb, .t = A}, sum;
     if (ps->final) {
-        if (!lt_vop(L, LT_ADD, P->reg.i32, 0, A, &acc, &part, -1, 0, tag, &sum, NULL) ||
-            !requant(L, p, ps, &sum, tag, wdone))
+        if (!lt_vop_tags(L, LT_ADD, P->reg.i32, 0, A, &acc, &part, -1, 0, btag, tag, &sum, NULL) ||
+            !requant(L, p, ps, &sum, tag, L->keep_scale, wdone))
             return false;
         L->tag = tag;
         return true;
     }
     int sd;
-    if (!lt_vop(L, LT_ADD, P->reg.i32, 0, A, &acc, &part, P_FROMV_E, 4, tag, &sum, &sd))
+    if (!lt_vop_tags(L, LT_ADD, P->reg.i32, 0, A, &acc, &part, P_FROMV_E, 4, btag, tag, &sum, &sd))
         return false;
     uint64_t last = 0;
     for (int b = 0; b < 4; b++) {
@@ -1303,12 +1318,15 @@ static bool try_pair(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     uint32_t tag = L->tag % 65535 + 1;
     uint64_t lag = pair_lag(L, a->ps[0], a->ps[1]);
     val x0, x1, s1, bias, s2;
-    if (T < lag || !pass_plane(L, a->p, a->ps[0], T, tag, &x0) ||
-        !pass_plane(L, a->p, a->ps[1], T - lag, tag, &x1) ||
-        !lt_vop(L, LT_ADD, P->reg.i32, 0, x0.t, &x0, &x1, -1, 0, tag, &s1, NULL) ||
-        !lt_bias_in(L, a->ps[0]->bword, s1.t, tag, &bias) ||
-        !lt_vop(L, LT_ADD, P->reg.i32, 0, s1.t, &s1, &bias, -1, 0, tag, &s2, NULL) ||
-        !requant(L, a->p, a->ps[0], &s2, tag, wdone))
+    uint32_t btag = tag;
+    if (T < lag || !pass_plane(L, a->p, a->ps[0], T, tag, tag, &x0) ||
+        !pass_plane(L, a->p, a->ps[1], T - lag, tag, tag, &x1))
+        return false;
+    bool kept = kept_bias(L, a->ps[0]->bword, x0.t + lt_vop_lat(L, LT_ADD), tag, &bias, &btag);
+    if (!lt_vop_tags(L, LT_ADD, P->reg.i32, 0, x0.t, &x0, &x1, -1, 0, tag, btag, &s1, NULL) ||
+        (!kept && !lt_bias_in(L, a->ps[0]->bword, s1.t, tag, &bias)) ||
+        !lt_vop_tags(L, LT_ADD, P->reg.i32, 0, s1.t, &s1, &bias, -1, 0, btag, tag, &s2, NULL) ||
+        !requant(L, a->p, a->ps[0], &s2, tag, L->keep_scale, wdone))
         return false;
     L->tag = tag;
     return true;
@@ -1438,16 +1456,18 @@ static bool try_quad(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     val x[4], s01, s23, sum, part, fin;
     for (int i = 0; i < 4; i++) { /* a farther plane's abc earlier, so every product arrives with W0's */
         uint64_t lag = plane_dist(L, a->ps[i]->pl) - d0;
-        if (T < lag || !pass_plane(L, a->p, a->ps[i], T - lag, tag, &x[i]))
+        if (T < lag || !pass_plane(L, a->p, a->ps[i], T - lag, tag, tag, &x[i]))
             return false;
     }
     int sb;
+    uint32_t btag = tag;
+    bool kept = a->bias && kept_bias(L, ps->bword, x[0].t + 2 * lt_vop_lat(L, LT_ADD), tag, &part, &btag);
     if (!lt_vop(L, LT_ADD, P->reg.i32, 0, x[0].t, &x[0], &x[1], -1, 0, tag, &s01, NULL) ||
         !lt_vop(L, LT_ADD, P->reg.i32, 0, x[2].t, &x[2], &x[3], -1, 0, tag, &s23, NULL) ||
-        !lt_vop(L, LT_ADD, P->reg.i32, 0, s01.t, &s01, &s23, -1, 0, tag, &sum, NULL))
+        !lt_vop_tags(L, LT_ADD, P->reg.i32, 0, s01.t, &s01, &s23, -1, 0, tag, btag, &sum, NULL))
         return false;
     if (a->bias) {
-        if (!lt_bias_in(L, ps->bword, sum.t, tag, &part))
+        if (!kept && !lt_bias_in(L, ps->bword, sum.t, tag, &part))
             return false;
     } else {
         if (!lt_take_group(L, P_E2V_W, 4, sum.t, pv, &sb))
@@ -1457,8 +1477,8 @@ static bool try_quad(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
                 return false;
         part = (val){.alu = -1, .dir = WEST, .s = sb, .t = sum.t};
     }
-    if (!lt_vop(L, LT_ADD, P->reg.i32, 0, sum.t, &sum, &part, -1, 0, tag, &fin, NULL) ||
-        !requant(L, a->p, ps, &fin, tag, wdone))
+    if (!lt_vop_tags(L, LT_ADD, P->reg.i32, 0, sum.t, &sum, &part, -1, 0, btag, tag, &fin, NULL) ||
+        !requant(L, a->p, ps, &fin, tag, L->keep_scale, wdone))
         return false;
     L->tag = tag;
     return true;
@@ -1698,8 +1718,8 @@ static bool try_wpair(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     uint64_t lag = pair_lag(L, a->ps[0], a->ps[1]);
     val x0, x1, s1, part, sum;
     int sb, sd;
-    if (T < lag || !pass_plane(L, a->p, a->ps[0], T, tag, &x0) ||
-        !pass_plane(L, a->p, a->ps[1], T - lag, tag, &x1) ||
+    if (T < lag || !pass_plane(L, a->p, a->ps[0], T, tag, tag, &x0) ||
+        !pass_plane(L, a->p, a->ps[1], T - lag, tag, tag, &x1) ||
         !lt_vop(L, LT_ADD, P->reg.i32, 0, x0.t, &x0, &x1, -1, 0, tag, &s1, NULL) ||
         !lt_take_group(L, P_E2V_W, 4, s1.t, pv, &sb))
         return false;
@@ -1710,7 +1730,7 @@ static bool try_wpair(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     part = (val){.alu = -1, .dir = WEST, .s = sb, .t = s1.t};
     if (ps->final) {
         if (!lt_vop(L, LT_ADD, P->reg.i32, 0, s1.t, &s1, &part, -1, 0, tag, &sum, NULL) ||
-            !requant(L, a->p, ps, &sum, tag, wdone))
+            !requant(L, a->p, ps, &sum, tag, L->keep_scale, wdone))
             return false;
         L->tag = tag;
         return true;
@@ -1885,12 +1905,25 @@ static void psched_free(psched *s)
 
 /* Memory, then the schedule of every block, chunk by chunk of output rows; each chunk's
  * partial-sum buffers are freed after their last write. */
+/* Does a product's scale stay in a latch while its final passes read it (lt_kept_in), where each
+ * read it from the east MEM on 4 streams of the E MEM -> VXM pool? A Conv's, on the wide pools; of a
+ * packed one, in quads only (sched_quads): the pairs' passes (sched_pairs) and their packed sums are
+ * bound by the VXM's ALUs, of which a kept latch takes one. */
+static bool keep_scale(const lt *L, const psched *s)
+{
+    const prod *p = s->p;
+    return L->mode < 2 && (p->kind == 2 || p->kind == 3 || (p->kind == 6 && quad_mode(L, s)));
+}
+
 static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
 {
     psched s = {.p = p, .ly = ly};
     ts_status rc;
     if ((rc = weights(L, p, &s.m)) != TS_OK || (rc = consts(L, p, &s.m)) != TS_OK)
         return rc;
+    L->keep_scale = keep_scale(L, &s);
+    L->keep_bias = L->keep_scale && s.m.ct == 1;
+    L->ks = L->kb = (lt_kept){.n = 0};
     bool pair = pair_mode(L, &s); /* no partial sums */
     if (p->kind == 6 && !p->packed && !pair && !quad_mode(L, &s) && (rc = pack_block(L, p, p->x, ly)) != TS_OK)
         return rc;
@@ -1919,6 +1952,9 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
             x->last_read = s.rd_last;
     }
     psched_free(&s);
+    lt_kept_end(L, &L->ks);
+    lt_kept_end(L, &L->kb);
+    L->keep_scale = L->keep_bias = false;
     return rc;
 }
 

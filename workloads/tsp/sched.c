@@ -233,6 +233,7 @@ ts_status lt_search(lt *L, lt_fit fit, const void *arg, const lt_need *need, uin
                     const ts_graph_node *nd, bool named)
 {
     uint32_t rot = L->rot;
+    lt_kept ks = L->ks, kb = L->kb;
     for (uint64_t t0 = *t;; (*t)++) {
         size_t mark = L->nu, pm = L->npd;
         if (need)
@@ -249,7 +250,9 @@ ts_status lt_search(lt *L, lt_fit fit, const void *arg, const lt_need *need, uin
         if (fit(L, arg, *t, w))
             break;
         undo_to(L, mark, pm);
-        L->rot = rot; /* a failed try leaves nothing behind, the rotation included */
+        L->rot = rot; /* a failed try leaves nothing behind, the rotation and the kept latch included */
+        L->ks = ks;
+        L->kb = kb;
         if (L->oom)
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     }
@@ -489,6 +492,13 @@ uint32_t lt_vop_lat(const lt *L, uint16_t op)
 bool lt_vop(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val *a, val *b, int pool, int w,
             uint32_t tag, val *out, int *ds)
 {
+    return lt_vop_tags(L, op, type, from, t, a, b, pool, w, tag, tag, out, ds);
+}
+
+/* lt_vop whose operands carry itag and whose result carries otag (a value meeting a kept latch's). */
+bool lt_vop_tags(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val *a, val *b, int pool, int w,
+                 uint32_t itag, uint32_t otag, val *out, int *ds)
+{
     uint32_t d = lt_vop_lat(L, op);
     if (!hold(L, a, t) || (b && !hold(L, b, t)))
         return false;
@@ -503,13 +513,13 @@ bool lt_vop(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val *a, 
         if (take(L, &L->q[q].issue, t) && take(L, &L->lat[alu], t + d)) {
             int32_t dst = s >= 0 ? lt_sreg(L, L->pools[pool].dir, s) : L->tg->reg.nul;
             if (op == LT_CVT)
-                E1(L, q, t, op, type, from, dst, vreg(L, a), (int32_t)tag, (int32_t)tag);
+                E1(L, q, t, op, type, from, dst, vreg(L, a), (int32_t)itag, (int32_t)otag);
             else if (op == LT_MASK) /* from: the immediate */
-                E1(L, q, t, op, type, dst, vreg(L, a), from, (int32_t)tag, (int32_t)tag);
+                E1(L, q, t, op, type, dst, vreg(L, a), from, (int32_t)itag, (int32_t)otag);
             else if (b)
-                E1(L, q, t, op, type, dst, vreg(L, a), vreg(L, b), (int32_t)tag, (int32_t)tag);
+                E1(L, q, t, op, type, dst, vreg(L, a), vreg(L, b), (int32_t)itag, (int32_t)otag);
             else
-                E1(L, q, t, op, type, dst, vreg(L, a), (int32_t)tag, (int32_t)tag);
+                E1(L, q, t, op, type, dst, vreg(L, a), (int32_t)itag, (int32_t)otag);
             *out = (val){.alu = (int)alu, .t = t + d, .held = t + d};
             if (ds)
                 *ds = s;
@@ -579,6 +589,103 @@ static bool east_const_in(lt *L, uint32_t word, int n, uint64_t t, uint32_t tag,
 bool lt_scale_in(lt *L, uint32_t sword, uint64_t t, uint32_t tag, val *v)
 {
     return east_const_in(L, sword, 4, t, tag, v);
+}
+
+/* How far past the cycle that reads it a kept latch is reserved at once (a product's passes come
+ * in about the order of their cycles, so most find the latch held already), and the longest gap
+ * a latch is held across to the next read (beyond it a fresh latch is cheaper than an ALU idle). */
+#define KEEP_AHEAD 256
+#define KEEP_GAP 256
+
+/* Reserve the latch of ALU alu from cycle `from` through `to`: false (and nothing taken) if another
+ * result lands there before. */
+static bool keep_latch(lt *L, uint32_t alu, uint64_t from, uint64_t to)
+{
+    size_t mark = L->nu, pm = L->npd;
+    for (uint64_t c = from; c <= to; c++)
+        if (!take(L, &L->lat[alu], c)) {
+            undo_to(L, mark, pm);
+            return false;
+        }
+    return true;
+}
+
+/* The 4-word constant of word `word` (lt_scale_in) in a latch read at cycle t: *v the latch, whose
+ * value carries *ktag. A latch of k that holds it at t is used, or the last one before t held on
+ * to t where it is free and the gap is short, and held on ahead to t + KEEP_AHEAD (as far as it is
+ * free) once less than half of that is left, so the passes placed after find it still held (other
+ * results would take the latch's cycles past `held`); otherwise, while k has fewer than
+ * LT_KEPT_MAX latches, the constant (of type `type`: f32 or i32) is copied afresh by `mask` with all
+ * ones, tagged `tag`, into an ALU whose latch is free from t through t + KEEP_AHEAD. False (nothing
+ * taken) where none of these fits: the caller reads the constant from the east MEM as before. */
+bool lt_kept_in(lt *L, lt_kept *k, uint32_t word, int32_t type, uint64_t t, uint32_t tag, val *v, uint32_t *ktag)
+{
+    if (k->word != word)
+        *k = (lt_kept){.word = word};
+    int last = -1;
+    for (uint32_t i = 0; i < k->n; i++) {
+        if (k->l[i].t0 > t)
+            continue;
+        if (t <= k->l[i].held) {
+            last = (int)i;
+            break;
+        }
+        if (last < 0 || k->l[i].held > k->l[last].held)
+            last = (int)i;
+    }
+    if (last >= 0 && t > k->l[last].held) {
+        if (t - k->l[last].held <= KEEP_GAP && keep_latch(L, k->l[last].alu, k->l[last].held + 1, t))
+            k->l[last].held = t;
+        else
+            last = -1;
+    }
+    if (last >= 0 && k->l[last].held < t + KEEP_AHEAD / 2) /* held on ahead of the reads, as far as it is free */
+        while (k->l[last].held < t + KEEP_AHEAD && take(L, &L->lat[k->l[last].alu], k->l[last].held + 1))
+            k->l[last].held++;
+    if (last < 0) {
+        uint32_t d = L->tg->d_func.mask;
+        size_t mark = L->nu, pm = L->npd;
+        val raw;
+        if (k->n == LT_KEPT_MAX || t < d || !east_const_in(L, word, 4, t - d, tag, &raw)) {
+            undo_to(L, mark, pm);
+            return false;
+        }
+        for (uint32_t i = 0; i < L->nalu && last < 0; i++) {
+            uint32_t alu = (L->rot + i) % L->nalu, q = L->tg->q_vxm + alu;
+            if (lt_bget(&L->q[q].issue, t - d) || lt_bget(&L->lat[alu], t) || lt_bget(&L->lat[alu], t + KEEP_AHEAD) ||
+                !keep_latch(L, alu, t, t + KEEP_AHEAD))
+                continue;
+            if (!take(L, &L->q[q].issue, t - d)) {
+                undo_to(L, mark, pm);
+                return false;
+            }
+            E1(L, q, t - d, LT_MASK, type, L->tg->reg.nul, vreg(L, &raw), -1, (int32_t)tag, (int32_t)tag);
+            last = (int)k->n++;
+            k->l[last].alu = alu;
+            k->l[last].tag = tag;
+            k->l[last].t0 = k->l[last].used = t;
+            k->l[last].held = t + KEEP_AHEAD;
+            L->rot++;
+        }
+        if (last < 0) {
+            undo_to(L, mark, pm);
+            return false;
+        }
+    }
+    *v = (val){.alu = (int)k->l[last].alu, .t = t, .held = k->l[last].held};
+    *ktag = k->l[last].tag;
+    if (t > k->l[last].used)
+        k->l[last].used = t;
+    return true;
+}
+
+/* The product that kept k is placed: its latches' cycles after their last reads are free again. */
+void lt_kept_end(lt *L, lt_kept *k)
+{
+    for (uint32_t i = 0; i < k->n; i++)
+        for (uint64_t c = k->l[i].used + 1; c <= k->l[i].held; c++)
+            bput(&L->lat[k->l[i].alu], c, false);
+    *k = (lt_kept){.n = 0};
 }
 
 /* An int32 bias, words bword..bword + 3 of every east MEM slice (one byte plane each), the same way. */
