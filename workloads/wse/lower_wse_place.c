@@ -314,13 +314,15 @@ static void glu_rows(lw *L, bool forks)
         s->ko = ko < s->kc ? ko : s->kc;
         while (s->ko > 1 && !groups_rise(s))
             s->ko--;
-        if (s->ko <= 1) {
-            s->ko = 0;
+        e->ko = s->ko;
+        /* a row of the gate keeps its part of its row's pairs (all of them on one PE) */
+        if (s->ko <= 1 || glu_slice(L, e, 1) * 8 > L->t->sram_bytes) {
+            s->ko = e->ko = 0;
             continue;
         }
         s->h = s->kr + s->ko - 1;
-        e->ko = s->ko;
         e->h = s->ko;
+        e->mem = glu_slice(L, e, 1) * 8;
     }
 }
 
