@@ -3,8 +3,9 @@
  * The passes, in order: the fewest columns each stage needs (sources and sinks by their chunks of
  * the stream, matrix products by their weights); the columns left for the matrix products; the
  * balanced pipeline time T, the smallest for which every matrix product, given the fewest PEs that
- * take its rows in at most T cycles, fits; each product's kr x kc split at T; the main band's
- * height; the stages west to east, skip paths in the rows below the main band.
+ * take its rows in at most T cycles, fits; each product's kr x kc split at T; the rows the
+ * outputs of a product before SwiGLU's gate leave on (and the gate takes them on); the main
+ * band's height; the stages west to east, skip paths in the rows below the main band.
  */
 #include <stdio.h>
 
