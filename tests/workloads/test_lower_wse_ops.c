@@ -891,6 +891,12 @@ START_TEST(test_gpt_swiglu)
         ck_assert_uint_eq(gate->out_elems, (uint64_t)(M * 64));
         ck_assert_str_eq(gate[-1].what, "matmul");
         ck_assert_uint_eq(gate[-1].macs, (uint64_t)(M * 32 * 128));
+        /* the product's outputs leave on as many rows as the gate takes them on: its column groups
+         * a row lower each (the staircase adds h - 1 rows to its kr) */
+        ck_assert_uint_gt(gate->h, 1);
+        ck_assert_uint_le(gate->h, gate[-1].kc);
+        ck_assert_uint_eq(gate[-1].h, gate[-1].kr + gate->h - 1);
+        ck_assert_uint_eq(gate->y, gate[-1].y);
     }
     check_logits(g, &L, spec);
     lowered_free(&L);
@@ -901,9 +907,10 @@ END_TEST
 /* Llama's reduced form decoding one token against its cache of 7 (d 64, one layer) on PEs of 512
  * bytes: a RMSNorm's row of 64 with its scale (520 bytes) does not fit one PE, so each of the three
  * RMSNorms (the layer's two and the final one before the head) takes 2 PEs in a row, 32 values each,
- * their partial sums of squares added west and 1 / s sent back east. Logits against the double
- * interpreter within 2e-5 (1 + |y|), as test_gpt_prefill: the split adds one f32 add to the 64
- * squares' sum. */
+ * their partial sums of squares added west and 1 / s sent back east; the gate and up product's
+ * outputs leave on 2 rows, and the SwiGLU gate takes each row's pairs over PEs in a row. Logits
+ * against the double interpreter within 2e-5 (1 + |y|), as test_gpt_prefill: the split adds one
+ * f32 add to the 64 squares' sum (the rows of the gate change no value's arithmetic). */
 START_TEST(test_gpt_norm_split)
 {
     ts_err e;
@@ -923,6 +930,13 @@ START_TEST(test_gpt_norm_split)
         ck_assert_uint_le(n->mem_bytes, 512);
     }
     ck_assert_ptr_null(stage_of(&L, "layernorm", 3));
+    /* the SwiGLU gate's 64 pairs on the 2 rows its product's outputs leave on (2 column groups of
+     * its product, one a row lower), each row's 32 split over PEs in a row, merged up the last */
+    const ts_lower_wse_stage *gate = stage_of(&L, "elementwise", 0);
+    ck_assert_ptr_nonnull(gate);
+    ck_assert_uint_eq(gate->h, 2);
+    ck_assert_uint_gt(gate->w, 1);
+    ck_assert_uint_eq(gate[-1].h, gate[-1].kr + 1);
     check_logits(g, &L, spec);
     lowered_free(&L);
     ts_graph_destroy(g);

@@ -157,11 +157,11 @@ static void gelu_tanh(lw_gen *G)
  * computes it there and sends it, then passes on the computed parts after it: the first PE takes
  * the last part, and all compute side by side (a PE that computed as it received would hold the
  * PEs before it to its pace, and the parts of a row would be computed one after the other). */
-static void elem_part(const lw_stage *s, uint32_t g, int64_t *a, int64_t *b)
+static void elem_part(const lw_stage *s, int64_t L, uint32_t g, int64_t *a, int64_t *b)
 {
     const uint32_t p = s->G - 1 - g;
-    *a = p * s->L / s->G;
-    *b = (p + 1) * s->L / s->G;
+    *a = p * L / s->G;
+    *b = (p + 1) * L / s->G;
 }
 
 /* The function of r6 into r1 (every register but r10 and r15). */
@@ -220,49 +220,81 @@ void ts_lww_emit_elem(lw_gen *G, const lw_stage *s)
     elem_loop(G, s, s->cin, s->cout, (int64_t)s->out_n);
 }
 
-ts_status ts_lww_emit_elem_split(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
+/* SwiGLU's gate on s->ko rows (its product's column groups, lower_wse_emit_mm.c): the pairs
+ * [*p0, *p1) of every row of the stream that its row q takes. */
+static void glu_slice(const lw *L, const lw_stage *s, uint32_t q, int64_t *p0, int64_t *p1)
+{
+    uint64_t n0, n1;
+    ts_lww_mm_group_out(&L->st[s->prev], q, &n0, &n1);
+    *p0 = (int64_t)n0 / 2;
+    *p1 = (int64_t)n1 / 2;
+}
+
+/* PE g of row q of an elementwise stage over s->G PEs in a row (SwiGLU's gate on s->ko rows: row q
+ * takes its product's column group q, the pairs [p0, p1) of every row of the stream). The last
+ * PE of a row of the gate passes on, after its row's outputs, those of the rows below it, which
+ * come up the last column (colours R(q)): PE (G - 1, 0) sends every row's outputs east in order. */
+static ts_status elem_split_pe(lw *L, ts_program *P, lw_gen *G, const lw_stage *s, uint32_t q, uint32_t g)
 {
     /* the rows unrolled: the function takes every register but r10 (its count) and r15 (zero), and a
      * count kept in memory would not hold under sim.timing_only (loads read 0); SwiGLU's pairs: r10
      * reads them, r7 writes the results over them (its function keeps r7) */
     const int64_t k = elem_in_per_out(s);
-    for (uint32_t g = 0; g < s->G; g++) {
-        const uint32_t ci = g ? lw_gcol(s, g - 1) : s->cin, co = lw_gcol(s, g);
-        int64_t a, b;
-        elem_part(s, g, &a, &b);
-        if (!ts_lww_pe_stream(P, L->t, s->x + g, s->y0, G))
-            return TS_ENOMEM;
-        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
-        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)co, P_R, lw_outp(s, g + 1 == s->G));
-        ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
-        if (s->eop == TS_OP_SIGMOID || s->eop == TS_OP_TANH || s->eop == TS_OP_GELU || s->eop == TS_OP_MUL)
-            ts_lww_exp_consts(G);
-        const int BUF = 0, END = (int)(k * (b - a)) * 4;
-        for (uint64_t r = 0; r < s->out_n / (uint64_t)s->L; r++) {
-            ts_lww_in_to_out(G, ci, co, (uint64_t)(k * a));
-            ts_lww_in_to_mem(G, ci, (uint64_t)BUF, (uint64_t)(k * (b - a)), 1);
-            ts_lww_op(G, WSE_OP_LI, 2, 10, BUF); /* r10 the element; r2, r3 free after the function */
-            if (k > 1)
-                ts_lww_op(G, WSE_OP_LI, 2, 7, BUF);
-            int l = ts_lww_pc(G);
-            ts_lww_op(G, WSE_OP_LD, 3, 6, 10, 0);
-            elem_fn(G, s);
-            if (k > 1) {
-                ts_lww_op(G, WSE_OP_LD, 3, 6, 10, 4);
-                ts_lww_op(G, WSE_OP_FMUL, 3, 1, 1, 6);
-                ts_lww_op(G, WSE_OP_ST, 3, 1, 7, 0);
-                ts_lww_op(G, WSE_OP_ADDI, 3, 7, 7, 4);
-            } else
-                ts_lww_op(G, WSE_OP_ST, 3, 1, 10, 0);
-            ts_lww_op(G, WSE_OP_ADDI, 3, 10, 10, (int)(4 * k));
-            ts_lww_op(G, WSE_OP_LI, 2, 2, END);
-            ts_lww_op(G, WSE_OP_SUB, 3, 3, 10, 2);
-            ts_lww_op(G, WSE_OP_BNZ, 2, 3, l);
-            ts_lww_mem_to_out(G, (uint64_t)BUF, (uint64_t)(b - a), co);
-            ts_lww_in_to_out(G, ci, co, (uint64_t)(s->L - b));
-        }
+    const uint32_t ci = g ? lw_gcol(s, g - 1) : s->cin;
+    const bool up = s->ko > 1 && g + 1 == s->G; /* the last column: the rows below pass up it */
+    const uint32_t co = up && q ? lw_rcol(s, q) : lw_gcol(s, g);
+    int64_t a, b, p0 = 0, p1 = s->L, e0, end = s->L; /* the rows below: pairs [p1, end) */
+    if (s->ko > 1) {
+        glu_slice(L, s, q, &p0, &p1);
+        glu_slice(L, s, s->ko - 1, &e0, &end);
+    }
+    const int64_t Lq = p1 - p0; /* the values of a row this row of PEs takes */
+    elem_part(s, Lq, g, &a, &b);
+    if (!ts_lww_pe_stream(P, L->t, s->x + g, s->y0 + q, G))
+        return TS_ENOMEM;
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
+    if (up && q + 1 < s->ko)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, q + 1), P_S, P_R);
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)co, P_R, up && q ? P_N : lw_outp(s, g + 1 == s->G));
+    ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
+    if (s->eop == TS_OP_SIGMOID || s->eop == TS_OP_TANH || s->eop == TS_OP_GELU || s->eop == TS_OP_MUL)
+        ts_lww_exp_consts(G);
+    const int BUF = 0, END = (int)(k * (b - a)) * 4;
+    for (uint64_t r = 0; r < s->out_n / (uint64_t)s->L; r++) {
+        ts_lww_in_to_out(G, ci, co, (uint64_t)(k * a));
+        ts_lww_in_to_mem(G, ci, (uint64_t)BUF, (uint64_t)(k * (b - a)), 1);
+        ts_lww_op(G, WSE_OP_LI, 2, 10, BUF); /* r10 the element; r2, r3 free after the function */
+        if (k > 1)
+            ts_lww_op(G, WSE_OP_LI, 2, 7, BUF);
+        int l = ts_lww_pc(G);
+        ts_lww_op(G, WSE_OP_LD, 3, 6, 10, 0);
+        elem_fn(G, s);
+        if (k > 1) {
+            ts_lww_op(G, WSE_OP_LD, 3, 6, 10, 4);
+            ts_lww_op(G, WSE_OP_FMUL, 3, 1, 1, 6);
+            ts_lww_op(G, WSE_OP_ST, 3, 1, 7, 0);
+            ts_lww_op(G, WSE_OP_ADDI, 3, 7, 7, 4);
+        } else
+            ts_lww_op(G, WSE_OP_ST, 3, 1, 10, 0);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 10, 10, (int)(4 * k));
+        ts_lww_op(G, WSE_OP_LI, 2, 2, END);
+        ts_lww_op(G, WSE_OP_SUB, 3, 3, 10, 2);
+        ts_lww_op(G, WSE_OP_BNZ, 2, 3, l);
+        ts_lww_mem_to_out(G, (uint64_t)BUF, (uint64_t)(b - a), co);
+        ts_lww_in_to_out(G, ci, co, (uint64_t)(Lq - b));
+        if (up)
+            ts_lww_in_to_out(G, lw_rcol(s, q + 1), co, (uint64_t)(end - p1));
     }
     return TS_OK;
+}
+
+ts_status ts_lww_emit_elem_split(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
+{
+    ts_status rc = TS_OK;
+    for (uint32_t q = 0; !rc && q < (s->ko > 1 ? s->ko : 1); q++)
+        for (uint32_t g = 0; !rc && g < s->G; g++)
+            rc = elem_split_pe(L, P, G, s, q, g);
+    return rc;
 }
 
 /* ---- SwiGLU: a gate of two projections ---- */

@@ -5,6 +5,11 @@
  * multiplies its slice of the row by its weight block into accumulators that start from the bias
  * (row 0) or zero; the partial sums go north along each column, added on the way; row 0 applies
  * the fused Relu and sends its outputs east after those of the columns west of it.
+ *
+ * Before SwiGLU's gate (s->ko > 1) the columns form ko groups, each with its own chain: group g's
+ * columns sit g rows lower (a staircase: the input comes down to them through the PEs above),
+ * their chain runs along row g and on east through the PEs above the later groups, so the stage's
+ * outputs leave on ko rows, none passing more than its group's.
  */
 #include "core/alloc.h"
 #include "workloads/wse/lower_wse_int.h"
@@ -14,16 +19,57 @@
  * word ZA, a junk word JA; with room for two whole input rows (dbl), row buffers XB0 and XB1. */
 typedef struct mm_pe {
     uint32_t i, j;
+    uint32_t y;     /* its row on the mesh: the stage's, its group's step down, i */
+    uint32_t first; /* the first column of its group: the chain starts there */
     uint64_t k0, k1, n0, n1, ki, nb;
     int XA, AA, BA, ZA, JA, XB0, XB1;
     bool dbl;  /* row m + 1 is received on microthread 0 while row m is computed */
     bool bias; /* row 0 of a product with a bias */
 } mm_pe;
 
+uint32_t ts_lww_mm_group_col(const lw_stage *s, uint32_t g)
+{
+    if (!g)
+        return 0;
+    if (g >= s->ko)
+        return s->kc;
+    uint32_t j = (uint32_t)((uint64_t)g * s->kc / s->ko);
+    while (j < s->kc && ((uint64_t)j * (uint64_t)s->N / s->kc) % 2)
+        j++;
+    return j;
+}
+
+uint32_t ts_lww_mm_group_of(const lw_stage *s, uint32_t j)
+{
+    uint32_t g = s->ko > 1 ? s->ko - 1 : 0;
+    while (g && ts_lww_mm_group_col(s, g) > j)
+        g--;
+    return g;
+}
+
+void ts_lww_mm_group_out(const lw_stage *s, uint32_t g, uint64_t *n0, uint64_t *n1)
+{
+    *n0 = (uint64_t)ts_lww_mm_group_col(s, g) * (uint64_t)s->N / s->kc;
+    *n1 = (uint64_t)ts_lww_mm_group_col(s, g + 1) * (uint64_t)s->N / s->kc;
+}
+
+/* The chain's colour out of column j: alternating by column, its group's last column on the
+ * stage's output colour (one chain: lw_gcol). */
+static uint32_t mm_chain(const lw_stage *s, uint32_t j)
+{
+    if (s->ko <= 1)
+        return lw_gcol(s, j);
+    const uint32_t last = ts_lww_mm_group_col(s, ts_lww_mm_group_of(s, j) + 1) - 1;
+    return s->set * 4 + 2 + ((j + s->kc - 1 - last) & 1);
+}
+
 static mm_pe mm_pe_at(const lw *L, const lw_stage *s, uint32_t i, uint32_t j)
 {
     const uint64_t K = (uint64_t)s->K, N = (uint64_t)s->N;
     mm_pe e = {.i = i, .j = j};
+    const uint32_t g = s->ko > 1 ? ts_lww_mm_group_of(s, j) : 0;
+    e.y = s->y0 + g + i;
+    e.first = ts_lww_mm_group_col(s, g);
     e.k0 = i * K / s->kr;
     e.k1 = (i + 1) * K / s->kr;
     e.n0 = j * N / s->kc;
@@ -47,7 +93,9 @@ static mm_pe mm_pe_at(const lw *L, const lw_stage *s, uint32_t i, uint32_t j)
 static void mm_routes(lw_gen *G, const lw_stage *s, const mm_pe *e)
 {
     const uint32_t i = e->i, j = e->j;
-    if (i == 0)
+    if (i == 0 && e->y > s->y0) /* a lower group's: the row comes down the column */
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_R | (s->kr > 1 ? P_S : 0));
+    else if (i == 0)
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R | (j + 1 < s->kc ? P_E : 0) | (s->kr > 1 ? P_S : 0));
     else
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_R | (i + 1 < s->kr ? P_S : 0));
@@ -55,10 +103,24 @@ static void mm_routes(lw_gen *G, const lw_stage *s, const mm_pe *e)
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, i), P_R, P_N);
     if (i + 1 < s->kr)
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, i + 1), P_S, P_R);
-    if (i == 0 && j > 0)
-        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_gcol(s, j - 1), P_W, P_R);
+    if (i == 0 && j > e->first)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)mm_chain(s, j - 1), P_W, P_R);
     if (i == 0)
-        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_gcol(s, j), P_R, lw_outp(s, j + 1 == s->kc));
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)mm_chain(s, j), P_R, lw_outp(s, j + 1 == s->kc));
+}
+
+/* A PE above column j's group (row y0 + r, r below the group's step): the input row down (along
+ * row 0 too), and group r's outputs east along its row. */
+static ts_status mm_above(lw *L, ts_program *P, const lw_stage *s, uint32_t j, uint32_t r, lw_gen *G)
+{
+    if (!ts_lww_pe_stream(P, L->t, s->x + j, s->y0 + r, G))
+        return TS_ENOMEM;
+    if (r == 0)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_S | (j + 1 < s->kc ? P_E : 0));
+    else
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_S);
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cout, P_W, P_E);
+    return TS_OK;
 }
 
 /* Before the rows: r15 = 0; DSD 4 the weight row, 2 the accumulators, 3 the bias or the zero
@@ -167,8 +229,9 @@ static void mm_code(lw_gen *G, const lw_stage *s, const mm_pe *e)
             ts_lww_relu_mem(G, e->AA, (int64_t)e->nb);
         if (s->clip)
             ts_lww_clip_mem(G, e->AA, (int64_t)e->nb, s->lo, s->hi);
-        ts_lww_in_to_out(G, lw_gcol(s, e->j - 1), lw_gcol(s, e->j), e->n0);
-        ts_lww_mem_to_out(G, (uint64_t)e->AA, e->nb, lw_gcol(s, e->j));
+        const uint64_t from = (uint64_t)e->first * (uint64_t)s->N / s->kc; /* the group's first output */
+        ts_lww_in_to_out(G, mm_chain(s, e->j - 1), mm_chain(s, e->j), e->n0 - from);
+        ts_lww_mem_to_out(G, (uint64_t)e->AA, e->nb, mm_chain(s, e->j));
     }
     if (e->dbl) { /* swap the row buffers */
         ts_lww_op(G, WSE_OP_MOV, 2, 13, 11);
@@ -185,7 +248,7 @@ static ts_status mm_data(lw *L, ts_program *P, const lw_stage *s, const mm_pe *e
     for (uint64_t k = 0; k < e->ki; k++)
         for (uint64_t n = 0; n < e->nb; n++)
             blk[k * e->nb + n] = s->wt[(e->k0 + k) * N + e->n0 + n];
-    uint32_t id = (s->y0 + e->i) * L->t->width + s->x + e->j;
+    uint32_t id = e->y * L->t->width + s->x + e->j;
     if (ts_program_add_segment(P, WSE_KIND_PE, id, 0, blk, (uint32_t)(e->ki * e->nb * 4), L->err) ||
         (e->bias &&
          ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)e->BA, s->bias + e->n0, (uint32_t)(e->nb * 4), L->err)))
@@ -203,13 +266,16 @@ ts_status ts_lww_emit_mm(lw *L, ts_program *P, size_t si, lw_gen *G)
     for (uint32_t i = 0; !rc && i < s->kr; i++)
         for (uint32_t j = 0; !rc && j < s->kc; j++) {
             const mm_pe e = mm_pe_at(L, s, i, j);
-            if (!ts_lww_pe_stream(P, L->t, s->x + j, s->y0 + i, G)) {
+            if (!ts_lww_pe_stream(P, L->t, s->x + j, e.y, G)) {
                 rc = TS_ENOMEM;
                 break;
             }
             mm_code(G, s, &e);
             rc = mm_data(L, P, s, &e, blk);
         }
+    for (uint32_t j = 0; !rc && s->ko > 1 && j < s->kc; j++)
+        for (uint32_t r = 0; !rc && r < ts_lww_mm_group_of(s, j); r++)
+            rc = mm_above(L, P, s, j, r, G);
     ts_free(blk);
     return rc;
 }

@@ -288,7 +288,7 @@ ts_status ts_lww_emit_single(lw *L, ts_program *P, size_t si, lw_gen *G)
     const lw_stage *s = &L->st[si];
     if (s->kind == K_ADD && s->G > 1)
         return emit_add_split(L, P, G, s);
-    if (s->kind == K_ELEM && s->G > 1)
+    if (s->kind == K_ELEM && (s->G > 1 || s->ko > 1))
         return ts_lww_emit_elem_split(L, P, G, s);
     if (s->kind == K_NORM && s->G > 1)
         return ts_lww_emit_norm_split(L, P, G, s);

@@ -117,6 +117,9 @@ typedef struct lw_stage {
                    * window mask): vals keeps M + nc + M - 1 values a head, row m its [M - 1 - m, +N) */
     int64_t nbk;  /* attention: a decode head's positions split in blocks of nbk over a column of PEs
                    * (lower_wse_attn.c, each a block's keys and values), 0 when not split */
+    uint32_t ko;  /* matmul before SwiGLU's gate: its outputs leave east over ko rows, one column group
+                   * each (group g's columns a row lower per group, its chain along row g); the gate:
+                   * takes them on its ko rows and merges them in its last column; 0 or 1: one chain */
 } lw_stage;
 
 /* The lowering of one graph: its stages in stream order, west to east. */
@@ -209,6 +212,15 @@ ts_status ts_lww_check(const lw *L, const ts_program *P);
 /* SRAM of a matmul PE with ki inputs and nb outputs: weights, input row, accumulators, bias, zero, junk. */
 static inline uint64_t lw_mm_mem(uint64_t ki, uint64_t nb) { return ki * nb * 4 + ki * 4 + 2 * nb * 4 + 8; }
 
+/* A product of s->ko > 1 output rows (lower_wse_emit_mm.c): the first column of its column group g
+ * (0 for g 0, kc from g ko on): the first column from g kc / ko whose first output is even, so no
+ * (gate, up) pair of SwiGLU's interleaved columns is cut (kc when there is none: place then keeps
+ * one chain); the group of column j. */
+uint32_t ts_lww_mm_group_col(const lw_stage *s, uint32_t g);
+uint32_t ts_lww_mm_group_of(const lw_stage *s, uint32_t j);
+/* The outputs [*n0, *n1) of every row that group g of product s sends (along row g). */
+void ts_lww_mm_group_out(const lw_stage *s, uint32_t g, uint64_t *n0, uint64_t *n1);
+
 /* Every stage's rectangle; *hm the rows of the main band (skip paths run from row *hm). */
 ts_status ts_lww_place(lw *L, uint32_t *hm);
 
@@ -273,7 +285,8 @@ ts_status ts_lww_emit_single(lw *L, ts_program *P, size_t si, lw_gen *G);
 bool ts_lww_is_hardswish(int op);
 void ts_lww_emit_elem(lw_gen *G, const lw_stage *s);
 /* An elementwise stage split over s->G PEs in a row (place): PE g passes on the values of each row
- * before its part (part G - 1 - g), applies the function to its part, passes on the rest. */
+ * before its part (part G - 1 - g), applies the function to its part, passes on the rest; SwiGLU's
+ * gate after a product of s->ko > 1 output rows: a row of G PEs for each, merged up the last column. */
 ts_status ts_lww_emit_elem_split(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
 /* SwiGLU from stream F (lower_wse_elem.c): F read by two projections only (ts_lww_is_proj, each with
  * its bias Add or none), the gate's output a by a Sigmoid and by the Mul of a and the Sigmoid's

@@ -3,8 +3,9 @@
  * The passes, in order: the fewest columns each stage needs (sources and sinks by their chunks of
  * the stream, matrix products by their weights); the columns left for the matrix products; the
  * balanced pipeline time T, the smallest for which every matrix product, given the fewest PEs that
- * take its rows in at most T cycles, fits; each product's kr x kc split at T; the main band's
- * height; the stages west to east, skip paths in the rows below the main band.
+ * take its rows in at most T cycles, fits; each product's kr x kc split at T; the rows the
+ * outputs of a product before SwiGLU's gate leave on (and the gate takes them on); the main
+ * band's height; the stages west to east, skip paths in the rows below the main band.
  */
 #include <stdio.h>
 
@@ -264,6 +265,68 @@ static ts_status positions(lw *L, uint32_t Hm)
     return TS_OK;
 }
 
+/* The most rows a product's outputs leave on before SwiGLU's gate (lower_wse_emit_mm.c). */
+enum { KO_MAX = 32 };
+
+/* The pairs of SwiGLU's gate e's row g when its product gives its outputs on e->ko rows: the
+ * fewest of any row (most 0) and the most (most 1). */
+static uint64_t glu_slice(const lw *L, const lw_stage *e, int most)
+{
+    const lw_stage *m = &L->st[e->prev];
+    uint64_t best = most ? 0 : UINT64_MAX;
+    for (uint32_t g = 0; g < e->ko; g++) {
+        uint64_t n0, n1;
+        ts_lww_mm_group_out(m, g, &n0, &n1);
+        const uint64_t p = (n1 - n0) / 2;
+        best = most ? (p > best ? p : best) : (p < best ? p : best);
+    }
+    return best;
+}
+
+/* Whether product s's column groups (s->ko of them) each start at a column of their own. */
+static bool groups_rise(const lw_stage *s)
+{
+    for (uint32_t g = 0; g < s->ko; g++)
+        if (ts_lww_mm_group_col(s, g) >= ts_lww_mm_group_col(s, g + 1))
+            return false;
+    return true;
+}
+
+/* A product whose outputs go to SwiGLU's gate only (not a fork, on the main band, of 2 columns or
+ * more): its outputs leave on ko rows, one column group each, group g a row lower than group
+ * g - 1 (lower_wse_emit_mm.c), so no PE passes on more than its group's outputs; ko up to KO_MAX
+ * and kc, as many as the rows leave (the main band's tallest stage, or with skip paths the rows
+ * their tallest stage leaves). The gate takes them on ko rows, merged up its last column. */
+static void glu_rows(lw *L, bool forks)
+{
+    uint32_t hb = band_height(L), hs = 0;
+    for (size_t i = 0; i < L->n; i++)
+        if (L->st[i].lane && L->st[i].h > hs)
+            hs = L->st[i].h;
+    const uint32_t rows = forks ? L->t->height - (hs ? hs : 1) : L->t->height;
+    hb = rows > hb ? rows : hb;
+    for (size_t i = 0; i + 1 < L->n; i++) {
+        lw_stage *s = &L->st[i], *e = &L->st[i + 1];
+        if (s->kind != K_MM || e->kind != K_ELEM || e->eop != TS_OP_MUL || e->prev != (int)i || s->lane ||
+            e->lane || s->fork || e->fork || s->kc < 2 || s->kr >= hb || s->N % 2)
+            continue;
+        uint32_t ko = hb - s->kr + 1;
+        ko = ko < KO_MAX ? ko : KO_MAX;
+        s->ko = ko < s->kc ? ko : s->kc;
+        while (s->ko > 1 && !groups_rise(s))
+            s->ko--;
+        e->ko = s->ko;
+        /* a row of the gate keeps its part of its row's pairs (all of them on one PE) */
+        if (s->ko <= 1 || glu_slice(L, e, 1) * 8 > L->t->sram_bytes) {
+            s->ko = e->ko = 0;
+            continue;
+        }
+        s->h = s->kr + s->ko - 1;
+        e->h = s->ko;
+        e->mem = glu_slice(L, e, 1) * 8;
+    }
+}
+
 /* Cycles an elementwise PE spends on one element (its scalar code, about). */
 static uint64_t elem_cost(const lw_stage *s)
 {
@@ -311,13 +374,16 @@ static ts_status elem_widths(lw *L, uint32_t Hm)
             uint64_t g = pass && L->T <= s->in_n ? gmax : ts_geom_cdiv(s->in_n * elem_cost(s), T ? T : 1);
             const uint64_t most = s->eop == TS_OP_MUL || gmax < 8 ? gmax : 8; /* SwiGLU's gate: up to 64 */
             g = g < most ? g : most;
-            g = g < (uint64_t)s->L ? g : (uint64_t)s->L; /* at most one PE per element of a row */
+            /* at most one PE per element of a row (of its row's slice, over ko rows) */
+            const uint64_t least = s->ko > 1 ? glu_slice(L, s, 0) : (uint64_t)s->L;
+            const uint64_t part = s->ko > 1 ? glu_slice(L, s, 1) : (uint64_t)s->L;
+            g = g < least ? g : least;
             const uint64_t per = s->in_n / s->out_n * 4; /* bytes a PE keeps per value of its part */
-            if (g > 1 && ts_geom_cdiv((uint64_t)s->L, g) * per > L->t->sram_bytes)
+            if (g > 1 && ts_geom_cdiv(part, g) * per > L->t->sram_bytes)
                 g = 1; /* a PE keeps its part of a row */
             s->G = (uint32_t)(g ? g : 1);
             s->w = s->G;
-            s->mem = s->G > 1 ? ts_geom_cdiv((uint64_t)s->L, s->G) * per : 0;
+            s->mem = s->G > 1 || s->ko > 1 ? ts_geom_cdiv(part, s->G) * per : 0;
         }
         ts_status rc = positions(L, Hm);
         if (!rc || gmax == 1)
@@ -389,6 +455,7 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
     if (rc)
         return rc;
     /* the main band is as tall as its tallest stage: skip paths run just below it */
+    glu_rows(L, forks);
     if (forks)
         *hm = band_height(L);
     rc = elem_widths(L, *hm);
