@@ -2032,8 +2032,10 @@ END_TEST
  * halves in its rows of pixels (exact: x holds f16 values), multiplies on f16v4amp (products of
  * halves exact in f32) and sums in f32 (between the steps, and over the tree where k is split); its
  * outputs are f32 words, not rounded: so both within 1e-5 x the sum of |terms|, f32's tolerance. */
-static void t10_convk(bool half, int NB, int C, int H, int Wd, int M, int kk, int st, int pad,
-                      const ts_t10_plan *pick)
+/* tail: what follows the Conv, fused into its output pass: 0 nothing, 1 a Relu, 2 an Add of a graph
+ * input then a Relu, 3 the Add alone (its output the graph's) */
+static void t10_convk_tail(bool half, int NB, int C, int H, int Wd, int M, int kk, int st, int pad,
+                           const ts_t10_plan *pick, int tail)
 {
     ts_graph *g = ts_graph_create("conv");
     int (*mk)(ts_graph *, const char *, ts_tensor_kind, int, const int64_t *) = half ? tensor16 : tensor;
@@ -2051,11 +2053,27 @@ static void t10_convk(bool half, int NB, int C, int H, int Wd, int M, int kk, in
     at.strides[0] = at.strides[1] = st;
     at.pads[0] = at.pads[1] = at.pads[2] = at.pads[3] = pad;
     node(g, TS_OP_CONV, "conv", (int[]){x, w, b}, 3, y, &at);
-    ts_graph_mark_output(g, y);
+    int Ho = (H + 2 * pad - kk) / st + 1, Wo = (Wd + 2 * pad - kk) / st + 1, r = -1, out = y;
+    if (tail >= 2) { /* the Add's other operand first, as ONNX exports may order it */
+        r = mk(g, "r", TS_TENSOR_INPUT, 4, (int64_t[]){NB, M, Ho, Wo});
+        if (!half)
+            fill(g, r);
+        int s = mk(g, "s", TS_TENSOR_ACTIVATION, -1, NULL);
+        node(g, TS_OP_ADD, "add", (int[]){r, y}, 2, s, NULL);
+        out = s;
+    }
+    if (tail == 1 || tail == 2) {
+        int z = mk(g, "z", TS_TENSOR_ACTIVATION, -1, NULL);
+        node(g, TS_OP_RELU, "relu", (int[]){out}, 1, z, NULL);
+        out = z;
+    }
+    ts_graph_mark_output(g, out);
     finalize(g);
     lowered L = {0};
     lower_t10(g, pick, &L);
     ck_assert(L.rep.layers[0].t10);
+    for (size_t i = 1; i < L.rep.nlayers; i++) /* the tail done by the Conv: no superstep of its own */
+        ck_assert_msg(L.rep.layers[i].steps == 0, "layer %zu: %u supersteps", i, L.rep.layers[i].steps);
     if (pick)
         ck_assert(L.rep.layers[0].rot == pick->rot && L.rep.layers[0].fk == pick->fk);
     size_t amp = 0; /* on the AMP of the dtype */
@@ -2063,7 +2081,6 @@ static void t10_convk(bool half, int NB, int C, int H, int Wd, int M, int kk, in
         for (uint32_t k = 0; k < L.prog->streams[i].n; k++)
             amp += L.prog->streams[i].insn[k].op == (half ? OP_F16V4AMP : OP_F32V2AMP);
     ck_assert_uint_gt(amp, 0);
-    int Ho = (H + 2 * pad - kk) / st + 1, Wo = (Wd + 2 * pad - kk) / st + 1;
 #define H16(t, k) (half ? (double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))) : (double)val(t, k))
     for (int nb = 0; nb < NB; nb++)
     for (int m = 0; m < M; m++)
@@ -2082,11 +2099,21 @@ static void t10_convk(bool half, int NB, int C, int H, int Wd, int M, int kk, in
                             mg += fabs(t);
                         }
                 uint64_t k = (uint64_t)(((nb * M + m) * Ho + oy) * Wo + ox);
-                near(out_at(&L, g, y, k), v, mg, "y", k);
+                if (r >= 0) {
+                    v += H16(r, k);
+                    mg += fabs(H16(r, k));
+                }
+                near(out_at(&L, g, out, k), tail == 1 || tail == 2 ? fmax(v, 0) : v, mg, "y", k);
             }
 #undef H16
     lowered_free(&L);
     ts_graph_destroy(g);
+}
+
+static void t10_convk(bool half, int NB, int C, int H, int Wd, int M, int kk, int st, int pad,
+                      const ts_t10_plan *pick)
+{
+    t10_convk_tail(half, NB, C, H, Wd, M, kk, st, pad, pick, 0);
 }
 
 static void t10_conv1x1(bool half, int C, int H, int Wd, int M, int st, const ts_t10_plan *pick)
@@ -2297,6 +2324,24 @@ START_TEST(test_t10_conv_batch)
         t10_convk(true, 2, 56, 5, 4, 16, 1, 1, 0, &plans[0]);
     else
         t10_convk(false, 2, 24, 13, 6, 16, 1, 2, 0, NULL);
+}
+END_TEST
+
+START_TEST(test_t10_conv_tail)
+{
+    /* the Relu and the Add after a planner (b) Conv done by its output pass (issue 17's tails fused
+     * into the producing superstep): an f16 1x1 Conv 56 -> 16 on 5 x 4 at batch 2 with A rotating (a
+     * block an image: the output another operator reads is blocked in whole rows),
+     * then an Add of a graph input (f16, held as the input is) and a Relu; f32 3x3 16 -> 16 on 8 x 4
+     * at stride 2, the model's plan, then a Relu; f32 strided 1x1 24 -> 16 on 13 x 6, batch 1, then
+     * the Add alone. Tolerance as test_t10_conv3's, the Add's operand counted in the sum of |terms|. */
+    static const ts_t10_plan rota = {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A};
+    if (_i == 0)
+        t10_convk_tail(true, 2, 56, 5, 4, 16, 1, 1, 0, &rota, 2);
+    else if (_i == 1)
+        t10_convk_tail(false, 2, 16, 8, 4, 16, 3, 2, 1, NULL, 1);
+    else
+        t10_convk_tail(false, 1, 24, 13, 6, 16, 1, 2, 0, NULL, 3);
 }
 END_TEST
 
@@ -2690,6 +2735,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_t10_f16_padded, 0, 5);
     tcase_add_test(tc, test_t10_f16_gather_packed);
     tcase_add_loop_test(tc, test_t10_conv_f16, 0, 8);
+    tcase_add_loop_test(tc, test_t10_conv_tail, 0, 3);
     tcase_add_loop_test(tc, test_t10_conv_strided, 0, 8);
     tcase_add_loop_test(tc, test_t10_conv3, 0, 12);
     tcase_add_loop_test(tc, test_t10_conv_padded, 0, 8);

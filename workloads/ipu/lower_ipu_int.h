@@ -126,6 +126,10 @@ typedef struct lw {
     lw_tab *tabs; size_t ntabs, captabs; /* owned */
     int *root;            /* per tensor: the tensor whose memory it is (Reshape, Flatten alias) */
     int *last;            /* per root tensor: its last consumer node; -1 = kept (graph output) */
+    /* Elementwise tails done by a planner (b) Conv's output pass (fuse_tails in lower_ipu.c): per
+     * node, the Add whose other operand the Conv adds and the Relu it applies (-1: none); fold: for an
+     * Add or Relu done so, the tensor whose memory its output is (-1: not folded). Owned. */
+    int *fadd, *frelu, *fold;
     uint32_t step;        /* supersteps so far */
     lw_mark *marks; size_t nmarks, capmarks;
     lw_xrec *xr; size_t nxr, capxr; /* every send and receive, for the check before emission; owned */
@@ -340,6 +344,9 @@ ts_status lwi_lower_conv_images(lw *L, const ts_graph_node *n, lw_scr *sc, const
 /* A Conv with groups, dilations or a batch, on the workers' f32 units (lower_ipu_dconv.c). */
 ts_status lwi_lower_dconv(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_geom_window *w);
 ts_status lwi_lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc);   /* lower_ipu_eltwise.c */
+/* The ranges of x's elements (placed at P, total of them) each tile of P holds: sc's lo, hi, nr (the
+ * gather's ranges of another operand laid out as x), cnts[t] the elements from x's chunk start. */
+void lwi_eltwise_ranges(const lw_place *P, uint64_t total, lw_scr *sc, uint64_t *cnts);
 ts_status lwi_lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc);
 ts_status lwi_lower_layernorm(lw *L, const ts_graph_node *n, lw_scr *sc);
 ts_status lwi_lower_transpose(lw *L, const ts_graph_node *n, lw_scr *sc);
