@@ -2032,6 +2032,8 @@ END_TEST
  * halves in its rows of pixels (exact: x holds f16 values), multiplies on f16v4amp (products of
  * halves exact in f32) and sums in f32 (between the steps, and over the tree where k is split); its
  * outputs are f32 words, not rounded: so both within 1e-5 x the sum of |terms|, f32's tolerance. */
+static size_t conv_sends; /* the sends in t10_convk_tail's program */
+
 /* tail: what follows the Conv, fused into its output pass: 0 nothing, 1 a Relu, 2 an Add of a graph
  * input then a Relu, 3 the Add alone (its output the graph's) */
 static void t10_convk_tail(bool half, int NB, int C, int H, int Wd, int M, int kk, int st, int pad,
@@ -2081,6 +2083,10 @@ static void t10_convk_tail(bool half, int NB, int C, int H, int Wd, int M, int k
         for (uint32_t k = 0; k < L.prog->streams[i].n; k++)
             amp += L.prog->streams[i].insn[k].op == (half ? OP_F16V4AMP : OP_F32V2AMP);
     ck_assert_uint_gt(amp, 0);
+    conv_sends = 0;
+    for (size_t i = 0; i < L.prog->nstreams; i++)
+        for (uint32_t k = 0; k < L.prog->streams[i].n; k++)
+            conv_sends += L.prog->streams[i].insn[k].op == OP_SEND;
 #define H16(t, k) (half ? (double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))) : (double)val(t, k))
     for (int nb = 0; nb < NB; nb++)
     for (int m = 0; m < M; m++)
@@ -2342,6 +2348,22 @@ START_TEST(test_t10_conv_tail)
         t10_convk_tail(false, 2, 16, 8, 4, 16, 3, 2, 1, NULL, 1);
     else
         t10_convk_tail(false, 1, 24, 13, 6, 16, 1, 2, 0, NULL, 3);
+}
+END_TEST
+
+START_TEST(test_t10_conv_bcast)
+{
+    /* the gather of a Conv's input broadcast where tiles read the same words of a holder: a 1x1
+     * Conv 16 -> 64 on 4 x 4 (f32) in 8 column blocks, each reading all 16 channels from the one
+     * tile that holds the input (the holder one of them: 7 sends without the broadcast, 1 with); _i
+     * 1: at batch 2, an image a pixel block by 4 column blocks, the two images' readers in two
+     * rounds (a sender that broadcasts sends nothing else in the round: 2 sends, 7 without) */
+    static const ts_t10_plan plans[] = {
+        {.fm = 1, .fn = 8, .fk = 1, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE},
+        {.fm = 2, .fn = 4, .fk = 1, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE},
+    };
+    t10_convk(false, _i ? 2 : 1, 16, 4, 4, 64, 1, 1, 0, &plans[_i]);
+    ck_assert_uint_eq(conv_sends, _i ? 2 : 1);
 }
 END_TEST
 
@@ -2736,6 +2758,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_t10_f16_gather_packed);
     tcase_add_loop_test(tc, test_t10_conv_f16, 0, 8);
     tcase_add_loop_test(tc, test_t10_conv_tail, 0, 3);
+    tcase_add_loop_test(tc, test_t10_conv_bcast, 0, 2);
     tcase_add_loop_test(tc, test_t10_conv_strided, 0, 8);
     tcase_add_loop_test(tc, test_t10_conv3, 0, 12);
     tcase_add_loop_test(tc, test_t10_conv_padded, 0, 8);

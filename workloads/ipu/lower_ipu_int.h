@@ -148,6 +148,8 @@ typedef struct lw {
     bool pack;            /* gather: rounds packed so that a sender serves one receiver a round (gather_pack) */
     bool onedst;          /* gather: the sends of a transfer after its first leave the receiver's number
                            * in $m6 as the first set it (2 instructions a piece, not 3) */
+    bool bcast;           /* gather: the transfers of one sender that send the same words sent once, broadcast,
+                           * where the rounds so cost less (gather_bcast) */
     bool wlocal;          /* gather: what a tile holds itself copied by its workers, 64 bits a load (where
                            * every such piece is 8-byte aligned and whole pairs), not its supervisor */
     const ts_t10_plan *plans; /* per node: the compute-shift plan (tiles 0 = load-compute-store); NULL = lcs */

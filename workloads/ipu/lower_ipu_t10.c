@@ -335,10 +335,13 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
      * input whose pixel block is the tile's) go in one send */
     bool co = L->coalesce;
     L->coalesce = L->onedst = true; /* and a piece a channel costs its holder 2 instructions, not 3 */
+    /* the tiles that read the same block of a holder (the column blocks of a pixel block whose
+     * k-ranges meet) take it in one broadcast where that costs fewer cycles */
+    L->bcast = true;
     ts_status rc = lwi_gather(L, x, tn, sc->lo, sc->hi, sc->nr,
                               G->st > 1 || G->taps > 1 || G->nimg > 1 ? G->hwi : G->M, G->span, false, sc->where);
     L->coalesce = co;
-    L->onedst = false;
+    L->onedst = L->bcast = false;
     L->into = 0;
     L->stagger = L->balance = L->wlocal = false;
     if (rc != TS_OK)
