@@ -2032,7 +2032,7 @@ END_TEST
  * halves in its rows of pixels (exact: x holds f16 values), multiplies on f16v4amp (products of
  * halves exact in f32) and sums in f32 (between the steps, and over the tree where k is split); its
  * outputs are f32 words, not rounded: so both within 1e-5 x the sum of |terms|, f32's tolerance. */
-static size_t conv_sends; /* the sends in t10_convk_tail's program */
+static size_t conv_sends, conv_bundles; /* the sends and bundles in t10_convk_tail's program */
 
 /* tail: what follows the Conv, fused into its output pass: 0 nothing, 1 a Relu, 2 an Add of a graph
  * input then a Relu, 3 the Add alone (its output the graph's) */
@@ -2083,10 +2083,12 @@ static void t10_convk_tail(bool half, int NB, int C, int H, int Wd, int M, int k
         for (uint32_t k = 0; k < L.prog->streams[i].n; k++)
             amp += L.prog->streams[i].insn[k].op == (half ? OP_F16V4AMP : OP_F32V2AMP);
     ck_assert_uint_gt(amp, 0);
-    conv_sends = 0;
+    conv_sends = conv_bundles = 0;
     for (size_t i = 0; i < L.prog->nstreams; i++)
-        for (uint32_t k = 0; k < L.prog->streams[i].n; k++)
+        for (uint32_t k = 0; k < L.prog->streams[i].n; k++) {
             conv_sends += L.prog->streams[i].insn[k].op == OP_SEND;
+            conv_bundles += L.prog->streams[i].insn[k].op == OP_BUNDLE;
+        }
 #define H16(t, k) (half ? (double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))) : (double)val(t, k))
     for (int nb = 0; nb < NB; nb++)
     for (int m = 0; m < M; m++)
@@ -2169,7 +2171,9 @@ START_TEST(test_t10_conv_padded)
      * the model's plan, and at batch 3; 5 channels (padded to 8) 3x3 with A rotating and with B
      * rotating (slices of channels 0-3 and 4-7: one input channel, three zero ones); 2 channels
      * (padded to 4) 4x4 of stride 2 with k split in two (the second part all zero channels:
-     * nothing gathered). Tolerance as test_t10_conv3's. At batch 1 such a Conv is planner (a)'s. */
+     * nothing gathered). Tolerance as test_t10_conv3's. At batch 1 such a Conv is planner (a)'s.
+     * Last, conv1's shape in one step whose k is padded to whole bodies of the shared-coefficient
+     * kernel (196 to 216 with zeros; its bundles in the program). */
     static const struct {
         int NB, C, H, Wd, kk, st, pad;
         ts_t10_plan p;
@@ -2182,6 +2186,7 @@ START_TEST(test_t10_conv_padded)
         {2, 5, 8, 4, 3, 1, 1, {.fm = 8, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B}},
         {2, 2, 8, 8, 4, 2, 1, {.fm = 4, .fn = 2, .fk = 2, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}},
         {1, 3, 11, 8, 7, 2, 3, {0}},
+        {2, 3, 11, 8, 7, 2, 3, {.fm = 6, .fn = 2, .fk = 1, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE, .bodies = true}},
     };
     if (cs[_i].NB == 1) { /* planner (a)'s at batch 1 */
         ts_graph *g = ts_graph_create("conv1");
@@ -2204,6 +2209,8 @@ START_TEST(test_t10_conv_padded)
     }
     t10_convk(true, cs[_i].NB, cs[_i].C, cs[_i].H, cs[_i].Wd, 16, cs[_i].kk, cs[_i].st, cs[_i].pad,
               cs[_i].p.fm ? &cs[_i].p : NULL);
+    if (cs[_i].p.bodies)
+        ck_assert_uint_gt(conv_bundles, 0);
 }
 END_TEST
 
@@ -2761,7 +2768,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_t10_conv_bcast, 0, 2);
     tcase_add_loop_test(tc, test_t10_conv_strided, 0, 8);
     tcase_add_loop_test(tc, test_t10_conv3, 0, 12);
-    tcase_add_loop_test(tc, test_t10_conv_padded, 0, 8);
+    tcase_add_loop_test(tc, test_t10_conv_padded, 0, 9);
     tcase_add_loop_test(tc, test_t10_gemm_relu16, 0, 2);
     tcase_add_loop_test(tc, test_t10_conv_batch, 0, 7);
     tcase_add_loop_test(tc, test_t10_conv_maxpool, 0, 2);

@@ -488,7 +488,8 @@ static ts_status t10_layout(lw *L, const ts_graph_node *n, const ts_t10_plan *pl
         (G->nimg > 1 && (G->fm % G->nimg || G->hwo % G->rows || G->nrb * G->rows != G->hwo || G->N % G->cols ||
                          G->fn * G->cols != G->N)) ||
         (G->taps > 1 && (G->kt % ((s->half && G->taps % 2 ? 2 : 1) * G->taps) ||
-                         G->kp % ((s->half && G->taps % 2 ? 2 : 1) * G->taps))))
+                         (G->kp % ((s->half && G->taps % 2 ? 2 : 1) * G->taps) &&
+                          !(G->steps == 1 && G->fk == 1 && G->body && G->kp > G->kt)))))
         return lwi_unsupported(L, n, "this compute-shift plan");
     if (G->out16 != (L->pl[x].es == 2)) /* an f16 Conv reads f32 words, as planner (a)'s */
         return lwi_unsupported(L, n, G->out16 ? "an f16 input held in f32 words" : "an f16 input held as halves");
