@@ -2347,14 +2347,22 @@ START_TEST(test_t10_conv_tail)
      * block an image: the output another operator reads is blocked in whole rows),
      * then an Add of a graph input (f16, held as the input is) and a Relu; f32 3x3 16 -> 16 on 8 x 4
      * at stride 2, the model's plan, then a Relu; f32 strided 1x1 24 -> 16 on 13 x 6, batch 1, then
-     * the Add alone. Tolerance as test_t10_conv3's, the Add's operand counted in the sum of |terms|. */
+     * the Add alone; then f32 1x1 Convs at batch 2 in blocks of 2 and 5 pixels with a Relu (the
+     * Relu's software-pipelined loop at both lengths). Tolerance as test_t10_conv3's, the Add's
+     * operand counted in the sum of |terms|. */
     static const ts_t10_plan rota = {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A};
+    static const ts_t10_plan px[] = { /* blocks of 2 and 5 pixels: the Relu's loop 0 and 3 times */
+        {.fm = 10, .fn = 1, .fk = 1, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE},
+        {.fm = 2, .fn = 2, .fk = 1, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE},
+    };
     if (_i == 0)
         t10_convk_tail(true, 2, 56, 5, 4, 16, 1, 1, 0, &rota, 2);
     else if (_i == 1)
         t10_convk_tail(false, 2, 16, 8, 4, 16, 3, 2, 1, NULL, 1);
-    else
+    else if (_i == 2)
         t10_convk_tail(false, 1, 24, 13, 6, 16, 1, 2, 0, NULL, 3);
+    else
+        t10_convk_tail(false, 2, 8, 5, _i == 3 ? 2 : 1, 16, 1, 1, 0, &px[_i - 3], 1);
 }
 END_TEST
 
@@ -2764,7 +2772,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_t10_f16_padded, 0, 5);
     tcase_add_test(tc, test_t10_f16_gather_packed);
     tcase_add_loop_test(tc, test_t10_conv_f16, 0, 8);
-    tcase_add_loop_test(tc, test_t10_conv_tail, 0, 3);
+    tcase_add_loop_test(tc, test_t10_conv_tail, 0, 5);
     tcase_add_loop_test(tc, test_t10_conv_bcast, 0, 2);
     tcase_add_loop_test(tc, test_t10_conv_strided, 0, 8);
     tcase_add_loop_test(tc, test_t10_conv3, 0, 12);

@@ -853,8 +853,9 @@ static ts_status t10_steps(lw *L, const t10_gen *G, const t10_op *s, const t10_m
  * the elementwise tail fused into the pass where there is one: add[t] (NULL: none) the other operand
  * of an Add gathered in the output's layout on tile t, added; relu, the Relu applied. Two channels at a
  * time where the block's channels are pairs (a 64-bit load of a pixel's two, two stores): 3 issues a
- * pair, 4 with the Relu, 7 with the Add and the Relu, where the turn took 2 an element and the Relu
- * and the Add after it their own supersteps of 3 and 4 an element. */
+ * pair, 3 with the Relu too (software-pipelined: its maxes in bundles with the stores), 7 with the
+ * Add and the Relu, where the turn took 2 an element and the Relu and the Add after it their own
+ * supersteps of 3 and 4 an element. */
 static void t10_conv_out(lw *L, const t10_gen *G, const t10_mem *mem, bool relu, const uint64_t *add)
 {
     const uint64_t ob = mem->obuf[mem->fin];
@@ -881,7 +882,9 @@ static void t10_conv_out(lw *L, const t10_gen *G, const t10_mem *mem, bool relu,
             W(t, SETZI, RM(4), (int32_t)mem->yout, 0);
             W(t, ADD, RM(3), RM(3), RM(4));
             W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
-            W(t, SETZI, RM(5), (int32_t)r, 0);
+            /* the Relu alone on pairs: software-pipelined, 3 issues a pixel (its loop r - 2 times) */
+            const bool pipe = pairs && relu && !add;
+            W(t, SETZI, RM(5), (int32_t)(pipe ? (r > 2 ? r - 2 : 0) : r), 0);
             if (relu)
                 W(t, SETZI, RA(7), 0, 0);
             size_t ch = W(t, MOV, RM(6), RM(2), 0);
@@ -890,8 +893,41 @@ static void t10_conv_out(lw *L, const t10_gen *G, const t10_mem *mem, bool relu,
                 if (add)
                     W(t, ADDI, RM(9), RM(8), (int32_t)(G->rows * 4));
             }
-            size_t rpt = W(t, RPT, RM(5), 0, 0), b0 = L->tiles[t].wrk.n;
-            if (pairs) {
+            if (pipe) { /* pixel 0's first lane stored, its second's max in $a5, pixel 1 loaded */
+                W(t, LD64STEP, RA(0), RM(6), (int32_t)(G->cols * 4));
+                W(t, F32MAX, RA(4), RA(0), RA(7));
+                W(t, BUNDLE, 0, 0, 0);
+                W(t, ST32STEP, RA(4), RM(3), 4);
+                W(t, F32MAX, RA(5), RA(1), RA(7));
+                W(t, BUNDLE_END, 0, 0, 0);
+                if (r > 1)
+                    W(t, LD64STEP, RA(0), RM(6), (int32_t)(G->cols * 4));
+            }
+            size_t rpt = pipe && r < 3 ? SIZE_MAX : W(t, RPT, RM(5), 0, 0), b0 = L->tiles[t].wrk.n;
+            if (pipe) {
+                /* a pixel: the last one's second lane stored while this one's first is taken, this
+                 * one's first stored while its second is taken, the next loaded; the loop ends on
+                 * the load, not in a bundle; after it, the last pixel's two lanes and the store */
+                for (int pass = 0; pass < 2 && r > 1; pass++) {
+                    if (pass && rpt != SIZE_MAX && !L->oom)
+                        L->tiles[t].wrk.v[rpt].a[1] = (int32_t)(L->tiles[t].wrk.n - b0);
+                    if (pass && rpt != SIZE_MAX)
+                        rpt = SIZE_MAX;
+                    if (!pass && rpt == SIZE_MAX)
+                        continue;
+                    W(t, BUNDLE, 0, 0, 0);
+                    W(t, ST32STEP, RA(5), RM(7), 4);
+                    W(t, F32MAX, RA(4), RA(0), RA(7));
+                    W(t, BUNDLE_END, 0, 0, 0);
+                    W(t, BUNDLE, 0, 0, 0);
+                    W(t, ST32STEP, RA(4), RM(3), 4);
+                    W(t, F32MAX, RA(5), RA(1), RA(7));
+                    W(t, BUNDLE_END, 0, 0, 0);
+                    if (!pass)
+                        W(t, LD64STEP, RA(0), RM(6), (int32_t)(G->cols * 4));
+                }
+                W(t, ST32STEP, RA(5), RM(7), 4);
+            } else if (pairs) {
                 W(t, LD64STEP, RA(0), RM(6), (int32_t)(G->cols * 4));
                 if (add) {
                     W(t, LD32STEP, RA(2), RM(8), 4);
@@ -919,7 +955,7 @@ static void t10_conv_out(lw *L, const t10_gen *G, const t10_mem *mem, bool relu,
                     W(t, F32MAX, RA(0), RA(0), RA(7));
                 W(t, ST32STEP, RA(0), RM(3), 4);
             }
-            if (!L->oom)
+            if (rpt != SIZE_MAX && !L->oom)
                 L->tiles[t].wrk.v[rpt].a[1] = (int32_t)(L->tiles[t].wrk.n - b0);
             W(t, ADDI, RM(2), RM(2), 4 * nc);
             W(t, ADDI, RM(3), RM(3), (int32_t)((G->rows * (uint64_t)nc - r) * 4));
