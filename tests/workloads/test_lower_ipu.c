@@ -2348,7 +2348,7 @@ START_TEST(test_t10_conv_tail)
      * then an Add of a graph input (f16, held as the input is) and a Relu; f32 3x3 16 -> 16 on 8 x 4
      * at stride 2, the model's plan, then a Relu; f32 strided 1x1 24 -> 16 on 13 x 6, batch 1, then
      * the Add alone; then f32 1x1 Convs at batch 2 in blocks of 2 and 5 pixels with a Relu (the
-     * Relu's software-pipelined loop at both lengths). Tolerance as test_t10_conv3's, the Add's
+     * software-pipelined loop 0 and 3 times), and in blocks of 2 with the Add and the Relu. Tolerance as test_t10_conv3's, the Add's
      * operand counted in the sum of |terms|. */
     static const ts_t10_plan rota = {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A};
     static const ts_t10_plan px[] = { /* blocks of 2 and 5 pixels: the Relu's loop 0 and 3 times */
@@ -2361,8 +2361,10 @@ START_TEST(test_t10_conv_tail)
         t10_convk_tail(false, 2, 16, 8, 4, 16, 3, 2, 1, NULL, 1);
     else if (_i == 2)
         t10_convk_tail(false, 1, 24, 13, 6, 16, 1, 2, 0, NULL, 3);
-    else
+    else if (_i < 5)
         t10_convk_tail(false, 2, 8, 5, _i == 3 ? 2 : 1, 16, 1, 1, 0, &px[_i - 3], 1);
+    else
+        t10_convk_tail(false, 2, 8, 5, 2, 16, 1, 1, 0, &px[0], 2);
 }
 END_TEST
 
@@ -2772,7 +2774,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_t10_f16_padded, 0, 5);
     tcase_add_test(tc, test_t10_f16_gather_packed);
     tcase_add_loop_test(tc, test_t10_conv_f16, 0, 8);
-    tcase_add_loop_test(tc, test_t10_conv_tail, 0, 5);
+    tcase_add_loop_test(tc, test_t10_conv_tail, 0, 6);
     tcase_add_loop_test(tc, test_t10_conv_bcast, 0, 2);
     tcase_add_loop_test(tc, test_t10_conv_strided, 0, 8);
     tcase_add_loop_test(tc, test_t10_conv3, 0, 12);

@@ -853,9 +853,18 @@ static ts_status t10_steps(lw *L, const t10_gen *G, const t10_op *s, const t10_m
  * the elementwise tail fused into the pass where there is one: add[t] (NULL: none) the other operand
  * of an Add gathered in the output's layout on tile t, added; relu, the Relu applied. Two channels at a
  * time where the block's channels are pairs (a 64-bit load of a pixel's two, two stores): 3 issues a
- * pair, 3 with the Relu too (software-pipelined: its maxes in bundles with the stores), 7 with the
- * Add and the Relu, where the turn took 2 an element and the Relu and the Add after it their own
- * supersteps of 3 and 4 an element. */
+ * pair, 3 with the Relu too and 5 with the Add and the Relu (software-pipelined: the add and the
+ * maxes in bundles with the loads and stores), where the turn took 2 an element and the Relu and the
+ * Add after it their own supersteps of 3 and 4 an element. */
+/* A bundle on tile t's workers: a main-pipeline instruction, then an auxiliary one. */
+#define BUN(t, mop, ma, mb, mc, xop, xa, xb, xc)                                                           \
+    do {                                                                                                   \
+        W(t, BUNDLE, 0, 0, 0);                                                                             \
+        W(t, mop, ma, mb, mc);                                                                             \
+        W(t, xop, xa, xb, xc);                                                                             \
+        W(t, BUNDLE_END, 0, 0, 0);                                                                         \
+    } while (0)
+
 static void t10_conv_out(lw *L, const t10_gen *G, const t10_mem *mem, bool relu, const uint64_t *add)
 {
     const uint64_t ob = mem->obuf[mem->fin];
@@ -882,8 +891,10 @@ static void t10_conv_out(lw *L, const t10_gen *G, const t10_mem *mem, bool relu,
             W(t, SETZI, RM(4), (int32_t)mem->yout, 0);
             W(t, ADD, RM(3), RM(3), RM(4));
             W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
-            /* the Relu alone on pairs: software-pipelined, 3 issues a pixel (its loop r - 2 times) */
-            const bool pipe = pairs && relu && !add;
+            /* the Relu on pairs: software-pipelined, 3 issues a pixel, 5 with the Add (the loop r - 2
+             * times between a prologue and an epilogue) */
+            const bool pipe = pairs && relu;
+            const int32_t cst = (int32_t)(G->cols * 4);
             W(t, SETZI, RM(5), (int32_t)(pipe ? (r > 2 ? r - 2 : 0) : r), 0);
             if (relu)
                 W(t, SETZI, RA(7), 0, 0);
@@ -893,21 +904,32 @@ static void t10_conv_out(lw *L, const t10_gen *G, const t10_mem *mem, bool relu,
                 if (add)
                     W(t, ADDI, RM(9), RM(8), (int32_t)(G->rows * 4));
             }
-            if (pipe) { /* pixel 0's first lane stored, its second's max in $a5, pixel 1 loaded */
-                W(t, LD64STEP, RA(0), RM(6), (int32_t)(G->cols * 4));
-                W(t, F32MAX, RA(4), RA(0), RA(7));
-                W(t, BUNDLE, 0, 0, 0);
+            if (pipe && add) { /* pixel 0 added, its first lane stored, its second's max in $a5; pixel 1
+                                * (its operand with the maxes) loaded */
+                W(t, LD64STEP, RA(0), RM(6), cst);
+                W(t, LD32STEP, RA(2), RM(8), 4);
+                W(t, LD32STEP, RA(3), RM(9), 4);
+                W(t, F32V2ADD, RA(0), RA(0), RA(2));
+                if (r > 1) {
+                    BUN(t, LD32STEP, RA(2), RM(8), 4, F32MAX, RA(4), RA(0), RA(7));
+                    BUN(t, LD32STEP, RA(3), RM(9), 4, F32MAX, RA(5), RA(1), RA(7));
+                } else {
+                    W(t, F32MAX, RA(4), RA(0), RA(7));
+                    W(t, F32MAX, RA(5), RA(1), RA(7));
+                }
                 W(t, ST32STEP, RA(4), RM(3), 4);
-                W(t, F32MAX, RA(5), RA(1), RA(7));
-                W(t, BUNDLE_END, 0, 0, 0);
-                if (r > 1)
-                    W(t, LD64STEP, RA(0), RM(6), (int32_t)(G->cols * 4));
+            } else if (pipe) { /* pixel 0's first lane stored, its second's max in $a5 */
+                W(t, LD64STEP, RA(0), RM(6), cst);
+                W(t, F32MAX, RA(4), RA(0), RA(7));
+                BUN(t, ST32STEP, RA(4), RM(3), 4, F32MAX, RA(5), RA(1), RA(7));
             }
+            if (pipe && r > 1) /* pixel 1 */
+                W(t, LD64STEP, RA(0), RM(6), cst);
             size_t rpt = pipe && r < 3 ? SIZE_MAX : W(t, RPT, RM(5), 0, 0), b0 = L->tiles[t].wrk.n;
             if (pipe) {
-                /* a pixel: the last one's second lane stored while this one's first is taken, this
-                 * one's first stored while its second is taken, the next loaded; the loop ends on
-                 * the load, not in a bundle; after it, the last pixel's two lanes and the store */
+                /* a pixel: the last one's second lane stored while this one is added (or its first
+                 * lane taken), ..., the next loaded; the loop ends on the load, not in a bundle;
+                 * after it (pass 1), the last pixel without the loads, and the last store */
                 for (int pass = 0; pass < 2 && r > 1; pass++) {
                     if (pass && rpt != SIZE_MAX && !L->oom)
                         L->tiles[t].wrk.v[rpt].a[1] = (int32_t)(L->tiles[t].wrk.n - b0);
@@ -915,36 +937,32 @@ static void t10_conv_out(lw *L, const t10_gen *G, const t10_mem *mem, bool relu,
                         rpt = SIZE_MAX;
                     if (!pass && rpt == SIZE_MAX)
                         continue;
-                    W(t, BUNDLE, 0, 0, 0);
-                    W(t, ST32STEP, RA(5), RM(7), 4);
-                    W(t, F32MAX, RA(4), RA(0), RA(7));
-                    W(t, BUNDLE_END, 0, 0, 0);
-                    W(t, BUNDLE, 0, 0, 0);
-                    W(t, ST32STEP, RA(4), RM(3), 4);
-                    W(t, F32MAX, RA(5), RA(1), RA(7));
-                    W(t, BUNDLE_END, 0, 0, 0);
+                    if (add && !pass) {
+                        BUN(t, ST32STEP, RA(5), RM(7), 4, F32V2ADD, RA(0), RA(0), RA(2));
+                        BUN(t, LD32STEP, RA(2), RM(8), 4, F32MAX, RA(4), RA(0), RA(7));
+                        BUN(t, LD32STEP, RA(3), RM(9), 4, F32MAX, RA(5), RA(1), RA(7));
+                        W(t, ST32STEP, RA(4), RM(3), 4);
+                    } else if (add) {
+                        BUN(t, ST32STEP, RA(5), RM(7), 4, F32V2ADD, RA(0), RA(0), RA(2));
+                        W(t, F32MAX, RA(4), RA(0), RA(7));
+                        BUN(t, ST32STEP, RA(4), RM(3), 4, F32MAX, RA(5), RA(1), RA(7));
+                    } else {
+                        BUN(t, ST32STEP, RA(5), RM(7), 4, F32MAX, RA(4), RA(0), RA(7));
+                        BUN(t, ST32STEP, RA(4), RM(3), 4, F32MAX, RA(5), RA(1), RA(7));
+                    }
                     if (!pass)
-                        W(t, LD64STEP, RA(0), RM(6), (int32_t)(G->cols * 4));
+                        W(t, LD64STEP, RA(0), RM(6), cst);
                 }
                 W(t, ST32STEP, RA(5), RM(7), 4);
-            } else if (pairs) {
-                W(t, LD64STEP, RA(0), RM(6), (int32_t)(G->cols * 4));
+            } else if (pairs) { /* no Relu */
+                W(t, LD64STEP, RA(0), RM(6), cst);
                 if (add) {
                     W(t, LD32STEP, RA(2), RM(8), 4);
                     W(t, LD32STEP, RA(3), RM(9), 4);
                     W(t, F32V2ADD, RA(0), RA(0), RA(2));
                 }
-                if (relu) { /* the second lane's max in a bundle with the first's store */
-                    W(t, F32MAX, RA(4), RA(0), RA(7));
-                    W(t, BUNDLE, 0, 0, 0);
-                    W(t, ST32STEP, RA(4), RM(3), 4);
-                    W(t, F32MAX, RA(5), RA(1), RA(7));
-                    W(t, BUNDLE_END, 0, 0, 0);
-                    W(t, ST32STEP, RA(5), RM(7), 4);
-                } else {
-                    W(t, ST32STEP, RA(0), RM(3), 4);
-                    W(t, ST32STEP, RA(1), RM(7), 4);
-                }
+                W(t, ST32STEP, RA(0), RM(3), 4);
+                W(t, ST32STEP, RA(1), RM(7), 4);
             } else {
                 W(t, LD32STEP, RA(0), RM(6), (int32_t)(G->cols * 4));
                 if (add) {
