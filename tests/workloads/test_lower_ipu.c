@@ -2032,8 +2032,12 @@ END_TEST
  * halves in its rows of pixels (exact: x holds f16 values), multiplies on f16v4amp (products of
  * halves exact in f32) and sums in f32 (between the steps, and over the tree where k is split); its
  * outputs are f32 words, not rounded: so both within 1e-5 x the sum of |terms|, f32's tolerance. */
-static void t10_convk(bool half, int NB, int C, int H, int Wd, int M, int kk, int st, int pad,
-                      const ts_t10_plan *pick)
+static size_t conv_sends, conv_bundles; /* the sends and bundles in t10_convk_tail's program */
+
+/* tail: what follows the Conv, fused into its output pass: 0 nothing, 1 a Relu, 2 an Add of a graph
+ * input then a Relu, 3 the Add alone (its output the graph's) */
+static void t10_convk_tail(bool half, int NB, int C, int H, int Wd, int M, int kk, int st, int pad,
+                           const ts_t10_plan *pick, int tail)
 {
     ts_graph *g = ts_graph_create("conv");
     int (*mk)(ts_graph *, const char *, ts_tensor_kind, int, const int64_t *) = half ? tensor16 : tensor;
@@ -2051,11 +2055,27 @@ static void t10_convk(bool half, int NB, int C, int H, int Wd, int M, int kk, in
     at.strides[0] = at.strides[1] = st;
     at.pads[0] = at.pads[1] = at.pads[2] = at.pads[3] = pad;
     node(g, TS_OP_CONV, "conv", (int[]){x, w, b}, 3, y, &at);
-    ts_graph_mark_output(g, y);
+    int Ho = (H + 2 * pad - kk) / st + 1, Wo = (Wd + 2 * pad - kk) / st + 1, r = -1, out = y;
+    if (tail >= 2) { /* the Add's other operand first, as ONNX exports may order it */
+        r = mk(g, "r", TS_TENSOR_INPUT, 4, (int64_t[]){NB, M, Ho, Wo});
+        if (!half)
+            fill(g, r);
+        int s = mk(g, "s", TS_TENSOR_ACTIVATION, -1, NULL);
+        node(g, TS_OP_ADD, "add", (int[]){r, y}, 2, s, NULL);
+        out = s;
+    }
+    if (tail == 1 || tail == 2) {
+        int z = mk(g, "z", TS_TENSOR_ACTIVATION, -1, NULL);
+        node(g, TS_OP_RELU, "relu", (int[]){out}, 1, z, NULL);
+        out = z;
+    }
+    ts_graph_mark_output(g, out);
     finalize(g);
     lowered L = {0};
     lower_t10(g, pick, &L);
     ck_assert(L.rep.layers[0].t10);
+    for (size_t i = 1; i < L.rep.nlayers; i++) /* the tail done by the Conv: no superstep of its own */
+        ck_assert_msg(L.rep.layers[i].steps == 0, "layer %zu: %u supersteps", i, L.rep.layers[i].steps);
     if (pick)
         ck_assert(L.rep.layers[0].rot == pick->rot && L.rep.layers[0].fk == pick->fk);
     size_t amp = 0; /* on the AMP of the dtype */
@@ -2063,7 +2083,12 @@ static void t10_convk(bool half, int NB, int C, int H, int Wd, int M, int kk, in
         for (uint32_t k = 0; k < L.prog->streams[i].n; k++)
             amp += L.prog->streams[i].insn[k].op == (half ? OP_F16V4AMP : OP_F32V2AMP);
     ck_assert_uint_gt(amp, 0);
-    int Ho = (H + 2 * pad - kk) / st + 1, Wo = (Wd + 2 * pad - kk) / st + 1;
+    conv_sends = conv_bundles = 0;
+    for (size_t i = 0; i < L.prog->nstreams; i++)
+        for (uint32_t k = 0; k < L.prog->streams[i].n; k++) {
+            conv_sends += L.prog->streams[i].insn[k].op == OP_SEND;
+            conv_bundles += L.prog->streams[i].insn[k].op == OP_BUNDLE;
+        }
 #define H16(t, k) (half ? (double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))) : (double)val(t, k))
     for (int nb = 0; nb < NB; nb++)
     for (int m = 0; m < M; m++)
@@ -2082,11 +2107,21 @@ static void t10_convk(bool half, int NB, int C, int H, int Wd, int M, int kk, in
                             mg += fabs(t);
                         }
                 uint64_t k = (uint64_t)(((nb * M + m) * Ho + oy) * Wo + ox);
-                near(out_at(&L, g, y, k), v, mg, "y", k);
+                if (r >= 0) {
+                    v += H16(r, k);
+                    mg += fabs(H16(r, k));
+                }
+                near(out_at(&L, g, out, k), tail == 1 || tail == 2 ? fmax(v, 0) : v, mg, "y", k);
             }
 #undef H16
     lowered_free(&L);
     ts_graph_destroy(g);
+}
+
+static void t10_convk(bool half, int NB, int C, int H, int Wd, int M, int kk, int st, int pad,
+                      const ts_t10_plan *pick)
+{
+    t10_convk_tail(half, NB, C, H, Wd, M, kk, st, pad, pick, 0);
 }
 
 static void t10_conv1x1(bool half, int C, int H, int Wd, int M, int st, const ts_t10_plan *pick)
@@ -2136,7 +2171,9 @@ START_TEST(test_t10_conv_padded)
      * the model's plan, and at batch 3; 5 channels (padded to 8) 3x3 with A rotating and with B
      * rotating (slices of channels 0-3 and 4-7: one input channel, three zero ones); 2 channels
      * (padded to 4) 4x4 of stride 2 with k split in two (the second part all zero channels:
-     * nothing gathered). Tolerance as test_t10_conv3's. At batch 1 such a Conv is planner (a)'s. */
+     * nothing gathered). Tolerance as test_t10_conv3's. At batch 1 such a Conv is planner (a)'s.
+     * Last, conv1's shape in one step whose k is padded to whole bodies of the shared-coefficient
+     * kernel (196 to 216 with zeros; its bundles in the program). */
     static const struct {
         int NB, C, H, Wd, kk, st, pad;
         ts_t10_plan p;
@@ -2149,6 +2186,7 @@ START_TEST(test_t10_conv_padded)
         {2, 5, 8, 4, 3, 1, 1, {.fm = 8, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B}},
         {2, 2, 8, 8, 4, 2, 1, {.fm = 4, .fn = 2, .fk = 2, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}},
         {1, 3, 11, 8, 7, 2, 3, {0}},
+        {2, 3, 11, 8, 7, 2, 3, {.fm = 6, .fn = 2, .fk = 1, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE, .bodies = true}},
     };
     if (cs[_i].NB == 1) { /* planner (a)'s at batch 1 */
         ts_graph *g = ts_graph_create("conv1");
@@ -2171,6 +2209,8 @@ START_TEST(test_t10_conv_padded)
     }
     t10_convk(true, cs[_i].NB, cs[_i].C, cs[_i].H, cs[_i].Wd, 16, cs[_i].kk, cs[_i].st, cs[_i].pad,
               cs[_i].p.fm ? &cs[_i].p : NULL);
+    if (cs[_i].p.bodies)
+        ck_assert_uint_gt(conv_bundles, 0);
 }
 END_TEST
 
@@ -2297,6 +2337,50 @@ START_TEST(test_t10_conv_batch)
         t10_convk(true, 2, 56, 5, 4, 16, 1, 1, 0, &plans[0]);
     else
         t10_convk(false, 2, 24, 13, 6, 16, 1, 2, 0, NULL);
+}
+END_TEST
+
+START_TEST(test_t10_conv_tail)
+{
+    /* the Relu and the Add after a planner (b) Conv done by its output pass (issue 17's tails fused
+     * into the producing superstep): an f16 1x1 Conv 56 -> 16 on 5 x 4 at batch 2 with A rotating (a
+     * block an image: the output another operator reads is blocked in whole rows),
+     * then an Add of a graph input (f16, held as the input is) and a Relu; f32 3x3 16 -> 16 on 8 x 4
+     * at stride 2, the model's plan, then a Relu; f32 strided 1x1 24 -> 16 on 13 x 6, batch 1, then
+     * the Add alone; then f32 1x1 Convs at batch 2 in blocks of 2 and 5 pixels with a Relu (the
+     * software-pipelined loop 0 and 3 times), and in blocks of 2 with the Add and the Relu. Tolerance as test_t10_conv3's, the Add's
+     * operand counted in the sum of |terms|. */
+    static const ts_t10_plan rota = {.fm = 2, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A};
+    static const ts_t10_plan px[] = { /* blocks of 2 and 5 pixels: the Relu's loop 0 and 3 times */
+        {.fm = 10, .fn = 1, .fk = 1, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE},
+        {.fm = 2, .fn = 2, .fk = 1, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE},
+    };
+    if (_i == 0)
+        t10_convk_tail(true, 2, 56, 5, 4, 16, 1, 1, 0, &rota, 2);
+    else if (_i == 1)
+        t10_convk_tail(false, 2, 16, 8, 4, 16, 3, 2, 1, NULL, 1);
+    else if (_i == 2)
+        t10_convk_tail(false, 1, 24, 13, 6, 16, 1, 2, 0, NULL, 3);
+    else if (_i < 5)
+        t10_convk_tail(false, 2, 8, 5, _i == 3 ? 2 : 1, 16, 1, 1, 0, &px[_i - 3], 1);
+    else
+        t10_convk_tail(false, 2, 8, 5, 2, 16, 1, 1, 0, &px[0], 2);
+}
+END_TEST
+
+START_TEST(test_t10_conv_bcast)
+{
+    /* the gather of a Conv's input broadcast where tiles read the same words of a holder: a 1x1
+     * Conv 16 -> 64 on 4 x 4 (f32) in 8 column blocks, each reading all 16 channels from the one
+     * tile that holds the input (the holder one of them: 7 sends without the broadcast, 1 with); _i
+     * 1: at batch 2, an image a pixel block by 4 column blocks, the two images' readers in two
+     * rounds (a sender that broadcasts sends nothing else in the round: 2 sends, 7 without) */
+    static const ts_t10_plan plans[] = {
+        {.fm = 1, .fn = 8, .fk = 1, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE},
+        {.fm = 2, .fn = 4, .fk = 1, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE},
+    };
+    t10_convk(false, _i ? 2 : 1, 16, 4, 4, 64, 1, 1, 0, &plans[_i]);
+    ck_assert_uint_eq(conv_sends, _i ? 2 : 1);
 }
 END_TEST
 
@@ -2690,9 +2774,11 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_t10_f16_padded, 0, 5);
     tcase_add_test(tc, test_t10_f16_gather_packed);
     tcase_add_loop_test(tc, test_t10_conv_f16, 0, 8);
+    tcase_add_loop_test(tc, test_t10_conv_tail, 0, 6);
+    tcase_add_loop_test(tc, test_t10_conv_bcast, 0, 2);
     tcase_add_loop_test(tc, test_t10_conv_strided, 0, 8);
     tcase_add_loop_test(tc, test_t10_conv3, 0, 12);
-    tcase_add_loop_test(tc, test_t10_conv_padded, 0, 8);
+    tcase_add_loop_test(tc, test_t10_conv_padded, 0, 9);
     tcase_add_loop_test(tc, test_t10_gemm_relu16, 0, 2);
     tcase_add_loop_test(tc, test_t10_conv_batch, 0, 7);
     tcase_add_loop_test(tc, test_t10_conv_maxpool, 0, 2);

@@ -268,6 +268,72 @@ static ts_status pass_init(lw_pass *ps, const ts_graph *g, const ts_lower_ipu_pa
     return TS_OK;
 }
 
+/* The only reader of tensor x (nread[x] of them, reader[x] the last) when it is one and x is not a
+ * graph output; else -1. */
+static int sole_reader(const ts_graph *g, const int *nread, const int *reader, int x)
+{
+    return nread[x] == 1 && !ts_graph_get_tensor(g, x)->is_output ? reader[x] : -1;
+}
+
+/* Elementwise tails fused into the producing superstep (issue 17): a Conv planner (b) lowers whose
+ * output only an Add reads, the Add's other operand an activation of the same shape produced before
+ * the Conv, takes the Add into its output pass (the operand gathered where its output blocks lie);
+ * and a Relu that alone reads the Conv's output, or that Add's, as well. The Add and the Relu then
+ * emit nothing, their outputs the Conv's memory (fold: the input it aliases). */
+static ts_status fuse_tails(lw *L)
+{
+    const ts_graph *g = L->g;
+    size_t nn = ts_graph_node_count(g), nt = ts_graph_tensor_count(g);
+    L->fadd = ts_calloc(nn ? nn : 1, sizeof *L->fadd);
+    L->frelu = ts_calloc(nn ? nn : 1, sizeof *L->frelu);
+    L->fold = ts_calloc(nn ? nn : 1, sizeof *L->fold);
+    int *nread = ts_calloc(nt ? nt : 1, sizeof *nread), *reader = ts_calloc(nt ? nt : 1, sizeof *reader);
+    int *prod = ts_calloc(nt ? nt : 1, sizeof *prod);
+    ts_status rc = TS_OK;
+    if (!L->fadd || !L->frelu || !L->fold || !nread || !reader || !prod)
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", ts_graph_name(g));
+    for (size_t i = 0; rc == TS_OK && i < nt; i++)
+        prod[i] = -1;
+    for (size_t i = 0; rc == TS_OK && i < nn; i++) {
+        const ts_graph_node *n = ts_graph_get_node(g, (int)i);
+        L->fadd[i] = L->frelu[i] = L->fold[i] = -1;
+        for (size_t k = 0; k < n->nin; k++)
+            nread[n->in[k]]++, reader[n->in[k]] = (int)i;
+        for (size_t k = 0; k < n->nout; k++)
+            prod[n->out[k]] = (int)i;
+    }
+    for (size_t c = 0; rc == TS_OK && c < nn; c++) {
+        const ts_graph_node *n = ts_graph_get_node(g, (int)c);
+        if (n->op != TS_OP_CONV || !lw_shift_plan(L, (int)c) || !n->nout)
+            continue;
+        int o = n->out[0], r = sole_reader(g, nread, reader, o);
+        const ts_graph_tensor *O = ts_graph_get_tensor(g, o);
+        const ts_graph_node *rn = r >= 0 ? ts_graph_get_node(g, r) : NULL;
+        if (rn && rn->op == TS_OP_ADD && rn->nin == 2 && rn->nout && rn->in[0] != rn->in[1]) {
+            int y = rn->in[0] == o ? rn->in[1] : rn->in[0];
+            const ts_graph_tensor *Y = ts_graph_get_tensor(g, y);
+            if ((Y->kind == TS_TENSOR_ACTIVATION || Y->kind == TS_TENSOR_INPUT) && Y->dtype == O->dtype &&
+                ts_graph_tensor_elems(Y) == ts_graph_tensor_elems(O) &&
+                ts_graph_tensor_elems(ts_graph_get_tensor(g, rn->out[0])) == ts_graph_tensor_elems(O) &&
+                prod[y] < (int)c) {
+                L->fadd[c] = r;
+                L->fold[r] = o;
+                o = rn->out[0];
+                r = sole_reader(g, nread, reader, o);
+                rn = r >= 0 ? ts_graph_get_node(g, r) : NULL;
+            }
+        }
+        if (rn && rn->op == TS_OP_RELU && rn->nin == 1 && rn->nout) {
+            L->frelu[c] = r;
+            L->fold[r] = o;
+        }
+    }
+    ts_free(nread);
+    ts_free(reader);
+    ts_free(prod);
+    return rc;
+}
+
 /* Liveness: the memory of a tensor (of its root, through Reshape and Flatten) is freed after its
  * last consumer; graph outputs are kept. (The IPU lowering's own: the TSP lowering counts each
  * tensor's readers down as it schedules them and keeps an aliased region for the whole run; the
@@ -280,12 +346,17 @@ static ts_status liveness(lw *L)
     L->last = ts_calloc(nt ? nt : 1, sizeof *L->last);
     if (!L->root || !L->last)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", ts_graph_name(g));
+    ts_status rc = fuse_tails(L);
+    if (rc != TS_OK)
+        return rc;
     for (size_t i = 0; i < nt; i++)
         L->root[i] = (int)i;
     for (size_t i = 0; i < ts_graph_node_count(g); i++) {
         const ts_graph_node *n = ts_graph_get_node(g, (int)i);
         if ((n->op == TS_OP_RESHAPE || n->op == TS_OP_FLATTEN || lwi_move_alias(L, n)) && n->nin && n->nout)
             L->root[n->out[0]] = L->root[n->in[0]];
+        else if (L->fold[i] >= 0) /* an Add or Relu done by the Conv before it: that Conv's memory */
+            L->root[n->out[0]] = L->root[L->fold[i]];
         for (size_t k = 0; k < n->nin; k++)
             L->last[L->root[n->in[k]]] = (int)i;
     }
@@ -388,8 +459,10 @@ static ts_status lower_op(lw_pass *ps, int i)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", nd->name);
     for (size_t k = 0; k < nd->nin; k++)
         keep[k] = L->pl[nd->in[k]];
-    ts_status rc = reheld_inputs(L, nd);
-    if (rc == TS_OK)
+    ts_status rc = TS_OK;
+    if (L->fold && L->fold[i] >= 0) /* done by the Conv before it: its output is that Conv's */
+        L->pl[nd->out[0]] = L->pl[L->fold[i]];
+    else if ((rc = reheld_inputs(L, nd)) == TS_OK)
         rc = lower_node(L, i, &ps->sc);
     for (size_t k = nd->nin; k-- > 0;) /* the inputs as they were held */
         L->pl[nd->in[k]] = keep[k];
@@ -464,6 +537,9 @@ static void pass_free(lw_pass *ps)
     ts_free(L->tmp);
     ts_free(L->root);
     ts_free(L->last);
+    ts_free(L->fadd);
+    ts_free(L->frelu);
+    ts_free(L->fold);
     ts_free(L->marks);
     ts_free(L->xr);
     ts_free(L->layers);

@@ -144,7 +144,7 @@ static void emit_rsqrt(lw *L, uint32_t t, int ma, int mb)
 
 /* The ranges of x on each of its tiles (blocked: the tile's channels, each a run of its pixels)
  * and the elements there, cnts[t]. */
-static void eltwise_ranges(const lw_place *P, uint64_t total, lw_scr *sc, uint64_t *cnts)
+void lwi_eltwise_ranges(const lw_place *P, uint64_t total, lw_scr *sc, uint64_t *cnts)
 {
     for (uint32_t t = 0; t < P->ntiles; t++) {
         if (P->inner) {
@@ -380,7 +380,7 @@ ts_status lwi_lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
     uint64_t *cnts = ts_calloc(tn ? tn : 1, sizeof *cnts);
     if (!cnts)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
-    eltwise_ranges(&P, total, sc, cnts);
+    lwi_eltwise_ranges(&P, total, sc, cnts);
     L->base = P.t0; /* on x's tiles */
     if (two && !bcast)
         rc = lwi_gather(L, y, tn, sc->lo, sc->hi, sc->nr, P.inner, P.pb, false, sc->where);

@@ -221,7 +221,15 @@ ts_status lwi_check_exchange(lw *L)
 typedef struct lw_piece { uint32_t src, dst; uint64_t from, to, words; } lw_piece;
 /* A receiver's transfer: pieces p0..p1-1 of one sender, received at `to` (staged: into the staging
  * buffer, then copied to their places). */
-typedef struct lw_xfer { uint32_t src, dst; uint64_t to, words; size_t p0, p1; bool staged; uint32_t round; } lw_xfer;
+typedef struct lw_xfer {
+    uint32_t src, dst;
+    uint64_t to, words;
+    size_t p0, p1;
+    bool staged;
+    uint32_t round;
+    bool bc;      /* broadcast (L->bcast): sent once to every transfer of its group (grp) in its round */
+    uint32_t grp;
+} lw_xfer;
 
 /* One gather of tensor x. */
 typedef struct gx {
@@ -236,6 +244,7 @@ typedef struct gx {
     uint32_t rounds;    /* the most transfers of one receiver */
     uint64_t stage;     /* words of the largest staged transfer */
     uint32_t *count;    /* per receiver tile (all L->T of them), owned */
+    bool bcast;         /* the rounds are gather_bcast's (xf[].round), its groups broadcast */
 } gx;
 
 static ts_status gather_oom(const gx *G)
@@ -329,7 +338,7 @@ static ts_status gather_transfers(gx *G, uint32_t t, size_t pt0)
         if (pc[i].src != t) {
             if (ts_grow((void **)&G->xf, &G->capx, G->nxf + 1, sizeof *G->xf))
                 return gather_oom(G);
-            G->xf[G->nxf++] = (lw_xfer){pc[i].src, t, direct ? pc[i].to : 0, words, i, k, !direct, 0};
+            G->xf[G->nxf++] = (lw_xfer){pc[i].src, t, direct ? pc[i].to : 0, words, i, k, !direct, 0, false, 0};
             if (!direct && words > G->stage)
                 G->stage = words;
             if (++G->count[t] > G->rounds)
@@ -509,26 +518,35 @@ static bool pack_modular(gx *G, uint32_t cap, uint8_t *sbusy, uint8_t *rbusy, ui
 
 /* The cycles the rounds of xf[].round (or, with `count`, "the r-th transfer of every receiver") take
  * by an estimate: per round the most words one sender sends at the exchange's rate, plus a round's
- * fixed cost (a sync, and about 60 cycles of latency and arming: assumed). */
-static uint64_t rounds_cost(gx *G, bool count, uint32_t rounds, uint64_t *words)
+ * fixed cost (a sync, and about 60 cycles of latency and arming: assumed); with `copies`, the
+ * staged words a receiver copies after the round, the most of one receiver at a cycle a word (its
+ * workers, 64 bits a load and a store) and 200 cycles to start them (assumed). */
+static uint64_t rounds_cost_copies(gx *G, bool count, uint32_t rounds, uint64_t *words, bool copies)
 {
     lw *L = G->L;
     uint64_t xw = L->p->target.xbytes >= 4 ? L->p->target.xbytes / 4 : 1, total = 0;
     uint32_t *k = G->count;
     for (uint32_t r = 0; r < rounds; r++) {
-        uint64_t most = 0;
+        uint64_t most = 0, staged = 0;
         memset(words, 0, L->T * sizeof *words);
         memset(k, 0, L->T * sizeof *k);
         for (size_t i = 0; i < G->nxf; i++) {
             const lw_xfer *q = &G->xf[i];
             if (count ? k[q->dst]++ == r : q->round == r) {
-                words[q->src] += q->words;
+                staged = copies && q->staged && q->words > staged ? q->words : staged;
+                words[q->src] = q->bc && G->bcast ? q->words : words[q->src] + q->words; /* a broadcast: once */
                 most = words[q->src] > most ? words[q->src] : most;
             }
         }
-        total += ts_geom_cdiv(most, xw) + (L->p->target.sync_cycles ? L->p->target.sync_cycles : 90) + 60;
+        total += ts_geom_cdiv(most, xw) + (L->p->target.sync_cycles ? L->p->target.sync_cycles : 90) + 60 +
+                 (staged ? staged + 200 : 0);
     }
     return total;
+}
+
+static uint64_t rounds_cost(gx *G, bool count, uint32_t rounds, uint64_t *words)
+{
+    return rounds_cost_copies(G, count, rounds, words, false);
 }
 
 /* Packed rounds (L->pack): the p-th transfer of every receiver, p = 0, 1, .., in the first round in
@@ -596,6 +614,180 @@ static ts_status gather_pack(gx *G)
     return rc;
 }
 
+/* Transfers i and j send the same words (the same sender, pieces of the same places and lengths). */
+static bool same_sends(const gx *G, const lw_xfer *a, const lw_xfer *b)
+{
+    if (a->src != b->src || a->words != b->words || a->p1 - a->p0 != b->p1 - b->p0)
+        return false;
+    for (size_t i = 0; i < a->p1 - a->p0; i++)
+        if (G->pc[a->p0 + i].from != G->pc[b->p0 + i].from || G->pc[a->p0 + i].words != G->pc[b->p0 + i].words)
+            return false;
+    return true;
+}
+
+typedef struct bc_key { uint64_t h; size_t i; } bc_key;
+
+static int bc_key_cmp(const void *a, const void *b)
+{
+    const bc_key *x = a, *y = b;
+    if (x->h != y->h)
+        return x->h < y->h ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Broadcast rounds (L->bcast): the transfers that send the same words from one sender (the readers
+ * of one holder's block) form a group, sent once with the broadcast destination while every
+ * receiver of the group listens (a sender that broadcasts in a round sends nothing else in it: its
+ * other receivers would take the words). Groups, the largest first, take the first round in which
+ * their sender and receivers are free; a lone transfer the round (receiver free, its sender not
+ * broadcasting) in which its sender sends the fewest words. Where these rounds cost less than the
+ * rounds as they stand (rounds_cost_copies: the busiest sender of each round, a broadcast counted
+ * once, and the staged words copied after it),
+ * they are taken (G->bcast) and G->rounds becomes theirs; else nothing changes. */
+static ts_status gather_bcast(gx *G)
+{
+    lw *L = G->L;
+    size_t n = G->nxf, T = L->T;
+    if (n < 2)
+        return TS_OK;
+    bc_key *key = ts_calloc(n, sizeof *key);
+    size_t *order = ts_calloc(n, sizeof *order), *gsz = ts_calloc(n, sizeof *gsz), *gfirst = ts_calloc(n, sizeof *gfirst);
+    uint32_t *round = ts_calloc(n, sizeof *round);
+    uint64_t *words = ts_calloc(T, sizeof *words);
+    uint64_t *sload = NULL; /* per round and sender: words it sends (UINT64_MAX: it broadcasts) */
+    uint8_t *rbusy = NULL;  /* per round and receiver */
+    size_t cap = 0, nr = 0;
+    ts_status rc = key && order && gsz && gfirst && round && words ? TS_OK : gather_oom(G);
+    for (size_t i = 0; rc == TS_OK && i < n; i++) {
+        const lw_xfer *q = &G->xf[i];
+        uint64_t h = 0xcbf29ce484222325ull ^ q->src;
+        for (size_t k = q->p0; k < q->p1; k++)
+            h = ((h ^ G->pc[k].from) * 0x100000001b3ull ^ G->pc[k].words) * 0x100000001b3ull;
+        key[i] = (bc_key){h, i};
+    }
+    if (rc == TS_OK)
+        qsort(key, n, sizeof *key, bc_key_cmp);
+    /* groups: runs of equal hashes whose sends are the same as the run's first (else alone) */
+    size_t ng = 0;
+    for (size_t a = 0, b; rc == TS_OK && a < n; a = b) {
+        for (b = a + 1; b < n && key[b].h == key[a].h; b++)
+            ;
+        size_t g0 = ng++;
+        gfirst[g0] = key[a].i, gsz[g0] = 0;
+        for (size_t k = a; k < b; k++) {
+            lw_xfer *q = &G->xf[key[k].i];
+            size_t g = same_sends(G, q, &G->xf[key[a].i]) ? g0 : ng++;
+            if (g != g0)
+                gfirst[g] = key[k].i, gsz[g] = 0;
+            q->grp = (uint32_t)g;
+            gsz[g]++;
+        }
+    }
+    for (size_t g = 0; g < ng; g++)
+        order[g] = g;
+    /* the largest groups first (then by their first transfer: the same order on every run) */
+    for (size_t a = 1; rc == TS_OK && a < ng; a++) {
+        size_t v = order[a], k = a;
+        while (k > 0 && (gsz[order[k - 1]] < gsz[v] || (gsz[order[k - 1]] == gsz[v] && gfirst[order[k - 1]] > gfirst[v]))) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = v;
+    }
+    /* members of each group, by transfer index: a pass over the transfers per group would be n x ng */
+    size_t *mstart = rc == TS_OK ? ts_calloc(ng + 1, sizeof *mstart) : NULL, *mem = rc == TS_OK ? ts_calloc(n, sizeof *mem) : NULL;
+    if (rc == TS_OK && (!mstart || !mem))
+        rc = gather_oom(G);
+    for (size_t i = 0; rc == TS_OK && i < n; i++)
+        mstart[G->xf[i].grp + 1]++;
+    for (size_t g = 0; rc == TS_OK && g < ng; g++)
+        mstart[g + 1] += mstart[g];
+    for (size_t i = 0, *fill = gfirst; rc == TS_OK && i < n; i++) { /* gfirst reused as fill pointers */
+        if (i == 0)
+            for (size_t g = 0; g < ng; g++)
+                fill[g] = mstart[g];
+        mem[fill[G->xf[i].grp]++] = i;
+    }
+    for (size_t o = 0; rc == TS_OK && o < ng; o++) {
+        size_t g = order[o], m0 = mstart[g], m1 = mstart[g + 1];
+        const lw_xfer *q0 = &G->xf[mem[m0]];
+        bool bc = m1 - m0 > 1;
+        size_t best = SIZE_MAX;
+        uint64_t bl = UINT64_MAX;
+        for (size_t r = 0; r <= nr && rc == TS_OK; r++) {
+            if (r == cap) { /* room for another round */
+                size_t nc = cap ? 2 * cap : 8;
+                uint64_t *s2 = ts_calloc(nc * T, sizeof *s2);
+                uint8_t *r2 = ts_calloc(nc * T, 1);
+                if (!s2 || !r2) {
+                    ts_free(s2);
+                    ts_free(r2);
+                    rc = gather_oom(G);
+                    break;
+                }
+                if (cap) {
+                    memcpy(s2, sload, cap * T * sizeof *s2);
+                    memcpy(r2, rbusy, cap * T);
+                }
+                ts_free(sload);
+                ts_free(rbusy);
+                sload = s2, rbusy = r2, cap = nc;
+            }
+            uint64_t sl = sload[r * T + q0->src];
+            bool ok = bc ? sl == 0 : sl != UINT64_MAX;
+            for (size_t k = m0; ok && k < m1; k++)
+                ok = !rbusy[r * T + G->xf[mem[k]].dst];
+            if (!ok)
+                continue;
+            if (bc) {
+                best = r;
+                break;
+            }
+            if (sl + q0->words < bl)
+                bl = sl + q0->words, best = r;
+        }
+        if (rc != TS_OK)
+            break;
+        if (best == nr)
+            nr++;
+        sload[best * T + q0->src] = bc ? UINT64_MAX : sload[best * T + q0->src] + q0->words;
+        for (size_t k = m0; k < m1; k++) {
+            round[mem[k]] = (uint32_t)best;
+            rbusy[best * T + G->xf[mem[k]].dst] = 1;
+        }
+    }
+    if (rc == TS_OK) {
+        uint64_t before = rounds_cost_copies(G, !L->pack, G->rounds, words, true);
+        for (size_t i = 0; i < n; i++) {
+            lw_xfer *q = &G->xf[i];
+            uint32_t r0 = q->round;
+            q->round = round[i];
+            round[i] = r0;
+            q->bc = mstart[q->grp + 1] - mstart[q->grp] > 1;
+        }
+        G->bcast = true;
+        uint64_t after = rounds_cost_copies(G, false, (uint32_t)nr, words, true);
+        if (after < before)
+            G->rounds = (uint32_t)nr;
+        else { /* as they stood */
+            G->bcast = false;
+            for (size_t i = 0; i < n; i++)
+                G->xf[i].round = round[i], G->xf[i].bc = false;
+        }
+    }
+    ts_free(mstart);
+    ts_free(mem);
+    ts_free(key);
+    ts_free(order);
+    ts_free(gsz);
+    ts_free(gfirst);
+    ts_free(round);
+    ts_free(words);
+    ts_free(sload);
+    ts_free(rbusy);
+    return rc;
+}
+
 /* One exchange round: the transfers sel[0..nsel) (one per receiver, by receiver). */
 static void gather_round(const gx *G, const size_t *sel, size_t nsel)
 {
@@ -605,9 +797,30 @@ static void gather_round(const gx *G, const size_t *sel, size_t nsel)
         const lw_xfer *q = &G->xf[sel[k]];
         lwi_recv(L, q->dst, q->to, q->src, q->words);
     }
-    /* senders, receivers in ascending order (sel is sorted by receiver) */
+    /* senders, receivers in ascending order (sel is sorted by receiver); a broadcast group's at its
+     * first transfer, once, recorded for each of its receivers */
     for (size_t k = 0; k < nsel; k++) {
         const lw_xfer *q = &G->xf[sel[k]];
+        if (G->bcast && q->bc) {
+            bool first = true;
+            for (size_t m = 0; m < k && first; m++)
+                first = !(G->xf[sel[m]].bc && G->xf[sel[m]].grp == q->grp);
+            if (!first)
+                continue;
+            for (size_t i = q->p0, j; i < q->p1; i = j) {
+                uint64_t words = pc[i].words;
+                for (j = i + 1; L->coalesce && j < q->p1 && pc[j].from == pc[j - 1].from + 4 * pc[j - 1].words; j++)
+                    words += pc[j].words;
+                S(q->src, SETZI, RM(5), (int32_t)pc[i].from, 0);
+                if (i == q->p0)
+                    S(q->src, SETZI, RM(6), -1, 0); /* every tile listening */
+                S(q->src, SEND, RM(5), RM(6), (int32_t)words);
+                for (size_t m = k; m < nsel; m++)
+                    if (G->xf[sel[m]].bc && G->xf[sel[m]].grp == q->grp)
+                        xrecord(L, q->src, G->xf[sel[m]].dst, -(int64_t)words);
+            }
+            continue;
+        }
         for (size_t i = q->p0, j; i < q->p1; i = j) {
             uint64_t words = pc[i].words; /* coalesce: pieces that follow on in the sender's memory */
             for (j = i + 1; L->coalesce && j < q->p1 && pc[j].from == pc[j - 1].from + 4 * pc[j - 1].words; j++)
@@ -636,7 +849,7 @@ static ts_status gather_rounds(gx *G)
         size_t nsel = 0;
         bool late = false;
         for (size_t i = 0; i < G->nxf; i++)
-            if (G->L->pack ? G->xf[i].round == r : G->count[G->xf[i].dst]++ == r) {
+            if (G->L->pack || G->bcast ? G->xf[i].round == r : G->count[G->xf[i].dst]++ == r) {
                 sel[nsel++] = i;
                 late = late || (r == 0 && lwi_late(G->L, G->xf[i].dst, G->xf[i].src));
             }
@@ -761,6 +974,8 @@ ts_status lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64
     }
     if (rc == TS_OK && L->stagger && L->balance)
         rc = gather_balance(&G);
+    if (rc == TS_OK && L->bcast && !L->pack)
+        rc = gather_bcast(&G);
     uint64_t sbuf = G.stage ? lwi_talloc_avoid(L, G.stage * 4, av[0], av[1]) : 0;
     for (size_t i = 0; i < G.nxf; i++)
         if (G.xf[i].staged)

@@ -126,6 +126,10 @@ typedef struct lw {
     lw_tab *tabs; size_t ntabs, captabs; /* owned */
     int *root;            /* per tensor: the tensor whose memory it is (Reshape, Flatten alias) */
     int *last;            /* per root tensor: its last consumer node; -1 = kept (graph output) */
+    /* Elementwise tails done by a planner (b) Conv's output pass (fuse_tails in lower_ipu.c): per
+     * node, the Add whose other operand the Conv adds and the Relu it applies (-1: none); fold: for an
+     * Add or Relu done so, the tensor whose memory its output is (-1: not folded). Owned. */
+    int *fadd, *frelu, *fold;
     uint32_t step;        /* supersteps so far */
     lw_mark *marks; size_t nmarks, capmarks;
     lw_xrec *xr; size_t nxr, capxr; /* every send and receive, for the check before emission; owned */
@@ -144,6 +148,8 @@ typedef struct lw {
     bool pack;            /* gather: rounds packed so that a sender serves one receiver a round (gather_pack) */
     bool onedst;          /* gather: the sends of a transfer after its first leave the receiver's number
                            * in $m6 as the first set it (2 instructions a piece, not 3) */
+    bool bcast;           /* gather: the transfers of one sender that send the same words sent once, broadcast,
+                           * where the rounds so cost less (gather_bcast) */
     bool wlocal;          /* gather: what a tile holds itself copied by its workers, 64 bits a load (where
                            * every such piece is 8-byte aligned and whole pairs), not its supervisor */
     const ts_t10_plan *plans; /* per node: the compute-shift plan (tiles 0 = load-compute-store); NULL = lcs */
@@ -340,6 +346,9 @@ ts_status lwi_lower_conv_images(lw *L, const ts_graph_node *n, lw_scr *sc, const
 /* A Conv with groups, dilations or a batch, on the workers' f32 units (lower_ipu_dconv.c). */
 ts_status lwi_lower_dconv(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_geom_window *w);
 ts_status lwi_lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc);   /* lower_ipu_eltwise.c */
+/* The ranges of x's elements (placed at P, total of them) each tile of P holds: sc's lo, hi, nr (the
+ * gather's ranges of another operand laid out as x), cnts[t] the elements from x's chunk start. */
+void lwi_eltwise_ranges(const lw_place *P, uint64_t total, lw_scr *sc, uint64_t *cnts);
 ts_status lwi_lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc);
 ts_status lwi_lower_layernorm(lw *L, const ts_graph_node *n, lw_scr *sc);
 ts_status lwi_lower_transpose(lw *L, const ts_graph_node *n, lw_scr *sc);

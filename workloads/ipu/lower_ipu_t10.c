@@ -335,10 +335,13 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
      * input whose pixel block is the tile's) go in one send */
     bool co = L->coalesce;
     L->coalesce = L->onedst = true; /* and a piece a channel costs its holder 2 instructions, not 3 */
+    /* the tiles that read the same block of a holder (the column blocks of a pixel block whose
+     * k-ranges meet) take it in one broadcast where that costs fewer cycles */
+    L->bcast = true;
     ts_status rc = lwi_gather(L, x, tn, sc->lo, sc->hi, sc->nr,
                               G->st > 1 || G->taps > 1 || G->nimg > 1 ? G->hwi : G->M, G->span, false, sc->where);
     L->coalesce = co;
-    L->onedst = false;
+    L->onedst = L->bcast = false;
     L->into = 0;
     L->stagger = L->balance = L->wlocal = false;
     if (rc != TS_OK)
@@ -485,7 +488,8 @@ static ts_status t10_layout(lw *L, const ts_graph_node *n, const ts_t10_plan *pl
         (G->nimg > 1 && (G->fm % G->nimg || G->hwo % G->rows || G->nrb * G->rows != G->hwo || G->N % G->cols ||
                          G->fn * G->cols != G->N)) ||
         (G->taps > 1 && (G->kt % ((s->half && G->taps % 2 ? 2 : 1) * G->taps) ||
-                         G->kp % ((s->half && G->taps % 2 ? 2 : 1) * G->taps))))
+                         (G->kp % ((s->half && G->taps % 2 ? 2 : 1) * G->taps) &&
+                          !(G->steps == 1 && G->fk == 1 && G->body && G->kp > G->kt)))))
         return lwi_unsupported(L, n, "this compute-shift plan");
     if (G->out16 != (L->pl[x].es == 2)) /* an f16 Conv reads f32 words, as planner (a)'s */
         return lwi_unsupported(L, n, G->out16 ? "an f16 input held in f32 words" : "an f16 input held as halves");
@@ -845,37 +849,174 @@ static ts_status t10_steps(lw *L, const t10_gen *G, const t10_op *s, const t10_m
     return rc;
 }
 
-/* A Conv's output: the l = 0 tiles turn their block channel-major (channels over the workers). */
-static void t10_conv_out(lw *L, const t10_gen *G, const t10_mem *mem)
+/* A Conv's output: the l = 0 tiles turn their block channel-major (channels over the workers), with
+ * the elementwise tail fused into the pass where there is one: add[t] (NULL: none) the other operand
+ * of an Add gathered in the output's layout on tile t, added; relu, the Relu applied. Two channels at a
+ * time where the block's channels are pairs (a 64-bit load of a pixel's two, two stores): 3 issues a
+ * pair, 3 with the Relu too and 5 with the Add and the Relu (software-pipelined: the add and the
+ * maxes in bundles with the loads and stores), where the turn took 2 an element and the Relu and the
+ * Add after it their own supersteps of 3 and 4 an element. */
+/* A bundle on tile t's workers: a main-pipeline instruction, then an auxiliary one. */
+#define BUN(t, mop, ma, mb, mc, xop, xa, xb, xc)                                                           \
+    do {                                                                                                   \
+        W(t, BUNDLE, 0, 0, 0);                                                                             \
+        W(t, mop, ma, mb, mc);                                                                             \
+        W(t, xop, xa, xb, xc);                                                                             \
+        W(t, BUNDLE_END, 0, 0, 0);                                                                         \
+    } while (0)
+
+static void t10_conv_out(lw *L, const t10_gen *G, const t10_mem *mem, bool relu, const uint64_t *add)
 {
+    const uint64_t ob = mem->obuf[mem->fin];
+    const bool pairs = G->cols % 2 == 0 && ob % 8 == 0;
+    const int32_t nc = pairs ? 2 : 1; /* channels a pass of the loop */
     for (uint32_t i = 0; i < G->fm; i++)
         for (uint32_t j = 0; j < G->fn; j++) {
             uint32_t t = tile_of(G, i, j, 0);
             uint64_t r = rows_of(G, i), cv = cols_of(G, j);
             if (!r || !cv)
                 continue;
-            uint32_t rw = (uint32_t)ts_geom_cdiv(cv, L->workers);
+            uint32_t nu = (uint32_t)(cv / (uint64_t)nc); /* cv is even where the channels go in pairs */
+            uint32_t rw = (uint32_t)ts_geom_cdiv(nu, L->workers);
             size_t entry = L->tiles[t].wrk.n;
-            lwi_emit_start_row(L, t, (uint32_t)cv, rw);
-            W(t, SHLI, RM(2), RM(1), 2);
-            W(t, SETZI, RM(4), (int32_t)mem->obuf[mem->fin], 0);
+            lwi_emit_start_row(L, t, nu, rw);
+            W(t, SHLI, RM(2), RM(1), pairs ? 3 : 2);
+            W(t, SETZI, RM(4), (int32_t)ob, 0);
             W(t, ADD, RM(2), RM(2), RM(4));
-            W(t, MULI, RM(3), RM(1), (int32_t)(G->rows * 4));
+            W(t, MULI, RM(3), RM(1), (int32_t)(G->rows * 4 * (uint64_t)nc));
+            if (add) {
+                W(t, SETZI, RM(4), (int32_t)add[t], 0);
+                W(t, ADD, RM(8), RM(3), RM(4));
+            }
             W(t, SETZI, RM(4), (int32_t)mem->yout, 0);
             W(t, ADD, RM(3), RM(3), RM(4));
             W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
-            W(t, SETZI, RM(5), (int32_t)r, 0);
+            /* the Relu on pairs: software-pipelined, 3 issues a pixel, 5 with the Add (the loop r - 2
+             * times between a prologue and an epilogue) */
+            const bool pipe = pairs && relu;
+            const int32_t cst = (int32_t)(G->cols * 4);
+            W(t, SETZI, RM(5), (int32_t)(pipe ? (r > 2 ? r - 2 : 0) : r), 0);
+            if (relu)
+                W(t, SETZI, RA(7), 0, 0);
             size_t ch = W(t, MOV, RM(6), RM(2), 0);
-            W(t, RPT, RM(5), 2, 0);
-            W(t, LD32STEP, RA(0), RM(6), (int32_t)(G->cols * 4));
-            W(t, ST32STEP, RA(0), RM(3), 4);
-            W(t, ADDI, RM(2), RM(2), 4);
-            W(t, ADDI, RM(3), RM(3), (int32_t)((G->rows - r) * 4));
+            if (pairs) {
+                W(t, ADDI, RM(7), RM(3), (int32_t)(G->rows * 4));
+                if (add)
+                    W(t, ADDI, RM(9), RM(8), (int32_t)(G->rows * 4));
+            }
+            if (pipe && add) { /* pixel 0 added, its first lane stored, its second's max in $a5; pixel 1
+                                * (its operand with the maxes) loaded */
+                W(t, LD64STEP, RA(0), RM(6), cst);
+                W(t, LD32STEP, RA(2), RM(8), 4);
+                W(t, LD32STEP, RA(3), RM(9), 4);
+                W(t, F32V2ADD, RA(0), RA(0), RA(2));
+                if (r > 1) {
+                    BUN(t, LD32STEP, RA(2), RM(8), 4, F32MAX, RA(4), RA(0), RA(7));
+                    BUN(t, LD32STEP, RA(3), RM(9), 4, F32MAX, RA(5), RA(1), RA(7));
+                } else {
+                    W(t, F32MAX, RA(4), RA(0), RA(7));
+                    W(t, F32MAX, RA(5), RA(1), RA(7));
+                }
+                W(t, ST32STEP, RA(4), RM(3), 4);
+            } else if (pipe) { /* pixel 0's first lane stored, its second's max in $a5 */
+                W(t, LD64STEP, RA(0), RM(6), cst);
+                W(t, F32MAX, RA(4), RA(0), RA(7));
+                BUN(t, ST32STEP, RA(4), RM(3), 4, F32MAX, RA(5), RA(1), RA(7));
+            }
+            if (pipe && r > 1) /* pixel 1 */
+                W(t, LD64STEP, RA(0), RM(6), cst);
+            size_t rpt = pipe && r < 3 ? SIZE_MAX : W(t, RPT, RM(5), 0, 0), b0 = L->tiles[t].wrk.n;
+            if (pipe) {
+                /* a pixel: the last one's second lane stored while this one is added (or its first
+                 * lane taken), ..., the next loaded; the loop ends on the load, not in a bundle;
+                 * after it (pass 1), the last pixel without the loads, and the last store */
+                for (int pass = 0; pass < 2 && r > 1; pass++) {
+                    if (pass && rpt != SIZE_MAX && !L->oom)
+                        L->tiles[t].wrk.v[rpt].a[1] = (int32_t)(L->tiles[t].wrk.n - b0);
+                    if (pass && rpt != SIZE_MAX)
+                        rpt = SIZE_MAX;
+                    if (!pass && rpt == SIZE_MAX)
+                        continue;
+                    if (add && !pass) {
+                        BUN(t, ST32STEP, RA(5), RM(7), 4, F32V2ADD, RA(0), RA(0), RA(2));
+                        BUN(t, LD32STEP, RA(2), RM(8), 4, F32MAX, RA(4), RA(0), RA(7));
+                        BUN(t, LD32STEP, RA(3), RM(9), 4, F32MAX, RA(5), RA(1), RA(7));
+                        W(t, ST32STEP, RA(4), RM(3), 4);
+                    } else if (add) {
+                        BUN(t, ST32STEP, RA(5), RM(7), 4, F32V2ADD, RA(0), RA(0), RA(2));
+                        W(t, F32MAX, RA(4), RA(0), RA(7));
+                        BUN(t, ST32STEP, RA(4), RM(3), 4, F32MAX, RA(5), RA(1), RA(7));
+                    } else {
+                        BUN(t, ST32STEP, RA(5), RM(7), 4, F32MAX, RA(4), RA(0), RA(7));
+                        BUN(t, ST32STEP, RA(4), RM(3), 4, F32MAX, RA(5), RA(1), RA(7));
+                    }
+                    if (!pass)
+                        W(t, LD64STEP, RA(0), RM(6), cst);
+                }
+                W(t, ST32STEP, RA(5), RM(7), 4);
+            } else if (pairs) { /* no Relu */
+                W(t, LD64STEP, RA(0), RM(6), cst);
+                if (add) {
+                    W(t, LD32STEP, RA(2), RM(8), 4);
+                    W(t, LD32STEP, RA(3), RM(9), 4);
+                    W(t, F32V2ADD, RA(0), RA(0), RA(2));
+                }
+                W(t, ST32STEP, RA(0), RM(3), 4);
+                W(t, ST32STEP, RA(1), RM(7), 4);
+            } else {
+                W(t, LD32STEP, RA(0), RM(6), (int32_t)(G->cols * 4));
+                if (add) {
+                    W(t, LD32STEP, RA(2), RM(8), 4);
+                    W(t, F32ADD, RA(0), RA(0), RA(2));
+                }
+                if (relu)
+                    W(t, F32MAX, RA(0), RA(0), RA(7));
+                W(t, ST32STEP, RA(0), RM(3), 4);
+            }
+            if (rpt != SIZE_MAX && !L->oom)
+                L->tiles[t].wrk.v[rpt].a[1] = (int32_t)(L->tiles[t].wrk.n - b0);
+            W(t, ADDI, RM(2), RM(2), 4 * nc);
+            W(t, ADDI, RM(3), RM(3), (int32_t)((G->rows * (uint64_t)nc - r) * 4));
+            if (add)
+                W(t, ADDI, RM(8), RM(8), (int32_t)((G->rows * (uint64_t)nc - r) * 4));
             W(t, BRNZDEC, RM(1), (int32_t)ch, 0);
             W(t, EXIT, 0, 0, 0);
             lwi_run_all(L, t, entry);
         }
     lwi_sync_all(L);
+}
+
+/* The Add and Relu folded into Conv n's output pass (lwi_fuse_tails): the Add's other operand
+ * gathered in the output's layout (as the Add would gather it; held as halves, it is first held in
+ * f32 words for the Conv alone), then the output turned with them. */
+static ts_status t10_conv_tail(lw *L, const ts_graph_node *n, const t10_gen *G, const t10_mem *mem, lw_scr *sc)
+{
+    int id = L->cur, a = L->fadd ? L->fadd[id] : -1;
+    bool relu = L->frelu && L->frelu[id] >= 0;
+    if (a < 0) {
+        t10_conv_out(L, G, mem, relu, NULL);
+        return TS_OK;
+    }
+    const ts_graph_node *an = ts_graph_get_node(L->g, a);
+    int o = n->out[0], y = an->in[0] == o ? an->in[1] : an->in[0];
+    const lw_place P = L->pl[o], keep = L->pl[y];
+    ts_status rc = lwi_need_placed(L, an, y);
+    if (rc == TS_OK && lwi_held_half(L, y))
+        rc = lwi_reheld(L, y, 4);
+    uint64_t *cnts = rc == TS_OK ? ts_calloc(P.ntiles ? P.ntiles : 1, sizeof *cnts) : NULL;
+    if (rc == TS_OK && !cnts)
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
+    if (rc == TS_OK) {
+        lwi_eltwise_ranges(&P, (uint64_t)ts_graph_tensor_elems(ts_graph_get_tensor(L->g, o)), sc, cnts);
+        L->base = P.t0;
+        rc = lwi_gather(L, y, P.ntiles, sc->lo, sc->hi, sc->nr, P.inner, P.pb, false, sc->where);
+        L->base = 0;
+    }
+    if (rc == TS_OK)
+        t10_conv_out(L, G, mem, relu, sc->where);
+    ts_free(cnts);
+    L->pl[y] = keep;
+    return rc;
 }
 
 /* The output on the l = 0 tiles: a Conv's channels of block j ("channels" cb = cols) by pixels of
@@ -926,8 +1067,6 @@ ts_status lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_t10
     if (rc != TS_OK)
         return rc;
     lwi_use_tiles(L, G.tn);
-    if (s.conv)
-        t10_conv_out(L, &G, &mem);
     t10_place_out(L, n, &G, &s, &mem);
-    return TS_OK;
+    return s.conv ? t10_conv_tail(L, n, &G, &mem, sc) : TS_OK;
 }

@@ -277,7 +277,10 @@ static bool generable(const ts_lower_ipu_params *p, const t10_op *s, const ts_t1
      * rows of halves round pairs of k) */
     if (s->conv && s->taps > 1) {
         uint64_t blk = (s->half && s->taps % 2 ? 2 : 1) * s->taps;
-        if (pl->rows % s->wo || pl->kt % blk || pl->kp % blk)
+        /* one step whose k is padded to whole bodies (conv1's 196 to 216): the padding past the
+         * k-range, zeroed in the rows */
+        bool padded = pl->steps == 1 && pl->fk == 1 && pl->kp > pl->kt;
+        if (pl->rows % s->wo || pl->kt % blk || (pl->kp % blk && !padded))
             return false;
     }
     /* a Conv's code: a holder of its input sends a piece per channel to each tile reading it, two
@@ -306,7 +309,7 @@ static bool generable(const ts_lower_ipu_params *p, const t10_op *s, const ts_t1
 static ts_status fixed_plan(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const t10_op *s, ts_t10_plan *f,
                             ts_err *err)
 {
-    ts_t10_mm mm = {.m = s->M, .k = s->K, .n = s->N, .es = s->half ? 2 : 4};
+    ts_t10_mm mm = {.m = s->M, .k = s->K, .n = s->N, .es = s->half ? 2 : 4, .built = s->conv};
     *f = (ts_t10_plan){.fm = p->t10_plan->fm, .fn = p->t10_plan->fn, .fk = p->t10_plan->fk,
                        .ft = p->t10_plan->ft, .rp = p->t10_plan->rp, .rot = p->t10_plan->rot,
                        .bodies = p->t10_plan->bodies};
@@ -377,7 +380,7 @@ static bool same_as_lcs(const ts_t10_plan *pl, const ts_t10_plan *l, size_t nl, 
  * weight bytes; its size (0: planner (a) lowers s). */
 static size_t plan_set(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const t10_op *s, ts_t10_plan **out)
 {
-    ts_t10_mm mm = {.m = s->M, .k = s->K, .n = s->N, .es = s->half ? 2 : 4};
+    ts_t10_mm mm = {.m = s->M, .k = s->K, .n = s->N, .es = s->half ? 2 : 4, .built = s->conv};
     ts_t10_plan *v = NULL, l[LCS_SHARES];
     size_t nv = 0;
     *out = NULL;

@@ -161,7 +161,7 @@ ts_status ts_t10_mm_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *
     p->kt = even(ts_geom_cdiv(mm->k, p->fk));
     p->kp = even(ts_geom_cdiv(p->kt, p->steps));
     uint32_t sets, issues, ptrs; /* steps of whole shared-kernel bodies where that keeps the steps */
-    if (p->bodies && hw->shared_amp && (p->steps > 1 || (mm->es == 2 && chunk_rows(hw, mm) == 1)) &&
+    if (p->bodies && hw->shared_amp && (p->steps > 1 || (mm->es == 2 && (chunk_rows(hw, mm) == 1 || mm->built))) &&
         ts_t10_amp_body(hw->workers ? hw->workers : 6, hw->units, &sets, &issues, &ptrs)) {
         uint64_t u = (uint64_t)sets * (mm->es == 2 ? 4 : 2), kb = ts_geom_cdiv(p->kp, u) * u;
         if (ts_geom_cdiv(p->kt, kb) == p->steps)
@@ -172,7 +172,9 @@ ts_status ts_t10_mm_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *
                           (unsigned long long)(p->kt / 2));
     uint64_t es = mm->es, held = p->kp * p->rp; /* k of a held sub-tensor: kt / ft */
     /* f16 whose k per step is whole bodies: the last slice is padded to whole bodies (so is A's row) */
-    uint64_t ka = mm->es == 2 && p->steps * p->kp > p->kt && chunk_rows(hw, mm) == 1 ? p->steps * p->kp : p->kt;
+    uint64_t ka = mm->es == 2 && p->steps * p->kp > p->kt && (chunk_rows(hw, mm) == 1 || (mm->built && p->steps == 1))
+                      ? p->steps * p->kp
+                      : p->kt;
     uint64_t a = p->rows * ((p->rot & TS_T10_ROT_A) ? held + p->kp : ka);
     uint64_t b = p->cols * ((p->rot & TS_T10_ROT_B) ? held + p->kp : p->kt);
     uint32_t levels = ilog2c(p->fk);

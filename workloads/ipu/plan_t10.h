@@ -43,6 +43,8 @@ typedef struct ts_t10_hw {
 typedef struct ts_t10_mm {
     uint64_t m, k, n;
     uint32_t es;
+    bool built; /* A's rows built on the tile (a Conv's pixel rows): one step's k may be padded to whole
+                 * bodies too, the padding zeroed there */
 } ts_t10_mm;
 
 enum { TS_T10_ROT_NONE = 0, TS_T10_ROT_A = 1, TS_T10_ROT_B = 2, TS_T10_ROT_AB = 3 };
