@@ -277,7 +277,7 @@ END_TEST
  * than load-compute-store, and where that is exchange-bound its exchange share is lower. */
 START_TEST(model_direction)
 {
-    const ts_t10_mm shapes[] = {{512, 768, 768, 4}, {128, 768, 768, 4}, {128, 768, 3072, 4}, {1216, 128, 128, 4}};
+    const ts_t10_mm shapes[] = {{512, 768, 768, 4, false}, {128, 768, 768, 4, false}, {128, 768, 3072, 4, false}, {1216, 128, 128, 4, false}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         ts_t10_plan *v, l;
         size_t n;

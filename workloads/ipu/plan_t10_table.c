@@ -61,9 +61,9 @@ int main(int argc, char **argv)
     if (argc > 1)
         hw.sram_bytes = strtoull(argv[1], NULL, 10) * 1024;
     struct { const char *name; ts_t10_mm mm; } ops[] = {
-        {"matmul 1216×128×128", {1216, 128, 128, 4}},
-        {"matmul 256×256×256", {256, 256, 256, 4}},
-        {"matmul 512×768×768", {512, 768, 768, 4}},
+        {"matmul 1216×128×128", {1216, 128, 128, 4, false}},
+        {"matmul 256×256×256", {256, 256, 256, 4, false}},
+        {"matmul 512×768×768", {512, 768, 768, 4, false}},
         {"conv 64→64 3×3 56×56 (im2col)", ts_t10_conv_as_mm(64, 56, 56, 64, 3, 3, 4)},
         {"conv 256→256 3×3 14×14 (im2col)", ts_t10_conv_as_mm(256, 14, 14, 256, 3, 3, 4)},
     };
@@ -81,9 +81,9 @@ int main(int argc, char **argv)
     }
     /* BERT-base layer, seq 128: its six weight MatMuls, weights resident together */
     struct { const char *name; ts_t10_mm mm; } bert[] = {
-        {"bert q", {128, 768, 768, 4}},      {"bert k", {128, 768, 768, 4}},
-        {"bert v", {128, 768, 768, 4}},      {"bert out", {128, 768, 768, 4}},
-        {"bert ffn1", {128, 768, 3072, 4}},  {"bert ffn2", {128, 3072, 768, 4}},
+        {"bert q", {128, 768, 768, 4, false}},      {"bert k", {128, 768, 768, 4, false}},
+        {"bert v", {128, 768, 768, 4, false}},      {"bert out", {128, 768, 768, 4, false}},
+        {"bert ffn1", {128, 768, 3072, 4, false}},  {"bert ffn2", {128, 3072, 768, 4, false}},
     };
     enum { NB = sizeof bert / sizeof *bert };
     ts_t10_plan *sets[NB];
