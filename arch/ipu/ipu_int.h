@@ -119,8 +119,10 @@ typedef struct ipu_insn {
     uint8_t ctx_ok;         /* bit 0: the supervisor may issue it, bit 1: a worker may */
     uint8_t pure;           /* rpt/rpti: the body writes nothing another context reads (no store,
                              * no coefficient load), so turns of it can run in closed form */
-    uint8_t fast;           /* how in_step_run does it for all the workers at once (ts_ipu_fast_code):
-                             * 0, through the full executor */
+    uint8_t fast;           /* how body_issue does it for one worker and in_step_run for all the
+                             * workers at once (ts_ipu_fast_code): 0, through the full executor; a
+                             * bundle's `{` F_BUNDLE when body_issue does both members, which keep
+                             * their own codes */
     uint64_t hits;          /* times issued: counted here, on the line the fetch has just read,
                              * rather than in a per-op table elsewhere (about 5 % of the
                              * executor's time in bench_ipu_bsp) */
