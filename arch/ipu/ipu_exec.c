@@ -67,10 +67,18 @@ static ts_status fail(ipu_tile *t, uint32_t ti, int ctx, uint32_t pc, uint64_t c
 
 /* Everything done on the tile that a context's registers do not hold: the issues of instructions
  * with an effect (ipu_opfacts.effect: counted from their hit counts, so the issue path counts
- * nothing) and the words and bulk copies written into its memory (t->effects). */
+ * nothing) and the words and bulk copies written into its memory (t->effects). Every issue that
+ * counts a hit counts its op in opcnt too, so where the per-op counts are kept the sum over the
+ * tile's ops with an effect (a few dozen at most) is the same number as the sum over its
+ * instructions with an effect (thousands in a lowered model's code). */
 static uint64_t tile_effects(const ipu_tile *t)
 {
     uint64_t n = t->effects;
+    if (t->opcnt) {
+        for (uint32_t k = 0; k < t->neffops; k++)
+            n += t->opcnt[t->ops[k]];
+        return n;
+    }
     for (uint32_t k = 0; k < t->neffpc; k++)
         n += t->code[t->effpc[k]].hits;
     return n;

@@ -201,8 +201,9 @@ typedef struct ipu_tile {
                              * IPU_OP_BUNDLE, its members as their ops), in the model's op_block;
                              * NULL unless the run asked for superstep_events (opts.phase_events) */
     uint64_t *opseen;       /* opcnt at the last sync 1 (superstep_events) */
-    const uint8_t *ops;     /* the ops its code holds (nops of them), in the model's op_block */
-    uint32_t nops;
+    const uint8_t *ops;     /* the ops its code holds (nops of them), in the model's op_block; those
+                             * with an effect (ipu_opfacts.effect) first, neffops of them */
+    uint32_t nops, neffops;
     uint8_t **page;         /* owned pages, allocated on first write */
     ipu_ctx cx[IPU_MAX_CTX]; /* 0 = supervisor, 1..W = workers */
     /* AMP coefficient state, shared by the workers (research §2.2) */

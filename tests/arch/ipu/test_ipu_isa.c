@@ -148,6 +148,16 @@ START_TEST(endless_loops)
                          "  setzi $m3, 0\n  br outer\n", NULL);
     expect_error(p, "ipu_tiny4", NULL, "so it repeats forever: worker 0 at pc 8", 0);
     free(p);
+    /* registers the same at every pass, but each pass stores (the count it reads back and leaves at
+     * 100): no endless loop, whatever the effects are counted from */
+    p = one_worker("  setzi $m2, 0x200\n  setzi $m5, 100\nloop:\n  ld32 $m3, $m2, 0\n  sub $m4, $m3, $m5\n"
+                   "  brz $m4, done\n  addi $m3, $m3, 1\n  st32 $m3, $m2, 0\n  setzi $m3, 0\n  setzi $m4, 0\n"
+                   "  br loop\ndone:\n", NULL);
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, p, &r);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x200), 100);
+    ipu_run_free(&r);
+    free(p);
 }
 END_TEST
 
