@@ -751,10 +751,14 @@ static ts_status exec_slow(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint6
 enum {
     F_SLOW, F_SETZI, F_MOV, F_ADD, F_ADDI, F_NOP, F_LD32, F_LD32STEP, F_LD64, F_LD64STEP, F_ST32, F_ST32STEP,
     F_F32ADD, F_F32MAX, F_F32V2ADD, F_F32V2TOF16, F_LD128PUTCS, F_F32V2AMP, F_F16V4AMP, F_AMPZERO, F_AMPGET,
-    /* done by body_issue only (in_step_run hands them to exec) */
-    F_LD128, F_LD128STEP, F_ST64, F_ST64STEP, F_BUNDLE,
+    F_LD128, F_LD128STEP, F_ST64, F_ST64STEP,
+    /* done by body_issue only (in_step_run hands it to exec) */
+    F_BUNDLE,
     /* done by in_step_run only (body_issue hands them to exec) */
-    F_RPT, F_BR, F_BRZ, F_BRNZ, F_BRNEG, F_BRNZDEC
+    F_RPT, F_BR, F_BRZ, F_BRNZ, F_BRNEG, F_BRNZDEC,
+    /* the rest of the integer ops (a routine's setup: its rows, pointers and counts), done by both */
+    F_LDCONST, F_SUB, F_MUL, F_MULI, F_AND, F_ANDI, F_OR, F_XOR, F_SHL, F_SHLI, F_SHR, F_SHRI, F_CMPEQ, F_CMPULT,
+    F_CMPSLT, F_GET
 };
 static const uint8_t ipu_fast[256] = {
     [IPU_OP_SETZI] = F_SETZI, [IPU_OP_MOV] = F_MOV, [IPU_OP_ADD] = F_ADD, [IPU_OP_ADDI] = F_ADDI,
@@ -766,7 +770,40 @@ static const uint8_t ipu_fast[256] = {
     [IPU_OP_LD128] = F_LD128, [IPU_OP_LD128STEP] = F_LD128STEP, [IPU_OP_ST64] = F_ST64, [IPU_OP_ST64STEP] = F_ST64STEP,
     [IPU_OP_RPT] = F_RPT, [IPU_OP_RPTI] = F_RPT, [IPU_OP_BR] = F_BR, [IPU_OP_BRZ] = F_BRZ, [IPU_OP_BRNZ] = F_BRNZ,
     [IPU_OP_BRNEG] = F_BRNEG, [IPU_OP_BRNZDEC] = F_BRNZDEC,
+    [IPU_OP_LDCONST] = F_LDCONST, [IPU_OP_SUB] = F_SUB, [IPU_OP_MUL] = F_MUL, [IPU_OP_MULI] = F_MULI,
+    [IPU_OP_AND] = F_AND, [IPU_OP_ANDI] = F_ANDI, [IPU_OP_OR] = F_OR, [IPU_OP_XOR] = F_XOR, [IPU_OP_SHL] = F_SHL,
+    [IPU_OP_SHLI] = F_SHLI, [IPU_OP_SHR] = F_SHR, [IPU_OP_SHRI] = F_SHRI, [IPU_OP_CMPEQ] = F_CMPEQ,
+    [IPU_OP_CMPULT] = F_CMPULT, [IPU_OP_CMPSLT] = F_CMPSLT, [IPU_OP_GET] = F_GET,
 };
+
+/* The integer ops of F_LDCONST .. F_GET on registers r, as exec_op does them (a `get` of a known
+ * register only: ts_ipu_fast_code); worker is the context's worker number. */
+static inline void int_op(const ts_model *m, uint32_t ti, const ipu_insn *in, uint8_t f, uint32_t *r, uint32_t worker)
+{
+    const uint32_t a1 = r[in->r1], a2 = r[in->r2], imm = (uint32_t)in->imm;
+    uint32_t v;
+    switch (f) {
+    case F_LDCONST: v = imm; break;
+    case F_SUB: v = a1 - a2; break;
+    case F_MUL: v = a1 * a2; break;
+    case F_MULI: v = a1 * imm; break;
+    case F_AND: v = a1 & a2; break;
+    case F_ANDI: v = a1 & imm; break;
+    case F_OR: v = a1 | a2; break;
+    case F_XOR: v = a1 ^ a2; break;
+    case F_SHL: v = a1 << (a2 & 31); break;
+    case F_SHLI: v = a1 << (imm & 31); break;
+    case F_SHR: v = a1 >> (a2 & 31); break;
+    case F_SHRI: v = a1 >> (imm & 31); break;
+    case F_CMPEQ: v = a1 == a2; break;
+    case F_CMPULT: v = a1 < a2; break;
+    case F_CMPSLT: v = (int32_t)a1 < (int32_t)a2; break;
+    default: /* F_GET */
+        v = in->imm == IPU_CSR_TILE ? ti : in->imm == IPU_CSR_NTILES ? m->ntiles : in->imm == IPU_CSR_WORKER ? worker : m->W;
+        break;
+    }
+    r[in->r0] = v;
+}
 
 /* Whether the access of main-pipeline op `in` (fast code f) on registers r is one body_issue does
  * in place: in range, aligned, 128-bit loads in the interleaved memory, a store's page already
@@ -931,6 +968,10 @@ next_op:
         r[op->r0] = fr(x->acc[2 * op->imm]);
         r[op->r0 + 1] = fr(x->acc[2 * op->imm + 1]);
         break;
+    case F_LDCONST: case F_SUB: case F_MUL: case F_MULI: case F_AND: case F_ANDI: case F_OR: case F_XOR:
+    case F_SHL: case F_SHLI: case F_SHR: case F_SHRI: case F_CMPEQ: case F_CMPULT: case F_CMPSLT: case F_GET:
+        int_op(m, ti, op, fast, r, (uint32_t)(ctx - 1));
+        break;
     default:
         goto slow;
     }
@@ -970,6 +1011,8 @@ static uint8_t fast_code_one(const ipu_insn *in)
         return F_SLOW;
     if (f == F_AMPGET && (in->imm < 0 || in->imm >= IPU_ACC_MAX / 2))
         return F_SLOW;
+    if (f == F_GET && (in->imm < IPU_CSR_TILE || in->imm > IPU_CSR_NWORKERS))
+        return F_SLOW;
     return f;
 }
 
@@ -982,14 +1025,15 @@ uint8_t ts_ipu_fast_code(const ipu_insn *in)
     if (in->op != IPU_OP_BUNDLE)
         return fast_code_one(in);
     const uint8_t fm = fast_code_one(&in[1]), fa = fast_code_one(&in[2]);
-    const bool main_ok = (fm >= F_SETZI && fm <= F_ST32STEP) || (fm >= F_LD128 && fm <= F_ST64STEP);
+    const bool main_ok = (fm >= F_SETZI && fm <= F_ST32STEP) || (fm >= F_LD128 && fm <= F_ST64STEP) || fm >= F_LDCONST;
     const bool aux_ok = fa == F_NOP || (fa >= F_F32ADD && fa <= F_F32V2TOF16) || (fa >= F_F32V2AMP && fa <= F_AMPGET);
     return main_ok && aux_ok ? F_BUNDLE : F_SLOW;
 }
 
 static inline bool fast_load(uint8_t f)
 {
-    return f == F_LD32 || f == F_LD32STEP || f == F_LD64 || f == F_LD64STEP || f == F_LD128PUTCS;
+    return f == F_LD32 || f == F_LD32STEP || f == F_LD64 || f == F_LD64STEP || f == F_LD128PUTCS || f == F_LD128 ||
+           f == F_LD128STEP;
 }
 
 /* Whether the workers xs (worker i in slot d[i] of the turn from c) are in step at c: all at
@@ -1137,6 +1181,40 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
             }
             break;
         }
+        case F_ST64:
+        case F_ST64STEP: {
+            if (m->c.store_bpc < 8)
+                goto slow;
+            STEP_ADDRS(8, r1, f == F_ST64 ? imm : 0);
+            uint64_t hi = 0;
+            EACH {
+                if (!t->page[(uint64_t)a[i] >> IPU_PAGE_SHIFT])
+                    goto slow;
+                if ((uint64_t)a[i] + 8 > hi)
+                    hi = (uint64_t)a[i] + 8;
+            }
+            if (hi > t->mem_hi)
+                t->mem_hi = hi;
+            EACH {
+                memcpy(t->page[(uint64_t)a[i] >> IPU_PAGE_SHIFT] + (a[i] & (IPU_PAGE_SIZE - 1)), &xs[i]->r[r0], 8);
+                if (f == F_ST64STEP)
+                    xs[i]->r[r1] += (uint32_t)imm;
+            }
+            break;
+        }
+        case F_LD128:
+        case F_LD128STEP:
+            if (m->c.load_bpc < 16)
+                goto slow;
+            STEP_ADDRS(16, r1, f == F_LD128 ? imm : 0);
+            EACH if ((uint64_t)a[i] < m->c.interleaved_base)
+                goto slow;
+            EACH {
+                memcpy(&xs[i]->r[r0], rd_ptr(m, t, (uint64_t)a[i]), 16);
+                if (f == F_LD128STEP)
+                    xs[i]->r[r1] = (uint32_t)a[i] + (uint32_t)imm;
+            }
+            break;
         case F_F32ADD: EACH xs[i]->r[r0] = fr(rf(xs[i]->r[r1]) + rf(xs[i]->r[r2])); break;
         case F_F32MAX: EACH xs[i]->r[r0] = fr(fmaxf(rf(xs[i]->r[r1]), rf(xs[i]->r[r2]))); break;
         case F_F32V2ADD:
@@ -1181,6 +1259,10 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
                 xs[i]->r[r0] = fr(xs[i]->acc[2 * imm]);
                 xs[i]->r[r0 + 1] = fr(xs[i]->acc[2 * imm + 1]);
             }
+            break;
+        case F_LDCONST: case F_SUB: case F_MUL: case F_MULI: case F_AND: case F_ANDI: case F_OR: case F_XOR:
+        case F_SHL: case F_SHLI: case F_SHR: case F_SHRI: case F_CMPEQ: case F_CMPULT: case F_CMPSLT: case F_GET:
+            EACH int_op(m, ti, in, f, xs[i]->r, (uint32_t)(xs[i] - t->cx - 1));
             break;
         case F_RPT: { /* every worker enters the body, or every one skips it */
             const bool reg = in->op == IPU_OP_RPT;

@@ -286,9 +286,9 @@ END_TEST
  * code): the fast mode does each turn's instruction for all six at once (in_step_run in
  * ipu_exec.c), and ipu_test_run3 checks it against issue cycle by cycle, tile memory included.
  * The AMP body as lwi_emit_mm emits it (four coefficient loads through one pointer, an input pair,
- * f16v4amp), a copy-and-add body with stores, repeat counts that differ between the workers (they
- * leave the body apart), and stores into a page that is not there yet (that turn goes through the
- * full executor, which adds the page). */
+ * f16v4amp), a copy-and-add body with stores, a copy by 128-bit loads and 64-bit stores, repeat
+ * counts that differ between the workers (they leave the body apart), and stores into a page that
+ * is not there yet (that turn goes through the full executor, which adds the page). */
 static uint64_t step_run(const char *body, ipu_run *r)
 {
     loop_run(body, r);
@@ -343,6 +343,22 @@ START_TEST(in_step_bodies)
     ck_assert_uint_ge(step_run(text, &r), 40);
     ck_assert_float_eq(ipu_peekf(&r, 0, 0x9000 + 48 * 5 + 4 * 11), 0.0f);
     ck_assert_float_eq(ipu_peekf(&r, 0, 0x9000), ipu_peekf(&r, 0, 0x2000) + ipu_peekf(&r, 0, 0x2008));
+    ipu_run_free(&r);
+    /* 128-bit loads and 64-bit stores in step, the rows set up by integer ops in step: each worker
+     * copies the quads w, w + 1, w + 2 (zeros past the data) into page 9, not there until the first
+     * store */
+    ck_assert_uint_ge(step_run("  muli $m2, $m1, 16\n  addi $m2, $m2, 0x2000\n  setzi $m9, 48\n  mul $m3, $m1, $m9\n"
+                               "  sub $m3, $m3, $m9\n  add $m3, $m3, $m9\n  addi $m3, $m3, 0x9000\n  setzi $m0, 3\n"
+                               "  rpt $m0, 3\n  ld128step $a0, $m2, 16\n  st64step $a0, $m3, 8\n  st64step $a2, $m3, 8\n"
+                               "  exit\n", &r),
+                      9);
+    for (unsigned w = 0; w < 6; w++)
+        for (unsigned k = 0; k < 3; k++)
+            for (unsigned j = 0; j < 4; j++) {
+                unsigned q = w + k;
+                float want = q < 4 ? ipu_peekf(&r, 0, 0x2000 + 16 * q + 4 * j) : 0.0f;
+                ck_assert_float_eq(ipu_peekf(&r, 0, 0x9000 + 48 * w + 16 * k + 4 * j), want);
+            }
     ipu_run_free(&r);
     /* repeat counts 12 to 17: the workers leave the body one by one, out of step */
     snprintf(text, sizeof text, "  setzi $m5, 0x2000\n  shli $m4, $m1, 3\n  addi $m4, $m4, 0x2000\n  ampzero\n"
