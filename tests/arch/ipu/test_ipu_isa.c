@@ -148,6 +148,13 @@ START_TEST(endless_loops)
                          "  setzi $m3, 0\n  br outer\n", NULL);
     expect_error(p, "ipu_tiny4", NULL, "so it repeats forever: worker 0 at pc 8", 0);
     free(p);
+    /* a worker that goes round eight states while another counts beside it, out of step
+     * (workers_run): its marks are taken there as issue cycle by cycle takes them, so when the other
+     * has left, every mode names the same mark's cycle */
+    expect_error(".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  run spin, $m1\n  run count, $m1\n  sync 0\n  halt\n"
+                 "spin:\n  addi $m2, $m2, 1\n  andi $m2, $m2, 7\n  br spin\ncount:\n  setzi $m3, 40\nagain:\n"
+                 "  brnzdec $m3, again\n  exit\n",
+                 "ipu_tiny4", NULL, "so it repeats forever: worker 0 at pc 7", 0);
     /* registers the same at every pass, but each pass stores (the count it reads back and leaves at
      * 100): no endless loop, whatever the effects are counted from */
     p = one_worker("  setzi $m2, 0x200\n  setzi $m5, 100\nloop:\n  ld32 $m3, $m2, 0\n  sub $m4, $m3, $m5\n"
