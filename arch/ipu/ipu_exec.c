@@ -67,10 +67,18 @@ static ts_status fail(ipu_tile *t, uint32_t ti, int ctx, uint32_t pc, uint64_t c
 
 /* Everything done on the tile that a context's registers do not hold: the issues of instructions
  * with an effect (ipu_opfacts.effect: counted from their hit counts, so the issue path counts
- * nothing) and the words and bulk copies written into its memory (t->effects). */
+ * nothing) and the words and bulk copies written into its memory (t->effects). Every issue that
+ * counts a hit counts its op in opcnt too, so where the per-op counts are kept the sum over the
+ * tile's ops with an effect (a few dozen at most) is the same number as the sum over its
+ * instructions with an effect (thousands in a lowered model's code). */
 static uint64_t tile_effects(const ipu_tile *t)
 {
     uint64_t n = t->effects;
+    if (t->opcnt) {
+        for (uint32_t k = 0; k < t->neffops; k++)
+            n += t->opcnt[t->ops[k]];
+        return n;
+    }
     for (uint32_t k = 0; k < t->neffpc; k++)
         n += t->code[t->effpc[k]].hits;
     return n;
@@ -743,8 +751,14 @@ static ts_status exec_slow(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint6
 enum {
     F_SLOW, F_SETZI, F_MOV, F_ADD, F_ADDI, F_NOP, F_LD32, F_LD32STEP, F_LD64, F_LD64STEP, F_ST32, F_ST32STEP,
     F_F32ADD, F_F32MAX, F_F32V2ADD, F_F32V2TOF16, F_LD128PUTCS, F_F32V2AMP, F_F16V4AMP, F_AMPZERO, F_AMPGET,
+    F_LD128, F_LD128STEP, F_ST64, F_ST64STEP,
+    /* done by body_issue only (in_step_run hands it to exec) */
+    F_BUNDLE,
     /* done by in_step_run only (body_issue hands them to exec) */
-    F_RPT, F_BR, F_BRZ, F_BRNZ, F_BRNEG, F_BRNZDEC
+    F_RPT, F_BR, F_BRZ, F_BRNZ, F_BRNEG, F_BRNZDEC,
+    /* the rest of the integer ops (a routine's setup: its rows, pointers and counts), done by both */
+    F_LDCONST, F_SUB, F_MUL, F_MULI, F_AND, F_ANDI, F_OR, F_XOR, F_SHL, F_SHLI, F_SHR, F_SHRI, F_CMPEQ, F_CMPULT,
+    F_CMPSLT, F_GET
 };
 static const uint8_t ipu_fast[256] = {
     [IPU_OP_SETZI] = F_SETZI, [IPU_OP_MOV] = F_MOV, [IPU_OP_ADD] = F_ADD, [IPU_OP_ADDI] = F_ADDI,
@@ -753,14 +767,76 @@ static const uint8_t ipu_fast[256] = {
     [IPU_OP_F32ADD] = F_F32ADD, [IPU_OP_F32MAX] = F_F32MAX, [IPU_OP_F32V2ADD] = F_F32V2ADD,
     [IPU_OP_F32V2TOF16] = F_F32V2TOF16, [IPU_OP_LD128PUTCS] = F_LD128PUTCS, [IPU_OP_F32V2AMP] = F_F32V2AMP,
     [IPU_OP_F16V4AMP] = F_F16V4AMP, [IPU_OP_AMPZERO] = F_AMPZERO, [IPU_OP_AMPGET] = F_AMPGET,
+    [IPU_OP_LD128] = F_LD128, [IPU_OP_LD128STEP] = F_LD128STEP, [IPU_OP_ST64] = F_ST64, [IPU_OP_ST64STEP] = F_ST64STEP,
     [IPU_OP_RPT] = F_RPT, [IPU_OP_RPTI] = F_RPT, [IPU_OP_BR] = F_BR, [IPU_OP_BRZ] = F_BRZ, [IPU_OP_BRNZ] = F_BRNZ,
     [IPU_OP_BRNEG] = F_BRNEG, [IPU_OP_BRNZDEC] = F_BRNZDEC,
+    [IPU_OP_LDCONST] = F_LDCONST, [IPU_OP_SUB] = F_SUB, [IPU_OP_MUL] = F_MUL, [IPU_OP_MULI] = F_MULI,
+    [IPU_OP_AND] = F_AND, [IPU_OP_ANDI] = F_ANDI, [IPU_OP_OR] = F_OR, [IPU_OP_XOR] = F_XOR, [IPU_OP_SHL] = F_SHL,
+    [IPU_OP_SHLI] = F_SHLI, [IPU_OP_SHR] = F_SHR, [IPU_OP_SHRI] = F_SHRI, [IPU_OP_CMPEQ] = F_CMPEQ,
+    [IPU_OP_CMPULT] = F_CMPULT, [IPU_OP_CMPSLT] = F_CMPSLT, [IPU_OP_GET] = F_GET,
 };
+
+/* The integer ops of F_LDCONST .. F_GET on registers r, as exec_op does them (a `get` of a known
+ * register only: ts_ipu_fast_code); worker is the context's worker number. */
+static inline void int_op(const ts_model *m, uint32_t ti, const ipu_insn *in, uint8_t f, uint32_t *r, uint32_t worker)
+{
+    const uint32_t a1 = r[in->r1], a2 = r[in->r2], imm = (uint32_t)in->imm;
+    uint32_t v;
+    switch (f) {
+    case F_LDCONST: v = imm; break;
+    case F_SUB: v = a1 - a2; break;
+    case F_MUL: v = a1 * a2; break;
+    case F_MULI: v = a1 * imm; break;
+    case F_AND: v = a1 & a2; break;
+    case F_ANDI: v = a1 & imm; break;
+    case F_OR: v = a1 | a2; break;
+    case F_XOR: v = a1 ^ a2; break;
+    case F_SHL: v = a1 << (a2 & 31); break;
+    case F_SHLI: v = a1 << (imm & 31); break;
+    case F_SHR: v = a1 >> (a2 & 31); break;
+    case F_SHRI: v = a1 >> (imm & 31); break;
+    case F_CMPEQ: v = a1 == a2; break;
+    case F_CMPULT: v = a1 < a2; break;
+    case F_CMPSLT: v = (int32_t)a1 < (int32_t)a2; break;
+    default: /* F_GET */
+        v = in->imm == IPU_CSR_TILE ? ti : in->imm == IPU_CSR_NTILES ? m->ntiles : in->imm == IPU_CSR_WORKER ? worker : m->W;
+        break;
+    }
+    r[in->r0] = v;
+}
+
+/* Whether the access of main-pipeline op `in` (fast code f) on registers r is one body_issue does
+ * in place: in range, aligned, 128-bit loads in the interleaved memory, a store's page already
+ * there; true for an op without access. The same tests as body_issue's own, made before a
+ * bundle's auxiliary op runs, so that a bundle goes slow before it has done anything. */
+static inline bool fast_access_ok(const ts_model *m, const ipu_tile *t, const ipu_insn *in, uint8_t f,
+                                  const uint32_t *r)
+{
+    uint32_t width;
+    bool store = false;
+    switch (f) {
+    case F_LD32: case F_LD32STEP: width = 4; break;
+    case F_LD64: case F_LD64STEP: width = 8; if (m->c.load_bpc < 8) return false; break;
+    case F_LD128: case F_LD128STEP: width = 16; if (m->c.load_bpc < 16) return false; break;
+    case F_ST32: case F_ST32STEP: width = 4; store = true; break;
+    case F_ST64: case F_ST64STEP: width = 8; store = true; if (m->c.store_bpc < 8) return false; break;
+    default: return true;
+    }
+    const bool off = f == F_LD32 || f == F_LD64 || f == F_LD128 || f == F_ST32 || f == F_ST64;
+    const int64_t a = (int64_t)(int32_t)r[in->r1] + (off ? in->imm : 0);
+    if (a < 0 || (uint64_t)a + width > m->c.sram_bytes || (a & (width - 1)))
+        return false;
+    if (width == 16 && (uint64_t)a < m->c.interleaved_base)
+        return false;
+    return !store || t->page[(uint64_t)a >> IPU_PAGE_SHIFT];
+}
 
 /* One issue of worker ctx at cycle c (workers_run, closed_form_run): the ops that fill ResNet-50's
  * loops, each as exec_op does it, with its memory reached directly once the access is in range,
- * aligned and, for a store, on a page already there; anything else (another op, a bundle, a
- * branch, an access that fails or needs a page, a pc past the code) goes through exec. */
+ * aligned and, for a store, on a page already there, and bundles of them (the auxiliary op, which
+ * has no access, then the main one, once the main one's access passes fast_access_ok); anything
+ * else (another op, a branch, an access that fails or needs a page, a pc past the code) goes
+ * through exec. */
 static inline __attribute__((always_inline)) ts_status body_issue(ts_model *m, uint32_t ti, ipu_tile *t, int ctx,
                                                                 uint64_t c, ts_err *err, bool *slowp)
 {
@@ -773,74 +849,115 @@ static inline __attribute__((always_inline)) ts_status body_issue(ts_model *m, u
     const uint64_t sram = m->c.sram_bytes;
     int64_t a;
     uint8_t *p;
-    uint64_t ready = c + 1;
+    uint64_t ready;
+    uint32_t len = 1;   /* instructions the issue takes: 4 for a bundle */
+    ipu_insn *op = in;  /* the op being done: the instruction, or a bundle's auxiliary then main op */
+    uint8_t fast = in->fast; /* ts_ipu_fast_code: an out-of-range immediate already F_SLOW */
+    if (fast == F_BUNDLE) {
+        if (!fast_access_ok(m, t, in + 1, in[1].fast, r))
+            goto slow;
+        in->hits++;
+        if (t->opcnt)
+            t->opcnt[IPU_OP_BUNDLE]++;
+        len = 4;
+        op = in + 2;
+        fast = op->fast;
+    }
 /* a load or store of `width` bytes at a (an int64_t), else the slow path */
 #define FAST_ADDR(width) if (a < 0 || (uint64_t)a + (width) > sram || (a & ((width) - 1))) goto slow
-    const uint8_t fast = in->fast; /* ts_ipu_fast_code: an out-of-range immediate already F_SLOW */
+next_op:
+    ready = c + 1;
     switch (fast) {
-    case F_SETZI: r[in->r0] = (uint32_t)in->imm; break;
-    case F_MOV: r[in->r0] = r[in->r1]; break;
-    case F_ADD: r[in->r0] = r[in->r1] + r[in->r2]; break;
-    case F_ADDI: r[in->r0] = r[in->r1] + (uint32_t)in->imm; break;
+    case F_SETZI: r[op->r0] = (uint32_t)op->imm; break;
+    case F_MOV: r[op->r0] = r[op->r1]; break;
+    case F_ADD: r[op->r0] = r[op->r1] + r[op->r2]; break;
+    case F_ADDI: r[op->r0] = r[op->r1] + (uint32_t)op->imm; break;
     case F_NOP: break;
     case F_LD32:
-        a = (int64_t)(int32_t)r[in->r1] + in->imm;
+        a = (int64_t)(int32_t)r[op->r1] + op->imm;
         FAST_ADDR(4);
-        memcpy(&r[in->r0], rd_ptr(m, t, (uint64_t)a), 4);
+        memcpy(&r[op->r0], rd_ptr(m, t, (uint64_t)a), 4);
         ready = c + m->c.load_latency;
         break;
     case F_LD32STEP:
-        a = (int64_t)(int32_t)r[in->r1];
+        a = (int64_t)(int32_t)r[op->r1];
         FAST_ADDR(4);
-        memcpy(&r[in->r0], rd_ptr(m, t, (uint64_t)a), 4);
-        r[in->r1] = (uint32_t)a + (uint32_t)in->imm; /* the base as read: the load may have written it */
+        memcpy(&r[op->r0], rd_ptr(m, t, (uint64_t)a), 4);
+        r[op->r1] = (uint32_t)a + (uint32_t)op->imm; /* the base as read: the load may have written it */
         ready = c + m->c.load_latency;
         break;
     case F_LD64:
     case F_LD64STEP:
         if (m->c.load_bpc < 8)
             goto slow;
-        a = (int64_t)(int32_t)r[in->r1] + (fast == F_LD64 ? in->imm : 0);
+        a = (int64_t)(int32_t)r[op->r1] + (fast == F_LD64 ? op->imm : 0);
         FAST_ADDR(8);
-        memcpy(&r[in->r0], rd_ptr(m, t, (uint64_t)a), 8);
+        memcpy(&r[op->r0], rd_ptr(m, t, (uint64_t)a), 8);
         if (fast == F_LD64STEP)
-            r[in->r1] = (uint32_t)a + (uint32_t)in->imm;
+            r[op->r1] = (uint32_t)a + (uint32_t)op->imm;
+        ready = c + m->c.load_latency;
+        break;
+    case F_LD128:
+    case F_LD128STEP:
+        if (m->c.load_bpc < 16)
+            goto slow;
+        a = (int64_t)(int32_t)r[op->r1] + (fast == F_LD128 ? op->imm : 0);
+        FAST_ADDR(16);
+        if ((uint64_t)a < m->c.interleaved_base)
+            goto slow;
+        memcpy(&r[op->r0], rd_ptr(m, t, (uint64_t)a), 16);
+        if (fast == F_LD128STEP)
+            r[op->r1] = (uint32_t)a + (uint32_t)op->imm;
         ready = c + m->c.load_latency;
         break;
     case F_ST32:
     case F_ST32STEP:
-        a = (int64_t)(int32_t)r[in->r1] + (fast == F_ST32 ? in->imm : 0);
+        a = (int64_t)(int32_t)r[op->r1] + (fast == F_ST32 ? op->imm : 0);
         FAST_ADDR(4);
         if (!(p = t->page[(uint64_t)a >> IPU_PAGE_SHIFT]))
             goto slow;
         if ((uint64_t)a + 4 > t->mem_hi)
             t->mem_hi = (uint64_t)a + 4;
-        memcpy(p + (a & (IPU_PAGE_SIZE - 1)), &r[in->r0], 4);
+        memcpy(p + (a & (IPU_PAGE_SIZE - 1)), &r[op->r0], 4);
         if (fast == F_ST32STEP)
-            r[in->r1] = r[in->r1] + (uint32_t)in->imm;
+            r[op->r1] = r[op->r1] + (uint32_t)op->imm;
         break;
-    case F_F32ADD: r[in->r0] = fr(rf(r[in->r1]) + rf(r[in->r2])); break;
-    case F_F32MAX: r[in->r0] = fr(fmaxf(rf(r[in->r1]), rf(r[in->r2]))); break;
+    case F_ST64:
+    case F_ST64STEP:
+        if (m->c.store_bpc < 8)
+            goto slow;
+        a = (int64_t)(int32_t)r[op->r1] + (fast == F_ST64 ? op->imm : 0);
+        FAST_ADDR(8);
+        if (!(p = t->page[(uint64_t)a >> IPU_PAGE_SHIFT]))
+            goto slow;
+        if ((uint64_t)a + 8 > t->mem_hi)
+            t->mem_hi = (uint64_t)a + 8;
+        memcpy(p + (a & (IPU_PAGE_SIZE - 1)), &r[op->r0], 8);
+        if (fast == F_ST64STEP)
+            r[op->r1] = r[op->r1] + (uint32_t)op->imm;
+        break;
+    case F_F32ADD: r[op->r0] = fr(rf(r[op->r1]) + rf(r[op->r2])); break;
+    case F_F32MAX: r[op->r0] = fr(fmaxf(rf(r[op->r1]), rf(r[op->r2]))); break;
     case F_F32V2ADD: {
-        float y0 = rf(r[in->r1]) + rf(r[in->r2]), y1 = rf(r[in->r1 + 1]) + rf(r[in->r2 + 1]);
-        r[in->r0] = fr(y0);
-        r[in->r0 + 1] = fr(y1);
+        float y0 = rf(r[op->r1]) + rf(r[op->r2]), y1 = rf(r[op->r1 + 1]) + rf(r[op->r2 + 1]);
+        r[op->r0] = fr(y0);
+        r[op->r0 + 1] = fr(y1);
         break;
     }
     case F_F32V2TOF16:
-        r[in->r0] = (uint32_t)ts_f32_to_f16(rf(r[in->r1])) | (uint32_t)ts_f32_to_f16(rf(r[in->r1 + 1])) << 16;
+        r[op->r0] = (uint32_t)ts_f32_to_f16(rf(r[op->r1])) | (uint32_t)ts_f32_to_f16(rf(r[op->r1 + 1])) << 16;
         break;
     case F_LD128PUTCS: {
-        a = (int64_t)(int32_t)r[in->r0];
+        a = (int64_t)(int32_t)r[op->r0];
         FAST_ADDR(16);
-        coef_put(t, (uint32_t)in->imm, rd_ptr(m, t, (uint64_t)a));
+        coef_put(t, (uint32_t)op->imm, rd_ptr(m, t, (uint64_t)a));
         ready = c + m->c.load_latency;
         break;
     }
-    case F_F32V2AMP: amp_f32(m, t, x, rf(r[in->r0]), rf(r[in->r0 + 1])); break;
+    case F_F32V2AMP: amp_f32(m, t, x, rf(r[op->r0]), rf(r[op->r0 + 1])); break;
     case F_F16V4AMP: {
-        float i0 = h2f((uint16_t)r[in->r0]), i1 = h2f((uint16_t)(r[in->r0] >> 16));
-        float i2 = h2f((uint16_t)r[in->r0 + 1]), i3 = h2f((uint16_t)(r[in->r0 + 1] >> 16));
+        float i0 = h2f((uint16_t)r[op->r0]), i1 = h2f((uint16_t)(r[op->r0] >> 16));
+        float i2 = h2f((uint16_t)r[op->r0 + 1]), i3 = h2f((uint16_t)(r[op->r0 + 1] >> 16));
         if (t->w16_stale)
             w16_refresh(t);
         amp_f16(t->w16, m->c.amp_units_f16, i0, i1, i2, i3, x->acc);
@@ -848,19 +965,29 @@ static inline __attribute__((always_inline)) ts_status body_issue(ts_model *m, u
     }
     case F_AMPZERO: memset(x->acc, 0, sizeof x->acc); break;
     case F_AMPGET:
-        r[in->r0] = fr(x->acc[2 * in->imm]);
-        r[in->r0 + 1] = fr(x->acc[2 * in->imm + 1]);
+        r[op->r0] = fr(x->acc[2 * op->imm]);
+        r[op->r0 + 1] = fr(x->acc[2 * op->imm + 1]);
+        break;
+    case F_LDCONST: case F_SUB: case F_MUL: case F_MULI: case F_AND: case F_ANDI: case F_OR: case F_XOR:
+    case F_SHL: case F_SHLI: case F_SHR: case F_SHRI: case F_CMPEQ: case F_CMPULT: case F_CMPSLT: case F_GET:
+        int_op(m, ti, op, fast, r, (uint32_t)(ctx - 1));
         break;
     default:
         goto slow;
     }
 #undef FAST_ADDR
-    x->ready = ready;
-    in->hits++;
+    op->hits++;
     if (t->opcnt)
-        t->opcnt[in->op]++;
+        t->opcnt[op->op]++;
     t->work++;
-    if (++pc == x->rpt_end && x->rpt_left) {
+    if (op == in + 2) { /* a bundle's auxiliary op done: its main one (checked, so it cannot go slow) */
+        op = in + 1;
+        fast = op->fast;
+        goto next_op;
+    }
+    x->ready = ready;
+    pc += len;
+    if (pc == x->rpt_end && x->rpt_left) {
         if (--x->rpt_left > 0)
             pc = x->rpt_start;
         else
@@ -875,21 +1002,38 @@ slow:
 
 /* ---- workers in step: every running worker at one pc ---- */
 
-uint8_t ts_ipu_fast_code(const ipu_insn *in)
+static uint8_t fast_code_one(const ipu_insn *in)
 {
     uint8_t f = ipu_fast[in->op];
-    if (!(in->ctx_ok & 2) || in->member)
+    if (!(in->ctx_ok & 2))
         return F_SLOW;
     if (f == F_LD128PUTCS && (in->imm < 0 || in->imm >= 16))
         return F_SLOW;
     if (f == F_AMPGET && (in->imm < 0 || in->imm >= IPU_ACC_MAX / 2))
         return F_SLOW;
+    if (f == F_GET && (in->imm < IPU_CSR_TILE || in->imm > IPU_CSR_NWORKERS))
+        return F_SLOW;
     return f;
+}
+
+/* A bundle's `{` (in, with its members after it, as check_bundles has checked them) is F_BUNDLE
+ * when body_issue does both members: a main op whose only way to fail is the access fast_access_ok
+ * tests, an auxiliary op that cannot fail. A member keeps its own code, which only its bundle
+ * reads (no context is ever at a member's pc). */
+uint8_t ts_ipu_fast_code(const ipu_insn *in)
+{
+    if (in->op != IPU_OP_BUNDLE)
+        return fast_code_one(in);
+    const uint8_t fm = fast_code_one(&in[1]), fa = fast_code_one(&in[2]);
+    const bool main_ok = (fm >= F_SETZI && fm <= F_ST32STEP) || (fm >= F_LD128 && fm <= F_ST64STEP) || fm >= F_LDCONST;
+    const bool aux_ok = fa == F_NOP || (fa >= F_F32ADD && fa <= F_F32V2TOF16) || (fa >= F_F32V2AMP && fa <= F_AMPGET);
+    return main_ok && aux_ok ? F_BUNDLE : F_SLOW;
 }
 
 static inline bool fast_load(uint8_t f)
 {
-    return f == F_LD32 || f == F_LD32STEP || f == F_LD64 || f == F_LD64STEP || f == F_LD128PUTCS;
+    return f == F_LD32 || f == F_LD32STEP || f == F_LD64 || f == F_LD64STEP || f == F_LD128PUTCS || f == F_LD128 ||
+           f == F_LD128STEP;
 }
 
 /* Whether the workers xs (worker i in slot d[i] of the turn from c) are in step at c: all at
@@ -1037,6 +1181,40 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
             }
             break;
         }
+        case F_ST64:
+        case F_ST64STEP: {
+            if (m->c.store_bpc < 8)
+                goto slow;
+            STEP_ADDRS(8, r1, f == F_ST64 ? imm : 0);
+            uint64_t hi = 0;
+            EACH {
+                if (!t->page[(uint64_t)a[i] >> IPU_PAGE_SHIFT])
+                    goto slow;
+                if ((uint64_t)a[i] + 8 > hi)
+                    hi = (uint64_t)a[i] + 8;
+            }
+            if (hi > t->mem_hi)
+                t->mem_hi = hi;
+            EACH {
+                memcpy(t->page[(uint64_t)a[i] >> IPU_PAGE_SHIFT] + (a[i] & (IPU_PAGE_SIZE - 1)), &xs[i]->r[r0], 8);
+                if (f == F_ST64STEP)
+                    xs[i]->r[r1] += (uint32_t)imm;
+            }
+            break;
+        }
+        case F_LD128:
+        case F_LD128STEP:
+            if (m->c.load_bpc < 16)
+                goto slow;
+            STEP_ADDRS(16, r1, f == F_LD128 ? imm : 0);
+            EACH if ((uint64_t)a[i] < m->c.interleaved_base)
+                goto slow;
+            EACH {
+                memcpy(&xs[i]->r[r0], rd_ptr(m, t, (uint64_t)a[i]), 16);
+                if (f == F_LD128STEP)
+                    xs[i]->r[r1] = (uint32_t)a[i] + (uint32_t)imm;
+            }
+            break;
         case F_F32ADD: EACH xs[i]->r[r0] = fr(rf(xs[i]->r[r1]) + rf(xs[i]->r[r2])); break;
         case F_F32MAX: EACH xs[i]->r[r0] = fr(fmaxf(rf(xs[i]->r[r1]), rf(xs[i]->r[r2]))); break;
         case F_F32V2ADD:
@@ -1081,6 +1259,10 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
                 xs[i]->r[r0] = fr(xs[i]->acc[2 * imm]);
                 xs[i]->r[r0 + 1] = fr(xs[i]->acc[2 * imm + 1]);
             }
+            break;
+        case F_LDCONST: case F_SUB: case F_MUL: case F_MULI: case F_AND: case F_ANDI: case F_OR: case F_XOR:
+        case F_SHL: case F_SHLI: case F_SHR: case F_SHRI: case F_CMPEQ: case F_CMPULT: case F_CMPSLT: case F_GET:
+            EACH int_op(m, ti, in, f, xs[i]->r, (uint32_t)(xs[i] - t->cx - 1));
             break;
         case F_RPT: { /* every worker enters the body, or every one skips it */
             const bool reg = in->op == IPU_OP_RPT;

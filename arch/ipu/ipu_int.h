@@ -119,8 +119,10 @@ typedef struct ipu_insn {
     uint8_t ctx_ok;         /* bit 0: the supervisor may issue it, bit 1: a worker may */
     uint8_t pure;           /* rpt/rpti: the body writes nothing another context reads (no store,
                              * no coefficient load), so turns of it can run in closed form */
-    uint8_t fast;           /* how in_step_run does it for all the workers at once (ts_ipu_fast_code):
-                             * 0, through the full executor */
+    uint8_t fast;           /* how body_issue does it for one worker and in_step_run for all the
+                             * workers at once (ts_ipu_fast_code): 0, through the full executor; a
+                             * bundle's `{` F_BUNDLE when body_issue does both members, which keep
+                             * their own codes */
     uint64_t hits;          /* times issued: counted here, on the line the fetch has just read,
                              * rather than in a per-op table elsewhere (about 5 % of the
                              * executor's time in bench_ipu_bsp) */
@@ -199,8 +201,9 @@ typedef struct ipu_tile {
                              * IPU_OP_BUNDLE, its members as their ops), in the model's op_block;
                              * NULL unless the run asked for superstep_events (opts.phase_events) */
     uint64_t *opseen;       /* opcnt at the last sync 1 (superstep_events) */
-    const uint8_t *ops;     /* the ops its code holds (nops of them), in the model's op_block */
-    uint32_t nops;
+    const uint8_t *ops;     /* the ops its code holds (nops of them), in the model's op_block; those
+                             * with an effect (ipu_opfacts.effect) first, neffops of them */
+    uint32_t nops, neffops;
     uint8_t **page;         /* owned pages, allocated on first write */
     ipu_ctx cx[IPU_MAX_CTX]; /* 0 = supervisor, 1..W = workers */
     /* AMP coefficient state, shared by the workers (research §2.2) */

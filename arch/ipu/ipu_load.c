@@ -230,8 +230,12 @@ static ts_status load_program(ts_model *m, const ts_program *p, ts_err *err)
         bool has[IPU_OP_COUNT] = {false};
         for (uint32_t pc = 0; pc < t->n; pc++)
             has[t->code[pc].op] = true;
+        for (int op = 0; op < IPU_OP_COUNT; op++) /* those with an effect first (tile_effects) */
+            if (has[op] && ts_ipu_opfacts[op].effect)
+                ops[t->nops++] = (uint8_t)op;
+        t->neffops = t->nops;
         for (int op = 0; op < IPU_OP_COUNT; op++)
-            if (has[op])
+            if (has[op] && !ts_ipu_opfacts[op].effect)
                 ops[t->nops++] = (uint8_t)op;
         t->ops = ops;
     }

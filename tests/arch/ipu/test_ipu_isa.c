@@ -148,6 +148,23 @@ START_TEST(endless_loops)
                          "  setzi $m3, 0\n  br outer\n", NULL);
     expect_error(p, "ipu_tiny4", NULL, "so it repeats forever: worker 0 at pc 8", 0);
     free(p);
+    /* a worker that goes round eight states while another counts beside it, out of step
+     * (workers_run): its marks are taken there as issue cycle by cycle takes them, so when the other
+     * has left, every mode names the same mark's cycle */
+    expect_error(".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  run spin, $m1\n  run count, $m1\n  sync 0\n  halt\n"
+                 "spin:\n  addi $m2, $m2, 1\n  andi $m2, $m2, 7\n  br spin\ncount:\n  setzi $m3, 40\nagain:\n"
+                 "  brnzdec $m3, again\n  exit\n",
+                 "ipu_tiny4", NULL, "so it repeats forever: worker 0 at pc 7", 0);
+    /* registers the same at every pass, but each pass stores (the count it reads back and leaves at
+     * 100): no endless loop, whatever the effects are counted from */
+    p = one_worker("  setzi $m2, 0x200\n  setzi $m5, 100\nloop:\n  ld32 $m3, $m2, 0\n  sub $m4, $m3, $m5\n"
+                   "  brz $m4, done\n  addi $m3, $m3, 1\n  st32 $m3, $m2, 0\n  setzi $m3, 0\n  setzi $m4, 0\n"
+                   "  br loop\ndone:\n", NULL);
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, p, &r);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x200), 100);
+    ipu_run_free(&r);
+    free(p);
 }
 END_TEST
 
@@ -276,9 +293,9 @@ END_TEST
  * code): the fast mode does each turn's instruction for all six at once (in_step_run in
  * ipu_exec.c), and ipu_test_run3 checks it against issue cycle by cycle, tile memory included.
  * The AMP body as lwi_emit_mm emits it (four coefficient loads through one pointer, an input pair,
- * f16v4amp), a copy-and-add body with stores, repeat counts that differ between the workers (they
- * leave the body apart), and stores into a page that is not there yet (that turn goes through the
- * full executor, which adds the page). */
+ * f16v4amp), a copy-and-add body with stores, a copy by 128-bit loads and 64-bit stores, repeat
+ * counts that differ between the workers (they leave the body apart), and stores into a page that
+ * is not there yet (that turn goes through the full executor, which adds the page). */
 static uint64_t step_run(const char *body, ipu_run *r)
 {
     loop_run(body, r);
@@ -334,11 +351,82 @@ START_TEST(in_step_bodies)
     ck_assert_float_eq(ipu_peekf(&r, 0, 0x9000 + 48 * 5 + 4 * 11), 0.0f);
     ck_assert_float_eq(ipu_peekf(&r, 0, 0x9000), ipu_peekf(&r, 0, 0x2000) + ipu_peekf(&r, 0, 0x2008));
     ipu_run_free(&r);
+    /* 128-bit loads and 64-bit stores in step, the rows set up by integer ops in step: each worker
+     * copies the quads w, w + 1, w + 2 (zeros past the data) into page 9, not there until the first
+     * store */
+    ck_assert_uint_ge(step_run("  muli $m2, $m1, 16\n  addi $m2, $m2, 0x2000\n  setzi $m9, 48\n  mul $m3, $m1, $m9\n"
+                               "  sub $m3, $m3, $m9\n  add $m3, $m3, $m9\n  addi $m3, $m3, 0x9000\n  setzi $m0, 3\n"
+                               "  rpt $m0, 3\n  ld128step $a0, $m2, 16\n  st64step $a0, $m3, 8\n  st64step $a2, $m3, 8\n"
+                               "  exit\n", &r),
+                      9);
+    for (unsigned w = 0; w < 6; w++)
+        for (unsigned k = 0; k < 3; k++)
+            for (unsigned j = 0; j < 4; j++) {
+                unsigned q = w + k;
+                float want = q < 4 ? ipu_peekf(&r, 0, 0x2000 + 16 * q + 4 * j) : 0.0f;
+                ck_assert_float_eq(ipu_peekf(&r, 0, 0x9000 + 48 * w + 16 * k + 4 * j), want);
+            }
+    ipu_run_free(&r);
     /* repeat counts 12 to 17: the workers leave the body one by one, out of step */
     snprintf(text, sizeof text, "  setzi $m5, 0x2000\n  shli $m4, $m1, 3\n  addi $m4, $m4, 0x2000\n  ampzero\n"
                                 "  add $m0, $m0, $m1\n%s", amp);
     ck_assert_uint_ge(step_run(text, &r), 120);
     ipu_run_free(&r);
+}
+END_TEST
+
+/* Bundles in the loops of workers that are not in step (each starts w turns after worker 0, as
+ * the shared-coefficient kernel's workers run apart): workers_run does each bundle's two ops
+ * itself (body_issue: the auxiliary op, then the main one, once the main one's access is checked)
+ * and must give what issue cycle by cycle gives (ipu_test_run3 compares the modes, tile memory
+ * included): a 128-bit load and a 64-bit load, each next to an op that reads the registers the
+ * load writes (as they were: the auxiliary op first), stores into a page that is not there until
+ * the first one (that bundle goes through the full executor), the AMP's sums read in a bundle. With the loads' pointers run out of
+ * memory, every mode stops at the same issue: worker 5's, the first in cycles. */
+static const char apart_head[] = ".arch ipu\n.data tile 0 0x2000\n"
+                                 "  .f32 1.5, -2.25, 0.5, 4.0, 3.0, 0.125, -1.0, 2.5\n"
+                                 "  .f32 0.75, 1.25, -0.5, 6.0, 2.0, -3.5, 1.0, 0.25\n"
+                                 ".stream tile 0\n  setzi $m1, 0\n  runall w, $m1\n  sync 0\n  halt\n"
+                                 "w:\n  get $m1, 2\n  rpt $m1, 1\n  nop\n"
+                                 "  muli $m3, $m1, 80\n  addi $m3, $m3, 0x9000\n  setzi $m5, 0x2000\n"
+                                 "  ld128putcs $m5, 0\n  ld128putcs $m5, 1\n  ampzero\n  shli $m6, $m1, 3\n"
+                                 "  addi $m6, $m6, 0x2000\n  ld64 $a0, $m6, 0\n  setzi $m7, 0\n  mov $a8, $m7\n"
+                                 "  mov $a9, $m7\n  setzi $m2, %s\n  shli $m8, $m1, 4\n  add $m2, $m2, $m8\n"
+                                 "  rpti 8, 16\n"
+                                 "  {\n  ld128step $a4, $m2, 16\n  f32v2add $a8, $a8, $a4\n  }\n"
+                                 "  {\n  ld64step $a0, $m6, 8\n  f32v2amp $a0\n  }\n"
+                                 "  {\n  st64step $a8, $m3, 8\n  ampget $a10, 1\n  }\n"
+                                 "  {\n  addi $m7, $m7, 1\n  f32v2add $a12, $a10, $a10\n  }\n"
+                                 "  st64 $a12, $m3, 0\n  st32 $m7, $m3, 8\n  exit\n";
+
+START_TEST(bundles_apart)
+{
+    char text[2048];
+    snprintf(text, sizeof text, apart_head, "0x2000");
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, text, &r);
+    ck_assert_uint_gt(r.m->t[0].cf_turns, 8 * 4);
+    for (unsigned w = 0; w < 6; w++) {
+        uint64_t out = 0x9000 + 80 * w;
+        float s0 = 0.0f, s1 = 0.0f;
+        for (unsigned k = 0; k < 8; k++) { /* pass k adds quad w + k - 1's first pair (the one loaded the pass
+                                              * before: the add reads its registers before the load writes) */
+            ck_assert_float_eq(ipu_peekf(&r, 0, out + 8 * k), s0);
+            ck_assert_float_eq(ipu_peekf(&r, 0, out + 8 * k + 4), s1);
+            s0 += w + k < 4 ? ipu_peekf(&r, 0, 0x2000 + 16 * (w + k)) : 0.0f;
+            s1 += w + k < 4 ? ipu_peekf(&r, 0, 0x2004 + 16 * (w + k)) : 0.0f;
+        }
+        ck_assert_uint_eq(ipu_peek32(&r, 0, out + 64 + 8), 8); /* the main ops' count */
+    }
+    ipu_run_free(&r);
+    /* from 65536 - 160 the loads leave the 64 KiB where w + k = 10, first for worker 5 (its pass 5) */
+    snprintf(text, sizeof text, apart_head, "65376");
+    ipu_run e;
+    ipu_test_modes("ipu_tiny4", NULL, text, &e);
+    ck_assert_int_eq(e.rc, TS_ESIM);
+    ck_assert_msg(strstr(e.err.msg, "ld128 address 65536 is out of range") != NULL, "%s", e.err.msg);
+    ck_assert_msg(strstr(e.err.msg, "worker 5 at pc") != NULL, "%s", e.err.msg);
+    ipu_run_free(&e);
 }
 END_TEST
 
@@ -804,6 +892,7 @@ static Suite *suite(void)
     tcase_add_test(t, closed_form_error_order);
     tcase_add_test(t, closed_form_stores);
     tcase_add_test(t, in_step_bodies);
+    tcase_add_test(t, bundles_apart);
     tcase_add_test(t, float_arithmetic);
     tcase_add_test(t, half_conversion);
     tcase_add_test(t, amp_values);
