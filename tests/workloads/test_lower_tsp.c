@@ -398,6 +398,134 @@ START_TEST(test_conv1x1_turns_east)
 }
 END_TEST
 
+/* An int32 bias with data: channel n gets (n k mod 41 - 20) x step, large enough that many of the
+ * requantised values saturate. */
+static int bias_data(ts_graph *g, const char *name, int N, int k, int32_t step, int32_t *v)
+{
+    int id = tensor_dt(g, name, TS_TENSOR_WEIGHT, TS_DT_I32, 1, (int64_t[]){N});
+    for (int n = 0; n < N; n++)
+        v[n] = (n * k % 41 - 20) * step;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(ts_graph_set_data(g, id, v, (size_t)N * 4, &e), TS_OK);
+    return id;
+}
+
+/* y[n P + p] (NCHW, P pixels) of a 1x1 conv of x (C channels) with weight wid and bias b (NULL: none),
+ * requantised; *pre the rounded value before the saturation (NULL: not wanted). */
+static int8_t *ref_conv1x1(const int8_t *x, int C, int P, int wid, const int32_t *b, int M, bool relu, int *pre)
+{
+    int8_t *y = ts_calloc((size_t)M * P, 1);
+    float s = ts_lower_tsp_scale((uint64_t)C);
+    for (int n = 0; n < M; n++)
+        for (int p = 0; p < P; p++) {
+            int32_t acc = b ? b[n] : 0;
+            for (int c = 0; c < C; c++)
+                acc += (int32_t)x[(size_t)c * P + p] * ts_fill_i8(wid, (uint64_t)n * C + c);
+            if (pre)
+                pre[(size_t)n * P + p] = (int)nearbyint((double)((float)acc * s));
+            y[(size_t)n * P + p] = requant(acc, s, relu);
+        }
+    return y;
+}
+
+static int8_t sat8(int v) { return (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v); }
+
+/* The Add of a product's output and a tensor already in MEM, fused into the product's final passes
+ * (products.c, fused_add): conv c2's int8 value plus the conv's input h, saturating, then the Add's
+ * Relu; conv c3's plus its input sr (the operand given first), no Relu; a MatMul of two output tiles
+ * (partial sums) plus its input a. Every value bit-exact against the C reference, which rounds and
+ * saturates the product's value to int8 before the saturating add (values past -128 before the add
+ * that land inside the range after it prove the order); the Adds have no instructions of their own,
+ * and the products issue one `adds` per output vector. */
+START_TEST(test_fused_add)
+{
+    ts_graph *g = ts_graph_create("fadd");
+    const int C = 16, H = 6, W = 6, P = H * W, M = 48, R = 8, K = 330;
+    int32_t b1v[48], b2v[48];
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
+    int w1 = tensor_dt(g, "w1", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, C, 1, 1});
+    int w2 = tensor_dt(g, "w2", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, M, 1, 1});
+    int w3 = tensor_dt(g, "w3", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, M, 1, 1});
+    int b1 = bias_data(g, "b1", M, 37, 300, b1v), b2 = bias_data(g, "b2", M, 29, 600, b2v);
+    int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){R, K});
+    int bm = tensor_dt(g, "bm", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){K, K});
+    int t[9];
+    const char *nm[9] = {"c1", "h", "q", "s", "sr", "u", "z", "v", "va"};
+    for (int i = 0; i < 9; i++)
+        t[i] = tensor_dt(g, nm[i], TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    node(g, TS_OP_CONV, "conv1", (int[]){x, w1, b1}, 3, t[0], NULL);
+    node(g, TS_OP_RELU, "relu1", (int[]){t[0]}, 1, t[1], NULL);
+    node(g, TS_OP_CONV, "conv2", (int[]){t[1], w2, b2}, 3, t[2], NULL);
+    node(g, TS_OP_ADD, "add2", (int[]){t[2], t[1]}, 2, t[3], NULL);
+    node(g, TS_OP_RELU, "relu2", (int[]){t[3]}, 1, t[4], NULL);
+    node(g, TS_OP_CONV, "conv3", (int[]){t[4], w3}, 2, t[5], NULL);
+    node(g, TS_OP_ADD, "add3", (int[]){t[4], t[5]}, 2, t[6], NULL);
+    node(g, TS_OP_MATMUL, "mm", (int[]){a, bm}, 2, t[7], NULL);
+    node(g, TS_OP_ADD, "addm", (int[]){t[7], a}, 2, t[8], NULL);
+    ts_graph_mark_output(g, t[4]);
+    ts_graph_mark_output(g, t[6]);
+    ts_graph_mark_output(g, t[8]);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    int8_t *xv = input_of(g, x), *av = input_of(g, a);
+    int8_t *h = ref_conv1x1(xv, C, P, w1, b1v, M, true, NULL);
+    int *pre = ts_calloc((size_t)M * P, sizeof *pre);
+    int8_t *q = ref_conv1x1(h, M, P, w2, b2v, M, false, pre);
+    int8_t *sr = ts_calloc((size_t)M * P, 1), *z = ts_calloc((size_t)M * P, 1), *va = ts_calloc((size_t)R * K, 1);
+    int order = 0; /* values where adding before the saturation would differ */
+    for (int i = 0; i < M * P; i++) {
+        int v = sat8(q[i] + h[i]);
+        sr[i] = (int8_t)(v < 0 ? 0 : v);
+        order += sat8(pre[i] + h[i]) != sat8(q[i] + h[i]);
+    }
+    int8_t *u = ref_conv1x1(sr, M, P, w3, NULL, M, false, NULL);
+    for (int i = 0; i < M * P; i++)
+        z[i] = sat8(sr[i] + u[i]);
+    float s = ts_lower_tsp_scale(K);
+    for (int r = 0; r < R; r++)
+        for (int n = 0; n < K; n++) {
+            int32_t acc = 0;
+            for (int k = 0; k < K; k++)
+                acc += av[r * K + k] * ts_fill_i8(bm, (uint64_t)k * K + n);
+            va[r * K + n] = sat8(requant(acc, s, false) + av[r * K + n]);
+        }
+    int pos, nz;
+    ck_assert_int_eq(diff_conv(&l, t[4], sr, M, P, &pos, &nz), 0);
+    ck_assert_int_gt(pos, M * P / 4);
+    ck_assert_int_gt(order, 0);
+    ck_assert_int_eq(diff_conv(&l, t[6], z, M, P, &pos, &nz), 0);
+    ck_assert_int_gt(nz, M * P / 2);
+    int bad = 0;
+    for (int r = 0; r < R; r++)
+        for (int n = 0; n < K; n++) {
+            int8_t have = got(&l, t[8], (uint32_t)r, (uint32_t)n);
+            if (have != va[r * K + n] && bad++ < 5)
+                fprintf(stderr, "va[%d][%d] = %d, want %d\n", r, n, have, va[r * K + n]);
+        }
+    ck_assert_int_eq(bad, 0);
+    for (size_t i = 0; i < l.rep.nlayers; i++) { /* the Adds and the Relu after one: fused */
+        const ts_graph_node *nd = ts_graph_get_node(g, l.rep.layers[i].node);
+        if (nd->op == TS_OP_ADD || !strcmp(nd->name, "relu2"))
+            ck_assert_msg(l.rep.layers[i].first == 0 && l.rep.layers[i].last == 0 && l.rep.layers[i].vxm_ops == 0,
+                          "%s has instructions of its own", nd->name);
+    }
+    ck_assert_int_eq(count_insns(l.prog, "adds"), 2 * P + 2 * R);
+    ts_free(xv);
+    ts_free(av);
+    ts_free(h);
+    ts_free(pre);
+    ts_free(q);
+    ts_free(sr);
+    ts_free(u);
+    ts_free(z);
+    ts_free(va);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* Gemm with transB and a bias, fused Relu. */
 START_TEST(test_gemm_relu)
 {
@@ -1136,6 +1264,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_conv1x1_turns);
     tcase_add_test(tc, test_conv1x1_turns_east);
     tcase_add_test(tc, test_gemm_relu);
+    tcase_add_test(tc, test_fused_add);
     tcase_add_test(tc, test_conv);
     tcase_add_test(tc, test_block);
     tcase_add_test(tc, test_maxpool_offset);

@@ -342,6 +342,11 @@ static ts_status lower_node(lt *L, int ni)
     case TS_OP_EXPAND:
         return lt_lower_product(L, nd, ly);
     case TS_OP_ADD: {
+        if (nd->nin == 2 && (L->t[nd->in[0]].fused || L->t[nd->in[1]].fused)) {
+            /* fused into the product before it (products.c, fused_add) */
+            ly->first = ly->last = 0;
+            return TS_OK;
+        }
         int fw = full_weight(L, nd);
         if (fw >= 0 && !L->t[fw].placed && (rc = lt_place_input(L, fw, nd)) != TS_OK)
             return rc;

@@ -100,6 +100,8 @@ typedef struct alloc { fr *v; size_t n, cap; uint32_t first, top, limit; } alloc
 /* A placed int8 tensor. */
 typedef struct tens {
     bool placed, nonneg, output;
+    bool fused;             /* computed by the product before (products.c: a fused Relu's input, a fused Add's
+                             * inputs and output): its node has nothing left to do */
     uint32_t P, T, C;       /* pixels, channel tiles, channels */
     uint32_t base, off, nw; /* region: words base..base+nw in every W slice */
     uint64_t avail;         /* writes into the region only after this cycle */

@@ -59,6 +59,8 @@ typedef struct prod {
     bool tb;                 /* kind 5: r is B itself, its transpose to be computed first (transpose_rows) */
     lt_cat cat;              /* kind 4: the inputs */
     bool relu;
+    tens *res;               /* an Add fused into the requantisation (fused_add): its other operand, whose
+                              * vector i the output's vector i adds; NULL: none */
     float scale;
     uint32_t blanes;         /* kind 3 of one block: the bias in the MXM, lanes K .. K + blanes - 1 of every im2col
                               * row holding 1 and of every weight row parts of its bias (bias_lanes); 0: none */
@@ -1046,8 +1048,47 @@ typedef struct pass {
     uint64_t lb;             /* earliest abc */
 } pass;
 
+/* Cycles the int8 value of a final pass may wait in its latch for the operand of a fused Add. */
+#define ADD_WAIT 4
+
+/* The end of a final pass with an Add fused (p->res): the scaled f32 value v2 to int8 (rounded and
+ * saturated as always), plus the other operand's vector read from the west MEM (`adds`, saturating:
+ * the Add of two int8 tensors), Relu where the Add has a lone one after it, written to the output
+ * vector; *wdone the write's cycle. The operand arrives when the int8 value is ready, or up to
+ * ADD_WAIT cycles later, the value held in its latch. */
+static bool requant_add(lt *L, const prod *p, const pass *ps, val *v2, uint32_t tag, uint64_t *wdone)
+{
+    const ts_tsp_regs *R = &L->tg->reg;
+    val v3, x, r;
+    int so;
+    if (!lt_vop(L, LT_CVT, R->i8, R->f32, v2->t, v2, NULL, -1, 0, tag, &v3, NULL))
+        return false;
+    /* the output's vector index, the operand's too (one shape, no slots) */
+    uint64_t i = (uint64_t)(ps->oword - p->y->base) * L->nW + ps->omem - p->y->off;
+    uint32_t mem, word;
+    lt_slot(L, p->res, i, &mem, &word);
+    for (uint32_t d = 0; d <= ADD_WAIT; d++) {
+        size_t mark = L->nu, pm = L->npd;
+        val a = v3;
+        if (lt_hold(L, &a, v3.t + d) && lt_vin_w(L, mem, word, v3.t + d, tag, p->res->ready[i], &x)) {
+            bool ok;
+            if (p->relu) {
+                val s;
+                ok = lt_vop(L, LT_ADDS, R->i8, 0, v3.t + d, &a, &x, -1, 0, tag, &s, NULL) &&
+                     lt_vop(L, LT_RELU, R->i8, 0, s.t, &s, NULL, P_FROMV_W, 1, tag, &r, &so);
+            } else {
+                ok = lt_vop(L, LT_ADDS, R->i8, 0, v3.t + d, &a, &x, P_FROMV_W, 1, tag, &r, &so);
+            }
+            if (ok && lt_wr(L, ps->omem, ps->oword, r.t, L->tg->pos_vxm, WEST, so, tag, p->y->avail, wdone))
+                return true;
+        }
+        lt_undo_to(L, mark, pm);
+    }
+    return false;
+}
+
 /* The VXM half of a final pass: sum (int32, in a latch) to f32, times the scale, to int8 (and
- * Relu), written to the output vector; *wdone the write's cycle. */
+ * Relu, or a fused Add: requant_add), written to the output vector; *wdone the write's cycle. */
 static bool requant(lt *L, const prod *p, const pass *ps, val *sum, uint32_t tag, bool kept, uint64_t *wdone)
 {
     const ts_tsp_regs *R = &L->tg->reg;
@@ -1062,6 +1103,8 @@ static bool requant(lt *L, const prod *p, const pass *ps, val *sum, uint32_t tag
         return false;
     int so;
     uint64_t tb;
+    if (p->res)
+        return requant_add(L, p, ps, &v2, tag, wdone);
     if (p->relu) {
         if (!lt_vop(L, LT_CVT, R->i8, R->f32, v2.t, &v2, NULL, -1, 0, tag, &v3, NULL) ||
             !lt_vop(L, LT_RELU, R->i8, 0, v3.t, &v3, NULL, P_FROMV_W, 1, tag, &v4, &so))
@@ -2182,8 +2225,46 @@ static ts_status pack_block(lt *L, prod *p, tens *pk, ts_lower_tsp_layer *ly)
 
 /* ---- the operator ---- */
 
+/* A product of one reduction block and more final passes than this (ResNet-50's stage-1 conv3, 3,136
+ * pixels) keeps its Add apart (fused_add): its passes go at the rate of the VXM's ALUs, 4 operations
+ * each, and the Add's 2 a vector, fixed in each pass's chain, would slow them more than an Add of its
+ * own, whose operations fill the cycles the passes leave (measured: ResNet-50 60,138 cycles this way,
+ * 60,728 with stage 1's fused too; MobileNetV2 179,134 and 179,322). */
+#define ADD_VXM_PASSES 2048
+
+/* The Add fused into product p's requantisation, whose output `out` it reads as its one consumer, else
+ * -1: an Add of two activations of one shape (no broadcast) whose other operand (*res) is a tensor
+ * the lowering placed already, in lanes 0 .. C - 1 (not in slots). Each final pass then adds that
+ * operand's vector to its int8 value as the Add would (requant_add); the Add's lone Relu goes with
+ * it. ResNet's conv3 (or downsample) with the shortcut, MobileNetV2's projection with the block's
+ * input. */
+static int fused_add(const lt *L, const prod *p, int out, int *res)
+{
+    size_t n;
+    const int *c = ts_graph_consumers(L->g, out, &n);
+    const ts_graph_tensor *t = ts_graph_get_tensor(L->g, out);
+    if (p->kind == 4 || n != 1 || t->is_output)
+        return -1;
+    if (p->KT == 1 && (uint64_t)p->M * p->NT > ADD_VXM_PASSES)
+        return -1;
+    const ts_graph_node *a = ts_graph_get_node(L->g, c[0]);
+    if (a->op != TS_OP_ADD || a->nin != 2 || a->in[0] == a->in[1])
+        return -1;
+    int o = a->in[a->in[0] == out ? 1 : 0];
+    const ts_graph_tensor *ot = ts_graph_get_tensor(L->g, o), *at = ts_graph_get_tensor(L->g, a->out[0]);
+    const tens *x = &L->t[o];
+    if ((ot->kind != TS_TENSOR_ACTIVATION && ot->kind != TS_TENSOR_INPUT) || !x->placed || x->rep ||
+        x->P != p->M || x->C != p->N || ot->rank != t->rank || at->rank != t->rank ||
+        memcmp(ot->dims, t->dims, (size_t)t->rank * sizeof *t->dims) ||
+        memcmp(at->dims, t->dims, (size_t)t->rank * sizeof *t->dims))
+        return -1;
+    *res = o;
+    return c[0];
+}
+
 /* MatMul, Gemm or Conv: its geometry, its output placed (a lone Relu after it fused: the Relu's
- * output is the product's), then its schedule; an im2col input laid out for it is freed after. */
+ * output is the product's; an Add after it fused, fused_add: the Add's, or its Relu's), then its
+ * schedule; an im2col input laid out for it is freed after. */
 ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
 {
     bool cat = nd->op == TS_OP_CONCAT || nd->op == TS_OP_SLICE || nd->op == TS_OP_TRANSPOSE || nd->op == TS_OP_EXPAND ||
@@ -2201,11 +2282,14 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
         return rc;
     }
     p.NT = (uint32_t)ts_geom_cdiv(p.N, L->VL);
-    int fu = lt_fused_relu(L, out);
+    int rid = -1, ad = fused_add(L, &p, out, &rid);
+    int aout = ad >= 0 ? ts_graph_get_node(L->g, ad)->out[0] : out; /* the value the product computes */
+    int fu = lt_fused_relu(L, aout);
     p.relu = fu >= 0;
+    p.res = ad >= 0 ? &L->t[rid] : NULL;
     p.scale = cat ? 1.0f : ts_lower_tsp_scale(p.K); /* a Concat moves its values unchanged */
     ly->scale = p.scale;
-    int yid = fu >= 0 ? ts_graph_get_node(L->g, fu)->out[0] : out;
+    int yid = fu >= 0 ? ts_graph_get_node(L->g, fu)->out[0] : aout;
     tens pk = {0};
     if (p.kind == 6) { /* the packed vectors in the other bank than the input, the output in the input's */
         rc = place_temp(L, nd, &pk, p.M, p.CT * L->VL, "the packed taps", false, lt_bank_pref(L, p.x0));
@@ -2217,16 +2301,21 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
         return rc;
     }
     p.y = &L->t[yid];
-    if (pack_slots(L, &p, yid))
+    if (!p.res && pack_slots(L, &p, yid)) /* a fused Add's other operand is not in slots */
         p.NT = p.rep; /* the slots are its output tiles */
     p.y->rep = p.rep;
     p.y->repk = p.repk;
     p.y->nonneg = p.relu;
-    if (fu >= 0) {
-        /* the Relu is done: its output is this product's */
-        L->t[out] = L->t[yid];
-        L->t[out].ready = NULL;
-        L->t[out].placed = false;
+    int done[2] = {out, aout};
+    for (int k = 0; k < 2; k++) {
+        /* the Add and the Relu are done: their outputs are this product's */
+        int id = done[k];
+        if (id == yid || (k && id == out))
+            continue;
+        L->t[id] = L->t[yid];
+        L->t[id].ready = NULL;
+        L->t[id].placed = false;
+        L->t[id].fused = true;
     }
     tens bt = {0};
     /* a packed Conv that may go in pairs or quads packs each pixel just before its passes
@@ -2246,6 +2335,11 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     }
     if (rc != TS_OK)
         return rc;
+    if (p.res) { /* every read of the Add's operand came before its pass's write */
+        if (ly->last > p.res->last_read)
+            p.res->last_read = ly->last;
+        lt_release(L, rid);
+    }
     if (p.kind == 5)
         lt_release(L, p.rid);
     for (int i = 0; i < (cat ? p.cat.n : 1); i++) {
