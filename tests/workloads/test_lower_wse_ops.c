@@ -842,6 +842,29 @@ START_TEST(test_gpt_prefill)
 }
 END_TEST
 
+/* A decode's products sized for latency (lower_wse_place.c): every one-row product of the main
+ * band (K inputs, N outputs) has rows until its MAC loop, ceil(K / kr) (ceil(N / kc) + 3) cycles,
+ * is at most a quarter of K + N, or all the rows it may take (K, or rows, the main band's); the
+ * balanced pipeline alone gives these decoders' products fewer (4 to 13 rows of 32 and 64 inputs),
+ * so the check fails without the rule. Returns how many products it saw. */
+static size_t check_latency_rows(const lowered *L, uint32_t rows)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < L->rep.nstages; i++) {
+        const ts_lower_wse_stage *s = &L->rep.stages[i];
+        if (strcmp(s->what, "matmul") || s->skip || s->macs != s->in_elems * s->out_elems)
+            continue;
+        const uint64_t K = s->in_elems, N = s->out_elems, ki = (K + s->kr - 1) / s->kr;
+        const uint64_t loop = ki * ((N + s->kc - 1) / s->kc + 3);
+        ck_assert_msg(loop <= (K + N) / 4 || s->kr == (K < rows ? K : rows),
+                      "product %zu: %llu x %llu on %u x %u PEs, MAC loop %llu", i, (unsigned long long)K,
+                      (unsigned long long)N, s->kr, s->kc, (unsigned long long)loop);
+        n++;
+    }
+    ck_assert_uint_gt(n, 0);
+    return n;
+}
+
 /* The gpt built-in in Llama's form (RMSNorm, SwiGLU, no biases; _i 2: biases, 4 query heads on 2
  * key heads; _i 3 to 5: rotary positions, 4 query heads on 2 key heads; _i 5 planned for PEs of
  * 2,048 bytes, the rotary stage split over PEs by heads), prefill (_i 0, 2, 3, 5) and decode (_i 1,
@@ -898,6 +921,8 @@ START_TEST(test_gpt_swiglu)
         ck_assert_uint_eq(gate[-1].h, gate[-1].kr + gate->h - 1);
         ck_assert_uint_eq(gate->y, gate[-1].y);
     }
+    if (M == 1) /* a decode: every one-row product sized for latency */
+        check_latency_rows(&L, 16);
     check_logits(g, &L, spec);
     lowered_free(&L);
     ts_graph_destroy(g);
@@ -937,6 +962,7 @@ START_TEST(test_gpt_norm_split)
     ck_assert_uint_eq(gate->h, 2);
     ck_assert_uint_gt(gate->w, 1);
     ck_assert_uint_eq(gate[-1].h, gate[-1].kr + 1);
+    check_latency_rows(&L, 16); /* its products sized for latency */
     check_logits(g, &L, spec);
     lowered_free(&L);
     ts_graph_destroy(g);
