@@ -236,10 +236,16 @@ static bool decoding(const lw *L)
     return attn;
 }
 
+/* Cycles a row of PEs adds to a product's latency in a decode (the input row down one more PE,
+ * the partial sums up one more, each add's start): the fewest cycles of the reduced decoders in
+ * test_llm's form, of 1 to 16 tried. */
+enum { ROW_CYCLES = 8 };
+
 /* A decode's products sized for latency: each one-row product of the main band, its columns kept,
- * takes the fewest rows (more than balance gave it, at most its lane's and K) whose MAC loop
+ * takes more rows than balance gave it, at most its lane's and K: up to the fewest whose MAC loop
  * (ki (nb + 3) cycles, ki inputs by nb outputs a PE) is at most a quarter of K + N, the cycles its
- * input and output take to stream past one PE. Its blocks only shrink, its columns stay, so the
+ * input and output take to stream past one PE, the number kr of them that makes the MAC loop plus
+ * ROW_CYCLES kr the least (the first of equals). Its blocks only shrink, its columns stay, so the
  * band's width and every other stage are as they were; the band grows down into rows a decode
  * leaves idle. */
 static void latency_rows(lw *L, uint32_t Hm, uint64_t avail)
@@ -254,8 +260,15 @@ static void latency_rows(lw *L, uint32_t Hm, uint64_t avail)
         mm_bounds(L, s, Hm, avail, &hmax, &wmax);
         const uint64_t K = (uint64_t)s->K, nb = ts_geom_cdiv((uint64_t)s->N, s->kc);
         const uint64_t ki = ((uint64_t)s->K + (uint64_t)s->N) / 4 / (nb + 3); /* the most inputs a PE */
-        uint64_t kr = ki ? ts_geom_cdiv(K, ki) : hmax;
-        kr = kr < hmax ? kr : hmax;
+        uint64_t most = ki ? ts_geom_cdiv(K, ki) : hmax, kr = s->kr, best = UINT64_MAX;
+        most = most < hmax ? most : hmax;
+        for (uint64_t r = s->kr; r <= most; r++) {
+            const uint64_t c = ts_geom_cdiv(K, r) * (nb + 3) + ROW_CYCLES * r;
+            if (c < best) {
+                best = c;
+                kr = r;
+            }
+        }
         if (kr <= s->kr)
             continue;
         s->kr = (uint32_t)kr;
