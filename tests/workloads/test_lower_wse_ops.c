@@ -842,6 +842,31 @@ START_TEST(test_gpt_prefill)
 }
 END_TEST
 
+/* A decode's products sized for latency (lower_wse_place.c): for every one-row product of the
+ * main band (K inputs, N outputs on kr x kc PEs), with loop(r) = ceil(K / r) (ceil(N / kc) + 3)
+ * its MAC loop on r rows, no r above kr, up to the rows it may take (K, or rows: the main band's)
+ * and the first whose loop is at most a quarter of K + N, makes loop(r) + 8 r less than on kr: more
+ * rows would not pay for the 8 cycles each adds. The balanced pipeline alone gives test_gpt_swiglu's
+ * decoders products of 4 and 8 rows (32 inputs) where 5 and 11 take fewer cycles: the check fails
+ * there without the rule (test_gpt_norm_split's 13 rows of 64 inputs are already the best). */
+static void check_latency_rows(const lowered *L, uint32_t rows)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < L->rep.nstages; i++) {
+        const ts_lower_wse_stage *s = &L->rep.stages[i];
+        if (strcmp(s->what, "matmul") || s->skip || s->macs != s->in_elems * s->out_elems)
+            continue;
+        const uint64_t K = s->in_elems, N = s->out_elems, nb = (N + s->kc - 1) / s->kc, most = K < rows ? K : rows;
+        const uint64_t at = (K + s->kr - 1) / s->kr * (nb + 3) + 8 * s->kr;
+        for (uint64_t r = s->kr + 1; r <= most && (K + r - 2) / (r - 1) * (nb + 3) > (K + N) / 4; r++)
+            ck_assert_msg((K + r - 1) / r * (nb + 3) + 8 * r >= at, "product %zu: %llu x %llu on %u x %u PEs, on %llu "
+                          "rows %llu cycles less", i, (unsigned long long)K, (unsigned long long)N, s->kr, s->kc,
+                          (unsigned long long)r, (unsigned long long)(at - ((K + r - 1) / r * (nb + 3) + 8 * r)));
+        n++;
+    }
+    ck_assert_uint_gt(n, 0);
+}
+
 /* The gpt built-in in Llama's form (RMSNorm, SwiGLU, no biases; _i 2: biases, 4 query heads on 2
  * key heads; _i 3 to 5: rotary positions, 4 query heads on 2 key heads; _i 5 planned for PEs of
  * 2,048 bytes, the rotary stage split over PEs by heads), prefill (_i 0, 2, 3, 5) and decode (_i 1,
@@ -898,6 +923,8 @@ START_TEST(test_gpt_swiglu)
         ck_assert_uint_eq(gate[-1].h, gate[-1].kr + gate->h - 1);
         ck_assert_uint_eq(gate->y, gate[-1].y);
     }
+    if (M == 1) /* a decode: every one-row product sized for latency */
+        check_latency_rows(&L, 16);
     check_logits(g, &L, spec);
     lowered_free(&L);
     ts_graph_destroy(g);
@@ -937,6 +964,7 @@ START_TEST(test_gpt_norm_split)
     ck_assert_uint_eq(gate->h, 2);
     ck_assert_uint_gt(gate->w, 1);
     ck_assert_uint_eq(gate[-1].h, gate[-1].kr + 1);
+    check_latency_rows(&L, 16); /* its products sized for latency */
     check_logits(g, &L, spec);
     lowered_free(&L);
     ts_graph_destroy(g);

@@ -3,7 +3,8 @@
  * The passes, in order: the fewest columns each stage needs (sources and sinks by their chunks of
  * the stream, matrix products by their weights); the columns left for the matrix products; the
  * balanced pipeline time T, the smallest for which every matrix product, given the fewest PEs that
- * take its rows in at most T cycles, fits; each product's kr x kc split at T; the rows the
+ * take its rows in at most T cycles, fits; each product's kr x kc split at T (a decode's one-row
+ * products then given rows until their MAC loop no longer dominates); the rows the
  * outputs of a product before SwiGLU's gate leave on (and the gate takes them on); the main
  * band's height; the stages west to east, skip paths in the rows below the main band.
  */
@@ -215,6 +216,65 @@ static ts_status split(lw *L, uint32_t Hm, uint64_t avail)
         s->mem = lw_mm_mem(ts_geom_cdiv((uint64_t)s->K, kr), ts_geom_cdiv((uint64_t)s->N, kc));
     }
     return TS_OK;
+}
+
+/* Whether the program decodes one token against a cache: it has attention, and every attention
+ * takes one row of one sequence against cached keys and values. Its stream is then one row that
+ * passes each stage once, so the layer's time is the sum of its stages' latencies, not the
+ * slowest stage's time per row as in a pipeline of many rows (images, a prefill). */
+static bool decoding(const lw *L)
+{
+    bool attn = false;
+    for (size_t i = 0; i < L->n; i++) {
+        const lw_stage *s = &L->st[i];
+        if (s->kind != K_ATTN)
+            continue;
+        if (!s->nc || s->M != 1 || s->nseq > 1)
+            return false;
+        attn = true;
+    }
+    return attn;
+}
+
+/* Cycles a row of PEs adds to a product's latency in a decode (the input row down one more PE,
+ * the partial sums up one more, each add's start): the fewest cycles of the reduced decoders in
+ * test_llm's form, of 1 to 16 tried. */
+enum { ROW_CYCLES = 8 };
+
+/* A decode's products sized for latency: each one-row product of the main band, its columns kept,
+ * takes more rows than balance gave it, at most its lane's and K: up to the fewest whose MAC loop
+ * (ki (nb + 3) cycles, ki inputs by nb outputs a PE) is at most a quarter of K + N, the cycles its
+ * input and output take to stream past one PE, the number kr of them that makes the MAC loop plus
+ * ROW_CYCLES kr the least (the first of equals). Its blocks only shrink, its columns stay, so the
+ * band's width and every other stage are as they were; the band grows down into rows a decode
+ * leaves idle. */
+static void latency_rows(lw *L, uint32_t Hm, uint64_t avail)
+{
+    if (!decoding(L))
+        return;
+    for (size_t i = 0; i < L->n; i++) {
+        lw_stage *s = &L->st[i];
+        if (s->kind != K_MM || s->lane || s->M != 1)
+            continue;
+        uint64_t hmax, wmax;
+        mm_bounds(L, s, Hm, avail, &hmax, &wmax);
+        const uint64_t K = (uint64_t)s->K, nb = ts_geom_cdiv((uint64_t)s->N, s->kc);
+        const uint64_t ki = ((uint64_t)s->K + (uint64_t)s->N) / 4 / (nb + 3); /* the most inputs a PE */
+        uint64_t most = ki ? ts_geom_cdiv(K, ki) : hmax, kr = s->kr, best = UINT64_MAX;
+        most = most < hmax ? most : hmax;
+        for (uint64_t r = s->kr; r <= most; r++) {
+            const uint64_t c = ts_geom_cdiv(K, r) * (nb + 3) + ROW_CYCLES * r;
+            if (c < best) {
+                best = c;
+                kr = r;
+            }
+        }
+        if (kr <= s->kr)
+            continue;
+        s->kr = (uint32_t)kr;
+        s->h = s->kr;
+        s->mem = lw_mm_mem(ts_geom_cdiv(K, kr), nb);
+    }
 }
 
 /* The rows the main band ends up using: its tallest stage's. */
@@ -454,6 +514,7 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
         rc = split(L, Hm, avail);
     if (rc)
         return rc;
+    latency_rows(L, Hm, avail);
     /* the main band is as tall as its tallest stage: skip paths run just below it */
     glu_rows(L, forks);
     if (forks)
