@@ -1163,41 +1163,30 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
             }
             break;
         case F_ST32:
-        case F_ST32STEP: {
-            STEP_ADDRS(4, r1, f == F_ST32 ? imm : 0);
-            uint64_t hi = 0;
-            EACH {
-                if (!t->page[(uint64_t)a[i] >> IPU_PAGE_SHIFT])
-                    goto slow;
-                if ((uint64_t)a[i] + 4 > hi)
-                    hi = (uint64_t)a[i] + 4;
-            }
-            if (hi > t->mem_hi)
-                t->mem_hi = hi;
-            EACH {
-                memcpy(t->page[(uint64_t)a[i] >> IPU_PAGE_SHIFT] + (a[i] & (IPU_PAGE_SIZE - 1)), &xs[i]->r[r0], 4);
-                if (f == F_ST32STEP)
-                    xs[i]->r[r1] += (uint32_t)imm;
-            }
-            break;
-        }
+        case F_ST32STEP:
         case F_ST64:
         case F_ST64STEP: {
-            if (m->c.store_bpc < 8)
+            const bool wide = f == F_ST64 || f == F_ST64STEP, step = f == F_ST32STEP || f == F_ST64STEP;
+            const uint32_t w = wide ? 8 : 4;
+            if (wide && m->c.store_bpc < 8)
                 goto slow;
-            STEP_ADDRS(8, r1, f == F_ST64 ? imm : 0);
+            STEP_ADDRS(w, r1, step ? 0 : imm);
             uint64_t hi = 0;
             EACH {
                 if (!t->page[(uint64_t)a[i] >> IPU_PAGE_SHIFT])
                     goto slow;
-                if ((uint64_t)a[i] + 8 > hi)
-                    hi = (uint64_t)a[i] + 8;
+                if ((uint64_t)a[i] + w > hi)
+                    hi = (uint64_t)a[i] + w;
             }
             if (hi > t->mem_hi)
                 t->mem_hi = hi;
             EACH {
-                memcpy(t->page[(uint64_t)a[i] >> IPU_PAGE_SHIFT] + (a[i] & (IPU_PAGE_SIZE - 1)), &xs[i]->r[r0], 8);
-                if (f == F_ST64STEP)
+                uint8_t *at = t->page[(uint64_t)a[i] >> IPU_PAGE_SHIFT] + (a[i] & (IPU_PAGE_SIZE - 1));
+                if (wide)
+                    memcpy(at, &xs[i]->r[r0], 8);
+                else
+                    memcpy(at, &xs[i]->r[r0], 4);
+                if (step)
                     xs[i]->r[r1] += (uint32_t)imm;
             }
             break;
