@@ -912,30 +912,26 @@ next_op:
         break;
     case F_ST32:
     case F_ST32STEP:
-        a = (int64_t)(int32_t)r[op->r1] + (fast == F_ST32 ? op->imm : 0);
-        FAST_ADDR(4);
-        if (!(p = t->page[(uint64_t)a >> IPU_PAGE_SHIFT]))
-            goto slow;
-        if ((uint64_t)a + 4 > t->mem_hi)
-            t->mem_hi = (uint64_t)a + 4;
-        memcpy(p + (a & (IPU_PAGE_SIZE - 1)), &r[op->r0], 4);
-        if (fast == F_ST32STEP)
-            r[op->r1] = r[op->r1] + (uint32_t)op->imm;
-        break;
     case F_ST64:
-    case F_ST64STEP:
-        if (m->c.store_bpc < 8)
+    case F_ST64STEP: {
+        const bool wide = fast == F_ST64 || fast == F_ST64STEP, step = fast == F_ST32STEP || fast == F_ST64STEP;
+        const uint32_t w = wide ? 8 : 4;
+        if (wide && m->c.store_bpc < 8)
             goto slow;
-        a = (int64_t)(int32_t)r[op->r1] + (fast == F_ST64 ? op->imm : 0);
-        FAST_ADDR(8);
+        a = (int64_t)(int32_t)r[op->r1] + (step ? 0 : op->imm);
+        FAST_ADDR(w);
         if (!(p = t->page[(uint64_t)a >> IPU_PAGE_SHIFT]))
             goto slow;
-        if ((uint64_t)a + 8 > t->mem_hi)
-            t->mem_hi = (uint64_t)a + 8;
-        memcpy(p + (a & (IPU_PAGE_SIZE - 1)), &r[op->r0], 8);
-        if (fast == F_ST64STEP)
+        if ((uint64_t)a + w > t->mem_hi)
+            t->mem_hi = (uint64_t)a + w;
+        if (wide)
+            memcpy(p + (a & (IPU_PAGE_SIZE - 1)), &r[op->r0], 8);
+        else
+            memcpy(p + (a & (IPU_PAGE_SIZE - 1)), &r[op->r0], 4);
+        if (step)
             r[op->r1] = r[op->r1] + (uint32_t)op->imm;
         break;
+    }
     case F_F32ADD: r[op->r0] = fr(rf(r[op->r1]) + rf(r[op->r2])); break;
     case F_F32MAX: r[op->r0] = fr(fmaxf(rf(r[op->r1]), rf(r[op->r2]))); break;
     case F_F32V2ADD: {
