@@ -222,6 +222,43 @@ static bool alone(const ts_model *m, const ipu_tile *t, int ctx)
     return (t->running & ~(1u << (ctx - 1))) == 0 && !(t->sup == SUP_RUN && sup_can_issue(m, t));
 }
 
+/* The integer ops LDCONST .. CMPSLT and `get` of instruction in on registers r (exec_op, and
+ * body_issue and in_step_run for the codes F_LDCONST .. F_GET); worker is the context's worker
+ * number (UINT32_MAX for the supervisor). False for a `get` of no control register. */
+static inline bool int_op(const ts_model *m, uint32_t ti, const ipu_insn *in, uint32_t *r, uint32_t worker)
+{
+    const uint32_t a1 = r[in->r1], a2 = r[in->r2], imm = (uint32_t)in->imm;
+    uint32_t v;
+    switch ((enum ipu_op)in->op) {
+    case IPU_OP_LDCONST: v = imm; break;
+    case IPU_OP_SUB: v = a1 - a2; break;
+    case IPU_OP_MUL: v = a1 * a2; break;
+    case IPU_OP_MULI: v = a1 * imm; break;
+    case IPU_OP_AND: v = a1 & a2; break;
+    case IPU_OP_ANDI: v = a1 & imm; break;
+    case IPU_OP_OR: v = a1 | a2; break;
+    case IPU_OP_XOR: v = a1 ^ a2; break;
+    case IPU_OP_SHL: v = a1 << (a2 & 31); break;
+    case IPU_OP_SHLI: v = a1 << (imm & 31); break;
+    case IPU_OP_SHR: v = a1 >> (a2 & 31); break;
+    case IPU_OP_SHRI: v = a1 >> (imm & 31); break;
+    case IPU_OP_CMPEQ: v = a1 == a2; break;
+    case IPU_OP_CMPULT: v = a1 < a2; break;
+    case IPU_OP_CMPSLT: v = (int32_t)a1 < (int32_t)a2; break;
+    default: /* IPU_OP_GET */
+        switch (in->imm) {
+        case IPU_CSR_TILE: v = ti; break;
+        case IPU_CSR_NTILES: v = m->ntiles; break;
+        case IPU_CSR_WORKER: v = worker; break;
+        case IPU_CSR_NWORKERS: v = m->W; break;
+        default: return false;
+        }
+        break;
+    }
+    r[in->r0] = v;
+    return true;
+}
+
 /* Execute one instruction, `in` at pc, for ctx at cycle c; *nextp is the pc that follows it
  * (pc + 1 unless it branches or stays). */
 static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uint64_t c,
@@ -255,32 +292,14 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
     int64_t addr;
     switch ((enum ipu_op)in->op) {
     case IPU_OP_SETZI: r[in->r0] = (uint32_t)in->imm; break;
-    case IPU_OP_LDCONST: r[in->r0] = (uint32_t)in->imm; break;
     case IPU_OP_MOV: r[in->r0] = a1; break;
     case IPU_OP_ADD: r[in->r0] = a1 + a2; break;
     case IPU_OP_ADDI: r[in->r0] = a1 + (uint32_t)in->imm; break;
-    case IPU_OP_SUB: r[in->r0] = a1 - a2; break;
-    case IPU_OP_MUL: r[in->r0] = a1 * a2; break;
-    case IPU_OP_MULI: r[in->r0] = a1 * (uint32_t)in->imm; break;
-    case IPU_OP_AND: r[in->r0] = a1 & a2; break;
-    case IPU_OP_ANDI: r[in->r0] = a1 & (uint32_t)in->imm; break;
-    case IPU_OP_OR: r[in->r0] = a1 | a2; break;
-    case IPU_OP_XOR: r[in->r0] = a1 ^ a2; break;
-    case IPU_OP_SHL: r[in->r0] = a1 << (a2 & 31); break;
-    case IPU_OP_SHLI: r[in->r0] = a1 << (in->imm & 31); break;
-    case IPU_OP_SHR: r[in->r0] = a1 >> (a2 & 31); break;
-    case IPU_OP_SHRI: r[in->r0] = a1 >> (in->imm & 31); break;
-    case IPU_OP_CMPEQ: r[in->r0] = a1 == a2; break;
-    case IPU_OP_CMPULT: r[in->r0] = a1 < a2; break;
-    case IPU_OP_CMPSLT: r[in->r0] = (int32_t)a1 < (int32_t)a2; break;
-    case IPU_OP_GET:
-        switch (in->imm) {
-        case IPU_CSR_TILE: r[in->r0] = ti; break;
-        case IPU_CSR_NTILES: r[in->r0] = m->ntiles; break;
-        case IPU_CSR_WORKER: r[in->r0] = ctx ? (uint32_t)(ctx - 1) : UINT32_MAX; break;
-        case IPU_CSR_NWORKERS: r[in->r0] = m->W; break;
-        default: return fail(t, ti, ctx, pc, c, err, "get: no control register %d", in->imm);
-        }
+    case IPU_OP_LDCONST: case IPU_OP_SUB: case IPU_OP_MUL: case IPU_OP_MULI: case IPU_OP_AND: case IPU_OP_ANDI:
+    case IPU_OP_OR: case IPU_OP_XOR: case IPU_OP_SHL: case IPU_OP_SHLI: case IPU_OP_SHR: case IPU_OP_SHRI:
+    case IPU_OP_CMPEQ: case IPU_OP_CMPULT: case IPU_OP_CMPSLT: case IPU_OP_GET:
+        if (!int_op(m, ti, in, r, ctx ? (uint32_t)(ctx - 1) : UINT32_MAX))
+            return fail(t, ti, ctx, pc, c, err, "get: no control register %d", in->imm);
         break;
     case IPU_OP_NOP: break;
     case IPU_OP_BR: BACK(0); next = in->tgt; break;
@@ -776,35 +795,6 @@ static const uint8_t ipu_fast[256] = {
     [IPU_OP_CMPULT] = F_CMPULT, [IPU_OP_CMPSLT] = F_CMPSLT, [IPU_OP_GET] = F_GET,
 };
 
-/* The integer ops of F_LDCONST .. F_GET on registers r, as exec_op does them (a `get` of a known
- * register only: ts_ipu_fast_code); worker is the context's worker number. */
-static inline void int_op(const ts_model *m, uint32_t ti, const ipu_insn *in, uint8_t f, uint32_t *r, uint32_t worker)
-{
-    const uint32_t a1 = r[in->r1], a2 = r[in->r2], imm = (uint32_t)in->imm;
-    uint32_t v;
-    switch (f) {
-    case F_LDCONST: v = imm; break;
-    case F_SUB: v = a1 - a2; break;
-    case F_MUL: v = a1 * a2; break;
-    case F_MULI: v = a1 * imm; break;
-    case F_AND: v = a1 & a2; break;
-    case F_ANDI: v = a1 & imm; break;
-    case F_OR: v = a1 | a2; break;
-    case F_XOR: v = a1 ^ a2; break;
-    case F_SHL: v = a1 << (a2 & 31); break;
-    case F_SHLI: v = a1 << (imm & 31); break;
-    case F_SHR: v = a1 >> (a2 & 31); break;
-    case F_SHRI: v = a1 >> (imm & 31); break;
-    case F_CMPEQ: v = a1 == a2; break;
-    case F_CMPULT: v = a1 < a2; break;
-    case F_CMPSLT: v = (int32_t)a1 < (int32_t)a2; break;
-    default: /* F_GET */
-        v = in->imm == IPU_CSR_TILE ? ti : in->imm == IPU_CSR_NTILES ? m->ntiles : in->imm == IPU_CSR_WORKER ? worker : m->W;
-        break;
-    }
-    r[in->r0] = v;
-}
-
 /* Whether the access of main-pipeline op `in` (fast code f) on registers r is one body_issue does
  * in place: in range, aligned, 128-bit loads in the interleaved memory, a store's page already
  * there; true for an op without access. The same tests as body_issue's own, made before a
@@ -966,7 +956,7 @@ next_op:
         break;
     case F_LDCONST: case F_SUB: case F_MUL: case F_MULI: case F_AND: case F_ANDI: case F_OR: case F_XOR:
     case F_SHL: case F_SHLI: case F_SHR: case F_SHRI: case F_CMPEQ: case F_CMPULT: case F_CMPSLT: case F_GET:
-        int_op(m, ti, op, fast, r, (uint32_t)(ctx - 1));
+        int_op(m, ti, op, r, (uint32_t)(ctx - 1));
         break;
     default:
         goto slow;
@@ -1247,7 +1237,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
             break;
         case F_LDCONST: case F_SUB: case F_MUL: case F_MULI: case F_AND: case F_ANDI: case F_OR: case F_XOR:
         case F_SHL: case F_SHLI: case F_SHR: case F_SHRI: case F_CMPEQ: case F_CMPULT: case F_CMPSLT: case F_GET:
-            EACH int_op(m, ti, in, f, xs[i]->r, (uint32_t)(xs[i] - t->cx - 1));
+            EACH int_op(m, ti, in, xs[i]->r, (uint32_t)(xs[i] - t->cx - 1));
             break;
         case F_RPT: { /* every worker enters the body, or every one skips it */
             const bool reg = in->op == IPU_OP_RPT;
