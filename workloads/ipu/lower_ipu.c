@@ -268,11 +268,18 @@ static ts_status pass_init(lw_pass *ps, const ts_graph *g, const ts_lower_ipu_pa
     return TS_OK;
 }
 
-/* The only reader of tensor x (nread[x] of them, reader[x] the last) when it is one and x is not a
- * graph output; else -1. */
-static int sole_reader(const ts_graph *g, const int *nread, const int *reader, int x)
+/* The only node that reads tensor x, once, when x is not a graph output; else -1. */
+static int sole_reader(const ts_graph *g, int x)
 {
-    return nread[x] == 1 && !ts_graph_get_tensor(g, x)->is_output ? reader[x] : -1;
+    size_t n;
+    const int *c = ts_graph_consumers(g, x, &n);
+    if (n != 1 || ts_graph_get_tensor(g, x)->is_output)
+        return -1;
+    const ts_graph_node *r = ts_graph_get_node(g, c[0]);
+    size_t reads = 0;
+    for (size_t k = 0; k < r->nin; k++)
+        reads += r->in[k] == x;
+    return reads == 1 ? c[0] : -1;
 }
 
 /* Elementwise tails fused into the producing superstep (issue 17): a Conv planner (b) lowers whose
@@ -283,30 +290,20 @@ static int sole_reader(const ts_graph *g, const int *nread, const int *reader, i
 static ts_status fuse_tails(lw *L)
 {
     const ts_graph *g = L->g;
-    size_t nn = ts_graph_node_count(g), nt = ts_graph_tensor_count(g);
+    size_t nn = ts_graph_node_count(g);
     L->fadd = ts_calloc(nn ? nn : 1, sizeof *L->fadd);
     L->frelu = ts_calloc(nn ? nn : 1, sizeof *L->frelu);
     L->fold = ts_calloc(nn ? nn : 1, sizeof *L->fold);
-    int *nread = ts_calloc(nt ? nt : 1, sizeof *nread), *reader = ts_calloc(nt ? nt : 1, sizeof *reader);
-    int *prod = ts_calloc(nt ? nt : 1, sizeof *prod);
     ts_status rc = TS_OK;
-    if (!L->fadd || !L->frelu || !L->fold || !nread || !reader || !prod)
+    if (!L->fadd || !L->frelu || !L->fold)
         rc = ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", ts_graph_name(g));
-    for (size_t i = 0; rc == TS_OK && i < nt; i++)
-        prod[i] = -1;
-    for (size_t i = 0; rc == TS_OK && i < nn; i++) {
-        const ts_graph_node *n = ts_graph_get_node(g, (int)i);
+    for (size_t i = 0; rc == TS_OK && i < nn; i++)
         L->fadd[i] = L->frelu[i] = L->fold[i] = -1;
-        for (size_t k = 0; k < n->nin; k++)
-            nread[n->in[k]]++, reader[n->in[k]] = (int)i;
-        for (size_t k = 0; k < n->nout; k++)
-            prod[n->out[k]] = (int)i;
-    }
     for (size_t c = 0; rc == TS_OK && c < nn; c++) {
         const ts_graph_node *n = ts_graph_get_node(g, (int)c);
         if (n->op != TS_OP_CONV || !lw_shift_plan(L, (int)c) || !n->nout)
             continue;
-        int o = n->out[0], r = sole_reader(g, nread, reader, o);
+        int o = n->out[0], r = sole_reader(g, o);
         const ts_graph_tensor *O = ts_graph_get_tensor(g, o);
         const ts_graph_node *rn = r >= 0 ? ts_graph_get_node(g, r) : NULL;
         if (rn && rn->op == TS_OP_ADD && rn->nin == 2 && rn->nout && rn->in[0] != rn->in[1]) {
@@ -315,11 +312,11 @@ static ts_status fuse_tails(lw *L)
             if ((Y->kind == TS_TENSOR_ACTIVATION || Y->kind == TS_TENSOR_INPUT) && Y->dtype == O->dtype &&
                 ts_graph_tensor_elems(Y) == ts_graph_tensor_elems(O) &&
                 ts_graph_tensor_elems(ts_graph_get_tensor(g, rn->out[0])) == ts_graph_tensor_elems(O) &&
-                prod[y] < (int)c) {
+                Y->producer < (int)c) {
                 L->fadd[c] = r;
                 L->fold[r] = o;
                 o = rn->out[0];
-                r = sole_reader(g, nread, reader, o);
+                r = sole_reader(g, o);
                 rn = r >= 0 ? ts_graph_get_node(g, r) : NULL;
             }
         }
@@ -328,9 +325,6 @@ static ts_status fuse_tails(lw *L)
             L->fold[r] = o;
         }
     }
-    ts_free(nread);
-    ts_free(reader);
-    ts_free(prod);
     return rc;
 }
 
