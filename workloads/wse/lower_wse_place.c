@@ -247,10 +247,10 @@ static bool decoding(const lw *L)
 enum { ROW_CYCLES = 8 };
 
 /* A decode's products sized for latency: each one-row product of the main band, its columns kept,
- * takes more rows than balance gave it, at most its lane's and K: up to the fewest whose MAC loop
- * (ki (nb + 3) cycles, ki inputs by nb outputs a PE) is at most a quarter of K + N, the cycles its
- * input and output take to stream past one PE, the number kr of them that makes the MAC loop plus
- * ROW_CYCLES kr the least (the first of equals). Its blocks only shrink, its columns stay, so the
+ * takes more rows than balance gave it, at most its lane's and K: up to the fewest whose binary32
+ * MAC loop (ki (nb + 3) cycles, ki inputs by nb outputs a PE) is at most a quarter of K + N, the cycles its
+ * input and output take to stream past one PE, the number kr of them that makes the MAC loop
+ * (ki mm_kcost: binary32 or binary16) plus ROW_CYCLES kr the least (the first of equals). Its blocks only shrink, its columns stay, so the
  * band's width and every other stage are as they were; the band grows down into rows a decode
  * leaves idle. */
 static void latency_rows(lw *L, uint32_t Hm, uint64_t avail)
@@ -264,7 +264,10 @@ static void latency_rows(lw *L, uint32_t Hm, uint64_t avail)
         uint64_t hmax, wmax;
         mm_bounds(L, s, Hm, avail, &hmax, &wmax);
         const uint64_t K = (uint64_t)s->K, nb = ts_geom_cdiv((uint64_t)s->N, s->kc);
-        const uint64_t ki = ((uint64_t)s->K + (uint64_t)s->N) / 4 / mm_kcost(s, nb); /* the most inputs a PE */
+        /* the most inputs a PE: by the binary32 loop's cost, also for a binary16 product (whose
+         * loop, 4 times cheaper, would reach the quarter on fewer rows; it takes the rows a
+         * binary32 product would at most, the fewest cycles by its own loop within them) */
+        const uint64_t ki = ((uint64_t)s->K + (uint64_t)s->N) / 4 / (nb + 3);
         uint64_t most = ki ? ts_geom_cdiv(K, ki) : hmax, kr = s->kr, best = UINT64_MAX;
         most = most < hmax ? most : hmax;
         for (uint64_t r = s->kr; r <= most; r++) {
