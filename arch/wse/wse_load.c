@@ -318,6 +318,10 @@ static ts_status check_insn(ts_model *m, const ts_stream *s, uint32_t pc, ts_err
         if (a[1] < 0 || a[1] > 4)
             return load_err(s, pc, err, "get selector is outside 0..4", m);
         return TS_OK;
+    case WSE_OP_FH2S:
+        if (a[2] != 0 && a[2] != 1)
+            return load_err(s, pc, err, "fh2s half is neither 0 (low) nor 1 (high)", m);
+        return TS_OK;
     case WSE_OP_WAIT:
         if (a[0] < 1)
             return load_err(s, pc, err, "wait needs at least 1 cycle", m);

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/half.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* phase A: router */
@@ -243,6 +244,7 @@ static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32
     case WSE_OP_FADD: r[a[0]] = (int32_t)bits_of(f32_of((uint32_t)r[a[1]]) + f32_of((uint32_t)r[a[2]])); break;
     case WSE_OP_FSUB: r[a[0]] = (int32_t)bits_of(f32_of((uint32_t)r[a[1]]) - f32_of((uint32_t)r[a[2]])); break;
     case WSE_OP_FMUL: r[a[0]] = (int32_t)bits_of(f32_of((uint32_t)r[a[1]]) * f32_of((uint32_t)r[a[2]])); break;
+    case WSE_OP_FH2S: r[a[0]] = (int32_t)bits_of(ts_f16_to_f32((uint16_t)((uint32_t)r[a[1]] >> (a[2] ? 16 : 0)))); break;
     case WSE_OP_LD:
     case WSE_OP_ST: {
         int64_t addr = (int64_t)r[a[1]] + a[2];

@@ -99,6 +99,21 @@ static inline void gref_node(const ts_graph *g, gref *r, const ts_graph_node *n)
         (void)M;
         break;
     }
+    case TS_OP_GEMM: { /* 2-d: alpha A' B' + beta C, C broadcast to [M, N] */
+        const ts_graph_tensor *b = ts_graph_get_tensor(g, n->in[1]);
+        const double *w = r->v[n->in[1]], *c = n->nin > 2 ? r->v[n->in[2]] : NULL;
+        ck_assert(a->rank == 2 && b->rank == 2 && y->rank == 2);
+        const int64_t K = at->trans_a ? a->dims[0] : a->dims[1], N = y->dims[1];
+        for (int64_t k = 0; k < ny; k++) {
+            gref_unravel(y, k, idx);
+            const int64_t i = idx[0], j = idx[1];
+            double t = 0;
+            for (int64_t q = 0; q < K; q++)
+                t += x[at->trans_a ? q * a->dims[1] + i : i * K + q] * w[at->trans_b ? j * K + q : q * N + j];
+            o[k] = at->alpha * t + (c ? at->beta * c[gref_bcast(ts_graph_get_tensor(g, n->in[2]), 2, idx)] : 0.0);
+        }
+        break;
+    }
     case TS_OP_RESHAPE:
         memcpy(o, x, (size_t)ny * sizeof *o);
         break;

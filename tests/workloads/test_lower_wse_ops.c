@@ -19,6 +19,7 @@
 #include "arch/wse/wse_target.h"
 #include "core/alloc.h"
 #include "core/config.h"
+#include "core/half.h"
 #include "core/program.h"
 #include "tests/arch/wse/wse_test.h"
 #include "tests/workloads/graph_build.h"
@@ -931,6 +932,115 @@ START_TEST(test_gpt_swiglu)
 }
 END_TEST
 
+/* The MACs of the PEs of a lowering's matrix products (its "matmul" stages) by opcode: binary32
+ * (fmacs) and binary16 (fmach). */
+static void count_macs(const lowered *L, uint32_t width, size_t *f32, size_t *f16)
+{
+    *f32 = *f16 = 0;
+    for (size_t i = 0; i < L->prog->nstreams; i++) {
+        const ts_stream *st = &L->prog->streams[i];
+        const uint32_t x = st->index % width, y = st->index / width;
+        bool mm = false;
+        for (size_t j = 0; j < L->rep.nstages; j++) {
+            const ts_lower_wse_stage *s = &L->rep.stages[j];
+            mm |= !strcmp(s->what, "matmul") && x >= s->x && x < s->x + s->w && y >= s->y && y < s->y + s->h;
+        }
+        for (size_t k = 0; mm && k < st->n; k++) {
+            *f32 += st->insn[k].op == WSE_OP_FMACS;
+            *f16 += st->insn[k].op == WSE_OP_FMACH;
+        }
+    }
+}
+
+/* Tensor t of an f16 graph set to v(i) for each element (exact binary16 integers). */
+static void set_f16(ts_graph *g, int t, int (*v)(int64_t))
+{
+    const int64_t n = ts_graph_tensor_elems(ts_graph_get_tensor(g, t));
+    uint16_t *h = malloc((size_t)n * 2);
+    ck_assert_ptr_nonnull(h);
+    for (int64_t i = 0; i < n; i++)
+        h[i] = ts_f32_to_f16((float)v(i));
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_msg(ts_graph_set_data(g, t, h, (size_t)n * 2, &e) == TS_OK, "%s", e.msg);
+    free(h);
+}
+static int mlp_x(int64_t i) { return (int)((i * 7) % 3) - 1; }
+static int mlp_dense(int64_t i) { return (int)((i * 5 + i / 7) % 3) - 1; }
+static int mlp_sparse(int64_t i) { return i % 4 ? 0 : (int)((i / 4) % 3) - 1; }
+static int mlp_bias(int64_t i) { return (int)(i % 5) - 2; }
+
+/* dtype=f16 (lower_wse_emit_mm.c): every matrix product in binary16, its weights and bias halves in
+ * SRAM (weight rows padded to 4 halves), fmach at 4 MACs a cycle into binary16 accumulators,
+ * binary16 partial sums up the columns (fmovh, faddh), row 0 widening its sums to binary32 (fh2s)
+ * for the fused Relu and the stream, which stays binary32 between stages. No product's PE runs
+ * fmacs (the attention's scores and sums over its cache stay binary32).
+ * _i 0: the built-in MLP (Gemm, fused Relu, Gemm, fused Relu, Gemm; 4 rows of 16 inputs, 32 hidden,
+ * 8 out, weights [out, in]) with integer inputs and weights in {-1, 0, 1} (fc1 dense, fc2 and fc3
+ * one in four non-zero) and integer biases in [-2, 2]: every sum, partial or whole, is an integer
+ * below 2,048 in magnitude (fc1 at most 18, fc2 146, fc3 1,170), exact in binary16, so the output
+ * equals the reference bit for bit whatever the order of the sums: this checks the data path (the
+ * halves' layout and padding, the descriptors' element sizes, the partial sums, the widening).
+ * _i 1: the gpt built-in in Llama's form decoding one token against its cache of 7 (RMSNorm,
+ * SwiGLU, rotary positions, 4 query heads on 2 key heads, 2 layers); _i 2: GPT-2's form decoding
+ * (LayerNorm, tanh Gelu, biases). Their logits against the double interpreter of the same graph
+ * (its f16 parameters widened) within 3e-2 (1 + |y|): each product rounds its input, every MAC's
+ * product and every running sum to binary16 (u = 2^-11 each), over up to 64 terms a PE, so a
+ * product's error is up to about sqrt(64) u = 0.4% of the sum of its terms' magnitudes in the
+ * usual case, 64 u = 3% at worst, and the decoder chains five products a layer through 2 layers
+ * (measured: 1.0% and 0.3% of 1 + |y| at most; a sequential binary16 emulation of the products is
+ * as far from the double reference). */
+START_TEST(test_f16_products)
+{
+    static const char *const specs[] = {
+        "mlp:batch=4,in=16,hidden=32,out=8,dtype=f16",
+        "gpt:layers=2,hidden=32,heads=4,kv_heads=2,ffn=64,vocab=40,seq=8,dtype=f16,norm=rmsnorm,act=swiglu,rope=1,"
+        "phase=decode",
+        "gpt:layers=2,hidden=32,heads=2,kv_heads=2,ffn=64,vocab=40,seq=8,dtype=f16,phase=decode",
+    };
+    if (getenv("TS_SANITIZED") && _i != 1)
+        return;
+    ts_err e;
+    ts_err_init(&e);
+    ts_graph *g = NULL;
+    ck_assert_msg(ts_wl_builtin(specs[_i], &g, &e) == TS_OK, "%s", e.msg);
+    if (_i == 0) {
+        set_f16(g, ts_graph_find(g, "x"), mlp_x);
+        for (size_t i = 0; i < ts_graph_node_count(g); i++) {
+            const ts_graph_node *n = ts_graph_get_node(g, (int)i);
+            if (n->op != TS_OP_GEMM)
+                continue;
+            set_f16(g, n->in[1], strcmp(n->name, "fc1") ? mlp_sparse : mlp_dense);
+            set_f16(g, n->in[2], mlp_bias);
+        }
+    }
+    lowered L = {0};
+    lower_and_run(g, 96, 32, &L);
+    size_t f32 = 0, f16 = 0;
+    count_macs(&L, 96, &f32, &f16);
+    ck_assert_uint_eq(f32, 0);
+    ck_assert_uint_gt(f16, 0);
+    gref r;
+    gref_run(g, &r);
+    const int y = L.rep.out_tensor;
+    double worst = 0;
+    for (int64_t k = 0; k < ts_graph_tensor_elems(ts_graph_get_tensor(g, y)); k++) {
+        double got = out_at(&L, y, (uint64_t)k), want = r.v[y][k], d = fabs(got - want) / (1 + fabs(want));
+        worst = d > worst ? d : worst;
+        if (_i == 0)
+            ck_assert_msg(got == want && want == floor(want) && fabs(want) < 2048, "%s: y[%lld]: got %.9g, want %.9g",
+                          specs[_i], (long long)k, got, want);
+        else
+            ck_assert_msg(d <= 3e-2, "%s: logits[%lld]: got %.9g, want %.9g", specs[_i], (long long)k, got, want);
+    }
+    if (getenv("LWSE_VERBOSE"))
+        fprintf(stderr, "%s: worst %.3g (1 + |y|), %llu cycles\n", specs[_i], worst, (unsigned long long)L.cycles);
+    gref_free(&r);
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* Llama's reduced form decoding one token against its cache of 7 (d 64, one layer) on PEs of 512
  * bytes: a RMSNorm's row of 64 with its scale (520 bytes) does not fit one PE, so each of the three
  * RMSNorms (the layer's two and the final one before the head) takes 2 PEs in a row, 32 values each,
@@ -1261,6 +1371,7 @@ int main(void)
     tcase_add_loop_test(tc, test_gpt_prefill, 0, 4);
     tcase_add_loop_test(tc, test_gpt_swiglu, 0, 6);
     tcase_add_test(tc, test_gpt_norm_split);
+    tcase_add_loop_test(tc, test_f16_products, 0, 3);
     suite_add_tcase(s, tc);
     TCase *tb = tcase_create("batch_gqa"); /* attention over a batch of sequences, grouped-query heads */
     tcase_set_timeout(tb, 300);

@@ -15,7 +15,8 @@
  *      graph input or an operand as data segments (emit: lower_wse_emit*.c).
  * Every stream of activations carries one f32 per wavelet in a fixed order: the graph's
  * row-major order, except images of more than one pixel, which travel pixel by pixel (N, H, W,
- * C). */
+ * C). A graph whose input is f16 gets binary16 matrix products (weights, MACs, partial sums:
+ * lower_wse_emit_mm.c); the stream between stages stays binary32. */
 #include "workloads/wse/lower_wse.h"
 
 #include <stdio.h>
@@ -109,10 +110,10 @@ static ts_status find_io(const ts_graph *g, int *input, int *output, ts_err *err
     if (*input < 0 || *output < 0)
         return ts_err_set(err, TS_EINPUT, "the graph needs one data input and one output");
     const ts_graph_tensor *it = ts_graph_get_tensor(g, *input);
-    if (it->dtype != TS_DT_F32)
+    if (it->dtype != TS_DT_F32 && it->dtype != TS_DT_F16)
         return ts_err_set(err, TS_EINPUT,
-                          "input '%s' is %s; the WSE lowering supports f32 only (built-in workloads take dtype=f32)",
-                          it->name, ts_dtype_name(it->dtype));
+                          "input '%s' is %s; the WSE lowering supports f32 and f16 only (built-in workloads take "
+                          "dtype=f32 or dtype=f16)", it->name, ts_dtype_name(it->dtype));
     return TS_OK;
 }
 
@@ -172,7 +173,7 @@ ts_status ts_lower_wse(const ts_graph *g, const ts_wse_target *t, ts_program **o
         rc = find_io(g, &input, &output, err);
     if (rc)
         return rc;
-    lw L = {.g = g, .t = t, .err = err};
+    lw L = {.g = g, .t = t, .err = err, .h16 = ts_graph_get_tensor(g, input)->dtype == TS_DT_F16};
     uint32_t hm = 0;
     ts_program *P = NULL;
     rc = ts_lww_build(&L, input, output);

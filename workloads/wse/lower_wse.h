@@ -11,7 +11,8 @@
  * wavelet, leaving a stage's north-east PE eastwards and entering the next stage's north-west PE.
  * MatMul, Gemm and Conv (an im2col line buffer in front of a matrix-product rectangle) size their
  * rectangle by compute (the fewest PEs that keep up with the balanced pipeline) and by weights
- * (every PE's slice must fit pe.sram). Values are f32 throughout.
+ * (every PE's slice must fit pe.sram). Values stream as f32; an f16 graph's matrix products
+ * keep binary16 weights and accumulate in binary16 (fmach), the other stages compute in f32.
  *
  * The lowering knows the WSE only through its opcode table (arch/wse/wse_isa.def) and its machine
  * facts (ts_wse_target, arch/wse/wse_target.h: ts_wse_target_from_config fills them from a chip

@@ -10,8 +10,17 @@
  * columns sit g rows lower (a staircase: the input comes down to them through the PEs above),
  * their chain runs along row g and on east through the PEs above the later groups, so the stage's
  * outputs leave on ko rows, none passing more than its group's.
+ *
+ * A binary16 product (s->h16, an f16 graph): its weights and bias are binary16 in SRAM (weight rows
+ * padded to 4 halves), its accumulators binary16 at 4 MACs a cycle (fmach, the binary32 input
+ * rounded to binary16 by the op; each product and each sum rounded to binary16), its partial sums
+ * binary16 north (fmovh, faddh: one per wavelet); row 0 widens its accumulators to binary32 (fh2s)
+ * before the fused Relu or Clip and the row chain, so the stream between stages stays binary32.
  */
+#include <string.h>
+
 #include "core/alloc.h"
+#include "core/half.h"
 #include "workloads/wse/lower_wse_int.h"
 
 /* PE (i, j) of a matrix product: inputs [k0, k1) and outputs [n0, n1) of the weights, and its
@@ -23,6 +32,9 @@ typedef struct mm_pe {
     uint32_t first; /* the first column of its group: the chain starts there */
     uint64_t k0, k1, n0, n1, ki, nb;
     int XA, AA, BA, ZA, JA, XB0, XB1;
+    int OA;    /* binary16: the accumulators widened to binary32 (row 0) */
+    int row;   /* bytes from one weight row to the next */
+    bool h16;  /* binary16 weights, accumulators and partial sums */
     bool dbl;  /* row m + 1 is received on microthread 0 while row m is computed */
     bool bias; /* row 0 of a product with a bias */
 } mm_pe;
@@ -76,12 +88,25 @@ static mm_pe mm_pe_at(const lw *L, const lw_stage *s, uint32_t i, uint32_t j)
     e.n1 = (j + 1) * N / s->kc;
     e.ki = e.k1 - e.k0;
     e.nb = e.n1 - e.n0;
-    e.XA = (int)(e.ki * e.nb * 4);
-    e.AA = e.XA + (int)e.ki * 4;
-    e.BA = e.AA + (int)e.nb * 4;
-    e.ZA = e.BA + (int)e.nb * 4;
-    e.JA = e.ZA + 4;
-    e.dbl = lw_mm_mem(e.ki, e.nb) + 8 * K <= L->t->sram_bytes;
+    e.h16 = s->h16;
+    if (e.h16) {
+        const lw_mm16 o = lw_mm16_at(e.ki, e.nb);
+        e.row = (int)o.row;
+        e.XA = (int)o.XA;
+        e.AA = (int)o.AA;
+        e.BA = (int)o.BA;
+        e.OA = (int)o.OA;
+        e.ZA = (int)o.ZA;
+        e.JA = (int)o.JA;
+    } else {
+        e.row = (int)e.nb * 4;
+        e.XA = (int)(e.ki * e.nb * 4);
+        e.AA = e.XA + (int)e.ki * 4;
+        e.BA = e.AA + (int)e.nb * 4;
+        e.ZA = e.BA + (int)e.nb * 4;
+        e.JA = e.ZA + 4;
+    }
+    e.dbl = lw_mm_bytes(e.h16, e.ki, e.nb) + 8 * K <= L->t->sram_bytes;
     e.XB0 = e.JA + 4;
     e.XB1 = e.XB0 + (int)K * 4;
     e.bias = i == 0 && s->bias;
@@ -167,27 +192,27 @@ static void mm_row_in(lw_gen *G, const lw_stage *s, const mm_pe *e)
 static void mm_macs(lw_gen *G, const mm_pe *e)
 {
     enum { U = 8 };
-    const int nb = (int)e->nb;
     if (e->dbl)
         ts_lww_op(G, WSE_OP_ADDI, 3, 1, 11, (int)e->k0 * 4);
     else
         ts_lww_op(G, WSE_OP_LI, 2, 1, e->XA);
     ts_lww_op(G, WSE_OP_LI, 2, 2, 0);
+    const int mac = e->h16 ? WSE_OP_FMACH : WSE_OP_FMACS, row = e->row;
     if (e->ki / U) {
-        int mac = ts_lww_loop_head(G, 3, (int64_t)(e->ki / U));
+        int head = ts_lww_loop_head(G, 3, (int64_t)(e->ki / U));
         for (int u = 0; u < U; u++) {
             ts_lww_op(G, WSE_OP_LD, 3, 4, 1, 4 * u);
-            ts_lww_op(G, WSE_OP_DSDBASE, 3, 4, 2, u * nb * 4);
-            ts_lww_op(G, WSE_OP_FMACS, 6, 2, 2, 4, 4, -1, -1);
+            ts_lww_op(G, WSE_OP_DSDBASE, 3, 4, 2, u * row);
+            ts_lww_op(G, mac, 6, 2, 2, 4, 4, -1, -1);
         }
         ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, 4 * U);
-        ts_lww_op(G, WSE_OP_ADDI, 3, 2, 2, U * nb * 4);
-        ts_lww_loop_end(G, 3, mac);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 2, 2, U * row);
+        ts_lww_loop_end(G, 3, head);
     }
     for (int u = 0; u < (int)(e->ki % U); u++) {
         ts_lww_op(G, WSE_OP_LD, 3, 4, 1, 4 * u);
-        ts_lww_op(G, WSE_OP_DSDBASE, 3, 4, 2, u * nb * 4);
-        ts_lww_op(G, WSE_OP_FMACS, 6, 2, 2, 4, 4, -1, -1);
+        ts_lww_op(G, WSE_OP_DSDBASE, 3, 4, 2, u * row);
+        ts_lww_op(G, mac, 6, 2, 2, 4, 4, -1, -1);
     }
 }
 
@@ -197,18 +222,55 @@ static void mm_reduce(lw_gen *G, const lw_stage *s, const mm_pe *e)
 {
     const uint32_t i = e->i;
     const int nb = (int)e->nb;
+    const int mov = e->h16 ? WSE_OP_FMOVH : WSE_OP_FMOVS, add = e->h16 ? WSE_OP_FADDH : WSE_OP_FADDS;
     if (s->kr <= 1)
         return;
     if (i + 1 == s->kr) {
         ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, i), nb, 0);
-        ts_lww_op(G, WSE_OP_FMOVS, 4, 5, 2, -1, -1);
+        ts_lww_op(G, mov, 4, 5, 2, -1, -1);
     } else if (i > 0) {
         ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, i), nb, 0);
         ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, i + 1), nb);
-        ts_lww_op(G, WSE_OP_FADDS, 5, 5, 2, 6, -1, -1);
+        ts_lww_op(G, add, 5, 5, 2, 6, -1, -1);
     } else {
         ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, 1), nb);
-        ts_lww_op(G, WSE_OP_FADDS, 5, 2, 2, 6, -1, -1);
+        ts_lww_op(G, add, 5, 2, 2, 6, -1, -1);
+    }
+}
+
+/* Binary16: the nb accumulators at AA widened to binary32 at OA, a word (two halves) at a time,
+ * unrolled by 4 words (r5 the accumulators, r6 the output, r8 and r9 scratch; r7 the count). */
+static void mm_widen(lw_gen *G, const mm_pe *e)
+{
+    enum { U = 4 };
+    const int64_t words = (int64_t)(e->nb / 2);
+    ts_lww_op(G, WSE_OP_LI, 2, 5, e->AA);
+    ts_lww_op(G, WSE_OP_LI, 2, 6, e->OA);
+    if (words / U) {
+        int head = ts_lww_loop_head(G, 7, words / U);
+        for (int u = 0; u < U; u++) {
+            ts_lww_op(G, WSE_OP_LD, 3, 8, 5, 4 * u);
+            ts_lww_op(G, WSE_OP_FH2S, 3, 9, 8, 0);
+            ts_lww_op(G, WSE_OP_ST, 3, 9, 6, 8 * u);
+            ts_lww_op(G, WSE_OP_FH2S, 3, 9, 8, 1);
+            ts_lww_op(G, WSE_OP_ST, 3, 9, 6, 8 * u + 4);
+        }
+        ts_lww_op(G, WSE_OP_ADDI, 3, 5, 5, 4 * U);
+        ts_lww_op(G, WSE_OP_ADDI, 3, 6, 6, 8 * U);
+        ts_lww_loop_end(G, 7, head);
+    }
+    for (int u = 0; u < (int)(words % U); u++) {
+        ts_lww_op(G, WSE_OP_LD, 3, 8, 5, 4 * u);
+        ts_lww_op(G, WSE_OP_FH2S, 3, 9, 8, 0);
+        ts_lww_op(G, WSE_OP_ST, 3, 9, 6, 8 * u);
+        ts_lww_op(G, WSE_OP_FH2S, 3, 9, 8, 1);
+        ts_lww_op(G, WSE_OP_ST, 3, 9, 6, 8 * u + 4);
+    }
+    if (e->nb % 2) { /* the last half, alone in its word's low half */
+        const int u = (int)(words % U);
+        ts_lww_op(G, WSE_OP_LD, 3, 8, 5, 4 * u);
+        ts_lww_op(G, WSE_OP_FH2S, 3, 9, 8, 0);
+        ts_lww_op(G, WSE_OP_ST, 3, 9, 6, 8 * u);
     }
 }
 
@@ -221,17 +283,20 @@ static void mm_code(lw_gen *G, const lw_stage *s, const mm_pe *e)
     mm_setup(G, s, e);
     int row = ts_lww_loop_head(G, 10, s->M);
     mm_row_in(G, s, e);
-    ts_lww_op(G, WSE_OP_FMOVS, 4, 2, 3, -1, -1);
+    ts_lww_op(G, e->h16 ? WSE_OP_FMOVH : WSE_OP_FMOVS, 4, 2, 3, -1, -1);
     mm_macs(G, e);
     mm_reduce(G, s, e);
     if (e->i == 0) {
+        const int out = e->h16 ? e->OA : e->AA;
+        if (e->h16)
+            mm_widen(G, e);
         if (s->relu)
-            ts_lww_relu_mem(G, e->AA, (int64_t)e->nb);
+            ts_lww_relu_mem(G, out, (int64_t)e->nb);
         if (s->clip)
-            ts_lww_clip_mem(G, e->AA, (int64_t)e->nb, s->lo, s->hi);
+            ts_lww_clip_mem(G, out, (int64_t)e->nb, s->lo, s->hi);
         const uint64_t from = (uint64_t)e->first * (uint64_t)s->N / s->kc; /* the group's first output */
         ts_lww_in_to_out(G, mm_chain(s, e->j - 1), mm_chain(s, e->j), e->n0 - from);
-        ts_lww_mem_to_out(G, (uint64_t)e->AA, e->nb, mm_chain(s, e->j));
+        ts_lww_mem_to_out(G, (uint64_t)out, e->nb, mm_chain(s, e->j));
     }
     if (e->dbl) { /* swap the row buffers */
         ts_lww_op(G, WSE_OP_MOV, 2, 13, 11);
@@ -241,9 +306,32 @@ static void mm_code(lw_gen *G, const lw_stage *s, const mm_pe *e)
     ts_lww_loop_end(G, 10, row);
 }
 
+/* Binary16: PE (i, j)'s weight rows at 0 (each padded to e->row bytes with zeros) and bias at BA. */
+static ts_status mm_data16(lw *L, ts_program *P, const lw_stage *s, const mm_pe *e, void *buf)
+{
+    const uint64_t N = (uint64_t)s->N, stride = (uint64_t)e->row / 2;
+    uint16_t *blk = buf;
+    memset(blk, 0, (size_t)(e->ki * stride * 2));
+    for (uint64_t k = 0; k < e->ki; k++)
+        for (uint64_t n = 0; n < e->nb; n++)
+            blk[k * stride + n] = ts_f32_to_f16(s->wt[(e->k0 + k) * N + e->n0 + n]);
+    uint32_t id = e->y * L->t->width + s->x + e->j;
+    if (ts_program_add_segment(P, WSE_KIND_PE, id, 0, blk, (uint32_t)(e->ki * stride * 2), L->err))
+        return L->err->status;
+    if (e->bias) {
+        for (uint64_t n = 0; n < e->nb; n++)
+            blk[n] = ts_f32_to_f16(s->bias[e->n0 + n]);
+        if (ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)e->BA, blk, (uint32_t)(e->nb * 2), L->err))
+            return L->err->status;
+    }
+    return TS_OK;
+}
+
 /* PE (i, j)'s data: its weight block at 0 (row-major, copied through blk), the bias at BA. */
 static ts_status mm_data(lw *L, ts_program *P, const lw_stage *s, const mm_pe *e, float *blk)
 {
+    if (e->h16)
+        return mm_data16(L, P, s, e, blk);
     const uint64_t N = (uint64_t)s->N;
     for (uint64_t k = 0; k < e->ki; k++)
         for (uint64_t n = 0; n < e->nb; n++)
@@ -259,7 +347,8 @@ static ts_status mm_data(lw *L, ts_program *P, const lw_stage *s, const mm_pe *e
 ts_status ts_lww_emit_mm(lw *L, ts_program *P, size_t si, lw_gen *G)
 {
     const lw_stage *s = &L->st[si];
-    float *blk = ts_malloc((size_t)lw_mm_mem(ts_geom_cdiv((uint64_t)s->K, s->kr), ts_geom_cdiv((uint64_t)s->N, s->kc)));
+    float *blk = ts_malloc((size_t)lw_mm_bytes(s->h16, ts_geom_cdiv((uint64_t)s->K, s->kr),
+                                               ts_geom_cdiv((uint64_t)s->N, s->kc)));
     if (!blk)
         return TS_ENOMEM;
     ts_status rc = TS_OK;

@@ -83,6 +83,7 @@ typedef struct lw_stage {
                       * N kept, L dropped */
     float *wt, *bias;
     bool relu;
+    bool h16;       /* matmul: binary16 weights, MACs (fmach) and partial sums (lower_wse_emit_mm.c) */
     bool clip;      /* matmul, join: a fused Clip to [lo, hi] (ReLU6) */
     float lo, hi;   /* clip: the bounds; elem: Clip's too */
     int eop;        /* elem: the graph op (Clip, Sigmoid, Tanh, HardSwish, Gelu; vop 1: Gelu's tanh form;
@@ -131,6 +132,7 @@ typedef struct lw {
     size_t n, cap;
     uint64_t T;             /* the balanced pipeline's cycles by the cost model (place) */
     bool narrow;            /* place: products split for the fewest columns, not the fewest PEs */
+    bool h16;               /* the graph's input is f16: binary16 matrix products (lower_wse_emit_mm.c) */
     int64_t **maps;         /* the row orders of streams (lw_cur.rows), owned; nmaps of capmaps */
     size_t nmaps, capmaps;
     const int64_t *out_rows; /* the graph output's row order at the sink, or NULL (one of maps) */
@@ -211,6 +213,33 @@ ts_status ts_lww_check(const lw *L, const ts_program *P);
 
 /* SRAM of a matmul PE with ki inputs and nb outputs: weights, input row, accumulators, bias, zero, junk. */
 static inline uint64_t lw_mm_mem(uint64_t ki, uint64_t nb) { return ki * nb * 4 + ki * 4 + 2 * nb * 4 + 8; }
+
+/* A binary16 product's PE (lower_wse_emit_mm.c): its weight rows of nb halves padded to a multiple
+ * of 4 (8 bytes: every row starts in the first half of the banks), the binary32 input row at XA,
+ * the binary16 accumulators at AA (4 mod 8: the other half of the banks, so fmach runs at its full
+ * width), the binary16 bias at BA, the accumulators widened to binary32 at OA, a zero word at ZA,
+ * a junk word at JA; lw_mm16_end is its SRAM. */
+typedef struct lw_mm16 {
+    uint64_t row, XA, AA, BA, OA, ZA, JA, end;
+} lw_mm16;
+static inline lw_mm16 lw_mm16_at(uint64_t ki, uint64_t nb)
+{
+    lw_mm16 o;
+    o.row = (nb + 3) / 4 * 8;
+    o.XA = ki * o.row;
+    o.AA = (o.XA + ki * 4 + 7) / 8 * 8 + 4;
+    o.BA = o.AA + (nb * 2 + 3) / 4 * 4;
+    o.OA = o.BA + (nb * 2 + 3) / 4 * 4;
+    o.ZA = o.OA + nb * 4;
+    o.JA = o.ZA + 4;
+    o.end = o.JA + 4;
+    return o;
+}
+/* SRAM of a matmul PE, binary16 (h16) or binary32. */
+static inline uint64_t lw_mm_bytes(bool h16, uint64_t ki, uint64_t nb)
+{
+    return h16 ? lw_mm16_at(ki, nb).end : lw_mm_mem(ki, nb);
+}
 
 /* A product of s->ko > 1 output rows (lower_wse_emit_mm.c): the first column of its column group g
  * (0 for g 0, kc from g ko on): the first column from g kc / ko whose first output is even, so no

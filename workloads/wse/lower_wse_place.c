@@ -12,11 +12,16 @@
 
 #include "workloads/wse/lower_wse_int.h"
 
-/* Cycles per input row of a kr x kc split: the MAC loop, or the stream if it is slower. */
+/* Cycles of one input of a PE's MAC loop over nb outputs: its load, its descriptor and the MAC
+ * (binary32: fmacs, 1 a cycle; binary16: fmach, 4 a cycle). */
+static uint64_t mm_kcost(const lw_stage *s, uint64_t nb) { return (s->h16 ? ts_geom_cdiv(nb, 4) : nb) + 3; }
+
+/* Cycles per input row of a kr x kc split: the MAC loop (binary16: and the accumulators widened,
+ * about 3 cycles an output), or the stream if it is slower. */
 static uint64_t mm_cost(const lw_stage *s, uint64_t kr, uint64_t kc)
 {
     uint64_t ki = ts_geom_cdiv((uint64_t)s->K, kr), nb = ts_geom_cdiv((uint64_t)s->N, kc);
-    uint64_t t = ki * (nb + 3) + (kr > 1 ? nb : 0);
+    uint64_t t = ki * mm_kcost(s, nb) + (kr > 1 ? nb : 0) + (s->h16 ? 3 * nb : 0);
     uint64_t st = (uint64_t)(s->K > s->N ? s->K : s->N);
     return t > st ? t : st;
 }
@@ -31,12 +36,12 @@ static bool mm_pick(const lw_stage *s, uint64_t T, uint64_t hmax, uint64_t wmax,
     uint64_t best = UINT64_MAX, bcost = UINT64_MAX;
     for (uint64_t r = 1; r <= hmax; r++) {
         uint64_t ki = ts_geom_cdiv(K, r);
-        if (lw_mm_mem(ki, ts_geom_cdiv(N, wmax)) > sram || rows * mm_cost(s, r, wmax) > T)
+        if (lw_mm_bytes(s->h16, ki, ts_geom_cdiv(N, wmax)) > sram || rows * mm_cost(s, r, wmax) > T)
             continue;
         uint64_t lo = 1, hi = wmax; /* smallest kc that fits and is fast enough: both monotone in kc */
         while (lo < hi) {
             uint64_t mid = (lo + hi) / 2;
-            if (lw_mm_mem(ki, ts_geom_cdiv(N, mid)) <= sram && rows * mm_cost(s, r, mid) <= T)
+            if (lw_mm_bytes(s->h16, ki, ts_geom_cdiv(N, mid)) <= sram && rows * mm_cost(s, r, mid) <= T)
                 hi = mid;
             else
                 lo = mid + 1;
@@ -102,7 +107,7 @@ static ts_status min_widths(lw *L, uint32_t Hm, uint64_t *fixed, uint64_t *need)
         uint64_t kr = (uint64_t)s->K < rows ? (uint64_t)s->K : rows;
         uint64_t kc = 1;
         while (kc <= (uint64_t)s->N &&
-               lw_mm_mem(ts_geom_cdiv((uint64_t)s->K, kr), ts_geom_cdiv((uint64_t)s->N, kc)) > t->sram_bytes)
+               lw_mm_bytes(s->h16, ts_geom_cdiv((uint64_t)s->K, kr), ts_geom_cdiv((uint64_t)s->N, kc)) > t->sram_bytes)
             kc++;
         const ts_graph_node *n = ts_graph_get_node(L->g, s->node);
         if (kc > (uint64_t)s->N)
@@ -110,9 +115,9 @@ static ts_status min_widths(lw *L, uint32_t Hm, uint64_t *fixed, uint64_t *need)
                                  "one output column of its weights '%s' over %llu rows of PEs needs %.1f KiB per PE, "
                                  "the PE has %.1f KiB: %.1f KiB too much (%llu bytes)",
                                  ts_graph_get_tensor(L->g, n->in[1])->name, (unsigned long long)kr,
-                                 lw_mm_mem(ts_geom_cdiv((uint64_t)s->K, kr), 1) / 1024.0, t->sram_bytes / 1024.0,
-                                 (lw_mm_mem(ts_geom_cdiv((uint64_t)s->K, kr), 1) - t->sram_bytes) / 1024.0,
-                                 (unsigned long long)(lw_mm_mem(ts_geom_cdiv((uint64_t)s->K, kr), 1) - t->sram_bytes));
+                                 lw_mm_bytes(s->h16, ts_geom_cdiv((uint64_t)s->K, kr), 1) / 1024.0, t->sram_bytes / 1024.0,
+                                 (lw_mm_bytes(s->h16, ts_geom_cdiv((uint64_t)s->K, kr), 1) - t->sram_bytes) / 1024.0,
+                                 (unsigned long long)(lw_mm_bytes(s->h16, ts_geom_cdiv((uint64_t)s->K, kr), 1) - t->sram_bytes));
         s->kcmin = (uint32_t)kc;
         if (!s->lane)
             *need += kc;
@@ -213,7 +218,7 @@ static ts_status split(lw *L, uint32_t Hm, uint64_t avail)
         s->kc = (uint32_t)kc;
         s->w = s->kc;
         s->h = s->kr;
-        s->mem = lw_mm_mem(ts_geom_cdiv((uint64_t)s->K, kr), ts_geom_cdiv((uint64_t)s->N, kc));
+        s->mem = lw_mm_bytes(s->h16, ts_geom_cdiv((uint64_t)s->K, kr), ts_geom_cdiv((uint64_t)s->N, kc));
     }
     return TS_OK;
 }
@@ -242,10 +247,10 @@ static bool decoding(const lw *L)
 enum { ROW_CYCLES = 8 };
 
 /* A decode's products sized for latency: each one-row product of the main band, its columns kept,
- * takes more rows than balance gave it, at most its lane's and K: up to the fewest whose MAC loop
- * (ki (nb + 3) cycles, ki inputs by nb outputs a PE) is at most a quarter of K + N, the cycles its
- * input and output take to stream past one PE, the number kr of them that makes the MAC loop plus
- * ROW_CYCLES kr the least (the first of equals). Its blocks only shrink, its columns stay, so the
+ * takes more rows than balance gave it, at most its lane's and K: up to the fewest whose binary32
+ * MAC loop (ki (nb + 3) cycles, ki inputs by nb outputs a PE) is at most a quarter of K + N, the cycles its
+ * input and output take to stream past one PE, the number kr of them that makes the MAC loop
+ * (ki mm_kcost: binary32 or binary16) plus ROW_CYCLES kr the least (the first of equals). Its blocks only shrink, its columns stay, so the
  * band's width and every other stage are as they were; the band grows down into rows a decode
  * leaves idle. */
 static void latency_rows(lw *L, uint32_t Hm, uint64_t avail)
@@ -259,11 +264,14 @@ static void latency_rows(lw *L, uint32_t Hm, uint64_t avail)
         uint64_t hmax, wmax;
         mm_bounds(L, s, Hm, avail, &hmax, &wmax);
         const uint64_t K = (uint64_t)s->K, nb = ts_geom_cdiv((uint64_t)s->N, s->kc);
-        const uint64_t ki = ((uint64_t)s->K + (uint64_t)s->N) / 4 / (nb + 3); /* the most inputs a PE */
+        /* the most inputs a PE: by the binary32 loop's cost, also for a binary16 product (whose
+         * loop, 4 times cheaper, would reach the quarter on fewer rows; it takes the rows a
+         * binary32 product would at most, the fewest cycles by its own loop within them) */
+        const uint64_t ki = ((uint64_t)s->K + (uint64_t)s->N) / 4 / (nb + 3);
         uint64_t most = ki ? ts_geom_cdiv(K, ki) : hmax, kr = s->kr, best = UINT64_MAX;
         most = most < hmax ? most : hmax;
         for (uint64_t r = s->kr; r <= most; r++) {
-            const uint64_t c = ts_geom_cdiv(K, r) * (nb + 3) + ROW_CYCLES * r;
+            const uint64_t c = ts_geom_cdiv(K, r) * mm_kcost(s, nb) + ROW_CYCLES * r;
             if (c < best) {
                 best = c;
                 kr = r;
@@ -273,7 +281,7 @@ static void latency_rows(lw *L, uint32_t Hm, uint64_t avail)
             continue;
         s->kr = (uint32_t)kr;
         s->h = s->kr;
-        s->mem = lw_mm_mem(ts_geom_cdiv(K, kr), nb);
+        s->mem = lw_mm_bytes(s->h16, ts_geom_cdiv(K, kr), nb);
     }
 }
 
@@ -496,8 +504,10 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
 {
     const ts_wse_target *t = L->t;
     bool forks = false;
-    for (size_t i = 0; i < L->n; i++)
+    for (size_t i = 0; i < L->n; i++) {
         forks |= L->st[i].fork;
+        L->st[i].h16 = L->h16 && L->st[i].kind == K_MM;
+    }
     /* with skip paths the main band takes the top half of the rows, skip paths the bottom half */
     const uint32_t Hm = forks ? t->height / 2 : t->height;
     *hm = Hm;

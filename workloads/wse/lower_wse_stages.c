@@ -377,7 +377,7 @@ static ts_status stage_pool(lw *L, const lw_op *o, bool *out_nhwc)
 }
 
 /* The operators the WSE lowering refuses whatever their shapes (ts_lower_ops; build and the
- * dispatch below ask it too): kinds without stages, dtypes other than f32, a MaxPool with
+ * dispatch below ask it too): kinds without stages, dtypes other than f32 and f16, a MaxPool with
  * dilations, a Gemm with transA, a MaxPool with ceil_mode. */
 static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t cap)
 {
@@ -410,8 +410,8 @@ static bool refuse(const ts_graph *g, const ts_graph_node *n, char *why, size_t 
     }
     for (size_t k = 0; k < n->nin; k++) {
         ts_dtype dt = ts_graph_get_tensor(g, n->in[k])->dtype;
-        if (dt != TS_DT_F32) {
-            snprintf(why, cap, "on %s (f32 only)", ts_dtype_name(dt));
+        if (dt != TS_DT_F32 && dt != TS_DT_F16) {
+            snprintf(why, cap, "on %s (f32 and f16 only)", ts_dtype_name(dt));
             return true;
         }
     }

@@ -117,6 +117,25 @@ START_TEST(mac_fp32_fp16)
 }
 END_TEST
 
+/* fh2s: a word of two binary16 values, each half widened to binary32 exactly (a subnormal and
+ * a negative one too); a half selector other than 0 or 1 is refused at load (pe_errors). */
+START_TEST(fh2s_halves)
+{
+    ts_wse_cfg c = wt_cfg(1, 1);
+    ts_model *m = run_ok(&c, ".arch wse\n.stream pe 0\n    li r15, 0\n    ld r1, r15, 0\n    fh2s r2, r1, 0\n"
+                             "    fh2s r3, r1, 1\n    st r2, r15, 8\n    st r3, r15, 12\n    ld r1, r15, 4\n"
+                             "    fh2s r2, r1, 0\n    fh2s r3, r1, 1\n    st r2, r15, 16\n    st r3, r15, 20\n"
+                             ".data pe 0 0\n    .f16 1.5, -2048, 0.0000001192092896, -65504\n");
+    float v[4];
+    ts_wse_read_sram(m, 0, 0, 8, v, sizeof v);
+    ck_assert_float_eq(v[0], 1.5f);
+    ck_assert_float_eq(v[1], -2048.0f);
+    ck_assert_float_eq(v[2], ldexpf(1.0f, -23)); /* a subnormal binary16: 2 x 2^-24 */
+    ck_assert_float_eq(v[3], -65504.0f);
+    wt_free(m);
+}
+END_TEST
+
 /* Data tasks: three wavelets arrive at PE 1, whose data task for colour 0 adds each payload (in
  * r0) into a counter. Local tasks: activate runs a task after the current one; block holds it;
  * an async op's completion activates a task. */
@@ -186,6 +205,9 @@ START_TEST(pe_errors)
     ts_err_free(&err);
     err = run_fails(1, ".arch wse\n.stream pe 0\n    fadds 0, 1, 2, 9, -1\n", TS_EINPUT,
                     "PE (0, 0) pc 0: thread 9 is neither -1 (main) nor a microthread 0..7", false);
+    ts_err_free(&err);
+    err = run_fails(1, ".arch wse\n.stream pe 0\n    fh2s r2, r1, 2\n", TS_EINPUT,
+                    "PE (0, 0) pc 0: fh2s half is neither 0 (low) nor 1 (high)", false);
     ts_err_free(&err);
 }
 END_TEST
@@ -323,6 +345,7 @@ static Suite *suite(void)
     tcase_add_test(tc, fadds_width_and_values);
     tcase_add_test(tc, bank_and_stride_rules);
     tcase_add_test(tc, mac_fp32_fp16);
+    tcase_add_test(tc, fh2s_halves);
     tcase_add_test(tc, tasks);
     tcase_add_test(tc, pe_errors);
     tcase_add_test(tc, endless_loops);
