@@ -591,6 +591,18 @@ static ts_status keep_rows(lt *L, const prod *p, const pmem *m)
     return TS_OK;
 }
 
+/* A 3 x 3 (or larger) Conv of KQUAD_PASSES to QUAD_PASSES - 1 pixels, or a 1 x 1 one of fewer than
+ * DUAL_PASSES, with four reduction blocks or more (ResNet's stages 3 and 4: the 3 x 3 convs of 196 and
+ * 49 pixels, stage 4's 1 x 1 convs of 2,048 channels) gets the east copy of its weights and takes its
+ * blocks four by four, one on each plane (kquad_mode, kquad_block). */
+#define KQUAD_PASSES 32
+
+static bool kquad_kind(const prod *p)
+{
+    return p->kind == 2 && (p->w.kh * p->w.kw > 1 || p->M < DUAL_PASSES) && p->G == 1 && !p->rep && p->KT >= 4 &&
+           p->M >= KQUAD_PASSES && p->M < QUAD_PASSES;
+}
+
 /* Whether product p's blocks go on the east planes too: blocks of laid-out weights (not a moving
  * operator's 0/1 rows, not Q Kᵀ's activation rows) streaming QUAD_PASSES vectors or more, in the
  * first mode of the lowering (lower_tsp.c, MODES), on a chip with two east planes east of every east
@@ -601,18 +613,8 @@ static ts_status keep_rows(lt *L, const prod *p, const pmem *m)
  * (install_block), so the east planes take a tile each without installing it twice; and a 1 x 1 Conv
  * of two reduction blocks and several tiles from DUAL_PASSES vectors on (layer3.0.downsample) goes in
  * pairs of planes, a tile on each pair (pair_mode, sched_pairs); one of four reduction blocks and one
- * tile or more (layer3.1-3.5.conv1, layer4.0.conv1) a block on each plane at once (q1_mode, sched_q1). */
-/* A 3 x 3 (or larger) Conv of KQUAD_PASSES to QUAD_PASSES - 1 pixels and four reduction blocks or more
- * (ResNet's stages 3 and 4, 196 and 49 pixels) gets the east copy of its weights and takes its blocks
- * four by four, one on each plane (kquad_mode, kquad_block). */
-#define KQUAD_PASSES 32
-
-static bool kquad_kind(const prod *p)
-{
-    return p->kind == 2 && p->w.kh * p->w.kw > 1 && p->G == 1 && !p->rep && p->KT >= 4 && p->M >= KQUAD_PASSES &&
-           p->M < QUAD_PASSES;
-}
-
+ * tile or more (layer3.1-3.5.conv1, layer4.0.conv1) a block on each plane at once (q1_mode, sched_q1); and
+ * a kquad_kind Conv four blocks at once. */
 static bool east_kind(const lt *L, const prod *p)
 {
     uint32_t far = lt_mem_pos(L, L->nW + L->nE - 1);
@@ -1881,7 +1883,8 @@ static ts_status wpair_block(lt *L, psched *s, uint32_t k)
 /* A Conv of kquad_kind with the east copy: its reduction blocks four by four, block k + j on plane j
  * (W0, W1, E0, E1) at once, a pixel's four abc timed so that the four products reach the VXM in one
  * cycle, added two and two, then together, then to the bias or the partial sum: one partial sum
- * written and read a pixel for four blocks (the last one or two blocks in west pairs, wpair_block). */
+ * written and read a pixel for four blocks. Of 4 q + 2 or 4 q + 3 blocks, blocks 0 and 1 go first in a
+ * west pair (wpair_block); a last lone block on the planes in turn (sched_one). */
 static bool kquad_mode(const lt *L, const psched *s)
 {
     const prod *p = s->p;
