@@ -611,18 +611,19 @@ static bool kquad_kind(const prod *p)
  * and four output tiles or more streaming DUAL_PASSES vectors or more (ResNet-50's stage-3 conv3,
  * 256 -> 1,024 channels, 196 pixels) installs each tile's block on one plane, the planes in turn
  * (install_block), so the east planes take a tile each without installing it twice; and a 1 x 1 Conv
- * of two reduction blocks and several tiles from DUAL_PASSES vectors on (layer3.0.downsample) goes in
- * pairs of planes, a tile on each pair (pair_mode, sched_pairs); one of four reduction blocks and one
- * tile or more (layer3.1-3.5.conv1, layer4.0.conv1) a block on each plane at once (q1_mode, sched_q1); and
- * a kquad_kind Conv four blocks at once. */
+ * of two reduction blocks and several tiles from KQUAD_PASSES vectors on (layer3.0.downsample, stage
+ * 4's conv3s) goes in pairs of planes, a tile on each pair (pair_mode, sched_pairs); one of four
+ * reduction blocks and one tile or more (layer3.1-3.5.conv1, layer4.0.conv1) a block on each plane at
+ * once (q1_mode, sched_q1); and a kquad_kind Conv four blocks at once. */
 static bool east_kind(const lt *L, const prod *p)
 {
     uint32_t far = lt_mem_pos(L, L->nW + L->nE - 1);
     return !L->mode && L->tg->mxm_east >= 2 && L->tg->pos_mxm_e[0] > far && L->tg->pos_mxm_e[1] > far &&
            p->kind != 4 && p->kind != 5 &&
-           (p->M >= QUAD_PASSES || (p->kind == 2 && p->M >= DUAL_PASSES &&
-                                     ((p->KT == 1 && p->NT >= 4) || (p->KT == 2 && p->NT >= 2 && p->w.kh * p->w.kw == 1) ||
-                                      (p->KT == 4 && p->w.kh * p->w.kw == 1))) ||
+           (p->M >= QUAD_PASSES ||
+            (p->kind == 2 && p->M >= DUAL_PASSES &&
+             ((p->KT == 1 && p->NT >= 4) || (p->KT == 4 && p->w.kh * p->w.kw == 1))) ||
+            (p->kind == 2 && !p->rep && p->M >= KQUAD_PASSES && p->KT == 2 && p->NT >= 2 && p->w.kh * p->w.kw == 1) ||
             kquad_kind(p));
 }
 
