@@ -398,6 +398,62 @@ START_TEST(test_conv1x1_turns_east)
 }
 END_TEST
 
+/* A 3x3 conv (pad 1) of 330 channels, so 18 reduction blocks (tap-major: a tap's two channel tiles),
+ * on 6 x 6 pixels (fewer than QUAD_PASSES: once on the west planes alone), with the east copy: blocks
+ * 0 and 1 in a west pair, then four by four on W0, W1, E0, E1 at once (products.c, kquad_block), one
+ * partial sum a pixel for four blocks; each block installed once; a pixel passes a quad where one of
+ * its four blocks has an input (the others the word of zeros). Bit-exact. */
+START_TEST(test_conv3x3_kquads)
+{
+    ts_graph *g = ts_graph_create("conv3x3_kquads");
+    const int C = 330, H = 6, W = 6, M = 16;
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
+    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, C, 3, 3});
+    int b = tensor_dt(g, "b", TS_TENSOR_WEIGHT, TS_DT_I32, 1, (int64_t[]){M});
+    int y = tensor_dt(g, "y", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 1;
+    node(g, TS_OP_CONV, "c", (int[]){x, w, b}, 3, y, &a);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    ck_assert_uint_eq(l.rep.nlayers, 1);
+    ck_assert_uint_eq(l.rep.layers[0].blocks, 18);
+    /* the pixels of each quad (taps 1-2, 3-4, 5-6, 7-8): those with one of its taps inside the image */
+    uint32_t quads = 0, pair = 0;
+    for (int q = 0; q < 4; q++)
+        for (int p = 0; p < H * W; p++) {
+            bool in = false;
+            for (int t = 1 + 2 * q; t <= 2 + 2 * q; t++) {
+                int iy = p / W - 1 + t / 3, ix = p % W - 1 + t % 3;
+                in = in || (iy >= 0 && ix >= 0 && iy < H && ix < W);
+            }
+            quads += in;
+        }
+    for (int p = 0; p < H * W; p++) /* tap 0's two blocks */
+        pair += p / W > 0 && p % W > 0;
+    uint32_t abc[4];
+    plane_abcs(&l, abc);
+    ck_assert_uint_eq(abc[0], quads + pair);
+    ck_assert_uint_eq(abc[1], quads + pair);
+    ck_assert_uint_eq(abc[2], quads);
+    ck_assert_uint_eq(abc[3], quads);
+    ck_assert_uint_eq(l.rep.layers[0].passes, 4 * quads + 2 * pair);
+    int8_t *xv = input_of(g, x);
+    int Ho, Wo;
+    int8_t *yv = ref_conv(xv, C, H, W, w, b, M, 3, 1, 1, false, &Ho, &Wo);
+    int pos, nz;
+    ck_assert_int_eq(diff_conv(&l, y, yv, M, Ho * Wo, &pos, &nz), 0);
+    ck_assert_int_gt(nz, M * Ho * Wo / 2);
+    ts_free(xv);
+    ts_free(yv);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* An int32 bias with data: channel n gets (n k mod 41 - 20) x step, large enough that many of the
  * requantised values saturate. */
 static int bias_data(ts_graph *g, const char *name, int N, int k, int32_t step, int32_t *v)
@@ -1263,6 +1319,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_conv1x1_quads);
     tcase_add_test(tc, test_conv1x1_turns);
     tcase_add_test(tc, test_conv1x1_turns_east);
+    tcase_add_test(tc, test_conv3x3_kquads);
     tcase_add_test(tc, test_gemm_relu);
     tcase_add_test(tc, test_fused_add);
     tcase_add_test(tc, test_conv);

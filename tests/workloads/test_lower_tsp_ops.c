@@ -355,12 +355,14 @@ START_TEST(test_packed_sets)
 }
 END_TEST
 
-/* ResNet's stage-3 and stage-4 convs, small, on the west planes: case 0 a 3 x 3 conv of a 40-channel
- * input over 12 x 12 (144 pixels, 9 taps, one block each) to 64 channels; case 1 a 1 x 1 conv of 700
- * channels (3 blocks) over 8 x 8 (64 pixels, under 128) to 64, its input a 1 x 1 conv + Relu. No
- * Relu after them: their blocks two by two on W0 and W1 at once, a pixel's two products added on
- * the VXM before its partial sum, a last odd block on both planes as always. Bit-exact; 10 and 3
- * installs (18 and 6 with both planes taking every block). */
+/* ResNet's stage-3 and stage-4 convs, small: case 0 a 3 x 3 conv of a 40-channel input over 12 x 12
+ * (144 pixels, 9 taps, one block each) to 64 channels, with the east copy: blocks 0-3 and 4-7 four
+ * at once on W0, W1, E0, E1 (kquad_block), a pixel's four products added on the VXM before its
+ * partial sum, the ninth block on the four planes in turn; case 1 a 1 x 1 conv of 700 channels (3
+ * blocks) over 8 x 8 (64 pixels, under 128) to 64, its input a 1 x 1 conv + Relu, on the west
+ * planes: blocks two by two on W0 and W1 at once, a last odd block on both planes as always. No
+ * Relu after them. Bit-exact; 12 and 3 installs (18 and 6 with both west planes taking every
+ * block). */
 START_TEST(test_west_pairs)
 {
     if (getenv("TS_SANITIZED") && _i == 1) /* under a sanitizer the 3x3 (case 0) only: docs/testing.md */
@@ -387,9 +389,10 @@ START_TEST(test_west_pairs)
         x1 = ref_conv(xv, &(cgeom){1, C, H, W, K, 1, 1, 0, 1, 1}, w0, true, &Ho, &Wo);
     int8_t *yv = ref_conv(_i ? x1 : xv, &(cgeom){1, K, H, W, M, k, 1, k / 2, 1, 1}, w, false, &Ho, &Wo);
     ck_assert_int_eq(check_nchw(&l, y, yv, 1, M, Ho * Wo, "c"), 0);
-    ck_assert_uint_eq(l.rep.layers[node].blocks, _i ? 3 : 10);
-    /* the taps inside: 9 for 10 x 10 pixels, 6 on the edges, 4 at the corners; 3 blocks a pixel */
-    ck_assert_uint_eq(l.rep.layers[node].passes, _i ? 3 * 64 : 9 * 10 * 10 + 6 * 4 * 10 + 4 * 4);
+    ck_assert_uint_eq(l.rep.layers[node].blocks, _i ? 3 : 12);
+    /* 3 blocks a pixel; or a quad of 4 passes for every pixel with one of taps 0-3 inside (all but
+     * the corner (0, 0)), one for each with one of taps 4-7 (all), and tap 8's lone passes (y, x <= 10) */
+    ck_assert_uint_eq(l.rep.layers[node].passes, _i ? 3 * 64 : 4 * 143 + 4 * 144 + 11 * 11);
     assert_quarter_negative(yv, M * Ho * Wo);
     ts_free(xv);
     ts_free(x1);

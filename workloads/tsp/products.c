@@ -591,6 +591,18 @@ static ts_status keep_rows(lt *L, const prod *p, const pmem *m)
     return TS_OK;
 }
 
+/* A 3 x 3 (or larger) Conv of KQUAD_PASSES to QUAD_PASSES - 1 pixels, or a 1 x 1 one of fewer than
+ * DUAL_PASSES, with four reduction blocks or more (ResNet's stages 3 and 4: the 3 x 3 convs of 196 and
+ * 49 pixels, stage 4's 1 x 1 convs of 2,048 channels) gets the east copy of its weights and takes its
+ * blocks four by four, one on each plane (kquad_mode, kquad_block). */
+#define KQUAD_PASSES 32
+
+static bool kquad_kind(const prod *p)
+{
+    return p->kind == 2 && (p->w.kh * p->w.kw > 1 || p->M < DUAL_PASSES) && p->G == 1 && !p->rep && p->KT >= 4 &&
+           p->M >= KQUAD_PASSES && p->M < QUAD_PASSES;
+}
+
 /* Whether product p's blocks go on the east planes too: blocks of laid-out weights (not a moving
  * operator's 0/1 rows, not Q Kᵀ's activation rows) streaming QUAD_PASSES vectors or more, in the
  * first mode of the lowering (lower_tsp.c, MODES), on a chip with two east planes east of every east
@@ -599,17 +611,20 @@ static ts_status keep_rows(lt *L, const prod *p, const pmem *m)
  * and four output tiles or more streaming DUAL_PASSES vectors or more (ResNet-50's stage-3 conv3,
  * 256 -> 1,024 channels, 196 pixels) installs each tile's block on one plane, the planes in turn
  * (install_block), so the east planes take a tile each without installing it twice; and a 1 x 1 Conv
- * of two reduction blocks and several tiles from DUAL_PASSES vectors on (layer3.0.downsample) goes in
- * pairs of planes, a tile on each pair (pair_mode, sched_pairs); one of four reduction blocks and one
- * tile or more (layer3.1-3.5.conv1, layer4.0.conv1) a block on each plane at once (q1_mode, sched_q1). */
+ * of two reduction blocks and several tiles from KQUAD_PASSES vectors on (layer3.0.downsample, stage
+ * 4's conv3s) goes in pairs of planes, a tile on each pair (pair_mode, sched_pairs); one of four
+ * reduction blocks and one tile or more (layer3.1-3.5.conv1, layer4.0.conv1) a block on each plane at
+ * once (q1_mode, sched_q1); and a kquad_kind Conv four blocks at once. */
 static bool east_kind(const lt *L, const prod *p)
 {
     uint32_t far = lt_mem_pos(L, L->nW + L->nE - 1);
     return !L->mode && L->tg->mxm_east >= 2 && L->tg->pos_mxm_e[0] > far && L->tg->pos_mxm_e[1] > far &&
            p->kind != 4 && p->kind != 5 &&
-           (p->M >= QUAD_PASSES || (p->kind == 2 && p->M >= DUAL_PASSES &&
-                                     ((p->KT == 1 && p->NT >= 4) || (p->KT == 2 && p->NT >= 2 && p->w.kh * p->w.kw == 1) ||
-                                      (p->KT == 4 && p->w.kh * p->w.kw == 1))));
+           (p->M >= QUAD_PASSES ||
+            (p->kind == 2 && p->M >= DUAL_PASSES &&
+             ((p->KT == 1 && p->NT >= 4) || (p->KT == 4 && p->w.kh * p->w.kw == 1))) ||
+            (p->kind == 2 && !p->rep && p->M >= KQUAD_PASSES && p->KT == 2 && p->NT >= 2 && p->w.kh * p->w.kw == 1) ||
+            kquad_kind(p));
 }
 
 /* The rows for the east planes (docs/lowering-tsp.md, *The east planes*): rows laid out in the east
@@ -1866,6 +1881,145 @@ static ts_status wpair_block(lt *L, psched *s, uint32_t k)
     return TS_OK;
 }
 
+/* A Conv of kquad_kind with the east copy: its reduction blocks four by four, block k + j on plane j
+ * (W0, W1, E0, E1) at once, a pixel's four abc timed so that the four products reach the VXM in one
+ * cycle, added two and two, then together, then to the bias or the partial sum: one partial sum
+ * written and read a pixel for four blocks. Of 4 q + 2 or 4 q + 3 blocks, blocks 0 and 1 go first in a
+ * west pair (wpair_block); a last lone block on the planes in turn (sched_one). */
+static bool kquad_mode(const lt *L, const psched *s)
+{
+    const prod *p = s->p;
+    return kquad_kind(p) && !L->mode && s->m.east && s->m0 == 0 && s->m1 == p->M && L->tg->mxm_west >= 2 &&
+           L->tg->mxm_east >= 2;
+}
+
+/* try_quad with a partial sum in (not first) or the bias (first), and out (not final) or the
+ * requantised output (final): the chain of ps[0]. */
+static bool try_kquad(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
+{
+    const quad_arg *a = arg;
+    const pass *ps = a->ps[0];
+    const ts_tsp_target *P = L->tg;
+    uint32_t tag = L->tag % 65535 + 1, pv = P->pos_vxm, d0 = plane_dist(L, ps->pl);
+    val x[4], s01, s23, sum, part, fin;
+    for (int i = 0; i < 4; i++) {
+        uint64_t lag = plane_dist(L, a->ps[i]->pl) - d0;
+        if (T < lag || !pass_plane(L, a->p, a->ps[i], T - lag, tag, tag, &x[i]))
+            return false;
+    }
+    int sb, sd;
+    uint32_t btag = tag;
+    bool kept = ps->first && kept_bias(L, ps->bword, x[0].t + 2 * lt_vop_lat(L, LT_ADD), tag, &part, &btag);
+    if (!lt_vop(L, LT_ADD, P->reg.i32, 0, x[0].t, &x[0], &x[1], -1, 0, tag, &s01, NULL) ||
+        !lt_vop(L, LT_ADD, P->reg.i32, 0, x[2].t, &x[2], &x[3], -1, 0, tag, &s23, NULL) ||
+        !lt_vop_tags(L, LT_ADD, P->reg.i32, 0, s01.t, &s01, &s23, -1, 0, tag, btag, &sum, NULL))
+        return false;
+    if (ps->first) {
+        if (!kept && !lt_bias_in(L, ps->bword, sum.t, tag, &part))
+            return false;
+    } else {
+        if (!lt_take_group(L, P_E2V_W, 4, sum.t, pv, &sb))
+            return false;
+        for (int b = 0; b < 4; b++)
+            if (!lt_rd(L, ps->pmem[b], ps->pword[b], sum.t, pv, WEST, sb + b, tag, ps->pready))
+                return false;
+        part = (val){.alu = -1, .dir = WEST, .s = sb, .t = sum.t};
+    }
+    if (ps->final) {
+        if (!lt_vop_tags(L, LT_ADD, P->reg.i32, 0, sum.t, &sum, &part, -1, 0, btag, tag, &fin, NULL) ||
+            !requant(L, a->p, ps, &fin, tag, L->keep_scale, wdone))
+            return false;
+        L->tag = tag;
+        return true;
+    }
+    if (!lt_vop_tags(L, LT_ADD, P->reg.i32, 0, sum.t, &sum, &part, P_FROMV_E, 4, btag, tag, &fin, &sd))
+        return false;
+    uint64_t last = 0;
+    for (int b = 0; b < 4; b++) {
+        uint64_t w;
+        if (!lt_wr(L, ps->wmem[b], ps->wword[b], sum.t + P->d_func.add, pv, EAST, sd + b, tag, 0, &w))
+            return false;
+        last = w > last ? w : last;
+    }
+    *wdone = last;
+    L->tag = tag;
+    return true;
+}
+
+/* Blocks k to k + 3 of output tile s->nt on W0, W1, E0, E1: installed, then every pixel with an input
+ * in one of them as a quad (the zero word where a block has none). */
+static ts_status kquad_block(lt *L, psched *s, uint32_t k)
+{
+    prod *p = s->p;
+    uint32_t nt = s->nt, VL = L->VL;
+    s->nv = tile_rows(p, nt, VL);
+    s->np = 4;
+    for (int j = 0; j < 4; j++) {
+        s->planes[j] = j;
+        s->kt = k + (uint32_t)j;
+        blk_rows(L, s, blk_row0(p, nt, s->kt, VL));
+        ts_status rc = install_on(L, s, j);
+        if (rc != TS_OK)
+            return rc;
+    }
+    uint32_t d0 = plane_dist(L, s->planes[0]);
+    for (uint32_t m = s->m0; m < s->m1; m++) {
+        uint64_t pi = (uint64_t)m * p->NT + nt, T = 0, w;
+        if (s->firstk[pi] == UINT32_MAX || s->firstk[pi] > k + 3 || s->lastk[pi] < k)
+            continue; /* no input in these four blocks */
+        pass ps[4];
+        for (int g = 0; g < 4; g++) {
+            uint32_t kt = k + (uint32_t)g;
+            ps[g] = (pass){.pl = s->planes[g], .kt = kt, .xv = act_vec(p, m, kt)};
+            uint64_t t = pass_lb(L, s, g, ps[g].xv) + plane_dist(L, s->planes[g]) - d0;
+            T = t > T ? t : T;
+        }
+        ps[0].first = s->firstk[pi] >= k;
+        ps[0].final = s->lastk[pi] <= k + 3;
+        ps[0].bword = s->m.cbase + 4 * (s->m.ct > 1 ? nt : 0);
+        ps[0].sword = s->m.cbase + 4 * s->m.ct;
+        uint32_t wb = ps[0].first ? (k / 4) & 1 : s->pbuf[pi] ^ 1u;
+        for (uint32_t b = 0; b < 4; b++) {
+            uint64_t kk = ((uint64_t)(m - s->m0) * p->NT + nt) * 4 + b;
+            uint32_t rb = s->pbuf[pi];
+            ps[0].pmem[b] = L->nW + rb * s->m.hE + (uint32_t)(kk % s->m.hE);
+            ps[0].pword[b] = s->m.pbases[rb] + (uint32_t)(kk / s->m.hE);
+            ps[0].wmem[b] = L->nW + wb * s->m.hE + (uint32_t)(kk % s->m.hE);
+            ps[0].wword[b] = s->m.pbases[wb] + (uint32_t)(kk / s->m.hE);
+        }
+        if (!ps[0].first) {
+            ps[0].pready = s->pready[pi];
+            if (ps[0].pready > T + 3 * lt_vop_lat(L, LT_ADD))
+                T = ps[0].pready - 3 * lt_vop_lat(L, LT_ADD);
+        }
+        if (ps[0].final)
+            lt_slot(L, p->y, (uint64_t)m * p->y->T + nt, &ps[0].omem, &ps[0].oword);
+        else if (s->m.pav > T)
+            T = s->m.pav;
+        quad_arg a = {p, {&ps[0], &ps[1], &ps[2], &ps[3]}, ps[0].first};
+        ts_status rc = lt_search(L, try_kquad, &a, NULL, &T, &w, p->nd, true);
+        if (rc != TS_OK)
+            return rc;
+        if (L->rdmax > s->rd_last)
+            s->rd_last = L->rdmax;
+        if (ps[0].final) {
+            p->y->ready[(uint64_t)m * p->y->T + nt] = w + L->tg->d_func.write + 1;
+        } else {
+            s->pready[pi] = w + L->tg->d_func.write + 1;
+            s->pbuf[pi] = (uint8_t)wb;
+        }
+        for (int g = 0; g < 4; g++) {
+            uint64_t tg = T - (plane_dist(L, s->planes[g]) - d0);
+            s->last_abcs[g] = tg;
+            lt_span(s->ly, tg, w);
+        }
+        s->ly->passes += 4;
+    }
+    for (int j = 0; j < 4; j++)
+        L->plane_busy[j] = s->last_abcs[j];
+    return TS_OK;
+}
+
 /* Every block, reduction-major: the output tiles' partial-sum chains interleave, so a block need
  * not wait for the previous block of its own tile to write its partial sums. */
 static ts_status sched_blocks(lt *L, psched *s)
@@ -1877,11 +2031,20 @@ static ts_status sched_blocks(lt *L, psched *s)
         return sched_quads(L, s);
     if (q1_mode(L, s))
         return sched_q1(L, s);
-    bool wp = wpair_mode(L, s);
+    bool wp = wpair_mode(L, s), kq = kquad_mode(L, s);
+    uint32_t q0 = kq && p->KT % 4 >= 2 ? 2 : 0, pair_end = kq ? q0 : p->KT;
     for (uint32_t b = 0; b < p->KT; b++)
         for (s->nt = 0; s->nt < p->NT; s->nt++) {
             ts_status rc;
-            if (wp && b + 1 < p->KT && blk_used(p, s->nt, b, L->VL) && blk_used(p, s->nt, b + 1, L->VL)) {
+            if (kq && b >= q0 && b + 3 < p->KT && blk_used(p, s->nt, b, L->VL) && blk_used(p, s->nt, b + 1, L->VL) &&
+                blk_used(p, s->nt, b + 2, L->VL) && blk_used(p, s->nt, b + 3, L->VL)) {
+                if ((rc = kquad_block(L, s, b)) != TS_OK)
+                    return rc;
+                if (s->nt + 1 == p->NT)
+                    b += 3;
+                continue;
+            }
+            if ((wp || kq) && b + 1 < pair_end && blk_used(p, s->nt, b, L->VL) && blk_used(p, s->nt, b + 1, L->VL)) {
                 if ((rc = wpair_block(L, s, b)) != TS_OK)
                     return rc;
                 if (s->nt + 1 == p->NT)

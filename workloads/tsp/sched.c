@@ -52,9 +52,11 @@ const lt_pool lt_pool_sets[3][P_COUNT] = {
                                                          * streams of P_E2V_W and P_FROMV_W where their
                                                          * trajectories are free (a stream is reserved per
                                                          * trajectory and stretch, whichever pool takes it) */
-        [P_EACT] = {EAST, 0, 20, SEG_ALL, 0},           /* W MEM -> MXM E0/E1: activations, past the VXM and
+        [P_EACT] = {EAST, 0, 20, SEG_ALL, 16},          /* W MEM -> MXM E0/E1: activations, past the VXM and
                                                          * the east MEM (E MEM -> MXM E0/E1 weight rows take
-                                                         * s0e-s15e east of the VXM: SEG_E) */
+                                                         * s0e-s15e east of the VXM: SEG_E); s16e-s19e
+                                                         * first, so an east plane's lw of 16 rows finds
+                                                         * s0e-s15e free beside the passes */
     },
     {
         [P_WGT] = {WEST, 0, 16, SEG_W, 0},
