@@ -150,11 +150,13 @@ static void span(const lw *L, uint64_t a, uint64_t bytes, uint64_t *out)
 }
 
 /* Coefficient blocks of B for columns [c0, c0 + cols) and k [ks, ks + kc): [group][pair][unit][2],
- * packed with kc (the kernel's step), zero past N and past the slice's valid kv. */
-static void build_b(lw *L, const t10_op *s, int bid, float *w, uint64_t c0, uint64_t cols, uint64_t ks, uint64_t kv,
-                    uint64_t kc)
+ * packed with kc (the kernel's step), zero past N and past the slice's valid kv. On more than 8 f16
+ * units a group's 16-byte blocks (two units' 4 halves of an input step) lie where the worker that
+ * loads them reads them (lwi_amp_wchunk). */
+static void build_b(lw *L, const t10_op *s, int bid, float *w, uint32_t U, uint64_t c0, uint64_t cols, uint64_t ks,
+                    uint64_t kv, uint64_t kc)
 {
-    uint32_t U = s->half ? L->units16 : L->units, per = s->half ? 4 : 2; /* f16: [group][step][unit][4] halves */
+    uint32_t per = s->half ? 4 : 2; /* f16: [group][step][unit][4] halves */
     uint16_t *w16 = (uint16_t *)w;
     /* a Conv whose channels are padded: W[M][creal][kh][kw], zero for the channels past creal */
     const uint64_t kb = s->conv && s->creal ? s->creal * s->taps : s->K;
@@ -163,6 +165,9 @@ static void build_b(lw *L, const t10_op *s, int bid, float *w, uint64_t c0, uint
             for (uint32_t u = 0; u < U; u++)
                 for (uint32_t jj = 0; jj < per; jj++) {
                     uint64_t o = c0 + q * U + u, k = ks + per * k2 + jj, at = ((q * (kc / per) + k2) * U + u) * per + jj;
+                    uint64_t ch;
+                    if (U > 8 && lwi_amp_wchunk(L->workers, U, kc / per, k2, u / 2, &ch))
+                        at = (q * (kc / per) * U / 2 + ch) * 8 + (u % 2) * 4 + jj;
                     float v = o < s->N && k < ks + kv && k < kb
                                   ? ts_fill_value_f32(s->B, bid, s->tb ? o * kb + k : k * s->N + o)
                                   : 0.0f;
@@ -473,7 +478,8 @@ static ts_status t10_layout(lw *L, const ts_graph_node *n, const ts_t10_plan *pl
         G->hb = (G->rows / G->wo - 1) * G->st + G->kh;
         G->wp = G->wi + s->pl + s->pr;
     }
-    G->U = s->half ? L->units16 : L->units;
+    uint32_t wide = lwi_t10_wide(L->p, s, G->cols, G->kp);
+    G->U = wide ? wide : s->half ? L->units16 : L->units;
     G->tn = G->fm * G->fn * G->fk;
     G->es = s->half ? 2 : 4;
     G->per = s->half ? 4 : 2;
@@ -565,7 +571,7 @@ static ts_status t10_place_b(lw *L, const ts_graph_node *n, const t10_gen *G, co
                 uint64_t kv = slice_k(G, l, sg, &ks);
                 uint64_t kc = kc_of(G, kv);
                 memset(w, 0, bslot_b);
-                build_b(L, s, n->in[1], w, (uint64_t)j * G->cols, G->cols, ks, kv, kc);
+                build_b(L, s, n->in[1], w, G->U, (uint64_t)j * G->cols, G->cols, ks, kv, kc);
                 for (uint32_t i = 0; i < G->fm && rc == TS_OK; i++) {
                     uint32_t t = tile_of(G, i, j, l);
                     if (G->rotb && base_of(G, i, j) * G->rp != sg)
