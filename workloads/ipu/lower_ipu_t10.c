@@ -274,19 +274,36 @@ static void conv_image_rows(lw *L, const t10_gen *G, uint32_t t, uint32_t i, uin
     W(t, SETZI, RM(7), (int32_t)img, 0);
     size_t px = W(t, LD32STEP, RM(6), RM(2), 4);
     W(t, ADD, RM(6), RM(6), RM(7));
-    W(t, RPT, RM(5), (int32_t)(2 * blk + 1), 0);
-    for (uint64_t k = 0; k < blk; k += G->es == 2 ? 2 : 1) {
 #define TAP_OFF(k) (int32_t)((k) / G->taps * cst + ((k) % G->taps / G->kw * G->wp + (k) % G->taps % G->kw) * 4)
-        if (G->es == 2) { /* k and k + 1 rounded into one word */
+    if (G->es == 2) { /* k and k + 1 rounded into one word, the rounding of each word in a bundle with
+                       * the next word's first load, its store after the second: 3 issues a word */
+        size_t rp = W(t, RPT, RM(5), 0, 0), b0 = L->tiles[t].wrk.n;
+        W(t, LD32, RA(1), RM(6), TAP_OFF(1));
+        W(t, LD32, RA(0), RM(6), TAP_OFF(0));
+        for (uint64_t k = 2; k < blk; k += 2) {
+            W(t, BUNDLE, 0, 0, 0);
             W(t, LD32, RA(1), RM(6), TAP_OFF(k + 1));
+            W(t, F32V2TOF16, RA(4), RA(0), 0);
+            W(t, BUNDLE_END, 0, 0, 0);
             W(t, LD32, RA(0), RM(6), TAP_OFF(k));
-            W(t, F32V2TOF16, RA(0), RA(0), 0);
-        } else
+            W(t, ST32STEP, RA(4), RM(3), 4);
+        }
+        W(t, BUNDLE, 0, 0, 0);
+        W(t, ADDI, RM(6), RM(6), (int32_t)(bc * cst));
+        W(t, F32V2TOF16, RA(4), RA(0), 0);
+        W(t, BUNDLE_END, 0, 0, 0);
+        W(t, ST32STEP, RA(4), RM(3), 4);
+        if (rp < L->tiles[t].wrk.n) /* the body's length, its bundles' braces included */
+            L->tiles[t].wrk.v[rp].a[1] = (int32_t)(L->tiles[t].wrk.n - b0);
+    } else {
+        W(t, RPT, RM(5), (int32_t)(2 * blk + 1), 0);
+        for (uint64_t k = 0; k < blk; k++) {
             W(t, LD32, RA(0), RM(6), TAP_OFF(k));
-        W(t, ST32STEP, RA(0), RM(3), 4);
-#undef TAP_OFF
+            W(t, ST32STEP, RA(0), RM(3), 4);
+        }
+        W(t, ADDI, RM(6), RM(6), (int32_t)(bc * cst));
     }
-    W(t, ADDI, RM(6), RM(6), (int32_t)(bc * cst));
+#undef TAP_OFF
     W(t, ADDI, RM(3), RM(3), (int32_t)((dk - kv) * G->es));
     W(t, BRNZDEC, RM(1), (int32_t)px, 0);
     W(t, EXIT, 0, 0, 0);
@@ -393,7 +410,7 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
         W(t, SETZI, RM(4), (int32_t)dst, 0);
         W(t, ADD, RM(3), RM(3), RM(4));
         W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
-        W(t, SETZI, RM(5), (int32_t)(G->es == 2 ? kv / 2 : kv), 0);
+        W(t, SETZI, RM(5), (int32_t)(G->es == 2 ? kv / 2 - 1 : kv), 0);
         size_t px;
         if (tab) { /* $m6 := src + the pixel's offset; $m2 steps through tab */
             W(t, SETZI, RM(7), (int32_t)src, 0);
@@ -401,12 +418,19 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
             W(t, ADD, RM(6), RM(6), RM(7));
         } else
             px = W(t, MOV, RM(6), RM(2), 0);
-        if (G->es == 2) { /* channels c and c + 1 of the pixel rounded into one word */
-            W(t, RPT, RM(5), 4, 0);
+        if (G->es == 2) { /* channels c and c + 1 of the pixel rounded into one word, the rounding of
+                           * each word in a bundle with the next word's first load: 3 issues a word */
             W(t, LD32, RA(1), RM(6), (int32_t)cs);
             W(t, LD32STEP, RA(0), RM(6), (int32_t)(2 * cs));
-            W(t, F32V2TOF16, RA(0), RA(0), 0);
-            W(t, ST32STEP, RA(0), RM(3), 4);
+            W(t, RPT, RM(5), 6, 0); /* the words but the last; its braces count */
+            W(t, BUNDLE, 0, 0, 0);
+            W(t, LD32, RA(1), RM(6), (int32_t)cs);
+            W(t, F32V2TOF16, RA(4), RA(0), 0);
+            W(t, BUNDLE_END, 0, 0, 0);
+            W(t, LD32STEP, RA(0), RM(6), (int32_t)(2 * cs));
+            W(t, ST32STEP, RA(4), RM(3), 4);
+            W(t, F32V2TOF16, RA(4), RA(0), 0);
+            W(t, ST32STEP, RA(4), RM(3), 4);
         } else {
             W(t, RPT, RM(5), 2, 0);
             W(t, LD32STEP, RA(0), RM(6), (int32_t)cs);

@@ -173,7 +173,7 @@ static conv_gx conv_gather(uint32_t tiles, const ts_t10_mm *mm, const t10_op *s,
 }
 
 /* A 1x1 Conv's plan priced for what its code does beyond a MatMul's. Its input arrives
- * channel-major and is turned into rows of pixels (2 issues per element, pixels over the workers),
+ * channel-major and is turned into rows of pixels (2 issues per element, 1.5 in f16; pixels over the workers),
  * its output, computed pixel-major, is turned channel-major (2 issues per element, channels over
  * the workers). Its gather reads a piece per input channel (of its k-range, or of the slices it
  * holds first when A rotates, each pixel block then read by fn / ft tiles instead of fn) from the
@@ -187,12 +187,13 @@ static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, const t10_op *s,
 {
     uint64_t W = hw->workers ? hw->workers : 6, xb = hw->xbytes ? hw->xbytes : 4;
     conv_gx x = conv_gather(hw->tiles, mm, s, p);
-    uint64_t c = W * (ts_geom_cdiv(p->rows, W) * (2 * x.kin + 8) + 20) +
+    /* f16: a word of two inputs in 3 issues (its rounding bundled with the next word's load) */
+    uint64_t c = W * (ts_geom_cdiv(p->rows, W) * (s->half ? 3 * x.kin / 2 + 9 : 2 * x.kin + 8) + 20) +
                  W * (ts_geom_cdiv(p->cols, W) * (2 * p->rows + 8) + 20);
     if (s->taps > 1) { /* rows of kin x taps inputs, from a padded image of the band copied first */
         uint64_t ke = x.kin * s->taps, blk = (s->half && s->taps % 2 ? 2 : 1) * s->taps;
         uint64_t hb = (p->rows / s->wo - 1) * s->st + s->kh, wp = s->wi + s->pl + s->pr, nb = x.span / s->wi;
-        c = W * (ts_geom_cdiv(p->rows, W) * (2 * ke + ke / blk + 12) + 20) +
+        c = W * (ts_geom_cdiv(p->rows, W) * ((s->half ? 3 * ke / 2 : 2 * ke) + ke / blk + 12) + 20) +
             W * (ts_geom_cdiv(x.kin, W) * (nb * (2 * s->wi + s->pl + s->pr + 4) + (hb - nb) * wp + 4) + 20) +
             W * (ts_geom_cdiv(p->cols, W) * (2 * p->rows + 8) + 20);
         p->mem_bytes += x.kin * (x.span + hb * wp) * 4; /* the band as gathered and the padded image */
