@@ -473,6 +473,7 @@ typedef struct t10_run {
     size_t *ent;           /* per kind of step: its routine + 1 */
     uint32_t *prv, *nxt;   /* a shift's predecessor and successor in the ring */
     uint64_t *from, *words;
+    bool unshared;         /* a step on more than 8 units that the shared kernel does not take */
 } t10_run;
 
 /* Node n as planner (b) takes it, laid out by its plan; unsupported if the code generator does not
@@ -717,6 +718,10 @@ static void t10_compute(lw *L, const t10_gen *G, const t10_op *s, const t10_mem 
                 }
                 m.tab = true;
                 uint32_t nb = lwi_mm_shared_count(L, &m); /* the shared-coefficient kernel's step */
+                if (!nb && U > 8) { /* B is laid out for it alone (lwi_amp_wchunk) */
+                    run->unshared = true;
+                    continue;
+                }
                 uint32_t *pv = &run->par[((size_t)t * G->steps + st) * 6];
                 pv[0] = (uint32_t)m.a, pv[1] = (uint32_t)m.w, pv[2] = (uint32_t)m.out;
                 pv[3] = (uint32_t)m.acc, pv[4] = (uint32_t)m.bias, pv[5] = nb ? nb - 1 : m.kp;
@@ -861,7 +866,8 @@ static void t10_zero_pads(lw *L, const t10_gen *G, const t10_mem *mem)
 
 /* The steps: each a compute superstep, then (but for the last) the shifts; the step table as
  * initial data; the partial-sum tree over l. */
-static ts_status t10_steps(lw *L, const t10_gen *G, const t10_op *s, const t10_mem *mem, t10_run *run)
+static ts_status t10_steps(lw *L, const ts_graph_node *n, const t10_gen *G, const t10_op *s, const t10_mem *mem,
+                           t10_run *run)
 {
     t10_zero_pads(L, G, mem);
     for (uint32_t st = 0; st < G->steps; st++) {
@@ -871,6 +877,8 @@ static ts_status t10_steps(lw *L, const t10_gen *G, const t10_op *s, const t10_m
             break;
         t10_shifts(L, G, mem, run, st);
     }
+    if (run->unshared) /* not expected: its rows are 16-byte aligned in interleaved memory */
+        return lwi_unsupported(L, n, "a step on more than 8 AMP units that the shared-coefficient kernel does not take");
     ts_status rc = TS_OK;
     for (uint32_t t = 0; t < G->tn && rc == TS_OK; t++)
         rc = lwi_seg(L, t, mem->ptab, &run->par[(size_t)t * G->steps * 6], (uint64_t)G->steps * 24);
@@ -1092,7 +1100,7 @@ ts_status lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_t10
     if (!t10_run_alloc(&run, G.tn, G.steps))
         rc = ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
     else
-        rc = t10_steps(L, &G, &s, &mem, &run);
+        rc = t10_steps(L, n, &G, &s, &mem, &run);
     t10_run_free(&run);
     if (rc != TS_OK)
         return rc;
