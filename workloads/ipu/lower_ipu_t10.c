@@ -234,7 +234,12 @@ static void conv_image_rows(lw *L, const t10_gen *G, uint32_t t, uint32_t i, uin
         W(t, ADD, RM(3), RM(3), RM(4));
         W(t, SETZI, RM(5), (int32_t)rwc - 1, 0);
         W(t, SETZI, RA(1), 0, 0);
-        W(t, SETZI, RM(8), (int32_t)G->wi, 0);
+        /* f16: the band's rows copied 64 bits at a time where its pixels and the image's lie 8-byte
+         * aligned (the band's rows and channels of even length, the image's rows too, their first
+         * pixel after the pad aligned): 1 issue a pixel, not 2 */
+        bool w64 = G->es == 2 && G->wi % 2 == 0 && G->span % 2 == 0 && G->wp % 2 == 0 && src % 8 == 0 &&
+                   (img + G->pl * 4) % 8 == 0;
+        W(t, SETZI, RM(8), (int32_t)(w64 ? G->wi / 2 : G->wi), 0);
         W(t, SETZI, RM(9), (int32_t)(top * G->wp), 0);
         W(t, SETZI, RM(10), (int32_t)(bot * G->wp), 0);
         size_t ch = W(t, RPT, RM(9), 1, 0); /* the padding rows above the band */
@@ -244,8 +249,13 @@ static void conv_image_rows(lw *L, const t10_gen *G, uint32_t t, uint32_t i, uin
         for (uint64_t q = 0; q < G->pl; q++)
             W(t, ST32STEP, RA(1), RM(3), 4);
         W(t, RPT, RM(8), 2, 0);
-        W(t, LD32STEP, RA(0), RM(2), 4);
-        W(t, ST32STEP, RA(0), RM(3), 4);
+        if (w64) {
+            W(t, LD64STEP, RA(2), RM(2), 8);
+            W(t, ST64STEP, RA(2), RM(3), 8);
+        } else {
+            W(t, LD32STEP, RA(0), RM(2), 4);
+            W(t, ST32STEP, RA(0), RM(3), 4);
+        }
         for (uint64_t q = 0; q < pr; q++)
             W(t, ST32STEP, RA(1), RM(3), 4);
         W(t, BRNZDEC, RM(6), (int32_t)row, 0);
@@ -624,7 +634,12 @@ static ts_status t10_gather_a(lw *L, const t10_gen *G, const t10_op *s, int x, l
     if (s->conv) { /* the channel-major buffer receives while x's holders send: apart from x's elements */
         uint64_t nch = (G->rota ? G->kp : G->kt) / G->taps; /* channels of the k-range or slot */
         uint64_t cbuf = lwi_talloc_apart(L, G->span * nch * 4, (const uint64_t(*)[2])mem->av, 1);
-        uint64_t img = G->taps > 1 ? lwi_talloc(L, nch * G->hb * G->wp * 4) : 0; /* its padded image */
+        /* its padded image; f16 with an odd left pad: 4 bytes on, so that its rows' pixels after the
+         * pad lie 8-byte aligned for the 64-bit copy (conv_image_rows) */
+        bool odd = G->es == 2 && G->pl % 2;
+        uint64_t img = G->taps > 1 ? lwi_talloc(L, nch * G->hb * G->wp * 4 + (odd ? 8 : 0)) : 0;
+        if (img && odd && img % 8 == 0)
+            img += 4;
         for (uint32_t k = 0; k < (G->rota ? G->rp : 1) && rc == TS_OK; k++)
             rc = conv_rows(L, G, x, G->tn, sc, cbuf, img, G->rota ? (int)k : -1,
                            G->rota ? mem->aslot[k] : mem->abuf, G->astr);
