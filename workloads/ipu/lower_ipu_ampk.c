@@ -386,14 +386,12 @@ static void ak_variant(lw *L, uint32_t t, const mm_args *m, const ak *k, uint32_
     } else if (post)
         W(t, SETZI, RM(6), (int32_t)((k->W - 1) * k->nb) * wb, 0);
     size_t row = L->tiles[t].wrk.n;
-    for (uint32_t p = 0; p < k->nP; p++)
-        if (post) {
-            if (m->tab)
-                W(t, ADD, RM(5), RM(15), RM(7));
-            else
-                W(t, SETZI, RM(5), (int32_t)(m->w + (uint64_t)v * k->nb * (uint64_t)wb), 0);
-            break;
-        } else if (m->tab)
+    if (post && m->tab) /* the one pointer at this worker's blocks */
+        W(t, ADD, RM(5), RM(15), RM(7));
+    else if (post)
+        W(t, SETZI, RM(5), (int32_t)(m->w + (uint64_t)v * k->nb * (uint64_t)wb), 0);
+    for (uint32_t p = 0; !post && p < k->nP; p++)
+        if (m->tab)
             W(t, ADDI, RM(5 + p), RM(15), (int32_t)b.init[p]);
         else
             W(t, SETZI, RM(5 + p), (int32_t)((int64_t)m->w + b.init[p]), 0);
