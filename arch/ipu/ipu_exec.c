@@ -458,11 +458,14 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
     }
     case IPU_OP_F32FROMI32: r[in->r0] = fr((float)(int32_t)a1); break;
     case IPU_OP_LD128PUTCS:
+    case IPU_OP_LD128PUTCSSTEP:
         addr = (int64_t)(int32_t)a0;
         if (in->imm < 0 || in->imm >= 16)
             return fail(t, ti, ctx, pc, c, err, "ld128putcs: coefficient slot %d is not in 0..15", in->imm);
         CHECK_ADDR(addr, 16, "ld128putcs");
         coef_put(t, (uint32_t)in->imm, rd_ptr(m, t, (uint64_t)addr));
+        if (in->op == IPU_OP_LD128PUTCSSTEP)
+            r[in->r0] = (uint32_t)addr + 16;
         x->ready = c + m->c.load_latency;
         break;
     case IPU_OP_F32V2AMP: amp_f32(m, t, x, rf(r[in->r0]), rf(r[in->r0 + 1])); break;
@@ -784,7 +787,8 @@ static const uint8_t ipu_fast[256] = {
     [IPU_OP_NOP] = F_NOP, [IPU_OP_LD32] = F_LD32, [IPU_OP_LD32STEP] = F_LD32STEP, [IPU_OP_LD64] = F_LD64,
     [IPU_OP_LD64STEP] = F_LD64STEP, [IPU_OP_ST32] = F_ST32, [IPU_OP_ST32STEP] = F_ST32STEP,
     [IPU_OP_F32ADD] = F_F32ADD, [IPU_OP_F32MAX] = F_F32MAX, [IPU_OP_F32V2ADD] = F_F32V2ADD,
-    [IPU_OP_F32V2TOF16] = F_F32V2TOF16, [IPU_OP_LD128PUTCS] = F_LD128PUTCS, [IPU_OP_F32V2AMP] = F_F32V2AMP,
+    [IPU_OP_F32V2TOF16] = F_F32V2TOF16, [IPU_OP_LD128PUTCS] = F_LD128PUTCS, [IPU_OP_LD128PUTCSSTEP] = F_LD128PUTCS,
+    [IPU_OP_F32V2AMP] = F_F32V2AMP,
     [IPU_OP_F16V4AMP] = F_F16V4AMP, [IPU_OP_AMPZERO] = F_AMPZERO, [IPU_OP_AMPGET] = F_AMPGET,
     [IPU_OP_LD128] = F_LD128, [IPU_OP_LD128STEP] = F_LD128STEP, [IPU_OP_ST64] = F_ST64, [IPU_OP_ST64STEP] = F_ST64STEP,
     [IPU_OP_RPT] = F_RPT, [IPU_OP_RPTI] = F_RPT, [IPU_OP_BR] = F_BR, [IPU_OP_BRZ] = F_BRZ, [IPU_OP_BRNZ] = F_BRNZ,
@@ -937,6 +941,8 @@ next_op:
         a = (int64_t)(int32_t)r[op->r0];
         FAST_ADDR(16);
         coef_put(t, (uint32_t)op->imm, rd_ptr(m, t, (uint64_t)a));
+        if (op->op == IPU_OP_LD128PUTCSSTEP)
+            r[op->r0] = (uint32_t)a + 16;
         ready = c + m->c.load_latency;
         break;
     }
@@ -1215,6 +1221,8 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
                     coef_put(t, (uint32_t)imm, rd_ptr(m, t, (uint64_t)a[i]));
                 prev = a[i];
             }
+            if (in->op == IPU_OP_LD128PUTCSSTEP)
+                EACH xs[i]->r[r0] = (uint32_t)a[i] + 16;
             break;
         }
         case F_F32V2AMP: EACH amp_f32(m, t, xs[i], rf(xs[i]->r[r0]), rf(xs[i]->r[r0 + 1])); break;

@@ -113,7 +113,7 @@ static ts_status check_bundles(const ts_stream *s, ipu_insn *code, ts_err *err)
         if (!(mu == IPU_U_ALU || mu == IPU_U_MEM || mo == IPU_OP_NOP))
             return ts_err_sim(err, s->index, -1, "pc %u: %s cannot lead a bundle: the first instruction must be an integer, "
                               "load, store or nop (main pipeline)", pc + 1, ts_ipu_isa.ops[mo].mnemonic);
-        if (!((au == IPU_U_FPU || au == IPU_U_AMP) && ao != IPU_OP_LD128PUTCS) && ao != IPU_OP_NOP)
+        if (!((au == IPU_U_FPU || au == IPU_U_AMP) && ao != IPU_OP_LD128PUTCS && ao != IPU_OP_LD128PUTCSSTEP) && ao != IPU_OP_NOP)
             return ts_err_sim(err, s->index, -1, "pc %u: %s cannot be the second instruction of a bundle: it must be a "
                               "float, AMP or nop instruction (auxiliary pipeline)", pc + 2, ts_ipu_isa.ops[ao].mnemonic);
         uint32_t mr, mw, ar, aw;
@@ -180,7 +180,7 @@ static ts_status load_program(ts_model *m, const ts_program *p, ts_err *err)
                 if (!is_body_op(ts_ipu_opfacts[op].unit, op))
                     return ts_err_sim(err, s->index, -1, "pc %u: %s inside the repeat body at pc %u is not allowed",
                                       k, ts_ipu_isa.ops[op].mnemonic, pc);
-                if (ts_ipu_opfacts[op].memwr > 0 || op == IPU_OP_LD128PUTCS) /* a store, or coefficients */
+                if (ts_ipu_opfacts[op].memwr > 0 || op == IPU_OP_LD128PUTCS || op == IPU_OP_LD128PUTCSSTEP) /* a store, or coefficients */
                     code[pc].pure = 0;
             }
         }

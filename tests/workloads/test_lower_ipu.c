@@ -2032,7 +2032,8 @@ END_TEST
  * halves in its rows of pixels (exact: x holds f16 values), multiplies on f16v4amp (products of
  * halves exact in f32) and sums in f32 (between the steps, and over the tree where k is split); its
  * outputs are f32 words, not rounded: so both within 1e-5 x the sum of |terms|, f32's tolerance. */
-static size_t conv_sends, conv_bundles; /* the sends and bundles in t10_convk_tail's program */
+static size_t conv_sends, conv_bundles, conv_putcs_step; /* the sends, bundles and ld128putcsstep in
+                                                          * t10_convk_tail's program */
 
 /* tail: what follows the Conv, fused into its output pass: 0 nothing, 1 a Relu, 2 an Add of a graph
  * input then a Relu, 3 the Add alone (its output the graph's) */
@@ -2083,11 +2084,12 @@ static void t10_convk_tail(bool half, int NB, int C, int H, int Wd, int M, int k
         for (uint32_t k = 0; k < L.prog->streams[i].n; k++)
             amp += L.prog->streams[i].insn[k].op == (half ? OP_F16V4AMP : OP_F32V2AMP);
     ck_assert_uint_gt(amp, 0);
-    conv_sends = conv_bundles = 0;
+    conv_sends = conv_bundles = conv_putcs_step = 0;
     for (size_t i = 0; i < L.prog->nstreams; i++)
         for (uint32_t k = 0; k < L.prog->streams[i].n; k++) {
             conv_sends += L.prog->streams[i].insn[k].op == OP_SEND;
             conv_bundles += L.prog->streams[i].insn[k].op == OP_BUNDLE;
+            conv_putcs_step += L.prog->streams[i].insn[k].op == OP_LD128PUTCSSTEP;
         }
 #define H16(t, k) (half ? (double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))) : (double)val(t, k))
     for (int nb = 0; nb < NB; nb++)
@@ -2311,6 +2313,33 @@ START_TEST(test_t10_gemm_relu16)
 #undef H
     lowered_free(&L);
     ts_graph_destroy(g);
+}
+END_TEST
+
+START_TEST(test_t10_conv_wide)
+{
+    /* f16 Convs on an AMP of 16 f16 units (ipu_small16 with amp.macs_per_cycle_f16=64, as MK2), whose
+     * plans of whole groups of 16 outputs and steps of whole bodies (24 inputs) planner (b) runs on
+     * all 16 units: the coefficient blocks of a group worker by worker, loaded by ld128putcsstep.
+     * 3x3 of padding 1, 16 -> 32 channels on 9 x 4: A rotating (steps of 72), one step of 144 on
+     * two groups a tile, k split in two, and the model's plan; on 8 x 4 B rotating; a 1x1 48 -> 32
+     * of a batch of 2 (the model's plan). Tolerance as test_t10_conv3's. */
+    static const char *const wide[] = {"amp.macs_per_cycle_f16=64", NULL};
+    static const struct {
+        int NB, C, H, kk, pad;
+        ts_t10_plan p;
+    } cs[] = {
+        {1, 16, 9, 3, 1, {.fm = 5, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_A}},
+        {1, 16, 9, 3, 1, {.fm = 5, .fn = 1, .fk = 1, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}},
+        {1, 16, 9, 3, 1, {.fm = 3, .fn = 2, .fk = 2, .ft = 1, .rp = 1, .rot = TS_T10_ROT_NONE}},
+        {1, 16, 9, 3, 1, {0}},
+        {1, 16, 8, 3, 1, {.fm = 4, .fn = 2, .fk = 1, .ft = 2, .rp = 1, .rot = TS_T10_ROT_B}},
+        {2, 48, 6, 1, 0, {0}},
+    };
+    run_sets = wide;
+    t10_convk(true, cs[_i].NB, cs[_i].C, cs[_i].H, 4, 32, cs[_i].kk, 1, cs[_i].pad, cs[_i].p.fm ? &cs[_i].p : NULL);
+    run_sets = NULL;
+    ck_assert_uint_gt(conv_putcs_step, 0); /* the 16-unit kernel ran */
 }
 END_TEST
 
@@ -2778,6 +2807,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_t10_conv_bcast, 0, 2);
     tcase_add_loop_test(tc, test_t10_conv_strided, 0, 8);
     tcase_add_loop_test(tc, test_t10_conv3, 0, 12);
+    tcase_add_loop_test(tc, test_t10_conv_wide, 0, 6);
     tcase_add_loop_test(tc, test_t10_conv_padded, 0, 9);
     tcase_add_loop_test(tc, test_t10_gemm_relu16, 0, 2);
     tcase_add_loop_test(tc, test_t10_conv_batch, 0, 7);

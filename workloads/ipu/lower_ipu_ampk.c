@@ -30,6 +30,14 @@
  * aligned in interleaved memory and the tile loads 16 bytes a cycle; lwi_emit_mm's routine
  * otherwise. With a table (planner (b): one routine for the steps of a kind), the addresses come
  * from it and its last word is the repeat count, bodies - 1 (lwi_mm_shared_count), not k.
+ *
+ * More than 8 units (MK2's 16 f16 units: U/2 = 8 loads a set, 14 cycles, the AMP busy 6 in 14 at
+ * 64 MACs an op where 8 units are busy 6 in 11 at 32): a worker would need a pointer per load of a
+ * body (8), more than it has. There the coefficient blocks of a group lie worker by worker (worker
+ * v's loads of the group's bodies one after another, in the order it issues them; lwi_amp_wchunk)
+ * and ld128putcsstep post-increments one pointer ($m5), as the published ld128putcs steps its
+ * address ($CCCSLOAD) by 16: no pointer steps in the body, one between groups ($m6, from the
+ * bodies of the step), the worker's start in each row from $m7.
  */
 #include "workloads/ipu/lower_ipu_int.h"
 
@@ -64,14 +72,27 @@ static uint32_t gcd32(uint32_t a, uint32_t b)
     return a;
 }
 
+/* The schedule of W workers on U units without the group's k (ak_plan's). */
+static bool ak_shape(uint32_t W, uint32_t U, ak *k);
+
 /* The schedule of m on this tile; false when the kernel does not apply. */
 static bool ak_plan(const lw *L, const mm_args *m, ak *k)
 {
     const ts_ipu_target *tg = &L->p->target;
     uint32_t W = L->workers, U = m->units;
-    if (m->taps || U < 2 || U > 8 || U % 2 || W < 2 || W > AK_MAXW || !m->rows || !m->nq_real)
+    if (m->taps || !m->rows || !m->nq_real || (U > 8 && m->out16) || !ak_shape(W, U, k))
         return false;
     if (tg->load_latency > W || tg->load_bytes < 16) /* a stalled worker would miss its slot */
+        return false;
+    if (!m->kp || m->kp % k->nA)
+        return false;
+    k->nb = m->kp / k->nA;
+    return m->a % 16 == 0 && m->a_stride % 16 == 0 && m->a >= tg->interleaved_base;
+}
+
+static bool ak_shape(uint32_t W, uint32_t U, ak *k)
+{
+    if (U < 2 || U > 16 || U % 2 || W < 2 || W > AK_MAXW)
         return false;
     k->W = W;
     k->nl = U / 2;
@@ -82,14 +103,24 @@ static bool ak_plan(const lw *L, const mm_args *m, ak *k)
     uint32_t B = k->S % 2 ? 2 : 1;
     k->nA = B * k->S;
     k->nP = B * (k->I - k->S);
-    if (k->nP > AK_MAXP || B * k->I > AK_MAXN || 2 * k->nA > 16)
+    if ((U <= 8 && k->nP > AK_MAXP) || B * k->I > AK_MAXN || 2 * k->nA > 16)
         return false;
     k->setb = (int32_t)(16 * k->nl);
     k->bodyb = k->setb * (int32_t)k->nA;
-    if (!m->kp || m->kp % k->nA)
+    return true;
+}
+
+bool lwi_amp_wchunk(uint32_t W, uint32_t U, uint64_t steps, uint64_t k2, uint32_t pos, uint64_t *chunk)
+{
+    ak k;
+    if (U <= 8 || !ak_shape(W, U, &k) || pos >= k.nl || steps % k.nA || k2 >= steps)
         return false;
-    k->nb = m->kp / k->nA;
-    return m->a % 16 == 0 && m->a_stride % 16 == 0 && m->a >= tg->interleaved_base;
+    uint64_t b = k2 / k.nA, nb = steps / k.nA;
+    uint32_t c = (uint32_t)(k2 % k.nA) * k.len + pos, v = c % W, j = 0; /* its cycle in the body, its worker */
+    for (uint32_t d = v; d < c; d += W) /* the worker's loads before it in the body */
+        j += d % k.len < k.nl;
+    *chunk = ((uint64_t)v * nb + b) * k.nP + j;
+    return true;
 }
 
 /* Worker v's body: which issue loads which slot of which set, and where its pointers step. */
@@ -97,17 +128,24 @@ static void ak_body_plan(const ak *k, uint32_t v, ak_body *b)
 {
     uint32_t nL = 0, at[AK_MAXP] = {0};
     b->n = k->nA / k->S * k->I;
+    b->extra = 0;
     for (uint32_t i = 0; i < b->n; i++) {
         uint32_t c = k->W * i + v, set = c / k->len, pos = c % k->len;
         b->load[i] = pos < k->nl;
         b->arg[i] = (uint8_t)(pos < k->nl ? pos : set);
         b->step[i] = -1;
+        if (k->nl > 4) { /* one post-incremented pointer (ld128putcsstep) */
+            b->step[i] = b->load[i] ? 0 : -1;
+            continue;
+        }
         if (pos < k->nl) {
             b->step[i] = (int8_t)nL;
             at[nL] = i;
             b->init[nL++] = (int64_t)set * k->setb + 16 * pos;
         }
     }
+    if (k->nl > 4)
+        return;
     uint32_t p = 0;
     for (uint32_t i = 0; i < b->n && p < nL; i++)
         if (!b->load[i] && b->arg[i] % 2 == 0) {
@@ -128,7 +166,10 @@ static void ak_emit_body(lw *L, uint32_t t, const mm_args *m, const ak *k, const
 {
     for (uint32_t i = 0; i < b->n; i++) {
         if (b->load[i]) {
-            W(t, LD128PUTCS, RM(5 + b->step[i]), b->arg[i], 0);
+            if (k->nl > 4)
+                W(t, LD128PUTCSSTEP, RM(5), b->arg[i], 0);
+            else
+                W(t, LD128PUTCS, RM(5 + b->step[i]), b->arg[i], 0);
             continue;
         }
         uint32_t s = b->arg[i];
@@ -148,7 +189,7 @@ static void ak_emit_body(lw *L, uint32_t t, const mm_args *m, const ak *k, const
         if (ld || st)
             W(t, BUNDLE_END, 0, 0, 0);
     }
-    for (uint32_t p = k->nP - b->extra; p < k->nP; p++)
+    for (uint32_t p = k->nP - b->extra; p < k->nP && b->extra; p++)
         W(t, ADDI, RM(5 + p), RM(5 + p), k->bodyb);
 }
 
@@ -250,20 +291,23 @@ static bool ak_group_out(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
         W(t, ST64STEP, RA(2 * (n - 1)), RM(11), 8);
         return true;
     }
-    for (uint32_t s = 0; s < n; s++) {
-        W(t, BUNDLE, 0, 0, 0);
-        W(t, LD64STEP, RA(8 + 2 * s), RM(10), 8);
-        W(t, AMPGET, RA(2 * s), (int32_t)s, 0);
-        W(t, BUNDLE_END, 0, 0, 0);
+    for (uint32_t h = 0; h < n; h += 4) { /* four pairs at a time ($a0..$a7 and $a8..$a15) */
+        uint32_t c = n - h < 4 ? n - h : 4;
+        for (uint32_t s = 0; s < c; s++) {
+            W(t, BUNDLE, 0, 0, 0);
+            W(t, LD64STEP, RA(8 + 2 * s), RM(10), 8);
+            W(t, AMPGET, RA(2 * s), (int32_t)(h + s), 0);
+            W(t, BUNDLE_END, 0, 0, 0);
+        }
+        W(t, F32V2ADD, RA(0), RA(0), RA(8));
+        for (uint32_t s = 1; s < c; s++) {
+            W(t, BUNDLE, 0, 0, 0);
+            W(t, ST64STEP, RA(2 * (s - 1)), RM(11), 8);
+            W(t, F32V2ADD, RA(2 * s), RA(2 * s), RA(8 + 2 * s));
+            W(t, BUNDLE_END, 0, 0, 0);
+        }
+        W(t, ST64STEP, RA(2 * (c - 1)), RM(11), 8);
     }
-    W(t, F32V2ADD, RA(0), RA(0), RA(8));
-    for (uint32_t s = 1; s < n; s++) {
-        W(t, BUNDLE, 0, 0, 0);
-        W(t, ST64STEP, RA(2 * (s - 1)), RM(11), 8);
-        W(t, F32V2ADD, RA(2 * s), RA(2 * s), RA(8 + 2 * s));
-        W(t, BUNDLE_END, 0, 0, 0);
-    }
-    W(t, ST64STEP, RA(2 * (n - 1)), RM(11), 8);
     return true;
 }
 
@@ -293,6 +337,8 @@ static void ak_group(lw *L, uint32_t t, const mm_args *m, const ak *k, const ak_
         ak_group_out_pf(L, t, m);
     else if (!ak_group_out(L, t, m, nstore))
         lwi_emit_group_out(L, t, m, nstore, RM(10), RM(11));
+    if (k->nl > 4) /* the pointer past the other workers' blocks of this group */
+        W(t, ADD, RM(5), RM(5), RM(6));
 }
 
 /* r := the routine's address word at byte off of the table ($m0), or v when it has none. */
@@ -330,8 +376,21 @@ static void ak_variant(lw *L, uint32_t t, const mm_args *m, const ak *k, uint32_
         W(t, LD32, RM(14), RM(0), 16);
         W(t, LD32, RM(13), RM(0), 20);
     }
+    bool post = k->nl > 4; /* blocks worker by worker: $m7 this worker's start, $m6 the step a group */
+    int32_t wb = (int32_t)(16 * k->nP);
+    if (post && m->tab) {
+        W(t, ADDI, RM(7), RM(13), 1);
+        W(t, MULI, RM(7), RM(7), wb);
+        W(t, MULI, RM(6), RM(7), (int32_t)k->W - 1);
+        W(t, MULI, RM(7), RM(7), (int32_t)v);
+    } else if (post)
+        W(t, SETZI, RM(6), (int32_t)((k->W - 1) * k->nb) * wb, 0);
     size_t row = L->tiles[t].wrk.n;
-    for (uint32_t p = 0; p < k->nP; p++)
+    if (post && m->tab) /* the one pointer at this worker's blocks */
+        W(t, ADD, RM(5), RM(15), RM(7));
+    else if (post)
+        W(t, SETZI, RM(5), (int32_t)(m->w + (uint64_t)v * k->nb * (uint64_t)wb), 0);
+    for (uint32_t p = 0; !post && p < k->nP; p++)
         if (m->tab)
             W(t, ADDI, RM(5 + p), RM(15), (int32_t)b.init[p]);
         else

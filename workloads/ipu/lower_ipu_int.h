@@ -315,6 +315,11 @@ bool lwi_emit_mm_shared(lw *L, uint32_t t, const mm_args *m);
 /* The bodies of a group under that kernel when it takes m (the repeat count of a table's step is
  * this less 1), else 0. */
 uint32_t lwi_mm_shared_count(const lw *L, const mm_args *m);
+/* Where that kernel on more than 8 units (coefficient blocks worker by worker, one post-incremented
+ * pointer) wants the 16-byte block `pos` of input step k2 of a group of `steps` input steps: *chunk,
+ * in 16-byte blocks from the group's start; false when U is 8 or less, has no schedule, or steps
+ * are not whole bodies. */
+bool lwi_amp_wchunk(uint32_t W, uint32_t U, uint64_t steps, uint64_t k2, uint32_t pos, uint64_t *chunk);
 
 /* A convolution's shape (a Gemm of one row is one of C = K input channels on a 1x1 image). */
 typedef struct cv_shape {
@@ -390,6 +395,10 @@ bool lwi_t10_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s);
  * memory across them within `budget` bytes per tile (ts_t10_reconcile). */
 ts_status lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint64_t budget, ts_t10_plan *plans,
                         ts_err *err);
+/* The f16 AMP units of planner (b)'s Conv s with column blocks of cols and k per step kp where they
+ * are more than 8 (MK2's 16: the shared-coefficient kernel with its blocks worker by worker,
+ * lower_ipu_ampk.c): whole groups of them and steps of whole bodies; else 0 (8 units, as (a)). */
+uint32_t lwi_t10_wide(const ts_lower_ipu_params *p, const t10_op *s, uint64_t cols, uint64_t kp);
 /* lower_ipu_t10.c: node n with its plan. */
 ts_status lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_t10_plan *plan);
 

@@ -150,11 +150,13 @@ static void span(const lw *L, uint64_t a, uint64_t bytes, uint64_t *out)
 }
 
 /* Coefficient blocks of B for columns [c0, c0 + cols) and k [ks, ks + kc): [group][pair][unit][2],
- * packed with kc (the kernel's step), zero past N and past the slice's valid kv. */
-static void build_b(lw *L, const t10_op *s, int bid, float *w, uint64_t c0, uint64_t cols, uint64_t ks, uint64_t kv,
-                    uint64_t kc)
+ * packed with kc (the kernel's step), zero past N and past the slice's valid kv. On more than 8 f16
+ * units a group's 16-byte blocks (two units' 4 halves of an input step) lie where the worker that
+ * loads them reads them (lwi_amp_wchunk). */
+static void build_b(lw *L, const t10_op *s, int bid, float *w, uint32_t U, uint64_t c0, uint64_t cols, uint64_t ks,
+                    uint64_t kv, uint64_t kc)
 {
-    uint32_t U = s->half ? L->units16 : L->units, per = s->half ? 4 : 2; /* f16: [group][step][unit][4] halves */
+    uint32_t per = s->half ? 4 : 2; /* f16: [group][step][unit][4] halves */
     uint16_t *w16 = (uint16_t *)w;
     /* a Conv whose channels are padded: W[M][creal][kh][kw], zero for the channels past creal */
     const uint64_t kb = s->conv && s->creal ? s->creal * s->taps : s->K;
@@ -163,6 +165,9 @@ static void build_b(lw *L, const t10_op *s, int bid, float *w, uint64_t c0, uint
             for (uint32_t u = 0; u < U; u++)
                 for (uint32_t jj = 0; jj < per; jj++) {
                     uint64_t o = c0 + q * U + u, k = ks + per * k2 + jj, at = ((q * (kc / per) + k2) * U + u) * per + jj;
+                    uint64_t ch;
+                    if (U > 8 && lwi_amp_wchunk(L->workers, U, kc / per, k2, u / 2, &ch))
+                        at = (q * (kc / per) * U / 2 + ch) * 8 + (u % 2) * 4 + jj;
                     float v = o < s->N && k < ks + kv && k < kb
                                   ? ts_fill_value_f32(s->B, bid, s->tb ? o * kb + k : k * s->N + o)
                                   : 0.0f;
@@ -229,7 +234,12 @@ static void conv_image_rows(lw *L, const t10_gen *G, uint32_t t, uint32_t i, uin
         W(t, ADD, RM(3), RM(3), RM(4));
         W(t, SETZI, RM(5), (int32_t)rwc - 1, 0);
         W(t, SETZI, RA(1), 0, 0);
-        W(t, SETZI, RM(8), (int32_t)G->wi, 0);
+        /* f16: the band's rows copied 64 bits at a time where its pixels and the image's lie 8-byte
+         * aligned (the band's rows and channels of even length, the image's rows too, their first
+         * pixel after the pad aligned): 1 issue a pixel, not 2 */
+        bool w64 = G->es == 2 && G->wi % 2 == 0 && G->span % 2 == 0 && G->wp % 2 == 0 && src % 8 == 0 &&
+                   (img + G->pl * 4) % 8 == 0;
+        W(t, SETZI, RM(8), (int32_t)(w64 ? G->wi / 2 : G->wi), 0);
         W(t, SETZI, RM(9), (int32_t)(top * G->wp), 0);
         W(t, SETZI, RM(10), (int32_t)(bot * G->wp), 0);
         size_t ch = W(t, RPT, RM(9), 1, 0); /* the padding rows above the band */
@@ -239,8 +249,13 @@ static void conv_image_rows(lw *L, const t10_gen *G, uint32_t t, uint32_t i, uin
         for (uint64_t q = 0; q < G->pl; q++)
             W(t, ST32STEP, RA(1), RM(3), 4);
         W(t, RPT, RM(8), 2, 0);
-        W(t, LD32STEP, RA(0), RM(2), 4);
-        W(t, ST32STEP, RA(0), RM(3), 4);
+        if (w64) {
+            W(t, LD64STEP, RA(2), RM(2), 8);
+            W(t, ST64STEP, RA(2), RM(3), 8);
+        } else {
+            W(t, LD32STEP, RA(0), RM(2), 4);
+            W(t, ST32STEP, RA(0), RM(3), 4);
+        }
         for (uint64_t q = 0; q < pr; q++)
             W(t, ST32STEP, RA(1), RM(3), 4);
         W(t, BRNZDEC, RM(6), (int32_t)row, 0);
@@ -269,19 +284,36 @@ static void conv_image_rows(lw *L, const t10_gen *G, uint32_t t, uint32_t i, uin
     W(t, SETZI, RM(7), (int32_t)img, 0);
     size_t px = W(t, LD32STEP, RM(6), RM(2), 4);
     W(t, ADD, RM(6), RM(6), RM(7));
-    W(t, RPT, RM(5), (int32_t)(2 * blk + 1), 0);
-    for (uint64_t k = 0; k < blk; k += G->es == 2 ? 2 : 1) {
 #define TAP_OFF(k) (int32_t)((k) / G->taps * cst + ((k) % G->taps / G->kw * G->wp + (k) % G->taps % G->kw) * 4)
-        if (G->es == 2) { /* k and k + 1 rounded into one word */
+    if (G->es == 2) { /* k and k + 1 rounded into one word, the rounding of each word in a bundle with
+                       * the next word's first load, its store after the second: 3 issues a word */
+        size_t rp = W(t, RPT, RM(5), 0, 0), b0 = L->tiles[t].wrk.n;
+        W(t, LD32, RA(1), RM(6), TAP_OFF(1));
+        W(t, LD32, RA(0), RM(6), TAP_OFF(0));
+        for (uint64_t k = 2; k < blk; k += 2) {
+            W(t, BUNDLE, 0, 0, 0);
             W(t, LD32, RA(1), RM(6), TAP_OFF(k + 1));
+            W(t, F32V2TOF16, RA(4), RA(0), 0);
+            W(t, BUNDLE_END, 0, 0, 0);
             W(t, LD32, RA(0), RM(6), TAP_OFF(k));
-            W(t, F32V2TOF16, RA(0), RA(0), 0);
-        } else
+            W(t, ST32STEP, RA(4), RM(3), 4);
+        }
+        W(t, BUNDLE, 0, 0, 0);
+        W(t, ADDI, RM(6), RM(6), (int32_t)(bc * cst));
+        W(t, F32V2TOF16, RA(4), RA(0), 0);
+        W(t, BUNDLE_END, 0, 0, 0);
+        W(t, ST32STEP, RA(4), RM(3), 4);
+        if (rp < L->tiles[t].wrk.n) /* the body's length, its bundles' braces included */
+            L->tiles[t].wrk.v[rp].a[1] = (int32_t)(L->tiles[t].wrk.n - b0);
+    } else {
+        W(t, RPT, RM(5), (int32_t)(2 * blk + 1), 0);
+        for (uint64_t k = 0; k < blk; k++) {
             W(t, LD32, RA(0), RM(6), TAP_OFF(k));
-        W(t, ST32STEP, RA(0), RM(3), 4);
-#undef TAP_OFF
+            W(t, ST32STEP, RA(0), RM(3), 4);
+        }
+        W(t, ADDI, RM(6), RM(6), (int32_t)(bc * cst));
     }
-    W(t, ADDI, RM(6), RM(6), (int32_t)(bc * cst));
+#undef TAP_OFF
     W(t, ADDI, RM(3), RM(3), (int32_t)((dk - kv) * G->es));
     W(t, BRNZDEC, RM(1), (int32_t)px, 0);
     W(t, EXIT, 0, 0, 0);
@@ -388,7 +420,7 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
         W(t, SETZI, RM(4), (int32_t)dst, 0);
         W(t, ADD, RM(3), RM(3), RM(4));
         W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
-        W(t, SETZI, RM(5), (int32_t)(G->es == 2 ? kv / 2 : kv), 0);
+        W(t, SETZI, RM(5), (int32_t)(G->es == 2 ? kv / 2 - 1 : kv), 0);
         size_t px;
         if (tab) { /* $m6 := src + the pixel's offset; $m2 steps through tab */
             W(t, SETZI, RM(7), (int32_t)src, 0);
@@ -396,12 +428,19 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
             W(t, ADD, RM(6), RM(6), RM(7));
         } else
             px = W(t, MOV, RM(6), RM(2), 0);
-        if (G->es == 2) { /* channels c and c + 1 of the pixel rounded into one word */
-            W(t, RPT, RM(5), 4, 0);
+        if (G->es == 2) { /* channels c and c + 1 of the pixel rounded into one word, the rounding of
+                           * each word in a bundle with the next word's first load: 3 issues a word */
             W(t, LD32, RA(1), RM(6), (int32_t)cs);
             W(t, LD32STEP, RA(0), RM(6), (int32_t)(2 * cs));
-            W(t, F32V2TOF16, RA(0), RA(0), 0);
-            W(t, ST32STEP, RA(0), RM(3), 4);
+            W(t, RPT, RM(5), 6, 0); /* the words but the last; its braces count */
+            W(t, BUNDLE, 0, 0, 0);
+            W(t, LD32, RA(1), RM(6), (int32_t)cs);
+            W(t, F32V2TOF16, RA(4), RA(0), 0);
+            W(t, BUNDLE_END, 0, 0, 0);
+            W(t, LD32STEP, RA(0), RM(6), (int32_t)(2 * cs));
+            W(t, ST32STEP, RA(4), RM(3), 4);
+            W(t, F32V2TOF16, RA(4), RA(0), 0);
+            W(t, ST32STEP, RA(4), RM(3), 4);
         } else {
             W(t, RPT, RM(5), 2, 0);
             W(t, LD32STEP, RA(0), RM(6), (int32_t)cs);
@@ -444,6 +483,7 @@ typedef struct t10_run {
     size_t *ent;           /* per kind of step: its routine + 1 */
     uint32_t *prv, *nxt;   /* a shift's predecessor and successor in the ring */
     uint64_t *from, *words;
+    bool unshared;         /* a step on more than 8 units that the shared kernel does not take */
 } t10_run;
 
 /* Node n as planner (b) takes it, laid out by its plan; unsupported if the code generator does not
@@ -473,7 +513,8 @@ static ts_status t10_layout(lw *L, const ts_graph_node *n, const ts_t10_plan *pl
         G->hb = (G->rows / G->wo - 1) * G->st + G->kh;
         G->wp = G->wi + s->pl + s->pr;
     }
-    G->U = s->half ? L->units16 : L->units;
+    uint32_t wide = lwi_t10_wide(L->p, s, G->cols, G->kp);
+    G->U = wide ? wide : s->half ? L->units16 : L->units;
     G->tn = G->fm * G->fn * G->fk;
     G->es = s->half ? 2 : 4;
     G->per = s->half ? 4 : 2;
@@ -565,7 +606,7 @@ static ts_status t10_place_b(lw *L, const ts_graph_node *n, const t10_gen *G, co
                 uint64_t kv = slice_k(G, l, sg, &ks);
                 uint64_t kc = kc_of(G, kv);
                 memset(w, 0, bslot_b);
-                build_b(L, s, n->in[1], w, (uint64_t)j * G->cols, G->cols, ks, kv, kc);
+                build_b(L, s, n->in[1], w, G->U, (uint64_t)j * G->cols, G->cols, ks, kv, kc);
                 for (uint32_t i = 0; i < G->fm && rc == TS_OK; i++) {
                     uint32_t t = tile_of(G, i, j, l);
                     if (G->rotb && base_of(G, i, j) * G->rp != sg)
@@ -593,7 +634,12 @@ static ts_status t10_gather_a(lw *L, const t10_gen *G, const t10_op *s, int x, l
     if (s->conv) { /* the channel-major buffer receives while x's holders send: apart from x's elements */
         uint64_t nch = (G->rota ? G->kp : G->kt) / G->taps; /* channels of the k-range or slot */
         uint64_t cbuf = lwi_talloc_apart(L, G->span * nch * 4, (const uint64_t(*)[2])mem->av, 1);
-        uint64_t img = G->taps > 1 ? lwi_talloc(L, nch * G->hb * G->wp * 4) : 0; /* its padded image */
+        /* its padded image; f16 with an odd left pad: 4 bytes on, so that its rows' pixels after the
+         * pad lie 8-byte aligned for the 64-bit copy (conv_image_rows) */
+        bool odd = G->es == 2 && G->pl % 2;
+        uint64_t img = G->taps > 1 ? lwi_talloc(L, nch * G->hb * G->wp * 4 + (odd ? 8 : 0)) : 0;
+        if (img && odd && img % 8 == 0)
+            img += 4;
         for (uint32_t k = 0; k < (G->rota ? G->rp : 1) && rc == TS_OK; k++)
             rc = conv_rows(L, G, x, G->tn, sc, cbuf, img, G->rota ? (int)k : -1,
                            G->rota ? mem->aslot[k] : mem->abuf, G->astr);
@@ -687,6 +733,10 @@ static void t10_compute(lw *L, const t10_gen *G, const t10_op *s, const t10_mem 
                 }
                 m.tab = true;
                 uint32_t nb = lwi_mm_shared_count(L, &m); /* the shared-coefficient kernel's step */
+                if (!nb && U > 8) { /* B is laid out for it alone (lwi_amp_wchunk) */
+                    run->unshared = true;
+                    continue;
+                }
                 uint32_t *pv = &run->par[((size_t)t * G->steps + st) * 6];
                 pv[0] = (uint32_t)m.a, pv[1] = (uint32_t)m.w, pv[2] = (uint32_t)m.out;
                 pv[3] = (uint32_t)m.acc, pv[4] = (uint32_t)m.bias, pv[5] = nb ? nb - 1 : m.kp;
@@ -831,7 +881,8 @@ static void t10_zero_pads(lw *L, const t10_gen *G, const t10_mem *mem)
 
 /* The steps: each a compute superstep, then (but for the last) the shifts; the step table as
  * initial data; the partial-sum tree over l. */
-static ts_status t10_steps(lw *L, const t10_gen *G, const t10_op *s, const t10_mem *mem, t10_run *run)
+static ts_status t10_steps(lw *L, const ts_graph_node *n, const t10_gen *G, const t10_op *s, const t10_mem *mem,
+                           t10_run *run)
 {
     t10_zero_pads(L, G, mem);
     for (uint32_t st = 0; st < G->steps; st++) {
@@ -841,6 +892,8 @@ static ts_status t10_steps(lw *L, const t10_gen *G, const t10_op *s, const t10_m
             break;
         t10_shifts(L, G, mem, run, st);
     }
+    if (run->unshared) /* not expected: its rows are 16-byte aligned in interleaved memory */
+        return lwi_unsupported(L, n, "a step on more than 8 AMP units that the shared-coefficient kernel does not take");
     ts_status rc = TS_OK;
     for (uint32_t t = 0; t < G->tn && rc == TS_OK; t++)
         rc = lwi_seg(L, t, mem->ptab, &run->par[(size_t)t * G->steps * 6], (uint64_t)G->steps * 24);
@@ -1062,7 +1115,7 @@ ts_status lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_t10
     if (!t10_run_alloc(&run, G.tn, G.steps))
         rc = ts_err_set(L->err, TS_ENOMEM, "out of memory lowering '%s'", n->name);
     else
-        rc = t10_steps(L, &G, &s, &mem, &run);
+        rc = t10_steps(L, n, &G, &s, &mem, &run);
     t10_run_free(&run);
     if (rc != TS_OK)
         return rc;

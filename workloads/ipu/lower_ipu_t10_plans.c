@@ -173,7 +173,7 @@ static conv_gx conv_gather(uint32_t tiles, const ts_t10_mm *mm, const t10_op *s,
 }
 
 /* A 1x1 Conv's plan priced for what its code does beyond a MatMul's. Its input arrives
- * channel-major and is turned into rows of pixels (2 issues per element, pixels over the workers),
+ * channel-major and is turned into rows of pixels (2 issues per element, 1.5 in f16; pixels over the workers),
  * its output, computed pixel-major, is turned channel-major (2 issues per element, channels over
  * the workers). Its gather reads a piece per input channel (of its k-range, or of the slices it
  * holds first when A rotates, each pixel block then read by fn / ft tiles instead of fn) from the
@@ -187,12 +187,17 @@ static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, const t10_op *s,
 {
     uint64_t W = hw->workers ? hw->workers : 6, xb = hw->xbytes ? hw->xbytes : 4;
     conv_gx x = conv_gather(hw->tiles, mm, s, p);
-    uint64_t c = W * (ts_geom_cdiv(p->rows, W) * (2 * x.kin + 8) + 20) +
+    /* f16: a word of two inputs in 3 issues (its rounding bundled with the next word's load) */
+    uint64_t c = W * (ts_geom_cdiv(p->rows, W) * (s->half ? 3 * x.kin / 2 + 9 : 2 * x.kin + 8) + 20) +
                  W * (ts_geom_cdiv(p->cols, W) * (2 * p->rows + 8) + 20);
     if (s->taps > 1) { /* rows of kin x taps inputs, from a padded image of the band copied first */
         uint64_t ke = x.kin * s->taps, blk = (s->half && s->taps % 2 ? 2 : 1) * s->taps;
         uint64_t hb = (p->rows / s->wo - 1) * s->st + s->kh, wp = s->wi + s->pl + s->pr, nb = x.span / s->wi;
-        c = W * (ts_geom_cdiv(p->rows, W) * (2 * ke + ke / blk + 12) + 20) +
+        /* the band's pixels at 2 issues each, though an f16 Conv's aligned rows take 1 (64-bit copies,
+         * conv_image_rows): priced at 1, the memory trade (ts_t10_reconcile) moved three 3x3 Convs of
+         * resnet50:batch=4's layer3 to plans 14.5 k cycles slower each (3,386,169 cycles against
+         * 3,353,751 on ipu_mk2) */
+        c = W * (ts_geom_cdiv(p->rows, W) * ((s->half ? 3 * ke / 2 : 2 * ke) + ke / blk + 12) + 20) +
             W * (ts_geom_cdiv(x.kin, W) * (nb * (2 * s->wi + s->pl + s->pr + 4) + (hb - nb) * wp + 4) + 20) +
             W * (ts_geom_cdiv(p->cols, W) * (2 * p->rows + 8) + 20);
         p->mem_bytes += x.kin * (x.span + hb * wp) * 4; /* the band as gathered and the padded image */
@@ -216,10 +221,22 @@ static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, const t10_op *s,
  * holds a group's sums in $a0..$a7) for a Conv and a Gemm; the target's for a MatMul, whose f16 plans
  * on an AMP of more than 8 units are left to planner (a) (generable), and for load-compute-store's
  * plans (lcs_plans). */
-static uint32_t units16(const ts_lower_ipu_params *p, const t10_op *s)
+static uint32_t units16(const ts_lower_ipu_params *p, const t10_op *s, const ts_t10_plan *pl)
 {
     uint32_t u = p->target.amp_units_f16;
+    if (s->conv && s->half && lwi_t10_wide(p, s, pl->cols, pl->kp))
+        return u;
     return (s->conv || s->gemm) && u > 8 && u % 8 == 0 ? 8 : u;
+}
+
+uint32_t lwi_t10_wide(const ts_lower_ipu_params *p, const t10_op *s, uint64_t cols, uint64_t kp)
+{
+    const ts_ipu_target *tg = &p->target;
+    uint32_t W = tg->workers ? tg->workers : 6, U = tg->amp_units_f16, sets, issues, ptrs;
+    if (!s->conv || !s->half || U <= 8 || tg->load_latency > W || tg->load_bytes < 16 ||
+        !ts_t10_amp_body(W, U, &sets, &issues, &ptrs) || cols % U || s->N % U || kp % (4 * (uint64_t)sets))
+        return 0;
+    return U;
 }
 
 /* An f16 plan's compute: the f16v4amp kernel, (U16 + 2) issues per 4 inputs per group of U16
@@ -229,6 +246,7 @@ static void f16_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, uint32_t u16, boo
 {
     ts_t10_hw h = *hw;
     h.units = u16;
+    h.shared_amp = hw->shared_amp && (u16 <= 8 || conv); /* more than 8 units: only a wide Conv's plans */
     /* a Conv's rows of pixels are built on the tile (conv_rows), so its padding is always zeroed */
     uint64_t c = p->lcs || (!conv && !ts_t10_pads_a(hw, mm, p))
                      ? ts_t10_steps_cycles(&h, p->rows, p->kt / 2, p->kp / 2, p->steps, p->cols)
@@ -238,7 +256,7 @@ static void f16_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, uint32_t u16, boo
     /* (b)'s plans whose k per step is whole bodies: their gather's rounds are packed (a MatMul's
      * gather of rows of A; a Conv's gather of channels is priced by conv_cost) */
     uint32_t sets, issues, ptrs;
-    if (!p->lcs && !conv && hw->shared_amp &&
+    if (!p->lcs && !conv && h.shared_amp &&
         ts_t10_amp_body(hw->workers ? hw->workers : 6, u16, &sets, &issues, &ptrs) && p->kp % (4 * (uint64_t)sets) == 0)
         ts_t10_gather_packed(hw, mm, p);
 }
@@ -248,8 +266,8 @@ static bool generable(const ts_lower_ipu_params *p, const t10_op *s, const ts_t1
 {
     /* f16: whole f16v4amp groups and steps of 4 inputs; k not split for a MatMul/Gemm (its partial
      * sums would need a rounding pass after the tree; an f16 Conv's outputs are f32) */
-    uint32_t u16 = units16(p, s);
-    if (s->half && (u16 < 2 || u16 > 8 || u16 % 2 || pl->cols % u16 || pl->kp % 4 || pl->kt % 4 ||
+    uint32_t u16 = units16(p, s, pl);
+    if (s->half && (u16 < 2 || (u16 > 8 && !lwi_t10_wide(p, s, pl->cols, pl->kp)) || u16 % 2 || pl->cols % u16 || pl->kp % 4 || pl->kt % 4 ||
                     (pl->fk > 1 && !s->conv)))
         return false;
     /* a Conv another operator reads: blocks of whole image rows and at most 16 channels, as planner
@@ -317,7 +335,7 @@ static ts_status fixed_plan(const ts_lower_ipu_params *p, const ts_t10_hw *hw, c
     if (rc != TS_OK)
         return rc;
     if (s->half) /* before conv_cost, which adds to the compute */
-        f16_cost(hw, &mm, units16(p, s), s->conv, f);
+        f16_cost(hw, &mm, units16(p, s, f), s->conv, f);
     if (s->conv)
         conv_cost(hw, &mm, s, f);
     if (!generable(p, s, f))
@@ -400,7 +418,7 @@ static size_t plan_set(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const 
         if (generable(p, s, &v[j]) && (p->planner != TS_LOWER_PLANNER_SPLIT || v[j].rot == TS_T10_ROT_NONE) &&
             (p->planner != TS_LOWER_PLANNER_AUTO || !same_as_lcs(&v[j], l, nl, s))) {
             if (s->half) /* before conv_cost, which adds to the compute */
-                f16_cost(hw, &mm, units16(p, s), s->conv, &v[j]);
+                f16_cost(hw, &mm, units16(p, s, &v[j]), s->conv, &v[j]);
             if (s->conv)
                 conv_cost(hw, &mm, s, &v[j]);
             if (s->conv && s->taps > 1 && v[j].mem_bytes > hw->sram_bytes) /* its band and image */

@@ -32,7 +32,7 @@ uint64_t ts_t10_amp_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t k, uint6
 
 bool ts_t10_amp_body(uint32_t W, uint32_t U, uint32_t *sets, uint32_t *issues, uint32_t *ptrs)
 {
-    if (U < 2 || U > 8 || U % 2 || W < 2 || W > 16)
+    if (U < 2 || U > 16 || U % 2 || W < 2 || W > 16)
         return false;
     uint32_t len = U / 2 + W, g = len, b = W; /* a set: its U/2 loads and the W workers' AMP ops */
     while (b) {
@@ -43,6 +43,11 @@ bool ts_t10_amp_body(uint32_t W, uint32_t U, uint32_t *sets, uint32_t *issues, u
     uint32_t S = W / g, I = len / g;            /* a super-period of lcm(len, W) cycles */
     uint32_t B = S % 2 ? 2 : 1, nA = B * S, nP = B * (I - S), fit = nA - nA / 2;
     *sets = nA;
+    if (U > 8) { /* one post-incremented pointer, stepped between groups */
+        *issues = B * I;
+        *ptrs = 1;
+        return B * I <= 64 && 2 * nA <= 16;
+    }
     *issues = B * I + (nP > fit ? nP - fit : 0); /* pointer steps beyond the even sets' bundles */
     *ptrs = nP;
     return nP <= 4 && B * I <= 64 && 2 * nA <= 16;
@@ -59,8 +64,9 @@ uint64_t ts_t10_amp_shared_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t k
     if (!hw->shared_amp || !ts_t10_amp_body(W, U, &sets, &issues, &ptrs) || !pairs || k % 2 || pairs % sets)
         return 0;
     uint64_t nb = pairs / sets, groups = ts_geom_cdiv(cols, U);
-    uint64_t per_group = 2 + sets / 2 + (nb > 1) + nb * issues + U / 2 + U + 2;
-    return W * (ts_geom_cdiv(rows, W) * (ptrs + 7 + groups * per_group) + 25 + 2 * (uint64_t)W);
+    /* U > 8: the pointer stepped to the next group's blocks (1), and 5 issues to set its steps up */
+    uint64_t per_group = 2 + sets / 2 + (nb > 1) + nb * issues + U / 2 + U + 2 + (U > 8);
+    return W * (ts_geom_cdiv(rows, W) * (ptrs + 7 + groups * per_group) + 25 + 2 * (uint64_t)W + (U > 8 ? 5 : 0));
 }
 
 uint64_t ts_t10_steps_cycles_padded(const ts_t10_hw *hw, uint64_t rows, uint64_t kt, uint64_t kp, uint32_t steps,

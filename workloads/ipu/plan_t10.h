@@ -77,7 +77,9 @@ uint64_t ts_t10_amp_cycles(const ts_t10_hw *hw, uint64_t rows, uint64_t k, uint6
 
 /* The body of the shared-coefficient AMP kernel (lower_ipu_ampk.c) for W workers and U units: the
  * sets it takes (input steps; a group's steps must be a multiple), the issues of a worker in it,
- * and the coefficient pointers a worker steps; false when the kernel has no schedule for them. */
+ * and the coefficient pointers a worker steps; false when the kernel has no schedule for them. U of
+ * 10 to 16 (MK2's 16 f16 units) is the kernel whose coefficient blocks lie worker by worker, loaded
+ * by one post-incremented pointer (ld128putcsstep): *ptrs 1, stepped once a group, not a body. */
 bool ts_t10_amp_body(uint32_t W, uint32_t U, uint32_t *sets, uint32_t *issues, uint32_t *ptrs);
 
 /* ts_t10_amp_cycles for the shared-coefficient kernel, f32 (k elements, k/2 pairs); 0 where the

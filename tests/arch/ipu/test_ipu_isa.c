@@ -582,6 +582,45 @@ START_TEST(amp_values)
 }
 END_TEST
 
+/* ld128putcsstep: ld128putcs whose pointer steps by 16 (the published ld128putcs post-increments its
+ * address): four loads from one pointer fill the coefficients of 8 f16 units as four ld128putcs
+ * with steps between them do, and leave the pointer 64 bytes on. */
+START_TEST(amp_putcs_step)
+{
+    ts_buf b = TS_BUF_INIT;
+    ts_buf_puts(&b, ".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  run w, $m1\n  sync 0\n  halt\nw:\n"
+                    "  setzi $m1, 0x800\n  ld128putcsstep $m1, 0\n  ld128putcsstep $m1, 1\n"
+                    "  ld128putcsstep $m1, 2\n  ld128putcsstep $m1, 3\n"
+                    "  ampzero\n  setzi $m3, 0x900\n  ld64 $a0, $m3, 0\n  f16v4amp $a0\n  setzi $m4, 0x700\n"
+                    "  ampget $a2, 0\n  st64 $a2, $m4, 0\n  ampget $a2, 1\n  st64 $a2, $m4, 8\n"
+                    "  ampget $a2, 2\n  st64 $a2, $m4, 16\n  ampget $a2, 3\n  st64 $a2, $m4, 24\n"
+                    "  st32 $m1, $m4, 32\n  exit\n");
+    float w16[32], x16[4];
+    ts_buf_puts(&b, ".data tile 0 0x800\n  .half");
+    for (int i = 0; i < 32; i++) {
+        w16[i] = (float)((i * 5) % 13 - 6) * 0.5f;
+        ts_buf_printf(&b, "%s 0x%04x", i ? "," : "", ts_f32_to_f16(w16[i]));
+    }
+    ts_buf_puts(&b, "\n.data tile 0 0x900\n  .half");
+    for (int i = 0; i < 4; i++) {
+        x16[i] = (float)(i + 1) * 0.75f;
+        ts_buf_printf(&b, "%s 0x%04x", i ? "," : "", ts_f32_to_f16(x16[i]));
+    }
+    ts_buf_puts(&b, "\n");
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, ts_buf_str(&b), &r);
+    for (int u = 0; u < 8; u++) {
+        float acc = w16[4 * u] * x16[0] + w16[4 * u + 1] * x16[1];
+        acc += w16[4 * u + 2] * x16[2];
+        acc += w16[4 * u + 3] * x16[3];
+        ck_assert_float_eq(ipu_peekf(&r, 0, 0x700 + 4 * (unsigned)u), acc);
+    }
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x720), 0x840);
+    ipu_run_free(&r);
+    ts_buf_free(&b);
+}
+END_TEST
+
 /* Barrel: a worker issues once every 6 cycles, six workers fill every cycle, the supervisor fills
  * what the workers leave, and a dependent load chain costs the load latency per load. */
 START_TEST(barrel_timing)
@@ -757,7 +796,7 @@ START_TEST(mem_bytes_column)
         ts_ipu_op_mem_bytes(op, &rd, &wr);
         ck_assert_uint_eq(rd, ts_ipu_opfacts[op].memrd);
         ck_assert_uint_eq(wr, ts_ipu_opfacts[op].memwr);
-        if (op == IPU_OP_LD128PUTCS) {
+        if (op == IPU_OP_LD128PUTCS || op == IPU_OP_LD128PUTCSSTEP) {
             ck_assert_uint_eq(rd, 16);
             ck_assert_uint_eq(wr, 0);
         } else if (ts_ipu_opfacts[op].unit != IPU_U_MEM) {
@@ -896,6 +935,7 @@ static Suite *suite(void)
     tcase_add_test(t, float_arithmetic);
     tcase_add_test(t, half_conversion);
     tcase_add_test(t, amp_values);
+    tcase_add_test(t, amp_putcs_step);
     tcase_add_test(t, barrel_timing);
     tcase_add_test(t, dual_issue);
     tcase_add_test(t, bundle_rules);

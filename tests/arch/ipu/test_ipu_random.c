@@ -271,7 +271,7 @@ static char *loop_program(void)
         "  addi $m2, $m2, 4\n", "  addi $m3, $m3, 8\n", "  ld32 $a%u, $m2, 12\n", "  st32 $a%u, $m3, 4\n",
         "  ld128putcs $m5, %u\n  addi $m5, $m5, 16\n", "  f32v2amp $a0\n", "  f16v4amp $a0\n",
         "  ld64step $a0, $m6, 8\n", "  st64step $a4, $m3, 8\n", "  ldst64pace $a6, $a0, $m2, $m3\n",
-        "  ld32 $a%u, $m3, 0\n", "  st32 $a%u, $m2, 0\n",
+        "  ld32 $a%u, $m3, 0\n", "  st32 $a%u, $m2, 0\n", "  ld128putcsstep $m5, %u\n",
         "  add $m3, $m3, $m9\n", "  ld32step $m3, $m6, 4\n", "  addi $m9, $m9, 1\n",
     };
     static const unsigned masks[] = {7, 7, 1, 6, 0}, strides[] = {0, 8, 16, 32, 64, 256, 512};
@@ -293,8 +293,8 @@ static char *loop_program(void)
     ts_buf body = TS_BUF_INIT;
     for (unsigned k = 0; k < n; k++) {
         unsigned op = rnd(sizeof body_ops / sizeof body_ops[0]);
-        if (op >= 18 && rnd(3)) /* pointers written otherwise than by steps: now and then */
-            op = rnd(18);
+        if (op >= 19 && rnd(3)) /* pointers written otherwise than by steps: now and then */
+            op = rnd(19);
         ts_buf_printf(&body, body_ops[op], op == 10 ? rnd(4) : 1 + rnd(3));
         len += op == 10 ? 2 : 1;
     }
@@ -344,6 +344,7 @@ static char *step_program(bool *run_one)
         "  add $m3, $m3, $m9\n", "  setzi $a%u, 0x3f800000\n", "  nop\n", "  ld32 $a%u, $m3, 0\n",
         "  st32 $a%u, $m2, 0\n", "  addi $m2, $m2, 8\n", "  sub $m9, $m9, $m1\n", "  ldz16 $m11, $m2, 2\n",
         "  {\n  ld64step $a0, $m6, 8\n  f32v2amp $a0\n  }\n", "  mov $m12, $m3\n  st32step $a%u, $m12, 8\n",
+        "  ld128putcsstep $m5, %u\n",
     };
     static const unsigned masks[] = {7, 7, 1, 6, 0}, strides[] = {0, 8, 16, 32, 64, 256, 4096};
     ts_buf b = TS_BUF_INIT;
