@@ -90,12 +90,13 @@ void ts_wse_destroy(ts_model *m)
         for (int i = 0; i < m->nthreads; i++) {
             for (int z = 0; z < WSE_NZ; z++) {
                 ts_free(m->band[i].act[z].v);
-                ts_free(m->band[i].next[z].v);
             }
             ts_free(m->band[i].xwake[0]);
             ts_free(m->band[i].xwake[1]);
             ts_free(m->band[i].tm);
-            ts_free(m->band[i].sort);
+            for (int k = 0; k < WSE_WHEEL; k++)
+                ts_free(m->band[i].wh[k]);
+            ts_free(m->band[i].nbm);
             ts_free(m->band[i].tr);
             ts_err_free(&m->band[i].err);
         }
@@ -134,8 +135,14 @@ ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *
         ts_wse_destroy(m);
         return ts_err_set(err, TS_ENOMEM, "out of memory for a %" PRIu64 "-PE mesh", n);
     }
-    for (int i = 0; i < m->nthreads; i++)
+    for (int i = 0; i < m->nthreads; i++) {
         ts_err_init(&m->band[i].err);
+        if (!(m->band[i].nbm = ts_calloc(m->npes / 64 + 1, sizeof *m->band[i].nbm))) {
+            uint64_t n = m->npes;
+            ts_wse_destroy(m);
+            return ts_err_set(err, TS_ENOMEM, "out of memory for a %" PRIu64 "-PE mesh", n);
+        }
+    }
     ts_wse_split_bands(m, NULL);
     m->act = opts ? opts->activity : NULL;
     m->regions = opts ? opts->regions : NULL;

@@ -615,24 +615,24 @@ static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
         b->nblk--;
     }
     t->vth = WSE_NOQ;
-    /* only ports with live queues: nothing is ever pushed to the others (their counters, bits and
-     * colours stay 0) */
-    uint32_t pend5 = 0;
-    for (uint32_t lp = t->lports; lp; lp &= lp - 1) {
-        int p = __builtin_ctz(lp);
+    /* every port, without a branch (the compiler makes it a few vector instructions): nothing is
+     * ever pushed to a port without live queues, so its counters, bits and colours stay 0 and it
+     * adds nothing (before, a loop over the live ports only: 10 % of bench_wse_stencil's host
+     * instructions) */
+    for (int p = 0; p < 6; p++) {
         uint32_t pend = t->ppush[p] - t->ppop[p];
         total += pend;
         pm |= (uint32_t)(pend != 0) << p;
         uint32_t arrived = t->pbits[p] ^ t->pseen[p];
         t->pseen[p] = t->pbits[p];
         t->cbits[p] = pend ? t->cbits[p] | arrived : 0;
-        pend5 = pend; /* port 5 (the core's queues) comes last */
     }
+    uint32_t pend5 = t->ppush[5] - t->ppop[5];
     t->pstall = 0;
     if (pm & 31)
         router_eval(m, t, b, pm & 31);
     if (t->ce)
-        ce_eval(m, t, b, t->lports >> 5 & 1 ? pend5 : 0);
+        ce_eval(m, t, b, pend5);
     t->qleft = total - t->npop;
     t->still = b->progress == progress;
     if (t->vth != WSE_NOQ && b->progress - progress != t->vk)

@@ -76,8 +76,10 @@ static bool wait_nb(const ts_model *m, int k, size_t off, uint32_t seq)
 static bool phases(ts_model *m, wse_band *b, int k, uint32_t seq)
 {
     b->nact_done = b->act[WSE_ZE].n + b->act[WSE_ZS].n + b->act[WSE_ZI].n;
-    for (int z = 0; z < WSE_NZ; z++)
-        b->next[z].n = 0;
+    if (b->nnext) { /* left by a run that stopped (it never is: a stop that merges nothing leaves none) */
+        memset(b->nbm, 0, (m->npes / 64 + 1) * sizeof *b->nbm);
+        b->nnext = 0;
+    }
     ts_wse_eval_list(m, b, &b->act[WSE_ZE]);
     if (has_edges(b))
         atomic_store_explicit(&b->a_seq, seq, memory_order_release);
@@ -106,10 +108,10 @@ static bool phases(ts_model *m, wse_band *b, int k, uint32_t seq)
 static wse_sum *band_summary(const ts_model *m, wse_band *b, uint32_t seq)
 {
     wse_sum *s = &b->sum[seq % WSE_NSUM];
-    s->next = b->next[WSE_ZE].n + b->next[WSE_ZS].n + b->next[WSE_ZI].n;
+    s->next = b->nnext;
     s->wake = b->nxwake[b->par];
-    s->ntm = b->ntm;
-    s->tm_first = b->ntm ? b->tm[0].at : UINT64_MAX;
+    s->ntm = ts_wse_tm_count(b);
+    s->tm_first = ts_wse_tm_first(b);
     s->progress = b->progress;
     s->nblk = b->nblk;
     s->nact = b->nact_done;
@@ -254,7 +256,7 @@ static ts_status rebalance(ts_model *m, ts_err *err)
     for (int k = 0; k < m->nthreads; k++) {
         for (int z = 0; z < WSE_NZ; z++)
             nact += m->band[k].act[z].n;
-        ntm += m->band[k].ntm;
+        ntm += ts_wse_tm_count(&m->band[k]);
     }
     uint32_t *act = ts_malloc((nact ? nact : 1) * sizeof *act);
     wse_timer *tm = ts_malloc((ntm ? ntm : 1) * sizeof *tm);
@@ -299,10 +301,9 @@ static ts_status rebalance(ts_model *m, ts_err *err)
             nact += b->act[z].n;
             b->act[z].n = 0;
         }
-        if (b->ntm)
-            memcpy(tm + ntm, b->tm, b->ntm * sizeof *tm);
-        ntm += b->ntm;
-        b->ntm = 0;
+        size_t n = ts_wse_tm_count(b);
+        ts_wse_tm_take(b, tm + ntm);
+        ntm += n;
     }
     ts_wse_split_bands(m, weight);
     for (size_t i = 0; i < nact; i++)
