@@ -45,68 +45,70 @@ static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
         int p = __builtin_ctz(rot) + (int)rr;
         p -= p >= WSE_NPORTS ? WSE_NPORTS : 0;
         uint32_t start = fixed ? 0 : t->rrc[p];
-        /* colours from start up, then below start */
-        uint32_t bits[2] = {t->cbits[p] & (uint32_t)(~0ull << start), t->cbits[p] & (uint32_t)((1ull << start) - 1)};
-        for (int half = 0; half < 2; half++)
-            for (uint32_t cb = bits[half]; cb; cb &= cb - 1) {
-                uint32_t c = (uint32_t)__builtin_ctz(cb);
-                uint8_t j = t->qmap[(uint32_t)p * m->C + c];
-                wse_lq *q = &t->lq[j];
-                uint32_t occ = q_occ(q);
-                if (!occ) {
-                    t->cbits[p] &= ~(1u << c);
-                    continue;
-                }
-                if (q->taken)
-                    continue;
-                wse_route *r = &t->route[c];
-                uint32_t dst = 0;
-                uint8_t tx;
-                if (c < m->vcs) { /* routed by destination */
-                    dst = q->dst[q->rd];
-                    tx = m->c.routing == WSE_ROUTE_WESTFIRST ? dest_tx_adaptive(m, t, dst, c) : dest_tx(m, t, dst, c);
-                } else {
-                    if (!(r->rx[r->pos] >> p & 1))
-                        continue;
-                    tx = r->tx[r->pos];
-                }
-                if (!tx || (tx & claimed))
-                    continue;
-                bool ok = true;
-                for (uint32_t ob = tx; ob && ok; ob &= ob - 1)
-                    ok = line_room(m, t, __builtin_ctz(ob), c);
-                if (!ok)
-                    continue;
-                bool ctrl;
-                uint32_t data = q_head(q, &ctrl);
-                for (uint32_t ob = tx; ob; ob &= ob - 1) {
-                    int o = __builtin_ctz(ob);
-                    line_put(m, t, o, data, c, ctrl, dst, b->now);
-                    t->s.link[o]++;
-                }
-                claimed |= tx;
-                moved |= 1u << p;
-                q_pop(t, j);
-                /* room again: the neighbour feeding it may sleep on it. Its room test (line_room)
-                 * counts the wavelets still on its line too, at most hop - 1 of them when it last
-                 * looked (hop: fabric.hop_latency plus the router stages), so it may have blocked
-                 * with as few as cap - hop + 1 here: wake it on any pop from that level up (only on
-                 * a full queue when a hop takes a cycle) */
-                if (p < 4 && occ + m->hop > q->cap)
-                    t->wup |= (uint8_t)(1u << p);
-                if (occ == 1)
-                    t->cbits[p] &= ~(1u << c); /* a push this cycle sets it again next cycle */
-                t->pcolour[c]++;
-                if (ctrl && r->npos > 1) {
-                    if (r->pos + 1 < r->npos)
-                        r->pos++;
-                    else if (r->ring)
-                        r->pos = 0;
-                }
-                b->progress++;
-                lastp = p;
-                t->rrc[p] = (uint8_t)(c + 1 == m->C ? 0 : c + 1);
+        /* colours from start up, then below start: the colour mask rotated right by start within
+         * the C colours, so bit k is colour start + k (mod C) */
+        uint64_t cm = t->cbits[p];
+        uint64_t rotc = (cm >> start | cm << (m->C - start)) & ((1ull << m->C) - 1);
+        for (; rotc; rotc &= rotc - 1) {
+            uint32_t c = (uint32_t)__builtin_ctzll(rotc) + start;
+            c -= c >= m->C ? m->C : 0;
+            uint8_t j = t->qmap[(uint32_t)p * m->C + c];
+            wse_lq *q = &t->lq[j];
+            uint32_t occ = q_occ(q);
+            if (!occ) {
+                t->cbits[p] &= ~(1u << c);
+                continue;
             }
+            if (q->taken)
+                continue;
+            wse_route *r = &t->route[c];
+            uint32_t dst = 0;
+            uint8_t tx;
+            if (c < m->vcs) { /* routed by destination */
+                dst = q->dst[q->rd];
+                tx = m->c.routing == WSE_ROUTE_WESTFIRST ? dest_tx_adaptive(m, t, dst, c) : dest_tx(m, t, dst, c);
+            } else {
+                if (!(r->rx[r->pos] >> p & 1))
+                    continue;
+                tx = r->tx[r->pos];
+            }
+            if (!tx || (tx & claimed))
+                continue;
+            bool ok = true;
+            for (uint32_t ob = tx; ob && ok; ob &= ob - 1)
+                ok = line_room(m, t, __builtin_ctz(ob), c);
+            if (!ok)
+                continue;
+            bool ctrl;
+            uint32_t data = q_head(q, &ctrl);
+            for (uint32_t ob = tx; ob; ob &= ob - 1) {
+                int o = __builtin_ctz(ob);
+                line_put(m, t, o, data, c, ctrl, dst, b->now);
+                t->s.link[o]++;
+            }
+            claimed |= tx;
+            moved |= 1u << p;
+            q_pop(t, j);
+            /* room again: the neighbour feeding it may sleep on it. Its room test (line_room)
+             * counts the wavelets still on its line too, at most hop - 1 of them when it last
+             * looked (hop: fabric.hop_latency plus the router stages), so it may have blocked
+             * with as few as cap - hop + 1 here: wake it on any pop from that level up (only on
+             * a full queue when a hop takes a cycle) */
+            if (p < 4 && occ + m->hop > q->cap)
+                t->wup |= (uint8_t)(1u << p);
+            if (occ == 1)
+                t->cbits[p] &= ~(1u << c); /* a push this cycle sets it again next cycle */
+            t->pcolour[c]++;
+            if (ctrl && r->npos > 1) {
+                if (r->pos + 1 < r->npos)
+                    r->pos++;
+                else if (r->ring)
+                    r->pos = 0;
+            }
+            b->progress++;
+            lastp = p;
+            t->rrc[p] = (uint8_t)(c + 1 == m->C ? 0 : c + 1);
+        }
     }
     if (lastp >= 0) {
         t->s.router_busy++;
@@ -615,17 +617,22 @@ static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
         b->nblk--;
     }
     t->vth = WSE_NOQ;
-    /* every port, without a branch (the compiler makes it a few vector instructions): nothing is
-     * ever pushed to a port without live queues, so its counters, bits and colours stay 0 and it
-     * adds nothing (before, a loop over the live ports only: 10 % of bench_wse_stencil's host
-     * instructions) */
+    /* every port, without a branch: nothing is ever pushed to a port without live queues, so its
+     * counters stay 0 and it adds nothing (before, a loop over the live ports: 10 % of
+     * bench_wse_stencil's host instructions) */
     for (int p = 0; p < 6; p++) {
         uint32_t pend = t->ppush[p] - t->ppop[p];
         total += pend;
         pm |= (uint32_t)(pend != 0) << p;
-        uint32_t arrived = t->pbits[p] ^ t->pseen[p];
+    }
+    /* the colours that arrived at the router's ports holding wavelets. A port that holds none had
+     * no push since its last evaluation (a push wakes the tile, and only the tile pops), so its
+     * pbits equal pseen; the colours its cbits still name have empty queues, which the router
+     * drops from cbits when it looks at them (router_eval), as it would have found them unset */
+    for (uint32_t pp = pm & 31; pp; pp &= pp - 1) {
+        int p = __builtin_ctz(pp);
+        t->cbits[p] |= t->pbits[p] ^ t->pseen[p];
         t->pseen[p] = t->pbits[p];
-        t->cbits[p] = pend ? t->cbits[p] | arrived : 0;
     }
     uint32_t pend5 = t->ppush[5] - t->ppop[5];
     t->pstall = 0;
