@@ -173,24 +173,40 @@ static void timers_due(ts_model *m, wse_band *b, uint64_t upto)
 /* ------------------------------------------------------------------------------------------ */
 /* the next cycle's lists */
 
-/* Move the tiles of band b's next active set with ids in [lo, hi) to list l, in id order. */
-static void collect(wse_band *b, uint32_t lo, uint32_t hi, wse_list *l)
+/* Move the tiles of band b's next active set to the active lists of their zones, in id order,
+ * through the words of the bitmap that hold any. */
+static void collect(wse_band *b)
 {
-    for (uint32_t w = lo >> 6; lo < hi && w <= (hi - 1) >> 6; w++) {
-        uint64_t bits = b->nbm[w];
-        if (!bits)
-            continue;
-        if (w == lo >> 6)
-            bits &= ~0ull << (lo & 63);
-        if (w == (hi - 1) >> 6 && (hi & 63))
-            bits &= ~(~0ull << (hi & 63));
-        b->nbm[w] &= ~bits;
-        for (; bits; bits &= bits - 1)
-            list_add(b, l, w << 6 | (uint32_t)__builtin_ctzll(bits));
+    for (size_t w2 = 0; w2 < b->nbw2; w2++) {
+        uint64_t bits2 = b->nbm2[w2];
+        b->nbm2[w2] = 0;
+        for (; bits2; bits2 &= bits2 - 1) {
+            size_t w1 = w2 << 6 | (size_t)__builtin_ctzll(bits2);
+            uint64_t bits1 = b->nbm1[w1];
+            b->nbm1[w1] = 0;
+            for (; bits1; bits1 &= bits1 - 1) {
+                size_t w0 = w1 << 6 | (size_t)__builtin_ctzll(bits1);
+                uint64_t bits = b->nbm[w0];
+                uint32_t id0 = (uint32_t)(w0 << 6);
+                b->nbm[w0] = 0;
+                int z = zone(b, id0);
+                if (z != zone(b, id0 + 63)) { /* a word across zones: tile by tile */
+                    for (; bits; bits &= bits - 1)
+                        act_add(b, id0 | (uint32_t)__builtin_ctzll(bits));
+                    continue;
+                }
+                wse_list *l = &b->act[z];
+                size_t n = l->n + (size_t)__builtin_popcountll(bits);
+                if (n > l->cap && ts_grow((void **)&l->v, &l->cap, n, sizeof *l->v)) {
+                    b->oom = true;
+                    return;
+                }
+                for (; bits; bits &= bits - 1)
+                    l->v[l->n++] = id0 | (uint32_t)__builtin_ctzll(bits);
+            }
+        }
     }
 }
-
-static uint32_t clamp_id(uint32_t v, uint32_t lo, uint32_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* Band k's next active lists: its own survivors and wakes (marked in phase B), the neighbouring
  * bands' wakes of its tiles, and its timers due (by cycle `upto`: the next cycle, or the cycle a
@@ -223,18 +239,10 @@ static void merge(ts_model *m, int k, uint64_t upto)
     timers_due(m, b, stamp);
     if (upto > stamp)
         timers_due(m, b, upto);
-    /* the zones' ranges (zone()): E [id0, e1) and [e2, id1), S [e1, i1) and [i2, e2), I [i1, i2) */
-    uint32_t e1 = clamp_id(b->edge_lo, b->id0, b->id1), e2 = clamp_id(b->edge_hi, e1, b->id1);
-    uint32_t i1 = clamp_id(b->near_lo, e1, e2), i2 = clamp_id(b->near_hi, i1, e2);
     for (int z = 0; z < WSE_NZ; z++)
         b->act[z].n = 0;
-    if (b->nnext) {
-        collect(b, b->id0, e1, &b->act[WSE_ZE]);
-        collect(b, e1, i1, &b->act[WSE_ZS]);
-        collect(b, i1, i2, &b->act[WSE_ZI]);
-        collect(b, i2, e2, &b->act[WSE_ZS]);
-        collect(b, e2, b->id1, &b->act[WSE_ZE]);
-    }
+    if (b->nnext)
+        collect(b);
     b->nnext = 0;
 }
 

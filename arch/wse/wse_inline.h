@@ -96,6 +96,8 @@ static inline void act_add(wse_band *b, uint32_t id) { list_add(b, &b->act[zone(
 static inline void next_add(wse_band *b, uint32_t id)
 {
     b->nbm[id >> 6] |= 1ull << (id & 63);
+    b->nbm1[id >> 12] |= 1ull << (id >> 6 & 63);
+    b->nbm2[id >> 18] |= 1ull << (id >> 12 & 63);
     b->nnext++;
 }
 

@@ -271,9 +271,12 @@ typedef struct wse_band {
     uint64_t now;             /* the cycle being simulated, the band's own copy (read in every phase) */
     uint32_t par;             /* parity of the cycles simulated since the step began */
     wse_list act[WSE_NZ];     /* active tiles this cycle, per zone (wse_inline.h: zone()) */
-    uint64_t *nbm;            /* owned: tiles active next cycle (survivors and own-band wakes), bit id of
-                               * word id / 64 over the whole mesh; the next lists are read from it in id
-                               * order (wse_band.c: merge) */
+    /* tiles active next cycle (survivors and own-band wakes) as bits over the whole mesh, read into
+     * the next lists in id order (wse_band.c: merge) at a cost of the tiles set, not of the mesh:
+     * bit id % 64 of word id / 64 of nbm, a bit per nonzero word of nbm in nbm1, a bit per nonzero
+     * word of nbm1 in nbm2 (nbw2 words) */
+    uint64_t *nbm, *nbm1, *nbm2; /* owned: one allocation at nbm */
+    size_t nbw2;
     size_t nnext;             /* bits set in nbm */
     uint32_t *xwake[2]; size_t nxwake[2], cap_xwake[2]; /* tiles of other bands pushed to, per parity */
     /* sleeping tiles: those due in cycles [wh_base, wh_base + WSE_WHEEL) on a wheel of one list per

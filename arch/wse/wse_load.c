@@ -137,11 +137,16 @@ ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *
     }
     for (int i = 0; i < m->nthreads; i++) {
         ts_err_init(&m->band[i].err);
-        if (!(m->band[i].nbm = ts_calloc(m->npes / 64 + 1, sizeof *m->band[i].nbm))) {
+        wse_band *b = &m->band[i];
+        size_t w0 = m->npes / 64 + 1, w1 = w0 / 64 + 1;
+        b->nbw2 = w1 / 64 + 1;
+        if (!(b->nbm = ts_calloc(w0 + w1 + b->nbw2, sizeof *b->nbm))) {
             uint64_t n = m->npes;
             ts_wse_destroy(m);
             return ts_err_set(err, TS_ENOMEM, "out of memory for a %" PRIu64 "-PE mesh", n);
         }
+        b->nbm1 = b->nbm + w0;
+        b->nbm2 = b->nbm1 + w1;
     }
     ts_wse_split_bands(m, NULL);
     m->act = opts ? opts->activity : NULL;

@@ -77,7 +77,7 @@ static bool phases(ts_model *m, wse_band *b, int k, uint32_t seq)
 {
     b->nact_done = b->act[WSE_ZE].n + b->act[WSE_ZS].n + b->act[WSE_ZI].n;
     if (b->nnext) { /* left by a run that stopped (it never is: a stop that merges nothing leaves none) */
-        memset(b->nbm, 0, (m->npes / 64 + 1) * sizeof *b->nbm);
+        memset(b->nbm, 0, (size_t)(b->nbm2 + b->nbw2 - b->nbm) * sizeof *b->nbm);
         b->nnext = 0;
     }
     ts_wse_eval_list(m, b, &b->act[WSE_ZE]);
