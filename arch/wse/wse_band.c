@@ -196,8 +196,7 @@ static void collect(wse_band *b)
                     continue;
                 }
                 wse_list *l = &b->act[z];
-                size_t n = l->n + (size_t)__builtin_popcountll(bits);
-                if (n > l->cap && ts_grow((void **)&l->v, &l->cap, n, sizeof *l->v)) {
+                if (l->n + 64 > l->cap && ts_grow((void **)&l->v, &l->cap, l->n + 64, sizeof *l->v)) {
                     b->oom = true;
                     return;
                 }

@@ -181,6 +181,8 @@ typedef struct wse_tile {
                                * pop wakes it) */
     uint8_t lports;           /* ports 0..5 with live queues: the others never hold a wavelet */
     uint16_t npop;
+    uint16_t cctl;            /* control wavelets in its core queues not yet taken: pushed in its phase B
+                               * (only its own router feeds them), taken in its phase A */
     uint32_t vk;              /* phase A: elements it moved */
     wse_lq *lq;               /* owned: nlq live queues, router queues first sorted by (colour, port) */
     uint8_t *qmap;            /* owned: 6 * colours entries: (port, colour) -> live queue or WSE_NOQ */
