@@ -173,47 +173,46 @@ static void timers_due(ts_model *m, wse_band *b, uint64_t upto)
 /* ------------------------------------------------------------------------------------------ */
 /* the next cycle's lists */
 
-/* Move the tiles of band b's next active set to the active lists of their zones, in id order,
- * through the words of the bitmap that hold any. */
-static void collect(wse_band *b)
+/* Lists shorter than this are left in the order they were made: their tiles fit the host's caches. */
+#ifndef WSE_SORT_MIN
+#define WSE_SORT_MIN 4096
+#endif
+
+/* Move band b's next active list to the active lists of their zones in id order, through its
+ * bitmap: set, then read a word at a time, a word of one zone appended whole. */
+static void sort_next(wse_band *b)
 {
-    for (size_t w2 = 0; w2 < b->nbw2; w2++) {
-        uint64_t bits2 = b->nbm2[w2];
-        b->nbm2[w2] = 0;
-        for (; bits2; bits2 &= bits2 - 1) {
-            size_t w1 = w2 << 6 | (size_t)__builtin_ctzll(bits2);
-            uint64_t bits1 = b->nbm1[w1];
-            b->nbm1[w1] = 0;
-            for (; bits1; bits1 &= bits1 - 1) {
-                size_t w0 = w1 << 6 | (size_t)__builtin_ctzll(bits1);
-                uint64_t bits = b->nbm[w0];
-                uint32_t id0 = (uint32_t)(w0 << 6);
-                b->nbm[w0] = 0;
-                int z = zone(b, id0);
-                if (z != zone(b, id0 + 63)) { /* a word across zones: tile by tile */
-                    for (; bits; bits &= bits - 1)
-                        act_add(b, id0 | (uint32_t)__builtin_ctzll(bits));
-                    continue;
-                }
-                wse_list *l = &b->act[z];
-                if (l->n + 64 > l->cap && ts_grow((void **)&l->v, &l->cap, l->n + 64, sizeof *l->v)) {
-                    b->oom = true;
-                    return;
-                }
-                for (; bits; bits &= bits - 1)
-                    l->v[l->n++] = id0 | (uint32_t)__builtin_ctzll(bits);
-            }
+    for (size_t i = 0; i < b->nxt.n; i++)
+        b->nbm[b->nxt.v[i] >> 6] |= 1ull << (b->nxt.v[i] & 63);
+    for (uint32_t w = b->id0 >> 6; w <= (b->id1 - 1) >> 6; w++) {
+        uint64_t bits = b->nbm[w];
+        if (!bits)
+            continue;
+        b->nbm[w] = 0;
+        uint32_t id0 = w << 6;
+        int z = zone(b, id0);
+        if (z != zone(b, id0 + 63)) { /* a word across zones: tile by tile */
+            for (; bits; bits &= bits - 1)
+                act_add(b, id0 | (uint32_t)__builtin_ctzll(bits));
+            continue;
         }
+        wse_list *l = &b->act[z];
+        if (l->n + 64 > l->cap && ts_grow((void **)&l->v, &l->cap, l->n + 64, sizeof *l->v)) {
+            b->oom = true;
+            return;
+        }
+        for (; bits; bits &= bits - 1)
+            l->v[l->n++] = id0 | (uint32_t)__builtin_ctzll(bits);
     }
 }
 
-/* Band k's next active lists: its own survivors and wakes (marked in phase B), the neighbouring
+/* Band k's next active lists: its own survivors and wakes (listed in phase B), the neighbouring
  * bands' wakes of its tiles, and its timers due (by cycle `upto`: the next cycle, or the cycle a
- * jump goes to), read from its bitmap per zone in id order (wse_inline.h: zone()), so that phases
- * A and B visit the tiles in the order they lie in memory (wse_load.c: pack_tiles) and the host's
- * prefetchers see one stream forward. Before, lists in the order phase B made them, sorted by id
- * when of 4096 tiles or more (3.5 % of bench_wse_stencil's host instructions); the order of the
- * tiles changes no result (wse_pe.c). */
+ * jump goes to). Lists of WSE_SORT_MIN tiles or more are put in id order through a bitmap
+ * (sort_next), so that the phases visit the tiles in the order they lie in memory (wse_load.c:
+ * pack_tiles), the host's prefetchers see one stream forward, and zone I takes its phases A and B
+ * in one wavefront (wse_pe.c: ts_wse_eval_commit_list); before, a radix sort (3.5 % of
+ * bench_wse_stencil 100 100's host instructions). The order of the tiles changes no result. */
 static void merge(ts_model *m, int k, uint64_t upto)
 {
     wse_band *b = &m->band[k];
@@ -240,9 +239,18 @@ static void merge(ts_model *m, int k, uint64_t upto)
         timers_due(m, b, upto);
     for (int z = 0; z < WSE_NZ; z++)
         b->act[z].n = 0;
-    if (b->nnext)
-        collect(b);
-    b->nnext = 0;
+    if (b->nxt.n >= WSE_SORT_MIN) {
+        sort_next(b);
+    } else if (zone(b, b->id0) == WSE_ZI && zone(b, b->id1 - 1) == WSE_ZI) {
+        /* the band is all zone I (one thread): the list is the next active list as it is */
+        wse_list tmp = b->act[WSE_ZI];
+        b->act[WSE_ZI] = b->nxt;
+        b->nxt = tmp;
+    } else {
+        for (size_t i = 0; i < b->nxt.n; i++)
+            act_add(b, b->nxt.v[i]);
+    }
+    b->nxt.n = 0;
 }
 
 /* After the decision: the band's next list and cycle (every thread for its band). */

@@ -89,17 +89,11 @@ static inline void list_add(wse_band *b, wse_list *l, uint32_t id)
 }
 
 /* Tile id of band b joins this cycle's active list of its zone (act_add), so the phases take the
- * zones in their order without testing every tile, or the next cycle's active set (next_add: its
- * bit; every caller adds a tile once a cycle, by its stamp). */
+ * zones in their order without testing every tile, or the next cycle's (next_add; every caller
+ * adds a tile once a cycle, by its stamp). */
 static inline void act_add(wse_band *b, uint32_t id) { list_add(b, &b->act[zone(b, id)], id); }
 
-static inline void next_add(wse_band *b, uint32_t id)
-{
-    b->nbm[id >> 6] |= 1ull << (id & 63);
-    b->nbm1[id >> 12] |= 1ull << (id >> 6 & 63);
-    b->nbm2[id >> 18] |= 1ull << (id >> 12 & 63);
-    b->nnext++;
-}
+static inline void next_add(wse_band *b, uint32_t id) { list_add(b, &b->nxt, id); }
 
 /* ------------------------------------------------------------------------------------------ */
 /* queues and lines */

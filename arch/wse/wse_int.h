@@ -273,13 +273,9 @@ typedef struct wse_band {
     uint64_t now;             /* the cycle being simulated, the band's own copy (read in every phase) */
     uint32_t par;             /* parity of the cycles simulated since the step began */
     wse_list act[WSE_NZ];     /* active tiles this cycle, per zone (wse_inline.h: zone()) */
-    /* tiles active next cycle (survivors and own-band wakes) as bits over the whole mesh, read into
-     * the next lists in id order (wse_band.c: merge) at a cost of the tiles set, not of the mesh:
-     * bit id % 64 of word id / 64 of nbm, a bit per nonzero word of nbm in nbm1, a bit per nonzero
-     * word of nbm1 in nbm2 (nbw2 words) */
-    uint64_t *nbm, *nbm1, *nbm2; /* owned: one allocation at nbm */
-    size_t nbw2;
-    size_t nnext;             /* bits set in nbm */
+    wse_list nxt;             /* tiles active next cycle: survivors and own-band wakes */
+    uint64_t *nbm;            /* owned: bit id % 64 of word id / 64 over the whole mesh, the scratch of
+                               * the next lists in id order (wse_band.c: merge); all 0 between merges */
     uint32_t *xwake[2]; size_t nxwake[2], cap_xwake[2]; /* tiles of other bands pushed to, per parity */
     /* sleeping tiles: those due in cycles [wh_base, wh_base + WSE_WHEEL) on a wheel of one list per
      * cycle (whm: bit at % WSE_WHEEL set while that list holds any), the later ones in a min-heap
@@ -371,6 +367,8 @@ ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err);
 void ts_wse_eval_list(ts_model *m, wse_band *b, const wse_list *l);
 /* Phase B of every tile of list l: its commit, then whether it stays active, sleeps or goes quiet. */
 void ts_wse_commit_list(ts_model *m, wse_band *b, const wse_list *l);
+/* Phases A and B of list l (zone I) in one pass (wse_pe.c); the same as A of every tile, then B. */
+void ts_wse_eval_commit_list(ts_model *m, wse_band *b, const wse_list *l);
 /* Record a simulation error of PE t in cycle `now` in band b, unless one of a lower PE is there. */
 void ts_wse_set_err(wse_band *b, wse_tile *t, uint64_t now, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* wse_vec.c */

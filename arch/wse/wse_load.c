@@ -97,6 +97,7 @@ void ts_wse_destroy(ts_model *m)
             for (int k = 0; k < WSE_WHEEL; k++)
                 ts_free(m->band[i].wh[k]);
             ts_free(m->band[i].nbm);
+            ts_free(m->band[i].nxt.v);
             ts_free(m->band[i].tr);
             ts_err_free(&m->band[i].err);
         }
@@ -137,16 +138,11 @@ ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *
     }
     for (int i = 0; i < m->nthreads; i++) {
         ts_err_init(&m->band[i].err);
-        wse_band *b = &m->band[i];
-        size_t w0 = m->npes / 64 + 1, w1 = w0 / 64 + 1;
-        b->nbw2 = w1 / 64 + 1;
-        if (!(b->nbm = ts_calloc(w0 + w1 + b->nbw2, sizeof *b->nbm))) {
+        if (!(m->band[i].nbm = ts_calloc(m->npes / 64 + 1, sizeof *m->band[i].nbm))) {
             uint64_t n = m->npes;
             ts_wse_destroy(m);
             return ts_err_set(err, TS_ENOMEM, "out of memory for a %" PRIu64 "-PE mesh", n);
         }
-        b->nbm1 = b->nbm + w0;
-        b->nbm2 = b->nbm1 + w1;
     }
     ts_wse_split_bands(m, NULL);
     m->act = opts ? opts->activity : NULL;

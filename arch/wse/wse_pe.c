@@ -31,7 +31,7 @@
 /* Forward queue heads: input ports in round-robin order, and in each port its colours in
  * round-robin order; a multicast goes only when every output it needs is free this cycle and has
  * room downstream. pm has bit p set when input port p holds wavelets. */
-static void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
+static inline __attribute__((always_inline)) void router_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pm)
 {
     uint8_t claimed = 0;
     uint32_t moved = 0; /* input ports that forwarded */
@@ -211,7 +211,7 @@ static inline bool send_up(ts_model *m, wse_tile *t, const wse_band *b, uint32_t
 }
 
 /* Execute the instruction at pc. Returns 1 if issued, 0 if stalled (reason in *why). */
-static int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32_t *wr, bool *ramp_up, uint8_t *why)
+static inline __attribute__((always_inline)) int exec_insn(ts_model *m, wse_tile *t, wse_band *b, uint32_t *rd, uint32_t *wr, bool *ramp_up, uint8_t *why)
 {
     wse_ce *ce = t->ce;
     uint32_t pc = ce->pc;
@@ -380,7 +380,7 @@ static inline bool vec_in_memory(const wse_vop *v)
            (ts_wse_opfacts[v->op].vop == WSE_V_MOV || v->s1.kind == DSD_MEM);
 }
 
-static void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
+static inline __attribute__((always_inline)) void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
 {
     wse_ce *ce = t->ce;
     uint32_t rd = (uint32_t)m->c.read_bytes, wr = (uint32_t)m->c.write_bytes;
@@ -528,7 +528,7 @@ static inline void wake(const ts_model *m, wse_band *b, wse_tile *o)
     b->xwake[p][b->nxwake[p]++] = o->id;
 }
 
-static void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
+static inline __attribute__((always_inline)) void tile_commit(ts_model *m, wse_tile *t, wse_band *b)
 {
     for (uint32_t i = 0; i < t->npop; i++) {
         wse_lq *q = &t->lq[t->pops[i]];
@@ -604,7 +604,7 @@ static bool tile_sleeps(const ts_model *m, const wse_band *b, const wse_tile *t,
     return true;
 }
 
-static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
+static inline __attribute__((always_inline)) void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
 {
     uint32_t total = 0, pm = 0;
     uint64_t progress = b->progress;
@@ -660,7 +660,7 @@ static void eval_tile(ts_model *m, wse_band *b, wse_tile *t)
         t->vth = WSE_NOQ; /* something else moved too */
 }
 
-static void commit_tile(ts_model *m, wse_band *b, wse_tile *t)
+static inline __attribute__((always_inline)) void commit_tile(ts_model *m, wse_band *b, wse_tile *t)
 {
     tile_commit(m, t, b);
     uint64_t at;
@@ -711,4 +711,32 @@ void ts_wse_commit_list(ts_model *m, wse_band *b, const wse_list *l)
 {
     for (size_t i = 0; i < l->n; i++)
         commit_tile(m, b, m->t[l->v[i]]);
+}
+
+/* Phases A and B of list l together, one wavefront: a tile's phase B needs phase A of its
+ * neighbours before it (its pushes and its pops change what their phase A reads), and its phase A
+ * must come before their phase B. A tile's neighbours are at most a mesh row of ids away, so in a
+ * list sorted by id, phase B of tile j may run as soon as phase A has passed id j + w (the last
+ * neighbour, south), and phase A of tile i still comes before phase B of i - w (the first,
+ * north). Phase B then finds the tile's state where phase A left it, a row of tiles ago (in the
+ * host's caches), where two passes over the list read it from memory twice when the list does not
+ * fit them. Phase B's order does not matter (nothing in phase B reads what another tile writes in
+ * it; its wakes only mark tiles active). A list not sorted by id (it always is: wse_band.c) gets
+ * the two passes. Only for lists whose tiles' neighbours are all in the band (zone I: no other
+ * band reads or writes them). */
+void ts_wse_eval_commit_list(ts_model *m, wse_band *b, const wse_list *l)
+{
+    for (size_t i = 1; i < l->n; i++)
+        if (l->v[i] <= l->v[i - 1]) {
+            ts_wse_eval_list(m, b, l);
+            ts_wse_commit_list(m, b, l);
+            return;
+        }
+    for (size_t i = 0, j = 0; j < l->n; i++) {
+        uint64_t id = i < l->n ? l->v[i] : UINT64_MAX; /* past the end: phase B of the rest */
+        while (j < i && (uint64_t)l->v[j] + m->w < id)
+            commit_tile(m, b, m->t[l->v[j++]]);
+        if (i < l->n)
+            eval_tile(m, b, m->t[id]);
+    }
 }
