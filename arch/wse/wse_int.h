@@ -159,8 +159,8 @@ typedef struct wse_trstats {
 } wse_trstats;
 
 /* A tile. After loading, each tile is one piece of memory (wse_load.c: pack_tiles), tiles in id
- * order: this struct, its core, its vector threads, its live queues, delay-line entries, queue slots
- * and index arrays, its qmap and routes. The fields an evaluation reads or writes come first (the
+ * order: this struct, its qmap and routes, its core, its vector threads, its live queues, delay-line
+ * entries, queue slots and index arrays. The fields an evaluation reads or writes come first (the
  * first five cache lines, counters included), what only loading, reports or rare events use last. */
 typedef struct wse_tile {
     uint32_t id, x, y;
