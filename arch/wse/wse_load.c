@@ -463,8 +463,6 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
                     t->pidx[n++] = (uint8_t)q;
         }
         t->poff[6] = (uint8_t)n;
-        for (int p = 0; p <= 5; p++)
-            t->lports |= (uint8_t)((t->poff[p] < t->poff[p + 1]) << p);
     }
     for (int l = 0; l < WSE_NLINES; l++) {
         t->line[l].cap = (uint8_t)(l < 4 ? m->hop : l == WSE_LINE_UP ? m->up : m->c.ramp_latency);
