@@ -88,11 +88,12 @@ static inline void list_add(wse_band *b, wse_list *l, uint32_t id)
     l->v[l->n++] = id;
 }
 
-/* Tile id of band b joins this cycle's (act_add) or the next cycle's (next_add) active list of its
- * zone, so the phases take the zones in their order without testing every tile. */
+/* Tile id of band b joins this cycle's active list of its zone (act_add), so the phases take the
+ * zones in their order without testing every tile, or the next cycle's (next_add; every caller
+ * adds a tile once a cycle, by its stamp). */
 static inline void act_add(wse_band *b, uint32_t id) { list_add(b, &b->act[zone(b, id)], id); }
 
-static inline void next_add(wse_band *b, uint32_t id) { list_add(b, &b->next[zone(b, id)], id); }
+static inline void next_add(wse_band *b, uint32_t id) { list_add(b, &b->nxt, id); }
 
 /* ------------------------------------------------------------------------------------------ */
 /* queues and lines */

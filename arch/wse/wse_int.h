@@ -159,8 +159,8 @@ typedef struct wse_trstats {
 } wse_trstats;
 
 /* A tile. After loading, each tile is one piece of memory (wse_load.c: pack_tiles), tiles in id
- * order: this struct, its core, its vector threads, its live queues, delay-line entries, queue slots
- * and index arrays, its qmap and routes. The fields an evaluation reads or writes come first (the
+ * order: this struct, its qmap and routes, its core, its vector threads, its live queues, delay-line
+ * entries, queue slots and index arrays. The fields an evaluation reads or writes come first (the
  * first five cache lines, counters included), what only loading, reports or rare events use last. */
 typedef struct wse_tile {
     uint32_t id, x, y;
@@ -179,8 +179,9 @@ typedef struct wse_tile {
     uint8_t pstall;           /* router input ports that held wavelets and forwarded none at the last
                                * evaluation: the same in every cycle it sleeps through (a push or a
                                * pop wakes it) */
-    uint8_t lports;           /* ports 0..5 with live queues: the others never hold a wavelet */
     uint16_t npop;
+    uint16_t cctl;            /* control wavelets in its core queues not yet taken: pushed in its phase B
+                               * (only its own router feeds them), taken in its phase A */
     uint32_t vk;              /* phase A: elements it moved */
     wse_lq *lq;               /* owned: nlq live queues, router queues first sorted by (colour, port) */
     uint8_t *qmap;            /* owned: 6 * colours entries: (port, colour) -> live queue or WSE_NOQ */
@@ -229,6 +230,9 @@ typedef struct wse_list {
     size_t n, cap;
 } wse_list;
 
+/* Cycles ahead that a band's timers are kept on its wheel rather than in its heap. */
+#define WSE_WHEEL 64
+
 /* Zones of a band (wse_inline.h: zone()): within a row of another band, within two, the rest. */
 enum { WSE_ZE = 0, WSE_ZS = 1, WSE_ZI = 2, WSE_NZ = 3 };
 
@@ -268,10 +272,17 @@ typedef struct wse_band {
     uint64_t now;             /* the cycle being simulated, the band's own copy (read in every phase) */
     uint32_t par;             /* parity of the cycles simulated since the step began */
     wse_list act[WSE_NZ];     /* active tiles this cycle, per zone (wse_inline.h: zone()) */
-    wse_list next[WSE_NZ];    /* tiles active next cycle: survivors and own-band wakes */
-    uint32_t *sort; size_t cap_sort; /* scratch list of the sort by id (wse_band.c: sort_list) */
+    wse_list nxt;             /* tiles active next cycle: survivors and own-band wakes */
+    uint64_t *nbm;            /* owned: bit id % 64 of word id / 64 over the whole mesh, the scratch of
+                               * the next lists in id order (wse_band.c: merge); all 0 between merges */
     uint32_t *xwake[2]; size_t nxwake[2], cap_xwake[2]; /* tiles of other bands pushed to, per parity */
-    wse_timer *tm; size_t ntm, cap_tm;       /* min-heap of sleeping tiles by (at, id) */
+    /* sleeping tiles: those due in cycles [wh_base, wh_base + WSE_WHEEL) on a wheel of one list per
+     * cycle (whm: bit at % WSE_WHEEL set while that list holds any), the later ones in a min-heap
+     * by (at, id) (wse_band.c) */
+    wse_timer *tm; size_t ntm, cap_tm;
+    uint64_t wh_base, whm;
+    size_t nwh;               /* timers on the wheel */
+    uint32_t *wh[WSE_WHEEL]; size_t whn[WSE_WHEEL], cap_wh[WSE_WHEEL];
     uint64_t progress;        /* events this cycle */
     uint64_t tile_cycles, work; /* summed over the run's cycles: tiles evaluated, events */
     /* host time since the last re-split (for balancing only, never for results): spent in the
@@ -355,6 +366,8 @@ ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err);
 void ts_wse_eval_list(ts_model *m, wse_band *b, const wse_list *l);
 /* Phase B of every tile of list l: its commit, then whether it stays active, sleeps or goes quiet. */
 void ts_wse_commit_list(ts_model *m, wse_band *b, const wse_list *l);
+/* Phases A and B of list l (zone I) in one pass (wse_pe.c); the same as A of every tile, then B. */
+void ts_wse_eval_commit_list(ts_model *m, wse_band *b, const wse_list *l);
 /* Record a simulation error of PE t in cycle `now` in band b, unless one of a lower PE is there. */
 void ts_wse_set_err(wse_band *b, wse_tile *t, uint64_t now, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* wse_vec.c */
@@ -370,8 +383,13 @@ void ts_wse_vec_catch_up(ts_model *m, wse_tile *t, wse_band *b, uint64_t upto);
 /* wse_band.c */
 /* Give each thread a band of consecutive PE ids of about equal weight (weight[i] for alloc_ids[i]; NULL: equal). */
 void ts_wse_split_bands(ts_model *m, const uint64_t *weight);
-/* Put tile id of band b to sleep on the band's timer heap until cycle `at`. */
+/* Put tile id of band b to sleep on the band's timers until cycle `at`. */
 void ts_wse_tm_push(wse_band *b, uint64_t at, uint32_t id);
+/* Band b's sleepers on timers, and the first cycle one is due (UINT64_MAX if none). */
+size_t ts_wse_tm_count(const wse_band *b);
+uint64_t ts_wse_tm_first(const wse_band *b);
+/* Move band b's timers to out (ts_wse_tm_count(b) entries) and leave it none. */
+void ts_wse_tm_take(wse_band *b, wse_timer *out);
 /* After the end-of-cycle decision d: band k's next active lists and its next cycle. */
 void ts_wse_band_advance(ts_model *m, int k, const wse_decision *d);
 /* Lockstep: every allocated tile on its band's active list. */

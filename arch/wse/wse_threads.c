@@ -18,6 +18,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -70,19 +71,21 @@ static bool wait_nb(const ts_model *m, int k, size_t off, uint32_t seq)
 /* Phases A and B of band b (thread k) in cycle seq. A tile's phase B must follow phase A of each
  * of its neighbours, and its phase A must come before phase B of each of them; only zone E (within
  * a row of another band) has neighbours in other bands, and its neighbours in its own band are in
- * E or S (two rows). So: A of E, published (a_seq); A of S; once the neighbouring bands' E are
- * through A, B of E, published (b_seq): the neighbours' next cycle needs only that; then A of the
- * inner zone I and B of S and I, which no other band reads. False if the run stops meanwhile. */
+ * E or S (two rows). So: A of E, published (a_seq); A of S; A and B of the inner zone I in one
+ * wavefront (its neighbours are in S or I; no other band reads it); once the neighbouring bands'
+ * E are through A, B of E, published (b_seq): the neighbours' next cycle needs only that; then B
+ * of S. False if the run stops meanwhile. */
 static bool phases(ts_model *m, wse_band *b, int k, uint32_t seq)
 {
     b->nact_done = b->act[WSE_ZE].n + b->act[WSE_ZS].n + b->act[WSE_ZI].n;
-    for (int z = 0; z < WSE_NZ; z++)
-        b->next[z].n = 0;
+    b->nxt.n = 0; /* left by a run that stopped (it never is: a stop that merges nothing leaves none) */
     ts_wse_eval_list(m, b, &b->act[WSE_ZE]);
     if (has_edges(b))
         atomic_store_explicit(&b->a_seq, seq, memory_order_release);
     ts_wse_eval_list(m, b, &b->act[WSE_ZS]);
-    ts_wse_eval_list(m, b, &b->act[WSE_ZI]);
+    /* I's neighbours are in S or I, through phase A or in the wavefront: its phase B goes with
+     * its phase A (wse_pe.c: ts_wse_eval_commit_list), before E's and S's, which it does not read */
+    ts_wse_eval_commit_list(m, b, &b->act[WSE_ZI]);
     if (has_edges(b)) {
         if (!wait_nb(m, k, offsetof(wse_band, a_seq), seq))
             return false;
@@ -92,7 +95,6 @@ static bool phases(ts_model *m, wse_band *b, int k, uint32_t seq)
     if (has_edges(b))
         atomic_store_explicit(&b->b_seq, seq, memory_order_release);
     ts_wse_commit_list(m, b, &b->act[WSE_ZS]);
-    ts_wse_commit_list(m, b, &b->act[WSE_ZI]);
     return true;
 }
 
@@ -106,10 +108,10 @@ static bool phases(ts_model *m, wse_band *b, int k, uint32_t seq)
 static wse_sum *band_summary(const ts_model *m, wse_band *b, uint32_t seq)
 {
     wse_sum *s = &b->sum[seq % WSE_NSUM];
-    s->next = b->next[WSE_ZE].n + b->next[WSE_ZS].n + b->next[WSE_ZI].n;
+    s->next = b->nxt.n;
     s->wake = b->nxwake[b->par];
-    s->ntm = b->ntm;
-    s->tm_first = b->ntm ? b->tm[0].at : UINT64_MAX;
+    s->ntm = ts_wse_tm_count(b);
+    s->tm_first = ts_wse_tm_first(b);
     s->progress = b->progress;
     s->nblk = b->nblk;
     s->nact = b->nact_done;
@@ -242,6 +244,12 @@ static inline void spin_barrier(ts_model *m, uint32_t *sense)
 #define WSE_COST_EVAL 4           /* a tile's evaluation costs about 4 instructions or 2 hops (measured) */
 #define WSE_COST_HOP 2
 
+static int cmp_id(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* Re-split the ids among the threads by the work each tile took so far, and hand every active tile
  * and sleeper to its new band. A tile's work is counted in evaluations, instructions and hops,
  * scaled by the host time its band took per unit of that count since the last split (the time it
@@ -254,7 +262,7 @@ static ts_status rebalance(ts_model *m, ts_err *err)
     for (int k = 0; k < m->nthreads; k++) {
         for (int z = 0; z < WSE_NZ; z++)
             nact += m->band[k].act[z].n;
-        ntm += m->band[k].ntm;
+        ntm += ts_wse_tm_count(&m->band[k]);
     }
     uint32_t *act = ts_malloc((nact ? nact : 1) * sizeof *act);
     wse_timer *tm = ts_malloc((ntm ? ntm : 1) * sizeof *tm);
@@ -299,12 +307,12 @@ static ts_status rebalance(ts_model *m, ts_err *err)
             nact += b->act[z].n;
             b->act[z].n = 0;
         }
-        if (b->ntm)
-            memcpy(tm + ntm, b->tm, b->ntm * sizeof *tm);
-        ntm += b->ntm;
-        b->ntm = 0;
+        size_t n = ts_wse_tm_count(b);
+        ts_wse_tm_take(b, tm + ntm);
+        ntm += n;
     }
     ts_wse_split_bands(m, weight);
+    qsort(act, nact, sizeof *act, cmp_id); /* the lists in id order (ts_wse_eval_commit_list) */
     for (size_t i = 0; i < nact; i++)
         act_add(&m->band[band_of(m, act[i])], act[i]);
     for (size_t i = 0; i < ntm; i++)
