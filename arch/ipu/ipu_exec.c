@@ -450,6 +450,13 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
     case IPU_OP_F32V2TOF16:
         r[in->r0] = (uint32_t)ts_f32_to_f16(rf(r[in->r1])) | (uint32_t)ts_f32_to_f16(rf(r[in->r1 + 1])) << 16;
         break;
+    case IPU_OP_F32V4TOF16: {
+        uint32_t lo = (uint32_t)ts_f32_to_f16(rf(r[in->r1])) | (uint32_t)ts_f32_to_f16(rf(r[in->r1 + 1])) << 16;
+        uint32_t hi = (uint32_t)ts_f32_to_f16(rf(r[in->r1 + 2])) | (uint32_t)ts_f32_to_f16(rf(r[in->r1 + 3])) << 16;
+        r[in->r0] = lo;
+        r[in->r0 + 1] = hi;
+        break;
+    }
     case IPU_OP_F32TOI32: {
         float v = rf(a1);
         int32_t o = v != v ? 0 : v >= 2147483647.0f ? INT32_MAX : v <= -2147483648.0f ? INT32_MIN : (int32_t)v;
@@ -787,7 +794,8 @@ static const uint8_t ipu_fast[256] = {
     [IPU_OP_NOP] = F_NOP, [IPU_OP_LD32] = F_LD32, [IPU_OP_LD32STEP] = F_LD32STEP, [IPU_OP_LD64] = F_LD64,
     [IPU_OP_LD64STEP] = F_LD64STEP, [IPU_OP_ST32] = F_ST32, [IPU_OP_ST32STEP] = F_ST32STEP,
     [IPU_OP_F32ADD] = F_F32ADD, [IPU_OP_F32MAX] = F_F32MAX, [IPU_OP_F32V2ADD] = F_F32V2ADD,
-    [IPU_OP_F32V2TOF16] = F_F32V2TOF16, [IPU_OP_LD128PUTCS] = F_LD128PUTCS, [IPU_OP_LD128PUTCSSTEP] = F_LD128PUTCS,
+    [IPU_OP_F32V2TOF16] = F_F32V2TOF16, [IPU_OP_F32V4TOF16] = F_F32V2TOF16, [IPU_OP_LD128PUTCS] = F_LD128PUTCS,
+    [IPU_OP_LD128PUTCSSTEP] = F_LD128PUTCS,
     [IPU_OP_F32V2AMP] = F_F32V2AMP,
     [IPU_OP_F16V4AMP] = F_F16V4AMP, [IPU_OP_AMPZERO] = F_AMPZERO, [IPU_OP_AMPGET] = F_AMPGET,
     [IPU_OP_LD128] = F_LD128, [IPU_OP_LD128STEP] = F_LD128STEP, [IPU_OP_ST64] = F_ST64, [IPU_OP_ST64STEP] = F_ST64STEP,
@@ -934,9 +942,14 @@ next_op:
         r[op->r0 + 1] = fr(y1);
         break;
     }
-    case F_F32V2TOF16:
-        r[op->r0] = (uint32_t)ts_f32_to_f16(rf(r[op->r1])) | (uint32_t)ts_f32_to_f16(rf(r[op->r1 + 1])) << 16;
+    case F_F32V2TOF16: { /* and f32v4tof16: the second word from lanes 2 and 3 */
+        uint32_t lo = (uint32_t)ts_f32_to_f16(rf(r[op->r1])) | (uint32_t)ts_f32_to_f16(rf(r[op->r1 + 1])) << 16;
+        if (op->op == IPU_OP_F32V4TOF16)
+            r[op->r0 + 1] =
+                (uint32_t)ts_f32_to_f16(rf(r[op->r1 + 2])) | (uint32_t)ts_f32_to_f16(rf(r[op->r1 + 3])) << 16;
+        r[op->r0] = lo;
         break;
+    }
     case F_LD128PUTCS: {
         a = (int64_t)(int32_t)r[op->r0];
         FAST_ADDR(16);
@@ -1206,10 +1219,13 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
                 r[r0 + 1] = fr(y1);
             }
             break;
-        case F_F32V2TOF16:
+        case F_F32V2TOF16: /* and f32v4tof16 */
             EACH {
                 uint32_t *r = xs[i]->r;
-                r[r0] = (uint32_t)ts_f32_to_f16(rf(r[r1])) | (uint32_t)ts_f32_to_f16(rf(r[r1 + 1])) << 16;
+                uint32_t lo = (uint32_t)ts_f32_to_f16(rf(r[r1])) | (uint32_t)ts_f32_to_f16(rf(r[r1 + 1])) << 16;
+                if (in->op == IPU_OP_F32V4TOF16)
+                    r[r0 + 1] = (uint32_t)ts_f32_to_f16(rf(r[r1 + 2])) | (uint32_t)ts_f32_to_f16(rf(r[r1 + 3])) << 16;
+                r[r0] = lo;
             }
             break;
         case F_LD128PUTCS: {

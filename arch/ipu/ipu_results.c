@@ -77,6 +77,7 @@ ts_status ts_ipu_collect(ts_model *m, ts_results *r, ts_err *err)
             wr += k * bw;
             ts_ipu_op_events(m, op, (double)k, ev);
             if (ts_ipu_opfacts[op].unit == IPU_U_FPU && op != IPU_OP_F16V2TOF32 && op != IPU_OP_F32V2TOF16 &&
+                op != IPU_OP_F32V4TOF16 &&
                 op != IPU_OP_F32TOI32 && op != IPU_OP_F32FROMI32)
                 fl += k * (uint64_t)ts_ipu_opfacts[op].ecount * (op == IPU_OP_F32MAC || op == IPU_OP_F32V2MAC ? 2 : 1);
             /* integer arithmetic: the ALU's ops but its moves, constants and register reads */

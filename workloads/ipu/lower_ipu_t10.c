@@ -183,6 +183,23 @@ static void build_b(lw *L, const t10_op *s, int bid, float *w, uint32_t U, uint6
  * of pixels at dst ([rows][dk]; pixels over the workers, overlapping blocks write the same values;
  * f16: each pair of channels rounded into one word of halves, as planner (a)'s im2col row). With
  * slot >= 0 (a rotating A) only the slice the tile holds in that slot, into the slot. */
+/* f16 pixel rows four inputs at a time: four 32-bit loads, one f32v4tof16 (in a bundle with the next
+ * quad's first load) and one 64-bit store, 5 issues for 4 inputs where a word of two takes 3
+ * (f32v2tof16, a 32-bit store); where every pixel's row starts 8-byte aligned. */
+static bool rows_quad(const t10_gen *G, uint64_t dst, uint64_t dk)
+{
+    return G->es == 2 && dst % 8 == 0 && dk % 4 == 0;
+}
+
+/* A bundle on tile t's workers: a main-pipeline instruction, then an auxiliary one. */
+#define BUN(t, mop, ma, mb, mc, xop, xa, xb, xc)                                                           \
+    do {                                                                                                   \
+        W(t, BUNDLE, 0, 0, 0);                                                                             \
+        W(t, mop, ma, mb, mc);                                                                             \
+        W(t, xop, xa, xb, xc);                                                                             \
+        W(t, BUNDLE_END, 0, 0, 0);                                                                         \
+    } while (0)
+
 /* A larger kernel's block i (r output pixels, whole rows): the input rows [ya, yb) it reads and the
  * row of the padded image ya is (the padding rows above it). */
 static uint64_t conv_band(const t10_gen *G, uint32_t i, uint64_t r, uint64_t *ya, uint64_t *yb)
@@ -267,7 +284,10 @@ static void conv_image_rows(lw *L, const t10_gen *G, uint32_t t, uint32_t i, uin
         W(t, EXIT, 0, 0, 0);
         lwi_run_all(L, t, entry);
     }
-    const uint64_t bc = G->es == 2 && G->taps % 2 ? 2 : 1, blk = bc * G->taps, cst = G->hb * G->wp * 4;
+    /* f16 in quads (rows_quad): a block of channels whose k is a multiple of 4 */
+    const uint64_t bq = G->taps % 2 ? 4 : G->taps % 4 ? 2 : 1;
+    const bool quad = rows_quad(G, dst, dk) && nch % bq == 0;
+    const uint64_t bc = quad ? bq : G->es == 2 && G->taps % 2 ? 2 : 1, blk = bc * G->taps, cst = G->hb * G->wp * 4;
     const uint64_t kv = nch * G->taps;
     uint32_t rw = (uint32_t)ts_geom_cdiv(r, L->workers);
     entry = L->tiles[t].wrk.n;
@@ -285,8 +305,28 @@ static void conv_image_rows(lw *L, const t10_gen *G, uint32_t t, uint32_t i, uin
     size_t px = W(t, LD32STEP, RM(6), RM(2), 4);
     W(t, ADD, RM(6), RM(6), RM(7));
 #define TAP_OFF(k) (int32_t)((k) / G->taps * cst + ((k) % G->taps / G->kw * G->wp + (k) % G->taps % G->kw) * 4)
-    if (G->es == 2) { /* k and k + 1 rounded into one word, the rounding of each word in a bundle with
-                       * the next word's first load, its store after the second: 3 issues a word */
+    if (quad) { /* k .. k + 3 rounded into two words (rows_quad): 5 issues a quad */
+        size_t rp = W(t, RPT, RM(5), 0, 0), b0 = L->tiles[t].wrk.n;
+        for (uint64_t k = 0; k < blk; k += 4) {
+            if (k)
+                W(t, BUNDLE, 0, 0, 0);
+            W(t, LD32, RA(1), RM(6), TAP_OFF(k + 1));
+            if (k) {
+                W(t, F32V4TOF16, RA(4), RA(0), 0);
+                W(t, BUNDLE_END, 0, 0, 0);
+            }
+            W(t, LD32, RA(2), RM(6), TAP_OFF(k + 2));
+            W(t, LD32, RA(3), RM(6), TAP_OFF(k + 3));
+            W(t, LD32, RA(0), RM(6), TAP_OFF(k));
+            if (k)
+                W(t, ST64STEP, RA(4), RM(3), 8);
+        }
+        BUN(t, ADDI, RM(6), RM(6), (int32_t)(bc * cst), F32V4TOF16, RA(4), RA(0), 0);
+        W(t, ST64STEP, RA(4), RM(3), 8);
+        if (rp < L->tiles[t].wrk.n)
+            L->tiles[t].wrk.v[rp].a[1] = (int32_t)(L->tiles[t].wrk.n - b0);
+    } else if (G->es == 2) { /* k and k + 1 rounded into one word, the rounding of each word in a bundle
+                              * with the next word's first load, its store after the second: 3 issues a word */
         size_t rp = W(t, RPT, RM(5), 0, 0), b0 = L->tiles[t].wrk.n;
         W(t, LD32, RA(1), RM(6), TAP_OFF(1));
         W(t, LD32, RA(0), RM(6), TAP_OFF(0));
@@ -420,7 +460,8 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
         W(t, SETZI, RM(4), (int32_t)dst, 0);
         W(t, ADD, RM(3), RM(3), RM(4));
         W(t, SETZI, RM(1), (int32_t)rw - 1, 0);
-        W(t, SETZI, RM(5), (int32_t)(G->es == 2 ? kv / 2 - 1 : kv), 0);
+        const bool quad = rows_quad(G, dst, dk) && kv % 4 == 0;
+        W(t, SETZI, RM(5), (int32_t)(quad ? kv / 4 - 1 : G->es == 2 ? kv / 2 - 1 : kv), 0);
         size_t px;
         if (tab) { /* $m6 := src + the pixel's offset; $m2 steps through tab */
             W(t, SETZI, RM(7), (int32_t)src, 0);
@@ -428,7 +469,20 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
             W(t, ADD, RM(6), RM(6), RM(7));
         } else
             px = W(t, MOV, RM(6), RM(2), 0);
-        if (G->es == 2) { /* channels c and c + 1 of the pixel rounded into one word, the rounding of
+        if (quad) { /* channels c .. c + 3 rounded into two words (rows_quad): 5 issues a quad */
+            W(t, LD32, RA(1), RM(6), (int32_t)cs);
+            W(t, LD32, RA(2), RM(6), (int32_t)(2 * cs));
+            W(t, LD32, RA(3), RM(6), (int32_t)(3 * cs));
+            W(t, LD32STEP, RA(0), RM(6), (int32_t)(4 * cs));
+            W(t, RPT, RM(5), 8, 0); /* the quads but the last; its braces count */
+            BUN(t, LD32, RA(1), RM(6), (int32_t)cs, F32V4TOF16, RA(4), RA(0), 0);
+            W(t, LD32, RA(2), RM(6), (int32_t)(2 * cs));
+            W(t, LD32, RA(3), RM(6), (int32_t)(3 * cs));
+            W(t, LD32STEP, RA(0), RM(6), (int32_t)(4 * cs));
+            W(t, ST64STEP, RA(4), RM(3), 8);
+            W(t, F32V4TOF16, RA(4), RA(0), 0);
+            W(t, ST64STEP, RA(4), RM(3), 8);
+        } else if (G->es == 2) { /* channels c and c + 1 of the pixel rounded into one word, the rounding of
                            * each word in a bundle with the next word's first load: 3 issues a word */
             W(t, LD32, RA(1), RM(6), (int32_t)cs);
             W(t, LD32STEP, RA(0), RM(6), (int32_t)(2 * cs));
@@ -909,15 +963,6 @@ static ts_status t10_steps(lw *L, const ts_graph_node *n, const t10_gen *G, cons
  * pair, 3 with the Relu too and 5 with the Add and the Relu (software-pipelined: the add and the
  * maxes in bundles with the loads and stores), where the turn took 2 an element and the Relu and the
  * Add after it their own supersteps of 3 and 4 an element. */
-/* A bundle on tile t's workers: a main-pipeline instruction, then an auxiliary one. */
-#define BUN(t, mop, ma, mb, mc, xop, xa, xb, xc)                                                           \
-    do {                                                                                                   \
-        W(t, BUNDLE, 0, 0, 0);                                                                             \
-        W(t, mop, ma, mb, mc);                                                                             \
-        W(t, xop, xa, xb, xc);                                                                             \
-        W(t, BUNDLE_END, 0, 0, 0);                                                                         \
-    } while (0)
-
 static void t10_conv_out(lw *L, const t10_gen *G, const t10_mem *mem, bool relu, const uint64_t *add)
 {
     const uint64_t ob = mem->obuf[mem->fin];

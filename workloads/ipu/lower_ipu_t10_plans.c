@@ -187,17 +187,19 @@ static void conv_cost(const ts_t10_hw *hw, const ts_t10_mm *mm, const t10_op *s,
 {
     uint64_t W = hw->workers ? hw->workers : 6, xb = hw->xbytes ? hw->xbytes : 4;
     conv_gx x = conv_gather(hw->tiles, mm, s, p);
-    /* f16: a word of two inputs in 3 issues (its rounding bundled with the next word's load) */
-    uint64_t c = W * (ts_geom_cdiv(p->rows, W) * (s->half ? 3 * x.kin / 2 + 9 : 2 * x.kin + 8) + 20) +
+    /* f16: a word of two inputs in 3 issues (its rounding bundled with the next word's load), four
+     * inputs in 5 where the channels go in quads (rows_quad) */
+    const bool quad = s->half && x.kin % 4 == 0;
+    uint64_t c = W * (ts_geom_cdiv(p->rows, W) * (quad ? 5 * x.kin / 4 + 9 : s->half ? 3 * x.kin / 2 + 9 : 2 * x.kin + 8) + 20) +
                  W * (ts_geom_cdiv(p->cols, W) * (2 * p->rows + 8) + 20);
     if (s->taps > 1) { /* rows of kin x taps inputs, from a padded image of the band copied first */
-        uint64_t ke = x.kin * s->taps, blk = (s->half && s->taps % 2 ? 2 : 1) * s->taps;
+        uint64_t ke = x.kin * s->taps, blk = (quad && s->taps % 2 ? 4 : s->half && s->taps % 2 ? 2 : 1) * s->taps;
         uint64_t hb = (p->rows / s->wo - 1) * s->st + s->kh, wp = s->wi + s->pl + s->pr, nb = x.span / s->wi;
         /* the band's pixels at 2 issues each, though an f16 Conv's aligned rows take 1 (64-bit copies,
          * conv_image_rows): priced at 1, the memory trade (ts_t10_reconcile) moved three 3x3 Convs of
          * resnet50:batch=4's layer3 to plans 14.5 k cycles slower each (3,386,169 cycles against
          * 3,353,751 on ipu_mk2) */
-        c = W * (ts_geom_cdiv(p->rows, W) * ((s->half ? 3 * ke / 2 : 2 * ke) + ke / blk + 12) + 20) +
+        c = W * (ts_geom_cdiv(p->rows, W) * ((quad ? 5 * ke / 4 : s->half ? 3 * ke / 2 : 2 * ke) + ke / blk + 12) + 20) +
             W * (ts_geom_cdiv(x.kin, W) * (nb * (2 * s->wi + s->pl + s->pr + 4) + (hb - nb) * wp + 4) + 20) +
             W * (ts_geom_cdiv(p->cols, W) * (2 * p->rows + 8) + 20);
         p->mem_bytes += x.kin * (x.span + hb * wp) * 4; /* the band as gathered and the padded image */

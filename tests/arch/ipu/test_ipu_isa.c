@@ -621,6 +621,31 @@ START_TEST(amp_putcs_step)
 }
 END_TEST
 
+/* f32v4tof16: four f32 lanes rounded to f16 (nearest even) into a pair, as two f32v2tof16 of the
+ * quad's halves; in a bundle it reads its quad at issue, before the bundled load writes a lane. */
+START_TEST(f32v4_to_f16)
+{
+    char *p = one_worker("  setzi $m1, 0x200\n  ld64 $a0, $m1, 0\n  ld64 $a2, $m1, 32\n"
+                         "  setzi $m15, 0x300\n  f32v4tof16 $a4, $a0\n  st64 $a4, $m15, 0\n"
+                         "  f32v2tof16 $a6, $a0\n  f32v2tof16 $a7, $a2\n  st64 $a6, $m15, 8\n"
+                         "  {\n  ld32 $a1, $m1, 8\n  f32v4tof16 $a4, $a0\n  }\n  st64 $a4, $m15, 16\n"
+                         "  f32v4tof16 $a4, $a0\n  st64 $a4, $m15, 24\n",
+                         fp_data);
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, p, &r);
+    /* (1.5, -2.25, 0.1, 3.7): 0x3e00, 0xc080, 0x2e66, 0x4366 */
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x300), 0x3e00u | 0xc080u << 16);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x304), 0x2e66u | 0x4366u << 16);
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x308), ipu_peek32(&r, 0, 0x300));
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x30c), ipu_peek32(&r, 0, 0x304));
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x310), 0x3e00u | 0xc080u << 16); /* $a1 as before the load */
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x318), 0x3e00u | 0x3800u << 16); /* then 0.5 */
+    ck_assert_uint_eq(ipu_peek32(&r, 0, 0x31c), 0x2e66u | 0x4366u << 16);
+    ipu_run_free(&r);
+    free(p);
+}
+END_TEST
+
 /* Barrel: a worker issues once every 6 cycles, six workers fill every cycle, the supervisor fills
  * what the workers leave, and a dependent load chain costs the load latency per load. */
 START_TEST(barrel_timing)
@@ -936,6 +961,7 @@ static Suite *suite(void)
     tcase_add_test(t, half_conversion);
     tcase_add_test(t, amp_values);
     tcase_add_test(t, amp_putcs_step);
+    tcase_add_test(t, f32v4_to_f16);
     tcase_add_test(t, barrel_timing);
     tcase_add_test(t, dual_issue);
     tcase_add_test(t, bundle_rules);

@@ -344,7 +344,7 @@ static char *step_program(bool *run_one)
         "  add $m3, $m3, $m9\n", "  setzi $a%u, 0x3f800000\n", "  nop\n", "  ld32 $a%u, $m3, 0\n",
         "  st32 $a%u, $m2, 0\n", "  addi $m2, $m2, 8\n", "  sub $m9, $m9, $m1\n", "  ldz16 $m11, $m2, 2\n",
         "  {\n  ld64step $a0, $m6, 8\n  f32v2amp $a0\n  }\n", "  mov $m12, $m3\n  st32step $a%u, $m12, 8\n",
-        "  ld128putcsstep $m5, %u\n",
+        "  ld128putcsstep $m5, %u\n", "  f32v4tof16 $a4, $a0\n",
     };
     static const unsigned masks[] = {7, 7, 1, 6, 0}, strides[] = {0, 8, 16, 32, 64, 256, 4096};
     ts_buf b = TS_BUF_INIT;
