@@ -240,6 +240,50 @@ START_TEST(test_conv_batch_groups)
 END_TEST
 
 
+/* A 1x1 Conv + Relu of 128 pixels writing 64 channels in 5 slots for a packed 3x3 Conv, with the
+ * east copy: its 5 slot tiles go to the four planes in turn, the fifth on two planes (the first two
+ * tiles'), which take every other pass (products.c, install_block): 6 installs, one pass a pixel.
+ * (c0 before it makes its input an activation.) Bit-exact. */
+START_TEST(test_slot_tiles_split)
+{
+    ts_graph *g = ts_graph_create("slot_split");
+    const int C = 16, H = 8, W = 16, M = 64;
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
+    int w0 = tensor_dt(g, "w0", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){C, C, 1, 1});
+    int w1 = tensor_dt(g, "w1", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, C, 1, 1});
+    int w2 = tensor_dt(g, "w2", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){M, M, 3, 3});
+    ts_graph_attrs a;
+    ts_graph_attrs_init(&a);
+    a.pads[0] = a.pads[1] = a.pads[2] = a.pads[3] = 1;
+    int x0 = chain(g, TS_OP_CONV, "c0", x, w0, NULL); /* c1's input an activation, not the graph's */
+    int h = chain(g, TS_OP_CONV, "c1", x0, w1, NULL);
+    int r = chain(g, TS_OP_RELU, "r1", h, -1, NULL);
+    int y = chain(g, TS_OP_CONV, "c2", r, w2, &a);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    ck_assert_uint_eq(l.rep.layers[1].passes, (uint32_t)(H * W));
+    ck_assert_uint_eq(l.rep.layers[1].blocks, 6);
+    int8_t *xv = input_i8(x, (int64_t)C * H * W);
+    int Ho, Wo, Ho2, Wo2;
+    int8_t *y0 = ref_conv(xv, &(cgeom){1, C, H, W, C, 1, 1, 0, 1, 1}, w0, false, &Ho, &Wo);
+    int8_t *y1 = ref_conv(y0, &(cgeom){1, C, H, W, M, 1, 1, 0, 1, 1}, w1, true, &Ho, &Wo);
+    int8_t *y2 = ref_conv(y1, &(cgeom){1, M, Ho, Wo, M, 3, 1, 1, 1, 1}, w2, false, &Ho2, &Wo2);
+    ck_assert_int_eq(check_nchw(&l, y, y2, 1, M, Ho2 * Wo2, "c2"), 0);
+    int nz = 0;
+    for (int k = 0; k < M * Ho2 * Wo2; k++)
+        nz += y2[k] != 0;
+    ck_assert_int_gt(nz, M * Ho2 * Wo2 / 2);
+    ts_free(y0);
+    ts_free(y1);
+    ts_free(y2);
+    ts_free(xv);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* Convs that pack their taps (docs/lowering-tsp.md, *Packed taps*): 1x1 Convs + Relu write their
  * outputs in slots for 3x3 Convs of 64 channels (5 slots, stride 1), 128 (2 slots, stride 2, one
  * base) and 96 (3 slots, dilation 2; the slots do not fall on superlanes), two images each. Bit-exact,
@@ -1199,6 +1243,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_conv_batch_groups);
     tcase_add_test(tc, test_packed_taps);
+    tcase_add_test(tc, test_slot_tiles_split);
     tcase_add_loop_test(tc, test_packed_sets, 0, 2);
     tcase_add_loop_test(tc, test_west_pairs, 0, 2);
     tcase_add_test(tc, test_patch_conv);

@@ -1036,11 +1036,16 @@ static ts_status install_block(lt *L, psched *s)
     bool turns = !L->mode && p->kind == 2 && p->KT == 1 && p->NT >= (east ? 4u : 2u);
     bool many = p->M >= DUAL_PASSES && (p->kind != 6 || p->pl.nb < 2) && !turns;
     int npl = east ? 4 : 2;
-    s->np = many ? npl : 1;
+    /* the last of 4 k + 1 tiles in turn on all four planes (stage 1's 1 x 1 convs written in 5 slots)
+     * goes on two, the planes of the first two tiles, which take every other pass, rather than on
+     * the first tile's plane alone after that tile's passes; the next lone block on the plane of
+     * the fourth (tile 3's: it streamed one tile where the first two planes streamed one and a half) */
+    bool split = turns && east && p->NT % 4u == 1 && s->nt + 1 == p->NT;
+    s->np = many ? npl : split ? 2 : 1;
     for (int j = 0; j < s->np; j++)
-        s->planes[j] = s->np == 1 ? L->next_plane % npl : j;
-    if (s->np == 1)
-        L->next_plane = (L->next_plane % npl + 1) % npl;
+        s->planes[j] = many ? j : (L->next_plane % npl + j) % npl;
+    if (!many)
+        L->next_plane = (L->next_plane % npl + (split ? 3 : 1)) % npl;
     s->lbs[0] = s->lbs[1] = s->last_abcs[0] = s->last_abcs[1] = 0;
     for (int j = 0; j < s->np; j++) {
         ts_status rc = install_on(L, s, j);
