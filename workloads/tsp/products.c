@@ -1772,6 +1772,21 @@ static bool wpair_mode(const lt *L, const psched *s)
 
 typedef struct wpair_arg { const prod *p; const pass *ps[2]; } wpair_arg;
 
+/* A pass's partial sum, an int32 in four words on streams sd .. sd + 3 from the VXM at cycle t,
+ * written east into its four MEM words; *wdone the last write's cycle. */
+static bool psum_write(lt *L, const pass *ps, uint64_t t, int sd, uint32_t tag, uint64_t *wdone)
+{
+    uint64_t last = 0;
+    for (int b = 0; b < 4; b++) {
+        uint64_t w;
+        if (!lt_wr(L, ps->wmem[b], ps->wword[b], t, L->tg->pos_vxm, EAST, sd + b, tag, 0, &w))
+            return false;
+        last = w > last ? w : last;
+    }
+    *wdone = last;
+    return true;
+}
+
 static bool try_wpair(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
 {
     const wpair_arg *a = arg;
@@ -1800,14 +1815,8 @@ static bool try_wpair(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     }
     if (!lt_vop(L, LT_ADD, P->reg.i32, 0, s1.t, &s1, &part, P_FROMV_E, 4, tag, &sum, &sd))
         return false;
-    uint64_t last = 0;
-    for (int b = 0; b < 4; b++) {
-        uint64_t w;
-        if (!lt_wr(L, ps->wmem[b], ps->wword[b], s1.t + P->d_func.add, pv, EAST, sd + b, tag, 0, &w))
-            return false;
-        last = w > last ? w : last;
-    }
-    *wdone = last;
+    if (!psum_write(L, ps, s1.t + P->d_func.add, sd, tag, wdone))
+        return false;
     L->tag = tag;
     return true;
 }
@@ -1939,14 +1948,8 @@ static bool try_kquad(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     }
     if (!lt_vop_tags(L, LT_ADD, P->reg.i32, 0, sum.t, &sum, &part, P_FROMV_E, 4, btag, tag, &fin, &sd))
         return false;
-    uint64_t last = 0;
-    for (int b = 0; b < 4; b++) {
-        uint64_t w;
-        if (!lt_wr(L, ps->wmem[b], ps->wword[b], sum.t + P->d_func.add, pv, EAST, sd + b, tag, 0, &w))
-            return false;
-        last = w > last ? w : last;
-    }
-    *wdone = last;
+    if (!psum_write(L, ps, sum.t + P->d_func.add, sd, tag, wdone))
+        return false;
     L->tag = tag;
     return true;
 }
