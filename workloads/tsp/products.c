@@ -1547,11 +1547,27 @@ static bool try_quad(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     return true;
 }
 
-/* The partial-sum words of output pixel m in buffer buf. */
-static void psum_at(const lt *L, const psched *s, uint32_t m, uint32_t buf, uint32_t *mem, uint32_t *word)
+/* Blocks k .. k + n - 1 of output tile s->nt installed on planes 0 .. n - 1, block k + j on plane j. */
+static ts_status install_blocks(lt *L, psched *s, uint32_t k, int n)
+{
+    s->np = n;
+    for (int j = 0; j < n; j++) {
+        s->planes[j] = j;
+        s->kt = k + (uint32_t)j;
+        blk_rows(L, s, blk_row0(s->p, s->nt, s->kt, L->VL));
+        ts_status rc = install_on(L, s, j);
+        if (rc != TS_OK)
+            return rc;
+    }
+    return TS_OK;
+}
+
+/* The partial-sum words of slot q in buffer buf: an output pixel m's slot is m - s->m0, or
+ * (m - s->m0) * NT + nt where the tiles of a product share the buffer. */
+static void psum_at(const lt *L, const psched *s, uint64_t q, uint32_t buf, uint32_t *mem, uint32_t *word)
 {
     for (uint32_t b = 0; b < 4; b++) {
-        uint64_t k = (uint64_t)(m - s->m0) * 4 + b;
+        uint64_t k = q * 4 + b;
         mem[b] = L->nW + buf * s->m.hE + (uint32_t)(k % s->m.hE);
         word[b] = s->m.pbases[buf] + (uint32_t)(k / s->m.hE);
     }
@@ -1580,7 +1596,7 @@ static ts_status quad_lead(lt *L, psched *s, uint32_t b)
                 return rc;
         }
         pass ps = {.pl = s->planes[j], .kt = kt, .xv = act_vec(p, m, kt), .first = true, .bword = s->m.cbase};
-        psum_at(L, s, m, buf, ps.wmem, ps.wword);
+        psum_at(L, s, m - s->m0, buf, ps.wmem, ps.wword);
         uint64_t T = pass_lb(L, s, j, ps.xv), w;
         if (s->m.pav > T)
             T = s->m.pav;
@@ -1638,7 +1654,7 @@ static ts_status quad_main(lt *L, psched *s, uint32_t b)
             uint64_t t = pass_lb(L, s, g, ps[g].xv) + plane_dist(L, s->planes[g]) - d0;
             T = t > T ? t : T;
         }
-        psum_at(L, s, m, s->pbuf[m], ps[0].pmem, ps[0].pword);
+        psum_at(L, s, m - s->m0, s->pbuf[m], ps[0].pmem, ps[0].pword);
         ps[0].pready = s->pready[m];
         ps[0].sword = s->m.cbase + 4 * s->m.ct;
         lt_slot(L, p->y, (uint64_t)m * p->y->T, &ps[0].omem, &ps[0].oword);
@@ -1695,18 +1711,12 @@ static bool q1_mode(const lt *L, const psched *s)
 static ts_status sched_q1(lt *L, psched *s)
 {
     prod *p = s->p;
-    s->np = 4;
     for (s->nt = 0; s->nt < p->NT; s->nt++) {
         uint32_t nt = s->nt;
         s->nv = tile_rows(p, nt, L->VL);
-        for (int j = 0; j < 4; j++) {
-            s->planes[j] = j;
-            s->kt = (uint32_t)j;
-            blk_rows(L, s, blk_row0(p, nt, s->kt, L->VL));
-            ts_status rc = install_on(L, s, j);
-            if (rc != TS_OK)
-                return rc;
-        }
+        ts_status rc = install_blocks(L, s, 0, 4);
+        if (rc != TS_OK)
+            return rc;
         uint32_t d0 = plane_dist(L, s->planes[0]);
         for (uint32_t m = 0; m < p->M; m++) {
             pass ps[4];
@@ -1721,7 +1731,7 @@ static ts_status sched_q1(lt *L, psched *s)
             ps[0].sword = s->m.cbase + 4 * s->m.ct;
             lt_slot(L, p->y, (uint64_t)m * p->y->T + nt, &ps[0].omem, &ps[0].oword);
             quad_arg a = {p, {&ps[0], &ps[1], &ps[2], &ps[3]}, true};
-            ts_status rc = lt_search(L, try_quad, &a, NULL, &T, &w, p->nd, true);
+            rc = lt_search(L, try_quad, &a, NULL, &T, &w, p->nd, true);
             if (rc != TS_OK)
                 return rc;
             quad_done(L, s, (uint64_t)m * p->y->T + nt, T, w, d0);
@@ -1828,15 +1838,9 @@ static ts_status wpair_block(lt *L, psched *s, uint32_t k)
     prod *p = s->p;
     uint32_t nt = s->nt, VL = L->VL;
     s->nv = tile_rows(p, nt, VL);
-    s->np = 2;
-    for (int j = 0; j < 2; j++) {
-        s->planes[j] = j;
-        s->kt = k + (uint32_t)j;
-        blk_rows(L, s, blk_row0(p, nt, s->kt, VL));
-        ts_status rc = install_on(L, s, j);
-        if (rc != TS_OK)
-            return rc;
-    }
+    ts_status rc = install_blocks(L, s, k, 2);
+    if (rc != TS_OK)
+        return rc;
     for (uint32_t m = s->m0; m < s->m1; m++) {
         int64_t xa = act_vec(p, m, k), xb = act_vec(p, m, k + 1);
         if (xa < 0 && xb < 0)
@@ -1860,12 +1864,7 @@ static ts_status wpair_block(lt *L, psched *s, uint32_t k)
         }
         /* the partial sums go to the buffer the pixel's last ones are not in */
         uint32_t wb = ps[0].first ? (k / 2) & 1 : s->pbuf[pi] ^ 1u;
-        for (uint32_t b = 0; b < 4; b++) {
-            uint64_t kk = ((uint64_t)(m - s->m0) * p->NT + nt) * 4 + b;
-            ps[0].wmem[b] = L->nW + wb * s->m.hE + (uint32_t)(kk % s->m.hE);
-            ps[0].wword[b] = s->m.pbases[wb] + (uint32_t)(kk / s->m.hE);
-        }
-        ts_status rc;
+        psum_at(L, s, (uint64_t)(m - s->m0) * p->NT + nt, wb, ps[0].wmem, ps[0].wword);
         if (pair) {
             wpair_arg a = {p, {&ps[0], &ps[1]}};
             rc = lt_search(L, try_wpair, &a, NULL, &T, &w, p->nd, true);
@@ -1961,15 +1960,9 @@ static ts_status kquad_block(lt *L, psched *s, uint32_t k)
     prod *p = s->p;
     uint32_t nt = s->nt, VL = L->VL;
     s->nv = tile_rows(p, nt, VL);
-    s->np = 4;
-    for (int j = 0; j < 4; j++) {
-        s->planes[j] = j;
-        s->kt = k + (uint32_t)j;
-        blk_rows(L, s, blk_row0(p, nt, s->kt, VL));
-        ts_status rc = install_on(L, s, j);
-        if (rc != TS_OK)
-            return rc;
-    }
+    ts_status rc = install_blocks(L, s, k, 4);
+    if (rc != TS_OK)
+        return rc;
     uint32_t d0 = plane_dist(L, s->planes[0]);
     for (uint32_t m = s->m0; m < s->m1; m++) {
         uint64_t pi = (uint64_t)m * p->NT + nt, T = 0, w;
@@ -1987,14 +1980,9 @@ static ts_status kquad_block(lt *L, psched *s, uint32_t k)
         ps[0].bword = s->m.cbase + 4 * (s->m.ct > 1 ? nt : 0);
         ps[0].sword = s->m.cbase + 4 * s->m.ct;
         uint32_t wb = ps[0].first ? (k / 4) & 1 : s->pbuf[pi] ^ 1u;
-        for (uint32_t b = 0; b < 4; b++) {
-            uint64_t kk = ((uint64_t)(m - s->m0) * p->NT + nt) * 4 + b;
-            uint32_t rb = s->pbuf[pi];
-            ps[0].pmem[b] = L->nW + rb * s->m.hE + (uint32_t)(kk % s->m.hE);
-            ps[0].pword[b] = s->m.pbases[rb] + (uint32_t)(kk / s->m.hE);
-            ps[0].wmem[b] = L->nW + wb * s->m.hE + (uint32_t)(kk % s->m.hE);
-            ps[0].wword[b] = s->m.pbases[wb] + (uint32_t)(kk / s->m.hE);
-        }
+        uint64_t q = (uint64_t)(m - s->m0) * p->NT + nt;
+        psum_at(L, s, q, s->pbuf[pi], ps[0].pmem, ps[0].pword);
+        psum_at(L, s, q, wb, ps[0].wmem, ps[0].wword);
         if (!ps[0].first) {
             ps[0].pready = s->pready[pi];
             if (ps[0].pready > T + 3 * lt_vop_lat(L, LT_ADD))
@@ -2005,7 +1993,7 @@ static ts_status kquad_block(lt *L, psched *s, uint32_t k)
         else if (s->m.pav > T)
             T = s->m.pav;
         quad_arg a = {p, {&ps[0], &ps[1], &ps[2], &ps[3]}, ps[0].first};
-        ts_status rc = lt_search(L, try_kquad, &a, NULL, &T, &w, p->nd, true);
+        rc = lt_search(L, try_kquad, &a, NULL, &T, &w, p->nd, true);
         if (rc != TS_OK)
             return rc;
         if (L->rdmax > s->rd_last)
