@@ -62,6 +62,7 @@ typedef struct prod {
     tens *res;               /* an Add fused into the requantisation (fused_add): its other operand, whose
                               * vector i the output's vector i adds; NULL: none */
     float scale;
+    uint32_t ones;           /* the output's lanes of 1 past N (ones_lanes): kind 3 computes them in its block */
     uint32_t blanes;         /* kind 3 or a 1 x 1 kind 2 of one block: the bias in the MXM, lanes K .. K + blanes - 1
                               * of every input vector holding 1 (the im2col rows; the producer's ones) and of
                               * every weight row parts of its bias (bias_lanes); 0: none */
@@ -196,10 +197,14 @@ static int32_t bias_at(const lt *L, int bid, uint32_t n)
     return ts_fill_bias(bid, n);
 }
 
-/* The bias of output n, 0 without one. */
+static int32_t one_bias(float scale);
+
+/* The bias of output n, 0 without one; past N, in the lanes of 1 (ones_lanes), one_bias. */
 static int32_t bias_of(const lt *L, const prod *p, uint32_t n)
 {
-    return p->bid < 0 || n >= p->N ? 0 : bias_at(L, p->bid, n);
+    if (p->bid < 0)
+        return 0;
+    return n < p->N ? bias_at(L, p->bid, n) : n < p->N + p->ones ? one_bias(p->scale) : 0;
 }
 
 #define BIAS_LANES_MAX 8
@@ -264,6 +269,12 @@ static void wgt_row(const lt *L, const prod *p, const ts_graph_tensor *wt, uint3
 {
     uint32_t lo = 0, hi = 0;
     int64_t first = 0, step = 1;
+    if (n >= p->N) { /* a lane of 1 (kind 3, ones_lanes): its bias lanes alone */
+        memset(row, 0, VL);
+        for (uint32_t j = 0; j < p->blanes; j++)
+            row[p->K + j] = (uint8_t)bias_part(L, p, n, j);
+        return;
+    }
     if (p->kind == 6) { /* affine per slot only */
         for (uint32_t l = 0; l < VL; l++) {
             int64_t e = wgt_index(p, n, kt, l, VL);
@@ -297,7 +308,8 @@ static uint32_t tile_rows(const prod *p, uint32_t nt, uint32_t VL)
 {
     if (p->rep)
         return p->N;
-    return p->N - nt * VL < VL ? p->N - nt * VL : VL;
+    uint32_t N = p->N + (p->kind == 3 ? p->ones : 0); /* kind 3 computes its lanes of 1 in rows past N */
+    return N - nt * VL < VL ? N - nt * VL : VL;
 }
 
 /* The first of block (nt, kt)'s rows in the product's rows (tile by tile, block by block; a
@@ -2460,25 +2472,47 @@ static int fused_add(const lt *L, const prod *p, int out, int *res)
 /* MatMul, Gemm or Conv: its geometry, its output placed (a lone Relu after it fused: the Relu's
  * output is the product's; an Add after it fused, fused_add: the Add's, or its Relu's), then its
  * schedule; an im2col input laid out for it is freed after. */
-/* The lanes of 1 a product writes past its N outputs for the 1 x 1 Conv that alone reads them
- * (tensor yid), so that the Conv takes its bias in its block (bias_lanes): the product's bias in
- * those lanes is one_bias, requantised to 1 (and Relu keeps it). For a product of one output tile,
- * not in slots, without a fused Add, with a bias; the Conv of one block (N + lanes <= VL), 1 x 1,
- * one group, stride 1 and no pads (every output pixel reads one input vector), with a bias. 0 else. */
-static uint32_t ones_lanes(const lt *L, const prod *p, int yid)
+/* The lanes of 1 past its C channels that tensor id's readers take their biases from (bias_lanes):
+ * every reader a 1 x 1 Conv of one block (C + lanes <= VL), one group, stride 1 and no pads (every
+ * output pixel reads one input vector), with a bias; or a lone MaxPool whose output they all read
+ * (the maximum of 1s is 1). 0 where a reader is another. */
+static uint32_t ones_used(const lt *L, int id, uint32_t C)
 {
     size_t n;
-    const int *c = ts_graph_consumers(L->g, yid, &n);
-    if ((p->kind != 2 && p->kind != 6) || p->NT != 1 || p->rep || p->res || p->bid < 0 || n != 1 ||
-        ts_graph_get_tensor(L->g, yid)->is_output || !one_bias(p->scale))
+    const int *c = ts_graph_consumers(L->g, id, &n);
+    if (!n || ts_graph_get_tensor(L->g, id)->is_output)
         return 0;
-    const ts_graph_node *cn = ts_graph_get_node(L->g, c[0]);
-    ts_geom_window w;
-    if (cn->op != TS_OP_CONV || cn->nin < 3 || cn->in[0] != yid || cn->attrs.group > 1 ||
-        !ts_geom_window_of(L->g, cn, &w) || w.kh != 1 || w.kw != 1 || w.Ho != w.H || w.Wo != w.W || w.C != p->N)
+    const ts_graph_node *c0 = ts_graph_get_node(L->g, c[0]);
+    if (n == 1 && c0->op == TS_OP_MAXPOOL)
+        return ones_used(L, c0->out[0], C);
+    uint32_t most = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ts_graph_node *cn = ts_graph_get_node(L->g, c[i]);
+        ts_geom_window w;
+        if (cn->op != TS_OP_CONV || cn->nin < 3 || cn->in[0] != id || cn->attrs.group > 1 ||
+            !ts_geom_window_of(L->g, cn, &w) || w.kh != 1 || w.kw != 1 || w.Ho != w.H || w.Wo != w.W || w.C != C)
+            return 0;
+        uint32_t lanes = lanes_for(L, cn->in[2], (uint32_t)w.M);
+        if (!lanes)
+            return 0;
+        most = lanes > most ? lanes : most;
+    }
+    return C + most <= L->VL ? most : 0;
+}
+
+/* The lanes of 1 a product writes past its N outputs for the 1 x 1 Convs that read them (ones_used,
+ * tensor yid), so that they take their biases in their blocks (bias_lanes): the product's bias in
+ * those lanes is one_bias, requantised to 1 (and Relu keeps it), added on the VXM or, with its bias in
+ * its block (kind 3), in the block's rows past N. For a product of one output tile, not in slots,
+ * without a fused Add, with a bias; 0 else. */
+static uint32_t ones_lanes(const lt *L, const prod *p, int yid)
+{
+    int32_t one = one_bias(p->scale);
+    if (p->NT != 1 || p->rep || p->res || p->bid < 0 || !one)
         return 0;
-    uint32_t lanes = lanes_for(L, cn->in[2], (uint32_t)w.M);
-    return p->N + lanes <= L->VL ? lanes : 0;
+    if (p->kind == 3 ? !p->blanes || one > 127 * (int32_t)p->blanes : p->kind != 2 && p->kind != 6)
+        return 0;
+    return ones_used(L, yid, p->N);
 }
 
 ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
@@ -2522,7 +2556,7 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     p.y->rep = p.rep;
     p.y->repk = p.repk;
     p.y->nonneg = p.relu;
-    p.y->ones = ones_lanes(L, &p, yid);
+    p.y->ones = p.ones = ones_lanes(L, &p, yid);
     int done[2] = {out, aout};
     for (int k = 0; k < 2; k++) {
         /* the Add and the Relu are done: their outputs are this product's */
