@@ -710,7 +710,7 @@ START_TEST(test_bias_ones)
         w[i] = tensor_dt(g, wn, TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){Ms[i], Cs[i], ks[i], ks[i]});
         b[i] = tensor_dt(g, bn, TS_TENSOR_WEIGHT, TS_DT_I32, 1, (int64_t[]){Ms[i]});
     }
-    const char *an[10] = {"h1", "r1", "p", "h2", "r2", "h3", "r3", "y1", "y2"};
+    const char *an[9] = {"h1", "r1", "p", "h2", "r2", "h3", "r3", "y1", "y2"};
     int t[9];
     for (int i = 0; i < 9; i++)
         t[i] = tensor_dt(g, an[i], TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
