@@ -2469,9 +2469,6 @@ static int fused_add(const lt *L, const prod *p, int out, int *res)
     return c[0];
 }
 
-/* MatMul, Gemm or Conv: its geometry, its output placed (a lone Relu after it fused: the Relu's
- * output is the product's; an Add after it fused, fused_add: the Add's, or its Relu's), then its
- * schedule; an im2col input laid out for it is freed after. */
 /* The lanes of 1 past its C channels that tensor id's readers take their biases from (bias_lanes):
  * every reader a 1 x 1 Conv of one block (C + lanes <= VL), one group, stride 1 and no pads (every
  * output pixel reads one input vector), with a bias; or a lone MaxPool whose output they all read
@@ -2515,6 +2512,9 @@ static uint32_t ones_lanes(const lt *L, const prod *p, int yid)
     return ones_used(L, yid, p->N);
 }
 
+/* MatMul, Gemm or Conv: its geometry, its output placed (a lone Relu after it fused: the Relu's
+ * output is the product's; an Add after it fused, fused_add: the Add's, or its Relu's), then its
+ * schedule; an im2col input laid out for it is freed after. */
 ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
 {
     bool cat = nd->op == TS_OP_CONCAT || nd->op == TS_OP_SLICE || nd->op == TS_OP_TRANSPOSE || nd->op == TS_OP_EXPAND ||
