@@ -670,6 +670,101 @@ START_TEST(test_conv)
 }
 END_TEST
 
+/* The lanes of 1 (ones_lanes, bias_lanes): c1 on host im2col (its bias in its block) writes 1s past
+ * its 24 channels, which the MaxPool keeps, so the two 1 x 1 Convs that read it (c2, written in slots
+ * for c3's packed taps, and d) take their biases in their blocks; c3 (packed) writes 1s from its
+ * bias vector for c4. Every output bit-exact against the C reference, and the 1 x 1 Convs' passes
+ * add no bias on the VXM: cvt, mul, cvt (and Relu), with a mask for each latch their scale is kept
+ * in (4 at most). */
+static int8_t *ref_maxpool3(const int8_t *x, int C, int H, int W, int *Ho, int *Wo)
+{
+    *Ho = (H + 2 - 3) / 2 + 1;
+    *Wo = (W + 2 - 3) / 2 + 1;
+    int8_t *y = ts_calloc((size_t)C * *Ho * *Wo, 1);
+    for (int c = 0; c < C; c++)
+        for (int oy = 0; oy < *Ho; oy++)
+            for (int ox = 0; ox < *Wo; ox++) {
+                int v = -128;
+                for (int ky = 0; ky < 3; ky++)
+                    for (int kx = 0; kx < 3; kx++) {
+                        int iy = oy * 2 - 1 + ky, ix = ox * 2 - 1 + kx;
+                        if (iy >= 0 && ix >= 0 && iy < H && ix < W && x[((size_t)c * H + iy) * W + ix] > v)
+                            v = x[((size_t)c * H + iy) * W + ix];
+                    }
+                y[((size_t)c * *Ho + oy) * *Wo + ox] = (int8_t)v;
+            }
+    return y;
+}
+
+START_TEST(test_bias_ones)
+{
+    ts_graph *g = ts_graph_create("ones");
+    const int C = 3, H = 12, W = 10, M1 = 24, M2 = 40, M3 = 32, M4 = 48, M5 = 20;
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W});
+    int w[5], b[5];
+    const int Ms[5] = {M1, M2, M3, M4, M5}, Cs[5] = {C, M1, M2, M3, M1}, ks[5] = {3, 1, 3, 1, 1};
+    for (int i = 0; i < 5; i++) {
+        char wn[8], bn[8];
+        snprintf(wn, sizeof wn, "w%d", i + 1);
+        snprintf(bn, sizeof bn, "b%d", i + 1);
+        w[i] = tensor_dt(g, wn, TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){Ms[i], Cs[i], ks[i], ks[i]});
+        b[i] = tensor_dt(g, bn, TS_TENSOR_WEIGHT, TS_DT_I32, 1, (int64_t[]){Ms[i]});
+    }
+    const char *an[9] = {"h1", "r1", "p", "h2", "r2", "h3", "r3", "y1", "y2"};
+    int t[9];
+    for (int i = 0; i < 9; i++)
+        t[i] = tensor_dt(g, an[i], TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    ts_graph_attrs pad1, one, mp;
+    ts_graph_attrs_init(&pad1);
+    ts_graph_attrs_init(&one);
+    pad1.pads[0] = pad1.pads[1] = pad1.pads[2] = pad1.pads[3] = 1;
+    mp = pad1;
+    mp.kernel[0] = mp.kernel[1] = 3;
+    mp.strides[0] = mp.strides[1] = 2;
+    node(g, TS_OP_CONV, "c1", (int[]){x, w[0], b[0]}, 3, t[0], &pad1);
+    node(g, TS_OP_RELU, "relu1", (int[]){t[0]}, 1, t[1], NULL);
+    node(g, TS_OP_MAXPOOL, "mp", (int[]){t[1]}, 1, t[2], &mp);
+    node(g, TS_OP_CONV, "c2", (int[]){t[2], w[1], b[1]}, 3, t[3], &one);
+    node(g, TS_OP_RELU, "relu2", (int[]){t[3]}, 1, t[4], NULL);
+    node(g, TS_OP_CONV, "c3", (int[]){t[4], w[2], b[2]}, 3, t[5], &pad1);
+    node(g, TS_OP_RELU, "relu3", (int[]){t[5]}, 1, t[6], NULL);
+    node(g, TS_OP_CONV, "c4", (int[]){t[6], w[3], b[3]}, 3, t[7], &one);
+    node(g, TS_OP_CONV, "d", (int[]){t[2], w[4], b[4]}, 3, t[8], &one);
+    ts_graph_mark_output(g, t[7]);
+    ts_graph_mark_output(g, t[8]);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    ck_assert_uint_eq(l.rep.nlayers, 9);
+    const int one_by_one[3] = {3, 7, 8}, relu[3] = {1, 0, 0};
+    for (int i = 0; i < 3; i++) {
+        const ts_lower_tsp_layer *ly = &l.rep.layers[one_by_one[i]];
+        uint64_t per = 3 + (uint64_t)relu[i];
+        ck_assert_uint_gt(ly->passes, 0);
+        ck_assert_uint_ge(ly->vxm_ops, per * ly->passes);
+        ck_assert_uint_le(ly->vxm_ops, per * ly->passes + 4);
+    }
+    int8_t *xv = input_of(g, x);
+    int H1, W1, Hp, Wp, H2, W2, H3, W3, H4, W4, H5, W5;
+    int8_t *r1 = ref_conv(xv, C, H, W, w[0], b[0], M1, 3, 1, 1, true, &H1, &W1);
+    int8_t *pv = ref_maxpool3(r1, M1, H1, W1, &Hp, &Wp);
+    int8_t *r2 = ref_conv(pv, M1, Hp, Wp, w[1], b[1], M2, 1, 1, 0, true, &H2, &W2);
+    int8_t *r3 = ref_conv(r2, M2, H2, W2, w[2], b[2], M3, 3, 1, 1, true, &H3, &W3);
+    int8_t *y1 = ref_conv(r3, M3, H3, W3, w[3], b[3], M4, 1, 1, 0, false, &H4, &W4);
+    int8_t *y2 = ref_conv(pv, M1, Hp, Wp, w[4], b[4], M5, 1, 1, 0, false, &H5, &W5);
+    int pos, nz;
+    ck_assert_int_eq(diff_conv(&l, t[7], y1, M4, H4 * W4, &pos, &nz), 0);
+    ck_assert_int_gt(nz, M4 * H4 * W4 / 2);
+    ck_assert_int_eq(diff_conv(&l, t[8], y2, M5, H5 * W5, &pos, &nz), 0);
+    ck_assert_int_gt(nz, M5 * H5 * W5 / 2);
+    int8_t *bufs[7] = {xv, r1, pv, r2, r3, y1, y2};
+    for (int i = 0; i < 7; i++)
+        ts_free(bufs[i]);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* A residual tail: conv+relu, maxpool, add with a second branch + relu, global average pool,
  * flatten, gemm (the shapes ResNet-50 ends with, small). */
 START_TEST(test_block)
@@ -1323,6 +1418,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_gemm_relu);
     tcase_add_test(tc, test_fused_add);
     tcase_add_test(tc, test_conv);
+    tcase_add_test(tc, test_bias_ones);
     tcase_add_test(tc, test_block);
     tcase_add_test(tc, test_maxpool_offset);
     tcase_add_test(tc, test_softmax);

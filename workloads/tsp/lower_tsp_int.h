@@ -109,6 +109,8 @@ typedef struct tens {
     uint64_t last_read;
     int users;              /* consumer nodes not yet scheduled */
     int owner;              /* tensor whose region this is (aliases), else itself */
+    uint32_t ones;          /* lanes C .. C + ones - 1 of every vector hold 1: the bias lanes of the 1 x 1 Conv
+                             * that reads it (products.c, ones_lanes); 0: those lanes hold 0 */
     uint32_t rep, repk;     /* a product's output written for Convs that pack their taps (products.c,
                              * pack_slots): pixel (y, x)'s C channels lie in slot (x + repk y) mod rep, lanes
                              * slot C .. slot C + C - 1, the other lanes 0; rep 0: in lanes 0 .. C - 1 */

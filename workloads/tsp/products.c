@@ -62,8 +62,10 @@ typedef struct prod {
     tens *res;               /* an Add fused into the requantisation (fused_add): its other operand, whose
                               * vector i the output's vector i adds; NULL: none */
     float scale;
-    uint32_t blanes;         /* kind 3 of one block: the bias in the MXM, lanes K .. K + blanes - 1 of every im2col
-                              * row holding 1 and of every weight row parts of its bias (bias_lanes); 0: none */
+    uint32_t ones;           /* the output's lanes of 1 past N (ones_lanes): kind 3 computes them in its block */
+    uint32_t blanes;         /* kind 3 or a 1 x 1 kind 2 of one block: the bias in the MXM, lanes K .. K + blanes - 1
+                              * of every input vector holding 1 (the im2col rows; the producer's ones) and of
+                              * every weight row parts of its bias (bias_lanes); 0: none */
 } prod;
 
 /* The tensor block kt reads. */
@@ -186,33 +188,68 @@ static int64_t wgt_index(const prod *p, uint32_t n, uint32_t kt, uint32_t l, uin
     return (int64_t)((uint64_t)n * p->K + k); /* kinds 1 and 3: [N][K] */
 }
 
-/* The bias of output n (a graph's int32 values, else the fill), 0 without one. */
-static int32_t bias_of(const lt *L, const prod *p, uint32_t n)
+/* Output n's bias in tensor bid (the graph's int32 values, else the fill). */
+static int32_t bias_at(const lt *L, int bid, uint32_t n)
 {
-    if (p->bid < 0 || n >= p->N)
-        return 0;
-    const ts_graph_tensor *bt = ts_graph_get_tensor(L->g, p->bid);
+    const ts_graph_tensor *bt = ts_graph_get_tensor(L->g, bid);
     if (bt && bt->data && bt->dtype == TS_DT_I32)
         return ((const int32_t *)bt->data)[n];
-    return ts_fill_bias(p->bid, n);
+    return ts_fill_bias(bid, n);
+}
+
+static int32_t one_bias(float scale);
+
+/* The bias of output n, 0 without one; past N, in the lanes of 1 (ones_lanes), one_bias. */
+static int32_t bias_of(const lt *L, const prod *p, uint32_t n)
+{
+    if (p->bid < 0)
+        return 0;
+    return n < p->N ? bias_at(L, p->bid, n) : n < p->N + p->ones ? one_bias(p->scale) : 0;
 }
 
 #define BIAS_LANES_MAX 8
-/* A conv on host im2col of one block with a bias and lanes to spare: the bias goes into the block,
- * |b| <= 127 per lane, so each pass's VXM chain drops its add and its bias read (conv1 of ResNet:
- * K = 147, biases of the fill in -256 .. 255, 3 lanes). The int32 sum is the same. Returns the
- * lanes, 0 where the bias does not fit in BIAS_LANES_MAX or the lanes past K. */
-static uint32_t bias_lanes(const lt *L, const prod *p)
+/* The lanes of 1 each that N biases of tensor bid take in a block, |b| <= 127 a lane; 0 where they
+ * take more than BIAS_LANES_MAX. */
+static uint32_t lanes_for(const lt *L, int bid, uint32_t N)
 {
-    if (p->kind != 3 || p->bid < 0 || p->K >= L->VL)
-        return 0;
     int64_t most = 0;
-    for (uint32_t n = 0; n < p->N; n++) {
-        int64_t b = bias_of(L, p, n);
+    for (uint32_t n = 0; n < N; n++) {
+        int64_t b = bias_at(L, bid, n);
         most = b < -most ? -b : b > most ? b : most;
     }
     uint32_t lanes = (uint32_t)((most + 126) / 127);
-    return lanes && lanes <= BIAS_LANES_MAX && p->K + lanes <= L->VL ? lanes : 0;
+    return lanes <= BIAS_LANES_MAX ? lanes : 0;
+}
+
+/* The bias goes into the block, |b| <= 127 per lane, so each pass's VXM chain drops its add and its
+ * bias read; the int32 sum is the same. A conv on host im2col of one block with lanes to spare (conv1
+ * of ResNet: K = 147, biases of the fill in -256 .. 255, 3 lanes), whose im2col rows hold the 1s, and
+ * a 1 x 1 Conv of one block whose input's producer wrote the 1s (ones_lanes: ResNet's conv3 of stages
+ * 1 to 3). Returns the lanes, 0 where the bias does not fit in BIAS_LANES_MAX or the lanes past K. */
+static uint32_t bias_lanes(const lt *L, const prod *p)
+{
+    if (p->bid < 0 || p->K >= L->VL)
+        return 0;
+    if (p->kind == 2 && !(p->KT == 1 && p->G == 1 && p->w.kh * p->w.kw == 1 && p->K == p->x->C))
+        return 0;
+    if (p->kind != 3 && p->kind != 2)
+        return 0;
+    uint32_t lanes = lanes_for(L, p->bid, p->N);
+    if (p->kind == 2 && p->x->ones < lanes)
+        return 0;
+    return lanes && p->K + lanes <= L->VL ? lanes : 0;
+}
+
+/* The int32 that the requantisation (f32, times the scale, to int8, nearest even) takes to 1; 0
+ * where none does. */
+static int32_t one_bias(float scale)
+{
+    int32_t b = (int32_t)lrintf(1.0f / scale);
+    for (int32_t d = 0; d <= 2; d++)
+        for (int32_t sg = -1; sg <= 1; sg += 2)
+            if (b + sg * d > 0 && rintf((float)(b + sg * d) * scale) == 1.0f)
+                return b + sg * d;
+    return 0;
 }
 
 /* Lane j of the bias lanes of output n's weight row: the parts of its bias, 127 at most each. */
@@ -232,6 +269,12 @@ static void wgt_row(const lt *L, const prod *p, const ts_graph_tensor *wt, uint3
 {
     uint32_t lo = 0, hi = 0;
     int64_t first = 0, step = 1;
+    if (n >= p->N) { /* a lane of 1 (kind 3, ones_lanes): its bias lanes alone */
+        memset(row, 0, VL);
+        for (uint32_t j = 0; j < p->blanes; j++)
+            row[p->K + j] = (uint8_t)bias_part(L, p, n, j);
+        return;
+    }
     if (p->kind == 6) { /* affine per slot only */
         for (uint32_t l = 0; l < VL; l++) {
             int64_t e = wgt_index(p, n, kt, l, VL);
@@ -255,7 +298,7 @@ static void wgt_row(const lt *L, const prod *p, const ts_graph_tensor *wt, uint3
     memset(row, 0, VL);
     for (uint32_t l = lo; l < hi; l++)
         row[l] = (uint8_t)ts_fill_value_i8(wt, p->wid, (uint64_t)(first + (int64_t)(l - lo) * step));
-    for (uint32_t j = 0; j < p->blanes; j++) /* kind 3's bias in the block (bias_lanes) */
+    for (uint32_t j = 0; j < p->blanes; j++) /* the bias in the block (bias_lanes) */
         row[p->K + j] = (uint8_t)bias_part(L, p, n, j);
 }
 
@@ -265,7 +308,8 @@ static uint32_t tile_rows(const prod *p, uint32_t nt, uint32_t VL)
 {
     if (p->rep)
         return p->N;
-    return p->N - nt * VL < VL ? p->N - nt * VL : VL;
+    uint32_t N = p->N + (p->kind == 3 ? p->ones : 0); /* kind 3 computes its lanes of 1 in rows past N */
+    return N - nt * VL < VL ? N - nt * VL : VL;
 }
 
 /* The first of block (nt, kt)'s rows in the product's rows (tile by tile, block by block; a
@@ -404,6 +448,7 @@ static ts_status conv_shape(lt *L, const ts_graph_node *nd, prod *p, tens *im2)
     p->x = &L->t[xid];
     p->CT = p->x->T;
     p->KT = (uint32_t)(p->w.kh * p->w.kw) * p->CT;
+    p->blanes = bias_lanes(L, p);
     ts_geom_window w;
     if (p->x->rep >= 2 && p->x->T == 1 && packable(L, nd, &p->pl, &w) && p->pl.R == p->x->rep &&
         p->pl.k == p->x->repk) {
@@ -748,6 +793,7 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
 {
     m->ct = L->compact && p->bid < 0 ? 1 : p->NT;
     uint32_t VL = L->VL, NT = m->ct, cwords = 4 * NT + 4, sb;
+    int32_t one = p->y->ones ? one_bias(p->scale) : 0;
     memcpy(&sb, &p->scale, 4);
     /* without a bias the words depend on the tiles and the scale alone: laid out once (BERT's moves
      * and attention products, 12 layers of them, would take the east MEM a batch of 4 needs) */
@@ -771,6 +817,8 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
             if (p->rep)
                 n = l % VL >= l / VL * p->N && l % VL < (l / VL + 1) * p->N ? l % VL - l / VL * p->N : p->N;
             int32_t b = p->bid >= 0 && n < p->N ? ts_fill_bias(p->bid, n) : 0;
+            if (n >= p->N && n < p->N + p->y->ones)
+                b = one; /* requantised to 1: the consumer's bias lanes (ones_lanes) */
             const ts_graph_tensor *bt = p->bid >= 0 ? ts_graph_get_tensor(L->g, p->bid) : NULL;
             if (bt && bt->data && bt->dtype == TS_DT_I32 && n < p->N)
                 b = ((const int32_t *)bt->data)[n];
@@ -2421,6 +2469,49 @@ static int fused_add(const lt *L, const prod *p, int out, int *res)
     return c[0];
 }
 
+/* The lanes of 1 past its C channels that tensor id's readers take their biases from (bias_lanes):
+ * every reader a 1 x 1 Conv of one block (C + lanes <= VL), one group, stride 1 and no pads (every
+ * output pixel reads one input vector), with a bias; or a lone MaxPool whose output they all read
+ * (the maximum of 1s is 1). 0 where a reader is another. */
+static uint32_t ones_used(const lt *L, int id, uint32_t C)
+{
+    size_t n;
+    const int *c = ts_graph_consumers(L->g, id, &n);
+    if (!n || ts_graph_get_tensor(L->g, id)->is_output)
+        return 0;
+    const ts_graph_node *c0 = ts_graph_get_node(L->g, c[0]);
+    if (n == 1 && c0->op == TS_OP_MAXPOOL)
+        return ones_used(L, c0->out[0], C);
+    uint32_t most = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ts_graph_node *cn = ts_graph_get_node(L->g, c[i]);
+        ts_geom_window w;
+        if (cn->op != TS_OP_CONV || cn->nin < 3 || cn->in[0] != id || cn->attrs.group > 1 ||
+            !ts_geom_window_of(L->g, cn, &w) || w.kh != 1 || w.kw != 1 || w.Ho != w.H || w.Wo != w.W || w.C != C)
+            return 0;
+        uint32_t lanes = lanes_for(L, cn->in[2], (uint32_t)w.M);
+        if (!lanes)
+            return 0;
+        most = lanes > most ? lanes : most;
+    }
+    return C + most <= L->VL ? most : 0;
+}
+
+/* The lanes of 1 a product writes past its N outputs for the 1 x 1 Convs that read them (ones_used,
+ * tensor yid), so that they take their biases in their blocks (bias_lanes): the product's bias in
+ * those lanes is one_bias, requantised to 1 (and Relu keeps it), added on the VXM or, with its bias in
+ * its block (kind 3), in the block's rows past N. For a product of one output tile, not in slots,
+ * without a fused Add, with a bias; 0 else. */
+static uint32_t ones_lanes(const lt *L, const prod *p, int yid)
+{
+    int32_t one = one_bias(p->scale);
+    if (p->NT != 1 || p->rep || p->res || p->bid < 0 || !one)
+        return 0;
+    if (p->kind == 3 ? !p->blanes || one > 127 * (int32_t)p->blanes : p->kind != 2 && p->kind != 6)
+        return 0;
+    return ones_used(L, yid, p->N);
+}
+
 /* MatMul, Gemm or Conv: its geometry, its output placed (a lone Relu after it fused: the Relu's
  * output is the product's; an Add after it fused, fused_add: the Add's, or its Relu's), then its
  * schedule; an im2col input laid out for it is freed after. */
@@ -2465,6 +2556,7 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     p.y->rep = p.rep;
     p.y->repk = p.repk;
     p.y->nonneg = p.relu;
+    p.y->ones = p.ones = ones_lanes(L, &p, yid);
     int done[2] = {out, aout};
     for (int k = 0; k < 2; k++) {
         /* the Add and the Relu are done: their outputs are this product's */

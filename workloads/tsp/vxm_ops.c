@@ -369,6 +369,7 @@ ts_status lt_lower_maxpool(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     if (rc != TS_OK)
         return rc;
     y->nonneg = true;
+    y->ones = x->ones; /* the maximum of 1s (ones_lanes) */
     if ((rc = sched_pool(L, nd, &w, x, y, ly)) != TS_OK)
         return rc;
     lt_release(L, nd->in[0]);
