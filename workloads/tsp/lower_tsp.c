@@ -626,14 +626,15 @@ static void lt_free(lt *L, size_t nt)
 /* Try k of the schedule, in the compact layout or not; *fetch_failed when it failed only because
  * the instruction fetches could not be placed, *room_short when a region found no room. */
 static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t k, bool compact, int mode,
-                            bool *live, ts_program **out, ts_lower_tsp_report *rep, ts_err *err, bool *fetch_failed,
-                            bool *room_short, bool *east_used, bool *text_over)
+                            bool lean, bool *live, ts_program **out, ts_lower_tsp_report *rep, ts_err *err, bool *fetch_failed,
+                            bool *room_short, bool *east_used, bool *text_over, bool *text_short)
 {
     lt L;
     size_t nt = ts_graph_tensor_count(g), nn = ts_graph_node_count(g);
     ts_status rc = lt_init(&L, g, P, err);
     L.compact = compact;
     L.mode = mode;
+    L.lean = lean;
     L.pools = lt_pool_sets[mode];
     static const uint32_t slack[FETCH_TRIES] = {0, 20, 20, 40};
     L.fetch_slack = slack[k];
@@ -666,6 +667,7 @@ static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t 
     *room_short = rc == TS_EINPUT && L.room_short;
     *east_used = *east_used || L.east_used;
     *text_over = rc == TS_EINPUT && L.text_over;
+    *text_short = rc == TS_EINPUT && L.text_short;
     lt_free(&L, nt);
     if (rc == TS_OK) {
         *out = L.prog;
@@ -675,6 +677,34 @@ static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t 
             ts_free(rep->places);
             ts_free(rep->layers);
             memset(rep, 0, sizeof *rep);
+        }
+    }
+    return rc;
+}
+
+/* One mode (MODES), lean or not (LEAN): the layout as always, then the compact one where a region
+ * found no room (COMPACT), each over the fetch tries (FETCH_TRIES). */
+static ts_status lower_mode(const ts_graph *g, const ts_tsp_target *P, int mode, bool lean, ts_program **out,
+                            ts_lower_tsp_report *rep, ts_err *err, bool *room, bool *east, bool *over, bool *tshort)
+{
+    ts_status rc = TS_OK;
+    *room = false;
+    for (int compact = 0; compact < 2 && (!compact || *room); compact++) {
+        bool again = true, live = false;
+        for (uint32_t k = 0; again && k < FETCH_TRIES; k++) {
+            if ((k || compact || mode || lean) && err) {
+                ts_err_free(err);
+                ts_err_init(err);
+            }
+            bool was = live;
+            rc = lower_once(g, P, k, compact, mode, lean, &live, out, rep, err, &again, room, east, over, tshort);
+            if (again && live && !was) { /* the same try again with text below the data */
+                if (err) {
+                    ts_err_free(err);
+                    ts_err_init(err);
+                }
+                rc = lower_once(g, P, k, compact, mode, lean, &live, out, rep, err, &again, room, east, over, tshort);
+            }
         }
     }
     return rc;
@@ -697,31 +727,16 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
     /* the layout as always first; where a region finds no room, the compact one (COMPACT above); where
      * the instruction text of a schedule on the east planes too does not fit, the west planes alone,
      * then the narrow pools as well: the schedule of before the east planes (MODES) */
-    bool ok = rc == TS_OK, room = false, east = false, over = false;
+    bool ok = rc == TS_OK, room = false, east = false, over = false, tshort = false;
     for (int mode = 0; ok && mode < 3; mode++) {
         if (mode && (rc != TS_EINPUT || room || over))
             break; /* compiled, or refused for a reason another mode does not change */
         if (mode == 1 && !east)
             continue; /* the same schedule as mode 0 */
-        for (int compact = 0; compact < 2 && (!compact || room); compact++) {
-            bool again = true, live = false;
-            for (uint32_t k = 0; again && k < FETCH_TRIES; k++) {
-                if ((k || compact || mode) && err) {
-                    ts_err_free(err);
-                    ts_err_init(err);
-                }
-                bool was = live;
-                rc = lower_once(g, P, k, compact, mode, &live, out, rep, err, &again, &room, &east, &over);
-                if (again && live && !was) { /* the same try again with text below the data */
-                    if (err) {
-                        ts_err_free(err);
-                        ts_err_init(err);
-                    }
-                    rc = lower_once(g, P, k, compact, mode, &live, out, rep, err, &again, &room, &east, &over);
-                }
-            }
-        }
+        rc = lower_mode(g, P, mode, false, out, rep, err, &room, &east, &over, &tshort);
     }
+    if (ok && rc == TS_EINPUT && tshort) /* LEAN: the text of every mode does not fit */
+        rc = lower_mode(g, P, 0, true, out, rep, err, &room, &east, &over, &tshort);
     ts_graph_destroy(sq);
     return rc;
 }

@@ -2114,7 +2114,7 @@ static void psched_free(psched *s)
 static bool keep_scale(const lt *L, const psched *s)
 {
     const prod *p = s->p;
-    return L->mode < 2 && (p->kind == 2 || p->kind == 3 || (p->kind == 6 && quad_mode(L, s)));
+    return L->lean || (L->mode < 2 && (p->kind == 2 || p->kind == 3 || (p->kind == 6 && quad_mode(L, s))));
 }
 
 static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
