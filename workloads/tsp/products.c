@@ -746,7 +746,7 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
  * bias in the compact layout (L->compact) every tile reads the same 4 words of zeros. */
 static ts_status consts(lt *L, const prod *p, pmem *m)
 {
-    m->ct = L->compact && p->bid < 0 ? 1 : p->NT;
+    m->ct = (L->compact || L->lean) && p->bid < 0 ? 1 : p->NT; /* LEAN: one kept zero bias */
     uint32_t VL = L->VL, NT = m->ct, cwords = 4 * NT + 4, sb;
     memcpy(&sb, &p->scale, 4);
     /* without a bias the words depend on the tiles and the scale alone: laid out once (BERT's moves
