@@ -416,8 +416,12 @@ bool lt_rd_any(lt *L, int hemi, uint32_t word, uint64_t ta, uint32_t pc, int dir
         b = L->nW + ((word >> LT_GSHIFT) - 1) * n;
         word &= (1u << LT_GSHIFT) - 1;
     }
+    /* LEAN (lower_tsp.c): a stream's reads of one word start at a slice of their own, so the reads
+     * of consecutive cycles (an install's rows of zeros) come from one slice back to back, without
+     * a nop between each two */
+    uint32_t r0 = L->lean ? (uint32_t)s : L->rot;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t mem = b + (L->rot + i) % n;
+        uint32_t mem = b + (r0 + i) % n;
         size_t mark = L->nu, pm = L->npd;
         if (lt_rd(L, mem, word, ta, pc, dir, s, tag, 0)) {
             L->rot++;
