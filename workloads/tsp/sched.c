@@ -512,7 +512,8 @@ bool lt_vop_tags(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val
     if (pool >= 0 && !take_group(L, pool, w, t + d, L->tg->pos_vxm, &s))
         return false;
     for (uint32_t i = 0; i < L->nalu; i++) {
-        uint32_t alu = (L->rot + i) % L->nalu, q = L->tg->q_vxm + alu;
+        /* LEAN (lower_tsp.c): the first free ALU, so each ALU's queue issues in runs without nops */
+        uint32_t alu = L->lean ? i : (L->rot + i) % L->nalu, q = L->tg->q_vxm + alu;
         size_t mark = L->nu, pm = L->npd;
         if (lt_bget(&L->q[q].issue, t) || lt_bget(&L->lat[alu], t + d))
             continue;
