@@ -264,10 +264,45 @@ static bool check_queue(lt *L, uint32_t qi, uint64_t *fail_t)
             f.pf = start + D;
         }
         f.e += k;
-        f.now = tau + 1;
+        f.now = lt_rec_end(&q->v[i + k - 1]) + 1;
         i += k;
     }
     return true;
+}
+
+/* LEAN (lower_tsp.c): a run of k >= 3 identical instructions in consecutive cycles, each alone in
+ * its cycle (not half of a MEM read/write pair), becomes the first and a `repeat k - 1, 1` (docs/tsp.md,
+ * ICU): two entries instead of k. The copies keep the cycles and the queue's issue slots they had,
+ * so the sweep places no fetch or text read among them; the tags are the same in such a run (an
+ * install's rows of zeros, an operator's kept constants) or it is no run. Only spacing 1: a longer
+ * one would leave free issue cycles inside the run that the repeat takes. */
+static bool lone_at(const lq *q, size_t i)
+{
+    return (i == 0 || q->v[i - 1].t != q->v[i].t) && (i + 1 == q->n || q->v[i + 1].t != q->v[i].t);
+}
+
+static void pack_repeats(lq *q)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < q->n;) {
+        size_t j = i + 1;
+        if (lone_at(q, i))
+            while (j < q->n && q->v[j].t == q->v[j - 1].t + 1 && lone_at(q, j) && q->v[j].in.op == q->v[i].in.op &&
+                   !memcmp(q->v[j].in.a, q->v[i].in.a, sizeof q->v[i].in.a))
+                j++;
+        q->v[o++] = q->v[i];
+        if (j - i >= 3) {
+            rec r = {.t = q->v[i].t};
+            r.in.op = LT_REPEAT;
+            r.in.a[0] = (int32_t)(j - i - 1);
+            r.in.a[1] = 1;
+            q->v[o++] = r;
+        } else {
+            j = i + 1;
+        }
+        i = j;
+    }
+    q->n = o;
 }
 
 /* Before the sweep: text words start above the allocations; every queue sorted, full, with its
@@ -298,6 +333,8 @@ static ts_status fetch_init(lt *L, fplan *fp)
         fq *f = &fp->fs[qi];
         if (q->n) /* an empty queue has no array (qsort wants one) */
             qsort(q->v, q->n, sizeof *q->v, lt_cmp_rec);
+        if (L->lean)
+            pack_repeats(q);
         f->avail = f->F = fp->C;
         for (int k = 0; k < FETCH_RING; k++)
             f->room[k] = (int64_t)fp->C;
@@ -306,7 +343,8 @@ static ts_status fetch_init(lt *L, fplan *fp)
         for (size_t i = q->n; i-- > 0;)
             f->suf[i] = i + 1 < q->n && q->v[i + 1].t == q->v[i].t
                             ? 1 + f->suf[i + 1]
-                            : 1 + (i + 1 < q->n ? nop_entries(q->v[i + 1].t - q->v[i].t - 1) + f->suf[i + 1] : 0);
+                            : 1 + (i + 1 < q->n ? nop_entries(q->v[i + 1].t - lt_rec_end(&q->v[i]) - 1) + f->suf[i + 1]
+                                                : 0);
         fp->nrec[qi] = q->n;
     }
     return TS_OK;
@@ -475,7 +513,7 @@ static void sweep_queue(lt *L, fplan *fp, uint32_t qi, uint64_t c, ts_status *rc
                                  "(" TS_TSP_KEY_QUEUE_CAPACITY " %" PRIu64 ")",
                                  qi, c, C);
         f->e += k;
-        f->now = c + 1;
+        f->now = lt_rec_end(&q->v[f->i + k - 1]) + 1;
         f->i += k;
     }
     f->room[c % FETCH_RING] = (int64_t)f->avail - (int64_t)f->e;

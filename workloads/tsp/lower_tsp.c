@@ -399,7 +399,8 @@ static void issue_order(lq *q)
         qsort(q->v, q->n, sizeof *q->v, lt_cmp_rec);
     for (i = 1; i + 1 < q->n; i++)
         if (q->v[i].t == q->v[i + 1].t && q->v[i - 1].t + 1 == q->v[i].t &&
-            (i < 2 || q->v[i - 2].t != q->v[i - 1].t) && q->v[i - 1].in.op == LT_WRITE) {
+            (i < 2 || q->v[i - 2].t != q->v[i - 1].t) && q->v[i - 1].in.op == LT_WRITE &&
+            q->v[i + 1].in.op != LT_REPEAT) {
             rec tmp = q->v[i];
             q->v[i] = q->v[i + 1];
             q->v[i + 1] = tmp;
@@ -428,7 +429,7 @@ static ts_status emit_queue(lt *L, uint32_t qi, ts_stream *s)
         if (!in)
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         memcpy(in->a, q->v[i].in.a, sizeof in->a);
-        now = t + 1;
+        now = lt_rec_end(&q->v[i]) + 1;
     }
     return TS_OK;
 }

@@ -89,6 +89,12 @@ int lt_bput(bits *b, uint64_t i, bool v);
 /* ---- the scheduler's state ---- */
 
 typedef struct rec { uint64_t t; ts_insn in; } rec;
+/* The last cycle a rec takes its queue: a `repeat n, d` (LEAN, ifetch.c: at the cycle of the
+ * instruction it repeats) through its last copy. */
+static inline uint64_t lt_rec_end(const rec *r)
+{
+    return r->in.op == LT_REPEAT ? r->t + (uint64_t)r->in.a[0] * (uint64_t)r->in.a[1] : r->t;
+}
 typedef struct lq { rec *v; size_t n, cap; bits issue, wr; } lq;
 typedef struct undo { bits *b; uint64_t i; } undo;
 typedef struct pend { uint32_t q; uint64_t t; ts_insn in; } pend;

@@ -314,13 +314,19 @@ static bool take_group(lt *L, int pool, int w, uint64_t t, uint32_t pos, int *s)
 
 /* ---- queues ---- */
 
-/* A queue's instructions in issue order (qsort): by cycle, a read before the write of the same cycle. */
+/* A queue's instructions in issue order (qsort): by cycle, a read before the write of the same cycle,
+ * a `repeat` (LEAN) after the instruction it repeats. */
+static int rec_rank(const rec *r)
+{
+    return r->in.op == LT_WRITE ? 1 : r->in.op == LT_REPEAT ? 2 : 0;
+}
+
 int lt_cmp_rec(const void *a, const void *b)
 {
     const rec *x = a, *y = b;
     if (x->t != y->t)
         return x->t < y->t ? -1 : 1;
-    return (x->in.op == LT_WRITE) - (y->in.op == LT_WRITE);
+    return rec_rank(x) - rec_rank(y);
 }
 
 /* ---- for the other rooms ---- */
