@@ -270,32 +270,57 @@ static bool check_queue(lt *L, uint32_t qi, uint64_t *fail_t)
     return true;
 }
 
-/* LEAN (lower_tsp.c): a run of k >= 3 identical instructions in consecutive cycles, each alone in
- * its cycle (not half of a MEM read/write pair), becomes the first and a `repeat k - 1, 1` (docs/tsp.md,
- * ICU): two entries instead of k. The copies keep the cycles and the queue's issue slots they had,
- * so the sweep places no fetch or text read among them; the tags are the same in such a run (an
- * install's rows of zeros, an operator's kept constants) or it is no run. Only spacing 1: a longer
- * one would leave free issue cycles inside the run that the repeat takes. */
+/* LEAN (lower_tsp.c): a run of k >= 3 identical instructions at one spacing d (1 .. REPEAT_D), each
+ * alone in its cycle (not half of a MEM read/write pair) and nothing else between them, becomes the
+ * first and a `repeat k - 1, d` (docs/tsp.md, ICU): two entries instead of k and the nops between.
+ * The queue is busy through the last copy: the cycles between the copies are marked taken, so the
+ * sweep places no fetch or text read there, and a run is packed only where every aligned window of
+ * `win` cycles it touches keeps a free cycle for the queue's own ifetch (as while scheduling). The
+ * tags are the same in such a run (an install's rows of zeros, an operator's one tag where it keeps
+ * its constants) or it is no run. */
+#define REPEAT_D 16
+
 static bool lone_at(const lq *q, size_t i)
 {
     return (i == 0 || q->v[i - 1].t != q->v[i].t) && (i + 1 == q->n || q->v[i + 1].t != q->v[i].t);
 }
 
-static void pack_repeats(lq *q)
+/* Would marking the cycles a .. b (the gaps of a run) leave every aligned window of win cycles that
+ * they touch a free cycle of the queue? */
+static bool windows_keep_free(const lq *q, uint64_t a, uint64_t b, uint64_t s, uint64_t e, uint64_t win)
+{
+    if (a > b)
+        return true;
+    for (uint64_t w0 = a / win * win; w0 <= b; w0 += win) {
+        bool any = false;
+        for (uint64_t c = w0; c < w0 + win && !any; c++)
+            any = !(c >= s && c <= e) && !lt_bget(&q->issue, c) && !lt_bget(&q->wr, c);
+        if (!any)
+            return false;
+    }
+    return true;
+}
+
+static int pack_repeats(lq *q, uint64_t win)
 {
     size_t o = 0;
     for (size_t i = 0; i < q->n;) {
         size_t j = i + 1;
-        if (lone_at(q, i))
-            while (j < q->n && q->v[j].t == q->v[j - 1].t + 1 && lone_at(q, j) && q->v[j].in.op == q->v[i].in.op &&
+        uint64_t d = i + 1 < q->n ? q->v[i + 1].t - q->v[i].t : 0;
+        if (lone_at(q, i) && d >= 1 && d <= REPEAT_D)
+            while (j < q->n && q->v[j].t == q->v[j - 1].t + d && lone_at(q, j) && q->v[j].in.op == q->v[i].in.op &&
                    !memcmp(q->v[j].in.a, q->v[i].in.a, sizeof q->v[i].in.a))
                 j++;
+        uint64_t t0 = q->v[i].t, t1 = q->v[j - 1].t;
         q->v[o++] = q->v[i];
-        if (j - i >= 3) {
-            rec r = {.t = q->v[i].t};
+        if (j - i >= 3 && (d == 1 || windows_keep_free(q, t0 + 1, t1 - 1, t0, t1, win))) {
+            for (uint64_t c = t0 + 1; d > 1 && c < t1; c++)
+                if (lt_bput(&q->issue, c, true))
+                    return -1;
+            rec r = {.t = t0};
             r.in.op = LT_REPEAT;
             r.in.a[0] = (int32_t)(j - i - 1);
-            r.in.a[1] = 1;
+            r.in.a[1] = (int32_t)d;
             q->v[o++] = r;
         } else {
             j = i + 1;
@@ -303,6 +328,7 @@ static void pack_repeats(lq *q)
         i = j;
     }
     q->n = o;
+    return 0;
 }
 
 /* Before the sweep: text words start above the allocations; every queue sorted, full, with its
@@ -333,8 +359,8 @@ static ts_status fetch_init(lt *L, fplan *fp)
         fq *f = &fp->fs[qi];
         if (q->n) /* an empty queue has no array (qsort wants one) */
             qsort(q->v, q->n, sizeof *q->v, lt_cmp_rec);
-        if (L->lean)
-            pack_repeats(q);
+        if (L->lean && pack_repeats(q, fp->D))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         f->avail = f->F = fp->C;
         for (int k = 0; k < FETCH_RING; k++)
             f->room[k] = (int64_t)fp->C;
