@@ -178,6 +178,8 @@ typedef struct lt {
     bool keep_scale;       /* the final passes of the product being placed read its scale from a latch (ks) */
     bool keep_bias;        /* ... and its first passes its bias (kb), where it has one bias vector */
     lt_kept ks, kb;        /* ... those (lt_search puts them back after a failed try) */
+    uint32_t ptag;         /* LEAN: the one tag of every single-plane pass of the product being placed (its
+                            * abc and requantisation then repeat from pass to pass); 0: a tag a pass */
     ts_lower_tsp_layer *layers; size_t nlayers, caplayers;
     uint64_t words_used;
     uint32_t fwin;         /* every queue keeps a free cycle in each aligned window of fwin (0: none) */
