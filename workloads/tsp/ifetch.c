@@ -469,6 +469,7 @@ static ts_status text_fits(lt *L, fplan *fp)
     if (rc != TS_OK || fetches * per <= live)
         return rc;
     L->text_short = L->text_over = true;
+    L->text_far = fetches * per > LT_LEAN_REACH * live; /* LEAN is not tried (lower_tsp.c) */
     uint64_t short_w = fetches * per - live;
     return ts_err_set(L->err, TS_EINPUT,
                       "the instruction text does not fit: the schedule's %" PRIu64 " entries in %" PRIu32

@@ -615,6 +615,18 @@ static void lt_free(lt *L, size_t nt)
  * compiles. A text whose count alone is over every word free of data (ifetch.c, L->text_over) is
  * refused in mode 0: ResNet-50 at batch 8, ViT-B/16, BERT-base. */
 
+/* LEAN: where the instruction text of every mode does not fit (its count over the words free of data
+ * by at most LT_LEAN_REACH times, or the fetch sweep running out of them), mode 0 is tried once more
+ * with fewer entries (docs/lowering-tsp.md, *LEAN*): every product keeps its scale and (one zero
+ * bias where it has none) its bias in latches, and its single-plane passes carry one tag; the f32
+ * chains (ewise.c, LayerNorm, Softmax) keep their constants in latches on one tag per operator; a
+ * word held in every slice is read for a stream from a slice of its own and a VXM operation takes
+ * the first free ALU, so queues issue in runs; and runs of identical instructions at one spacing are
+ * packed with `repeat` (ifetch.c). The one tag per product or operator weakens the simulator's
+ * check of which value an instruction meets (tags are a checking aid that the published ISA does
+ * not carry). A LEAN try that fails for another reason than its text leaves the modes' error. Only
+ * schedules that did not compile take it, so every program that compiled before is the same. */
+
 /* COMPACT: where the layout as always leaves a tensor without room, the lowering is tried again in
  * the compact layout (L->compact), which gives up nothing but the identity of the programs that
  * fit: the one-hot vectors of A V's transposes laid out once per shape instead of again whenever
@@ -668,7 +680,7 @@ static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t 
     *room_short = rc == TS_EINPUT && L.room_short;
     *east_used = *east_used || L.east_used;
     *text_over = rc == TS_EINPUT && L.text_over;
-    *text_short = rc == TS_EINPUT && L.text_short;
+    *text_short = rc == TS_EINPUT && L.text_short && !L.text_far;
     lt_free(&L, nt);
     if (rc == TS_OK) {
         *out = L.prog;
@@ -736,8 +748,21 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
             continue; /* the same schedule as mode 0 */
         rc = lower_mode(g, P, mode, false, out, rep, err, &room, &east, &over, &tshort);
     }
-    if (ok && rc == TS_EINPUT && tshort) /* LEAN: the text of every mode does not fit */
-        rc = lower_mode(g, P, 0, true, out, rep, err, &room, &east, &over, &tshort);
+    if (ok && rc == TS_EINPUT && tshort) { /* LEAN: the text of every mode does not fit */
+        ts_err was = {.status = TS_OK};
+        if (err) {
+            was = *err;
+            err->detail = NULL; /* moved to was */
+        }
+        ts_status lrc = lower_mode(g, P, 0, true, out, rep, err, &room, &east, &over, &tshort);
+        if (lrc == TS_OK || (lrc == TS_EINPUT && tshort)) { /* compiled, or its own text's figures */
+            rc = lrc;
+            ts_err_free(&was);
+        } else if (err) { /* anything else: the modes' error stands */
+            ts_err_free(err);
+            *err = was;
+        }
+    }
     ts_graph_destroy(sq);
     return rc;
 }

@@ -188,6 +188,8 @@ typedef struct lt {
     bool text_short;       /* the instruction text does not fit in MEM (ifetch.c): no later try helps */
     bool text_over;        /* ... its count alone is over every word free of data (ifetch.c, text_fits): no
                             * other schedule helps either (lower_tsp.c, MODES) */
+    bool text_far;         /* ... and over LT_LEAN_REACH times those words (ifetch.c, text_fits) */
+#define LT_LEAN_REACH 3   /* LEAN cut BERT-base's count to 0.48 of its words (lower_tsp.c) */
     bool text_live;        /* text also below the data, in words free until first written (ifetch.c) */
     bool text_out;         /* the words above the data ran out while fetches were placed (ifetch.c) */
     uint32_t fetch_slack;  /* entries a queue asks for text ahead of its own count (ifetch.c; 0 on the first try) */
