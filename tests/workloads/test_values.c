@@ -565,6 +565,39 @@ START_TEST(test_gpt_tsp)
 }
 END_TEST
 
+/* LEAN (docs/lowering-tsp.md, *The text does not fit*): the 2-layer BERT on a tsp_v1 of 680 words
+ * a MEM slice, where the instruction text of every mode runs out of words free of data, compiles
+ * on the last try, whose products keep their scales and whose f32 chains (Gelu, Div) their
+ * constants in VXM latches instead of reading them from the east MEM for every vector; it runs
+ * hazard-free (the run stops on one) and its outputs are bit for bit the int8 reference's. */
+START_TEST(test_bert_lean)
+{
+    static const char *const small[] = {"mem.slice_bytes=435200"};
+    const char *what = "bert2_s16 on tsp_v1 with 680 words a MEM slice";
+    ts_err e;
+    ts_err_init(&e);
+    ts_config *cfg = NULL;
+    ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find, .sets = small, .nsets = 1};
+    ck_assert_msg(ts_config_load(&cfg, "tsp_v1", &co, &e) == TS_OK, "%s", e.msg);
+    const ts_family *fam = ts_family_find(ts_config_arch(cfg));
+    ts_npz in = {0};
+    ck_assert_msg(ts_npz_read(model_path("bert2_s16", "_in.npz"), &in, &e) == TS_OK, "%s", e.msg);
+    ts_lower_values vals = {&in, model_path("bert2_s16", "_in.npz"), true};
+    ts_lowered *l = NULL;
+    ck_assert_msg(ts_lower_model_values(model_path("bert2_s16", ".onnx"), cfg, NULL, &vals, &l, &e) == TS_OK, "%s: %s",
+                  what, e.msg);
+    ts_program *prog;
+    ts_results res;
+    ck_assert_int_eq(check_tsp(l, run_lowered(l, fam, cfg, what, &prog, &res), what, true), 0);
+    ts_results_free(&res);
+    ts_program_destroy(prog);
+    ts_lowered_destroy(l);
+    ts_npz_free(&in);
+    ts_config_destroy(cfg);
+    ts_err_free(&e);
+}
+END_TEST
+
 /* The BatchNormalization fold is exact when some of its operands carry values: the others take
  * their fill values (by their ids before finalize), so W' = W s and b' = (b - mean) s + shift with
  * s = scale / sqrt(var + eps), here with only the variance and the weight given. */
@@ -621,6 +654,10 @@ int main(void)
     tcase_set_timeout(gpt, 120);
     tcase_add_loop_test(gpt, test_gpt_tsp, 0, 3);
     suite_add_tcase(s, gpt);
+    TCase *lean = tcase_create("lean"); /* alone: CK_RUN_CASE=lean */
+    tcase_set_timeout(lean, 300);
+    tcase_add_test(lean, test_bert_lean);
+    suite_add_tcase(s, lean);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
     int failed = srunner_ntests_failed(r);

@@ -346,7 +346,19 @@ typedef struct ew_arg {
     uint64_t v;
     uint32_t tile;
     uint32_t pix; /* the output vector's pixel (a per-row constant's row is pix mod rows) */
+    /* LEAN (lower_tsp.c) and an f32 chain: the constants the same for every vector stay in latches
+     * (sched.c, lt_kept_in) instead of being read from the east MEM for each vector; every vector's
+     * chain then carries the operator's one tag (ktag), the kept latches' */
+    bool keep;
+    uint32_t ktag, kt;  /* kt: the tiles of the output (a per-tile constant keeps a latch per tile) */
+    lt_kept *kept;      /* [EW_MAX_CONSTS][kt] */
 } ew_arg;
+
+/* The kept latch of constant k for the vector being placed (not one of a per-row constant). */
+static lt_kept *kept_of(const ew_arg *e, int k)
+{
+    return &e->kept[(uint32_t)k * e->kt + (e->p->c[k].per_tile ? e->tile : 0)];
+}
 
 /* Operand o of a step at cycle t: a value, or a constant read to arrive then. */
 static bool operand(lt *L, const ew_arg *e, int o, uint64_t t, uint32_t tag, val *vals, val *out)
@@ -357,6 +369,10 @@ static bool operand(lt *L, const ew_arg *e, int o, uint64_t t, uint32_t tag, val
     }
     const ew_const *c = &e->p->c[-1 - o];
     uint32_t vec = c->per_tile ? e->tile + (c->rows ? e->pix % c->rows * e->y->T : 0) : 0; /* place_consts */
+    uint32_t kt;
+    if (!e->p->i8 && e->keep && !c->rows &&
+        lt_kept_in(L, kept_of(e, -1 - o), e->cword[-1 - o] + 4 * vec, L->tg->reg.f32, t, tag, out, &kt))
+        return kt == tag; /* the latch was loaded with the operator's tag */
     if (!e->p->i8)
         return lt_scale_in(L, e->cword[-1 - o] + 4 * vec, t, tag, out);
     uint32_t pv = L->tg->pos_vxm; /* one byte plane on one stream */
@@ -423,12 +439,11 @@ static void plan_times(const lt *L, const ew_plan *p, uint32_t *last_use)
     }
 }
 
-static bool try_ew(lt *L, const void *arg, uint64_t A, uint64_t *w)
+static bool try_ew_at(lt *L, const ew_arg *e, uint64_t A, uint64_t *w)
 {
-    const ew_arg *e = arg;
     const ew_plan *p = e->p;
     const ts_tsp_regs *R = &L->tg->reg;
-    uint32_t tag = L->tag % 65535 + 1;
+    uint32_t tag = e->keep ? e->ktag : L->tag % 65535 + 1;
     val vals[2 + EW_MAX_STEPS], a, b, o;
     int so = -1;
     if (!inputs(L, e, A, tag, vals))
@@ -465,8 +480,23 @@ static bool try_ew(lt *L, const void *arg, uint64_t A, uint64_t *w)
     lt_slot(L, e->y, e->v, &om, &ow);
     if (!lt_wr(L, om, ow, o.t, L->tg->pos_vxm, WEST, so, tag, e->y->avail, w))
         return false;
-    L->tag = tag;
+    if (!e->keep)
+        L->tag = tag;
     return true;
+}
+
+/* try_ew_at, whose failed try leaves the kept latches as they were (lt_search undoes their cycles). */
+static bool try_ew(lt *L, const void *arg, uint64_t A, uint64_t *w)
+{
+    const ew_arg *e = arg;
+    lt_kept was[EW_MAX_CONSTS];
+    for (int k = 0; e->keep && k < e->p->nc; k++)
+        was[k] = *kept_of(e, k);
+    if (try_ew_at(L, e, A, w))
+        return true;
+    for (int k = 0; e->keep && k < e->p->nc; k++)
+        *kept_of(e, k) = was[k];
+    return false;
 }
 
 static ts_status sched_ew(lt *L, const ts_graph_node *nd, ew_arg *e, ts_lower_tsp_layer *ly)
@@ -521,13 +551,25 @@ ts_status lt_lower_ewise(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
     if ((rc = place_consts(L, nd, &p, e.in[0]->T, cword)) != TS_OK)
         return rc;
     e.cword = cword;
+    e.keep = L->lean && !p.i8;
+    e.kt = e.in[0]->T;
+    if (e.keep && !(e.kept = ts_calloc((size_t)EW_MAX_CONSTS * e.kt, sizeof *e.kept)))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    if (e.keep)
+        e.ktag = lt_new_tag(L);
     plan_times(L, &p, e.last_use);
     int out = nd->out[0];
-    if ((rc = lt_place(L, out, e.in[0]->P, e.in[0]->C, nd, false, lt_bank_pref(L, e.in[0]))) != TS_OK)
+    if ((rc = lt_place(L, out, e.in[0]->P, e.in[0]->C, nd, false, lt_bank_pref(L, e.in[0]))) != TS_OK) {
+        ts_free(e.kept);
         return rc;
+    }
     e.y = &L->t[out];
     e.y->nonneg = p.nonneg;
-    if ((rc = sched_ew(L, nd, &e, ly)) != TS_OK)
+    rc = sched_ew(L, nd, &e, ly);
+    for (size_t i = 0; e.keep && i < (size_t)EW_MAX_CONSTS * e.kt; i++)
+        lt_kept_end(L, &e.kept[i]);
+    ts_free(e.kept);
+    if (rc != TS_OK)
         return rc;
     for (int i = 0; i < p.nin; i++)
         if (i == 0 || nd->in[1] != nd->in[0])

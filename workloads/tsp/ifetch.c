@@ -264,10 +264,71 @@ static bool check_queue(lt *L, uint32_t qi, uint64_t *fail_t)
             f.pf = start + D;
         }
         f.e += k;
-        f.now = tau + 1;
+        f.now = lt_rec_end(&q->v[i + k - 1]) + 1;
         i += k;
     }
     return true;
+}
+
+/* LEAN (lower_tsp.c): a run of k >= 3 identical instructions at one spacing d (1 .. REPEAT_D), each
+ * alone in its cycle (not half of a MEM read/write pair) and nothing else between them, becomes the
+ * first and a `repeat k - 1, d` (docs/tsp.md, ICU): two entries instead of k and the nops between.
+ * The queue is busy through the last copy: the cycles between the copies are marked taken, so the
+ * sweep places no fetch or text read there, and a run is packed only where every aligned window of
+ * `win` cycles it touches keeps a free cycle for the queue's own ifetch (as while scheduling). The
+ * tags are the same in such a run (an install's rows of zeros, an operator's one tag where it keeps
+ * its constants) or it is no run. */
+#define REPEAT_D 16
+
+static bool lone_at(const lq *q, size_t i)
+{
+    return (i == 0 || q->v[i - 1].t != q->v[i].t) && (i + 1 == q->n || q->v[i + 1].t != q->v[i].t);
+}
+
+/* Would marking the cycles a .. b (the gaps of a run) leave every aligned window of win cycles that
+ * they touch a free cycle of the queue? */
+static bool windows_keep_free(const lq *q, uint64_t a, uint64_t b, uint64_t s, uint64_t e, uint64_t win)
+{
+    if (a > b)
+        return true;
+    for (uint64_t w0 = a / win * win; w0 <= b; w0 += win) {
+        bool any = false;
+        for (uint64_t c = w0; c < w0 + win && !any; c++)
+            any = !(c >= s && c <= e) && !lt_bget(&q->issue, c) && !lt_bget(&q->wr, c);
+        if (!any)
+            return false;
+    }
+    return true;
+}
+
+static int pack_repeats(lq *q, uint64_t win)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < q->n;) {
+        size_t j = i + 1;
+        uint64_t d = i + 1 < q->n ? q->v[i + 1].t - q->v[i].t : 0;
+        if (lone_at(q, i) && d >= 1 && d <= REPEAT_D)
+            while (j < q->n && q->v[j].t == q->v[j - 1].t + d && lone_at(q, j) && q->v[j].in.op == q->v[i].in.op &&
+                   !memcmp(q->v[j].in.a, q->v[i].in.a, sizeof q->v[i].in.a))
+                j++;
+        uint64_t t0 = q->v[i].t, t1 = q->v[j - 1].t;
+        q->v[o++] = q->v[i];
+        if (j - i >= 3 && (d == 1 || windows_keep_free(q, t0 + 1, t1 - 1, t0, t1, win))) {
+            for (uint64_t c = t0 + 1; d > 1 && c < t1; c++)
+                if (lt_bput(&q->issue, c, true))
+                    return -1;
+            rec r = {.t = t0};
+            r.in.op = LT_REPEAT;
+            r.in.a[0] = (int32_t)(j - i - 1);
+            r.in.a[1] = (int32_t)d;
+            q->v[o++] = r;
+        } else {
+            j = i + 1;
+        }
+        i = j;
+    }
+    q->n = o;
+    return 0;
 }
 
 /* Before the sweep: text words start above the allocations; every queue sorted, full, with its
@@ -298,6 +359,8 @@ static ts_status fetch_init(lt *L, fplan *fp)
         fq *f = &fp->fs[qi];
         if (q->n) /* an empty queue has no array (qsort wants one) */
             qsort(q->v, q->n, sizeof *q->v, lt_cmp_rec);
+        if (L->lean && pack_repeats(q, fp->D))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         f->avail = f->F = fp->C;
         for (int k = 0; k < FETCH_RING; k++)
             f->room[k] = (int64_t)fp->C;
@@ -306,7 +369,8 @@ static ts_status fetch_init(lt *L, fplan *fp)
         for (size_t i = q->n; i-- > 0;)
             f->suf[i] = i + 1 < q->n && q->v[i + 1].t == q->v[i].t
                             ? 1 + f->suf[i + 1]
-                            : 1 + (i + 1 < q->n ? nop_entries(q->v[i + 1].t - q->v[i].t - 1) + f->suf[i + 1] : 0);
+                            : 1 + (i + 1 < q->n ? nop_entries(q->v[i + 1].t - lt_rec_end(&q->v[i]) - 1) + f->suf[i + 1]
+                                                : 0);
         fp->nrec[qi] = q->n;
     }
     return TS_OK;
@@ -405,6 +469,7 @@ static ts_status text_fits(lt *L, fplan *fp)
     if (rc != TS_OK || fetches * per <= live)
         return rc;
     L->text_short = L->text_over = true;
+    L->text_far = fetches * per > LT_LEAN_REACH * live; /* LEAN is not tried (lower_tsp.c) */
     uint64_t short_w = fetches * per - live;
     return ts_err_set(L->err, TS_EINPUT,
                       "the instruction text does not fit: the schedule's %" PRIu64 " entries in %" PRIu32
@@ -475,7 +540,7 @@ static void sweep_queue(lt *L, fplan *fp, uint32_t qi, uint64_t c, ts_status *rc
                                  "(" TS_TSP_KEY_QUEUE_CAPACITY " %" PRIu64 ")",
                                  qi, c, C);
         f->e += k;
-        f->now = c + 1;
+        f->now = lt_rec_end(&q->v[f->i + k - 1]) + 1;
         f->i += k;
     }
     f->room[c % FETCH_RING] = (int64_t)f->avail - (int64_t)f->e;

@@ -34,6 +34,12 @@ typedef struct ln {
     uint32_t sbase, swords;  /* the mean and r of every row: 8 words, striped over the east slices */
     uint64_t sav;            /* the scratch may be written after this cycle */
     uint64_t *ready[2];      /* per row: the first cycle its mean (0) and r (1) may be read */
+    /* LEAN (lower_tsp.c): the constants stay in latches (sched.c, lt_kept_in), one per constant
+     * vector (nk of them), instead of being read from the east MEM for each row or vector; every
+     * group then carries the operator's one tag (ktag), the kept latches' */
+    bool keep;
+    uint32_t ktag, nk;
+    lt_kept *kept;
 } ln;
 
 typedef struct ln_arg { const ln *n; uint32_t m, t; int phase; } ln_arg;
@@ -66,7 +72,16 @@ static bool ln_in(lt *L, const ln *n, uint32_t m, int which, uint64_t t, uint32_
 /* Constant vector k (tile t of a per-tile one) arriving at the VXM at t. */
 static bool ln_const(lt *L, const ln *n, uint32_t k, uint64_t t, uint32_t tag, val *v)
 {
+    uint32_t kt;
+    if (n->keep && lt_kept_in(L, &n->kept[k], n->cbase + 4 * k, L->tg->reg.f32, t, tag, v, &kt))
+        return kt == tag; /* the latch was loaded with the operator's tag */
     return lt_scale_in(L, n->cbase + 4 * k, t, tag, v);
+}
+
+/* A group's tag: the operator's one where it keeps its constants (LEAN), else the next. */
+static uint32_t ln_tag(const lt *L, const ln *n)
+{
+    return n->keep ? n->ktag : L->tag % 65535 + 1;
 }
 
 /* Whether tile t of a row has lanes past D (the mask applies). */
@@ -121,13 +136,13 @@ static bool ln_tile(lt *L, const ln_arg *a, uint32_t t, uint64_t Tt, uint32_t ta
 
 /* The sum (phase 0) or variance (phase 1) group of row m, its first abc at T0 on plane W1: the
  * tiles, the accumulators to the VXM, the mean or r written to the scratch. */
-static bool try_ln_sum(lt *L, const void *arg, uint64_t T0, uint64_t *wdone)
+static bool try_ln_sum_at(lt *L, const void *arg, uint64_t T0, uint64_t *wdone)
 {
     const ln_arg *a = arg;
     const ln *n = a->n;
     const ts_tsp_target *P = L->tg;
     const ts_tsp_regs *R = &P->reg;
-    uint32_t pp = P->pos_mxm_w[1], q = P->q_mxm + P->mxm_queues, pv = P->pos_vxm, tag = L->tag % 65535 + 1;
+    uint32_t pp = P->pos_mxm_w[1], q = P->q_mxm + P->mxm_queues, pv = P->pos_vxm, tag = ln_tag(L, n);
     uint64_t fi = P->fp16_interval, Tl = T0 + (n->T - 1) * fi;
     if (T0 < (pv - pp) + ln_lead(L, n, 0, a->phase) + ln_lead(L, n, n->T - 1, a->phase) + 8)
         return false;
@@ -167,17 +182,18 @@ static bool try_ln_sum(lt *L, const void *arg, uint64_t T0, uint64_t *wdone)
             last = w;
     }
     *wdone = last;
-    L->tag = tag;
+    if (!n->keep)
+        L->tag = tag;
     return true;
 }
 
 /* The output of vector t of row m, its input arriving at the VXM at A. */
-static bool try_ln_out(lt *L, const void *arg, uint64_t A, uint64_t *wdone)
+static bool try_ln_out_at(lt *L, const void *arg, uint64_t A, uint64_t *wdone)
 {
     const ln_arg *a = arg;
     const ln *n = a->n;
     const ts_tsp_regs *R = &L->tg->reg;
-    uint32_t tag = L->tag % 65535 + 1, mem, word;
+    uint32_t tag = ln_tag(L, n), mem, word;
     uint64_t v_ = (uint64_t)a->m * n->T + a->t;
     lt_slot(L, n->x, v_, &mem, &word);
     val xv, u, c, d, e, g, h, o;
@@ -195,11 +211,42 @@ static bool try_ln_out(lt *L, const void *arg, uint64_t A, uint64_t *wdone)
     lt_slot(L, n->y, v_, &mem, &word);
     if (!lt_wr(L, mem, word, o.t, L->tg->pos_vxm, WEST, so, tag, n->y->avail, wdone))
         return false;
-    L->tag = tag;
+    if (!n->keep)
+        L->tag = tag;
     return true;
 }
 
 /* ---- memory ---- */
+
+/* A group tried at one cycle; a failed try leaves the kept latches as they were (lt_search undoes
+ * their cycles). */
+static bool ln_try(lt *L, lt_fit fit, const ln_arg *a, uint64_t t, uint64_t *wdone)
+{
+    const ln *n = a->n;
+    lt_kept *was = NULL;
+    if (n->keep) {
+        if (!(was = ts_malloc(n->nk * sizeof *was))) {
+            L->oom = true;
+            return false;
+        }
+        memcpy(was, n->kept, n->nk * sizeof *was);
+    }
+    bool ok = fit(L, a, t, wdone);
+    if (!ok && was)
+        memcpy(n->kept, was, n->nk * sizeof *was);
+    ts_free(was);
+    return ok;
+}
+
+static bool try_ln_sum(lt *L, const void *arg, uint64_t T0, uint64_t *wdone)
+{
+    return ln_try(L, try_ln_sum_at, arg, T0, wdone);
+}
+
+static bool try_ln_out(lt *L, const void *arg, uint64_t A, uint64_t *wdone)
+{
+    return ln_try(L, try_ln_out_at, arg, A, wdone);
+}
 
 /* The constants in every east slice (*cbase) and the scratch (*sbase). */
 static ts_status ln_memory(lt *L, ln *n)
@@ -327,11 +374,20 @@ ts_status lt_lower_layernorm(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer 
     n.y = &L->t[nd->out[0]];
     n.ready[0] = ts_calloc(n.P, sizeof *n.ready[0]);
     n.ready[1] = ts_calloc(n.P, sizeof *n.ready[1]);
+    n.keep = L->lean;
+    n.nk = LC_GAMMA + 2 * n.T;
+    n.kept = n.keep ? ts_calloc(n.nk, sizeof *n.kept) : NULL;
     uint64_t T;
-    if (!n.ready[0] || !n.ready[1])
+    if (!n.ready[0] || !n.ready[1] || (n.keep && !n.kept))
         rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
-    else if ((rc = lt_ones_block(L, nd, L->VL, ly, &T)) == TS_OK)
+    else if ((rc = lt_ones_block(L, nd, L->VL, ly, &T)) == TS_OK) {
+        if (n.keep)
+            n.ktag = lt_new_tag(L);
         rc = ln_rows(L, &n, T, ly);
+    }
+    for (uint32_t k = 0; n.kept && k < n.nk; k++)
+        lt_kept_end(L, &n.kept[k]);
+    ts_free(n.kept);
     ts_free(n.ready[0]);
     ts_free(n.ready[1]);
     if (rc != TS_OK)

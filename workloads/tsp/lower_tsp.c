@@ -399,7 +399,8 @@ static void issue_order(lq *q)
         qsort(q->v, q->n, sizeof *q->v, lt_cmp_rec);
     for (i = 1; i + 1 < q->n; i++)
         if (q->v[i].t == q->v[i + 1].t && q->v[i - 1].t + 1 == q->v[i].t &&
-            (i < 2 || q->v[i - 2].t != q->v[i - 1].t) && q->v[i - 1].in.op == LT_WRITE) {
+            (i < 2 || q->v[i - 2].t != q->v[i - 1].t) && q->v[i - 1].in.op == LT_WRITE &&
+            q->v[i + 1].in.op != LT_REPEAT) {
             rec tmp = q->v[i];
             q->v[i] = q->v[i + 1];
             q->v[i + 1] = tmp;
@@ -428,7 +429,7 @@ static ts_status emit_queue(lt *L, uint32_t qi, ts_stream *s)
         if (!in)
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
         memcpy(in->a, q->v[i].in.a, sizeof in->a);
-        now = t + 1;
+        now = lt_rec_end(&q->v[i]) + 1;
     }
     return TS_OK;
 }
@@ -614,6 +615,18 @@ static void lt_free(lt *L, size_t nt)
  * compiles. A text whose count alone is over every word free of data (ifetch.c, L->text_over) is
  * refused in mode 0: ResNet-50 at batch 8, ViT-B/16, BERT-base. */
 
+/* LEAN: where the instruction text of every mode does not fit (its count over the words free of data
+ * by at most LT_LEAN_REACH times, or the fetch sweep running out of them), mode 0 is tried once more
+ * with fewer entries (docs/lowering-tsp.md, *LEAN*): every product keeps its scale and (one zero
+ * bias where it has none) its bias in latches, and its single-plane passes carry one tag; the f32
+ * chains (ewise.c, LayerNorm, Softmax) keep their constants in latches on one tag per operator; a
+ * word held in every slice is read for a stream from a slice of its own and a VXM operation takes
+ * the first free ALU, so queues issue in runs; and runs of identical instructions at one spacing are
+ * packed with `repeat` (ifetch.c). The one tag per product or operator weakens the simulator's
+ * check of which value an instruction meets (tags are a checking aid that the published ISA does
+ * not carry). A LEAN try that fails for another reason than its text leaves the modes' error. Only
+ * schedules that did not compile take it, so every program that compiled before is the same. */
+
 /* COMPACT: where the layout as always leaves a tensor without room, the lowering is tried again in
  * the compact layout (L->compact), which gives up nothing but the identity of the programs that
  * fit: the one-hot vectors of A V's transposes laid out once per shape instead of again whenever
@@ -626,14 +639,15 @@ static void lt_free(lt *L, size_t nt)
 /* Try k of the schedule, in the compact layout or not; *fetch_failed when it failed only because
  * the instruction fetches could not be placed, *room_short when a region found no room. */
 static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t k, bool compact, int mode,
-                            bool *live, ts_program **out, ts_lower_tsp_report *rep, ts_err *err, bool *fetch_failed,
-                            bool *room_short, bool *east_used, bool *text_over)
+                            bool lean, bool *live, ts_program **out, ts_lower_tsp_report *rep, ts_err *err, bool *fetch_failed,
+                            bool *room_short, bool *east_used, bool *text_over, bool *text_short)
 {
     lt L;
     size_t nt = ts_graph_tensor_count(g), nn = ts_graph_node_count(g);
     ts_status rc = lt_init(&L, g, P, err);
     L.compact = compact;
     L.mode = mode;
+    L.lean = lean;
     L.pools = lt_pool_sets[mode];
     static const uint32_t slack[FETCH_TRIES] = {0, 20, 20, 40};
     L.fetch_slack = slack[k];
@@ -666,6 +680,7 @@ static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t 
     *room_short = rc == TS_EINPUT && L.room_short;
     *east_used = *east_used || L.east_used;
     *text_over = rc == TS_EINPUT && L.text_over;
+    *text_short = rc == TS_EINPUT && L.text_short && !L.text_far;
     lt_free(&L, nt);
     if (rc == TS_OK) {
         *out = L.prog;
@@ -675,6 +690,34 @@ static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t 
             ts_free(rep->places);
             ts_free(rep->layers);
             memset(rep, 0, sizeof *rep);
+        }
+    }
+    return rc;
+}
+
+/* One mode (MODES), lean or not (LEAN): the layout as always, then the compact one where a region
+ * found no room (COMPACT), each over the fetch tries (FETCH_TRIES). */
+static ts_status lower_mode(const ts_graph *g, const ts_tsp_target *P, int mode, bool lean, ts_program **out,
+                            ts_lower_tsp_report *rep, ts_err *err, bool *room, bool *east, bool *over, bool *tshort)
+{
+    ts_status rc = TS_OK;
+    *room = false;
+    for (int compact = 0; compact < 2 && (!compact || *room); compact++) {
+        bool again = true, live = false;
+        for (uint32_t k = 0; again && k < FETCH_TRIES; k++) {
+            if ((k || compact || mode || lean) && err) {
+                ts_err_free(err);
+                ts_err_init(err);
+            }
+            bool was = live;
+            rc = lower_once(g, P, k, compact, mode, lean, &live, out, rep, err, &again, room, east, over, tshort);
+            if (again && live && !was) { /* the same try again with text below the data */
+                if (err) {
+                    ts_err_free(err);
+                    ts_err_init(err);
+                }
+                rc = lower_once(g, P, k, compact, mode, lean, &live, out, rep, err, &again, room, east, over, tshort);
+            }
         }
     }
     return rc;
@@ -697,29 +740,27 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
     /* the layout as always first; where a region finds no room, the compact one (COMPACT above); where
      * the instruction text of a schedule on the east planes too does not fit, the west planes alone,
      * then the narrow pools as well: the schedule of before the east planes (MODES) */
-    bool ok = rc == TS_OK, room = false, east = false, over = false;
+    bool ok = rc == TS_OK, room = false, east = false, over = false, tshort = false;
     for (int mode = 0; ok && mode < 3; mode++) {
         if (mode && (rc != TS_EINPUT || room || over))
             break; /* compiled, or refused for a reason another mode does not change */
         if (mode == 1 && !east)
             continue; /* the same schedule as mode 0 */
-        for (int compact = 0; compact < 2 && (!compact || room); compact++) {
-            bool again = true, live = false;
-            for (uint32_t k = 0; again && k < FETCH_TRIES; k++) {
-                if ((k || compact || mode) && err) {
-                    ts_err_free(err);
-                    ts_err_init(err);
-                }
-                bool was = live;
-                rc = lower_once(g, P, k, compact, mode, &live, out, rep, err, &again, &room, &east, &over);
-                if (again && live && !was) { /* the same try again with text below the data */
-                    if (err) {
-                        ts_err_free(err);
-                        ts_err_init(err);
-                    }
-                    rc = lower_once(g, P, k, compact, mode, &live, out, rep, err, &again, &room, &east, &over);
-                }
-            }
+        rc = lower_mode(g, P, mode, false, out, rep, err, &room, &east, &over, &tshort);
+    }
+    if (ok && rc == TS_EINPUT && tshort) { /* LEAN: the text of every mode does not fit */
+        ts_err was = {.status = TS_OK};
+        if (err) {
+            was = *err;
+            err->detail = NULL; /* moved to was */
+        }
+        ts_status lrc = lower_mode(g, P, 0, true, out, rep, err, &room, &east, &over, &tshort);
+        if (lrc == TS_OK || (lrc == TS_EINPUT && tshort)) { /* compiled, or its own text's figures */
+            rc = lrc;
+            ts_err_free(&was);
+        } else if (err) { /* anything else: the modes' error stands */
+            ts_err_free(err);
+            *err = was;
         }
     }
     ts_graph_destroy(sq);

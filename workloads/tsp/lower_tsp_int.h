@@ -89,6 +89,12 @@ int lt_bput(bits *b, uint64_t i, bool v);
 /* ---- the scheduler's state ---- */
 
 typedef struct rec { uint64_t t; ts_insn in; } rec;
+/* The last cycle a rec takes its queue: a `repeat n, d` (LEAN, ifetch.c: at the cycle of the
+ * instruction it repeats) through its last copy. */
+static inline uint64_t lt_rec_end(const rec *r)
+{
+    return r->in.op == LT_REPEAT ? r->t + (uint64_t)r->in.a[0] * (uint64_t)r->in.a[1] : r->t;
+}
 typedef struct lq { rec *v; size_t n, cap; bits issue, wr; } lq;
 typedef struct undo { bits *b; uint64_t i; } undo;
 typedef struct pend { uint32_t q; uint64_t t; ts_insn in; } pend;
@@ -165,6 +171,8 @@ typedef struct lt {
     int mode;              /* lower_tsp.c, MODES: 0 the east planes too and the wide pools, 1 the west planes
                             * alone, 2 and the narrow pools (the schedule of before the east planes) */
     const lt_pool *pools;  /* lt_pool_sets[mode] */
+    bool lean;             /* lower_tsp.c, LEAN: a text whose count alone is over every word free of data is
+                            * tried again with fewer MEM accesses (every product keeps its scale in a latch) */
     bool east_used;        /* a product's blocks went on the east planes */
     uint32_t ezero;        /* 1 + a word of zeros in every east slice (rows past a block's valid ones on
                             * an east plane), 0 until laid out (products.c, east_rows) */
@@ -172,6 +180,8 @@ typedef struct lt {
     bool keep_scale;       /* the final passes of the product being placed read its scale from a latch (ks) */
     bool keep_bias;        /* ... and its first passes its bias (kb), where it has one bias vector */
     lt_kept ks, kb;        /* ... those (lt_search puts them back after a failed try) */
+    uint32_t ptag;         /* LEAN: the one tag of every single-plane pass of the product being placed (its
+                            * abc and requantisation then repeat from pass to pass); 0: a tag a pass */
     ts_lower_tsp_layer *layers; size_t nlayers, caplayers;
     uint64_t words_used;
     uint32_t fwin;         /* every queue keeps a free cycle in each aligned window of fwin (0: none) */
@@ -180,6 +190,8 @@ typedef struct lt {
     bool text_short;       /* the instruction text does not fit in MEM (ifetch.c): no later try helps */
     bool text_over;        /* ... its count alone is over every word free of data (ifetch.c, text_fits): no
                             * other schedule helps either (lower_tsp.c, MODES) */
+    bool text_far;         /* ... and over LT_LEAN_REACH times those words (ifetch.c, text_fits) */
+#define LT_LEAN_REACH 3   /* LEAN cut BERT-base's count to 0.48 of its words (lower_tsp.c) */
     bool text_live;        /* text also below the data, in words free until first written (ifetch.c) */
     bool text_out;         /* the words above the data ran out while fetches were placed (ifetch.c) */
     uint32_t fetch_slack;  /* entries a queue asks for text ahead of its own count (ifetch.c; 0 on the first try) */

@@ -791,7 +791,7 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
  * bias in the compact layout (L->compact) every tile reads the same 4 words of zeros. */
 static ts_status consts(lt *L, const prod *p, pmem *m)
 {
-    m->ct = L->compact && p->bid < 0 ? 1 : p->NT;
+    m->ct = (L->compact || L->lean) && p->bid < 0 ? 1 : p->NT; /* LEAN: one kept zero bias */
     uint32_t VL = L->VL, NT = m->ct, cwords = 4 * NT + 4, sb;
     int32_t one = p->y->ones ? one_bias(p->scale) : 0;
     memcpy(&sb, &p->scale, 4);
@@ -1237,7 +1237,7 @@ static bool try_pass(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     const pass *ps = ((const pass_arg *)arg)->ps;
     const ts_tsp_target *P = L->tg;
     uint32_t pv = P->pos_vxm;
-    uint32_t tag = L->tag % 65535 + 1, btag = tag, pp = plane_pos(L, ps->pl);
+    uint32_t tag = L->ptag ? L->ptag : L->tag % 65535 + 1, btag = tag, pp = plane_pos(L, ps->pl);
     val acc, part, sum;
     bool blk = ps->first && ps->final && p->blanes; /* the bias comes through the block (bias_lanes) */
     bool kept = ps->first && !blk &&
@@ -1249,7 +1249,7 @@ static bool try_pass(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     if (blk) {
         if (!requant(L, p, ps, &acc, tag, L->keep_scale, wdone))
             return false;
-        L->tag = tag;
+        L->tag = L->ptag ? L->tag : tag;
         return true;
     }
     if (!kept) { /* bias or partial sums, westward from the east MEM */
@@ -1267,7 +1267,7 @@ static bool try_pass(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
         if (!lt_vop_tags(L, LT_ADD, P->reg.i32, 0, A, &acc, &part, -1, 0, btag, tag, &sum, NULL) ||
             !requant(L, p, ps, &sum, tag, L->keep_scale, wdone))
             return false;
-        L->tag = tag;
+        L->tag = L->ptag ? L->tag : tag;
         return true;
     }
     int sd;
@@ -1282,7 +1282,7 @@ static bool try_pass(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
             last = w;
     }
     *wdone = last;
-    L->tag = tag;
+    L->tag = L->ptag ? L->tag : tag;
     return true;
 }
 
@@ -2162,7 +2162,7 @@ static void psched_free(psched *s)
 static bool keep_scale(const lt *L, const psched *s)
 {
     const prod *p = s->p;
-    return L->mode < 2 && (p->kind == 2 || p->kind == 3 || (p->kind == 6 && quad_mode(L, s)));
+    return L->lean || (L->mode < 2 && (p->kind == 2 || p->kind == 3 || (p->kind == 6 && quad_mode(L, s))));
 }
 
 static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
@@ -2174,6 +2174,7 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
     L->keep_scale = keep_scale(L, &s);
     L->keep_bias = L->keep_scale && s.m.ct == 1;
     L->ks = L->kb = (lt_kept){.n = 0};
+    L->ptag = L->lean ? lt_new_tag(L) : 0;
     bool pair = pair_mode(L, &s); /* no partial sums */
     if (p->kind == 6 && !p->packed && !pair && !quad_mode(L, &s) && (rc = pack_block(L, p, p->x, ly)) != TS_OK)
         return rc;
@@ -2205,6 +2206,7 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
     lt_kept_end(L, &L->ks);
     lt_kept_end(L, &L->kb);
     L->keep_scale = L->keep_bias = false;
+    L->ptag = 0;
     return rc;
 }
 

@@ -314,13 +314,19 @@ static bool take_group(lt *L, int pool, int w, uint64_t t, uint32_t pos, int *s)
 
 /* ---- queues ---- */
 
-/* A queue's instructions in issue order (qsort): by cycle, a read before the write of the same cycle. */
+/* A queue's instructions in issue order (qsort): by cycle, a read before the write of the same cycle,
+ * a `repeat` (LEAN) after the instruction it repeats. */
+static int rec_rank(const rec *r)
+{
+    return r->in.op == LT_WRITE ? 1 : r->in.op == LT_REPEAT ? 2 : 0;
+}
+
 int lt_cmp_rec(const void *a, const void *b)
 {
     const rec *x = a, *y = b;
     if (x->t != y->t)
         return x->t < y->t ? -1 : 1;
-    return (x->in.op == LT_WRITE) - (y->in.op == LT_WRITE);
+    return rec_rank(x) - rec_rank(y);
 }
 
 /* ---- for the other rooms ---- */
@@ -416,8 +422,12 @@ bool lt_rd_any(lt *L, int hemi, uint32_t word, uint64_t ta, uint32_t pc, int dir
         b = L->nW + ((word >> LT_GSHIFT) - 1) * n;
         word &= (1u << LT_GSHIFT) - 1;
     }
+    /* LEAN (lower_tsp.c): a stream's reads of one word start at a slice of their own, so the reads
+     * of consecutive cycles (an install's rows of zeros) come from one slice back to back, without
+     * a nop between each two */
+    uint32_t r0 = L->lean ? (uint32_t)s : L->rot;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t mem = b + (L->rot + i) % n;
+        uint32_t mem = b + (r0 + i) % n;
         size_t mark = L->nu, pm = L->npd;
         if (lt_rd(L, mem, word, ta, pc, dir, s, tag, 0)) {
             L->rot++;
@@ -508,7 +518,8 @@ bool lt_vop_tags(lt *L, uint16_t op, int32_t type, int32_t from, uint64_t t, val
     if (pool >= 0 && !take_group(L, pool, w, t + d, L->tg->pos_vxm, &s))
         return false;
     for (uint32_t i = 0; i < L->nalu; i++) {
-        uint32_t alu = (L->rot + i) % L->nalu, q = L->tg->q_vxm + alu;
+        /* LEAN (lower_tsp.c): the first free ALU, so each ALU's queue issues in runs without nops */
+        uint32_t alu = L->lean ? i : (L->rot + i) % L->nalu, q = L->tg->q_vxm + alu;
         size_t mark = L->nu, pm = L->npd;
         if (lt_bget(&L->q[q].issue, t) || lt_bget(&L->lat[alu], t + d))
             continue;

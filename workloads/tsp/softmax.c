@@ -10,6 +10,7 @@
 #include "workloads/tsp/lower_tsp_int.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 /* The all-ones block on plane W1: row r is streams 2r (low bytes: zeros) and 2r + 1 (the high
  * byte of f16 1.0 in the first N lanes, word obase of every west slice). */
@@ -40,16 +41,30 @@ typedef struct smax_arg {
     tens *x, *y;
     uint32_t m, sword, kword; /* the scale 1/16, and 127 */
     bool i8;                 /* int8 out: 127 p (a MatMul reads it), else f16 */
+    /* LEAN (lower_tsp.c): the two constants stay in latches (sched.c, lt_kept_in), kept[0] 1/16 and
+     * kept[1] 127, instead of being read from the east MEM three times a row; every row then carries
+     * the operator's one tag (ktag), the kept latches' */
+    bool keep;
+    uint32_t ktag;
+    lt_kept *kept;
 } smax_arg;
 
-static bool try_smax(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
+/* Constant k (0: 1/16 in word sword, 1: 127 in kword) at the VXM at cycle t. */
+static bool smax_const(lt *L, const smax_arg *a, int k, uint64_t t, uint32_t tag, val *v)
 {
-    const smax_arg *a = arg;
+    uint32_t word = k ? a->kword : a->sword, kt;
+    if (a->keep && lt_kept_in(L, &a->kept[k], word, L->tg->reg.f32, t, tag, v, &kt))
+        return kt == tag; /* the latch was loaded with the operator's tag */
+    return lt_scale_in(L, word, t, tag, v);
+}
+
+static bool try_smax_at(lt *L, const smax_arg *a, uint64_t T, uint64_t *wdone)
+{
     const ts_tsp_target *P = L->tg;
     const ts_tsp_regs *R = &P->reg;
     tens *x = a->x, *y = a->y;
-    uint32_t pp = P->pos_mxm_w[1], q = P->q_mxm + P->mxm_queues, pv = P->pos_vxm, tag = L->tag % 65535 + 1;
-    uint32_t mem, word;
+    uint32_t pp = P->pos_mxm_w[1], q = P->q_mxm + P->mxm_queues, pv = P->pos_vxm;
+    uint32_t mem, word, tag = a->keep ? a->ktag : L->tag % 65535 + 1;
     lt_slot(L, x, a->m, &mem, &word);
     for (uint32_t i = 0; i < P->fp16_interval; i++)
         if (!lt_take(L, &L->q[q + 1].issue, T + i))
@@ -65,7 +80,7 @@ static bool try_smax(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     int sx;
     if (!lt_vin_w(L, mem, word, a0, tag, x->ready[a->m], &xv) ||
         !lt_vop(L, LT_CVT, R->f32, R->i8, a0, &xv, NULL, -1, 0, tag, &v0, NULL) ||
-        !lt_scale_in(L, a->sword, v0.t, tag, &scl))
+        !smax_const(L, a, 0, v0.t, tag, &scl))
         return false;
     if (!lt_vop(L, LT_MUL, R->f32, 0, v0.t, &v0, &scl, -1, 0, tag, &v1, NULL) ||
         !lt_vop(L, LT_EXP, R->f32, 0, v1.t, &v1, NULL, -1, 0, tag, &v2, NULL) ||
@@ -87,7 +102,7 @@ static bool try_smax(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     val w0, w1, e, pr, o;
     if (!lt_vin_w(L, mem, word, c0, tag, x->ready[a->m], &xv) ||
         !lt_vop(L, LT_CVT, R->f32, R->i8, c0, &xv, NULL, -1, 0, tag, &w0, NULL) ||
-        !lt_scale_in(L, a->sword, w0.t, tag, &scl))
+        !smax_const(L, a, 0, w0.t, tag, &scl))
         return false;
     int so;
     if (!lt_vop(L, LT_MUL, R->f32, 0, w0.t, &w0, &scl, -1, 0, tag, &w1, NULL) ||
@@ -96,7 +111,7 @@ static bool try_smax(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
         return false;
     if (a->i8) { /* 127 p to int8: one byte plane */
         val k, p8;
-        if (!lt_scale_in(L, a->kword, pr.t, tag, &k) ||
+        if (!smax_const(L, a, 1, pr.t, tag, &k) ||
             !lt_vop(L, LT_MUL, R->f32, 0, pr.t, &pr, &k, -1, 0, tag, &p8, NULL) ||
             !lt_vop(L, LT_CVT, R->i8, R->f32, p8.t, &p8, NULL, P_FROMV_W, 1, tag, &o, &so))
             return false;
@@ -114,8 +129,23 @@ static bool try_smax(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
             last = w;
     }
     *wdone = last;
-    L->tag = tag;
+    if (!a->keep)
+        L->tag = tag;
     return true;
+}
+
+/* try_smax_at, whose failed try leaves the kept latches as they were (lt_search undoes their cycles). */
+static bool try_smax(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
+{
+    const smax_arg *a = arg;
+    lt_kept was[2];
+    if (a->keep)
+        memcpy(was, a->kept, sizeof was);
+    if (try_smax_at(L, a, T, wdone))
+        return true;
+    if (a->keep)
+        memcpy(a->kept, was, sizeof was);
+    return false;
 }
 
 /* The all-ones f16 block (rows and lanes below N) installed on plane W1 from its last use: the
@@ -177,10 +207,13 @@ static ts_status sched_softmax(lt *L, const ts_graph_node *nd, tens *x, tens *y,
         rc = lt_scale_const(L, nd, 127.0f, &kbase);
     if (rc != TS_OK || (rc = lt_ones_block(L, nd, N, ly, &T)) != TS_OK)
         return rc;
-    for (uint32_t m = 0; m < x->P; m++) {
-        smax_arg a = {.x = x, .y = y, .m = m, .sword = cbase, .kword = kbase, .i8 = i8};
+    lt_kept kept[2] = {{0}};
+    uint32_t ktag = L->lean ? lt_new_tag(L) : 0;
+    for (uint32_t m = 0; m < x->P && rc == TS_OK; m++) {
+        smax_arg a = {.x = x, .y = y, .m = m, .sword = cbase, .kword = kbase, .i8 = i8,
+                      .keep = L->lean, .ktag = ktag, .kept = kept};
         if ((rc = lt_search(L, try_smax, &a, NULL, &T, &w, nd, false)) != TS_OK)
-            return rc;
+            break;
         if (L->rdmax > x->last_read)
             x->last_read = L->rdmax;
         for (uint32_t b = 0; b < y->T; b++)
@@ -189,6 +222,10 @@ static ts_status sched_softmax(lt *L, const ts_graph_node *nd, tens *x, tens *y,
         ly->passes++;
         T += L->tg->fp16_interval;
     }
+    for (int k = 0; L->lean && k < 2; k++)
+        lt_kept_end(L, &kept[k]);
+    if (rc != TS_OK)
+        return rc;
     L->plane_busy[1] = T + L->tg->d_func.abc; /* an int8 install waits for the f16 abc to drain */
     return TS_OK;
 }
