@@ -404,10 +404,64 @@ static ts_status gather_balance(gx *G)
     return TS_OK;
 }
 
+/* A run of n pieces of w words (w even), the i-th from `from` + i * sf to `to` + i * st (bytes,
+ * 8-byte aligned), copied by tile t's workers, 64 bits a load, in whichever way issues fewer
+ * instructions a worker: each piece's pairs over the workers (ceil(w / 2 / workers) pairs a worker
+ * a piece, 4 issues more a piece, none for a run of one), or the pieces over the workers
+ * (ceil(n / workers) whole pieces a worker, 3 issues more a piece; a staged transfer of
+ * layer4.0.downsample in resnet50:batch=4 is 32 pieces of 28 words: 320 issues a worker the first
+ * way, 192 the second). Overlapping blocks copy the same values. */
+static void copy_run_workers(lw *L, uint32_t t, uint64_t from, int64_t sf, uint64_t to, int64_t st, uint32_t n,
+                             uint32_t w)
+{
+    uint32_t nw = L->workers, pp = (uint32_t)ts_geom_cdiv(w / 2, nw), nb = (uint32_t)ts_geom_cdiv(n, nw);
+    bool gap = sf != 4 * (int64_t)w; /* the pieces do not lie one after another where they come from */
+    uint64_t by_pairs = n == 1 ? 14 + 2 * (uint64_t)pp : 14 + (uint64_t)n * (4 + 2 * (uint64_t)pp);
+    uint64_t by_pieces = 15 + (uint64_t)nb * (3 + gap + (uint64_t)w);
+    if (by_pieces < by_pairs) {
+        lwi_emit_start_row(L, t, n, nb); /* $m1: the worker's first piece */
+        W(t, MULI, RM(2), RM(1), (int32_t)sf);
+        W(t, SETZI, RM(4), (int32_t)from, 0);
+        W(t, ADD, RM(2), RM(2), RM(4));
+        W(t, MULI, RM(3), RM(1), (int32_t)st);
+        W(t, SETZI, RM(4), (int32_t)to, 0);
+        W(t, ADD, RM(3), RM(3), RM(4));
+        W(t, SETZI, RM(5), (int32_t)(w / 2), 0);
+        W(t, SETZI, RM(6), (int32_t)nb - 1, 0);
+        size_t loop = W(t, RPT, RM(5), 2, 0);
+        W(t, LD64STEP, RA(0), RM(2), 8);
+        W(t, ST64STEP, RA(0), RM(3), 8);
+        if (gap)
+            W(t, ADDI, RM(2), RM(2), (int32_t)(sf - 4 * (int64_t)w));
+        W(t, ADDI, RM(3), RM(3), (int32_t)(st - 4 * (int64_t)w));
+        W(t, BRNZDEC, RM(6), (int32_t)loop, 0);
+        return;
+    }
+    lwi_emit_start_row(L, t, w / 2, pp); /* $m1: the worker's first pair of each piece */
+    W(t, SHLI, RM(1), RM(1), 3);
+    W(t, SETZI, RM(2), (int32_t)from, 0);
+    W(t, ADD, RM(2), RM(2), RM(1));
+    W(t, SETZI, RM(3), (int32_t)to, 0);
+    W(t, ADD, RM(3), RM(3), RM(1));
+    W(t, SETZI, RM(5), (int32_t)pp, 0);
+    if (n == 1) { /* no loop over the pieces */
+        W(t, RPT, RM(5), 2, 0);
+        W(t, LD64STEP, RA(0), RM(2), 8);
+        W(t, ST64STEP, RA(0), RM(3), 8);
+        return;
+    }
+    W(t, SETZI, RM(6), (int32_t)n - 1, 0);
+    size_t loop = W(t, RPT, RM(5), 2, 0);
+    W(t, LD64STEP, RA(0), RM(2), 8);
+    W(t, ST64STEP, RA(0), RM(3), 8);
+    W(t, ADDI, RM(2), RM(2), (int32_t)(sf - 8 * (int64_t)pp));
+    W(t, ADDI, RM(3), RM(3), (int32_t)(st - 8 * (int64_t)pp));
+    W(t, BRNZDEC, RM(6), (int32_t)loop, 0);
+}
+
 /* copy_staged by the receiver's workers (L->wlocal), 64 bits a load: per run of pieces of equal
- * length equally far apart, each piece's pairs over the workers (overlapping blocks copy the same
- * values);
- * false (nothing emitted) unless every piece is whole pairs at 8-byte aligned places. */
+ * length equally far apart, copy_run_workers; false (nothing emitted) unless every piece is whole
+ * pairs at 8-byte aligned places. */
 static bool copy_staged_workers(const gx *G, const lw_xfer *q)
 {
     lw *L = G->L;
@@ -423,22 +477,8 @@ static bool copy_staged_workers(const gx *G, const lw_xfer *q)
         int64_t st = i + 1 < q->p1 ? (int64_t)(pc[i + 1].to - pc[i].to) : 0;
         for (j = i + 1; j < q->p1 && pc[j].words == pc[i].words && (int64_t)(pc[j].to - pc[j - 1].to) == st; j++)
             ;
-        uint32_t n = (uint32_t)(j - i), w = (uint32_t)pc[i].words, pp = (uint32_t)ts_geom_cdiv(w / 2, L->workers);
-        lwi_emit_start_row(L, t, w / 2, pp); /* $m1: the worker's first pair of each piece */
-        W(t, SHLI, RM(1), RM(1), 3);
-        W(t, SETZI, RM(2), (int32_t)at, 0);
-        W(t, ADD, RM(2), RM(2), RM(1));
-        W(t, SETZI, RM(3), (int32_t)pc[i].to, 0);
-        W(t, ADD, RM(3), RM(3), RM(1));
-        W(t, SETZI, RM(5), (int32_t)pp, 0);
-        W(t, SETZI, RM(6), (int32_t)n - 1, 0);
-        size_t loop = W(t, RPT, RM(5), 2, 0);
-        W(t, LD64STEP, RA(0), RM(2), 8);
-        W(t, ST64STEP, RA(0), RM(3), 8);
-        W(t, ADDI, RM(2), RM(2), (int32_t)(4 * (int64_t)w - 8 * (int64_t)pp));
-        W(t, ADDI, RM(3), RM(3), (int32_t)(st - 8 * (int64_t)pp));
-        W(t, BRNZDEC, RM(6), (int32_t)loop, 0);
-        at += 4 * (size_t)w * n;
+        copy_run_workers(L, t, at, 4 * (int64_t)pc[i].words, pc[i].to, st, (uint32_t)(j - i), (uint32_t)pc[i].words);
+        at += 4 * (size_t)pc[i].words * (j - i);
     }
     W(t, EXIT, 0, 0, 0);
     lwi_run_all(L, t, entry);
@@ -861,10 +901,11 @@ static ts_status gather_rounds(gx *G)
     return TS_OK;
 }
 
-/* Tile t's pieces it holds itself copied by its workers (L->wlocal): per piece, each worker a block
- * of ceil(pairs / workers) pairs (overlapping blocks copy the same values), a 64-bit load and store
- * a pair; false (nothing emitted) unless every such piece is 8-byte aligned and whole pairs. The
- * pieces: first, then next[first], ... (in the order of the pieces; SIZE_MAX ends). */
+/* Tile t's pieces it holds itself copied by its workers (L->wlocal), 64 bits a load: per run of
+ * pieces of equal length equally far apart where they come from and where they land,
+ * copy_run_workers (each piece had its own 15 issues of set-up a worker); false (nothing emitted)
+ * unless every such piece is 8-byte aligned and whole pairs. The pieces: first, then next[first],
+ * ... (in the order of the pieces; SIZE_MAX ends). */
 static bool gather_local_workers(const gx *G, uint32_t t, size_t first, const size_t *next)
 {
     lw *L = G->L;
@@ -876,19 +917,17 @@ static bool gather_local_workers(const gx *G, uint32_t t, size_t first, const si
     if (first == SIZE_MAX)
         return true;
     size_t entry = L->tiles[t].wrk.n;
-    for (size_t i = first; i != SIZE_MAX; i = next[i]) {
+    for (size_t i = first, j; i != SIZE_MAX; i = j) {
         const lw_piece *q = &G->pc[i];
-        uint32_t pairs = (uint32_t)(q->words / 2), pw = (uint32_t)ts_geom_cdiv(pairs, L->workers);
-        lwi_emit_start_row(L, t, pairs, pw); /* $m1: the worker's first pair */
-        W(t, SHLI, RM(1), RM(1), 3);
-        W(t, SETZI, RM(2), (int32_t)q->from, 0);
-        W(t, ADD, RM(2), RM(2), RM(1));
-        W(t, SETZI, RM(3), (int32_t)q->to, 0);
-        W(t, ADD, RM(3), RM(3), RM(1));
-        W(t, SETZI, RM(4), (int32_t)pw, 0);
-        W(t, RPT, RM(4), 2, 0);
-        W(t, LD64STEP, RA(0), RM(2), 8);
-        W(t, ST64STEP, RA(0), RM(3), 8);
+        j = next[i];
+        int64_t sf = j != SIZE_MAX ? (int64_t)(G->pc[j].from - q->from) : 0;
+        int64_t st = j != SIZE_MAX ? (int64_t)(G->pc[j].to - q->to) : 0;
+        uint32_t n = 1;
+        for (size_t k = i; j != SIZE_MAX && G->pc[j].words == q->words &&
+                           (int64_t)(G->pc[j].from - G->pc[k].from) == sf && (int64_t)(G->pc[j].to - G->pc[k].to) == st;
+             k = j, j = next[j])
+            n++;
+        copy_run_workers(L, t, q->from, sf, q->to, st, n, (uint32_t)q->words);
     }
     W(t, EXIT, 0, 0, 0);
     lwi_run_all(L, t, entry);
