@@ -404,10 +404,152 @@ static ts_status gather_balance(gx *G)
     return TS_OK;
 }
 
+/* A run of n pieces of w words (w even), the i-th from `from` + i * sf to `to` + i * st (bytes,
+ * 8-byte aligned), copied by tile t's workers, 64 bits a load, in whichever way issues fewer
+ * instructions a worker: each piece's pairs over the workers (ceil(w / 2 / workers) pairs a worker
+ * a piece, 4 issues more a piece, none for a run of one), or the pieces over the workers
+ * (ceil(n / workers) whole pieces a worker, 3 issues more a piece; a staged transfer of
+ * layer4.0.downsample in resnet50:batch=4 is 32 pieces of 28 words: 320 issues a worker the first
+ * way, 192 the second). Overlapping blocks copy the same values. */
+static void copy_issues(const lw *L, int64_t sf, uint32_t n, uint32_t w, uint64_t *by_pairs, uint64_t *by_pieces)
+{
+    uint32_t nw = L->workers, pp = (uint32_t)ts_geom_cdiv(w / 2, nw), nb = (uint32_t)ts_geom_cdiv(n, nw);
+    bool gap = sf != 4 * (int64_t)w; /* the pieces do not lie one after another where they come from */
+    *by_pairs = n == 1 ? 14 + 2 * (uint64_t)pp : 14 + (uint64_t)n * (4 + 2 * (uint64_t)pp);
+    *by_pieces = 15 + (uint64_t)nb * (3 + gap + (uint64_t)w);
+}
+
+/* The issues a worker of copy_run_workers. */
+static uint64_t run_cost(const lw *L, int64_t sf, uint32_t n, uint32_t w)
+{
+    uint64_t a, b;
+    copy_issues(L, sf, n, w, &a, &b);
+    return a < b ? a : b;
+}
+
+static void copy_run_workers(lw *L, uint32_t t, uint64_t from, int64_t sf, uint64_t to, int64_t st, uint32_t n,
+                             uint32_t w)
+{
+    uint32_t nw = L->workers, pp = (uint32_t)ts_geom_cdiv(w / 2, nw), nb = (uint32_t)ts_geom_cdiv(n, nw);
+    bool gap = sf != 4 * (int64_t)w;
+    uint64_t by_pairs, by_pieces;
+    copy_issues(L, sf, n, w, &by_pairs, &by_pieces);
+    if (by_pieces < by_pairs) {
+        lwi_emit_start_row(L, t, n, nb); /* $m1: the worker's first piece */
+        W(t, MULI, RM(2), RM(1), (int32_t)sf);
+        W(t, SETZI, RM(4), (int32_t)from, 0);
+        W(t, ADD, RM(2), RM(2), RM(4));
+        W(t, MULI, RM(3), RM(1), (int32_t)st);
+        W(t, SETZI, RM(4), (int32_t)to, 0);
+        W(t, ADD, RM(3), RM(3), RM(4));
+        W(t, SETZI, RM(5), (int32_t)(w / 2), 0);
+        W(t, SETZI, RM(6), (int32_t)nb - 1, 0);
+        size_t loop = W(t, RPT, RM(5), 2, 0);
+        W(t, LD64STEP, RA(0), RM(2), 8);
+        W(t, ST64STEP, RA(0), RM(3), 8);
+        if (gap)
+            W(t, ADDI, RM(2), RM(2), (int32_t)(sf - 4 * (int64_t)w));
+        W(t, ADDI, RM(3), RM(3), (int32_t)(st - 4 * (int64_t)w));
+        W(t, BRNZDEC, RM(6), (int32_t)loop, 0);
+        return;
+    }
+    lwi_emit_start_row(L, t, w / 2, pp); /* $m1: the worker's first pair of each piece */
+    W(t, SHLI, RM(1), RM(1), 3);
+    W(t, SETZI, RM(2), (int32_t)from, 0);
+    W(t, ADD, RM(2), RM(2), RM(1));
+    W(t, SETZI, RM(3), (int32_t)to, 0);
+    W(t, ADD, RM(3), RM(3), RM(1));
+    W(t, SETZI, RM(5), (int32_t)pp, 0);
+    if (n == 1) { /* no loop over the pieces */
+        W(t, RPT, RM(5), 2, 0);
+        W(t, LD64STEP, RA(0), RM(2), 8);
+        W(t, ST64STEP, RA(0), RM(3), 8);
+        return;
+    }
+    W(t, SETZI, RM(6), (int32_t)n - 1, 0);
+    size_t loop = W(t, RPT, RM(5), 2, 0);
+    W(t, LD64STEP, RA(0), RM(2), 8);
+    W(t, ST64STEP, RA(0), RM(3), 8);
+    W(t, ADDI, RM(2), RM(2), (int32_t)(sf - 8 * (int64_t)pp));
+    W(t, ADDI, RM(3), RM(3), (int32_t)(st - 8 * (int64_t)pp));
+    W(t, BRNZDEC, RM(6), (int32_t)loop, 0);
+}
+
+/* copy_staged_workers where only some rows of each range are read (L->rows_st > 1: a strided 1x1
+ * Conv's input rows, L->rows_w words each, the ranges L->rows_span words apart from L->into): only
+ * the rows r = 0 mod rows_st of the pieces are copied, in runs of rows of equal length equally far
+ * apart where they come from and where they land (copy_run_workers); false (nothing emitted) unless
+ * every such row is whole pairs at 8-byte aligned places. */
+static bool copy_staged_rows(const gx *G, const lw_xfer *q)
+{
+    lw *L = G->L;
+    const lw_piece *pc = G->pc;
+    uint64_t rw = L->rows_w, span = L->rows_span;
+    if (L->rows_st < 2 || !rw || !span || !L->into || q->to % 8)
+        return false;
+    size_t n = 0, cap = 0;
+    lw_piece *sg = NULL; /* the rows copied: from (staging), to, words */
+    bool ok = true;
+    for (size_t i = q->p0, at = q->to; i < q->p1 && ok; at += 4 * pc[i].words, i++) {
+        if (pc[i].to < L->into || (pc[i].to - L->into) % 4) {
+            ok = false;
+            break;
+        }
+        uint64_t e0 = (pc[i].to - L->into) / 4, c = e0 % span; /* the piece's first element in its range */
+        for (uint64_t k = 0; k < pc[i].words && ok;) {
+            uint64_t row = (c + k) / rw, end = (row + 1) * rw - c;
+            uint64_t b = end < pc[i].words ? end : pc[i].words;
+            if (row % L->rows_st == 0) {
+                uint64_t from = at + 4 * k, to = pc[i].to + 4 * k, w = b - k;
+                ok = from % 8 == 0 && to % 8 == 0 && w % 2 == 0 && !ts_grow((void **)&sg, &cap, n + 1, sizeof *sg);
+                if (ok)
+                    sg[n++] = (lw_piece){0, 0, from, to, w};
+            }
+            k = b;
+        }
+    }
+    /* the rows alone only where they cost fewer issues than all the pieces (runs of rows of
+     * different lengths can cost more: layer4.0.downsample of resnet50 on ipu_mk1) */
+    uint64_t all = 0, rows = 0;
+    for (size_t i = q->p0, j; ok && i < q->p1; i = j) {
+        int64_t st = i + 1 < q->p1 ? (int64_t)(pc[i + 1].to - pc[i].to) : 0;
+        for (j = i + 1; j < q->p1 && pc[j].words == pc[i].words && (int64_t)(pc[j].to - pc[j - 1].to) == st; j++)
+            ;
+        all += run_cost(L, 4 * (int64_t)pc[i].words, (uint32_t)(j - i), (uint32_t)pc[i].words);
+    }
+    for (size_t i = 0, j; ok && i < n; i = j) {
+        int64_t sf = i + 1 < n ? (int64_t)(sg[i + 1].from - sg[i].from) : 0;
+        int64_t st = i + 1 < n ? (int64_t)(sg[i + 1].to - sg[i].to) : 0;
+        for (j = i + 1; j < n && sg[j].words == sg[i].words && (int64_t)(sg[j].from - sg[j - 1].from) == sf &&
+                        (int64_t)(sg[j].to - sg[j - 1].to) == st;
+             j++)
+            ;
+        rows += run_cost(L, sf, (uint32_t)(j - i), (uint32_t)sg[i].words);
+    }
+    if (!ok || rows >= all) {
+        ts_free(sg);
+        return false;
+    }
+    uint32_t t = q->dst;
+    size_t entry = L->tiles[t].wrk.n;
+    for (size_t i = 0, j; i < n; i = j) {
+        int64_t sf = i + 1 < n ? (int64_t)(sg[i + 1].from - sg[i].from) : 0;
+        int64_t st = i + 1 < n ? (int64_t)(sg[i + 1].to - sg[i].to) : 0;
+        for (j = i + 1; j < n && sg[j].words == sg[i].words && (int64_t)(sg[j].from - sg[j - 1].from) == sf &&
+                        (int64_t)(sg[j].to - sg[j - 1].to) == st;
+             j++)
+            ;
+        copy_run_workers(L, t, sg[i].from, sf, sg[i].to, st, (uint32_t)(j - i), (uint32_t)sg[i].words);
+    }
+    ts_free(sg);
+    W(t, EXIT, 0, 0, 0);
+    lwi_run_all(L, t, entry);
+    return true;
+}
+
 /* copy_staged by the receiver's workers (L->wlocal), 64 bits a load: per run of pieces of equal
- * length equally far apart, each piece's pairs over the workers (overlapping blocks copy the same
- * values);
- * false (nothing emitted) unless every piece is whole pairs at 8-byte aligned places. */
+ * length equally far apart, copy_run_workers; false (nothing emitted) unless every piece is whole
+ * pairs at 8-byte aligned places. */
 static bool copy_staged_workers(const gx *G, const lw_xfer *q)
 {
     lw *L = G->L;
@@ -423,22 +565,8 @@ static bool copy_staged_workers(const gx *G, const lw_xfer *q)
         int64_t st = i + 1 < q->p1 ? (int64_t)(pc[i + 1].to - pc[i].to) : 0;
         for (j = i + 1; j < q->p1 && pc[j].words == pc[i].words && (int64_t)(pc[j].to - pc[j - 1].to) == st; j++)
             ;
-        uint32_t n = (uint32_t)(j - i), w = (uint32_t)pc[i].words, pp = (uint32_t)ts_geom_cdiv(w / 2, L->workers);
-        lwi_emit_start_row(L, t, w / 2, pp); /* $m1: the worker's first pair of each piece */
-        W(t, SHLI, RM(1), RM(1), 3);
-        W(t, SETZI, RM(2), (int32_t)at, 0);
-        W(t, ADD, RM(2), RM(2), RM(1));
-        W(t, SETZI, RM(3), (int32_t)pc[i].to, 0);
-        W(t, ADD, RM(3), RM(3), RM(1));
-        W(t, SETZI, RM(5), (int32_t)pp, 0);
-        W(t, SETZI, RM(6), (int32_t)n - 1, 0);
-        size_t loop = W(t, RPT, RM(5), 2, 0);
-        W(t, LD64STEP, RA(0), RM(2), 8);
-        W(t, ST64STEP, RA(0), RM(3), 8);
-        W(t, ADDI, RM(2), RM(2), (int32_t)(4 * (int64_t)w - 8 * (int64_t)pp));
-        W(t, ADDI, RM(3), RM(3), (int32_t)(st - 8 * (int64_t)pp));
-        W(t, BRNZDEC, RM(6), (int32_t)loop, 0);
-        at += 4 * (size_t)w * n;
+        copy_run_workers(L, t, at, 4 * (int64_t)pc[i].words, pc[i].to, st, (uint32_t)(j - i), (uint32_t)pc[i].words);
+        at += 4 * (size_t)pc[i].words * (j - i);
     }
     W(t, EXIT, 0, 0, 0);
     lwi_run_all(L, t, entry);
@@ -451,7 +579,7 @@ static void copy_staged(const gx *G, const lw_xfer *q)
 {
     lw *L = G->L;
     const lw_piece *pc = G->pc;
-    if (L->wlocal && copy_staged_workers(G, q))
+    if (L->wlocal && (copy_staged_rows(G, q) || copy_staged_workers(G, q)))
         return;
     for (size_t i = q->p0, j, at = q->to; i < q->p1; i = j) {
         /* coalesce: a run of pieces of equal length whose places are equally far apart is copied
@@ -861,10 +989,11 @@ static ts_status gather_rounds(gx *G)
     return TS_OK;
 }
 
-/* Tile t's pieces it holds itself copied by its workers (L->wlocal): per piece, each worker a block
- * of ceil(pairs / workers) pairs (overlapping blocks copy the same values), a 64-bit load and store
- * a pair; false (nothing emitted) unless every such piece is 8-byte aligned and whole pairs. The
- * pieces: first, then next[first], ... (in the order of the pieces; SIZE_MAX ends). */
+/* Tile t's pieces it holds itself copied by its workers (L->wlocal), 64 bits a load: per run of
+ * pieces of equal length equally far apart where they come from and where they land,
+ * copy_run_workers (each piece had its own 15 issues of set-up a worker); false (nothing emitted)
+ * unless every such piece is 8-byte aligned and whole pairs. The pieces: first, then next[first],
+ * ... (in the order of the pieces; SIZE_MAX ends). */
 static bool gather_local_workers(const gx *G, uint32_t t, size_t first, const size_t *next)
 {
     lw *L = G->L;
@@ -876,19 +1005,17 @@ static bool gather_local_workers(const gx *G, uint32_t t, size_t first, const si
     if (first == SIZE_MAX)
         return true;
     size_t entry = L->tiles[t].wrk.n;
-    for (size_t i = first; i != SIZE_MAX; i = next[i]) {
+    for (size_t i = first, j; i != SIZE_MAX; i = j) {
         const lw_piece *q = &G->pc[i];
-        uint32_t pairs = (uint32_t)(q->words / 2), pw = (uint32_t)ts_geom_cdiv(pairs, L->workers);
-        lwi_emit_start_row(L, t, pairs, pw); /* $m1: the worker's first pair */
-        W(t, SHLI, RM(1), RM(1), 3);
-        W(t, SETZI, RM(2), (int32_t)q->from, 0);
-        W(t, ADD, RM(2), RM(2), RM(1));
-        W(t, SETZI, RM(3), (int32_t)q->to, 0);
-        W(t, ADD, RM(3), RM(3), RM(1));
-        W(t, SETZI, RM(4), (int32_t)pw, 0);
-        W(t, RPT, RM(4), 2, 0);
-        W(t, LD64STEP, RA(0), RM(2), 8);
-        W(t, ST64STEP, RA(0), RM(3), 8);
+        j = next[i];
+        int64_t sf = j != SIZE_MAX ? (int64_t)(G->pc[j].from - q->from) : 0;
+        int64_t st = j != SIZE_MAX ? (int64_t)(G->pc[j].to - q->to) : 0;
+        uint32_t n = 1;
+        for (size_t k = i; j != SIZE_MAX && G->pc[j].words == q->words &&
+                           (int64_t)(G->pc[j].from - G->pc[k].from) == sf && (int64_t)(G->pc[j].to - G->pc[k].to) == st;
+             k = j, j = next[j])
+            n++;
+        copy_run_workers(L, t, q->from, sf, q->to, st, n, (uint32_t)q->words);
     }
     W(t, EXIT, 0, 0, 0);
     lwi_run_all(L, t, entry);

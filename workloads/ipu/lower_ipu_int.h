@@ -152,6 +152,9 @@ typedef struct lw {
                            * where the rounds so cost less (gather_bcast) */
     bool wlocal;          /* gather: what a tile holds itself copied by its workers, 64 bits a load (where
                            * every such piece is 8-byte aligned and whole pairs), not its supervisor */
+    uint64_t rows_w, rows_st, rows_span; /* gather with wlocal and into: of each range (rows_span words
+                           * apart from into), only rows of rows_w words r = 0 mod rows_st are read
+                           * (a strided 1x1 Conv's): the workers copy only those of staged pieces */
     const ts_t10_plan *plans; /* per node: the compute-shift plan (tiles 0 = load-compute-store); NULL = lcs */
 } lw;
 
