@@ -355,7 +355,11 @@ static inline uint64_t lw_rms_mem(uint64_t L, uint64_t g)
     const uint64_t n = (L + g - 1) / g;
     return g > 1 ? 8 * n + 4 + (n >= 64 ? 8 * 64 : 0) : 8 * L + (L >= 256 ? 8 * 64 + 4 : 8);
 }
-/* A split RMSNormalization (s->G > 1 PEs in a row, lower_wse_norm.c). */
+/* SRAM of a PE of a LayerNormalization split over PEs in a row, its part n values: the part, its
+ * scale and bias, the mean and 1 / s, and from 64 values the 64 partial sums of squares and a
+ * block's 64 squares. */
+static inline uint64_t lw_ln_mem(uint64_t n) { return 12 * n + 8 + (n >= 64 ? 8 * 64 : 0); }
+/* A split RMSNormalization or LayerNormalization (s->G > 1 PEs in a row, lower_wse_norm.c). */
 ts_status ts_lww_emit_norm_split(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
 /* A Concat join's PE (lower_wse_concat.c). */
 ts_status ts_lww_emit_concat(lw *L, ts_program *P, size_t si, lw_gen *G);

@@ -66,13 +66,107 @@ static void mm_bounds(const lw *L, const lw_stage *s, uint32_t Hm, uint64_t avai
     *wmax = (uint64_t)s->N < avail ? (uint64_t)s->N : avail;
 }
 
+/* Cycles an elementwise PE spends on one element (its scalar code, about). */
+static uint64_t elem_cost(const lw_stage *s)
+{
+    switch (s->eop) {
+    case TS_OP_CLIP: return 12;
+    case TS_OP_SIGMOID: return 50;
+    case TS_OP_TANH: return 55;
+    case TS_OP_GELU: return s->vop ? 65 : 90;
+    case TS_OP_MUL: return 30; /* SwiGLU: a SiLU and a product for every two values */
+    default: return 25;
+    }
+}
+
+/* Whether the program decodes one token against a cache: it has attention, and every attention
+ * takes one row of one sequence against cached keys and values. Its stream is then one row that
+ * passes each stage once, so the layer's time is the sum of its stages' latencies, not the
+ * slowest stage's time per row as in a pipeline of many rows (images, a prefill). */
+static bool decoding(const lw *L)
+{
+    bool attn = false;
+    for (size_t i = 0; i < L->n; i++) {
+        const lw_stage *s = &L->st[i];
+        if (s->kind != K_ATTN)
+            continue;
+        if (!s->nc || s->M != 1 || s->nseq > 1)
+            return false;
+        attn = true;
+    }
+    return attn;
+}
+
+/* The most PEs in a row an elementwise stage (not SwiGLU's gate) and a LayerNormalization take when
+ * sized against T (assumed: BERT-base's Gelu, 128 rows of 3,072 values, wants about 60 at the T of
+ * its products; a LayerNormalization's row of 768 a few). */
+enum { ELEM_MAX = 64, LN_MAX = 16 };
+
+/* Whether stage s is sized against the pipeline time T by its rows' cycles: an elementwise stage
+ * other than SwiGLU's gate, or a LayerNormalization, of rows longer than one value, at most 4,096
+ * rows (their split PEs' code is unrolled over the rows), in a pipeline of many rows (a decode
+ * keeps the rule of elem_widths: its time is the sum of its stages' latencies, not T). */
+static bool sized_at_T(const lw *L, const lw_stage *s)
+{
+    const bool elem = s->kind == K_ELEM && s->eop != TS_OP_MUL, ln = s->kind == K_NORM && !s->vop;
+    return (elem || ln) && s->L > 1 && s->out_n / (uint64_t)s->L <= 4096 && !decoding(L);
+}
+
+/* Cycles a row of s's stream takes over g PEs in a row. An elementwise stage on one PE: its scalar
+ * code per value (elem_cost); split (lower_wse_elem.c): every value of the row passes each PE (a
+ * cycle a value), and its part of ceil(L / g) values in, computed and out. A LayerNormalization on
+ * one PE: 16 cycles a value and 500 a row (assumed: fitted to BERT-base's LayerNorm, 768 values a
+ * row, measured at 12,750 cycles a row on wse2: the scalar sums of the values and of their
+ * squares, the vector ops, the square root's Newton steps); split (lower_wse_norm.c): the row
+ * passing, 13 cycles a value of its part (the scalar sum, the vector sum of squares, the vector
+ * ops, the part in and out), 500 a row and 8 a PE for the two sums west and the mean and 1 / s
+ * east (assumed, the same fit). */
+static uint64_t row_cost(const lw_stage *s, uint64_t g)
+{
+    const uint64_t L = (uint64_t)s->L, part = ts_geom_cdiv(L, g);
+    if (s->kind == K_NORM)
+        return g > 1 ? L + 13 * part + 500 + 8 * g : 16 * L + 500;
+    return g > 1 ? L + part * (elem_cost(s) + 1) : L * elem_cost(s);
+}
+
+/* SRAM of a PE of a split stage s over g PEs: an elementwise PE its part (4 bytes a value); a
+ * LayerNormalization's its part, scale and bias, the mean and 1 / s, from 64 values a block's 64
+ * partial sums of squares and 64 squares (lower_wse_norm.c). */
+static uint64_t split_mem(const lw_stage *s, uint64_t g)
+{
+    const uint64_t n = ts_geom_cdiv((uint64_t)s->L, g);
+    return s->kind == K_NORM ? lw_ln_mem(n) : n * 4;
+}
+
+/* The fewest PEs in a row (at most most, and one per value of a row) whose parts fit and whose rows
+ * take at most T cycles by row_cost; the most that fit when none is fast enough. */
+static uint64_t split_pick(const lw *L, const lw_stage *s, uint64_t T, uint64_t most)
+{
+    const uint64_t rows = s->out_n / (uint64_t)s->L;
+    if (rows * row_cost(s, 1) <= T)
+        return 1;
+    most = most < (uint64_t)s->L ? most : (uint64_t)s->L;
+    uint64_t fit = 1;
+    for (uint64_t g = 2; g <= most; g++) {
+        if (split_mem(s, g) > L->t->sram_bytes)
+            continue;
+        fit = g;
+        if (rows * row_cost(s, g) <= T)
+            return g;
+    }
+    return fit;
+}
+
 /* Whether every matrix product, with the fewest PEs that take its rows in at most T cycles, fits
- * its rows and, on the main band, the columns left. */
+ * its rows and, on the main band, the columns left, with the elementwise stages and
+ * LayerNormalizations sized against T too (sized_at_T: their PEs past their first). */
 static bool fits_at(const lw *L, uint64_t T, uint32_t Hm, uint64_t avail)
 {
     uint64_t cols = 0;
     for (size_t i = 0; i < L->n; i++) {
         const lw_stage *s = &L->st[i];
+        if (!s->lane && sized_at_T(L, s))
+            cols += split_pick(L, s, T, s->kind == K_NORM ? LN_MAX : ELEM_MAX) - 1;
         if (s->kind != K_MM)
             continue;
         uint64_t hmax, wmax, kr = 0, kc = 0;
@@ -221,24 +315,6 @@ static ts_status split(lw *L, uint32_t Hm, uint64_t avail)
         s->mem = lw_mm_bytes(s->h16, ts_geom_cdiv((uint64_t)s->K, kr), ts_geom_cdiv((uint64_t)s->N, kc));
     }
     return TS_OK;
-}
-
-/* Whether the program decodes one token against a cache: it has attention, and every attention
- * takes one row of one sequence against cached keys and values. Its stream is then one row that
- * passes each stage once, so the layer's time is the sum of its stages' latencies, not the
- * slowest stage's time per row as in a pipeline of many rows (images, a prefill). */
-static bool decoding(const lw *L)
-{
-    bool attn = false;
-    for (size_t i = 0; i < L->n; i++) {
-        const lw_stage *s = &L->st[i];
-        if (s->kind != K_ATTN)
-            continue;
-        if (!s->nc || s->M != 1 || s->nseq > 1)
-            return false;
-        attn = true;
-    }
-    return attn;
 }
 
 /* Cycles a row of PEs adds to a product's latency in a decode (the input row down one more PE,
@@ -395,44 +471,51 @@ static void glu_rows(lw *L, bool forks)
     }
 }
 
-/* Cycles an elementwise PE spends on one element (its scalar code, about). */
-static uint64_t elem_cost(const lw_stage *s)
-{
-    switch (s->eop) {
-    case TS_OP_CLIP: return 12;
-    case TS_OP_SIGMOID: return 50;
-    case TS_OP_TANH: return 55;
-    case TS_OP_GELU: return s->vop ? 65 : 90;
-    case TS_OP_MUL: return 30; /* SwiGLU: a SiLU and a product for every two values */
-    default: return 25;
-    }
-}
-
-/* Whether elementwise stage s is slower than the pipeline time T and has at most 4,096 rows of L
- * values out (its split PEs' code is unrolled over the rows). */
+/* Whether stage s is slower than the pipeline time T and split: an elementwise stage or a
+ * LayerNormalization sized against T (sized_at_T) whose row on one PE takes longer than T allows;
+ * in a decode, an elementwise stage with at most 4,096 rows of L values out (its split PEs' code is
+ * unrolled over the rows). */
 static bool elem_splits(const lw *L, const lw_stage *s)
 {
+    if (sized_at_T(L, s))
+        return s->out_n / (uint64_t)s->L * row_cost(s, 1) > L->T;
     return s->kind == K_ELEM && s->L > 1 && s->in_n * elem_cost(s) > L->T && s->out_n / (uint64_t)s->L <= 4096;
 }
 
-/* Positions, with an elementwise stage slower than the pipeline time T split over up to 8 PEs in a
- * row (each its part of every row of the stream; SwiGLU's gate, the widest rows of a decoder, up
- * to 64), as many as the mesh's width leaves: the gate 64, 32, 16, then 8, 4, 2, 1 for all of
- * them. */
+/* A stage sized against T (sized_at_T) over the fewest PEs in a row, at most gmax, whose rows take
+ * at most T cycles (split_pick). */
+static void split_at_T(lw *L, lw_stage *s, uint64_t gmax)
+{
+    const uint64_t cap = s->kind == K_NORM ? LN_MAX : ELEM_MAX;
+    const uint64_t g = split_pick(L, s, L->T, gmax < cap ? gmax : cap);
+    s->G = (uint32_t)g;
+    s->w = s->G;
+    s->mem = g > 1 ? split_mem(s, g) : s->kind == K_NORM ? (uint64_t)s->L * 12 + 8 : 0; /* lower_wse_norm.c */
+}
+
+/* Positions, with the stages slower than the pipeline time T split over PEs in a row (each its
+ * part of every row of the stream): the elementwise stages and LayerNormalizations of a pipeline
+ * of many rows over as many as T asks for (split_at_T: up to 64 and 16); a decode's elementwise
+ * stages over up to 8, SwiGLU's gate, the widest rows of a decoder, up to 64; as many as the mesh's
+ * width leaves: at most 64, 32, 16, then 8, 4, 2, 1 for all of them. */
 static ts_status elem_widths(lw *L, uint32_t Hm)
 {
-    bool slow = false, gate = false;
+    bool slow = false, wide = false;
     for (size_t i = 0; i < L->n; i++) {
         slow |= elem_splits(L, &L->st[i]);
-        gate |= elem_splits(L, &L->st[i]) && L->st[i].eop == TS_OP_MUL;
+        wide |= elem_splits(L, &L->st[i]) && (L->st[i].eop == TS_OP_MUL || sized_at_T(L, &L->st[i]));
     }
     if (!slow)
         return positions(L, Hm);
-    for (uint64_t gmax = gate ? 64 : 8;; gmax /= 2) {
+    for (uint64_t gmax = wide ? 64 : 8;; gmax /= 2) {
         for (size_t i = 0; i < L->n; i++) {
             lw_stage *s = &L->st[i];
             if (!elem_splits(L, s))
                 continue;
+            if (sized_at_T(L, s)) {
+                split_at_T(L, s, gmax);
+                continue;
+            }
             /* SwiGLU's gate whose stream is half the pipeline time or more (a decode's long row):
              * its first PE also passes on the stream's other parts (about a cycle a value) before
              * its own part comes, so its part must fit in what T leaves (all it may take when
