@@ -590,11 +590,13 @@ static void check_attention(const lowered *L, int y, int x, int S, int H, int DH
  * divided by sqrt(dh), the keys transposed to [H, dh, S], Q K^T, Softmax, times V, the heads
  * back side by side ([S, H, dh], Reshape [S, D]), then out = that + x (Reshaped back): a fork
  * into three, two products of activations, and a residual skip path over the attention (the
- * FIFOs hold all of x: the stage reads the whole sequence first). _i 1: the slices in the order
+ * FIFOs hold all of x: the stage reads the whole sequence first). The stage is sized against the
+ * pipeline time T (one small product's, below the softmax's rows): each head's queries and keys
+ * split over as many K parts as it has query columns (4, the partial scores added on their way
+ * north), its values on one V part (a second would not make its rows faster). _i 1: the slices in the order
  * v, q, k of the packed projection and the scale a Mul of the scores by 0.3 instead (a region
  * read whatever the exporter's arrangement). _i 2: the first again, planned for PEs of 120 bytes:
- * each head's queries and keys split over 2 PEs (the partial scores added on their way north),
- * its values over 2 (the probabilities multicast to both). Tolerance: 1e-5 x the sum of |terms|
+ * its values over the 2 V parts their memory needs (the probabilities multicast to both). Tolerance: 1e-5 x the sum of |terms|
  * of each output (products of dh and S terms in f32, the softmax's exp and reciprocal within
  * 1e-6), the scores' own error carried through the softmax (times 1 + the sum of their |terms|). */
 START_TEST(test_attention)
@@ -660,7 +662,9 @@ START_TEST(test_attention)
     lower_sram = 0;
     const ts_lower_wse_stage *st = stage_of(&L, "attention", 0);
     ck_assert_ptr_nonnull(st);
-    ck_assert_uint_eq(st->w * st->h, _i == 2 ? 2 * H * 3 : H * 2); /* V parts x (1 + K parts) */
+    ck_assert_uint_eq(st->kr, DH); /* K parts */
+    ck_assert_uint_eq(st->kc, _i == 2 ? 2 : 1); /* V parts */
+    ck_assert_uint_eq(st->w * st->h, st->kc * H * (1 + DH));
     /* the reference in double, with the sum of |terms| of each value */
     double P[S][3 * D], Pa[S][3 * D];
     for (int r = 0; r < S; r++)
@@ -1219,7 +1223,8 @@ static int torch_encoder_layer(ts_graph *g, int x, int l, int B, int S, int D, i
  * first; torch_encoder_layer) at batch 2, sequence 16, d 16, 2 heads, ffn 32 (BERT's form in
  * small, the export's layout at batch 2 as bert_encoder_b4's at 4). The Transposes of [B, S, D]
  * to [S, B, D] and back move nothing: the stream stays in batch order, and the attention stage
- * takes each sequence's 16 rows one after the other (2 sequences, 2 heads of 2 PEs). Its output
+ * takes each sequence's 16 rows one after the other (2 sequences, 2 heads of 4 PEs: 3 K parts, as
+ * the pipeline time T asks for, its memory needing 1). Its output
  * against the double interpreter (graph_ref.h) within 2e-5 (1 + |y|), as test_gpt_prefill: f32
  * sums of at most 64 terms, the softmax's exp and reciprocal and the LayerNorms' square roots
  * within about 1e-7 relative. */
@@ -1240,7 +1245,7 @@ START_TEST(test_attention_batch)
         ck_assert_str_ne(L.rep.stages[i].what, "transpose"); /* the rows' Transposes move nothing */
     const ts_lower_wse_stage *at = stage_of(&L, "attention", 1);
     ck_assert_ptr_nonnull(at);
-    ck_assert_uint_eq(at->w * at->h, H * 2);
+    ck_assert_uint_eq(at->w * at->h, H * 4);
     ck_assert_uint_eq(at->in_elems, (uint64_t)(B * S * 3 * D));
     ck_assert_uint_eq(at->macs, (uint64_t)(B * H * S * S * 2 * (D / H)));
     gref r;

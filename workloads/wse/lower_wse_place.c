@@ -157,9 +157,48 @@ static uint64_t split_pick(const lw *L, const lw_stage *s, uint64_t T, uint64_t 
     return fit;
 }
 
+/* The most K parts an attention takes when sized against T (assumed: the softmax on its top K
+ * part, about 30 cycles a score, is then most of its row), and the most V parts (more fold them
+ * down a second column, lower_wse_attn.c). */
+enum { ATTN_KP_MAX = 8, ATTN_VP_MAX = 2 };
+
+/* Whether attention stage s is sized against T: a pipeline of many rows, no cache, its heads'
+ * parts along row 0 (ts_lww_attn_sizable). */
+static bool attn_sized(const lw *L, const lw_stage *s)
+{
+    return s->kind == K_ATTN && ts_lww_attn_sizable(s) && !decoding(L);
+}
+
+/* Attention s's K and V parts at T: the fewest its memory needs when its rows take at most T
+ * cycles by ts_lww_attn_row_cost; else, of at most ATTN_KP_MAX K parts (and its lane's rows) and
+ * ATTN_VP_MAX V parts, the fewest PEs whose rows do, or the fastest when none does. */
+static void attn_pick(const lw *L, const lw_stage *s, uint64_t T, uint32_t Hm, uint32_t *kp, uint32_t *vp)
+{
+    const uint64_t rows = s->in_n / (uint64_t)s->L, lane = s->lane ? L->t->height - Hm : Hm;
+    *kp = s->akr;
+    *vp = s->akc;
+    if (rows * ts_lww_attn_row_cost(s, s->akr, s->akc) <= T)
+        return;
+    uint64_t kmax = ATTN_KP_MAX < (uint64_t)s->K ? ATTN_KP_MAX : (uint64_t)s->K;
+    kmax = kmax + 1 < lane ? kmax : lane - 1;
+    uint64_t best = UINT64_MAX, bpes = UINT64_MAX;
+    for (uint64_t v = s->akc; v <= ATTN_VP_MAX && v <= (uint64_t)s->C; v++)
+        for (uint64_t k = s->akr; k <= kmax; k++) {
+            const uint64_t c = rows * ts_lww_attn_row_cost(s, k, v), pes = v * (1 + k);
+            const uint64_t key = c <= T ? 0 : c; /* within T: the fewest PEs; else the fastest */
+            if (key < best || (key == best && pes < bpes)) {
+                best = key;
+                bpes = pes;
+                *kp = (uint32_t)k;
+                *vp = (uint32_t)v;
+            }
+        }
+}
+
 /* Whether every matrix product, with the fewest PEs that take its rows in at most T cycles, fits
  * its rows and, on the main band, the columns left, with the elementwise stages and
- * LayerNormalizations sized against T too (sized_at_T: their PEs past their first). */
+ * LayerNormalizations sized against T too (sized_at_T: their PEs past their first), and the
+ * attentions (attn_sized: their V parts past those their memory needs). */
 static bool fits_at(const lw *L, uint64_t T, uint32_t Hm, uint64_t avail)
 {
     uint64_t cols = 0;
@@ -167,6 +206,11 @@ static bool fits_at(const lw *L, uint64_t T, uint32_t Hm, uint64_t avail)
         const lw_stage *s = &L->st[i];
         if (!s->lane && sized_at_T(L, s))
             cols += split_pick(L, s, T, s->kind == K_NORM ? LN_MAX : ELEM_MAX) - 1;
+        if (!s->lane && attn_sized(L, s)) {
+            uint32_t kp, vp;
+            attn_pick(L, s, T, Hm, &kp, &vp);
+            cols += (uint64_t)s->N * (vp - s->akc);
+        }
         if (s->kind != K_MM)
             continue;
         uint64_t hmax, wmax, kr = 0, kc = 0;
@@ -583,6 +627,25 @@ static ts_status norm_widths(lw *L, uint32_t Hm)
     return positions(L, Hm);
 }
 
+/* Every attention sized against T (attn_sized) its K and V parts at L->T (at_T), or the fewest its
+ * memory needs; whether any takes more than those. */
+static bool attn_widths(lw *L, uint32_t Hm, bool at_T)
+{
+    bool more = false;
+    for (size_t i = 0; i < L->n; i++) {
+        lw_stage *s = &L->st[i];
+        if (!attn_sized(L, s))
+            continue;
+        uint32_t kp = s->akr, vp = s->akc;
+        if (at_T)
+            attn_pick(L, s, L->T, Hm, &kp, &vp);
+        more |= kp != s->akr || vp != s->akc;
+        if (kp != s->kr || vp != s->kc)
+            ts_lww_attn_parts(s, kp, vp);
+    }
+    return more;
+}
+
 ts_status ts_lww_place(lw *L, uint32_t *hm)
 {
     const ts_wse_target *t = L->t;
@@ -608,10 +671,19 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
     if (rc)
         return rc;
     latency_rows(L, Hm, avail);
+    const bool wide = attn_widths(L, Hm, true);
     /* the main band is as tall as its tallest stage: skip paths run just below it */
     glu_rows(L, forks);
     if (forks)
         *hm = band_height(L);
     rc = elem_widths(L, *hm);
+    if (rc && wide) { /* too wide: the attentions on the parts their memory needs */
+        ts_err_free(L->err);
+        ts_err_init(L->err);
+        attn_widths(L, Hm, false);
+        if (forks)
+            *hm = band_height(L);
+        rc = elem_widths(L, *hm);
+    }
     return rc ? rc : norm_widths(L, *hm);
 }
