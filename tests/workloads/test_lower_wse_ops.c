@@ -1224,7 +1224,7 @@ static int torch_encoder_layer(ts_graph *g, int x, int l, int B, int S, int D, i
  * small, the export's layout at batch 2 as bert_encoder_b4's at 4). The Transposes of [B, S, D]
  * to [S, B, D] and back move nothing: the stream stays in batch order, and the attention stage
  * takes each sequence's 16 rows one after the other (2 sequences, 2 heads of 4 PEs: 3 K parts, as
- * the pipeline time T asks for, its memory needing 1). Its output
+ * the pipeline time T asks for, its memory needing 1; each residual join on one PE). Its output
  * against the double interpreter (graph_ref.h) within 2e-5 (1 + |y|), as test_gpt_prefill: f32
  * sums of at most 64 terms, the softmax's exp and reciprocal and the LayerNorms' square roots
  * within about 1e-7 relative. */
@@ -1246,6 +1246,9 @@ START_TEST(test_attention_batch)
     const ts_lower_wse_stage *at = stage_of(&L, "attention", 1);
     ck_assert_ptr_nonnull(at);
     ck_assert_uint_eq(at->w * at->h, H * 4);
+    /* the residual joins: rows of 16 in 2 x 16 cycles, within T: one PE each, not 8 */
+    for (int j = 0; j < 4; j++)
+        ck_assert_uint_eq(stage_of(&L, "join", j)->w, 1);
     ck_assert_uint_eq(at->in_elems, (uint64_t)(B * S * 3 * D));
     ck_assert_uint_eq(at->macs, (uint64_t)(B * H * S * S * 2 * (D / H)));
     gref r;

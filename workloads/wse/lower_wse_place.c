@@ -195,15 +195,28 @@ static void attn_pick(const lw *L, const lw_stage *s, uint64_t T, uint32_t Hm, u
         }
 }
 
+/* Whether join s takes one PE at T rather than its G channel groups: a join of rows (not an
+ * image's pixels) with no fused Relu or Clip, in a pipeline of many rows, whose rows take at most T
+ * on one PE. Each of its PEs takes both streams' whole row (a cycle a value) and the last sends the
+ * whole row on (lower_wse_emit.c), so a row takes about 2 C cycles on one PE as on G. */
+static bool join_narrows(const lw *L, const lw_stage *s, uint64_t T)
+{
+    return s->kind == K_JOIN && !s->relu && !s->clip && !s->in_nhwc && s->G > 1 && !decoding(L) &&
+           (uint64_t)s->M * 2 * (uint64_t)s->C <= T;
+}
+
 /* Whether every matrix product, with the fewest PEs that take its rows in at most T cycles, fits
  * its rows and, on the main band, the columns left, with the elementwise stages and
  * LayerNormalizations sized against T too (sized_at_T: their PEs past their first), and the
- * attentions (attn_sized: their V parts past those their memory needs). */
+ * attentions (attn_sized: their V parts past those their memory needs); the joins that narrow to
+ * one PE at T (join_narrows) leave their other columns. */
 static bool fits_at(const lw *L, uint64_t T, uint32_t Hm, uint64_t avail)
 {
     uint64_t cols = 0;
     for (size_t i = 0; i < L->n; i++) {
         const lw_stage *s = &L->st[i];
+        if (!s->lane && join_narrows(L, s, T))
+            avail += s->w - 1;
         if (!s->lane && sized_at_T(L, s))
             cols += split_pick(L, s, T, s->kind == K_NORM ? LN_MAX : ELEM_MAX) - 1;
         if (!s->lane && attn_sized(L, s)) {
@@ -671,6 +684,13 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
     if (rc)
         return rc;
     latency_rows(L, Hm, avail);
+    for (size_t i = 0; i < L->n; i++) {
+        lw_stage *s = &L->st[i];
+        if (join_narrows(L, s, L->T)) { /* one PE: the whole row in memory (lower_wse_emit.c) */
+            s->G = s->w = 1;
+            s->mem = (uint64_t)s->C * 4 + 8;
+        }
+    }
     const bool wide = attn_widths(L, Hm, true);
     /* the main band is as tall as its tallest stage: skip paths run just below it */
     glu_rows(L, forks);
