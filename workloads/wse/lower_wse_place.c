@@ -3,7 +3,9 @@
  * The passes, in order: the fewest columns each stage needs (sources and sinks by their chunks of
  * the stream, matrix products by their weights); the columns left for the matrix products; the
  * balanced pipeline time T, the smallest for which every matrix product, given the fewest PEs that
- * take its rows in at most T cycles, fits; each product's kr x kc split at T (a decode's one-row
+ * take its rows in at most T cycles, fits, with the elementwise stages, LayerNormalizations,
+ * attentions and joins of rows sized against T too (a pipeline of many rows); each product's kr x
+ * kc split at T (a decode's one-row
  * products then given rows until their MAC loop no longer dominates); the rows the
  * outputs of a product before SwiGLU's gate leave on (and the gate takes them on); the main
  * band's height; the stages west to east, skip paths in the rows below the main band.
