@@ -104,7 +104,8 @@ START_TEST(test_concat_skip)
 END_TEST
 
 /* Clip (lo -0.5, hi 0.7), Sigmoid, Tanh, Gelu (erf form, and its tanh form) on a stream of values
- * in [-6, 6): elementwise PEs of scalar binary32 code, each row of 50 split over 4 PEs. Tolerance: the exp's polynomial is good to 1e-9, the
+ * in [-6, 6): elementwise PEs of scalar binary32 code, each row of 50 split over 6 PEs (no product: the
+ * pipeline time T is the least at which the stage's PEs fit the mesh). Tolerance: the exp's polynomial is good to 1e-9, the
  * Newton reciprocal and the float ops to a few ulp, A&S 7.1.26's erf to 1.5e-7 (times |x| / 2 <= 3
  * in Gelu): 2e-6 absolute plus 1e-5 relative. Clip is exact. */
 START_TEST(test_elementwise)
@@ -127,7 +128,7 @@ START_TEST(test_elementwise)
     lower_and_run(g, 8, 4, &L);
     const ts_lower_wse_stage *st = stage_of(&L, "elementwise", 0);
     ck_assert_ptr_nonnull(st);
-    ck_assert_uint_eq(st->w, 4); /* slower than the pipeline: split over the 4 PEs the mesh's 8 columns leave */
+    ck_assert_uint_eq(st->w, 6); /* slower than the pipeline: split over the 6 PEs the mesh's 8 columns leave */
     for (int k = 0; k < 150; k++) {
         double v = (double)(val(x, k) * 6.0f), want;
         switch (op) {
@@ -494,7 +495,10 @@ START_TEST(test_transpose_in_place)
 END_TEST
 
 /* LayerNormalization over the last axis of [5, 40] (values in [-3, 3)), with a scale and a bias,
- * epsilon 1e-5 (_i 0), and RMSNormalization (Llama's: x / sqrt(mean(x^2) + epsilon) times the
+ * epsilon 1e-5 (_i 0; alone in the pipeline, sized against its time T: over the 6 PEs in a row the
+ * mesh's 8 columns leave, parts of 6 or 7 values, the sums of each part and of its squares added
+ * PE by PE west, the mean and 1 / s sent back east; _i 4 the same over [2, 1027], parts of 171
+ * values, their squares in blocks of 64), and RMSNormalization (Llama's: x / sqrt(mean(x^2) + epsilon) times the
  * scale, no mean, no bias; _i 1; _i 2 over [5, 300]: its squares summed in 4 blocks of 64 and 44
  * values more, then the 64 partial sums; _i 3 over [2, 1027], a long row: over 5 PEs in a row, parts
  * of 205 or 206 values, their partial sums added PE by PE west, 1 / s sent back east). Tolerance
@@ -503,8 +507,8 @@ END_TEST
  * square root's Newton steps and the reciprocal a few ulp. */
 START_TEST(test_layernorm)
 {
-    const bool rms = _i >= 1;
-    const int R = _i == 3 ? 2 : 5, D = _i == 3 ? 1027 : _i == 2 ? 300 : 40;
+    const bool rms = _i >= 1 && _i <= 3;
+    const int R = _i >= 3 ? 2 : 5, D = _i >= 3 ? 1027 : _i == 2 ? 300 : 40;
     ts_graph *g = ts_graph_create("ln");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){R, D});
     int gm = tensor(g, "gamma", TS_TENSOR_WEIGHT, 1, (int64_t[]){D});
@@ -523,7 +527,7 @@ START_TEST(test_layernorm)
     finalize(g);
     lowered L = {0};
     lower_and_run(g, 8, 4, &L);
-    ck_assert_uint_eq(stage_of(&L, "layernorm", 0)->w, _i == 3 ? 5 : 1);
+    ck_assert_uint_eq(stage_of(&L, "layernorm", 0)->w, _i == 3 ? 5 : rms ? 1 : 6);
     for (int i = 0; i < R; i++) {
         double m = 0, v = 0;
         for (int k = 0; k < D && !rms; k++)
@@ -586,11 +590,13 @@ static void check_attention(const lowered *L, int y, int x, int S, int H, int DH
  * divided by sqrt(dh), the keys transposed to [H, dh, S], Q K^T, Softmax, times V, the heads
  * back side by side ([S, H, dh], Reshape [S, D]), then out = that + x (Reshaped back): a fork
  * into three, two products of activations, and a residual skip path over the attention (the
- * FIFOs hold all of x: the stage reads the whole sequence first). _i 1: the slices in the order
+ * FIFOs hold all of x: the stage reads the whole sequence first). The stage is sized against the
+ * pipeline time T (one small product's, below the softmax's rows): each head's queries and keys
+ * split over as many K parts as it has query columns (4, the partial scores added on their way
+ * north), its values on one V part (a second would not make its rows faster). _i 1: the slices in the order
  * v, q, k of the packed projection and the scale a Mul of the scores by 0.3 instead (a region
  * read whatever the exporter's arrangement). _i 2: the first again, planned for PEs of 120 bytes:
- * each head's queries and keys split over 2 PEs (the partial scores added on their way north),
- * its values over 2 (the probabilities multicast to both). Tolerance: 1e-5 x the sum of |terms|
+ * its values over the 2 V parts their memory needs (the probabilities multicast to both). Tolerance: 1e-5 x the sum of |terms|
  * of each output (products of dh and S terms in f32, the softmax's exp and reciprocal within
  * 1e-6), the scores' own error carried through the softmax (times 1 + the sum of their |terms|). */
 START_TEST(test_attention)
@@ -656,7 +662,9 @@ START_TEST(test_attention)
     lower_sram = 0;
     const ts_lower_wse_stage *st = stage_of(&L, "attention", 0);
     ck_assert_ptr_nonnull(st);
-    ck_assert_uint_eq(st->w * st->h, _i == 2 ? 2 * H * 3 : H * 2); /* V parts x (1 + K parts) */
+    ck_assert_uint_eq(st->kr, DH); /* K parts */
+    ck_assert_uint_eq(st->kc, _i == 2 ? 2 : 1); /* V parts */
+    ck_assert_uint_eq(st->w * st->h, st->kc * H * (1 + DH));
     /* the reference in double, with the sum of |terms| of each value */
     double P[S][3 * D], Pa[S][3 * D];
     for (int r = 0; r < S; r++)
@@ -1215,7 +1223,8 @@ static int torch_encoder_layer(ts_graph *g, int x, int l, int B, int S, int D, i
  * first; torch_encoder_layer) at batch 2, sequence 16, d 16, 2 heads, ffn 32 (BERT's form in
  * small, the export's layout at batch 2 as bert_encoder_b4's at 4). The Transposes of [B, S, D]
  * to [S, B, D] and back move nothing: the stream stays in batch order, and the attention stage
- * takes each sequence's 16 rows one after the other (2 sequences, 2 heads of 2 PEs). Its output
+ * takes each sequence's 16 rows one after the other (2 sequences, 2 heads of 4 PEs: 3 K parts, as
+ * the pipeline time T asks for, its memory needing 1; each residual join on one PE). Its output
  * against the double interpreter (graph_ref.h) within 2e-5 (1 + |y|), as test_gpt_prefill: f32
  * sums of at most 64 terms, the softmax's exp and reciprocal and the LayerNorms' square roots
  * within about 1e-7 relative. */
@@ -1236,7 +1245,10 @@ START_TEST(test_attention_batch)
         ck_assert_str_ne(L.rep.stages[i].what, "transpose"); /* the rows' Transposes move nothing */
     const ts_lower_wse_stage *at = stage_of(&L, "attention", 1);
     ck_assert_ptr_nonnull(at);
-    ck_assert_uint_eq(at->w * at->h, H * 2);
+    ck_assert_uint_eq(at->w * at->h, H * 4);
+    /* the residual joins: rows of 16 in 2 x 16 cycles, within T: one PE each, not 8 */
+    for (int j = 0; j < 4; j++)
+        ck_assert_uint_eq(stage_of(&L, "join", j)->w, 1);
     ck_assert_uint_eq(at->in_elems, (uint64_t)(B * S * 3 * D));
     ck_assert_uint_eq(at->macs, (uint64_t)(B * H * S * S * 2 * (D / H)));
     gref r;
@@ -1364,7 +1376,7 @@ int main(void)
     tcase_add_test(tc, test_slice);
     tcase_add_test(tc, test_transpose_in_place);
     tcase_add_loop_test(tc, test_transpose, 0, 3);
-    tcase_add_loop_test(tc, test_layernorm, 0, 4);
+    tcase_add_loop_test(tc, test_layernorm, 0, 5);
     tcase_add_loop_test(tc, test_dilated_conv, 0, 2);
     tcase_add_loop_test(tc, test_attention, 0, 3);
     tcase_add_test(tc, test_attention_proj);

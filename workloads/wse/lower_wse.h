@@ -43,7 +43,7 @@ typedef struct ts_lower_wse_stage {
                          * first reader), "join" (static strings) */
     bool skip;          /* on a skip path (the rows below the main band) */
     uint32_t x, y, w, h;
-    uint32_t kr, kc;    /* matmul: rows of PEs splitting K, columns splitting N */
+    uint32_t kr, kc;    /* matmul: rows of PEs splitting K, columns splitting N; attention: its K and V parts */
     uint64_t macs;      /* multiply-accumulates of the stage */
     uint64_t mem_bytes; /* most SRAM one of its PEs uses */
     uint64_t in_elems, out_elems; /* wavelets in and out */

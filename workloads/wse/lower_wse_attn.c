@@ -911,8 +911,8 @@ static ts_status fill_stage(lw *L, const region *G, const av *o, const ts_graph_
         kp++;
     while (vp < DV && attn_vmem(N, ts_geom_cdiv(DV, vp), nkv) > sram)
         vp++;
-    s->kr = (uint32_t)kp;
-    s->kc = (uint32_t)vp;
+    s->kr = s->akr = (uint32_t)kp;
+    s->kc = s->akc = (uint32_t)vp;
     /* three V parts or more: a head's V parts after its first go down the column east of its K
      * parts (two columns a head), not along row 0 (vp columns a head); or, decoding one row
      * against a cache with no mask, the head's positions split in blocks down one column, each
@@ -1540,6 +1540,29 @@ static ts_status emit_blocks(lw *L, ts_program *P, const lw_stage *s, lw_gen *G)
                 return L->err->status;
         }
     return TS_OK;
+}
+
+bool ts_lww_attn_sizable(const lw_stage *s) { return !s->nc && !s->fold && !s->nbk && s->akc < 3; }
+
+uint64_t ts_lww_attn_row_cost(const lw_stage *s, uint64_t kp, uint64_t vp)
+{
+    const uint64_t S = (uint64_t)s->M, W = (uint64_t)s->L;
+    const uint64_t k = ts_geom_cdiv((uint64_t)s->K, kp) * (S + 3) + 30 * S;
+    const uint64_t v = S * (ts_geom_cdiv((uint64_t)s->C, vp) + 3) + (uint64_t)(s->N * s->C);
+    return W + (k > v ? k : v);
+}
+
+void ts_lww_attn_parts(lw_stage *s, uint32_t kp, uint32_t vp)
+{
+    const uint64_t R = (uint64_t)s->M, N = (uint64_t)s->M, nkv = (uint64_t)attn_nkv(s);
+    const uint64_t mb = s->vals ? mask_keep(s->band, s->M, s->M) * 4 : 0;
+    const uint64_t mk = attn_kmem(R, N, ts_geom_cdiv((uint64_t)s->K, kp), nkv) + mb;
+    const uint64_t mv = attn_vmem(N, ts_geom_cdiv((uint64_t)s->C, vp), nkv);
+    s->kr = kp;
+    s->kc = vp;
+    s->w = (uint32_t)(s->N * (int64_t)vp);
+    s->h = 1 + kp;
+    s->mem = mk > mv ? mk : mv;
 }
 
 ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G)

@@ -214,6 +214,8 @@ static ts_status join(lw *L, const ts_graph_node *n, int node, walk *w)
     s->C = (int64_t)ch;
     s->M = (int64_t)px;
     s->G = (uint32_t)(s->C < 8 ? s->C : 8);
+    s->in_nhwc = w->lane[0].nhwc || y->rank >= 4; /* an image's pixels (1 x 1 too), not rows: place
+                                                    * gives a join of rows one PE when T allows */
     s->vop = n->op == TS_OP_ADD ? WSE_OP_FADDS : n->op == TS_OP_SUB ? WSE_OP_FSUBS : WSE_OP_FMULS;
     s->swap = n->in[0] != w->lane[0].t;
     s->in_n = s->out_n = (uint64_t)E;

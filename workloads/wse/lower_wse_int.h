@@ -112,6 +112,7 @@ typedef struct lw_stage {
     int64_t nc;   /* attention: keys and values before the stream's (a KV cache's) */
     int64_t nseq; /* attention: the sequences of M rows it takes one after another (a batch) */
     float *cache; /* attention: per head its nc cached keys (K x nc), then values (nc x C) (owned) */
+    uint32_t akr, akc; /* attention: the fewest K and V parts whose PEs fit (kr, kc: those it takes) */
     bool fold;    /* attention: each head's V parts after its first down the column east of its K parts
                    * (lower_wse_attn.c), not along row 0 */
     bool band;    /* attention: every head's mask is constant along its diagonals (a causal or sliding-
@@ -355,7 +356,11 @@ static inline uint64_t lw_rms_mem(uint64_t L, uint64_t g)
     const uint64_t n = (L + g - 1) / g;
     return g > 1 ? 8 * n + 4 + (n >= 64 ? 8 * 64 : 0) : 8 * L + (L >= 256 ? 8 * 64 + 4 : 8);
 }
-/* A split RMSNormalization (s->G > 1 PEs in a row, lower_wse_norm.c). */
+/* SRAM of a PE of a LayerNormalization split over PEs in a row, its part n values: the part, its
+ * scale and bias, the mean and 1 / s, and from 64 values the 64 partial sums of squares and a
+ * block's 64 squares. */
+static inline uint64_t lw_ln_mem(uint64_t n) { return 12 * n + 8 + (n >= 64 ? 8 * 64 : 0); }
+/* A split RMSNormalization or LayerNormalization (s->G > 1 PEs in a row, lower_wse_norm.c). */
 ts_status ts_lww_emit_norm_split(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
 /* A Concat join's PE (lower_wse_concat.c). */
 ts_status ts_lww_emit_concat(lw *L, ts_program *P, size_t si, lw_gen *G);
@@ -372,6 +377,18 @@ bool ts_lww_is_proj(const ts_graph *g, int node, int F);
 ts_status ts_lww_attn_proj(lw *L, int F, const int64_t *rows, int first, bool *done, int *out_t,
                            const int64_t **out_rows);
 ts_status ts_lww_emit_attn(lw *L, ts_program *P, size_t si, lw_gen *G);
+/* Whether attention stage s may take more K and V parts than its memory needs (akr, akc) in a
+ * pipeline of many rows: no cache, no split by positions, V parts along row 0 (at most 2). */
+bool ts_lww_attn_sizable(const lw_stage *s);
+/* Cycles a row of F takes in attention stage s with kp K parts and vp V parts (about, per PE):
+ * the row of F multicast to every PE (a cycle a value), then the busier of the top K part (per
+ * key column of its part a MAC loop over the sequence's S keys, and the softmax of S scores,
+ * about 30 cycles each: assumed, the scalar exp and sum) and a V part (per key a MAC loop over its
+ * value columns, and the row chain east: every head's outputs, a cycle each). */
+uint64_t ts_lww_attn_row_cost(const lw_stage *s, uint64_t kp, uint64_t vp);
+/* Give attention stage s (ts_lww_attn_sizable) kp K parts and vp V parts: its rectangle (vp
+ * columns and 1 + kp rows a head) and its PEs' memory. */
+void ts_lww_attn_parts(lw_stage *s, uint32_t kp, uint32_t vp);
 /* The rotary stage before an attention (lower_wse_attn.c): per row of the stream (M rows of L),
  * the N columns its queries and keys read rotated, each c1 x + c2 x' of its own value x and its
  * partner's x' in the row; vals: the N (own, partner) columns (int32), then per row the N (c1,

@@ -19,6 +19,11 @@
  * PE (colours R(g), each PE adding its own), the first PE computes 1 / s from the whole sum and
  * sends it east down the chain after the raw parts, each PE passing it on and scaling its part,
  * which it sends before passing on the scaled parts from the west.
+ *
+ * LayerNormalization in a pipeline of many rows runs over as many PEs in a row as the pipeline
+ * time T asks for (place, lower_wse_place.c): the same, with a first round for the mean (each
+ * part's sum by a scalar loop, west, the mean back east, taken from the part in place) before
+ * the sums of squares, and its bias added to the scaled part.
  */
 #include "core/alloc.h"
 #include "workloads/wse/lower_wse_int.h"
@@ -191,14 +196,50 @@ ts_status ts_lww_emit_norm(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s)
     return TS_OK;
 }
 
+/* PE g of a split norm's sum: its part's in r8, plus the sum of the PEs east of it (R(g + 1)), sent
+ * west (R(g)); PE 0 computes from the whole sum the mean (mean) or 1 / s into r1, the others take
+ * it from the west; every PE but the last sends it east after the raw parts it passed. */
+static void split_reduce(lw_gen *G, const lw_stage *s, uint32_t g, uint32_t ci, uint32_t co, bool mean)
+{
+    const bool last = g + 1 == s->G;
+    if (!last) {
+        ts_lww_op(G, WSE_OP_RECV, 2, 2, (int)lw_rcol(s, g + 1));
+        ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 2);
+    }
+    if (g) {
+        ts_lww_op(G, WSE_OP_SEND, 2, (int)lw_rcol(s, g), 8);
+        ts_lww_op(G, WSE_OP_RECV, 2, 1, (int)ci); /* from the west */
+    } else if (mean)
+        ts_lww_op(G, WSE_OP_FMUL, 3, 1, 8, 14);
+    else
+        norm_rstd(G, s);
+    if (!last)
+        ts_lww_op(G, WSE_OP_SEND, 2, (int)co, 1);
+}
+
+/* LayerNormalization's part: the mean of the whole row (its part's sum by a scalar loop, the sums
+ * west, the mean east), stored at MEAN and taken from the part in place. */
+static void split_center(lw_gen *G, const lw_stage *s, uint32_t g, uint32_t ci, uint32_t co, int64_t n, int MEAN)
+{
+    row_sum(G, n, false);
+    split_reduce(G, s, g, ci, co, true);
+    ts_lww_op(G, WSE_OP_ST, 3, 1, 15, MEAN);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 0, 0, (int)n, 1);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 1, MEAN, (int)n, 0);
+    ts_lww_op(G, WSE_OP_FSUBS, 5, 0, 0, 1, -1, -1);
+}
+
 ts_status ts_lww_emit_norm_split(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s)
 {
     const int64_t L = s->L;
+    const bool ln = !s->vop; /* LayerNormalization: the mean first, then the bias */
     for (uint32_t g = 0; g < s->G; g++) {
         const uint32_t ci = g ? lw_gcol(s, g - 1) : s->cin, co = lw_gcol(s, g);
         const bool last = g + 1 == s->G;
         const int64_t p = s->G - 1 - g, a = p * L / s->G, b = (p + 1) * L / s->G, n = b - a;
-        const int GAM = (int)(4 * n), RSTD = (int)(8 * n);
+        /* the part at 0, its scale at 4n; RMSNormalization: 1 / s at 8n; LayerNormalization: its bias
+         * at 8n, the mean at 12n, 1 / s after; then the sums of squares' blocks */
+        const int GAM = (int)(4 * n), BET = (int)(8 * n), RSTD = (int)((ln ? 12 : 8) * n + (ln ? 4 : 0));
         if (!ts_lww_pe_stream(P, Lw->t, s->x + g, s->y0, G))
             return TS_ENOMEM;
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
@@ -213,29 +254,30 @@ ts_status ts_lww_emit_norm_split(lw *Lw, ts_program *P, lw_gen *G, const lw_stag
         int row = ts_lww_loop_head(G, 10, (int64_t)(s->in_n / (uint64_t)L));
         ts_lww_in_to_out(G, ci, co, (uint64_t)a);
         ts_lww_in_to_mem(G, ci, 0, (uint64_t)n, 1);
+        if (ln)
+            split_center(G, s, g, ci, co, n, RSTD - 4);
         part_sum_squares(G, n, RSTD + 4);
-        if (!last) {
-            ts_lww_op(G, WSE_OP_RECV, 2, 2, (int)lw_rcol(s, g + 1));
-            ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 2);
-        }
-        if (g) {
-            ts_lww_op(G, WSE_OP_SEND, 2, (int)lw_rcol(s, g), 8);
-            ts_lww_op(G, WSE_OP_RECV, 2, 1, (int)ci); /* 1 / s from the west */
-        } else
-            norm_rstd(G, s);
-        if (!last)
-            ts_lww_op(G, WSE_OP_SEND, 2, (int)co, 1);
+        split_reduce(G, s, g, ci, co, false);
         ts_lww_op(G, WSE_OP_ST, 3, 1, 15, RSTD);
         ts_lww_op(G, WSE_OP_DSDM, 4, 0, 0, (int)n, 1);
         ts_lww_op(G, WSE_OP_DSDM, 4, 1, RSTD, (int)n, 0);
         ts_lww_op(G, WSE_OP_FMULS, 5, 0, 0, 1, -1, -1);
         ts_lww_op(G, WSE_OP_DSDM, 4, 1, GAM, (int)n, 1);
-        ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)co, (int)n, 0);
-        ts_lww_op(G, WSE_OP_FMULS, 5, 2, 0, 1, -1, -1);
+        if (ln) { /* times the scale, plus the bias, out */
+            ts_lww_op(G, WSE_OP_FMULS, 5, 0, 0, 1, -1, -1);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 1, BET, (int)n, 1);
+            ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)co, (int)n, 0);
+            ts_lww_op(G, WSE_OP_FADDS, 5, 2, 0, 1, -1, -1);
+        } else {
+            ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)co, (int)n, 0);
+            ts_lww_op(G, WSE_OP_FMULS, 5, 2, 0, 1, -1, -1);
+        }
         ts_lww_in_to_out(G, ci, co, (uint64_t)(L - b));
         ts_lww_loop_end(G, 10, row);
-        if (ts_program_add_segment(P, WSE_KIND_PE, s->y0 * Lw->t->width + s->x + g, (uint64_t)GAM, s->vals + a,
-                                   (uint32_t)(n * 4), Lw->err))
+        const uint32_t id = s->y0 * Lw->t->width + s->x + g;
+        if (ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)GAM, s->vals + a, (uint32_t)(n * 4), Lw->err) ||
+            (ln && ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)BET, s->vals + L + a, (uint32_t)(n * 4),
+                                          Lw->err)))
             return Lw->err->status;
     }
     return TS_OK;

@@ -3,7 +3,9 @@
  * The passes, in order: the fewest columns each stage needs (sources and sinks by their chunks of
  * the stream, matrix products by their weights); the columns left for the matrix products; the
  * balanced pipeline time T, the smallest for which every matrix product, given the fewest PEs that
- * take its rows in at most T cycles, fits; each product's kr x kc split at T (a decode's one-row
+ * take its rows in at most T cycles, fits, with the elementwise stages, LayerNormalizations,
+ * attentions and joins of rows sized against T too (a pipeline of many rows); each product's kr x
+ * kc split at T (a decode's one-row
  * products then given rows until their MAC loop no longer dominates); the rows the
  * outputs of a product before SwiGLU's gate leave on (and the gate takes them on); the main
  * band's height; the stages west to east, skip paths in the rows below the main band.
@@ -66,13 +68,164 @@ static void mm_bounds(const lw *L, const lw_stage *s, uint32_t Hm, uint64_t avai
     *wmax = (uint64_t)s->N < avail ? (uint64_t)s->N : avail;
 }
 
+/* Cycles an elementwise PE spends on one element (its scalar code, about). */
+static uint64_t elem_cost(const lw_stage *s)
+{
+    switch (s->eop) {
+    case TS_OP_CLIP: return 12;
+    case TS_OP_SIGMOID: return 50;
+    case TS_OP_TANH: return 55;
+    case TS_OP_GELU: return s->vop ? 65 : 90;
+    case TS_OP_MUL: return 30; /* SwiGLU: a SiLU and a product for every two values */
+    default: return 25;
+    }
+}
+
+/* Whether the program decodes one token against a cache: it has attention, and every attention
+ * takes one row of one sequence against cached keys and values. Its stream is then one row that
+ * passes each stage once, so the layer's time is the sum of its stages' latencies, not the
+ * slowest stage's time per row as in a pipeline of many rows (images, a prefill). */
+static bool decoding(const lw *L)
+{
+    bool attn = false;
+    for (size_t i = 0; i < L->n; i++) {
+        const lw_stage *s = &L->st[i];
+        if (s->kind != K_ATTN)
+            continue;
+        if (!s->nc || s->M != 1 || s->nseq > 1)
+            return false;
+        attn = true;
+    }
+    return attn;
+}
+
+/* The most PEs in a row an elementwise stage (not SwiGLU's gate) and a LayerNormalization take when
+ * sized against T (assumed: BERT-base's Gelu, 128 rows of 3,072 values, wants about 60 at the T of
+ * its products; a LayerNormalization's row of 768 a few). */
+enum { ELEM_MAX = 64, LN_MAX = 16 };
+
+/* Whether stage s is sized against the pipeline time T by its rows' cycles: an elementwise stage
+ * other than SwiGLU's gate, or a LayerNormalization, of rows longer than one value, at most 4,096
+ * rows (their split PEs' code is unrolled over the rows), in a pipeline of many rows (a decode
+ * keeps the rule of elem_widths: its time is the sum of its stages' latencies, not T). */
+static bool sized_at_T(const lw *L, const lw_stage *s)
+{
+    const bool elem = s->kind == K_ELEM && s->eop != TS_OP_MUL, ln = s->kind == K_NORM && !s->vop;
+    return (elem || ln) && s->L > 1 && s->out_n / (uint64_t)s->L <= 4096 && !decoding(L);
+}
+
+/* Cycles a row of s's stream takes over g PEs in a row. An elementwise stage on one PE: its scalar
+ * code per value (elem_cost); split (lower_wse_elem.c): every value of the row passes each PE (a
+ * cycle a value), and its part of ceil(L / g) values in, computed and out. A LayerNormalization on
+ * one PE: 16 cycles a value and 500 a row (assumed: fitted to BERT-base's LayerNorm, 768 values a
+ * row, measured at 12,750 cycles a row on wse2: the scalar sums of the values and of their
+ * squares, the vector ops, the square root's Newton steps); split (lower_wse_norm.c): the row
+ * passing, 13 cycles a value of its part (the scalar sum, the vector sum of squares, the vector
+ * ops, the part in and out), 500 a row and 8 a PE for the two sums west and the mean and 1 / s
+ * east (assumed, the same fit). */
+static uint64_t row_cost(const lw_stage *s, uint64_t g)
+{
+    const uint64_t L = (uint64_t)s->L, part = ts_geom_cdiv(L, g);
+    if (s->kind == K_NORM)
+        return g > 1 ? L + 13 * part + 500 + 8 * g : 16 * L + 500;
+    return g > 1 ? L + part * (elem_cost(s) + 1) : L * elem_cost(s);
+}
+
+/* SRAM of a PE of a split stage s over g PEs: an elementwise PE its part (4 bytes a value); a
+ * LayerNormalization's its part, scale and bias, the mean and 1 / s, from 64 values a block's 64
+ * partial sums of squares and 64 squares (lower_wse_norm.c). */
+static uint64_t split_mem(const lw_stage *s, uint64_t g)
+{
+    const uint64_t n = ts_geom_cdiv((uint64_t)s->L, g);
+    return s->kind == K_NORM ? lw_ln_mem(n) : n * 4;
+}
+
+/* The fewest PEs in a row (at most most, and one per value of a row) whose parts fit and whose rows
+ * take at most T cycles by row_cost; the most that fit when none is fast enough. */
+static uint64_t split_pick(const lw *L, const lw_stage *s, uint64_t T, uint64_t most)
+{
+    const uint64_t rows = s->out_n / (uint64_t)s->L;
+    if (rows * row_cost(s, 1) <= T)
+        return 1;
+    most = most < (uint64_t)s->L ? most : (uint64_t)s->L;
+    uint64_t fit = 1;
+    for (uint64_t g = 2; g <= most; g++) {
+        if (split_mem(s, g) > L->t->sram_bytes)
+            continue;
+        fit = g;
+        if (rows * row_cost(s, g) <= T)
+            return g;
+    }
+    return fit;
+}
+
+/* The most K parts an attention takes when sized against T (assumed: the softmax on its top K
+ * part, about 30 cycles a score, is then most of its row), and the most V parts (more fold them
+ * down a second column, lower_wse_attn.c). */
+enum { ATTN_KP_MAX = 8, ATTN_VP_MAX = 2 };
+
+/* Whether attention stage s is sized against T: a pipeline of many rows, no cache, its heads'
+ * parts along row 0 (ts_lww_attn_sizable). */
+static bool attn_sized(const lw *L, const lw_stage *s)
+{
+    return s->kind == K_ATTN && ts_lww_attn_sizable(s) && !decoding(L);
+}
+
+/* Attention s's K and V parts at T: the fewest its memory needs when its rows take at most T
+ * cycles by ts_lww_attn_row_cost; else, of at most ATTN_KP_MAX K parts (and its lane's rows) and
+ * ATTN_VP_MAX V parts, the fewest PEs whose rows do, or the fastest when none does. */
+static void attn_pick(const lw *L, const lw_stage *s, uint64_t T, uint32_t Hm, uint32_t *kp, uint32_t *vp)
+{
+    const uint64_t rows = s->in_n / (uint64_t)s->L, lane = s->lane ? L->t->height - Hm : Hm;
+    *kp = s->akr;
+    *vp = s->akc;
+    if (rows * ts_lww_attn_row_cost(s, s->akr, s->akc) <= T)
+        return;
+    uint64_t kmax = ATTN_KP_MAX < (uint64_t)s->K ? ATTN_KP_MAX : (uint64_t)s->K;
+    kmax = kmax + 1 < lane ? kmax : lane - 1;
+    uint64_t best = UINT64_MAX, bpes = UINT64_MAX;
+    for (uint64_t v = s->akc; v <= ATTN_VP_MAX && v <= (uint64_t)s->C; v++)
+        for (uint64_t k = s->akr; k <= kmax; k++) {
+            const uint64_t c = rows * ts_lww_attn_row_cost(s, k, v), pes = v * (1 + k);
+            const uint64_t key = c <= T ? 0 : c; /* within T: the fewest PEs; else the fastest */
+            if (key < best || (key == best && pes < bpes)) {
+                best = key;
+                bpes = pes;
+                *kp = (uint32_t)k;
+                *vp = (uint32_t)v;
+            }
+        }
+}
+
+/* Whether join s takes one PE at T rather than its G channel groups: a join of rows (not an
+ * image's pixels) with no fused Relu or Clip, in a pipeline of many rows, whose rows take at most T
+ * on one PE. Each of its PEs takes both streams' whole row (a cycle a value) and the last sends the
+ * whole row on (lower_wse_emit.c), so a row takes about 2 C cycles on one PE as on G. */
+static bool join_narrows(const lw *L, const lw_stage *s, uint64_t T)
+{
+    return s->kind == K_JOIN && !s->relu && !s->clip && !s->in_nhwc && s->G > 1 && !decoding(L) &&
+           (uint64_t)s->M * 2 * (uint64_t)s->C <= T;
+}
+
 /* Whether every matrix product, with the fewest PEs that take its rows in at most T cycles, fits
- * its rows and, on the main band, the columns left. */
+ * its rows and, on the main band, the columns left, with the elementwise stages and
+ * LayerNormalizations sized against T too (sized_at_T: their PEs past their first), and the
+ * attentions (attn_sized: their V parts past those their memory needs); the joins that narrow to
+ * one PE at T (join_narrows) leave their other columns. */
 static bool fits_at(const lw *L, uint64_t T, uint32_t Hm, uint64_t avail)
 {
     uint64_t cols = 0;
     for (size_t i = 0; i < L->n; i++) {
         const lw_stage *s = &L->st[i];
+        if (!s->lane && join_narrows(L, s, T))
+            avail += s->w - 1;
+        if (!s->lane && sized_at_T(L, s))
+            cols += split_pick(L, s, T, s->kind == K_NORM ? LN_MAX : ELEM_MAX) - 1;
+        if (!s->lane && attn_sized(L, s)) {
+            uint32_t kp, vp;
+            attn_pick(L, s, T, Hm, &kp, &vp);
+            cols += (uint64_t)s->N * (vp - s->akc);
+        }
         if (s->kind != K_MM)
             continue;
         uint64_t hmax, wmax, kr = 0, kc = 0;
@@ -221,24 +374,6 @@ static ts_status split(lw *L, uint32_t Hm, uint64_t avail)
         s->mem = lw_mm_bytes(s->h16, ts_geom_cdiv((uint64_t)s->K, kr), ts_geom_cdiv((uint64_t)s->N, kc));
     }
     return TS_OK;
-}
-
-/* Whether the program decodes one token against a cache: it has attention, and every attention
- * takes one row of one sequence against cached keys and values. Its stream is then one row that
- * passes each stage once, so the layer's time is the sum of its stages' latencies, not the
- * slowest stage's time per row as in a pipeline of many rows (images, a prefill). */
-static bool decoding(const lw *L)
-{
-    bool attn = false;
-    for (size_t i = 0; i < L->n; i++) {
-        const lw_stage *s = &L->st[i];
-        if (s->kind != K_ATTN)
-            continue;
-        if (!s->nc || s->M != 1 || s->nseq > 1)
-            return false;
-        attn = true;
-    }
-    return attn;
 }
 
 /* Cycles a row of PEs adds to a product's latency in a decode (the input row down one more PE,
@@ -395,44 +530,51 @@ static void glu_rows(lw *L, bool forks)
     }
 }
 
-/* Cycles an elementwise PE spends on one element (its scalar code, about). */
-static uint64_t elem_cost(const lw_stage *s)
-{
-    switch (s->eop) {
-    case TS_OP_CLIP: return 12;
-    case TS_OP_SIGMOID: return 50;
-    case TS_OP_TANH: return 55;
-    case TS_OP_GELU: return s->vop ? 65 : 90;
-    case TS_OP_MUL: return 30; /* SwiGLU: a SiLU and a product for every two values */
-    default: return 25;
-    }
-}
-
-/* Whether elementwise stage s is slower than the pipeline time T and has at most 4,096 rows of L
- * values out (its split PEs' code is unrolled over the rows). */
+/* Whether stage s is slower than the pipeline time T and split: an elementwise stage or a
+ * LayerNormalization sized against T (sized_at_T) whose row on one PE takes longer than T allows;
+ * in a decode, an elementwise stage with at most 4,096 rows of L values out (its split PEs' code is
+ * unrolled over the rows). */
 static bool elem_splits(const lw *L, const lw_stage *s)
 {
+    if (sized_at_T(L, s))
+        return s->out_n / (uint64_t)s->L * row_cost(s, 1) > L->T;
     return s->kind == K_ELEM && s->L > 1 && s->in_n * elem_cost(s) > L->T && s->out_n / (uint64_t)s->L <= 4096;
 }
 
-/* Positions, with an elementwise stage slower than the pipeline time T split over up to 8 PEs in a
- * row (each its part of every row of the stream; SwiGLU's gate, the widest rows of a decoder, up
- * to 64), as many as the mesh's width leaves: the gate 64, 32, 16, then 8, 4, 2, 1 for all of
- * them. */
+/* A stage sized against T (sized_at_T) over the fewest PEs in a row, at most gmax, whose rows take
+ * at most T cycles (split_pick). */
+static void split_at_T(lw *L, lw_stage *s, uint64_t gmax)
+{
+    const uint64_t cap = s->kind == K_NORM ? LN_MAX : ELEM_MAX;
+    const uint64_t g = split_pick(L, s, L->T, gmax < cap ? gmax : cap);
+    s->G = (uint32_t)g;
+    s->w = s->G;
+    s->mem = g > 1 ? split_mem(s, g) : s->kind == K_NORM ? (uint64_t)s->L * 12 + 8 : 0; /* lower_wse_norm.c */
+}
+
+/* Positions, with the stages slower than the pipeline time T split over PEs in a row (each its
+ * part of every row of the stream): the elementwise stages and LayerNormalizations of a pipeline
+ * of many rows over as many as T asks for (split_at_T: up to 64 and 16); a decode's elementwise
+ * stages over up to 8, SwiGLU's gate, the widest rows of a decoder, up to 64; as many as the mesh's
+ * width leaves: at most 64, 32, 16, then 8, 4, 2, 1 for all of them. */
 static ts_status elem_widths(lw *L, uint32_t Hm)
 {
-    bool slow = false, gate = false;
+    bool slow = false, wide = false;
     for (size_t i = 0; i < L->n; i++) {
         slow |= elem_splits(L, &L->st[i]);
-        gate |= elem_splits(L, &L->st[i]) && L->st[i].eop == TS_OP_MUL;
+        wide |= elem_splits(L, &L->st[i]) && (L->st[i].eop == TS_OP_MUL || sized_at_T(L, &L->st[i]));
     }
     if (!slow)
         return positions(L, Hm);
-    for (uint64_t gmax = gate ? 64 : 8;; gmax /= 2) {
+    for (uint64_t gmax = wide ? 64 : 8;; gmax /= 2) {
         for (size_t i = 0; i < L->n; i++) {
             lw_stage *s = &L->st[i];
             if (!elem_splits(L, s))
                 continue;
+            if (sized_at_T(L, s)) {
+                split_at_T(L, s, gmax);
+                continue;
+            }
             /* SwiGLU's gate whose stream is half the pipeline time or more (a decode's long row):
              * its first PE also passes on the stream's other parts (about a cycle a value) before
              * its own part comes, so its part must fit in what T leaves (all it may take when
@@ -500,6 +642,25 @@ static ts_status norm_widths(lw *L, uint32_t Hm)
     return positions(L, Hm);
 }
 
+/* Every attention sized against T (attn_sized) its K and V parts at L->T (at_T), or the fewest its
+ * memory needs; whether any takes more than those. */
+static bool attn_widths(lw *L, uint32_t Hm, bool at_T)
+{
+    bool more = false;
+    for (size_t i = 0; i < L->n; i++) {
+        lw_stage *s = &L->st[i];
+        if (!attn_sized(L, s))
+            continue;
+        uint32_t kp = s->akr, vp = s->akc;
+        if (at_T)
+            attn_pick(L, s, L->T, Hm, &kp, &vp);
+        more |= kp != s->akr || vp != s->akc;
+        if (kp != s->kr || vp != s->kc)
+            ts_lww_attn_parts(s, kp, vp);
+    }
+    return more;
+}
+
 ts_status ts_lww_place(lw *L, uint32_t *hm)
 {
     const ts_wse_target *t = L->t;
@@ -525,10 +686,26 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
     if (rc)
         return rc;
     latency_rows(L, Hm, avail);
+    for (size_t i = 0; i < L->n; i++) {
+        lw_stage *s = &L->st[i];
+        if (join_narrows(L, s, L->T)) { /* one PE: the whole row in memory (lower_wse_emit.c) */
+            s->G = s->w = 1;
+            s->mem = (uint64_t)s->C * 4 + 8;
+        }
+    }
+    const bool wide = attn_widths(L, Hm, true);
     /* the main band is as tall as its tallest stage: skip paths run just below it */
     glu_rows(L, forks);
     if (forks)
         *hm = band_height(L);
     rc = elem_widths(L, *hm);
+    if (rc && wide) { /* too wide: the attentions on the parts their memory needs */
+        ts_err_free(L->err);
+        ts_err_init(L->err);
+        attn_widths(L, Hm, false);
+        if (forks)
+            *hm = band_height(L);
+        rc = elem_widths(L, *hm);
+    }
     return rc ? rc : norm_widths(L, *hm);
 }
