@@ -704,7 +704,7 @@ START_TEST(test_bias_ones)
     int w[5], b[5];
     const int Ms[5] = {M1, M2, M3, M4, M5}, Cs[5] = {C, M1, M2, M3, M1}, ks[5] = {3, 1, 3, 1, 1};
     for (int i = 0; i < 5; i++) {
-        char wn[8], bn[8];
+        char wn[16], bn[16];
         snprintf(wn, sizeof wn, "w%d", i + 1);
         snprintf(bn, sizeof bn, "b%d", i + 1);
         w[i] = tensor_dt(g, wn, TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){Ms[i], Cs[i], ks[i], ks[i]});
