@@ -670,12 +670,7 @@ START_TEST(test_conv)
 }
 END_TEST
 
-/* The lanes of 1 (ones_lanes, bias_lanes): c1 on host im2col (its bias in its block) writes 1s past
- * its 24 channels, which the MaxPool keeps, so the two 1 x 1 Convs that read it (c2, written in slots
- * for c3's packed taps, and d) take their biases in their blocks; c3 (packed) writes 1s from its
- * bias vector for c4. Every output bit-exact against the C reference, and the 1 x 1 Convs' passes
- * add no bias on the VXM: cvt, mul, cvt (and Relu), with a mask for each latch their scale is kept
- * in (4 at most). */
+/* The C reference of a 3 x 3 MaxPool of stride 2, padding 1: C planes of H x W int8. */
 static int8_t *ref_maxpool3(const int8_t *x, int C, int H, int W, int *Ho, int *Wo)
 {
     *Ho = (H + 2 - 3) / 2 + 1;
@@ -696,6 +691,12 @@ static int8_t *ref_maxpool3(const int8_t *x, int C, int H, int W, int *Ho, int *
     return y;
 }
 
+/* The lanes of 1 (ones_lanes, bias_lanes): c1 on host im2col (its bias in its block) writes 1s past
+ * its 24 channels, which the MaxPool keeps, so the two 1 x 1 Convs that read it (c2, written in slots
+ * for c3's packed taps, and d) take their biases in their blocks; c3 (packed) writes 1s from its
+ * bias vector for c4. Every output bit-exact against the C reference, and the 1 x 1 Convs' passes
+ * add no bias on the VXM: cvt, mul, cvt (and Relu), with a mask for each latch their scale is kept
+ * in (4 at most). */
 START_TEST(test_bias_ones)
 {
     ts_graph *g = ts_graph_create("ones");
@@ -808,20 +809,9 @@ START_TEST(test_block)
     int8_t *xv = input_of(g, x);
     int Ho, Wo;
     int8_t *h1 = ref_conv(xv, C, H, W, w1, -1, M, 1, 1, 0, true, &Ho, &Wo);
-    const int Hp = 3, Wp = 3;
-    int8_t *pv = ts_calloc((size_t)M * Hp * Wp, 1);
-    for (int c = 0; c < M; c++)
-        for (int oy = 0; oy < Hp; oy++)
-            for (int ox = 0; ox < Wp; ox++) {
-                int v = -128;
-                for (int ky = 0; ky < 3; ky++)
-                    for (int kx = 0; kx < 3; kx++) {
-                        int iy = oy * 2 - 1 + ky, ix = ox * 2 - 1 + kx;
-                        if (iy >= 0 && ix >= 0 && iy < H && ix < W && h1[((size_t)c * H + iy) * W + ix] > v)
-                            v = h1[((size_t)c * H + iy) * W + ix];
-                    }
-                pv[((size_t)c * Hp + oy) * Wp + ox] = (int8_t)v;
-            }
+    int Hp, Wp;
+    int8_t *pv = ref_maxpool3(h1, M, H, W, &Hp, &Wp);
+    ck_assert(Hp == 3 && Wp == 3);
     int Ho2, Wo2;
     int8_t *q = ref_conv(pv, M, Hp, Wp, w2, -1, M, 1, 1, 0, false, &Ho2, &Wo2);
     int bad = 0;

@@ -472,6 +472,17 @@ static const ts_npy_array *run_lowered(ts_lowered *l, const ts_family *fam, cons
     return &out->v[0];
 }
 
+/* Run the lowered model l on the TSP config cfg and check its output bit for bit against the
+ * int8 C reference (check_tsp). */
+static void run_check_tsp(ts_lowered *l, const ts_family *fam, const ts_config *cfg, const char *what)
+{
+    ts_program *prog;
+    ts_results res;
+    ck_assert_int_eq(check_tsp(l, run_lowered(l, fam, cfg, what, &prog, &res), what, true), 0);
+    ts_results_free(&res);
+    ts_program_destroy(prog);
+}
+
 START_TEST(test_values)
 {
     const char *model = models[_i / NCONFIGS], *config = configs[_i % NCONFIGS];
@@ -554,11 +565,7 @@ START_TEST(test_gpt_tsp)
     const ts_family *fam = ts_family_find(ts_config_arch(cfg));
     ts_lowered *l = NULL;
     ck_assert_msg(ts_lower_model(spec, cfg, NULL, &l, &e) == TS_OK, "%s: %s", what, e.msg);
-    ts_program *prog;
-    ts_results res;
-    ck_assert_int_eq(check_tsp(l, run_lowered(l, fam, cfg, what, &prog, &res), what, true), 0);
-    ts_results_free(&res);
-    ts_program_destroy(prog);
+    run_check_tsp(l, fam, cfg, what);
     ts_lowered_destroy(l);
     ts_config_destroy(cfg);
     ts_err_free(&e);
@@ -586,11 +593,7 @@ START_TEST(test_bert_lean)
     ts_lowered *l = NULL;
     ck_assert_msg(ts_lower_model_values(model_path("bert2_s16", ".onnx"), cfg, NULL, &vals, &l, &e) == TS_OK, "%s: %s",
                   what, e.msg);
-    ts_program *prog;
-    ts_results res;
-    ck_assert_int_eq(check_tsp(l, run_lowered(l, fam, cfg, what, &prog, &res), what, true), 0);
-    ts_results_free(&res);
-    ts_program_destroy(prog);
+    run_check_tsp(l, fam, cfg, what);
     ts_lowered_destroy(l);
     ts_npz_free(&in);
     ts_config_destroy(cfg);
