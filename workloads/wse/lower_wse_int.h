@@ -134,6 +134,8 @@ typedef struct lw {
     uint64_t T;             /* the balanced pipeline's cycles by the cost model (place) */
     bool narrow;            /* place: products split for the fewest columns, not the fewest PEs */
     bool h16;               /* the graph's input is f16: binary16 matrix products (lower_wse_emit_mm.c) */
+    bool decode;            /* place: the program decodes one token against a cache (decoding in
+                             * lower_wse_place.c), set once before the placement's passes */
     int64_t **maps;         /* the row orders of streams (lw_cur.rows), owned; nmaps of capmaps */
     size_t nmaps, capmaps;
     const int64_t *out_rows; /* the graph output's row order at the sink, or NULL (one of maps) */

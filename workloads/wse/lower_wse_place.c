@@ -111,7 +111,7 @@ enum { ELEM_MAX = 64, LN_MAX = 16 };
 static bool sized_at_T(const lw *L, const lw_stage *s)
 {
     const bool elem = s->kind == K_ELEM && s->eop != TS_OP_MUL, ln = s->kind == K_NORM && !s->vop;
-    return (elem || ln) && s->L > 1 && s->out_n / (uint64_t)s->L <= 4096 && !decoding(L);
+    return (elem || ln) && s->L > 1 && s->out_n / (uint64_t)s->L <= 4096 && !L->decode;
 }
 
 /* Cycles a row of s's stream takes over g PEs in a row. An elementwise stage on one PE: its scalar
@@ -168,7 +168,7 @@ enum { ATTN_KP_MAX = 8, ATTN_VP_MAX = 2 };
  * parts along row 0 (ts_lww_attn_sizable). */
 static bool attn_sized(const lw *L, const lw_stage *s)
 {
-    return s->kind == K_ATTN && ts_lww_attn_sizable(s) && !decoding(L);
+    return s->kind == K_ATTN && ts_lww_attn_sizable(s) && !L->decode;
 }
 
 /* Attention s's K and V parts at T: the fewest its memory needs when its rows take at most T
@@ -203,7 +203,7 @@ static void attn_pick(const lw *L, const lw_stage *s, uint64_t T, uint32_t Hm, u
  * whole row on (lower_wse_emit.c), so a row takes about 2 C cycles on one PE as on G. */
 static bool join_narrows(const lw *L, const lw_stage *s, uint64_t T)
 {
-    return s->kind == K_JOIN && !s->relu && !s->clip && !s->in_nhwc && s->G > 1 && !decoding(L) &&
+    return s->kind == K_JOIN && !s->relu && !s->clip && !s->in_nhwc && s->G > 1 && !L->decode &&
            (uint64_t)s->M * 2 * (uint64_t)s->C <= T;
 }
 
@@ -390,7 +390,7 @@ enum { ROW_CYCLES = 8 };
  * leaves idle. */
 static void latency_rows(lw *L, uint32_t Hm, uint64_t avail)
 {
-    if (!decoding(L))
+    if (!L->decode)
         return;
     for (size_t i = 0; i < L->n; i++) {
         lw_stage *s = &L->st[i];
@@ -665,6 +665,7 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
 {
     const ts_wse_target *t = L->t;
     bool forks = false;
+    L->decode = decoding(L);
     for (size_t i = 0; i < L->n; i++) {
         forks |= L->st[i].fork;
         L->st[i].h16 = L->h16 && L->st[i].kind == K_MM;
