@@ -793,7 +793,6 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
 {
     m->ct = (L->compact || L->lean) && p->bid < 0 ? 1 : p->NT; /* LEAN: one kept zero bias */
     uint32_t VL = L->VL, NT = m->ct, cwords = 4 * NT + 4, sb;
-    int32_t one = p->y->ones ? one_bias(p->scale) : 0;
     memcpy(&sb, &p->scale, 4);
     /* without a bias the words depend on the tiles and the scale alone: laid out once (BERT's moves
      * and attention products, 12 layers of them, would take the east MEM a batch of 4 needs) */
@@ -816,12 +815,7 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
             uint32_t n = l; /* lane l computes output n; written in slots, tile r's slot r only */
             if (p->rep)
                 n = l % VL >= l / VL * p->N && l % VL < (l / VL + 1) * p->N ? l % VL - l / VL * p->N : p->N;
-            int32_t b = p->bid >= 0 && n < p->N ? ts_fill_bias(p->bid, n) : 0;
-            if (n >= p->N && n < p->N + p->y->ones)
-                b = one; /* requantised to 1: the consumer's bias lanes (ones_lanes) */
-            const ts_graph_tensor *bt = p->bid >= 0 ? ts_graph_get_tensor(L->g, p->bid) : NULL;
-            if (bt && bt->data && bt->dtype == TS_DT_I32 && n < p->N)
-                b = ((const int32_t *)bt->data)[n];
+            int32_t b = bias_of(L, p, n); /* past N, the lanes of 1 (ones_lanes) */
             for (int by = 0; by < 4; by++)
                 im.s[e][((size_t)(4 * (l / VL) + (uint32_t)by)) * VL + l % VL] = (uint8_t)((uint32_t)b >> (8 * by));
         }
