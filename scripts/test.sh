@@ -53,9 +53,11 @@ print("\n".join(sorted(out)))' build-asan "$asan_tests")
 [ -n "$asan_targets" ] || { echo "no target to build under ASan + UBSan" >&2; exit 1; }
 # shellcheck disable=SC2086 # one target per word
 ninja -C build-asan $asan_targets
+# TS_SANITIZER=address: the lowering tests run their programs in the fast mode alone; the family
+# tests run the threaded and lockstep code here in every mode (tests/arch/arch_modes.h).
 # shellcheck disable=SC2086 # one test name per word
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  TS_SANITIZED=1 CK_FORK=yes CK_TIMEOUT_MULTIPLIER=4 meson test -C build-asan --no-rebuild --print-errorlogs \
+  TS_SANITIZED=1 TS_SANITIZER=address CK_FORK=yes CK_TIMEOUT_MULTIPLIER=4 meson test -C build-asan --no-rebuild --print-errorlogs \
   --num-processes "$jobs" --timeout-multiplier 4 $asan_tests | tee -a "$log"
 
 [ -d build-tsan ] || meson setup build-tsan --buildtype=debugoptimized -Db_sanitize=thread \

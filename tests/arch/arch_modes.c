@@ -19,6 +19,7 @@ const arch_mode arch_modes[ARCH_NMODES] = {
 };
 
 unsigned arch_modes_default = ARCH_MODES_ALL;
+unsigned arch_modes_address;
 
 /* The kernel's figures (core/sim.c): a hang is this many cycles without work; steps of at most
  * this many cycles. */
@@ -236,6 +237,9 @@ bool arch_modes_compare(const ts_family *fam, const ts_config *cfg, const ts_pro
                         arch_run *out, ts_buf *diff)
 {
     unsigned modes = opts && opts->modes ? opts->modes : arch_modes_default;
+    const char *san = getenv("TS_SANITIZER");
+    if (!(opts && opts->modes) && arch_modes_address && san && !strcmp(san, "address"))
+        modes = arch_modes_address; /* arch_modes.h */
     /* Under the sanitizers (scripts/test.sh sets TS_SANITIZED) the default set leaves out lockstep on
      * one thread where it runs lockstep on threads or other modes: the lockstep code runs there on
      * threads in the tests that take every mode, and the normal build compares every mode the test
@@ -249,7 +253,6 @@ bool arch_modes_compare(const ts_family *fam, const ts_config *cfg, const ts_pro
      * no race to find, and the normal and ASan + UBSan builds compare every mode with the one
      * thread's. A set without threads runs its reference alone. docs/testing.md. */
     size_t first = 0;
-    const char *san = getenv("TS_SANITIZER");
     if (san && !strcmp(san, "thread")) {
         modes &= ~(1u << ARCH_FAST | 1u << ARCH_LOCKSTEP);
         if (modes & 1u << ARCH_THREADS3)

@@ -52,6 +52,13 @@ extern const arch_mode arch_modes[ARCH_NMODES];
 /* The modes run when arch_opts.modes is 0: ARCH_MODES_ALL, unless a test executable sets
  * ARCH_MODES_QUICK in its main() before its tests start. */
 extern unsigned arch_modes_default;
+/* The modes run under ASan + UBSan (scripts/test.sh sets TS_SANITIZER=address) when arch_opts.modes
+ * is 0, where a test executable sets it in its main(): the lowering tests, whose programs run in
+ * the fast mode alone there (ARCH_MODES_FAST); 0 (the default) for arch_modes_default under the
+ * rule of arch_modes.c. The threaded and lockstep code runs under ASan + UBSan in the family tests
+ * (every mode), and the normal build compares every mode the lowering tests ask for. */
+#define ARCH_MODES_FAST (1u << ARCH_FAST)
+extern unsigned arch_modes_address;
 
 typedef struct arch_opts {
     /* The run's options: max_cycles, hang_cycles, warn, phase_events, regions... (lockstep and
