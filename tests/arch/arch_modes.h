@@ -94,7 +94,8 @@ ts_status arch_run_mode(const ts_family *fam, const ts_config *cfg, const ts_pro
 void arch_run_free(arch_run *r);
 
 /* Run p in every mode of arch_modes[] (those of opts->modes) and compare each with the first
- * (under ThreadSanitizer, TS_SANITIZER=thread, the modes on threads only: arch_modes.c). Returns true when all agree; otherwise false with diff (appended to; may be NULL) naming both
+ * (under ThreadSanitizer, TS_SANITIZER=thread, the modes on threads only: arch_modes.c).
+ * Returns true when all agree; otherwise false with diff (appended to; may be NULL) naming both
  * modes and the first line that differs. In both cases out holds the first mode's run, whether it
  * succeeded or not. */
 bool arch_modes_compare(const ts_family *fam, const ts_config *cfg, const ts_program *p, const arch_opts *opts,
