@@ -52,6 +52,13 @@ extern const arch_mode arch_modes[ARCH_NMODES];
 /* The modes run when arch_opts.modes is 0: ARCH_MODES_ALL, unless a test executable sets
  * ARCH_MODES_QUICK in its main() before its tests start. */
 extern unsigned arch_modes_default;
+/* The modes run under ASan + UBSan (scripts/test.sh sets TS_SANITIZER=address) when arch_opts.modes
+ * is 0, where a test executable sets it in its main(): the lowering tests, whose programs run in
+ * the fast mode alone there (ARCH_MODES_FAST); 0 (the default) for arch_modes_default under the
+ * rule of arch_modes.c. The threaded and lockstep code runs under ASan + UBSan in the family tests
+ * (every mode), and the normal build compares every mode the lowering tests ask for. */
+#define ARCH_MODES_FAST (1u << ARCH_FAST)
+extern unsigned arch_modes_address;
 
 typedef struct arch_opts {
     /* The run's options: max_cycles, hang_cycles, warn, phase_events, regions... (lockstep and
@@ -86,7 +93,8 @@ ts_status arch_run_mode(const ts_family *fam, const ts_config *cfg, const ts_pro
                         bool lockstep, int threads, arch_run *out);
 void arch_run_free(arch_run *r);
 
-/* Run p in every mode of arch_modes[] (those of opts->modes) and compare each with the first.
+/* Run p in every mode of arch_modes[] (those of opts->modes) and compare each with the first
+ * (under ThreadSanitizer, TS_SANITIZER=thread, the modes on threads only: arch_modes.c).
  * Returns true when all agree; otherwise false with diff (appended to; may be NULL) naming both
  * modes and the first line that differs. In both cases out holds the first mode's run, whether it
  * succeeded or not. */

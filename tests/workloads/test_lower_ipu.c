@@ -2748,6 +2748,7 @@ END_TEST
 int main(int argc, char **argv)
 {
     arch_modes_default = ARCH_MODES_QUICK; /* long programs: lockstep on threads would cost seconds each */
+    arch_modes_address = ARCH_MODES_FAST; /* under ASan + UBSan: tests/arch/arch_modes.h */
     bool slow = argc > 1 && !strcmp(argv[1], "slow");
     const char *asked = getenv("TS_SLOW_TESTS");
     if (slow && (!asked || strcmp(asked, "1"))) {

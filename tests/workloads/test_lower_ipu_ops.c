@@ -501,6 +501,10 @@ END_TEST
 
 int main(void)
 {
+    /* the reference, lockstep and 3 threads, as test_lower_ipu: every mode cost 54 s of CPU for what
+     * the family tests (test_ipu_bsp, test_ipu_kernels: every mode) check already */
+    arch_modes_default = ARCH_MODES_QUICK;
+    arch_modes_address = ARCH_MODES_FAST; /* under ASan + UBSan: tests/arch/arch_modes.h */
     Suite *s = suite_create("lower_ipu_ops");
     TCase *tc = tcase_create("ops");
     tcase_set_timeout(tc, 180);

@@ -1429,6 +1429,7 @@ static Suite *suite(void)
 int main(void)
 {
     arch_modes_default = ARCH_MODES_QUICK; /* the whole tsp_v1: every mode costs as much as the fast one */
+    arch_modes_address = ARCH_MODES_FAST; /* under ASan + UBSan: tests/arch/arch_modes.h */
     SRunner *sr = srunner_create(suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -756,6 +756,7 @@ int main(void)
     /* long programs on meshes of up to 32 x 32: lockstep on threads would cost seconds; the
      * quick set, and 2 threads as this test always ran */
     arch_modes_default = ARCH_MODES_QUICK | 1u << ARCH_THREADS2;
+    arch_modes_address = ARCH_MODES_FAST; /* under ASan + UBSan: tests/arch/arch_modes.h */
     Suite *s = suite_create("lower_wse");
     TCase *tc = tcase_create("lower_wse");
     tcase_set_timeout(tc, 300);

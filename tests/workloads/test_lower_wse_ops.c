@@ -1364,6 +1364,7 @@ END_TEST
 int main(void)
 {
     arch_modes_default = ARCH_MODES_QUICK | 1u << ARCH_THREADS2;
+    arch_modes_address = ARCH_MODES_FAST; /* under ASan + UBSan: tests/arch/arch_modes.h */
     Suite *s = suite_create("lower_wse_ops");
     TCase *tc = tcase_create("lower_wse_ops");
     tcase_set_timeout(tc, 300);
