@@ -116,7 +116,8 @@ typedef struct fplan {
 } fplan;
 
 /* Text below the data: skip slice and bank li's words the schedule writes at or before cycle r (no
- * longer free for text); the first write of the next word, UINT64_MAX where none is left. */
+ * longer free for text); the first write of the next word, UINT64_MAX where none is left or it is
+ * never written. */
 static uint64_t next_live(fplan *fp, size_t li, uint64_t r)
 {
     while (fp->lp[li] < fp->lb[li + 1] && fp->ldl[fp->lp[li]] <= r)
