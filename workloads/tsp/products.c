@@ -1059,7 +1059,10 @@ static ts_status install_on(lt *L, psched *s, int j)
 }
 
 /* Install the current block: a block with many passes goes on both planes, which take every other
- * pass; else the blocks alternate between the planes, one installing while the other streams. A
+ * pass; else the blocks alternate between the planes, one installing while the other streams. Under
+ * LEAN every block goes on one plane, the planes in turn: an install is 320 MEM reads and 20 iw, and
+ * BERT-base's blocks of 128 passes each installed twice were 536 k of its 7.02 M entries (the
+ * schedule 477,421 -> 523,877 cycles; docs/lowering-tsp.md, *LEAN*). A
  * block of weights installs through the plane's weight buffer (install_buffered) where the plane
  * still streams after the buffer's last copy (buf_free < plane_busy), so the lw overlap its passes;
  * on a plane with nothing to overlap (its first block) the 20 lw and the copy would take a cycle
@@ -1076,7 +1079,7 @@ static ts_status install_block(lt *L, psched *s)
      * block on every plane; a packed Conv with several bases: the planes take the blocks in turn
      * (sched_blocks) */
     bool turns = !L->mode && p->kind == 2 && p->KT == 1 && p->NT >= (east ? 4u : 2u);
-    bool many = p->M >= DUAL_PASSES && (p->kind != 6 || p->pl.nb < 2) && !turns;
+    bool many = p->M >= DUAL_PASSES && (p->kind != 6 || p->pl.nb < 2) && !turns && !L->lean;
     int npl = east ? 4 : 2;
     /* the last of 4 k + 1 tiles in turn on all four planes (stage 1's 1 x 1 convs written in 5 slots)
      * goes on two, the planes of the first two tiles, which take every other pass, rather than on
