@@ -272,13 +272,34 @@ static void ak_group_out_pf(lw *L, uint32_t t, const mm_args *m)
     }
 }
 
+/* Whether ak_group_out takes a group of nstore outputs of f32 sums (else lwi_emit_group_out). */
+static bool ak_out32(const mm_args *m, uint32_t nstore)
+{
+    uint32_t U = m->units;
+    return !m->out16 && nstore == U && m->out_u == 4 && m->out_q == 4 * (int64_t)U && m->out % 8 == 0 &&
+           m->out_row % 8 == 0 && (!(m->bias || m->acc) || (m->acc ? m->acc % 8 == 0 && m->acc_row % 8 == 0 : m->bias % 8 == 0));
+}
+
+/* The bytes a whole group's sums out steps $m11 by where ak_group_out, ak_group_out16 or
+ * ak_group_out_pf take them (their stores, 64 bits each, one after the other: U f32 sums or U
+ * halves; $m10, the partial sums read, 4U with acc), 0 where lwi_emit_group_out does. */
+static int32_t ak_out_bytes(const mm_args *m)
+{
+    uint32_t U = m->units;
+    if (ak_out32(m, U))
+        return (int32_t)(4 * U);
+    bool o16 = m->out16 && U % 4 == 0 && m->out_u == 2 && m->out_q == 2 * (int64_t)U && m->out % 8 == 0 &&
+               m->out_row % 8 == 0 &&
+               (!(m->bias || m->acc) || (m->acc ? m->acc % 8 == 0 && m->acc_row % 8 == 0 : m->bias % 8 == 0));
+    return o16 ? (int32_t)(2 * U) : 0;
+}
+
 static bool ak_group_out(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
 {
     uint32_t U = m->units, n = U / 2;
     if (m->out16)
         return ak_group_out16(L, t, m, nstore);
-    if (nstore != U || m->out_u != 4 || m->out_q != 4 * (int64_t)U || m->out % 8 || m->out_row % 8 ||
-        ((m->bias || m->acc) && (m->acc ? m->acc % 8 || m->acc_row % 8 : m->bias % 8)))
+    if (!ak_out32(m, nstore))
         return false;
     if (!(m->bias || m->acc)) {
         W(t, AMPGET, RA(0), 0, 0);
@@ -312,8 +333,9 @@ static bool ak_group_out(lw *L, uint32_t t, const mm_args *m, uint32_t nstore)
 }
 
 /* One group of U outputs (nstore stored) of the row at $m2: zeroed, the first body's inputs
- * loaded, the bodies (the last without loads), the sums out through $m10 and $m11. */
-static void ak_group(lw *L, uint32_t t, const mm_args *m, const ak *k, const ak_body *b, uint32_t nstore)
+ * loaded, the bodies (the last without loads), the sums out through $m10 and $m11; `last`: the
+ * row's last group (after it the row sets the coefficient pointer again). */
+static void ak_group(lw *L, uint32_t t, const mm_args *m, const ak *k, const ak_body *b, uint32_t nstore, bool last)
 {
     bool pf = ak_prefetch(m);
     W(t, BUNDLE, 0, 0, 0);
@@ -337,7 +359,7 @@ static void ak_group(lw *L, uint32_t t, const mm_args *m, const ak *k, const ak_
         ak_group_out_pf(L, t, m);
     else if (!ak_group_out(L, t, m, nstore))
         lwi_emit_group_out(L, t, m, nstore, RM(10), RM(11));
-    if (k->nl > 4) /* the pointer past the other workers' blocks of this group */
+    if (k->nl > 4 && !last) /* the pointer past the other workers' blocks of this group */
         W(t, ADD, RM(5), RM(5), RM(6));
 }
 
@@ -385,6 +407,15 @@ static void ak_variant(lw *L, uint32_t t, const mm_args *m, const ak *k, uint32_
         W(t, MULI, RM(7), RM(7), (int32_t)v);
     } else if (post)
         W(t, SETZI, RM(6), (int32_t)((k->W - 1) * k->nb) * wb, 0);
+    /* own: a row of one group whose sums out step $m11 (and $m10 with acc) by a known count: those
+     * pointers run on from row to row, set once here, where each row set them from $m3 ($m12) */
+    int32_t ob = full == 1 && !tail ? ak_out_bytes(m) : 0;
+    bool own = ob != 0;
+    if (own) {
+        W(t, MOV, RM(11), RM(3), 0);
+        if (m->acc)
+            W(t, MOV, RM(10), RM(12), 0);
+    }
     size_t row = L->tiles[t].wrk.n;
     if (post && m->tab) /* the one pointer at this worker's blocks */
         W(t, ADD, RM(5), RM(15), RM(7));
@@ -395,26 +426,34 @@ static void ak_variant(lw *L, uint32_t t, const mm_args *m, const ak *k, uint32_
             W(t, ADDI, RM(5 + p), RM(15), (int32_t)b.init[p]);
         else
             W(t, SETZI, RM(5 + p), (int32_t)((int64_t)m->w + b.init[p]), 0);
-    if (m->acc)
+    if (m->acc && !own)
         W(t, MOV, RM(10), RM(12), 0);
     else if (m->bias && m->tab)
         W(t, MOV, RM(10), RM(14), 0);
     else if (m->bias)
         W(t, SETZI, RM(10), (int32_t)m->bias, 0);
-    W(t, MOV, RM(11), RM(3), 0);
+    if (!own)
+        W(t, MOV, RM(11), RM(3), 0);
     for (uint32_t q = 0; ak_prefetch(m) && q < k->nA / 2; q++) /* the first group's inputs */
         W(t, LD128, RA(4 * q), RM(2), (int32_t)(16 * q));
-    if (full) {
+    if (full == 1) /* one group: no loop, and no pointer step after it (3 issues a row fewer) */
+        ak_group(L, t, m, k, &b, U, !tail);
+    else if (full) {
         W(t, SETZI, RM(9), (int32_t)full - 1, 0);
         size_t q = L->tiles[t].wrk.n;
-        ak_group(L, t, m, k, &b, U);
+        ak_group(L, t, m, k, &b, U, false);
         W(t, BRNZDEC, RM(9), (int32_t)q, 0);
     }
     if (tail)
-        ak_group(L, t, m, k, &b, tail);
+        ak_group(L, t, m, k, &b, tail, true);
     W(t, ADDI, RM(2), RM(2), (int32_t)m->a_stride);
-    W(t, ADDI, RM(3), RM(3), (int32_t)m->out_row);
-    if (m->acc)
+    if (own)
+        W(t, ADDI, RM(11), RM(11), (int32_t)(m->out_row - ob));
+    else
+        W(t, ADDI, RM(3), RM(3), (int32_t)m->out_row);
+    if (m->acc && own)
+        W(t, ADDI, RM(10), RM(10), (int32_t)(m->acc_row - 4 * (int64_t)U));
+    else if (m->acc)
         W(t, ADDI, RM(12), RM(12), (int32_t)m->acc_row);
     W(t, BRNZDEC, RM(1), (int32_t)row, 0);
 }

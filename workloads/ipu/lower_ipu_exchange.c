@@ -321,12 +321,100 @@ static void sort_by_sender(gx *G, uint32_t t, size_t pt0)
     }
 }
 
+/* Pieces pc[0..n) (one sender's to one receiver) cut to the rows the reader reads (L->rows_st > 1:
+ * of each range rows_span words apart from L->into, the rows of rows_w words r = 0 mod rows_st, a
+ * strided 1x1 Conv's input rows) into *out (owned, *nout of them); *out NULL (nothing cut) unless
+ * every piece lands in whole 32-bit words of its ranges. */
+static ts_status rows_read_only(gx *G, const lw_piece *pc, size_t n, lw_piece **out, size_t *nout)
+{
+    const lw *L = G->L;
+    uint64_t rw = L->rows_w, span = L->rows_span;
+    size_t cap = 0;
+    *out = NULL, *nout = 0;
+    if (L->rows_st < 2 || !rw || !span || !L->into)
+        return TS_OK;
+    for (size_t p = 0; p < n; p++)
+        if (pc[p].to < L->into || (pc[p].to - L->into) % 4)
+            return TS_OK;
+    lw_piece *v = ts_malloc(sizeof *v); /* not NULL even where no row is read */
+    if (!v)
+        return gather_oom(G);
+    cap = 1;
+    for (size_t p = 0; p < n; p++) {
+        const lw_piece *q = &pc[p];
+        uint64_t c = (q->to - L->into) / 4 % span; /* the piece's first word in its range */
+        for (uint64_t w = 0; w < q->words;) {
+            uint64_t row = (c + w) / rw, end = (row + 1) * rw - c;
+            uint64_t b = end < q->words ? end : q->words;
+            if (row % L->rows_st == 0) {
+                if (ts_grow((void **)&v, &cap, *nout + 1, sizeof *v)) {
+                    ts_free(v);
+                    return gather_oom(G);
+                }
+                v[(*nout)++] = (lw_piece){q->src, q->dst, q->from + 4 * w, q->to + 4 * w, b - w};
+            }
+            w = b;
+        }
+    }
+    *out = v;
+    return TS_OK;
+}
+
+/* Pieces i..k-1 of G->pc (one sender's) replaced by the n of v. */
+static ts_status splice_pieces(gx *G, size_t i, size_t k, const lw_piece *v, size_t n)
+{
+    size_t tail = G->npc - k;
+    if (n > k - i && ts_grow((void **)&G->pc, &G->cap, G->npc + n - (k - i), sizeof *G->pc))
+        return gather_oom(G);
+    memmove(&G->pc[i + n], &G->pc[k], tail * sizeof *G->pc);
+    if (n)
+        memcpy(&G->pc[i], v, n * sizeof *v);
+    G->npc = i + n + tail;
+    return TS_OK;
+}
+
+/* Whether pieces pc[0..n) follow on from each other where they land. */
+static bool follow_on(const lw_piece *pc, size_t n)
+{
+    for (size_t p = 1; p < n; p++)
+        if (pc[p].to != pc[p - 1].to + 4 * pc[p - 1].words)
+            return false;
+    return true;
+}
+
+static uint64_t run_cost(const lw *L, int64_t sf, uint32_t n, uint32_t w);
+
+/* The issues a worker of copying pieces pc[0..n) that a tile holds itself as gather_local_workers
+ * does (runs of equal length equally far apart where they come from and where they land);
+ * UINT64_MAX where its supervisor would copy them (a piece not whole pairs at 8-byte places). */
+static uint64_t local_cost(const lw *L, const lw_piece *pc, size_t n)
+{
+    uint64_t c = 0;
+    for (size_t p = 0; p < n; p++)
+        if (pc[p].from % 8 || pc[p].to % 8 || pc[p].words % 2)
+            return UINT64_MAX;
+    for (size_t i = 0, j; i < n; i = j) {
+        int64_t sf = i + 1 < n ? (int64_t)(pc[i + 1].from - pc[i].from) : 0;
+        int64_t st = i + 1 < n ? (int64_t)(pc[i + 1].to - pc[i].to) : 0;
+        for (j = i + 1; j < n && pc[j].words == pc[i].words && (int64_t)(pc[j].from - pc[j - 1].from) == sf &&
+                        (int64_t)(pc[j].to - pc[j - 1].to) == st;
+             j++)
+            ;
+        c += run_cost(L, sf, (uint32_t)(j - i), (uint32_t)pc[i].words);
+    }
+    return c;
+}
+
 /* Receiver t's remote pieces from pt0 on: one transfer per sender, received in place when its
- * pieces follow on from each other, else into a staging buffer and copied. */
+ * pieces follow on from each other, else into a staging buffer and copied. A strided 1x1's
+ * transfer sends only the rows the Conv reads (rows_read_only: layer4.0.downsample of
+ * resnet50:batch=4 on ipu_mk2 received each holder's two rows of which it reads one) where it was
+ * staged anyway or stays in place (one received in place is not made staged: its copies would cost
+ * about what the rows left out save), and none where it reads none of them. */
 static ts_status gather_transfers(gx *G, uint32_t t, size_t pt0)
 {
-    const lw_piece *pc = G->pc;
     for (size_t i = pt0; i < G->npc;) {
+        const lw_piece *pc = G->pc;
         size_t k = i + 1;
         bool direct = !G->L->staged;
         uint64_t words = pc[i].words;
@@ -334,6 +422,43 @@ static ts_status gather_transfers(gx *G, uint32_t t, size_t pt0)
             direct &= pc[k].to == pc[k - 1].to + 4 * pc[k - 1].words;
             words += pc[k].words;
             k++;
+        }
+        if (pc[i].src == t && G->L->rows_st > 1 && G->L->wlocal) {
+            /* the pieces a tile holds itself: only the rows read, where their copies so issue fewer
+             * instructions a worker (the rows of one range are runs of their own) */
+            lw_piece *v;
+            size_t n;
+            ts_status rc = rows_read_only(G, &pc[i], k - i, &v, &n);
+            if (rc == TS_OK && v) {
+                uint64_t before = local_cost(G->L, &pc[i], k - i), after = n ? local_cost(G->L, v, n) : 0;
+                if (after < before || (after == before && after == UINT64_MAX)) {
+                    rc = splice_pieces(G, i, k, v, n);
+                    k = i + n;
+                }
+            }
+            ts_free(v);
+            if (rc != TS_OK)
+                return rc;
+            i = k;
+            continue;
+        }
+        if (pc[i].src != t && G->L->rows_st > 1) {
+            lw_piece *v;
+            size_t n;
+            ts_status rc = rows_read_only(G, &pc[i], k - i, &v, &n);
+            bool in_place = v && !G->L->staged && follow_on(v, n);
+            if (rc == TS_OK && v && (!direct || in_place || !n)) {
+                rc = splice_pieces(G, i, k, v, n);
+                k = i + n, direct = in_place, words = 0;
+                for (size_t p = 0; p < n; p++)
+                    words += v[p].words;
+            }
+            ts_free(v);
+            if (rc != TS_OK)
+                return rc;
+            pc = G->pc;
+            if (k == i) /* no row of this sender's is read */
+                continue;
         }
         if (pc[i].src != t) {
             if (ts_grow((void **)&G->xf, &G->capx, G->nxf + 1, sizeof *G->xf))
