@@ -1,7 +1,8 @@
 /* arch/wse/wse_vec.c — the vector ops over data structure descriptors (DSDs) that run on the main
  * thread and the microthreads (research/cerebras_wse.md §1.3-§1.5): the checks at issue, the
- * elements per cycle the SIMD width, the SRAM banks and the strides allow, and each cycle's step of
- * reads, binary32 or binary16 arithmetic and writes to memory or the fabric.
+ * elements per cycle the SIMD width, the SRAM banks and the strides allow, and the elements' reads,
+ * binary32 or binary16 arithmetic and writes (each cycle's step, which moves them, is in
+ * wse_inline.h, inline in the cycle loop).
  */
 #include "arch/wse/wse_inline.h"
 
@@ -192,8 +193,9 @@ bool ts_wse_vec_issue(ts_model *m, wse_tile *t, wse_band *b, const ts_insn *in, 
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* a cycle's step */
+/* elements (a cycle's step, which calls these, is inline in the cycle loop: wse_inline.h, vec_step) */
 
+/* One element's result from its sources' bits (binary32, or binary16 in the low 16 bits). */
 uint32_t ts_wse_vec_elem(const wse_vop *v, uint32_t x0, uint32_t x1)
 {
     if (v->vop == WSE_V_MOV)
