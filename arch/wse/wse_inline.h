@@ -274,6 +274,24 @@ static inline uint32_t fab_src(const ts_model *m, wse_tile *t, const wse_dsd *d,
     return esize == 4 ? ld32(t, a) : ld16(t, a);
 }
 
+/* One binary32 element's result from its sources' bits (ts_wse_vec_elem has binary16 too). */
+static inline uint32_t vec_elem32(const wse_vop *v, uint32_t x0, uint32_t x1)
+{
+    float a0 = f32_of(x0), a1 = f32_of(x1), r;
+    switch (v->vop) {
+    case WSE_V_MOV: return x0;
+    case WSE_V_ADD: r = a0 + a1; break;
+    case WSE_V_SUB: r = a0 - a1; break;
+    case WSE_V_MUL: r = a0 * a1; break;
+    default: { /* WSE_V_MAC, the only other VOP (asserted in wse_isa.c) */
+        float p = a1 * f32_of(v->scalar);
+        r = a0 + p;
+        break;
+    }
+    }
+    return bits_of(r);
+}
+
 /* Element v->i of an op with a fabric operand (one a cycle), the ports already counted: the
  * sources in order (s0, then s1 unless a move), the result to memory or onto the ramp. */
 static inline void vec_fab_elem(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, bool *ramp_up)
@@ -282,7 +300,7 @@ static inline void vec_fab_elem(ts_model *m, wse_tile *t, wse_band *b, wse_vop *
     uint32_t esize = v->esize;
     uint32_t x0 = fab_src(m, t, &v->s0, v->q0, v->i, esize);
     uint32_t x1 = v->vop != WSE_V_MOV ? fab_src(m, t, &v->s1, v->q1, v->i, esize) : 0;
-    uint32_t y = timing ? 0 : v->vop == WSE_V_MOV ? (esize == 4 ? x0 : x0 & 0xffff) : ts_wse_vec_elem(v, x0, x1);
+    uint32_t y = timing ? 0 : esize == 4 ? vec_elem32(v, x0, x1) : ts_wse_vec_elem(v, x0, x1);
     if (v->d.kind == DSD_MEM) {
         if (!timing) {
             uint8_t *mem = mem_touch(m, t);

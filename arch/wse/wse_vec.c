@@ -198,22 +198,10 @@ bool ts_wse_vec_issue(ts_model *m, wse_tile *t, wse_band *b, const ts_insn *in, 
 /* One element's result from its sources' bits (binary32, or binary16 in the low 16 bits). */
 uint32_t ts_wse_vec_elem(const wse_vop *v, uint32_t x0, uint32_t x1)
 {
+    if (v->esize == 4)
+        return vec_elem32(v, x0, x1);
     if (v->vop == WSE_V_MOV)
-        return v->esize == 4 ? x0 : x0 & 0xffff;
-    if (v->esize == 4) {
-        float a0 = f32_of(x0), a1 = f32_of(x1), r;
-        switch (v->vop) {
-        case WSE_V_ADD: r = a0 + a1; break;
-        case WSE_V_SUB: r = a0 - a1; break;
-        case WSE_V_MUL: r = a0 * a1; break;
-        default: { /* WSE_V_MAC, the only other VOP (asserted in wse_isa.c) */
-            float p = a1 * f32_of(v->scalar);
-            r = a0 + p;
-            break;
-        }
-        }
-        return bits_of(r);
-    }
+        return x0 & 0xffff;
     float a0 = h2f((uint16_t)x0), a1 = h2f((uint16_t)x1), r;
     switch (v->vop) {
     case WSE_V_ADD: r = a0 + a1; break;
