@@ -317,6 +317,20 @@ static inline void vec_fab_elem(ts_model *m, wse_tile *t, wse_band *b, wse_vop *
     v->i++;
 }
 
+/* Element v->i of a binary32 op on memory, in a tile whose SRAM exists: as ts_wse_vec_mem_elems
+ * does one (a product's multiply-adds run one a cycle beside the row received from the fabric, and
+ * a call each cost more than the element). */
+static inline void vec_mem_elem32(wse_tile *t, wse_vop *v)
+{
+    uint32_t x0, x1 = 0, y;
+    memcpy(&x0, t->mem + elem_addr(&v->s0, v->i, 4), 4);
+    if (v->vop != WSE_V_MOV)
+        memcpy(&x1, t->mem + elem_addr(&v->s1, v->i, 4), 4);
+    y = vec_elem32(v, x0, x1);
+    memcpy(t->mem + elem_addr(&v->d, v->i, 4), &y, 4);
+    v->i++;
+}
+
 /* A fabric source's core queue holds a data wavelet not yet taken this cycle. */
 static inline bool fab_ready(const wse_tile *t, uint8_t j)
 {
@@ -361,6 +375,8 @@ static inline __attribute__((always_inline)) uint32_t vec_step(ts_model *m, wse_
     *wr -= k * bw;
     if (v->fab)
         vec_fab_elem(m, t, b, v, ramp_up); /* k is 1 */
+    else if (k == 1 && v->esize == 4 && !m->c.timing_only && t->mem)
+        vec_mem_elem32(t, v);
     else
         ts_wse_vec_mem_elems(m, t, b, v, k);
     t->s.sram_rd += (uint64_t)k * br;
