@@ -110,26 +110,27 @@ static inline uint32_t line_count(const wse_line *l, uint32_t c)
     return k;
 }
 
-/* The queue that output line l of tile t feeds for colour c. */
-static inline wse_lq *line_target(const ts_model *m, const wse_tile *t, int l, uint32_t c, wse_tile **owner)
+/* The queue that output line l of tile t feeds for colour c (its owner: the neighbour, or t itself
+ * for the ramps, where m->t[t->id] was read again before). */
+static inline wse_lq *line_target(const ts_model *m, wse_tile *t, int l, uint32_t c, wse_tile **owner)
 {
     if (l < 4) {
         *owner = t->nb[l];
         return &t->nb[l]->lq[t->tq[(size_t)l * m->C + c]];
     }
-    wse_tile *o = m->t[t->id];
-    *owner = o;
-    return &o->lq[o->qmap[(size_t)(l == WSE_LINE_DOWN ? 5 : WSE_R) * m->C + c]];
+    *owner = t;
+    return &t->lq[t->qmap[(size_t)(l == WSE_LINE_DOWN ? 5 : WSE_R) * m->C + c]];
 }
 
-/* Room for one more wavelet of colour c through line l (phase A: committed counters only). */
-static inline bool line_room(const ts_model *m, const wse_tile *t, int l, uint32_t c)
+/* Room for one more wavelet of colour c through line l (phase A: committed counters only); a full
+ * line is known without finding the queue it feeds. */
+static inline bool line_room(const ts_model *m, wse_tile *t, int l, uint32_t c)
 {
-    wse_tile *o;
-    const wse_lq *q = line_target(m, t, l, c, &o);
     if (t->line[l].n == t->line[l].cap)
         return false;
-    return q_occ(q) + line_count(&t->line[l], c) < q->cap;
+    wse_tile *o;
+    const wse_lq *q = line_target(m, t, l, c, &o);
+    return q_occ(q) + (t->line[l].n ? line_count(&t->line[l], c) : 0) < q->cap;
 }
 
 /* Put a wavelet of colour c on line l of tile t in cycle `now`: it lands after the line's latency. */
@@ -203,7 +204,7 @@ static inline void count_router_sleep(wse_tile *t, uint64_t n)
 
 /* Room for more wavelets of colour c through line l of tile t: free slots in the queue it feeds,
  * less what is on the line (phase A: committed counters only); 0 when the line is full. */
-static inline uint32_t line_free(const ts_model *m, const wse_tile *t, int l, uint32_t c)
+static inline uint32_t line_free(const ts_model *m, wse_tile *t, int l, uint32_t c)
 {
     wse_tile *o;
     const wse_lq *q = line_target(m, t, l, c, &o);
@@ -214,7 +215,7 @@ static inline uint32_t line_free(const ts_model *m, const wse_tile *t, int l, ui
 /* West-first routing (the turn model: no turn into the west, so no cycle of channels): all west
  * hops first; then east, north or south, whichever minimal output has more room downstream (east
  * on a tie), so traffic goes around a congested link. */
-static inline uint8_t dest_tx_adaptive(const ts_model *m, const wse_tile *t, uint32_t dst, uint32_t c)
+static inline uint8_t dest_tx_adaptive(const ts_model *m, wse_tile *t, uint32_t dst, uint32_t c)
 {
     uint32_t dx = dst & 0xfff, dy = dst >> 12;
     if (dx < t->x)
@@ -243,6 +244,145 @@ static inline bool tile_quiet(const ts_model *m, const wse_tile *t, bool exact)
     if (ce->state != CE_IDLE || ce->vbusy)
         return false;
     return !(ce->active & ~ce->blocked & ce->bound);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* a vector op's step (wse_vec.c has the issue and the memory-only elements): inline in the cycle
+ * loop, where a call with its sources and ports through pointers cost about 20 host instructions
+ * a step */
+
+/* The byte address of element i of memory DSD d (in the SRAM: checked at issue for every element). */
+static inline uint64_t elem_addr(const wse_dsd *d, uint32_t i, uint32_t esize)
+{
+    return (uint64_t)((int64_t)d->base + (int64_t)i * d->stride * (int64_t)esize);
+}
+
+/* A source of element i of an op with a fabric operand: the head of its core queue j, popped, or its
+ * memory word (0 in timing-only mode). */
+static inline uint32_t fab_src(const ts_model *m, wse_tile *t, const wse_dsd *d, uint8_t j, uint32_t i,
+                               uint32_t esize)
+{
+    if (d->kind != DSD_MEM) {
+        bool ctrl;
+        uint32_t x = q_head(&t->lq[j], &ctrl);
+        q_pop(t, j);
+        return x;
+    }
+    if (m->c.timing_only)
+        return 0;
+    uint64_t a = elem_addr(d, i, esize);
+    return esize == 4 ? ld32(t, a) : ld16(t, a);
+}
+
+/* One binary32 element's result from its sources' bits (ts_wse_vec_elem has binary16 too). */
+static inline uint32_t vec_elem32(const wse_vop *v, uint32_t x0, uint32_t x1)
+{
+    float a0 = f32_of(x0), a1 = f32_of(x1), r;
+    switch (v->vop) {
+    case WSE_V_MOV: return x0;
+    case WSE_V_ADD: r = a0 + a1; break;
+    case WSE_V_SUB: r = a0 - a1; break;
+    case WSE_V_MUL: r = a0 * a1; break;
+    default: { /* WSE_V_MAC, the only other VOP (asserted in wse_isa.c) */
+        float p = a1 * f32_of(v->scalar);
+        r = a0 + p;
+        break;
+    }
+    }
+    return bits_of(r);
+}
+
+/* Element v->i of an op with a fabric operand (one a cycle), the ports already counted: the
+ * sources in order (s0, then s1 unless a move), the result to memory or onto the ramp. */
+static inline void vec_fab_elem(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, bool *ramp_up)
+{
+    bool timing = m->c.timing_only;
+    uint32_t esize = v->esize;
+    uint32_t x0 = fab_src(m, t, &v->s0, v->q0, v->i, esize);
+    uint32_t x1 = v->vop != WSE_V_MOV ? fab_src(m, t, &v->s1, v->q1, v->i, esize) : 0;
+    uint32_t y = timing ? 0 : esize == 4 ? vec_elem32(v, x0, x1) : ts_wse_vec_elem(v, x0, x1);
+    if (v->d.kind == DSD_MEM) {
+        if (!timing) {
+            uint8_t *mem = mem_touch(m, t);
+            if (mem)
+                memcpy(mem + elem_addr(&v->d, v->i, esize), &y, esize);
+            else
+                b->oom = true;
+        }
+    } else {
+        line_put(m, t, WSE_LINE_UP, y, v->d.colour, v->d.ctrl, 0, b->now);
+        *ramp_up = true;
+        t->s.injected++;
+    }
+    v->i++;
+}
+
+/* Element v->i of a binary32 op on memory, in a tile whose SRAM exists: as ts_wse_vec_mem_elems
+ * does one (a product's multiply-adds run one a cycle beside the row received from the fabric, and
+ * a call each cost more than the element). */
+static inline void vec_mem_elem32(wse_tile *t, wse_vop *v)
+{
+    uint32_t x0, x1 = 0, y;
+    memcpy(&x0, t->mem + elem_addr(&v->s0, v->i, 4), 4);
+    if (v->vop != WSE_V_MOV)
+        memcpy(&x1, t->mem + elem_addr(&v->s1, v->i, 4), 4);
+    y = vec_elem32(v, x0, x1);
+    memcpy(t->mem + elem_addr(&v->d, v->i, 4), &y, 4);
+    v->i++;
+}
+
+/* A fabric source's core queue holds a data wavelet not yet taken this cycle. */
+static inline bool fab_ready(const wse_tile *t, uint8_t j)
+{
+    const wse_lq *q = &t->lq[j];
+    return q_occ(q) && !q->taken && !(q->ctrl >> q->rd & 1);
+}
+
+/* Advance vector op v by what this cycle's ports allow (rd, wr: SRAM bytes left to read and write
+ * this cycle; ramp_up: the ramp took a wavelet this cycle); the elements done (0: stalled, the
+ * reason in *why: 1 input, 2 output, 3 memory). */
+static inline __attribute__((always_inline)) uint32_t vec_step(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v,
+                                                               uint32_t *rd, uint32_t *wr, bool *ramp_up, uint8_t *why)
+{
+    uint32_t k = v->n - v->i;
+    if (k > v->width)
+        k = v->width;
+    if (v->fab) {
+        k = k > 1 ? 1 : k; /* a fabric operand moves at most one wavelet a cycle */
+        /* each fabric source needs a data wavelet at its queue's head, both sources not one queue */
+        if ((v->s0.kind != DSD_MEM && !fab_ready(t, v->q0)) ||
+            (v->vop != WSE_V_MOV && v->s1.kind != DSD_MEM &&
+             ((v->s0.kind != DSD_MEM && v->q0 == v->q1) || !fab_ready(t, v->q1)))) {
+            *why = 1;
+            return 0;
+        }
+        if (v->d.kind == DSD_OUT && (*ramp_up || !line_room(m, t, WSE_LINE_UP, v->d.colour))) {
+            *why = 2;
+            return 0;
+        }
+    }
+    uint32_t br = v->br, bw = v->bw;
+    /* rd / br < k exactly when rd < k * br: the division only when the ports cut k */
+    if (br && *rd < k * br)
+        k = *rd / br;
+    if (bw && *wr < k * bw)
+        k = *wr / bw;
+    if (!k) {
+        *why = 3;
+        return 0;
+    }
+    *rd -= k * br;
+    *wr -= k * bw;
+    if (v->fab)
+        vec_fab_elem(m, t, b, v, ramp_up); /* k is 1 */
+    else if (k == 1 && v->esize == 4 && !m->c.timing_only && t->mem)
+        vec_mem_elem32(t, v);
+    else
+        ts_wse_vec_mem_elems(m, t, b, v, k);
+    t->s.sram_rd += (uint64_t)k * br;
+    t->s.sram_wr += (uint64_t)k * bw;
+    t->s.ev[v->ev] += k; /* its .def energy event per element (a move names none) */
+    return k;
 }
 
 #endif

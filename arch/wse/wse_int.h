@@ -85,6 +85,7 @@ typedef struct wse_vop {
      * and whether an operand is on the fabric (then at most one element a cycle) */
     uint8_t vop, esize, br, bw, ev;
     bool fab;
+    uint8_t q0, q1;  /* the core input queues of fabric sources s0 and s1 (qmap, at issue) */
     uint32_t i, n;
     uint32_t scalar;
     wse_dsd d, s0, s1;
@@ -373,9 +374,11 @@ void ts_wse_set_err(wse_band *b, wse_tile *t, uint64_t now, const char *fmt, ...
 /* wse_vec.c */
 /* Issue vector op `in` (at pc) onto its thread; false, with the band's error set, if its operands are bad. */
 bool ts_wse_vec_issue(ts_model *m, wse_tile *t, wse_band *b, const ts_insn *in, uint32_t pc);
-/* Advance vector op v by what this cycle's ports allow; the elements done (0: stalled, reason in *why). */
-uint32_t ts_wse_vec_step(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint32_t *rd, uint32_t *wr, bool *ramp_up,
-                         uint8_t *why);
+/* Elements [v->i, v->i + k) of vector op v whose operands are all in memory, the ports already
+ * counted (the cycle loop's step, wse_inline.h: vec_step, does the ops with a fabric operand). */
+void ts_wse_vec_mem_elems(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint32_t k);
+/* One element's result of vector op v from its sources' bits (binary32, or binary16 in the low 16 bits). */
+uint32_t ts_wse_vec_elem(const wse_vop *v, uint32_t x0, uint32_t x1);
 /* Fill the model's per-op tables (op_nopnds, op_nregs, op_simd) from the ISA and the config. */
 void ts_wse_op_tables(ts_model *m);
 /* Step the vector op of a tile asleep while it runs alone through the cycles before `upto`. */

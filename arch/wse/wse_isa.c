@@ -69,7 +69,7 @@ const ts_isa ts_wse_isa = {
 _Static_assert(sizeof wse_ops / sizeof wse_ops[0] == WSE_OP_COUNT, "wse table and enum disagree");
 
 /* Every vector op has an element operation and 16- or 32-bit elements, the only ones the executor
- * handles: the switches of wse_vec.c (ts_wse_vec_step) take any VOP but ADD, SUB, MUL and MAC for
+ * handles: the switches of wse_vec.c (ts_wse_vec_elem) take any VOP but ADD, SUB, MUL and MAC for
  * MOV, and any element width but 32 bits for 16, so this is checked here, once, at compile time.
  * Every floating-point op but a move names an energy event: the results count flops and MACs from
  * its counter slot (wse_report.c). */

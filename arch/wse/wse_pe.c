@@ -430,7 +430,7 @@ static inline __attribute__((always_inline)) void ce_eval(ts_model *m, wse_tile 
         uint32_t i = (uint32_t)__builtin_ctz(vb);
         wse_vop *v = &ce->th[i];
         uint8_t vwhy = 0;
-        uint32_t k = ts_wse_vec_step(m, t, b, v, &rd, &wr, &ramp_up, &vwhy);
+        uint32_t k = vec_step(m, t, b, v, &rd, &wr, &ramp_up, &vwhy);
         if (k) {
             busy = true;
             b->progress += k;

@@ -1,7 +1,8 @@
 /* arch/wse/wse_vec.c — the vector ops over data structure descriptors (DSDs) that run on the main
  * thread and the microthreads (research/cerebras_wse.md §1.3-§1.5): the checks at issue, the
- * elements per cycle the SIMD width, the SRAM banks and the strides allow, and each cycle's step of
- * reads, binary32 or binary16 arithmetic and writes to memory or the fabric.
+ * elements per cycle the SIMD width, the SRAM banks and the strides allow, and the elements' reads,
+ * binary32 or binary16 arithmetic and writes (each cycle's step, which moves them, is in
+ * wse_inline.h, inline in the cycle loop).
  */
 #include "arch/wse/wse_inline.h"
 
@@ -180,6 +181,8 @@ bool ts_wse_vec_issue(ts_model *m, wse_tile *t, wse_band *b, const ts_insn *in, 
     v->ev = f->ev;
     v->br = (uint8_t)((v->s0.kind == DSD_MEM ? esize : 0) + (f->vop != WSE_V_MOV && v->s1.kind == DSD_MEM ? esize : 0));
     v->bw = (uint8_t)(v->d.kind == DSD_MEM ? esize : 0);
+    v->q0 = v->s0.kind == DSD_IN ? t->qmap[5 * m->C + v->s0.colour] : WSE_NOQ;
+    v->q1 = f->vop != WSE_V_MOV && v->s1.kind == DSD_IN ? t->qmap[5 * m->C + v->s1.colour] : WSE_NOQ;
     v->fab = v->d.kind != DSD_MEM || v->s0.kind != DSD_MEM || (f->vop != WSE_V_MOV && v->s1.kind != DSD_MEM);
     v->busy = v->n > 0;
     if (v->busy)
@@ -190,27 +193,15 @@ bool ts_wse_vec_issue(ts_model *m, wse_tile *t, wse_band *b, const ts_insn *in, 
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* a cycle's step */
+/* elements (a cycle's step, which calls these, is inline in the cycle loop: wse_inline.h, vec_step) */
 
 /* One element's result from its sources' bits (binary32, or binary16 in the low 16 bits). */
-static inline uint32_t vec_elem(const wse_vop *v, uint32_t x0, uint32_t x1)
+uint32_t ts_wse_vec_elem(const wse_vop *v, uint32_t x0, uint32_t x1)
 {
+    if (v->esize == 4)
+        return vec_elem32(v, x0, x1);
     if (v->vop == WSE_V_MOV)
-        return v->esize == 4 ? x0 : x0 & 0xffff;
-    if (v->esize == 4) {
-        float a0 = f32_of(x0), a1 = f32_of(x1), r;
-        switch (v->vop) {
-        case WSE_V_ADD: r = a0 + a1; break;
-        case WSE_V_SUB: r = a0 - a1; break;
-        case WSE_V_MUL: r = a0 * a1; break;
-        default: { /* WSE_V_MAC, the only other VOP (asserted in wse_isa.c) */
-            float p = a1 * f32_of(v->scalar);
-            r = a0 + p;
-            break;
-        }
-        }
-        return bits_of(r);
-    }
+        return x0 & 0xffff;
     float a0 = h2f((uint16_t)x0), a1 = h2f((uint16_t)x1), r;
     switch (v->vop) {
     case WSE_V_ADD: r = a0 + a1; break;
@@ -226,16 +217,10 @@ static inline uint32_t vec_elem(const wse_vop *v, uint32_t x0, uint32_t x1)
     return f2h(r);
 }
 
-/* The byte address of element i of memory DSD d (in the SRAM: checked at issue for every element). */
-static inline uint64_t elem_addr(const wse_dsd *d, uint32_t i, uint32_t esize)
-{
-    return (uint64_t)((int64_t)d->base + (int64_t)i * d->stride * (int64_t)esize);
-}
-
 /* Elements [v->i, v->i + k) of an op whose operands are all in memory, the ports already counted:
  * each element's sources read, its result computed and written before the next, as the cycle
  * loop does them a cycle at a time, so k elements of several cycles give the same memory. */
-static void vec_mem_elems(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint32_t k)
+void ts_wse_vec_mem_elems(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint32_t k)
 {
     if (m->c.timing_only) {
         v->i += k;
@@ -306,101 +291,9 @@ static void vec_mem_elems(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uin
         memcpy(&x0, mem + elem_addr(&v->s0, v->i, esize), esize);
         if (two)
             memcpy(&x1, mem + elem_addr(&v->s1, v->i, esize), esize);
-        y = vec_elem(v, x0, x1);
+        y = ts_wse_vec_elem(v, x0, x1);
         memcpy(mem + elem_addr(&v->d, v->i, esize), &y, esize);
     }
-}
-
-/* Elements [v->i, v->i + k) of an op with a fabric operand (k is 1), the ports already counted. */
-static void vec_fab_elems(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint32_t k, const uint8_t qin[2],
-                          bool *ramp_up)
-{
-    bool timing = m->c.timing_only;
-    uint32_t esize = v->esize;
-    const wse_dsd *src[2] = {&v->s0, v->vop != WSE_V_MOV ? &v->s1 : NULL};
-    for (uint32_t e = 0; e < k; e++, v->i++) {
-        uint32_t x[2] = {0, 0};
-        for (int s = 0; s < 2; s++) {
-            if (!src[s])
-                continue;
-            if (src[s]->kind == DSD_MEM) {
-                if (!timing) {
-                    uint64_t a = elem_addr(src[s], v->i, esize);
-                    x[s] = esize == 4 ? ld32(t, a) : ld16(t, a);
-                }
-            } else {
-                bool ctrl;
-                x[s] = q_head(&t->lq[qin[s]], &ctrl);
-                q_pop(t, qin[s]);
-            }
-        }
-        uint32_t y = timing ? 0 : vec_elem(v, x[0], x[1]);
-        if (v->d.kind == DSD_MEM) {
-            if (!timing) {
-                uint8_t *mem = mem_touch(m, t);
-                if (mem)
-                    memcpy(mem + elem_addr(&v->d, v->i, esize), &y, esize);
-                else
-                    b->oom = true;
-            }
-        } else {
-            line_put(m, t, WSE_LINE_UP, y, v->d.colour, v->d.ctrl, 0, b->now);
-            *ramp_up = true;
-            t->s.injected++;
-        }
-    }
-}
-
-/* Advance one vector op by what this cycle's ports allow; returns elements done. */
-uint32_t ts_wse_vec_step(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uint32_t *rd, uint32_t *wr, bool *ramp_up,
-                         uint8_t *why)
-{
-    uint32_t k = v->n - v->i;
-    if (k > v->width)
-        k = v->width;
-    uint8_t qin[2] = {WSE_NOQ, WSE_NOQ};
-    if (v->fab) {
-        const wse_dsd *src[2] = {&v->s0, v->vop != WSE_V_MOV ? &v->s1 : NULL};
-        for (int s = 0; s < 2; s++) {
-            if (!src[s] || src[s]->kind == DSD_MEM)
-                continue;
-            k = k > 1 ? 1 : k;
-            uint8_t j = t->qmap[5 * m->C + src[s]->colour];
-            wse_lq *q = &t->lq[j];
-            bool ctrl = false;
-            if (!q_occ(q) || q->taken || (q_head(q, &ctrl), ctrl) || (s == 1 && qin[0] == j)) {
-                *why = 1;
-                return 0;
-            }
-            qin[s] = j;
-        }
-        if (v->d.kind == DSD_OUT) {
-            k = k > 1 ? 1 : k;
-            if (*ramp_up || !line_room(m, t, WSE_LINE_UP, v->d.colour)) {
-                *why = 2;
-                return 0;
-            }
-        }
-    }
-    uint32_t br = v->br, bw = v->bw;
-    if (br && *rd / br < k)
-        k = *rd / br;
-    if (bw && *wr / bw < k)
-        k = *wr / bw;
-    if (!k) {
-        *why = 3;
-        return 0;
-    }
-    *rd -= k * br;
-    *wr -= k * bw;
-    if (v->fab)
-        vec_fab_elems(m, t, b, v, k, qin, ramp_up);
-    else
-        vec_mem_elems(m, t, b, v, k);
-    t->s.sram_rd += (uint64_t)k * br;
-    t->s.sram_wr += (uint64_t)k * bw;
-    t->s.ev[v->ev] += k; /* its .def energy event per element (a move names none) */
-    return k;
 }
 
 /* Step the vector op of a tile asleep while it runs alone (vth, from cycle vfrom) through the cycles
@@ -423,7 +316,7 @@ void ts_wse_vec_catch_up(ts_model *m, wse_tile *t, wse_band *b, uint64_t upto)
         kc = wr / v->bw;
     uint64_t left = v->n - v->i, e = cycles * kc < left ? cycles * kc : left;
     if (e) {
-        vec_mem_elems(m, t, b, v, (uint32_t)e);
+        ts_wse_vec_mem_elems(m, t, b, v, (uint32_t)e);
         t->s.sram_rd += e * v->br;
         t->s.sram_wr += e * v->bw;
         t->s.ev[v->ev] += e;
