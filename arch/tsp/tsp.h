@@ -26,7 +26,8 @@ int ts_tsp_queue_position(const void *cfg, int queue);
 /* The bytes of MEM slice `mem` (data-segment numbering) of a model after a run, NULL if the
  * slice was never touched. Byte address = word x vector length + superlane x lanes + lane. */
 const uint8_t *ts_tsp_mem(const ts_model *m, int mem);
-/* A hash (FNV-1a) of every MEM slice's bytes, untouched slices as zeros. */
+/* A hash (FNV-1a over 8-byte words) of every MEM slice's bytes, untouched slices as zeros: for
+ * comparing runs, not stable across versions. */
 uint64_t ts_tsp_mem_hash(const ts_model *m);
 
 /* Register numbers as the assembler writes them: stream s flowing east (s0e..) or west (s0w..),

@@ -261,7 +261,15 @@ uint64_t ts_tsp_mem_hash(const ts_model *m)
             h = (h ^ 0xffu) * 1099511628211ull; /* an untouched slice: all zeros */
             continue;
         }
-        for (uint64_t b = 0; b < m->cfg.mem_slice_bytes; b++)
+        /* 8 bytes a step (a byte a step cost a third of the TSP lowering tests' CPU); each step is
+         * a bijection of h for a given word, so two slices that differ in one word differ in h */
+        uint64_t b = 0, n = m->cfg.mem_slice_bytes;
+        for (; b + 8 <= n; b += 8) {
+            uint64_t w;
+            memcpy(&w, m->mem[i] + b, 8);
+            h = (h ^ w) * 1099511628211ull;
+        }
+        for (; b < n; b++)
             h = (h ^ m->mem[i][b]) * 1099511628211ull;
     }
     return h;
