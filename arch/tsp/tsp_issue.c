@@ -331,14 +331,23 @@ static void release_syncs(ts_model *m)
     }
 }
 
+/* Lockstep's count of live stream-register slots (the fast mode keeps it by events): every slot
+ * once, in memory order, at the position sr_index maps it to this cycle (row = pos + k - now
+ * eastward, pos + now - k westward, mod P), where a scan by position jumped a row per superlane. */
 static void scan_occupancy(ts_model *m)
 {
     uint64_t live = 0;
+    uint32_t P = m->P, cp = m->now_p;
+    size_t i = 0;
     for (int dir = 0; dir < 2; dir++)
         for (uint32_t s = 0; s < m->NS; s++)
-            for (uint32_t pos = 0; pos < m->P; pos++)
-                for (uint32_t k = 0; k < m->S; k++)
-                    live += sr_live(m, sr_index(m, dir, s, pos, m->now, k), dir, pos, m->now);
+            for (uint32_t row = 0; row < P; row++)
+                for (uint32_t k = 0; k < m->S; k++, i++) {
+                    uint32_t kp = k < P ? k : k % P;
+                    uint32_t pos = dir == 0 ? row + cp + (P - kp) : row + kp + (P - cp); /* < 3P */
+                    pos = pos >= 2 * P ? pos - 2 * P : pos >= P ? pos - P : pos;
+                    live += sr_live(m, i, dir, pos, m->now);
+                }
     m->occ_scan += live;
 }
 
