@@ -258,6 +258,7 @@ typedef struct ipu_tsum {
     uint64_t last_arrival;  /* latest arrival at the pending sync (a halt this superstep counts) */
     uint64_t hbytes;        /* host bytes of the tiles that arrived (their host ops) */
     uint64_t xbytes;        /* exchange bytes sent this superstep by the tiles that arrived */
+    uint64_t run_from;      /* the lowest cycle (tnow) of a running tile; UINT64_MAX if none */
     uint32_t live;          /* tiles not done */
     uint32_t at_sync;       /* tiles at a chip-wide sync */
     uint32_t waiting;       /* tiles idle at rxwait (may be stuck: see tile_stuck) */
@@ -266,7 +267,7 @@ typedef struct ipu_tsum {
     bool arrived;           /* some tile arrived at the pending sync */
     bool pending;           /* a tile failed and its error is not reported yet */
     bool nomem;             /* committing words ran out of memory */
-    char pad[128 - 6 * sizeof(uint64_t) - 5 * sizeof(uint32_t) - 3 * sizeof(bool)];
+    char pad[128 - 7 * sizeof(uint64_t) - 5 * sizeof(uint32_t) - 3 * sizeof(bool)];
 } ipu_tsum;
 _Static_assert(sizeof(ipu_tsum) == 128, "one summary per pair of cache lines");
 
@@ -370,6 +371,8 @@ struct ts_model {
     ipu_prof *prof;          /* owned, NULL unless ts_ipu_profile_on: the rounds' work per column */
     ipu_terr *terr;
     ipu_tsum *tsum;          /* one per thread */
+    uint64_t run_from;       /* after a round, the lowest cycle of a running tile (0 when unknown:
+                              * after a release); the next round's horizon starts there (ipu_step.c) */
 };
 
 /* ---- positions (inline for the executor's send; the latency, ts_ipu_latency, is in ipu_exchange.c) ---- */

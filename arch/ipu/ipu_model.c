@@ -20,7 +20,8 @@
  * round can be seen by another tile in the same round: tiles can be split over threads and the
  * result does not depend on their order or number. Words sent in a round are appended to a
  * per-tile pending log and committed between rounds. The fast mode also lets a tile run past
- * the round while it reads no other tile's words (see reads_others), skips cycles in which no
+ * the round while it reads no other tile's words (see reads_others), starts the next round at the
+ * first running tile's cycle when every one ran ahead past the window, skips cycles in which no
  * context can issue and nothing arrives, does a turn's instruction for all the workers at once
  * while they are at one pc (see in_step_run) and runs store-free repeat loops in closed form (see
  * closed_form_turns); --lockstep uses one-cycle rounds and visits every cycle of every tile. Both

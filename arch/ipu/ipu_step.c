@@ -172,6 +172,11 @@ ts_status ts_ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
             m->act_cap = (m->now / n + 1) * n;
         }
         uint64_t h = m->now + (m->lockstep ? 1 : m->window);
+        /* fast mode: no running tile is before run_from (each ran ahead there on its own, the
+         * others are at a sync or done), so nothing can happen before it and the round may end
+         * there: a tile in a long delay takes a round per IPU_RUN_AHEAD cycles, not per window */
+        if (!m->lockstep && m->run_from > h && m->run_from != UINT64_MAX)
+            h = m->run_from;
         if (h > limit)
             h = limit;
         if (h > m->act_cap)
@@ -206,13 +211,15 @@ ts_status ts_ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
         }
         /* this round's words were committed by finish_range; the threads' summaries */
         m->now = h;
-        uint64_t work = 0, last_arrival = 0;
+        uint64_t work = 0, last_arrival = 0, run_from = UINT64_MAX;
         uint32_t live = 0, at_sync = 0, waiting = 0, stuck = 0, first_stuck = 0;
         bool pending = false, nomem = false, arrived = false;
         ipu_arrivals arr = {0};
         for (int i = 0; i < m->nthreads; i++) {
             const ipu_tsum *q = &m->tsum[i];
             work += q->work;
+            if (q->run_from < run_from)
+                run_from = q->run_from;
             if (q->last_arrival > last_arrival)
                 last_arrival = q->last_arrival;
             if (q->arrived && (!arrived || q->last_arrival > arr.last ||
@@ -233,6 +240,7 @@ ts_status ts_ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
         }
         if (nomem)
             return ts_err_set(err, TS_ENOMEM, "out of memory for exchange words");
+        m->run_from = run_from;
         m->work = work + m->nss;
         if (waiting && waiting + at_sync == live) /* only then can every live tile be stuck or at a sync */
             stuck = count_stuck(m, &first_stuck);
@@ -289,6 +297,7 @@ ts_status ts_ipu_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
                     m->now = next < limit ? next : limit;
             }
             ts_ipu_release(m); /* every tile's cycle brought up to m->now too */
+            m->run_from = 0;   /* the released tiles run from m->now */
         }
     }
     st->now = m->now;

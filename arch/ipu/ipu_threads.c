@@ -170,6 +170,8 @@ static void summarise(const ts_model *m, uint32_t i, const ipu_tile *t, ipu_tsum
         return;
     s->pending |= t->failed;
     s->live++;
+    if (t->sup == SUP_RUN && !t->failed && m->tnow[i] < s->run_from)
+        s->run_from = m->tnow[i];
     if (t->sup == SUP_SYNC) {
         if (!s->at_sync || i < s->first_sync)
             s->first_sync = i;
@@ -185,7 +187,7 @@ static void summarise(const ts_model *m, uint32_t i, const ipu_tile *t, ipu_tsum
 static __attribute__((noinline)) void finish_range(ts_model *m, int id)
 {
     const uint64_t tpc = m->c.tiles_per_column;
-    ipu_tsum s = {0};
+    ipu_tsum s = {.run_from = UINT64_MAX};
     s.nomem = m->tsum[id].nomem;
     int from = id;
     uint32_t col;
