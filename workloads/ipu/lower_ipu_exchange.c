@@ -384,15 +384,11 @@ static bool follow_on(const lw_piece *pc, size_t n)
 
 static uint64_t run_cost(const lw *L, int64_t sf, uint32_t n, uint32_t w);
 
-/* The issues a worker of copying pieces pc[0..n) that a tile holds itself as gather_local_workers
- * does (runs of equal length equally far apart where they come from and where they land);
- * UINT64_MAX where its supervisor would copy them (a piece not whole pairs at 8-byte places). */
-static uint64_t local_cost(const lw *L, const lw_piece *pc, size_t n)
+/* The issues a worker of copying pieces pc[0..n) in runs of equal length equally far apart where
+ * they come from and where they land (copy_run_workers a run). */
+static uint64_t runs_cost(const lw *L, const lw_piece *pc, size_t n)
 {
     uint64_t c = 0;
-    for (size_t p = 0; p < n; p++)
-        if (pc[p].from % 8 || pc[p].to % 8 || pc[p].words % 2)
-            return UINT64_MAX;
     for (size_t i = 0, j; i < n; i = j) {
         int64_t sf = i + 1 < n ? (int64_t)(pc[i + 1].from - pc[i].from) : 0;
         int64_t st = i + 1 < n ? (int64_t)(pc[i + 1].to - pc[i].to) : 0;
@@ -403,6 +399,17 @@ static uint64_t local_cost(const lw *L, const lw_piece *pc, size_t n)
         c += run_cost(L, sf, (uint32_t)(j - i), (uint32_t)pc[i].words);
     }
     return c;
+}
+
+/* The issues a worker of copying pieces pc[0..n) that a tile holds itself as gather_local_workers
+ * does (runs of equal length equally far apart where they come from and where they land);
+ * UINT64_MAX where its supervisor would copy them (a piece not whole pairs at 8-byte places). */
+static uint64_t local_cost(const lw *L, const lw_piece *pc, size_t n)
+{
+    for (size_t p = 0; p < n; p++)
+        if (pc[p].from % 8 || pc[p].to % 8 || pc[p].words % 2)
+            return UINT64_MAX;
+    return runs_cost(L, pc, n);
 }
 
 /* Receiver t's remote pieces from pt0 on: one transfer per sender, received in place when its
@@ -642,15 +649,8 @@ static bool copy_staged_rows(const gx *G, const lw_xfer *q)
             ;
         all += run_cost(L, 4 * (int64_t)pc[i].words, (uint32_t)(j - i), (uint32_t)pc[i].words);
     }
-    for (size_t i = 0, j; ok && i < n; i = j) {
-        int64_t sf = i + 1 < n ? (int64_t)(sg[i + 1].from - sg[i].from) : 0;
-        int64_t st = i + 1 < n ? (int64_t)(sg[i + 1].to - sg[i].to) : 0;
-        for (j = i + 1; j < n && sg[j].words == sg[i].words && (int64_t)(sg[j].from - sg[j - 1].from) == sf &&
-                        (int64_t)(sg[j].to - sg[j - 1].to) == st;
-             j++)
-            ;
-        rows += run_cost(L, sf, (uint32_t)(j - i), (uint32_t)sg[i].words);
-    }
+    if (ok)
+        rows = runs_cost(L, sg, n);
     if (!ok || rows >= all) {
         ts_free(sg);
         return false;
