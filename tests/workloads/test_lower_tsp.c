@@ -1114,6 +1114,29 @@ START_TEST(test_config_limits)
 }
 END_TEST
 
+/* The chain of the text tests: n MatMuls of 600 rows x 64 by 64 x 64, i8, each taking the last's
+ * output; one weight shared by all of them, or (own) a weight of each its own; *out (where given)
+ * is the last output's tensor. */
+static ts_graph *matmul_chain(int n, bool own, int *out)
+{
+    ts_graph *g = ts_graph_create("chain");
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){600, 64});
+    int w = own ? -1 : tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){64, 64});
+    for (int i = 0; i < n; i++) {
+        char yn[16], wn[16];
+        snprintf(yn, sizeof yn, "y%d", i);
+        snprintf(wn, sizeof wn, "w%d", i);
+        int wi = own ? tensor_dt(g, wn, TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){64, 64}) : w;
+        int y = tensor_dt(g, yn, TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+        node(g, TS_OP_MATMUL, yn, (int[]){x, wi}, 2, y, NULL);
+        x = y;
+    }
+    finalize(g);
+    if (out)
+        *out = x;
+    return g;
+}
+
 /* The schedule is one program without loops: a long one whose instruction text needs more MEM words
  * than the schedule's data leaves is refused as not fitting, with the shortfall: 24 MatMuls (one
  * weight) of 600 rows on a tsp_v1 with 100 words per MEM slice (8 and 16 fit under LEAN's fetch
@@ -1127,17 +1150,7 @@ START_TEST(test_text_too_big)
     ts_lower_tsp_params p;
     ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
     ts_config_destroy(cfg);
-    ts_graph *g = ts_graph_create("chain");
-    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){600, 64});
-    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){64, 64});
-    for (int i = 0; i < 24; i++) {
-        char yn[16];
-        snprintf(yn, sizeof yn, "y%d", i);
-        int y = tensor_dt(g, yn, TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
-        node(g, TS_OP_MATMUL, yn, (int[]){x, w}, 2, y, NULL);
-        x = y;
-    }
-    finalize(g);
+    ts_graph *g = matmul_chain(24, false, NULL);
     ts_program *prog = NULL;
     ck_assert_int_eq(ts_lower_tsp(g, &p, &prog, NULL, &e), TS_EINPUT);
     ck_assert_msg(strstr(e.msg, "the instruction text does not fit") && strstr(e.msg, "words short") &&
@@ -1162,17 +1175,7 @@ START_TEST(test_text_lean_plan)
     ts_lower_tsp_params p;
     ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
     ts_config_destroy(cfg);
-    ts_graph *g = ts_graph_create("chain");
-    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){600, 64});
-    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){64, 64});
-    for (int i = 0; i < 8; i++) {
-        char yn[16];
-        snprintf(yn, sizeof yn, "y%d", i);
-        int y = tensor_dt(g, yn, TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
-        node(g, TS_OP_MATMUL, yn, (int[]){x, w}, 2, y, NULL);
-        x = y;
-    }
-    finalize(g);
+    ts_graph *g = matmul_chain(8, false, NULL);
     ts_program *prog = NULL;
     ck_assert_msg(ts_lower_tsp(g, &p, &prog, NULL, &e) == TS_OK, "%s", e.msg);
     ck_assert_int_gt(count_insns(prog, "repeat"), 0);
@@ -1198,18 +1201,8 @@ START_TEST(test_text_below_data)
     ts_lower_tsp_params p;
     ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
     ts_config_destroy(cfg);
-    ts_graph *g = ts_graph_create("chain");
-    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){600, 64});
-    for (int i = 0; i < 8; i++) {
-        char yn[16], wn[16];
-        snprintf(yn, sizeof yn, "y%d", i);
-        snprintf(wn, sizeof wn, "w%d", i);
-        int w = tensor_dt(g, wn, TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){64, 64});
-        int y = tensor_dt(g, yn, TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
-        node(g, TS_OP_MATMUL, yn, (int[]){x, w}, 2, y, NULL);
-        x = y;
-    }
-    finalize(g);
+    int x;
+    ts_graph *g = matmul_chain(8, true, &x);
     lowered s = {0}, l;
     ts_status rc = ts_lower_tsp(g, &p, &s.prog, &s.rep, &e);
     ck_assert_msg(rc == TS_OK, "%s", e.msg);
