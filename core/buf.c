@@ -41,6 +41,22 @@ static int reserve(ts_buf *b, size_t add)
     return 0;
 }
 
+bool ts_buf_reserve(ts_buf *b, size_t n)
+{
+    if (b->oom)
+        return false;
+    if (b->len + n + 1 <= b->cap)
+        return true;
+    char *p = ts_realloc(b->data, b->len + n + 1);
+    if (!p) {
+        b->oom = true;
+        return false;
+    }
+    b->data = p;
+    b->cap = b->len + n + 1;
+    return true;
+}
+
 void ts_buf_put(ts_buf *b, const char *s, size_t n)
 {
     if (reserve(b, n))

@@ -18,6 +18,9 @@ typedef struct ts_buf {
 void ts_buf_free(ts_buf *b);
 void ts_buf_reset(ts_buf *b);            /* len = 0, keeps memory */
 void ts_buf_put(ts_buf *b, const char *s, size_t n);
+/* Room for n more bytes (and the NUL) at once, the capacity exactly that where it must grow, so that
+ * a writer that knows its size appends without reallocating; false (oom set) when out of memory. */
+bool ts_buf_reserve(ts_buf *b, size_t n);
 void ts_buf_puts(ts_buf *b, const char *s);
 void ts_buf_putc(ts_buf *b, char c);
 void ts_buf_printf(ts_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

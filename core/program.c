@@ -37,6 +37,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,12 @@
 #define MARK_REC 12u
 #define NO_STRING 0xffffffffu
 
+/* An instruction's record: op and line (u16 each), then its TS_MAX_OPNDS operands (u32 each), all
+ * little-endian: the layout of ts_insn itself, which has no padding. */
+#define INSN_BYTES 32u
+_Static_assert(sizeof(ts_insn) == INSN_BYTES && offsetof(ts_insn, line) == 2 && offsetof(ts_insn, a) == 4 &&
+                   TS_MAX_OPNDS == 7,
+               "ts_insn is the file's instruction record");
 static const unsigned char magic[8] = {'T', 'S', 'P', 'R', 'O', 'G', 0, 1};
 
 /* ---- builders ---------------------------------------------------------------------------- */
@@ -488,6 +495,17 @@ static ts_status encode_canonical(const ts_program *p, ts_buf *out, ts_err *err)
     if (strsize >= UINT32_MAX)
         return ts_err_set(err, TS_EINPUT, "cannot encode: string table exceeds 4 GiB");
 
+    /* the whole file's size, reserved at once (a ResNet-50 for tsp_v1 is 167 MB: growing the buffer
+     * by doubling copied it over and over) */
+    uint64_t total = HDR_SIZE + 16 * (uint64_t)p->nstreams + 24 * (uint64_t)p->nsegs + 24 * (uint64_t)p->nsyms +
+                     12 * (uint64_t)p->nmarks + strsize + 16;
+    for (size_t i = 0; i < p->nstreams; i++)
+        total += INSN_BYTES * (uint64_t)p->streams[i].n;
+    for (size_t i = 0; i < p->nsegs; i++)
+        total += ((uint64_t)p->segs[i].len + 7) & ~(uint64_t)7;
+    if (total > SIZE_MAX / 2 || !ts_buf_reserve(out, (size_t)total))
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+
     size_t start = out->len;
     ts_buf_put(out, (const char *)magic, sizeof magic);
     put_u32(out, TS_PROGRAM_VERSION);
@@ -514,6 +532,12 @@ static ts_status encode_canonical(const ts_program *p, ts_buf *out, ts_err *err)
         put_u32(out, 0);
     }
     for (size_t i = 0; i < p->nstreams; i++) {
+        if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) {
+            /* an instruction's record is its struct's bytes on a little-endian host (INSN_BYTES) */
+            if (p->streams[i].n)
+                ts_buf_put(out, (const char *)p->streams[i].insn, INSN_BYTES * (size_t)p->streams[i].n);
+            continue;
+        }
         for (uint32_t k = 0; k < p->streams[i].n; k++) {
             const ts_insn *in = &p->streams[i].insn[k];
             put_u16(out, in->op);
