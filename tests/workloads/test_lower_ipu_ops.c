@@ -305,6 +305,58 @@ START_TEST(test_matmul_odd_k)
 }
 END_TEST
 
+START_TEST(test_matmul_bias_add)
+{
+    /* A Linear on three axes as torch exports it: MatMul x[2, 5, 12] x w[12, 9], then Add(bias[9],
+     * its output), then a Relu. The MatMul adds the bias itself (fuse_tails: a Gemm's C, its
+     * columns' values on the tiles that hold them), so the Add emits nothing (no superstep of its
+     * own), under planner (a) (_i 0) and under auto (_i 1); outputs within 1e-5 x the sum of
+     * |products| and |bias| (f32 accumulation) of the C reference. */
+    ts_graph *g = ts_graph_create("linear3");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){2, 5, 12});
+    int w = tensor(g, "w", TS_TENSOR_WEIGHT, 2, (int64_t[]){12, 9});
+    int b = tensor(g, "bias", TS_TENSOR_WEIGHT, 1, (int64_t[]){9});
+    fill(g, x);
+    fill(g, w);
+    fill(g, b);
+    int mm = chain(g, TS_OP_MATMUL, "mm", x, w, NULL);
+    int y = tensor(g, "y", TS_TENSOR_ACTIVATION, -1, NULL);
+    node(g, TS_OP_ADD, "add", (int[]){b, mm}, 2, y, NULL);
+    int z = chain(g, TS_OP_RELU, "relu", y, -1, NULL);
+    ts_graph_mark_output(g, z);
+    finalize(g);
+    ts_err e;
+    ts_err_init(&e);
+    void *cfg = ipu_test_config("ipu_tiny4", NULL);
+    ts_lower_ipu_params p;
+    ck_assert_int_eq(ts_lower_ipu_params_from_config(cfg, &p, &e), TS_OK);
+    ts_config_destroy(cfg);
+    p.planner = _i ? TS_LOWER_PLANNER_AUTO : TS_LOWER_PLANNER_LCS;
+    lowered L = {0};
+    ck_assert_msg(ts_lower_ipu(g, &p, &L.prog, &L.rep, &e) == TS_OK, "lower: %s", e.msg);
+    ipu_test_modes_program("ipu_tiny4", NULL, L.prog, &L.run);
+    ck_assert_msg(L.run.rc == TS_OK, "run: %s", L.run.err.msg);
+    int seen = 0;
+    for (size_t k = 0; k < L.rep.nlayers; k++)
+        if (L.rep.layers[k].op == TS_OP_ADD) {
+            ck_assert_uint_eq(L.rep.layers[k].steps, 0);
+            seen++;
+        }
+    ck_assert_int_le(seen, 1);
+    for (int i = 0; i < 10; i++)
+        for (int j = 0; j < 9; j++) {
+            double s = val(b, j), m = fabs(val(b, j));
+            for (int k = 0; k < 12; k++) {
+                s += (double)val(x, i * 12 + k) * val(w, k * 9 + j);
+                m += fabs((double)val(x, i * 12 + k) * val(w, k * 9 + j));
+            }
+            within(out_at(&L, g, z, (uint64_t)(i * 9 + j)), fmax(s, 0), 1e-5 * m + 1e-7, "z", (uint64_t)(i * 9 + j));
+        }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* ---- Conv on the workers, and batches on the AMP ---- */
 
 typedef struct cv_case {
@@ -511,6 +563,7 @@ int main(void)
     tcase_add_loop_test(tc, test_activations, 0, 2);
     tcase_add_loop_test(tc, test_concat_slice_expand, 0, 2);
     tcase_add_loop_test(tc, test_matmul_odd_k, 0, 3);
+    tcase_add_loop_test(tc, test_matmul_bias_add, 0, 2);
     tcase_add_test(tc, test_exchange_check);
     tcase_add_loop_test(tc, test_conv_workers, 0, (int)(sizeof cv_cases / sizeof cv_cases[0]) + 1);
     suite_add_tcase(s, tc);

@@ -130,6 +130,9 @@ typedef struct lw {
      * node, the Add whose other operand the Conv adds and the Relu it applies (-1: none); fold: for an
      * Add or Relu done so, the tensor whose memory its output is (-1: not folded). Owned. */
     int *fadd, *frelu, *fold;
+    /* per node: a MatMul's bias (fuse_tails): the weight of N values the Add that alone reads its
+     * output adds to each row, which the MatMul then adds as a Gemm's C (-1: none). Owned. */
+    int *fbias;
     uint32_t step;        /* supersteps so far */
     lw_mark *marks; size_t nmarks, capmarks;
     lw_xrec *xr; size_t nxr, capxr; /* every send and receive, for the check before emission; owned */
