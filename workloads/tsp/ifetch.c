@@ -113,6 +113,7 @@ typedef struct fplan {
     uint64_t *ldl;
     size_t *lb, *lp;
     bool dry;   /* a text read found no word left in a slice it tried */
+    struct tcand *cand; /* LEAN: the slices a fetch's text may come from (one per MEM slice) */
 } fplan;
 
 /* Text below the data: skip slice and bank li's words the schedule writes at or before cycle r (no
@@ -171,19 +172,62 @@ static bool text_word(lt *L, fplan *fp, uint32_t m, uint64_t r, uint64_t t, uint
  * may read text were too few (at cycle 437,265, 53,056 words short). */
 #define LEAN_BUSY_FETCHES 2
 
+/* The words of slice m that can still take text read at cycle r: under text below the data those
+ * free until a write after r, else those above the data not yet taken. */
+static uint64_t words_left(const lt *L, fplan *fp, uint32_t m, uint64_t r)
+{
+    uint64_t n = 0;
+    for (uint32_t b = 0; b < 2; b++) {
+        size_t li = 2 * (size_t)m + b;
+        if (fp->live) {
+            next_live(fp, li, r);
+            n += fp->lb[li + 1] - fp->lp[li];
+        } else {
+            uint32_t lim = L->al[m >= L->nW][b].limit;
+            n += L->tnext[m][b] < lim ? lim - L->tnext[m][b] : 0;
+        }
+    }
+    return n;
+}
+
+/* A slice that may read a text word for a fetch: its read cycle r, its distance d, its words left. */
+typedef struct tcand {
+    uint64_t r, left;
+    uint32_t m, d;
+} tcand;
+
+/* Most words left first, then nearest, then slice order. */
+static int cmp_tcand(const void *a, const void *b)
+{
+    const tcand *x = a, *y = b;
+    if (x->left != y->left)
+        return (x->left < y->left) - (x->left > y->left);
+    if (x->d != y->d)
+        return (x->d > y->d) - (x->d < y->d);
+    return (x->m > y->m) - (x->m < y->m);
+}
+
 /* Two reads of text words, from two MEM slices upstream of position pos, that put them on streams
  * (dir, s) and (dir, s + 1) at pos at cycle t. Each read adds entries to its slice's queue before
- * t, so only where that queue has room for them at every cycle since. Nearest slices first; under
- * LEAN first among those a read adds one entry to (beside an instruction of the queue or paired with
- * its write, where one in a run of nops adds two: the read and the nop it splits off), then any,
- * and none of a slice whose queue is busy fetching (LEAN_BUSY_FETCHES). took[0 .. *ntook) names
- * the slice and bank (2 m + b) of each word taken, so that a try that fails can give them back. */
+ * t, so only where that queue has room for them at every cycle since. Nearest slices first. Under
+ * LEAN first among those a read adds one entry to (beside an instruction of the queue or paired
+ * with its write, where one in a run of nops adds two: the read and the nop it splits off), then
+ * any, none of a slice whose queue is busy fetching (LEAN_BUSY_FETCHES), and among them the slice
+ * with the most words left first (the nearest of those alike). Taken nearest first, the words ran
+ * out slice by slice from the busy queues outward: by cycle 511,341 of BERT-base's 523,877 only the
+ * seven east slices farthest from the VXM held any (27 k words), whose free read cycles were too
+ * few for the text of every queue (7,780 words short); taken richest first, the slices run out
+ * together, and BERT-base's text fits.
+ * took[0 .. *ntook) names the slice and bank (2 m + b) of each word taken, so that a try that fails
+ * can give them back. */
 static bool fetch_text(lt *L, fplan *fp, uint32_t qi, uint64_t t, uint32_t pos, int dir, int s, uint32_t tag,
                        uint32_t *ms, uint64_t *rs, size_t *took, uint32_t *ntook)
 {
     fq *fs = fp->fs;
     uint32_t got = 0;
-    for (int pass = L->lean ? 0 : 1; pass < 2 && got < 2; pass++)
+    tcand *cand = fp->cand;
+    for (int pass = L->lean ? 0 : 1; pass < 2 && got < 2; pass++) {
+        uint32_t nc = 0;
         for (uint32_t d = 1; d < L->tg->npos && got < 2; d++) {
             if (dir == WEST ? pos + d >= L->tg->npos : d > pos)
                 break;
@@ -201,13 +245,35 @@ static bool fetch_text(lt *L, fplan *fp, uint32_t qi, uint64_t t, uint32_t pos, 
                 uint64_t x;
                 for (x = r; x < t && fs[m].room[x % FETCH_RING] >= (int64_t)dl; x++)
                     ;
-                if (x < t || !text_word(L, fp, m, r, t, pos, dir, s + (int)got, tag, &took[*ntook]))
+                if (x < t)
+                    continue;
+                if (L->lean) { /* tried below, richest first */
+                    uint64_t left = words_left(L, fp, m, r);
+                    if (left)
+                        cand[nc++] = (tcand){.r = r, .left = left, .m = m, .d = d};
+                    else
+                        fp->dry = true;
+                    continue;
+                }
+                if (!text_word(L, fp, m, r, t, pos, dir, s + (int)got, tag, &took[*ntook]))
                     continue;
                 (*ntook)++;
                 ms[got] = m;
                 rs[got++] = r;
             }
         }
+        if (nc > 1)
+            qsort(cand, nc, sizeof *cand, cmp_tcand);
+        for (uint32_t k = 0; k < nc && got < 2; k++) {
+            if (got && cand[k].m == ms[0])
+                continue;
+            if (!text_word(L, fp, cand[k].m, cand[k].r, t, pos, dir, s + (int)got, tag, &took[*ntook]))
+                continue;
+            (*ntook)++;
+            ms[got] = cand[k].m;
+            rs[got++] = cand[k].r;
+        }
+    }
     return got == 2;
 }
 
@@ -398,7 +464,8 @@ static ts_status fetch_init(lt *L, fplan *fp)
     fp->nrec = ts_calloc(L->nq, sizeof *fp->nrec);
     fp->at = ts_calloc((size_t)L->tg->npos + 1, sizeof *fp->at);
     fp->mem_at = ts_calloc(nm ? nm : 1, sizeof *fp->mem_at);
-    if (!L->tnext || !fp->fs || !fp->nrec || !fp->at || !fp->mem_at)
+    fp->cand = ts_calloc(nm ? nm : 1, sizeof *fp->cand);
+    if (!L->tnext || !fp->fs || !fp->nrec || !fp->at || !fp->mem_at || !fp->cand)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     uint32_t x = 0; /* the MEM slices at each position, in slice order (once: positions x slices) */
     for (uint32_t p = 0; p < L->tg->npos; p++) {
@@ -647,6 +714,7 @@ ts_status lt_plan_fetches(lt *L)
     ts_free(fp.nrec);
     ts_free(fp.at);
     ts_free(fp.mem_at);
+    ts_free(fp.cand);
     ts_free(fp.lw);
     ts_free(fp.ldl);
     ts_free(fp.lb);
