@@ -19,20 +19,27 @@
 
 static const char *const *run_sets; /* config overrides for the lowering and the runs */
 
-static void lower_and_run(const ts_graph *g, const char *config, lowered *L)
+/* Lowered by planner (a)'s kernels (test_lower_ipu checks (b)'s and auto's) unless a test names
+ * another planner (lower_and_run_with). */
+static void lower_and_run_with(const ts_graph *g, const char *config, int planner, lowered *L)
 {
     ts_err e;
     ts_err_init(&e);
     void *cfg = ipu_test_config(config, run_sets);
     ts_lower_ipu_params p;
     ck_assert_int_eq(ts_lower_ipu_params_from_config(cfg, &p, &e), TS_OK);
-    p.planner = TS_LOWER_PLANNER_LCS; /* planner (a)'s kernels; test_lower_ipu checks (b)'s and auto's */
+    p.planner = planner;
     ts_status rc = ts_lower_ipu(g, &p, &L->prog, &L->rep, &e);
     ts_config_destroy(cfg);
     ck_assert_msg(rc == TS_OK, "lower: %s", e.msg);
     ipu_test_modes_program(config, run_sets, L->prog, &L->run);
     ck_assert_msg(L->run.rc == TS_OK, "run: tile %lld cycle %lld: %s", (long long)L->run.err.tile,
                   (long long)L->run.err.cycle, L->run.err.msg);
+}
+
+static void lower_and_run(const ts_graph *g, const char *config, lowered *L)
+{
+    lower_and_run_with(g, config, TS_LOWER_PLANNER_LCS, L);
 }
 
 static void within(double got, double want, double tol, const char *what, uint64_t k)
@@ -325,17 +332,8 @@ START_TEST(test_matmul_bias_add)
     int z = chain(g, TS_OP_RELU, "relu", y, -1, NULL);
     ts_graph_mark_output(g, z);
     finalize(g);
-    ts_err e;
-    ts_err_init(&e);
-    void *cfg = ipu_test_config("ipu_tiny4", NULL);
-    ts_lower_ipu_params p;
-    ck_assert_int_eq(ts_lower_ipu_params_from_config(cfg, &p, &e), TS_OK);
-    ts_config_destroy(cfg);
-    p.planner = _i ? TS_LOWER_PLANNER_AUTO : TS_LOWER_PLANNER_LCS;
     lowered L = {0};
-    ck_assert_msg(ts_lower_ipu(g, &p, &L.prog, &L.rep, &e) == TS_OK, "lower: %s", e.msg);
-    ipu_test_modes_program("ipu_tiny4", NULL, L.prog, &L.run);
-    ck_assert_msg(L.run.rc == TS_OK, "run: %s", L.run.err.msg);
+    lower_and_run_with(g, "ipu_tiny4", _i ? TS_LOWER_PLANNER_AUTO : TS_LOWER_PLANNER_LCS, &L);
     int seen = 0;
     for (size_t k = 0; k < L.rep.nlayers; k++)
         if (L.rep.layers[k].op == TS_OP_ADD) {
