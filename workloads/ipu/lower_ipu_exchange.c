@@ -1041,11 +1041,10 @@ static ts_status gather_bcast(gx *G)
     return rc;
 }
 
-/* One exchange round: the transfers sel[0..nsel) (one per receiver, by receiver). With two staging
- * buffers (pend set), a transfer staged in this round is copied out in the next, while that round's
- * words arrive in the other buffer (pend[t]: tile t's transfer staged in the round before;
- * SIZE_MAX none), and the last round's after its words are in; with one, each after its words. */
-static void gather_round(const gx *G, const size_t *sel, size_t nsel, size_t *pend, bool last)
+/* One exchange round: the transfers sel[0..nsel) (one per receiver, by receiver). A transfer staged
+ * in this round is copied out in the next, while that round's words arrive in the other staging
+ * buffer (pend[t]: tile t's transfer staged in the round before; SIZE_MAX none). */
+static void gather_round(const gx *G, const size_t *sel, size_t nsel, size_t *pend)
 {
     lw *L = G->L;
     const lw_piece *pc = G->pc;
@@ -1085,7 +1084,7 @@ static void gather_round(const gx *G, const size_t *sel, size_t nsel, size_t *pe
             send_words(L, q->src, pc[i].from, q->dst, words, L->onedst && i > q->p0);
         }
     }
-    for (uint32_t t = 0; pend && t < L->T; t++) /* the round before's, while this round's words arrive */
+    for (uint32_t t = 0; t < L->T; t++) /* the round before's, while this round's words arrive */
         if (pend[t] != SIZE_MAX) {
             copy_staged(G, &G->xf[pend[t]]);
             pend[t] = SIZE_MAX;
@@ -1093,26 +1092,26 @@ static void gather_round(const gx *G, const size_t *sel, size_t nsel, size_t *pe
     for (size_t k = 0; k < nsel; k++) {
         const lw_xfer *q = &G->xf[sel[k]];
         S(q->dst, RXWAIT, 0, 0, 0);
-        if (q->staged && pend && !last)
+        if (q->staged)
             pend[q->dst] = sel[k];
-        else if (q->staged)
-            copy_staged(G, q);
     }
     lwi_sync_all(L);
 }
 
 /* The exchange rounds: round r carries the r-th transfer of every receiver. A staged transfer of
- * round r lands in staging buffer sb[r mod 2] (sb[1] 0: one buffer for all). */
+ * round r lands in staging buffer sb[r mod 2] (sb[1] 0: one round, one buffer) and is copied out
+ * in the next round, the last round's at the start of the superstep after it (with the pieces a
+ * tile holds itself, gather_local), where the receiver's workers had held up the round's sync. */
 static ts_status gather_rounds(gx *G, const uint64_t sb[2])
 {
     size_t *sel = ts_calloc(G->nxf ? G->nxf : 1, sizeof *sel);
-    size_t *pend = sb[1] ? ts_malloc(G->L->T * sizeof *pend) : NULL;
-    if (!sel || (sb[1] && !pend)) {
+    size_t *pend = ts_malloc(G->L->T * sizeof *pend);
+    if (!sel || !pend) {
         ts_free(sel);
         ts_free(pend);
         return gather_oom(G);
     }
-    for (uint32_t t = 0; pend && t < G->L->T; t++)
+    for (uint32_t t = 0; t < G->L->T; t++)
         pend[t] = SIZE_MAX;
     for (uint32_t r = 0; r < G->rounds; r++) {
         memset(G->count, 0, G->L->T * sizeof *G->count);
@@ -1127,8 +1126,11 @@ static ts_status gather_rounds(gx *G, const uint64_t sb[2])
             }
         if (late) /* the superstep holds code (a gather's local copies) that would delay a receiver */
             lwi_sync_all(G->L);
-        gather_round(G, sel, nsel, pend, r + 1 == G->rounds);
+        gather_round(G, sel, nsel, pend);
     }
+    for (uint32_t t = 0; t < G->L->T; t++)
+        if (pend[t] != SIZE_MAX)
+            copy_staged(G, &G->xf[pend[t]]);
     ts_free(sel);
     ts_free(pend);
     return TS_OK;
