@@ -1041,8 +1041,10 @@ static ts_status gather_bcast(gx *G)
     return rc;
 }
 
-/* One exchange round: the transfers sel[0..nsel) (one per receiver, by receiver). */
-static void gather_round(const gx *G, const size_t *sel, size_t nsel)
+/* One exchange round: the transfers sel[0..nsel) (one per receiver, by receiver). A transfer staged
+ * in this round is copied out in the next, while that round's words arrive in the other staging
+ * buffer (pend[t]: tile t's transfer staged in the round before; SIZE_MAX none). */
+static void gather_round(const gx *G, const size_t *sel, size_t nsel, size_t *pend)
 {
     lw *L = G->L;
     const lw_piece *pc = G->pc;
@@ -1082,21 +1084,35 @@ static void gather_round(const gx *G, const size_t *sel, size_t nsel)
             send_words(L, q->src, pc[i].from, q->dst, words, L->onedst && i > q->p0);
         }
     }
+    for (uint32_t t = 0; t < L->T; t++) /* the round before's, while this round's words arrive */
+        if (pend[t] != SIZE_MAX) {
+            copy_staged(G, &G->xf[pend[t]]);
+            pend[t] = SIZE_MAX;
+        }
     for (size_t k = 0; k < nsel; k++) {
         const lw_xfer *q = &G->xf[sel[k]];
         S(q->dst, RXWAIT, 0, 0, 0);
         if (q->staged)
-            copy_staged(G, q);
+            pend[q->dst] = sel[k];
     }
     lwi_sync_all(L);
 }
 
-/* The exchange rounds: round r carries the r-th transfer of every receiver. */
-static ts_status gather_rounds(gx *G)
+/* The exchange rounds: round r carries the r-th transfer of every receiver. A staged transfer of
+ * round r lands in staging buffer sb[r mod 2] (sb[1] 0: one round, one buffer) and is copied out
+ * in the next round, the last round's at the start of the superstep after it (with the pieces a
+ * tile holds itself, gather_local), where the receiver's workers had held up the round's sync. */
+static ts_status gather_rounds(gx *G, const uint64_t sb[2])
 {
     size_t *sel = ts_calloc(G->nxf ? G->nxf : 1, sizeof *sel);
-    if (!sel)
+    size_t *pend = ts_malloc(G->L->T * sizeof *pend);
+    if (!sel || !pend) {
+        ts_free(sel);
+        ts_free(pend);
         return gather_oom(G);
+    }
+    for (uint32_t t = 0; t < G->L->T; t++)
+        pend[t] = SIZE_MAX;
     for (uint32_t r = 0; r < G->rounds; r++) {
         memset(G->count, 0, G->L->T * sizeof *G->count);
         size_t nsel = 0;
@@ -1105,12 +1121,18 @@ static ts_status gather_rounds(gx *G)
             if (G->L->pack || G->bcast ? G->xf[i].round == r : G->count[G->xf[i].dst]++ == r) {
                 sel[nsel++] = i;
                 late = late || (r == 0 && lwi_late(G->L, G->xf[i].dst, G->xf[i].src));
+                if (G->xf[i].staged)
+                    G->xf[i].to = sb[1] && r % 2 ? sb[1] : sb[0];
             }
         if (late) /* the superstep holds code (a gather's local copies) that would delay a receiver */
             lwi_sync_all(G->L);
-        gather_round(G, sel, nsel);
+        gather_round(G, sel, nsel, pend);
     }
+    for (uint32_t t = 0; t < G->L->T; t++)
+        if (pend[t] != SIZE_MAX)
+            copy_staged(G, &G->xf[pend[t]]);
     ts_free(sel);
+    ts_free(pend);
     return TS_OK;
 }
 
@@ -1228,14 +1250,17 @@ ts_status lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64
         rc = gather_balance(&G);
     if (rc == TS_OK && L->bcast && !L->pack)
         rc = gather_bcast(&G);
-    uint64_t sbuf = G.stage ? lwi_talloc_avoid(L, G.stage * 4, av[0], av[1]) : 0;
-    for (size_t i = 0; i < G.nxf; i++)
-        if (G.xf[i].staged)
-            G.xf[i].to = sbuf;
     if (rc == TS_OK && L->pack)
         rc = gather_pack(&G);
+    /* the staging buffers: two used in turn where there are rounds after the first (a round's
+     * copies out of one then overlap the next round's words into the other) */
+    uint64_t sb[2] = {0, 0};
+    if (G.stage)
+        sb[0] = lwi_talloc_avoid(L, G.stage * 4, av[0], av[1]);
+    if (G.stage && G.rounds > 1)
+        sb[1] = lwi_talloc_avoid(L, G.stage * 4, av[0], av[1]);
     if (rc == TS_OK)
-        rc = gather_rounds(&G);
+        rc = gather_rounds(&G, sb);
     if (rc == TS_OK)
         gather_local(&G);
     ts_free(G.pc);
