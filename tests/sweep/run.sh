@@ -93,12 +93,13 @@ done
 
 # Ctrl-C reaches the whole process group, workers included: a worker stopped by SIGINT writes
 # no row (its point runs again), and the resumed sweep ends as a clean one, with status 0. The
-# points of slow.yaml take about half a second, so the signal finds both workers running. Under a
-# sanitizer (scripts/test.sh sets TS_SANITIZED) the same loop takes 5 s; its copy there runs 50
-# times instead of 400 (about 0.7 s), so that a point still outlasts the signal's wait.
+# points of slow.yaml take 0.7 s of CPU each (200 turns of the loop), so the signal, 0.3 s after
+# the start, finds both workers running. Under a sanitizer (scripts/test.sh sets TS_SANITIZED) the
+# same loop runs about 8 times slower; its copy there runs 50 times instead of 200 (about 0.7 s),
+# so that a point still outlasts the signal's wait.
 slow=$data/slow.yaml
 if [ "${TS_SANITIZED:-0}" = 1 ]; then
-  sed 's/setzi \$m2, 400/setzi $m2, 50/' "$data/slow.s" >"$tmp/slow.s"
+  sed 's/setzi \$m2, 200/setzi $m2, 50/' "$data/slow.s" >"$tmp/slow.s"
   sed "s|workloads: \[slow.s\]|workloads: [$tmp/slow.s]|" "$data/slow.yaml" >"$tmp/slow.yaml"
   grep -q "setzi \$m2, 50" "$tmp/slow.s" && grep -q "$tmp/slow.s" "$tmp/slow.yaml" || bad "the sanitizer's slow loop"
   slow=$tmp/slow.yaml

@@ -1,9 +1,10 @@
-# tests/sweep/slow.s - loop.s 400 times over (about 25 million cycles, about half a second
-# of host time): long enough that a signal sent to a sweep finds its workers running.
+# tests/sweep/slow.s - loop.s 200 times over (about 12 million cycles, 0.7 s of CPU in the
+# debugoptimized build): long enough that a signal sent to a sweep 0.3 s after its start finds
+# its workers running.
 .arch ipu
 .workload "sweep test loop"
 .stream tile 0-3
-    setzi $m2, 400
+    setzi $m2, 200
 outer:
     setzi $m1, 60000
 inner:
