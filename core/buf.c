@@ -22,15 +22,20 @@ void ts_buf_reset(ts_buf *b)
         b->data[0] = 0;
 }
 
-static int reserve(ts_buf *b, size_t add)
+/* Room for add more bytes and the NUL: the capacity doubled until it holds them, or (exact) just
+ * that. */
+static int reserve(ts_buf *b, size_t add, bool exact)
 {
     if (b->oom)
         return -1;
     if (b->len + add + 1 <= b->cap)
         return 0;
-    size_t nc = b->cap ? b->cap : 256;
-    while (nc < b->len + add + 1)
-        nc *= 2;
+    size_t nc = b->len + add + 1;
+    if (!exact) {
+        nc = b->cap ? b->cap : 256;
+        while (nc < b->len + add + 1)
+            nc *= 2;
+    }
     char *p = ts_realloc(b->data, nc);
     if (!p) {
         b->oom = true;
@@ -41,25 +46,11 @@ static int reserve(ts_buf *b, size_t add)
     return 0;
 }
 
-bool ts_buf_reserve(ts_buf *b, size_t n)
-{
-    if (b->oom)
-        return false;
-    if (b->len + n + 1 <= b->cap)
-        return true;
-    char *p = ts_realloc(b->data, b->len + n + 1);
-    if (!p) {
-        b->oom = true;
-        return false;
-    }
-    b->data = p;
-    b->cap = b->len + n + 1;
-    return true;
-}
+bool ts_buf_reserve(ts_buf *b, size_t n) { return reserve(b, n, true) == 0; }
 
 void ts_buf_put(ts_buf *b, const char *s, size_t n)
 {
-    if (reserve(b, n))
+    if (reserve(b, n, false))
         return;
     memcpy(b->data + b->len, s, n);
     b->len += n;
@@ -83,7 +74,7 @@ void ts_buf_vprintf(ts_buf *b, const char *fmt, va_list ap)
         ts_buf_put(b, small, (size_t)n);
         return;
     }
-    if (reserve(b, (size_t)n))
+    if (reserve(b, (size_t)n, false))
         return;
     vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
     b->len += (size_t)n;

@@ -54,10 +54,9 @@
 #define MARK_REC 12u
 #define NO_STRING 0xffffffffu
 
-/* An instruction's record: op and line (u16 each), then its TS_MAX_OPNDS operands (u32 each), all
- * little-endian: the layout of ts_insn itself, which has no padding. */
-#define INSN_BYTES 32u
-_Static_assert(sizeof(ts_insn) == INSN_BYTES && offsetof(ts_insn, line) == 2 && offsetof(ts_insn, a) == 4 &&
+/* An instruction's record (INSN_REC): op and line (u16 each), then its TS_MAX_OPNDS operands (u32
+ * each), all little-endian: the layout of ts_insn itself, which has no padding. */
+_Static_assert(sizeof(ts_insn) == INSN_REC && offsetof(ts_insn, line) == 2 && offsetof(ts_insn, a) == 4 &&
                    TS_MAX_OPNDS == 7,
                "ts_insn is the file's instruction record");
 static const unsigned char magic[8] = {'T', 'S', 'P', 'R', 'O', 'G', 0, 1};
@@ -358,6 +357,8 @@ void ts_program_canonicalize(ts_program *p)
 
 /* ---- encoding ---------------------------------------------------------------------------- */
 
+static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
+
 static void put_u16(ts_buf *b, uint16_t v)
 {
     char c[2] = {(char)(v & 0xff), (char)(v >> 8)};
@@ -497,12 +498,12 @@ static ts_status encode_canonical(const ts_program *p, ts_buf *out, ts_err *err)
 
     /* the whole file's size, reserved at once (a ResNet-50 for tsp_v1 is 167 MB: growing the buffer
      * by doubling copied it over and over) */
-    uint64_t total = HDR_SIZE + 16 * (uint64_t)p->nstreams + 24 * (uint64_t)p->nsegs + 24 * (uint64_t)p->nsyms +
-                     12 * (uint64_t)p->nmarks + strsize + 16;
+    uint64_t total = HDR_SIZE + STREAM_REC * (uint64_t)p->nstreams + SEG_REC * (uint64_t)p->nsegs +
+                     SYM_REC * (uint64_t)p->nsyms + pad8(MARK_REC * (uint64_t)p->nmarks) + pad8(strsize);
     for (size_t i = 0; i < p->nstreams; i++)
-        total += INSN_BYTES * (uint64_t)p->streams[i].n;
+        total += INSN_REC * (uint64_t)p->streams[i].n;
     for (size_t i = 0; i < p->nsegs; i++)
-        total += ((uint64_t)p->segs[i].len + 7) & ~(uint64_t)7;
+        total += pad8(p->segs[i].len);
     if (total > SIZE_MAX / 2 || !ts_buf_reserve(out, (size_t)total))
         return ts_err_set(err, TS_ENOMEM, "out of memory");
 
@@ -533,9 +534,9 @@ static ts_status encode_canonical(const ts_program *p, ts_buf *out, ts_err *err)
     }
     for (size_t i = 0; i < p->nstreams; i++) {
         if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) {
-            /* an instruction's record is its struct's bytes on a little-endian host (INSN_BYTES) */
+            /* an instruction's record is its struct's bytes on a little-endian host (INSN_REC) */
             if (p->streams[i].n)
-                ts_buf_put(out, (const char *)p->streams[i].insn, INSN_BYTES * (size_t)p->streams[i].n);
+                ts_buf_put(out, (const char *)p->streams[i].insn, INSN_REC * (size_t)p->streams[i].n);
             continue;
         }
         for (uint32_t k = 0; k < p->streams[i].n; k++) {
@@ -646,7 +647,6 @@ static int all_zero(const unsigned char *d, size_t n)
     return 1;
 }
 
-static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
 
 typedef struct symref {
     const ts_symbol *s;
