@@ -117,6 +117,29 @@ START_TEST(buf_appends_and_escapes)
 }
 END_TEST
 
+START_TEST(buf_reserve_is_exact_and_holds)
+{
+    /* a reservation grows the buffer to exactly what it asks (and the NUL), and appends within it
+     * keep the same memory; one that cannot allocate marks the buffer out of memory */
+    ts_buf b = TS_BUF_INIT;
+    ts_buf_puts(&b, "ab");
+    ck_assert(ts_buf_reserve(&b, 1000));
+    ck_assert_uint_eq(b.cap, 2 + 1000 + 1);
+    const char *at = b.data;
+    for (int i = 0; i < 100; i++)
+        ts_buf_put(&b, "0123456789", 10);
+    ck_assert_ptr_eq(b.data, at);
+    ck_assert_uint_eq(b.len, 1002);
+    ck_assert(ts_buf_reserve(&b, 0)); /* room already */
+    ck_assert_uint_eq(b.cap, 1003);
+    ts_alloc_fail_after(1);
+    ck_assert(!ts_buf_reserve(&b, 1));
+    ts_alloc_fail_after(0);
+    ck_assert(b.oom);
+    ts_buf_free(&b);
+}
+END_TEST
+
 START_TEST(atomic_write_leaves_no_partial_file)
 {
     char dir[] = "/tmp/ts_test_base_XXXXXX";
@@ -348,6 +371,7 @@ static Suite *suite(void)
     tcase_add_test(t, alloc_hook_fails_nth_allocation);
     tcase_add_test(t, grow_doubles_capacity);
     tcase_add_test(t, buf_appends_and_escapes);
+    tcase_add_test(t, buf_reserve_is_exact_and_holds);
     tcase_add_test(t, atomic_write_leaves_no_partial_file);
     tcase_add_test(t, limits_parse_and_bound_reads);
     tcase_add_test(t, temporary_files);
