@@ -1522,6 +1522,7 @@ static void attn_block(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int
     ts_lww_exp(G);
     ts_lww_op(G, WSE_OP_MOV, 2, 7, 3);
     ts_lww_op(G, WSE_OP_FLI, 2, 6, ts_lww_bits(1.0f));
+    ts_lww_op(G, WSE_OP_LI, 2, 5, 1); /* r5: whether c is the one not 1 */
     const int done = ts_lww_pc(G);
     ts_lww_op(G, WSE_OP_BR, 1, 0);
     attn_patch(G, own, 2);
@@ -1529,6 +1530,7 @@ static void attn_block(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int
     ts_lww_exp(G);
     ts_lww_op(G, WSE_OP_MOV, 2, 6, 3);
     ts_lww_op(G, WSE_OP_FLI, 2, 7, ts_lww_bits(1.0f));
+    ts_lww_op(G, WSE_OP_LI, 2, 5, 0);
     attn_patch(G, done, 0);
     ts_lww_op(G, WSE_OP_LD, 3, 2, 15, IN + 4); /* l = a l' + c l */
     ts_lww_op(G, WSE_OP_FMUL, 3, 2, 2, 6);
@@ -1537,19 +1539,28 @@ static void attn_block(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int
     ts_lww_op(G, WSE_OP_FADD, 3, 8, 2, 3);
     ts_lww_op(G, WSE_OP_ST, 3, 1, 15, HD);
     ts_lww_op(G, WSE_OP_ST, 3, 8, 15, HD + 4);
-    ts_lww_op(G, WSE_OP_ST, 3, 7, 15, CW); /* o := c o, then a o' + it */
-    ts_lww_op(G, WSE_OP_DSDM, 4, 3, CW, (int)DV, 0);
-    ts_lww_op(G, WSE_OP_FMULS, 5, 2, 2, 3, -1, -1);
+    /* a o' + c o as o' comes in, one fmacs whichever of a and c is 1: o + o' a, or o' + o c (the
+     * roundings of c o, then of the sum, as a product by c before the sum would give them) */
     ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)below, (int)DV);
     if (!top) {
         ts_lww_mem_to_out(G, (uint64_t)HD, 2, up);
         ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)up, (int)DV, 0);
-        ts_lww_op(G, WSE_OP_FMACS, 6, 5, 2, 6, 6, -1, -1);
+    }
+    const int dst = top ? 2 : 5, byc = ts_lww_pc(G);
+    ts_lww_op(G, WSE_OP_BNZ, 2, 5, 0);
+    ts_lww_op(G, WSE_OP_FMACS, 6, dst, 2, 6, 6, -1, -1);
+    const int end = ts_lww_pc(G);
+    ts_lww_op(G, WSE_OP_BR, 1, 0);
+    attn_patch(G, byc, 1);
+    ts_lww_op(G, WSE_OP_FMACS, 6, dst, 6, 2, 7, -1, -1);
+    attn_patch(G, end, 0);
+    if (!top) {
+        ts_lww_op(G, WSE_OP_WAIT, 1, 1); /* the branch's landing: a nop */
         return;
     }
-    ts_lww_op(G, WSE_OP_FMACS, 6, 2, 2, 6, 6, -1, -1);
     ts_lww_recip(G); /* o / l, then the row chain: the heads west of it, then its own */
     ts_lww_op(G, WSE_OP_ST, 3, 1, 15, CW);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 3, CW, (int)DV, 0);
     ts_lww_op(G, WSE_OP_FMULS, 5, 2, 2, 3, -1, -1);
     if (j)
         ts_lww_in_to_out(G, ci, co, (uint64_t)(j * DV));
