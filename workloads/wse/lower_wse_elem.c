@@ -241,7 +241,9 @@ static ts_status elem_split_pe(lw *L, ts_program *P, lw_gen *G, const lw_stage *
      * reads them, r7 writes the results over them (its function keeps r7) */
     const int64_t k = elem_in_per_out(s);
     const uint32_t ci = g ? lw_gcol(s, g - 1) : s->cin;
-    const bool up = s->ko > 1 && g + 1 == s->G; /* the last column: the rows below pass up it */
+    const size_t si = (size_t)(s - L->st);
+    const bool rows = si + 1 < L->n && L->st[si + 1].kin > 1; /* each row's outputs east on its own */
+    const bool up = s->ko > 1 && !rows && g + 1 == s->G; /* the last column: the rows below pass up it */
     const uint32_t co = up && q ? lw_rcol(s, q) : lw_gcol(s, g);
     int64_t a, b, p0 = 0, p1 = s->L, e0, end = s->L; /* the rows below: pairs [p1, end) */
     if (s->ko > 1) {
@@ -250,7 +252,7 @@ static ts_status elem_split_pe(lw *L, ts_program *P, lw_gen *G, const lw_stage *
     }
     const int64_t Lq = p1 - p0; /* the values of a row this row of PEs takes */
     elem_part(s, Lq, g, &a, &b);
-    if (!ts_lww_pe_stream(P, L->t, s->x + g, s->y0 + q, G))
+    if (!ts_lww_pe_stream(P, L->t, s->x + g, s->y0 + q * (s->kstep ? s->kstep : 1), G))
         return TS_ENOMEM;
     ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
     if (up && q + 1 < s->ko)
