@@ -233,7 +233,9 @@ static void glu_slice(const lw *L, const lw_stage *s, uint32_t q, int64_t *p0, i
 /* PE g of row q of an elementwise stage over s->G PEs in a row (SwiGLU's gate on s->ko rows: row q
  * takes its product's column group q, the pairs [p0, p1) of every row of the stream). The last
  * PE of a row of the gate passes on, after its row's outputs, those of the rows below it, which
- * come up the last column (colours R(q)): PE (G - 1, 0) sends every row's outputs east in order. */
+ * come up the last column (colours R(q)): PE (G - 1, 0) sends every row's outputs east in order;
+ * when the next product takes them on its rows (its kin), each row's last PE sends its row's east
+ * alone, the rows s->kstep apart. */
 static ts_status elem_split_pe(lw *L, ts_program *P, lw_gen *G, const lw_stage *s, uint32_t q, uint32_t g)
 {
     /* the rows unrolled: the function takes every register but r10 (its count) and r15 (zero), and a

@@ -9,7 +9,10 @@
  * Before SwiGLU's gate (s->ko > 1) the columns form ko groups, each with its own chain: group g's
  * columns sit g rows lower (a staircase: the input comes down to them through the PEs above),
  * their chain runs along row g and on east through the PEs above the later groups, so the stage's
- * outputs leave on ko rows, none passing more than its group's.
+ * outputs leave on ko rows, none passing more than its group's. In a decode whose down product
+ * takes those rows' gate outputs on rows of its own (s->kin), the groups sit s->kstep rows apart,
+ * and the down product's rows [q kstep, (q + 1) kstep) take gate row q's outputs from the west on
+ * their top row, down the group's rows, each PE its share of them.
  *
  * A binary16 product (s->h16, an f16 graph): its weights and bias are binary16 in SRAM (weight rows
  * padded to 4 halves), its accumulators binary16 at 4 MACs a cycle (fmach, the binary32 input

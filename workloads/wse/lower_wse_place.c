@@ -495,11 +495,6 @@ static bool groups_rise(const lw_stage *s)
     return true;
 }
 
-/* A product whose outputs go to SwiGLU's gate only (not a fork, on the main band, of 2 columns or
- * more): its outputs leave on ko rows, one column group each, group g a row lower than group
- * g - 1 (lower_wse_emit_mm.c), so no PE passes on more than its group's outputs; ko up to KO_MAX
- * and kc, as many as the rows leave (the main band's tallest stage, or with skip paths the rows
- * their tallest stage leaves). The gate takes them on ko rows, merged up its last column. */
 /* The rows a stage of the main band may take: the main band's tallest stage, or with skip paths
  * the rows their tallest stage leaves. */
 static uint32_t glu_height(const lw *L, bool forks)
@@ -512,6 +507,11 @@ static uint32_t glu_height(const lw *L, bool forks)
     return rows > hb ? rows : hb;
 }
 
+/* A product whose outputs go to SwiGLU's gate only (not a fork, on the main band, of 2 columns or
+ * more): its outputs leave on ko rows, one column group each, group g a row lower than group
+ * g - 1 (lower_wse_emit_mm.c), so no PE passes on more than its group's outputs; ko up to KO_MAX
+ * and kc, as many as the rows leave (the main band's tallest stage, or with skip paths the rows
+ * their tallest stage leaves). The gate takes them on ko rows, merged up its last column. */
 static void glu_rows(lw *L, bool forks)
 {
     const uint32_t hb = glu_height(L, forks);
