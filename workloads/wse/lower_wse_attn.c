@@ -949,12 +949,47 @@ static ts_status fill_stage(lw *L, const region *G, const av *o, const ts_graph_
  * rotated value, its (own, partner) addresses and its two coefficients per row. */
 static uint64_t rope_cost(bool rot, int64_t R) { return rot ? 16 + 8 * (uint64_t)R : 4; }
 
+/* The runs of rotated columns j0 .. j0 + n of a rotary stage's (own, partner) pairs (int32, in
+ * column order): columns one after another whose partners are one after another too, each at most
+ * PIECE long. Llama's rotation (each half of a head the other's partner) gives two runs a head. */
+static int64_t rope_runs(const void *pairs, int64_t j0, int64_t n)
+{
+    int64_t runs = 0, len = 0;
+    int32_t c0 = 0, p0 = 0;
+    for (int64_t j = j0; j < j0 + n; j++) {
+        int32_t c, p;
+        memcpy(&c, (const char *)pairs + 8 * j, 4);
+        memcpy(&p, (const char *)pairs + 8 * j + 4, 4);
+        if (!len || c != c0 + 1 || p != p0 + 1 || len >= PIECE) {
+            runs++;
+            len = 0;
+        }
+        c0 = c, p0 = p;
+        len++;
+    }
+    return runs;
+}
+
+/* Runs of a PE's rotated columns up to which it rotates them with vector ops, a run at a time
+ * (its code unrolled over the runs); more, and it takes the scalar loop (about 30 cycles a
+ * column). */
+enum { ROPE_RUNS_MAX = 256 };
+
+/* Cycles a rotary PE takes for a row of n rotated columns in r runs: the vector form about 4 a
+ * column (two products at 1 a cycle, a sum at 2, a move back at 1) and 24 a run (its
+ * descriptors), assumed; the scalar loop about 30 a column. */
+static uint64_t rope_row_cycles(int64_t n, int64_t r)
+{
+    return r <= ROPE_RUNS_MAX ? (uint64_t)(4 * n + 24 * r) : (uint64_t)(30 * n);
+}
+
 /* The rotary stage of region G (its rotation tables): the columns rotated must be the same in
  * every row of F, each with the same partner; split over PEs in a row by column ranges that keep
  * each partner with its column: each as wide as its SRAM allows, and with at most a share of the
- * rotated columns that keeps a PE's work (about 30 cycles a column and row) near ROPE_CYCLES, up to
- * 64 PEs; node ln names it. */
-enum { ROPE_CYCLES = 16384 };
+ * rotated columns that keeps a PE's work (rope_row_cycles a row) near ROPE_CYCLES, or for a stream
+ * of one row (a decode: its latency is every stage's) near ROPE_ROW_CYCLES, up to 64 PEs; node ln
+ * names it. */
+enum { ROPE_CYCLES = 16384, ROPE_ROW_CYCLES = 2048 };
 static ts_status rope_stage(lw *L, const region *G, const ts_graph_node *ln, int node)
 {
     const int64_t R = G->R, W = G->W;
@@ -980,7 +1015,17 @@ static ts_status rope_stage(lw *L, const region *G, const ts_graph_node *ln, int
     for (int64_t p = 1; !rc && p <= W; p++)
         span[p] += span[p - 1];
     const uint64_t sram = L->t->sram_bytes - 16;
-    uint64_t want = ts_geom_cdiv((uint64_t)(R * nr) * 30, ROPE_CYCLES);
+    int32_t *pairs = ts_malloc((size_t)(2 * (nr ? nr : 1)) * sizeof *pairs);
+    if (!pairs)
+        rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    for (int64_t c = 0, j = 0; !rc && c < W; c++)
+        if (G->rset[c]) {
+            pairs[2 * j] = (int32_t)c, pairs[2 * j + 1] = (int32_t)(G->rp[c] % W);
+            j++;
+        }
+    const int64_t nrun = rc ? 0 : rope_runs(pairs, 0, nr);
+    ts_free(pairs);
+    uint64_t want = ts_geom_cdiv((uint64_t)R * rope_row_cycles(nr, nrun), R == 1 ? ROPE_ROW_CYCLES : ROPE_CYCLES);
     want = want < 1 ? 1 : want > 64 ? 64 : want;
     const int64_t cap = (int64_t)ts_geom_cdiv((uint64_t)nr, want); /* rotated columns a PE takes, about */
     int64_t np = 0, a = 0;
@@ -1477,6 +1522,7 @@ static void attn_block(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int
     ts_lww_exp(G);
     ts_lww_op(G, WSE_OP_MOV, 2, 7, 3);
     ts_lww_op(G, WSE_OP_FLI, 2, 6, ts_lww_bits(1.0f));
+    ts_lww_op(G, WSE_OP_LI, 2, 5, 1); /* r5: whether c is the one not 1 */
     const int done = ts_lww_pc(G);
     ts_lww_op(G, WSE_OP_BR, 1, 0);
     attn_patch(G, own, 2);
@@ -1484,6 +1530,7 @@ static void attn_block(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int
     ts_lww_exp(G);
     ts_lww_op(G, WSE_OP_MOV, 2, 6, 3);
     ts_lww_op(G, WSE_OP_FLI, 2, 7, ts_lww_bits(1.0f));
+    ts_lww_op(G, WSE_OP_LI, 2, 5, 0);
     attn_patch(G, done, 0);
     ts_lww_op(G, WSE_OP_LD, 3, 2, 15, IN + 4); /* l = a l' + c l */
     ts_lww_op(G, WSE_OP_FMUL, 3, 2, 2, 6);
@@ -1492,19 +1539,28 @@ static void attn_block(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int
     ts_lww_op(G, WSE_OP_FADD, 3, 8, 2, 3);
     ts_lww_op(G, WSE_OP_ST, 3, 1, 15, HD);
     ts_lww_op(G, WSE_OP_ST, 3, 8, 15, HD + 4);
-    ts_lww_op(G, WSE_OP_ST, 3, 7, 15, CW); /* o := c o, then a o' + it */
-    ts_lww_op(G, WSE_OP_DSDM, 4, 3, CW, (int)DV, 0);
-    ts_lww_op(G, WSE_OP_FMULS, 5, 2, 2, 3, -1, -1);
+    /* a o' + c o as o' comes in, one fmacs whichever of a and c is 1: o + o' a, or o' + o c (the
+     * roundings of c o, then of the sum, as a product by c before the sum would give them) */
     ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)below, (int)DV);
     if (!top) {
         ts_lww_mem_to_out(G, (uint64_t)HD, 2, up);
         ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)up, (int)DV, 0);
-        ts_lww_op(G, WSE_OP_FMACS, 6, 5, 2, 6, 6, -1, -1);
+    }
+    const int dst = top ? 2 : 5, byc = ts_lww_pc(G);
+    ts_lww_op(G, WSE_OP_BNZ, 2, 5, 0);
+    ts_lww_op(G, WSE_OP_FMACS, 6, dst, 2, 6, 6, -1, -1);
+    const int end = ts_lww_pc(G);
+    ts_lww_op(G, WSE_OP_BR, 1, 0);
+    attn_patch(G, byc, 1);
+    ts_lww_op(G, WSE_OP_FMACS, 6, dst, 6, 2, 7, -1, -1);
+    attn_patch(G, end, 0);
+    if (!top) {
+        ts_lww_op(G, WSE_OP_WAIT, 1, 1); /* the branch's landing: a nop */
         return;
     }
-    ts_lww_op(G, WSE_OP_FMACS, 6, 2, 2, 6, 6, -1, -1);
     ts_lww_recip(G); /* o / l, then the row chain: the heads west of it, then its own */
     ts_lww_op(G, WSE_OP_ST, 3, 1, 15, CW);
+    ts_lww_op(G, WSE_OP_DSDM, 4, 3, CW, (int)DV, 0);
     ts_lww_op(G, WSE_OP_FMULS, 5, 2, 2, 3, -1, -1);
     if (j)
         ts_lww_in_to_out(G, ci, co, (uint64_t)(j * DV));
@@ -1713,12 +1769,80 @@ ts_status ts_lww_attn_proj(lw *L, int F, const int64_t *rows, int first, bool *d
     return attn_region(L, F, rows, seed, off, np, W, first, done, out_t, out_rows);
 }
 
+/* A rotary PE's scalar loop over its n rotated columns of each row: the part at BUF, the rotated
+ * values at T, the (own, partner) addresses at TAB then per row the two coefficients of each
+ * column (r1 the pairs, r2 the coefficients, on from row to row; r9 the values). */
+static void rope_scalar(lw_gen *G, int64_t n, int BUF, int T, int TAB)
+{
+    ts_lww_op(G, WSE_OP_LI, 2, 1, TAB);
+    ts_lww_op(G, WSE_OP_LI, 2, 9, T);
+    int l = ts_lww_loop_head(G, 11, n);
+    ts_lww_op(G, WSE_OP_LD, 3, 3, 1, 0);
+    ts_lww_op(G, WSE_OP_LD, 3, 4, 1, 4);
+    ts_lww_op(G, WSE_OP_LD, 3, 5, 3, 0);
+    ts_lww_op(G, WSE_OP_LD, 3, 6, 4, 0);
+    ts_lww_op(G, WSE_OP_LD, 3, 7, 2, 0);
+    ts_lww_op(G, WSE_OP_LD, 3, 8, 2, 4);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 5, 5, 7);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 6, 6, 8);
+    ts_lww_op(G, WSE_OP_FADD, 3, 5, 5, 6);
+    ts_lww_op(G, WSE_OP_ST, 3, 5, 9, 0);
+    ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, 8);
+    ts_lww_op(G, WSE_OP_ADDI, 3, 2, 2, 8);
+    ts_lww_op(G, WSE_OP_ADDI, 3, 9, 9, 4);
+    ts_lww_loop_end(G, 11, l);
+    ts_lww_op(G, WSE_OP_LI, 2, 1, TAB); /* then over the part: every partner read before any is written */
+    ts_lww_op(G, WSE_OP_LI, 2, 9, T);
+    l = ts_lww_loop_head(G, 11, n);
+    ts_lww_op(G, WSE_OP_LD, 3, 3, 1, 0);
+    ts_lww_op(G, WSE_OP_LD, 3, 5, 9, 0);
+    ts_lww_op(G, WSE_OP_ST, 3, 5, 3, 0);
+    ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, 8);
+    ts_lww_op(G, WSE_OP_ADDI, 3, 9, 9, 4);
+    ts_lww_loop_end(G, 11, l);
+}
+
+/* A rotary PE's vector form, a run at a time (rope_runs): its n rotated columns (own, partner:
+ * byte offsets in the part at BUF) from pairs, the rotated values at T, a run's partner products
+ * at U, per row the coefficients c1 of the n columns then their c2 from r2 (on from row to row).
+ * Per run: T := x c1, U := x' c2, T := T + U (the scalar loop's roundings, in its order); then every
+ * run's T over its columns (every partner read before any is written). DSD registers 2 to 7. */
+static void rope_vector(lw_gen *G, const int32_t *pairs, int64_t n, int BUF, int T, int U)
+{
+    for (int pass = 0; pass < 2; pass++)
+        for (int64_t j = 0; j < n;) {
+            int64_t k = 1;
+            while (j + k < n && k < PIECE && pairs[2 * (j + k)] == pairs[2 * j] + 4 * k &&
+                   pairs[2 * (j + k) + 1] == pairs[2 * j + 1] + 4 * k)
+                k++;
+            const int own = BUF + pairs[2 * j], par = BUF + pairs[2 * j + 1], t = T + (int)j * 4;
+            ts_lww_op(G, WSE_OP_DSDM, 4, 4, own, (int)k, 1);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 6, t, (int)k, 1);
+            if (pass) {
+                ts_lww_op(G, WSE_OP_FMOVS, 4, 4, 6, -1, -1);
+                j += k;
+                continue;
+            }
+            ts_lww_op(G, WSE_OP_DSDM, 4, 2, 0, (int)k, 1);
+            ts_lww_op(G, WSE_OP_DSDBASE, 3, 2, 2, (int)j * 4);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 3, 0, (int)k, 1);
+            ts_lww_op(G, WSE_OP_DSDBASE, 3, 3, 2, (int)(n + j) * 4);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 5, par, (int)k, 1);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 7, U, (int)k, 1);
+            ts_lww_op(G, WSE_OP_FMULS, 5, 6, 4, 2, -1, -1);
+            ts_lww_op(G, WSE_OP_FMULS, 5, 7, 5, 3, -1, -1);
+            ts_lww_op(G, WSE_OP_FADDS, 5, 6, 6, 7, -1, -1);
+            j += k;
+        }
+}
+
 ts_status ts_lww_emit_rope(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
 {
     /* PE g: part G - 1 - g, columns [a, b) of each row (the first PE the last part: it passes the
      * parts before on at once, and all compute side by side, as the elementwise stages' parts);
-     * the part at BUF, the rotated values at T, the (own, partner) addresses at TAB, then per row
-     * the coefficients; r1 the pairs, r2 the coefficients (on from row to row), r9 the values */
+     * the part at BUF, the rotated values at T; the vector form (rope_vector, when its runs are
+     * few) then a run's partner products at U and per row the n c1 then the n c2 at TAB; the scalar
+     * loop (rope_scalar) the (own, partner) addresses at TAB, then per row each column's (c1, c2) */
     const int64_t W = s->L, nr = s->N, R = s->M;
     for (uint32_t g = 0; g < s->G; g++) {
         const uint32_t pt = s->G - 1 - g;
@@ -1730,69 +1854,74 @@ ts_status ts_lww_emit_rope(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
             j0 += c < a;
             n += c >= a && c < b;
         }
+        const bool vec = rope_runs(s->vals, j0, n) <= ROPE_RUNS_MAX;
+        int64_t run = 0; /* the longest run (the vector form's U) */
+        for (int64_t j = 0, k = 0; vec && j < n; j++) {
+            int32_t c, p, c0, p0;
+            memcpy(&c, &s->vals[2 * (j0 + j)], 4);
+            memcpy(&p, &s->vals[2 * (j0 + j) + 1], 4);
+            if (j) {
+                memcpy(&c0, &s->vals[2 * (j0 + j - 1)], 4);
+                memcpy(&p0, &s->vals[2 * (j0 + j - 1) + 1], 4);
+            }
+            k = j && c == c0 + 1 && p == p0 + 1 && k < PIECE ? k + 1 : 1;
+            run = k > run ? k : run;
+        }
         const uint32_t ci = g ? lw_gcol(s, g - 1) : s->cin, co = lw_gcol(s, g);
-        const int BUF = 0, T = (int)(b - a) * 4, TAB = T + (int)n * 4;
+        const int BUF = 0, T = (int)(b - a) * 4, U = T + (int)n * 4, TAB = vec ? U + (int)run * 4 : U;
         float *tab = ts_malloc((size_t)(2 * n + 2 * R * n) * 4);
-        if (!tab)
+        int32_t *pairs = ts_malloc((size_t)(2 * n + 1) * 4);
+        if (!tab || !pairs) {
+            ts_free(tab);
+            ts_free(pairs);
             return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        }
         for (int64_t j = 0; j < n; j++) {
             int32_t c, p;
             memcpy(&c, &s->vals[2 * (j0 + j)], 4);
             memcpy(&p, &s->vals[2 * (j0 + j) + 1], 4);
-            c = (int32_t)((c - a) * 4), p = (int32_t)((p - a) * 4);
-            memcpy(&tab[2 * j], &c, 4);
-            memcpy(&tab[2 * j + 1], &p, 4);
+            pairs[2 * j] = (int32_t)((c - a) * 4), pairs[2 * j + 1] = (int32_t)((p - a) * 4);
             for (int64_t r = 0; r < R; r++) {
-                tab[2 * n + 2 * (r * n + j)] = s->vals[2 * nr + 2 * (r * nr + j0 + j)];
-                tab[2 * n + 2 * (r * n + j) + 1] = s->vals[2 * nr + 2 * (r * nr + j0 + j) + 1];
+                const float c1 = s->vals[2 * nr + 2 * (r * nr + j0 + j)], c2 = s->vals[2 * nr + 2 * (r * nr + j0 + j) + 1];
+                if (vec) {
+                    tab[2 * r * n + j] = c1;
+                    tab[2 * r * n + n + j] = c2;
+                } else {
+                    tab[2 * n + 2 * (r * n + j)] = c1;
+                    tab[2 * n + 2 * (r * n + j) + 1] = c2;
+                }
             }
         }
+        if (!vec)
+            memcpy(tab, pairs, (size_t)(2 * n) * 4);
         const uint32_t id = s->y0 * L->t->width + s->x + g;
-        ts_status rc = ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)TAB, tab, (uint32_t)((2 * n + 2 * R * n) * 4),
-                                              L->err);
+        const uint64_t bytes = (uint64_t)((vec ? 0 : 2 * n) + 2 * R * n) * 4;
+        ts_status rc = bytes ? ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)TAB, tab, (uint32_t)bytes, L->err)
+                             : TS_OK;
         ts_free(tab);
-        if (rc)
-            return rc;
-        if (!ts_lww_pe_stream(P, L->t, s->x + g, s->y0, G))
-            return TS_ENOMEM;
+        if (rc || !ts_lww_pe_stream(P, L->t, s->x + g, s->y0, G)) {
+            ts_free(pairs);
+            return rc ? rc : TS_ENOMEM;
+        }
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)co, P_R, lw_outp(s, g + 1 == s->G));
         ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
-        ts_lww_op(G, WSE_OP_LI, 2, 2, TAB + (int)n * 8);
+        ts_lww_op(G, WSE_OP_LI, 2, 2, vec ? TAB : TAB + (int)n * 8);
         int row = ts_lww_loop_head(G, 10, R);
         if (a)
             ts_lww_in_to_out(G, ci, co, (uint64_t)a);
         ts_lww_in_to_mem(G, ci, (uint64_t)BUF, (uint64_t)(b - a), 1);
-        ts_lww_op(G, WSE_OP_LI, 2, 1, TAB);
-        ts_lww_op(G, WSE_OP_LI, 2, 9, T);
-        int l = ts_lww_loop_head(G, 11, n);
-        ts_lww_op(G, WSE_OP_LD, 3, 3, 1, 0);
-        ts_lww_op(G, WSE_OP_LD, 3, 4, 1, 4);
-        ts_lww_op(G, WSE_OP_LD, 3, 5, 3, 0);
-        ts_lww_op(G, WSE_OP_LD, 3, 6, 4, 0);
-        ts_lww_op(G, WSE_OP_LD, 3, 7, 2, 0);
-        ts_lww_op(G, WSE_OP_LD, 3, 8, 2, 4);
-        ts_lww_op(G, WSE_OP_FMUL, 3, 5, 5, 7);
-        ts_lww_op(G, WSE_OP_FMUL, 3, 6, 6, 8);
-        ts_lww_op(G, WSE_OP_FADD, 3, 5, 5, 6);
-        ts_lww_op(G, WSE_OP_ST, 3, 5, 9, 0);
-        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, 8);
-        ts_lww_op(G, WSE_OP_ADDI, 3, 2, 2, 8);
-        ts_lww_op(G, WSE_OP_ADDI, 3, 9, 9, 4);
-        ts_lww_loop_end(G, 11, l);
-        ts_lww_op(G, WSE_OP_LI, 2, 1, TAB); /* then over the part: every partner read before any is written */
-        ts_lww_op(G, WSE_OP_LI, 2, 9, T);
-        l = ts_lww_loop_head(G, 11, n);
-        ts_lww_op(G, WSE_OP_LD, 3, 3, 1, 0);
-        ts_lww_op(G, WSE_OP_LD, 3, 5, 9, 0);
-        ts_lww_op(G, WSE_OP_ST, 3, 5, 3, 0);
-        ts_lww_op(G, WSE_OP_ADDI, 3, 1, 1, 8);
-        ts_lww_op(G, WSE_OP_ADDI, 3, 9, 9, 4);
-        ts_lww_loop_end(G, 11, l);
+        if (vec) {
+            rope_vector(G, pairs, n, BUF, T, U);
+            ts_lww_op(G, WSE_OP_ADDI, 3, 2, 2, (int)n * 8);
+        } else {
+            rope_scalar(G, n, BUF, T, TAB);
+        }
         ts_lww_mem_to_out(G, (uint64_t)BUF, (uint64_t)(b - a), co);
         if (W > b)
             ts_lww_in_to_out(G, ci, co, (uint64_t)(W - b));
         ts_lww_loop_end(G, 10, row);
+        ts_free(pairs);
     }
     return TS_OK;
 }

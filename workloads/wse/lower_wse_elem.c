@@ -233,7 +233,9 @@ static void glu_slice(const lw *L, const lw_stage *s, uint32_t q, int64_t *p0, i
 /* PE g of row q of an elementwise stage over s->G PEs in a row (SwiGLU's gate on s->ko rows: row q
  * takes its product's column group q, the pairs [p0, p1) of every row of the stream). The last
  * PE of a row of the gate passes on, after its row's outputs, those of the rows below it, which
- * come up the last column (colours R(q)): PE (G - 1, 0) sends every row's outputs east in order. */
+ * come up the last column (colours R(q)): PE (G - 1, 0) sends every row's outputs east in order;
+ * when the next product takes them on its rows (its kin), each row's last PE sends its row's east
+ * alone, the rows s->kstep apart. */
 static ts_status elem_split_pe(lw *L, ts_program *P, lw_gen *G, const lw_stage *s, uint32_t q, uint32_t g)
 {
     /* the rows unrolled: the function takes every register but r10 (its count) and r15 (zero), and a
@@ -241,7 +243,9 @@ static ts_status elem_split_pe(lw *L, ts_program *P, lw_gen *G, const lw_stage *
      * reads them, r7 writes the results over them (its function keeps r7) */
     const int64_t k = elem_in_per_out(s);
     const uint32_t ci = g ? lw_gcol(s, g - 1) : s->cin;
-    const bool up = s->ko > 1 && g + 1 == s->G; /* the last column: the rows below pass up it */
+    const size_t si = (size_t)(s - L->st);
+    const bool rows = si + 1 < L->n && L->st[si + 1].kin > 1; /* each row's outputs east on its own */
+    const bool up = s->ko > 1 && !rows && g + 1 == s->G; /* the last column: the rows below pass up it */
     const uint32_t co = up && q ? lw_rcol(s, q) : lw_gcol(s, g);
     int64_t a, b, p0 = 0, p1 = s->L, e0, end = s->L; /* the rows below: pairs [p1, end) */
     if (s->ko > 1) {
@@ -250,7 +254,7 @@ static ts_status elem_split_pe(lw *L, ts_program *P, lw_gen *G, const lw_stage *
     }
     const int64_t Lq = p1 - p0; /* the values of a row this row of PEs takes */
     elem_part(s, Lq, g, &a, &b);
-    if (!ts_lww_pe_stream(P, L->t, s->x + g, s->y0 + q, G))
+    if (!ts_lww_pe_stream(P, L->t, s->x + g, s->y0 + q * (s->kstep ? s->kstep : 1), G))
         return TS_ENOMEM;
     ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
     if (up && q + 1 < s->ko)

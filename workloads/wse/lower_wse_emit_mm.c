@@ -9,7 +9,10 @@
  * Before SwiGLU's gate (s->ko > 1) the columns form ko groups, each with its own chain: group g's
  * columns sit g rows lower (a staircase: the input comes down to them through the PEs above),
  * their chain runs along row g and on east through the PEs above the later groups, so the stage's
- * outputs leave on ko rows, none passing more than its group's.
+ * outputs leave on ko rows, none passing more than its group's. In a decode whose down product
+ * takes those rows' gate outputs on rows of its own (s->kin), the groups sit s->kstep rows apart,
+ * and the down product's rows [q kstep, (q + 1) kstep) take gate row q's outputs from the west on
+ * their top row, down the group's rows, each PE its share of them.
  *
  * A binary16 product (s->h16, an f16 graph): its weights and bias are binary16 in SRAM (weight rows
  * padded to 4 halves), its accumulators binary16 at 4 MACs a cycle (fmach, the binary32 input
@@ -75,15 +78,35 @@ static uint32_t mm_chain(const lw_stage *s, uint32_t j)
     return s->set * 4 + 2 + ((j + s->kc - 1 - last) & 1);
 }
 
+/* The rows from one column group's top to the next (s->kstep, 1 when not set). */
+static uint32_t mm_step(const lw_stage *s) { return s->kstep ? s->kstep : 1; }
+
+/* A product on input rows (s->kin): the inputs [*g0, *g1) that come on input row q (SwiGLU's
+ * gate's row q: the pairs of its product's column group q). */
+static void mm_in_group(const lw *L, const lw_stage *s, uint32_t q, uint64_t *g0, uint64_t *g1)
+{
+    const lw_stage *p = &L->st[L->st[s->prev].prev];
+    ts_lww_mm_group_out(p, q, g0, g1);
+    *g0 /= 2;
+    *g1 /= 2;
+}
+
 static mm_pe mm_pe_at(const lw *L, const lw_stage *s, uint32_t i, uint32_t j)
 {
     const uint64_t K = (uint64_t)s->K, N = (uint64_t)s->N;
     mm_pe e = {.i = i, .j = j};
     const uint32_t g = s->ko > 1 ? ts_lww_mm_group_of(s, j) : 0;
-    e.y = s->y0 + g + i;
+    e.y = s->y0 + g * mm_step(s) + i;
     e.first = ts_lww_mm_group_col(s, g);
     e.k0 = i * K / s->kr;
     e.k1 = (i + 1) * K / s->kr;
+    if (s->kin > 1) { /* its input row's group, row r of its kr / kin rows */
+        const uint64_t t = s->kr / s->kin, r = i % t;
+        uint64_t g0, g1;
+        mm_in_group(L, s, i / (uint32_t)t, &g0, &g1);
+        e.k0 = g0 + r * (g1 - g0) / t;
+        e.k1 = g0 + (r + 1) * (g1 - g0) / t;
+    }
     e.n0 = j * N / s->kc;
     e.n1 = (j + 1) * N / s->kc;
     e.ki = e.k1 - e.k0;
@@ -106,7 +129,7 @@ static mm_pe mm_pe_at(const lw *L, const lw_stage *s, uint32_t i, uint32_t j)
         e.ZA = e.BA + (int)e.nb * 4;
         e.JA = e.ZA + 4;
     }
-    e.dbl = lw_mm_bytes(e.h16, e.ki, e.nb) + 8 * K <= L->t->sram_bytes;
+    e.dbl = s->kin <= 1 && lw_mm_bytes(e.h16, e.ki, e.nb) + 8 * K <= L->t->sram_bytes;
     e.XB0 = e.JA + 4;
     e.XB1 = e.XB0 + (int)K * 4;
     e.bias = i == 0 && s->bias;
@@ -118,7 +141,11 @@ static mm_pe mm_pe_at(const lw *L, const lw_stage *s, uint32_t i, uint32_t j)
 static void mm_routes(lw_gen *G, const lw_stage *s, const mm_pe *e)
 {
     const uint32_t i = e->i, j = e->j;
-    if (i == 0 && e->y > s->y0) /* a lower group's: the row comes down the column */
+    if (s->kin > 1) { /* its input row's group: east along the group's top row, down its rows */
+        const uint32_t t = s->kr / s->kin, r = i % t;
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, r ? P_N : P_W,
+                  P_R | (!r && j + 1 < s->kc ? P_E : 0) | (r + 1 < t ? P_S : 0));
+    } else if (i == 0 && e->y > s->y0) /* a lower group's: the row comes down the column */
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_R | (s->kr > 1 ? P_S : 0));
     else if (i == 0)
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R | (j + 1 < s->kc ? P_E : 0) | (s->kr > 1 ? P_S : 0));
@@ -144,7 +171,8 @@ static ts_status mm_above(lw *L, ts_program *P, const lw_stage *s, uint32_t j, u
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_S | (j + 1 < s->kc ? P_E : 0));
     else
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_S);
-    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cout, P_W, P_E);
+    if (r % mm_step(s) == 0) /* group r / step's top row: its outputs */
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cout, P_W, P_E);
     return TS_OK;
 }
 
@@ -170,7 +198,7 @@ static void mm_setup(lw_gen *G, const lw_stage *s, const mm_pe *e)
 
 /* Row m in: double-buffered, wait for it and start receiving row m + 1 (none after the last);
  * else take the slice [k0, k1) into XA and drop the rest into the junk word. */
-static void mm_row_in(lw_gen *G, const lw_stage *s, const mm_pe *e)
+static void mm_row_in(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
 {
     const uint64_t K = (uint64_t)s->K;
     if (e->dbl) {
@@ -180,11 +208,14 @@ static void mm_row_in(lw_gen *G, const lw_stage *s, const mm_pe *e)
         ts_lww_op(G, WSE_OP_DSDBASE, 3, 8, 12, 0);
         ts_lww_op(G, WSE_OP_FMOVS, 4, 8, 7, 0, -1);
     } else {
-        if (e->k0)
-            ts_lww_in_to_mem(G, s->cin, (uint64_t)e->JA, e->k0, 0);
+        uint64_t g0 = 0, g1 = K; /* the inputs its row takes in: all, or its input row's group */
+        if (s->kin > 1)
+            mm_in_group(L, s, e->i / (s->kr / s->kin), &g0, &g1);
+        if (e->k0 > g0)
+            ts_lww_in_to_mem(G, s->cin, (uint64_t)e->JA, e->k0 - g0, 0);
         ts_lww_in_to_mem(G, s->cin, (uint64_t)e->XA, e->ki, 1);
-        if (K > e->k1)
-            ts_lww_in_to_mem(G, s->cin, (uint64_t)e->JA, K - e->k1, 0);
+        if (g1 > e->k1)
+            ts_lww_in_to_mem(G, s->cin, (uint64_t)e->JA, g1 - e->k1, 0);
     }
 }
 
@@ -277,12 +308,12 @@ static void mm_widen(lw_gen *G, const mm_pe *e)
 /* PE (i, j)'s code: routes, set-up, then per input row: in, accumulators from the bias or zero,
  * the MACs, the partial sums; row 0 the fused Relu and the row chain (the outputs of the columns
  * to the west, then its own); double-buffered, the row buffers swap. */
-static void mm_code(lw_gen *G, const lw_stage *s, const mm_pe *e)
+static void mm_code(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
 {
     mm_routes(G, s, e);
     mm_setup(G, s, e);
     int row = ts_lww_loop_head(G, 10, s->M);
-    mm_row_in(G, s, e);
+    mm_row_in(L, G, s, e);
     ts_lww_op(G, e->h16 ? WSE_OP_FMOVH : WSE_OP_FMOVS, 4, 2, 3, -1, -1);
     mm_macs(G, e);
     mm_reduce(G, s, e);
@@ -347,8 +378,12 @@ static ts_status mm_data(lw *L, ts_program *P, const lw_stage *s, const mm_pe *e
 ts_status ts_lww_emit_mm(lw *L, ts_program *P, size_t si, lw_gen *G)
 {
     const lw_stage *s = &L->st[si];
-    float *blk = ts_malloc((size_t)lw_mm_bytes(s->h16, ts_geom_cdiv((uint64_t)s->K, s->kr),
-                                               ts_geom_cdiv((uint64_t)s->N, s->kc)));
+    uint64_t ki = ts_geom_cdiv((uint64_t)s->K, s->kr); /* the most inputs of a PE */
+    for (uint32_t i = 0; s->kin > 1 && i < s->kr; i++) {
+        const mm_pe e = mm_pe_at(L, s, i, 0);
+        ki = e.ki > ki ? e.ki : ki;
+    }
+    float *blk = ts_malloc((size_t)lw_mm_bytes(s->h16, ki, ts_geom_cdiv((uint64_t)s->N, s->kc)));
     if (!blk)
         return TS_ENOMEM;
     ts_status rc = TS_OK;
@@ -359,11 +394,11 @@ ts_status ts_lww_emit_mm(lw *L, ts_program *P, size_t si, lw_gen *G)
                 rc = TS_ENOMEM;
                 break;
             }
-            mm_code(G, s, &e);
+            mm_code(L, G, s, &e);
             rc = mm_data(L, P, s, &e, blk);
         }
     for (uint32_t j = 0; !rc && s->ko > 1 && j < s->kc; j++)
-        for (uint32_t r = 0; !rc && r < ts_lww_mm_group_of(s, j); r++)
+        for (uint32_t r = 0; !rc && r < ts_lww_mm_group_of(s, j) * mm_step(s); r++)
             rc = mm_above(L, P, s, j, r, G);
     ts_free(blk);
     return rc;

@@ -495,6 +495,18 @@ static bool groups_rise(const lw_stage *s)
     return true;
 }
 
+/* The rows a stage of the main band may take: the main band's tallest stage, or with skip paths
+ * the rows their tallest stage leaves. */
+static uint32_t glu_height(const lw *L, bool forks)
+{
+    uint32_t hb = band_height(L), hs = 0;
+    for (size_t i = 0; i < L->n; i++)
+        if (L->st[i].lane && L->st[i].h > hs)
+            hs = L->st[i].h;
+    const uint32_t rows = forks ? L->t->height - (hs ? hs : 1) : L->t->height;
+    return rows > hb ? rows : hb;
+}
+
 /* A product whose outputs go to SwiGLU's gate only (not a fork, on the main band, of 2 columns or
  * more): its outputs leave on ko rows, one column group each, group g a row lower than group
  * g - 1 (lower_wse_emit_mm.c), so no PE passes on more than its group's outputs; ko up to KO_MAX
@@ -502,12 +514,7 @@ static bool groups_rise(const lw_stage *s)
  * their tallest stage leaves). The gate takes them on ko rows, merged up its last column. */
 static void glu_rows(lw *L, bool forks)
 {
-    uint32_t hb = band_height(L), hs = 0;
-    for (size_t i = 0; i < L->n; i++)
-        if (L->st[i].lane && L->st[i].h > hs)
-            hs = L->st[i].h;
-    const uint32_t rows = forks ? L->t->height - (hs ? hs : 1) : L->t->height;
-    hb = rows > hb ? rows : hb;
+    const uint32_t hb = glu_height(L, forks);
     for (size_t i = 0; i + 1 < L->n; i++) {
         lw_stage *s = &L->st[i], *e = &L->st[i + 1];
         if (s->kind != K_MM || e->kind != K_ELEM || e->eop != TS_OP_MUL || e->prev != (int)i || s->lane ||
@@ -527,6 +534,39 @@ static void glu_rows(lw *L, bool forks)
         s->h = s->kr + s->ko - 1;
         e->h = s->ko;
         e->mem = glu_slice(L, e, 1) * 8;
+    }
+}
+
+/* A decode's SwiGLU gate e on e->ko rows feeding a product d of one row (the down product): d
+ * takes its input on the gate's rows instead of through the gate's last column and one PE (every PE
+ * of d took in every value of the gate's output): row q of the gate sends its outputs east into d's
+ * rows [q step, (q + 1) step), which take them in alone, each its slice of them. The gate's rows and
+ * its product's column groups move step rows apart so that gate row q sits on d's row q step; d's
+ * rows become ko step (at least its kr), each its share of its group's inputs. Only when the rows
+ * fit (rows: what the skip paths leave) and every row of d keeps at least one input that fits its
+ * PE. */
+static void rows_in(lw *L, uint32_t rows)
+{
+    if (!L->decode)
+        return;
+    for (size_t i = 1; i + 1 < L->n; i++) {
+        lw_stage *e = &L->st[i], *d = &L->st[i + 1], *p = &L->st[i - 1];
+        if (e->ko <= 1 || e->kind != K_ELEM || d->kind != K_MM || d->prev != (int)i || d->lane || d->M != 1 ||
+            d->ko > 1 || e->fork || (uint64_t)d->K * d->M != e->out_n || p->ko != e->ko || e->prev != (int)i - 1)
+            continue;
+        const uint32_t ko = e->ko, step = (d->kr + ko - 1) / ko;
+        const uint64_t nb = ts_geom_cdiv((uint64_t)d->N, d->kc);
+        uint64_t least = glu_slice(L, e, 0), most = glu_slice(L, e, 1);
+        if (least < step || p->kr + (uint64_t)(ko - 1) * step > rows || (uint64_t)ko * step > rows ||
+            lw_mm_bytes(d->h16, ts_geom_cdiv(most, step), nb) > L->t->sram_bytes)
+            continue;
+        d->kin = ko;
+        d->kr = ko * step;
+        d->h = d->kr;
+        d->mem = lw_mm_bytes(d->h16, ts_geom_cdiv(most, step), nb);
+        p->kstep = e->kstep = step;
+        p->h = p->kr + (ko - 1) * step;
+        e->h = (ko - 1) * step + 1;
     }
 }
 
@@ -697,6 +737,7 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
     const bool wide = attn_widths(L, Hm, true);
     /* the main band is as tall as its tallest stage: skip paths run just below it */
     glu_rows(L, forks);
+    rows_in(L, glu_height(L, forks));
     if (forks)
         *hm = band_height(L);
     rc = elem_widths(L, *hm);
