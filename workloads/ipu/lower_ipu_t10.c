@@ -6,7 +6,8 @@
  * tile t = (l * fm + i) * fn + j. Each tile holds its slices of A (rows i, its k-range) and of B
  * (its k-range, columns j) and runs ft * rp steps, each a compute superstep (the AMP kernel of
  * lower_ipu_matmul.c on one k-slice of kp, adding to the partial sums of the steps before) followed, but
- * for the last, by a shift superstep per rotating operand. A rotating operand is held as rp slices
+ * for the last, by a shift superstep per rotating operand (but after the first step, one of them is
+ * made in the step's own superstep: t10_steps). A rotating operand is held as rp slices
  * in a ring of rp + 1 slots; in every shift each tile sends the slice it has just used (its front
  * slot) to its predecessor in its ring of ft tiles and receives its successor's into the free slot,
  * so over the steps every slice of the ring passes every tile once. A rotates in rings along j (the
@@ -761,7 +762,8 @@ static bool t10_run_alloc(t10_run *r, uint32_t tn, uint32_t steps)
 
 /* Step st's compute superstep: every tile with work runs the AMP routine of its kind of step
  * (first, adding, last in f16; emitted once per tile) on its slice, the step's words in the table. */
-static void t10_compute(lw *L, const t10_gen *G, const t10_op *s, const t10_mem *mem, t10_run *run, uint32_t st)
+static void t10_compute(lw *L, const t10_gen *G, const t10_op *s, const t10_mem *mem, t10_run *run, uint32_t st,
+                        bool lap)
 {
     const uint32_t U = G->U;
     const uint64_t es = G->es;
@@ -811,33 +813,66 @@ static void t10_compute(lw *L, const t10_gen *G, const t10_op *s, const t10_mem 
                      * programs are kept as they were */
                     *e = (s->conv ? lwi_reuse_routine(L, t, at, nc) : at) + 1;
                 }
+                bool sends = lap && run->words[t]; /* the shift's send, then the step (t10_steps) */
+                if (sends)
+                    lwi_send(L, t, run->from[t], run->prv[t], run->words[t]);
                 lwi_run_all_m0(L, t, *e - 1, mem->ptab + (uint64_t)st * 24);
+                if (sends)
+                    S(t, RXWAIT, 0, 0, 0);
+                run->words[t] = sends ? 0 : run->words[t];
                 run->cur[t] = o;
             }
 }
 
-/* After step st: a shift superstep per rotating operand, A along j, then B along i. */
-static void t10_shifts(lw *L, const t10_gen *G, const t10_mem *mem, t10_run *run, uint32_t st)
+/* The shift of A (a) or B after step st: each tile's predecessor, successor, slot sent and words
+ * in run; the slot it lands in returned. */
+static uint64_t t10_shift_plan(const t10_gen *G, const t10_mem *mem, t10_run *run, uint32_t st, bool a)
+{
+    memset(run->words, 0, G->tn * sizeof *run->words);
+    for (uint32_t l = 0; l < G->fk; l++)
+        for (uint32_t i = 0; i < G->fm; i++)
+            for (uint32_t j = 0; j < G->fn; j++) {
+                uint32_t t = tile_of(G, i, j, l);
+                uint32_t g0 = a ? j / G->ft * G->ft : i / G->ft * G->ft, p = a ? j % G->ft : i % G->ft;
+                uint32_t pp = g0 + (p + G->ft - 1) % G->ft, pn = g0 + (p + 1) % G->ft;
+                run->prv[t] = a ? tile_of(G, i, pp, l) : tile_of(G, pp, j, l);
+                run->nxt[t] = a ? tile_of(G, i, pn, l) : tile_of(G, pn, j, l);
+                run->words[t] = (a ? rows_of(G, i) * G->kp : cols_of(G, j) ? G->cols * G->kp : 0) * G->es / 4;
+                run->from[t] = a ? mem->aslot[st % (G->rp + 1)] : mem->bslot[st % 2];
+            }
+    return a ? mem->aslot[(st + G->rp) % (G->rp + 1)] : mem->bslot[(st + 1) % 2];
+}
+
+/* After step st: a shift superstep per rotating operand, A along j, then B along i; but the one
+ * `lapped` names (0: A, 1: B; -1 none), made in the step's superstep (t10_steps). */
+static void t10_shifts(lw *L, const t10_gen *G, const t10_mem *mem, t10_run *run, uint32_t st, int lapped)
 {
     for (int op = 0; op < 2; op++) {
         bool a = op == 0;
-        if (a ? !G->rota : !G->rotb)
+        if ((a ? !G->rota : !G->rotb) || op == lapped)
             continue;
-        memset(run->words, 0, G->tn * sizeof *run->words);
-        for (uint32_t l = 0; l < G->fk; l++)
-            for (uint32_t i = 0; i < G->fm; i++)
-                for (uint32_t j = 0; j < G->fn; j++) {
-                    uint32_t t = tile_of(G, i, j, l);
-                    uint32_t g0 = a ? j / G->ft * G->ft : i / G->ft * G->ft, p = a ? j % G->ft : i % G->ft;
-                    uint32_t pp = g0 + (p + G->ft - 1) % G->ft, pn = g0 + (p + 1) % G->ft;
-                    run->prv[t] = a ? tile_of(G, i, pp, l) : tile_of(G, pp, j, l);
-                    run->nxt[t] = a ? tile_of(G, i, pn, l) : tile_of(G, pn, j, l);
-                    run->words[t] = (a ? rows_of(G, i) * G->kp : cols_of(G, j) ? G->cols * G->kp : 0) * G->es / 4;
-                    run->from[t] = a ? mem->aslot[st % (G->rp + 1)] : mem->bslot[st % 2];
-                }
-        shift(L, G->tn, run->prv, run->nxt, run->from,
-              a ? mem->aslot[(st + G->rp) % (G->rp + 1)] : mem->bslot[(st + 1) % 2], run->words);
+        uint64_t to = t10_shift_plan(G, mem, run, st, a);
+        shift(L, G->tn, run->prv, run->nxt, run->from, to, run->words);
     }
+}
+
+/* The rotating operand whose shift after step st is made in the step's superstep (0: A, 1: B; -1 none):
+ * the one of more words where both rotate. Not after the first step, whose superstep starts with
+ * the gather's copies (a receive must be armed before any code of unknown length), nor after the
+ * last. */
+static int t10_lapped(const t10_gen *G, const t10_mem *mem, t10_run *run, uint32_t st)
+{
+    if (!st || st + 1 >= G->steps || (!G->rota && !G->rotb))
+        return -1;
+    if (!G->rota || !G->rotb)
+        return G->rota ? 0 : 1;
+    uint64_t w[2] = {0, 0};
+    for (int op = 0; op < 2; op++) {
+        t10_shift_plan(G, mem, run, st, op == 0);
+        for (uint32_t t = 0; t < G->tn; t++)
+            w[op] += run->words[t];
+    }
+    return w[1] > w[0] ? 1 : 0;
 }
 
 /* Level d of the partial-sum tree over l: the tile l = d (mod 2d) sends its sums to l - d (an
@@ -945,11 +980,29 @@ static ts_status t10_steps(lw *L, const ts_graph_node *n, const t10_gen *G, cons
 {
     t10_zero_pads(L, G, mem);
     for (uint32_t st = 0; st < G->steps; st++) {
-        t10_compute(L, G, s, mem, run, st);
+        /* the shift of one rotating operand made in the step's superstep: every receiver armed
+         * first (into the free slot, which the step does not touch), then each tile sends the slice
+         * it is about to compute on (the words are read at the send) and starts its workers, which
+         * run while its successor's words arrive (the supervisor, holding the send port, cannot
+         * start them before; with them running it has no slot to issue in), and waits for its
+         * words before the sync: a superstep and its sync fewer, and the words' latency hidden */
+        int lap = t10_lapped(G, mem, run, st);
+        if (lap >= 0) {
+            uint64_t to = t10_shift_plan(G, mem, run, st, lap == 0);
+            for (uint32_t t = 0; t < G->tn; t++)
+                if (run->words[t])
+                    lwi_recv(L, t, to, run->nxt[t], run->words[t]);
+        }
+        t10_compute(L, G, s, mem, run, st, lap >= 0);
+        for (uint32_t t = 0; lap >= 0 && t < G->tn; t++)
+            if (run->words[t]) { /* a tile without work in the step */
+                lwi_send(L, t, run->from[t], run->prv[t], run->words[t]);
+                S(t, RXWAIT, 0, 0, 0);
+            }
         lwi_sync_all(L);
         if (st + 1 == G->steps)
             break;
-        t10_shifts(L, G, mem, run, st);
+        t10_shifts(L, G, mem, run, st, lap);
     }
     if (run->unshared) /* not expected: its rows are 16-byte aligned in interleaved memory */
         return lwi_unsupported(L, n, "a step on more than 8 AMP units that the shared-coefficient kernel does not take");
