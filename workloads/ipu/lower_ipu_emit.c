@@ -143,6 +143,12 @@ void lwi_emit_start_row(lw *L, uint32_t t, uint32_t rows, uint32_t rw)
 
 void lwi_use_tiles(lw *L, uint32_t n)
 {
+    if (L->measure && L->cur >= 0 && n) { /* the tiles its weights may go to (lw_wt) */
+        lw_wt *e = &L->w[L->cur];
+        uint32_t lo = L->base, hi = L->base + n;
+        e->lo = e->lo < e->hi && e->lo < lo ? e->lo : lo;
+        e->hi = e->hi > hi ? e->hi : hi;
+    }
     if (n > L->optiles)
         L->optiles = n;
     if (L->base + n > L->used)
