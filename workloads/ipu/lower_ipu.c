@@ -578,14 +578,16 @@ static void pass_free(lw_pass *ps)
 }
 
 /* One pass of the lowering: with measure, only the weight bytes and tiles per node (w) and the table
- * bytes (*perm) are found; otherwise they place the static data, and *out gets the program. */
+ * bytes (*perm) are found; otherwise they place the static data, and *out gets the program. tload:
+ * lw's (NULL: none). */
 static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, const ts_t10_plan *plans, bool measure,
-                            uint32_t mmshare, lw_wt *w, uint64_t *perm, ts_program **out, ts_lower_report *rep,
-                            uint64_t *overfull, ts_err *err)
+                            uint32_t mmshare, lw_wt *w, const uint64_t *tload, uint64_t *perm, ts_program **out,
+                            ts_lower_report *rep, uint64_t *overfull, ts_err *err)
 {
     lw_pass ps = {0};
     lw *L = &ps.L;
     ts_status rc = pass_init(&ps, g, p, plans, measure, mmshare, w, *perm, err);
+    L->tload = tload;
     if (rc == TS_OK)
         rc = liveness(L);
     if (rc == TS_OK)
@@ -673,12 +675,14 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
         return rc;
     size_t nn = ts_graph_node_count(g);
     lw_wt *w = ts_calloc(nn ? nn : 1, sizeof *w);
-    uint64_t perm = 0;
+    const uint32_t T = p->max_tiles && p->max_tiles < p->target.tiles ? p->max_tiles : p->target.tiles;
+    uint64_t perm = 0, *tload = ts_calloc(T, sizeof *tload);
     bool shift = p->planner == TS_LOWER_PLANNER_T10 || p->planner == TS_LOWER_PLANNER_SPLIT ||
                  p->planner == TS_LOWER_PLANNER_AUTO;
     ts_t10_plan *plans = shift ? ts_calloc(nn ? nn : 1, sizeof *plans) : NULL;
-    if (!w || (shift && !plans)) {
+    if (!w || !tload || (shift && !plans)) {
         ts_free(w);
+        ts_free(tload);
         return ts_err_set(err, TS_ENOMEM, "out of memory lowering '%s'", ts_graph_name(g));
     }
     /* planner (b): the plans are chosen for a budget of tile memory; an operator that then does not
@@ -698,13 +702,20 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
         if (plans && (rc = lwi_t10_plans(g, p, budget, plans, err)) != TS_OK)
             break;
         uint64_t overfull = 0, top = p->target.sram_bytes & ~(uint64_t)15;
-        /* the same plan twice: first the sizes and tiles of the static data, then with its addresses */
-        rc = lower_pass(g, p, plans, true, mmshare, w, &perm, out, NULL, NULL, err);
+        /* the same plan twice: first the sizes and tiles of the static data, then with its addresses;
+         * when operators of few tiles have weights, the first pass again, those operators put where
+         * the others' weights leave the most memory (lwi_spread) */
+        rc = lower_pass(g, p, plans, true, mmshare, w, NULL, &perm, out, NULL, NULL, err);
+        bool hinted = rc == TS_OK && lwi_tile_load(w, nn, T, tload);
+        if (hinted) {
+            memset(w, 0, nn * sizeof *w);
+            perm = 0;
+            rc = lower_pass(g, p, plans, true, mmshare, w, tload, &perm, out, NULL, NULL, err);
+        }
         if (rc == TS_OK)
-            rc = lwi_place_weights(w, nn, p->max_tiles && p->max_tiles < p->target.tiles ? p->max_tiles : p->target.tiles,
-                                   top > perm ? top - perm : 0, err);
+            rc = lwi_place_weights(w, nn, T, top > perm ? top - perm : 0, err);
         if (rc == TS_OK)
-            rc = lower_pass(g, p, plans, false, mmshare, w, &perm, out, rep, &overfull, err);
+            rc = lower_pass(g, p, plans, false, mmshare, w, hinted ? tload : NULL, &perm, out, rep, &overfull, err);
         bool spent = plans && budget / 4 * 3 < p->target.sram_bytes / 8;
         if (rc == TS_OK || !overfull || (spent && p->planner != TS_LOWER_PLANNER_AUTO) || (!plans && mmshare >= 64))
             break;
@@ -730,6 +741,7 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     ts_free(closest);
     ts_free(plans);
     ts_free(w);
+    ts_free(tload);
     return rc;
 }
 

@@ -141,7 +141,8 @@ static double conv_cost(const lw *L, const cv_shape *s, const cv_plan *pn, const
                   (half && nr_ > 1 && P <= 784 ? 16.0 * (double)(M * nr_) : 0);
     double mem = 4.0 * (double)(cp * band * Wd + (hwc ? cpe * band * WI * eb / 4 : pad ? cpe * band * WI : 0) +
                                 (hwc ? 0 : L->workers * (Kt + 1)) + q * U * npx * (nk > 1 ? 3 : 1));
-    double wt = (double)eb * (double)(q * U * Kt);
+    /* a one-row product's weights as held: each part's inputs padded to whole AMP steps */
+    double wt = (double)eb * (double)(q * U * (P == 1 && s->wmode ? ts_geom_cdiv(Kt, per) * per : Kt));
     /* past a limit, every byte costs as much as 1024 cycles */
     cost += 1024.0 * ((mem > (double)lim->tb ? mem - (double)lim->tb : 0) +
                       (wt > (double)lim->wb ? wt - (double)lim->wb : 0));
@@ -185,7 +186,11 @@ static void conv_choose(const lw *L, const cv_shape *s, const lw_place *XP, cv_p
             if (half && nr_ > 1 && P <= 196)
                 continue;
             for (uint64_t k = 1; k <= sp / nr_; k = k * 2 > sp / nr_ && k < sp / nr_ ? sp / nr_ : k * 2) {
-                uint64_t cp = ts_geom_cdiv(C, k), nk = ts_geom_cdiv(C, cp);
+                uint64_t cp = ts_geom_cdiv(C, k);
+                if (P == 1 && s->wmode) /* a product of one row: parts of whole AMP steps (a part's inputs
+                                         * are padded to them), so that its weights spread evenly */
+                    cp = ts_geom_cdiv(cp, pn->per) * pn->per;
+                uint64_t nk = ts_geom_cdiv(C, cp);
                 if (half && cp % 2)
                     continue; /* f16 inputs are converted in channel pairs */
                 double cost = conv_cost(L, s, pn, &lim, XP, q, ng, r, nr_, cp, nk);

@@ -76,8 +76,9 @@ typedef struct lw_place {
 typedef struct lw_blk { uint64_t a, n; } lw_blk; /* a live block of the dynamic region */
 /* An operator's weights: bytes per tile (the most any of its tiles holds), the tiles lo..hi-1
  * their segments go to (lo == hi: none), their address on those tiles and the lowest static byte
- * on any tile while the operator runs (lwi_place_weights). */
-typedef struct lw_wt { uint64_t bytes, addr, lim; uint32_t lo, hi; } lw_wt;
+ * on any tile while the operator runs (lwi_place_weights); spread: its first tile chosen by
+ * lwi_spread. */
+typedef struct lw_wt { uint64_t bytes, addr, lim; uint32_t lo, hi; bool spread; } lw_wt;
 typedef struct lw_tab { uint64_t hash, bytes, addr; uint32_t tiles; } lw_tab; /* static data the same on every tile */
 /* An exchange of the program as emitted: in superstep `step`, tile dst receives (words > 0) or tile
  * src sends (words < 0) that many words; node: the operator that emitted it; pc: the receive's or
@@ -126,6 +127,10 @@ typedef struct lw {
     uint64_t slim;        /* the lowest static byte on any tile while the current operator runs */
     uint64_t wnext;       /* next weight byte of the current node */
     int cur;              /* node being lowered; -1 while the graph inputs are placed */
+    /* per tile: the weight bytes of the operators of more than an eighth of the chip that cover it,
+     * from a first pass; lwi_spread puts an operator of few tiles where they are fewest (NULL: by
+     * its kind alone). Borrowed. */
+    const uint64_t *tload;
     uint64_t into;        /* when set, the next gather lands there (the caller's buffer) */
     lw_blk *blk; size_t nblk, capblk;  /* live dynamic blocks by address, owned */
     uint64_t hw;          /* highest dynamic byte in use since the current operator began */
@@ -214,8 +219,10 @@ void lwi_emit_start_row(lw *L, uint32_t t, uint32_t rows, uint32_t rw);
  * go there). */
 void lwi_use_tiles(lw *L, uint32_t n);
 /* An operator of tn tiles, few against the chip (a decode step's LayerNorm of one row, its
- * Softmax), starts at a tile chosen by its kind and shapes rather than at tile 0, so that their
- * code does not pile up on tile 0: sets and returns L->base. Operators of more tiles keep base 0. */
+ * Softmax), starts at a tile chosen by its kind, shapes and name rather than at tile 0, so that
+ * their code does not pile up on tile 0: with L->tload, among the runs of tn tiles where the
+ * weights of the operators of many tiles are fewest (its own weights then take the memory those
+ * leave). Sets and returns L->base. Operators of more tiles keep base 0. */
 uint32_t lwi_spread(lw *L, uint32_t tn);
 /* After each operator: each tile's code against its memory (LW_INSN_BYTES an instruction, the halt
  * to come counted); TS_EINPUT naming the tile, the bytes over and the operators that put the most
@@ -252,6 +259,9 @@ ts_status lwi_seg(lw *L, uint32_t t, uint64_t addr, const void *bytes, uint64_t 
  * less its bytes; w[k].lim the lowest weight byte on any tile then. T tiles, nn operators.
  * Operators whose tiles all include one tile stack exactly as one stack would. TS_ENOMEM. */
 ts_status lwi_place_weights(lw_wt *w, size_t nn, uint32_t T, uint64_t top, ts_err *err);
+/* tload (T entries) from a first pass's w: per tile, the bytes of the operators whose weights lie
+ * on more than T / 8 tiles covering it. True if an operator spread by lwi_spread has weights. */
+bool lwi_tile_load(const lw_wt *w, size_t nn, uint32_t T, uint64_t *tload);
 /* A table the same on every tile, placed once per content on tiles 0..tn-1; *rc gets an error. */
 uint64_t lwi_stable(lw *L, const void *v, uint64_t bytes, uint32_t tn, ts_status *rc);
 /* Tile memory the current operator needs, and its check against the tile ("what 'name' needs

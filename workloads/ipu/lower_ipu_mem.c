@@ -135,6 +135,19 @@ ts_status lwi_place_weights(lw_wt *w, size_t nn, uint32_t T, uint64_t top, ts_er
     return TS_OK;
 }
 
+bool lwi_tile_load(const lw_wt *w, size_t nn, uint32_t T, uint64_t *tload)
+{
+    bool spread = false;
+    memset(tload, 0, (size_t)T * sizeof *tload);
+    for (size_t k = 0; k < nn; k++) {
+        spread |= w[k].spread && w[k].bytes;
+        if (w[k].bytes && (uint64_t)(w[k].hi - w[k].lo) * 8 > T)
+            for (uint32_t t = w[k].lo; t < w[k].hi && t < T; t++)
+                tload[t] += w[k].bytes;
+    }
+    return spread;
+}
+
 /* Tables, kept for the whole run. */
 static uint64_t palloc(lw *L, uint64_t bytes)
 {
