@@ -1229,9 +1229,10 @@ END_TEST
 START_TEST(test_spread)
 {
     /* One row (a decode step's) through LayerNorm, Relu, LayerNorm on ipu_small16: an operator of
-     * one tile starts at a tile chosen by its kind and shapes, not at tile 0, the Relu runs where
-     * its input lies, and the second LayerNorm (the same kind and shapes) lands where the first
-     * did; the values are the double reference's within 2e-6 (1 + |y|) */
+     * one tile starts at a tile chosen by its kind, shapes and name less its layer number, not at
+     * tile 0, the Relu runs where its input lies, and the second LayerNorm (the same kind and
+     * shapes, the same name but for its layer's number) lands where the first did; the values are
+     * the double reference's within 2e-6 (1 + |y|) */
     ts_graph *g = ts_graph_create("spread");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 3, (int64_t[]){1, 1, 40});
     fill(g, x);
@@ -1239,9 +1240,9 @@ START_TEST(test_spread)
     ts_graph_attrs_init(&at);
     at.axis = -1;
     at.epsilon = 1e-5;
-    int a = chain(g, TS_OP_LAYERNORM, "ln_a", x, -1, &at);
+    int a = chain(g, TS_OP_LAYERNORM, "layers.0.ln", x, -1, &at);
     int r = chain(g, TS_OP_RELU, "relu", a, -1, NULL);
-    int b = chain(g, TS_OP_LAYERNORM, "ln_b", r, -1, &at);
+    int b = chain(g, TS_OP_LAYERNORM, "layers.1.ln", r, -1, &at);
     ts_graph_mark_output(g, a);
     ts_graph_mark_output(g, b);
     finalize(g);

@@ -549,6 +549,48 @@ START_TEST(test_exchange_check)
 }
 END_TEST
 
+START_TEST(test_weight_stacks)
+{
+    /* Each tile its own stack of weights, placed from the last operator to the first. Operators of
+     * 8 tiles (T 8, top 1000): a product on all of them (100 bytes), a LayerNorm on tile 2 (40), a
+     * product on tiles 0..5 (200), a LayerNorm on tile 7 (40), the last product on all (50). */
+    lw_wt w[5] = {{.bytes = 100, .lo = 0, .hi = 8},
+                  {.bytes = 40, .lo = 2, .hi = 3, .spread = true},
+                  {.bytes = 200, .lo = 0, .hi = 6},
+                  {.bytes = 40, .lo = 7, .hi = 8, .spread = true},
+                  {.bytes = 50, .lo = 0, .hi = 8}};
+    ts_err err;
+    ts_err_init(&err);
+    ck_assert_int_eq(lwi_place_weights(w, 5, 8, 1000, &err), TS_OK);
+    ck_assert_uint_eq(w[4].addr, 950);
+    ck_assert_uint_eq(w[3].addr, 910); /* tile 7 alone */
+    ck_assert_uint_eq(w[2].addr, 750); /* below the last product, beside the LayerNorm of tile 7 */
+    ck_assert_uint_eq(w[1].addr, 710); /* tile 2 */
+    ck_assert_uint_eq(w[0].addr, 610); /* under the lowest of its tiles */
+    /* while each runs, the dynamic region stays below every later operator's weights */
+    ck_assert_uint_eq(w[4].lim, 950);
+    ck_assert_uint_eq(w[3].lim, 910);
+    ck_assert_uint_eq(w[2].lim, 750);
+    ck_assert_uint_eq(w[1].lim, 710);
+    ck_assert_uint_eq(w[0].lim, 610);
+    /* the same operators in one stack (as one tile holding all) would take 430 bytes: 570 */
+    uint64_t load[8];
+    ck_assert(lwi_tile_load(w, 5, 8, load));
+    ck_assert_uint_eq(load[0], 350);
+    ck_assert_uint_eq(load[2], 350); /* the LayerNorm of one tile is not counted */
+    ck_assert_uint_eq(load[7], 150);
+    w[1].spread = w[3].spread = false;
+    ck_assert(!lwi_tile_load(w, 5, 8, load));
+    /* operators that all share tile 0 stack as one stack would */
+    lw_wt v[3] = {{.bytes = 16, .lo = 0, .hi = 1}, {.bytes = 32, .lo = 0, .hi = 8}, {.bytes = 48, .lo = 0, .hi = 3}};
+    ck_assert_int_eq(lwi_place_weights(v, 3, 8, 1000, &err), TS_OK);
+    ck_assert_uint_eq(v[2].addr, 952);
+    ck_assert_uint_eq(v[1].addr, 920);
+    ck_assert_uint_eq(v[0].addr, 904);
+    ts_err_free(&err);
+}
+END_TEST
+
 int main(void)
 {
     /* the reference, lockstep and 3 threads, as test_lower_ipu: every mode cost 54 s of CPU for what
@@ -563,6 +605,7 @@ int main(void)
     tcase_add_loop_test(tc, test_matmul_odd_k, 0, 3);
     tcase_add_loop_test(tc, test_matmul_bias_add, 0, 2);
     tcase_add_test(tc, test_exchange_check);
+    tcase_add_test(tc, test_weight_stacks);
     tcase_add_loop_test(tc, test_conv_workers, 0, (int)(sizeof cv_cases / sizeof cv_cases[0]) + 1);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -210,8 +210,6 @@ static ts_status lower_node(lw *L, int id, lw_scr *sc)
 typedef struct lw_pass {
     lw L;
     lw_scr sc;
-    uint64_t wtotal;   /* weight bytes of all operators (second pass) */
-    uint64_t wdone;    /* of the operators lowered so far */
     uint64_t in_hw;    /* the graph inputs' highest dynamic byte, counted by the first operator */
     uint64_t maxneed;  /* the most tile memory an operator needed */
 } lw_pass;
@@ -237,19 +235,16 @@ static void scratch_free(lw_scr *s)
 
 /* The pass's state: the chip's terms, the weights of the first pass, the tiles' code. */
 static ts_status pass_init(lw_pass *ps, const ts_graph *g, const ts_lower_ipu_params *p, const ts_t10_plan *plans,
-                           bool measure, uint32_t mmshare, uint64_t *wsz, uint64_t perm, ts_err *err)
+                           bool measure, uint32_t mmshare, lw_wt *w, uint64_t perm, ts_err *err)
 {
     lw *L = &ps->L;
     L->measure = measure;
     L->mmshare = mmshare;
     L->coalesce = mmshare > 4;
     L->plans = plans;
-    L->wsz = wsz;
+    L->w = w;
     L->perm = measure ? 0 : perm;
     L->ptop = p->target.sram_bytes & ~(uint64_t)15;
-    for (size_t i = 0; !measure && i < ts_graph_node_count(g); i++)
-        ps->wtotal += wsz[i];
-    L->wabove = ps->wtotal - (ts_graph_node_count(g) ? wsz[0] : 0);
     L->g = g;
     L->p = p;
     L->err = err;
@@ -482,8 +477,7 @@ static ts_status lower_op(lw_pass *ps, int i)
     L->optiles = 0;
     L->cur = i;
     L->wnext = 0;
-    ps->wdone += L->measure ? 0 : L->wsz[i];
-    L->wabove = ps->wtotal - ps->wdone;
+    L->slim = L->w[i].lim;
     const ts_graph_node *nd = ts_graph_get_node(L->g, i);
     L->hw = ps->in_hw;
     for (size_t k = 0; k < L->nblk; k++)
@@ -583,15 +577,17 @@ static void pass_free(lw_pass *ps)
     ts_program_destroy(L->prog);
 }
 
-/* One pass of the lowering: with measure, only the weight bytes per node (wsz) and the table bytes
- * (*perm) are found; otherwise they place the static data, and *out gets the program. */
+/* One pass of the lowering: with measure, only the weight bytes and tiles per node (w) and the table
+ * bytes (*perm) are found; otherwise they place the static data, and *out gets the program. tload:
+ * lw's (NULL: none). */
 static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, const ts_t10_plan *plans, bool measure,
-                            uint32_t mmshare, uint64_t *wsz, uint64_t *perm, ts_program **out, ts_lower_report *rep,
-                            uint64_t *overfull, ts_err *err)
+                            uint32_t mmshare, lw_wt *w, const uint64_t *tload, uint64_t *perm, ts_program **out,
+                            ts_lower_report *rep, uint64_t *overfull, ts_err *err)
 {
     lw_pass ps = {0};
     lw *L = &ps.L;
-    ts_status rc = pass_init(&ps, g, p, plans, measure, mmshare, wsz, *perm, err);
+    ts_status rc = pass_init(&ps, g, p, plans, measure, mmshare, w, *perm, err);
+    L->tload = tload;
     if (rc == TS_OK)
         rc = liveness(L);
     if (rc == TS_OK)
@@ -678,12 +674,15 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     if (rc != TS_OK)
         return rc;
     size_t nn = ts_graph_node_count(g);
-    uint64_t *wsz = ts_calloc(nn ? nn : 1, sizeof *wsz), perm = 0;
+    lw_wt *w = ts_calloc(nn ? nn : 1, sizeof *w);
+    const uint32_t T = p->max_tiles && p->max_tiles < p->target.tiles ? p->max_tiles : p->target.tiles;
+    uint64_t perm = 0, *tload = ts_calloc(T, sizeof *tload);
     bool shift = p->planner == TS_LOWER_PLANNER_T10 || p->planner == TS_LOWER_PLANNER_SPLIT ||
                  p->planner == TS_LOWER_PLANNER_AUTO;
     ts_t10_plan *plans = shift ? ts_calloc(nn ? nn : 1, sizeof *plans) : NULL;
-    if (!wsz || (shift && !plans)) {
-        ts_free(wsz);
+    if (!w || !tload || (shift && !plans)) {
+        ts_free(w);
+        ts_free(tload);
         return ts_err_set(err, TS_ENOMEM, "out of memory lowering '%s'", ts_graph_name(g));
     }
     /* planner (b): the plans are chosen for a budget of tile memory; an operator that then does not
@@ -698,15 +697,25 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     char *closest = NULL;
     uint64_t closest_by = 0;
     for (uint64_t budget = p->target.sram_bytes;; budget = budget / 4 * 3, mmshare *= plans ? 1 : 2) {
-        memset(wsz, 0, nn * sizeof *wsz);
+        memset(w, 0, nn * sizeof *w);
         perm = 0;
         if (plans && (rc = lwi_t10_plans(g, p, budget, plans, err)) != TS_OK)
             break;
-        uint64_t overfull = 0;
-        /* the same plan twice: first the sizes of the static data, then with its addresses */
-        rc = lower_pass(g, p, plans, true, mmshare, wsz, &perm, out, NULL, NULL, err);
+        uint64_t overfull = 0, top = p->target.sram_bytes & ~(uint64_t)15;
+        /* the same plan twice: first the sizes and tiles of the static data, then with its addresses;
+         * when operators of few tiles have weights, the first pass again, those operators put where
+         * the others' weights leave the most memory (lwi_spread) */
+        rc = lower_pass(g, p, plans, true, mmshare, w, NULL, &perm, out, NULL, NULL, err);
+        bool hinted = rc == TS_OK && lwi_tile_load(w, nn, T, tload);
+        if (hinted) {
+            memset(w, 0, nn * sizeof *w);
+            perm = 0;
+            rc = lower_pass(g, p, plans, true, mmshare, w, tload, &perm, out, NULL, NULL, err);
+        }
         if (rc == TS_OK)
-            rc = lower_pass(g, p, plans, false, mmshare, wsz, &perm, out, rep, &overfull, err);
+            rc = lwi_place_weights(w, nn, T, top > perm ? top - perm : 0, err);
+        if (rc == TS_OK)
+            rc = lower_pass(g, p, plans, false, mmshare, w, hinted ? tload : NULL, &perm, out, rep, &overfull, err);
         bool spent = plans && budget / 4 * 3 < p->target.sram_bytes / 8;
         if (rc == TS_OK || !overfull || (spent && p->planner != TS_LOWER_PLANNER_AUTO) || (!plans && mmshare >= 64))
             break;
@@ -731,7 +740,8 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
                         "memory)", ts_graph_name(g), closest);
     ts_free(closest);
     ts_free(plans);
-    ts_free(wsz);
+    ts_free(w);
+    ts_free(tload);
     return rc;
 }
 

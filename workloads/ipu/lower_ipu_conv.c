@@ -98,6 +98,9 @@ static void conv_terms(const lw *L, const cv_shape *s, cv_plan *pn)
 typedef struct cv_limits {
     uint64_t tb, wb;
     double ki;
+    bool steps; /* a product of one row whose weights take more than 1/32 of each tile: parts of its
+                 * inputs cut to whole AMP steps and priced as held (padded to them), so that they
+                 * spread evenly (an OPT-13B layer's fc1: 160 KiB a tile, 144 so) */
 } cv_limits;
 
 /* The estimated tile cycles of q groups per tile, nr_ row blocks of r rows, input-channel parts of
@@ -141,7 +144,7 @@ static double conv_cost(const lw *L, const cv_shape *s, const cv_plan *pn, const
                   (half && nr_ > 1 && P <= 784 ? 16.0 * (double)(M * nr_) : 0);
     double mem = 4.0 * (double)(cp * band * Wd + (hwc ? cpe * band * WI * eb / 4 : pad ? cpe * band * WI : 0) +
                                 (hwc ? 0 : L->workers * (Kt + 1)) + q * U * npx * (nk > 1 ? 3 : 1));
-    double wt = (double)eb * (double)(q * U * Kt);
+    double wt = (double)eb * (double)(q * U * (lim->steps ? ts_geom_cdiv(Kt, per) * per : Kt));
     /* past a limit, every byte costs as much as 1024 cycles */
     cost += 1024.0 * ((mem > (double)lim->tb ? mem - (double)lim->tb : 0) +
                       (wt > (double)lim->wb ? wt - (double)lim->wb : 0));
@@ -161,6 +164,7 @@ static void conv_choose(const lw *L, const cv_shape *s, const lw_place *XP, cv_p
      * calibrated) and scaled by the f16 loop's ratio to it */
     lim.ki = half ? 2.0 * (pn->U + 2) * 2 / (6.0 * (double)pn->per) : 2.0;
     lim.wb = (uint64_t)(1.05 * (double)(s->M * C * s->kh * s->kw * pn->eb) / (double)T);
+    lim.steps = P == 1 && s->wmode && lim.wb > L->p->target.sram_bytes / 32;
     if (lim.wb < 2048)
         lim.wb = 2048;
     double best = 0;
@@ -185,7 +189,10 @@ static void conv_choose(const lw *L, const cv_shape *s, const lw_place *XP, cv_p
             if (half && nr_ > 1 && P <= 196)
                 continue;
             for (uint64_t k = 1; k <= sp / nr_; k = k * 2 > sp / nr_ && k < sp / nr_ ? sp / nr_ : k * 2) {
-                uint64_t cp = ts_geom_cdiv(C, k), nk = ts_geom_cdiv(C, cp);
+                uint64_t cp = ts_geom_cdiv(C, k);
+                if (lim.steps)
+                    cp = ts_geom_cdiv(cp, pn->per) * pn->per;
+                uint64_t nk = ts_geom_cdiv(C, cp);
                 if (half && cp % 2)
                     continue; /* f16 inputs are converted in channel pairs */
                 double cost = conv_cost(L, s, pn, &lim, XP, q, ng, r, nr_, cp, nk);

@@ -143,6 +143,12 @@ void lwi_emit_start_row(lw *L, uint32_t t, uint32_t rows, uint32_t rw)
 
 void lwi_use_tiles(lw *L, uint32_t n)
 {
+    if (L->measure && L->cur >= 0 && n) { /* the tiles its weights may go to (lw_wt) */
+        lw_wt *e = &L->w[L->cur];
+        uint32_t lo = L->base, hi = L->base + n;
+        e->lo = e->lo < e->hi && e->lo < lo ? e->lo : lo;
+        e->hi = e->hi > hi ? e->hi : hi;
+    }
     if (n > L->optiles)
         L->optiles = n;
     if (L->base + n > L->used)
@@ -165,17 +171,51 @@ uint32_t lwi_spread(lw *L, uint32_t tn)
     L->base = 0;
     if (!tn || (uint64_t)tn * 8 > L->T)
         return 0;
-    /* the first tile from the operator's kind and shapes: operators of one layer land on different
-     * tiles, while the same operator of every layer of a decoder lands on the same ones, so that
-     * identical layers cost the same (--layers-simulated scales them exactly) */
+    /* the first tile from the operator's kind, shapes and name without its numbers that follow no
+     * letter (a layer's: "layers.3.ln1", ".../encoder_layer_6/..."; "ln1" and "ln2" stay apart):
+     * operators of one layer land on different tiles (a layer's two LayerNorms too, whose scale
+     * and bias then take the memory of different tiles), while the same operator of every layer
+     * of a decoder lands on the same ones, so that identical layers cost the same
+     * (--layers-simulated scales them exactly) */
     const ts_graph_node *n = ts_graph_get_node(L->g, L->cur);
     uint64_t h = fnv(0xcbf29ce484222325ull, &n->op, sizeof n->op);
+    bool num = true; /* in a number that follows no letter (or at the start) */
+    for (const char *c = n->name; c && *c; c++) {
+        bool digit = *c >= '0' && *c <= '9';
+        num = digit && num;
+        if (!num)
+            h = fnv(h, c, 1);
+        if (!digit)
+            num = !((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z'));
+    }
     for (size_t k = 0; k < n->nin + n->nout; k++) {
         const ts_graph_tensor *x = ts_graph_get_tensor(L->g, k < n->nin ? n->in[k] : n->out[k - n->nin]);
         h = fnv(h, &x->rank, sizeof x->rank);
         h = fnv(h, x->dims, (size_t)(x->rank > 0 ? x->rank : 0) * sizeof *x->dims);
     }
-    L->base = (uint32_t)(h % (L->T - tn + 1));
+    if (L->measure && L->cur >= 0)
+        L->w[L->cur].spread = true;
+    if (!L->tload) {
+        L->base = (uint32_t)(h % (L->T - tn + 1));
+        return L->base;
+    }
+    /* the runs whose busiest tile holds the fewest weights of the operators of many tiles: the
+     * hash picks one of them */
+    uint64_t best = UINT64_MAX, nbest = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t b = 0, k = 0; b + tn <= L->T; b++) {
+            uint64_t m = 0;
+            for (uint32_t t = b; t < b + tn; t++)
+                m = L->tload[t] > m ? L->tload[t] : m;
+            if (!pass && m < best)
+                best = m, nbest = 0;
+            if (!pass && m == best)
+                nbest++;
+            if (pass && m == best && k++ == h % nbest) {
+                L->base = b;
+                return L->base;
+            }
+        }
     return L->base;
 }
 

@@ -74,6 +74,11 @@ typedef struct lw_place {
     uint32_t nrb;
 } lw_place;
 typedef struct lw_blk { uint64_t a, n; } lw_blk; /* a live block of the dynamic region */
+/* An operator's weights: bytes per tile (the most any of its tiles holds), the tiles lo..hi-1
+ * their segments go to (lo == hi: none), their address on those tiles and the lowest static byte
+ * on any tile while the operator runs (lwi_place_weights); spread: its first tile chosen by
+ * lwi_spread. */
+typedef struct lw_wt { uint64_t bytes, addr, lim; uint32_t lo, hi; bool spread; } lw_wt;
 typedef struct lw_tab { uint64_t hash, bytes, addr; uint32_t tiles; } lw_tab; /* static data the same on every tile */
 /* An exchange of the program as emitted: in superstep `step`, tile dst receives (words > 0) or tile
  * src sends (words < 0) that many words; node: the operator that emitted it; pc: the receive's or
@@ -104,21 +109,28 @@ typedef struct lw {
     uint32_t workers;     /* worker contexts per tile */
     lw_tile *tiles;       /* T, owned */
     lw_place *pl;         /* per tensor, owned; ntiles 0 = not placed */
-    /* Memory, the same addresses on every tile. Initial data (weights, biases, address tables)
-     * lives for the whole run in the static region, from the top of tile memory down; tensors and
-     * buffers in the dynamic region from the bottom up, first fit, freed after their last use. */
+    /* Memory. Initial data (weights, biases, address tables) lives for the whole run in the static
+     * region, from the top of tile memory down; tensors and buffers in the dynamic region from the
+     * bottom up, first fit, freed after their last use, at the same addresses on every tile. */
     /* Initial data is loaded before the run, so the memory of an operator's weights must not be
      * written before the operator runs; after it, the memory is free. Top down: the tables shared
-     * by content (kept for the whole run), then each operator's weights, the last operator's
-     * highest: while operator k runs, the weights of operators k.. lie above wbase(k) and the
-     * dynamic region stays below it. A first pass (measure) finds each operator's weight bytes. */
+     * by content (the same addresses on every tile, kept for the whole run), then the weights, each
+     * tile its own stack: an operator's weights lie at one address on the tiles that hold them
+     * (lw_wt), below the weights the operators after it put on those tiles, so operators on
+     * disjoint tiles share addresses. While operator k runs, the weights of operators k.. lie above
+     * w[k].lim on every tile and the dynamic region stays below it. A first pass (measure) finds
+     * each operator's weight bytes and tiles; lwi_place_weights then gives each its address. */
     bool measure;         /* first pass: sizes only, no segments */
-    uint64_t *wsz;        /* per node: weight bytes (filled by the first pass), borrowed */
+    lw_wt *w;             /* per node (filled by the first pass and lwi_place_weights), borrowed */
     uint64_t perm;        /* table bytes (first pass total) */
     uint64_t ptop;        /* next table goes below this */
-    uint64_t wabove;      /* weight bytes of the nodes after the current one */
+    uint64_t slim;        /* the lowest static byte on any tile while the current operator runs */
     uint64_t wnext;       /* next weight byte of the current node */
-    int cur;              /* node being lowered */
+    int cur;              /* node being lowered; -1 while the graph inputs are placed */
+    /* per tile: the weight bytes of the operators of more than an eighth of the chip that cover it,
+     * from a first pass; lwi_spread puts an operator of few tiles where they are fewest (NULL: by
+     * its kind alone). Borrowed. */
+    const uint64_t *tload;
     uint64_t into;        /* when set, the next gather lands there (the caller's buffer) */
     lw_blk *blk; size_t nblk, capblk;  /* live dynamic blocks by address, owned */
     uint64_t hw;          /* highest dynamic byte in use since the current operator began */
@@ -203,11 +215,14 @@ void lwi_run_all(lw *L, uint32_t t, size_t entry);
 void lwi_run_all_m0(lw *L, uint32_t t, size_t entry, uint64_t v);
 /* $m1 := this worker's first row of `rows` in blocks of rw (the last blocks overlap). */
 void lwi_emit_start_row(lw *L, uint32_t t, uint32_t rows, uint32_t rw);
-/* The current operator uses tiles base..base + n - 1. */
+/* The current operator uses tiles base..base + n - 1 (the first pass records them: its weights
+ * go there). */
 void lwi_use_tiles(lw *L, uint32_t n);
 /* An operator of tn tiles, few against the chip (a decode step's LayerNorm of one row, its
- * Softmax), starts at a tile chosen by its kind and shapes rather than at tile 0, so that their
- * code does not pile up on tile 0: sets and returns L->base. Operators of more tiles keep base 0. */
+ * Softmax), starts at a tile chosen by its kind, shapes and name rather than at tile 0, so that
+ * their code does not pile up on tile 0: with L->tload, among the runs of tn tiles where the
+ * weights of the operators of many tiles are fewest (its own weights then take the memory those
+ * leave). Sets and returns L->base. Operators of more tiles keep base 0. */
 uint32_t lwi_spread(lw *L, uint32_t tn);
 /* After each operator: each tile's code against its memory (LW_INSN_BYTES an instruction, the halt
  * to come counted); TS_EINPUT naming the tile, the bytes over and the operators that put the most
@@ -233,10 +248,20 @@ void lwi_release(lw *L, uint64_t a);
 uint64_t lwi_talloc(lw *L, uint64_t bytes);
 uint64_t lwi_talloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1);
 uint64_t lwi_talloc_apart(lw *L, uint64_t bytes, const uint64_t (*av)[2], size_t nav);
-/* The current operator's weights: initial data placed for it alone (0 in the first pass). */
+/* The current operator's weights: initial data placed for it alone (0 in the first pass), the same
+ * address on each of its tiles. */
 uint64_t lwi_salloc(lw *L, uint64_t bytes);
-/* Initial data: len bytes at addr of tile t (nothing in the first pass). */
+/* Initial data: len bytes at addr of tile t (nothing in the first pass); TS_EINTERNAL for the
+ * current operator's weights on a tile outside those the first pass found it to use. */
 ts_status lwi_seg(lw *L, uint32_t t, uint64_t addr, const void *bytes, uint64_t len);
+/* The weights' addresses, each tile its own stack below the tables' perm bytes (lw's memory): from
+ * the last operator to the first, operator k's at the lowest weight byte of its tiles w[k].lo..hi-1
+ * less its bytes; w[k].lim the lowest weight byte on any tile then. T tiles, nn operators.
+ * Operators whose tiles all include one tile stack exactly as one stack would. TS_ENOMEM. */
+ts_status lwi_place_weights(lw_wt *w, size_t nn, uint32_t T, uint64_t top, ts_err *err);
+/* tload (T entries) from a first pass's w: per tile, the bytes of the operators whose weights lie
+ * on more than T / 8 tiles covering it. True if an operator spread by lwi_spread has weights. */
+bool lwi_tile_load(const lw_wt *w, size_t nn, uint32_t T, uint64_t *tload);
 /* A table the same on every tile, placed once per content on tiles 0..tn-1; *rc gets an error. */
 uint64_t lwi_stable(lw *L, const void *v, uint64_t bytes, uint32_t tn, ts_status *rc);
 /* Tile memory the current operator needs, and its check against the tile ("what 'name' needs

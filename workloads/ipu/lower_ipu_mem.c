@@ -1,8 +1,8 @@
-/* workloads/ipu/lower_ipu_mem.c — tile memory of the IPU lowering, the same addresses on every
- * tile: the dynamic region (tensors and buffers, first fit from the bottom up, freed after their
- * last use), each operator's weights and the tables shared by content (initial data, from the top
- * down; lower_ipu_int.h's lw says how they stack), the check that an operator fits, and the graph
- * inputs placed as initial data. */
+/* workloads/ipu/lower_ipu_mem.c — tile memory of the IPU lowering: the dynamic region (tensors and
+ * buffers, first fit from the bottom up, freed after their last use, the same addresses on every
+ * tile), each operator's weights (a stack per tile) and the tables shared by content (initial data,
+ * from the top down; lower_ipu_int.h's lw says how they stack), the check that an operator fits,
+ * and the graph inputs placed as initial data. */
 #include <string.h>
 
 #include "core/alloc.h"
@@ -99,23 +99,53 @@ uint64_t lwi_talloc_avoid(lw *L, uint64_t bytes, uint64_t av0, uint64_t av1)
 
 uint64_t lwi_talloc(lw *L, uint64_t bytes) { return lwi_talloc_avoid(L, bytes, 0, 0); }
 
-/* The lowest byte of the current operator's weights (and the dynamic region's limit). */
-static uint64_t wbase(const lw *L)
-{
-    uint64_t top = L->p->target.sram_bytes & ~(uint64_t)15, used = L->perm + L->wabove + L->wsz[L->cur];
-    return used < top ? top - used : 0;
-}
-
 uint64_t lwi_salloc(lw *L, uint64_t bytes)
 {
     bytes = (bytes + 15) & ~(uint64_t)15;
     if (L->measure) {
-        L->wsz[L->cur] += bytes;
+        L->w[L->cur].bytes += bytes;
         return 0;
     }
-    uint64_t a = wbase(L) + L->wnext;
+    uint64_t a = L->w[L->cur].addr + L->wnext;
     L->wnext += bytes;
     return a;
+}
+
+ts_status lwi_place_weights(lw_wt *w, size_t nn, uint32_t T, uint64_t top, ts_err *err)
+{
+    uint64_t *floor = ts_calloc(T ? T : 1, sizeof *floor), lim = top;
+    if (!floor)
+        return ts_err_set(err, TS_ENOMEM, "out of memory placing the weights");
+    for (uint32_t t = 0; t < T; t++)
+        floor[t] = top;
+    for (size_t k = nn; k-- > 0;) {
+        lw_wt *e = &w[k];
+        if (e->bytes && e->lo < e->hi) {
+            uint64_t f = top;
+            for (uint32_t t = e->lo; t < e->hi && t < T; t++)
+                f = floor[t] < f ? floor[t] : f;
+            e->addr = f > e->bytes ? f - e->bytes : 0;
+            for (uint32_t t = e->lo; t < e->hi && t < T; t++)
+                floor[t] = e->addr;
+            lim = e->addr < lim ? e->addr : lim;
+        }
+        e->lim = lim;
+    }
+    ts_free(floor);
+    return TS_OK;
+}
+
+bool lwi_tile_load(const lw_wt *w, size_t nn, uint32_t T, uint64_t *tload)
+{
+    bool spread = false;
+    memset(tload, 0, (size_t)T * sizeof *tload);
+    for (size_t k = 0; k < nn; k++) {
+        spread |= w[k].spread && w[k].bytes;
+        if (w[k].bytes && (uint64_t)(w[k].hi - w[k].lo) * 8 > T)
+            for (uint32_t t = w[k].lo; t < w[k].hi && t < T; t++)
+                tload[t] += w[k].bytes;
+    }
+    return spread;
 }
 
 /* Tables, kept for the whole run. */
@@ -132,8 +162,14 @@ static uint64_t palloc(lw *L, uint64_t bytes)
 
 ts_status lwi_seg(lw *L, uint32_t t, uint64_t addr, const void *bytes, uint64_t len)
 {
-    if (!len || L->measure)
+    if (!len || L->cur < 0) /* the graph inputs are dynamic data */
+        return L->measure || !len ? TS_OK : ts_program_add_segment(L->prog, 0, t, addr, bytes, (uint32_t)len, L->err);
+    if (L->measure)
         return TS_OK;
+    const lw_wt *e = &L->w[L->cur];
+    if (t < e->lo || t >= e->hi)
+        return ts_err_set(L->err, TS_EINTERNAL, "weights of node %d on tile %u, outside its tiles %u..%u", L->cur, t,
+                          e->lo, e->hi ? e->hi - 1 : 0);
     return ts_program_add_segment(L->prog, 0, t, addr, bytes, (uint32_t)len, L->err);
 }
 
@@ -161,22 +197,26 @@ uint64_t lwi_stable(lw *L, const void *v, uint64_t bytes, uint32_t tn, ts_status
 }
 
 /* Tile memory the current operator needs: the tables, the weights of it and the operators after
- * it, and the highest dynamic byte in use since it began. */
-uint64_t lwi_need_bytes(const lw *L) { return L->hw + L->perm + L->wabove + L->wsz[L->cur]; }
+ * it on the tile that holds the most of them, and the highest dynamic byte in use since it began. */
+uint64_t lwi_need_bytes(const lw *L)
+{
+    uint64_t top = L->p->target.sram_bytes & ~(uint64_t)15;
+    return L->hw + (top - (L->slim < top ? L->slim : top));
+}
 
 ts_status lwi_check_fit(lw *L, const char *what, const char *name)
 {
     if (L->oom)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory lowering %s '%s'", what, name);
     uint64_t top = L->p->target.sram_bytes & ~(uint64_t)15, need = lwi_need_bytes(L);
-    if (L->measure || (need <= top && wbase(L) >= L->p->target.interleaved_base))
+    if (L->measure || (need <= top && L->slim >= L->p->target.interleaved_base))
         return TS_OK;
     L->overfull = true;
     L->short_by = need > top ? need - top : 1;
     /* the operator with the most weights still to be used */
-    int big = L->cur;
-    for (size_t j = (size_t)L->cur; j < ts_graph_node_count(L->g); j++)
-        if (L->wsz[j] > L->wsz[big])
+    int big = L->cur < 0 ? 0 : L->cur;
+    for (size_t j = (size_t)big; j < ts_graph_node_count(L->g); j++)
+        if (L->w[j].bytes > L->w[big].bytes)
             big = (int)j;
     const ts_graph_node *bn = ts_graph_get_node(L->g, big);
     return ts_err_set(L->err, TS_EINPUT,
@@ -188,7 +228,7 @@ ts_status lwi_check_fit(lw *L, const char *what, const char *name)
                       (unsigned long long)(need - (need < top ? need : top)),
                       (unsigned long long)((need - (need < top ? need : top) + 1023) / 1024),
                       (unsigned long long)((L->hw + 1023) / 1024), (unsigned long long)((need - L->hw + 1023) / 1024),
-                      (unsigned long long)((L->wsz[big] + 1023) / 1024), ts_graph_op_name(bn->op), bn->name);
+                      (unsigned long long)((L->w[big].bytes + 1023) / 1024), ts_graph_op_name(bn->op), bn->name);
 }
 
 /* ---- the graph inputs ---- */
@@ -268,20 +308,17 @@ static ts_status place_input(lw *L, int id)
         return rc;
     L->pl[id] = (lw_place){.ntiles = tn ? tn : 1, .chunk = chunk, .addr = a, .es = es};
     lwi_use_tiles(L, tn ? tn : 1);
-    size_t nn = ts_graph_node_count(g);
-    uint64_t wa = L->wabove, w0 = nn ? L->wsz[0] : 0;
-    L->wabove = 0; /* the weights are counted by the first operator's check */
-    if (nn)
-        L->wsz[0] = 0;
+    uint64_t lim = L->slim;
+    L->slim = L->p->target.sram_bytes & ~(uint64_t)15; /* the weights are counted by the first operator's check */
+    L->slim = L->slim > L->perm ? L->slim - L->perm : 0;
     rc = lwi_check_fit(L, "input", t->name);
-    L->wabove = wa;
-    if (nn)
-        L->wsz[0] = w0;
+    L->slim = lim;
     return rc;
 }
 
 ts_status lwi_place_inputs(lw *L)
 {
+    L->cur = -1;
     for (size_t i = 0; i < ts_graph_tensor_count(L->g); i++) {
         const ts_graph_tensor *t = ts_graph_get_tensor(L->g, (int)i);
         size_t nc = 0;
