@@ -64,7 +64,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
   meson test -C build-asan --no-rebuild --print-errorlogs \
   --num-processes "$jobs" --timeout-multiplier 4 $asan_tests | tee -a "$log"
 
-[ -d build-tsan ] || meson setup build-tsan --buildtype=debugoptimized -Db_sanitize=thread \
+# -g1 as for ASan + UBSan: ThreadSanitizer's reports keep their stacks' file:line (docs/testing.md).
+[ -d build-tsan ] || meson setup build-tsan --buildtype=debugoptimized -Dc_args=-g1 -Db_sanitize=thread \
   -Db_lundef=false -Dwerror=true >/dev/null
 # Only what the threaded suites run is built here (their test executables and what they link), not
 # the whole tree: meson lists the suites' executables, relative to the build directory.

@@ -359,6 +359,9 @@ struct ts_model {
     int job;                 /* what the helpers do when the main thread lets them go: IPU_JOB_* */
     uint8_t *spine_final;    /* per column: every word it sent this superstep has its spine delay
                               * (its tiles all at the sync or done: they send nothing more) */
+    ipu_tsum *colsum;        /* per column: its tiles' summary, kept in the round that set its
+                              * spine_final and read in the rounds after until the release
+                              * (finish_range: a column at the sync is not visited again) */
     uint32_t *tgroup;        /* per tile: its column group (tile / tiles_per_column / columns_per_group) */
     uint64_t *spine_e;       /* per column: the first cycle its next words may enter the spine
                               * (one cycle after its last ones, see ts_ipu_spine_column) */

@@ -128,7 +128,8 @@ static __attribute__((noinline)) void run_range(ts_model *m, int id)
     int from = id;
     uint32_t u;
     while ((u = take_column(m, id, false, &from)) != UINT32_MAX)
-        run_part(m, u, &m->terr[id]);
+        if (!m->spine_final[u / IPU_RUN_PARTS]) /* else no tile of its column runs before the release */
+            run_part(m, u, &m->terr[id]);
 }
 
 /* Commit the words tile t sent this round to its log; false when that runs out of memory. */
@@ -180,6 +181,33 @@ static void summarise(const ts_model *m, uint32_t i, const ipu_tile *t, ipu_tsum
     s->waiting += ts_ipu_tile_waiting(t);
 }
 
+/* Add the summary c of some tiles to s, the summary of others: as if summarise had seen c's tiles
+ * after s's (sums, maxima and lowest tiles do not depend on the order). */
+static void tsum_add(ipu_tsum *s, const ipu_tsum *c)
+{
+    s->work += c->work;
+    s->uni += c->uni;
+    s->claims += c->claims;
+    if (c->arrived) {
+        if (!s->arrived || c->last_arrival > s->last_arrival ||
+            (c->last_arrival == s->last_arrival && c->crit < s->crit)) {
+            s->last_arrival = c->last_arrival;
+            s->crit = c->crit;
+            s->arrived = true;
+        }
+        s->hbytes += c->hbytes;
+        s->xbytes += c->xbytes;
+    }
+    s->pending |= c->pending;
+    s->live += c->live;
+    if (c->run_from < s->run_from)
+        s->run_from = c->run_from;
+    if (c->at_sync && (!s->at_sync || c->first_sync < s->first_sync))
+        s->first_sync = c->first_sync;
+    s->at_sync += c->at_sync;
+    s->waiting += c->waiting;
+}
+
 /* The commit phase of thread id, column by column, the columns it takes: commit the words their tiles sent this round to
  * their logs (no thread reads a log while this runs: it comes between two barriers), set the
  * spine delays of the column's words, measure the column's work in the round (for the next
@@ -192,6 +220,15 @@ static __attribute__((noinline)) void finish_range(ts_model *m, int id)
     int from = id;
     uint32_t col;
     while ((col = take_column(m, id, true, &from)) != UINT32_MAX) {
+        if (m->spine_final[col]) {
+            /* its tiles were all at the sync or done after an earlier round of this superstep:
+             * none ran since (only the release changes them), so its summary is the one kept
+             * then, and its parts did no work */
+            tsum_add(&s, &m->colsum[col]);
+            memset(m->colw + (size_t)col * IPU_RUN_PARTS, 0, IPU_RUN_PARTS * sizeof *m->colw);
+            continue;
+        }
+        ipu_tsum cs = {.run_from = UINT64_MAX};
         uint32_t lo = (uint32_t)(col * tpc), hi = (uint32_t)((col + 1) * tpc < m->ntiles ? (col + 1) * tpc : m->ntiles);
         const uint64_t per = (tpc + IPU_RUN_PARTS - 1) / IPU_RUN_PARTS;
         uint64_t work[IPU_RUN_PARTS] = {0}, run[IPU_RUN_PARTS] = {0}, running = 0;
@@ -204,8 +241,11 @@ static __attribute__((noinline)) void finish_range(ts_model *m, int id)
             work[(i - lo) / per] += t->work;
             run[(i - lo) / per] += t->sup == SUP_RUN;
             running += t->sup == SUP_RUN;
-            summarise(m, i, t, &s);
+            summarise(m, i, t, &cs);
         }
+        tsum_add(&s, &cs);
+        if (!running)
+            m->colsum[col] = cs;
         /* a column whose tiles are all at the sync or done sends nothing more this superstep:
          * every word it sent gets its delay now, in parallel, instead of in the sync's pass over
          * every column on the main thread (spine_all skips the column) */
@@ -367,7 +407,8 @@ ts_status ts_ipu_threads_start(ts_model *m, ts_err *err)
     m->colseen = ts_calloc((m->ncols ? m->ncols : 1) * (size_t)IPU_RUN_PARTS, sizeof *m->colseen);
     m->cur = ts_calloc((size_t)m->nthreads, sizeof *m->cur);
     m->spine_final = ts_calloc(m->ncols ? m->ncols : 1, 1);
-    if (!m->split || !m->colw || !m->colseen || !m->cur || !m->spine_final)
+    m->colsum = ts_calloc(m->ncols ? m->ncols : 1, sizeof *m->colsum);
+    if (!m->split || !m->colw || !m->colseen || !m->cur || !m->spine_final || !m->colsum)
         return ts_err_set(err, TS_ENOMEM, "out of memory for the host threads");
     ts_ipu_split(m->colw, m->ncols, (uint32_t)m->nthreads, m->split); /* all zero: evenly */
     if (m->nthreads > 1) {
@@ -425,6 +466,7 @@ void ts_ipu_threads_stop(ts_model *m)
     ts_free(m->split);
     ts_free(m->cur);
     ts_free(m->spine_final);
+    ts_free(m->colsum);
     ts_free(m->colw);
     ts_free(m->colseen);
     if (m->prof)
