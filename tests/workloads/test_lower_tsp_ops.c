@@ -1245,6 +1245,58 @@ START_TEST(test_shared_weight)
 }
 END_TEST
 
+/* One MatMul of 64 x 640 by 640 x 3200 on a chip of 240 words a MEM slice (120 a bank half): its
+ * weight rows, 2 reduction blocks x 10 tiles of 320 rows, take 146 words of each slice, more than a
+ * bank half of either hemisphere holds, so they lie split, the first rows in the west's fullest
+ * half and the rest in the east's (products.c, split_rows); the east then has too little left for
+ * two partial-sum buffers of 49 rows (90 words each) and the product takes them in smaller chunks.
+ * Without the split the weight has no room at all. Bit-exact, no hazard. */
+START_TEST(test_split_weights)
+{
+    static const char *const small[] = {"mem.slice_bytes=76800", NULL};
+    ts_graph *g = ts_graph_create("split");
+    enum { M = 64, K = 640, N = 3200 };
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, K});
+    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){K, N});
+    int y = chain(g, TS_OP_MATMUL, "m", x, w, NULL);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    ts_err e;
+    ts_err_init(&e);
+    void *cfg = tsp_test_config("tsp_v1", small);
+    ts_lower_tsp_params p;
+    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
+    ts_config_destroy(cfg);
+    lowered l;
+    ck_assert_msg(ts_lower_tsp(g, &p, &l.prog, &l.rep, &e) == TS_OK, "%s", e.msg);
+    ts_err_free(&e);
+    tsp_test_run2("tsp_v1", small, l.prog, &l.run);
+    ck_assert_double_eq(tsp_stat(&l.run, "hazards.stream_collision") + tsp_stat(&l.run, "hazards.no_value") +
+                            tsp_stat(&l.run, "hazards.bank_conflict") + tsp_stat(&l.run, "hazards.resource") +
+                            tsp_stat(&l.run, "hazards.queue_underrun"),
+                        0);
+    static int8_t a[M][K];
+    for (int m = 0; m < M; m++)
+        for (int c = 0; c < K; c++)
+            a[m][c] = (int8_t)ts_fill_i8(x, (uint64_t)m * K + c);
+    int bad = 0, nonzero = 0;
+    for (int m = 0; m < M; m++)
+        for (int c = 0; c < N; c++) {
+            int32_t acc = 0;
+            for (int k = 0; k < K; k++)
+                acc += a[m][k] * ts_fill_i8(w, (uint64_t)k * N + c);
+            int8_t want = requant(acc, ts_lower_tsp_scale((uint64_t)K), false), have = got(&l, y, (uint32_t)m, (uint32_t)c);
+            nonzero += want != 0;
+            if (have != want && bad++ < 8)
+                fprintf(stderr, "y[%d][%d] = %d, want %d\n", m, c, have, want);
+        }
+    ck_assert_int_eq(bad, 0);
+    ck_assert_int_gt(nonzero, M * N / 4);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("lower_tsp_ops");
@@ -1267,6 +1319,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_heads_rank4, 0, 2);
     tcase_add_test(tc, test_east_weights);
     tcase_add_test(tc, test_shared_weight);
+    tcase_add_test(tc, test_split_weights);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -133,6 +133,8 @@ typedef struct lt_wrows {
     uint32_t N, K, KT, woff, wbase, wfirst, wn;
     bool east;              /* ... and their east copy (products.c, east_rows) */
     uint32_t ewoff, ewbase;
+    uint32_t wsplit;        /* rows from wsplit on lie in the east (products.c, split_rows); 0: none */
+    uint32_t w2off, w2base;
 } lt_wrows;
 
 /* A constant of 4 words of every east slice (an f32 scale) kept in ALU latches while a product's
@@ -326,6 +328,7 @@ bool lt_byte_in(lt *L, uint32_t word, uint64_t t, uint32_t tag, val *v);
 /* ---- MEM regions and placement (memory.c) ---- */
 
 int lt_al_put(alloc *a, uint32_t base, uint32_t len, uint64_t avail);
+uint32_t lt_fresh_room(const lt *L, int hemi, int *bank);
 ts_status lt_region(lt *L, int hemi, uint32_t words, const char *what, const ts_graph_node *nd, bool fresh,
                     int bank, uint32_t *base, uint64_t *avail);
 alloc *lt_alloc_of(lt *L, int hemi, uint32_t base);

@@ -114,6 +114,16 @@ ts_status lt_region(lt *L, int hemi, uint32_t words, const char *what, const ts_
     return TS_OK;
 }
 
+/* The most fresh words (never written, above every region) in one bank half of a hemisphere's slices,
+ * and the bank of that half. */
+uint32_t lt_fresh_room(const lt *L, int hemi, int *bank)
+{
+    const alloc *a = L->al[hemi];
+    int b = a[1].limit - a[1].top > a[0].limit - a[0].top;
+    *bank = b;
+    return a[b].limit - a[b].top;
+}
+
 /* The allocator (bank half) that words from base belong to. */
 alloc *lt_alloc_of(lt *L, int hemi, uint32_t base)
 {

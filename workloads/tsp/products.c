@@ -564,6 +564,8 @@ typedef struct pmem {
     uint32_t wfirst, wn;     /* the west slices (0, nW), or the east ones (nW, nE) when the west is full */
     bool east;               /* the east planes can take the blocks: their rows lie in the east MEM too */
     uint32_t ewoff, ewbase;  /* ... row g in east slice (ewoff + g) mod nE, word ewbase + (ewoff + g) / nE */
+    uint32_t wsplit;         /* split_rows: rows g >= wsplit lie in east slice nW + (w2off + g - wsplit) mod nE, */
+    uint32_t w2off, w2base;  /* word w2base + (w2off + g - wsplit) / nE; 0: every row as above */
     uint32_t cbase;          /* bias (4 byte planes per output tile) then scale (4), every east slice */
     uint32_t ct;             /* the tiles cbase holds a bias for: NT, or 1 (zeros every tile reads) */
     uint64_t nparts;         /* partial-sum words (4 per output vector), 0 for one reduction block */
@@ -617,6 +619,9 @@ static bool shared_rows(const lt *L, const prod *p, pmem *m)
             m->east = w->east;
             m->ewoff = w->ewoff;
             m->ewbase = w->ewbase;
+            m->wsplit = w->wsplit;
+            m->w2off = w->w2off;
+            m->w2base = w->w2base;
             return true;
         }
     }
@@ -632,7 +637,8 @@ static ts_status keep_rows(lt *L, const prod *p, const pmem *m)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     L->wts[L->nwts++] = (lt_wrows){.wid = p->wid, .kind = p->kind, .N = p->N, .K = p->K, .KT = p->KT,
                                    .woff = m->woff, .wbase = m->wbase, .wfirst = m->wfirst, .wn = m->wn,
-                                   .east = m->east, .ewoff = m->ewoff, .ewbase = m->ewbase};
+                                   .east = m->east, .ewoff = m->ewoff, .ewbase = m->ewbase,
+                                   .wsplit = m->wsplit, .w2off = m->w2off, .w2base = m->w2base};
     return TS_OK;
 }
 
@@ -722,6 +728,34 @@ static ts_status east_rows(lt *L, const prod *p, pmem *m, uint64_t rows, const i
     return TS_OK;
 }
 
+/* Split rows (a weight that neither hemisphere holds in one bank half: GPT-2's LM head in prefill,
+ * 3,428 words a slice where the west has 156 left and the east 3,335): the first rows in the fresh
+ * words of the west's fullest half, from row m->wsplit on the rest in the east's, read westward
+ * through the VXM to the planes as the east rows of a full west are. *wwords and *ewords the words
+ * of each; the caller keeps the west's error where they do not fit. */
+static ts_status split_rows(lt *L, const prod *p, pmem *m, uint64_t rows, const char *what, uint32_t *wwords,
+                            uint32_t *ewords)
+{
+    int bw, be;
+    uint32_t rw = lt_fresh_room(L, 0, &bw), re = lt_fresh_room(L, 1, &be);
+    uint64_t ra = (uint64_t)rw * L->nW, w2off = L->rot % L->nE, wav;
+    m->woff = L->rot % L->nW;
+    m->wfirst = 0;
+    m->wn = L->nW;
+    if (ra <= m->woff || ra - m->woff >= rows || rows - (ra - m->woff) > UINT32_MAX ||
+        ts_geom_cdiv(w2off + rows - (ra - m->woff), L->nE) > re)
+        return TS_EINPUT;
+    ra -= m->woff;
+    *wwords = rw;
+    *ewords = (uint32_t)ts_geom_cdiv(w2off + rows - ra, L->nE);
+    ts_status rc = lt_region(L, 0, *wwords, what, p->nd, true, bw, &m->wbase, &wav);
+    if (rc == TS_OK)
+        rc = lt_region(L, 1, *ewords, what, p->nd, true, be, &m->w2base, &wav);
+    m->wsplit = (uint32_t)ra;
+    m->w2off = (uint32_t)w2off;
+    return rc;
+}
+
 /* The valid rows of every block, striped over the west MEM (fresh words of bank 1); a weight an
  * earlier product laid out the same way is read from there. */
 static ts_status weights(lt *L, const prod *p, pmem *m)
@@ -740,6 +774,7 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
         return rc;
     uint32_t wwords = (uint32_t)ts_geom_cdiv(m->woff + rows, L->nW);
     uint64_t wav;
+    uint32_t e2words = 0;
     char what[96];
     snprintf(what, sizeof what, "weights '%s'", p->wid >= 0 ? ts_graph_get_tensor(L->g, p->wid)->name : "(0/1 blocks)");
     rc = lt_region(L, 0, wwords, what, p->nd, true, 1, &m->wbase, &wav);
@@ -756,15 +791,26 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
         uint32_t ewords = (uint32_t)ts_geom_cdiv(m->woff + rows, L->nE);
         if ((rc = lt_region(L, 1, ewords, what, p->nd, true, 1, &m->wbase, &wav)) != TS_OK) {
             ts_err_free(L->err);
-            *L->err = west;
-            return rc;
+            ts_err_init(L->err);
+            if (rc != TS_EINPUT || (rc = split_rows(L, p, m, rows, what, &wwords, &ewords)) != TS_OK) {
+                ts_err_free(L->err);
+                *L->err = west;
+                return rc;
+            }
+            ts_err_free(&west);
         }
         L->room_short = false; /* the east had room */
-        wwords = ewords;
+        if (!m->wsplit)
+            wwords = ewords;
+        e2words = ewords;
     }
-    image im;
+    image im, im2;
     if (rc != TS_OK || (rc = lt_img_init(L, &im, m->wn, m->wbase, wwords)) != TS_OK)
         return rc;
+    if (m->wsplit && (rc = lt_img_init(L, &im2, L->nE, m->w2base, e2words)) != TS_OK) {
+        lt_img_flush(L, &im, 0); /* frees it */
+        return rc;
+    }
     if (p->kind == 4)
         L->cats[L->ncats - 1].wbase = m->wbase;
     const ts_graph_tensor *wt = p->wid >= 0 ? ts_graph_get_tensor(L->g, p->wid) : NULL;
@@ -773,15 +819,21 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
         for (uint32_t kt = 0; kt < p->KT; kt++) {
             uint32_t nv = p->kind == 4 && !blk_used(p, nt, kt, VL) ? 0 : tile_rows(p, nt, VL);
             for (uint32_t r = 0; r < nv; r++, g++) {
-                uint64_t k = m->woff + g;
-                uint8_t *row = im.s[k % m->wn] + (size_t)(k / m->wn) * VL;
+                uint64_t k = m->woff + g, k2 = m->w2off + g - m->wsplit;
+                uint8_t *row = m->wsplit && g >= m->wsplit ? im2.s[k2 % L->nE] + (size_t)(k2 / L->nE) * VL
+                                                           : im.s[k % m->wn] + (size_t)(k / m->wn) * VL;
                 if (p->kind == 4)
                     memcpy(row, L->cats[L->ncats - 1].img + g * VL, VL);
                 if (p->kind != 4)
                     wgt_row(L, p, wt, p->rep ? r : nt * VL + r, kt, VL, row);
             }
         }
-    if ((rc = east_rows(L, p, m, rows, &im)) != TS_OK || (rc = lt_img_flush(L, &im, m->wfirst)) != TS_OK)
+    if (m->wsplit) { /* no east copy: the east holds the rows past wsplit already */
+        ts_status r1 = lt_img_flush(L, &im, 0), r2 = lt_img_flush(L, &im2, L->nW);
+        if ((rc = r1 != TS_OK ? r1 : r2) != TS_OK)
+            return rc;
+        L->words_used += (uint64_t)e2words * L->nE;
+    } else if ((rc = east_rows(L, p, m, rows, &im)) != TS_OK || (rc = lt_img_flush(L, &im, m->wfirst)) != TS_OK)
         return rc;
     L->words_used += (uint64_t)wwords * m->wn;
     return keep_rows(L, p, m);
@@ -839,9 +891,14 @@ static ts_status psums(lt *L, const prod *p, uint32_t rows, bool need, pmem *m)
     ts_status rc;
     m->pav = 0;
     if (m->pwords &&
-        ((rc = lt_region(L, 1, m->pwords, "the int32 partial sums", p->nd, false, 1, &m->pbases[0], &m->pav)) != TS_OK ||
-         (rc = lt_region(L, 1, m->pwords, "the int32 partial sums", p->nd, false, 0, &m->pbases[1], &av2)) != TS_OK))
+        (rc = lt_region(L, 1, m->pwords, "the int32 partial sums", p->nd, false, 1, &m->pbases[0], &m->pav)) != TS_OK)
         return rc;
+    if (m->pwords &&
+        (rc = lt_region(L, 1, m->pwords, "the int32 partial sums", p->nd, false, 0, &m->pbases[1], &av2)) != TS_OK) {
+        if (lt_al_put(lt_alloc_of(L, 1, m->pbases[0]), m->pbases[0], m->pwords, m->pav))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        return rc;
+    }
     if (av2 > m->pav)
         m->pav = av2;
     return TS_OK;
@@ -1031,7 +1088,7 @@ static ts_status install_on(lt *L, psched *s, int j)
     install_arg a = {.pl = pl, .rows_mem = pl < 2 ? s->rmem : s->ermem, .rows_word = pl < 2 ? s->rword : s->erword,
                      .nvalid = s->nv, .rows_lb = s->p->kind == 5 ? s->rlb : NULL, .per = per, .ncyc = ncyc,
                      .tag = lt_new_tag(L), .row0 = s->p->rep ? s->nt * s->p->N : 0,
-                     .seg = pl >= 2 ? SEG_E : s->m.wfirst == L->nW ? SEG_ALL : SEG_W};
+                     .seg = pl >= 2 ? SEG_E : s->m.wfirst == L->nW || s->m.wsplit ? SEG_ALL : SEG_W};
     uint64_t I = L->plane_busy[a.pl], w;
     for (uint32_t r = 0; a.rows_lb && r < s->nv; r++) /* row r is read about r / 16 cycles after I */
         if (a.rows_lb[r] > I + L->VL / IW_STREAMS)
@@ -1377,8 +1434,14 @@ static void blk_rows(lt *L, psched *s, uint64_t g)
 {
     for (uint32_t r = 0; r < s->nv; r++) {
         uint64_t k = s->m.woff + g + r, e = s->m.ewoff + g + r;
-        s->rmem[r] = s->m.wfirst + (uint32_t)(k % s->m.wn);
-        s->rword[r] = s->m.wbase + (uint32_t)(k / s->m.wn);
+        if (s->m.wsplit && g + r >= s->m.wsplit) { /* split_rows: the east part */
+            uint64_t k2 = s->m.w2off + g + r - s->m.wsplit;
+            s->rmem[r] = L->nW + (uint32_t)(k2 % L->nE);
+            s->rword[r] = s->m.w2base + (uint32_t)(k2 / L->nE);
+        } else {
+            s->rmem[r] = s->m.wfirst + (uint32_t)(k % s->m.wn);
+            s->rword[r] = s->m.wbase + (uint32_t)(k / s->m.wn);
+        }
         s->ermem[r] = L->nW + (uint32_t)(e % L->nE);
         s->erword[r] = s->m.ewbase + (uint32_t)(e / L->nE);
     }
@@ -2182,7 +2245,19 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
     }
     for (s.m0 = 0; s.m0 < p->M && rc == TS_OK; s.m0 = s.m1) {
         s.m1 = p->M - s.m0 < rows ? p->M : s.m0 + rows;
-        if ((rc = psums(L, p, s.m1 - s.m0, !pair, &s.m)) != TS_OK || (rc = sched_blocks(L, &s)) != TS_OK)
+        bool short_before = L->room_short;
+        if ((rc = psums(L, p, s.m1 - s.m0, !pair, &s.m)) == TS_EINPUT && s.m.wsplit && rows > 1) {
+            rc = TS_OK; /* split rows left the east too little for the buffers: smaller chunks */
+            rows = (rows + 1) / 2;
+            s.m1 = s.m0;
+            L->room_short = short_before;
+            if (L->err) {
+                ts_err_free(L->err);
+                ts_err_init(L->err);
+            }
+            continue;
+        }
+        if (rc != TS_OK || (rc = sched_blocks(L, &s)) != TS_OK)
             break;
         if (s.m.pwords) {
             uint64_t pl = 0;
