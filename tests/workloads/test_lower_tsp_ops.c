@@ -1123,6 +1123,29 @@ START_TEST(test_heads_rank4)
 }
 END_TEST
 
+/* Lower g for a tsp_v1 with the settings small (NULL-ended) into l, which must succeed. */
+static void lower_small(ts_graph *g, const char *const *small, lowered *l)
+{
+    ts_err e;
+    ts_err_init(&e);
+    void *cfg = tsp_test_config("tsp_v1", small);
+    ts_lower_tsp_params p;
+    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
+    ts_config_destroy(cfg);
+    ck_assert_msg(ts_lower_tsp(g, &p, &l->prog, &l->rep, &e) == TS_OK, "%s", e.msg);
+    ts_err_free(&e);
+}
+
+/* Run l's program on the same chip: no hazard of any kind. */
+static void run_small(const char *const *small, lowered *l)
+{
+    tsp_test_run2("tsp_v1", small, l->prog, &l->run);
+    ck_assert_double_eq(tsp_stat(&l->run, "hazards.stream_collision") + tsp_stat(&l->run, "hazards.no_value") +
+                            tsp_stat(&l->run, "hazards.bank_conflict") + tsp_stat(&l->run, "hazards.resource") +
+                            tsp_stat(&l->run, "hazards.queue_underrun"),
+                        0);
+}
+
 /* A chain of five MatMuls whose weights (46 and 51 words of each slice) pass what the west MEM of
  * a chip with 200 words a slice holds: the last ones' rows go to the east slices and are read
  * westward through the VXM to the planes. Bit-exact, no hazard. */
@@ -1141,19 +1164,9 @@ START_TEST(test_east_weights)
     }
     ts_graph_mark_output(g, y);
     finalize(g);
-    ts_err e;
-    ts_err_init(&e);
-    void *cfg = tsp_test_config("tsp_v1", small);
-    ts_lower_tsp_params p;
-    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
-    ts_config_destroy(cfg);
     lowered l;
-    ck_assert_msg(ts_lower_tsp(g, &p, &l.prog, &l.rep, &e) == TS_OK, "%s", e.msg);
-    ts_err_free(&e);
-    tsp_test_run2("tsp_v1", small, l.prog, &l.run);
-    ck_assert_double_eq(tsp_stat(&l.run, "hazards.stream_collision") + tsp_stat(&l.run, "hazards.no_value") +
-                            tsp_stat(&l.run, "hazards.bank_conflict") + tsp_stat(&l.run, "hazards.resource"),
-                        0);
+    lower_small(g, small, &l);
+    run_small(small, &l);
     static int8_t a[4][2000], b[4][2000];
     for (int m = 0; m < M; m++)
         for (int c = 0; c < n[0]; c++)
@@ -1200,22 +1213,11 @@ START_TEST(test_shared_weight)
     }
     ts_graph_mark_output(g, y);
     finalize(g);
-    ts_err e;
-    ts_err_init(&e);
-    void *cfg = tsp_test_config("tsp_v1", small);
-    ts_lower_tsp_params p;
-    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
-    ts_config_destroy(cfg);
     lowered l;
-    ck_assert_msg(ts_lower_tsp(g, &p, &l.prog, &l.rep, &e) == TS_OK, "%s", e.msg);
-    ts_err_free(&e);
+    lower_small(g, small, &l);
     /* one copy of the rows (K x 4 tiles of 320 lanes: 5120 vectors, 117 words of 44 slices) */
     ck_assert_uint_lt(l.rep.words_used, 2 * 117 * 44);
-    tsp_test_run2("tsp_v1", small, l.prog, &l.run);
-    ck_assert_double_eq(tsp_stat(&l.run, "hazards.stream_collision") + tsp_stat(&l.run, "hazards.no_value") +
-                            tsp_stat(&l.run, "hazards.bank_conflict") + tsp_stat(&l.run, "hazards.resource") +
-                            tsp_stat(&l.run, "hazards.queue_underrun"),
-                        0);
+    run_small(small, &l);
     static int8_t a[2][1280], b[2][1280];
     for (int m = 0; m < M; m++)
         for (int c = 0; c < K; c++)
@@ -1261,20 +1263,9 @@ START_TEST(test_split_weights)
     int y = chain(g, TS_OP_MATMUL, "m", x, w, NULL);
     ts_graph_mark_output(g, y);
     finalize(g);
-    ts_err e;
-    ts_err_init(&e);
-    void *cfg = tsp_test_config("tsp_v1", small);
-    ts_lower_tsp_params p;
-    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
-    ts_config_destroy(cfg);
     lowered l;
-    ck_assert_msg(ts_lower_tsp(g, &p, &l.prog, &l.rep, &e) == TS_OK, "%s", e.msg);
-    ts_err_free(&e);
-    tsp_test_run2("tsp_v1", small, l.prog, &l.run);
-    ck_assert_double_eq(tsp_stat(&l.run, "hazards.stream_collision") + tsp_stat(&l.run, "hazards.no_value") +
-                            tsp_stat(&l.run, "hazards.bank_conflict") + tsp_stat(&l.run, "hazards.resource") +
-                            tsp_stat(&l.run, "hazards.queue_underrun"),
-                        0);
+    lower_small(g, small, &l);
+    run_small(small, &l);
     static int8_t a[M][K];
     for (int m = 0; m < M; m++)
         for (int c = 0; c < K; c++)
