@@ -856,19 +856,17 @@ static void t10_shifts(lw *L, const t10_gen *G, const t10_mem *mem, t10_run *run
     }
 }
 
-/* The rotating operand whose shift after step st is made in the step's superstep (0: A, 1: B; -1 none):
- * the one of more words where both rotate. Not after the first step, whose superstep starts with
- * the gather's copies (a receive must be armed before any code of unknown length), nor after the
- * last. */
-static int t10_lapped(const t10_gen *G, const t10_mem *mem, t10_run *run, uint32_t st)
+/* The rotating operand whose shift is made in a step's own superstep (0: A, 1: B; -1 none): the one
+ * of more words where both rotate (a shift's words do not depend on the step). Not after the first
+ * step, whose superstep starts with the gather's copies (a receive must be armed before any code
+ * of unknown length), nor after the last: t10_steps. */
+static int t10_lapped(const t10_gen *G, const t10_mem *mem, t10_run *run)
 {
-    if (!st || st + 1 >= G->steps || (!G->rota && !G->rotb))
-        return -1;
     if (!G->rota || !G->rotb)
-        return G->rota ? 0 : 1;
+        return G->rota ? 0 : G->rotb ? 1 : -1;
     uint64_t w[2] = {0, 0};
     for (int op = 0; op < 2; op++) {
-        t10_shift_plan(G, mem, run, st, op == 0);
+        t10_shift_plan(G, mem, run, 0, op == 0);
         for (uint32_t t = 0; t < G->tn; t++)
             w[op] += run->words[t];
     }
@@ -979,6 +977,7 @@ static ts_status t10_steps(lw *L, const ts_graph_node *n, const t10_gen *G, cons
                            t10_run *run)
 {
     t10_zero_pads(L, G, mem);
+    const int lapped = t10_lapped(G, mem, run);
     for (uint32_t st = 0; st < G->steps; st++) {
         /* the shift of one rotating operand made in the step's superstep: every receiver armed
          * first (into the free slot, which the step does not touch), then each tile sends the slice
@@ -986,7 +985,7 @@ static ts_status t10_steps(lw *L, const ts_graph_node *n, const t10_gen *G, cons
          * run while its successor's words arrive (the supervisor, holding the send port, cannot
          * start them before; with them running it has no slot to issue in), and waits for its
          * words before the sync: a superstep and its sync fewer, and the words' latency hidden */
-        int lap = t10_lapped(G, mem, run, st);
+        int lap = st && st + 1 < G->steps ? lapped : -1;
         if (lap >= 0) {
             uint64_t to = t10_shift_plan(G, mem, run, st, lap == 0);
             for (uint32_t t = 0; t < G->tn; t++)
