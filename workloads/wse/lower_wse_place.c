@@ -556,14 +556,15 @@ static void rows_in(lw *L, uint32_t rows)
             continue;
         const uint32_t ko = e->ko, step = (d->kr + ko - 1) / ko;
         const uint64_t nb = ts_geom_cdiv((uint64_t)d->N, d->kc);
-        uint64_t least = glu_slice(L, e, 0), most = glu_slice(L, e, 1);
+        const uint64_t least = glu_slice(L, e, 0);
+        const uint64_t mem = lw_mm_bytes(d->h16, ts_geom_cdiv(glu_slice(L, e, 1), step), nb);
         if (least < step || p->kr + (uint64_t)(ko - 1) * step > rows || (uint64_t)ko * step > rows ||
-            lw_mm_bytes(d->h16, ts_geom_cdiv(most, step), nb) > L->t->sram_bytes)
+            mem > L->t->sram_bytes)
             continue;
         d->kin = ko;
         d->kr = ko * step;
         d->h = d->kr;
-        d->mem = lw_mm_bytes(d->h16, ts_geom_cdiv(most, step), nb);
+        d->mem = mem;
         p->kstep = e->kstep = step;
         p->h = p->kr + (ko - 1) * step;
         e->h = (ko - 1) * step + 1;
