@@ -21,6 +21,12 @@ const arch_mode arch_modes[ARCH_NMODES] = {
 unsigned arch_modes_default = ARCH_MODES_ALL;
 unsigned arch_modes_address;
 
+bool arch_tsan(void)
+{
+    const char *san = getenv("TS_SANITIZER");
+    return san && !strcmp(san, "thread");
+}
+
 /* The kernel's figures (core/sim.c): a hang is this many cycles without work; steps of at most
  * this many cycles. */
 #define HANG_CYCLES 1000000ull
@@ -253,7 +259,7 @@ bool arch_modes_compare(const ts_family *fam, const ts_config *cfg, const ts_pro
      * no race to find, and the normal and ASan + UBSan builds compare every mode with the one
      * thread's. A set without threads runs its reference alone. docs/testing.md. */
     size_t first = 0;
-    if (san && !strcmp(san, "thread")) {
+    if (arch_tsan()) {
         modes &= ~(1u << ARCH_FAST | 1u << ARCH_LOCKSTEP);
         if (modes & 1u << ARCH_THREADS3)
             modes &= ~(1u << ARCH_THREADS2);

@@ -87,6 +87,11 @@ typedef struct arch_run {
                            * status and error message */
 } arch_run;
 
+/* True under ThreadSanitizer (scripts/test.sh sets TS_SANITIZER=thread): a test whose runs are
+ * all on one thread has no race to find there, and one that runs many programs on threads may run
+ * fewer of them (docs/testing.md); the other two builds run them all. */
+bool arch_tsan(void);
+
 /* Run p on cfg in one mode as the kernel would; never aborts (see out->rc). opts may be NULL.
  * Free with arch_run_free. */
 ts_status arch_run_mode(const ts_family *fam, const ts_config *cfg, const ts_program *p, const arch_opts *opts,

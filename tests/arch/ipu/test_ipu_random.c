@@ -13,6 +13,18 @@
 #include "core/program.h"
 #include "tests/arch/ipu/ipu_test.h"
 
+/* Whether program n runs: every one, but under ThreadSanitizer (arch_tsan) every fifth (3, 8, 13,
+ * ...: random and safe streams and exchanges, two of the four that reach the cycle limit among
+ * the first thousand streams). Each is still made,
+ * so the ones that run are the same programs in every build. Their runs are each tile's code on 4
+ * tiles over 3 threads: more programs reach more of a tile's code rather than more of what the
+ * threads share, and the other builds run them all (the thousands took about 26 s of CPU under
+ * ThreadSanitizer). The mixes asserted below scale with the count run. */
+static bool runs(int n)
+{
+    return !arch_tsan() || n % 5 == 3;
+}
+
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint32_t rnd(uint32_t n)
 {
@@ -213,7 +225,7 @@ START_TEST(random_streams_agree)
     void *cfg = ipu_test_config("ipu_tiny4", NULL);
     arch_opts o = ipu_test_opts();
     o.run.max_cycles = 6000;
-    unsigned finished = 0, failed = 0, limited = 0;
+    unsigned finished = 0, failed = 0, limited = 0, ran = 0;
     for (int n = 0; n < 1000; n++) {
         ts_program *p = NULL;
         if (n % 3 == 2) {
@@ -225,6 +237,11 @@ START_TEST(random_streams_agree)
         } else {
             p = n % 2 ? safe_program(4, 12 + rnd(40), n % 10 == 5) : random_program(4, 12 + rnd(30));
         }
+        if (!runs(n)) {
+            ts_program_destroy(p);
+            continue;
+        }
+        ran++;
         arch_run a;
         ts_buf diff = TS_BUF_INIT;
         if (!arch_modes_compare(&ts_ipu_family, cfg, p, &o, &a, &diff)) {
@@ -242,8 +259,8 @@ START_TEST(random_streams_agree)
         ts_program_destroy(p);
     }
     /* the mix this seed gives: every kind of ending occurs */
-    ck_assert_uint_gt(finished, 100);
-    ck_assert_uint_gt(failed, 100);
+    ck_assert_uint_gt(finished, ran / 10);
+    ck_assert_uint_gt(failed, ran / 10);
     ck_assert_uint_gt(limited, 0);
     ts_config_destroy(cfg);
 }
@@ -309,10 +326,16 @@ START_TEST(random_loops_agree)
     void *cfg = ipu_test_config("ipu_tiny4", NULL);
     arch_opts o = ipu_test_opts();
     o.run.max_cycles = 20000;
-    unsigned finished = 0, closed = 0;
+    unsigned finished = 0, closed = 0, ran = 0;
     for (int n = 0; n < 600; n++) {
+        char *text = loop_program();
+        if (!runs(n)) {
+            ts_free(text);
+            continue;
+        }
+        ran++;
         arch_run a;
-        ts_program *p = agree(cfg, &o, n, loop_program(), &a);
+        ts_program *p = agree(cfg, &o, n, text, &a);
         finished += a.rc == TS_OK;
         closed += a.m && a.m->t[0].cf_turns > 0;
         arch_run_free(&a);
@@ -321,8 +344,8 @@ START_TEST(random_loops_agree)
     if (getenv("IPU_RANDOM_VERBOSE"))
         fprintf(stderr, "loops: %u finished, %u closed\n", finished, closed);
     /* most finish, and most ran loops in closed form */
-    ck_assert_uint_gt(finished, 300);
-    ck_assert_uint_gt(closed, 100);
+    ck_assert_uint_gt(finished, ran / 2);
+    ck_assert_uint_gt(closed, ran / 6);
     ts_config_destroy(cfg);
 }
 END_TEST
@@ -410,11 +433,17 @@ START_TEST(random_steps_agree)
     void *cfg = ipu_test_config("ipu_tiny4", NULL);
     arch_opts o = ipu_test_opts();
     o.run.max_cycles = 20000;
-    unsigned finished = 0, failed = 0, stepped = 0, apart = 0;
+    unsigned finished = 0, failed = 0, stepped = 0, apart = 0, ran = 0;
     for (int n = 0; n < 400; n++) {
         bool run_one;
+        char *text = step_program(&run_one);
+        if (!runs(n)) {
+            ts_free(text);
+            continue;
+        }
+        ran++;
         arch_run a;
-        ts_program *p = agree(cfg, &o, n, step_program(&run_one), &a);
+        ts_program *p = agree(cfg, &o, n, text, &a);
         finished += a.rc == TS_OK;
         failed += a.rc == TS_ESIM;
         stepped += a.m && a.m->t[0].step_turns > 0;
@@ -425,9 +454,9 @@ START_TEST(random_steps_agree)
     if (getenv("IPU_RANDOM_VERBOSE"))
         fprintf(stderr, "steps: %u finished, %u failed, %u in step, %u never in step\n", finished, failed, stepped, apart);
     /* most finish, some fail (an access out of the memory), most ran turns in step */
-    ck_assert_uint_gt(finished, 250);
-    ck_assert_uint_gt(failed, 5);
-    ck_assert_uint_gt(stepped, 250);
+    ck_assert_uint_gt(finished, ran * 5 / 8);
+    ck_assert_uint_gt(failed, ran / 80);
+    ck_assert_uint_gt(stepped, ran * 5 / 8);
     ts_config_destroy(cfg);
 }
 END_TEST

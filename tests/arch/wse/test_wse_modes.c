@@ -239,13 +239,16 @@ START_TEST(modes_uniform_traffic)
 END_TEST
 
 /* A run long enough (about 11,000 cycles) for the threads to re-split the mesh by measured work
- * twice (after 1024 cycles, then every 8192): the reports do not change. */
+ * twice (after 1024 cycles, then every 8192): the reports do not change. Under ThreadSanitizer
+ * about 3,100 cycles, re-split once: the second re-split runs the first's code (the eleven
+ * thousand took about 50 s of CPU there). */
 START_TEST(modes_rebalanced)
 {
     ts_err err;
     ts_err_init(&err);
     ts_program *p = NULL;
-    ck_assert_int_eq(ts_wse_sinks_program(&p, 8, 8, 5, 500, 0.05, 11, &err), TS_OK);
+    const bool tsan = arch_tsan();
+    ck_assert_int_eq(ts_wse_sinks_program(&p, 8, 8, 5, tsan ? 120 : 500, 0.05, 11, &err), TS_OK);
     ts_buf text = {0};
     ck_assert_int_eq(ts_disasm(p, &ts_wse_isa, &text, &err), TS_OK);
     ts_program_destroy(p);
@@ -257,7 +260,7 @@ START_TEST(modes_rebalanced)
     uint64_t cycles = 0;
     for (const char *c = cy + strcspn(cy, "0123456789"); (*c >= '0' && *c <= '9') || *c == ','; c++)
         cycles = *c == ',' ? cycles : cycles * 10 + (uint64_t)(*c - '0');
-    ck_assert_msg(cycles > 9216, "%.200s", cy);
+    ck_assert_msg(cycles > (tsan ? 1024 : 9216), "%.200s", cy);
     ts_buf_free(&out);
     /* the re-splits happen only in the fast mode on threads: under the sanitizers (TS_SANITIZED),
      * which look at the threads, the run on 3 threads alone, whose bands are uneven (the six modes

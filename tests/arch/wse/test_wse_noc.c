@@ -46,7 +46,12 @@ START_TEST(loaded_every_hop_latency)
     /* every hop latency on colour routes (where the hang was), two per routing by destination (the
      * tests run under ThreadSanitizer too, 20 to 45 times slower) */
     static const char *const routing[4] = {"colour", "xy", "o1turn", "westfirst"};
+    /* under ThreadSanitizer one latency per routing, 2 or 5 (cases 1, 6, 7 and 10: the threads
+     * meet at the same band edges at every latency; 47 s of CPU there for the eleven) */
+    const bool tsan = arch_tsan();
     for (uint32_t i = 0; i < 11; i++) {
+        if (tsan && i != 1 && i != 6 && i != 7 && i != 10)
+            continue;
         uint32_t hop = i < 5 ? i + 1 : i % 2 ? 2 : 5, k = i < 5 ? 0 : (i - 5) / 2 + 1;
         ts_config *cfg = cfg_of(8, hop, 24, routing[k]);
         ts_program *p = traffic(cfg, k ? "pattern=uniform,rate=0.4,flits=2,warmup=50,measure=150"
@@ -233,9 +238,13 @@ int main(void)
     TCase *tc = tcase_create("noc");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, loaded_every_hop_latency);
-    tcase_add_test(tc, zero_load_latency);
+    /* their runs are on one thread (router_stages' loaded part on two: it stays): under
+     * ThreadSanitizer there is no race to find in them (zero_load_latency took 25 s of CPU there) */
+    if (!arch_tsan()) {
+        tcase_add_test(tc, zero_load_latency);
+        tcase_add_test(tc, offered_accepted);
+    }
     tcase_add_test(tc, router_stages);
-    tcase_add_test(tc, offered_accepted);
     tcase_add_test(tc, bad_specs);
     tcase_add_test(tc, dest_routing_checks);
     tcase_add_test(tc, patterns);
