@@ -374,13 +374,10 @@ static inline __attribute__((always_inline)) int exec_insn(ts_model *m, wse_tile
     return 1;
 }
 
-/* A vector op still running whose operands are all in memory: with the ports to itself, it moves
- * the same number of elements every cycle until its last. */
-static inline bool vec_in_memory(const wse_vop *v)
-{
-    return v->busy && v->d.kind == DSD_MEM && v->s0.kind == DSD_MEM &&
-           (ts_wse_opfacts[v->op].vop == WSE_V_MOV || v->s1.kind == DSD_MEM);
-}
+/* A vector op still running whose operands are all in memory (no operand on the fabric, fab, set
+ * at issue): with the ports to itself, it moves the same number of elements every cycle until its
+ * last. */
+static inline bool vec_in_memory(const wse_vop *v) { return v->busy && !v->fab; }
 
 static inline __attribute__((always_inline)) void ce_eval(ts_model *m, wse_tile *t, wse_band *b, uint32_t pend5)
 {
@@ -388,8 +385,9 @@ static inline __attribute__((always_inline)) void ce_eval(ts_model *m, wse_tile 
     uint32_t rd = (uint32_t)m->c.read_bytes, wr = (uint32_t)m->c.write_bytes;
     bool ramp_up = false, busy = false, stalled = false;
     uint8_t why = 0;
-    /* control wavelets at the head of core queues activate their task (§1.6 control tasks) */
-    for (uint32_t j = t->nrq; j < t->nlq && t->cctl; j++) {
+    /* control wavelets at the head of core queues activate their task (§1.6 control tasks); cctl
+     * first, as most cycles have none */
+    for (uint32_t j = t->nrq; t->cctl && j < t->nlq; j++) {
         wse_lq *q = &t->lq[j];
         bool ctrl = false;
         if (q_occ(q) && !q->taken && (q_head(q, &ctrl), ctrl)) {
