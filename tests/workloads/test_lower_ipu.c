@@ -2033,8 +2033,9 @@ END_TEST
  * halves in its rows of pixels (exact: x holds f16 values), multiplies on f16v4amp (products of
  * halves exact in f32) and sums in f32 (between the steps, and over the tree where k is split); its
  * outputs are f32 words, not rounded: so both within 1e-5 x the sum of |terms|, f32's tolerance. */
-static size_t conv_sends, conv_bundles, conv_putcs_step; /* the sends, bundles and ld128putcsstep in
-                                                          * t10_convk_tail's program */
+static size_t conv_sends, conv_bundles, conv_putcs_step, conv_paced; /* the sends, bundles, ld128putcsstep
+                                                                      * and ld2xst64pace in
+                                                                      * t10_convk_tail's program */
 
 /* tail: what follows the Conv, fused into its output pass: 0 nothing, 1 a Relu, 2 an Add of a graph
  * input then a Relu, 3 the Add alone (its output the graph's) */
@@ -2085,12 +2086,13 @@ static void t10_convk_tail(bool half, int NB, int C, int H, int Wd, int M, int k
         for (uint32_t k = 0; k < L.prog->streams[i].n; k++)
             amp += L.prog->streams[i].insn[k].op == (half ? OP_F16V4AMP : OP_F32V2AMP);
     ck_assert_uint_gt(amp, 0);
-    conv_sends = conv_bundles = conv_putcs_step = 0;
+    conv_sends = conv_bundles = conv_putcs_step = conv_paced = 0;
     for (size_t i = 0; i < L.prog->nstreams; i++)
         for (uint32_t k = 0; k < L.prog->streams[i].n; k++) {
             conv_sends += L.prog->streams[i].insn[k].op == OP_SEND;
             conv_bundles += L.prog->streams[i].insn[k].op == OP_BUNDLE;
             conv_putcs_step += L.prog->streams[i].insn[k].op == OP_LD128PUTCSSTEP;
+            conv_paced += L.prog->streams[i].insn[k].op == OP_LD2XST64PACE;
         }
 #define H16(t, k) (half ? (double)ts_f16_to_f32(ts_f32_to_f16(val(t, k))) : (double)val(t, k))
     for (int nb = 0; nb < NB; nb++)
@@ -2162,6 +2164,8 @@ START_TEST(test_t10_conv3)
         {false, 9, 2, {0}},
     };
     t10_convk(cs[_i].half, 1, 16, cs[_i].H, 4, 16, 3, cs[_i].st, 1, cs[_i].p.fm ? &cs[_i].p : NULL);
+    if (cs[_i].p.fk > 1) /* the tree's adds in the paced loop (tree_adds: 11 pairs a worker) */
+        ck_assert_uint_gt(conv_paced, 0);
 }
 END_TEST
 

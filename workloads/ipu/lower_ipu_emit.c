@@ -283,6 +283,9 @@ static ts_status emit_stream(lw *L, uint32_t t)
         ts_insn *d = &s->insn[i];
         d->op = in.op;
         memcpy(d->a, in.a, sizeof in.a);
+        if (in.op == LW_LD2XST64PACE) /* its pointers packed by LW_PACK3 */
+            for (int k = 0; k < 3; k++)
+                d->a[2 + k] = in.a[2] >> 8 * k & 0xff;
     }
     return TS_OK;
 }

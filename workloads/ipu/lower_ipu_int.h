@@ -183,6 +183,9 @@ size_t lwi_emit(lw *L, lw_code *c, int op, int32_t a0, int32_t a1, int32_t a2);
 /* On tile t's supervisor (S) or worker code (W), with lw *L in scope: S(t, SETZI, RM(1), 0, 0). */
 #define S(t, op, a, b, c) lwi_emit(L, &L->tiles[t].sup, LW_##op, (a), (b), (c))
 #define W(t, op, a, b, c) lwi_emit(L, &L->tiles[t].wrk, LW_##op, (a), (b), (c))
+/* ld2xst64pace's three pointers ($m_ld1, $m_ld2, $m_st) in its third operand (an lw_insn holds
+ * three), one byte each: the program's instruction has them as its operands 2 to 4 (emit_stream). */
+#define LW_PACK3(a, b, c) ((int32_t)((a) | (b) << 8 | (c) << 16))
 /* The bits of f, an immediate of ldconst or setzi. */
 int32_t lwi_fbits(float f);
 /* A strided 1x1 Conv (stride st, output rows of wo pixels, input rows of wi): the input pixels that

@@ -873,10 +873,48 @@ static int t10_lapped(const t10_gen *G, const t10_mem *mem, t10_run *run)
     return w[1] > w[0] ? 1 : 0;
 }
 
+/* A worker's adds of level d: bp pairs of its sums at $m2 and the received at $m3, the sums stored
+ * in place. Where the tile loads 16 bytes a cycle from where both lie, software-pipelined round
+ * `ld2xst64pace` (both pairs loaded and the sum of two pairs before stored in one issue, the add in
+ * its bundle; the sums of even and odd pairs in $a4:5 and $a6:7 in turn, since a bundle's
+ * auxiliary instruction runs first and its main one may not use what that writes): bp + 6 issues
+ * where the loop of two loads, the add and the store took 4 bp. */
+static void tree_adds(lw *L, uint32_t r, uint64_t bp, bool paced)
+{
+    if (!paced || bp < 3) {
+        W(r, SETZI, RM(4), (int32_t)bp, 0);
+        W(r, RPT, RM(4), 4, 0);
+        W(r, LD64, RA(0), RM(2), 0);
+        W(r, LD64STEP, RA(2), RM(3), 8);
+        W(r, F32V2ADD, RA(0), RA(0), RA(2));
+        W(r, ST64STEP, RA(0), RM(2), 8);
+        return;
+    }
+    /* pair p's sum in $a4:5 (p even) or $a6:7 (odd) */
+#define SUMREG(p) RA((p) % 2 ? 6 : 4)
+    W(r, MOV, RM(5), RM(2), 0); /* the stores' pointer, two pairs behind the loads' */
+    W(r, LD64STEP, RA(0), RM(2), 8);
+    W(r, LD64STEP, RA(2), RM(3), 8);
+    BUN(r, LD64STEP, RA(0), RM(2), 8, F32V2ADD, SUMREG(0), RA(0), RA(2)); /* pair 1 in, pair 0 added */
+    W(r, LD64STEP, RA(2), RM(3), 8);
+    /* pairs 2 .. bp - 1: pair p in, p - 1 added, p - 2 stored */
+    if ((bp - 2) / 2) {
+        W(r, SETZI, RM(4), (int32_t)((bp - 2) / 2), 0);
+        W(r, RPT, RM(4), 8, 0);
+        for (uint64_t p = 2; p < 4; p++)
+            BUN(r, LD2XST64PACE, RA(0), SUMREG(p), LW_PACK3(RM(2), RM(3), RM(5)), F32V2ADD, SUMREG(p - 1), RA(0), RA(2));
+    }
+    if (bp % 2) /* pair bp - 1, even */
+        BUN(r, LD2XST64PACE, RA(0), SUMREG(0), LW_PACK3(RM(2), RM(3), RM(5)), F32V2ADD, SUMREG(1), RA(0), RA(2));
+    BUN(r, ST64STEP, SUMREG(bp), RM(5), 8, F32V2ADD, SUMREG(bp - 1), RA(0), RA(2));
+    W(r, ST64STEP, SUMREG(bp - 1), RM(5), 8);
+#undef SUMREG
+}
+
 /* Level d of the partial-sum tree over l: the tile l = d (mod 2d) sends its sums to l - d (an
  * exchange superstep), whose workers add them, every worker a block of ceil(words / (2 workers))
  * pairs, 64 bits at a time, no overlap (the buffers are padded to whole blocks; a compute
- * superstep). */
+ * superstep; tree_adds). */
 static void t10_tree_level(lw *L, const t10_gen *G, const t10_mem *mem, t10_run *run, uint32_t d)
 {
     const uint32_t tn = G->tn;
@@ -904,6 +942,10 @@ static void t10_tree_level(lw *L, const t10_gen *G, const t10_mem *mem, t10_run 
         if (words[r])
             S(r, RXWAIT, 0, 0, 0);
     lwi_sync_all(L);
+    /* a Conv's (G->cm): a MatMul's or Gemm's keep the loop of 4 issues (tree_adds) */
+    const ts_ipu_target *tg = &L->p->target;
+    const bool paced = G->cm && tg->load_bytes >= 16 && mem->obuf[0] >= tg->interleaved_base &&
+                       mem->obuf[1] >= tg->interleaved_base;
     for (uint32_t r = 0; r < tn; r++) {
         if (!words[r])
             continue;
@@ -915,12 +957,7 @@ static void t10_tree_level(lw *L, const t10_gen *G, const t10_mem *mem, t10_run 
         W(r, ADD, RM(2), RM(2), RM(1));
         W(r, SETZI, RM(3), (int32_t)mem->obuf[1 - cur[r]], 0);
         W(r, ADD, RM(3), RM(3), RM(1));
-        W(r, SETZI, RM(4), (int32_t)bp, 0);
-        W(r, RPT, RM(4), 4, 0);
-        W(r, LD64, RA(0), RM(2), 0);
-        W(r, LD64STEP, RA(2), RM(3), 8);
-        W(r, F32V2ADD, RA(0), RA(0), RA(2));
-        W(r, ST64STEP, RA(0), RM(2), 8);
+        tree_adds(L, r, bp, paced);
         W(r, EXIT, 0, 0, 0);
         lwi_run_all(L, r, entry);
     }
