@@ -567,9 +567,9 @@ static ts_status live_words(lt *L, fplan *fp, uint64_t *nwords)
     return TS_OK;
 }
 
-/* The operator kinds whose instructions take the most of the queues' entries (each with the nops
- * before it), for the message of a text that does not fit: ", MatMul 52 %, ..." into buf, up to
- * TEXT_KINDS kinds, the kinds with the most first. */
+/* The operator kinds whose instructions take the most of the queues' entries (each instruction with
+ * the nops before it, as text_fits counts them), for the message of a text that does not fit:
+ * "MatMul 3543672 (53 %), ..." into buf, up to TEXT_KINDS kinds, the most first. */
 #define TEXT_KINDS 4
 static void text_by_op(const lt *L, char *buf, size_t size)
 {

@@ -88,8 +88,8 @@ int lt_bput(bits *b, uint64_t i, bool v);
 
 /* ---- the scheduler's state ---- */
 
-/* An instruction of a queue at cycle t; ly: the layer (L->layers) of the operator that placed it, which
- * the text's count by operator reads (ifetch.c, text_by_op). */
+/* An instruction of a queue at cycle t; ly: the layer (L->layers) of the operator that placed it
+ * (UINT32_MAX: none), which the text's count by operator reads (ifetch.c, text_by_op). */
 typedef struct rec { uint64_t t; ts_insn in; uint32_t ly; } rec;
 /* The last cycle a rec takes its queue: a `repeat n, d` (LEAN, ifetch.c: at the cycle of the
  * instruction it repeats) through its last copy. */
