@@ -1139,6 +1139,57 @@ static ts_graph *matmul_chain(int n, bool own, int *out)
     return g;
 }
 
+/* A refusal for text names the operator kinds whose instructions take the most entries (each with
+ * the nops before it), the most first: a chain of 32 MatMuls of 600 rows, each with a Sigmoid after
+ * it (an f32 chain on the VXM), on a tsp_v1 with 100 words per MEM slice, whose count is over the
+ * words free of data. The two kinds' entries are every entry of the schedule. */
+START_TEST(test_text_by_op)
+{
+    ts_err e;
+    ts_err_init(&e);
+    static const char *const small[] = {"mem.slice_bytes=32000", NULL};
+    void *cfg = tsp_test_config("tsp_v1", small);
+    ts_lower_tsp_params p;
+    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
+    ts_config_destroy(cfg);
+    ts_graph *g = ts_graph_create("chain_sigmoid");
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){600, 64});
+    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){64, 64});
+    for (int i = 0; i < 32; i++) {
+        char yn[16], sn[16];
+        snprintf(yn, sizeof yn, "y%d", i);
+        snprintf(sn, sizeof sn, "s%d", i);
+        int y = tensor_dt(g, yn, TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+        int r = tensor_dt(g, sn, TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+        node(g, TS_OP_MATMUL, yn, (int[]){x, w}, 2, y, NULL);
+        node(g, TS_OP_SIGMOID, sn, (int[]){y}, 1, r, NULL);
+        x = r;
+    }
+    finalize(g);
+    ts_program *prog = NULL;
+    ck_assert_int_eq(ts_lower_tsp(g, &p, &prog, NULL, &e), TS_EINPUT);
+    unsigned long long all = 0, n[2] = {0};
+    unsigned pc[2] = {0};
+    char k[2][16] = {{0}};
+    const char *by = strstr(e.msg, "the entries by operator, the most first: ");
+    ck_assert_msg(by && sscanf(e.msg, "the instruction text does not fit: the schedule's %llu entries", &all) == 1,
+                  "%s", e.msg);
+    by += strlen("the entries by operator, the most first: ");
+    ck_assert_msg(sscanf(by, "%15[A-Za-z] %llu (%u %%), %15[A-Za-z] %llu (%u %%)", k[0], &n[0], &pc[0], k[1], &n[1],
+                         &pc[1]) == 6,
+                  "%s", e.msg);
+    int m = strcmp(k[0], "MatMul") == 0 ? 0 : 1; /* which of the two is the MatMul */
+    ck_assert_str_eq(k[m], "MatMul");
+    ck_assert_str_eq(k[1 - m], "Sigmoid");
+    ck_assert_uint_ge(n[0], n[1]);
+    ck_assert_uint_gt(n[1], 0);
+    ck_assert_uint_eq(n[0] + n[1], all);
+    ck_assert_ptr_null(prog);
+    ts_err_free(&e);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* The schedule is one program without loops: a long one whose instruction text needs more MEM words
  * than the schedule's data leaves is refused as not fitting, with the shortfall: 32 MatMuls (one
  * weight) of 600 rows on a tsp_v1 with 100 words per MEM slice (8, 16 and 24 fit under LEAN's fetch
@@ -1446,6 +1497,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_too_big);
     tcase_add_test(tc, test_config_limits);
     tcase_add_test(tc, test_text_too_big);
+    tcase_add_test(tc, test_text_by_op);
     tcase_add_test(tc, test_text_lean_plan);
     tcase_add_test(tc, test_text_below_data);
     tcase_add_test(tc, test_target_v1);

@@ -11,6 +11,7 @@
 #include "workloads/tsp/lower_tsp_int.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -440,7 +441,7 @@ static int pack_repeats(lq *q, uint64_t win)
             for (uint64_t c = t0 + 1; d > 1 && c < t1; c++)
                 if (lt_bput(&q->issue, c, true))
                     return -1;
-            rec r = {.t = t0};
+            rec r = {.t = t0, .ly = q->v[i].ly};
             r.in.op = LT_REPEAT;
             r.in.a[0] = (int32_t)(j - i - 1);
             r.in.a[1] = (int32_t)d;
@@ -566,6 +567,40 @@ static ts_status live_words(lt *L, fplan *fp, uint64_t *nwords)
     return TS_OK;
 }
 
+/* The operator kinds whose instructions take the most of the queues' entries (each instruction with
+ * the nops before it, as text_fits counts them), for the message of a text that does not fit:
+ * "MatMul 3543672 (53 %), ..." into buf, up to TEXT_KINDS kinds, the most first. */
+#define TEXT_KINDS 4
+static void text_by_op(const lt *L, char *buf, size_t size)
+{
+    uint64_t n[TS_OP_COUNT] = {0}, all = 0;
+    buf[0] = '\0';
+    for (uint32_t qi = 0; qi < L->nq; qi++) {
+        const lq *q = &L->q[qi];
+        for (size_t i = 0; i < q->n; i++) {
+            uint64_t e = 1;
+            if (i ? q->v[i].t != q->v[i - 1].t : q->v[i].t > 0)
+                e += nop_entries(q->v[i].t - (i ? lt_rec_end(&q->v[i - 1]) + 1 : 0));
+            if (q->v[i].ly < L->nlayers)
+                n[ts_graph_get_node(L->g, L->layers[q->v[i].ly].node)->op] += e;
+            all += e;
+        }
+    }
+    size_t len = 0;
+    for (int k = 0; k < TEXT_KINDS && all; k++) {
+        int best = -1;
+        for (int op = 0; op < TS_OP_COUNT; op++)
+            if (n[op] && (best < 0 || n[op] > n[best]))
+                best = op;
+        if (best < 0 || len >= size)
+            break;
+        int w = snprintf(buf + len, size - len, "%s%s %" PRIu64 " (%" PRIu64 " %%)", k ? ", " : "",
+                         ts_graph_op_name((ts_graph_op)best), n[best], (n[best] * 100 + all / 2) / all);
+        len += w > 0 ? (size_t)w : 0;
+        n[best] = 0;
+    }
+}
+
 /* Does the instruction text fit in MEM? A queue of N entries past its C preloaded ones takes at
  * least ceil(N / (A - 1)) fetches of A entries (each ifetch is an entry too), each fetch two words;
  * the text reads the fetches add to MEM queues are not counted, so the need is a lower bound. The
@@ -595,14 +630,17 @@ static ts_status text_fits(lt *L, fplan *fp)
     L->text_short = L->text_over = true;
     L->text_far = fetches * per > LT_LEAN_REACH * live; /* LEAN is not tried (lower_tsp.c) */
     uint64_t short_w = fetches * per - live;
+    char by[256];
+    text_by_op(L, by, sizeof by);
     return ts_err_set(L->err, TS_EINPUT,
                       "the instruction text does not fit: the schedule's %" PRIu64 " entries in %" PRIu32
                       " queues need at least %" PRIu64 " fetches of %" PRIu64 " B past the %" PRIu64
                       " entries each queue preloads, %" PRIu64 " words of %" PRIu32 " B; the MEM words that hold no "
                       "data when the program starts are %" PRIu64 " (%" PRIu64
-                      " above the schedule's data): at least %" PRIu64 " words short, %" PRIu64 " bytes",
+                      " above the schedule's data): at least %" PRIu64 " words short, %" PRIu64
+                      " bytes; the entries by operator, the most first: %s",
                       entries, L->nq, fetches, (uint64_t)L->tg->ifetch_bytes, fp->C, fetches * per, L->VL, live, free,
-                      short_w, short_w * L->VL);
+                      short_w, short_w * L->VL, by);
 }
 
 /* The sweep stopped at cycle c with the text words used up (fp->dry): the error, with the fetches

@@ -88,7 +88,9 @@ int lt_bput(bits *b, uint64_t i, bool v);
 
 /* ---- the scheduler's state ---- */
 
-typedef struct rec { uint64_t t; ts_insn in; } rec;
+/* An instruction of a queue at cycle t; ly: the layer (L->layers) of the operator that placed it
+ * (UINT32_MAX: none), which the text's count by operator reads (ifetch.c, text_by_op). */
+typedef struct rec { uint64_t t; ts_insn in; uint32_t ly; } rec;
 /* The last cycle a rec takes its queue: a `repeat n, d` (LEAN, ifetch.c: at the cycle of the
  * instruction it repeats) through its last copy. */
 static inline uint64_t lt_rec_end(const rec *r)
@@ -193,7 +195,8 @@ typedef struct lt {
     bool text_over;        /* ... its count alone is over every word free of data (ifetch.c, text_fits): no
                             * other schedule helps either (lower_tsp.c, MODES) */
     bool text_far;         /* ... and over LT_LEAN_REACH times those words (ifetch.c, text_fits) */
-#define LT_LEAN_REACH 3   /* LEAN cut BERT-base's count to 0.48 of its words (lower_tsp.c) */
+#define LT_LEAN_REACH 5   /* LEAN cut BERT-base's count to 0.48 of its words, GPT-2 small prefill's to
+                           * 0.46 (lower_tsp.c): its own shortfall is the figure to give up to 5 times */
     bool text_live;        /* text also below the data, in words free until first written (ifetch.c) */
     bool text_out;         /* the words above the data ran out while fetches were placed (ifetch.c) */
     uint32_t fetch_slack;  /* entries a queue asks for text ahead of its own count (ifetch.c; 0 on the first try) */

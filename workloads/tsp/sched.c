@@ -203,7 +203,7 @@ int lt_keep(lt *L)
             L->oom = true;
             return -1;
         }
-        q->v[q->n++] = (rec){p->t, p->in};
+        q->v[q->n++] = (rec){p->t, p->in, L->nlayers ? (uint32_t)(L->nlayers - 1) : UINT32_MAX};
         if (p->t > L->last)
             L->last = p->t;
         if (L->nlayers) {
