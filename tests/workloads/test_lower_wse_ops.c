@@ -867,6 +867,8 @@ static void check_latency_rows(const lowered *L, uint32_t rows)
             continue;
         if (i && !strcmp(s[-1].what, "elementwise") && s[-1].in_elems == 2 * s[-1].out_elems && s[-1].h > 1)
             continue; /* its input on SwiGLU's gate's rows: a multiple of their count */
+        if (i && !strcmp(s[-1].what, "layernorm") && s[-1].h > 1)
+            continue; /* its input on a RMSNormalization's rows: a multiple of their count */
         const uint64_t K = s->in_elems, N = s->out_elems, nb = (N + s->kc - 1) / s->kc, most = K < rows ? K : rows;
         const uint64_t at = (K + s->kr - 1) / s->kr * (nb + 3) + 8 * s->kr;
         for (uint64_t r = s->kr + 1; r <= most && (K + r - 2) / (r - 1) * (nb + 3) > (K + N) / 4; r++)
@@ -1068,11 +1070,14 @@ END_TEST
 
 /* Llama's reduced form decoding one token against its cache of 7 (d 64, one layer) on PEs of 512
  * bytes: a RMSNorm's row of 64 with its scale (520 bytes) does not fit one PE, so each of the three
- * RMSNorms (the layer's two and the final one before the head) takes 2 PEs in a row, 32 values each,
- * their partial sums of squares added west and 1 / s sent back east; the gate and up product's
- * outputs leave on 2 rows, and the SwiGLU gate takes each row's pairs over PEs in a row. Logits
- * against the double interpreter within 2e-5 (1 + |y|), as test_gpt_prefill: the split adds one
- * f32 add to the 64 squares' sum (the rows of the gate change no value's arithmetic). */
+ * RMSNorms (the layer's two and the final one before the head) takes 2 PEs or more: the one before
+ * the gate and up product 2 PEs in a row, 32 values each, their partial sums of squares added west
+ * and 1 / s sent back east; the two before the q, k and v product and the head their parts down a
+ * column, the partial sums added north and 1 / s sent back south, each part east on its own row
+ * into the product's rows that take it; the gate and up product's outputs leave on 2 rows, and
+ * the SwiGLU gate takes each row's pairs over PEs in a row. Logits against the double interpreter
+ * within 2e-5 (1 + |y|), as test_gpt_prefill: the split adds a few f32 adds to the 64 squares' sum
+ * (the rows of the gate and of the norms change no other value's arithmetic). */
 START_TEST(test_gpt_norm_split)
 {
     ts_err e;
@@ -1085,11 +1090,27 @@ START_TEST(test_gpt_norm_split)
     lower_sram = 512;
     lower_and_run(g, 96, 32, &L);
     lower_sram = 0;
-    for (size_t k = 0; k < 3; k++) { /* the layer's two and the final one, each over 2 PEs */
+    for (size_t k = 0; k < 3; k++) { /* the layer's two and the final one, each over 2 PEs or more */
         const ts_lower_wse_stage *n = stage_of(&L, "layernorm", k);
         ck_assert_ptr_nonnull(n);
-        ck_assert_uint_eq(n->w, 2);
         ck_assert_uint_le(n->mem_bytes, 512);
+        if (k == 1) { /* before the gate and up product (its outputs on column groups): in a row */
+            ck_assert_uint_eq(n->w, 2);
+            ck_assert_uint_eq(n->h, 1);
+            continue;
+        }
+        /* before the q, k and v product and the head: its parts down a column, step rows apart,
+         * each into the product's step rows on its own row (kr = parts x step) */
+        const ts_lower_wse_stage *d = n + 1;
+        ck_assert_str_eq(d->what, "matmul");
+        ck_assert_uint_eq(n->w, 1);
+        ck_assert_uint_gt(n->h, 1);
+        const uint32_t step = d->kr + 1 - n->h, parts = d->kr / step;
+        ck_assert_uint_eq(d->kr % step, 0);
+        ck_assert_uint_eq(n->h, (parts - 1) * step + 1);
+        ck_assert_uint_ge(parts, 2);
+        ck_assert_uint_eq(d->y, n->y);
+        ck_assert_uint_eq(d->x, n->x + 1);
     }
     ck_assert_ptr_null(stage_of(&L, "layernorm", 3));
     /* the SwiGLU gate's 64 pairs on the 2 rows its product's outputs leave on (2 column groups of
