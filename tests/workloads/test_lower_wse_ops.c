@@ -1129,17 +1129,18 @@ END_TEST
 
 /* Decode against a KV cache of 63 (seq 64), GPT-2's reduced form, one layer, on PEs too small for
  * a head's positions in one K or V part. _i 0 and 1: the head's positions split in blocks, one PE
- * each down the head's column (2 heads of 16 columns on PEs of 2,304 bytes: 4 blocks of 16; 4
- * query heads of 8 on 2 key heads on 800 bytes: 7 blocks, 6 of 10 and the last of 4): each block
- * its scores, max, exp and sum and its outputs, combined up the column with the online softmax's
- * rescaling, the top block dividing by the sum.
+ * each down the head's column (2 heads of 16 columns on PEs of 2,304 bytes, where blocks of 16
+ * would fit; 4 query heads of 8 on 2 key heads on 800 bytes, blocks of 10): each block its
+ * scores, max, exp and sum and its outputs, combined by a tree up the column with the online
+ * softmax's rescaling (4 levels), the top block dividing by the sum. The tree takes few levels for
+ * many blocks, so blocks are small: 16 of 4 positions, as many as half the mesh's 32 rows allow.
  * _i 2: a batch of 2 sequences, each its own cache (not split), on PEs of 1,024 bytes: a K part
  * keeps one key column of both sequences' 64 positions, a V part one value column, 16 K and 16
  * V parts a head, the V parts after the first folded down the column east of the K parts: 2
  * columns a head, not 16 (the chain down that column and back up on its own colour to the next
  * head, the last head's out of the stage). Logits against the double interpreter within 2e-5
- * (1 + |y|), as test_gpt_prefill: f32 sums of at most 64 terms (a block's 16 probabilities and
- * value rows, the 4 blocks' rescaled sums), the exp and reciprocal within about 1e-7 relative. */
+ * (1 + |y|), as test_gpt_prefill: f32 sums of at most 64 terms (a block's probabilities and
+ * value rows, the blocks' rescaled sums), the exp and reciprocal within about 1e-7 relative. */
 START_TEST(test_gpt_cache_fold)
 {
     ts_err e;
@@ -1161,7 +1162,7 @@ START_TEST(test_gpt_cache_fold)
             ck_assert_uint_eq(at->kr, 1);
             ck_assert_uint_eq(at->kc, 1);
             ck_assert_uint_eq(at->w, (uint32_t)H);
-            ck_assert_uint_eq(at->h, _i ? 7 : 4);
+            ck_assert_uint_eq(at->h, 16);
         } else { /* one of the head's 16 columns each, along row 0: 32 columns */
             ck_assert_uint_eq(at->kr, 16);
             ck_assert_uint_eq(at->kc, 16);
