@@ -125,7 +125,8 @@ typedef struct lw_stage {
                    * (norm_rows in lower_wse_place.c): its row's ko parts down its column, kstep rows
                    * apart, each sent east on its own row; 0 or 1: one chain */
     uint32_t kstep; /* a decode's gate and up product and SwiGLU's gate that feed the down product on
-                     * rows (kin): the rows from one group's (gate row's) top to the next; 0: 1 */
+                     * rows (kin): the rows from one group's (gate row's) top to the next; a decode's
+                     * RMSNormalization of ko parts: the rows from one part's PE to the next; 0: 1 */
     uint32_t kin;   /* a decode's product after SwiGLU's gate or a RMSNormalization of ko parts
                      * (lower_wse_emit_mm.c): its input comes on kin rows, one per row of the gate
                      * (part of the norm), each down kr / kin rows of its own (the gate's row q's
