@@ -43,7 +43,8 @@
  * A decode head too long for one K and one V part (three V parts or more; one row against a cache,
  * no mask) is split by positions instead (s->nbk, attn_block): a column of PEs, each a block of
  * the positions' keys and values of every column, its scores, max, exps, sum and outputs, combined
- * up the column with the online softmax's rescaling; the top block divides and joins the chain.
+ * by a tree up the column with the online softmax's rescaling (about log2 of the blocks levels,
+ * so the blocks are small: split_blocks); the top block divides and joins the chain.
  * The stage reads the whole of F before it gives anything out (the skip path's lag). A batch of
  * sequences (F's rows in the stream: sequence after sequence) goes through it one sequence after
  * another, every PE keeping one sequence's keys and values at a time: the same PEs and memory as
@@ -832,10 +833,34 @@ static ts_status head_masks(lw *L, const ts_graph_node *ln, const av *o, int64_t
     return TS_OK;
 }
 
+/* Cycles a block of a split decode head takes per position (its column of scores over the K
+ * query columns, its row of outputs over the DV value columns: a cycle a MAC each, and about
+ * BLOCK_POS more: its max, exp and sum, scalar), and a level of the combining tree besides its DV
+ * outputs coming in (the header from below, its exp and sums: BLOCK_STEP); assumed, from the
+ * scalar code of attn_block, and the best of 20 to 170 for a chain's step on the reduced layer
+ * (80). */
+enum { BLOCK_POS = 40, BLOCK_STEP = 80 };
+
+/* The colour of level l of a split head's combining tree (attn_block): the stage's two colours
+ * of partial sums, then those past the four sets' 16; the levels a config's colours allow. */
+static uint32_t tree_colour(const lw_stage *s, uint32_t l) { return l < 2 ? lw_rcol(s, l) : 16 + (l - 2); }
+static uint32_t tree_levels(uint32_t colours) { return colours > 16 ? 2 + (colours - 16) : 2; }
+
+/* The levels of a tree of B blocks: the fewest d with 2^d >= B. */
+static uint32_t tree_depth(uint64_t B)
+{
+    uint32_t d = 0;
+    while (((uint64_t)1 << d) < B)
+        d++;
+    return d;
+}
+
 /* Whether a decode head (one query row against a cache, no mask) is split by positions: blocks
- * of s->nbk positions, one PE each down the head's column, the fewest whose PE fits, as even as
- * they go (at least two; the value columns apart from the query and key columns). */
-static bool split_blocks(lw_stage *s, const av *o, uint64_t sram)
+ * of s->nbk positions, one PE each down the head's column, as even as they go (at least two; the
+ * value columns apart from the query and key columns), combined by a tree: the size whose
+ * block's cycles, nb (K + DV + BLOCK_POS), and tree's, (DV + BLOCK_STEP) a level, are the fewest,
+ * of those whose PE fits, whose blocks take at most rows and whose tree's levels have colours. */
+static bool split_blocks(lw_stage *s, const av *o, uint64_t sram, uint64_t rows, uint32_t colours)
 {
     const uint64_t N = (uint64_t)(s->M + s->nc), K = (uint64_t)o->K, DV = (uint64_t)o->DV;
     for (int64_t j = 0; j < s->N; j++) {
@@ -848,7 +873,20 @@ static bool split_blocks(lw_stage *s, const av *o, uint64_t sram)
         nb++;
     if (nb == 0 || nb >= N)
         return false;
-    s->nbk = (int64_t)ts_geom_cdiv(N, ts_geom_cdiv(N, nb));
+    uint64_t best = nb, cost = UINT64_MAX;
+    for (uint64_t b = nb; b >= 1; b--) { /* fewer positions a block: more blocks, as many levels or more */
+        const uint64_t B = ts_geom_cdiv(N, b);
+        if (B > rows || tree_depth(B) > tree_levels(colours))
+            break;
+        const uint64_t c = b * (K + DV + BLOCK_POS) + tree_depth(B) * (DV + BLOCK_STEP);
+        if (c < cost) {
+            cost = c;
+            best = b;
+        }
+    }
+    if (cost == UINT64_MAX)
+        return false;
+    s->nbk = (int64_t)ts_geom_cdiv(N, ts_geom_cdiv(N, best));
     return true;
 }
 
@@ -918,7 +956,8 @@ static ts_status fill_stage(lw *L, const region *G, const av *o, const ts_graph_
      * against a cache with no mask, the head's positions split in blocks down one column, each
      * PE a block's keys and values of every column (split_blocks) */
     s->fold = vp >= 3;
-    if (s->fold && G->Nc && nseq == 1 && S == 1 && !hmask && split_blocks(s, o, sram)) {
+    if (s->fold && G->Nc && nseq == 1 && S == 1 && !hmask &&
+        split_blocks(s, o, sram, L->t->height / 2, L->t->colours)) {
         s->fold = false;
         s->kr = s->kc = 1;
         s->w = (uint32_t)H;
@@ -1088,6 +1127,37 @@ static ts_status rope_stage(lw *L, const region *G, const ts_graph_node *ln, int
     return TS_OK;
 }
 
+/* A stream of one row (a decode) rotates every rotated column by the same two coefficients, a
+ * linear map of the row: when the stage before gives the stream (a product of one row, N its
+ * columns, no fused Relu or Clip), the rotation goes into its weights and bias instead of a
+ * stage: column c's weights become c1 W[k][c] + c2 W[k][p] (p its partner; in double, rounded
+ * once), so the product gives the rotated row and the token's path loses the rotary stage's
+ * stream (6,144 values for Llama 3 8B). Whether it did (false: a rotary stage is needed). */
+static bool rope_fold(lw *L, const region *G, ts_status *rc)
+{
+    const int64_t W = G->W;
+    lw_stage *p = L->n ? &L->st[L->n - 1] : NULL;
+    *rc = TS_OK;
+    if (G->R != 1 || !p || p->kind != K_MM || p->M != 1 || p->N != W || p->relu || p->clip || !p->wt)
+        return false;
+    float *row = ts_malloc((size_t)W * sizeof *row);
+    if (!row) {
+        *rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        return true;
+    }
+    for (int64_t k = 0; k <= p->K; k++) { /* the weight rows, then the bias (k = K) */
+        float *w = k < p->K ? p->wt + k * W : p->bias;
+        if (!w)
+            continue;
+        memcpy(row, w, (size_t)W * sizeof *row);
+        for (int64_t c = 0; c < W; c++)
+            if (G->rset[c])
+                w[c] = (float)((double)G->rc1[c] * row[c] + (double)G->rc2[c] * row[G->rp[c] % W]);
+    }
+    ts_free(row);
+    return true;
+}
+
 /* The region from the seeds: seed q's element i is the stream's row rows[i / its last dim] (i / its
  * last dim when rows is NULL), column off[q] + i % its last dim (the stream: rows of W); F names
  * it in messages. */
@@ -1140,7 +1210,8 @@ static ts_status attn_region(lw *L, int F, const int64_t *rows, const int *seed,
     for (int id = first; !rc && id <= last; id++)
         if (mine[id] && ts_graph_get_node(g, id)->op == TS_OP_SOFTMAX)
             named = id;
-    if (!rc && G.rset) { /* rotary positions: a stage before that rotates the queries' and keys' columns */
+    if (!rc && G.rset && !rope_fold(L, &G, &rc)) { /* rotary positions: a stage before that rotates the
+                                                     * queries' and keys' columns */
         int rn = named;
         for (int id = first; id <= last; id++)
             if (mine[id] && ts_graph_get_node(g, id)->op == TS_OP_MUL && rn == named)
@@ -1440,17 +1511,80 @@ static void block_macs(lw_gen *G, int dst, int64_t n, int za, int mat, int64_t r
     attn_macs(G, mat, rows, (int)n * 4);
 }
 
+/* The routes of block b of B of a split head's combining tree at each level l (tree_colour): a
+ * block b = 0 mod 2^(l + 1) takes its child b + 2^l's from the south; a block b = 2^l mod
+ * 2^(l + 1) sends its own north at level l (its lowest bit); the blocks between pass it on. */
+static void tree_routes(lw_gen *G, const lw_stage *s, uint32_t b, uint32_t B)
+{
+    for (uint32_t l = 0; ((uint64_t)1 << l) < B; l++) {
+        const uint64_t span = (uint64_t)1 << l, m = b % (2 * span);
+        const int c = (int)tree_colour(s, l);
+        if (m == 0 && b + span < B)
+            ts_lww_op(G, WSE_OP_ROUTE, 3, c, P_S, P_R);
+        else if (m == span)
+            ts_lww_op(G, WSE_OP_ROUTE, 3, c, P_R, P_N);
+        else if (m && m < span && b - m + span < B)
+            ts_lww_op(G, WSE_OP_ROUTE, 3, c, P_S, P_N);
+    }
+}
+
+/* Block b's (m, l) and outputs o combined with a child's (m', l') and o' coming on colour c,
+ * with the online softmax's rescaling: M = max(m, m'), a = exp(scale (m' - M)), c = exp(scale
+ * (m - M)) (one of them 1), l := a l' + c l, o := a o' + c o as o' comes in, one fmacs whichever
+ * of a and c is 1: o + o' a, or o' + o c (the roundings of c o, then of the sum, as a product by
+ * c before the sum would give them); the header at HD, the outputs at ACC (DSD 2). */
+static void block_combine(lw_gen *G, uint32_t c, int HD, int IN, int64_t DV)
+{
+    /* (m', l') from below; M in r1, a in r6, c in r7 */
+    ts_lww_in_to_mem(G, c, (uint64_t)IN, 2, 1);
+    ts_lww_op(G, WSE_OP_LD, 3, 1, 15, HD);
+    ts_lww_op(G, WSE_OP_LD, 3, 2, 15, IN);
+    ts_lww_op(G, WSE_OP_FSUB, 3, 3, 2, 1);
+    const int own = ts_lww_pc(G);
+    ts_lww_op(G, WSE_OP_BLT, 3, 3, 15, 0); /* m' < m: M = m */
+    ts_lww_op(G, WSE_OP_MOV, 2, 1, 2);     /* M = m', a = 1, c = exp(scale (m - m')) */
+    ts_lww_op(G, WSE_OP_LD, 3, 2, 15, HD);
+    ts_lww_exp(G);
+    ts_lww_op(G, WSE_OP_MOV, 2, 7, 3);
+    ts_lww_op(G, WSE_OP_FLI, 2, 6, ts_lww_bits(1.0f));
+    ts_lww_op(G, WSE_OP_LI, 2, 5, 1); /* r5: whether c is the one not 1 */
+    const int done = ts_lww_pc(G);
+    ts_lww_op(G, WSE_OP_BR, 1, 0);
+    attn_patch(G, own, 2);
+    ts_lww_op(G, WSE_OP_LD, 3, 2, 15, IN); /* M = m, a = exp(scale (m' - m)), c = 1 */
+    ts_lww_exp(G);
+    ts_lww_op(G, WSE_OP_MOV, 2, 6, 3);
+    ts_lww_op(G, WSE_OP_FLI, 2, 7, ts_lww_bits(1.0f));
+    ts_lww_op(G, WSE_OP_LI, 2, 5, 0);
+    attn_patch(G, done, 0);
+    ts_lww_op(G, WSE_OP_LD, 3, 2, 15, IN + 4); /* l = a l' + c l */
+    ts_lww_op(G, WSE_OP_FMUL, 3, 2, 2, 6);
+    ts_lww_op(G, WSE_OP_LD, 3, 3, 15, HD + 4);
+    ts_lww_op(G, WSE_OP_FMUL, 3, 3, 3, 7);
+    ts_lww_op(G, WSE_OP_FADD, 3, 8, 2, 3);
+    ts_lww_op(G, WSE_OP_ST, 3, 1, 15, HD);
+    ts_lww_op(G, WSE_OP_ST, 3, 8, 15, HD + 4);
+    ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)c, (int)DV);
+    const int byc = ts_lww_pc(G);
+    ts_lww_op(G, WSE_OP_BNZ, 2, 5, 0);
+    ts_lww_op(G, WSE_OP_FMACS, 6, 2, 2, 6, 6, -1, -1);
+    const int end = ts_lww_pc(G);
+    ts_lww_op(G, WSE_OP_BR, 1, 0);
+    attn_patch(G, byc, 1);
+    ts_lww_op(G, WSE_OP_FMACS, 6, 2, 6, 2, 7, -1, -1);
+    attn_patch(G, end, 0);
+}
+
 /* Block b of head j's positions (s->nbk: [b nbk, +cnt) of the N = nc + 1), the PE at row b of
  * the head's column: it keeps the query, the block's keys (K^T rows of cnt) and values (cnt rows
  * of DV); the last block also the new token's key and value from the stream. From the row of F:
  * the block's scores, their max m and exp(scale (x - m)) in place, their sum l, the outputs
- * o = sum of p[n] v[n]; then, from the block below, (m', l') and its outputs o', combined with
- * the online softmax's rescaling: M = max(m, m'), a = exp(scale (m' - M)), c = exp(scale (m - M))
- * (one of them 1), l := a l' + c l, o := a o' + c o; sent north (M, l, o), the header first and
- * the outputs as they come (o' times a plus c o in one fmacs from the fabric to the fabric). The
- * top block divides o by l and joins the heads' row chain east along row 0. Nothing of a block
- * waits on another before its own outputs: the blocks compute side by side, the combining goes up
- * the column one block after another. */
+ * o = sum of p[n] v[n]; then the blocks combine by a tree up the column (tree_routes): block b
+ * takes its children b + 1, b + 2, b + 4, ... (those below its lowest bit) one after another
+ * (block_combine), then sends (m, l, o) north to b less its lowest bit. The top block divides o
+ * by l and joins the heads' row chain east along row 0. Nothing of a block waits on another
+ * before its own outputs: the blocks compute side by side, the tree combines them in about log2
+ * B levels. */
 static void attn_block(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int *kt, int *va)
 {
     const int64_t N = s->M + s->nc, nbk = s->nbk, B = (int64_t)ts_geom_cdiv((uint64_t)N, (uint64_t)nbk),
@@ -1458,14 +1592,14 @@ static void attn_block(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int
     const bool top = b == 0, bottom = (int64_t)b + 1 == B, nexth = j + 1 < (uint32_t)s->N;
     const int SC = 0, HD = (int)nbk * 4, ACC = HD + 8, IN = ACC + (int)DV * 4, CW = IN + 8, ZA = CW + 4, JA = ZA + 4,
               QA = JA + 4, KT = QA + (int)K * 4, VA = KT + (int)(K * nbk) * 4;
-    const uint32_t up = lw_rcol(s, b), below = lw_rcol(s, b + 1), ci = lw_gcol(s, j - 1), co = lw_gcol(s, j);
+    const uint32_t ci = lw_gcol(s, j - 1), co = lw_gcol(s, j);
+    uint32_t low = 0; /* its lowest bit: the level it sends at */
+    while (b && !(b >> low & 1))
+        low++;
     *kt = KT;
     *va = VA;
     ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, top ? P_W : P_N, P_R | (bottom ? 0 : P_S) | (top && nexth ? P_E : 0));
-    if (!bottom)
-        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)below, P_S, P_R);
-    if (!top)
-        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)up, P_R, P_N);
+    tree_routes(G, s, b, (uint32_t)B);
     if (top && j)
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
     if (top)
@@ -1504,58 +1638,12 @@ static void attn_block(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int
     ts_lww_exp_sum(G, cnt, SC);
     ts_lww_op(G, WSE_OP_ST, 3, 1, 15, HD);
     ts_lww_op(G, WSE_OP_ST, 3, 8, 15, HD + 4);
-    /* its outputs: sum of p[n] v[n] */
+    /* its outputs: sum of p[n] v[n] (DSD 2 the accumulators at ACC) */
     block_macs(G, ACC, DV, ZA, VA, cnt, SC);
-    if (bottom) { /* (m, l) and o north */
-        ts_lww_mem_to_out(G, (uint64_t)HD, (uint64_t)(2 + DV), up);
-        return;
-    }
-    /* (m', l') from below; M in r1, a in r6, c in r7 */
-    ts_lww_in_to_mem(G, below, (uint64_t)IN, 2, 1);
-    ts_lww_op(G, WSE_OP_LD, 3, 1, 15, HD);
-    ts_lww_op(G, WSE_OP_LD, 3, 2, 15, IN);
-    ts_lww_op(G, WSE_OP_FSUB, 3, 3, 2, 1);
-    const int own = ts_lww_pc(G);
-    ts_lww_op(G, WSE_OP_BLT, 3, 3, 15, 0); /* m' < m: M = m */
-    ts_lww_op(G, WSE_OP_MOV, 2, 1, 2);     /* M = m', a = 1, c = exp(scale (m - m')) */
-    ts_lww_op(G, WSE_OP_LD, 3, 2, 15, HD);
-    ts_lww_exp(G);
-    ts_lww_op(G, WSE_OP_MOV, 2, 7, 3);
-    ts_lww_op(G, WSE_OP_FLI, 2, 6, ts_lww_bits(1.0f));
-    ts_lww_op(G, WSE_OP_LI, 2, 5, 1); /* r5: whether c is the one not 1 */
-    const int done = ts_lww_pc(G);
-    ts_lww_op(G, WSE_OP_BR, 1, 0);
-    attn_patch(G, own, 2);
-    ts_lww_op(G, WSE_OP_LD, 3, 2, 15, IN); /* M = m, a = exp(scale (m' - m)), c = 1 */
-    ts_lww_exp(G);
-    ts_lww_op(G, WSE_OP_MOV, 2, 6, 3);
-    ts_lww_op(G, WSE_OP_FLI, 2, 7, ts_lww_bits(1.0f));
-    ts_lww_op(G, WSE_OP_LI, 2, 5, 0);
-    attn_patch(G, done, 0);
-    ts_lww_op(G, WSE_OP_LD, 3, 2, 15, IN + 4); /* l = a l' + c l */
-    ts_lww_op(G, WSE_OP_FMUL, 3, 2, 2, 6);
-    ts_lww_op(G, WSE_OP_LD, 3, 3, 15, HD + 4);
-    ts_lww_op(G, WSE_OP_FMUL, 3, 3, 3, 7);
-    ts_lww_op(G, WSE_OP_FADD, 3, 8, 2, 3);
-    ts_lww_op(G, WSE_OP_ST, 3, 1, 15, HD);
-    ts_lww_op(G, WSE_OP_ST, 3, 8, 15, HD + 4);
-    /* a o' + c o as o' comes in, one fmacs whichever of a and c is 1: o + o' a, or o' + o c (the
-     * roundings of c o, then of the sum, as a product by c before the sum would give them) */
-    ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)below, (int)DV);
-    if (!top) {
-        ts_lww_mem_to_out(G, (uint64_t)HD, 2, up);
-        ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)up, (int)DV, 0);
-    }
-    const int dst = top ? 2 : 5, byc = ts_lww_pc(G);
-    ts_lww_op(G, WSE_OP_BNZ, 2, 5, 0);
-    ts_lww_op(G, WSE_OP_FMACS, 6, dst, 2, 6, 6, -1, -1);
-    const int end = ts_lww_pc(G);
-    ts_lww_op(G, WSE_OP_BR, 1, 0);
-    attn_patch(G, byc, 1);
-    ts_lww_op(G, WSE_OP_FMACS, 6, dst, 6, 2, 7, -1, -1);
-    attn_patch(G, end, 0);
-    if (!top) {
-        ts_lww_op(G, WSE_OP_WAIT, 1, 1); /* the branch's landing: a nop */
+    for (uint32_t l = 0; (top || l < low) && (int64_t)b + ((int64_t)1 << l) < B; l++)
+        block_combine(G, tree_colour(s, l), HD, IN, DV);
+    if (!top) { /* (m, l) and o north */
+        ts_lww_mem_to_out(G, (uint64_t)HD, (uint64_t)(2 + DV), tree_colour(s, low));
         return;
     }
     ts_lww_recip(G); /* o / l, then the row chain: the heads west of it, then its own */

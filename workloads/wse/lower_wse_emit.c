@@ -136,6 +136,26 @@ static ts_status emit_io(lw *L, ts_program *P, size_t si, lw_gen *G)
     return TS_OK;
 }
 
+/* A decode's join on one PE (join_streams in lower_wse_place.c): per row one op of the main stream
+ * from the west and the skip path from the south, element by element, its results straight out
+ * east (and down to a skip path when it forks), in pieces of at most PIECE. */
+static void join_stream(lw_gen *G, const lw_stage *s)
+{
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R);
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cskip, P_S, P_R);
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cout, P_R, lw_outp(s, true));
+    const int a = s->swap ? 1 : 0, b = s->swap ? 0 : 1; /* d = main op skip, or skip op main */
+    int px = ts_lww_loop_head(G, 10, s->M);
+    for (int64_t c = 0; c < s->C; c += PIECE) {
+        const int len = (int)(s->C - c < PIECE ? s->C - c : PIECE);
+        ts_lww_op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, len);
+        ts_lww_op(G, WSE_OP_DSDIN, 3, 1, (int)s->cskip, len);
+        ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, len, 0);
+        ts_lww_op(G, s->vop, 5, 2, a, b, -1, -1);
+    }
+    ts_lww_loop_end(G, 10, px);
+}
+
 /* The join: G PEs along row 0, the main stream from the west and the skip path from the south
  * (up the first PE's column), both multicast east along the row. Every PE takes both streams
  * element by element (so no PE waits on one stream while another PE waits on the other): the
@@ -144,6 +164,12 @@ static ts_status emit_io(lw *L, ts_program *P, size_t si, lw_gen *G)
 static ts_status emit_join(lw *L, ts_program *P, size_t si, lw_gen *G)
 {
     const lw_stage *s = &L->st[si];
+    if (L->decode && s->G == 1 && !s->relu && !s->clip && !s->in_nhwc) { /* join_streams (place) */
+        if (!ts_lww_pe_stream(P, L->t, s->x, 0, G))
+            return TS_ENOMEM;
+        join_stream(G, s);
+        return TS_OK;
+    }
     for (uint32_t g = 0; g < s->G; g++) {
         const int64_t c0 = g * s->C / s->G, c1 = (g + 1) * s->C / s->G, cg = c1 - c0;
         const int AA = 0, JUNK = (int)cg * 4;

@@ -82,9 +82,14 @@ static uint32_t mm_chain(const lw_stage *s, uint32_t j)
 static uint32_t mm_step(const lw_stage *s) { return s->kstep ? s->kstep : 1; }
 
 /* A product on input rows (s->kin): the inputs [*g0, *g1) that come on input row q (SwiGLU's
- * gate's row q: the pairs of its product's column group q). */
+ * gate's row q: the pairs of its product's column group q; a RMSNormalization's part q). */
 static void mm_in_group(const lw *L, const lw_stage *s, uint32_t q, uint64_t *g0, uint64_t *g1)
 {
+    if (L->st[s->prev].kind == K_NORM) {
+        *g0 = (uint64_t)q * (uint64_t)s->K / s->kin;
+        *g1 = (uint64_t)(q + 1) * (uint64_t)s->K / s->kin;
+        return;
+    }
     const lw_stage *p = &L->st[L->st[s->prev].prev];
     ts_lww_mm_group_out(p, q, g0, g1);
     *g0 /= 2;

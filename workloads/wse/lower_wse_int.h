@@ -121,12 +121,16 @@ typedef struct lw_stage {
                    * (lower_wse_attn.c, each a block's keys and values), 0 when not split */
     uint32_t ko;  /* matmul before SwiGLU's gate: its outputs leave east over ko rows, one column group
                    * each (group g's columns a row lower per group, its chain along row g); the gate:
-                   * takes them on its ko rows and merges them in its last column; 0 or 1: one chain */
+                   * takes them on its ko rows and merges them in its last column; a decode's RMSNormalization
+                   * (norm_rows in lower_wse_place.c): its row's ko parts down its column, kstep rows
+                   * apart, each sent east on its own row; 0 or 1: one chain */
     uint32_t kstep; /* a decode's gate and up product and SwiGLU's gate that feed the down product on
-                     * rows (kin): the rows from one group's (gate row's) top to the next; 0: 1 */
-    uint32_t kin;   /* a decode's product after SwiGLU's gate (lower_wse_emit_mm.c): its input comes
-                     * on kin rows, one per row of the gate, each down kr / kin rows of its own (the
-                     * gate's row q's outputs the inputs of its rows [q kr / kin, +kr / kin)); the
+                     * rows (kin): the rows from one group's (gate row's) top to the next; a decode's
+                     * RMSNormalization of ko parts: the rows from one part's PE to the next; 0: 1 */
+    uint32_t kin;   /* a decode's product after SwiGLU's gate or a RMSNormalization of ko parts
+                     * (lower_wse_emit_mm.c): its input comes on kin rows, one per row of the gate
+                     * (part of the norm), each down kr / kin rows of its own (the gate's row q's
+                     * outputs, the norm's part q, the inputs of its rows [q kr / kin, +kr / kin)); the
                      * gate then merges nothing; 0 or 1: one row broadcast along row 0 */
 } lw_stage;
 

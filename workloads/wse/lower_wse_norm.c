@@ -229,9 +229,90 @@ static void split_center(lw_gen *G, const lw_stage *s, uint32_t g, uint32_t ci, 
     ts_lww_op(G, WSE_OP_FSUBS, 5, 0, 0, 1, -1, -1);
 }
 
+/* The routes of a decode's RMSNormalization down a column (norm_column): PE q of its parts at row
+ * q step (intermediate PEs between, mid), the row multicast down the column (cin), the partial
+ * sums up it (R(q + 1) into PE q, R(q) out of it), 1 / s down it (G(1)), each part east (G(0)). */
+static void column_routes(lw_gen *G, const lw_stage *s, uint32_t q, bool mid)
+{
+    const bool last = q + 1 == s->G;
+    const uint32_t down = lw_gcol(s, 1);
+    if (mid) { /* between part q and part q + 1 */
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_S);
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, q + 1), P_S, P_N);
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)down, P_N, P_S);
+        return;
+    }
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, q ? P_N : P_W, P_R | (last ? 0 : P_S));
+    if (!last)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, q + 1), P_S, P_R);
+    if (q)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, q), P_R, P_N);
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)down, q ? P_N : P_R, (q ? P_R : 0) | (last ? 0 : P_S));
+    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cout, P_R, P_E);
+}
+
+/* A decode's RMSNormalization of one row over s->G parts down a column (s->ko, norm_rows in
+ * lower_wse_place.c): PE q, at row q s->kstep, takes part q of the row multicast down the column
+ * (the rest into a junk word) and sums its squares; the partial sums go north part by part, each
+ * PE adding its own; the top PE computes 1 / s and sends it down the column; each PE scales its
+ * part and sends it east on its own row (the next product's rows take it, lower_wse_emit_mm.c). */
+static ts_status norm_column(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s)
+{
+    const int64_t L = s->L;
+    const uint32_t step = s->kstep ? s->kstep : 1;
+    for (uint32_t q = 0; q < s->G; q++) {
+        const bool last = q + 1 == s->G;
+        const int64_t a = q * L / s->G, b = (q + 1) * L / s->G, n = b - a;
+        /* the part at 0, its scale at 4n, 1 / s at 8n, the sums of squares' blocks, a junk word */
+        const int GAM = (int)(4 * n), RSTD = (int)(8 * n), JA = RSTD + 4 + (n >= 64 ? 8 * 64 : 0);
+        for (uint32_t r = 1; !last && r < step; r++) {
+            if (!ts_lww_pe_stream(P, Lw->t, s->x, s->y0 + q * step + r, G))
+                return TS_ENOMEM;
+            column_routes(G, s, q, true);
+        }
+        if (!ts_lww_pe_stream(P, Lw->t, s->x, s->y0 + q * step, G))
+            return TS_ENOMEM;
+        column_routes(G, s, q, false);
+        ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
+        ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits((float)(1.0 / (double)L)));
+        ts_lww_op(G, WSE_OP_FLI, 2, 13, ts_lww_bits(0.5f));
+        if (a)
+            ts_lww_in_to_mem(G, s->cin, (uint64_t)JA, (uint64_t)a, 0);
+        ts_lww_in_to_mem(G, s->cin, 0, (uint64_t)n, 1);
+        if (L > b)
+            ts_lww_in_to_mem(G, s->cin, (uint64_t)JA, (uint64_t)(L - b), 0);
+        part_sum_squares(G, n, RSTD + 4);
+        if (!last) { /* the parts below */
+            ts_lww_op(G, WSE_OP_RECV, 2, 2, (int)lw_rcol(s, q + 1));
+            ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 2);
+        }
+        if (q) {
+            ts_lww_op(G, WSE_OP_SEND, 2, (int)lw_rcol(s, q), 8);
+            ts_lww_op(G, WSE_OP_RECV, 2, 1, (int)lw_gcol(s, 1));
+        } else {
+            norm_rstd(G, s);
+            if (!last)
+                ts_lww_op(G, WSE_OP_SEND, 2, (int)lw_gcol(s, 1), 1);
+        }
+        ts_lww_op(G, WSE_OP_ST, 3, 1, 15, RSTD);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 0, 0, (int)n, 1);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 1, RSTD, (int)n, 0);
+        ts_lww_op(G, WSE_OP_FMULS, 5, 0, 0, 1, -1, -1);
+        ts_lww_op(G, WSE_OP_DSDM, 4, 1, GAM, (int)n, 1);
+        ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, (int)n, 0);
+        ts_lww_op(G, WSE_OP_FMULS, 5, 2, 0, 1, -1, -1);
+        const uint32_t id = (s->y0 + q * step) * Lw->t->width + s->x;
+        if (ts_program_add_segment(P, WSE_KIND_PE, id, (uint64_t)GAM, s->vals + a, (uint32_t)(n * 4), Lw->err))
+            return Lw->err->status;
+    }
+    return TS_OK;
+}
+
 ts_status ts_lww_emit_norm_split(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s)
 {
     const int64_t L = s->L;
+    if (s->ko > 1)
+        return norm_column(Lw, P, G, s);
     const bool ln = !s->vop; /* LayerNormalization: the mean first, then the bias */
     for (uint32_t g = 0; g < s->G; g++) {
         const uint32_t ci = g ? lw_gcol(s, g - 1) : s->cin, co = lw_gcol(s, g);

@@ -207,6 +207,16 @@ static bool join_narrows(const lw *L, const lw_stage *s, uint64_t T)
            (uint64_t)s->M * 2 * (uint64_t)s->C <= T;
 }
 
+/* Whether join s takes one PE that adds its two streams as they come and sends the sums straight
+ * on (lower_wse_emit.c): a decode's join of rows with no fused Relu or Clip. Its G PEs each took
+ * both streams' whole row and the last sent the row on after them, about 2 C cycles of the
+ * token's path; one fadds from the fabric to the fabric takes about C, in step with the stages
+ * around it. */
+static bool join_streams(const lw *L, const lw_stage *s)
+{
+    return s->kind == K_JOIN && !s->relu && !s->clip && !s->in_nhwc && L->decode;
+}
+
 /* Whether every matrix product, with the fewest PEs that take its rows in at most T cycles, fits
  * its rows and, on the main band, the columns left, with the elementwise stages and
  * LayerNormalizations sized against T too (sized_at_T: their PEs past their first), and the
@@ -571,6 +581,45 @@ static void rows_in(lw *L, uint32_t rows)
     }
 }
 
+/* The most rows a decode's RMSNormalization gives its row's parts on (norm_rows). */
+enum { NORM_ROWS = 16 };
+
+/* A decode's RMSNormalization n of one row feeding a product d of one row (the q, k and v product,
+ * the head; not one whose outputs leave on column groups): n keeps the row's parts down a column,
+ * part q on its row q step (lower_wse_norm.c), and each sends its scaled part east on its own row
+ * into d's rows [q step, (q + 1) step), which take it in alone (d->kin), where the norm passed the
+ * whole row out of one PE and every PE of d took in all of it. The parts are up to NORM_ROWS and
+ * d's rows; d keeps step = kr / parts rows a part (its kr rounded down to a multiple). Only when
+ * every row of d keeps an input and a PE's share fits its memory. */
+static void norm_rows(lw *L)
+{
+    if (!L->decode)
+        return;
+    for (size_t i = 0; i + 1 < L->n; i++) {
+        lw_stage *n = &L->st[i], *d = &L->st[i + 1];
+        if (n->kind != K_NORM || !n->vop || n->lane || n->fork || n->in_n != (uint64_t)n->L || d->kind != K_MM ||
+            d->prev != (int)i || d->lane || d->M != 1 || d->ko > 1 || d->kin > 1 || d->K != n->L || d->kr < 2)
+            continue;
+        const uint64_t Lr = (uint64_t)n->L;
+        uint32_t kin = d->kr < NORM_ROWS ? d->kr : NORM_ROWS;
+        kin = (uint64_t)kin < Lr ? kin : (uint32_t)Lr;
+        const uint32_t step = d->kr / kin;
+        const uint64_t nb = ts_geom_cdiv((uint64_t)d->N, d->kc), part = Lr / kin; /* the fewest of a part */
+        const uint64_t mem = lw_mm_bytes(d->h16, ts_geom_cdiv(ts_geom_cdiv(Lr, kin), step), nb);
+        if (kin < 2 || part < step || mem > L->t->sram_bytes || lw_rms_mem(Lr, kin) + 4 > L->t->sram_bytes)
+            continue;
+        d->kin = kin;
+        d->kr = kin * step;
+        d->h = d->kr;
+        d->mem = mem;
+        n->ko = n->G = n->gwant = kin;
+        n->kstep = step;
+        n->w = 1;
+        n->h = (kin - 1) * step + 1;
+        n->mem = lw_rms_mem(Lr, kin) + 4;
+    }
+}
+
 /* Whether stage s is slower than the pipeline time T and split: an elementwise stage or a
  * LayerNormalization sized against T (sized_at_T) whose row on one PE takes longer than T allows;
  * in a decode, an elementwise stage with at most 4,096 rows of L values out (its split PEs' code is
@@ -675,7 +724,7 @@ static ts_status norm_widths(lw *L, uint32_t Hm)
     ts_err_init(L->err);
     for (size_t i = 0; i < L->n; i++) {
         lw_stage *s = &L->st[i];
-        if (s->kind == K_NORM && s->gwant > s->kcmin) {
+        if (s->kind == K_NORM && s->ko <= 1 && s->gwant > s->kcmin) {
             s->G = s->w = s->kcmin;
             s->mem = lw_rms_mem((uint64_t)s->L, s->G);
         }
@@ -734,11 +783,16 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
             s->G = s->w = 1;
             s->mem = (uint64_t)s->C * 4 + 8;
         }
+        if (join_streams(L, s)) { /* one PE, nothing kept */
+            s->G = s->w = 1;
+            s->mem = 0;
+        }
     }
     const bool wide = attn_widths(L, Hm, true);
     /* the main band is as tall as its tallest stage: skip paths run just below it */
     glu_rows(L, forks);
     rows_in(L, glu_height(L, forks));
+    norm_rows(L);
     if (forks)
         *hm = band_height(L);
     rc = elem_widths(L, *hm);
