@@ -1127,37 +1127,6 @@ static ts_status rope_stage(lw *L, const region *G, const ts_graph_node *ln, int
     return TS_OK;
 }
 
-/* A stream of one row (a decode) rotates every rotated column by the same two coefficients, a
- * linear map of the row: when the stage before gives the stream (a product of one row, N its
- * columns, no fused Relu or Clip), the rotation goes into its weights and bias instead of a
- * stage: column c's weights become c1 W[k][c] + c2 W[k][p] (p its partner; in double, rounded
- * once), so the product gives the rotated row and the token's path loses the rotary stage's
- * stream (6,144 values for Llama 3 8B). Whether it did (false: a rotary stage is needed). */
-static bool rope_fold(lw *L, const region *G, ts_status *rc)
-{
-    const int64_t W = G->W;
-    lw_stage *p = L->n ? &L->st[L->n - 1] : NULL;
-    *rc = TS_OK;
-    if (G->R != 1 || !p || p->kind != K_MM || p->M != 1 || p->N != W || p->relu || p->clip || !p->wt)
-        return false;
-    float *row = ts_malloc((size_t)W * sizeof *row);
-    if (!row) {
-        *rc = ts_err_set(L->err, TS_ENOMEM, "out of memory");
-        return true;
-    }
-    for (int64_t k = 0; k <= p->K; k++) { /* the weight rows, then the bias (k = K) */
-        float *w = k < p->K ? p->wt + k * W : p->bias;
-        if (!w)
-            continue;
-        memcpy(row, w, (size_t)W * sizeof *row);
-        for (int64_t c = 0; c < W; c++)
-            if (G->rset[c])
-                w[c] = (float)((double)G->rc1[c] * row[c] + (double)G->rc2[c] * row[G->rp[c] % W]);
-    }
-    ts_free(row);
-    return true;
-}
-
 /* The region from the seeds: seed q's element i is the stream's row rows[i / its last dim] (i / its
  * last dim when rows is NULL), column off[q] + i % its last dim (the stream: rows of W); F names
  * it in messages. */
@@ -1210,8 +1179,7 @@ static ts_status attn_region(lw *L, int F, const int64_t *rows, const int *seed,
     for (int id = first; !rc && id <= last; id++)
         if (mine[id] && ts_graph_get_node(g, id)->op == TS_OP_SOFTMAX)
             named = id;
-    if (!rc && G.rset && !rope_fold(L, &G, &rc)) { /* rotary positions: a stage before that rotates the
-                                                     * queries' and keys' columns */
+    if (!rc && G.rset) { /* rotary positions: a stage before that rotates the queries' and keys' columns */
         int rn = named;
         for (int id = first; id <= last; id++)
             if (mine[id] && ts_graph_get_node(g, id)->op == TS_OP_MUL && rn == named)
