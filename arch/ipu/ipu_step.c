@@ -85,7 +85,7 @@ static ts_status barrier(ts_model *m, const ipu_arrivals *a, ts_err *err)
     r->critical = crit;
     r->xbytes = xbytes;
     r->hbytes = hbytes;
-    if (m->op_block)
+    if (m->phase_events)
         ts_ipu_events_since_sync(m, xbytes, hbytes, true, r->ev);
     else
         memset(r->ev, 0, sizeof r->ev);
