@@ -159,6 +159,12 @@ typedef struct ipu_wlog {
     size_t n, cap;
 } ipu_wlog;
 
+/* A tile's word logs (pend and log) keep their memory from one superstep to the next up to this
+ * many words (96 KiB); a larger one is freed at the release. Kept, each tile's logs would hold
+ * the most words it ever sent in one superstep, and the chip's the sum of those maxima, where
+ * only one superstep's words are live at a time. */
+#define IPU_WLOG_KEEP 4096
+
 /* A span of exchange activity kept for the activity sampler: [a, b), with the bytes sent in it. */
 typedef struct ipu_xspan {
     uint64_t a, b, bytes;

@@ -106,6 +106,14 @@ void ts_ipu_release_tiles(ts_model *m, uint32_t lo, uint32_t hi)
     for (uint32_t i = lo; i < hi; i++) {
         ipu_tile *t = &m->t[i];
         t->log.n = 0;
+        if (t->log.cap > IPU_WLOG_KEEP) {
+            ts_free(t->log.v);
+            t->log = (ipu_wlog){0};
+        }
+        if (t->pend.cap > IPU_WLOG_KEEP && !t->pend.n) { /* (its words are committed by now) */
+            ts_free(t->pend.v);
+            t->pend = (ipu_wlog){0};
+        }
         t->fin = 0;
         t->nhost = 0;
         t->ss_xbytes = 0;
