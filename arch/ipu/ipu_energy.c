@@ -97,7 +97,7 @@ static void ops_events(const ts_model *m, const uint64_t *acc, double *ev)
 /* The energy events since the last sync 1, into ev: the ops the tiles executed, the exchange's
  * reads (xsent bytes) and writes (bytes received), its wire events and hbytes to or from the
  * host; with mark, the next sync counts from here. Only when the run asked for superstep_events
- * (m->op_block). */
+ * (m->phase_events). */
 void ts_ipu_events_since_sync(ts_model *m, uint64_t xsent, uint64_t hbytes, bool mark, double *ev)
 {
     uint64_t acc[IPU_OP_COUNT] = {0}, xrecv = 0;

@@ -66,21 +66,14 @@ static ts_status fail(ipu_tile *t, uint32_t ti, int ctx, uint32_t pc, uint64_t c
 }
 
 /* Everything done on the tile that a context's registers do not hold: the issues of instructions
- * with an effect (ipu_opfacts.effect: counted from their hit counts, so the issue path counts
- * nothing) and the words and bulk copies written into its memory (t->effects). Every issue that
- * counts a hit counts its op in opcnt too, so where the per-op counts are kept the sum over the
- * tile's ops with an effect (a few dozen at most) is the same number as the sum over its
- * instructions with an effect (thousands in a lowered model's code). */
+ * with an effect (ipu_opfacts.effect: summed from the per-op counts of the ops the tile's code
+ * holds, a few dozen at most, so the issue path counts nothing more) and the words and bulk
+ * copies written into its memory (t->effects). */
 static uint64_t tile_effects(const ipu_tile *t)
 {
     uint64_t n = t->effects;
-    if (t->opcnt) {
-        for (uint32_t k = 0; k < t->neffops; k++)
-            n += t->opcnt[t->ops[k]];
-        return n;
-    }
-    for (uint32_t k = 0; k < t->neffpc; k++)
-        n += t->code[t->effpc[k]].hits;
+    for (uint32_t k = 0; k < t->neffops; k++)
+        n += t->opcnt[t->ops[k]];
     return n;
 }
 
@@ -271,9 +264,7 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
         return fail(t, ti, ctx, pc, c, err, "%s may only run in %s", ts_ipu_isa.ops[in->op].mnemonic,
                     ctx == 0 ? "a worker" : "the supervisor");
     x->ready = c + 1;
-    in->hits++;
-    if (t->opcnt)
-        t->opcnt[in->op]++;
+    t->opcnt[in->op]++;
     t->work++;
 /* a taken branch back: look for a state that comes back (core/loopmark.h, loop_back) */
 #define BACK(hint)                                                                                  \
@@ -719,9 +710,7 @@ static ts_status exec_bundle(ts_model *m, uint32_t ti, ipu_tile *t, int ctx, uin
 {
     ipu_ctx *x = &t->cx[ctx];
     uint32_t next = 0; /* members never branch (check_bundles): exec moves on to pc + 4 */
-    t->code[pc].hits++;
-    if (t->opcnt)
-        t->opcnt[IPU_OP_BUNDLE]++;
+    t->opcnt[IPU_OP_BUNDLE]++;
     ts_status rc = exec_op(m, ti, t, ctx, c, x, &t->code[pc + 2], pc + 2, &next, err);
     if (rc == TS_OK)
         rc = exec_op(m, ti, t, ctx, c, x, &t->code[pc + 1], pc + 1, &next, err);
@@ -858,9 +847,7 @@ static inline __attribute__((always_inline)) ts_status body_issue(ts_model *m, u
     if (fast == F_BUNDLE) {
         if (!fast_access_ok(m, t, in + 1, in[1].fast, r))
             goto slow;
-        in->hits++;
-        if (t->opcnt)
-            t->opcnt[IPU_OP_BUNDLE]++;
+        t->opcnt[IPU_OP_BUNDLE]++;
         len = 4;
         op = in + 2;
         fast = op->fast;
@@ -981,9 +968,7 @@ next_op:
         goto slow;
     }
 #undef FAST_ADDR
-    op->hits++;
-    if (t->opcnt)
-        t->opcnt[op->op]++;
+    t->opcnt[op->op]++;
     t->work++;
     if (op == in + 2) { /* a bundle's auxiliary op done: its main one (checked, so it cannot go slow) */
         op = in + 1;
@@ -1076,7 +1061,7 @@ static inline void step_ready(const ts_model *m, ipu_ctx *const *xs, const uint3
  * worker issue the same instruction, in the order of their slots from c's.
  *
  * in_step_run does a turn's instruction for all of them at once, in that order: one fetch, one
- * dispatch and one count of hits, ops and work per turn instead of one per worker, the registers
+ * dispatch and one count of ops and work per turn instead of one per worker, the registers
  * of each worker as the op defines them. The order is the cycle-by-cycle order (a store comes
  * before a later slot's load of the same bytes, coefficients are loaded in order and an AMP op
  * sees those loaded before it), so whatever the workers read and write, the tile ends as issue
@@ -1315,9 +1300,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
         default:
             goto slow;
         }
-        in->hits += nw;
-        if (opcnt)
-            opcnt[in->op] += nw;
+        opcnt[in->op] += nw;
         last = c;
         lastf = f;
         c += W;

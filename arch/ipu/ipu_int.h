@@ -108,25 +108,30 @@ typedef struct ts_ipu_cfg {
 #define IPU_MAX_CTX 9
 #define IPU_ACC_MAX 64
 
-/* One predecoded instruction. */
+/* One predecoded instruction: 16 bytes (a lowered model's program is tens of millions of them,
+ * so the host's bytes per instruction decide what can be run). An op has at most one branch
+ * target and at most two immediates, never both (ipu_isa.def), so the second immediate and the
+ * target share a word. The times an instruction is issued are counted per op, in the tile's
+ * opcnt, not here. */
 typedef struct ipu_insn {
     uint8_t op, r0, r1, r2;
-    int32_t imm, imm2;
-    uint32_t tgt;
+    int32_t imm;
+    union {
+        int32_t imm2;       /* rpti: the body's length */
+        uint32_t tgt;       /* a branch's, run's or runall's target pc */
+    };
     uint8_t r3, r4;         /* fourth and fifth register operands (the paced loads and stores) */
-    uint8_t member;         /* inside a bundle: issued by its `{`, never on its own */
-    uint8_t bundled;        /* rpt/rpti: the body holds bundles (issues != instructions) */
-    uint8_t ctx_ok;         /* bit 0: the supervisor may issue it, bit 1: a worker may */
-    uint8_t pure;           /* rpt/rpti: the body writes nothing another context reads (no store,
-                             * no coefficient load), so turns of it can run in closed form */
     uint8_t fast;           /* how body_issue does it for one worker and in_step_run for all the
                              * workers at once (ts_ipu_fast_code): 0, through the full executor; a
                              * bundle's `{` F_BUNDLE when body_issue does both members, which keep
                              * their own codes */
-    uint64_t hits;          /* times issued: counted here, on the line the fetch has just read,
-                             * rather than in a per-op table elsewhere (about 5 % of the
-                             * executor's time in bench_ipu_bsp) */
+    unsigned member : 1;    /* inside a bundle: issued by its `{`, never on its own */
+    unsigned bundled : 1;   /* rpt/rpti: the body holds bundles (issues != instructions) */
+    unsigned pure : 1;      /* rpt/rpti: the body writes nothing another context reads (no store,
+                             * no coefficient load), so turns of it can run in closed form */
+    unsigned ctx_ok : 2;    /* bit 0: the supervisor may issue it, bit 1: a worker may */
 } ipu_insn;
+_Static_assert(sizeof(ipu_insn) == 16, "a predecoded instruction takes 16 bytes");
 
 typedef struct ipu_ctx {
     uint32_t r[IPU_NREGS];
@@ -154,6 +159,12 @@ typedef struct ipu_wlog {
     size_t n, cap;
 } ipu_wlog;
 
+/* A tile's word logs (pend and log) keep their memory from one superstep to the next up to this
+ * many words (96 KiB); a larger one is freed at the release. Kept, each tile's logs would hold
+ * the most words it ever sent in one superstep, and the chip's the sum of those maxima, where
+ * only one superstep's words are live at a time. */
+#define IPU_WLOG_KEEP 4096
+
 /* A span of exchange activity kept for the activity sampler: [a, b), with the bytes sent in it. */
 typedef struct ipu_xspan {
     uint64_t a, b, bytes;
@@ -172,7 +183,7 @@ typedef struct ipu_tile {
     /* What every round reads of every tile (the run phase's test, a waiting receiver's park, the
      * commit phase's summary and spine stage), first, in two cache lines: in an exchange most
      * tiles only wait, and a round of 30 cycles visits all 1216 of them. */
-    ipu_insn *code;         /* borrowed from the model's decoded program (hit counts written) */
+    ipu_insn *code;         /* borrowed from the model's decoded program */
     uint64_t work;          /* instructions issued + words received (the hang detector's counter);
                              * next to the code pointer so the issue path touches one line */
     uint32_t n;
@@ -198,9 +209,10 @@ typedef struct ipu_tile {
     /* the rest */
     uint32_t ncode;         /* instructions that take code memory (the bundle braces take none) */
     uint64_t *opcnt;        /* executions per op (IPU_OP_COUNT; the `{` of a bundle counts as
-                             * IPU_OP_BUNDLE, its members as their ops), in the model's op_block;
-                             * NULL unless the run asked for superstep_events (opts.phase_events) */
-    uint64_t *opseen;       /* opcnt at the last sync 1 (superstep_events) */
+                             * IPU_OP_BUNDLE, its members as their ops), in the model's op_block:
+                             * the run's instruction counts (ts_ipu_collect) */
+    uint64_t *opseen;       /* opcnt at the last sync 1 (superstep_events); NULL unless the run
+                             * asked for superstep_events (opts.phase_events) */
     const uint8_t *ops;     /* the ops its code holds (nops of them), in the model's op_block; those
                              * with an effect (ipu_opfacts.effect) first, neffops of them */
     uint32_t nops, neffops;
@@ -222,18 +234,16 @@ typedef struct ipu_tile {
     ipu_xspan *xs; size_t nxs, cap_xs; /* those cycles as spans, kept only with opts.activity */
     bool rec;               /* keep xs (opts.activity or opts.trace is set) */
     bool rec_nomem;         /* growing xs failed */
-    uint64_t effects;       /* words received and bulk copies into its memory; with the hits of its
-                             * instructions that have an effect, all that changes the tile beyond
-                             * its contexts' registers (core/loopmark.h) */
-    const uint32_t *effpc;  /* the pcs of its instructions that have an effect (ipu_opfacts.effect) */
-    uint32_t neffpc;
+    uint64_t effects;       /* words received and bulk copies into its memory; with the counts of its
+                             * ops that have an effect, all that changes the tile beyond its
+                             * contexts' registers (core/loopmark.h) */
     uint32_t in_rpt;        /* bit w: worker w is inside a repeat body (rpt_left > 0), the closed
                              * form's first test, kept as it changes */
     uint64_t cf_turns;      /* turns run in workers_run or the closed form (tests read it) */
     uint64_t step_turns;    /* turns of them run with the workers in step (in_step_run; tests read it) */
     uint32_t step_at;       /* 1 + the slot the workers' turns in step last started at, 0 if none */
     ipu_hostop *host; size_t nhost, cap_host;
-    /* counters (instructions are counted in ipu_insn.hits) */
+    /* counters (instructions are counted per op, in opcnt) */
     uint64_t xsent, xrecv, xport; /* bytes sent, bytes received, send-port cycles */
     double wire_bit_mm;
     uint64_t mem_hi;
@@ -326,7 +336,6 @@ struct ts_model {
     ipu_tile *t;
     uint64_t *tnow;          /* per-tile cycle (SoA hot state) */
     ipu_insn *code;          /* owned, all streams back to back */
-    uint32_t *effpc;         /* owned: each tile's pcs of instructions with an effect, back to back */
     uint8_t *zero_page;
     uint8_t *hostmem;
     uint64_t end;
@@ -337,8 +346,9 @@ struct ts_model {
     ipu_ss *ss; size_t nss, cap_ss;
     uint64_t xrecv_seen;    /* the tiles' xrecv and wire_bit_mm summed at the last sync */
     double wire_seen;
-    void *op_block;          /* owned, NULL unless phase_events: the tiles' opcnt, opseen and ops */
-    bool phase_events;       /* opts.phase_events: count ops per tile for superstep_events */
+    void *op_block;          /* owned: the tiles' opcnt and ops, and their opseen with phase_events */
+    bool phase_events;       /* opts.phase_events: keep each tile's counts at the last sync for
+                              * superstep_events */
     uint64_t host_bytes_total, host_cycles_total;
     /* threads */
     pthread_t *th;

@@ -202,30 +202,17 @@ static ts_status load_program(ts_model *m, const ts_program *p, ts_err *err)
         t->rx_park_n = SIZE_MAX;
         off += s->n;
     }
-    /* per tile: the pcs of its instructions with an effect, which the endless-loop check sums the
-     * hits of (a tile's code is mostly without effect: registers, branches, AMP steps) */
-    size_t neff = 0;
-    for (size_t k = 0; k < total; k++)
-        neff += ts_ipu_opfacts[m->code[k].op].effect != 0;
-    if (!(m->effpc = ts_calloc(neff ? neff : 1, sizeof *m->effpc)))
-        return ts_err_set(err, TS_ENOMEM, "out of memory decoding the program");
-    uint32_t *ep = m->effpc;
+    /* per tile: counters per op (the run's instruction counts, and the endless-loop check's sum
+     * over the ops with an effect), with phase_events their values at the last sync, and the list
+     * of ops its code holds (the syncs diff only those) */
+    size_t ncnt = m->phase_events ? 2 : 1;
+    size_t cnt_bytes = (size_t)m->ntiles * ncnt * IPU_OP_COUNT * sizeof(uint64_t);
+    if (!(m->op_block = ts_calloc(1, cnt_bytes + (size_t)m->ntiles * IPU_OP_COUNT)))
+        return ts_err_set(err, TS_ENOMEM, "out of memory for the op counters");
     for (uint32_t i = 0; i < m->ntiles; i++) {
         ipu_tile *t = &m->t[i];
-        t->effpc = ep;
-        for (uint32_t pc = 0; pc < t->n; pc++)
-            if (ts_ipu_opfacts[t->code[pc].op].effect)
-                *ep++ = pc;
-        t->neffpc = (uint32_t)(ep - t->effpc);
-    }
-    /* per tile: counters per op, and the list of ops its code holds (the syncs diff only those) */
-    size_t cnt_bytes = (size_t)m->ntiles * 2 * IPU_OP_COUNT * sizeof(uint64_t);
-    if (m->phase_events && !(m->op_block = ts_calloc(1, cnt_bytes + (size_t)m->ntiles * IPU_OP_COUNT)))
-        return ts_err_set(err, TS_ENOMEM, "out of memory for the op counters");
-    for (uint32_t i = 0; m->op_block && i < m->ntiles; i++) {
-        ipu_tile *t = &m->t[i];
-        t->opcnt = (uint64_t *)m->op_block + (size_t)i * 2 * IPU_OP_COUNT;
-        t->opseen = t->opcnt + IPU_OP_COUNT;
+        t->opcnt = (uint64_t *)m->op_block + (size_t)i * ncnt * IPU_OP_COUNT;
+        t->opseen = m->phase_events ? t->opcnt + IPU_OP_COUNT : NULL;
         uint8_t *ops = (uint8_t *)m->op_block + cnt_bytes + (size_t)i * IPU_OP_COUNT;
         bool has[IPU_OP_COUNT] = {false};
         for (uint32_t pc = 0; pc < t->n; pc++)

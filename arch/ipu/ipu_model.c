@@ -83,7 +83,6 @@ static void ipu_destroy(ts_model *m)
     ts_free(m->op_block);
     ts_free(m->tnow);
     ts_free(m->code);
-    ts_free(m->effpc);
     ts_free(m->zero_page);
     ts_free(m->hostmem);
     ts_free(m->ss);

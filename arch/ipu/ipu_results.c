@@ -17,7 +17,7 @@
  * anything did. The rows sum to the run's events. */
 static ts_status superstep_events(ts_model *m, ts_stats *s, ts_err *err)
 {
-    if (!m->op_block)
+    if (!m->phase_events)
         return TS_OK; /* not asked for */
     double tail[EV_COUNT];
     uint64_t xsent_tail = 0; /* sent after the last sync */
@@ -60,13 +60,11 @@ ts_status ts_ipu_collect(ts_model *m, ts_results *r, ts_err *err)
     uint64_t fmac32 = 0;
     for (uint32_t i = 0; i < n; i++) {
         const ipu_tile *t = &m->t[i];
-        uint64_t opcount[IPU_OP_COUNT] = {0};
-        uint64_t tb = 0; /* issue cycles: a bundle is one issue (its `{`), its members none */
-        for (uint32_t pc = 0; pc < t->n; pc++) {
-            opcount[t->code[pc].op] += t->code[pc].hits;
-            if (!t->code[pc].member)
-                tb += t->code[pc].hits;
-        }
+        const uint64_t *opcount = t->opcnt;
+        uint64_t tb = 0; /* issue cycles: a bundle is one issue (its `{`), its two members none */
+        for (int op = 0; op < IPU_OP_COUNT; op++)
+            tb += opcount[op];
+        tb -= 2 * opcount[IPU_OP_BUNDLE];
         for (int op = 0; op < IPU_OP_COUNT; op++) {
             uint64_t k = opcount[op];
             if (!k)

@@ -85,7 +85,7 @@ static ts_status barrier(ts_model *m, const ipu_arrivals *a, ts_err *err)
     r->critical = crit;
     r->xbytes = xbytes;
     r->hbytes = hbytes;
-    if (m->op_block)
+    if (m->phase_events)
         ts_ipu_events_since_sync(m, xbytes, hbytes, true, r->ev);
     else
         memset(r->ev, 0, sizeof r->ev);
@@ -106,6 +106,14 @@ void ts_ipu_release_tiles(ts_model *m, uint32_t lo, uint32_t hi)
     for (uint32_t i = lo; i < hi; i++) {
         ipu_tile *t = &m->t[i];
         t->log.n = 0;
+        if (t->log.cap > IPU_WLOG_KEEP) {
+            ts_free(t->log.v);
+            t->log = (ipu_wlog){0};
+        }
+        if (t->pend.cap > IPU_WLOG_KEEP && !t->pend.n) { /* (its words are committed by now) */
+            ts_free(t->pend.v);
+            t->pend = (ipu_wlog){0};
+        }
         t->fin = 0;
         t->nhost = 0;
         t->ss_xbytes = 0;

@@ -95,6 +95,38 @@ START_TEST(exchange_point_to_point)
 }
 END_TEST
 
+/* Sends longer than the word logs keep between supersteps (IPU_WLOG_KEEP): tile 0 sends 5000
+ * words to tile 1, which sends them back in the next superstep, then 4 more go out after the
+ * logs were let go at the release; every word arrives where it should, in every mode. */
+START_TEST(exchange_long_sends)
+{
+    enum { N = 5000 };
+    ck_assert_int_gt(N, IPU_WLOG_KEEP);
+    ts_buf b = TS_BUF_INIT;
+    ts_buf_puts(&b, ".arch ipu\n"
+                    ".stream tile 0\n  setzi $m1, 0x1000\n  setzi $m2, 1\n  send $m1, $m2, 5000\n  sync 1\n"
+                    "  setzi $m1, 0x7000\n  setzi $m2, 1\n  recv $m1, $m2, 5000\n  rxwait\n  sync 1\n"
+                    "  setzi $m1, 0x1000\n  setzi $m2, 1\n  send $m1, $m2, 4\n  sync 1\n  halt\n"
+                    ".stream tile 1\n  setzi $m1, 0x1000\n  setzi $m2, 0\n  recv $m1, $m2, 5000\n  rxwait\n  sync 1\n"
+                    "  setzi $m2, 0\n  send $m1, $m2, 5000\n  sync 1\n"
+                    "  setzi $m1, 0xc000\n  setzi $m2, 0\n  recv $m1, $m2, 4\n  rxwait\n  sync 1\n  halt\n"
+                    ".data tile 0 0x1000\n");
+    for (unsigned i = 0; i < N; i++)
+        ts_buf_printf(&b, "  .word %u\n", 7 * i + 3);
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, b.data, &r);
+    for (unsigned i = 0; i < N; i++) {
+        ck_assert_uint_eq(ipu_peek32(&r, 1, 0x1000 + 4 * i), 7 * i + 3);
+        ck_assert_uint_eq(ipu_peek32(&r, 0, 0x7000 + 4 * i), 7 * i + 3);
+    }
+    for (unsigned i = 0; i < 4; i++)
+        ck_assert_uint_eq(ipu_peek32(&r, 1, 0xc000 + 4 * i), 7 * i + 3);
+    ck_assert_uint_eq(r.r.bytes[TS_LEVEL_NET], 4 * (2 * N + 4));
+    ipu_run_free(&r);
+    ts_buf_free(&b);
+}
+END_TEST
+
 START_TEST(exchange_broadcast)
 {
     ts_buf b = TS_BUF_INIT;
@@ -699,6 +731,7 @@ static Suite *suite(void)
     tcase_add_test(t, latency_table);
     tcase_add_test(t, exchange_point_to_point);
     tcase_add_test(t, exchange_broadcast);
+    tcase_add_test(t, exchange_long_sends);
     tcase_add_test(t, exchange_spine);
     tcase_add_test(t, exchange_spine_out_of_order);
     tcase_add_test(t, exchange_mux_and_pointer);
