@@ -1074,16 +1074,26 @@ START_TEST(test_unsupported_all)
 }
 END_TEST
 
+/* The lowering's parameters of config `name`, with one key=value set (NULL for none). */
+static void params_of(ts_lower_tsp_params *p, const char *name, const char *set)
+{
+    const char *sets[] = {set, NULL};
+    void *cfg = tsp_test_config(name, set ? sets : NULL);
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_msg(ts_lower_tsp_params_from_config(cfg, p, &e) == TS_OK, "%s", e.msg);
+    ts_err_free(&e);
+    ts_config_destroy(cfg);
+}
+
 /* A floorplan the lowering cannot use is refused with the reason; queues longer than the stock
  * capacity run from fetched text; a capacity of one fetch is refused. */
 START_TEST(test_config_limits)
 {
     ts_err e;
     ts_err_init(&e);
-    void *cfg = tsp_test_config("tsp_small", NULL);
     ts_lower_tsp_params p;
-    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
-    ts_config_destroy(cfg);
+    params_of(&p, "tsp_small", NULL);
     ts_graph *g = ts_graph_create("mm");
     int a = tensor_dt(g, "a", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){400, 64});
     int b = tensor_dt(g, "b", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){64, 64});
@@ -1103,10 +1113,7 @@ START_TEST(test_config_limits)
     ck_assert_double_eq(tsp_stat(&l.run, "queue.ifetch_bytes"), tsp_stat(&l.run, "queue.ifetches") * 640);
     lowered_free(&l);
     /* a queue as short as one fetch cannot be refilled before it runs dry */
-    static const char *const tiny[] = {"icu.queue_capacity=40", NULL};
-    cfg = tsp_test_config("tsp_v1", tiny);
-    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
-    ts_config_destroy(cfg);
+    params_of(&p, "tsp_v1", "icu.queue_capacity=40");
     ck_assert_int_eq(ts_lower_tsp(g, &p, &prog, NULL, &e), TS_EINPUT);
     ck_assert_msg(strstr(e.msg, "no ifetch could be placed in time") && strstr(e.msg, "icu.queue_capacity 40"), "%s",
                   e.msg);
@@ -1147,11 +1154,8 @@ START_TEST(test_text_by_op)
 {
     ts_err e;
     ts_err_init(&e);
-    static const char *const small[] = {"mem.slice_bytes=32000", NULL};
-    void *cfg = tsp_test_config("tsp_v1", small);
     ts_lower_tsp_params p;
-    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
-    ts_config_destroy(cfg);
+    params_of(&p, "tsp_v1", "mem.slice_bytes=32000");
     ts_graph *g = ts_graph_create("chain_sigmoid");
     int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){600, 64});
     int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){64, 64});
@@ -1198,11 +1202,8 @@ START_TEST(test_text_too_big)
 {
     ts_err e;
     ts_err_init(&e);
-    static const char *const small[] = {"mem.slice_bytes=32000", NULL};
-    void *cfg = tsp_test_config("tsp_v1", small);
     ts_lower_tsp_params p;
-    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
-    ts_config_destroy(cfg);
+    params_of(&p, "tsp_v1", "mem.slice_bytes=32000");
     ts_graph *g = matmul_chain(32, false, NULL);
     ts_program *prog = NULL;
     ck_assert_int_eq(ts_lower_tsp(g, &p, &prog, NULL, &e), TS_EINPUT);
@@ -1223,11 +1224,8 @@ START_TEST(test_text_lean_plan)
 {
     ts_err e;
     ts_err_init(&e);
-    static const char *const small[] = {"mem.slice_bytes=32000", NULL};
-    void *cfg = tsp_test_config("tsp_v1", small);
     ts_lower_tsp_params p;
-    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
-    ts_config_destroy(cfg);
+    params_of(&p, "tsp_v1", "mem.slice_bytes=32000");
     ts_graph *g = matmul_chain(8, false, NULL);
     ts_program *prog = NULL;
     ck_assert_msg(ts_lower_tsp(g, &p, &prog, NULL, &e) == TS_OK, "%s", e.msg);
@@ -1250,10 +1248,8 @@ START_TEST(test_text_below_data)
     ts_err e;
     ts_err_init(&e);
     static const char *const small[] = {"mem.slice_bytes=44800", NULL};
-    void *cfg = tsp_test_config("tsp_v1", small);
     ts_lower_tsp_params p;
-    ck_assert_int_eq(ts_lower_tsp_params_from_config(cfg, &p, &e), TS_OK);
-    ts_config_destroy(cfg);
+    params_of(&p, "tsp_v1", small[0]);
     int x;
     ts_graph *g = matmul_chain(8, true, &x);
     lowered s = {0}, l;
