@@ -136,7 +136,7 @@ static ts_status emit_io(lw *L, ts_program *P, size_t si, lw_gen *G)
     return TS_OK;
 }
 
-/* A decode's join on one PE (join_streams in lower_wse_place.c): per row one op of the main stream
+/* A decode's join on one PE (lw_join_streams): per row one op of the main stream
  * from the west and the skip path from the south, element by element, its results straight out
  * east (and down to a skip path when it forks), in pieces of at most PIECE. */
 static void join_stream(lw_gen *G, const lw_stage *s)
@@ -164,7 +164,7 @@ static void join_stream(lw_gen *G, const lw_stage *s)
 static ts_status emit_join(lw *L, ts_program *P, size_t si, lw_gen *G)
 {
     const lw_stage *s = &L->st[si];
-    if (L->decode && s->G == 1 && !s->relu && !s->clip && !s->in_nhwc) { /* join_streams (place) */
+    if (lw_join_streams(L, s)) { /* one PE (ts_lww_place) */
         if (!ts_lww_pe_stream(P, L->t, s->x, 0, G))
             return TS_ENOMEM;
         join_stream(G, s);

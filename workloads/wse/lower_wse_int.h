@@ -281,6 +281,15 @@ static inline uint32_t lw_gcol(const lw_stage *s, uint32_t j) { return s->set * 
 static inline uint32_t lw_rcol(const lw_stage *s, uint32_t i) { return s->set * 4 + (i & 1); }
 /* Ports of a chain's output route: east, and down too from the last PE of a fork. */
 static inline int lw_outp(const lw_stage *s, bool last) { return P_E | (last && s->fork ? P_S : 0); }
+/* Whether join s takes one PE that adds its two streams as they come and sends the sums straight
+ * on (placed so in lower_wse_place.c, emitted so in lower_wse_emit.c): a decode's join of rows
+ * with no fused Relu or Clip. Its G PEs each took both streams' whole row and the last sent the
+ * row on after them, about 2 C cycles of the token's path; one fadds from the fabric to the fabric
+ * takes about C, in step with the stages around it. */
+static inline bool lw_join_streams(const lw *L, const lw_stage *s)
+{
+    return s->kind == K_JOIN && !s->relu && !s->clip && !s->in_nhwc && L->decode;
+}
 
 /* Every stage's colour set and its input, output and skip colours (after place). */
 void ts_lww_colours(lw *L);

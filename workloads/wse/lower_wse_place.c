@@ -207,16 +207,6 @@ static bool join_narrows(const lw *L, const lw_stage *s, uint64_t T)
            (uint64_t)s->M * 2 * (uint64_t)s->C <= T;
 }
 
-/* Whether join s takes one PE that adds its two streams as they come and sends the sums straight
- * on (lower_wse_emit.c): a decode's join of rows with no fused Relu or Clip. Its G PEs each took
- * both streams' whole row and the last sent the row on after them, about 2 C cycles of the
- * token's path; one fadds from the fabric to the fabric takes about C, in step with the stages
- * around it. */
-static bool join_streams(const lw *L, const lw_stage *s)
-{
-    return s->kind == K_JOIN && !s->relu && !s->clip && !s->in_nhwc && L->decode;
-}
-
 /* Whether every matrix product, with the fewest PEs that take its rows in at most T cycles, fits
  * its rows and, on the main band, the columns left, with the elementwise stages and
  * LayerNormalizations sized against T too (sized_at_T: their PEs past their first), and the
@@ -783,7 +773,7 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
             s->G = s->w = 1;
             s->mem = (uint64_t)s->C * 4 + 8;
         }
-        if (join_streams(L, s)) { /* one PE, nothing kept */
+        if (lw_join_streams(L, s)) { /* one PE, nothing kept */
             s->G = s->w = 1;
             s->mem = 0;
         }
