@@ -82,15 +82,22 @@ typedef struct wse_vop {
     uint8_t width;   /* elements per cycle after SIMD, bank and stride rules */
     /* resolved at issue so that a cycle's step does not look them up: the element operation
      * (WSE_V_*), element bytes, SRAM bytes read and written per element, the energy counter slot,
-     * and whether an operand is on the fabric (then at most one element a cycle) */
+     * and whether an operand is on the fabric (then at most one element a cycle): 0 none, else the
+     * kind of its step (WSE_FAB_*) */
     uint8_t vop, esize, br, bw, ev;
-    bool fab;
+    uint8_t fab;
     uint8_t q0, q1;  /* the core input queues of fabric sources s0 and s1 (qmap, at issue) */
     uint32_t i, n;
     uint32_t scalar;
     wse_dsd d, s0, s1;
     uint32_t pc;     /* for messages */
 } wse_vop;
+
+/* The step of a vector op with a fabric operand (wse_vop.fab, set at issue): a move from a core
+ * input queue into memory (a receive), a move from memory onto the ramp (a send), or any other. The
+ * memory operands' base bytes of such an op advance by their strides as its elements go (its
+ * elements are the one place that reads them), so a step adds where it multiplied. */
+enum { WSE_FAB_NONE = 0, WSE_FAB_ANY, WSE_FAB_RECV, WSE_FAB_SEND };
 
 enum { CE_IDLE = 0, CE_RUN, CE_START, CE_WAIT, CE_WAITVEC };
 
