@@ -374,7 +374,10 @@ static inline __attribute__((always_inline)) uint32_t vec_step(ts_model *m, wse_
             uint8_t *mem = mem_touch(m, t);
             if (mem) {
                 uint32_t y = esize == 4 ? x : x & 0xffff;
-                memcpy(mem + a, &y, esize);
+                if (esize == 4) /* a copy of a known size: no call */
+                    memcpy(mem + a, &y, 4);
+                else
+                    memcpy(mem + a, &y, esize);
             } else {
                 b->oom = true;
             }

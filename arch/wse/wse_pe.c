@@ -563,10 +563,7 @@ static inline __attribute__((always_inline)) void tile_commit(ts_model *m, wse_t
             q->slot[slot] = e->data;
             if (q->dst)
                 q->dst[slot] = WSE_ENT_DST(meta);
-            if (ctrl)
-                q->ctrl |= 1ull << slot;
-            else
-                q->ctrl &= ~(1ull << slot);
+            q->ctrl = (q->ctrl & ~(1ull << slot)) | (uint64_t)ctrl << slot; /* no branch */
             q->pushed++;
             o->ppush[q->port]++;
             o->pbits[q->port] ^= 1u << c;
