@@ -105,9 +105,17 @@ static inline uint32_t q_occ(const wse_lq *q) { return q->pushed - q->popped; }
 static inline uint32_t line_count(const wse_line *l, uint32_t c)
 {
     uint32_t k = 0;
-    for (uint32_t i = 0, j = l->head; i < l->n; i++, j = j + 1 == l->cap ? 0 : j + 1)
-        k += WSE_ENT_COLOUR(l->e[j].meta) == c;
+    for (uint32_t i = 0; i < l->cap; i++)
+        k += l->e[i].land && WSE_ENT_COLOUR(l->e[i].meta) == c;
     return k;
+}
+
+/* The entry of line l that holds the wavelet landing in cycle `land` (land % cap; a hop's line has
+ * one entry, a ramp's two or three). */
+static inline wse_ent *line_ent(const wse_line *l, uint64_t land)
+{
+    uint32_t cap = l->cap;
+    return &l->e[cap == 1 ? 0 : cap == 2 ? (uint32_t)land & 1 : cap == 3 ? (uint32_t)(land % 3) : (uint32_t)(land % cap)];
 }
 
 /* The queue that output line l of tile t feeds for colour c (its owner: the neighbour, or t itself
@@ -138,11 +146,11 @@ static inline void line_put(ts_model *m, wse_tile *t, int l, uint32_t data, uint
                             uint64_t now)
 {
     wse_line *ln = &t->line[l];
-    uint64_t lat = l < 4 ? m->hop : l == WSE_LINE_UP ? m->up : m->c.ramp_latency;
-    uint32_t j = (uint32_t)ln->head + ln->n++;
-    wse_ent *e = &ln->e[j >= ln->cap ? j - ln->cap : j];
+    uint64_t land = now + ln->cap; /* the line's latency */
+    wse_ent *e = line_ent(ln, land);
+    ln->n++;
     t->lmask |= (uint8_t)(1u << l);
-    e->land = now + lat;
+    e->land = land;
     e->data = data;
     e->meta = (c & 31) | (uint32_t)ctrl << 5 | (dst & 0xffffff) << 8;
 }

@@ -40,9 +40,11 @@ typedef struct wse_ent {
 #define WSE_ENT_CTRL(m) ((m) >> 5 & 1u)
 #define WSE_ENT_DST(m) ((m) >> 8)
 
-/* A delay line (one per output): at most one wavelet enters per cycle, so latency entries. */
+/* A delay line (one per output): at most one wavelet enters per cycle, so latency entries (cap, the
+ * line's latency). A wavelet that lands in cycle L sits in entry L % cap: the one that lands in a
+ * cycle is found without a ring's head, and an entry is free while its land is 0. */
 typedef struct wse_line {
-    uint8_t head, n, cap;
+    uint8_t n, cap;
     wse_ent *e; /* owned by the tile's block */
 } wse_line;
 

@@ -552,8 +552,10 @@ static inline __attribute__((always_inline)) void tile_commit(ts_model *m, wse_t
     for (uint32_t lm = t->lmask; lm; lm &= lm - 1) {
         int l = __builtin_ctz(lm);
         wse_line *ln = &t->line[l];
-        while (ln->n && ln->e[ln->head].land <= b->now + 1) {
-            wse_ent *e = &ln->e[ln->head];
+        /* at most one wavelet lands in a cycle (one enters a cycle, each after the line's
+         * latency), in its entry: where a ring's head was compared in a loop */
+        wse_ent *e = line_ent(ln, b->now + 1);
+        if (e->land == b->now + 1) {
             uint32_t meta = e->meta, c = WSE_ENT_COLOUR(meta);
             bool ctrl = WSE_ENT_CTRL(meta);
             wse_tile *o;
@@ -578,7 +580,7 @@ static inline __attribute__((always_inline)) void tile_commit(ts_model *m, wse_t
                     traffic_arrival(t, b, e->data, e->land);
             }
             wake(m, b, o); /* also when o is t: its phase-A view (qleft) did not count this push */
-            ln->head = (uint8_t)(ln->head + 1 == ln->cap ? 0 : ln->head + 1);
+            e->land = 0;
             ln->n--;
             b->progress++;
         }
