@@ -110,12 +110,11 @@ static inline uint32_t line_count(const wse_line *l, uint32_t c)
     return k;
 }
 
-/* The entry of line l that holds the wavelet landing in cycle `land` (land % cap; a hop's line has
- * one entry, a ramp's two or three). */
+/* The entry of line l that holds the wavelet landing in cycle `land` (land % cap, cap a power of two;
+ * a hop's line has one entry, a ramp's two or four). */
 static inline wse_ent *line_ent(const wse_line *l, uint64_t land)
 {
-    uint32_t cap = l->cap;
-    return &l->e[cap == 1 ? 0 : cap == 2 ? (uint32_t)land & 1 : cap == 3 ? (uint32_t)(land % 3) : (uint32_t)(land % cap)];
+    return &l->e[(uint32_t)land & (l->cap - 1u)];
 }
 
 /* The queue that output line l of tile t feeds for colour c (its owner: the neighbour, or t itself
@@ -134,7 +133,7 @@ static inline wse_lq *line_target(const ts_model *m, wse_tile *t, int l, uint32_
  * line is known without finding the queue it feeds. */
 static inline bool line_room(const ts_model *m, wse_tile *t, int l, uint32_t c)
 {
-    if (t->line[l].n == t->line[l].cap)
+    if (t->line[l].n == t->line[l].lat)
         return false;
     wse_tile *o;
     const wse_lq *q = line_target(m, t, l, c, &o);
@@ -146,7 +145,7 @@ static inline void line_put(ts_model *m, wse_tile *t, int l, uint32_t data, uint
                             uint64_t now)
 {
     wse_line *ln = &t->line[l];
-    uint64_t land = now + ln->cap; /* the line's latency */
+    uint64_t land = now + ln->lat;
     wse_ent *e = line_ent(ln, land);
     ln->n++;
     t->lmask |= (uint8_t)(1u << l);
@@ -217,7 +216,7 @@ static inline uint32_t line_free(const ts_model *m, wse_tile *t, int l, uint32_t
     wse_tile *o;
     const wse_lq *q = line_target(m, t, l, c, &o);
     uint32_t used = q_occ(q) + line_count(&t->line[l], c);
-    return t->line[l].n == t->line[l].cap || used >= q->cap ? 0 : q->cap - used;
+    return t->line[l].n == t->line[l].lat || used >= q->cap ? 0 : q->cap - used;
 }
 
 /* West-first routing (the turn model: no turn into the west, so no cycle of channels): all west

@@ -40,13 +40,23 @@ typedef struct wse_ent {
 #define WSE_ENT_CTRL(m) ((m) >> 5 & 1u)
 #define WSE_ENT_DST(m) ((m) >> 8)
 
-/* A delay line (one per output): at most one wavelet enters per cycle, so latency entries (cap, the
- * line's latency). A wavelet that lands in cycle L sits in entry L % cap: the one that lands in a
- * cycle is found without a ring's head, and an entry is free while its land is 0. */
+/* A delay line (one per output): at most one wavelet enters per cycle, so at most lat (the line's
+ * latency) in flight. A wavelet that lands in cycle L sits in entry L % cap, cap the least power of
+ * two from lat up (wse_line_cap): the one that lands in a cycle is found by a mask, without a ring's
+ * head, and an entry is free while its land is 0. */
 typedef struct wse_line {
-    uint8_t n, cap;
+    uint8_t n, lat, cap;
     wse_ent *e; /* owned by the tile's block */
 } wse_line;
+
+/* The entries of a delay line of latency lat: the least power of two from lat up. */
+static inline uint32_t wse_line_cap(uint32_t lat)
+{
+    uint32_t c = 1;
+    while (c < lat)
+        c <<= 1;
+    return c;
+}
 
 /* A live queue: router input (port, colour) or core input (colour). SPSC ring. */
 typedef struct wse_lq {
