@@ -48,11 +48,16 @@ static inline __attribute__((always_inline)) void router_eval(ts_model *m, wse_t
     for (; rot; rot &= rot - 1) {
         int p = __builtin_ctz(rot) + (int)rr;
         p -= p >= WSE_NPORTS ? WSE_NPORTS : 0;
-        uint32_t start = fixed ? 0 : t->rrc[p];
         /* colours from start up, then below start: the colour mask rotated right by start within
-         * the C colours, so bit k is colour start + k (mod C) */
+         * the C colours, so bit k is colour start + k (mod C); a port with one colour (a stream) has
+         * one order */
         uint64_t cm = t->cbits[p];
-        uint64_t rotc = (cm >> start | cm << (m->C - start)) & ((1ull << m->C) - 1);
+        uint32_t start = 0;
+        uint64_t rotc = cm;
+        if (cm & (cm - 1)) {
+            start = fixed ? 0 : t->rrc[p];
+            rotc = (cm >> start | cm << (m->C - start)) & ((1ull << m->C) - 1);
+        }
         for (; rotc; rotc &= rotc - 1) {
             uint32_t c = (uint32_t)__builtin_ctzll(rotc) + start;
             c -= c >= m->C ? m->C : 0;
@@ -596,7 +601,7 @@ static inline __attribute__((always_inline)) void tile_commit(ts_model *m, wse_t
 
 /* A tile whose only business is a core counting down to a known cycle can sleep until then: the
  * cycles between change nothing (a push into its queues wakes it earlier). */
-static bool tile_sleeps(const ts_model *m, const wse_band *b, const wse_tile *t, uint64_t *at)
+static inline bool tile_sleeps(const ts_model *m, const wse_band *b, const wse_tile *t, uint64_t *at)
 {
     const wse_ce *ce = t->ce;
     if (!ce || (ce->state != CE_WAIT && ce->state != CE_START) || ce->until <= b->now + 1 || t->qleft || t->lmask ||
