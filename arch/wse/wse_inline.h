@@ -269,7 +269,9 @@ static inline uint64_t elem_addr(const wse_dsd *d, uint32_t i, uint32_t esize)
 static inline uint64_t fab_addr(wse_dsd *d, uint32_t esize)
 {
     uint64_t a = (uint64_t)(int64_t)d->base;
-    d->base += d->stride * (int32_t)esize;
+    /* in 32 bits without a sign: the step past the last element (whose address the op never
+     * uses) may leave int32's range where a one-element op's stride is any */
+    d->base = (int32_t)((uint32_t)d->base + (uint32_t)d->stride * esize);
     return a;
 }
 
