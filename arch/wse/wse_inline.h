@@ -105,9 +105,16 @@ static inline uint32_t q_occ(const wse_lq *q) { return q->pushed - q->popped; }
 static inline uint32_t line_count(const wse_line *l, uint32_t c)
 {
     uint32_t k = 0;
-    for (uint32_t i = 0, j = l->head; i < l->n; i++, j = j + 1 == l->cap ? 0 : j + 1)
-        k += WSE_ENT_COLOUR(l->e[j].meta) == c;
+    for (uint32_t i = 0; i < l->cap; i++)
+        k += l->e[i].land && WSE_ENT_COLOUR(l->e[i].meta) == c;
     return k;
+}
+
+/* The entry of line l that holds the wavelet landing in cycle `land` (land % cap, cap a power of two;
+ * a hop's line has one entry, a ramp's two or four). */
+static inline wse_ent *line_ent(const wse_line *l, uint64_t land)
+{
+    return &l->e[(uint32_t)land & (l->cap - 1u)];
 }
 
 /* The queue that output line l of tile t feeds for colour c (its owner: the neighbour, or t itself
@@ -126,7 +133,7 @@ static inline wse_lq *line_target(const ts_model *m, wse_tile *t, int l, uint32_
  * line is known without finding the queue it feeds. */
 static inline bool line_room(const ts_model *m, wse_tile *t, int l, uint32_t c)
 {
-    if (t->line[l].n == t->line[l].cap)
+    if (t->line[l].n == t->line[l].lat)
         return false;
     wse_tile *o;
     const wse_lq *q = line_target(m, t, l, c, &o);
@@ -138,11 +145,11 @@ static inline void line_put(ts_model *m, wse_tile *t, int l, uint32_t data, uint
                             uint64_t now)
 {
     wse_line *ln = &t->line[l];
-    uint64_t lat = l < 4 ? m->hop : l == WSE_LINE_UP ? m->up : m->c.ramp_latency;
-    uint32_t j = (uint32_t)ln->head + ln->n++;
-    wse_ent *e = &ln->e[j >= ln->cap ? j - ln->cap : j];
+    uint64_t land = now + ln->lat;
+    wse_ent *e = line_ent(ln, land);
+    ln->n++;
     t->lmask |= (uint8_t)(1u << l);
-    e->land = now + lat;
+    e->land = land;
     e->data = data;
     e->meta = (c & 31) | (uint32_t)ctrl << 5 | (dst & 0xffffff) << 8;
 }
@@ -209,7 +216,7 @@ static inline uint32_t line_free(const ts_model *m, wse_tile *t, int l, uint32_t
     wse_tile *o;
     const wse_lq *q = line_target(m, t, l, c, &o);
     uint32_t used = q_occ(q) + line_count(&t->line[l], c);
-    return t->line[l].n == t->line[l].cap || used >= q->cap ? 0 : q->cap - used;
+    return t->line[l].n == t->line[l].lat || used >= q->cap ? 0 : q->cap - used;
 }
 
 /* West-first routing (the turn model: no turn into the west, so no cycle of channels): all west
@@ -257,10 +264,20 @@ static inline uint64_t elem_addr(const wse_dsd *d, uint32_t i, uint32_t esize)
     return (uint64_t)((int64_t)d->base + (int64_t)i * d->stride * (int64_t)esize);
 }
 
-/* A source of element i of an op with a fabric operand: the head of its core queue j, popped, or its
- * memory word (0 in timing-only mode). */
-static inline uint32_t fab_src(const ts_model *m, wse_tile *t, const wse_dsd *d, uint8_t j, uint32_t i,
-                               uint32_t esize)
+/* The byte address of the next element of memory DSD d of an op with a fabric operand, which then
+ * moves on to the one after (WSE_FAB_*: such an op's base bytes advance as its elements go). */
+static inline uint64_t fab_addr(wse_dsd *d, uint32_t esize)
+{
+    uint64_t a = (uint64_t)(int64_t)d->base;
+    /* in 32 bits without a sign: the step past the last element (whose address the op never
+     * uses) may leave int32's range where a one-element op's stride is any */
+    d->base = (int32_t)((uint32_t)d->base + (uint32_t)d->stride * esize);
+    return a;
+}
+
+/* A source of the next element of an op with a fabric operand: the head of its core queue j,
+ * popped, or its memory word (0 in timing-only mode). */
+static inline uint32_t fab_src(const ts_model *m, wse_tile *t, wse_dsd *d, uint8_t j, uint32_t esize)
 {
     if (d->kind != DSD_MEM) {
         bool ctrl;
@@ -268,9 +285,9 @@ static inline uint32_t fab_src(const ts_model *m, wse_tile *t, const wse_dsd *d,
         q_pop(t, j);
         return x;
     }
+    uint64_t a = fab_addr(d, esize);
     if (m->c.timing_only)
         return 0;
-    uint64_t a = elem_addr(d, i, esize);
     return esize == 4 ? ld32(t, a) : ld16(t, a);
 }
 
@@ -298,14 +315,15 @@ static inline void vec_fab_elem(ts_model *m, wse_tile *t, wse_band *b, wse_vop *
 {
     bool timing = m->c.timing_only;
     uint32_t esize = v->esize;
-    uint32_t x0 = fab_src(m, t, &v->s0, v->q0, v->i, esize);
-    uint32_t x1 = v->vop != WSE_V_MOV ? fab_src(m, t, &v->s1, v->q1, v->i, esize) : 0;
+    uint32_t x0 = fab_src(m, t, &v->s0, v->q0, esize);
+    uint32_t x1 = v->vop != WSE_V_MOV ? fab_src(m, t, &v->s1, v->q1, esize) : 0;
     uint32_t y = timing ? 0 : esize == 4 ? vec_elem32(v, x0, x1) : ts_wse_vec_elem(v, x0, x1);
     if (v->d.kind == DSD_MEM) {
+        uint64_t a = fab_addr(&v->d, esize);
         if (!timing) {
             uint8_t *mem = mem_touch(m, t);
             if (mem)
-                memcpy(mem + elem_addr(&v->d, v->i, esize), &y, esize);
+                memcpy(mem + a, &y, esize);
             else
                 b->oom = true;
         }
@@ -344,6 +362,63 @@ static inline bool fab_ready(const wse_tile *t, uint8_t j)
 static inline __attribute__((always_inline)) uint32_t vec_step(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v,
                                                                uint32_t *rd, uint32_t *wr, bool *ramp_up, uint8_t *why)
 {
+    if (v->fab == WSE_FAB_RECV) {
+        /* a core queue into memory: no SRAM read, bw bytes written (vec_fab_elem's move, its
+         * stalls in the same order) */
+        uint32_t bw = v->bw;
+        if (!fab_ready(t, v->q0)) {
+            *why = 1;
+            return 0;
+        }
+        if (*wr < bw) {
+            *why = 3;
+            return 0;
+        }
+        *wr -= bw;
+        bool ctrl;
+        uint32_t x = q_head(&t->lq[v->q0], &ctrl), esize = v->esize;
+        q_pop(t, v->q0);
+        uint64_t a = fab_addr(&v->d, esize);
+        if (!m->c.timing_only) {
+            uint8_t *mem = mem_touch(m, t);
+            if (mem) {
+                uint32_t y = esize == 4 ? x : x & 0xffff;
+                if (esize == 4) /* a copy of a known size: no call */
+                    memcpy(mem + a, &y, 4);
+                else
+                    memcpy(mem + a, &y, esize);
+            } else {
+                b->oom = true;
+            }
+        }
+        v->i++;
+        t->s.sram_wr += bw;
+        t->s.ev[v->ev]++;
+        return 1;
+    }
+    if (v->fab == WSE_FAB_SEND) {
+        /* memory onto the ramp: br bytes read, no SRAM write */
+        uint32_t br = v->br;
+        if (*ramp_up || !line_room(m, t, WSE_LINE_UP, v->d.colour)) {
+            *why = 2;
+            return 0;
+        }
+        if (*rd < br) {
+            *why = 3;
+            return 0;
+        }
+        *rd -= br;
+        uint32_t esize = v->esize;
+        uint64_t a = fab_addr(&v->s0, esize);
+        uint32_t y = m->c.timing_only ? 0 : esize == 4 ? ld32(t, a) : ld16(t, a);
+        line_put(m, t, WSE_LINE_UP, y, v->d.colour, v->d.ctrl, 0, b->now);
+        *ramp_up = true;
+        t->s.injected++;
+        v->i++;
+        t->s.sram_rd += br;
+        t->s.ev[v->ev]++;
+        return 1;
+    }
     uint32_t k = v->n - v->i;
     if (k > v->width)
         k = v->width;

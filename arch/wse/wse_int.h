@@ -40,11 +40,23 @@ typedef struct wse_ent {
 #define WSE_ENT_CTRL(m) ((m) >> 5 & 1u)
 #define WSE_ENT_DST(m) ((m) >> 8)
 
-/* A delay line (one per output): at most one wavelet enters per cycle, so latency entries. */
+/* A delay line (one per output): at most one wavelet enters per cycle, so at most lat (the line's
+ * latency) in flight. A wavelet that lands in cycle L sits in entry L % cap, cap the least power of
+ * two from lat up (wse_line_cap): the one that lands in a cycle is found by a mask, without a ring's
+ * head, and an entry is free while its land is 0. */
 typedef struct wse_line {
-    uint8_t head, n, cap;
+    uint8_t n, lat, cap;
     wse_ent *e; /* owned by the tile's block */
 } wse_line;
+
+/* The entries of a delay line of latency lat: the least power of two from lat up. */
+static inline uint32_t wse_line_cap(uint32_t lat)
+{
+    uint32_t c = 1;
+    while (c < lat)
+        c <<= 1;
+    return c;
+}
 
 /* A live queue: router input (port, colour) or core input (colour). SPSC ring. */
 typedef struct wse_lq {
@@ -82,15 +94,22 @@ typedef struct wse_vop {
     uint8_t width;   /* elements per cycle after SIMD, bank and stride rules */
     /* resolved at issue so that a cycle's step does not look them up: the element operation
      * (WSE_V_*), element bytes, SRAM bytes read and written per element, the energy counter slot,
-     * and whether an operand is on the fabric (then at most one element a cycle) */
+     * and whether an operand is on the fabric (then at most one element a cycle): 0 none, else the
+     * kind of its step (WSE_FAB_*) */
     uint8_t vop, esize, br, bw, ev;
-    bool fab;
+    uint8_t fab;
     uint8_t q0, q1;  /* the core input queues of fabric sources s0 and s1 (qmap, at issue) */
     uint32_t i, n;
     uint32_t scalar;
     wse_dsd d, s0, s1;
     uint32_t pc;     /* for messages */
 } wse_vop;
+
+/* The step of a vector op with a fabric operand (wse_vop.fab, set at issue): a move from a core
+ * input queue into memory (a receive), a move from memory onto the ramp (a send), or any other. The
+ * memory operands' base bytes of such an op advance by their strides as its elements go (its
+ * elements are the one place that reads them), so a step adds where it multiplied. */
+enum { WSE_FAB_NONE = 0, WSE_FAB_ANY, WSE_FAB_RECV, WSE_FAB_SEND };
 
 enum { CE_IDLE = 0, CE_RUN, CE_START, CE_WAIT, CE_WAITVEC };
 

@@ -409,7 +409,7 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
     }
     if (nlq > 255)
         return ts_err_set(err, TS_EINTERNAL, "wse: %zu live queues at PE %u", nlq, t->id);
-    size_t nent = 4 * (size_t)m->hop + m->c.ramp_latency + m->up;
+    size_t nent = 4 * (size_t)wse_line_cap(m->hop) + wse_line_cap((uint32_t)m->c.ramp_latency) + wse_line_cap(m->up);
     size_t ndst = m->vcs ? nslots : 0; /* destination routing: a destination per slot */
     size_t nlog = ncq * (WSE_ARRIVAL_LOG + 1); /* arrival log and count per core queue */
     size_t sz = nlq * sizeof(wse_lq) + nent * sizeof(wse_ent) + nlog * sizeof(uint64_t) +
@@ -469,7 +469,8 @@ static ts_status finalize_tile(ts_model *m, wse_tile *t, ts_err *err)
         t->poff[6] = (uint8_t)n;
     }
     for (int l = 0; l < WSE_NLINES; l++) {
-        t->line[l].cap = (uint8_t)(l < 4 ? m->hop : l == WSE_LINE_UP ? m->up : m->c.ramp_latency);
+        t->line[l].lat = (uint8_t)(l < 4 ? m->hop : l == WSE_LINE_UP ? m->up : m->c.ramp_latency);
+        t->line[l].cap = (uint8_t)wse_line_cap(t->line[l].lat);
         t->line[l].e = ent;
         ent += t->line[l].cap;
     }

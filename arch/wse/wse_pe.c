@@ -22,6 +22,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "core/alloc.h"
 #include "core/half.h"
@@ -45,11 +48,16 @@ static inline __attribute__((always_inline)) void router_eval(ts_model *m, wse_t
     for (; rot; rot &= rot - 1) {
         int p = __builtin_ctz(rot) + (int)rr;
         p -= p >= WSE_NPORTS ? WSE_NPORTS : 0;
-        uint32_t start = fixed ? 0 : t->rrc[p];
         /* colours from start up, then below start: the colour mask rotated right by start within
-         * the C colours, so bit k is colour start + k (mod C) */
+         * the C colours, so bit k is colour start + k (mod C); a port with one colour (a stream) has
+         * one order */
         uint64_t cm = t->cbits[p];
-        uint64_t rotc = (cm >> start | cm << (m->C - start)) & ((1ull << m->C) - 1);
+        uint32_t start = 0;
+        uint64_t rotc = cm;
+        if (cm & (cm - 1)) {
+            start = fixed ? 0 : t->rrc[p];
+            rotc = (cm >> start | cm << (m->C - start)) & ((1ull << m->C) - 1);
+        }
         for (; rotc; rotc &= rotc - 1) {
             uint32_t c = (uint32_t)__builtin_ctzll(rotc) + start;
             c -= c >= m->C ? m->C : 0;
@@ -549,8 +557,10 @@ static inline __attribute__((always_inline)) void tile_commit(ts_model *m, wse_t
     for (uint32_t lm = t->lmask; lm; lm &= lm - 1) {
         int l = __builtin_ctz(lm);
         wse_line *ln = &t->line[l];
-        while (ln->n && ln->e[ln->head].land <= b->now + 1) {
-            wse_ent *e = &ln->e[ln->head];
+        /* at most one wavelet lands in a cycle (one enters a cycle, each after the line's
+         * latency), in its entry: where a ring's head was compared in a loop */
+        wse_ent *e = line_ent(ln, b->now + 1);
+        if (e->land == b->now + 1) {
             uint32_t meta = e->meta, c = WSE_ENT_COLOUR(meta);
             bool ctrl = WSE_ENT_CTRL(meta);
             wse_tile *o;
@@ -560,10 +570,7 @@ static inline __attribute__((always_inline)) void tile_commit(ts_model *m, wse_t
             q->slot[slot] = e->data;
             if (q->dst)
                 q->dst[slot] = WSE_ENT_DST(meta);
-            if (ctrl)
-                q->ctrl |= 1ull << slot;
-            else
-                q->ctrl &= ~(1ull << slot);
+            q->ctrl = (q->ctrl & ~(1ull << slot)) | (uint64_t)ctrl << slot; /* no branch */
             q->pushed++;
             o->ppush[q->port]++;
             o->pbits[q->port] ^= 1u << c;
@@ -578,7 +585,7 @@ static inline __attribute__((always_inline)) void tile_commit(ts_model *m, wse_t
                     traffic_arrival(t, b, e->data, e->land);
             }
             wake(m, b, o); /* also when o is t: its phase-A view (qleft) did not count this push */
-            ln->head = (uint8_t)(ln->head + 1 == ln->cap ? 0 : ln->head + 1);
+            e->land = 0;
             ln->n--;
             b->progress++;
         }
@@ -594,7 +601,7 @@ static inline __attribute__((always_inline)) void tile_commit(ts_model *m, wse_t
 
 /* A tile whose only business is a core counting down to a known cycle can sleep until then: the
  * cycles between change nothing (a push into its queues wakes it earlier). */
-static bool tile_sleeps(const ts_model *m, const wse_band *b, const wse_tile *t, uint64_t *at)
+static inline bool tile_sleeps(const ts_model *m, const wse_band *b, const wse_tile *t, uint64_t *at)
 {
     const wse_ce *ce = t->ce;
     if (!ce || (ce->state != CE_WAIT && ce->state != CE_START) || ce->until <= b->now + 1 || t->qleft || t->lmask ||
@@ -622,9 +629,28 @@ static inline __attribute__((always_inline)) void eval_tile(ts_model *m, wse_ban
     /* every port, without a branch: nothing is ever pushed to a port without live queues, so its
      * counters stay 0 and it adds nothing (before, a loop over the live ports: 10 % of
      * bench_wse_stencil's host instructions) */
+#if defined(__SSE2__)
     {
-        /* ports 0..3 and 2..5 as two vectors of four (GCC's generic vectors: SSE2 on x86-64, and
-         * lowered to scalar code elsewhere) */
+        /* ports 0..3 and 2..5 as two vectors of four: the ports with wavelets by one mask of each
+         * comparison's signs, the wavelets by one horizontal sum (where extracting the four lanes
+         * of each cost about 20 host instructions an evaluation more) */
+        __m128i a0 = _mm_loadu_si128((const __m128i *)(const void *)t->ppush);
+        __m128i a1 = _mm_loadu_si128((const __m128i *)(const void *)(t->ppush + 2));
+        __m128i b0 = _mm_loadu_si128((const __m128i *)(const void *)t->ppop);
+        __m128i b1 = _mm_loadu_si128((const __m128i *)(const void *)(t->ppop + 2));
+        __m128i d0 = _mm_sub_epi32(a0, b0), d1 = _mm_sub_epi32(a1, b1), z = _mm_setzero_si128();
+        uint32_t e0 = (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(d0, z)));
+        uint32_t e1 = (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(d1, z)));
+        pm = (~e0 & 15u) | (~e1 & 12u) << 2;
+        __m128i sv = _mm_add_epi32(d0, _mm_and_si128(d1, _mm_set_epi32(-1, -1, 0, 0)));
+        sv = _mm_add_epi32(sv, _mm_shuffle_epi32(sv, _MM_SHUFFLE(1, 0, 3, 2)));
+        sv = _mm_add_epi32(sv, _mm_shuffle_epi32(sv, _MM_SHUFFLE(2, 3, 0, 1)));
+        total = (uint32_t)_mm_cvtsi128_si32(sv);
+    }
+#else
+    {
+        /* ports 0..3 and 2..5 as two vectors of four (GCC's generic vectors, lowered to scalar code
+         * where the host has no vectors) */
         typedef uint32_t v4u __attribute__((vector_size(16)));
         v4u a0, a1, b0, b1;
         memcpy(&a0, t->ppush, sizeof a0);
@@ -639,6 +665,7 @@ static inline __attribute__((always_inline)) void eval_tile(ts_model *m, wse_ban
         pm = pv[0] | pv[1] | pv[2] | pv[3];
         total = sv[0] + sv[1] + sv[2] + sv[3];
     }
+#endif
     /* the colours that arrived at the router's ports holding wavelets. A port that holds none had
      * no push since its last evaluation (a push wakes the tile, and only the tile pops), so its
      * pbits equal pseen; the colours its cbits still name have empty queues, which the router

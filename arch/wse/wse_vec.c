@@ -196,7 +196,9 @@ bool ts_wse_vec_issue(ts_model *m, wse_tile *t, wse_band *b, const ts_insn *in, 
     v->br = (uint8_t)((m0 ? esize : 0) + (m1 ? esize : 0));
     v->bw = (uint8_t)(md ? esize : 0);
     v->ev = f->ev;
-    v->fab = !md || !m0 || (two && !m1);
+    v->fab = md && m0 && (!two || m1) ? WSE_FAB_NONE
+             : !two && s0->kind == DSD_IN && md ? WSE_FAB_RECV
+             : !two && m0 && d->kind == DSD_OUT ? WSE_FAB_SEND : WSE_FAB_ANY;
     v->q0 = s0->kind == DSD_IN ? t->qmap[5 * m->C + s0->colour] : WSE_NOQ;
     v->q1 = two && s1->kind == DSD_IN ? t->qmap[5 * m->C + s1->colour] : WSE_NOQ;
     v->i = 0;
