@@ -1434,10 +1434,11 @@ static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, 
 }
 
 /* rx_arrivals at every cycle a word reaches tile t from *cp on, while nothing else can happen on
- * the tile: no worker runs and the supervisor waits at `rxwait` for this receive (it issues again
- * only once the last word is in). Stops at the cycle the receive completes (*cp that cycle: the
- * supervisor may issue in it), or at h, the round's horizon, when the next word arrives at or
- * after it (*cp = h, the receive still armed). One pass over the sender's log, with what
+ * the tile before h: no worker runs and the supervisor waits at `rxwait` for this receive (it
+ * issues again only once the last word is in; h is the round's horizon) or cannot issue before
+ * cycle h (its ready cycle, before the horizon: a send holding the port while words come in, a
+ * delay). Stops at the cycle the receive completes (*cp that cycle: the supervisor may issue in
+ * it), or at h when the next word arrives at or after it (*cp = h, the receive still armed). One pass over the sender's log, with what
  * rx_arrivals does at each cycle (cycle c takes the words that arrive at c and passes over those
  * that arrived before it) and the main loop between (next_event: the next cycle is the next
  * word's arrival, or h), so the same words at the same cycles. */
@@ -1689,13 +1690,16 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
         if (c >= stop)
             break;
         if (t->rx_left) {
-            if (!lock && !t->running && t->sup_op == IPU_OP_RXWAIT) { /* only words can come */
+            /* only words can come: the supervisor waits at `rxwait`, or cannot issue before its
+             * ready cycle (a send holding its port, a delay), and no worker runs */
+            const bool rxw = t->sup_op == IPU_OP_RXWAIT;
+            if (!lock && !t->running && (rxw || t->cx[0].ready > c)) {
                 uint64_t c0 = c;
-                ts_status rc = rx_drain(m, ti, t, &c, h, err);
+                ts_status rc = rx_drain(m, ti, t, &c, rxw || t->cx[0].ready > h ? h : t->cx[0].ready, err);
                 if (rc != TS_OK)
                     return rc;
                 slot = slot_of(c, c0, slot, W);
-                if (t->rx_left) /* at the horizon, still waiting */
+                if (t->rx_left) /* at the horizon or the supervisor's ready cycle, still waiting */
                     continue;
             } else {
                 ts_status rc = rx_arrivals(m, ti, t, c, err);
