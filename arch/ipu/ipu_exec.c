@@ -1712,6 +1712,23 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
             ro = reads_others(t);
             stop = ro ? h : cap;
         }
+        if (cf && t->running && t->rx_left && c < stop && (t->running == all || !sup_can_issue(m, t))) {
+            /* workers run and the supervisor cannot issue while the receive waits for its next
+             * word: up to that word's arrival (a bound: a spine delay not set yet is 0) nothing
+             * but the workers acts on the tile, as in workers_run */
+            const ipu_wlog *lg = &m->t[t->rx_src].log;
+            size_t k = t->rx_cursor = rx_next_own(lg, t->rx_cursor, (int32_t)ti);
+            uint64_t lim = k < lg->n ? lg->v[k].t + lg->v[k].delay + t->rx_lat : UINT64_MAX;
+            if (lim > stop)
+                lim = stop;
+            if (lim > c + 1) {
+                ts_status rc = workers_run(m, ti, t, &c, lim, err);
+                if (rc != TS_OK)
+                    return rc;
+                slot = (uint32_t)(c % W);
+                continue;
+            }
+        }
         if (cf && t->running && !t->rx_left && c < stop && (t->running == all || !sup_can_issue(m, t))) {
             uint64_t k = 0, lim = stop, c0 = c;
             ts_status rc = in_step_run(m, ti, t, &c, stop, err);
