@@ -1377,7 +1377,10 @@ static inline ts_status rx_take(ts_model *m, uint32_t ti, ipu_tile *t, ipu_word 
     if (c >= t->tx_t0 && c < t->tx_end) {
         uint64_t i = (c - t->tx_t0) * m->c.words_per_cycle;
         uint64_t raddr = t->tx_addr + 4 * i;
-        if (raddr / m->c.element_bytes == t->rx_addr / m->c.element_bytes)
+        const uint64_t eb = m->c.element_bytes;
+        /* one element: for a power of two (the configs' 32 KiB), the addresses agree above its
+         * bits, without the two divisions per word received while the tile sends */
+        if ((eb & (eb - 1)) == 0 ? (raddr ^ t->rx_addr) < eb : raddr / eb == t->rx_addr / eb)
             return ts_err_sim(err, ti, (int64_t)c,
                               "memory element conflict: the word from tile %d is written at %u while this tile's send reads %" PRIu64
                               " in the same element", t->rx_src, t->rx_addr, raddr);
@@ -1434,10 +1437,11 @@ static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, 
 }
 
 /* rx_arrivals at every cycle a word reaches tile t from *cp on, while nothing else can happen on
- * the tile: no worker runs and the supervisor waits at `rxwait` for this receive (it issues again
- * only once the last word is in). Stops at the cycle the receive completes (*cp that cycle: the
- * supervisor may issue in it), or at h, the round's horizon, when the next word arrives at or
- * after it (*cp = h, the receive still armed). One pass over the sender's log, with what
+ * the tile before h: no worker runs and the supervisor waits at `rxwait` for this receive (it
+ * issues again only once the last word is in; h is the round's horizon) or cannot issue before
+ * cycle h (its ready cycle, before the horizon: a send holding the port while words come in, a
+ * delay). Stops at the cycle the receive completes (*cp that cycle: the supervisor may issue in
+ * it), or at h when the next word arrives at or after it (*cp = h, the receive still armed). One pass over the sender's log, with what
  * rx_arrivals does at each cycle (cycle c takes the words that arrive at c and passes over those
  * that arrived before it) and the main loop between (next_event: the next cycle is the next
  * word's arrival, or h), so the same words at the same cycles. */
@@ -1689,13 +1693,16 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
         if (c >= stop)
             break;
         if (t->rx_left) {
-            if (!lock && !t->running && t->sup_op == IPU_OP_RXWAIT) { /* only words can come */
+            /* only words can come: the supervisor waits at `rxwait`, or cannot issue before its
+             * ready cycle (a send holding its port, a delay), and no worker runs */
+            const bool rxw = t->sup_op == IPU_OP_RXWAIT;
+            if (!lock && !t->running && (rxw || t->cx[0].ready > c)) {
                 uint64_t c0 = c;
-                ts_status rc = rx_drain(m, ti, t, &c, h, err);
+                ts_status rc = rx_drain(m, ti, t, &c, rxw || t->cx[0].ready > h ? h : t->cx[0].ready, err);
                 if (rc != TS_OK)
                     return rc;
                 slot = slot_of(c, c0, slot, W);
-                if (t->rx_left) /* at the horizon, still waiting */
+                if (t->rx_left) /* at the horizon or the supervisor's ready cycle, still waiting */
                     continue;
             } else {
                 ts_status rc = rx_arrivals(m, ti, t, c, err);
@@ -1704,6 +1711,23 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
             }
             ro = reads_others(t);
             stop = ro ? h : cap;
+        }
+        if (cf && t->running && t->rx_left && c < stop && (t->running == all || !sup_can_issue(m, t))) {
+            /* workers run and the supervisor cannot issue while the receive waits for its next
+             * word: up to that word's arrival (a bound: a spine delay not set yet is 0) nothing
+             * but the workers acts on the tile, as in workers_run */
+            const ipu_wlog *lg = &m->t[t->rx_src].log;
+            size_t k = t->rx_cursor = rx_next_own(lg, t->rx_cursor, (int32_t)ti);
+            uint64_t lim = k < lg->n ? lg->v[k].t + lg->v[k].delay + t->rx_lat : UINT64_MAX;
+            if (lim > stop)
+                lim = stop;
+            if (lim > c + 1) {
+                ts_status rc = workers_run(m, ti, t, &c, lim, err);
+                if (rc != TS_OK)
+                    return rc;
+                slot = (uint32_t)(c % W);
+                continue;
+            }
         }
         if (cf && t->running && !t->rx_left && c < stop && (t->running == all || !sup_can_issue(m, t))) {
             uint64_t k = 0, lim = stop, c0 = c;

@@ -207,6 +207,40 @@ END_TEST
  * their words in one pass and skip the rounds with none due) and the threaded one must give the
  * lockstep reference's report and memory; the words land in order and the receive ends after
  * the second send, so the exchange of the superstep covers both waits. */
+/* Words that come in while nothing but them and the workers can act: tile 1's workers compute
+ * while its supervisor holds the send port, then waits at rxwait (the workers run up to each
+ * word's arrival); tile 2 has no workers and holds its port for 34 cycles while tile 1's words
+ * come in (taken in one pass up to the cycle its supervisor may issue again, for its second
+ * send, while more words are due). The three modes must agree (ipu_test_run3), cycles and
+ * memory. */
+START_TEST(exchange_words_while_busy)
+{
+    const char *p =
+        ".arch ipu\n"
+        ".stream tile 0\n  setzi $m1, 0x100\n  setzi $m2, 1\n  send $m1, $m2, 8\n  sync 1\n  halt\n"
+        ".data tile 0 0x100\n  .word 11, 12, 13, 14, 15, 16, 17, 18\n"
+        ".stream tile 1\n  setzi $m1, 0x200\n  setzi $m2, 0\n  recv $m1, $m2, 8\n  setzi $m3, 0x300\n"
+        "  runall w, $m3\n  setzi $m4, 0x200\n  setzi $m5, 2\n  send $m4, $m5, 16\n  rxwait\n  sync 0\n"
+        "  sync 1\n  halt\n"
+        "w:\n  get $m1, 2\n  shli $m1, $m1, 2\n  add $m1, $m1, $m0\n  setzi $m2, 40\n"
+        "l:\n  ld32 $m3, $m1, 0\n  addi $m3, $m3, 1\n  st32 $m3, $m1, 0\n  brnzdec $m2, l\n  exit\n"
+        ".stream tile 2\n  setzi $m1, 0x400\n  setzi $m2, 1\n  recv $m1, $m2, 16\n  setzi $m3, 0x100\n"
+        "  setzi $m4, 3\n  send $m3, $m4, 34\n  setzi $m3, 0x188\n  send $m3, $m4, 6\n  rxwait\n  sync 1\n  halt\n"
+        ".stream tile 3\n  setzi $m1, 0x100\n  setzi $m2, 2\n  recv $m1, $m2, 40\n  rxwait\n  sync 1\n  halt\n";
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, p, &r);
+    ck_assert_int_eq(r.rc, TS_OK);
+    for (unsigned i = 0; i < 8; i++)
+        ck_assert_uint_eq(ipu_peek32(&r, 1, 0x200 + 4 * i), 11 + i);
+    for (unsigned w = 0; w < 6; w++)
+        ck_assert_uint_eq(ipu_peek32(&r, 1, 0x300 + 4 * w), 41);
+    ck_assert_uint_eq(ipu_peek32(&r, 2, 0x400), 11);
+    ck_assert_uint_eq(ipu_peek32(&r, 2, 0x41c), 18);
+    ck_assert_uint_eq(r.r.bytes[TS_LEVEL_NET], 4 * (8 + 16 + 40));
+    ipu_run_free(&r);
+}
+END_TEST
+
 START_TEST(exchange_parked_receivers)
 {
     const char *p =
@@ -737,6 +771,7 @@ static Suite *suite(void)
     tcase_add_test(t, exchange_mux_and_pointer);
     tcase_add_test(t, exchange_interleaved_receivers);
     tcase_add_test(t, exchange_parked_receivers);
+    tcase_add_test(t, exchange_words_while_busy);
     tcase_add_test(t, exchange_errors);
     tcase_add_test(t, sync_cost);
     tcase_add_test(t, release_skew);
