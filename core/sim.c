@@ -175,8 +175,8 @@ static ts_status sim_run(const ts_family *fam, const ts_config *cfg, const ts_pr
     sim_pricer pricer = {fam, m, cfg, energy};
     if (o->activity && energy)
         ts_activity_energy(o->activity, energy_so_far, &pricer);
-    if (own) {
-        rc = fam->load_owned ? fam->load_owned(m, *own, err) : fam->load(m, *own, err);
+    if (own && fam->load_owned) { /* a family without it may borrow the program through the run */
+        rc = fam->load_owned(m, *own, err);
         ts_program_destroy(*own);
         *own = NULL;
         prog = NULL;
@@ -210,6 +210,10 @@ static ts_status sim_run(const ts_family *fam, const ts_config *cfg, const ts_pr
             ts_results_free(res);
     }
     fam->destroy(m);
+    if (own) {
+        ts_program_destroy(*own);
+        *own = NULL;
+    }
     return rc;
 }
 

@@ -129,9 +129,11 @@ void ts_sim_results_peak(const ts_family *fam, const ts_config *cfg, ts_results 
 ts_status ts_sim_run(const ts_family *fam, const ts_config *cfg, const ts_program *prog,
                      const ts_run_opts *opts, const ts_energy_table *energy, ts_results *res,
                      ts_err *err);
-/* As ts_sim_run, taking the program: it is destroyed once the model has loaded it (its parts
- * freed while loading where the family has load_owned), and *prog set to NULL, so that a large
- * program is not held through the run beside its decoded copy. */
+/* As ts_sim_run, taking the program (*prog set to NULL once it is destroyed): a family with
+ * load_owned frees it while loading, so that a large program is not held through the run beside
+ * its decoded copy; for one without, it is destroyed after the run (such a family may borrow it,
+ * as the wafer's PEs read their streams). On an error before the model is created it is left
+ * to the caller. */
 ts_status ts_sim_run_owned(const ts_family *fam, const ts_config *cfg, ts_program **prog,
                            const ts_run_opts *opts, const ts_energy_table *energy, ts_results *res,
                            ts_err *err);
