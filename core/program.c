@@ -26,8 +26,9 @@
  *   instructions             each stream's instructions packed (ts_insn_pack: op, line and the
  *                            operands up to the last non-zero one, as varints), stream after
  *                            stream, then zero padding to 8
- *   segment table   D x 24   u32 kind | u32 index | u64 addr | u32 len | u32 zero
- *   segment bytes            each segment's bytes, zero-padded to a multiple of 8
+ *   segment table   D x 24   u32 kind | u32 index | u64 addr | u32 len | u32 bytes of (the
+ *                            first segment with the same bytes: itself when it stores them)
+ *   segment bytes            each storing segment's bytes, zero-padded to a multiple of 8
  *   symbol table    Y x 24   u32 name offset | u32 kind | u32 stream | u32 zero | i64 value
  *   mark table      M x 12   u32 stream | u32 pc | u32 id, then zero padding to 8
  *   string table             NUL-terminated strings, zero-padded to 8 (size field excludes it)
@@ -615,6 +616,48 @@ static ts_status check_encodable(const ts_program *p, ts_err *err)
     return TS_OK;
 }
 
+/* Segments with the same bytes: first[i] is the first segment (in table order) whose length and
+ * bytes equal segment i's (i itself when there is none), found through a hash table of the
+ * segments that store their bytes. NULL when out of memory. Owned by the caller (ts_free). */
+static uint64_t seg_hash(const ts_segment *g)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ g->len;
+    for (uint32_t k = 0; k < g->len; k++)
+        h = (h ^ g->bytes[k]) * 0x100000001b3ull;
+    return h;
+}
+
+static uint32_t *seg_firsts(const ts_segment *segs, size_t n)
+{
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    uint32_t *first = ts_malloc((n ? n : 1) * sizeof *first);
+    uint32_t *slot = ts_malloc(cap * sizeof *slot); /* a stored segment's index + 1; 0 empty */
+    if (!first || !slot) {
+        ts_free(first);
+        ts_free(slot);
+        return NULL;
+    }
+    memset(slot, 0, cap * sizeof *slot);
+    for (size_t i = 0; i < n; i++) {
+        const ts_segment *g = &segs[i];
+        size_t h = (size_t)seg_hash(g) & (cap - 1);
+        first[i] = (uint32_t)i;
+        for (; slot[h]; h = (h + 1) & (cap - 1)) {
+            const ts_segment *o = &segs[slot[h] - 1];
+            if (o->len == g->len && (!g->len || !memcmp(o->bytes, g->bytes, g->len))) {
+                first[i] = slot[h] - 1;
+                break;
+            }
+        }
+        if (first[i] == i)
+            slot[h] = (uint32_t)i + 1;
+    }
+    ts_free(slot);
+    return first;
+}
+
 static ts_status encode_canonical(const ts_program *p, ts_buf *out, ts_err *err)
 {
     /* String table: workload first, then symbol names in canonical order. */
@@ -649,10 +692,16 @@ static ts_status encode_canonical(const ts_program *p, ts_buf *out, ts_err *err)
         code += b;
     }
     total += pad8(code);
+    uint32_t *first = seg_firsts(p->segs, p->nsegs);
+    if (!first) {
+        ts_free(plen);
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    }
     for (size_t i = 0; i < p->nsegs; i++)
-        total += pad8(p->segs[i].len);
+        total += first[i] == i ? pad8(p->segs[i].len) : 0;
     if (total > SIZE_MAX / 2 || !ts_buf_reserve(out, (size_t)total)) {
         ts_free(plen);
+        ts_free(first);
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     }
 
@@ -697,13 +746,16 @@ static ts_status encode_canonical(const ts_program *p, ts_buf *out, ts_err *err)
         put_u32(out, p->segs[i].index);
         put_u64(out, p->segs[i].addr);
         put_u32(out, p->segs[i].len);
-        put_u32(out, 0);
+        put_u32(out, first[i]);
     }
     for (size_t i = 0; i < p->nsegs; i++) {
+        if (first[i] != i)
+            continue;
         if (p->segs[i].len)
             ts_buf_put(out, (const char *)p->segs[i].bytes, p->segs[i].len);
         put_pad8(out, start);
     }
+    ts_free(first);
     uint32_t stroff = p->workload ? (uint32_t)strlen(p->workload) + 1 : 0;
     for (size_t i = 0; i < p->nsyms; i++) {
         put_u32(out, stroff);
@@ -942,7 +994,8 @@ static ts_status decode_payload(rd *r, ts_program *p, const unsigned char *h)
         return bad(r, off, "padding after the instructions is not zero");
     off = pad8(off);
 
-    /* Segment table and bytes. */
+    /* Segment table and bytes: a segment stores its bytes, or names the earlier segment that
+     * does (the first with the same bytes), so that equal contents are stored once. */
     if ((uint64_t)nd * SEG_REC > end - off)
         return bad(r, 44, "%" PRIu32 " data segments do not fit in the file", nd);
     uint64_t segtab = off, segbytes = off + (uint64_t)nd * SEG_REC;
@@ -950,30 +1003,48 @@ static ts_status decode_payload(rd *r, ts_program *p, const unsigned char *h)
     for (uint32_t i = 0; i < nd; i++) {
         const unsigned char *s = r->d + segtab + (uint64_t)i * SEG_REC;
         uint64_t so = segtab + (uint64_t)i * SEG_REC;
-        uint32_t kind = get_u32(s), index = get_u32(s + 4), len = get_u32(s + 16);
+        uint32_t kind = get_u32(s), index = get_u32(s + 4), len = get_u32(s + 16), of = get_u32(s + 20);
         uint64_t addr = get_u64(s + 8);
         if (kind >= isa->nstream_kinds)
             return bad(r, so, "data segment %" PRIu32 ": kind %" PRIu32 " is not a %s stream kind "
                        "(%zu kinds)", i, kind, isa->arch, isa->nstream_kinds);
-        if (get_u32(s + 20))
-            return bad(r, so + 20, "data segment %" PRIu32 ": reserved field is not zero", i);
-        if (pad8(len) > end - off)
+        if (of > i || (of < i && get_u32(r->d + segtab + (uint64_t)of * SEG_REC + 20) != of))
+            return bad(r, so + 20, "data segment %" PRIu32 ": its bytes are segment %" PRIu32 "'s, which is not an "
+                       "earlier segment that stores its own", i, of);
+        if (of < i && p->segs[of].len != len)
+            return bad(r, so + 16, "data segment %" PRIu32 ": %" PRIu32 " bytes, but segment %" PRIu32 ", whose "
+                       "bytes it shares, has %" PRIu32, i, len, of, p->segs[of].len);
+        if (of == i && pad8(len) > end - off)
             return bad(r, so + 16, "data segment %" PRIu32 ": %" PRIu32 " bytes do not fit in "
                        "the file", i, len);
         if (len && addr + len < addr)
             return bad(r, so + 8, "data segment %" PRIu32 ": runs past the end of the 64-bit "
                        "address space", i);
-        if (!all_zero(r->d + off + len, (size_t)(pad8(len) - len)))
+        if (of == i && !all_zero(r->d + off + len, (size_t)(pad8(len) - len)))
             return bad(r, off + len, "data segment %" PRIu32 ": padding is not zero", i);
-        ts_status st = ts_program_add_segment(p, kind, index, addr, r->d + off, len, r->err);
+        const void *src = of == i ? (const void *)(r->d + off) : (const void *)p->segs[of].bytes;
+        ts_status st = ts_program_add_segment(p, kind, index, addr, src, len, r->err);
         if (st)
             return st;
-        off += pad8(len);
+        off += of == i ? pad8(len) : 0;
         if (i > 0) {
             const ts_segment *a = &p->segs[i - 1], *b = &p->segs[i];
             if (seg_cmp(a, b) > 0)
                 return bad(r, so, "data segment %" PRIu32 " is out of order", i);
         }
+    }
+    if (nd) { /* stored bytes are stored once: the writer's choice, so each program has one file */
+        uint32_t *first = seg_firsts(p->segs, nd);
+        if (!first)
+            return ts_err_set(r->err, TS_ENOMEM, "out of memory");
+        for (uint32_t i = 0; i < nd; i++)
+            if (first[i] != get_u32(r->d + segtab + (uint64_t)i * SEG_REC + 20)) {
+                uint32_t f = first[i];
+                ts_free(first);
+                return bad(r, segtab + (uint64_t)i * SEG_REC + 20, "data segment %" PRIu32 ": its bytes are "
+                           "segment %" PRIu32 "'s, stored again", i, f);
+            }
+        ts_free(first);
     }
     /* Overlaps: segments are sorted, so track the furthest end seen for the current target. */
     uint64_t reach = 0;

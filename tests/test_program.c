@@ -389,6 +389,60 @@ START_TEST(test_packed_streams)
 }
 END_TEST
 
+START_TEST(test_shared_segments)
+{
+    /* Equal bytes on three tiles are stored once, the other two segments naming the first; the
+     * reader gives each segment its bytes and refuses any other form. */
+    ts_err err;
+    ts_err_init(&err);
+    ts_program *p = ts_program_create("toy");
+    ts_stream_emit(ts_program_stream(p, 0, 0), TOY_OP_HALT);
+    ck_assert_int_eq(ts_program_add_segment(p, 0, 2, 0, "same", 4, &err), TS_OK);
+    ck_assert_int_eq(ts_program_add_segment(p, 0, 0, 0, "same", 4, &err), TS_OK);
+    ck_assert_int_eq(ts_program_add_segment(p, 0, 1, 0, "other!!!", 8, &err), TS_OK);
+    ck_assert_int_eq(ts_program_add_segment(p, 0, 1, 8, "same", 4, &err), TS_OK);
+    ts_buf b = TS_BUF_INIT;
+    encode(p, &b);
+    unsigned char *d = (unsigned char *)b.data;
+    size_t segtab = 80 + 16 + 8; /* one stream of one halt, padded to 8 */
+    ck_assert_uint_eq(b.len, segtab + 4 * 24 + 8 + 8); /* "same" and "other!!!" once each */
+    uint32_t want[4] = {0, 1, 0, 0}; /* tile 0 "same", tile 1 "other!!!", tile 1 "same", tile 2 */
+    for (int i = 0; i < 4; i++)
+        ck_assert_uint_eq(get32(d + segtab + 24 * i + 20), want[i]);
+    ts_program *q;
+    ck_assert_int_eq(ts_program_decode(&q, "prog.bin", d, b.len, isa, &err), TS_OK);
+    ck_assert_uint_eq(q->nsegs, 4);
+    ck_assert_mem_eq(q->segs[3].bytes, "same", 4);
+    ck_assert_ptr_ne(q->segs[3].bytes, q->segs[0].bytes);
+    ts_program_destroy(q);
+    put32(d + segtab + 24 * 2 + 20, 3); /* a later segment's */
+    fix_crc(d, b.len);
+    decode_err(d, b.len, "prog.bin: offset 172: data segment 2: its bytes are segment 3's, which is not an earlier "
+                         "segment that stores its own");
+    put32(d + segtab + 24 * 2 + 20, 1); /* a segment of another length */
+    fix_crc(d, b.len);
+    decode_err(d, b.len, "prog.bin: offset 168: data segment 2: 4 bytes, but segment 1, whose bytes it shares, has 8");
+    put32(d + segtab + 24 * 2 + 20, 0);
+    put32(d + segtab + 24 * 1 + 20, 0); /* "other!!!" is not segment 0's "same" */
+    fix_crc(d, b.len);
+    decode_err(d, b.len, "prog.bin: offset 144: data segment 1: 8 bytes, but segment 0, whose bytes it shares, has 4");
+    ts_buf_free(&b);
+    ts_program_destroy(p);
+    /* the same bytes stored twice: not the writer's form */
+    p = ts_program_create("toy");
+    ck_assert_int_eq(ts_program_add_segment(p, 0, 0, 0, "ab", 2, &err), TS_OK);
+    ck_assert_int_eq(ts_program_add_segment(p, 0, 1, 0, "cd", 2, &err), TS_OK);
+    b = (ts_buf)TS_BUF_INIT;
+    encode(p, &b);
+    d = (unsigned char *)b.data;
+    memcpy(d + 80 + 2 * 24 + 8, "ab", 2);
+    fix_crc(d, b.len);
+    decode_err(d, b.len, "prog.bin: offset 124: data segment 1: its bytes are segment 0's, stored again");
+    ts_buf_free(&b);
+    ts_program_destroy(p);
+}
+END_TEST
+
 START_TEST(test_canonical_bytes)
 {
     /* The same program built in another order encodes to the same bytes. */
@@ -569,8 +623,8 @@ START_TEST(test_payload_errors)
                                 "kind (1 kinds)");
     patch_err(OFF_SEGTAB + 16, 4000, 1, "prog.bin: offset 128: data segment 0: 4000 bytes do not "
                                         "fit in the file");
-    patch_err(OFF_SEGTAB + 20, 4, 1, "prog.bin: offset 132: data segment 0: reserved field is not "
-                                     "zero");
+    patch_err(OFF_SEGTAB + 20, 4, 1, "prog.bin: offset 132: data segment 0: its bytes are segment 4's, which is "
+                                     "not an earlier segment that stores its own");
     patch_err(OFF_SEGBYTES + 4, 1, 1, "prog.bin: offset 139: data segment 0: padding is not zero");
     patch_err(48, 40, 1, "prog.bin: offset 48: 40 symbols do not fit in the file");
     patch_err(52, 40, 1, "prog.bin: offset 52: 40 marks do not fit in the file");
@@ -787,6 +841,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_roundtrip);
     tcase_add_test(tc, test_canonical_bytes);
     tcase_add_test(tc, test_packed_streams);
+    tcase_add_test(tc, test_shared_segments);
     tcase_add_test(tc, test_empty_program);
     tcase_add_test(tc, test_header_errors);
     tcase_add_test(tc, test_header_errors_crc);
