@@ -58,6 +58,19 @@
 
 static const unsigned char magic[8] = {'T', 'S', 'P', 'R', 'O', 'G', 0, 1};
 
+/* The contents of a program's segments, by hash (open addressing, at most half full), so that
+ * equal bytes are held once. Entries point at bytes owned by a segment. */
+typedef struct segix_ent {
+    uint64_t h;
+    const uint8_t *bytes; /* NULL: empty */
+    uint32_t len;
+} segix_ent;
+
+struct ts_segix {
+    segix_ent *v;
+    size_t n, cap;
+};
+
 /* ---- builders ---------------------------------------------------------------------------- */
 
 ts_program *ts_program_create(const char *arch)
@@ -79,7 +92,11 @@ void ts_program_destroy(ts_program *p)
     for (size_t i = 0; i < p->nstreams; i++)
         ts_stream_release(&p->streams[i]);
     for (size_t i = 0; i < p->nsegs; i++)
-        ts_free(p->segs[i].bytes);
+        if (!p->segs[i].shared)
+            ts_free(p->segs[i].bytes);
+    if (p->segix)
+        ts_free(p->segix->v);
+    ts_free(p->segix);
     for (size_t i = 0; i < p->nsyms; i++)
         ts_free(p->syms[i].name);
     ts_free(p->streams);
@@ -315,6 +332,53 @@ void ts_stream_release(ts_stream *s)
     s->packed_len = s->cap = 0;
 }
 
+/* A hash of len bytes, 8 at a time. */
+static uint64_t bytes_hash(const uint8_t *b, uint32_t len)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ len;
+    uint32_t k = 0;
+    for (; k + 8 <= len; k += 8) {
+        uint64_t w;
+        memcpy(&w, b + k, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    for (; k < len; k++)
+        h = (h ^ b[k]) * 0x100000001b3ull;
+    return h ^ (h >> 29);
+}
+
+static segix_ent *segix_find(struct ts_segix *x, uint64_t h, const uint8_t *b, uint32_t len)
+{
+    size_t i = (size_t)h & (x->cap - 1);
+    for (; x->v[i].bytes; i = (i + 1) & (x->cap - 1))
+        if (x->v[i].h == h && x->v[i].len == len && !memcmp(x->v[i].bytes, b, len))
+            return &x->v[i];
+    return &x->v[i];
+}
+
+/* Room for one more entry; -1 when out of memory. */
+static int segix_room(ts_program *p)
+{
+    struct ts_segix *x = p->segix;
+    if (!x && !(x = p->segix = ts_calloc(1, sizeof *x)))
+        return -1;
+    if (2 * (x->n + 1) <= x->cap)
+        return 0;
+    size_t cap = x->cap ? 2 * x->cap : 1024;
+    segix_ent *old = x->v, *v = ts_calloc(cap, sizeof *v);
+    if (!v)
+        return -1;
+    size_t ocap = x->cap;
+    x->v = v;
+    x->cap = cap;
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i].bytes)
+            *segix_find(x, old[i].h, old[i].bytes, old[i].len) = old[i];
+    ts_free(old);
+    return 0;
+}
+
 ts_status ts_program_add_segment(ts_program *p, uint32_t kind, uint32_t index, uint64_t addr,
                                  const void *bytes, uint32_t len, ts_err *err)
 {
@@ -326,14 +390,25 @@ ts_status ts_program_add_segment(ts_program *p, uint32_t kind, uint32_t index, u
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     p->segs = arr;
     uint8_t *copy = NULL;
+    uint32_t shared = 0;
     if (len) {
-        copy = ts_malloc(len);
-        if (!copy)
+        if (segix_room(p))
             return ts_err_set(err, TS_ENOMEM, "out of memory");
-        memcpy(copy, bytes, len);
+        uint64_t h = bytes_hash(bytes, len);
+        segix_ent *e = segix_find(p->segix, h, bytes, len);
+        if (e->bytes) {
+            copy = (uint8_t *)e->bytes;
+            shared = 1;
+        } else {
+            if (!(copy = ts_malloc(len)))
+                return ts_err_set(err, TS_ENOMEM, "out of memory");
+            memcpy(copy, bytes, len);
+            *e = (segix_ent){.h = h, .bytes = copy, .len = len};
+            p->segix->n++;
+        }
     }
     p->segs[p->nsegs++] = (ts_segment){.kind = kind, .index = index, .addr = addr, .len = len,
-                                       .bytes = copy};
+                                       .shared = shared, .bytes = copy};
     return TS_OK;
 }
 

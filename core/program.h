@@ -46,7 +46,9 @@ typedef struct ts_segment {
     uint32_t kind, index;       /* target, as for streams */
     uint64_t addr;              /* byte address in the target's memory */
     uint32_t len;
-    uint8_t *bytes;             /* owned */
+    uint32_t shared;            /* 1: bytes are another segment's of this program (equal contents are
+                                 * held once: ts_program_add_segment), not freed with this one */
+    uint8_t *bytes;             /* owned unless shared; read-only once added */
 } ts_segment;
 
 enum { TS_SYM_LABEL = 0, TS_SYM_CONST = 1 };
@@ -70,6 +72,7 @@ typedef struct ts_program {
     ts_segment *segs; size_t nsegs, cap_segs;
     ts_symbol *syms; size_t nsyms, cap_syms;
     ts_mark *marks; size_t nmarks, cap_marks;
+    struct ts_segix *segix;     /* owned: the contents of the segments added, to share equal bytes */
 } ts_program;
 
 ts_program *ts_program_create(const char *arch);
@@ -97,6 +100,8 @@ ts_status ts_program_unpack(ts_program *p, ts_err *err);
 /* Free one stream's instructions (either form), keeping its kind, index and n: a loader that owns
  * the program drops each stream once decoded. The program stays valid to destroy. */
 void ts_stream_release(ts_stream *s);
+/* Copies bytes, or shares the bytes of an earlier segment of p with the same contents (a lowering
+ * places the same tables and weights on many tiles). */
 ts_status ts_program_add_segment(ts_program *p, uint32_t kind, uint32_t index, uint64_t addr,
                                  const void *bytes, uint32_t len, ts_err *err);
 ts_status ts_program_add_symbol(ts_program *p, const char *name, uint32_t kind, uint32_t stream,

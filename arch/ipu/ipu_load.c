@@ -241,12 +241,13 @@ static ts_status load_rest(ts_model *m, const ts_program *p, ts_program *own, ts
         ts_status rc = ts_ipu_mem_write_bytes(m, &m->t[g->index], g->addr, g->bytes, g->len, err);
         if (rc != TS_OK)
             return rc;
-        if (own) {
+    }
+    for (size_t i = 0; own && i < own->nsegs; i++) /* written: freed (equal bytes are shared, so not before) */
+        if (!own->segs[i].shared) {
             ts_free(own->segs[i].bytes);
             own->segs[i].bytes = NULL;
             own->segs[i].len = 0;
         }
-    }
     m->loaded = true;
     return TS_OK;
 }
