@@ -609,7 +609,7 @@ int cmd_run(int argc, char **argv)
     co.lowered = lowered;
     ro.finished = cli_read_outputs;
     ro.finished_ud = &co;
-    ts_status st = ts_sim_run(fam, cfg, prog, &ro, energy, &res, &err);
+    ts_status st = ts_sim_run_owned(fam, cfg, &prog, &ro, energy, &res, &err); /* prog destroyed once loaded */
     if (pr.shown)
         fputs("\r\033[K", stderr);
     if (st != TS_OK) {

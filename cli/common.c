@@ -255,7 +255,7 @@ ts_status cli_load_program_for(ts_program **out, const char *path, const ts_fami
         else if (fam && pf != fam)
             rc = ts_err_at(err, TS_EINPUT, path, 0, 0, "program is for arch '%s', not '%s'", arch, fam->name);
         else
-            rc = ts_program_decode(out, path, text, len, pf->isa, err);
+            rc = ts_program_decode_opt(out, path, text, len, pf->isa, pf->load_owned != NULL, err);
     } else {
         if (!fam && text_arch(text, len, arch) == 0)
             fam = ts_family_find(arch);

@@ -111,6 +111,27 @@ static ts_status bad_prog(ts_err *err, const ts_isa *isa, const ts_stream *s, ui
                       ": %s %ld", kn, s->index, pc, what, v);
 }
 
+/* The instructions of s (an insn stream, or a packed one unpacked into one). */
+static ts_status check_insns(const ts_stream *s, const ts_isa *isa, ts_err *err)
+{
+    for (uint32_t pc = 0; pc < s->n; pc++) {
+        const ts_insn *in = &s->insn[pc];
+        if (in->op >= isa->nops)
+            return bad_prog(err, isa, s, pc, "unknown op", in->op);
+        const ts_opinfo *oi = &isa->ops[in->op];
+        int no = ts_isa_nopnds(oi);
+        for (int j = 0; j < no; j++) {
+            int k = oi->opnd[j] & TS_OK_KIND_MASK;
+            int32_t a = in->a[j];
+            if (k == TS_OK_REG && (a < 0 || (size_t)a >= isa->nregs))
+                return bad_prog(err, isa, s, pc, "bad register", a);
+            if (k == TS_OK_LABEL && (a < 0 || (uint32_t)a >= s->n))
+                return bad_prog(err, isa, s, pc, "branch target outside the stream", a);
+        }
+    }
+    return TS_OK;
+}
+
 static ts_status check(const ts_program *p, const ts_isa *isa, ts_err *err)
 {
     for (size_t i = 0; i < p->nstreams; i++) {
@@ -118,21 +139,22 @@ static ts_status check(const ts_program *p, const ts_isa *isa, ts_err *err)
         if (s->kind >= isa->nstream_kinds)
             return ts_err_set(err, TS_EINPUT, "cannot disassemble: stream kind %" PRIu32 " is not "
                               "a %s stream kind", s->kind, isa->arch);
-        for (uint32_t pc = 0; pc < s->n; pc++) {
-            const ts_insn *in = &s->insn[pc];
-            if (in->op >= isa->nops)
-                return bad_prog(err, isa, s, pc, "unknown op", in->op);
-            const ts_opinfo *oi = &isa->ops[in->op];
-            int no = ts_isa_nopnds(oi);
-            for (int j = 0; j < no; j++) {
-                int k = oi->opnd[j] & TS_OK_KIND_MASK;
-                int32_t a = in->a[j];
-                if (k == TS_OK_REG && (a < 0 || (size_t)a >= isa->nregs))
-                    return bad_prog(err, isa, s, pc, "bad register", a);
-                if (k == TS_OK_LABEL && (a < 0 || (uint32_t)a >= s->n))
-                    return bad_prog(err, isa, s, pc, "branch target outside the stream", a);
+        ts_stream one = *s;
+        if (s->packed) {
+            one.packed = NULL;
+            if (!(one.insn = ts_malloc((one.n ? one.n : 1) * sizeof *one.insn)))
+                return ts_err_set(err, TS_ENOMEM, "out of memory");
+            ts_status ust = ts_stream_unpack(s, one.insn, err);
+            if (ust) {
+                ts_free(one.insn);
+                return ust;
             }
         }
+        ts_status cst = check_insns(&one, isa, err);
+        if (s->packed)
+            ts_free(one.insn);
+        if (cst)
+            return cst;
     }
     for (size_t i = 0; i < p->nsegs; i++)
         if (p->segs[i].kind >= isa->nstream_kinds)
@@ -259,8 +281,19 @@ ts_status ts_disasm(const ts_program *p, const ts_isa *isa, ts_buf *out, ts_err 
             ys++;
         while (ms < c.nmarks && c.marks[ms].stream == i)
             ms++;
-        st = stream_text(&d, isa, &c.streams[i], c.syms ? c.syms + y0 : NULL, ys - y0,
-                         c.marks ? c.marks + m0 : NULL, ms - m0);
+        ts_stream one = c.streams[i]; /* a packed stream unpacked for the text, one at a time */
+        if (one.packed) {
+            one.packed = NULL;
+            if (!(one.insn = ts_malloc((one.n ? one.n : 1) * sizeof *one.insn)))
+                st = TS_ENOMEM;
+            else if (ts_stream_unpack(&c.streams[i], one.insn, err) != TS_OK)
+                st = TS_EINTERNAL;
+        }
+        if (!st)
+            st = stream_text(&d, isa, &one, c.syms ? c.syms + y0 : NULL, ys - y0, c.marks ? c.marks + m0 : NULL,
+                             ms - m0);
+        if (c.streams[i].packed)
+            ts_free(one.insn);
     }
     for (size_t i = 0; i < c.nsegs && !st; i++) {
         const ts_segment *g = &c.segs[i];

@@ -1,6 +1,6 @@
 /* core/program.c — the program container: builders, canonical order, binary form.
  *
- * Binary layout, version 1 (all integers little-endian; every section starts 8-byte aligned;
+ * Binary layout, version 2 (all integers little-endian; every section starts 8-byte aligned;
  * docs/program-format.md has the long version):
  *
  *   offset  size  header (80 bytes)
@@ -22,10 +22,13 @@
  *
  *   payload, in this order
  *   ------------------------------------------------------------------------------------
- *   stream table    S x 16   u32 kind | u32 index | u32 instruction count | u32 zero
- *   instructions    sum x 32 u16 op | u16 line | 7 x i32 operands   (stream by stream)
- *   segment table   D x 24   u32 kind | u32 index | u64 addr | u32 len | u32 zero
- *   segment bytes            each segment's bytes, zero-padded to a multiple of 8
+ *   stream table    S x 16   u32 kind | u32 index | u32 instruction count | u32 packed bytes
+ *   instructions             each stream's instructions packed (ts_insn_pack: op, line and the
+ *                            operands up to the last non-zero one, as varints), stream after
+ *                            stream, then zero padding to 8
+ *   segment table   D x 24   u32 kind | u32 index | u64 addr | u32 len | u32 bytes of (the
+ *                            first segment with the same bytes: itself when it stores them)
+ *   segment bytes            each storing segment's bytes, zero-padded to a multiple of 8
  *   symbol table    Y x 24   u32 name offset | u32 kind | u32 stream | u32 zero | i64 value
  *   mark table      M x 12   u32 stream | u32 pc | u32 id, then zero padding to 8
  *   string table             NUL-terminated strings, zero-padded to 8 (size field excludes it)
@@ -48,18 +51,25 @@
 
 #define HDR_SIZE 80u
 #define STREAM_REC 16u
-#define INSN_REC 32u
 #define SEG_REC 24u
 #define SYM_REC 24u
 #define MARK_REC 12u
 #define NO_STRING 0xffffffffu
 
-/* An instruction's record (INSN_REC): op and line (u16 each), then its TS_MAX_OPNDS operands (u32
- * each), all little-endian: the layout of ts_insn itself, which has no padding. */
-_Static_assert(sizeof(ts_insn) == INSN_REC && offsetof(ts_insn, line) == 2 && offsetof(ts_insn, a) == 4 &&
-                   TS_MAX_OPNDS == 7,
-               "ts_insn is the file's instruction record");
 static const unsigned char magic[8] = {'T', 'S', 'P', 'R', 'O', 'G', 0, 1};
+
+/* The contents of a program's segments, by hash (open addressing, at most half full), so that
+ * equal bytes are held once. Entries point at bytes owned by a segment. */
+typedef struct segix_ent {
+    uint64_t h;
+    const uint8_t *bytes; /* NULL: empty */
+    uint32_t len;
+} segix_ent;
+
+struct ts_segix {
+    segix_ent *v;
+    size_t n, cap;
+};
 
 /* ---- builders ---------------------------------------------------------------------------- */
 
@@ -80,9 +90,13 @@ void ts_program_destroy(ts_program *p)
     if (!p)
         return;
     for (size_t i = 0; i < p->nstreams; i++)
-        ts_free(p->streams[i].insn);
+        ts_stream_release(&p->streams[i]);
     for (size_t i = 0; i < p->nsegs; i++)
-        ts_free(p->segs[i].bytes);
+        if (!p->segs[i].shared)
+            ts_free(p->segs[i].bytes);
+    if (p->segix)
+        ts_free(p->segix->v);
+    ts_free(p->segix);
     for (size_t i = 0; i < p->nsyms; i++)
         ts_free(p->syms[i].name);
     ts_free(p->streams);
@@ -162,7 +176,7 @@ ts_stream *ts_program_stream(ts_program *p, uint32_t kind, uint32_t index)
 
 ts_insn *ts_stream_emit(ts_stream *s, uint16_t op)
 {
-    if (s->n == UINT32_MAX)
+    if (s->n == UINT32_MAX || s->packed)
         return NULL;
     if (s->n == s->cap) {
         size_t cap = s->cap;
@@ -178,6 +192,193 @@ ts_insn *ts_stream_emit(ts_stream *s, uint16_t op)
     return in;
 }
 
+/* ---- packed instructions --------------------------------------------------------------------
+ *
+ * One instruction: varint(op << 4 | has_line << 3 | k), then varint(line) when has_line, then its
+ * first k operands as zigzag varints, k = 1 + the index of its last non-zero operand (0 when all
+ * are zero). Varints are little-endian groups of 7 bits, the high bit set on every byte but the
+ * last, and minimal (no final 0x00 group after the first byte): one instruction has one form. */
+
+static size_t put_varint(uint8_t *d, uint32_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        d[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    d[n++] = (uint8_t)v;
+    return n;
+}
+
+/* Reads a minimal varint of at most 32 bits; -1 when malformed or past end. */
+static int get_varint(const uint8_t **at, const uint8_t *end, uint32_t *v)
+{
+    const uint8_t *d = *at;
+    uint64_t x = 0;
+    for (int sh = 0; sh < 35; sh += 7) {
+        if (d >= end)
+            return -1;
+        uint8_t b = *d++;
+        x |= (uint64_t)(b & 0x7f) << sh;
+        if (!(b & 0x80)) {
+            if ((sh && !b) || x > UINT32_MAX)
+                return -1;
+            *v = (uint32_t)x;
+            *at = d;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+size_t ts_insn_pack(const ts_insn *in, uint8_t *out)
+{
+    int k = TS_MAX_OPNDS;
+    while (k > 0 && !in->a[k - 1])
+        k--;
+    size_t n = put_varint(out, (uint32_t)in->op << 4 | (in->line ? 8u : 0u) | (uint32_t)k);
+    if (in->line)
+        n += put_varint(out + n, in->line);
+    for (int j = 0; j < k; j++) {
+        uint32_t a = (uint32_t)in->a[j];
+        n += put_varint(out + n, a << 1 ^ (uint32_t)(in->a[j] >> 31)); /* zigzag */
+    }
+    return n;
+}
+
+int ts_insn_unpack(const uint8_t **at, const uint8_t *end, ts_insn *out)
+{
+    uint32_t h, v;
+    if (get_varint(at, end, &h) || h >> 4 > UINT16_MAX || (h & 7) > TS_MAX_OPNDS)
+        return -1;
+    memset(out, 0, sizeof *out);
+    out->op = (uint16_t)(h >> 4);
+    if (h & 8) {
+        if (get_varint(at, end, &v) || !v || v > UINT16_MAX)
+            return -1;
+        out->line = (uint16_t)v;
+    }
+    int k = (int)(h & 7);
+    for (int j = 0; j < k; j++) {
+        if (get_varint(at, end, &v))
+            return -1;
+        out->a[j] = (int32_t)(v >> 1 ^ (0u - (v & 1)));
+    }
+    return k && !out->a[k - 1] ? -1 : 0;
+}
+
+int ts_stream_emit_packed(ts_stream *s, const ts_insn *in)
+{
+    if (s->insn || s->n == UINT32_MAX)
+        return -1;
+    if ((size_t)s->cap - s->packed_len < TS_INSN_PACKED_MAX) {
+        size_t cap = s->cap;
+        void *arr = s->packed;
+        if ((uint64_t)s->packed_len + TS_INSN_PACKED_MAX > UINT32_MAX ||
+            ts_grow(&arr, &cap, (size_t)s->packed_len + TS_INSN_PACKED_MAX, 1))
+            return -1;
+        s->packed = arr;
+        s->cap = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+    }
+    s->packed_len += (uint32_t)ts_insn_pack(in, s->packed + s->packed_len);
+    s->n++;
+    return 0;
+}
+
+ts_status ts_stream_unpack(const ts_stream *s, ts_insn *out, ts_err *err)
+{
+    if (!s->packed) {
+        if (s->n)
+            memcpy(out, s->insn, (size_t)s->n * sizeof *out);
+        return TS_OK;
+    }
+    const uint8_t *at = s->packed, *end = s->packed + s->packed_len;
+    for (uint32_t k = 0; k < s->n; k++)
+        if (ts_insn_unpack(&at, end, &out[k]))
+            return ts_err_set(err, TS_EINTERNAL, "stream %" PRIu32 ": packed instruction %" PRIu32 " is malformed",
+                              s->index, k);
+    return TS_OK;
+}
+
+ts_status ts_program_unpack(ts_program *p, ts_err *err)
+{
+    for (size_t i = 0; i < p->nstreams; i++) {
+        ts_stream *s = &p->streams[i];
+        if (!s->packed)
+            continue;
+        ts_insn *v = ts_malloc((s->n ? s->n : 1) * sizeof *v);
+        if (!v)
+            return ts_err_set(err, TS_ENOMEM, "out of memory");
+        ts_status st = ts_stream_unpack(s, v, err);
+        if (st) {
+            ts_free(v);
+            return st;
+        }
+        ts_free(s->packed);
+        s->packed = NULL;
+        s->packed_len = 0;
+        s->insn = v;
+        s->cap = s->n;
+    }
+    return TS_OK;
+}
+
+void ts_stream_release(ts_stream *s)
+{
+    ts_free(s->insn);
+    ts_free(s->packed);
+    s->insn = NULL;
+    s->packed = NULL;
+    s->packed_len = s->cap = 0;
+}
+
+/* A hash of len bytes, 8 at a time. */
+static uint64_t bytes_hash(const uint8_t *b, uint32_t len)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ len;
+    uint32_t k = 0;
+    for (; k + 8 <= len; k += 8) {
+        uint64_t w;
+        memcpy(&w, b + k, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    for (; k < len; k++)
+        h = (h ^ b[k]) * 0x100000001b3ull;
+    return h ^ (h >> 29);
+}
+
+static segix_ent *segix_find(struct ts_segix *x, uint64_t h, const uint8_t *b, uint32_t len)
+{
+    size_t i = (size_t)h & (x->cap - 1);
+    for (; x->v[i].bytes; i = (i + 1) & (x->cap - 1))
+        if (x->v[i].h == h && x->v[i].len == len && !memcmp(x->v[i].bytes, b, len))
+            return &x->v[i];
+    return &x->v[i];
+}
+
+/* Room for one more entry; -1 when out of memory. */
+static int segix_room(ts_program *p)
+{
+    struct ts_segix *x = p->segix;
+    if (!x && !(x = p->segix = ts_calloc(1, sizeof *x)))
+        return -1;
+    if (2 * (x->n + 1) <= x->cap)
+        return 0;
+    size_t cap = x->cap ? 2 * x->cap : 1024;
+    segix_ent *old = x->v, *v = ts_calloc(cap, sizeof *v);
+    if (!v)
+        return -1;
+    size_t ocap = x->cap;
+    x->v = v;
+    x->cap = cap;
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i].bytes)
+            *segix_find(x, old[i].h, old[i].bytes, old[i].len) = old[i];
+    ts_free(old);
+    return 0;
+}
+
 ts_status ts_program_add_segment(ts_program *p, uint32_t kind, uint32_t index, uint64_t addr,
                                  const void *bytes, uint32_t len, ts_err *err)
 {
@@ -189,14 +390,25 @@ ts_status ts_program_add_segment(ts_program *p, uint32_t kind, uint32_t index, u
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     p->segs = arr;
     uint8_t *copy = NULL;
+    uint32_t shared = 0;
     if (len) {
-        copy = ts_malloc(len);
-        if (!copy)
+        if (segix_room(p))
             return ts_err_set(err, TS_ENOMEM, "out of memory");
-        memcpy(copy, bytes, len);
+        uint64_t h = bytes_hash(bytes, len);
+        segix_ent *e = segix_find(p->segix, h, bytes, len);
+        if (e->bytes) {
+            copy = (uint8_t *)e->bytes;
+            shared = 1;
+        } else {
+            if (!(copy = ts_malloc(len)))
+                return ts_err_set(err, TS_ENOMEM, "out of memory");
+            memcpy(copy, bytes, len);
+            *e = (segix_ent){.h = h, .bytes = copy, .len = len};
+            p->segix->n++;
+        }
     }
     p->segs[p->nsegs++] = (ts_segment){.kind = kind, .index = index, .addr = addr, .len = len,
-                                       .bytes = copy};
+                                       .shared = shared, .bytes = copy};
     return TS_OK;
 }
 
@@ -345,7 +557,7 @@ void ts_program_canonicalize(ts_program *p)
             if (p->marks[i].stream < n)
                 p->marks[i].stream = p->streams[p->marks[i].stream].cap & ~mark;
         for (uint32_t i = 0; i < n; i++)
-            p->streams[i].cap = p->streams[i].n;
+            p->streams[i].cap = p->streams[i].packed ? p->streams[i].packed_len : p->streams[i].n;
     }
     if (p->nsegs > 1)
         qsort(p->segs, p->nsegs, sizeof *p->segs, seg_cmp);
@@ -358,12 +570,6 @@ void ts_program_canonicalize(ts_program *p)
 /* ---- encoding ---------------------------------------------------------------------------- */
 
 static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
-
-static void put_u16(ts_buf *b, uint16_t v)
-{
-    char c[2] = {(char)(v & 0xff), (char)(v >> 8)};
-    ts_buf_put(b, c, 2);
-}
 
 static void put_u32(ts_buf *b, uint32_t v)
 {
@@ -485,6 +691,48 @@ static ts_status check_encodable(const ts_program *p, ts_err *err)
     return TS_OK;
 }
 
+/* Segments with the same bytes: first[i] is the first segment (in table order) whose length and
+ * bytes equal segment i's (i itself when there is none), found through a hash table of the
+ * segments that store their bytes. NULL when out of memory. Owned by the caller (ts_free). */
+static uint64_t seg_hash(const ts_segment *g)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ g->len;
+    for (uint32_t k = 0; k < g->len; k++)
+        h = (h ^ g->bytes[k]) * 0x100000001b3ull;
+    return h;
+}
+
+static uint32_t *seg_firsts(const ts_segment *segs, size_t n)
+{
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    uint32_t *first = ts_malloc((n ? n : 1) * sizeof *first);
+    uint32_t *slot = ts_malloc(cap * sizeof *slot); /* a stored segment's index + 1; 0 empty */
+    if (!first || !slot) {
+        ts_free(first);
+        ts_free(slot);
+        return NULL;
+    }
+    memset(slot, 0, cap * sizeof *slot);
+    for (size_t i = 0; i < n; i++) {
+        const ts_segment *g = &segs[i];
+        size_t h = (size_t)seg_hash(g) & (cap - 1);
+        first[i] = (uint32_t)i;
+        for (; slot[h]; h = (h + 1) & (cap - 1)) {
+            const ts_segment *o = &segs[slot[h] - 1];
+            if (o->len == g->len && (!g->len || !memcmp(o->bytes, g->bytes, g->len))) {
+                first[i] = slot[h] - 1;
+                break;
+            }
+        }
+        if (first[i] == i)
+            slot[h] = (uint32_t)i + 1;
+    }
+    ts_free(slot);
+    return first;
+}
+
 static ts_status encode_canonical(const ts_program *p, ts_buf *out, ts_err *err)
 {
     /* String table: workload first, then symbol names in canonical order. */
@@ -500,12 +748,37 @@ static ts_status encode_canonical(const ts_program *p, ts_buf *out, ts_err *err)
      * by doubling copied it over and over) */
     uint64_t total = HDR_SIZE + STREAM_REC * (uint64_t)p->nstreams + SEG_REC * (uint64_t)p->nsegs +
                      SYM_REC * (uint64_t)p->nsyms + pad8(MARK_REC * (uint64_t)p->nmarks) + pad8(strsize);
-    for (size_t i = 0; i < p->nstreams; i++)
-        total += INSN_REC * (uint64_t)p->streams[i].n;
-    for (size_t i = 0; i < p->nsegs; i++)
-        total += pad8(p->segs[i].len);
-    if (total > SIZE_MAX / 2 || !ts_buf_reserve(out, (size_t)total))
+    /* the packed size of each stream held as insn (streams held packed know theirs) */
+    uint32_t *plen = p->nstreams ? ts_calloc(p->nstreams, sizeof *plen) : NULL;
+    if (p->nstreams && !plen)
         return ts_err_set(err, TS_ENOMEM, "out of memory");
+    uint64_t code = 0;
+    uint8_t tmp[TS_INSN_PACKED_MAX];
+    for (size_t i = 0; i < p->nstreams; i++) {
+        const ts_stream *s = &p->streams[i];
+        uint64_t b = s->packed_len;
+        for (uint32_t k = 0; !s->packed && k < s->n; k++)
+            b += ts_insn_pack(&s->insn[k], tmp);
+        if (b > UINT32_MAX) {
+            ts_free(plen);
+            return ts_err_set(err, TS_EINPUT, "cannot encode: stream %" PRIu32 " packs to more than 4 GiB", s->index);
+        }
+        plen[i] = (uint32_t)b;
+        code += b;
+    }
+    total += pad8(code);
+    uint32_t *first = seg_firsts(p->segs, p->nsegs);
+    if (!first) {
+        ts_free(plen);
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < p->nsegs; i++)
+        total += first[i] == i ? pad8(p->segs[i].len) : 0;
+    if (total > SIZE_MAX / 2 || !ts_buf_reserve(out, (size_t)total)) {
+        ts_free(plen);
+        ts_free(first);
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    }
 
     size_t start = out->len;
     ts_buf_put(out, (const char *)magic, sizeof magic);
@@ -530,35 +803,34 @@ static ts_status encode_canonical(const ts_program *p, ts_buf *out, ts_err *err)
         put_u32(out, p->streams[i].kind);
         put_u32(out, p->streams[i].index);
         put_u32(out, p->streams[i].n);
-        put_u32(out, 0);
+        put_u32(out, plen[i]);
     }
+    ts_free(plen);
     for (size_t i = 0; i < p->nstreams; i++) {
-        if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) {
-            /* an instruction's record is its struct's bytes on a little-endian host (INSN_REC) */
-            if (p->streams[i].n)
-                ts_buf_put(out, (const char *)p->streams[i].insn, INSN_REC * (size_t)p->streams[i].n);
+        const ts_stream *s = &p->streams[i];
+        if (s->packed) {
+            ts_buf_put(out, (const char *)s->packed, s->packed_len);
             continue;
         }
-        for (uint32_t k = 0; k < p->streams[i].n; k++) {
-            const ts_insn *in = &p->streams[i].insn[k];
-            put_u16(out, in->op);
-            put_u16(out, in->line);
-            for (int j = 0; j < TS_MAX_OPNDS; j++)
-                put_u32(out, (uint32_t)in->a[j]);
-        }
+        for (uint32_t k = 0; k < s->n; k++)
+            ts_buf_put(out, (const char *)tmp, ts_insn_pack(&s->insn[k], tmp));
     }
+    put_pad8(out, start);
     for (size_t i = 0; i < p->nsegs; i++) {
         put_u32(out, p->segs[i].kind);
         put_u32(out, p->segs[i].index);
         put_u64(out, p->segs[i].addr);
         put_u32(out, p->segs[i].len);
-        put_u32(out, 0);
+        put_u32(out, first[i]);
     }
     for (size_t i = 0; i < p->nsegs; i++) {
+        if (first[i] != i)
+            continue;
         if (p->segs[i].len)
             ts_buf_put(out, (const char *)p->segs[i].bytes, p->segs[i].len);
         put_pad8(out, start);
     }
+    ts_free(first);
     uint32_t stroff = p->workload ? (uint32_t)strlen(p->workload) + 1 : 0;
     for (size_t i = 0; i < p->nsyms; i++) {
         put_u32(out, stroff);
@@ -618,6 +890,7 @@ typedef struct rd {
     size_t len;
     const char *name;
     const ts_isa *isa;
+    bool packed; /* keep streams packed */
     ts_err *err;
 } rd;
 
@@ -684,6 +957,67 @@ static const char *get_string(rd *r, uint64_t tab, uint32_t tabsize, uint32_t so
     return s;
 }
 
+/* One stream's packed instructions at file offset off (st->n of them in st->packed_len bytes),
+ * each checked against the ISA; kept packed (a copy of the bytes) or as an insn array. */
+static ts_status decode_stream(rd *r, ts_stream *st, uint64_t off, bool keep_packed)
+{
+    const ts_isa *isa = r->isa;
+    uint32_t n = st->n, len = st->packed_len;
+    const uint8_t *at = r->d + off, *end = at + len;
+    const char *kn = kind_name(isa, st->kind);
+    ts_insn one, *v = NULL;
+    if (n && !keep_packed && !(v = ts_malloc((size_t)n * sizeof *v)))
+        return ts_err_set(r->err, TS_ENOMEM, "out of memory");
+    for (uint32_t k = 0; k < n; k++) {
+        uint64_t io = (uint64_t)(at - r->d);
+        ts_insn *in = v ? &v[k] : &one;
+        if (ts_insn_unpack(&at, end, in)) {
+            ts_free(v);
+            return bad(r, io, "stream %s %" PRIu32 ", pc %" PRIu32 ": not a packed instruction", kn, st->index, k);
+        }
+        ts_status bst = TS_OK;
+        if (in->op >= isa->nops)
+            bst = bad(r, io, "stream %s %" PRIu32 ", pc %" PRIu32 ": op %u is not in the %s ISA (%zu ops)", kn,
+                      st->index, k, in->op, isa->arch, isa->nops);
+        const ts_opinfo *oi = bst ? NULL : &isa->ops[in->op];
+        int no = oi ? ts_isa_nopnds(oi) : 0;
+        for (int j = 0; oi && !bst && j < TS_MAX_OPNDS; j++) {
+            int32_t a = in->a[j];
+            int kind = oi->opnd[j] & TS_OK_KIND_MASK;
+            if (j >= no && a)
+                bst = bad(r, io, "stream %s %" PRIu32 ", pc %" PRIu32 ": '%s' has %d operands but operand %d is %"
+                          PRId32 ", not 0", kn, st->index, k, oi->mnemonic, no, j + 1, a);
+            else if (j < no && kind == TS_OK_REG && (a < 0 || (uint64_t)a >= isa->nregs))
+                bst = bad(r, io, "stream %s %" PRIu32 ", pc %" PRIu32 ": operand %d of '%s' is register %" PRId32
+                          ", but %s has %zu registers", kn, st->index, k, j + 1, oi->mnemonic, a, isa->arch,
+                          isa->nregs);
+            else if (j < no && kind == TS_OK_LABEL && (a < 0 || (uint32_t)a >= n))
+                bst = bad(r, io, "stream %s %" PRIu32 ", pc %" PRIu32 ": operand %d of '%s' is pc %" PRId32
+                          ", outside the stream (%" PRIu32 " instructions)", kn, st->index, k, j + 1, oi->mnemonic,
+                          a, n);
+        }
+        if (bst) {
+            ts_free(v);
+            return bst;
+        }
+    }
+    if (at != end) {
+        ts_free(v);
+        return bad(r, (uint64_t)(at - r->d), "stream %s %" PRIu32 ": %zu bytes left after its %" PRIu32
+                   " instructions", kn, st->index, (size_t)(end - at), n);
+    }
+    if (v) {
+        st->insn = v;
+        st->cap = n;
+    } else if (len) {
+        if (!(st->packed = ts_malloc(len)))
+            return ts_err_set(r->err, TS_ENOMEM, "out of memory");
+        memcpy(st->packed, r->d + off, len);
+        st->cap = len;
+    }
+    return TS_OK;
+}
+
 static ts_status decode_payload(rd *r, ts_program *p, const unsigned char *h)
 {
     const ts_isa *isa = r->isa;
@@ -694,7 +1028,7 @@ static ts_status decode_payload(rd *r, ts_program *p, const unsigned char *h)
     /* Stream table. */
     if ((uint64_t)ns * STREAM_REC > end - off)
         return bad(r, 40, "%" PRIu32 " streams do not fit in the file", ns);
-    uint64_t total = 0;
+    uint64_t total = 0, bytes = 0;
     for (uint32_t i = 0; i < ns; i++) {
         const unsigned char *s = r->d + off + (uint64_t)i * STREAM_REC;
         uint64_t so = off + (uint64_t)i * STREAM_REC;
@@ -702,72 +1036,41 @@ static ts_status decode_payload(rd *r, ts_program *p, const unsigned char *h)
         if (kind >= isa->nstream_kinds)
             return bad(r, so, "stream %" PRIu32 ": kind %" PRIu32 " is not a %s stream kind (%zu "
                        "kinds)", i, kind, isa->arch, isa->nstream_kinds);
-        if (get_u32(s + 12))
-            return bad(r, so + 12, "stream %" PRIu32 ": reserved field is not zero", i);
         if (i > 0 && key_cmp(p->streams[i - 1].kind, p->streams[i - 1].index, kind, index) >= 0)
             return bad(r, so, "stream %" PRIu32 " (%s %" PRIu32 ") is a duplicate or out of order",
                        i, kind_name(isa, kind), index);
+        if (n > get_u32(s + 12))
+            return bad(r, so + 8, "stream %" PRIu32 ": %" PRIu32 " instructions cannot pack into %" PRIu32
+                       " bytes", i, n, get_u32(s + 12));
         total += n;
+        bytes += get_u32(s + 12);
         /* Allocated up front only as far as the file can hold it: every count is checked
          * against the bytes left before anything is sized from it. */
         ts_stream *st = ts_program_stream(p, kind, index);
         if (!st)
             return ts_err_set(r->err, TS_ENOMEM, "out of memory");
         st->n = n;
+        st->packed_len = get_u32(s + 12);
     }
     off += (uint64_t)ns * STREAM_REC;
-    if (total > (end - off) / INSN_REC)
-        return bad(r, off, "%" PRIu64 " instructions do not fit in the file", total);
+    if (pad8(bytes) > end - off)
+        return bad(r, off, "%" PRIu64 " instructions (%" PRIu64 " bytes) do not fit in the file", total, bytes);
 
     /* Instructions. */
     for (uint32_t i = 0; i < ns; i++) {
-        ts_stream *st = &p->streams[i];
-        uint32_t n = st->n;
-        st->n = 0;
-        if (n) {
-            st->insn = ts_malloc((size_t)n * sizeof *st->insn);
-            if (!st->insn)
-                return ts_err_set(r->err, TS_ENOMEM, "out of memory");
-            st->cap = n;
-        }
-        for (uint32_t k = 0; k < n; k++, off += INSN_REC) {
-            const unsigned char *s = r->d + off;
-            ts_insn *in = &st->insn[k];
-            in->op = (uint16_t)(s[0] | s[1] << 8);
-            in->line = (uint16_t)(s[2] | s[3] << 8);
-            for (int j = 0; j < TS_MAX_OPNDS; j++)
-                in->a[j] = (int32_t)get_u32(s + 4 + 4 * j);
-            const char *kn = kind_name(isa, st->kind);
-            if (in->op >= isa->nops)
-                return bad(r, off, "stream %s %" PRIu32 ", pc %" PRIu32 ": op %u is not in the %s "
-                           "ISA (%zu ops)", kn, st->index, k, in->op, isa->arch, isa->nops);
-            const ts_opinfo *oi = &isa->ops[in->op];
-            int no = ts_isa_nopnds(oi);
-            for (int j = 0; j < TS_MAX_OPNDS; j++) {
-                uint64_t ao = off + 4 + 4 * (uint64_t)j;
-                int32_t a = in->a[j];
-                if (j >= no) {
-                    if (a)
-                        return bad(r, ao, "stream %s %" PRIu32 ", pc %" PRIu32 ": '%s' has %d "
-                                   "operands but operand %d is %" PRId32 ", not 0", kn, st->index,
-                                   k, oi->mnemonic, no, j + 1, a);
-                    continue;
-                }
-                int kind = oi->opnd[j] & TS_OK_KIND_MASK;
-                if (kind == TS_OK_REG && (a < 0 || (uint64_t)a >= isa->nregs))
-                    return bad(r, ao, "stream %s %" PRIu32 ", pc %" PRIu32 ": operand %d of '%s' "
-                               "is register %" PRId32 ", but %s has %zu registers", kn, st->index,
-                               k, j + 1, oi->mnemonic, a, isa->arch, isa->nregs);
-                if (kind == TS_OK_LABEL && (a < 0 || (uint32_t)a >= n))
-                    return bad(r, ao, "stream %s %" PRIu32 ", pc %" PRIu32 ": operand %d of '%s' "
-                               "is pc %" PRId32 ", outside the stream (%" PRIu32 " instructions)",
-                               kn, st->index, k, j + 1, oi->mnemonic, a, n);
-            }
-        }
-        st->n = n;
+        ts_status st = decode_stream(r, &p->streams[i], off, r->packed);
+        if (st)
+            return st;
+        off += p->streams[i].packed_len;
+        if (!r->packed)
+            p->streams[i].packed_len = 0;
     }
+    if (!all_zero(r->d + off, (size_t)(pad8(off) - off)))
+        return bad(r, off, "padding after the instructions is not zero");
+    off = pad8(off);
 
-    /* Segment table and bytes. */
+    /* Segment table and bytes: a segment stores its bytes, or names the earlier segment that
+     * does (the first with the same bytes), so that equal contents are stored once. */
     if ((uint64_t)nd * SEG_REC > end - off)
         return bad(r, 44, "%" PRIu32 " data segments do not fit in the file", nd);
     uint64_t segtab = off, segbytes = off + (uint64_t)nd * SEG_REC;
@@ -775,30 +1078,48 @@ static ts_status decode_payload(rd *r, ts_program *p, const unsigned char *h)
     for (uint32_t i = 0; i < nd; i++) {
         const unsigned char *s = r->d + segtab + (uint64_t)i * SEG_REC;
         uint64_t so = segtab + (uint64_t)i * SEG_REC;
-        uint32_t kind = get_u32(s), index = get_u32(s + 4), len = get_u32(s + 16);
+        uint32_t kind = get_u32(s), index = get_u32(s + 4), len = get_u32(s + 16), of = get_u32(s + 20);
         uint64_t addr = get_u64(s + 8);
         if (kind >= isa->nstream_kinds)
             return bad(r, so, "data segment %" PRIu32 ": kind %" PRIu32 " is not a %s stream kind "
                        "(%zu kinds)", i, kind, isa->arch, isa->nstream_kinds);
-        if (get_u32(s + 20))
-            return bad(r, so + 20, "data segment %" PRIu32 ": reserved field is not zero", i);
-        if (pad8(len) > end - off)
+        if (of > i || (of < i && get_u32(r->d + segtab + (uint64_t)of * SEG_REC + 20) != of))
+            return bad(r, so + 20, "data segment %" PRIu32 ": its bytes are segment %" PRIu32 "'s, which is not an "
+                       "earlier segment that stores its own", i, of);
+        if (of < i && p->segs[of].len != len)
+            return bad(r, so + 16, "data segment %" PRIu32 ": %" PRIu32 " bytes, but segment %" PRIu32 ", whose "
+                       "bytes it shares, has %" PRIu32, i, len, of, p->segs[of].len);
+        if (of == i && pad8(len) > end - off)
             return bad(r, so + 16, "data segment %" PRIu32 ": %" PRIu32 " bytes do not fit in "
                        "the file", i, len);
         if (len && addr + len < addr)
             return bad(r, so + 8, "data segment %" PRIu32 ": runs past the end of the 64-bit "
                        "address space", i);
-        if (!all_zero(r->d + off + len, (size_t)(pad8(len) - len)))
+        if (of == i && !all_zero(r->d + off + len, (size_t)(pad8(len) - len)))
             return bad(r, off + len, "data segment %" PRIu32 ": padding is not zero", i);
-        ts_status st = ts_program_add_segment(p, kind, index, addr, r->d + off, len, r->err);
+        const void *src = of == i ? (const void *)(r->d + off) : (const void *)p->segs[of].bytes;
+        ts_status st = ts_program_add_segment(p, kind, index, addr, src, len, r->err);
         if (st)
             return st;
-        off += pad8(len);
+        off += of == i ? pad8(len) : 0;
         if (i > 0) {
             const ts_segment *a = &p->segs[i - 1], *b = &p->segs[i];
             if (seg_cmp(a, b) > 0)
                 return bad(r, so, "data segment %" PRIu32 " is out of order", i);
         }
+    }
+    if (nd) { /* stored bytes are stored once: the writer's choice, so each program has one file */
+        uint32_t *first = seg_firsts(p->segs, nd);
+        if (!first)
+            return ts_err_set(r->err, TS_ENOMEM, "out of memory");
+        for (uint32_t i = 0; i < nd; i++)
+            if (first[i] != get_u32(r->d + segtab + (uint64_t)i * SEG_REC + 20)) {
+                uint32_t f = first[i];
+                ts_free(first);
+                return bad(r, segtab + (uint64_t)i * SEG_REC + 20, "data segment %" PRIu32 ": its bytes are "
+                           "segment %" PRIu32 "'s, stored again", i, f);
+            }
+        ts_free(first);
     }
     /* Overlaps: segments are sorted, so track the furthest end seen for the current target. */
     uint64_t reach = 0;
@@ -915,8 +1236,14 @@ static ts_status decode_payload(rd *r, ts_program *p, const unsigned char *h)
 ts_status ts_program_decode(ts_program **out, const char *name, const void *data, size_t len,
                             const ts_isa *isa, ts_err *err)
 {
+    return ts_program_decode_opt(out, name, data, len, isa, false, err);
+}
+
+ts_status ts_program_decode_opt(ts_program **out, const char *name, const void *data, size_t len,
+                                const ts_isa *isa, bool packed, ts_err *err)
+{
     *out = NULL;
-    rd r = {.d = data, .len = len, .name = name ? name : "", .isa = isa, .err = err};
+    rd r = {.d = data, .len = len, .name = name ? name : "", .isa = isa, .packed = packed, .err = err};
     const unsigned char *h = data;
     if (len < sizeof magic || memcmp(h, magic, sizeof magic))
         return bad(&r, 0, "not a tessera program (bad magic)");
@@ -928,6 +1255,9 @@ ts_status ts_program_decode(ts_program **out, const char *name, const void *data
                    version, TS_PROGRAM_VERSION);
     if (version == 0)
         return bad(&r, 8, "program format version 0 is not valid");
+    if (version < TS_PROGRAM_VERSION)
+        return bad(&r, 8, "program format version %" PRIu32 " is no longer read (this tessera reads %d): "
+                   "recompile the program", version, TS_PROGRAM_VERSION);
     if (get_u32(h + 12) != HDR_SIZE)
         return bad(&r, 12, "header size is %" PRIu32 ", expected %u", get_u32(h + 12), HDR_SIZE);
     const char *arch = (const char *)h + 16;

@@ -10,13 +10,14 @@
 #ifndef TS_CORE_PROGRAM_H
 #define TS_CORE_PROGRAM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "core/buf.h"
 #include "core/err.h"
 #include "core/isa.h"
 
-#define TS_PROGRAM_VERSION 1
+#define TS_PROGRAM_VERSION 2
 
 /* One instruction: 32 bytes in memory and in the file. */
 typedef struct ts_insn {
@@ -25,18 +26,29 @@ typedef struct ts_insn {
     int32_t a[TS_MAX_OPNDS];    /* operands: register numbers, immediates, f32 bits, pcs */
 } ts_insn;
 
+/* A stream is held one of two ways: as an array of ts_insn (insn, the form the assembler and
+ * most lowerings build and most loaders read), or packed (packed != NULL, insn NULL): its n
+ * instructions in the file's variable-length form (docs/program-format.md), about 5 bytes an
+ * instruction where ts_insn takes 32. A lowering of many instructions builds packed streams
+ * (ts_stream_emit_packed); a loader that takes them unpacks one stream at a time
+ * (ts_stream_unpack). ts_stream_emit works on an insn stream only. */
 typedef struct ts_stream {
     uint32_t kind;              /* index into ts_isa.stream_kinds */
     uint32_t index;             /* tile / queue / PE number */
-    uint32_t n, cap;
-    ts_insn *insn;              /* owned */
+    uint32_t n;                 /* instructions */
+    uint32_t cap;               /* insn: capacity in instructions; packed: in bytes */
+    ts_insn *insn;              /* owned; NULL when packed */
+    uint8_t *packed;            /* owned; NULL when held as insn */
+    uint32_t packed_len;        /* bytes used in packed */
 } ts_stream;
 
 typedef struct ts_segment {
     uint32_t kind, index;       /* target, as for streams */
     uint64_t addr;              /* byte address in the target's memory */
     uint32_t len;
-    uint8_t *bytes;             /* owned */
+    uint32_t shared;            /* 1: bytes are another segment's of this program (equal contents are
+                                 * held once: ts_program_add_segment), not freed with this one */
+    uint8_t *bytes;             /* owned unless shared; read-only once added */
 } ts_segment;
 
 enum { TS_SYM_LABEL = 0, TS_SYM_CONST = 1 };
@@ -60,6 +72,7 @@ typedef struct ts_program {
     ts_segment *segs; size_t nsegs, cap_segs;
     ts_symbol *syms; size_t nsyms, cap_syms;
     ts_mark *marks; size_t nmarks, cap_marks;
+    struct ts_segix *segix;     /* owned: the contents of the segments added, to share equal bytes */
 } ts_program;
 
 ts_program *ts_program_create(const char *arch);
@@ -72,6 +85,23 @@ void ts_program_destroy(ts_program *p);
 ts_stream *ts_program_stream(ts_program *p, uint32_t kind, uint32_t index); /* find or add */
 ts_stream *ts_program_stream_find(const ts_program *p, uint32_t kind, uint32_t index); /* NULL if absent */
 ts_insn *ts_stream_emit(ts_stream *s, uint16_t op);                         /* zeroed operands */
+/* Packed streams. ts_insn_pack writes in's packed form (at most TS_INSN_PACKED_MAX bytes) and
+ * returns its length; ts_insn_unpack reads one from [*at, end), advancing *at, and returns -1
+ * when the bytes are not a packed instruction. ts_stream_emit_packed appends to a packed stream
+ * (or an empty one, which becomes packed): -1 on OOM or past 4 GiB. ts_stream_unpack writes the
+ * stream's s->n instructions (either form) to out. ts_program_unpack turns every packed stream of
+ * p into an insn stream (for tools and tests that index s->insn): TS_ENOMEM on OOM. */
+#define TS_INSN_PACKED_MAX 41
+size_t ts_insn_pack(const ts_insn *in, uint8_t *out);
+int ts_insn_unpack(const uint8_t **at, const uint8_t *end, ts_insn *out);
+int ts_stream_emit_packed(ts_stream *s, const ts_insn *in);
+ts_status ts_stream_unpack(const ts_stream *s, ts_insn *out, ts_err *err);
+ts_status ts_program_unpack(ts_program *p, ts_err *err);
+/* Free one stream's instructions (either form), keeping its kind, index and n: a loader that owns
+ * the program drops each stream once decoded. The program stays valid to destroy. */
+void ts_stream_release(ts_stream *s);
+/* Copies bytes, or shares the bytes of an earlier segment of p with the same contents (a lowering
+ * places the same tables and weights on many tiles). */
 ts_status ts_program_add_segment(ts_program *p, uint32_t kind, uint32_t index, uint64_t addr,
                                  const void *bytes, uint32_t len, ts_err *err);
 ts_status ts_program_add_symbol(ts_program *p, const char *name, uint32_t kind, uint32_t stream,
@@ -87,6 +117,9 @@ void ts_program_canonicalize(ts_program *p);
 ts_status ts_program_encode(const ts_program *p, ts_buf *out, ts_err *err);
 ts_status ts_program_decode(ts_program **out, const char *name, const void *data, size_t len,
                             const ts_isa *isa, ts_err *err);
+/* As ts_program_decode, with the streams kept packed when `packed` (for a loader that takes them). */
+ts_status ts_program_decode_opt(ts_program **out, const char *name, const void *data, size_t len,
+                                const ts_isa *isa, bool packed, ts_err *err);
 ts_status ts_program_write(const ts_program *p, const char *path, ts_err *err);
 ts_status ts_program_read(ts_program **out, const char *path, const ts_isa *isa, ts_err *err);
 /* Read arch name from a binary without decoding the rest; 0 if data is a program binary. */

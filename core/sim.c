@@ -134,9 +134,17 @@ void ts_sim_results_peak(const ts_family *fam, const ts_config *cfg, ts_results 
     ts_err_free(&ierr);
 }
 
-ts_status ts_sim_run(const ts_family *fam, const ts_config *cfg, const ts_program *prog,
-                     const ts_run_opts *opts, const ts_energy_table *energy, ts_results *res,
-                     ts_err *err)
+static bool any_packed(const ts_program *p)
+{
+    for (size_t i = 0; i < p->nstreams; i++)
+        if (p->streams[i].packed)
+            return true;
+    return false;
+}
+
+/* The run, of prog (borrowed) or of *own (taken: destroyed once loaded). */
+static ts_status sim_run(const ts_family *fam, const ts_config *cfg, const ts_program *prog, ts_program **own,
+                         const ts_run_opts *opts, const ts_energy_table *energy, ts_results *res, ts_err *err)
 {
     ts_run_opts defaults = {0};
     const ts_run_opts *o = opts ? opts : &defaults;
@@ -150,6 +158,16 @@ ts_status ts_sim_run(const ts_family *fam, const ts_config *cfg, const ts_progra
     if (rc != TS_OK)
         return rc;
 
+    if (!fam->load_owned && any_packed(prog)) {
+        if (!own)
+            return ts_err_set(err, TS_EINTERNAL, "family '%s' does not load packed streams", fam->name);
+        if ((rc = ts_program_unpack(*own, err)) != TS_OK)
+            return rc;
+    }
+    char workload[sizeof res->workload] = "";
+    if (prog->workload)
+        snprintf(workload, sizeof workload, "%s", prog->workload);
+
     ts_model *m = NULL;
     rc = fam->create(&m, cfg, o, err);
     if (rc != TS_OK)
@@ -157,7 +175,14 @@ ts_status ts_sim_run(const ts_family *fam, const ts_config *cfg, const ts_progra
     sim_pricer pricer = {fam, m, cfg, energy};
     if (o->activity && energy)
         ts_activity_energy(o->activity, energy_so_far, &pricer);
-    rc = fam->load(m, prog, err);
+    if (own && fam->load_owned) { /* a family without it may borrow the program through the run */
+        rc = fam->load_owned(m, *own, err);
+        ts_program_destroy(*own);
+        *own = NULL;
+        prog = NULL;
+    } else {
+        rc = fam->load(m, prog, err);
+    }
     if (rc == TS_OK)
         rc = run_loop(fam, m, o, err);
     if (o->activity)
@@ -171,8 +196,8 @@ ts_status ts_sim_run(const ts_family *fam, const ts_config *cfg, const ts_progra
         if (rc == TS_OK) {
             snprintf(res->arch, sizeof res->arch, "%s", fam->name);
             snprintf(res->config, sizeof res->config, "%s", ts_config_name(cfg));
-            if (!res->workload[0] && prog->workload)
-                snprintf(res->workload, sizeof res->workload, "%s", prog->workload);
+            if (!res->workload[0] && workload[0])
+                snprintf(res->workload, sizeof res->workload, "%s", workload);
             if (ts_config_static_power(cfg) > 0) /* the config overrides the family's figure */
                 res->static_w = ts_config_static_power(cfg);
             ts_sim_results_peak(fam, cfg, res);
@@ -185,5 +210,23 @@ ts_status ts_sim_run(const ts_family *fam, const ts_config *cfg, const ts_progra
             ts_results_free(res);
     }
     fam->destroy(m);
+    if (own) {
+        ts_program_destroy(*own);
+        *own = NULL;
+    }
     return rc;
+}
+
+ts_status ts_sim_run(const ts_family *fam, const ts_config *cfg, const ts_program *prog,
+                     const ts_run_opts *opts, const ts_energy_table *energy, ts_results *res,
+                     ts_err *err)
+{
+    return sim_run(fam, cfg, prog, NULL, opts, energy, res, err);
+}
+
+ts_status ts_sim_run_owned(const ts_family *fam, const ts_config *cfg, ts_program **prog,
+                           const ts_run_opts *opts, const ts_energy_table *energy, ts_results *res,
+                           ts_err *err)
+{
+    return sim_run(fam, cfg, *prog, prog, opts, energy, res, err);
 }

@@ -92,8 +92,13 @@ typedef struct ts_family {
     /* Derived summary of a config. */
     ts_status (*info)(const void *cfg, ts_info *out, ts_err *err);
     ts_status (*create)(ts_model **out, const ts_config *cfg, const ts_run_opts *opts, ts_err *err);
-    /* Validate and predecode a program. */
+    /* Validate and predecode a program. A family with load_owned takes streams held packed
+     * (ts_stream_unpack) in both; ts_sim_run refuses them to one without it. */
     ts_status (*load)(ts_model *m, const ts_program *prog, ts_err *err);
+    /* As load, for a program the model may take apart as it goes (ts_stream_release, segment bytes
+     * freed) so that it and its decoded copy are not held whole together; the caller destroys
+     * what is left. May be NULL (ts_sim_run_owned then uses load). */
+    ts_status (*load_owned)(ts_model *m, ts_program *prog, ts_err *err);
     /* Advance to at most cycle `limit` (stop earlier when done). */
     ts_status (*step)(ts_model *m, uint64_t limit, ts_step *st, ts_err *err);
     /* Fill standard results and family statistics (r->stats is already created). */
@@ -124,5 +129,13 @@ void ts_sim_results_peak(const ts_family *fam, const ts_config *cfg, ts_results 
 ts_status ts_sim_run(const ts_family *fam, const ts_config *cfg, const ts_program *prog,
                      const ts_run_opts *opts, const ts_energy_table *energy, ts_results *res,
                      ts_err *err);
+/* As ts_sim_run, taking the program (*prog set to NULL once it is destroyed): a family with
+ * load_owned frees it while loading, so that a large program is not held through the run beside
+ * its decoded copy; for one without, it is destroyed after the run (such a family may borrow it,
+ * as the wafer's PEs read their streams). On an error before the model is created it is left
+ * to the caller. */
+ts_status ts_sim_run_owned(const ts_family *fam, const ts_config *cfg, ts_program **prog,
+                           const ts_run_opts *opts, const ts_energy_table *energy, ts_results *res,
+                           ts_err *err);
 
 #endif

@@ -568,9 +568,9 @@ START_TEST(test_limits)
     asm_err(".stream tile 0-4\n nop\n",
             "t.s:1:14: range '0-4' has 5 units, more than the limit of 4 (raise it with "
             "TESSERA_LIMITS=range_units=N)");
-    ts_limit_set(TS_LIMIT_PROGRAM_BYTES, sizeof(ts_stream) + 3 * sizeof(ts_insn)); /* 24 + 3 x 32 */
+    ts_limit_set(TS_LIMIT_PROGRAM_BYTES, sizeof(ts_stream) + 3 * sizeof(ts_insn)); /* 40 + 3 x 32 */
     asm_err(".stream tile 0\n nop\n nop\n nop\n nop\n",
-            "t.s:5:2: the program would pass the limit of 120 bytes of instructions and data, ranges "
+            "t.s:5:2: the program would pass the limit of 136 bytes of instructions and data, ranges "
             "expanded (raise it with TESSERA_LIMITS=program_bytes=N)");
     ts_limits_reset();
     /* A range with labels and marks over many units costs its units times its body: 65,536

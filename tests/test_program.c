@@ -15,11 +15,12 @@
 static const ts_isa *isa = &ts_toy_isa;
 
 /* The reference program, and where its parts land in the file (docs/program-format.md):
- *   header 0..80, stream table 80..96, instructions 96..192 (3 x 32), segment table 192..216,
- *   segment bytes 216..224 (3 bytes + 5 padding), symbols 224..272 (top, K), mark 272..284 and
- *   padding to 288, string table "w\0top\0K\0" 288..296. */
-enum { OFF_STREAMS = 80, OFF_INSN = 96, OFF_SEGTAB = 192, OFF_SEGBYTES = 216, OFF_SYMS = 224,
-       OFF_MARKS = 272, OFF_STRTAB = 288, FILE_LEN = 296 };
+ *   header 0..80, stream table 80..96, instructions 96..107 packed (li 1a 02 02 0a, add 23 04 02
+ *   02, bnz a1 01 04) and padding to 112, segment table 112..136, segment bytes 136..144 (3 bytes
+ *   + 5 padding), symbols 144..192 (top, K), mark 192..204 and padding to 208, string table
+ *   "w\0top\0K\0" 208..216. */
+enum { OFF_STREAMS = 80, OFF_INSN = 96, OFF_SEGTAB = 112, OFF_SEGBYTES = 136, OFF_SYMS = 144,
+       OFF_MARKS = 192, OFF_STRTAB = 208, FILE_LEN = 216 };
 
 static ts_program *build(void)
 {
@@ -103,6 +104,20 @@ static void patch_err(size_t off, uint32_t v, int crc, const char *want)
     put32(d + off, v);
     if (crc)
         fix_crc(d, len);
+    decode_err(d, len, want);
+    ts_free(d);
+}
+
+/* Overwrite n bytes at off in a fresh copy of the reference, with packed_len as the stream's
+ * packed size (0: unchanged), fix the CRC, expect an error. */
+static void bytes_err(size_t off, const char *bytes, size_t n, uint32_t packed_len, const char *want)
+{
+    size_t len;
+    unsigned char *d = reference(&len);
+    memcpy(d + off, bytes, n);
+    if (packed_len)
+        put32(d + OFF_STREAMS + 12, packed_len);
+    fix_crc(d, len);
     decode_err(d, len, want);
     ts_free(d);
 }
@@ -260,9 +275,10 @@ START_TEST(test_layout)
     ck_assert_uint_eq(get32(d + 64), FILE_LEN - 80);
     ck_assert_uint_eq(get32(d + 72), (uint32_t)crc32_z(crc32_z(0, d, 72), d + 76, len - 76));
     ck_assert_uint_eq(get32(d + OFF_STREAMS + 8), 3); /* instructions in tile 0 */
-    ck_assert_uint_eq(d[OFF_INSN], TOY_OP_LI);
-    ck_assert_uint_eq(d[OFF_INSN + 2], 2); /* line */
-    ck_assert_uint_eq(get32(d + OFF_INSN + 8), 5);
+    ck_assert_uint_eq(get32(d + OFF_STREAMS + 12), 11); /* their packed bytes */
+    /* li r1, 5 at line 2: op 1 << 4 | a line | 2 operands, the line, zigzag 1 and 5; add r2, r1,
+     * r1; bnz r2, 0: op 10 (two varint bytes), one operand (the zero label is left off) */
+    ck_assert_mem_eq(d + OFF_INSN, "\x1a\x02\x02\x0a\x23\x04\x02\x02\xa1\x01\x04\0\0\0\0\0", 16);
     ck_assert_uint_eq(get32(d + OFF_SEGTAB + 8), 0x100);
     ck_assert_mem_eq(d + OFF_SEGBYTES, "abc\0\0\0\0\0", 8);
     ck_assert_uint_eq(get32(d + OFF_SYMS), 2); /* "top": canonical order puts the label first */
@@ -305,6 +321,126 @@ START_TEST(test_roundtrip)
     ts_buf_free(&b);
     ts_program_destroy(p);
     ts_free(d);
+}
+END_TEST
+
+START_TEST(test_packed_streams)
+{
+    /* Every operand shape packs and unpacks to itself, in at most TS_INSN_PACKED_MAX bytes. */
+    ts_insn v[4] = {{.op = 0}, {.op = 0xffff, .line = 0xffff, .a = {INT32_MIN, INT32_MAX, -1, 0, 63, -64, 1 << 20}},
+                    {.op = TOY_OP_LI, .a = {1, 0, 0, 0, 0, 0, 5}}, {.op = TOY_OP_ADD, .line = 7, .a = {-3}}};
+    for (int i = 0; i < 4; i++) {
+        uint8_t b[TS_INSN_PACKED_MAX + 1];
+        size_t n = ts_insn_pack(&v[i], b);
+        ck_assert_uint_le(n, TS_INSN_PACKED_MAX);
+        const uint8_t *at = b;
+        ts_insn u;
+        ck_assert_int_eq(ts_insn_unpack(&at, b + n, &u), 0);
+        ck_assert_ptr_eq(at, b + n);
+        ck_assert_mem_eq(&u, &v[i], sizeof u);
+        at = b; /* one byte short */
+        ck_assert_int_eq(ts_insn_unpack(&at, b + n - 1, &u), -1);
+    }
+    /* A program built packed encodes to the bytes of the same program built as insn, decodes
+     * packed or not, and unpacks back to the insn form. */
+    ts_err err;
+    ts_err_init(&err);
+    ts_program *ref = build(), *p = build();
+    ts_stream *s = &p->streams[0];
+    ts_insn keep[3];
+    memcpy(keep, s->insn, sizeof keep);
+    ts_free(s->insn);
+    s->insn = NULL;
+    s->n = s->cap = 0;
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(ts_stream_emit_packed(s, &keep[i]), 0);
+    ck_assert_uint_eq(s->n, 3);
+    ck_assert_uint_eq(s->packed_len, 11);
+    ck_assert_ptr_null(ts_stream_emit(s, TOY_OP_NOP)); /* a packed stream takes packed instructions only */
+    ts_buf a = TS_BUF_INIT, b = TS_BUF_INIT;
+    encode(ref, &a);
+    encode(p, &b);
+    ck_assert_uint_eq(a.len, b.len);
+    ck_assert_mem_eq(a.data, b.data, a.len);
+    ts_program *q;
+    ck_assert_int_eq(ts_program_decode_opt(&q, "p", b.data, b.len, isa, true, &err), TS_OK);
+    ck_assert_ptr_nonnull(q->streams[0].packed);
+    ck_assert_ptr_null(q->streams[0].insn);
+    ts_buf c = TS_BUF_INIT;
+    encode(q, &c);
+    ck_assert_mem_eq(c.data, a.data, a.len);
+    ts_buf text = TS_BUF_INIT, text2 = TS_BUF_INIT; /* the disassembler reads packed streams */
+    ck_assert_int_eq(ts_disasm(q, isa, &text, &err), TS_OK);
+    ck_assert_int_eq(ts_disasm(ref, isa, &text2, &err), TS_OK);
+    ck_assert_str_eq(text.data, text2.data);
+    ck_assert_int_eq(ts_program_unpack(q, &err), TS_OK);
+    ck_assert_ptr_null(q->streams[0].packed);
+    ck_assert_mem_eq(q->streams[0].insn, ref->streams[0].insn, 3 * sizeof(ts_insn));
+    ts_stream_release(&q->streams[0]);
+    ck_assert_ptr_null(q->streams[0].insn);
+    ts_buf_free(&a);
+    ts_buf_free(&b);
+    ts_buf_free(&c);
+    ts_buf_free(&text);
+    ts_buf_free(&text2);
+    ts_program_destroy(q);
+    ts_program_destroy(p);
+    ts_program_destroy(ref);
+}
+END_TEST
+
+START_TEST(test_shared_segments)
+{
+    /* Equal bytes on three tiles are stored once, the other two segments naming the first; the
+     * reader gives each segment its bytes and refuses any other form. */
+    ts_err err;
+    ts_err_init(&err);
+    ts_program *p = ts_program_create("toy");
+    ts_stream_emit(ts_program_stream(p, 0, 0), TOY_OP_HALT);
+    ck_assert_int_eq(ts_program_add_segment(p, 0, 2, 0, "same", 4, &err), TS_OK);
+    ck_assert_int_eq(ts_program_add_segment(p, 0, 0, 0, "same", 4, &err), TS_OK);
+    ck_assert_int_eq(ts_program_add_segment(p, 0, 1, 0, "other!!!", 8, &err), TS_OK);
+    ck_assert_int_eq(ts_program_add_segment(p, 0, 1, 8, "same", 4, &err), TS_OK);
+    ts_buf b = TS_BUF_INIT;
+    encode(p, &b);
+    unsigned char *d = (unsigned char *)b.data;
+    size_t segtab = 80 + 16 + 8; /* one stream of one halt, padded to 8 */
+    ck_assert_uint_eq(b.len, segtab + 4 * 24 + 8 + 8); /* "same" and "other!!!" once each */
+    uint32_t want[4] = {0, 1, 0, 0}; /* tile 0 "same", tile 1 "other!!!", tile 1 "same", tile 2 */
+    for (int i = 0; i < 4; i++)
+        ck_assert_uint_eq(get32(d + segtab + 24 * i + 20), want[i]);
+    ts_program *q;
+    ck_assert_int_eq(ts_program_decode(&q, "prog.bin", d, b.len, isa, &err), TS_OK);
+    ck_assert_uint_eq(q->nsegs, 4);
+    ck_assert_mem_eq(q->segs[3].bytes, "same", 4);
+    ck_assert_ptr_eq(q->segs[3].bytes, q->segs[0].bytes); /* held once in memory too */
+    ck_assert(!q->segs[0].shared && !q->segs[1].shared && q->segs[2].shared && q->segs[3].shared);
+    ts_program_destroy(q);
+    put32(d + segtab + 24 * 2 + 20, 3); /* a later segment's */
+    fix_crc(d, b.len);
+    decode_err(d, b.len, "prog.bin: offset 172: data segment 2: its bytes are segment 3's, which is not an earlier "
+                         "segment that stores its own");
+    put32(d + segtab + 24 * 2 + 20, 1); /* a segment of another length */
+    fix_crc(d, b.len);
+    decode_err(d, b.len, "prog.bin: offset 168: data segment 2: 4 bytes, but segment 1, whose bytes it shares, has 8");
+    put32(d + segtab + 24 * 2 + 20, 0);
+    put32(d + segtab + 24 * 1 + 20, 0); /* "other!!!" is not segment 0's "same" */
+    fix_crc(d, b.len);
+    decode_err(d, b.len, "prog.bin: offset 144: data segment 1: 8 bytes, but segment 0, whose bytes it shares, has 4");
+    ts_buf_free(&b);
+    ts_program_destroy(p);
+    /* the same bytes stored twice: not the writer's form */
+    p = ts_program_create("toy");
+    ck_assert_int_eq(ts_program_add_segment(p, 0, 0, 0, "ab", 2, &err), TS_OK);
+    ck_assert_int_eq(ts_program_add_segment(p, 0, 1, 0, "cd", 2, &err), TS_OK);
+    b = (ts_buf)TS_BUF_INIT;
+    encode(p, &b);
+    d = (unsigned char *)b.data;
+    memcpy(d + 80 + 2 * 24 + 8, "ab", 2);
+    fix_crc(d, b.len);
+    decode_err(d, b.len, "prog.bin: offset 124: data segment 1: its bytes are segment 0's, stored again");
+    ts_buf_free(&b);
+    ts_program_destroy(p);
 }
 END_TEST
 
@@ -374,7 +510,9 @@ START_TEST(test_header_errors)
     memcpy(m, d, len);
     m[3] ^= 1;
     decode_err(m, len, "prog.bin: offset 0: not a tessera program (bad magic)");
-    patch_err(8, 7, 0, "prog.bin: offset 8: program format version 7 is newer than this tessera (1)");
+    patch_err(8, 7, 0, "prog.bin: offset 8: program format version 7 is newer than this tessera (2)");
+    patch_err(8, 1, 0, "prog.bin: offset 8: program format version 1 is no longer read (this tessera reads 2): "
+                       "recompile the program");
     patch_err(8, 0, 0, "prog.bin: offset 8: program format version 0 is not valid");
     patch_err(12, 96, 0, "prog.bin: offset 12: header size is 96, expected 80");
     patch_err(16, 0x707374, 0, "prog.bin: offset 16: program is for arch 'tsp', not 'toy'");
@@ -385,9 +523,9 @@ START_TEST(test_header_errors)
     m[30] = 'x';
     decode_err(m, len, "prog.bin: offset 19: arch name padding is not zero");
     patch_err(76, 1, 0, "prog.bin: offset 76: reserved header field is not zero");
-    patch_err(64, 1000, 0, "prog.bin: offset 64: payload size is 1000 bytes, but 216 follow the "
+    patch_err(64, 1000, 0, "prog.bin: offset 64: payload size is 1000 bytes, but 136 follow the "
                            "header (truncated file)");
-    patch_err(64, 200, 0, "prog.bin: offset 64: payload size is 200 bytes, but 216 follow the "
+    patch_err(64, 100, 0, "prog.bin: offset 64: payload size is 100 bytes, but 136 follow the "
                           "header");
     ts_free(d);
 }
@@ -456,52 +594,64 @@ START_TEST(test_payload_errors)
     patch_err(40, 100, 1, "prog.bin: offset 40: 100 streams do not fit in the file");
     patch_err(OFF_STREAMS, 3, 1, "prog.bin: offset 80: stream 0: kind 3 is not a toy stream kind "
                                  "(1 kinds)");
-    patch_err(OFF_STREAMS + 12, 1, 1, "prog.bin: offset 92: stream 0: reserved field is not zero");
-    patch_err(OFF_STREAMS + 8, 1000, 1, "prog.bin: offset 96: 1000 instructions do not fit in the "
-                                        "file");
-    patch_err(OFF_INSN + 32, 99, 1, "prog.bin: offset 128: stream tile 0, pc 1: op 99 is not in "
-                                    "the toy ISA (16 ops)");
-    patch_err(OFF_INSN + 32 + 8, 8, 1, "prog.bin: offset 136: stream tile 0, pc 1: operand 2 of "
-                                       "'add' is register 8, but toy has 8 registers");
-    patch_err(OFF_INSN + 32 + 4, (uint32_t)-1, 1, "prog.bin: offset 132: stream tile 0, pc 1: "
-              "operand 1 of 'add' is register -1, but toy has 8 registers");
-    patch_err(OFF_INSN + 64 + 8, 3, 1, "prog.bin: offset 168: stream tile 0, pc 2: operand 2 of "
-                                       "'bnz' is pc 3, outside the stream (3 instructions)");
-    patch_err(OFF_INSN + 4 + 3 * 4, 1, 1, "prog.bin: offset 112: stream tile 0, pc 0: 'li' has 2 "
-                                          "operands but operand 4 is 1, not 0");
+    patch_err(OFF_STREAMS + 12, 2, 1, "prog.bin: offset 88: stream 0: 3 instructions cannot pack into 2 bytes");
+    patch_err(OFF_STREAMS + 8, 1000, 1, "prog.bin: offset 88: stream 0: 1000 instructions cannot pack into 11 "
+                                        "bytes");
+    patch_err(OFF_STREAMS + 12, 1000, 1, "prog.bin: offset 96: 3 instructions (1000 bytes) do not fit in the "
+                                         "file");
+    bytes_err(OFF_INSN + 4, "\xb1\x0c", 2, 0, "prog.bin: offset 100: stream tile 0, pc 1: op 99 is not in the toy "
+                                              "ISA (16 ops)");
+    bytes_err(OFF_INSN + 6, "\x10", 1, 0, "prog.bin: offset 100: stream tile 0, pc 1: operand 2 of 'add' is "
+                                         "register 8, but toy has 8 registers");
+    bytes_err(OFF_INSN + 5, "\x01", 1, 0, "prog.bin: offset 100: stream tile 0, pc 1: operand 1 of 'add' is "
+                                         "register -1, but toy has 8 registers");
+    bytes_err(OFF_INSN + 8, "\xa2\x01\x04\x06", 4, 12, "prog.bin: offset 104: stream tile 0, pc 2: operand 2 of "
+                                                       "'bnz' is pc 3, outside the stream (3 instructions)");
+    bytes_err(OFF_INSN, "\x13\x02\x0a\x02", 4, 0, "prog.bin: offset 96: stream tile 0, pc 0: 'li' has 2 "
+                                                  "operands but operand 3 is 1, not 0");
+    /* packings that are not the one form of an instruction: a trailing zero operand, a varint
+     * with a zero last group, a line of 0, bytes left over, bytes past the end */
+    bytes_err(OFF_INSN + 10, "\x00", 1, 0, "prog.bin: offset 104: stream tile 0, pc 2: not a packed instruction");
+    bytes_err(OFF_INSN + 4, "\xa3\x00", 2, 0, "prog.bin: offset 100: stream tile 0, pc 1: not a packed instruction");
+    bytes_err(OFF_INSN + 1, "\x00", 1, 0, "prog.bin: offset 96: stream tile 0, pc 0: not a packed instruction");
+    bytes_err(OFF_INSN + 11, "", 0, 12, "prog.bin: offset 107: stream tile 0: 1 bytes left after its 3 "
+                                     "instructions");
+    bytes_err(OFF_INSN + 8, "\xa1\x01\x84", 3, 0, "prog.bin: offset 104: stream tile 0, pc 2: not a packed "
+                                                 "instruction");
+    bytes_err(OFF_INSN + 12, "\x01", 1, 0, "prog.bin: offset 107: padding after the instructions is not zero");
     patch_err(44, 50, 1, "prog.bin: offset 44: 50 data segments do not fit in the file");
-    patch_err(OFF_SEGTAB, 1, 1, "prog.bin: offset 192: data segment 0: kind 1 is not a toy stream "
+    patch_err(OFF_SEGTAB, 1, 1, "prog.bin: offset 112: data segment 0: kind 1 is not a toy stream "
                                 "kind (1 kinds)");
-    patch_err(OFF_SEGTAB + 16, 4000, 1, "prog.bin: offset 208: data segment 0: 4000 bytes do not "
+    patch_err(OFF_SEGTAB + 16, 4000, 1, "prog.bin: offset 128: data segment 0: 4000 bytes do not "
                                         "fit in the file");
-    patch_err(OFF_SEGTAB + 20, 4, 1, "prog.bin: offset 212: data segment 0: reserved field is not "
-                                     "zero");
-    patch_err(OFF_SEGBYTES + 4, 1, 1, "prog.bin: offset 219: data segment 0: padding is not zero");
+    patch_err(OFF_SEGTAB + 20, 4, 1, "prog.bin: offset 132: data segment 0: its bytes are segment 4's, which is "
+                                     "not an earlier segment that stores its own");
+    patch_err(OFF_SEGBYTES + 4, 1, 1, "prog.bin: offset 139: data segment 0: padding is not zero");
     patch_err(48, 40, 1, "prog.bin: offset 48: 40 symbols do not fit in the file");
     patch_err(52, 40, 1, "prog.bin: offset 52: 40 marks do not fit in the file");
     patch_err(56, 80, 1, "prog.bin: offset 56: string table of 80 bytes does not match the 8 bytes "
                          "left in the file");
     patch_err(60, 8, 1, "prog.bin: offset 60: workload name: string offset 8 is outside the string "
                         "table (8 bytes)");
-    patch_err(OFF_SYMS, 100, 1, "prog.bin: offset 224: symbol 0: string offset 100 is outside the "
+    patch_err(OFF_SYMS, 100, 1, "prog.bin: offset 144: symbol 0: string offset 100 is outside the "
                                 "string table (8 bytes)");
-    patch_err(OFF_SYMS, 1, 1, "prog.bin: offset 224: symbol name '' is not an identifier");
-    patch_err(OFF_SYMS + 4, 2, 1, "prog.bin: offset 228: symbol 'top': kind 2 is neither label (0) "
+    patch_err(OFF_SYMS, 1, 1, "prog.bin: offset 144: symbol name '' is not an identifier");
+    patch_err(OFF_SYMS + 4, 2, 1, "prog.bin: offset 148: symbol 'top': kind 2 is neither label (0) "
                                   "nor constant (1)");
-    patch_err(OFF_SYMS + 8, 1, 1, "prog.bin: offset 232: label 'top': stream 1 does not exist (1 "
+    patch_err(OFF_SYMS + 8, 1, 1, "prog.bin: offset 152: label 'top': stream 1 does not exist (1 "
                                   "streams)");
-    patch_err(OFF_SYMS + 12, 1, 1, "prog.bin: offset 236: symbol 'top': reserved field is not "
+    patch_err(OFF_SYMS + 12, 1, 1, "prog.bin: offset 156: symbol 'top': reserved field is not "
                                    "zero");
-    patch_err(OFF_SYMS + 16, 4, 1, "prog.bin: offset 240: label 'top': pc 4 is outside its stream "
+    patch_err(OFF_SYMS + 16, 4, 1, "prog.bin: offset 160: label 'top': pc 4 is outside its stream "
                                    "(3 instructions)");
-    patch_err(OFF_SYMS + 24 + 8, 1, 1, "prog.bin: offset 256: constant 'K': stream is 1, not 0");
-    patch_err(OFF_SYMS + 24 + 16, 0, 1, "prog.bin: offset 248: symbol 'K' is a duplicate or out "
+    patch_err(OFF_SYMS + 24 + 8, 1, 1, "prog.bin: offset 176: constant 'K': stream is 1, not 0");
+    patch_err(OFF_SYMS + 24 + 16, 0, 1, "prog.bin: offset 168: symbol 'K' is a duplicate or out "
                                         "of order");
-    patch_err(OFF_MARKS, 1, 1, "prog.bin: offset 272: mark 0: stream 1 does not exist (1 "
+    patch_err(OFF_MARKS, 1, 1, "prog.bin: offset 192: mark 0: stream 1 does not exist (1 "
                                "streams)");
-    patch_err(OFF_MARKS + 4, 4, 1, "prog.bin: offset 276: mark 0: pc 4 is past the end of its "
+    patch_err(OFF_MARKS + 4, 4, 1, "prog.bin: offset 196: mark 0: pc 4 is past the end of its "
                                    "stream (3 instructions)");
-    patch_err(OFF_MARKS + 12, 1, 1, "prog.bin: offset 284: padding after the mark table is not "
+    patch_err(OFF_MARKS + 12, 1, 1, "prog.bin: offset 204: padding after the mark table is not "
                                     "zero");
 }
 END_TEST
@@ -513,7 +663,7 @@ START_TEST(test_string_errors)
     unsigned char *d = reference(&len);
     d[OFF_STRTAB + 7] = 'Z';
     fix_crc(d, len);
-    decode_err(d, len, "prog.bin: offset 248: symbol 1: string at offset 6 is not NUL-terminated");
+    decode_err(d, len, "prog.bin: offset 168: symbol 1: string at offset 6 is not NUL-terminated");
     ts_free(d);
 }
 END_TEST
@@ -539,10 +689,10 @@ START_TEST(test_order_errors)
     decode_err(d, b.len, "prog.bin: offset 96: stream 1 (tile 1) is a duplicate or out of order");
     put32(d + 80 + 16 + 4, 2);
     /* segment 1's address 8 -> 2: overlaps segment 0 (0..4) */
-    size_t segtab = 80 + 32 + 2 * 32;
+    size_t segtab = 80 + 32 + 8; /* two nops of one byte each, padded to 8 */
     put32(d + segtab + 24 + 8, 2);
     fix_crc(d, b.len);
-    decode_err(d, b.len, "prog.bin: offset 200: data segment 1 (tile 0 at 0x2) overlaps an earlier "
+    decode_err(d, b.len, "prog.bin: offset 144: data segment 1 (tile 0 at 0x2) overlaps an earlier "
                          "one");
     put32(d + segtab + 24 + 8, 8);
     /* symbols: a@0, b@1 -> rename b to a (string "a\0b\0": offset 2 -> 0) and move it to pc 0 */
@@ -550,10 +700,10 @@ START_TEST(test_order_errors)
     put32(d + syms + 24, 0);
     put32(d + syms + 24 + 16, 0);
     fix_crc(d, b.len);
-    decode_err(d, b.len, "prog.bin: offset 264: symbol 'a' is a duplicate or out of order");
+    decode_err(d, b.len, "prog.bin: offset 208: symbol 'a' is a duplicate or out of order");
     put32(d + syms + 24 + 16, 1);
     fix_crc(d, b.len);
-    decode_err(d, b.len, "prog.bin: offset 264: label 'a' is defined twice");
+    decode_err(d, b.len, "prog.bin: offset 208: label 'a' is defined twice");
     ts_buf_free(&b);
     ts_program_destroy(p);
 }
@@ -691,6 +841,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_layout);
     tcase_add_test(tc, test_roundtrip);
     tcase_add_test(tc, test_canonical_bytes);
+    tcase_add_test(tc, test_packed_streams);
+    tcase_add_test(tc, test_shared_segments);
     tcase_add_test(tc, test_empty_program);
     tcase_add_test(tc, test_header_errors);
     tcase_add_test(tc, test_header_errors_crc);

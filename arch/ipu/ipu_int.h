@@ -458,6 +458,7 @@ void ts_ipu_mem_read_bytes(ts_model *m, ipu_tile *t, uint64_t a, uint8_t *dst, u
 
 /* ipu_load.c: validate a program and predecode its streams into the tiles (the family's load) */
 ts_status ts_ipu_load(ts_model *m, const ts_program *p, ts_err *err);
+ts_status ts_ipu_load_owned(ts_model *m, ts_program *p, ts_err *err);
 
 /* ipu_exec.c: how the executor does an instruction for every worker in step at once (ipu_insn.fast,
  * set by the loader) */

@@ -98,7 +98,7 @@ static void reg_masks(const ts_insn *in, uint32_t *rd, uint32_t *wr)
  * each other within the issue: the auxiliary one runs first on the registers as they were, so
  * the main one may not read or write a register the auxiliary one writes. No branch enters a
  * bundle. Marks the members. */
-static ts_status check_bundles(const ts_stream *s, ipu_insn *code, ts_err *err)
+static ts_status check_bundles(const ts_stream *s, const ts_insn *insn, ipu_insn *code, ts_err *err)
 {
     for (uint32_t pc = 0; pc < s->n; pc++) {
         if (code[pc].op == IPU_OP_BUNDLE_END && !code[pc].member)
@@ -117,8 +117,8 @@ static ts_status check_bundles(const ts_stream *s, ipu_insn *code, ts_err *err)
             return ts_err_sim(err, s->index, -1, "pc %u: %s cannot be the second instruction of a bundle: it must be a "
                               "float, AMP or nop instruction (auxiliary pipeline)", pc + 2, ts_ipu_isa.ops[ao].mnemonic);
         uint32_t mr, mw, ar, aw;
-        reg_masks(&s->insn[pc + 1], &mr, &mw);
-        reg_masks(&s->insn[pc + 2], &ar, &aw);
+        reg_masks(&insn[pc + 1], &mr, &mw);
+        reg_masks(&insn[pc + 2], &ar, &aw);
         if ((mr | mw) & aw)
             return ts_err_sim(err, s->index, -1, "pc %u: %s uses a register that %s in the same bundle writes",
                               pc + 1, ts_ipu_isa.ops[mo].mnemonic, ts_ipu_isa.ops[ao].mnemonic);
@@ -132,18 +132,10 @@ static ts_status check_bundles(const ts_stream *s, ipu_insn *code, ts_err *err)
     return TS_OK;
 }
 
-static ts_status load_program(ts_model *m, const ts_program *p, ts_err *err)
+/* Decodes every stream into m->code (total instructions), stream by stream. */
+static ts_status load_streams(ts_model *m, const ts_program *p, ts_program *own, ts_insn *scratch, size_t total,
+                              ts_err *err)
 {
-    size_t total = 0;
-    for (size_t i = 0; i < p->nstreams; i++) {
-        const ts_stream *s = &p->streams[i];
-        if (s->kind != 0)
-            return ts_err_set(err, TS_EINPUT, "program stream kind %u is not 'tile'", s->kind);
-        if (s->index >= m->ntiles)
-            return ts_err_set(err, TS_EINPUT, "program has a stream for tile %u, but the config has %u tiles",
-                              s->index, m->ntiles);
-        total += s->n;
-    }
     m->code = ts_calloc(total ? total : 1, sizeof *m->code);
     if (!m->code)
         return ts_err_set(err, TS_ENOMEM, "out of memory decoding the program");
@@ -154,12 +146,19 @@ static ts_status load_program(ts_model *m, const ts_program *p, ts_err *err)
         if (t->code)
             return ts_err_set(err, TS_EINPUT, "program has two streams for tile %u", s->index);
         ipu_insn *code = m->code + off;
+        const ts_insn *insn = s->insn;
+        if (s->packed) {
+            ts_status urc = ts_stream_unpack(s, scratch, err);
+            if (urc != TS_OK)
+                return urc;
+            insn = scratch;
+        }
         for (uint32_t pc = 0; pc < s->n; pc++) {
-            ts_status rc = decode_one(&s->insn[pc], pc, s->n, s->index, &code[pc], err);
+            ts_status rc = decode_one(&insn[pc], pc, s->n, s->index, &code[pc], err);
             if (rc != TS_OK)
                 return rc;
         }
-        ts_status brc = check_bundles(s, code, err);
+        ts_status brc = check_bundles(s, insn, code, err);
         if (brc != TS_OK)
             return brc;
         for (uint32_t pc = 0; pc < s->n; pc++)
@@ -201,7 +200,15 @@ static ts_status load_program(ts_model *m, const ts_program *p, ts_err *err)
         ipu_sup_op(t);
         t->rx_park_n = SIZE_MAX;
         off += s->n;
+        if (own)
+            ts_stream_release(&own->streams[i]);
     }
+    return TS_OK;
+}
+
+/* The per-op counters and the data segments. */
+static ts_status load_rest(ts_model *m, const ts_program *p, ts_program *own, ts_err *err)
+{
     /* per tile: counters per op (the run's instruction counts, and the endless-loop check's sum
      * over the ops with an effect), with phase_events their values at the last sync, and the list
      * of ops its code holds (the syncs diff only those) */
@@ -235,18 +242,57 @@ static ts_status load_program(ts_model *m, const ts_program *p, ts_err *err)
         if (rc != TS_OK)
             return rc;
     }
+    for (size_t i = 0; own && i < own->nsegs; i++) /* written: freed (equal bytes are shared, so not before) */
+        if (!own->segs[i].shared) {
+            ts_free(own->segs[i].bytes);
+            own->segs[i].bytes = NULL;
+            own->segs[i].len = 0;
+        }
     m->loaded = true;
     return TS_OK;
 }
 
+/* Streams held packed are unpacked one at a time into a scratch array. With `own` (p itself,
+ * when the loader owns the program) each stream and segment is freed once decoded or written, so
+ * the program and its decoded copy are not held whole together. */
+static ts_status load_program(ts_model *m, const ts_program *p, ts_program *own, ts_err *err)
+{
+    size_t total = 0, most = 0;
+    for (size_t i = 0; i < p->nstreams; i++) {
+        const ts_stream *s = &p->streams[i];
+        if (s->kind != 0)
+            return ts_err_set(err, TS_EINPUT, "program stream kind %u is not 'tile'", s->kind);
+        if (s->index >= m->ntiles)
+            return ts_err_set(err, TS_EINPUT, "program has a stream for tile %u, but the config has %u tiles",
+                              s->index, m->ntiles);
+        total += s->n;
+        most = s->packed && s->n > most ? s->n : most;
+    }
+    ts_insn *scratch = NULL;
+    if (most && !(scratch = ts_malloc(most * sizeof *scratch)))
+        return ts_err_set(err, TS_ENOMEM, "out of memory decoding the program");
+    ts_status rc = load_streams(m, p, own, scratch, total, err);
+    ts_free(scratch);
+    return rc != TS_OK ? rc : load_rest(m, p, own, err);
+}
+
 /* A program the loader refuses is bad input (exit 2), though its message names a tile as a run's
  * errors do. */
-ts_status ts_ipu_load(ts_model *m, const ts_program *p, ts_err *err)
+static ts_status load_fix(ts_status rc, ts_err *err)
 {
-    ts_status rc = load_program(m, p, err);
     if (rc == TS_ESIM) {
         err->status = TS_EINPUT;
         rc = TS_EINPUT;
     }
     return rc;
+}
+
+ts_status ts_ipu_load(ts_model *m, const ts_program *p, ts_err *err)
+{
+    return load_fix(load_program(m, p, NULL, err), err);
+}
+
+ts_status ts_ipu_load_owned(ts_model *m, ts_program *p, ts_err *err)
+{
+    return load_fix(load_program(m, p, p, err), err);
 }

@@ -214,6 +214,7 @@ const ts_family ts_ipu_family = {
     .info = ipu_info,
     .create = ipu_create,
     .load = ts_ipu_load,
+    .load_owned = ts_ipu_load_owned,
     .step = ts_ipu_step,
     .collect = ts_ipu_collect,
     .blocked = ts_ipu_blocked,

@@ -39,6 +39,11 @@ static ts_status compile(const ts_graph *g, const char *config, const char *cons
     p.t10_plan = t10_plan;
     ts_status rc = ts_lower_ipu(g, &p, prog, rep, e);
     ts_config_destroy(cfg);
+    if (rc == TS_OK) { /* the lowering builds its streams packed; the tests here read them as insn */
+        for (size_t i = 0; i < (*prog)->nstreams; i++)
+            ck_assert_ptr_nonnull((*prog)->streams[i].packed);
+        ck_assert_int_eq(ts_program_unpack(*prog, e), TS_OK);
+    }
     return rc;
 }
 

@@ -259,34 +259,53 @@ ts_status lwi_check_code(lw *L)
     return TS_OK;
 }
 
+/* Instruction i of tile T's stream (its supervisor code, then its worker code moved by off). */
+static void stream_insn(const lw_tile *T, size_t i, int32_t off, ts_insn *d)
+{
+    bool w = i >= T->sup.n;
+    lw_insn in = w ? T->wrk.v[i - T->sup.n] : T->sup.v[i];
+    if (in.op == LW_RUN || in.op == LW_RUNALL)
+        in.a[0] += off;
+    else if (w && (in.op == LW_BR))
+        in.a[0] += off;
+    else if (w && (in.op == LW_BRZ || in.op == LW_BRNZ || in.op == LW_BRNEG || in.op == LW_BRNZDEC))
+        in.a[1] += off;
+    memset(d, 0, sizeof *d);
+    d->op = in.op;
+    memcpy(d->a, in.a, sizeof in.a);
+    if (in.op == LW_LD2XST64PACE) /* its pointers packed by LW_PACK3 */
+        for (int k = 0; k < 3; k++)
+            d->a[2 + k] = in.a[2] >> 8 * k & 0xff;
+}
+
 /* Tile t's stream: its supervisor code, then its worker code, the labels of the worker code (run,
- * runall, branches) moved past the supervisor's. The stream is allocated at its length once (no
- * room to grow: the program is held through the run). */
+ * runall, branches) moved past the supervisor's. The stream is built packed (about 5 bytes an
+ * instruction where a ts_insn takes 32), sized at its length once. */
 static ts_status emit_stream(lw *L, uint32_t t)
 {
     ts_stream *s = ts_program_stream(L->prog, 0, t);
     lw_tile *T = &L->tiles[t];
     size_t n = T->sup.n + T->wrk.n;
-    if (!s || n > UINT32_MAX || !(s->insn = ts_calloc(n ? n : 1, sizeof *s->insn)))
+    if (!s || n > UINT32_MAX / TS_INSN_PACKED_MAX)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory emitting the program");
-    s->n = s->cap = (uint32_t)n;
     int32_t off = (int32_t)T->sup.n;
-    for (size_t i = 0; i < n; i++) {
-        bool w = i >= T->sup.n;
-        lw_insn in = w ? T->wrk.v[i - T->sup.n] : T->sup.v[i];
-        if (in.op == LW_RUN || in.op == LW_RUNALL)
-            in.a[0] += off;
-        else if (w && (in.op == LW_BR))
-            in.a[0] += off;
-        else if (w && (in.op == LW_BRZ || in.op == LW_BRNZ || in.op == LW_BRNEG || in.op == LW_BRNZDEC))
-            in.a[1] += off;
-        ts_insn *d = &s->insn[i];
-        d->op = in.op;
-        memcpy(d->a, in.a, sizeof in.a);
-        if (in.op == LW_LD2XST64PACE) /* its pointers packed by LW_PACK3 */
-            for (int k = 0; k < 3; k++)
-                d->a[2 + k] = in.a[2] >> 8 * k & 0xff;
+    uint8_t tmp[TS_INSN_PACKED_MAX];
+    size_t bytes = 0;
+    for (int pass = 0; pass < 2; pass++) { /* the size, then the bytes */
+        if (pass && !(s->packed = ts_malloc(bytes ? bytes : 1)))
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory emitting the program");
+        for (size_t i = 0; i < n; i++) {
+            ts_insn d;
+            stream_insn(T, i, off, &d);
+            size_t k = ts_insn_pack(&d, pass ? s->packed + s->packed_len : tmp);
+            if (pass)
+                s->packed_len += (uint32_t)k;
+            else
+                bytes += k;
+        }
     }
+    s->n = (uint32_t)n;
+    s->cap = s->packed_len;
     return TS_OK;
 }
 
