@@ -1127,6 +1127,22 @@ START_TEST(test_gpt_norm_split)
 }
 END_TEST
 
+/* Whether PE (x, y) of a lowering on a mesh of width columns routes colour c from port rx to a set
+ * of ports that includes tx. */
+static bool routes(const lowered *L, uint32_t width, uint32_t x, uint32_t y, int c, int rx, int tx)
+{
+    for (size_t i = 0; i < L->prog->nstreams; i++) {
+        const ts_stream *st = &L->prog->streams[i];
+        if (st->index != y * width + x)
+            continue;
+        for (size_t k = 0; k < st->n; k++)
+            if (st->insn[k].op == WSE_OP_ROUTE && st->insn[k].a[0] == c && st->insn[k].a[1] == rx &&
+                (st->insn[k].a[2] & tx))
+                return true;
+    }
+    return false;
+}
+
 /* Decode against a KV cache of 63 (seq 64), GPT-2's reduced form, one layer, on PEs too small for
  * a head's positions in one K or V part. _i 0 and 1: the head's positions split in blocks, one PE
  * each down the head's column (2 heads of 16 columns on PEs of 2,304 bytes, where blocks of 16
@@ -1163,6 +1179,22 @@ START_TEST(test_gpt_cache_fold)
             ck_assert_uint_eq(at->kc, 1);
             ck_assert_uint_eq(at->w, (uint32_t)H);
             ck_assert_uint_eq(at->h, 16);
+            /* head q's outputs leave east on row q step of the last head's column into the output
+             * product's rows [q step, (q + 1) step) (step = its kr / H), not along row 0 one head
+             * after another: head 0's top block sends them east itself, the others' down their
+             * column */
+            const ts_lower_wse_stage *o = at + 1;
+            ck_assert_str_eq(o->what, "matmul");
+            ck_assert_uint_eq(o->x, at->x + at->w);
+            ck_assert_uint_eq(o->kr % (uint32_t)H, 0);
+            const uint32_t step = o->kr / (uint32_t)H, c = at->colour_out;
+            for (uint32_t q = 0; q < (uint32_t)H; q++) {
+                ck_assert(routes(&L, 96, at->x + at->w - 1, at->y + q * step, (int)c,
+                                 q + 1 == (uint32_t)H ? WSE_MASK_R : WSE_MASK_W, WSE_MASK_E));
+                ck_assert(routes(&L, 96, o->x, o->y + q * step, (int)c, WSE_MASK_W, WSE_MASK_R));
+                if (q)
+                    ck_assert(!routes(&L, 96, at->x + q, at->y, (int)c, WSE_MASK_R, WSE_MASK_E));
+            }
         } else { /* one of the head's 16 columns each, along row 0: 32 columns */
             ck_assert_uint_eq(at->kr, 16);
             ck_assert_uint_eq(at->kc, 16);

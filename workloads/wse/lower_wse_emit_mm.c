@@ -12,7 +12,9 @@
  * outputs leave on ko rows, none passing more than its group's. In a decode whose down product
  * takes those rows' gate outputs on rows of its own (s->kin), the groups sit s->kstep rows apart,
  * and the down product's rows [q kstep, (q + 1) kstep) take gate row q's outputs from the west on
- * their top row, down the group's rows, each PE its share of them.
+ * their top row, down the group's rows, each PE its share of them. A decode's product after a
+ * RMSNormalization of parts down a column or after an attention of split heads takes them so too
+ * (the norm's part q, the attention's head q on row q kstep of its own).
  *
  * A binary16 product (s->h16, an f16 graph): its weights and bias are binary16 in SRAM (weight rows
  * padded to 4 halves), its accumulators binary16 at 4 MACs a cycle (fmach, the binary32 input
@@ -82,10 +84,11 @@ static uint32_t mm_chain(const lw_stage *s, uint32_t j)
 static uint32_t mm_step(const lw_stage *s) { return s->kstep ? s->kstep : 1; }
 
 /* A product on input rows (s->kin): the inputs [*g0, *g1) that come on input row q (SwiGLU's
- * gate's row q: the pairs of its product's column group q; a RMSNormalization's part q). */
+ * gate's row q: the pairs of its product's column group q; a RMSNormalization's part q; an
+ * attention's head q). */
 static void mm_in_group(const lw *L, const lw_stage *s, uint32_t q, uint64_t *g0, uint64_t *g1)
 {
-    if (L->st[s->prev].kind == K_NORM) {
+    if (L->st[s->prev].kind == K_NORM || L->st[s->prev].kind == K_ATTN) {
         *g0 = (uint64_t)q * (uint64_t)s->K / s->kin;
         *g1 = (uint64_t)(q + 1) * (uint64_t)s->K / s->kin;
         return;

@@ -610,6 +610,39 @@ static void norm_rows(lw *L)
     }
 }
 
+/* A decode's attention a whose heads' positions are split (a->nbk) feeding a product d of one row
+ * (the output product): each head's top block sends its outputs down the head's column to its row
+ * q step, which turns them east on that row into d's rows [q step, (q + 1) step) (d->kin, a->ko
+ * heads, a->kstep = step; lower_wse_attn.c), where the heads' outputs left along row 0 one head
+ * after another through the last head's PE and every PE of d took in all of them. step: d's kr
+ * over the heads, rounded up. Only when every head's row is one of its blocks', every row of d
+ * keeps an input, the rows fit (rows: what the skip paths leave) and a PE's share fits its
+ * memory. */
+static void heads_rows(lw *L, uint32_t rows)
+{
+    if (!L->decode)
+        return;
+    for (size_t i = 0; i + 1 < L->n; i++) {
+        lw_stage *a = &L->st[i], *d = &L->st[i + 1];
+        if (a->kind != K_ATTN || !a->nbk || a->lane || a->fork || a->M != 1 || a->nseq != 1 || a->N < 2 ||
+            d->kind != K_MM || d->prev != (int)i || d->lane || d->M != 1 || d->ko > 1 || d->kin > 1 ||
+            (uint64_t)d->K != a->out_n || a->out_n != (uint64_t)(a->N * a->C))
+            continue;
+        const uint32_t kin = (uint32_t)a->N, step = (d->kr + kin - 1) / kin;
+        const uint64_t nb = ts_geom_cdiv((uint64_t)d->N, d->kc);
+        const uint64_t mem = lw_mm_bytes(d->h16, ts_geom_cdiv((uint64_t)a->C, step), nb);
+        if ((uint64_t)a->C < step || (uint64_t)(kin - 1) * step >= a->h || (uint64_t)kin * step > rows ||
+            mem > L->t->sram_bytes)
+            continue;
+        d->kin = kin;
+        d->kr = kin * step;
+        d->h = d->kr;
+        d->mem = mem;
+        a->ko = kin;
+        a->kstep = step;
+    }
+}
+
 /* Whether stage s is slower than the pipeline time T and split: an elementwise stage or a
  * LayerNormalization sized against T (sized_at_T) whose row on one PE takes longer than T allows;
  * in a decode, an elementwise stage with at most 4,096 rows of L values out (its split PEs' code is
@@ -783,6 +816,7 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
     glu_rows(L, forks);
     rows_in(L, glu_height(L, forks));
     norm_rows(L);
+    heads_rows(L, glu_height(L, forks));
     if (forks)
         *hm = band_height(L);
     rc = elem_widths(L, *hm);
