@@ -1071,8 +1071,9 @@ END_TEST
 /* Llama's reduced form decoding one token against its cache of 7 (d 64, one layer) on PEs of 512
  * bytes: a RMSNorm's row of 64 with its scale (520 bytes) does not fit one PE, so each of the three
  * RMSNorms (the layer's two and the final one before the head) takes 2 PEs or more: the one before
- * the gate and up product 2 PEs in a row, 32 values each, their partial sums of squares added west
- * and 1 / s sent back east; the two before the q, k and v product and the head their parts down a
+ * the gate and up product 2 PEs in a row, 32 values each, their partial sums of squares added east
+ * into a third PE that passes the row on raw and 1 / s after it, the product holding the norm's
+ * scale in its weights and scaling its sums by 1 / s; the two before the q, k and v product and the head their parts down a
  * column, the partial sums added north and 1 / s sent back south, each part east on its own row
  * into the product's rows that take it; the gate and up product's outputs leave on 2 rows, and
  * the SwiGLU gate takes each row's pairs over PEs in a row. Logits against the double interpreter
@@ -1094,8 +1095,9 @@ START_TEST(test_gpt_norm_split)
         const ts_lower_wse_stage *n = stage_of(&L, "layernorm", k);
         ck_assert_ptr_nonnull(n);
         ck_assert_uint_le(n->mem_bytes, 512);
-        if (k == 1) { /* before the gate and up product (its outputs on column groups): in a row */
-            ck_assert_uint_eq(n->w, 2);
+        if (k == 1) { /* before the gate and up product (its outputs on column groups): in a row,
+                       * its 2 parts and a PE that passes the row on raw, then 1 / s */
+            ck_assert_uint_eq(n->w, 3);
             ck_assert_uint_eq(n->h, 1);
             continue;
         }

@@ -38,6 +38,7 @@ typedef struct mm_pe {
     uint64_t k0, k1, n0, n1, ki, nb;
     int XA, AA, BA, ZA, JA, XB0, XB1;
     int OA;    /* binary16: the accumulators widened to binary32 (row 0) */
+    int RA;    /* after a RMSNormalization that passes its row on (s->rpass): 1 / s (row 0) */
     int row;   /* bytes from one weight row to the next */
     bool h16;  /* binary16 weights, accumulators and partial sums */
     bool dbl;  /* row m + 1 is received on microthread 0 while row m is computed */
@@ -137,7 +138,8 @@ static mm_pe mm_pe_at(const lw *L, const lw_stage *s, uint32_t i, uint32_t j)
         e.ZA = e.BA + (int)e.nb * 4;
         e.JA = e.ZA + 4;
     }
-    e.dbl = s->kin <= 1 && lw_mm_bytes(e.h16, e.ki, e.nb) + 8 * K <= L->t->sram_bytes;
+    e.dbl = s->kin <= 1 && !s->rpass && lw_mm_bytes(e.h16, e.ki, e.nb) + 8 * K <= L->t->sram_bytes;
+    e.RA = e.JA + 4;
     e.XB0 = e.JA + 4;
     e.XB1 = e.XB0 + (int)K * 4;
     e.bias = i == 0 && s->bias;
@@ -205,7 +207,8 @@ static void mm_setup(lw_gen *G, const lw_stage *s, const mm_pe *e)
 }
 
 /* Row m in: double-buffered, wait for it and start receiving row m + 1 (none after the last);
- * else take the slice [k0, k1) into XA and drop the rest into the junk word. */
+ * else take the slice [k0, k1) into XA and drop the rest into the junk word (and after a
+ * RMSNormalization that passes its row on, its 1 / s: row 0 into RA). */
 static void mm_row_in(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
 {
     const uint64_t K = (uint64_t)s->K;
@@ -224,6 +227,8 @@ static void mm_row_in(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
         ts_lww_in_to_mem(G, s->cin, (uint64_t)e->XA, e->ki, 1);
         if (g1 > e->k1)
             ts_lww_in_to_mem(G, s->cin, (uint64_t)e->JA, g1 - e->k1, 0);
+        if (s->rpass) /* the norm's 1 / s after the row: row 0 keeps it */
+            ts_lww_in_to_mem(G, s->cin, (uint64_t)(e->i ? e->JA : e->RA), 1, e->i ? 0 : 1);
     }
 }
 
@@ -329,6 +334,11 @@ static void mm_code(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
         const int out = e->h16 ? e->OA : e->AA;
         if (e->h16)
             mm_widen(G, e);
+        if (s->rpass) { /* the sums times the norm's 1 / s (its scale is in the weights) */
+            ts_lww_op(G, WSE_OP_DSDM, 4, 9, out, (int)e->nb, 1);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 10, e->RA, (int)e->nb, 0);
+            ts_lww_op(G, WSE_OP_FMULS, 5, 9, 9, 10, -1, -1);
+        }
         if (s->relu)
             ts_lww_relu_mem(G, out, (int64_t)e->nb);
         if (s->clip)

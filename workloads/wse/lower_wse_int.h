@@ -132,6 +132,11 @@ typedef struct lw_stage {
                      * (part of the norm), each down kr / kin rows of its own (the gate's row q's
                      * outputs, the norm's part q, the inputs of its rows [q kr / kin, +kr / kin)); the
                      * gate then merges nothing; 0 or 1: one row broadcast along row 0 */
+    bool rpass;     /* a decode's RMSNormalization in a row before a product of one row (norm_pass in
+                     * lower_wse_place.c): it passes its row on raw as it comes and gives 1 / s after it
+                     * (lower_wse_norm.c); that product (rpass too) holds its weights times the norm's
+                     * scale and scales its sums by the 1 / s its row 0 takes after the row
+                     * (lower_wse_emit_mm.c) */
 } lw_stage;
 
 /* The lowering of one graph: its stages in stream order, west to east. */
