@@ -227,7 +227,8 @@ static void mm_row_in(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
         ts_lww_in_to_mem(G, s->cin, (uint64_t)e->XA, e->ki, 1);
         if (g1 > e->k1)
             ts_lww_in_to_mem(G, s->cin, (uint64_t)e->JA, g1 - e->k1, 0);
-        if (s->rpass) /* the norm's 1 / s after the row: row 0 keeps it */
+        if (s->rpass && (s->kin <= 1 || e->i < s->kr / s->kin)) /* the norm's 1 / s after the row (on
+                                                                  * input rows: after part 0), row 0 keeps it */
             ts_lww_in_to_mem(G, s->cin, (uint64_t)(e->i ? e->JA : e->RA), 1, e->i ? 0 : 1);
     }
 }

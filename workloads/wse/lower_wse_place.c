@@ -653,17 +653,32 @@ static void heads_rows(lw *L, uint32_t rows)
  * row and its last gave out the scaled row only after the whole sum, about a cycle a value each;
  * now the row goes on into d as it comes, and only 1 / s waits for the sum. Its G parts take a
  * column more for the PE that passes the row on, where the mesh's width leaves one; else G - 1
- * parts. Only when a part's PE and d's PE with 1 / s fit their memory. */
+ * parts. Only when a part's PE and d's PE with 1 / s fit their memory. A RMSNormalization down a
+ * column whose parts d takes on its rows (norm_rows) sends each part east raw as it comes in, and
+ * its top PE 1 / s after its part, into d's row 0 (norm_fold: d's weights times the scale). */
+static void norm_fold(const lw_stage *n, lw_stage *d)
+{
+    for (int64_t k = 0; k < d->K; k++) /* the norm's scale into the rows of d's weights */
+        for (int64_t c = 0; c < d->N; c++)
+            d->wt[k * d->N + c] *= n->vals[k];
+}
+
 static ts_status norm_pass(lw *L, uint32_t Hm)
 {
     if (!L->decode)
         return TS_OK;
     for (size_t i = 0; i + 1 < L->n; i++) {
         lw_stage *n = &L->st[i], *d = &L->st[i + 1];
-        if (n->kind != K_NORM || !n->vop || n->lane || n->fork || n->G < 2 || n->ko > 1 ||
-            n->in_n != (uint64_t)n->L || d->kind != K_MM || d->prev != (int)i || d->lane || d->M != 1 ||
-            d->kin > 1 || d->K != n->L || d->bias || !d->wt || d->mem + 4 > L->t->sram_bytes)
+        if (n->kind != K_NORM || !n->vop || n->lane || n->fork || n->G < 2 || n->in_n != (uint64_t)n->L ||
+            d->kind != K_MM || d->prev != (int)i || d->lane || d->M != 1 || d->K != n->L || d->bias || !d->wt ||
+            d->mem + 4 > L->t->sram_bytes || (n->ko > 1) != (d->kin > 1))
             continue;
+        if (n->ko > 1) { /* down a column, each part on its rows of d (norm_rows): its parts raw */
+            n->rpass = d->rpass = true;
+            d->mem += 4;
+            norm_fold(n, d);
+            continue;
+        }
         const uint32_t G = n->G;
         n->w = G + 1; /* a column more, if the mesh has it */
         if (positions(L, Hm)) {
@@ -689,9 +704,7 @@ static ts_status norm_pass(lw *L, uint32_t Hm)
         n->rpass = d->rpass = true;
         n->mem = mem;
         d->mem += 4;
-        for (int64_t k = 0; k < d->K; k++) /* the norm's scale into the rows of d's weights */
-            for (int64_t c = 0; c < d->N; c++)
-                d->wt[k * d->N + c] *= n->vals[k];
+        norm_fold(n, d);
     }
     return TS_OK;
 }
