@@ -1573,7 +1573,9 @@ static void heads_routes(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b)
  * o = sum of p[n] v[n]; then the blocks combine by a tree up the column (tree_routes): block b
  * takes its children b + 1, b + 2, b + 4, ... (those below its lowest bit) one after another
  * (block_combine), then sends (m, l, o) north to b less its lowest bit. The top block divides o
- * by l and joins the heads' row chain east along row 0. Nothing of a block waits on another
+ * by l and joins the heads' row chain east along row 0, or, when the heads' outputs leave on rows
+ * of their own (s->ko > 1, heads_routes), sends them down the column to block j s->kstep, which
+ * sends them east on its row. Nothing of a block waits on another
  * before its own outputs: the blocks compute side by side, the tree combines them in about log2
  * B levels. */
 static void attn_block(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int *kt, int *va)

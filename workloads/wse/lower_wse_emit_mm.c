@@ -16,6 +16,10 @@
  * RMSNormalization of parts down a column or after an attention of split heads takes them so too
  * (the norm's part q, the attention's head q on row q kstep of its own).
  *
+ * After a decode's RMSNormalization that passes its row on raw (s->rpass), the weights hold the
+ * norm's scale and the input row is followed by the norm's 1 / s, which row 0 keeps and multiplies
+ * its sums by (after widening them, before the fused Relu or Clip and the row chain).
+ *
  * A binary16 product (s->h16, an f16 graph): its weights and bias are binary16 in SRAM (weight rows
  * padded to 4 halves), its accumulators binary16 at 4 MACs a cycle (fmach, the binary32 input
  * rounded to binary16 by the op; each product and each sum rounded to binary16), its partial sums
