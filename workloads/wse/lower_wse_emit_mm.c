@@ -211,8 +211,7 @@ static void mm_setup(lw_gen *G, const lw_stage *s, const mm_pe *e)
 }
 
 /* Row m in: double-buffered, wait for it and start receiving row m + 1 (none after the last);
- * else take the slice [k0, k1) into XA and drop the rest into the junk word (and after a
- * RMSNormalization that passes its row on, its 1 / s: row 0 into RA). */
+ * else take the slice [k0, k1) into XA and drop the rest into the junk word. */
 static void mm_row_in(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
 {
     const uint64_t K = (uint64_t)s->K;
@@ -231,10 +230,16 @@ static void mm_row_in(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
         ts_lww_in_to_mem(G, s->cin, (uint64_t)e->XA, e->ki, 1);
         if (g1 > e->k1)
             ts_lww_in_to_mem(G, s->cin, (uint64_t)e->JA, g1 - e->k1, 0);
-        if (s->rpass && (s->kin <= 1 || e->i < s->kr / s->kin)) /* the norm's 1 / s after the row (on
-                                                                  * input rows: after part 0), row 0 keeps it */
-            ts_lww_in_to_mem(G, s->cin, (uint64_t)(e->i ? e->JA : e->RA), 1, e->i ? 0 : 1);
     }
+}
+
+/* After a RMSNormalization that passes its row on (s->rpass): its 1 / s, which follows the row (on
+ * input rows: part 0), taken after the MACs so that they need not wait for the norm's sum; row 0
+ * keeps it, the others drop it. */
+static void mm_rstd_in(lw_gen *G, const lw_stage *s, const mm_pe *e)
+{
+    if (s->rpass && (s->kin <= 1 || e->i < s->kr / s->kin))
+        ts_lww_in_to_mem(G, s->cin, (uint64_t)(e->i ? e->JA : e->RA), 1, e->i ? 0 : 1);
 }
 
 /* acc += W[k][n0..n1) * x[k] over the slice, unrolled by 8 (r1 the input, r2 the weight row). */
@@ -335,6 +340,7 @@ static void mm_code(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
     ts_lww_op(G, e->h16 ? WSE_OP_FMOVH : WSE_OP_FMOVS, 4, 2, 3, -1, -1);
     mm_macs(G, e);
     mm_reduce(G, s, e);
+    mm_rstd_in(G, s, e);
     if (e->i == 0) {
         const int out = e->h16 ? e->OA : e->AA;
         if (e->h16)
