@@ -1071,8 +1071,9 @@ END_TEST
 /* Llama's reduced form decoding one token against its cache of 7 (d 64, one layer) on PEs of 512
  * bytes: a RMSNorm's row of 64 with its scale (520 bytes) does not fit one PE, so each of the three
  * RMSNorms (the layer's two and the final one before the head) takes 2 PEs or more: the one before
- * the gate and up product 2 PEs in a row, 32 values each, their partial sums of squares added west
- * and 1 / s sent back east; the two before the q, k and v product and the head their parts down a
+ * the gate and up product 2 PEs in a row, 32 values each, their partial sums of squares added east
+ * into a third PE that passes the row on raw and 1 / s after it, the product holding the norm's
+ * scale in its weights and scaling its sums by 1 / s; the two before the q, k and v product and the head their parts down a
  * column, the partial sums added north and 1 / s sent back south, each part east on its own row
  * into the product's rows that take it; the gate and up product's outputs leave on 2 rows, and
  * the SwiGLU gate takes each row's pairs over PEs in a row. Logits against the double interpreter
@@ -1094,8 +1095,9 @@ START_TEST(test_gpt_norm_split)
         const ts_lower_wse_stage *n = stage_of(&L, "layernorm", k);
         ck_assert_ptr_nonnull(n);
         ck_assert_uint_le(n->mem_bytes, 512);
-        if (k == 1) { /* before the gate and up product (its outputs on column groups): in a row */
-            ck_assert_uint_eq(n->w, 2);
+        if (k == 1) { /* before the gate and up product (its outputs on column groups): in a row,
+                       * its 2 parts and a PE that passes the row on raw, then 1 / s */
+            ck_assert_uint_eq(n->w, 3);
             ck_assert_uint_eq(n->h, 1);
             continue;
         }
@@ -1126,6 +1128,22 @@ START_TEST(test_gpt_norm_split)
     ts_graph_destroy(g);
 }
 END_TEST
+
+/* Whether PE (x, y) of a lowering on a mesh of width columns routes colour c from port rx to a set
+ * of ports that includes tx. */
+static bool routes(const lowered *L, uint32_t width, uint32_t x, uint32_t y, int c, int rx, int tx)
+{
+    for (size_t i = 0; i < L->prog->nstreams; i++) {
+        const ts_stream *st = &L->prog->streams[i];
+        if (st->index != y * width + x)
+            continue;
+        for (size_t k = 0; k < st->n; k++)
+            if (st->insn[k].op == WSE_OP_ROUTE && st->insn[k].a[0] == c && st->insn[k].a[1] == rx &&
+                (st->insn[k].a[2] & tx))
+                return true;
+    }
+    return false;
+}
 
 /* Decode against a KV cache of 63 (seq 64), GPT-2's reduced form, one layer, on PEs too small for
  * a head's positions in one K or V part. _i 0 and 1: the head's positions split in blocks, one PE
@@ -1163,6 +1181,22 @@ START_TEST(test_gpt_cache_fold)
             ck_assert_uint_eq(at->kc, 1);
             ck_assert_uint_eq(at->w, (uint32_t)H);
             ck_assert_uint_eq(at->h, 16);
+            /* head q's outputs leave east on row q step of the last head's column into the output
+             * product's rows [q step, (q + 1) step) (step = its kr / H), not along row 0 one head
+             * after another: head 0's top block sends them east itself, the others' down their
+             * column */
+            const ts_lower_wse_stage *o = at + 1;
+            ck_assert_str_eq(o->what, "matmul");
+            ck_assert_uint_eq(o->x, at->x + at->w);
+            ck_assert_uint_eq(o->kr % (uint32_t)H, 0);
+            const uint32_t step = o->kr / (uint32_t)H, c = at->colour_out;
+            for (uint32_t q = 0; q < (uint32_t)H; q++) {
+                ck_assert(routes(&L, 96, at->x + at->w - 1, at->y + q * step, (int)c,
+                                 q + 1 == (uint32_t)H ? WSE_MASK_R : WSE_MASK_W, WSE_MASK_E));
+                ck_assert(routes(&L, 96, o->x, o->y + q * step, (int)c, WSE_MASK_W, WSE_MASK_R));
+                if (q)
+                    ck_assert(!routes(&L, 96, at->x + q, at->y, (int)c, WSE_MASK_R, WSE_MASK_E));
+            }
         } else { /* one of the head's 16 columns each, along row 0: 32 columns */
             ck_assert_uint_eq(at->kr, 16);
             ck_assert_uint_eq(at->kc, 16);

@@ -1543,6 +1543,29 @@ static void block_combine(lw_gen *G, uint32_t c, int HD, int IN, int64_t DV)
     attn_patch(G, end, 0);
 }
 
+/* The colour a split head's outputs go down its column on when the heads' outputs leave on rows
+ * of their own (s->ko > 1): the row chain's colour that is not the stage's output colour (the
+ * row chain's two are not used below row 0). */
+static uint32_t heads_down(const lw_stage *s) { return s->set * 4 + 2 + (s->w & 1); }
+
+/* The routes of block b of head j when the heads' outputs leave on rows of their own (s->ko > 1,
+ * heads_rows in lower_wse_place.c): head q's outputs on row q kstep, east to the next stage's rows
+ * that take them. Head j's top block sends them down its column (heads_down) to block j kstep,
+ * whose core sends them east on the stage's output colour (head 0's top block east at once); the
+ * blocks on row q kstep of the heads east of head q pass them on. */
+static void heads_routes(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b)
+{
+    const uint32_t t = s->kstep ? s->kstep : 1, rj = j * t, down = heads_down(s);
+    if (j && b < rj)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)down, b ? P_N : P_R, P_S);
+    else if (j && b == rj)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)down, P_N, P_R);
+    if (b == rj)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cout, P_R, P_E);
+    else if (b % t == 0 && b / t < j)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cout, P_W, P_E);
+}
+
 /* Block b of head j's positions (s->nbk: [b nbk, +cnt) of the N = nc + 1), the PE at row b of
  * the head's column: it keeps the query, the block's keys (K^T rows of cnt) and values (cnt rows
  * of DV); the last block also the new token's key and value from the stream. From the row of F:
@@ -1550,7 +1573,9 @@ static void block_combine(lw_gen *G, uint32_t c, int HD, int IN, int64_t DV)
  * o = sum of p[n] v[n]; then the blocks combine by a tree up the column (tree_routes): block b
  * takes its children b + 1, b + 2, b + 4, ... (those below its lowest bit) one after another
  * (block_combine), then sends (m, l, o) north to b less its lowest bit. The top block divides o
- * by l and joins the heads' row chain east along row 0. Nothing of a block waits on another
+ * by l and joins the heads' row chain east along row 0, or, when the heads' outputs leave on rows
+ * of their own (s->ko > 1, heads_routes), sends them down the column to block j s->kstep, which
+ * sends them east on its row. Nothing of a block waits on another
  * before its own outputs: the blocks compute side by side, the tree combines them in about log2
  * B levels. */
 static void attn_block(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int *kt, int *va)
@@ -1568,9 +1593,11 @@ static void attn_block(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int
     *va = VA;
     ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, top ? P_W : P_N, P_R | (bottom ? 0 : P_S) | (top && nexth ? P_E : 0));
     tree_routes(G, s, b, (uint32_t)B);
-    if (top && j)
+    if (s->ko > 1) /* each head's outputs on a row of its own (heads_routes) */
+        heads_routes(G, s, j, b);
+    else if (top && j)
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)ci, P_W, P_R);
-    if (top)
+    if (top && s->ko <= 1)
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)co, P_R, lw_outp(s, !nexth));
     ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
     ts_lww_op(G, WSE_OP_ST, 3, 15, 15, ZA);
@@ -1612,12 +1639,18 @@ static void attn_block(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int
         block_combine(G, tree_colour(s, l), HD, IN, DV);
     if (!top) { /* (m, l) and o north */
         ts_lww_mem_to_out(G, (uint64_t)HD, (uint64_t)(2 + DV), tree_colour(s, low));
+        if (s->ko > 1 && b == j * s->kstep) /* the head's outputs, from its top block, east on this row */
+            ts_lww_in_to_out(G, heads_down(s), s->cout, (uint64_t)DV);
         return;
     }
     ts_lww_recip(G); /* o / l, then the row chain: the heads west of it, then its own */
     ts_lww_op(G, WSE_OP_ST, 3, 1, 15, CW);
     ts_lww_op(G, WSE_OP_DSDM, 4, 3, CW, (int)DV, 0);
     ts_lww_op(G, WSE_OP_FMULS, 5, 2, 2, 3, -1, -1);
+    if (s->ko > 1) { /* head 0 east on row 0, the others down their column */
+        ts_lww_mem_to_out(G, (uint64_t)ACC, (uint64_t)DV, j ? heads_down(s) : s->cout);
+        return;
+    }
     if (j)
         ts_lww_in_to_out(G, ci, co, (uint64_t)(j * DV));
     ts_lww_mem_to_out(G, (uint64_t)ACC, (uint64_t)DV, co);

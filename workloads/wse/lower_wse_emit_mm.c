@@ -12,7 +12,13 @@
  * outputs leave on ko rows, none passing more than its group's. In a decode whose down product
  * takes those rows' gate outputs on rows of its own (s->kin), the groups sit s->kstep rows apart,
  * and the down product's rows [q kstep, (q + 1) kstep) take gate row q's outputs from the west on
- * their top row, down the group's rows, each PE its share of them.
+ * their top row, down the group's rows, each PE its share of them. A decode's product after a
+ * RMSNormalization of parts down a column or after an attention of split heads takes them so too
+ * (the norm's part q, the attention's head q on row q kstep of its own).
+ *
+ * After a decode's RMSNormalization that passes its row on raw (s->rpass), the weights hold the
+ * norm's scale and the input row is followed by the norm's 1 / s, which row 0 keeps and multiplies
+ * its sums by (after widening them, before the fused Relu or Clip and the row chain).
  *
  * A binary16 product (s->h16, an f16 graph): its weights and bias are binary16 in SRAM (weight rows
  * padded to 4 halves), its accumulators binary16 at 4 MACs a cycle (fmach, the binary32 input
@@ -36,6 +42,7 @@ typedef struct mm_pe {
     uint64_t k0, k1, n0, n1, ki, nb;
     int XA, AA, BA, ZA, JA, XB0, XB1;
     int OA;    /* binary16: the accumulators widened to binary32 (row 0) */
+    int RA;    /* after a RMSNormalization that passes its row on (s->rpass): 1 / s (row 0) */
     int row;   /* bytes from one weight row to the next */
     bool h16;  /* binary16 weights, accumulators and partial sums */
     bool dbl;  /* row m + 1 is received on microthread 0 while row m is computed */
@@ -82,10 +89,11 @@ static uint32_t mm_chain(const lw_stage *s, uint32_t j)
 static uint32_t mm_step(const lw_stage *s) { return s->kstep ? s->kstep : 1; }
 
 /* A product on input rows (s->kin): the inputs [*g0, *g1) that come on input row q (SwiGLU's
- * gate's row q: the pairs of its product's column group q; a RMSNormalization's part q). */
+ * gate's row q: the pairs of its product's column group q; a RMSNormalization's part q; an
+ * attention's head q). */
 static void mm_in_group(const lw *L, const lw_stage *s, uint32_t q, uint64_t *g0, uint64_t *g1)
 {
-    if (L->st[s->prev].kind == K_NORM) {
+    if (L->st[s->prev].kind == K_NORM || L->st[s->prev].kind == K_ATTN) {
         *g0 = (uint64_t)q * (uint64_t)s->K / s->kin;
         *g1 = (uint64_t)(q + 1) * (uint64_t)s->K / s->kin;
         return;
@@ -134,7 +142,8 @@ static mm_pe mm_pe_at(const lw *L, const lw_stage *s, uint32_t i, uint32_t j)
         e.ZA = e.BA + (int)e.nb * 4;
         e.JA = e.ZA + 4;
     }
-    e.dbl = s->kin <= 1 && lw_mm_bytes(e.h16, e.ki, e.nb) + 8 * K <= L->t->sram_bytes;
+    e.dbl = s->kin <= 1 && !s->rpass && lw_mm_bytes(e.h16, e.ki, e.nb) + 8 * K <= L->t->sram_bytes;
+    e.RA = e.JA + 4;
     e.XB0 = e.JA + 4;
     e.XB1 = e.XB0 + (int)K * 4;
     e.bias = i == 0 && s->bias;
@@ -222,6 +231,15 @@ static void mm_row_in(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
         if (g1 > e->k1)
             ts_lww_in_to_mem(G, s->cin, (uint64_t)e->JA, g1 - e->k1, 0);
     }
+}
+
+/* After a RMSNormalization that passes its row on (s->rpass): its 1 / s, which follows the row (on
+ * input rows: part 0), taken after the MACs so that they need not wait for the norm's sum; row 0
+ * keeps it, the others drop it. */
+static void mm_rstd_in(lw_gen *G, const lw_stage *s, const mm_pe *e)
+{
+    if (s->rpass && (s->kin <= 1 || e->i < s->kr / s->kin))
+        ts_lww_in_to_mem(G, s->cin, (uint64_t)(e->i ? e->JA : e->RA), 1, e->i ? 0 : 1);
 }
 
 /* acc += W[k][n0..n1) * x[k] over the slice, unrolled by 8 (r1 the input, r2 the weight row). */
@@ -322,10 +340,16 @@ static void mm_code(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
     ts_lww_op(G, e->h16 ? WSE_OP_FMOVH : WSE_OP_FMOVS, 4, 2, 3, -1, -1);
     mm_macs(G, e);
     mm_reduce(G, s, e);
+    mm_rstd_in(G, s, e);
     if (e->i == 0) {
         const int out = e->h16 ? e->OA : e->AA;
         if (e->h16)
             mm_widen(G, e);
+        if (s->rpass) { /* the sums times the norm's 1 / s (its scale is in the weights) */
+            ts_lww_op(G, WSE_OP_DSDM, 4, 9, out, (int)e->nb, 1);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 10, e->RA, (int)e->nb, 0);
+            ts_lww_op(G, WSE_OP_FMULS, 5, 9, 9, 10, -1, -1);
+        }
         if (s->relu)
             ts_lww_relu_mem(G, out, (int64_t)e->nb);
         if (s->clip)

@@ -290,7 +290,7 @@ ts_status ts_lww_emit_single(lw *L, ts_program *P, size_t si, lw_gen *G)
         return emit_add_split(L, P, G, s);
     if (s->kind == K_ELEM && (s->G > 1 || s->ko > 1))
         return ts_lww_emit_elem_split(L, P, G, s);
-    if (s->kind == K_NORM && s->G > 1)
+    if (s->kind == K_NORM && (s->G > 1 || s->rpass))
         return ts_lww_emit_norm_split(L, P, G, s);
     if (s->kind == K_ROPE)
         return ts_lww_emit_rope(L, P, G, s);

@@ -123,15 +123,24 @@ typedef struct lw_stage {
                    * each (group g's columns a row lower per group, its chain along row g); the gate:
                    * takes them on its ko rows and merges them in its last column; a decode's RMSNormalization
                    * (norm_rows in lower_wse_place.c): its row's ko parts down its column, kstep rows
-                   * apart, each sent east on its own row; 0 or 1: one chain */
+                   * apart, each sent east on its own row; a decode's attention of split heads
+                   * (heads_rows): its ko heads' outputs each east on row q kstep; 0 or 1: one chain */
     uint32_t kstep; /* a decode's gate and up product and SwiGLU's gate that feed the down product on
                      * rows (kin): the rows from one group's (gate row's) top to the next; a decode's
-                     * RMSNormalization of ko parts: the rows from one part's PE to the next; 0: 1 */
-    uint32_t kin;   /* a decode's product after SwiGLU's gate or a RMSNormalization of ko parts
+                     * RMSNormalization of ko parts: the rows from one part's PE to the next; a
+                     * decode's attention of ko heads on rows: from one head's row to the next; 0: 1 */
+    uint32_t kin;   /* a decode's product after SwiGLU's gate, a RMSNormalization of ko parts or an
+                     * attention of ko heads on rows (its input row q: head q's outputs)
                      * (lower_wse_emit_mm.c): its input comes on kin rows, one per row of the gate
                      * (part of the norm), each down kr / kin rows of its own (the gate's row q's
                      * outputs, the norm's part q, the inputs of its rows [q kr / kin, +kr / kin)); the
                      * gate then merges nothing; 0 or 1: one row broadcast along row 0 */
+    bool rpass;     /* a decode's RMSNormalization before a product of one row without a bias (norm_pass
+                     * in lower_wse_place.c): in a row (G parts and a PE more) it passes its row on raw
+                     * as it comes and gives 1 / s after it, down a column (ko parts) it sends each part
+                     * raw and 1 / s after part 0 (lower_wse_norm.c); that product (rpass too) holds its
+                     * weights times the norm's scale and scales its sums by the 1 / s its row 0 takes
+                     * after its input (lower_wse_emit_mm.c) */
 } lw_stage;
 
 /* The lowering of one graph: its stages in stream order, west to east. */

@@ -239,7 +239,8 @@ static void column_routes(lw_gen *G, const lw_stage *s, uint32_t q, bool mid)
     if (mid) { /* between part q and part q + 1 */
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_S);
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, q + 1), P_S, P_N);
-        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)down, P_N, P_S);
+        if (!s->rpass)
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)down, P_N, P_S);
         return;
     }
     ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, q ? P_N : P_W, P_R | (last ? 0 : P_S));
@@ -247,7 +248,8 @@ static void column_routes(lw_gen *G, const lw_stage *s, uint32_t q, bool mid)
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, q + 1), P_S, P_R);
     if (q)
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, q), P_R, P_N);
-    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)down, q ? P_N : P_R, (q ? P_R : 0) | (last ? 0 : P_S));
+    if (!s->rpass)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)down, q ? P_N : P_R, (q ? P_R : 0) | (last ? 0 : P_S));
     ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cout, P_R, P_E);
 }
 
@@ -255,7 +257,10 @@ static void column_routes(lw_gen *G, const lw_stage *s, uint32_t q, bool mid)
  * lower_wse_place.c): PE q, at row q s->kstep, takes part q of the row multicast down the column
  * (the rest into a junk word) and sums its squares; the partial sums go north part by part, each
  * PE adding its own; the top PE computes 1 / s and sends it down the column; each PE scales its
- * part and sends it east on its own row (the next product's rows take it, lower_wse_emit_mm.c). */
+ * part and sends it east on its own row (the next product's rows take it, lower_wse_emit_mm.c).
+ * Passing its row on (s->rpass, norm_pass in lower_wse_place.c): each PE sends its part east raw
+ * as soon as it has it, before its sum; the top PE sends 1 / s after its part, which the product's
+ * row 0 takes to scale its sums (the norm's scale in the product's weights). */
 static ts_status norm_column(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s)
 {
     const int64_t L = s->L;
@@ -281,16 +286,26 @@ static ts_status norm_column(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s
         ts_lww_in_to_mem(G, s->cin, 0, (uint64_t)n, 1);
         if (L > b)
             ts_lww_in_to_mem(G, s->cin, (uint64_t)JA, (uint64_t)(L - b), 0);
+        if (s->rpass) /* its part east raw (the product holds the scale, takes 1 / s after part 0) */
+            ts_lww_mem_to_out(G, 0, (uint64_t)n, s->cout);
         part_sum_squares(G, n, RSTD + 4);
         if (!last) { /* the parts below */
             ts_lww_op(G, WSE_OP_RECV, 2, 2, (int)lw_rcol(s, q + 1));
             ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 2);
+        }
+        if (q && s->rpass) {
+            ts_lww_op(G, WSE_OP_SEND, 2, (int)lw_rcol(s, q), 8);
+            continue;
         }
         if (q) {
             ts_lww_op(G, WSE_OP_SEND, 2, (int)lw_rcol(s, q), 8);
             ts_lww_op(G, WSE_OP_RECV, 2, 1, (int)lw_gcol(s, 1));
         } else {
             norm_rstd(G, s);
+            if (s->rpass) {
+                ts_lww_op(G, WSE_OP_SEND, 2, (int)s->cout, 1);
+                continue;
+            }
             if (!last)
                 ts_lww_op(G, WSE_OP_SEND, 2, (int)lw_gcol(s, 1), 1);
         }
@@ -308,11 +323,57 @@ static ts_status norm_column(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s
     return TS_OK;
 }
 
+/* A decode's RMSNormalization that passes its row on (s->rpass, norm_pass in lower_wse_place.c):
+ * the row multicast along its s->G + 1 PEs in a row; PE g < G takes part g of it (the rest into a
+ * junk word) and sums its squares, adds the sum of the PEs west of it and sends it east (R(g));
+ * the last PE passes the row on as it comes, then takes the whole sum, computes 1 / s and sends it
+ * after the row. The next product holds the norm's scale in its weights and scales its sums by
+ * 1 / s. */
+static ts_status norm_pass(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s)
+{
+    const int64_t L = s->L, np = s->G;
+    for (uint32_t g = 0; g <= s->G; g++) {
+        const bool last = g == s->G;
+        if (!ts_lww_pe_stream(P, Lw->t, s->x + g, s->y0, G))
+            return TS_ENOMEM;
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R | (last ? 0 : P_E));
+        if (g)
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, g - 1), P_W, P_R);
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)(last ? s->cout : lw_rcol(s, g)), P_R, P_E);
+        ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
+        if (last) {
+            ts_lww_in_to_out(G, s->cin, s->cout, (uint64_t)L);
+            ts_lww_op(G, WSE_OP_RECV, 2, 8, (int)lw_rcol(s, g - 1));
+            ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits((float)(1.0 / (double)L)));
+            ts_lww_op(G, WSE_OP_FLI, 2, 13, ts_lww_bits(0.5f));
+            norm_rstd(G, s);
+            ts_lww_op(G, WSE_OP_SEND, 2, (int)s->cout, 1);
+            break;
+        }
+        const int64_t a = g * L / np, b = (g + 1) * L / np, n = b - a;
+        const int JA = (int)(4 * n);
+        if (a)
+            ts_lww_in_to_mem(G, s->cin, (uint64_t)JA, (uint64_t)a, 0);
+        ts_lww_in_to_mem(G, s->cin, 0, (uint64_t)n, 1);
+        if (L > b)
+            ts_lww_in_to_mem(G, s->cin, (uint64_t)JA, (uint64_t)(L - b), 0);
+        part_sum_squares(G, n, JA + 4);
+        if (g) {
+            ts_lww_op(G, WSE_OP_RECV, 2, 2, (int)lw_rcol(s, g - 1));
+            ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 2);
+        }
+        ts_lww_op(G, WSE_OP_SEND, 2, (int)lw_rcol(s, g), 8);
+    }
+    return TS_OK;
+}
+
 ts_status ts_lww_emit_norm_split(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s)
 {
     const int64_t L = s->L;
     if (s->ko > 1)
         return norm_column(Lw, P, G, s);
+    if (s->rpass)
+        return norm_pass(Lw, P, G, s);
     const bool ln = !s->vop; /* LayerNormalization: the mean first, then the bias */
     for (uint32_t g = 0; g < s->G; g++) {
         const uint32_t ci = g ? lw_gcol(s, g - 1) : s->cin, co = lw_gcol(s, g);

@@ -610,6 +610,105 @@ static void norm_rows(lw *L)
     }
 }
 
+/* A decode's attention a whose heads' positions are split (a->nbk) feeding a product d of one row
+ * (the output product): each head's top block sends its outputs down the head's column to its row
+ * q step, which turns them east on that row into d's rows [q step, (q + 1) step) (d->kin, a->ko
+ * heads, a->kstep = step; lower_wse_attn.c), where the heads' outputs left along row 0 one head
+ * after another through the last head's PE and every PE of d took in all of them. step: d's kr
+ * over the heads, rounded up. Only when every head's row is one of its blocks', every row of d
+ * keeps an input, the rows fit (rows: what the skip paths leave) and a PE's share fits its
+ * memory. */
+static void heads_rows(lw *L, uint32_t rows)
+{
+    if (!L->decode)
+        return;
+    for (size_t i = 0; i + 1 < L->n; i++) {
+        lw_stage *a = &L->st[i], *d = &L->st[i + 1];
+        if (a->kind != K_ATTN || !a->nbk || a->lane || a->fork || a->M != 1 || a->nseq != 1 || a->N < 2 ||
+            d->kind != K_MM || d->prev != (int)i || d->lane || d->M != 1 || d->ko > 1 || d->kin > 1 ||
+            (uint64_t)d->K != a->out_n || a->out_n != (uint64_t)(a->N * a->C))
+            continue;
+        const uint32_t kin = (uint32_t)a->N, step = (d->kr + kin - 1) / kin;
+        const uint64_t nb = ts_geom_cdiv((uint64_t)d->N, d->kc);
+        const uint64_t mem = lw_mm_bytes(d->h16, ts_geom_cdiv((uint64_t)a->C, step), nb);
+        if ((uint64_t)a->C < step || (uint64_t)(kin - 1) * step >= a->h || (uint64_t)kin * step > rows ||
+            mem > L->t->sram_bytes)
+            continue;
+        d->kin = kin;
+        d->kr = kin * step;
+        d->h = d->kr;
+        d->mem = mem;
+        a->ko = kin;
+        a->kstep = step;
+    }
+}
+
+/* A decode's RMSNormalization n of one row over G >= 2 PEs in a row (not down a column: norm_rows)
+ * feeding a product d of one row without a bias that takes its input as one stream (the gate and
+ * up product, whose column groups sit rows apart): the norm passes its row on raw as it comes, its
+ * parts' PEs each taking a part of it from the multicast and summing its squares, and gives 1 / s
+ * after the row (lower_wse_norm.c); d holds its weights times the norm's scale (a weight of the
+ * model, the same for every token) and its row 0 scales its sums by that 1 / s
+ * (lower_wse_emit_mm.c): W^T (x / s . g) = (W . g)^T x / s. The norm's first PE took in the whole
+ * row and its last gave out the scaled row only after the whole sum, about a cycle a value each;
+ * now the row goes on into d as it comes, and only 1 / s waits for the sum. Its G parts take a
+ * column more for the PE that passes the row on, where the mesh's width leaves one; else G - 1
+ * parts. Only when a part's PE and d's PE with 1 / s fit their memory. A RMSNormalization down a
+ * column whose parts d takes on its rows (norm_rows) sends each part east raw as it comes in, and
+ * its top PE 1 / s after its part, into d's row 0 (norm_fold: d's weights times the scale). */
+static void norm_fold(const lw_stage *n, lw_stage *d)
+{
+    for (int64_t k = 0; k < d->K; k++) /* the norm's scale into the rows of d's weights */
+        for (int64_t c = 0; c < d->N; c++)
+            d->wt[k * d->N + c] *= n->vals[k];
+}
+
+static ts_status norm_pass(lw *L, uint32_t Hm)
+{
+    if (!L->decode)
+        return TS_OK;
+    for (size_t i = 0; i + 1 < L->n; i++) {
+        lw_stage *n = &L->st[i], *d = &L->st[i + 1];
+        if (n->kind != K_NORM || !n->vop || n->lane || n->fork || n->G < 2 || n->in_n != (uint64_t)n->L ||
+            d->kind != K_MM || d->prev != (int)i || d->lane || d->M != 1 || d->K != n->L || d->bias || !d->wt ||
+            d->mem + 4 > L->t->sram_bytes || (n->ko > 1) != (d->kin > 1))
+            continue;
+        if (n->ko > 1) { /* down a column, each part on its rows of d (norm_rows): its parts raw */
+            n->rpass = d->rpass = true;
+            d->mem += 4;
+            norm_fold(n, d);
+            continue;
+        }
+        const uint32_t G = n->G;
+        n->w = G + 1; /* a column more, if the mesh has it */
+        if (positions(L, Hm)) {
+            ts_err_free(L->err);
+            ts_err_init(L->err);
+            n->w = G;
+            ts_status rc = positions(L, Hm);
+            if (rc)
+                return rc;
+        }
+        const uint64_t part = ts_geom_cdiv((uint64_t)n->L, n->w - 1);
+        const uint64_t mem = 4 * part + 8 + (part >= 64 ? 8 * 64 : 0);
+        if (mem > L->t->sram_bytes) {
+            if (n->w != G) {
+                n->w = G;
+                ts_status rc = positions(L, Hm);
+                if (rc)
+                    return rc;
+            }
+            continue;
+        }
+        n->G = n->w - 1;
+        n->rpass = d->rpass = true;
+        n->mem = mem;
+        d->mem += 4;
+        norm_fold(n, d);
+    }
+    return TS_OK;
+}
+
 /* Whether stage s is slower than the pipeline time T and split: an elementwise stage or a
  * LayerNormalization sized against T (sized_at_T) whose row on one PE takes longer than T allows;
  * in a decode, an elementwise stage with at most 4,096 rows of L values out (its split PEs' code is
@@ -783,6 +882,7 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
     glu_rows(L, forks);
     rows_in(L, glu_height(L, forks));
     norm_rows(L);
+    heads_rows(L, glu_height(L, forks));
     if (forks)
         *hm = band_height(L);
     rc = elem_widths(L, *hm);
@@ -794,5 +894,7 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
             *hm = band_height(L);
         rc = elem_widths(L, *hm);
     }
-    return rc ? rc : norm_widths(L, *hm);
+    if (!rc)
+        rc = norm_widths(L, *hm);
+    return rc ? rc : norm_pass(L, *hm);
 }
