@@ -1060,6 +1060,12 @@ START_TEST(test_heads)
                 fprintf(stderr, "x[%d][%d] = %d: heads %d, joined %d\n", s, c, want, h1, h2);
         }
     ck_assert_int_eq(bad, 0);
+    /* hfirst is a graph output, so the split computes its own output and hfirst moves it; sfirst is
+     * read by the join alone, which reads hfirst's pixels through it (lt_join_fold): no pass */
+    ck_assert_uint_eq(l.rep.nlayers, 4);
+    ck_assert_uint_eq(l.rep.layers[1].passes, (uint64_t)S * H);
+    ck_assert_uint_eq(l.rep.layers[2].passes, 0);
+    ck_assert_uint_eq(l.rep.layers[2].instructions, 0);
     lowered_free(&l);
     ts_graph_destroy(g);
 }
@@ -1118,6 +1124,13 @@ START_TEST(test_heads_rank4)
                 fprintf(stderr, "x[%d][%d] = %d: joined %d\n", s, c, want, h);
         }
     ck_assert_int_eq(bad, 0);
+    /* the split writes hfirst's output (lt_split_fold), the join reads hfirst's through sfirst
+     * (lt_join_fold): the two Transposes move nothing */
+    ck_assert_uint_eq(l.rep.nlayers, 4);
+    ck_assert_uint_eq(l.rep.layers[0].passes, (uint64_t)S * H);
+    ck_assert_uint_eq(l.rep.layers[1].passes + l.rep.layers[2].passes, 0);
+    ck_assert_uint_eq(l.rep.layers[1].instructions + l.rep.layers[2].instructions, 0);
+    ck_assert_uint_gt(l.rep.layers[3].passes, 0);
     lowered_free(&l);
     ts_graph_destroy(g);
 }

@@ -298,6 +298,14 @@ static int full_weight(const lt *L, const ts_graph_node *nd)
     return -1;
 }
 
+/* Whether Transpose tr is folded into the head join that alone reads it (lt_join_fold). */
+static bool joined_after(const ts_graph *g, const ts_graph_node *tr)
+{
+    size_t n;
+    const int *c = ts_graph_consumers(g, tr->out[0], &n);
+    return n == 1 && lt_join_fold(g, ts_graph_get_node(g, c[0])) == tr;
+}
+
 /* Node ni: its activations that are graph inputs placed on first use (a Conv lays its own out),
  * then the operator's lowering into a new layer. */
 static ts_status lower_node(lt *L, int ni)
@@ -325,8 +333,18 @@ static ts_status lower_node(lt *L, int ni)
     if (!ly)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     ly->macs = ts_graph_node_macs(L->g, ni);
+    if ((nd->op == TS_OP_TRANSPOSE || (nd->op == TS_OP_RESHAPE && !lt_reshape_moves(L->g, nd))) &&
+        L->t[nd->in[0]].fused) { /* written by the head split before it (lt_split_fold) */
+        L->t[nd->out[0]].fused = nd->op == TS_OP_RESHAPE;
+        ly->first = ly->last = 0;
+        return TS_OK;
+    }
     switch (nd->op) {
     case TS_OP_TRANSPOSE:
+        if (joined_after(L->g, nd)) { /* read by the head join after it */
+            ly->first = ly->last = 0;
+            return TS_OK;
+        }
         if (!keeps_channels(L->g, nd) && !img_unflat(L->g, nd)) { /* Kᵀ, read by the MatMul after it (kt_folds) */
             ly->first = ly->last = 0;
             return TS_OK;

@@ -388,10 +388,20 @@ typedef struct lt_cat {
     int rs;                         /* Reshape: 1 splits each input pixel's channels into G pixels, 2 joins
                                      * G pixels' channels into one (attention's heads), 0 neither */
     int64_t G, Z, Cin, Cout;        /* ... G, groups of Cout (split) or Cin (join) channels per tile Z */
+    int out;                        /* the tensor it writes: the node's output, or a folded Transpose's */
+    /* A Transpose keeping the channel axis folded into a split after it or a join before it
+     * (lt_split_fold, lt_join_fold): its rank, channel axis, output and input dimensions and perm;
+     * r 0: none. A split's output pixels are then the Transpose's, a join's input pixels its input's. */
+    struct { int r, cax; int64_t od[TS_GRAPH_MAX_RANK], id[TS_GRAPH_MAX_RANK], perm[TS_GRAPH_MAX_RANK]; } tf;
 } lt_cat;
 
 ts_status lt_cat_shape(lt *L, const ts_graph_node *nd, lt_cat *c, uint32_t *M, uint32_t *N);
 bool lt_reshape_moves(const ts_graph *g, const ts_graph_node *nd);
+/* The Transpose keeping the channel axis (and moving pixels) that a head split writes for (the split's
+ * output, through Reshapes that rename, read by it alone), else NULL. */
+const ts_graph_node *lt_split_fold(const ts_graph *g, const ts_graph_node *split);
+/* The Transpose keeping the channel axis whose output a head join alone reads, else NULL. */
+const ts_graph_node *lt_join_fold(const ts_graph *g, const ts_graph_node *join);
 /* squeeze.c: *out a copy of g whose rank-4 tensors of a batch of 1 are rank 3 (same ids, names
  * and values), or NULL when g has none, holds an image operator or a node that cannot follow. */
 ts_status lt_squeeze(const ts_graph *g, ts_graph **out, ts_err *err);

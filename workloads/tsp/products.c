@@ -2605,6 +2605,14 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
         ts_free(im2.ready);
         return rc;
     }
+    if (cat && p.cat.out != out) { /* a split writing a folded Transpose's output: what lies between is done */
+        for (int id = out; id != p.cat.out;) {
+            size_t n;
+            L->t[id].fused = true;
+            id = ts_graph_get_node(L->g, ts_graph_consumers(L->g, id, &n)[0])->out[0];
+        }
+        out = p.cat.out;
+    }
     p.NT = (uint32_t)ts_geom_cdiv(p.N, L->VL);
     int rid = -1, ad = fused_add(L, &p, out, &rid);
     int aout = ad >= 0 ? ts_graph_get_node(L->g, ad)->out[0] : out; /* the value the product computes */
