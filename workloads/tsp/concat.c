@@ -150,6 +150,27 @@ const ts_graph_node *lt_split_fold(const ts_graph *g, const ts_graph_node *split
     }
 }
 
+const ts_graph_node *lt_v_split(const ts_graph *g, const ts_graph_node *mm)
+{
+    if (mm->op != TS_OP_MATMUL || mm->nin != 2 || mm->in[0] == mm->in[1])
+        return NULL;
+    size_t n;
+    ts_graph_consumers(g, mm->in[1], &n);
+    const ts_graph_tensor *b = ts_graph_get_tensor(g, mm->in[1]);
+    const ts_graph_node *tr = b->producer >= 0 ? ts_graph_get_node(g, b->producer) : NULL;
+    if (n != 1 || !tr || !tf_moves(g, tr) || tr->attrs.nperm != 3 || tr->attrs.perm[0] != 1 || tr->attrs.perm[1] != 0)
+        return NULL;
+    for (int id = tr->in[0];;) { /* back through the Reshapes that rename to the split */
+        const ts_graph_tensor *t = ts_graph_get_tensor(g, id);
+        const ts_graph_node *sp = t->producer >= 0 ? ts_graph_get_node(g, t->producer) : NULL;
+        if (!sp || sp->op != TS_OP_RESHAPE)
+            return NULL;
+        if (lt_reshape_moves(g, sp))
+            return lt_split_fold(g, sp) == tr ? sp : NULL;
+        id = sp->in[0];
+    }
+}
+
 const ts_graph_node *lt_join_fold(const ts_graph *g, const ts_graph_node *join)
 {
     int64_t G, ci, co;

@@ -306,6 +306,15 @@ static bool joined_after(const ts_graph *g, const ts_graph_node *tr)
     return n == 1 && lt_join_fold(g, ts_graph_get_node(g, c[0])) == tr;
 }
 
+/* Whether node nd is a head split whose A V reads its input instead (lt_v_split). */
+static bool v_viewed(const ts_graph *g, const ts_graph_node *nd)
+{
+    const ts_graph_node *tr = nd->op == TS_OP_RESHAPE ? lt_split_fold(g, nd) : NULL;
+    size_t n;
+    const int *c = tr ? ts_graph_consumers(g, tr->out[0], &n) : NULL;
+    return c && n == 1 && lt_v_split(g, ts_graph_get_node(g, c[0])) == nd;
+}
+
 /* Node ni: its activations that are graph inputs placed on first use (a Conv lays its own out),
  * then the operator's lowering into a new layer. */
 static ts_status lower_node(lt *L, int ni)
@@ -336,6 +345,11 @@ static ts_status lower_node(lt *L, int ni)
     if ((nd->op == TS_OP_TRANSPOSE || (nd->op == TS_OP_RESHAPE && !lt_reshape_moves(L->g, nd))) &&
         L->t[nd->in[0]].fused) { /* written by the head split before it (lt_split_fold) */
         L->t[nd->out[0]].fused = nd->op == TS_OP_RESHAPE;
+        ly->first = ly->last = 0;
+        return TS_OK;
+    }
+    if (v_viewed(L->g, nd)) { /* the A V after it reads its input (lt_v_split) */
+        L->t[nd->out[0]].fused = true;
         ly->first = ly->last = 0;
         return TS_OK;
     }

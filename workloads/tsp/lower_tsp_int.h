@@ -400,6 +400,10 @@ bool lt_reshape_moves(const ts_graph *g, const ts_graph_node *nd);
 /* The Transpose keeping the channel axis (and moving pixels) that a head split writes for (the split's
  * output, through Reshapes that rename, read by it alone), else NULL. */
 const ts_graph_node *lt_split_fold(const ts_graph *g, const ts_graph_node *split);
+/* The head split whose input MatMul mm reads as B through the split and its folded Transpose (1, 0, 2),
+ * the split's output read by mm alone: A V's V, whose rows the planes transpose from the split's input
+ * directly (products.c, transpose_rows), so neither computes anything; else NULL. */
+const ts_graph_node *lt_v_split(const ts_graph *g, const ts_graph_node *mm);
 /* The Transpose keeping the channel axis whose output a head join alone reads, else NULL. */
 const ts_graph_node *lt_join_fold(const ts_graph *g, const ts_graph_node *join);
 /* squeeze.c: *out a copy of g whose rank-4 tensors of a batch of 1 are rank 3 (same ids, names

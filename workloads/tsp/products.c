@@ -56,6 +56,8 @@ typedef struct prod {
     int rid;
     uint32_t H, Mh;          /* kind 5: heads (batches), rows of A per head */
     uint64_t sh, sn;         /* kind 5: row n of head h is r's pixel h sh + n sn */
+    uint32_t hz;             /* kind 5: ... and its channel tile h / hz (r a head split's input, lt_v_split:
+                              * hz heads a tile); 0: its tile that of the block */
     bool tb;                 /* kind 5: r is B itself, its transpose to be computed first (transpose_rows) */
     lt_cat cat;              /* kind 4: the inputs */
     bool relu;
@@ -476,10 +478,11 @@ static ts_status act_shape(lt *L, const ts_graph_node *nd, prod *p)
 {
     int xr, br, r;
     const int64_t *xd = lt_dims(L, nd->in[0], &xr), *bd = lt_dims(L, nd->in[1], &br);
-    const ts_graph_node *tr = lt_kt_source(L->g, nd);
+    const ts_graph_node *tr = lt_kt_source(L->g, nd), *vs = tr ? NULL : lt_v_split(L->g, nd);
     if ((xr != 2 && xr != 3) || br != xr || (xr == 3 && xd[0] != bd[0]) || xd[xr - 1] != bd[xr - 2])
         return ts_lower_fail(L->err, nd, "the TSP lowering takes A [H, M, K] times B [H, K, N]");
-    p->rid = tr ? tr->in[0] : nd->in[1];
+    p->rid = tr ? tr->in[0] : vs ? vs->in[0] : nd->in[1];
+    p->hz = vs ? L->VL / (uint32_t)bd[xr - 1] : 0;
     p->r = &L->t[p->rid];
     p->tb = !tr;
     const int64_t *td = lt_dims(L, p->rid, &r);
@@ -1860,7 +1863,8 @@ static ts_status sched_one(lt *L, psched *s)
     uint64_t g = blk_row0(p, s->nt, s->kt, VL);
     for (uint32_t r = 0; r < s->nv && p->kind == 5; r++) {
         /* row n of head h: the second input's vector for (h, n), this block's channel tile */
-        uint64_t h = s->kt / p->CT, v = (h * p->sh + (uint64_t)(s->nt * VL + r) * p->sn) * p->r->T + s->kt % p->CT;
+        uint64_t h = s->kt / p->CT, v = (h * p->sh + (uint64_t)(s->nt * VL + r) * p->sn) * p->r->T + s->kt % p->CT +
+                                        (p->hz ? h / p->hz : 0);
         lt_slot(L, p->r, v, &s->rmem[r], &s->rword[r]);
         s->rlb[r] = p->r->ready[v];
     }
@@ -2319,27 +2323,29 @@ static void free_temp(lt *L, tens *x)
 /* For A V (B = V not a Transpose the product can read through): Bᵀ [H, N, K] into *R, computed on
  * the planes: the one-hot vectors e_j (L->onehot, initial data) streamed through blocks whose row k of
  * head h is B's vector (h, k) give output lane k of (h, j) = B[h][k][j], with scale 1 (exact).
- * Lanes of B past N meet e_j's zeros. Then p's rows are Bᵀ's vectors. */
+ * Lanes of B past N meet e_j's zeros. Then p's rows are Bᵀ's vectors. Where B is a head split
+ * (p->hz, lt_v_split), row k of head h is the split's input vector (k, h / hz), all hz heads of its
+ * tile in it, and head h's e_j is 1 in lane (h N + j) mod VL, where that head's channel j lies. */
 static ts_status transpose_rows(lt *L, prod *p, ts_lower_tsp_layer *ly, tens *R)
 {
-    uint32_t H = p->H, K = p->K, N = p->N, VL = L->VL;
+    uint32_t H = p->H, K = p->K, N = p->N, VL = L->VL, EC = p->hz ? VL : N; /* EC tells the two sets apart */
     /* laid out once: every layer's A V has the same heads and widths; in the compact layout one set
      * per shape (a decoder's q Kᵀ and p V alternate) */
     tens *E = &L->onehot[0];
     for (uint32_t i = 0; L->compact && i < LT_ONEHOT_MAX; i++) {
         E = &L->onehot[i];
-        if (!E->placed || (E->P == H * N && E->C == N))
+        if (!E->placed || (E->P == H * N && E->C == EC))
             break;
     }
     ts_status rc = TS_OK;
-    if (!E->placed || E->P != H * N || E->C != N) {
+    if (!E->placed || E->P != H * N || E->C != EC) {
         ts_free(E->ready);
         image im;
-        if ((rc = place_temp(L, p->nd, E, H * N, N, "the one-hot vectors", true, 0)) != TS_OK ||
+        if ((rc = place_temp(L, p->nd, E, H * N, EC, "the one-hot vectors", true, 0)) != TS_OK ||
             (rc = lt_img_init(L, &im, L->nW, E->base, E->nw)) != TS_OK)
             return rc;
         for (uint64_t m = 0; m < (uint64_t)H * N; m++) {
-            uint64_t j = m % N, k = E->off + m * E->T + j / VL;
+            uint64_t j = p->hz ? (m / N * N + m % N) % VL : m % N, k = E->off + m * E->T + j / VL;
             im.s[k % L->nW][(size_t)(k / L->nW) * VL + j % VL] = 1;
         }
         rc = lt_img_flush(L, &im, 0);
@@ -2348,13 +2354,14 @@ static ts_status transpose_rows(lt *L, prod *p, ts_lower_tsp_layer *ly, tens *R)
         (rc = place_temp(L, p->nd, R, H * N, K, "the transposed second input", false, lt_bank_pref(L, p->x))) != TS_OK)
         return rc;
     prod t = {.nd = p->nd, .wid = -1, .bid = -1, .x = E, .y = R, .r = p->r, .rid = p->rid, .kind = 5, .H = H,
-              .Mh = N, .sh = K, .sn = 1, .M = H * N, .K = N, .N = K, .CT = E->T, .KT = H * E->T,
-              .NT = (uint32_t)ts_geom_cdiv(K, VL), .scale = 1.0f};
+              .Mh = N, .sh = p->hz ? 0 : K, .sn = 1, .hz = p->hz, .M = H * N, .K = N, .N = K, .CT = E->T,
+              .KT = H * E->T, .NT = (uint32_t)ts_geom_cdiv(K, VL), .scale = 1.0f};
     if ((rc = sched_product(L, &t, ly)) != TS_OK)
         return rc;
     p->r = R;
     p->sh = N;
     p->sn = 1;
+    p->hz = 0;
     return TS_OK;
 }
 
