@@ -171,6 +171,68 @@ const ts_graph_node *lt_v_split(const ts_graph *g, const ts_graph_node *mm)
     }
 }
 
+/* The head split that tensor id comes from through Reshapes that rename, each tensor read once, or
+ * NULL. */
+static const ts_graph_node *split_back(const ts_graph *g, int id)
+{
+    for (;;) {
+        size_t n;
+        ts_graph_consumers(g, id, &n);
+        const ts_graph_tensor *t = ts_graph_get_tensor(g, id);
+        const ts_graph_node *sp = t->producer >= 0 ? ts_graph_get_node(g, t->producer) : NULL;
+        if (n != 1 || t->is_output || !sp || sp->op != TS_OP_RESHAPE)
+            return NULL;
+        int64_t G, ci, co;
+        if (lt_reshape_moves(g, sp))
+            return reshape_kind(g, sp, &G, &ci, &co) == 1 ? sp : NULL;
+        id = sp->in[0];
+    }
+}
+
+const ts_graph_node *lt_q_split(const ts_graph *g, const ts_graph_node *mm)
+{
+    if (mm->op != TS_OP_MATMUL || mm->nin != 2 || mm->in[0] == mm->in[1])
+        return NULL;
+    const ts_graph_node *kt = lt_kt_source(g, mm);
+    const ts_graph_tensor *a = ts_graph_get_tensor(g, mm->in[0]);
+    const ts_graph_node *tr = a->producer >= 0 ? ts_graph_get_node(g, a->producer) : NULL;
+    size_t n, nk;
+    ts_graph_consumers(g, mm->in[0], &n);
+    if (!kt || ts_graph_consumers(g, kt->out[0], &nk) == NULL || nk != 1 || n != 1 || !tr || !tf_moves(g, tr) ||
+        tr->attrs.nperm != 3 || tr->attrs.perm[0] != 1 || tr->attrs.perm[1] != 0)
+        return NULL;
+    const ts_graph_node *qs = split_back(g, tr->in[0]), *ks = split_back(g, kt->in[0]);
+    if (!qs || !ks || qs == ks || lt_split_fold(g, qs) != tr)
+        return NULL;
+    int64_t G, ci, qc, kc;
+    reshape_kind(g, qs, &G, &ci, &qc);
+    reshape_kind(g, ks, &G, &ci, &kc);
+    return qc == kc ? qs : NULL;
+}
+
+bool lt_k_inplace(const ts_graph *g, const ts_graph_node *sp)
+{
+    int id = sp->out[0];
+    for (;;) { /* forward through the Reshapes that rename to the Transpose of Kᵀ */
+        size_t n;
+        const int *c = ts_graph_consumers(g, id, &n);
+        if (n != 1)
+            return false;
+        const ts_graph_node *nx = ts_graph_get_node(g, c[0]);
+        if (nx->op == TS_OP_TRANSPOSE) {
+            c = ts_graph_consumers(g, nx->out[0], &n);
+            if (n != 1)
+                return false;
+            const ts_graph_node *mm = ts_graph_get_node(g, c[0]);
+            return mm->op == TS_OP_MATMUL && mm->nin == 2 && lt_kt_source(g, mm) == nx && lt_q_split(g, mm) &&
+                   split_back(g, nx->in[0]) == sp;
+        }
+        if (nx->op != TS_OP_RESHAPE || lt_reshape_moves(g, nx))
+            return false;
+        id = nx->out[0];
+    }
+}
+
 const ts_graph_node *lt_join_fold(const ts_graph *g, const ts_graph_node *join)
 {
     int64_t G, ci, co;
@@ -223,6 +285,8 @@ static int64_t reshape_vec(const lt_cat *c, uint32_t m, uint32_t kt)
 
 static bool reshape_one(const lt_cat *c, uint32_t n, uint32_t kt, uint32_t l, uint32_t VL)
 {
+    if (c->inplace) /* group kt % Z stays in its lanes */
+        return n == l && (int64_t)n / c->Cout == kt % c->Z && (kt / c->Z) * VL + l < c->Cin;
     if (c->rs == 2)
         return (int64_t)n / c->Cin == kt && (int64_t)l == n % c->Cin && (int64_t)n < c->Cout;
     return (int64_t)n < c->Cout && (int64_t)l == (kt % c->Z) * c->Cout + n && (kt / c->Z) * VL + l < c->Cin;
@@ -339,8 +403,9 @@ ts_status lt_cat_shape(lt *L, const ts_graph_node *nd, lt_cat *c, uint32_t *M, u
                                              "pixel's channels into pixels of a divisor of 320 channels, or joins them");
         uint32_t P, C;
         ts_status rc = lt_shape_pc(L, nd, c->out, &P, &C);
+        c->inplace = c->rs == 1 && !tr && lt_k_inplace(L->g, nd);
         *M = P;
-        *N = C;
+        *N = c->inplace ? L->VL : C; /* in place: every lane of the output vector */
         return rc;
     }
     c->n = (int)nin;

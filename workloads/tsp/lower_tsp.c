@@ -306,13 +306,16 @@ static bool joined_after(const ts_graph *g, const ts_graph_node *tr)
     return n == 1 && lt_join_fold(g, ts_graph_get_node(g, c[0])) == tr;
 }
 
-/* Whether node nd is a head split whose A V reads its input instead (lt_v_split). */
+/* Whether node nd is a head split whose A V or Q Kᵀ reads its input instead (lt_v_split, lt_q_split). */
 static bool v_viewed(const ts_graph *g, const ts_graph_node *nd)
 {
     const ts_graph_node *tr = nd->op == TS_OP_RESHAPE ? lt_split_fold(g, nd) : NULL;
     size_t n;
     const int *c = tr ? ts_graph_consumers(g, tr->out[0], &n) : NULL;
-    return c && n == 1 && lt_v_split(g, ts_graph_get_node(g, c[0])) == nd;
+    if (!c || n != 1)
+        return false;
+    const ts_graph_node *mm = ts_graph_get_node(g, c[0]);
+    return lt_v_split(g, mm) == nd || lt_q_split(g, mm) == nd;
 }
 
 /* Node ni: its activations that are graph inputs placed on first use (a Conv lays its own out),
@@ -348,7 +351,7 @@ static ts_status lower_node(lt *L, int ni)
         ly->first = ly->last = 0;
         return TS_OK;
     }
-    if (v_viewed(L->g, nd)) { /* the A V after it reads its input (lt_v_split) */
+    if (v_viewed(L->g, nd)) { /* the A V or Q Kᵀ after it reads its input (lt_v_split, lt_q_split) */
         L->t[nd->out[0]].fused = true;
         ly->first = ly->last = 0;
         return TS_OK;

@@ -389,6 +389,7 @@ typedef struct lt_cat {
                                      * G pixels' channels into one (attention's heads), 0 neither */
     int64_t G, Z, Cin, Cout;        /* ... G, groups of Cout (split) or Cin (join) channels per tile Z */
     int out;                        /* the tensor it writes: the node's output, or a folded Transpose's */
+    bool inplace;                   /* a split writing each group in the lanes it comes from (lt_k_inplace) */
     /* A Transpose keeping the channel axis folded into a split after it or a join before it
      * (lt_split_fold, lt_join_fold): its rank, channel axis, output and input dimensions and perm;
      * r 0: none. A split's output pixels are then the Transpose's, a join's input pixels its input's. */
@@ -404,6 +405,13 @@ const ts_graph_node *lt_split_fold(const ts_graph *g, const ts_graph_node *split
  * the split's output read by mm alone: A V's V, whose rows the planes transpose from the split's input
  * directly (products.c, transpose_rows), so neither computes anything; else NULL. */
 const ts_graph_node *lt_v_split(const ts_graph *g, const ts_graph_node *mm);
+/* Q Kᵀ whose Q is a head split and its folded Transpose (1, 0, 2) and whose Kᵀ is read through a
+ * Transpose of another head split of the same width (lt_kt_source), each read by it alone: the split
+ * of Q (then MatMul mm reads Q's rows from that split's input, all heads of a tile in each vector, and
+ * K's split writes each head where its channels lie, zeros elsewhere: lt_k_inplace), else NULL. */
+const ts_graph_node *lt_q_split(const ts_graph *g, const ts_graph_node *mm);
+/* Whether head split sp writes each head in the lanes its channels lie in (lt_q_split). */
+bool lt_k_inplace(const ts_graph *g, const ts_graph_node *sp);
 /* The Transpose keeping the channel axis whose output a head join alone reads, else NULL. */
 const ts_graph_node *lt_join_fold(const ts_graph *g, const ts_graph_node *join);
 /* squeeze.c: *out a copy of g whose rank-4 tensors of a batch of 1 are rank 3 (same ids, names

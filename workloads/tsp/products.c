@@ -52,10 +52,13 @@ typedef struct prod {
     int64_t pW, pHW;         /* rep: the image's columns and pixels */
     tens *x0;                /* kind 6: the conv's input, written in slots, which pack_block sums */
     bool packed;             /* kind 6: its packed vectors scheduled already (else beside its passes, in pairs) */
+    int xid;                 /* kind 5: x's tensor */
     tens *r;                 /* kind 5: the tensor whose vectors are the blocks' rows */
     int rid;
     uint32_t H, Mh;          /* kind 5: heads (batches), rows of A per head */
     uint64_t sh, sn;         /* kind 5: row n of head h is r's pixel h sh + n sn */
+    uint32_t az;             /* kind 5: A read from Q's head split's input (lt_q_split): row m of head h is its
+                              * vector (m, h / az), all az heads of a tile in it; 0: A itself */
     uint32_t hz;             /* kind 5: ... and its channel tile h / hz (r a head split's input, lt_v_split:
                               * hz heads a tile); 0: its tile that of the block */
     bool tb;                 /* kind 5: r is B itself, its transpose to be computed first (transpose_rows) */
@@ -137,6 +140,8 @@ static int64_t act_vec(const prod *p, uint32_t m, uint32_t kt)
 {
     if (p->kind == 4)
         return lt_cat_vec(&p->cat, m, kt);
+    if (p->kind == 5 && p->az) /* head h's rows of Q's split's input, all heads of its tile in them */
+        return m / p->Mh == kt ? (int64_t)(m % p->Mh) * p->x->T + kt / p->az : -1;
     if (p->kind == 5) /* a head's rows meet its own blocks only */
         return m / p->Mh == kt / p->CT ? (int64_t)m * p->CT + kt % p->CT : -1;
     if (p->kind == 6) /* block kt: group kt / R for the pixels of base kt mod R */
@@ -316,6 +321,13 @@ static uint32_t tile_rows(const prod *p, uint32_t nt, uint32_t VL)
 
 /* The first of block (nt, kt)'s rows in the product's rows (tile by tile, block by block; a
  * moving operator stores only the blocks it uses: a Slice of 768 of 2304 channels uses 2 of 8). */
+/* The rows of block (nt, any) laid out: its tile's rows, but for a split in place (lt_k_inplace) the
+ * group's own, the others read from word 0 (zeros). */
+static uint32_t blk_stored(const prod *p, uint32_t nt, uint32_t VL)
+{
+    return p->kind == 4 && p->cat.inplace ? (uint32_t)p->cat.Cout : tile_rows(p, nt, VL);
+}
+
 static uint64_t blk_row0(const prod *p, uint32_t nt, uint32_t kt, uint32_t VL)
 {
     if (p->rep)
@@ -325,7 +337,7 @@ static uint64_t blk_row0(const prod *p, uint32_t nt, uint32_t kt, uint32_t VL)
     uint64_t g = 0;
     for (uint32_t a = 0; a <= nt; a++)
         for (uint32_t b = 0; b < p->KT && (a < nt || b < kt); b++)
-            g += blk_used(p, a, b, VL) ? tile_rows(p, a, VL) : 0;
+            g += blk_used(p, a, b, VL) ? blk_stored(p, a, VL) : 0;
     return g;
 }
 
@@ -499,10 +511,13 @@ static ts_status act_shape(lt *L, const ts_graph_node *nd, prod *p)
     p->K = (uint32_t)xd[xr - 1];
     p->N = (uint32_t)bd[xr - 1];
     p->kind = 5;
-    p->x = &L->t[nd->in[0]];
+    const ts_graph_node *qs = tr ? lt_q_split(L->g, nd) : NULL;
+    p->xid = qs ? qs->in[0] : nd->in[0];
+    p->x = &L->t[p->xid];
+    p->az = qs ? L->VL / p->K : 0;
     if (!p->r->placed || !p->x->placed)
         return ts_lower_fail(L->err, nd, "its inputs are not int8 activations the lowering placed");
-    p->CT = p->x->T;
+    p->CT = qs ? 1 : p->x->T;
     p->KT = p->H * p->CT;
     return TS_OK;
 }
@@ -589,11 +604,17 @@ static ts_status cat_rows(lt *L, const prod *p, pmem *m, uint64_t rows, bool *do
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     }
     uint64_t g = 0;
+    uint32_t lo = 0, hi = VL; /* a split in place: the rows of block kt's group */
     for (uint32_t nt = 0; nt < p->NT; nt++)
-        for (uint32_t kt = 0; kt < p->KT; kt++)
-            for (uint32_t r = 0; r < tile_rows(p, nt, VL) && blk_used(p, nt, kt, VL); r++, g++)
+        for (uint32_t kt = 0; kt < p->KT; kt++) {
+            if (p->cat.inplace) {
+                lo = (kt % (uint32_t)p->cat.Z) * (uint32_t)p->cat.Cout;
+                hi = lo + (uint32_t)p->cat.Cout;
+            }
+            for (uint32_t r = lo; r < hi && r < tile_rows(p, nt, VL) && blk_used(p, nt, kt, VL); r++, g++)
                 for (uint32_t l = 0; l < VL; l++)
                     buf[g * VL + l] = lt_cat_one(&p->cat, nt * VL + r, kt, l, VL, p->N);
+        }
     for (size_t i = 0; i < L->ncats; i++)
         if (L->cats[i].rows == rows && !memcmp(L->cats[i].img, buf, (size_t)rows * VL)) {
             m->woff = L->cats[i].woff;
@@ -767,7 +788,7 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
     if (p->kind == 5 || shared_rows(L, p, m)) /* kind 5: the rows are the second input's vectors */
         return TS_OK;
     uint64_t rows = blk_row0(p, p->NT - 1, p->KT - 1, VL) +
-                    (p->kind != 4 || blk_used(p, p->NT - 1, p->KT - 1, VL) ? tile_rows(p, p->NT - 1, VL) : 0);
+                    (p->kind != 4 || blk_used(p, p->NT - 1, p->KT - 1, VL) ? blk_stored(p, p->NT - 1, VL) : 0);
     m->woff = L->rot % L->nW;
     m->wfirst = 0;
     m->wn = L->nW;
@@ -820,7 +841,7 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
     uint64_t g = 0;
     for (uint32_t nt = 0; nt < p->NT; nt++)
         for (uint32_t kt = 0; kt < p->KT; kt++) {
-            uint32_t nv = p->kind == 4 && !blk_used(p, nt, kt, VL) ? 0 : tile_rows(p, nt, VL);
+            uint32_t nv = p->kind == 4 && !blk_used(p, nt, kt, VL) ? 0 : blk_stored(p, nt, VL);
             for (uint32_t r = 0; r < nv; r++, g++) {
                 uint64_t k = m->woff + g, k2 = m->w2off + g - m->wsplit;
                 uint8_t *row = m->wsplit && g >= m->wsplit ? im2.s[k2 % L->nE] + (size_t)(k2 / L->nE) * VL
@@ -1435,8 +1456,16 @@ static uint32_t pack_order(const prod *p, uint32_t b)
 /* The current block's laid-out rows (block row g on): their slices and words, west and east. */
 static void blk_rows(lt *L, psched *s, uint64_t g)
 {
+    const prod *p = s->p;
+    bool inpl = p->kind == 4 && p->cat.inplace;
+    uint32_t lo = inpl ? (s->kt % (uint32_t)p->cat.Z) * (uint32_t)p->cat.Cout : 0;
     for (uint32_t r = 0; r < s->nv; r++) {
-        uint64_t k = s->m.woff + g + r, e = s->m.ewoff + g + r;
+        if (inpl && (r < lo || r >= lo + p->cat.Cout)) { /* a row of another group: zeros */
+            s->rmem[r] = r % L->nW;
+            s->rword[r] = 0;
+            continue;
+        }
+        uint64_t k = s->m.woff + g + r - lo, e = s->m.ewoff + g + r;
         if (s->m.wsplit && g + r >= s->m.wsplit) { /* split_rows: the east part */
             uint64_t k2 = s->m.w2off + g + r - s->m.wsplit;
             s->rmem[r] = L->nW + (uint32_t)(k2 % L->nE);
@@ -2640,6 +2669,8 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
         return rc;
     }
     p.y = &L->t[yid];
+    if (cat && p.cat.inplace) /* every lane written, the graph's channels kept */
+        p.y->C = (uint32_t)p.cat.Cout;
     if (!p.res && pack_slots(L, &p, yid)) /* a fused Add's other operand is not in slots */
         p.NT = p.rep; /* the slots are its output tiles */
     p.y->rep = p.rep;
@@ -2683,7 +2714,7 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     if (p.kind == 5)
         lt_release(L, p.rid);
     for (int i = 0; i < (cat ? p.cat.n : 1); i++) {
-        int id = cat ? p.cat.ids[i] : xid;
+        int id = cat ? p.cat.ids[i] : p.kind == 5 ? p.xid : xid;
         bool again = false; /* an input given twice is released once */
         for (int j = 0; j < i; j++)
             again |= p.cat.ids[j] == id;
