@@ -189,16 +189,38 @@ static const ts_graph_node *split_back(const ts_graph *g, int id)
     }
 }
 
+/* The Div or Mul of tensor id (its first input) by one constant that produces tensor a, else NULL. */
+static const ts_graph_node *scalar_of(const ts_graph *g, int a)
+{
+    const ts_graph_tensor *t = ts_graph_get_tensor(g, a);
+    const ts_graph_node *sc = t->producer >= 0 ? ts_graph_get_node(g, t->producer) : NULL;
+    if (!sc || (sc->op != TS_OP_DIV && sc->op != TS_OP_MUL) || sc->nin != 2 || sc->in[0] == sc->in[1])
+        return NULL;
+    const ts_graph_tensor *c = ts_graph_get_tensor(g, sc->in[1]);
+    size_t n;
+    ts_graph_consumers(g, sc->in[0], &n);
+    return (c->kind == TS_TENSOR_WEIGHT || c->kind == TS_TENSOR_CONST) && ts_graph_tensor_elems(c) == 1 && n == 1 &&
+                   !ts_graph_get_tensor(g, sc->in[0])->is_output
+               ? sc
+               : NULL;
+}
+
+const ts_graph_node *lt_q_scale(const ts_graph *g, const ts_graph_node *mm)
+{
+    return lt_q_split(g, mm) ? scalar_of(g, mm->in[0]) : NULL;
+}
+
 const ts_graph_node *lt_q_split(const ts_graph *g, const ts_graph_node *mm)
 {
     if (mm->op != TS_OP_MATMUL || mm->nin != 2 || mm->in[0] == mm->in[1])
         return NULL;
-    const ts_graph_node *kt = lt_kt_source(g, mm);
-    const ts_graph_tensor *a = ts_graph_get_tensor(g, mm->in[0]);
+    const ts_graph_node *kt = lt_kt_source(g, mm), *sc = scalar_of(g, mm->in[0]);
+    const ts_graph_tensor *a = ts_graph_get_tensor(g, sc ? sc->in[0] : mm->in[0]);
     const ts_graph_node *tr = a->producer >= 0 ? ts_graph_get_node(g, a->producer) : NULL;
     size_t n, nk;
     ts_graph_consumers(g, mm->in[0], &n);
-    if (!kt || ts_graph_consumers(g, kt->out[0], &nk) == NULL || nk != 1 || n != 1 || !tr || !tf_moves(g, tr) ||
+    if (!kt || ts_graph_consumers(g, kt->out[0], &nk) == NULL || nk != 1 || n != 1 ||
+        ts_graph_get_tensor(g, mm->in[0])->is_output || !tr || !tf_moves(g, tr) ||
         tr->attrs.nperm != 3 || tr->attrs.perm[0] != 1 || tr->attrs.perm[1] != 0)
         return NULL;
     const ts_graph_node *qs = split_back(g, tr->in[0]), *ks = split_back(g, kt->in[0]);

@@ -540,8 +540,14 @@ ts_status lt_lower_ewise(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
     if (rc != TS_OK)
         return rc;
     ew_arg e = {.p = &p};
+    /* Q / 8 between a head split and Q Kᵀ (lt_q_scale): computed on the split's input, every element
+     * scaled alike, the output in that input's layout for the product to read */
+    size_t nc;
+    const int *c = ts_graph_consumers(L->g, nd->out[0], &nc);
+    const ts_graph_node *mm = nc == 1 ? ts_graph_get_node(L->g, c[0]) : NULL;
+    int src = mm && p.nin == 1 && lt_q_scale(L->g, mm) == nd ? lt_q_split(L->g, mm)->in[0] : -1;
     for (int i = 0; i < p.nin; i++) {
-        e.in[i] = &L->t[nd->in[i == 0 ? ai : 1]];
+        e.in[i] = &L->t[src >= 0 ? src : nd->in[i == 0 ? ai : 1]];
         if (!e.in[i]->placed)
             return ts_lower_fail(L->err, nd, "an input is not an int8 activation the lowering placed");
     }
@@ -573,6 +579,6 @@ ts_status lt_lower_ewise(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
         return rc;
     for (int i = 0; i < p.nin; i++)
         if (i == 0 || nd->in[1] != nd->in[0])
-            lt_release(L, nd->in[i == 0 ? ai : 1]);
+            lt_release(L, src >= 0 ? src : nd->in[i == 0 ? ai : 1]);
     return TS_OK;
 }

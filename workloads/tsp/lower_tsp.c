@@ -315,6 +315,10 @@ static bool v_viewed(const ts_graph *g, const ts_graph_node *nd)
     if (!c || n != 1)
         return false;
     const ts_graph_node *mm = ts_graph_get_node(g, c[0]);
+    if ((mm->op == TS_OP_DIV || mm->op == TS_OP_MUL) && (c = ts_graph_consumers(g, mm->out[0], &n)) && n == 1) {
+        const ts_graph_node *m2 = ts_graph_get_node(g, c[0]);
+        return lt_q_scale(g, m2) == mm && lt_q_split(g, m2) == nd; /* Q / 8 between (lt_q_scale) */
+    }
     return lt_v_split(g, mm) == nd || lt_q_split(g, mm) == nd;
 }
 

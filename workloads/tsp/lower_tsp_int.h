@@ -410,6 +410,10 @@ const ts_graph_node *lt_v_split(const ts_graph *g, const ts_graph_node *mm);
  * of Q (then MatMul mm reads Q's rows from that split's input, all heads of a tile in each vector, and
  * K's split writes each head where its channels lie, zeros elsewhere: lt_k_inplace), else NULL. */
 const ts_graph_node *lt_q_split(const ts_graph *g, const ts_graph_node *mm);
+/* The Div or Mul by one constant between lt_q_split's folded Transpose and MatMul mm (BERT's and
+ * ViT's Q / 8), each read once, else NULL: it is computed on the split's input instead, whose every
+ * element it scales alike, and mm reads Q's rows from its output. */
+const ts_graph_node *lt_q_scale(const ts_graph *g, const ts_graph_node *mm);
 /* Whether head split sp writes each head in the lanes its channels lie in (lt_q_split). */
 bool lt_k_inplace(const ts_graph *g, const ts_graph_node *sp);
 /* The Transpose keeping the channel axis whose output a head join alone reads, else NULL. */

@@ -511,8 +511,8 @@ static ts_status act_shape(lt *L, const ts_graph_node *nd, prod *p)
     p->K = (uint32_t)xd[xr - 1];
     p->N = (uint32_t)bd[xr - 1];
     p->kind = 5;
-    const ts_graph_node *qs = tr ? lt_q_split(L->g, nd) : NULL;
-    p->xid = qs ? qs->in[0] : nd->in[0];
+    const ts_graph_node *qs = tr ? lt_q_split(L->g, nd) : NULL, *sc = qs ? lt_q_scale(L->g, nd) : NULL;
+    p->xid = sc ? sc->out[0] : qs ? qs->in[0] : nd->in[0]; /* Q / 8 computed on the split's input */
     p->x = &L->t[p->xid];
     p->az = qs ? L->VL / p->K : 0;
     if (!p->r->placed || !p->x->placed)
