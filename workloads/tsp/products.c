@@ -1113,6 +1113,10 @@ static ts_status install_on(lt *L, psched *s, int j)
                      .nvalid = s->nv, .rows_lb = s->p->kind == 5 ? s->rlb : NULL, .per = per, .ncyc = ncyc,
                      .tag = lt_new_tag(L), .row0 = s->p->rep ? s->nt * s->p->N : 0,
                      .seg = pl >= 2 ? SEG_E : s->m.wfirst == L->nW || s->m.wsplit ? SEG_ALL : SEG_W};
+    if (s->p->kind == 4 && s->p->cat.inplace) { /* a split in place: its group's rows, zeros around them */
+        a.row0 = (s->kt % (uint32_t)s->p->cat.Z) * (uint32_t)s->p->cat.Cout;
+        a.nvalid = (uint32_t)s->p->cat.Cout;
+    }
     uint64_t I = L->plane_busy[a.pl], w;
     for (uint32_t r = 0; a.rows_lb && r < s->nv; r++) /* row r is read about r / 16 cycles after I */
         if (a.rows_lb[r] > I + L->VL / IW_STREAMS)
@@ -1457,15 +1461,10 @@ static uint32_t pack_order(const prod *p, uint32_t b)
 static void blk_rows(lt *L, psched *s, uint64_t g)
 {
     const prod *p = s->p;
-    bool inpl = p->kind == 4 && p->cat.inplace;
-    uint32_t lo = inpl ? (s->kt % (uint32_t)p->cat.Z) * (uint32_t)p->cat.Cout : 0;
-    for (uint32_t r = 0; r < s->nv; r++) {
-        if (inpl && (r < lo || r >= lo + p->cat.Cout)) { /* a row of another group: zeros */
-            s->rmem[r] = r % L->nW;
-            s->rword[r] = 0;
-            continue;
-        }
-        uint64_t k = s->m.woff + g + r - lo, e = s->m.ewoff + g + r;
+    /* a split in place: its group's rows first (install_on puts them at their row, zeros elsewhere) */
+    uint32_t nr = p->kind == 4 && p->cat.inplace ? (uint32_t)p->cat.Cout : s->nv;
+    for (uint32_t r = 0; r < nr; r++) {
+        uint64_t k = s->m.woff + g + r, e = s->m.ewoff + g + r;
         if (s->m.wsplit && g + r >= s->m.wsplit) { /* split_rows: the east part */
             uint64_t k2 = s->m.w2off + g + r - s->m.wsplit;
             s->rmem[r] = L->nW + (uint32_t)(k2 % L->nE);
