@@ -232,27 +232,49 @@ const ts_graph_node *lt_q_split(const ts_graph *g, const ts_graph_node *mm)
     return qc == kc ? qs : NULL;
 }
 
-bool lt_k_inplace(const ts_graph *g, const ts_graph_node *sp)
+/* The Q Kᵀ that reads head split sp as Kᵀ (through Reshapes that rename and the Transpose it folds,
+ * each read once) with Q a head split (lt_q_split), else NULL. */
+static const ts_graph_node *k_reader(const ts_graph *g, const ts_graph_node *sp)
 {
     int id = sp->out[0];
     for (;;) { /* forward through the Reshapes that rename to the Transpose of Kᵀ */
         size_t n;
         const int *c = ts_graph_consumers(g, id, &n);
         if (n != 1)
-            return false;
+            return NULL;
         const ts_graph_node *nx = ts_graph_get_node(g, c[0]);
         if (nx->op == TS_OP_TRANSPOSE) {
             c = ts_graph_consumers(g, nx->out[0], &n);
             if (n != 1)
-                return false;
+                return NULL;
             const ts_graph_node *mm = ts_graph_get_node(g, c[0]);
             return mm->op == TS_OP_MATMUL && mm->nin == 2 && lt_kt_source(g, mm) == nx && lt_q_split(g, mm) &&
-                   split_back(g, nx->in[0]) == sp;
+                           split_back(g, nx->in[0]) == sp
+                       ? mm
+                       : NULL;
         }
         if (nx->op != TS_OP_RESHAPE || lt_reshape_moves(g, nx))
-            return false;
+            return NULL;
         id = nx->out[0];
     }
+}
+
+const ts_graph_node *lt_k_view(const ts_graph *g, const ts_graph_node *mm)
+{
+    const ts_graph_node *kt = lt_q_scale(g, mm) ? lt_kt_source(g, mm) : NULL;
+    return kt ? split_back(g, kt->in[0]) : NULL;
+}
+
+bool lt_k_viewed(const ts_graph *g, const ts_graph_node *sp)
+{
+    const ts_graph_node *mm = k_reader(g, sp);
+    return mm && lt_k_view(g, mm) == sp;
+}
+
+bool lt_k_inplace(const ts_graph *g, const ts_graph_node *sp)
+{
+    const ts_graph_node *mm = k_reader(g, sp);
+    return mm && !lt_k_view(g, mm);
 }
 
 const ts_graph_node *lt_join_fold(const ts_graph *g, const ts_graph_node *join)

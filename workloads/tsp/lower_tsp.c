@@ -312,6 +312,8 @@ static bool v_viewed(const ts_graph *g, const ts_graph_node *nd)
     const ts_graph_node *tr = nd->op == TS_OP_RESHAPE ? lt_split_fold(g, nd) : NULL;
     size_t n;
     const int *c = tr ? ts_graph_consumers(g, tr->out[0], &n) : NULL;
+    if (nd->op == TS_OP_RESHAPE && !tr && lt_k_viewed(g, nd)) /* K's, Q / 8 masked per head (lt_k_view) */
+        return true;
     if (!c || n != 1)
         return false;
     const ts_graph_node *mm = ts_graph_get_node(g, c[0]);

@@ -414,8 +414,15 @@ const ts_graph_node *lt_q_split(const ts_graph *g, const ts_graph_node *mm);
  * ViT's Q / 8), each read once, else NULL: it is computed on the split's input instead, whose every
  * element it scales alike, and mm reads Q's rows from its output. */
 const ts_graph_node *lt_q_scale(const ts_graph *g, const ts_graph_node *mm);
-/* Whether head split sp writes each head in the lanes its channels lie in (lt_q_split). */
+/* Whether head split sp writes each head in the lanes its channels lie in (lt_q_split) where its Q Kᵀ has no
+ * lt_q_scale. */
 bool lt_k_inplace(const ts_graph *g, const ts_graph_node *sp);
+/* Where Q Kᵀ mm has Q / 8 between Q's split and it (lt_q_scale): K's head split, which computes nothing.
+ * The Div writes each head of Q in the lanes its channels lie in, zeros in the others (ewise.c), and
+ * mm's blocks read K's rows from the split's input, all heads of a tile in each; else NULL. */
+const ts_graph_node *lt_k_view(const ts_graph *g, const ts_graph_node *mm);
+/* Whether head split sp is the split lt_k_view names for the Q Kᵀ reading it. */
+bool lt_k_viewed(const ts_graph *g, const ts_graph_node *sp);
 /* The Transpose keeping the channel axis whose output a head join alone reads, else NULL. */
 const ts_graph_node *lt_join_fold(const ts_graph *g, const ts_graph_node *join);
 /* squeeze.c: *out a copy of g whose rank-4 tensors of a batch of 1 are rank 3 (same ids, names

@@ -515,6 +515,15 @@ static ts_status act_shape(lt *L, const ts_graph_node *nd, prod *p)
     p->xid = sc ? sc->out[0] : qs ? qs->in[0] : nd->in[0]; /* Q / 8 computed on the split's input */
     p->x = &L->t[p->xid];
     p->az = qs ? L->VL / p->K : 0;
+    const ts_graph_node *kv = sc ? lt_k_view(L->g, nd) : NULL;
+    if (kv) { /* Q / 8 written a head a vector, masked (lt_k_view): K's rows from its split's input */
+        p->rid = kv->in[0];
+        p->r = &L->t[p->rid];
+        p->hz = p->az;
+        p->az = 1;
+        p->sh = 0;
+        p->sn = 1;
+    }
     if (!p->r->placed || !p->x->placed)
         return ts_lower_fail(L->err, nd, "its inputs are not int8 activations the lowering placed");
     p->CT = qs ? 1 : p->x->T;
