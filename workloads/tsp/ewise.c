@@ -353,6 +353,7 @@ typedef struct ew_arg {
     const uint32_t *cword;
     tens *in[2], *y;
     uint64_t v;
+    uint32_t t0;  /* ... and tile t0 + (s, h / az) where Q's Slice computes nothing (lt_head_base) */
     uint32_t az;  /* > 0: output vector (s, h) reads input vector (s, h / az) (a head of Q a vector, lt_k_view) */
     uint32_t tile;
     uint32_t pix; /* the output vector's pixel (a per-row constant's row is pix mod rows) */
@@ -397,7 +398,7 @@ static bool operand(lt *L, const ew_arg *e, int o, uint64_t t, uint32_t tag, val
 /* The input vector that output vector v reads. */
 static uint64_t in_vec(const ew_arg *e, uint64_t v, const tens *x)
 {
-    return e->az ? v / e->y->T * x->T + v % e->y->T / e->az : v;
+    return e->az ? v / e->y->T * x->T + e->t0 + v % e->y->T / e->az : v;
 }
 
 /* The inputs read to arrive at A and converted to f32 into vals[0..nin). */
@@ -564,6 +565,9 @@ ts_status lt_lower_ewise(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
     const int *c = ts_graph_consumers(L->g, nd->out[0], &nc);
     const ts_graph_node *mm = nc == 1 ? ts_graph_get_node(L->g, c[0]) : NULL;
     int src = mm && p.nin == 1 && lt_q_scale(L->g, mm) == nd ? lt_q_split(L->g, mm)->in[0] : -1;
+    uint32_t c0 = 0;
+    if (src >= 0 && lt_k_view(L->g, mm)) /* Q's Slice computes nothing: its input is read */
+        src = lt_head_base(L, src, &c0);
     for (int i = 0; i < p.nin; i++) {
         e.in[i] = &L->t[src >= 0 ? src : nd->in[i == 0 ? ai : 1]];
         if (!e.in[i]->placed)
@@ -576,9 +580,10 @@ ts_status lt_lower_ewise(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
         int qr;
         const int64_t *qd = lt_dims(L, mm->in[0], &qr);
         if (qr != 3 || p.nst != 1 || p.st[0].op != LT_MUL || p.nc != 1 || p.c[0].per_tile || qd[2] <= 0 ||
-            L->VL % (uint32_t)qd[2] || (uint64_t)qd[0] * (uint64_t)qd[2] != e.in[0]->C)
+            L->VL % (uint32_t)qd[2] || (uint64_t)qd[0] * (uint64_t)qd[2] + c0 > e.in[0]->C)
             return ts_lower_fail(L->err, nd, "the TSP lowering takes Q / 8 of heads dividing 320 lanes");
         e.az = L->VL / (uint32_t)qd[2];
+        e.t0 = c0 / L->VL;
         p.c[0] = (ew_const){.per_tile = true, .v = p.c[0].v, .id = -2, .mask = (uint32_t)qd[2], .az = e.az};
         T = (uint32_t)qd[0];
         C = T * L->VL;

@@ -206,6 +206,7 @@ typedef struct lt {
 #define LT_CGROUPS 4      /* the compact layout's groups of east slices holding constants */
 #define LT_CPOOL 64       /* words of a pool of constants (or more for a larger constant) */
 #define LT_GSHIFT 24      /* a constant's word: the real word plus (group + 1) << LT_GSHIFT (lt_rd_any) */
+    uint32_t onehot_c0[LT_ONEHOT_MAX]; /* the channel offset of V's heads each set was laid out for */
     tens onehot[LT_ONEHOT_MAX]; /* the one-hot vectors of A V's transposes (products.c; ready owned); [0] alone
                                  * but in the compact layout */
     bool compact;          /* the compact layout, tried when the first does not fit (lower_tsp.c) */
@@ -421,6 +422,10 @@ bool lt_k_inplace(const ts_graph *g, const ts_graph_node *sp);
  * The Div writes each head of Q in the lanes its channels lie in, zeros in the others (ewise.c), and
  * mm's blocks read K's rows from the split's input, all heads of a tile in each; else NULL. */
 const ts_graph_node *lt_k_view(const ts_graph *g, const ts_graph_node *mm);
+/* The tensor a head view reads for head split input id (lt_v_split's V, lt_k_view's Q): the input of
+ * the Slice of the last axis that produced id where that Slice computes nothing (lower_tsp.c), the
+ * Slice's first channel in *c0; else id itself, *c0 0. */
+int lt_head_base(const lt *L, int id, uint32_t *c0);
 /* Whether head split sp is the split lt_k_view names for the Q Kᵀ reading it. */
 bool lt_k_viewed(const ts_graph *g, const ts_graph_node *sp);
 /* The Transpose keeping the channel axis whose output a head join alone reads, else NULL. */

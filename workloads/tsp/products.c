@@ -61,6 +61,8 @@ typedef struct prod {
                               * vector (m, h / az), all az heads of a tile in it; 0: A itself */
     uint32_t hz;             /* kind 5: ... and its channel tile h / hz (r a head split's input, lt_v_split:
                               * hz heads a tile); 0: its tile that of the block */
+    uint32_t hc0;            /* kind 5 with hz: head h's channels start at hc0 + h VL / hz of r (V's Slice computes
+                              * nothing, lt_head_base) */
     bool tb;                 /* kind 5: r is B itself, its transpose to be computed first (transpose_rows) */
     lt_cat cat;              /* kind 4: the inputs */
     bool relu;
@@ -493,7 +495,7 @@ static ts_status act_shape(lt *L, const ts_graph_node *nd, prod *p)
     const ts_graph_node *tr = lt_kt_source(L->g, nd), *vs = tr ? NULL : lt_v_split(L->g, nd);
     if ((xr != 2 && xr != 3) || br != xr || (xr == 3 && xd[0] != bd[0]) || xd[xr - 1] != bd[xr - 2])
         return ts_lower_fail(L->err, nd, "the TSP lowering takes A [H, M, K] times B [H, K, N]");
-    p->rid = tr ? tr->in[0] : vs ? vs->in[0] : nd->in[1];
+    p->rid = tr ? tr->in[0] : vs ? lt_head_base(L, vs->in[0], &p->hc0) : nd->in[1];
     p->hz = vs ? L->VL / (uint32_t)bd[xr - 1] : 0;
     p->r = &L->t[p->rid];
     p->tb = !tr;
@@ -1901,7 +1903,7 @@ static ts_status sched_one(lt *L, psched *s)
     for (uint32_t r = 0; r < s->nv && p->kind == 5; r++) {
         /* row n of head h: the second input's vector for (h, n), this block's channel tile */
         uint64_t h = s->kt / p->CT, v = (h * p->sh + (uint64_t)(s->nt * VL + r) * p->sn) * p->r->T + s->kt % p->CT +
-                                        (p->hz ? h / p->hz : 0);
+                                        (p->hz ? (p->hc0 + h * (VL / p->hz)) / VL : 0);
         lt_slot(L, p->r, v, &s->rmem[r], &s->rword[r]);
         s->rlb[r] = p->r->ready[v];
     }
@@ -2371,18 +2373,19 @@ static ts_status transpose_rows(lt *L, prod *p, ts_lower_tsp_layer *ly, tens *R)
     tens *E = &L->onehot[0];
     for (uint32_t i = 0; L->compact && i < LT_ONEHOT_MAX; i++) {
         E = &L->onehot[i];
-        if (!E->placed || (E->P == H * N && E->C == EC))
+        if (!E->placed || (E->P == H * N && E->C == EC && L->onehot_c0[i] == p->hc0))
             break;
     }
     ts_status rc = TS_OK;
-    if (!E->placed || E->P != H * N || E->C != EC) {
+    if (!E->placed || E->P != H * N || E->C != EC || L->onehot_c0[E - L->onehot] != p->hc0) {
+        L->onehot_c0[E - L->onehot] = p->hc0;
         ts_free(E->ready);
         image im;
         if ((rc = place_temp(L, p->nd, E, H * N, EC, "the one-hot vectors", true, 0)) != TS_OK ||
             (rc = lt_img_init(L, &im, L->nW, E->base, E->nw)) != TS_OK)
             return rc;
         for (uint64_t m = 0; m < (uint64_t)H * N; m++) {
-            uint64_t j = p->hz ? (m / N * N + m % N) % VL : m % N, k = E->off + m * E->T + j / VL;
+            uint64_t j = p->hz ? (p->hc0 + m) % VL : m % N, k = E->off + m * E->T + j / VL;
             im.s[k % L->nW][(size_t)(k / L->nW) * VL + j % VL] = 1;
         }
         rc = lt_img_flush(L, &im, 0);
@@ -2391,7 +2394,7 @@ static ts_status transpose_rows(lt *L, prod *p, ts_lower_tsp_layer *ly, tens *R)
         (rc = place_temp(L, p->nd, R, H * N, K, "the transposed second input", false, lt_bank_pref(L, p->x))) != TS_OK)
         return rc;
     prod t = {.nd = p->nd, .wid = -1, .bid = -1, .x = E, .y = R, .r = p->r, .rid = p->rid, .kind = 5, .H = H,
-              .Mh = N, .sh = p->hz ? 0 : K, .sn = 1, .hz = p->hz, .M = H * N, .K = N, .N = K, .CT = E->T,
+              .Mh = N, .sh = p->hz ? 0 : K, .sn = 1, .hz = p->hz, .hc0 = p->hc0, .M = H * N, .K = N, .N = K, .CT = E->T,
               .KT = H * E->T, .NT = (uint32_t)ts_geom_cdiv(K, VL), .scale = 1.0f};
     if ((rc = sched_product(L, &t, ly)) != TS_OK)
         return rc;
