@@ -362,6 +362,38 @@ static bool slice_viewed(const lt *L, const ts_graph_node *sl, uint32_t *c0)
     return start % sd[rs - 1] == 0 && (k == 1 || start % L->VL == 0);
 }
 
+const ts_graph_node *lt_av_join(const lt *L, const ts_graph_node *mm)
+{
+    const ts_graph *g = L->g;
+    if (mm->op != TS_OP_MATMUL || mm->nin != 2 || mm->in[0] == mm->in[1] || lt_kt_source(g, mm))
+        return NULL;
+    ts_tensor_kind bk = ts_graph_get_tensor(g, mm->in[1])->kind;
+    size_t n;
+    const int *c = ts_graph_consumers(g, mm->out[0], &n);
+    if (bk == TS_TENSOR_WEIGHT || bk == TS_TENSOR_CONST || n != 1 || ts_graph_get_tensor(g, mm->out[0])->is_output)
+        return NULL;
+    const ts_graph_node *tr = ts_graph_get_node(g, c[0]);
+    if (tr->op != TS_OP_TRANSPOSE || ts_graph_get_tensor(g, tr->out[0])->is_output ||
+        !(c = ts_graph_consumers(g, tr->out[0], &n)) || n != 1)
+        return NULL;
+    const ts_graph_node *jn = ts_graph_get_node(g, c[0]);
+    int r, ra, rb;
+    const int64_t *d = lt_dims(L, mm->out[0], &r);
+    lt_dims(L, mm->in[0], &ra);
+    lt_dims(L, mm->in[1], &rb);
+    return lt_join_fold(g, jn) == tr && r == 3 && ra == 3 && rb == 3 && d[2] > 0 && L->VL % (uint32_t)d[2] == 0 ? jn
+                                                                                                            : NULL;
+}
+
+/* Whether head join jn is written by the A V before it (lt_av_join). */
+static bool av_joined(const lt *L, const ts_graph_node *jn)
+{
+    int p = jn->op == TS_OP_RESHAPE ? ts_graph_get_tensor(L->g, jn->in[0])->producer : -1;
+    const ts_graph_node *tr = p >= 0 ? ts_graph_get_node(L->g, p) : NULL;
+    int q = tr && tr->op == TS_OP_TRANSPOSE ? ts_graph_get_tensor(L->g, tr->in[0])->producer : -1;
+    return q >= 0 && lt_av_join(L, ts_graph_get_node(L->g, q)) == jn;
+}
+
 int lt_head_base(const lt *L, int id, uint32_t *c0)
 {
     int p = ts_graph_get_tensor(L->g, id)->producer;
@@ -406,7 +438,7 @@ static ts_status lower_node(lt *L, int ni)
         return TS_OK;
     }
     uint32_t c0;
-    if (v_viewed(L->g, nd) || slice_viewed(L, nd, &c0)) { /* the A V or Q Kᵀ after it reads its input (lt_v_split, lt_q_split) */
+    if (v_viewed(L->g, nd) || slice_viewed(L, nd, &c0) || av_joined(L, nd)) { /* the A V or Q Kᵀ after it reads its input (lt_v_split, lt_q_split) */
         L->t[nd->out[0]].fused = true;
         ly->first = ly->last = 0;
         return TS_OK;

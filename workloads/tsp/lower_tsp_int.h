@@ -426,6 +426,11 @@ const ts_graph_node *lt_k_view(const ts_graph *g, const ts_graph_node *mm);
  * the Slice of the last axis that produced id where that Slice computes nothing (lower_tsp.c), the
  * Slice's first channel in *c0; else id itself, *c0 0. */
 int lt_head_base(const lt *L, int id, uint32_t *c0);
+/* The head join that A V mm writes directly (lower_tsp.c): mm's output [H, S, D] read only by a
+ * Transpose (1, 0, 2) that the join [S, H, D] -> [S, H D] folds (lt_join_fold), D dividing 320
+ * lanes; mm's block of head h then holds Vᵀ's rows at rows (D h) mod 320 on, the heads of a tile
+ * its reduction blocks (products.c). Else NULL. */
+const ts_graph_node *lt_av_join(const lt *L, const ts_graph_node *mm);
 /* Whether head split sp is the split lt_k_view names for the Q Kᵀ reading it. */
 bool lt_k_viewed(const ts_graph *g, const ts_graph_node *sp);
 /* The Transpose keeping the channel axis whose output a head join alone reads, else NULL. */

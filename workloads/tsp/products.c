@@ -61,6 +61,8 @@ typedef struct prod {
                               * vector (m, h / az), all az heads of a tile in it; 0: A itself */
     uint32_t hz;             /* kind 5: ... and its channel tile h / hz (r a head split's input, lt_v_split:
                               * hz heads a tile); 0: its tile that of the block */
+    uint32_t jd;             /* kind 5: A V writing the head join's output (lt_av_join): head h's jd channels at
+                              * h jd of output pixel m, its block's rows from row (h jd) mod VL on; 0: none */
     uint32_t hc0;            /* kind 5 with hz: head h's channels start at hc0 + h VL / hz of r (V's Slice computes
                               * nothing, lt_head_base) */
     bool tb;                 /* kind 5: r is B itself, its transpose to be computed first (transpose_rows) */
@@ -142,6 +144,8 @@ static int64_t act_vec(const prod *p, uint32_t m, uint32_t kt)
 {
     if (p->kind == 4)
         return lt_cat_vec(&p->cat, m, kt);
+    if (p->kind == 5 && p->jd) /* block kt: head kt / CT's row m of A */
+        return ((int64_t)(kt / p->CT) * p->Mh + m) * p->CT + kt % p->CT;
     if (p->kind == 5 && p->az) /* head h's rows of Q's split's input, all heads of its tile in them */
         return m / p->Mh == kt ? (int64_t)(m % p->Mh) * p->x->T + kt / p->az : -1;
     if (p->kind == 5) /* a head's rows meet its own blocks only */
@@ -164,6 +168,8 @@ static bool blk_used(const prod *p, uint32_t nt, uint32_t kt, uint32_t VL)
 {
     if (p->kind == 4)
         return lt_cat_used(&p->cat, nt, kt, VL, p->N);
+    if (p->kind == 5 && p->jd) /* the heads of output tile nt */
+        return (uint64_t)(kt / p->CT) * p->jd / VL == nt;
     if (p->G <= 1)
         return true;
     uint64_t c0 = (uint64_t)(kt % p->CT) * VL, c1 = c0 + VL; /* input channels c0 .. c1 - 1 */
@@ -317,6 +323,8 @@ static uint32_t tile_rows(const prod *p, uint32_t nt, uint32_t VL)
 {
     if (p->rep)
         return p->N;
+    if (p->kind == 5 && p->jd)
+        return p->jd;
     uint32_t N = p->N + (p->kind == 3 ? p->ones : 0); /* kind 3 computes its lanes of 1 in rows past N */
     return N - nt * VL < VL ? N - nt * VL : VL;
 }
@@ -993,15 +1001,15 @@ typedef struct install_arg {
 /* An activation's rows lie in any slices, and one slice reads one word a cycle: each cycle of the
  * install takes the next rows up to 16 while their slices differ (an iw of fewer streams);
  * returns the cycles. (Q Kᵀ of BERT's [S, h, d] keys: rows 12 vectors apart, 11 rows to a cycle.) */
-static uint32_t rows_plan(const lt *L, const uint32_t *rmem, uint32_t nvalid, uint8_t *per)
+static uint32_t rows_plan(const lt *L, const uint32_t *rmem, uint32_t nvalid, uint32_t row0, uint8_t *per)
 {
     uint32_t c = 0;
     for (uint32_t r = 0; r < L->VL; c++) {
         uint64_t used[4] = {0}; /* slices up to 256 */
         uint32_t n = 0;
         while (r < L->VL && n < IW_STREAMS) {
-            if (r < nvalid) {
-                uint32_t m = rmem[r] & 255;
+            if (r - row0 < nvalid) { /* block rows row0 .. row0 + nvalid - 1 (wraps below row0) */
+                uint32_t m = rmem[r - row0] & 255;
                 if ((used[m >> 6] >> (m & 63)) & 1)
                     break;
                 used[m >> 6] |= 1ull << (m & 63);
@@ -1023,9 +1031,10 @@ static bool try_install_rows(lt *L, const install_arg *a, uint64_t I)
         if (!lt_take(L, &L->q[q].issue, t))
             return false;
         for (uint32_t i = 0; i < a->per[c]; i++, r++) {
+            uint32_t v = r - a->row0; /* wraps below row0 */
             if (!lt_take_stream(L, WEST, (int)i, t, pp, SEG_W))
                 return false;
-            if (r < a->nvalid ? !lt_rd(L, a->rows_mem[r], a->rows_word[r], t, pp, WEST, (int)i, a->tag, a->rows_lb[r])
+            if (v < a->nvalid ? !lt_rd(L, a->rows_mem[v], a->rows_word[v], t, pp, WEST, (int)i, a->tag, a->rows_lb[v])
                               : !lt_rd_any(L, 0, 0, t, pp, WEST, (int)i, a->tag))
                 return false;
         }
@@ -1117,13 +1126,16 @@ static ts_status install_on(lt *L, psched *s, int j)
 {
     uint8_t per[TS_TSP_TARGET_MAX_STREAMS * 64];
     uint32_t ncyc = L->VL / IW_STREAMS;
+    uint32_t jrow0 = s->p->kind == 5 && s->p->jd ? (s->kt / s->p->CT) * s->p->jd % L->VL : 0;
     if (s->p->kind == 5 && L->VL <= sizeof per)
-        ncyc = rows_plan(L, s->rmem, s->nv, per);
+        ncyc = rows_plan(L, s->rmem, s->nv, jrow0, per);
     int pl = s->planes[j];
     install_arg a = {.pl = pl, .rows_mem = pl < 2 ? s->rmem : s->ermem, .rows_word = pl < 2 ? s->rword : s->erword,
                      .nvalid = s->nv, .rows_lb = s->p->kind == 5 ? s->rlb : NULL, .per = per, .ncyc = ncyc,
                      .tag = lt_new_tag(L), .row0 = s->p->rep ? s->nt * s->p->N : 0,
                      .seg = pl >= 2 ? SEG_E : s->m.wfirst == L->nW || s->m.wsplit ? SEG_ALL : SEG_W};
+    if (s->p->kind == 5 && s->p->jd) /* A V writing the join: head h's rows at its channels, zeros around */
+        a.row0 = jrow0;
     if (s->p->kind == 4 && s->p->cat.inplace) { /* a split in place: its group's rows, zeros around them */
         a.row0 = (s->kt % (uint32_t)s->p->cat.Z) * (uint32_t)s->p->cat.Cout;
         a.nvalid = (uint32_t)s->p->cat.Cout;
@@ -1902,7 +1914,7 @@ static ts_status sched_one(lt *L, psched *s)
     uint64_t g = blk_row0(p, s->nt, s->kt, VL);
     for (uint32_t r = 0; r < s->nv && p->kind == 5; r++) {
         /* row n of head h: the second input's vector for (h, n), this block's channel tile */
-        uint64_t h = s->kt / p->CT, v = (h * p->sh + (uint64_t)(s->nt * VL + r) * p->sn) * p->r->T + s->kt % p->CT +
+        uint64_t h = s->kt / p->CT, v = (h * p->sh + (uint64_t)(p->jd ? r : s->nt * VL + r) * p->sn) * p->r->T + s->kt % p->CT +
                                         (p->hz ? (p->hc0 + h * (VL / p->hz)) / VL : 0);
         lt_slot(L, p->r, v, &s->rmem[r], &s->rword[r]);
         s->rlb[r] = p->r->ready[v];
@@ -2660,10 +2672,13 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
         }
         out = p.cat.out;
     }
+    const ts_graph_node *jn = p.kind == 5 ? lt_av_join(L, nd) : NULL;
+    if (jn)
+        out = jn->out[0]; /* A V writes the head join's output */
     p.NT = (uint32_t)ts_geom_cdiv(p.N, L->VL);
-    int rid = -1, ad = fused_add(L, &p, out, &rid);
+    int rid = -1, ad = jn ? -1 : fused_add(L, &p, out, &rid);
     int aout = ad >= 0 ? ts_graph_get_node(L->g, ad)->out[0] : out; /* the value the product computes */
-    int fu = lt_fused_relu(L, aout);
+    int fu = jn ? -1 : lt_fused_relu(L, aout);
     p.relu = fu >= 0;
     p.res = ad >= 0 ? &L->t[rid] : NULL;
     p.scale = cat ? 1.0f : ts_lower_tsp_scale(p.K); /* a Concat moves its values unchanged */
@@ -2674,7 +2689,8 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
         rc = place_temp(L, nd, &pk, p.M, p.CT * L->VL, "the packed taps", false, lt_bank_pref(L, p.x0));
         p.x = &pk;
     }
-    if (rc != TS_OK || (rc = lt_place(L, yid, p.M, p.N, nd, false, lt_bank_pref(L, p.x))) != TS_OK) {
+    if (rc != TS_OK ||
+        (rc = lt_place(L, yid, jn ? p.Mh : p.M, jn ? p.H * p.N : p.N, nd, false, lt_bank_pref(L, p.x))) != TS_OK) {
         ts_free(im2.ready);
         free_temp(L, &pk);
         return rc;
@@ -2706,6 +2722,12 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
      * slot, and the passes, whose VXM operations must fall on given cycles, would wait for them */
     p.packed = p.kind == 6 && !((p.pl.G == 2 || p.pl.G == 5) && p.NT == 1 && !p.rep && east_kind(L, &p));
     rc = p.tb ? transpose_rows(L, &p, ly, &bt) : p.packed ? pack_block(L, &p, &pk, ly) : TS_OK;
+    if (jn) { /* output pixel s, head h's block a reduction block of its tile */
+        p.jd = p.N;
+        p.M = p.Mh;
+        p.N = p.H * p.jd;
+        p.NT = (uint32_t)ts_geom_cdiv(p.N, L->VL);
+    }
     if (rc == TS_OK)
         rc = sched_product(L, &p, ly);
     free_temp(L, &bt);
