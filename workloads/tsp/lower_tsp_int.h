@@ -177,7 +177,6 @@ typedef struct lt {
     const lt_pool *pools;  /* lt_pool_sets[mode] */
     bool lean;             /* lower_tsp.c, LEAN: a text whose count alone is over every word free of data is
                             * tried again with fewer MEM accesses (every product keeps its scale in a latch) */
-    bool lean_heads;       /* LEAN's second try: A V sums its heads in int8 on the VXM (products.c, j8) */
     bool east_used;        /* a product's blocks went on the east planes */
     uint32_t ezero;        /* 1 + a word of zeros in every east slice (rows past a block's valid ones on
                             * an east plane), 0 until laid out (products.c, east_rows) */

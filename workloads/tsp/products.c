@@ -1231,14 +1231,13 @@ typedef struct pass {
  * ADD_WAIT cycles later, the value held in its latch. */
 /* Whether A V writing the join (jd) sums its heads in int8 on the VXM: each head's one block
  * requantised and added to the heads before it, read from the output vector (their lanes do not
- * overlap, so the sum is exact). On LEAN's second try only (lower_tsp.c): it takes 1 word read and
- * 1 written a pass where the int32 partial sums take 4 and 4, but its passes are longer (4 VXM
- * operations and the write before the next head's read): bert2_s16 19,023 -> 19,255 cycles, the
- * 2-layer gpt prefill 6,337 -> 6,645, BERT-base under LEAN 405,107 -> 408,305. With several channel
- * tiles a head, int32 partial sums as always. */
+ * overlap, so the sum is exact). Under LEAN only: it takes 1 word read and 1 written a pass where
+ * the int32 partial sums take 4 and 4, but its passes are longer (4 VXM operations and the write
+ * before the next head's read): bert2_s16 19,023 -> 19,255 cycles, the 2-layer gpt prefill
+ * 6,337 -> 6,645. With several channel tiles a head, int32 partial sums as always. */
 static bool j8(const lt *L, const prod *p)
 {
-    return L->lean_heads && p->jd && p->CT == 1;
+    return L->lean && p->jd && p->CT == 1;
 }
 
 static bool requant_add_at(lt *L, const prod *p, const pass *ps, val *v2, uint32_t mem, uint32_t word, uint64_t lb,
