@@ -1231,13 +1231,10 @@ typedef struct pass {
  * ADD_WAIT cycles later, the value held in its latch. */
 /* Whether A V writing the join (jd) sums its heads in int8 on the VXM: each head's one block
  * requantised and added to the heads before it, read from the output vector (their lanes do not
- * overlap, so the sum is exact). Under LEAN only: it takes 1 word read and 1 written a pass where
- * the int32 partial sums take 4 and 4, but its passes are longer (4 VXM operations and the write
- * before the next head's read): bert2_s16 19,023 -> 19,255 cycles, the 2-layer gpt prefill
- * 6,337 -> 6,645. With several channel tiles a head, int32 partial sums as always. */
-static bool j8(const lt *L, const prod *p)
+ * overlap, so the sum is exact); with several channel tiles a head, through int32 partial sums. */
+static bool j8(const prod *p)
 {
-    return L->lean && p->jd && p->CT == 1;
+    return p->jd && p->CT == 1;
 }
 
 static bool requant_add_at(lt *L, const prod *p, const pass *ps, val *v2, uint32_t mem, uint32_t word, uint64_t lb,
@@ -1295,7 +1292,7 @@ static bool requant(lt *L, const prod *p, const pass *ps, val *sum, uint32_t tag
     uint64_t tb;
     if (p->res)
         return requant_add(L, p, ps, &v2, tag, wdone);
-    if (j8(L, p) && !ps->first) /* A V writing the join: the heads before this one, in lanes apart from its own */
+    if (j8(p) && !ps->first) /* A V writing the join: the heads before this one, in lanes apart from its own */
         return requant_add_at(L, p, ps, &v2, ps->omem, ps->oword, ps->pready, tag, wdone);
     if (p->relu) {
         if (!lt_vop(L, LT_CVT, R->i8, R->f32, v2.t, &v2, NULL, -1, 0, tag, &v3, NULL) ||
@@ -1365,7 +1362,7 @@ static bool try_pass(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     val acc, part, sum;
     /* the bias comes through the block (bias_lanes); or A V writing the join, no bias, each head
      * requantised and added in int8 to the heads before it (their lanes do not overlap) */
-    bool blk = (ps->first && ps->final && p->blanes) || j8(L, p);
+    bool blk = (ps->first && ps->final && p->blanes) || j8(p);
     bool kept = ps->first && !blk &&
                 kept_bias(L, ps->bword, T + P->d_func.abc + P->d_func.acc + (pp > pv ? pp - pv : pv - pp), tag, &part,
                           &btag);
@@ -1432,10 +1429,10 @@ static uint64_t plan_pass(lt *L, const psched *s, uint32_t m, int64_t xv, int j,
             ps->wword[b] = pm->pbases[wb] + (uint32_t)(k / pm->hE);
         }
     }
-    ps->pready = pm->nparts || (j8(L, p) && s->pready) ? s->pready[pi] : 0;
+    ps->pready = pm->nparts || (j8(p) && s->pready) ? s->pready[pi] : 0;
     ps->bword = pm->cbase + 4 * (pm->ct > 1 ? nt : 0);
     ps->sword = pm->cbase + 4 * pm->ct;
-    if (ps->final || j8(L, p)) /* A V writing the join: every head's pass writes the output vector */
+    if (ps->final || j8(p)) /* A V writing the join: every head's pass writes the output vector */
         lt_slot(L, p->y, (uint64_t)m * p->y->T + (p->rep ? 0 : nt), &ps->omem, &ps->oword);
     uint64_t T = s->lbs[j] > s->last_abcs[j] ? s->lbs[j] : s->last_abcs[j];
     if (!ps->first && ps->pready > T)
@@ -2314,7 +2311,7 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
     bool pair = pair_mode(L, &s); /* no partial sums */
     if (p->kind == 6 && !p->packed && !pair && !quad_mode(L, &s) && (rc = pack_block(L, p, p->x, ly)) != TS_OK)
         return rc;
-    uint32_t rows = pair || j8(L, p) ? p->M : chunk_rows(L, p);
+    uint32_t rows = pair || j8(p) ? p->M : chunk_rows(L, p);
     if ((rc = psched_init(L, &s)) != TS_OK) {
         psched_free(&s);
         return rc;
@@ -2322,7 +2319,7 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
     for (s.m0 = 0; s.m0 < p->M && rc == TS_OK; s.m0 = s.m1) {
         s.m1 = p->M - s.m0 < rows ? p->M : s.m0 + rows;
         bool short_before = L->room_short;
-        if ((rc = psums(L, p, s.m1 - s.m0, !pair && !j8(L, p), &s.m)) == TS_EINPUT && s.m.wsplit && rows > 1) {
+        if ((rc = psums(L, p, s.m1 - s.m0, !pair && !j8(p), &s.m)) == TS_EINPUT && s.m.wsplit && rows > 1) {
             rc = TS_OK; /* split rows left the east too little for the buffers: smaller chunks */
             rows = (rows + 1) / 2;
             s.m1 = s.m0;
