@@ -1229,26 +1229,21 @@ typedef struct pass {
  * the Add of two int8 tensors), Relu where the Add has a lone one after it, written to the output
  * vector; *wdone the write's cycle. The operand arrives when the int8 value is ready, or up to
  * ADD_WAIT cycles later, the value held in its latch. */
-/* Whether A V writing the join (jd) sums its heads in int8 on the VXM: each head's one block
- * requantised and added to the heads before it, read from the output vector (their lanes do not
- * overlap, so the sum is exact); with several channel tiles a head, through int32 partial sums. */
-static bool j8(const prod *p)
-{
-    return p->jd && p->CT == 1;
-}
-
-static bool requant_add_at(lt *L, const prod *p, const pass *ps, val *v2, uint32_t mem, uint32_t word, uint64_t lb,
-                           uint32_t tag, uint64_t *wdone)
+static bool requant_add(lt *L, const prod *p, const pass *ps, val *v2, uint32_t tag, uint64_t *wdone)
 {
     const ts_tsp_regs *R = &L->tg->reg;
     val v3, x, r;
     int so;
     if (!lt_vop(L, LT_CVT, R->i8, R->f32, v2->t, v2, NULL, -1, 0, tag, &v3, NULL))
         return false;
+    /* the output's vector index, the operand's too (one shape, no slots) */
+    uint64_t i = (uint64_t)(ps->oword - p->y->base) * L->nW + ps->omem - p->y->off;
+    uint32_t mem, word;
+    lt_slot(L, p->res, i, &mem, &word);
     for (uint32_t d = 0; d <= ADD_WAIT; d++) {
         size_t mark = L->nu, pm = L->npd;
         val a = v3;
-        if (lt_hold(L, &a, v3.t + d) && lt_vin_w(L, mem, word, v3.t + d, tag, lb, &x)) {
+        if (lt_hold(L, &a, v3.t + d) && lt_vin_w(L, mem, word, v3.t + d, tag, p->res->ready[i], &x)) {
             bool ok;
             if (p->relu) {
                 val s;
@@ -1263,15 +1258,6 @@ static bool requant_add_at(lt *L, const prod *p, const pass *ps, val *v2, uint32
         lt_undo_to(L, mark, pm);
     }
     return false;
-}
-
-static bool requant_add(lt *L, const prod *p, const pass *ps, val *v2, uint32_t tag, uint64_t *wdone)
-{
-    /* the output's vector index, the operand's too (one shape, no slots) */
-    uint64_t i = (uint64_t)(ps->oword - p->y->base) * L->nW + ps->omem - p->y->off;
-    uint32_t mem, word;
-    lt_slot(L, p->res, i, &mem, &word);
-    return requant_add_at(L, p, ps, v2, mem, word, p->res->ready[i], tag, wdone);
 }
 
 /* The VXM half of a final pass: sum (int32, in a latch) to f32, times the scale, to int8 (and
@@ -1292,8 +1278,6 @@ static bool requant(lt *L, const prod *p, const pass *ps, val *sum, uint32_t tag
     uint64_t tb;
     if (p->res)
         return requant_add(L, p, ps, &v2, tag, wdone);
-    if (j8(p) && !ps->first) /* A V writing the join: the heads before this one, in lanes apart from its own */
-        return requant_add_at(L, p, ps, &v2, ps->omem, ps->oword, ps->pready, tag, wdone);
     if (p->relu) {
         if (!lt_vop(L, LT_CVT, R->i8, R->f32, v2.t, &v2, NULL, -1, 0, tag, &v3, NULL) ||
             !lt_vop(L, LT_RELU, R->i8, 0, v3.t, &v3, NULL, P_FROMV_W, 1, tag, &v4, &so))
@@ -1360,9 +1344,7 @@ static bool try_pass(lt *L, const void *arg, uint64_t T, uint64_t *wdone)
     uint32_t pv = P->pos_vxm;
     uint32_t tag = L->ptag ? L->ptag : L->tag % 65535 + 1, btag = tag, pp = plane_pos(L, ps->pl);
     val acc, part, sum;
-    /* the bias comes through the block (bias_lanes); or A V writing the join, no bias, each head
-     * requantised and added in int8 to the heads before it (their lanes do not overlap) */
-    bool blk = (ps->first && ps->final && p->blanes) || j8(p);
+    bool blk = ps->first && ps->final && p->blanes; /* the bias comes through the block (bias_lanes) */
     bool kept = ps->first && !blk &&
                 kept_bias(L, ps->bword, T + P->d_func.abc + P->d_func.acc + (pp > pv ? pp - pv : pv - pp), tag, &part,
                           &btag);
@@ -1429,10 +1411,10 @@ static uint64_t plan_pass(lt *L, const psched *s, uint32_t m, int64_t xv, int j,
             ps->wword[b] = pm->pbases[wb] + (uint32_t)(k / pm->hE);
         }
     }
-    ps->pready = pm->nparts || (j8(p) && s->pready) ? s->pready[pi] : 0;
+    ps->pready = pm->nparts ? s->pready[pi] : 0;
     ps->bword = pm->cbase + 4 * (pm->ct > 1 ? nt : 0);
     ps->sword = pm->cbase + 4 * pm->ct;
-    if (ps->final || j8(p)) /* A V writing the join: every head's pass writes the output vector */
+    if (ps->final)
         lt_slot(L, p->y, (uint64_t)m * p->y->T + (p->rep ? 0 : nt), &ps->omem, &ps->oword);
     uint64_t T = s->lbs[j] > s->last_abcs[j] ? s->lbs[j] : s->last_abcs[j];
     if (!ps->first && ps->pready > T)
@@ -2311,7 +2293,7 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
     bool pair = pair_mode(L, &s); /* no partial sums */
     if (p->kind == 6 && !p->packed && !pair && !quad_mode(L, &s) && (rc = pack_block(L, p, p->x, ly)) != TS_OK)
         return rc;
-    uint32_t rows = pair || j8(p) ? p->M : chunk_rows(L, p);
+    uint32_t rows = pair ? p->M : chunk_rows(L, p);
     if ((rc = psched_init(L, &s)) != TS_OK) {
         psched_free(&s);
         return rc;
@@ -2319,7 +2301,7 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
     for (s.m0 = 0; s.m0 < p->M && rc == TS_OK; s.m0 = s.m1) {
         s.m1 = p->M - s.m0 < rows ? p->M : s.m0 + rows;
         bool short_before = L->room_short;
-        if ((rc = psums(L, p, s.m1 - s.m0, !pair && !j8(p), &s.m)) == TS_EINPUT && s.m.wsplit && rows > 1) {
+        if ((rc = psums(L, p, s.m1 - s.m0, !pair, &s.m)) == TS_EINPUT && s.m.wsplit && rows > 1) {
             rc = TS_OK; /* split rows left the east too little for the buffers: smaller chunks */
             rows = (rows + 1) / 2;
             s.m1 = s.m0;
