@@ -604,9 +604,9 @@ END_TEST
 /* LEAN (docs/lowering-tsp.md, *The text does not fit*): the 2-layer BERT on a tsp_v1 of 520 words
  * a MEM slice, where the instruction text of every mode runs out of words free of data, compiles
  * on the last try, whose products keep their scales and whose f32 chains (Gelu, Div) their
- * constants in VXM latches instead of reading them from the east MEM for every vector, and whose
- * A V sums its heads in int8 (j8, products.c); it runs hazard-free (the run stops on one) and its
- * outputs are bit for bit the int8 reference's. (At 680 words a slice it now fits without LEAN.) */
+ * constants in VXM latches instead of reading them from the east MEM for every vector; it runs
+ * hazard-free (the run stops on one) and its outputs are bit for bit the int8 reference's. (At 680
+ * words a slice it now fits without LEAN.) */
 START_TEST(test_bert_lean)
 {
     static const char *const small[] = {"mem.slice_bytes=332800"};
