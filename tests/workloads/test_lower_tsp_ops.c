@@ -1060,6 +1060,116 @@ START_TEST(test_heads)
                 fprintf(stderr, "x[%d][%d] = %d: heads %d, joined %d\n", s, c, want, h1, h2);
         }
     ck_assert_int_eq(bad, 0);
+    /* hfirst is a graph output, so the split computes its own output and hfirst moves it; sfirst is
+     * read by the join alone, which reads hfirst's pixels through it (lt_join_fold): no pass */
+    ck_assert_uint_eq(l.rep.nlayers, 4);
+    ck_assert_uint_eq(l.rep.layers[1].passes, (uint64_t)S * H);
+    ck_assert_uint_eq(l.rep.layers[2].passes, 0);
+    ck_assert_uint_eq(l.rep.layers[2].instructions, 0);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* Attention's heads read where they lie (docs/lowering-tsp.md, *Attention*): Q, K and V [S, 640] split into
+ * 10 heads of 64 (five in a tile), Q Kᵀ, A V, the context joined. Q's and V's splits and the three
+ * Transposes compute nothing (lt_q_split, lt_v_split, lt_split_fold, lt_join_fold), nor does the join,
+ * whose output A V writes (lt_av_join); K's split writes each head in its own lanes (lt_k_inplace).
+ * Then (_i 1) Q, K and V cut by Slices from one packed
+ * input (V from channel 1344, lane 64 of a tile) and Q / 8 before Q Kᵀ: K's split and Q's and V's
+ * Slices compute nothing too (lt_k_view, the Div masking a head of Q a vector; slice_viewed). Bit-exact
+ * to the int8 reference. */
+START_TEST(test_head_views)
+{
+    ts_graph *g = ts_graph_create("views");
+    enum { S = 6, H = 10, D = 64 };
+    const bool packed = _i == 1;
+    const int64_t cs[3] = {0, 640, 1344}, PW = 1344 + H * D; /* packed: each part's first channel */
+    int x[3], xv[3];
+    const char *nm[3] = {"q", "k", "v"};
+    ts_graph_attrs r3, r2;
+    ts_graph_attrs_init(&r3);
+    r3.nshape = 3;
+    memcpy(r3.shape, (int64_t[]){S, H, D}, 3 * sizeof(int64_t));
+    ts_graph_attrs_init(&r2);
+    r2.nshape = 2;
+    memcpy(r2.shape, (int64_t[]){S, H * D}, 2 * sizeof(int64_t));
+    int sp[3], qkv = packed ? tensor_dt(g, "qkv", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){S, PW}) : -1;
+    for (int i = 0; i < 3; i++) {
+        char n[16];
+        if (packed) {
+            ts_graph_attrs sl;
+            ts_graph_attrs_init(&sl);
+            sl.nslice = 2;
+            sl.ends[0] = S;
+            sl.starts[1] = cs[i];
+            sl.ends[1] = cs[i] + H * D;
+            sl.steps[0] = sl.steps[1] = 1;
+            snprintf(n, sizeof n, "%s_cut", nm[i]);
+            x[i] = chain(g, TS_OP_SLICE, n, qkv, -1, &sl);
+        } else {
+            x[i] = tensor_dt(g, nm[i], TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){S, H * D});
+        }
+        xv[i] = packed ? qkv : x[i];
+        snprintf(n, sizeof n, "%s_split", nm[i]);
+        sp[i] = chain(g, TS_OP_RESHAPE, n, x[i], -1, &r3);
+    }
+    int q4 = transpose3(g, "q_heads", sp[0], 1, 0, 2), kt = transpose3(g, "k_heads", sp[1], 1, 2, 0);
+    if (packed)
+        q4 = chain(g, TS_OP_DIV, "q_scale", q4, scalar(g, "c8", 8.0f), NULL);
+    int vv = transpose3(g, "v_heads", sp[2], 1, 0, 2);
+    int sc = chain(g, TS_OP_MATMUL, "scores", q4, kt, NULL), c0 = chain(g, TS_OP_MATMUL, "context", sc, vv, NULL);
+    int c1 = transpose3(g, "c_merge", c0, 1, 0, 2), y = chain(g, TS_OP_RESHAPE, "c_flat", c1, -1, &r2);
+    ts_graph_mark_output(g, sc);
+    ts_graph_mark_output(g, y);
+    finalize(g);
+    lowered l;
+    lower_and_run(g, &l);
+    static int8_t want_s[H][S][S];
+    int bad = 0;
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < S; i++)
+            for (int n = 0; n < S; n++) {
+                int32_t acc = 0;
+                for (int c = 0; c < D; c++) {
+                    int64_t w = packed ? PW : H * D, qc = packed ? cs[0] : 0, kc = packed ? cs[1] : 0;
+                    int q = ts_fill_i8(xv[0], (uint64_t)(i * w + qc + h * D + c));
+                    double ex;
+                    acc += (packed ? ref_ew(F_DIV8, q, 0, 0, &ex) : q) * ts_fill_i8(xv[1], (uint64_t)(n * w + kc + h * D + c));
+                }
+                want_s[h][i][n] = requant(acc, ts_lower_tsp_scale(D), false);
+                int8_t have = got(&l, sc, (uint32_t)(h * S + i), (uint32_t)n);
+                if (have != want_s[h][i][n] && bad++ < 8)
+                    fprintf(stderr, "scores[%d][%d][%d] = %d, want %d\n", h, i, n, have, want_s[h][i][n]);
+            }
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < S; i++)
+            for (int j = 0; j < D; j++) {
+                int32_t acc = 0;
+                for (int n = 0; n < S; n++)
+                    acc += want_s[h][i][n] * ts_fill_i8(xv[2], (uint64_t)(n * (packed ? PW : H * D) + (packed ? cs[2] : 0) +
+                                                                     h * D + j));
+                int8_t want = requant(acc, ts_lower_tsp_scale(S), false), have = got(&l, y, i, (uint32_t)(h * D + j));
+                if (have != want && bad++ < 8)
+                    fprintf(stderr, "context[%d][%d][%d] = %d, want %d\n", h, i, j, have, want);
+            }
+    ck_assert_int_eq(bad, 0);
+    static const char *const idle[] = {"q_split", "v_split", "q_heads", "v_heads", "c_merge", "c_flat",
+                                       "k_split", "q_cut",   "v_cut"};
+    int n_idle = 0;
+    for (size_t i = 0; i < l.rep.nlayers; i++) {
+        const char *name = ts_graph_get_node(g, l.rep.layers[i].node)->name;
+        bool is_idle = false;
+        for (size_t k = 0; k < (packed ? 9u : 6u); k++)
+            is_idle |= !strcmp(name, idle[k]);
+        n_idle += is_idle;
+        if (is_idle)
+            ck_assert_msg(l.rep.layers[i].instructions == 0, "%s: %llu instructions", name,
+                          (unsigned long long)l.rep.layers[i].instructions);
+        else if (!strcmp(name, "k_split"))
+            ck_assert_uint_eq(l.rep.layers[i].passes, (uint64_t)S * H);
+    }
+    ck_assert_int_eq(n_idle, packed ? 9 : 6);
     lowered_free(&l);
     ts_graph_destroy(g);
 }
@@ -1118,6 +1228,13 @@ START_TEST(test_heads_rank4)
                 fprintf(stderr, "x[%d][%d] = %d: joined %d\n", s, c, want, h);
         }
     ck_assert_int_eq(bad, 0);
+    /* the split writes hfirst's output (lt_split_fold), the join reads hfirst's through sfirst
+     * (lt_join_fold): the two Transposes move nothing */
+    ck_assert_uint_eq(l.rep.nlayers, 4);
+    ck_assert_uint_eq(l.rep.layers[0].passes, (uint64_t)S * H);
+    ck_assert_uint_eq(l.rep.layers[1].passes + l.rep.layers[2].passes, 0);
+    ck_assert_uint_eq(l.rep.layers[1].instructions + l.rep.layers[2].instructions, 0);
+    ck_assert_uint_gt(l.rep.layers[3].passes, 0);
     lowered_free(&l);
     ts_graph_destroy(g);
 }
@@ -1307,6 +1424,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_layernorm);
     tcase_add_test(tc, test_matmul_act);
     tcase_add_test(tc, test_heads);
+    tcase_add_loop_test(tc, test_head_views, 0, 2);
     tcase_add_loop_test(tc, test_heads_rank4, 0, 2);
     tcase_add_test(tc, test_east_weights);
     tcase_add_test(tc, test_shared_weight);

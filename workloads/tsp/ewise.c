@@ -29,7 +29,11 @@ typedef struct ew_step { uint16_t op; int a, b; } ew_step;
 /* A constant: one value v, or a tensor's values one per channel (per_tile), or one per channel of
  * each of its rows (rows > 0: a matrix [rows, channels] over an activation's last two axes, pixel p
  * reading row p mod rows: attention's causal mask over its heads). */
-typedef struct ew_const { bool per_tile; uint32_t rows; double v; int id; int mode; } ew_const;
+typedef struct ew_const {
+    bool per_tile; uint32_t rows; double v; int id; int mode;
+    uint32_t mask, az; /* mask > 0: per_tile, tile t's vector v in lanes mask (t mod az) to mask (t mod az + 1) - 1,
+                        * zeros elsewhere (a head of Q per vector, lt_k_view); id -2 */
+} ew_const;
 
 typedef struct ew_plan {
     int nin;                       /* activations read: 1 or 2 */
@@ -252,9 +256,12 @@ static ts_status plan_of(lt *L, const ts_graph_node *nd, ew_plan *p, int *ai)
 static bool ewc_key(const ew_plan *p, int k, uint32_t T, uint32_t key[5])
 {
     const ew_const *c = &p->c[k];
-    if (c->id < 0)
+    if (c->id == -1)
         return false;
-    uint32_t v[5] = {(uint32_t)c->id, (uint32_t)c->mode, c->rows, p->i8, T};
+    float f = (float)c->v;
+    uint32_t fb;
+    memcpy(&fb, &f, 4);
+    uint32_t v[5] = {(uint32_t)c->id, c->mask ? fb : (uint32_t)c->mode, c->mask ? c->mask : c->rows, p->i8, T};
     memcpy(key, v, sizeof v);
     return true;
 }
@@ -309,6 +316,8 @@ static ts_status place_consts(lt *L, const ts_graph_node *nd, const ew_plan *p, 
                 v = el < ne ? ts_fill_value_f32(ct, c->id, el) : 0.0;
                 v = c->mode == CM_Q ? v * EW_Q : c->mode == CM_INV ? (v != 0.0 ? 1.0 / v : 0.0) : v;
             }
+            if (c->mask && i % L->VL / c->mask != i / L->VL % c->az)
+                v = 0.0;
             float f = (float)v;
             uint32_t b;
             memcpy(&b, &f, 4);
@@ -344,6 +353,8 @@ typedef struct ew_arg {
     const uint32_t *cword;
     tens *in[2], *y;
     uint64_t v;
+    uint32_t t0;  /* ... and tile t0 + (s, h / az) where Q's Slice computes nothing (lt_head_base) */
+    uint32_t az;  /* > 0: output vector (s, h) reads input vector (s, h / az) (a head of Q a vector, lt_k_view) */
     uint32_t tile;
     uint32_t pix; /* the output vector's pixel (a per-row constant's row is pix mod rows) */
     /* LEAN (lower_tsp.c) and an f32 chain: the constants the same for every vector stay in latches
@@ -384,6 +395,12 @@ static bool operand(lt *L, const ew_arg *e, int o, uint64_t t, uint32_t tag, val
     return true;
 }
 
+/* The input vector that output vector v reads. */
+static uint64_t in_vec(const ew_arg *e, uint64_t v, const tens *x)
+{
+    return e->az ? v / e->y->T * x->T + e->t0 + v % e->y->T / e->az : v;
+}
+
 /* The inputs read to arrive at A and converted to f32 into vals[0..nin). */
 static bool inputs(lt *L, const ew_arg *e, uint64_t A, uint32_t tag, val *vals)
 {
@@ -391,9 +408,10 @@ static bool inputs(lt *L, const ew_arg *e, uint64_t A, uint32_t tag, val *vals)
     uint32_t mem, word, m0 = 0;
     val raw[2];
     for (int i = 0; i < e->p->nin; i++) {
-        lt_slot(L, e->in[i], e->v, &mem, &word);
-        if (i == 0 ? !lt_vin_w(L, mem, word, A, tag, e->in[i]->ready[e->v], &raw[i])
-                   : !lt_vin_w2(L, mem, word, A, tag, e->in[i]->ready[e->v], &raw[0], m0, &raw[i]))
+        uint64_t iv = in_vec(e, e->v, e->in[i]);
+        lt_slot(L, e->in[i], iv, &mem, &word);
+        if (i == 0 ? !lt_vin_w(L, mem, word, A, tag, e->in[i]->ready[iv], &raw[i])
+                   : !lt_vin_w2(L, mem, word, A, tag, e->in[i]->ready[iv], &raw[0], m0, &raw[i]))
             return false;
         m0 = mem;
     }
@@ -510,8 +528,9 @@ static ts_status sched_ew(lt *L, const ts_graph_node *nd, ew_arg *e, ts_lower_ts
         uint64_t A = 0, w;
         for (int i = 0; i < e->p->nin; i++) {
             uint32_t mem, word;
-            lt_slot(L, e->in[i], v, &mem, &word);
-            uint64_t lb = e->in[i]->ready[v] + L->tg->d_func.read + (L->tg->pos_vxm - lt_mem_pos(L, mem));
+            uint64_t iv = in_vec(e, v, e->in[i]);
+            lt_slot(L, e->in[i], iv, &mem, &word);
+            uint64_t lb = e->in[i]->ready[iv] + L->tg->d_func.read + (L->tg->pos_vxm - lt_mem_pos(L, mem));
             if (lb > A)
                 A = lb;
         }
@@ -540,26 +559,48 @@ ts_status lt_lower_ewise(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
     if (rc != TS_OK)
         return rc;
     ew_arg e = {.p = &p};
+    /* Q / 8 between a head split and Q Kᵀ (lt_q_scale): computed on the split's input, every element
+     * scaled alike, the output in that input's layout for the product to read */
+    size_t nc;
+    const int *c = ts_graph_consumers(L->g, nd->out[0], &nc);
+    const ts_graph_node *mm = nc == 1 ? ts_graph_get_node(L->g, c[0]) : NULL;
+    int src = mm && p.nin == 1 && lt_q_scale(L->g, mm) == nd ? lt_q_split(L->g, mm)->in[0] : -1;
+    uint32_t c0 = 0;
+    if (src >= 0 && lt_k_view(L->g, mm)) /* Q's Slice computes nothing: its input is read */
+        src = lt_head_base(L, src, &c0);
     for (int i = 0; i < p.nin; i++) {
-        e.in[i] = &L->t[nd->in[i == 0 ? ai : 1]];
+        e.in[i] = &L->t[src >= 0 ? src : nd->in[i == 0 ? ai : 1]];
         if (!e.in[i]->placed)
             return ts_lower_fail(L->err, nd, "an input is not an int8 activation the lowering placed");
     }
     if (p.nin == 2 && (e.in[0]->P != e.in[1]->P || e.in[0]->C != e.in[1]->C))
         return ts_lower_fail(L->err, nd, "the TSP lowering takes two activations of one shape (no broadcast)");
+    uint32_t C = e.in[0]->C, T = e.in[0]->T;
+    if (src >= 0 && lt_k_view(L->g, mm)) { /* a head a vector, masked: Q Kᵀ reads K's split's input */
+        int qr;
+        const int64_t *qd = lt_dims(L, mm->in[0], &qr);
+        if (qr != 3 || p.nst != 1 || p.st[0].op != LT_MUL || p.nc != 1 || p.c[0].per_tile || qd[2] <= 0 ||
+            L->VL % (uint32_t)qd[2] || (uint64_t)qd[0] * (uint64_t)qd[2] + c0 > e.in[0]->C)
+            return ts_lower_fail(L->err, nd, "the TSP lowering takes Q / 8 of heads dividing 320 lanes");
+        e.az = L->VL / (uint32_t)qd[2];
+        e.t0 = c0 / L->VL;
+        p.c[0] = (ew_const){.per_tile = true, .v = p.c[0].v, .id = -2, .mask = (uint32_t)qd[2], .az = e.az};
+        T = (uint32_t)qd[0];
+        C = T * L->VL;
+    }
     uint32_t cword[EW_MAX_CONSTS];
-    if ((rc = place_consts(L, nd, &p, e.in[0]->T, cword)) != TS_OK)
+    if ((rc = place_consts(L, nd, &p, T, cword)) != TS_OK)
         return rc;
     e.cword = cword;
     e.keep = L->lean && !p.i8;
-    e.kt = e.in[0]->T;
+    e.kt = T;
     if (e.keep && !(e.kept = ts_calloc((size_t)EW_MAX_CONSTS * e.kt, sizeof *e.kept)))
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     if (e.keep)
         e.ktag = lt_new_tag(L);
     plan_times(L, &p, e.last_use);
     int out = nd->out[0];
-    if ((rc = lt_place(L, out, e.in[0]->P, e.in[0]->C, nd, false, lt_bank_pref(L, e.in[0]))) != TS_OK) {
+    if ((rc = lt_place(L, out, e.in[0]->P, C, nd, false, lt_bank_pref(L, e.in[0]))) != TS_OK) {
         ts_free(e.kept);
         return rc;
     }
@@ -573,6 +614,6 @@ ts_status lt_lower_ewise(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *ly)
         return rc;
     for (int i = 0; i < p.nin; i++)
         if (i == 0 || nd->in[1] != nd->in[0])
-            lt_release(L, nd->in[i == 0 ? ai : 1]);
+            lt_release(L, src >= 0 ? src : nd->in[i == 0 ? ai : 1]);
     return TS_OK;
 }

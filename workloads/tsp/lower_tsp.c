@@ -298,6 +298,112 @@ static int full_weight(const lt *L, const ts_graph_node *nd)
     return -1;
 }
 
+/* Whether Transpose tr is folded into the head join that alone reads it (lt_join_fold). */
+static bool joined_after(const ts_graph *g, const ts_graph_node *tr)
+{
+    size_t n;
+    const int *c = ts_graph_consumers(g, tr->out[0], &n);
+    return n == 1 && lt_join_fold(g, ts_graph_get_node(g, c[0])) == tr;
+}
+
+/* How head split nd is read where it computes nothing: 1 A V reads its input (lt_v_split), 2 Q / 8
+ * does, masked per head (lt_q_scale, lt_k_view), 3 Q Kᵀ does (lt_q_split), 4 K's split under lt_k_view;
+ * 0 it is computed. */
+static int view_kind(const ts_graph *g, const ts_graph_node *nd)
+{
+    const ts_graph_node *tr = nd->op == TS_OP_RESHAPE ? lt_split_fold(g, nd) : NULL;
+    size_t n;
+    const int *c = tr ? ts_graph_consumers(g, tr->out[0], &n) : NULL;
+    if (nd->op == TS_OP_RESHAPE && !tr && lt_k_viewed(g, nd)) /* K's, Q / 8 masked per head (lt_k_view) */
+        return 4;
+    if (!c || n != 1)
+        return 0;
+    const ts_graph_node *mm = ts_graph_get_node(g, c[0]);
+    if ((mm->op == TS_OP_DIV || mm->op == TS_OP_MUL) && (c = ts_graph_consumers(g, mm->out[0], &n)) && n == 1) {
+        const ts_graph_node *m2 = ts_graph_get_node(g, c[0]);
+        return lt_q_scale(g, m2) == mm && lt_q_split(g, m2) == nd ? (lt_k_view(g, m2) ? 2 : 3) : 0;
+    }
+    return lt_v_split(g, mm) == nd ? 1 : lt_q_split(g, mm) == nd ? 3 : 0;
+}
+
+/* Whether node nd is a head split whose A V or Q Kᵀ reads its input instead (lt_v_split, lt_q_split). */
+static bool v_viewed(const ts_graph *g, const ts_graph_node *nd)
+{
+    return view_kind(g, nd) != 0;
+}
+
+/* Whether Slice sl computes nothing: it takes channels c0 .. of the last axis (step 1, the other
+ * axes whole) for a head split read by A V (lt_v_split) or by Q / 8 masked per head (lt_k_view), c0
+ * a multiple of the head width (and of 320 lanes for Q, whose heads must lie in K's lanes), read by
+ * the split alone; the views read the Slice's input, channel c0 + c of it for the split's c. */
+static bool slice_viewed(const lt *L, const ts_graph_node *sl, uint32_t *c0)
+{
+    const ts_graph *g = L->g;
+    size_t n;
+    const int *c = sl->op == TS_OP_SLICE ? ts_graph_consumers(g, sl->out[0], &n) : NULL;
+    if (!c || n != 1 || ts_graph_get_tensor(g, sl->out[0])->is_output || !L->t[sl->in[0]].placed)
+        return false;
+    const ts_graph_node *sp = ts_graph_get_node(g, c[0]);
+    int k = sp->op == TS_OP_RESHAPE ? view_kind(g, sp) : 0, r, ri, rs;
+    if (k != 1 && k != 2)
+        return false;
+    const int64_t *od = lt_dims(L, sl->out[0], &r), *id = lt_dims(L, sl->in[0], &ri), *sd = lt_dims(L, sp->out[0], &rs);
+    const ts_graph_attrs *a = &sl->attrs;
+    if (r < 1 || ri != r || rs < 1 || sd[rs - 1] <= 0)
+        return false;
+    int64_t start = 0;
+    for (int d = 0; d < r; d++) {
+        int64_t st = d < a->nslice ? a->starts[d] : 0, step = d < a->nslice ? a->steps[d] : 1;
+        if (step != 1 || st < 0 || st + od[d] > id[d] || (d + 1 < r && (st != 0 || od[d] != id[d])))
+            return false;
+        start = st;
+    }
+    *c0 = (uint32_t)start;
+    return start % sd[rs - 1] == 0 && (k == 1 || start % L->VL == 0);
+}
+
+const ts_graph_node *lt_av_join(const lt *L, const ts_graph_node *mm)
+{
+    const ts_graph *g = L->g;
+    if (mm->op != TS_OP_MATMUL || mm->nin != 2 || mm->in[0] == mm->in[1] || lt_kt_source(g, mm))
+        return NULL;
+    ts_tensor_kind bk = ts_graph_get_tensor(g, mm->in[1])->kind;
+    size_t n;
+    const int *c = ts_graph_consumers(g, mm->out[0], &n);
+    if (bk == TS_TENSOR_WEIGHT || bk == TS_TENSOR_CONST || n != 1 || ts_graph_get_tensor(g, mm->out[0])->is_output)
+        return NULL;
+    const ts_graph_node *tr = ts_graph_get_node(g, c[0]);
+    if (tr->op != TS_OP_TRANSPOSE || ts_graph_get_tensor(g, tr->out[0])->is_output ||
+        !(c = ts_graph_consumers(g, tr->out[0], &n)) || n != 1)
+        return NULL;
+    const ts_graph_node *jn = ts_graph_get_node(g, c[0]);
+    int r, ra, rb;
+    const int64_t *d = lt_dims(L, mm->out[0], &r);
+    lt_dims(L, mm->in[0], &ra);
+    lt_dims(L, mm->in[1], &rb);
+    return lt_join_fold(g, jn) == tr && r == 3 && ra == 3 && rb == 3 && d[2] > 0 && L->VL % (uint32_t)d[2] == 0 ? jn
+                                                                                                            : NULL;
+}
+
+/* Whether head join jn is written by the A V before it (lt_av_join). */
+static bool av_joined(const lt *L, const ts_graph_node *jn)
+{
+    int p = jn->op == TS_OP_RESHAPE ? ts_graph_get_tensor(L->g, jn->in[0])->producer : -1;
+    const ts_graph_node *tr = p >= 0 ? ts_graph_get_node(L->g, p) : NULL;
+    int q = tr && tr->op == TS_OP_TRANSPOSE ? ts_graph_get_tensor(L->g, tr->in[0])->producer : -1;
+    return q >= 0 && lt_av_join(L, ts_graph_get_node(L->g, q)) == jn;
+}
+
+int lt_head_base(const lt *L, int id, uint32_t *c0)
+{
+    int p = ts_graph_get_tensor(L->g, id)->producer;
+    *c0 = 0;
+    if (p >= 0 && slice_viewed(L, ts_graph_get_node(L->g, p), c0))
+        return ts_graph_get_node(L->g, p)->in[0];
+    *c0 = 0;
+    return id;
+}
+
 /* Node ni: its activations that are graph inputs placed on first use (a Conv lays its own out),
  * then the operator's lowering into a new layer. */
 static ts_status lower_node(lt *L, int ni)
@@ -325,8 +431,24 @@ static ts_status lower_node(lt *L, int ni)
     if (!ly)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     ly->macs = ts_graph_node_macs(L->g, ni);
+    if ((nd->op == TS_OP_TRANSPOSE || (nd->op == TS_OP_RESHAPE && !lt_reshape_moves(L->g, nd))) &&
+        L->t[nd->in[0]].fused) { /* written by the head split before it (lt_split_fold) */
+        L->t[nd->out[0]].fused = nd->op == TS_OP_RESHAPE;
+        ly->first = ly->last = 0;
+        return TS_OK;
+    }
+    uint32_t c0;
+    if (v_viewed(L->g, nd) || slice_viewed(L, nd, &c0) || av_joined(L, nd)) { /* the A V or Q Kᵀ after it reads its input (lt_v_split, lt_q_split) */
+        L->t[nd->out[0]].fused = true;
+        ly->first = ly->last = 0;
+        return TS_OK;
+    }
     switch (nd->op) {
     case TS_OP_TRANSPOSE:
+        if (joined_after(L->g, nd)) { /* read by the head join after it */
+            ly->first = ly->last = 0;
+            return TS_OK;
+        }
         if (!keeps_channels(L->g, nd) && !img_unflat(L->g, nd)) { /* Kᵀ, read by the MatMul after it (kt_folds) */
             ly->first = ly->last = 0;
             return TS_OK;

@@ -206,6 +206,7 @@ typedef struct lt {
 #define LT_CGROUPS 4      /* the compact layout's groups of east slices holding constants */
 #define LT_CPOOL 64       /* words of a pool of constants (or more for a larger constant) */
 #define LT_GSHIFT 24      /* a constant's word: the real word plus (group + 1) << LT_GSHIFT (lt_rd_any) */
+    uint32_t onehot_c0[LT_ONEHOT_MAX]; /* the channel offset of V's heads each set was laid out for */
     tens onehot[LT_ONEHOT_MAX]; /* the one-hot vectors of A V's transposes (products.c; ready owned); [0] alone
                                  * but in the compact layout */
     bool compact;          /* the compact layout, tried when the first does not fit (lower_tsp.c) */
@@ -388,10 +389,52 @@ typedef struct lt_cat {
     int rs;                         /* Reshape: 1 splits each input pixel's channels into G pixels, 2 joins
                                      * G pixels' channels into one (attention's heads), 0 neither */
     int64_t G, Z, Cin, Cout;        /* ... G, groups of Cout (split) or Cin (join) channels per tile Z */
+    int out;                        /* the tensor it writes: the node's output, or a folded Transpose's */
+    bool inplace;                   /* a split writing each group in the lanes it comes from (lt_k_inplace) */
+    /* A Transpose keeping the channel axis folded into a split after it or a join before it
+     * (lt_split_fold, lt_join_fold): its rank, channel axis, output and input dimensions and perm;
+     * r 0: none. A split's output pixels are then the Transpose's, a join's input pixels its input's. */
+    struct { int r, cax; int64_t od[TS_GRAPH_MAX_RANK], id[TS_GRAPH_MAX_RANK], perm[TS_GRAPH_MAX_RANK]; } tf;
 } lt_cat;
 
 ts_status lt_cat_shape(lt *L, const ts_graph_node *nd, lt_cat *c, uint32_t *M, uint32_t *N);
 bool lt_reshape_moves(const ts_graph *g, const ts_graph_node *nd);
+/* The Transpose keeping the channel axis (and moving pixels) that a head split writes for (the split's
+ * output, through Reshapes that rename, read by it alone), else NULL. */
+const ts_graph_node *lt_split_fold(const ts_graph *g, const ts_graph_node *split);
+/* The head split whose input MatMul mm reads as B through the split and its folded Transpose (1, 0, 2),
+ * the split's output read by mm alone: A V's V, whose rows the planes transpose from the split's input
+ * directly (products.c, transpose_rows), so neither computes anything; else NULL. */
+const ts_graph_node *lt_v_split(const ts_graph *g, const ts_graph_node *mm);
+/* Q Kᵀ whose Q is a head split and its folded Transpose (1, 0, 2) and whose Kᵀ is read through a
+ * Transpose of another head split of the same width (lt_kt_source), each read by it alone: the split
+ * of Q (then MatMul mm reads Q's rows from that split's input, all heads of a tile in each vector, and
+ * K's split writes each head where its channels lie, zeros elsewhere: lt_k_inplace), else NULL. */
+const ts_graph_node *lt_q_split(const ts_graph *g, const ts_graph_node *mm);
+/* The Div or Mul by one constant between lt_q_split's folded Transpose and MatMul mm (BERT's and
+ * ViT's Q / 8), each read once, else NULL: it is computed on the split's input instead, whose every
+ * element it scales alike, and mm reads Q's rows from its output. */
+const ts_graph_node *lt_q_scale(const ts_graph *g, const ts_graph_node *mm);
+/* Whether head split sp writes each head in the lanes its channels lie in (lt_q_split) where its Q Kᵀ has no
+ * lt_q_scale. */
+bool lt_k_inplace(const ts_graph *g, const ts_graph_node *sp);
+/* Where Q Kᵀ mm has Q / 8 between Q's split and it (lt_q_scale): K's head split, which computes nothing.
+ * The Div writes each head of Q in the lanes its channels lie in, zeros in the others (ewise.c), and
+ * mm's blocks read K's rows from the split's input, all heads of a tile in each; else NULL. */
+const ts_graph_node *lt_k_view(const ts_graph *g, const ts_graph_node *mm);
+/* The tensor a head view reads for head split input id (lt_v_split's V, lt_k_view's Q): the input of
+ * the Slice of the last axis that produced id where that Slice computes nothing (lower_tsp.c), the
+ * Slice's first channel in *c0; else id itself, *c0 0. */
+int lt_head_base(const lt *L, int id, uint32_t *c0);
+/* The head join that A V mm writes directly (lower_tsp.c): mm's output [H, S, D] read only by a
+ * Transpose (1, 0, 2) that the join [S, H, D] -> [S, H D] folds (lt_join_fold), D dividing 320
+ * lanes; mm's block of head h then holds Vᵀ's rows at rows (D h) mod 320 on, the heads of a tile
+ * its reduction blocks (products.c). Else NULL. */
+const ts_graph_node *lt_av_join(const lt *L, const ts_graph_node *mm);
+/* Whether head split sp is the split lt_k_view names for the Q Kᵀ reading it. */
+bool lt_k_viewed(const ts_graph *g, const ts_graph_node *sp);
+/* The Transpose keeping the channel axis whose output a head join alone reads, else NULL. */
+const ts_graph_node *lt_join_fold(const ts_graph *g, const ts_graph_node *join);
 /* squeeze.c: *out a copy of g whose rank-4 tensors of a batch of 1 are rank 3 (same ids, names
  * and values), or NULL when g has none, holds an image operator or a node that cannot follow. */
 ts_status lt_squeeze(const ts_graph *g, ts_graph **out, ts_err *err);

@@ -52,10 +52,19 @@ typedef struct prod {
     int64_t pW, pHW;         /* rep: the image's columns and pixels */
     tens *x0;                /* kind 6: the conv's input, written in slots, which pack_block sums */
     bool packed;             /* kind 6: its packed vectors scheduled already (else beside its passes, in pairs) */
+    int xid;                 /* kind 5: x's tensor */
     tens *r;                 /* kind 5: the tensor whose vectors are the blocks' rows */
     int rid;
     uint32_t H, Mh;          /* kind 5: heads (batches), rows of A per head */
     uint64_t sh, sn;         /* kind 5: row n of head h is r's pixel h sh + n sn */
+    uint32_t az;             /* kind 5: A read from Q's head split's input (lt_q_split): row m of head h is its
+                              * vector (m, h / az), all az heads of a tile in it; 0: A itself */
+    uint32_t hz;             /* kind 5: ... and its channel tile h / hz (r a head split's input, lt_v_split:
+                              * hz heads a tile); 0: its tile that of the block */
+    uint32_t jd;             /* kind 5: A V writing the head join's output (lt_av_join): head h's jd channels at
+                              * h jd of output pixel m, its block's rows from row (h jd) mod VL on; 0: none */
+    uint32_t hc0;            /* kind 5 with hz: head h's channels start at hc0 + h VL / hz of r (V's Slice computes
+                              * nothing, lt_head_base) */
     bool tb;                 /* kind 5: r is B itself, its transpose to be computed first (transpose_rows) */
     lt_cat cat;              /* kind 4: the inputs */
     bool relu;
@@ -135,6 +144,10 @@ static int64_t act_vec(const prod *p, uint32_t m, uint32_t kt)
 {
     if (p->kind == 4)
         return lt_cat_vec(&p->cat, m, kt);
+    if (p->kind == 5 && p->jd) /* block kt: head kt / CT's row m of A */
+        return ((int64_t)(kt / p->CT) * p->Mh + m) * p->CT + kt % p->CT;
+    if (p->kind == 5 && p->az) /* head h's rows of Q's split's input, all heads of its tile in them */
+        return m / p->Mh == kt ? (int64_t)(m % p->Mh) * p->x->T + kt / p->az : -1;
     if (p->kind == 5) /* a head's rows meet its own blocks only */
         return m / p->Mh == kt / p->CT ? (int64_t)m * p->CT + kt % p->CT : -1;
     if (p->kind == 6) /* block kt: group kt / R for the pixels of base kt mod R */
@@ -155,6 +168,8 @@ static bool blk_used(const prod *p, uint32_t nt, uint32_t kt, uint32_t VL)
 {
     if (p->kind == 4)
         return lt_cat_used(&p->cat, nt, kt, VL, p->N);
+    if (p->kind == 5 && p->jd) /* the heads of output tile nt */
+        return (uint64_t)(kt / p->CT) * p->jd / VL == nt;
     if (p->G <= 1)
         return true;
     uint64_t c0 = (uint64_t)(kt % p->CT) * VL, c1 = c0 + VL; /* input channels c0 .. c1 - 1 */
@@ -308,12 +323,21 @@ static uint32_t tile_rows(const prod *p, uint32_t nt, uint32_t VL)
 {
     if (p->rep)
         return p->N;
+    if (p->kind == 5 && p->jd)
+        return p->jd;
     uint32_t N = p->N + (p->kind == 3 ? p->ones : 0); /* kind 3 computes its lanes of 1 in rows past N */
     return N - nt * VL < VL ? N - nt * VL : VL;
 }
 
 /* The first of block (nt, kt)'s rows in the product's rows (tile by tile, block by block; a
  * moving operator stores only the blocks it uses: a Slice of 768 of 2304 channels uses 2 of 8). */
+/* The rows of block (nt, any) laid out: its tile's rows, but for a split in place (lt_k_inplace) the
+ * group's own, the others read from word 0 (zeros). */
+static uint32_t blk_stored(const prod *p, uint32_t nt, uint32_t VL)
+{
+    return p->kind == 4 && p->cat.inplace ? (uint32_t)p->cat.Cout : tile_rows(p, nt, VL);
+}
+
 static uint64_t blk_row0(const prod *p, uint32_t nt, uint32_t kt, uint32_t VL)
 {
     if (p->rep)
@@ -323,7 +347,7 @@ static uint64_t blk_row0(const prod *p, uint32_t nt, uint32_t kt, uint32_t VL)
     uint64_t g = 0;
     for (uint32_t a = 0; a <= nt; a++)
         for (uint32_t b = 0; b < p->KT && (a < nt || b < kt); b++)
-            g += blk_used(p, a, b, VL) ? tile_rows(p, a, VL) : 0;
+            g += blk_used(p, a, b, VL) ? blk_stored(p, a, VL) : 0;
     return g;
 }
 
@@ -476,10 +500,11 @@ static ts_status act_shape(lt *L, const ts_graph_node *nd, prod *p)
 {
     int xr, br, r;
     const int64_t *xd = lt_dims(L, nd->in[0], &xr), *bd = lt_dims(L, nd->in[1], &br);
-    const ts_graph_node *tr = lt_kt_source(L->g, nd);
+    const ts_graph_node *tr = lt_kt_source(L->g, nd), *vs = tr ? NULL : lt_v_split(L->g, nd);
     if ((xr != 2 && xr != 3) || br != xr || (xr == 3 && xd[0] != bd[0]) || xd[xr - 1] != bd[xr - 2])
         return ts_lower_fail(L->err, nd, "the TSP lowering takes A [H, M, K] times B [H, K, N]");
-    p->rid = tr ? tr->in[0] : nd->in[1];
+    p->rid = tr ? tr->in[0] : vs ? lt_head_base(L, vs->in[0], &p->hc0) : nd->in[1];
+    p->hz = vs ? L->VL / (uint32_t)bd[xr - 1] : 0;
     p->r = &L->t[p->rid];
     p->tb = !tr;
     const int64_t *td = lt_dims(L, p->rid, &r);
@@ -496,10 +521,22 @@ static ts_status act_shape(lt *L, const ts_graph_node *nd, prod *p)
     p->K = (uint32_t)xd[xr - 1];
     p->N = (uint32_t)bd[xr - 1];
     p->kind = 5;
-    p->x = &L->t[nd->in[0]];
+    const ts_graph_node *qs = tr ? lt_q_split(L->g, nd) : NULL, *sc = qs ? lt_q_scale(L->g, nd) : NULL;
+    p->xid = sc ? sc->out[0] : qs ? qs->in[0] : nd->in[0]; /* Q / 8 computed on the split's input */
+    p->x = &L->t[p->xid];
+    p->az = qs ? L->VL / p->K : 0;
+    const ts_graph_node *kv = sc ? lt_k_view(L->g, nd) : NULL;
+    if (kv) { /* Q / 8 written a head a vector, masked (lt_k_view): K's rows from its split's input */
+        p->rid = kv->in[0];
+        p->r = &L->t[p->rid];
+        p->hz = p->az;
+        p->az = 1;
+        p->sh = 0;
+        p->sn = 1;
+    }
     if (!p->r->placed || !p->x->placed)
         return ts_lower_fail(L->err, nd, "its inputs are not int8 activations the lowering placed");
-    p->CT = p->x->T;
+    p->CT = qs ? 1 : p->x->T;
     p->KT = p->H * p->CT;
     return TS_OK;
 }
@@ -586,11 +623,17 @@ static ts_status cat_rows(lt *L, const prod *p, pmem *m, uint64_t rows, bool *do
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     }
     uint64_t g = 0;
+    uint32_t lo = 0, hi = VL; /* a split in place: the rows of block kt's group */
     for (uint32_t nt = 0; nt < p->NT; nt++)
-        for (uint32_t kt = 0; kt < p->KT; kt++)
-            for (uint32_t r = 0; r < tile_rows(p, nt, VL) && blk_used(p, nt, kt, VL); r++, g++)
+        for (uint32_t kt = 0; kt < p->KT; kt++) {
+            if (p->cat.inplace) {
+                lo = (kt % (uint32_t)p->cat.Z) * (uint32_t)p->cat.Cout;
+                hi = lo + (uint32_t)p->cat.Cout;
+            }
+            for (uint32_t r = lo; r < hi && r < tile_rows(p, nt, VL) && blk_used(p, nt, kt, VL); r++, g++)
                 for (uint32_t l = 0; l < VL; l++)
                     buf[g * VL + l] = lt_cat_one(&p->cat, nt * VL + r, kt, l, VL, p->N);
+        }
     for (size_t i = 0; i < L->ncats; i++)
         if (L->cats[i].rows == rows && !memcmp(L->cats[i].img, buf, (size_t)rows * VL)) {
             m->woff = L->cats[i].woff;
@@ -764,7 +807,7 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
     if (p->kind == 5 || shared_rows(L, p, m)) /* kind 5: the rows are the second input's vectors */
         return TS_OK;
     uint64_t rows = blk_row0(p, p->NT - 1, p->KT - 1, VL) +
-                    (p->kind != 4 || blk_used(p, p->NT - 1, p->KT - 1, VL) ? tile_rows(p, p->NT - 1, VL) : 0);
+                    (p->kind != 4 || blk_used(p, p->NT - 1, p->KT - 1, VL) ? blk_stored(p, p->NT - 1, VL) : 0);
     m->woff = L->rot % L->nW;
     m->wfirst = 0;
     m->wn = L->nW;
@@ -817,7 +860,7 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
     uint64_t g = 0;
     for (uint32_t nt = 0; nt < p->NT; nt++)
         for (uint32_t kt = 0; kt < p->KT; kt++) {
-            uint32_t nv = p->kind == 4 && !blk_used(p, nt, kt, VL) ? 0 : tile_rows(p, nt, VL);
+            uint32_t nv = p->kind == 4 && !blk_used(p, nt, kt, VL) ? 0 : blk_stored(p, nt, VL);
             for (uint32_t r = 0; r < nv; r++, g++) {
                 uint64_t k = m->woff + g, k2 = m->w2off + g - m->wsplit;
                 uint8_t *row = m->wsplit && g >= m->wsplit ? im2.s[k2 % L->nE] + (size_t)(k2 / L->nE) * VL
@@ -958,15 +1001,15 @@ typedef struct install_arg {
 /* An activation's rows lie in any slices, and one slice reads one word a cycle: each cycle of the
  * install takes the next rows up to 16 while their slices differ (an iw of fewer streams);
  * returns the cycles. (Q Kᵀ of BERT's [S, h, d] keys: rows 12 vectors apart, 11 rows to a cycle.) */
-static uint32_t rows_plan(const lt *L, const uint32_t *rmem, uint32_t nvalid, uint8_t *per)
+static uint32_t rows_plan(const lt *L, const uint32_t *rmem, uint32_t nvalid, uint32_t row0, uint8_t *per)
 {
     uint32_t c = 0;
     for (uint32_t r = 0; r < L->VL; c++) {
         uint64_t used[4] = {0}; /* slices up to 256 */
         uint32_t n = 0;
         while (r < L->VL && n < IW_STREAMS) {
-            if (r < nvalid) {
-                uint32_t m = rmem[r] & 255;
+            if (r - row0 < nvalid) { /* block rows row0 .. row0 + nvalid - 1 (wraps below row0) */
+                uint32_t m = rmem[r - row0] & 255;
                 if ((used[m >> 6] >> (m & 63)) & 1)
                     break;
                 used[m >> 6] |= 1ull << (m & 63);
@@ -988,9 +1031,10 @@ static bool try_install_rows(lt *L, const install_arg *a, uint64_t I)
         if (!lt_take(L, &L->q[q].issue, t))
             return false;
         for (uint32_t i = 0; i < a->per[c]; i++, r++) {
+            uint32_t v = r - a->row0; /* wraps below row0 */
             if (!lt_take_stream(L, WEST, (int)i, t, pp, SEG_W))
                 return false;
-            if (r < a->nvalid ? !lt_rd(L, a->rows_mem[r], a->rows_word[r], t, pp, WEST, (int)i, a->tag, a->rows_lb[r])
+            if (v < a->nvalid ? !lt_rd(L, a->rows_mem[v], a->rows_word[v], t, pp, WEST, (int)i, a->tag, a->rows_lb[v])
                               : !lt_rd_any(L, 0, 0, t, pp, WEST, (int)i, a->tag))
                 return false;
         }
@@ -1082,13 +1126,20 @@ static ts_status install_on(lt *L, psched *s, int j)
 {
     uint8_t per[TS_TSP_TARGET_MAX_STREAMS * 64];
     uint32_t ncyc = L->VL / IW_STREAMS;
+    uint32_t jrow0 = s->p->kind == 5 && s->p->jd ? (s->kt / s->p->CT) * s->p->jd % L->VL : 0;
     if (s->p->kind == 5 && L->VL <= sizeof per)
-        ncyc = rows_plan(L, s->rmem, s->nv, per);
+        ncyc = rows_plan(L, s->rmem, s->nv, jrow0, per);
     int pl = s->planes[j];
     install_arg a = {.pl = pl, .rows_mem = pl < 2 ? s->rmem : s->ermem, .rows_word = pl < 2 ? s->rword : s->erword,
                      .nvalid = s->nv, .rows_lb = s->p->kind == 5 ? s->rlb : NULL, .per = per, .ncyc = ncyc,
                      .tag = lt_new_tag(L), .row0 = s->p->rep ? s->nt * s->p->N : 0,
                      .seg = pl >= 2 ? SEG_E : s->m.wfirst == L->nW || s->m.wsplit ? SEG_ALL : SEG_W};
+    if (s->p->kind == 5 && s->p->jd) /* A V writing the join: head h's rows at its channels, zeros around */
+        a.row0 = jrow0;
+    if (s->p->kind == 4 && s->p->cat.inplace) { /* a split in place: its group's rows, zeros around them */
+        a.row0 = (s->kt % (uint32_t)s->p->cat.Z) * (uint32_t)s->p->cat.Cout;
+        a.nvalid = (uint32_t)s->p->cat.Cout;
+    }
     uint64_t I = L->plane_busy[a.pl], w;
     for (uint32_t r = 0; a.rows_lb && r < s->nv; r++) /* row r is read about r / 16 cycles after I */
         if (a.rows_lb[r] > I + L->VL / IW_STREAMS)
@@ -1432,7 +1483,10 @@ static uint32_t pack_order(const prod *p, uint32_t b)
 /* The current block's laid-out rows (block row g on): their slices and words, west and east. */
 static void blk_rows(lt *L, psched *s, uint64_t g)
 {
-    for (uint32_t r = 0; r < s->nv; r++) {
+    const prod *p = s->p;
+    /* a split in place: its group's rows first (install_on puts them at their row, zeros elsewhere) */
+    uint32_t nr = p->kind == 4 && p->cat.inplace ? (uint32_t)p->cat.Cout : s->nv;
+    for (uint32_t r = 0; r < nr; r++) {
         uint64_t k = s->m.woff + g + r, e = s->m.ewoff + g + r;
         if (s->m.wsplit && g + r >= s->m.wsplit) { /* split_rows: the east part */
             uint64_t k2 = s->m.w2off + g + r - s->m.wsplit;
@@ -1860,7 +1914,8 @@ static ts_status sched_one(lt *L, psched *s)
     uint64_t g = blk_row0(p, s->nt, s->kt, VL);
     for (uint32_t r = 0; r < s->nv && p->kind == 5; r++) {
         /* row n of head h: the second input's vector for (h, n), this block's channel tile */
-        uint64_t h = s->kt / p->CT, v = (h * p->sh + (uint64_t)(s->nt * VL + r) * p->sn) * p->r->T + s->kt % p->CT;
+        uint64_t h = s->kt / p->CT, v = (h * p->sh + (uint64_t)(p->jd ? r : s->nt * VL + r) * p->sn) * p->r->T + s->kt % p->CT +
+                                        (p->hz ? (p->hc0 + h * (VL / p->hz)) / VL : 0);
         lt_slot(L, p->r, v, &s->rmem[r], &s->rword[r]);
         s->rlb[r] = p->r->ready[v];
     }
@@ -2319,27 +2374,30 @@ static void free_temp(lt *L, tens *x)
 /* For A V (B = V not a Transpose the product can read through): Bᵀ [H, N, K] into *R, computed on
  * the planes: the one-hot vectors e_j (L->onehot, initial data) streamed through blocks whose row k of
  * head h is B's vector (h, k) give output lane k of (h, j) = B[h][k][j], with scale 1 (exact).
- * Lanes of B past N meet e_j's zeros. Then p's rows are Bᵀ's vectors. */
+ * Lanes of B past N meet e_j's zeros. Then p's rows are Bᵀ's vectors. Where B is a head split
+ * (p->hz, lt_v_split), row k of head h is the split's input vector (k, h / hz), all hz heads of its
+ * tile in it, and head h's e_j is 1 in lane (h N + j) mod VL, where that head's channel j lies. */
 static ts_status transpose_rows(lt *L, prod *p, ts_lower_tsp_layer *ly, tens *R)
 {
-    uint32_t H = p->H, K = p->K, N = p->N, VL = L->VL;
+    uint32_t H = p->H, K = p->K, N = p->N, VL = L->VL, EC = p->hz ? VL : N; /* EC tells the two sets apart */
     /* laid out once: every layer's A V has the same heads and widths; in the compact layout one set
      * per shape (a decoder's q Kᵀ and p V alternate) */
     tens *E = &L->onehot[0];
     for (uint32_t i = 0; L->compact && i < LT_ONEHOT_MAX; i++) {
         E = &L->onehot[i];
-        if (!E->placed || (E->P == H * N && E->C == N))
+        if (!E->placed || (E->P == H * N && E->C == EC && L->onehot_c0[i] == p->hc0))
             break;
     }
     ts_status rc = TS_OK;
-    if (!E->placed || E->P != H * N || E->C != N) {
+    if (!E->placed || E->P != H * N || E->C != EC || L->onehot_c0[E - L->onehot] != p->hc0) {
+        L->onehot_c0[E - L->onehot] = p->hc0;
         ts_free(E->ready);
         image im;
-        if ((rc = place_temp(L, p->nd, E, H * N, N, "the one-hot vectors", true, 0)) != TS_OK ||
+        if ((rc = place_temp(L, p->nd, E, H * N, EC, "the one-hot vectors", true, 0)) != TS_OK ||
             (rc = lt_img_init(L, &im, L->nW, E->base, E->nw)) != TS_OK)
             return rc;
         for (uint64_t m = 0; m < (uint64_t)H * N; m++) {
-            uint64_t j = m % N, k = E->off + m * E->T + j / VL;
+            uint64_t j = p->hz ? (p->hc0 + m) % VL : m % N, k = E->off + m * E->T + j / VL;
             im.s[k % L->nW][(size_t)(k / L->nW) * VL + j % VL] = 1;
         }
         rc = lt_img_flush(L, &im, 0);
@@ -2348,13 +2406,14 @@ static ts_status transpose_rows(lt *L, prod *p, ts_lower_tsp_layer *ly, tens *R)
         (rc = place_temp(L, p->nd, R, H * N, K, "the transposed second input", false, lt_bank_pref(L, p->x))) != TS_OK)
         return rc;
     prod t = {.nd = p->nd, .wid = -1, .bid = -1, .x = E, .y = R, .r = p->r, .rid = p->rid, .kind = 5, .H = H,
-              .Mh = N, .sh = K, .sn = 1, .M = H * N, .K = N, .N = K, .CT = E->T, .KT = H * E->T,
-              .NT = (uint32_t)ts_geom_cdiv(K, VL), .scale = 1.0f};
+              .Mh = N, .sh = p->hz ? 0 : K, .sn = 1, .hz = p->hz, .hc0 = p->hc0, .M = H * N, .K = N, .N = K, .CT = E->T,
+              .KT = H * E->T, .NT = (uint32_t)ts_geom_cdiv(K, VL), .scale = 1.0f};
     if ((rc = sched_product(L, &t, ly)) != TS_OK)
         return rc;
     p->r = R;
     p->sh = N;
     p->sn = 1;
+    p->hz = 0;
     return TS_OK;
 }
 
@@ -2605,10 +2664,21 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
         ts_free(im2.ready);
         return rc;
     }
+    if (cat && p.cat.out != out) { /* a split writing a folded Transpose's output: what lies between is done */
+        for (int id = out; id != p.cat.out;) {
+            size_t n;
+            L->t[id].fused = true;
+            id = ts_graph_get_node(L->g, ts_graph_consumers(L->g, id, &n)[0])->out[0];
+        }
+        out = p.cat.out;
+    }
+    const ts_graph_node *jn = p.kind == 5 ? lt_av_join(L, nd) : NULL;
+    if (jn)
+        out = jn->out[0]; /* A V writes the head join's output */
     p.NT = (uint32_t)ts_geom_cdiv(p.N, L->VL);
-    int rid = -1, ad = fused_add(L, &p, out, &rid);
+    int rid = -1, ad = jn ? -1 : fused_add(L, &p, out, &rid);
     int aout = ad >= 0 ? ts_graph_get_node(L->g, ad)->out[0] : out; /* the value the product computes */
-    int fu = lt_fused_relu(L, aout);
+    int fu = jn ? -1 : lt_fused_relu(L, aout);
     p.relu = fu >= 0;
     p.res = ad >= 0 ? &L->t[rid] : NULL;
     p.scale = cat ? 1.0f : ts_lower_tsp_scale(p.K); /* a Concat moves its values unchanged */
@@ -2619,12 +2689,15 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
         rc = place_temp(L, nd, &pk, p.M, p.CT * L->VL, "the packed taps", false, lt_bank_pref(L, p.x0));
         p.x = &pk;
     }
-    if (rc != TS_OK || (rc = lt_place(L, yid, p.M, p.N, nd, false, lt_bank_pref(L, p.x))) != TS_OK) {
+    if (rc != TS_OK ||
+        (rc = lt_place(L, yid, jn ? p.Mh : p.M, jn ? p.H * p.N : p.N, nd, false, lt_bank_pref(L, p.x))) != TS_OK) {
         ts_free(im2.ready);
         free_temp(L, &pk);
         return rc;
     }
     p.y = &L->t[yid];
+    if (cat && p.cat.inplace) /* every lane written, the graph's channels kept */
+        p.y->C = (uint32_t)p.cat.Cout;
     if (!p.res && pack_slots(L, &p, yid)) /* a fused Add's other operand is not in slots */
         p.NT = p.rep; /* the slots are its output tiles */
     p.y->rep = p.rep;
@@ -2649,6 +2722,12 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
      * slot, and the passes, whose VXM operations must fall on given cycles, would wait for them */
     p.packed = p.kind == 6 && !((p.pl.G == 2 || p.pl.G == 5) && p.NT == 1 && !p.rep && east_kind(L, &p));
     rc = p.tb ? transpose_rows(L, &p, ly, &bt) : p.packed ? pack_block(L, &p, &pk, ly) : TS_OK;
+    if (jn) { /* output pixel s, head h's block a reduction block of its tile */
+        p.jd = p.N;
+        p.M = p.Mh;
+        p.N = p.H * p.jd;
+        p.NT = (uint32_t)ts_geom_cdiv(p.N, L->VL);
+    }
     if (rc == TS_OK)
         rc = sched_product(L, &p, ly);
     free_temp(L, &bt);
@@ -2668,7 +2747,7 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     if (p.kind == 5)
         lt_release(L, p.rid);
     for (int i = 0; i < (cat ? p.cat.n : 1); i++) {
-        int id = cat ? p.cat.ids[i] : xid;
+        int id = cat ? p.cat.ids[i] : p.kind == 5 ? p.xid : xid;
         bool again = false; /* an input given twice is released once */
         for (int j = 0; j < i; j++)
             again |= p.cat.ids[j] == id;
