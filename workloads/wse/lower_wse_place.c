@@ -537,6 +537,16 @@ static void glu_rows(lw *L, bool forks)
     }
 }
 
+/* A product d of one row that takes its input on kin of its rows' groups, step rows each (rows_in,
+ * norm_rows, heads_rows): its rows become kin step, each PE holding mem bytes. */
+static void mm_rows_in(lw_stage *d, uint32_t kin, uint32_t step, uint64_t mem)
+{
+    d->kin = kin;
+    d->kr = kin * step;
+    d->h = d->kr;
+    d->mem = mem;
+}
+
 /* A decode's SwiGLU gate e on e->ko rows feeding a product d of one row (the down product): d
  * takes its input on the gate's rows instead of through the gate's last column and one PE (every PE
  * of d took in every value of the gate's output): row q of the gate sends its outputs east into d's
@@ -561,10 +571,7 @@ static void rows_in(lw *L, uint32_t rows)
         if (least < step || p->kr + (uint64_t)(ko - 1) * step > rows || (uint64_t)ko * step > rows ||
             mem > L->t->sram_bytes)
             continue;
-        d->kin = ko;
-        d->kr = ko * step;
-        d->h = d->kr;
-        d->mem = mem;
+        mm_rows_in(d, ko, step, mem);
         p->kstep = e->kstep = step;
         p->h = p->kr + (ko - 1) * step;
         e->h = (ko - 1) * step + 1;
@@ -598,10 +605,7 @@ static void norm_rows(lw *L)
         const uint64_t mem = lw_mm_bytes(d->h16, ts_geom_cdiv(ts_geom_cdiv(Lr, kin), step), nb);
         if (kin < 2 || part < step || mem > L->t->sram_bytes || lw_rms_mem(Lr, kin) + 4 > L->t->sram_bytes)
             continue;
-        d->kin = kin;
-        d->kr = kin * step;
-        d->h = d->kr;
-        d->mem = mem;
+        mm_rows_in(d, kin, step, mem);
         n->ko = n->G = n->gwant = kin;
         n->kstep = step;
         n->w = 1;
@@ -634,10 +638,7 @@ static void heads_rows(lw *L, uint32_t rows)
         if ((uint64_t)a->C < step || (uint64_t)(kin - 1) * step >= a->h || (uint64_t)kin * step > rows ||
             mem > L->t->sram_bytes)
             continue;
-        d->kin = kin;
-        d->kr = kin * step;
-        d->h = d->kr;
-        d->mem = mem;
+        mm_rows_in(d, kin, step, mem);
         a->ko = kin;
         a->kstep = step;
     }
