@@ -694,14 +694,6 @@ static ts_status check_encodable(const ts_program *p, ts_err *err)
 /* Segments with the same bytes: first[i] is the first segment (in table order) whose length and
  * bytes equal segment i's (i itself when there is none), found through a hash table of the
  * segments that store their bytes. NULL when out of memory. Owned by the caller (ts_free). */
-static uint64_t seg_hash(const ts_segment *g)
-{
-    uint64_t h = 0xcbf29ce484222325ull ^ g->len;
-    for (uint32_t k = 0; k < g->len; k++)
-        h = (h ^ g->bytes[k]) * 0x100000001b3ull;
-    return h;
-}
-
 static uint32_t *seg_firsts(const ts_segment *segs, size_t n)
 {
     size_t cap = 16;
@@ -717,7 +709,7 @@ static uint32_t *seg_firsts(const ts_segment *segs, size_t n)
     memset(slot, 0, cap * sizeof *slot);
     for (size_t i = 0; i < n; i++) {
         const ts_segment *g = &segs[i];
-        size_t h = (size_t)seg_hash(g) & (cap - 1);
+        size_t h = (size_t)bytes_hash(g->bytes, g->len) & (cap - 1);
         first[i] = (uint32_t)i;
         for (; slot[h]; h = (h + 1) & (cap - 1)) {
             const ts_segment *o = &segs[slot[h] - 1];
