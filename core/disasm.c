@@ -111,6 +111,24 @@ static ts_status bad_prog(ts_err *err, const ts_isa *isa, const ts_stream *s, ui
                       ": %s %ld", kn, s->index, pc, what, v);
 }
 
+/* s as a stream of instructions in *one: s itself, or, when s is packed, a copy whose instructions
+ * are unpacked into an array the caller frees (one->insn, when s->packed). */
+static ts_status unpacked(const ts_stream *s, ts_stream *one, ts_err *err)
+{
+    *one = *s;
+    if (!s->packed)
+        return TS_OK;
+    one->packed = NULL;
+    if (!(one->insn = ts_malloc((s->n ? s->n : 1) * sizeof *one->insn)))
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    ts_status st = ts_stream_unpack(s, one->insn, err);
+    if (st) {
+        ts_free(one->insn);
+        one->insn = NULL;
+    }
+    return st;
+}
+
 /* The instructions of s (an insn stream, or a packed one unpacked into one). */
 static ts_status check_insns(const ts_stream *s, const ts_isa *isa, ts_err *err)
 {
@@ -139,18 +157,10 @@ static ts_status check(const ts_program *p, const ts_isa *isa, ts_err *err)
         if (s->kind >= isa->nstream_kinds)
             return ts_err_set(err, TS_EINPUT, "cannot disassemble: stream kind %" PRIu32 " is not "
                               "a %s stream kind", s->kind, isa->arch);
-        ts_stream one = *s;
-        if (s->packed) {
-            one.packed = NULL;
-            if (!(one.insn = ts_malloc((one.n ? one.n : 1) * sizeof *one.insn)))
-                return ts_err_set(err, TS_ENOMEM, "out of memory");
-            ts_status ust = ts_stream_unpack(s, one.insn, err);
-            if (ust) {
-                ts_free(one.insn);
-                return ust;
-            }
-        }
-        ts_status cst = check_insns(&one, isa, err);
+        ts_stream one;
+        ts_status cst = unpacked(s, &one, err);
+        if (!cst)
+            cst = check_insns(&one, isa, err);
         if (s->packed)
             ts_free(one.insn);
         if (cst)
@@ -281,14 +291,8 @@ ts_status ts_disasm(const ts_program *p, const ts_isa *isa, ts_buf *out, ts_err 
             ys++;
         while (ms < c.nmarks && c.marks[ms].stream == i)
             ms++;
-        ts_stream one = c.streams[i]; /* a packed stream unpacked for the text, one at a time */
-        if (one.packed) {
-            one.packed = NULL;
-            if (!(one.insn = ts_malloc((one.n ? one.n : 1) * sizeof *one.insn)))
-                st = TS_ENOMEM;
-            else if (ts_stream_unpack(&c.streams[i], one.insn, err) != TS_OK)
-                st = TS_EINTERNAL;
-        }
+        ts_stream one; /* a packed stream unpacked for the text, one at a time */
+        st = unpacked(&c.streams[i], &one, err);
         if (!st)
             st = stream_text(&d, isa, &one, c.syms ? c.syms + y0 : NULL, ys - y0, c.marks ? c.marks + m0 : NULL,
                              ms - m0);
