@@ -1413,6 +1413,18 @@ static inline size_t rx_next_own(const ipu_wlog *lg, size_t k, int32_t ti)
     return k;
 }
 
+/* The cycle the next word to tile ti from its receive's sender arrives at, or UINT64_MAX when the
+ * sender's log holds none: its send cycle + spine delay + latency (a delay not set yet is 0 and
+ * only grows, so a bound until the sender's round commits). Moves the receive's cursor to that
+ * word: rx_arrivals passes over the others whenever they arrive, so they need not be looked at
+ * again. */
+static inline uint64_t rx_next_arrival(const ts_model *m, ipu_tile *t, int32_t ti)
+{
+    const ipu_wlog *lg = &m->t[t->rx_src].log;
+    size_t k = t->rx_cursor = rx_next_own(lg, t->rx_cursor, ti);
+    return k < lg->n ? lg->v[k].t + lg->v[k].delay + t->rx_lat : UINT64_MAX;
+}
+
 /* Words that reach tile ti at cycle c while its input selects their sender. */
 static ts_status rx_arrivals(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t c, ts_err *err)
 {
@@ -1509,16 +1521,10 @@ static uint64_t next_event(const ts_model *m, ipu_tile *t, uint64_t c, uint32_t 
                 break;
             }
     }
-    if (t->rx_left) {
-        const ipu_wlog *lg = &m->t[t->rx_src].log;
-        /* the next word to this tile: rx_arrivals passes over the others whenever they arrive, so
-         * they need not be looked at again */
-        size_t k = t->rx_cursor = rx_next_own(lg, t->rx_cursor, (int32_t)(t - m->t));
-        if (k < lg->n) {
-            uint64_t a = lg->v[k].t + lg->v[k].delay + t->rx_lat;
-            if (a < best)
-                best = a < c ? c : a;
-        }
+    if (t->rx_left) { /* the next word to this tile */
+        uint64_t a = rx_next_arrival(m, t, (int32_t)(t - m->t));
+        if (a < best)
+            best = a < c ? c : a;
     }
     return best;
 }
@@ -1534,10 +1540,8 @@ static uint64_t next_event(const ts_model *m, ipu_tile *t, uint64_t c, uint32_t 
  * tile's cycle brought to the horizon. */
 static void park(const ts_model *m, ipu_tile *t, int32_t ti)
 {
-    const ipu_wlog *lg = &m->t[t->rx_src].log;
-    size_t k = t->rx_cursor = rx_next_own(lg, t->rx_cursor, ti);
-    t->rx_park = k < lg->n ? lg->v[k].t + lg->v[k].delay + t->rx_lat : UINT64_MAX;
-    t->rx_park_n = lg->n;
+    t->rx_park = rx_next_arrival(m, t, ti);
+    t->rx_park_n = m->t[t->rx_src].log.n;
 }
 
 /* How far a tile may run past the round's horizon when it does not read another tile's words:
@@ -1716,9 +1720,7 @@ ts_status ts_ipu_tile_run(ts_model *m, uint32_t ti, uint64_t h, ts_err *err)
             /* workers run and the supervisor cannot issue while the receive waits for its next
              * word: up to that word's arrival (a bound: a spine delay not set yet is 0) nothing
              * but the workers acts on the tile, as in workers_run */
-            const ipu_wlog *lg = &m->t[t->rx_src].log;
-            size_t k = t->rx_cursor = rx_next_own(lg, t->rx_cursor, (int32_t)ti);
-            uint64_t lim = k < lg->n ? lg->v[k].t + lg->v[k].delay + t->rx_lat : UINT64_MAX;
+            uint64_t lim = rx_next_arrival(m, t, (int32_t)ti);
             if (lim > stop)
                 lim = stop;
             if (lim > c + 1) {
