@@ -34,6 +34,13 @@ void ts_lww_in_to_mem(lw_gen *G, uint32_t cin, uint64_t addr, uint64_t n, int st
     }
 }
 
+void ts_lww_in_part(lw_gen *G, uint32_t cin, uint64_t junk, uint64_t addr, uint64_t lo, uint64_t hi, uint64_t n)
+{
+    ts_lww_in_to_mem(G, cin, junk, lo, 0);
+    ts_lww_in_to_mem(G, cin, addr, hi - lo, 1);
+    ts_lww_in_to_mem(G, cin, junk, n - hi, 0);
+}
+
 void ts_lww_in_to_out(lw_gen *G, uint32_t cin, uint32_t cout, uint64_t n)
 {
     while (n) {

@@ -321,6 +321,9 @@ void ts_lww_op(lw_gen *G, int code, int n, ...);
 int ts_lww_pc(const lw_gen *G);
 /* n wavelets of colour cin into memory from addr with stride (elements; 0 drops them in one word). */
 void ts_lww_in_to_mem(lw_gen *G, uint32_t cin, uint64_t addr, uint64_t n, int stride);
+/* Of n values coming in on cin, [lo, hi) into memory from addr and the others, before and after,
+ * into the junk word at junk (a PE's part of a row every PE of a stage takes in). */
+void ts_lww_in_part(lw_gen *G, uint32_t cin, uint64_t junk, uint64_t addr, uint64_t lo, uint64_t hi, uint64_t n);
 /* Pass n wavelets from colour cin on to colour cout. */
 void ts_lww_in_to_out(lw_gen *G, uint32_t cin, uint32_t cout, uint64_t n);
 /* Send n words from addr on colour cout. */

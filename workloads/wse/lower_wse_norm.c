@@ -281,11 +281,7 @@ static ts_status norm_column(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s
         ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
         ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits((float)(1.0 / (double)L)));
         ts_lww_op(G, WSE_OP_FLI, 2, 13, ts_lww_bits(0.5f));
-        if (a)
-            ts_lww_in_to_mem(G, s->cin, (uint64_t)JA, (uint64_t)a, 0);
-        ts_lww_in_to_mem(G, s->cin, 0, (uint64_t)n, 1);
-        if (L > b)
-            ts_lww_in_to_mem(G, s->cin, (uint64_t)JA, (uint64_t)(L - b), 0);
+        ts_lww_in_part(G, s->cin, (uint64_t)JA, 0, (uint64_t)a, (uint64_t)b, (uint64_t)L);
         if (s->rpass) /* its part east raw (the product holds the scale, takes 1 / s after part 0) */
             ts_lww_mem_to_out(G, 0, (uint64_t)n, s->cout);
         part_sum_squares(G, n, RSTD + 4);
@@ -352,11 +348,7 @@ static ts_status norm_pass(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s)
         }
         const int64_t a = g * L / np, b = (g + 1) * L / np, n = b - a;
         const int JA = (int)(4 * n);
-        if (a)
-            ts_lww_in_to_mem(G, s->cin, (uint64_t)JA, (uint64_t)a, 0);
-        ts_lww_in_to_mem(G, s->cin, 0, (uint64_t)n, 1);
-        if (L > b)
-            ts_lww_in_to_mem(G, s->cin, (uint64_t)JA, (uint64_t)(L - b), 0);
+        ts_lww_in_part(G, s->cin, (uint64_t)JA, 0, (uint64_t)a, (uint64_t)b, (uint64_t)L);
         part_sum_squares(G, n, JA + 4);
         if (g) {
             ts_lww_op(G, WSE_OP_RECV, 2, 2, (int)lw_rcol(s, g - 1));
