@@ -397,7 +397,6 @@ static bool av_joined(const lt *L, const ts_graph_node *jn)
 int lt_head_base(const lt *L, int id, uint32_t *c0)
 {
     int p = ts_graph_get_tensor(L->g, id)->producer;
-    *c0 = 0;
     if (p >= 0 && slice_viewed(L, ts_graph_get_node(L->g, p), c0))
         return ts_graph_get_node(L->g, p)->in[0];
     *c0 = 0;
