@@ -6,6 +6,7 @@
 #include "arch/tsp/tsp_model.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "core/activity.h"
@@ -482,7 +483,75 @@ static uint64_t next_event(const ts_model *m)
     return t < now ? now : t;
 }
 
-ts_status ts_tsp_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
+/* The host's PCIe bandwidth, bytes per second: GroqFlow's end-to-end estimate takes 24 GB/s each way
+ * for the chip's PCIe Gen4 x16 (research §3, GroqFlow groqmodel.py; assumed: the TSP's own DMA rate
+ * is not published). Its per-transfer 10 us is not counted (docs/tsp.md). */
+#define TSP_PCIE_BYTES_PER_S 24e9
+
+/* After a run of a batch: the outputs into their copies for run m->run. */
+static void save_outputs(ts_model *m)
+{
+    for (size_t i = 0; i < m->nxout; i++) {
+        const tsp_xfer *x = &m->xout[i];
+        const uint8_t *mem = ts_tsp_mem(m, (int)x->slice);
+        uint8_t *dst = x->bytes + (size_t)m->run * x->len;
+        if (mem)
+            memcpy(dst, mem + x->addr, x->len);
+        else
+            memset(dst, 0, x->len);
+    }
+}
+
+/* The next run of a batch (docs/tsp.md, *A batch run once per sample*): the host reads the outputs
+ * back and writes the next sample's inputs and the words the run overwrote, one after the other
+ * over PCIe while the chip waits (counted between the runs, not overlapped); every queue starts
+ * again from its first instruction, its first entries preloaded as at the start; MEM, the planes'
+ * weights and the latches keep what they hold. The wait is at least the stream-register positions,
+ * so no value of the run before is still on a stream. */
+static ts_status next_run(ts_model *m, ts_err *err)
+{
+    save_outputs(m);
+    if (!m->run)
+        m->first_run = m->now;
+    m->run++;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < m->nxout; i++)
+        bytes += m->xout[i].len;
+    for (size_t i = 0; i < m->nxin; i++) {
+        const tsp_xfer *x = &m->xin[i];
+        if (x->sample != m->run)
+            continue;
+        uint8_t *mem = ts_tsp_mem_of(m, x->slice, err);
+        if (!mem)
+            return TS_ENOMEM;
+        memcpy(mem + x->addr, x->bytes, x->len);
+        bytes += x->len;
+    }
+    uint64_t gap = (uint64_t)ceil((double)bytes * m->cfg.clock_hz / TSP_PCIE_BYTES_PER_S);
+    if (gap < m->P)
+        gap = m->P;
+    m->host_bytes += bytes;
+    m->host_cycles += gap;
+    uint64_t start = m->now + gap;
+    for (uint32_t i = 0; i < m->nq; i++) {
+        tsp_queue *q = &m->q[i];
+        if (!q->n)
+            continue;
+        q->pc = 0;
+        q->fetched = q->n < m->cfg.icu_capacity ? q->n : (uint32_t)m->cfg.icu_capacity;
+        q->state = Q_RUN;
+        q->next = start;
+        q->rep_left = 0;
+        q->last_ifetch = 0;
+        q->nland = 0;
+        if (q->fetch_free < start)
+            q->fetch_free = start;
+    }
+    return TS_OK; /* the cycles up to start pass as any idle stretch does (every one in lockstep) */
+}
+
+/* Cycles until the run finishes or the limit: from event to event, or every cycle in lockstep. */
+static ts_status run_until(ts_model *m, uint64_t limit, ts_err *err)
 {
     while (m->now < limit && !finished(m)) {
         if (!m->lockstep) {
@@ -511,18 +580,34 @@ ts_status ts_tsp_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
         if (rc != TS_OK)
             return rc;
     }
+    return TS_OK;
+}
+
+ts_status ts_tsp_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
+{
+    ts_status rc = run_until(m, limit, err);
+    while (rc == TS_OK && m->now < limit && m->run + 1 < m->runs && finished(m)) {
+        rc = next_run(m, err); /* a batch run once per sample: the next sample */
+        if (rc == TS_OK)
+            rc = run_until(m, limit, err);
+    }
+    if (rc != TS_OK)
+        return rc;
     st->now = m->now;
     st->work = m->work;
-    st->done = finished(m);
+    st->done = finished(m) && m->run + 1 >= m->runs;
+    if (st->done && m->runs > 1 && !m->outs_saved) {
+        save_outputs(m);
+        m->outs_saved = true;
+    }
     if (st->done && m->trace)
         for (uint32_t qi = 0; qi < m->nq; qi++)
             ts_tsp_trace_flush(m, qi);
     if (st->done && m->act) {
-        ts_status rc = ts_tsp_act_flush(m, m->now, true, err);
+        rc = ts_tsp_act_flush(m, m->now, true, err);
         m->act = NULL; /* recorded to the end */
         if (rc != TS_OK)
             return rc;
     }
     return TS_OK;
 }
-

@@ -178,6 +178,15 @@ typedef struct tsp_slot {
     uint16_t bpos; /* position it was written at */
 } tsp_slot;
 
+/* A host transfer of a batch run once per sample: MEM slice, byte address, length; bytes (owned):
+ * what the host writes (xin), or the bytes read back after each run, len per run (xout). */
+typedef struct tsp_xfer {
+    uint32_t slice, sample;
+    uint64_t addr;
+    uint32_t len;
+    uint8_t *bytes;
+} tsp_xfer;
+
 struct ts_model {
     ts_tsp_cfg cfg;
     tsp_layout *lay;
@@ -220,6 +229,16 @@ struct ts_model {
     uint64_t macs8, macs16, mxm_busy, peak_macs, cyc_macs;
     uint64_t peak_bytes, cyc_bytes;
     uint64_t install_max, sweep_max, barriers, last_release, ifetches, configs, offchip;
+    /* A batch run once per sample (docs/tsp.md, *A batch run once per sample*): the program runs
+     * `runs` times back to back, MEM keeping what it holds; before each run after the first the host
+     * writes that sample's inputs and the words the run before overwrote (xin, sample = address /
+     * mem.slice_bytes),
+     * after each run it reads the outputs back (xout, into their per-run copies), over PCIe. */
+    uint32_t runs, run;
+    bool outs_saved;          /* the last run's outputs are in their copies */
+    struct tsp_xfer *xin, *xout; /* owned */
+    size_t nxin, nxout;
+    uint64_t host_bytes, host_cycles, first_run; /* between the runs; the first run's cycles */
     uint64_t reg_reads;      /* bytes read from stream registers and latches */
     uint32_t nlanding;       /* ifetches in flight, all queues */
     uint8_t *scratch;        /* owned: one superlane's weight rows (streams x lanes x 4 B) */
