@@ -176,6 +176,20 @@ START_TEST(test_batch_fallback)
         out |= l.prog->segs[i].kind == TS_TSP_SEG_OUTPUT;
     }
     ck_assert(runs && in && out);
+    /* the disassembler writes the runs and the host's segments, and the text assembles back to the
+     * same program */
+    ts_buf dis = TS_BUF_INIT, a = TS_BUF_INIT, b = TS_BUF_INIT;
+    ck_assert_int_eq(ts_disasm(l.prog, ts_tsp_family.isa, &dis, &e), TS_OK);
+    ck_assert_ptr_nonnull(strstr(ts_buf_str(&dis), "tsp.runs"));
+    ts_program *q = NULL;
+    ck_assert_msg(ts_asm(&q, "batch.s", ts_buf_str(&dis), dis.len, ts_tsp_family.isa, &e) == TS_OK, "%s", e.msg);
+    ck_assert_int_eq(ts_program_encode(l.prog, &a, &e), TS_OK);
+    ck_assert_int_eq(ts_program_encode(q, &b, &e), TS_OK);
+    ck_assert(a.len == b.len && !memcmp(a.data, b.data, a.len));
+    ts_buf_free(&dis);
+    ts_buf_free(&a);
+    ts_buf_free(&b);
+    ts_program_destroy(q);
     ts_lower_tsp_report_free(&l.rep);
     ts_program_destroy(l.prog);
     ts_graph_destroy(g);
