@@ -7,6 +7,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/activity.h"
@@ -502,21 +503,65 @@ static void save_outputs(ts_model *m)
     }
 }
 
-/* The next run of a batch (docs/tsp.md, *A batch run once per sample*): the host reads the outputs
- * back and writes the next sample's inputs and the words the run overwrote, one after the other
- * over PCIe while the chip waits (counted between the runs, not overlapped); every queue starts
- * again from its first instruction, its first entries preloaded as at the start; MEM, the planes'
- * weights and the latches keep what they hold. The wait is at least the stream-register positions,
- * so no value of the run before is still on a stream. */
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The host's words of transfers x (the words of run `sample`'s segments, or every output when
+ * sample is UINT32_MAX) one after the other over PCIe, each from the cycle after the run's last
+ * access to it (the run start where it had none): the cycle the last one is done. *bytes counts
+ * them. */
+static uint64_t host_done(ts_model *m, const tsp_xfer *x, size_t n, uint32_t sample, uint64_t *bytes, ts_err *err,
+                          bool *oom)
+{
+    size_t nw = 0, k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (sample == UINT32_MAX || x[i].sample == sample)
+            nw += (x[i].len + m->VL - 1) / m->VL;
+    uint64_t *t = ts_malloc((nw + 1) * sizeof *t);
+    if (!t) {
+        *oom = true;
+        ts_err_set(err, TS_ENOMEM, "out of memory");
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (sample != UINT32_MAX && x[i].sample != sample)
+            continue;
+        *bytes += x[i].len;
+        for (uint64_t w = x[i].addr / m->VL; w * m->VL < x[i].addr + x[i].len; w++) {
+            uint64_t last = m->mem_last[(size_t)x[i].slice * m->words + w];
+            t[k++] = last >= m->run_start ? last + 1 : m->run_start;
+        }
+    }
+    qsort(t, k, sizeof *t, cmp_u64);
+    double per = (double)m->VL * m->cfg.clock_hz / TSP_PCIE_BYTES_PER_S, done = (double)m->run_start;
+    for (size_t i = 0; i < k; i++)
+        done = (done > (double)t[i] ? done : (double)t[i]) + per;
+    ts_free(t);
+    return (uint64_t)ceil(done);
+}
+
+/* The next run of a batch (docs/tsp.md, *A batch run once per sample*). The host reads the outputs
+ * back and writes the next sample's inputs and the words the run overwrote over PCIe, each direction
+ * one word after the other, a word from the cycle after the run's last access to it: overlapped with
+ * the run where the words are dead, the chip waiting for the rest. Every queue then starts again
+ * from its first instruction, its first entries preloaded as at the start; MEM, the planes' weights
+ * and the latches keep what they hold. The wait is at least the stream-register positions, so no
+ * value of the run before is still on a stream. */
 static ts_status next_run(ts_model *m, ts_err *err)
 {
     save_outputs(m);
     if (!m->run)
         m->first_run = m->now;
-    m->run++;
     uint64_t bytes = 0;
-    for (size_t i = 0; i < m->nxout; i++)
-        bytes += m->xout[i].len;
+    bool oom = false;
+    uint64_t rd = host_done(m, m->xout, m->nxout, UINT32_MAX, &bytes, err, &oom);
+    uint64_t wr = oom ? 0 : host_done(m, m->xin, m->nxin, m->run + 1, &bytes, err, &oom);
+    if (oom)
+        return TS_ENOMEM;
+    m->run++;
     for (size_t i = 0; i < m->nxin; i++) {
         const tsp_xfer *x = &m->xin[i];
         if (x->sample != m->run)
@@ -525,14 +570,15 @@ static ts_status next_run(ts_model *m, ts_err *err)
         if (!mem)
             return TS_ENOMEM;
         memcpy(mem + x->addr, x->bytes, x->len);
-        bytes += x->len;
     }
-    uint64_t gap = (uint64_t)ceil((double)bytes * m->cfg.clock_hz / TSP_PCIE_BYTES_PER_S);
-    if (gap < m->P)
-        gap = m->P;
+    uint64_t start = m->now + m->P;
+    if (rd > start)
+        start = rd;
+    if (wr > start)
+        start = wr;
     m->host_bytes += bytes;
-    m->host_cycles += gap;
-    uint64_t start = m->now + gap;
+    m->host_cycles += start - m->now;
+    m->run_start = start;
     for (uint32_t i = 0; i < m->nq; i++) {
         tsp_queue *q = &m->q[i];
         if (!q->n)

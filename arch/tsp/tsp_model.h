@@ -239,6 +239,8 @@ struct ts_model {
     struct tsp_xfer *xin, *xout; /* owned */
     size_t nxin, nxout;
     uint64_t host_bytes, host_cycles, first_run; /* between the runs; the first run's cycles */
+    uint64_t run_start;       /* the cycle the current run started */
+    uint64_t *mem_last;       /* owned, runs > 1 only: per slice and word, the cycle of its last access */
     uint64_t reg_reads;      /* bytes read from stream registers and latches */
     uint32_t nlanding;       /* ifetches in flight, all queues */
     uint8_t *scratch;        /* owned: one superlane's weight rows (streams x lanes x 4 B) */

@@ -1157,14 +1157,13 @@ static ts_status lower_batch(const ts_graph *g, const ts_tsp_target *P, ts_progr
         else
             ts_lower_tsp_report_free(&r);
     } else {
-        snprintf(tail, sizeof tail, "the batch of %" PRId64 " does not fit unrolled, nor one sample at a time: ",
-                 lt_batch_n(b));
-        if (err) {
-            ts_err_free(err);
-            *err = e2;
-            e2.detail = NULL;
-            reword(err, tail, "");
+        if (err) { /* the unrolled batch's message, then the sample's */
+            char m[sizeof err->msg];
+            snprintf(m, sizeof m, "%s", err->msg);
+            ts_err_set(err, e2.status, "%.560s; one sample of the batch of %" PRId64 " at a time: %.400s", m,
+                       lt_batch_n(b), e2.msg);
         }
+        rc = err ? err->status : rc;
         ts_program_destroy(*out);
         *out = NULL;
         ts_lower_tsp_report_free(&r);
@@ -1184,13 +1183,13 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
     ts_status rc = check_target(P, err);
     lt_try won = {0};
     bool fits = true, one = ((const ts_lower_tsp_params *)params)->one_sample;
-    if (rc == TS_OK && one) { /* the unrolled batch is not tried */
+    bool tried = rc == TS_OK;
+    if (rc == TS_OK && one) /* the unrolled batch is not tried */
         rc = ts_err_set(err, TS_EINPUT, "the batch is lowered one sample at a time");
-        fits = false;
-    } else if (rc == TS_OK) {
+    else if (rc == TS_OK)
         rc = lower_graph(g, P, out, rep, err, &won, &fits);
-    }
-    if (rc == TS_EINPUT && !fits) { /* the unrolled batch does not fit: one sample at a time */
+    (void)fits;
+    if (tried && rc == TS_EINPUT) { /* the unrolled batch is refused: one sample at a time */
         ts_lower_tsp_report_free(rep);
         rc = lower_batch(g, P, out, rep, err);
     }
