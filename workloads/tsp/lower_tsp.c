@@ -624,6 +624,7 @@ void ts_lower_tsp_report_free(ts_lower_tsp_report *rep)
     ts_free(rep->layers);
     ts_graph_destroy(rep->sample);
     ts_free(rep->batch_axis);
+    ts_free(rep->batch_block);
     memset(rep, 0, sizeof *rep);
 }
 
@@ -1143,11 +1144,14 @@ static ts_status lower_batch(const ts_graph *g, const ts_tsp_target *P, ts_progr
         rc = batch_host(*out, b, P, &w, &r, &e2);
     }
     size_t nt = ts_graph_tensor_count(g);
-    if (rc == TS_OK && !(r.batch_axis = ts_malloc((nt + 1) * sizeof *r.batch_axis)))
+    if (rc == TS_OK && (!(r.batch_axis = ts_malloc((nt + 1) * sizeof *r.batch_axis)) ||
+                        !(r.batch_block = ts_malloc((nt + 1) * sizeof *r.batch_block))))
         rc = ts_err_set(&e2, TS_ENOMEM, "out of memory");
     if (rc == TS_OK) {
-        for (size_t i = 0; i < nt; i++)
+        for (size_t i = 0; i < nt; i++) {
             r.batch_axis[i] = lt_batch_axis(b, (int)i);
+            r.batch_block[i] = lt_batch_block(b, (int)i);
+        }
         r.runs = (uint32_t)lt_batch_n(b);
         r.nmem = P->mem_west + P->mem_east;
         ts_err_free(err);

@@ -100,6 +100,7 @@ typedef struct ts_lower_tsp_report {
     uint32_t runs, nmem;      /* nmem: the MEM slices (the outputs of run r are units nmem (1 + r) + slice) */
     ts_graph *sample;
     int *batch_axis;
+    int64_t *batch_block;     /* owned: the samples' block on that axis (lt_batch_block) */
     uint64_t host_bytes;
 } ts_lower_tsp_report;
 

@@ -33,6 +33,7 @@ typedef struct ub {
     const ts_graph *g;
     int64_t N;
     int *ax, *cut;
+    int64_t *in;          /* per tensor: the samples' block on their axis (1: the samples outermost) */
     ts_graph_attrs *at;
     char *why;
     size_t cap;
@@ -51,7 +52,7 @@ static const ts_graph_tensor *T(const ub *u, int id)
 
 /* A tensor without the batch whose length on axis a (its own) is the batch's length there: a
  * weight or constant is cut to one sample's part; anything else mixes. */
-static bool cut_or_refuse(ub *u, const ts_graph_node *nd, int id, int a, int64_t full)
+static bool cut_or_refuse(ub *u, const ts_graph_node *nd, int id, int a, int64_t full, int64_t in)
 {
     const ts_graph_tensor *t = T(u, id);
     if (a < 0 || t->dims[a] == 1)
@@ -60,9 +61,10 @@ static bool cut_or_refuse(ub *u, const ts_graph_node *nd, int id, int a, int64_t
         return refuse(u, nd, "broadcasts a tensor across the samples");
     if (t->kind != TS_TENSOR_WEIGHT && t->kind != TS_TENSOR_CONST)
         return refuse(u, nd, "reads a tensor of the batch's length that does not carry the samples");
-    if (u->cut[id] >= 0 && u->cut[id] != a)
+    if (u->cut[id] >= 0 && (u->cut[id] != a || u->in[id] != in))
         return refuse(u, nd, "reads a constant cut on two axes");
     u->cut[id] = a;
+    u->in[id] = in;
     return true;
 }
 
@@ -78,14 +80,15 @@ static bool ewise(ub *u, const ts_graph_node *nd)
         int o = a + r - T(u, nd->in[i])->rank;
         if (oa >= 0 && o != oa)
             return refuse(u, nd, "adds samples of two tensors whose batch axes differ");
-        if (T(u, nd->in[i])->dims[a] != y->dims[o])
+        if (T(u, nd->in[i])->dims[a] != y->dims[o] || u->in[nd->in[i]] != u->in[nd->out[0]])
             return refuse(u, nd, "broadcasts the samples");
         oa = o;
     }
     if (oa < 0)
         return true;
     for (size_t i = 0; i < nd->nin; i++)
-        if (u->ax[nd->in[i]] < 0 && !cut_or_refuse(u, nd, nd->in[i], oa - (r - T(u, nd->in[i])->rank), y->dims[oa]))
+        if (u->ax[nd->in[i]] < 0 && !cut_or_refuse(u, nd, nd->in[i], oa - (r - T(u, nd->in[i])->rank), y->dims[oa],
+                                                     u->in[nd->out[0]]))
             return false;
     u->ax[nd->out[0]] = oa;
     return true;
@@ -105,26 +108,24 @@ static int norm_axis(int64_t a, int r)
     return (int)(a < 0 ? a + r : a);
 }
 
-/* The axis o of a reshape's output y that holds input axis a of x as its outer factor, the samples
- * keeping their elements together; -1 if there is none. */
-static int reshape_axis(const ts_graph_tensor *x, int a, const ts_graph_tensor *y, int64_t N)
+/* The axis of a reshape's output y that holds the samples of input x (axis a, blocks of in): the
+ * reshape keeps the elements' order, so the samples' stride (in times the elements after axis a)
+ * stays and lies within one output axis o, whose length must hold N blocks of *oin; -1 if none. */
+static int reshape_axis(const ts_graph_tensor *x, int a, int64_t in, const ts_graph_tensor *y, int64_t N,
+                        int64_t *oin)
 {
-    int64_t before = 1, after = 1;
-    for (int k = 0; k < a; k++)
-        before *= x->dims[k];
+    int64_t stride = in;
     for (int k = a + 1; k < x->rank; k++)
-        after *= x->dims[k];
-    int64_t stride = after * (x->dims[a] / N); /* elements of one sample in one outer index */
-    int64_t ob = 1;
-    for (int o = 0; o < y->rank; o++) {
-        int64_t oafter = 1;
-        for (int k = o + 1; k < y->rank; k++)
-            oafter *= y->dims[k];
-        if (ob == before && y->dims[o] % N == 0 && oafter * (y->dims[o] / N) == stride)
+        stride *= x->dims[k];
+    int64_t after = 1;
+    for (int o = y->rank - 1; o >= 0; o--) {
+        if (stride >= after && stride < after * y->dims[o]) {
+            if (stride % after || y->dims[o] % (stride / after * N))
+                return -1;
+            *oin = stride / after;
             return o;
-        ob *= y->dims[o];
-        if (ob > before)
-            break;
+        }
+        after *= y->dims[o];
     }
     return -1;
 }
@@ -143,6 +144,11 @@ static bool follow(ub *u, size_t ni)
     const ts_graph_tensor *x = T(u, nd->in[0]), *y = T(u, nd->out[0]);
     int a = u->ax[nd->in[0]], out = nd->out[0];
     ts_graph_attrs *at = &u->at[ni];
+    for (size_t i = 0; i < nd->nin; i++) /* the samples' block passes on, but through a reshape */
+        if (u->ax[nd->in[i]] >= 0) {
+            u->in[out] = u->in[nd->in[i]];
+            break;
+        }
     switch (nd->op) {
     case TS_OP_ADD:
     case TS_OP_SUB:
@@ -198,13 +204,14 @@ static bool follow(ub *u, size_t ni)
             return refuse(u, nd, "sums over the samples");
         int oa = a < 0 ? -1 : a == x->rank - 2 ? r - 2 : a + r - x->rank;
         int ob = bb < 0 ? -1 : bb == b->rank - 1 ? r - 1 : bb + r - b->rank;
-        if (oa >= 0 && ob >= 0 && (oa != ob || oa >= r - 2))
+        if (oa >= 0 && ob >= 0 && (oa != ob || oa >= r - 2 || u->in[nd->in[0]] != u->in[nd->in[1]]))
             return refuse(u, nd, "multiplies the samples of one operand by those of the other");
         int o = oa >= 0 ? oa : ob;
         if (o < r - 2) { /* a batched axis: the other operand broadcasts along it or is cut */
             int other = oa >= 0 ? 1 : 0;
             const ts_graph_tensor *t = T(u, nd->in[other]);
-            if (u->ax[nd->in[other]] < 0 && !cut_or_refuse(u, nd, nd->in[other], o - (r - t->rank), y->dims[o]))
+            if (u->ax[nd->in[other]] < 0 &&
+                !cut_or_refuse(u, nd, nd->in[other], o - (r - t->rank), y->dims[o], u->in[out]))
                 return false;
         }
         u->ax[out] = o;
@@ -216,7 +223,7 @@ static bool follow(ub *u, size_t ni)
         for (size_t i = 1; i < nd->nin; i++)
             if (u->ax[nd->in[i]] >= 0)
                 return refuse(u, nd, "takes the batch in an input other than its first");
-        if (nd->nin > 2 && T(u, nd->in[2])->rank == 2 && !cut_or_refuse(u, nd, nd->in[2], 0, y->dims[0]))
+        if (nd->nin > 2 && T(u, nd->in[2])->rank == 2 && !cut_or_refuse(u, nd, nd->in[2], 0, y->dims[0], u->in[out]))
             return false;
         u->ax[out] = 0;
         return true;
@@ -227,9 +234,11 @@ static bool follow(ub *u, size_t ni)
         return true;
     case TS_OP_RESHAPE:
     case TS_OP_FLATTEN: {
-        int o = reshape_axis(x, a, y, u->N);
+        int64_t oin = 1;
+        int o = a < 0 ? -1 : reshape_axis(x, a, u->in[nd->in[0]], y, u->N, &oin);
         if (o < 0)
             return refuse(u, nd, "moves elements between the samples");
+        u->in[out] = oin;
         if (nd->op == TS_OP_RESHAPE) {
             for (int k = 0; k < y->rank; k++)
                 at->shape[k] = y->dims[k];
@@ -253,14 +262,14 @@ static bool follow(ub *u, size_t ni)
         int k = norm_axis(at->axis, y->rank), o = -1;
         for (size_t i = 0; i < nd->nin; i++)
             if (u->ax[nd->in[i]] >= 0) {
-                if (o >= 0 && u->ax[nd->in[i]] != o)
+                if (o >= 0 && (u->ax[nd->in[i]] != o || u->in[nd->in[i]] != u->in[out]))
                     return refuse(u, nd, "joins tensors whose batch axes differ");
                 o = u->ax[nd->in[i]];
             }
         if (o == k)
             return refuse(u, nd, "joins along the samples");
         for (size_t i = 0; i < nd->nin; i++)
-            if (u->ax[nd->in[i]] < 0 && !cut_or_refuse(u, nd, nd->in[i], o, y->dims[o]))
+            if (u->ax[nd->in[i]] < 0 && !cut_or_refuse(u, nd, nd->in[i], o, y->dims[o], u->in[out]))
                 return false;
         u->ax[out] = o;
         return true;
@@ -299,6 +308,7 @@ static bool inputs_axes(ub *u, int cand)
     for (size_t i = 0; i < nt; i++) {
         const ts_graph_tensor *t = T(u, (int)i);
         u->ax[i] = u->cut[i] = -1;
+        u->in[i] = 1;
         if (t->kind != TS_TENSOR_INPUT)
             continue;
         if (!u->N) {
@@ -341,14 +351,14 @@ static bool propagate(ub *u, int cand)
 
 /* Sample s's part of tensor t cut on axis a into n parts (NULL when t carries no values), as int8 for
  * a data input (its values as the lowering of the whole batch gives them, ts_fill_value_i8). */
-static void *part(const ts_graph_tensor *t, int id, int a, int64_t n, int64_t s, bool as_i8, size_t *bytes)
+static void *part(const ts_graph_tensor *t, int id, int a, int64_t in, int64_t n, int64_t s, bool as_i8,
+                  size_t *bytes)
 {
-    int64_t outer = 1, inner = 1;
+    int64_t outer = t->dims[a] / (n * in), blk = in; /* element (o, s, r): o N blk + s blk + r */
     for (int k = 0; k < a; k++)
         outer *= t->dims[k];
     for (int k = a + 1; k < t->rank; k++)
-        inner *= t->dims[k];
-    int64_t blk = t->dims[a] / n * inner;
+        blk *= t->dims[k];
     size_t es = as_i8 ? 1 : ts_dtype_size(t->dtype);
     *bytes = (size_t)(outer * blk) * es;
     if (!as_i8 && !t->data)
@@ -357,7 +367,7 @@ static void *part(const ts_graph_tensor *t, int id, int a, int64_t n, int64_t s,
     if (!d)
         return NULL;
     for (int64_t o = 0; o < outer; o++) {
-        uint64_t src = (uint64_t)(o * t->dims[a] * inner + s * blk);
+        uint64_t src = (uint64_t)((o * n + s) * blk);
         if (as_i8)
             for (int64_t e = 0; e < blk; e++)
                 d[o * blk + e] = (uint8_t)ts_fill_value_i8(t, id, src + (uint64_t)e);
@@ -368,15 +378,15 @@ static void *part(const ts_graph_tensor *t, int id, int a, int64_t n, int64_t s,
 }
 
 /* Whether every sample's part of a cut constant equals sample 0's. */
-static bool parts_equal(const ts_graph_tensor *t, int a, int64_t n)
+static bool parts_equal(const ts_graph_tensor *t, int a, int64_t in, int64_t n)
 {
     if (!t->data)
         return true;
     size_t b0, bs;
-    void *p0 = part(t, -1, a, n, 0, false, &b0);
+    void *p0 = part(t, -1, a, in, n, 0, false, &b0);
     bool eq = p0 != NULL;
     for (int64_t s = 1; s < n && eq; s++) {
-        void *ps = part(t, -1, a, n, s, false, &bs);
+        void *ps = part(t, -1, a, in, n, s, false, &bs);
         eq = ps && !memcmp(p0, ps, b0);
         ts_free(ps);
     }
@@ -387,6 +397,7 @@ static bool parts_equal(const ts_graph_tensor *t, int a, int64_t n)
 struct lt_batch {
     int64_t n;
     int *ax, *cut;          /* owned, per tensor of the batch graph */
+    int64_t *in;            /* owned, per tensor: the samples' block on their axis */
     ts_graph_attrs *at;     /* owned, per node */
     const ts_graph *g;      /* borrowed: the batch graph */
 };
@@ -397,8 +408,14 @@ void lt_batch_free(lt_batch *b)
         return;
     ts_free(b->ax);
     ts_free(b->cut);
+    ts_free(b->in);
     ts_free(b->at);
     ts_free(b);
+}
+
+int64_t lt_batch_block(const lt_batch *b, int tensor)
+{
+    return b->in[tensor];
 }
 
 int64_t lt_batch_n(const lt_batch *b)
@@ -419,11 +436,13 @@ ts_status lt_batch_find(const ts_graph *g, lt_batch **out, char *why, size_t cap
     ub u = {.g = g, .why = why, .cap = cap};
     u.ax = ts_calloc(nt + 1, sizeof *u.ax);
     u.cut = ts_calloc(nt + 1, sizeof *u.cut);
+    u.in = ts_calloc(nt + 1, sizeof *u.in);
     u.at = ts_calloc(nn + 1, sizeof *u.at);
     lt_batch *b = ts_calloc(1, sizeof *b);
-    if (!u.ax || !u.cut || !u.at || !b) {
+    if (!u.ax || !u.cut || !u.in || !u.at || !b) {
         ts_free(u.ax);
         ts_free(u.cut);
+        ts_free(u.in);
         ts_free(u.at);
         ts_free(b);
         return ts_err_set(err, TS_ENOMEM, "out of memory");
@@ -442,7 +461,7 @@ ts_status lt_batch_find(const ts_graph *g, lt_batch **out, char *why, size_t cap
             snprintf(first, sizeof first, "%s", why);
     }
     for (size_t i = 0; i < nt && ok; i++)
-        if (u.cut[i] >= 0 && !parts_equal(T(&u, (int)i), u.cut[i], u.N)) {
+        if (u.cut[i] >= 0 && !parts_equal(T(&u, (int)i), u.cut[i], u.in[i], u.N)) {
             snprintf(why, cap, "constant '%s' differs between the samples", T(&u, (int)i)->name);
             ok = false;
         }
@@ -453,6 +472,7 @@ ts_status lt_batch_find(const ts_graph *g, lt_batch **out, char *why, size_t cap
             snprintf(why, cap, "the graph has no batch of 2 or more samples");
         ts_free(u.ax);
         ts_free(u.cut);
+        ts_free(u.in);
         ts_free(u.at);
         ts_free(b);
         return TS_OK;
@@ -460,6 +480,7 @@ ts_status lt_batch_find(const ts_graph *g, lt_batch **out, char *why, size_t cap
     b->n = u.N;
     b->ax = u.ax;
     b->cut = u.cut;
+    b->in = u.in;
     b->at = u.at;
     b->g = g;
     *out = b;
@@ -513,7 +534,7 @@ ts_status lt_batch_sample(const lt_batch *b, int64_t s, bool flip, ts_graph **ou
         if (rc != TS_OK || act)
             continue;
         size_t bytes;
-        void *v = a >= 0 ? part(t, (int)i, a, b->n, in ? s : 0, in, &bytes) : NULL;
+        void *v = a >= 0 ? part(t, (int)i, a, b->in[i], b->n, in ? s : 0, in, &bytes) : NULL;
         for (size_t k = 0; in && flip && v && k < bytes; k++)
             ((uint8_t *)v)[k] ^= 0xff;
         if (a >= 0 && !v && (in || t->data))

@@ -23,6 +23,10 @@ int64_t lt_batch_n(const lt_batch *b);
 /* Tensor `tensor`'s batch axis (-1: it does not carry the samples); the samples are the outer
  * factor of that axis. */
 int lt_batch_axis(const lt_batch *b, int tensor);
+/* The samples' block on that axis: an index on it is (o N + sample) block + r, r < block (1 where the
+ * axis holds the samples outermost, [N h] for torch's heads; in torch's seq-first [S N, E] rows the
+ * samples are inner, a block of 1 row). */
+int64_t lt_batch_block(const lt_batch *b, int tensor);
 
 /* *out: the finalized graph of sample s (same tensor and node ids and names; every batch axis
  * divided by the batch; data inputs as int8 carrying sample s's values as the whole batch's

@@ -59,7 +59,7 @@ static ts_status read_one(const ts_lower_tsp_report *rep, uint32_t vl, const ts_
 
 /* A batch run once per sample (rep->runs > 1): each sample's output from what the host read back
  * after its run (the family's units past the MEM slices: nmem (1 + run) + slice), put at its place on
- * the tensor's batch axis (the samples its outer factor). */
+ * the tensor's batch axis (in blocks of rep->batch_block). */
 ts_status ts_lower_tsp_read_output(const ts_lower_tsp_report *rep, uint32_t vl, const ts_graph *g, int tensor,
                                    const ts_lower_mem *mem, float *dst, ts_err *err)
 {
@@ -70,6 +70,7 @@ ts_status ts_lower_tsp_read_output(const ts_lower_tsp_report *rep, uint32_t vl, 
     uint64_t n1 = (uint64_t)ts_graph_tensor_elems(ts_graph_get_tensor(rep->sample, tensor)), outer = 1;
     if (a < 0)
         return ts_err_set(err, TS_EINTERNAL, "output '%s' does not carry the samples", t->name);
+    outer = (uint64_t)(t->dims[a] / ((int64_t)rep->runs * rep->batch_block[tensor])); /* (o, s, r): o N blk + s blk + r */
     for (int k = 0; k < a; k++)
         outer *= (uint64_t)t->dims[k];
     uint64_t blk = n1 / outer;
