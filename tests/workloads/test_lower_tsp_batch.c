@@ -225,7 +225,8 @@ END_TEST
 
 /* Seq-first attention's layout ([S, N, D], the batch on axis 1) and torch's Reshape to [S, N h, d]
  * with the batch in its shape: the batch is found on axis 1, the Reshape's shape becomes [S, h, d]
- * and the sample's graph keeps the ids and names. */
+ * and the sample's graph keeps the ids and names; the join's [S N, D] rows hold the samples inside
+ * the sequence (a block of one row). */
 START_TEST(test_batch_seq_first)
 {
     const int S = 6, N = 4, D = 32, h = 2;
@@ -244,6 +245,15 @@ START_TEST(test_batch_seq_first)
     sm.axis = -1;
     int p = chain(g, TS_OP_SOFTMAX, "p", kt, -1, &sm); /* over the sequence: axis 0 is no batch */
     ts_graph_mark_output(g, p);
+    /* the heads' join's form: [S N, D] rows, the samples inside the sequence, and back to [S, N, D] */
+    ts_graph_attrs fl = rs, un = rs;
+    fl.nshape = 2;
+    memcpy(fl.shape, (int64_t[]){S * N, D}, sizeof(int64_t[2]));
+    memcpy(un.shape, (int64_t[]){S, N, D}, sizeof(int64_t[3]));
+    int rows = chain(g, TS_OP_RESHAPE, "rows", q, -1, &fl);
+    int z = chain(g, TS_OP_RELU, "z", rows, -1, NULL);
+    int back = chain(g, TS_OP_RESHAPE, "back", z, -1, &un);
+    ts_graph_mark_output(g, back);
     finalize(g);
     lt_batch *b = NULL;
     char why[256];
@@ -255,12 +265,17 @@ START_TEST(test_batch_seq_first)
     ck_assert_int_eq(lt_batch_axis(b, x), 1);
     ck_assert_int_eq(lt_batch_axis(b, r), 1);
     ck_assert_int_eq(lt_batch_axis(b, tr), 0);
+    ck_assert_int_eq(lt_batch_block(b, r), h); /* [N h]: each sample's h heads together */
+    ck_assert_int_eq(lt_batch_axis(b, rows), 0);
+    ck_assert_int_eq(lt_batch_block(b, rows), 1); /* [S N]: one row of each sample in turn */
+    ck_assert_int_eq(lt_batch_axis(b, back), 1);
     ts_graph *one = NULL;
     ck_assert_msg(lt_batch_sample(b, 2, false, &one, &e) == TS_OK, "%s", e.msg);
     const ts_graph_tensor *t1 = ts_graph_get_tensor(one, tr), *x1 = ts_graph_get_tensor(one, x);
     ck_assert_int_eq(t1->dims[0], h);
     ck_assert_int_eq(t1->dims[1], S);
     ck_assert_int_eq(x1->dims[1], 1);
+    ck_assert_int_eq(ts_graph_get_tensor(one, rows)->dims[0], S);
     const int8_t *xv = x1->data; /* sample 2's values: element (s, 2, d) of the batch */
     ck_assert_ptr_nonnull(xv);
     ck_assert_int_eq(xv[D + 3], ts_fill_i8(x, (uint64_t)(1 * N + 2) * D + 3));
