@@ -863,7 +863,7 @@ static ts_status lower_mode(const ts_graph *g, const ts_tsp_target *P, int mode,
 /* Graph g as one schedule: the modes, then LEAN (above); *won the try that compiled, *fits false when
  * the schedule was refused for room or text (a batch may then run one sample at a time). */
 static ts_status lower_graph(const ts_graph *g, const ts_tsp_target *P, ts_program **out, ts_lower_tsp_report *rep,
-                             ts_err *err, lt_try *won, bool *fits)
+                             ts_err *err, lt_try *won, bool *fits, bool *checked)
 {
     ts_status rc = TS_OK;
     ts_graph *sq = NULL; /* a batch of 1 in rank 4 read as rank 3 (squeeze.c) */
@@ -872,6 +872,7 @@ static ts_status lower_graph(const ts_graph *g, const ts_tsp_target *P, ts_progr
         g = sq;
     if (rc == TS_OK)
         rc = ts_lower_check_ops(g, &tsp_ops, err);
+    *checked = rc == TS_OK;
     /* the layout as always first; where a region finds no room, the compact one (COMPACT above); where
      * the instruction text of a schedule on the east planes too does not fit, the west planes alone,
      * then the narrow pools as well: the schedule of before the east planes (MODES) */
@@ -1134,10 +1135,10 @@ static ts_status lower_batch(const ts_graph *g, const ts_tsp_target *P, ts_progr
     ts_lower_tsp_report r = {0};
     ts_graph *g0 = NULL;
     lt_try w = {0};
-    bool fits = true;
+    bool fits = true, checked = false;
     rc = lt_batch_sample(b, 0, false, &g0, &e2);
     if (rc == TS_OK)
-        rc = lower_graph(g0, P, out, &r, &e2, &w, &fits);
+        rc = lower_graph(g0, P, out, &r, &e2, &w, &fits, &checked);
     if (rc == TS_OK) {
         r.sample = g0;
         g0 = NULL;
@@ -1187,13 +1188,13 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
     ts_status rc = check_target(P, err);
     lt_try won = {0};
     bool fits = true, one = ((const ts_lower_tsp_params *)params)->one_sample;
-    bool tried = rc == TS_OK;
+    bool checked = one;
     if (rc == TS_OK && one) /* the unrolled batch is not tried */
         rc = ts_err_set(err, TS_EINPUT, "the batch is lowered one sample at a time");
     else if (rc == TS_OK)
-        rc = lower_graph(g, P, out, rep, err, &won, &fits);
+        rc = lower_graph(g, P, out, rep, err, &won, &fits, &checked);
     (void)fits;
-    if (tried && rc == TS_EINPUT) { /* the unrolled batch is refused: one sample at a time */
+    if (checked && rc == TS_EINPUT) { /* the unrolled batch is refused after the operator check */
         ts_lower_tsp_report_free(rep);
         rc = lower_batch(g, P, out, rep, err);
     }

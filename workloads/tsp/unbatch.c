@@ -298,8 +298,8 @@ static bool follow(ub *u, size_t ni)
     }
 }
 
-/* The batch from the data inputs with axis `cand` of the first one (0, or 1 for a seq-first layout;
- * the last axis holds features): the batch's length and every
+/* The batch from the data inputs with axis `cand` of the first one (0, or 1 for a seq-first layout
+ * behind a first axis longer than 1; never the last axis, the features; at most LT_BATCH_MAX): the batch's length and every
  * input's axis; false when an input has no axis of that length. */
 static bool inputs_axes(ub *u, int cand)
 {
@@ -311,8 +311,8 @@ static bool inputs_axes(ub *u, int cand)
         u->in[i] = 1;
         if (t->kind != TS_TENSOR_INPUT)
             continue;
-        if (!u->N) {
-            if (cand >= t->rank || t->dims[cand] < 2)
+        if (!u->N) { /* axis 1 only behind a first axis of more than 1 (seq-first), never the last */
+            if (cand >= t->rank - 1 || t->dims[cand] < 2 || t->dims[cand] > LT_BATCH_MAX || (cand && t->dims[0] < 2))
                 return false;
             u->N = t->dims[cand];
         }
@@ -454,7 +454,7 @@ ts_status lt_batch_find(const ts_graph *g, lt_batch **out, char *why, size_t cap
     for (size_t i = 0; i < nt && !rank; i++)
         if (T(&u, (int)i)->kind == TS_TENSOR_INPUT)
             rank = T(&u, (int)i)->rank;
-    for (int cand = 0; cand < 2 && cand < rank - 1 && !ok; cand++) { /* axis 0 or 1, never the channels */
+    for (int cand = 0; cand < 2 && !ok; cand++) {
         why[0] = 0;
         ok = propagate(&u, cand);
         if (!ok && !first[0] && why[0])

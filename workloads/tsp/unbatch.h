@@ -11,6 +11,10 @@
 #include "core/err.h"
 #include "workloads/graph.h"
 
+/* The most samples a batch is lowered one at a time for: each sample's inputs come from a compilation
+ * of its own (lower_tsp.c), so a matrix of thousands of rows is not taken for a batch. */
+#define LT_BATCH_MAX 64
+
 /* The batch of a graph: its length and every tensor's batch axis. Opaque; lt_batch_free. */
 typedef struct lt_batch lt_batch;
 
