@@ -503,24 +503,32 @@ static void save_outputs(ts_model *m)
     }
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* A word of a host transfer: the cycle the host may move it from, and its first access in the next
+ * run (from the run's start, plus 1; 0: none). */
+typedef struct tsp_hword {
+    uint64_t from, first;
+} tsp_hword;
+
+static int cmp_hword(const void *a, const void *b)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
+    const tsp_hword *x = a, *y = b;
+    if (x->from != y->from)
+        return x->from > y->from ? 1 : -1;
+    return (x->first > y->first) - (x->first < y->first);
 }
 
-/* The host's words of transfers x (the words of run `sample`'s segments, or every output when
- * sample is UINT32_MAX) one after the other over PCIe, each from the cycle after the run's last
- * access to it (the run start where it had none): the cycle the last one is done. *bytes counts
- * them. */
-static uint64_t host_done(ts_model *m, const tsp_xfer *x, size_t n, uint32_t sample, uint64_t *bytes, ts_err *err,
-                          bool *oom)
+/* The words of transfers x (run `sample`'s segments, or every one when sample is UINT32_MAX) one
+ * after the other over PCIe, each from the cycle after the run's last access to it (the run's start
+ * where it had none), in that order: the earliest start of the next run at which each word is moved
+ * before its first access in that run (0 where none is accessed). *bytes counts them. */
+static uint64_t host_start(ts_model *m, const tsp_xfer *x, size_t n, uint32_t sample, uint64_t *bytes, ts_err *err,
+                           bool *oom)
 {
     size_t nw = 0, k = 0;
     for (size_t i = 0; i < n; i++)
         if (sample == UINT32_MAX || x[i].sample == sample)
             nw += (x[i].len + m->VL - 1) / m->VL;
-    uint64_t *t = ts_malloc((nw + 1) * sizeof *t);
+    tsp_hword *t = ts_malloc((nw + 1) * sizeof *t);
     if (!t) {
         *oom = true;
         ts_err_set(err, TS_ENOMEM, "out of memory");
@@ -531,22 +539,27 @@ static uint64_t host_done(ts_model *m, const tsp_xfer *x, size_t n, uint32_t sam
             continue;
         *bytes += x[i].len;
         for (uint64_t w = x[i].addr / m->VL; w * m->VL < x[i].addr + x[i].len; w++) {
-            uint64_t last = m->mem_last[(size_t)x[i].slice * m->words + w];
-            t[k++] = last >= m->run_start ? last + 1 : m->run_start;
+            size_t j = (size_t)x[i].slice * m->words + w;
+            t[k].from = m->mem_last[j] > m->run_start ? m->mem_last[j] : m->run_start;
+            t[k++].first = m->mem_first[j];
         }
     }
-    qsort(t, k, sizeof *t, cmp_u64);
-    double per = (double)m->VL * m->cfg.clock_hz / TSP_PCIE_BYTES_PER_S, done = (double)m->run_start;
-    for (size_t i = 0; i < k; i++)
-        done = (done > (double)t[i] ? done : (double)t[i]) + per;
+    qsort(t, k, sizeof *t, cmp_hword);
+    double per = (double)m->VL * m->cfg.clock_hz / TSP_PCIE_BYTES_PER_S, done = (double)m->run_start, need = 0;
+    for (size_t i = 0; i < k; i++) {
+        done = (done > (double)t[i].from ? done : (double)t[i].from) + per;
+        if (t[i].first && done - (double)(t[i].first - 1) > need)
+            need = done - (double)(t[i].first - 1);
+    }
     ts_free(t);
-    return (uint64_t)ceil(done);
+    return (uint64_t)ceil(need);
 }
 
 /* The next run of a batch (docs/tsp.md, *A batch run once per sample*). The host reads the outputs
  * back and writes the next sample's inputs and the words the run overwrote over PCIe, each direction
- * one word after the other, a word from the cycle after the run's last access to it: overlapped with
- * the run where the words are dead, the chip waiting for the rest. Every queue then starts again
+ * one word after the other, a word from the cycle after the run's last access to it, so overlapped
+ * with the run where the words are dead; the next run starts when every word is moved before its
+ * first access in that run (an output word read back before the run writes it again). Every queue then starts again
  * from its first instruction, its first entries preloaded as at the start; MEM, the planes' weights
  * and the latches keep what they hold. The wait is at least the stream-register positions, so no
  * value of the run before is still on a stream. */
@@ -557,8 +570,8 @@ static ts_status next_run(ts_model *m, ts_err *err)
         m->first_run = m->now;
     uint64_t bytes = 0;
     bool oom = false;
-    uint64_t rd = host_done(m, m->xout, m->nxout, UINT32_MAX, &bytes, err, &oom);
-    uint64_t wr = oom ? 0 : host_done(m, m->xin, m->nxin, m->run + 1, &bytes, err, &oom);
+    uint64_t rd = host_start(m, m->xout, m->nxout, UINT32_MAX, &bytes, err, &oom);
+    uint64_t wr = oom ? 0 : host_start(m, m->xin, m->nxin, m->run + 1, &bytes, err, &oom);
     if (oom)
         return TS_ENOMEM;
     m->run++;

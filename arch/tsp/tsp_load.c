@@ -100,6 +100,7 @@ void ts_tsp_destroy(ts_model *m)
     ts_free(m->xin);
     ts_free(m->xout);
     ts_free(m->mem_last);
+    ts_free(m->mem_first);
     ts_free(m->lay);
     ts_free(m);
 }
@@ -399,9 +400,11 @@ static ts_status load_batch(ts_model *m, const ts_program *p, ts_err *err)
         return ts_err_set(err, TS_EINPUT, "program has host transfers but runs once (no symbol " TS_TSP_SYM_RUNS ")");
     m->xin = ts_calloc(nin + 1, sizeof *m->xin);
     m->xout = ts_calloc(nout + 1, sizeof *m->xout);
-    if (m->runs > 1)
+    if (m->runs > 1) {
         m->mem_last = ts_calloc((size_t)m->lay->nmem * m->words, sizeof *m->mem_last);
-    if (!m->xin || !m->xout || (m->runs > 1 && !m->mem_last))
+        m->mem_first = ts_calloc((size_t)m->lay->nmem * m->words, sizeof *m->mem_first);
+    }
+    if (!m->xin || !m->xout || (m->runs > 1 && (!m->mem_last || !m->mem_first)))
         return ts_err_set(err, TS_ENOMEM, "out of memory");
     for (size_t i = 0; i < p->nsegs; i++) {
         const ts_segment *g = &p->segs[i];

@@ -190,7 +190,7 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
             m->mem_wr[w->a] += m->L;
             m->cyc_bytes += m->L;
             if (m->mem_last)
-                m->mem_last[(size_t)w->a * m->words + w->b] = m->now;
+                tsp_mem_touch(m, w->a, w->b);
             break;
         }
         case PW_WEIGHTS: {
