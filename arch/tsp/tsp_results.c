@@ -187,7 +187,8 @@ ts_status ts_tsp_collect(ts_model *m, ts_results *r, ts_err *err)
         CK(ts_stats_u64(st, "batch.host_bytes", "B", "bytes the host moved over PCIe for the runs after the first: "
                         "the outputs read back, the next inputs and the words the run overwrote written", m->host_bytes));
         CK(ts_stats_u64(st, "batch.host_cycles", "cycles", "cycles the chip waited for them between the runs (24 GB/s each "
-                        "way, assumed, a word from the run's last access to it; at least the stream-register positions)", m->host_cycles));
+                        "way, assumed, a word from the run's last access to it, due before its first in the next; at "
+                        "least the stream-register positions)", m->host_cycles));
         CK(ts_stats_f64(st, "batch.samples_per_second", "/s", "samples / (cycles / clock)",
                         m->now ? (double)m->runs * m->cfg.clock_hz / (double)m->now : 0));
     }
