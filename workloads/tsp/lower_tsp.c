@@ -1102,7 +1102,7 @@ static ts_status batch_host(ts_program *prog, const lt_batch *b, const ts_tsp_ta
     return rc;
 }
 
-/* The message of err with `fmt` (one %s: the message) around it. */
+/* The message of err with pre before it and post after it. */
 static void reword(ts_err *err, const char *pre, const char *post)
 {
     if (!err)
@@ -1155,8 +1155,10 @@ static ts_status lower_batch(const ts_graph *g, const ts_tsp_target *P, ts_progr
         }
         r.runs = (uint32_t)lt_batch_n(b);
         r.nmem = P->mem_west + P->mem_east;
-        ts_err_free(err);
-        ts_err_init(err);
+        if (err) { /* the unrolled batch's refusal is not an error any more */
+            ts_err_free(err);
+            ts_err_init(err);
+        }
         if (rep)
             *rep = r;
         else
