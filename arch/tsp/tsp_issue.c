@@ -652,6 +652,8 @@ ts_status ts_tsp_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
     }
     if (rc != TS_OK)
         return rc;
+    if (m->now < m->run_start)
+        m->work++; /* the host's transfers between a batch's runs are progress (no hang) */
     st->now = m->now;
     st->work = m->work;
     st->done = finished(m) && m->run + 1 >= m->runs;
