@@ -130,6 +130,83 @@ static int reshape_axis(const ts_graph_tensor *x, int a, int64_t in, const ts_gr
     return -1;
 }
 
+/* follow's layout operators: Transpose, Reshape, Flatten, Expand, Concat, Slice, Gather. */
+static bool follow_layout(ub *u, const ts_graph_node *nd, ts_graph_attrs *at)
+{
+    const ts_graph_tensor *x = T(u, nd->in[0]), *y = T(u, nd->out[0]);
+    int a = u->ax[nd->in[0]], out = nd->out[0];
+    switch (nd->op) {
+    case TS_OP_TRANSPOSE:
+        for (int k = 0; k < y->rank; k++)
+            if ((at->nperm ? at->perm[k] : y->rank - 1 - k) == a)
+                u->ax[out] = k;
+        return true;
+    case TS_OP_RESHAPE:
+    case TS_OP_FLATTEN: {
+        int64_t oin = 1;
+        int o = a < 0 ? -1 : reshape_axis(x, a, u->in[nd->in[0]], y, u->N, &oin);
+        if (o < 0)
+            return refuse(u, nd, "moves elements between the samples");
+        u->in[out] = oin;
+        if (nd->op == TS_OP_RESHAPE) {
+            for (int k = 0; k < y->rank; k++)
+                at->shape[k] = y->dims[k];
+            at->nshape = y->rank;
+            at->shape[o] /= u->N;
+        }
+        u->ax[out] = o;
+        return true;
+    }
+    case TS_OP_EXPAND: {
+        int o = a + y->rank - x->rank;
+        if (x->dims[a] != y->dims[o])
+            return refuse(u, nd, "expands along the samples");
+        for (int k = 0; k < at->nshape; k++)
+            if (k == o - (y->rank - at->nshape))
+                at->shape[k] = at->shape[k] == 1 ? 1 : y->dims[o] / u->N;
+        u->ax[out] = o;
+        return true;
+    }
+    case TS_OP_CONCAT: {
+        int k = norm_axis(at->axis, y->rank), o = -1;
+        for (size_t i = 0; i < nd->nin; i++)
+            if (u->ax[nd->in[i]] >= 0) {
+                if (o >= 0 && (u->ax[nd->in[i]] != o || u->in[nd->in[i]] != u->in[out]))
+                    return refuse(u, nd, "joins tensors whose batch axes differ");
+                o = u->ax[nd->in[i]];
+            }
+        if (o == k)
+            return refuse(u, nd, "joins along the samples");
+        for (size_t i = 0; i < nd->nin; i++)
+            if (u->ax[nd->in[i]] < 0 && !cut_or_refuse(u, nd, nd->in[i], o, y->dims[o], u->in[out]))
+                return false;
+        u->ax[out] = o;
+        return true;
+    }
+    case TS_OP_SLICE:
+        if (at->nslice > a && (at->starts[a] != 0 || at->ends[a] != x->dims[a] || at->steps[a] != 1))
+            return refuse(u, nd, "slices across the samples");
+        if (at->nslice > a)
+            at->ends[a] = x->dims[a] / u->N;
+        u->ax[out] = a;
+        return true;
+    case TS_OP_GATHER: {
+        int k = norm_axis(at->axis, x->rank), ia = u->ax[nd->in[1]];
+        if (a >= 0 && ia >= 0)
+            return refuse(u, nd, "gathers samples by indices of the samples");
+        if (a >= 0) {
+            if (a == k)
+                return refuse(u, nd, "gathers along the samples");
+            u->ax[out] = a < k ? a : a + T(u, nd->in[1])->rank - 1;
+        } else {
+            u->ax[out] = k + ia;
+        }
+        return true;
+    }
+    default: return refuse(u, nd, "is not known to keep the samples apart");
+    }
+}
+
 /* How node nd carries the batch: its output's axis, its attributes for the batch-1 copy. */
 static bool follow(ub *u, size_t ni)
 {
@@ -227,74 +304,7 @@ static bool follow(ub *u, size_t ni)
             return false;
         u->ax[out] = 0;
         return true;
-    case TS_OP_TRANSPOSE:
-        for (int k = 0; k < y->rank; k++)
-            if ((at->nperm ? at->perm[k] : y->rank - 1 - k) == a)
-                u->ax[out] = k;
-        return true;
-    case TS_OP_RESHAPE:
-    case TS_OP_FLATTEN: {
-        int64_t oin = 1;
-        int o = a < 0 ? -1 : reshape_axis(x, a, u->in[nd->in[0]], y, u->N, &oin);
-        if (o < 0)
-            return refuse(u, nd, "moves elements between the samples");
-        u->in[out] = oin;
-        if (nd->op == TS_OP_RESHAPE) {
-            for (int k = 0; k < y->rank; k++)
-                at->shape[k] = y->dims[k];
-            at->nshape = y->rank;
-            at->shape[o] /= u->N;
-        }
-        u->ax[out] = o;
-        return true;
-    }
-    case TS_OP_EXPAND: {
-        int o = a + y->rank - x->rank;
-        if (x->dims[a] != y->dims[o])
-            return refuse(u, nd, "expands along the samples");
-        for (int k = 0; k < at->nshape; k++)
-            if (k == o - (y->rank - at->nshape))
-                at->shape[k] = at->shape[k] == 1 ? 1 : y->dims[o] / u->N;
-        u->ax[out] = o;
-        return true;
-    }
-    case TS_OP_CONCAT: {
-        int k = norm_axis(at->axis, y->rank), o = -1;
-        for (size_t i = 0; i < nd->nin; i++)
-            if (u->ax[nd->in[i]] >= 0) {
-                if (o >= 0 && (u->ax[nd->in[i]] != o || u->in[nd->in[i]] != u->in[out]))
-                    return refuse(u, nd, "joins tensors whose batch axes differ");
-                o = u->ax[nd->in[i]];
-            }
-        if (o == k)
-            return refuse(u, nd, "joins along the samples");
-        for (size_t i = 0; i < nd->nin; i++)
-            if (u->ax[nd->in[i]] < 0 && !cut_or_refuse(u, nd, nd->in[i], o, y->dims[o], u->in[out]))
-                return false;
-        u->ax[out] = o;
-        return true;
-    }
-    case TS_OP_SLICE:
-        if (at->nslice > a && (at->starts[a] != 0 || at->ends[a] != x->dims[a] || at->steps[a] != 1))
-            return refuse(u, nd, "slices across the samples");
-        if (at->nslice > a)
-            at->ends[a] = x->dims[a] / u->N;
-        u->ax[out] = a;
-        return true;
-    case TS_OP_GATHER: {
-        int k = norm_axis(at->axis, x->rank), ia = u->ax[nd->in[1]];
-        if (a >= 0 && ia >= 0)
-            return refuse(u, nd, "gathers samples by indices of the samples");
-        if (a >= 0) {
-            if (a == k)
-                return refuse(u, nd, "gathers along the samples");
-            u->ax[out] = a < k ? a : a + T(u, nd->in[1])->rank - 1;
-        } else {
-            u->ax[out] = k + ia;
-        }
-        return true;
-    }
-    default: return refuse(u, nd, "is not known to keep the samples apart");
+    default: return follow_layout(u, nd, at);
     }
 }
 
