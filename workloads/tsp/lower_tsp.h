@@ -113,7 +113,10 @@ void ts_lower_tsp_report_free(ts_lower_tsp_report *rep);
  *   slice's 8192 are taken". The first icu.queue_capacity entries of each queue are preloaded and
  * the rest come by ifetch from text words in MEM, scheduled with the rest (docs/lowering-tsp.md);
  * a queue that would run dry or overfill is refused, naming the queue, the cycle and the capacity
- * (capacity 0 = no limit, no ifetch). */
+ * (capacity 0 = no limit, no ifetch). A batch refused unrolled whose samples no operator mixes is
+ * lowered as the program of one sample, run once per sample (unbatch.h; rep->runs, the program's
+ * symbol tsp.runs and its segments of kinds input and output, docs/tsp.md); where that fails too,
+ * both messages are given. */
 ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, ts_lower_tsp_report *rep,
                        ts_err *err);
 
