@@ -519,8 +519,9 @@ static int cmp_hword(const void *a, const void *b)
 
 /* The words of transfers x (run `sample`'s segments, or every one when sample is UINT32_MAX) one
  * after the other over PCIe, each from the cycle after the run's last access to it (the run's start
- * where it had none), in that order: the earliest start of the next run at which each word is moved
- * before its first access in that run (0 where none is accessed). *bytes counts them. */
+ * where it had none), of the words free the one the next run needs first: the earliest start of the
+ * next run at which each word is moved before its first access in that run (0 where none is
+ * accessed). *bytes counts them. */
 static uint64_t host_start(ts_model *m, const tsp_xfer *x, size_t n, uint32_t sample, uint64_t *bytes, ts_err *err,
                            bool *oom)
 {
@@ -545,12 +546,41 @@ static uint64_t host_start(ts_model *m, const tsp_xfer *x, size_t n, uint32_t sa
         }
     }
     qsort(t, k, sizeof *t, cmp_hword);
-    double per = (double)m->VL * m->cfg.clock_hz / TSP_PCIE_BYTES_PER_S, done = (double)m->run_start, need = 0;
-    for (size_t i = 0; i < k; i++) {
-        done = (done > (double)t[i].from ? done : (double)t[i].from) + per;
-        if (t[i].first && done - (double)(t[i].first - 1) > need)
-            need = done - (double)(t[i].first - 1);
+    /* of the words free by then, the one the next run needs first (a min-heap by deadline, in h) */
+    uint64_t *h = ts_malloc((k + 1) * sizeof *h);
+    if (!h) {
+        ts_free(t);
+        *oom = true;
+        ts_err_set(err, TS_ENOMEM, "out of memory");
+        return 0;
     }
+    double per = (double)m->VL * m->cfg.clock_hz / TSP_PCIE_BYTES_PER_S, done = (double)m->run_start, need = 0;
+    size_t i = 0, nh = 0;
+    while (i < k || nh) {
+        if (!nh && done < (double)t[i].from)
+            done = (double)t[i].from;
+        for (; i < k && (double)t[i].from <= done; i++) { /* push: deadline first - 1, none last */
+            uint64_t d = t[i].first ? t[i].first - 1 : UINT64_MAX;
+            size_t c = nh++;
+            for (; c && h[(c - 1) / 2] > d; c = (c - 1) / 2)
+                h[c] = h[(c - 1) / 2];
+            h[c] = d;
+        }
+        uint64_t d = h[0], last = h[--nh];
+        size_t c = 0;
+        for (size_t j; (j = 2 * c + 1) < nh; c = j) { /* pop */
+            if (j + 1 < nh && h[j + 1] < h[j])
+                j++;
+            if (h[j] >= last)
+                break;
+            h[c] = h[j];
+        }
+        h[c] = last;
+        done += per;
+        if (d != UINT64_MAX && done - (double)d > need)
+            need = done - (double)d;
+    }
+    ts_free(h);
     ts_free(t);
     return (uint64_t)ceil(need);
 }
