@@ -4,10 +4,28 @@
 #include <inttypes.h>
 #include <string.h>
 
-/* Bytes of MEM slice `unit` (zeros when never touched). */
+/* A batch run once per sample: unit nmem (1 + r) + slice is what the host read back from that slice
+ * after run r (its output segments alone). */
+static ts_status read_host(ts_model *m, uint64_t unit, uint64_t addr, void *dst, size_t len, ts_err *err)
+{
+    uint64_t nm = m->lay->nmem, r = unit / nm - 1, slice = unit % nm;
+    for (size_t i = 0; i < m->nxout && r < m->runs; i++) {
+        const tsp_xfer *x = &m->xout[i];
+        if (x->slice == slice && addr >= x->addr && addr - x->addr <= x->len && len <= x->len - (addr - x->addr)) {
+            memcpy(dst, x->bytes + r * x->len + (addr - x->addr), len);
+            return TS_OK;
+        }
+    }
+    return ts_err_set(err, TS_EINPUT, "run %" PRIu64 " read back no bytes %" PRIu64 "..%" PRIu64 " of MEM slice %" PRIu64,
+                      r, addr, addr + len, slice);
+}
+
+/* Bytes of MEM slice `unit` (zeros when never touched); past the slices, a batch's outputs (read_host). */
 static ts_status tsp_read(ts_model *m, uint64_t unit, uint64_t addr, void *dst, size_t len, ts_err *err)
 {
     uint64_t size = m->cfg.mem_slice_bytes;
+    if (unit >= m->lay->nmem && m->nxout)
+        return read_host(m, unit, addr, dst, len, err);
     if (unit >= m->lay->nmem || addr > size || len > size - addr)
         return ts_err_set(err, TS_EINPUT, "MEM slice %" PRIu64 " has no bytes %" PRIu64 "..%" PRIu64, unit, addr,
                           addr + len);

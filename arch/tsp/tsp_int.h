@@ -49,7 +49,7 @@ enum tsp_op {
 enum tsp_type { TSP_I8, TSP_I16, TSP_I32, TSP_F16, TSP_F32, TSP_NTYPES };
 
 /* Stream kinds of programs: instruction queues, and MEM slices for data segments. */
-enum { TSP_KIND_QUEUE = 0, TSP_KIND_MEM = 1 };
+enum { TSP_KIND_QUEUE = 0, TSP_KIND_MEM = 1, TSP_KIND_INPUT = 2, TSP_KIND_OUTPUT = 3 }; /* tsp_target.h */
 
 /* Slice kinds of the floorplan. */
 enum tsp_slice { TSP_S_MEM, TSP_S_VXM, TSP_S_MXM, TSP_S_SXM, TSP_S_COUNT };

@@ -38,7 +38,7 @@ static const char *const tsp_regs[TSP_NREGS] = {
 };
 _Static_assert(sizeof tsp_regs / sizeof tsp_regs[0] == TSP_NREGS, "register names and numbering disagree");
 
-static const char *const tsp_kinds[] = {"queue", "mem"};
+static const char *const tsp_kinds[] = {"queue", "mem", "input", "output"}; /* tsp_int.h, tsp_target.h */
 
 const ts_isa ts_tsp_isa = {
     .arch = "tsp",
@@ -47,7 +47,7 @@ const ts_isa ts_tsp_isa = {
     .regs = tsp_regs,
     .nregs = TSP_NREGS,
     .stream_kinds = tsp_kinds,
-    .nstream_kinds = 2,
+    .nstream_kinds = 4,
 };
 
 void ts_tsp_reg_name(int reg, char *buf, size_t n)

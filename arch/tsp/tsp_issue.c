@@ -6,6 +6,8 @@
 #include "arch/tsp/tsp_model.h"
 
 #include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/activity.h"
@@ -482,7 +484,163 @@ static uint64_t next_event(const ts_model *m)
     return t < now ? now : t;
 }
 
-ts_status ts_tsp_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
+/* The host's PCIe bandwidth, bytes per second: GroqFlow's end-to-end estimate takes 24 GB/s each way
+ * for the chip's PCIe Gen4 x16 (research §3, GroqFlow groqmodel.py; assumed: the TSP's own DMA rate
+ * is not published). Its per-transfer 10 us is not counted (docs/tsp.md). */
+#define TSP_PCIE_BYTES_PER_S 24e9
+
+/* After a run of a batch: the outputs into their copies for run m->run. */
+static void save_outputs(ts_model *m)
+{
+    for (size_t i = 0; i < m->nxout; i++) {
+        const tsp_xfer *x = &m->xout[i];
+        const uint8_t *mem = ts_tsp_mem(m, (int)x->slice);
+        uint8_t *dst = x->bytes + (size_t)m->run * x->len;
+        if (mem)
+            memcpy(dst, mem + x->addr, x->len);
+        else
+            memset(dst, 0, x->len);
+    }
+}
+
+/* A word of a host transfer: the cycle the host may move it from, and its first access in the next
+ * run (from the run's start, plus 1; 0: none). */
+typedef struct tsp_hword {
+    uint64_t from, first;
+} tsp_hword;
+
+static int cmp_hword(const void *a, const void *b)
+{
+    const tsp_hword *x = a, *y = b;
+    if (x->from != y->from)
+        return x->from > y->from ? 1 : -1;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+/* The words of transfers x (run `sample`'s segments, or every one when sample is UINT32_MAX) one
+ * after the other over PCIe, each from the cycle after the run's last access to it (the run's start
+ * where it had none), of the words free the one the next run needs first: the earliest start of the
+ * next run at which each word is moved before its first access in that run (0 where none is
+ * accessed). *bytes counts them. */
+static uint64_t host_start(ts_model *m, const tsp_xfer *x, size_t n, uint32_t sample, uint64_t *bytes, ts_err *err,
+                           bool *oom)
+{
+    size_t nw = 0, k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (sample == UINT32_MAX || x[i].sample == sample)
+            nw += (x[i].len + m->VL - 1) / m->VL;
+    tsp_hword *t = ts_malloc((nw + 1) * sizeof *t);
+    if (!t) {
+        *oom = true;
+        ts_err_set(err, TS_ENOMEM, "out of memory");
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (sample != UINT32_MAX && x[i].sample != sample)
+            continue;
+        *bytes += x[i].len;
+        for (uint64_t w = x[i].addr / m->VL; w * m->VL < x[i].addr + x[i].len; w++) {
+            size_t j = (size_t)x[i].slice * m->words + w;
+            t[k].from = m->mem_last[j] > m->run_start ? m->mem_last[j] : m->run_start;
+            t[k++].first = m->mem_first[j];
+        }
+    }
+    qsort(t, k, sizeof *t, cmp_hword);
+    /* of the words free by then, the one the next run needs first (a min-heap by deadline, in h) */
+    uint64_t *h = ts_malloc((k + 1) * sizeof *h);
+    if (!h) {
+        ts_free(t);
+        *oom = true;
+        ts_err_set(err, TS_ENOMEM, "out of memory");
+        return 0;
+    }
+    double per = (double)m->VL * m->cfg.clock_hz / TSP_PCIE_BYTES_PER_S, done = (double)m->run_start, need = 0;
+    size_t i = 0, nh = 0;
+    while (i < k || nh) {
+        if (!nh && done < (double)t[i].from)
+            done = (double)t[i].from;
+        for (; i < k && (double)t[i].from <= done; i++) { /* push: deadline first - 1, none last */
+            uint64_t d = t[i].first ? t[i].first - 1 : UINT64_MAX;
+            size_t c = nh++;
+            for (; c && h[(c - 1) / 2] > d; c = (c - 1) / 2)
+                h[c] = h[(c - 1) / 2];
+            h[c] = d;
+        }
+        uint64_t d = h[0], last = h[--nh];
+        size_t c = 0;
+        for (size_t j; (j = 2 * c + 1) < nh; c = j) { /* pop */
+            if (j + 1 < nh && h[j + 1] < h[j])
+                j++;
+            if (h[j] >= last)
+                break;
+            h[c] = h[j];
+        }
+        h[c] = last;
+        done += per;
+        if (d != UINT64_MAX && done - (double)d > need)
+            need = done - (double)d;
+    }
+    ts_free(h);
+    ts_free(t);
+    return (uint64_t)ceil(need);
+}
+
+/* The next run of a batch (docs/tsp.md, *A batch run once per sample*). The host reads the outputs
+ * back and writes the next sample's inputs and the words the run overwrote over PCIe, each direction
+ * one word after the other, a word from the cycle after the run's last access to it, so overlapped
+ * with the run where the words are dead; the next run starts when every word is moved before its
+ * first access in that run (an output word read back before the run writes it again). Every queue then starts again
+ * from its first instruction, its first entries preloaded as at the start; MEM, the planes' weights
+ * and the latches keep what they hold. The wait is at least the stream-register positions, so no
+ * value of the run before is still on a stream. */
+static ts_status next_run(ts_model *m, ts_err *err)
+{
+    save_outputs(m);
+    if (!m->run)
+        m->first_run = m->now;
+    uint64_t bytes = 0;
+    bool oom = false;
+    uint64_t rd = host_start(m, m->xout, m->nxout, UINT32_MAX, &bytes, err, &oom);
+    uint64_t wr = oom ? 0 : host_start(m, m->xin, m->nxin, m->run + 1, &bytes, err, &oom);
+    if (oom)
+        return TS_ENOMEM;
+    m->run++;
+    for (size_t i = 0; i < m->nxin; i++) {
+        const tsp_xfer *x = &m->xin[i];
+        if (x->sample != m->run)
+            continue;
+        uint8_t *mem = ts_tsp_mem_of(m, x->slice, err);
+        if (!mem)
+            return TS_ENOMEM;
+        memcpy(mem + x->addr, x->bytes, x->len);
+    }
+    uint64_t start = m->now + m->P;
+    if (rd > start)
+        start = rd;
+    if (wr > start)
+        start = wr;
+    m->host_bytes += bytes;
+    m->host_cycles += start - m->now;
+    m->run_start = start;
+    for (uint32_t i = 0; i < m->nq; i++) {
+        tsp_queue *q = &m->q[i];
+        if (!q->n)
+            continue;
+        q->pc = 0;
+        q->fetched = q->n < m->cfg.icu_capacity ? q->n : (uint32_t)m->cfg.icu_capacity;
+        q->state = Q_RUN;
+        q->next = start;
+        q->rep_left = 0;
+        q->last_ifetch = 0;
+        q->nland = 0;
+        if (q->fetch_free < start)
+            q->fetch_free = start;
+    }
+    return TS_OK; /* the cycles up to start pass as any idle stretch does (every one in lockstep) */
+}
+
+/* Cycles until the run finishes or the limit: from event to event, or every cycle in lockstep. */
+static ts_status run_until(ts_model *m, uint64_t limit, ts_err *err)
 {
     while (m->now < limit && !finished(m)) {
         if (!m->lockstep) {
@@ -511,18 +669,36 @@ ts_status ts_tsp_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
         if (rc != TS_OK)
             return rc;
     }
+    return TS_OK;
+}
+
+ts_status ts_tsp_step(ts_model *m, uint64_t limit, ts_step *st, ts_err *err)
+{
+    ts_status rc = run_until(m, limit, err);
+    while (rc == TS_OK && m->now < limit && m->run + 1 < m->runs && finished(m)) {
+        rc = next_run(m, err); /* a batch run once per sample: the next sample */
+        if (rc == TS_OK)
+            rc = run_until(m, limit, err);
+    }
+    if (rc != TS_OK)
+        return rc;
+    if (m->now < m->run_start)
+        m->work++; /* the host's transfers between a batch's runs are progress (no hang) */
     st->now = m->now;
     st->work = m->work;
-    st->done = finished(m);
+    st->done = finished(m) && m->run + 1 >= m->runs;
+    if (st->done && m->runs > 1 && !m->outs_saved) {
+        save_outputs(m);
+        m->outs_saved = true;
+    }
     if (st->done && m->trace)
         for (uint32_t qi = 0; qi < m->nq; qi++)
             ts_tsp_trace_flush(m, qi);
     if (st->done && m->act) {
-        ts_status rc = ts_tsp_act_flush(m, m->now, true, err);
+        rc = ts_tsp_act_flush(m, m->now, true, err);
         m->act = NULL; /* recorded to the end */
         if (rc != TS_OK)
             return rc;
     }
     return TS_OK;
 }
-

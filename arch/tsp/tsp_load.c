@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "arch/tsp/tsp_target.h"
 #include "core/trace.h"
 
 /* ---- create, destroy --------------------------------------------------------------------- */
@@ -92,6 +93,14 @@ void ts_tsp_destroy(ts_model *m)
     ts_free(m->mem_wr);
     ts_free(m->hzrow);
     ts_free(m->scratch);
+    for (size_t i = 0; i < m->nxin; i++)
+        ts_free(m->xin[i].bytes);
+    for (size_t i = 0; i < m->nxout; i++)
+        ts_free(m->xout[i].bytes);
+    ts_free(m->xin);
+    ts_free(m->xout);
+    ts_free(m->mem_last);
+    ts_free(m->mem_first);
     ts_free(m->lay);
     ts_free(m);
 }
@@ -357,6 +366,63 @@ static ts_status check_insn(const ts_model *m, uint32_t qi, uint32_t pc, const t
     return ts_err_set(err, TS_EINPUT, "queue %u pc %u: '%s': %s", qi, pc, ts_tsp_isa.ops[in->op].mnemonic, bad);
 }
 
+/* A batch run once per sample (tsp_target.h): the runs from its symbol, the host's
+ * transfers from the segments of kind input and output, each checked against the MEM. */
+static ts_status load_batch(ts_model *m, const ts_program *p, ts_err *err)
+{
+    uint64_t sb = m->cfg.mem_slice_bytes;
+    m->runs = 1;
+    for (size_t i = 0; i < p->nsyms; i++) {
+        const ts_symbol *y = &p->syms[i];
+        if (y->kind != TS_SYM_CONST)
+            continue;
+        if (!strcmp(y->name, TS_TSP_SYM_RUNS)) {
+            if (y->value < 1 || y->value > 1000000)
+                return ts_err_set(err, TS_EINPUT, "program runs %" PRId64 " times; 1 to 1000000 are accepted",
+                                  y->value);
+            m->runs = (uint32_t)y->value;
+        }
+    }
+    size_t nin = 0, nout = 0;
+    for (size_t i = 0; i < p->nsegs; i++) {
+        const ts_segment *g = &p->segs[i];
+        if (g->kind != TSP_KIND_INPUT && g->kind != TSP_KIND_OUTPUT)
+            continue;
+        uint64_t a = g->kind == TSP_KIND_INPUT ? g->addr % sb : g->addr, s = g->kind == TSP_KIND_INPUT ? g->addr / sb : 0;
+        if (g->index >= m->lay->nmem || a + g->len > sb || (g->kind == TSP_KIND_INPUT && (s == 0 || s >= m->runs)))
+            return ts_err_set(err, TS_EINPUT, "%s segment for slice %u at 0x%" PRIx64 " (%u bytes) does not fit: %u MEM "
+                              "slices of %" PRIu64 " bytes, inputs for runs 1 to %u", g->kind == TSP_KIND_INPUT ? "input"
+                              : "output", g->index, g->addr, g->len, m->lay->nmem, sb, m->runs - 1);
+        nin += g->kind == TSP_KIND_INPUT;
+        nout += g->kind == TSP_KIND_OUTPUT;
+    }
+    if ((nin || nout) && m->runs < 2)
+        return ts_err_set(err, TS_EINPUT, "program has host transfers but runs once (no symbol " TS_TSP_SYM_RUNS ")");
+    m->xin = ts_calloc(nin + 1, sizeof *m->xin);
+    m->xout = ts_calloc(nout + 1, sizeof *m->xout);
+    if (m->runs > 1) {
+        m->mem_last = ts_calloc((size_t)m->lay->nmem * m->words, sizeof *m->mem_last);
+        m->mem_first = ts_calloc((size_t)m->lay->nmem * m->words, sizeof *m->mem_first);
+    }
+    if (!m->xin || !m->xout || (m->runs > 1 && (!m->mem_last || !m->mem_first)))
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    for (size_t i = 0; i < p->nsegs; i++) {
+        const ts_segment *g = &p->segs[i];
+        bool in = g->kind == TSP_KIND_INPUT;
+        if (!in && g->kind != TSP_KIND_OUTPUT)
+            continue;
+        tsp_xfer *x = in ? &m->xin[m->nxin++] : &m->xout[m->nxout++];
+        *x = (tsp_xfer){.slice = g->index, .sample = in ? (uint32_t)(g->addr / sb) : 0, .addr = in ? g->addr % sb
+                        : g->addr, .len = g->len};
+        x->bytes = ts_malloc(in ? (size_t)g->len + 1 : (size_t)g->len * m->runs + 1);
+        if (!x->bytes)
+            return ts_err_set(err, TS_ENOMEM, "out of memory");
+        if (in)
+            memcpy(x->bytes, g->bytes, g->len);
+    }
+    return TS_OK;
+}
+
 ts_status ts_tsp_load(ts_model *m, const ts_program *p, ts_err *err)
 {
     ts_status rc;
@@ -406,8 +472,12 @@ ts_status ts_tsp_load(ts_model *m, const ts_program *p, ts_err *err)
                 ts_trace_thread(m->trace, 0, (int)qi + 1, name);
             }
     }
+    if ((rc = load_batch(m, p, err)) != TS_OK)
+        return rc;
     for (size_t i = 0; i < p->nsegs; i++) {
         const ts_segment *g = &p->segs[i];
+        if (g->kind == TSP_KIND_INPUT || g->kind == TSP_KIND_OUTPUT)
+            continue; /* load_batch */
         if (g->kind != TSP_KIND_MEM || g->index >= m->lay->nmem || g->addr + g->len > m->cfg.mem_slice_bytes)
             return ts_err_set(err, TS_EINPUT, "data segment for %s %u at 0x%" PRIx64 " (%u bytes) does not fit a MEM "
                               "slice: %u slices of %" PRIu64 " bytes", g->kind == TSP_KIND_MEM ? "mem" : "kind",

@@ -78,6 +78,8 @@ ts_status ts_tsp_step_mem(ts_model *m, tsp_fl *f, ts_err *err)
             __builtin_prefetch(mem + (size_t)addr * m->VL + (size_t)(k + 4) * m->L, 0);
         m->mem_rd[ms] += m->L;
         m->cyc_bytes += m->L;
+        if (m->mem_last) /* a batch run once per sample (tsp_issue.c) */
+            tsp_mem_touch(m, ms, addr);
         uint32_t tag = (uint32_t)(f->in.op == TSP_OP_READ ? o[2] : o[3]);
         return ts_tsp_sr_schedule(m, f->t0 + f->dfunc + k, o[1], f->pos, k, tag, prod, buf, err);
     }

@@ -178,6 +178,15 @@ typedef struct tsp_slot {
     uint16_t bpos; /* position it was written at */
 } tsp_slot;
 
+/* A host transfer of a batch run once per sample: MEM slice, byte address, length; bytes (owned):
+ * what the host writes (xin), or the bytes read back after each run, len per run (xout). */
+typedef struct tsp_xfer {
+    uint32_t slice, sample;
+    uint64_t addr;
+    uint32_t len;
+    uint8_t *bytes;
+} tsp_xfer;
+
 struct ts_model {
     ts_tsp_cfg cfg;
     tsp_layout *lay;
@@ -220,6 +229,20 @@ struct ts_model {
     uint64_t macs8, macs16, mxm_busy, peak_macs, cyc_macs;
     uint64_t peak_bytes, cyc_bytes;
     uint64_t install_max, sweep_max, barriers, last_release, ifetches, configs, offchip;
+    /* A batch run once per sample (docs/tsp.md, *A batch run once per sample*): the program runs
+     * `runs` times back to back, MEM keeping what it holds; before each run after the first the host
+     * writes that sample's inputs and the words the run before overwrote (xin, sample = address /
+     * mem.slice_bytes),
+     * after each run it reads the outputs back (xout, into their per-run copies), over PCIe. */
+    uint32_t runs, run;
+    bool outs_saved;          /* the last run's outputs are in their copies */
+    struct tsp_xfer *xin, *xout; /* owned */
+    size_t nxin, nxout;
+    uint64_t host_bytes, host_cycles, first_run; /* between the runs; the first run's cycles */
+    uint64_t run_start;       /* the cycle the current run started */
+    /* owned, runs > 1 only, per slice and word (tsp_mem_touch): the cycle after its last access (0:
+     * none), and the cycles from the run's start to its first access in the run, plus 1 (0: none) */
+    uint64_t *mem_last, *mem_first;
     uint64_t reg_reads;      /* bytes read from stream registers and latches */
     uint32_t nlanding;       /* ifetches in flight, all queues */
     uint8_t *scratch;        /* owned: one superlane's weight rows (streams x lanes x 4 B) */
@@ -289,6 +312,16 @@ static inline void tsp_set_now(ts_model *m, uint64_t c)
 {
     m->now_p = c == m->now + 1 ? (m->now_p + 1 == m->P ? 0 : m->now_p + 1) : (uint32_t)(c % m->P);
     m->now = c;
+}
+
+/* A batch run once per sample: MEM slice ms's word w is accessed now (the host's transfers wait for
+ * its last access in a run and must land before its first in the next: tsp_issue.c). */
+static inline void tsp_mem_touch(ts_model *m, uint32_t ms, uint32_t w)
+{
+    size_t i = (size_t)ms * m->words + w;
+    if (m->mem_last[i] <= m->run_start) /* its first access in this run */
+        m->mem_first[i] = m->now - m->run_start + 1;
+    m->mem_last[i] = m->now + 1;
 }
 
 /* Slot i's bookkeeping and its L value bytes. */

@@ -47,7 +47,7 @@ ts_status ts_tsp_collect(ts_model *m, ts_results *r, ts_err *err)
     snprintf(r->net_name, sizeof r->net_name, "streams");
     r->bytes[TS_LEVEL_SRAM] = rd + wr;
     r->bytes[TS_LEVEL_NET] = occ * m->L;
-    r->bytes[TS_LEVEL_OFFCHIP] = m->offchip;
+    r->bytes[TS_LEVEL_OFFCHIP] = m->offchip + m->host_bytes; /* C2C, and a batch's host transfers (PCIe) */
     r->macs = macs;
     r->flops = 2.0 * (double)m->macs16;
     /* VXM float work: one flop per element */
@@ -97,8 +97,8 @@ ts_status ts_tsp_collect(ts_model *m, ts_results *r, ts_err *err)
         rc = ts_results_event(r, "wire_bit_mm", wire, err);
     if (rc == TS_OK && insns)
         rc = ts_results_event(r, "insn_issue", (double)insns, err);
-    if (rc == TS_OK && m->offchip)
-        rc = ts_results_event(r, "pcie_bit", 8.0 * (double)m->offchip, err);
+    if (rc == TS_OK && m->offchip + m->host_bytes)
+        rc = ts_results_event(r, "pcie_bit", 8.0 * (double)(m->offchip + m->host_bytes), err);
     if (rc != TS_OK)
         return rc;
 
@@ -179,6 +179,19 @@ ts_status ts_tsp_collect(ts_model *m, ts_results *r, ts_err *err)
                     (double)m->reg_reads / 4.0));
     CK(ts_stats_f64(st, "events.icu.insn_issue", "", "insn_issue events", (double)insns));
     CK(ts_stats_f64(st, "events.c2c.pcie_bit", "", "pcie_bit events of c2c sends", 8.0 * (double)m->offchip));
+    if (m->runs > 1) { /* a batch run once per sample (docs/tsp.md) */
+        CK(ts_stats_u64(st, "batch.runs", "", "runs of the program, one per sample of the batch", m->runs));
+        CK(ts_stats_u64(st, "batch.first_run_cycles", "cycles", "cycles of the first run", m->first_run));
+        CK(ts_stats_f64(st, "batch.cycles_per_sample", "cycles", "cycles / runs, host transfers included",
+                        (double)m->now / m->runs));
+        CK(ts_stats_u64(st, "batch.host_bytes", "B", "bytes the host moved over PCIe for the runs after the first: "
+                        "the outputs read back, the next inputs and the words the run overwrote written", m->host_bytes));
+        CK(ts_stats_u64(st, "batch.host_cycles", "cycles", "cycles the chip waited for them between the runs (24 GB/s each "
+                        "way, assumed, a word from the run's last access to it, due before its first in the next; at "
+                        "least the stream-register positions)", m->host_cycles));
+        CK(ts_stats_f64(st, "batch.samples_per_second", "/s", "samples / (cycles / clock)",
+                        m->now ? (double)m->runs * m->cfg.clock_hz / (double)m->now : 0));
+    }
     for (int h = 0; h < HZ_COUNT; h++) {
         char name[48];
         snprintf(name, sizeof name, "hazards.%s", hz_names[h]);

@@ -189,6 +189,8 @@ ts_status ts_tsp_commit(ts_model *m, ts_err *err)
                 __builtin_prefetch(mem + (size_t)w->b * m->VL + (size_t)(w->k + 4) * m->L, 1);
             m->mem_wr[w->a] += m->L;
             m->cyc_bytes += m->L;
+            if (m->mem_last)
+                tsp_mem_touch(m, w->a, w->b);
             break;
         }
         case PW_WEIGHTS: {

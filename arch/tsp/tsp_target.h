@@ -76,6 +76,15 @@ typedef struct ts_tsp_target {
     ts_tsp_regs reg;
 } ts_tsp_target;
 
+/* A program run once per sample of a batch (docs/tsp.md, *A batch run once per sample*): the
+ * symbol TS_TSP_SYM_RUNS (a constant) gives the runs; data segments of kind TS_TSP_SEG_INPUT (index:
+ * the MEM slice, address: sample x mem.slice_bytes + the byte address) are what the host writes
+ * into MEM before each run after the first (that sample's inputs, and what the run before overwrote
+ * of the words it read first); segments of kind TS_TSP_SEG_OUTPUT (index: the slice, address: the
+ * byte address; their bytes unused) are what the host reads back after each run. */
+enum { TS_TSP_SEG_INPUT = 2, TS_TSP_SEG_OUTPUT = 3 };
+#define TS_TSP_SYM_RUNS "tsp.runs"
+
 /* Config keys a compiler names in its messages (which setting to change); it never reads them. */
 #define TS_TSP_KEY_QUEUE_CAPACITY "icu.queue_capacity"
 #define TS_TSP_KEY_ABC "d_func.abc"

@@ -17,6 +17,7 @@
 #include "core/alloc.h"
 #include "workloads/lower/unsupported.h"
 #include "workloads/tsp/lower_tsp_int.h"
+#include "workloads/tsp/unbatch.h"
 
 /* ---- layers ---- */
 
@@ -593,6 +594,7 @@ static void name_program(lt *L)
 static ts_status fill_report(lt *L, ts_lower_tsp_report *rep, size_t nt)
 {
     rep->cycles = L->last + 1;
+    rep->runs = 1;
     rep->words_used = (uint64_t)(L->al[0][0].top + L->al[0][1].top - L->al[0][1].first) * L->nW +
                       (uint64_t)(L->al[1][0].top + L->al[1][1].top - L->al[1][1].first) * L->nE;
     rep->layers = L->layers;
@@ -620,6 +622,9 @@ void ts_lower_tsp_report_free(ts_lower_tsp_report *rep)
         return;
     ts_free(rep->places);
     ts_free(rep->layers);
+    ts_graph_destroy(rep->sample);
+    ts_free(rep->batch_axis);
+    ts_free(rep->batch_block);
     memset(rep, 0, sizeof *rep);
 }
 
@@ -818,8 +823,17 @@ static ts_status lower_once(const ts_graph *g, const ts_tsp_target *P, uint32_t 
 
 /* One mode (MODES), lean or not (LEAN): the layout as always, then the compact one where a region
  * found no room (COMPACT), each over the fetch tries (FETCH_TRIES). */
+/* The try that compiled: its mode, LEAN or not, layout and fetch try, and whether its text went below
+ * the data from the start (the samples of a batch are compiled with it again). */
+typedef struct lt_try {
+    int mode;
+    bool lean, compact, live;
+    uint32_t k;
+} lt_try;
+
 static ts_status lower_mode(const ts_graph *g, const ts_tsp_target *P, int mode, bool lean, ts_program **out,
-                            ts_lower_tsp_report *rep, ts_err *err, bool *room, bool *east, bool *over, bool *tshort)
+                            ts_lower_tsp_report *rep, ts_err *err, bool *room, bool *east, bool *over, bool *tshort,
+                            lt_try *won)
 {
     ts_status rc = TS_OK;
     *room = false;
@@ -831,16 +845,339 @@ static ts_status lower_mode(const ts_graph *g, const ts_tsp_target *P, int mode,
                 ts_err_init(err);
             }
             bool was = live;
+            *won = (lt_try){mode, lean, compact != 0, live, k};
             rc = lower_once(g, P, k, compact, mode, lean, &live, out, rep, err, &again, room, east, over, tshort);
             if (again && live && !was) { /* the same try again with text below the data */
                 if (err) {
                     ts_err_free(err);
                     ts_err_init(err);
                 }
+                won->live = live;
                 rc = lower_once(g, P, k, compact, mode, lean, &live, out, rep, err, &again, room, east, over, tshort);
             }
         }
     }
+    return rc;
+}
+
+/* Graph g as one schedule: the modes, then LEAN (above); *won the try that compiled, *fits false when
+ * the schedule was refused for room or text (a batch may then run one sample at a time). */
+static ts_status lower_graph(const ts_graph *g, const ts_tsp_target *P, ts_program **out, ts_lower_tsp_report *rep,
+                             ts_err *err, lt_try *won, bool *fits, bool *checked)
+{
+    ts_status rc = TS_OK;
+    ts_graph *sq = NULL; /* a batch of 1 in rank 4 read as rank 3 (squeeze.c) */
+    rc = lt_squeeze(g, &sq, err);
+    if (sq)
+        g = sq;
+    if (rc == TS_OK)
+        rc = ts_lower_check_ops(g, &tsp_ops, err);
+    *checked = rc == TS_OK;
+    /* the layout as always first; where a region finds no room, the compact one (COMPACT above); where
+     * the instruction text of a schedule on the east planes too does not fit, the west planes alone,
+     * then the narrow pools as well: the schedule of before the east planes (MODES) */
+    bool ok = rc == TS_OK, room = false, east = false, over = false, tshort = false;
+    for (int mode = 0; ok && mode < 3; mode++) {
+        if (mode && (rc != TS_EINPUT || room || over))
+            break; /* compiled, or refused for a reason another mode does not change */
+        if (mode == 1 && !east)
+            continue; /* the same schedule as mode 0 */
+        rc = lower_mode(g, P, mode, false, out, rep, err, &room, &east, &over, &tshort, won);
+    }
+    *fits = !(ok && rc == TS_EINPUT && (room || over || tshort));
+    if (ok && rc == TS_EINPUT && tshort) { /* LEAN: the text of every mode does not fit */
+        ts_err was = {.status = TS_OK};
+        if (err) {
+            was = *err;
+            err->detail = NULL; /* moved to was */
+        }
+        lt_try mw = *won;
+        ts_status lrc = lower_mode(g, P, 0, true, out, rep, err, &room, &east, &over, &tshort, won);
+        if (lrc == TS_OK || (lrc == TS_EINPUT && tshort)) { /* compiled, or its own text's figures */
+            rc = lrc;
+            ts_err_free(&was);
+        } else if (err) { /* anything else: the modes' error stands */
+            ts_err_free(err);
+            *err = was;
+            *won = mw;
+        }
+    }
+    ts_graph_destroy(sq);
+    return rc;
+}
+
+/* Graph g compiled with the try that compiled another sample of its batch. */
+static ts_status lower_again(const ts_graph *g, const ts_tsp_target *P, const lt_try *w, ts_program **out,
+                             ts_lower_tsp_report *rep, ts_err *err)
+{
+    ts_graph *sq = NULL;
+    ts_status rc = lt_squeeze(g, &sq, err);
+    bool live = w->live, b0 = false, b1 = false, b2 = false, b3 = false, b4 = false, b5 = false;
+    if (rc == TS_OK)
+        rc = lower_once(sq ? sq : g, P, w->k, w->compact, w->mode, w->lean, &live, out, rep, err, &b0, &b1, &b2, &b3,
+                        &b4);
+    (void)b5;
+    ts_graph_destroy(sq);
+    return rc;
+}
+
+
+/* ---- a batch run once per sample (docs/lowering-tsp.md, *Batches and groups*) ---- */
+
+/* The words of the program's MEM slices whose first access is a read and which a later write
+ * overwrites (a weight's or constant's region reused after its last read, text below the data, the
+ * zeros of a word read before it is written): the host restores them before every run after the
+ * first. A bit per slice and word (nm x words) into rst. A MEM slice's reads and writes are all in its
+ * own queue, in issue order. */
+static ts_status restored_words(const ts_program *p, uint32_t nm, uint64_t words, uint8_t *rst, ts_err *err)
+{
+    uint8_t *st = ts_malloc((size_t)words + 1); /* 0 untouched, 1 read first, 2 written first */
+    if (!st)
+        return ts_err_set(err, TS_ENOMEM, "out of memory");
+    ts_status rc = TS_OK;
+    for (size_t i = 0; i < p->nstreams && rc == TS_OK; i++) {
+        const ts_stream *sq = &p->streams[i];
+        if (sq->kind != 0 || sq->index >= nm || !sq->n)
+            continue;
+        ts_insn *v = ts_malloc((size_t)sq->n * sizeof *v);
+        rc = v ? ts_stream_unpack(sq, v, err) : ts_err_set(err, TS_ENOMEM, "out of memory");
+        memset(st, 0, (size_t)words);
+        for (uint32_t pc = 0; pc < sq->n && rc == TS_OK; pc++) {
+            bool rd = v[pc].op == LT_READ, wr = v[pc].op == LT_WRITE;
+            if ((!rd && !wr) || v[pc].a[0] < 0 || (uint64_t)v[pc].a[0] >= words)
+                continue;
+            uint64_t w = (uint64_t)v[pc].a[0], bit = sq->index * words + w;
+            if (!st[w])
+                st[w] = rd ? 1 : 2;
+            else if (wr && st[w] == 1)
+                rst[bit / 8] |= (uint8_t)(1u << (bit % 8));
+        }
+        ts_free(v);
+    }
+    ts_free(st);
+    return rc;
+}
+
+/* Slice m's image in program p (its MEM data segments painted on zeros) into img (bytes). */
+static void slice_image(const ts_program *p, uint32_t m, uint8_t *img, uint64_t bytes)
+{
+    memset(img, 0, (size_t)bytes);
+    for (size_t j = 0; j < p->nsegs; j++) {
+        const ts_segment *sg = &p->segs[j];
+        if (sg->kind == 1 && sg->index == m && sg->addr + sg->len <= bytes)
+            memcpy(img + sg->addr, sg->bytes, sg->len);
+    }
+}
+
+static bool bit_of(const uint8_t *b, uint64_t i)
+{
+    return b[i / 8] >> (i % 8) & 1;
+}
+
+/* The words of every slice marked in hw, as segments of kind input of run s (the bytes of program ps:
+ * that sample's), one a run of consecutive words; *bytes counts them. */
+static ts_status host_words(ts_program *prog, const ts_program *ps, const uint8_t *hw, uint32_t nm, uint64_t words,
+                            uint32_t VL, int64_t s, uint8_t *img, uint64_t *bytes, ts_err *err)
+{
+    uint64_t sb = words * VL;
+    ts_status rc = TS_OK;
+    for (uint32_t m = 0; m < nm && rc == TS_OK; m++) {
+        bool any = false;
+        for (uint64_t w = 0; w < words && !any; w++)
+            any = bit_of(hw, m * words + w);
+        if (!any)
+            continue;
+        slice_image(ps, m, img, sb);
+        for (uint64_t w = 0; w < words && rc == TS_OK;) {
+            if (!bit_of(hw, m * words + w)) {
+                w++;
+                continue;
+            }
+            uint64_t e = w;
+            while (e < words && bit_of(hw, m * words + e))
+                e++;
+            rc = ts_program_add_segment(prog, TS_TSP_SEG_INPUT, m, (uint64_t)s * sb + w * VL, img + w * VL,
+                                        (uint32_t)((e - w) * VL), err);
+            *bytes += (e - w) * VL;
+            w = e;
+        }
+    }
+    return rc;
+}
+
+/* Every graph output's words in each slice, as segments of kind output (their bytes zeros). */
+static ts_status host_outputs(ts_program *prog, const ts_graph *g, const ts_lower_tsp_report *r, uint32_t VL,
+                              ts_err *err)
+{
+    ts_status rc = TS_OK;
+    for (size_t i = 0; i < r->nplaces && rc == TS_OK; i++) {
+        const ts_lower_tsp_place *pl = &r->places[i];
+        if (!ts_graph_get_tensor(g, pl->tensor)->is_output)
+            continue;
+        /* vector v of [off, end) is word base + v / ns of slice v mod ns */
+        uint64_t ns = pl->nslices, end = (uint64_t)pl->off + (uint64_t)pl->pixels * pl->tiles;
+        uint8_t *z = ts_calloc((size_t)((end - pl->off) / ns + 2) * VL, 1);
+        if (!z)
+            return ts_err_set(err, TS_ENOMEM, "out of memory");
+        for (uint64_t k = 0; k < ns && rc == TS_OK; k++) {
+            uint64_t v0 = pl->off + (k + ns - pl->off % ns) % ns; /* the first vector in slice k */
+            if (v0 >= end)
+                continue;
+            uint64_t v1 = end - 1 - (end - 1 + ns - k) % ns; /* the last */
+            rc = ts_program_add_segment(prog, TS_TSP_SEG_OUTPUT, pl->slice0 + (uint32_t)k,
+                                        (pl->base + v0 / ns) * VL, z, (uint32_t)((v1 / ns - v0 / ns + 1) * VL), err);
+        }
+        ts_free(z);
+    }
+    return rc;
+}
+
+/* Into hw, the words of p0 that hold inputs: those whose bytes differ in pp, the program of the same
+ * sample with every input bit inverted (the layout does not depend on the values). */
+static void input_words(const ts_program *p0, const ts_program *pp, uint32_t nm, uint64_t words, uint32_t VL,
+                        uint8_t *img0, uint8_t *imgp, uint8_t *hw)
+{
+    for (uint32_t m = 0; m < nm; m++) {
+        slice_image(p0, m, img0, words * VL);
+        slice_image(pp, m, imgp, words * VL);
+        for (uint64_t w = 0; w < words; w++)
+            if (memcmp(img0 + w * VL, imgp + w * VL, VL)) {
+                uint64_t bit = m * words + w;
+                hw[bit / 8] |= (uint8_t)(1u << (bit % 8));
+            }
+    }
+}
+
+/* The host's part of the batch program prog (sample 0's, compiled with try w, its report r): before
+ * each run after the first, that sample's inputs and the restored words (restored_words); after each
+ * run, the outputs; the runs. r->host_bytes: what the host writes before a run. */
+static ts_status batch_host(ts_program *prog, const lt_batch *b, const ts_tsp_target *P, const lt_try *w,
+                            ts_lower_tsp_report *r, ts_err *err)
+{
+    int64_t n = lt_batch_n(b);
+    uint32_t VL = P->superlanes * P->lanes, nm = P->mem_west + P->mem_east;
+    uint64_t sb = P->words * VL, nbits = (uint64_t)nm * P->words;
+    ts_graph *gs = NULL;
+    ts_program *ps = NULL;
+    uint8_t *hw = ts_calloc((size_t)(nbits / 8) + 1, 1), *rst = ts_calloc((size_t)(nbits / 8) + 1, 1);
+    uint8_t *img0 = ts_malloc((size_t)sb + 1), *imgp = ts_malloc((size_t)sb + 1);
+    ts_status rc = hw && rst && img0 && imgp ? TS_OK : ts_err_set(err, TS_ENOMEM, "out of memory");
+    if (rc == TS_OK)
+        rc = lt_batch_sample(b, 0, true, &gs, err);
+    if (rc == TS_OK)
+        rc = lower_again(gs, P, w, &ps, NULL, err);
+    if (rc == TS_OK) {
+        input_words(prog, ps, nm, P->words, VL, img0, imgp, hw);
+        rc = restored_words(prog, nm, P->words, rst, err);
+    }
+    for (uint64_t i = 0; i < nbits / 8 + 1 && rc == TS_OK; i++)
+        rst[i] &= (uint8_t)~hw[i]; /* the restored words that hold no input: sample 0's bytes every run */
+    for (int64_t s = 1; s < n && rc == TS_OK; s++) {
+        ts_graph_destroy(gs);
+        ts_program_destroy(ps);
+        gs = NULL;
+        ps = NULL;
+        uint64_t bs = 0;
+        rc = lt_batch_sample(b, s, false, &gs, err);
+        if (rc == TS_OK)
+            rc = lower_again(gs, P, w, &ps, NULL, err);
+        if (rc == TS_OK)
+            rc = host_words(prog, ps, hw, nm, P->words, VL, s, img0, &bs, err);
+        if (rc == TS_OK)
+            rc = host_words(prog, prog, rst, nm, P->words, VL, s, img0, &bs, err);
+        r->host_bytes = bs;
+    }
+    if (rc == TS_OK)
+        rc = host_outputs(prog, r->sample, r, VL, err);
+    if (rc == TS_OK)
+        rc = ts_program_add_symbol(prog, TS_TSP_SYM_RUNS, TS_SYM_CONST, 0, n, err);
+    ts_graph_destroy(gs);
+    ts_program_destroy(ps);
+    ts_free(hw);
+    ts_free(rst);
+    ts_free(img0);
+    ts_free(imgp);
+    if (rc == TS_OK)
+        ts_program_canonicalize(prog);
+    return rc;
+}
+
+/* The message of err with pre before it and post after it. */
+static void reword(ts_err *err, const char *pre, const char *post)
+{
+    if (!err)
+        return;
+    char m[sizeof err->msg];
+    snprintf(m, sizeof m, "%s", err->msg);
+    ts_err_set(err, err->status, "%s%s%s", pre, m, post);
+}
+
+/* A batch whose unrolled schedule does not fit: where no operator mixes its samples, the program of
+ * one sample, run once per sample; the unrolled batch's error (err) stands otherwise, with why. */
+static ts_status lower_batch(const ts_graph *g, const ts_tsp_target *P, ts_program **out, ts_lower_tsp_report *rep,
+                             ts_err *err)
+{
+    char why[256], tail[320];
+    lt_batch *b = NULL;
+    ts_err e2;
+    ts_err_init(&e2);
+    ts_status rc = lt_batch_find(g, &b, why, sizeof why, &e2);
+    if (rc != TS_OK || !b) {
+        ts_err_free(&e2);
+        if (rc != TS_OK)
+            return ts_err_set(err, rc, "out of memory");
+        if (!strstr(why, "no batch")) {
+            snprintf(tail, sizeof tail, "; the batch cannot run one sample at a time: %s", why);
+            reword(err, "", tail);
+        }
+        return TS_EINPUT;
+    }
+    ts_lower_tsp_report r = {0};
+    ts_graph *g0 = NULL;
+    lt_try w = {0};
+    bool fits = true, checked = false;
+    rc = lt_batch_sample(b, 0, false, &g0, &e2);
+    if (rc == TS_OK)
+        rc = lower_graph(g0, P, out, &r, &e2, &w, &fits, &checked);
+    if (rc == TS_OK) {
+        r.sample = g0;
+        g0 = NULL;
+        rc = batch_host(*out, b, P, &w, &r, &e2);
+    }
+    size_t nt = ts_graph_tensor_count(g);
+    if (rc == TS_OK && (!(r.batch_axis = ts_malloc((nt + 1) * sizeof *r.batch_axis)) ||
+                        !(r.batch_block = ts_malloc((nt + 1) * sizeof *r.batch_block))))
+        rc = ts_err_set(&e2, TS_ENOMEM, "out of memory");
+    if (rc == TS_OK) {
+        for (size_t i = 0; i < nt; i++) {
+            r.batch_axis[i] = lt_batch_axis(b, (int)i);
+            r.batch_block[i] = lt_batch_block(b, (int)i);
+        }
+        r.runs = (uint32_t)lt_batch_n(b);
+        r.nmem = P->mem_west + P->mem_east;
+        if (err) { /* the unrolled batch's refusal is not an error any more */
+            ts_err_free(err);
+            ts_err_init(err);
+        }
+        if (rep)
+            *rep = r;
+        else
+            ts_lower_tsp_report_free(&r);
+    } else {
+        if (err) { /* the unrolled batch's message, then the sample's */
+            char m[sizeof err->msg];
+            snprintf(m, sizeof m, "%s", err->msg);
+            ts_err_set(err, e2.status, "%.560s; one sample of the batch of %" PRId64 " at a time: %.400s", m,
+                       lt_batch_n(b), e2.msg);
+        }
+        rc = err ? err->status : rc;
+        ts_program_destroy(*out);
+        *out = NULL;
+        ts_lower_tsp_report_free(&r);
+    }
+    ts_err_free(&e2);
+    ts_graph_destroy(g0);
+    lt_batch_free(b);
     return rc;
 }
 
@@ -851,40 +1188,18 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
     if (rep)
         memset(rep, 0, sizeof *rep);
     ts_status rc = check_target(P, err);
-    ts_graph *sq = NULL; /* a batch of 1 in rank 4 read as rank 3 (squeeze.c) */
-    if (rc == TS_OK)
-        rc = lt_squeeze(g, &sq, err);
-    if (sq)
-        g = sq;
-    if (rc == TS_OK)
-        rc = ts_lower_check_ops(g, &tsp_ops, err);
-    /* the layout as always first; where a region finds no room, the compact one (COMPACT above); where
-     * the instruction text of a schedule on the east planes too does not fit, the west planes alone,
-     * then the narrow pools as well: the schedule of before the east planes (MODES) */
-    bool ok = rc == TS_OK, room = false, east = false, over = false, tshort = false;
-    for (int mode = 0; ok && mode < 3; mode++) {
-        if (mode && (rc != TS_EINPUT || room || over))
-            break; /* compiled, or refused for a reason another mode does not change */
-        if (mode == 1 && !east)
-            continue; /* the same schedule as mode 0 */
-        rc = lower_mode(g, P, mode, false, out, rep, err, &room, &east, &over, &tshort);
+    lt_try won = {0};
+    bool fits = true, one = ((const ts_lower_tsp_params *)params)->one_sample;
+    bool checked = one;
+    if (rc == TS_OK && one) /* the unrolled batch is not tried */
+        rc = ts_err_set(err, TS_EINPUT, "the batch is lowered one sample at a time");
+    else if (rc == TS_OK)
+        rc = lower_graph(g, P, out, rep, err, &won, &fits, &checked);
+    (void)fits;
+    if (checked && rc == TS_EINPUT) { /* the unrolled batch is refused after the operator check */
+        ts_lower_tsp_report_free(rep);
+        rc = lower_batch(g, P, out, rep, err);
     }
-    if (ok && rc == TS_EINPUT && tshort) { /* LEAN: the text of every mode does not fit */
-        ts_err was = {.status = TS_OK};
-        if (err) {
-            was = *err;
-            err->detail = NULL; /* moved to was */
-        }
-        ts_status lrc = lower_mode(g, P, 0, true, out, rep, err, &room, &east, &over, &tshort);
-        if (lrc == TS_OK || (lrc == TS_EINPUT && tshort)) { /* compiled, or its own text's figures */
-            rc = lrc;
-            ts_err_free(&was);
-        } else if (err) { /* anything else: the modes' error stands */
-            ts_err_free(err);
-            *err = was;
-        }
-    }
-    ts_graph_destroy(sq);
     return rc;
 }
 

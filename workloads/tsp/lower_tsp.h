@@ -32,6 +32,7 @@
 #ifndef TS_WORKLOADS_LOWER_TSP_H
 #define TS_WORKLOADS_LOWER_TSP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "arch/tsp/tsp_target.h"
@@ -45,6 +46,10 @@
  * docs/tsp.md, configs/tsp_v1.yaml). */
 typedef struct ts_lower_tsp_params {
     ts_tsp_target target;
+    /* A batch whose samples no operator mixes is lowered as one sample's program run once per sample
+     * even where the unrolled batch fits (false from a config: only where it does not fit; tests set
+     * it to run a small batch that way on the stock chip). */
+    bool one_sample;
 } ts_lower_tsp_params;
 
 /* Fill params from a chip config whose arch is "tsp" (ts_tsp_target_from_config). Refuses
@@ -86,6 +91,17 @@ typedef struct ts_lower_tsp_report {
     uint64_t instructions;    /* instructions emitted (with nop and repeat) */
     uint64_t max_queue;       /* the longest queue */
     uint64_t words_used;      /* MEM words allocated, all slices */
+    /* A batch whose samples no operator mixes, lowered as one sample's program run once per sample
+     * where the unrolled batch does not fit (docs/lowering-tsp.md, *Batches and groups*): runs is
+     * the batch (1 otherwise), sample the graph of one sample whose tensors the places are (owned),
+     * batch_axis every tensor's batch axis (owned; -1: none), host_bytes what the host writes into
+     * MEM before each run after the first (inputs, and the words its schedule reads first and overwrites
+     * later: text below the data, weights or constants in regions reused). */
+    uint32_t runs, nmem;      /* nmem: the MEM slices (the outputs of run r are units nmem (1 + r) + slice) */
+    ts_graph *sample;
+    int *batch_axis;
+    int64_t *batch_block;     /* owned: the samples' block on that axis (lt_batch_block) */
+    uint64_t host_bytes;
 } ts_lower_tsp_report;
 
 void ts_lower_tsp_report_free(ts_lower_tsp_report *rep);
@@ -97,7 +113,10 @@ void ts_lower_tsp_report_free(ts_lower_tsp_report *rep);
  *   slice's 8192 are taken". The first icu.queue_capacity entries of each queue are preloaded and
  * the rest come by ifetch from text words in MEM, scheduled with the rest (docs/lowering-tsp.md);
  * a queue that would run dry or overfill is refused, naming the queue, the cycle and the capacity
- * (capacity 0 = no limit, no ifetch). */
+ * (capacity 0 = no limit, no ifetch). A batch refused unrolled whose samples no operator mixes is
+ * lowered as the program of one sample, run once per sample (unbatch.h; rep->runs, the program's
+ * symbol tsp.runs and its segments of kinds input and output, docs/tsp.md); where that fails too,
+ * both messages are given. */
 ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, ts_lower_tsp_report *rep,
                        ts_err *err);
 

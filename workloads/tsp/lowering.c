@@ -15,6 +15,7 @@
  * edge, 3 queues per plane. */
 ts_status ts_lower_tsp_params_from_config(const ts_config *cfg, ts_lower_tsp_params *out, ts_err *err)
 {
+    memset(out, 0, sizeof *out); /* one_sample false, and the padding zero: params compare by their bytes */
     ts_tsp_target *t = &out->target;
     ts_status rc = ts_tsp_target_from_config(cfg, t, err);
     if (rc != TS_OK)
