@@ -883,7 +883,7 @@ static void check_latency_rows(const lowered *L, uint32_t rows)
 /* The gpt built-in in Llama's form (RMSNorm, SwiGLU, no biases; _i 2: biases, 4 query heads on 2
  * key heads; _i 3 to 5: rotary positions, 4 query heads on 2 key heads; _i 5 planned for PEs of
  * 2,048 bytes, the rotary stage split over PEs by heads), prefill (_i 0, 2, 3, 5) and decode (_i 1,
- * 4): the gate and up projections are one product of their weights side by side
+ * 4; its rotary stage over 2 PEs, split at about 256 cycles of a PE's work): the gate and up projections are one product of their weights side by side
  * (columns interleaved, 2 x 64 of them), then one elementwise stage takes each (gate, up) pair to
  * SiLU(gate) up (two values in, one out); with rotary positions a stage before each attention
  * rotates the 32 query and 16 key columns of every row (x cos + rotate_half(x) sin at its
@@ -916,7 +916,7 @@ START_TEST(test_gpt_swiglu)
         ck_assert_uint_eq(rot->in_elems, (uint64_t)(M * 64));
         ck_assert_str_eq(rot[1].what, "attention");
         ck_assert_ptr_nonnull(stage_of(&L, "rotary", 1));
-        ck_assert_uint_eq(rot->w, _i == 5 ? 2 : 1);
+        ck_assert_uint_eq(rot->w, _i >= 4 ? 2 : 1);
         ck_assert_uint_le(rot->mem_bytes, _i == 5 ? 2048 : 64 * 4 + 48 * 16 + 2 * 8 * 48 * 4);
     }
     for (size_t l = 0; l < 2; l++) { /* one gate per layer: 2 x 64 values in a row, 64 out */

@@ -93,7 +93,12 @@ static uint32_t mm_step(const lw_stage *s) { return s->kstep ? s->kstep : 1; }
  * attention's head q). */
 static void mm_in_group(const lw *L, const lw_stage *s, uint32_t q, uint64_t *g0, uint64_t *g1)
 {
-    if (L->st[s->prev].kind == K_NORM || L->st[s->prev].kind == K_ATTN) {
+    if (L->st[s->prev].kind == K_NORM) { /* its part q, its parts cut as it cut them */
+        *g0 = ts_lww_norm_cut(&L->st[s->prev], q);
+        *g1 = ts_lww_norm_cut(&L->st[s->prev], q + 1);
+        return;
+    }
+    if (L->st[s->prev].kind == K_ATTN) {
         *g0 = (uint64_t)q * (uint64_t)s->K / s->kin;
         *g1 = (uint64_t)(q + 1) * (uint64_t)s->K / s->kin;
         return;

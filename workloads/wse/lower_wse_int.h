@@ -108,7 +108,7 @@ typedef struct lw_stage {
     uint64_t chunk; /* source and sink: elements per PE */
     /* attention (lower_wse_attn.c): M rows of F of L values, N heads, K per query and key, C per
      * value; cols[3 j .. 3 j + 2] head j's first q, k and v columns of F (owned); lo the scale */
-    int64_t *cols;
+    int64_t *cols; /* a decode's RMSNormalization down a column cut unevenly: its G + 1 cuts (owned) */
     int64_t nc;   /* attention: keys and values before the stream's (a KV cache's) */
     int64_t nseq; /* attention: the sequences of M rows it takes one after another (a batch) */
     float *cache; /* attention: per head its nc cached keys (K x nc), then values (nc x C) (owned) */
@@ -393,6 +393,10 @@ static inline uint64_t lw_rms_mem(uint64_t L, uint64_t g)
  * scale and bias, the mean and 1 / s, and from 64 values the 64 partial sums of squares and a
  * block's 64 squares. */
 static inline uint64_t lw_ln_mem(uint64_t n) { return 12 * n + 8 + (n >= 64 ? 8 * 64 : 0); }
+/* The first value of part q (q <= s->G) of a decode's RMSNormalization down a column (s->ko > 1):
+ * s->cols[q] when place cut the row unevenly (norm_pass in lower_wse_place.c: a norm that passes
+ * its row on, its first parts longer), else q L / G. */
+uint64_t ts_lww_norm_cut(const lw_stage *s, uint32_t q);
 /* A split RMSNormalization or LayerNormalization (s->G > 1 PEs in a row, lower_wse_norm.c). */
 ts_status ts_lww_emit_norm_split(lw *L, ts_program *P, lw_gen *G, const lw_stage *s);
 /* A Concat join's PE (lower_wse_concat.c). */

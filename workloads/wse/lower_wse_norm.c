@@ -261,13 +261,18 @@ static void column_routes(lw_gen *G, const lw_stage *s, uint32_t q, bool mid)
  * Passing its row on (s->rpass, norm_pass in lower_wse_place.c): each PE sends its part east raw
  * as soon as it has it, before its sum; the top PE sends 1 / s after its part, which the product's
  * row 0 takes to scale its sums (the norm's scale in the product's weights). */
+uint64_t ts_lww_norm_cut(const lw_stage *s, uint32_t q)
+{
+    return s->cols ? (uint64_t)s->cols[q] : (uint64_t)q * (uint64_t)s->L / s->G;
+}
+
 static ts_status norm_column(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s)
 {
     const int64_t L = s->L;
     const uint32_t step = s->kstep ? s->kstep : 1;
     for (uint32_t q = 0; q < s->G; q++) {
         const bool last = q + 1 == s->G;
-        const int64_t a = q * L / s->G, b = (q + 1) * L / s->G, n = b - a;
+        const int64_t a = (int64_t)ts_lww_norm_cut(s, q), b = (int64_t)ts_lww_norm_cut(s, q + 1), n = b - a;
         /* the part at 0, its scale at 4n, 1 / s at 8n, the sums of squares' blocks, a junk word */
         const int GAM = (int)(4 * n), RSTD = (int)(8 * n), JA = RSTD + 4 + (n >= 64 ? 8 * 64 : 0);
         for (uint32_t r = 1; !last && r < step; r++) {
@@ -281,10 +286,27 @@ static ts_status norm_column(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s
         ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
         ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits((float)(1.0 / (double)L)));
         ts_lww_op(G, WSE_OP_FLI, 2, 13, ts_lww_bits(0.5f));
-        ts_lww_in_part(G, s->cin, (uint64_t)JA, 0, (uint64_t)a, (uint64_t)b, (uint64_t)L);
-        if (s->rpass) /* its part east raw (the product holds the scale, takes 1 / s after part 0) */
-            ts_lww_mem_to_out(G, 0, (uint64_t)n, s->cout);
+        if (s->rpass) { /* its part east raw as soon as it is in (the product holds the scale, takes
+                         * 1 / s after part 0): sent on microthread 0 while the rest of the row
+                         * goes into the junk word */
+            ts_lww_in_to_mem(G, s->cin, (uint64_t)JA, (uint64_t)a, 0);
+            ts_lww_in_to_mem(G, s->cin, 0, (uint64_t)n, 1);
+            for (int64_t k = 0; k < n; k += PIECE) {
+                const int m = n - k > PIECE ? PIECE : (int)(n - k);
+                ts_lww_op(G, WSE_OP_DSDM, 4, 12, (int)(4 * k), m, 1);
+                ts_lww_op(G, WSE_OP_DSDOUT, 4, 13, (int)s->cout, m, 0);
+                ts_lww_op(G, WSE_OP_FMOVS, 4, 13, 12, 0, -1);
+            }
+            ts_lww_in_to_mem(G, s->cin, (uint64_t)JA, (uint64_t)(L - b), 0);
+        } else
+            ts_lww_in_part(G, s->cin, (uint64_t)JA, 0, (uint64_t)a, (uint64_t)b, (uint64_t)L);
         part_sum_squares(G, n, RSTD + 4);
+        if (s->rpass) { /* a one-word move on microthread 0 waits for its part's send (the top PE's
+                         * 1 / s goes after it, on the same colour) */
+            ts_lww_op(G, WSE_OP_DSDM, 4, 12, JA, 1, 0);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 13, JA, 1, 0);
+            ts_lww_op(G, WSE_OP_FMOVS, 4, 13, 12, 0, -1);
+        }
         if (!last) { /* the parts below */
             ts_lww_op(G, WSE_OP_RECV, 2, 2, (int)lw_rcol(s, q + 1));
             ts_lww_op(G, WSE_OP_FADD, 3, 8, 8, 2);

@@ -12,6 +12,8 @@
  */
 #include <stdio.h>
 
+#include "core/alloc.h"
+
 #include "workloads/wse/lower_wse_int.h"
 
 /* Cycles of one input of a PE's MAC loop over nb outputs: its load, its descriptor and the MAC
@@ -664,6 +666,49 @@ static void norm_fold(const lw_stage *n, lw_stage *d)
             d->wt[k * d->N + c] *= n->vals[k];
 }
 
+/* A decode's RMSNormalization n down a column that sends its parts raw into product d's rows
+ * (norm_pass): its parts cut so that d's rows of each end their MACs together. Part q's PE sends
+ * it east as soon as it is in, a cycle a value, and each of d's step rows of it takes a step-th of
+ * it at mm_kcost cycles an input: a part ending at value b, n long, ends its MACs at about b + n (1
+ * + kcost / step). Cut evenly, the last part's MACs came after the whole row; cut so, the parts
+ * shrink down the column about geometrically (each from the row's end back, n = (T - b) step / (step
+ * + kcost), T the least for which the first fits), the last the shortest. Kept even when a part would
+ * leave a row of d without an input or the first, the longest, does not fit the norm's PE or d's. */
+static ts_status norm_cuts(lw *L, lw_stage *n, lw_stage *d)
+{
+    const uint64_t Lr = (uint64_t)n->L, G = n->G, step = d->kr / d->kin;
+    const uint64_t nb = ts_geom_cdiv((uint64_t)d->N, d->kc), c = mm_kcost(d, nb);
+    int64_t *cut = ts_malloc((size_t)(G + 1) * sizeof *cut);
+    if (!cut)
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+    bool found = false;
+    for (uint64_t T = Lr; !found && T <= 2 * Lr + G * c; T++) {
+        uint64_t b = Lr;
+        bool ok = true;
+        cut[G] = (int64_t)Lr;
+        for (uint64_t q = G - 1; ok && q >= 1; q--) {
+            const uint64_t part = (T - b) * step / (step + c);
+            ok = part >= step && part + step <= b;
+            b -= ok ? part : 0;
+            cut[q] = (int64_t)b;
+        }
+        found = ok && b * (2 * step + c) <= T * step;
+    }
+    cut[0] = 0;
+    const uint64_t most = found ? (uint64_t)cut[1] : 0; /* the first part, the longest */
+    const uint64_t nmem = 8 * most + 4 + (most >= 64 ? 8 * 64 : 0) + 4;
+    const uint64_t dmem = lw_mm_bytes(d->h16, ts_geom_cdiv(most, step), nb) + 4;
+    if (!found || nmem > L->t->sram_bytes || dmem > L->t->sram_bytes) {
+        ts_free(cut);
+        return TS_OK;
+    }
+    ts_free(n->cols);
+    n->cols = cut;
+    n->mem = nmem > n->mem ? nmem : n->mem;
+    d->mem = dmem > d->mem ? dmem : d->mem;
+    return TS_OK;
+}
+
 static ts_status norm_pass(lw *L, uint32_t Hm)
 {
     if (!L->decode)
@@ -678,6 +723,9 @@ static ts_status norm_pass(lw *L, uint32_t Hm)
             n->rpass = d->rpass = true;
             d->mem += 4;
             norm_fold(n, d);
+            ts_status rc = norm_cuts(L, n, d);
+            if (rc)
+                return rc;
             continue;
         }
         const uint32_t G = n->G;
