@@ -1162,6 +1162,16 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
     const uint64_t sram = m->c.sram_bytes;
     const uint32_t units16 = m->c.amp_units_f16;
     uint64_t *const opcnt = t->opcnt;
+    /* what the turns read and no turn changes, in locals: the stores into registers and memory
+     * (built with -fno-strict-aliasing) would make the compiler read them again at every turn */
+    ipu_insn *const code = t->code;
+    const uint32_t ncode = t->n;
+    uint8_t *const *const pages = t->page; /* the array is the tile's for the run; its pages come and go */
+    const uint8_t *const zero_page = m->zero_page;
+    const uint32_t load_bpc = m->c.load_bpc, store_bpc = m->c.store_bpc;
+    const uint64_t interleaved_base = m->c.interleaved_base;
+#define STEP_RD(a) ((pages[(uint64_t)(a) >> IPU_PAGE_SHIFT] ? pages[(uint64_t)(a) >> IPU_PAGE_SHIFT] : zero_page) + \
+                    ((uint64_t)(a) & (IPU_PAGE_SIZE - 1)))
     uint64_t last = UINT64_MAX, turns = 0, fast = 0; /* the cycle of the last turn done in step; turns
                                                     * run, those of them done here */
     uint8_t lastf = F_NOP;                  /* that turn's op (its latency) */
@@ -1183,9 +1193,9 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
     }
 #define EACH for (uint32_t i = 0; i < nw; i++)
     while (c + W <= limit) {
-        if (pc >= t->n) /* past the end of the code: the full executor reports it, at this turn */
+        if (pc >= ncode) /* past the end of the code: the full executor reports it, at this turn */
             break;
-        ipu_insn *in = &t->code[pc];
+        ipu_insn *in = &code[pc];
         const uint8_t f = in->fast;
         uint32_t next = pc + 1;
         const uint8_t r0 = in->r0, r1 = in->r1, r2 = in->r2;
@@ -1200,18 +1210,18 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
         case F_LD32STEP:
             STEP_ADDRS(4, r1, f == F_LD32 ? imm : 0);
             EACH {
-                memcpy(&xs[i]->r[r0], rd_ptr(m, t, (uint64_t)a[i]), 4);
+                memcpy(&xs[i]->r[r0], STEP_RD(a[i]), 4);
                 if (f == F_LD32STEP) /* the base as read: the load may have written it */
                     xs[i]->r[r1] = (uint32_t)a[i] + (uint32_t)imm;
             }
             break;
         case F_LD64:
         case F_LD64STEP:
-            if (m->c.load_bpc < 8)
+            if (load_bpc < 8)
                 goto slow;
             STEP_ADDRS(8, r1, f == F_LD64 ? imm : 0);
             EACH {
-                memcpy(&xs[i]->r[r0], rd_ptr(m, t, (uint64_t)a[i]), 8);
+                memcpy(&xs[i]->r[r0], STEP_RD(a[i]), 8);
                 if (f == F_LD64STEP)
                     xs[i]->r[r1] = (uint32_t)a[i] + (uint32_t)imm;
             }
@@ -1222,12 +1232,12 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
         case F_ST64STEP: {
             const bool wide = f == F_ST64 || f == F_ST64STEP, step = f == F_ST32STEP || f == F_ST64STEP;
             const uint32_t w = wide ? 8 : 4;
-            if (wide && m->c.store_bpc < 8)
+            if (wide && store_bpc < 8)
                 goto slow;
             STEP_ADDRS(w, r1, step ? 0 : imm);
             uint64_t hi = 0;
             EACH {
-                if (!t->page[(uint64_t)a[i] >> IPU_PAGE_SHIFT])
+                if (!pages[(uint64_t)a[i] >> IPU_PAGE_SHIFT])
                     goto slow;
                 if ((uint64_t)a[i] + w > hi)
                     hi = (uint64_t)a[i] + w;
@@ -1235,7 +1245,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
             if (hi > t->mem_hi)
                 t->mem_hi = hi;
             EACH {
-                uint8_t *at = t->page[(uint64_t)a[i] >> IPU_PAGE_SHIFT] + (a[i] & (IPU_PAGE_SIZE - 1));
+                uint8_t *at = pages[(uint64_t)a[i] >> IPU_PAGE_SHIFT] + (a[i] & (IPU_PAGE_SIZE - 1));
                 if (wide)
                     memcpy(at, &xs[i]->r[r0], 8);
                 else
@@ -1247,13 +1257,13 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
         }
         case F_LD128:
         case F_LD128STEP:
-            if (m->c.load_bpc < 16)
+            if (load_bpc < 16)
                 goto slow;
             STEP_ADDRS(16, r1, f == F_LD128 ? imm : 0);
-            EACH if ((uint64_t)a[i] < m->c.interleaved_base)
+            EACH if ((uint64_t)a[i] < interleaved_base)
                 goto slow;
             EACH {
-                memcpy(&xs[i]->r[r0], rd_ptr(m, t, (uint64_t)a[i]), 16);
+                memcpy(&xs[i]->r[r0], STEP_RD(a[i]), 16);
                 if (f == F_LD128STEP)
                     xs[i]->r[r1] = (uint32_t)a[i] + (uint32_t)imm;
             }
@@ -1283,7 +1293,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
             int64_t prev = -1;
             EACH {
                 if (a[i] != prev)
-                    coef_put(t, (uint32_t)imm, rd_ptr(m, t, (uint64_t)a[i]));
+                    coef_put(t, (uint32_t)imm, STEP_RD(a[i]));
                 prev = a[i];
             }
             if (in->op == IPU_OP_LD128PUTCSSTEP)
@@ -1425,6 +1435,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
     step_ready(m, xs, d, nw, last, lastf);
 #undef EACH
 #undef STEP_ADDRS
+#undef STEP_RD
 out: /* the turns' counts (on an error too: the tests read them) */
     t->work += (uint64_t)nw * fast;
     t->step_turns += turns;
