@@ -59,7 +59,8 @@ static inline void h4_to_f32(uint32_t lo, uint32_t hi, float *v)
 {
 #if defined(__SSE2__)
     int odd;
-    const __m128i x = _mm_cvtsi64_si128((long long)((uint64_t)hi << 32 | lo));
+    const uint64_t both = (uint64_t)hi << 32 | lo;
+    const __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)&both); /* (a 32-bit host has no cvtsi64) */
     _mm_storeu_si128((__m128i *)(void *)v, h4_bits(_mm_unpacklo_epi16(x, _mm_setzero_si128()), &odd));
     if (__builtin_expect(odd != 0, 0)) {
         const uint16_t h[4] = {(uint16_t)lo, (uint16_t)(lo >> 16), (uint16_t)hi, (uint16_t)(hi >> 16)};
