@@ -524,6 +524,14 @@ static int stream_sorted(const ts_program *p)
     return 1;
 }
 
+static int marks_sorted(const ts_program *p)
+{
+    for (size_t i = 1; i < p->nmarks; i++)
+        if (mark_cmp(&p->marks[i - 1], &p->marks[i]) > 0)
+            return 0;
+    return 1;
+}
+
 void ts_program_canonicalize(ts_program *p)
 {
     if (!stream_sorted(p) && p->nstreams < 0x80000000u) {
@@ -563,7 +571,7 @@ void ts_program_canonicalize(ts_program *p)
         qsort(p->segs, p->nsegs, sizeof *p->segs, seg_cmp);
     if (p->nsyms > 1)
         qsort(p->syms, p->nsyms, sizeof *p->syms, sym_cmp);
-    if (p->nmarks > 1)
+    if (p->nmarks > 1 && !marks_sorted(p)) /* a sorted array is its own sort (mark_cmp is total) */
         qsort(p->marks, p->nmarks, sizeof *p->marks, mark_cmp);
 }
 

@@ -16,6 +16,9 @@
 #include "arch/ipu/ipu_int.h"
 #include "core/alloc.h"
 #include "core/sim.h"
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 static inline float rf(uint32_t v) { float f; memcpy(&f, &v, 4); return f; }
 static inline uint32_t fr(float f) { uint32_t v; memcpy(&v, &f, 4); return v; }
@@ -28,6 +31,50 @@ static inline float h2f(uint16_t h)
     if ((uint16_t)((h & 0x7c00u) - 0x0400u) < 0x7800u)
         return rf((uint32_t)(h & 0x8000u) << 16 | (((uint32_t)(h & 0x7fffu) << 13) + 0x38000000u));
     return ts_f16_to_f32(h);
+}
+
+#if defined(__SSE2__)
+/* h2f of four halves at once, one in the low 16 bits of each 32-bit lane of x (the rest zero):
+ * the f32 bits of normal numbers and zeros by moving the bits; *odd gets a bit per lane that is
+ * neither (subnormal, infinity, NaN), whose bits the caller takes from ts_f16_to_f32. */
+static inline __m128i h4_bits(__m128i x, int *odd)
+{
+    const __m128i mag = _mm_and_si128(x, _mm_set1_epi32(0x7fff));
+    const __m128i sign = _mm_slli_epi32(_mm_and_si128(x, _mm_set1_epi32(0x8000)), 16);
+    const __m128i zero = _mm_cmpeq_epi32(mag, _mm_setzero_si128());
+    const __m128i bits = _mm_add_epi32(_mm_slli_epi32(mag, 13), _mm_set1_epi32(0x38000000));
+    /* exponent 0 with a fraction (a zero's magnitude is 0, which `zero` took), or 31 */
+    const __m128i ex = _mm_and_si128(x, _mm_set1_epi32(0x7c00));
+    const __m128i o = _mm_or_si128(_mm_andnot_si128(zero, _mm_cmpeq_epi32(ex, _mm_setzero_si128())),
+                                   _mm_cmpeq_epi32(ex, _mm_set1_epi32(0x7c00)));
+    *odd = _mm_movemask_ps(_mm_castsi128_ps(o));
+    return _mm_or_si128(sign, _mm_andnot_si128(zero, bits));
+}
+#endif
+
+/* Four halves (lo, then hi, the low half first in each) as f32 into v, exactly as h2f: with SSE2
+ * the four at once (h4_bits), a lane that is not a normal number or a zero by ts_f16_to_f32. The
+ * f16 AMP's inputs come through here. */
+static inline void h4_to_f32(uint32_t lo, uint32_t hi, float *v)
+{
+#if defined(__SSE2__)
+    int odd;
+    const uint64_t both = (uint64_t)hi << 32 | lo;
+    const __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)&both); /* (a 32-bit host has no cvtsi64) */
+    _mm_storeu_si128((__m128i *)(void *)v, h4_bits(_mm_unpacklo_epi16(x, _mm_setzero_si128()), &odd));
+    if (__builtin_expect(odd != 0, 0)) {
+        const uint16_t h[4] = {(uint16_t)lo, (uint16_t)(lo >> 16), (uint16_t)hi, (uint16_t)(hi >> 16)};
+        for (; odd; odd &= odd - 1) {
+            int k = __builtin_ctz((unsigned)odd);
+            v[k] = ts_f16_to_f32(h[k]);
+        }
+    }
+#else
+    v[0] = h2f((uint16_t)lo);
+    v[1] = h2f((uint16_t)(lo >> 16));
+    v[2] = h2f((uint16_t)hi);
+    v[3] = h2f((uint16_t)(hi >> 16));
+#endif
 }
 
 /* Count [a, b) as cycles of exchange activity (send port busy, a receive armed, a delay),
@@ -141,21 +188,28 @@ static void w16_refresh(ipu_tile *t)
 {
     for (uint32_t st = t->w16_stale; st; st &= st - 1) {
         uint32_t slot = (uint32_t)__builtin_ctz(st);
-        uint16_t h[8];
+#if defined(__SSE2__)
+        { /* the slot's eight halves at once, stored as pairs (v[j], v[4 + j]) at 32 j + 2 slot */
+            const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(t->coef + 16 * slot));
+            int o0, o1;
+            const __m128i lo = h4_bits(_mm_unpacklo_epi16(x, _mm_setzero_si128()), &o0);
+            const __m128i hi = h4_bits(_mm_unpackhi_epi16(x, _mm_setzero_si128()), &o1);
+            if (__builtin_expect(!(o0 | o1), 1)) {
+                const __m128i p = _mm_unpacklo_epi32(lo, hi), q = _mm_unpackhi_epi32(lo, hi);
+                float *w = t->w16 + 2 * slot;
+                _mm_storel_epi64((__m128i *)(void *)w, p);
+                _mm_storel_epi64((__m128i *)(void *)(w + 32), _mm_unpackhi_epi64(p, p));
+                _mm_storel_epi64((__m128i *)(void *)(w + 64), q);
+                _mm_storel_epi64((__m128i *)(void *)(w + 96), _mm_unpackhi_epi64(q, q));
+                continue;
+            }
+        }
+#endif
+        uint32_t h[4];
         float v[8];
         memcpy(h, t->coef + 16 * slot, 16);
-        uint32_t odd = 0; /* a half that is not a normal number: all eight by ts_f16_to_f32 */
-        for (uint32_t k = 0; k < 8; k++)
-            odd |= (uint16_t)((h[k] & 0x7c00u) - 0x0400u) >= 0x7800u;
-        if (odd) {
-            for (uint32_t k = 0; k < 8; k++)
-                v[k] = ts_f16_to_f32(h[k]);
-        } else { /* h2f's bit move, eight at once */
-            uint32_t b[8];
-            for (uint32_t k = 0; k < 8; k++)
-                b[k] = (uint32_t)(h[k] & 0x8000u) << 16 | (((uint32_t)(h[k] & 0x7fffu) << 13) + 0x38000000u);
-            memcpy(v, b, sizeof v);
-        }
+        h4_to_f32(h[0], h[1], v);
+        h4_to_f32(h[2], h[3], v + 4);
         for (uint32_t j = 0; j < 4; j++) { /* half j of unit u at 32 j + u: the slot holds units 2 slot, 2 slot + 1 */
             t->w16[32 * j + 2 * slot] = v[j];
             t->w16[32 * j + 2 * slot + 1] = v[4 + j];
@@ -170,6 +224,20 @@ static void w16_refresh(ipu_tile *t)
 static inline void amp_f16(const float *w, uint32_t units, float i0, float i1, float i2, float i3, float *acc)
 {
     const float *w0 = w, *w1 = w + 32, *w2 = w + 64, *w3 = w + 96;
+#if defined(__SSE2__)
+    /* four units at once, each lane the scalar code's operations in its order (SSE2 rounds every
+     * single-precision operation as the scalar code does; nothing is contracted in ISO C) */
+    if ((units & 3) == 0) {
+        const __m128 x0 = _mm_set1_ps(i0), x1 = _mm_set1_ps(i1), x2 = _mm_set1_ps(i2), x3 = _mm_set1_ps(i3);
+        for (uint32_t u = 0; u < units; u += 4) {
+            __m128 s = _mm_add_ps(_mm_mul_ps(_mm_loadu_ps(w0 + u), x0), _mm_mul_ps(_mm_loadu_ps(w1 + u), x1));
+            s = _mm_add_ps(s, _mm_mul_ps(_mm_loadu_ps(w2 + u), x2));
+            s = _mm_add_ps(s, _mm_mul_ps(_mm_loadu_ps(w3 + u), x3));
+            _mm_storeu_ps(acc + u, _mm_add_ps(_mm_loadu_ps(acc + u), s));
+        }
+        return;
+    }
+#endif
     for (uint32_t u = 0; u < units; u++) {
         float s = w0[u] * i0 + w1[u] * i1;
         s += w2[u] * i2;
@@ -469,10 +537,7 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
     case IPU_OP_F32V2AMP: amp_f32(m, t, x, rf(r[in->r0]), rf(r[in->r0 + 1])); break;
     case IPU_OP_F16V4AMP: {
         float in4[4];
-        in4[0] = h2f((uint16_t)r[in->r0]);
-        in4[1] = h2f((uint16_t)(r[in->r0] >> 16));
-        in4[2] = h2f((uint16_t)r[in->r0 + 1]);
-        in4[3] = h2f((uint16_t)(r[in->r0 + 1] >> 16));
+        h4_to_f32(r[in->r0], r[in->r0 + 1], in4);
         if (t->w16_stale)
             w16_refresh(t);
         amp_f16(t->w16, m->c.amp_units_f16, in4[0], in4[1], in4[2], in4[3], x->acc);
@@ -948,11 +1013,11 @@ next_op:
     }
     case F_F32V2AMP: amp_f32(m, t, x, rf(r[op->r0]), rf(r[op->r0 + 1])); break;
     case F_F16V4AMP: {
-        float i0 = h2f((uint16_t)r[op->r0]), i1 = h2f((uint16_t)(r[op->r0] >> 16));
-        float i2 = h2f((uint16_t)r[op->r0 + 1]), i3 = h2f((uint16_t)(r[op->r0 + 1] >> 16));
+        float in4[4];
+        h4_to_f32(r[op->r0], r[op->r0 + 1], in4);
         if (t->w16_stale)
             w16_refresh(t);
-        amp_f16(t->w16, m->c.amp_units_f16, i0, i1, i2, i3, x->acc);
+        amp_f16(t->w16, m->c.amp_units_f16, in4[0], in4[1], in4[2], in4[3], x->acc);
         break;
     }
     case F_AMPZERO: memset(x->acc, 0, sizeof x->acc); break;
@@ -1098,6 +1163,16 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
     const uint64_t sram = m->c.sram_bytes;
     const uint32_t units16 = m->c.amp_units_f16;
     uint64_t *const opcnt = t->opcnt;
+    /* what the turns read and no turn changes, in locals: the stores into registers and memory
+     * (built with -fno-strict-aliasing) would make the compiler read them again at every turn */
+    ipu_insn *const code = t->code;
+    const uint32_t ncode = t->n;
+    uint8_t *const *const pages = t->page; /* the array is the tile's for the run; its pages come and go */
+    const uint8_t *const zero_page = m->zero_page;
+    const uint32_t load_bpc = m->c.load_bpc, store_bpc = m->c.store_bpc;
+    const uint64_t interleaved_base = m->c.interleaved_base;
+#define STEP_RD(a) ((pages[(uint64_t)(a) >> IPU_PAGE_SHIFT] ? pages[(uint64_t)(a) >> IPU_PAGE_SHIFT] : zero_page) + \
+                    ((uint64_t)(a) & (IPU_PAGE_SIZE - 1)))
     uint64_t last = UINT64_MAX, turns = 0, fast = 0; /* the cycle of the last turn done in step; turns
                                                     * run, those of them done here */
     uint8_t lastf = F_NOP;                  /* that turn's op (its latency) */
@@ -1119,9 +1194,9 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
     }
 #define EACH for (uint32_t i = 0; i < nw; i++)
     while (c + W <= limit) {
-        if (pc >= t->n) /* past the end of the code: the full executor reports it, at this turn */
+        if (pc >= ncode) /* past the end of the code: the full executor reports it, at this turn */
             break;
-        ipu_insn *in = &t->code[pc];
+        ipu_insn *in = &code[pc];
         const uint8_t f = in->fast;
         uint32_t next = pc + 1;
         const uint8_t r0 = in->r0, r1 = in->r1, r2 = in->r2;
@@ -1136,18 +1211,18 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
         case F_LD32STEP:
             STEP_ADDRS(4, r1, f == F_LD32 ? imm : 0);
             EACH {
-                memcpy(&xs[i]->r[r0], rd_ptr(m, t, (uint64_t)a[i]), 4);
+                memcpy(&xs[i]->r[r0], STEP_RD(a[i]), 4);
                 if (f == F_LD32STEP) /* the base as read: the load may have written it */
                     xs[i]->r[r1] = (uint32_t)a[i] + (uint32_t)imm;
             }
             break;
         case F_LD64:
         case F_LD64STEP:
-            if (m->c.load_bpc < 8)
+            if (load_bpc < 8)
                 goto slow;
             STEP_ADDRS(8, r1, f == F_LD64 ? imm : 0);
             EACH {
-                memcpy(&xs[i]->r[r0], rd_ptr(m, t, (uint64_t)a[i]), 8);
+                memcpy(&xs[i]->r[r0], STEP_RD(a[i]), 8);
                 if (f == F_LD64STEP)
                     xs[i]->r[r1] = (uint32_t)a[i] + (uint32_t)imm;
             }
@@ -1158,12 +1233,12 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
         case F_ST64STEP: {
             const bool wide = f == F_ST64 || f == F_ST64STEP, step = f == F_ST32STEP || f == F_ST64STEP;
             const uint32_t w = wide ? 8 : 4;
-            if (wide && m->c.store_bpc < 8)
+            if (wide && store_bpc < 8)
                 goto slow;
             STEP_ADDRS(w, r1, step ? 0 : imm);
             uint64_t hi = 0;
             EACH {
-                if (!t->page[(uint64_t)a[i] >> IPU_PAGE_SHIFT])
+                if (!pages[(uint64_t)a[i] >> IPU_PAGE_SHIFT])
                     goto slow;
                 if ((uint64_t)a[i] + w > hi)
                     hi = (uint64_t)a[i] + w;
@@ -1171,7 +1246,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
             if (hi > t->mem_hi)
                 t->mem_hi = hi;
             EACH {
-                uint8_t *at = t->page[(uint64_t)a[i] >> IPU_PAGE_SHIFT] + (a[i] & (IPU_PAGE_SIZE - 1));
+                uint8_t *at = pages[(uint64_t)a[i] >> IPU_PAGE_SHIFT] + (a[i] & (IPU_PAGE_SIZE - 1));
                 if (wide)
                     memcpy(at, &xs[i]->r[r0], 8);
                 else
@@ -1183,13 +1258,13 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
         }
         case F_LD128:
         case F_LD128STEP:
-            if (m->c.load_bpc < 16)
+            if (load_bpc < 16)
                 goto slow;
             STEP_ADDRS(16, r1, f == F_LD128 ? imm : 0);
-            EACH if ((uint64_t)a[i] < m->c.interleaved_base)
+            EACH if ((uint64_t)a[i] < interleaved_base)
                 goto slow;
             EACH {
-                memcpy(&xs[i]->r[r0], rd_ptr(m, t, (uint64_t)a[i]), 16);
+                memcpy(&xs[i]->r[r0], STEP_RD(a[i]), 16);
                 if (f == F_LD128STEP)
                     xs[i]->r[r1] = (uint32_t)a[i] + (uint32_t)imm;
             }
@@ -1219,7 +1294,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
             int64_t prev = -1;
             EACH {
                 if (a[i] != prev)
-                    coef_put(t, (uint32_t)imm, rd_ptr(m, t, (uint64_t)a[i]));
+                    coef_put(t, (uint32_t)imm, STEP_RD(a[i]));
                 prev = a[i];
             }
             if (in->op == IPU_OP_LD128PUTCSSTEP)
@@ -1232,9 +1307,9 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
                 w16_refresh(t);
             EACH {
                 const uint32_t *r = xs[i]->r;
-                float i0 = h2f((uint16_t)r[r0]), i1 = h2f((uint16_t)(r[r0] >> 16));
-                float i2 = h2f((uint16_t)r[r0 + 1]), i3 = h2f((uint16_t)(r[r0 + 1] >> 16));
-                amp_f16(t->w16, units16, i0, i1, i2, i3, xs[i]->acc);
+                float in4[4];
+                h4_to_f32(r[r0], r[r0 + 1], in4);
+                amp_f16(t->w16, units16, in4[0], in4[1], in4[2], in4[3], xs[i]->acc);
             }
             break;
         case F_AMPZERO: EACH memset(xs[i]->acc, 0, sizeof xs[i]->acc); break;
@@ -1361,6 +1436,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
     step_ready(m, xs, d, nw, last, lastf);
 #undef EACH
 #undef STEP_ADDRS
+#undef STEP_RD
 out: /* the turns' counts (on an error too: the tests read them) */
     t->work += (uint64_t)nw * fast;
     t->step_turns += turns;

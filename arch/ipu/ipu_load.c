@@ -125,8 +125,9 @@ static ts_status check_bundles(const ts_stream *s, const ts_insn *insn, ipu_insn
         code[pc + 1].member = code[pc + 2].member = code[pc + 3].member = 1;
         pc += 3;
     }
-    for (uint32_t pc = 0; pc < s->n; pc++)
-        if (strchr(ts_ipu_opfacts[code[pc].op].classes, 'l') && code[pc].tgt < s->n && code[code[pc].tgt].member)
+    for (uint32_t pc = 0; pc < s->n; pc++) /* (tgt is 0, never a member, for an op without a target: the
+                                            * class string is read only for a target inside a bundle) */
+        if (code[pc].tgt < s->n && code[code[pc].tgt].member && strchr(ts_ipu_opfacts[code[pc].op].classes, 'l'))
             return ts_err_sim(err, s->index, -1, "pc %u: %s target %u is inside a bundle", pc,
                               ts_ipu_isa.ops[code[pc].op].mnemonic, code[pc].tgt);
     return TS_OK;

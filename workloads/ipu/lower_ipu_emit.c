@@ -280,8 +280,9 @@ static void stream_insn(const lw_tile *T, size_t i, int32_t off, ts_insn *d)
 
 /* Tile t's stream: its supervisor code, then its worker code, the labels of the worker code (run,
  * runall, branches) moved past the supervisor's. The stream is built packed (about 5 bytes an
- * instruction where a ts_insn takes 32), sized at its length once. */
-static ts_status emit_stream(lw *L, uint32_t t)
+ * instruction where a ts_insn takes 32): each instruction packed once into *buf (grown as needed,
+ * kept by the caller for the next tile), then copied into the stream at its length. */
+static ts_status emit_stream(lw *L, uint32_t t, uint8_t **buf, size_t *cap)
 {
     ts_stream *s = ts_program_stream(L->prog, 0, t);
     lw_tile *T = &L->tiles[t];
@@ -289,21 +290,23 @@ static ts_status emit_stream(lw *L, uint32_t t)
     if (!s || n > UINT32_MAX / TS_INSN_PACKED_MAX)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory emitting the program");
     int32_t off = (int32_t)T->sup.n;
-    uint8_t tmp[TS_INSN_PACKED_MAX];
     size_t bytes = 0;
-    for (int pass = 0; pass < 2; pass++) { /* the size, then the bytes */
-        if (pass && !(s->packed = ts_malloc(bytes ? bytes : 1)))
-            return ts_err_set(L->err, TS_ENOMEM, "out of memory emitting the program");
-        for (size_t i = 0; i < n; i++) {
-            ts_insn d;
-            stream_insn(T, i, off, &d);
-            size_t k = ts_insn_pack(&d, pass ? s->packed + s->packed_len : tmp);
-            if (pass)
-                s->packed_len += (uint32_t)k;
-            else
-                bytes += k;
+    for (size_t i = 0; i < n; i++) {
+        if (bytes + TS_INSN_PACKED_MAX > *cap) {
+            void *v = *buf;
+            if (ts_grow(&v, cap, bytes + TS_INSN_PACKED_MAX, 1))
+                return ts_err_set(L->err, TS_ENOMEM, "out of memory emitting the program");
+            *buf = v;
         }
+        ts_insn d;
+        stream_insn(T, i, off, &d);
+        bytes += ts_insn_pack(&d, *buf + bytes);
     }
+    if (!(s->packed = ts_malloc(bytes ? bytes : 1)))
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory emitting the program");
+    if (bytes)
+        memcpy(s->packed, *buf, bytes);
+    s->packed_len = (uint32_t)bytes;
     s->n = (uint32_t)n;
     s->cap = s->packed_len;
     return TS_OK;
@@ -321,14 +324,19 @@ ts_status lwi_finish(lw *L, ts_program **out)
     ts_free(L->xr); /* checked: the records are not needed again */
     L->xr = NULL;
     L->nxr = L->capxr = 0;
+    uint8_t *buf = NULL; /* one tile's packed stream at a time */
+    size_t cap = 0;
     for (uint32_t t = 0; t < L->used; t++) {
-        ts_status rc = emit_stream(L, t);
-        if (rc != TS_OK)
+        ts_status rc = emit_stream(L, t, &buf, &cap);
+        if (rc != TS_OK) {
+            ts_free(buf);
             return rc;
+        }
         ts_free(L->tiles[t].sup.v); /* the tile's code is the stream's now: the host holds one copy */
         ts_free(L->tiles[t].wrk.v);
         L->tiles[t].sup = L->tiles[t].wrk = (lw_code){0};
     }
+    ts_free(buf);
     /* the program's marks at their number at once (no room to grow), then the lowering's freed */
     size_t nm = 0;
     for (size_t i = 0; i < L->nmarks; i++)
@@ -338,15 +346,34 @@ ts_status lwi_finish(lw *L, ts_program **out)
             return ts_err_set(L->err, TS_ENOMEM, "out of memory emitting the program");
         L->prog->cap_marks = nm;
     }
-    for (size_t i = 0; i < L->nmarks; i++) {
-        const lw_mark *k = &L->marks[i];
-        if (k->tile >= L->used)
-            continue;
-        ts_stream *s = ts_program_stream(L->prog, 0, k->tile);
-        ts_status rc = ts_program_add_mark(L->prog, (uint32_t)(s - L->prog->streams), k->pc, k->id, L->err);
-        if (rc != TS_OK)
-            return rc;
+    /* added tile by tile, each tile's in the order they were taken (its pcs and ids only grow): the
+     * program's order (stream, pc, id), so that ts_program_canonicalize finds them sorted */
+    size_t *first = ts_calloc((size_t)L->used + 1, sizeof *first); /* a tile's first in ord */
+    uint32_t *ord = ts_malloc((nm ? nm : 1) * sizeof *ord);
+    if (!first || !ord) {
+        ts_free(first);
+        ts_free(ord);
+        return ts_err_set(L->err, TS_ENOMEM, "out of memory emitting the program");
     }
+    for (size_t i = 0; i < L->nmarks; i++)
+        if (L->marks[i].tile < L->used)
+            first[L->marks[i].tile + 1]++;
+    for (uint32_t t = 0; t < L->used; t++)
+        first[t + 1] += first[t];
+    for (size_t i = 0; i < L->nmarks; i++)
+        if (L->marks[i].tile < L->used)
+            ord[first[L->marks[i].tile]++] = (uint32_t)i;
+    ts_status rc = TS_OK;
+    for (size_t j = 0, si = 0; j < nm && rc == TS_OK; j++) {
+        const lw_mark *k = &L->marks[ord[j]];
+        if (!j || k->tile != L->marks[ord[j - 1]].tile)
+            si = (size_t)(ts_program_stream(L->prog, 0, k->tile) - L->prog->streams);
+        rc = ts_program_add_mark(L->prog, (uint32_t)si, k->pc, k->id, L->err);
+    }
+    ts_free(first);
+    ts_free(ord);
+    if (rc != TS_OK)
+        return rc;
     ts_free(L->marks);
     L->marks = NULL;
     L->nmarks = L->capmarks = 0;

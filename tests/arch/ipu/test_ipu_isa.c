@@ -582,6 +582,53 @@ START_TEST(amp_values)
 }
 END_TEST
 
+/* f16v4amp on halves that are not normal numbers (zeros of both signs, subnormals, an infinity)
+ * among normal ones, in the coefficients and the inputs: each unit's sum exactly as the scalar
+ * reference gives it from ts_f16_to_f32, bit for bit (the sign of a zero included); the
+ * executor converts four or eight halves at once and these lanes by ts_f16_to_f32. */
+START_TEST(amp_f16_special)
+{
+    static const uint16_t wh[32] = {0x0001, 0x3c00, 0x8000, 0x4000, 0x03ff, 0x83ff, 0x3800, 0x0000,
+                                    0x7c00, 0x3c00, 0x4200, 0xc000, 0x8001, 0x0200, 0x8200, 0x3555,
+                                    0x0000, 0x8000, 0x0000, 0x8000, 0x3c00, 0x3c00, 0x3c00, 0x3c00,
+                                    0x0400, 0x0401, 0x7bff, 0xfbff, 0x1234, 0x9234, 0x0010, 0x8010};
+    static const uint16_t xh[4] = {0x0003, 0xbc00, 0x8000, 0x4400};
+    ts_buf b = TS_BUF_INIT;
+    ts_buf_puts(&b, ".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  run w, $m1\n  sync 0\n  halt\nw:\n"
+                    "  setzi $m1, 0x800\n  ld128putcsstep $m1, 0\n  ld128putcsstep $m1, 1\n"
+                    "  ld128putcsstep $m1, 2\n  ld128putcsstep $m1, 3\n"
+                    "  ampzero\n  setzi $m3, 0x900\n  ld64 $a0, $m3, 0\n  f16v4amp $a0\n  setzi $m4, 0x700\n"
+                    "  ampget $a2, 0\n  st64 $a2, $m4, 0\n  ampget $a2, 1\n  st64 $a2, $m4, 8\n"
+                    "  ampget $a2, 2\n  st64 $a2, $m4, 16\n  ampget $a2, 3\n  st64 $a2, $m4, 24\n  exit\n");
+    ts_buf_puts(&b, ".data tile 0 0x800\n  .half");
+    for (int i = 0; i < 32; i++)
+        ts_buf_printf(&b, "%s 0x%04x", i ? "," : "", wh[i]);
+    ts_buf_puts(&b, "\n.data tile 0 0x900\n  .half");
+    for (int i = 0; i < 4; i++)
+        ts_buf_printf(&b, "%s 0x%04x", i ? "," : "", xh[i]);
+    ts_buf_puts(&b, "\n");
+    ipu_run r;
+    ipu_test_run3("ipu_tiny4", NULL, ts_buf_str(&b), &r);
+    for (int u = 0; u < 8; u++) {
+        float w[4], x[4];
+        for (int k = 0; k < 4; k++) {
+            w[k] = ts_f16_to_f32(wh[4 * u + k]);
+            x[k] = ts_f16_to_f32(xh[k]);
+        }
+        float s = w[0] * x[0] + w[1] * x[1];
+        s += w[2] * x[2];
+        s += w[3] * x[3];
+        float acc = 0.0f + s;
+        uint32_t want;
+        memcpy(&want, &acc, 4);
+        ck_assert_msg(ipu_peek32(&r, 0, 0x700 + 4 * (unsigned)u) == want, "unit %d: 0x%08x, want 0x%08x", u,
+                      ipu_peek32(&r, 0, 0x700 + 4 * (unsigned)u), want);
+    }
+    ipu_run_free(&r);
+    ts_buf_free(&b);
+}
+END_TEST
+
 /* ld128putcsstep: ld128putcs whose pointer steps by 16 (the published ld128putcs post-increments its
  * address): four loads from one pointer fill the coefficients of 8 f16 units as four ld128putcs
  * with steps between them do, and leave the pointer 64 bytes on. */
@@ -961,6 +1008,7 @@ static Suite *suite(void)
     tcase_add_test(t, half_conversion);
     tcase_add_test(t, amp_values);
     tcase_add_test(t, amp_putcs_step);
+    tcase_add_test(t, amp_f16_special);
     tcase_add_test(t, f32v4_to_f16);
     tcase_add_test(t, barrel_timing);
     tcase_add_test(t, dual_issue);
