@@ -344,8 +344,8 @@ static bool slice_viewed(const lt *L, const ts_graph_node *sl, uint32_t *c0)
     if (!c || n != 1 || ts_graph_get_tensor(g, sl->out[0])->is_output || !L->t[sl->in[0]].placed)
         return false;
     const ts_graph_node *sp = ts_graph_get_node(g, c[0]);
-    int k = sp->op == TS_OP_RESHAPE ? view_kind(g, sp) : 0, r, ri, rs;
-    if (k != 1 && k != 2)
+    int k = sp->op == TS_OP_RESHAPE ? view_kind(g, sp) : 0, r, ri, rs; /* 4: K's, from a tile's lane 0 (lt_qkv_pack) */
+    if (k != 1 && k != 2 && k != 4)
         return false;
     const int64_t *od = lt_dims(L, sl->out[0], &r), *id = lt_dims(L, sl->in[0], &ri), *sd = lt_dims(L, sp->out[0], &rs);
     const ts_graph_attrs *a = &sl->attrs;
@@ -359,7 +359,7 @@ static bool slice_viewed(const lt *L, const ts_graph_node *sl, uint32_t *c0)
         start = st;
     }
     *c0 = (uint32_t)start;
-    return start % sd[rs - 1] == 0 && (k == 1 || start % L->VL == 0);
+    return start % sd[rs - 1] == 0 && (k == 1 || start % L->VL == 0); /* Q's and K's heads in the same lanes */
 }
 
 const ts_graph_node *lt_av_join(const lt *L, const ts_graph_node *mm)
@@ -856,6 +856,11 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
         rc = lt_squeeze(g, &sq, err);
     if (sq)
         g = sq;
+    ts_graph *pk = NULL; /* K of a packed in-projection from a multiple of 320 lanes (squeeze.c) */
+    if (rc == TS_OK)
+        rc = lt_qkv_pack(g, P->superlanes * P->lanes, &pk, err);
+    if (pk)
+        g = pk;
     if (rc == TS_OK)
         rc = ts_lower_check_ops(g, &tsp_ops, err);
     /* the layout as always first; where a region finds no room, the compact one (COMPACT above); where
@@ -884,6 +889,7 @@ ts_status ts_lower_tsp(const ts_graph *g, const void *params, ts_program **out, 
             *err = was;
         }
     }
+    ts_graph_destroy(pk);
     ts_graph_destroy(sq);
     return rc;
 }

@@ -527,7 +527,7 @@ static ts_status act_shape(lt *L, const ts_graph_node *nd, prod *p)
     p->az = qs ? L->VL / p->K : 0;
     const ts_graph_node *kv = sc ? lt_k_view(L->g, nd) : NULL;
     if (kv) { /* Q / 8 written a head a vector, masked (lt_k_view): K's rows from its split's input */
-        p->rid = kv->in[0];
+        p->rid = lt_head_base(L, kv->in[0], &p->hc0); /* K's Slice computes nothing where it starts a tile */
         p->r = &L->t[p->rid];
         p->hz = p->az;
         p->az = 1;
