@@ -208,7 +208,7 @@ typedef struct qkv {
     int64_t d, koff; /* D and K's new first column */
 } qkv;
 
-/* The Slice of the last axis that node id is (step 1, the other axes whole), its columns in *a, *e. */
+/* Whether node sl is a Slice of the last axis (step 1, the other axes whole); its columns in *a .. *e. */
 static bool last_slice(const ts_graph *g, const ts_graph_node *sl, int64_t *a, int64_t *e)
 {
     const ts_graph_tensor *x = ts_graph_get_tensor(g, sl->in[0]), *y = ts_graph_get_tensor(g, sl->out[0]);
@@ -240,11 +240,16 @@ static bool qkv_of(const ts_graph *g, const ts_graph_node *mm, uint32_t vl, qkv 
     const ts_graph_tensor *b = bi >= 0 ? ts_graph_get_tensor(g, ad->in[bi]) : NULL;
     q->d = w->dims[1] / 3;
     if (!b || (b->kind != TS_TENSOR_WEIGHT && b->kind != TS_TENSOR_CONST) || b->rank != 1 || b->dims[0] != 3 * q->d ||
-        (b->dtype != TS_DT_F32 && b->dtype != TS_DT_F16) || ts_graph_get_tensor(g, ad->out[0])->is_output ||
+        b->dtype != TS_DT_F32 || ts_graph_get_tensor(g, ad->out[0])->is_output ||
         !(c = ts_graph_consumers(g, ad->out[0], &n)) || n != 3 || q->d % vl == 0)
         return false;
     q->w = mm->in[1];
     q->b = ad->in[bi];
+    size_t nw, nb;
+    ts_graph_consumers(g, q->w, &nw);
+    ts_graph_consumers(g, q->b, &nb);
+    if (nw != 1 || nb != 1 || w->is_output || b->is_output) /* read by these two alone */
+        return false;
     q->y = mm->out[0];
     q->z = ad->out[0];
     unsigned seen = 0;
