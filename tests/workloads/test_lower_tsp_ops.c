@@ -1148,8 +1148,10 @@ START_TEST(test_head_views)
             int32_t acc = 0;
             for (int c = 0; proj && c < CI; c++)
                 acc += ts_fill_i8(xin, (uint64_t)(i * CI + c)) * ts_fill_i8(w, (uint64_t)(c * PW + n));
-            in[i][n] = proj ? sat8(nearbyint((double)((float)requant(acc, ts_lower_tsp_scale(CI), false) + 16.0f * bias[n])))
-                            : packed ? (int8_t)ts_fill_i8(qkv, (uint64_t)(i * PW + n)) : 0;
+            float u = (float)requant(acc, ts_lower_tsp_scale(CI), false); /* the bias Add: u + 16 b */
+            in[i][n] = proj     ? sat8(nearbyint((double)(u + 16.0f * bias[n])))
+                       : packed ? (int8_t)ts_fill_i8(qkv, (uint64_t)(i * PW + n))
+                                : 0;
         }
 #define HV(k, row, ch) (packed ? in[row][cs[k] + (ch)] : (int)ts_fill_i8(xv[k], (uint64_t)((row) * H * D + (ch))))
     static int8_t want_s[HM][S][S];

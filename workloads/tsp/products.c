@@ -2287,7 +2287,8 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
     if ((rc = weights(L, p, &s.m)) != TS_OK || (rc = consts(L, p, &s.m)) != TS_OK)
         return rc;
     L->keep_scale = keep_scale(L, &s);
-    L->keep_bias = L->keep_scale && (s.m.ct == 1 || L->lean); /* LEAN: a tile's bias kept while its first passes read it */
+    /* LEAN: each tile's bias kept too while that tile's first passes read it */
+    L->keep_bias = L->keep_scale && (s.m.ct == 1 || L->lean);
     L->ks = L->kb = (lt_kept){.n = 0};
     L->ptag = L->lean ? lt_new_tag(L) : 0;
     bool pair = pair_mode(L, &s); /* no partial sums */

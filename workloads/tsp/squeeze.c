@@ -344,7 +344,8 @@ ts_status lt_qkv_pack(const ts_graph *g, uint32_t vl, ts_graph **out, ts_err *er
     if (c && rc == TS_OK) { /* a copy that does not come out as the same graph is not used */
         ts_err e2;
         ts_err_init(&e2);
-        bool same = ts_graph_finalize(c, &e2) == TS_OK && ts_graph_node_count(c) == nn && ts_graph_tensor_count(c) == nt;
+        bool same = ts_graph_finalize(c, &e2) == TS_OK && ts_graph_node_count(c) == nn &&
+                    ts_graph_tensor_count(c) == nt;
         for (size_t i = 0; same && i < nn; i++)
             same = !strcmp(ts_graph_get_node(g, (int)i)->name, ts_graph_get_node(c, (int)i)->name);
         for (size_t i = 0; same && i < nt; i++) {
