@@ -40,6 +40,8 @@ typedef struct prod {
     tens *x;                 /* input (activations) */
     tens *y;                 /* output */
     uint32_t M, N, K, NT, KT, CT;
+    uint32_t hnt, hrows;     /* kinds 0 and 1: output tile hnt's rows past hrows are zeros, read from word 0 as a
+                              * last tile's rows past N are (zero_tail); hrows 0: none */
     ts_geom_window w;        /* a conv's geometry (zeros for a matrix product) */
     uint32_t G, Cg, Mg;      /* a conv's groups, input and output channels per group (1, C, M: none) */
     int kind;                /* 0 matrix (B[k][n]), 1 matrix transposed (B[n][k]), 2 conv, 3 conv on host im2col,
@@ -325,6 +327,8 @@ static uint32_t tile_rows(const prod *p, uint32_t nt, uint32_t VL)
         return p->N;
     if (p->kind == 5 && p->jd)
         return p->jd;
+    if (p->hrows && nt == p->hnt)
+        return p->hrows;
     uint32_t N = p->N + (p->kind == 3 ? p->ones : 0); /* kind 3 computes its lanes of 1 in rows past N */
     return N - nt * VL < VL ? N - nt * VL : VL;
 }
@@ -343,7 +347,8 @@ static uint64_t blk_row0(const prod *p, uint32_t nt, uint32_t kt, uint32_t VL)
     if (p->rep)
         return ((uint64_t)nt * p->KT + kt) * p->N;
     if (p->kind != 4)
-        return (uint64_t)nt * VL * p->KT + (uint64_t)kt * tile_rows(p, nt, VL);
+        return ((uint64_t)nt * VL - (p->hrows && nt > p->hnt ? VL - p->hrows : 0)) * p->KT +
+               (uint64_t)kt * tile_rows(p, nt, VL);
     uint64_t g = 0;
     for (uint32_t a = 0; a <= nt; a++)
         for (uint32_t b = 0; b < p->KT && (a < nt || b < kt); b++)
@@ -572,6 +577,33 @@ static ts_status matmul_shape(lt *L, const ts_graph_node *nd, prod *p)
     p->CT = p->x->T;
     p->KT = p->CT;
     return TS_OK;
+}
+
+/* A matrix product whose int8 weight the graph carries (lt_qkv_pack's copy of an in-projection: Q, V,
+ * zeros, K): the first output tile but the last whose last rows' weights are all zeros stores only the
+ * rows before them (hnt, hrows); the install reads the others from word 0, as it reads a last tile's
+ * rows past N, so no words are laid out for them and their reads repeat. */
+static void zero_tail(const lt *L, prod *p)
+{
+    const ts_graph_tensor *wt = p->wid >= 0 ? ts_graph_get_tensor(L->g, p->wid) : NULL;
+    uint32_t VL = L->VL;
+    if ((p->kind != 0 && p->kind != 1) || p->rep || p->bid >= 0 || p->blanes || p->ones || !wt || !wt->data ||
+        wt->dtype != TS_DT_I8)
+        return;
+    const int8_t *w = wt->data;
+    for (uint32_t nt = 0; nt + 1 < p->NT; nt++) {
+        uint32_t r = VL;
+        for (bool zero = true; r > 0 && zero; r -= zero) {
+            uint64_t n = (uint64_t)nt * VL + r - 1;
+            for (uint64_t k = 0; k < p->K && zero; k++)
+                zero = w[p->kind == 0 ? k * p->N + n : n * p->K + k] == 0;
+        }
+        if (r > 0 && r < VL) {
+            p->hnt = nt;
+            p->hrows = r;
+            return;
+        }
+    }
 }
 
 /* A Concat's, Slice's, Transpose's or Expand's geometry (concat.c): its inputs through 0/1 blocks,
@@ -2705,6 +2737,7 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     p.y->repk = p.repk;
     p.y->nonneg = p.relu;
     p.y->ones = p.ones = ones_lanes(L, &p, yid);
+    zero_tail(L, &p);
     int done[2] = {out, aout};
     for (int k = 0; k < 2; k++) {
         /* the Add and the Relu are done: their outputs are this product's */
