@@ -133,6 +133,7 @@ typedef struct lt_rows { uint8_t *img; uint64_t rows; uint32_t woff, wbase; } lt
 typedef struct lt_wrows {
     int wid, kind;
     uint32_t N, K, KT, woff, wbase, wfirst, wn;
+    bool band;              /* in runs (products.c, wrow_at) */
     bool east;              /* ... and their east copy (products.c, east_rows) */
     uint32_t ewoff, ewbase;
     uint32_t wsplit;        /* rows from wsplit on lie in the east (products.c, split_rows); 0: none */

@@ -629,8 +629,9 @@ static ts_status cat_shape(lt *L, const ts_graph_node *nd, prod *p)
 /* Where one product's data lives. */
 typedef struct pmem {
     uint32_t woff, wbase;    /* weight rows, tile by tile and block by block: row g is in slice
-                              * wfirst + (woff + g) mod wn, word wbase + (woff + g) / wn */
+                              * wfirst + (woff + g) mod wn, word wbase + (woff + g) / wn (or in runs: band) */
     uint32_t wfirst, wn;     /* the west slices (0, nW), or the east ones (nW, nE) when the west is full */
+    bool band;               /* rows in runs instead (wrow_at): row g's place from its run of an install */
     bool east;               /* the east planes can take the blocks: their rows lie in the east MEM too */
     uint32_t ewoff, ewbase;  /* ... row g in east slice (ewoff + g) mod nE, word ewbase + (ewoff + g) / nE */
     uint32_t wsplit;         /* split_rows: rows g >= wsplit lie in east slice nW + (w2off + g - wsplit) mod nE, */
@@ -642,6 +643,51 @@ typedef struct pmem {
     uint32_t pbases[2], pwords; /* the two buffers: first word, words */
     uint64_t pav;            /* the buffers may be written after this cycle */
 } pmem;
+
+/* LEAN: a MatMul's or Gemm's weight rows in runs (m->band). An install reads rows 16 c .. 16 c + 15 of a
+ * block in its cycle c, one from each of 16 slices; striped over the 44 slices row by row, a slice is
+ * read about once in 3 cycles, each read with a nop before it in the slice's queue (GPT-2 small's LM
+ * head: 151,680 rows read, 301,146 MEM entries). In runs, position P = woff + g's stream u = P mod 16
+ * of install cycle v = P / 16 lies in run j = 16 (v / 20) + u (20 = VL / 16 cycles an install), run j
+ * in slice j mod 44, words 20 (j / 44) .. + 19, one a cycle: a slice's reads of an install follow one
+ * another, with no nop between them. The 16 runs of a cycle lie in 16 slices. */
+static bool band_kind(const lt *L, const prod *p)
+{
+    return L->lean && (p->kind == 0 || p->kind == 1) && !p->rep && p->wid >= 0 && L->VL % IW_STREAMS == 0 &&
+           L->nW >= IW_STREAMS;
+}
+
+/* Weight row g's slice (*mem) and word (for a split weight, split_rows, the rows before m->wsplit). */
+static void wrow_at(const lt *L, const pmem *m, uint64_t g, uint32_t *mem, uint32_t *word)
+{
+    uint64_t k = m->woff + g;
+    if (!m->band) {
+        *mem = m->wfirst + (uint32_t)(k % m->wn);
+        *word = m->wbase + (uint32_t)(k / m->wn);
+        return;
+    }
+    uint64_t H = L->VL / IW_STREAMS, v = k / IW_STREAMS, j = (v / H) * IW_STREAMS + k % IW_STREAMS;
+    *mem = m->wfirst + (uint32_t)(j % m->wn);
+    *word = m->wbase + (uint32_t)((j / m->wn) * H + v % H);
+}
+
+/* The words of each slice that rows 0 .. rows - 1 take from m->wbase on (wrow_at). */
+static uint32_t wrow_words(const lt *L, const pmem *m, uint64_t rows)
+{
+    if (!m->band)
+        return (uint32_t)ts_geom_cdiv(m->woff + rows, m->wn);
+    uint32_t most = 0;
+    pmem z = *m;
+    z.wbase = z.wfirst = 0;
+    /* the runs of the last two installs' rows reach the furthest words */
+    uint64_t from = rows > 2 * (uint64_t)L->VL ? rows - 2 * (uint64_t)L->VL : 0;
+    for (uint64_t g = from; g < rows; g++) {
+        uint32_t s, w;
+        wrow_at(L, &z, g, &s, &w);
+        most = w + 1 > most ? w + 1 : most;
+    }
+    return most;
+}
 
 /* The 0/1 rows of a Concat, Slice, Transpose, Expand or Reshape: the same as an earlier one's
  * (every layer of BERT moves its values alike: 12 layers' blocks would not fit) are read from where
@@ -691,6 +737,7 @@ static bool shared_rows(const lt *L, const prod *p, pmem *m)
             m->wbase = w->wbase;
             m->wfirst = w->wfirst;
             m->wn = w->wn;
+            m->band = w->band;
             m->east = w->east;
             m->ewoff = w->ewoff;
             m->ewbase = w->ewbase;
@@ -712,7 +759,7 @@ static ts_status keep_rows(lt *L, const prod *p, const pmem *m)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     L->wts[L->nwts++] = (lt_wrows){.wid = p->wid, .kind = p->kind, .N = p->N, .K = p->K, .KT = p->KT,
                                    .woff = m->woff, .wbase = m->wbase, .wfirst = m->wfirst, .wn = m->wn,
-                                   .east = m->east, .ewoff = m->ewoff, .ewbase = m->ewbase,
+                                   .band = m->band, .east = m->east, .ewoff = m->ewoff, .ewbase = m->ewbase,
                                    .wsplit = m->wsplit, .w2off = m->w2off, .w2base = m->w2base};
     return TS_OK;
 }
@@ -793,8 +840,11 @@ static ts_status east_rows(lt *L, const prod *p, pmem *m, uint64_t rows, const i
     if (rc != TS_OK || (rc = lt_img_init(L, &ei, L->nE, m->ewbase, ewords)) != TS_OK)
         return rc;
     for (uint64_t g = 0; g < rows; g++) {
-        uint64_t k = m->woff + g, e = m->ewoff + g;
-        memcpy(ei.s[e % L->nE] + (size_t)(e / L->nE) * L->VL, im->s[k % m->wn] + (size_t)(k / m->wn) * L->VL, L->VL);
+        uint64_t e = m->ewoff + g;
+        uint32_t sm, sw;
+        wrow_at(L, m, g, &sm, &sw);
+        memcpy(ei.s[e % L->nE] + (size_t)(e / L->nE) * L->VL, im->s[sm - m->wfirst] + (size_t)(sw - m->wbase) * L->VL,
+               L->VL);
     }
     if ((rc = lt_img_flush(L, &ei, L->nW)) != TS_OK)
         return rc;
@@ -817,6 +867,7 @@ static ts_status split_rows(lt *L, const prod *p, pmem *m, uint64_t rows, const 
     m->woff = L->rot % L->nW;
     m->wfirst = 0;
     m->wn = L->nW;
+    m->band = false; /* the rows in order (wrow_at) */
     if (ra <= m->woff || ra - m->woff >= rows || rows - (ra - m->woff) > UINT32_MAX ||
         ts_geom_cdiv(w2off + rows - (ra - m->woff), L->nE) > re)
         return TS_EINPUT;
@@ -843,11 +894,12 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
     m->woff = L->rot % L->nW;
     m->wfirst = 0;
     m->wn = L->nW;
+    m->band = band_kind(L, p);
     bool done = false;
     ts_status rc;
     if (p->kind == 4 && ((rc = cat_rows(L, p, m, rows, &done)) != TS_OK || done))
         return rc;
-    uint32_t wwords = (uint32_t)ts_geom_cdiv(m->woff + rows, L->nW);
+    uint32_t wwords = wrow_words(L, m, rows);
     uint64_t wav;
     uint32_t e2words = 0;
     char what[96];
@@ -863,7 +915,7 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
         m->woff = L->rot % L->nE;
         m->wfirst = L->nW;
         m->wn = L->nE;
-        uint32_t ewords = (uint32_t)ts_geom_cdiv(m->woff + rows, L->nE);
+        uint32_t ewords = wrow_words(L, m, rows);
         if ((rc = lt_region(L, 1, ewords, what, p->nd, true, 1, &m->wbase, &wav)) != TS_OK) {
             ts_err_free(L->err);
             ts_err_init(L->err);
@@ -894,9 +946,12 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
         for (uint32_t kt = 0; kt < p->KT; kt++) {
             uint32_t nv = p->kind == 4 && !blk_used(p, nt, kt, VL) ? 0 : blk_stored(p, nt, VL);
             for (uint32_t r = 0; r < nv; r++, g++) {
-                uint64_t k = m->woff + g, k2 = m->w2off + g - m->wsplit;
+                uint64_t k2 = m->w2off + g - m->wsplit;
+                uint32_t sm = 0, sw = 0;
+                if (!m->wsplit || g < m->wsplit)
+                    wrow_at(L, m, g, &sm, &sw);
                 uint8_t *row = m->wsplit && g >= m->wsplit ? im2.s[k2 % L->nE] + (size_t)(k2 / L->nE) * VL
-                                                           : im.s[k % m->wn] + (size_t)(k / m->wn) * VL;
+                                                           : im.s[sm - m->wfirst] + (size_t)(sw - m->wbase) * VL;
                 if (p->kind == 4)
                     memcpy(row, L->cats[L->ncats - 1].img + g * VL, VL);
                 if (p->kind != 4)
@@ -1519,17 +1574,19 @@ static void blk_rows(lt *L, psched *s, uint64_t g)
     /* a split in place: its group's rows first (install_on puts them at their row, zeros elsewhere) */
     uint32_t nr = p->kind == 4 && p->cat.inplace ? (uint32_t)p->cat.Cout : s->nv;
     for (uint32_t r = 0; r < nr; r++) {
-        uint64_t k = s->m.woff + g + r, e = s->m.ewoff + g + r;
+        uint64_t e = s->m.ewoff + g + r;
         if (s->m.wsplit && g + r >= s->m.wsplit) { /* split_rows: the east part */
             uint64_t k2 = s->m.w2off + g + r - s->m.wsplit;
             s->rmem[r] = L->nW + (uint32_t)(k2 % L->nE);
             s->rword[r] = s->m.w2base + (uint32_t)(k2 / L->nE);
-        } else {
-            s->rmem[r] = s->m.wfirst + (uint32_t)(k % s->m.wn);
-            s->rword[r] = s->m.wbase + (uint32_t)(k / s->m.wn);
-        }
+        } else
+            wrow_at(L, &s->m, g + r, &s->rmem[r], &s->rword[r]);
         s->ermem[r] = L->nW + (uint32_t)(e % L->nE);
         s->erword[r] = s->m.ewbase + (uint32_t)(e / L->nE);
+        if (s->m.wfirst == L->nW && !s->m.wsplit) { /* the rows lie in the east: their own place */
+            s->ermem[r] = s->rmem[r];
+            s->erword[r] = s->rword[r];
+        }
     }
 }
 
