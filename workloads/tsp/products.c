@@ -1083,6 +1083,7 @@ typedef struct install_arg {
     uint32_t nvalid, tag;
     uint32_t row0;           /* the rows are block rows row0 .. row0 + nvalid - 1, the others zeros */
     unsigned seg;            /* the stretches of the rows' streams (west rows to a west plane: SEG_W) */
+    bool band;               /* the rows lie in runs (pmem.band): their lw on consecutive cycles (try_lw_run) */
 } install_arg;
 
 /* An activation's rows lie in any slices, and one slice reads one word a cycle: each cycle of the
@@ -1186,16 +1187,49 @@ static bool try_iw_buf(lt *L, const void *arg, uint64_t t, uint64_t *w)
     return true;
 }
 
+/* LEAN, rows in runs (wrow_at): the VL / 16 lw of an install on consecutive cycles from t, so that each
+ * slice reads its run of rows with no nop between them, where they fit at a cycle from which they end
+ * before the plane's last abc (the iw no later for it) or at the first; past that the try succeeds
+ * with nothing placed and *run says so (the lw then go one by one, install_buffered). */
+typedef struct lw_run { const install_arg *a; uint64_t first, last; bool *run; } lw_run;
+
+static bool try_lw_run(lt *L, const void *arg, uint64_t t, uint64_t *w)
+{
+    const lw_run *r = arg;
+    uint32_t n = L->VL / IW_STREAMS;
+    (void)w;
+    if (t != r->first && t + n > r->last) {
+        *r->run = false;
+        return true;
+    }
+    for (uint32_t c = 0; c < n; c++)
+        if (!rows16(L, r->a, c, t + c, plane_pos(L, r->a->pl), plane_q(L, r->a->pl), LT_LW))
+            return false;
+    *r->run = true;
+    return true;
+}
+
 /* An install through the weight buffer (every block whose rows are laid-out weights): the VL / 16 lw
  * fill the buffer while the plane still streams the block before, from the cycle after that
- * block's own copy, each where its reads fit; one iw copies the buffer after the plane's last abc,
- * so the plane waits one cycle instead of the install's 20 and its reads' turns among the passes
- * around. *I the iw's cycle. */
+ * block's own copy, each where its reads fit (under LEAN with rows in runs, on consecutive cycles
+ * where they can: try_lw_run); one iw copies the buffer after the plane's last abc, so the plane
+ * waits one cycle instead of the install's 20 and its reads' turns among the passes around. *I the
+ * iw's cycle. */
 static ts_status install_buffered(lt *L, const install_arg *a, const ts_graph_node *nd, uint64_t *I)
 {
     uint64_t t = L->buf_free[a->pl], w;
     ts_status rc = TS_OK;
-    for (uint32_t c = 0; c < L->VL / IW_STREAMS && rc == TS_OK; c++, t++) {
+    bool run = false;
+    if (a->band) {
+        lw_run r = {a, t, L->plane_busy[a->pl], &run};
+        if ((rc = lt_search(L, try_lw_run, &r, NULL, &t, &w, nd, true)) != TS_OK)
+            return rc;
+        if (run)
+            t += L->VL / IW_STREAMS;
+        else
+            t = L->buf_free[a->pl];
+    }
+    for (uint32_t c = 0; !run && c < L->VL / IW_STREAMS && rc == TS_OK; c++, t++) {
         lw_arg la = {a, c};
         rc = lt_search(L, try_lw, &la, NULL, &t, &w, nd, true);
     }
@@ -1220,7 +1254,8 @@ static ts_status install_on(lt *L, psched *s, int j)
     install_arg a = {.pl = pl, .rows_mem = pl < 2 ? s->rmem : s->ermem, .rows_word = pl < 2 ? s->rword : s->erword,
                      .nvalid = s->nv, .rows_lb = s->p->kind == 5 ? s->rlb : NULL, .per = per, .ncyc = ncyc,
                      .tag = lt_new_tag(L), .row0 = s->p->rep ? s->nt * s->p->N : 0,
-                     .seg = pl >= 2 ? SEG_E : s->m.wfirst == L->nW || s->m.wsplit ? SEG_ALL : SEG_W};
+                     .seg = pl >= 2 ? SEG_E : s->m.wfirst == L->nW || s->m.wsplit ? SEG_ALL : SEG_W,
+                     .band = s->m.band && (pl < 2 || (s->m.wfirst == L->nW && !s->m.wsplit))};
     if (s->p->kind == 5 && s->p->jd) /* A V writing the join: head h's rows at its channels, zeros around */
         a.row0 = jrow0;
     if (s->p->kind == 4 && s->p->cat.inplace) { /* a split in place: its group's rows, zeros around them */
