@@ -176,6 +176,7 @@ typedef struct lt {
     int mode;              /* lower_tsp.c, MODES: 0 the east planes too and the wide pools, 1 the west planes
                             * alone, 2 and the narrow pools (the schedule of before the east planes) */
     const lt_pool *pools;  /* lt_pool_sets[mode] */
+    bool lean_runs;        /* LEAN's first try: the partial sums in runs (products.c, psum_word) */
     bool lean;             /* lower_tsp.c, LEAN: a text whose count alone is over every word free of data is
                             * tried again with fewer MEM accesses (every product keeps its scale in a latch) */
     bool east_used;        /* a product's blocks went on the east planes */

@@ -641,6 +641,8 @@ typedef struct pmem {
     uint64_t nparts;         /* partial-sum words (4 per output vector), 0 for one reduction block */
     uint32_t hE;             /* east slices per partial-sum buffer */
     uint32_t pbases[2], pwords; /* the two buffers: first word, words */
+    uint32_t prun;           /* LEAN: slots in runs of this many passes (psum_word), 0: striped; */
+    uint32_t ptw;            /* ... the words of each slice an output tile's slots take */
     uint64_t pav;            /* the buffers may be written after this cycle */
 } pmem;
 
@@ -1008,15 +1010,43 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
     return lt_const_flush(L, &im);
 }
 
+/* LEAN: the partial sums in runs. Striped, slot q's 4 words lie in the 4 slices after slot q - 1's, so
+ * a pass streaming a vector a cycle takes each slice of a buffer about once in 5 cycles, each access
+ * with a nop before it in the slice's queue. In runs, row r = q / NT of output tile t = q mod NT lies
+ * in the slices of group (r / PSUM_RUN) mod (hE / 4), 4 slices a group, at word t ptw + (r / (PSUM_RUN
+ * groups)) PSUM_RUN + r mod PSUM_RUN: PSUM_RUN passes in a row take the same 4 slices, a word a cycle. */
+#define PSUM_RUN 16
+
+/* The slice (*mem) and word of byte plane b of partial-sum slot q in buffer buf. */
+static void psum_word(const lt *L, const pmem *pm, uint64_t q, uint32_t NT, uint32_t buf, uint32_t b,
+                      uint32_t *mem, uint32_t *word)
+{
+    if (!pm->prun) {
+        uint64_t k = q * 4 + b;
+        *mem = L->nW + buf * pm->hE + (uint32_t)(k % pm->hE);
+        *word = pm->pbases[buf] + (uint32_t)(k / pm->hE);
+        return;
+    }
+    uint64_t r = q / NT, t = q % NT, ng = pm->hE / 4;
+    *mem = L->nW + buf * pm->hE + (uint32_t)(4 * ((r / pm->prun) % ng) + b);
+    *word = pm->pbases[buf] + (uint32_t)(t * pm->ptw + (r / (pm->prun * ng)) * pm->prun + r % pm->prun);
+}
+
 /* Partial sums: 4 words per output vector, striped over the east MEM, in two buffers, each on
  * half of the east slices and in its own bank: a pass reads one and writes the other, so no slice
  * mixes the reads and writes of one block. */
-static ts_status psums(lt *L, const prod *p, uint32_t rows, bool need, pmem *m)
+static ts_status psum_regions(lt *L, const prod *p, uint32_t rows, bool runs, pmem *m)
 {
-    m->nparts = p->KT > 1 && need ? (uint64_t)rows * p->NT * 4 : 0;
     m->hE = L->nE / 2;
     m->pbases[0] = m->pbases[1] = 0;
     m->pwords = (uint32_t)ts_geom_cdiv(m->nparts, m->hE);
+    m->prun = m->ptw = 0;
+    if (runs) { /* in runs (psum_word) */
+        uint64_t per = (uint64_t)PSUM_RUN * (m->hE / 4);
+        m->prun = PSUM_RUN;
+        m->ptw = (uint32_t)(ts_geom_cdiv(rows, per) * PSUM_RUN);
+        m->pwords = m->ptw * p->NT;
+    }
     uint64_t av2 = 0;
     ts_status rc;
     m->pav = 0;
@@ -1032,6 +1062,12 @@ static ts_status psums(lt *L, const prod *p, uint32_t rows, bool need, pmem *m)
     if (av2 > m->pav)
         m->pav = av2;
     return TS_OK;
+}
+
+static ts_status psums(lt *L, const prod *p, uint32_t rows, bool need, pmem *m)
+{
+    m->nparts = p->KT > 1 && need ? (uint64_t)rows * p->NT * 4 : 0;
+    return psum_regions(L, p, rows, L->lean_runs && m->nparts && L->nE / 2 >= 4, m);
 }
 
 /* ---- schedule ---- */
@@ -1523,16 +1559,12 @@ static uint64_t plan_pass(lt *L, const psched *s, uint32_t m, int64_t xv, int j,
     *ps = (pass){.pl = pl, .kt = kt, .xv = xv, .first = kt == s->firstk[(uint64_t)m * p->NT + nt],
               .final = kt == s->lastk[(uint64_t)m * p->NT + nt]};
     uint64_t pi = (uint64_t)m * p->NT + nt, pc = (uint64_t)(m - s->m0) * p->NT + nt;
-    for (int b = 0; b < 4; b++) {
-        uint64_t k = pc * 4 + (uint64_t)b;
+    for (uint32_t b = 0; b < 4; b++)
         if (pm->nparts) {
             uint32_t rb = s->pbuf[pi], wb = wbuf(p, kt);
-            ps->pmem[b] = L->nW + rb * pm->hE + (uint32_t)(k % pm->hE);
-            ps->pword[b] = pm->pbases[rb] + (uint32_t)(k / pm->hE);
-            ps->wmem[b] = L->nW + wb * pm->hE + (uint32_t)(k % pm->hE);
-            ps->wword[b] = pm->pbases[wb] + (uint32_t)(k / pm->hE);
+            psum_word(L, pm, pc, p->NT, rb, b, &ps->pmem[b], &ps->pword[b]);
+            psum_word(L, pm, pc, p->NT, wb, b, &ps->wmem[b], &ps->wword[b]);
         }
-    }
     ps->pready = pm->nparts ? s->pready[pi] : 0;
     ps->bword = pm->cbase + 4 * (pm->ct > 1 ? nt : 0);
     ps->sword = pm->cbase + 4 * pm->ct;
@@ -1852,11 +1884,8 @@ static ts_status install_blocks(lt *L, psched *s, uint32_t k, int n)
  * (m - s->m0) * NT + nt where the tiles of a product share the buffer. */
 static void psum_at(const lt *L, const psched *s, uint64_t q, uint32_t buf, uint32_t *mem, uint32_t *word)
 {
-    for (uint32_t b = 0; b < 4; b++) {
-        uint64_t k = q * 4 + b;
-        mem[b] = L->nW + buf * s->m.hE + (uint32_t)(k % s->m.hE);
-        word[b] = s->m.pbases[buf] + (uint32_t)(k / s->m.hE);
-    }
+    for (uint32_t b = 0; b < 4; b++)
+        psum_word(L, &s->m, q, s->p->NT, buf, b, &mem[b], &word[b]);
 }
 
 /* Group g's block of base b on plane j. */
