@@ -1076,15 +1076,18 @@ END_TEST
  * Transposes compute nothing (lt_q_split, lt_v_split, lt_split_fold, lt_join_fold), nor does the join,
  * whose output A V writes (lt_av_join); K's split writes each head in its own lanes (lt_k_inplace).
  * Then (_i 1) Q, K and V cut by Slices from one packed
- * input (V from channel 1344, lane 64 of a tile) and Q / 8 before Q Kᵀ: K's split and Q's and V's
- * Slices compute nothing too (lt_k_view, the Div masking a head of Q a vector; slice_viewed). Bit-exact
- * to the int8 reference. */
+ * input (V from channel 1344, lane 64 of a tile) and Q / 8 before Q Kᵀ: K's split and the three
+ * Slices compute nothing too (lt_k_view, the Div masking a head of Q a vector; slice_viewed). Then
+ * (_i 2) 12 heads, Q, K and V of 768 from an in-projection (a MatMul by a weight [64, 2304] and a
+ * bias Add) as BERT's and ViT's: K from channel 768, lane 128 of a tile, laid out from a tile's lane 0
+ * in a copy (lt_qkv_pack), so its Slice computes nothing as well. Bit-exact to the int8 reference. */
 START_TEST(test_head_views)
 {
     ts_graph *g = ts_graph_create("views");
-    enum { S = 6, H = 10, D = 64 };
-    const bool packed = _i == 1;
-    const int64_t cs[3] = {0, 640, 1344}, PW = 1344 + H * D; /* packed: each part's first channel */
+    enum { S = 6, D = 64, HM = 12, CI = 64 };
+    const bool packed = _i >= 1, proj = _i == 2;
+    const int H = proj ? 12 : 10;
+    const int64_t cs[3] = {0, proj ? 768 : 640, proj ? 1536 : 1344}, PW = cs[2] + H * D; /* each part's first channel */
     int x[3], xv[3];
     const char *nm[3] = {"q", "k", "v"};
     ts_graph_attrs r3, r2;
@@ -1094,7 +1097,20 @@ START_TEST(test_head_views)
     ts_graph_attrs_init(&r2);
     r2.nshape = 2;
     memcpy(r2.shape, (int64_t[]){S, H * D}, 2 * sizeof(int64_t));
-    int sp[3], qkv = packed ? tensor_dt(g, "qkv", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){S, PW}) : -1;
+    int sp[3], qkv = packed && !proj ? tensor_dt(g, "qkv", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){S, PW}) : -1;
+    int xin = -1, w = -1;
+    static float bias[3 * HM * D];
+    if (proj) { /* the in-projection: int8 weights of the fill, a bias of whole steps (16 b an integer) */
+        xin = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){S, CI});
+        w = tensor_dt(g, "w_in", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){CI, PW});
+        int b = tensor_dt(g, "b_in", TS_TENSOR_WEIGHT, TS_DT_F32, 1, (int64_t[]){PW});
+        for (int n = 0; n < PW; n++)
+            bias[n] = (float)(n % 7 - 3) * 0.5f;
+        ts_err e;
+        ts_err_init(&e);
+        ck_assert_int_eq(ts_graph_set_data(g, b, bias, (size_t)PW * 4, &e), TS_OK);
+        qkv = chain(g, TS_OP_ADD, "in_bias", chain(g, TS_OP_MATMUL, "in_proj", xin, w, NULL), b, NULL);
+    }
     for (int i = 0; i < 3; i++) {
         char n[16];
         if (packed) {
@@ -1125,17 +1141,29 @@ START_TEST(test_head_views)
     finalize(g);
     lowered l;
     lower_and_run(g, &l);
-    static int8_t want_s[H][S][S];
+    /* the values Q, K and V are cut from: the packed input's, or the in-projection's */
+    static int8_t in[S][3 * HM * D];
+    for (int i = 0; i < S; i++)
+        for (int n = 0; n < PW; n++) {
+            int32_t acc = 0;
+            for (int c = 0; proj && c < CI; c++)
+                acc += ts_fill_i8(xin, (uint64_t)(i * CI + c)) * ts_fill_i8(w, (uint64_t)(c * PW + n));
+            float u = (float)requant(acc, ts_lower_tsp_scale(CI), false); /* the bias Add: u + 16 b */
+            in[i][n] = proj     ? sat8(nearbyint((double)(u + 16.0f * bias[n])))
+                       : packed ? (int8_t)ts_fill_i8(qkv, (uint64_t)(i * PW + n))
+                                : 0;
+        }
+#define HV(k, row, ch) (packed ? in[row][cs[k] + (ch)] : (int)ts_fill_i8(xv[k], (uint64_t)((row) * H * D + (ch))))
+    static int8_t want_s[HM][S][S];
     int bad = 0;
     for (int h = 0; h < H; h++)
         for (int i = 0; i < S; i++)
             for (int n = 0; n < S; n++) {
                 int32_t acc = 0;
                 for (int c = 0; c < D; c++) {
-                    int64_t w = packed ? PW : H * D, qc = packed ? cs[0] : 0, kc = packed ? cs[1] : 0;
-                    int q = ts_fill_i8(xv[0], (uint64_t)(i * w + qc + h * D + c));
+                    int q = HV(0, i, h * D + c);
                     double ex;
-                    acc += (packed ? ref_ew(F_DIV8, q, 0, 0, &ex) : q) * ts_fill_i8(xv[1], (uint64_t)(n * w + kc + h * D + c));
+                    acc += (packed ? ref_ew(F_DIV8, q, 0, 0, &ex) : q) * HV(1, n, h * D + c);
                 }
                 want_s[h][i][n] = requant(acc, ts_lower_tsp_scale(D), false);
                 int8_t have = got(&l, sc, (uint32_t)(h * S + i), (uint32_t)n);
@@ -1147,20 +1175,20 @@ START_TEST(test_head_views)
             for (int j = 0; j < D; j++) {
                 int32_t acc = 0;
                 for (int n = 0; n < S; n++)
-                    acc += want_s[h][i][n] * ts_fill_i8(xv[2], (uint64_t)(n * (packed ? PW : H * D) + (packed ? cs[2] : 0) +
-                                                                     h * D + j));
+                    acc += want_s[h][i][n] * HV(2, n, h * D + j);
                 int8_t want = requant(acc, ts_lower_tsp_scale(S), false), have = got(&l, y, i, (uint32_t)(h * D + j));
                 if (have != want && bad++ < 8)
                     fprintf(stderr, "context[%d][%d][%d] = %d, want %d\n", h, i, j, have, want);
             }
+#undef HV
     ck_assert_int_eq(bad, 0);
-    static const char *const idle[] = {"q_split", "v_split", "q_heads", "v_heads", "c_merge", "c_flat",
-                                       "k_split", "q_cut",   "v_cut"};
+    static const char *const idle[] = {"q_split", "v_split", "q_heads", "v_heads", "c_merge",
+                                       "c_flat",  "k_split", "q_cut",   "v_cut",   "k_cut"};
     int n_idle = 0;
     for (size_t i = 0; i < l.rep.nlayers; i++) {
         const char *name = ts_graph_get_node(g, l.rep.layers[i].node)->name;
         bool is_idle = false;
-        for (size_t k = 0; k < (packed ? 9u : 6u); k++)
+        for (size_t k = 0; k < (packed ? 10u : 6u); k++)
             is_idle |= !strcmp(name, idle[k]);
         n_idle += is_idle;
         if (is_idle)
@@ -1169,7 +1197,7 @@ START_TEST(test_head_views)
         else if (!strcmp(name, "k_split"))
             ck_assert_uint_eq(l.rep.layers[i].passes, (uint64_t)S * H);
     }
-    ck_assert_int_eq(n_idle, packed ? 9 : 6);
+    ck_assert_int_eq(n_idle, packed ? 10 : 6);
     lowered_free(&l);
     ts_graph_destroy(g);
 }
@@ -1424,7 +1452,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_layernorm);
     tcase_add_test(tc, test_matmul_act);
     tcase_add_test(tc, test_heads);
-    tcase_add_loop_test(tc, test_head_views, 0, 2);
+    tcase_add_loop_test(tc, test_head_views, 0, 3);
     tcase_add_loop_test(tc, test_heads_rank4, 0, 2);
     tcase_add_test(tc, test_east_weights);
     tcase_add_test(tc, test_shared_weight);

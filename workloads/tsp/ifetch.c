@@ -193,14 +193,23 @@ static uint64_t words_left(const lt *L, fplan *fp, uint32_t m, uint64_t r)
 
 /* A slice that may read a text word for a fetch: its read cycle r, its distance d, its words left. */
 typedef struct tcand {
-    uint64_t r, left;
+    uint64_t r, left, soon; /* soon: the first write of its next word, where within LEAN_SOON of r; else max */
     uint32_t m, d;
 } tcand;
 
-/* Most words left first, then nearest, then slice order. */
+/* LEAN, text below the data: a slice whose next free word is written within this many cycles of the
+ * read (lost to the text after) is taken first, the soonest first. ViT-B/16's sweep lost 27,172 words
+ * to such writes when the richest slice went first; its sweep stops 1,734 words closer to the end
+ * (1,508 with 2,000, 1,662 with 50,000, 890 with 500); BERT-base's program is the same but for 19
+ * ifetches more. */
+#define LEAN_SOON 10000
+
+/* A word soon lost first (the soonest first), then most words left, then nearest, then slice order. */
 static int cmp_tcand(const void *a, const void *b)
 {
     const tcand *x = a, *y = b;
+    if (x->soon != y->soon)
+        return (x->soon > y->soon) - (x->soon < y->soon);
     if (x->left != y->left)
         return (x->left < y->left) - (x->left > y->left);
     if (x->d != y->d)
@@ -249,9 +258,14 @@ static bool fetch_text(lt *L, fplan *fp, uint32_t qi, uint64_t t, uint32_t pos, 
                 if (x < t)
                     continue;
                 if (L->lean) { /* tried below, richest first */
-                    uint64_t left = words_left(L, fp, m, r);
+                    uint64_t left = words_left(L, fp, m, r), soon = UINT64_MAX;
+                    for (uint32_t b = 0; fp->live && b < 2; b++) {
+                        uint64_t w1 = next_live(fp, 2 * (size_t)m + b, r);
+                        if (w1 < soon && w1 - r <= LEAN_SOON)
+                            soon = w1;
+                    }
                     if (left)
-                        cand[nc++] = (tcand){.r = r, .left = left, .m = m, .d = d};
+                        cand[nc++] = (tcand){.r = r, .left = left, .soon = soon, .m = m, .d = d};
                     else
                         fp->dry = true;
                     continue;

@@ -133,6 +133,7 @@ typedef struct lt_rows { uint8_t *img; uint64_t rows; uint32_t woff, wbase; } lt
 typedef struct lt_wrows {
     int wid, kind;
     uint32_t N, K, KT, woff, wbase, wfirst, wn;
+    bool band;              /* in runs (products.c, wrow_at) */
     bool east;              /* ... and their east copy (products.c, east_rows) */
     uint32_t ewoff, ewbase;
     uint32_t wsplit;        /* rows from wsplit on lie in the east (products.c, split_rows); 0: none */
@@ -175,6 +176,7 @@ typedef struct lt {
     int mode;              /* lower_tsp.c, MODES: 0 the east planes too and the wide pools, 1 the west planes
                             * alone, 2 and the narrow pools (the schedule of before the east planes) */
     const lt_pool *pools;  /* lt_pool_sets[mode] */
+    bool lean_runs;        /* LEAN's first try: the partial sums in runs (products.c, psum_word) */
     bool lean;             /* lower_tsp.c, LEAN: a text whose count alone is over every word free of data is
                             * tried again with fewer MEM accesses (every product keeps its scale in a latch) */
     bool east_used;        /* a product's blocks went on the east planes */
@@ -438,6 +440,11 @@ const ts_graph_node *lt_join_fold(const ts_graph *g, const ts_graph_node *join);
 /* squeeze.c: *out a copy of g whose rank-4 tensors of a batch of 1 are rank 3 (same ids, names
  * and values), or NULL when g has none, holds an image operator or a node that cannot follow. */
 ts_status lt_squeeze(const ts_graph *g, ts_graph **out, ts_err *err);
+/* squeeze.c: *out a copy of g whose packed in-projections (a MatMul by a weight [C, 3 D], its bias
+ * Add, the Slices of Q, K and V, K's split read through Q / 8 masked per head) lay K out from a
+ * multiple of vl lanes (Q, V, zeros, K), so that K's Slice computes nothing (same ids, names and
+ * values of Q, K and V); NULL where g has none. */
+ts_status lt_qkv_pack(const ts_graph *g, uint32_t vl, ts_graph **out, ts_err *err);
 int lt_cat_input(const lt_cat *c, uint32_t kt);
 int64_t lt_cat_vec(const lt_cat *c, uint32_t m, uint32_t kt);
 bool lt_cat_one(const lt_cat *c, uint32_t n, uint32_t kt, uint32_t l, uint32_t VL, uint32_t N);

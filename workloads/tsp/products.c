@@ -40,6 +40,8 @@ typedef struct prod {
     tens *x;                 /* input (activations) */
     tens *y;                 /* output */
     uint32_t M, N, K, NT, KT, CT;
+    uint32_t hnt, hrows;     /* kinds 0 and 1: output tile hnt's rows past hrows are zeros, read from word 0 as a
+                              * last tile's rows past N are (zero_tail); hrows 0: none */
     ts_geom_window w;        /* a conv's geometry (zeros for a matrix product) */
     uint32_t G, Cg, Mg;      /* a conv's groups, input and output channels per group (1, C, M: none) */
     int kind;                /* 0 matrix (B[k][n]), 1 matrix transposed (B[n][k]), 2 conv, 3 conv on host im2col,
@@ -325,6 +327,8 @@ static uint32_t tile_rows(const prod *p, uint32_t nt, uint32_t VL)
         return p->N;
     if (p->kind == 5 && p->jd)
         return p->jd;
+    if (p->hrows && nt == p->hnt)
+        return p->hrows;
     uint32_t N = p->N + (p->kind == 3 ? p->ones : 0); /* kind 3 computes its lanes of 1 in rows past N */
     return N - nt * VL < VL ? N - nt * VL : VL;
 }
@@ -343,7 +347,8 @@ static uint64_t blk_row0(const prod *p, uint32_t nt, uint32_t kt, uint32_t VL)
     if (p->rep)
         return ((uint64_t)nt * p->KT + kt) * p->N;
     if (p->kind != 4)
-        return (uint64_t)nt * VL * p->KT + (uint64_t)kt * tile_rows(p, nt, VL);
+        return ((uint64_t)nt * VL - (p->hrows && nt > p->hnt ? VL - p->hrows : 0)) * p->KT +
+               (uint64_t)kt * tile_rows(p, nt, VL);
     uint64_t g = 0;
     for (uint32_t a = 0; a <= nt; a++)
         for (uint32_t b = 0; b < p->KT && (a < nt || b < kt); b++)
@@ -527,7 +532,7 @@ static ts_status act_shape(lt *L, const ts_graph_node *nd, prod *p)
     p->az = qs ? L->VL / p->K : 0;
     const ts_graph_node *kv = sc ? lt_k_view(L->g, nd) : NULL;
     if (kv) { /* Q / 8 written a head a vector, masked (lt_k_view): K's rows from its split's input */
-        p->rid = kv->in[0];
+        p->rid = lt_head_base(L, kv->in[0], &p->hc0); /* K's Slice computes nothing where it starts a tile */
         p->r = &L->t[p->rid];
         p->hz = p->az;
         p->az = 1;
@@ -574,6 +579,33 @@ static ts_status matmul_shape(lt *L, const ts_graph_node *nd, prod *p)
     return TS_OK;
 }
 
+/* A matrix product whose int8 weight the graph carries (lt_qkv_pack's copy of an in-projection: Q, V,
+ * zeros, K): the first output tile but the last whose last rows' weights are all zeros stores only the
+ * rows before them (hnt, hrows); the install reads the others from word 0, as it reads a last tile's
+ * rows past N, so no words are laid out for them and their reads repeat. */
+static void zero_tail(const lt *L, prod *p)
+{
+    const ts_graph_tensor *wt = p->wid >= 0 ? ts_graph_get_tensor(L->g, p->wid) : NULL;
+    uint32_t VL = L->VL;
+    if ((p->kind != 0 && p->kind != 1) || p->rep || p->bid >= 0 || p->blanes || p->ones || !wt || !wt->data ||
+        wt->dtype != TS_DT_I8)
+        return;
+    const int8_t *w = wt->data;
+    for (uint32_t nt = 0; nt + 1 < p->NT; nt++) {
+        uint32_t r = VL;
+        for (bool zero = true; r > 0 && zero; r -= zero) {
+            uint64_t n = (uint64_t)nt * VL + r - 1;
+            for (uint64_t k = 0; k < p->K && zero; k++)
+                zero = w[p->kind == 0 ? k * p->N + n : n * p->K + k] == 0;
+        }
+        if (r > 0 && r < VL) {
+            p->hnt = nt;
+            p->hrows = r;
+            return;
+        }
+    }
+}
+
 /* A Concat's, Slice's, Transpose's or Expand's geometry (concat.c): its inputs through 0/1 blocks,
  * one block per input channel tile. */
 static ts_status cat_shape(lt *L, const ts_graph_node *nd, prod *p)
@@ -597,8 +629,9 @@ static ts_status cat_shape(lt *L, const ts_graph_node *nd, prod *p)
 /* Where one product's data lives. */
 typedef struct pmem {
     uint32_t woff, wbase;    /* weight rows, tile by tile and block by block: row g is in slice
-                              * wfirst + (woff + g) mod wn, word wbase + (woff + g) / wn */
+                              * wfirst + (woff + g) mod wn, word wbase + (woff + g) / wn (or in runs: band) */
     uint32_t wfirst, wn;     /* the west slices (0, nW), or the east ones (nW, nE) when the west is full */
+    bool band;               /* rows in runs instead (wrow_at): row g's place from its run of an install */
     bool east;               /* the east planes can take the blocks: their rows lie in the east MEM too */
     uint32_t ewoff, ewbase;  /* ... row g in east slice (ewoff + g) mod nE, word ewbase + (ewoff + g) / nE */
     uint32_t wsplit;         /* split_rows: rows g >= wsplit lie in east slice nW + (w2off + g - wsplit) mod nE, */
@@ -608,8 +641,55 @@ typedef struct pmem {
     uint64_t nparts;         /* partial-sum words (4 per output vector), 0 for one reduction block */
     uint32_t hE;             /* east slices per partial-sum buffer */
     uint32_t pbases[2], pwords; /* the two buffers: first word, words */
+    uint32_t prun;           /* LEAN: slots in runs of this many passes (psum_word), 0: striped; */
+    uint32_t ptw;            /* ... the words of each slice an output tile's slots take */
     uint64_t pav;            /* the buffers may be written after this cycle */
 } pmem;
+
+/* LEAN: a MatMul's or Gemm's weight rows in runs (m->band). An install reads rows 16 c .. 16 c + 15 of a
+ * block in its cycle c, one from each of 16 slices; striped over the 44 slices row by row, a slice is
+ * read about once in 3 cycles, each read with a nop before it in the slice's queue (GPT-2 small's LM
+ * head: 151,680 rows read, 301,146 MEM entries). In runs, position P = woff + g's stream u = P mod 16
+ * of install cycle v = P / 16 lies in run j = 16 (v / 20) + u (20 = VL / 16 cycles an install), run j
+ * in slice j mod 44, words 20 (j / 44) .. + 19, one a cycle: a slice's reads of an install follow one
+ * another, with no nop between them. The 16 runs of a cycle lie in 16 slices. */
+static bool band_kind(const lt *L, const prod *p)
+{
+    return L->lean && (p->kind == 0 || p->kind == 1) && !p->rep && p->wid >= 0 && L->VL % IW_STREAMS == 0 &&
+           L->nW >= IW_STREAMS;
+}
+
+/* Weight row g's slice (*mem) and word (for a split weight, split_rows, the rows before m->wsplit). */
+static void wrow_at(const lt *L, const pmem *m, uint64_t g, uint32_t *mem, uint32_t *word)
+{
+    uint64_t k = m->woff + g;
+    if (!m->band) {
+        *mem = m->wfirst + (uint32_t)(k % m->wn);
+        *word = m->wbase + (uint32_t)(k / m->wn);
+        return;
+    }
+    uint64_t H = L->VL / IW_STREAMS, v = k / IW_STREAMS, j = (v / H) * IW_STREAMS + k % IW_STREAMS;
+    *mem = m->wfirst + (uint32_t)(j % m->wn);
+    *word = m->wbase + (uint32_t)((j / m->wn) * H + v % H);
+}
+
+/* The words of each slice that rows 0 .. rows - 1 take from m->wbase on (wrow_at). */
+static uint32_t wrow_words(const lt *L, const pmem *m, uint64_t rows)
+{
+    if (!m->band)
+        return (uint32_t)ts_geom_cdiv(m->woff + rows, m->wn);
+    uint32_t most = 0;
+    pmem z = *m;
+    z.wbase = z.wfirst = 0;
+    /* the runs of the last two installs' rows reach the furthest words */
+    uint64_t from = rows > 2 * (uint64_t)L->VL ? rows - 2 * (uint64_t)L->VL : 0;
+    for (uint64_t g = from; g < rows; g++) {
+        uint32_t s, w;
+        wrow_at(L, &z, g, &s, &w);
+        most = w + 1 > most ? w + 1 : most;
+    }
+    return most;
+}
 
 /* The 0/1 rows of a Concat, Slice, Transpose, Expand or Reshape: the same as an earlier one's
  * (every layer of BERT moves its values alike: 12 layers' blocks would not fit) are read from where
@@ -659,6 +739,7 @@ static bool shared_rows(const lt *L, const prod *p, pmem *m)
             m->wbase = w->wbase;
             m->wfirst = w->wfirst;
             m->wn = w->wn;
+            m->band = w->band;
             m->east = w->east;
             m->ewoff = w->ewoff;
             m->ewbase = w->ewbase;
@@ -680,7 +761,7 @@ static ts_status keep_rows(lt *L, const prod *p, const pmem *m)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     L->wts[L->nwts++] = (lt_wrows){.wid = p->wid, .kind = p->kind, .N = p->N, .K = p->K, .KT = p->KT,
                                    .woff = m->woff, .wbase = m->wbase, .wfirst = m->wfirst, .wn = m->wn,
-                                   .east = m->east, .ewoff = m->ewoff, .ewbase = m->ewbase,
+                                   .band = m->band, .east = m->east, .ewoff = m->ewoff, .ewbase = m->ewbase,
                                    .wsplit = m->wsplit, .w2off = m->w2off, .w2base = m->w2base};
     return TS_OK;
 }
@@ -761,8 +842,11 @@ static ts_status east_rows(lt *L, const prod *p, pmem *m, uint64_t rows, const i
     if (rc != TS_OK || (rc = lt_img_init(L, &ei, L->nE, m->ewbase, ewords)) != TS_OK)
         return rc;
     for (uint64_t g = 0; g < rows; g++) {
-        uint64_t k = m->woff + g, e = m->ewoff + g;
-        memcpy(ei.s[e % L->nE] + (size_t)(e / L->nE) * L->VL, im->s[k % m->wn] + (size_t)(k / m->wn) * L->VL, L->VL);
+        uint64_t e = m->ewoff + g;
+        uint32_t sm, sw;
+        wrow_at(L, m, g, &sm, &sw);
+        memcpy(ei.s[e % L->nE] + (size_t)(e / L->nE) * L->VL, im->s[sm - m->wfirst] + (size_t)(sw - m->wbase) * L->VL,
+               L->VL);
     }
     if ((rc = lt_img_flush(L, &ei, L->nW)) != TS_OK)
         return rc;
@@ -785,6 +869,7 @@ static ts_status split_rows(lt *L, const prod *p, pmem *m, uint64_t rows, const 
     m->woff = L->rot % L->nW;
     m->wfirst = 0;
     m->wn = L->nW;
+    m->band = false; /* the rows in order (wrow_at) */
     if (ra <= m->woff || ra - m->woff >= rows || rows - (ra - m->woff) > UINT32_MAX ||
         ts_geom_cdiv(w2off + rows - (ra - m->woff), L->nE) > re)
         return TS_EINPUT;
@@ -811,11 +896,12 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
     m->woff = L->rot % L->nW;
     m->wfirst = 0;
     m->wn = L->nW;
+    m->band = band_kind(L, p);
     bool done = false;
     ts_status rc;
     if (p->kind == 4 && ((rc = cat_rows(L, p, m, rows, &done)) != TS_OK || done))
         return rc;
-    uint32_t wwords = (uint32_t)ts_geom_cdiv(m->woff + rows, L->nW);
+    uint32_t wwords = wrow_words(L, m, rows);
     uint64_t wav;
     uint32_t e2words = 0;
     char what[96];
@@ -831,7 +917,7 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
         m->woff = L->rot % L->nE;
         m->wfirst = L->nW;
         m->wn = L->nE;
-        uint32_t ewords = (uint32_t)ts_geom_cdiv(m->woff + rows, L->nE);
+        uint32_t ewords = wrow_words(L, m, rows);
         if ((rc = lt_region(L, 1, ewords, what, p->nd, true, 1, &m->wbase, &wav)) != TS_OK) {
             ts_err_free(L->err);
             ts_err_init(L->err);
@@ -862,9 +948,12 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
         for (uint32_t kt = 0; kt < p->KT; kt++) {
             uint32_t nv = p->kind == 4 && !blk_used(p, nt, kt, VL) ? 0 : blk_stored(p, nt, VL);
             for (uint32_t r = 0; r < nv; r++, g++) {
-                uint64_t k = m->woff + g, k2 = m->w2off + g - m->wsplit;
+                uint64_t k2 = m->w2off + g - m->wsplit;
+                uint32_t sm = 0, sw = 0;
+                if (!m->wsplit || g < m->wsplit)
+                    wrow_at(L, m, g, &sm, &sw);
                 uint8_t *row = m->wsplit && g >= m->wsplit ? im2.s[k2 % L->nE] + (size_t)(k2 / L->nE) * VL
-                                                           : im.s[k % m->wn] + (size_t)(k / m->wn) * VL;
+                                                           : im.s[sm - m->wfirst] + (size_t)(sw - m->wbase) * VL;
                 if (p->kind == 4)
                     memcpy(row, L->cats[L->ncats - 1].img + g * VL, VL);
                 if (p->kind != 4)
@@ -921,15 +1010,43 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
     return lt_const_flush(L, &im);
 }
 
+/* LEAN: the partial sums in runs. Striped, slot q's 4 words lie in the 4 slices after slot q - 1's, so
+ * a pass streaming a vector a cycle takes each slice of a buffer about once in 5 cycles, each access
+ * with a nop before it in the slice's queue. In runs, row r = q / NT of output tile t = q mod NT lies
+ * in the slices of group (r / PSUM_RUN) mod (hE / 4), 4 slices a group, at word t ptw + (r / (PSUM_RUN
+ * groups)) PSUM_RUN + r mod PSUM_RUN: PSUM_RUN passes in a row take the same 4 slices, a word a cycle. */
+#define PSUM_RUN 16
+
+/* The slice (*mem) and word of byte plane b of partial-sum slot q in buffer buf. */
+static void psum_word(const lt *L, const pmem *pm, uint64_t q, uint32_t NT, uint32_t buf, uint32_t b,
+                      uint32_t *mem, uint32_t *word)
+{
+    if (!pm->prun) {
+        uint64_t k = q * 4 + b;
+        *mem = L->nW + buf * pm->hE + (uint32_t)(k % pm->hE);
+        *word = pm->pbases[buf] + (uint32_t)(k / pm->hE);
+        return;
+    }
+    uint64_t r = q / NT, t = q % NT, ng = pm->hE / 4;
+    *mem = L->nW + buf * pm->hE + (uint32_t)(4 * ((r / pm->prun) % ng) + b);
+    *word = pm->pbases[buf] + (uint32_t)(t * pm->ptw + (r / (pm->prun * ng)) * pm->prun + r % pm->prun);
+}
+
 /* Partial sums: 4 words per output vector, striped over the east MEM, in two buffers, each on
  * half of the east slices and in its own bank: a pass reads one and writes the other, so no slice
  * mixes the reads and writes of one block. */
-static ts_status psums(lt *L, const prod *p, uint32_t rows, bool need, pmem *m)
+static ts_status psum_regions(lt *L, const prod *p, uint32_t rows, bool runs, pmem *m)
 {
-    m->nparts = p->KT > 1 && need ? (uint64_t)rows * p->NT * 4 : 0;
     m->hE = L->nE / 2;
     m->pbases[0] = m->pbases[1] = 0;
     m->pwords = (uint32_t)ts_geom_cdiv(m->nparts, m->hE);
+    m->prun = m->ptw = 0;
+    if (runs) { /* in runs (psum_word) */
+        uint64_t per = (uint64_t)PSUM_RUN * (m->hE / 4);
+        m->prun = PSUM_RUN;
+        m->ptw = (uint32_t)(ts_geom_cdiv(rows, per) * PSUM_RUN);
+        m->pwords = m->ptw * p->NT;
+    }
     uint64_t av2 = 0;
     ts_status rc;
     m->pav = 0;
@@ -945,6 +1062,12 @@ static ts_status psums(lt *L, const prod *p, uint32_t rows, bool need, pmem *m)
     if (av2 > m->pav)
         m->pav = av2;
     return TS_OK;
+}
+
+static ts_status psums(lt *L, const prod *p, uint32_t rows, bool need, pmem *m)
+{
+    m->nparts = p->KT > 1 && need ? (uint64_t)rows * p->NT * 4 : 0;
+    return psum_regions(L, p, rows, L->lean_runs && m->nparts && L->nE / 2 >= 4, m);
 }
 
 /* ---- schedule ---- */
@@ -996,6 +1119,7 @@ typedef struct install_arg {
     uint32_t nvalid, tag;
     uint32_t row0;           /* the rows are block rows row0 .. row0 + nvalid - 1, the others zeros */
     unsigned seg;            /* the stretches of the rows' streams (west rows to a west plane: SEG_W) */
+    bool band;               /* the rows lie in runs (pmem.band): their lw on consecutive cycles (try_lw_run) */
 } install_arg;
 
 /* An activation's rows lie in any slices, and one slice reads one word a cycle: each cycle of the
@@ -1099,16 +1223,49 @@ static bool try_iw_buf(lt *L, const void *arg, uint64_t t, uint64_t *w)
     return true;
 }
 
+/* LEAN, rows in runs (wrow_at): the VL / 16 lw of an install on consecutive cycles from t, so that each
+ * slice reads its run of rows with no nop between them, where they fit at a cycle from which they end
+ * before the plane's last abc (the iw no later for it) or at the first; past that the try succeeds
+ * with nothing placed and *run says so (the lw then go one by one, install_buffered). */
+typedef struct lw_run { const install_arg *a; uint64_t first, last; bool *run; } lw_run;
+
+static bool try_lw_run(lt *L, const void *arg, uint64_t t, uint64_t *w)
+{
+    const lw_run *r = arg;
+    uint32_t n = L->VL / IW_STREAMS;
+    (void)w;
+    if (t != r->first && t + n > r->last) {
+        *r->run = false;
+        return true;
+    }
+    for (uint32_t c = 0; c < n; c++)
+        if (!rows16(L, r->a, c, t + c, plane_pos(L, r->a->pl), plane_q(L, r->a->pl), LT_LW))
+            return false;
+    *r->run = true;
+    return true;
+}
+
 /* An install through the weight buffer (every block whose rows are laid-out weights): the VL / 16 lw
  * fill the buffer while the plane still streams the block before, from the cycle after that
- * block's own copy, each where its reads fit; one iw copies the buffer after the plane's last abc,
- * so the plane waits one cycle instead of the install's 20 and its reads' turns among the passes
- * around. *I the iw's cycle. */
+ * block's own copy, each where its reads fit (under LEAN with rows in runs, on consecutive cycles
+ * where they can: try_lw_run); one iw copies the buffer after the plane's last abc, so the plane
+ * waits one cycle instead of the install's 20 and its reads' turns among the passes around. *I the
+ * iw's cycle. */
 static ts_status install_buffered(lt *L, const install_arg *a, const ts_graph_node *nd, uint64_t *I)
 {
     uint64_t t = L->buf_free[a->pl], w;
     ts_status rc = TS_OK;
-    for (uint32_t c = 0; c < L->VL / IW_STREAMS && rc == TS_OK; c++, t++) {
+    bool run = false;
+    if (a->band) {
+        lw_run r = {a, t, L->plane_busy[a->pl], &run};
+        if ((rc = lt_search(L, try_lw_run, &r, NULL, &t, &w, nd, true)) != TS_OK)
+            return rc;
+        if (run)
+            t += L->VL / IW_STREAMS;
+        else
+            t = L->buf_free[a->pl];
+    }
+    for (uint32_t c = 0; !run && c < L->VL / IW_STREAMS && rc == TS_OK; c++, t++) {
         lw_arg la = {a, c};
         rc = lt_search(L, try_lw, &la, NULL, &t, &w, nd, true);
     }
@@ -1133,7 +1290,8 @@ static ts_status install_on(lt *L, psched *s, int j)
     install_arg a = {.pl = pl, .rows_mem = pl < 2 ? s->rmem : s->ermem, .rows_word = pl < 2 ? s->rword : s->erword,
                      .nvalid = s->nv, .rows_lb = s->p->kind == 5 ? s->rlb : NULL, .per = per, .ncyc = ncyc,
                      .tag = lt_new_tag(L), .row0 = s->p->rep ? s->nt * s->p->N : 0,
-                     .seg = pl >= 2 ? SEG_E : s->m.wfirst == L->nW || s->m.wsplit ? SEG_ALL : SEG_W};
+                     .seg = pl >= 2 ? SEG_E : s->m.wfirst == L->nW || s->m.wsplit ? SEG_ALL : SEG_W,
+                     .band = s->m.band && (pl < 2 || (s->m.wfirst == L->nW && !s->m.wsplit))};
     if (s->p->kind == 5 && s->p->jd) /* A V writing the join: head h's rows at its channels, zeros around */
         a.row0 = jrow0;
     if (s->p->kind == 4 && s->p->cat.inplace) { /* a split in place: its group's rows, zeros around them */
@@ -1401,16 +1559,12 @@ static uint64_t plan_pass(lt *L, const psched *s, uint32_t m, int64_t xv, int j,
     *ps = (pass){.pl = pl, .kt = kt, .xv = xv, .first = kt == s->firstk[(uint64_t)m * p->NT + nt],
               .final = kt == s->lastk[(uint64_t)m * p->NT + nt]};
     uint64_t pi = (uint64_t)m * p->NT + nt, pc = (uint64_t)(m - s->m0) * p->NT + nt;
-    for (int b = 0; b < 4; b++) {
-        uint64_t k = pc * 4 + (uint64_t)b;
+    for (uint32_t b = 0; b < 4; b++)
         if (pm->nparts) {
             uint32_t rb = s->pbuf[pi], wb = wbuf(p, kt);
-            ps->pmem[b] = L->nW + rb * pm->hE + (uint32_t)(k % pm->hE);
-            ps->pword[b] = pm->pbases[rb] + (uint32_t)(k / pm->hE);
-            ps->wmem[b] = L->nW + wb * pm->hE + (uint32_t)(k % pm->hE);
-            ps->wword[b] = pm->pbases[wb] + (uint32_t)(k / pm->hE);
+            psum_word(L, pm, pc, p->NT, rb, b, &ps->pmem[b], &ps->pword[b]);
+            psum_word(L, pm, pc, p->NT, wb, b, &ps->wmem[b], &ps->wword[b]);
         }
-    }
     ps->pready = pm->nparts ? s->pready[pi] : 0;
     ps->bword = pm->cbase + 4 * (pm->ct > 1 ? nt : 0);
     ps->sword = pm->cbase + 4 * pm->ct;
@@ -1487,17 +1641,19 @@ static void blk_rows(lt *L, psched *s, uint64_t g)
     /* a split in place: its group's rows first (install_on puts them at their row, zeros elsewhere) */
     uint32_t nr = p->kind == 4 && p->cat.inplace ? (uint32_t)p->cat.Cout : s->nv;
     for (uint32_t r = 0; r < nr; r++) {
-        uint64_t k = s->m.woff + g + r, e = s->m.ewoff + g + r;
+        uint64_t e = s->m.ewoff + g + r;
         if (s->m.wsplit && g + r >= s->m.wsplit) { /* split_rows: the east part */
             uint64_t k2 = s->m.w2off + g + r - s->m.wsplit;
             s->rmem[r] = L->nW + (uint32_t)(k2 % L->nE);
             s->rword[r] = s->m.w2base + (uint32_t)(k2 / L->nE);
-        } else {
-            s->rmem[r] = s->m.wfirst + (uint32_t)(k % s->m.wn);
-            s->rword[r] = s->m.wbase + (uint32_t)(k / s->m.wn);
-        }
+        } else
+            wrow_at(L, &s->m, g + r, &s->rmem[r], &s->rword[r]);
         s->ermem[r] = L->nW + (uint32_t)(e % L->nE);
         s->erword[r] = s->m.ewbase + (uint32_t)(e / L->nE);
+        if (s->m.wfirst == L->nW && !s->m.wsplit) { /* the rows lie in the east: their own place */
+            s->ermem[r] = s->rmem[r];
+            s->erword[r] = s->rword[r];
+        }
     }
 }
 
@@ -1728,11 +1884,8 @@ static ts_status install_blocks(lt *L, psched *s, uint32_t k, int n)
  * (m - s->m0) * NT + nt where the tiles of a product share the buffer. */
 static void psum_at(const lt *L, const psched *s, uint64_t q, uint32_t buf, uint32_t *mem, uint32_t *word)
 {
-    for (uint32_t b = 0; b < 4; b++) {
-        uint64_t k = q * 4 + b;
-        mem[b] = L->nW + buf * s->m.hE + (uint32_t)(k % s->m.hE);
-        word[b] = s->m.pbases[buf] + (uint32_t)(k / s->m.hE);
-    }
+    for (uint32_t b = 0; b < 4; b++)
+        psum_word(L, &s->m, q, s->p->NT, buf, b, &mem[b], &word[b]);
 }
 
 /* Group g's block of base b on plane j. */
@@ -2287,7 +2440,8 @@ static ts_status sched_product(lt *L, prod *p, ts_lower_tsp_layer *ly)
     if ((rc = weights(L, p, &s.m)) != TS_OK || (rc = consts(L, p, &s.m)) != TS_OK)
         return rc;
     L->keep_scale = keep_scale(L, &s);
-    L->keep_bias = L->keep_scale && s.m.ct == 1;
+    /* LEAN: each tile's bias kept too while that tile's first passes read it */
+    L->keep_bias = L->keep_scale && (s.m.ct == 1 || L->lean);
     L->ks = L->kb = (lt_kept){.n = 0};
     L->ptag = L->lean ? lt_new_tag(L) : 0;
     bool pair = pair_mode(L, &s); /* no partial sums */
@@ -2704,6 +2858,7 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     p.y->repk = p.repk;
     p.y->nonneg = p.relu;
     p.y->ones = p.ones = ones_lanes(L, &p, yid);
+    zero_tail(L, &p);
     int done[2] = {out, aout};
     for (int k = 0; k < 2; k++) {
         /* the Add and the Relu are done: their outputs are this product's */
