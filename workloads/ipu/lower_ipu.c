@@ -505,7 +505,7 @@ static ts_status lower_op(lw_pass *ps, int i)
          * 1/64 of the tile less), whose plans put their steps' code elsewhere. BERT-base at batch
          * 4 on ipu_mk2: tile 298 held 159,787 instructions at the first plan, 172 bytes over (the
          * most from each layer's Transpose_3, 3,072); the plan for 628,224 bytes fits. */
-        L->overfull = true;
+        L->overfull = L->code_over = true;
         L->short_by = 1;
     }
     if (rc != TS_OK)
@@ -585,10 +585,11 @@ static void pass_free(lw_pass *ps)
 
 /* One pass of the lowering: with measure, only the weight bytes and tiles per node (w) and the table
  * bytes (*perm) are found; otherwise they place the static data, and *out gets the program. tload:
- * lw's (NULL: none). */
+ * lw's (NULL: none). *overfull: the bytes short when an operator did not fit (1 for a tile's code),
+ * else 0; *code_over: whether that was code (either may be NULL). */
 static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, const ts_t10_plan *plans, bool measure,
                             uint32_t mmshare, lw_wt *w, const uint64_t *tload, uint64_t *perm, ts_program **out,
-                            ts_lower_report *rep, uint64_t *overfull, ts_err *err)
+                            ts_lower_report *rep, uint64_t *overfull, bool *code_over, ts_err *err)
 {
     lw_pass ps = {0};
     lw *L = &ps.L;
@@ -609,6 +610,8 @@ static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, con
     }
     if (overfull) /* the bytes short when an operator did not fit, else 0 */
         *overfull = L->overfull ? L->short_by : 0;
+    if (code_over)
+        *code_over = L->overfull && L->code_over;
     pass_free(&ps);
     if (rc != TS_OK && rep)
         ts_lower_report_free(rep);
@@ -719,29 +722,35 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
      * message */
     char *closest = NULL;
     uint64_t closest_by = 0;
+    unsigned code_tries = 0;
     for (uint64_t budget = p->target.sram_bytes, next = 0, planned = 0;; budget = next, mmshare *= plans ? 1 : 2) {
         memset(w, 0, nn * sizeof *w);
         perm = 0;
         if (plans && (rc = lwi_t10_plans(g, p, budget, plans, &planned, err)) != TS_OK)
             break;
         uint64_t overfull = 0, top = p->target.sram_bytes & ~(uint64_t)15;
+        bool code_over = false;
         /* the same plan twice: first the sizes and tiles of the static data, then with its addresses;
          * when operators of few tiles have weights, the first pass again, those operators put where
          * the others' weights leave the most memory (lwi_spread) */
-        rc = lower_pass(g, p, plans, true, mmshare, w, NULL, &perm, out, NULL, NULL, err);
+        rc = lower_pass(g, p, plans, true, mmshare, w, NULL, &perm, out, NULL, NULL, NULL, err);
         bool hinted = rc == TS_OK && lwi_tile_load(w, nn, T, tload);
         if (hinted) {
             memset(w, 0, nn * sizeof *w);
             perm = 0;
-            rc = lower_pass(g, p, plans, true, mmshare, w, tload, &perm, out, NULL, NULL, err);
+            rc = lower_pass(g, p, plans, true, mmshare, w, tload, &perm, out, NULL, NULL, NULL, err);
         }
         if (rc == TS_OK)
             rc = lwi_place_weights(w, nn, T, top > perm ? top - perm : 0, err);
         if (rc == TS_OK)
-            rc = lower_pass(g, p, plans, false, mmshare, w, hinted ? tload : NULL, &perm, out, rep, &overfull, err);
+            rc = lower_pass(g, p, plans, false, mmshare, w, hinted ? tload : NULL, &perm, out, rep, &overfull,
+                            &code_over, err);
         next = next_budget(p, budget, planned, overfull);
         bool spent = plans && next < p->target.sram_bytes / 8;
-        if (rc == TS_OK || !overfull || (spent && p->planner != TS_LOWER_PLANNER_AUTO) || (!plans && mmshare >= 64))
+        /* code past a tile's memory is tried again once: each try is a whole pass, and a model whose
+         * code is far over would go down the budgets 1/64 of the tile at a time */
+        if (rc == TS_OK || !overfull || (spent && p->planner != TS_LOWER_PLANNER_AUTO) || (!plans && mmshare >= 64) ||
+            (code_over && code_tries++))
             break;
         if (err) {
             if (!closest || overfull < closest_by) {

@@ -152,6 +152,7 @@ typedef struct lw {
     bool oom;
     bool overfull;        /* an operator did not fit tile memory (the t10 planner retries) */
     uint64_t short_by;    /* then the bytes it was short (at least 1) */
+    bool code_over;       /* that was a tile's code past its memory (short_by 1) */
     uint32_t mmshare;     /* planner (a): a MatMul/Gemm's weights take at most 1/mmshare of the tile memory */
     bool coalesce;        /* gather: one send for pieces that follow on in the sender's memory, one copy loop
                            * for staged pieces of equal length equally far apart (Transpose, MatMul of
