@@ -152,6 +152,7 @@ typedef struct lw {
     bool oom;
     bool overfull;        /* an operator did not fit tile memory (the t10 planner retries) */
     uint64_t short_by;    /* then the bytes it was short (at least 1) */
+    bool code_over;       /* that was a tile's code past its memory (short_by 1) */
     uint32_t mmshare;     /* planner (a): a MatMul/Gemm's weights take at most 1/mmshare of the tile memory */
     bool coalesce;        /* gather: one send for pieces that follow on in the sender's memory, one copy loop
                            * for staged pieces of equal length equally far apart (Transpose, MatMul of
@@ -426,9 +427,11 @@ typedef struct t10_op {
 bool lwi_t10_shape(const ts_graph *g, const ts_graph_node *n, t10_op *s);
 /* Before the lowering: a plan for every MatMul/Gemm/1x1 Conv planner (b) can generate code for
  * (plans[node].tiles = 0 for the others), from each one's Pareto set over weight bytes, trading
- * memory across them within `budget` bytes per tile (ts_t10_reconcile). */
+ * memory across them within `budget` bytes per tile (ts_t10_reconcile). *total (NULL: not wanted)
+ * gets the bytes per tile the chosen plans take by the model (their weights and the largest other
+ * part), at most budget; 0 when nothing was traded (no such operator, or plans imposed). */
 ts_status lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint64_t budget, ts_t10_plan *plans,
-                        ts_err *err);
+                        uint64_t *total, ts_err *err);
 /* The f16 AMP units of planner (b)'s Conv s with column blocks of cols and k per step kp where they
  * are more than 8 (MK2's 16: the shared-coefficient kernel with its blocks worker by worker,
  * lower_ipu_ampk.c): whole groups of them and steps of whole bodies; else 0 (8 units, as (a)). */
