@@ -246,6 +246,39 @@ START_TEST(reconcile_memory)
 }
 END_TEST
 
+START_TEST(reconcile_capped_choice)
+{
+    /* two operators alike: weights 5 / 10 / 50 bytes with 90 / 50 / 10 besides, 40 / 20 / 10 cycles.
+     * Budget 80: the fastest pair takes 100 + 10; either operator's next plan alone takes 60 + 50 and
+     * its smallest 55 + 90, neither less, so the trade stops; the smallest of both, 10 + 90, does not
+     * fit either. The middle plans of both, 20 + 50, do: the trade with the other part capped finds
+     * them (as if each took 60 besides its weights: 12/16 of the budget, the first cap that fits). */
+    ts_t10_plan a[3] = {{.mem_bytes = 95, .w_bytes = 5, .cycles = 40},
+                        {.mem_bytes = 60, .w_bytes = 10, .cycles = 20},
+                        {.mem_bytes = 60, .w_bytes = 50, .cycles = 10}};
+    ts_t10_plan b[3];
+    memcpy(b, a, sizeof a);
+    const ts_t10_plan *sets[2] = {a, b};
+    ts_t10_plan *all[2] = {a, b};
+    size_t ns[2] = {3, 3}, pick[2];
+    uint64_t total = 0;
+    ck_assert_int_eq(ts_t10_reconcile(sets, ns, 2, 80, pick, &total, NULL), TS_EINPUT);
+    ts_t10_plan chosen[2];
+    ck_assert(ts_t10_reconcile_capped(all, ns, 2, 80, chosen, &total));
+    for (int k = 0; k < 2; k++) {
+        ck_assert_uint_eq(chosen[k].w_bytes, 10);
+        ck_assert_uint_eq(chosen[k].mem_bytes, 60); /* the plan as it is, not as traded */
+        ck_assert_uint_eq(chosen[k].cycles, 20);
+    }
+    ck_assert_uint_eq(total, 80); /* 20 of weights and the cap, 60 */
+    /* the sets are left as they were */
+    ck_assert_uint_eq(a[2].mem_bytes, 60);
+    ck_assert_uint_eq(b[0].mem_bytes, 95);
+    /* 50: no cap leaves a choice that fits */
+    ck_assert(!ts_t10_reconcile_capped(all, ns, 2, 50, chosen, &total));
+}
+END_TEST
+
 START_TEST(conv_as_matmul)
 {
     ts_t10_mm mm = ts_t10_conv_as_mm(64, 56, 56, 64, 3, 3, 4);
@@ -308,6 +341,7 @@ static Suite *suite(void)
     tcase_add_test(tc, nothing_fits);
     tcase_add_test(tc, lcs_plan);
     tcase_add_test(tc, reconcile_memory);
+    tcase_add_test(tc, reconcile_capped_choice);
     tcase_add_test(tc, conv_as_matmul);
     tcase_add_test(tc, pace_trades_memory_for_syncs);
     tcase_add_test(tc, model_direction);

@@ -438,76 +438,11 @@ static size_t plan_set(const ts_lower_ipu_params *p, const ts_t10_hw *hw, const 
         return 0;
     }
     *out = v;
-    if ((*all = ts_calloc(k, sizeof **all)) != NULL) { /* every plan, for reconcile_capped */
+    if ((*all = ts_calloc(k, sizeof **all)) != NULL) { /* every plan, for ts_t10_reconcile_capped */
         memcpy(*all, v, k * sizeof *v);
         *nall = k;
     }
     return ts_t10_pareto_weights(v, k);
-}
-
-/* The part of plan q that is not weights (held only while its operator runs). */
-static uint64_t dyn_bytes(const ts_t10_plan *q) { return q->mem_bytes > q->w_bytes ? q->mem_bytes - q->w_bytes : 0; }
-
-/* When ts_t10_reconcile finds no choice within budget, the choice again with the part of each plan
- * that is not weights capped. The trade takes from each operator's fastest plan down, one operator
- * at a time, and refuses a smaller plan whose other part raises the largest of them more than its
- * weights save, even where that largest part, once raised, would let every other operator give up
- * weights too: BERT-base at batch 4 on ipu_mk2 stopped so, 661,800 bytes of weights against a
- * budget of 638,976, and the smallest weights of every operator were taken instead, among them an
- * in-projection (512 x 768 x 2304) of 1 x 23 x 64 tiles whose partial sums took 451 KiB a tile.
- * For each cap D of 15/16, 14/16, ... 1/16 of the budget: each operator's plans (all of them,
- * all[k]) whose other part is at most D, their Pareto set over weights, traded as if each took D
- * besides its weights (so the trade is over weights alone, within budget - D); of the caps that
- * fit, the one whose plans take the fewest cycles together gives chosen[k] (the plans as they
- * are) and *total. False if none fits. */
-static bool reconcile_capped(ts_t10_plan *const *all, const size_t *nall, size_t nops, uint64_t budget,
-                             ts_t10_plan *chosen, uint64_t *total)
-{
-    size_t n = 0;
-    for (size_t k = 0; k < nops; k++)
-        n += nall[k];
-    ts_t10_plan **sub = ts_calloc(nops ? nops : 1, sizeof *sub);
-    ts_t10_plan *pool = ts_calloc(n ? n : 1, sizeof *pool);
-    uint64_t *mem = ts_calloc(n ? n : 1, sizeof *mem), best = UINT64_MAX;
-    size_t *nsub = ts_calloc(nops ? nops : 1, sizeof *nsub), *pick = ts_calloc(nops ? nops : 1, sizeof *pick);
-    for (uint64_t c = 15; sub && pool && mem && nsub && pick && c > 0; c--) {
-        uint64_t cap = budget / 16 * c, cycles = 0, t = 0;
-        size_t at = 0;
-        bool every = true;
-        for (size_t k = 0; k < nops && every; k++) {
-            sub[k] = &pool[at];
-            size_t m = 0;
-            for (size_t j = 0; j < nall[k]; j++)
-                if (dyn_bytes(&all[k][j]) <= cap)
-                    sub[k][m++] = all[k][j];
-            nsub[k] = m ? ts_t10_pareto_weights(sub[k], m) : 0;
-            for (size_t j = 0; j < nsub[k]; j++) { /* each as if it took the cap besides its weights */
-                mem[at + j] = sub[k][j].mem_bytes;
-                sub[k][j].mem_bytes = sub[k][j].w_bytes + cap;
-            }
-            at += m;
-            every = nsub[k] > 0;
-        }
-        if (!every || ts_t10_reconcile((const ts_t10_plan *const *)sub, nsub, nops, budget, pick, &t, NULL) != TS_OK)
-            continue;
-        for (size_t k = 0; k < nops; k++)
-            cycles += sub[k][pick[k]].cycles;
-        if (cycles >= best)
-            continue;
-        best = cycles;
-        for (size_t k = 0; k < nops; k++) {
-            chosen[k] = sub[k][pick[k]];
-            chosen[k].mem_bytes = mem[(size_t)(&sub[k][pick[k]] - pool)];
-        }
-        if (total)
-            *total = t;
-    }
-    ts_free(sub);
-    ts_free(pool);
-    ts_free(mem);
-    ts_free(nsub);
-    ts_free(pick);
-    return best != UINT64_MAX;
 }
 
 ts_status lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint64_t budget, ts_t10_plan *plans,
@@ -548,7 +483,7 @@ ts_status lwi_t10_plans(const ts_graph *g, const ts_lower_ipu_params *p, uint64_
          * smallest plans do not fit, take them and let the lowering say what is over */
         bool capped = false;
         if (ts_t10_reconcile((const ts_t10_plan *const *)sets, nsets, nops, budget, pick, total, NULL) != TS_OK &&
-            !(capped = reconcile_capped(all, nall, nops, budget, chosen, total))) {
+            !(capped = ts_t10_reconcile_capped(all, nall, nops, budget, chosen, total))) {
             for (size_t k = 0; k < nops; k++)
                 pick[k] = 0;
             if (total)

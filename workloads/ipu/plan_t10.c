@@ -419,6 +419,60 @@ ts_status ts_t10_reconcile(const ts_t10_plan *const *sets, const size_t *nsets, 
     return TS_OK;
 }
 
+/* The part of plan q that is not weights (held only while its operator runs). */
+static uint64_t dyn_bytes(const ts_t10_plan *q) { return q->mem_bytes > q->w_bytes ? q->mem_bytes - q->w_bytes : 0; }
+
+/* ts_t10_reconcile_capped: plan_t10.h. */
+bool ts_t10_reconcile_capped(ts_t10_plan *const *all, const size_t *nall, size_t nops, uint64_t budget, ts_t10_plan *chosen,
+                             uint64_t *total)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < nops; k++)
+        n += nall[k];
+    ts_t10_plan **sub = ts_calloc(nops ? nops : 1, sizeof *sub);
+    ts_t10_plan *pool = ts_calloc(n ? n : 1, sizeof *pool);
+    uint64_t *mem = ts_calloc(n ? n : 1, sizeof *mem), best = UINT64_MAX;
+    size_t *nsub = ts_calloc(nops ? nops : 1, sizeof *nsub), *pick = ts_calloc(nops ? nops : 1, sizeof *pick);
+    for (uint64_t c = 15; sub && pool && mem && nsub && pick && c > 0; c--) {
+        uint64_t cap = budget / 16 * c, cycles = 0, t = 0;
+        size_t at = 0;
+        bool every = true;
+        for (size_t k = 0; k < nops && every; k++) {
+            sub[k] = &pool[at];
+            size_t m = 0;
+            for (size_t j = 0; j < nall[k]; j++)
+                if (dyn_bytes(&all[k][j]) <= cap)
+                    sub[k][m++] = all[k][j];
+            nsub[k] = m ? ts_t10_pareto_weights(sub[k], m) : 0;
+            for (size_t j = 0; j < nsub[k]; j++) { /* each as if it took the cap besides its weights */
+                mem[at + j] = sub[k][j].mem_bytes;
+                sub[k][j].mem_bytes = sub[k][j].w_bytes + cap;
+            }
+            at += m;
+            every = nsub[k] > 0;
+        }
+        if (!every || ts_t10_reconcile((const ts_t10_plan *const *)sub, nsub, nops, budget, pick, &t, NULL) != TS_OK)
+            continue;
+        for (size_t k = 0; k < nops; k++)
+            cycles += sub[k][pick[k]].cycles;
+        if (cycles >= best)
+            continue;
+        best = cycles;
+        for (size_t k = 0; k < nops; k++) {
+            chosen[k] = sub[k][pick[k]];
+            chosen[k].mem_bytes = mem[(size_t)(&sub[k][pick[k]] - pool)];
+        }
+        if (total)
+            *total = t;
+    }
+    ts_free(sub);
+    ts_free(pool);
+    ts_free(mem);
+    ts_free(nsub);
+    ts_free(pick);
+    return best != UINT64_MAX;
+}
+
 ts_t10_mm ts_t10_conv_as_mm(uint64_t c, uint64_t ho, uint64_t wo, uint64_t m_out, uint64_t kh, uint64_t kw, uint32_t es)
 {
     return (ts_t10_mm){.m = ho * wo, .k = c * kh * kw, .n = m_out, .es = es};

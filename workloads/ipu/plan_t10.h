@@ -151,6 +151,21 @@ void ts_t10_mm_lcs(const ts_t10_hw *hw, const ts_t10_mm *mm, ts_t10_plan *p);
 ts_status ts_t10_reconcile(const ts_t10_plan *const *sets, const size_t *nsets, size_t nops, uint64_t budget,
                            size_t *pick, uint64_t *total_bytes, ts_err *err);
 
+/* When ts_t10_reconcile finds no choice within budget, the choice again with the part of each plan
+ * that is not weights capped. The trade takes from each operator's fastest plan down, one operator
+ * at a time, and refuses a smaller plan whose other part raises the largest of them more than its
+ * weights save, even where that largest part, once raised, would let every other operator give up
+ * weights too: BERT-base at batch 4 on ipu_mk2 stopped so, 661,800 bytes of weights against a
+ * budget of 638,976, and the smallest weights of every operator were taken instead, among them an
+ * in-projection (512 x 768 x 2304) of 1 x 23 x 64 tiles whose partial sums took 451 KiB a tile.
+ * For each cap D of 15/16, 14/16, ... 1/16 of the budget: each operator's plans (all of them,
+ * all[k]) whose other part is at most D, their Pareto set over weights, traded as if each took D
+ * besides its weights (so the trade is over weights alone, within budget - D); of the caps that
+ * fit, the one whose plans take the fewest cycles together gives chosen[k] (the plans as they
+ * are) and *total. False if none fits. */
+bool ts_t10_reconcile_capped(ts_t10_plan *const *all, const size_t *nall, size_t nops, uint64_t budget, ts_t10_plan *chosen,
+                             uint64_t *total);
+
 /* The MatMul a Conv is computed as over its im2col rows (batch 1, group 1): m = ho * wo output
  * pixels, k = c * kh * kw, n = m_out channels. */
 ts_t10_mm ts_t10_conv_as_mm(uint64_t c, uint64_t ho, uint64_t wo, uint64_t m_out, uint64_t kh, uint64_t kw, uint32_t es);
