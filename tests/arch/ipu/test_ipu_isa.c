@@ -582,6 +582,16 @@ START_TEST(amp_values)
 }
 END_TEST
 
+/* One worker fills the coefficients of 8 f16 units from 0x800 by four ld128putcsstep from one pointer,
+ * multiplies the four halves at 0x900 and stores the units' sums at 0x700 (its `exit` after). */
+#define AMP_PUTCS8                                                                                                 \
+    ".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  run w, $m1\n  sync 0\n  halt\nw:\n"                          \
+    "  setzi $m1, 0x800\n  ld128putcsstep $m1, 0\n  ld128putcsstep $m1, 1\n"                                    \
+    "  ld128putcsstep $m1, 2\n  ld128putcsstep $m1, 3\n"                                                         \
+    "  ampzero\n  setzi $m3, 0x900\n  ld64 $a0, $m3, 0\n  f16v4amp $a0\n  setzi $m4, 0x700\n"                   \
+    "  ampget $a2, 0\n  st64 $a2, $m4, 0\n  ampget $a2, 1\n  st64 $a2, $m4, 8\n"                                \
+    "  ampget $a2, 2\n  st64 $a2, $m4, 16\n  ampget $a2, 3\n  st64 $a2, $m4, 24\n"
+
 /* f16v4amp on halves that are not normal numbers (zeros of both signs, subnormals, an infinity)
  * among normal ones, in the coefficients and the inputs: each unit's sum exactly as the scalar
  * reference gives it from ts_f16_to_f32, bit for bit (the sign of a zero included); the
@@ -594,12 +604,7 @@ START_TEST(amp_f16_special)
                                     0x0400, 0x0401, 0x7bff, 0xfbff, 0x1234, 0x9234, 0x0010, 0x8010};
     static const uint16_t xh[4] = {0x0003, 0xbc00, 0x8000, 0x4400};
     ts_buf b = TS_BUF_INIT;
-    ts_buf_puts(&b, ".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  run w, $m1\n  sync 0\n  halt\nw:\n"
-                    "  setzi $m1, 0x800\n  ld128putcsstep $m1, 0\n  ld128putcsstep $m1, 1\n"
-                    "  ld128putcsstep $m1, 2\n  ld128putcsstep $m1, 3\n"
-                    "  ampzero\n  setzi $m3, 0x900\n  ld64 $a0, $m3, 0\n  f16v4amp $a0\n  setzi $m4, 0x700\n"
-                    "  ampget $a2, 0\n  st64 $a2, $m4, 0\n  ampget $a2, 1\n  st64 $a2, $m4, 8\n"
-                    "  ampget $a2, 2\n  st64 $a2, $m4, 16\n  ampget $a2, 3\n  st64 $a2, $m4, 24\n  exit\n");
+    ts_buf_puts(&b, AMP_PUTCS8 "  exit\n");
     ts_buf_puts(&b, ".data tile 0 0x800\n  .half");
     for (int i = 0; i < 32; i++)
         ts_buf_printf(&b, "%s 0x%04x", i ? "," : "", wh[i]);
@@ -635,13 +640,7 @@ END_TEST
 START_TEST(amp_putcs_step)
 {
     ts_buf b = TS_BUF_INIT;
-    ts_buf_puts(&b, ".arch ipu\n.stream tile 0\n  setzi $m1, 0\n  run w, $m1\n  sync 0\n  halt\nw:\n"
-                    "  setzi $m1, 0x800\n  ld128putcsstep $m1, 0\n  ld128putcsstep $m1, 1\n"
-                    "  ld128putcsstep $m1, 2\n  ld128putcsstep $m1, 3\n"
-                    "  ampzero\n  setzi $m3, 0x900\n  ld64 $a0, $m3, 0\n  f16v4amp $a0\n  setzi $m4, 0x700\n"
-                    "  ampget $a2, 0\n  st64 $a2, $m4, 0\n  ampget $a2, 1\n  st64 $a2, $m4, 8\n"
-                    "  ampget $a2, 2\n  st64 $a2, $m4, 16\n  ampget $a2, 3\n  st64 $a2, $m4, 24\n"
-                    "  st32 $m1, $m4, 32\n  exit\n");
+    ts_buf_puts(&b, AMP_PUTCS8 "  st32 $m1, $m4, 32\n  exit\n");
     float w16[32], x16[4];
     ts_buf_puts(&b, ".data tile 0 0x800\n  .half");
     for (int i = 0; i < 32; i++) {
