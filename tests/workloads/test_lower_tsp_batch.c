@@ -152,6 +152,29 @@ START_TEST(test_batch_runs)
 }
 END_TEST
 
+/* The host's transfers between the runs are progress: with a hang bound of half the chip's wait for
+ * them, the batch of test_batch_runs still runs to its end, in the same cycles. */
+START_TEST(test_batch_wait_no_hang)
+{
+    int x, w0, fw, r0, y;
+    ts_graph *g = conv_batch(4, 4, &x, &w0, &fw, &r0, &y);
+    lowered l;
+    lower_and_run_on(g, NULL, true, &l);
+    uint64_t wait = (uint64_t)tsp_stat(&l.run, "batch.host_cycles") / 2; /* two waits between three runs */
+    ck_assert_uint_gt(wait, 2);
+    void *cfg = tsp_test_config("tsp_v1", NULL);
+    arch_opts o = {.run = {.hang_cycles = wait / 2, .max_cycles = 400000000ull}};
+    arch_run a;
+    arch_run_mode(&ts_tsp_family, cfg, l.prog, &o, false, 1, &a);
+    ck_assert_msg(a.rc == TS_OK, "%s: %s", a.stage ? a.stage : "", a.errline);
+    ck_assert_uint_eq(a.r.cycles, l.run.r.cycles);
+    arch_run_free(&a);
+    ts_config_destroy(cfg);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* conv_batch of 16 x 8 images on a MEM of 16 words a slice: the unrolled batch does not fit, so the
  * lowering takes one image's program with three runs by itself (compiled, not run). */
 START_TEST(test_batch_fallback)
@@ -291,6 +314,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("batch");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_batch_runs);
+    tcase_add_test(tc, test_batch_wait_no_hang);
     tcase_add_test(tc, test_batch_fallback);
     tcase_add_test(tc, test_batch_mixed);
     tcase_add_test(tc, test_batch_seq_first);
