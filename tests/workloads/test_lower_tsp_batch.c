@@ -54,6 +54,17 @@ static void lower_and_run_on(const ts_graph *g, const char *const *sets, bool on
     }
 }
 
+/* lt_batch_find of g, which must not fail: the batch, or NULL with why. */
+static lt_batch *batch_of(const ts_graph *g, char *why, size_t cap)
+{
+    lt_batch *b = NULL;
+    ts_err e;
+    ts_err_init(&e);
+    ck_assert_int_eq(lt_batch_find(g, &b, why, cap, &e), TS_OK);
+    ts_err_free(&e);
+    return b;
+}
+
 /* Output `tensor` of the batch as the lowering reads it back (read_output through the family). */
 static float *read_back(const lowered *l, const ts_graph *g, int tensor)
 {
@@ -235,11 +246,8 @@ START_TEST(test_batch_mixed)
     int y = chain(g, TS_OP_MATMUL, "mix", xt, w, NULL);
     ts_graph_mark_output(g, y);
     finalize(g);
-    lt_batch *b = NULL;
     char why[256];
-    ts_err e;
-    ts_err_init(&e);
-    ck_assert_int_eq(lt_batch_find(g, &b, why, sizeof why, &e), TS_OK);
+    lt_batch *b = batch_of(g, why, sizeof why);
     ck_assert_ptr_null(b);
     ck_assert_msg(strstr(why, "MatMul 'mix'") && strstr(why, "samples"), "%s", why);
     ts_graph_destroy(g);
@@ -278,11 +286,8 @@ START_TEST(test_batch_seq_first)
     int back = chain(g, TS_OP_RESHAPE, "back", z, -1, &un);
     ts_graph_mark_output(g, back);
     finalize(g);
-    lt_batch *b = NULL;
     char why[256];
-    ts_err e;
-    ts_err_init(&e);
-    ck_assert_int_eq(lt_batch_find(g, &b, why, sizeof why, &e), TS_OK);
+    lt_batch *b = batch_of(g, why, sizeof why);
     ck_assert_msg(b != NULL, "%s", why);
     ck_assert_int_eq(lt_batch_n(b), N);
     ck_assert_int_eq(lt_batch_axis(b, x), 1);
@@ -293,7 +298,10 @@ START_TEST(test_batch_seq_first)
     ck_assert_int_eq(lt_batch_block(b, rows), 1); /* [S N]: one row of each sample in turn */
     ck_assert_int_eq(lt_batch_axis(b, back), 1);
     ts_graph *one = NULL;
+    ts_err e;
+    ts_err_init(&e);
     ck_assert_msg(lt_batch_sample(b, 2, false, &one, &e) == TS_OK, "%s", e.msg);
+    ts_err_free(&e);
     const ts_graph_tensor *t1 = ts_graph_get_tensor(one, tr), *x1 = ts_graph_get_tensor(one, x);
     ck_assert_int_eq(t1->dims[0], h);
     ck_assert_int_eq(t1->dims[1], S);
