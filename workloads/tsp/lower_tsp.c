@@ -862,21 +862,28 @@ static ts_status lower_mode(const ts_graph *g, const ts_tsp_target *P, int mode,
     return rc;
 }
 
+/* The graph a schedule is made from, in *g: a batch of 1 in rank 4 read as rank 3 (*sq), then K of a
+ * packed in-projection from a multiple of 320 lanes (*pk; both squeeze.c, owned, NULL where g needs
+ * neither). */
+static ts_status rewritten(const ts_graph **g, const ts_tsp_target *P, ts_graph **sq, ts_graph **pk, ts_err *err)
+{
+    ts_status rc = lt_squeeze(*g, sq, err);
+    if (*sq)
+        *g = *sq;
+    if (rc == TS_OK)
+        rc = lt_qkv_pack(*g, P->superlanes * P->lanes, pk, err);
+    if (*pk)
+        *g = *pk;
+    return rc;
+}
+
 /* Graph g as one schedule: the modes, then LEAN (above); *won the try that compiled, *fits false when
  * the schedule was refused for room or text (a batch may then run one sample at a time). */
 static ts_status lower_graph(const ts_graph *g, const ts_tsp_target *P, ts_program **out, ts_lower_tsp_report *rep,
                              ts_err *err, lt_try *won, bool *fits, bool *checked)
 {
-    ts_status rc = TS_OK;
-    ts_graph *sq = NULL; /* a batch of 1 in rank 4 read as rank 3 (squeeze.c) */
-    rc = lt_squeeze(g, &sq, err);
-    if (sq)
-        g = sq;
-    ts_graph *pk = NULL; /* K of a packed in-projection from a multiple of 320 lanes (squeeze.c) */
-    if (rc == TS_OK)
-        rc = lt_qkv_pack(g, P->superlanes * P->lanes, &pk, err);
-    if (pk)
-        g = pk;
+    ts_graph *sq = NULL, *pk = NULL;
+    ts_status rc = rewritten(&g, P, &sq, &pk, err);
     if (rc == TS_OK)
         rc = ts_lower_check_ops(g, &tsp_ops, err);
     *checked = rc == TS_OK;
@@ -928,13 +935,7 @@ static ts_status lower_again(const ts_graph *g, const ts_tsp_target *P, const lt
                              ts_lower_tsp_report *rep, ts_err *err)
 {
     ts_graph *sq = NULL, *pk = NULL;
-    ts_status rc = lt_squeeze(g, &sq, err);
-    if (sq)
-        g = sq;
-    if (rc == TS_OK)
-        rc = lt_qkv_pack(g, P->superlanes * P->lanes, &pk, err);
-    if (pk)
-        g = pk;
+    ts_status rc = rewritten(&g, P, &sq, &pk, err);
     bool live = w->live, b0 = false, b1 = false, b2 = false, b3 = false, b4 = false;
     if (rc == TS_OK)
         rc = lower_once(g, P, w->k, w->compact, w->mode, w->lean, &live, out, rep, err, &b0, &b1, &b2, &b3, &b4);
