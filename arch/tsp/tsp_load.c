@@ -366,6 +366,10 @@ static ts_status check_insn(const ts_model *m, uint32_t qi, uint32_t pc, const t
     return ts_err_set(err, TS_EINPUT, "queue %u pc %u: '%s': %s", qi, pc, ts_tsp_isa.ops[in->op].mnemonic, bad);
 }
 
+/* The most bytes of a batch's outputs kept over all its runs (every run's are kept for read_output):
+ * a program that would keep more is refused, not run into gigabytes of host memory. */
+#define TSP_HOST_COPIES_MAX (UINT64_C(1) << 30)
+
 /* A batch run once per sample (tsp_target.h): the runs from its symbol, the host's
  * transfers from the segments of kind input and output, each checked against the MEM. */
 static ts_status load_batch(ts_model *m, const ts_program *p, ts_err *err)
@@ -384,6 +388,7 @@ static ts_status load_batch(ts_model *m, const ts_program *p, ts_err *err)
         }
     }
     size_t nin = 0, nout = 0;
+    uint64_t outb = 0; /* bytes read back after each run */
     for (size_t i = 0; i < p->nsegs; i++) {
         const ts_segment *g = &p->segs[i];
         if (g->kind != TSP_KIND_INPUT && g->kind != TSP_KIND_OUTPUT)
@@ -395,7 +400,12 @@ static ts_status load_batch(ts_model *m, const ts_program *p, ts_err *err)
                               : "output", g->index, g->addr, g->len, m->lay->nmem, sb, m->runs - 1);
         nin += g->kind == TSP_KIND_INPUT;
         nout += g->kind == TSP_KIND_OUTPUT;
+        outb += g->kind == TSP_KIND_OUTPUT ? g->len : 0;
     }
+    if (outb * m->runs > TSP_HOST_COPIES_MAX) /* every run's outputs are kept for read_output */
+        return ts_err_set(err, TS_EINPUT, "program reads back %" PRIu64 " bytes after each of its %u runs: %" PRIu64
+                          " bytes of copies, more than the %" PRIu64 " accepted", outb, m->runs, outb * m->runs,
+                          (uint64_t)TSP_HOST_COPIES_MAX);
     if ((nin || nout) && m->runs < 2)
         return ts_err_set(err, TS_EINPUT, "program has host transfers but runs once (no symbol " TS_TSP_SYM_RUNS ")");
     m->xin = ts_calloc(nin + 1, sizeof *m->xin);

@@ -186,6 +186,35 @@ START_TEST(test_batch_wait_no_hang)
 }
 END_TEST
 
+/* A program whose runs would keep more than a gigabyte of read-back outputs (test_batch_runs' with a
+ * million runs) is refused at load with the bytes named, not run. */
+START_TEST(test_batch_copies_refused)
+{
+    int x, w0, fw, r0, y;
+    ts_graph *g = conv_batch(4, 4, &x, &w0, &fw, &r0, &y);
+    lowered l;
+    lower_and_run_on(g, NULL, true, &l);
+    bool set = false;
+    for (size_t i = 0; i < l.prog->nsyms; i++)
+        if (!strcmp(l.prog->syms[i].name, TS_TSP_SYM_RUNS)) {
+            l.prog->syms[i].value = 1000000;
+            set = true;
+        }
+    ck_assert(set);
+    void *cfg = tsp_test_config("tsp_v1", NULL);
+    arch_run a;
+    arch_run_mode(&ts_tsp_family, cfg, l.prog, NULL, false, 1, &a);
+    ck_assert_int_eq(a.rc, TS_EINPUT);
+    ck_assert_str_eq(a.stage, "load");
+    ck_assert_msg(strstr(a.errline, "after each of its 1000000 runs") && strstr(a.errline, "bytes of copies"), "%s",
+                  a.errline);
+    arch_run_free(&a);
+    ts_config_destroy(cfg);
+    lowered_free(&l);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* conv_batch of 16 x 8 images on a MEM of 16 words a slice: the unrolled batch does not fit, so the
  * lowering takes one image's program with three runs by itself (compiled, not run). */
 START_TEST(test_batch_fallback)
@@ -323,6 +352,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_batch_runs);
     tcase_add_test(tc, test_batch_wait_no_hang);
+    tcase_add_test(tc, test_batch_copies_refused);
     tcase_add_test(tc, test_batch_fallback);
     tcase_add_test(tc, test_batch_mixed);
     tcase_add_test(tc, test_batch_seq_first);
