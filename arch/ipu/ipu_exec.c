@@ -1171,8 +1171,6 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
     const uint8_t *const zero_page = m->zero_page;
     const uint32_t load_bpc = m->c.load_bpc, store_bpc = m->c.store_bpc;
     const uint64_t interleaved_base = m->c.interleaved_base;
-#define STEP_RD(a) ((pages[(uint64_t)(a) >> IPU_PAGE_SHIFT] ? pages[(uint64_t)(a) >> IPU_PAGE_SHIFT] : zero_page) + \
-                    ((uint64_t)(a) & (IPU_PAGE_SIZE - 1)))
     uint64_t last = UINT64_MAX, turns = 0, fast = 0; /* the cycle of the last turn done in step; turns
                                                     * run, those of them done here */
     uint8_t lastf = F_NOP;                  /* that turn's op (its latency) */
@@ -1211,7 +1209,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
         case F_LD32STEP:
             STEP_ADDRS(4, r1, f == F_LD32 ? imm : 0);
             EACH {
-                memcpy(&xs[i]->r[r0], STEP_RD(a[i]), 4);
+                memcpy(&xs[i]->r[r0], page_rd(pages, zero_page, (uint64_t)a[i]), 4);
                 if (f == F_LD32STEP) /* the base as read: the load may have written it */
                     xs[i]->r[r1] = (uint32_t)a[i] + (uint32_t)imm;
             }
@@ -1222,7 +1220,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
                 goto slow;
             STEP_ADDRS(8, r1, f == F_LD64 ? imm : 0);
             EACH {
-                memcpy(&xs[i]->r[r0], STEP_RD(a[i]), 8);
+                memcpy(&xs[i]->r[r0], page_rd(pages, zero_page, (uint64_t)a[i]), 8);
                 if (f == F_LD64STEP)
                     xs[i]->r[r1] = (uint32_t)a[i] + (uint32_t)imm;
             }
@@ -1264,7 +1262,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
             EACH if ((uint64_t)a[i] < interleaved_base)
                 goto slow;
             EACH {
-                memcpy(&xs[i]->r[r0], STEP_RD(a[i]), 16);
+                memcpy(&xs[i]->r[r0], page_rd(pages, zero_page, (uint64_t)a[i]), 16);
                 if (f == F_LD128STEP)
                     xs[i]->r[r1] = (uint32_t)a[i] + (uint32_t)imm;
             }
@@ -1294,7 +1292,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
             int64_t prev = -1;
             EACH {
                 if (a[i] != prev)
-                    coef_put(t, (uint32_t)imm, STEP_RD(a[i]));
+                    coef_put(t, (uint32_t)imm, page_rd(pages, zero_page, (uint64_t)a[i]));
                 prev = a[i];
             }
             if (in->op == IPU_OP_LD128PUTCSSTEP)
@@ -1436,7 +1434,6 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
     step_ready(m, xs, d, nw, last, lastf);
 #undef EACH
 #undef STEP_ADDRS
-#undef STEP_RD
 out: /* the turns' counts (on an error too: the tests read them) */
     t->work += (uint64_t)nw * fast;
     t->step_turns += turns;

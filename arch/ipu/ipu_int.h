@@ -430,11 +430,14 @@ static inline void ts_ipu_visits(ts_model *m, uint64_t n)
 
 /* ---- tile memory, paged (inline: the executor's loads and stores; the rest is in ipu_mem.c) ---- */
 
-static inline const uint8_t *rd_ptr(ts_model *m, ipu_tile *t, uint64_t a)
+/* Byte a of a tile whose pages are `pages`, read from zero_page where its page was never written. */
+static inline const uint8_t *page_rd(uint8_t *const *pages, const uint8_t *zero_page, uint64_t a)
 {
-    uint8_t *p = t->page[a >> IPU_PAGE_SHIFT];
-    return (p ? p : m->zero_page) + (a & (IPU_PAGE_SIZE - 1));
+    const uint8_t *p = pages[a >> IPU_PAGE_SHIFT];
+    return (p ? p : zero_page) + (a & (IPU_PAGE_SIZE - 1));
 }
+
+static inline const uint8_t *rd_ptr(ts_model *m, ipu_tile *t, uint64_t a) { return page_rd(t->page, m->zero_page, a); }
 
 static inline uint8_t *wr_ptr(ipu_tile *t, uint64_t a, uint32_t len)
 {
