@@ -52,6 +52,7 @@ exported as a user would (torch.onnx.export, opset 13, eval mode, the exporter's
   bert_encoder_b4.onnx  the same at batch 4
   nerf_mlp.onnx      the NeRF MLP: 63 inputs, 8 x 256 with ReLU, the input joined again by Concat
                      before layer 5, a 4-wide output; 4,096 rays
+  vit_b16_b4.onnx    vit_b16_op13.onnx's ViT-B/16 at batch 4
 
 With --small only the graphs built with onnx.helper are rewritten; with --zoo only the zoo.
 With --totals nothing is written: torch's MACs and parameter counts of each zoo model are printed
@@ -206,6 +207,7 @@ def zoo_models():
         ("bert_encoder.onnx", BertEncoder(), torch.randn(1, 128, 768), "hidden", "out"),
         ("bert_encoder_b4.onnx", BertEncoder(), torch.randn(4, 128, 768), "hidden", "out"),
         ("nerf_mlp.onnx", NerfMlp(), torch.randn(4096, 63), "rays", "rgba"),
+        ("vit_b16_b4.onnx", torchvision.models.vit_b_16(), torch.randn(4, 3, 224, 224), "input", "logits"),
     ]
 
 

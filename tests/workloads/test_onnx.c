@@ -240,9 +240,9 @@ START_TEST(zoo_totals)
     /* The model zoo (scripts/make_test_models.py --zoo): MACs and parameters equal torch's, as
      * `make_test_models.py --totals` counts them from the aten matrix products and convolutions
      * of a forward pass (the parameters with each BatchNorm folded into its convolution's bias,
-     * as the exporter writes them). Batches: ResNet-50 at 8, the BERT encoder at 4 (its attention
-     * a [48,128,64] batch of heads), NeRF's 4,096 rays; MobileNetV2's depthwise convolutions
-     * have group = channels. */
+     * as the exporter writes them). Batches: ResNet-50 at 8, the BERT encoder and ViT-B/16 at 4
+     * (BERT's attention a [48,128,64] batch of heads), NeRF's 4,096 rays; MobileNetV2's depthwise
+     * convolutions have group = channels. */
     static const struct { const char *file; uint64_t macs, params; const char *in, *out; } zoo[] = {
         {"resnet18.onnx", 1814073344ull, 11684712ull, "[1,3,224,224]", "[1,1000]"},
         {"resnet50_b8.onnx", 32713474048ull, 25530472ull, "[8,3,224,224]", "[8,1000]"},
@@ -251,6 +251,7 @@ START_TEST(zoo_totals)
         {"bert_encoder.onnx", 11173625856ull, 85054464ull, "[1,128,768]", "[1,128,768]"},
         {"bert_encoder_b4.onnx", 44694503424ull, 85054464ull, "[4,128,768]", "[4,128,768]"},
         {"nerf_mlp.onnx", 2015363072ull, 494084ull, "[4096,63]", "[4096,4]"},
+        {"vit_b16_b4.onnx", 70255312896ull, 86567656ull, "[4,3,224,224]", "[4,1000]"},
     };
     for (size_t i = 0; i < sizeof zoo / sizeof zoo[0]; i++) {
         ts_graph *g = load(zoo[i].file, NULL);
