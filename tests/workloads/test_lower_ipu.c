@@ -2753,6 +2753,26 @@ START_TEST(test_auto_monotonic)
 }
 END_TEST
 
+START_TEST(test_auto_deep_fits)
+{
+    /* A deep model of small products (8 layers of d 32, 8 rows) on 16 tiles: planner (a) repeats a
+     * product's weights on each of its 8 row groups, every product from tile 0 up, so at 128 KiB
+     * its shares of 1/4 .. 1/64 stacked 108 KiB of weights on tiles 0..7 and it did not fit where
+     * it fits at 96 KiB (its 1/64 cut the columns over 16 tiles). The shares now go on past 1/64
+     * (LW_MIN_SHARE): it fits at every size from 96 KiB up, under auto and under lcs. */
+    ts_err e;
+    ts_err_init(&e);
+    ts_graph *g = NULL;
+    ck_assert_int_eq(ts_wl_builtin("gpt:layers=8,hidden=32,heads=2,ffn=64,vocab=40,seq=8,dtype=f16", &g, &e), TS_OK);
+    static const char *const srams[] = {"tile.sram=96 KiB", "tile.sram=128 KiB", "tile.sram=160 KiB"};
+    for (int s = 0; s < 3; s++)
+        ck_assert_msg(cycles_at(g, TS_LOWER_PLANNER_AUTO, srams[s], 16) > 0, "auto, %s: does not fit", srams[s]);
+    ck_assert_msg(cycles_at(g, TS_LOWER_PLANNER_LCS, srams[1], 16) > 0, "lcs, %s: does not fit", srams[1]);
+    ts_graph_destroy(g);
+    ts_err_free(&e);
+}
+END_TEST
+
 /* The tests; with `slow`, only the full-size ResNet-50 block instead (the suite "slow": it runs
  * with TS_SLOW_TESTS=1 and is skipped with 77 otherwise, saying so). */
 int main(int argc, char **argv)
@@ -2826,6 +2846,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_t10_conv_reuse);
     tcase_add_loop_test(tc, test_t10_conv_auto, 0, 2);
     tcase_add_loop_test(tc, test_auto_monotonic, 0, 3);
+    tcase_add_test(tc, test_auto_deep_fits);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

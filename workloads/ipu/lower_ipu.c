@@ -715,7 +715,10 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
      * planner choose again for a budget less what was missing (next_budget), down to 1/8 of the
      * tile. Planner (a) alone: a MatMul/Gemm keeps its weights within 1/4 of the tile memory per
      * tile; if an operator does not fit (all weights are loaded before the run), within 1/8, then
-     * 1/16, down to 1/64. */
+     * 1/16, down to 1/64, and on past it while the share is at least LW_MIN_SHARE bytes: a product
+     * of few rows repeats its weights on each tile of its column blocks, every product on the
+     * tiles from 0 up, so a deep model of small products can stack more than a tile holds on the
+     * first tiles at 1/64 where a smaller share would cut its columns over more tiles. */
     uint32_t mmshare = 4;
     /* the message of the plan that came closest to fitting (the fewest bytes short), kept: when a
      * smaller plan tried after it runs out of host memory, the model does not fit, and that is the
@@ -749,8 +752,8 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
         bool spent = plans && next < p->target.sram_bytes / 8;
         /* code past a tile's memory is tried again once: each try is a whole pass, and a model whose
          * code is far over would go down the budgets 1/64 of the tile at a time */
-        if (rc == TS_OK || !overfull || (spent && p->planner != TS_LOWER_PLANNER_AUTO) || (!plans && mmshare >= 64) ||
-            (code_over && code_tries++))
+        if (rc == TS_OK || !overfull || (spent && p->planner != TS_LOWER_PLANNER_AUTO) ||
+            (!plans && mmshare >= 64 && p->target.sram_bytes / mmshare / 2 < LW_MIN_SHARE) || (code_over && code_tries++))
             break;
         if (err) {
             if (!closest || overfull < closest_by) {

@@ -91,6 +91,9 @@ typedef struct lw_ctop { int node[LW_CODE_TOP]; uint32_t n[LW_CODE_TOP]; } lw_ct
  * HC33; research §1.2). ipu_target.h does not carry the key, so the lowering's check of each tile's
  * code (lwi_check_code) assumes it; the loader checks again with the config's own. */
 #define LW_INSN_BYTES 4
+/* Planner (a)'s smallest share of the tile memory for a product's weights past 1/64 (lower_ipu.c):
+ * below it a try changes little but costs a whole pass. */
+#define LW_MIN_SHARE 1024u
 
 /* The state of one pass of the lowering (lower_ipu.c). */
 typedef struct lw {
