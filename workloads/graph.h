@@ -266,6 +266,9 @@ int ts_graph_find(const ts_graph *g, const char *name);
 const int *ts_graph_consumers(const ts_graph *g, int tensor, size_t *n);
 /* Elements of a tensor (product of dims; 1 for rank 0; 0 when the shape is unknown). */
 int64_t ts_graph_tensor_elems(const ts_graph_tensor *t);
+/* An operator's axis of a tensor of rank `rank`: a negative one counted from the end (axis + rank),
+ * others as they are (not checked against the rank). */
+int64_t ts_graph_norm_axis(int64_t axis, int rank);
 
 /* Multiply-accumulates of one node, from static shapes: Conv N*M*Ho*Wo*(C/group)*kh*kw, Gemm
  * M*N*K, MatMul batch*M*N*K; 0 for every other op. */

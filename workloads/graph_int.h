@@ -20,8 +20,6 @@ int ts_graph_build_consumers(ts_graph *g);
 int ts_graph_rehash(ts_graph *g, size_t cap);
 /* graph.c: free what a node owns (name, in, out) */
 void ts_graph_free_node(ts_graph_node *n);
-/* graph.c: a negative axis counted from the end (axis + rank); others as they are */
-int64_t ts_graph_norm_axis(int64_t axis, int rank);
 
 /* graph_rewrite.c, during finalize: the number of alive nodes reading t (*first: the first of
  * them, -1 when none) */

@@ -543,7 +543,7 @@ static int fold(imp *im, const Onnx__NodeProto *n, const char *op, const int *in
     } else if (!strcmp(op, "Gather")) {
         const val *d = &v[0], *ix = &v[1];
         int64_t ax = attr_i(n, "axis", 0);
-        ax = ax < 0 ? ax + d->rank : ax;
+        ax = ts_graph_norm_axis(ax, d->rank);
         if (ax < 0 || ax >= d->rank || d->rank - 1 + ix->rank > TS_GRAPH_MAX_RANK)
             goto done;
         int64_t od[TS_GRAPH_MAX_RANK];
@@ -915,7 +915,7 @@ static ts_status reshape_target(imp *im, const Onnx__NodeProto *n, const char *o
     int c = 0;
     if (!strcmp(op, "Flatten")) {
         int64_t ax = attr_i(n, "axis", 1);
-        ax = ax < 0 ? ax + x->rank : ax;
+        ax = ts_graph_norm_axis(ax, x->rank);
         if (ax < 0 || ax > x->rank)
             return node_err(im, n, "axis %lld is out of range for rank %d", (long long)attr_i(n, "axis", 1),
                             x->rank);
@@ -969,7 +969,7 @@ static ts_status reshape_target(imp *im, const Onnx__NodeProto *n, const char *o
                 drop[k] = x->dims[k] == 1;
         } else {
             for (int k = 0; k < na; k++) {
-                int64_t a = tmp[k] < 0 ? tmp[k] + x->rank : tmp[k];
+                int64_t a = ts_graph_norm_axis(tmp[k], x->rank);
                 if (a < 0 || a >= x->rank || x->dims[a] != 1)
                     return node_err(im, n, "cannot squeeze axis %lld", (long long)tmp[k]);
                 drop[a] = true;
@@ -1101,7 +1101,7 @@ static ts_status import_split(imp *im, const Onnx__NodeProto *n, const int *ins,
 {
     const ts_graph_tensor *x = ts_graph_get_tensor(im->g, ins[0]);
     int64_t ax = attr_i(n, "axis", 0), sz[64];
-    int64_t axis = ax < 0 ? ax + x->rank : ax;
+    int64_t axis = ts_graph_norm_axis(ax, x->rank);
     size_t cnt = n->n_output;
     if (axis < 0 || axis >= x->rank)
         return node_err(im, n, "axis %lld is out of range for rank %d", (long long)ax, x->rank);
@@ -1322,7 +1322,7 @@ static ts_status import_node(imp *im, const Onnx__NodeProto *n)
         a.axis = attr_i(n, "axis", im->opset >= 13 ? -1 : 1);
         if (im->opset < 13) {
             /* Before opset 13 Softmax flattens to 2-d at axis; same as last-axis for axis = rank-1. */
-            int64_t ax = a.axis < 0 ? a.axis + x->rank : a.axis;
+            int64_t ax = ts_graph_norm_axis(a.axis, x->rank);
             if (ax != x->rank - 1)
                 return node_err(im, n, "softmax of opset %lld over axis %lld of a rank %d input is not supported",
                                 (long long)im->opset, (long long)a.axis, x->rank);
@@ -1391,7 +1391,7 @@ static ts_status import_node(imp *im, const Onnx__NodeProto *n)
         }
         for (int k = 0; k < ns; k++) {
             int64_t axis = nax >= 0 ? ax[k] : k;
-            axis = axis < 0 ? axis + x->rank : axis;
+            axis = ts_graph_norm_axis(axis, x->rank);
             if (axis < 0 || axis >= x->rank)
                 return node_err(im, n, "axis %lld is out of range for rank %d", (long long)(nax >= 0 ? ax[k] : k),
                                 x->rank);

@@ -409,7 +409,7 @@ ts_status lwi_lower_eltwise(lw *L, const ts_graph_node *n, lw_scr *sc)
 ts_status lwi_lower_softmax(lw *L, const ts_graph_node *n, lw_scr *sc)
 {
     const ts_graph_tensor *X = ts_graph_get_tensor(L->g, n->in[0]);
-    int64_t axis = n->attrs.axis < 0 ? n->attrs.axis + X->rank : n->attrs.axis;
+    int64_t axis = ts_graph_norm_axis(n->attrs.axis, X->rank);
     if (axis != X->rank - 1)
         return lwi_unsupported(L, n, "an axis other than the last");
     ts_status rc = lwi_need_placed(L, n, n->in[0]);
@@ -629,7 +629,7 @@ ts_status lwi_lower_layernorm(lw *L, const ts_graph_node *n, lw_scr *sc)
 {
     const ts_graph_tensor *X = ts_graph_get_tensor(L->g, n->in[0]);
     bool rms = n->op == TS_OP_RMSNORM; /* x / sqrt(mean(x^2) + eps) * scale: the kernels with a mean of 0 */
-    int64_t axis = n->attrs.axis < 0 ? n->attrs.axis + X->rank : n->attrs.axis;
+    int64_t axis = ts_graph_norm_axis(n->attrs.axis, X->rank);
     if (axis != X->rank - 1)
         return lwi_unsupported(L, n, "normalising over more than the last axis");
     ts_status rc = lwi_need_placed(L, n, n->in[0]);

@@ -51,7 +51,7 @@ static uint64_t mv_source(const mv *M, const int64_t *idx, uint32_t *k)
         for (int a = 0; a < r; a++)
             ii[a] = a < n->attrs.nslice ? n->attrs.starts[a] + idx[a] * n->attrs.steps[a] : idx[a];
     } else if (n->op == TS_OP_CONCAT) {
-        int64_t ax = n->attrs.axis < 0 ? n->attrs.axis + r : n->attrs.axis, at = idx[ax];
+        int64_t ax = ts_graph_norm_axis(n->attrs.axis, r), at = idx[ax];
         memcpy(ii, idx, sizeof(int64_t) * (size_t)r);
         for (uint32_t i = 0; i < n->nin; i++) {
             X = ts_graph_get_tensor(g, n->in[i]);
@@ -65,7 +65,7 @@ static uint64_t mv_source(const mv *M, const int64_t *idx, uint32_t *k)
     } else if (n->op == TS_OP_GATHER) { /* constant indices: the axis's index from the table */
         const ts_graph_tensor *I = ts_graph_get_tensor(g, n->in[1]);
         int xr = X->rank, ri = I->rank;
-        int64_t ax = n->attrs.axis < 0 ? n->attrs.axis + xr : n->attrs.axis;
+        int64_t ax = ts_graph_norm_axis(n->attrs.axis, xr);
         uint64_t f = 0;
         for (int a = 0; a < ri; a++)
             f = f * (uint64_t)I->dims[a] + (uint64_t)idx[ax + a];
@@ -101,9 +101,9 @@ static ts_status mv_runs(mv *M)
             touched = a < n->attrs.nslice && (n->attrs.starts[a] != 0 || n->attrs.steps[a] != 1 ||
                                               Y->dims[a] != X->dims[a]);
         else if (n->op == TS_OP_CONCAT)
-            touched = a == (n->attrs.axis < 0 ? n->attrs.axis + r : n->attrs.axis);
+            touched = a == ts_graph_norm_axis(n->attrs.axis, r);
         else if (n->op == TS_OP_GATHER)
-            touched = a == (n->attrs.axis < 0 ? n->attrs.axis + X->rank : n->attrs.axis);
+            touched = a == ts_graph_norm_axis(n->attrs.axis, X->rank);
         else
             touched = a >= r - X->rank ? X->dims[a - (r - X->rank)] != Y->dims[a] : true;
         if (touched) {

@@ -388,7 +388,7 @@ static bool in_dims(lt *L, lt_cat *c, int i, int id)
 static ts_status attrs_of(lt *L, const ts_graph_node *nd, lt_cat *c)
 {
     const ts_graph_attrs *a = &nd->attrs;
-    c->ax = a->axis < 0 ? a->axis + c->r : a->axis;
+    c->ax = ts_graph_norm_axis(a->axis, c->r);
     if (nd->op == TS_OP_CONCAT && (c->ax < 0 || c->ax >= c->r))
         return ts_lower_fail(L->err, nd, "the Concat's axis is out of range");
     for (int k = 0; k < c->r; k++) {

@@ -355,7 +355,7 @@ ts_status lt_lower_layernorm(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer 
     ln n = {.nd = nd, .x = &L->t[nd->in[0]]};
     int xr;
     lt_dims(L, nd->in[0], &xr);
-    int64_t ax = nd->attrs.axis < 0 ? nd->attrs.axis + xr : nd->attrs.axis;
+    int64_t ax = ts_graph_norm_axis(nd->attrs.axis, xr);
     if (!n.x->placed || xr < 1 || xr == 4 || ax != xr - 1)
         return ts_lower_fail(L->err, nd, "the TSP lowering takes LayerNormalization over the last axis of an int8 "
                                          "activation (not an NCHW image)");

@@ -103,11 +103,6 @@ static bool only_first(ub *u, const ts_graph_node *nd)
     return true;
 }
 
-static int norm_axis(int64_t a, int r)
-{
-    return (int)(a < 0 ? a + r : a);
-}
-
 /* The axis of a reshape's output y that holds the samples of input x (axis a, blocks of in): the
  * reshape keeps the elements' order, so the samples' stride (in times the elements after axis a)
  * stays and lies within one output axis o, whose length must hold N blocks of *oin; -1 if none. */
@@ -168,7 +163,7 @@ static bool follow_layout(ub *u, const ts_graph_node *nd, ts_graph_attrs *at)
         return true;
     }
     case TS_OP_CONCAT: {
-        int k = norm_axis(at->axis, y->rank), o = -1;
+        int k = (int)ts_graph_norm_axis(at->axis, y->rank), o = -1;
         for (size_t i = 0; i < nd->nin; i++)
             if (u->ax[nd->in[i]] >= 0) {
                 if (o >= 0 && (u->ax[nd->in[i]] != o || u->in[nd->in[i]] != u->in[out]))
@@ -191,7 +186,7 @@ static bool follow_layout(ub *u, const ts_graph_node *nd, ts_graph_attrs *at)
         u->ax[out] = a;
         return true;
     case TS_OP_GATHER: {
-        int k = norm_axis(at->axis, x->rank), ia = u->ax[nd->in[1]];
+        int k = (int)ts_graph_norm_axis(at->axis, x->rank), ia = u->ax[nd->in[1]];
         if (a >= 0 && ia >= 0)
             return refuse(u, nd, "gathers samples by indices of the samples");
         if (a >= 0) {
@@ -252,7 +247,7 @@ static bool follow(ub *u, size_t ni)
         return only_first(u, nd);
     case TS_OP_LAYERNORM:
     case TS_OP_SOFTMAX: {
-        int k = norm_axis(at->axis, x->rank);
+        int k = (int)ts_graph_norm_axis(at->axis, x->rank);
         if (a < 0 || (nd->op == TS_OP_LAYERNORM ? a >= k : a == k))
             return refuse(u, nd, "normalises across the samples");
         u->ax[out] = a;
@@ -263,7 +258,7 @@ static bool follow(ub *u, size_t ni)
             return refuse(u, nd, "reduces across the samples");
         int o = a;
         for (int k = 0; k < at->naxes; k++) {
-            int r = norm_axis(at->axes[k], x->rank);
+            int r = (int)ts_graph_norm_axis(at->axes[k], x->rank);
             if (r == a)
                 return refuse(u, nd, "reduces across the samples");
             if (r < a && !at->keepdims)
