@@ -244,6 +244,7 @@ static ts_status pass_init(lw_pass *ps, const ts_graph *g, const ts_lower_ipu_pa
     L->plans = plans;
     L->w = w;
     L->perm = measure ? 0 : perm;
+    L->code_lim = p->target.sram_bytes / LW_INSN_BYTES;
     L->ptop = p->target.sram_bytes & ~(uint64_t)15;
     L->g = g;
     L->p = p;

@@ -9,9 +9,14 @@
 
 size_t lwi_emit(lw *L, lw_code *c, int op, int32_t a0, int32_t a1, int32_t a2)
 {
-    if (c->n >= c->cap && ts_grow((void **)&c->v, &c->cap, c->n + 1, sizeof *c->v)) { /* grown only when full */
-        L->oom = true;
-        return c->n;
+    if (c->n >= c->cap) { /* grown only when full */
+        L->code_cut |= c->ncode > L->code_lim;
+        if (L->code_cut && c->cap >= 64)
+            c->n = 0;
+        else if (ts_grow((void **)&c->v, &c->cap, c->n + 1, sizeof *c->v)) {
+            L->oom = true;
+            return c->n;
+        }
     }
     c->v[c->n] = (lw_insn){.op = (uint16_t)op, .a = {a0, a1, a2}};
     c->ncode += op != LW_BUNDLE && op != LW_BUNDLE_END;
@@ -78,7 +83,7 @@ size_t lwi_reuse_routine(lw *L, uint32_t t, size_t start, size_t ncode0)
 {
     lw_tile *T = &L->tiles[t];
     size_t len = T->wrk.n - start;
-    if (L->oom || !len)
+    if (L->oom || L->code_cut || !len)
         return start;
     uint64_t h = routine_hash(T->wrk.v, start, len);
     for (size_t r = 0; r < T->nrout; r++)
@@ -97,6 +102,8 @@ size_t lwi_reuse_routine(lw *L, uint32_t t, size_t start, size_t ncode0)
 
 void lwi_mark(lw *L, uint32_t t)
 {
+    if (L->code_cut)
+        return;
     if (ts_grow((void **)&L->marks, &L->capmarks, L->nmarks + 1, sizeof *L->marks)) {
         L->oom = true;
         return;
@@ -318,6 +325,8 @@ ts_status lwi_finish(lw *L, ts_program **out)
         S(t, HALT, 0, 0, 0);
     if (L->oom)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory emitting the program");
+    if (L->code_cut) /* the code check of the operator that passed the tile failed before this */
+        return ts_err_set(L->err, TS_EINTERNAL, "a tile's code passed its memory and was not refused");
     ts_status xc = lwi_check_exchange(L);
     if (xc != TS_OK)
         return xc;

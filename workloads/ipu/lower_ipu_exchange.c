@@ -35,7 +35,7 @@ uint64_t lwi_pl_run(const lw_place *P, uint64_t e, uint32_t *tile, uint64_t *off
  * on tile src (a send) or dst (a receive). */
 static void xrecord(lw *L, uint32_t src, uint32_t dst, int64_t words)
 {
-    if (L->measure)
+    if (L->measure || L->code_cut)
         return;
     if (ts_grow((void **)&L->xr, &L->capxr, L->nxr + 1, sizeof *L->xr)) {
         L->oom = true;

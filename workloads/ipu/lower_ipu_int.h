@@ -153,6 +153,15 @@ typedef struct lw {
     lw_xrec *xr; size_t nxr, capxr; /* every send and receive, for the check before emission; owned */
     ts_lower_layer *layers; size_t nlayers, caplayers;
     bool oom;
+    /* A tile's supervisor or worker code alone passed the tile's memory (code_lim instructions):
+     * the pass cannot give a program, so from then on no code array grows past its size (each
+     * starts again from its first entry, its count going on: indices stay inside, the code is
+     * garbage) and no marks, exchange records or reused routines are kept. The operator's code
+     * check (lwi_check_code, counts kept) then fails as it would have; the first pass, which does
+     * not check code, goes on to its end. A plan far over the tile (ViT-B/16 at batch 4 on
+     * ipu_mk2 at a small budget) took 14 GB of host memory before its operator's check. */
+    bool code_cut;
+    uint64_t code_lim;
     bool overfull;        /* an operator did not fit tile memory (the t10 planner retries) */
     uint64_t short_by;    /* then the bytes it was short (at least 1) */
     bool code_over;       /* that was a tile's code past its memory (short_by 1) */
