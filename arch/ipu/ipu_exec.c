@@ -1129,8 +1129,8 @@ static inline void step_ready(const ts_model *m, ipu_ctx *const *xs, const uint3
  * checked at once (in range, aligned, in the interleaved memory, a store's pages there: the first
  * and the last pass bound a linear sequence), and the passes then run as a plain loop over the
  * body: no tests, no counts, no repeat bookkeeping per turn; the pointer steps are not done one
- * by one (only the access's own address moves) but added once at the end, the registers' values
- * as the steps one by one leave them (sums modulo 2^32). Each op runs as in_step_run runs it, in
+ * by one (an access's address at pass j is its first pass's plus j steps) but added once at the
+ * end, the registers' values as the steps one by one leave them (sums modulo 2^32). Each op runs as in_step_run runs it, in
  * the same order (turn by turn, the workers in their slots' order), on the same bytes, so the
  * tile ends exactly as the turns one by one leave it. Anything else (a body with another op, a
  * pointer also read or written otherwise, an access that fails at some pass) runs turn by turn
@@ -1314,20 +1314,22 @@ static __attribute__((noinline)) uint64_t span_run(ts_model *m, uint32_t ti, ipu
             const ipu_insn *in = o->in;
             const uint32_t r0 = in->r0, r1 = in->r1, r2 = in->r2;
             const int32_t imm = in->imm;
-            int64_t *a = o->acc >= 0 ? ad[o->acc] : NULL;
+            /* an access's address at pass j: the first pass's plus j steps (checked exact) */
+            const int64_t *a = o->acc >= 0 ? ad[o->acc] : NULL, jo = a ? (int64_t)j * as[o->acc] : 0;
+#define AT(i) ((uint64_t)(a[i] + jo))
             switch (o->f) {
             case F_SETZI: EACH xs[i]->r[r0] = (uint32_t)imm; break;
             case F_MOV: EACH xs[i]->r[r0] = xs[i]->r[r1]; break;
             case F_ADD: EACH xs[i]->r[r0] = xs[i]->r[r1] + xs[i]->r[r2]; break;
             case F_ADDI: EACH xs[i]->r[r0] = xs[i]->r[r1] + (uint32_t)imm; break;
-            case F_LD32: case F_LD32STEP: EACH memcpy(&xs[i]->r[r0], page_rd(pages, zero_page, (uint64_t)a[i]), 4); break;
-            case F_LD64: case F_LD64STEP: EACH memcpy(&xs[i]->r[r0], page_rd(pages, zero_page, (uint64_t)a[i]), 8); break;
-            case F_LD128: case F_LD128STEP: EACH memcpy(&xs[i]->r[r0], page_rd(pages, zero_page, (uint64_t)a[i]), 16); break;
+            case F_LD32: case F_LD32STEP: EACH memcpy(&xs[i]->r[r0], page_rd(pages, zero_page, AT(i)), 4); break;
+            case F_LD64: case F_LD64STEP: EACH memcpy(&xs[i]->r[r0], page_rd(pages, zero_page, AT(i)), 8); break;
+            case F_LD128: case F_LD128STEP: EACH memcpy(&xs[i]->r[r0], page_rd(pages, zero_page, AT(i)), 16); break;
             case F_ST32: case F_ST32STEP:
-                EACH memcpy(pages[(uint64_t)a[i] >> IPU_PAGE_SHIFT] + (a[i] & (IPU_PAGE_SIZE - 1)), &xs[i]->r[r0], 4);
+                EACH memcpy(pages[AT(i) >> IPU_PAGE_SHIFT] + (AT(i) & (IPU_PAGE_SIZE - 1)), &xs[i]->r[r0], 4);
                 break;
             case F_ST64: case F_ST64STEP:
-                EACH memcpy(pages[(uint64_t)a[i] >> IPU_PAGE_SHIFT] + (a[i] & (IPU_PAGE_SIZE - 1)), &xs[i]->r[r0], 8);
+                EACH memcpy(pages[AT(i) >> IPU_PAGE_SHIFT] + (AT(i) & (IPU_PAGE_SIZE - 1)), &xs[i]->r[r0], 8);
                 break;
             case F_F32ADD: EACH xs[i]->r[r0] = fr(rf(xs[i]->r[r1]) + rf(xs[i]->r[r2])); break;
             case F_F32MAX: EACH xs[i]->r[r0] = fr(fmaxf(rf(xs[i]->r[r1]), rf(xs[i]->r[r2]))); break;
@@ -1353,8 +1355,8 @@ static __attribute__((noinline)) uint64_t span_run(ts_model *m, uint32_t ti, ipu
                 int64_t prev = -1;
                 EACH {
                     if (a[i] != prev)
-                        coef_put(t, (uint32_t)imm, page_rd(pages, zero_page, (uint64_t)a[i]));
-                    prev = a[i];
+                        coef_put(t, (uint32_t)imm, page_rd(pages, zero_page, AT(i)));
+                    prev = a[i]; /* (the same pass: equal first-pass addresses are equal now) */
                 }
                 break;
             }
@@ -1380,8 +1382,7 @@ static __attribute__((noinline)) uint64_t span_run(ts_model *m, uint32_t ti, ipu
                 EACH int_op(m, ti, in, xs[i]->r, (uint32_t)(xs[i] - t->cx - 1));
                 break;
             }
-            if (a && as[o->acc])
-                EACH a[i] += as[o->acc];
+#undef AT
         }
     }
     /* the pointers' steps, and the ops' counts */
