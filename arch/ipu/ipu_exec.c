@@ -1130,9 +1130,9 @@ static inline void step_ready(const ts_model *m, ipu_ctx *const *xs, const uint3
  * and the last pass bound a linear sequence), and the passes then run as a plain loop over the
  * body: no tests, no counts, no repeat bookkeeping per turn; the pointer steps are not done one
  * by one (an access's address at pass j is its first pass's plus j steps) but added once at the
- * end, the registers' values as the steps one by one leave them (sums modulo 2^32). Each op runs as in_step_run runs it, in
- * the same order (turn by turn, the workers in their slots' order), on the same bytes, so the
- * tile ends exactly as the turns one by one leave it. Anything else (a body with another op, a
+ * end, the registers' values as the steps one by one leave them (sums modulo 2^32). Each op runs
+ * as in_step_run runs it, in the same order (turn by turn, the workers in their slots' order), on
+ * the same bytes, so the tile ends exactly as the turns one by one leave it. Anything else (a body with another op, a
  * pointer also read or written otherwise, an access that fails at some pass) runs turn by turn
  * as before. */
 
@@ -1158,7 +1158,8 @@ static inline void span_rd(span_regs *g, uint32_t r, uint32_t n)
         g->other[r + j] = true;
 }
 
-/* The access of op f (width, pointer register, offset, store, 128-bit), false when it has none. */
+/* The access of op f (width, pointer register, offset, whether a store, whether it steps the
+ * pointer), false when it has none. */
 static inline bool span_access(const ipu_insn *in, uint8_t f, uint32_t *w, uint32_t *b, int64_t *off, bool *st,
                                bool *step)
 {
@@ -1289,7 +1290,8 @@ static __attribute__((noinline)) uint64_t span_run(ts_model *m, uint32_t ti, ipu
             if (w == 16 && f != F_LD128PUTCS && (uint64_t)lo < m->c.interleaved_base)
                 return 0;
             if (st) {
-                for (uint64_t pg = (uint64_t)lo >> IPU_PAGE_SHIFT; pg <= ((uint64_t)top + w - 1) >> IPU_PAGE_SHIFT; pg++)
+                const uint64_t pg1 = ((uint64_t)top + w - 1) >> IPU_PAGE_SHIFT;
+                for (uint64_t pg = (uint64_t)lo >> IPU_PAGE_SHIFT; pg <= pg1; pg++)
                     if (!pages[pg])
                         return 0;
                 if ((uint64_t)top + w > hi)
