@@ -1118,6 +1118,285 @@ static inline void step_ready(const ts_model *m, ipu_ctx *const *xs, const uint3
         xs[i]->ready = last + d[i] + lat;
 }
 
+/* ---- repeat bodies in step, pass after pass ----
+ *
+ * A repeat body of the ops in_step_run does in place (no branch, no `rpt`, no bundle), whose
+ * accesses each go through a pointer that the body only steps by constants (the step forms,
+ * `addi $r, $r, imm`, ld128putcsstep) and that nothing else reads or writes, takes the same turns
+ * at every pass: each turn is one instruction for every worker, W cycles after the one before, and
+ * a worker's address at an access is its address at the first pass plus the pointer's step per
+ * pass times the passes since. So for k passes together every access of every worker can be
+ * checked at once (in range, aligned, in the interleaved memory, a store's pages there: the first
+ * and the last pass bound a linear sequence), and the passes then run as a plain loop over the
+ * body: no tests, no counts, no repeat bookkeeping per turn; the pointer steps are not done one
+ * by one (an access's address at pass j is its first pass's plus j steps) but added once at the
+ * end, the registers' values as the steps one by one leave them (sums modulo 2^32). Each op runs
+ * as in_step_run runs it, in the same order (turn by turn, the workers in their slots' order), on
+ * the same bytes, so the tile ends exactly as the turns one by one leave it. Anything else (a body with another op, a
+ * pointer also read or written otherwise, an access that fails at some pass) runs turn by turn
+ * as before. */
+
+#define SPAN_OPS 64 /* the longest body run so (the lowered ones are a few instructions) */
+
+typedef struct span_op {
+    const ipu_insn *in;
+    uint8_t f;
+    int8_t acc; /* its access's row in the addresses, -1 without */
+} span_op;
+
+/* Per body, the registers: their constant steps per pass (inc; stepped: there are some), whether
+ * read or written by anything but an access as its pointer and those steps (other). */
+typedef struct span_regs {
+    int64_t inc[IPU_NREGS + 4];
+    bool stepped[IPU_NREGS + 4];
+    bool other[IPU_NREGS + 4];
+} span_regs;
+
+static inline void span_rd(span_regs *g, uint32_t r, uint32_t n)
+{
+    for (uint32_t j = 0; j < n; j++)
+        g->other[r + j] = true;
+}
+
+/* The access of op f (width, pointer register, offset, whether a store, whether it steps the
+ * pointer), false when it has none. */
+static inline bool span_access(const ipu_insn *in, uint8_t f, uint32_t *w, uint32_t *b, int64_t *off, bool *st,
+                               bool *step)
+{
+    *off = 0;
+    *st = false;
+    *step = false;
+    *b = in->r1;
+    switch (f) {
+    case F_LD32: *w = 4; *off = in->imm; return true;
+    case F_LD32STEP: *w = 4; *step = true; return true;
+    case F_LD64: *w = 8; *off = in->imm; return true;
+    case F_LD64STEP: *w = 8; *step = true; return true;
+    case F_LD128: *w = 16; *off = in->imm; return true;
+    case F_LD128STEP: *w = 16; *step = true; return true;
+    case F_ST32: *w = 4; *st = true; *off = in->imm; return true;
+    case F_ST32STEP: *w = 4; *st = true; *step = true; return true;
+    case F_ST64: *w = 8; *st = true; *off = in->imm; return true;
+    case F_ST64STEP: *w = 8; *st = true; *step = true; return true;
+    case F_LD128PUTCS: *w = 16; *b = in->r0; *step = in->op == IPU_OP_LD128PUTCSSTEP; return true;
+    default: return false;
+    }
+}
+
+/* The registers body [rs, re) reads and writes (span_regs); false when an op is not one the span
+ * runs. */
+static bool span_scan(const ts_model *m, const ipu_insn *code, uint32_t rs, uint32_t re, span_regs *g)
+{
+    memset(g, 0, sizeof *g);
+    for (uint32_t p = rs; p < re; p++) {
+        const ipu_insn *in = &code[p];
+        const uint8_t f = in->fast;
+        const uint32_t r0 = in->r0, r1 = in->r1, r2 = in->r2;
+        uint32_t w, b;
+        int64_t off;
+        bool st, step;
+        if (in->member)
+            return false;
+        if (span_access(in, f, &w, &b, &off, &st, &step)) {
+            if ((w == 8 && (st ? m->c.store_bpc : m->c.load_bpc) < 8) || (w == 16 && m->c.load_bpc < 16))
+                return false;
+            if (f != F_LD128PUTCS) /* the register stored, or those loaded */
+                span_rd(g, r0, w / 4);
+            if (step) {
+                g->inc[b] += f == F_LD128PUTCS ? 16 : in->imm;
+                g->stepped[b] = true;
+            }
+            continue;
+        }
+        switch (f) {
+        case F_SETZI: span_rd(g, r0, 1); break;
+        case F_MOV: span_rd(g, r1, 1); span_rd(g, r0, 1); break;
+        case F_ADDI:
+            if (r0 == r1) {
+                g->inc[r0] += in->imm;
+                g->stepped[r0] = true;
+            } else {
+                span_rd(g, r1, 1);
+                span_rd(g, r0, 1);
+            }
+            break;
+        case F_NOP: case F_AMPZERO: break;
+        case F_ADD: case F_F32ADD: case F_F32MAX:
+        case F_LDCONST: case F_SUB: case F_MUL: case F_MULI: case F_AND: case F_ANDI: case F_OR: case F_XOR:
+        case F_SHL: case F_SHLI: case F_SHR: case F_SHRI: case F_CMPEQ: case F_CMPULT: case F_CMPSLT: case F_GET:
+            span_rd(g, r1, 1); span_rd(g, r2, 1); span_rd(g, r0, 1); break;
+        case F_F32V2ADD: span_rd(g, r1, 2); span_rd(g, r2, 2); span_rd(g, r0, 2); break;
+        case F_F32V2TOF16: span_rd(g, r1, 4); span_rd(g, r0, 2); break;
+        case F_F32V2AMP: case F_F16V4AMP: span_rd(g, r0, 2); break;
+        case F_AMPGET: span_rd(g, r0, 2); break;
+        default: return false;
+        }
+    }
+    return true;
+}
+
+/* Run k passes of repeat body [rs, re) for the workers xs (nw of them, in step at its start, each
+ * with at least k passes left), as turns in step one by one would, when span_scan takes the body
+ * and every access of every pass passes the tests of in_step_run's turns; returns the passes run
+ * (k, or 0 when nothing was done). Counts the ops (opcnt) and moves the pointers; the caller
+ * counts the turns, the cycles and the repeats left. */
+static __attribute__((noinline)) uint64_t span_run(ts_model *m, uint32_t ti, ipu_tile *t, ipu_ctx *const *xs,
+                                                  uint32_t nw, uint32_t rs, uint32_t re, uint64_t k)
+{
+    const uint32_t len = re - rs;
+    if (len > SPAN_OPS || k < 2)
+        return 0;
+    span_regs g;
+    if (!span_scan(m, t->code, rs, re, &g))
+        return 0;
+    for (uint32_t r = 0; r < IPU_NREGS; r++)
+        if (g.stepped[r] && g.other[r])
+            return 0;
+    span_op ops[SPAN_OPS];
+    int64_t ad[SPAN_OPS][IPU_MAX_CTX], as[SPAN_OPS];
+    int64_t dlt[IPU_NREGS + 4] = {0};
+    uint32_t nops = 0, nacc = 0;
+    uint64_t hi = 0;
+    const uint64_t sram = m->c.sram_bytes;
+    uint8_t *const *const pages = t->page;
+    for (uint32_t p = rs; p < re; p++) {
+        const ipu_insn *in = &t->code[p];
+        const uint8_t f = in->fast;
+        uint32_t w, b;
+        int64_t off;
+        bool st, step;
+        if (!span_access(in, f, &w, &b, &off, &st, &step)) {
+            if (f == F_ADDI && in->r0 == in->r1) { /* a pointer's step: added at the end */
+                dlt[in->r0] += in->imm;
+                continue;
+            }
+            if (f != F_NOP)
+                ops[nops++] = (span_op){in, f, -1};
+            continue;
+        }
+        if (g.other[b])
+            return 0;
+        const int64_t s = g.inc[b], last = (int64_t)(k - 1) * s;
+        if (s > INT32_MAX || s < INT32_MIN || ((uint64_t)s & (w - 1)))
+            return 0;
+        for (uint32_t i = 0; i < nw; i++) {
+            /* the pointer's value as an int32 at the first and the last pass, exact (no wrap) */
+            const int64_t e0 = (int64_t)(int32_t)xs[i]->r[b] + dlt[b], e1 = e0 + last;
+            if (e0 < INT32_MIN || e0 > INT32_MAX || e1 < INT32_MIN || e1 > INT32_MAX)
+                return 0;
+            const int64_t a0 = e0 + off, a1 = e1 + off, lo = a0 < a1 ? a0 : a1, top = a0 < a1 ? a1 : a0;
+            if (lo < 0 || (uint64_t)top + w > sram || ((uint64_t)a0 & (w - 1)))
+                return 0;
+            if (w == 16 && f != F_LD128PUTCS && (uint64_t)lo < m->c.interleaved_base)
+                return 0;
+            if (st) {
+                const uint64_t pg1 = ((uint64_t)top + w - 1) >> IPU_PAGE_SHIFT;
+                for (uint64_t pg = (uint64_t)lo >> IPU_PAGE_SHIFT; pg <= pg1; pg++)
+                    if (!pages[pg])
+                        return 0;
+                if ((uint64_t)top + w > hi)
+                    hi = (uint64_t)top + w;
+            }
+            ad[nacc][i] = a0;
+        }
+        as[nacc] = s;
+        ops[nops++] = (span_op){in, f, (int8_t)nacc++};
+        if (step)
+            dlt[b] += f == F_LD128PUTCS ? 16 : in->imm;
+    }
+    /* every access of every pass checked: the passes, op by op, each for the workers in turn */
+    if (hi > t->mem_hi)
+        t->mem_hi = hi;
+    const uint8_t *const zero_page = m->zero_page;
+    const uint32_t units16 = m->c.amp_units_f16;
+#define EACH for (uint32_t i = 0; i < nw; i++)
+    for (uint64_t j = 0; j < k; j++) {
+        for (uint32_t u = 0; u < nops; u++) {
+            const span_op *o = &ops[u];
+            const ipu_insn *in = o->in;
+            const uint32_t r0 = in->r0, r1 = in->r1, r2 = in->r2;
+            const int32_t imm = in->imm;
+            /* an access's address at pass j: the first pass's plus j steps (checked exact) */
+            const int64_t *a = o->acc >= 0 ? ad[o->acc] : NULL, jo = a ? (int64_t)j * as[o->acc] : 0;
+#define AT(i) ((uint64_t)(a[i] + jo))
+            switch (o->f) {
+            case F_SETZI: EACH xs[i]->r[r0] = (uint32_t)imm; break;
+            case F_MOV: EACH xs[i]->r[r0] = xs[i]->r[r1]; break;
+            case F_ADD: EACH xs[i]->r[r0] = xs[i]->r[r1] + xs[i]->r[r2]; break;
+            case F_ADDI: EACH xs[i]->r[r0] = xs[i]->r[r1] + (uint32_t)imm; break;
+            case F_LD32: case F_LD32STEP: EACH memcpy(&xs[i]->r[r0], page_rd(pages, zero_page, AT(i)), 4); break;
+            case F_LD64: case F_LD64STEP: EACH memcpy(&xs[i]->r[r0], page_rd(pages, zero_page, AT(i)), 8); break;
+            case F_LD128: case F_LD128STEP: EACH memcpy(&xs[i]->r[r0], page_rd(pages, zero_page, AT(i)), 16); break;
+            case F_ST32: case F_ST32STEP:
+                EACH memcpy(pages[AT(i) >> IPU_PAGE_SHIFT] + (AT(i) & (IPU_PAGE_SIZE - 1)), &xs[i]->r[r0], 4);
+                break;
+            case F_ST64: case F_ST64STEP:
+                EACH memcpy(pages[AT(i) >> IPU_PAGE_SHIFT] + (AT(i) & (IPU_PAGE_SIZE - 1)), &xs[i]->r[r0], 8);
+                break;
+            case F_F32ADD: EACH xs[i]->r[r0] = fr(rf(xs[i]->r[r1]) + rf(xs[i]->r[r2])); break;
+            case F_F32MAX: EACH xs[i]->r[r0] = fr(fmaxf(rf(xs[i]->r[r1]), rf(xs[i]->r[r2]))); break;
+            case F_F32V2ADD:
+                EACH {
+                    uint32_t *r = xs[i]->r;
+                    float y0 = rf(r[r1]) + rf(r[r2]), y1 = rf(r[r1 + 1]) + rf(r[r2 + 1]);
+                    r[r0] = fr(y0);
+                    r[r0 + 1] = fr(y1);
+                }
+                break;
+            case F_F32V2TOF16:
+                EACH {
+                    uint32_t *r = xs[i]->r;
+                    uint32_t lo = (uint32_t)ts_f32_to_f16(rf(r[r1])) | (uint32_t)ts_f32_to_f16(rf(r[r1 + 1])) << 16;
+                    if (in->op == IPU_OP_F32V4TOF16)
+                        r[r0 + 1] =
+                            (uint32_t)ts_f32_to_f16(rf(r[r1 + 2])) | (uint32_t)ts_f32_to_f16(rf(r[r1 + 3])) << 16;
+                    r[r0] = lo;
+                }
+                break;
+            case F_LD128PUTCS: {
+                int64_t prev = -1;
+                EACH {
+                    if (a[i] != prev)
+                        coef_put(t, (uint32_t)imm, page_rd(pages, zero_page, AT(i)));
+                    prev = a[i]; /* (the same pass: equal first-pass addresses are equal now) */
+                }
+                break;
+            }
+            case F_F32V2AMP: EACH amp_f32(m, t, xs[i], rf(xs[i]->r[r0]), rf(xs[i]->r[r0 + 1])); break;
+            case F_F16V4AMP:
+                if (t->w16_stale)
+                    w16_refresh(t);
+                EACH {
+                    const uint32_t *r = xs[i]->r;
+                    float in4[4];
+                    h4_to_f32(r[r0], r[r0 + 1], in4);
+                    amp_f16(t->w16, units16, in4[0], in4[1], in4[2], in4[3], xs[i]->acc);
+                }
+                break;
+            case F_AMPZERO: EACH memset(xs[i]->acc, 0, sizeof xs[i]->acc); break;
+            case F_AMPGET:
+                EACH {
+                    xs[i]->r[r0] = fr(xs[i]->acc[2 * imm]);
+                    xs[i]->r[r0 + 1] = fr(xs[i]->acc[2 * imm + 1]);
+                }
+                break;
+            default: /* the rest of the integer ops and get (span_scan takes no other) */
+                EACH int_op(m, ti, in, xs[i]->r, (uint32_t)(xs[i] - t->cx - 1));
+                break;
+            }
+#undef AT
+        }
+    }
+    /* the pointers' steps, and the ops' counts */
+    for (uint32_t r = 0; r < IPU_NREGS; r++)
+        if (g.stepped[r])
+            EACH xs[i]->r[r] += (uint32_t)((uint64_t)k * (uint64_t)g.inc[r]);
+    for (uint32_t p = rs; p < re; p++)
+        t->opcnt[t->code[p].op] += (uint64_t)nw * k;
+#undef EACH
+    return k;
+}
+
 /* The running workers are in step at cycle c when they are all at one pc, in one repeat body or
  * none, each ready by its slot's cycle in the turn of W cycles from c (runall starts them so, and
  * code whose workers issue as many instructions as each other keeps them so). Then, while every
@@ -1191,9 +1470,39 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
             goto slow;                                                                              \
     }
 #define EACH for (uint32_t i = 0; i < nw; i++)
+    uint32_t span_no = UINT32_MAX; /* a body span_run did not take in this call */
     while (c + W <= limit) {
         if (pc >= ncode) /* past the end of the code: the full executor reports it, at this turn */
             break;
+        if (body && pc == rs && re > rs && rs != span_no) { /* a pass begins: the passes together */
+            uint64_t kmin = UINT64_MAX;
+            bool same = true;
+            EACH kmin = xs[i]->rpt_left < kmin ? xs[i]->rpt_left : kmin;
+            EACH same &= xs[i]->rpt_left == kmin;
+            /* passes that no worker leaves the body in, unless all leave it together, that fit */
+            uint64_t k = same ? kmin : kmin - 1;
+            const uint64_t len = re - rs, fit = (limit - c) / (len * W);
+            if (k > fit)
+                k = fit;
+            if (k >= 2 && (k = span_run(m, ti, t, xs, nw, rs, re, k)) == 0)
+                span_no = rs;
+            if (k >= 2) {
+                const uint64_t n = k * len;
+                c += n * W;
+                turns += n;
+                fast += n;
+                last = c - W;
+                lastf = code[re - 1].fast;
+                t->span_passes += k;
+                EACH xs[i]->rpt_left -= (uint32_t)k;
+                if (same && k == kmin) {
+                    body = false;
+                    t->in_rpt &= ~wmask;
+                    pc = re;
+                }
+                continue;
+            }
+        }
         ipu_insn *in = &code[pc];
         const uint8_t f = in->fast;
         uint32_t next = pc + 1;
@@ -1400,6 +1709,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
         pc = next;
         continue;
     slow: /* this turn through the full executor, worker by worker at their cycles */
+        span_no = UINT32_MAX; /* it may add the page a span lacked */
         step_ready(m, xs, d, nw, last, lastf);
         EACH xs[i]->pc = pc;
         last = UINT64_MAX;

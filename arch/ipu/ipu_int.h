@@ -241,6 +241,7 @@ typedef struct ipu_tile {
                              * form's first test, kept as it changes */
     uint64_t cf_turns;      /* turns run in workers_run or the closed form (tests read it) */
     uint64_t step_turns;    /* turns of them run with the workers in step (in_step_run; tests read it) */
+    uint64_t span_passes;   /* repeat passes of them run as one span (span_run; tests read it) */
     uint32_t step_at;       /* 1 + the slot the workers' turns in step last started at, 0 if none */
     ipu_hostop *host; size_t nhost, cap_host;
     /* counters (instructions are counted per op, in opcnt) */

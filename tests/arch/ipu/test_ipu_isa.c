@@ -330,6 +330,7 @@ START_TEST(in_step_bodies)
     snprintf(text, sizeof text, "  setzi $m5, 0x2000\n  andi $m8, $m1, 1\n  shli $m4, $m8, 3\n  addi $m4, $m4, 0x2000\n"
                                 "  ampzero\n%s", amp);
     ck_assert_uint_ge(step_run(text, &r), 120);
+    ck_assert_uint_eq(r.m->t[0].span_passes, 12); /* the passes as one span (span_run) */
     ipu_run_free(&r);
     /* rows added and stored, each worker its own output row: 12 passes of 4 */
     static const char add[] = "  shli $m2, $m1, 2\n  addi $m2, $m2, 0x2000\n  addi $m6, $m2, 8\n"
@@ -344,6 +345,16 @@ START_TEST(in_step_bodies)
             float want = (i < 16 ? ipu_peekf(&r, 0, 0x2000 + 4 * i) : 0.0f) + (i + 2 < 16 ? ipu_peekf(&r, 0, 0x2008 + 4 * i) : 0.0f);
             ck_assert_float_eq(ipu_peekf(&r, 0, 0x3000 + 48 * w + 4 * k), want);
         }
+    ck_assert_uint_eq(r.m->t[0].span_passes, 11); /* the first pass's store adds the page */
+    ipu_run_free(&r);
+    /* the same with a pointer also read by another op: pass by pass (no span), the same words */
+    static const char add_rd[] = "  shli $m2, $m1, 2\n  addi $m2, $m2, 0x2000\n  addi $m6, $m2, 8\n"
+                                 "  muli $m3, $m1, 48\n  addi $m3, $m3, 0x3000\n"
+                                 "  rpt $m0, 5\n  ld32step $a1, $m2, 4\n  ld32step $a2, $m6, 4\n  f32add $a3, $a1, $a2\n"
+                                 "  mov $a4, $m6\n  st32step $a3, $m3, 4\n  exit\n";
+    ck_assert_uint_ge(step_run(add_rd, &r), 60);
+    ck_assert_uint_eq(r.m->t[0].span_passes, 0);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x3000), ipu_peekf(&r, 0, 0x2000) + ipu_peekf(&r, 0, 0x2008));
     ipu_run_free(&r);
     /* the same into page 9, not there until the first store */
     snprintf(text, sizeof text, add, "0x9000");
