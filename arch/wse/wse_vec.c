@@ -340,7 +340,9 @@ void ts_wse_vec_catch_up(ts_model *m, wse_tile *t, wse_band *b, uint64_t upto)
     if (v->bw && wr / v->bw < kc)
         kc = wr / v->bw;
     uint64_t left = v->n - v->i, e = cycles * kc < left ? cycles * kc : left;
-    uint64_t need = (left + kc - 1) / kc; /* the cycles it moves in, its last step's included */
+    /* the cycles it moves in, its last step's included (kc is at least 1: the op moved in the
+     * evaluation that put the tile to sleep, with the ports to itself) */
+    uint64_t need = kc ? (left + kc - 1) / kc : cycles;
     if (e) {
         ts_wse_vec_mem_elems(m, t, b, v, (uint32_t)e);
         t->s.sram_rd += e * v->br;
