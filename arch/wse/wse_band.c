@@ -306,7 +306,8 @@ void ts_wse_settle_blocked(ts_model *m, uint64_t upto, uint64_t from)
             count_stall(t, t->blk_why, upto - t->blk);
             t->blk = from;
         }
-        if (t->vfrom) { /* on a timer no later than its last step, so never skips cycles */
+        if (t->vfrom) { /* on a timer no later than its last step (the cycle after it when the core
+                         * waits on it: then the catch-up ends it), so never skips cycles */
             count_router_sleep(t, upto - t->vfrom);
             ts_wse_vec_catch_up(m, t, &m->band[0], upto);
         }

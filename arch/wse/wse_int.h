@@ -199,6 +199,8 @@ typedef struct wse_tile {
     uint8_t pstall;           /* router input ports that held wavelets and forwarded none at the last
                                * evaluation: the same in every cycle it sleeps through (a push or a
                                * pop wakes it) */
+    uint8_t vx;               /* phase A, with vth: 1 when the instruction issued this cycle was that op's
+                               * (the main thread's, which the core waits on), else 0 */
     uint16_t npop;
     uint16_t cctl;            /* control wavelets in its core queues not yet taken: pushed in its phase B
                                * (only its own router feeds them), taken in its phase A */

@@ -419,8 +419,10 @@ static inline __attribute__((always_inline)) void ce_eval(ts_model *m, wse_tile 
             b->progress++;
         }
     }
+    bool issued = false;
     if (ce->state == CE_RUN) {
         if (exec_insn(m, t, b, &rd, &wr, &ramp_up, &why)) {
+            issued = true;
             busy = true;
             t->s.insns++;
             b->progress++;
@@ -458,6 +460,8 @@ static inline __attribute__((always_inline)) void ce_eval(ts_model *m, wse_tile 
     if (moved == 1 && vec_in_memory(&ce->th[vth])) {
         t->vth = (uint8_t)vth;
         t->vk = vk;
+        /* the instruction issued was that op, and the core waits on it (only its issue does that) */
+        t->vx = issued && ce->state == CE_WAITVEC;
     }
     if (busy) {
         t->s.busy++;
@@ -683,8 +687,8 @@ static inline __attribute__((always_inline)) void eval_tile(ts_model *m, wse_ban
         ce_eval(m, t, b, pend5);
     t->qleft = total - t->npop;
     t->still = b->progress == progress;
-    if (t->vth != WSE_NOQ && b->progress - progress != t->vk)
-        t->vth = WSE_NOQ; /* something else moved too */
+    if (t->vth != WSE_NOQ && b->progress - progress != t->vk + t->vx)
+        t->vth = WSE_NOQ; /* something else moved too (besides the op's own issue) */
 }
 
 static inline __attribute__((always_inline)) void commit_tile(ts_model *m, wse_band *b, wse_tile *t)
@@ -708,10 +712,17 @@ static inline __attribute__((always_inline)) void commit_tile(ts_model *m, wse_b
             return;
         }
         if (t->vth != WSE_NOQ && !t->lmask) {
-            /* only a vector op on memory moved: it moves vk elements a cycle, the rest stays blocked,
-             * until its last step at cycle `at` (a push or a pop wakes the tile earlier) */
+            /* only a vector op on memory moved (and, in its first cycle, the instruction that issued
+             * it): it moves vk elements a cycle, the rest stays blocked, until its last step at
+             * cycle `at` (a push or a pop wakes the tile earlier). When the core waits on it (the
+             * main thread's op, CE_WAITVEC) and no other thread is busy (one stalled on the SRAM
+             * ports may move in that step, which may leave it ports), that step changes nothing
+             * else either, so the tile sleeps through it too, to the cycle after, when the core
+             * goes on: the catch-up ends the op (ts_wse_vec_catch_up). Before, a synchronous op on
+             * memory took two evaluations besides its issue (its second step and its last). */
             const wse_vop *v = &t->ce->th[t->vth];
             at = b->now + (v->n - v->i + t->vk - 1) / t->vk;
+            at += t->vth == 0 && t->ce->state == CE_WAITVEC && t->ce->vbusy == 1u;
             if (at > b->now + 1) {
                 if (t->sleep_at != at) {
                     ts_wse_tm_push(b, at, t->id);

@@ -321,9 +321,11 @@ void ts_wse_vec_mem_elems(ts_model *m, wse_tile *t, wse_band *b, wse_vop *v, uin
 
 /* Step the vector op of a tile asleep while it runs alone (vth, from cycle vfrom) through the cycles
  * before `upto`: each one as its evaluation would have (the rest of the tile stalls through them,
- * using no port), never its last step. With all the ports each of those cycles moves the same kc
- * elements, so they are done in one go: min(cycles x kc, what is left) elements, one busy cycle
- * each (before, one vec_step a cycle: 7 % of bench_wse_stencil 40 40's host instructions). */
+ * using no port). With all the ports each of those cycles moves the same kc elements, so they are
+ * done in one go: min(cycles x kc, what is left) elements, one busy cycle each (before, one vec_step
+ * a cycle: 7 % of bench_wse_stencil 40 40's host instructions). Its last step is among them only when
+ * the core waits on it (wse_pe.c: commit_tile): then the op ends here as the cycle loop ends it
+ * (its thread free, its task activated). */
 void ts_wse_vec_catch_up(ts_model *m, wse_tile *t, wse_band *b, uint64_t upto)
 {
     wse_vop *v = &t->ce->th[t->vth];
@@ -338,11 +340,21 @@ void ts_wse_vec_catch_up(ts_model *m, wse_tile *t, wse_band *b, uint64_t upto)
     if (v->bw && wr / v->bw < kc)
         kc = wr / v->bw;
     uint64_t left = v->n - v->i, e = cycles * kc < left ? cycles * kc : left;
+    /* the cycles it moves in, its last step's included (kc is at least 1: the op moved in the
+     * evaluation that put the tile to sleep, with the ports to itself) */
+    uint64_t need = kc ? (left + kc - 1) / kc : cycles;
     if (e) {
         ts_wse_vec_mem_elems(m, t, b, v, (uint32_t)e);
         t->s.sram_rd += e * v->br;
         t->s.sram_wr += e * v->bw;
         t->s.ev[v->ev] += e;
     }
-    t->s.busy += cycles;
+    t->s.busy += cycles < need ? cycles : need;
+    if (v->busy && v->i == v->n) {
+        wse_ce *ce = t->ce;
+        v->busy = false;
+        ce->vbusy &= ~(1u << t->vth);
+        if (v->done_task >= 0)
+            ce->active |= 1ull << v->done_task;
+    }
 }

@@ -29,7 +29,9 @@ static uint64_t cycles_of(const ts_model *m)
 }
 
 /* fadds over 64 fp32 with the two sources in different bank halves runs at the SIMD width, 2 per
- * cycle (research §1.4): 3 set-up cycles + 32 + the implicit exit = 36. */
+ * cycle (research §1.4): 3 set-up cycles + 32 + the implicit exit = 36. The core waits on the op
+ * alone, so the PE is evaluated in the set-up cycles, the op's issue and the exit only: it sleeps
+ * through the op's other steps, its last included (docs/wse.md, *Active set*). */
 START_TEST(fadds_width_and_values)
 {
     char src[2048];
@@ -48,6 +50,9 @@ START_TEST(fadds_width_and_values)
     ts_wse_cfg c = wt_cfg(1, 1);
     ts_model *m = run_ok(&c, prog.data);
     ck_assert_uint_eq(cycles_of(m), 3 + 32 + 1);
+    ts_wse_counts k;
+    ts_wse_counts_get(m, &k);
+    ck_assert_uint_eq(k.tile_cycles, 3 + 1 + 1);
     float v[64];
     ts_wse_read_sram(m, 0, 0, 0, v, sizeof v);
     for (int i = 0; i < 64; i++)
