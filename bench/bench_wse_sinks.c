@@ -7,7 +7,8 @@
  * are drawn among the sinks); every other PE sends WAVELETS_PER_PE wavelets (default 4000) on
  * random colours with geometric gaps of mean 1/RATE cycles (default RATE 0.05 wavelets per PE per
  * cycle). Prints simulated cycles, wall time, router-cycles/s (mesh routers x cycles per second,
- * target >= 1e7 per thread) and active PE-cycles/s (PEs evaluated by the active set per second), by
+ * target >= 1e7 per thread) and active PE-cycles/s (PEs busy or stalled; and those the active set
+ * evaluated), by
  * wall time and by process CPU time (the latter is what to compare on a shared host). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,9 +52,11 @@ int main(int argc, char **argv)
     printf("  hops                  %llu\n", (unsigned long long)k.hops);
     printf("  wall time             %.3f s\n", dt);
     printf("  router-cycles/s       %.3g (%.3g per thread)\n", rc / dt, rc / dt / threads);
-    printf("  active PE-cycles/s    %.3g\n", (double)k.tile_cycles / dt);
+    printf("  active PE-cycles/s    %.3g (PEs busy or stalled; %.3g evaluated)\n", (double)k.pe_working / dt,
+           (double)k.tile_cycles / dt);
     printf("  cpu time              %.3f s (all threads): %.3g router-cycles per cpu-second, %.3g active "
-           "PE-cycles per cpu-second\n", cpu, rc / cpu, (double)k.tile_cycles / cpu);
+           "PE-cycles per cpu-second (%.3g evaluated)\n", cpu, rc / cpu, (double)k.pe_working / cpu,
+           (double)k.tile_cycles / cpu);
     ts_wse_family.destroy(m);
     ts_program_destroy(p);
     ts_err_free(&err);

@@ -5,8 +5,9 @@
  * Default: the WSE-2 program rectangle, 750 x 994 PEs, nz 8, radius 4 (the 25-point stencil; its
  * program gives each class of PEs one copy of code, the rest run it through `image`), 1 step,
  * 1 thread, in the timing-only mode (no SRAM contents: 48 KB x 745,500 PEs is 36 GB). Prints
- * simulated cycles, wall time, active PE-cycles/s, router-cycles/s and the peak resident host
- * memory (target < 8 GiB). */
+ * simulated cycles, wall time, active PE-cycles/s (PE-cycles of PEs busy or stalled, the simulated
+ * work, and beside them the PE-cycles the engine evaluated, which fall when it lets PEs sleep),
+ * router-cycles/s and the peak resident host memory (target < 8 GiB). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -54,10 +55,12 @@ int main(int argc, char **argv)
     printf("  build + load          %.2f s\n", t1 - t0);
     printf("  simulated cycles      %llu\n", (unsigned long long)k.cycles);
     printf("  wall time             %.2f s\n", dt);
-    printf("  active PE-cycles/s    %.3g\n", (double)k.tile_cycles / dt);
+    printf("  active PE-cycles/s    %.3g (PEs busy or stalled; %.3g evaluated)\n", (double)k.pe_working / dt,
+           (double)k.tile_cycles / dt);
     printf("  router-cycles/s       %.3g\n", rc / dt);
-    printf("  cpu time              %.2f s (all threads): %.3g active PE-cycles, %.3g router-cycles per cpu-second\n",
-           cpu, (double)k.tile_cycles / cpu, rc / cpu);
+    printf("  cpu time              %.2f s (all threads): %.3g active PE-cycles (%.3g evaluated), %.3g router-cycles "
+           "per cpu-second\n",
+           cpu, (double)k.pe_working / cpu, (double)k.tile_cycles / cpu, rc / cpu);
     printf("  peak host memory      %.2f GiB\n", (double)ru.ru_maxrss / (1024.0 * 1024.0));
     ts_wse_family.destroy(m);
     ts_err_free(&err);

@@ -64,6 +64,9 @@ ts_status ts_wse_create(ts_model **out, const ts_wse_cfg *c, const ts_run_opts *
 typedef struct ts_wse_counts {
     uint64_t cycles;
     uint64_t tile_cycles;        /* PE-cycles evaluated: active-set sizes summed over cycles */
+    /* PE-cycles of PEs with code that were busy or stalled (the report's pe.busy and pe.stall): the
+     * simulated work, the same whichever cycles the engine evaluates */
+    uint64_t pe_working;
     uint64_t wavelets_injected;  /* sent by cores into the fabric */
     uint64_t wavelets_delivered; /* handed by routers to cores */
     uint64_t hops;               /* router-to-router link traversals */

@@ -568,6 +568,7 @@ void ts_wse_counts_get(const ts_model *m, ts_wse_counts *out)
         out->wavelets_delivered += t->s.delivered;
         out->hops += t->s.link[0] + t->s.link[1] + t->s.link[2] + t->s.link[3];
         out->insns += t->s.insns;
+        out->pe_working += t->s.busy + t->s.stall;
         out->sram_read += t->s.sram_rd;
         out->sram_written += t->s.sram_wr;
     }
