@@ -190,7 +190,7 @@ START_TEST(modes_error_while_busy)
 }
 END_TEST
 
-/* Timing-only skips SRAM and arithmetic but gives the same cycles and traffic. */
+/* Timing-only skips SRAM and arithmetic but gives the same cycles, traffic and working PE-cycles. */
 START_TEST(timing_only_same_cycles)
 {
     char *srcs[3] = {wt_gemv_program(), read_default(), traffic_program()};
@@ -212,6 +212,18 @@ START_TEST(timing_only_same_cycles)
         ck_assert_uint_eq(ka.hops, kb.hops);
         ck_assert_uint_eq(ka.insns, kb.insns);
         ck_assert_uint_eq(ka.sram_read, kb.sram_read);
+        /* the PE-cycles busy or stalled are the simulated work: the same in lockstep, where every
+         * PE is evaluated every cycle, as in the active set, which evaluates fewer */
+        c.timing_only = false;
+        ts_model *l = wt_run(&c, srcs[i], true, 1, 1000000, &st, &err);
+        ck_assert_msg(l, "%s", err.msg);
+        ts_wse_counts kl;
+        ts_wse_counts_get(l, &kl);
+        ck_assert_uint_gt(ka.pe_working, 0);
+        ck_assert_uint_eq(ka.pe_working, kb.pe_working);
+        ck_assert_uint_eq(ka.pe_working, kl.pe_working);
+        ck_assert_uint_lt(ka.tile_cycles, kl.tile_cycles);
+        wt_free(l);
         wt_free(a);
         wt_free(b);
         ts_err_free(&err);
