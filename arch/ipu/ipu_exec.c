@@ -1235,6 +1235,41 @@ static bool span_scan(const ts_model *m, const ipu_insn *code, uint32_t rs, uint
     return true;
 }
 
+/* An AMP op (f32v2amp, f16v4amp, ampzero, ampget) of the nw workers xs, in turn, as one turn in step
+ * of in_step_run or one pass of span_run does it: source register r0 (and r0 + 1), ampget's pair imm.
+ * The f16 coefficients are refreshed once when stale: no coefficient changes within a turn. */
+static inline void amp_each(const ts_model *m, ipu_tile *t, ipu_ctx *const *xs, uint32_t nw, int f, uint32_t r0,
+                            int32_t imm)
+{
+    switch (f) {
+    case F_F32V2AMP:
+        for (uint32_t i = 0; i < nw; i++)
+            amp_f32(m, t, xs[i], rf(xs[i]->r[r0]), rf(xs[i]->r[r0 + 1]));
+        break;
+    case F_F16V4AMP:
+        if (t->w16_stale)
+            w16_refresh(t);
+        for (uint32_t i = 0; i < nw; i++) {
+            const uint32_t *r = xs[i]->r;
+            float in4[4];
+            h4_to_f32(r[r0], r[r0 + 1], in4);
+            amp_f16(t->w16, m->c.amp_units_f16, in4[0], in4[1], in4[2], in4[3], xs[i]->acc);
+        }
+        break;
+    case F_AMPZERO:
+        for (uint32_t i = 0; i < nw; i++)
+            memset(xs[i]->acc, 0, sizeof xs[i]->acc);
+        break;
+    case F_AMPGET:
+        for (uint32_t i = 0; i < nw; i++) {
+            xs[i]->r[r0] = fr(xs[i]->acc[2 * imm]);
+            xs[i]->r[r0 + 1] = fr(xs[i]->acc[2 * imm + 1]);
+        }
+        break;
+    default: break;
+    }
+}
+
 /* Run k passes of repeat body [rs, re) for the workers xs (nw of them, in step at its start, each
  * with at least k passes left), as turns in step one by one would, when span_scan takes the body
  * and every access of every pass passes the tests of in_step_run's turns; returns the passes run
@@ -1308,7 +1343,6 @@ static __attribute__((noinline)) uint64_t span_run(ts_model *m, uint32_t ti, ipu
     if (hi > t->mem_hi)
         t->mem_hi = hi;
     const uint8_t *const zero_page = m->zero_page;
-    const uint32_t units16 = m->c.amp_units_f16;
 #define EACH for (uint32_t i = 0; i < nw; i++)
     for (uint64_t j = 0; j < k; j++) {
         for (uint32_t u = 0; u < nops; u++) {
@@ -1362,24 +1396,10 @@ static __attribute__((noinline)) uint64_t span_run(ts_model *m, uint32_t ti, ipu
                 }
                 break;
             }
-            case F_F32V2AMP: EACH amp_f32(m, t, xs[i], rf(xs[i]->r[r0]), rf(xs[i]->r[r0 + 1])); break;
+            case F_F32V2AMP:
             case F_F16V4AMP:
-                if (t->w16_stale)
-                    w16_refresh(t);
-                EACH {
-                    const uint32_t *r = xs[i]->r;
-                    float in4[4];
-                    h4_to_f32(r[r0], r[r0 + 1], in4);
-                    amp_f16(t->w16, units16, in4[0], in4[1], in4[2], in4[3], xs[i]->acc);
-                }
-                break;
-            case F_AMPZERO: EACH memset(xs[i]->acc, 0, sizeof xs[i]->acc); break;
-            case F_AMPGET:
-                EACH {
-                    xs[i]->r[r0] = fr(xs[i]->acc[2 * imm]);
-                    xs[i]->r[r0 + 1] = fr(xs[i]->acc[2 * imm + 1]);
-                }
-                break;
+            case F_AMPZERO:
+            case F_AMPGET: amp_each(m, t, xs, nw, o->f, r0, imm); break;
             default: /* the rest of the integer ops and get (span_scan takes no other) */
                 EACH int_op(m, ti, in, xs[i]->r, (uint32_t)(xs[i] - t->cx - 1));
                 break;
@@ -1440,7 +1460,6 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
     if (pc >= t->n || limit < c + W || m->c.sram_bytes < 16) /* (STEP_ADDRS subtracts up to 16) */
         return TS_OK;
     const uint64_t sram = m->c.sram_bytes;
-    const uint32_t units16 = m->c.amp_units_f16;
     uint64_t *const opcnt = t->opcnt;
     /* what the turns read and no turn changes, in locals: the stores into registers and memory
      * (built with -fno-strict-aliasing) would make the compiler read them again at every turn */
@@ -1608,24 +1627,10 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
                 EACH xs[i]->r[r0] = (uint32_t)a[i] + 16;
             break;
         }
-        case F_F32V2AMP: EACH amp_f32(m, t, xs[i], rf(xs[i]->r[r0]), rf(xs[i]->r[r0 + 1])); break;
+        case F_F32V2AMP:
         case F_F16V4AMP:
-            if (t->w16_stale) /* no coefficient changes within the turn: one refresh serves all */
-                w16_refresh(t);
-            EACH {
-                const uint32_t *r = xs[i]->r;
-                float in4[4];
-                h4_to_f32(r[r0], r[r0 + 1], in4);
-                amp_f16(t->w16, units16, in4[0], in4[1], in4[2], in4[3], xs[i]->acc);
-            }
-            break;
-        case F_AMPZERO: EACH memset(xs[i]->acc, 0, sizeof xs[i]->acc); break;
-        case F_AMPGET:
-            EACH {
-                xs[i]->r[r0] = fr(xs[i]->acc[2 * imm]);
-                xs[i]->r[r0 + 1] = fr(xs[i]->acc[2 * imm + 1]);
-            }
-            break;
+        case F_AMPZERO:
+        case F_AMPGET: amp_each(m, t, xs, nw, f, r0, imm); break;
         case F_LDCONST: case F_SUB: case F_MUL: case F_MULI: case F_AND: case F_ANDI: case F_OR: case F_XOR:
         case F_SHL: case F_SHLI: case F_SHR: case F_SHRI: case F_CMPEQ: case F_CMPULT: case F_CMPSLT: case F_GET:
             EACH int_op(m, ti, in, xs[i]->r, (uint32_t)(xs[i] - t->cx - 1));
