@@ -25,6 +25,36 @@ float ts_lower_tsp_scale(uint64_t k)
     return (float)(1.0 / (8.0 * sqrt((double)(k ? k : 1))));
 }
 
+int ts_lower_tsp_bias_add(const ts_graph *g, const ts_graph_node *mm, int *bias)
+{
+    size_t n;
+    if (mm->op != TS_OP_MATMUL || mm->nin != 2)
+        return -1;
+    const ts_graph_tensor *x = ts_graph_get_tensor(g, mm->in[0]), *w = ts_graph_get_tensor(g, mm->in[1]),
+                          *y = ts_graph_get_tensor(g, mm->out[0]);
+    const int *c = ts_graph_consumers(g, mm->out[0], &n);
+    if ((w->kind != TS_TENSOR_WEIGHT && w->kind != TS_TENSOR_CONST) || w->rank != 2 || x->rank < 1 || x->rank == 4 ||
+        (x->kind != TS_TENSOR_ACTIVATION && x->kind != TS_TENSOR_INPUT) || n != 1 || y->is_output)
+        return -1;
+    const ts_graph_node *ad = ts_graph_get_node(g, c[0]);
+    if (ad->op != TS_OP_ADD || ad->nin != 2 || ad->in[0] == ad->in[1])
+        return -1;
+    int bi = ad->in[ad->in[0] == mm->out[0] ? 1 : 0];
+    const ts_graph_tensor *b = ts_graph_get_tensor(g, bi), *z = ts_graph_get_tensor(g, ad->out[0]);
+    if ((b->kind != TS_TENSOR_WEIGHT && b->kind != TS_TENSOR_CONST) || b->rank < 1 || b->rank > y->rank ||
+        b->dims[b->rank - 1] != w->dims[1] || ts_graph_tensor_elems(b) != w->dims[1] || z->rank != y->rank ||
+        memcmp(z->dims, y->dims, (size_t)y->rank * sizeof *y->dims))
+        return -1;
+    *bias = bi;
+    return c[0];
+}
+
+int32_t ts_lower_tsp_bias_int(double c, float scale)
+{
+    double b = nearbyint(16.0 * c / (double)scale), lim = (double)(1 << 30);
+    return (int32_t)(b < -lim ? -lim : b > lim ? lim : b);
+}
+
 /* A Conv's taps packed into vectors of R slots of C lanes (kind 6, docs/lowering-tsp.md *Packed
  * taps*). Its input's producer writes pixel (y, x) in slot (x + k y) mod R only (pack_slots), so tap
  * (ky, kx) of output pixel p lies in slot (base(p) + c) mod R, c = kx dw + k ky dh: a packed vector
@@ -37,6 +67,8 @@ typedef struct pplan { uint32_t R, k, G, nb; int8_t tap[PACK_TAPS][PACK_MAX]; } 
 typedef struct prod {
     const ts_graph_node *nd;
     int wid, bid;            /* weight and bias tensors (bias -1) */
+    bool fbias;              /* bid is a folded Add's operand (ts_lower_tsp_bias_add): its values f32, in units
+                              * of the activations (ts_lower_tsp_bias_int) */
     tens *x;                 /* input (activations) */
     tens *y;                 /* output */
     uint32_t M, N, K, NT, KT, CT;
@@ -221,6 +253,9 @@ static int32_t bias_of(const lt *L, const prod *p, uint32_t n)
 {
     if (p->bid < 0)
         return 0;
+    if (n < p->N && p->fbias)
+        return ts_lower_tsp_bias_int(
+            ts_fill_value_f32(ts_graph_get_tensor(L->g, p->bid), p->bid, n), p->scale);
     return n < p->N ? bias_at(L, p->bid, n) : n < p->N + p->ones ? one_bias(p->scale) : 0;
 }
 
@@ -587,7 +622,7 @@ static void zero_tail(const lt *L, prod *p)
 {
     const ts_graph_tensor *wt = p->wid >= 0 ? ts_graph_get_tensor(L->g, p->wid) : NULL;
     uint32_t VL = L->VL;
-    if ((p->kind != 0 && p->kind != 1) || p->rep || p->bid >= 0 || p->blanes || p->ones || !wt || !wt->data ||
+    if ((p->kind != 0 && p->kind != 1) || p->rep || (p->bid >= 0 && !p->fbias) || p->blanes || p->ones || !wt || !wt->data ||
         wt->dtype != TS_DT_I8)
         return;
     const int8_t *w = wt->data;
@@ -2830,6 +2865,11 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     if (jn)
         out = jn->out[0]; /* A V writes the head join's output */
     p.NT = (uint32_t)ts_geom_cdiv(p.N, L->VL);
+    int mmout = out, ba = p.kind == 0 && nd->op == TS_OP_MATMUL ? ts_lower_tsp_bias_add(L->g, nd, &p.bid) : -1;
+    if (ba >= 0) { /* the Add of its bias folded: the product writes the Add's output */
+        p.fbias = true;
+        out = ts_graph_get_node(L->g, ba)->out[0];
+    }
     int rid = -1, ad = jn ? -1 : fused_add(L, &p, out, &rid);
     int aout = ad >= 0 ? ts_graph_get_node(L->g, ad)->out[0] : out; /* the value the product computes */
     int fu = jn ? -1 : lt_fused_relu(L, aout);
@@ -2859,9 +2899,9 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     p.y->nonneg = p.relu;
     p.y->ones = p.ones = ones_lanes(L, &p, yid);
     zero_tail(L, &p);
-    int done[2] = {out, aout};
-    for (int k = 0; k < 2; k++) {
-        /* the Add and the Relu are done: their outputs are this product's */
+    int done[3] = {out, aout, mmout};
+    for (int k = 0; k < 3; k++) {
+        /* the Adds and the Relu are done: their outputs are this product's */
         int id = done[k];
         if (id == yid || (k && id == out))
             continue;
