@@ -1049,7 +1049,9 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
  * a pass streaming a vector a cycle takes each slice of a buffer about once in 5 cycles, each access
  * with a nop before it in the slice's queue. In runs, row r = q / NT of output tile t = q mod NT lies
  * in the slices of group (r / PSUM_RUN) mod (hE / 4), 4 slices a group, at word t ptw + (r / (PSUM_RUN
- * groups)) PSUM_RUN + r mod PSUM_RUN: PSUM_RUN passes in a row take the same 4 slices, a word a cycle. */
+ * groups)) PSUM_RUN + r mod PSUM_RUN: PSUM_RUN passes in a row take the same 4 slices, a word a cycle.
+ * A product of fewer rows keeps them striped: GPT-2's LM head (the last position alone, 158 output
+ * tiles) took 2,528 words of a bank half in runs, which no half had, 15 striped. */
 #define PSUM_RUN 16
 
 /* The slice (*mem) and word of byte plane b of partial-sum slot q in buffer buf. */
@@ -1102,7 +1104,7 @@ static ts_status psum_regions(lt *L, const prod *p, uint32_t rows, bool runs, pm
 static ts_status psums(lt *L, const prod *p, uint32_t rows, bool need, pmem *m)
 {
     m->nparts = p->KT > 1 && need ? (uint64_t)rows * p->NT * 4 : 0;
-    return psum_regions(L, p, rows, L->lean_runs && m->nparts && L->nE / 2 >= 4, m);
+    return psum_regions(L, p, rows, L->lean_runs && m->nparts && L->nE / 2 >= 4 && rows >= PSUM_RUN, m);
 }
 
 /* ---- schedule ---- */
