@@ -1012,21 +1012,21 @@ START_TEST(test_refused)
 END_TEST
 
 /* A model too big for the chip names the tensor that does not fit and the shortfall in bytes:
- * 8192 x 16384 int8 weights are 26 column blocks of 16384 valid rows, 425,984 vectors, 9,682 words
- * in each of the 44 west slices, over the 4,096 of a bank half (3 words taken: the zero row of word
- * 0 and the activations) and over what a west half and an east half hold together (a weight of
- * 8192 x 8192, 4,841 words, lies split between them: products.c, split_rows): 5,588 words short in
- * each slice, 5,588 x 44 x 320 bytes. */
+ * 8192 x 32768 int8 weights are 26 column blocks of 32768 valid rows, 851,968 vectors, 19,363 words
+ * in each of the 44 west slices (from the rotation's offset on), over the 4,096 of a bank half (4
+ * words taken: the zero row of word 0 and the activations) and over what a west half and both east halves hold together (a weight of
+ * 8192 x 16384, 9,682 words, lies split between them in the compact layout: products.c,
+ * split_rows): 15,269 words short in each slice, 15,269 x 44 x 320 bytes. */
 START_TEST(test_too_big)
 {
     ts_graph *g = ts_graph_create("big");
     int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){1, 8192});
-    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){8192, 16384});
+    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){8192, 32768});
     ts_graph_mark_output(g, chain(g, TS_OP_MATMUL, "fc", x, w, NULL));
     finalize(g);
-    expect_refused(g, "MatMul 'fc': no room for weights 'w': 9682 words are needed in one bank half (4096 "
-                      "words) of each west MEM slice, the most free in a half is 4094 (3 of the slice's 8192 "
-                      "words taken): 5588 words short in each of the 44 slices, 78679040 bytes");
+    expect_refused(g, "MatMul 'fc': no room for weights 'w': 19363 words are needed in one bank half (4096 "
+                      "words) of each west MEM slice, the most free in a half is 4094 (4 of the slice's 8192 "
+                      "words taken): 15269 words short in each of the 44 slices, 214987520 bytes");
 }
 END_TEST
 

@@ -671,6 +671,8 @@ typedef struct pmem {
     uint32_t ewoff, ewbase;  /* ... row g in east slice (ewoff + g) mod nE, word ewbase + (ewoff + g) / nE */
     uint32_t wsplit;         /* split_rows: rows g >= wsplit lie in east slice nW + (w2off + g - wsplit) mod nE, */
     uint32_t w2off, w2base;  /* word w2base + (w2off + g - wsplit) / nE; 0: every row as above */
+    uint32_t e2n, w3base;    /* ... where those words are more than the east's fullest half holds, its e2n
+                              * words first, the rest from w3base in the other half (0: one half) */
     uint32_t cbase;          /* bias (4 byte planes per output tile) then scale (4), every east slice */
     uint32_t ct;             /* the tiles cbase holds a bias for: NT, or 1 (zeros every tile reads) */
     uint64_t nparts;         /* partial-sum words (4 per output vector), 0 for one reduction block */
@@ -724,6 +726,12 @@ static uint32_t wrow_words(const lt *L, const pmem *m, uint64_t rows)
         most = w + 1 > most ? w + 1 : most;
     }
     return most;
+}
+
+/* The word of east word index wi (k2 / nE) of a split weight's east part (split_rows). */
+static uint32_t east_word(const pmem *m, uint64_t wi)
+{
+    return m->e2n && wi >= m->e2n ? m->w3base + (uint32_t)(wi - m->e2n) : m->w2base + (uint32_t)wi;
 }
 
 /* The 0/1 rows of a Concat, Slice, Transpose, Expand or Reshape: the same as an earlier one's
@@ -781,6 +789,8 @@ static bool shared_rows(const lt *L, const prod *p, pmem *m)
             m->wsplit = w->wsplit;
             m->w2off = w->w2off;
             m->w2base = w->w2base;
+            m->e2n = w->e2n;
+            m->w3base = w->w3base;
             return true;
         }
     }
@@ -797,7 +807,8 @@ static ts_status keep_rows(lt *L, const prod *p, const pmem *m)
     L->wts[L->nwts++] = (lt_wrows){.wid = p->wid, .kind = p->kind, .N = p->N, .K = p->K, .KT = p->KT,
                                    .woff = m->woff, .wbase = m->wbase, .wfirst = m->wfirst, .wn = m->wn,
                                    .band = m->band, .east = m->east, .ewoff = m->ewoff, .ewbase = m->ewbase,
-                                   .wsplit = m->wsplit, .w2off = m->w2off, .w2base = m->w2base};
+                                   .wsplit = m->wsplit, .w2off = m->w2off, .w2base = m->w2base,
+                                   .e2n = m->e2n, .w3base = m->w3base};
     return TS_OK;
 }
 
@@ -893,8 +904,12 @@ static ts_status east_rows(lt *L, const prod *p, pmem *m, uint64_t rows, const i
 /* Split rows (a weight that neither hemisphere holds in one bank half: GPT-2's LM head in prefill,
  * 3,428 words a slice where the west has 156 left and the east 3,335): the first rows in the fresh
  * words of the west's fullest half, from row m->wsplit on the rest in the east's, read westward
- * through the VXM to the planes as the east rows of a full west are. *wwords and *ewords the words
- * of each; the caller keeps the west's error where they do not fit. */
+ * through the VXM to the planes as the east rows of a full west are; where the east's half with the
+ * most room cannot hold them, in the compact layout, its words first and the rest in the other half
+ * (m->e2n, m->w3base: the LM head in decode under LEAN, 3,440 words where the west had 24 and the
+ * east's halves 3,091 and 2,780; allowed in the layout as always too, it gave GPT-2 small's prefill
+ * a schedule whose text did not fit, 11,618 words short, where it otherwise runs).
+ * *wwords and *ewords the words of each; the caller keeps the west's error where they do not fit. */
 static ts_status split_rows(lt *L, const prod *p, pmem *m, uint64_t rows, const char *what, uint32_t *wwords,
                             uint32_t *ewords)
 {
@@ -905,15 +920,20 @@ static ts_status split_rows(lt *L, const prod *p, pmem *m, uint64_t rows, const 
     m->wfirst = 0;
     m->wn = L->nW;
     m->band = false; /* the rows in order (wrow_at) */
+    const alloc *o = &L->al[1][!be]; /* the east's other half, in the compact layout */
+    uint64_t ro = L->compact ? o->limit - o->top : 0;
     if (ra <= m->woff || ra - m->woff >= rows || rows - (ra - m->woff) > UINT32_MAX ||
-        ts_geom_cdiv(w2off + rows - (ra - m->woff), L->nE) > re)
+        ts_geom_cdiv(w2off + rows - (ra - m->woff), L->nE) > re + ro)
         return TS_EINPUT;
     ra -= m->woff;
     *wwords = rw;
     *ewords = (uint32_t)ts_geom_cdiv(w2off + rows - ra, L->nE);
     ts_status rc = lt_region(L, 0, *wwords, what, p->nd, true, bw, &m->wbase, &wav);
+    m->e2n = *ewords > re ? re : 0; /* the rest in the other half (split_rows' comment) */
     if (rc == TS_OK)
-        rc = lt_region(L, 1, *ewords, what, p->nd, true, be, &m->w2base, &wav);
+        rc = lt_region(L, 1, m->e2n ? re : *ewords, what, p->nd, true, be, &m->w2base, &wav);
+    if (rc == TS_OK && m->e2n)
+        rc = lt_region(L, 1, *ewords - re, what, p->nd, true, !be, &m->w3base, &wav);
     m->wsplit = (uint32_t)ra;
     m->w2off = (uint32_t)w2off;
     return rc;
@@ -932,6 +952,7 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
     m->wfirst = 0;
     m->wn = L->nW;
     m->band = band_kind(L, p);
+    m->e2n = 0;
     bool done = false;
     ts_status rc;
     if (p->kind == 4 && ((rc = cat_rows(L, p, m, rows, &done)) != TS_OK || done))
@@ -968,11 +989,16 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
             wwords = ewords;
         e2words = ewords;
     }
-    image im, im2;
+    image im, im2, im3;
     if (rc != TS_OK || (rc = lt_img_init(L, &im, m->wn, m->wbase, wwords)) != TS_OK)
         return rc;
-    if (m->wsplit && (rc = lt_img_init(L, &im2, L->nE, m->w2base, e2words)) != TS_OK) {
+    if (m->wsplit && (rc = lt_img_init(L, &im2, L->nE, m->w2base, m->e2n ? m->e2n : e2words)) != TS_OK) {
         lt_img_flush(L, &im, 0); /* frees it */
+        return rc;
+    }
+    if (m->wsplit && m->e2n && (rc = lt_img_init(L, &im3, L->nE, m->w3base, e2words - m->e2n)) != TS_OK) {
+        lt_img_flush(L, &im, 0); /* frees them */
+        lt_img_flush(L, &im2, 0);
         return rc;
     }
     if (p->kind == 4)
@@ -987,8 +1013,10 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
                 uint32_t sm = 0, sw = 0;
                 if (!m->wsplit || g < m->wsplit)
                     wrow_at(L, m, g, &sm, &sw);
-                uint8_t *row = m->wsplit && g >= m->wsplit ? im2.s[k2 % L->nE] + (size_t)(k2 / L->nE) * VL
-                                                           : im.s[sm - m->wfirst] + (size_t)(sw - m->wbase) * VL;
+                uint64_t wi = k2 / L->nE;
+                uint8_t *row = !m->wsplit || g < m->wsplit ? im.s[sm - m->wfirst] + (size_t)(sw - m->wbase) * VL
+                               : m->e2n && wi >= m->e2n    ? im3.s[k2 % L->nE] + (size_t)(wi - m->e2n) * VL
+                                                           : im2.s[k2 % L->nE] + (size_t)wi * VL;
                 if (p->kind == 4)
                     memcpy(row, L->cats[L->ncats - 1].img + g * VL, VL);
                 if (p->kind != 4)
@@ -996,8 +1024,9 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
             }
         }
     if (m->wsplit) { /* no east copy: the east holds the rows past wsplit already */
-        ts_status r1 = lt_img_flush(L, &im, 0), r2 = lt_img_flush(L, &im2, L->nW);
-        if ((rc = r1 != TS_OK ? r1 : r2) != TS_OK)
+        ts_status r1 = lt_img_flush(L, &im, 0), r2 = lt_img_flush(L, &im2, L->nW),
+                  r3 = m->e2n ? lt_img_flush(L, &im3, L->nW) : TS_OK;
+        if ((rc = r1 != TS_OK ? r1 : r2 != TS_OK ? r2 : r3) != TS_OK)
             return rc;
         L->words_used += (uint64_t)e2words * L->nE;
     } else if ((rc = east_rows(L, p, m, rows, &im)) != TS_OK || (rc = lt_img_flush(L, &im, m->wfirst)) != TS_OK)
@@ -1682,7 +1711,7 @@ static void blk_rows(lt *L, psched *s, uint64_t g)
         if (s->m.wsplit && g + r >= s->m.wsplit) { /* split_rows: the east part */
             uint64_t k2 = s->m.w2off + g + r - s->m.wsplit;
             s->rmem[r] = L->nW + (uint32_t)(k2 % L->nE);
-            s->rword[r] = s->m.w2base + (uint32_t)(k2 / L->nE);
+            s->rword[r] = east_word(&s->m, k2 / L->nE);
         } else
             wrow_at(L, &s->m, g + r, &s->rmem[r], &s->rword[r]);
         s->ermem[r] = L->nW + (uint32_t)(e % L->nE);
