@@ -20,6 +20,7 @@
 #include "workloads/lower/fill.h"
 #include "workloads/tsp/lower_tsp.h"
 #include "tests/workloads/lower_tsp_harness.h"
+#include "tests/workloads/tsp_ref.h"
 
 /* ---- the C reference (int8 NCHW, batch 1, or [M, K] matrices) ---- */
 
@@ -1011,21 +1012,21 @@ START_TEST(test_refused)
 END_TEST
 
 /* A model too big for the chip names the tensor that does not fit and the shortfall in bytes:
- * 8192 x 16384 int8 weights are 26 column blocks of 16384 valid rows, 425,984 vectors, 9,682 words
- * in each of the 44 west slices, over the 4,096 of a bank half (3 words taken: the zero row of word
- * 0 and the activations) and over what a west half and an east half hold together (a weight of
- * 8192 x 8192, 4,841 words, lies split between them: products.c, split_rows): 5,588 words short in
- * each slice, 5,588 x 44 x 320 bytes. */
+ * 8192 x 32768 int8 weights are 26 column blocks of 32768 valid rows, 851,968 vectors, 19,363 words
+ * in each of the 44 west slices (from the rotation's offset on), over the 4,096 of a bank half (4
+ * words taken: the zero row of word 0 and the activations) and over what a west half and both east halves hold together (a weight of
+ * 8192 x 16384, 9,682 words, lies split between them in the compact layout: products.c,
+ * split_rows): 15,269 words short in each slice, 15,269 x 44 x 320 bytes. */
 START_TEST(test_too_big)
 {
     ts_graph *g = ts_graph_create("big");
     int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){1, 8192});
-    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){8192, 16384});
+    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){8192, 32768});
     ts_graph_mark_output(g, chain(g, TS_OP_MATMUL, "fc", x, w, NULL));
     finalize(g);
-    expect_refused(g, "MatMul 'fc': no room for weights 'w': 9682 words are needed in one bank half (4096 "
-                      "words) of each west MEM slice, the most free in a half is 4094 (3 of the slice's 8192 "
-                      "words taken): 5588 words short in each of the 44 slices, 78679040 bytes");
+    expect_refused(g, "MatMul 'fc': no room for weights 'w': 19363 words are needed in one bank half (4096 "
+                      "words) of each west MEM slice, the most free in a half is 4094 (4 of the slice's 8192 "
+                      "words taken): 15269 words short in each of the 44 slices, 214987520 bytes");
 }
 END_TEST
 
@@ -1232,6 +1233,69 @@ START_TEST(test_text_lean_plan)
     ck_assert_int_gt(count_insns(prog, "repeat"), 0);
     ts_program_destroy(prog);
     ts_err_free(&e);
+    ts_graph_destroy(g);
+}
+END_TEST
+
+/* LEAN keeps a per-row constant in a latch (ewise.c, kept_rows): scores [75, 8, 8] from a chain of 4
+ * MatMuls (as test_text_lean_plan's, on 8 channels) plus a constant [8, 8] added over the last two
+ * axes (pixel p reading row p mod 8, as gpt's causal mask), on 70 words a MEM slice where only
+ * LEAN's text fits: the Add places the 75 vectors of a row one after another, the row's 4 words read
+ * once into a latch instead of once a vector (its MEM bytes 1,152,000 where each vector read them).
+ * The run is hazard-free and its outputs are the C reference's, bit for bit. */
+START_TEST(test_lean_mask_rows)
+{
+    static const char *const small[] = {"mem.slice_bytes=22400", NULL};
+    enum { NH = 75, NMM = 4 }; /* heads of 8 x 8 scores, MatMuls */
+    ts_err e;
+    ts_err_init(&e);
+    ts_lower_tsp_params p;
+    params_of(&p, "tsp_v1", small[0]);
+    ts_graph *g = ts_graph_create("chain_mask");
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 3, (int64_t[]){NH, 8, 8});
+    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){8, 8});
+    int m = tensor_dt(g, "mask", TS_TENSOR_WEIGHT, TS_DT_F32, 2, (int64_t[]){8, 8});
+    for (int i = 0; i < NMM; i++) {
+        char yn[16];
+        snprintf(yn, sizeof yn, "y%d", i);
+        int y = tensor_dt(g, yn, TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+        node(g, TS_OP_MATMUL, yn, (int[]){x, w}, 2, y, NULL);
+        x = y;
+    }
+    int z = tensor_dt(g, "z", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    node(g, TS_OP_ADD, "masked", (int[]){x, m}, 2, z, NULL);
+    finalize(g);
+    lowered s = {0};
+    ck_assert_msg(ts_lower_tsp(g, &p, &s.prog, &s.rep, &e) == TS_OK, "%s", e.msg);
+    ts_err_free(&e);
+    ck_assert_int_gt(count_insns(s.prog, "repeat"), 0); /* LEAN's */
+    /* each vector's read and write, and the 8 rows' constants once: no 4 words a vector */
+    for (size_t k = 0; k < s.rep.nlayers; k++)
+        if (s.rep.layers[k].node == NMM)
+            ck_assert_uint_lt(s.rep.layers[k].mem_bytes, NH * 8 * 3 * 320);
+    tsp_test_run2("tsp_v1", small, s.prog, &s.run);
+    ck_assert_double_eq(tsp_stat(&s.run, "hazards.no_value"), 0);
+    /* the C reference: the chain requantised, then u + 16 c of the row's constant, to int8 */
+    int8_t *a = input_of(g, 0), *b = ts_calloc(NH * 64, 1);
+    for (int i = 0; i < NMM; i++) {
+        for (int r = 0; r < NH * 8; r++)
+            for (int n = 0; n < 8; n++) {
+                int32_t acc = 0;
+                for (int k = 0; k < 8; k++)
+                    acc += a[r * 8 + k] * ts_fill_i8(w, (uint64_t)k * 8 + n);
+                b[r * 8 + n] = requant(acc, ts_lower_tsp_scale(8), false);
+            }
+        memcpy(a, b, NH * 64);
+    }
+    const ts_graph_tensor *mt = ts_graph_get_tensor(g, m);
+    for (uint32_t px = 0; px < NH * 8; px++)
+        for (uint32_t c = 0; c < 8; c++) {
+            float u = (float)a[px * 8 + c], cv = (float)(ts_fill_value_f32(mt, m, px % 8 * 8 + c) * 16.0);
+            ck_assert_int_eq(got(&s, z, px, c), tsp_ref_cvt8(u + cv));
+        }
+    ts_free(a);
+    ts_free(b);
+    lowered_free(&s);
     ts_graph_destroy(g);
 }
 END_TEST
@@ -1501,6 +1565,10 @@ static Suite *suite(void)
     tcase_add_test(tc, test_target_upper_case);
     tcase_add_test(tc, test_target_refused);
     suite_add_tcase(s, tc);
+    TCase *lm = tcase_create("lean_mask"); /* alone: CK_RUN_CASE=lean_mask */
+    tcase_set_timeout(lm, 60);
+    tcase_add_test(lm, test_lean_mask_rows);
+    suite_add_tcase(s, lm);
     return s;
 }
 

@@ -132,12 +132,16 @@ static void gemm(const ts_graph *g, const ts_graph_node *nd, int8_t **v)
         wid = ts_graph_get_node(g, tp)->in[0];
         tb = true;
     }
-    int bid = nd->nin > 2 ? nd->in[2] : -1;
+    int bid = nd->nin > 2 ? nd->in[2] : -1, fb = -1; /* fb: an Add's bias folded (ts_lower_tsp_bias_add) */
+    if (nd->op == TS_OP_MATMUL && tp < 0 && ts_lower_tsp_bias_add(g, nd, &fb) < 0)
+        fb = -1;
     float s = ts_lower_tsp_scale((uint64_t)K);
     int8_t *out = ts_calloc((size_t)(Mr * N), 1), *in = v[nd->in[0]];
     for (int64_t i = 0; i < Mr; i++)
         for (int64_t n = 0; n < N; n++) {
             int32_t acc = bid >= 0 ? ts_fill_bias(bid, (uint64_t)n) : 0;
+            if (fb >= 0)
+                acc = ts_lower_tsp_bias_int(ts_fill_value_f32(ts_graph_get_tensor(g, fb), fb, (uint64_t)n), s);
             for (int64_t k = 0; k < K; k++)
                 acc += in[i * K + k] * ts_fill_i8(wid, (uint64_t)(tb ? n * K + k : k * N + n));
             out[i * N + n] = requant(acc, s);
@@ -326,6 +330,18 @@ static bool ref_bert(const ts_graph *g, const ts_graph_node *nd, int8_t **v, int
     }
 }
 
+/* Whether Add nd is the bias a MatMul by a weight before it folds (ts_lower_tsp_bias_add). */
+static bool folded_bias(const ts_graph *g, const ts_graph_node *nd, int ni)
+{
+    int b;
+    for (size_t i = 0; i < nd->nin; i++) {
+        int pr = ts_graph_get_tensor(g, nd->in[i])->producer;
+        if (pr >= 0 && ts_lower_tsp_bias_add(g, ts_graph_get_node(g, pr), &b) == ni)
+            return true;
+    }
+    return false;
+}
+
 /* Every node of g in order, on int8 values (v[tensor], owned): the operators of ResNet-18,
  * MobileNetV2 (grouped Convs, Clip as ReLU6), the NeRF MLP (Gemm, Concat) and BERT; false for an
  * op it does not know. */
@@ -361,6 +377,11 @@ static bool ref_int8(const ts_graph *g, int8_t **v)
                 v[nd->out[0]][k] = nd->op == TS_OP_RELU && a[k] < 0 ? 0 : a[k];
             break;
         case TS_OP_ADD:
+            if (folded_bias(g, nd, (int)i)) { /* its bias was added to the MatMul's sums (gemm) */
+                v[nd->out[0]] = ts_calloc((size_t)n, 1);
+                memcpy(v[nd->out[0]], v[nd->in[0]] ? v[nd->in[0]] : v[nd->in[1]], (size_t)n);
+                break;
+            }
             if (!v[nd->in[0]] || !v[nd->in[1]]) {
                 ewise_const(g, nd, v, n);
                 break;

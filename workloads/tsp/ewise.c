@@ -365,10 +365,22 @@ typedef struct ew_arg {
     lt_kept *kept;      /* [EW_MAX_CONSTS][kt] */
 } ew_arg;
 
-/* The kept latch of constant k for the vector being placed (not one of a per-row constant). */
+/* The kept latch of constant k for the vector being placed (a per-row constant's holds the row of
+ * the vectors placed last: sched_ew places a row's vectors one after another). */
 static lt_kept *kept_of(const ew_arg *e, int k)
 {
     return &e->kept[(uint32_t)k * e->kt + (e->p->c[k].per_tile ? e->tile : 0)];
+}
+
+/* LEAN: the rows of the per-row constant an operator keeps (a causal mask [S, S] added to the scores
+ * [h, S, S]: the vectors of pixels r, S + r, .. placed one after another share row r's latch, read
+ * once where each vector read its 4 words); 0 where it keeps none. */
+static uint32_t kept_rows(const ew_arg *e)
+{
+    for (int k = 0; e->keep && k < e->p->nc; k++)
+        if (e->p->c[k].rows && e->y->P % e->p->c[k].rows == 0)
+            return e->p->c[k].rows;
+    return 0;
 }
 
 /* Operand o of a step at cycle t: a value, or a constant read to arrive then. */
@@ -381,7 +393,7 @@ static bool operand(lt *L, const ew_arg *e, int o, uint64_t t, uint32_t tag, val
     const ew_const *c = &e->p->c[-1 - o];
     uint32_t vec = c->per_tile ? e->tile + (c->rows ? e->pix % c->rows * e->y->T : 0) : 0; /* place_consts */
     uint32_t kt;
-    if (!e->p->i8 && e->keep && !c->rows &&
+    if (!e->p->i8 && e->keep && (!c->rows || kept_rows(e)) &&
         lt_kept_in(L, kept_of(e, -1 - o), e->cword[-1 - o] + 4 * vec, L->tg->reg.f32, t, tag, out, &kt))
         return kt == tag; /* the latch was loaded with the operator's tag */
     if (!e->p->i8)
@@ -517,11 +529,28 @@ static bool try_ew(lt *L, const void *arg, uint64_t A, uint64_t *w)
     return false;
 }
 
+/* The k-th vector placed: in order, or with a kept per-row constant (kept_rows) row by row, the
+ * heads' vectors of a row together; the kept latches of a row that is done are freed. */
+static uint64_t placed_vec(lt *L, ew_arg *e, uint64_t k, uint32_t rows)
+{
+    tens *y = e->y;
+    if (!rows)
+        return k;
+    uint64_t H = y->P / rows, r = k / ((uint64_t)H * y->T), h = k / y->T % H, v = (h * rows + r) * y->T + k % y->T;
+    for (int c = 0; k % ((uint64_t)H * y->T) == 0 && c < e->p->nc; c++)
+        if (e->p->c[c].rows)
+            for (uint32_t t = 0; t < e->kt; t++)
+                lt_kept_end(L, &e->kept[(uint32_t)c * e->kt + t]);
+    return v;
+}
+
 static ts_status sched_ew(lt *L, const ts_graph_node *nd, ew_arg *e, ts_lower_tsp_layer *ly)
 {
     tens *y = e->y;
     uint64_t n = (uint64_t)y->P * y->T, prev = 0;
-    for (uint64_t v = 0; v < n; v++) {
+    uint32_t rows = kept_rows(e);
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t v = placed_vec(L, e, k, rows);
         e->v = v;
         e->tile = (uint32_t)(v % y->T);
         e->pix = (uint32_t)(v / y->T);

@@ -133,6 +133,18 @@ ts_status ts_lower_tsp_read_output(const ts_lower_tsp_report *rep, uint32_t vl, 
 /* The requantisation scale of a product with reduction length k: 1 / (8 sqrt(k)) as a float. */
 float ts_lower_tsp_scale(uint64_t k);
 
+/* The Add a MatMul folds into its products as their bias (docs/lowering-tsp.md, *The biases folded*):
+ * the lone reader of the output of MatMul mm (an activation, not rank 4, times a 2-D weight or
+ * constant [K, N]), an Add of that output and a weight or constant of N values along the last axis
+ * (its other axes 1), of the output's shape; -1 where there is none. *bias: the Add's other operand.
+ * The product then starts each sum at ts_lower_tsp_bias_int of the value and writes the Add's output. */
+int ts_lower_tsp_bias_add(const ts_graph *g, const ts_graph_node *mm, int *bias);
+
+/* The int32 a folded bias of value c adds to the sums of a product of requantisation scale `scale`:
+ * the Add it replaces adds 16 c to the int8 q (q / 16 the value), so round(16 c / scale), to nearest
+ * even, saturated to +-2^30. */
+int32_t ts_lower_tsp_bias_int(double c, float scale);
+
 /* The TSP lowering in the registry (workloads/lower/lower.h). */
 extern const ts_lowering ts_tsp_lowering;
 

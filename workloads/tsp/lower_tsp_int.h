@@ -138,6 +138,7 @@ typedef struct lt_wrows {
     uint32_t ewoff, ewbase;
     uint32_t wsplit;        /* rows from wsplit on lie in the east (products.c, split_rows); 0: none */
     uint32_t w2off, w2base;
+    uint32_t e2n, w3base;   /* split_rows in both east bank halves: east words e2n on at w3base (0: one) */
 } lt_wrows;
 
 /* A constant of 4 words of every east slice (an f32 scale) kept in ALU latches while a product's

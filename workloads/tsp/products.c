@@ -25,6 +25,36 @@ float ts_lower_tsp_scale(uint64_t k)
     return (float)(1.0 / (8.0 * sqrt((double)(k ? k : 1))));
 }
 
+int ts_lower_tsp_bias_add(const ts_graph *g, const ts_graph_node *mm, int *bias)
+{
+    size_t n;
+    if (mm->op != TS_OP_MATMUL || mm->nin != 2)
+        return -1;
+    const ts_graph_tensor *x = ts_graph_get_tensor(g, mm->in[0]), *w = ts_graph_get_tensor(g, mm->in[1]),
+                          *y = ts_graph_get_tensor(g, mm->out[0]);
+    const int *c = ts_graph_consumers(g, mm->out[0], &n);
+    if ((w->kind != TS_TENSOR_WEIGHT && w->kind != TS_TENSOR_CONST) || w->rank != 2 || x->rank < 1 || x->rank == 4 ||
+        (x->kind != TS_TENSOR_ACTIVATION && x->kind != TS_TENSOR_INPUT) || n != 1 || y->is_output)
+        return -1;
+    const ts_graph_node *ad = ts_graph_get_node(g, c[0]);
+    if (ad->op != TS_OP_ADD || ad->nin != 2 || ad->in[0] == ad->in[1])
+        return -1;
+    int bi = ad->in[ad->in[0] == mm->out[0] ? 1 : 0];
+    const ts_graph_tensor *b = ts_graph_get_tensor(g, bi), *z = ts_graph_get_tensor(g, ad->out[0]);
+    if ((b->kind != TS_TENSOR_WEIGHT && b->kind != TS_TENSOR_CONST) || b->rank < 1 || b->rank > y->rank ||
+        b->dims[b->rank - 1] != w->dims[1] || ts_graph_tensor_elems(b) != w->dims[1] || z->rank != y->rank ||
+        memcmp(z->dims, y->dims, (size_t)y->rank * sizeof *y->dims))
+        return -1;
+    *bias = bi;
+    return c[0];
+}
+
+int32_t ts_lower_tsp_bias_int(double c, float scale)
+{
+    double b = nearbyint(16.0 * c / (double)scale), lim = (double)(1 << 30);
+    return (int32_t)(b < -lim ? -lim : b > lim ? lim : b);
+}
+
 /* A Conv's taps packed into vectors of R slots of C lanes (kind 6, docs/lowering-tsp.md *Packed
  * taps*). Its input's producer writes pixel (y, x) in slot (x + k y) mod R only (pack_slots), so tap
  * (ky, kx) of output pixel p lies in slot (base(p) + c) mod R, c = kx dw + k ky dh: a packed vector
@@ -37,6 +67,8 @@ typedef struct pplan { uint32_t R, k, G, nb; int8_t tap[PACK_TAPS][PACK_MAX]; } 
 typedef struct prod {
     const ts_graph_node *nd;
     int wid, bid;            /* weight and bias tensors (bias -1) */
+    bool fbias;              /* bid is a folded Add's operand (ts_lower_tsp_bias_add): its values f32, in units
+                              * of the activations (ts_lower_tsp_bias_int) */
     tens *x;                 /* input (activations) */
     tens *y;                 /* output */
     uint32_t M, N, K, NT, KT, CT;
@@ -221,6 +253,9 @@ static int32_t bias_of(const lt *L, const prod *p, uint32_t n)
 {
     if (p->bid < 0)
         return 0;
+    if (n < p->N && p->fbias)
+        return ts_lower_tsp_bias_int(
+            ts_fill_value_f32(ts_graph_get_tensor(L->g, p->bid), p->bid, n), p->scale);
     return n < p->N ? bias_at(L, p->bid, n) : n < p->N + p->ones ? one_bias(p->scale) : 0;
 }
 
@@ -587,7 +622,7 @@ static void zero_tail(const lt *L, prod *p)
 {
     const ts_graph_tensor *wt = p->wid >= 0 ? ts_graph_get_tensor(L->g, p->wid) : NULL;
     uint32_t VL = L->VL;
-    if ((p->kind != 0 && p->kind != 1) || p->rep || p->bid >= 0 || p->blanes || p->ones || !wt || !wt->data ||
+    if ((p->kind != 0 && p->kind != 1) || p->rep || (p->bid >= 0 && !p->fbias) || p->blanes || p->ones || !wt || !wt->data ||
         wt->dtype != TS_DT_I8)
         return;
     const int8_t *w = wt->data;
@@ -636,6 +671,8 @@ typedef struct pmem {
     uint32_t ewoff, ewbase;  /* ... row g in east slice (ewoff + g) mod nE, word ewbase + (ewoff + g) / nE */
     uint32_t wsplit;         /* split_rows: rows g >= wsplit lie in east slice nW + (w2off + g - wsplit) mod nE, */
     uint32_t w2off, w2base;  /* word w2base + (w2off + g - wsplit) / nE; 0: every row as above */
+    uint32_t e2n, w3base;    /* ... where those words are more than the east's fullest half holds, its e2n
+                              * words first, the rest from w3base in the other half (0: one half) */
     uint32_t cbase;          /* bias (4 byte planes per output tile) then scale (4), every east slice */
     uint32_t ct;             /* the tiles cbase holds a bias for: NT, or 1 (zeros every tile reads) */
     uint64_t nparts;         /* partial-sum words (4 per output vector), 0 for one reduction block */
@@ -689,6 +726,12 @@ static uint32_t wrow_words(const lt *L, const pmem *m, uint64_t rows)
         most = w + 1 > most ? w + 1 : most;
     }
     return most;
+}
+
+/* The word of east word index wi (k2 / nE) of a split weight's east part (split_rows). */
+static uint32_t east_word(const pmem *m, uint64_t wi)
+{
+    return m->e2n && wi >= m->e2n ? m->w3base + (uint32_t)(wi - m->e2n) : m->w2base + (uint32_t)wi;
 }
 
 /* The 0/1 rows of a Concat, Slice, Transpose, Expand or Reshape: the same as an earlier one's
@@ -746,6 +789,8 @@ static bool shared_rows(const lt *L, const prod *p, pmem *m)
             m->wsplit = w->wsplit;
             m->w2off = w->w2off;
             m->w2base = w->w2base;
+            m->e2n = w->e2n;
+            m->w3base = w->w3base;
             return true;
         }
     }
@@ -762,7 +807,8 @@ static ts_status keep_rows(lt *L, const prod *p, const pmem *m)
     L->wts[L->nwts++] = (lt_wrows){.wid = p->wid, .kind = p->kind, .N = p->N, .K = p->K, .KT = p->KT,
                                    .woff = m->woff, .wbase = m->wbase, .wfirst = m->wfirst, .wn = m->wn,
                                    .band = m->band, .east = m->east, .ewoff = m->ewoff, .ewbase = m->ewbase,
-                                   .wsplit = m->wsplit, .w2off = m->w2off, .w2base = m->w2base};
+                                   .wsplit = m->wsplit, .w2off = m->w2off, .w2base = m->w2base,
+                                   .e2n = m->e2n, .w3base = m->w3base};
     return TS_OK;
 }
 
@@ -858,8 +904,12 @@ static ts_status east_rows(lt *L, const prod *p, pmem *m, uint64_t rows, const i
 /* Split rows (a weight that neither hemisphere holds in one bank half: GPT-2's LM head in prefill,
  * 3,428 words a slice where the west has 156 left and the east 3,335): the first rows in the fresh
  * words of the west's fullest half, from row m->wsplit on the rest in the east's, read westward
- * through the VXM to the planes as the east rows of a full west are. *wwords and *ewords the words
- * of each; the caller keeps the west's error where they do not fit. */
+ * through the VXM to the planes as the east rows of a full west are; where the east's half with the
+ * most room cannot hold them, in the compact layout, its words first and the rest in the other half
+ * (m->e2n, m->w3base: the LM head in decode under LEAN, 3,440 words where the west had 24 and the
+ * east's halves 3,091 and 2,780; allowed in the layout as always too, it gave GPT-2 small's prefill
+ * a schedule whose text did not fit, 11,618 words short, where it otherwise runs).
+ * *wwords and *ewords the words of each; the caller keeps the west's error where they do not fit. */
 static ts_status split_rows(lt *L, const prod *p, pmem *m, uint64_t rows, const char *what, uint32_t *wwords,
                             uint32_t *ewords)
 {
@@ -870,15 +920,20 @@ static ts_status split_rows(lt *L, const prod *p, pmem *m, uint64_t rows, const 
     m->wfirst = 0;
     m->wn = L->nW;
     m->band = false; /* the rows in order (wrow_at) */
+    const alloc *o = &L->al[1][!be]; /* the east's other half, in the compact layout */
+    uint64_t ro = L->compact ? o->limit - o->top : 0;
     if (ra <= m->woff || ra - m->woff >= rows || rows - (ra - m->woff) > UINT32_MAX ||
-        ts_geom_cdiv(w2off + rows - (ra - m->woff), L->nE) > re)
+        ts_geom_cdiv(w2off + rows - (ra - m->woff), L->nE) > re + ro)
         return TS_EINPUT;
     ra -= m->woff;
     *wwords = rw;
     *ewords = (uint32_t)ts_geom_cdiv(w2off + rows - ra, L->nE);
     ts_status rc = lt_region(L, 0, *wwords, what, p->nd, true, bw, &m->wbase, &wav);
+    m->e2n = *ewords > re ? re : 0; /* the rest in the other half (split_rows' comment) */
     if (rc == TS_OK)
-        rc = lt_region(L, 1, *ewords, what, p->nd, true, be, &m->w2base, &wav);
+        rc = lt_region(L, 1, m->e2n ? re : *ewords, what, p->nd, true, be, &m->w2base, &wav);
+    if (rc == TS_OK && m->e2n)
+        rc = lt_region(L, 1, *ewords - re, what, p->nd, true, !be, &m->w3base, &wav);
     m->wsplit = (uint32_t)ra;
     m->w2off = (uint32_t)w2off;
     return rc;
@@ -897,6 +952,7 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
     m->wfirst = 0;
     m->wn = L->nW;
     m->band = band_kind(L, p);
+    m->e2n = 0;
     bool done = false;
     ts_status rc;
     if (p->kind == 4 && ((rc = cat_rows(L, p, m, rows, &done)) != TS_OK || done))
@@ -933,11 +989,16 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
             wwords = ewords;
         e2words = ewords;
     }
-    image im, im2;
+    image im, im2, im3;
     if (rc != TS_OK || (rc = lt_img_init(L, &im, m->wn, m->wbase, wwords)) != TS_OK)
         return rc;
-    if (m->wsplit && (rc = lt_img_init(L, &im2, L->nE, m->w2base, e2words)) != TS_OK) {
+    if (m->wsplit && (rc = lt_img_init(L, &im2, L->nE, m->w2base, m->e2n ? m->e2n : e2words)) != TS_OK) {
         lt_img_flush(L, &im, 0); /* frees it */
+        return rc;
+    }
+    if (m->wsplit && m->e2n && (rc = lt_img_init(L, &im3, L->nE, m->w3base, e2words - m->e2n)) != TS_OK) {
+        lt_img_flush(L, &im, 0); /* frees them */
+        lt_img_flush(L, &im2, 0);
         return rc;
     }
     if (p->kind == 4)
@@ -952,8 +1013,10 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
                 uint32_t sm = 0, sw = 0;
                 if (!m->wsplit || g < m->wsplit)
                     wrow_at(L, m, g, &sm, &sw);
-                uint8_t *row = m->wsplit && g >= m->wsplit ? im2.s[k2 % L->nE] + (size_t)(k2 / L->nE) * VL
-                                                           : im.s[sm - m->wfirst] + (size_t)(sw - m->wbase) * VL;
+                uint64_t wi = k2 / L->nE;
+                uint8_t *row = !m->wsplit || g < m->wsplit ? im.s[sm - m->wfirst] + (size_t)(sw - m->wbase) * VL
+                               : m->e2n && wi >= m->e2n    ? im3.s[k2 % L->nE] + (size_t)(wi - m->e2n) * VL
+                                                           : im2.s[k2 % L->nE] + (size_t)wi * VL;
                 if (p->kind == 4)
                     memcpy(row, L->cats[L->ncats - 1].img + g * VL, VL);
                 if (p->kind != 4)
@@ -961,8 +1024,9 @@ static ts_status weights(lt *L, const prod *p, pmem *m)
             }
         }
     if (m->wsplit) { /* no east copy: the east holds the rows past wsplit already */
-        ts_status r1 = lt_img_flush(L, &im, 0), r2 = lt_img_flush(L, &im2, L->nW);
-        if ((rc = r1 != TS_OK ? r1 : r2) != TS_OK)
+        ts_status r1 = lt_img_flush(L, &im, 0), r2 = lt_img_flush(L, &im2, L->nW),
+                  r3 = m->e2n ? lt_img_flush(L, &im3, L->nW) : TS_OK;
+        if ((rc = r1 != TS_OK ? r1 : r2 != TS_OK ? r2 : r3) != TS_OK)
             return rc;
         L->words_used += (uint64_t)e2words * L->nE;
     } else if ((rc = east_rows(L, p, m, rows, &im)) != TS_OK || (rc = lt_img_flush(L, &im, m->wfirst)) != TS_OK)
@@ -1014,7 +1078,9 @@ static ts_status consts(lt *L, const prod *p, pmem *m)
  * a pass streaming a vector a cycle takes each slice of a buffer about once in 5 cycles, each access
  * with a nop before it in the slice's queue. In runs, row r = q / NT of output tile t = q mod NT lies
  * in the slices of group (r / PSUM_RUN) mod (hE / 4), 4 slices a group, at word t ptw + (r / (PSUM_RUN
- * groups)) PSUM_RUN + r mod PSUM_RUN: PSUM_RUN passes in a row take the same 4 slices, a word a cycle. */
+ * groups)) PSUM_RUN + r mod PSUM_RUN: PSUM_RUN passes in a row take the same 4 slices, a word a cycle.
+ * A product of fewer rows keeps them striped: GPT-2's LM head (the last position alone, 158 output
+ * tiles) took 2,528 words of a bank half in runs, which no half had, 15 striped. */
 #define PSUM_RUN 16
 
 /* The slice (*mem) and word of byte plane b of partial-sum slot q in buffer buf. */
@@ -1067,7 +1133,7 @@ static ts_status psum_regions(lt *L, const prod *p, uint32_t rows, bool runs, pm
 static ts_status psums(lt *L, const prod *p, uint32_t rows, bool need, pmem *m)
 {
     m->nparts = p->KT > 1 && need ? (uint64_t)rows * p->NT * 4 : 0;
-    return psum_regions(L, p, rows, L->lean_runs && m->nparts && L->nE / 2 >= 4, m);
+    return psum_regions(L, p, rows, L->lean_runs && m->nparts && L->nE / 2 >= 4 && rows >= PSUM_RUN, m);
 }
 
 /* ---- schedule ---- */
@@ -1645,7 +1711,7 @@ static void blk_rows(lt *L, psched *s, uint64_t g)
         if (s->m.wsplit && g + r >= s->m.wsplit) { /* split_rows: the east part */
             uint64_t k2 = s->m.w2off + g + r - s->m.wsplit;
             s->rmem[r] = L->nW + (uint32_t)(k2 % L->nE);
-            s->rword[r] = s->m.w2base + (uint32_t)(k2 / L->nE);
+            s->rword[r] = east_word(&s->m, k2 / L->nE);
         } else
             wrow_at(L, &s->m, g + r, &s->rmem[r], &s->rword[r]);
         s->ermem[r] = L->nW + (uint32_t)(e % L->nE);
@@ -2830,6 +2896,11 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     if (jn)
         out = jn->out[0]; /* A V writes the head join's output */
     p.NT = (uint32_t)ts_geom_cdiv(p.N, L->VL);
+    int mmout = out, ba = p.kind == 0 && nd->op == TS_OP_MATMUL ? ts_lower_tsp_bias_add(L->g, nd, &p.bid) : -1;
+    if (ba >= 0) { /* the Add of its bias folded: the product writes the Add's output */
+        p.fbias = true;
+        out = ts_graph_get_node(L->g, ba)->out[0];
+    }
     int rid = -1, ad = jn ? -1 : fused_add(L, &p, out, &rid);
     int aout = ad >= 0 ? ts_graph_get_node(L->g, ad)->out[0] : out; /* the value the product computes */
     int fu = jn ? -1 : lt_fused_relu(L, aout);
@@ -2859,9 +2930,9 @@ ts_status lt_lower_product(lt *L, const ts_graph_node *nd, ts_lower_tsp_layer *l
     p.y->nonneg = p.relu;
     p.y->ones = p.ones = ones_lanes(L, &p, yid);
     zero_tail(L, &p);
-    int done[2] = {out, aout};
-    for (int k = 0; k < 2; k++) {
-        /* the Add and the Relu are done: their outputs are this product's */
+    int done[3] = {out, aout, mmout};
+    for (int k = 0; k < 3; k++) {
+        /* the Adds and the Relu are done: their outputs are this product's */
         int id = done[k];
         if (id == yid || (k && id == out))
             continue;
