@@ -1581,17 +1581,13 @@ static void heads_routes(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b)
  * sends them east on its row. Nothing of a block waits on another
  * before its own outputs: the blocks compute side by side, the tree combines them in about log2
  * B levels. */
-/* A block's junk word (block_code's memory: its scores, the max and sum, the outputs, the
- * incoming ones, the scale, a zero word, then this). */
-static int block_junk(const lw_stage *s) { return (int)s->nbk * 4 + 8 + (int)s->C * 4 + 8 + 4 + 4; }
-
-static void block_code(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int *kt, int *va)
+static void attn_block(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int *kt, int *va)
 {
     const int64_t N = s->M + s->nc, nbk = s->nbk, B = (int64_t)ts_geom_cdiv((uint64_t)N, (uint64_t)nbk),
                   n0 = (int64_t)b * nbk, cnt = N - n0 < nbk ? N - n0 : nbk, K = s->K, DV = s->C;
     const bool top = b == 0, bottom = (int64_t)b + 1 == B, nexth = j + 1 < (uint32_t)s->N;
-    const int SC = 0, HD = (int)nbk * 4, ACC = HD + 8, IN = ACC + (int)DV * 4, CW = IN + 8, ZA = CW + 4,
-              JA = block_junk(s), QA = JA + 4, KT = QA + (int)K * 4, VA = KT + (int)(K * nbk) * 4;
+    const int SC = 0, HD = (int)nbk * 4, ACC = HD + 8, IN = ACC + (int)DV * 4, CW = IN + 8, ZA = CW + 4, JA = ZA + 4,
+              QA = JA + 4, KT = QA + (int)K * 4, VA = KT + (int)(K * nbk) * 4;
     const uint32_t ci = lw_gcol(s, j - 1), co = lw_gcol(s, j);
     uint32_t low = 0; /* its lowest bit: the level it sends at */
     while (b && !(b >> low & 1))
@@ -1629,13 +1625,7 @@ static void block_code(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int
             ts_lww_in_to_mem(G, s->cin, addr[k], (uint64_t)len[k], stride[k]);
             at = col[k] + len[k];
         }
-        for (int64_t a = at; a < s->L && !bottom; a += PIECE) { /* the rest on microthread 0 */
-            const int c = s->L - a > PIECE ? PIECE : (int)(s->L - a);
-            ts_lww_op(G, WSE_OP_DSDIN, 3, 12, (int)s->cin, c);
-            ts_lww_op(G, WSE_OP_DSDM, 4, 13, JA, c, 0);
-            ts_lww_op(G, WSE_OP_FMOVS, 4, 13, 12, 0, -1);
-        }
-        if (s->L > at && bottom)
+        if (s->L > at)
             ts_lww_in_to_mem(G, s->cin, (uint64_t)JA, (uint64_t)(s->L - at), 0);
     }
     ts_lww_exp_consts(G);
@@ -1667,22 +1657,6 @@ static void block_code(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int
     if (j)
         ts_lww_in_to_out(G, ci, co, (uint64_t)(j * DV));
     ts_lww_mem_to_out(G, (uint64_t)ACC, (uint64_t)DV, co);
-}
-
-/* Block b of head j (block_code): a block above the last takes its query and computes as soon as
- * the query is in, the rest of the row of F going into its junk word on microthread 0 meanwhile
- * (the last block takes the new key and value at the row's end); so each head's blocks but the
- * last work while the row streams on, where every block computed only after the whole row. A
- * one-word move on microthread 0 at its end waits for the rest. */
-static void attn_block(lw_gen *G, const lw_stage *s, uint32_t j, uint32_t b, int *kt, int *va)
-{
-    block_code(G, s, j, b, kt, va);
-    const int64_t N = s->M + s->nc, B = (int64_t)ts_geom_cdiv((uint64_t)N, (uint64_t)s->nbk);
-    if ((int64_t)b + 1 < B) {
-        ts_lww_op(G, WSE_OP_DSDM, 4, 12, block_junk(s), 1, 0);
-        ts_lww_op(G, WSE_OP_DSDM, 4, 13, block_junk(s), 1, 0);
-        ts_lww_op(G, WSE_OP_FMOVS, 4, 13, 12, 0, -1);
-    }
 }
 
 /* The PEs of a stage whose heads' positions are split (s->nbk): head j's blocks down column j,
