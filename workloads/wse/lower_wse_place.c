@@ -901,19 +901,18 @@ static uint64_t chain_finish(const lw_stage *s, const uint64_t *arr, const uint6
     return f + (s->kr > 1 ? nb : 0) + (s->h16 ? 3 * nb : 0) + (s->rpass ? nb : 0);
 }
 
-/* One chain of product s (the product's, or a column group's): its m columns and the n outputs
- * they give, cut (cut[0..m], from 0) so that column j, as wide as its outputs are ready
- * (chain_finish) by the time the chain has sent those of the columns west of it, a cycle an
- * output, from the first column's nb0; at most most outputs a column, at least one. The outputs
- * they take (n when they all fit, less when nb0 is too few). */
+/* The cuts of N over kc columns (cut[0..kc]) whose column j, as wide as its outputs are ready
+ * (chain_finish) by the time the chain has sent those of the columns west of it, a cycle an output,
+ * from the first column's nb0; at most most outputs a column, at least one. The outputs they take
+ * (N when they all fit, less when nb0 is too few). */
 static uint64_t chain_fill(const lw_stage *s, const uint64_t *arr, const uint64_t *ki, uint64_t nb0, uint64_t most,
-                           uint64_t m, uint64_t n, int64_t *cut)
+                           int64_t *cut)
 {
-    const uint64_t f0 = chain_finish(s, arr, ki, nb0);
+    const uint64_t N = (uint64_t)s->N, f0 = chain_finish(s, arr, ki, nb0);
     uint64_t at = 0;
     cut[0] = 0;
-    for (uint64_t j = 0; j < m; j++) {
-        const uint64_t left = n - at - (m - 1 - j); /* an output at least for each column after */
+    for (uint32_t j = 0; j < s->kc; j++) {
+        const uint64_t left = N - at - (s->kc - 1 - j); /* an output at least for each column after */
         uint64_t lo = nb0 < left ? nb0 : left, hi = most < left ? most : left; /* the widest in time */
         while (j && lo < hi) {
             const uint64_t mid = (lo + hi + 1) / 2;
@@ -928,41 +927,22 @@ static uint64_t chain_fill(const lw_stage *s, const uint64_t *arr, const uint64_
     return at;
 }
 
-/* The cuts of one chain (chain_fill) with the narrowest first column that takes all n outputs;
- * false when none is earlier than even columns. */
-static bool chain_cut(const lw_stage *s, const uint64_t *arr, const uint64_t *ki, uint64_t most, uint64_t m,
-                      uint64_t n, int64_t *cut)
-{
-    const uint64_t even = ts_geom_cdiv(n, m);
-    uint64_t lo = 1, hi = even;
-    while (lo < hi) {
-        const uint64_t mid = (lo + hi) / 2;
-        if (chain_fill(s, arr, ki, mid, most, m, n, cut) == n)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return m > 1 && lo < even && chain_fill(s, arr, ki, lo, most, m, n, cut) == n &&
-           chain_finish(s, arr, ki, lo) < chain_finish(s, arr, ki, even);
-}
-
-/* A decode's product of one row whose outputs leave through row 0's chain (one chain, or one per
- * column group before SwiGLU's gate, whose groups' first outputs stay where they are): each
- * chain's columns cut unevenly, each later one wider (s->cols), so that the chain sends without
- * waiting. Its columns take the input together and end their MACs about together when cut evenly,
- * so the chain's last PE sent the outputs, about a cycle each, only after the MAC loop; cut so,
- * its first column is the narrowest and ends first, and column j ends when the chain has sent the
- * outputs west of it: the outputs leave from about chain_finish of the first column, not of an
- * even one (row 0 passes the outputs of the columns west of it on a microthread during its MACs,
- * lower_wse_emit_mm.c). A chain stays even when no cut is earlier or the widest would not fit a PE;
- * s->cols stays NULL when every chain does. */
+/* A decode's product of one chain (one row, its outputs through row 0's chain east, not on column
+ * groups): its columns cut unevenly, each later one wider (s->cols), so that the chain sends
+ * without waiting. Its columns take the input together and end their MACs about together when cut
+ * evenly, so the chain's north-east PE sent the N outputs, about a cycle each, only after the MAC
+ * loop; cut so, column 0 is the narrowest and ends first, and column j ends when the chain has
+ * sent the outputs west of it: the outputs leave from about chain_finish of the first column, not of
+ * an even one (row 0 passes the outputs of the columns west of it on a microthread during its MACs,
+ * lower_wse_emit_mm.c). Kept even when no cut is earlier, a column would get no output, or the
+ * widest would not fit a PE. */
 static ts_status chain_cuts(lw *L)
 {
     if (!L->decode)
         return TS_OK;
     for (size_t si = 0; si < L->n; si++) {
         lw_stage *s = &L->st[si];
-        if (s->kind != K_MM || s->lane || s->M != 1 || s->kc < 2 || s->fork)
+        if (s->kind != K_MM || s->lane || s->M != 1 || s->ko > 1 || s->kc < 2 || s->fork)
             continue;
         const uint64_t N = (uint64_t)s->N, even = ts_geom_cdiv(N, s->kc);
         uint64_t *arr = ts_malloc((size_t)s->kr * 2 * sizeof *arr);
@@ -984,27 +964,21 @@ static ts_status chain_cuts(lw *L)
             arr[i] = s->kin <= 1 ? k1 : parts ? g1 + (k1 - g0) : k1 - g0;
         }
         const uint64_t extra = s->rpass ? 4 : 0;
-        uint64_t most = even, top = N; /* the widest column that fits a PE */
-        while (most < top) {
-            const uint64_t mid = (most + top + 1) / 2;
-            if (lw_mm_bytes(s->h16, kmost, mid) + extra <= L->t->sram_bytes)
-                most = mid;
+        uint64_t most = N;
+        while (most > even && lw_mm_bytes(s->h16, kmost, most) + extra > L->t->sram_bytes)
+            most = most * 3 / 4 > even ? most * 3 / 4 : even;
+        uint64_t lo = 1, hi = even; /* the narrowest first column whose cuts take all N */
+        while (lo < hi) {
+            const uint64_t mid = (lo + hi) / 2;
+            if (chain_fill(s, arr, ki, mid, most, cut) == N)
+                hi = mid;
             else
-                top = mid - 1;
+                lo = mid + 1;
         }
-        bool any = false;
-        const uint32_t groups = s->ko > 1 ? s->ko : 1;
-        for (uint32_t g = 0; g < groups; g++) { /* its chains: the groups' columns and outputs */
-            const uint32_t c0 = s->ko > 1 ? ts_lww_mm_group_col(s, g) : 0;
-            const uint32_t c1 = s->ko > 1 ? ts_lww_mm_group_col(s, g + 1) : s->kc;
-            const uint64_t n0 = (uint64_t)c0 * N / s->kc, n1 = (uint64_t)c1 * N / s->kc;
-            const bool cuts = c1 > c0 && chain_cut(s, arr, ki, most, c1 - c0, n1 - n0, cut + c0);
-            for (uint32_t j = c0; j <= c1; j++) /* its cuts from its first output (or even) */
-                cut[j] = cuts ? cut[j] + (int64_t)n0 : (int64_t)((uint64_t)j * N / s->kc);
-            any |= cuts;
-        }
+        const bool keep = lo < even && chain_fill(s, arr, ki, lo, most, cut) == N &&
+                          chain_finish(s, arr, ki, lo) < chain_finish(s, arr, ki, even);
         ts_free(arr);
-        if (!any) {
+        if (!keep) {
             ts_free(cut);
             continue;
         }
