@@ -934,8 +934,8 @@ static uint64_t chain_fill(const lw_stage *s, const uint64_t *arr, const uint64_
  * loop; cut so, column 0 is the narrowest and ends first, and column j ends when the chain has
  * sent the outputs west of it: the outputs leave from about chain_finish of the first column, not of
  * an even one (row 0 passes the outputs of the columns west of it on a microthread during its MACs,
- * lower_wse_emit_mm.c). Kept even when no cut is earlier, a column would get no output, or the
- * widest would not fit a PE. */
+ * lower_wse_emit_mm.c). Kept even when no cut is earlier or none takes all N with every column
+ * within a PE's memory. */
 static ts_status chain_cuts(lw *L)
 {
     if (!L->decode)
