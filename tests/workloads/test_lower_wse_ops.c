@@ -880,6 +880,34 @@ static void check_latency_rows(const lowered *L, uint32_t rows)
     ck_assert_uint_gt(n, 0);
 }
 
+/* The matrix products of a lowering whose row 0 passes the outputs of the columns west of it on
+ * on microthread 1 during its MACs (an fmovs on thread 1): a decode's products of one chain whose
+ * columns are cut unevenly, each later one wider (chain_cuts in lower_wse_place.c). Each such
+ * product's passing PEs are row 0's after its first column: at most kc - 1. */
+static size_t chain_cut_products(const lowered *L, uint32_t width)
+{
+    size_t products = 0;
+    for (size_t j = 0; j < L->rep.nstages; j++) {
+        const ts_lower_wse_stage *s = &L->rep.stages[j];
+        if (strcmp(s->what, "matmul") || s->skip)
+            continue;
+        size_t pes = 0;
+        for (size_t i = 0; i < L->prog->nstreams; i++) {
+            const ts_stream *st = &L->prog->streams[i];
+            const uint32_t x = st->index % width, y = st->index / width;
+            if (x < s->x || x >= s->x + s->w || y < s->y || y >= s->y + s->h)
+                continue;
+            bool pass = false;
+            for (size_t k = 0; k < st->n; k++)
+                pass |= st->insn[k].op == WSE_OP_FMOVS && st->insn[k].a[2] == 1;
+            pes += pass;
+        }
+        ck_assert_uint_lt(pes, s->kc);
+        products += pes > 0;
+    }
+    return products;
+}
+
 /* The gpt built-in in Llama's form (RMSNorm, SwiGLU, no biases; _i 2: biases, 4 query heads on 2
  * key heads; _i 3 to 5: rotary positions, 4 query heads on 2 key heads; _i 5 planned for PEs of
  * 2,048 bytes, the rotary stage split over PEs by heads), prefill (_i 0, 2, 3, 5) and decode (_i 1,
@@ -953,6 +981,9 @@ START_TEST(test_gpt_swiglu)
     }
     if (M == 1) /* a decode: every one-row product sized for latency */
         check_latency_rows(&L, 16);
+    /* a decode: products of one chain with their columns cut unevenly for the chain; none in a prefill */
+    const size_t cut = chain_cut_products(&L, 96);
+    ck_assert(M == 1 ? cut > 0 : cut == 0);
     check_logits(g, &L, spec);
     lowered_free(&L);
     ts_graph_destroy(g);
@@ -1047,6 +1078,8 @@ START_TEST(test_f16_products)
     count_macs(&L, 96, &f32, &f16);
     ck_assert_uint_eq(f32, 0);
     ck_assert_uint_gt(f16, 0);
+    /* the decodes: binary16 products of one chain with their columns cut unevenly for it */
+    ck_assert(_i ? chain_cut_products(&L, 96) > 0 : chain_cut_products(&L, 96) == 0);
     gref r;
     gref_run(g, &r);
     const int y = L.rep.out_tensor;

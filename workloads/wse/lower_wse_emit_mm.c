@@ -49,6 +49,19 @@ typedef struct mm_pe {
     bool bias; /* row 0 of a product with a bias */
 } mm_pe;
 
+uint64_t ts_lww_mm_col(const lw_stage *s, uint32_t j)
+{
+    return s->cols ? (uint64_t)s->cols[j] : (uint64_t)j * (uint64_t)s->N / s->kc;
+}
+
+uint64_t ts_lww_mm_nb_most(const lw_stage *s)
+{
+    uint64_t most = 0;
+    for (uint32_t j = 0; s->cols && j < s->kc; j++)
+        most = (uint64_t)(s->cols[j + 1] - s->cols[j]) > most ? (uint64_t)(s->cols[j + 1] - s->cols[j]) : most;
+    return s->cols ? most : ts_geom_cdiv((uint64_t)s->N, s->kc);
+}
+
 uint32_t ts_lww_mm_group_col(const lw_stage *s, uint32_t g)
 {
     if (!g)
@@ -109,9 +122,25 @@ static void mm_in_group(const lw *L, const lw_stage *s, uint32_t q, uint64_t *g0
     *g1 /= 2;
 }
 
+void ts_lww_mm_row_k(const lw *L, const lw_stage *s, uint32_t i, uint64_t *k0, uint64_t *k1, uint64_t *g0,
+                     uint64_t *g1)
+{
+    const uint64_t K = (uint64_t)s->K;
+    *k0 = i * K / s->kr;
+    *k1 = (i + 1) * K / s->kr;
+    *g0 = 0;
+    *g1 = K;
+    if (s->kin > 1) {
+        const uint64_t t = s->kr / s->kin, r = i % t;
+        mm_in_group(L, s, i / (uint32_t)t, g0, g1);
+        *k0 = *g0 + r * (*g1 - *g0) / t;
+        *k1 = *g0 + (r + 1) * (*g1 - *g0) / t;
+    }
+}
+
 static mm_pe mm_pe_at(const lw *L, const lw_stage *s, uint32_t i, uint32_t j)
 {
-    const uint64_t K = (uint64_t)s->K, N = (uint64_t)s->N;
+    const uint64_t K = (uint64_t)s->K;
     mm_pe e = {.i = i, .j = j};
     const uint32_t g = s->ko > 1 ? ts_lww_mm_group_of(s, j) : 0;
     e.y = s->y0 + g * mm_step(s) + i;
@@ -125,8 +154,8 @@ static mm_pe mm_pe_at(const lw *L, const lw_stage *s, uint32_t i, uint32_t j)
         e.k0 = g0 + r * (g1 - g0) / t;
         e.k1 = g0 + (r + 1) * (g1 - g0) / t;
     }
-    e.n0 = j * N / s->kc;
-    e.n1 = (j + 1) * N / s->kc;
+    e.n0 = ts_lww_mm_col(s, j);
+    e.n1 = ts_lww_mm_col(s, j + 1);
     e.ki = e.k1 - e.k0;
     e.nb = e.n1 - e.n0;
     e.h16 = s->h16;
@@ -193,6 +222,18 @@ static ts_status mm_above(lw *L, ts_program *P, const lw_stage *s, uint32_t j, u
     if (r % mm_step(s) == 0) /* group r / step's top row: its outputs */
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cout, P_W, P_E);
     return TS_OK;
+}
+
+/* Pass n wavelets from colour cin on to colour cout on microthread 1 (the main thread goes on). */
+static void mm_pass_on(lw_gen *G, uint32_t cin, uint32_t cout, uint64_t n)
+{
+    while (n) {
+        const int k = n > PIECE ? PIECE : (int)n;
+        ts_lww_op(G, WSE_OP_DSDIN, 3, 12, (int)cin, k);
+        ts_lww_op(G, WSE_OP_DSDOUT, 4, 13, (int)cout, k, 0);
+        ts_lww_op(G, WSE_OP_FMOVS, 4, 13, 12, 1, -1);
+        n -= (uint64_t)k;
+    }
 }
 
 /* Before the rows: r15 = 0; DSD 4 the weight row, 2 the accumulators, 3 the bias or the zero
@@ -342,6 +383,10 @@ static void mm_code(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
     mm_setup(G, s, e);
     int row = ts_lww_loop_head(G, 10, s->M);
     mm_row_in(L, G, s, e);
+    const uint64_t from = ts_lww_mm_col(s, e->first); /* the group's first output */
+    const bool early = s->cols && e->i == 0 && e->n0 > from;
+    if (early) /* columns cut for the chain: the outputs west of it on during its MACs */
+        mm_pass_on(G, mm_chain(s, e->j - 1), mm_chain(s, e->j), e->n0 - from);
     ts_lww_op(G, e->h16 ? WSE_OP_FMOVH : WSE_OP_FMOVS, 4, 2, 3, -1, -1);
     mm_macs(G, e);
     mm_reduce(G, s, e);
@@ -359,8 +404,12 @@ static void mm_code(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
             ts_lww_relu_mem(G, out, (int64_t)e->nb);
         if (s->clip)
             ts_lww_clip_mem(G, out, (int64_t)e->nb, s->lo, s->hi);
-        const uint64_t from = (uint64_t)e->first * (uint64_t)s->N / s->kc; /* the group's first output */
-        ts_lww_in_to_out(G, mm_chain(s, e->j - 1), mm_chain(s, e->j), e->n0 - from);
+        if (early) { /* a one-word move on microthread 1 waits for the pass (its outputs go after) */
+            ts_lww_op(G, WSE_OP_DSDM, 4, 12, e->JA, 1, 0);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 13, e->JA, 1, 0);
+            ts_lww_op(G, WSE_OP_FMOVS, 4, 13, 12, 1, -1);
+        } else
+            ts_lww_in_to_out(G, mm_chain(s, e->j - 1), mm_chain(s, e->j), e->n0 - from);
         ts_lww_mem_to_out(G, (uint64_t)out, e->nb, mm_chain(s, e->j));
     }
     if (e->dbl) { /* swap the row buffers */
@@ -417,7 +466,7 @@ ts_status ts_lww_emit_mm(lw *L, ts_program *P, size_t si, lw_gen *G)
         const mm_pe e = mm_pe_at(L, s, i, 0);
         ki = e.ki > ki ? e.ki : ki;
     }
-    float *blk = ts_malloc((size_t)lw_mm_bytes(s->h16, ki, ts_geom_cdiv((uint64_t)s->N, s->kc)));
+    float *blk = ts_malloc((size_t)lw_mm_bytes(s->h16, ki, ts_lww_mm_nb_most(s)));
     if (!blk)
         return TS_ENOMEM;
     ts_status rc = TS_OK;

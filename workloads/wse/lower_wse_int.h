@@ -108,7 +108,9 @@ typedef struct lw_stage {
     uint64_t chunk; /* source and sink: elements per PE */
     /* attention (lower_wse_attn.c): M rows of F of L values, N heads, K per query and key, C per
      * value; cols[3 j .. 3 j + 2] head j's first q, k and v columns of F (owned); lo the scale */
-    int64_t *cols; /* a decode's RMSNormalization down a column cut unevenly: its G + 1 cuts (owned) */
+    int64_t *cols; /* a decode's RMSNormalization down a column cut unevenly: its G + 1 cuts; a
+                    * decode's product of one chain cut unevenly by columns: its kc + 1 cuts of N
+                    * (chain_cuts in lower_wse_place.c) (owned) */
     int64_t nc;   /* attention: keys and values before the stream's (a KV cache's) */
     int64_t nseq; /* attention: the sequences of M rows it takes one after another (a batch) */
     float *cache; /* attention: per head its nc cached keys (K x nc), then values (nc x C) (owned) */
@@ -271,6 +273,16 @@ uint32_t ts_lww_mm_group_col(const lw_stage *s, uint32_t g);
 uint32_t ts_lww_mm_group_of(const lw_stage *s, uint32_t j);
 /* The outputs [*n0, *n1) of every row that group g of product s sends (along row g). */
 void ts_lww_mm_group_out(const lw_stage *s, uint32_t g, uint64_t *n0, uint64_t *n1);
+
+/* The first output of column j (j <= s->kc) of product s: s->cols[j] when place cut its columns
+ * unevenly (chain_cuts in lower_wse_place.c: a decode's one chain, its later columns wider), else
+ * j N / kc; the most outputs of one of its columns. */
+uint64_t ts_lww_mm_col(const lw_stage *s, uint32_t j);
+uint64_t ts_lww_mm_nb_most(const lw_stage *s);
+/* Row i of product s: its inputs [*k0, *k1) and those of its input row's group [*g0, *g1) (s->kin:
+ * the norm's part, the gate's row, the head it takes; else all of K). */
+void ts_lww_mm_row_k(const lw *L, const lw_stage *s, uint32_t i, uint64_t *k0, uint64_t *k1, uint64_t *g0,
+                     uint64_t *g1);
 
 /* Every stage's rectangle; *hm the rows of the main band (skip paths run from row *hm). */
 ts_status ts_lww_place(lw *L, uint32_t *hm);

@@ -889,6 +889,107 @@ static bool attn_widths(lw *L, uint32_t Hm, bool at_T)
     return more;
 }
 
+/* Cycles from a decode's product taking its input to column nb wide having its outputs ready in
+ * row 0 (chain_cuts): the row whose input and MAC loop end last (arr[i] the input of its row i
+ * in, ki[i] its inputs), then the partial sums up (about a cycle an output), the widening to
+ * binary32 (about 3) and the scaling by the norm's 1 / s (about 1). */
+static uint64_t chain_finish(const lw_stage *s, const uint64_t *arr, const uint64_t *ki, uint64_t nb)
+{
+    uint64_t f = 0;
+    for (uint32_t i = 0; i < s->kr; i++)
+        f = arr[i] + ki[i] * mm_kcost(s, nb) > f ? arr[i] + ki[i] * mm_kcost(s, nb) : f;
+    return f + (s->kr > 1 ? nb : 0) + (s->h16 ? 3 * nb : 0) + (s->rpass ? nb : 0);
+}
+
+/* The cuts of N over kc columns (cut[0..kc]) whose column j, as wide as its outputs are ready
+ * (chain_finish) by the time the chain has sent those of the columns west of it, a cycle an output,
+ * from the first column's nb0; at most most outputs a column, at least one. The outputs they take
+ * (N when they all fit, less when nb0 is too few). */
+static uint64_t chain_fill(const lw_stage *s, const uint64_t *arr, const uint64_t *ki, uint64_t nb0, uint64_t most,
+                           int64_t *cut)
+{
+    const uint64_t N = (uint64_t)s->N, f0 = chain_finish(s, arr, ki, nb0);
+    uint64_t at = 0;
+    cut[0] = 0;
+    for (uint32_t j = 0; j < s->kc; j++) {
+        const uint64_t left = N - at - (s->kc - 1 - j); /* an output at least for each column after */
+        uint64_t lo = nb0 < left ? nb0 : left, hi = most < left ? most : left; /* the widest in time */
+        while (j && lo < hi) {
+            const uint64_t mid = (lo + hi + 1) / 2;
+            if (chain_finish(s, arr, ki, mid) <= f0 + at)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        at += lo;
+        cut[j + 1] = (int64_t)at;
+    }
+    return at;
+}
+
+/* A decode's product of one chain (one row, its outputs through row 0's chain east, not on column
+ * groups): its columns cut unevenly, each later one wider (s->cols), so that the chain sends
+ * without waiting. Its columns take the input together and end their MACs about together when cut
+ * evenly, so the chain's north-east PE sent the N outputs, about a cycle each, only after the MAC
+ * loop; cut so, column 0 is the narrowest and ends first, and column j ends when the chain has
+ * sent the outputs west of it: the outputs leave from about chain_finish of the first column, not of
+ * an even one (row 0 passes the outputs of the columns west of it on a microthread during its MACs,
+ * lower_wse_emit_mm.c). Kept even when no cut is earlier or none takes all N with every column
+ * within a PE's memory. */
+static ts_status chain_cuts(lw *L)
+{
+    if (!L->decode)
+        return TS_OK;
+    for (size_t si = 0; si < L->n; si++) {
+        lw_stage *s = &L->st[si];
+        if (s->kind != K_MM || s->lane || s->M != 1 || s->ko > 1 || s->kc < 2 || s->fork)
+            continue;
+        const uint64_t N = (uint64_t)s->N, even = ts_geom_cdiv(N, s->kc);
+        uint64_t *arr = ts_malloc((size_t)s->kr * 2 * sizeof *arr);
+        int64_t *cut = ts_malloc((size_t)(s->kc + 1) * sizeof *cut);
+        if (!arr || !cut) {
+            ts_free(arr);
+            ts_free(cut);
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        }
+        uint64_t *ki = arr + s->kr, kmost = 0;
+        const bool parts = s->kin > 1 && L->st[s->prev].kind == K_NORM;
+        for (uint32_t i = 0; i < s->kr; i++) {
+            uint64_t k0, k1, g0, g1;
+            ts_lww_mm_row_k(L, s, i, &k0, &k1, &g0, &g1);
+            ki[i] = k1 - k0;
+            kmost = ki[i] > kmost ? ki[i] : kmost;
+            /* its input in: the stream's k1-th value; a norm's part q sent after it is in; a gate
+             * row's or a head's outputs from the start */
+            arr[i] = s->kin <= 1 ? k1 : parts ? g1 + (k1 - g0) : k1 - g0;
+        }
+        const uint64_t extra = s->rpass ? 4 : 0;
+        uint64_t most = N;
+        while (most > even && lw_mm_bytes(s->h16, kmost, most) + extra > L->t->sram_bytes)
+            most = most * 3 / 4 > even ? most * 3 / 4 : even;
+        uint64_t lo = 1, hi = even; /* the narrowest first column whose cuts take all N */
+        while (lo < hi) {
+            const uint64_t mid = (lo + hi) / 2;
+            if (chain_fill(s, arr, ki, mid, most, cut) == N)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        const bool keep = lo < even && chain_fill(s, arr, ki, lo, most, cut) == N &&
+                          chain_finish(s, arr, ki, lo) < chain_finish(s, arr, ki, even);
+        ts_free(arr);
+        if (!keep) {
+            ts_free(cut);
+            continue;
+        }
+        ts_free(s->cols);
+        s->cols = cut;
+        const uint64_t mem = lw_mm_bytes(s->h16, kmost, ts_lww_mm_nb_most(s)) + extra;
+        s->mem = mem > s->mem ? mem : s->mem;
+    }
+    return TS_OK;
+}
+
 ts_status ts_lww_place(lw *L, uint32_t *hm)
 {
     const ts_wse_target *t = L->t;
@@ -945,5 +1046,7 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
     }
     if (!rc)
         rc = norm_widths(L, *hm);
-    return rc ? rc : norm_pass(L, *hm);
+    if (!rc)
+        rc = norm_pass(L, *hm);
+    return rc ? rc : chain_cuts(L);
 }
