@@ -517,7 +517,7 @@ static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
     }
     case TS_OP_CONCAT: { /* keys or values joined to parameters (a KV cache): parameter codes in the map */
         const int64_t ny = ts_graph_tensor_elems(yt);
-        int64_t ax = n->attrs.axis < 0 ? n->attrs.axis + yt->rank : n->attrs.axis, inner = 1, off = 0;
+        int64_t ax = ts_graph_norm_axis(n->attrs.axis, yt->rank), inner = 1, off = 0;
         for (int k = (int)ax + 1; k < yt->rank; k++)
             inner *= yt->dims[k];
         y->kind = AV_MOVE;
@@ -591,7 +591,7 @@ static ts_status region_node(lw *L, region *G, const ts_graph_node *n)
     case TS_OP_SOFTMAX: {
         av *x = &G->v[n->in[0]];
         const ts_graph_tensor *xt = ts_graph_get_tensor(g, n->in[0]);
-        int64_t ax = n->attrs.axis < 0 ? n->attrs.axis + xt->rank : n->attrs.axis;
+        int64_t ax = ts_graph_norm_axis(n->attrs.axis, xt->rank);
         if (x->kind != AV_SCORES || ax != xt->rank - 1)
             return ts_lower_fail(L->err, n, "in attention: a Softmax over the last axis of the scores is lowered");
         if (!(x->scale > 0))

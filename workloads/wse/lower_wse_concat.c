@@ -35,7 +35,7 @@ ts_status ts_lww_concat_stage(lw *L, const ts_graph_node *n, int node, int main_
     const ts_graph_tensor *a = ts_graph_get_tensor(g, n->in[0]), *b = ts_graph_get_tensor(g, n->in[1]);
     if (n->nin != 2)
         return ts_lower_fail(L->err, n, "joins %zu inputs; the WSE lowering joins two streams", n->nin);
-    int64_t axis = n->attrs.axis < 0 ? n->attrs.axis + a->rank : n->attrs.axis, outer, na, nb;
+    int64_t axis = ts_graph_norm_axis(n->attrs.axis, a->rank), outer, na, nb;
     if (axis < 0 || axis >= a->rank || !concat_blocks(a, b, axis, nhwc, &outer, &na, &nb))
         return ts_lower_fail(L->err, n,
                              "axis %lld of '%s' cuts no block of its stream (an image joins on its channels)",

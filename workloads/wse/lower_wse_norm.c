@@ -37,7 +37,7 @@ enum { NORM_LONG = 1024, NORM_PART = 256, NORM_MAX = 16 };
 ts_status ts_lww_norm_stage(lw *L, const ts_graph_node *n, int node, const ts_graph_tensor *x, bool nhwc)
 {
     const uint64_t sram = L->t->sram_bytes;
-    int64_t axis = n->attrs.axis < 0 ? n->attrs.axis + x->rank : n->attrs.axis;
+    int64_t axis = ts_graph_norm_axis(n->attrs.axis, x->rank);
     if (nhwc || axis != x->rank - 1)
         return ts_lower_fail(L->err, n, "normalises from axis %lld of rank %d%s; the last axis is lowered",
                              (long long)n->attrs.axis, x->rank, nhwc ? " streamed pixel by pixel" : "");

@@ -296,7 +296,7 @@ static ts_status stage_concat_param(lw *L, const lw_op *o)
                              "a skip path or one parameter with a row-major stream", o->x->name,
                              o->c.nhwc ? " pixel by pixel" : "");
     const ts_graph_tensor *p = ts_graph_get_tensor(L->g, o->other);
-    int64_t ax = n->attrs.axis < 0 ? n->attrs.axis + o->y->rank : n->attrs.axis, outer = 1;
+    int64_t ax = ts_graph_norm_axis(n->attrs.axis, o->y->rank), outer = 1;
     for (int k = 0; k < ax; k++)
         outer *= o->y->dims[k];
     lw_stage *s = ts_lww_add_stage(L, K_PCAT, o->node);
@@ -326,7 +326,7 @@ static ts_status stage_softmax(lw *L, const lw_op *o)
     const ts_graph_node *n = o->n;
     const ts_graph_tensor *x = o->x;
     const uint64_t sram = L->t->sram_bytes;
-    int64_t axis = n->attrs.axis < 0 ? n->attrs.axis + x->rank : n->attrs.axis;
+    int64_t axis = ts_graph_norm_axis(n->attrs.axis, x->rank);
     if (axis != x->rank - 1)
         return ts_lower_fail(L->err, n, "only the last axis is lowered (axis %lld of rank %d)",
                              (long long)n->attrs.axis, x->rank);
