@@ -1235,13 +1235,41 @@ static bool span_scan(const ts_model *m, const ipu_insn *code, uint32_t rs, uint
     return true;
 }
 
-/* An AMP op (f32v2amp, f16v4amp, ampzero, ampget) of the nw workers xs, in turn, as one turn in step
- * of in_step_run or one pass of span_run does it: source register r0 (and r0 + 1), ampget's pair imm.
- * The f16 coefficients are refreshed once when stale: no coefficient changes within a turn. */
-static inline void amp_each(const ts_model *m, ipu_tile *t, ipu_ctx *const *xs, uint32_t nw, int f, uint32_t r0,
-                            int32_t imm)
+/* A register-only float or AMP op `in` (fast code f: f32add, f32max, f32v2add, f32v2tof16 and
+ * f32v4tof16, f32v2amp, f16v4amp, ampzero, ampget) of the nw workers xs, in turn, as one turn in step
+ * of in_step_run or one pass of span_run does it. The f16 coefficients are refreshed once when
+ * stale: no coefficient changes within a turn. */
+static inline void reg_each(const ts_model *m, ipu_tile *t, ipu_ctx *const *xs, uint32_t nw, int f,
+                            const ipu_insn *in)
 {
+    const uint32_t r0 = in->r0, r1 = in->r1, r2 = in->r2;
+    const int32_t imm = in->imm;
     switch (f) {
+    case F_F32ADD:
+        for (uint32_t i = 0; i < nw; i++)
+            xs[i]->r[r0] = fr(rf(xs[i]->r[r1]) + rf(xs[i]->r[r2]));
+        break;
+    case F_F32MAX:
+        for (uint32_t i = 0; i < nw; i++)
+            xs[i]->r[r0] = fr(fmaxf(rf(xs[i]->r[r1]), rf(xs[i]->r[r2])));
+        break;
+    case F_F32V2ADD:
+        for (uint32_t i = 0; i < nw; i++) {
+            uint32_t *r = xs[i]->r;
+            float y0 = rf(r[r1]) + rf(r[r2]), y1 = rf(r[r1 + 1]) + rf(r[r2 + 1]);
+            r[r0] = fr(y0);
+            r[r0 + 1] = fr(y1);
+        }
+        break;
+    case F_F32V2TOF16: /* and f32v4tof16 */
+        for (uint32_t i = 0; i < nw; i++) {
+            uint32_t *r = xs[i]->r;
+            uint32_t lo = (uint32_t)ts_f32_to_f16(rf(r[r1])) | (uint32_t)ts_f32_to_f16(rf(r[r1 + 1])) << 16;
+            if (in->op == IPU_OP_F32V4TOF16)
+                r[r0 + 1] = (uint32_t)ts_f32_to_f16(rf(r[r1 + 2])) | (uint32_t)ts_f32_to_f16(rf(r[r1 + 3])) << 16;
+            r[r0] = lo;
+        }
+        break;
     case F_F32V2AMP:
         for (uint32_t i = 0; i < nw; i++)
             amp_f32(m, t, xs[i], rf(xs[i]->r[r0]), rf(xs[i]->r[r0 + 1]));
@@ -1367,26 +1395,6 @@ static __attribute__((noinline)) uint64_t span_run(ts_model *m, uint32_t ti, ipu
             case F_ST64: case F_ST64STEP:
                 EACH memcpy(pages[AT(i) >> IPU_PAGE_SHIFT] + (AT(i) & (IPU_PAGE_SIZE - 1)), &xs[i]->r[r0], 8);
                 break;
-            case F_F32ADD: EACH xs[i]->r[r0] = fr(rf(xs[i]->r[r1]) + rf(xs[i]->r[r2])); break;
-            case F_F32MAX: EACH xs[i]->r[r0] = fr(fmaxf(rf(xs[i]->r[r1]), rf(xs[i]->r[r2]))); break;
-            case F_F32V2ADD:
-                EACH {
-                    uint32_t *r = xs[i]->r;
-                    float y0 = rf(r[r1]) + rf(r[r2]), y1 = rf(r[r1 + 1]) + rf(r[r2 + 1]);
-                    r[r0] = fr(y0);
-                    r[r0 + 1] = fr(y1);
-                }
-                break;
-            case F_F32V2TOF16:
-                EACH {
-                    uint32_t *r = xs[i]->r;
-                    uint32_t lo = (uint32_t)ts_f32_to_f16(rf(r[r1])) | (uint32_t)ts_f32_to_f16(rf(r[r1 + 1])) << 16;
-                    if (in->op == IPU_OP_F32V4TOF16)
-                        r[r0 + 1] =
-                            (uint32_t)ts_f32_to_f16(rf(r[r1 + 2])) | (uint32_t)ts_f32_to_f16(rf(r[r1 + 3])) << 16;
-                    r[r0] = lo;
-                }
-                break;
             case F_LD128PUTCS: {
                 int64_t prev = -1;
                 EACH {
@@ -1396,10 +1404,14 @@ static __attribute__((noinline)) uint64_t span_run(ts_model *m, uint32_t ti, ipu
                 }
                 break;
             }
+            case F_F32ADD:
+            case F_F32MAX:
+            case F_F32V2ADD:
+            case F_F32V2TOF16:
             case F_F32V2AMP:
             case F_F16V4AMP:
             case F_AMPZERO:
-            case F_AMPGET: amp_each(m, t, xs, nw, o->f, r0, imm); break;
+            case F_AMPGET: reg_each(m, t, xs, nw, o->f, in); break;
             default: /* the rest of the integer ops and get (span_scan takes no other) */
                 EACH int_op(m, ti, in, xs[i]->r, (uint32_t)(xs[i] - t->cx - 1));
                 break;
@@ -1595,25 +1607,6 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
                     xs[i]->r[r1] = (uint32_t)a[i] + (uint32_t)imm;
             }
             break;
-        case F_F32ADD: EACH xs[i]->r[r0] = fr(rf(xs[i]->r[r1]) + rf(xs[i]->r[r2])); break;
-        case F_F32MAX: EACH xs[i]->r[r0] = fr(fmaxf(rf(xs[i]->r[r1]), rf(xs[i]->r[r2]))); break;
-        case F_F32V2ADD:
-            EACH {
-                uint32_t *r = xs[i]->r;
-                float y0 = rf(r[r1]) + rf(r[r2]), y1 = rf(r[r1 + 1]) + rf(r[r2 + 1]);
-                r[r0] = fr(y0);
-                r[r0 + 1] = fr(y1);
-            }
-            break;
-        case F_F32V2TOF16: /* and f32v4tof16 */
-            EACH {
-                uint32_t *r = xs[i]->r;
-                uint32_t lo = (uint32_t)ts_f32_to_f16(rf(r[r1])) | (uint32_t)ts_f32_to_f16(rf(r[r1 + 1])) << 16;
-                if (in->op == IPU_OP_F32V4TOF16)
-                    r[r0 + 1] = (uint32_t)ts_f32_to_f16(rf(r[r1 + 2])) | (uint32_t)ts_f32_to_f16(rf(r[r1 + 3])) << 16;
-                r[r0] = lo;
-            }
-            break;
         case F_LD128PUTCS: {
             STEP_ADDRS(16, r0, 0);
             /* workers that load the bytes the one before them loaded change nothing (coef_put) */
@@ -1627,10 +1620,14 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
                 EACH xs[i]->r[r0] = (uint32_t)a[i] + 16;
             break;
         }
+        case F_F32ADD:
+        case F_F32MAX:
+        case F_F32V2ADD:
+        case F_F32V2TOF16: /* and f32v4tof16 */
         case F_F32V2AMP:
         case F_F16V4AMP:
         case F_AMPZERO:
-        case F_AMPGET: amp_each(m, t, xs, nw, f, r0, imm); break;
+        case F_AMPGET: reg_each(m, t, xs, nw, f, in); break;
         case F_LDCONST: case F_SUB: case F_MUL: case F_MULI: case F_AND: case F_ANDI: case F_OR: case F_XOR:
         case F_SHL: case F_SHLI: case F_SHR: case F_SHRI: case F_CMPEQ: case F_CMPULT: case F_CMPSLT: case F_GET:
             EACH int_op(m, ti, in, xs[i]->r, (uint32_t)(xs[i] - t->cx - 1));
