@@ -1291,17 +1291,18 @@ static void run_small(const char *const *small, lowered *l)
                         0);
 }
 
-/* A chain of five MatMuls whose weights (46 and 51 words of each slice) pass what the west MEM of
- * a chip with 200 words a slice holds: the last ones' rows go to the east slices and are read
- * westward through the VXM to the planes. Bit-exact, no hazard. */
-START_TEST(test_east_weights)
+/* A chain of nw int8 MatMuls of M = 4 rows, n[i] x n[i + 1] weights, lowered and run on tsp_v1 with
+ * the config overrides `sets`: its output bit for bit the C reference's (each product requantised by
+ * ts_lower_tsp_scale of its k), no hazard (run_small). */
+static void matmul_chain(const char *name, const int *n, int nw, const char *const *sets)
 {
-    static const char *const small[] = {"mem.slice_bytes=64000", NULL};
-    ts_graph *g = ts_graph_create("east");
-    const int M = 4, n[6] = {320, 2000, 320, 2000, 320, 2000};
-    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, n[0]}), w[5], y = x;
-    for (int i = 0; i < 5; i++) {
+    enum { M = 4, NMAX = 10000 };
+    ts_graph *g = ts_graph_create(name);
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, n[0]}), w[8], y = x;
+    ck_assert_int_le(nw, 8);
+    for (int i = 0; i < nw; i++) {
         char wn[16], yn[16];
+        ck_assert_int_le(n[i + 1], NMAX);
         snprintf(wn, sizeof wn, "w%d", i);
         snprintf(yn, sizeof yn, "m%d", i);
         w[i] = tensor_dt(g, wn, TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){n[i], n[i + 1]});
@@ -1310,13 +1311,13 @@ START_TEST(test_east_weights)
     ts_graph_mark_output(g, y);
     finalize(g);
     lowered l;
-    lower_small(g, small, &l);
-    run_small(small, &l);
-    static int8_t a[4][2000], b[4][2000];
+    lower_small(g, sets, &l);
+    run_small(sets, &l);
+    static int8_t a[M][NMAX], b[M][NMAX];
     for (int m = 0; m < M; m++)
         for (int c = 0; c < n[0]; c++)
             a[m][c] = (int8_t)ts_fill_i8(x, (uint64_t)m * n[0] + c);
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < nw; i++) {
         for (int m = 0; m < M; m++)
             for (int c = 0; c < n[i + 1]; c++) {
                 int32_t acc = 0;
@@ -1328,7 +1329,7 @@ START_TEST(test_east_weights)
     }
     int bad = 0;
     for (int m = 0; m < M; m++)
-        for (int c = 0; c < n[5]; c++) {
+        for (int c = 0; c < n[nw]; c++) {
             int8_t have = got(&l, y, (uint32_t)m, (uint32_t)c);
             if (have != a[m][c] && bad++ < 8)
                 fprintf(stderr, "y[%d][%d] = %d, want %d\n", m, c, have, a[m][c]);
@@ -1336,6 +1337,16 @@ START_TEST(test_east_weights)
     ck_assert_int_eq(bad, 0);
     lowered_free(&l);
     ts_graph_destroy(g);
+}
+
+/* A chain of five MatMuls whose weights (46 and 51 words of each slice) pass what the west MEM of
+ * a chip with 200 words a slice holds: the last ones' rows go to the east slices and are read
+ * westward through the VXM to the planes. Bit-exact, no hazard. */
+START_TEST(test_east_weights)
+{
+    static const char *const small[] = {"mem.slice_bytes=64000", NULL};
+    static const int n[6] = {320, 2000, 320, 2000, 320, 2000};
+    matmul_chain("east", n, 5, small);
 }
 END_TEST
 
@@ -1347,46 +1358,8 @@ END_TEST
 START_TEST(test_split_east_halves)
 {
     static const char *const small[] = {"mem.slice_bytes=64000", NULL};
-    ts_graph *g = ts_graph_create("halves");
-    enum { M = 4, NW = 3 };
-    static const int n[NW + 1] = {320, 2000, 320, 9000};
-    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 2, (int64_t[]){M, n[0]}), w[NW], y = x;
-    for (int i = 0; i < NW; i++) {
-        char wn[16], yn[16];
-        snprintf(wn, sizeof wn, "w%d", i);
-        snprintf(yn, sizeof yn, "m%d", i);
-        w[i] = tensor_dt(g, wn, TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){n[i], n[i + 1]});
-        y = chain(g, TS_OP_MATMUL, yn, y, w[i], NULL);
-    }
-    ts_graph_mark_output(g, y);
-    finalize(g);
-    lowered l;
-    lower_small(g, small, &l);
-    run_small(small, &l);
-    static int8_t a[M][10000], b[M][10000];
-    for (int m = 0; m < M; m++)
-        for (int c = 0; c < n[0]; c++)
-            a[m][c] = (int8_t)ts_fill_i8(x, (uint64_t)m * n[0] + c);
-    for (int i = 0; i < NW; i++) {
-        for (int m = 0; m < M; m++)
-            for (int c = 0; c < n[i + 1]; c++) {
-                int32_t acc = 0;
-                for (int k = 0; k < n[i]; k++)
-                    acc += a[m][k] * ts_fill_i8(w[i], (uint64_t)k * n[i + 1] + c);
-                b[m][c] = requant(acc, ts_lower_tsp_scale((uint64_t)n[i]), false);
-            }
-        memcpy(a, b, sizeof a);
-    }
-    int bad = 0;
-    for (int m = 0; m < M; m++)
-        for (int c = 0; c < n[NW]; c++) {
-            int8_t have = got(&l, y, (uint32_t)m, (uint32_t)c);
-            if (have != a[m][c] && bad++ < 8)
-                fprintf(stderr, "y[%d][%d] = %d, want %d\n", m, c, have, a[m][c]);
-        }
-    ck_assert_int_eq(bad, 0);
-    lowered_free(&l);
-    ts_graph_destroy(g);
+    static const int n[4] = {320, 2000, 320, 9000};
+    matmul_chain("halves", n, 3, small);
 }
 END_TEST
 
