@@ -163,24 +163,38 @@ START_TEST(test_batch_runs)
 }
 END_TEST
 
+/* test_batch_runs' batch (conv_batch of 4 x 4 images, one image's program run three times) lowered
+ * and run into *l; the graph. */
+static ts_graph *batch_lowered(lowered *l)
+{
+    int x, w0, fw, r0, y;
+    ts_graph *g = conv_batch(4, 4, &x, &w0, &fw, &r0, &y);
+    lower_and_run_on(g, NULL, true, l);
+    return g;
+}
+
+/* prog run again on tsp_v1 with the options o (NULL: the defaults) into *a. */
+static void run_again(const ts_program *prog, const arch_opts *o, arch_run *a)
+{
+    void *cfg = tsp_test_config("tsp_v1", NULL);
+    arch_run_mode(&ts_tsp_family, cfg, prog, o, false, 1, a);
+    ts_config_destroy(cfg);
+}
+
 /* The host's transfers between the runs are progress: with a hang bound of half the chip's wait for
  * them, the batch of test_batch_runs still runs to its end, in the same cycles. */
 START_TEST(test_batch_wait_no_hang)
 {
-    int x, w0, fw, r0, y;
-    ts_graph *g = conv_batch(4, 4, &x, &w0, &fw, &r0, &y);
     lowered l;
-    lower_and_run_on(g, NULL, true, &l);
+    ts_graph *g = batch_lowered(&l);
     uint64_t wait = (uint64_t)tsp_stat(&l.run, "batch.host_cycles") / 2; /* two waits between three runs */
     ck_assert_uint_gt(wait, 2);
-    void *cfg = tsp_test_config("tsp_v1", NULL);
     arch_opts o = {.run = {.hang_cycles = wait / 2, .max_cycles = 400000000ull}};
     arch_run a;
-    arch_run_mode(&ts_tsp_family, cfg, l.prog, &o, false, 1, &a);
+    run_again(l.prog, &o, &a);
     ck_assert_msg(a.rc == TS_OK, "%s: %s", a.stage ? a.stage : "", a.errline);
     ck_assert_uint_eq(a.r.cycles, l.run.r.cycles);
     arch_run_free(&a);
-    ts_config_destroy(cfg);
     lowered_free(&l);
     ts_graph_destroy(g);
 }
@@ -190,10 +204,8 @@ END_TEST
  * million runs) is refused at load with the bytes named, not run. */
 START_TEST(test_batch_copies_refused)
 {
-    int x, w0, fw, r0, y;
-    ts_graph *g = conv_batch(4, 4, &x, &w0, &fw, &r0, &y);
     lowered l;
-    lower_and_run_on(g, NULL, true, &l);
+    ts_graph *g = batch_lowered(&l);
     bool set = false;
     for (size_t i = 0; i < l.prog->nsyms; i++)
         if (!strcmp(l.prog->syms[i].name, TS_TSP_SYM_RUNS)) {
@@ -201,15 +213,13 @@ START_TEST(test_batch_copies_refused)
             set = true;
         }
     ck_assert(set);
-    void *cfg = tsp_test_config("tsp_v1", NULL);
     arch_run a;
-    arch_run_mode(&ts_tsp_family, cfg, l.prog, NULL, false, 1, &a);
+    run_again(l.prog, NULL, &a);
     ck_assert_int_eq(a.rc, TS_EINPUT);
     ck_assert_str_eq(a.stage, "load");
     ck_assert_msg(strstr(a.errline, "after each of its 1000000 runs") && strstr(a.errline, "bytes of copies"), "%s",
                   a.errline);
     arch_run_free(&a);
-    ts_config_destroy(cfg);
     lowered_free(&l);
     ts_graph_destroy(g);
 }
