@@ -137,6 +137,17 @@ typedef struct wse_ce {
     ts_loopmark loop;       /* the endless-loop check at backward branches (core/loopmark.h) */
 } wse_ce;
 
+/* Vector op th[i] of core ce has moved its last element: its thread is free and its completion task
+ * (if any) active. */
+static inline void ts_wse_vop_end(wse_ce *ce, uint32_t i)
+{
+    wse_vop *v = &ce->th[i];
+    v->busy = false;
+    ce->vbusy &= ~(1u << i);
+    if (v->done_task >= 0)
+        ce->active |= 1ull << v->done_task;
+}
+
 /* Per-tile counters (summed in PE order at collect, so any thread count gives the same sums). The
  * ones most cycles write come first, so that an evaluation touches one or two of their lines. */
 typedef struct wse_tstats {

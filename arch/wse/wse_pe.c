@@ -445,12 +445,8 @@ static inline __attribute__((always_inline)) void ce_eval(ts_model *m, wse_tile 
             moved++;
             vth = i;
             vk = k;
-            if (v->i == v->n) {
-                v->busy = false;
-                ce->vbusy &= ~(1u << i);
-                if (v->done_task >= 0)
-                    ce->active |= 1ull << v->done_task;
-            }
+            if (v->i == v->n)
+                ts_wse_vop_end(ce, i);
         } else {
             stalled = true;
             if (!why)

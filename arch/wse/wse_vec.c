@@ -350,11 +350,6 @@ void ts_wse_vec_catch_up(ts_model *m, wse_tile *t, wse_band *b, uint64_t upto)
         t->s.ev[v->ev] += e;
     }
     t->s.busy += cycles < need ? cycles : need;
-    if (v->busy && v->i == v->n) {
-        wse_ce *ce = t->ce;
-        v->busy = false;
-        ce->vbusy &= ~(1u << t->vth);
-        if (v->done_task >= 0)
-            ce->active |= 1ull << v->done_task;
-    }
+    if (v->busy && v->i == v->n)
+        ts_wse_vop_end(t->ce, t->vth);
 }
