@@ -145,15 +145,8 @@ static mm_pe mm_pe_at(const lw *L, const lw_stage *s, uint32_t i, uint32_t j)
     const uint32_t g = s->ko > 1 ? ts_lww_mm_group_of(s, j) : 0;
     e.y = s->y0 + g * mm_step(s) + i;
     e.first = ts_lww_mm_group_col(s, g);
-    e.k0 = i * K / s->kr;
-    e.k1 = (i + 1) * K / s->kr;
-    if (s->kin > 1) { /* its input row's group, row r of its kr / kin rows */
-        const uint64_t t = s->kr / s->kin, r = i % t;
-        uint64_t g0, g1;
-        mm_in_group(L, s, i / (uint32_t)t, &g0, &g1);
-        e.k0 = g0 + r * (g1 - g0) / t;
-        e.k1 = g0 + (r + 1) * (g1 - g0) / t;
-    }
+    uint64_t g0, g1;
+    ts_lww_mm_row_k(L, s, i, &e.k0, &e.k1, &g0, &g1);
     e.n0 = ts_lww_mm_col(s, j);
     e.n1 = ts_lww_mm_col(s, j + 1);
     e.ki = e.k1 - e.k0;
