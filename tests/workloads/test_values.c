@@ -623,6 +623,32 @@ START_TEST(test_gpt_tsp)
 }
 END_TEST
 
+/* GPT-2 small itself (`gpt2-small`, docs/llm.md) on the whole tsp_v1, decode against its cache and
+ * prefill of 128 tokens: hazard-free and its 50,257 int8 logits bit for bit the int8 reference's.
+ * Both compile only under *LEAN* (docs/lowering-tsp.md, *Decoders*), the decode's LM head rows on
+ * both east halves in the compact layout: the reduced forms above reach those paths, but only the
+ * whole model shows the text and the rows still fit the chip. Slow (about 7 and 25 s of CPU, and
+ * the references' 0.1 and 16 G int8 MACs): in the suite "slow" (main). */
+START_TEST(test_gpt2_small_tsp)
+{
+    static const char *const specs[] = {"gpt2-small:phase=decode", "gpt2-small:phase=prefill,seq=128"};
+    char what[200];
+    snprintf(what, sizeof what, "%s on tsp_v1", specs[_i]);
+    ts_err e;
+    ts_err_init(&e);
+    ts_config *cfg = NULL;
+    ts_config_opts co = {.schema = ts_registry_schema, .builtin = ts_builtin_find};
+    ck_assert_msg(ts_config_load(&cfg, "tsp_v1", &co, &e) == TS_OK, "%s", e.msg);
+    const ts_family *fam = ts_family_find(ts_config_arch(cfg));
+    ts_lowered *l = NULL;
+    ck_assert_msg(ts_lower_model(specs[_i], cfg, NULL, &l, &e) == TS_OK, "%s: %s", what, e.msg);
+    run_check_tsp(l, fam, cfg, what);
+    ts_lowered_destroy(l);
+    ts_config_destroy(cfg);
+    ts_err_free(&e);
+}
+END_TEST
+
 /* LEAN (docs/lowering-tsp.md, *The text does not fit*): the 2-layer BERT on a tsp_v1 of 500 words
  * a MEM slice, where the instruction text of every mode runs out of words free of data, compiles
  * on the last try, whose products keep their scales and biases and whose f32 chains (Gelu, Div)
@@ -698,9 +724,29 @@ START_TEST(test_fold_partial)
 }
 END_TEST
 
-int main(void)
+/* The tests; with `slow`, only GPT-2 small on tsp_v1 instead (the suite "slow": it runs with
+ * TS_SLOW_TESTS=1 and is skipped with 77 otherwise, saying so). */
+int main(int argc, char **argv)
 {
+    bool slow = argc > 1 && !strcmp(argv[1], "slow");
+    const char *asked = getenv("TS_SLOW_TESTS");
+    if (slow && (!asked || strcmp(asked, "1"))) {
+        printf("SKIP: test_values slow: GPT-2 small on tsp_v1 runs only with TS_SLOW_TESTS=1 "
+               "(meson test -C BUILD --setup slow --suite slow)\n");
+        return 77;
+    }
     Suite *s = suite_create("values");
+    if (slow) {
+        TCase *big = tcase_create("gpt2_small");
+        tcase_set_timeout(big, 600);
+        tcase_add_loop_test(big, test_gpt2_small_tsp, 0, 2);
+        suite_add_tcase(s, big);
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    }
     TCase *tc = tcase_create("values");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_fold_partial);
