@@ -1237,6 +1237,72 @@ START_TEST(test_text_lean_plan)
 }
 END_TEST
 
+/* LEAN with a GlobalAveragePool of more than one pixel: its sum stays in an ALU latch while each
+ * next pixel is converted, and LEAN's VXM operations take the first free ALU, which was the sum's,
+ * so that no start of the group fitted ("GlobalAveragePool: no cycle found for a group of
+ * instructions"; every CNN ending in one was refused under LEAN so: ResNet-18 and ResNet-50, and
+ * the unrolled batches of ResNet-50, whose refusal hid it). A chain of NC 1x1 Convs of 8 channels
+ * over 10 x 8 pixels, then the pool, on a tsp_v1 of 24 words a MEM slice where only LEAN's text
+ * fits: it compiles LEAN, runs hazard-free, and its pooled outputs are the C reference's, bit for
+ * bit. */
+START_TEST(test_lean_gap)
+{
+    static const char *const small[] = {"mem.slice_bytes=7680", NULL};
+    enum { NC = 20, C = 8, H = 10, W = 8 };
+    /* Under a sanitizer LEAN's code runs in test_lean_mask_rows; this is its schedule's choice of ALU */
+    if (getenv("TS_SANITIZED")) {
+        printf("skipped test_lean_gap under a sanitizer: test_lean_mask_rows runs LEAN there\n");
+        return;
+    }
+    ts_err e;
+    ts_err_init(&e);
+    ts_lower_tsp_params p;
+    params_of(&p, "tsp_v1", small[0]);
+    ts_graph *g = ts_graph_create("chain_gap");
+    int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W}), x0 = x;
+    int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){C, C, 1, 1});
+    for (int i = 0; i < NC; i++) {
+        char yn[16];
+        snprintf(yn, sizeof yn, "y%d", i);
+        int y = tensor_dt(g, yn, TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+        node(g, TS_OP_CONV, yn, (int[]){x, w}, 2, y, NULL);
+        x = y;
+    }
+    int z = tensor_dt(g, "z", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+    node(g, TS_OP_GLOBALAVGPOOL, "gap", (int[]){x}, 1, z, NULL);
+    ts_graph_mark_output(g, z);
+    finalize(g);
+    lowered s = {0};
+    ck_assert_msg(ts_lower_tsp(g, &p, &s.prog, &s.rep, &e) == TS_OK, "%s", e.msg);
+    ts_err_free(&e);
+    ck_assert_int_gt(count_insns(s.prog, "repeat"), 0); /* LEAN's */
+    tsp_test_run2("tsp_v1", small, s.prog, &s.run);
+    ck_assert_double_eq(tsp_stat(&s.run, "hazards.no_value"), 0);
+    /* the C reference: each Conv requantised, then the pool's mean */
+    int8_t *a = input_of(g, x0), *b = ts_calloc(C * H * W, 1);
+    for (int i = 0; i < NC; i++) {
+        for (int m = 0; m < C; m++)
+            for (int q = 0; q < H * W; q++) {
+                int32_t acc = 0;
+                for (int k = 0; k < C; k++)
+                    acc += a[k * H * W + q] * ts_fill_i8(w, (uint64_t)m * C + k);
+                b[m * H * W + q] = requant(acc, ts_lower_tsp_scale(C), false);
+            }
+        memcpy(a, b, C * H * W);
+    }
+    for (int m = 0; m < C; m++) {
+        int32_t sum = 0;
+        for (int q = 0; q < H * W; q++)
+            sum += a[m * H * W + q];
+        ck_assert_int_eq(got(&s, z, 0, (uint32_t)m), requant(sum, 1.0f / (H * W), false));
+    }
+    ts_free(a);
+    ts_free(b);
+    lowered_free(&s);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* LEAN keeps a per-row constant in a latch (ewise.c, kept_rows): scores [75, 8, 8] from a chain of 4
  * MatMuls (as test_text_lean_plan's, on 8 channels) plus a constant [8, 8] added over the last two
  * axes (pixel p reading row p mod 8, as gpt's causal mask), on 70 words a MEM slice where only
@@ -1568,6 +1634,7 @@ static Suite *suite(void)
     TCase *lm = tcase_create("lean_mask"); /* alone: CK_RUN_CASE=lean_mask */
     tcase_set_timeout(lm, 60);
     tcase_add_test(lm, test_lean_mask_rows);
+    tcase_add_test(lm, test_lean_gap);
     suite_add_tcase(s, lm);
     return s;
 }

@@ -398,6 +398,11 @@ static bool try_gap(lt *L, const void *arg, uint64_t A, uint64_t *w)
         lt_slot(L, x, v, &mem, &word);
         if (!lt_vin_w(L, mem, word, t, tag, x->ready[v], &xi))
             return false;
+        /* the sum stays in its latch until the add that meets this input's conversion, so that the
+         * conversion takes another ALU (under LEAN, lower_tsp.c, the first free one would be the
+         * sum's, and no start of the group would fit) */
+        if (i && !lt_hold(L, &s, t + lt_vop_lat(L, LT_CVT)))
+            return false;
         if (!lt_vop(L, LT_CVT, R->i32, R->i8, t, &xi, NULL, -1, 0, tag, i ? &ci : &s, NULL))
             return false;
         if (i && !lt_vop(L, LT_ADD, R->i32, 0, ci.t, &s, &ci, -1, 0, tag, &s, NULL))
