@@ -1501,6 +1501,36 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
             goto slow;                                                                              \
     }
 #define EACH for (uint32_t i = 0; i < nw; i++)
+/* the turn's stores of `width` bytes from r0 at r1 (+ imm, or stepped by imm after): the addresses
+ * tested as STEP_ADDRS tests them and their pages found in one pass each, then the stores in the
+ * workers' order; a page not there yet sends the turn slow before anything is written */
+#define STEP_STORE(width, step)                                                                     \
+    {                                                                                               \
+        uint8_t *at_[IPU_MAX_CTX];                                                                  \
+        uint64_t any_ = 0, hi_ = 0;                                                                 \
+        bool out_ = false;                                                                          \
+        for (uint32_t i = 0; i < nw; i++) {                                                         \
+            a[i] = (int64_t)(int32_t)xs[i]->r[r1] + ((step) ? 0 : imm);                             \
+            out_ |= (uint64_t)a[i] > sram - (width);                                                \
+            any_ |= (uint64_t)a[i];                                                                 \
+            hi_ = (uint64_t)a[i] > hi_ ? (uint64_t)a[i] : hi_;                                      \
+        }                                                                                           \
+        if (out_ || (any_ & ((width) - 1)))                                                         \
+            goto slow;                                                                              \
+        for (uint32_t i = 0; i < nw; i++) {                                                         \
+            uint8_t *pg_ = pages[(uint64_t)a[i] >> IPU_PAGE_SHIFT];                                 \
+            if (!pg_)                                                                               \
+                goto slow;                                                                          \
+            at_[i] = pg_ + ((uint64_t)a[i] & (IPU_PAGE_SIZE - 1));                                  \
+        }                                                                                           \
+        if (hi_ + (width) > t->mem_hi)                                                              \
+            t->mem_hi = hi_ + (width);                                                              \
+        for (uint32_t i = 0; i < nw; i++) {                                                         \
+            memcpy(at_[i], &xs[i]->r[r0], (width));                                                 \
+            if (step)                                                                               \
+                xs[i]->r[r1] += (uint32_t)imm;                                                      \
+        }                                                                                           \
+    }
     uint32_t span_no = UINT32_MAX; /* a body span_run did not take in this call */
     while (c + W <= limit) {
         if (pc >= ncode) /* past the end of the code: the full executor reports it, at this turn */
@@ -1565,35 +1595,18 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
                     xs[i]->r[r1] = (uint32_t)a[i] + (uint32_t)imm;
             }
             break;
-        case F_ST32:
-        case F_ST32STEP:
+        case F_ST32: STEP_STORE(4, false); break;
+        case F_ST32STEP: STEP_STORE(4, true); break;
         case F_ST64:
-        case F_ST64STEP: {
-            const bool wide = f == F_ST64 || f == F_ST64STEP, step = f == F_ST32STEP || f == F_ST64STEP;
-            const uint32_t w = wide ? 8 : 4;
-            if (wide && store_bpc < 8)
+            if (store_bpc < 8)
                 goto slow;
-            STEP_ADDRS(w, r1, step ? 0 : imm);
-            uint64_t hi = 0;
-            EACH {
-                if (!pages[(uint64_t)a[i] >> IPU_PAGE_SHIFT])
-                    goto slow;
-                if ((uint64_t)a[i] + w > hi)
-                    hi = (uint64_t)a[i] + w;
-            }
-            if (hi > t->mem_hi)
-                t->mem_hi = hi;
-            EACH {
-                uint8_t *at = pages[(uint64_t)a[i] >> IPU_PAGE_SHIFT] + (a[i] & (IPU_PAGE_SIZE - 1));
-                if (wide)
-                    memcpy(at, &xs[i]->r[r0], 8);
-                else
-                    memcpy(at, &xs[i]->r[r0], 4);
-                if (step)
-                    xs[i]->r[r1] += (uint32_t)imm;
-            }
+            STEP_STORE(8, false);
             break;
-        }
+        case F_ST64STEP:
+            if (store_bpc < 8)
+                goto slow;
+            STEP_STORE(8, true);
+            break;
         case F_LD128:
         case F_LD128STEP:
             if (load_bpc < 16)
@@ -1620,14 +1633,19 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
                 EACH xs[i]->r[r0] = (uint32_t)a[i] + 16;
             break;
         }
+        case F_AMPGET: /* (the most frequent of the register-only ops: here, not through reg_each) */
+            EACH {
+                xs[i]->r[r0] = fr(xs[i]->acc[2 * imm]);
+                xs[i]->r[r0 + 1] = fr(xs[i]->acc[2 * imm + 1]);
+            }
+            break;
         case F_F32ADD:
         case F_F32MAX:
         case F_F32V2ADD:
         case F_F32V2TOF16: /* and f32v4tof16 */
         case F_F32V2AMP:
         case F_F16V4AMP:
-        case F_AMPZERO:
-        case F_AMPGET: reg_each(m, t, xs, nw, f, in); break;
+        case F_AMPZERO: reg_each(m, t, xs, nw, f, in); break;
         case F_LDCONST: case F_SUB: case F_MUL: case F_MULI: case F_AND: case F_ANDI: case F_OR: case F_XOR:
         case F_SHL: case F_SHLI: case F_SHR: case F_SHRI: case F_CMPEQ: case F_CMPULT: case F_CMPSLT: case F_GET:
             EACH int_op(m, ti, in, xs[i]->r, (uint32_t)(xs[i] - t->cx - 1));
@@ -1746,6 +1764,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
     step_ready(m, xs, d, nw, last, lastf);
 #undef EACH
 #undef STEP_ADDRS
+#undef STEP_STORE
 out: /* the turns' counts (on an error too: the tests read them) */
     t->work += (uint64_t)nw * fast;
     t->step_turns += turns;

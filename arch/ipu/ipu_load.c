@@ -74,6 +74,90 @@ static ts_status decode_one(const ts_insn *in, uint32_t pc, uint32_t n, uint32_t
     return TS_OK;
 }
 
+/* decode_one's work per op, laid out once per load: each operand's place in the ipu_insn (a
+ * register field, the first or the second immediate, the target) and, for a register, the
+ * numbers its class allows as a bit mask. An instruction whose operands all pass is decoded so
+ * (plan_decode); one that fails goes through decode_one, which words the error. */
+enum { PD_R0, PD_R1, PD_R2, PD_R3, PD_R4, PD_IMM, PD_IMM2, PD_TGT };
+
+typedef struct op_plan {
+    uint8_t n;                 /* operands in the class string */
+    uint8_t ctx_ok;            /* as decode_one sets it */
+    uint8_t dst[TS_MAX_OPNDS]; /* PD_* */
+    uint32_t ok[TS_MAX_OPNDS]; /* a register's allowed numbers */
+} op_plan;
+
+_Static_assert(IPU_NREGS == 32, "a class's registers are a 32-bit mask");
+
+static void plans_make(op_plan *pl)
+{
+    for (int op = 0; op < IPU_OP_COUNT; op++) {
+        const char *cls = ts_ipu_opfacts[op].classes;
+        op_plan *o = &pl[op];
+        memset(o, 0, sizeof *o);
+        const char cx = ts_ipu_opfacts[op].ctx;
+        o->ctx_ok = (uint8_t)((cx != 'W' ? 1 : 0) | (cx != 'S' ? 2 : 0));
+        int nreg = 0, nimm = 0;
+        for (int k = 0; cls[k] && k < TS_MAX_OPNDS; k++) {
+            const char ch = cls[k];
+            o->n = (uint8_t)(k + 1);
+            if (ch == 'i' || ch == 'f') {
+                o->dst[k] = nimm++ == 0 ? PD_IMM : PD_IMM2;
+                continue;
+            }
+            if (ch == 'l') {
+                o->dst[k] = PD_TGT;
+                continue;
+            }
+            o->dst[k] = (uint8_t)(nreg < 4 ? PD_R0 + nreg : PD_R4);
+            nreg++;
+            uint32_t ok = 0;
+            for (uint32_t v = 0; v < IPU_NREGS; v++) {
+                const bool y = ch == 'm' ? v < IPU_AREG0 : ch == 'a' ? v >= IPU_AREG0 :
+                               ch == 'p' ? v >= IPU_AREG0 && (v - IPU_AREG0) % 2 == 0 :
+                               ch == 'q' ? v >= IPU_AREG0 && (v - IPU_AREG0) % 4 == 0 : true;
+                ok |= (uint32_t)y << v;
+            }
+            o->ok[k] = ok;
+        }
+    }
+}
+
+/* decode_one by the op's plan: false when an operand fails (decode_one then says which). */
+static inline bool plan_decode(const op_plan *pl, const ts_insn *in, uint32_t n, ipu_insn *out)
+{
+    const op_plan *o = &pl[in->op];
+    ipu_insn d;
+    memset(&d, 0, sizeof d);
+    d.op = (uint8_t)in->op;
+    d.ctx_ok = o->ctx_ok & 3;
+    uint8_t r[5] = {0};
+    for (int k = 0; k < o->n; k++) {
+        const int32_t v = in->a[k];
+        switch (o->dst[k]) {
+        case PD_IMM: d.imm = v; break;
+        case PD_IMM2: d.imm2 = v; break;
+        case PD_TGT:
+            if (v < 0 || (uint32_t)v > n)
+                return false;
+            d.tgt = (uint32_t)v;
+            break;
+        default:
+            if ((uint32_t)v >= IPU_NREGS || !(o->ok[k] >> v & 1))
+                return false;
+            r[o->dst[k]] = (uint8_t)v;
+            break;
+        }
+    }
+    d.r0 = r[0];
+    d.r1 = r[1];
+    d.r2 = r[2];
+    d.r3 = r[3];
+    d.r4 = r[4];
+    *out = d;
+    return true;
+}
+
 /* Registers an instruction reads and writes, as bit masks over the 32 registers (pairs and quads
  * cover 2 and 4). */
 static void reg_masks(const ts_insn *in, uint32_t *rd, uint32_t *wr)
@@ -140,6 +224,8 @@ static ts_status load_streams(ts_model *m, const ts_program *p, ts_program *own,
     m->code = ts_calloc(total ? total : 1, sizeof *m->code);
     if (!m->code)
         return ts_err_set(err, TS_ENOMEM, "out of memory decoding the program");
+    op_plan plans[IPU_OP_COUNT];
+    plans_make(plans);
     size_t off = 0;
     for (size_t i = 0; i < p->nstreams; i++) {
         const ts_stream *s = &p->streams[i];
@@ -155,6 +241,8 @@ static ts_status load_streams(ts_model *m, const ts_program *p, ts_program *own,
             insn = scratch;
         }
         for (uint32_t pc = 0; pc < s->n; pc++) {
+            if (insn[pc].op < IPU_OP_COUNT && plan_decode(plans, &insn[pc], s->n, &code[pc]))
+                continue;
             ts_status rc = decode_one(&insn[pc], pc, s->n, s->index, &code[pc], err);
             if (rc != TS_OK)
                 return rc;

@@ -82,6 +82,59 @@ START_TEST(repeat_body_rules)
 }
 END_TEST
 
+/* The loader's operand checks, op by op: every register operand of every instruction given a
+ * register its class does not allow (an $a for $m, an $m for $a, an odd $a for a pair, an $a not
+ * a multiple of 4 for a quad, 32 for any register) is refused with the operand's number and what
+ * it must be, the other operands valid; a branch past the end of the stream is refused. */
+START_TEST(operand_classes)
+{
+    int checked = 0;
+    for (int op = 0; op < IPU_OP_COUNT; op++) {
+        const char *cls = ts_ipu_opfacts[op].classes;
+        for (int bad = 0; cls[bad]; bad++) {
+            int32_t v;
+            const char *want;
+            switch (cls[bad]) {
+            case 'm': v = IPU_AREG0 + 1; want = "must be an $m register"; break;
+            case 'a': v = 2; want = "must be an $a register"; break;
+            case 'p': v = IPU_AREG0 + 3; want = "must be an even $a register (a pair)"; break;
+            case 'q': v = IPU_AREG0 + 2; want = "must be an $a register that is a multiple of 4 (a quad)"; break;
+            case 'x': v = 32; want = "must be a register"; break;
+            default: continue;
+            }
+            ts_program *p = ts_program_create("ipu");
+            ck_assert_ptr_nonnull(p);
+            ts_stream *s = ts_program_stream(p, 0, 0);
+            ck_assert_ptr_nonnull(ts_stream_emit(s, IPU_OP_NOP));
+            ts_insn *in = ts_stream_emit(s, (uint16_t)op);
+            ck_assert_ptr_nonnull(in);
+            for (int k = 0; cls[k]; k++)
+                in->a[k] = cls[k] == 'm' ? 1 : cls[k] == 'l' ? 0 : strchr("apqx", cls[k]) ? IPU_AREG0 + 4 : 3;
+            in->a[bad] = v;
+            ipu_run r;
+            ipu_test_run_program("ipu_tiny4", NULL, p, false, 1, &r);
+            char line[160];
+            snprintf(line, sizeof line, "pc 1: %s operand %d %s", ts_ipu_isa.ops[op].mnemonic, bad + 1, want);
+            ck_assert_msg(r.rc == TS_EINPUT && strstr(r.err.msg, line), "%s: got '%s'", line, r.err.msg);
+            ipu_run_free(&r);
+            ts_program_destroy(p);
+            checked++;
+        }
+    }
+    ck_assert_int_gt(checked, 100);
+    ts_program *p = ts_program_create("ipu");
+    ck_assert_ptr_nonnull(p);
+    ts_insn *br = ts_stream_emit(ts_program_stream(p, 0, 0), IPU_OP_BR);
+    ck_assert_ptr_nonnull(br);
+    br->a[0] = 2; /* past the end of a stream of one */
+    ipu_run r;
+    ipu_test_run_program("ipu_tiny4", NULL, p, false, 1, &r);
+    ck_assert_msg(r.rc == TS_EINPUT && strstr(r.err.msg, "pc 0: br target 2 is outside the stream"), "%s", r.err.msg);
+    ipu_run_free(&r);
+    ts_program_destroy(p);
+}
+END_TEST
+
 static const char mem_data[] =
     ".data tile 0 0x200\n"
     "  .word 0x11111111, 0x22222222, 0x33333333, 0x44444444, 0x55555555, 0x66666666\n"
@@ -1007,6 +1060,7 @@ static Suite *suite(void)
     tcase_add_test(t, alu_and_branches);
     tcase_add_test(t, repeat_loops);
     tcase_add_test(t, repeat_body_rules);
+    tcase_add_test(t, operand_classes);
     tcase_add_test(t, loads_and_stores);
     tcase_add_test(t, access_rules);
     tcase_add_test(t, context_rules);
