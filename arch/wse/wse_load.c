@@ -275,6 +275,13 @@ static ts_status apply_cfg(ts_model *m, wse_tile *t, const ts_stream *s, uint32_
 }
 
 /* Operand checks done once so the executor never checks them. */
+/* Whether check_insn reads the PE's routes for op: a send or receive, a fabric DSD (the rest of its
+ * checks read only the instruction, the stream's length and the config). */
+static bool routes_checked(uint16_t op)
+{
+    return op == WSE_OP_SEND || op == WSE_OP_SENDC || op == WSE_OP_RECV || op == WSE_OP_DSDIN || op == WSE_OP_DSDOUT;
+}
+
 static ts_status check_insn(ts_model *m, const ts_stream *s, uint32_t pc, ts_err *err)
 {
     const ts_insn *in = &s->insn[pc];
@@ -782,28 +789,50 @@ ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
     for (size_t i = 0; i < m->nalloc; i++)
         if ((rc = check_links(m, m->t[m->alloc_ids[i]], err)))
             return rc;
-    /* a PE that runs an image has its code checked against its own routes */
+    /* a PE that runs an image has its code checked against its own routes: the instructions whose
+     * checks read the PE's routes (routes_checked) at every such PE, the others once per image,
+     * where every PE checked them all again (half of loading bench_wse_stencil's host
+     * instructions). ifirst[img] is 1 + the first pc from the entry whose checks fail without the
+     * routes (UINT32_MAX: none; 0: not looked at yet), which each PE checks again for its message,
+     * so that each PE reports the first failing pc as before */
     const ts_stream **byid = NULL;
+    uint32_t *ifirst = NULL;
     for (size_t i = 0; i < p->nstreams; i++) {
         const ts_stream *s = &p->streams[i];
         const wse_tile *t = m->t[s->index];
         ts_stream view = *s;
         if (t->ce->image) {
             if (!byid) {
-                if (!(byid = ts_calloc(m->npes, sizeof *byid)))
+                byid = ts_calloc(m->npes, sizeof *byid);
+                ifirst = ts_calloc(m->npes, sizeof *ifirst);
+                if (!byid || !ifirst) {
+                    ts_free(byid);
+                    ts_free(ifirst);
                     return ts_err_set(err, TS_ENOMEM, "out of memory");
+                }
                 for (size_t j = 0; j < p->nstreams; j++)
                     byid[p->streams[j].index] = &p->streams[j];
             }
             uint32_t img = (uint32_t)s->insn[s->n - 1].a[0];
             view = *byid[img];
             view.index = s->index;
-            for (uint32_t k = t->ce->code->entry; k < view.n; k++)
-                if ((rc = check_insn(m, &view, k, err))) {
+            uint32_t entry = t->ce->code->entry;
+            if (!ifirst[img]) {
+                ts_err scratch;
+                ifirst[img] = UINT32_MAX;
+                for (uint32_t k = entry; k < view.n; k++)
+                    if (!routes_checked(view.insn[k].op) && check_insn(m, &view, k, &scratch)) {
+                        ifirst[img] = k + 1;
+                        break;
+                    }
+            }
+            for (uint32_t k = entry; k < view.n; k++)
+                if ((routes_checked(view.insn[k].op) || k + 1 == ifirst[img]) && (rc = check_insn(m, &view, k, err))) {
                     size_t l = strlen(err->msg);
                     snprintf(err->msg + l, sizeof err->msg - l, " (in the code of PE (%u, %u), its image)", img % m->w,
                              img / m->w);
                     ts_free(byid);
+                    ts_free(ifirst);
                     return rc;
                 }
             continue;
@@ -811,10 +840,12 @@ ts_status ts_wse_load(ts_model *m, const ts_program *p, ts_err *err)
         for (uint32_t k = t->ce->code->entry; k < s->n; k++)
             if ((rc = check_insn(m, s, k, err))) {
                 ts_free(byid);
+                ts_free(ifirst);
                 return rc;
             }
     }
     ts_free(byid);
+    ts_free(ifirst);
     if ((rc = pack_tiles(m, err)))
         return rc;
     /* bands of about equal work: a tile weighs its live queues (the routes converging on it) and one

@@ -405,22 +405,25 @@ static inline __attribute__((always_inline)) void ce_eval(ts_model *m, wse_tile 
             b->progress++;
         }
     }
-    /* main thread: pick, start, wait, issue */
-    if (ce->state == CE_WAIT && b->now >= ce->until)
-        ce->state = CE_RUN;
-    if (ce->state == CE_START && b->now >= ce->until)
-        ce->state = CE_RUN;
-    if (ce->state == CE_WAITVEC && !ce->th[0].busy)
-        ce->state = CE_RUN;
-    if (ce->state == CE_IDLE) {
+    /* main thread: pick, start, wait, issue; the state read once (each state goes at most to running
+     * or, from idle, to a task's start) */
+    uint8_t st = ce->state;
+    if (st == CE_WAITVEC) {
+        if (!ce->th[0].busy)
+            st = ce->state = CE_RUN;
+    } else if (st == CE_WAIT || st == CE_START) {
+        if (b->now >= ce->until)
+            st = ce->state = CE_RUN;
+    } else if (st == CE_IDLE) {
         int id = pick_task(m, t, pend5);
         if (id >= 0) {
             start_task(m, t, b, id);
             b->progress++;
+            st = ce->state;
         }
     }
     bool issued = false;
-    if (ce->state == CE_RUN) {
+    if (st == CE_RUN) {
         if (exec_insn(m, t, b, &rd, &wr, &ramp_up, &why)) {
             issued = true;
             busy = true;
@@ -429,7 +432,7 @@ static inline __attribute__((always_inline)) void ce_eval(ts_model *m, wse_tile 
         } else {
             stalled = true;
         }
-    } else if (ce->state == CE_WAIT || ce->state == CE_START) {
+    } else if (st == CE_WAIT || st == CE_START) {
         b->progress++; /* time passes towards a known cycle */
     }
     /* vector ops: main thread's first, then microthreads in id order */

@@ -57,8 +57,10 @@ static uint16_t f2h(float f)
 /* issue */
 
 /* Elements per cycle a 16-bit-unit stride allows (research §1.3, SDK-APX stride rules). */
-static uint32_t stride_cap(int32_t stride, uint32_t esize)
+static inline uint32_t stride_cap(int32_t stride, uint32_t esize)
 {
+    if (stride == 0 || stride == 1) /* 0 or esize / 2 (1 or 2) 16-bit units: full width */
+        return UINT32_MAX;
     int64_t s16 = (int64_t)stride * (int64_t)esize / 2;
     if (s16 == 0 || s16 == 1)
         return UINT32_MAX;
@@ -100,12 +102,17 @@ void ts_wse_op_tables(ts_model *m)
     }
 }
 
+/* The DSD kinds an op's destination may have (memory, fabric output) and its sources (memory, fabric
+ * input), a bit per kind. */
+#define WSE_DSD_DST_OK (1u << DSD_MEM | 1u << DSD_OUT)
+#define WSE_DSD_SRC_OK (1u << DSD_MEM | 1u << DSD_IN)
+
 /* A memory DSD of n elements of esize bytes covers only SRAM (any other kind is fine here). */
 static inline bool dsd_fits(const ts_model *m, const wse_dsd *d, uint32_t n, uint32_t esize)
 {
     if (d->kind != DSD_MEM)
         return true;
-    if (d->base < 0 || d->base % (int32_t)esize)
+    if (d->base < 0 || ((uint32_t)d->base & (esize - 1))) /* esize 2 or 4: a mask, not a division */
         return false;
     if (!n)
         return true;
@@ -166,9 +173,12 @@ bool ts_wse_vec_issue(ts_model *m, wse_tile *t, wse_band *b, const ts_insn *in, 
     const wse_dsd *d = &ce->dsd[a[0]], *s0 = &ce->dsd[a[1]], *s1 = two ? &ce->dsd[a[2]] : NULL;
     uint32_t esize = f->dtype / 8, n = d->len;
     bool m0 = s0->kind == DSD_MEM, m1 = two && s1->kind == DSD_MEM, md = d->kind == DSD_MEM;
-    if (d->kind == DSD_NONE || d->kind == DSD_IN || s0->kind == DSD_NONE || s0->kind == DSD_OUT ||
-        (two && (s1->kind == DSD_NONE || s1->kind == DSD_OUT)) || s0->len != n || (two && s1->len != n) ||
-        !dsd_fits(m, d, n, esize) || !dsd_fits(m, s0, n, esize) || (two && !dsd_fits(m, s1, n, esize)))
+    /* the kinds by one mask each: a destination in memory or on the fabric's output, sources in memory
+     * or on its input (a move's missing s1 checked as s0) */
+    uint32_t k1 = two ? s1->kind : s0->kind;
+    if (!((WSE_DSD_DST_OK >> d->kind) & (WSE_DSD_SRC_OK >> s0->kind) & (WSE_DSD_SRC_OK >> k1) & 1u) ||
+        s0->len != n || (two && s1->len != n) || (md && !dsd_fits(m, d, n, esize)) ||
+        (m0 && !dsd_fits(m, s0, n, esize)) || (m1 && !dsd_fits(m, s1, n, esize)))
         return vec_bad(m, t, b, in, pc, d, s0, s1, esize);
     uint64_t w = m->op_simd[in->op];
     if (m0 && m1) {

@@ -378,6 +378,14 @@ START_TEST(image_runs_code_of_another_pe)
         {".arch wse\n.stream pe 0\n    route 0, 16, 4\n    send 0, r0\n.stream pe 1\n    route 0, 8, 16\n    image 0\n",
          "PE (1, 0) pc 1: sends on colour 0, but no route of that colour takes wavelets from the ramp (in the code of "
          "PE (0, 0), its image)"},
+        /* an image's checks that read no routes are made once per image, yet each PE reports its first
+         * failing pc: one of them (the PE before its image's own stream), and a route's before it */
+        {".arch wse\n.stream pe 0\n    image 1\n.stream pe 1\n    nop\n    wait 0\n",
+         "PE (0, 0) pc 1: wait needs at least 1 cycle (in the code of PE (1, 0), its image)"},
+        {".arch wse\n.stream pe 1\n    route 0, 4, 16\n    image 2\n.stream pe 2\n    route 0, 16, 8\n    send 0, r0\n"
+         "    wait 0\n",
+         "PE (1, 0) pc 1: sends on colour 0, but no route of that colour takes wavelets from the ramp (in the code of "
+         "PE (2, 0), its image)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ts_err_free(&err);
