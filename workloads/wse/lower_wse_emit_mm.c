@@ -383,11 +383,11 @@ static void mm_code(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
     ts_lww_op(G, e->h16 ? WSE_OP_FMOVH : WSE_OP_FMOVS, 4, 2, 3, -1, -1);
     mm_macs(G, e);
     mm_reduce(G, s, e);
-    mm_rstd_in(G, s, e);
     if (e->i == 0) {
         const int out = e->h16 ? e->OA : e->AA;
-        if (e->h16)
+        if (e->h16) /* before 1 / s: the widening need not wait for the norm */
             mm_widen(G, e);
+        mm_rstd_in(G, s, e);
         if (s->rpass) { /* the sums times the norm's 1 / s (its scale is in the weights) */
             ts_lww_op(G, WSE_OP_DSDM, 4, 9, out, (int)e->nb, 1);
             ts_lww_op(G, WSE_OP_DSDM, 4, 10, e->RA, (int)e->nb, 0);
@@ -404,7 +404,8 @@ static void mm_code(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
         } else
             ts_lww_in_to_out(G, mm_chain(s, e->j - 1), mm_chain(s, e->j), e->n0 - from);
         ts_lww_mem_to_out(G, (uint64_t)out, e->nb, mm_chain(s, e->j));
-    }
+    } else
+        mm_rstd_in(G, s, e);
     if (e->dbl) { /* swap the row buffers */
         ts_lww_op(G, WSE_OP_MOV, 2, 13, 11);
         ts_lww_op(G, WSE_OP_MOV, 2, 11, 12);
