@@ -312,6 +312,16 @@ static inline bool lw_join_streams(const lw *L, const lw_stage *s)
     return s->kind == K_JOIN && !s->relu && !s->clip && !s->in_nhwc && L->decode;
 }
 
+/* Whether streaming join s (lw_join_streams) takes its skip path's row into memory first, then adds
+ * it to the main stream's as that comes (one operand from the fabric, one from memory): the two
+ * streams share the ramp from its router into the core, a wavelet a cycle, so that adding them as
+ * both came gave about a value every 2 cycles on the token's path. The skip row comes ahead (the
+ * fork's output, long before the main path's), and one row of it must fit the PE. */
+static inline bool lw_join_keeps_skip(const lw *L, const lw_stage *s)
+{
+    return lw_join_streams(L, s) && (uint64_t)s->C * 4 <= L->t->sram_bytes;
+}
+
 /* Every stage's colour set and its input, output and skip colours (after place). */
 void ts_lww_colours(lw *L);
 /* The pass-through routes of every skip path, sorted by PE then colour; *v owned by the caller.

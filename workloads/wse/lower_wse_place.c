@@ -1022,9 +1022,9 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
             s->G = s->w = 1;
             s->mem = (uint64_t)s->C * 4 + 8;
         }
-        if (lw_join_streams(L, s)) { /* one PE, nothing kept */
+        if (lw_join_streams(L, s)) { /* one PE, the skip path's row kept or nothing */
             s->G = s->w = 1;
-            s->mem = 0;
+            s->mem = lw_join_keeps_skip(L, s) ? (uint64_t)s->C * 4 : 0;
         }
     }
     const bool wide = attn_widths(L, Hm, true);
