@@ -137,6 +137,10 @@ typedef struct lw_stage {
                      * (part of the norm), each down kr / kin rows of its own (the gate's row q's
                      * outputs, the norm's part q, the inputs of its rows [q kr / kin, +kr / kin)); the
                      * gate then merges nothing; 0 or 1: one row broadcast along row 0 */
+    bool crow;      /* a decode's product of one chain cut for it (chain_cuts in lower_wse_place.c, kr >= 2):
+                     * its row 0 takes no inputs and only passes the chain on, the outputs of the
+                     * columns west of it, then its column's, which row 1 sums, finishes and sends north
+                     * (lower_wse_emit_mm.c) */
     bool rpass;     /* a decode's RMSNormalization before a product of one row without a bias (norm_pass
                      * in lower_wse_place.c): in a row (G parts and a PE more) it passes its row on raw
                      * as it comes and gives 1 / s after it, down a column (ko parts) it sends each part

@@ -954,6 +954,9 @@ static ts_status chain_cuts(lw *L)
         }
         uint64_t *ki = arr + s->kr, kmost = 0;
         const bool parts = s->kin > 1 && L->st[s->prev].kind == K_NORM;
+        /* row 0 only passes the chain on when a row is left to finish the sums (and one in the
+         * first input row's group) */
+        s->crow = s->kr >= 2 && (s->kin <= 1 || s->kr / s->kin >= 2);
         for (uint32_t i = 0; i < s->kr; i++) {
             uint64_t k0, k1, g0, g1;
             ts_lww_mm_row_k(L, s, i, &k0, &k1, &g0, &g1);
@@ -979,6 +982,7 @@ static ts_status chain_cuts(lw *L)
                           chain_finish(s, arr, ki, lo) < chain_finish(s, arr, ki, even);
         ts_free(arr);
         if (!keep) {
+            s->crow = false;
             ts_free(cut);
             continue;
         }
