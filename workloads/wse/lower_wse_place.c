@@ -890,14 +890,17 @@ static bool attn_widths(lw *L, uint32_t Hm, bool at_T)
 }
 
 /* Cycles from a decode's product taking its input to column nb wide having its outputs ready in
- * row 0 (chain_cuts): the row whose input and MAC loop end last (arr[i] the input of its row i
- * in, ki[i] its inputs), then the partial sums up (about a cycle an output), the widening to
- * binary32 (about 3) and the scaling by the norm's 1 / s (about 1). */
+ * row 0 (chain_cuts): the row whose input, MAC loop and partial sums' climb to row 0 end last
+ * (arr[i] the input of its row i in, ki[i] its inputs, ROW_CYCLES a row up), then the partial
+ * sums up (about a cycle an output), the widening to binary32 (about 3) and the scaling by the
+ * norm's 1 / s (about 1). */
 static uint64_t chain_finish(const lw_stage *s, const uint64_t *arr, const uint64_t *ki, uint64_t nb)
 {
     uint64_t f = 0;
-    for (uint32_t i = 0; i < s->kr; i++)
-        f = arr[i] + ki[i] * mm_kcost(s, nb) > f ? arr[i] + ki[i] * mm_kcost(s, nb) : f;
+    for (uint32_t i = 0; i < s->kr; i++) {
+        const uint64_t fi = arr[i] + ki[i] * mm_kcost(s, nb) + ROW_CYCLES * i; /* its sums i rows up */
+        f = fi > f ? fi : f;
+    }
     return f + (s->kr > 1 ? nb : 0) + (s->h16 ? 3 * nb : 0) + (s->rpass ? nb : 0);
 }
 
