@@ -16,9 +16,15 @@
  * RMSNormalization of parts down a column or after an attention of split heads takes them so too
  * (the norm's part q, the attention's head q on row q kstep of its own).
  *
+ * A decode's product cut for its chain (s->crow, chain_cuts in lower_wse_place.c) keeps row 0 for
+ * the chain alone: it takes no inputs (its router passes the input down), passes on the outputs of
+ * the columns west of it, then its column's, which row 1 sums from the rows below, finishes and
+ * sends north, so the partial sums no longer share row 0's ramp with the chain.
+ *
  * After a decode's RMSNormalization that passes its row on raw (s->rpass), the weights hold the
- * norm's scale and the input row is followed by the norm's 1 / s, which row 0 keeps and multiplies
- * its sums by (after widening them, before the fused Relu or Clip and the row chain).
+ * norm's scale and the input row is followed by the norm's 1 / s, which row 0 (row 1 under a
+ * chain row) keeps and multiplies its sums by (after widening them, before the fused Relu or Clip
+ * and the row chain).
  *
  * A binary16 product (s->h16, an f16 graph): its weights and bias are binary16 in SRAM (weight rows
  * padded to 4 halves), its accumulators binary16 at 4 MACs a cycle (fmach, the binary32 input
