@@ -880,30 +880,39 @@ static void check_latency_rows(const lowered *L, uint32_t rows)
     ck_assert_uint_gt(n, 0);
 }
 
-/* The matrix products of a lowering whose row 0 passes the outputs of the columns west of it on
- * on microthread 1 during its MACs (an fmovs on thread 1): a decode's products of one chain whose
- * columns are cut unevenly, each later one wider (chain_cuts in lower_wse_place.c). Each such
- * product's passing PEs are row 0's after its first column: at most kc - 1. */
-static size_t chain_cut_products(const lowered *L, uint32_t width)
+/* The matrix products of a lowering cut for their chain (a decode's products of one chain whose
+ * columns are cut unevenly, each later one wider: chain_cuts in lower_wse_place.c): either row 0
+ * passes the outputs of the columns west of it on on microthread 1 during its MACs (an fmovs on
+ * thread 1; those PEs are row 0's after its first column: at most kc - 1), or, with a row below
+ * it to finish each column's sums, row 0 only passes the chain on (its kc PEs run no MAC) and row
+ * 1 sends it each column's outputs (its kc PEs move values, no MAC); *rows counts the latter. */
+static size_t chain_cut_products(const lowered *L, uint32_t width, size_t *rows)
 {
     size_t products = 0;
+    *rows = 0;
     for (size_t j = 0; j < L->rep.nstages; j++) {
         const ts_lower_wse_stage *s = &L->rep.stages[j];
         if (strcmp(s->what, "matmul") || s->skip)
             continue;
-        size_t pes = 0;
+        size_t pes = 0, chain = 0;
         for (size_t i = 0; i < L->prog->nstreams; i++) {
             const ts_stream *st = &L->prog->streams[i];
             const uint32_t x = st->index % width, y = st->index / width;
             if (x < s->x || x >= s->x + s->w || y < s->y || y >= s->y + s->h)
                 continue;
-            bool pass = false;
-            for (size_t k = 0; k < st->n; k++)
+            bool pass = false, mac = false, mov = false; /* (the PEs above a staircase's groups only route) */
+            for (size_t k = 0; k < st->n; k++) {
                 pass |= st->insn[k].op == WSE_OP_FMOVS && st->insn[k].a[2] == 1;
+                mac |= st->insn[k].op == WSE_OP_FMACS || st->insn[k].op == WSE_OP_FMACH;
+                mov |= st->insn[k].op == WSE_OP_FMOVS;
+            }
             pes += pass;
+            chain += y == s->y && !mac && mov;
         }
         ck_assert_uint_lt(pes, s->kc);
-        products += pes > 0;
+        ck_assert(chain == 0 || (chain == s->kc && s->kr >= 2 && !pes));
+        products += pes > 0 || chain > 0;
+        *rows += chain > 0;
     }
     return products;
 }
@@ -982,7 +991,9 @@ START_TEST(test_gpt_swiglu)
     if (M == 1) /* a decode: every one-row product sized for latency */
         check_latency_rows(&L, 16);
     /* a decode: products of one chain with their columns cut unevenly for the chain; none in a prefill */
-    const size_t cut = chain_cut_products(&L, 96);
+    size_t rows0;
+    const size_t cut = chain_cut_products(&L, 96, &rows0);
+    ck_assert(M == 1 ? rows0 > 0 : rows0 == 0); /* a decode: some with a row 0 that only passes the chain */
     ck_assert(M == 1 ? cut > 0 : cut == 0);
     check_logits(g, &L, spec);
     lowered_free(&L);
@@ -1079,7 +1090,8 @@ START_TEST(test_f16_products)
     ck_assert_uint_eq(f32, 0);
     ck_assert_uint_gt(f16, 0);
     /* the decodes: binary16 products of one chain with their columns cut unevenly for it */
-    ck_assert(_i ? chain_cut_products(&L, 96) > 0 : chain_cut_products(&L, 96) == 0);
+    size_t rows0;
+    ck_assert(_i ? chain_cut_products(&L, 96, &rows0) > 0 : chain_cut_products(&L, 96, &rows0) == 0);
     gref r;
     gref_run(g, &r);
     const int y = L.rep.out_tensor;
@@ -1109,7 +1121,8 @@ END_TEST
  * scale in its weights and scaling its sums by 1 / s; the two before the q, k and v product and the head their parts down a
  * column, the partial sums added north and 1 / s sent back south, each part east on its own row
  * into the product's rows that take it; the gate and up product's outputs leave on 2 rows, and
- * the SwiGLU gate takes each row's pairs over PEs in a row. Logits against the double interpreter
+ * the SwiGLU gate takes each row's pairs over PEs in a row; each residual join on one PE that
+ * keeps the skip path's row and adds the main stream to it as it comes. Logits against the double interpreter
  * within 2e-5 (1 + |y|), as test_gpt_prefill: the split adds a few f32 adds to the 64 squares' sum
  * (the rows of the gate and of the norms change no other value's arithmetic). */
 START_TEST(test_gpt_norm_split)
@@ -1156,6 +1169,14 @@ START_TEST(test_gpt_norm_split)
     ck_assert_uint_gt(gate->w, 1);
     ck_assert_uint_eq(gate[-1].h, gate[-1].kr + 1);
     check_latency_rows(&L, 16); /* its products sized for latency */
+    /* the residual joins: one PE each, which takes the skip path's row of 64 into memory first,
+     * then adds it to the main stream's as that comes (the two no longer share its ramp) */
+    for (int j = 0; j < 2; j++) {
+        const ts_lower_wse_stage *jn = stage_of(&L, "join", j);
+        ck_assert_ptr_nonnull(jn);
+        ck_assert_uint_eq(jn->w, 1);
+        ck_assert_uint_eq(jn->mem_bytes, 64 * 4);
+    }
     check_logits(g, &L, spec);
     lowered_free(&L);
     ts_graph_destroy(g);
@@ -1226,7 +1247,8 @@ START_TEST(test_gpt_cache_fold)
             for (uint32_t q = 0; q < (uint32_t)H; q++) {
                 ck_assert(routes(&L, 96, at->x + at->w - 1, at->y + q * step, (int)c,
                                  q + 1 == (uint32_t)H ? WSE_MASK_R : WSE_MASK_W, WSE_MASK_E));
-                ck_assert(routes(&L, 96, o->x, o->y + q * step, (int)c, WSE_MASK_W, WSE_MASK_R));
+                /* (row 0 of a product cut for its chain only routes its input down to row 1) */
+                ck_assert(routes(&L, 96, o->x, o->y + q * step, (int)c, WSE_MASK_W, q ? WSE_MASK_R : WSE_MASK_R | WSE_MASK_S));
                 if (q)
                     ck_assert(!routes(&L, 96, at->x + q, at->y, (int)c, WSE_MASK_R, WSE_MASK_E));
             }

@@ -145,18 +145,26 @@ static ts_status emit_io(lw *L, ts_program *P, size_t si, lw_gen *G)
 
 /* A decode's join on one PE (lw_join_streams): per row one op of the main stream
  * from the west and the skip path from the south, element by element, its results straight out
- * east (and down to a skip path when it forks), in pieces of at most PIECE. */
-static void join_stream(lw_gen *G, const lw_stage *s)
+ * east (and down to a skip path when it forks), in pieces of at most PIECE. Keeping the skip row
+ * (lw_join_keeps_skip): the row of the skip path into memory from 0 first, then the op of the
+ * main stream and memory. */
+static void join_stream(const lw *L, lw_gen *G, const lw_stage *s)
 {
+    const bool keep = lw_join_keeps_skip(L, s);
     ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R);
     ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cskip, P_S, P_R);
     ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cout, P_R, lw_outp(s, true));
     const int a = s->swap ? 1 : 0, b = s->swap ? 0 : 1; /* d = main op skip, or skip op main */
     int px = ts_lww_loop_head(G, 10, s->M);
+    if (keep)
+        ts_lww_in_to_mem(G, s->cskip, 0, (uint64_t)s->C, 1);
     for (int64_t c = 0; c < s->C; c += PIECE) {
         const int len = (int)(s->C - c < PIECE ? s->C - c : PIECE);
         ts_lww_op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, len);
-        ts_lww_op(G, WSE_OP_DSDIN, 3, 1, (int)s->cskip, len);
+        if (keep)
+            ts_lww_op(G, WSE_OP_DSDM, 4, 1, (int)(c * 4), len, 1);
+        else
+            ts_lww_op(G, WSE_OP_DSDIN, 3, 1, (int)s->cskip, len);
         ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)s->cout, len, 0);
         ts_lww_op(G, s->vop, 5, 2, a, b, -1, -1);
     }
@@ -174,7 +182,7 @@ static ts_status emit_join(lw *L, ts_program *P, size_t si, lw_gen *G)
     if (lw_join_streams(L, s)) { /* one PE (ts_lww_place) */
         if (!ts_lww_pe_stream(P, L->t, s->x, 0, G))
             return TS_ENOMEM;
-        join_stream(G, s);
+        join_stream(L, G, s);
         return TS_OK;
     }
     for (uint32_t g = 0; g < s->G; g++) {

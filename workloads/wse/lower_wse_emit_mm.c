@@ -16,9 +16,15 @@
  * RMSNormalization of parts down a column or after an attention of split heads takes them so too
  * (the norm's part q, the attention's head q on row q kstep of its own).
  *
+ * A decode's product cut for its chain (s->crow, chain_cuts in lower_wse_place.c) keeps row 0 for
+ * the chain alone: it takes no inputs (its router passes the input down), passes on the outputs of
+ * the columns west of it, then its column's, which row 1 sums from the rows below, finishes and
+ * sends north, so the partial sums no longer share row 0's ramp with the chain.
+ *
  * After a decode's RMSNormalization that passes its row on raw (s->rpass), the weights hold the
- * norm's scale and the input row is followed by the norm's 1 / s, which row 0 keeps and multiplies
- * its sums by (after widening them, before the fused Relu or Clip and the row chain).
+ * norm's scale and the input row is followed by the norm's 1 / s, which row 0 (row 1 under a
+ * chain row) keeps and multiplies its sums by (after widening them, before the fused Relu or Clip
+ * and the row chain).
  *
  * A binary16 product (s->h16, an f16 graph): its weights and bias are binary16 in SRAM (weight rows
  * padded to 4 halves), its accumulators binary16 at 4 MACs a cycle (fmach, the binary32 input
@@ -125,18 +131,22 @@ static void mm_in_group(const lw *L, const lw_stage *s, uint32_t q, uint64_t *g0
 void ts_lww_mm_row_k(const lw *L, const lw_stage *s, uint32_t i, uint64_t *k0, uint64_t *k1, uint64_t *g0,
                      uint64_t *g1)
 {
-    const uint64_t K = (uint64_t)s->K;
-    *k0 = i * K / s->kr;
-    *k1 = (i + 1) * K / s->kr;
+    const uint64_t K = (uint64_t)s->K, c = s->crow ? 1 : 0; /* crow: row 0 takes none */
+    *k0 = i < c ? 0 : (i - c) * K / (s->kr - c);
+    *k1 = i < c ? 0 : (i + 1 - c) * K / (s->kr - c);
     *g0 = 0;
     *g1 = K;
     if (s->kin > 1) {
-        const uint64_t t = s->kr / s->kin, r = i % t;
+        const uint64_t t = s->kr / s->kin, r = i % t, q0 = i < t ? c : 0; /* group 0 from row c */
         mm_in_group(L, s, i / (uint32_t)t, g0, g1);
-        *k0 = *g0 + r * (*g1 - *g0) / t;
-        *k1 = *g0 + (r + 1) * (*g1 - *g0) / t;
+        *k0 = i < q0 ? *g0 : *g0 + (r - q0) * (*g1 - *g0) / (t - q0);
+        *k1 = i < q0 ? *g0 : *g0 + (r + 1 - q0) * (*g1 - *g0) / (t - q0);
     }
 }
+
+/* The row that sums a column's partial sums and finishes its outputs: row 1 under a chain row
+ * (s->crow), else row 0. */
+static uint32_t mm_fin(const lw_stage *s) { return s->crow ? 1 : 0; }
 
 static mm_pe mm_pe_at(const lw *L, const lw_stage *s, uint32_t i, uint32_t j)
 {
@@ -169,11 +179,11 @@ static mm_pe mm_pe_at(const lw *L, const lw_stage *s, uint32_t i, uint32_t j)
         e.ZA = e.BA + (int)e.nb * 4;
         e.JA = e.ZA + 4;
     }
-    e.dbl = s->kin <= 1 && !s->rpass && lw_mm_bytes(e.h16, e.ki, e.nb) + 8 * K <= L->t->sram_bytes;
+    e.dbl = s->kin <= 1 && !s->rpass && !s->crow && lw_mm_bytes(e.h16, e.ki, e.nb) + 8 * K <= L->t->sram_bytes;
     e.RA = e.JA + 4;
     e.XB0 = e.JA + 4;
     e.XB1 = e.XB0 + (int)K * 4;
-    e.bias = i == 0 && s->bias;
+    e.bias = i == mm_fin(s) && s->bias;
     return e;
 }
 
@@ -182,14 +192,15 @@ static mm_pe mm_pe_at(const lw *L, const lw_stage *s, uint32_t i, uint32_t j)
 static void mm_routes(lw_gen *G, const lw_stage *s, const mm_pe *e)
 {
     const uint32_t i = e->i, j = e->j;
+    const int take = s->crow && i == 0 ? 0 : P_R; /* a chain row's row 0 only routes the input */
     if (s->kin > 1) { /* its input row's group: east along the group's top row, down its rows */
         const uint32_t t = s->kr / s->kin, r = i % t;
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, r ? P_N : P_W,
-                  P_R | (!r && j + 1 < s->kc ? P_E : 0) | (r + 1 < t ? P_S : 0));
+                  take | (!r && j + 1 < s->kc ? P_E : 0) | (r + 1 < t ? P_S : 0));
     } else if (i == 0 && e->y > s->y0) /* a lower group's: the row comes down the column */
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_R | (s->kr > 1 ? P_S : 0));
     else if (i == 0)
-        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R | (j + 1 < s->kc ? P_E : 0) | (s->kr > 1 ? P_S : 0));
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, take | (j + 1 < s->kc ? P_E : 0) | (s->kr > 1 ? P_S : 0));
     else
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_R | (i + 1 < s->kr ? P_S : 0));
     if (i > 0)
@@ -277,8 +288,9 @@ static void mm_row_in(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
  * keeps it, the others drop it. */
 static void mm_rstd_in(lw_gen *G, const lw_stage *s, const mm_pe *e)
 {
-    if (s->rpass && (s->kin <= 1 || e->i < s->kr / s->kin))
-        ts_lww_in_to_mem(G, s->cin, (uint64_t)(e->i ? e->JA : e->RA), 1, e->i ? 0 : 1);
+    const bool fin = e->i == mm_fin(s);
+    if (s->rpass && (s->kin <= 1 || e->i < s->kr / s->kin) && !(s->crow && e->i == 0))
+        ts_lww_in_to_mem(G, s->cin, (uint64_t)(fin ? e->RA : e->JA), 1, fin ? 1 : 0);
 }
 
 /* acc += W[k][n0..n1) * x[k] over the slice, unrolled by 8 (r1 the input, r2 the weight row). */
@@ -316,17 +328,18 @@ static void mm_reduce(lw_gen *G, const lw_stage *s, const mm_pe *e)
     const uint32_t i = e->i;
     const int nb = (int)e->nb;
     const int mov = e->h16 ? WSE_OP_FMOVH : WSE_OP_FMOVS, add = e->h16 ? WSE_OP_FADDH : WSE_OP_FADDS;
-    if (s->kr <= 1)
+    const uint32_t fin = mm_fin(s);
+    if (s->kr <= fin + 1) /* no rows below the one that finishes */
         return;
     if (i + 1 == s->kr) {
         ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, i), nb, 0);
         ts_lww_op(G, mov, 4, 5, 2, -1, -1);
-    } else if (i > 0) {
+    } else if (i > fin) {
         ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, i), nb, 0);
         ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, i + 1), nb);
         ts_lww_op(G, add, 5, 5, 2, 6, -1, -1);
     } else {
-        ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, 1), nb);
+        ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, i + 1), nb);
         ts_lww_op(G, add, 5, 2, 2, 6, -1, -1);
     }
 }
@@ -373,21 +386,28 @@ static void mm_widen(lw_gen *G, const mm_pe *e)
 static void mm_code(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
 {
     mm_routes(G, s, e);
+    const uint64_t from = ts_lww_mm_col(s, e->first); /* the group's first output */
+    if (s->crow && e->i == 0) { /* the chain: the outputs west of it, then its column's from row 1 */
+        int row = ts_lww_loop_head(G, 10, s->M);
+        ts_lww_in_to_out(G, mm_chain(s, e->j - 1), mm_chain(s, e->j), e->n0 - from);
+        ts_lww_in_to_out(G, lw_rcol(s, 1), mm_chain(s, e->j), e->nb);
+        ts_lww_loop_end(G, 10, row);
+        return;
+    }
     mm_setup(G, s, e);
     int row = ts_lww_loop_head(G, 10, s->M);
     mm_row_in(L, G, s, e);
-    const uint64_t from = ts_lww_mm_col(s, e->first); /* the group's first output */
-    const bool early = s->cols && e->i == 0 && e->n0 > from;
+    const bool early = s->cols && !s->crow && e->i == 0 && e->n0 > from;
     if (early) /* columns cut for the chain: the outputs west of it on during its MACs */
         mm_pass_on(G, mm_chain(s, e->j - 1), mm_chain(s, e->j), e->n0 - from);
     ts_lww_op(G, e->h16 ? WSE_OP_FMOVH : WSE_OP_FMOVS, 4, 2, 3, -1, -1);
     mm_macs(G, e);
     mm_reduce(G, s, e);
-    mm_rstd_in(G, s, e);
-    if (e->i == 0) {
+    if (e->i == mm_fin(s)) {
         const int out = e->h16 ? e->OA : e->AA;
-        if (e->h16)
+        if (e->h16) /* before 1 / s: the widening need not wait for the norm */
             mm_widen(G, e);
+        mm_rstd_in(G, s, e);
         if (s->rpass) { /* the sums times the norm's 1 / s (its scale is in the weights) */
             ts_lww_op(G, WSE_OP_DSDM, 4, 9, out, (int)e->nb, 1);
             ts_lww_op(G, WSE_OP_DSDM, 4, 10, e->RA, (int)e->nb, 0);
@@ -397,14 +417,18 @@ static void mm_code(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
             ts_lww_relu_mem(G, out, (int64_t)e->nb);
         if (s->clip)
             ts_lww_clip_mem(G, out, (int64_t)e->nb, s->lo, s->hi);
-        if (early) { /* a one-word move on microthread 1 waits for the pass (its outputs go after) */
+        if (s->crow) /* its outputs north to row 0, which passes them on */
+            ts_lww_mem_to_out(G, (uint64_t)out, e->nb, lw_rcol(s, 1));
+        else if (early) { /* a one-word move on microthread 1 waits for the pass (its outputs go after) */
             ts_lww_op(G, WSE_OP_DSDM, 4, 12, e->JA, 1, 0);
             ts_lww_op(G, WSE_OP_DSDM, 4, 13, e->JA, 1, 0);
             ts_lww_op(G, WSE_OP_FMOVS, 4, 13, 12, 1, -1);
         } else
             ts_lww_in_to_out(G, mm_chain(s, e->j - 1), mm_chain(s, e->j), e->n0 - from);
-        ts_lww_mem_to_out(G, (uint64_t)out, e->nb, mm_chain(s, e->j));
-    }
+        if (!s->crow)
+            ts_lww_mem_to_out(G, (uint64_t)out, e->nb, mm_chain(s, e->j));
+    } else
+        mm_rstd_in(G, s, e);
     if (e->dbl) { /* swap the row buffers */
         ts_lww_op(G, WSE_OP_MOV, 2, 13, 11);
         ts_lww_op(G, WSE_OP_MOV, 2, 11, 12);
@@ -471,7 +495,8 @@ ts_status ts_lww_emit_mm(lw *L, ts_program *P, size_t si, lw_gen *G)
                 break;
             }
             mm_code(L, G, s, &e);
-            rc = mm_data(L, P, s, &e, blk);
+            if (!s->crow || e.i) /* a chain row's row 0 holds nothing */
+                rc = mm_data(L, P, s, &e, blk);
         }
     for (uint32_t j = 0; !rc && s->ko > 1 && j < s->kc; j++)
         for (uint32_t r = 0; !rc && r < ts_lww_mm_group_of(s, j) * mm_step(s); r++)

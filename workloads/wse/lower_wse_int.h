@@ -137,6 +137,10 @@ typedef struct lw_stage {
                      * (part of the norm), each down kr / kin rows of its own (the gate's row q's
                      * outputs, the norm's part q, the inputs of its rows [q kr / kin, +kr / kin)); the
                      * gate then merges nothing; 0 or 1: one row broadcast along row 0 */
+    bool crow;      /* a decode's product of one chain cut for it (chain_cuts in lower_wse_place.c, kr >= 2):
+                     * its row 0 takes no inputs and only passes the chain on, the outputs of the
+                     * columns west of it, then its column's, which row 1 sums, finishes and sends north
+                     * (lower_wse_emit_mm.c) */
     bool rpass;     /* a decode's RMSNormalization before a product of one row without a bias (norm_pass
                      * in lower_wse_place.c): in a row (G parts and a PE more) it passes its row on raw
                      * as it comes and gives 1 / s after it, down a column (ko parts) it sends each part
@@ -310,6 +314,16 @@ static inline int lw_outp(const lw_stage *s, bool last) { return P_E | (last && 
 static inline bool lw_join_streams(const lw *L, const lw_stage *s)
 {
     return s->kind == K_JOIN && !s->relu && !s->clip && !s->in_nhwc && L->decode;
+}
+
+/* Whether streaming join s (lw_join_streams) takes its skip path's row into memory first, then adds
+ * it to the main stream's as that comes (one operand from the fabric, one from memory): the two
+ * streams share the ramp from its router into the core, a wavelet a cycle, so that adding them as
+ * both came gave about a value every 2 cycles on the token's path. The skip row comes ahead (the
+ * fork's output, long before the main path's), and one row of it must fit the PE. */
+static inline bool lw_join_keeps_skip(const lw *L, const lw_stage *s)
+{
+    return lw_join_streams(L, s) && (uint64_t)s->C * 4 <= L->t->sram_bytes;
 }
 
 /* Every stage's colour set and its input, output and skip colours (after place). */

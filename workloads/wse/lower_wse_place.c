@@ -890,14 +890,17 @@ static bool attn_widths(lw *L, uint32_t Hm, bool at_T)
 }
 
 /* Cycles from a decode's product taking its input to column nb wide having its outputs ready in
- * row 0 (chain_cuts): the row whose input and MAC loop end last (arr[i] the input of its row i
- * in, ki[i] its inputs), then the partial sums up (about a cycle an output), the widening to
- * binary32 (about 3) and the scaling by the norm's 1 / s (about 1). */
+ * row 0 (chain_cuts): the row whose input, MAC loop and partial sums' climb to row 0 end last
+ * (arr[i] the input of its row i in, ki[i] its inputs, ROW_CYCLES a row up), then the partial
+ * sums up (about a cycle an output), the widening to binary32 (about 3) and the scaling by the
+ * norm's 1 / s (about 1). */
 static uint64_t chain_finish(const lw_stage *s, const uint64_t *arr, const uint64_t *ki, uint64_t nb)
 {
     uint64_t f = 0;
-    for (uint32_t i = 0; i < s->kr; i++)
-        f = arr[i] + ki[i] * mm_kcost(s, nb) > f ? arr[i] + ki[i] * mm_kcost(s, nb) : f;
+    for (uint32_t i = 0; i < s->kr; i++) {
+        const uint64_t fi = arr[i] + ki[i] * mm_kcost(s, nb) + ROW_CYCLES * i; /* its sums i rows up */
+        f = fi > f ? fi : f;
+    }
     return f + (s->kr > 1 ? nb : 0) + (s->h16 ? 3 * nb : 0) + (s->rpass ? nb : 0);
 }
 
@@ -954,6 +957,9 @@ static ts_status chain_cuts(lw *L)
         }
         uint64_t *ki = arr + s->kr, kmost = 0;
         const bool parts = s->kin > 1 && L->st[s->prev].kind == K_NORM;
+        /* row 0 only passes the chain on when a row is left to finish the sums (and one in the
+         * first input row's group) */
+        s->crow = s->kr >= 2 && (s->kin <= 1 || s->kr / s->kin >= 2);
         for (uint32_t i = 0; i < s->kr; i++) {
             uint64_t k0, k1, g0, g1;
             ts_lww_mm_row_k(L, s, i, &k0, &k1, &g0, &g1);
@@ -979,6 +985,7 @@ static ts_status chain_cuts(lw *L)
                           chain_finish(s, arr, ki, lo) < chain_finish(s, arr, ki, even);
         ts_free(arr);
         if (!keep) {
+            s->crow = false;
             ts_free(cut);
             continue;
         }
@@ -1022,9 +1029,9 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
             s->G = s->w = 1;
             s->mem = (uint64_t)s->C * 4 + 8;
         }
-        if (lw_join_streams(L, s)) { /* one PE, nothing kept */
+        if (lw_join_streams(L, s)) { /* one PE, the skip path's row kept or nothing */
             s->G = s->w = 1;
-            s->mem = 0;
+            s->mem = lw_join_keeps_skip(L, s) ? (uint64_t)s->C * 4 : 0;
         }
     }
     const bool wide = attn_widths(L, Hm, true);
