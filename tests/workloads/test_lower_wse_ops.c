@@ -1183,6 +1183,31 @@ START_TEST(test_gpt_norm_split)
 }
 END_TEST
 
+/* A decode's product cut for its chain keeps row 0 for the chain alone only where its other rows,
+ * taking row 0's inputs too, still hold an even cut's weights (chain_cuts): GPT-2's reduced form
+ * with a head of 1,000 words on a mesh of 64 x 32 PEs of 2,048 bytes, where the head's rows fill
+ * their PEs (its chain row had put 2,380 bytes on each, and GPT-2 small's decode on wse2 read past
+ * a PE's SRAM at cycle 7; the lowering now also refuses any stage placed past its PEs' memory,
+ * lower_wse_check.c). Every stage within 2,048 bytes, the logits as test_gpt_norm_split's. */
+START_TEST(test_gpt_chain_row_fits)
+{
+    ts_err e;
+    ts_err_init(&e);
+    ts_graph *g = NULL;
+    const char *spec = "gpt:layers=1,hidden=64,heads=2,ffn=128,vocab=1000,seq=16,dtype=f32,phase=decode";
+    ck_assert_msg(ts_wl_builtin(spec, &g, &e) == TS_OK, "%s", e.msg);
+    lowered L = {0};
+    lower_sram = 2048;
+    lower_and_run(g, 96, 32, &L);
+    lower_sram = 0;
+    for (size_t i = 0; i < L.rep.nstages; i++)
+        ck_assert_uint_le(L.rep.stages[i].mem_bytes, 2048);
+    check_logits(g, &L, spec);
+    lowered_free(&L);
+    ts_graph_destroy(g);
+}
+END_TEST
+
 /* Whether PE (x, y) of a lowering on a mesh of width columns routes colour c from port rx to a set
  * of ports that includes tx. */
 static bool routes(const lowered *L, uint32_t width, uint32_t x, uint32_t y, int c, int rx, int tx)
@@ -1514,6 +1539,10 @@ int main(void)
     tcase_add_test(tc, test_gpt_norm_split);
     tcase_add_loop_test(tc, test_f16_products, 0, 3);
     suite_add_tcase(s, tc);
+    TCase *tr = tcase_create("chain_row"); /* a chain row's product within its PEs' memory */
+    tcase_set_timeout(tr, 120);
+    tcase_add_test(tr, test_gpt_chain_row_fits);
+    suite_add_tcase(s, tr);
     TCase *tb = tcase_create("batch_gqa"); /* attention over a batch of sequences, grouped-query heads */
     tcase_set_timeout(tb, 300);
     tcase_add_test(tb, test_attention_batch);

@@ -255,9 +255,27 @@ static ts_status check_routes(const lw *L, const ts_program *P)
     return rc;
 }
 
+/* ---- memory: every stage's PEs within their SRAM ---- */
+
+/* A stage whose PEs were placed past their memory is the placement's error (it refuses what does
+ * not fit before): an internal error naming the operator, not a program that reads past SRAM. */
+static ts_status check_memory(const lw *L)
+{
+    for (size_t i = 0; i < L->n; i++)
+        if (L->st[i].mem > L->t->sram_bytes) {
+            char a[200];
+            stage_name(L, (int)i, a, sizeof a);
+            return ts_err_set(L->err, TS_EINTERNAL, "%s: placed on PEs of %llu bytes each, past their %llu bytes of SRAM", a,
+                              (unsigned long long)L->st[i].mem, (unsigned long long)L->t->sram_bytes);
+        }
+    return TS_OK;
+}
+
 ts_status ts_lww_check(const lw *L, const ts_program *P)
 {
-    ts_status rc = check_stages(L);
+    ts_status rc = P ? TS_OK : check_memory(L);
+    if (!rc)
+        rc = check_stages(L);
     if (!rc)
         rc = check_joins(L);
     if (!rc && P)

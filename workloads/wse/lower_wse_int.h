@@ -234,7 +234,8 @@ ts_status ts_lww_concat_stage(lw *L, const ts_graph_node *n, int node, int main_
 uint64_t ts_lww_lag(const lw *L, int from, int to);
 uint64_t ts_lww_room(const lw *L, int from, int to);
 /* No cycle of waiting: the stages' graph, every join's skip path against its main path's lag,
- * and, with P, the routes of every colour. An error names the operators. */
+ * and, with P, the routes of every colour; without P, also every stage's PEs within their SRAM. An
+ * error names the operators. */
 ts_status ts_lww_check(const lw *L, const ts_program *P);
 
 /* ---- place (lower_wse_place.c) ---- */

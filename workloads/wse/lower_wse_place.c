@@ -957,19 +957,26 @@ static ts_status chain_cuts(lw *L)
         }
         uint64_t *ki = arr + s->kr, kmost = 0;
         const bool parts = s->kin > 1 && L->st[s->prev].kind == K_NORM;
-        /* row 0 only passes the chain on when a row is left to finish the sums (and one in the
-         * first input row's group) */
-        s->crow = s->kr >= 2 && (s->kin <= 1 || s->kr / s->kin >= 2);
-        for (uint32_t i = 0; i < s->kr; i++) {
-            uint64_t k0, k1, g0, g1;
-            ts_lww_mm_row_k(L, s, i, &k0, &k1, &g0, &g1);
-            ki[i] = k1 - k0;
-            kmost = ki[i] > kmost ? ki[i] : kmost;
-            /* its input in: the stream's k1-th value; a norm's part q sent after it is in; a gate
-             * row's or a head's outputs from the start */
-            arr[i] = s->kin <= 1 ? k1 : parts ? g1 + (k1 - g0) : k1 - g0;
-        }
         const uint64_t extra = s->rpass ? 4 : 0;
+        /* row 0 only passes the chain on when a row is left to finish the sums (and one in the
+         * first input row's group), and when the other rows, taking row 0's inputs too, still hold
+         * an even cut's weights (GPT-2 small's products of 2 rows did not) */
+        s->crow = s->kr >= 2 && (s->kin <= 1 || s->kr / s->kin >= 2);
+        for (;;) {
+            kmost = 0;
+            for (uint32_t i = 0; i < s->kr; i++) {
+                uint64_t k0, k1, g0, g1;
+                ts_lww_mm_row_k(L, s, i, &k0, &k1, &g0, &g1);
+                ki[i] = k1 - k0;
+                kmost = ki[i] > kmost ? ki[i] : kmost;
+                /* its input in: the stream's k1-th value; a norm's part q sent after it is in; a
+                 * gate row's or a head's outputs from the start */
+                arr[i] = s->kin <= 1 ? k1 : parts ? g1 + (k1 - g0) : k1 - g0;
+            }
+            if (!s->crow || lw_mm_bytes(s->h16, kmost, even) + extra <= L->t->sram_bytes)
+                break;
+            s->crow = false;
+        }
         uint64_t most = N;
         while (most > even && lw_mm_bytes(s->h16, kmost, most) + extra > L->t->sram_bytes)
             most = most * 3 / 4 > even ? most * 3 / 4 : even;
