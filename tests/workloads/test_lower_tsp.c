@@ -1147,6 +1147,19 @@ static ts_graph *matmul_chain(int n, bool own, int *out)
     return g;
 }
 
+/* n products op (x, w) one after another from x, each output y0, y1, ... int8: the last output. */
+static int chain_of(ts_graph *g, ts_graph_op op, int x, int w, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char yn[16];
+        snprintf(yn, sizeof yn, "y%d", i);
+        int y = tensor_dt(g, yn, TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
+        node(g, op, yn, (int[]){x, w}, 2, y, NULL);
+        x = y;
+    }
+    return x;
+}
+
 /* A refusal for text names the operator kinds whose instructions take the most entries (each with
  * the nops before it), the most first: a chain of 32 MatMuls of 600 rows, each with a Sigmoid after
  * it (an f32 chain on the VXM), on a tsp_v1 with 100 words per MEM slice, whose count is over the
@@ -1261,13 +1274,7 @@ START_TEST(test_lean_gap)
     ts_graph *g = ts_graph_create("chain_gap");
     int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 4, (int64_t[]){1, C, H, W}), x0 = x;
     int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 4, (int64_t[]){C, C, 1, 1});
-    for (int i = 0; i < NC; i++) {
-        char yn[16];
-        snprintf(yn, sizeof yn, "y%d", i);
-        int y = tensor_dt(g, yn, TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
-        node(g, TS_OP_CONV, yn, (int[]){x, w}, 2, y, NULL);
-        x = y;
-    }
+    x = chain_of(g, TS_OP_CONV, x, w, NC);
     int z = tensor_dt(g, "z", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
     node(g, TS_OP_GLOBALAVGPOOL, "gap", (int[]){x}, 1, z, NULL);
     ts_graph_mark_output(g, z);
@@ -1321,13 +1328,7 @@ START_TEST(test_lean_mask_rows)
     int x = tensor_dt(g, "x", TS_TENSOR_INPUT, TS_DT_I8, 3, (int64_t[]){NH, 8, 8});
     int w = tensor_dt(g, "w", TS_TENSOR_WEIGHT, TS_DT_I8, 2, (int64_t[]){8, 8});
     int m = tensor_dt(g, "mask", TS_TENSOR_WEIGHT, TS_DT_F32, 2, (int64_t[]){8, 8});
-    for (int i = 0; i < NMM; i++) {
-        char yn[16];
-        snprintf(yn, sizeof yn, "y%d", i);
-        int y = tensor_dt(g, yn, TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
-        node(g, TS_OP_MATMUL, yn, (int[]){x, w}, 2, y, NULL);
-        x = y;
-    }
+    x = chain_of(g, TS_OP_MATMUL, x, w, NMM);
     int z = tensor_dt(g, "z", TS_TENSOR_ACTIVATION, TS_DT_I8, -1, NULL);
     node(g, TS_OP_ADD, "masked", (int[]){x, m}, 2, z, NULL);
     finalize(g);
