@@ -162,6 +162,7 @@ static uint64_t palloc(lw *L, uint64_t bytes)
 
 ts_status lwi_seg(lw *L, uint32_t t, uint64_t addr, const void *bytes, uint64_t len)
 {
+    t += L->toff;
     if (!len || L->cur < 0) /* the graph inputs are dynamic data */
         return L->measure || !len ? TS_OK : ts_program_add_segment(L->prog, 0, t, addr, bytes, (uint32_t)len, L->err);
     if (L->measure)
@@ -177,6 +178,7 @@ ts_status lwi_seg(lw *L, uint32_t t, uint64_t addr, const void *bytes, uint64_t 
  * (and on the tiles of later users too). */
 uint64_t lwi_stable(lw *L, const void *v, uint64_t bytes, uint32_t tn, ts_status *rc)
 {
+    tn += L->toff; /* the operator's tiles (the table's address is the same on every tile) */
     uint64_t h = 1469598103934665603ull;
     for (uint64_t i = 0; i < bytes; i++)
         h = (h ^ ((const unsigned char *)v)[i]) * 1099511628211ull;
