@@ -684,7 +684,7 @@ ts_status lwi_lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, const 
     conv_ranges(s, &pn, sc);
     uint32_t tall = (uint32_t)(pn.nimg * pn.tn);
     if (!s->wkeep) /* a batch's images one after another keep tile 0 */
-        lwi_place_op(L, tall);
+        lwi_place_op(L, tall, true);
     ts_status rc = lwi_gather(L, n->in[0], tall, sc->lo, sc->hi, sc->nr, s->H * s->Wd, pn.NB * s->Wd, false,
                               sc->where);
     if (rc != TS_OK)

@@ -236,13 +236,13 @@ uint32_t lwi_spread(lw *L, uint32_t tn)
     return L->base;
 }
 
-uint32_t lwi_place_op(lw *L, uint32_t tn)
+uint32_t lwi_place_op(lw *L, uint32_t tn, bool keyed)
 {
     L->base = L->toff = 0;
     if (!L->wload || !tn || tn >= L->T || L->cur < 0)
         return 0;
     uint64_t key = op_key(L);
-    for (size_t k = 0; k < L->npkeys; k++)
+    for (size_t k = 0; k < L->npkeys && keyed; k++)
         if (L->pkeys[k].key == key && L->pkeys[k].tn == tn) {
             L->base = L->toff = L->pkeys[k].t0;
             return L->base;
@@ -264,7 +264,9 @@ uint32_t lwi_place_op(lw *L, uint32_t tn)
             most = L->wload[q[qh]], best = t + 1 - tn;
     }
     ts_free(q);
-    if (!ts_grow((void **)&L->pkeys, &L->cappkeys, L->npkeys + 1, sizeof *L->pkeys))
+    if (!keyed)
+        ;
+    else if (!ts_grow((void **)&L->pkeys, &L->cappkeys, L->npkeys + 1, sizeof *L->pkeys))
         L->pkeys[L->npkeys++] = (struct lw_pkey){key, tn, best};
     else
         L->oom = true;

@@ -255,11 +255,12 @@ void lwi_use_tiles(lw *L, uint32_t n);
  * weights of the operators of many tiles are fewest (its own weights then take the memory those
  * leave). Sets and returns L->base. Operators of more tiles keep base 0. */
 uint32_t lwi_spread(lw *L, uint32_t tn);
-/* An operator with weights on tn tiles (a MatMul, Gemm or Conv of every planner) starts, when
- * L->wload is set, at the first tile of the run of tn tiles whose fullest holds the fewest weights
- * of the operators before it (the first such run), or where an operator of the same key and tiles
- * started before; else at tile 0. Sets L->base and L->toff and returns the first tile. */
-uint32_t lwi_place_op(lw *L, uint32_t tn);
+/* An operator with weights on tn tiles (a MatMul, Gemm or Conv of every planner, a LayerNorm of
+ * many rows) starts, when L->wload is set, at the first tile of the run of tn tiles whose fullest
+ * holds the fewest weights of the operators before it (the first such run), or, keyed, where an
+ * operator of the same key and tiles started before; else at tile 0. Sets L->base and L->toff and
+ * returns the first tile. */
+uint32_t lwi_place_op(lw *L, uint32_t tn, bool keyed);
 /* After each operator: each tile's code against its memory (LW_INSN_BYTES an instruction, the halt
  * to come counted); TS_EINPUT naming the tile, the bytes over and the operators that put the most
  * code there. */

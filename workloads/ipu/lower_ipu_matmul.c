@@ -423,7 +423,7 @@ ts_status lwi_lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
     if ((rc = mm_amp(L, n, &mp)) != TS_OK)
         return rc;
     mm_partition(L, &mp);
-    lwi_place_op(L, mp.tn);
+    lwi_place_op(L, mp.tn, true);
     const uint64_t M = mp.M, K = mp.K, rp = mp.rp, pbc = mp.pbc;
     for (uint32_t t = 0; t < mp.tn; t++) {
         uint64_t rg = t / mp.ncb;

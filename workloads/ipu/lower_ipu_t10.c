@@ -1248,7 +1248,7 @@ ts_status lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_t10
     t10_mem mem = {0};
     ts_status rc = t10_layout(L, n, pl, &s, &G);
     if (rc == TS_OK)
-        lwi_place_op(L, G.tn);
+        lwi_place_op(L, G.tn, true);
     if (rc == TS_OK)
         rc = t10_alloc(L, n, &G, &s, n->in[0], &mem);
     if (rc == TS_OK)
