@@ -2778,7 +2778,7 @@ START_TEST(test_products_spread)
     /* Five products of 8 rows by a 64 x 64 weight on ipu_small16 (64 KiB tiles), each on one tile
      * (planner (b)'s plan 1 x 1 x 1): from tile 0 on, their weights (16 KiB each) stacked 80 KiB
      * on tile 0 and did not fit; each now starts where the weights before it are fewest, one tile
-     * each, and the chain's values are those of the products. */
+     * each, and the chain's values are those of the products. A LayerNorm after them likewise. */
     enum { NP = 5, M = 8, K = 64 };
     ts_graph *g = ts_graph_create("chain");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){M, K}), w[NP], y[NP];
@@ -2794,16 +2794,32 @@ START_TEST(test_products_spread)
         node(g, TS_OP_MATMUL, mn, (int[]){a, w[i]}, 2, y[i], NULL);
         a = y[i];
     }
+    int sc = tensor(g, "scale", TS_TENSOR_WEIGHT, 1, (int64_t[]){K});
+    int bi = tensor(g, "bias", TS_TENSOR_WEIGHT, 1, (int64_t[]){K});
+    int z = tensor(g, "z", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, sc);
+    fill(g, bi);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.axis = -1;
+    at.epsilon = 1e-5;
+    node(g, TS_OP_LAYERNORM, "ln", (int[]){y[NP - 1], sc, bi}, 3, z, &at);
     ts_graph_mark_output(g, y[NP - 1]);
+    ts_graph_mark_output(g, z);
     finalize(g);
     static const ts_t10_plan one = {.fm = 1, .fn = 1, .fk = 1, .ft = 1, .rp = 1};
     planner = TS_LOWER_PLANNER_T10;
     t10_plan = &one;
     lowered L = {0};
     lower_and_run(g, "ipu_small16", &L);
-    /* the outputs on five different tiles */
+    /* the outputs on five different tiles; the LayerNorm's 8 rows (its scale and bias on each of
+     * its tiles) on 4 tiles, not those of the products (it took 8 tiles from tile 0) */
     bool seen[16] = {false};
-    for (size_t k = 0; k < L.rep.nplaces; k++)
+    for (size_t k = 0; k < L.rep.nplaces; k++) {
+        if (L.rep.places[k].tensor == z) {
+            ck_assert_uint_eq(L.rep.places[k].ntiles, 4);
+            ck_assert_uint_ge(L.rep.places[k].t0, NP);
+        }
         for (int i = 0; i < NP; i++)
             if (L.rep.places[k].tensor == y[i]) {
                 ck_assert_uint_eq(L.rep.places[k].ntiles, 1);
@@ -2811,6 +2827,7 @@ START_TEST(test_products_spread)
                 ck_assert_msg(!seen[L.rep.places[k].t0], "two products on tile %u", L.rep.places[k].t0);
                 seen[L.rep.places[k].t0] = true;
             }
+    }
     /* f32: each product within 1e-5 of the sum of |terms| carried through the chain */
     double v[M][K], m[M][K], nv[M][K], nm[M][K];
     for (int r = 0; r < M; r++)
@@ -2832,6 +2849,21 @@ START_TEST(test_products_spread)
     for (int r = 0; r < M; r++)
         for (int j = 0; j < K; j++)
             near(out_at(&L, g, y[NP - 1], (uint64_t)(r * K + j)), v[r][j], m[r][j], "y", (uint64_t)(r * K + j));
+    /* the LayerNorm within 1e-4 (1 + |y|) of the double reference (its input within 1e-5 of the
+     * sums of |terms|, of the order of the row's deviation) */
+    for (int r = 0; r < M; r++) {
+        double mean = 0, var = 0;
+        for (int j = 0; j < K; j++)
+            mean += v[r][j] / K;
+        for (int j = 0; j < K; j++)
+            var += (v[r][j] - mean) * (v[r][j] - mean) / K;
+        for (int j = 0; j < K; j++) {
+            double want = (v[r][j] - mean) / sqrt(var + 1e-5) * val(sc, j) + val(bi, j);
+            double got = out_at(&L, g, z, (uint64_t)(r * K + j));
+            ck_assert_msg(fabs(got - want) <= 1e-4 * (1.0 + fabs(want)), "z[%d][%d]: got %.9g, want %.9g", r, j, got,
+                          want);
+        }
+    }
     lowered_free(&L);
     ts_graph_destroy(g);
     planner = TS_LOWER_PLANNER_LCS;
