@@ -592,8 +592,8 @@ static void pass_free(lw_pass *ps)
 /* One pass of the lowering: with measure, only the weight bytes and tiles per node (w) and the table
  * bytes (*perm) are found; otherwise they place the static data, and *out gets the program. tload:
  * lw's (NULL: none); place: operators with weights start where the weights before them are fewest
- * (lwi_place_op), else at tile 0. *overfull: the bytes short when an operator did not fit (1 for a tile's code),
- * else 0; *code_over: whether that was code (either may be NULL). */
+ * (lwi_place_op), else at tile 0. *overfull: the bytes short when an operator did not fit (1 for a
+ * tile's code), else 0; *code_over: whether that was code (either may be NULL). */
 static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, const ts_t10_plan *plans, bool measure,
                             uint32_t mmshare, lw_wt *w, const uint64_t *tload, bool place, uint64_t *perm,
                             ts_program **out, ts_lower_report *rep, uint64_t *overfull, bool *code_over, ts_err *err)

@@ -175,8 +175,8 @@ static uint64_t fnv(uint64_t h, const void *v, size_t n)
 }
 
 /* The current operator's key: its kind, shapes and name without its numbers that follow no letter
- * (a layer's: "layers.3.ln1", ".../encoder_layer_6/..."; "ln1" and "ln2" stay apart), the same for
- * the same operator of every layer of a model of identical layers. */
+ * (a layer's: "layers.3.ln1", ".../encoder_layer_6/..."; "ln1" and "ln2" stay apart, "ln_1" and
+ * "ln_2" do not), the same for the same operator of every layer of a model of identical layers. */
 static uint64_t op_key(const lw *L)
 {
     const ts_graph_node *n = ts_graph_get_node(L->g, L->cur);
@@ -264,12 +264,10 @@ uint32_t lwi_place_op(lw *L, uint32_t tn, bool keyed)
             most = L->wload[q[qh]], best = t + 1 - tn;
     }
     ts_free(q);
-    if (!keyed)
-        ;
-    else if (!ts_grow((void **)&L->pkeys, &L->cappkeys, L->npkeys + 1, sizeof *L->pkeys))
-        L->pkeys[L->npkeys++] = (struct lw_pkey){key, tn, best};
-    else
+    if (keyed && ts_grow((void **)&L->pkeys, &L->cappkeys, L->npkeys + 1, sizeof *L->pkeys))
         L->oom = true;
+    else if (keyed)
+        L->pkeys[L->npkeys++] = (struct lw_pkey){key, tn, best};
     L->base = L->toff = best;
     return best;
 }
