@@ -779,7 +779,7 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
             rc = lower_pass(g, p, plans, true, mmshare, w, tload, place, &perm, out, NULL, NULL, NULL, err);
         }
         if (rc == TS_OK)
-            rc = lwi_place_weights(w, nn, T, top > perm ? top - perm : 0, err);
+            rc = lwi_place_weights_by(w, nn, T, top > perm ? top - perm : 0, place ? T / 4 : 0, err);
         if (rc == TS_OK)
             rc = lower_pass(g, p, plans, false, mmshare, w, hinted ? tload : NULL, place, &perm, out, rep, &overfull,
                             &code_over, err);

@@ -296,6 +296,10 @@ ts_status lwi_seg(lw *L, uint32_t t, uint64_t addr, const void *bytes, uint64_t 
  * less its bytes; w[k].lim the lowest weight byte on any tile then. T tiles, nn operators.
  * Operators whose tiles all include one tile stack exactly as one stack would. TS_ENOMEM. */
 ts_status lwi_place_weights(lw_wt *w, size_t nn, uint32_t T, uint64_t top, ts_err *err);
+/* The same with the operators of at most `narrow` tiles (0: none) placed first, at the top, then
+ * the others (lwi_place_op's spread: an operator's weights take one address on all its tiles, so
+ * operators of many tiles placed among the spread ones went below the highest of them). */
+ts_status lwi_place_weights_by(lw_wt *w, size_t nn, uint32_t T, uint64_t top, uint32_t narrow, ts_err *err);
 /* tload (T entries) from a first pass's w: per tile, the bytes of the operators whose weights lie
  * on more than T / 8 tiles covering it. True if an operator spread by lwi_spread has weights. */
 bool lwi_tile_load(const lw_wt *w, size_t nn, uint32_t T, uint64_t *tload);
