@@ -2773,6 +2773,104 @@ START_TEST(test_auto_deep_fits)
 }
 END_TEST
 
+START_TEST(test_products_spread)
+{
+    /* Five products of 8 rows by a 64 x 64 weight on ipu_small16 (64 KiB tiles), each on one tile
+     * (planner (b)'s plan 1 x 1 x 1): from tile 0 on, their weights (16 KiB each) stacked 80 KiB
+     * on tile 0 and did not fit; each now starts where the weights before it are fewest, one tile
+     * each, and the chain's values are those of the products. A LayerNorm after them likewise. */
+    enum { NP = 5, M = 8, K = 64 };
+    ts_graph *g = ts_graph_create("chain");
+    int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){M, K}), w[NP], y[NP];
+    fill(g, x);
+    for (int i = 0, a = x; i < NP; i++) {
+        char wn[8], mn[8], yn[8];
+        snprintf(wn, sizeof wn, "w%d", i);
+        snprintf(mn, sizeof mn, "mm%d", i);
+        snprintf(yn, sizeof yn, "y%d", i);
+        w[i] = tensor(g, wn, TS_TENSOR_WEIGHT, 2, (int64_t[]){K, K});
+        fill_scaled(g, w[i], 0.25f);
+        y[i] = tensor(g, yn, TS_TENSOR_ACTIVATION, -1, NULL);
+        node(g, TS_OP_MATMUL, mn, (int[]){a, w[i]}, 2, y[i], NULL);
+        a = y[i];
+    }
+    int sc = tensor(g, "scale", TS_TENSOR_WEIGHT, 1, (int64_t[]){K});
+    int bi = tensor(g, "bias", TS_TENSOR_WEIGHT, 1, (int64_t[]){K});
+    int z = tensor(g, "z", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, sc);
+    fill(g, bi);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.axis = -1;
+    at.epsilon = 1e-5;
+    node(g, TS_OP_LAYERNORM, "ln", (int[]){y[NP - 1], sc, bi}, 3, z, &at);
+    ts_graph_mark_output(g, y[NP - 1]);
+    ts_graph_mark_output(g, z);
+    finalize(g);
+    static const ts_t10_plan one = {.fm = 1, .fn = 1, .fk = 1, .ft = 1, .rp = 1};
+    planner = TS_LOWER_PLANNER_T10;
+    t10_plan = &one;
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    /* the outputs on five different tiles; the LayerNorm's 8 rows (its scale and bias on each of
+     * its tiles) on 4 tiles, not those of the products (it took 8 tiles from tile 0) */
+    bool seen[16] = {false};
+    for (size_t k = 0; k < L.rep.nplaces; k++) {
+        if (L.rep.places[k].tensor == z) {
+            ck_assert_uint_eq(L.rep.places[k].ntiles, 4);
+            ck_assert_uint_ge(L.rep.places[k].t0, NP);
+        }
+        for (int i = 0; i < NP; i++)
+            if (L.rep.places[k].tensor == y[i]) {
+                ck_assert_uint_eq(L.rep.places[k].ntiles, 1);
+                ck_assert_uint_lt(L.rep.places[k].t0, 16);
+                ck_assert_msg(!seen[L.rep.places[k].t0], "two products on tile %u", L.rep.places[k].t0);
+                seen[L.rep.places[k].t0] = true;
+            }
+    }
+    /* f32: each product within 1e-5 of the sum of |terms| carried through the chain */
+    double v[M][K], m[M][K], nv[M][K], nm[M][K];
+    for (int r = 0; r < M; r++)
+        for (int k = 0; k < K; k++)
+            v[r][k] = val(x, r * K + k), m[r][k] = fabs(v[r][k]);
+    for (int i = 0; i < NP; i++) {
+        for (int r = 0; r < M; r++)
+            for (int j = 0; j < K; j++) {
+                nv[r][j] = nm[r][j] = 0;
+                for (int k = 0; k < K; k++) {
+                    double c = (double)val(w[i], k * K + j) * 0.25;
+                    nv[r][j] += v[r][k] * c;
+                    nm[r][j] += m[r][k] * fabs(c);
+                }
+            }
+        memcpy(v, nv, sizeof v);
+        memcpy(m, nm, sizeof m);
+    }
+    for (int r = 0; r < M; r++)
+        for (int j = 0; j < K; j++)
+            near(out_at(&L, g, y[NP - 1], (uint64_t)(r * K + j)), v[r][j], m[r][j], "y", (uint64_t)(r * K + j));
+    /* the LayerNorm within 1e-4 (1 + |y|) of the double reference (its input within 1e-5 of the
+     * sums of |terms|, of the order of the row's deviation) */
+    for (int r = 0; r < M; r++) {
+        double mean = 0, var = 0;
+        for (int j = 0; j < K; j++)
+            mean += v[r][j] / K;
+        for (int j = 0; j < K; j++)
+            var += (v[r][j] - mean) * (v[r][j] - mean) / K;
+        for (int j = 0; j < K; j++) {
+            double want = (v[r][j] - mean) / sqrt(var + 1e-5) * val(sc, j) + val(bi, j);
+            double got = out_at(&L, g, z, (uint64_t)(r * K + j));
+            ck_assert_msg(fabs(got - want) <= 1e-4 * (1.0 + fabs(want)), "z[%d][%d]: got %.9g, want %.9g", r, j, got,
+                          want);
+        }
+    }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+    planner = TS_LOWER_PLANNER_LCS;
+    t10_plan = NULL;
+}
+END_TEST
+
 /* The tests; with `slow`, only the full-size ResNet-50 block instead (the suite "slow": it runs
  * with TS_SLOW_TESTS=1 and is skipped with 77 otherwise, saying so). */
 int main(int argc, char **argv)
@@ -2847,6 +2945,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_t10_conv_auto, 0, 2);
     tcase_add_loop_test(tc, test_auto_monotonic, 0, 3);
     tcase_add_test(tc, test_auto_deep_fits);
+    tcase_add_test(tc, test_products_spread);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -349,10 +349,10 @@ static void ak_group(lw *L, uint32_t t, const mm_args *m, const ak *k, const ak_
         W(t, LD128STEP, RA(4 * q), RM(4), 16);
     if (m->tab || k->nb > 1) { /* the table's count ($m13, 0 skips), or nb - 1 */
         size_t r = m->tab ? W(t, RPT, RM(13), 0, 0) : W(t, RPTI, (int32_t)k->nb - 1, 0, 0);
-        size_t s0 = L->tiles[t].wrk.n;
+        size_t s0 = LWT(t).wrk.n;
         ak_emit_body(L, t, m, k, b, AK_LOAD);
-        if (r < L->tiles[t].wrk.n)
-            L->tiles[t].wrk.v[r].a[1] = (int32_t)(L->tiles[t].wrk.n - s0);
+        if (r < LWT(t).wrk.n)
+            LWT(t).wrk.v[r].a[1] = (int32_t)(LWT(t).wrk.n - s0);
     }
     ak_emit_body(L, t, m, k, b, pf ? AK_NEXT : AK_NOLOAD);
     if (pf && nstore == m->units)
@@ -416,7 +416,7 @@ static void ak_variant(lw *L, uint32_t t, const mm_args *m, const ak *k, uint32_
         if (m->acc)
             W(t, MOV, RM(10), RM(12), 0);
     }
-    size_t row = L->tiles[t].wrk.n;
+    size_t row = LWT(t).wrk.n;
     if (post && m->tab) /* the one pointer at this worker's blocks */
         W(t, ADD, RM(5), RM(15), RM(7));
     else if (post)
@@ -440,7 +440,7 @@ static void ak_variant(lw *L, uint32_t t, const mm_args *m, const ak *k, uint32_
         ak_group(L, t, m, k, &b, U, !tail);
     else if (full) {
         W(t, SETZI, RM(9), (int32_t)full - 1, 0);
-        size_t q = L->tiles[t].wrk.n;
+        size_t q = LWT(t).wrk.n;
         ak_group(L, t, m, k, &b, U, false);
         W(t, BRNZDEC, RM(9), (int32_t)q, 0);
     }
@@ -462,7 +462,7 @@ static void ak_variant(lw *L, uint32_t t, const mm_args *m, const ak *k, uint32_
  * later) and reads back that of the last to start; those that started before it issue a nop. */
 static void ak_align(lw *L, uint32_t t, const mm_args *m)
 {
-    lw_code *c = &L->tiles[t].wrk;
+    lw_code *c = &LWT(t).wrk;
     ak_word(L, t, m, RM(13), 8, m->out);
     W(t, GET, RM(1), TS_IPU_CSR_WORKER, 0);
     W(t, ST32, RM(1), RM(13), 0);
@@ -485,7 +485,7 @@ bool lwi_emit_mm_shared(lw *L, uint32_t t, const mm_args *m)
     ak k;
     if (!ak_plan(L, m, &k))
         return false;
-    lw_code *c = &L->tiles[t].wrk;
+    lw_code *c = &LWT(t).wrk;
     ak_align(L, t, m);
     /* dispatch: worker v takes 2v + 1 issues to its copy (the last 2W - 2), then nops to 2W - 1 */
     size_t to[AK_MAXW], end[AK_MAXW];

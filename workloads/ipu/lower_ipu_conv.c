@@ -376,7 +376,7 @@ static ts_status conv_weights(lw *L, const cv_plan *pn, const cv_tile *c, uint32
 static void conv_zero(lw *L, uint32_t t, uint64_t img, uint64_t rows, uint64_t row)
 {
     uint64_t rwh = ts_geom_cdiv(rows, L->workers);
-    size_t entry = L->tiles[t].wrk.n;
+    size_t entry = LWT(t).wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)rows, (uint32_t)rwh);
     W(t, MULI, RM(3), RM(1), (int32_t)row);
     W(t, SETZI, RM(4), (int32_t)img, 0);
@@ -398,7 +398,7 @@ static void conv_image_hwc(lw *L, const cv_shape *s, const cv_plan *pn, const cv
     conv_zero(L, t, pn->img, pn->HI, WIm * Cs * pn->eb);
     if (!nbt) /* a row block wholly in the padding reads no image row */
         return;
-    size_t entry = L->tiles[t].wrk.n;
+    size_t entry = LWT(t).wrk.n;
     uint64_t at = pn->img + ((uint64_t)((int64_t)c->ya - c->iylo) * WIm + s->pl) * Cs * pn->eb;
     if (pn->half) {
         uint64_t rwp = ts_geom_cdiv(c->cp / 2, L->workers), cs = NB * Wd * 4;
@@ -458,7 +458,7 @@ static void conv_image_pad(lw *L, const cv_shape *s, const cv_plan *pn, const cv
     conv_zero(L, t, pn->img, c->cp, HI * WIm * 4);
     if (!nbt) /* a row block wholly in the padding reads no image row */
         return;
-    size_t entry = L->tiles[t].wrk.n;
+    size_t entry = LWT(t).wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)c->cp, (uint32_t)rwc);
     W(t, MULI, RM(2), RM(1), (int32_t)(NB * Wd * 4));
     W(t, SETZI, RM(3), (int32_t)src, 0);
@@ -561,7 +561,7 @@ static void conv_pixels(lw *L, const cv_shape *s, const cv_plan *pn, const cv_ti
                  .nq_real = (c->q1 * U < s->M ? c->q1 * U : s->M) - c->q0 * U, .units = U, .half = pn->half,
                  .a_stride = 0, .w = pn->waddr, .bias = c->bias ? pn->baddr : 0, .out = pn->out, .out_row = 4,
                  .out_q = (int64_t)(U * pn->pbk * 4), .out_u = (int64_t)(pn->pbk * 4)};
-    size_t entry = L->tiles[t].wrk.n;
+    size_t entry = LWT(t).wrk.n;
     if (pn->hwc) {
         m.taps = (uint32_t)s->kh;
         m.tap_skip = (int32_t)((pn->WIm - s->kw) * pn->Cs * pn->eb);
@@ -647,7 +647,7 @@ static uint64_t conv_reduce(lw *L, const cv_plan *pn)
                 lwi_send(L, ts_, scur, tr, nw);
                 S(tr, RXWAIT, 0, 0, 0);
                 uint32_t rw = (uint32_t)ts_geom_cdiv(nw, L->workers);
-                size_t entry = L->tiles[tr].wrk.n;
+                size_t entry = LWT(tr).wrk.n;
                 lwi_emit_start_row(L, tr, (uint32_t)nw, rw);
                 W(tr, SHLI, RM(1), RM(1), 2);
                 W(tr, SETZI, RM(2), (int32_t)cur, 0);
@@ -683,6 +683,8 @@ ts_status lwi_lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, const 
     conv_geometry(s, &pn);
     conv_ranges(s, &pn, sc);
     uint32_t tall = (uint32_t)(pn.nimg * pn.tn);
+    if (!s->wkeep) /* a batch's images one after another keep tile 0 */
+        lwi_place_op(L, tall, true);
     ts_status rc = lwi_gather(L, n->in[0], tall, sc->lo, sc->hi, sc->nr, s->H * s->Wd, pn.NB * s->Wd, false,
                               sc->where);
     if (rc != TS_OK)
@@ -700,7 +702,8 @@ ts_status lwi_lower_conv_shape(lw *L, const ts_graph_node *n, lw_scr *sc, const 
     if (pn.alt)
         lwi_release(L, fin == pn.out ? pn.alt : pn.out);
     lw_place *o = &L->pl[n->out[0]];
-    *o = (lw_place){.ntiles = (uint32_t)(pn.nimg * pn.tout), .chunk = pn.qpt * pn.U * pn.pbk, .addr = fin, .es = 4};
+    *o = (lw_place){.ntiles = (uint32_t)(pn.nimg * pn.tout), .t0 = L->base, .chunk = pn.qpt * pn.U * pn.pbk,
+                    .addr = fin, .es = 4};
     if (pn.nrb > 1) {
         o->inner = s->Ho * s->Wo;
         o->cb = pn.qpt * pn.U;

@@ -88,7 +88,7 @@ static void dc_plan(const lw *L, dc *D)
 static void dc_image(lw *L, const dc *D, uint32_t t, uint64_t src, uint64_t ni, uint64_t oy0, uint64_t ya, uint64_t yb)
 {
     uint64_t plane = D->HB * D->WI * 4, words = ni * plane / 4, rw = ts_geom_cdiv(words, L->workers);
-    size_t entry = L->tiles[t].wrk.n;
+    size_t entry = LWT(t).wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)words, (uint32_t)rw);
     W(t, SHLI, RM(3), RM(1), 2);
     W(t, SETZI, RM(4), (int32_t)D->img, 0);
@@ -103,7 +103,7 @@ static void dc_image(lw *L, const dc *D, uint32_t t, uint64_t src, uint64_t ni, 
         return;
     int64_t iylo = (int64_t)(oy0 * D->sh) - (int64_t)D->pt;
     uint64_t nbt = yb - ya, rwc = ts_geom_cdiv(ni, L->workers);
-    entry = L->tiles[t].wrk.n;
+    entry = LWT(t).wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)ni, (uint32_t)rwc);
     W(t, MULI, RM(2), RM(1), (int32_t)(D->NB * D->Wd * 4));
     W(t, SETZI, RM(3), (int32_t)src, 0);
@@ -131,7 +131,7 @@ static void dc_image(lw *L, const dc *D, uint32_t t, uint64_t src, uint64_t ni, 
 static size_t dc_routine(lw *L, const dc *D, uint32_t t, uint64_t nro)
 {
     uint64_t rw = ts_geom_cdiv(nro, L->workers), plane = D->HB * D->WI * 4;
-    size_t entry = L->tiles[t].wrk.n;
+    size_t entry = LWT(t).wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)nro, (uint32_t)rw);
     W(t, LD32, RM(2), RM(0), 0);
     W(t, LD32, RM(5), RM(0), 4);

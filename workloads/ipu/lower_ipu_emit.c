@@ -81,7 +81,7 @@ static bool routine_same(const lw_insn *v, size_t a, size_t b, size_t len)
 
 size_t lwi_reuse_routine(lw *L, uint32_t t, size_t start, size_t ncode0)
 {
-    lw_tile *T = &L->tiles[t];
+    lw_tile *T = &LWT(t);
     size_t len = T->wrk.n - start;
     if (L->oom || L->code_cut || !len)
         return start;
@@ -108,16 +108,19 @@ void lwi_mark(lw *L, uint32_t t)
         L->oom = true;
         return;
     }
-    L->marks[L->nmarks++] = (lw_mark){t, (uint32_t)L->tiles[t].sup.n, L->step};
+    L->marks[L->nmarks++] = (lw_mark){t + L->toff, (uint32_t)LWT(t).sup.n, L->step};
 }
 
 void lwi_sync_all(lw *L)
 {
+    uint32_t toff = L->toff;
+    L->toff = 0; /* every tile, as it is */
     for (uint32_t t = 0; t < L->T; t++)
         S(t, SYNC, TS_IPU_SYNC_CHIP, 0, 0);
     L->step++;
     for (uint32_t t = 0; t < L->T; t++)
         lwi_mark(L, t);
+    L->toff = toff;
 }
 
 void lwi_run_all(lw *L, uint32_t t, size_t entry)
@@ -171,19 +174,11 @@ static uint64_t fnv(uint64_t h, const void *v, size_t n)
     return h;
 }
 
-uint32_t lwi_spread(lw *L, uint32_t tn)
+/* The current operator's key: its kind, shapes and name without its numbers that follow no letter
+ * (a layer's: "layers.3.ln1", ".../encoder_layer_6/..."; "ln1" and "ln2" stay apart, "ln_1" and
+ * "ln_2" do not), the same for the same operator of every layer of a model of identical layers. */
+static uint64_t op_key(const lw *L)
 {
-    /* few: an eighth of the chip at most (a decode step's rows, a head's Softmax); operators of more
-     * tiles start at tile 0 as before */
-    L->base = 0;
-    if (!tn || (uint64_t)tn * 8 > L->T)
-        return 0;
-    /* the first tile from the operator's kind, shapes and name without its numbers that follow no
-     * letter (a layer's: "layers.3.ln1", ".../encoder_layer_6/..."; "ln1" and "ln2" stay apart):
-     * operators of one layer land on different tiles (a layer's two LayerNorms too, whose scale
-     * and bias then take the memory of different tiles), while the same operator of every layer
-     * of a decoder lands on the same ones, so that identical layers cost the same
-     * (--layers-simulated scales them exactly) */
     const ts_graph_node *n = ts_graph_get_node(L->g, L->cur);
     uint64_t h = fnv(0xcbf29ce484222325ull, &n->op, sizeof n->op);
     bool num = true; /* in a number that follows no letter (or at the start) */
@@ -200,6 +195,21 @@ uint32_t lwi_spread(lw *L, uint32_t tn)
         h = fnv(h, &x->rank, sizeof x->rank);
         h = fnv(h, x->dims, (size_t)(x->rank > 0 ? x->rank : 0) * sizeof *x->dims);
     }
+    return h;
+}
+
+uint32_t lwi_spread(lw *L, uint32_t tn)
+{
+    /* few: an eighth of the chip at most (a decode step's rows, a head's Softmax); operators of more
+     * tiles start at tile 0 as before */
+    L->base = 0;
+    if (!tn || (uint64_t)tn * 8 > L->T)
+        return 0;
+    /* the first tile from the operator's key (op_key): operators of one layer land on different
+     * tiles (a layer's two LayerNorms too, whose scale and bias then take the memory of different
+     * tiles), while the same operator of every layer of a decoder lands on the same ones, so that
+     * identical layers cost the same (--layers-simulated scales them exactly) */
+    uint64_t h = op_key(L);
     if (L->measure && L->cur >= 0)
         L->w[L->cur].spread = true;
     if (!L->tload) {
@@ -224,6 +234,42 @@ uint32_t lwi_spread(lw *L, uint32_t tn)
             }
         }
     return L->base;
+}
+
+uint32_t lwi_place_op(lw *L, uint32_t tn, bool keyed)
+{
+    L->base = L->toff = 0;
+    if (!L->wload || !tn || tn >= L->T || L->cur < 0)
+        return 0;
+    uint64_t key = op_key(L);
+    for (size_t k = 0; k < L->npkeys && keyed; k++)
+        if (L->pkeys[k].key == key && L->pkeys[k].tn == tn) {
+            L->base = L->toff = L->pkeys[k].t0;
+            return L->base;
+        }
+    /* the fullest tile of each run of tn (a window's maximum: the candidates, decreasing, in q) */
+    uint32_t *q = ts_malloc((size_t)L->T * sizeof *q), qh = 0, qt = 0, best = 0;
+    if (!q) {
+        L->oom = true;
+        return 0;
+    }
+    uint64_t most = UINT64_MAX;
+    for (uint32_t t = 0; t < L->T; t++) {
+        while (qt > qh && L->wload[q[qt - 1]] <= L->wload[t])
+            qt--;
+        q[qt++] = t;
+        if (q[qh] + tn <= t)
+            qh++;
+        if (t + 1 >= tn && L->wload[q[qh]] < most)
+            most = L->wload[q[qh]], best = t + 1 - tn;
+    }
+    ts_free(q);
+    if (keyed && ts_grow((void **)&L->pkeys, &L->cappkeys, L->npkeys + 1, sizeof *L->pkeys))
+        L->oom = true;
+    else if (keyed)
+        L->pkeys[L->npkeys++] = (struct lw_pkey){key, tn, best};
+    L->base = L->toff = best;
+    return best;
 }
 
 /* Operator `node` put n instructions on a tile whose most are *c: kept among them if among the most. */

@@ -48,9 +48,9 @@ static void xrecord(lw *L, uint32_t src, uint32_t dst, int64_t words)
 void lwi_recv(lw *L, uint32_t t, uint64_t to, uint32_t src, uint64_t words)
 {
     S(t, SETZI, RM(5), (int32_t)to, 0);
-    S(t, SETZI, RM(6), (int32_t)src, 0);
+    S(t, SETZI, RM(6), (int32_t)(src + L->toff), 0);
     S(t, RECV, RM(5), RM(6), (int32_t)words);
-    xrecord(L, src, t, (int64_t)words);
+    xrecord(L, src + L->toff, t + L->toff, (int64_t)words);
 }
 
 /* lwi_send, where dst_set leaves out the setting of $m6 to dst (a send before it set it). */
@@ -58,9 +58,9 @@ static void send_words(lw *L, uint32_t t, uint64_t from, uint32_t dst, uint64_t 
 {
     S(t, SETZI, RM(5), (int32_t)from, 0);
     if (!dst_set)
-        S(t, SETZI, RM(6), (int32_t)dst, 0);
+        S(t, SETZI, RM(6), (int32_t)(dst + L->toff), 0);
     S(t, SEND, RM(5), RM(6), (int32_t)words);
-    xrecord(L, t, dst, -(int64_t)words);
+    xrecord(L, t + L->toff, dst + L->toff, -(int64_t)words);
 }
 
 void lwi_send(lw *L, uint32_t t, uint64_t from, uint32_t dst, uint64_t words)
@@ -151,6 +151,8 @@ bool lwi_late(const lw *L, uint32_t r, uint32_t s)
     if (L->measure)
         return false;
     bool er, es;
+    r += L->toff;
+    s += L->toff;
     int64_t nr = issues_before(L, r, L->step, L->tiles[r].sup.n, &er);
     int64_t ns = issues_before(L, s, L->step, L->tiles[s].sup.n, &es);
     return nr != -2 && (!er || (ns != -2 && nr > ns));
@@ -171,6 +173,8 @@ static ts_status check_in_time(lw *L, size_t i, size_t j)
     if (!r || !s)
         return TS_OK;
     bool er, es;
+    r += L->toff;
+    s += L->toff;
     int64_t nr = issues_before(L, r->dst, r->step, r->pc, &er), ns = issues_before(L, s->src, s->step, s->pc, &es);
     if (nr == -2 || (er && (ns == -2 || nr <= ns)))
         return TS_OK;
@@ -1214,8 +1218,8 @@ static void gather_local(const gx *G)
  * slice's address. In place when every range lies on the tile itself at those offsets (unless force);
  * otherwise gathered into one buffer (same address on every tile, freed with the operator; the
  * caller's when L->into is set), as the top of this file says. */
-ts_status lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64_t *hi, const uint32_t *nr,
-                     uint64_t sst, uint64_t dstr, bool force, uint64_t *where)
+static ts_status gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64_t *hi, const uint32_t *nr,
+                       uint64_t sst, uint64_t dstr, bool force, uint64_t *where)
 {
     gx G = {.L = L, .P = &L->pl[x], .xname = ts_graph_get_tensor(L->g, x)->name, .es = L->pl[x].es};
     bool *remote = ts_calloc(tn ? tn : 1, sizeof *remote);
@@ -1267,5 +1271,15 @@ ts_status lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64
     ts_free(G.xf);
     ts_free(G.count);
     ts_free(remote);
+    return rc;
+}
+
+ts_status lwi_gather(lw *L, int x, uint32_t tn, const uint64_t *lo, const uint64_t *hi, const uint32_t *nr,
+                     uint64_t sst, uint64_t dstr, bool force, uint64_t *where)
+{
+    uint32_t toff = L->toff;
+    L->toff = 0; /* senders and receivers named as they are (the receivers base + t) */
+    ts_status rc = gather(L, x, tn, lo, hi, nr, sst, dstr, force, where);
+    L->toff = toff;
     return rc;
 }

@@ -105,6 +105,19 @@ typedef struct lw {
     uint32_t used;        /* tiles that got work: streams are emitted for 0..used-1 */
     uint32_t optiles;     /* tiles the current operator uses */
     uint32_t base;        /* the current operator's first tile: lwi_gather's receivers are base + t */
+    /* An operator placed by lwi_place_op names its own tiles 0..tn-1 in its code: S, W, LWT,
+     * lwi_seg, lwi_send, lwi_recv, lwi_late, lwi_mark, lwi_reuse_routine and lwi_stable add toff
+     * (= base) to the tiles they are given. 0 but while such an operator's own code is emitted:
+     * the gather, the syncs and the conversions of tensors held elsewhere (lwi_reheld) name tiles
+     * as they are and set it to 0 while they run. */
+    uint32_t toff;
+    /* per tile: the weight bytes of the operators lowered so far in this pass that lwi_spread did
+     * not place (lwi_place_op starts an operator where they are fewest), owned; NULL: every
+     * operator starts at tile 0 */
+    uint64_t *wload;
+    /* the first tiles lwi_place_op chose, by key (the operator's kind, shapes and name less its
+     * layer numbers) and tiles: the same operator of every layer lands on the same tiles. Owned. */
+    struct lw_pkey { uint64_t key; uint32_t tn, t0; } *pkeys; size_t npkeys, cappkeys;
     uint32_t *code0;      /* per tile: its instructions before the current operator, owned */
     lw_ctop *ctop;        /* per tile: the operators that put the most code there, owned */
     uint32_t units;       /* AMP f32 units: outputs per AMP pass */
@@ -193,9 +206,11 @@ typedef struct lw_scr { uint64_t *lo, *hi, *where; uint32_t *nr; } lw_scr;
 
 /* Append an instruction to c; its index (L->oom set when out of memory). */
 size_t lwi_emit(lw *L, lw_code *c, int op, int32_t a0, int32_t a1, int32_t a2);
+/* Tile t of the current operator's own, with lw *L in scope: tile L->toff + t (lw's toff). */
+#define LWT(t) (L->tiles[(t) + L->toff])
 /* On tile t's supervisor (S) or worker code (W), with lw *L in scope: S(t, SETZI, RM(1), 0, 0). */
-#define S(t, op, a, b, c) lwi_emit(L, &L->tiles[t].sup, LW_##op, (a), (b), (c))
-#define W(t, op, a, b, c) lwi_emit(L, &L->tiles[t].wrk, LW_##op, (a), (b), (c))
+#define S(t, op, a, b, c) lwi_emit(L, &LWT(t).sup, LW_##op, (a), (b), (c))
+#define W(t, op, a, b, c) lwi_emit(L, &LWT(t).wrk, LW_##op, (a), (b), (c))
 /* ld2xst64pace's three pointers ($m_ld1, $m_ld2, $m_st) in its third operand (an lw_insn holds
  * three), one byte each: the program's instruction has them as its operands 2 to 4 (emit_stream). */
 #define LW_PACK3(a, b, c) ((int32_t)((a) | (b) << 8 | (c) << 16))
@@ -240,6 +255,12 @@ void lwi_use_tiles(lw *L, uint32_t n);
  * weights of the operators of many tiles are fewest (its own weights then take the memory those
  * leave). Sets and returns L->base. Operators of more tiles keep base 0. */
 uint32_t lwi_spread(lw *L, uint32_t tn);
+/* An operator with weights on tn tiles (a MatMul, Gemm or Conv of every planner, a LayerNorm of
+ * many rows) starts, when L->wload is set, at the first tile of the run of tn tiles whose fullest
+ * holds the fewest weights of the operators before it (the first such run), or, keyed, where an
+ * operator of the same key and tiles started before; else at tile 0. Sets L->base and L->toff and
+ * returns the first tile. */
+uint32_t lwi_place_op(lw *L, uint32_t tn, bool keyed);
 /* After each operator: each tile's code against its memory (LW_INSN_BYTES an instruction, the halt
  * to come counted); TS_EINPUT naming the tile, the bytes over and the operators that put the most
  * code there. */
@@ -275,6 +296,10 @@ ts_status lwi_seg(lw *L, uint32_t t, uint64_t addr, const void *bytes, uint64_t 
  * less its bytes; w[k].lim the lowest weight byte on any tile then. T tiles, nn operators.
  * Operators whose tiles all include one tile stack exactly as one stack would. TS_ENOMEM. */
 ts_status lwi_place_weights(lw_wt *w, size_t nn, uint32_t T, uint64_t top, ts_err *err);
+/* The same with the operators of at most `narrow` tiles (0: none) placed first, at the top, then
+ * the others (lwi_place_op's spread: an operator's weights take one address on all its tiles, so
+ * operators of many tiles placed among the spread ones went below the highest of them). */
+ts_status lwi_place_weights_by(lw_wt *w, size_t nn, uint32_t T, uint64_t top, uint32_t narrow, ts_err *err);
 /* tload (T entries) from a first pass's w: per tile, the bytes of the operators whose weights lie
  * on more than T / 8 tiles covering it. True if an operator spread by lwi_spread has weights. */
 bool lwi_tile_load(const lw_wt *w, size_t nn, uint32_t T, uint64_t *tload);

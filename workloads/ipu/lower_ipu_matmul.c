@@ -70,7 +70,7 @@ void lwi_emit_amp_groups(lw *L, uint32_t t, const mm_args *m)
     uint32_t full = (uint32_t)(m->nq_real / U), tail = (uint32_t)(m->nq_real % U);
     if (full) {
         W(t, SETZI, RM(7), (int32_t)full - 1, 0);
-        size_t q = L->tiles[t].wrk.n;
+        size_t q = LWT(t).wrk.n;
         emit_group(L, t, m, U);
         W(t, BRNZDEC, RM(7), (int32_t)q, 0);
     }
@@ -182,6 +182,8 @@ ts_status lwi_reheld(lw *L, int x, uint32_t es)
     uint64_t total = (uint64_t)ts_graph_tensor_elems(ts_graph_get_tensor(L->g, x));
     if (!P.ntiles || P.es == es || P.chunk % 2 || (!P.inner && total % 2))
         return TS_OK; /* left to the operator's own checks */
+    uint32_t toff = L->toff;
+    L->toff = 0; /* x's tiles, as they are */
     bool up = es == 4; /* halves to words (f16v2tof32), else words to halves (f32v2tof16, nearest even) */
     uint64_t out = lwi_talloc(L, P.chunk * es);
     for (uint32_t i = 0; i < P.ntiles; i++) {
@@ -191,7 +193,7 @@ ts_status lwi_reheld(lw *L, int x, uint32_t es)
         if (!cnt)
             continue;
         uint32_t t = P.t0 + i, pairs = (uint32_t)(cnt / 2), rw = (uint32_t)ts_geom_cdiv(pairs, L->workers);
-        size_t entry = L->tiles[t].wrk.n;
+        size_t entry = LWT(t).wrk.n;
         lwi_emit_start_row(L, t, pairs, rw); /* $m1: this worker's first pair */
         W(t, MULI, RM(2), RM(1), up ? 4 : 8);
         W(t, SETZI, RM(4), (int32_t)P.addr, 0);
@@ -220,6 +222,7 @@ ts_status lwi_reheld(lw *L, int x, uint32_t es)
     lwi_use_tiles(L, P.ntiles);
     L->base = b;
     lwi_sync_all(L);
+    L->toff = toff;
     L->pl[x].addr = out;
     L->pl[x].es = es;
     return TS_OK;
@@ -344,7 +347,7 @@ static void mm_slice(lw *L, const mm_plan *mp, const lw_scr *sc, const uint32_t 
                      .w = mp->waddr + sl * qpb * kps * U * 8, .bias = sl ? 0 : mp->baddr, .out = dst,
                      .out_row = (int64_t)(mp->pbc * es), .out_q = (int64_t)(U * es), .out_u = (int64_t)es,
                      .acc = sl ? prev : 0, .acc_row = (int64_t)(mp->pbc * 4)};
-        size_t entry = L->tiles[t].wrk.n;
+        size_t entry = LWT(t).wrk.n;
         lwi_emit_mm(L, t, &m);
         W(t, EXIT, 0, 0, 0);
         lwi_run_all(L, t, entry);
@@ -420,6 +423,7 @@ ts_status lwi_lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
     if ((rc = mm_amp(L, n, &mp)) != TS_OK)
         return rc;
     mm_partition(L, &mp);
+    lwi_place_op(L, mp.tn, true);
     const uint64_t M = mp.M, K = mp.K, rp = mp.rp, pbc = mp.pbc;
     for (uint32_t t = 0; t < mp.tn; t++) {
         uint64_t rg = t / mp.ncb;
@@ -444,7 +448,8 @@ ts_status lwi_lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
     if ((rc = mm_slices(L, n, sc, &mp, tmp, abuf)) != TS_OK)
         return rc;
     lwi_use_tiles(L, mp.tn);
-    L->pl[n->out[0]] = (lw_place){.ntiles = mp.tn, .chunk = rp * pbc, .addr = mp.out, .es = (uint32_t)mp.es};
+    L->pl[n->out[0]] = (lw_place){.ntiles = mp.tn, .t0 = L->base, .chunk = rp * pbc, .addr = mp.out,
+                                  .es = (uint32_t)mp.es};
     if (mp.ncb > 1) {
         lw_place *o = &L->pl[n->out[0]];
         o->inner = mp.N;
@@ -464,7 +469,7 @@ ts_status lwi_lower_matmul(lw *L, const ts_graph_node *n, lw_scr *sc)
 static void bmm_quads(lw *L, uint32_t t, uint64_t a, uint64_t b, uint64_t out, uint64_t rp, uint64_t K, uint64_t N,
                       uint32_t cq)
 {
-    size_t entry = L->tiles[t].wrk.n;
+    size_t entry = LWT(t).wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)(N / 4), cq);
     W(t, SHLI, RM(1), RM(1), 4);
     W(t, SETZI, RM(2), (int32_t)b, 0);
@@ -504,7 +509,7 @@ static void bmm_quads(lw *L, uint32_t t, uint64_t a, uint64_t b, uint64_t out, u
 static void bmm_dots(lw *L, uint32_t t, uint64_t a, uint64_t b, uint64_t out, uint64_t rp, uint64_t K, uint64_t N,
                      uint32_t cw)
 {
-    size_t entry = L->tiles[t].wrk.n;
+    size_t entry = LWT(t).wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)N, cw);
     W(t, SHLI, RM(1), RM(1), 2);
     W(t, SETZI, RM(2), (int32_t)b, 0);

@@ -111,28 +111,38 @@ uint64_t lwi_salloc(lw *L, uint64_t bytes)
     return a;
 }
 
-ts_status lwi_place_weights(lw_wt *w, size_t nn, uint32_t T, uint64_t top, ts_err *err)
+ts_status lwi_place_weights_by(lw_wt *w, size_t nn, uint32_t T, uint64_t top, uint32_t narrow, ts_err *err)
 {
     uint64_t *floor = ts_calloc(T ? T : 1, sizeof *floor), lim = top;
     if (!floor)
         return ts_err_set(err, TS_ENOMEM, "out of memory placing the weights");
     for (uint32_t t = 0; t < T; t++)
         floor[t] = top;
-    for (size_t k = nn; k-- > 0;) {
-        lw_wt *e = &w[k];
-        if (e->bytes && e->lo < e->hi) {
+    /* with narrow, the operators of at most narrow tiles first (from the top), then the others */
+    for (int group = narrow ? 0 : 1; group < 2; group++)
+        for (size_t k = nn; k-- > 0;) {
+            lw_wt *e = &w[k];
+            if (!e->bytes || e->lo >= e->hi || (narrow && (e->hi - e->lo <= narrow) != !group))
+                continue;
             uint64_t f = top;
             for (uint32_t t = e->lo; t < e->hi && t < T; t++)
                 f = floor[t] < f ? floor[t] : f;
             e->addr = f > e->bytes ? f - e->bytes : 0;
             for (uint32_t t = e->lo; t < e->hi && t < T; t++)
                 floor[t] = e->addr;
-            lim = e->addr < lim ? e->addr : lim;
         }
-        e->lim = lim;
+    for (size_t k = nn; k-- > 0;) {
+        if (w[k].bytes && w[k].lo < w[k].hi)
+            lim = w[k].addr < lim ? w[k].addr : lim;
+        w[k].lim = lim;
     }
     ts_free(floor);
     return TS_OK;
+}
+
+ts_status lwi_place_weights(lw_wt *w, size_t nn, uint32_t T, uint64_t top, ts_err *err)
+{
+    return lwi_place_weights_by(w, nn, T, top, 0, err);
 }
 
 bool lwi_tile_load(const lw_wt *w, size_t nn, uint32_t T, uint64_t *tload)
@@ -162,6 +172,7 @@ static uint64_t palloc(lw *L, uint64_t bytes)
 
 ts_status lwi_seg(lw *L, uint32_t t, uint64_t addr, const void *bytes, uint64_t len)
 {
+    t += L->toff;
     if (!len || L->cur < 0) /* the graph inputs are dynamic data */
         return L->measure || !len ? TS_OK : ts_program_add_segment(L->prog, 0, t, addr, bytes, (uint32_t)len, L->err);
     if (L->measure)
@@ -177,6 +188,7 @@ ts_status lwi_seg(lw *L, uint32_t t, uint64_t addr, const void *bytes, uint64_t 
  * (and on the tiles of later users too). */
 uint64_t lwi_stable(lw *L, const void *v, uint64_t bytes, uint32_t tn, ts_status *rc)
 {
+    tn += L->toff; /* the operator's tiles (the table's address is the same on every tile) */
     uint64_t h = 1469598103934665603ull;
     for (uint64_t i = 0; i < bytes; i++)
         h = (h ^ ((const unsigned char *)v)[i]) * 1099511628211ull;

@@ -60,7 +60,7 @@ static void pool_shape(const lw *L, const ts_graph_node *n, const ts_geom_window
 static void pool_fill(lw *L, uint32_t t, const pool_plan *pp)
 {
     uint32_t rwh = (uint32_t)ts_geom_cdiv(pp->HP, L->workers);
-    size_t entry = L->tiles[t].wrk.n;
+    size_t entry = LWT(t).wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)pp->HP, rwh);
     W(t, MULI, RM(3), RM(1), (int32_t)(pp->WP * 4));
     W(t, SETZI, RM(4), (int32_t)pp->img, 0);
@@ -121,7 +121,7 @@ static ts_status pool_avg_table(lw *L, const ts_graph_node *n, const ts_geom_win
 static void pool_gap(lw *L, uint32_t t, const pool_plan *pp, uint32_t planes, uint64_t in)
 {
     uint32_t rw = (uint32_t)ts_geom_cdiv(planes, L->workers);
-    size_t entry = L->tiles[t].wrk.n;
+    size_t entry = LWT(t).wrk.n;
     lwi_emit_start_row(L, t, planes, rw);
     W(t, MULI, RM(2), RM(1), (int32_t)(pp->HW * 4));
     W(t, SETZI, RM(3), (int32_t)in, 0);
@@ -147,7 +147,7 @@ static void pool_gap(lw *L, uint32_t t, const pool_plan *pp, uint32_t planes, ui
 static void pool_copy_plane(lw *L, uint32_t t, const pool_plan *pp, uint64_t in)
 {
     uint32_t rwr = (uint32_t)ts_geom_cdiv(pp->H, L->workers);
-    size_t entry = L->tiles[t].wrk.n;
+    size_t entry = LWT(t).wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)pp->H, rwr);
     W(t, MULI, RM(2), RM(1), (int32_t)(pp->Wd * 4));
     W(t, SETZI, RM(3), (int32_t)in, 0);
@@ -172,7 +172,7 @@ static void pool_windows(lw *L, uint32_t t, const pool_plan *pp, uint64_t out)
 {
     const bool avg = pp->avg;
     uint32_t rwo = (uint32_t)ts_geom_cdiv(pp->Ho, L->workers);
-    size_t entry = L->tiles[t].wrk.n;
+    size_t entry = LWT(t).wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)pp->Ho, rwo);
     W(t, MULI, RM(2), RM(1), (int32_t)(pp->sy * pp->WP * 4));
     W(t, SETZI, RM(3), (int32_t)pp->img, 0);
@@ -292,7 +292,7 @@ static void pool_blocked_tile(lw *L, uint32_t t, const pool_plan *pp, const pool
 {
     uint32_t rw = (uint32_t)ts_geom_cdiv(cn, L->workers);
     int32_t rs = (int32_t)(b->cbo * b->W * 4); /* band row stride */
-    size_t entry = L->tiles[t].wrk.n;
+    size_t entry = LWT(t).wrk.n;
     lwi_emit_start_row(L, t, cn, rw);
     W(t, GET, RM(10), TS_IPU_CSR_WORKER, 0);
     W(t, MULI, RM(10), RM(10), (int32_t)(pp->WP * 4));

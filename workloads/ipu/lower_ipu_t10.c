@@ -228,7 +228,7 @@ static void conv_image_rows(lw *L, const t10_gen *G, uint32_t t, uint32_t i, uin
     if (nch > ncr) { /* the padding channels past the input's: zero planes, words over the workers */
         uint64_t z = (nch - ncr) * G->hb * G->wp;
         uint32_t zw = (uint32_t)ts_geom_cdiv(z, L->workers);
-        entry = L->tiles[t].wrk.n;
+        entry = LWT(t).wrk.n;
         lwi_emit_start_row(L, t, (uint32_t)z, zw);
         W(t, SHLI, RM(3), RM(1), 2);
         W(t, SETZI, RM(4), (int32_t)(img + ncr * G->hb * G->wp * 4), 0);
@@ -242,7 +242,7 @@ static void conv_image_rows(lw *L, const t10_gen *G, uint32_t t, uint32_t i, uin
     }
     if (ncr) { /* the band's channels into the image */
         uint32_t rwc = (uint32_t)ts_geom_cdiv(ncr, L->workers);
-        entry = L->tiles[t].wrk.n;
+        entry = LWT(t).wrk.n;
         lwi_emit_start_row(L, t, (uint32_t)ncr, rwc);
         W(t, MULI, RM(2), RM(1), (int32_t)(G->span * 4));
         W(t, SETZI, RM(4), (int32_t)src, 0);
@@ -263,7 +263,7 @@ static void conv_image_rows(lw *L, const t10_gen *G, uint32_t t, uint32_t i, uin
         size_t ch = W(t, RPT, RM(9), 1, 0); /* the padding rows above the band */
         W(t, ST32STEP, RA(1), RM(3), 4);
         W(t, SETZI, RM(6), (int32_t)nbt - 1, 0);
-        size_t row = L->tiles[t].wrk.n;
+        size_t row = LWT(t).wrk.n;
         for (uint64_t q = 0; q < G->pl; q++)
             W(t, ST32STEP, RA(1), RM(3), 4);
         W(t, RPT, RM(8), 2, 0);
@@ -291,7 +291,7 @@ static void conv_image_rows(lw *L, const t10_gen *G, uint32_t t, uint32_t i, uin
     const uint64_t bc = quad ? bq : G->es == 2 && G->taps % 2 ? 2 : 1, blk = bc * G->taps, cst = G->hb * G->wp * 4;
     const uint64_t kv = nch * G->taps;
     uint32_t rw = (uint32_t)ts_geom_cdiv(r, L->workers);
-    entry = L->tiles[t].wrk.n;
+    entry = LWT(t).wrk.n;
     /* $m2 := tab + 4 $m1 (the first pixel's offset); $m3 := dst + $m1 dk es; $m7 := img */
     lwi_emit_start_row(L, t, (uint32_t)r, rw);
     W(t, SHLI, RM(2), RM(1), 2);
@@ -307,7 +307,7 @@ static void conv_image_rows(lw *L, const t10_gen *G, uint32_t t, uint32_t i, uin
     W(t, ADD, RM(6), RM(6), RM(7));
 #define TAP_OFF(k) (int32_t)((k) / G->taps * cst + ((k) % G->taps / G->kw * G->wp + (k) % G->taps % G->kw) * 4)
     if (quad) { /* k .. k + 3 rounded into two words (rows_quad): 5 issues a quad */
-        size_t rp = W(t, RPT, RM(5), 0, 0), b0 = L->tiles[t].wrk.n;
+        size_t rp = W(t, RPT, RM(5), 0, 0), b0 = LWT(t).wrk.n;
         for (uint64_t k = 0; k < blk; k += 4) {
             if (k)
                 W(t, BUNDLE, 0, 0, 0);
@@ -324,11 +324,11 @@ static void conv_image_rows(lw *L, const t10_gen *G, uint32_t t, uint32_t i, uin
         }
         BUN(t, ADDI, RM(6), RM(6), (int32_t)(bc * cst), F32V4TOF16, RA(4), RA(0), 0);
         W(t, ST64STEP, RA(4), RM(3), 8);
-        if (rp < L->tiles[t].wrk.n)
-            L->tiles[t].wrk.v[rp].a[1] = (int32_t)(L->tiles[t].wrk.n - b0);
+        if (rp < LWT(t).wrk.n)
+            LWT(t).wrk.v[rp].a[1] = (int32_t)(LWT(t).wrk.n - b0);
     } else if (G->es == 2) { /* k and k + 1 rounded into one word, the rounding of each word in a bundle
                               * with the next word's first load, its store after the second: 3 issues a word */
-        size_t rp = W(t, RPT, RM(5), 0, 0), b0 = L->tiles[t].wrk.n;
+        size_t rp = W(t, RPT, RM(5), 0, 0), b0 = LWT(t).wrk.n;
         W(t, LD32, RA(1), RM(6), TAP_OFF(1));
         W(t, LD32, RA(0), RM(6), TAP_OFF(0));
         for (uint64_t k = 2; k < blk; k += 2) {
@@ -344,8 +344,8 @@ static void conv_image_rows(lw *L, const t10_gen *G, uint32_t t, uint32_t i, uin
         W(t, F32V2TOF16, RA(4), RA(0), 0);
         W(t, BUNDLE_END, 0, 0, 0);
         W(t, ST32STEP, RA(4), RM(3), 4);
-        if (rp < L->tiles[t].wrk.n) /* the body's length, its bundles' braces included */
-            L->tiles[t].wrk.v[rp].a[1] = (int32_t)(L->tiles[t].wrk.n - b0);
+        if (rp < LWT(t).wrk.n) /* the body's length, its bundles' braces included */
+            LWT(t).wrk.v[rp].a[1] = (int32_t)(LWT(t).wrk.n - b0);
     } else {
         W(t, RPT, RM(5), (int32_t)(2 * blk + 1), 0);
         for (uint64_t k = 0; k < blk; k++) {
@@ -455,7 +455,7 @@ static ts_status conv_rows(lw *L, const t10_gen *G, int x, uint32_t tn, lw_scr *
         uint64_t r = G->st > 1 ? (sc->hi[t] - sc->lo[t] - G->wi) / (G->st * G->wi) * G->wo + G->wo
                                : sc->hi[t] - sc->lo[t];
         uint32_t rw = (uint32_t)ts_geom_cdiv(r, L->workers);
-        size_t entry = L->tiles[t].wrk.n;
+        size_t entry = LWT(t).wrk.n;
         /* $m1 := first pixel; $m2 := src + 4 $m1 (channel 0 of it), strided: its entry in tab;
          * $m3 := dst + $m1 dk es */
         lwi_emit_start_row(L, t, (uint32_t)r, rw);
@@ -804,7 +804,7 @@ static void t10_compute(lw *L, const t10_gen *G, const t10_op *s, const t10_mem 
                 size_t *e = &run->ent[(size_t)t * 16 + (m.bias ? 1 : 0) + (m.acc ? 2 : 0) + (m.out16 ? 4 : 0) +
                                       (nb ? 8 : 0)];
                 if (!*e) {
-                    size_t at = L->tiles[t].wrk.n, nc = L->tiles[t].wrk.ncode;
+                    size_t at = LWT(t).wrk.n, nc = LWT(t).wrk.ncode;
                     lwi_emit_mm(L, t, &m);
                     W(t, EXIT, 0, 0, 0);
                     /* a Conv's routine is the same as an earlier Conv's of the same block on this tile
@@ -950,7 +950,7 @@ static void t10_tree_level(lw *L, const t10_gen *G, const t10_mem *mem, t10_run 
         if (!words[r])
             continue;
         uint64_t bp = ts_geom_cdiv(words[r], 2 * (uint64_t)L->workers); /* pairs a worker */
-        size_t entry = L->tiles[r].wrk.n;
+        size_t entry = LWT(r).wrk.n;
         W(r, GET, RM(1), TS_IPU_CSR_WORKER, 0);
         W(r, MULI, RM(1), RM(1), (int32_t)(bp * 8));
         W(r, SETZI, RM(2), (int32_t)mem->obuf[cur[r]], 0);
@@ -969,7 +969,7 @@ static void t10_tree_level(lw *L, const t10_gen *G, const t10_mem *mem, t10_run 
 static void zero_rows(lw *L, uint32_t t, uint64_t a, uint64_t r, uint64_t stride, uint64_t off, uint64_t nb)
 {
     uint32_t rw = (uint32_t)ts_geom_cdiv(r, L->workers);
-    size_t entry = L->tiles[t].wrk.n;
+    size_t entry = LWT(t).wrk.n;
     lwi_emit_start_row(L, t, (uint32_t)r, rw);
     W(t, MULI, RM(2), RM(1), (int32_t)stride);
     W(t, SETZI, RM(3), (int32_t)(a + off), 0);
@@ -1070,7 +1070,7 @@ static void t10_conv_out(lw *L, const t10_gen *G, const t10_mem *mem, bool relu,
                 continue;
             uint32_t nu = (uint32_t)(cv / (uint64_t)nc); /* cv is even where the channels go in pairs */
             uint32_t rw = (uint32_t)ts_geom_cdiv(nu, L->workers);
-            size_t entry = L->tiles[t].wrk.n;
+            size_t entry = LWT(t).wrk.n;
             lwi_emit_start_row(L, t, nu, rw);
             W(t, SHLI, RM(2), RM(1), pairs ? 3 : 2);
             W(t, SETZI, RM(4), (int32_t)ob, 0);
@@ -1117,14 +1117,14 @@ static void t10_conv_out(lw *L, const t10_gen *G, const t10_mem *mem, bool relu,
             }
             if (pipe && r > 1) /* pixel 1 */
                 W(t, LD64STEP, RA(0), RM(6), cst);
-            size_t rpt = pipe && r < 3 ? SIZE_MAX : W(t, RPT, RM(5), 0, 0), b0 = L->tiles[t].wrk.n;
+            size_t rpt = pipe && r < 3 ? SIZE_MAX : W(t, RPT, RM(5), 0, 0), b0 = LWT(t).wrk.n;
             if (pipe) {
                 /* a pixel: the last one's second lane stored while this one is added (or its first
                  * lane taken), ..., the next loaded; the loop ends on the load, not in a bundle;
                  * after it (pass 1), the last pixel without the loads, and the last store */
                 for (int pass = 0; pass < 2 && r > 1; pass++) {
                     if (pass && rpt != SIZE_MAX && !L->oom)
-                        L->tiles[t].wrk.v[rpt].a[1] = (int32_t)(L->tiles[t].wrk.n - b0);
+                        LWT(t).wrk.v[rpt].a[1] = (int32_t)(LWT(t).wrk.n - b0);
                     if (pass && rpt != SIZE_MAX)
                         rpt = SIZE_MAX;
                     if (!pass && rpt == SIZE_MAX)
@@ -1166,7 +1166,7 @@ static void t10_conv_out(lw *L, const t10_gen *G, const t10_mem *mem, bool relu,
                 W(t, ST32STEP, RA(0), RM(3), 4);
             }
             if (rpt != SIZE_MAX && !L->oom)
-                L->tiles[t].wrk.v[rpt].a[1] = (int32_t)(L->tiles[t].wrk.n - b0);
+                LWT(t).wrk.v[rpt].a[1] = (int32_t)(LWT(t).wrk.n - b0);
             W(t, ADDI, RM(2), RM(2), 4 * nc);
             W(t, ADDI, RM(3), RM(3), (int32_t)((G->rows * (uint64_t)nc - r) * 4));
             if (add)
@@ -1207,7 +1207,6 @@ static ts_status t10_conv_tail(lw *L, const ts_graph_node *n, const t10_gen *G, 
         L->wlocal = true;
         rc = lwi_gather(L, y, P.ntiles, sc->lo, sc->hi, sc->nr, P.inner, P.pb, false, sc->where);
         L->wlocal = false;
-        L->base = 0;
     }
     if (rc == TS_OK)
         t10_conv_out(L, G, mem, relu, sc->where);
@@ -1222,7 +1221,8 @@ static void t10_place_out(lw *L, const ts_graph_node *n, const t10_gen *G, const
 {
     lw_place *o = &L->pl[n->out[0]];
     if (s->conv) {
-        *o = (lw_place){.ntiles = G->fm * G->fn, .chunk = G->rows * G->cols, .addr = mem->yout, .es = 4};
+        *o = (lw_place){.ntiles = G->fm * G->fn, .t0 = L->base, .chunk = G->rows * G->cols, .addr = mem->yout,
+                        .es = 4};
         if (G->fm > 1 || G->rows != G->M) { /* the batch's planes (image, channel) of hwo pixels */
             o->inner = G->hwo;
             o->cb = G->cols;
@@ -1231,7 +1231,7 @@ static void t10_place_out(lw *L, const ts_graph_node *n, const t10_gen *G, const
         }
         return;
     }
-    *o = (lw_place){.ntiles = G->fm * G->fn, .chunk = G->rows * G->cols,
+    *o = (lw_place){.ntiles = G->fm * G->fn, .t0 = L->base, .chunk = G->rows * G->cols,
                     .addr = s->half ? mem->yout : mem->obuf[mem->fin], .es = (uint32_t)G->es};
     if (G->fn > 1 || G->cols != G->N) {
         o->inner = G->N;
@@ -1247,6 +1247,8 @@ ts_status lwi_t10_matmul(lw *L, const ts_graph_node *n, lw_scr *sc, const ts_t10
     t10_gen G = {0};
     t10_mem mem = {0};
     ts_status rc = t10_layout(L, n, pl, &s, &G);
+    if (rc == TS_OK)
+        lwi_place_op(L, G.tn, true);
     if (rc == TS_OK)
         rc = t10_alloc(L, n, &G, &s, n->in[0], &mem);
     if (rc == TS_OK)
