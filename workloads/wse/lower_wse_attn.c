@@ -1897,8 +1897,9 @@ static void rope_scalar(lw_gen *G, int64_t n, int BUF, int T, int TAB)
 /* A rotary PE's vector form, a run at a time (rope_runs): its n rotated columns (own, partner:
  * byte offsets in the part at BUF) from pairs, the rotated values at T, a run's partner products
  * at U, per row the coefficients c1 of the n columns then their c2 from r2 (on from row to row).
- * Per run: T := x c1, U := x' c2, T := T + U (the scalar loop's roundings, in its order); then every
- * run's T over its columns (every partner read before any is written). DSD registers 2 to 7. */
+ * Per run: T := x c1, U := x' c2, T := T + U (the scalar loop's roundings, in its order), U taken
+ * from U or U + 4, whichever is 4 mod 8 from the run's T (run + 1 words); then every run's T over
+ * its columns (every partner read before any is written). DSD registers 2 to 7. */
 static void rope_vector(lw_gen *G, const int32_t *pairs, int64_t n, int BUF, int T, int U)
 {
     for (int pass = 0; pass < 2; pass++)
@@ -1920,7 +1921,9 @@ static void rope_vector(lw_gen *G, const int32_t *pairs, int64_t n, int BUF, int
             ts_lww_op(G, WSE_OP_DSDM, 4, 3, 0, (int)k, 1);
             ts_lww_op(G, WSE_OP_DSDBASE, 3, 3, 2, (int)(n + j) * 4);
             ts_lww_op(G, WSE_OP_DSDM, 4, 5, par, (int)k, 1);
-            ts_lww_op(G, WSE_OP_DSDM, 4, 7, U, (int)k, 1);
+            /* U in the other half of the banks from T's run (4 mod 8 from it), so the add of the
+             * two runs in memory goes at its full width */
+            ts_lww_op(G, WSE_OP_DSDM, 4, 7, (t - U) % 8 ? U : U + 4, (int)k, 1);
             ts_lww_op(G, WSE_OP_FMULS, 5, 6, 4, 2, -1, -1);
             ts_lww_op(G, WSE_OP_FMULS, 5, 7, 5, 3, -1, -1);
             ts_lww_op(G, WSE_OP_FADDS, 5, 6, 6, 7, -1, -1);
@@ -1960,7 +1963,7 @@ ts_status ts_lww_emit_rope(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
             run = k > run ? k : run;
         }
         const uint32_t ci = g ? lw_gcol(s, g - 1) : s->cin, co = lw_gcol(s, g);
-        const int BUF = 0, T = (int)(b - a) * 4, U = T + (int)n * 4, TAB = vec ? U + (int)run * 4 : U;
+        const int BUF = 0, T = (int)(b - a) * 4, U = T + (int)n * 4, TAB = vec ? U + (int)run * 4 + 4 : U;
         float *tab = ts_malloc((size_t)(2 * n + 2 * R * n) * 4);
         int32_t *pairs = ts_malloc((size_t)(2 * n + 1) * 4);
         if (!tab || !pairs) {
