@@ -1897,11 +1897,13 @@ static void rope_scalar(lw_gen *G, int64_t n, int BUF, int T, int TAB)
 /* A rotary PE's vector form, a run at a time (rope_runs): its n rotated columns (own, partner:
  * byte offsets in the part at BUF) from pairs, the rotated values at T, a run's partner products
  * at U, per row the coefficients c1 of the n columns then their c2 from r2 (on from row to row).
- * Per run: T := x c1, U := x' c2, T := T + U (the scalar loop's roundings, in its order); then every
- * run's T over its columns (every partner read before any is written). DSD registers 2 to 7. */
-static void rope_vector(lw_gen *G, const int32_t *pairs, int64_t n, int BUF, int T, int U)
+ * Per run: T := x c1, U := x' c2, T := T + U (the scalar loop's roundings, in its order), U taken
+ * from U or U + 4, whichever is 4 mod 8 from the run's T (run + 1 words); then every run's T over
+ * its columns (every partner read before any is written), unless direct: the part all rotated, its
+ * columns in order, so T is already the rotated part. DSD registers 2 to 7. */
+static void rope_vector(lw_gen *G, const int32_t *pairs, int64_t n, int BUF, int T, int U, bool direct)
 {
-    for (int pass = 0; pass < 2; pass++)
+    for (int pass = 0; pass < (direct ? 1 : 2); pass++)
         for (int64_t j = 0; j < n;) {
             int64_t k = 1;
             while (j + k < n && k < PIECE && pairs[2 * (j + k)] == pairs[2 * j] + 4 * k &&
@@ -1920,7 +1922,9 @@ static void rope_vector(lw_gen *G, const int32_t *pairs, int64_t n, int BUF, int
             ts_lww_op(G, WSE_OP_DSDM, 4, 3, 0, (int)k, 1);
             ts_lww_op(G, WSE_OP_DSDBASE, 3, 3, 2, (int)(n + j) * 4);
             ts_lww_op(G, WSE_OP_DSDM, 4, 5, par, (int)k, 1);
-            ts_lww_op(G, WSE_OP_DSDM, 4, 7, U, (int)k, 1);
+            /* U in the other half of the banks from T's run (4 mod 8 from it), so the add of the
+             * two runs in memory goes at its full width */
+            ts_lww_op(G, WSE_OP_DSDM, 4, 7, (t - U) % 8 ? U : U + 4, (int)k, 1);
             ts_lww_op(G, WSE_OP_FMULS, 5, 6, 4, 2, -1, -1);
             ts_lww_op(G, WSE_OP_FMULS, 5, 7, 5, 3, -1, -1);
             ts_lww_op(G, WSE_OP_FADDS, 5, 6, 6, 7, -1, -1);
@@ -1947,6 +1951,7 @@ ts_status ts_lww_emit_rope(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
             n += c >= a && c < b;
         }
         const bool vec = rope_runs(s->vals, j0, n) <= ROPE_RUNS_MAX;
+        bool direct = vec && n == b - a; /* every column rotated, in order: T goes out as it is */
         int64_t run = 0; /* the longest run (the vector form's U) */
         for (int64_t j = 0, k = 0; vec && j < n; j++) {
             int32_t c, p, c0, p0;
@@ -1960,7 +1965,7 @@ ts_status ts_lww_emit_rope(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
             run = k > run ? k : run;
         }
         const uint32_t ci = g ? lw_gcol(s, g - 1) : s->cin, co = lw_gcol(s, g);
-        const int BUF = 0, T = (int)(b - a) * 4, U = T + (int)n * 4, TAB = vec ? U + (int)run * 4 : U;
+        const int BUF = 0, T = (int)(b - a) * 4, U = T + (int)n * 4, TAB = vec ? U + (int)run * 4 + 4 : U;
         float *tab = ts_malloc((size_t)(2 * n + 2 * R * n) * 4);
         int32_t *pairs = ts_malloc((size_t)(2 * n + 1) * 4);
         if (!tab || !pairs) {
@@ -1973,6 +1978,7 @@ ts_status ts_lww_emit_rope(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
             memcpy(&c, &s->vals[2 * (j0 + j)], 4);
             memcpy(&p, &s->vals[2 * (j0 + j) + 1], 4);
             pairs[2 * j] = (int32_t)((c - a) * 4), pairs[2 * j + 1] = (int32_t)((p - a) * 4);
+            direct &= pairs[2 * j] == (int32_t)j * 4;
             for (int64_t r = 0; r < R; r++) {
                 const float c1 = s->vals[2 * nr + 2 * (r * nr + j0 + j)], c2 = s->vals[2 * nr + 2 * (r * nr + j0 + j) + 1];
                 if (vec) {
@@ -2004,12 +2010,12 @@ ts_status ts_lww_emit_rope(lw *L, ts_program *P, lw_gen *G, const lw_stage *s)
             ts_lww_in_to_out(G, ci, co, (uint64_t)a);
         ts_lww_in_to_mem(G, ci, (uint64_t)BUF, (uint64_t)(b - a), 1);
         if (vec) {
-            rope_vector(G, pairs, n, BUF, T, U);
+            rope_vector(G, pairs, n, BUF, T, U, direct);
             ts_lww_op(G, WSE_OP_ADDI, 3, 2, 2, (int)n * 8);
         } else {
             rope_scalar(G, n, BUF, T, TAB);
         }
-        ts_lww_mem_to_out(G, (uint64_t)BUF, (uint64_t)(b - a), co);
+        ts_lww_mem_to_out(G, (uint64_t)(direct ? T : BUF), (uint64_t)(b - a), co);
         if (W > b)
             ts_lww_in_to_out(G, ci, co, (uint64_t)(W - b));
         ts_lww_loop_end(G, 10, row);
