@@ -2784,7 +2784,7 @@ START_TEST(test_products_spread)
     int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){M, K}), w[NP], y[NP];
     fill(g, x);
     for (int i = 0, a = x; i < NP; i++) {
-        char wn[8], mn[8], yn[8];
+        char wn[16], mn[16], yn[16];
         snprintf(wn, sizeof wn, "w%d", i);
         snprintf(mn, sizeof mn, "mm%d", i);
         snprintf(yn, sizeof yn, "y%d", i);
