@@ -1012,6 +1012,18 @@ START_TEST(test_builtin_matmul)
 }
 END_TEST
 
+/* A normalisation's scale sc and bias bi filled, and its attributes: the last axis, epsilon 1e-5. */
+static ts_graph_attrs norm_weights(ts_graph *g, int sc, int bi)
+{
+    fill(g, sc);
+    fill(g, bi);
+    ts_graph_attrs at;
+    ts_graph_attrs_init(&at);
+    at.axis = -1;
+    at.epsilon = 1e-5;
+    return at;
+}
+
 /* ---- the operators of a BERT layer ---- */
 
 static double gelu_ref(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
@@ -1115,12 +1127,7 @@ START_TEST(test_layernorm)
     ts_err e;
     ts_err_init(&e);
     ck_assert_int_eq(ts_graph_set_data(g, x, v, sizeof v, &e), TS_OK);
-    fill(g, sc);
-    fill(g, bi);
-    ts_graph_attrs at;
-    ts_graph_attrs_init(&at);
-    at.axis = -1;
-    at.epsilon = 1e-5;
+    ts_graph_attrs at = norm_weights(g, sc, bi);
     node(g, TS_OP_LAYERNORM, "ln", (int[]){x, sc, bi}, 3, y, &at);
     node(g, TS_OP_LAYERNORM, "ln0", (int[]){x}, 1, z, &at);
     int w = tensor(g, "w", TS_TENSOR_ACTIVATION, -1, NULL);
@@ -2797,12 +2804,7 @@ START_TEST(test_products_spread)
     int sc = tensor(g, "scale", TS_TENSOR_WEIGHT, 1, (int64_t[]){K});
     int bi = tensor(g, "bias", TS_TENSOR_WEIGHT, 1, (int64_t[]){K});
     int z = tensor(g, "z", TS_TENSOR_ACTIVATION, -1, NULL);
-    fill(g, sc);
-    fill(g, bi);
-    ts_graph_attrs at;
-    ts_graph_attrs_init(&at);
-    at.axis = -1;
-    at.epsilon = 1e-5;
+    ts_graph_attrs at = norm_weights(g, sc, bi);
     node(g, TS_OP_LAYERNORM, "ln", (int[]){y[NP - 1], sc, bi}, 3, z, &at);
     ts_graph_mark_output(g, y[NP - 1]);
     ts_graph_mark_output(g, z);
