@@ -22,6 +22,12 @@
 
 static inline float rf(uint32_t v) { float f; memcpy(&f, &v, 4); return f; }
 static inline uint32_t fr(float f) { uint32_t v; memcpy(&v, &f, 4); return v; }
+/* ampget: accumulator pair p of acc into registers r0 and r0 + 1 of r */
+static inline void amp_get(uint32_t *r, uint32_t r0, const float *acc, int32_t p)
+{
+    r[r0] = fr(acc[2 * p]);
+    r[r0 + 1] = fr(acc[2 * p + 1]);
+}
 
 /* f16 -> f32, exactly as ts_f16_to_f32: normal numbers (exponent 1 to 30, the usual weights and
  * activations) by moving the bits, in a few operations; zeros, subnormals, infinities and NaNs
@@ -547,8 +553,7 @@ static inline __attribute__((always_inline)) ts_status exec_op(ts_model *m, uint
     case IPU_OP_AMPGET:
         if (in->imm < 0 || in->imm >= IPU_ACC_MAX / 2)
             return fail(t, ti, ctx, pc, c, err, "ampget: accumulator pair %d is not in 0..%d", in->imm, IPU_ACC_MAX / 2 - 1);
-        r[in->r0] = fr(x->acc[2 * in->imm]);
-        r[in->r0 + 1] = fr(x->acc[2 * in->imm + 1]);
+        amp_get(r, in->r0, x->acc, in->imm);
         break;
     case IPU_OP_RUN:
     case IPU_OP_RUNALL: {
@@ -1022,8 +1027,7 @@ next_op:
     }
     case F_AMPZERO: memset(x->acc, 0, sizeof x->acc); break;
     case F_AMPGET:
-        r[op->r0] = fr(x->acc[2 * op->imm]);
-        r[op->r0 + 1] = fr(x->acc[2 * op->imm + 1]);
+        amp_get(r, op->r0, x->acc, op->imm);
         break;
     case F_LDCONST: case F_SUB: case F_MUL: case F_MULI: case F_AND: case F_ANDI: case F_OR: case F_XOR:
     case F_SHL: case F_SHLI: case F_SHR: case F_SHRI: case F_CMPEQ: case F_CMPULT: case F_CMPSLT: case F_GET:
@@ -1289,10 +1293,8 @@ static inline void reg_each(const ts_model *m, ipu_tile *t, ipu_ctx *const *xs, 
             memset(xs[i]->acc, 0, sizeof xs[i]->acc);
         break;
     case F_AMPGET:
-        for (uint32_t i = 0; i < nw; i++) {
-            xs[i]->r[r0] = fr(xs[i]->acc[2 * imm]);
-            xs[i]->r[r0 + 1] = fr(xs[i]->acc[2 * imm + 1]);
-        }
+        for (uint32_t i = 0; i < nw; i++)
+            amp_get(xs[i]->r, r0, xs[i]->acc, imm);
         break;
     default: break;
     }
@@ -1502,26 +1504,19 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
     }
 #define EACH for (uint32_t i = 0; i < nw; i++)
 /* the turn's stores of `width` bytes from r0 at r1 (+ imm, or stepped by imm after): the addresses
- * tested as STEP_ADDRS tests them and their pages found in one pass each, then the stores in the
- * workers' order; a page not there yet sends the turn slow before anything is written */
+ * by STEP_ADDRS, their pages found in one pass, then the stores in the workers' order; a page not
+ * there yet sends the turn slow before anything is written */
 #define STEP_STORE(width, step)                                                                     \
     {                                                                                               \
         uint8_t *at_[IPU_MAX_CTX];                                                                  \
-        uint64_t any_ = 0, hi_ = 0;                                                                 \
-        bool out_ = false;                                                                          \
-        for (uint32_t i = 0; i < nw; i++) {                                                         \
-            a[i] = (int64_t)(int32_t)xs[i]->r[r1] + ((step) ? 0 : imm);                             \
-            out_ |= (uint64_t)a[i] > sram - (width);                                                \
-            any_ |= (uint64_t)a[i];                                                                 \
-            hi_ = (uint64_t)a[i] > hi_ ? (uint64_t)a[i] : hi_;                                      \
-        }                                                                                           \
-        if (out_ || (any_ & ((width) - 1)))                                                         \
-            goto slow;                                                                              \
+        uint64_t hi_ = 0;                                                                           \
+        STEP_ADDRS(width, r1, (step) ? 0 : imm);                                                    \
         for (uint32_t i = 0; i < nw; i++) {                                                         \
             uint8_t *pg_ = pages[(uint64_t)a[i] >> IPU_PAGE_SHIFT];                                 \
             if (!pg_)                                                                               \
                 goto slow;                                                                          \
             at_[i] = pg_ + ((uint64_t)a[i] & (IPU_PAGE_SIZE - 1));                                  \
+            hi_ = (uint64_t)a[i] > hi_ ? (uint64_t)a[i] : hi_;                                      \
         }                                                                                           \
         if (hi_ + (width) > t->mem_hi)                                                              \
             t->mem_hi = hi_ + (width);                                                              \
@@ -1634,10 +1629,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
             break;
         }
         case F_AMPGET: /* (the most frequent of the register-only ops: here, not through reg_each) */
-            EACH {
-                xs[i]->r[r0] = fr(xs[i]->acc[2 * imm]);
-                xs[i]->r[r0 + 1] = fr(xs[i]->acc[2 * imm + 1]);
-            }
+            EACH amp_get(xs[i]->r, r0, xs[i]->acc, imm);
             break;
         case F_F32ADD:
         case F_F32MAX:
