@@ -16,6 +16,27 @@ static bool is_body_op(uint8_t unit, uint8_t op)
             op == IPU_OP_NOP || op == IPU_OP_BUNDLE || op == IPU_OP_BUNDLE_END);
 }
 
+/* Whether register number v is one that operand class ch allows: 'm' an $m register, 'a' an $a
+ * register, 'p' an even $a register (a pair), 'q' an $a register that is a multiple of 4 (a quad),
+ * any other class any register. */
+static bool reg_fits(char ch, int32_t v)
+{
+    if (v < 0 || v >= IPU_NREGS)
+        return false;
+    if (ch == 'm')
+        return v < IPU_AREG0;
+    if (ch == 'a' || ch == 'p' || ch == 'q')
+        return v >= IPU_AREG0 && (v - IPU_AREG0) % (ch == 'p' ? 2 : ch == 'q' ? 4 : 1) == 0;
+    return true;
+}
+
+/* The contexts op may run in, as ipu_insn.ctx_ok: bit 0 the supervisor, bit 1 a worker. */
+static uint8_t ctx_ok_of(int op)
+{
+    const char cx = ts_ipu_opfacts[op].ctx;
+    return (uint8_t)((cx != 'W' ? 1 : 0) | (cx != 'S' ? 2 : 0));
+}
+
 static ts_status decode_one(const ts_insn *in, uint32_t pc, uint32_t n, uint32_t tile, ipu_insn *out, ts_err *err)
 {
     if (in->op >= IPU_OP_COUNT)
@@ -24,8 +45,7 @@ static ts_status decode_one(const ts_insn *in, uint32_t pc, uint32_t n, uint32_t
     const char *cls = ts_ipu_opfacts[in->op].classes;
     memset(out, 0, sizeof *out);
     out->op = (uint8_t)in->op;
-    char cx = ts_ipu_opfacts[in->op].ctx;
-    out->ctx_ok = (uint8_t)((cx != 'W' ? 1 : 0) | (cx != 'S' ? 2 : 0));
+    out->ctx_ok = ctx_ok_of(in->op);
     int nreg = 0, nimm = 0;
     for (int k = 0; cls[k]; k++) {
         int32_t v = in->a[k];
@@ -43,16 +63,7 @@ static ts_status decode_one(const ts_insn *in, uint32_t pc, uint32_t n, uint32_t
             out->tgt = (uint32_t)v;
             continue;
         }
-        bool ok = v >= 0 && v < IPU_NREGS;
-        if (ok && ch == 'm')
-            ok = v < IPU_AREG0;
-        if (ok && (ch == 'a' || ch == 'p' || ch == 'q'))
-            ok = v >= IPU_AREG0;
-        if (ok && ch == 'p')
-            ok = (v - IPU_AREG0) % 2 == 0;
-        if (ok && ch == 'q')
-            ok = (v - IPU_AREG0) % 4 == 0;
-        if (!ok) {
+        if (!reg_fits(ch, v)) {
             const char *want = ch == 'm' ? "an $m register" : ch == 'a' ? "an $a register" :
                                ch == 'p' ? "an even $a register (a pair)" :
                                ch == 'q' ? "an $a register that is a multiple of 4 (a quad)" : "a register";
@@ -95,8 +106,7 @@ static void plans_make(op_plan *pl)
         const char *cls = ts_ipu_opfacts[op].classes;
         op_plan *o = &pl[op];
         memset(o, 0, sizeof *o);
-        const char cx = ts_ipu_opfacts[op].ctx;
-        o->ctx_ok = (uint8_t)((cx != 'W' ? 1 : 0) | (cx != 'S' ? 2 : 0));
+        o->ctx_ok = ctx_ok_of(op);
         int nreg = 0, nimm = 0;
         for (int k = 0; cls[k] && k < TS_MAX_OPNDS; k++) {
             const char ch = cls[k];
@@ -112,12 +122,8 @@ static void plans_make(op_plan *pl)
             o->dst[k] = (uint8_t)(nreg < 4 ? PD_R0 + nreg : PD_R4);
             nreg++;
             uint32_t ok = 0;
-            for (uint32_t v = 0; v < IPU_NREGS; v++) {
-                const bool y = ch == 'm' ? v < IPU_AREG0 : ch == 'a' ? v >= IPU_AREG0 :
-                               ch == 'p' ? v >= IPU_AREG0 && (v - IPU_AREG0) % 2 == 0 :
-                               ch == 'q' ? v >= IPU_AREG0 && (v - IPU_AREG0) % 4 == 0 : true;
-                ok |= (uint32_t)y << v;
-            }
+            for (int32_t v = 0; v < IPU_NREGS; v++)
+                ok |= (uint32_t)reg_fits(ch, v) << v;
             o->ok[k] = ok;
         }
     }
