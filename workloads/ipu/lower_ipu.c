@@ -649,18 +649,14 @@ static uint64_t next_budget(const ts_lower_ipu_params *p, uint64_t budget, uint6
  * than half the tile memory: the lowering then starts each operator with weights where those
  * before it are fewest (lwi_place_op). Below it the programs are those of every operator from tile
  * 0 (resnet50:size=32 on ipu_mk2 stacks 28 %, the MLP 44 %); resnet50:size=32 on ipu_mk1 stacked
- * 94 % (676,213 -> 667,776 cycles spread), bert2_s16 on ipu_mk2 67 % (412,879 -> 412,645). */
-static bool weights_stacked(const lw_wt *w, size_t nn, uint32_t T, uint64_t sram)
+ * 94 % (676,213 -> 667,776 cycles spread), bert2_s16 on ipu_mk2 67 % (412,879 -> 412,645). load
+ * (T entries): scratch. */
+static bool weights_stacked(const lw_wt *w, size_t nn, uint32_t T, uint64_t sram, uint64_t *load)
 {
-    uint64_t *load = ts_calloc(T ? T : 1, sizeof *load), most = 0;
-    if (!load)
-        return false;
-    for (size_t k = 0; k < nn; k++)
-        for (uint32_t t = w[k].lo; w[k].bytes && t < w[k].hi && t < T; t++)
-            load[t] += w[k].bytes;
+    uint64_t most = 0;
+    lwi_weight_sums(w, nn, T, false, load);
     for (uint32_t t = 0; t < T; t++)
         most = load[t] > most ? load[t] : most;
-    ts_free(load);
     return most * 2 > sram;
 }
 
@@ -766,7 +762,7 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
          * when operators of few tiles have weights, the first pass again, those operators put where
          * the others' weights leave the most memory (lwi_spread) */
         rc = lower_pass(g, p, plans, true, mmshare, w, NULL, place, &perm, out, NULL, NULL, NULL, err);
-        if (rc == TS_OK && !place && weights_stacked(w, nn, T, p->target.sram_bytes)) {
+        if (rc == TS_OK && !place && weights_stacked(w, nn, T, p->target.sram_bytes, tload)) {
             place = true;
             memset(w, 0, nn * sizeof *w);
             perm = 0;

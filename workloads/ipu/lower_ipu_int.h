@@ -300,8 +300,11 @@ ts_status lwi_place_weights(lw_wt *w, size_t nn, uint32_t T, uint64_t top, ts_er
  * the others (lwi_place_op's spread: an operator's weights take one address on all its tiles, so
  * operators of many tiles placed among the spread ones went below the highest of them). */
 ts_status lwi_place_weights_by(lw_wt *w, size_t nn, uint32_t T, uint64_t top, uint32_t narrow, ts_err *err);
-/* tload (T entries) from a first pass's w: per tile, the bytes of the operators whose weights lie
- * on more than T / 8 tiles covering it. True if an operator spread by lwi_spread has weights. */
+/* load (T entries) from a first pass's w: per tile, the weight bytes of the operators covering it,
+ * all of them or (wide) those whose weights lie on more than T / 8 tiles. */
+void lwi_weight_sums(const lw_wt *w, size_t nn, uint32_t T, bool wide, uint64_t *load);
+/* tload (T entries) from a first pass's w: lwi_weight_sums of the wide operators. True if an
+ * operator spread by lwi_spread has weights. */
 bool lwi_tile_load(const lw_wt *w, size_t nn, uint32_t T, uint64_t *tload);
 /* A table the same on every tile, placed once per content on tiles 0..tn-1; *rc gets an error. */
 uint64_t lwi_stable(lw *L, const void *v, uint64_t bytes, uint32_t tn, ts_status *rc);

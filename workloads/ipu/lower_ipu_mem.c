@@ -145,16 +145,21 @@ ts_status lwi_place_weights(lw_wt *w, size_t nn, uint32_t T, uint64_t top, ts_er
     return lwi_place_weights_by(w, nn, T, top, 0, err);
 }
 
+void lwi_weight_sums(const lw_wt *w, size_t nn, uint32_t T, bool wide, uint64_t *load)
+{
+    memset(load, 0, (size_t)T * sizeof *load);
+    for (size_t k = 0; k < nn; k++)
+        if (w[k].bytes && (!wide || (uint64_t)(w[k].hi - w[k].lo) * 8 > T))
+            for (uint32_t t = w[k].lo; t < w[k].hi && t < T; t++)
+                load[t] += w[k].bytes;
+}
+
 bool lwi_tile_load(const lw_wt *w, size_t nn, uint32_t T, uint64_t *tload)
 {
     bool spread = false;
-    memset(tload, 0, (size_t)T * sizeof *tload);
-    for (size_t k = 0; k < nn; k++) {
+    for (size_t k = 0; k < nn; k++)
         spread |= w[k].spread && w[k].bytes;
-        if (w[k].bytes && (uint64_t)(w[k].hi - w[k].lo) * 8 > T)
-            for (uint32_t t = w[k].lo; t < w[k].hi && t < T; t++)
-                tload[t] += w[k].bytes;
-    }
+    lwi_weight_sums(w, nn, T, true, tload);
     return spread;
 }
 
