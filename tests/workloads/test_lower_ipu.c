@@ -15,6 +15,7 @@
 #include "core/half.h"
 #include "core/program.h"
 #include "tests/arch/ipu/ipu_test.h"
+#include "tests/slow.h"
 #include "tests/workloads/graph_build.h"
 #include "workloads/graph.h"
 #include "workloads/lower/fill.h"
@@ -2880,12 +2881,8 @@ int main(int argc, char **argv)
     arch_modes_default = ARCH_MODES_QUICK; /* long programs: lockstep on threads would cost seconds each */
     arch_modes_address = ARCH_MODES_FAST; /* under ASan + UBSan: tests/arch/arch_modes.h */
     bool slow = argc > 1 && !strcmp(argv[1], "slow");
-    const char *asked = getenv("TS_SLOW_TESTS");
-    if (slow && (!asked || strcmp(asked, "1"))) {
-        printf("SKIP: test_lower_ipu slow: ResNet-50's layer2.0 at full size runs only with TS_SLOW_TESTS=1 "
-               "(meson test -C BUILD --setup slow --suite slow)\n");
+    if (slow && slow_skipped("test_lower_ipu slow: ResNet-50's layer2.0 at full size"))
         return 77;
-    }
     Suite *s = suite_create("lower_ipu");
     TCase *tc = tcase_create("lower_ipu");
     tcase_set_timeout(tc, 300);

@@ -38,6 +38,7 @@
 #include "core/program.h"
 #include "core/sim.h"
 #include "tests/arch/arch_modes.h"
+#include "tests/slow.h"
 #include "workloads/graph.h"
 #include "workloads/ipu/lower_ipu.h"
 #include "workloads/lower/fill.h"
@@ -368,13 +369,10 @@ int main(int argc, char **argv)
         return EXIT_FAILURE;
     }
     if (slow) {
-        const char *s = getenv("TS_SLOW_TESTS");
-        if (!s || strcmp(s, "1")) {
-            printf("SKIP: %s on %s at full size runs only with TS_SLOW_TESTS=1 "
-                   "(meson test -C BUILD --setup slow --suite slow)\n",
-                   the_case->model, the_case->config);
+        char what[160];
+        snprintf(what, sizeof what, "%s on %s at full size", the_case->model, the_case->config);
+        if (slow_skipped(what))
             return 77;
-        }
         printf("running the full-size %s on %s (TS_SLOW_TESTS=1)\n", the_case->model, the_case->config);
         fflush(stdout);
     }

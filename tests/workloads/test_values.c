@@ -51,6 +51,7 @@
 #include "workloads/lower/fill.h"
 #include "workloads/lower/lower.h"
 #include "workloads/tsp/lower_tsp.h"
+#include "tests/slow.h"
 #include "tests/workloads/graph_build.h"
 #include "tests/workloads/tsp_ref.h"
 
@@ -729,37 +730,29 @@ END_TEST
 int main(int argc, char **argv)
 {
     bool slow = argc > 1 && !strcmp(argv[1], "slow");
-    const char *asked = getenv("TS_SLOW_TESTS");
-    if (slow && (!asked || strcmp(asked, "1"))) {
-        printf("SKIP: test_values slow: GPT-2 small on tsp_v1 runs only with TS_SLOW_TESTS=1 "
-               "(meson test -C BUILD --setup slow --suite slow)\n");
+    if (slow && slow_skipped("test_values slow: GPT-2 small on tsp_v1"))
         return 77;
-    }
     Suite *s = suite_create("values");
     if (slow) {
         TCase *big = tcase_create("gpt2_small");
         tcase_set_timeout(big, 600);
         tcase_add_loop_test(big, test_gpt2_small_tsp, 0, 2);
         suite_add_tcase(s, big);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    } else {
+        TCase *tc = tcase_create("values");
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, test_fold_partial);
+        tcase_add_loop_test(tc, test_values, 0, (int)(NMODELS * NCONFIGS));
+        suite_add_tcase(s, tc);
+        TCase *gpt = tcase_create("gpt"); /* alone: CK_RUN_CASE=gpt */
+        tcase_set_timeout(gpt, 120);
+        tcase_add_loop_test(gpt, test_gpt_tsp, 0, 4);
+        suite_add_tcase(s, gpt);
+        TCase *lean = tcase_create("lean"); /* alone: CK_RUN_CASE=lean */
+        tcase_set_timeout(lean, 300);
+        tcase_add_test(lean, test_bert_lean);
+        suite_add_tcase(s, lean);
     }
-    TCase *tc = tcase_create("values");
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, test_fold_partial);
-    tcase_add_loop_test(tc, test_values, 0, (int)(NMODELS * NCONFIGS));
-    suite_add_tcase(s, tc);
-    TCase *gpt = tcase_create("gpt"); /* alone: CK_RUN_CASE=gpt */
-    tcase_set_timeout(gpt, 120);
-    tcase_add_loop_test(gpt, test_gpt_tsp, 0, 4);
-    suite_add_tcase(s, gpt);
-    TCase *lean = tcase_create("lean"); /* alone: CK_RUN_CASE=lean */
-    tcase_set_timeout(lean, 300);
-    tcase_add_test(lean, test_bert_lean);
-    suite_add_tcase(s, lean);
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
     int failed = srunner_ntests_failed(r);
