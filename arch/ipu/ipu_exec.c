@@ -1431,6 +1431,444 @@ static __attribute__((noinline)) uint64_t span_run(ts_model *m, uint32_t ti, ipu
     return k;
 }
 
+/* ---- loop nests in step, pass after pass ----
+ *
+ * A `brnzdec` loop [T, B] (B the branch, T its target) whose body holds only ops in_step_run does
+ * in place and repeat bodies of them (no other branch, no `rpt` inside a repeat body, no bundle),
+ * whose repeat counts are the same at every pass and for every worker and whose counter nothing
+ * but the branch writes, takes the same turns at every pass: a pass is L turns, W cycles apart.
+ * Its pointers are followed through a pass as the value a register had at the pass's start plus
+ * a constant (`mov`, `addi`, `setzi`, the step forms; a pointer stepped by constants in a repeat
+ * body moves by its step at each inner pass), so every access of every worker is a linear function
+ * of the outer pass j and the inner pass i wherever each pointer's register ends a pass as it
+ * began it plus a constant: a pointer set again at each pass from another register that the loop
+ * does not change is one whose step per pass is zero. Then the accesses of k passes are checked at
+ * once (in range and without wrapping as an int32, aligned, 128-bit loads in the interleaved
+ * memory, a store's pages there: the corners of (j, i) bound each of them) and the passes run as a
+ * plain loop over the ops, in_step_run's ops one by one on the registers and memory, without the
+ * turns' tests, fetch and repeat bookkeeping; the op counts are added per pass where they can be
+ * read (a loop mark, the end). The branch's endless-loop step is taken at every pass for every
+ * worker as in_step_run takes it, with the tile's effect count as it is then. Anything else runs
+ * turn by turn as before. */
+
+#define NEST_OPS 96 /* the longest loop run so (a lowered row or channel loop is about 30) */
+enum { NEST_CONST = 0xFE, NEST_TOP = 0xFF };
+
+/* A register's value within a pass: that of register s at the pass's start plus c, the constant c
+ * (s NEST_CONST), or not followed (s NEST_TOP). */
+typedef struct nest_val {
+    uint8_t s;
+    int64_t c;
+} nest_val;
+
+/* An access: its pointer is BASE(s) + c at the first inner pass, + d at each inner pass after (n of
+ * them; 1 and 0 outside a repeat body), plus the op's offset. */
+typedef struct nest_acc {
+    uint8_t s, w, st, l128;
+    int64_t c, d, off;
+    uint32_t n;
+} nest_acc;
+
+/* The loop as run: ops[u] an op, or a repeat body (f F_RPT) of n passes over the next len ops. */
+typedef struct nest_op {
+    const ipu_insn *in;
+    uint8_t f;
+    uint32_t n, len;
+    uint32_t cnt; /* its turns in a pass */
+} nest_op;
+
+typedef struct nest_plan {
+    nest_op ops[NEST_OPS];
+    nest_acc acc[NEST_OPS];
+    uint32_t nops, nacc;
+    uint64_t turns;          /* a pass's turns, the branch's included */
+    uint32_t rs, re;         /* the last repeat body a pass enters (rs == re: none) */
+} nest_plan;
+
+/* The registers op f (in) writes in place, as a mask. */
+static inline uint64_t nest_writes(const ipu_insn *in, uint8_t f)
+{
+    const uint64_t one = 1;
+    switch (f) {
+    case F_NOP: case F_AMPZERO: case F_F32V2AMP: case F_F16V4AMP: case F_ST32: case F_ST64: return 0;
+    case F_ST32STEP: case F_ST64STEP: return one << in->r1;
+    case F_LD128PUTCS: return in->op == IPU_OP_LD128PUTCSSTEP ? one << in->r0 : 0;
+    case F_LD32STEP: return one << in->r1 | one << in->r0;
+    case F_LD64STEP: return one << in->r1 | 3 * (one << in->r0);
+    case F_LD64: case F_F32V2ADD: case F_AMPGET: return 3 * (one << in->r0);
+    case F_LD128STEP: return one << in->r1 | 15 * (one << in->r0);
+    case F_LD128: return 15 * (one << in->r0);
+    case F_F32V2TOF16: return (in->op == IPU_OP_F32V4TOF16 ? 3 : 1) * (one << in->r0);
+    default: return one << in->r0;
+    }
+}
+
+/* Follow op f (in) through the values v (one pass); false when it is not one a nest runs. */
+static inline bool nest_follow(const ts_model *m, nest_val *v, const ipu_insn *in, uint8_t f)
+{
+    uint32_t w, b;
+    int64_t off;
+    bool st, step;
+    if (in->member || f == F_SLOW || f == F_BUNDLE || (f >= F_RPT && f <= F_BRNZDEC))
+        return false;
+    if (span_access(in, f, &w, &b, &off, &st, &step) &&
+        ((w == 8 && (st ? m->c.store_bpc : m->c.load_bpc) < 8) || (w == 16 && m->c.load_bpc < 16)))
+        return false;
+    const nest_val src = f == F_MOV || f == F_ADDI ? v[in->r1] : (nest_val){NEST_TOP, 0};
+    const nest_val ptr = v[b];
+    for (uint64_t wr = nest_writes(in, f); wr; wr &= wr - 1)
+        v[__builtin_ctzll(wr)] = (nest_val){NEST_TOP, 0};
+    switch (f) {
+    case F_SETZI: case F_LDCONST: v[in->r0] = (nest_val){NEST_CONST, (uint32_t)in->imm}; break;
+    case F_MOV: v[in->r0] = src; break;
+    case F_ADDI: v[in->r0] = src.s == NEST_TOP ? src : (nest_val){src.s, src.c + in->imm}; break;
+    default:
+        if (step && ptr.s != NEST_TOP) /* after the load's own write, as in_step_run does it */
+            v[b] = (nest_val){ptr.s, ptr.c + (f == F_LD128PUTCS ? 16 : in->imm)};
+        break;
+    }
+    return true;
+}
+
+/* The plan of loop [T, B] for the workers xs at its pass's start (pl, and D: each register's
+ * change over a pass, valid where an access's pointer starts from it); false when the loop is not
+ * one the passes run as. */
+static bool nest_scan(const ts_model *m, const ipu_insn *code, uint32_t T, uint32_t B, ipu_ctx *const *xs,
+                      uint32_t nw, nest_plan *pl, int64_t *D)
+{
+    nest_val v[IPU_NREGS];
+    uint64_t inv = 0; /* registers a repeat count is read from: the same at every pass */
+    if (B - T > NEST_OPS)
+        return false;
+    for (uint32_t r = 0; r < IPU_NREGS; r++)
+        v[r] = (nest_val){(uint8_t)r, 0};
+    pl->nops = pl->nacc = 0;
+    pl->turns = 1;
+    pl->rs = pl->re = 0;
+    for (uint32_t p = T; p < B;) {
+        const ipu_insn *in = &code[p];
+        const uint8_t f = in->fast;
+        if (f == F_RPT) {
+            const bool reg = in->op == IPU_OP_RPT;
+            const uint32_t len = reg ? (uint32_t)in->imm : (uint32_t)in->imm2;
+            uint32_t n = (uint32_t)in->imm;
+            if (in->member || len == 0 || len > B - p - 1)
+                return false;
+            if (reg) {
+                const nest_val c = v[in->r0];
+                if (c.s == NEST_CONST) {
+                    n = (uint32_t)c.c;
+                } else if (c.s < IPU_NREGS && c.c == 0) {
+                    n = xs[0]->r[c.s];
+                    for (uint32_t i = 1; i < nw; i++)
+                        if (xs[i]->r[c.s] != n)
+                            return false;
+                    inv |= UINT64_C(1) << c.s;
+                } else {
+                    return false;
+                }
+            }
+            if (n > (UINT32_C(1) << 24))
+                return false;
+            pl->ops[pl->nops++] = (nest_op){in, f, n, n ? len : 0, 1};
+            pl->turns += 1 + (uint64_t)n * len;
+            if (n == 0) { /* every worker skips the body */
+                p += 1 + len;
+                continue;
+            }
+            pl->rs = p + 1;
+            pl->re = p + 1 + len;
+            /* the body's registers: stepped by constants only (ds), or written otherwise */
+            int64_t ds[IPU_NREGS] = {0};
+            uint64_t other = 0;
+            for (uint32_t q = p + 1; q < p + 1 + len; q++) {
+                const ipu_insn *b = &code[q];
+                uint32_t w, base;
+                int64_t off;
+                bool st, step;
+                uint64_t wr = nest_writes(b, b->fast);
+                if (b->fast == F_ADDI && b->r0 == b->r1) {
+                    ds[b->r0] += b->imm;
+                    continue;
+                }
+                if (span_access(b, b->fast, &w, &base, &off, &st, &step) && step) {
+                    ds[base] += b->fast == F_LD128PUTCS ? 16 : b->imm;
+                    wr &= ~(UINT64_C(1) << base); /* (a load into its own pointer: the step is written last) */
+                }
+                other |= wr;
+            }
+            for (uint32_t q = p + 1; q < p + 1 + len; q++) {
+                const ipu_insn *b = &code[q];
+                uint32_t w, base;
+                int64_t off;
+                bool st, step;
+                if (pl->nops >= NEST_OPS)
+                    return false;
+                if (span_access(b, b->fast, &w, &base, &off, &st, &step)) {
+                    const nest_val a = v[base];
+                    if (a.s == NEST_TOP || (other >> base & 1))
+                        return false;
+                    pl->acc[pl->nacc++] = (nest_acc){a.s, (uint8_t)w, st, w == 16 && b->fast != F_LD128PUTCS, a.c,
+                                                     ds[base], off, n};
+                }
+                if (!nest_follow(m, v, b, b->fast))
+                    return false;
+                pl->ops[pl->nops++] = (nest_op){b, b->fast, 0, 0, n};
+            }
+            for (uint32_t r = 0; r < IPU_NREGS; r++) {
+                if (other >> r & 1)
+                    v[r] = (nest_val){NEST_TOP, 0};
+                else if (ds[r] && v[r].s != NEST_TOP)
+                    v[r] = ds[r] > (INT64_C(1) << 36) || ds[r] < -(INT64_C(1) << 36) ||
+                                   v[r].c > (INT64_C(1) << 40) || v[r].c < -(INT64_C(1) << 40)
+                               ? (nest_val){NEST_TOP, 0}
+                               : (nest_val){v[r].s, v[r].c + (int64_t)(n - 1) * ds[r]};
+            }
+            p += 1 + len;
+            continue;
+        }
+        uint32_t w, base;
+        int64_t off;
+        bool st, step;
+        if (pl->nops >= NEST_OPS)
+            return false;
+        if (span_access(in, f, &w, &base, &off, &st, &step)) {
+            const nest_val a = v[base];
+            if (a.s == NEST_TOP)
+                return false;
+            pl->acc[pl->nacc++] = (nest_acc){a.s, (uint8_t)w, st, w == 16 && f != F_LD128PUTCS, a.c, 0, off, 1};
+        }
+        if (!nest_follow(m, v, in, f))
+            return false;
+        pl->ops[pl->nops++] = (nest_op){in, f, 0, 0, 1};
+        pl->turns++;
+        p++;
+    }
+    /* the counter only the branch changes, the counts the same at every pass, the pointers'
+     * starts linear in the pass */
+    const uint32_t rc = code[B].r0;
+    if (v[rc].s != rc || v[rc].c != 0 || (inv >> rc & 1))
+        return false;
+    for (uint32_t r = 0; r < IPU_NREGS; r++)
+        if ((inv >> r & 1) && (v[r].s != r || v[r].c != 0))
+            return false;
+    for (uint32_t a = 0; a < pl->nacc; a++) {
+        const nest_acc *x = &pl->acc[a];
+        if (x->c > (INT64_C(1) << 40) || x->c < -(INT64_C(1) << 40) || x->d > (INT64_C(1) << 36) ||
+            x->d < -(INT64_C(1) << 36))
+            return false;
+        if (x->s == NEST_CONST)
+            continue;
+        if (x->s == rc || v[x->s].s != x->s || v[x->s].c > (INT64_C(1) << 36) || v[x->s].c < -(INT64_C(1) << 36))
+            return false;
+        D[x->s] = v[x->s].c;
+    }
+    return true;
+}
+
+/* Every access of k passes of plan pl for the workers xs checked as in_step_run's turns check
+ * them (D: the pointers' starts' change per pass); *hi the end of the highest byte stored. */
+static bool nest_check(const ts_model *m, const ipu_tile *t, const nest_plan *pl, const int64_t *D,
+                       ipu_ctx *const *xs, uint32_t nw, uint64_t k, uint64_t *hi)
+{
+    const uint64_t sram = m->c.sram_bytes;
+    for (uint32_t a = 0; a < pl->nacc; a++) {
+        const nest_acc *x = &pl->acc[a];
+        const int64_t dj = x->s == NEST_CONST ? 0 : D[x->s], w = x->w;
+        const int64_t lj = (int64_t)(k - 1) * dj, li = (int64_t)(x->n - 1) * x->d;
+        const int64_t lo_d = (lj < 0 ? lj : 0) + (li < 0 ? li : 0), hi_d = (lj > 0 ? lj : 0) + (li > 0 ? li : 0);
+        if (((uint64_t)dj | (uint64_t)x->d) & (uint64_t)(w - 1))
+            return false;
+        for (uint32_t i = 0; i < nw; i++) {
+            const int64_t e0 = (x->s == NEST_CONST ? 0 : (int64_t)(int32_t)xs[i]->r[x->s]) + x->c;
+            const int64_t rlo = e0 + lo_d, rhi = e0 + hi_d;
+            if (rlo < INT32_MIN || rhi > INT32_MAX)
+                return false;
+            const int64_t alo = rlo + x->off, ahi = rhi + x->off;
+            if (alo < 0 || (uint64_t)ahi + (uint64_t)w > sram || ((uint64_t)(e0 + x->off) & (uint64_t)(w - 1)))
+                return false;
+            if (x->l128 && (uint64_t)alo < m->c.interleaved_base)
+                return false;
+            if (x->st) {
+                const uint64_t pg1 = ((uint64_t)ahi + (uint64_t)w - 1) >> IPU_PAGE_SHIFT;
+                for (uint64_t pg = (uint64_t)alo >> IPU_PAGE_SHIFT; pg <= pg1; pg++)
+                    if (!t->page[pg])
+                        return false;
+                if ((uint64_t)ahi + (uint64_t)w > *hi)
+                    *hi = (uint64_t)ahi + (uint64_t)w;
+            }
+        }
+    }
+    return true;
+}
+
+/* One turn's op f (in) for the workers xs in turn, its access known to be safe: as in_step_run
+ * does it. */
+static inline __attribute__((always_inline)) void nest_op_run(const ts_model *m, uint32_t ti, ipu_tile *t, ipu_ctx *const *xs, uint32_t nw,
+                               const ipu_insn *in, uint8_t f)
+{
+    uint8_t *const *const pages = t->page;
+    const uint8_t *const zero_page = m->zero_page;
+    const uint32_t r0 = in->r0, r1 = in->r1, r2 = in->r2;
+    const int32_t imm = in->imm;
+#define EACH for (uint32_t i = 0; i < nw; i++)
+#define ADDR(b, o) ((uint64_t)((int64_t)(int32_t)xs[i]->r[b] + (o)))
+#define LOAD(width, o, step)                                                                        \
+    EACH {                                                                                          \
+        const uint64_t a_ = ADDR(r1, o);                                                            \
+        memcpy(&xs[i]->r[r0], page_rd(pages, zero_page, a_), (width));                              \
+        if (step)                                                                                   \
+            xs[i]->r[r1] = (uint32_t)a_ + (uint32_t)imm;                                            \
+    }
+#define STORE(width, o, step)                                                                       \
+    EACH {                                                                                          \
+        const uint64_t a_ = ADDR(r1, o);                                                            \
+        memcpy(pages[a_ >> IPU_PAGE_SHIFT] + (a_ & (IPU_PAGE_SIZE - 1)), &xs[i]->r[r0], (width));   \
+        if (step)                                                                                   \
+            xs[i]->r[r1] += (uint32_t)imm;                                                          \
+    }
+    switch (f) {
+    case F_SETZI: EACH xs[i]->r[r0] = (uint32_t)imm; break;
+    case F_MOV: EACH xs[i]->r[r0] = xs[i]->r[r1]; break;
+    case F_ADD: EACH xs[i]->r[r0] = xs[i]->r[r1] + xs[i]->r[r2]; break;
+    case F_ADDI: EACH xs[i]->r[r0] = xs[i]->r[r1] + (uint32_t)imm; break;
+    case F_NOP: break;
+    case F_LD32: LOAD(4, imm, false); break;
+    case F_LD32STEP: LOAD(4, 0, true); break;
+    case F_LD64: LOAD(8, imm, false); break;
+    case F_LD64STEP: LOAD(8, 0, true); break;
+    case F_LD128: LOAD(16, imm, false); break;
+    case F_LD128STEP: LOAD(16, 0, true); break;
+    case F_ST32: STORE(4, imm, false); break;
+    case F_ST32STEP: STORE(4, 0, true); break;
+    case F_ST64: STORE(8, imm, false); break;
+    case F_ST64STEP: STORE(8, 0, true); break;
+    case F_LD128PUTCS: {
+        int64_t prev = -1;
+        EACH {
+            const int64_t a_ = (int64_t)(int32_t)xs[i]->r[r0];
+            if (a_ != prev)
+                coef_put(t, (uint32_t)imm, page_rd(pages, zero_page, (uint64_t)a_));
+            prev = a_;
+        }
+        if (in->op == IPU_OP_LD128PUTCSSTEP)
+            EACH xs[i]->r[r0] += 16;
+        break;
+    }
+    case F_AMPGET: EACH amp_get(xs[i]->r, r0, xs[i]->acc, imm); break;
+    case F_F32ADD:
+    case F_F32MAX:
+    case F_F32V2ADD:
+    case F_F32V2TOF16:
+    case F_F32V2AMP:
+    case F_F16V4AMP:
+    case F_AMPZERO: reg_each(m, t, xs, nw, f, in); break;
+    default: /* the rest of the integer ops and get (nest_follow takes no other) */
+        EACH int_op(m, ti, in, xs[i]->r, (uint32_t)(xs[i] - t->cx - 1));
+        break;
+    }
+#undef EACH
+#undef ADDR
+#undef LOAD
+#undef STORE
+}
+
+/* The op counts of pend passes of plan pl for nw workers, and of brs of the branch's turns. */
+static void nest_count(ipu_tile *t, const nest_plan *pl, uint32_t nw, uint64_t pend, uint64_t brs, uint32_t bop)
+{
+    for (uint32_t u = 0; u < pl->nops; u++)
+        t->opcnt[pl->ops[u].in->op] += (uint64_t)nw * pl->ops[u].cnt * pend;
+    t->opcnt[bop] += (uint64_t)nw * brs;
+}
+
+/* The workers xs (worker i in slot d[i]) in step at the head T = code[B].tgt of the backward
+ * brnzdec at B, in no repeat body, at the turn from *cp: the passes of loop [T, B] as one nest,
+ * when the loop is one (above) and they fit before limit (the counter at each worker's next
+ * branch is its passes left). Returns TS_OK or the error of a loop mark (the first in cycle
+ * order, as issue turn by turn gives it); *turns the turns run (0: none, the loop not taken so),
+ * *cp the cycle after them and *pc the pc there. Counts the ops (opcnt); the caller counts the
+ * turns and the work. */
+static ts_status nest_run(ts_model *m, uint32_t ti, ipu_tile *t, ipu_ctx *const *xs, const uint32_t *d,
+                          uint32_t nw, uint32_t B, uint64_t *cp, uint64_t limit, uint64_t *turns, uint32_t *pc,
+                          ts_err *err)
+{
+    const uint32_t W = m->W;
+    const ipu_insn *br = &t->code[B];
+    const uint32_t T = br->tgt, rc = br->r0;
+    nest_plan pl;
+    int64_t D[IPU_NREGS];
+    *turns = 0;
+    if (!nest_scan(m, t->code, T, B, xs, nw, &pl, D))
+        return TS_OK;
+    /* the passes: those every worker takes the branch at, and the last where all leave together */
+    uint64_t vmin = UINT64_MAX;
+    bool same = true;
+    for (uint32_t i = 0; i < nw; i++)
+        vmin = xs[i]->r[rc] < vmin ? xs[i]->r[rc] : vmin;
+    for (uint32_t i = 0; i < nw; i++)
+        same &= xs[i]->r[rc] == vmin;
+    const uint64_t L = pl.turns, c = *cp;
+    uint64_t k = same ? vmin + 1 : vmin;
+    if (limit < c)
+        return TS_OK;
+    const uint64_t fit = (limit - c) / (L * W);
+    k = k < fit ? k : fit;
+    k = k < (UINT64_C(1) << 24) ? k : (UINT64_C(1) << 24);
+    uint64_t hi = 0;
+    if (k == 0 || !nest_check(m, t, &pl, D, xs, nw, k, &hi))
+        return TS_OK;
+    if (hi > t->mem_hi)
+        t->mem_hi = hi;
+    uint64_t pend = 0, brs = 0;
+    for (uint64_t j = 0; j < k; j++) {
+        for (uint32_t u = 0; u < pl.nops; u++) {
+            const nest_op *o = &pl.ops[u];
+            if (o->f != F_RPT) {
+                nest_op_run(m, ti, t, xs, nw, o->in, o->f);
+                continue;
+            }
+            for (uint32_t q = 0; q < o->n; q++)
+                for (uint32_t v = u + 1; v <= u + o->len; v++)
+                    nest_op_run(m, ti, t, xs, nw, pl.ops[v].in, pl.ops[v].f);
+            u += o->len;
+        }
+        pend++;
+        if (j >= vmin) { /* every worker falls through: the last pass */
+            brs++;
+            continue;
+        }
+        const uint64_t cb = c + (j * L + L - 1) * W; /* the branch's turn */
+        for (uint32_t i = 0; i < nw; i++) {
+            ipu_ctx *x = xs[i];
+            const int s = ts_loop_step(&x->loop, B, x->r, IPU_NREGS, rc);
+            if (s != TS_LOOP_PASS) {
+                nest_count(t, &pl, nw, pend, brs, br->op);
+                pend = brs = 0;
+                ts_status rcs = loop_back(m, t, ti, (int)(x - t->cx), x, B, s, cb + d[i], err);
+                if (rcs != TS_OK) {
+                    *turns = j * L + L - 1;
+                    *cp = cb;
+                    t->nest_passes += j;
+                    return rcs;
+                }
+            }
+            x->r[rc]--;
+        }
+        brs++;
+    }
+    nest_count(t, &pl, nw, pend, brs, br->op);
+    if (pl.rs != pl.re)
+        for (uint32_t i = 0; i < nw; i++) {
+            xs[i]->rpt_start = pl.rs;
+            xs[i]->rpt_end = pl.re;
+        }
+    t->nest_passes += k;
+    *turns = k * L;
+    *cp = c + k * L * W;
+    *pc = k > vmin ? B + 1 : T;
+    return TS_OK;
+}
+
 /* The running workers are in step at cycle c when they are all at one pc, in one repeat body or
  * none, each ready by its slot's cycle in the turn of W cycles from c (runall starts them so, and
  * code whose workers issue as many instructions as each other keeps them so). Then, while every
@@ -1527,6 +1965,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
         }                                                                                           \
     }
     uint32_t span_no = UINT32_MAX; /* a body span_run did not take in this call */
+    uint32_t nest_no = UINT32_MAX; /* a loop head whose loop nest_run did not take in this call */
     while (c + W <= limit) {
         if (pc >= ncode) /* past the end of the code: the full executor reports it, at this turn */
             break;
@@ -1558,6 +1997,25 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
                 }
                 continue;
             }
+        }
+        if (!body && code[pc].loop_head && pc != nest_no) { /* a loop's passes as one nest */
+            uint32_t b = pc;
+            uint64_t n = 0;
+            while (++b < ncode && b - pc <= NEST_OPS)
+                if (code[b].op == IPU_OP_BRNZDEC && code[b].tgt == pc) {
+                    rc = nest_run(m, ti, t, xs, d, nw, b, &c, limit, &n, &pc, err);
+                    break;
+                }
+            turns += n;
+            fast += n;
+            if (rc != TS_OK)
+                goto out;
+            if (n) {
+                last = c - W;
+                lastf = F_BRNZDEC;
+                continue;
+            }
+            nest_no = pc;
         }
         ipu_insn *in = &code[pc];
         const uint8_t f = in->fast;
@@ -1721,7 +2179,7 @@ static ts_status in_step_run(ts_model *m, uint32_t ti, ipu_tile *t, uint64_t *cp
         pc = next;
         continue;
     slow: /* this turn through the full executor, worker by worker at their cycles */
-        span_no = UINT32_MAX; /* it may add the page a span lacked */
+        span_no = nest_no = UINT32_MAX; /* it may add the page a span or a nest lacked */
         step_ready(m, xs, d, nw, last, lastf);
         EACH xs[i]->pc = pc;
         last = UINT64_MAX;
