@@ -130,7 +130,6 @@ typedef struct ipu_insn {
     unsigned pure : 1;      /* rpt/rpti: the body writes nothing another context reads (no store,
                              * no coefficient load), so turns of it can run in closed form */
     unsigned ctx_ok : 2;    /* bit 0: the supervisor may issue it, bit 1: a worker may */
-    unsigned loop_head : 1; /* a backward brnzdec's target: where in_step_run tries a loop nest */
 } ipu_insn;
 _Static_assert(sizeof(ipu_insn) == 16, "a predecoded instruction takes 16 bytes");
 
@@ -243,7 +242,6 @@ typedef struct ipu_tile {
     uint64_t cf_turns;      /* turns run in workers_run or the closed form (tests read it) */
     uint64_t step_turns;    /* turns of them run with the workers in step (in_step_run; tests read it) */
     uint64_t span_passes;   /* repeat passes of them run as one span (span_run; tests read it) */
-    uint64_t nest_passes;   /* loop passes of them run as one nest (nest_run; tests read it) */
     uint32_t step_at;       /* 1 + the slot the workers' turns in step last started at, 0 if none */
     ipu_hostop *host; size_t nhost, cap_host;
     /* counters (instructions are counted per op, in opcnt) */

@@ -258,9 +258,6 @@ static ts_status load_streams(ts_model *m, const ts_program *p, ts_program *own,
             return brc;
         for (uint32_t pc = 0; pc < s->n; pc++)
             code[pc].fast = ts_ipu_fast_code(&code[pc]);
-        for (uint32_t pc = 0; pc < s->n; pc++)
-            if (code[pc].op == IPU_OP_BRNZDEC && code[pc].tgt <= pc)
-                code[code[pc].tgt].loop_head = 1;
         for (uint32_t pc = 0; pc < s->n; pc++) { /* repeat bodies: straight-line work only */
             if (code[pc].op != IPU_OP_RPT && code[pc].op != IPU_OP_RPTI)
                 continue;
