@@ -211,9 +211,14 @@ static size_t put_varint(uint8_t *d, uint32_t v)
 }
 
 /* Reads a minimal varint of at most 32 bits; -1 when malformed or past end. */
-static int get_varint(const uint8_t **at, const uint8_t *end, uint32_t *v)
+static inline int get_varint(const uint8_t **at, const uint8_t *end, uint32_t *v)
 {
     const uint8_t *d = *at;
+    if (d < end && !(*d & 0x80)) { /* one byte (most operands: registers, small immediates) */
+        *v = *d;
+        *at = d + 1;
+        return 0;
+    }
     uint64_t x = 0;
     for (int sh = 0; sh < 35; sh += 7) {
         if (d >= end)

@@ -439,6 +439,72 @@ START_TEST(in_step_bodies)
 }
 END_TEST
 
+/* Row and channel loops in step (a brnzdec loop around a repeat body, as the lowering emits them:
+ * the turns in step of in_step_run in ipu_exec.c), checked by ipu_test_run3 against issue cycle by
+ * cycle, tile memory included: the AMP loop with its inputs' pointer set again at every pass from
+ * another register, the coefficients' pointer going on from pass to pass and the outputs stored
+ * row by row; a copy loop whose inner body runs twice a pass, into a page there from the start and
+ * into one that is not there yet; counters that differ between the workers (they part at the
+ * branch); an inner count the loop changes. A loop such as these, run as one nest of passes
+ * checked at once, cost more host instructions than its turns one by one (docs/ipu.md). */
+START_TEST(in_step_nests)
+{
+    ipu_run r;
+    static const char amp[] = "  setzi $m5, 0x2000\n  shli $m2, $m1, 3\n  addi $m2, $m2, 0x2000\n"
+                              "  muli $m6, $m1, 128\n  addi $m6, $m6, 0x3000\n  setzi $m11, %u\n  setzi $m8, 3\n"
+                              "l:\n  ampzero\n  mov $m4, $m2\n"
+                              "  rpt $m11, 10\n  ld128putcs $m5, 0\n  addi $m5, $m5, 16\n  ld128putcs $m5, 1\n"
+                              "  addi $m5, $m5, 16\n  ld128putcs $m5, 2\n  addi $m5, $m5, 16\n  ld128putcs $m5, 3\n"
+                              "  addi $m5, $m5, 16\n  ld64step $a0, $m4, 8\n  f16v4amp $a0\n"
+                              "  ampget $a0, 0\n  ampget $a2, 1\n  st32 $a0, $m6, 0\n  st32 $a1, $m6, 4\n"
+                              "  st64 $a2, $m6, 8\n  addi $m6, $m6, 32\n  brnzdec $m8, l\n  exit\n";
+    char text[1536];
+    for (unsigned n = 1; n <= 2; n++) {
+        snprintf(text, sizeof text, amp, n);
+        ck_assert_uint_ge(step_run(text, &r), 4 * (9 + 10 * n));
+        ck_assert_float_ne(ipu_peekf(&r, 0, 0x3000 + 128 * 5), 0.0f); /* (the later passes read zeros) */
+        ipu_run_free(&r);
+    }
+    /* rows of 2 x 2 words copied and added, each worker its own output rows: 5 passes */
+    static const char add[] = "  shli $m2, $m1, 2\n  addi $m2, $m2, 0x2000\n  muli $m3, $m1, 64\n  addi $m3, $m3, %s\n"
+                              "  setzi $m9, 2\n  setzi $m8, %s\n"
+                              "l:\n  mov $m6, $m2\n  rpt $m9, 4\n  ld32step $a1, $m6, 4\n  ld32 $a2, $m6, 4\n"
+                              "  f32add $a3, $a1, $a2\n  st32step $a3, $m3, 4\n"
+                              "  addi $m2, $m2, 4\n  brnzdec $m8, l\n  exit\n";
+    snprintf(text, sizeof text, add, "0x3000", "4");
+    ck_assert_uint_ge(step_run(text, &r), 5 * 11);
+    for (unsigned w = 0; w < 6; w++)
+        for (unsigned k = 0; k < 10; k++) { /* pass p, inner q: words w + p + q and two after */
+            unsigned i = w + k / 2 + k % 2;
+            ck_assert_float_eq(ipu_peekf(&r, 0, 0x3000 + 64 * w + 4 * k),
+                               ipu_peekf(&r, 0, 0x2000 + 4 * i) + ipu_peekf(&r, 0, 0x2008 + 4 * i));
+        }
+    ipu_run_free(&r);
+    /* into the data's page, there from the start */
+    snprintf(text, sizeof text, add, "0x2400", "4");
+    ck_assert_uint_ge(step_run(text, &r), 5 * 11);
+    ck_assert_float_eq(ipu_peekf(&r, 0, 0x2400 + 64 * 5 + 4 * 9),
+                       ipu_peekf(&r, 0, 0x2000 + 4 * 10) + ipu_peekf(&r, 0, 0x2008 + 4 * 10));
+    ipu_run_free(&r);
+    /* into page 9, not there until the first store */
+    snprintf(text, sizeof text, add, "0x9000", "4");
+    ck_assert_uint_ge(step_run(text, &r), 5 * 11);
+    ipu_run_free(&r);
+    /* counters that differ: worker w makes 3 + (w & 1) passes */
+    snprintf(text, sizeof text, add, "0x3000", "2\n  andi $m10, $m1, 1\n  add $m8, $m8, $m10");
+    loop_run(text, &r);
+    ipu_run_free(&r);
+    /* the inner count read from a register the loop changes */
+    snprintf(text, sizeof text, add, "0x3000", "4\n  setzi $m9, 1");
+    text[strlen(text) - strlen("  addi $m2, $m2, 4\n  brnzdec $m8, l\n  exit\n")] = '\0';
+    strncat(text,
+            "  addi $m9, $m9, 1\n  andi $m9, $m9, 1\n  addi $m9, $m9, 1\n  addi $m2, $m2, 4\n  brnzdec $m8, l\n  exit\n",
+            sizeof text - strlen(text) - 1);
+    loop_run(text, &r);
+    ipu_run_free(&r);
+}
+END_TEST
+
 /* Bundles in the loops of workers that are not in step (each starts w turns after worker 0, as
  * the shared-coefficient kernel's workers run apart): workers_run does each bundle's two ops
  * itself (body_issue: the auxiliary op, then the main one, once the main one's access is checked)
@@ -1067,6 +1133,7 @@ static Suite *suite(void)
     tcase_add_test(t, closed_form_error_order);
     tcase_add_test(t, closed_form_stores);
     tcase_add_test(t, in_step_bodies);
+    tcase_add_test(t, in_step_nests);
     tcase_add_test(t, bundles_apart);
     tcase_add_test(t, float_arithmetic);
     tcase_add_test(t, half_conversion);
