@@ -885,16 +885,20 @@ static void check_latency_rows(const lowered *L, uint32_t rows)
  * passes the outputs of the columns west of it on on microthread 1 during its MACs (an fmovs on
  * thread 1; those PEs are row 0's after its first column: at most kc - 1), or, with a row below
  * it to finish each column's sums, row 0 only passes the chain on (its kc PEs run no MAC) and row
- * 1 sends it each column's outputs (its kc PEs move values, no MAC); *rows counts the latter. */
-static size_t chain_cut_products(const lowered *L, uint32_t width, size_t *rows)
+ * 1 sends it each column's outputs (its kc PEs move values, no MAC); *rows counts the latter. Of
+ * those, a product of 8 rows or more climbs its partial sums in two runs (lw_mm_runs in
+ * lower_wse_int.h): the lower run's top row sends its sums on a colour of their own, which the PEs
+ * of the upper run pass north (a route from the south to the north alone, which no other product's
+ * PE has): *splits counts those. */
+static size_t chain_cut_products(const lowered *L, uint32_t width, size_t *rows, size_t *splits)
 {
     size_t products = 0;
-    *rows = 0;
+    *rows = *splits = 0;
     for (size_t j = 0; j < L->rep.nstages; j++) {
         const ts_lower_wse_stage *s = &L->rep.stages[j];
         if (strcmp(s->what, "matmul") || s->skip)
             continue;
-        size_t pes = 0, chain = 0;
+        size_t pes = 0, chain = 0, north = 0;
         for (size_t i = 0; i < L->prog->nstreams; i++) {
             const ts_stream *st = &L->prog->streams[i];
             const uint32_t x = st->index % width, y = st->index / width;
@@ -905,6 +909,8 @@ static size_t chain_cut_products(const lowered *L, uint32_t width, size_t *rows)
                 pass |= st->insn[k].op == WSE_OP_FMOVS && st->insn[k].a[2] == 1;
                 mac |= st->insn[k].op == WSE_OP_FMACS || st->insn[k].op == WSE_OP_FMACH;
                 mov |= st->insn[k].op == WSE_OP_FMOVS;
+                north += st->insn[k].op == WSE_OP_ROUTE && st->insn[k].a[1] == WSE_MASK_S &&
+                         st->insn[k].a[2] == WSE_MASK_N;
             }
             pes += pass;
             chain += y == s->y && !mac && mov;
@@ -913,6 +919,8 @@ static size_t chain_cut_products(const lowered *L, uint32_t width, size_t *rows)
         ck_assert(chain == 0 || (chain == s->kc && s->kr >= 2 && !pes));
         products += pes > 0 || chain > 0;
         *rows += chain > 0;
+        ck_assert(north == 0 || (chain > 0 && s->kr >= 8));
+        *splits += north > 0;
     }
     return products;
 }
@@ -991,10 +999,11 @@ START_TEST(test_gpt_swiglu)
     if (M == 1) /* a decode: every one-row product sized for latency */
         check_latency_rows(&L, 16);
     /* a decode: products of one chain with their columns cut unevenly for the chain; none in a prefill */
-    size_t rows0;
-    const size_t cut = chain_cut_products(&L, 96, &rows0);
+    size_t rows0, splits;
+    const size_t cut = chain_cut_products(&L, 96, &rows0, &splits);
     ck_assert(M == 1 ? rows0 > 0 : rows0 == 0); /* a decode: some with a row 0 that only passes the chain */
     ck_assert(M == 1 ? cut > 0 : cut == 0);
+    ck_assert(M == 1 ? splits > 0 : splits == 0); /* a decode: some whose partial sums climb in two runs */
     check_logits(g, &L, spec);
     lowered_free(&L);
     ts_graph_destroy(g);
@@ -1090,8 +1099,9 @@ START_TEST(test_f16_products)
     ck_assert_uint_eq(f32, 0);
     ck_assert_uint_gt(f16, 0);
     /* the decodes: binary16 products of one chain with their columns cut unevenly for it */
-    size_t rows0;
-    ck_assert(_i ? chain_cut_products(&L, 96, &rows0) > 0 : chain_cut_products(&L, 96, &rows0) == 0);
+    size_t rows0, splits;
+    ck_assert(_i ? chain_cut_products(&L, 96, &rows0, &splits) > 0 : chain_cut_products(&L, 96, &rows0, &splits) == 0);
+    ck_assert(_i == 2 ? splits > 0 : splits == 0); /* GPT-2's form: its products of 8 rows or more */
     gref r;
     gref_run(g, &r);
     const int y = L.rep.out_tensor;

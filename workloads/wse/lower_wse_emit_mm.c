@@ -19,7 +19,10 @@
  * A decode's product cut for its chain (s->crow, chain_cuts in lower_wse_place.c) keeps row 0 for
  * the chain alone: it takes no inputs (its router passes the input down), passes on the outputs of
  * the columns west of it, then its column's, which row 1 sums from the rows below, finishes and
- * sends north, so the partial sums no longer share row 0's ramp with the chain.
+ * sends north, so the partial sums no longer share row 0's ramp with the chain. A column of such a
+ * product of 8 rows or more climbs in two runs where they pay (lw_mm_split in lower_wse_int.h): the
+ * lower run's top row sends its run's sums on a chain colour, which the rows above it pass north to
+ * row 1, which adds them after the upper run's.
  *
  * After a decode's RMSNormalization that passes its row on raw (s->rpass), the weights hold the
  * norm's scale and the input row is followed by the norm's 1 / s, which row 0 (row 1 under a
@@ -203,10 +206,13 @@ static void mm_routes(lw_gen *G, const lw_stage *s, const mm_pe *e)
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, take | (j + 1 < s->kc ? P_E : 0) | (s->kr > 1 ? P_S : 0));
     else
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_R | (i + 1 < s->kr ? P_S : 0));
+    const uint32_t m = lw_mm_split(s, e->nb); /* two runs: row m sends its run's sums on xcol */
     if (i > 0)
-        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, i), P_R, P_N);
-    if (i + 1 < s->kr)
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)(m && i == m ? lw_mm_xcol(s) : lw_rcol(s, i)), P_R, P_N);
+    if (i + 1 < s->kr && !(m && i + 1 == m))
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, i + 1), P_S, P_R);
+    if (m && i >= 1 && i < m) /* the second run's sums north to row 1 */
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_mm_xcol(s), P_S, i == 1 ? P_R : P_N);
     if (i == 0 && j > e->first)
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)mm_chain(s, j - 1), P_W, P_R);
     if (i == 0)
@@ -331,16 +337,22 @@ static void mm_reduce(lw_gen *G, const lw_stage *s, const mm_pe *e)
     const uint32_t fin = mm_fin(s);
     if (s->kr <= fin + 1) /* no rows below the one that finishes */
         return;
-    if (i + 1 == s->kr) {
-        ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, i), nb, 0);
+    const uint32_t m = lw_mm_split(s, e->nb); /* two runs: rows [m, kr) to row m, on to row 1 */
+    const uint32_t oc = m && i == m ? lw_mm_xcol(s) : lw_rcol(s, i);
+    if (i + 1 == s->kr || (m && i + 1 == m)) { /* a run's bottom */
+        ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)oc, nb, 0);
         ts_lww_op(G, mov, 4, 5, 2, -1, -1);
     } else if (i > fin) {
-        ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)lw_rcol(s, i), nb, 0);
+        ts_lww_op(G, WSE_OP_DSDOUT, 4, 5, (int)oc, nb, 0);
         ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, i + 1), nb);
         ts_lww_op(G, add, 5, 5, 2, 6, -1, -1);
     } else {
         ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_rcol(s, i + 1), nb);
         ts_lww_op(G, add, 5, 2, 2, 6, -1, -1);
+        if (m) { /* the second run's sums */
+            ts_lww_op(G, WSE_OP_DSDIN, 3, 6, (int)lw_mm_xcol(s), nb);
+            ts_lww_op(G, add, 5, 2, 2, 6, -1, -1);
+        }
     }
 }
 

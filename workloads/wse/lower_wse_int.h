@@ -305,6 +305,18 @@ typedef struct lw_pass {
  * sums north by row. */
 static inline uint32_t lw_gcol(const lw_stage *s, uint32_t j) { return s->set * 4 + 2 + (j & 1); }
 static inline uint32_t lw_rcol(const lw_stage *s, uint32_t i) { return s->set * 4 + (i & 1); }
+/* A decode's product cut for its chain (s->crow, one chain) of 8 rows or more: a column of nb
+ * outputs climbs its partial sums in two runs when the rows the second saves (about 7 cycles each,
+ * less a cycle to pass) pay for row 1's second add of nb, about when 3 (kr - 2) > nb. Rows [2, m)
+ * climb to row 1 on the row colours as before; rows [m, kr) climb to row m, which sends their sums
+ * on to row 1 on lw_mm_xcol, a chain colour (row 0 alone takes those), the routers of the rows
+ * between passing them north, a cycle a row where a row that adds takes about 8; row 1 adds both.
+ * Returns m = 2 + (kr - 2) / 2, 0 for one run. */
+static inline uint32_t lw_mm_split(const lw_stage *s, uint64_t nb)
+{
+    return s->crow && s->ko <= 1 && s->kr >= 8 && 3 * ((uint64_t)s->kr - 2) > nb ? 2 + (s->kr - 2) / 2 : 0;
+}
+static inline uint32_t lw_mm_xcol(const lw_stage *s) { return s->set * 4 + 2; }
 /* Ports of a chain's output route: east, and down too from the last PE of a fork. */
 static inline int lw_outp(const lw_stage *s, bool last) { return P_E | (last && s->fork ? P_S : 0); }
 /* Whether join s takes one PE that adds its two streams as they come and sends the sums straight
