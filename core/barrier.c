@@ -76,18 +76,22 @@ bool ts_barrier_sleep_(ts_barrier *b, uint32_t s, const _Atomic uint32_t *abort_
     return arrived;
 }
 
+/* 20 us: a round of the IPU model on 16 threads takes tens of microseconds */
+void ts_barrier_nap_(void)
+{
+    struct timespec nap = {0, 20000};
+    nanosleep(&nap, NULL);
+}
+
 void ts_barrier_gather(ts_barrier *b)
 {
     const uint32_t spins = b->spins, budget = b->spins + b->yields, others = b->nthreads - 1;
     for (uint32_t i = 0; atomic_load_explicit(&b->count, memory_order_acquire) < others; i++) {
         if (i < spins)
             continue;
-        if (b->sleep && i >= budget) {
-            /* 20 us: a round of the IPU model on 16 threads takes tens of microseconds */
-            struct timespec nap = {0, 20000};
-            nanosleep(&nap, NULL);
-        } else {
+        if (b->sleep && i >= budget)
+            ts_barrier_nap_();
+        else
             sched_yield();
-        }
     }
 }

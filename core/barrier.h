@@ -12,9 +12,14 @@
  *   3. then, when `sleep` is set, sleeps on a condition variable until the last arriver wakes it;
  *      without `sleep` it keeps yielding.
  *
- * The IPU sleeps after its budgets (its helpers idle between steps); the wafer mesh does not, and
- * passes an abort flag instead: a thread that sets it (a band stopped on an error) makes every
+ * Both families sleep after their budgets, so no waiting thread burns a core for long. The wafer
+ * mesh also passes an abort flag: a thread that sets it (a band stopped on an error) makes every
  * waiter return at once, because the others will not come.
+ *
+ * Counters beside the barrier. Threads that meet only where they touch (the wafer's bands) wait
+ * for a neighbour's counter rather than for all: ts_barrier_await waits until a counter reaches a
+ * value with the barrier's budgets, then naps (as ts_barrier_gather does), so that the counter's
+ * owner, which advances it every cycle, pays one plain store and never a wake-up.
  *
  * Memory ordering. The last arriver stores the count (relaxed) and then the sense (release): a
  * waiter that reads the new sense (acquire) sees everything every thread did before arriving, and
@@ -103,9 +108,38 @@ void ts_barrier_wake(ts_barrier *b);
  * others arrive within a phase of work. Not with an abort flag. */
 void ts_barrier_gather(ts_barrier *b);
 
-/* Slow paths of ts_barrier_wait (core/barrier.c), kept out of line. */
+/* Slow paths of ts_barrier_wait, ts_barrier_gather and ts_barrier_await (core/barrier.c), kept out
+ * of line. */
 void ts_barrier_wake_sleepers_(ts_barrier *b);
 bool ts_barrier_sleep_(ts_barrier *b, uint32_t s, const _Atomic uint32_t *abort_flag);
+void ts_barrier_nap_(void);
+
+/* Whether counter c has reached v, counting modulo 2^32 (v at most 2^31 ahead of c). */
+static inline bool ts_barrier_reached(uint32_t c, uint32_t v) { return (int32_t)(c - v) >= 0; }
+
+/* Wait until counter *a (set by its owner with a release store) has reached v, or until *abort_flag
+ * (when not NULL) is non-zero, with b's budgets: spins, then yields, then (on a barrier that sleeps)
+ * naps of ts_barrier_nap_ until it has. The owner wakes nobody, so a counter costs its owner one
+ * plain store; a waiter past its budgets has waited a millisecond or so, and a nap's 20 us more is
+ * little beside it. True when the counter reached v (its load is an acquire: the caller sees what
+ * the owner did before the store). */
+static inline bool ts_barrier_await(const ts_barrier *b, const _Atomic uint32_t *a, uint32_t v,
+                                    const _Atomic uint32_t *abort_flag)
+{
+    const uint32_t spins = b->spins, budget = b->spins + b->yields;
+    const bool sleep = b->sleep;
+    for (uint32_t i = 0; !ts_barrier_reached(atomic_load_explicit(a, memory_order_acquire), v); i++) {
+        if (abort_flag && atomic_load_explicit(abort_flag, memory_order_acquire))
+            return false;
+        if (i >= spins) {
+            if (sleep && i >= budget)
+                ts_barrier_nap_();
+            else
+                sched_yield();
+        }
+    }
+    return true;
+}
 
 /* Wait until all b->nthreads threads have called this, or until *abort_flag (when not NULL) is
  * non-zero. *sense is the calling thread's own sense (0 before its first wait, and after a reset);

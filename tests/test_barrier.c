@@ -276,6 +276,110 @@ START_TEST(gather_then_release)
 }
 END_TEST
 
+/* Counters handed on (ts_barrier_await): a ring of threads, thread t waiting each round for thread
+ * t - 1's counter (thread 0 for the last thread's of the round before), reading the slot its
+ * predecessor wrote (plain) before its counter's release store, then writing its own and storing
+ * its counter. With tiny budgets every wait past the first read naps. */
+typedef struct ring_test {
+    ts_barrier bar;
+    int nthreads, rounds;
+    _Atomic uint32_t ctr[MAXT];
+    int slot[MAXT];
+    _Atomic uint32_t wrong;
+} ring_test;
+
+typedef struct rarg {
+    ring_test *g;
+    int id;
+} rarg;
+
+static void *ring_main(void *p)
+{
+    rarg *a = p;
+    ring_test *g = a->g;
+    int t = a->id, prev = (t + g->nthreads - 1) % g->nthreads;
+    for (int r = 1; r <= g->rounds; r++) {
+        uint32_t need = t ? (uint32_t)r : (uint32_t)r - 1;
+        if (!ts_barrier_await(&g->bar, &g->ctr[prev], need, NULL))
+            atomic_fetch_add(&g->wrong, 1);
+        if ((r > 1 || t) && g->slot[prev] != (t ? r : r - 1))
+            atomic_fetch_add(&g->wrong, 1);
+        g->slot[t] = r;
+        atomic_store_explicit(&g->ctr[t], (uint32_t)r, memory_order_release);
+    }
+    return NULL;
+}
+
+static void ring_case(ring_test *g, int nthreads, int rounds, uint32_t spins, uint32_t yields, bool sleep)
+{
+    ck_assert_int_eq(ts_barrier_init(&g->bar, (uint32_t)nthreads, spins, yields, sleep, NULL), TS_OK);
+    g->nthreads = nthreads;
+    g->rounds = rounds;
+    for (int t = 0; t < MAXT; t++) {
+        atomic_init(&g->ctr[t], 0);
+        g->slot[t] = 0;
+    }
+    atomic_init(&g->wrong, 0);
+    pthread_t th[MAXT];
+    rarg args[MAXT];
+    for (int t = 0; t < nthreads; t++)
+        args[t] = (rarg){g, t};
+    for (int t = 1; t < nthreads; t++)
+        ck_assert_int_eq(pthread_create(&th[t], NULL, ring_main, &args[t]), 0);
+    ring_main(&args[0]);
+    for (int t = 1; t < nthreads; t++)
+        pthread_join(th[t], NULL);
+    ck_assert_uint_eq(atomic_load(&g->wrong), 0);
+    for (int t = 0; t < nthreads; t++)
+        ck_assert_uint_eq(atomic_load(&g->ctr[t]), (uint32_t)rounds);
+    ts_barrier_destroy(&g->bar);
+}
+
+START_TEST(counters_handed_on)
+{
+    static ring_test g;
+    ring_case(&g, 4, 1000, 4000, 0, false);    /* spins, then yields */
+    ring_case(&g, 4, 1000, 4000, 2000, true);  /* as the wafer mesh: spins, yields, naps */
+    ring_case(&g, MAXT, 200, 0, 0, true);      /* naps at once, more threads than cores */
+}
+END_TEST
+
+/* A waiter napping on a counter that never moves ends its wait on the abort flag. */
+typedef struct await_abort {
+    ts_barrier bar;
+    _Atomic uint32_t ctr, abort_flag, result, started;
+} await_abort;
+
+static void *await_abort_main(void *p)
+{
+    await_abort *g = p;
+    atomic_store(&g->started, 1);
+    atomic_store(&g->result, ts_barrier_await(&g->bar, &g->ctr, 1, &g->abort_flag) ? 1u : 2u);
+    return NULL;
+}
+
+START_TEST(await_ends_on_abort)
+{
+    static await_abort g;
+    ck_assert_int_eq(ts_barrier_init(&g.bar, 2, 0, 0, true, NULL), TS_OK);
+    atomic_init(&g.ctr, 0);
+    atomic_init(&g.abort_flag, 0);
+    atomic_init(&g.result, 0);
+    atomic_init(&g.started, 0);
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, await_abort_main, &g), 0);
+    while (!atomic_load(&g.started))
+        pause_us(10);
+    pause_us(2000); /* napping by now */
+    ck_assert_uint_eq(atomic_load(&g.result), 0);
+    atomic_store(&g.abort_flag, 1);
+    pthread_join(th, NULL);
+    ck_assert_uint_eq(atomic_load(&g.result), 2);
+    ck_assert_uint_eq(atomic_load(&g.ctr), 0);
+    ts_barrier_destroy(&g.bar);
+}
+END_TEST
+
 static Suite *barrier_suite(void)
 {
     Suite *s = suite_create("barrier");
@@ -286,6 +390,8 @@ static Suite *barrier_suite(void)
     tcase_add_test(tc, one_thread_and_no_ops);
     tcase_add_test(tc, gather_then_release);
     tcase_add_test(tc, abort_ends_the_wait);
+    tcase_add_test(tc, counters_handed_on);
+    tcase_add_test(tc, await_ends_on_abort);
     suite_add_tcase(s, tc);
     return s;
 }

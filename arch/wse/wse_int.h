@@ -381,10 +381,12 @@ struct ts_model {
     bool done, stop, deadlock;
     ts_status run_st;
     char pad1[WSE_PAD];
-    ts_barrier bar;             /* the threads' barrier (wse_threads.c): spins, yields, honours abort */
+    ts_barrier bar;             /* the threads' barrier (wse_threads.c): spins, yields, sleeps, honours
+                                 * abort; the bands' counters are awaited with its budgets */
     char pad2[WSE_PAD];
     _Atomic uint32_t stop_claim; /* set by the first band to decide a stop, which leaves it in final */
     _Atomic uint32_t abort;      /* set when that stop is an error: bands ahead of it stop waiting */
+    _Atomic uint32_t gate;       /* a run's threads wait here until all started: 1 go, 2 leave */
     wse_decision final;
     char pad4[WSE_PAD];
 };

@@ -8,8 +8,10 @@
  * may be a cycle ahead of its neighbour. Each band leaves a summary of its cycle, and the
  * end-of-cycle decision (go on, jump over idle cycles to the first sleeper, done, deadlock, error)
  * is a pure function of the summaries, so every thread that takes it takes the same one. A
- * barrier (core/barrier.h, spinning and yielding) serves lockstep, activity windows and the
- * re-splits of the bands by measured work.
+ * barrier (core/barrier.h) serves lockstep, activity windows and the re-splits of the bands by
+ * measured work; the bands' counters are awaited with its budgets (ts_barrier_await). A waiting
+ * thread spins, then yields, then naps, so a band that waits long (another band's cycle is much
+ * more work, or the host's cores are fewer than the threads) does not burn a core.
  */
 #include "arch/wse/wse_inline.h"
 
@@ -29,7 +31,8 @@
 
 static inline bool has_edges(const wse_band *b) { return b->edge_lo > b->id0 || b->edge_hi < b->id1; }
 
-#define WSE_SPINS 4000 /* spins before yielding; a cycle of a 16 x 16 band takes a few microseconds */
+#define WSE_SPINS 4000  /* spins before yielding; a cycle of a 16 x 16 band takes a few microseconds */
+#define WSE_YIELDS 2000 /* yields before sleeping: about a millisecond on an idle core */
 
 static uint64_t host_ns(void)
 {
@@ -42,18 +45,10 @@ static uint64_t host_ns(void)
  * waits is counted for balancing the bands (rebalance()). */
 static bool wait_seq(const ts_model *m, wse_band *b, const _Atomic uint32_t *a, uint32_t seq)
 {
-    if ((int32_t)(atomic_load_explicit(a, memory_order_acquire) - seq) >= 0)
+    if (ts_barrier_reached(atomic_load_explicit(a, memory_order_acquire), seq))
         return true;
     uint64_t t0 = host_ns();
-    bool ok = true;
-    for (unsigned i = 0; (int32_t)(atomic_load_explicit(a, memory_order_acquire) - seq) < 0; i++) {
-        if (atomic_load_explicit(&m->abort, memory_order_acquire)) {
-            ok = false;
-            break;
-        }
-        if (i >= WSE_SPINS)
-            sched_yield();
-    }
+    bool ok = ts_barrier_await(&m->bar, a, seq, &m->abort);
     b->waited_ns += host_ns() - t0;
     return ok;
 }
@@ -230,9 +225,9 @@ static void deadlock_check(ts_model *m)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* threads: the barrier (core/barrier.h) spins, then yields, and never sleeps (a cycle of a band
- * takes microseconds, and a run's threads live only as long as the run); a wait ends early when a
- * band stopped on an error (abort), since the others will not come */
+/* threads: the barrier (core/barrier.h) spins, then yields, then sleeps (a cycle of a band takes
+ * microseconds, so most waits end while spinning); a wait ends early when a band stopped on an
+ * error (abort), since the others will not come (ts_barrier_wake: a sleeper re-reads the flag) */
 
 static inline void spin_barrier(ts_model *m, uint32_t *sense)
 {
@@ -386,6 +381,7 @@ static void *thread_main(void *p)
                 m->final = d;
             if (d.oom || d.eband >= 0) {
                 atomic_store_explicit(&m->abort, 1u, memory_order_release);
+                ts_barrier_wake(&m->bar); /* sleepers re-read the flag */
                 break; /* other bands may be past this cycle: no window is sampled */
             }
         }
@@ -416,6 +412,17 @@ static void *thread_main(void *p)
     }
     b->busy_ns += host_ns() - b->mark_ns;
     return NULL;
+}
+
+/* A started thread's entry: wait at the gate until every thread has started (without the barrier,
+ * so that a run whose threads could not all start sends the others home before any meets it). */
+static void *thread_entry(void *p)
+{
+    const thr_arg *a = p;
+    uint32_t g;
+    while ((g = atomic_load_explicit(&a->m->gate, memory_order_acquire)) == 0)
+        sched_yield();
+    return g == 1 ? thread_main(p) : NULL;
 }
 
 /* Run the cycle loop on every band up to `limit` (or an earlier stop). */
@@ -452,24 +459,29 @@ static ts_status run_threads(ts_model *m, uint64_t limit, ts_err *err)
             ts_free(args);
             return ts_err_set(err, TS_ENOMEM, "cannot start %d threads", m->nthreads);
         }
-        /* no sleeping: nothing to create, so this cannot fail, and it resets a barrier left
-         * mid-way by an abort in the last run */
-        (void)ts_barrier_init(&m->bar, (uint32_t)m->nthreads, WSE_SPINS, 0, false, err);
+        /* a barrier of its own for each run: one left mid-way by an abort is not reused */
+        ts_status brc = ts_barrier_init(&m->bar, (uint32_t)m->nthreads, WSE_SPINS, WSE_YIELDS, true, err);
+        if (brc) {
+            ts_free(tid);
+            ts_free(args);
+            return brc;
+        }
         int started = 1;
         for (int k = 0; k < m->nthreads; k++)
             args[k] = (thr_arg){m, k};
+        atomic_store(&m->gate, 0);
         for (int k = 1; k < m->nthreads; k++) {
-            if (pthread_create(&tid[k], NULL, thread_main, &args[k]))
+            if (pthread_create(&tid[k], NULL, thread_entry, &args[k]))
                 break;
             started++;
         }
+        atomic_store_explicit(&m->gate, started == m->nthreads ? 1u : 2u, memory_order_release);
         if (started != m->nthreads) {
-            /* the started threads would wait at the first barrier for ever: run them alone is not
-             * possible, so this is fatal for the run */
-            for (int k = 1; k < started; k++)
-                pthread_cancel(tid[k]);
+            /* the started threads leave at the gate: the run cannot go on without its bands' threads,
+             * so this is fatal for the run */
             for (int k = 1; k < started; k++)
                 pthread_join(tid[k], NULL);
+            ts_barrier_destroy(&m->bar);
             ts_free(tid);
             ts_free(args);
             return ts_err_set(err, TS_ENOMEM, "cannot start %d threads", m->nthreads);
@@ -477,6 +489,7 @@ static ts_status run_threads(ts_model *m, uint64_t limit, ts_err *err)
         thread_main(&args[0]);
         for (int k = 1; k < m->nthreads; k++)
             pthread_join(tid[k], NULL);
+        ts_barrier_destroy(&m->bar);
         ts_free(tid);
         ts_free(args);
     }
