@@ -258,23 +258,28 @@ static bool runs_wmax(const lw *L, uint32_t tn, uint64_t *wmax)
 
 /* Under the code spread: the first tile for an operator of key k met before, whose last one put
  * prof[j] instructions on its tile j: the run whose fullest tile, the code already there and the
- * profile added, is least full, among those whose weights (wmax) are no more than at the keyed
- * start; that start first, then the runs from tile 0 (the first of the least full). */
+ * profile added, is least full, and of those the one whose fullest tile where the profile is
+ * heavy (at least half its most) is least full (a tile of other operators' code, on every run,
+ * must not keep the same operator of every layer on the same tiles), among the runs whose weights
+ * (wmax) are no more than at the keyed start's; that start first, then the runs from tile 0. */
 static uint32_t code_start(const lw *L, const struct lw_pkey *k, const uint64_t *wmax)
 {
-    uint32_t tn = k->tn, best = k->t0;
-    uint64_t most = UINT64_MAX;
+    uint32_t tn = k->tn, best = k->t0, peak = 0;
+    for (uint32_t j = 0; j < tn; j++)
+        peak = k->prof[j] > peak ? k->prof[j] : peak;
+    uint64_t most = UINT64_MAX, hmost = UINT64_MAX;
     for (uint32_t i = 0; i <= L->T - tn; i++) {
         uint32_t b = i ? i - 1 + (i - 1 >= k->t0) : k->t0; /* the keyed start, then the others */
         if (wmax[b] > wmax[k->t0])
             continue;
-        uint64_t m = 0;
-        for (uint32_t j = 0; j < tn && m < most; j++) {
+        uint64_t m = 0, h = 0;
+        for (uint32_t j = 0; j < tn; j++) {
             uint64_t c = (uint64_t)L->code0[b + j] + k->prof[j];
             m = c > m ? c : m;
+            h = (uint64_t)k->prof[j] * 2 >= peak && c > h ? c : h;
         }
-        if (m < most)
-            most = m, best = b;
+        if (m < most || (m == most && h < hmost))
+            most = m, hmost = h, best = b;
     }
     return best;
 }
@@ -295,8 +300,13 @@ uint32_t lwi_place_op(lw *L, uint32_t tn, bool keyed)
     for (size_t k = 0; k < L->npkeys && keyed; k++)
         if (L->pkeys[k].key == key && L->pkeys[k].tn == tn) {
             uint32_t b = L->pkeys[k].t0;
-            if (L->cspread && L->pkeys[k].prof)
+            lw_wt *e = &L->w[L->cur];
+            if (L->cspread && !L->measure && e->cs) /* the first pass's choice */
+                b = e->cs - 1;
+            else if (L->cspread && L->pkeys[k].prof)
                 b = code_start(L, &L->pkeys[k], wmax);
+            if (L->cspread && L->measure)
+                e->cs = b + 1;
             ts_free(wmax);
             L->pk = (int)k;
             L->pk_t0 = b;

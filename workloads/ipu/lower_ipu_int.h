@@ -77,8 +77,9 @@ typedef struct lw_blk { uint64_t a, n; } lw_blk; /* a live block of the dynamic 
 /* An operator's weights: bytes per tile (the most any of its tiles holds), the tiles lo..hi-1
  * their segments go to (lo == hi: none), their address on those tiles and the lowest static byte
  * on any tile while the operator runs (lwi_place_weights); spread: its first tile chosen by
- * lwi_spread. */
-typedef struct lw_wt { uint64_t bytes, addr, lim; uint32_t lo, hi; bool spread; } lw_wt;
+ * lwi_spread; cs: 1 + the first tile the code spread chose in the first pass (lwi_place_op: the
+ * passes' code differs a little, their tiles must not), 0: none. */
+typedef struct lw_wt { uint64_t bytes, addr, lim; uint32_t lo, hi, cs; bool spread; } lw_wt;
 typedef struct lw_tab { uint64_t hash, bytes, addr; uint32_t tiles; } lw_tab; /* static data the same on every tile */
 /* An exchange of the program as emitted: in superstep `step`, tile dst receives (words > 0) or tile
  * src sends (words < 0) that many words; node: the operator that emitted it; pc: the receive's or
