@@ -789,17 +789,18 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
             rc = lower_pass(g, p, plans, false, mmshare, w, hinted ? tload : NULL, place, &perm, out, rep, &overfull,
                             &code_over, err);
         next = next_budget(p, budget, planned, overfull);
-        /* code past a tile's memory: first the same plan under the code spread (lwi_place_op: the
-         * same operator of every layer starts where its code leaves the fullest tile least full),
-         * then a smaller budget once; each try is a whole pass, and a model whose code is far over
-         * would go down the budgets 1/64 of the tile at a time */
-        bool cspread = code_over && place < 2;
+        /* code past a tile's memory: a smaller budget once, then that plan again under the code
+         * spread (lwi_place_op: the same operator of every layer starts where its code leaves the
+         * tiles least full), so that what fits today is lowered as before, then once more a
+         * smaller budget under the spread; each try is a whole pass, and a model whose code is
+         * far over would go down the budgets 1/64 of the tile at a time */
+        bool cspread = code_over && code_tries == 1 && place < 2;
         if (cspread)
             place = 2, next = budget;
         bool spent = plans && next < p->target.sram_bytes / 8;
         if (rc == TS_OK || !overfull || (spent && p->planner != TS_LOWER_PLANNER_AUTO) ||
             (!plans && mmshare >= 64 && p->target.sram_bytes / mmshare / 2 < LW_MIN_SHARE) ||
-            (code_over && !cspread && code_tries++))
+            (code_over && !cspread && code_tries++ >= 2))
             break;
         if (err) {
             if (!closest || overfull < closest_by) {

@@ -269,9 +269,10 @@ uint32_t lwi_spread(lw *L, uint32_t tn);
  * holds the fewest weights of the operators before it (the first such run), or, keyed, where an
  * operator of the same key and tiles started before; else at tile 0. Under the code spread
  * (L->cspread) a keyed operator met before starts instead where its last one's code, added to the
- * code on the tiles, leaves the fullest tile least full, among the runs whose fullest holds no more
- * weights than the keyed start's (that start first, then from tile 0). Sets L->base and L->toff
- * and returns the first tile. */
+ * code on the tiles, leaves the tiles where it is heavy, then the fullest tile, least full, among
+ * the runs whose fullest holds no more weights than the keyed start's and a quarter of the tile
+ * (that start first, then from tile 0; code_start). Sets L->base and L->toff and returns the
+ * first tile. */
 uint32_t lwi_place_op(lw *L, uint32_t tn, bool keyed);
 /* After a keyed operator's code (before lwi_check_code), under the code spread: the instructions it
  * put on each of its tiles, its key's profile for the next operator of the key. */

@@ -580,8 +580,8 @@ ts_status lwi_lower_bmm(lw *L, const ts_graph_node *n, lw_scr *sc)
         rp = rp0, nrb = ts_geom_cdiv(M, rp0);
     uint32_t tn = (uint32_t)(nb * nrb);
     /* from tile 0, but under the code spread (a plan's code past a tile's memory) where the code of
-     * the same operator of the layers before leaves the fullest tile least full (lwi_place_op):
-     * ViT-B/16 at batch 4 on ipu_mk2 put 8,109 instructions of each layer's on tile 5 */
+     * the same operator of the layers before leaves the fullest tile least full (lwi_place_op), so
+     * that the code of a model's attention products does not stack on the same tiles */
     if (L->cspread)
         lwi_place_op(L, tn, true);
     for (uint32_t t = 0; t < tn; t++) {
