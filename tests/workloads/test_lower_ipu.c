@@ -2874,6 +2874,89 @@ START_TEST(test_products_spread)
 }
 END_TEST
 
+/* A chain of np products named as a model's layers ("layers.N.mm", one key), m x k by k x k
+ * weights, each on one tile under planner (b)'s plan 1 x 1 x 1; y gets the last product's output. */
+static ts_graph *layer_chain(int np, int m, int k, int *y)
+{
+    ts_graph *g = ts_graph_create("layers");
+    int a = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){m, k});
+    fill(g, a);
+    for (int i = 0; i < np; i++) {
+        char wn[24], mn[24], yn[24];
+        snprintf(wn, sizeof wn, "layers.%d.w", i);
+        snprintf(mn, sizeof mn, "layers.%d.mm", i);
+        snprintf(yn, sizeof yn, "layers.%d.y", i);
+        int w = tensor(g, wn, TS_TENSOR_WEIGHT, 2, (int64_t[]){k, k});
+        fill_scaled(g, w, 0.25f);
+        int o = tensor(g, yn, TS_TENSOR_ACTIVATION, -1, NULL);
+        node(g, TS_OP_MATMUL, mn, (int[]){a, w}, 2, o, NULL);
+        a = o;
+    }
+    ts_graph_mark_output(g, a);
+    finalize(g);
+    *y = a;
+    return g;
+}
+
+START_TEST(test_code_spread)
+{
+    /* Sixteen products named as layers (one key), 128 rows by an 8 x 8 weight, each on one tile
+     * (planner (b)'s plan 1 x 1 x 1), about 800 instructions each (a row's loads unrolled), on
+     * ipu_small16 with 48 KiB tiles (12,288 instructions): from tile 0 on, every product's code
+     * stacked on tile 0 and did not fit, nor at the smaller budget; under the code spread each
+     * product after the first starts where its last one's code leaves the fullest tile least full,
+     * and the chain's values are those of the products. */
+    enum { NP = 16, M = 128, K = 8 };
+    int y;
+    ts_graph *g = layer_chain(NP, M, K, &y);
+    static const char *const sets[] = {"tile.sram=48 KiB", NULL};
+    static const ts_t10_plan one = {.fm = 1, .fn = 1, .fk = 1, .ft = 1, .rp = 1};
+    planner = TS_LOWER_PLANNER_T10;
+    t10_plan = &one;
+    run_sets = sets;
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    run_sets = NULL;
+    /* the outputs on more than one tile; no tile's code past 12,288 instructions */
+    uint32_t tiles = 0;
+    for (size_t k = 0; k < L.rep.nplaces; k++)
+        if (L.rep.places[k].ntiles == 1)
+            tiles |= 1u << L.rep.places[k].t0;
+    ck_assert_uint_gt((uint32_t)__builtin_popcount(tiles), 1);
+    for (size_t t = 0; t < L.prog->nstreams; t++)
+        ck_assert_uint_le(L.prog->streams[t].n, 48 * 1024 / 4);
+    /* f32: within 1e-5 of the sum of |terms| carried through the chain */
+    const ts_graph_node *last = NULL;
+    double v[M][K], m[M][K], nv[M][K], nm[M][K];
+    for (int r = 0; r < M; r++)
+        for (int k = 0; k < K; k++) {
+            v[r][k] = val(ts_graph_get_node(g, 0)->in[0], r * K + k);
+            m[r][k] = fabs(v[r][k]);
+        }
+    for (int i = 0; i < NP; i++) {
+        last = ts_graph_get_node(g, i);
+        for (int r = 0; r < M; r++)
+            for (int j = 0; j < K; j++) {
+                nv[r][j] = nm[r][j] = 0;
+                for (int k = 0; k < K; k++) {
+                    double c = (double)val(last->in[1], k * K + j) * 0.25;
+                    nv[r][j] += v[r][k] * c;
+                    nm[r][j] += m[r][k] * fabs(c);
+                }
+            }
+        memcpy(v, nv, sizeof v);
+        memcpy(m, nm, sizeof m);
+    }
+    for (int r = 0; r < M; r++)
+        for (int j = 0; j < K; j++)
+            near(out_at(&L, g, y, (uint64_t)(r * K + j)), v[r][j], m[r][j], "y", (uint64_t)(r * K + j));
+    lowered_free(&L);
+    ts_graph_destroy(g);
+    planner = TS_LOWER_PLANNER_LCS;
+    t10_plan = NULL;
+}
+END_TEST
+
 /* The tests; with `slow`, only the full-size ResNet-50 block instead (the suite "slow": it runs
  * with TS_SLOW_TESTS=1 and is skipped with 77 otherwise, saying so). */
 int main(int argc, char **argv)
@@ -2945,6 +3028,7 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_auto_monotonic, 0, 3);
     tcase_add_test(tc, test_auto_deep_fits);
     tcase_add_test(tc, test_products_spread);
+    tcase_add_test(tc, test_code_spread);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

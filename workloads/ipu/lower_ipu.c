@@ -477,6 +477,7 @@ static ts_status lower_op(lw_pass *ps, int i)
     uint32_t first = L->step;
     L->optiles = 0;
     L->cur = i;
+    L->pk = -1;
     L->wnext = 0;
     L->slim = L->w[i].lim;
     const ts_graph_node *nd = ts_graph_get_node(L->g, i);
@@ -499,6 +500,8 @@ static ts_status lower_op(lw_pass *ps, int i)
         L->pl[nd->in[k]] = keep[k];
     ts_free(keep);
     L->base = L->toff = 0;
+    if (rc == TS_OK)
+        lwi_code_profile(L);
     const lw_wt *e = &L->w[i]; /* its weights, where the next operators start (lwi_place_op) */
     for (uint32_t t = e->lo; L->wload && rc == TS_OK && !e->spread && e->bytes && t < e->hi && t < L->T; t++)
         L->wload[t] += e->bytes;
@@ -582,6 +585,8 @@ static void pass_free(lw_pass *ps)
     ts_free(L->fold);
     ts_free(L->fbias);
     ts_free(L->wload);
+    for (size_t k = 0; k < L->npkeys; k++)
+        ts_free(L->pkeys[k].prof);
     ts_free(L->pkeys);
     ts_free(L->marks);
     ts_free(L->xr);
@@ -591,17 +596,19 @@ static void pass_free(lw_pass *ps)
 
 /* One pass of the lowering: with measure, only the weight bytes and tiles per node (w) and the table
  * bytes (*perm) are found; otherwise they place the static data, and *out gets the program. tload:
- * lw's (NULL: none); place: operators with weights start where the weights before them are fewest
- * (lwi_place_op), else at tile 0. *overfull: the bytes short when an operator did not fit (1 for a
- * tile's code), else 0; *code_over: whether that was code (either may be NULL). */
+ * lw's (NULL: none); place 1: operators with weights start where the weights before them are
+ * fewest (lwi_place_op), 2: and under the code spread (L->cspread), 0: at tile 0. *overfull: the
+ * bytes short when an operator did not fit (1 for a tile's code), else 0; *code_over: whether that
+ * was code (either may be NULL). */
 static ts_status lower_pass(const ts_graph *g, const ts_lower_ipu_params *p, const ts_t10_plan *plans, bool measure,
-                            uint32_t mmshare, lw_wt *w, const uint64_t *tload, bool place, uint64_t *perm,
+                            uint32_t mmshare, lw_wt *w, const uint64_t *tload, int place, uint64_t *perm,
                             ts_program **out, ts_lower_report *rep, uint64_t *overfull, bool *code_over, ts_err *err)
 {
     lw_pass ps = {0};
     lw *L = &ps.L;
     ts_status rc = pass_init(&ps, g, p, plans, measure, mmshare, w, *perm, err);
     L->tload = tload;
+    L->cspread = place > 1;
     if (rc == TS_OK && place && !(L->wload = ts_calloc(L->T, sizeof *L->wload)))
         rc = ts_err_set(err, TS_ENOMEM, "out of memory lowering '%s'", ts_graph_name(g));
     if (rc == TS_OK)
@@ -750,7 +757,9 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
     char *closest = NULL;
     uint64_t closest_by = 0;
     unsigned code_tries = 0;
-    bool place = false; /* operators start where the weights before them are fewest (weights_stacked) */
+    /* 1: operators start where the weights before them are fewest (weights_stacked); 2: and where
+     * a plan's code passed a tile's memory, the same plan again under the code spread */
+    int place = 0;
     for (uint64_t budget = p->target.sram_bytes, next = 0, planned = 0;; budget = next, mmshare *= plans ? 1 : 2) {
         memset(w, 0, nn * sizeof *w);
         perm = 0;
@@ -763,7 +772,7 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
          * the others' weights leave the most memory (lwi_spread) */
         rc = lower_pass(g, p, plans, true, mmshare, w, NULL, place, &perm, out, NULL, NULL, NULL, err);
         if (rc == TS_OK && !place && weights_stacked(w, nn, T, p->target.sram_bytes, tload)) {
-            place = true;
+            place = 1;
             memset(w, 0, nn * sizeof *w);
             perm = 0;
             rc = lower_pass(g, p, plans, true, mmshare, w, NULL, place, &perm, out, NULL, NULL, NULL, err);
@@ -780,11 +789,19 @@ ts_status ts_lower_ipu(const ts_graph *g, const void *ipu_params, ts_program **o
             rc = lower_pass(g, p, plans, false, mmshare, w, hinted ? tload : NULL, place, &perm, out, rep, &overfull,
                             &code_over, err);
         next = next_budget(p, budget, planned, overfull);
+        /* code past a tile's memory: a smaller budget once, then that plan again under the code
+         * spread (lwi_place_op: the same operator of every layer starts where its code leaves the
+         * tiles least full), so that what fits at the first or second try is lowered as before;
+         * each try is a whole pass, and a model whose code is far over would go down the budgets
+         * 1/64 of the tile at a time (a fourth try, a smaller budget under the spread, left
+         * ViT-B/16 at batch 4 2,908 bytes over where the third was 188) */
+        bool cspread = code_over && code_tries == 1 && place < 2;
+        if (cspread)
+            place = 2, next = budget;
         bool spent = plans && next < p->target.sram_bytes / 8;
-        /* code past a tile's memory is tried again once: each try is a whole pass, and a model whose
-         * code is far over would go down the budgets 1/64 of the tile at a time */
         if (rc == TS_OK || !overfull || (spent && p->planner != TS_LOWER_PLANNER_AUTO) ||
-            (!plans && mmshare >= 64 && p->target.sram_bytes / mmshare / 2 < LW_MIN_SHARE) || (code_over && code_tries++))
+            (!plans && mmshare >= 64 && p->target.sram_bytes / mmshare / 2 < LW_MIN_SHARE) ||
+            (code_over && !cspread && code_tries++))
             break;
         if (err) {
             if (!closest || overfull < closest_by) {

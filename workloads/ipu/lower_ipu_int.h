@@ -77,8 +77,9 @@ typedef struct lw_blk { uint64_t a, n; } lw_blk; /* a live block of the dynamic 
 /* An operator's weights: bytes per tile (the most any of its tiles holds), the tiles lo..hi-1
  * their segments go to (lo == hi: none), their address on those tiles and the lowest static byte
  * on any tile while the operator runs (lwi_place_weights); spread: its first tile chosen by
- * lwi_spread. */
-typedef struct lw_wt { uint64_t bytes, addr, lim; uint32_t lo, hi; bool spread; } lw_wt;
+ * lwi_spread; cs: 1 + the first tile the code spread chose in the first pass (lwi_place_op: the
+ * passes' code differs a little, their tiles must not), 0: none. */
+typedef struct lw_wt { uint64_t bytes, addr, lim; uint32_t lo, hi, cs; bool spread; } lw_wt;
 typedef struct lw_tab { uint64_t hash, bytes, addr; uint32_t tiles; } lw_tab; /* static data the same on every tile */
 /* An exchange of the program as emitted: in superstep `step`, tile dst receives (words > 0) or tile
  * src sends (words < 0) that many words; node: the operator that emitted it; pc: the receive's or
@@ -117,7 +118,15 @@ typedef struct lw {
     uint64_t *wload;
     /* the first tiles lwi_place_op chose, by key (the operator's kind, shapes and name less its
      * layer numbers) and tiles: the same operator of every layer lands on the same tiles. Owned. */
-    struct lw_pkey { uint64_t key; uint32_t tn, t0; } *pkeys; size_t npkeys, cappkeys;
+    struct lw_pkey { uint64_t key; uint32_t tn, t0; uint32_t *prof; } *pkeys; size_t npkeys, cappkeys;
+    /* the code spread (a plan's code past a tile's memory planned again): the operator of a key met
+     * before starts where its last one's instructions per tile (pkeys[].prof, owned, tn entries)
+     * added to the instructions already there make the fullest tile fullest least (lwi_place_op);
+     * pk: the key of the current operator (-1: none), pk_t0 its first tile, whose profile
+     * lower_op records */
+    bool cspread;
+    int pk;
+    uint32_t pk_t0;
     uint32_t *code0;      /* per tile: its instructions before the current operator, owned */
     lw_ctop *ctop;        /* per tile: the operators that put the most code there, owned */
     uint32_t units;       /* AMP f32 units: outputs per AMP pass */
@@ -258,9 +267,16 @@ uint32_t lwi_spread(lw *L, uint32_t tn);
 /* An operator with weights on tn tiles (a MatMul, Gemm or Conv of every planner, a LayerNorm of
  * many rows) starts, when L->wload is set, at the first tile of the run of tn tiles whose fullest
  * holds the fewest weights of the operators before it (the first such run), or, keyed, where an
- * operator of the same key and tiles started before; else at tile 0. Sets L->base and L->toff and
- * returns the first tile. */
+ * operator of the same key and tiles started before; else at tile 0. Under the code spread
+ * (L->cspread) a keyed operator met before starts instead where its last one's code, added to the
+ * code on the tiles, leaves the tiles where it is heavy, then the fullest tile, least full, among
+ * the runs whose fullest holds no more weights than the keyed start's and a quarter of the tile
+ * (that start first, then from tile 0; code_start). Sets L->base and L->toff and returns the
+ * first tile. */
 uint32_t lwi_place_op(lw *L, uint32_t tn, bool keyed);
+/* After a keyed operator's code (before lwi_check_code), under the code spread: the instructions it
+ * put on each of its tiles, its key's profile for the next operator of the key. */
+void lwi_code_profile(lw *L);
 /* After each operator: each tile's code against its memory (LW_INSN_BYTES an instruction, the halt
  * to come counted); TS_EINPUT naming the tile, the bytes over and the operators that put the most
  * code there. */

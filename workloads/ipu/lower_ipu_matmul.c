@@ -579,6 +579,11 @@ ts_status lwi_lower_bmm(lw *L, const ts_graph_node *n, lw_scr *sc)
     if (blocked)
         rp = rp0, nrb = ts_geom_cdiv(M, rp0);
     uint32_t tn = (uint32_t)(nb * nrb);
+    /* from tile 0, but under the code spread (a plan's code past a tile's memory) where the code of
+     * the same operator of the layers before leaves the fullest tile least full (lwi_place_op), so
+     * that the code of a model's attention products does not stack on the same tiles */
+    if (L->cspread)
+        lwi_place_op(L, tn, true);
     for (uint32_t t = 0; t < tn; t++) {
         uint64_t r0 = t / nrb * M + t % nrb * rp; /* the tile's first row of A's nb * M */
         sc->lo[t] = r0 * K;
@@ -614,7 +619,7 @@ ts_status lwi_lower_bmm(lw *L, const ts_graph_node *n, lw_scr *sc)
     if (rc != TS_OK)
         return rc;
     lwi_use_tiles(L, tn);
-    L->pl[n->out[0]] = (lw_place){.ntiles = tn, .chunk = rp * N, .addr = out, .es = 4};
+    L->pl[n->out[0]] = (lw_place){.ntiles = tn, .t0 = L->base, .chunk = rp * N, .addr = out, .es = 4};
     if (blocked) /* batch b's rows r on tile b * nrb + r / rp */
         L->pl[n->out[0]].inner = M * N, L->pl[n->out[0]].cb = 1, L->pl[n->out[0]].pb = rp * N,
         L->pl[n->out[0]].nrb = (uint32_t)nrb;
