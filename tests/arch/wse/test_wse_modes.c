@@ -285,6 +285,30 @@ START_TEST(modes_rebalanced)
 }
 END_TEST
 
+/* Twelve bands (more than the six threads the ring of summaries held before), which meet only where
+ * they touch: a band may run up to eleven cycles ahead of the farthest one, and the report is the
+ * one-thread report byte for byte. */
+START_TEST(modes_many_bands)
+{
+    ts_err err;
+    ts_err_init(&err);
+    ts_program *p = NULL;
+    ck_assert_int_eq(ts_wse_sinks_program(&p, 16, 16, 6, arch_tsan() ? 30 : 120, 0.05, 5, &err), TS_OK);
+    ts_buf text = {0};
+    ck_assert_int_eq(ts_disasm(p, &ts_wse_isa, &text, &err), TS_OK);
+    ts_program_destroy(p);
+    const char *y = "arch: wse\nname: t16\nmesh: {width: 16, height: 16}\n";
+    ts_buf one = {0}, many = {0};
+    ck_assert_int_eq(wt_report(y, ts_buf_str(&text), false, 1, &one), TS_OK);
+    ck_assert_int_eq(wt_report(y, ts_buf_str(&text), false, 12, &many), TS_OK);
+    ck_assert_str_eq(ts_buf_str(&many), ts_buf_str(&one));
+    ts_buf_free(&one);
+    ts_buf_free(&many);
+    ts_buf_free(&text);
+    ts_err_free(&err);
+}
+END_TEST
+
 /* The 25-point stencil: every PE talks to four neighbours every round, so wavelets and credits cross
  * the band edges of 2 and 3 threads every cycle. */
 START_TEST(modes_stencil25)
@@ -413,6 +437,7 @@ static Suite *suite(void)
     tcase_add_test(tc, modes_stencil25);
     tcase_add_test(tc, modes_sorted_lists);
     tcase_add_test(tc, modes_rebalanced);
+    tcase_add_test(tc, modes_many_bands);
     tcase_add_test(tc, images_equal_copies);
     suite_add_tcase(s, tc);
     return s;
