@@ -293,7 +293,7 @@ START_TEST(modes_many_bands)
     ts_err err;
     ts_err_init(&err);
     ts_program *p = NULL;
-    ck_assert_int_eq(ts_wse_sinks_program(&p, 16, 16, 6, arch_tsan() ? 30 : 120, 0.05, 5, &err), TS_OK);
+    ck_assert_int_eq(ts_wse_sinks_program(&p, 16, 16, 6, arch_tsan() ? 10 : 120, 0.05, 5, &err), TS_OK);
     ts_buf text = {0};
     ck_assert_int_eq(ts_disasm(p, &ts_wse_isa, &text, &err), TS_OK);
     ts_program_destroy(p);
