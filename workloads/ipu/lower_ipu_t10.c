@@ -810,8 +810,11 @@ static void t10_compute(lw *L, const t10_gen *G, const t10_op *s, const t10_mem 
                     /* a Conv's routine is the same as an earlier Conv's of the same block on this tile
                      * (its addresses are in the table): that one is run (ResNet-50's fullest tile on
                      * ipu_mk1 held 65,567 instructions of 65,536 with a copy each); MatMul/Gemm
-                     * programs are kept as they were */
-                    *e = (s->conv ? lwi_reuse_routine(L, t, at, nc) : at) + 1;
+                     * programs are kept as they were, but for the code spread's last pass (L->cspread,
+                     * a plan's code past a tile's memory), where theirs are shared so too: its starts
+                     * are the first pass's, chosen with the code unshared, so that no tile's code
+                     * passes what they were chosen for */
+                    *e = (s->conv || (L->cspread && !L->measure) ? lwi_reuse_routine(L, t, at, nc) : at) + 1;
                 }
                 bool sends = lap && run->words[t]; /* the shift's send, then the step (t10_steps) */
                 if (sends)
