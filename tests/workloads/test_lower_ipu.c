@@ -2781,6 +2781,35 @@ START_TEST(test_auto_deep_fits)
 }
 END_TEST
 
+/* The double reference of a chain of np products from the graph's node 0 (node i: the chain so far
+ * times its weight, whose values fill_scaled scaled by 0.25): v the rows x k values, m the sums of
+ * |terms| carried through the chain (the f32 error bound's scale). */
+static void chain_ref(const ts_graph *g, int np, int rows, int k, double *v, double *m)
+{
+    double *nv = calloc((size_t)(rows * k), sizeof *nv), *nm = calloc((size_t)(rows * k), sizeof *nm);
+    ck_assert(nv && nm);
+    for (int e = 0; e < rows * k; e++) {
+        v[e] = val(ts_graph_get_node(g, 0)->in[0], e);
+        m[e] = fabs(v[e]);
+    }
+    for (int i = 0; i < np; i++) {
+        int w = ts_graph_get_node(g, i)->in[1];
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < k; j++) {
+                nv[r * k + j] = nm[r * k + j] = 0;
+                for (int c = 0; c < k; c++) {
+                    double f = (double)val(w, c * k + j) * 0.25;
+                    nv[r * k + j] += v[r * k + c] * f;
+                    nm[r * k + j] += m[r * k + c] * fabs(f);
+                }
+            }
+        memcpy(v, nv, (size_t)(rows * k) * sizeof *v);
+        memcpy(m, nm, (size_t)(rows * k) * sizeof *m);
+    }
+    free(nv);
+    free(nm);
+}
+
 START_TEST(test_products_spread)
 {
     /* Five products of 8 rows by a 64 x 64 weight on ipu_small16 (64 KiB tiles), each on one tile
@@ -2832,23 +2861,8 @@ START_TEST(test_products_spread)
             }
     }
     /* f32: each product within 1e-5 of the sum of |terms| carried through the chain */
-    double v[M][K], m[M][K], nv[M][K], nm[M][K];
-    for (int r = 0; r < M; r++)
-        for (int k = 0; k < K; k++)
-            v[r][k] = val(x, r * K + k), m[r][k] = fabs(v[r][k]);
-    for (int i = 0; i < NP; i++) {
-        for (int r = 0; r < M; r++)
-            for (int j = 0; j < K; j++) {
-                nv[r][j] = nm[r][j] = 0;
-                for (int k = 0; k < K; k++) {
-                    double c = (double)val(w[i], k * K + j) * 0.25;
-                    nv[r][j] += v[r][k] * c;
-                    nm[r][j] += m[r][k] * fabs(c);
-                }
-            }
-        memcpy(v, nv, sizeof v);
-        memcpy(m, nm, sizeof m);
-    }
+    double v[M][K], m[M][K];
+    chain_ref(g, NP, M, K, &v[0][0], &m[0][0]);
     for (int r = 0; r < M; r++)
         for (int j = 0; j < K; j++)
             near(out_at(&L, g, y[NP - 1], (uint64_t)(r * K + j)), v[r][j], m[r][j], "y", (uint64_t)(r * K + j));
@@ -2926,27 +2940,8 @@ START_TEST(test_code_spread)
     for (size_t t = 0; t < L.prog->nstreams; t++)
         ck_assert_uint_le(L.prog->streams[t].n, 48 * 1024 / 4);
     /* f32: within 1e-5 of the sum of |terms| carried through the chain */
-    const ts_graph_node *last = NULL;
-    double v[M][K], m[M][K], nv[M][K], nm[M][K];
-    for (int r = 0; r < M; r++)
-        for (int k = 0; k < K; k++) {
-            v[r][k] = val(ts_graph_get_node(g, 0)->in[0], r * K + k);
-            m[r][k] = fabs(v[r][k]);
-        }
-    for (int i = 0; i < NP; i++) {
-        last = ts_graph_get_node(g, i);
-        for (int r = 0; r < M; r++)
-            for (int j = 0; j < K; j++) {
-                nv[r][j] = nm[r][j] = 0;
-                for (int k = 0; k < K; k++) {
-                    double c = (double)val(last->in[1], k * K + j) * 0.25;
-                    nv[r][j] += v[r][k] * c;
-                    nm[r][j] += m[r][k] * fabs(c);
-                }
-            }
-        memcpy(v, nv, sizeof v);
-        memcpy(m, nm, sizeof m);
-    }
+    double v[M][K], m[M][K];
+    chain_ref(g, NP, M, K, &v[0][0], &m[0][0]);
     for (int r = 0; r < M; r++)
         for (int j = 0; j < K; j++)
             near(out_at(&L, g, y, (uint64_t)(r * K + j)), v[r][j], m[r][j], "y", (uint64_t)(r * K + j));
