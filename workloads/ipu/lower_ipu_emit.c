@@ -236,13 +236,18 @@ uint32_t lwi_spread(lw *L, uint32_t tn)
     return L->base;
 }
 
-/* The first tile of each run of tn tiles: wmax[b] the most weights (L->wload) on a tile of the run
- * from b (a window's maximum: the candidates, decreasing, in q). False: out of host memory. */
-static bool runs_wmax(const lw *L, uint32_t tn, uint64_t *wmax)
+/* The first tile of each run of tn tiles (tn < L->T): wmax[b] the most weights (L->wload) on a tile
+ * of the run from b (a window's maximum: the candidates, decreasing, in q). Owned by the caller;
+ * NULL: out of host memory. */
+static uint64_t *runs_wmax(const lw *L, uint32_t tn)
 {
+    uint64_t *wmax = ts_malloc((size_t)(L->T - tn + 1) * sizeof *wmax);
     uint32_t *q = ts_malloc((size_t)L->T * sizeof *q), qh = 0, qt = 0;
-    if (!q)
-        return false;
+    if (!wmax || !q) {
+        ts_free(wmax);
+        ts_free(q);
+        return NULL;
+    }
     for (uint32_t t = 0; t < L->T; t++) {
         while (qt > qh && L->wload[q[qt - 1]] <= L->wload[t])
             qt--;
@@ -253,7 +258,7 @@ static bool runs_wmax(const lw *L, uint32_t tn, uint64_t *wmax)
             wmax[t + 1 - tn] = L->wload[q[qh]];
     }
     ts_free(q);
-    return true;
+    return wmax;
 }
 
 /* Under the code spread: the first tile for an operator of key k met before, whose last one put
@@ -296,29 +301,34 @@ uint32_t lwi_place_op(lw *L, uint32_t tn, bool keyed)
     if (!L->wload || !tn || tn >= L->T || L->cur < 0)
         return 0;
     uint64_t key = op_key(L);
-    uint64_t *wmax = ts_malloc((size_t)(L->T - tn + 1) * sizeof *wmax);
-    if (!wmax || !runs_wmax(L, tn, wmax)) {
-        ts_free(wmax);
-        L->oom = true;
-        return 0;
-    }
     for (size_t k = 0; k < L->npkeys && keyed; k++)
         if (L->pkeys[k].key == key && L->pkeys[k].tn == tn) {
             uint32_t b = L->pkeys[k].t0;
             lw_wt *e = &L->w[L->cur];
-            if (L->cspread && !L->measure && e->cs) /* the first pass's choice */
+            if (L->cspread && !L->measure && e->cs) { /* the first pass's choice */
                 b = e->cs - 1;
-            else if (L->cspread && L->pkeys[k].prof)
+            } else if (L->cspread && L->pkeys[k].prof) {
+                uint64_t *wmax = runs_wmax(L, tn);
+                if (!wmax) {
+                    L->oom = true;
+                    return 0;
+                }
                 b = code_start(L, &L->pkeys[k], wmax);
+                ts_free(wmax);
+            }
             if (L->cspread && L->measure)
                 e->cs = b + 1;
-            ts_free(wmax);
             L->pk = (int)k;
             L->pk_t0 = b;
             L->base = L->toff = b;
             return b;
         }
     /* the first run whose fullest tile holds the fewest weights */
+    uint64_t *wmax = runs_wmax(L, tn);
+    if (!wmax) {
+        L->oom = true;
+        return 0;
+    }
     uint32_t best = 0;
     for (uint32_t b = 1; b + tn <= L->T; b++)
         best = wmax[b] < wmax[best] ? b : best;
