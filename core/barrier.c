@@ -86,12 +86,7 @@ void ts_barrier_nap_(void)
 void ts_barrier_gather(ts_barrier *b)
 {
     const uint32_t spins = b->spins, budget = b->spins + b->yields, others = b->nthreads - 1;
-    for (uint32_t i = 0; atomic_load_explicit(&b->count, memory_order_acquire) < others; i++) {
-        if (i < spins)
-            continue;
-        if (b->sleep && i >= budget)
-            ts_barrier_nap_();
-        else
-            sched_yield();
-    }
+    const bool sleep = b->sleep;
+    for (uint32_t i = 0; atomic_load_explicit(&b->count, memory_order_acquire) < others; i++)
+        ts_barrier_backoff_(i, spins, budget, sleep);
 }

@@ -114,6 +114,20 @@ void ts_barrier_wake_sleepers_(ts_barrier *b);
 bool ts_barrier_sleep_(ts_barrier *b, uint32_t s, const _Atomic uint32_t *abort_flag);
 void ts_barrier_nap_(void);
 
+/* The i-th read of a wait that did not end (i from 0) with the budgets spins and budget = spins +
+ * yields: nothing while spinning, then a yield, then (with sleep) a nap; ts_barrier_gather and
+ * ts_barrier_await back off by it. The budgets are passed in: read from b after each acquire load,
+ * the compiler would load them again. */
+static inline void ts_barrier_backoff_(uint32_t i, uint32_t spins, uint32_t budget, bool sleep)
+{
+    if (i < spins)
+        return;
+    if (sleep && i >= budget)
+        ts_barrier_nap_();
+    else
+        sched_yield();
+}
+
 /* Whether counter c has reached v, counting modulo 2^32 (v at most 2^31 ahead of c). */
 static inline bool ts_barrier_reached(uint32_t c, uint32_t v) { return (int32_t)(c - v) >= 0; }
 
@@ -131,12 +145,7 @@ static inline bool ts_barrier_await(const ts_barrier *b, const _Atomic uint32_t 
     for (uint32_t i = 0; !ts_barrier_reached(atomic_load_explicit(a, memory_order_acquire), v); i++) {
         if (abort_flag && atomic_load_explicit(abort_flag, memory_order_acquire))
             return false;
-        if (i >= spins) {
-            if (sleep && i >= budget)
-                ts_barrier_nap_();
-            else
-                sched_yield();
-        }
+        ts_barrier_backoff_(i, spins, budget, sleep);
     }
     return true;
 }
