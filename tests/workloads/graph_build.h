@@ -5,6 +5,7 @@
 #define TS_TESTS_WORKLOADS_GRAPH_BUILD_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,20 +32,25 @@ static inline int tensor(ts_graph *g, const char *name, ts_tensor_kind kind, int
 /* Values in [-1, 1) for element k of tensor id, varied so that products are not trivial. */
 static inline float val(int id, int64_t k) { return (float)((k * 37 + id * 11) % 97) / 48.0f - 1.0f; }
 
-/* Give f32 tensor id the data val(id, k) x scale. */
-static inline void fill_scaled(ts_graph *g, int id, float scale)
+/* Give f32 tensor id the data val(id, k) x scale, or with `magnitude` |val(id, k)| x scale. */
+static inline void fill_values(ts_graph *g, int id, float scale, bool magnitude)
 {
     const ts_graph_tensor *t = ts_graph_get_tensor(g, id);
     int64_t n = ts_graph_tensor_elems(t);
     float *v = ts_calloc((size_t)n, 4);
     ck_assert_ptr_nonnull(v);
-    for (int64_t k = 0; k < n; k++)
-        v[k] = val(id, k) * scale;
+    for (int64_t k = 0; k < n; k++) {
+        float x = val(id, k);
+        v[k] = (magnitude && x < 0 ? -x : x) * scale;
+    }
     ts_err e;
     ts_err_init(&e);
     ck_assert_int_eq(ts_graph_set_data(g, id, v, (size_t)n * 4, &e), TS_OK);
     ts_free(v);
 }
+
+/* Give f32 tensor id the data val(id, k) x scale. */
+static inline void fill_scaled(ts_graph *g, int id, float scale) { fill_values(g, id, scale, false); }
 
 static inline void fill(ts_graph *g, int id) { fill_scaled(g, id, 1.0f); }
 

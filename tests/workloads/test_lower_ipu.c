@@ -2781,25 +2781,12 @@ START_TEST(test_auto_deep_fits)
 }
 END_TEST
 
-/* Give f32 tensor id the data |val(id, k)| x scale: a chain of products of such tensors has no
- * cancellation, so the f32 bound below (1e-5 of the sums of |terms|) is 1e-5 of each value, where
- * with signed data the sums grew to 2e5 times the values after five products of 64 and the bound
- * passed a reference scaled by 1.04 a product. */
-static void fill_pos(ts_graph *g, int id, float scale)
-{
-    const ts_graph_tensor *t = ts_graph_get_tensor(g, id);
-    int64_t n = ts_graph_tensor_elems(t);
-    float *v = calloc((size_t)n, 4);
-    ck_assert_ptr_nonnull(v);
-    for (int64_t k = 0; k < n; k++)
-        v[k] = fabsf(val(id, k)) * scale;
-    ck_assert_int_eq(ts_graph_set_data(g, id, v, (size_t)n * 4, NULL), TS_OK);
-    free(v);
-}
-
 /* The double reference of a chain of np products from the graph's node 0 (node i: the chain so far
- * times its weight; fill_pos's data, the weights scaled by 0.25): v the rows x k values, m the sums
- * of |terms| carried through the chain (the f32 error bound's scale). */
+ * times its weight), their data |val| (fill_values' magnitudes, the weights scaled by 0.25): v the
+ * rows x k values, m the sums of |terms| carried through the chain (the f32 error bound's scale).
+ * Such a chain has no cancellation, so that bound, 1e-5 of m, is 1e-5 of each value, where with
+ * signed data the sums grew to 2e5 times the values after five products of 64 and the bound passed
+ * a reference scaled by 1.04 a product. */
 static void chain_ref(const ts_graph *g, int np, int rows, int k, double *v, double *m)
 {
     double *nv = calloc((size_t)(rows * k), sizeof *nv), *nm = calloc((size_t)(rows * k), sizeof *nm);
@@ -2835,14 +2822,14 @@ START_TEST(test_products_spread)
     enum { NP = 5, M = 8, K = 64 };
     ts_graph *g = ts_graph_create("chain");
     int x = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){M, K}), w[NP], y[NP];
-    fill_pos(g, x, 1.0f);
+    fill_values(g, x, 1.0f, true);
     for (int i = 0, a = x; i < NP; i++) {
         char wn[16], mn[16], yn[16];
         snprintf(wn, sizeof wn, "w%d", i);
         snprintf(mn, sizeof mn, "mm%d", i);
         snprintf(yn, sizeof yn, "y%d", i);
         w[i] = tensor(g, wn, TS_TENSOR_WEIGHT, 2, (int64_t[]){K, K});
-        fill_pos(g, w[i], 0.25f);
+        fill_values(g, w[i], 0.25f, true);
         y[i] = tensor(g, yn, TS_TENSOR_ACTIVATION, -1, NULL);
         node(g, TS_OP_MATMUL, mn, (int[]){a, w[i]}, 2, y[i], NULL);
         a = y[i];
@@ -2910,14 +2897,14 @@ static ts_graph *layer_chain(int np, int m, int k, int *y)
 {
     ts_graph *g = ts_graph_create("layers");
     int a = tensor(g, "x", TS_TENSOR_INPUT, 2, (int64_t[]){m, k});
-    fill_pos(g, a, 1.0f);
+    fill_values(g, a, 1.0f, true);
     for (int i = 0; i < np; i++) {
         char wn[24], mn[24], yn[24];
         snprintf(wn, sizeof wn, "layers.%d.w", i);
         snprintf(mn, sizeof mn, "layers.%d.mm", i);
         snprintf(yn, sizeof yn, "layers.%d.y", i);
         int w = tensor(g, wn, TS_TENSOR_WEIGHT, 2, (int64_t[]){k, k});
-        fill_pos(g, w, 0.25f);
+        fill_values(g, w, 0.25f, true);
         int o = tensor(g, yn, TS_TENSOR_ACTIVATION, -1, NULL);
         node(g, TS_OP_MATMUL, mn, (int[]){a, w}, 2, o, NULL);
         a = o;
