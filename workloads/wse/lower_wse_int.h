@@ -316,7 +316,7 @@ static inline uint32_t lw_mm_split(const lw_stage *s, uint64_t nb)
 {
     return s->crow && s->ko <= 1 && s->kr >= 8 && 3 * ((uint64_t)s->kr - 2) > nb ? 2 + (s->kr - 2) / 2 : 0;
 }
-static inline uint32_t lw_mm_xcol(const lw_stage *s) { return s->set * 4 + 2; }
+static inline uint32_t lw_mm_xcol(const lw_stage *s) { return lw_gcol(s, 0); }
 /* Ports of a chain's output route: east, and down too from the last PE of a fork. */
 static inline int lw_outp(const lw_stage *s, bool last) { return P_E | (last && s->fork ? P_S : 0); }
 /* Whether join s takes one PE that adds its two streams as they come and sends the sums straight
