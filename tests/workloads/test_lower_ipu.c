@@ -2955,6 +2955,65 @@ START_TEST(test_code_spread)
 }
 END_TEST
 
+START_TEST(test_split_sends_looped)
+{
+    /* C[64,32] = A[64,32] x B[32,32] under planner split with the plan 1 x 2 x 2 (nothing rotating,
+     * k in two halves of 16): each of the plan's four tiles reads 16 of k of each of A's 64 rows,
+     * which lie in chunks of whole rows, so a holder of A sends a row's piece of 16 words, the next
+     * 128 bytes on in its memory, for each row of its chunk to each tile that reads them. Unrolled,
+     * every piece was a send of its own; now one loop a run (5 instructions), and the values are the
+     * product's. */
+    enum { M = 64, K = 32, N = 32 };
+    ts_graph *g = ts_graph_create("mm");
+    int a = tensor(g, "a", TS_TENSOR_INPUT, 2, (int64_t[]){M, K});
+    int b = tensor(g, "b", TS_TENSOR_WEIGHT, 2, (int64_t[]){K, N});
+    int c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, a);
+    fill(g, b);
+    node(g, TS_OP_MATMUL, "mm", (int[]){a, b}, 2, c, NULL);
+    ts_graph_mark_output(g, c);
+    finalize(g);
+    static const ts_t10_plan plan = {.fm = 1, .fn = 2, .fk = 2, .ft = 1, .rp = 1};
+    planner = TS_LOWER_PLANNER_SPLIT;
+    t10_plan = &plan;
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    ck_assert_uint_eq(L.rep.planner, TS_LOWER_PLANNER_SPLIT);
+    ck_assert_uint_eq(L.rep.layers[0].fk, 2);
+    /* the pieces other tiles send: every (row, k-half) a plan tile reads from a tile not its own */
+    uint64_t pieces = 0;
+    for (uint32_t t = 0; t < 4; t++)
+        for (int r = 0; r < M; r++) {
+            uint32_t ht;
+            uint64_t ha;
+            ck_assert_int_eq(ts_lower_ipu_locate(&L.rep, g, a, (uint64_t)r * K, &ht, &ha), 0);
+            pieces += ht != t;
+        }
+    size_t sends = 0;
+    for (size_t i = 0; i < L.prog->nstreams; i++) {
+        ck_assert_ptr_nonnull(L.prog->streams[i].insn);
+        for (size_t k = 0; k < L.prog->streams[i].n; k++)
+            sends += L.prog->streams[i].insn[k].op == IPU_OP_SEND;
+    }
+    ck_assert_uint_ge(pieces, 4 * M / 2);
+    ck_assert_uint_le(sends * 8, pieces); /* 8 sends for 192 pieces; 194 sends unrolled */
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0, m = 0;
+            for (int k = 0; k < K; k++) {
+                double t = (double)val(a, i * K + k) * val(b, k * N + j);
+                s += t;
+                m += fabs(t);
+            }
+            near(out_at(&L, g, c, (uint64_t)(i * N + j)), s, m, "c", (uint64_t)(i * N + j));
+        }
+    lowered_free(&L);
+    ts_graph_destroy(g);
+    planner = TS_LOWER_PLANNER_LCS;
+    t10_plan = NULL;
+}
+END_TEST
+
 /* The tests; with `slow`, only the full-size ResNet-50 block instead (the suite "slow": it runs
  * with TS_SLOW_TESTS=1 and is skipped with 77 otherwise, saying so). */
 int main(int argc, char **argv)
@@ -3027,6 +3086,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_auto_deep_fits);
     tcase_add_test(tc, test_products_spread);
     tcase_add_test(tc, test_code_spread);
+    tcase_add_test(tc, test_split_sends_looped);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
