@@ -73,8 +73,10 @@ ts_status ts_lww_skip_routes(lw *L, uint32_t Hm, lw_pass **v, size_t *n)
                     return TS_ENOMEM;
             if (add_pass(L, v, n, &cap, s->x, Hm, k->cout, P_W, P_N))
                 return TS_ENOMEM;
-            for (uint32_t y = Hm - 1; y >= 1; y--)
-                if (add_pass(L, v, n, &cap, s->x, y, k->cout, P_S, P_N))
+            for (uint32_t y = Hm - 1; y >= 1; y--) /* a spread join's PEs route it themselves */
+                if (!(lw_join_spread(s) && y >= s->y0 && (y - s->y0) % s->kstep == 0 &&
+                      (y - s->y0) / s->kstep < s->ko) &&
+                    add_pass(L, v, n, &cap, s->x, y, k->cout, P_S, P_N))
                     return TS_ENOMEM;
         }
     }
