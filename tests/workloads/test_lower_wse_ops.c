@@ -935,7 +935,8 @@ static size_t chain_cut_products(const lowered *L, uint32_t width, size_t *rows,
  * position; decode: the new token's, the cache given rotated). Logits against the double
  * interpreter within 2e-5 (1 + |y|), as test_gpt_prefill: f32 sums of at most 64 terms, the
  * sigmoid's exp and Newton reciprocal within about 1e-7 relative, as the softmax's, and the
- * rotation's two products and sum a few ulp. */
+ * rotation's two products and sum a few ulp. A decode's down products give their outputs spread,
+ * through a join of a PE a part into the next RMSNorm's column (the first layer's join forking). */
 START_TEST(test_gpt_swiglu)
 {
     /* Under a sanitizer (TS_SANITIZED) cases 2 (a bias), 4 (rotary decode) and 5 (rotary columns
@@ -998,6 +999,22 @@ START_TEST(test_gpt_swiglu)
     }
     if (M == 1) /* a decode: every one-row product sized for latency */
         check_latency_rows(&L, 16);
+    for (size_t k = 1; M == 1 && k < 4; k += 2) { /* a decode: the down products' outputs spread */
+        /* each layer's second join (the first layer's forks, the second's goes to the final norm):
+         * one PE on each row of the norm after it, its parts' rows, beside the down product and
+         * the norm; the fork's row down its column in order (the logits check the next layer) */
+        const ts_lower_wse_stage *jn = stage_of(&L, "join", k), *fn = jn ? jn + 1 : NULL;
+        ck_assert_ptr_nonnull(jn);
+        while (fn && strcmp(fn->what, "layernorm"))
+            fn++;
+        ck_assert_str_eq(jn[-1].what, "matmul");
+        ck_assert_uint_eq(jn->w, 1);
+        ck_assert_uint_gt(jn->h, 1);
+        ck_assert_uint_eq(jn->h, fn->h);
+        ck_assert_uint_eq(fn->x, jn->x + 1);
+        ck_assert_uint_eq(jn->x, jn[-1].x + jn[-1].w);
+        ck_assert_uint_lt(jn->mem_bytes, 32 * 4);
+    }
     /* a decode: products of one chain with their columns cut unevenly for the chain; none in a prefill */
     size_t rows0, splits;
     const size_t cut = chain_cut_products(&L, 96, &rows0, &splits);

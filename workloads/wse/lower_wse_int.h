@@ -345,6 +345,9 @@ uint64_t ts_lww_mm_spread_cut(const lw_stage *s, uint32_t p);
 /* Whether join s takes the parts of a spread product (s->ko > 1, spread_rows in lower_wse_place.c):
  * one PE on each part's row, its slice of the skip row kept, its part added as it comes. */
 static inline bool lw_join_spread(const lw_stage *s) { return s->kind == K_JOIN && s->ko > 1; }
+/* The colour a spread join's PEs send their sums east on: its output colour, or when it forks (its
+ * output colour then the row down to the skip path) its other chain colour. */
+static inline uint32_t lw_join_east(const lw_stage *s) { return s->fork ? lw_gcol(s, 1) : s->cout; }
 
 /* Whether streaming join s (lw_join_streams) takes its skip path's row into memory first, then adds
  * it to the main stream's as that comes (one operand from the fabric, one from memory): the two

@@ -1016,28 +1016,38 @@ static uint64_t mm_kmost(const lw *L, const lw_stage *d)
     return most;
 }
 
-/* A decode's product d of one row whose outputs go through a streaming join j (its skip row kept,
- * no fork) into a RMSNormalization n down a column (norm_rows) and on into product p's rows: d's
+/* A decode's product d of one row whose outputs go through a streaming join j (its skip row kept)
+ * into a RMSNormalization n down a column (norm_rows) and on into product p's rows: d's
  * outputs leave spread, as n's parts, where they left through one chain and the join and the
  * norm's column each took the whole row a wavelet a cycle. d's columns form n's parts' groups
  * (d->sko, at most its columns; n and p take as many parts, p's rows step = its kr / parts each),
  * each group's chain ending in its last column, which sends its outputs down to its part's row
  * (d->sstep = step rows apart) and east; the join takes one PE on each of those rows, its slice of
  * the skip row kept (the skip row multicast up its column), and sends its part's sums east into
- * n's PE of that part, which takes it alone. The parts are d's groups' outputs (n->cols); d's
+ * n's PE of that part, which takes it alone; a join that forks (the layer's last, whose row also
+ * goes down to the next layer's) passes the parts down its column in order into its skip path
+ * (lower_wse_emit.c). The parts are d's groups' outputs (n->cols); d's
  * columns stay even (a chain row and the two runs' climb as chain_cuts left them). Only when the three stages sit side by side
  * on the band's top row, every row of p keeps an input and the PEs fit their memory. */
+static lw_stage *next_main(lw *L, size_t k)
+{
+    for (size_t i = k + 1; i < L->n; i++)
+        if (L->st[i].prev == (int)k && !L->st[i].lane)
+            return &L->st[i];
+    return NULL;
+}
+
 static ts_status spread_rows(lw *L)
 {
     if (!L->decode)
         return TS_OK;
-    for (size_t i = 0; i + 3 < L->n; i++) {
-        lw_stage *d = &L->st[i], *j = &L->st[i + 1], *n = &L->st[i + 2], *p = &L->st[i + 3];
-        if (d->kind != K_MM || d->lane || d->M != 1 || d->ko > 1 || d->fork || d->kc < 2 || j->prev != (int)i ||
-            !lw_join_keeps_skip(L, j) || j->fork || j->M != 1 || (uint64_t)j->C != (uint64_t)d->N ||
-            j->x != d->x + d->w || n->kind != K_NORM || n->prev != (int)i + 1 || n->ko <= 1 || n->lane || n->fork ||
-            n->x != j->x + j->w || p->kind != K_MM || p->prev != (int)i + 2 || p->kin != n->ko || d->y0 || j->y0 ||
-            n->y0 || p->y0 || n->L != d->N)
+    for (size_t i = 0; i < L->n; i++) {
+        lw_stage *d = &L->st[i], *j = next_main(L, i);
+        lw_stage *n = j ? next_main(L, (size_t)(j - L->st)) : NULL, *p = n ? next_main(L, (size_t)(n - L->st)) : NULL;
+        if (d->kind != K_MM || d->lane || d->M != 1 || d->ko > 1 || d->fork || d->kc < 2 || !p ||
+            !lw_join_keeps_skip(L, j) || j->M != 1 || (uint64_t)j->C != (uint64_t)d->N ||
+            j->x != d->x + d->w || n->kind != K_NORM || n->ko <= 1 || n->fork || n->x != j->x + j->w ||
+            p->kind != K_MM || p->kin != n->ko || d->y0 || j->y0 || n->y0 || p->y0 || n->L != d->N)
             continue;
         const uint32_t parts = n->ko < d->kc ? n->ko : d->kc, step = p->kr / parts;
         if (parts < 2 || (uint64_t)(parts - 1) * step >= d->kr)
