@@ -265,7 +265,7 @@ static void mm_routes(lw_gen *G, const lw_stage *s, const mm_pe *e)
     } else if (i == 0)
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)mm_chain(s, j), P_R, lw_outp(s, j + 1 == s->kc));
     for (uint32_t q = 1; s->sko > 1 && q < s->sko; q++) /* the outputs of the groups west of it, east */
-        if (i == q * s->sstep && j > spread_col(s, s->sko - 1 - q + 1) - 1)
+        if (i == q * s->sstep && j >= spread_col(s, s->sko - q)) /* east of part q's group */
             ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cout, P_W, P_E);
 }
 
