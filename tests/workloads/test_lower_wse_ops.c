@@ -935,7 +935,8 @@ static size_t chain_cut_products(const lowered *L, uint32_t width, size_t *rows,
  * position; decode: the new token's, the cache given rotated). Logits against the double
  * interpreter within 2e-5 (1 + |y|), as test_gpt_prefill: f32 sums of at most 64 terms, the
  * sigmoid's exp and Newton reciprocal within about 1e-7 relative, as the softmax's, and the
- * rotation's two products and sum a few ulp. */
+ * rotation's two products and sum a few ulp. A decode's down products give their outputs spread,
+ * through a join of a PE a part into the next RMSNorm's column (the first layer's join forking). */
 START_TEST(test_gpt_swiglu)
 {
     /* Under a sanitizer (TS_SANITIZED) cases 2 (a bias), 4 (rotary decode) and 5 (rotary columns
@@ -998,6 +999,22 @@ START_TEST(test_gpt_swiglu)
     }
     if (M == 1) /* a decode: every one-row product sized for latency */
         check_latency_rows(&L, 16);
+    for (size_t k = 1; M == 1 && k < 4; k += 2) { /* a decode: the down products' outputs spread */
+        /* each layer's second join (the first layer's forks, the second's goes to the final norm):
+         * one PE on each row of the norm after it, its parts' rows, beside the down product and
+         * the norm; the fork's row down its column in order (the logits check the next layer) */
+        const ts_lower_wse_stage *jn = stage_of(&L, "join", k), *fn = jn ? jn + 1 : NULL;
+        ck_assert_ptr_nonnull(jn);
+        while (fn && strcmp(fn->what, "layernorm"))
+            fn++;
+        ck_assert_str_eq(jn[-1].what, "matmul");
+        ck_assert_uint_eq(jn->w, 1);
+        ck_assert_uint_gt(jn->h, 1);
+        ck_assert_uint_eq(jn->h, fn->h);
+        ck_assert_uint_eq(fn->x, jn->x + 1);
+        ck_assert_uint_eq(jn->x, jn[-1].x + jn[-1].w);
+        ck_assert_uint_lt(jn->mem_bytes, 32 * 4);
+    }
     /* a decode: products of one chain with their columns cut unevenly for the chain; none in a prefill */
     size_t rows0, splits;
     const size_t cut = chain_cut_products(&L, 96, &rows0, &splits);
@@ -1131,8 +1148,9 @@ END_TEST
  * scale in its weights and scaling its sums by 1 / s; the two before the q, k and v product and the head their parts down a
  * column, the partial sums added north and 1 / s sent back south, each part east on its own row
  * into the product's rows that take it; the gate and up product's outputs leave on 2 rows, and
- * the SwiGLU gate takes each row's pairs over PEs in a row; each residual join on one PE that
- * keeps the skip path's row and adds the main stream to it as it comes. Logits against the double interpreter
+ * the SwiGLU gate takes each row's pairs over PEs in a row; the first residual join on one PE that
+ * keeps the skip path's row and adds the main stream to it as it comes, the second (before the
+ * final norm) one PE on each of the norm's parts' rows, the down product's outputs spread. Logits against the double interpreter
  * within 2e-5 (1 + |y|), as test_gpt_prefill: the split adds a few f32 adds to the 64 squares' sum
  * (the rows of the gate and of the norms change no other value's arithmetic). */
 START_TEST(test_gpt_norm_split)
@@ -1179,14 +1197,29 @@ START_TEST(test_gpt_norm_split)
     ck_assert_uint_gt(gate->w, 1);
     ck_assert_uint_eq(gate[-1].h, gate[-1].kr + 1);
     check_latency_rows(&L, 16); /* its products sized for latency */
-    /* the residual joins: one PE each, which takes the skip path's row of 64 into memory first,
+    /* the first residual join: one PE, which takes the skip path's row of 64 into memory first,
      * then adds it to the main stream's as that comes (the two no longer share its ramp) */
-    for (int j = 0; j < 2; j++) {
-        const ts_lower_wse_stage *jn = stage_of(&L, "join", j);
-        ck_assert_ptr_nonnull(jn);
-        ck_assert_uint_eq(jn->w, 1);
-        ck_assert_uint_eq(jn->mem_bytes, 64 * 4);
-    }
+    const ts_lower_wse_stage *jn = stage_of(&L, "join", 0);
+    ck_assert_ptr_nonnull(jn);
+    ck_assert_uint_eq(jn->w, 1);
+    ck_assert_uint_eq(jn->h, 1);
+    ck_assert_uint_eq(jn->mem_bytes, 64 * 4);
+    /* the second, between the down product and the final RMSNorm (no fork): the down product's
+     * outputs spread, a column group each of the norm's parts, each part east on its own row into
+     * one PE of the join (its slice of the skip row kept) and on into the norm's PE of that part:
+     * the join as tall as the norm's column, beside it, each PE keeping a part of the row */
+    jn = stage_of(&L, "join", 1);
+    ck_assert_ptr_nonnull(jn);
+    const ts_lower_wse_stage *fn = stage_of(&L, "layernorm", 2);
+    ck_assert_str_eq(jn[-1].what, "matmul");
+    ck_assert_ptr_eq(jn + 1, fn);
+    ck_assert_uint_eq(jn->w, 1);
+    ck_assert_uint_gt(jn->h, 1);
+    ck_assert_uint_eq(jn->h, fn->h);
+    ck_assert_uint_eq(jn->y, fn->y);
+    ck_assert_uint_eq(fn->x, jn->x + 1);
+    ck_assert_uint_eq(jn->x, jn[-1].x + jn[-1].w);
+    ck_assert_uint_lt(jn->mem_bytes, 64 * 4);
     check_logits(g, &L, spec);
     lowered_free(&L);
     ts_graph_destroy(g);

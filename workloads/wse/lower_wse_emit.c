@@ -171,6 +171,63 @@ static void join_stream(const lw *L, lw_gen *G, const lw_stage *s)
     ts_lww_loop_end(G, 10, px);
 }
 
+/* A decode's join of a spread product's parts (lw_join_spread): PE q on row q kstep takes its
+ * slice of the skip row from the multicast up its column (the rest into a junk word after it),
+ * then adds part q as it comes from the west (the product's group of that part), its sums east on
+ * its row into the RMSNormalization's PE of that part. A join that forks adds into memory and
+ * sends each chunk east from there, then passes the parts of the PEs above it down the column and
+ * its own after them (R(q) from PE q - 1 to PE q), the bottom PE on the join's output colour into
+ * the skip path, the row in order. */
+static ts_status join_spread(lw *L, ts_program *P, const lw_stage *s, lw_gen *G)
+{
+    enum { CHUNK = 64 }; /* a fork's sums: added into memory and sent east a chunk at a time */
+    const uint32_t east = lw_join_east(s);
+    for (uint32_t q = 0; q < s->ko; q++) {
+        const int64_t c0 = s->cols[q], c1 = s->cols[q + 1], n = c1 - c0;
+        const bool bottom = q + 1 == s->ko;
+        const uint32_t down = bottom ? s->cout : lw_rcol(s, q + 1); /* the fork's row down the column */
+        if (!ts_lww_pe_stream(P, L->t, s->x, s->y0 + q * s->kstep, G))
+            return TS_ENOMEM;
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R);
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cskip, P_S, P_R | (q ? P_N : 0));
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)east, P_R, P_E);
+        if (s->fork && q)
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, q), P_N, P_R);
+        if (s->fork)
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)down, P_R, P_S);
+        const int a = s->swap ? 1 : 0, b = s->swap ? 0 : 1; /* d = main op skip, or skip op main */
+        const int JA = (int)(4 * n);
+        int px = ts_lww_loop_head(G, 10, s->M);
+        ts_lww_in_part(G, s->cskip, (uint64_t)JA, 0, (uint64_t)c0, (uint64_t)c1, (uint64_t)s->C);
+        for (int64_t c = 0; c < n; c += s->fork ? CHUNK : PIECE) {
+            const int64_t most = s->fork ? CHUNK : PIECE;
+            const int len = (int)(n - c < most ? n - c : most);
+            ts_lww_op(G, WSE_OP_DSDIN, 3, 0, (int)s->cin, len);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 1, (int)(c * 4), len, 1);
+            if (!s->fork) {
+                ts_lww_op(G, WSE_OP_DSDOUT, 4, 2, (int)east, len, 0);
+                ts_lww_op(G, s->vop, 5, 2, a, b, -1, -1);
+                continue;
+            }
+            ts_lww_op(G, s->vop, 5, 1, a, b, -1, -1); /* in place, then east on microthread 0 */
+            ts_lww_op(G, WSE_OP_DSDM, 4, 12, (int)(c * 4), len, 1);
+            ts_lww_op(G, WSE_OP_DSDOUT, 4, 13, (int)east, len, 0);
+            ts_lww_op(G, WSE_OP_FMOVS, 4, 13, 12, 0, -1);
+        }
+        if (s->fork) { /* a one-word move on microthread 0 waits for the sends; then the row down in
+                        * order: the parts above it as they come, then its own */
+            ts_lww_op(G, WSE_OP_DSDM, 4, 12, JA, 1, 0);
+            ts_lww_op(G, WSE_OP_DSDM, 4, 13, JA, 1, 0);
+            ts_lww_op(G, WSE_OP_FMOVS, 4, 13, 12, 0, -1);
+            if (q)
+                ts_lww_in_to_out(G, lw_rcol(s, q), down, (uint64_t)c0);
+            ts_lww_mem_to_out(G, 0, (uint64_t)n, down);
+        }
+        ts_lww_loop_end(G, 10, px);
+    }
+    return TS_OK;
+}
+
 /* The join: G PEs along row 0, the main stream from the west and the skip path from the south
  * (up the first PE's column), both multicast east along the row. Every PE takes both streams
  * element by element (so no PE waits on one stream while another PE waits on the other): the
@@ -179,6 +236,8 @@ static void join_stream(const lw *L, lw_gen *G, const lw_stage *s)
 static ts_status emit_join(lw *L, ts_program *P, size_t si, lw_gen *G)
 {
     const lw_stage *s = &L->st[si];
+    if (lw_join_spread(s))
+        return join_spread(L, P, s, G);
     if (lw_join_streams(L, s)) { /* one PE (ts_lww_place) */
         if (!ts_lww_pe_stream(P, L->t, s->x, 0, G))
             return TS_ENOMEM;

@@ -71,6 +71,40 @@ uint64_t ts_lww_mm_nb_most(const lw_stage *s)
     return s->cols ? most : ts_geom_cdiv((uint64_t)s->N, s->kc);
 }
 
+/* A spread product's column groups (s->sko): group g the columns [g kc / sko, (g + 1) kc / sko),
+ * west to east, the outputs of part sko - 1 - g: the eastmost group the first part, so that each
+ * group's outputs go down its last column to its part's row and east on it below the groups east
+ * of it, no two crossing. A column's outputs are those of its place in the parts' order. */
+static uint32_t spread_col(const lw_stage *s, uint32_t g) { return (uint32_t)((uint64_t)g * s->kc / s->sko); }
+
+uint64_t ts_lww_mm_spread_cut(const lw_stage *s, uint32_t p)
+{
+    return (uint64_t)(s->kc - spread_col(s, s->sko - p)) * (uint64_t)s->N / s->kc;
+}
+
+void ts_lww_mm_spread_out(const lw_stage *s, uint32_t j, uint64_t *n0, uint64_t *n1, uint32_t *first,
+                          uint64_t *from)
+{
+    uint32_t g = s->sko - 1;
+    while (g && spread_col(s, g) > j)
+        g--;
+    const uint64_t v = (uint64_t)(s->kc - spread_col(s, g + 1)) + (j - spread_col(s, g)), N = (uint64_t)s->N;
+    *n0 = v * N / s->kc;
+    *n1 = (v + 1) * N / s->kc;
+    *first = spread_col(s, g);
+    *from = (uint64_t)(s->kc - spread_col(s, g + 1)) * N / s->kc;
+}
+
+/* The last column of spread product s's group of column j and that group's part. */
+static uint32_t spread_last(const lw_stage *s, uint32_t j, uint32_t *part)
+{
+    uint32_t g = s->sko - 1;
+    while (g && spread_col(s, g) > j)
+        g--;
+    *part = s->sko - 1 - g;
+    return spread_col(s, g + 1) - 1;
+}
+
 uint32_t ts_lww_mm_group_col(const lw_stage *s, uint32_t g)
 {
     if (!g)
@@ -101,6 +135,10 @@ void ts_lww_mm_group_out(const lw_stage *s, uint32_t g, uint64_t *n0, uint64_t *
  * stage's output colour (one chain: lw_gcol). */
 static uint32_t mm_chain(const lw_stage *s, uint32_t j)
 {
+    if (s->sko > 1) { /* its group's last column on the output colour */
+        uint32_t p;
+        return s->set * 4 + 2 + ((j + s->kc - 1 - spread_last(s, j, &p)) & 1);
+    }
     if (s->ko <= 1)
         return lw_gcol(s, j);
     const uint32_t last = ts_lww_mm_group_col(s, ts_lww_mm_group_of(s, j) + 1) - 1;
@@ -162,6 +200,9 @@ static mm_pe mm_pe_at(const lw *L, const lw_stage *s, uint32_t i, uint32_t j)
     ts_lww_mm_row_k(L, s, i, &e.k0, &e.k1, &g0, &g1);
     e.n0 = ts_lww_mm_col(s, j);
     e.n1 = ts_lww_mm_col(s, j + 1);
+    uint64_t from;
+    if (s->sko > 1)
+        ts_lww_mm_spread_out(s, j, &e.n0, &e.n1, &e.first, &from);
     e.ki = e.k1 - e.k0;
     e.nb = e.n1 - e.n0;
     e.h16 = s->h16;
@@ -215,8 +256,17 @@ static void mm_routes(lw_gen *G, const lw_stage *s, const mm_pe *e)
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_mm_xcol(s), P_S, i == 1 ? P_R : P_N);
     if (i == 0 && j > e->first)
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)mm_chain(s, j - 1), P_W, P_R);
-    if (i == 0)
+    uint32_t p = 0;
+    const uint32_t last = s->sko > 1 ? spread_last(s, j, &p) : 0;
+    if (s->sko > 1 && j == last && p) { /* its group's outputs down to its part's row, then east */
+        const uint32_t r = p * s->sstep;
+        if (i <= r)
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cout, i ? P_N : P_R, i == r ? P_E : P_S);
+    } else if (i == 0)
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)mm_chain(s, j), P_R, lw_outp(s, j + 1 == s->kc));
+    for (uint32_t q = 1; s->sko > 1 && q < s->sko; q++) /* the outputs of the groups west of it, east */
+        if (i == q * s->sstep && j >= spread_col(s, s->sko - q)) /* east of part q's group */
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cout, P_W, P_E);
 }
 
 /* A PE above column j's group (row y0 + r, r below the group's step): the input row down (along
@@ -398,7 +448,12 @@ static void mm_widen(lw_gen *G, const mm_pe *e)
 static void mm_code(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
 {
     mm_routes(G, s, e);
-    const uint64_t from = ts_lww_mm_col(s, e->first); /* the group's first output */
+    uint64_t from = ts_lww_mm_col(s, e->first); /* the group's first output */
+    if (s->sko > 1) {
+        uint64_t n0, n1;
+        uint32_t first;
+        ts_lww_mm_spread_out(s, e->j, &n0, &n1, &first, &from);
+    }
     if (s->crow && e->i == 0) { /* the chain: the outputs west of it, then its column's from row 1 */
         int row = ts_lww_loop_head(G, 10, s->M);
         ts_lww_in_to_out(G, mm_chain(s, e->j - 1), mm_chain(s, e->j), e->n0 - from);

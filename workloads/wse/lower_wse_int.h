@@ -141,6 +141,11 @@ typedef struct lw_stage {
                      * its row 0 takes no inputs and only passes the chain on, the outputs of the
                      * columns west of it, then its column's, which row 1 sums, finishes and sends north
                      * (lower_wse_emit_mm.c) */
+    uint32_t sko, sstep; /* a decode's product whose outputs go spread into a join and a RMSNormalization
+                          * down a column (spread_rows in lower_wse_place.c): sko column groups, the
+                          * westmost the norm's last part, each group's outputs east on its part's row
+                          * (part p on row p sstep; lower_wse_emit_mm.c); the join then (ko, kstep,
+                          * cols) one PE on each of those rows, adding its part (lower_wse_emit.c) */
     bool rpass;     /* a decode's RMSNormalization before a product of one row without a bias (norm_pass
                      * in lower_wse_place.c): in a row (G parts and a PE more) it passes its row on raw
                      * as it comes and gives 1 / s after it, down a column (ko parts) it sends each part
@@ -310,13 +315,14 @@ static inline uint32_t lw_rcol(const lw_stage *s, uint32_t i) { return s->set * 
  * less a cycle to pass) pay for row 1's second add of nb, about when 3 (kr - 2) > nb. Rows [2, m)
  * climb to row 1 on the row colours as before; rows [m, kr) climb to row m, which sends their sums
  * on to row 1 on lw_mm_xcol, a chain colour (row 0 alone takes those), the routers of the rows
- * between passing them north, a cycle a row where a row that adds takes about 8; row 1 adds both.
- * Returns m = 2 + (kr - 2) / 2, 0 for one run. */
+ * between passing them north, a cycle a row where a row that adds takes about 8; row 1 adds both
+ * (a spread product's, s->sko: the chain colour its output colour is not, which its groups' outputs
+ * take down and east below row 0). Returns m = 2 + (kr - 2) / 2, 0 for one run. */
 static inline uint32_t lw_mm_split(const lw_stage *s, uint64_t nb)
 {
     return s->crow && s->ko <= 1 && s->kr >= 8 && 3 * ((uint64_t)s->kr - 2) > nb ? 2 + (s->kr - 2) / 2 : 0;
 }
-static inline uint32_t lw_mm_xcol(const lw_stage *s) { return lw_gcol(s, 0); }
+static inline uint32_t lw_mm_xcol(const lw_stage *s) { return lw_gcol(s, s->sko > 1 ? s->kc : 0); }
 /* Ports of a chain's output route: east, and down too from the last PE of a fork. */
 static inline int lw_outp(const lw_stage *s, bool last) { return P_E | (last && s->fork ? P_S : 0); }
 /* Whether join s takes one PE that adds its two streams as they come and sends the sums straight
@@ -328,6 +334,20 @@ static inline bool lw_join_streams(const lw *L, const lw_stage *s)
 {
     return s->kind == K_JOIN && !s->relu && !s->clip && !s->in_nhwc && L->decode;
 }
+
+/* A decode's product s whose outputs go spread (s->sko > 1): the outputs [*n0, *n1) of its column
+ * j, its column group's first column and the first output of that group's part (lower_wse_emit_mm.c). */
+void ts_lww_mm_spread_out(const lw_stage *s, uint32_t j, uint64_t *n0, uint64_t *n1, uint32_t *first,
+                          uint64_t *from);
+/* The first output of part p (p <= s->sko) of spread product s. */
+uint64_t ts_lww_mm_spread_cut(const lw_stage *s, uint32_t p);
+
+/* Whether join s takes the parts of a spread product (s->ko > 1, spread_rows in lower_wse_place.c):
+ * one PE on each part's row, its slice of the skip row kept, its part added as it comes. */
+static inline bool lw_join_spread(const lw_stage *s) { return s->kind == K_JOIN && s->ko > 1; }
+/* The colour a spread join's PEs send their sums east on: its output colour, or when it forks (its
+ * output colour then the row down to the skip path) its other chain colour. */
+static inline uint32_t lw_join_east(const lw_stage *s) { return s->fork ? lw_gcol(s, 1) : s->cout; }
 
 /* Whether streaming join s (lw_join_streams) takes its skip path's row into memory first, then adds
  * it to the main stream's as that comes (one operand from the fabric, one from memory): the two

@@ -4,7 +4,8 @@
  *              pre + len + post values (the axis before the start, the slice, the rest, times the
  *              dims after it): per block, pre and post into a junk word, len on to the east. Step
  *              1 on one axis (the attention in-projection's thirds of the last axis, ViT's class
- *              token); an image streamed pixel by pixel on its channels only;
+ *              token); an image streamed pixel by pixel on its channels only; a Slice that keeps
+ *              the whole tensor (a decode's last row of its one row) takes no stage;
  *   transpose  one PE keeping the whole tensor (rank 3 or 4, row-major), then sending it in the
  *              permuted order: per output index but the last, one move of the last output axis's
  *              values, strided by that axis's stride in the input. A tensor larger than the PE
@@ -29,13 +30,13 @@ ts_status ts_lww_slice_stage(lw *L, const ts_graph_node *n, int node, const ts_g
                                  "slices more than one axis or with a step; one axis with step 1 is lowered");
         axis = k;
     }
+    if (axis < 0) /* the whole tensor (a decode's last row of one): the stream only changes its name */
+        return TS_OK;
     lw_stage *s = ts_lww_add_stage(L, K_SLICE, node);
     if (!s)
         return ts_err_set(L->err, TS_ENOMEM, "out of memory");
     const int64_t nx = ts_graph_tensor_elems(x);
-    if (axis < 0) { /* the whole tensor */
-        s->M = 1, s->K = 0, s->N = nx, s->L = 0;
-    } else if (nhwc) {
+    if (nhwc) {
         if (axis != 1)
             return ts_lower_fail(L->err, n, "slices axis %d of an image streamed pixel by pixel; only its channels",
                                  axis);

@@ -280,18 +280,22 @@ static void split_center(lw_gen *G, const lw_stage *s, uint32_t g, uint32_t ci, 
 /* The routes of a decode's RMSNormalization down a column (norm_column): PE q of its parts at row
  * q step (intermediate PEs between, mid), the row multicast down the column (cin), the partial
  * sums up it (R(q + 1) into PE q, R(q) out of it), 1 / s down it (G(1)), each part east (G(0)). */
-static void column_routes(lw_gen *G, const lw_stage *s, uint32_t q, bool mid)
+static void column_routes(lw_gen *G, const lw_stage *s, uint32_t q, bool mid, bool spread)
 {
     const bool last = q + 1 == s->G;
     const uint32_t down = lw_gcol(s, 1);
     if (mid) { /* between part q and part q + 1 */
-        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_S);
+        if (!spread)
+            ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_N, P_S);
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, q + 1), P_S, P_N);
         if (!s->rpass)
             ts_lww_op(G, WSE_OP_ROUTE, 3, (int)down, P_N, P_S);
         return;
     }
-    ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, q ? P_N : P_W, P_R | (last ? 0 : P_S));
+    if (spread) /* its part alone, from the west on its row */
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, P_W, P_R);
+    else
+        ts_lww_op(G, WSE_OP_ROUTE, 3, (int)s->cin, q ? P_N : P_W, P_R | (last ? 0 : P_S));
     if (!last)
         ts_lww_op(G, WSE_OP_ROUTE, 3, (int)lw_rcol(s, q + 1), P_S, P_R);
     if (q)
@@ -318,6 +322,7 @@ static ts_status norm_column(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s
 {
     const int64_t L = s->L;
     const uint32_t step = s->kstep ? s->kstep : 1;
+    const bool spread = lw_join_spread(&Lw->st[s->prev]); /* each part on its own row */
     for (uint32_t q = 0; q < s->G; q++) {
         const bool last = q + 1 == s->G;
         const int64_t a = (int64_t)ts_lww_norm_cut(s, q), b = (int64_t)ts_lww_norm_cut(s, q + 1), n = b - a;
@@ -326,18 +331,19 @@ static ts_status norm_column(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s
         for (uint32_t r = 1; !last && r < step; r++) {
             if (!ts_lww_pe_stream(P, Lw->t, s->x, s->y0 + q * step + r, G))
                 return TS_ENOMEM;
-            column_routes(G, s, q, true);
+            column_routes(G, s, q, true, spread);
         }
         if (!ts_lww_pe_stream(P, Lw->t, s->x, s->y0 + q * step, G))
             return TS_ENOMEM;
-        column_routes(G, s, q, false);
+        column_routes(G, s, q, false, spread);
         ts_lww_op(G, WSE_OP_LI, 2, 15, 0);
         ts_lww_op(G, WSE_OP_FLI, 2, 14, ts_lww_bits((float)(1.0 / (double)L)));
         ts_lww_op(G, WSE_OP_FLI, 2, 13, ts_lww_bits(0.5f));
         if (s->rpass) { /* its part east raw as soon as it is in (the product holds the scale, takes
                          * 1 / s after part 0): sent on microthread 0 while the rest of the row
                          * goes into the junk word */
-            ts_lww_in_to_mem(G, s->cin, (uint64_t)JA, (uint64_t)a, 0);
+            if (!spread)
+                ts_lww_in_to_mem(G, s->cin, (uint64_t)JA, (uint64_t)a, 0);
             ts_lww_in_to_mem(G, s->cin, 0, (uint64_t)n, 1);
             for (int64_t k = 0; k < n; k += PIECE) {
                 const int m = n - k > PIECE ? PIECE : (int)(n - k);
@@ -347,15 +353,21 @@ static ts_status norm_column(lw *Lw, ts_program *P, lw_gen *G, const lw_stage *s
             }
             /* the rest of the row into the junk word on microthread 1, its squares meanwhile by a
              * scalar loop (loads only: the SRAM's write port stays the drain's) */
-            for (int64_t k = b; k < L; k += PIECE) {
+            for (int64_t k = b; !spread && k < L; k += PIECE) {
                 const int m = L - k > PIECE ? PIECE : (int)(L - k);
                 ts_lww_op(G, WSE_OP_DSDIN, 3, 10, (int)s->cin, m);
                 ts_lww_op(G, WSE_OP_DSDM, 4, 11, JA, m, 0);
                 ts_lww_op(G, WSE_OP_FMOVS, 4, 11, 10, 1, -1);
             }
-            part_squares_scalar(G, n);
+            if (spread) /* no drain: its squares by vector ops */
+                part_sum_squares(G, n, RSTD + 4);
+            else
+                part_squares_scalar(G, n);
         } else {
-            ts_lww_in_part(G, s->cin, (uint64_t)JA, 0, (uint64_t)a, (uint64_t)b, (uint64_t)L);
+            if (spread)
+                ts_lww_in_to_mem(G, s->cin, 0, (uint64_t)n, 1);
+            else
+                ts_lww_in_part(G, s->cin, (uint64_t)JA, 0, (uint64_t)a, (uint64_t)b, (uint64_t)L);
             part_sum_squares(G, n, RSTD + 4);
         }
         if (s->rpass) { /* a one-word move on microthread 0 waits for its part's send (the top PE's

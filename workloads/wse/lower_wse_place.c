@@ -1004,6 +1004,106 @@ static ts_status chain_cuts(lw *L)
     return TS_OK;
 }
 
+/* The most inputs of a row of product d (its rows' shares of K). */
+static uint64_t mm_kmost(const lw *L, const lw_stage *d)
+{
+    uint64_t most = 0;
+    for (uint32_t i = 0; i < d->kr; i++) {
+        uint64_t k0, k1, g0, g1;
+        ts_lww_mm_row_k(L, d, i, &k0, &k1, &g0, &g1);
+        most = k1 - k0 > most ? k1 - k0 : most;
+    }
+    return most;
+}
+
+/* A decode's product d of one row whose outputs go through a streaming join j (its skip row kept)
+ * into a RMSNormalization n down a column (norm_rows) and on into product p's rows: d's
+ * outputs leave spread, as n's parts, where they left through one chain and the join and the
+ * norm's column each took the whole row a wavelet a cycle. d's columns form n's parts' groups
+ * (d->sko, at most its columns; n and p take as many parts, p's rows step = its kr / parts each),
+ * each group's chain ending in its last column, which sends its outputs down to its part's row
+ * (d->sstep = step rows apart) and east; the join takes one PE on each of those rows, its slice of
+ * the skip row kept (the skip row multicast up its column), and sends its part's sums east into
+ * n's PE of that part, which takes it alone; a join that forks (the layer's last, whose row also
+ * goes down to the next layer's) passes the parts down its column in order into its skip path
+ * (lower_wse_emit.c). The parts are d's groups' outputs (n->cols); d's
+ * columns stay even (a chain row and the two runs' climb as chain_cuts left them). Only when the three stages sit side by side
+ * on the band's top row, every row of p keeps an input and the PEs fit their memory. */
+static lw_stage *next_main(lw *L, size_t k)
+{
+    for (size_t i = k + 1; i < L->n; i++)
+        if (L->st[i].prev == (int)k && !L->st[i].lane)
+            return &L->st[i];
+    return NULL;
+}
+
+static ts_status spread_rows(lw *L)
+{
+    if (!L->decode)
+        return TS_OK;
+    for (size_t i = 0; i < L->n; i++) {
+        lw_stage *d = &L->st[i], *j = next_main(L, i);
+        lw_stage *n = j ? next_main(L, (size_t)(j - L->st)) : NULL, *p = n ? next_main(L, (size_t)(n - L->st)) : NULL;
+        if (d->kind != K_MM || d->lane || d->M != 1 || d->ko > 1 || d->fork || d->kc < 2 || !p ||
+            !lw_join_keeps_skip(L, j) || j->M != 1 || (uint64_t)j->C != (uint64_t)d->N ||
+            j->x != d->x + d->w || n->kind != K_NORM || n->ko <= 1 || n->fork || n->x != j->x + j->w ||
+            p->kind != K_MM || p->kin != n->ko || d->y0 || j->y0 || n->y0 || p->y0 || n->L != d->N)
+            continue;
+        const uint32_t parts = n->ko < d->kc ? n->ko : d->kc, step = p->kr / parts;
+        if (parts < 2 || (uint64_t)(parts - 1) * step >= d->kr)
+            continue;
+        int64_t *cut = ts_malloc((size_t)(parts + 1) * sizeof *cut), *jcut = ts_malloc((size_t)(parts + 1) * sizeof *jcut);
+        if (!cut || !jcut) {
+            ts_free(cut);
+            ts_free(jcut);
+            return ts_err_set(L->err, TS_ENOMEM, "out of memory");
+        }
+        /* d's groups, p's rows by the new parts, and the memory they need */
+        const lw_stage d0 = *d, n0 = *n, p0 = *p;
+        d->sko = parts;
+        d->sstep = step;
+        d->cols = NULL;
+        uint64_t most = 0, least = UINT64_MAX;
+        for (uint32_t q = 0; q <= parts; q++)
+            cut[q] = jcut[q] = (int64_t)ts_lww_mm_spread_cut(d, q);
+        for (uint32_t q = 0; q < parts; q++) {
+            const uint64_t len = (uint64_t)(cut[q + 1] - cut[q]);
+            most = len > most ? len : most;
+            least = len < least ? len : least;
+        }
+        n->cols = cut;
+        n->ko = n->G = n->gwant = parts;
+        n->kstep = step;
+        n->h = (parts - 1) * step + 1;
+        n->mem = 8 * most + 4 + (most >= 64 ? 8 * 64 : 0) + 4;
+        p->kin = parts;
+        p->kr = p->h = parts * step;
+        const uint64_t pnb = ts_lww_mm_nb_most(p), dnb = ts_geom_cdiv((uint64_t)d->N, d->kc);
+        const uint64_t pmem = lw_mm_bytes(p->h16, mm_kmost(L, p), pnb) + (p->rpass ? 4 : 0);
+        const uint64_t dmem = lw_mm_bytes(d->h16, mm_kmost(L, d), dnb) + (d->rpass ? 4 : 0);
+        if (least < step || n->mem > L->t->sram_bytes || pmem > L->t->sram_bytes || dmem > L->t->sram_bytes ||
+            most * 4 + 4 > L->t->sram_bytes) {
+            *d = d0;
+            *n = n0;
+            *p = p0;
+            ts_free(cut);
+            ts_free(jcut);
+            continue;
+        }
+        ts_free(d0.cols);
+        ts_free(n0.cols);
+        d->mem = dmem;
+        p->mem = pmem > p->mem ? pmem : p->mem;
+        ts_free(j->cols);
+        j->cols = jcut;
+        j->ko = parts;
+        j->kstep = step;
+        j->h = (parts - 1) * step + 1;
+        j->mem = most * 4 + 4;
+    }
+    return TS_OK;
+}
+
 ts_status ts_lww_place(lw *L, uint32_t *hm)
 {
     const ts_wse_target *t = L->t;
@@ -1062,5 +1162,7 @@ ts_status ts_lww_place(lw *L, uint32_t *hm)
         rc = norm_widths(L, *hm);
     if (!rc)
         rc = norm_pass(L, *hm);
-    return rc ? rc : chain_cuts(L);
+    if (!rc)
+        rc = chain_cuts(L);
+    return rc ? rc : spread_rows(L);
 }

@@ -20,7 +20,7 @@ void ts_lww_colours(lw *L)
         /* a main stage takes the set (0 or 1) its input does not use, a skip stage the set (2 or
          * 3) likewise; a stage's input colour is its predecessor's output colour */
         s->set = !pv ? 0 : !s->lane ? (pv->set == 0 ? 1 : 0) : (pv->set == 2 ? 3 : 2);
-        s->cin = pv ? pv->cout : 0;
+        s->cin = !pv ? 0 : !s->lane && lw_join_spread(pv) ? lw_join_east(pv) : pv->cout;
         s->cout = s->fold ? lw_rcol(s, 0) : lw_gcol(s, s->w - 1); /* a folded attention's: up its last column */
         if (s->kind == K_JOIN || s->kind == K_CONCAT)
             s->cskip = L->st[s->prev2].cout;
@@ -54,9 +54,15 @@ ts_status ts_lww_skip_routes(lw *L, uint32_t Hm, lw_pass **v, size_t *n)
         if (s->lane && s->prev >= 0 && !L->st[s->prev].lane) { /* first stage of a skip path */
             const lw_stage *f = &L->st[s->prev];
             uint32_t x = f->x + f->w - 1;
-            for (uint32_t y = 1; y < Hm; y++)
-                if (add_pass(L, v, n, &cap, x, y, f->cout, P_N, P_S))
+            /* a spread join's row comes down from its bottom PE, passed down from PE to PE above it */
+            const uint32_t top = lw_join_spread(f) ? f->y0 + (f->ko - 1) * f->kstep : 0;
+            for (uint32_t y = 1; y < Hm; y++) {
+                const uint32_t q = top && y < top ? (y - f->y0) / f->kstep + 1 : 0;
+                if (top && y <= top && (y - f->y0) % f->kstep == 0) /* its PEs route it */
+                    continue;
+                if (add_pass(L, v, n, &cap, x, y, q ? lw_rcol(f, q) : f->cout, P_N, P_S))
                     return TS_ENOMEM;
+            }
             if (add_pass(L, v, n, &cap, x, Hm, f->cout, P_N, P_E))
                 return TS_ENOMEM;
         }
@@ -73,8 +79,10 @@ ts_status ts_lww_skip_routes(lw *L, uint32_t Hm, lw_pass **v, size_t *n)
                     return TS_ENOMEM;
             if (add_pass(L, v, n, &cap, s->x, Hm, k->cout, P_W, P_N))
                 return TS_ENOMEM;
-            for (uint32_t y = Hm - 1; y >= 1; y--)
-                if (add_pass(L, v, n, &cap, s->x, y, k->cout, P_S, P_N))
+            for (uint32_t y = Hm - 1; y >= 1; y--) /* a spread join's PEs route it themselves */
+                if (!(lw_join_spread(s) && y >= s->y0 && (y - s->y0) % s->kstep == 0 &&
+                      (y - s->y0) / s->kstep < s->ko) &&
+                    add_pass(L, v, n, &cap, s->x, y, k->cout, P_S, P_N))
                     return TS_ENOMEM;
         }
     }
