@@ -2964,7 +2964,7 @@ END_TEST
  * default (64 KiB) the first plan fits and its code is unshared (13,025 and 14,583 instructions on
  * the fullest tile); with a memory 8 instructions smaller than that, the first plan and the smaller
  * budget's do not fit, and the spread's try, whose starts have nowhere else to go, shares and fits
- * (12,395 and 12,905); the values are those of the products. */
+ * (12,395 and 13,094); the values are those of the products. */
 static const ts_t10_plan spread_share_plans[] = {{.fm = 1, .fn = 1, .fk = 1, .ft = 1, .rp = 1},
                                                  {.fm = 1, .fn = 4, .fk = 1, .ft = 4, .rp = 1, .rot = TS_T10_ROT_A}};
 
@@ -3006,8 +3006,8 @@ START_TEST(test_spread_shares)
         }
     }
     ck_assert_uint_le(shared, most - 8);
-    if (_i) /* the ring's neighbours set once a product, not once a shift */
-        ck_assert_uint_lt(setm8 * 4, sends);
+    if (_i) /* each product's three shifts on each tile: the second and third set no receiver */
+        ck_assert_uint_ge(sends - setm8, NP * 4 * 2);
     static double v[M * KM], m[M * KM];
     chain_ref(g, NP, M, K, v, m);
     for (int k = 0; k < M * K; k++)

@@ -46,17 +46,21 @@ static void xrecord(lw *L, uint32_t src, uint32_t dst, int64_t words)
 }
 
 /* Whether tile t's (as named, toff added) supervisor register k (0: $m6, a receive's sender; 1:
- * $m8, a send's receiver) still holds v, set by the exchange before; and from now it does (the
- * setzi that follows a false sets it). Only in the code spread's last pass (a plan's code past a
- * tile's memory, whose starts the measuring passes chose with every setzi in place, so that no
- * tile's code grows past what they saw): there a send's receiver is in $m8, apart from a receive's
- * sender, so that a ring's shifts, each step a receive from the tile's successor and a send to its
- * predecessor, set them once (ViT-B/16's in-projections, 48 steps). Any other instruction that
- * names the register since (a copy loop, a broadcast's $m6 := -1) makes it unknown; so does code
- * cut (lwi_emit) or host memory short. Every other pass: false, each setzi emitted. */
+ * $m8, a send's receiver) still holds v, set by the exchange before: no instruction naming the
+ * register since (another setzi, a copy loop, a broadcast's $m6 := -1; code cut or host memory
+ * short make it unknown); and from now it does (the setzi that follows a false sets it). Only in
+ * the code spread's last pass (a plan's code past a tile's memory, whose starts the measuring
+ * passes chose with every setzi in place, so that no tile's code grows past what they saw), where
+ * a send's receiver is in $m8, apart from a receive's sender, and only in a ring's shifts
+ * (L->xring): there each step a tile receives from its successor and sends to its predecessor, so
+ * the two are set once (ViT-B/16's in-projections, 48 steps), and every tile that sends armed its
+ * receive first, two or three issues, before its send, so that no receiver arms later than its
+ * sender sends (lwi_check_exchange). Elsewhere a sender that receives nothing in the superstep
+ * would send one issue earlier than a receiver that sets both registers arms (ViT-B/16's
+ * Transpose_4: 'the program would drop words'). Every other pass: false, each setzi emitted. */
 static bool xset(lw *L, uint32_t t, int k, int32_t v)
 {
-    if (!L->cspread || L->measure || L->code_cut || L->oom)
+    if (!L->cspread || L->measure || !L->xring || L->code_cut || L->oom)
         return false;
     if (!L->xreg && !(L->xreg = ts_calloc(L->T, sizeof *L->xreg))) {
         L->oom = true;

@@ -202,6 +202,8 @@ typedef struct lw {
      * supervisor's $m6 (a receive's sender) and $m8 (a send's receiver) hold, and the first entry
      * of its supervisor code not yet looked at for a write to them; owned, NULL until needed */
     struct lw_xreg { int32_t v[2]; size_t at[2]; bool ok[2]; } *xreg;
+    bool xring;           /* a ring's shift (lower_ipu_t10.c): every tile that sends armed its receive
+                           * before, so a setzi left out (xset) never sends before the receiver arms */
     bool bcast;           /* gather: the transfers of one sender that send the same words sent once, broadcast,
                            * where the rounds so cost less (gather_bcast) */
     bool wlocal;          /* gather: what a tile holds itself copied by its workers, 64 bits a load (where
