@@ -3014,6 +3014,71 @@ START_TEST(test_split_sends_looped)
 }
 END_TEST
 
+/* The code spread's last pass, the one that gives the program, takes back a MatMul/Gemm worker
+ * routine that is the same as one already on its tile (lwi_reuse_routine) and, in a ring's shifts,
+ * leaves the tile numbers of a receive's sender and a send's receiver in their registers from one
+ * shift to the next (xset). Sixteen products named as layers (one key), 128 rows by a k x k weight,
+ * on ipu_small16 cut to their tiles: k = 8 on one tile under planner (b)'s plan 1 x 1 x 1, k = 16
+ * on four tiles in a ring of four (1 x 4 x 1, A rotating, four steps). With the tile memory the
+ * default (64 KiB) the first plan fits and its code is unshared (13,025 and 14,583 instructions on
+ * the fullest tile); with a memory 8 instructions smaller than that, the first plan and the smaller
+ * budget's do not fit, and the spread's try, whose starts have nowhere else to go, shares and fits
+ * (12,395 and 13,094); the values are those of the products. */
+static const ts_t10_plan spread_share_plans[] = {{.fm = 1, .fn = 1, .fk = 1, .ft = 1, .rp = 1},
+                                                 {.fm = 1, .fn = 4, .fk = 1, .ft = 4, .rp = 1, .rot = TS_T10_ROT_A}};
+
+START_TEST(test_spread_shares)
+{
+    enum { NP = 16, M = 128, KM = 16 };
+    const int K = _i ? 16 : 8;
+    const uint32_t tn = _i ? 4 : 1;
+    int y;
+    ts_graph *g = layer_chain(NP, M, K, &y);
+    planner = TS_LOWER_PLANNER_T10;
+    t10_plan = &spread_share_plans[_i];
+    max_tiles = tn;
+    ts_err e;
+    ts_err_init(&e);
+    ts_program *whole = NULL;
+    ts_lower_report rep = {0};
+    ts_status rc0 = compile(g, "ipu_small16", NULL, &whole, &rep, &e);
+    ck_assert_msg(rc0 == TS_OK, "lower: %s", e.msg);
+    size_t most = 0;
+    for (size_t t = 0; t < whole->nstreams; t++)
+        most = whole->streams[t].n > most ? whole->streams[t].n : most;
+    ts_program_destroy(whole);
+    ts_lower_report_free(&rep);
+    char sram[32];
+    snprintf(sram, sizeof sram, "tile.sram=%zu", (most - 8) * 4);
+    const char *const sets[] = {sram, NULL};
+    run_sets = sets;
+    lowered L = {0};
+    lower_and_run(g, "ipu_small16", &L);
+    run_sets = NULL;
+    size_t shared = 0, setm8 = 0, sends = 0;
+    for (size_t t = 0; t < L.prog->nstreams; t++) {
+        shared = L.prog->streams[t].n > shared ? L.prog->streams[t].n : shared;
+        for (size_t k = 0; k < L.prog->streams[t].n; k++) {
+            const ts_insn *in = &L.prog->streams[t].insn[k];
+            setm8 += in->op == IPU_OP_SETZI && in->a[0] == TS_IPU_MREG(8);
+            sends += in->op == IPU_OP_SEND;
+        }
+    }
+    ck_assert_uint_le(shared, most - 8);
+    if (_i) /* each product's three shifts on each tile: the second and third set no receiver */
+        ck_assert_uint_ge(sends - setm8, NP * 4 * 2);
+    static double v[M * KM], m[M * KM];
+    chain_ref(g, NP, M, K, v, m);
+    for (int k = 0; k < M * K; k++)
+        near(out_at(&L, g, y, (uint64_t)k), v[k], m[k], "y", (uint64_t)k);
+    lowered_free(&L);
+    ts_graph_destroy(g);
+    planner = TS_LOWER_PLANNER_LCS;
+    t10_plan = NULL;
+    max_tiles = 0;
+}
+END_TEST
+
 /* The tests; with `slow`, only the full-size ResNet-50 block instead (the suite "slow": it runs
  * with TS_SLOW_TESTS=1 and is skipped with 77 otherwise, saying so). */
 int main(int argc, char **argv)
@@ -3087,6 +3152,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_products_spread);
     tcase_add_test(tc, test_code_spread);
     tcase_add_test(tc, test_split_sends_looped);
+    tcase_add_loop_test(tc, test_spread_shares, 0, 2);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -590,6 +590,7 @@ static void pass_free(lw_pass *ps)
     ts_free(L->pkeys);
     ts_free(L->marks);
     ts_free(L->xr);
+    ts_free(L->xreg);
     ts_free(L->layers);
     ts_program_destroy(L->prog);
 }

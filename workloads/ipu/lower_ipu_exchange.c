@@ -45,21 +45,60 @@ static void xrecord(lw *L, uint32_t src, uint32_t dst, int64_t words)
     L->xr[L->nxr++] = (lw_xrec){L->step, src, dst, words, L->cur, pc};
 }
 
+/* Whether tile t's (as named, toff added) supervisor register k (0: $m6, a receive's sender; 1:
+ * $m8, a send's receiver) still holds v, set by the exchange before: no instruction naming the
+ * register since (another setzi, a copy loop, a broadcast's $m6 := -1; code cut or host memory
+ * short make it unknown); and from now it does (the setzi that follows a false sets it). Only in
+ * the code spread's last pass (a plan's code past a tile's memory, whose starts the measuring
+ * passes chose with every setzi in place, so that no tile's code grows past what they saw), where
+ * a send's receiver is in $m8, apart from a receive's sender, and only in a ring's shifts
+ * (L->xring): there each step a tile receives from its successor and sends to its predecessor, so
+ * the two are set once (ViT-B/16's in-projections, 48 steps), and every tile that sends armed its
+ * receive first, two or three issues, before its send, so that no receiver arms later than its
+ * sender sends (lwi_check_exchange). Elsewhere a sender that receives nothing in the superstep
+ * would send one issue earlier than a receiver that sets both registers arms (ViT-B/16's
+ * Transpose_4: 'the program would drop words'). Every other pass: false, each setzi emitted. */
+static bool xset(lw *L, uint32_t t, int k, int32_t v)
+{
+    if (!L->cspread || L->measure || !L->xring || L->code_cut || L->oom)
+        return false;
+    if (!L->xreg && !(L->xreg = ts_calloc(L->T, sizeof *L->xreg))) {
+        L->oom = true;
+        return false;
+    }
+    struct lw_xreg *x = &L->xreg[t + L->toff];
+    const lw_code *c = &LWT(t).sup;
+    const int32_t r = k ? RM(8) : RM(6);
+    bool ok = x->ok[k] && x->v[k] == v && x->at[k] <= c->n;
+    for (size_t i = x->at[k]; ok && i < c->n; i++) {
+        const lw_insn *in = &c->v[i];
+        ok = in->op == LW_SEND || in->op == LW_RECV || in->op == LW_RXWAIT || in->op == LW_SYNC ||
+             (in->a[0] != r && in->a[1] != r && in->a[2] != r);
+    }
+    /* set from the next entry on: a false's setzi is emitted there */
+    x->v[k] = v, x->ok[k] = true, x->at[k] = c->n + !ok;
+    return ok;
+}
+
 void lwi_recv(lw *L, uint32_t t, uint64_t to, uint32_t src, uint64_t words)
 {
     S(t, SETZI, RM(5), (int32_t)to, 0);
-    S(t, SETZI, RM(6), (int32_t)(src + L->toff), 0);
+    if (!xset(L, t, 0, (int32_t)(src + L->toff)))
+        S(t, SETZI, RM(6), (int32_t)(src + L->toff), 0);
     S(t, RECV, RM(5), RM(6), (int32_t)words);
     xrecord(L, src + L->toff, t + L->toff, (int64_t)words);
 }
 
-/* lwi_send, where dst_set leaves out the setting of $m6 to dst (a send before it set it). */
+/* lwi_send, where dst_set leaves out the setting of the receiver's register to dst (a send before
+ * it set it): $m6, or $m8 in the code spread's last pass (xset). */
 static void send_words(lw *L, uint32_t t, uint64_t from, uint32_t dst, uint64_t words, bool dst_set)
 {
+    const bool spread = L->cspread && !L->measure;
+    const int32_t rd = spread ? RM(8) : RM(6);
     S(t, SETZI, RM(5), (int32_t)from, 0);
-    if (!dst_set)
-        S(t, SETZI, RM(6), (int32_t)(dst + L->toff), 0);
-    S(t, SEND, RM(5), RM(6), (int32_t)words);
+    if (!dst_set && !xset(L, t, 1, (int32_t)(dst + L->toff)))
+        S(t, SETZI, rd, (int32_t)(dst + L->toff), 0);
+    S(t, SEND, RM(5), rd, (int32_t)words);
     xrecord(L, t + L->toff, dst + L->toff, -(int64_t)words);
 }
 

@@ -198,6 +198,12 @@ typedef struct lw {
     bool pack;            /* gather: rounds packed so that a sender serves one receiver a round (gather_pack) */
     bool onedst;          /* gather: the sends of a transfer after its first leave the receiver's number
                            * in $m6 as the first set it (2 instructions a piece, not 3) */
+    /* per tile, in the code spread's last pass (lower_ipu_exchange.c, xset): the tile numbers its
+     * supervisor's $m6 (a receive's sender) and $m8 (a send's receiver) hold, and the first entry
+     * of its supervisor code not yet looked at for a write to them; owned, NULL until needed */
+    struct lw_xreg { int32_t v[2]; size_t at[2]; bool ok[2]; } *xreg;
+    bool xring;           /* a ring's shift (lower_ipu_t10.c): every tile that sends armed its receive
+                           * before, so a setzi left out (xset) never sends before the receiver arms */
     bool bcast;           /* gather: the transfers of one sender that send the same words sent once, broadcast,
                            * where the rounds so cost less (gather_bcast) */
     bool wlocal;          /* gather: what a tile holds itself copied by its workers, 64 bits a load (where

@@ -131,6 +131,7 @@ static uint32_t sigma_of(const t10_gen *G, uint32_t i, uint32_t j, uint32_t s)
 static void shift(lw *L, uint32_t n, const uint32_t *prv, const uint32_t *nxt, const uint64_t *from, uint64_t to,
                   const uint64_t *words)
 {
+    L->xring = true; /* a tile sends where it receives: its neighbours' numbers kept (xset) */
     for (uint32_t t = 0; t < n; t++)
         if (words[t]) /* receivers arm first */
             lwi_recv(L, t, to, nxt[t], words[t]);
@@ -139,6 +140,7 @@ static void shift(lw *L, uint32_t n, const uint32_t *prv, const uint32_t *nxt, c
             lwi_send(L, t, from[t], prv[t], words[t]);
             S(t, RXWAIT, 0, 0, 0);
         }
+    L->xring = false;
     lwi_sync_all(L);
 }
 
@@ -1026,6 +1028,7 @@ static ts_status t10_steps(lw *L, const ts_graph_node *n, const t10_gen *G, cons
          * start them before; with them running it has no slot to issue in), and waits for its
          * words before the sync: a superstep and its sync fewer, and the words' latency hidden */
         int lap = st && st + 1 < G->steps ? lapped : -1;
+        L->xring = lap >= 0; /* as in shift: a tile sends where it receives */
         if (lap >= 0) {
             uint64_t to = t10_shift_plan(G, mem, run, st, lap == 0);
             for (uint32_t t = 0; t < G->tn; t++)
@@ -1038,6 +1041,7 @@ static ts_status t10_steps(lw *L, const ts_graph_node *n, const t10_gen *G, cons
                 lwi_send(L, t, run->from[t], run->prv[t], run->words[t]);
                 S(t, RXWAIT, 0, 0, 0);
             }
+        L->xring = false;
         lwi_sync_all(L);
         if (st + 1 == G->steps)
             break;
