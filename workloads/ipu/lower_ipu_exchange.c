@@ -89,12 +89,19 @@ void lwi_recv(lw *L, uint32_t t, uint64_t to, uint32_t src, uint64_t words)
     xrecord(L, src + L->toff, t + L->toff, (int64_t)words);
 }
 
+/* The supervisor register a send names its receiver in: $m6, or $m8 in the code spread's last
+ * pass (xset), apart from a receive's sender. Every send of a transfer names the same one, so the
+ * sends after its first (L->onedst) find the receiver where the first, a run or not, left it. */
+static int32_t send_reg(const lw *L)
+{
+    return L->cspread && !L->measure ? RM(8) : RM(6);
+}
+
 /* lwi_send, where dst_set leaves out the setting of the receiver's register to dst (a send before
- * it set it): $m6, or $m8 in the code spread's last pass (xset). */
+ * it set it; send_reg). */
 static void send_words(lw *L, uint32_t t, uint64_t from, uint32_t dst, uint64_t words, bool dst_set)
 {
-    const bool spread = L->cspread && !L->measure;
-    const int32_t rd = spread ? RM(8) : RM(6);
+    const int32_t rd = send_reg(L);
     S(t, SETZI, RM(5), (int32_t)from, 0);
     if (!dst_set && !xset(L, t, 1, (int32_t)(dst + L->toff)))
         S(t, SETZI, rd, (int32_t)(dst + L->toff), 0);
@@ -1100,11 +1107,12 @@ static size_t send_run(lw *L, const lw_xfer *q, const lw_piece *pc, size_t i)
     if ((!L->cspread && L->p->planner != TS_LOWER_PLANNER_SPLIT) || j - i < 3 ||
         (L->coalesce && st == 4 * (int64_t)pc[i].words) || st > INT32_MAX || st < INT32_MIN)
         return i;
+    const int32_t rd = send_reg(L);
     S(q->src, SETZI, RM(5), (int32_t)pc[i].from, 0);
-    if (!L->onedst || i == q->p0) /* with onedst, $m6 holds q->dst since the transfer's first send */
-        S(q->src, SETZI, RM(6), (int32_t)(q->dst + L->toff), 0);
+    if (!L->onedst || i == q->p0) /* with onedst, rd holds q->dst since the transfer's first send */
+        S(q->src, SETZI, rd, (int32_t)(q->dst + L->toff), 0);
     S(q->src, SETZI, RM(7), (int32_t)(j - i - 1), 0);
-    size_t loop = S(q->src, SEND, RM(5), RM(6), (int32_t)pc[i].words);
+    size_t loop = S(q->src, SEND, RM(5), rd, (int32_t)pc[i].words);
     xrecord(L, q->src + L->toff, q->dst + L->toff, -(int64_t)((j - i) * pc[i].words));
     S(q->src, ADDI, RM(5), RM(5), (int32_t)st);
     S(q->src, BRNZDEC, RM(7), (int32_t)loop, 0);
@@ -1152,7 +1160,7 @@ static void gather_round(const gx *G, const size_t *sel, size_t nsel, size_t *pe
             uint64_t words = pc[i].words; /* coalesce: pieces that follow on in the sender's memory */
             for (j = i + 1; L->coalesce && j < q->p1 && pc[j].from == pc[j - 1].from + 4 * pc[j - 1].words; j++)
                 words += pc[j].words;
-            /* with onedst, $m6 holds q->dst since the transfer's first send */
+            /* with onedst, send_reg holds q->dst since the transfer's first send */
             send_words(L, q->src, pc[i].from, q->dst, words, L->onedst && i > q->p0);
         }
     }
