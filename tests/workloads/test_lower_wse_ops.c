@@ -925,6 +925,44 @@ static size_t chain_cut_products(const lowered *L, uint32_t width, size_t *rows,
     return products;
 }
 
+/* The column groups of product s before SwiGLU's gate (a staircase: each group's columns take
+ * their first MACs a row or more lower than the group's west of it): how many, and the fewest and
+ * the most columns of any of them. */
+static uint32_t glu_groups(const lowered *L, uint32_t width, const ts_lower_wse_stage *s, uint32_t *least,
+                           uint32_t *most)
+{
+    uint32_t groups = 0, run = 0, prev = UINT32_MAX;
+    *least = UINT32_MAX;
+    *most = 0;
+    for (uint32_t x = s->x; x <= s->x + s->w; x++) {
+        uint32_t top = UINT32_MAX; /* the column's top PE with MACs (none past the last column) */
+        for (size_t i = 0; x < s->x + s->w && i < L->prog->nstreams; i++) {
+            const ts_stream *st = &L->prog->streams[i];
+            const uint32_t y = st->index / width;
+            if (st->index % width != x || y < s->y || y >= s->y + s->h || y >= top)
+                continue;
+            for (size_t k = 0; k < st->n; k++)
+                if (st->insn[k].op == WSE_OP_FMACS || st->insn[k].op == WSE_OP_FMACH) {
+                    top = y;
+                    break;
+                }
+        }
+        if (x < s->x + s->w)
+            ck_assert_uint_ne(top, UINT32_MAX);
+        if (top != prev && run) { /* a group ends */
+            groups++;
+            *least = run < *least ? run : *least;
+            *most = run > *most ? run : *most;
+            run = 0;
+        }
+        if (x < s->x + s->w)
+            ck_assert(prev == UINT32_MAX || top >= prev); /* the staircase goes down east */
+        prev = top;
+        run++;
+    }
+    return groups;
+}
+
 /* The gpt built-in in Llama's form (RMSNorm, SwiGLU, no biases; _i 2: biases, 4 query heads on 2
  * key heads; _i 3 to 5: rotary positions, 4 query heads on 2 key heads; _i 5 planned for PEs of
  * 2,048 bytes, the rotary stage split over PEs by heads), prefill (_i 0, 2, 3, 5) and decode (_i 1,
@@ -996,6 +1034,10 @@ START_TEST(test_gpt_swiglu)
         ck_assert_uint_le(rows, gate[-1].kc);
         ck_assert_uint_eq(d->h, d->kr);
         ck_assert_uint_eq(d->y, gate->y);
+        /* the product's columns cut by (gate, up) pairs: its groups even, a column apart at most */
+        uint32_t least, most;
+        ck_assert_uint_eq(glu_groups(&L, 96, &gate[-1], &least, &most), rows);
+        ck_assert_uint_le(most, least + 1);
     }
     if (M == 1) /* a decode: every one-row product sized for latency */
         check_latency_rows(&L, 16);
@@ -1189,13 +1231,19 @@ START_TEST(test_gpt_norm_split)
         ck_assert_uint_eq(d->x, n->x + 1);
     }
     ck_assert_ptr_null(stage_of(&L, "layernorm", 3));
-    /* the SwiGLU gate's 64 pairs on the 2 rows its product's outputs leave on (2 column groups of
-     * its product, one a row lower), each row's 32 split over PEs in a row, merged up the last */
+    /* the SwiGLU gate's 64 pairs on the rows its product's outputs leave on (its column groups,
+     * each lower than the one west of it), each row's split over PEs in a row: the product's
+     * columns cut by (gate, up) pairs, so its groups are even (cut evenly by columns, a group
+     * started only at a column whose first output was even: 2 groups) */
     const ts_lower_wse_stage *gate = stage_of(&L, "elementwise", 0);
     ck_assert_ptr_nonnull(gate);
-    ck_assert_uint_eq(gate->h, 2);
+    ck_assert_uint_gt(gate->h, 2);
     ck_assert_uint_gt(gate->w, 1);
-    ck_assert_uint_eq(gate[-1].h, gate[-1].kr + 1);
+    ck_assert_uint_eq(gate[-1].h, gate[-1].kr + gate->h - 1);
+    uint32_t least, most;
+    const uint32_t groups = glu_groups(&L, 96, &gate[-1], &least, &most);
+    ck_assert_uint_gt(groups, 2);
+    ck_assert_uint_le(most, least + 1);
     check_latency_rows(&L, 16); /* its products sized for latency */
     /* the first residual join: one PE, which takes the skip path's row of 64 into memory first,
      * then adds it to the main stream's as that comes (the two no longer share its ramp) */

@@ -112,7 +112,7 @@ uint32_t ts_lww_mm_group_col(const lw_stage *s, uint32_t g)
     if (g >= s->ko)
         return s->kc;
     uint32_t j = (uint32_t)((uint64_t)g * s->kc / s->ko);
-    while (j < s->kc && ((uint64_t)j * (uint64_t)s->N / s->kc) % 2)
+    while (j < s->kc && ts_lww_mm_col(s, j) % 2)
         j++;
     return j;
 }
@@ -127,8 +127,8 @@ uint32_t ts_lww_mm_group_of(const lw_stage *s, uint32_t j)
 
 void ts_lww_mm_group_out(const lw_stage *s, uint32_t g, uint64_t *n0, uint64_t *n1)
 {
-    *n0 = (uint64_t)ts_lww_mm_group_col(s, g) * (uint64_t)s->N / s->kc;
-    *n1 = (uint64_t)ts_lww_mm_group_col(s, g + 1) * (uint64_t)s->N / s->kc;
+    *n0 = ts_lww_mm_col(s, ts_lww_mm_group_col(s, g));
+    *n1 = ts_lww_mm_col(s, ts_lww_mm_group_col(s, g + 1));
 }
 
 /* The chain's colour out of column j: alternating by column, its group's last column on the
@@ -464,7 +464,7 @@ static void mm_code(const lw *L, lw_gen *G, const lw_stage *s, const mm_pe *e)
     mm_setup(G, s, e);
     int row = ts_lww_loop_head(G, 10, s->M);
     mm_row_in(L, G, s, e);
-    const bool early = s->cols && !s->crow && e->i == 0 && e->n0 > from;
+    const bool early = s->cols && s->ko <= 1 && !s->crow && e->i == 0 && e->n0 > from;
     if (early) /* columns cut for the chain: the outputs west of it on during its MACs */
         mm_pass_on(G, mm_chain(s, e->j - 1), mm_chain(s, e->j), e->n0 - from);
     ts_lww_op(G, e->h16 ? WSE_OP_FMOVH : WSE_OP_FMOVS, 4, 2, 3, -1, -1);
