@@ -70,6 +70,18 @@ static void lower_and_run(const ts_graph *g, const char *config, lowered *L)
                   (long long)L->run.err.cycle, L->run.err.msg);
 }
 
+/* g lowered by planner pl with plan pick for every MatMul/Gemm (the cost model's when NULL) on
+ * ipu_small16 and run (lower_and_run), the planner and the plan set back to planner (a)'s defaults
+ * after. */
+static void lower_planned(const ts_graph *g, int pl, const ts_t10_plan *pick, lowered *L)
+{
+    planner = pl;
+    t10_plan = pick;
+    lower_and_run(g, "ipu_small16", L);
+    planner = TS_LOWER_PLANNER_LCS;
+    t10_plan = NULL;
+}
+
 /* |got - want| <= 1e-5 x (sum of |terms| that made want), or 1e-30 */
 static void near(float got, double want, double scale, const char *what, uint64_t k)
 {
@@ -1945,15 +1957,10 @@ START_TEST(test_t10_convs)
 }
 END_TEST
 
-/* g lowered by planner (b) with plan pick (the cost model's when NULL) on ipu_small16 and run
- * (lower_and_run), the planner and the plan set back to planner (a)'s defaults after. */
+/* lower_planned under planner (b). */
 static void lower_t10(ts_graph *g, const ts_t10_plan *pick, lowered *L)
 {
-    planner = TS_LOWER_PLANNER_T10;
-    t10_plan = pick;
-    lower_and_run(g, "ipu_small16", L);
-    planner = TS_LOWER_PLANNER_LCS;
-    t10_plan = NULL;
+    lower_planned(g, TS_LOWER_PLANNER_T10, pick, L);
 }
 
 /* An f16 Gemm (transB, bias) Y[M,N] = A[M,K] x B[N,K]^T + bias lowered by planner (b) with plan
@@ -2843,10 +2850,8 @@ START_TEST(test_products_spread)
     ts_graph_mark_output(g, z);
     finalize(g);
     static const ts_t10_plan one = {.fm = 1, .fn = 1, .fk = 1, .ft = 1, .rp = 1};
-    planner = TS_LOWER_PLANNER_T10;
-    t10_plan = &one;
     lowered L = {0};
-    lower_and_run(g, "ipu_small16", &L);
+    lower_planned(g, TS_LOWER_PLANNER_T10, &one, &L);
     /* the outputs on five different tiles; the LayerNorm's 8 rows (its scale and bias on each of
      * its tiles) on 4 tiles, not those of the products (it took 8 tiles from tile 0) */
     bool seen[16] = {false};
@@ -2974,10 +2979,8 @@ START_TEST(test_split_sends_looped)
     ts_graph_mark_output(g, c);
     finalize(g);
     static const ts_t10_plan plan = {.fm = 1, .fn = 2, .fk = 2, .ft = 1, .rp = 1};
-    planner = TS_LOWER_PLANNER_SPLIT;
-    t10_plan = &plan;
     lowered L = {0};
-    lower_and_run(g, "ipu_small16", &L);
+    lower_planned(g, TS_LOWER_PLANNER_SPLIT, &plan, &L);
     ck_assert_uint_eq(L.rep.planner, TS_LOWER_PLANNER_SPLIT);
     ck_assert_uint_eq(L.rep.layers[0].fk, 2);
     /* the pieces other tiles send: every (row, k-half) a plan tile reads from a tile not its own */
