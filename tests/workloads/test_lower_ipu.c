@@ -90,6 +90,37 @@ static void near(float got, double want, double scale, const char *what, uint64_
                   (double)got, want);
 }
 
+/* C[M,N] = A[M,K] x B[K,N], A an input and B a weight, both filled (fill): the graph, finalized,
+ * and its tensors. */
+static ts_graph *matmul_graph(int M, int K, int N, int *a, int *b, int *c)
+{
+    ts_graph *g = ts_graph_create("mm");
+    *a = tensor(g, "a", TS_TENSOR_INPUT, 2, (int64_t[]){M, K});
+    *b = tensor(g, "b", TS_TENSOR_WEIGHT, 2, (int64_t[]){K, N});
+    *c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, *a);
+    fill(g, *b);
+    node(g, TS_OP_MATMUL, "mm", (int[]){*a, *b}, 2, *c, NULL);
+    ts_graph_mark_output(g, *c);
+    finalize(g);
+    return g;
+}
+
+/* matmul_graph's C as lowered and run, against the double product (near). */
+static void matmul_check(lowered *L, const ts_graph *g, int a, int b, int c, int M, int K, int N)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0, m = 0;
+            for (int k = 0; k < K; k++) {
+                double t = (double)val(a, i * K + k) * val(b, k * N + j);
+                s += t;
+                m += fabs(t);
+            }
+            near(out_at(L, g, c, (uint64_t)(i * N + j)), s, m, "c", (uint64_t)(i * N + j));
+        }
+}
+
 /* ---- tests ---- */
 
 START_TEST(test_matmul)
@@ -100,27 +131,12 @@ START_TEST(test_matmul)
     run_sets = _i ? slow : NULL;
     /* C[38,10] = A[38,8] x B[8,10] on 4 tiles: 10 rows per tile (8 on the last), 2 per worker with
      * overlapping blocks, 10 columns in 3 AMP groups (the last one partial) */
-    ts_graph *g = ts_graph_create("mm");
-    int a = tensor(g, "a", TS_TENSOR_INPUT, 2, (int64_t[]){38, 8});
-    int b = tensor(g, "b", TS_TENSOR_WEIGHT, 2, (int64_t[]){8, 10});
-    int c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL);
-    fill(g, a);
-    fill(g, b);
-    node(g, TS_OP_MATMUL, "mm", (int[]){a, b}, 2, c, NULL);
-    ts_graph_mark_output(g, c);
-    finalize(g);
+    int a, b, c;
+    ts_graph *g = matmul_graph(38, 8, 10, &a, &b, &c);
     lowered L = {0};
     lower_and_run(g, "ipu_tiny4", &L);
     ck_assert_uint_eq(L.rep.tiles_used, 4);
-    for (int i = 0; i < 38; i++)
-        for (int j = 0; j < 10; j++) {
-            double s = 0, m = 0;
-            for (int k = 0; k < 8; k++) {
-                s += (double)val(a, i * 8 + k) * val(b, k * 10 + j);
-                m += fabs((double)val(a, i * 8 + k) * val(b, k * 10 + j));
-            }
-            near(out_at(&L, g, c, (uint64_t)(i * 10 + j)), s, m, "c", (uint64_t)(i * 10 + j));
-        }
+    matmul_check(&L, g, a, b, c, 38, 8, 10);
     lowered_free(&L);
     ts_graph_destroy(g);
     run_sets = NULL;
@@ -2969,15 +2985,8 @@ START_TEST(test_split_sends_looped)
      * every piece was a send of its own; now one loop a run (5 instructions), and the values are the
      * product's. */
     enum { M = 64, K = 32, N = 32 };
-    ts_graph *g = ts_graph_create("mm");
-    int a = tensor(g, "a", TS_TENSOR_INPUT, 2, (int64_t[]){M, K});
-    int b = tensor(g, "b", TS_TENSOR_WEIGHT, 2, (int64_t[]){K, N});
-    int c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL);
-    fill(g, a);
-    fill(g, b);
-    node(g, TS_OP_MATMUL, "mm", (int[]){a, b}, 2, c, NULL);
-    ts_graph_mark_output(g, c);
-    finalize(g);
+    int a, b, c;
+    ts_graph *g = matmul_graph(M, K, N, &a, &b, &c);
     static const ts_t10_plan plan = {.fm = 1, .fn = 2, .fk = 2, .ft = 1, .rp = 1};
     lowered L = {0};
     lower_planned(g, TS_LOWER_PLANNER_SPLIT, &plan, &L);
@@ -3000,16 +3009,7 @@ START_TEST(test_split_sends_looped)
     }
     ck_assert_uint_ge(pieces, 4 * M / 2);
     ck_assert_uint_le(sends * 8, pieces); /* 8 sends for 192 pieces; 194 sends unrolled */
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
-            double s = 0, m = 0;
-            for (int k = 0; k < K; k++) {
-                double t = (double)val(a, i * K + k) * val(b, k * N + j);
-                s += t;
-                m += fabs(t);
-            }
-            near(out_at(&L, g, c, (uint64_t)(i * N + j)), s, m, "c", (uint64_t)(i * N + j));
-        }
+    matmul_check(&L, g, a, b, c, M, K, N);
     lowered_free(&L);
     ts_graph_destroy(g);
     planner = TS_LOWER_PLANNER_LCS;
