@@ -90,4 +90,20 @@ static inline void finalize(ts_graph *g)
     ck_assert_msg(ts_graph_finalize(g, &e) == TS_OK, "%s", e.msg);
 }
 
+/* C[M,N] = A[M,K] x B[K,N], A an input and B a weight, both filled (fill): the graph, finalized,
+ * and its tensors' ids in a, b, c. */
+static inline ts_graph *matmul_filled(int M, int K, int N, int *a, int *b, int *c)
+{
+    ts_graph *g = ts_graph_create("mm");
+    *a = tensor(g, "a", TS_TENSOR_INPUT, 2, (int64_t[]){M, K});
+    *b = tensor(g, "b", TS_TENSOR_WEIGHT, 2, (int64_t[]){K, N});
+    *c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL);
+    fill(g, *a);
+    fill(g, *b);
+    node(g, TS_OP_MATMUL, "mm", (int[]){*a, *b}, 2, *c, NULL);
+    ts_graph_mark_output(g, *c);
+    finalize(g);
+    return g;
+}
+
 #endif

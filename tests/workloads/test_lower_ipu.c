@@ -90,23 +90,7 @@ static void near(float got, double want, double scale, const char *what, uint64_
                   (double)got, want);
 }
 
-/* C[M,N] = A[M,K] x B[K,N], A an input and B a weight, both filled (fill): the graph, finalized,
- * and its tensors. */
-static ts_graph *matmul_graph(int M, int K, int N, int *a, int *b, int *c)
-{
-    ts_graph *g = ts_graph_create("mm");
-    *a = tensor(g, "a", TS_TENSOR_INPUT, 2, (int64_t[]){M, K});
-    *b = tensor(g, "b", TS_TENSOR_WEIGHT, 2, (int64_t[]){K, N});
-    *c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL);
-    fill(g, *a);
-    fill(g, *b);
-    node(g, TS_OP_MATMUL, "mm", (int[]){*a, *b}, 2, *c, NULL);
-    ts_graph_mark_output(g, *c);
-    finalize(g);
-    return g;
-}
-
-/* matmul_graph's C as lowered and run, against the double product (near). */
+/* matmul_filled's C as lowered and run, against the double product (near). */
 static void matmul_check(lowered *L, const ts_graph *g, int a, int b, int c, int M, int K, int N)
 {
     for (int i = 0; i < M; i++)
@@ -132,7 +116,7 @@ START_TEST(test_matmul)
     /* C[38,10] = A[38,8] x B[8,10] on 4 tiles: 10 rows per tile (8 on the last), 2 per worker with
      * overlapping blocks, 10 columns in 3 AMP groups (the last one partial) */
     int a, b, c;
-    ts_graph *g = matmul_graph(38, 8, 10, &a, &b, &c);
+    ts_graph *g = matmul_filled(38, 8, 10, &a, &b, &c);
     lowered L = {0};
     lower_and_run(g, "ipu_tiny4", &L);
     ck_assert_uint_eq(L.rep.tiles_used, 4);
@@ -2986,7 +2970,7 @@ START_TEST(test_split_sends_looped)
      * product's. */
     enum { M = 64, K = 32, N = 32 };
     int a, b, c;
-    ts_graph *g = matmul_graph(M, K, N, &a, &b, &c);
+    ts_graph *g = matmul_filled(M, K, N, &a, &b, &c);
     static const ts_t10_plan plan = {.fm = 1, .fn = 2, .fk = 2, .ft = 1, .rp = 1};
     lowered L = {0};
     lower_planned(g, TS_LOWER_PLANNER_SPLIT, &plan, &L);

@@ -50,21 +50,6 @@ static ts_model *run_timing_only(const ts_program *prog, uint32_t w, uint32_t h,
     return m;
 }
 
-/* C[6,24] = A[6,40] x B[40,24], filled; the tensor ids in a, b, c. */
-static ts_graph *mm_graph(int *a, int *b, int *c)
-{
-    ts_graph *g = ts_graph_create("mm");
-    *a = tensor(g, "a", TS_TENSOR_INPUT, 2, (int64_t[]){6, 40});
-    *b = tensor(g, "b", TS_TENSOR_WEIGHT, 2, (int64_t[]){40, 24});
-    *c = tensor(g, "c", TS_TENSOR_ACTIVATION, -1, NULL);
-    fill(g, *a);
-    fill(g, *b);
-    node(g, TS_OP_MATMUL, "mm", (int[]){*a, *b}, 2, *c, NULL);
-    ts_graph_mark_output(g, *c);
-    finalize(g);
-    return g;
-}
-
 /* ---- tests ---- */
 
 START_TEST(test_matmul)
@@ -72,7 +57,7 @@ START_TEST(test_matmul)
     /* C[6,24] = A[6,40] x B[40,24] on 32 x 32: K is split over rows of PEs (partial sums go north)
      * and N over columns (outputs chained east) */
     int a, b, c;
-    ts_graph *g = mm_graph(&a, &b, &c);
+    ts_graph *g = matmul_filled(6, 40, 24, &a, &b, &c);
     lowered L = {0};
     lower_and_run(g, 32, 32, &L);
     const ts_lower_wse_stage *s = stage_of(&L, "matmul", 0);
@@ -106,7 +91,7 @@ END_TEST
 START_TEST(test_stage_energy)
 {
     int a, b, c;
-    ts_graph *g = mm_graph(&a, &b, &c);
+    ts_graph *g = matmul_filled(6, 40, 24, &a, &b, &c);
     ts_err e;
     ts_err_init(&e);
     ts_wse_target p = params(32, 32);
