@@ -25,10 +25,26 @@ typedef struct meet {
     _Atomic uint32_t slept;     /* rounds in which the late thread saw every other thread asleep */
 } meet;
 
+/* A thread's argument: the test's shared state and the thread's number. */
 typedef struct targ {
-    meet *g;
+    void *g;
     int id;
 } targ;
+
+/* fn run by n threads, thread t given {g, t}: the test's own thread is thread 0, the others are
+ * started before it and joined after. */
+static void run_threads(int n, void *(*fn)(void *), void *g)
+{
+    pthread_t th[MAXT];
+    targ args[MAXT];
+    for (int t = 0; t < n; t++)
+        args[t] = (targ){g, t};
+    for (int t = 1; t < n; t++)
+        ck_assert_int_eq(pthread_create(&th[t], NULL, fn, &args[t]), 0);
+    fn(&args[0]);
+    for (int t = 1; t < n; t++)
+        pthread_join(th[t], NULL);
+}
 
 static void pause_us(long us)
 {
@@ -83,15 +99,7 @@ static void run_meet(meet *g, int nthreads, int rounds, uint32_t spins, uint32_t
     atomic_init(&g->counter, 0);
     atomic_init(&g->wrong, 0);
     atomic_init(&g->slept, 0);
-    pthread_t th[MAXT];
-    targ args[MAXT];
-    for (int t = 0; t < nthreads; t++)
-        args[t] = (targ){g, t};
-    for (int t = 1; t < nthreads; t++)
-        ck_assert_int_eq(pthread_create(&th[t], NULL, meet_main, &args[t]), 0);
-    meet_main(&args[0]);
-    for (int t = 1; t < nthreads; t++)
-        pthread_join(th[t], NULL);
+    run_threads(nthreads, meet_main, g);
     ck_assert_uint_eq(atomic_load(&g->wrong), 0);
     ck_assert_uint_eq(atomic_load(&g->counter), (uint32_t)(nthreads * rounds));
     ts_barrier_destroy(&g->bar);
@@ -288,14 +296,9 @@ typedef struct ring_test {
     _Atomic uint32_t wrong;
 } ring_test;
 
-typedef struct rarg {
-    ring_test *g;
-    int id;
-} rarg;
-
 static void *ring_main(void *p)
 {
-    rarg *a = p;
+    targ *a = p;
     ring_test *g = a->g;
     int t = a->id, prev = (t + g->nthreads - 1) % g->nthreads;
     for (int r = 1; r <= g->rounds; r++) {
@@ -320,15 +323,7 @@ static void ring_case(ring_test *g, int nthreads, int rounds, uint32_t spins, ui
         g->slot[t] = 0;
     }
     atomic_init(&g->wrong, 0);
-    pthread_t th[MAXT];
-    rarg args[MAXT];
-    for (int t = 0; t < nthreads; t++)
-        args[t] = (rarg){g, t};
-    for (int t = 1; t < nthreads; t++)
-        ck_assert_int_eq(pthread_create(&th[t], NULL, ring_main, &args[t]), 0);
-    ring_main(&args[0]);
-    for (int t = 1; t < nthreads; t++)
-        pthread_join(th[t], NULL);
+    run_threads(nthreads, ring_main, g);
     ck_assert_uint_eq(atomic_load(&g->wrong), 0);
     for (int t = 0; t < nthreads; t++)
         ck_assert_uint_eq(atomic_load(&g->ctr[t]), (uint32_t)rounds);
